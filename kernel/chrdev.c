@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * /dev/sluice: the misc character device, its ioctl dispatch and the
+ * read-only sysfs attributes of /sys/class/misc/sluice.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/string.h>
+
+#include "sluice.h"
+
+struct sluice_stats sluice_stats;
+
+static int sluice_ioc_version(struct file *file, void __user *uarg)
+{
+	struct sluice_version v;
+	int ret;
+
+	ret = sluice_arg_in(&v, sizeof(v), offsetofend(struct sluice_version,
+						       module_version), uarg);
+	if (ret)
+		return ret;
+	if (v.flags || v.reserved)
+		return -EINVAL;
+
+	v.abi_version = SLUICE_ABI_VERSION;
+	v.features = SLUICE_FEATURES_ALL;
+	strscpy_pad(v.module_version, SLUICE_MODULE_VERSION,
+		    sizeof(v.module_version));
+	return sluice_arg_out(uarg, &v, sizeof(v));
+}
+
+struct sluice_ioctl {
+	unsigned int cmd;
+	const char *name;
+	int (*fn)(struct file *file, void __user *uarg);
+};
+
+static const struct sluice_ioctl sluice_ioctls[SLUICE_NR_COUNT] = {
+	[SLUICE_NR_VERSION] = { SLUICE_IOC_VERSION, "version",
+				sluice_ioc_version },
+};
+
+const char *sluice_cmd_name(unsigned int nr)
+{
+	return nr < SLUICE_NR_COUNT ? sluice_ioctls[nr].name : NULL;
+}
+
+static long sluice_ioctl(struct file *file, unsigned int cmd,
+			 unsigned long arg)
+{
+	unsigned int nr = _IOC_NR(cmd);
+	const struct sluice_ioctl *op;
+	int ret;
+
+	/*
+	 * The whole command must match, not just its number: a caller built
+	 * against a different struct or direction gets -ENOTTY.
+	 */
+	if (_IOC_TYPE(cmd) != SLUICE_IOC_MAGIC || nr >= SLUICE_NR_COUNT ||
+	    sluice_ioctls[nr].cmd != cmd) {
+		atomic64_inc(&sluice_stats.unknown_cmds);
+		return -ENOTTY;
+	}
+	op = &sluice_ioctls[nr];
+	atomic64_inc(&sluice_stats.cmd[nr].calls);
+	ret = op->fn(file, (void __user *)arg);
+	if (ret)
+		atomic64_inc(&sluice_stats.cmd[nr].errors);
+	return ret;
+}
+
+static int sluice_open(struct inode *inode, struct file *file)
+{
+	atomic_inc(&sluice_stats.open_files);
+	return 0;
+}
+
+static int sluice_release(struct inode *inode, struct file *file)
+{
+	atomic_dec(&sluice_stats.open_files);
+	return 0;
+}
+
+static const struct file_operations sluice_fops = {
+	.owner		= THIS_MODULE,
+	.open		= sluice_open,
+	.release	= sluice_release,
+	.unlocked_ioctl	= sluice_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+	.llseek		= noop_llseek,
+};
+
+static ssize_t abi_version_show(struct device *dev,
+				struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", SLUICE_ABI_VERSION);
+}
+static DEVICE_ATTR_RO(abi_version);
+
+static ssize_t features_show(struct device *dev,
+			     struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "0x%llx\n",
+			  (unsigned long long)SLUICE_FEATURES_ALL);
+}
+static DEVICE_ATTR_RO(features);
+
+static struct attribute *sluice_attrs[] = {
+	&dev_attr_abi_version.attr,
+	&dev_attr_features.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(sluice);
+
+/*
+ * Anyone may open the device: access control is per object (a stack's
+ * owner uid or CAP_NET_ADMIN, and port reservation with the caller's
+ * credentials), as for sockets.
+ */
+static struct miscdevice sluice_misc = {
+	.minor	= MISC_DYNAMIC_MINOR,
+	.name	= SLUICE_DEVICE_NAME,
+	.fops	= &sluice_fops,
+	.groups	= sluice_groups,
+	.mode	= 0666,
+};
+
+int sluice_chrdev_init(void)
+{
+	return misc_register(&sluice_misc);
+}
+
+void sluice_chrdev_exit(void)
+{
+	misc_deregister(&sluice_misc);
+}

@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# Boot Debian kernels under QEMU (software emulation) with sluice.ko and the
+# kernel-side tests in an initramfs, and bring back their results as TAP.
+#
+#   tests/vm/run.sh                    every installed kernel series (newest of each)
+#   tests/vm/run.sh --kernel VERSION   just that kernel (repeatable)
+#   tests/vm/run.sh --demo             load the module and show what it reports
+#   tests/vm/run.sh --list             print the kernels that would be used
+#
+# Per kernel it checks that sluice.ko builds warning-free against that
+# kernel's headers, boots, runs every suite in tests/vm/suites, and that
+# the kernel log has no warning, BUG or oops.  Output is one TAP stream;
+# the exit status is 0 only if every check passed.  Work files go to
+# build/vm/VERSION/ (console.log, results.log, the initramfs tree).
+#
+# Environment: SLUICE_VM_TIMEOUT (seconds per boot, default 600),
+# SLUICE_VM_MEM (MiB, default 1024).
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+
+timeout_s=${SLUICE_VM_TIMEOUT:-600}
+mem=${SLUICE_VM_MEM:-1024}
+kernels=()
+mode=test
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--kernel) kernels+=("$2"); shift 2 ;;
+	--demo) mode=demo; shift ;;
+	--list) mode=list; shift ;;
+	-h|--help) sed -n '3,20p' "$0"; exit 0 ;;
+	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+
+# Kernels that can be booted and built against: a vmlinuz and headers.
+# The newest of each major.minor series.
+installed_kernels() {
+	local d v
+	for d in /lib/modules/*; do
+		v=${d##*/}
+		[ -e "$d/build/Makefile" ] && [ -e "/boot/vmlinuz-$v" ] && echo "$v"
+	done | sort -V | awk -F. '{ s = $1 "." $2; last[s] = $0 }
+		END { for (s in last) print last[s] }' | sort -V
+}
+
+[ ${#kernels[@]} -gt 0 ] || mapfile -t kernels < <(installed_kernels)
+if [ "$mode" = list ]; then
+	printf '%s\n' "${kernels[@]}"
+	exit 0
+fi
+if [ ${#kernels[@]} = 0 ]; then
+	echo "run.sh: no kernel with headers installed: run tests/vm/deps.sh" >&2
+	exit 1
+fi
+[ "$mode" = demo ] && kernels=("${kernels[0]}")
+
+make -s -j2 all >&2
+
+tap_n=0
+tap_fail=0
+tap() { # tap STATUS DESCRIPTION [DIRECTIVE]
+	tap_n=$((tap_n + 1))
+	if [ "$1" = ok ]; then
+		echo "ok $tap_n - $2${3:+ # $3}"
+	else
+		echo "not ok $tap_n - $2"
+		tap_fail=$((tap_fail + 1))
+	fi
+}
+
+# Copy a program and the shared libraries it needs into the tree.
+add_binary() { # add_binary ROOT FILE DESTDIR
+	local root=$1 file=$2 dest=$3 lib
+	install -D -m 0755 "$file" "$root$dest/${file##*/}"
+	for lib in $(ldd "$file" 2>/dev/null | grep -o '/[^ ]*'); do
+		[ -e "$root$lib" ] || install -D -m 0755 "$lib" "$root$lib"
+	done
+}
+
+# Copy kernel modules and their dependencies, decompressed, and list them
+# in load order in etc/sluice/kmods.
+add_kmods() { # add_kmods ROOT VERSION MODULE...
+	local root=$1 ver=$2 m path dep
+	shift 2
+	for m in "$@"; do
+		grep -qx "/lib/modules/kmod/$m.ko" "$root/etc/sluice/kmods" 2>/dev/null && continue
+		path=$(modinfo -k "$ver" -n "$m")
+		[ "$path" = "(builtin)" ] && continue
+		for dep in $(modinfo -k "$ver" -F depends "$m" | tr , ' '); do
+			add_kmods "$root" "$ver" "$dep"
+		done
+		mkdir -p "$root/lib/modules/kmod"
+		case $path in
+		*.xz) xz -dc "$path" >"$root/lib/modules/kmod/$m.ko" ;;
+		*.zst) zstd -dqc "$path" >"$root/lib/modules/kmod/$m.ko" ;;
+		*) cp "$path" "$root/lib/modules/kmod/$m.ko" ;;
+		esac
+		echo "/lib/modules/kmod/$m.ko" >>"$root/etc/sluice/kmods"
+	done
+}
+
+run_kernel() { # run_kernel VERSION
+	local ver=$1 work="build/vm/$1" root src log rc=0 line kmods=()
+	root="$work/root"
+	src="$work/src"
+	rm -rf "$work"
+	mkdir -p "$root"/{bin,dev,proc,sys,tmp,etc/sluice,lib/modules,opt/sluice/bin} "$src"
+
+	# Build the module out of the tree so each kernel has its own objects.
+	cp -r Kbuild kernel include "$src/"
+	log="$work/module-build.log"
+	if ! make -C "/lib/modules/$ver/build" M="$top/$src" modules >"$log" 2>&1; then
+		tap fail "$ver: sluice.ko builds"
+		sed 's/^/# /' "$log"
+		return 1
+	fi
+	tap ok "$ver: sluice.ko builds"
+	if grep -E 'warning:|error:' "$log" >/dev/null; then
+		tap fail "$ver: sluice.ko builds without warnings"
+		grep -E 'warning:|error:' "$log" | sed 's/^/# /'
+	else
+		tap ok "$ver: sluice.ko builds without warnings"
+	fi
+	cp "$src/sluice.ko" "$root/lib/modules/sluice.ko"
+
+	install -m 0755 /bin/busybox "$root/bin/busybox"
+	install -m 0755 tests/vm/init.sh "$root/init"
+	add_binary "$root" build/tools/sluice /opt/sluice/bin
+	for t in build/tests/kselftest/*; do
+		add_binary "$root" "$t" /opt/sluice/bin
+	done
+	cp tests/vm/demo.sh "$root/opt/sluice/bin/demo.sh"
+	if [ "$mode" = demo ]; then
+		echo "demo sh /opt/sluice/bin/demo.sh" >"$root/etc/sluice/suites"
+	else
+		# One suite per line: NAME COMMAND..., and the modules it needs.
+		grep -v '^#' tests/vm/suites | grep . >"$root/etc/sluice/suites"
+		mapfile -t kmods < <(sed -n 's/^# kmods: *//p' tests/vm/suites | tr ' ' '\n' | grep .)
+	fi
+	[ ${#kmods[@]} = 0 ] || add_kmods "$root" "$ver" "${kmods[@]}"
+
+	(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initrd.gz"
+
+	echo "# booting $ver under QEMU (TCG)" >&2
+	local t0=$SECONDS
+	timeout "$timeout_s" qemu-system-x86_64 -accel tcg,thread=multi -smp 2 -m "$mem" \
+		-display none -monitor none -no-reboot \
+		-kernel "/boot/vmlinuz-$ver" -initrd "$work/initrd.gz" \
+		-append "console=ttyS0 quiet panic=-1 oops=panic" \
+		-serial "file:$work/console.log" -serial "file:$work/results.log" \
+		</dev/null >"$work/qemu.log" 2>&1 || rc=$?
+	echo "# $ver: VM ran $((SECONDS - t0)) s, qemu exit $rc" >&2
+
+	if [ "$mode" = demo ]; then
+		sed -n '/^### BEGIN demo/,/^### END demo/p' "$work/results.log" | sed '1d;$d' | tr -d '\r'
+		grep -q '^### END demo 0' "$work/results.log"
+		return
+	fi
+
+	if ! grep -q '^### DONE' "$work/results.log"; then
+		tap fail "$ver: VM ran to the end (qemu exit $rc, see $work/console.log)"
+		tail -n 30 "$work/console.log" | sed 's/^/# /'
+	else
+		tap ok "$ver: VM ran to the end"
+	fi
+	grep '^### KMOD-FAILED' "$work/results.log" | while read -r _ _ m; do
+		echo "# failed to load $m"
+	done
+
+	# Re-emit every guest TAP result under one numbering.
+	local suite="" s_rc
+	while IFS= read -r line; do
+		line=${line%$'\r'}
+		case $line in
+		"### BEGIN "*) suite=${line#\#\#\# BEGIN } ;;
+		"### END "*)
+			s_rc=${line##* }
+			if [ "$s_rc" = 0 ]; then tap ok "$ver: $suite: exit status"
+			else tap fail "$ver: $suite: exit status $s_rc"; fi
+			suite="" ;;
+		"### DMESG") break ;;
+		"ok "*|"not ok "*)
+			[ -n "$suite" ] || continue
+			local st=ok rest=${line#ok } dir=""
+			case $line in "not ok "*) st=fail; rest=${line#not ok } ;; esac
+			rest=${rest#* }   # drop the guest's number
+			rest=${rest#- }
+			case $rest in *"# SKIP"*) dir="SKIP ${rest#*# SKIP}"; rest=${rest%% # SKIP*} ;; esac
+			tap "$st" "$ver: $suite: $rest" "$dir" ;;
+		"#"*) [ -n "$suite" ] && echo "$line" ;;
+		esac
+	done <"$work/results.log"
+
+	local bad
+	bad=$(sed -n '/^### DMESG/,/^### DONE/p' "$work/results.log" "$work/console.log" |
+		grep -E 'WARNING:|BUG:|Oops|Call Trace|general protection|refcount_t:|KASAN|UBSAN' || true)
+	if [ -n "$bad" ]; then
+		tap fail "$ver: kernel log has no warnings or oopses"
+		echo "$bad" | head -n 40 | sed 's/^/# /'
+	else
+		tap ok "$ver: kernel log has no warnings or oopses"
+	fi
+}
+
+status=0
+for k in "${kernels[@]}"; do
+	run_kernel "$k" || status=1
+done
+[ "$mode" = demo ] && exit $status
+echo "1..$tap_n"
+[ "$tap_fail" = 0 ] && [ $status = 0 ]
