@@ -15,15 +15,15 @@
 int main(void)
 {
 	tap_eq(SLUICE_ABI_VERSION, 1, "ABI version is 1");
-	tap_eq(sizeof(struct sluice_version), 48, "sizeof(struct sluice_version)");
+	tap_eq(sizeof(struct sluice_version), 56, "sizeof(struct sluice_version)");
 	tap_eq(offsetof(struct sluice_version, size), 0, "size is the first field");
 	tap_eq(offsetof(struct sluice_version, flags), 4, "flags offset");
 	tap_eq(offsetof(struct sluice_version, abi_version), 8, "abi_version offset");
 	tap_eq(offsetof(struct sluice_version, reserved), 12, "reserved offset");
 	tap_eq(offsetof(struct sluice_version, features), 16, "features offset");
 	tap_eq(offsetof(struct sluice_version, module_version), 24, "module_version offset");
-	/* dir RW (3) << 30 | size 48 << 16 | magic 0xB5 << 8 | nr 0 */
-	tap_eq(SLUICE_IOC_VERSION, 0xC030B500u, "SLUICE_IOC_VERSION value");
+	/* dir RW (3) << 30 | size 56 << 16 | magic 0xB5 << 8 | nr 0 */
+	tap_eq(SLUICE_IOC_VERSION, 0xC038B500u, "SLUICE_IOC_VERSION value");
 	tap_eq(_IOC_SIZE(SLUICE_IOC_VERSION), sizeof(struct sluice_version),
 	       "SLUICE_IOC_VERSION encodes the struct size");
 	tap_ok(!strcmp(SLUICE_DEVICE_PATH, "/dev/" SLUICE_DEVICE_NAME), "device path");
