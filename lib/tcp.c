@@ -1,0 +1,729 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * TCP lifecycle and user calls: connect, listen, accept, send, recv,
+ * shutdown, close, poll and socket options; the RFC 6528 ISN; teardown.
+ * Segment arrival is tcp_input.c, transmission tcp_output.c.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "sock.h"
+
+/* ---- RFC 6528 ISN: a keyed hash of the 4-tuple plus a 4 us clock ---- */
+
+static inline uint64_t rotl64(uint64_t x, int b)
+{
+	return (x << b) | (x >> (64 - b));
+}
+
+#define SIPROUND(v0, v1, v2, v3)					\
+	do {								\
+		v0 += v1; v1 = rotl64(v1, 13); v1 ^= v0; v0 = rotl64(v0, 32); \
+		v2 += v3; v3 = rotl64(v3, 16); v3 ^= v2;		\
+		v0 += v3; v3 = rotl64(v3, 21); v3 ^= v0;		\
+		v2 += v1; v1 = rotl64(v1, 17); v1 ^= v2; v2 = rotl64(v2, 32); \
+	} while (0)
+
+/* SipHash-2-4 of two 64-bit words (a 16-byte message). */
+static uint64_t siphash_2w(const uint64_t key[2], uint64_t m0, uint64_t m1)
+{
+	uint64_t v0 = key[0] ^ 0x736f6d6570736575ull, v1 = key[1] ^ 0x646f72616e646f6dull;
+	uint64_t v2 = key[0] ^ 0x6c7967656e657261ull, v3 = key[1] ^ 0x7465646279746573ull;
+	uint64_t b = (uint64_t)16 << 56;
+
+	v3 ^= m0;
+	SIPROUND(v0, v1, v2, v3);
+	SIPROUND(v0, v1, v2, v3);
+	v0 ^= m0;
+	v3 ^= m1;
+	SIPROUND(v0, v1, v2, v3);
+	SIPROUND(v0, v1, v2, v3);
+	v0 ^= m1;
+	v3 ^= b;
+	SIPROUND(v0, v1, v2, v3);
+	SIPROUND(v0, v1, v2, v3);
+	v0 ^= b;
+	v2 ^= 0xff;
+	for (int i = 0; i < 4; i++)
+		SIPROUND(v0, v1, v2, v3);
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+static uint64_t tuple_hash(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
+			   uint16_t rport, uint32_t domain)
+{
+	uint64_t m0 = (uint64_t)laddr << 32 | raddr;
+	uint64_t m1 = (uint64_t)lport << 48 | (uint64_t)rport << 32 | domain;
+
+	const uint64_t key[2] = { s->r->tcp_isn_secret[0], s->r->tcp_isn_secret[1] };
+
+	return siphash_2w(key, m0, m1);
+}
+
+/* RFC 6528 3: ISN = M + F(localip, localport, remoteip, remoteport, key),
+ * M a timer ticking every 4 microseconds. */
+uint32_t sl_tcp_isn(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
+		    uint16_t rport, uint64_t now_us)
+{
+	return (uint32_t)tuple_hash(s, laddr, lport, raddr, rport, 1) + (uint32_t)(now_us / 4);
+}
+
+/* RFC 7323 7.1: a per-connection random offset for TSval. */
+uint32_t sl_tcp_ts_offset(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
+			  uint16_t rport)
+{
+	return (uint32_t)tuple_hash(s, laddr, lport, raddr, rport, 2);
+}
+
+/* ---- TCB helpers ---------------------------------------------------- */
+
+uint16_t sl_tcp_our_mss(struct sl_stack *s, const struct sl_sock *so)
+{
+	uint32_t mss = s->r->mtu - 40;	/* RFC 9293 3.7.1: MTU - IP - TCP header */
+
+	if (so->tcp.user_mss && so->tcp.user_mss < mss)
+		mss = so->tcp.user_mss;
+	return (uint16_t)mss;
+}
+
+void sl_tcp_set_mss(struct sl_stack *s, struct sl_sock *so)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t mss = tp->peer_mss ? tp->peer_mss : SL_TCP_MSS_DEFAULT;
+	uint32_t cap = s->r->buf_size - SL_TCP_DATA_OFF;
+
+	if (mss > s->r->mtu - 40u)
+		mss = s->r->mtu - 40;
+	if (tp->user_mss && tp->user_mss < mss)
+		mss = tp->user_mss;
+	/* RFC 9293 3.7.1: the MSS counts no TCP options; ours take room. */
+	if (tp->tflags & SL_TF_TS)
+		mss -= 12;
+	if (mss > cap)
+		mss = cap;
+	if (mss < SL_TCP_MSS_MIN - 12)
+		mss = SL_TCP_MSS_MIN - 12;
+	tp->mss = (uint16_t)mss;
+}
+
+uint32_t sl_tcp_rcv_space(struct sl_stack *s, const struct sl_sock *so)
+{
+	/* Half the buffer is payload, the rest covers buffer overhead (as
+	 * Linux's tcp_adv_win_scale = 1). */
+	uint32_t lim = so->rcvbuf / 2, used = so->rxq_bytes + so->tcp.ooo_bytes;
+
+	(void)s;
+	return used >= lim ? 0 : lim - used;
+}
+
+static uint8_t wscale_for(uint32_t space)
+{
+	uint8_t ws = 0;
+
+	while (ws < SL_TCP_WSCALE_MAX && (space >> ws) > 65535)
+		ws++;
+	return ws;
+}
+
+void sl_tcp_init_tcb(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint16_t user_mss = tp->user_mss, ki = tp->keep_idle_s, kv = tp->keep_intvl_s;
+	uint8_t kc = tp->keep_cnt;
+
+	memset(tp, 0, sizeof(*tp));
+	tp->user_mss = user_mss;
+	tp->keep_idle_s = ki ? ki : SL_TCP_KEEPIDLE_S;
+	tp->keep_intvl_s = kv ? kv : SL_TCP_KEEPINTVL_S;
+	tp->keep_cnt = kc ? kc : SL_TCP_KEEPCNT;
+	tp->sndq_head = tp->sndq_tail = SLUICE_IDX_NONE;
+	tp->ooo_head = SLUICE_IDX_NONE;
+	tp->acc_head = tp->acc_tail = SLUICE_IDX_NONE;
+	tp->iss = sl_tcp_isn(s, so->laddr, so->lport, so->raddr, so->rport, now_us);
+	tp->snd_una = tp->snd_nxt = tp->snd_max = tp->iss;
+	tp->snd_end = tp->iss + 1;
+	tp->ts_offset = sl_tcp_ts_offset(s, so->laddr, so->lport, so->raddr, so->rport);
+	tp->rto_us = SL_TCP_RTO_INIT_US;
+	tp->rcv_wscale = wscale_for(so->rcvbuf / 2);
+	tp->last_rx_us = now_us;
+	sl_tcp_set_mss(s, so);
+	sl_tcp_cc_init(tp);
+}
+
+void sl_tcp_set_state(struct sl_stack *s, struct sl_sock *so, enum sl_tcp_state st)
+{
+	if (st == SL_TCP_ESTABLISHED)
+		so->tcp.tflags |= SL_TF_CONNECTED;
+	so->state = (uint8_t)st;
+	sl_sock_wake(s, so);
+}
+
+static void free_queues(struct sl_stack *s, struct sl_sock *so)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	sl_buf_free_chain(s, tp->sndq_head);
+	tp->sndq_head = tp->sndq_tail = SLUICE_IDX_NONE;
+	tp->sndq_bytes = 0;
+	sl_buf_free_chain(s, tp->ooo_head);
+	tp->ooo_head = SLUICE_IDX_NONE;
+	tp->ooo_bytes = 0;
+	tp->ooo_count = 0;
+	tp->t_rexmt = tp->t_dack = tp->t_persist = tp->t_keep = tp->t_close = 0;
+}
+
+/* Abort every child of listener lso that the user has not accepted. */
+static void abort_children(struct sl_stack *s, struct sl_sock *lso, uint64_t now_us)
+{
+	for (uint32_t i = 0; i < s->r->max_sockets; i++) {
+		struct sl_sock *c = sl_sock(s, i);
+
+		if (c->type != SL_SOCK_TCP || c == lso || c->parent_idx != lso->idx)
+			continue;
+		/* Linux: a listener's close resets its unaccepted children. */
+		if (c->state >= SL_TCP_SYN_RECEIVED && c->state != SL_TCP_TIME_WAIT)
+			sl_tcp_send_ctl(s, c, TH_RST_ | TH_ACK_, c->tcp.snd_nxt, now_us);
+		c->parent_idx = SLUICE_IDX_NONE;
+		c->tcp.tflags &= ~(SL_TF_ACCQ | SL_TF_PASSIVE);
+		sl_tcp_destroy(s, c);
+	}
+	lso->tcp.acc_head = lso->tcp.acc_tail = SLUICE_IDX_NONE;
+	lso->tcp.acc_len = lso->tcp.syn_len = 0;
+}
+
+static struct sl_sock *parent_of(struct sl_stack *s, const struct sl_sock *so)
+{
+	struct sl_sock *p;
+
+	if (so->parent_idx >= s->r->max_sockets)
+		return NULL;
+	p = sl_sock(s, so->parent_idx);
+	return p->type == SL_SOCK_TCP && p->state == SL_TCP_LISTEN ? p : NULL;
+}
+
+void sl_tcp_destroy(struct sl_stack *s, struct sl_sock *so)
+{
+	struct sl_sock *p = parent_of(s, so);
+
+	if (p && (so->tcp.tflags & SL_TF_PASSIVE) && !(so->tcp.tflags & SL_TF_ACCQ) &&
+	    so->state == SL_TCP_SYN_RECEIVED && p->tcp.syn_len)
+		p->tcp.syn_len--;
+	free_queues(s, so);
+	sl_sock_free(s, so);
+}
+
+void sl_tcp_done(struct sl_stack *s, struct sl_sock *so, int err)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	bool embryo = (tp->tflags & SL_TF_PASSIVE) && !(tp->tflags & SL_TF_ACCQ);
+
+	if (err)
+		so->error = err;
+	if (embryo || (so->flags & SL_SF_ORPHAN)) {
+		sl_tcp_destroy(s, so);
+		return;
+	}
+	free_queues(s, so);
+	so->state = SL_TCP_CLOSED;
+	so->flags |= SL_SF_SHUT_WR;
+	/* Linux releases the port when a connection ends (inet_put_port). */
+	sl_sock_unhash(s, so);
+	sl_timer_cancel(s, so);
+	sl_sock_wake(s, so);
+}
+
+/* ---- User calls ----------------------------------------------------- */
+
+int sl_tcp_connect(struct sl_stack *s, struct sl_sock *so, uint32_t raddr, uint16_t rport,
+		   uint64_t now_us)
+{
+	if (so->state == SL_TCP_SYN_SENT || so->state == SL_TCP_SYN_RECEIVED)
+		return -EALREADY;
+	if (so->state == SL_TCP_LISTEN)
+		return -EINVAL;
+	if (so->state != SL_TCP_CLOSED || (so->tcp.tflags & SL_TF_CONNECTED))
+		return -EISCONN;
+	if (!raddr || raddr == INADDR_BROADCAST || !rport)
+		return -EINVAL;
+	sl_sock_unhash(s, so);
+	if (!so->laddr) {
+		if ((ntohl(raddr) >> 24) == 127)
+			so->laddr = htonl(INADDR_LOOPBACK);
+		else if (s->r->ip_addr)
+			so->laddr = s->r->ip_addr;
+		else
+			return -ENETUNREACH;
+	}
+	so->raddr = raddr;
+	so->rport = rport;
+	so->error = 0;
+	so->flags &= ~(SL_SF_SHUT_RD | SL_SF_SHUT_WR);
+	sl_sock_hash(s, so);
+	sl_tcp_init_tcb(s, so, now_us);
+	/* Offer what we implement; the SYN-ACK says what the peer agrees. */
+	so->tcp.tflags |= SL_TF_WS | SL_TF_TS | SL_TF_SACK;
+	so->state = SL_TCP_SYN_SENT;
+	sl_count(s, SL_C_tcp_active_open);
+	sl_tcp_send_syn(s, so, now_us);
+	so->tcp.t_rexmt = now_us + so->tcp.rto_us;
+	sl_tcp_arm(s, so);
+	return -EINPROGRESS;
+}
+
+int sl_tcp_listen(struct sl_stack *s, struct sl_sock *so, int backlog)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	if (so->state != SL_TCP_CLOSED && so->state != SL_TCP_LISTEN)
+		return -EINVAL;
+	if (backlog < 1)
+		backlog = 1;
+	if (backlog > SL_TCP_SOMAXCONN)
+		backlog = SL_TCP_SOMAXCONN;
+	if (so->state == SL_TCP_CLOSED) {
+		uint16_t um = tp->user_mss;
+
+		memset(tp, 0, sizeof(*tp));
+		tp->user_mss = um;
+		tp->acc_head = tp->acc_tail = SLUICE_IDX_NONE;
+		tp->sndq_head = tp->sndq_tail = tp->ooo_head = SLUICE_IDX_NONE;
+		if (!(so->flags & SL_SF_HASHED))
+			sl_sock_hash(s, so);
+	}
+	tp->backlog = (uint16_t)backlog;
+	tp->syn_max = backlog < SL_TCP_SYNQ_MIN ? SL_TCP_SYNQ_MIN : (uint16_t)backlog;
+	sl_tcp_set_state(s, so, SL_TCP_LISTEN);
+	return 0;
+}
+
+int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **child)
+{
+	struct sl_tcp_sock *tp = &lso->tcp;
+	struct sl_sock *c;
+
+	if (lso->state != SL_TCP_LISTEN)
+		return -EINVAL;
+	if (tp->acc_head >= s->r->max_sockets)
+		return -EAGAIN;
+	c = sl_sock(s, tp->acc_head);
+	tp->acc_head = c->next_idx;
+	if (tp->acc_head == SLUICE_IDX_NONE)
+		tp->acc_tail = SLUICE_IDX_NONE;
+	tp->acc_len--;
+	c->next_idx = SLUICE_IDX_NONE;
+	c->parent_idx = SLUICE_IDX_NONE;
+	c->tcp.tflags &= ~(SL_TF_ACCQ | SL_TF_PASSIVE);
+	/* The child keeps the listener's non-blocking mode, as BSD does not
+	 * and Linux does not either: it starts blocking. */
+	c->flags &= ~SL_SF_NONBLOCK;
+	*child = c;
+	return 0;
+}
+
+static bool can_send(const struct sl_sock *so)
+{
+	return (so->state == SL_TCP_ESTABLISHED || so->state == SL_TCP_CLOSE_WAIT) &&
+	       !(so->flags & SL_SF_SHUT_WR);
+}
+
+ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,
+		    int flags, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	const uint8_t *p = buf;
+	size_t done = 0;
+
+	(void)flags;
+	if (so->error) {
+		int e = so->error;
+
+		so->error = 0;
+		return -e;
+	}
+	if (so->state == SL_TCP_SYN_SENT || so->state == SL_TCP_SYN_RECEIVED)
+		return (so->flags & SL_SF_SHUT_WR) ? -EPIPE : -EAGAIN;
+	if (!can_send(so)) {
+		if (so->state == SL_TCP_LISTEN ||
+		    (so->state == SL_TCP_CLOSED && !(tp->tflags & SL_TF_CONNECTED)))
+			return -ENOTCONN;
+		return -EPIPE;
+	}
+	if (!len)
+		return 0;
+	while (done < len) {
+		uint32_t room = so->sndbuf > tp->sndq_bytes ? so->sndbuf - tp->sndq_bytes : 0;
+		uint32_t idx = tp->sndq_tail, n, cap = tp->mss;
+		struct sluice_buf *b;
+
+		if (!room)
+			break;
+		/* Fill the unsent tail buffer first (what Nagle holds back). */
+		if (idx >= s->r->n_bufs || (sl_buf(s, idx)->flags & SL_TBF_SENT) ||
+		    sl_buf(s, idx)->aux >= cap) {
+			idx = sl_buf_alloc(s);
+			if (idx == SLUICE_IDX_NONE)
+				break;
+			b = sl_buf(s, idx);
+			b->seq = tp->snd_end;
+			b->aux = 0;
+			b->next_idx = SLUICE_IDX_NONE;
+			if (tp->sndq_tail < s->r->n_bufs)
+				sl_buf(s, tp->sndq_tail)->next_idx = idx;
+			else
+				tp->sndq_head = idx;
+			tp->sndq_tail = idx;
+		}
+		b = sl_buf(s, idx);
+		n = cap - b->aux;
+		if (n > room)
+			n = room;
+		if (n > len - done)
+			n = (uint32_t)(len - done);
+		memcpy(sl_buf_base(s, idx) + SL_TCP_DATA_OFF + b->aux, p + done, n);
+		b->aux += n;
+		tp->snd_end += n;
+		tp->sndq_bytes += n;
+		done += n;
+	}
+	if (done) {
+		so->tx_bytes += done;
+		sl_tcp_output(s, so, now_us);
+		return (ssize_t)done;
+	}
+	/* Nothing queued: buffers come back with ACKs if we hold some;
+	 * otherwise the pool is empty for reasons of our own making. */
+	if (tp->sndq_bytes)
+		return -EAGAIN;
+	return so->sndbuf > tp->sndq_bytes ? -ENOBUFS : -EAGAIN;
+}
+
+/* Tell the peer about space freed by reading, if it is worth it
+ * (RFC 9293 3.8.6.2.2, receiver side of SWS avoidance). */
+static void window_update(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t adv = SEQ_GT(tp->rcv_adv, tp->rcv_nxt) ? tp->rcv_adv - tp->rcv_nxt : 0;
+	uint32_t win = sl_tcp_rcv_window(s, so);
+
+	if (so->state < SL_TCP_ESTABLISHED || (tp->tflags & SL_TF_FIN_RCVD))
+		return;
+	if (win >= adv + 2u * tp->mss || (adv < tp->mss && win >= tp->mss))
+		sl_tcp_send_ack(s, so, now_us);
+}
+
+ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t len, int flags,
+		    uint64_t now_us)
+{
+	uint8_t *p = buf;
+	size_t done = 0;
+	uint32_t idx = so->rxq_head;
+
+	if (so->state == SL_TCP_LISTEN)
+		return -ENOTCONN;
+	while (done < len && idx < s->r->n_bufs) {
+		struct sluice_buf *b = sl_buf(s, idx);
+		uint32_t n = b->len;
+
+		if (n > len - done)
+			n = (uint32_t)(len - done);
+		memcpy(p + done, sl_buf_data(s, idx), n);
+		done += n;
+		if (flags & MSG_PEEK) {
+			idx = b->next_idx;
+			continue;
+		}
+		b->off += n;
+		b->len -= n;
+		b->seq += n;
+		so->rxq_bytes -= n;
+		if (!b->len) {
+			so->rxq_head = b->next_idx;
+			if (so->rxq_head == SLUICE_IDX_NONE)
+				so->rxq_tail = SLUICE_IDX_NONE;
+			so->rxq_count--;
+			sl_buf_free(s, idx);
+		}
+		idx = so->rxq_head;
+	}
+	if (done) {
+		if (!(flags & MSG_PEEK))
+			window_update(s, so, now_us);
+		return (ssize_t)done;
+	}
+	if (!len)
+		return 0;
+	if (so->error) {
+		int e = so->error;
+
+		so->error = 0;
+		return -e;
+	}
+	if ((so->tcp.tflags & SL_TF_FIN_RCVD) || (so->flags & SL_SF_SHUT_RD))
+		return 0;
+	if (so->state == SL_TCP_CLOSED)
+		return (so->tcp.tflags & SL_TF_CONNECTED) ? 0 : -ENOTCONN;
+	return -EAGAIN;
+}
+
+/* Queue our FIN (RFC 9293 3.10.4 CLOSE / shutdown(SHUT_WR)). */
+static void queue_fin(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	so->flags |= SL_SF_SHUT_WR;
+	if (tp->tflags & SL_TF_FIN_Q)
+		return;
+	switch (so->state) {
+	case SL_TCP_ESTABLISHED:
+		tp->tflags |= SL_TF_FIN_Q;
+		sl_tcp_set_state(s, so, SL_TCP_FIN_WAIT_1);
+		break;
+	case SL_TCP_CLOSE_WAIT:
+		tp->tflags |= SL_TF_FIN_Q;
+		sl_tcp_set_state(s, so, SL_TCP_LAST_ACK);
+		break;
+	case SL_TCP_SYN_RECEIVED:
+		/* Sent once the handshake completes (tcp_input.c). */
+		return;
+	default:
+		return;
+	}
+	sl_tcp_output(s, so, now_us);
+}
+
+int sl_tcp_shutdown(struct sl_stack *s, struct sl_sock *so, int how, uint64_t now_us)
+{
+	if (so->state == SL_TCP_LISTEN || so->state == SL_TCP_CLOSED) {
+		if (!(so->tcp.tflags & SL_TF_CONNECTED))
+			return -ENOTCONN;
+	}
+	if (how == SHUT_RD || how == SHUT_RDWR)
+		so->flags |= SL_SF_SHUT_RD;
+	if (how == SHUT_WR || how == SHUT_RDWR) {
+		if (so->state == SL_TCP_SYN_SENT)
+			sl_tcp_done(s, so, 0);
+		else
+			queue_fin(s, so, now_us);
+	}
+	sl_sock_wake(s, so);
+	return 0;
+}
+
+void sl_tcp_close(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	switch (so->state) {
+	case SL_TCP_LISTEN:
+		abort_children(s, so, now_us);
+		sl_tcp_destroy(s, so);
+		return;
+	case SL_TCP_CLOSED:
+	case SL_TCP_SYN_SENT:
+		sl_tcp_destroy(s, so);
+		return;
+	default:
+		break;
+	}
+	so->flags |= SL_SF_ORPHAN | SL_SF_SHUT_RD;
+	if (so->rxq_bytes && so->state != SL_TCP_TIME_WAIT) {
+		/* RFC 2525 2.17 and Linux: unread data is lost, say so. */
+		sl_tcp_send_ctl(s, so, TH_RST_ | TH_ACK_, tp->snd_nxt, now_us);
+		sl_count(s, SL_C_tcp_reset_tx);
+		sl_tcp_destroy(s, so);
+		return;
+	}
+	if (so->state == SL_TCP_SYN_RECEIVED) {
+		/* Simultaneous open not yet finished: nothing was sent. */
+		sl_tcp_send_ctl(s, so, TH_RST_ | TH_ACK_, tp->snd_nxt, now_us);
+		sl_tcp_destroy(s, so);
+		return;
+	}
+	queue_fin(s, so, now_us);
+	if (so->state == SL_TCP_FIN_WAIT_2 && !tp->t_close)
+		tp->t_close = now_us + SL_TCP_FIN_TIMEOUT_US;
+	sl_tcp_arm(s, so);
+}
+
+uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t ev = 0;
+
+	(void)s;
+	if (so->state == SL_TCP_LISTEN)
+		return tp->acc_len ? SL_EV_IN : 0;
+	if (so->error)
+		ev |= SL_EV_ERR;
+	if (so->rxq_bytes || (tp->tflags & SL_TF_FIN_RCVD) || (so->flags & SL_SF_SHUT_RD))
+		ev |= SL_EV_IN;
+	if (tp->tflags & SL_TF_FIN_RCVD || (so->flags & SL_SF_SHUT_RD))
+		ev |= SL_EV_RDHUP;
+	if (so->state == SL_TCP_CLOSED) {
+		ev |= SL_EV_HUP | SL_EV_IN | SL_EV_OUT;
+	} else if (can_send(so)) {
+		if (so->sndbuf > tp->sndq_bytes + so->sndbuf / 8)
+			ev |= SL_EV_OUT;
+	} else if (so->state > SL_TCP_SYN_RECEIVED) {
+		/* Write side shut: a write would fail at once (EPIPE). */
+		ev |= SL_EV_OUT;
+	}
+	if ((so->flags & SL_SF_SHUT_WR) && (tp->tflags & SL_TF_FIN_RCVD))
+		ev |= SL_EV_HUP;
+	return ev;
+}
+
+static int get_int(const void *val, unsigned int len, int *v)
+{
+	if (!val || len < sizeof(int))
+		return -EINVAL;
+	memcpy(v, val, sizeof(*v));
+	return 0;
+}
+
+int sl_tcp_setsockopt(struct sl_stack *s, struct sl_sock *so, int level, int name,
+		      const void *val, unsigned int len)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint64_t now_us = s->r->wheel_now_ms * 1000;
+	int v, ret = get_int(val, len, &v);
+
+	if (ret)
+		return ret;
+	if (level == SOL_SOCKET && name == SO_KEEPALIVE) {
+		if (v)
+			so->flags |= SL_SF_KEEPALIVE;
+		else
+			so->flags &= ~SL_SF_KEEPALIVE;
+		if (so->state >= SL_TCP_ESTABLISHED) {
+			sl_tcp_keep_reset(so, now_us);
+			sl_tcp_arm(s, so);
+		}
+		return 0;
+	}
+	if (level != IPPROTO_TCP)
+		return -ENOPROTOOPT;
+	switch (name) {
+	case TCP_NODELAY:
+		if (v) {
+			so->flags |= SL_SF_NODELAY;
+			if (so->state >= SL_TCP_ESTABLISHED)
+				sl_tcp_output(s, so, now_us);
+		} else {
+			so->flags &= ~SL_SF_NODELAY;
+		}
+		return 0;
+	case TCP_MAXSEG:
+		if (v && (v < SL_TCP_MSS_MIN || v > 65535))
+			return -EINVAL;
+		tp->user_mss = (uint16_t)v;
+		if (so->state >= SL_TCP_ESTABLISHED)
+			sl_tcp_set_mss(s, so);
+		return 0;
+	case TCP_KEEPIDLE:
+	case TCP_KEEPINTVL:
+		if (v < 1 || v > 32767)
+			return -EINVAL;
+		if (name == TCP_KEEPIDLE)
+			tp->keep_idle_s = (uint16_t)v;
+		else
+			tp->keep_intvl_s = (uint16_t)v;
+		if (so->state >= SL_TCP_ESTABLISHED) {
+			sl_tcp_keep_reset(so, now_us);
+			sl_tcp_arm(s, so);
+		}
+		return 0;
+	case TCP_KEEPCNT:
+		if (v < 1 || v > 127)
+			return -EINVAL;
+		tp->keep_cnt = (uint8_t)v;
+		return 0;
+	default:
+		return -ENOPROTOOPT;
+	}
+}
+
+int sl_tcp_getsockopt(struct sl_stack *s, struct sl_sock *so, int level, int name, void *val,
+		      unsigned int *len)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	int v;
+
+	(void)s;
+	if (!val || !len || *len < sizeof(int))
+		return -EINVAL;
+	if (level == SOL_SOCKET && name == SO_KEEPALIVE) {
+		v = !!(so->flags & SL_SF_KEEPALIVE);
+	} else if (level != IPPROTO_TCP) {
+		return -ENOPROTOOPT;
+	} else if (name == TCP_INFO) {
+		struct tcp_info ti;
+		unsigned int n = *len < sizeof(ti) ? *len : sizeof(ti);
+
+		memset(&ti, 0, sizeof(ti));
+		ti.tcpi_state = so->state;
+		ti.tcpi_rto = tp->rto_us;
+		ti.tcpi_snd_mss = tp->mss;
+		ti.tcpi_rcv_mss = sl_tcp_our_mss(s, so);
+		ti.tcpi_rtt = tp->srtt_us;
+		ti.tcpi_rttvar = tp->rttvar_us;
+		ti.tcpi_snd_ssthresh = tp->ssthresh / (tp->mss ? tp->mss : 1);
+		ti.tcpi_snd_cwnd = tp->cwnd / (tp->mss ? tp->mss : 1);
+		ti.tcpi_backoff = tp->backoff;
+		ti.tcpi_snd_wscale = tp->snd_wscale;
+		ti.tcpi_rcv_wscale = tp->rcv_wscale;
+		ti.tcpi_unacked = (tp->snd_max - tp->snd_una) / (tp->mss ? tp->mss : 1);
+		memcpy(val, &ti, n);
+		*len = n;
+		return 0;
+	} else {
+		switch (name) {
+		case TCP_NODELAY:
+			v = !!(so->flags & SL_SF_NODELAY);
+			break;
+		case TCP_MAXSEG:
+			v = so->state >= SL_TCP_ESTABLISHED ? tp->mss :
+				(tp->user_mss ? tp->user_mss : SL_TCP_MSS_DEFAULT);
+			break;
+		case TCP_KEEPIDLE:
+			v = tp->keep_idle_s ? tp->keep_idle_s : SL_TCP_KEEPIDLE_S;
+			break;
+		case TCP_KEEPINTVL:
+			v = tp->keep_intvl_s ? tp->keep_intvl_s : SL_TCP_KEEPINTVL_S;
+			break;
+		case TCP_KEEPCNT:
+			v = tp->keep_cnt ? tp->keep_cnt : SL_TCP_KEEPCNT;
+			break;
+		default:
+			return -ENOPROTOOPT;
+		}
+	}
+	memcpy(val, &v, sizeof(v));
+	*len = sizeof(v);
+	return 0;
+}
+
+/* ICMP destination unreachable quoting one of our segments (RFC 1122
+ * 4.2.3.9, RFC 5927 4.1: check the quoted sequence number first). */
+void sl_tcp_icmp_error(struct sl_stack *s, const struct sl_ip *q, int err)
+{
+	const struct sl_tcph *th = (const struct sl_tcph *)((const uint8_t *)q +
+							    (q->ver_ihl & 0xf) * 4);
+	struct sl_sock *so = sl_sock_lookup(s, SL_SOCK_TCP, q->saddr, th->sport, q->daddr,
+					    th->dport);
+	uint32_t seq = ntohl(th->seq);
+
+	if (!so || so->raddr != q->daddr || so->rport != th->dport ||
+	    so->state < SL_TCP_SYN_SENT)
+		return;
+	if (SEQ_LT(seq, so->tcp.snd_una) || SEQ_GT(seq, so->tcp.snd_max))
+		return;
+	if (so->state == SL_TCP_SYN_SENT) {
+		sl_tcp_done(s, so, err);
+		return;
+	}
+	so->tcp.soft_err = err;
+}

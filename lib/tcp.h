@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * TCP: per-connection state kept in the socket slot, and the entry points
+ * the rest of the stack calls.  Every entry point runs with the stack lock
+ * held and takes the time as an argument; output leaves through
+ * sl_ip_output(), so a test drives the core segment by segment.
+ *
+ * Files: tcp.c (lifecycle, user calls, ISN), tcp_input.c (segment
+ * arrival, RFC 9293 3.10.7), tcp_output.c (segment building and the send
+ * loop), tcp_timer.c (the one socket deadline and what it multiplexes),
+ * tcp_cc.c (congestion control: CUBIC with a NewReno fallback).
+ */
+#ifndef SLUICE_TCP_H
+#define SLUICE_TCP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct sl_stack;
+struct sl_sock;
+struct sl_ip;
+
+/* Bytes of a socket slot available to the protocol part. */
+#define SL_SOCK_PROTO_SPACE	768
+
+/* RFC 9293 section 3.3.2, ordered so that predicates are comparisons. */
+enum sl_tcp_state {
+	SL_TCP_CLOSED = 0,
+	SL_TCP_LISTEN,
+	SL_TCP_SYN_SENT,
+	SL_TCP_SYN_RECEIVED,
+	SL_TCP_ESTABLISHED,
+	SL_TCP_FIN_WAIT_1,
+	SL_TCP_FIN_WAIT_2,
+	SL_TCP_CLOSE_WAIT,
+	SL_TCP_CLOSING,
+	SL_TCP_LAST_ACK,
+	SL_TCP_TIME_WAIT,
+};
+
+/* Sequence-number arithmetic modulo 2^32 (RFC 9293 3.4). */
+#define SEQ_LT(a, b)	((int32_t)((uint32_t)(a) - (uint32_t)(b)) < 0)
+#define SEQ_LEQ(a, b)	((int32_t)((uint32_t)(a) - (uint32_t)(b)) <= 0)
+#define SEQ_GT(a, b)	((int32_t)((uint32_t)(a) - (uint32_t)(b)) > 0)
+#define SEQ_GEQ(a, b)	((int32_t)((uint32_t)(a) - (uint32_t)(b)) >= 0)
+#define SEQ_MAX(a, b)	(SEQ_GT(a, b) ? (a) : (b))
+#define SEQ_MIN(a, b)	(SEQ_LT(a, b) ? (a) : (b))
+
+/* Constants, with where they come from. */
+#define SL_TCP_MSS_DEFAULT	536		/* RFC 9293 3.7.1 */
+#define SL_TCP_MSS_MIN		88		/* Linux TCP_MIN_MSS */
+#define SL_TCP_RTO_INIT_US	1000000u	/* RFC 6298 2.1: 1 s */
+#define SL_TCP_RTO_MIN_US	200000u		/* Linux TCP_RTO_MIN (RFC 6298 2.4 says 1 s) */
+#define SL_TCP_RTO_MAX_US	120000000u	/* Linux TCP_RTO_MAX; RFC 6298 2.5 allows >= 60 s */
+#define SL_TCP_SYN_RETRIES	6		/* Linux tcp_syn_retries; RFC 1122 4.2.3.5 R2 >= 3 min */
+#define SL_TCP_SYNACK_RETRIES	5		/* Linux tcp_synack_retries */
+#define SL_TCP_DATA_RETRIES	15		/* Linux tcp_retries2; RFC 1122 4.2.3.5 R2 */
+#define SL_TCP_MSL_US		30000000ull	/* RFC 9293 3.4.2: MSL (2 min there; 30 s as BSD) */
+#define SL_TCP_TIME_WAIT_US	(2 * SL_TCP_MSL_US)	/* RFC 9293 3.6: 2 MSL */
+#define SL_TCP_FIN_TIMEOUT_US	60000000ull	/* orphan FIN-WAIT-2 limit, Linux tcp_fin_timeout */
+#define SL_TCP_DELACK_US	40000u		/* RFC 9293 3.8.6.3 (< 0.5 s); Linux TCP_DELACK_MIN */
+#define SL_TCP_KEEPIDLE_S	7200		/* RFC 1122 4.2.3.6: >= 2 hours */
+#define SL_TCP_KEEPINTVL_S	75		/* Linux tcp_keepalive_intvl */
+#define SL_TCP_KEEPCNT		9		/* Linux tcp_keepalive_probes */
+#define SL_TCP_WSCALE_MAX	14		/* RFC 7323 2.3 */
+#define SL_TCP_SOMAXCONN	4096		/* Linux SOMAXCONN */
+#define SL_TCP_SYNQ_MIN		8		/* SYN queue floor for tiny backlogs */
+#define SL_TCP_OOO_MAX		64		/* out-of-order buffers a connection may hold */
+#define SL_TCP_DUPACK_THRESH	3		/* RFC 5681 3.2 */
+#define SL_TCP_SACK_MAX		4		/* RFC 2018 3: at most 4 blocks (3 with TS) */
+
+/*
+ * Send-queue buffers are laid out so that headers are written in place in
+ * front of the payload, with room for the longest TCP header:
+ *   [SL_HEADROOM][20 IPv4][up to 60 TCP header + options][payload]
+ */
+#define SL_TCP_HDR_MAX		60
+#define SL_TCP_DATA_OFF		(SL_HEADROOM + 20 + SL_TCP_HDR_MAX)
+
+/* sluice_buf.flags on TCP's own queues */
+#define SL_TBF_SENT	0x01	/* sent at least once */
+#define SL_TBF_REXMIT	0x02	/* retransmitted: no RTT sample (Karn) */
+#define SL_TBF_SACKED	0x04	/* covered by a SACK block from the peer */
+#define SL_TBF_FIN	0x08	/* out-of-order queue: a FIN follows the payload */
+#define SL_TBF_RECOV	0x10	/* retransmitted in the current recovery */
+
+/* sl_tcp_sock.tflags */
+#define SL_TF_WS	0x0001	/* window scaling agreed (RFC 7323 2) */
+#define SL_TF_TS	0x0002	/* timestamps agreed (RFC 7323 3) */
+#define SL_TF_SACK	0x0004	/* SACK permitted by both (RFC 2018) */
+#define SL_TF_ACKNOW	0x0008	/* send an ACK at the end of this event */
+#define SL_TF_FIN_Q	0x0010	/* FIN queued after snd_end */
+#define SL_TF_FIN_RCVD	0x0020	/* peer's FIN received in order */
+#define SL_TF_RECOVERY	0x0040	/* in fast recovery (RFC 6582) */
+#define SL_TF_TIMING	0x0080	/* an RTT measurement is running */
+#define SL_TF_PASSIVE	0x0100	/* child of a listener */
+#define SL_TF_ACCQ	0x0200	/* on its listener's accept queue */
+#define SL_TF_CONNECTED	0x0400	/* reached ESTABLISHED once */
+#define SL_TF_PROBE	0x0800	/* persist timer armed for a zero window */
+
+/* Per-connection TCP state (the TCB, RFC 9293 3.3.1). */
+struct sl_tcp_sock {
+	/* Send sequence space: una <= nxt <= max <= end (+1 with a FIN). */
+	uint32_t iss, snd_una, snd_nxt, snd_max, snd_end;
+	uint32_t snd_wnd, snd_wl1, snd_wl2, max_sndwnd;
+	/* Receive sequence space; rcv_adv is the right edge advertised. */
+	uint32_t irs, rcv_nxt, rcv_adv, last_ack_sent;
+
+	uint32_t tflags;		/* SL_TF_* */
+	uint16_t mss;			/* send MSS: payload bytes per segment */
+	uint16_t peer_mss;		/* from the peer's MSS option */
+	uint16_t user_mss;		/* TCP_MAXSEG, 0: none */
+	uint8_t snd_wscale, rcv_wscale;
+
+	/* RFC 7323 timestamps */
+	uint32_t ts_recent, ts_offset;
+
+	/* RFC 6298 */
+	uint32_t srtt_us, rttvar_us, rto_us;
+	uint32_t rtt_seq;
+	uint64_t rtt_start_us;
+	uint8_t backoff;		/* RTO expirations in a row */
+	uint8_t dupacks;
+	uint8_t delack_segs;		/* in-order segments not yet ACKed */
+	uint8_t keep_probes;		/* also persist probes */
+	int32_t soft_err;		/* RFC 1122 4.2.3.9 soft error */
+
+	/* Congestion control (tcp_cc.c), bytes */
+	uint32_t cwnd, ssthresh, recover;
+	uint32_t cc_wmax, cc_west, cc_k_ms, cc_acc;
+	uint64_t cc_epoch_us;
+
+	/* Deadlines, absolute microseconds; 0 when off. */
+	uint64_t t_rexmt, t_dack, t_persist, t_keep, t_close;
+
+	/* Send queue: buffers in sequence order (seq, aux = payload bytes). */
+	uint32_t sndq_head, sndq_tail, sndq_bytes;
+	/* Out-of-order queue (payload trimmed in place, sorted by seq). */
+	uint32_t ooo_head, ooo_bytes;
+	uint16_t ooo_count;
+	uint16_t backlog;
+	uint32_t sack_last;		/* seq of the newest out-of-order arrival */
+
+	/* Listener: accept queue (linked by sl_sock.next_idx) and SYN queue. */
+	uint32_t acc_head, acc_tail;
+	uint16_t acc_len, syn_len, syn_max;
+
+	/* Keepalive (RFC 1122 4.2.3.6) */
+	uint16_t keep_idle_s, keep_intvl_s;
+	uint8_t keep_cnt;
+	uint64_t last_rx_us;
+};
+
+/* ---- Entry points (sock.h and stack.h declare the same) ------------- */
+void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen,
+		  uint64_t now_us);
+void sl_tcp_icmp_error(struct sl_stack *s, const struct sl_ip *quoted, int err);
+int sl_tcp_connect(struct sl_stack *s, struct sl_sock *so, uint32_t raddr, uint16_t rport,
+		   uint64_t now_us);
+int sl_tcp_listen(struct sl_stack *s, struct sl_sock *so, int backlog);
+int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **child);
+ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,
+		    int flags, uint64_t now_us);
+ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t len, int flags,
+		    uint64_t now_us);
+int sl_tcp_shutdown(struct sl_stack *s, struct sl_sock *so, int how, uint64_t now_us);
+void sl_tcp_close(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
+uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so);
+void sl_tcp_timer(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
+void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
+int sl_tcp_setsockopt(struct sl_stack *s, struct sl_sock *so, int level, int name,
+		      const void *val, unsigned int len);
+int sl_tcp_getsockopt(struct sl_stack *s, struct sl_sock *so, int level, int name, void *val,
+		      unsigned int *len);
+
+/* ---- Internal, shared by tcp*.c ----------------------------------- */
+
+/* tcp.c */
+uint32_t sl_tcp_isn(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
+		    uint16_t rport, uint64_t now_us);
+uint32_t sl_tcp_ts_offset(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
+			  uint16_t rport);
+/* Fresh TCB for a connection from so's addresses; sets mss, rto, cwnd. */
+void sl_tcp_init_tcb(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
+void sl_tcp_set_state(struct sl_stack *s, struct sl_sock *so, enum sl_tcp_state st);
+/* The connection is over: CLOSED, err (positive errno or 0) reported,
+ * queues freed; orphans and unaccepted children are released. */
+void sl_tcp_done(struct sl_stack *s, struct sl_sock *so, int err);
+/* Release everything a socket holds and its slot. */
+void sl_tcp_destroy(struct sl_stack *s, struct sl_sock *so);
+/* Payload bytes we could accept now (before window rules). */
+uint32_t sl_tcp_rcv_space(struct sl_stack *s, const struct sl_sock *so);
+/* Our MSS to advertise. */
+uint16_t sl_tcp_our_mss(struct sl_stack *s, const struct sl_sock *so);
+/* Send MSS from the peer's MSS, our MTU, TCP_MAXSEG and options. */
+void sl_tcp_set_mss(struct sl_stack *s, struct sl_sock *so);
+
+/* tcp_output.c */
+int sl_tcp_send_ctl(struct sl_stack *s, struct sl_sock *so, uint8_t flags, uint32_t seq,
+		    uint64_t now_us);
+int sl_tcp_send_ack(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
+int sl_tcp_send_syn(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
+/* An RST answering a segment that matched no connection (RFC 9293 3.10.7.1). */
+void sl_tcp_send_reset(struct sl_stack *s, const struct sl_ip *ip, const void *th,
+		       unsigned int plen);
+/* (Re)transmit send-queue buffer idx as one segment. */
+int sl_tcp_xmit_buf(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint64_t now_us);
+uint16_t sl_tcp_window_field(struct sl_stack *s, struct sl_sock *so);
+uint32_t sl_tcp_rcv_window(struct sl_stack *s, const struct sl_sock *so);
+
+/* tcp_timer.c */
+void sl_tcp_arm(struct sl_stack *s, struct sl_sock *so);
+void sl_tcp_rtt_sample(struct sl_tcp_sock *tp, uint32_t rtt_us);
+void sl_tcp_rearm_rexmt(struct sl_sock *so, uint64_t now_us);
+void sl_tcp_keep_reset(struct sl_sock *so, uint64_t now_us);
+
+/* tcp_cc.c */
+void sl_tcp_cc_init(struct sl_tcp_sock *tp);
+void sl_tcp_cc_ack(struct sl_tcp_sock *tp, uint32_t acked, uint64_t now_us);
+void sl_tcp_cc_loss(struct sl_tcp_sock *tp, uint64_t now_us);
+void sl_tcp_cc_rto(struct sl_tcp_sock *tp, uint64_t now_us);
+uint32_t sl_tcp_flight(const struct sl_tcp_sock *tp);
+
+#endif /* SLUICE_TCP_H */

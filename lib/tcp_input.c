@@ -1,0 +1,919 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * TCP input: checks, demultiplexing and the segment-arrival rules of
+ * RFC 9293 3.10.7 with RFC 5961 (challenge ACKs), RFC 7323 (PAWS),
+ * RFC 2018 (SACK), RFC 5681/6582 (fast retransmit, NewReno recovery).
+ * Received payload stays in its buffer: trimmed in place, queued.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "sock.h"
+
+struct seg_opts {
+	uint16_t mss;
+	int8_t ws;		/* -1: absent */
+	bool sack_ok, ts;
+	uint32_t tsval, tsecr;
+	uint8_t nsack;
+	uint32_t sack[SL_TCP_SACK_MAX][2];
+};
+
+/* One arriving segment, in host order. */
+struct seg {
+	uint32_t seq, ack, end;	/* end: seq + payload + SYN + FIN */
+	uint32_t wnd;
+	uint8_t flags;
+	uint16_t plen;		/* payload bytes */
+	uint16_t poff;		/* payload offset from the buffer's off */
+	struct seg_opts o;
+};
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return ntohl(v);
+}
+
+/* RFC 9293 3.1: options; a malformed list stops parsing. */
+static void parse_opts(const uint8_t *p, unsigned int len, bool syn, struct seg_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->ws = -1;
+	while (len) {
+		unsigned int k = p[0], l;
+
+		if (k == 0)
+			break;
+		if (k == 1) {
+			p++;
+			len--;
+			continue;
+		}
+		if (len < 2 || (l = p[1]) < 2 || l > len)
+			break;
+		switch (k) {
+		case 2:
+			if (l == 4 && syn)
+				o->mss = (uint16_t)(p[2] << 8 | p[3]);
+			break;
+		case 3:
+			if (l == 3 && syn)
+				o->ws = (int8_t)(p[2] > SL_TCP_WSCALE_MAX ? SL_TCP_WSCALE_MAX : p[2]);
+			break;
+		case 4:
+			if (l == 2 && syn)
+				o->sack_ok = true;
+			break;
+		case 5:
+			if (!syn && l >= 10 && (l - 2) % 8 == 0) {
+				for (unsigned int i = 0; i < (l - 2) / 8 && i < SL_TCP_SACK_MAX; i++) {
+					o->sack[i][0] = get32(p + 2 + 8 * i);
+					o->sack[i][1] = get32(p + 6 + 8 * i);
+					o->nsack = (uint8_t)(i + 1);
+				}
+			}
+			break;
+		case 8:
+			if (l == 10) {
+				o->ts = true;
+				o->tsval = get32(p + 2);
+				o->tsecr = get32(p + 6);
+			}
+			break;
+		default:
+			break;
+		}
+		p += l;
+		len -= l;
+	}
+}
+
+static bool is_bcast(const struct sl_stack *s, uint32_t a)
+{
+	uint32_t h = ntohl(a);
+
+	return a == INADDR_BROADCAST || (h >> 28) == 0xe ||
+	       (s->r->ip_mask && s->r->ip_mask != 0xffffffffu &&
+		a == (s->r->ip_addr | ~s->r->ip_mask));
+}
+
+/* ---- queues ---------------------------------------------------------- */
+
+/* Trim buffer idx (a received segment) to its payload and stamp it. */
+static void to_payload(struct sl_stack *s, uint32_t idx, const struct seg *g)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+
+	b->off = (uint16_t)(b->off + g->poff);
+	b->len = g->plen;
+	b->seq = g->seq;
+	b->flags = (g->flags & TH_FIN_) ? SL_TBF_FIN : 0;
+	b->next_idx = SLUICE_IDX_NONE;
+}
+
+/* Append in-order payload to the receive queue, copying a small segment
+ * into the tail buffer's spare room instead (saves a buffer, as Linux's
+ * tcp_try_coalesce).  Returns true if idx was freed. */
+static bool rx_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+	uint32_t t = so->rxq_tail;
+
+	if (t < s->r->n_bufs && b->len <= 256) {
+		struct sluice_buf *tb = sl_buf(s, t);
+
+		if ((uint32_t)tb->off + tb->len + b->len <= s->r->buf_size) {
+			memcpy(sl_buf_data(s, t) + tb->len, sl_buf_data(s, idx), b->len);
+			tb->len = (uint16_t)(tb->len + b->len);
+			so->rxq_bytes += b->len;
+			so->rx_bytes += b->len;
+			sl_buf_free(s, idx);
+			return true;
+		}
+	}
+	sl_sock_rxq_append(s, so, idx, b->len);
+	return false;
+}
+
+/* Deliver in-order segment buffer idx (already trimmed to start at
+ * rcv_nxt), then whatever the out-of-order queue now continues. */
+static void deliver(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	for (;;) {
+		struct sluice_buf *b = sl_buf(s, idx);
+		bool fin = b->flags & SL_TBF_FIN;
+
+		tp->rcv_nxt += b->len;
+		if (b->len)
+			rx_append(s, so, idx);
+		else
+			sl_buf_free(s, idx);
+		if (fin) {
+			tp->rcv_nxt++;
+			tp->tflags |= SL_TF_FIN_RCVD;
+			sl_buf_free_chain(s, tp->ooo_head);
+			tp->ooo_head = SLUICE_IDX_NONE;
+			tp->ooo_bytes = 0;
+			tp->ooo_count = 0;
+			return;
+		}
+		/* Pull the next out-of-order segment if it now fits. */
+		for (;;) {
+			uint32_t h = tp->ooo_head, d;
+			struct sluice_buf *hb;
+
+			if (h >= s->r->n_bufs)
+				return;
+			hb = sl_buf(s, h);
+			if (SEQ_GT(hb->seq, tp->rcv_nxt))
+				return;
+			tp->ooo_head = hb->next_idx;
+			tp->ooo_bytes -= hb->len;
+			tp->ooo_count--;
+			d = tp->rcv_nxt - hb->seq;
+			if (d > hb->len || (d == hb->len && !(hb->flags & SL_TBF_FIN))) {
+				sl_buf_free(s, h);
+				continue;
+			}
+			hb->off = (uint16_t)(hb->off + d);
+			hb->len = (uint16_t)(hb->len - d);
+			hb->seq += d;
+			hb->next_idx = SLUICE_IDX_NONE;
+			idx = h;
+			break;
+		}
+	}
+}
+
+/* Queue an out-of-order segment sorted by seq (RFC 9293 3.10.7.4 seventh,
+ * RFC 5681 4.2).  Returns false if it was dropped (idx freed). */
+static bool ooo_insert(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	struct sluice_buf *b = sl_buf(s, idx);
+	uint32_t *pp = &tp->ooo_head, end = b->seq + b->len;
+
+	if (tp->ooo_count >= SL_TCP_OOO_MAX || s->r->buf_free_count < 8) {
+		sl_buf_free(s, idx);
+		return false;
+	}
+	while (*pp < s->r->n_bufs) {
+		struct sluice_buf *c = sl_buf(s, *pp);
+
+		if (SEQ_LEQ(c->seq, b->seq) && SEQ_GEQ(c->seq + c->len, end) &&
+		    (c->flags & SL_TBF_FIN) >= (b->flags & SL_TBF_FIN)) {
+			/* Already held. */
+			tp->sack_last = b->seq;
+			sl_buf_free(s, idx);
+			return true;
+		}
+		if (SEQ_GT(c->seq, b->seq))
+			break;
+		pp = &c->next_idx;
+	}
+	b->next_idx = *pp;
+	*pp = idx;
+	tp->ooo_bytes += b->len;
+	tp->ooo_count++;
+	tp->sack_last = b->seq;
+	sl_count(s, SL_C_tcp_ooo);
+	return true;
+}
+
+/* ---- acknowledgements ------------------------------------------------ */
+
+/* Free send-queue data below snd_una; returns bytes newly acknowledged. */
+static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	while (tp->sndq_head < s->r->n_bufs) {
+		uint32_t idx = tp->sndq_head;
+		struct sluice_buf *b = sl_buf(s, idx);
+		uint32_t end = b->seq + b->aux;
+
+		if (SEQ_GT(end, tp->snd_una) || !(b->flags & SL_TBF_SENT))
+			break;
+		tp->sndq_head = b->next_idx;
+		if (tp->sndq_head == SLUICE_IDX_NONE)
+			tp->sndq_tail = SLUICE_IDX_NONE;
+		tp->sndq_bytes -= b->aux;
+		sl_buf_free(s, idx);
+	}
+	(void)now_us;
+}
+
+static void mark_sacked(struct sl_stack *s, struct sl_sock *so, const struct seg_opts *o)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	for (unsigned int i = 0; i < o->nsack; i++) {
+		uint32_t st = o->sack[i][0], en = o->sack[i][1];
+
+		/* RFC 2018 / RFC 6675: ignore blocks outside (UNA, MAX]. */
+		if (!SEQ_LT(st, en) || SEQ_LEQ(en, tp->snd_una) || SEQ_GT(en, tp->snd_max))
+			continue;
+		for (uint32_t idx = tp->sndq_head; idx < s->r->n_bufs;) {
+			struct sluice_buf *b = sl_buf(s, idx);
+
+			if (SEQ_GEQ(b->seq, en))
+				break;
+			if (SEQ_GEQ(b->seq, st) && SEQ_LEQ(b->seq + b->aux, en) &&
+			    (b->flags & SL_TBF_SENT))
+				b->flags |= SL_TBF_SACKED;
+			idx = b->next_idx;
+		}
+	}
+}
+
+/* Retransmit the first hole below the highest SACKed data, or the head. */
+static void retransmit_hole(struct sl_stack *s, struct sl_sock *so, uint64_t now_us,
+			    bool head)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t idx, cand = SLUICE_IDX_NONE;
+	bool sacked_after = false;
+
+	for (idx = tp->sndq_head; idx < s->r->n_bufs; idx = sl_buf(s, idx)->next_idx) {
+		struct sluice_buf *b = sl_buf(s, idx);
+
+		if (!(b->flags & SL_TBF_SENT) || !SEQ_LT(b->seq, tp->snd_max))
+			break;
+		if (b->flags & SL_TBF_SACKED) {
+			if (cand != SLUICE_IDX_NONE)
+				sacked_after = true;
+			continue;
+		}
+		if (cand == SLUICE_IDX_NONE && !(b->flags & SL_TBF_RECOV))
+			cand = idx;
+		if (cand != SLUICE_IDX_NONE && sacked_after)
+			break;
+	}
+	if (cand == SLUICE_IDX_NONE || (!head && !sacked_after))
+		return;
+	sl_buf(s, cand)->flags |= SL_TBF_RECOV;
+	tp->tflags &= ~SL_TF_TIMING;	/* Karn */
+	sl_tcp_xmit_buf(s, so, cand, now_us);
+}
+
+/* RFC 9293 3.10.7.4 fifth, ESTABLISHED: process an acceptable ACK.
+ * Returns false if the segment is to be dropped. */
+static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg *g,
+			uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t ack = g->ack, wnd = g->wnd << tp->snd_wscale, acked;
+	bool dup;
+
+	/* RFC 5961 5.2: acceptable if SND.UNA - MAX.SND.WND <= SEG.ACK <= SND.NXT. */
+	if (SEQ_GT(ack, tp->snd_max) || SEQ_LT(ack, tp->snd_una - tp->max_sndwnd)) {
+		tp->tflags |= SL_TF_ACKNOW;
+		if (SEQ_GT(ack, tp->snd_max))
+			sl_count(s, SL_C_tcp_challenge_ack);
+		return false;
+	}
+	if (tp->tflags & SL_TF_SACK)
+		mark_sacked(s, so, &g->o);
+
+	dup = ack == tp->snd_una && g->plen == 0 && !(g->flags & (TH_SYN_ | TH_FIN_)) &&
+	      tp->snd_una != tp->snd_max && SEQ_LEQ(tp->snd_wl1, g->seq) &&
+	      wnd == tp->snd_wnd;
+
+	/* Window update (RFC 9293 3.10.7.4: SND.WL1/WL2), not from old ACKs. */
+	if (SEQ_GEQ(ack, tp->snd_una) &&
+	    (SEQ_LT(tp->snd_wl1, g->seq) ||
+	     (tp->snd_wl1 == g->seq && SEQ_LEQ(tp->snd_wl2, ack)))) {
+		tp->snd_wnd = wnd;
+		tp->snd_wl1 = g->seq;
+		tp->snd_wl2 = ack;
+		if (wnd > tp->max_sndwnd)
+			tp->max_sndwnd = wnd;
+	}
+
+	if (SEQ_GT(ack, tp->snd_una)) {
+		acked = ack - tp->snd_una;
+		/* RTT: one timed segment (Karn), or the echoed timestamp. */
+		if ((tp->tflags & SL_TF_TIMING) && SEQ_GEQ(ack, tp->rtt_seq)) {
+			tp->tflags &= ~SL_TF_TIMING;
+			sl_tcp_rtt_sample(tp, (uint32_t)(now_us - tp->rtt_start_us));
+		} else if (tp->backoff && (tp->tflags & SL_TF_TS) && g->o.ts && g->o.tsecr) {
+			uint32_t r = (uint32_t)(now_us / 1000) + tp->ts_offset - g->o.tsecr;
+
+			if (r < 60000)
+				sl_tcp_rtt_sample(tp, r * 1000);
+		}
+		tp->snd_una = ack;
+		if (SEQ_LT(tp->snd_nxt, ack))
+			tp->snd_nxt = ack;
+		drop_acked(s, so, now_us);
+		tp->backoff = 0;
+		tp->keep_probes = 0;
+
+		if (tp->tflags & SL_TF_RECOVERY) {
+			if (SEQ_GEQ(ack, tp->recover)) {
+				/* RFC 6582 3.2 step 3: full ACK. */
+				uint32_t f = sl_tcp_flight(tp) + tp->mss;
+
+				tp->cwnd = tp->ssthresh < f ? tp->ssthresh : f;
+				tp->tflags &= ~SL_TF_RECOVERY;
+				tp->dupacks = 0;
+			} else {
+				/* Partial ACK: retransmit the next hole, deflate. */
+				retransmit_hole(s, so, now_us, true);
+				tp->cwnd = tp->cwnd > acked ? tp->cwnd - acked : tp->mss;
+				if (acked >= tp->mss)
+					tp->cwnd += tp->mss;
+			}
+		} else {
+			tp->dupacks = 0;
+			sl_tcp_cc_ack(tp, acked, now_us);
+		}
+		sl_tcp_rearm_rexmt(so, now_us);
+		sl_sock_wake(s, so);
+	} else if (dup) {
+		tp->dupacks++;
+		if (tp->tflags & SL_TF_RECOVERY) {
+			/* RFC 6582 3.2 step 4: inflate; RFC 6675: fill holes. */
+			tp->cwnd += tp->mss;
+			retransmit_hole(s, so, now_us, false);
+		} else if (tp->dupacks == SL_TCP_DUPACK_THRESH &&
+			   SEQ_GT(ack - 1, tp->recover)) {
+			/* RFC 6582 3.2 step 2: fast retransmit. */
+			sl_count(s, SL_C_tcp_fast_retransmit);
+			for (uint32_t i = tp->sndq_head; i < s->r->n_bufs;
+			     i = sl_buf(s, i)->next_idx)
+				sl_buf(s, i)->flags &= ~SL_TBF_RECOV;
+			sl_tcp_cc_loss(tp, now_us);
+			tp->recover = tp->snd_max;
+			tp->tflags |= SL_TF_RECOVERY;
+			retransmit_hole(s, so, now_us, true);
+			tp->cwnd = tp->ssthresh + SL_TCP_DUPACK_THRESH * tp->mss;
+			tp->t_rexmt = now_us + tp->rto_us;
+		}
+	} else if (ack == tp->snd_una) {
+		tp->dupacks = 0;
+	}
+	return true;
+}
+
+/* ---- states ---------------------------------------------------------- */
+
+static void enter_time_wait(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	sl_tcp_set_state(s, so, SL_TCP_TIME_WAIT);
+	sl_buf_free_chain(s, tp->sndq_head);
+	tp->sndq_head = tp->sndq_tail = SLUICE_IDX_NONE;
+	tp->sndq_bytes = 0;
+	tp->t_rexmt = tp->t_persist = tp->t_keep = 0;
+	tp->t_close = now_us + SL_TCP_TIME_WAIT_US;
+}
+
+/* Negotiated options of a SYN or SYN-ACK (RFC 7323, RFC 2018). */
+static void take_syn_opts(struct sl_stack *s, struct sl_sock *so, const struct seg *g)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	tp->peer_mss = g->o.mss ? g->o.mss : SL_TCP_MSS_DEFAULT;
+	if (g->o.ws >= 0 && (tp->tflags & SL_TF_WS)) {
+		tp->snd_wscale = (uint8_t)g->o.ws;
+	} else {
+		tp->tflags &= ~SL_TF_WS;
+		tp->snd_wscale = tp->rcv_wscale = 0;
+	}
+	if (g->o.ts && (tp->tflags & SL_TF_TS))
+		tp->ts_recent = g->o.tsval;
+	else
+		tp->tflags &= ~SL_TF_TS;
+	if (!g->o.sack_ok)
+		tp->tflags &= ~SL_TF_SACK;
+	sl_tcp_set_mss(s, so);
+	sl_tcp_cc_init(tp);
+}
+
+static void established(struct sl_stack *s, struct sl_sock *so, const struct seg *g)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	tp->snd_wnd = g->wnd << tp->snd_wscale;
+	tp->max_sndwnd = tp->snd_wnd;
+	tp->snd_wl1 = g->seq;
+	tp->snd_wl2 = g->ack;
+	tp->backoff = 0;
+	tp->t_rexmt = 0;
+	sl_tcp_set_state(s, so, SL_TCP_ESTABLISHED);
+}
+
+/* A listener got a segment (RFC 9293 3.10.7.2). */
+static void listen_input(struct sl_stack *s, struct sl_sock *lso, uint32_t idx,
+			 const struct sl_ip *ip, const struct sl_tcph *th, const struct seg *g,
+			 uint64_t now_us)
+{
+	struct sl_tcp_sock *ltp = &lso->tcp;
+	struct sl_sock *c;
+	struct sl_tcp_sock *tp;
+
+	if (g->flags & TH_RST_)
+		goto drop;
+	if (g->flags & TH_ACK_) {
+		sl_tcp_send_reset(s, ip, th, g->plen);
+		goto drop;
+	}
+	if (!(g->flags & TH_SYN_))
+		goto drop;
+	if (ltp->acc_len >= ltp->backlog || ltp->syn_len >= ltp->syn_max) {
+		sl_count(s, SL_C_tcp_syn_dropped);
+		goto drop;
+	}
+	c = sl_sock_alloc(s, SL_SOCK_TCP);
+	if (!c) {
+		sl_count(s, SL_C_tcp_syn_dropped);
+		goto drop;
+	}
+	c->laddr = ip->daddr;
+	c->lport = th->dport;
+	c->raddr = ip->saddr;
+	c->rport = th->sport;
+	c->flags |= SL_SF_BOUND | (lso->flags & (SL_SF_NODELAY | SL_SF_KEEPALIVE | SL_SF_NONBLOCK));
+	c->rcvbuf = lso->rcvbuf;
+	c->sndbuf = lso->sndbuf;
+	c->parent_idx = lso->idx;
+	c->owner_pid = lso->owner_pid;
+	tp = &c->tcp;
+	tp->user_mss = ltp->user_mss;
+	tp->keep_idle_s = ltp->keep_idle_s;
+	tp->keep_intvl_s = ltp->keep_intvl_s;
+	tp->keep_cnt = ltp->keep_cnt;
+	sl_sock_hash(s, c);
+	sl_tcp_init_tcb(s, c, now_us);
+	tp->tflags |= SL_TF_PASSIVE | SL_TF_WS | SL_TF_TS | SL_TF_SACK;
+	tp->irs = g->seq;
+	tp->rcv_nxt = g->seq + 1;
+	tp->rcv_adv = tp->rcv_nxt;
+	take_syn_opts(s, c, g);
+	tp->snd_wnd = g->wnd;	/* RFC 7323 2.2: a SYN's window is not scaled */
+	tp->snd_wl1 = g->seq;
+	c->state = SL_TCP_SYN_RECEIVED;
+	ltp->syn_len++;
+	sl_count(s, SL_C_tcp_passive_open);
+	sl_tcp_send_syn(s, c, now_us);
+	tp->t_rexmt = now_us + tp->rto_us;
+	sl_tcp_arm(s, c);
+drop:
+	sl_buf_free(s, idx);
+}
+
+/* SYN-SENT (RFC 9293 3.10.7.3). */
+static void syn_sent_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
+			   const struct sl_ip *ip, const struct sl_tcph *th, const struct seg *g,
+			   uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	if (g->flags & TH_ACK_) {
+		if (SEQ_LEQ(g->ack, tp->iss) || SEQ_GT(g->ack, tp->snd_max)) {
+			if (!(g->flags & TH_RST_))
+				sl_tcp_send_reset(s, ip, th, g->plen);
+			goto drop;
+		}
+	}
+	if (g->flags & TH_RST_) {
+		/* RFC 5961 3.2 allows only an RST that ACKs our SYN here. */
+		if (g->flags & TH_ACK_) {
+			sl_count(s, SL_C_tcp_reset_rx);
+			sl_buf_free(s, idx);
+			sl_tcp_done(s, so, ECONNREFUSED);
+			return;
+		}
+		goto drop;
+	}
+	if (!(g->flags & TH_SYN_))
+		goto drop;
+	tp->irs = g->seq;
+	tp->rcv_nxt = g->seq + 1;
+	tp->rcv_adv = tp->rcv_nxt;
+	take_syn_opts(s, so, g);
+	if (g->flags & TH_ACK_) {
+		tp->snd_una = g->ack;
+		tp->snd_wscale = (tp->tflags & SL_TF_WS) ? tp->snd_wscale : 0;
+		established(s, so, g);
+		if (tp->tflags & SL_TF_TIMING)
+			tp->tflags &= ~SL_TF_TIMING;
+		if (!tp->backoff)	/* Karn: only an unrepeated SYN */
+			sl_tcp_rtt_sample(tp, (uint32_t)(now_us - tp->rtt_start_us));
+		sl_tcp_keep_reset(so, now_us);
+		/* RFC 9293: <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>, then any data. */
+		tp->tflags |= SL_TF_ACKNOW;
+		sl_tcp_output(s, so, now_us);
+		goto drop;
+	}
+	/* Simultaneous open (RFC 9293 figure 7): SYN-RECEIVED, send SYN-ACK. */
+	tp->snd_wnd = g->wnd;
+	tp->snd_wl1 = g->seq;
+	so->state = SL_TCP_SYN_RECEIVED;
+	sl_tcp_send_syn(s, so, now_us);
+	tp->t_rexmt = now_us + tp->rto_us;
+	sl_tcp_arm(s, so);
+drop:
+	sl_buf_free(s, idx);
+}
+
+static bool seq_acceptable(const struct sl_tcp_sock *tp, const struct seg *g)
+{
+	uint32_t wnd = SEQ_GT(tp->rcv_adv, tp->rcv_nxt) ? tp->rcv_adv - tp->rcv_nxt : 0;
+	uint32_t len = g->end - g->seq;
+
+	/* RFC 9293 3.10.7.4 first: the four cases. */
+	if (!len)
+		return wnd ? SEQ_GEQ(g->seq, tp->rcv_nxt) && SEQ_LT(g->seq, tp->rcv_nxt + wnd) :
+			     g->seq == tp->rcv_nxt;
+	if (!wnd)
+		return false;
+	return (SEQ_GEQ(g->seq, tp->rcv_nxt) && SEQ_LT(g->seq, tp->rcv_nxt + wnd)) ||
+	       (SEQ_GEQ(g->end - 1, tp->rcv_nxt) && SEQ_LT(g->end - 1, tp->rcv_nxt + wnd));
+}
+
+/* The listener of a passive child, while it is not yet accepted. */
+static struct sl_sock *listener_of(struct sl_stack *s, struct sl_sock *so)
+{
+	struct sl_sock *p;
+
+	if (!(so->tcp.tflags & SL_TF_PASSIVE) || so->parent_idx >= s->r->max_sockets)
+		return NULL;
+	p = sl_sock(s, so->parent_idx);
+	return p->type == SL_SOCK_TCP && p->state == SL_TCP_LISTEN ? p : NULL;
+}
+
+/* A passive child finished its handshake: onto the accept queue. */
+static bool child_ready(struct sl_stack *s, struct sl_sock *so)
+{
+	struct sl_sock *p = listener_of(s, so);
+	struct sl_tcp_sock *ptp;
+
+	if (!p)
+		return !(so->tcp.tflags & SL_TF_PASSIVE);
+	ptp = &p->tcp;
+	if (ptp->acc_len >= ptp->backlog) {
+		/* As Linux: ignore the ACK; our SYN-ACK will be retransmitted. */
+		sl_count(s, SL_C_tcp_syn_dropped);
+		return false;
+	}
+	if (ptp->syn_len)
+		ptp->syn_len--;
+	so->next_idx = SLUICE_IDX_NONE;
+	if (ptp->acc_tail < s->r->max_sockets)
+		sl_sock(s, ptp->acc_tail)->next_idx = so->idx;
+	else
+		ptp->acc_head = so->idx;
+	ptp->acc_tail = so->idx;
+	ptp->acc_len++;
+	so->tcp.tflags |= SL_TF_ACCQ;
+	sl_sock_wake(s, p);
+	return true;
+}
+
+/* Synchronized states and SYN-RECEIVED (RFC 9293 3.10.7.4). */
+static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
+		       const struct sl_ip *ip, const struct sl_tcph *th, struct seg *g,
+		       uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	bool queued = false, fin_acked, syn;
+	uint32_t gen = so->gen;
+
+	/* A retransmitted SYN while our SYN-ACK is unanswered. */
+	if (so->state == SL_TCP_SYN_RECEIVED && (g->flags & TH_SYN_) &&
+	    !(g->flags & (TH_ACK_ | TH_RST_)) && g->seq == tp->irs) {
+		sl_tcp_send_syn(s, so, now_us);
+		goto drop;
+	}
+
+	/* Simultaneous open (RFC 9293 figure 8): the peer's SYN-ACK answers
+	 * our SYN; take it as the ACK that completes the handshake. */
+	if (so->state == SL_TCP_SYN_RECEIVED && !(tp->tflags & SL_TF_PASSIVE) &&
+	    (g->flags & (TH_SYN_ | TH_ACK_ | TH_RST_)) == (TH_SYN_ | TH_ACK_) &&
+	    g->seq == tp->irs && g->ack == tp->iss + 1) {
+		g->flags &= (uint8_t)~TH_SYN_;
+		g->seq++;
+		tp->tflags |= SL_TF_ACKNOW;
+	}
+	syn = g->flags & TH_SYN_;
+
+	/* RFC 7323 5.3: PAWS. */
+	if ((tp->tflags & SL_TF_TS) && g->o.ts && !(g->flags & TH_RST_) &&
+	    SEQ_LT(g->o.tsval, tp->ts_recent)) {
+		sl_tcp_send_ack(s, so, now_us);
+		goto drop;
+	}
+
+	/* First: sequence number. */
+	if (!seq_acceptable(tp, g)) {
+		bool zero_wnd_ok = g->seq == tp->rcv_nxt && !(g->flags & (TH_SYN_ | TH_RST_));
+
+		if (!zero_wnd_ok) {
+			if (!(g->flags & TH_RST_)) {
+				if (so->state == SL_TCP_TIME_WAIT && (g->flags & TH_FIN_))
+					tp->t_close = now_us + SL_TCP_TIME_WAIT_US;
+				sl_tcp_send_ack(s, so, now_us);
+				sl_tcp_arm(s, so);
+			}
+			goto drop;
+		}
+		/* RCV.WND = 0: take the ACK and RST of a segment at RCV.NXT
+		 * but none of its data (RFC 9293: "special allowance"). */
+		g->plen = 0;
+		g->flags &= (uint8_t)~TH_FIN_;
+		g->end = g->seq;
+		tp->tflags |= SL_TF_ACKNOW;
+	}
+	/* Trim to the window: the front below RCV.NXT, the tail past it. */
+	if (SEQ_LT(g->seq, tp->rcv_nxt)) {
+		uint32_t d = tp->rcv_nxt - g->seq;
+
+		if (g->flags & TH_SYN_) {
+			g->flags &= (uint8_t)~TH_SYN_;
+			g->seq++;
+			d--;
+		}
+		if (d >= g->plen) {
+			if (d > g->plen)
+				g->flags &= (uint8_t)~TH_FIN_;
+			d = g->plen;
+		}
+		g->seq += d;
+		g->poff = (uint16_t)(g->poff + d);
+		g->plen = (uint16_t)(g->plen - d);
+		tp->tflags |= SL_TF_ACKNOW;
+	}
+	{
+		uint32_t wnd = SEQ_GT(tp->rcv_adv, tp->rcv_nxt) ? tp->rcv_adv - tp->rcv_nxt : 0;
+		uint32_t room = tp->rcv_nxt + wnd - g->seq;
+
+		if (SEQ_GT(g->seq + g->plen, tp->rcv_nxt + wnd)) {
+			g->plen = (uint16_t)(SEQ_GT(tp->rcv_nxt + wnd, g->seq) ? room : 0);
+			g->flags &= (uint8_t)~TH_FIN_;
+			tp->tflags |= SL_TF_ACKNOW;
+		}
+	}
+
+	/* RFC 7323 4.3: remember the timestamp to echo. */
+	if ((tp->tflags & SL_TF_TS) && g->o.ts && SEQ_LEQ(g->seq, tp->last_ack_sent) &&
+	    SEQ_GEQ(g->o.tsval, tp->ts_recent))
+		tp->ts_recent = g->o.tsval;
+
+	/* Second: RST (RFC 5961 3.2). */
+	if (g->flags & TH_RST_) {
+		if (g->seq != tp->rcv_nxt) {
+			sl_count(s, SL_C_tcp_challenge_ack);
+			sl_tcp_send_ack(s, so, now_us);
+			goto drop;
+		}
+		sl_count(s, SL_C_tcp_reset_rx);
+		sl_buf_free(s, idx);
+		if (so->state == SL_TCP_SYN_RECEIVED)
+			sl_tcp_done(s, so, (tp->tflags & SL_TF_PASSIVE) ? 0 : ECONNREFUSED);
+		else if (so->state >= SL_TCP_CLOSING)
+			sl_tcp_done(s, so, 0);
+		else
+			sl_tcp_done(s, so, so->state == SL_TCP_CLOSE_WAIT ? EPIPE : ECONNRESET);
+		return;
+	}
+
+	/* Fourth: SYN in a synchronized state (RFC 5961 4.2). */
+	if (syn) {
+		sl_count(s, SL_C_tcp_challenge_ack);
+		sl_tcp_send_ack(s, so, now_us);
+		goto drop;
+	}
+
+	/* Fifth: ACK. */
+	if (!(g->flags & TH_ACK_))
+		goto drop;
+	if (so->state == SL_TCP_SYN_RECEIVED) {
+		if (!SEQ_LT(tp->snd_una, g->ack) || SEQ_GT(g->ack, tp->snd_max)) {
+			sl_tcp_send_reset(s, ip, th, g->plen);
+			goto drop;
+		}
+		if (!child_ready(s, so))
+			goto drop;
+		tp->snd_una = g->ack;
+		tp->snd_wscale = (tp->tflags & SL_TF_WS) ? tp->snd_wscale : 0;
+		established(s, so, g);
+		if (!tp->backoff && !tp->srtt_us)
+			sl_tcp_rtt_sample(tp, (uint32_t)(now_us - tp->rtt_start_us));
+		sl_tcp_keep_reset(so, now_us);
+		if (so->flags & SL_SF_SHUT_WR) {
+			tp->tflags |= SL_TF_FIN_Q;
+			so->state = SL_TCP_FIN_WAIT_1;
+		}
+	}
+	if (!ack_process(s, so, g, now_us))
+		goto out_ack;	/* RFC 5961 5.2: ACK it and drop it */
+	fin_acked = (tp->tflags & SL_TF_FIN_Q) && SEQ_GT(tp->snd_una, tp->snd_end);
+	switch (so->state) {
+	case SL_TCP_FIN_WAIT_1:
+		if (fin_acked) {
+			sl_tcp_set_state(s, so, SL_TCP_FIN_WAIT_2);
+			if (so->flags & SL_SF_ORPHAN)
+				tp->t_close = now_us + SL_TCP_FIN_TIMEOUT_US;
+		}
+		break;
+	case SL_TCP_CLOSING:
+		if (fin_acked)
+			enter_time_wait(s, so, now_us);
+		break;
+	case SL_TCP_LAST_ACK:
+		if (fin_acked) {
+			sl_buf_free(s, idx);
+			sl_tcp_done(s, so, 0);
+			return;
+		}
+		break;
+	case SL_TCP_TIME_WAIT:
+		if (g->flags & TH_FIN_) {
+			tp->t_close = now_us + SL_TCP_TIME_WAIT_US;
+			tp->tflags |= SL_TF_ACKNOW;
+		}
+		break;
+	default:
+		break;
+	}
+
+	/* Seventh: segment text (ESTABLISHED, FIN-WAIT-1, FIN-WAIT-2). */
+	if ((g->plen || (g->flags & TH_FIN_)) && so->state >= SL_TCP_ESTABLISHED &&
+	    so->state <= SL_TCP_FIN_WAIT_2 && !(tp->tflags & SL_TF_FIN_RCVD)) {
+		bool in_order = g->seq == tp->rcv_nxt;
+
+		if ((so->flags & SL_SF_ORPHAN) && g->plen) {
+			/* Linux: new data for a closed socket resets it. */
+			sl_tcp_send_ctl(s, so, TH_RST_ | TH_ACK_, tp->snd_nxt, now_us);
+			sl_buf_free(s, idx);
+			sl_tcp_done(s, so, 0);
+			return;
+		}
+		to_payload(s, idx, g);
+		queued = true;
+		if (in_order) {
+			bool had_ooo = tp->ooo_head < s->r->n_bufs;
+
+			deliver(s, so, idx);
+			if (had_ooo || (tp->tflags & SL_TF_FIN_RCVD))
+				tp->tflags |= SL_TF_ACKNOW;
+			else if (++tp->delack_segs >= 2)
+				tp->tflags |= SL_TF_ACKNOW;	/* RFC 5681 4.2 */
+			else if (!tp->t_dack)
+				tp->t_dack = now_us + SL_TCP_DELACK_US;
+			sl_sock_wake(s, so);
+		} else {
+			/* RFC 5681 4.2: an immediate duplicate ACK. */
+			ooo_insert(s, so, idx);
+			tp->tflags |= SL_TF_ACKNOW;
+		}
+	}
+
+	/* Eighth: FIN, once it is in order (deliver() consumed it). */
+	if ((tp->tflags & SL_TF_FIN_RCVD) && so->state >= SL_TCP_SYN_RECEIVED &&
+	    so->state <= SL_TCP_FIN_WAIT_2) {
+		switch (so->state) {
+		case SL_TCP_ESTABLISHED:
+			sl_tcp_set_state(s, so, SL_TCP_CLOSE_WAIT);
+			break;
+		case SL_TCP_FIN_WAIT_1:
+			if (SEQ_GT(tp->snd_una, tp->snd_end))
+				enter_time_wait(s, so, now_us);
+			else
+				sl_tcp_set_state(s, so, SL_TCP_CLOSING);
+			break;
+		case SL_TCP_FIN_WAIT_2:
+			enter_time_wait(s, so, now_us);
+			break;
+		default:
+			break;
+		}
+		tp->tflags |= SL_TF_ACKNOW;
+	}
+out_ack:
+	if (!queued)
+		sl_buf_free(s, idx);
+	if (so->type != SL_SOCK_TCP || so->gen != gen)
+		return;
+	sl_tcp_output(s, so, now_us);
+	sl_tcp_arm(s, so);
+	return;
+drop:
+	sl_buf_free(s, idx);
+}
+
+void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen,
+		  uint64_t now_us)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+	struct sl_tcph *th = (struct sl_tcph *)((uint8_t *)ip + hlen);
+	unsigned int len = b->len - hlen, thl;
+	struct sl_sock *so;
+	struct seg g;
+
+	sl_count(s, SL_C_tcp_rx);
+	if (b->len < hlen + sizeof(*th))
+		goto bad;
+	thl = (th->off >> 4) * 4u;
+	if (thl < sizeof(*th) || thl > len)
+		goto bad;
+	if (sl_csum_fold(sl_csum_add(sl_csum_pseudo(ip->saddr, ip->daddr, IPPROTO_TCP_,
+						    (uint16_t)len), th, len)) != 0)
+		goto bad;
+	/* RFC 1122 4.2.3.10 / RFC 9293 3.9.2.3: no broadcast or multicast. */
+	if (is_bcast(s, ip->daddr) || is_bcast(s, ip->saddr) || !th->sport || !th->dport)
+		goto drop;
+
+	g.seq = ntohl(th->seq);
+	g.ack = ntohl(th->ack);
+	g.flags = th->flags & (TH_FIN_ | TH_SYN_ | TH_RST_ | TH_PSH_ | TH_ACK_ | TH_URG_);
+	g.wnd = ntohs(th->win);
+	g.plen = (uint16_t)(len - thl);
+	g.poff = (uint16_t)(hlen + thl);
+	g.end = g.seq + g.plen + !!(g.flags & TH_SYN_) + !!(g.flags & TH_FIN_);
+	parse_opts((const uint8_t *)(th + 1), thl - sizeof(*th), g.flags & TH_SYN_, &g.o);
+
+	so = sl_sock_lookup(s, SL_SOCK_TCP, ip->daddr, th->dport, ip->saddr, th->sport);
+	/* RFC 6191 flavour: a new SYN beyond a TIME-WAIT connection's
+	 * sequence space ends it and goes to the listener. */
+	if (so && so->state == SL_TCP_TIME_WAIT && (g.flags & TH_SYN_) &&
+	    !(g.flags & (TH_ACK_ | TH_RST_)) && SEQ_GT(g.seq, so->tcp.rcv_nxt)) {
+		struct sl_tcp_sock *tp = &so->tcp;
+
+		tp->t_close = 0;
+		sl_tcp_done(s, so, 0);
+		so = sl_sock_lookup(s, SL_SOCK_TCP, ip->daddr, th->dport, ip->saddr, th->sport);
+	}
+	if (!so || so->state == SL_TCP_CLOSED) {
+		sl_count(s, SL_C_tcp_rx_noport);
+		sl_tcp_send_reset(s, ip, th, g.plen);
+		goto drop;
+	}
+	so->rx_pkts++;
+	so->tcp.last_rx_us = now_us;
+	if (so->state >= SL_TCP_ESTABLISHED && so->state <= SL_TCP_CLOSE_WAIT)
+		sl_tcp_keep_reset(so, now_us);
+	switch (so->state) {
+	case SL_TCP_LISTEN:
+		listen_input(s, so, idx, ip, th, &g, now_us);
+		return;
+	case SL_TCP_SYN_SENT:
+		syn_sent_input(s, so, idx, ip, th, &g, now_us);
+		return;
+	default:
+		sync_input(s, so, idx, ip, th, &g, now_us);
+		return;
+	}
+bad:
+	sl_count(s, SL_C_tcp_rx_bad);
+drop:
+	sl_buf_free(s, idx);
+}

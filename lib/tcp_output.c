@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * TCP output: the send loop (what the windows, Nagle and SWS avoidance
+ * allow), headers written in place in front of queued payload, options,
+ * control segments, and resets for segments that match no connection.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "sock.h"
+
+/* Option kinds (RFC 9293 3.2, RFC 7323, RFC 2018). */
+#define OPT_EOL		0
+#define OPT_NOP		1
+#define OPT_MSS		2
+#define OPT_WS		3
+#define OPT_SACK_PERM	4
+#define OPT_SACK	5
+#define OPT_TS		8
+
+static uint32_t ts_now(const struct sl_tcp_sock *tp, uint64_t now_us)
+{
+	/* RFC 7323 5.4: a clock of 1 ms ticks, offset per connection. */
+	return (uint32_t)(now_us / 1000) + tp->ts_offset;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	v = htonl(v);
+	memcpy(p, &v, 4);
+}
+
+/* Merge the out-of-order queue into SACK blocks, the block holding the
+ * newest arrival first (RFC 2018 4). */
+static unsigned int sack_blocks(struct sl_stack *s, const struct sl_tcp_sock *tp,
+				uint32_t out[][2], unsigned int max)
+{
+	uint32_t r[16][2], idx = tp->ooo_head;
+	unsigned int n = 0, i, k = 0;
+
+	while (idx < s->r->n_bufs) {
+		const struct sluice_buf *b = sl_buf(s, idx);
+		uint32_t start = b->seq, end = b->seq + b->len;
+
+		if (n && SEQ_LEQ(start, r[n - 1][1])) {
+			if (SEQ_GT(end, r[n - 1][1]))
+				r[n - 1][1] = end;
+		} else if (n < 16) {
+			r[n][0] = start;
+			r[n][1] = end;
+			n++;
+		}
+		idx = b->next_idx;
+	}
+	for (i = 0; i < n; i++)
+		if (SEQ_GEQ(tp->sack_last, r[i][0]) && SEQ_LT(tp->sack_last, r[i][1]))
+			break;
+	if (i < n) {
+		out[k][0] = r[i][0];
+		out[k][1] = r[i][1];
+		k++;
+	}
+	for (unsigned int j = n; j-- > 0 && k < max;) {
+		if (j == i)
+			continue;
+		out[k][0] = r[j][0];
+		out[k][1] = r[j][1];
+		k++;
+	}
+	return k;
+}
+
+/* Options for a segment with these flags; returns their length (a
+ * multiple of 4). */
+static unsigned int build_opts(struct sl_stack *s, struct sl_sock *so, uint8_t flags,
+			       uint8_t *o, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	unsigned int n = 0;
+
+	if (flags & TH_RST_)
+		return 0;
+	if (flags & TH_SYN_) {
+		uint16_t mss = htons(sl_tcp_our_mss(s, so));
+
+		o[n++] = OPT_MSS;
+		o[n++] = 4;
+		memcpy(o + n, &mss, 2);
+		n += 2;
+		if (tp->tflags & SL_TF_SACK) {
+			if (!(tp->tflags & SL_TF_TS)) {
+				o[n++] = OPT_NOP;
+				o[n++] = OPT_NOP;
+			}
+			o[n++] = OPT_SACK_PERM;
+			o[n++] = 2;
+		} else if (tp->tflags & SL_TF_TS) {
+			o[n++] = OPT_NOP;
+			o[n++] = OPT_NOP;
+		}
+		if (tp->tflags & SL_TF_TS) {
+			o[n++] = OPT_TS;
+			o[n++] = 10;
+			put32(o + n, ts_now(tp, now_us));
+			put32(o + n + 4, (flags & TH_ACK_) ? tp->ts_recent : 0);
+			n += 8;
+		}
+		if (tp->tflags & SL_TF_WS) {
+			o[n++] = OPT_NOP;
+			o[n++] = OPT_WS;
+			o[n++] = 3;
+			o[n++] = tp->rcv_wscale;
+		}
+		return n;
+	}
+	if (tp->tflags & SL_TF_TS) {
+		o[n++] = OPT_NOP;
+		o[n++] = OPT_NOP;
+		o[n++] = OPT_TS;
+		o[n++] = 10;
+		put32(o + n, ts_now(tp, now_us));
+		put32(o + n + 4, tp->ts_recent);
+		n += 8;
+	}
+	if ((tp->tflags & SL_TF_SACK) && (flags & TH_ACK_) && tp->ooo_head < s->r->n_bufs) {
+		uint32_t blk[SL_TCP_SACK_MAX][2];
+		unsigned int nb = sack_blocks(s, tp, blk, (40 - n - 4) / 8);
+
+		if (nb) {
+			o[n++] = OPT_NOP;
+			o[n++] = OPT_NOP;
+			o[n++] = OPT_SACK;
+			o[n++] = (uint8_t)(2 + 8 * nb);
+			for (unsigned int i = 0; i < nb; i++) {
+				put32(o + n, blk[i][0]);
+				put32(o + n + 4, blk[i][1]);
+				n += 8;
+			}
+		}
+	}
+	return n;
+}
+
+uint32_t sl_tcp_rcv_window(struct sl_stack *s, const struct sl_sock *so)
+{
+	const struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t space = sl_tcp_rcv_space(s, so);
+	uint32_t cap = (tp->tflags & SL_TF_WS) ? 65535u << tp->rcv_wscale : 65535u;
+	uint32_t old = SEQ_GT(tp->rcv_adv, tp->rcv_nxt) ? tp->rcv_adv - tp->rcv_nxt : 0;
+	uint32_t step = so->rcvbuf / 4;
+
+	if (space > cap)
+		space = cap;
+	/* RFC 9293 3.8.6.2.2: never shrink the window ... */
+	if (space <= old)
+		return old;
+	/* ... and move its right edge only by min(buffer fraction, MSS). */
+	if (step > sl_tcp_our_mss(s, so))
+		step = sl_tcp_our_mss(s, so);
+	if (space - old < step)
+		return old;
+	return space;
+}
+
+uint16_t sl_tcp_window_field(struct sl_stack *s, struct sl_sock *so)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t win = sl_tcp_rcv_window(s, so), field;
+	uint8_t ws = (tp->tflags & SL_TF_WS) ? tp->rcv_wscale : 0;
+
+	/* Round up so the advertised right edge never moves left. */
+	field = (win + (1u << ws) - 1) >> ws;
+	if (field > 65535)
+		field = 65535;
+	if (SEQ_GT(tp->rcv_nxt + (field << ws), tp->rcv_adv))
+		tp->rcv_adv = tp->rcv_nxt + (field << ws);
+	return (uint16_t)field;
+}
+
+/* Checksum the segment at th, fill the IPv4 header in front of it and
+ * send.  The TCP header may start anywhere after the IPv4 header room. */
+static int emit(struct sl_stack *s, struct sl_sock *so, uint32_t idx, struct sl_tcph *th,
+		unsigned int tcp_len, uint32_t saddr, uint32_t daddr, bool keep)
+{
+	uint8_t *base = sl_buf_base(s, idx);
+	unsigned int hoff = (unsigned int)((uint8_t *)th - base);
+	uint32_t sum;
+
+	th->csum = 0;
+	sum = sl_csum_pseudo(saddr, daddr, IPPROTO_TCP_, (uint16_t)tcp_len);
+	th->csum = sl_csum_fold(sl_csum_add(sum, th, tcp_len));
+	sl_ip_build(s, idx, IPPROTO_TCP_, saddr, daddr, (uint16_t)tcp_len);
+	if (hoff != SL_HEADROOM + 20) {
+		/* Move the 20-byte IPv4 header up against the TCP header. */
+		memmove(base + hoff - 20, base + SL_HEADROOM, 20);
+		sl_buf(s, idx)->off = (uint16_t)(hoff - 20);
+	}
+	sl_count(s, SL_C_tcp_tx);
+	if (so)
+		so->tx_pkts++;
+	return sl_ip_output(s, idx, keep);
+}
+
+/* Fill the fixed header; an ACK carries our window and rcv_nxt. */
+static void fill_hdr(struct sl_stack *s, struct sl_sock *so, struct sl_tcph *th, uint8_t flags,
+		     uint32_t seq, unsigned int optlen)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	th->sport = so->lport;
+	th->dport = so->rport;
+	th->seq = htonl(seq);
+	th->ack = (flags & TH_ACK_) ? htonl(tp->rcv_nxt) : 0;
+	th->off = (uint8_t)(((20 + optlen) / 4) << 4);
+	th->flags = flags;
+	th->urp = 0;
+	if (flags & TH_RST_)
+		th->win = 0;
+	else if (flags & TH_SYN_) {
+		/* RFC 7323 2.2: the window in a SYN is never scaled. */
+		uint32_t w = sl_tcp_rcv_window(s, so);
+
+		if (w > 65535)
+			w = 65535;
+		th->win = htons((uint16_t)w);
+		if (SEQ_GT(tp->rcv_nxt + w, tp->rcv_adv))
+			tp->rcv_adv = tp->rcv_nxt + w;
+	} else {
+		th->win = htons(sl_tcp_window_field(s, so));
+	}
+	if (flags & TH_ACK_) {
+		tp->last_ack_sent = tp->rcv_nxt;
+		tp->tflags &= ~SL_TF_ACKNOW;
+		tp->delack_segs = 0;
+		tp->t_dack = 0;
+	}
+}
+
+int sl_tcp_send_ctl(struct sl_stack *s, struct sl_sock *so, uint8_t flags, uint32_t seq,
+		    uint64_t now_us)
+{
+	uint32_t idx = sl_buf_alloc(s);
+	uint8_t opts[40];
+	unsigned int optlen;
+	struct sl_tcph *th;
+
+	if (idx == SLUICE_IDX_NONE)
+		return -ENOBUFS;
+	optlen = build_opts(s, so, flags, opts, now_us);
+	th = (struct sl_tcph *)(sl_buf_base(s, idx) + SL_HEADROOM + 20);
+	fill_hdr(s, so, th, flags, seq, optlen);
+	memcpy(th + 1, opts, optlen);
+	if (flags & TH_RST_)
+		sl_count(s, SL_C_tcp_reset_tx);
+	return emit(s, so, idx, th, 20 + optlen, so->laddr, so->raddr, false);
+}
+
+int sl_tcp_send_ack(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	return sl_tcp_send_ctl(s, so, TH_ACK_, so->tcp.snd_nxt, now_us);
+}
+
+int sl_tcp_send_syn(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint8_t flags = so->state == SL_TCP_SYN_SENT ? TH_SYN_ : TH_SYN_ | TH_ACK_;
+
+	if (!tp->backoff)
+		tp->rtt_start_us = now_us;	/* Karn: time only the first SYN */
+	tp->snd_nxt = tp->iss + 1;
+	if (SEQ_LT(tp->snd_max, tp->snd_nxt))
+		tp->snd_max = tp->snd_nxt;
+	return sl_tcp_send_ctl(s, so, flags, tp->iss, now_us);
+}
+
+void sl_tcp_send_reset(struct sl_stack *s, const struct sl_ip *ip, const void *thv,
+		       unsigned int plen)
+{
+	const struct sl_tcph *in = thv;
+	struct sl_tcph *th;
+	uint32_t idx;
+
+	/* RFC 9293 3.10.7.1: never answer a reset. */
+	if (in->flags & TH_RST_)
+		return;
+	idx = sl_buf_alloc(s);
+	if (idx == SLUICE_IDX_NONE)
+		return;
+	th = (struct sl_tcph *)(sl_buf_base(s, idx) + SL_HEADROOM + 20);
+	memset(th, 0, sizeof(*th));
+	th->sport = in->dport;
+	th->dport = in->sport;
+	if (in->flags & TH_ACK_) {
+		/* <SEQ=SEG.ACK><CTL=RST> */
+		th->seq = in->ack;
+		th->flags = TH_RST_;
+	} else {
+		/* <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK> */
+		uint32_t len = plen + !!(in->flags & TH_SYN_) + !!(in->flags & TH_FIN_);
+
+		th->ack = htonl(ntohl(in->seq) + len);
+		th->flags = TH_RST_ | TH_ACK_;
+	}
+	th->off = 5 << 4;
+	sl_count(s, SL_C_tcp_reset_tx);
+	emit(s, NULL, idx, th, 20, ip->daddr, ip->saddr, false);
+}
+
+int sl_tcp_xmit_buf(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	struct sluice_buf *b = sl_buf(s, idx);
+	uint8_t opts[40], flags = TH_ACK_;
+	unsigned int optlen, plen = b->aux;
+	struct sl_tcph *th;
+
+	if (idx == tp->sndq_tail || (b->next_idx < s->r->n_bufs &&
+				     !(sl_buf(s, b->next_idx)->flags & SL_TBF_SENT)))
+		flags |= TH_PSH_;
+	optlen = build_opts(s, so, flags, opts, now_us);
+	th = (struct sl_tcph *)(sl_buf_base(s, idx) + SL_TCP_DATA_OFF - 20 - optlen);
+	fill_hdr(s, so, th, flags, b->seq, optlen);
+	memcpy(th + 1, opts, optlen);
+	if (b->flags & SL_TBF_SENT) {
+		b->flags |= SL_TBF_REXMIT;
+		sl_count(s, SL_C_tcp_retransmit);
+	}
+	b->flags |= SL_TBF_SENT;
+	b->ts_us = now_us;
+	return emit(s, so, idx, th, 20 + optlen + plen, so->laddr, so->raddr, true);
+}
+
+/* Cut buffer idx after at payload bytes; the tail goes to a new buffer
+ * behind it.  The one copy on the send path, taken only when the peer's
+ * window is smaller than a queued segment. */
+static int split_buf(struct sl_stack *s, struct sl_tcp_sock *tp, uint32_t idx, uint32_t at)
+{
+	struct sluice_buf *b = sl_buf(s, idx), *nb;
+	uint32_t n = sl_buf_alloc(s);
+
+	if (n == SLUICE_IDX_NONE)
+		return -ENOBUFS;
+	nb = sl_buf(s, n);
+	nb->seq = b->seq + at;
+	nb->aux = (uint16_t)(b->aux - at);
+	memcpy(sl_buf_base(s, n) + SL_TCP_DATA_OFF, sl_buf_base(s, idx) + SL_TCP_DATA_OFF + at,
+	       nb->aux);
+	b->aux = (uint16_t)at;
+	nb->next_idx = b->next_idx;
+	b->next_idx = n;
+	if (tp->sndq_tail == idx)
+		tp->sndq_tail = n;
+	return 0;
+}
+
+uint32_t sl_tcp_flight(const struct sl_tcp_sock *tp)
+{
+	return tp->snd_nxt - tp->snd_una;
+}
+
+void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t idx = tp->sndq_head;
+	bool sent = false;
+
+	if (so->state < SL_TCP_ESTABLISHED)
+		return;
+	if (SEQ_LT(tp->snd_nxt, tp->snd_una))
+		tp->snd_nxt = tp->snd_una;
+	while (idx < s->r->n_bufs) {
+		struct sluice_buf *b = sl_buf(s, idx);
+		uint32_t end = b->seq + b->aux, len = b->aux, wnd, usable, rwnd_left;
+		bool rexmit;
+
+		if (SEQ_LEQ(end, tp->snd_nxt)) {
+			idx = b->next_idx;
+			continue;
+		}
+		rexmit = SEQ_LT(b->seq, tp->snd_max);
+		if (rexmit && (b->flags & SL_TBF_SACKED)) {
+			tp->snd_nxt = end;
+			idx = b->next_idx;
+			continue;
+		}
+		wnd = tp->snd_wnd < tp->cwnd ? tp->snd_wnd : tp->cwnd;
+		usable = SEQ_GT(tp->snd_una + wnd, tp->snd_nxt) ? tp->snd_una + wnd - tp->snd_nxt : 0;
+		rwnd_left = SEQ_GT(tp->snd_una + tp->snd_wnd, tp->snd_nxt) ?
+				    tp->snd_una + tp->snd_wnd - tp->snd_nxt : 0;
+		if (len > usable) {
+			/* RFC 9293 3.8.6.2.1: with nothing in flight and a peer
+			 * window smaller than the segment, send what fits. */
+			if (rexmit || usable == 0 || rwnd_left >= len ||
+			    tp->snd_nxt != tp->snd_una ||
+			    usable < (tp->max_sndwnd / 2 < tp->mss ? tp->max_sndwnd / 2 : tp->mss) ||
+			    split_buf(s, tp, idx, usable))
+				break;
+			len = usable;
+			end = b->seq + len;
+		}
+		/* Nagle (RFC 896, RFC 9293 3.7.4): a short last segment waits
+		 * while data is unacknowledged, unless TCP_NODELAY or FIN. */
+		if (!rexmit && len < tp->mss && idx == tp->sndq_tail &&
+		    tp->snd_nxt != tp->snd_una && !(so->flags & SL_SF_NODELAY) &&
+		    !(tp->tflags & SL_TF_FIN_Q))
+			break;
+		if (sl_tcp_xmit_buf(s, so, idx, now_us) == -ENOBUFS)
+			break;
+		if (!rexmit && !(tp->tflags & SL_TF_TIMING)) {
+			tp->tflags |= SL_TF_TIMING;
+			tp->rtt_seq = end;
+			tp->rtt_start_us = now_us;
+		}
+		tp->snd_nxt = end;
+		if (SEQ_GT(end, tp->snd_max))
+			tp->snd_max = end;
+		if (!tp->t_rexmt)
+			tp->t_rexmt = now_us + tp->rto_us;
+		sent = true;
+		idx = b->next_idx;
+	}
+	/* The FIN follows the last byte (RFC 9293 3.10.4). */
+	if ((tp->tflags & SL_TF_FIN_Q) && tp->snd_nxt == tp->snd_end && idx >= s->r->n_bufs) {
+		sl_tcp_send_ctl(s, so, TH_FIN_ | TH_ACK_, tp->snd_end, now_us);
+		tp->snd_nxt = tp->snd_end + 1;
+		if (SEQ_GT(tp->snd_nxt, tp->snd_max))
+			tp->snd_max = tp->snd_nxt;
+		if (!tp->t_rexmt)
+			tp->t_rexmt = now_us + tp->rto_us;
+		sent = true;
+	}
+	if (sent) {
+		tp->t_persist = 0;
+		tp->tflags &= ~SL_TF_PROBE;
+	} else if (SEQ_LT(tp->snd_nxt, tp->snd_end) && tp->snd_una == tp->snd_max &&
+		   !tp->t_persist) {
+		/* RFC 9293 3.8.6.1: a zero window is probed. */
+		uint64_t d = tp->rto_us < SL_TCP_RTO_MIN_US ? SL_TCP_RTO_MIN_US : tp->rto_us;
+
+		tp->t_persist = now_us + d;
+		tp->tflags |= SL_TF_PROBE;
+		tp->keep_probes = 0;
+	}
+	if (tp->tflags & SL_TF_ACKNOW)
+		sl_tcp_send_ack(s, so, now_us);
+	sl_tcp_arm(s, so);
+}

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * TCP timers: one wheel deadline per socket, the earliest of its RTO,
+ * delayed-ACK, persist, keepalive and close (TIME-WAIT, FIN-WAIT-2)
+ * deadlines (smoltcp's poll_at); RFC 6298 RTT estimation and backoff.
+ */
+#include <errno.h>
+
+#include "sock.h"
+
+void sl_tcp_arm(struct sl_stack *s, struct sl_sock *so)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint64_t t[5] = { tp->t_rexmt, tp->t_dack, tp->t_persist, tp->t_keep, tp->t_close };
+	uint64_t due = 0;
+
+	for (int i = 0; i < 5; i++)
+		if (t[i] && (!due || t[i] < due))
+			due = t[i];
+	if (!due) {
+		sl_timer_cancel(s, so);
+		return;
+	}
+	/* Round up: the wheel fires at or after the millisecond. */
+	due = (due + 999) / 1000;
+	if (so->wheel_due_ms != due)
+		sl_timer_set(s, so, due);
+}
+
+/* RFC 6298 2.2-2.4 (G, the clock granularity, is 1 us here). */
+void sl_tcp_rtt_sample(struct sl_tcp_sock *tp, uint32_t r)
+{
+	uint64_t rto;
+
+	if (!r)
+		r = 1;
+	if (!tp->srtt_us) {
+		tp->srtt_us = r;
+		tp->rttvar_us = r / 2;
+	} else {
+		uint32_t d = tp->srtt_us > r ? tp->srtt_us - r : r - tp->srtt_us;
+
+		tp->rttvar_us = (3 * tp->rttvar_us + d) / 4;	/* beta 1/4 */
+		tp->srtt_us = (7 * tp->srtt_us + r) / 8;	/* alpha 1/8 */
+	}
+	rto = (uint64_t)tp->srtt_us + (4ull * tp->rttvar_us > 1 ? 4ull * tp->rttvar_us : 1);
+	if (rto < SL_TCP_RTO_MIN_US)
+		rto = SL_TCP_RTO_MIN_US;
+	if (rto > SL_TCP_RTO_MAX_US)
+		rto = SL_TCP_RTO_MAX_US;
+	tp->rto_us = (uint32_t)rto;
+	tp->backoff = 0;
+}
+
+/* RFC 6298 5.1/5.3: restart the timer if data is outstanding. */
+void sl_tcp_rearm_rexmt(struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	tp->t_rexmt = tp->snd_una != tp->snd_max ? now_us + tp->rto_us : 0;
+}
+
+void sl_tcp_keep_reset(struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	tp->keep_probes = (tp->tflags & SL_TF_PROBE) ? tp->keep_probes : 0;
+	if ((so->flags & SL_SF_KEEPALIVE) && so->state >= SL_TCP_ESTABLISHED &&
+	    so->state <= SL_TCP_CLOSE_WAIT)
+		tp->t_keep = now_us + (uint64_t)tp->keep_idle_s * 1000000;
+	else
+		tp->t_keep = 0;
+}
+
+static void backoff_rto(struct sl_tcp_sock *tp)
+{
+	uint64_t rto = (uint64_t)tp->rto_us * 2;	/* RFC 6298 5.5 */
+
+	tp->rto_us = rto > SL_TCP_RTO_MAX_US ? SL_TCP_RTO_MAX_US : (uint32_t)rto;
+	if (tp->backoff < 255)
+		tp->backoff++;
+}
+
+/* The retransmission timer expired (RFC 6298 5.4-5.7). */
+static void on_rexmt(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	unsigned int limit;
+
+	tp->t_rexmt = 0;
+	if (so->state == SL_TCP_SYN_SENT || so->state == SL_TCP_SYN_RECEIVED) {
+		limit = so->state == SL_TCP_SYN_SENT ? SL_TCP_SYN_RETRIES : SL_TCP_SYNACK_RETRIES;
+		if (tp->backoff >= limit) {
+			sl_tcp_done(s, so, tp->soft_err ? tp->soft_err : ETIMEDOUT);
+			return;
+		}
+		sl_count(s, SL_C_tcp_rto);
+		sl_count(s, SL_C_tcp_retransmit);
+		backoff_rto(tp);
+		/* RFC 6298 5.7: after a lost SYN, restart from 3 s would apply;
+		 * like Linux we keep doubling from 1 s. */
+		sl_tcp_send_syn(s, so, now_us);
+		tp->t_rexmt = now_us + tp->rto_us;
+		return;
+	}
+	if (tp->snd_una == tp->snd_max)
+		return;
+	if (tp->backoff >= SL_TCP_DATA_RETRIES) {
+		sl_tcp_send_ctl(s, so, TH_RST_ | TH_ACK_, tp->snd_nxt, now_us);
+		sl_tcp_done(s, so, tp->soft_err ? tp->soft_err : ETIMEDOUT);
+		return;
+	}
+	sl_count(s, SL_C_tcp_rto);
+	backoff_rto(tp);
+	sl_tcp_cc_rto(tp, now_us);
+	/* Go back to the first unacknowledged byte; SACK marks are dropped
+	 * (RFC 2018 8: the receiver may have discarded SACKed data). */
+	for (uint32_t i = tp->sndq_head; i < s->r->n_bufs; i = sl_buf(s, i)->next_idx)
+		sl_buf(s, i)->flags &= ~(SL_TBF_SACKED | SL_TBF_RECOV);
+	tp->snd_nxt = tp->snd_una;
+	tp->tflags &= ~(SL_TF_TIMING | SL_TF_RECOVERY);	/* Karn */
+	tp->recover = tp->snd_max;
+	tp->dupacks = 0;
+	sl_tcp_output(s, so, now_us);
+	tp->t_rexmt = now_us + tp->rto_us;
+}
+
+static void on_persist(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint64_t d;
+
+	tp->t_persist = 0;
+	if (!SEQ_LT(tp->snd_nxt, tp->snd_end) || tp->snd_una != tp->snd_max) {
+		tp->tflags &= ~SL_TF_PROBE;
+		return;
+	}
+	/* A probe below the window makes the peer answer with its window
+	 * (RFC 9293 3.8.6.1; the form Linux and BSD send). */
+	sl_tcp_send_ctl(s, so, TH_ACK_, tp->snd_una - 1, now_us);
+	if (tp->keep_probes < 16)
+		tp->keep_probes++;
+	d = (uint64_t)(tp->rto_us < SL_TCP_RTO_MIN_US ? SL_TCP_RTO_MIN_US : tp->rto_us)
+	    << tp->keep_probes;
+	if (d > SL_TCP_RTO_MAX_US)
+		d = SL_TCP_RTO_MAX_US;
+	tp->t_persist = now_us + d;
+}
+
+static void on_keep(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	tp->t_keep = 0;
+	if (!(so->flags & SL_SF_KEEPALIVE) || so->state < SL_TCP_ESTABLISHED ||
+	    so->state > SL_TCP_CLOSE_WAIT)
+		return;
+	if (tp->snd_una != tp->snd_max || tp->t_persist) {
+		/* Data in flight: the RTO watches the peer. */
+		tp->t_keep = now_us + (uint64_t)tp->keep_idle_s * 1000000;
+		return;
+	}
+	if (tp->keep_probes >= tp->keep_cnt) {
+		sl_tcp_send_ctl(s, so, TH_RST_ | TH_ACK_, tp->snd_nxt, now_us);
+		sl_tcp_done(s, so, tp->soft_err ? tp->soft_err : ETIMEDOUT);
+		return;
+	}
+	/* RFC 1122 4.2.3.6: SEG.SEQ = SND.NXT - 1, no data. */
+	sl_tcp_send_ctl(s, so, TH_ACK_, tp->snd_una - 1, now_us);
+	tp->keep_probes++;
+	tp->t_keep = now_us + (uint64_t)tp->keep_intvl_s * 1000000;
+}
+
+void sl_tcp_timer(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t gen = so->gen;
+
+	if (so->state == SL_TCP_CLOSED || so->state == SL_TCP_LISTEN)
+		return;
+	if (tp->t_close && tp->t_close <= now_us) {
+		/* TIME-WAIT over (RFC 9293 3.6), or an orphan's FIN-WAIT-2. */
+		tp->t_close = 0;
+		sl_tcp_done(s, so, 0);
+		return;
+	}
+	if (tp->t_rexmt && tp->t_rexmt <= now_us) {
+		on_rexmt(s, so, now_us);
+		if (so->type != SL_SOCK_TCP || so->gen != gen || so->state == SL_TCP_CLOSED)
+			return;
+	}
+	if (tp->t_persist && tp->t_persist <= now_us)
+		on_persist(s, so, now_us);
+	if (tp->t_dack && tp->t_dack <= now_us) {
+		tp->t_dack = 0;
+		sl_tcp_send_ack(s, so, now_us);
+	}
+	if (tp->t_keep && tp->t_keep <= now_us) {
+		on_keep(s, so, now_us);
+		if (so->type != SL_SOCK_TCP || so->gen != gen || so->state == SL_TCP_CLOSED)
+			return;
+	}
+	sl_tcp_arm(s, so);
+}
