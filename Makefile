@@ -26,11 +26,13 @@ ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC
 
 B := build
 
-LIB_SRCS := lib/device.c
+LIB_SRCS := lib/device.c lib/csum.c lib/region.c lib/buf.c lib/lock.c lib/sock.c lib/timer.c lib/tcp.c lib/tcp_input.c lib/tcp_output.c lib/tcp_timer.c lib/tcp_cc.c \
+	lib/ip.c lib/icmp.c lib/udp.c lib/api.c lib/link_loop.c lib/eth.c lib/link_tap.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 
 TOOL := $(B)/tools/sluice
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/test_*.c))
+INTEROP := $(B)/tests/interop/peer
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
 .PHONY: all lib tools tests module module-clean check demo checkpatch clean
@@ -39,7 +41,7 @@ all: lib tools tests
 
 lib: $(B)/libsluice.a $(B)/libsluice.so
 tools: $(TOOL)
-tests: $(UNIT_TESTS) $(KSELFTESTS)
+tests: $(UNIT_TESTS) $(KSELFTESTS) $(INTEROP)
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -56,6 +58,9 @@ $(TOOL): $(B)/tools/sluice.o $(B)/libsluice.a
 	$(CC) -o $@ $^
 
 $(B)/tests/unit/%: $(B)/tests/unit/%.o $(B)/libsluice.a
+	$(CC) -o $@ $^
+
+$(B)/tests/interop/%: $(B)/tests/interop/%.o $(B)/libsluice.a
 	$(CC) -o $@ $^
 
 # The kselftest harness is GPL and lives in the kernel source package; it is

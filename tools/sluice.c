@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * The sluice command.  Subcommands:
- *   sluice info     library, module, sysfs and debugfs state
- *   sluice version  the library's version
+ *   sluice info         library, module, sysfs and debugfs state
+ *   sluice stacks       the stacks on this machine
+ *   sluice dump NAME    a stack's configuration, counters and sockets
+ *   sluice version      the library's version
  */
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -12,6 +16,8 @@
 
 #include <sluice/sluice.h>
 
+#include "../lib/sock.h"
+
 #define SYSFS_DIR	"/sys/class/misc/" SLUICE_DEVICE_NAME
 #define DEBUGFS_DIR	"/sys/kernel/debug/" SLUICE_DEVICE_NAME
 
@@ -19,8 +25,10 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: sluice COMMAND\n"
-		"  info      show the library, the loaded module, its sysfs and debugfs state\n"
-		"  version   show the library version\n");
+		"  info        show the library, the loaded module, its sysfs and debugfs state\n"
+		"  stacks      list the stacks on this machine\n"
+		"  dump NAME   show a stack's configuration, counters and sockets\n"
+		"  version     show the library version\n");
 }
 
 /* Print one sysfs value; returns 0 or -errno. */
@@ -99,14 +107,150 @@ static int cmd_info(void)
 	return 0;
 }
 
+static const char *state_name(uint32_t state)
+{
+	switch (state) {
+	case SLUICE_STATE_INIT: return "init";
+	case SLUICE_STATE_READY: return "ready";
+	case SLUICE_STATE_BROKEN: return "BROKEN";
+	default: return "?";
+	}
+}
+
+static int cmd_stacks(void)
+{
+	DIR *d = opendir("/dev/shm");
+	struct dirent *e;
+
+	if (!d) {
+		perror("sluice: /dev/shm");
+		return 1;
+	}
+	printf("%-24s %-7s %8s %8s %10s %6s\n", "NAME", "STATE", "SOCKETS", "BUFFERS",
+	       "BYTES", "ATTACH");
+	while ((e = readdir(d))) {
+		struct sluice_stack *st;
+		struct sl_stack *s;
+
+		if (strncmp(e->d_name, "sluice-", 7))
+			continue;
+		if (sluice_stack_attach(e->d_name + 7, &st)) {
+			printf("%-24s %-7s\n", e->d_name + 7, "invalid");
+			continue;
+		}
+		s = (struct sl_stack *)st;
+		printf("%-24s %-7s %4u/%-4u %4u/%-4u %10llu %6u\n", s->r->name,
+		       state_name(s->r->state), s->r->sock_used, s->r->max_sockets,
+		       s->r->n_bufs - s->r->buf_free_count, s->r->n_bufs,
+		       (unsigned long long)s->r->region_size, s->r->attach_count - 1);
+		sluice_stack_close(st);
+	}
+	closedir(d);
+	return 0;
+}
+
+static const char *tcp_state_name(uint8_t st)
+{
+	static const char *const n[] = {
+		"CLOSED", "LISTEN", "SYN_SENT", "SYN_RECV", "ESTABLISHED", "FIN_WAIT1",
+		"FIN_WAIT2", "CLOSE_WAIT", "CLOSING", "LAST_ACK", "TIME_WAIT",
+	};
+
+	return st < sizeof(n) / sizeof(n[0]) ? n[st] : "?";
+}
+
+static void addr_str(char *buf, size_t len, uint32_t a, uint16_t p)
+{
+	char ip[INET_ADDRSTRLEN];
+
+	inet_ntop(AF_INET, &a, ip, sizeof(ip));
+	snprintf(buf, len, "%s:%u", ip, ntohs(p));
+}
+
+static void print_tcp(const struct sl_sock *so)
+{
+	const struct sl_tcp_sock *tp = &so->tcp;
+
+	if (so->state == SL_TCP_LISTEN) {
+		printf("        accept queue %u, SYN queue %u/%u, backlog %u\n", tp->acc_len,
+		       tp->syn_len, tp->syn_max, tp->backlog);
+		return;
+	}
+	printf("        snd una %u nxt %u wnd %u (x%u) cwnd %u ssthresh %u sndq %u bytes\n",
+	       tp->snd_una - tp->iss, tp->snd_nxt - tp->iss, tp->snd_wnd, 1u << tp->snd_wscale,
+	       tp->cwnd, tp->ssthresh, tp->sndq_bytes);
+	printf("        rcv nxt %u adv %u (x%u) ooo %u bytes; mss %u srtt %u us rto %u us "
+	       "backoff %u\n", tp->rcv_nxt - tp->irs, tp->rcv_adv - tp->rcv_nxt,
+	       1u << tp->rcv_wscale, tp->ooo_bytes, tp->mss, tp->srtt_us, tp->rto_us,
+	       tp->backoff);
+}
+
+static int cmd_dump(const char *name)
+{
+	struct sluice_stack *st;
+	struct sl_stack *s;
+	char ip[INET_ADDRSTRLEN], mask[INET_ADDRSTRLEN];
+	int ret = sluice_stack_attach(name, &st);
+
+	if (ret) {
+		fprintf(stderr, "sluice: stack '%s': %s\n", name,
+			ret == -EPROTO ? "not a valid Sluice stack" : strerror(-ret));
+		return 1;
+	}
+	s = (struct sl_stack *)st;
+	inet_ntop(AF_INET, &s->r->ip_addr, ip, sizeof(ip));
+	inet_ntop(AF_INET, &s->r->ip_mask, mask, sizeof(mask));
+	printf("stack %s: %s, %s/%s mtu %u, mac %02x:%02x:%02x:%02x:%02x:%02x\n", s->r->name,
+	       state_name(s->r->state), ip, mask, s->r->mtu, s->r->mac[0], s->r->mac[1],
+	       s->r->mac[2], s->r->mac[3], s->r->mac[4], s->r->mac[5]);
+	if (s->r->state == SLUICE_STATE_BROKEN)
+		printf("  broken: process %u died holding the stack lock\n", s->r->broken_pid);
+	printf("  region %llu bytes; sockets %u/%u (%u bytes each); buffers %u/%u of %u bytes\n",
+	       (unsigned long long)s->r->region_size, s->r->sock_used, s->r->max_sockets,
+	       s->r->sock_size, s->r->n_bufs - s->r->buf_free_count, s->r->n_bufs,
+	       s->r->buf_size);
+	printf("  lock: word 0x%x owner %d contended %llu deferred %llu\n", s->r->lock,
+	       s->r->lock_owner, (unsigned long long)s->r->lock_contended,
+	       (unsigned long long)s->r->lock_deferred);
+	printf("counters:\n");
+	for (unsigned int i = 0; i < SL_C_COUNT; i++)
+		if (s->r->counters[i])
+			printf("  %-20s %12llu  %s\n", sl_counter_names[i],
+			       (unsigned long long)s->r->counters[i], sl_counter_desc[i]);
+	printf("sockets:\n  %5s %-4s %-11s %-21s %-21s %8s %8s %8s %8s\n", "IDX", "TYPE",
+	       "STATE", "LOCAL", "REMOTE", "RXQ", "RX_PKTS", "TX_PKTS", "PID");
+	for (uint32_t i = 0; i < s->r->max_sockets; i++) {
+		struct sl_sock *so = sl_sock(s, i);
+		char l[32], r[32];
+
+		if (so->type == SL_SOCK_FREE)
+			continue;
+		addr_str(l, sizeof(l), so->laddr, so->lport);
+		addr_str(r, sizeof(r), so->raddr, so->rport);
+		printf("  %5u %-4s %-11s %-21s %-21s %8u %8llu %8llu %8u\n", i,
+		       so->type == SL_SOCK_TCP ? "tcp" : "udp",
+		       so->type == SL_SOCK_TCP ? tcp_state_name(so->state) : "-", l, r,
+		       so->rxq_bytes, (unsigned long long)so->rx_pkts,
+		       (unsigned long long)so->tx_pkts, so->owner_pid);
+		if (so->type == SL_SOCK_TCP)
+			print_tcp(so);
+	}
+	sluice_stack_close(st);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "dump"))
+		return cmd_dump(argv[2]);
 	if (argc != 2) {
 		usage(stderr);
 		return 2;
 	}
 	if (!strcmp(argv[1], "info"))
 		return cmd_info();
+	if (!strcmp(argv[1], "stacks"))
+		return cmd_stacks();
 	if (!strcmp(argv[1], "version")) {
 		printf("sluice %s (ABI %u)\n", SLUICE_LIB_VERSION, SLUICE_ABI_VERSION);
 		return 0;

@@ -7,6 +7,7 @@
 #ifndef SLUICE_SLUICE_H
 #define SLUICE_SLUICE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <uapi/sluice.h>
@@ -38,6 +39,107 @@ int sluice_dev_open(const char *path);
  * another ABI than this library (the info is still filled in).
  */
 int sluice_module_query(const char *path, struct sluice_module_info *info);
+
+/* ---- Stacks ---------------------------------------------------------- */
+
+struct sluice_stack;
+struct sockaddr_in;
+
+/* Sizes and addresses of a new stack; zero fields take the defaults. */
+struct sluice_stack_config {
+	uint32_t max_sockets;	/* default 1024 */
+	uint32_t n_bufs;	/* packet buffers, default 4096 */
+	uint32_t buf_size;	/* bytes each, power of two, default 2048 */
+	uint32_t mtu;		/* default 1500 */
+	uint32_t ip_addr;	/* network order; 0: none yet */
+	uint32_t ip_mask;	/* network order */
+	uint32_t ip_gateway;	/* network order; 0: on-link only */
+	uint8_t mac[6];		/* Ethernet-style links */
+};
+
+/*
+ * Create a stack named @name (1..31 characters of [A-Za-z0-9_.-]): without
+ * the kernel module its region is /dev/shm/sluice-NAME.  -EEXIST if a stack
+ * of that name exists, -EINVAL for a bad name or configuration, -ENOMEM.
+ */
+int sluice_stack_create(const char *name, const struct sluice_stack_config *cfg,
+			struct sluice_stack **out);
+/* Attach to an existing stack by name: -ENOENT, -EPROTO for a region that
+ * is not a valid Sluice stack of this ABI, -EPIPE for a broken stack. */
+int sluice_stack_attach(const char *name, struct sluice_stack **out);
+/* Detach this process; the stack lives on while others use it. */
+void sluice_stack_close(struct sluice_stack *st);
+/* Remove a stack's name; mapped processes keep it until they detach. */
+int sluice_stack_destroy(const char *name);
+
+/* Use another clock (microseconds), for tests: NULL restores the real one. */
+void sluice_stack_set_clock(struct sluice_stack *st, uint64_t (*clock)(void *), void *arg);
+/* How long blocking calls spin before they sleep, in microseconds. */
+void sluice_stack_set_spin(struct sluice_stack *st, unsigned int spin_us);
+/* Run the stack once: receive from the link, run due timers.  Returns the
+ * number of frames and timers handled, or -EPIPE for a broken stack. */
+int sluice_stack_poll(struct sluice_stack *st);
+/* Read counter @name (see `sluice dump`); -ENOENT for an unknown name. */
+int sluice_stack_counter(struct sluice_stack *st, const char *name, uint64_t *value);
+
+/* ---- Links ----------------------------------------------------------- */
+
+/* Seeded fault injection on a loop link, per frame, in parts per million. */
+struct sluice_loop_faults {
+	uint64_t seed;
+	uint32_t loss_ppm;
+	uint32_t dup_ppm;
+	uint32_t reorder_ppm;	/* hold a frame back behind the next one */
+	uint32_t corrupt_ppm;	/* flip one random bit */
+	uint32_t delay_us;	/* fixed one-way delay */
+};
+
+/* Join two stacks by an in-memory wire; faults may be NULL. */
+int sluice_link_loop(struct sluice_stack *a, struct sluice_stack *b,
+		     const struct sluice_loop_faults *faults);
+/* Open TAP device @ifname (created if absent) as this process's link. */
+int sluice_link_tap(struct sluice_stack *st, const char *ifname);
+
+/* ---- Sockets --------------------------------------------------------- */
+
+/* Socket types for sluice_socket(); flags may be or'ed in. */
+#define SLUICE_SOCK_STREAM	1
+#define SLUICE_SOCK_DGRAM	2
+#define SLUICE_SOCK_NONBLOCK	0x800
+
+/*
+ * Socket calls mirror the BSD ones: @sd is what sluice_socket() returned;
+ * results are >= 0 or -errno.
+ */
+int sluice_socket(struct sluice_stack *st, int type);
+int sluice_bind(struct sluice_stack *st, int sd, const struct sockaddr_in *addr);
+int sluice_listen(struct sluice_stack *st, int sd, int backlog);
+int sluice_accept(struct sluice_stack *st, int sd, struct sockaddr_in *peer);
+int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *addr);
+long sluice_send(struct sluice_stack *st, int sd, const void *buf, size_t len, int flags);
+long sluice_recv(struct sluice_stack *st, int sd, void *buf, size_t len, int flags);
+long sluice_sendto(struct sluice_stack *st, int sd, const void *buf, size_t len, int flags,
+		   const struct sockaddr_in *to);
+long sluice_recvfrom(struct sluice_stack *st, int sd, void *buf, size_t len, int flags,
+		     struct sockaddr_in *from);
+int sluice_shutdown(struct sluice_stack *st, int sd, int how);
+int sluice_close(struct sluice_stack *st, int sd);
+int sluice_getsockname(struct sluice_stack *st, int sd, struct sockaddr_in *addr);
+int sluice_getpeername(struct sluice_stack *st, int sd, struct sockaddr_in *addr);
+int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name,
+		      const void *val, unsigned int len);
+int sluice_getsockopt(struct sluice_stack *st, int sd, int level, int name,
+		      void *val, unsigned int *len);
+
+struct sluice_pollfd {
+	int sd;
+	short events;	/* POLLIN, POLLOUT, ... */
+	short revents;
+};
+/* Wait until a socket is ready: spin for the stack's spin time, then sleep;
+ * timeout_ms < 0 waits for ever.  Returns the number ready, 0 on timeout. */
+int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
+		int timeout_ms);
 
 #ifdef __cplusplus
 }

@@ -56,4 +56,148 @@ struct sluice_version {
 
 #define SLUICE_IOC_VERSION	_IOWR(SLUICE_IOC_MAGIC, 0x00, struct sluice_version)
 
+/*
+ * The shared stack region.
+ *
+ * One region per stack, mapped by every process that runs the stack (and,
+ * with the module, allocated and pinned by it).  Everything inside is
+ * addressed by byte offsets from the region's start (*_off) or by indices
+ * (*_idx), never by pointers.  Writers: (u) user space, (k) the module,
+ * (c) set once at creation.  The module never trusts any field (u) writes.
+ *
+ *   +-------------------+ 0
+ *   | sluice_region     |  header, configuration, lock, counters
+ *   +-------------------+ sock_off
+ *   | socket table      |  max_sockets slots of sock_size bytes (lib-private)
+ *   +-------------------+ hash_off
+ *   | socket hash       |  2 * hash_buckets __u32 socket indices: by
+ *   |                   |  4-tuple, then by local port
+ *   +-------------------+ wheel_off
+ *   | timer wheel       |  SLUICE_WHEEL_SLOTS __u32 socket indices
+ *   +-------------------+ bufmeta_off
+ *   | buffer metadata   |  n_bufs struct sluice_buf
+ *   +-------------------+ bufdata_off (page aligned)
+ *   | buffer data       |  n_bufs * buf_size bytes
+ *   +-------------------+ region_size
+ */
+#define SLUICE_REGION_MAGIC	0x534c5543u	/* "SLUC" */
+#define SLUICE_NAME_MAX		32
+#define SLUICE_IDX_NONE		0xffffffffu
+#define SLUICE_WHEEL_SLOTS	1024		/* 1 ms ticks */
+
+/* sluice_region.state */
+#define SLUICE_STATE_INIT	0	/* being laid out; not usable yet */
+#define SLUICE_STATE_READY	1
+#define SLUICE_STATE_BROKEN	2	/* a process died holding the lock */
+
+/* Lock word bits (sluice_region.lock). */
+#define SLUICE_LOCK_HELD	0x1u
+#define SLUICE_LOCK_WAITERS	0x2u	/* someone sleeps on the futex */
+#define SLUICE_LOCK_DEFERRED	0x4u	/* deferred work queued for the holder */
+
+/**
+ * struct sluice_buf - metadata of one packet buffer
+ * @next_idx:	next buffer in whatever queue holds this one (u)
+ * @off:	start of the packet data within the buffer's data area (u)
+ * @len:	bytes of packet data (u)
+ * @seq:	TCP: sequence number of the first payload byte (u)
+ * @flags:	SLUICE_BUF_* (u)
+ * @aux:	owner-specific: e.g. payload offset, transmit count (u)
+ * @ts_us:	owner-specific time stamp, e.g. when last sent (u)
+ */
+struct sluice_buf {
+	__u32 next_idx;
+	__u16 off;
+	__u16 len;
+	__u32 seq;
+	__u16 flags;
+	__u16 aux;
+	__u64 ts_us;
+};
+
+#define SLUICE_NEIGH_MAX	64
+
+/* sluice_neigh.state */
+#define SLUICE_NEIGH_FREE	0
+#define SLUICE_NEIGH_PENDING	1	/* request sent, no answer yet */
+#define SLUICE_NEIGH_VALID	2
+
+/**
+ * struct sluice_neigh - one neighbour (ARP) entry, for stacks that resolve
+ * addresses themselves (no module)
+ * @ip:		network order (u)
+ * @state:	SLUICE_NEIGH_* (u)
+ * @hold_idx:	one packet waiting for resolution, or SLUICE_IDX_NONE (u)
+ * @mac:	link address (u)
+ * @tries:	requests sent while pending (u)
+ * @updated_ms:	last confirmation or request (u)
+ */
+struct sluice_neigh {
+	__u32 ip;
+	__u32 state;
+	__u32 hold_idx;
+	__u8 mac[6];
+	__u16 tries;
+	__u64 updated_ms;
+};
+
+/**
+ * struct sluice_region - the header at offset 0 of a stack region
+ *
+ * Configuration (c) is written once by the creator before @state becomes
+ * SLUICE_STATE_READY (a release store; attachers load it with acquire).
+ */
+struct sluice_region {
+	__u32 magic;			/* (c) SLUICE_REGION_MAGIC */
+	__u32 abi_version;		/* (c) SLUICE_ABI_VERSION */
+	__u64 region_size;		/* (c) bytes */
+	char name[SLUICE_NAME_MAX];	/* (c) NUL-terminated */
+	__u32 state;			/* (u) SLUICE_STATE_* */
+	__u32 creator_uid;		/* (c) */
+
+	__u32 max_sockets;		/* (c) */
+	__u32 sock_size;		/* (c) bytes per socket slot */
+	__u32 hash_buckets;		/* (c) power of two */
+	__u32 n_bufs;			/* (c) */
+	__u32 buf_size;			/* (c) bytes of data per buffer */
+	__u32 mtu;			/* (c) of the link */
+	__u64 sock_off;			/* (c) */
+	__u64 hash_off;			/* (c) */
+	__u64 wheel_off;		/* (c) */
+	__u64 bufmeta_off;		/* (c) */
+	__u64 bufdata_off;		/* (c) */
+	__u32 ip_addr;			/* (u) network order */
+	__u32 ip_mask;			/* (u) network order */
+	__u32 ip_gateway;		/* (u) network order, 0 for none */
+	__u8 mac[6];			/* (u) link address, Ethernet-style links */
+	__u16 reserved0;
+
+	/* The stack lock and its deferred work, on their own cache line. */
+	__u32 lock __attribute__((aligned(64)));	/* (u) SLUICE_LOCK_* */
+	__s32 lock_owner;		/* (u) pid of the holder, 0 if none */
+	__u32 broken_pid;		/* (u) pid found dead holding the lock */
+	__u32 wake_seq;			/* (u) bumped on any readiness change */
+	__u64 defer_head;		/* (u) tagged Treiber stack of socket idx */
+	__u64 lock_contended;		/* (u) times the lock was found held */
+	__u64 lock_deferred;		/* (u) times work was deferred */
+
+	/* Stack-wide state, written only under the lock. */
+	__u32 buf_free_idx __attribute__((aligned(64)));	/* (u) */
+	__u32 buf_free_count;		/* (u) */
+	__u32 sock_free_idx;		/* (u) */
+	__u32 sock_used;		/* (u) */
+	__u32 wheel_slot_idx;		/* (u) slot the wheel has run up to */
+	__u32 ephemeral_next;		/* (u) next ephemeral port to try */
+	__u64 wheel_now_ms;		/* (u) time the wheel has run up to */
+	__u32 ip_id_next;		/* (u) */
+	__u32 attach_count;		/* (u) processes that attached */
+	__u64 tcp_isn_secret[2];	/* (c) RFC 6528 keyed ISN */
+	__u32 lo_head, lo_tail;		/* (u) loopback queue, buffer idx */
+
+	struct sluice_neigh neigh[SLUICE_NEIGH_MAX];	/* (u) */
+
+	/* Counters (u), each only ever incremented, under the lock. */
+	__u64 counters[128] __attribute__((aligned(64)));
+};
+
 #endif /* _UAPI_SLUICE_H */

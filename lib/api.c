@@ -1,0 +1,633 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The native API (include/sluice/sluice.h): stacks by name, BSD-like socket
+ * calls and readiness.  Each call takes the stack lock around the protocol
+ * code; blocking calls spin for the stack's spin time, then sleep in
+ * poll(2) on the link's fd in short slices, re-checking readiness.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sock.h"
+
+/* Longest single sleep before re-checking readiness (other processes may
+ * have received what we wait for: without the module nobody wakes us). */
+#define SLEEP_SLICE_MS	2
+
+const char *const sl_counter_names[SL_C_COUNT] = {
+#define SL_COUNTER_NAME(n, d) #n,
+	SL_COUNTERS(SL_COUNTER_NAME)
+#undef SL_COUNTER_NAME
+};
+
+const char *const sl_counter_desc[SL_C_COUNT] = {
+#define SL_COUNTER_DESC(n, d) d,
+	SL_COUNTERS(SL_COUNTER_DESC)
+#undef SL_COUNTER_DESC
+};
+
+static inline struct sl_stack *S(struct sluice_stack *st)
+{
+	return (struct sl_stack *)st;
+}
+
+static uint64_t real_clock(void *arg)
+{
+	struct timespec ts;
+
+	(void)arg;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + ts.tv_nsec / 1000;
+}
+
+static struct sl_stack *stack_new(const char *name)
+{
+	struct sl_stack *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->region_fd = -1;
+	s->clock = real_clock;
+	s->spin_us = 50;
+	strncpy(s->name, name, sizeof(s->name) - 1);
+	return s;
+}
+
+int sluice_stack_create(const char *name, const struct sluice_stack_config *cfg,
+			struct sluice_stack **out)
+{
+	struct sluice_stack_config dflt = { 0 };
+	struct sl_stack *s = stack_new(name);
+	int ret;
+
+	if (!s)
+		return -ENOMEM;
+	ret = sl_region_create(s, name, cfg ? cfg : &dflt);
+	if (ret) {
+		free(s);
+		return ret;
+	}
+	s->r->attach_count++;
+	*out = (struct sluice_stack *)s;
+	return 0;
+}
+
+int sluice_stack_attach(const char *name, struct sluice_stack **out)
+{
+	struct sl_stack *s = stack_new(name);
+	int ret;
+
+	if (!s)
+		return -ENOMEM;
+	ret = sl_region_attach(s, name);
+	if (ret) {
+		free(s);
+		return ret;
+	}
+	/* Not under the lock: attaching must work while another holds it. */
+	atomic_fetch_add_explicit((_Atomic uint32_t *)&s->r->attach_count, 1,
+				  memory_order_relaxed);
+	*out = (struct sluice_stack *)s;
+	return 0;
+}
+
+void sluice_stack_close(struct sluice_stack *st)
+{
+	struct sl_stack *s = S(st);
+
+	if (!s)
+		return;
+	if (s->link && s->link->ops->close)
+		s->link->ops->close(s->link);
+	sl_region_detach(s);
+	free(s);
+}
+
+int sluice_stack_destroy(const char *name)
+{
+	return sl_region_destroy(name);
+}
+
+void sluice_stack_set_clock(struct sluice_stack *st, uint64_t (*clock)(void *), void *arg)
+{
+	S(st)->clock = clock ? clock : real_clock;
+	S(st)->clock_arg = clock ? arg : NULL;
+}
+
+void sluice_stack_set_spin(struct sluice_stack *st, unsigned int spin_us)
+{
+	S(st)->spin_us = spin_us;
+}
+
+/* One round of the stack's own work: link input, timers.  Lock held. */
+static int stack_run(struct sl_stack *s)
+{
+	int n = 0;
+
+	if (s->link && s->link->ops->rx)
+		n += s->link->ops->rx(s->link, s, 64);
+	n += sl_timer_run(s, sl_now(s));
+	return n;
+}
+
+int sluice_stack_poll(struct sluice_stack *st)
+{
+	struct sl_stack *s = S(st);
+	int ret = sl_lock(s), n;
+
+	if (ret)
+		return ret;
+	n = stack_run(s);
+	sl_unlock(s);
+	return n;
+}
+
+int sluice_stack_counter(struct sluice_stack *st, const char *name, uint64_t *value)
+{
+	for (unsigned int i = 0; i < SL_C_COUNT; i++)
+		if (!strcmp(name, sl_counter_names[i])) {
+			*value = S(st)->r->counters[i];
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/* ---- sockets --------------------------------------------------------- */
+
+/* Look up sd and take the lock; on success the caller must sl_unlock(). */
+static int sock_get(struct sl_stack *s, int sd, struct sl_sock **out)
+{
+	struct sl_sock *so;
+	int ret;
+
+	if (sd < 0 || (uint32_t)sd >= s->r->max_sockets)
+		return -EBADF;
+	ret = sl_lock(s);
+	if (ret)
+		return ret;
+	so = sl_sock(s, sd);
+	if (so->type == SL_SOCK_FREE || (so->flags & SL_SF_ORPHAN)) {
+		sl_unlock(s);
+		return -EBADF;
+	}
+	*out = so;
+	return 0;
+}
+
+static uint32_t sock_events(struct sl_stack *s, struct sl_sock *so)
+{
+	return so->type == SL_SOCK_TCP ? sl_tcp_poll(s, so) : sl_udp_poll(s, so);
+}
+
+static int64_t deadline_after(struct sl_stack *s, int timeout_ms)
+{
+	return timeout_ms < 0 ? -1 : (int64_t)(sl_now(s) + (uint64_t)timeout_ms * 1000);
+}
+
+/* Wait for one round of progress: spin (running the stack) until spin_us
+ * has passed since start, then sleep a slice on the link's fd. */
+static void wait_round(struct sl_stack *s, uint64_t start, int64_t deadline)
+{
+	uint64_t now = sl_now(s);
+	struct pollfd pfd;
+	int ms;
+
+	if (now - start < s->spin_us) {
+		sluice_stack_poll((struct sluice_stack *)s);
+		return;
+	}
+	ms = SLEEP_SLICE_MS;
+	if (deadline >= 0 && (int64_t)now + ms * 1000 > deadline)
+		ms = deadline > (int64_t)now ? (int)((deadline - now + 999) / 1000) : 0;
+	pfd.fd = s->link && s->link->ops->fd ? s->link->ops->fd(s->link) : -1;
+	pfd.events = POLLIN;
+	if (pfd.fd >= 0)
+		poll(&pfd, 1, ms);
+	else if (ms)
+		usleep(ms * 1000);
+	sluice_stack_poll((struct sluice_stack *)s);
+}
+
+int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
+		int timeout_ms)
+{
+	struct sl_stack *s = S(st);
+	uint64_t start = sl_now(s);
+	int64_t deadline = deadline_after(s, timeout_ms);
+	int ready, ret;
+
+	for (;;) {
+		ret = sl_lock(s);
+		if (ret)
+			return ret;
+		stack_run(s);
+		ready = 0;
+		for (unsigned int i = 0; i < n; i++) {
+			struct sl_sock *so;
+			uint32_t ev;
+
+			fds[i].revents = 0;
+			if (fds[i].sd < 0 || (uint32_t)fds[i].sd >= s->r->max_sockets ||
+			    (so = sl_sock(s, fds[i].sd))->type == SL_SOCK_FREE) {
+				fds[i].revents = POLLNVAL;
+				ready++;
+				continue;
+			}
+			ev = sock_events(s, so);
+			fds[i].revents = (ev & (fds[i].events | SL_EV_ERR | SL_EV_HUP));
+			if (fds[i].revents)
+				ready++;
+		}
+		sl_unlock(s);
+		if (ready || (deadline >= 0 && (int64_t)sl_now(s) >= deadline))
+			return ready;
+		wait_round(s, start, deadline);
+	}
+}
+
+/* Block until sd shows one of events (or an error), or fail -EAGAIN if it
+ * is non-blocking. */
+static int wait_for(struct sl_stack *s, int sd, short events)
+{
+	struct sluice_pollfd p = { .sd = sd, .events = events };
+	int ret = sluice_poll((struct sluice_stack *)s, &p, 1, -1);
+
+	if (ret < 0)
+		return ret;
+	return p.revents & POLLNVAL ? -EBADF : 0;
+}
+
+int sluice_socket(struct sluice_stack *st, int type)
+{
+	struct sl_stack *s = S(st);
+	int base = type & ~SLUICE_SOCK_NONBLOCK, ret;
+	struct sl_sock *so;
+
+	if (base != SLUICE_SOCK_STREAM && base != SLUICE_SOCK_DGRAM)
+		return -EPROTONOSUPPORT;
+	ret = sl_lock(s);
+	if (ret)
+		return ret;
+	so = sl_sock_alloc(s, base == SLUICE_SOCK_STREAM ? SL_SOCK_TCP : SL_SOCK_UDP);
+	if (so && (type & SLUICE_SOCK_NONBLOCK))
+		so->flags |= SL_SF_NONBLOCK;
+	sl_unlock(s);
+	return so ? (int)so->idx : -ENFILE;
+}
+
+static int addr_ok(const struct sockaddr_in *a)
+{
+	return a && a->sin_family == AF_INET ? 0 : (a ? -EAFNOSUPPORT : -EFAULT);
+}
+
+int sluice_bind(struct sluice_stack *st, int sd, const struct sockaddr_in *addr)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	int ret = addr_ok(addr);
+
+	if (ret)
+		return ret;
+	ret = sock_get(s, sd, &so);
+	if (ret)
+		return ret;
+	ret = sl_sock_bind(s, so, addr->sin_addr.s_addr, addr->sin_port);
+	sl_unlock(s);
+	return ret;
+}
+
+int sluice_listen(struct sluice_stack *st, int sd, int backlog)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	int ret = sock_get(s, sd, &so);
+
+	if (ret)
+		return ret;
+	if (so->type != SL_SOCK_TCP)
+		ret = -EOPNOTSUPP;
+	else if (!(so->flags & SL_SF_BOUND) && (ret = sl_sock_bind(s, so, 0, 0)))
+		;
+	else
+		ret = sl_tcp_listen(s, so, backlog);
+	sl_unlock(s);
+	return ret;
+}
+
+int sluice_accept(struct sluice_stack *st, int sd, struct sockaddr_in *peer)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so, *child;
+	int ret;
+
+	for (;;) {
+		ret = sock_get(s, sd, &so);
+		if (ret)
+			return ret;
+		ret = so->type == SL_SOCK_TCP ? sl_tcp_accept(s, so, &child) : -EOPNOTSUPP;
+		if (!ret && peer) {
+			memset(peer, 0, sizeof(*peer));
+			peer->sin_family = AF_INET;
+			peer->sin_addr.s_addr = child->raddr;
+			peer->sin_port = child->rport;
+		}
+		bool nb = so->flags & SL_SF_NONBLOCK;
+
+		sl_unlock(s);
+		if (!ret)
+			return (int)child->idx;
+		if (ret != -EAGAIN || nb)
+			return ret;
+		ret = wait_for(s, sd, POLLIN);
+		if (ret)
+			return ret;
+	}
+}
+
+int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *addr)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	bool nb;
+	int ret = addr_ok(addr);
+
+	if (ret)
+		return ret;
+	ret = sock_get(s, sd, &so);
+	if (ret)
+		return ret;
+	if (so->type == SL_SOCK_UDP) {
+		if (!(so->flags & SL_SF_BOUND))
+			ret = sl_sock_bind(s, so, 0, 0);
+		if (!ret) {
+			sl_sock_unhash(s, so);
+			so->raddr = addr->sin_addr.s_addr;
+			so->rport = addr->sin_port;
+			so->flags |= SL_SF_CONNECTED;
+			sl_sock_hash(s, so);
+		}
+		sl_unlock(s);
+		return ret;
+	}
+	if (!(so->flags & SL_SF_BOUND))
+		ret = sl_sock_bind(s, so, 0, 0);
+	if (!ret)
+		ret = sl_tcp_connect(s, so, addr->sin_addr.s_addr, addr->sin_port, sl_now(s));
+	nb = so->flags & SL_SF_NONBLOCK;
+	sl_unlock(s);
+	if (ret != -EINPROGRESS || nb)
+		return ret;
+	/* Blocking connect: wait for the handshake to finish or fail. */
+	ret = wait_for(s, sd, POLLOUT);
+	if (ret)
+		return ret;
+	ret = sock_get(s, sd, &so);
+	if (ret)
+		return ret;
+	ret = so->error ? -so->error : 0;
+	so->error = 0;
+	sl_unlock(s);
+	return ret;
+}
+
+long sluice_sendto(struct sluice_stack *st, int sd, const void *buf, size_t len, int flags,
+		   const struct sockaddr_in *to)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	long ret;
+	bool nb;
+
+	for (;;) {
+		ret = sock_get(s, sd, &so);
+		if (ret)
+			return ret;
+		nb = (so->flags & SL_SF_NONBLOCK) || (flags & MSG_DONTWAIT);
+		if (so->type == SL_SOCK_UDP) {
+			if (to && to->sin_family != AF_INET)
+				ret = -EAFNOSUPPORT;
+			else if (!to && !(so->flags & SL_SF_CONNECTED))
+				ret = -EDESTADDRREQ;
+			else
+				ret = sl_udp_sendto(s, so, buf, len, flags,
+						    to ? to->sin_addr.s_addr : so->raddr,
+						    to ? to->sin_port : so->rport);
+		} else {
+			ret = sl_tcp_send(s, so, buf, len, flags, sl_now(s));
+		}
+		sl_unlock(s);
+		if (ret != -EAGAIN || nb)
+			return ret;
+		ret = wait_for(s, sd, POLLOUT);
+		if (ret)
+			return ret;
+	}
+}
+
+long sluice_send(struct sluice_stack *st, int sd, const void *buf, size_t len, int flags)
+{
+	return sluice_sendto(st, sd, buf, len, flags, NULL);
+}
+
+long sluice_recvfrom(struct sluice_stack *st, int sd, void *buf, size_t len, int flags,
+		     struct sockaddr_in *from)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	uint32_t saddr = 0;
+	uint16_t sport = 0;
+	long ret;
+	bool nb;
+
+	for (;;) {
+		ret = sock_get(s, sd, &so);
+		if (ret)
+			return ret;
+		nb = (so->flags & SL_SF_NONBLOCK) || (flags & MSG_DONTWAIT);
+		if (so->type == SL_SOCK_UDP) {
+			ret = sl_udp_recvfrom(s, so, buf, len, flags, &saddr, &sport);
+		} else {
+			ret = sl_tcp_recv(s, so, buf, len, flags, sl_now(s));
+			saddr = so->raddr;
+			sport = so->rport;
+		}
+		sl_unlock(s);
+		if (ret >= 0 && from) {
+			memset(from, 0, sizeof(*from));
+			from->sin_family = AF_INET;
+			from->sin_addr.s_addr = saddr;
+			from->sin_port = sport;
+		}
+		if (ret != -EAGAIN || nb)
+			return ret;
+		ret = wait_for(s, sd, POLLIN);
+		if (ret)
+			return ret;
+	}
+}
+
+long sluice_recv(struct sluice_stack *st, int sd, void *buf, size_t len, int flags)
+{
+	return sluice_recvfrom(st, sd, buf, len, flags, NULL);
+}
+
+int sluice_shutdown(struct sluice_stack *st, int sd, int how)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	int ret;
+
+	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
+		return -EINVAL;
+	ret = sock_get(s, sd, &so);
+	if (ret)
+		return ret;
+	if (so->type == SL_SOCK_TCP) {
+		ret = sl_tcp_shutdown(s, so, how, sl_now(s));
+	} else {
+		so->flags |= how == SHUT_WR ? SL_SF_SHUT_WR :
+			     how == SHUT_RD ? SL_SF_SHUT_RD : SL_SF_SHUT_RD | SL_SF_SHUT_WR;
+		sl_sock_wake(s, so);
+	}
+	sl_unlock(s);
+	return ret;
+}
+
+int sluice_close(struct sluice_stack *st, int sd)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	int ret = sock_get(s, sd, &so);
+
+	if (ret)
+		return ret;
+	if (so->type == SL_SOCK_TCP)
+		sl_tcp_close(s, so, sl_now(s));
+	else
+		sl_sock_free(s, so);
+	sl_unlock(s);
+	return 0;
+}
+
+static int name_of(struct sl_stack *s, int sd, struct sockaddr_in *addr, bool peer)
+{
+	struct sl_sock *so;
+	int ret;
+
+	if (!addr)
+		return -EFAULT;
+	ret = sock_get(s, sd, &so);
+	if (ret)
+		return ret;
+	if (peer && !so->rport) {
+		sl_unlock(s);
+		return -ENOTCONN;
+	}
+	memset(addr, 0, sizeof(*addr));
+	addr->sin_family = AF_INET;
+	addr->sin_addr.s_addr = peer ? so->raddr : so->laddr;
+	addr->sin_port = peer ? so->rport : so->lport;
+	sl_unlock(s);
+	return 0;
+}
+
+int sluice_getsockname(struct sluice_stack *st, int sd, struct sockaddr_in *addr)
+{
+	return name_of(S(st), sd, addr, false);
+}
+
+int sluice_getpeername(struct sluice_stack *st, int sd, struct sockaddr_in *addr)
+{
+	return name_of(S(st), sd, addr, true);
+}
+
+static int flag_opt(struct sl_sock *so, uint16_t flag, const void *val, unsigned int len)
+{
+	int v;
+
+	if (!val || len < sizeof(int))
+		return -EINVAL;
+	memcpy(&v, val, sizeof(v));
+	if (v)
+		so->flags |= flag;
+	else
+		so->flags &= ~flag;
+	return 0;
+}
+
+int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, const void *val,
+		      unsigned int len)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	int ret = sock_get(s, sd, &so), v = 0;
+
+	if (ret)
+		return ret;
+	if (val && len >= sizeof(int))
+		memcpy(&v, val, sizeof(v));
+	if (level == SOL_SOCKET && name == SO_REUSEADDR) {
+		ret = flag_opt(so, SL_SF_REUSEADDR, val, len);
+	} else if (level == SOL_SOCKET && name == SO_BROADCAST) {
+		ret = flag_opt(so, SL_SF_BROADCAST, val, len);
+	} else if (level == SOL_SOCKET && (name == SO_RCVBUF || name == SO_SNDBUF)) {
+		/* As Linux: the value is doubled for bookkeeping, with a floor. */
+		if (!val || len < sizeof(int))
+			ret = -EINVAL;
+		else if (name == SO_RCVBUF)
+			so->rcvbuf = v < 1152 ? 2304 : (uint32_t)v * 2;
+		else
+			so->sndbuf = v < 2304 ? 4608 : (uint32_t)v * 2;
+	} else if (so->type == SL_SOCK_TCP) {
+		ret = sl_tcp_setsockopt(s, so, level, name, val, len);
+	} else {
+		ret = -ENOPROTOOPT;
+	}
+	sl_unlock(s);
+	return ret;
+}
+
+int sluice_getsockopt(struct sluice_stack *st, int sd, int level, int name, void *val,
+		      unsigned int *len)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	int ret = sock_get(s, sd, &so), v;
+
+	if (ret)
+		return ret;
+	if (!val || !len || *len < sizeof(int)) {
+		ret = -EINVAL;
+	} else if (level == SOL_SOCKET && name == SO_ERROR) {
+		v = so->error;
+		so->error = 0;
+		memcpy(val, &v, sizeof(v));
+		*len = sizeof(v);
+	} else if (level == SOL_SOCKET && (name == SO_RCVBUF || name == SO_SNDBUF)) {
+		v = (int)(name == SO_RCVBUF ? so->rcvbuf : so->sndbuf);
+		memcpy(val, &v, sizeof(v));
+		*len = sizeof(v);
+	} else if (level == SOL_SOCKET && (name == SO_REUSEADDR || name == SO_BROADCAST)) {
+		v = !!(so->flags & (name == SO_REUSEADDR ? SL_SF_REUSEADDR : SL_SF_BROADCAST));
+		memcpy(val, &v, sizeof(v));
+		*len = sizeof(v);
+	} else if (level == SOL_SOCKET && name == SO_TYPE) {
+		v = so->type == SL_SOCK_TCP ? SOCK_STREAM : SOCK_DGRAM;
+		memcpy(val, &v, sizeof(v));
+		*len = sizeof(v);
+	} else if (so->type == SL_SOCK_TCP) {
+		ret = sl_tcp_getsockopt(s, so, level, name, val, len);
+	} else {
+		ret = -ENOPROTOOPT;
+	}
+	sl_unlock(s);
+	return ret;
+}

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The packet-buffer pool: a free list of buffer indices in the region,
+ * used under the stack lock.
+ */
+#include "stack.h"
+
+uint32_t sl_buf_alloc(struct sl_stack *s)
+{
+	struct sluice_region *r = s->r;
+	uint32_t idx = r->buf_free_idx;
+	struct sluice_buf *b;
+
+	if (idx >= r->n_bufs) {
+		sl_count(s, SL_C_nobuf);
+		return SLUICE_IDX_NONE;
+	}
+	b = sl_buf(s, idx);
+	r->buf_free_idx = b->next_idx;
+	r->buf_free_count--;
+	b->next_idx = SLUICE_IDX_NONE;
+	b->off = SL_HEADROOM;
+	b->len = 0;
+	b->seq = 0;
+	b->flags = 0;
+	b->aux = 0;
+	b->ts_us = 0;
+	return idx;
+}
+
+void sl_buf_free(struct sl_stack *s, uint32_t idx)
+{
+	struct sluice_region *r = s->r;
+	struct sluice_buf *b;
+
+	if (idx >= r->n_bufs)
+		return;
+	b = sl_buf(s, idx);
+	b->next_idx = r->buf_free_idx;
+	r->buf_free_idx = idx;
+	r->buf_free_count++;
+}
+
+void sl_buf_free_chain(struct sl_stack *s, uint32_t idx)
+{
+	while (idx < s->r->n_bufs) {
+		uint32_t next = sl_buf(s, idx)->next_idx;
+
+		sl_buf_free(s, idx);
+		idx = next;
+	}
+}

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * IPv4 (RFC 791, RFC 1122 3.2.1): input checks and demultiplexing, output
+ * with routing to the link or to the stack itself.
+ *
+ * Fragments are dropped and counted (ip_rx_frag): Sluice sets DF on what
+ * it sends and its peers on the accelerated path do path-MTU discovery;
+ * reassembly is not implemented.  Options are skipped, never acted on.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "sock.h"
+
+bool sl_ip_is_local(const struct sl_stack *s, uint32_t addr)
+{
+	return (s->r->ip_addr && addr == s->r->ip_addr) ||
+	       (ntohl(addr) >> 24) == 127;
+}
+
+/* Addressed to us: our address, loopback, limited or subnet broadcast. */
+static bool ip_for_us(const struct sl_stack *s, uint32_t daddr)
+{
+	const struct sluice_region *r = s->r;
+
+	if (sl_ip_is_local(s, daddr) || daddr == INADDR_BROADCAST)
+		return true;
+	return r->ip_mask && r->ip_mask != 0xffffffffu &&
+	       daddr == (r->ip_addr | ~r->ip_mask);
+}
+
+void sl_ip_input(struct sl_stack *s, uint32_t idx)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+	struct sl_ip *ip = (struct sl_ip *)sl_buf_data(s, idx);
+	unsigned int hlen, tot;
+	uint32_t src;
+
+	sl_count(s, SL_C_ip_rx);
+	if (b->len < sizeof(*ip) || (ip->ver_ihl >> 4) != 4)
+		goto bad_hdr;
+	hlen = (ip->ver_ihl & 0xf) * 4;
+	tot = ntohs(ip->tot_len);
+	if (hlen < sizeof(*ip) || hlen > b->len || tot < hlen || tot > b->len)
+		goto bad_hdr;
+	if (sl_ip_csum(ip) != 0) {
+		sl_count(s, SL_C_ip_rx_bad_csum);
+		goto drop;
+	}
+	/* Trim link padding (Ethernet minimum frame size). */
+	b->len = tot;
+	if (ntohs(ip->frag) & (IP_MF_ | IP_OFFMASK_)) {
+		sl_count(s, SL_C_ip_rx_frag);
+		goto drop;
+	}
+	if (!ip_for_us(s, ip->daddr)) {
+		sl_count(s, SL_C_ip_rx_not_ours);
+		goto drop;
+	}
+	/* RFC 1122 3.2.1.3: no broadcast, multicast or class E sources. */
+	src = ntohl(ip->saddr);
+	if (src == 0xffffffffu || (src >> 28) >= 0xe) {
+		sl_count(s, SL_C_ip_rx_not_ours);
+		goto drop;
+	}
+	if (hlen > sizeof(*ip))
+		sl_count(s, SL_C_ip_rx_options);
+
+	switch (ip->proto) {
+	case IPPROTO_TCP_:
+		sl_tcp_input(s, idx, ip, hlen, sl_now(s));
+		return;
+	case IPPROTO_UDP_:
+		sl_udp_input(s, idx, ip, hlen);
+		return;
+	case IPPROTO_ICMP_:
+		sl_icmp_input(s, idx, ip, hlen);
+		return;
+	default:
+		sl_count(s, SL_C_ip_rx_proto);
+		if (ip->daddr != INADDR_BROADCAST)
+			sl_icmp_send_unreach(s, idx, ICMP_UNREACH_PROTO_);
+		goto drop;
+	}
+
+bad_hdr:
+	sl_count(s, SL_C_ip_rx_bad_hdr);
+drop:
+	sl_buf_free(s, idx);
+}
+
+void sl_ip_build(struct sl_stack *s, uint32_t idx, uint8_t proto, uint32_t saddr,
+		 uint32_t daddr, uint16_t payload_len)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+	struct sl_ip *ip;
+
+	b->off = SL_HEADROOM;
+	b->len = sizeof(*ip) + payload_len;
+	ip = (struct sl_ip *)sl_buf_data(s, idx);
+	ip->ver_ihl = 0x45;
+	ip->tos = 0;
+	ip->tot_len = htons(b->len);
+	ip->id = htons((uint16_t)s->r->ip_id_next++);
+	ip->frag = htons(IP_DF_);
+	ip->ttl = IP_DEFTTL_;
+	ip->proto = proto;
+	ip->csum = 0;
+	ip->saddr = saddr;
+	ip->daddr = daddr;
+	ip->csum = sl_ip_csum(ip);
+}
+
+/* Copy a packet into a fresh buffer (for loopback of a kept buffer). */
+static uint32_t buf_copy(struct sl_stack *s, uint32_t idx)
+{
+	uint32_t n = sl_buf_alloc(s);
+
+	if (n == SLUICE_IDX_NONE)
+		return n;
+	sl_buf(s, n)->len = sl_buf(s, idx)->len;
+	memcpy(sl_buf_data(s, n), sl_buf_data(s, idx), sl_buf(s, idx)->len);
+	return n;
+}
+
+int sl_ip_output(struct sl_stack *s, uint32_t idx, bool keep)
+{
+	struct sluice_region *r = s->r;
+	struct sl_ip *ip = (struct sl_ip *)sl_buf_data(s, idx);
+	uint32_t daddr = ip->daddr, nh;
+	int ret;
+
+	sl_count(s, SL_C_ip_tx);
+	if (sl_ip_is_local(s, daddr)) {
+		/* Never touches the link: queued, delivered before unlock. */
+		uint32_t n = keep ? buf_copy(s, idx) : idx;
+
+		if (n == SLUICE_IDX_NONE) {
+			sl_count(s, SL_C_ip_tx_nobuf);
+			return -ENOBUFS;
+		}
+		sl_buf(s, n)->next_idx = SLUICE_IDX_NONE;
+		if (r->lo_tail < r->n_bufs)
+			sl_buf(s, r->lo_tail)->next_idx = n;
+		else
+			r->lo_head = n;
+		r->lo_tail = n;
+		return 0;
+	}
+	if (daddr == INADDR_BROADCAST ||
+	    (r->ip_mask && (daddr & r->ip_mask) == (r->ip_addr & r->ip_mask)))
+		nh = daddr;
+	else
+		nh = r->ip_gateway;
+	if (!nh || !s->link) {
+		sl_count(s, SL_C_ip_tx_noroute);
+		ret = -ENETUNREACH;
+	} else {
+		ret = s->link->ops->tx(s->link, s, idx, nh);
+		if (ret)
+			sl_count(s, SL_C_link_tx_err);
+		else
+			sl_count(s, SL_C_link_tx);
+	}
+	if (!keep)
+		sl_buf_free(s, idx);
+	return ret;
+}
+
+void sl_stack_drain_loopback(struct sl_stack *s)
+{
+	struct sluice_region *r = s->r;
+	unsigned int budget = r->n_bufs;
+
+	while (r->lo_head < r->n_bufs && budget--) {
+		uint32_t idx = r->lo_head;
+
+		r->lo_head = sl_buf(s, idx)->next_idx;
+		if (r->lo_head == SLUICE_IDX_NONE)
+			r->lo_tail = SLUICE_IDX_NONE;
+		sl_count(s, SL_C_loopback);
+		sl_ip_input(s, idx);
+	}
+}

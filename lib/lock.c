@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The stack lock: a futex word in the region shared by every process that
+ * runs the stack.  Work another process wants done while the lock is held
+ * is deferred lock-free (a flag on the socket and a tagged stack of socket
+ * indices) and run by the holder before it lets go.  A process that dies
+ * holding the lock is found by the waiters (its pid no longer exists) and
+ * the stack is marked broken: every later call fails with -EPIPE instead
+ * of hanging or running on half-updated state.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sock.h"
+
+#define LOCKW(s)	((_Atomic uint32_t *)&(s)->r->lock)
+#define SPIN_TRIES	200
+/* A sleeper re-checks the holder's liveness this often. */
+#define CHECK_NS	(20 * 1000 * 1000)
+
+static pid_t cached_pid;
+static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
+
+static void pid_refresh(void)
+{
+	cached_pid = getpid();
+}
+
+static void pid_init(void)
+{
+	pid_refresh();
+	pthread_atfork(NULL, NULL, pid_refresh);
+}
+
+/* This process's pid without a system call on the hot path. */
+pid_t sl_self_pid(void)
+{
+	pthread_once(&pid_once, pid_init);
+	return cached_pid;
+}
+
+static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, (uint32_t *)w, op, val, ts, NULL, 0);
+}
+
+static bool stack_broken(struct sl_stack *s)
+{
+	return atomic_load_explicit((_Atomic uint32_t *)&s->r->state,
+				    memory_order_acquire) == SLUICE_STATE_BROKEN;
+}
+
+/* The holder is gone: mark the stack broken and wake everyone. */
+static void mark_broken(struct sl_stack *s, pid_t owner)
+{
+	s->r->broken_pid = owner;
+	sl_count(s, SL_C_lock_broken);
+	atomic_store_explicit((_Atomic uint32_t *)&s->r->state, SLUICE_STATE_BROKEN,
+			      memory_order_release);
+	futex(LOCKW(s), FUTEX_WAKE, INT_MAX, NULL);
+}
+
+/* Gone, or a zombie nobody has reaped yet: either way it will never
+ * release the lock. */
+static bool owner_dead(pid_t owner)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	if (owner <= 0)
+		return false;
+	if (kill(owner, 0) && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)owner);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* "pid (comm) S ...": the state follows the last ')'. */
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+static void took_lock(struct sl_stack *s)
+{
+	s->r->lock_owner = sl_self_pid();
+	s->locked = true;
+}
+
+bool sl_trylock(struct sl_stack *s)
+{
+	uint32_t v = atomic_load_explicit(LOCKW(s), memory_order_relaxed);
+
+	while (!(v & SLUICE_LOCK_HELD)) {
+		/* Acquire: the holder's writes to the region are visible. */
+		if (atomic_compare_exchange_weak_explicit(LOCKW(s), &v, v | SLUICE_LOCK_HELD,
+							  memory_order_acquire,
+							  memory_order_relaxed)) {
+			took_lock(s);
+			return true;
+		}
+	}
+	return false;
+}
+
+int sl_lock(struct sl_stack *s)
+{
+	struct timespec ts = { 0, CHECK_NS };
+	uint32_t v;
+	int i;
+
+	if (stack_broken(s))
+		return -EPIPE;
+	for (i = 0; i < SPIN_TRIES; i++) {
+		if (sl_trylock(s))
+			return 0;
+		__builtin_ia32_pause();
+	}
+	s->r->lock_contended++;
+	for (;;) {
+		v = atomic_load_explicit(LOCKW(s), memory_order_relaxed);
+		if (!(v & SLUICE_LOCK_HELD)) {
+			/* Taken after sleeping: others may sleep too, keep WAITERS. */
+			if (atomic_compare_exchange_weak_explicit(
+				    LOCKW(s), &v, v | SLUICE_LOCK_HELD | SLUICE_LOCK_WAITERS,
+				    memory_order_acquire, memory_order_relaxed)) {
+				took_lock(s);
+				return 0;
+			}
+			continue;
+		}
+		if (!(v & SLUICE_LOCK_WAITERS) &&
+		    !atomic_compare_exchange_weak_explicit(LOCKW(s), &v, v | SLUICE_LOCK_WAITERS,
+							   memory_order_relaxed,
+							   memory_order_relaxed))
+			continue;
+		futex(LOCKW(s), FUTEX_WAIT, v | SLUICE_LOCK_WAITERS, &ts);
+		if (stack_broken(s))
+			return -EPIPE;
+		v = atomic_load_explicit(LOCKW(s), memory_order_relaxed);
+		if (v & SLUICE_LOCK_HELD) {
+			pid_t owner = s->r->lock_owner;
+
+			if (owner_dead(owner)) {
+				mark_broken(s, owner);
+				return -EPIPE;
+			}
+		}
+	}
+}
+
+/* Pop every deferred socket and run its work; lock held. */
+static void run_deferred(struct sl_stack *s)
+{
+	_Atomic uint64_t *head = (_Atomic uint64_t *)&s->r->defer_head;
+	uint64_t h = atomic_load_explicit(head, memory_order_acquire);
+	uint32_t idx;
+
+	/* Take the whole list at once, keeping the tag moving (ABA). */
+	while (!atomic_compare_exchange_weak_explicit(
+		head, &h, ((h >> 32) + 1) << 32 | SLUICE_IDX_NONE,
+		memory_order_acquire, memory_order_acquire))
+		;
+	for (idx = (uint32_t)h; idx < s->r->max_sockets;) {
+		struct sl_sock *so = sl_sock(s, idx);
+		uint32_t next = so->defer_next;
+		uint32_t work = atomic_exchange_explicit((_Atomic uint32_t *)&so->defer_work, 0,
+							 memory_order_acq_rel);
+
+		sl_count(s, SL_C_defer_run);
+		sl_sock_run_work(s, so, work);
+		idx = next;
+	}
+}
+
+void sl_unlock(struct sl_stack *s)
+{
+	uint32_t v;
+
+	for (;;) {
+		sl_stack_drain_loopback(s);
+		v = atomic_load_explicit(LOCKW(s), memory_order_relaxed);
+		if (v & SLUICE_LOCK_DEFERRED) {
+			if (atomic_compare_exchange_weak_explicit(LOCKW(s), &v,
+								  v & ~SLUICE_LOCK_DEFERRED,
+								  memory_order_acquire,
+								  memory_order_relaxed))
+				run_deferred(s);
+			continue;
+		}
+		if (s->r->lo_head != SLUICE_IDX_NONE)
+			continue;
+		s->r->lock_owner = 0;
+		/* Release: our writes to the region are visible to the next holder. */
+		if (atomic_compare_exchange_weak_explicit(LOCKW(s), &v, 0, memory_order_release,
+							  memory_order_relaxed))
+			break;
+		s->r->lock_owner = sl_self_pid();
+	}
+	s->locked = false;
+	if (v & SLUICE_LOCK_WAITERS)
+		futex(LOCKW(s), FUTEX_WAKE, 1, NULL);
+}
+
+bool sl_lock_or_defer(struct sl_stack *s, uint32_t sock_idx, uint32_t work)
+{
+	struct sl_sock *so = sl_sock(s, sock_idx);
+	_Atomic uint64_t *head = (_Atomic uint64_t *)&s->r->defer_head;
+	uint32_t old, v;
+	uint64_t h;
+
+	old = atomic_fetch_or_explicit((_Atomic uint32_t *)&so->defer_work, work,
+				       memory_order_acq_rel);
+	if (!old) {
+		/* First work for this socket: push it (release: defer_next first). */
+		h = atomic_load_explicit(head, memory_order_relaxed);
+		do {
+			so->defer_next = (uint32_t)h;
+		} while (!atomic_compare_exchange_weak_explicit(
+			head, &h, ((h >> 32) + 1) << 32 | sock_idx,
+			memory_order_release, memory_order_relaxed));
+	}
+	v = atomic_load_explicit(LOCKW(s), memory_order_relaxed);
+	for (;;) {
+		if (!(v & SLUICE_LOCK_HELD)) {
+			if (atomic_compare_exchange_weak_explicit(LOCKW(s), &v,
+								  v | SLUICE_LOCK_HELD,
+								  memory_order_acquire,
+								  memory_order_relaxed)) {
+				took_lock(s);
+				run_deferred(s);
+				return true;
+			}
+			continue;
+		}
+		/* Held: tell the holder; it runs the work before unlocking. */
+		if (atomic_compare_exchange_weak_explicit(LOCKW(s), &v, v | SLUICE_LOCK_DEFERRED,
+							  memory_order_release,
+							  memory_order_relaxed)) {
+			s->r->lock_deferred++;
+			return false;
+		}
+	}
+}

@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The stack region: layout, creation and attachment by name.  Without the
+ * kernel module a region is the file /dev/shm/sluice-NAME.  Attaching
+ * checks every offset and size before anything is used, since another
+ * process may have written anything there.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sock.h"
+
+#define SHM_DIR		"/dev/shm/sluice-"
+#define ALIGN_UP(x, a)	(((x) + (a) - 1) & ~((uint64_t)(a) - 1))
+
+static bool name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n >= SLUICE_NAME_MAX)
+		return false;
+	for (const char *p = name; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' || *p == '.'))
+			return false;
+	return name[0] != '.';
+}
+
+int sl_region_path(const char *name, char *buf, size_t len)
+{
+	if (!name_ok(name))
+		return -EINVAL;
+	snprintf(buf, len, SHM_DIR "%s", name);
+	return 0;
+}
+
+static uint32_t pow2_at_least(uint32_t v)
+{
+	uint32_t p = 64;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+static bool is_pow2(uint32_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+/* Fill the configuration and offsets of r from cfg; returns the size. */
+static int64_t layout(struct sluice_region *r, const struct sluice_stack_config *cfg)
+{
+	uint64_t off;
+
+	r->max_sockets = cfg->max_sockets ? cfg->max_sockets : 1024;
+	r->n_bufs = cfg->n_bufs ? cfg->n_bufs : 4096;
+	r->buf_size = cfg->buf_size ? cfg->buf_size : 2048;
+	r->mtu = cfg->mtu ? cfg->mtu : 1500;
+	if (r->max_sockets > (1u << 20) || r->n_bufs < 16 || r->n_bufs > (1u << 22) ||
+	    !is_pow2(r->buf_size) || r->buf_size < 1024 || r->buf_size > 65536 ||
+	    r->mtu < 576 || r->mtu + SL_HEADROOM > r->buf_size)
+		return -EINVAL;
+	r->sock_size = ALIGN_UP(sizeof(struct sl_sock), 64);
+	r->hash_buckets = pow2_at_least(r->max_sockets);
+
+	off = ALIGN_UP(sizeof(*r), 64);
+	r->sock_off = off;
+	off += (uint64_t)r->max_sockets * r->sock_size;
+	r->hash_off = ALIGN_UP(off, 64);
+	off = r->hash_off + 2ull * r->hash_buckets * sizeof(uint32_t);
+	r->wheel_off = ALIGN_UP(off, 64);
+	off = r->wheel_off + SLUICE_WHEEL_SLOTS * sizeof(uint32_t);
+	r->bufmeta_off = ALIGN_UP(off, 64);
+	off = r->bufmeta_off + (uint64_t)r->n_bufs * sizeof(struct sluice_buf);
+	r->bufdata_off = ALIGN_UP(off, 4096);
+	off = r->bufdata_off + (uint64_t)r->n_bufs * r->buf_size;
+	r->region_size = ALIGN_UP(off, 4096);
+	return (int64_t)r->region_size;
+}
+
+static void init_region(struct sl_stack *s, const char *name, const struct sluice_stack_config *cfg)
+{
+	struct sluice_region *r = s->r;
+	uint32_t *h, i;
+	uint16_t eph;
+
+	r->magic = SLUICE_REGION_MAGIC;
+	r->abi_version = SLUICE_ABI_VERSION;
+	strncpy(r->name, name, sizeof(r->name) - 1);
+	r->creator_uid = getuid();
+	r->ip_addr = cfg->ip_addr;
+	r->ip_mask = cfg->ip_mask;
+	r->ip_gateway = cfg->ip_gateway;
+	memcpy(r->mac, cfg->mac, sizeof(r->mac));
+
+	for (i = 0; i < r->max_sockets; i++) {
+		struct sl_sock *so = sl_sock(s, i);
+
+		so->idx = i;
+		so->next_idx = i + 1 < r->max_sockets ? i + 1 : SLUICE_IDX_NONE;
+	}
+	r->sock_free_idx = r->max_sockets ? 0 : SLUICE_IDX_NONE;
+	h = sl_at(s, r->hash_off);
+	for (i = 0; i < 2 * r->hash_buckets; i++)
+		h[i] = SLUICE_IDX_NONE;
+	h = sl_at(s, r->wheel_off);
+	for (i = 0; i < SLUICE_WHEEL_SLOTS; i++)
+		h[i] = SLUICE_IDX_NONE;
+	for (i = 0; i < r->n_bufs; i++) {
+		struct sluice_buf *b = sl_buf(s, i);
+
+		b->next_idx = i + 1 < r->n_bufs ? i + 1 : SLUICE_IDX_NONE;
+	}
+	r->buf_free_idx = 0;
+	r->buf_free_count = r->n_bufs;
+	r->lo_head = r->lo_tail = SLUICE_IDX_NONE;
+	r->defer_head = SLUICE_IDX_NONE;
+	for (i = 0; i < SLUICE_NEIGH_MAX; i++)
+		r->neigh[i].hold_idx = SLUICE_IDX_NONE;
+	if (getrandom(r->tcp_isn_secret, sizeof(r->tcp_isn_secret), 0) !=
+	    sizeof(r->tcp_isn_secret)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		r->tcp_isn_secret[0] = ts.tv_nsec ^ ((uint64_t)getpid() << 32);
+		r->tcp_isn_secret[1] = ts.tv_sec * 0x9e3779b97f4a7c15ull;
+	}
+	/* Ephemeral ports as Linux: 32768..60999, starting at random. */
+	eph = (uint16_t)(r->tcp_isn_secret[1] % (60999 - 32768 + 1));
+	r->ephemeral_next = 32768 + eph;
+	r->wheel_now_ms = sl_now(s) / 1000;
+}
+
+static int map_fd(struct sl_stack *s, int fd, size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	if (p == MAP_FAILED)
+		return -errno;
+	s->base = p;
+	s->r = p;
+	s->size = size;
+	s->region_fd = fd;
+	return 0;
+}
+
+int sl_region_create(struct sl_stack *s, const char *name, const struct sluice_stack_config *cfg)
+{
+	struct sluice_region tmp;
+	char path[64];
+	int64_t size;
+	int fd, ret;
+
+	ret = sl_region_path(name, path, sizeof(path));
+	if (ret)
+		return ret;
+	memset(&tmp, 0, sizeof(tmp));
+	size = layout(&tmp, cfg);
+	if (size < 0)
+		return (int)size;
+
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, size)) {
+		ret = -errno;
+		goto err_unlink;
+	}
+	ret = map_fd(s, fd, size);
+	if (ret)
+		goto err_unlink;
+	/* The file is zero-filled; copy the layout, then initialise. */
+	memcpy(s->r, &tmp, sizeof(tmp));
+	init_region(s, name, cfg);
+	/* Publish: everything above is visible to whoever sees READY. */
+	atomic_store_explicit((_Atomic uint32_t *)&s->r->state, SLUICE_STATE_READY,
+			      memory_order_release);
+	return 0;
+
+err_unlink:
+	unlink(path);
+	close(fd);
+	return ret;
+}
+
+/* Check that an attached region's layout is the one this library computes
+ * from its configuration: nothing in it may point outside the mapping. */
+static int validate(const struct sl_stack *s, size_t file_size)
+{
+	const struct sluice_region *r = s->r;
+	struct sluice_stack_config cfg = {
+		.max_sockets = r->max_sockets, .n_bufs = r->n_bufs,
+		.buf_size = r->buf_size, .mtu = r->mtu,
+	};
+	struct sluice_region want;
+
+	if (r->magic != SLUICE_REGION_MAGIC || r->abi_version != SLUICE_ABI_VERSION)
+		return -EPROTO;
+	if (!r->max_sockets || !r->n_bufs || !r->buf_size || !r->mtu)
+		return -EPROTO;
+	memset(&want, 0, sizeof(want));
+	if (layout(&want, &cfg) < 0)
+		return -EPROTO;
+	if (r->region_size != file_size || want.region_size != file_size ||
+	    r->sock_size != want.sock_size || r->hash_buckets != want.hash_buckets ||
+	    r->sock_off != want.sock_off || r->hash_off != want.hash_off ||
+	    r->wheel_off != want.wheel_off || r->bufmeta_off != want.bufmeta_off ||
+	    r->bufdata_off != want.bufdata_off)
+		return -EPROTO;
+	if (memchr(r->name, 0, sizeof(r->name)) == NULL)
+		return -EPROTO;
+	return 0;
+}
+
+int sl_region_attach(struct sl_stack *s, const char *name)
+{
+	char path[64];
+	struct stat st;
+	int fd, ret, tries;
+	uint32_t state;
+
+	ret = sl_region_path(name, path, sizeof(path));
+	if (ret)
+		return ret;
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		goto err_close;
+	}
+	if ((size_t)st.st_size < sizeof(struct sluice_region)) {
+		ret = -EPROTO;
+		goto err_close;
+	}
+	ret = map_fd(s, fd, st.st_size);
+	if (ret)
+		goto err_close;
+	/* A creator may still be laying it out: wait up to a second. */
+	for (tries = 0; tries < 1000; tries++) {
+		state = atomic_load_explicit((_Atomic uint32_t *)&s->r->state,
+					     memory_order_acquire);
+		if (state != SLUICE_STATE_INIT)
+			break;
+		usleep(1000);
+	}
+	if (state == SLUICE_STATE_INIT) {
+		ret = -EPROTO;
+		goto err_unmap;
+	}
+	ret = validate(s, st.st_size);
+	if (ret)
+		goto err_unmap;
+	if (state == SLUICE_STATE_BROKEN) {
+		ret = -EPIPE;
+		goto err_unmap;
+	}
+	return 0;
+
+err_unmap:
+	munmap(s->base, s->size);
+	s->base = NULL;
+	s->r = NULL;
+err_close:
+	close(fd);
+	return ret;
+}
+
+void sl_region_detach(struct sl_stack *s)
+{
+	if (s->base)
+		munmap(s->base, s->size);
+	if (s->region_fd >= 0)
+		close(s->region_fd);
+	s->base = NULL;
+	s->r = NULL;
+	s->region_fd = -1;
+}
+
+int sl_region_destroy(const char *name)
+{
+	char path[64];
+	int ret = sl_region_path(name, path, sizeof(path));
+
+	if (ret)
+		return ret;
+	return unlink(path) ? -errno : 0;
+}

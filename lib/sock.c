@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The socket table: allocation, the two hashes (by 4-tuple for delivery,
+ * by local port for bind conflicts), lookup, binding and wakeups.  All of
+ * it runs under the stack lock.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "sock.h"
+
+static uint32_t *tuple_bucket(struct sl_stack *s, uint32_t laddr, uint16_t lport,
+			      uint32_t raddr, uint16_t rport)
+{
+	uint32_t h = laddr * 0x9e3779b1u;
+
+	h ^= raddr * 0x85ebca6bu;
+	h ^= ((uint32_t)lport << 16 | rport) * 0xc2b2ae35u;
+	h ^= h >> 15;
+	return (uint32_t *)sl_at(s, s->r->hash_off) + (h & (s->r->hash_buckets - 1));
+}
+
+static uint32_t *port_bucket(struct sl_stack *s, uint16_t lport)
+{
+	uint32_t h = lport * 0x9e3779b1u;
+
+	return (uint32_t *)sl_at(s, s->r->hash_off) + s->r->hash_buckets +
+	       ((h >> 16) & (s->r->hash_buckets - 1));
+}
+
+struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type)
+{
+	struct sluice_region *r = s->r;
+	uint32_t idx = r->sock_free_idx, gen;
+	struct sl_sock *so;
+
+	if (idx >= r->max_sockets) {
+		sl_count(s, SL_C_nosock);
+		return NULL;
+	}
+	so = sl_sock(s, idx);
+	r->sock_free_idx = so->next_idx;
+	r->sock_used++;
+	gen = so->gen;
+	memset(so, 0, r->sock_size);
+	so->idx = idx;
+	so->gen = gen + 1;
+	so->type = type;
+	so->next_idx = so->hash_next = so->port_next = SLUICE_IDX_NONE;
+	so->parent_idx = so->defer_next = SLUICE_IDX_NONE;
+	so->rxq_head = so->rxq_tail = SLUICE_IDX_NONE;
+	so->wheel_next = so->wheel_prev = SLUICE_IDX_NONE;
+	so->rcvbuf = 256 * 1024;
+	so->sndbuf = 256 * 1024;
+	so->owner_pid = sl_self_pid();
+	return so;
+}
+
+void sl_sock_free(struct sl_stack *s, struct sl_sock *so)
+{
+	sl_timer_cancel(s, so);
+	sl_sock_unhash(s, so);
+	sl_buf_free_chain(s, so->rxq_head);
+	so->rxq_head = so->rxq_tail = SLUICE_IDX_NONE;
+	so->type = SL_SOCK_FREE;
+	so->next_idx = s->r->sock_free_idx;
+	s->r->sock_free_idx = so->idx;
+	s->r->sock_used--;
+}
+
+/* Remove so from the chain starting at *head, linked through the field at
+ * offset link_off. */
+static void chain_remove(struct sl_stack *s, uint32_t *head, struct sl_sock *so, size_t link_off)
+{
+	uint32_t *pp = head;
+
+	while (*pp < s->r->max_sockets) {
+		struct sl_sock *c = sl_sock(s, *pp);
+		uint32_t *link = (uint32_t *)((uint8_t *)c + link_off);
+
+		if (c == so) {
+			*pp = *link;
+			*link = SLUICE_IDX_NONE;
+			return;
+		}
+		pp = link;
+	}
+}
+
+void sl_sock_hash(struct sl_stack *s, struct sl_sock *so)
+{
+	uint32_t *b;
+
+	if (so->flags & SL_SF_HASHED)
+		return;
+	b = tuple_bucket(s, so->laddr, so->lport, so->raddr, so->rport);
+	so->hash_next = *b;
+	*b = so->idx;
+	b = port_bucket(s, so->lport);
+	so->port_next = *b;
+	*b = so->idx;
+	so->flags |= SL_SF_HASHED;
+}
+
+void sl_sock_unhash(struct sl_stack *s, struct sl_sock *so)
+{
+	if (!(so->flags & SL_SF_HASHED))
+		return;
+	chain_remove(s, tuple_bucket(s, so->laddr, so->lport, so->raddr, so->rport), so,
+		     offsetof(struct sl_sock, hash_next));
+	chain_remove(s, port_bucket(s, so->lport), so, offsetof(struct sl_sock, port_next));
+	so->flags &= ~SL_SF_HASHED;
+}
+
+static struct sl_sock *chain_find(struct sl_stack *s, uint32_t idx, uint8_t type, uint32_t laddr,
+				  uint16_t lport, uint32_t raddr, uint16_t rport)
+{
+	unsigned int guard = 0;
+
+	while (idx < s->r->max_sockets && guard++ < s->r->max_sockets) {
+		struct sl_sock *so = sl_sock(s, idx);
+
+		if (so->type == type && so->lport == lport && so->laddr == laddr &&
+		    so->raddr == raddr && so->rport == rport)
+			return so;
+		idx = so->hash_next;
+	}
+	return NULL;
+}
+
+struct sl_sock *sl_sock_lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
+			       uint16_t lport, uint32_t raddr, uint16_t rport)
+{
+	struct sl_sock *so;
+
+	so = chain_find(s, *tuple_bucket(s, laddr, lport, raddr, rport), type, laddr, lport,
+			raddr, rport);
+	if (so)
+		return so;
+	/* Connected to the peer but bound to INADDR_ANY. */
+	so = chain_find(s, *tuple_bucket(s, 0, lport, raddr, rport), type, 0, lport, raddr, rport);
+	if (so)
+		return so;
+	so = chain_find(s, *tuple_bucket(s, laddr, lport, 0, 0), type, laddr, lport, 0, 0);
+	if (so)
+		return so;
+	return chain_find(s, *tuple_bucket(s, 0, lport, 0, 0), type, 0, lport, 0, 0);
+}
+
+/*
+ * May so take (laddr, lport)?  As Linux: another socket of the same type
+ * on that port conflicts if the addresses overlap (equal, or either is
+ * INADDR_ANY), unless both set SO_REUSEADDR and the other is not a TCP
+ * listener; a TCP socket in TIME_WAIT never blocks a SO_REUSEADDR bind.
+ */
+static bool port_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport)
+{
+	uint32_t idx = *port_bucket(s, lport);
+	unsigned int guard = 0;
+
+	while (idx < s->r->max_sockets && guard++ < s->r->max_sockets) {
+		struct sl_sock *o = sl_sock(s, idx);
+
+		idx = o->port_next;
+		if (o == so || o->type != so->type || o->lport != lport)
+			continue;
+		if (o->laddr && laddr && o->laddr != laddr)
+			continue;
+		if ((so->flags & SL_SF_REUSEADDR) && (o->flags & SL_SF_REUSEADDR) &&
+		    !(o->type == SL_SOCK_TCP && o->state == SL_TCP_LISTEN))
+			continue;
+		if ((so->flags & SL_SF_REUSEADDR) && o->type == SL_SOCK_TCP &&
+		    o->state == SL_TCP_TIME_WAIT)
+			continue;
+		return false;
+	}
+	return true;
+}
+
+int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport)
+{
+	struct sluice_region *r = s->r;
+	const uint32_t lo = 32768, n = 60999 - 32768 + 1;
+	uint32_t i;
+
+	if (so->flags & SL_SF_BOUND)
+		return -EINVAL;
+	if (laddr && !sl_ip_is_local(s, laddr) && laddr != INADDR_BROADCAST)
+		return -EADDRNOTAVAIL;
+	if (lport) {
+		if (!port_free(s, so, laddr, lport))
+			return -EADDRINUSE;
+	} else {
+		for (i = 0; i < n; i++) {
+			uint16_t p = htons(lo + (r->ephemeral_next - lo + i) % n);
+
+			if (port_free(s, so, laddr, p)) {
+				lport = p;
+				r->ephemeral_next = lo + (ntohs(p) - lo + 1) % n;
+				break;
+			}
+		}
+		if (!lport)
+			return -EADDRINUSE;
+	}
+	so->laddr = laddr;
+	so->lport = lport;
+	so->flags |= SL_SF_BOUND;
+	sl_sock_hash(s, so);
+	return 0;
+}
+
+void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
+{
+	(void)so;
+	/* Sleepers poll the link and re-check readiness (api.c); the stack-wide
+	 * sequence number lets a sleeper see that something changed. */
+	atomic_fetch_add_explicit((_Atomic uint32_t *)&s->r->wake_seq, 1, memory_order_release);
+}
+
+void sl_sock_rxq_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint32_t bytes)
+{
+	sl_buf(s, idx)->next_idx = SLUICE_IDX_NONE;
+	if (so->rxq_tail < s->r->n_bufs)
+		sl_buf(s, so->rxq_tail)->next_idx = idx;
+	else
+		so->rxq_head = idx;
+	so->rxq_tail = idx;
+	so->rxq_bytes += bytes;
+	so->rxq_count++;
+	so->rx_pkts++;
+	so->rx_bytes += bytes;
+}
+
+void sl_sock_run_work(struct sl_stack *s, struct sl_sock *so, uint32_t work)
+{
+	if ((work & SL_WORK_TX) && so->type == SL_SOCK_TCP)
+		sl_tcp_output(s, so, sl_now(s));
+}

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Sockets in the region's socket table, the 4-tuple hash, the timer wheel,
+ * and the protocol entry points the native API calls.
+ */
+#ifndef SLUICE_SOCK_H
+#define SLUICE_SOCK_H
+
+#include "stack.h"
+#include "tcp.h"
+
+/* sl_sock.type */
+#define SL_SOCK_FREE	0
+#define SL_SOCK_UDP	1
+#define SL_SOCK_TCP	2
+
+/* sl_sock.flags */
+#define SL_SF_BOUND		0x0001
+#define SL_SF_CONNECTED		0x0002	/* UDP: has a default peer */
+#define SL_SF_REUSEADDR		0x0004
+#define SL_SF_BROADCAST		0x0008
+#define SL_SF_NONBLOCK		0x0010
+#define SL_SF_SHUT_RD		0x0020
+#define SL_SF_SHUT_WR		0x0040
+#define SL_SF_HASHED		0x0080	/* on a hash chain */
+#define SL_SF_NODELAY		0x0100
+#define SL_SF_KEEPALIVE		0x0200
+#define SL_SF_ORPHAN		0x0400	/* closed by the user, finishing */
+
+/* Readiness, as poll(2) bits. */
+#define SL_EV_IN	0x001
+#define SL_EV_OUT	0x004
+#define SL_EV_ERR	0x008
+#define SL_EV_HUP	0x010
+#define SL_EV_RDHUP	0x2000
+
+/*
+ * One socket slot.  Common part first; the protocol part is a union so a
+ * slot has one fixed size (sluice_region.sock_size).
+ */
+struct sl_sock {
+	uint8_t type;			/* SL_SOCK_* */
+	uint8_t state;			/* TCP: SL_TCP_* ; UDP: 0 */
+	uint16_t flags;			/* SL_SF_* */
+	uint32_t idx;			/* own index */
+	uint32_t gen;			/* bumped on every allocation */
+	uint32_t next_idx;		/* free list, accept queue, ... */
+	uint32_t hash_next;		/* 4-tuple / bound hash chain */
+	uint32_t parent_idx;		/* TCP child: its listener */
+	uint32_t laddr, raddr;		/* network order */
+	uint16_t lport, rport;		/* network order */
+	int32_t error;			/* pending error, positive errno (SO_ERROR) */
+
+	/* Received data or datagrams: a chain of buffers. */
+	uint32_t rxq_head, rxq_tail;
+	uint32_t rxq_bytes;		/* payload bytes queued */
+	uint32_t rxq_count;		/* buffers queued */
+	uint32_t rcvbuf, sndbuf;	/* limits in bytes (SO_RCVBUF/SO_SNDBUF) */
+
+	/* Timer wheel linkage: one deadline a socket (its poll_at). */
+	uint32_t wheel_next, wheel_prev;
+	uint64_t wheel_due_ms;		/* 0: not on the wheel */
+
+	/* Deferred work (lock.c): flags set by others, run by the holder. */
+	uint32_t defer_work;		/* atomic SL_WORK_* bits */
+	uint32_t defer_next;
+
+	uint32_t owner_pid;		/* process that created it */
+	uint32_t port_next;		/* local-port hash chain */
+
+	/* Per-socket counters. */
+	uint64_t rx_pkts, tx_pkts, rx_bytes, tx_bytes;
+
+	union {
+		struct sl_tcp_sock tcp;
+		uint8_t proto_space[SL_SOCK_PROTO_SPACE];
+	};
+};
+
+_Static_assert(sizeof(struct sl_tcp_sock) <= SL_SOCK_PROTO_SPACE,
+	       "TCP state fits the socket slot");
+/* Issue 3's target: at most 1 KiB of shared state per idle connection. */
+_Static_assert(sizeof(struct sl_sock) <= 1024, "a socket slot is at most 1 KiB");
+
+/* Deferred work bits */
+#define SL_WORK_TX	0x1	/* run output for this socket */
+
+static inline struct sl_sock *sl_sock(const struct sl_stack *s, uint32_t idx)
+{
+	return (struct sl_sock *)((uint8_t *)sl_at(s, s->r->sock_off) +
+				  (uint64_t)idx * s->r->sock_size);
+}
+
+/* TCP entry points (tcp*.c); the lock is held, time is an argument. */
+void sl_tcp_icmp_error(struct sl_stack *s, const struct sl_ip *quoted, int err);
+int sl_tcp_connect(struct sl_stack *s, struct sl_sock *so, uint32_t raddr, uint16_t rport,
+		   uint64_t now_us);
+int sl_tcp_listen(struct sl_stack *s, struct sl_sock *so, int backlog);
+int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **child);
+ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,
+		    int flags, uint64_t now_us);
+ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t len, int flags,
+		    uint64_t now_us);
+int sl_tcp_shutdown(struct sl_stack *s, struct sl_sock *so, int how, uint64_t now_us);
+void sl_tcp_close(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
+uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so);
+void sl_tcp_timer(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
+void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
+int sl_tcp_setsockopt(struct sl_stack *s, struct sl_sock *so, int level, int name,
+		      const void *val, unsigned int len);
+int sl_tcp_getsockopt(struct sl_stack *s, struct sl_sock *so, int level, int name, void *val,
+		      unsigned int *len);
+
+/* UDP (udp.c) */
+ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,
+		      int flags, uint32_t daddr, uint16_t dport);
+ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_t len,
+			int flags, uint32_t *saddr, uint16_t *sport);
+uint32_t sl_udp_poll(struct sl_stack *s, struct sl_sock *so);
+
+/* sock.c: table, hash, ports (callers hold the lock) */
+struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type);	/* NULL: -ENFILE */
+void sl_sock_free(struct sl_stack *s, struct sl_sock *so);
+void sl_sock_hash(struct sl_stack *s, struct sl_sock *so);
+void sl_sock_unhash(struct sl_stack *s, struct sl_sock *so);
+/*
+ * Find the socket for a received packet: an exact 4-tuple match first, then
+ * one connected to the peer but bound to INADDR_ANY, then a socket bound to
+ * (laddr or INADDR_ANY, lport) with no peer.
+ */
+struct sl_sock *sl_sock_lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
+			       uint16_t lport, uint32_t raddr, uint16_t rport);
+/* Bind checks: -EADDRINUSE per the SO_REUSEADDR rules; lport 0 picks an
+ * ephemeral port.  On success sets laddr/lport and SL_SF_BOUND and hashes. */
+int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport);
+/* Readiness changed: wake sleepers. */
+void sl_sock_wake(struct sl_stack *s, struct sl_sock *so);
+/* Run deferred SL_WORK_* bits for a socket (lock.c calls it). */
+void sl_sock_run_work(struct sl_stack *s, struct sl_sock *so, uint32_t work);
+/* Append buffer idx to the receive queue. */
+void sl_sock_rxq_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint32_t bytes);
+
+/* timer.c: the wheel (1 ms ticks, SLUICE_WHEEL_SLOTS slots, longer
+ * deadlines go round again) */
+void sl_timer_set(struct sl_stack *s, struct sl_sock *so, uint64_t due_ms);
+void sl_timer_cancel(struct sl_stack *s, struct sl_sock *so);
+/* Fire every deadline up to now; returns how many fired. */
+int sl_timer_run(struct sl_stack *s, uint64_t now_us);
+
+#endif /* SLUICE_SOCK_H */

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The stack's private core: the per-process handle on a shared region,
+ * offset helpers, packet buffers, counters, the lock, links and sockets.
+ *
+ * Everything in the region is reached through an offset or an index from
+ * r (the mapped header); nothing stored in the region is a pointer, so a
+ * parent and a forked child, or unrelated processes, may map it anywhere.
+ */
+#ifndef SLUICE_STACK_H
+#define SLUICE_STACK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <sluice/sluice.h>
+
+#include "wire.h"
+
+struct sl_stack;
+struct sl_sock;
+
+/* Counters in sluice_region.counters; X(name, description). */
+#define SL_COUNTERS(X)							\
+	X(ip_rx, "IPv4 packets received")				\
+	X(ip_tx, "IPv4 packets sent")					\
+	X(ip_rx_bad_hdr, "dropped: bad IPv4 header or length")		\
+	X(ip_rx_bad_csum, "dropped: bad IPv4 header checksum")		\
+	X(ip_rx_not_ours, "dropped: not addressed to this stack")	\
+	X(ip_rx_frag, "dropped: IPv4 fragments (no reassembly)")	\
+	X(ip_rx_options, "IPv4 packets with options (skipped)")		\
+	X(ip_rx_proto, "dropped: unknown protocol")			\
+	X(ip_tx_noroute, "not sent: no route or link")			\
+	X(ip_tx_nobuf, "not sent: no packet buffer")			\
+	X(loopback, "packets delivered within the stack")		\
+	X(icmp_rx, "ICMP messages received")				\
+	X(icmp_rx_bad, "dropped: bad ICMP message")			\
+	X(icmp_echo_replied, "ICMP echo requests answered")		\
+	X(icmp_unreach_rx, "ICMP destination unreachable received")	\
+	X(icmp_unreach_tx, "ICMP destination unreachable sent")		\
+	X(udp_rx, "UDP datagrams received")				\
+	X(udp_tx, "UDP datagrams sent")					\
+	X(udp_rx_bad, "dropped: bad UDP length or checksum")		\
+	X(udp_rx_noport, "dropped: UDP to a closed port")		\
+	X(udp_rx_full, "dropped: UDP receive queue full")		\
+	X(tcp_rx, "TCP segments received")				\
+	X(tcp_tx, "TCP segments sent")					\
+	X(tcp_rx_bad, "dropped: bad TCP header or checksum")		\
+	X(tcp_rx_noport, "TCP segments to no socket (RST sent)")	\
+	X(tcp_retransmit, "TCP segments retransmitted")			\
+	X(tcp_rto, "TCP retransmission timeouts")			\
+	X(tcp_fast_retransmit, "TCP fast retransmits")			\
+	X(tcp_challenge_ack, "TCP challenge ACKs sent (RFC 5961)")	\
+	X(tcp_syn_dropped, "SYNs dropped: SYN queue or backlog full")	\
+	X(tcp_active_open, "TCP active opens")				\
+	X(tcp_passive_open, "TCP passive opens")			\
+	X(tcp_reset_rx, "TCP resets received")				\
+	X(tcp_reset_tx, "TCP resets sent")				\
+	X(tcp_ooo, "TCP segments queued out of order")			\
+	X(arp_rx, "ARP packets received")				\
+	X(arp_tx, "ARP packets sent")					\
+	X(arp_rx_bad, "dropped: bad ARP packet")			\
+	X(arp_hold_dropped, "packets dropped waiting for ARP")	\
+	X(eth_rx_bad, "dropped: bad or foreign Ethernet frame")		\
+	X(link_rx, "frames received from the link")			\
+	X(link_tx, "frames sent on the link")				\
+	X(link_tx_err, "frames the link failed to send")		\
+	X(nobuf, "packet buffer allocations that failed")		\
+	X(nosock, "socket allocations that failed")			\
+	X(lock_broken, "lock found held by a dead process")		\
+	X(defer_run, "deferred socket work run by the lock holder")
+
+enum sl_counter {
+#define SL_COUNTER_ENUM(n, d) SL_C_##n,
+	SL_COUNTERS(SL_COUNTER_ENUM)
+#undef SL_COUNTER_ENUM
+	SL_C_COUNT
+};
+
+_Static_assert(SL_C_COUNT <= 128, "counters fit sluice_region.counters");
+
+extern const char *const sl_counter_names[SL_C_COUNT];
+extern const char *const sl_counter_desc[SL_C_COUNT];
+
+/* A link: how frames reach the wire.  tx borrows the buffer; it never
+ * keeps it past return (TCP keeps sent data for retransmission). */
+struct sl_link;
+struct sl_link_ops {
+	const char *name;
+	/* Send the IPv4 packet in buffer idx to next hop nh (network order). */
+	int (*tx)(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint32_t nh);
+	/* Receive up to budget frames, feeding each to the stack; returns count. */
+	int (*rx)(struct sl_link *l, struct sl_stack *s, int budget);
+	/* An fd that polls readable when frames wait, or -1. */
+	int (*fd)(struct sl_link *l);
+	void (*close)(struct sl_link *l);
+};
+
+struct sl_link {
+	const struct sl_link_ops *ops;
+	unsigned int mtu;
+};
+
+/* The per-process handle on a mapped stack (not in the region). */
+struct sl_stack {
+	struct sluice_region *r;
+	uint8_t *base;
+	size_t size;
+	int region_fd;
+	pid_t pid;
+	bool locked;			/* this process holds the lock */
+	struct sl_link *link;
+	uint64_t (*clock)(void *arg);	/* now, microseconds */
+	void *clock_arg;
+	unsigned int spin_us;
+	/* Stack-local loopback queue (buffer indices), drained under the lock. */
+	uint32_t lo_head, lo_tail;
+	char name[SLUICE_NAME_MAX];
+};
+
+/* Headroom left in front of every packet for link headers (Ethernet 14,
+ * IPoIB 4 + 40 GRH room), so headers are prepended in place. */
+#define SL_HEADROOM	64
+
+/* Offset helpers. */
+static inline void *sl_at(const struct sl_stack *s, uint64_t off)
+{
+	return s->base + off;
+}
+
+static inline struct sluice_buf *sl_buf(const struct sl_stack *s, uint32_t idx)
+{
+	return (struct sluice_buf *)sl_at(s, s->r->bufmeta_off) + idx;
+}
+
+/* Start of buffer idx's data area (buf_size bytes). */
+static inline uint8_t *sl_buf_base(const struct sl_stack *s, uint32_t idx)
+{
+	return (uint8_t *)sl_at(s, s->r->bufdata_off) + (uint64_t)idx * s->r->buf_size;
+}
+
+/* Start of the packet data in buffer idx. */
+static inline uint8_t *sl_buf_data(const struct sl_stack *s, uint32_t idx)
+{
+	return sl_buf_base(s, idx) + sl_buf(s, idx)->off;
+}
+
+static inline void sl_count(struct sl_stack *s, enum sl_counter c)
+{
+	s->r->counters[c]++;
+}
+
+static inline uint64_t sl_now(struct sl_stack *s)
+{
+	return s->clock(s->clock_arg);
+}
+
+/* buf.c: the buffer pool; callers hold the lock. */
+uint32_t sl_buf_alloc(struct sl_stack *s);	/* SLUICE_IDX_NONE when empty */
+void sl_buf_free(struct sl_stack *s, uint32_t idx);
+void sl_buf_free_chain(struct sl_stack *s, uint32_t idx);
+
+/* lock.c */
+int sl_lock(struct sl_stack *s);		/* 0, or -EPIPE if the stack is broken */
+bool sl_trylock(struct sl_stack *s);
+void sl_unlock(struct sl_stack *s);
+/*
+ * Queue SL_WORK_* bits for socket idx.  If the lock is free, take it and
+ * run the work now: returns true, and the caller holds the lock and must
+ * sl_unlock().  Otherwise the holder runs it before unlocking: false.
+ */
+bool sl_lock_or_defer(struct sl_stack *s, uint32_t sock_idx, uint32_t work);
+pid_t sl_self_pid(void);
+/* Deliver packets queued for the stack's own addresses; lock held. */
+void sl_stack_drain_loopback(struct sl_stack *s);
+
+/* ip.c */
+void sl_ip_input(struct sl_stack *s, uint32_t idx);
+/* Send the IPv4 packet in idx (header filled except id/csum/ttl when
+ * fill_hdr); consumes idx unless keep is set. */
+int sl_ip_output(struct sl_stack *s, uint32_t idx, bool keep);
+/* Fill an IPv4 header at the front of buffer idx, whose data already holds
+ * the transport header and payload at off + 20. */
+void sl_ip_build(struct sl_stack *s, uint32_t idx, uint8_t proto, uint32_t saddr,
+		 uint32_t daddr, uint16_t payload_len);
+bool sl_ip_is_local(const struct sl_stack *s, uint32_t addr);
+
+/* icmp.c */
+void sl_icmp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen);
+void sl_icmp_send_unreach(struct sl_stack *s, uint32_t orig_idx, uint8_t code);
+
+/* udp.c */
+void sl_udp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen);
+/* tcp_input.c */
+void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen,
+		  uint64_t now_us);
+/* An ICMP error quoted this TCP or UDP header; err is a positive errno. */
+void sl_tcp_icmp_error(struct sl_stack *s, const struct sl_ip *quoted, int err);
+void sl_udp_icmp_error(struct sl_stack *s, const struct sl_ip *quoted, int err);
+
+/* region.c */
+int sl_region_create(struct sl_stack *s, const char *name, const struct sluice_stack_config *cfg);
+int sl_region_attach(struct sl_stack *s, const char *name);
+int sl_region_destroy(const char *name);
+int sl_region_path(const char *name, char *buf, size_t len);
+void sl_region_detach(struct sl_stack *s);
+
+#endif /* SLUICE_STACK_H */

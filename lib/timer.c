@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The timer wheel: SLUICE_WHEEL_SLOTS slots of 1 ms, each a doubly linked
+ * list of sockets (by index).  A socket has one deadline, its next
+ * poll_at; deadlines beyond one turn of the wheel wait in their slot until
+ * the wheel comes round to them.
+ */
+#include "sock.h"
+
+static uint32_t *slot_head(struct sl_stack *s, uint64_t ms)
+{
+	return (uint32_t *)sl_at(s, s->r->wheel_off) + (ms % SLUICE_WHEEL_SLOTS);
+}
+
+static void wheel_insert(struct sl_stack *s, struct sl_sock *so)
+{
+	uint32_t *head = slot_head(s, so->wheel_due_ms);
+
+	so->wheel_prev = SLUICE_IDX_NONE;
+	so->wheel_next = *head;
+	if (*head < s->r->max_sockets)
+		sl_sock(s, *head)->wheel_prev = so->idx;
+	*head = so->idx;
+}
+
+void sl_timer_cancel(struct sl_stack *s, struct sl_sock *so)
+{
+	if (!so->wheel_due_ms)
+		return;
+	if (so->wheel_prev < s->r->max_sockets)
+		sl_sock(s, so->wheel_prev)->wheel_next = so->wheel_next;
+	else
+		*slot_head(s, so->wheel_due_ms) = so->wheel_next;
+	if (so->wheel_next < s->r->max_sockets)
+		sl_sock(s, so->wheel_next)->wheel_prev = so->wheel_prev;
+	so->wheel_next = so->wheel_prev = SLUICE_IDX_NONE;
+	so->wheel_due_ms = 0;
+}
+
+void sl_timer_set(struct sl_stack *s, struct sl_sock *so, uint64_t due_ms)
+{
+	sl_timer_cancel(s, so);
+	/* Never in a slot the wheel has passed: the earliest is the next tick. */
+	if (due_ms <= s->r->wheel_now_ms)
+		due_ms = s->r->wheel_now_ms + 1;
+	so->wheel_due_ms = due_ms;
+	wheel_insert(s, so);
+}
+
+int sl_timer_run(struct sl_stack *s, uint64_t now_us)
+{
+	uint64_t now_ms = now_us / 1000;
+	struct sluice_region *r = s->r;
+	uint64_t ms, end;
+	int fired = 0;
+
+	if (now_ms <= r->wheel_now_ms)
+		return 0;
+	/* A jump longer than a turn visits every slot once. */
+	end = now_ms - r->wheel_now_ms > SLUICE_WHEEL_SLOTS ?
+		      r->wheel_now_ms + SLUICE_WHEEL_SLOTS : now_ms;
+	for (ms = r->wheel_now_ms + 1; ms <= end; ms++) {
+		uint32_t *head = slot_head(s, ms);
+		uint32_t idx = *head, pending = SLUICE_IDX_NONE;
+
+		/* Detach the slot, then fire what is due and put back the rest. */
+		*head = SLUICE_IDX_NONE;
+		while (idx < r->max_sockets) {
+			struct sl_sock *so = sl_sock(s, idx);
+
+			idx = so->wheel_next;
+			so->wheel_next = pending;
+			pending = so->idx;
+		}
+		r->wheel_now_ms = ms == end ? now_ms : ms;
+		while (pending < r->max_sockets) {
+			struct sl_sock *so = sl_sock(s, pending);
+
+			pending = so->wheel_next;
+			if (so->wheel_due_ms <= now_ms) {
+				so->wheel_due_ms = 0;
+				so->wheel_next = so->wheel_prev = SLUICE_IDX_NONE;
+				fired++;
+				if (so->type == SL_SOCK_TCP)
+					sl_tcp_timer(s, so, now_us);
+			} else {
+				wheel_insert(s, so);
+			}
+		}
+	}
+	r->wheel_now_ms = now_ms;
+	return fired;
+}

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * UDP (RFC 768, RFC 1122 4.1): datagrams stay in their receive buffers on
+ * the socket's queue (IP header included, so recvfrom finds the source);
+ * sending builds the datagram in one buffer.  No fragmentation: a datagram
+ * larger than the MTU allows is -EMSGSIZE.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "sock.h"
+
+/* Buffer aux holds the offset of the UDP payload from the buffer's off. */
+
+static bool is_broadcast(const struct sl_stack *s, uint32_t daddr)
+{
+	return daddr == INADDR_BROADCAST ||
+	       (s->r->ip_mask && s->r->ip_mask != 0xffffffffu &&
+		daddr == (s->r->ip_addr | ~s->r->ip_mask));
+}
+
+static void queue_datagram(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
+			   unsigned int pay_off, unsigned int pay_len)
+{
+	if (so->rxq_bytes + pay_len > so->rcvbuf || so->flags & SL_SF_SHUT_RD) {
+		sl_count(s, SL_C_udp_rx_full);
+		sl_buf_free(s, idx);
+		return;
+	}
+	sl_buf(s, idx)->aux = pay_off;
+	sl_buf(s, idx)->seq = pay_len;
+	sl_sock_rxq_append(s, so, idx, pay_len);
+	sl_sock_wake(s, so);
+}
+
+void sl_udp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+	struct sl_udp *uh = (struct sl_udp *)((uint8_t *)ip + hlen);
+	unsigned int len = b->len - hlen, ulen;
+	struct sl_sock *so;
+
+	sl_count(s, SL_C_udp_rx);
+	if (len < sizeof(*uh))
+		goto bad;
+	ulen = ntohs(uh->len);
+	if (ulen < sizeof(*uh) || ulen > len)
+		goto bad;
+	if (uh->csum &&
+	    sl_csum_fold(sl_csum_add(sl_csum_pseudo(ip->saddr, ip->daddr, IPPROTO_UDP_, ulen),
+				     uh, ulen)) != 0)
+		goto bad;
+	b->len = hlen + ulen;
+
+	if (is_broadcast(s, ip->daddr)) {
+		/* Every socket bound to the port on INADDR_ANY (or the broadcast
+		 * address) gets a copy.  Broadcast is rare: a table scan. */
+		uint32_t i, last = SLUICE_IDX_NONE;
+
+		for (i = 0; i < s->r->max_sockets; i++) {
+			struct sl_sock *o = sl_sock(s, i);
+
+			if (o->type != SL_SOCK_UDP || o->lport != uh->dport ||
+			    (o->laddr && o->laddr != ip->daddr) || o->rport)
+				continue;
+			if (last != SLUICE_IDX_NONE) {
+				uint32_t c = sl_buf_alloc(s);
+
+				if (c != SLUICE_IDX_NONE) {
+					sl_buf(s, c)->len = b->len;
+					memcpy(sl_buf_data(s, c), ip, b->len);
+					queue_datagram(s, sl_sock(s, last), c, hlen + sizeof(*uh),
+						       ulen - sizeof(*uh));
+				}
+			}
+			last = i;
+		}
+		if (last == SLUICE_IDX_NONE) {
+			sl_count(s, SL_C_udp_rx_noport);
+			sl_buf_free(s, idx);
+			return;
+		}
+		queue_datagram(s, sl_sock(s, last), idx, hlen + sizeof(*uh), ulen - sizeof(*uh));
+		return;
+	}
+
+	so = sl_sock_lookup(s, SL_SOCK_UDP, ip->daddr, uh->dport, ip->saddr, uh->sport);
+	if (!so) {
+		sl_count(s, SL_C_udp_rx_noport);
+		sl_icmp_send_unreach(s, idx, ICMP_UNREACH_PORT_);
+		sl_buf_free(s, idx);
+		return;
+	}
+	queue_datagram(s, so, idx, hlen + sizeof(*uh), ulen - sizeof(*uh));
+	return;
+bad:
+	sl_count(s, SL_C_udp_rx_bad);
+	sl_buf_free(s, idx);
+}
+
+void sl_udp_icmp_error(struct sl_stack *s, const struct sl_ip *q, int err)
+{
+	const struct sl_udp *uh = (const struct sl_udp *)((const uint8_t *)q +
+							  (q->ver_ihl & 0xf) * 4);
+	struct sl_sock *so = sl_sock_lookup(s, SL_SOCK_UDP, q->saddr, uh->sport, q->daddr,
+					    uh->dport);
+
+	/* Only connected sockets hear about errors, as on Linux. */
+	if (so && (so->flags & SL_SF_CONNECTED) && so->raddr == q->daddr &&
+	    so->rport == uh->dport) {
+		so->error = err;
+		sl_sock_wake(s, so);
+	}
+}
+
+ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,
+		      int flags, uint32_t daddr, uint16_t dport)
+{
+	struct sl_udp *uh;
+	uint32_t idx, saddr;
+	size_t max = s->r->mtu - sizeof(struct sl_ip) - sizeof(*uh);
+	int ret;
+
+	(void)flags;
+	if (so->flags & SL_SF_SHUT_WR)
+		return -EPIPE;
+	if (!dport)
+		return -EINVAL;
+	if (len > max)
+		return -EMSGSIZE;
+	if (is_broadcast(s, daddr) && !(so->flags & SL_SF_BROADCAST))
+		return -EACCES;
+	if (!(so->flags & SL_SF_BOUND)) {
+		ret = sl_sock_bind(s, so, 0, 0);
+		if (ret)
+			return ret;
+	}
+	saddr = so->laddr && so->laddr != INADDR_BROADCAST ? so->laddr : s->r->ip_addr;
+	if ((ntohl(daddr) >> 24) == 127 && !so->laddr)
+		saddr = htonl(0x7f000001);
+	idx = sl_buf_alloc(s);
+	if (idx == SLUICE_IDX_NONE)
+		return -ENOBUFS;
+	uh = (struct sl_udp *)(sl_buf_data(s, idx) + sizeof(struct sl_ip));
+	uh->sport = so->lport;
+	uh->dport = dport;
+	uh->len = htons(sizeof(*uh) + len);
+	uh->csum = 0;
+	memcpy(uh + 1, buf, len);
+	uh->csum = sl_csum_fold(sl_csum_add(sl_csum_pseudo(saddr, daddr, IPPROTO_UDP_,
+							   sizeof(*uh) + len),
+					    uh, sizeof(*uh) + len));
+	if (uh->csum == 0)
+		uh->csum = 0xffff;	/* RFC 768: zero means no checksum */
+	sl_ip_build(s, idx, IPPROTO_UDP_, saddr, daddr, sizeof(*uh) + len);
+	sl_count(s, SL_C_udp_tx);
+	so->tx_pkts++;
+	so->tx_bytes += len;
+	ret = sl_ip_output(s, idx, false);
+	return ret ? ret : (ssize_t)len;
+}
+
+ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_t len,
+			int flags, uint32_t *saddr, uint16_t *sport)
+{
+	uint32_t idx = so->rxq_head;
+	struct sluice_buf *b;
+	const struct sl_ip *ip;
+	const struct sl_udp *uh;
+	size_t dlen, n;
+
+	if (so->error) {
+		int e = so->error;
+
+		so->error = 0;
+		return -e;
+	}
+	if (idx >= s->r->n_bufs)
+		return so->flags & SL_SF_SHUT_RD ? 0 : -EAGAIN;
+	b = sl_buf(s, idx);
+	ip = (const struct sl_ip *)sl_buf_data(s, idx);
+	uh = (const struct sl_udp *)((const uint8_t *)ip + b->aux - sizeof(*uh));
+	dlen = b->seq;
+	n = dlen < len ? dlen : len;
+	memcpy(buf, (const uint8_t *)ip + b->aux, n);
+	if (saddr)
+		*saddr = ip->saddr;
+	if (sport)
+		*sport = uh->sport;
+	if (!(flags & MSG_PEEK)) {
+		so->rxq_head = b->next_idx;
+		if (so->rxq_head == SLUICE_IDX_NONE)
+			so->rxq_tail = SLUICE_IDX_NONE;
+		so->rxq_bytes -= dlen;
+		so->rxq_count--;
+		sl_buf_free(s, idx);
+	}
+	return (flags & MSG_TRUNC) ? (ssize_t)dlen : (ssize_t)n;
+}
+
+uint32_t sl_udp_poll(struct sl_stack *s, struct sl_sock *so)
+{
+	uint32_t ev = SL_EV_OUT;
+
+	if (so->rxq_head < s->r->n_bufs || (so->flags & SL_SF_SHUT_RD))
+		ev |= SL_EV_IN;
+	if (so->error)
+		ev |= SL_EV_ERR;
+	return ev;
+}

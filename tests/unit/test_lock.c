@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The stack lock across processes: mutual exclusion, deferral of work to
+ * the holder, and a holder that dies making the stack broken (never a
+ * hang).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "stack_fixture.h"
+
+static void test_mutual_exclusion(void)
+{
+	struct sl_stack *s = fx_stack("lockmx", "10.0.0.1", NULL);
+	const int rounds = 20000;
+	pid_t pid[2];
+	int status, ok = 1;
+
+	/* Two children increment a plain counter under the lock. */
+	for (int c = 0; c < 2; c++) {
+		pid[c] = fork();
+		if (pid[c] == 0) {
+			struct sluice_stack *st;
+			struct sl_stack *cs;
+
+			if (sluice_stack_attach(s->name, &st))
+				_exit(2);
+			cs = (struct sl_stack *)st;
+			for (int i = 0; i < rounds; i++) {
+				if (sl_lock(cs))
+					_exit(3);
+				cs->r->counters[SL_C_loopback]++;
+				sl_unlock(cs);
+			}
+			_exit(0);
+		}
+	}
+	for (int c = 0; c < 2; c++) {
+		waitpid(pid[c], &status, 0);
+		ok &= WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	}
+	tap_ok(ok, "both children ran");
+	tap_eq(s->r->counters[SL_C_loopback], 2 * rounds, "no increment was lost");
+	tap_eq(s->r->lock, 0, "lock word is free afterwards");
+	fx_destroy(s);
+}
+
+static void test_defer_to_holder(void)
+{
+	struct sl_stack *s = fx_stack("lockdefer", "10.0.0.1", NULL);
+	struct sl_sock *so;
+	int p[2], status;
+	pid_t pid;
+	char c;
+
+	sl_lock(s);
+	so = sl_sock_alloc(s, SL_SOCK_UDP);
+	sl_unlock(s);
+	tap_ok(pipe(p) == 0, "pipe");
+	sl_lock(s);
+	pid = fork();
+	if (pid == 0) {
+		struct sluice_stack *st;
+
+		if (sluice_stack_attach(s->name, &st))
+			_exit(2);
+		/* The parent holds the lock: this must defer, not block. */
+		_exit(sl_lock_or_defer((struct sl_stack *)st, so->idx, SL_WORK_TX) ? 4 : 0);
+	}
+	waitpid(pid, &status, 0);
+	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child deferred instead of blocking");
+	tap_ok(s->r->lock & SLUICE_LOCK_DEFERRED, "lock word says work is deferred");
+	tap_eq(s->r->counters[SL_C_defer_run], 0, "nothing ran while the lock was held");
+	sl_unlock(s);
+	tap_eq(s->r->counters[SL_C_defer_run], 1, "the holder ran the work at unlock");
+	tap_eq(so->defer_work, 0, "the socket's work bits are clear");
+
+	/* With the lock free, the caller takes it and runs the work itself. */
+	tap_ok(sl_lock_or_defer(s, so->idx, SL_WORK_TX), "free lock: work runs now");
+	tap_ok(s->locked, "and the caller holds the lock");
+	sl_unlock(s);
+	tap_eq(s->r->counters[SL_C_defer_run], 2, "ran twice in all");
+	(void)c;
+	close(p[0]);
+	close(p[1]);
+	fx_destroy(s);
+}
+
+static void test_holder_dies(void)
+{
+	struct sl_stack *s = fx_stack("lockdie", "10.0.0.1", NULL);
+	struct sluice_stack *st;
+	int status, ret;
+	pid_t pid;
+
+	pid = fork();
+	if (pid == 0) {
+		struct sluice_stack *c;
+
+		if (sluice_stack_attach(s->name, &c) || sl_lock((struct sl_stack *)c))
+			_exit(2);
+		_exit(0);	/* dies holding the lock */
+	}
+	waitpid(pid, &status, 0);
+	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child exited holding the lock");
+	ret = sl_lock(s);
+	tap_eq(ret, -EPIPE, "next locker gets -EPIPE, not a hang");
+	tap_eq(s->r->state, SLUICE_STATE_BROKEN, "stack is marked broken");
+	tap_eq(s->r->broken_pid, pid, "region names the dead holder");
+	tap_eq(sluice_stack_poll((struct sluice_stack *)s), -EPIPE, "stack calls fail with -EPIPE");
+	tap_eq(sluice_socket((struct sluice_stack *)s, SLUICE_SOCK_DGRAM), -EPIPE,
+	       "socket() on a broken stack is -EPIPE");
+	tap_eq(sluice_stack_attach(s->name, &st), -EPIPE, "attach to a broken stack is -EPIPE");
+	fx_destroy(s);
+}
+
+int main(void)
+{
+	test_mutual_exclusion();
+	test_defer_to_holder();
+	test_holder_dies();
+	return tap_done();
+}

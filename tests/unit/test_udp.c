@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * UDP over the stack: loopback within one stack (never the link), bind
+ * rules, connected sockets and ICMP port unreachable, broadcast, limits,
+ * and two stacks over the loop link.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "stack_fixture.h"
+
+#define ST(s) ((struct sluice_stack *)(s))
+
+static void test_loopback_within_stack(void)
+{
+	struct capture cap;
+	struct sl_stack *s = fx_stack("udplo", "10.1.0.1", &cap);
+	struct sockaddr_in a = fx_addr("10.1.0.1", 5000), from;
+	uint32_t free0 = s->r->buf_free_count;
+	int srv, cli;
+	char buf[64];
+	long n;
+
+	srv = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	cli = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	tap_ok(srv >= 0 && cli >= 0, "two sockets");
+	tap_eq(sluice_bind(ST(s), srv, &a), 0, "bind 10.1.0.1:5000");
+	tap_eq(sluice_recv(ST(s), srv, buf, sizeof(buf), 0), -EAGAIN, "empty socket is -EAGAIN");
+	tap_eq(sluice_sendto(ST(s), cli, "hello", 5, 0, &a), 5, "sendto returns the length");
+	n = sluice_recvfrom(ST(s), srv, buf, sizeof(buf), 0, &from);
+	tap_eq(n, 5, "recvfrom gets 5 bytes");
+	tap_ok(n == 5 && !memcmp(buf, "hello", 5), "the bytes are the ones sent");
+	tap_eq(from.sin_addr.s_addr, a.sin_addr.s_addr, "source address is the stack's");
+	tap_ok(ntohs(from.sin_port) >= 32768, "client got an ephemeral port (%u)", ntohs(from.sin_port));
+	tap_eq(cap.n, 0, "nothing went to the link");
+	tap_ok(fx_counter(s, "loopback") >= 1, "loopback counter moved");
+
+	/* 127.0.0.1 is local too. */
+	a = fx_addr("127.0.0.1", 5001);
+	int lo = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+
+	tap_eq(sluice_bind(ST(s), lo, &a), 0, "bind 127.0.0.1:5001");
+	tap_eq(sluice_sendto(ST(s), cli, "x", 1, 0, &a), 1, "send to 127.0.0.1");
+	tap_eq(sluice_recv(ST(s), lo, buf, sizeof(buf), 0), 1, "received on 127.0.0.1");
+
+	/* MSG_PEEK and MSG_TRUNC */
+	a = fx_addr("10.1.0.1", 5000);
+	sluice_sendto(ST(s), cli, "abcdef", 6, 0, &a);
+	tap_eq(sluice_recv(ST(s), srv, buf, 2, MSG_PEEK), 2, "peek 2 bytes");
+	tap_eq(sluice_recv(ST(s), srv, buf, 2, MSG_TRUNC), 6, "MSG_TRUNC gives the real length");
+	tap_eq(sluice_recv(ST(s), srv, buf, sizeof(buf), 0), -EAGAIN, "datagram consumed whole");
+
+	sluice_close(ST(s), srv);
+	sluice_close(ST(s), cli);
+	sluice_close(ST(s), lo);
+	tap_eq(s->r->buf_free_count, free0, "no buffer leaked");
+	tap_eq(s->r->sock_used, 0, "no socket leaked");
+	fx_destroy(s);
+}
+
+static void test_bind_rules(void)
+{
+	struct sl_stack *s = fx_stack("udpbind", "10.1.0.1", NULL);
+	struct sockaddr_in a = fx_addr("10.1.0.1", 6000), any = fx_addr("0.0.0.0", 6000);
+	struct sockaddr_in other = fx_addr("10.9.9.9", 6001);
+	int x = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
+	int y = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
+	int one = 1;
+
+	tap_eq(sluice_bind(ST(s), x, &a), 0, "first bind");
+	tap_eq(sluice_bind(ST(s), y, &a), -EADDRINUSE, "same address and port is -EADDRINUSE");
+	tap_eq(sluice_bind(ST(s), y, &any), -EADDRINUSE, "INADDR_ANY overlapping is -EADDRINUSE");
+	tap_eq(sluice_bind(ST(s), x, &any), -EINVAL, "binding twice is -EINVAL");
+	tap_eq(sluice_bind(ST(s), y, &other), -EADDRNOTAVAIL, "a foreign address is -EADDRNOTAVAIL");
+	sluice_close(ST(s), x);
+	x = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
+	sluice_setsockopt(ST(s), x, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	sluice_setsockopt(ST(s), y, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	tap_eq(sluice_bind(ST(s), x, &a), 0, "SO_REUSEADDR bind");
+	tap_eq(sluice_bind(ST(s), y, &a), 0, "second SO_REUSEADDR bind shares the port");
+	tap_eq(sluice_bind(ST(s), 99, &a), -EBADF, "bad socket is -EBADF");
+	tap_eq(sluice_bind(ST(s), -1, &a), -EBADF, "negative socket is -EBADF");
+	tap_eq(sluice_socket(ST(s), 77), -EPROTONOSUPPORT, "unknown type");
+	fx_destroy(s);
+}
+
+static void test_limits_and_errors(void)
+{
+	struct capture cap;
+	struct sl_stack *s = fx_stack("udplim", "10.1.0.1", &cap);
+	struct sockaddr_in a = fx_addr("10.1.0.1", 7000);
+	struct sockaddr_in bc = fx_addr("255.255.255.255", 7000);
+	struct sockaddr_in closed = fx_addr("10.1.0.1", 7999);
+	static char big[2000];
+	int srv = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	int cli = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	int one = 1, small = 1, sent = 0;
+	char buf[64];
+
+	sluice_bind(ST(s), srv, &a);
+	tap_eq(sluice_sendto(ST(s), cli, big, 1473, 0, &a), -EMSGSIZE, "more than MTU-28 is -EMSGSIZE");
+	tap_eq(sluice_sendto(ST(s), cli, big, 1472, 0, &a), 1472, "exactly MTU-28 goes");
+	sluice_recv(ST(s), srv, buf, sizeof(buf), 0);
+	tap_eq(sluice_sendto(ST(s), cli, "b", 1, 0, &bc), -EACCES, "broadcast needs SO_BROADCAST");
+	sluice_setsockopt(ST(s), cli, SOL_SOCKET, SO_BROADCAST, &one, sizeof(one));
+	tap_eq(sluice_sendto(ST(s), cli, "b", 1, 0, &bc), 1, "broadcast with SO_BROADCAST");
+	tap_eq(cap.n, 1, "broadcast went to the link");
+	tap_eq(cap.nh[0], INADDR_BROADCAST, "next hop is the broadcast address");
+	tap_eq(sluice_send(ST(s), cli, "x", 1, 0), -EDESTADDRREQ, "send unconnected is -EDESTADDRREQ");
+
+	/* A full receive queue drops and counts. */
+	sluice_setsockopt(ST(s), srv, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	for (int i = 0; i < 10; i++)
+		if (sluice_sendto(ST(s), cli, big, 1000, 0, &a) == 1000)
+			sent++;
+	tap_eq(sent, 10, "sender does not see receiver drops");
+	tap_ok(fx_counter(s, "udp_rx_full") >= 7, "receive-queue drops counted (%llu)",
+	       (unsigned long long)fx_counter(s, "udp_rx_full"));
+
+	/* Connected socket to a closed port: ICMP port unreachable -> ECONNREFUSED. */
+	int c2 = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+
+	tap_eq(sluice_connect(ST(s), c2, &closed), 0, "connect UDP");
+	tap_eq(sluice_send(ST(s), c2, "?", 1, 0), 1, "send to a closed port");
+	tap_ok(fx_counter(s, "icmp_unreach_tx") >= 1, "port unreachable sent");
+	tap_ok(fx_counter(s, "icmp_unreach_rx") >= 1, "and received");
+	tap_eq(sluice_recv(ST(s), c2, buf, sizeof(buf), 0), -ECONNREFUSED,
+	       "next call reports ECONNREFUSED");
+	tap_eq(sluice_recv(ST(s), c2, buf, sizeof(buf), 0), -EAGAIN, "error reported once");
+	fx_destroy(s);
+}
+
+static uint64_t vclock;
+
+static uint64_t vclock_fn(void *arg)
+{
+	(void)arg;
+	return vclock;
+}
+
+static void test_two_stacks_over_loop(void)
+{
+	struct sl_stack *a = fx_stack("udpA", "10.2.0.1", NULL);
+	struct sl_stack *b = fx_stack("udpB", "10.2.0.2", NULL);
+	struct sluice_loop_faults f = { .seed = 1, .delay_us = 100 };
+	struct sockaddr_in bsrv = fx_addr("10.2.0.2", 9000), from;
+	char buf[64];
+	long n = -1;
+
+	vclock = 5000000;
+	sluice_stack_set_clock(ST(a), vclock_fn, NULL);
+	sluice_stack_set_clock(ST(b), vclock_fn, NULL);
+	tap_eq(sluice_link_loop(ST(a), ST(b), &f), 0, "loop link between two stacks");
+	int sa = sluice_socket(ST(a), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	int sb = sluice_socket(ST(b), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+
+	sluice_bind(ST(b), sb, &bsrv);
+	tap_eq(sluice_sendto(ST(a), sa, "ping", 4, 0, &bsrv), 4, "A sends to B");
+	sluice_stack_poll(ST(b));
+	tap_eq(sluice_recv(ST(b), sb, buf, sizeof(buf), 0), -EAGAIN, "not before the delay");
+	vclock += 100;
+	sluice_stack_poll(ST(b));
+	n = sluice_recvfrom(ST(b), sb, buf, sizeof(buf), 0, &from);
+	tap_ok(n == 4 && !memcmp(buf, "ping", 4), "B receives after the delay");
+	tap_eq(sluice_sendto(ST(b), sb, "pong", 4, 0, &from), 4, "B answers");
+	vclock += 100;
+	sluice_stack_poll(ST(a));
+	tap_eq(sluice_recv(ST(a), sa, buf, sizeof(buf), 0), 4, "A receives the answer");
+	((struct sl_stack *)a)->link->ops->close(((struct sl_stack *)a)->link);
+	((struct sl_stack *)b)->link->ops->close(((struct sl_stack *)b)->link);
+	fx_destroy(a);
+	fx_destroy(b);
+}
+
+int main(void)
+{
+	test_loopback_within_stack();
+	test_bind_rules();
+	test_limits_and_errors();
+	test_two_stacks_over_loop();
+	return tap_done();
+}
