@@ -32,10 +32,10 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 
 TOOL := $(B)/tools/sluice
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/test_*.c))
-INTEROP := $(B)/tests/interop/peer
+INTEROP := $(B)/tests/interop/peer $(B)/tests/bench/bench
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
-.PHONY: all lib tools tests module module-clean check demo checkpatch clean
+.PHONY: all lib tools tests bench module module-clean check demo checkpatch clean
 
 all: lib tools tests
 
@@ -62,6 +62,12 @@ $(B)/tests/unit/%: $(B)/tests/unit/%.o $(B)/libsluice.a
 
 $(B)/tests/interop/%: $(B)/tests/interop/%.o $(B)/libsluice.a
 	$(CC) -o $@ $^
+
+$(B)/tests/bench/%: $(B)/tests/bench/%.o $(B)/libsluice.a
+	$(CC) -o $@ $^
+
+bench: all
+	$(B)/tests/bench/bench all
 
 # The kselftest harness is GPL and lives in the kernel source package; it is
 # used from there, never copied into this tree.

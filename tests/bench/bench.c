@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Benchmarks of the stack beside the Linux kernel, in one run:
+ *
+ *   bench pingpong [ROUNDS]   64-byte TCP ping-pong between two processes,
+ *                             busy-polling: Sluice (one stack, loopback
+ *                             inside the stack) and kernel 127.0.0.1
+ *   bench bulk [MBYTES]       single-stream TCP bulk between two processes
+ *   bench conns [N]           N established connections in one stack:
+ *                             shared bytes per connection
+ *
+ * Both sides use the same method: non-blocking calls in a spin loop for the
+ * latency test, blocking-free batch sends for bulk.  Timings come from
+ * CLOCK_MONOTONIC; every loop is bounded.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sluice/sluice.h>
+
+#include "../../lib/sock.h"
+
+#define MSG 64
+#define PORT 7301
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static struct sockaddr_in lo_addr(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return a;
+}
+
+static void fail(const char *what, long err)
+{
+	fprintf(stderr, "bench: %s: %s\n", what, strerror((int)(err < 0 ? -err : err)));
+	exit(1);
+}
+
+/* ---- the Sluice side ------------------------------------------------- */
+
+static struct sluice_stack *make_stack(const char *name, unsigned int socks, unsigned int bufs)
+{
+	struct sluice_stack_config cfg = { .max_sockets = socks, .n_bufs = bufs };
+	struct sluice_stack *st;
+	int ret;
+
+	sluice_stack_destroy(name);
+	ret = sluice_stack_create(name, &cfg, &st);
+	if (ret)
+		fail("create stack", ret);
+	return st;
+}
+
+/* Exchange all of len bytes, spinning on non-blocking calls. */
+static int sl_xfer(struct sluice_stack *st, int sd, char *buf, long len, bool send)
+{
+	long done = 0, n;
+	double give_up = now_s() + 10;
+
+	while (done < len) {
+		n = send ? sluice_send(st, sd, buf + done, len - done, MSG_DONTWAIT) :
+			   sluice_recv(st, sd, buf + done, len - done, MSG_DONTWAIT);
+		if (n > 0) {
+			done += n;
+		} else if (n == -EAGAIN) {
+			if (now_s() > give_up)
+				return -ETIMEDOUT;
+			sluice_stack_poll(st);
+		} else {
+			return n ? (int)n : -EPIPE;
+		}
+	}
+	return 0;
+}
+
+static int sl_connect_pair(struct sluice_stack *st, const char *name, int *srv_out)
+{
+	struct sockaddr_in a = lo_addr(PORT);
+	int l = sluice_socket(st, SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK), one = 1;
+
+	sluice_setsockopt(st, l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (sluice_bind(st, l, &a) || sluice_listen(st, l, 16))
+		fail("listen", -EADDRINUSE);
+	(void)name;
+	*srv_out = l;
+	return 0;
+}
+
+static double sluice_pingpong(long rounds)
+{
+	const char *name = "bench-pp";
+	struct sluice_stack *st = make_stack(name, 64, 1024);
+	struct sockaddr_in a = lo_addr(PORT);
+	char buf[MSG];
+	int l, c, one = 1, status;
+	double t0, t1;
+	pid_t pid;
+
+	sl_connect_pair(st, name, &l);
+	pid = fork();
+	if (pid == 0) {
+		/* The echo side, in a second process attached by name. */
+		struct sluice_stack *s2;
+		int ret = sluice_stack_attach(name, &s2), sd = -1;
+		double give_up = now_s() + 10;
+
+		if (ret)
+			_exit(2);
+		while (sd < 0 && now_s() < give_up) {
+			sd = sluice_accept(s2, l, NULL);
+			if (sd < 0)
+				sluice_stack_poll(s2);
+		}
+		sluice_setsockopt(s2, sd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		for (long i = 0; i < rounds; i++)
+			if (sl_xfer(s2, sd, buf, MSG, false) || sl_xfer(s2, sd, buf, MSG, true))
+				_exit(3);
+		sluice_close(s2, sd);
+		sluice_stack_close(s2);
+		_exit(0);
+	}
+	c = sluice_socket(st, SLUICE_SOCK_STREAM);
+	if (sluice_connect(st, c, &a))
+		fail("connect", -ECONNREFUSED);
+	sluice_setsockopt(st, c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	memset(buf, 'p', sizeof(buf));
+	/* Warm up, then time. */
+	for (int i = 0; i < 1000; i++)
+		if (sl_xfer(st, c, buf, MSG, true) || sl_xfer(st, c, buf, MSG, false))
+			fail("warm-up", -EIO);
+	t0 = now_s();
+	for (long i = 1000; i < rounds; i++)
+		if (sl_xfer(st, c, buf, MSG, true) || sl_xfer(st, c, buf, MSG, false))
+			fail("ping-pong", -EIO);
+	t1 = now_s();
+	waitpid(pid, &status, 0);
+	sluice_close(st, c);
+	sluice_stack_close(st);
+	sluice_stack_destroy(name);
+	return (t1 - t0) / (rounds - 1000) / 2 * 1e6;
+}
+
+static double sluice_bulk(long mbytes)
+{
+	const char *name = "bench-bulk";
+	struct sluice_stack *st = make_stack(name, 64, 8192);
+	struct sockaddr_in a = lo_addr(PORT);
+	long total = mbytes << 20, chunk = 65536;
+	static char buf[65536];
+	int l, c, status, p[2];
+	double t0, t1;
+	pid_t pid;
+
+	sl_connect_pair(st, name, &l);
+	if (pipe(p))
+		fail("pipe", errno);
+	pid = fork();
+	if (pid == 0) {
+		struct sluice_stack *s2;
+		int sd = -1;
+		long got = 0, n;
+		double give_up = now_s() + 60;
+
+		if (sluice_stack_attach(name, &s2))
+			_exit(2);
+		while (sd < 0 && now_s() < give_up) {
+			sd = sluice_accept(s2, l, NULL);
+			if (sd < 0)
+				sluice_stack_poll(s2);
+		}
+		while (got < total && now_s() < give_up) {
+			n = sluice_recv(s2, sd, buf, sizeof(buf), MSG_DONTWAIT);
+			if (n > 0)
+				got += n;
+			else if (n == -EAGAIN)
+				sluice_stack_poll(s2);
+			else
+				break;
+		}
+		if (write(p[1], "x", 1) != 1)
+			_exit(4);
+		sluice_close(s2, sd);
+		sluice_stack_close(s2);
+		_exit(got == total ? 0 : 3);
+	}
+	c = sluice_socket(st, SLUICE_SOCK_STREAM);
+	if (sluice_connect(st, c, &a))
+		fail("connect", -ECONNREFUSED);
+	t0 = now_s();
+	for (long sent = 0; sent < total; sent += chunk)
+		if (sl_xfer(st, c, buf, chunk, true))
+			fail("send", -EIO);
+	if (read(p[0], buf, 1) != 1)
+		fail("receiver", -EIO);
+	t1 = now_s();
+	waitpid(pid, &status, 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		fail("receiver exit", -EIO);
+	sluice_close(st, c);
+	sluice_stack_close(st);
+	sluice_stack_destroy(name);
+	return total * 8 / (t1 - t0) / 1e9;
+}
+
+/* ---- the kernel side ---------------------------------------------------- */
+
+static int k_xfer(int fd, char *buf, long len, bool send)
+{
+	long done = 0, n;
+
+	while (done < len) {
+		n = send ? (long)write(fd, buf + done, len - done) :
+			   (long)recv(fd, buf + done, len - done, MSG_DONTWAIT);
+		if (n > 0)
+			done += n;
+		else if (n < 0 && errno == EAGAIN)
+			continue;
+		else
+			return -1;
+	}
+	return 0;
+}
+
+static int k_listen(void)
+{
+	struct sockaddr_in a = lo_addr(PORT + 1);
+	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 16))
+		fail("kernel listen", errno);
+	return l;
+}
+
+static int k_connect(void)
+{
+	struct sockaddr_in a = lo_addr(PORT + 1);
+	int c = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+	if (connect(c, (struct sockaddr *)&a, sizeof(a)))
+		fail("kernel connect", errno);
+	setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return c;
+}
+
+static double kernel_pingpong(long rounds)
+{
+	int l = k_listen(), c, one = 1, status;
+	char buf[MSG];
+	double t0, t1;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int sd = accept(l, NULL, NULL);
+
+		setsockopt(sd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		for (long i = 0; i < rounds; i++)
+			if (k_xfer(sd, buf, MSG, false) || k_xfer(sd, buf, MSG, true))
+				_exit(3);
+		_exit(0);
+	}
+	c = k_connect();
+	memset(buf, 'p', sizeof(buf));
+	for (int i = 0; i < 1000; i++)
+		k_xfer(c, buf, MSG, true), k_xfer(c, buf, MSG, false);
+	t0 = now_s();
+	for (long i = 1000; i < rounds; i++)
+		if (k_xfer(c, buf, MSG, true) || k_xfer(c, buf, MSG, false))
+			fail("kernel ping-pong", errno);
+	t1 = now_s();
+	waitpid(pid, &status, 0);
+	close(c);
+	close(l);
+	return (t1 - t0) / (rounds - 1000) / 2 * 1e6;
+}
+
+static double kernel_bulk(long mbytes)
+{
+	int l = k_listen(), c, status, p[2];
+	long total = mbytes << 20;
+	static char buf[65536];
+	double t0, t1;
+	pid_t pid;
+
+	if (pipe(p))
+		fail("pipe", errno);
+	pid = fork();
+	if (pid == 0) {
+		int sd = accept(l, NULL, NULL);
+		long got = 0, n;
+
+		while (got < total && (n = read(sd, buf, sizeof(buf))) > 0)
+			got += n;
+		if (write(p[1], "x", 1) != 1)
+			_exit(4);
+		_exit(got == total ? 0 : 3);
+	}
+	c = k_connect();
+	t0 = now_s();
+	for (long sent = 0; sent < total; sent += sizeof(buf))
+		if (k_xfer(c, buf, sizeof(buf), true))
+			fail("kernel send", errno);
+	if (read(p[0], buf, 1) != 1)
+		fail("kernel receiver", EIO);
+	t1 = now_s();
+	waitpid(pid, &status, 0);
+	close(c);
+	close(l);
+	return total * 8 / (t1 - t0) / 1e9;
+}
+
+/* ---- connections ------------------------------------------------------ */
+
+static void conns(long n)
+{
+	const char *name = "bench-conns";
+	struct sluice_stack *st = make_stack(name, (unsigned int)(2 * n + 64), 4096);
+	struct sl_stack *s = (struct sl_stack *)st;
+	struct sockaddr_in srv = lo_addr(PORT + 2);
+	int l = sluice_socket(st, SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
+	long est = 0, acc = 0;
+	double t0 = now_s();
+
+	if (sluice_bind(st, l, &srv) || sluice_listen(st, l, 4096))
+		fail("listen", -EADDRINUSE);
+	for (long i = 0; i < n && now_s() - t0 < 120; i++) {
+		/* Spread clients over 127.0.0.2.. so ports do not run out. */
+		struct sockaddr_in me = lo_addr(0);
+		int c = sluice_socket(st, SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK), ret;
+
+		me.sin_addr.s_addr = htonl(INADDR_LOOPBACK + 1 + i / 25000);
+		if (c < 0)
+			fail("socket", c);
+		if ((ret = sluice_bind(st, c, &me)))
+			fail("bind", ret);
+		ret = sluice_connect(st, c, &srv);
+		if (ret && ret != -EINPROGRESS)
+			fail("connect", ret);
+		est++;
+		while (sluice_accept(st, l, NULL) >= 0)
+			acc++;
+	}
+	for (int k = 0; k < 100 && acc < est; k++) {
+		sluice_stack_poll(st);
+		while (sluice_accept(st, l, NULL) >= 0)
+			acc++;
+	}
+	printf("conns: %ld established and accepted (%ld connections = %ld sockets) in %.1f s\n",
+	       acc, acc, 2 * acc + 1, now_s() - t0);
+	printf("conns: socket slot %u bytes + 2 hash links (8 bytes): %u bytes of shared state "
+	       "per idle TCP endpoint, no data buffers held (%u of %u in use)\n",
+	       s->r->sock_size, s->r->sock_size + 8, s->r->n_bufs - s->r->buf_free_count,
+	       s->r->n_bufs);
+	printf("conns: region %.1f MiB for %u socket slots\n", s->r->region_size / 1048576.0,
+	       s->r->max_sockets);
+	sluice_stack_close(st);
+	sluice_stack_destroy(name);
+}
+
+int main(int argc, char **argv)
+{
+	const char *what = argc > 1 ? argv[1] : "all";
+	long arg = argc > 2 ? atol(argv[2]) : 0;
+
+	signal(SIGPIPE, SIG_IGN);
+	if (!strcmp(what, "pingpong") || !strcmp(what, "all")) {
+		long rounds = arg > 1000 ? arg : 50000;
+		double k = kernel_pingpong(rounds), s = sluice_pingpong(rounds);
+
+		printf("pingpong: TCP 64 B, busy-poll, %ld round trips: one-way latency "
+		       "kernel %.2f us, sluice %.2f us, sluice/kernel %.2f\n", rounds, k, s, s / k);
+	}
+	if (!strcmp(what, "bulk") || !strcmp(what, "all")) {
+		long mb = arg > 0 && strcmp(what, "all") ? arg : 1024;
+		double k = kernel_bulk(mb), s = sluice_bulk(mb);
+
+		printf("bulk: TCP single stream, %ld MiB: kernel %.2f Gbit/s, sluice %.2f Gbit/s, "
+		       "sluice/kernel %.2f\n", mb, k, s, s / k);
+	}
+	if (!strcmp(what, "conns") || !strcmp(what, "all"))
+		conns(arg > 0 && strcmp(what, "all") ? arg : 100000);
+	return 0;
+}
