@@ -56,6 +56,7 @@ enum sl_tcp_state {
 #define SL_TCP_SYN_RETRIES	6		/* Linux tcp_syn_retries; RFC 1122 4.2.3.5 R2 >= 3 min */
 #define SL_TCP_SYNACK_RETRIES	5		/* Linux tcp_synack_retries */
 #define SL_TCP_DATA_RETRIES	15		/* Linux tcp_retries2; RFC 1122 4.2.3.5 R2 */
+#define SL_TCP_ORPHAN_RETRIES	8		/* Linux tcp_orphan_retries (0 means 8) */
 #define SL_TCP_MSL_US		30000000ull	/* RFC 9293 3.4.2: MSL (2 min there; 30 s as BSD) */
 #define SL_TCP_TIME_WAIT_US	(2 * SL_TCP_MSL_US)	/* RFC 9293 3.6: 2 MSL */
 #define SL_TCP_FIN_TIMEOUT_US	60000000ull	/* orphan FIN-WAIT-2 limit, Linux tcp_fin_timeout */

@@ -105,7 +105,8 @@ static void on_rexmt(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	}
 	if (tp->snd_una == tp->snd_max)
 		return;
-	if (tp->backoff >= SL_TCP_DATA_RETRIES) {
+	limit = (so->flags & SL_SF_ORPHAN) ? SL_TCP_ORPHAN_RETRIES : SL_TCP_DATA_RETRIES;
+	if (tp->backoff >= limit) {
 		sl_tcp_send_ctl(s, so, TH_RST_ | TH_ACK_, tp->snd_nxt, now_us);
 		sl_tcp_done(s, so, tp->soft_err ? tp->soft_err : ETIMEDOUT);
 		return;

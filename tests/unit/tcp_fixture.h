@@ -13,6 +13,7 @@
 #define SLUICE_TESTS_TCP_FIXTURE_H
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -359,7 +360,7 @@ static inline void tf_finish(void)
 			sl_tcp_close(T.s, so, tf_now_us);
 	}
 	/* Orphans finish on their own: FIN retries, TIME-WAIT, FIN timeout. */
-	for (int i = 0; i < 400 && T.s->r->sock_used != T.sock0; i++)
+	for (int i = 0; i < 2000 && T.s->r->sock_used != T.sock0; i++)
 		tf_advance_ms(1000);
 	tap_eq(T.s->r->sock_used, T.sock0, "leak check: every socket released");
 	tap_eq(T.s->r->buf_free_count, T.buf0, "leak check: every buffer back in the pool");
