@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * TCP data transfer in ESTABLISHED: cumulative ACKs, delayed ACKs, Nagle,
+ * receive window, out-of-order reassembly with SACK, zero-window probes,
+ * PAWS, window scaling, and the RFC 5961 checks (challenge ACKs).
+ */
+#include "tcp_fixture.h"
+
+#define IRS 10000u
+
+static uint8_t pattern[65536];
+
+static void fill_pattern(void)
+{
+	for (unsigned int i = 0; i < sizeof(pattern); i++)
+		pattern[i] = (uint8_t)(i * 7 + (i >> 8));
+}
+
+/* RFC 9293 3.10.7.4 seventh + RFC 5681 4.2: data is queued and ACKed, one
+ * segment after a delay, every second one at once. */
+static void test_established_data_delayed_ack(void)
+{
+	struct sl_sock *l, *c;
+	uint8_t buf[400];
+	struct tf_seg g;
+	uint32_t iss;
+
+	tf_init("da");
+	l = tf_listener(TF_LPORT, 8);
+	c = tf_accept(l, IRS, &iss, NULL, 8192);
+	tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, IRS + 1, iss + 1, 8192, pattern, 100);
+	tap_eq(T.n, 0, "one segment: ACK delayed");
+	tap_eq(sl_tcp_poll(T.s, c) & SL_EV_IN, SL_EV_IN, "readable");
+	tf_advance_ms(39);
+	tap_eq(T.n, 0, "not yet at 39 ms");
+	tf_advance_ms(1);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.flags == TH_ACK_ && g.ack == IRS + 101, "delayed ACK at 40 ms");
+	tf_clear();
+	tf_seg(TF_LPORT, TH_ACK_, IRS + 101, iss + 1, 8192, pattern + 100, 100);
+	tf_seg(TF_LPORT, TH_ACK_, IRS + 201, iss + 1, 8192, pattern + 200, 100);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.ack == IRS + 301, "second segment: ACK at once");
+	tap_eq(sl_tcp_recv(T.s, c, buf, 50, MSG_PEEK, tf_now_us), 50, "peek 50");
+	tap_eq(sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us), 300, "recv all 300");
+	tap_ok(!memcmp(buf, pattern, 300), "bytes in order");
+	tap_eq(sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us), -EAGAIN, "then EAGAIN");
+	/* A duplicate (already received) segment is ACKed at once. */
+	tf_clear();
+	tf_seg(TF_LPORT, TH_ACK_, IRS + 101, iss + 1, 8192, pattern + 100, 100);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.ack == IRS + 301, "old data: immediate ACK of RCV.NXT");
+	tap_eq(c->rxq_bytes, 0, "old data not queued again");
+	tf_finish();
+}
+
+static void test_established_send_nagle(void)
+{
+	struct sl_sock *so;
+	struct tf_seg g;
+	uint32_t iss;
+
+	tf_init("sn");
+	fill_pattern();
+	so = tf_connect(IRS, &iss, &(struct tf_opts){ .mss = 1000 }, 65535);
+	tap_eq(sl_tcp_send(T.s, so, pattern, 2100, 0, tf_now_us), 2100, "send 2100 bytes");
+	tap_eq(T.n, 2, "two full segments go out, the short tail waits (Nagle)");
+	g = tf_parse(0);
+	tap_ok(g.seq == iss + 1 && g.plen == 1000 && !memcmp(g.data, pattern, 1000),
+	       "first segment: 1000 bytes from SND.UNA");
+	g = tf_parse(1);
+	tap_ok(g.seq == iss + 1001 && g.plen == 1000 && g.csum_ok, "second segment");
+	tf_clear();
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 2001, 65535, NULL, 0);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.seq == iss + 2001 && g.plen == 100 && (g.flags & TH_PSH_),
+	       "tail sent once everything is ACKed");
+	tap_eq(so->tcp.sndq_bytes, 100, "acked data freed from the send queue");
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 2101, 65535, NULL, 0);
+	/* TCP_NODELAY: small writes leave at once. */
+	tf_clear();
+	sl_tcp_setsockopt(T.s, so, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
+	sl_tcp_send(T.s, so, "a", 1, 0, tf_now_us);
+	sl_tcp_send(T.s, so, "b", 1, 0, tf_now_us);
+	tap_eq(T.n, 2, "TCP_NODELAY: two 1-byte segments");
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 2103, 65535, NULL, 0);
+	tf_finish();
+}
+
+/* RFC 2018 4: the first block holds the newest segment; RFC 5681 4.2:
+ * out-of-order data is ACKed at once; in-order data fills the gaps. */
+static void test_established_ooo_sack(void)
+{
+	struct tf_opts o = { .sack_ok = 1 };
+	struct sl_sock *l, *c;
+	uint8_t buf[512];
+	struct tf_seg g;
+	uint32_t iss, b = IRS + 1;
+
+	tf_init("oo");
+	fill_pattern();
+	l = tf_listener(TF_LPORT, 8);
+	c = tf_accept(l, IRS, &iss, &o, 8192);
+	tf_seg(TF_LPORT, TH_ACK_, b + 100, iss + 1, 8192, pattern + 100, 100);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.ack == b, "hole: duplicate ACK at once");
+	tap_ok(g.nsack == 1 && g.sack[0][0] == b + 100 && g.sack[0][1] == b + 200,
+	       "SACK block for the queued segment");
+	tap_eq(tf_counter(SL_C_tcp_ooo), 1, "counted tcp_ooo");
+	tf_seg(TF_LPORT, TH_ACK_, b + 300, iss + 1, 8192, pattern + 300, 100);
+	g = tf_last();
+	tap_ok(g.nsack == 2 && g.sack[0][0] == b + 300 && g.sack[1][0] == b + 100,
+	       "two blocks, newest first");
+	tf_seg(TF_LPORT, TH_ACK_, b + 150, iss + 1, 8192, pattern + 150, 150);
+	g = tf_last();
+	tap_ok(g.nsack == 1 && g.sack[0][0] == b + 100 && g.sack[0][1] == b + 400,
+	       "overlapping segment merges the blocks");
+	tap_eq(c->rxq_bytes, 0, "nothing readable yet");
+	tf_seg(TF_LPORT, TH_ACK_, b, iss + 1, 8192, pattern, 100);
+	g = tf_last();
+	tap_ok(g.ack == b + 400 && g.nsack == 0, "gap filled: cumulative ACK, no SACK");
+	tap_eq(c->rxq_bytes, 400, "all 400 bytes readable");
+	tap_eq(sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us), 400, "recv 400");
+	tap_ok(!memcmp(buf, pattern, 400), "reassembled in order");
+	tap_eq(c->tcp.ooo_count, 0, "out-of-order queue empty");
+	tf_finish();
+}
+
+/* RFC 9293 3.8.6.2.2: the window closes as data waits unread and no
+ * more than the window is accepted; reading opens it (window update). */
+static void test_established_receive_window(void)
+{
+	struct sl_sock *l, *c;
+	struct tf_seg g;
+	uint32_t iss, b = IRS + 1, win;
+	uint8_t buf[4096];
+
+	tf_init("rw");
+	fill_pattern();
+	l = tf_listener(TF_LPORT, 8);
+	l->rcvbuf = 4000;	/* 2000 bytes of window */
+	c = tf_accept(l, IRS, &iss, NULL, 8192);
+	tf_seg(TF_LPORT, TH_ACK_, b, iss + 1, 8192, pattern, 1000);
+	tf_seg(TF_LPORT, TH_ACK_, b + 1000, iss + 1, 8192, pattern + 1000, 1000);
+	g = tf_last();
+	tap_ok(g.ack == b + 2000 && g.win == 0, "window full: advertises 0");
+	tf_clear();
+	tf_seg(TF_LPORT, TH_ACK_, b + 2000, iss + 1, 8192, pattern + 2000, 500);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.ack == b + 2000, "beyond the window: ACK, data dropped");
+	tap_eq(c->rxq_bytes, 2000, "only the window's worth queued");
+	tf_clear();
+	sl_tcp_recv(T.s, c, buf, 1500, 0, tf_now_us);
+	g = tf_last();
+	win = g.win;
+	tap_ok(T.n == 1 && win >= 1000, "reading sends a window update");
+	sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us);
+	tf_finish();
+}
+
+/* RFC 9293 3.8.6.1: a zero window is probed on the persist timer. */
+static void test_established_zero_window_probe(void)
+{
+	struct sl_sock *so;
+	struct tf_seg g;
+	uint32_t iss;
+
+	tf_init("zw");
+	fill_pattern();
+	so = tf_connect(IRS, &iss, NULL, 0);
+	tap_eq(sl_tcp_send(T.s, so, pattern, 500, 0, tf_now_us), 500, "queue 500 bytes");
+	tap_eq(T.n, 0, "zero window: nothing sent");
+	tap_ok(so->tcp.t_persist != 0, "persist timer armed");
+	for (int i = 0; i < 1000 && !T.n; i++)
+		tf_advance_ms(1);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.flags == TH_ACK_ && g.seq == iss && g.plen == 0,
+	       "window probe within the RTO: SEG.SEQ = SND.UNA - 1, no data");
+	tf_clear();
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 1, 0, NULL, 0);
+	tap_eq(T.n, 0, "still zero: nothing");
+	tf_advance_ms(3000);
+	tap_ok(T.n >= 1, "probes continue, backing off");
+	tf_clear();
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 1, 1000, NULL, 0);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.plen == 500 && g.seq == iss + 1, "window opens: data flows");
+	tap_eq(so->tcp.t_persist, 0, "persist timer off");
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 501, 1000, NULL, 0);
+	tf_finish();
+}
+
+/* A peer window smaller than a queued segment: send what fits
+ * (RFC 9293 3.8.6.2.1) once nothing is in flight. */
+static void test_established_small_peer_window(void)
+{
+	struct sl_sock *so;
+	struct tf_seg g;
+	uint32_t iss;
+
+	tf_init("sw");
+	fill_pattern();
+	so = tf_connect(IRS, &iss, &(struct tf_opts){ .mss = 1400 }, 1000);
+	sl_tcp_send(T.s, so, pattern, 1400, 0, tf_now_us);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.plen == 1000 && !memcmp(g.data, pattern, 1000),
+	       "1000 of 1400 bytes sent into a 1000-byte window");
+	tf_clear();
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 1001, 1000, NULL, 0);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.plen == 400 && !memcmp(g.data, pattern + 1000, 400),
+	       "the rest after the ACK");
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 1401, 1000, NULL, 0);
+	tf_finish();
+}
+
+/* RFC 5961 3.2: an RST in the window but not at RCV.NXT gets a challenge
+ * ACK; the exact one resets the connection. */
+static void test_established_rst(void)
+{
+	struct sl_sock *so;
+	struct tf_seg g;
+	uint32_t iss;
+	uint8_t buf[8];
+
+	tf_init("er");
+	so = tf_connect(IRS, &iss, NULL, 8192);
+	tf_seg(ntohs(so->lport), TH_RST_, IRS + 1 + 100, 0, 0, NULL, 0);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.flags == TH_ACK_ && g.seq == iss + 1 && g.ack == IRS + 1,
+	       "in-window RST: challenge ACK");
+	tap_eq(so->state, SL_TCP_ESTABLISHED, "still ESTABLISHED");
+	tap_eq(tf_counter(SL_C_tcp_challenge_ack), 1, "counted tcp_challenge_ack");
+	tf_clear();
+	tf_seg(ntohs(so->lport), TH_RST_, IRS + 1 + 1000000, 0, 0, NULL, 0);
+	tap_eq(T.n, 0, "out-of-window RST: dropped silently");
+	tf_seg(ntohs(so->lport), TH_RST_ | TH_ACK_, IRS + 1, iss + 1, 0, NULL, 0);
+	tap_eq(so->state, SL_TCP_CLOSED, "exact RST: CLOSED");
+	tap_eq(sl_tcp_recv(T.s, so, buf, sizeof(buf), 0, tf_now_us), -ECONNRESET,
+	       "recv: ECONNRESET");
+	tap_eq(sl_tcp_send(T.s, so, buf, 1, 0, tf_now_us), -EPIPE, "send after reset: EPIPE");
+	tap_eq(tf_counter(SL_C_tcp_reset_rx), 1, "counted tcp_reset_rx");
+	tf_finish();
+}
+
+/* RFC 5961 4.2: a SYN in a synchronized state gets a challenge ACK. */
+static void test_established_syn(void)
+{
+	struct sl_sock *so;
+	struct tf_seg g;
+	uint32_t iss;
+
+	tf_init("es");
+	so = tf_connect(IRS, &iss, NULL, 8192);
+	tf_seg(ntohs(so->lport), TH_SYN_, IRS + 1, 0, 8192, NULL, 0);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.flags == TH_ACK_ && g.ack == IRS + 1, "SYN: challenge ACK");
+	tap_eq(so->state, SL_TCP_ESTABLISHED, "still ESTABLISHED");
+	tf_clear();
+	tf_seg(ntohs(so->lport), TH_SYN_, IRS + 77777, 0, 8192, NULL, 0);
+	tap_ok(T.n == 1 && tf_last().flags == TH_ACK_, "out-of-window SYN: ACK too");
+	tf_finish();
+}
+
+/* RFC 5961 5.2 / RFC 9293: an ACK for data never sent is ACKed, dropped. */
+static void test_established_bad_ack(void)
+{
+	struct sl_sock *so;
+	struct tf_seg g;
+	uint32_t iss;
+
+	tf_init("ba");
+	so = tf_connect(IRS, &iss, NULL, 8192);
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 5000, 8192, "data", 4);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.flags == TH_ACK_ && g.ack == IRS + 1, "ACK beyond SND.NXT: ACK");
+	tap_eq(so->rxq_bytes, 0, "its data dropped");
+	tap_eq(so->tcp.snd_una, iss + 1, "SND.UNA unchanged");
+	tf_clear();
+	/* Out of the receive window altogether. */
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1 + 100000, iss + 1, 8192, "data", 4);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.ack == IRS + 1, "out-of-window data: ACK");
+	tap_eq(so->rxq_bytes, 0, "not queued");
+	tf_finish();
+}
+
+/* RFC 7323 5.3: PAWS drops a segment with an older timestamp. */
+static void test_established_paws(void)
+{
+	struct tf_opts o = { .ts = 1, .tsval = 1000 };
+	struct sl_sock *l, *c;
+	struct tf_seg g;
+	uint32_t iss;
+
+	tf_init("pw");
+	l = tf_listener(TF_LPORT, 8);
+	c = tf_accept(l, IRS, &iss, &o, 8192);
+	tap_ok(c && (c->tcp.tflags & SL_TF_TS), "timestamps agreed");
+	tf_seg_full(TF_PPORT, TF_LPORT, TH_ACK_, IRS + 1, iss + 1, 8192,
+		    &(struct tf_opts){ .ts = 1, .tsval = 2000 }, "new", 3);
+	tap_eq(c->rxq_bytes, 3, "newer TSval: accepted");
+	tf_clear();
+	tf_seg_full(TF_PPORT, TF_LPORT, TH_ACK_, IRS + 4, iss + 1, 8192,
+		    &(struct tf_opts){ .ts = 1, .tsval = 1500 }, "old", 3);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.flags == TH_ACK_ && g.ack == IRS + 4, "older TSval: ACK");
+	tap_eq(c->rxq_bytes, 3, "older TSval: data dropped");
+	tap_ok(g.ts && g.tsecr == 2000, "TSecr echoes TS.Recent");
+	tf_finish();
+}
+
+/* RFC 7323 2.3: our window field is shifted by our scale. */
+static void test_established_window_scale(void)
+{
+	struct tf_opts o = { .ws_on = 1, .ws = 2 };
+	struct sl_sock *l, *c;
+	struct tf_seg g;
+	uint32_t iss;
+
+	tf_init("ws");
+	l = tf_listener(TF_LPORT, 8);
+	l->rcvbuf = 1 << 20;
+	tf_seg_full(TF_PPORT, TF_LPORT, TH_SYN_, IRS, 0, 8192, &o, NULL, 0);
+	g = tf_last();
+	tap_eq(g.ws, 4, "512 KiB window: shift 4 (65535 << 3 is just short)");
+	iss = g.seq;
+	tf_seg(TF_LPORT, TH_ACK_, IRS + 1, iss + 1, 8192, "hi", 2);
+	sl_tcp_accept(T.s, l, &c);
+	tf_advance_ms(40);
+	g = tf_last();
+	tap_ok(g.win > 30000 && g.win <= 32768, "window field scaled down by 4");
+	tap_eq(c->tcp.snd_wnd, 8192 << 2, "peer window scaled up by 2");
+	tf_finish();
+}
+
+int main(void)
+{
+	fill_pattern();
+	test_established_data_delayed_ack();
+	test_established_send_nagle();
+	test_established_ooo_sack();
+	test_established_receive_window();
+	test_established_zero_window_probe();
+	test_established_small_peer_window();
+	test_established_rst();
+	test_established_syn();
+	test_established_bad_ack();
+	test_established_paws();
+	test_established_window_scale();
+	return tap_done();
+}
