@@ -118,8 +118,16 @@ int sluice_stack_destroy(const char *name)
 
 void sluice_stack_set_clock(struct sluice_stack *st, uint64_t (*clock)(void *), void *arg)
 {
-	S(st)->clock = clock ? clock : real_clock;
-	S(st)->clock_arg = clock ? arg : NULL;
+	struct sl_stack *s = S(st);
+
+	s->clock = clock ? clock : real_clock;
+	s->clock_arg = clock ? arg : NULL;
+	/* The wheel runs on this clock now: move it and every pending
+	 * deadline into the new time base. */
+	if (sl_lock(s) == 0) {
+		sl_timer_rebase(s, sl_now(s) / 1000);
+		sl_unlock(s);
+	}
 }
 
 void sluice_stack_set_spin(struct sluice_stack *st, unsigned int spin_us)

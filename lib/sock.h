@@ -146,5 +146,8 @@ void sl_timer_set(struct sl_stack *s, struct sl_sock *so, uint64_t due_ms);
 void sl_timer_cancel(struct sl_stack *s, struct sl_sock *so);
 /* Fire every deadline up to now; returns how many fired. */
 int sl_timer_run(struct sl_stack *s, uint64_t now_us);
+/* The stack's clock changed (tests): move the wheel to now_ms, keeping
+ * every pending deadline the same distance ahead. */
+void sl_timer_rebase(struct sl_stack *s, uint64_t now_ms);
 
 #endif /* SLUICE_SOCK_H */

@@ -91,3 +91,22 @@ int sl_timer_run(struct sl_stack *s, uint64_t now_us)
 	r->wheel_now_ms = now_ms;
 	return fired;
 }
+
+void sl_timer_rebase(struct sl_stack *s, uint64_t now_ms)
+{
+	struct sluice_region *r = s->r;
+	uint64_t old = r->wheel_now_ms;
+
+	for (uint32_t i = 0; i < r->max_sockets; i++) {
+		struct sl_sock *so = sl_sock(s, i);
+		uint64_t due = so->wheel_due_ms;
+
+		if (so->type == SL_SOCK_FREE || !due)
+			continue;
+		sl_timer_cancel(s, so);
+		r->wheel_now_ms = now_ms;
+		sl_timer_set(s, so, due > old ? now_ms + (due - old) : now_ms + 1);
+		r->wheel_now_ms = old;
+	}
+	r->wheel_now_ms = now_ms;
+}

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Two processes on one stack at the same time: a parent and its forked
+ * child (sharing the mapping it inherited), and a parent and an unrelated
+ * program (this binary exec'd again, attaching by name).  TCP over the
+ * stack's own loopback, both directions, while both run the stack.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "stack_fixture.h"
+
+#define ST(s) ((struct sluice_stack *)(s))
+#define BYTES (256 * 1024)
+
+static uint8_t pat(size_t i)
+{
+	return (uint8_t)(i * 31 + (i >> 8));
+}
+
+/* Client side: connect, send BYTES, read them back echoed, close. */
+static int client(struct sluice_stack *st, int port)
+{
+	struct sockaddr_in a = fx_addr("127.0.0.1", port);
+	static uint8_t out[BYTES], in[BYTES];
+	int sd = sluice_socket(st, SLUICE_SOCK_STREAM), ret;
+	size_t sent = 0, got = 0;
+
+	for (size_t i = 0; i < BYTES; i++)
+		out[i] = pat(i);
+	ret = sluice_connect(st, sd, &a);
+	if (ret)
+		return 10;
+	for (int spins = 0; got < BYTES && spins < 2000000; spins++) {
+		long n;
+
+		if (sent < BYTES) {
+			n = sluice_send(st, sd, out + sent, BYTES - sent, MSG_DONTWAIT);
+			if (n > 0)
+				sent += n;
+		}
+		n = sluice_recv(st, sd, in + got, BYTES - got, MSG_DONTWAIT);
+		if (n > 0)
+			got += n;
+		else if (n != -EAGAIN)
+			return 11;
+		sluice_stack_poll(st);
+	}
+	sluice_close(st, sd);
+	return got == BYTES && !memcmp(in, out, BYTES) ? 0 : 12;
+}
+
+/* Server side: accept one connection and echo until EOF. */
+static int echo_one(struct sluice_stack *st, int l)
+{
+	static uint8_t buf[65536];
+	int sd = sluice_accept(st, l, NULL);
+	long n, total = 0;
+
+	if (sd < 0)
+		return -1;
+	while ((n = sluice_recv(st, sd, buf, sizeof(buf), 0)) > 0) {
+		for (long off = 0; off < n;) {
+			long w = sluice_send(st, sd, buf + off, n - off, 0);
+
+			if (w < 0)
+				return -1;
+			off += w;
+		}
+		total += n;
+		if (total == BYTES)
+			break;
+	}
+	sluice_close(st, sd);
+	return total == BYTES ? 0 : -1;
+}
+
+static int wait_child(pid_t pid)
+{
+	int status;
+
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+}
+
+int main(int argc, char **argv)
+{
+	struct sl_stack *s;
+	struct sockaddr_in a = fx_addr("0.0.0.0", 7400);
+	uint32_t free0;
+	int l, rc;
+	pid_t pid;
+
+	if (argc == 3 && !strcmp(argv[1], "--child")) {
+		/* The unrelated program: attach by name, be the client. */
+		struct sluice_stack *st;
+
+		if (sluice_stack_attach(argv[2], &st))
+			return 20;
+		rc = client(st, 7400);
+		sluice_stack_close(st);
+		return rc;
+	}
+
+	s = fx_stack("shared", "10.5.0.1", NULL);
+	sluice_stack_set_clock(ST(s), NULL, NULL);	/* real time: two processes */
+	free0 = s->r->buf_free_count;
+	l = sluice_socket(ST(s), SLUICE_SOCK_STREAM);
+	tap_eq(sluice_bind(ST(s), l, &a), 0, "listen socket bound");
+	tap_eq(sluice_listen(ST(s), l, 8), 0, "listening");
+
+	/* 1: a forked child uses the mapping it inherited. */
+	pid = fork();
+	if (pid == 0)
+		_exit(client(ST(s), 7400));
+	tap_eq(echo_one(ST(s), l), 0, "parent echoed 256 KiB for its forked child");
+	rc = wait_child(pid);
+	tap_eq(rc, 0, "forked child got its bytes back intact");
+
+	/* 2: an unrelated program attaches by name. */
+	pid = fork();
+	if (pid == 0) {
+		execl("/proc/self/exe", argv[0], "--child", s->name, (char *)NULL);
+		_exit(30);
+	}
+	tap_eq(echo_one(ST(s), l), 0, "parent echoed 256 KiB for an unrelated program");
+	rc = wait_child(pid);
+	tap_eq(rc, 0, "the unrelated program got its bytes back intact");
+	tap_ok(s->r->attach_count >= 2, "attach_count shows the second process (%u)",
+	       s->r->attach_count);
+
+	sluice_close(ST(s), l);
+	/* Orphans finish their FIN exchange; TIME_WAIT sockets may stay. */
+	for (int i = 0; i < 100; i++)
+		sluice_stack_poll(ST(s));
+	tap_eq(s->r->lock, 0, "lock free at the end");
+	tap_eq(s->r->buf_free_count, free0, "every buffer returned to the pool");
+	fx_destroy(s);
+	return tap_done();
+}
