@@ -145,6 +145,7 @@ void sl_tcp_init_tcb(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	tp->iss = sl_tcp_isn(s, so->laddr, so->lport, so->raddr, so->rport, now_us);
 	tp->snd_una = tp->snd_nxt = tp->snd_max = tp->iss;
 	tp->snd_end = tp->iss + 1;
+	tp->recover = tp->iss;		/* RFC 6582 3.2 step 1 */
 	tp->ts_offset = sl_tcp_ts_offset(s, so->laddr, so->lport, so->raddr, so->rport);
 	tp->rto_us = SL_TCP_RTO_INIT_US;
 	tp->rcv_wscale = wscale_for(so->rcvbuf / 2);

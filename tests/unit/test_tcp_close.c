@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * TCP closing (RFC 9293 3.6, 3.10.4, 3.10.7.4 eighth): FIN in every
+ * synchronized state, half-close, simultaneous close, TIME-WAIT and its
+ * expiry, resets on close with unread data, RST in the closing states,
+ * listeners releasing their children, keepalive.
+ */
+#include "tcp_fixture.h"
+
+#define IRS 20000u
+
+/* Passive close: ESTABLISHED -FIN-> CLOSE-WAIT -close-> LAST-ACK -ACK-> CLOSED. */
+static void test_established_fin(void)
+{
+	struct sl_sock *so;
+	struct tf_seg g;
+	uint32_t iss;
+	uint8_t buf[16];
+
+	tf_init("ef");
+	so = tf_connect(IRS, &iss, NULL, 8192);
+	tf_seg(ntohs(so->lport), TH_ACK_ | TH_FIN_, IRS + 1, iss + 1, 8192, "bye", 3);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.flags == TH_ACK_ && g.ack == IRS + 5, "FIN: ACKed at once (data + FIN)");
+	tap_eq(so->state, SL_TCP_CLOSE_WAIT, "CLOSE-WAIT");
+	tap_ok((sl_tcp_poll(T.s, so) & (SL_EV_IN | SL_EV_RDHUP)) == (SL_EV_IN | SL_EV_RDHUP),
+	       "poll: IN and RDHUP");
+	tap_eq(sl_tcp_recv(T.s, so, buf, sizeof(buf), 0, tf_now_us), 3, "data before EOF");
+	tap_eq(sl_tcp_recv(T.s, so, buf, sizeof(buf), 0, tf_now_us), 0, "then EOF");
+	tf_clear();
+	tap_eq(sl_tcp_send(T.s, so, "more", 4, 0, tf_now_us), 4, "CLOSE-WAIT: can still send");
+	g = tf_last();
+	tap_ok(T.n == 1 && g.plen == 4, "data sent in CLOSE-WAIT");
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 5, iss + 5, 8192, NULL, 0);
+	tf_clear();
+	sl_tcp_close(T.s, so, tf_now_us);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.flags == (TH_FIN_ | TH_ACK_) && g.seq == iss + 5, "close: FIN");
+	tap_eq(so->state, SL_TCP_LAST_ACK, "LAST-ACK");
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 5, iss + 6, 8192, NULL, 0);
+	tap_eq(T.s->r->sock_used, T.sock0, "ACK of FIN: CLOSED and released");
+	tf_finish();
+}
+
+/* Active close: FIN-WAIT-1 -ACK-> FIN-WAIT-2 -FIN-> TIME-WAIT -2MSL-> gone. */
+static void test_fin_wait_active_close(void)
+{
+	struct sl_sock *so;
+	struct tf_seg g;
+	uint32_t iss;
+
+	tf_init("ac");
+	so = tf_connect(IRS, &iss, NULL, 8192);
+	sl_tcp_close(T.s, so, tf_now_us);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.flags == (TH_FIN_ | TH_ACK_) && g.seq == iss + 1, "close: FIN");
+	tap_eq(so->state, SL_TCP_FIN_WAIT_1, "FIN-WAIT-1");
+	tap_ok(so->flags & SL_SF_ORPHAN, "orphaned");
+	tf_clear();
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 1, 8192, NULL, 0);
+	tap_eq(so->state, SL_TCP_FIN_WAIT_1, "ACK not covering the FIN: still FIN-WAIT-1");
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 2, 8192, NULL, 0);
+	tap_eq(so->state, SL_TCP_FIN_WAIT_2, "FIN ACKed: FIN-WAIT-2");
+	tap_eq(T.n, 0, "nothing sent for a pure ACK");
+	tf_seg(ntohs(so->lport), TH_ACK_ | TH_FIN_, IRS + 1, iss + 2, 8192, NULL, 0);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.flags == TH_ACK_ && g.ack == IRS + 2, "peer FIN ACKed");
+	tap_eq(so->state, SL_TCP_TIME_WAIT, "TIME-WAIT");
+	/* RFC 9293 3.10.7.4: a retransmitted FIN is ACKed and restarts 2 MSL. */
+	tf_advance_ms(30000);
+	tf_clear();
+	tf_seg(ntohs(so->lport), TH_ACK_ | TH_FIN_, IRS + 1, iss + 2, 8192, NULL, 0);
+	tap_ok(T.n == 1 && tf_last().ack == IRS + 2, "TIME-WAIT + FIN: ACK again");
+	tf_advance_ms(59000);
+	tap_eq(so->state, SL_TCP_TIME_WAIT, "2 MSL restarted by the FIN");
+	tf_advance_ms(1001);
+	tap_eq(T.s->r->sock_used, T.sock0, "TIME-WAIT expired after 2 MSL: released");
+	tf_finish();
+}
+
+/* RFC 9293 figure 13: both sides close at once. */
+static void test_fin_wait_simultaneous_close(void)
+{
+	struct sl_sock *so;
+	struct tf_seg g;
+	uint32_t iss;
+
+	tf_init("sc");
+	so = tf_connect(IRS, &iss, NULL, 8192);
+	sl_tcp_close(T.s, so, tf_now_us);
+	tf_clear();
+	tf_seg(ntohs(so->lport), TH_ACK_ | TH_FIN_, IRS + 1, iss + 1, 8192, NULL, 0);
+	g = tf_last();
+	tap_eq(so->state, SL_TCP_CLOSING, "FIN-WAIT-1 + FIN: CLOSING");
+	tap_ok(T.n == 1 && g.flags == TH_ACK_ && g.ack == IRS + 2, "their FIN ACKed");
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 2, iss + 2, 8192, NULL, 0);
+	tap_eq(so->state, SL_TCP_TIME_WAIT, "CLOSING + ACK of FIN: TIME-WAIT");
+	tf_finish();
+}
+
+static void test_fin_wait_1_fin_ack(void)
+{
+	struct sl_sock *so;
+	uint32_t iss;
+
+	tf_init("fa");
+	so = tf_connect(IRS, &iss, NULL, 8192);
+	sl_tcp_close(T.s, so, tf_now_us);
+	tf_seg(ntohs(so->lport), TH_ACK_ | TH_FIN_, IRS + 1, iss + 2, 8192, NULL, 0);
+	tap_eq(so->state, SL_TCP_TIME_WAIT, "FIN-WAIT-1 + FIN+ACK of our FIN: TIME-WAIT");
+	tf_clear();
+	tf_seg(ntohs(so->lport), TH_RST_, IRS + 2, 0, 0, NULL, 0);
+	tap_eq(T.s->r->sock_used, T.sock0, "TIME-WAIT + RST: closed (RFC 9293 3.10.7.4)");
+	tf_finish();
+}
+
+/* Half-close: after shutdown(SHUT_WR) the peer's data still arrives. */
+static void test_fin_wait_2_half_close(void)
+{
+	struct sl_sock *so;
+	uint32_t iss;
+	uint8_t buf[16];
+
+	tf_init("hc");
+	so = tf_connect(IRS, &iss, NULL, 8192);
+	tap_eq(sl_tcp_shutdown(T.s, so, SHUT_WR, tf_now_us), 0, "shutdown(SHUT_WR)");
+	tap_eq(tf_last().flags, TH_FIN_ | TH_ACK_, "FIN sent");
+	tap_eq(sl_tcp_send(T.s, so, "x", 1, 0, tf_now_us), -EPIPE, "send after SHUT_WR: EPIPE");
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 2, 8192, NULL, 0);
+	tap_eq(so->state, SL_TCP_FIN_WAIT_2, "FIN-WAIT-2");
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 2, 8192, "hello", 5);
+	tap_eq(sl_tcp_recv(T.s, so, buf, sizeof(buf), 0, tf_now_us), 5, "FIN-WAIT-2: data received");
+	tf_seg(ntohs(so->lport), TH_ACK_ | TH_FIN_, IRS + 6, iss + 2, 8192, NULL, 0);
+	tap_eq(so->state, SL_TCP_TIME_WAIT, "then TIME-WAIT");
+	tap_eq(sl_tcp_recv(T.s, so, buf, sizeof(buf), 0, tf_now_us), 0, "EOF");
+	tap_ok(sl_tcp_poll(T.s, so) & SL_EV_HUP, "both directions closed: HUP");
+	tf_finish();
+}
+
+/* RFC 2525 2.17: closing with unread data sends RST, not FIN. */
+static void test_established_close_unread(void)
+{
+	struct sl_sock *so;
+	struct tf_seg g;
+	uint32_t iss;
+
+	tf_init("cu");
+	so = tf_connect(IRS, &iss, NULL, 8192);
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 1, 8192, "unread", 6);
+	tf_clear();
+	sl_tcp_close(T.s, so, tf_now_us);
+	g = tf_last();
+	tap_ok(T.n == 1 && (g.flags & TH_RST_) && g.seq == iss + 1, "close with unread data: RST");
+	tap_eq(T.s->r->sock_used, T.sock0, "released at once");
+	tf_finish();
+}
+
+/* LAST-ACK / CLOSING + RST: closed (RFC 9293 3.10.7.4 second). */
+static void test_last_ack_rst(void)
+{
+	struct sl_sock *so;
+	uint32_t iss;
+
+	tf_init("lr");
+	so = tf_connect(IRS, &iss, NULL, 8192);
+	tf_seg(ntohs(so->lport), TH_ACK_ | TH_FIN_, IRS + 1, iss + 1, 8192, NULL, 0);
+	sl_tcp_close(T.s, so, tf_now_us);
+	tap_eq(so->state, SL_TCP_LAST_ACK, "LAST-ACK");
+	tf_seg(ntohs(so->lport), TH_RST_, IRS + 2, 0, 0, NULL, 0);
+	tap_eq(T.s->r->sock_used, T.sock0, "LAST-ACK + RST: released");
+	tf_finish();
+}
+
+/* The FIN is retransmitted on the RTO like data. */
+static void test_fin_wait_1_fin_retransmit(void)
+{
+	struct sl_sock *so;
+	uint32_t iss;
+	unsigned int fins = 0;
+
+	tf_init("fr");
+	so = tf_connect(IRS, &iss, NULL, 8192);
+	sl_tcp_close(T.s, so, tf_now_us);
+	tf_clear();
+	tf_advance_ms(1000);
+	for (unsigned int i = 0; i < T.n; i++)
+		if (tf_parse(i).flags == (TH_FIN_ | TH_ACK_) && tf_parse(i).seq == iss + 1)
+			fins++;
+	tap_ok(fins >= 1, "FIN retransmitted after the RTO");
+	tap_eq(so->state, SL_TCP_FIN_WAIT_1, "still FIN-WAIT-1");
+	tf_finish();
+}
+
+/* An orphan in FIN-WAIT-2 gives up after the FIN timeout. */
+static void test_fin_wait_2_orphan_timeout(void)
+{
+	struct sl_sock *so;
+	uint32_t iss;
+
+	tf_init("ft");
+	so = tf_connect(IRS, &iss, NULL, 8192);
+	sl_tcp_close(T.s, so, tf_now_us);
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 2, 8192, NULL, 0);
+	tap_eq(so->state, SL_TCP_FIN_WAIT_2, "FIN-WAIT-2");
+	tf_advance_ms(59000);
+	tap_eq(T.s->r->sock_used, T.sock0 + 1, "still there at 59 s");
+	tf_advance_ms(1001);
+	tap_eq(T.s->r->sock_used, T.sock0, "released at 60 s");
+	tf_finish();
+}
+
+/* A closed listener resets and releases the connections not accepted. */
+static void test_listen_close_children(void)
+{
+	struct sl_sock *l;
+	uint32_t iss;
+
+	tf_init("lc");
+	l = tf_listener(TF_LPORT, 8);
+	tf_seg_full(5001, TF_LPORT, TH_SYN_, 100, 0, 8192, NULL, NULL, 0);
+	iss = tf_last().seq;
+	tf_seg_full(5001, TF_LPORT, TH_ACK_, 101, iss + 1, 8192, NULL, NULL, 0);
+	tf_seg_full(5002, TF_LPORT, TH_SYN_, 100, 0, 8192, NULL, NULL, 0);
+	tap_eq(T.s->r->sock_used, T.sock0 + 3, "listener + 2 children");
+	tf_clear();
+	sl_tcp_close(T.s, l, tf_now_us);
+	tap_eq(T.s->r->sock_used, T.sock0, "all released");
+	tap_eq(T.n, 2, "each child reset");
+	tf_finish();
+}
+
+/* RFC 1122 4.2.3.6: keepalive probes SND.NXT-1, then gives up. */
+static void test_established_keepalive(void)
+{
+	struct sl_sock *so;
+	struct tf_seg g;
+	uint32_t iss;
+	int one = 1, idle = 10, intvl = 2, cnt = 3;
+
+	tf_init("ka");
+	so = tf_connect(IRS, &iss, NULL, 8192);
+	sl_tcp_setsockopt(T.s, so, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(int));
+	sl_tcp_setsockopt(T.s, so, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(int));
+	sl_tcp_setsockopt(T.s, so, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(int));
+	sl_tcp_setsockopt(T.s, so, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(int));
+	tf_advance_ms(10000);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.flags == TH_ACK_ && g.seq == iss && g.plen == 0,
+	       "keepalive probe after the idle time");
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 1, 8192, NULL, 0);
+	tf_clear();
+	tf_advance_ms(9000);
+	tap_eq(T.n, 0, "an answer restarts the idle time");
+	tf_advance_ms(1000 + 3 * 2000 + 10);
+	tap_eq(so->state, SL_TCP_CLOSED, "no answers: connection dropped");
+	tap_eq(so->error, ETIMEDOUT, "ETIMEDOUT");
+	tf_finish();
+}
+
+int main(void)
+{
+	test_established_fin();
+	test_fin_wait_active_close();
+	test_fin_wait_simultaneous_close();
+	test_fin_wait_1_fin_ack();
+	test_fin_wait_2_half_close();
+	test_established_close_unread();
+	test_last_ack_rst();
+	test_fin_wait_1_fin_retransmit();
+	test_fin_wait_2_orphan_timeout();
+	test_listen_close_children();
+	test_established_keepalive();
+	return tap_done();
+}

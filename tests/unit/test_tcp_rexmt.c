@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * TCP retransmission: RFC 6298 (RTT estimate, RTO, backoff, Karn), give-up
+ * after the data retries, RFC 5681 fast retransmit on three duplicate
+ * ACKs, RFC 6582 NewReno recovery, SACK-driven retransmission (RFC 2018,
+ * RFC 6675), slow start and the CUBIC decrease (RFC 9438).
+ */
+#include "tcp_fixture.h"
+
+#define IRS 30000u
+
+static uint8_t pattern[20000];
+
+static struct sl_sock *conn(uint32_t *iss, bool sack)
+{
+	struct sl_sock *so = tf_connect(IRS, iss, &(struct tf_opts){ .mss = 1000,
+								      .sack_ok = sack },
+					65535);
+	int one = 1;
+
+	sl_tcp_setsockopt(T.s, so, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return so;
+}
+
+static void ack(struct sl_sock *so, uint32_t a, const struct tf_opts *o)
+{
+	tf_seg_full(TF_PPORT, ntohs(so->lport), TH_ACK_, IRS + 1, a, 65535, o, NULL, 0);
+}
+
+/* Wait for the next frame; returns the ms waited. */
+static uint64_t wait_frame(uint64_t limit_ms)
+{
+	unsigned int n = T.n;
+	uint64_t ms = 0;
+
+	while (T.n == n && ms < limit_ms) {
+		tf_advance_ms(1);
+		ms++;
+	}
+	return ms;
+}
+
+static void test_established_rto_backoff(void)
+{
+	struct sl_sock *so;
+	struct tf_seg g;
+	uint32_t iss;
+	uint64_t gap1, gap2, gap3;
+
+	tf_init("rb");
+	so = conn(&iss, false);
+	sl_tcp_send(T.s, so, pattern, 100, 0, tf_now_us);
+	tf_clear();
+	gap1 = wait_frame(5000);
+	g = tf_last();
+	tap_ok(g.seq == iss + 1 && g.plen == 100, "RTO: the segment is sent again");
+	tap_eq(gap1, SL_TCP_RTO_MIN_US / 1000, "first RTO: the 200 ms floor (tiny RTT)");
+	gap2 = wait_frame(5000);
+	gap3 = wait_frame(5000);
+	tap_eq(gap2, 2 * gap1, "backoff doubles (RFC 6298 5.5)");
+	tap_eq(gap3, 4 * gap1, "and doubles again");
+	tap_eq(tf_counter(SL_C_tcp_rto), 3, "counted tcp_rto");
+	tap_eq(tf_counter(SL_C_tcp_retransmit), 3, "counted tcp_retransmit");
+	tap_ok(so->tcp.cwnd == so->tcp.mss, "cwnd = 1 MSS after an RTO (RFC 5681 3.1)");
+	/* Karn: the ACK of a retransmitted segment gives no RTT sample. */
+	uint32_t srtt = so->tcp.srtt_us;
+
+	tf_advance_ms(300);
+	ack(so, iss + 101, NULL);
+	tap_eq(so->tcp.srtt_us, srtt, "no RTT sample from a retransmission (Karn)");
+	tap_eq(so->tcp.backoff, 0, "new ACK clears the backoff");
+	tf_finish();
+}
+
+/* RFC 6298 2.2/2.3: SRTT, RTTVAR and RTO from measurements. */
+static void test_established_rtt_estimate(void)
+{
+	struct sl_sock *so;
+	uint32_t iss;
+
+	tf_init("rt");
+	so = conn(&iss, false);
+	so->tcp.srtt_us = 0;	/* forget the handshake's sample */
+	so->tcp.rto_us = 1000000;
+	sl_tcp_send(T.s, so, pattern, 100, 0, tf_now_us);
+	tf_advance_ms(300);
+	ack(so, iss + 101, NULL);
+	tap_eq(so->tcp.srtt_us, 300000, "first sample: SRTT = R");
+	tap_eq(so->tcp.rttvar_us, 150000, "RTTVAR = R/2");
+	tap_eq(so->tcp.rto_us, 900000, "RTO = SRTT + 4 RTTVAR");
+	sl_tcp_send(T.s, so, pattern, 100, 0, tf_now_us);
+	tf_advance_ms(100);
+	ack(so, iss + 201, NULL);
+	tap_eq(so->tcp.rttvar_us, (3 * 150000 + 200000) / 4, "RTTVAR = 3/4 RTTVAR + 1/4 |SRTT - R|");
+	tap_eq(so->tcp.srtt_us, (7 * 300000 + 100000) / 8, "SRTT = 7/8 SRTT + 1/8 R");
+	tf_finish();
+}
+
+static void test_established_data_retries(void)
+{
+	struct sl_sock *so;
+	uint32_t iss;
+
+	tf_init("dr");
+	so = conn(&iss, false);
+	sl_tcp_send(T.s, so, pattern, 100, 0, tf_now_us);
+	tf_clear();
+	for (int i = 0; i < 1200 && so->state != SL_TCP_CLOSED; i++)
+		tf_advance_ms(1000);
+	tap_eq(so->state, SL_TCP_CLOSED, "gave up");
+	tap_eq(so->error, ETIMEDOUT, "ETIMEDOUT");
+	tap_eq(tf_counter(SL_C_tcp_rto), SL_TCP_DATA_RETRIES, "after 15 retransmissions");
+	tap_ok(tf_last().flags & TH_RST_, "and a reset to the peer");
+	tf_finish();
+}
+
+/* RFC 5681 3.2 / RFC 6582 3.2: three duplicate ACKs retransmit at once. */
+static void test_established_fast_retransmit(void)
+{
+	struct sl_sock *so;
+	struct tf_seg g;
+	uint32_t iss, cwnd;
+
+	tf_init("fr");
+	so = conn(&iss, false);
+	tap_eq(sl_tcp_send(T.s, so, pattern, 5000, 0, tf_now_us), 5000, "send 5 segments");
+	tap_eq(T.n, 5, "all five sent in the initial window (RFC 6928)");
+	ack(so, iss + 1001, NULL);
+	cwnd = so->tcp.cwnd;
+	tap_eq(cwnd, 10000 + 1000, "slow start: cwnd grows by the bytes ACKed");
+	tf_clear();
+	ack(so, iss + 1001, NULL);
+	ack(so, iss + 1001, NULL);
+	tap_eq(T.n, 0, "two duplicate ACKs: nothing");
+	ack(so, iss + 1001, NULL);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.seq == iss + 1001 && g.plen == 1000, "third: fast retransmit");
+	tap_eq(tf_counter(SL_C_tcp_fast_retransmit), 1, "counted tcp_fast_retransmit");
+	tap_ok(so->tcp.tflags & SL_TF_RECOVERY, "in fast recovery");
+	tap_eq(so->tcp.ssthresh, 4000 * 717 / 1024, "ssthresh = beta_cubic * flight (RFC 9438 4.6)");
+	/* RFC 6582: a partial ACK retransmits the next hole. */
+	tf_clear();
+	ack(so, iss + 2001, NULL);
+	g = tf_parse(0);
+	tap_ok(T.n >= 1 && g.seq == iss + 2001, "partial ACK: next segment retransmitted");
+	tap_ok(so->tcp.tflags & SL_TF_RECOVERY, "still in recovery");
+	ack(so, iss + 5001, NULL);
+	tap_ok(!(so->tcp.tflags & SL_TF_RECOVERY), "full ACK ends recovery");
+	tap_ok(so->tcp.cwnd <= so->tcp.ssthresh, "cwnd deflated to at most ssthresh");
+	tf_finish();
+}
+
+/* SACK scoreboard: holes below SACKed data are retransmitted; SACKed
+ * segments are not (RFC 2018, RFC 6675). */
+static void test_established_sack_recovery(void)
+{
+	struct sl_sock *so;
+	uint32_t iss;
+	struct tf_opts o = { 0 };
+	int rexmit_1001 = 0, rexmit_3001 = 0, rexmit_sacked = 0;
+
+	tf_init("sr");
+	so = conn(&iss, true);
+	tap_ok(so->tcp.tflags & SL_TF_SACK, "SACK agreed");
+	sl_tcp_send(T.s, so, pattern, 6000, 0, tf_now_us);
+	ack(so, iss + 1001, NULL);
+	tf_clear();
+	/* Segments 2 and 4 lost: blocks 3, then 3 and 5-6. */
+	o.nsack = 1;
+	o.sack[0][0] = iss + 2001;
+	o.sack[0][1] = iss + 3001;
+	ack(so, iss + 1001, &o);
+	o.nsack = 2;
+	o.sack[1][0] = iss + 4001;
+	o.sack[1][1] = iss + 5001;
+	ack(so, iss + 1001, &o);
+	o.sack[1][1] = iss + 6001;
+	ack(so, iss + 1001, &o);
+	ack(so, iss + 1001, &o);
+	for (unsigned int i = 0; i < T.n; i++) {
+		struct tf_seg g = tf_parse(i);
+
+		if (!g.plen)
+			continue;
+		if (g.seq == iss + 1001)
+			rexmit_1001++;
+		else if (g.seq == iss + 3001)
+			rexmit_3001++;
+		else
+			rexmit_sacked++;
+	}
+	tap_eq(rexmit_1001, 1, "first hole retransmitted once");
+	tap_eq(rexmit_3001, 1, "second hole retransmitted from the SACK information");
+	tap_eq(rexmit_sacked, 0, "SACKed segments not retransmitted");
+	ack(so, iss + 6001, NULL);
+	tap_eq(so->tcp.sndq_bytes, 0, "all acknowledged");
+	tf_finish();
+}
+
+/* CUBIC grows cwnd in congestion avoidance and never below Reno's. */
+static void test_established_cubic_growth(void)
+{
+	struct sl_sock *so;
+	uint32_t iss, una, w0;
+
+	tf_init("cg");
+	so = conn(&iss, false);
+	so->tcp.ssthresh = so->tcp.cwnd;	/* start in congestion avoidance */
+	w0 = so->tcp.cwnd;
+	una = iss + 1;
+	for (int rtt = 0; rtt < 20; rtt++) {
+		uint32_t sent = 0;
+
+		while (so->tcp.sndq_bytes < so->tcp.cwnd && sent < 20000) {
+			sl_tcp_send(T.s, so, pattern, 1000, 0, tf_now_us);
+			sent += 1000;
+		}
+		tf_advance_ms(10);
+		ack(so, so->tcp.snd_nxt, NULL);
+		una = so->tcp.snd_una;
+	}
+	(void)una;
+	tap_ok(so->tcp.cwnd > w0, "cwnd grew in congestion avoidance");
+	tap_ok(so->tcp.cwnd < w0 * 4, "and slower than slow start");
+	tf_finish();
+}
+
+int main(void)
+{
+	test_established_rto_backoff();
+	test_established_rtt_estimate();
+	test_established_data_retries();
+	test_established_fast_retransmit();
+	test_established_sack_recovery();
+	test_established_cubic_growth();
+	return tap_done();
+}
