@@ -8,6 +8,10 @@
  *   bench bulk [MBYTES]       single-stream TCP bulk between two processes
  *   bench conns [N]           N established connections in one stack:
  *                             shared bytes per connection
+ *   bench rtt IP PORT [N]     kernel TCP client: 64-byte ping-pong against
+ *                             an echo server, blocking calls; prints the
+ *                             mean one-way latency (for the demo)
+ *   bench kecho PORT SECONDS  kernel TCP echo server (one client at a time)
  *
  * Both sides use the same method: non-blocking calls in a spin loop for the
  * latency test, blocking-free batch sends for bulk.  Timings come from
@@ -376,12 +380,77 @@ static void conns(long n)
 	sluice_stack_destroy(name);
 }
 
+static int rtt(const char *ip, int port, long rounds)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int c = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	char buf[MSG];
+	double t0, best = 1e9;
+
+	inet_pton(AF_INET, ip, &a.sin_addr);
+	if (connect(c, (struct sockaddr *)&a, sizeof(a)))
+		fail("connect", errno);
+	setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	memset(buf, 'r', sizeof(buf));
+	t0 = now_s();
+	for (long i = 0; i < rounds; i++) {
+		double t = now_s();
+		long got = 0, n;
+
+		if (write(c, buf, MSG) != MSG)
+			fail("write", errno);
+		while (got < MSG && (n = read(c, buf + got, MSG - got)) > 0)
+			got += n;
+		if (got != MSG)
+			fail("read", EIO);
+		t = now_s() - t;
+		if (t < best)
+			best = t;
+	}
+	printf("%.1f %.1f\n", (now_s() - t0) / rounds / 2 * 1e6, best / 2 * 1e6);
+	close(c);
+	return 0;
+}
+
+static int kecho(int port, double seconds)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	struct timeval tv = { .tv_sec = (long)seconds };
+	char buf[65536];
+
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 8))
+		fail("listen", errno);
+	printf("ready\n");
+	fflush(stdout);
+	for (double end = now_s() + seconds; now_s() < end;) {
+		int c = accept(l, NULL, NULL);
+		long n;
+
+		if (c < 0)
+			break;
+		setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		while ((n = read(c, buf, sizeof(buf))) > 0)
+			if (write(c, buf, n) != n)
+				break;
+		close(c);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "all";
 	long arg = argc > 2 ? atol(argv[2]) : 0;
 
 	signal(SIGPIPE, SIG_IGN);
+	if (!strcmp(what, "rtt") && argc >= 4)
+		return rtt(argv[2], atoi(argv[3]), argc > 4 ? atol(argv[4]) : 2000);
+	if (!strcmp(what, "kecho") && argc == 4)
+		return kecho(atoi(argv[2]), atof(argv[3]));
 	if (!strcmp(what, "pingpong") || !strcmp(what, "all")) {
 		long rounds = arg > 1000 ? arg : 50000;
 		double k = kernel_pingpong(rounds), s = sluice_pingpong(rounds);
