@@ -324,6 +324,18 @@ int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **chil
 	return 0;
 }
 
+/* Buffers send queues may not take: whatever the sockets' sndbuf says,
+ * the pool keeps room for received segments, or ACKs that would free
+ * send buffers could not be received at all (Linux: tcp_mem pressure). */
+static bool pool_has_room(const struct sl_stack *s)
+{
+	uint32_t reserve = s->r->n_bufs / 8;
+
+	if (reserve < 16)
+		reserve = 16;
+	return s->r->buf_free_count > reserve;
+}
+
 static bool can_send(const struct sl_sock *so)
 {
 	return (so->state == SL_TCP_ESTABLISHED || so->state == SL_TCP_CLOSE_WAIT) &&
@@ -364,6 +376,8 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 		/* Fill the unsent tail buffer first (what Nagle holds back). */
 		if (idx >= s->r->n_bufs || (sl_buf(s, idx)->flags & SL_TBF_SENT) ||
 		    sl_buf(s, idx)->aux >= cap) {
+			if (!pool_has_room(s))
+				break;
 			idx = sl_buf_alloc(s);
 			if (idx == SLUICE_IDX_NONE)
 				break;
@@ -554,7 +568,6 @@ uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so)
 	struct sl_tcp_sock *tp = &so->tcp;
 	uint32_t ev = 0;
 
-	(void)s;
 	if (so->state == SL_TCP_LISTEN)
 		return tp->acc_len ? SL_EV_IN : 0;
 	if (so->error)
@@ -566,7 +579,7 @@ uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so)
 	if (so->state == SL_TCP_CLOSED) {
 		ev |= SL_EV_HUP | SL_EV_IN | SL_EV_OUT;
 	} else if (can_send(so)) {
-		if (so->sndbuf > tp->sndq_bytes + so->sndbuf / 8)
+		if (so->sndbuf > tp->sndq_bytes + so->sndbuf / 8 && pool_has_room(s))
 			ev |= SL_EV_OUT;
 	} else if (so->state > SL_TCP_SYN_RECEIVED) {
 		/* Write side shut: a write would fail at once (EPIPE). */

@@ -102,6 +102,15 @@ static bool is_bcast(const struct sl_stack *s, uint32_t a)
 
 /* ---- queues ---------------------------------------------------------- */
 
+/* Buffers received payload may not take: the last few stay free so that
+ * segments carrying ACKs (which free send buffers) can still arrive. */
+static bool rx_pool_low(const struct sl_stack *s)
+{
+	uint32_t reserve = s->r->n_bufs / 64;
+
+	return s->r->buf_free_count < (reserve < 8 ? 8 : reserve);
+}
+
 /* Trim buffer idx (a received segment) to its payload and stamp it. */
 static void to_payload(struct sl_stack *s, uint32_t idx, const struct seg *g)
 {
@@ -198,7 +207,7 @@ static bool ooo_insert(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
 	struct sluice_buf *b = sl_buf(s, idx);
 	uint32_t *pp = &tp->ooo_head, end = b->seq + b->len;
 
-	if (tp->ooo_count >= SL_TCP_OOO_MAX || s->r->buf_free_count < 8) {
+	if (tp->ooo_count >= SL_TCP_OOO_MAX || rx_pool_low(s)) {
 		sl_buf_free(s, idx);
 		return false;
 	}
@@ -796,6 +805,12 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 			sl_buf_free(s, idx);
 			sl_tcp_done(s, so, 0);
 			return;
+		}
+		if (rx_pool_low(s) && g->plen) {
+			/* Taken again when the peer retransmits. */
+			sl_count(s, SL_C_tcp_rx_pressure);
+			tp->tflags |= SL_TF_ACKNOW;
+			goto out_ack;
 		}
 		to_payload(s, idx, g);
 		queued = true;
