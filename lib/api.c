@@ -146,13 +146,25 @@ static int stack_run(struct sl_stack *s)
 	return n;
 }
 
+/*
+ * Called in every spin: it takes the lock only when there may be work (a
+ * link to read, or a timer tick passed), and only if nobody else holds it:
+ * a holder is running the stack already.
+ */
 int sluice_stack_poll(struct sluice_stack *st)
 {
 	struct sl_stack *s = S(st);
-	int ret = sl_lock(s), n;
+	int n;
 
-	if (ret)
-		return ret;
+	if (atomic_load_explicit((_Atomic uint32_t *)&s->r->state, memory_order_acquire) ==
+	    SLUICE_STATE_BROKEN)
+		return -EPIPE;
+	/* With no link, only timers need running: look at the clock every
+	 * 16th call (reading it costs more than the rest of a spin). */
+	if (!s->link && ((++s->poll_calls & 15) || sl_now(s) / 1000 <= s->r->wheel_now_ms))
+		return 0;
+	if (!sl_trylock(s))
+		return 0;
 	n = stack_run(s);
 	sl_unlock(s);
 	return n;
@@ -445,6 +457,26 @@ long sluice_send(struct sluice_stack *st, int sd, const void *buf, size_t len, i
 	return sluice_sendto(st, sd, buf, len, flags, NULL);
 }
 
+/*
+ * Without the lock: is there certainly nothing to receive?  The reads race
+ * with other processes, but a stale "nothing" only costs one more spin and
+ * a stale "something" takes the lock and finds out.
+ */
+static bool rx_nothing(const struct sl_stack *s, int sd)
+{
+	const volatile struct sl_sock *v;
+
+	if (sd < 0 || (uint32_t)sd >= s->r->max_sockets)
+		return false;
+	v = sl_sock(s, sd);
+	if (v->rxq_count || v->rxq_bytes || v->error || (v->flags & SL_SF_SHUT_RD))
+		return false;
+	if (v->type == SL_SOCK_UDP)
+		return true;
+	return v->type == SL_SOCK_TCP && v->state == SL_TCP_ESTABLISHED &&
+	       !(v->tcp.tflags & SL_TF_FIN_RCVD);
+}
+
 long sluice_recvfrom(struct sluice_stack *st, int sd, void *buf, size_t len, int flags,
 		     struct sockaddr_in *from)
 {
@@ -456,6 +488,8 @@ long sluice_recvfrom(struct sluice_stack *st, int sd, void *buf, size_t len, int
 	bool nb;
 
 	for (;;) {
+		if ((flags & MSG_DONTWAIT) && len && rx_nothing(s, sd))
+			return -EAGAIN;
 		ret = sock_get(s, sd, &so);
 		if (ret)
 			return ret;

@@ -65,6 +65,7 @@ struct sl_sock {
 	uint32_t defer_work;		/* atomic SL_WORK_* bits */
 	uint32_t defer_next;
 
+	uint32_t wake_seq;		/* bumped on every readiness change */
 	uint32_t owner_pid;		/* process that created it */
 	uint32_t port_next;		/* local-port hash chain */
 

@@ -116,6 +116,7 @@ struct sl_stack {
 	uint64_t (*clock)(void *arg);	/* now, microseconds */
 	void *clock_arg;
 	unsigned int spin_us;
+	unsigned int poll_calls;	/* sluice_stack_poll() calls, for pacing */
 	/* Stack-local loopback queue (buffer indices), drained under the lock. */
 	uint32_t lo_head, lo_tail;
 	char name[SLUICE_NAME_MAX];
