@@ -345,6 +345,10 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 	}
 
 	if (SEQ_GT(ack, tp->snd_una)) {
+		/* RFC 7661 flavour (Linux tcp_is_cwnd_limited): grow cwnd only
+		 * while it is what limits the sender. */
+		bool cwnd_limited = 2 * (tp->snd_max - tp->snd_una) >= tp->cwnd;
+
 		acked = ack - tp->snd_una;
 		/* RTT: one timed segment (Karn), or the echoed timestamp. */
 		if ((tp->tflags & SL_TF_TIMING) && SEQ_GEQ(ack, tp->rtt_seq)) {
@@ -380,7 +384,8 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 			}
 		} else {
 			tp->dupacks = 0;
-			sl_tcp_cc_ack(tp, acked, now_us);
+			if (cwnd_limited)
+				sl_tcp_cc_ack(tp, acked, now_us);
 		}
 		sl_tcp_rearm_rexmt(so, now_us);
 		sl_sock_wake(s, so);
