@@ -114,8 +114,13 @@ uint32_t sl_tcp_rcv_space(struct sl_stack *s, const struct sl_sock *so)
 	/* Half the buffer is payload, the rest covers buffer overhead (as
 	 * Linux's tcp_adv_win_scale = 1). */
 	uint32_t lim = so->rcvbuf / 2, used = so->rxq_bytes + so->tcp.ooo_bytes;
+	uint32_t free_bufs = s->r->buf_free_count, reserve = s->r->n_bufs / 8, cap;
 
-	(void)s;
+	/* The pool is shared by every connection: offer no more than half
+	 * of what is free beyond the reserve (in full segments). */
+	cap = free_bufs > reserve ? (free_bufs - reserve) / 2 * sl_tcp_our_mss(s, so) : 0;
+	if (lim > used + cap)
+		lim = used + cap;
 	return used >= lim ? 0 : lim - used;
 }
 
@@ -373,6 +378,9 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 
 		if (!room)
 			break;
+		/* No send queue takes more than a quarter of the pool. */
+		if (tp->sndq_bytes / tp->mss >= s->r->n_bufs / 4)
+			break;
 		/* Fill the unsent tail buffer first (what Nagle holds back). */
 		if (idx >= s->r->n_bufs || (sl_buf(s, idx)->flags & SL_TBF_SENT) ||
 		    sl_buf(s, idx)->aux >= cap) {
@@ -408,11 +416,10 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 		sl_tcp_output(s, so, now_us);
 		return (ssize_t)done;
 	}
-	/* Nothing queued: buffers come back with ACKs if we hold some;
-	 * otherwise the pool is empty for reasons of our own making. */
-	if (tp->sndq_bytes)
-		return -EAGAIN;
-	return so->sndbuf > tp->sndq_bytes ? -ENOBUFS : -EAGAIN;
+	/* Nothing queued: the send buffer is full, or the pool is low (other
+	 * connections' ACKs give buffers back; poll shows OUT once they do,
+	 * as Linux waits in sk_stream_wait_memory()). */
+	return -EAGAIN;
 }
 
 /* Tell the peer about space freed by reading, if it is worth it
@@ -579,7 +586,8 @@ uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so)
 	if (so->state == SL_TCP_CLOSED) {
 		ev |= SL_EV_HUP | SL_EV_IN | SL_EV_OUT;
 	} else if (can_send(so)) {
-		if (so->sndbuf > tp->sndq_bytes + so->sndbuf / 8 && pool_has_room(s))
+		if (so->sndbuf > tp->sndq_bytes + so->sndbuf / 8 && pool_has_room(s) &&
+		    tp->sndq_bytes / tp->mss < s->r->n_bufs / 4)
 			ev |= SL_EV_OUT;
 	} else if (so->state > SL_TCP_SYN_RECEIVED) {
 		/* Write side shut: a write would fail at once (EPIPE). */
