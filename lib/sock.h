@@ -142,7 +142,8 @@ void sl_sock_run_work(struct sl_stack *s, struct sl_sock *so, uint32_t work);
 void sl_sock_rxq_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint32_t bytes);
 
 /* timer.c: the wheel (1 ms ticks, SLUICE_WHEEL_SLOTS slots, longer
- * deadlines go round again) */
+ * deadlines go round again).  sl_timer_set() never moves an entry later:
+ * a socket may be called before its deadline and must re-arm itself. */
 void sl_timer_set(struct sl_stack *s, struct sl_sock *so, uint64_t due_ms);
 void sl_timer_cancel(struct sl_stack *s, struct sl_sock *so);
 /* Fire every deadline up to now; returns how many fired. */

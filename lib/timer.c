@@ -39,6 +39,15 @@ void sl_timer_cancel(struct sl_stack *s, struct sl_sock *so)
 
 void sl_timer_set(struct sl_stack *s, struct sl_sock *so, uint64_t due_ms)
 {
+	/*
+	 * A deadline that moves later keeps its earlier wheel entry: the
+	 * socket is woken early and computes its next deadline then.  TCP
+	 * pushes its retransmission deadline back on every ACK; this keeps
+	 * that off the wheel (and off other sockets' list links).
+	 */
+	if (so->wheel_due_ms && so->wheel_due_ms <= due_ms &&
+	    so->wheel_due_ms > s->r->wheel_now_ms)
+		return;
 	sl_timer_cancel(s, so);
 	/* Never in a slot the wheel has passed: the earliest is the next tick. */
 	if (due_ms <= s->r->wheel_now_ms)

@@ -192,9 +192,12 @@ struct sluice_region {
 	__u32 ip_id_next;		/* (u) */
 	__u32 attach_count;		/* (u) processes that attached */
 	__u64 tcp_isn_secret[2];	/* (c) RFC 6528 keyed ISN */
-	__u32 lo_head, lo_tail;		/* (u) loopback queue, buffer idx */
 
-	struct sluice_neigh neigh[SLUICE_NEIGH_MAX];	/* (u) */
+	/* The loopback queue (buffer idx), on a line of its own. */
+	__u32 lo_head __attribute__((aligned(64)));	/* (u) */
+	__u32 lo_tail;					/* (u) */
+
+	struct sluice_neigh neigh[SLUICE_NEIGH_MAX] __attribute__((aligned(64)));	/* (u) */
 
 	/* Counters (u), each only ever incremented, under the lock. */
 	__u64 counters[128] __attribute__((aligned(64)));

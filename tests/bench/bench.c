@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,32 @@
 
 #define MSG 64
 #define PORT 7301
+
+/*
+ * Pin the calling process to one CPU, as one would with taskset for
+ * sockperf: the two ends of a ping-pong on different cores, never sharing
+ * one (which would make both wait for time slices).  Same for both stacks.
+ */
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+static void unpin(void)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	for (int i = 0; i < sysconf(_SC_NPROCESSORS_ONLN) && i < CPU_SETSIZE; i++)
+		CPU_SET(i, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
 
 static double now_s(void)
 {
@@ -124,6 +151,7 @@ static double sluice_pingpong(long rounds)
 	pid = fork();
 	if (pid == 0) {
 		/* The echo side, in a second process attached by name. */
+		pin(1);
 		struct sluice_stack *s2;
 		int ret = sluice_stack_attach(name, &s2), sd = -1;
 		double give_up = now_s() + 10;
@@ -143,6 +171,7 @@ static double sluice_pingpong(long rounds)
 		sluice_stack_close(s2);
 		_exit(0);
 	}
+	pin(0);
 	c = sluice_socket(st, SLUICE_SOCK_STREAM);
 	if (sluice_connect(st, c, &a))
 		fail("connect", -ECONNREFUSED);
@@ -158,6 +187,7 @@ static double sluice_pingpong(long rounds)
 			fail("ping-pong", -EIO);
 	t1 = now_s();
 	waitpid(pid, &status, 0);
+	unpin();
 	if (getenv("BENCH_VERBOSE"))
 		fprintf(stderr, "pingpong: lock contended %llu times, deferred %llu\n",
 			(unsigned long long)((struct sl_stack *)st)->r->lock_contended,
@@ -281,12 +311,14 @@ static double kernel_pingpong(long rounds)
 	if (pid == 0) {
 		int sd = accept(l, NULL, NULL);
 
+		pin(1);
 		setsockopt(sd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		for (long i = 0; i < rounds; i++)
 			if (k_xfer(sd, buf, MSG, false) || k_xfer(sd, buf, MSG, true))
 				_exit(3);
 		_exit(0);
 	}
+	pin(0);
 	c = k_connect();
 	memset(buf, 'p', sizeof(buf));
 	for (int i = 0; i < 1000; i++)
@@ -297,6 +329,7 @@ static double kernel_pingpong(long rounds)
 			fail("kernel ping-pong", errno);
 	t1 = now_s();
 	waitpid(pid, &status, 0);
+	unpin();
 	close(c);
 	close(l);
 	return (t1 - t0) / (rounds - 1000) / 2 * 1e6;
