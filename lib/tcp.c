@@ -144,7 +144,7 @@ void sl_tcp_init_tcb(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	tp->keep_idle_s = ki ? ki : SL_TCP_KEEPIDLE_S;
 	tp->keep_intvl_s = kv ? kv : SL_TCP_KEEPINTVL_S;
 	tp->keep_cnt = kc ? kc : SL_TCP_KEEPCNT;
-	tp->sndq_head = tp->sndq_tail = SLUICE_IDX_NONE;
+	tp->sndq_head = tp->sndq_tail = tp->sndq_hint = SLUICE_IDX_NONE;
 	tp->ooo_head = SLUICE_IDX_NONE;
 	tp->acc_head = tp->acc_tail = SLUICE_IDX_NONE;
 	tp->iss = sl_tcp_isn(s, so->laddr, so->lport, so->raddr, so->rport, now_us);
@@ -172,7 +172,7 @@ static void free_queues(struct sl_stack *s, struct sl_sock *so)
 	struct sl_tcp_sock *tp = &so->tcp;
 
 	sl_buf_free_chain(s, tp->sndq_head);
-	tp->sndq_head = tp->sndq_tail = SLUICE_IDX_NONE;
+	tp->sndq_head = tp->sndq_tail = tp->sndq_hint = SLUICE_IDX_NONE;
 	tp->sndq_bytes = 0;
 	sl_buf_free_chain(s, tp->ooo_head);
 	tp->ooo_head = SLUICE_IDX_NONE;
@@ -295,7 +295,7 @@ int sl_tcp_listen(struct sl_stack *s, struct sl_sock *so, int backlog)
 		memset(tp, 0, sizeof(*tp));
 		tp->user_mss = um;
 		tp->acc_head = tp->acc_tail = SLUICE_IDX_NONE;
-		tp->sndq_head = tp->sndq_tail = tp->ooo_head = SLUICE_IDX_NONE;
+		tp->sndq_head = tp->sndq_tail = tp->ooo_head = tp->sndq_hint = SLUICE_IDX_NONE;
 		if (!(so->flags & SL_SF_HASHED))
 			sl_sock_hash(s, so);
 	}

@@ -70,6 +70,7 @@ enum sl_tcp_state {
 #define SL_TCP_OOO_MAX		64		/* out-of-order buffers a connection may hold */
 #define SL_TCP_DUPACK_THRESH	3		/* RFC 5681 3.2 */
 #define SL_TCP_SACK_MAX		4		/* RFC 2018 3: at most 4 blocks (3 with TS) */
+#define SL_TCP_CHALLENGE_MAX	100		/* RFC 5961 7: challenge ACKs a second, per connection */
 
 /*
  * Send-queue buffers are laid out so that headers are written in place in
@@ -135,8 +136,9 @@ struct sl_tcp_sock {
 	/* Deadlines, absolute microseconds; 0 when off. */
 	uint64_t t_rexmt, t_dack, t_persist, t_keep, t_close;
 
-	/* Send queue: buffers in sequence order (seq, aux = payload bytes). */
-	uint32_t sndq_head, sndq_tail, sndq_bytes;
+	/* Send queue: buffers in sequence order (seq, aux = payload bytes);
+	 * sndq_hint is where the send loop stopped (NONE: start at head). */
+	uint32_t sndq_head, sndq_tail, sndq_bytes, sndq_hint;
 	/* Out-of-order queue (payload trimmed in place, sorted by seq). */
 	uint32_t ooo_head, ooo_bytes;
 	uint16_t ooo_count;
@@ -146,6 +148,10 @@ struct sl_tcp_sock {
 	/* Listener: accept queue (linked by sl_sock.next_idx) and SYN queue. */
 	uint32_t acc_head, acc_tail;
 	uint16_t acc_len, syn_len, syn_max;
+
+	/* RFC 5961 7: challenge ACKs sent in the current second */
+	uint32_t chal_sec;
+	uint16_t chal_cnt;
 
 	/* Keepalive (RFC 1122 4.2.3.6) */
 	uint16_t keep_idle_s, keep_intvl_s;
@@ -201,6 +207,8 @@ void sl_tcp_set_mss(struct sl_stack *s, struct sl_sock *so);
 int sl_tcp_send_ctl(struct sl_stack *s, struct sl_sock *so, uint8_t flags, uint32_t seq,
 		    uint64_t now_us);
 int sl_tcp_send_ack(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
+/* A challenge ACK (RFC 5961), rate limited per connection (section 7). */
+void sl_tcp_challenge_ack(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
 int sl_tcp_send_syn(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
 /* An RST answering a segment that matched no connection (RFC 9293 3.10.7.1). */
 void sl_tcp_send_reset(struct sl_stack *s, const struct sl_ip *ip, const void *th,

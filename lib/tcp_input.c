@@ -251,6 +251,8 @@ static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		tp->sndq_head = b->next_idx;
 		if (tp->sndq_head == SLUICE_IDX_NONE)
 			tp->sndq_tail = SLUICE_IDX_NONE;
+		if (tp->sndq_hint == idx)
+			tp->sndq_hint = SLUICE_IDX_NONE;
 		tp->sndq_bytes -= b->aux;
 		sl_buf_free(s, idx);
 	}
@@ -321,13 +323,13 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 
 	/* RFC 5961 5.2: acceptable if SND.UNA - MAX.SND.WND <= SEG.ACK <= SND.NXT. */
 	if (SEQ_GT(ack, tp->snd_max) || SEQ_LT(ack, tp->snd_una - tp->max_sndwnd)) {
-		tp->tflags |= SL_TF_ACKNOW;
-		if (SEQ_GT(ack, tp->snd_max))
-			sl_count(s, SL_C_tcp_challenge_ack);
+		sl_tcp_challenge_ack(s, so, now_us);
 		return false;
 	}
 	if (tp->tflags & SL_TF_SACK)
 		mark_sacked(s, so, &g->o);
+	if (tp->tflags & SL_TF_PROBE)
+		tp->keep_probes = 0;	/* the peer answers our window probes */
 
 	dup = ack == tp->snd_una && g->plen == 0 && !(g->flags & (TH_SYN_ | TH_FIN_)) &&
 	      tp->snd_una != tp->snd_max && SEQ_LEQ(tp->snd_wl1, g->seq) &&
@@ -423,7 +425,7 @@ static void enter_time_wait(struct sl_stack *s, struct sl_sock *so, uint64_t now
 
 	sl_tcp_set_state(s, so, SL_TCP_TIME_WAIT);
 	sl_buf_free_chain(s, tp->sndq_head);
-	tp->sndq_head = tp->sndq_tail = SLUICE_IDX_NONE;
+	tp->sndq_head = tp->sndq_tail = tp->sndq_hint = SLUICE_IDX_NONE;
 	tp->sndq_bytes = 0;
 	tp->t_rexmt = tp->t_persist = tp->t_keep = 0;
 	tp->t_close = now_us + SL_TCP_TIME_WAIT_US;
@@ -724,8 +726,7 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 	/* Second: RST (RFC 5961 3.2). */
 	if (g->flags & TH_RST_) {
 		if (g->seq != tp->rcv_nxt) {
-			sl_count(s, SL_C_tcp_challenge_ack);
-			sl_tcp_send_ack(s, so, now_us);
+			sl_tcp_challenge_ack(s, so, now_us);
 			goto drop;
 		}
 		sl_count(s, SL_C_tcp_reset_rx);
@@ -741,8 +742,7 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 
 	/* Fourth: SYN in a synchronized state (RFC 5961 4.2). */
 	if (syn) {
-		sl_count(s, SL_C_tcp_challenge_ack);
-		sl_tcp_send_ack(s, so, now_us);
+		sl_tcp_challenge_ack(s, so, now_us);
 		goto drop;
 	}
 

@@ -260,6 +260,22 @@ int sl_tcp_send_ack(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	return sl_tcp_send_ctl(s, so, TH_ACK_, so->tcp.snd_nxt, now_us);
 }
 
+void sl_tcp_challenge_ack(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t sec = (uint32_t)(now_us / 1000000);
+
+	if (sec != tp->chal_sec) {
+		tp->chal_sec = sec;
+		tp->chal_cnt = 0;
+	}
+	if (tp->chal_cnt >= SL_TCP_CHALLENGE_MAX)
+		return;
+	tp->chal_cnt++;
+	sl_count(s, SL_C_tcp_challenge_ack);
+	sl_tcp_send_ack(s, so, now_us);
+}
+
 int sl_tcp_send_syn(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
@@ -361,14 +377,18 @@ uint32_t sl_tcp_flight(const struct sl_tcp_sock *tp)
 void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	uint32_t idx = tp->sndq_head;
+	uint32_t idx = tp->sndq_head, last = SLUICE_IDX_NONE;
 	bool sent = false;
 
 	if (so->state < SL_TCP_ESTABLISHED)
 		return;
 	if (SEQ_LT(tp->snd_nxt, tp->snd_una))
 		tp->snd_nxt = tp->snd_una;
+	/* Resume where the last pass stopped: buffers before it are sent. */
+	if (tp->sndq_hint < s->r->n_bufs && SEQ_LEQ(sl_buf(s, tp->sndq_hint)->seq, tp->snd_nxt))
+		idx = tp->sndq_hint;
 	while (idx < s->r->n_bufs) {
+		last = idx;
 		struct sluice_buf *b = sl_buf(s, idx);
 		uint32_t end = b->seq + b->aux, len = b->aux, wnd, usable, rwnd_left;
 		bool rexmit;
@@ -419,6 +439,7 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		sent = true;
 		idx = b->next_idx;
 	}
+	tp->sndq_hint = idx < s->r->n_bufs ? idx : last;
 	/* The FIN follows the last byte (RFC 9293 3.10.4). */
 	if ((tp->tflags & SL_TF_FIN_Q) && tp->snd_nxt == tp->snd_end && idx >= s->r->n_bufs) {
 		sl_tcp_send_ctl(s, so, TH_FIN_ | TH_ACK_, tp->snd_end, now_us);
@@ -440,6 +461,7 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		tp->t_persist = now_us + d;
 		tp->tflags |= SL_TF_PROBE;
 		tp->keep_probes = 0;
+		tp->backoff = 0;
 	}
 	if (tp->tflags & SL_TF_ACKNOW)
 		sl_tcp_send_ack(s, so, now_us);

@@ -119,6 +119,7 @@ static void on_rexmt(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	for (uint32_t i = tp->sndq_head; i < s->r->n_bufs; i = sl_buf(s, i)->next_idx)
 		sl_buf(s, i)->flags &= ~(SL_TBF_SACKED | SL_TBF_RECOV);
 	tp->snd_nxt = tp->snd_una;
+	tp->sndq_hint = SLUICE_IDX_NONE;
 	tp->tflags &= ~(SL_TF_TIMING | SL_TF_RECOVERY);	/* Karn */
 	tp->recover = tp->snd_max;
 	tp->dupacks = 0;
@@ -136,13 +137,22 @@ static void on_persist(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		tp->tflags &= ~SL_TF_PROBE;
 		return;
 	}
+	/* Unanswered probes end the connection as unanswered retransmissions
+	 * do (Linux tcp_probe_timer); a peer that answers keeps it open. */
+	if (tp->keep_probes >= ((so->flags & SL_SF_ORPHAN) ? SL_TCP_ORPHAN_RETRIES :
+							      SL_TCP_DATA_RETRIES)) {
+		sl_tcp_send_ctl(s, so, TH_RST_ | TH_ACK_, tp->snd_nxt, now_us);
+		sl_tcp_done(s, so, tp->soft_err ? tp->soft_err : ETIMEDOUT);
+		return;
+	}
 	/* A probe below the window makes the peer answer with its window
 	 * (RFC 9293 3.8.6.1; the form Linux and BSD send). */
 	sl_tcp_send_ctl(s, so, TH_ACK_, tp->snd_una - 1, now_us);
-	if (tp->keep_probes < 16)
-		tp->keep_probes++;
+	tp->keep_probes++;
+	if (tp->backoff < 16)
+		tp->backoff++;
 	d = (uint64_t)(tp->rto_us < SL_TCP_RTO_MIN_US ? SL_TCP_RTO_MIN_US : tp->rto_us)
-	    << tp->keep_probes;
+	    << tp->backoff;
 	if (d > SL_TCP_RTO_MAX_US)
 		d = SL_TCP_RTO_MAX_US;
 	tp->t_persist = now_us + d;
@@ -190,8 +200,11 @@ void sl_tcp_timer(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		if (so->type != SL_SOCK_TCP || so->gen != gen || so->state == SL_TCP_CLOSED)
 			return;
 	}
-	if (tp->t_persist && tp->t_persist <= now_us)
+	if (tp->t_persist && tp->t_persist <= now_us) {
 		on_persist(s, so, now_us);
+		if (so->type != SL_SOCK_TCP || so->gen != gen || so->state == SL_TCP_CLOSED)
+			return;
+	}
 	if (tp->t_dack && tp->t_dack <= now_us) {
 		tp->t_dack = 0;
 		sl_tcp_send_ack(s, so, now_us);
