@@ -7,6 +7,7 @@
 #   make module       sluice.ko against KDIR (default: newest installed headers)
 #   make check        every test: host unit tests, then the VM suite
 #   make demo         the embedded demo (no InfiniBand hardware needed)
+#   make bench        benchmarks, Sluice beside the kernel (not tests)
 #   make checkpatch   checkpatch.pl from linux-source-6.1 over kernel/ and uapi
 
 VERSION := 0.1.0
