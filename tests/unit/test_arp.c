@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * ARP (RFC 826) for Ethernet-style links without the module: requests for
+ * unresolved neighbours with the packet held, the reply releasing it,
+ * answering requests for our address, retries, and a counted drop when a
+ * neighbour never answers.
+ */
+#include "../../lib/eth.h"
+#include "stack_fixture.h"
+
+struct wire {
+	struct sl_link link;
+	unsigned int n;
+	uint16_t len[16];
+	uint8_t frame[16][2048];
+};
+
+static int wire_xmit(struct sl_link *l, const void *frame, size_t len)
+{
+	struct wire *w = (struct wire *)l;
+
+	if (w->n < 16) {
+		w->len[w->n] = (uint16_t)len;
+		memcpy(w->frame[w->n++], frame, len);
+	}
+	return 0;
+}
+
+static const uint8_t peer_mac[6] = { 0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0xee };
+
+/* Feed an ARP packet (op, sender ip/mac, target ip) to the stack. */
+static void arp_in(struct sl_stack *s, struct sl_eth_link *el, uint16_t op, const char *spa,
+		   const uint8_t *sha, const char *tpa)
+{
+	uint32_t idx;
+	struct sl_eth *eh;
+	struct sl_arp *a;
+
+	sl_lock(s);
+	idx = sl_buf_alloc(s);
+	sl_buf(s, idx)->off = SL_HEADROOM - ETH_HLEN_;
+	eh = (struct sl_eth *)sl_buf_data(s, idx);
+	memset(eh->dst, 0xff, 6);
+	memcpy(eh->src, sha, 6);
+	eh->type = htons(ETHERTYPE_ARP_);
+	a = (struct sl_arp *)(eh + 1);
+	a->htype = htons(1);
+	a->ptype = htons(ETHERTYPE_IP_);
+	a->hlen = 6;
+	a->plen = 4;
+	a->op = htons(op);
+	memcpy(a->sha, sha, 6);
+	inet_pton(AF_INET, spa, &a->spa);
+	memset(a->tha, 0, 6);
+	inet_pton(AF_INET, tpa, &a->tpa);
+	sl_buf(s, idx)->len = sizeof(*eh) + sizeof(*a);
+	sl_eth_input(s, el, idx);
+	sl_unlock(s);
+}
+
+int main(void)
+{
+	struct sl_stack *s = fx_stack("arp", "10.6.0.1", NULL);
+	struct wire w = { .link = { .mtu = 1500 } };
+	struct sl_eth_link el = { .link = &w.link, .xmit = wire_xmit };
+	uint32_t free0 = s->r->buf_free_count, nh, idx;
+	const struct sl_eth *eh;
+	const struct sl_arp *a;
+	uint8_t pkt[128];
+	size_t len;
+
+	memcpy(s->r->mac, "\x02\x11\x22\x33\x44\x55", 6);
+	inet_pton(AF_INET, "10.6.0.9", &nh);
+
+	/* An IP packet to an unknown neighbour: held, and a request goes out. */
+	len = fx_ip(pkt, "10.6.0.1", "10.6.0.9", IPPROTO_UDP_, "payload!", 8);
+	sl_lock(s);
+	idx = sl_buf_alloc(s);
+	memcpy(sl_buf_data(s, idx), pkt, len);
+	sl_buf(s, idx)->len = (uint16_t)len;
+	tap_eq(sl_eth_tx(s, &el, idx, nh), 0, "send to an unresolved neighbour is accepted");
+	sl_buf_free(s, idx);
+	sl_unlock(s);
+	tap_eq(w.n, 1, "one frame went out");
+	eh = (const struct sl_eth *)w.frame[0];
+	a = (const struct sl_arp *)(eh + 1);
+	tap_ok(!memcmp(eh->dst, "\xff\xff\xff\xff\xff\xff", 6), "to the broadcast address");
+	tap_eq(ntohs(eh->type), ETHERTYPE_ARP_, "an ARP frame");
+	tap_eq(ntohs(a->op), 1, "a request");
+	tap_eq(a->tpa, nh, "asking for 10.6.0.9");
+	tap_eq(a->spa, s->r->ip_addr, "from our address");
+	tap_ok(!memcmp(a->sha, s->r->mac, 6), "with our MAC");
+	tap_eq(free0 - s->r->buf_free_count, 1, "one buffer held for the neighbour");
+
+	/* The reply releases the held packet, addressed to the peer's MAC. */
+	arp_in(s, &el, 2, "10.6.0.9", peer_mac, "10.6.0.1");
+	tap_eq(w.n, 2, "the held packet went out on the reply");
+	eh = (const struct sl_eth *)w.frame[1];
+	tap_ok(!memcmp(eh->dst, peer_mac, 6), "to the neighbour's MAC");
+	tap_eq(ntohs(eh->type), ETHERTYPE_IP_, "as IPv4");
+	tap_ok(!memcmp(w.frame[1] + ETH_HLEN_ + 20, "payload!", 8), "with its payload");
+	tap_eq(s->r->buf_free_count, free0, "hold buffer returned");
+
+	/* Resolved now: the next packet goes straight out. */
+	sl_lock(s);
+	idx = sl_buf_alloc(s);
+	memcpy(sl_buf_data(s, idx), pkt, len);
+	sl_buf(s, idx)->len = (uint16_t)len;
+	sl_eth_tx(s, &el, idx, nh);
+	sl_buf_free(s, idx);
+	sl_unlock(s);
+	tap_eq(w.n, 3, "resolved neighbour: sent at once");
+
+	/* A request for our address is answered. */
+	arp_in(s, &el, 1, "10.6.0.20", peer_mac, "10.6.0.1");
+	tap_eq(w.n, 4, "request for us answered");
+	a = (const struct sl_arp *)(w.frame[3] + ETH_HLEN_);
+	tap_eq(ntohs(a->op), 2, "with a reply");
+	tap_ok(!memcmp(a->sha, s->r->mac, 6), "giving our MAC");
+	tap_ok(!memcmp(a->tha, peer_mac, 6), "to the asker");
+	/* A request for another address is not. */
+	arp_in(s, &el, 1, "10.6.0.21", peer_mac, "10.6.0.77");
+	tap_eq(w.n, 4, "request for someone else ignored");
+
+	/* Bad ARP: counted. */
+	{
+		uint64_t bad0 = fx_counter(s, "arp_rx_bad");
+		uint8_t mc[6] = { 0x01, 0, 0x5e, 0, 0, 1 };
+
+		arp_in(s, &el, 2, "10.6.0.30", mc, "10.6.0.1");
+		tap_eq(fx_counter(s, "arp_rx_bad"), bad0 + 1, "multicast sender MAC is bad");
+	}
+
+	/* A neighbour that never answers: 3 requests, then a counted drop. */
+	inet_pton(AF_INET, "10.6.0.99", &nh);
+	w.n = 0;
+	sl_lock(s);
+	idx = sl_buf_alloc(s);
+	memcpy(sl_buf_data(s, idx), pkt, len);
+	sl_buf(s, idx)->len = (uint16_t)len;
+	sl_eth_tx(s, &el, idx, nh);
+	sl_buf_free(s, idx);
+	for (int i = 0; i < 5; i++) {
+		fx_clock_us += 1100 * 1000;
+		sl_eth_timer(s, &el);
+	}
+	sl_unlock(s);
+	tap_eq(w.n, 3, "three requests in all");
+	tap_eq(fx_counter(s, "arp_hold_dropped"), 1, "the held packet is dropped and counted");
+	tap_eq(s->r->buf_free_count, free0, "no buffer leaked");
+	fx_destroy(s);
+	return tap_done();
+}
