@@ -26,4 +26,33 @@ else
 	check "info without the module says it is not loaded" \
 		grep -q 'the sluice module is not loaded' <<<"$err"
 fi
+
+# stacks and dump, on a stack left in /dev/shm by tests/interop/mkstack
+name=t-tool-$$
+rm -f "/dev/shm/sluice-$name"
+if "$top/build/tests/interop/mkstack" "$name"; then
+	out=$("$sluice" stacks)
+	check "stacks lists the new stack as ready" grep -qE "^$name +ready +3/16" <<<"$out"
+	out=$("$sluice" dump "$name")
+	check "dump shows the address" grep -q "stack $name: ready, 10.7.0.1/255.255.255.0" <<<"$out"
+	check "dump shows the bound UDP socket with a datagram queued" \
+		grep -qE "udp +- +10\.7\.0\.1:5353 +0\.0\.0\.0:0 +5 " <<<"$out"
+	check "dump shows the TCP listener" grep -qE "tcp +LISTEN +0\.0\.0\.0:8080" <<<"$out"
+	check "dump shows the listener's queues" grep -q "accept queue 0, SYN queue 0/" <<<"$out"
+	check "dump shows counters with their meaning" \
+		grep -qE "udp_rx +2  UDP datagrams received" <<<"$out"
+	check "dump shows loopback traffic" grep -qE "loopback +2 " <<<"$out"
+	# A region someone scribbled on is refused, not trusted.
+	printf 'garbage!' | dd of="/dev/shm/sluice-$name" bs=1 seek=0 conv=notrunc 2>/dev/null
+	err=$("$sluice" dump "$name" 2>&1 >/dev/null)
+	check "dump of a corrupted region says it is not a valid stack (exit 1)" \
+		grep -q "not a valid Sluice stack" <<<"$err"
+	out=$("$sluice" stacks)
+	check "stacks marks the corrupted region invalid" grep -qE "^$name +invalid" <<<"$out"
+	rm -f "/dev/shm/sluice-$name"
+else
+	fail "mkstack creates a stack"
+fi
+err=$("$sluice" dump no-such-stack-$$ 2>&1 >/dev/null)
+check "dump of a missing stack says so" grep -q "No such file or directory" <<<"$err"
 done_testing
