@@ -322,9 +322,6 @@ int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **chil
 	c->next_idx = SLUICE_IDX_NONE;
 	c->parent_idx = SLUICE_IDX_NONE;
 	c->tcp.tflags &= ~(SL_TF_ACCQ | SL_TF_PASSIVE);
-	/* The child keeps the listener's non-blocking mode, as BSD does not
-	 * and Linux does not either: it starts blocking. */
-	c->flags &= ~SL_SF_NONBLOCK;
 	*child = c;
 	return 0;
 }
@@ -743,7 +740,8 @@ void sl_tcp_icmp_error(struct sl_stack *s, const struct sl_ip *q, int err)
 		return;
 	if (SEQ_LT(seq, so->tcp.snd_una) || SEQ_GT(seq, so->tcp.snd_max))
 		return;
-	if (so->state == SL_TCP_SYN_SENT) {
+	/* Fragmentation needed is path-MTU news, never fatal (RFC 5927). */
+	if (so->state == SL_TCP_SYN_SENT && err != EMSGSIZE) {
 		sl_tcp_done(s, so, err);
 		return;
 	}

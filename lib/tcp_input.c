@@ -457,6 +457,10 @@ static void established(struct sl_stack *s, struct sl_sock *so, const struct seg
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 
+	/* RFC 6298 5.7: a retransmitted SYN leaves no sample; start at 3 s. */
+	if (tp->backoff && !tp->srtt_us)
+		tp->rto_us = 3000000;
+
 	tp->snd_wnd = g->wnd << tp->snd_wscale;
 	tp->max_sndwnd = tp->snd_wnd;
 	tp->snd_wl1 = g->seq;
@@ -496,7 +500,8 @@ static void listen_input(struct sl_stack *s, struct sl_sock *lso, uint32_t idx,
 	c->lport = th->dport;
 	c->raddr = ip->saddr;
 	c->rport = th->sport;
-	c->flags |= SL_SF_BOUND | (lso->flags & (SL_SF_NODELAY | SL_SF_KEEPALIVE | SL_SF_NONBLOCK));
+	/* As Linux: options are inherited, O_NONBLOCK is not (accept4's job). */
+	c->flags |= SL_SF_BOUND | (lso->flags & (SL_SF_NODELAY | SL_SF_KEEPALIVE));
 	c->rcvbuf = lso->rcvbuf;
 	c->sndbuf = lso->sndbuf;
 	c->parent_idx = lso->idx;
@@ -558,11 +563,10 @@ static void syn_sent_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 	if (g->flags & TH_ACK_) {
 		tp->snd_una = g->ack;
 		tp->snd_wscale = (tp->tflags & SL_TF_WS) ? tp->snd_wscale : 0;
-		established(s, so, g);
-		if (tp->tflags & SL_TF_TIMING)
-			tp->tflags &= ~SL_TF_TIMING;
+		tp->tflags &= ~SL_TF_TIMING;
 		if (!tp->backoff)	/* Karn: only an unrepeated SYN */
 			sl_tcp_rtt_sample(tp, (uint32_t)(now_us - tp->rtt_start_us));
+		established(s, so, g);
 		sl_tcp_keep_reset(so, now_us);
 		/* RFC 9293: <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>, then any data. */
 		tp->tflags |= SL_TF_ACKNOW;
@@ -758,9 +762,9 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 			goto drop;
 		tp->snd_una = g->ack;
 		tp->snd_wscale = (tp->tflags & SL_TF_WS) ? tp->snd_wscale : 0;
-		established(s, so, g);
-		if (!tp->backoff && !tp->srtt_us)
+		if (!tp->backoff && !tp->srtt_us)	/* Karn */
 			sl_tcp_rtt_sample(tp, (uint32_t)(now_us - tp->rtt_start_us));
+		established(s, so, g);
 		sl_tcp_keep_reset(so, now_us);
 		if (so->flags & SL_SF_SHUT_WR) {
 			tp->tflags |= SL_TF_FIN_Q;

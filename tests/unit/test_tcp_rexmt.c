@@ -225,8 +225,29 @@ static void test_established_cubic_growth(void)
 	tf_finish();
 }
 
+/* RFC 6298 5.7 and Karn: after a retransmitted SYN the RTO starts at 3 s
+ * and the handshake gives no RTT sample. */
+static void test_syn_sent_retransmitted_rto(void)
+{
+	struct sl_sock *so = sl_sock_alloc((tf_init("s7"), T.s), SL_SOCK_TCP);
+	uint32_t iss;
+
+	sl_sock_bind(T.s, so, 0, 0);
+	sl_tcp_connect(T.s, so, T.peer, htons(TF_PPORT), tf_now_us);
+	iss = tf_last().seq;
+	tf_advance_ms(1500);
+	tap_eq(T.n, 2, "SYN retransmitted once");
+	tf_seg_full(TF_PPORT, ntohs(so->lport), TH_SYN_ | TH_ACK_, IRS, iss + 1, 8192, NULL,
+		    NULL, 0);
+	tap_eq(so->state, SL_TCP_ESTABLISHED, "established");
+	tap_eq(so->tcp.srtt_us, 0, "no RTT sample from a retransmitted SYN (Karn)");
+	tap_eq(so->tcp.rto_us, 3000000, "RTO 3 s for the data (RFC 6298 5.7)");
+	tf_finish();
+}
+
 int main(void)
 {
+	test_syn_sent_retransmitted_rto();
 	test_established_rto_backoff();
 	test_established_rtt_estimate();
 	test_established_data_retries();
