@@ -535,6 +535,9 @@ void sl_tcp_close(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 
+	/* A child not yet accepted belongs to its listener. */
+	if (tp->tflags & (SL_TF_PASSIVE | SL_TF_ACCQ))
+		return;
 	switch (so->state) {
 	case SL_TCP_LISTEN:
 		abort_children(s, so, now_us);
