@@ -260,7 +260,8 @@ static inline void tf_seg_full(uint16_t sport, uint16_t dport, uint8_t flags, ui
 		}
 	}
 	tl = 20 + ol + dlen;
-	memcpy(op + ol, data, dlen);
+	if (dlen)
+		memcpy(op + ol, data, dlen);
 	memset(ip, 0, sizeof(*ip));
 	ip->ver_ihl = 0x45;
 	ip->tot_len = htons((uint16_t)(20 + tl));

@@ -37,7 +37,7 @@ static void run(uint64_t seed, unsigned int nseg)
 	struct sl_sock *l, *c[4] = { NULL };
 	uint32_t irs[4];
 	uint16_t port[4] = { 0 }, next_port = 10000;
-	uint8_t payload[1400], opts[40];
+	uint8_t payload[3000], opts[40];
 	bool ok = true;
 	unsigned int i, conns = 0, hits = 0;
 
@@ -74,8 +74,12 @@ static void run(uint64_t seed, unsigned int nseg)
 			if (r < 4) {
 				struct tf_seg g;
 
+				struct tf_opts so = { .mss = 200 + rnd() % 1300, .ws_on = rnd() % 2,
+						      .ws = rnd() % 15, .sack_ok = rnd() % 2,
+						      .ts = rnd() % 2, .tsval = rnd() };
+
 				port[k] = next_port++;
-				tf_seg_full(port[k], TF_LPORT, TH_SYN_, irs[k], 0, 8192, NULL, NULL, 0);
+				tf_seg_full(port[k], TF_LPORT, TH_SYN_, irs[k], 0, 8192, &so, NULL, 0);
 				g = tf_last();
 				if (g.valid && g.flags == (TH_SYN_ | TH_ACK_))
 					tf_seg_full(port[k], TF_LPORT, TH_ACK_, irs[k] + 1, g.seq + 1,
@@ -97,7 +101,7 @@ static void run(uint64_t seed, unsigned int nseg)
 		seq = c[k]->tcp.rcv_nxt + (r < 10 ? rnd() % 3000 : rnd());
 		ack = c[k]->tcp.snd_una + (r < 12 ? rnd() % 3000 : rnd());
 		if (rnd() % 2)
-			plen = rnd() % sizeof(payload);
+			plen = rnd() % 1400;
 		if (rnd() % 4 == 0) {
 			o.ts = 1;
 			o.tsval = rnd();
