@@ -1,42 +1,57 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The Internet checksum (RFC 1071), summed 32 bits at a time.
+ * The Internet checksum (RFC 1071), summed 64 bits at a time.  Only the
+ * last piece of a checksummed message may have an odd length.
  */
 #include <string.h>
 
 #include "wire.h"
 
+/* Add with end-around carry, 64 bits at a time (RFC 1071 2(B)). */
+static inline uint64_t add64(uint64_t a, uint64_t b)
+{
+	uint64_t r = a + b;
+
+	return r + (r < b);
+}
+
 uint32_t sl_csum_add(uint32_t sum, const void *data, size_t len)
 {
 	const uint8_t *p = data;
-	uint64_t acc = sum;
+	uint64_t a0 = sum, a1 = 0, a2 = 0, a3 = 0;
 
+	/* Four independent chains so the adds overlap. */
+	while (len >= 32) {
+		uint64_t w[4];
+
+		memcpy(w, p, 32);
+		a0 = add64(a0, w[0]);
+		a1 = add64(a1, w[1]);
+		a2 = add64(a2, w[2]);
+		a3 = add64(a3, w[3]);
+		p += 32;
+		len -= 32;
+	}
+	a0 = add64(add64(a0, a1), add64(a2, a3));
 	while (len >= 8) {
 		uint64_t w;
 
 		memcpy(&w, p, 8);
-		acc += (w & 0xffffffffu) + (w >> 32);
+		a0 = add64(a0, w);
 		p += 8;
 		len -= 8;
 	}
-	while (len >= 2) {
-		uint16_t w;
-
-		memcpy(&w, p, 2);
-		acc += w;
-		p += 2;
-		len -= 2;
-	}
 	if (len) {
-		/* Pad the odd byte with zero, in memory order. */
-		uint16_t w = 0;
+		/* The tail, zero-padded in memory order. */
+		uint64_t w = 0;
 
-		memcpy(&w, p, 1);
-		acc += w;
+		memcpy(&w, p, len);
+		a0 = add64(a0, w);
 	}
-	acc = (acc & 0xffffffffu) + (acc >> 32);
-	acc = (acc & 0xffffffffu) + (acc >> 32);
-	return (uint32_t)acc;
+	/* Fold 64 to 32 bits, keeping the carries. */
+	a0 = (a0 & 0xffffffffu) + (a0 >> 32);
+	a0 = (a0 & 0xffffffffu) + (a0 >> 32);
+	return (uint32_t)a0;
 }
 
 uint16_t sl_csum_fold(uint32_t sum)

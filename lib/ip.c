@@ -172,6 +172,9 @@ void sl_stack_drain_loopback(struct sl_stack *s)
 	struct sluice_region *r = s->r;
 	unsigned int budget = r->n_bufs;
 
+	if (r->lo_head >= r->n_bufs)
+		return;
+	sl_batch_begin(s);
 	while (r->lo_head < r->n_bufs && budget--) {
 		uint32_t idx = r->lo_head;
 
@@ -181,4 +184,5 @@ void sl_stack_drain_loopback(struct sl_stack *s)
 		sl_count(s, SL_C_loopback);
 		sl_ip_input(s, idx);
 	}
+	sl_batch_end(s);
 }

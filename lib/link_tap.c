@@ -50,6 +50,7 @@ static int tap_rx(struct sl_link *l, struct sl_stack *s, int budget)
 		t->last_timer_ms = now_ms;
 		sl_eth_timer(s, &t->eth);
 	}
+	sl_batch_begin(s);
 	while (n < budget) {
 		uint32_t idx = sl_buf_alloc(s);
 		ssize_t len;
@@ -66,6 +67,7 @@ static int tap_rx(struct sl_link *l, struct sl_stack *s, int budget)
 		sl_eth_input(s, &t->eth, idx);
 		n++;
 	}
+	sl_batch_end(s);
 	return n;
 }
 

@@ -24,7 +24,7 @@
 #include "sock.h"
 
 #define LOCKW(s)	((_Atomic uint32_t *)&(s)->r->lock)
-#define SPIN_TRIES	200
+#define SPIN_TRIES	2000
 /* A sleeper re-checks the holder's liveness this often. */
 #define CHECK_NS	(20 * 1000 * 1000)
 

@@ -221,6 +221,7 @@ static double sluice_bulk(long mbytes)
 
 		if (sluice_stack_attach(name, &s2))
 			_exit(2);
+		pin(1);
 		while (sd < 0 && now_s() < give_up) {
 			sd = sluice_accept(s2, l, NULL);
 			if (sd < 0)
@@ -241,6 +242,7 @@ static double sluice_bulk(long mbytes)
 		sluice_stack_close(s2);
 		_exit(got == total ? 0 : 3);
 	}
+	pin(0);
 	c = sluice_socket(st, SLUICE_SOCK_STREAM);
 	if (sluice_connect(st, c, &a))
 		fail("connect", -ECONNREFUSED);
@@ -252,8 +254,18 @@ static double sluice_bulk(long mbytes)
 		fail("receiver", -EIO);
 	t1 = now_s();
 	waitpid(pid, &status, 0);
+	unpin();
 	if (!WIFEXITED(status) || WEXITSTATUS(status))
 		fail("receiver exit", -EIO);
+	if (getenv("BENCH_VERBOSE")) {
+		struct sluice_region *r = ((struct sl_stack *)st)->r;
+
+		fprintf(stderr, "bulk: retransmits %llu, RTOs %llu, nobuf %llu, lock contended %llu\n",
+			(unsigned long long)r->counters[SL_C_tcp_retransmit],
+			(unsigned long long)r->counters[SL_C_tcp_rto],
+			(unsigned long long)r->counters[SL_C_nobuf],
+			(unsigned long long)r->lock_contended);
+	}
 	sluice_close(st, c);
 	sluice_stack_close(st);
 	sluice_stack_destroy(name);
@@ -350,12 +362,14 @@ static double kernel_bulk(long mbytes)
 		int sd = accept(l, NULL, NULL);
 		long got = 0, n;
 
+		pin(1);
 		while (got < total && (n = read(sd, buf, sizeof(buf))) > 0)
 			got += n;
 		if (write(p[1], "x", 1) != 1)
 			_exit(4);
 		_exit(got == total ? 0 : 3);
 	}
+	pin(0);
 	c = k_connect();
 	t0 = now_s();
 	for (long sent = 0; sent < total; sent += sizeof(buf))
@@ -365,6 +379,7 @@ static double kernel_bulk(long mbytes)
 		fail("kernel receiver", EIO);
 	t1 = now_s();
 	waitpid(pid, &status, 0);
+	unpin();
 	close(c);
 	close(l);
 	return total * 8 / (t1 - t0) / 1e9;
@@ -501,7 +516,9 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(what, "bulk") || !strcmp(what, "all")) {
 		long mb = arg > 0 && strcmp(what, "all") ? arg : 1024;
-		double k = kernel_bulk(mb), s = sluice_bulk(mb);
+		const char *only = getenv("BENCH_ONLY");
+		double k = only && !strcmp(only, "sluice") ? 1 : kernel_bulk(mb);
+		double s = sluice_bulk(mb);
 
 		printf("bulk: TCP single stream, %ld MiB: kernel %.2f Gbit/s, sluice %.2f Gbit/s, "
 		       "sluice/kernel %.2f\n", mb, k, s, s / k);
