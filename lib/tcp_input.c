@@ -686,10 +686,12 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 			goto drop;
 		}
 		/* RCV.WND = 0: take the ACK and RST of a segment at RCV.NXT
-		 * but none of its data (RFC 9293: "special allowance"). */
+		 * but none of its data (RFC 9293: "special allowance"); a bare
+		 * FIN is taken too, as Linux does (it costs no buffer space). */
+		if (g->plen)
+			g->flags &= (uint8_t)~TH_FIN_;
 		g->plen = 0;
-		g->flags &= (uint8_t)~TH_FIN_;
-		g->end = g->seq;
+		g->end = g->seq + !!(g->flags & TH_FIN_);
 		tp->tflags |= SL_TF_ACKNOW;
 	}
 	/* Trim to the window: the front below RCV.NXT, the tail past it. */

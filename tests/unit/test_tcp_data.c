@@ -158,6 +158,27 @@ static void test_established_receive_window(void)
 	tf_finish();
 }
 
+/* A bare FIN at RCV.NXT is taken even with the window closed (Linux). */
+static void test_established_fin_zero_window(void)
+{
+	struct sl_sock *l, *c;
+	uint32_t iss, b = IRS + 1;
+
+	tf_init("fz");
+	l = tf_listener(TF_LPORT, 8);
+	l->rcvbuf = 4000;
+	c = tf_accept(l, IRS, &iss, NULL, 8192);
+	tf_seg(TF_LPORT, TH_ACK_, b, iss + 1, 8192, pattern, 1000);
+	tf_seg(TF_LPORT, TH_ACK_, b + 1000, iss + 1, 8192, pattern + 1000, 1000);
+	tap_eq(tf_last().win, 0, "window closed");
+	tf_seg(TF_LPORT, TH_ACK_ | TH_FIN_, b + 2000, iss + 1, 8192, pattern, 10);
+	tap_eq(c->state, SL_TCP_ESTABLISHED, "FIN with data beyond a zero window: not taken");
+	tf_seg(TF_LPORT, TH_ACK_ | TH_FIN_, b + 2000, iss + 1, 8192, NULL, 0);
+	tap_eq(c->state, SL_TCP_CLOSE_WAIT, "bare FIN at RCV.NXT: taken");
+	tap_eq(tf_last().ack, b + 2001, "and ACKed");
+	tf_finish();
+}
+
 /* RFC 9293 3.8.6.1: a zero window is probed on the persist timer. */
 static void test_established_zero_window_probe(void)
 {
@@ -341,6 +362,7 @@ int main(void)
 	test_established_send_nagle();
 	test_established_ooo_sack();
 	test_established_receive_window();
+	test_established_fin_zero_window();
 	test_established_zero_window_probe();
 	test_established_small_peer_window();
 	test_established_rst();
