@@ -174,7 +174,7 @@ int sluice_stack_counter(struct sluice_stack *st, const char *name, uint64_t *va
 {
 	for (unsigned int i = 0; i < SL_C_COUNT; i++)
 		if (!strcmp(name, sl_counter_names[i])) {
-			*value = S(st)->r->counters[i];
+			*value = sl_counter_sum(S(st), i);
 			return 0;
 		}
 	return -ENOENT;

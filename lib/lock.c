@@ -98,8 +98,45 @@ static bool owner_dead(pid_t owner)
 
 static void took_lock(struct sl_stack *s)
 {
-	s->r->lock_owner = sl_self_pid();
+	pid_t self = sl_self_pid();
+
+	s->r->lock_owner = self;
 	s->locked = true;
+	if (s->ctr_pid != self)
+		sl_counters_claim(s);	/* first lock, or a forked child */
+}
+
+void sl_counters_claim(struct sl_stack *s)
+{
+	struct sluice_region *r = s->r;
+	uint32_t self = (uint32_t)sl_self_pid();
+	int i, pick = -1;
+
+	/* Ours already, else a free block, else one whose process is gone
+	 * (its counts stay: the sums only grow), else the last block. */
+	for (i = 0; i < SLUICE_PROC_MAX; i++)
+		if (r->counter_pid[i] == self)
+			pick = i;
+	for (i = 0; pick < 0 && i < SLUICE_PROC_MAX; i++)
+		if (!r->counter_pid[i])
+			pick = i;
+	for (i = 0; pick < 0 && i < SLUICE_PROC_MAX; i++)
+		if (owner_dead((pid_t)r->counter_pid[i]) || kill((pid_t)r->counter_pid[i], 0))
+			pick = i;
+	if (pick < 0)
+		pick = SLUICE_PROC_MAX - 1;
+	r->counter_pid[pick] = self;
+	s->ctr = &r->counters[pick];
+	s->ctr_pid = (pid_t)self;
+}
+
+uint64_t sl_counter_sum(const struct sl_stack *s, enum sl_counter c)
+{
+	uint64_t sum = 0;
+
+	for (int i = 0; i < SLUICE_PROC_MAX; i++)
+		sum += s->r->counters[i].c[c];
+	return sum;
 }
 
 bool sl_trylock(struct sl_stack *s)

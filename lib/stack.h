@@ -80,7 +80,7 @@ enum sl_counter {
 	SL_C_COUNT
 };
 
-_Static_assert(SL_C_COUNT <= 128, "counters fit sluice_region.counters");
+_Static_assert(SL_C_COUNT <= SLUICE_COUNTERS_MAX, "counters fit sluice_counters");
 
 extern const char *const sl_counter_names[SL_C_COUNT];
 extern const char *const sl_counter_desc[SL_C_COUNT];
@@ -118,6 +118,8 @@ struct sl_stack {
 	unsigned int spin_us;
 	unsigned int poll_calls;	/* sluice_stack_poll() calls, for pacing */
 	uint64_t batch_now_us;		/* sl_batch_begin(): the time of a batch */
+	struct sluice_counters *ctr;	/* our counter block in the region */
+	pid_t ctr_pid;			/* the process that block was claimed for */
 	/* Stack-local loopback queue (buffer indices), drained under the lock. */
 	uint32_t lo_head, lo_tail;
 	char name[SLUICE_NAME_MAX];
@@ -150,10 +152,16 @@ static inline uint8_t *sl_buf_data(const struct sl_stack *s, uint32_t idx)
 	return sl_buf_base(s, idx) + sl_buf(s, idx)->off;
 }
 
+/* Lock held: the block is this process's (see sl_counters_claim()). */
 static inline void sl_count(struct sl_stack *s, enum sl_counter c)
 {
-	s->r->counters[c]++;
+	s->ctr->c[c]++;
 }
+
+/* Point s->ctr at a counter block of this process's own (lock held). */
+void sl_counters_claim(struct sl_stack *s);
+/* A stack-wide counter: the sum over every process's block. */
+uint64_t sl_counter_sum(const struct sl_stack *s, enum sl_counter c);
 
 static inline uint64_t sl_now(struct sl_stack *s)
 {

@@ -214,9 +214,9 @@ static int cmd_dump(const char *name)
 	       (unsigned long long)s->r->lock_deferred);
 	printf("counters:\n");
 	for (unsigned int i = 0; i < SL_C_COUNT; i++)
-		if (s->r->counters[i])
+		if (sl_counter_sum(s, i))
 			printf("  %-20s %12llu  %s\n", sl_counter_names[i],
-			       (unsigned long long)s->r->counters[i], sl_counter_desc[i]);
+			       (unsigned long long)sl_counter_sum(s, i), sl_counter_desc[i]);
 	printf("sockets:\n  %5s %-4s %-11s %-21s %-21s %8s %8s %8s %8s\n", "IDX", "TYPE",
 	       "STATE", "LOCAL", "REMOTE", "RXQ", "RX_PKTS", "TX_PKTS", "PID");
 	for (uint32_t i = 0; i < s->r->max_sockets; i++) {

@@ -116,6 +116,12 @@ struct sluice_buf {
 };
 
 #define SLUICE_NEIGH_MAX	64
+#define SLUICE_PROC_MAX		16
+#define SLUICE_COUNTERS_MAX	128
+
+struct sluice_counters {
+	__u64 c[SLUICE_COUNTERS_MAX];
+};
 
 /* sluice_neigh.state */
 #define SLUICE_NEIGH_FREE	0
@@ -199,8 +205,15 @@ struct sluice_region {
 
 	struct sluice_neigh neigh[SLUICE_NEIGH_MAX] __attribute__((aligned(64)));	/* (u) */
 
-	/* Counters (u), each only ever incremented, under the lock. */
-	__u64 counters[128] __attribute__((aligned(64)));
+	/* Which process counts in which block of counters (below). */
+	__u32 counter_pid[SLUICE_PROC_MAX] __attribute__((aligned(64)));	/* (u) */
+
+	/*
+	 * Counters (u), only ever incremented, under the lock, by the process
+	 * that owns the block: a stack's counter is the sum over the blocks,
+	 * so no counter line moves between cores with every packet.
+	 */
+	struct sluice_counters counters[SLUICE_PROC_MAX] __attribute__((aligned(64)));
 };
 
 #endif /* _UAPI_SLUICE_H */

@@ -261,9 +261,9 @@ static double sluice_bulk(long mbytes)
 		struct sluice_region *r = ((struct sl_stack *)st)->r;
 
 		fprintf(stderr, "bulk: retransmits %llu, RTOs %llu, nobuf %llu, lock contended %llu\n",
-			(unsigned long long)r->counters[SL_C_tcp_retransmit],
-			(unsigned long long)r->counters[SL_C_tcp_rto],
-			(unsigned long long)r->counters[SL_C_nobuf],
+			(unsigned long long)sl_counter_sum((struct sl_stack *)st, SL_C_tcp_retransmit),
+			(unsigned long long)sl_counter_sum((struct sl_stack *)st, SL_C_tcp_rto),
+			(unsigned long long)sl_counter_sum((struct sl_stack *)st, SL_C_nobuf),
 			(unsigned long long)r->lock_contended);
 	}
 	sluice_close(st, c);

@@ -373,7 +373,7 @@ static inline void tf_finish(void)
 
 static inline uint64_t tf_counter(enum sl_counter c)
 {
-	return T.s->r->counters[c];
+	return sl_counter_sum(T.s, c);
 }
 
 #endif /* SLUICE_TESTS_TCP_FIXTURE_H */

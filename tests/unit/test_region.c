@@ -55,14 +55,14 @@ static void test_create_attach(void)
 		if (sluice_stack_attach(s->name, &c))
 			_exit(2);
 		sl_lock((struct sl_stack *)c);
-		((struct sl_stack *)c)->r->counters[SL_C_loopback] = 4242;
+		((struct sl_stack *)c)->r->counters[0].c[SL_C_loopback] = 4242;
 		sl_unlock((struct sl_stack *)c);
 		sluice_stack_close(c);
 		_exit(0);
 	}
 	waitpid(pid, &status, 0);
 	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "forked child attached");
-	tap_eq(s->r->counters[SL_C_loopback], 4242, "child's write is visible to the parent");
+	tap_eq(s->r->counters[0].c[SL_C_loopback], 4242, "child's write is visible to the parent");
 	sluice_stack_close(st2);
 	fx_destroy(s);
 }
