@@ -116,13 +116,13 @@ void sl_tcp_cc_ack(struct sl_tcp_sock *tp, uint32_t acked, uint64_t now_us)
 	}
 	/* RFC 9438 4.4/4.5: grow by (target - cwnd) / cwnd per acked MSS. */
 	tp->cc_acc += (uint32_t)((target - tp->cwnd) * acked / tp->cwnd);
+	/* At the plateau, still one MSS per 100 RTTs (as Linux's cubic). */
+	if (target == tp->cwnd)
+		tp->cc_acc += (uint32_t)((uint64_t)acked * mss / 100 / tp->cwnd);
 	if (tp->cc_acc >= mss) {
 		tp->cwnd += tp->cc_acc / mss * mss;
 		tp->cc_acc %= mss;
 	}
-	/* Never slower than one MSS per 100 RTTs worth of ACKs. */
-	if (target == tp->cwnd)
-		tp->cc_acc += acked / 100;
 }
 
 /* RFC 9438 4.6-4.7: multiplicative decrease and fast convergence. */

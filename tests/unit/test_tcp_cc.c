@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Congestion control in isolation (tcp_cc.c): the initial window
+ * (RFC 6928), slow start (RFC 5681), and CUBIC (RFC 9438): the
+ * multiplicative decrease, the return to W_max after K seconds, the
+ * convex probing beyond it, fast convergence, the timeout response.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "../../lib/sock.h"
+#include "tap.h"
+
+#define MSS 1000u
+
+static struct sl_tcp_sock tcb(void)
+{
+	struct sl_tcp_sock tp;
+
+	memset(&tp, 0, sizeof(tp));
+	tp.mss = MSS;
+	tp.srtt_us = 10000;
+	sl_tcp_cc_init(&tp);
+	return tp;
+}
+
+/* One RTT of ACKs for the whole window, a segment at a time. */
+static void rtt_of_acks(struct sl_tcp_sock *tp, uint64_t *now)
+{
+	uint32_t segs = tp->cwnd / MSS;
+
+	tp->snd_una = 0;
+	tp->snd_nxt = tp->cwnd;
+	for (uint32_t i = 0; i < segs; i++)
+		sl_tcp_cc_ack(tp, MSS, *now);
+	*now += tp->srtt_us;
+}
+
+static void test_cc_initial_and_slow_start(void)
+{
+	struct sl_tcp_sock tp = tcb();
+	uint64_t now = 1000000;
+
+	tap_eq(tp.cwnd, 10 * MSS, "IW = min(10 MSS, max(2 MSS, 14600)) (RFC 6928)");
+	rtt_of_acks(&tp, &now);
+	tap_eq(tp.cwnd, 20 * MSS, "slow start doubles per RTT");
+}
+
+static void test_cc_cubic_decrease_and_recovery(void)
+{
+	struct sl_tcp_sock tp = tcb();
+	uint64_t now = 1000000, t_back = 0, t0;
+	uint32_t wmax = 100 * MSS, min_after = ~0u, at_k;
+	int rtts;
+
+	/* 100 ms RTT: the cubic function, not the Reno-friendly estimate
+	 * (which wins on short paths, RFC 9438 4.3), shapes the recovery. */
+	tp.srtt_us = 100000;
+	tp.cwnd = wmax;
+	tp.ssthresh = wmax;
+	tp.snd_una = 0;
+	tp.snd_nxt = wmax;
+	sl_tcp_cc_loss(&tp, now);
+	tap_eq(tp.ssthresh, wmax * 717 / 1024, "ssthresh = 0.7 cwnd (RFC 9438 4.6)");
+	tap_eq(tp.cwnd, tp.ssthresh, "cwnd = ssthresh after the decrease");
+	tap_eq(tp.cc_wmax, wmax, "W_max = cwnd before the decrease");
+	uint32_t at_1s = 0;
+
+	t0 = now;
+	for (rtts = 0; rtts < 150; rtts++) {
+		if (tp.cwnd < min_after)
+			min_after = tp.cwnd;
+		rtt_of_acks(&tp, &now);
+		if (rtts == 9)
+			at_1s = tp.cwnd;
+		if (rtts == 41)
+			t_back = tp.cwnd;
+	}
+	(void)t0;
+	/* K = cbrt(W_max (1 - beta) / C) = cbrt(100 * 0.3 / 0.4) = 4.22 s;
+	 * W(t) = C (t - K)^3 + W_max: W(1.1 s) = 88 MSS (target is t + RTT). */
+	tap_ok(tp.cc_k_ms > 4100 && tp.cc_k_ms < 4300, "K = cbrt(W_max (1 - beta) / C) (%u ms)",
+	       tp.cc_k_ms);
+	tap_ok(at_1s >= 84 * MSS && at_1s <= 92 * MSS, "concave: W(1 s) = C (t - K)^3 + W_max (%u MSS)",
+	       at_1s / MSS);
+	tap_ok(t_back >= 97 * MSS && t_back <= 104 * MSS, "plateau: back at W_max at K (%u MSS)",
+	       (uint32_t)(t_back / MSS));
+	tap_ok(min_after >= tp.ssthresh, "never below ssthresh while there is no loss");
+	tap_ok(tp.cwnd > 2 * wmax, "convex region: probes well past W_max later (%u MSS)",
+	       tp.cwnd / MSS);
+	at_k = tp.cwnd;
+	(void)at_k;
+}
+
+/* On a short path CUBIC grows at least like Reno (RFC 9438 4.3). */
+static void test_cc_reno_friendly(void)
+{
+	struct sl_tcp_sock tp = tcb();
+	uint64_t now = 1000000;
+	uint32_t w;
+
+	tp.srtt_us = 1000;
+	tp.cwnd = 100 * MSS;
+	tp.ssthresh = tp.cwnd;
+	tp.snd_nxt = tp.cwnd;
+	sl_tcp_cc_loss(&tp, now);
+	w = tp.cwnd;
+	for (int i = 0; i < 100; i++)
+		rtt_of_acks(&tp, &now);
+	/* alpha = 3 (1 - 0.7) / 1.7 = 0.53 MSS a round trip: ~53 in 100. */
+	tap_ok(tp.cwnd >= w + 45 * MSS && tp.cwnd <= w + 60 * MSS,
+	       "Reno-friendly: about 0.53 MSS per RTT (%d MSS in 100 RTTs)",
+	       (int)((tp.cwnd - w) / MSS));
+}
+
+static void test_cc_fast_convergence(void)
+{
+	struct sl_tcp_sock tp = tcb();
+	uint64_t now = 1000000;
+
+	tp.cwnd = 100 * MSS;
+	tp.ssthresh = tp.cwnd;
+	tp.snd_nxt = tp.cwnd;
+	sl_tcp_cc_loss(&tp, now);
+	/* A second loss before reaching W_max: W_max = cwnd (1 + beta) / 2. */
+	tp.snd_nxt = tp.cwnd;
+	{
+		uint32_t w = tp.cwnd;
+
+		sl_tcp_cc_loss(&tp, now);
+		tap_eq(tp.cc_wmax, (uint32_t)((uint64_t)w * (1024 + 717) / 2048),
+		       "fast convergence lowers W_max (RFC 9438 4.7)");
+	}
+}
+
+static void test_cc_timeout(void)
+{
+	struct sl_tcp_sock tp = tcb();
+
+	tp.cwnd = 50 * MSS;
+	tp.snd_nxt = tp.cwnd;
+	tp.backoff = 1;
+	sl_tcp_cc_rto(&tp, 1000000);
+	tap_eq(tp.cwnd, MSS, "RTO: cwnd = 1 MSS (RFC 5681 3.1)");
+	tap_eq(tp.ssthresh, 50 * MSS * 717 / 1024, "RTO: ssthresh reduced once");
+	tp.backoff = 2;
+	sl_tcp_cc_rto(&tp, 2000000);
+	tap_eq(tp.ssthresh, 50 * MSS * 717 / 1024, "second RTO in a row: ssthresh kept");
+}
+
+int main(void)
+{
+	test_cc_initial_and_slow_start();
+	test_cc_cubic_decrease_and_recovery();
+	test_cc_reno_friendly();
+	test_cc_fast_convergence();
+	test_cc_timeout();
+	return tap_done();
+}
