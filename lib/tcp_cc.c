@@ -107,8 +107,10 @@ void sl_tcp_cc_ack(struct sl_tcp_sock *tp, uint32_t acked, uint64_t now_us)
 	if (target > tp->cwnd + tp->cwnd / 2)
 		target = tp->cwnd + tp->cwnd / 2;
 
-	/* RFC 9438 4.3: the Reno-friendly estimate. */
-	tp->cc_west += (uint32_t)((uint64_t)CUBIC_ALPHA * acked / 1024 * mss / tp->cwnd);
+	/* RFC 9438 4.3: the Reno-friendly estimate; alpha becomes 1 once it
+	 * has grown back to W_max. */
+	tp->cc_west += (uint32_t)((uint64_t)(tp->cc_west >= tp->cc_wmax ? 1024 : CUBIC_ALPHA) *
+				  acked / 1024 * mss / tp->cwnd);
 	if (cubic_w(tp, now_us - tp->cc_epoch_us) < tp->cc_west) {
 		if (tp->cc_west > tp->cwnd)
 			tp->cwnd = tp->cc_west;
