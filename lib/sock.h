@@ -92,25 +92,7 @@ static inline struct sl_sock *sl_sock(const struct sl_stack *s, uint32_t idx)
 				  (uint64_t)idx * s->r->sock_size);
 }
 
-/* TCP entry points (tcp*.c); the lock is held, time is an argument. */
-void sl_tcp_icmp_error(struct sl_stack *s, const struct sl_ip *quoted, int err);
-int sl_tcp_connect(struct sl_stack *s, struct sl_sock *so, uint32_t raddr, uint16_t rport,
-		   uint64_t now_us);
-int sl_tcp_listen(struct sl_stack *s, struct sl_sock *so, int backlog);
-int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **child);
-ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,
-		    int flags, uint64_t now_us);
-ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t len, int flags,
-		    uint64_t now_us);
-int sl_tcp_shutdown(struct sl_stack *s, struct sl_sock *so, int how, uint64_t now_us);
-void sl_tcp_close(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
-uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so);
-void sl_tcp_timer(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
-void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
-int sl_tcp_setsockopt(struct sl_stack *s, struct sl_sock *so, int level, int name,
-		      const void *val, unsigned int len);
-int sl_tcp_getsockopt(struct sl_stack *s, struct sl_sock *so, int level, int name, void *val,
-		      unsigned int *len);
+/* TCP entry points: tcp.h. */
 
 /* UDP (udp.c) */
 ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,

@@ -217,11 +217,8 @@ void sl_icmp_send_unreach(struct sl_stack *s, uint32_t orig_idx, uint8_t code);
 
 /* udp.c */
 void sl_udp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen);
-/* tcp_input.c */
-void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen,
-		  uint64_t now_us);
-/* An ICMP error quoted this TCP or UDP header; err is a positive errno. */
-void sl_tcp_icmp_error(struct sl_stack *s, const struct sl_ip *quoted, int err);
+/* An ICMP error quoted this UDP header; err is a positive errno.  (TCP's
+ * input and ICMP entry points are in tcp.h.) */
 void sl_udp_icmp_error(struct sl_stack *s, const struct sl_ip *quoted, int err);
 
 /* region.c */

@@ -28,6 +28,21 @@ static int wire_xmit(struct sl_link *l, const void *frame, size_t len)
 
 static const uint8_t peer_mac[6] = { 0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0xee };
 
+/* Send IP packet pkt to next hop nh through the Ethernet layer. */
+static void ip_out(struct sl_stack *s, struct sl_eth_link *el, const uint8_t *pkt, size_t len,
+		   uint32_t nh, int *ret)
+{
+	uint32_t idx;
+
+	sl_lock(s);
+	idx = sl_buf_alloc(s);
+	memcpy(sl_buf_data(s, idx), pkt, len);
+	sl_buf(s, idx)->len = (uint16_t)len;
+	*ret = sl_eth_tx(s, el, idx, nh);
+	sl_buf_free(s, idx);
+	sl_unlock(s);
+}
+
 /* Feed an ARP packet (op, sender ip/mac, target ip) to the stack. */
 static void arp_in(struct sl_stack *s, struct sl_eth_link *el, uint16_t op, const char *spa,
 		   const uint8_t *sha, const char *tpa)
@@ -63,24 +78,20 @@ int main(void)
 	struct sl_stack *s = fx_stack("arp", "10.6.0.1", NULL);
 	struct wire w = { .link = { .mtu = 1500 } };
 	struct sl_eth_link el = { .link = &w.link, .xmit = wire_xmit };
-	uint32_t free0 = s->r->buf_free_count, nh, idx;
+	uint32_t free0 = s->r->buf_free_count, nh;
 	const struct sl_eth *eh;
 	const struct sl_arp *a;
 	uint8_t pkt[128];
 	size_t len;
+	int ret;
 
 	memcpy(s->r->mac, "\x02\x11\x22\x33\x44\x55", 6);
 	inet_pton(AF_INET, "10.6.0.9", &nh);
 
 	/* An IP packet to an unknown neighbour: held, and a request goes out. */
 	len = fx_ip(pkt, "10.6.0.1", "10.6.0.9", IPPROTO_UDP_, "payload!", 8);
-	sl_lock(s);
-	idx = sl_buf_alloc(s);
-	memcpy(sl_buf_data(s, idx), pkt, len);
-	sl_buf(s, idx)->len = (uint16_t)len;
-	tap_eq(sl_eth_tx(s, &el, idx, nh), 0, "send to an unresolved neighbour is accepted");
-	sl_buf_free(s, idx);
-	sl_unlock(s);
+	ip_out(s, &el, pkt, len, nh, &ret);
+	tap_eq(ret, 0, "send to an unresolved neighbour is accepted");
 	tap_eq(w.n, 1, "one frame went out");
 	eh = (const struct sl_eth *)w.frame[0];
 	a = (const struct sl_arp *)(eh + 1);
@@ -102,13 +113,7 @@ int main(void)
 	tap_eq(s->r->buf_free_count, free0, "hold buffer returned");
 
 	/* Resolved now: the next packet goes straight out. */
-	sl_lock(s);
-	idx = sl_buf_alloc(s);
-	memcpy(sl_buf_data(s, idx), pkt, len);
-	sl_buf(s, idx)->len = (uint16_t)len;
-	sl_eth_tx(s, &el, idx, nh);
-	sl_buf_free(s, idx);
-	sl_unlock(s);
+	ip_out(s, &el, pkt, len, nh, &ret);
 	tap_eq(w.n, 3, "resolved neighbour: sent at once");
 
 	/* A request for our address is answered. */
@@ -134,12 +139,8 @@ int main(void)
 	/* A neighbour that never answers: 3 requests, then a counted drop. */
 	inet_pton(AF_INET, "10.6.0.99", &nh);
 	w.n = 0;
+	ip_out(s, &el, pkt, len, nh, &ret);
 	sl_lock(s);
-	idx = sl_buf_alloc(s);
-	memcpy(sl_buf_data(s, idx), pkt, len);
-	sl_buf(s, idx)->len = (uint16_t)len;
-	sl_eth_tx(s, &el, idx, nh);
-	sl_buf_free(s, idx);
 	for (int i = 0; i < 5; i++) {
 		fx_clock_us += 1100 * 1000;
 		sl_eth_timer(s, &el);

@@ -20,6 +20,16 @@ static uint32_t rnd(void)
 	return (uint32_t)rng;
 }
 
+/* After changing a header field: a valid checksum again, then input. */
+static void resum_input(struct sl_stack *s, uint8_t *pkt, size_t len)
+{
+	struct sl_ip *ip = (struct sl_ip *)pkt;
+
+	ip->csum = 0;
+	ip->csum = sl_ip_csum(ip);
+	fx_input(s, pkt, len);
+}
+
 static uint64_t c(struct sl_stack *s, const char *n)
 {
 	return fx_counter(s, n);
@@ -57,13 +67,9 @@ int main(void)
 	/* tot_len larger than what arrived, and smaller than the header. */
 	len = fx_ip(pkt, "10.3.0.9", "10.3.0.1", IPPROTO_UDP_, pay, 8);
 	ip->tot_len = htons(1000);
-	ip->csum = 0;
-	ip->csum = sl_ip_csum(ip);
-	fx_input(s, pkt, len);
+	resum_input(s, pkt, len);
 	ip->tot_len = htons(12);
-	ip->csum = 0;
-	ip->csum = sl_ip_csum(ip);
-	fx_input(s, pkt, len);
+	resum_input(s, pkt, len);
 	tap_eq(c(s, "ip_rx_bad_hdr"), 6, "tot_len too long and too short: bad header");
 
 	/* Header checksum wrong. */
@@ -75,13 +81,9 @@ int main(void)
 	/* Fragments: counted, not reassembled. */
 	len = fx_ip(pkt, "10.3.0.9", "10.3.0.1", IPPROTO_UDP_, pay, 8);
 	ip->frag = htons(IP_MF_);
-	ip->csum = 0;
-	ip->csum = sl_ip_csum(ip);
-	fx_input(s, pkt, len);
+	resum_input(s, pkt, len);
 	ip->frag = htons(100);
-	ip->csum = 0;
-	ip->csum = sl_ip_csum(ip);
-	fx_input(s, pkt, len);
+	resum_input(s, pkt, len);
 	tap_eq(c(s, "ip_rx_frag"), 2, "first and later fragments counted");
 
 	/* Not for us; from a broadcast source. */
