@@ -6,6 +6,7 @@
  * poll(2) on the link's fd in short slices, re-checking readiness.
  */
 #include <errno.h>
+#include <linux/futex.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,6 +23,9 @@
 /* Longest single sleep before re-checking readiness (other processes may
  * have received what we wait for: without the module nobody wakes us). */
 #define SLEEP_SLICE_MS	2
+/* Longest futex sleep: someone has to run the stack's timers when every
+ * process sleeps, and the wheel does not say when its next deadline is. */
+#define SLEEP_MAX_MS	10
 
 const char *const sl_counter_names[SL_C_COUNT] = {
 #define SL_COUNTER_NAME(n, d) #n,
@@ -212,42 +217,62 @@ static int64_t deadline_after(struct sl_stack *s, int timeout_ms)
 	return timeout_ms < 0 ? -1 : (int64_t)(sl_now(s) + (uint64_t)timeout_ms * 1000);
 }
 
-/* Wait for one round of progress: spin (running the stack) until spin_us
- * has passed since start, then sleep a slice on the link's fd. */
-static void wait_round(struct sl_stack *s, uint64_t start, int64_t deadline)
+static long futex_wait(uint32_t *w, uint32_t val, int ms)
 {
-	uint64_t now = sl_now(s);
-	struct pollfd pfd;
-	int ms;
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
 
-	if (now - start < s->spin_us) {
-		sluice_stack_poll((struct sluice_stack *)s);
+	return syscall(SYS_futex, w, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
+/*
+ * Sleep until something may have changed.  With a link fd, poll(2) on it in
+ * slices (another process may take in what we wait for, and nothing can
+ * wake a poll on our fd then).  Without one, a futex wait on the stack's
+ * wake sequence, which sl_sock_wake() bumps while anyone sleeps.
+ */
+static void sleep_round(struct sl_stack *s, int64_t deadline, uint32_t seq)
+{
+	int64_t now = (int64_t)sl_now(s);
+	int ms = SLEEP_MAX_MS, fd;
+	struct pollfd pfd;
+
+	fd = s->link && s->link->ops->fd ? s->link->ops->fd(s->link) : -1;
+	if (fd >= 0)
+		ms = SLEEP_SLICE_MS;
+	if (deadline >= 0 && now + ms * 1000 > deadline)
+		ms = deadline > now ? (int)((deadline - now + 999) / 1000) : 0;
+	if (!ms)
 		return;
-	}
-	ms = SLEEP_SLICE_MS;
-	if (deadline >= 0 && (int64_t)now + ms * 1000 > deadline)
-		ms = deadline > (int64_t)now ? (int)((deadline - now + 999) / 1000) : 0;
-	pfd.fd = s->link && s->link->ops->fd ? s->link->ops->fd(s->link) : -1;
-	pfd.events = POLLIN;
-	if (pfd.fd >= 0)
+	if (fd >= 0) {
+		pfd.fd = fd;
+		pfd.events = POLLIN;
 		poll(&pfd, 1, ms);
-	else if (ms)
-		usleep(ms * 1000);
-	sluice_stack_poll((struct sluice_stack *)s);
+	} else {
+		futex_wait(&s->r->wake_seq, seq, ms);
+	}
 }
 
 int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
 		int timeout_ms)
 {
 	struct sl_stack *s = S(st);
+	_Atomic uint32_t *sleepers = (_Atomic uint32_t *)&s->r->sleepers;
 	uint64_t start = sl_now(s);
 	int64_t deadline = deadline_after(s, timeout_ms);
+	bool asleep = false;
+	uint32_t seq;
 	int ready, ret;
 
 	for (;;) {
+		/* Past the spin time: count as a sleeper before the last look,
+		 * so a change after that look bumps wake_seq and ends the wait. */
+		if (!asleep && sl_now(s) - start >= s->spin_us) {
+			atomic_fetch_add(sleepers, 1);
+			asleep = true;
+		}
 		ret = sl_lock(s);
 		if (ret)
-			return ret;
+			break;
 		stack_run(s);
 		ready = 0;
 		for (unsigned int i = 0; i < n; i++) {
@@ -266,11 +291,19 @@ int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int
 			if (fds[i].revents)
 				ready++;
 		}
+		seq = s->r->wake_seq;
 		sl_unlock(s);
+		ret = ready;
 		if (ready || (deadline >= 0 && (int64_t)sl_now(s) >= deadline))
-			return ready;
-		wait_round(s, start, deadline);
+			break;
+		if (asleep)
+			sleep_round(s, deadline, seq);
+		else
+			sluice_stack_poll((struct sluice_stack *)s);
 	}
+	if (asleep)
+		atomic_fetch_sub(sleepers, 1);
+	return ret;
 }
 
 /* Block until sd shows one of events (or an error), or fail -EAGAIN if it

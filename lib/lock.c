@@ -252,6 +252,10 @@ void sl_unlock(struct sl_stack *s)
 	s->locked = false;
 	if (v & SLUICE_LOCK_WAITERS)
 		futex(LOCKW(s), FUTEX_WAKE, 1, NULL);
+	if (s->wake_pending) {
+		s->wake_pending = false;
+		futex((_Atomic uint32_t *)&s->r->wake_seq, FUTEX_WAKE, INT_MAX, NULL);
+	}
 }
 
 bool sl_lock_or_defer(struct sl_stack *s, uint32_t sock_idx, uint32_t work)

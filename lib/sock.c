@@ -213,10 +213,15 @@ int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_
 
 void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 {
-	(void)s;
-	/* Under the lock; sleepers re-check readiness when this moves.  Per
-	 * socket, so no stack-wide cache line bounces on every wakeup. */
+	/* Under the lock.  The stack-wide futex word moves only while some
+	 * process sleeps on it (api.c), so busy-polling processes never
+	 * bounce it; the futex wake itself happens after the unlock. */
 	so->wake_seq++;
+	if (atomic_load_explicit((_Atomic uint32_t *)&s->r->sleepers, memory_order_seq_cst)) {
+		atomic_fetch_add_explicit((_Atomic uint32_t *)&s->r->wake_seq, 1,
+					  memory_order_release);
+		s->wake_pending = true;
+	}
 }
 
 void sl_sock_rxq_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint32_t bytes)

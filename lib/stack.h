@@ -112,6 +112,7 @@ struct sl_stack {
 	int region_fd;
 	pid_t pid;
 	bool locked;			/* this process holds the lock */
+	bool wake_pending;		/* wake the stack's sleepers after unlock */
 	struct sl_link *link;
 	uint64_t (*clock)(void *arg);	/* now, microseconds */
 	void *clock_arg;
