@@ -182,12 +182,14 @@ struct sluice_region {
 	__u32 lock __attribute__((aligned(64)));	/* (u) SLUICE_LOCK_* */
 	__s32 lock_owner;		/* (u) pid of the holder, 0 if none */
 	__u32 broken_pid;		/* (u) pid found dead holding the lock */
-	__u32 wake_seq;			/* (u) futex: bumped on a readiness
-					 * change while sleepers != 0 */
+	__u32 wake_seq;			/* (u) futex, see sleepers */
 	__u64 defer_head;		/* (u) tagged Treiber stack of socket idx */
 	__u64 lock_contended;		/* (u) times the lock was found held */
 	__u64 lock_deferred;		/* (u) times work was deferred */
-	__u32 sleepers;			/* (u) processes in a futex wait on wake_seq */
+	/* (u) processes waiting on wake_seq; while non-zero, every readiness
+	 * change bumps it and wakes them
+	 */
+	__u32 sleepers;
 	__u32 reserved3;
 
 	/* Stack-wide state, written only under the lock. */
