@@ -140,6 +140,7 @@ int sl_ip_output(struct sl_stack *s, uint32_t idx, bool keep)
 			return -ENOBUFS;
 		}
 		sl_buf(s, n)->next_idx = SLUICE_IDX_NONE;
+		sl_buf(s, n)->flags = SL_BUF_LOCAL;
 		if (r->lo_tail < r->n_bufs)
 			sl_buf(s, r->lo_tail)->next_idx = n;
 		else

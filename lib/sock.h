@@ -71,6 +71,8 @@ struct sl_sock {
 
 	/* Per-socket counters. */
 	uint64_t rx_pkts, tx_pkts, rx_bytes, tx_bytes;
+	uint32_t retransmits;		/* TCP segments sent again */
+	uint32_t reserved2;
 
 	union {
 		struct sl_tcp_sock tcp;

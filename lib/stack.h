@@ -126,6 +126,13 @@ struct sl_stack {
 	char name[SLUICE_NAME_MAX];
 };
 
+/*
+ * sluice_buf.flags bit for a packet delivered inside the stack (loopback):
+ * its sender computed no TCP checksum and its receiver checks none, as on
+ * Linux's loopback device.  Input that keeps the buffer sets its own flags.
+ */
+#define SL_BUF_LOCAL	0x8000
+
 /* Headroom left in front of every packet for link headers (Ethernet 14,
  * IPoIB 4 + 40 GRH room), so headers are prepended in place. */
 #define SL_HEADROOM	64

@@ -80,9 +80,17 @@ uint32_t sl_tcp_ts_offset(struct sl_stack *s, uint32_t laddr, uint16_t lport, ui
 
 /* ---- TCB helpers ---------------------------------------------------- */
 
+/* Inside the stack the limit is a packet buffer, not the link's MTU. */
+static uint32_t path_mtu(struct sl_stack *s, const struct sl_sock *so)
+{
+	if (sl_ip_is_local(s, so->raddr))
+		return s->r->buf_size - SL_TCP_DATA_OFF + 40;
+	return s->r->mtu;
+}
+
 uint16_t sl_tcp_our_mss(struct sl_stack *s, const struct sl_sock *so)
 {
-	uint32_t mss = s->r->mtu - 40;	/* RFC 9293 3.7.1: MTU - IP - TCP header */
+	uint32_t mss = path_mtu(s, so) - 40;	/* RFC 9293 3.7.1: MTU - IP - TCP */
 
 	if (so->tcp.user_mss && so->tcp.user_mss < mss)
 		mss = so->tcp.user_mss;
@@ -95,8 +103,8 @@ void sl_tcp_set_mss(struct sl_stack *s, struct sl_sock *so)
 	uint32_t mss = tp->peer_mss ? tp->peer_mss : SL_TCP_MSS_DEFAULT;
 	uint32_t cap = s->r->buf_size - SL_TCP_DATA_OFF;
 
-	if (mss > s->r->mtu - 40u)
-		mss = s->r->mtu - 40;
+	if (mss > path_mtu(s, so) - 40u)
+		mss = path_mtu(s, so) - 40;
 	if (tp->user_mss && tp->user_mss < mss)
 		mss = tp->user_mss;
 	/* RFC 9293 3.7.1: the MSS counts no TCP options; ours take room. */

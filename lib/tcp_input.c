@@ -891,7 +891,8 @@ void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 	thl = (th->off >> 4) * 4u;
 	if (thl < sizeof(*th) || thl > len)
 		goto bad;
-	if (sl_csum_fold(sl_csum_add(sl_csum_pseudo(ip->saddr, ip->daddr, IPPROTO_TCP_,
+	if (!(b->flags & SL_BUF_LOCAL) &&
+	    sl_csum_fold(sl_csum_add(sl_csum_pseudo(ip->saddr, ip->daddr, IPPROTO_TCP_,
 						    (uint16_t)len), th, len)) != 0)
 		goto bad;
 	/* RFC 1122 4.2.3.10 / RFC 9293 3.9.2.3: no broadcast or multicast. */

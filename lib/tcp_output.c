@@ -187,8 +187,11 @@ static int emit(struct sl_stack *s, struct sl_sock *so, uint32_t idx, struct sl_
 	uint32_t sum;
 
 	th->csum = 0;
-	sum = sl_csum_pseudo(saddr, daddr, IPPROTO_TCP_, (uint16_t)tcp_len);
-	th->csum = sl_csum_fold(sl_csum_add(sum, th, tcp_len));
+	/* Inside the stack nobody checks it (SL_BUF_LOCAL). */
+	if (!sl_ip_is_local(s, daddr)) {
+		sum = sl_csum_pseudo(saddr, daddr, IPPROTO_TCP_, (uint16_t)tcp_len);
+		th->csum = sl_csum_fold(sl_csum_add(sum, th, tcp_len));
+	}
 	sl_ip_build(s, idx, IPPROTO_TCP_, saddr, daddr, (uint16_t)tcp_len);
 	if (hoff != SL_HEADROOM + 20) {
 		/* Move the 20-byte IPv4 header up against the TCP header. */
@@ -340,6 +343,7 @@ int sl_tcp_xmit_buf(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint64
 	if (b->flags & SL_TBF_SENT) {
 		b->flags |= SL_TBF_REXMIT;
 		sl_count(s, SL_C_tcp_retransmit);
+		so->retransmits++;
 	}
 	b->flags |= SL_TBF_SENT;
 	b->ts_us = now_us;

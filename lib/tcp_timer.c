@@ -96,6 +96,7 @@ static void on_rexmt(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		}
 		sl_count(s, SL_C_tcp_rto);
 		sl_count(s, SL_C_tcp_retransmit);
+		so->retransmits++;
 		backoff_rto(tp);
 		/* RFC 6298 5.7: after a lost SYN, restart from 3 s would apply;
 		 * like Linux we keep doubling from 1 s. */

@@ -180,9 +180,9 @@ static void print_tcp(const struct sl_sock *so)
 	       tp->snd_una - tp->iss, tp->snd_nxt - tp->iss, tp->snd_wnd, 1u << tp->snd_wscale,
 	       tp->cwnd, tp->ssthresh, tp->sndq_bytes);
 	printf("        rcv nxt %u adv %u (x%u) ooo %u bytes; mss %u srtt %u us rto %u us "
-	       "backoff %u\n", tp->rcv_nxt - tp->irs, tp->rcv_adv - tp->rcv_nxt,
+	       "backoff %u retransmits %u\n", tp->rcv_nxt - tp->irs, tp->rcv_adv - tp->rcv_nxt,
 	       1u << tp->rcv_wscale, tp->ooo_bytes, tp->mss, tp->srtt_us, tp->rto_us,
-	       tp->backoff);
+	       tp->backoff, so->retransmits);
 }
 
 static int cmd_dump(const char *name)

@@ -91,6 +91,11 @@ static void fail(const char *what, long err)
 static struct sluice_stack *make_stack(const char *name, unsigned int socks, unsigned int bufs)
 {
 	struct sluice_stack_config cfg = { .max_sockets = socks, .n_bufs = bufs };
+	const char *bs = getenv("BENCH_BUF_SIZE");
+
+	/* BENCH_BUF_SIZE: packet buffer size (default 2048, as a stack's). */
+	if (bs)
+		cfg.buf_size = (uint32_t)atoi(bs);
 	struct sluice_stack *st;
 	int ret;
 

@@ -61,6 +61,7 @@ static void test_established_rto_backoff(void)
 	tap_eq(gap3, 4 * gap1, "and doubles again");
 	tap_eq(tf_counter(SL_C_tcp_rto), 3, "counted tcp_rto");
 	tap_eq(tf_counter(SL_C_tcp_retransmit), 3, "counted tcp_retransmit");
+	tap_eq(so->retransmits, 3, "and on the socket (sluice dump)");
 	tap_ok(so->tcp.cwnd == so->tcp.mss, "cwnd = 1 MSS after an RTO (RFC 5681 3.1)");
 	/* Karn: the ACK of a retransmitted segment gives no RTT sample. */
 	uint32_t srtt = so->tcp.srtt_us;
