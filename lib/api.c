@@ -220,6 +220,37 @@ static int64_t deadline_after(struct sl_stack *s, int timeout_ms)
 	return timeout_ms < 0 ? -1 : (int64_t)(sl_now(s) + (uint64_t)timeout_ms * 1000);
 }
 
+/*
+ * A caller spinning on a non-blocking receive comes straight back.  Reading
+ * the socket's first cache line in a tight loop fights the process that is
+ * delivering into it for that line; backing off about SPIN_BACKOFF_NS
+ * between looks measured a quarter off the ping-pong latency here (pause
+ * is ~14 ns on these VMs, ~45 ns on newer Xeons, so it is calibrated).
+ */
+static unsigned int backoff_pauses;
+static pthread_once_t backoff_once = PTHREAD_ONCE_INIT;
+
+static void backoff_calibrate(void)
+{
+	uint64_t t0 = real_clock(NULL), dt;
+
+	for (int i = 0; i < 1000; i++)
+		__builtin_ia32_pause();
+	dt = real_clock(NULL) - t0;	/* microseconds for 1000 pauses */
+	backoff_pauses = dt ? (unsigned int)(SPIN_BACKOFF_NS / dt) : SPIN_BACKOFF_NS / 10;
+	if (backoff_pauses < 1)
+		backoff_pauses = 1;
+	if (backoff_pauses > 64)
+		backoff_pauses = 64;
+}
+
+static void spin_backoff(void)
+{
+	pthread_once(&backoff_once, backoff_calibrate);
+	for (unsigned int i = 0; i < backoff_pauses; i++)
+		__builtin_ia32_pause();
+}
+
 static long futex_wait(uint32_t *w, uint32_t val, int ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -299,10 +330,12 @@ int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int
 		ret = ready;
 		if (ready || (deadline >= 0 && (int64_t)sl_now(s) >= deadline))
 			break;
-		if (asleep)
+		if (asleep) {
 			sleep_round(s, deadline, seq);
-		else
+		} else {
+			spin_backoff();
 			sluice_stack_poll((struct sluice_stack *)s);
+		}
 	}
 	if (asleep)
 		atomic_fetch_sub(sleepers, 1);
@@ -491,37 +524,6 @@ long sluice_sendto(struct sluice_stack *st, int sd, const void *buf, size_t len,
 long sluice_send(struct sluice_stack *st, int sd, const void *buf, size_t len, int flags)
 {
 	return sluice_sendto(st, sd, buf, len, flags, NULL);
-}
-
-/*
- * A caller spinning on a non-blocking receive comes straight back.  Reading
- * the socket's first cache line in a tight loop fights the process that is
- * delivering into it for that line; backing off about SPIN_BACKOFF_NS
- * between looks measured a quarter off the ping-pong latency here (pause
- * is ~14 ns on these VMs, ~45 ns on newer Xeons, so it is calibrated).
- */
-static unsigned int backoff_pauses;
-static pthread_once_t backoff_once = PTHREAD_ONCE_INIT;
-
-static void backoff_calibrate(void)
-{
-	uint64_t t0 = real_clock(NULL), dt;
-
-	for (int i = 0; i < 1000; i++)
-		__builtin_ia32_pause();
-	dt = real_clock(NULL) - t0;	/* microseconds for 1000 pauses */
-	backoff_pauses = dt ? (unsigned int)(SPIN_BACKOFF_NS / dt) : SPIN_BACKOFF_NS / 10;
-	if (backoff_pauses < 1)
-		backoff_pauses = 1;
-	if (backoff_pauses > 64)
-		backoff_pauses = 64;
-}
-
-static void spin_backoff(void)
-{
-	pthread_once(&backoff_once, backoff_calibrate);
-	for (unsigned int i = 0; i < backoff_pauses; i++)
-		__builtin_ia32_pause();
 }
 
 /*
