@@ -8,6 +8,7 @@
 #   make check        every test: host unit tests, then the VM suite
 #   make demo         the embedded demo (no InfiniBand hardware needed)
 #   make bench        benchmarks, Sluice beside the kernel (not tests)
+#   make sanitize     library and unit tests under ASan and UBSan (build/asan)
 #   make checkpatch   checkpatch.pl from linux-source-6.1 over kernel/ and uapi
 
 VERSION := 0.1.0
@@ -36,7 +37,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/
 INTEROP := $(B)/tests/interop/peer $(B)/tests/interop/mkstack $(B)/tests/bench/bench
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
-.PHONY: all lib tools tests bench module module-clean check demo checkpatch clean
+.PHONY: all lib tools tests bench sanitize unit-tests module module-clean check demo checkpatch clean
 
 all: lib tools tests
 
@@ -59,7 +60,7 @@ $(TOOL): $(B)/tools/sluice.o $(B)/libsluice.a
 	$(CC) -o $@ $^
 
 $(B)/tests/unit/%: $(B)/tests/unit/%.o $(B)/libsluice.a
-	$(CC) -o $@ $^
+	$(CC) $(LDFLAGS) -o $@ $^
 
 $(B)/tests/interop/%: $(B)/tests/interop/%.o $(B)/libsluice.a
 	$(CC) -o $@ $^
@@ -69,6 +70,14 @@ $(B)/tests/bench/%: $(B)/tests/bench/%.o $(B)/libsluice.a
 
 bench: all
 	$(B)/tests/bench/bench all
+
+# The library and the host unit tests again, under AddressSanitizer and
+# UndefinedBehaviorSanitizer, in build/asan/ (tests/run.sh runs them).
+sanitize:
+	$(MAKE) B=build/asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+		LDFLAGS="-fsanitize=address,undefined" unit-tests
+
+unit-tests: $(UNIT_TESTS)
 
 # The kselftest harness is GPL and lives in the kernel source package; it is
 # used from there, never copied into this tree.

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
 # Every test of Sluice: installs what is missing (tests/vm/deps.sh), builds,
-# runs the host suites (unit tests, tool, tree rules, checkpatch, dkms),
+# runs the host suites (unit tests, the same under ASan/UBSan, tool, tree
+# rules, checkpatch, dkms, TAP interop with the kernel),
 # then the VM suite on every installed kernel series.  Each suite prints
 # TAP; this script shows it, keeps it in build/test-results/, and ends with
 #   N passed, N failed, N skipped
@@ -51,10 +52,15 @@ run_suite() {
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 }
 
-if make -s -j2 all >"$res/build.log" 2>&1; then
+if make -s -j2 all sanitize >"$res/build.log" 2>&1; then
 	for t in build/tests/unit/test_*; do
 		case $t in *.o|*.d) continue ;; esac
 		run_suite "unit/${t##*/}" "$t"
+	done
+	# The same unit tests under ASan and UBSan (make sanitize).
+	for t in build/asan/tests/unit/test_*; do
+		case $t in *.o|*.d) continue ;; esac
+		run_suite "asan/${t##*/}" "$t"
 	done
 	for t in tests/host/test_*.sh; do
 		run_suite "host/$(basename "$t" .sh)" bash "$t"
