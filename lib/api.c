@@ -281,8 +281,9 @@ static void sleep_round(struct sl_stack *s, int64_t deadline, uint32_t seq)
 		pfd.fd = fd;
 		pfd.events = POLLIN;
 		poll(&pfd, 1, ms);
-	} else {
-		futex_wait(&s->r->wake_seq, seq, ms);
+	} else if (futex_wait(&s->r->wake_seq, seq, ms) && errno == EFAULT) {
+		/* No futex on these pages (sl_futex_usable()): a short nap. */
+		usleep(ms * 1000 < 1000 ? ms * 1000 : 1000);
 	}
 }
 

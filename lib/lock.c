@@ -130,6 +130,17 @@ void sl_counters_claim(struct sl_stack *s)
 	s->ctr_pid = (pid_t)self;
 }
 
+bool sl_futex_usable(struct sl_stack *s)
+{
+	/*
+	 * A shared futex is keyed by the page's file and offset (or its
+	 * anonymous mm).  /dev/shm pages have one; pages that a driver maps
+	 * from vmalloc memory have no file mapping and every futex call on
+	 * them fails with EFAULT.  A wake on a word nobody waits on tells.
+	 */
+	return futex(LOCKW(s), FUTEX_WAKE, 0, NULL) >= 0 || errno != EFAULT;
+}
+
 uint64_t sl_counter_sum(const struct sl_stack *s, enum sl_counter c)
 {
 	uint64_t sum = 0;
@@ -186,7 +197,13 @@ int sl_lock(struct sl_stack *s)
 							   memory_order_relaxed,
 							   memory_order_relaxed))
 			continue;
-		futex(LOCKW(s), FUTEX_WAIT, v | SLUICE_LOCK_WAITERS, &ts);
+		if (futex(LOCKW(s), FUTEX_WAIT, v | SLUICE_LOCK_WAITERS, &ts) && errno == EFAULT) {
+			/* The region's pages cannot key a shared futex (see
+			 * sl_futex_usable()): sleep a little instead. */
+			struct timespec nap = { 0, 50 * 1000 };
+
+			nanosleep(&nap, NULL);
+		}
 		if (stack_broken(s))
 			return -EPIPE;
 		v = atomic_load_explicit(LOCKW(s), memory_order_relaxed);

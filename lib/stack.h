@@ -166,6 +166,9 @@ static inline void sl_count(struct sl_stack *s, enum sl_counter c)
 	s->ctr->c[c]++;
 }
 
+/* Can shared futexes live in this region's pages? (lock.c) */
+bool sl_futex_usable(struct sl_stack *s);
+
 /* Point s->ctr at a counter block of this process's own (lock held). */
 void sl_counters_claim(struct sl_stack *s);
 /* A stack-wide counter: the sum over every process's block. */

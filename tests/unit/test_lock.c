@@ -115,10 +115,29 @@ static void test_holder_dies(void)
 	fx_destroy(s);
 }
 
+static void test_futex_keyed(void)
+{
+	struct sl_stack *s;
+
+	/* /dev/shm pages key shared futexes: sleeping is a futex wait. */
+	setenv("SLUICE_SHM", "1", 1);
+	s = fx_stack("lockfx", "10.0.0.1", NULL);
+	tap_ok(sl_futex_usable(s), "shared futexes work in a /dev/shm region");
+	fx_destroy(s);
+	unsetenv("SLUICE_SHM");
+	/* The default region (the module's when it is loaded) may not: then
+	 * the lock and sleepers nap instead (lock.c, api.c).  Say which. */
+	s = fx_stack("lockfx2", "10.0.0.1", NULL);
+	printf("# shared futexes in this stack's region: %s\n",
+	       sl_futex_usable(s) ? "yes" : "no (short naps instead)");
+	fx_destroy(s);
+}
+
 int main(void)
 {
 	test_mutual_exclusion();
 	test_defer_to_holder();
 	test_holder_dies();
+	test_futex_keyed();
 	return tap_done();
 }
