@@ -117,34 +117,46 @@ static const char *state_name(uint32_t state)
 	}
 }
 
+static void stack_row(const char *name, const char *where)
+{
+	struct sluice_stack *st;
+	struct sl_stack *s;
+
+	if (sluice_stack_attach(name, &st)) {
+		printf("%-24s %-7s %-6s\n", name, "invalid", where);
+		return;
+	}
+	s = (struct sl_stack *)st;
+	printf("%-24s %-7s %-6s %4u/%-4u %5u/%-5u %10llu\n", s->r->name, state_name(s->r->state),
+	       where, s->r->sock_used, s->r->max_sockets, s->r->n_bufs - s->r->buf_free_count,
+	       s->r->n_bufs, (unsigned long long)s->r->region_size);
+	sluice_stack_close(st);
+}
+
+/* Stacks the module holds (sysfs) and stacks in /dev/shm. */
 static int cmd_stacks(void)
 {
-	DIR *d = opendir("/dev/shm");
+	DIR *d;
 	struct dirent *e;
 
+	printf("%-24s %-7s %-6s %9s %11s %10s\n", "NAME", "STATE", "WHERE", "SOCKETS", "BUFFERS",
+	       "BYTES");
+	d = opendir(SYSFS_DIR "/stacks");
+	if (d) {
+		while ((e = readdir(d)))
+			/* NAME@NETNS entries belong to other namespaces. */
+			if (e->d_name[0] != '.' && !strchr(e->d_name, '@'))
+				stack_row(e->d_name, "module");
+		closedir(d);
+	}
+	d = opendir("/dev/shm");
 	if (!d) {
 		perror("sluice: /dev/shm");
 		return 1;
 	}
-	printf("%-24s %-7s %8s %8s %10s %6s\n", "NAME", "STATE", "SOCKETS", "BUFFERS",
-	       "BYTES", "ATTACH");
-	while ((e = readdir(d))) {
-		struct sluice_stack *st;
-		struct sl_stack *s;
-
-		if (strncmp(e->d_name, "sluice-", 7))
-			continue;
-		if (sluice_stack_attach(e->d_name + 7, &st)) {
-			printf("%-24s %-7s\n", e->d_name + 7, "invalid");
-			continue;
-		}
-		s = (struct sl_stack *)st;
-		printf("%-24s %-7s %4u/%-4u %4u/%-4u %10llu %6u\n", s->r->name,
-		       state_name(s->r->state), s->r->sock_used, s->r->max_sockets,
-		       s->r->n_bufs - s->r->buf_free_count, s->r->n_bufs,
-		       (unsigned long long)s->r->region_size, s->r->attach_count - 1);
-		sluice_stack_close(st);
-	}
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "sluice-", 7))
+			stack_row(e->d_name + 7, "shm");
 	closedir(d);
 	return 0;
 }

@@ -32,7 +32,7 @@ name=t-tool-$$
 rm -f "/dev/shm/sluice-$name"
 if "$top/build/tests/interop/mkstack" "$name"; then
 	out=$("$sluice" stacks)
-	check "stacks lists the new stack as ready" grep -qE "^$name +ready +3/16" <<<"$out"
+	check "stacks lists the new stack as ready, in /dev/shm" grep -qE "^$name +ready +shm +3/16" <<<"$out"
 	out=$("$sluice" dump "$name")
 	check "dump shows the address" grep -q "stack $name: ready, 10.7.0.1/255.255.255.0" <<<"$out"
 	check "dump shows the bound UDP socket with a datagram queued" \
