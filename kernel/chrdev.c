@@ -35,13 +35,20 @@ static int sluice_ioc_version(struct file *file, void __user *uarg)
 
 struct sluice_ioctl {
 	unsigned int cmd;
+	enum sluice_ioctl_on on;
 	const char *name;
 	int (*fn)(struct file *file, void __user *uarg);
 };
 
 static const struct sluice_ioctl sluice_ioctls[SLUICE_NR_COUNT] = {
-	[SLUICE_NR_VERSION] = { SLUICE_IOC_VERSION, "version",
+	[SLUICE_NR_VERSION] = { SLUICE_IOC_VERSION, SLUICE_ON_DEV, "version",
 				sluice_ioc_version },
+	[SLUICE_NR_STACK_CREATE] = { SLUICE_IOC_STACK_CREATE, SLUICE_ON_DEV,
+				     "stack_create", sluice_ioc_stack_create },
+	[SLUICE_NR_STACK_ATTACH] = { SLUICE_IOC_STACK_ATTACH, SLUICE_ON_DEV,
+				     "stack_attach", sluice_ioc_stack_attach },
+	[SLUICE_NR_STACK_WAKE] = { SLUICE_IOC_STACK_WAKE, SLUICE_ON_STACK,
+				   "stack_wake", sluice_ioc_stack_wake },
 };
 
 const char *sluice_cmd_name(unsigned int nr)
@@ -49,8 +56,18 @@ const char *sluice_cmd_name(unsigned int nr)
 	return nr < SLUICE_NR_COUNT ? sluice_ioctls[nr].name : NULL;
 }
 
-static long sluice_ioctl(struct file *file, unsigned int cmd,
-			 unsigned long arg)
+/**
+ * sluice_ioctl_dispatch - run one ioctl, counting it for debugfs
+ * @file:	the file it was issued on
+ * @cmd:	the command
+ * @arg:	its argument, a user pointer
+ * @on:		the kind of file @file is
+ *
+ * Return: the command's result; -ENOTTY for a command that is unknown or
+ * belongs to the other kind of file.
+ */
+long sluice_ioctl_dispatch(struct file *file, unsigned int cmd,
+			   unsigned long arg, enum sluice_ioctl_on on)
 {
 	unsigned int nr = _IOC_NR(cmd);
 	const struct sluice_ioctl *op;
@@ -61,7 +78,7 @@ static long sluice_ioctl(struct file *file, unsigned int cmd,
 	 * against a different struct or direction gets -ENOTTY.
 	 */
 	if (_IOC_TYPE(cmd) != SLUICE_IOC_MAGIC || nr >= SLUICE_NR_COUNT ||
-	    sluice_ioctls[nr].cmd != cmd) {
+	    sluice_ioctls[nr].cmd != cmd || sluice_ioctls[nr].on != on) {
 		atomic64_inc(&sluice_stats.unknown_cmds);
 		return -ENOTTY;
 	}
@@ -71,6 +88,12 @@ static long sluice_ioctl(struct file *file, unsigned int cmd,
 	if (ret)
 		atomic64_inc(&sluice_stats.cmd[nr].errors);
 	return ret;
+}
+
+static long sluice_ioctl(struct file *file, unsigned int cmd,
+			 unsigned long arg)
+{
+	return sluice_ioctl_dispatch(file, cmd, arg, SLUICE_ON_DEV);
 }
 
 static int sluice_open(struct inode *inode, struct file *file)
@@ -128,6 +151,12 @@ static struct miscdevice sluice_misc = {
 	.groups	= sluice_groups,
 	.mode	= 0666,
 };
+
+/* /sys/class/misc/sluice, the parent of the stacks' sysfs entries. */
+struct kobject *sluice_chrdev_kobj(void)
+{
+	return &sluice_misc.this_device->kobj;
+}
 
 int sluice_chrdev_init(void)
 {

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * /sys/kernel/debug/sluice: dumps for people and for the sluice tool.
- * Failures to create debugfs entries are not errors (debugfs is optional).
+ * /sys/kernel/debug/sluice: dumps for people and for the sluice tool:
+ * "info" (the module) and "stacks/NAME" (each listed stack, named as in
+ * sysfs).  Failures to create debugfs entries are not errors (debugfs is
+ * optional).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -11,6 +13,7 @@
 #include "sluice.h"
 
 static struct dentry *sluice_debugfs_root;
+static struct dentry *sluice_debugfs_stacks;
 
 static int info_show(struct seq_file *m, void *unused)
 {
@@ -22,6 +25,8 @@ static int info_show(struct seq_file *m, void *unused)
 		   (unsigned long long)SLUICE_FEATURES_ALL);
 	seq_printf(m, "open_files %d\n",
 		   atomic_read(&sluice_stats.open_files));
+	seq_printf(m, "stacks %d\n", atomic_read(&sluice_stats.stacks));
+	seq_printf(m, "regions %d\n", atomic_read(&sluice_stats.regions));
 	seq_printf(m, "ioctl_unknown %lld\n",
 		   (long long)atomic64_read(&sluice_stats.unknown_cmds));
 	for (nr = 0; nr < SLUICE_NR_COUNT; nr++)
@@ -33,15 +38,43 @@ static int info_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(info);
 
+static int stack_show(struct seq_file *m, void *unused)
+{
+	sluice_stack_show(m, m->private);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(stack);
+
+/*
+ * Under sluice_stacks_lock.  The file's private data is the stack without
+ * a reference of its own: debugfs_remove() in sluice_debugfs_stack_del()
+ * waits for every reader, and runs before the stack can go.
+ */
+void sluice_debugfs_stack_add(struct sluice_stack *st)
+{
+	st->debugfs = debugfs_create_file(st->dirname, 0444,
+					  sluice_debugfs_stacks, st,
+					  &stack_fops);
+}
+
+void sluice_debugfs_stack_del(struct sluice_stack *st)
+{
+	debugfs_remove(st->debugfs);
+	st->debugfs = NULL;
+}
+
 void sluice_debugfs_init(void)
 {
 	sluice_debugfs_root = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	debugfs_create_file("info", 0444, sluice_debugfs_root, NULL,
 			    &info_fops);
+	sluice_debugfs_stacks = debugfs_create_dir("stacks",
+						   sluice_debugfs_root);
 }
 
 void sluice_debugfs_exit(void)
 {
 	debugfs_remove_recursive(sluice_debugfs_root);
 	sluice_debugfs_root = NULL;
+	sluice_debugfs_stacks = NULL;
 }

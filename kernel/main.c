@@ -22,17 +22,34 @@ static int __init sluice_init(void)
 		goto err_debugfs;
 	}
 
+	/*
+	 * The stacks' sysfs directory hangs off the device's, so it can only
+	 * come after it; until it exists STACK_CREATE fails with -EAGAIN.
+	 */
+	ret = sluice_sysfs_init(sluice_chrdev_kobj());
+	if (ret) {
+		pr_err("cannot create the stacks sysfs directory: %d\n", ret);
+		goto err_chrdev;
+	}
+
 	pr_info("version %s, ABI %u\n", SLUICE_MODULE_VERSION,
 		SLUICE_ABI_VERSION);
 	return 0;
 
+err_chrdev:
+	sluice_chrdev_exit();
 err_debugfs:
 	sluice_debugfs_exit();
 	return ret;
 }
 
+/*
+ * No stack can exist here: each holds a reference on the module, and so
+ * does each file and mapping of one.
+ */
 static void __exit sluice_exit(void)
 {
+	sluice_sysfs_exit();
 	sluice_chrdev_exit();
 	sluice_debugfs_exit();
 }

@@ -6,14 +6,28 @@
 #define _SLUICE_INTERNAL_H
 
 #include <linux/atomic.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
 #include <linux/types.h>
+#include <linux/uidgid.h>
+#include <linux/wait.h>
 #include <uapi/sluice.h>
+
+struct dentry;
+struct file;
+struct kobject;
+struct net;
+struct seq_file;
 
 #define SLUICE_MODULE_VERSION	"0.1.0"
 
 /* ioctl commands by _IOC_NR; the table in chrdev.c is indexed by these. */
 enum sluice_cmd_nr {
 	SLUICE_NR_VERSION = _IOC_NR(SLUICE_IOC_VERSION),
+	SLUICE_NR_STACK_CREATE = _IOC_NR(SLUICE_IOC_STACK_CREATE),
+	SLUICE_NR_STACK_ATTACH = _IOC_NR(SLUICE_IOC_STACK_ATTACH),
+	SLUICE_NR_STACK_WAKE = _IOC_NR(SLUICE_IOC_STACK_WAKE),
 	SLUICE_NR_COUNT,
 };
 
@@ -22,9 +36,17 @@ struct sluice_cmd_stats {
 	atomic64_t errors;
 };
 
+/* Which kind of file an ioctl is issued on. */
+enum sluice_ioctl_on {
+	SLUICE_ON_DEV,		/* /dev/sluice */
+	SLUICE_ON_STACK,	/* a stack fd */
+};
+
 /* Module-wide counters, shown in debugfs. */
 struct sluice_stats {
 	atomic_t open_files;
+	atomic_t stacks;	/* listed by name */
+	atomic_t regions;	/* allocated, listed or not */
 	atomic64_t unknown_cmds;
 	struct sluice_cmd_stats cmd[SLUICE_NR_COUNT];
 };
@@ -32,6 +54,76 @@ struct sluice_stats {
 extern struct sluice_stats sluice_stats;
 
 const char *sluice_cmd_name(unsigned int nr);
+
+/*
+ * A stack: its region and everything the module knows about it.
+ *
+ * Lifetime: @ref counts the stack's files (one each), the mappings of its
+ * region (one per vma) and its sysfs entry; the last put frees the region,
+ * drops the netns and the module reference the stack holds.  @files, under
+ * sluice_stacks_lock, counts the files; when it drops to zero the name is
+ * unlisted and the sysfs and debugfs entries go.
+ */
+struct sluice_stack {
+	struct kref ref;
+	struct list_head node;		/* in the list of stacks, if listed */
+	unsigned int files;		/* under sluice_stacks_lock */
+
+	char name[SLUICE_NAME_MAX];
+	/* sysfs and debugfs entry: NAME, or NAME@NETNS-INODE outside init_net */
+	char dirname[SLUICE_NAME_MAX + 16];
+	struct net *net;
+	kuid_t creator;
+	u32 ifindex;
+
+	struct sluice_region *region;	/* vmalloc_user(), region_size bytes */
+	size_t region_size;
+	atomic_t maps;			/* vmas mapping the region */
+
+	wait_queue_head_t wq;		/* pollers */
+	atomic_t wake_seq;		/* bumped by SLUICE_WAKE_SIGNAL */
+	atomic64_t wakes;
+
+	struct mutex lock;		/* @procs, @nr_procs */
+	struct list_head procs;		/* struct sluice_proc */
+	unsigned int nr_procs;
+
+	struct kobject *kobj;		/* under sluice_stacks_lock */
+	struct dentry *debugfs;		/* under sluice_stacks_lock */
+};
+
+/* A process attached to a stack: it made @files open stack files. */
+struct sluice_proc {
+	struct list_head node;
+	struct pid *pid;		/* thread group id */
+	unsigned int files;
+};
+
+/* chrdev.c: the one ioctl dispatcher, for /dev/sluice and stack fds */
+long sluice_ioctl_dispatch(struct file *file, unsigned int cmd,
+			   unsigned long arg, enum sluice_ioctl_on on);
+struct kobject *sluice_chrdev_kobj(void);
+
+/* stack.c */
+int sluice_ioc_stack_create(struct file *file, void __user *uarg);
+int sluice_ioc_stack_attach(struct file *file, void __user *uarg);
+int sluice_ioc_stack_wake(struct file *file, void __user *uarg);
+void sluice_stack_get(struct sluice_stack *st);
+void sluice_stack_put(struct sluice_stack *st);
+void sluice_stack_show(struct seq_file *m, struct sluice_stack *st);
+int sluice_stack_ifname(struct sluice_stack *st, char *buf, size_t len);
+
+/* layout.c: the region layout user space asks for */
+bool sluice_name_ok(const char name[SLUICE_NAME_MAX]);
+int sluice_layout_check(const struct sluice_stack_create *c, u64 max_size);
+void sluice_layout_write(struct sluice_region *r,
+			 const struct sluice_stack_create *c, u32 creator_uid);
+
+/* sysfs.c: /sys/class/misc/sluice/stacks */
+int sluice_sysfs_init(struct kobject *parent);
+void sluice_sysfs_exit(void);
+int sluice_sysfs_stack_add(struct sluice_stack *st);
+void sluice_sysfs_stack_del(struct sluice_stack *st);
 
 /* uarg.c: extensible ioctl argument copying */
 int sluice_arg_in(void *karg, size_t ksize, size_t min_size,
@@ -45,5 +137,7 @@ void sluice_chrdev_exit(void);
 /* debugfs.c */
 void sluice_debugfs_init(void);
 void sluice_debugfs_exit(void);
+void sluice_debugfs_stack_add(struct sluice_stack *st);
+void sluice_debugfs_stack_del(struct sluice_stack *st);
 
 #endif /* _SLUICE_INTERNAL_H */

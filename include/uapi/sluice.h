@@ -32,9 +32,10 @@
 
 /*
  * Feature bits reported by SLUICE_IOC_VERSION.  A bit is only defined once
- * the module implements what it names; none are yet.
+ * the module implements what it names.
  */
-#define SLUICE_FEATURES_ALL	0ULL
+#define SLUICE_FEATURE_STACK	0x1ULL	/* STACK_CREATE, _ATTACH, _WAKE, mmap */
+#define SLUICE_FEATURES_ALL	SLUICE_FEATURE_STACK
 
 /**
  * struct sluice_version - SLUICE_IOC_VERSION argument
@@ -220,5 +221,163 @@ struct sluice_region {
 	 */
 	struct sluice_counters counters[SLUICE_PROC_MAX] __attribute__((aligned(64)));
 };
+
+/*
+ * Stacks.
+ *
+ * A stack is a named region of shared memory that the module allocates
+ * (vmalloc_user: zeroed, never swapped) and every process running the stack
+ * maps.  SLUICE_IOC_STACK_CREATE and SLUICE_IOC_STACK_ATTACH, issued on
+ * /dev/sluice, return a stack fd (O_CLOEXEC); everything else is done on
+ * that fd:
+ *  - mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) maps the
+ *    region.  The offset must be 0 and len at most region_size; private
+ *    mappings are refused (-EINVAL) and the mapping cannot grow (mremap).
+ *  - poll/epoll and SLUICE_IOC_STACK_WAKE: see struct sluice_stack_wake.
+ *
+ * Names are 1 to SLUICE_NAME_MAX - 1 characters of [A-Za-z0-9_.-], not
+ * starting with '.', NUL-padded to SLUICE_NAME_MAX bytes (-EINVAL
+ * otherwise), and unique within a network namespace (-EEXIST).  The name is
+ * listed from creation until the last file of the stack is released, that
+ * is when the last fd is closed and the last mapping made through one is
+ * unmapped; the same name can then be created again, and the region is
+ * freed.
+ *
+ * A process counts as attached to a stack while a stack file it created
+ * (by STACK_CREATE or STACK_ATTACH) is open or mapped.  A file inherited
+ * by fork or passed over a socket still counts for the process that made
+ * it: each process should attach on its own.
+ */
+#define SLUICE_STACK_MAX_SOCKETS	(1u << 20)
+#define SLUICE_STACK_MAX_SOCK_SIZE	65536u	/* bytes per socket slot */
+#define SLUICE_STACK_MAX_HASH_BUCKETS	(1u << 22)
+#define SLUICE_STACK_MAX_BUFS		(1u << 22)
+#define SLUICE_STACK_MAX_BUF_SIZE	65536u	/* sluice_buf.len is a __u16 */
+#define SLUICE_STACK_MIN_MTU		68u	/* RFC 791: every host takes 68 */
+#define SLUICE_STACK_ALIGN		64u	/* area offsets and sock_size */
+
+/**
+ * struct sluice_stack_create - SLUICE_IOC_STACK_CREATE argument
+ * @size:	in: sizeof(struct sluice_stack_create) as the caller knows it
+ * @flags:	in: must be zero
+ * @name:	in: the stack's name (rules above)
+ * @ifindex:	in: network device in the caller's network namespace, or 0
+ *		for none (-ENODEV if there is no such device)
+ * @reserved0:	must be zero
+ * @region_size: in: bytes; a multiple of the page size, at most the module
+ *		parameter max_region_mb (-E2BIG above it)
+ * @max_sockets: in: socket slots, 1 .. SLUICE_STACK_MAX_SOCKETS
+ * @sock_size:	in: bytes per slot, a non-zero multiple of SLUICE_STACK_ALIGN,
+ *		at most SLUICE_STACK_MAX_SOCK_SIZE
+ * @hash_buckets: in: a power of two, at most SLUICE_STACK_MAX_HASH_BUCKETS
+ * @n_bufs:	in: packet buffers, 1 .. SLUICE_STACK_MAX_BUFS
+ * @buf_size:	in: data bytes per buffer, 1 .. SLUICE_STACK_MAX_BUF_SIZE
+ * @mtu:	in: SLUICE_STACK_MIN_MTU .. @buf_size
+ * @sock_off:	in: socket table, @max_sockets * @sock_size bytes
+ * @hash_off:	in: socket hash, 2 * @hash_buckets * 4 bytes
+ * @wheel_off:	in: timer wheel, SLUICE_WHEEL_SLOTS * 4 bytes
+ * @bufmeta_off: in: @n_bufs struct sluice_buf
+ * @bufdata_off: in: @n_bufs * @buf_size bytes
+ * @fd:		out: the new stack fd (O_CLOEXEC); ignored on input
+ * @reserved1:	must be zero
+ *
+ * The layout is the one user space computed (the header diagram above).
+ * Every area must lie inside the region, after the header (struct
+ * sluice_region), without overlapping another; the *_off are multiples of
+ * SLUICE_STACK_ALIGN and @bufdata_off of the page size.  Any rule broken
+ * is -EINVAL; space after the last area is allowed.  -ENOMEM if the region
+ * cannot be allocated.
+ *
+ * The module writes, in the new region's header: magic, abi_version,
+ * region_size, name, creator_uid (the caller's effective uid), the counts
+ * and offsets above, and state SLUICE_STATE_INIT.  Everything else is zero
+ * for user space to initialise through a mapping.
+ */
+struct sluice_stack_create {
+	__u32 size;
+	__u32 flags;
+	char name[SLUICE_NAME_MAX];
+	__u32 ifindex;
+	__u32 reserved0;
+	__u64 region_size;
+	__u32 max_sockets;
+	__u32 sock_size;
+	__u32 hash_buckets;
+	__u32 n_bufs;
+	__u32 buf_size;
+	__u32 mtu;
+	__u64 sock_off;
+	__u64 hash_off;
+	__u64 wheel_off;
+	__u64 bufmeta_off;
+	__u64 bufdata_off;
+	__s32 fd;
+	__u32 reserved1;
+};
+
+/**
+ * struct sluice_stack_attach - SLUICE_IOC_STACK_ATTACH argument
+ * @size:	in: sizeof(struct sluice_stack_attach) as the caller knows it
+ * @flags:	in: must be zero
+ * @name:	in: a stack in the caller's network namespace (-ENOENT if none)
+ * @fd:		out: a new fd on that stack (O_CLOEXEC); ignored on input
+ * @ifindex:	out: as created
+ * @region_size: out: as created: how much to map
+ *
+ * Allowed to the stack's creator (same effective uid) and to holders of
+ * CAP_NET_ADMIN in the user namespace that owns the stack's network
+ * namespace; -EACCES for anyone else.
+ */
+struct sluice_stack_attach {
+	__u32 size;
+	__u32 flags;
+	char name[SLUICE_NAME_MAX];
+	__s32 fd;
+	__u32 ifindex;
+	__u64 region_size;
+};
+
+/* sluice_stack_wake.flags: at most one of them. */
+#define SLUICE_WAKE_ARM		0x1u
+#define SLUICE_WAKE_SIGNAL	0x2u
+
+/**
+ * struct sluice_stack_wake - SLUICE_IOC_STACK_WAKE argument (on a stack fd)
+ * @size:	in: sizeof(struct sluice_stack_wake) as the caller knows it
+ * @flags:	in: 0 (read the sequence), SLUICE_WAKE_ARM or
+ *		SLUICE_WAKE_SIGNAL
+ * @seq:	in (ARM only): the sequence the caller last saw;
+ *		out: the stack's wake sequence (after SIGNAL: the new one)
+ * @reserved:	must be zero
+ *
+ * Each stack has a wake sequence, a counter only the module changes: every
+ * SIGNAL, through any fd of the stack, adds one and wakes every poller.
+ * Each stack fd has an armed value, set by ARM (and, when the fd is made,
+ * to the sequence at that moment).  poll/epoll on the fd reports EPOLLIN
+ * while the stack's sequence differs from the fd's armed value.
+ *
+ * Sleeping without missing a wakeup:
+ *   sleeper                               waker
+ *   1. s = WAKE(0).seq                    a. publish the work in the region
+ *   2. look for work in the region;       b. WAKE(SIGNAL)
+ *      if there is some, do it, go to 1
+ *   3. WAKE(ARM, seq = s)
+ *   4. poll(fd, POLLIN, timeout); go to 1
+ * A SIGNAL that lands after step 1 changed the sequence away from s, so
+ * the poll of step 4 returns at once, even if the SIGNAL came before step
+ * 3.  The sleeper may arm with the value step 3 returns only if it looks
+ * for work again afterwards.  Threads that share one fd share its armed
+ * value: give each sleeping thread an fd of its own (STACK_ATTACH).
+ */
+struct sluice_stack_wake {
+	__u32 size;
+	__u32 flags;
+	__u32 seq;
+	__u32 reserved;
+};
+
+#define SLUICE_IOC_STACK_CREATE	_IOWR(SLUICE_IOC_MAGIC, 0x01, struct sluice_stack_create)
+#define SLUICE_IOC_STACK_ATTACH	_IOWR(SLUICE_IOC_MAGIC, 0x02, struct sluice_stack_attach)
+#define SLUICE_IOC_STACK_WAKE	_IOWR(SLUICE_IOC_MAGIC, 0x03, struct sluice_stack_wake)
 
 #endif /* _UAPI_SLUICE_H */

@@ -1,0 +1,1404 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kselftests for stacks in sluice.ko: SLUICE_IOC_STACK_CREATE and its
+ * argument and layout rules, SLUICE_IOC_STACK_ATTACH and who may attach,
+ * mmap of the region, the lifetime of names and regions (fds, mappings,
+ * killed processes, module unload), poll and SLUICE_IOC_STACK_WAKE, and
+ * the sysfs and debugfs entries of a stack.
+ *
+ * Runs as root inside the test VM, loading the module from $SLUICE_KO
+ * (default /lib/modules/sluice.ko) as sluice_dev does.  Every test that
+ * passes leaves no stack behind (the fixture's teardown checks it), and
+ * the last test unloads the module.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <uapi/sluice.h>
+
+#include "kselftest_harness.h"
+
+#define SYSFS_MOD	"/sys/module/sluice"
+#define SYSFS_STACKS	"/sys/class/misc/sluice/stacks"
+#define DEBUGFS_DIR	"/sys/kernel/debug/sluice"
+#define PARAM_MAX_MB	SYSFS_MOD "/parameters/max_region_mb"
+#define PAGE		4096ull
+#define ALIGN_UP(x, a)	(((x) + (a) - 1) & ~((__u64)(a) - 1))
+#define NOBODY		65534
+
+static const char *ko_path(void)
+{
+	const char *p = getenv("SLUICE_KO");
+
+	return p ? p : "/lib/modules/sluice.ko";
+}
+
+static bool module_loaded(void)
+{
+	return access(SYSFS_MOD, F_OK) == 0;
+}
+
+static int load_module(void)
+{
+	int fd = open(ko_path(), O_RDONLY | O_CLOEXEC);
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (syscall(SYS_finit_module, fd, "", 0))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static int unload_module(void)
+{
+	return syscall(SYS_delete_module, "sluice", O_NONBLOCK) ? -errno : 0;
+}
+
+static int ensure_loaded(void)
+{
+	return module_loaded() ? 0 : load_module();
+}
+
+static ssize_t read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	if (n < 0)
+		n = -errno;
+	else
+		buf[n] = '\0';
+	close(fd);
+	return n;
+}
+
+static int write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* The value after "key " on a line of the debugfs info dump, or -1. */
+static long long info_value(const char *key)
+{
+	char buf[4096], *line, *save = NULL;
+	size_t klen = strlen(key);
+
+	if (read_file(DEBUGFS_DIR "/info", buf, sizeof(buf)) < 0)
+		return -1;
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		if (!strncmp(line, key, klen) && line[klen] == ' ')
+			return strtoll(line + klen + 1, NULL, 0);
+	return -1;
+}
+
+/* One sysfs value of a stack, newline stripped; length or -errno. */
+static ssize_t stack_attr(const char *dir, const char *attr, char *buf,
+			  size_t len)
+{
+	char path[256];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), SYSFS_STACKS "/%s/%s", dir, attr);
+	n = read_file(path, buf, len);
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	return n;
+}
+
+static long long stack_attr_ll(const char *dir, const char *attr)
+{
+	char buf[64];
+
+	if (stack_attr(dir, attr, buf, sizeof(buf)) < 0)
+		return -1;
+	return strtoll(buf, NULL, 0);
+}
+
+static bool stack_listed(const char *dir)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), SYSFS_STACKS "/%s", dir);
+	return access(path, F_OK) == 0;
+}
+
+static bool stack_in_debugfs(const char *dir)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), DEBUGFS_DIR "/stacks/%s", dir);
+	return access(path, F_OK) == 0;
+}
+
+static int xioctl(int fd, unsigned long cmd, void *arg)
+{
+	return ioctl(fd, cmd, arg) ? -errno : 0;
+}
+
+static void set_name(char dst[SLUICE_NAME_MAX], const char *name)
+{
+	size_t n = strlen(name);
+
+	memset(dst, 0, SLUICE_NAME_MAX);
+	memcpy(dst, name, n < SLUICE_NAME_MAX ? n : SLUICE_NAME_MAX);
+}
+
+/*
+ * A layout computed the way user space does it (every area 64-byte
+ * aligned after the header, buffer data page aligned), independently of
+ * the library.
+ */
+static void layout(struct sluice_stack_create *c, const char *name,
+		   __u32 max_sockets, __u32 n_bufs)
+{
+	__u64 off;
+
+	memset(c, 0, sizeof(*c));
+	c->size = sizeof(*c);
+	set_name(c->name, name);
+	c->max_sockets = max_sockets;
+	c->sock_size = 256;
+	c->hash_buckets = 64;
+	while (c->hash_buckets < max_sockets)
+		c->hash_buckets <<= 1;
+	c->n_bufs = n_bufs;
+	c->buf_size = 2048;
+	c->mtu = 1500;
+	c->fd = -1;
+
+	off = ALIGN_UP(sizeof(struct sluice_region), 64);
+	c->sock_off = off;
+	off += (__u64)max_sockets * c->sock_size;
+	c->hash_off = ALIGN_UP(off, 64);
+	off = c->hash_off + 2ull * c->hash_buckets * 4;
+	c->wheel_off = ALIGN_UP(off, 64);
+	off = c->wheel_off + SLUICE_WHEEL_SLOTS * 4;
+	c->bufmeta_off = ALIGN_UP(off, 64);
+	off = c->bufmeta_off + (__u64)n_bufs * sizeof(struct sluice_buf);
+	c->bufdata_off = ALIGN_UP(off, PAGE);
+	off = c->bufdata_off + (__u64)n_bufs * c->buf_size;
+	c->region_size = ALIGN_UP(off, PAGE);
+}
+
+/* STACK_CREATE; the new fd, or -errno. */
+static int create(int dev, struct sluice_stack_create *c)
+{
+	int ret = xioctl(dev, SLUICE_IOC_STACK_CREATE, c);
+
+	return ret ? ret : c->fd;
+}
+
+static int create_named(int dev, const char *name)
+{
+	struct sluice_stack_create c;
+
+	layout(&c, name, 16, 16);
+	return create(dev, &c);
+}
+
+/* STACK_ATTACH; the new fd, or -errno.  @a may be NULL. */
+static int attach(int dev, const char *name, struct sluice_stack_attach *a)
+{
+	struct sluice_stack_attach tmp;
+	int ret;
+
+	if (!a)
+		a = &tmp;
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->fd = -1;
+	set_name(a->name, name);
+	ret = xioctl(dev, SLUICE_IOC_STACK_ATTACH, a);
+	return ret ? ret : a->fd;
+}
+
+/* STACK_WAKE with these flags; returns 0 or -errno, the sequence in *seq. */
+static int wake(int fd, __u32 flags, __u32 *seq)
+{
+	struct sluice_stack_wake w = {
+		.size = sizeof(w), .flags = flags, .seq = seq ? *seq : 0,
+	};
+	int ret = xioctl(fd, SLUICE_IOC_STACK_WAKE, &w);
+
+	if (!ret && seq)
+		*seq = w.seq;
+	return ret;
+}
+
+static int poll_in(int fd, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int n = poll(&p, 1, timeout_ms);
+
+	if (n < 0)
+		return -errno;
+	return n ? p.revents : 0;
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ll + ts.tv_nsec / 1000000;
+}
+
+/* The child's exit status, or -1 if it did not exit normally. */
+static int child_status(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+FIXTURE(stack) {
+	int dev;
+	bool param_changed;
+};
+
+FIXTURE_SETUP(stack)
+{
+	ASSERT_EQ(0, ensure_loaded());
+	self->dev = open(SLUICE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->dev);
+	/* Every earlier test cleaned up after itself. */
+	ASSERT_EQ(0, info_value("stacks"));
+	ASSERT_EQ(0, info_value("regions"));
+}
+
+FIXTURE_TEARDOWN(stack)
+{
+	if (self->param_changed)
+		write_file(PARAM_MAX_MB, "1024");
+	close(self->dev);
+	/* A passing test closed and unmapped everything it made. */
+	if (_metadata->passed) {
+		EXPECT_EQ(0, info_value("stacks"));
+		EXPECT_EQ(0, info_value("regions"));
+	}
+}
+
+TEST_F(stack, create_good_writes_header)
+{
+	struct sluice_stack_create c;
+	const struct sluice_region *r;
+	const unsigned char *p;
+	int fd;
+
+	layout(&c, "t_good", 16, 16);
+	c.fd = 12345;	/* out only: ignored on input */
+	fd = create(self->dev, &c);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(sizeof(c), c.size);
+	EXPECT_NE(self->dev, fd);
+	EXPECT_EQ(FD_CLOEXEC, fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	EXPECT_EQ(0, c.reserved0);
+	EXPECT_EQ(0, c.reserved1);
+	EXPECT_EQ(1, info_value("stacks"));
+	EXPECT_EQ(1, info_value("regions"));
+
+	r = mmap(NULL, c.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, r);
+	EXPECT_EQ(SLUICE_REGION_MAGIC, r->magic);
+	EXPECT_EQ(SLUICE_ABI_VERSION, r->abi_version);
+	EXPECT_EQ(c.region_size, r->region_size);
+	EXPECT_EQ(0, memcmp(r->name, c.name, SLUICE_NAME_MAX));
+	EXPECT_EQ(SLUICE_STATE_INIT, r->state);
+	EXPECT_EQ(geteuid(), r->creator_uid);
+	EXPECT_EQ(c.max_sockets, r->max_sockets);
+	EXPECT_EQ(c.sock_size, r->sock_size);
+	EXPECT_EQ(c.hash_buckets, r->hash_buckets);
+	EXPECT_EQ(c.n_bufs, r->n_bufs);
+	EXPECT_EQ(c.buf_size, r->buf_size);
+	EXPECT_EQ(c.mtu, r->mtu);
+	EXPECT_EQ(c.sock_off, r->sock_off);
+	EXPECT_EQ(c.hash_off, r->hash_off);
+	EXPECT_EQ(c.wheel_off, r->wheel_off);
+	EXPECT_EQ(c.bufmeta_off, r->bufmeta_off);
+	EXPECT_EQ(c.bufdata_off, r->bufdata_off);
+	/* Everything after the module's fields is zero, to the last byte. */
+	p = (const unsigned char *)r;
+	for (size_t i = offsetof(struct sluice_region, ip_addr); i < c.region_size; i++)
+		if (p[i]) {
+			EXPECT_EQ(0, p[i]) TH_LOG("byte %zu of the region", i);
+			break;
+		}
+	munmap((void *)r, c.region_size);
+	close(fd);
+	EXPECT_FALSE(stack_listed("t_good"));
+}
+
+TEST_F(stack, create_short_size_is_einval)
+{
+	struct sluice_stack_create c;
+	const __u32 sizes[] = { 0, 4, 8, sizeof(c) - 8, sizeof(c) - 1 };
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		layout(&c, "t_short", 16, 16);
+		c.size = sizes[i];
+		EXPECT_EQ(-EINVAL, create(self->dev, &c)) TH_LOG("size %u", sizes[i]);
+		EXPECT_EQ(-1, c.fd);
+	}
+	EXPECT_FALSE(stack_listed("t_short"));
+}
+
+TEST_F(stack, create_nonzero_reserved_or_flags_is_einval)
+{
+	struct sluice_stack_create c;
+
+	layout(&c, "t_resv", 16, 16);
+	c.reserved0 = 1;
+	EXPECT_EQ(-EINVAL, create(self->dev, &c));
+	layout(&c, "t_resv", 16, 16);
+	c.reserved1 = 0x80000000u;
+	EXPECT_EQ(-EINVAL, create(self->dev, &c));
+	for (int bit = 0; bit < 32; bit++) {
+		layout(&c, "t_resv", 16, 16);
+		c.flags = 1u << bit;
+		EXPECT_EQ(-EINVAL, create(self->dev, &c)) TH_LOG("flag bit %d", bit);
+	}
+	EXPECT_EQ(0, info_value("regions"));
+}
+
+struct create_big {
+	struct sluice_stack_create c;
+	__u8 tail[16];
+	__u8 canary[16];
+};
+
+TEST_F(stack, create_larger_struct_zero_tail)
+{
+	struct create_big b;
+	int fd;
+
+	memset(&b, 0, sizeof(b));
+	layout(&b.c, "t_tail", 16, 16);
+	memset(b.canary, 0xa5, sizeof(b.canary));
+	b.c.size = sizeof(b.c) + sizeof(b.tail);
+	fd = create(self->dev, &b.c);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(sizeof(b.c), b.c.size);
+	for (size_t i = 0; i < sizeof(b.canary); i++)
+		EXPECT_EQ(0xa5, b.canary[i]);
+	close(fd);
+}
+
+TEST_F(stack, create_nonzero_tail_is_e2big)
+{
+	struct create_big b;
+	const size_t pos[] = { 0, 7, sizeof(b.tail) - 1 };
+
+	for (size_t i = 0; i < sizeof(pos) / sizeof(pos[0]); i++) {
+		memset(&b, 0, sizeof(b));
+		layout(&b.c, "t_tail", 16, 16);
+		b.c.size = sizeof(b.c) + sizeof(b.tail);
+		b.tail[pos[i]] = 1;
+		EXPECT_EQ(-E2BIG, create(self->dev, &b.c)) TH_LOG("tail byte %zu", pos[i]);
+	}
+	EXPECT_FALSE(stack_listed("t_tail"));
+}
+
+TEST_F(stack, create_bad_names_are_einval)
+{
+	const char *bad[] = {
+		"", ".", "..", ".hidden", "a/b", "a b", "a\nb", "a@b", "a:b",
+		"caf\xc3\xa9", "\xe9t\xe9", "a*", "-a\t",
+	};
+	const char *good[] = {
+		"a", "A.b-c_D9", "a.", "-", "_", "0123456789012345678901234567890",
+	};
+	struct sluice_stack_create c;
+	int fd;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		layout(&c, bad[i], 16, 16);
+		EXPECT_EQ(-EINVAL, create(self->dev, &c)) TH_LOG("name '%s'", bad[i]);
+	}
+	/* 32 characters: no room for the NUL. */
+	layout(&c, "x", 16, 16);
+	memset(c.name, 'x', sizeof(c.name));
+	EXPECT_EQ(-EINVAL, create(self->dev, &c));
+	/* Not NUL-padded: garbage after the terminator. */
+	layout(&c, "pad", 16, 16);
+	c.name[sizeof(c.name) - 1] = 'z';
+	EXPECT_EQ(-EINVAL, create(self->dev, &c));
+	layout(&c, "pad", 16, 16);
+	c.name[4] = 'z';
+	EXPECT_EQ(-EINVAL, create(self->dev, &c));
+	EXPECT_EQ(0, info_value("regions"));
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		layout(&c, good[i], 16, 16);
+		fd = create(self->dev, &c);
+		EXPECT_LE(0, fd) TH_LOG("name '%s': %d", good[i], fd);
+		EXPECT_TRUE(stack_listed(good[i])) TH_LOG("name '%s'", good[i]);
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
+TEST_F(stack, create_bad_counts_are_einval)
+{
+	struct sluice_stack_create c;
+	struct {
+		const char *what;
+		size_t off;
+		__u32 value;
+	} cases[] = {
+#define CASE(f, v) { #f " = " #v, offsetof(struct sluice_stack_create, f), v }
+		CASE(max_sockets, 0),
+		CASE(max_sockets, SLUICE_STACK_MAX_SOCKETS + 1),
+		CASE(sock_size, 0),
+		CASE(sock_size, 200),			/* not a multiple of 64 */
+		CASE(sock_size, SLUICE_STACK_MAX_SOCK_SIZE + 64),
+		CASE(hash_buckets, 0),
+		CASE(hash_buckets, 96),			/* not a power of two */
+		CASE(hash_buckets, SLUICE_STACK_MAX_HASH_BUCKETS * 2),
+		CASE(n_bufs, 0),
+		CASE(n_bufs, SLUICE_STACK_MAX_BUFS + 1),
+		CASE(buf_size, 0),
+		CASE(buf_size, SLUICE_STACK_MAX_BUF_SIZE + 1),
+		CASE(mtu, 0),
+		CASE(mtu, SLUICE_STACK_MIN_MTU - 1),
+		CASE(mtu, 2049),			/* above buf_size */
+#undef CASE
+	};
+	int fd;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		layout(&c, "t_counts", 16, 16);
+		memcpy((char *)&c + cases[i].off, &cases[i].value, sizeof(__u32));
+		EXPECT_EQ(-EINVAL, create(self->dev, &c)) TH_LOG("%s", cases[i].what);
+	}
+	EXPECT_EQ(0, info_value("regions"));
+
+	/* The edges themselves are fine. */
+	layout(&c, "t_counts", 1, 1);
+	c.mtu = SLUICE_STACK_MIN_MTU;
+	c.hash_buckets = 1;
+	fd = create(self->dev, &c);
+	ASSERT_LE(0, fd);
+	close(fd);
+	layout(&c, "t_counts", 16, 16);
+	c.mtu = c.buf_size;
+	fd = create(self->dev, &c);
+	ASSERT_LE(0, fd);
+	close(fd);
+}
+
+TEST_F(stack, create_bad_areas_are_einval)
+{
+	struct sluice_stack_create c, g;
+	const size_t offs[] = {
+		offsetof(struct sluice_stack_create, sock_off),
+		offsetof(struct sluice_stack_create, hash_off),
+		offsetof(struct sluice_stack_create, wheel_off),
+		offsetof(struct sluice_stack_create, bufmeta_off),
+		offsetof(struct sluice_stack_create, bufdata_off),
+	};
+	__u64 *o;
+
+	layout(&g, "t_areas", 16, 16);
+	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
+		const __u64 bad[] = {
+			0,				/* over the header */
+			64,				/* still in the header */
+			g.region_size,			/* starts at the end */
+			g.region_size - PAGE,		/* runs past the end */
+			g.region_size + PAGE,		/* wholly outside */
+			~0ull & ~(PAGE - 1),		/* off + len wraps */
+			*(__u64 *)((char *)&g + offs[i]) + 8,	/* unaligned */
+		};
+
+		for (size_t j = 0; j < sizeof(bad) / sizeof(bad[0]); j++) {
+			c = g;
+			o = (__u64 *)((char *)&c + offs[i]);
+			*o = bad[j];
+			EXPECT_EQ(-EINVAL, create(self->dev, &c))
+				TH_LOG("area %zu at %#llx", i, (unsigned long long)bad[j]);
+		}
+		/* Overlapping each other area: start where that one starts. */
+		for (size_t k = 0; k < sizeof(offs) / sizeof(offs[0]); k++) {
+			if (k == i)
+				continue;
+			c = g;
+			o = (__u64 *)((char *)&c + offs[i]);
+			*o = *(__u64 *)((char *)&g + offs[k]);
+			EXPECT_EQ(-EINVAL, create(self->dev, &c))
+				TH_LOG("area %zu on area %zu", i, k);
+		}
+	}
+	/* Overlap by one slot only: the socket table's last slot. */
+	c = g;
+	c.hash_off = c.sock_off + (c.max_sockets - 1) * c.sock_size;
+	EXPECT_EQ(-EINVAL, create(self->dev, &c));
+	/* Buffer data 64-byte aligned but not page aligned. */
+	c = g;
+	c.bufdata_off += 64;
+	EXPECT_EQ(-EINVAL, create(self->dev, &c));
+	EXPECT_EQ(0, info_value("regions"));
+
+	/* Areas in another order, with gaps, are fine. */
+	c = g;
+	c.region_size += 2 * PAGE;
+	c.sock_off = c.bufdata_off + c.n_bufs * c.buf_size + PAGE;
+	c.hash_off = g.sock_off;
+	{
+		int fd = create(self->dev, &c);
+
+		ASSERT_LE(0, fd);
+		close(fd);
+	}
+}
+
+TEST_F(stack, create_region_size_rules)
+{
+	struct sluice_stack_create c;
+	char buf[32];
+	int fd;
+
+	ASSERT_LT(0, read_file(PARAM_MAX_MB, buf, sizeof(buf)));
+	EXPECT_EQ(1024, atoi(buf));
+
+	layout(&c, "t_size", 16, 16);
+	c.region_size = 0;
+	EXPECT_EQ(-EINVAL, create(self->dev, &c));
+	layout(&c, "t_size", 16, 16);
+	c.region_size += 1;
+	EXPECT_EQ(-EINVAL, create(self->dev, &c));
+	layout(&c, "t_size", 16, 16);
+	c.region_size -= PAGE / 2;
+	EXPECT_EQ(-EINVAL, create(self->dev, &c));
+	/* Smaller than the header. */
+	layout(&c, "t_size", 16, 16);
+	c.region_size = PAGE;
+	EXPECT_EQ(-EINVAL, create(self->dev, &c));
+
+	/* Over the cap is refused before anything is allocated. */
+	layout(&c, "t_size", 16, 16);
+	c.region_size = (1024ull << 20) + PAGE;
+	EXPECT_EQ(-E2BIG, create(self->dev, &c));
+	c.region_size = ~0ull & ~(PAGE - 1);
+	EXPECT_EQ(-E2BIG, create(self->dev, &c));
+
+	/* The cap is the module parameter, read at each create. */
+	self->param_changed = true;
+	ASSERT_EQ(0, write_file(PARAM_MAX_MB, "1"));
+	layout(&c, "t_size", 16, 16);
+	c.region_size = 2ull << 20;
+	EXPECT_EQ(-E2BIG, create(self->dev, &c));
+	c.region_size = 1ull << 20;
+	fd = create(self->dev, &c);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(1 << 20, stack_attr_ll("t_size", "region_size"));
+	close(fd);
+	ASSERT_EQ(0, write_file(PARAM_MAX_MB, "1024"));
+	self->param_changed = false;
+	EXPECT_EQ(0, info_value("regions"));
+}
+
+TEST_F(stack, create_ifindex)
+{
+	struct sluice_stack_create c;
+	char buf[64];
+	int fd;
+
+	layout(&c, "t_if", 16, 16);
+	c.ifindex = 99999;
+	EXPECT_EQ(-ENODEV, create(self->dev, &c));
+	c.ifindex = 0x80000001u;
+	EXPECT_EQ(-ENODEV, create(self->dev, &c));
+	EXPECT_EQ(0, info_value("regions"));
+
+	/* Loopback is ifindex 1 in every network namespace. */
+	layout(&c, "t_if", 16, 16);
+	c.ifindex = 1;
+	fd = create(self->dev, &c);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(1, stack_attr_ll("t_if", "ifindex"));
+	ASSERT_LE(0, stack_attr("t_if", "ifname", buf, sizeof(buf)));
+	EXPECT_STREQ("lo", buf);
+	close(fd);
+
+	layout(&c, "t_noif", 16, 16);
+	fd = create(self->dev, &c);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, stack_attr_ll("t_noif", "ifindex"));
+	ASSERT_LE(0, stack_attr("t_noif", "ifname", buf, sizeof(buf)));
+	EXPECT_STREQ("", buf);
+	close(fd);
+}
+
+TEST_F(stack, create_duplicate_is_eexist_until_last_close)
+{
+	struct sluice_stack_create c;
+	int fd, fd2, fd3;
+
+	fd = create_named(self->dev, "t_dup");
+	ASSERT_LE(0, fd);
+	layout(&c, "t_dup", 16, 16);
+	EXPECT_EQ(-EEXIST, create(self->dev, &c));
+	/* Another layout does not matter: the name does. */
+	layout(&c, "t_dup", 64, 64);
+	EXPECT_EQ(-EEXIST, create(self->dev, &c));
+	EXPECT_EQ(1, info_value("regions"));
+
+	/* A dup and an attach fd keep the name: it goes with the last. */
+	fd2 = dup(fd);
+	fd3 = attach(self->dev, "t_dup", NULL);
+	ASSERT_LE(0, fd3);
+	close(fd);
+	EXPECT_EQ(-EEXIST, create_named(self->dev, "t_dup"));
+	close(fd2);
+	EXPECT_EQ(-EEXIST, create_named(self->dev, "t_dup"));
+	EXPECT_TRUE(stack_listed("t_dup"));
+	close(fd3);
+	EXPECT_FALSE(stack_listed("t_dup"));
+	EXPECT_FALSE(stack_in_debugfs("t_dup"));
+
+	fd = create_named(self->dev, "t_dup");
+	ASSERT_LE(0, fd);
+	close(fd);
+}
+
+TEST_F(stack, ioctls_belong_to_their_file)
+{
+	struct sluice_stack_create c;
+	struct sluice_version v = { .size = sizeof(v) };
+	__u32 seq;
+	int fd;
+
+	fd = create_named(self->dev, "t_which");
+	ASSERT_LE(0, fd);
+	/* Stack commands on /dev/sluice and device commands on a stack fd. */
+	EXPECT_EQ(-ENOTTY, wake(self->dev, 0, &seq));
+	layout(&c, "t_which2", 16, 16);
+	EXPECT_EQ(-ENOTTY, create(fd, &c));
+	EXPECT_EQ(-ENOTTY, attach(fd, "t_which", NULL));
+	EXPECT_EQ(-ENOTTY, xioctl(fd, SLUICE_IOC_VERSION, &v));
+	EXPECT_EQ(-ENOTTY, xioctl(fd, _IOWR(SLUICE_IOC_MAGIC, 0x7f, struct sluice_stack_wake), &v));
+	EXPECT_FALSE(stack_listed("t_which2"));
+	/* read and write are not defined on a stack fd. */
+	EXPECT_EQ(-1, read(fd, &seq, sizeof(seq)));
+	EXPECT_EQ(EINVAL, errno);
+	close(fd);
+}
+
+TEST_F(stack, attach_good_shares_region)
+{
+	struct sluice_stack_create c;
+	struct sluice_stack_attach a;
+	char *m1, *m2;
+	int fd, fd2;
+
+	layout(&c, "t_att", 16, 16);
+	c.ifindex = 1;
+	fd = create(self->dev, &c);
+	ASSERT_LE(0, fd);
+	fd2 = attach(self->dev, "t_att", &a);
+	ASSERT_LE(0, fd2);
+	EXPECT_NE(fd, fd2);
+	EXPECT_EQ(sizeof(a), a.size);
+	EXPECT_EQ(c.region_size, a.region_size);
+	EXPECT_EQ(1, a.ifindex);
+	EXPECT_EQ(FD_CLOEXEC, fcntl(fd2, F_GETFD) & FD_CLOEXEC);
+
+	m1 = mmap(NULL, c.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, m1);
+	m2 = mmap(NULL, a.region_size, PROT_READ, MAP_SHARED, fd2, 0);
+	ASSERT_NE(MAP_FAILED, m2);
+	EXPECT_NE(m1, m2);
+	/* The same pages: a write through one shows through the other. */
+	strcpy(m1 + c.bufdata_off, "hello through the first mapping");
+	m1[c.region_size - 1] = 0x5a;
+	EXPECT_STREQ("hello through the first mapping", m2 + c.bufdata_off);
+	EXPECT_EQ(0x5a, m2[c.region_size - 1]);
+	EXPECT_EQ(SLUICE_REGION_MAGIC, ((struct sluice_region *)m2)->magic);
+	munmap(m1, c.region_size);
+	munmap(m2, a.region_size);
+	close(fd);
+	close(fd2);
+}
+
+TEST_F(stack, attach_missing_is_enoent)
+{
+	struct sluice_stack_attach a;
+	int fd;
+
+	EXPECT_EQ(-ENOENT, attach(self->dev, "t_nobody", &a));
+	EXPECT_EQ(-1, a.fd);
+	fd = create_named(self->dev, "t_there");
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-ENOENT, attach(self->dev, "t_ther", NULL));
+	EXPECT_EQ(-ENOENT, attach(self->dev, "t_there2", NULL));
+	EXPECT_EQ(-ENOENT, attach(self->dev, "T_THERE", NULL));
+	close(fd);
+	/* Gone with its last fd. */
+	EXPECT_EQ(-ENOENT, attach(self->dev, "t_there", NULL));
+}
+
+TEST_F(stack, attach_argument_rules)
+{
+	struct sluice_stack_attach a;
+	struct {
+		struct sluice_stack_attach a;
+		__u8 tail[8];
+	} big;
+	int fd, fd2;
+
+	fd = create_named(self->dev, "t_aarg");
+	ASSERT_LE(0, fd);
+
+	memset(&a, 0, sizeof(a));
+	set_name(a.name, "t_aarg");
+	a.size = sizeof(a) - 1;
+	EXPECT_EQ(-EINVAL, xioctl(self->dev, SLUICE_IOC_STACK_ATTACH, &a));
+	a.size = sizeof(a);
+	a.flags = 1;
+	EXPECT_EQ(-EINVAL, xioctl(self->dev, SLUICE_IOC_STACK_ATTACH, &a));
+	a.flags = 0;
+	a.name[20] = 'x';	/* not NUL-padded */
+	EXPECT_EQ(-EINVAL, xioctl(self->dev, SLUICE_IOC_STACK_ATTACH, &a));
+	EXPECT_EQ(-EINVAL, attach(self->dev, "../t_aarg", NULL));
+	EXPECT_EQ(-EINVAL, attach(self->dev, "", NULL));
+
+	memset(&big, 0, sizeof(big));
+	big.a.size = sizeof(big);
+	set_name(big.a.name, "t_aarg");
+	big.tail[3] = 1;
+	EXPECT_EQ(-E2BIG, xioctl(self->dev, SLUICE_IOC_STACK_ATTACH, &big));
+	big.tail[3] = 0;
+	ASSERT_EQ(0, xioctl(self->dev, SLUICE_IOC_STACK_ATTACH, &big));
+	fd2 = big.a.fd;
+	EXPECT_EQ(sizeof(big.a), big.a.size);
+	EXPECT_LE(0, fd2);
+	close(fd2);
+	close(fd);
+}
+
+TEST_F(stack, attach_other_uid_is_eacces)
+{
+	pid_t pid;
+	int fd;
+
+	fd = create_named(self->dev, "t_uid");
+	ASSERT_LE(0, fd);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int ret;
+
+		/* Dropping every uid drops every capability too. */
+		if (setresgid(NOBODY, NOBODY, NOBODY) || setresuid(NOBODY, NOBODY, NOBODY))
+			_exit(100);
+		ret = attach(self->dev, "t_uid", NULL);
+		_exit(ret < 0 ? -ret : 101);
+	}
+	EXPECT_EQ(EACCES, child_status(pid));
+	EXPECT_EQ(1, stack_attr_ll("t_uid", "attached"));
+	close(fd);
+}
+
+TEST_F(stack, attach_by_owner_or_cap_net_admin)
+{
+	int pipefd[2], fd;
+	struct sluice_stack_attach a;
+	struct sluice_region *r;
+	pid_t pid;
+	char c;
+
+	ASSERT_EQ(0, pipe(pipefd));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int sfd, sfd2;
+
+		close(pipefd[0]);
+		if (setresgid(NOBODY, NOBODY, NOBODY) || setresuid(NOBODY, NOBODY, NOBODY))
+			_exit(100);
+		sfd = create_named(self->dev, "t_nobody");
+		if (sfd < 0)
+			_exit(-sfd);
+		/* Its creator's uid may attach without any capability. */
+		sfd2 = attach(self->dev, "t_nobody", NULL);
+		if (sfd2 < 0)
+			_exit(-sfd2);
+		if (write(pipefd[1], "x", 1) != 1)
+			_exit(102);
+		/* Hold the stack until the parent closes the pipe. */
+		close(pipefd[1]);
+		pause();
+		_exit(0);
+	}
+	close(pipefd[1]);
+	ASSERT_EQ(1, read(pipefd[0], &c, 1));
+	EXPECT_EQ(NOBODY, stack_attr_ll("t_nobody", "owner_uid"));
+	/* Root has CAP_NET_ADMIN: may attach to another user's stack. */
+	fd = attach(self->dev, "t_nobody", &a);
+	ASSERT_LE(0, fd);
+	r = mmap(NULL, a.region_size, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, r);
+	EXPECT_EQ(NOBODY, r->creator_uid);
+	EXPECT_EQ(2, stack_attr_ll("t_nobody", "attached"));
+	munmap(r, a.region_size);
+	close(fd);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(pipefd[0]);
+	EXPECT_FALSE(stack_listed("t_nobody"));
+}
+
+TEST_F(stack, mmap_bounds_are_einval)
+{
+	struct sluice_stack_create c;
+	size_t len;
+	char *m;
+	int fd;
+
+	layout(&c, "t_mmap", 16, 16);
+	fd = create(self->dev, &c);
+	ASSERT_LE(0, fd);
+	len = c.region_size;
+
+	/* Past the end: one page more, or any offset. */
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, len + PAGE, PROT_READ, MAP_SHARED, fd, 0));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, len + 1, PROT_READ, MAP_SHARED, fd, 0));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, PAGE, PROT_READ, MAP_SHARED, fd, PAGE));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, PAGE, PROT_READ, MAP_SHARED, fd, len));
+	EXPECT_EQ(EINVAL, errno);
+	/* Private mappings, writable or not. */
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(1, stack_attr_ll("t_mmap", "attached"));
+
+	/* Less than the whole region is fine, and it cannot grow. */
+	m = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, m);
+	EXPECT_EQ(SLUICE_REGION_MAGIC, ((struct sluice_region *)m)->magic);
+	EXPECT_EQ(MAP_FAILED, mremap(m, PAGE, 2 * PAGE, MREMAP_MAYMOVE));
+	EXPECT_EQ(0, munmap(m, PAGE));
+
+	/* A partial munmap splits the vma: both halves hold the region. */
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, m);
+	EXPECT_EQ(0, munmap(m + PAGE, PAGE));
+	m[0] = 1;
+	m[2 * PAGE] = 2;
+	EXPECT_EQ(0, munmap(m, PAGE));
+	EXPECT_EQ(0, munmap(m + 2 * PAGE, len - 2 * PAGE));
+
+	close(fd);
+}
+
+TEST_F(stack, mapping_outlives_fd)
+{
+	struct sluice_stack_create c;
+	char *m;
+	int fd;
+
+	layout(&c, "t_life", 16, 16);
+	fd = create(self->dev, &c);
+	ASSERT_LE(0, fd);
+	m = mmap(NULL, c.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, m);
+	close(fd);
+
+	/* The mapping still holds the stack: listed, usable, its name taken. */
+	EXPECT_TRUE(stack_listed("t_life"));
+	EXPECT_TRUE(stack_in_debugfs("t_life"));
+	EXPECT_EQ(1, stack_attr_ll("t_life", "attached"));
+	EXPECT_EQ(1, info_value("regions"));
+	EXPECT_EQ(-EEXIST, create_named(self->dev, "t_life"));
+	m[c.region_size - 1] = 7;
+	EXPECT_EQ(SLUICE_REGION_MAGIC, ((struct sluice_region *)m)->magic);
+	fd = attach(self->dev, "t_life", NULL);
+	ASSERT_LE(0, fd);
+	close(fd);
+
+	/* Unmapped: everything goes, and the name is free again. */
+	EXPECT_EQ(0, munmap(m, c.region_size));
+	EXPECT_FALSE(stack_listed("t_life"));
+	EXPECT_FALSE(stack_in_debugfs("t_life"));
+	EXPECT_EQ(0, info_value("stacks"));
+	EXPECT_EQ(0, info_value("regions"));
+	fd = create_named(self->dev, "t_life");
+	ASSERT_LE(0, fd);
+	close(fd);
+}
+
+TEST_F(stack, fork_inherits_mapping)
+{
+	struct sluice_stack_create c;
+	volatile char *m;
+	pid_t pid;
+	int fd;
+
+	layout(&c, "t_fork", 16, 16);
+	fd = create(self->dev, &c);
+	ASSERT_LE(0, fd);
+	m = mmap(NULL, c.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, m);
+	close(fd);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		m[c.bufdata_off] = 42;
+		_exit(0);
+	}
+	EXPECT_EQ(0, child_status(pid));
+	EXPECT_EQ(42, m[c.bufdata_off]);
+	EXPECT_TRUE(stack_listed("t_fork"));
+	munmap((void *)m, c.region_size);
+	EXPECT_FALSE(stack_listed("t_fork"));
+}
+
+TEST_F(stack, killed_child_leaves_nothing)
+{
+	struct sluice_stack_create c;
+	int pipefd[2], fd;
+	char path[128], buf[4096], ch;
+	pid_t pid;
+
+	layout(&c, "t_kill", 16, 16);
+	fd = create(self->dev, &c);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, pipe(pipefd));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct sluice_stack_attach a;
+		char *m;
+		int sfd;
+
+		close(pipefd[0]);
+		close(fd);
+		sfd = attach(self->dev, "t_kill", &a);
+		if (sfd < 0)
+			_exit(1);
+		m = mmap(NULL, a.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, sfd, 0);
+		if (m == MAP_FAILED)
+			_exit(2);
+		m[c.bufdata_off] = 'k';
+		if (write(pipefd[1], "x", 1) != 1)
+			_exit(3);
+		for (;;)	/* busy "using" the stack when the signal lands */
+			m[c.bufdata_off + 1]++;
+	}
+	close(pipefd[1]);
+	ASSERT_EQ(1, read(pipefd[0], &ch, 1));
+	close(pipefd[0]);
+	EXPECT_EQ(2, stack_attr_ll("t_kill", "attached"));
+	snprintf(path, sizeof(path), DEBUGFS_DIR "/stacks/t_kill");
+	ASSERT_LT(0, read_file(path, buf, sizeof(buf)));
+	snprintf(path, sizeof(path), "pid %d files 1", pid);
+	EXPECT_NE(NULL, strstr(buf, path));
+
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+	/* The child's fd and mapping went with it. */
+	EXPECT_EQ(1, stack_attr_ll("t_kill", "attached"));
+	ASSERT_LT(0, read_file(DEBUGFS_DIR "/stacks/t_kill", buf, sizeof(buf)));
+	EXPECT_EQ(NULL, strstr(buf, path));
+	EXPECT_EQ(1, info_value("regions"));
+
+	close(fd);
+	EXPECT_FALSE(stack_listed("t_kill"));
+	EXPECT_EQ(0, info_value("stacks"));
+	EXPECT_EQ(0, info_value("regions"));
+}
+
+TEST_F(stack, wake_argument_rules)
+{
+	struct sluice_stack_wake w;
+	int fd;
+
+	fd = create_named(self->dev, "t_wargs");
+	ASSERT_LE(0, fd);
+	memset(&w, 0, sizeof(w));
+	w.size = sizeof(w) - 1;
+	EXPECT_EQ(-EINVAL, xioctl(fd, SLUICE_IOC_STACK_WAKE, &w));
+	w.size = sizeof(w);
+	w.reserved = 1;
+	EXPECT_EQ(-EINVAL, xioctl(fd, SLUICE_IOC_STACK_WAKE, &w));
+	w.reserved = 0;
+	w.flags = SLUICE_WAKE_ARM | SLUICE_WAKE_SIGNAL;
+	EXPECT_EQ(-EINVAL, xioctl(fd, SLUICE_IOC_STACK_WAKE, &w));
+	for (int bit = 2; bit < 32; bit++) {
+		w.flags = 1u << bit;
+		EXPECT_EQ(-EINVAL, xioctl(fd, SLUICE_IOC_STACK_WAKE, &w)) TH_LOG("bit %d", bit);
+	}
+	/* None of that changed the sequence. */
+	w.flags = 0;
+	w.seq = 77;
+	ASSERT_EQ(0, xioctl(fd, SLUICE_IOC_STACK_WAKE, &w));
+	EXPECT_EQ(0, w.seq);
+	EXPECT_EQ(sizeof(w), w.size);
+	close(fd);
+}
+
+TEST_F(stack, wake_sequence_and_poll_levels)
+{
+	__u32 s, s2;
+	int fd, fd2, fd3;
+
+	fd = create_named(self->dev, "t_seq");
+	ASSERT_LE(0, fd);
+	fd2 = attach(self->dev, "t_seq", NULL);
+	ASSERT_LE(0, fd2);
+
+	/* A new fd is armed at the current sequence: nothing to report. */
+	EXPECT_EQ(0, poll_in(fd, 0));
+	ASSERT_EQ(0, wake(fd, 0, &s));
+	EXPECT_EQ(0, s);
+
+	/* SIGNAL through any fd returns the new value and makes them all ready. */
+	s2 = 0;
+	ASSERT_EQ(0, wake(fd2, SLUICE_WAKE_SIGNAL, &s2));
+	EXPECT_EQ(s + 1, s2);
+	EXPECT_EQ(POLLIN, poll_in(fd, 0) & (POLLIN | POLLERR | POLLHUP));
+	EXPECT_EQ(POLLIN, poll_in(fd2, 0) & (POLLIN | POLLERR | POLLHUP));
+	/* Level, not edge: ready until re-armed. */
+	EXPECT_EQ(POLLIN, poll_in(fd, 0) & POLLIN);
+
+	/* ARM with what was seen: quiet.  ARM with an older value: ready. */
+	ASSERT_EQ(0, wake(fd, SLUICE_WAKE_ARM, &s2));
+	EXPECT_EQ(s + 1, s2);
+	EXPECT_EQ(0, poll_in(fd, 0));
+	EXPECT_EQ(POLLIN, poll_in(fd2, 0) & POLLIN);
+	s2 = s;
+	ASSERT_EQ(0, wake(fd, SLUICE_WAKE_ARM, &s2));
+	EXPECT_EQ(POLLIN, poll_in(fd, 0) & POLLIN);
+
+	/*
+	 * The race the protocol is for: read the sequence, a SIGNAL lands,
+	 * then the sleeper arms with what it read and polls: no sleep.
+	 */
+	ASSERT_EQ(0, wake(fd, 0, &s));
+	ASSERT_EQ(0, wake(fd2, SLUICE_WAKE_SIGNAL, NULL));
+	s2 = s;
+	ASSERT_EQ(0, wake(fd, SLUICE_WAKE_ARM, &s2));
+	EXPECT_EQ(s + 1, s2);
+	EXPECT_EQ(POLLIN, poll_in(fd, 1000) & POLLIN);
+
+	/* Armed per fd, not per stack: a new fd starts quiet. */
+	fd3 = attach(self->dev, "t_seq", NULL);
+	ASSERT_LE(0, fd3);
+	EXPECT_EQ(0, poll_in(fd3, 0));
+	EXPECT_EQ(1, stack_attr_ll("t_seq", "attached"));
+	close(fd3);
+	close(fd2);
+	close(fd);
+}
+
+TEST_F(stack, poll_sleeps_until_wake)
+{
+	long long t0, dt;
+	__u32 s, s2;
+	pid_t pid;
+	int fd, rev;
+
+	fd = create_named(self->dev, "t_poll");
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, wake(fd, 0, &s));
+	s2 = s;
+	ASSERT_EQ(0, wake(fd, SLUICE_WAKE_ARM, &s2));
+	EXPECT_EQ(0, poll_in(fd, 50));
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int cfd = attach(self->dev, "t_poll", NULL);
+
+		if (cfd < 0)
+			_exit(1);
+		usleep(300 * 1000);
+		_exit(wake(cfd, SLUICE_WAKE_SIGNAL, NULL) ? 2 : 0);
+	}
+	t0 = now_ms();
+	rev = poll_in(fd, 10000);
+	dt = now_ms() - t0;
+	EXPECT_EQ(POLLIN, rev & (POLLIN | POLLERR | POLLHUP));
+	/* It slept until the wake, and the wake, not the timeout, ended it. */
+	EXPECT_LE(250, dt);
+	EXPECT_GT(8000, dt);
+	EXPECT_EQ(0, child_status(pid));
+	ASSERT_EQ(0, wake(fd, 0, &s2));
+	EXPECT_EQ(s + 1, s2);
+	close(fd);
+}
+
+TEST_F(stack, epoll_sleeps_until_wake)
+{
+	struct epoll_event ev = { .events = EPOLLIN }, out;
+	long long t0, dt;
+	pid_t pid;
+	int fd, ep;
+
+	fd = create_named(self->dev, "t_epoll");
+	ASSERT_LE(0, fd);
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, ep);
+	ev.data.fd = fd;
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev));
+	EXPECT_EQ(0, epoll_wait(ep, &out, 1, 0));
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		usleep(300 * 1000);
+		/* The inherited fd: any fd of the stack may signal. */
+		_exit(wake(fd, SLUICE_WAKE_SIGNAL, NULL) ? 2 : 0);
+	}
+	t0 = now_ms();
+	EXPECT_EQ(1, epoll_wait(ep, &out, 1, 10000));
+	dt = now_ms() - t0;
+	EXPECT_EQ(fd, out.data.fd);
+	EXPECT_TRUE(out.events & EPOLLIN);
+	EXPECT_LE(250, dt);
+	EXPECT_GT(8000, dt);
+	EXPECT_EQ(0, child_status(pid));
+	close(ep);
+	close(fd);
+}
+
+TEST_F(stack, sysfs_values)
+{
+	const char *attrs[] = {
+		"name", "netns", "ifindex", "ifname", "owner_uid", "attached",
+		"pids", "region_size",
+	};
+	struct sluice_stack_create c;
+	int pipefd[2], fd, fd2;
+	char buf[64], want[64], path[256];
+	struct stat st;
+	pid_t pid;
+
+	layout(&c, "t_sysfs", 64, 256);
+	c.ifindex = 1;
+	fd = create(self->dev, &c);
+	ASSERT_LE(0, fd);
+
+	for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
+		snprintf(path, sizeof(path), SYSFS_STACKS "/t_sysfs/%s", attrs[i]);
+		ASSERT_EQ(0, stat(path, &st)) TH_LOG("%s", attrs[i]);
+		EXPECT_EQ(0444, st.st_mode & 0777) TH_LOG("%s", attrs[i]);
+		EXPECT_EQ(-1, open(path, O_WRONLY));
+		EXPECT_EQ(EACCES, errno);
+	}
+	ASSERT_LE(0, stack_attr("t_sysfs", "name", buf, sizeof(buf)));
+	EXPECT_STREQ("t_sysfs", buf);
+	ASSERT_EQ(0, stat("/proc/self/ns/net", &st));
+	EXPECT_EQ((long long)st.st_ino, stack_attr_ll("t_sysfs", "netns"));
+	EXPECT_EQ(1, stack_attr_ll("t_sysfs", "ifindex"));
+	ASSERT_LE(0, stack_attr("t_sysfs", "ifname", buf, sizeof(buf)));
+	EXPECT_STREQ("lo", buf);
+	EXPECT_EQ(0, stack_attr_ll("t_sysfs", "owner_uid"));
+	EXPECT_EQ((long long)c.region_size, stack_attr_ll("t_sysfs", "region_size"));
+
+	/* Processes, not fds: a second fd of ours is still one process. */
+	EXPECT_EQ(1, stack_attr_ll("t_sysfs", "attached"));
+	fd2 = attach(self->dev, "t_sysfs", NULL);
+	ASSERT_LE(0, fd2);
+	EXPECT_EQ(1, stack_attr_ll("t_sysfs", "attached"));
+	ASSERT_EQ(0, pipe(pipefd));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		close(pipefd[0]);
+		if (attach(self->dev, "t_sysfs", NULL) < 0)
+			_exit(1);
+		if (write(pipefd[1], "x", 1) != 1)
+			_exit(2);
+		pause();
+		_exit(0);
+	}
+	close(pipefd[1]);
+	ASSERT_EQ(1, read(pipefd[0], buf, 1));
+	EXPECT_EQ(2, stack_attr_ll("t_sysfs", "attached"));
+	/* In the order they attached. */
+	snprintf(want, sizeof(want), "%d %d", getpid(), pid);
+	ASSERT_LE(0, stack_attr("t_sysfs", "pids", buf, sizeof(buf)));
+	EXPECT_STREQ(want, buf);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(pipefd[0]);
+	EXPECT_EQ(1, stack_attr_ll("t_sysfs", "attached"));
+	snprintf(want, sizeof(want), "%d", getpid());
+	ASSERT_LE(0, stack_attr("t_sysfs", "pids", buf, sizeof(buf)));
+	EXPECT_STREQ(want, buf);
+	close(fd2);
+	EXPECT_EQ(1, stack_attr_ll("t_sysfs", "attached"));
+	close(fd);
+	EXPECT_FALSE(stack_listed("t_sysfs"));
+}
+
+TEST_F(stack, debugfs_dump)
+{
+	struct sluice_stack_create c;
+	char buf[8192], want[128];
+	struct stat st;
+	__u32 s = 0;
+	int fd, fd2;
+
+	layout(&c, "t_dbg", 16, 16);
+	fd = create(self->dev, &c);
+	ASSERT_LE(0, fd);
+	fd2 = attach(self->dev, "t_dbg", NULL);
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, wake(fd, SLUICE_WAKE_SIGNAL, &s));
+	EXPECT_EQ(1, info_value("stacks"));
+	EXPECT_EQ(1, info_value("regions"));
+
+	ASSERT_EQ(0, stat(DEBUGFS_DIR "/stacks/t_dbg", &st));
+	EXPECT_EQ(0444, st.st_mode & 0777);
+	ASSERT_LT(0, read_file(DEBUGFS_DIR "/stacks/t_dbg", buf, sizeof(buf)));
+	EXPECT_NE(NULL, strstr(buf, "name t_dbg\n"));
+	snprintf(want, sizeof(want), "region_size %llu\n", (unsigned long long)c.region_size);
+	EXPECT_NE(NULL, strstr(buf, want));
+	EXPECT_NE(NULL, strstr(buf, "attached 1\n"));
+	snprintf(want, sizeof(want), "pid %d files 2\n", getpid());
+	EXPECT_NE(NULL, strstr(buf, want));
+	EXPECT_NE(NULL, strstr(buf, "wake_seq 1\n"));
+	EXPECT_NE(NULL, strstr(buf, "  magic 0x534c5543\n"));
+	EXPECT_NE(NULL, strstr(buf, "  state 0\n"));
+	/* The stack fds' references (two files, the sysfs entry). */
+	EXPECT_NE(NULL, strstr(buf, "refs 3\n"));
+	close(fd2);
+	close(fd);
+	EXPECT_FALSE(stack_in_debugfs("t_dbg"));
+	EXPECT_EQ(0, info_value("stacks"));
+}
+
+TEST_F(stack, names_are_per_netns)
+{
+	char dir[64], buf[64];
+	struct stat st;
+	int pipefd[2], fd;
+	pid_t pid;
+
+	fd = create_named(self->dev, "t_ns");
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, pipe(pipefd));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct stat nst;
+		int sfd;
+
+		close(pipefd[0]);
+		if (unshare(CLONE_NEWNET))
+			_exit(100);
+		/* Not visible here, and the same name is free here. */
+		if (attach(self->dev, "t_ns", NULL) != -ENOENT)
+			_exit(101);
+		sfd = create_named(self->dev, "t_ns");
+		if (sfd < 0)
+			_exit(-sfd);
+		if (stat("/proc/self/ns/net", &nst))
+			_exit(102);
+		if (write(pipefd[1], &nst.st_ino, sizeof(nst.st_ino)) != sizeof(nst.st_ino))
+			_exit(103);
+		pause();
+		_exit(0);
+	}
+	close(pipefd[1]);
+	ASSERT_EQ(sizeof(st.st_ino), read(pipefd[0], &st.st_ino, sizeof(st.st_ino)));
+	close(pipefd[0]);
+	snprintf(dir, sizeof(dir), "t_ns@%llu", (unsigned long long)st.st_ino);
+	EXPECT_TRUE(stack_listed("t_ns"));
+	EXPECT_TRUE(stack_listed(dir)) TH_LOG("%s", dir);
+	EXPECT_TRUE(stack_in_debugfs(dir));
+	ASSERT_LE(0, stack_attr(dir, "name", buf, sizeof(buf)));
+	EXPECT_STREQ("t_ns", buf);
+	EXPECT_EQ((long long)st.st_ino, stack_attr_ll(dir, "netns"));
+	EXPECT_EQ(2, info_value("stacks"));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	EXPECT_FALSE(stack_listed(dir));
+	close(fd);
+}
+
+/*
+ * A fixture of its own, declared last, so that it runs after every other
+ * test (the harness runs fixtures in the order they are declared, global
+ * tests first).
+ */
+FIXTURE(unload) {
+	int unused;
+};
+
+FIXTURE_SETUP(unload)
+{
+	ASSERT_EQ(0, ensure_loaded());
+}
+
+FIXTURE_TEARDOWN(unload)
+{
+}
+
+TEST_F(unload, refused_while_a_stack_exists)
+{
+	struct sluice_stack_create c;
+	int dev, fd;
+	char *m;
+
+	dev = open(SLUICE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, dev);
+	layout(&c, "t_unload", 16, 16);
+	fd = create(dev, &c);
+	ASSERT_LE(0, fd);
+	close(dev);
+	/* The stack fd holds the module... */
+	EXPECT_EQ(-EWOULDBLOCK, unload_module());
+	m = mmap(NULL, c.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, m);
+	close(fd);
+	/* ...and so does a mapping alone. */
+	EXPECT_EQ(-EWOULDBLOCK, unload_module());
+	EXPECT_TRUE(module_loaded());
+	m[0] = 1;
+	munmap(m, c.region_size);
+	/* Nothing left: the module unloads, and takes its directories. */
+	ASSERT_EQ(0, unload_module());
+	EXPECT_EQ(-1, access(SYSFS_STACKS, F_OK));
+	EXPECT_EQ(-1, access(DEBUGFS_DIR, F_OK));
+}
+
+TEST_HARNESS_MAIN
