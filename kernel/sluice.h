@@ -78,6 +78,7 @@ struct sluice_stack {
 
 	struct sluice_region *region;	/* vmalloc_user(), region_size bytes */
 	size_t region_size;
+	struct user_struct *locked_user; /* charged region_size, or NULL */
 	atomic_t maps;			/* vmas mapping the region */
 
 	wait_queue_head_t wq;		/* pollers */

@@ -24,6 +24,8 @@
 #include <linux/pid.h>
 #include <linux/poll.h>
 #include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/user.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -46,6 +48,43 @@ struct sluice_stack_file {
 	u32 armed_seq;		/* see struct sluice_stack_wake */
 };
 
+/*
+ * The region is pinned kernel memory that any user may ask for, so it is
+ * charged, like io_uring's and AF_XDP's, to the creator's user against
+ * RLIMIT_MEMLOCK, unless the creator has CAP_IPC_LOCK.  The charge stays
+ * with that user until the region is freed.
+ */
+static int sluice_stack_charge(struct sluice_stack *st)
+{
+	unsigned long pages = st->region_size >> PAGE_SHIFT;
+	struct user_struct *user;
+	unsigned long limit;
+	long cur;
+
+	if (capable(CAP_IPC_LOCK))
+		return 0;
+	limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	user = get_uid(current_user());
+	cur = atomic_long_read(&user->locked_vm);
+	do {
+		if (pages > limit || (unsigned long)cur > limit - pages) {
+			free_uid(user);
+			return -ENOMEM;
+		}
+	} while (!atomic_long_try_cmpxchg(&user->locked_vm, &cur, cur + pages));
+	st->locked_user = user;
+	return 0;
+}
+
+static void sluice_stack_uncharge(struct sluice_stack *st)
+{
+	if (!st->locked_user)
+		return;
+	atomic_long_sub(st->region_size >> PAGE_SHIFT,
+			&st->locked_user->locked_vm);
+	free_uid(st->locked_user);
+}
+
 void sluice_stack_get(struct sluice_stack *st)
 {
 	kref_get(&st->ref);
@@ -58,6 +97,7 @@ static void sluice_stack_free(struct kref *ref)
 	WARN_ON_ONCE(!list_empty(&st->procs) || st->files ||
 		     atomic_read(&st->maps));
 	vfree(st->region);
+	sluice_stack_uncharge(st);
 	put_net(st->net);
 	mutex_destroy(&st->lock);
 	kfree(st);
@@ -135,14 +175,19 @@ static struct sluice_stack *sluice_stack_alloc(const struct sluice_stack_create 
 					       struct net *net)
 {
 	struct sluice_stack *st;
+	int ret;
 
 	st = kzalloc(sizeof(*st), GFP_KERNEL);
 	if (!st)
 		return ERR_PTR(-ENOMEM);
+	st->region_size = c->region_size;
+	ret = sluice_stack_charge(st);
+	if (ret)
+		goto err_free;
 	st->region = vmalloc_user(c->region_size);
 	if (!st->region) {
-		kfree(st);
-		return ERR_PTR(-ENOMEM);
+		ret = -ENOMEM;
+		goto err_uncharge;
 	}
 	kref_init(&st->ref);
 	INIT_LIST_HEAD(&st->node);
@@ -155,7 +200,6 @@ static struct sluice_stack *sluice_stack_alloc(const struct sluice_stack_create 
 	st->net = get_net(net);
 	st->creator = current_euid();
 	st->ifindex = c->ifindex;
-	st->region_size = c->region_size;
 	atomic_set(&st->maps, 0);
 	init_waitqueue_head(&st->wq);
 	atomic_set(&st->wake_seq, 0);
@@ -168,6 +212,12 @@ static struct sluice_stack *sluice_stack_alloc(const struct sluice_stack_create 
 	__module_get(THIS_MODULE);
 	atomic_inc(&sluice_stats.regions);
 	return st;
+
+err_uncharge:
+	sluice_stack_uncharge(st);
+err_free:
+	kfree(st);
+	return ERR_PTR(ret);
 }
 
 /*

@@ -285,8 +285,12 @@ struct sluice_region {
  * Every area must lie inside the region, after the header (struct
  * sluice_region), without overlapping another; the *_off are multiples of
  * SLUICE_STACK_ALIGN and @bufdata_off of the page size.  Any rule broken
- * is -EINVAL; space after the last area is allowed.  -ENOMEM if the region
- * cannot be allocated.
+ * is -EINVAL; space after the last area is allowed.
+ *
+ * The region is pinned memory: unless the caller has CAP_IPC_LOCK it is
+ * charged to the caller's user, against the caller's RLIMIT_MEMLOCK, until
+ * it is freed (as io_uring and AF_XDP do); -ENOMEM over that limit, as
+ * mlock(2), or if the region cannot be allocated.
  *
  * The module writes, in the new region's header: magic, abi_version,
  * region_size, name, creator_uid (the caller's effective uid), the counts

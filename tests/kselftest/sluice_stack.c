@@ -24,6 +24,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -281,6 +282,28 @@ static int child_status(pid_t pid)
 	if (waitpid(pid, &st, 0) != pid)
 		return -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The ABI: the same offsets on every architecture, no implicit padding. */
+TEST(abi_struct_layouts)
+{
+	EXPECT_EQ(128, sizeof(struct sluice_stack_create));
+	EXPECT_EQ(8, offsetof(struct sluice_stack_create, name));
+	EXPECT_EQ(40, offsetof(struct sluice_stack_create, ifindex));
+	EXPECT_EQ(48, offsetof(struct sluice_stack_create, region_size));
+	EXPECT_EQ(56, offsetof(struct sluice_stack_create, max_sockets));
+	EXPECT_EQ(76, offsetof(struct sluice_stack_create, mtu));
+	EXPECT_EQ(80, offsetof(struct sluice_stack_create, sock_off));
+	EXPECT_EQ(112, offsetof(struct sluice_stack_create, bufdata_off));
+	EXPECT_EQ(120, offsetof(struct sluice_stack_create, fd));
+	EXPECT_EQ(56, sizeof(struct sluice_stack_attach));
+	EXPECT_EQ(40, offsetof(struct sluice_stack_attach, fd));
+	EXPECT_EQ(48, offsetof(struct sluice_stack_attach, region_size));
+	EXPECT_EQ(16, sizeof(struct sluice_stack_wake));
+	EXPECT_EQ(8, offsetof(struct sluice_stack_wake, seq));
+	EXPECT_EQ(0x01, _IOC_NR(SLUICE_IOC_STACK_CREATE));
+	EXPECT_EQ(0x02, _IOC_NR(SLUICE_IOC_STACK_ATTACH));
+	EXPECT_EQ(0x03, _IOC_NR(SLUICE_IOC_STACK_WAKE));
 }
 
 FIXTURE(stack) {
@@ -626,6 +649,63 @@ TEST_F(stack, create_region_size_rules)
 	close(fd);
 	ASSERT_EQ(0, write_file(PARAM_MAX_MB, "1024"));
 	self->param_changed = false;
+	EXPECT_EQ(0, info_value("regions"));
+}
+
+/* Create NAME with a region of SIZE bytes; the fd or -errno. */
+static int create_sized(int dev, const char *name, __u64 size)
+{
+	struct sluice_stack_create c;
+
+	layout(&c, name, 16, 16);
+	c.region_size = size;
+	return create(dev, &c);
+}
+
+TEST_F(stack, region_is_charged_to_memlock)
+{
+	struct rlimit old, zero = { 0, 0 };
+	pid_t pid;
+	int fd;
+
+	/* CAP_IPC_LOCK: not charged, whatever the limit. */
+	ASSERT_EQ(0, getrlimit(RLIMIT_MEMLOCK, &old));
+	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &zero));
+	fd = create_sized(self->dev, "t_mem0", 1 << 20);
+	EXPECT_LE(0, fd);
+	close(fd);
+	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &old));
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct rlimit mb = { 1 << 20, 1 << 20 };
+		int a, b, d;
+
+		if (setrlimit(RLIMIT_MEMLOCK, &mb) ||
+		    setresgid(NOBODY, NOBODY, NOBODY) || setresuid(NOBODY, NOBODY, NOBODY))
+			_exit(100);
+		if (create_sized(self->dev, "t_mem1", 2 << 20) != -ENOMEM)
+			_exit(1);
+		a = create_sized(self->dev, "t_mem1", 512 << 10);
+		b = create_sized(self->dev, "t_mem2", 512 << 10);
+		if (a < 0 || b < 0)
+			_exit(2);
+		/* The user's total is at the limit now. */
+		if (create_sized(self->dev, "t_mem3", 128 << 10) != -ENOMEM)
+			_exit(3);
+		/* The charge goes with the region. */
+		close(a);
+		d = create_sized(self->dev, "t_mem3", 512 << 10);
+		if (d < 0)
+			_exit(4);
+		if (create_sized(self->dev, "t_mem4", 128 << 10) != -ENOMEM)
+			_exit(5);
+		close(b);
+		close(d);
+		_exit(0);
+	}
+	EXPECT_EQ(0, child_status(pid));
 	EXPECT_EQ(0, info_value("regions"));
 }
 
