@@ -1436,6 +1436,56 @@ TEST_F(stack, names_are_per_netns)
 }
 
 /*
+ * Processes racing to create, attach to, map, wake and close one name:
+ * every call gets one of the answers it may get, and nothing is left.
+ */
+TEST_F_TIMEOUT(stack, concurrent_create_attach_close, 120)
+{
+	enum { PROCS = 4, ROUNDS = 300 };
+	pid_t pids[PROCS];
+
+	for (int p = 0; p < PROCS; p++) {
+		pids[p] = fork();
+		ASSERT_LE(0, pids[p]);
+		if (pids[p])
+			continue;
+		for (int i = 0; i < ROUNDS; i++) {
+			int fd = create_named(self->dev, "t_race");
+			char *m;
+
+			if (fd == -EEXIST)
+				fd = attach(self->dev, "t_race", NULL);
+			if (fd == -ENOENT)	/* unlisted between the two */
+				continue;
+			if (fd < 0)
+				_exit(10);
+			m = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+			if (m == MAP_FAILED)
+				_exit(11);
+			if (((struct sluice_region *)m)->magic != SLUICE_REGION_MAGIC)
+				_exit(12);
+			m[PAGE - 1 - p]++;
+			if (wake(fd, SLUICE_WAKE_SIGNAL, NULL))
+				_exit(13);
+			/* Half the time the mapping outlives the fd. */
+			if (i & 1) {
+				close(fd);
+				munmap(m, PAGE);
+			} else {
+				munmap(m, PAGE);
+				close(fd);
+			}
+		}
+		_exit(0);
+	}
+	for (int p = 0; p < PROCS; p++) {
+		EXPECT_EQ(0, child_status(pids[p])) TH_LOG("process %d", p);
+	}
+	EXPECT_FALSE(stack_listed("t_race"));
+	EXPECT_EQ(0, info_value("regions"));
+}
+
+/*
  * A fixture of its own, declared last, so that it runs after every other
  * test (the harness runs fixtures in the order they are declared, global
  * tests first).
