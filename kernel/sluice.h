@@ -85,15 +85,18 @@ struct sluice_stack {
 	atomic_t wake_seq;		/* bumped by SLUICE_WAKE_SIGNAL */
 	atomic64_t wakes;
 
-	struct mutex lock;		/* @procs, @nr_procs */
+	struct mutex lock;		/* @procs */
 	struct list_head procs;		/* struct sluice_proc */
-	unsigned int nr_procs;
 
 	struct kobject *kobj;		/* under sluice_stacks_lock */
 	struct dentry *debugfs;		/* under sluice_stacks_lock */
 };
 
-/* A process attached to a stack: it made @files open stack files. */
+/*
+ * A process that made @files of a stack's files, still open or mapped.  It
+ * counts as attached while it is alive: the files may live on in children
+ * or other processes after it exits.
+ */
 struct sluice_proc {
 	struct list_head node;
 	struct pid *pid;		/* thread group id */
@@ -112,6 +115,8 @@ int sluice_ioc_stack_wake(struct file *file, void __user *uarg);
 void sluice_stack_get(struct sluice_stack *st);
 void sluice_stack_put(struct sluice_stack *st);
 void sluice_stack_show(struct seq_file *m, struct sluice_stack *st);
+bool sluice_proc_alive(const struct sluice_proc *p);
+unsigned int sluice_stack_attached(struct sluice_stack *st);
 int sluice_stack_ifname(struct sluice_stack *st, char *buf, size_t len);
 
 /* layout.c: the region layout user space asks for */

@@ -253,7 +253,6 @@ static struct sluice_proc *sluice_proc_attach(struct sluice_stack *st)
 	fresh = NULL;
 	p->pid = get_pid(pid);
 	list_add_tail(&p->node, &st->procs);
-	st->nr_procs++;
 found:
 	p->files++;
 	mutex_unlock(&st->lock);
@@ -269,10 +268,28 @@ static void sluice_proc_detach(struct sluice_stack *st, struct sluice_proc *p)
 		return;
 	}
 	list_del(&p->node);
-	st->nr_procs--;
 	mutex_unlock(&st->lock);
 	put_pid(p->pid);
 	kfree(p);
+}
+
+/* A snapshot: the process may exit right after. */
+bool sluice_proc_alive(const struct sluice_proc *p)
+{
+	return pid_has_task(p->pid, PIDTYPE_TGID);
+}
+
+/* Processes attached now: alive, with a file of the stack they made. */
+unsigned int sluice_stack_attached(struct sluice_stack *st)
+{
+	struct sluice_proc *p;
+	unsigned int n = 0;
+
+	mutex_lock(&st->lock);
+	list_for_each_entry(p, &st->procs, node)
+		n += sluice_proc_alive(p);
+	mutex_unlock(&st->lock);
+	return n;
 }
 
 static void sluice_stack_vm_open(struct vm_area_struct *vma)
@@ -617,10 +634,11 @@ void sluice_stack_show(struct seq_file *m, struct sluice_stack *st)
 	seq_printf(m, "wake_seq %u\n", (u32)atomic_read(&st->wake_seq));
 	seq_printf(m, "wakes %lld\n", (long long)atomic64_read(&st->wakes));
 
+	seq_printf(m, "attached %u\n", sluice_stack_attached(st));
 	mutex_lock(&st->lock);
-	seq_printf(m, "attached %u\n", st->nr_procs);
 	list_for_each_entry(p, &st->procs, node)
-		seq_printf(m, "pid %d files %u\n", pid_nr(p->pid), p->files);
+		seq_printf(m, "pid %d files %u%s\n", pid_nr(p->pid), p->files,
+			   sluice_proc_alive(p) ? "" : " exited");
 	mutex_unlock(&st->lock);
 
 	seq_puts(m, "header (as user space left it)\n");

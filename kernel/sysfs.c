@@ -66,16 +66,13 @@ static ssize_t owner_uid_show(struct kobject *kobj,
 static ssize_t attached_show(struct kobject *kobj, struct kobj_attribute *attr,
 			     char *buf)
 {
-	struct sluice_stack *st = to_stack(kobj);
-	unsigned int n;
-
-	mutex_lock(&st->lock);
-	n = st->nr_procs;
-	mutex_unlock(&st->lock);
-	return sysfs_emit(buf, "%u\n", n);
+	return sysfs_emit(buf, "%u\n", sluice_stack_attached(to_stack(kobj)));
 }
 
-/* The attached processes' ids (in the initial pid namespace), space-separated. */
+/*
+ * The attached processes' ids (in the initial pid namespace, so never one
+ * reused by another process: exited ones are left out), space-separated.
+ */
 static ssize_t pids_show(struct kobject *kobj, struct kobj_attribute *attr,
 			 char *buf)
 {
@@ -88,6 +85,8 @@ static ssize_t pids_show(struct kobject *kobj, struct kobj_attribute *attr,
 		/* Whole numbers only: the list stops short of a full page. */
 		if (len > PAGE_SIZE - 16)
 			break;
+		if (!sluice_proc_alive(p))
+			continue;
 		len += sysfs_emit_at(buf, len, "%s%d", len ? " " : "",
 				     pid_nr(p->pid));
 	}

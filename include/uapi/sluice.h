@@ -243,10 +243,10 @@ struct sluice_region {
  * unmapped; the same name can then be created again, and the region is
  * freed.
  *
- * A process counts as attached to a stack while a stack file it created
- * (by STACK_CREATE or STACK_ATTACH) is open or mapped.  A file inherited
- * by fork or passed over a socket still counts for the process that made
- * it: each process should attach on its own.
+ * A process counts as attached to a stack while it is alive and a stack
+ * file it made (by STACK_CREATE or STACK_ATTACH) is open or mapped.  A
+ * file inherited by fork or passed over a socket counts only for the
+ * process that made it: each process should attach on its own.
  */
 #define SLUICE_STACK_MAX_SOCKETS	(1u << 20)
 #define SLUICE_STACK_MAX_SOCK_SIZE	65536u	/* bytes per socket slot */

@@ -24,6 +24,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -1347,6 +1348,65 @@ TEST_F(stack, sysfs_values)
 	EXPECT_EQ(1, stack_attr_ll("t_sysfs", "attached"));
 	close(fd);
 	EXPECT_FALSE(stack_listed("t_sysfs"));
+}
+
+/*
+ * A file outliving the process that made it (inherited by a child) keeps
+ * the stack, but that process no longer counts as attached.
+ */
+TEST_F(stack, attached_counts_live_processes)
+{
+	char buf[4096], want[64];
+	int pipefd[2], fd;
+	pid_t child, grandchild;
+
+	fd = create_named(self->dev, "t_live");
+	ASSERT_LE(0, fd);
+	/* The grandchild comes back to us when the child exits. */
+	ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1));
+	ASSERT_EQ(0, pipe(pipefd));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (child == 0) {
+		pid_t g;
+
+		close(pipefd[0]);
+		if (attach(self->dev, "t_live", NULL) < 0)
+			_exit(1);
+		g = fork();
+		if (g < 0)
+			_exit(2);
+		if (g == 0) {
+			/* Holds the child's stack fd, made by the child. */
+			g = getpid();
+			if (write(pipefd[1], &g, sizeof(g)) != sizeof(g))
+				_exit(3);
+			pause();
+			_exit(0);
+		}
+		_exit(0);
+	}
+	close(pipefd[1]);
+	ASSERT_EQ(sizeof(grandchild), read(pipefd[0], &grandchild, sizeof(grandchild)));
+	close(pipefd[0]);
+	EXPECT_EQ(0, child_status(child));
+
+	EXPECT_EQ(1, stack_attr_ll("t_live", "attached"));
+	snprintf(want, sizeof(want), "%d", getpid());
+	ASSERT_LE(0, stack_attr("t_live", "pids", buf, sizeof(buf)));
+	EXPECT_STREQ(want, buf);
+	ASSERT_LT(0, read_file(DEBUGFS_DIR "/stacks/t_live", buf, sizeof(buf)));
+	snprintf(want, sizeof(want), "pid %d files 1 exited\n", child);
+	EXPECT_NE(NULL, strstr(buf, want)) TH_LOG("%s", buf);
+	EXPECT_NE(NULL, strstr(buf, "attached 1\n"));
+
+	/* The grandchild's copy is the last reference to that file. */
+	kill(grandchild, SIGKILL);
+	EXPECT_EQ(grandchild, waitpid(grandchild, NULL, 0));
+	ASSERT_LT(0, read_file(DEBUGFS_DIR "/stacks/t_live", buf, sizeof(buf)));
+	EXPECT_EQ(NULL, strstr(buf, want));
+	close(fd);
+	EXPECT_FALSE(stack_listed("t_live"));
 }
 
 TEST_F(stack, debugfs_dump)
