@@ -103,9 +103,9 @@ static void sluice_stack_free(struct kref *ref)
 	kfree(st);
 	atomic_dec(&sluice_stats.regions);
 	/*
-	 * Never the module's last reference: every path here comes from a
-	 * file's release or a vma's close, and the file holds the module
-	 * until after that returns.
+	 * Never the module's last reference: the last put comes from an
+	 * ioctl on /dev/sluice, a stack file's release or a vma's close, and
+	 * that file (the vma's own) holds the module until after it returns.
 	 */
 	module_put(THIS_MODULE);
 }

@@ -710,6 +710,63 @@ TEST_F(stack, region_is_charged_to_memlock)
 	EXPECT_EQ(0, info_value("regions"));
 }
 
+/* The lowest free fd number, which a leaked reservation would take. */
+static int lowest_free_fd(void)
+{
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0)
+		close(fd);
+	return fd;
+}
+
+/*
+ * A result that cannot be copied out (a read-only argument) fails with
+ * -EFAULT after the stack and its file were made: both are undone, and no
+ * fd is installed.
+ */
+TEST_F(stack, efault_on_output_leaves_nothing)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct sluice_stack_attach *a;
+	struct sluice_stack_create *c;
+	char buf[4096], want[64];
+	int free_fd, fd;
+	char *p;
+
+	p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	c = (struct sluice_stack_create *)p;
+	layout(c, "t_fault", 16, 16);
+	ASSERT_EQ(0, mprotect(p, page, PROT_READ));
+	free_fd = lowest_free_fd();
+	EXPECT_EQ(-EFAULT, xioctl(self->dev, SLUICE_IOC_STACK_CREATE, c));
+	EXPECT_EQ(free_fd, lowest_free_fd());
+	EXPECT_FALSE(stack_listed("t_fault"));
+	EXPECT_EQ(0, info_value("regions"));
+	/* The name was released: it can be created now. */
+	fd = create_named(self->dev, "t_fault");
+	ASSERT_LE(0, fd);
+
+	ASSERT_EQ(0, mprotect(p, page, PROT_READ | PROT_WRITE));
+	a = (struct sluice_stack_attach *)p;
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	set_name(a->name, "t_fault");
+	ASSERT_EQ(0, mprotect(p, page, PROT_READ));
+	free_fd = lowest_free_fd();
+	EXPECT_EQ(-EFAULT, xioctl(self->dev, SLUICE_IOC_STACK_ATTACH, a));
+	EXPECT_EQ(free_fd, lowest_free_fd());
+	EXPECT_EQ(1, stack_attr_ll("t_fault", "attached"));
+	/* Only the creator's file is left. */
+	ASSERT_LT(0, read_file(DEBUGFS_DIR "/stacks/t_fault", buf, sizeof(buf)));
+	snprintf(want, sizeof(want), "pid %d files 1\n", getpid());
+	EXPECT_NE(NULL, strstr(buf, want)) TH_LOG("%s", buf);
+	munmap(p, page);
+	close(fd);
+	EXPECT_FALSE(stack_listed("t_fault"));
+}
+
 TEST_F(stack, create_ifindex)
 {
 	struct sluice_stack_create c;
