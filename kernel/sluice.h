@@ -18,7 +18,6 @@ struct dentry;
 struct file;
 struct kobject;
 struct net;
-struct seq_file;
 
 #define SLUICE_MODULE_VERSION	"0.1.0"
 
@@ -114,7 +113,6 @@ int sluice_ioc_stack_attach(struct file *file, void __user *uarg);
 int sluice_ioc_stack_wake(struct file *file, void __user *uarg);
 void sluice_stack_get(struct sluice_stack *st);
 void sluice_stack_put(struct sluice_stack *st);
-void sluice_stack_show(struct seq_file *m, struct sluice_stack *st);
 bool sluice_proc_alive(const struct sluice_proc *p);
 unsigned int sluice_stack_attached(struct sluice_stack *st);
 int sluice_stack_ifname(struct sluice_stack *st, char *buf, size_t len);
