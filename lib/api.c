@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -264,23 +265,44 @@ static long futex_wait(uint32_t *w, uint32_t val, int ms)
  * wake a poll on our fd then).  Without one, a futex wait on the stack's
  * wake sequence, which sl_sock_wake() bumps while anyone sleeps.
  */
+/* The module's wake sequence of a module-backed stack (uapi
+ * struct sluice_stack_wake); ARM with seq, or just read it. */
+static uint32_t module_wake(struct sl_stack *s, uint32_t flags, uint32_t seq)
+{
+	struct sluice_stack_wake w = { .size = sizeof(w), .flags = flags, .seq = seq };
+
+	if (ioctl(s->region_fd, SLUICE_IOC_STACK_WAKE, &w))
+		return seq;
+	return w.seq;
+}
+
 static void sleep_round(struct sl_stack *s, int64_t deadline, uint32_t seq)
 {
 	int64_t now = (int64_t)sl_now(s);
 	int ms = SLEEP_MAX_MS, fd;
-	struct pollfd pfd;
+	struct pollfd pfd[2];
 
 	fd = s->link && s->link->ops->fd ? s->link->ops->fd(s->link) : -1;
-	if (fd >= 0)
+	if (fd >= 0 && !s->module_backed)
 		ms = SLEEP_SLICE_MS;
 	if (deadline >= 0 && now + ms * 1000 > deadline)
 		ms = deadline > now ? (int)((deadline - now + 999) / 1000) : 0;
 	if (!ms)
 		return;
-	if (fd >= 0) {
-		pfd.fd = fd;
-		pfd.events = POLLIN;
-		poll(&pfd, 1, ms);
+	if (s->module_backed) {
+		/* One wait for both: the stack fd reports the module's wake
+		 * sequence moving away from the value seen before our last
+		 * look (armed here), the link fd its frames. */
+		module_wake(s, SLUICE_WAKE_ARM, seq);
+		pfd[0].fd = s->region_fd;
+		pfd[0].events = POLLIN;
+		pfd[1].fd = fd;
+		pfd[1].events = POLLIN;
+		poll(pfd, fd >= 0 ? 2 : 1, ms);
+	} else if (fd >= 0) {
+		pfd[0].fd = fd;
+		pfd[0].events = POLLIN;
+		poll(pfd, 1, ms);
 	} else if (futex_wait(&s->r->wake_seq, seq, ms) && errno == EFAULT) {
 		/* No futex on these pages (sl_futex_usable()): a short nap. */
 		usleep(ms * 1000 < 1000 ? ms * 1000 : 1000);
@@ -295,7 +317,7 @@ int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int
 	uint64_t start = sl_now(s);
 	int64_t deadline = deadline_after(s, timeout_ms);
 	bool asleep = false;
-	uint32_t seq;
+	uint32_t seq, mseq = 0;
 	int ready, ret;
 
 	for (;;) {
@@ -305,6 +327,9 @@ int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int
 			atomic_fetch_add(sleepers, 1);
 			asleep = true;
 		}
+		/* Module-backed: the sequence before this look (see sleep_round). */
+		if (asleep && s->module_backed)
+			mseq = module_wake(s, 0, 0);
 		ret = sl_lock(s);
 		if (ret)
 			break;
@@ -332,7 +357,7 @@ int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int
 		if (ready || (deadline >= 0 && (int64_t)sl_now(s) >= deadline))
 			break;
 		if (asleep) {
-			sleep_round(s, deadline, seq);
+			sleep_round(s, deadline, s->module_backed ? mseq : seq);
 		} else {
 			spin_backoff();
 			sluice_stack_poll((struct sluice_stack *)s);

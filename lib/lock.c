@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -271,7 +272,15 @@ void sl_unlock(struct sl_stack *s)
 		futex(LOCKW(s), FUTEX_WAKE, 1, NULL);
 	if (s->wake_pending) {
 		s->wake_pending = false;
-		futex((_Atomic uint32_t *)&s->r->wake_seq, FUTEX_WAKE, INT_MAX, NULL);
+		if (s->module_backed) {
+			struct sluice_stack_wake w = {
+				.size = sizeof(w), .flags = SLUICE_WAKE_SIGNAL,
+			};
+
+			ioctl(s->region_fd, SLUICE_IOC_STACK_WAKE, &w);
+		} else {
+			futex((_Atomic uint32_t *)&s->r->wake_seq, FUTEX_WAKE, INT_MAX, NULL);
+		}
 	}
 }
 

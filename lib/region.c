@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The stack region: layout, creation and attachment by name.  Without the
- * kernel module a region is the file /dev/shm/sluice-NAME.  Attaching
+ * The stack region: layout, creation and attachment by name.  With the
+ * kernel module loaded the module allocates and pins the region and hands
+ * out a stack fd to map (it lives while any fd or mapping does); without
+ * it, or with SLUICE_SHM=1 in the environment, a region is the file
+ * /dev/shm/sluice-NAME (it lives until sluice_stack_destroy()).  Attaching
  * checks every offset and size before anything is used, since another
  * process may have written anything there.
  */
@@ -9,7 +12,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -156,12 +161,76 @@ static int map_fd(struct sl_stack *s, int fd, size_t size)
 	return 0;
 }
 
+/* /dev/sluice if the loaded module can hold stacks, else -ENODEV. */
+static int module_open(void)
+{
+	struct sluice_version v = { .size = sizeof(v) };
+	const char *shm = getenv("SLUICE_SHM");
+	int fd;
+
+	if (shm && *shm == '1')
+		return -ENODEV;
+	fd = sluice_dev_open(NULL);
+	if (fd < 0)
+		return -ENODEV;
+	if (ioctl(fd, SLUICE_IOC_VERSION, &v) || v.abi_version != SLUICE_ABI_VERSION ||
+	    !(v.features & SLUICE_FEATURE_STACK)) {
+		close(fd);
+		return -ENODEV;
+	}
+	return fd;
+}
+
+/* Publish a laid-out region: everything written before is visible to
+ * whoever sees READY. */
+static void publish(struct sl_stack *s, const struct sluice_region *tmp, const char *name,
+		    const struct sluice_stack_config *cfg)
+{
+	memcpy(s->r, tmp, sizeof(*tmp));
+	init_region(s, name, cfg);
+	atomic_store_explicit((_Atomic uint32_t *)&s->r->state, SLUICE_STATE_READY,
+			      memory_order_release);
+}
+
+static int create_in_module(struct sl_stack *s, int dev, const char *name,
+			    const struct sluice_region *tmp, const struct sluice_stack_config *cfg)
+{
+	struct sluice_stack_create c;
+	int ret;
+
+	memset(&c, 0, sizeof(c));
+	c.size = sizeof(c);
+	strncpy(c.name, name, sizeof(c.name) - 1);
+	c.region_size = tmp->region_size;
+	c.max_sockets = tmp->max_sockets;
+	c.sock_size = tmp->sock_size;
+	c.hash_buckets = tmp->hash_buckets;
+	c.n_bufs = tmp->n_bufs;
+	c.buf_size = tmp->buf_size;
+	c.mtu = tmp->mtu;
+	c.sock_off = tmp->sock_off;
+	c.hash_off = tmp->hash_off;
+	c.wheel_off = tmp->wheel_off;
+	c.bufmeta_off = tmp->bufmeta_off;
+	c.bufdata_off = tmp->bufdata_off;
+	if (ioctl(dev, SLUICE_IOC_STACK_CREATE, &c))
+		return -errno;
+	ret = map_fd(s, c.fd, tmp->region_size);
+	if (ret) {
+		close(c.fd);
+		return ret;
+	}
+	s->module_backed = true;
+	publish(s, tmp, name, cfg);
+	return 0;
+}
+
 int sl_region_create(struct sl_stack *s, const char *name, const struct sluice_stack_config *cfg)
 {
 	struct sluice_region tmp;
 	char path[64];
 	int64_t size;
-	int fd, ret;
+	int fd, ret, dev;
 
 	ret = sl_region_path(name, path, sizeof(path));
 	if (ret)
@@ -170,6 +239,12 @@ int sl_region_create(struct sl_stack *s, const char *name, const struct sluice_s
 	size = layout(&tmp, cfg);
 	if (size < 0)
 		return (int)size;
+	dev = module_open();
+	if (dev >= 0) {
+		ret = create_in_module(s, dev, name, &tmp, cfg);
+		close(dev);
+		return ret;
+	}
 
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -182,11 +257,7 @@ int sl_region_create(struct sl_stack *s, const char *name, const struct sluice_s
 	if (ret)
 		goto err_unlink;
 	/* The file is zero-filled; copy the layout, then initialise. */
-	memcpy(s->r, &tmp, sizeof(tmp));
-	init_region(s, name, cfg);
-	/* Publish: everything above is visible to whoever sees READY. */
-	atomic_store_explicit((_Atomic uint32_t *)&s->r->state, SLUICE_STATE_READY,
-			      memory_order_release);
+	publish(s, &tmp, name, cfg);
 	return 0;
 
 err_unlink:
@@ -224,30 +295,64 @@ static int validate(const struct sl_stack *s, size_t file_size)
 	return 0;
 }
 
-int sl_region_attach(struct sl_stack *s, const char *name)
+/* Open the region of stack name: a module stack fd, or the /dev/shm file.
+ * Returns the fd and its size in *size. */
+static int region_open(const char *name, size_t *size, bool *module)
 {
+	struct sluice_stack_attach at;
 	char path[64];
 	struct stat st;
-	int fd, ret, tries;
-	uint32_t state;
+	int fd, dev, ret;
 
 	ret = sl_region_path(name, path, sizeof(path));
 	if (ret)
 		return ret;
+	dev = module_open();
+	if (dev >= 0) {
+		memset(&at, 0, sizeof(at));
+		at.size = sizeof(at);
+		strncpy(at.name, name, sizeof(at.name) - 1);
+		ret = ioctl(dev, SLUICE_IOC_STACK_ATTACH, &at) ? -errno : 0;
+		close(dev);
+		if (ret != -ENOENT) {
+			if (ret)
+				return ret;
+			*size = at.region_size;
+			*module = true;
+			return at.fd;
+		}
+		/* Not a module stack: perhaps one in /dev/shm. */
+	}
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st)) {
 		ret = -errno;
-		goto err_close;
+		close(fd);
+		return ret;
 	}
-	if ((size_t)st.st_size < sizeof(struct sluice_region)) {
+	*size = st.st_size;
+	return fd;
+}
+
+int sl_region_attach(struct sl_stack *s, const char *name)
+{
+	size_t size = 0;
+	bool module = false;
+	int fd, ret, tries;
+	uint32_t state;
+
+	fd = region_open(name, &size, &module);
+	if (fd < 0)
+		return fd;
+	if (size < sizeof(struct sluice_region)) {
 		ret = -EPROTO;
 		goto err_close;
 	}
-	ret = map_fd(s, fd, st.st_size);
+	ret = map_fd(s, fd, size);
 	if (ret)
 		goto err_close;
+	s->module_backed = module;
 	/* A creator may still be laying it out: wait up to a second. */
 	for (tries = 0; tries < 1000; tries++) {
 		state = atomic_load_explicit((_Atomic uint32_t *)&s->r->state,
@@ -260,7 +365,7 @@ int sl_region_attach(struct sl_stack *s, const char *name)
 		ret = -EPROTO;
 		goto err_unmap;
 	}
-	ret = validate(s, st.st_size);
+	ret = validate(s, size);
 	if (ret)
 		goto err_unmap;
 	if (state == SLUICE_STATE_BROKEN) {

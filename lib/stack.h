@@ -113,6 +113,7 @@ struct sl_stack {
 	pid_t pid;
 	bool locked;			/* this process holds the lock */
 	bool wake_pending;		/* wake the stack's sleepers after unlock */
+	bool module_backed;		/* region_fd is a module stack fd */
 	struct sl_link *link;
 	uint64_t (*clock)(void *arg);	/* now, microseconds */
 	void *clock_arg;
