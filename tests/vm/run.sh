@@ -135,6 +135,11 @@ run_kernel() { # run_kernel VERSION
 		add_binary "$root" "$t" /opt/sluice/bin
 	done
 	cp tests/vm/demo.sh "$root/opt/sluice/bin/demo.sh"
+	# The stack's own tests, run again on module-backed regions.
+	cp tests/vm/lib_on_module.sh "$root/opt/sluice/bin/lib_on_module.sh"
+	for t in $(sed -n 's/^for t in \(.*\); do$/\1/p' tests/vm/lib_on_module.sh); do
+		add_binary "$root" "build/tests/unit/$t" /opt/sluice/bin
+	done
 	if [ "$mode" = demo ]; then
 		echo "demo sh /opt/sluice/bin/demo.sh" >"$root/etc/sluice/suites"
 	else

@@ -1,0 +1,39 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# In the test VM: the stack's own unit tests again, with the module loaded,
+# so every stack they make is a region the module allocates, pins and maps
+# (lib/region.c uses the module whenever it offers stacks).  Prints TAP.
+n=0
+fail=0
+tap() { # tap ok|fail DESCRIPTION
+	n=$((n + 1))
+	if [ "$1" = ok ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi
+}
+
+lsmod | grep -q '^sluice ' || insmod /lib/modules/sluice.ko
+if grep -q 'features 0x[0-9a-f]*[13579bdf]$' /sys/kernel/debug/sluice/info; then
+	tap ok "the module offers stacks"
+else
+	tap fail "the module offers stacks"
+fi
+rm -f /dev/shm/sluice-*
+for t in test_region test_lock test_udp test_icmp test_shared test_netsim test_tcp_loop; do
+	echo "# $t on module-backed regions"
+	if "/opt/sluice/bin/$t"; then
+		tap ok "$t passes on module-backed regions"
+	else
+		tap fail "$t passes on module-backed regions"
+	fi
+done
+# Nothing fell back to /dev/shm (test_region makes its corrupted stacks
+# there on purpose, with SLUICE_SHM=1, and removes them).
+if ls /dev/shm/sluice-* >/dev/null 2>&1; then
+	tap fail "no stack fell back to /dev/shm"
+else
+	tap ok "no stack fell back to /dev/shm"
+fi
+rmmod sluice && tap ok "module unloads: no stack, fd or mapping left" ||
+	tap fail "module unloads: no stack, fd or mapping left"
+echo "1..$n"
+exit $fail
