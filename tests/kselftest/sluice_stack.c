@@ -123,6 +123,24 @@ static long long info_value(const char *key)
 	return -1;
 }
 
+/* The number after FIELD on the "KEY ..." line of the info dump, or -1. */
+static long long info_field(const char *key, const char *field)
+{
+	char buf[4096], *line, *save = NULL, *p;
+	size_t klen = strlen(key);
+
+	if (read_file(DEBUGFS_DIR "/info", buf, sizeof(buf)) < 0)
+		return -1;
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, key, klen) || line[klen] != ' ')
+			continue;
+		p = strstr(line, field);
+		return p ? strtoll(p + strlen(field) + 1, NULL, 0) : -1;
+	}
+	return -1;
+}
+
 /* One sysfs value of a stack, newline stripped; length or -errno. */
 static ssize_t stack_attr(const char *dir, const char *attr, char *buf,
 			  size_t len)
@@ -1208,6 +1226,62 @@ TEST_F(stack, wake_argument_rules)
 	ASSERT_EQ(0, xioctl(fd, SLUICE_IOC_STACK_WAKE, &w));
 	EXPECT_EQ(0, w.seq);
 	EXPECT_EQ(sizeof(w), w.size);
+	close(fd);
+}
+
+TEST_F(stack, wake_larger_struct)
+{
+	struct {
+		struct sluice_stack_wake w;
+		__u8 tail[8];
+	} b;
+	int fd;
+
+	fd = create_named(self->dev, "t_wbig");
+	ASSERT_LE(0, fd);
+	memset(&b, 0, sizeof(b));
+	b.w.size = sizeof(b);
+	b.w.flags = SLUICE_WAKE_SIGNAL;
+	b.tail[7] = 1;
+	EXPECT_EQ(-E2BIG, xioctl(fd, SLUICE_IOC_STACK_WAKE, &b));
+	b.tail[7] = 0;
+	ASSERT_EQ(0, xioctl(fd, SLUICE_IOC_STACK_WAKE, &b));
+	EXPECT_EQ(sizeof(b.w), b.w.size);
+	/* Only the accepted call signalled. */
+	EXPECT_EQ(1, b.w.seq);
+	close(fd);
+}
+
+TEST_F(stack, debugfs_counts_stack_ioctls)
+{
+	long long cc = info_field("ioctl_stack_create", "calls");
+	long long ce = info_field("ioctl_stack_create", "errors");
+	long long ac = info_field("ioctl_stack_attach", "calls");
+	long long ae = info_field("ioctl_stack_attach", "errors");
+	long long wc = info_field("ioctl_stack_wake", "calls");
+	long long we = info_field("ioctl_stack_wake", "errors");
+	struct sluice_stack_create c;
+	int fd, fd2;
+
+	ASSERT_LE(0, cc);
+	ASSERT_LE(0, ac);
+	ASSERT_LE(0, wc);
+	fd = create_named(self->dev, "t_count");
+	ASSERT_LE(0, fd);
+	layout(&c, "t_count", 16, 16);
+	EXPECT_EQ(-EEXIST, create(self->dev, &c));
+	fd2 = attach(self->dev, "t_count", NULL);
+	ASSERT_LE(0, fd2);
+	EXPECT_EQ(-ENOENT, attach(self->dev, "t_nocount", NULL));
+	EXPECT_EQ(0, wake(fd, SLUICE_WAKE_SIGNAL, NULL));
+	EXPECT_EQ(-EINVAL, wake(fd2, 0x80, NULL));
+	EXPECT_EQ(cc + 2, info_field("ioctl_stack_create", "calls"));
+	EXPECT_EQ(ce + 1, info_field("ioctl_stack_create", "errors"));
+	EXPECT_EQ(ac + 2, info_field("ioctl_stack_attach", "calls"));
+	EXPECT_EQ(ae + 1, info_field("ioctl_stack_attach", "errors"));
+	EXPECT_EQ(wc + 2, info_field("ioctl_stack_wake", "calls"));
+	EXPECT_EQ(we + 1, info_field("ioctl_stack_wake", "errors"));
+	close(fd2);
 	close(fd);
 }
 
