@@ -168,9 +168,11 @@ int sluice_stack_poll(struct sluice_stack *st)
 	if (atomic_load_explicit((_Atomic uint32_t *)&s->r->state, memory_order_acquire) ==
 	    SLUICE_STATE_BROKEN)
 		return -EPIPE;
-	/* With no link, only timers need running: look at the clock every
-	 * 16th call (reading it costs more than the rest of a spin). */
-	if (!s->link && ((++s->poll_calls & 15) || sl_now(s) / 1000 <= s->r->wheel_now_ms))
+	/* With no link and no loopback packets left over (sl_unlock()), only
+	 * timers need running: look at the clock every 16th call (reading it
+	 * costs more than the rest of a spin). */
+	if (!s->link && *(volatile uint32_t *)&s->r->lo_head == SLUICE_IDX_NONE &&
+	    ((++s->poll_calls & 15) || sl_now(s) / 1000 <= s->r->wheel_now_ms))
 		return 0;
 	if (!sl_trylock(s))
 		return 0;

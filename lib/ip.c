@@ -63,6 +63,13 @@ void sl_ip_input(struct sl_stack *s, uint32_t idx)
 		sl_count(s, SL_C_ip_rx_not_ours);
 		goto drop;
 	}
+	/* From a link, our own address (or 127/8) as the source is a martian
+	 * (RFC 1812 5.3.7): only the stack itself sends those, on loopback.
+	 * A spoofed one could make a socket talk to itself. */
+	if (!(b->flags & SL_BUF_LOCAL) && sl_ip_is_local(s, ip->saddr)) {
+		sl_count(s, SL_C_ip_rx_martian);
+		goto drop;
+	}
 	if (hlen > sizeof(*ip))
 		sl_count(s, SL_C_ip_rx_options);
 
@@ -168,15 +175,15 @@ int sl_ip_output(struct sl_stack *s, uint32_t idx, bool keep)
 	return ret;
 }
 
-void sl_stack_drain_loopback(struct sl_stack *s)
+bool sl_stack_drain_loopback(struct sl_stack *s, unsigned int *budget)
 {
 	struct sluice_region *r = s->r;
-	unsigned int budget = r->n_bufs;
 
 	if (r->lo_head >= r->n_bufs)
-		return;
+		return false;
 	sl_batch_begin(s);
-	while (r->lo_head < r->n_bufs && budget--) {
+	while (r->lo_head < r->n_bufs && *budget) {
+		(*budget)--;
 		uint32_t idx = r->lo_head;
 
 		r->lo_head = sl_buf(s, idx)->next_idx;
@@ -186,4 +193,5 @@ void sl_stack_drain_loopback(struct sl_stack *s)
 		sl_ip_input(s, idx);
 	}
 	sl_batch_end(s);
+	return r->lo_head < r->n_bufs;
 }

@@ -245,10 +245,12 @@ static void run_deferred(struct sl_stack *s)
 
 void sl_unlock(struct sl_stack *s)
 {
+	unsigned int budget = SL_LO_BUDGET;
+	bool lo_left = false, counted = false;
 	uint32_t v;
 
 	for (;;) {
-		sl_stack_drain_loopback(s);
+		lo_left = sl_stack_drain_loopback(s, &budget);
 		v = atomic_load_explicit(LOCKW(s), memory_order_relaxed);
 		if (v & SLUICE_LOCK_DEFERRED) {
 			if (atomic_compare_exchange_weak_explicit(LOCKW(s), &v,
@@ -258,8 +260,13 @@ void sl_unlock(struct sl_stack *s)
 				run_deferred(s);
 			continue;
 		}
-		if (s->r->lo_head != SLUICE_IDX_NONE)
+		/* More came while we delivered: again, within the budget. */
+		if (lo_left && budget)
 			continue;
+		if (lo_left && !counted) {
+			sl_count(s, SL_C_loopback_left);
+			counted = true;
+		}
 		s->r->lock_owner = 0;
 		/* Release: our writes to the region are visible to the next holder. */
 		if (atomic_compare_exchange_weak_explicit(LOCKW(s), &v, 0, memory_order_release,

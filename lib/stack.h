@@ -29,12 +29,14 @@ struct sl_sock;
 	X(ip_rx_bad_hdr, "dropped: bad IPv4 header or length")		\
 	X(ip_rx_bad_csum, "dropped: bad IPv4 header checksum")		\
 	X(ip_rx_not_ours, "dropped: not addressed to this stack")	\
+	X(ip_rx_martian, "dropped: our own source address from a link")	\
 	X(ip_rx_frag, "dropped: IPv4 fragments (no reassembly)")	\
 	X(ip_rx_options, "IPv4 packets with options (skipped)")		\
 	X(ip_rx_proto, "dropped: unknown protocol")			\
 	X(ip_tx_noroute, "not sent: no route or link")			\
 	X(ip_tx_nobuf, "not sent: no packet buffer")			\
 	X(loopback, "packets delivered within the stack")		\
+	X(loopback_left, "unlocks that left loopback packets for later")	\
 	X(icmp_rx, "ICMP messages received")				\
 	X(icmp_rx_bad, "dropped: bad ICMP message")			\
 	X(icmp_echo_replied, "ICMP echo requests answered")		\
@@ -170,6 +172,9 @@ static inline void sl_count(struct sl_stack *s, enum sl_counter c)
 /* Can shared futexes live in this region's pages? (lock.c) */
 bool sl_futex_usable(struct sl_stack *s);
 
+/* Loopback packets one unlock delivers at most (see sl_unlock()). */
+#define SL_LO_BUDGET	4096
+
 /* Point s->ctr at a counter block of this process's own (lock held). */
 void sl_counters_claim(struct sl_stack *s);
 /* A stack-wide counter: the sum over every process's block. */
@@ -209,8 +214,13 @@ void sl_unlock(struct sl_stack *s);
  */
 bool sl_lock_or_defer(struct sl_stack *s, uint32_t sock_idx, uint32_t work);
 pid_t sl_self_pid(void);
-/* Deliver packets queued for the stack's own addresses; lock held. */
-void sl_stack_drain_loopback(struct sl_stack *s);
+/*
+ * Deliver packets queued for the stack's own addresses, at most *budget of
+ * them (counted down); lock held.  Returns true if some are left: they wait
+ * for the next holder (sl_unlock() and sluice_stack_poll() go on), so no
+ * loop of packets begetting packets can keep one process in the stack.
+ */
+bool sl_stack_drain_loopback(struct sl_stack *s, unsigned int *budget);
 
 /* ip.c */
 void sl_ip_input(struct sl_stack *s, uint32_t idx);

@@ -93,6 +93,15 @@ int main(void)
 	fx_input(s, pkt, len);
 	tap_eq(c(s, "ip_rx_not_ours"), 2, "foreign destination and broadcast source dropped");
 
+	/* Our own address as the source, from the link: a martian.  (A SYN
+	 * from ourselves to our own listener would make a socket talk to
+	 * itself.) */
+	len = fx_ip(pkt, "10.3.0.1", "10.3.0.1", IPPROTO_UDP_, pay, 8);
+	fx_input(s, pkt, len);
+	len = fx_ip(pkt, "127.0.0.1", "10.3.0.1", IPPROTO_UDP_, pay, 8);
+	fx_input(s, pkt, len);
+	tap_eq(c(s, "ip_rx_martian"), 2, "own and loopback sources from the link dropped");
+
 	/* Unknown protocol: ICMP protocol unreachable goes back. */
 	cap.n = 0;
 	len = fx_ip(pkt, "10.3.0.9", "10.3.0.1", 99, pay, 8);

@@ -173,11 +173,49 @@ static void test_two_stacks_over_loop(void)
 	fx_destroy(b);
 }
 
+/* One unlock delivers at most SL_LO_BUDGET loopback packets; the rest
+ * wait for the next holder, so no packet storm can keep a process in. */
+static void test_loopback_budget(void)
+{
+	struct sluice_stack_config cfg = { .n_bufs = 8192, .max_sockets = 16 };
+	struct sockaddr_in a = fx_addr("127.0.0.1", 5555);
+	struct sluice_stack *st;
+	struct sl_stack *s;
+	int rx, tx, big = 64 << 20, n = 0;
+	char name[32], b[16];
+
+	snprintf(name, sizeof(name), "t-lobudget-%d", (int)getpid());
+	sluice_stack_destroy(name);
+	if (sluice_stack_create(name, &cfg, &st)) {
+		tap_ok(0, "stack for the loopback budget");
+		return;
+	}
+	s = (struct sl_stack *)st;
+	rx = sluice_socket(st, SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	tx = sluice_socket(st, SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	sluice_bind(st, rx, &a);
+	sluice_setsockopt(st, rx, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	sl_lock(s);
+	for (int i = 0; i < SL_LO_BUDGET + 1000; i++)
+		sl_udp_sendto(s, sl_sock(s, tx), "x", 1, 0, a.sin_addr.s_addr, a.sin_port);
+	sl_unlock(s);
+	tap_eq(sl_sock(s, rx)->rxq_count, SL_LO_BUDGET, "one unlock delivered the budget");
+	tap_eq(fx_counter(s, "loopback_left"), 1, "and left the rest, counted");
+	sluice_stack_poll(st);
+	tap_eq(sl_sock(s, rx)->rxq_count, SL_LO_BUDGET + 1000, "the next poll delivered the rest");
+	while (sluice_recv(st, rx, b, sizeof(b), 0) == 1)
+		n++;
+	tap_eq(n, SL_LO_BUDGET + 1000, "every datagram received once");
+	sluice_stack_close(st);
+	sluice_stack_destroy(name);
+}
+
 int main(void)
 {
 	test_loopback_within_stack();
 	test_bind_rules();
 	test_limits_and_errors();
 	test_two_stacks_over_loop();
+	test_loopback_budget();
 	return tap_done();
 }
