@@ -71,6 +71,7 @@ enum sl_tcp_state {
 #define SL_TCP_DUPACK_THRESH	3		/* RFC 5681 3.2 */
 #define SL_TCP_SACK_MAX		4		/* RFC 2018 3: at most 4 blocks (3 with TS) */
 #define SL_TCP_CHALLENGE_MAX	100		/* RFC 5961 7: challenge ACKs a second, per connection */
+#define SL_TCP_OOW_LIMIT_MS	500		/* Linux tcp_invalid_ratelimit: out-of-window ACKs */
 
 /*
  * Send-queue buffers are laid out so that headers are written in place in
@@ -148,6 +149,9 @@ struct sl_tcp_sock {
 	/* Listener: accept queue (linked by sl_sock.next_idx) and SYN queue. */
 	uint32_t acc_head, acc_tail;
 	uint16_t acc_len, syn_len, syn_max;
+	/* Linux tcp_oow_rate_limited: when (ms, mod 2^16) we last answered an
+	 * out-of-window segment; 0 none.  Fills what was padding. */
+	uint16_t oow_ack_ms;
 
 	/* RFC 5961 7: challenge ACKs sent in the current second */
 	uint32_t chal_sec;
@@ -209,6 +213,12 @@ int sl_tcp_send_ctl(struct sl_stack *s, struct sl_sock *so, uint8_t flags, uint3
 int sl_tcp_send_ack(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
 /* A challenge ACK (RFC 5961), rate limited per connection (section 7). */
 void sl_tcp_challenge_ack(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
+/* An ACK answering an out-of-window or PAWS-failed segment.  Pure ACKs
+ * and SYNs are answered at most once per SL_TCP_OOW_LIMIT_MS, so two ends
+ * that each find the other's segments out of window (a connection to
+ * itself, a spoofed one) cannot ACK each other forever; with_data (the
+ * segment carried payload or FIN, no SYN) is always answered. */
+void sl_tcp_oow_ack(struct sl_stack *s, struct sl_sock *so, bool with_data, uint64_t now_us);
 int sl_tcp_send_syn(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
 /* An RST answering a segment that matched no connection (RFC 9293 3.10.7.1). */
 void sl_tcp_send_reset(struct sl_stack *s, const struct sl_ip *ip, const void *th,

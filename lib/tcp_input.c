@@ -644,7 +644,7 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		       uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	bool queued = false, fin_acked, syn;
+	bool queued = false, fin_acked, syn, with_data;
 	uint32_t gen = so->gen;
 
 	/* A retransmitted SYN while our SYN-ACK is unanswered. */
@@ -664,11 +664,14 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		tp->tflags |= SL_TF_ACKNOW;
 	}
 	syn = g->flags & TH_SYN_;
+	/* Linux tcp_oow_rate_limited(): a segment with payload or FIN and no
+	 * SYN is always answered; pure ACKs and SYNs at a limited rate. */
+	with_data = g->end != g->seq && !syn;
 
 	/* RFC 7323 5.3: PAWS. */
 	if ((tp->tflags & SL_TF_TS) && g->o.ts && !(g->flags & TH_RST_) &&
 	    SEQ_LT(g->o.tsval, tp->ts_recent)) {
-		sl_tcp_send_ack(s, so, now_us);
+		sl_tcp_oow_ack(s, so, with_data, now_us);
 		goto drop;
 	}
 
@@ -680,7 +683,7 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 			if (!(g->flags & TH_RST_)) {
 				if (so->state == SL_TCP_TIME_WAIT && (g->flags & TH_FIN_))
 					tp->t_close = now_us + SL_TCP_TIME_WAIT_US;
-				sl_tcp_send_ack(s, so, now_us);
+				sl_tcp_oow_ack(s, so, with_data, now_us);
 				sl_tcp_arm(s, so);
 			}
 			goto drop;

@@ -279,6 +279,20 @@ void sl_tcp_challenge_ack(struct sl_stack *s, struct sl_sock *so, uint64_t now_u
 	sl_tcp_send_ack(s, so, now_us);
 }
 
+void sl_tcp_oow_ack(struct sl_stack *s, struct sl_sock *so, bool with_data, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint16_t ms = (uint16_t)(now_us / 1000);
+
+	/* Linux tcp_oow_rate_limited(): data is not likely part of a loop. */
+	if (!with_data) {
+		if (tp->oow_ack_ms && (uint16_t)(ms - tp->oow_ack_ms) < SL_TCP_OOW_LIMIT_MS)
+			return;
+		tp->oow_ack_ms = ms ? ms : 1;
+	}
+	sl_tcp_send_ack(s, so, now_us);
+}
+
 int sl_tcp_send_syn(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;

@@ -59,6 +59,7 @@ struct tf {
 	struct tf_frame f[TF_CAP];
 	uint32_t us, peer;		/* network order */
 	uint32_t buf0, sock0;		/* for the leak check */
+	int raw_tcp;			/* tf_seg*() straight to sl_tcp_input() */
 	char name[32];
 };
 
@@ -282,7 +283,12 @@ static inline void tf_seg_full(uint16_t sport, uint16_t dport, uint8_t flags, ui
 	th->csum = sl_csum_fold(sl_csum_add(sl_csum_pseudo(ip->saddr, ip->daddr, 6,
 							   (uint16_t)tl), th, tl));
 	sl_buf(T.s, idx)->len = (uint16_t)(20 + tl);
-	sl_ip_input(T.s, idx);
+	/* raw_tcp: past the IPv4 checks, for segments ip.c would refuse
+	 * (our own source address from the link) that TCP must survive. */
+	if (T.raw_tcp)
+		sl_tcp_input(T.s, idx, ip, 20, tf_now_us);
+	else
+		sl_ip_input(T.s, idx);
 }
 
 /* The usual case: from the peer's port to port dport, no options. */

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * TCP against hostile or pathological peers: ACK loops (a segment from our
+ * own address to our own listener, a connection to itself, out-of-window
+ * floods), blind resets (RFC 5961), SYN floods and receive-buffer pinning.
+ *
+ *   test (peer 10.0.0.2:5000, or 10.0.0.1 spoofed) --> TCP core --> capture
+ *                                        loopback <--'
+ */
+#include <signal.h>
+
+#include "tcp_fixture.h"
+
+#define IRS 70000u
+
+static uint8_t pattern[4096];
+
+static void on_alarm(int sig)
+{
+	static const char m[] = "not ok - the stack lock is never released (ACK loop)\n";
+
+	(void)sig;
+	if (write(1, m, sizeof(m) - 1) < 0)
+		_exit(2);
+	_exit(1);
+}
+
+/* Let the lock holder deliver what is on the loopback queue, rounds
+ * times; returns TCP segments sent meanwhile. */
+static uint64_t run_loopback(int rounds)
+{
+	uint64_t tx0 = tf_counter(SL_C_tcp_tx);
+
+	signal(SIGALRM, on_alarm);
+	alarm(10);
+	for (int i = 0; i < rounds; i++) {
+		sl_unlock(T.s);
+		sl_lock(T.s);
+	}
+	alarm(0);
+	return tf_counter(SL_C_tcp_tx) - tx0;
+}
+
+/* A SYN from our own address and port to our listener (a "LAND" SYN,
+ * src = dst = 10.0.0.1:80) makes a child whose peer is itself: each of
+ * its out-of-window ACKs makes another.  Linux tcp_oow_rate_limited(). */
+static void test_listen_syn_from_self(void)
+{
+	uint32_t peer;
+	uint64_t tx;
+
+	tf_init("self");
+	tf_listener(TF_LPORT, 8);
+	peer = T.peer;
+	T.peer = T.us;
+	T.raw_tcp = 1;
+	tf_seg_full(TF_LPORT, TF_LPORT, TH_SYN_, IRS, 0, 8192, NULL, NULL, 0);
+	T.raw_tcp = 0;
+	T.peer = peer;
+	tx = run_loopback(50);
+	printf("# %llu segments in 50 unlocks\n", (unsigned long long)tx);
+	tap_ok(tx <= 4, "SYN from self: a bounded number of segments, not a loop");
+	tap_ok(T.s->r->lo_head >= T.s->r->n_bufs, "SYN from self: the loopback queue drains");
+	for (int i = 0; i < 100; i++) {
+		tf_advance_ms(1000);
+		tx = run_loopback(5);
+		if (tx > 8)
+			break;
+	}
+	tap_ok(tx <= 8, "SYN from self: still bounded as its timers run");
+	tf_finish();
+}
+
+/* connect() to its own address and port: a simultaneous open with
+ * itself (RFC 9293 figure 8), which Linux allows; it must settle. */
+static void test_syn_sent_connect_to_self(void)
+{
+	struct sl_sock *so;
+	uint64_t tx;
+
+	tf_init("selfc");
+	so = sl_sock_alloc(T.s, SL_SOCK_TCP);
+	tap_ok(so && !sl_sock_bind(T.s, so, T.us, htons(7007)), "bound to 10.0.0.1:7007");
+	tap_eq(sl_tcp_connect(T.s, so, T.us, htons(7007), tf_now_us), -EINPROGRESS,
+	       "connect to itself starts");
+	tx = run_loopback(50);
+	tap_eq(so->state, SL_TCP_ESTABLISHED, "connect to itself: ESTABLISHED");
+	tap_ok(tx <= 4, "connect to itself: %llu segments, no loop", (unsigned long long)tx);
+	tap_eq(sl_tcp_send(T.s, so, pattern, 100, 0, tf_now_us), 100, "sends to itself");
+	run_loopback(5);
+	tf_advance_ms(100);
+	run_loopback(5);
+	tap_eq(so->rxq_bytes, 100, "and receives it");
+	sl_tcp_recv(T.s, so, pattern, sizeof(pattern), 0, tf_now_us);
+	sl_tcp_close(T.s, so, tf_now_us);
+	for (int i = 0; i < 200 && T.s->r->sock_used != T.sock0; i++) {
+		tf_advance_ms(1000);
+		run_loopback(2);
+	}
+	tap_eq(T.s->r->sock_used, T.sock0, "connect to itself: closes");
+	tf_finish();
+}
+
+/* RFC 9293 3.10.7.4 first: unacceptable segments are ACKed, but pure ACKs
+ * at most once per 500 ms (Linux tcp_invalid_ratelimit); data always. */
+static void test_established_oow_flood(void)
+{
+	struct sl_sock *l;
+	uint32_t iss = 0;
+
+	tf_init("oow");
+	l = tf_listener(TF_LPORT, 8);
+	tap_ok(tf_accept(l, IRS, &iss, NULL, 8192) != NULL, "accepted");
+	for (int i = 0; i < 1000; i++)
+		tf_seg(TF_LPORT, TH_ACK_, IRS + 1 + 1000000, iss + 1, 8192, NULL, 0);
+	tap_eq(T.n, 1, "1000 out-of-window ACKs: one ACK out");
+	tf_advance_ms(600);
+	tf_clear();
+	for (int i = 0; i < 1000; i++)
+		tf_seg(TF_LPORT, TH_ACK_, IRS + 1 + 1000000, iss + 1, 8192, NULL, 0);
+	tap_eq(T.n, 1, "600 ms later: one more");
+	tf_clear();
+	for (int i = 0; i < 3; i++)
+		tf_seg(TF_LPORT, TH_ACK_, IRS + 1 - 100, iss + 1, 8192, pattern, 100);
+	tap_eq(T.n, 3, "old data is always re-ACKed (the peer lost our ACK)");
+	tf_finish();
+}
+
+int main(void)
+{
+	test_listen_syn_from_self();
+	test_syn_sent_connect_to_self();
+	test_established_oow_flood();
+	return tap_done();
+}
