@@ -645,7 +645,7 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	bool queued = false, fin_acked, syn, with_data;
-	uint32_t gen = so->gen;
+	uint32_t gen = so->gen, seg_seq;
 
 	/* A retransmitted SYN while our SYN-ACK is unanswered. */
 	if (so->state == SL_TCP_SYN_RECEIVED && (g->flags & TH_SYN_) &&
@@ -664,6 +664,9 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		tp->tflags |= SL_TF_ACKNOW;
 	}
 	syn = g->flags & TH_SYN_;
+	/* RFC 5961 3.2 tests the SEG.SEQ that arrived; the trim below moves
+	 * g->seq up to RCV.NXT. */
+	seg_seq = g->seq;
 	/* Linux tcp_oow_rate_limited(): a segment with payload or FIN and no
 	 * SYN is always answered; pure ACKs and SYNs at a limited rate. */
 	with_data = g->end != g->seq && !syn;
@@ -734,7 +737,7 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 
 	/* Second: RST (RFC 5961 3.2). */
 	if (g->flags & TH_RST_) {
-		if (g->seq != tp->rcv_nxt) {
+		if (seg_seq != tp->rcv_nxt) {
 			sl_tcp_challenge_ack(s, so, now_us);
 			goto drop;
 		}

@@ -126,10 +126,36 @@ static void test_established_oow_flood(void)
 	tf_finish();
 }
 
+/* RFC 5961 3.2: an RST is taken only at SEG.SEQ = RCV.NXT exactly.  One
+ * that starts 100 bytes below with 200 bytes of payload overlaps RCV.NXT
+ * (acceptable), so it gets a challenge ACK, and the trim to the window
+ * must not make it look exact. */
+static void test_established_rst_below_rcv_nxt(void)
+{
+	struct sl_sock *l, *c;
+	uint32_t iss = 0;
+	struct tf_seg g;
+
+	tf_init("rstb");
+	l = tf_listener(TF_LPORT, 8);
+	c = tf_accept(l, IRS, &iss, NULL, 8192);
+	tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, IRS + 1, iss + 1, 8192, pattern, 100);
+	tf_clear();
+	tf_seg(TF_LPORT, TH_RST_, IRS + 1, 0, 0, pattern, 200);	/* RCV.NXT - 100 */
+	g = tf_last();
+	tap_eq(c->state, SL_TCP_ESTABLISHED, "RST at RCV.NXT-100 with 200 bytes: connection stays");
+	tap_ok(T.n == 1 && g.flags == TH_ACK_ && g.ack == IRS + 101, "and a challenge ACK");
+	tap_eq(tf_counter(SL_C_tcp_challenge_ack), 1, "counted tcp_challenge_ack");
+	tf_seg(TF_LPORT, TH_RST_, IRS + 101, 0, 0, NULL, 0);
+	tap_eq(c->state, SL_TCP_CLOSED, "the exact RST still resets");
+	tf_finish();
+}
+
 int main(void)
 {
 	test_listen_syn_from_self();
 	test_syn_sent_connect_to_self();
 	test_established_oow_flood();
+	test_established_rst_below_rcv_nxt();
 	return tap_done();
 }
