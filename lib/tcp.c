@@ -132,6 +132,15 @@ uint32_t sl_tcp_rcv_space(struct sl_stack *s, const struct sl_sock *so)
 	return used >= lim ? 0 : lim - used;
 }
 
+uint32_t sl_tcp_synq_cap(const struct sl_stack *s)
+{
+	uint32_t cap = s->r->max_sockets / SL_TCP_SYNQ_SHARE;
+
+	if (cap < SL_TCP_SYNQ_MIN)
+		cap = SL_TCP_SYNQ_MIN;
+	return cap > 65535 ? 65535 : cap;
+}
+
 static uint8_t wscale_for(uint32_t space)
 {
 	uint8_t ws = 0;
@@ -309,6 +318,8 @@ int sl_tcp_listen(struct sl_stack *s, struct sl_sock *so, int backlog)
 	}
 	tp->backlog = (uint16_t)backlog;
 	tp->syn_max = backlog < SL_TCP_SYNQ_MIN ? SL_TCP_SYNQ_MIN : (uint16_t)backlog;
+	if (tp->syn_max > sl_tcp_synq_cap(s))
+		tp->syn_max = (uint16_t)sl_tcp_synq_cap(s);
 	sl_tcp_set_state(s, so, SL_TCP_LISTEN);
 	return 0;
 }

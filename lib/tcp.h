@@ -67,6 +67,7 @@ enum sl_tcp_state {
 #define SL_TCP_WSCALE_MAX	14		/* RFC 7323 2.3 */
 #define SL_TCP_SOMAXCONN	4096		/* Linux SOMAXCONN */
 #define SL_TCP_SYNQ_MIN		8		/* SYN queue floor for tiny backlogs */
+#define SL_TCP_SYNQ_SHARE	4		/* embryos, all listeners: <= max_sockets / 4 */
 #define SL_TCP_OOO_MAX		64		/* out-of-order buffers a connection may hold */
 #define SL_TCP_DUPACK_THRESH	3		/* RFC 5681 3.2 */
 #define SL_TCP_SACK_MAX		4		/* RFC 2018 3: at most 4 blocks (3 with TS) */
@@ -202,6 +203,9 @@ void sl_tcp_done(struct sl_stack *s, struct sl_sock *so, int err);
 void sl_tcp_destroy(struct sl_stack *s, struct sl_sock *so);
 /* Payload bytes we could accept now (before window rules). */
 uint32_t sl_tcp_rcv_space(struct sl_stack *s, const struct sl_sock *so);
+/* Embryonic connections (SYN-RECEIVED children) the whole stack may
+ * hold: a SYN flood must leave socket slots for everything else. */
+uint32_t sl_tcp_synq_cap(const struct sl_stack *s);
 /* Our MSS to advertise. */
 uint16_t sl_tcp_our_mss(struct sl_stack *s, const struct sl_sock *so);
 /* Send MSS from the peer's MSS, our MTU, TCP_MAXSEG and options. */

@@ -470,6 +470,26 @@ static void established(struct sl_stack *s, struct sl_sock *so, const struct seg
 	sl_tcp_set_state(s, so, SL_TCP_ESTABLISHED);
 }
 
+/* The stack holds as many embryonic connections as it may.  Counted
+ * only when the socket table is that full at all; the walk is the price
+ * of keeping no stack-wide count outside the TCP files (SYN cookies,
+ * which Sluice does not do, would make it moot). */
+static bool embryos_full(const struct sl_stack *s)
+{
+	uint32_t cap = sl_tcp_synq_cap(s), n = 0;
+
+	if (s->r->sock_used < cap)
+		return false;
+	for (uint32_t i = 0; i < s->r->max_sockets && n < cap; i++) {
+		const struct sl_sock *c = sl_sock(s, i);
+
+		if (c->type == SL_SOCK_TCP && c->state == SL_TCP_SYN_RECEIVED &&
+		    (c->tcp.tflags & SL_TF_PASSIVE) && !(c->tcp.tflags & SL_TF_ACCQ))
+			n++;
+	}
+	return n >= cap;
+}
+
 /* A listener got a segment (RFC 9293 3.10.7.2). */
 static void listen_input(struct sl_stack *s, struct sl_sock *lso, uint32_t idx,
 			 const struct sl_ip *ip, const struct sl_tcph *th, const struct seg *g,
@@ -487,7 +507,7 @@ static void listen_input(struct sl_stack *s, struct sl_sock *lso, uint32_t idx,
 	}
 	if (!(g->flags & TH_SYN_))
 		goto drop;
-	if (ltp->acc_len >= ltp->backlog || ltp->syn_len >= ltp->syn_max) {
+	if (ltp->acc_len >= ltp->backlog || ltp->syn_len >= ltp->syn_max || embryos_full(s)) {
 		sl_count(s, SL_C_tcp_syn_dropped);
 		goto drop;
 	}

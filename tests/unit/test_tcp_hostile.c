@@ -151,11 +151,56 @@ static void test_established_rst_below_rcv_nxt(void)
 	tf_finish();
 }
 
+static uint32_t embryos(void)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < T.s->r->max_sockets; i++) {
+		struct sl_sock *c = sl_sock(T.s, i);
+
+		n += c->type == SL_SOCK_TCP && c->state == SL_TCP_SYN_RECEIVED;
+	}
+	return n;
+}
+
+/* RFC 4987 3.1/3.2: a SYN flood fills at most a share of the socket table
+ * (max_sockets / 4 embryos, all listeners together), drops are counted,
+ * and the rest of the stack can still open connections. */
+static void test_listen_syn_flood(void)
+{
+	uint32_t cap, iss = 0;
+	struct sl_sock *l2, *so;
+
+	tf_init("synf");
+	cap = T.s->r->max_sockets / 4;	/* SL_TCP_SYNQ_SHARE */
+	tf_listener(TF_LPORT, 128);
+	l2 = tf_listener(8080, 128);
+	for (int i = 0; i < 200; i++)
+		tf_seg_full((uint16_t)(20000 + i), TF_LPORT, TH_SYN_, IRS + i * 1000u, 0, 8192,
+			    NULL, NULL, 0);
+	tap_eq(embryos(), cap, "200 SYNs to one listener: max_sockets / 4 embryos");
+	for (int i = 0; i < 200; i++)
+		tf_seg_full((uint16_t)(30000 + i), 8080, TH_SYN_, IRS + i * 1000u, 0, 8192,
+			    NULL, NULL, 0);
+	tap_eq(embryos(), cap, "and a second listener adds none: the cap is stack-wide");
+	tap_eq(tf_counter(SL_C_tcp_syn_dropped), 400 - cap, "the other SYNs: tcp_syn_dropped");
+	so = tf_connect(IRS, &iss, NULL, 8192);
+	tap_ok(so && so->state == SL_TCP_ESTABLISHED, "an ordinary connect() still works");
+	/* Embryos time out (SYN-ACK retries); then the listener takes SYNs again. */
+	tf_advance_ms(120000);
+	tap_eq(embryos(), 0, "the embryos time out");
+	tf_clear();
+	tf_seg_full(20000, ntohs(l2->lport), TH_SYN_, IRS, 0, 8192, NULL, NULL, 0);
+	tap_ok(T.n == 1 && tf_last().flags == (TH_SYN_ | TH_ACK_), "a new SYN is answered");
+	tf_finish();
+}
+
 int main(void)
 {
 	test_listen_syn_from_self();
 	test_syn_sent_connect_to_self();
 	test_established_oow_flood();
 	test_established_rst_below_rcv_nxt();
+	test_listen_syn_flood();
 	return tap_done();
 }
