@@ -123,13 +123,19 @@ uint32_t sl_tcp_rcv_space(struct sl_stack *s, const struct sl_sock *so)
 	 * Linux's tcp_adv_win_scale = 1). */
 	uint32_t lim = so->rcvbuf / 2, used = so->rxq_bytes + so->tcp.ooo_bytes;
 	uint32_t free_bufs = s->r->buf_free_count, reserve = s->r->n_bufs / 8, cap;
+	uint64_t held = (uint64_t)(so->rxq_count + so->tcp.ooo_count) * s->r->buf_size;
+	uint32_t room = held < so->rcvbuf ? so->rcvbuf - (uint32_t)held : 0;
 
 	/* The pool is shared by every connection: offer no more than half
 	 * of what is free beyond the reserve (in full segments). */
 	cap = free_bufs > reserve ? (free_bufs - reserve) / 2 * sl_tcp_our_mss(s, so) : 0;
 	if (lim > used + cap)
 		lim = used + cap;
-	return used >= lim ? 0 : lim - used;
+	if (used >= lim)
+		return 0;
+	/* Buffers are charged whole against rcvbuf (Linux's truesize); a
+	 * buffer's worth of room takes about a segment's worth of payload. */
+	return lim - used < room ? lim - used : room;
 }
 
 uint32_t sl_tcp_synq_cap(const struct sl_stack *s)

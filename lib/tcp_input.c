@@ -123,25 +123,45 @@ static void to_payload(struct sl_stack *s, uint32_t idx, const struct seg *g)
 	b->next_idx = SLUICE_IDX_NONE;
 }
 
-/* Append in-order payload to the receive queue, copying a small segment
- * into the tail buffer's spare room instead (saves a buffer, as Linux's
- * tcp_try_coalesce).  Returns true if idx was freed. */
+/* In-order payload of len bytes would be copied into the receive queue's
+ * tail buffer: it is at most half a buffer and fits the tail's room. */
+static bool rx_tail_fits(const struct sl_stack *s, const struct sl_sock *so, uint32_t len)
+{
+	const struct sluice_buf *tb;
+
+	if (so->rxq_tail >= s->r->n_bufs || len > s->r->buf_size / 2)
+		return false;
+	tb = sl_buf(s, so->rxq_tail);
+	return (uint32_t)tb->off + tb->len + len <= s->r->buf_size;
+}
+
+/* The connection holds its receive buffer's worth of packet buffers
+ * (Linux charges truesize against sk_rcvbuf): a peer sending tiny
+ * segments cannot pin more of the shared pool than that. */
+static bool rx_over_budget(const struct sl_stack *s, const struct sl_sock *so)
+{
+	uint64_t held = (uint64_t)(so->rxq_count + so->tcp.ooo_count) * s->r->buf_size;
+
+	return held >= so->rcvbuf;
+}
+
+/* Append in-order payload to the receive queue, copying a segment of up
+ * to half a buffer into the tail buffer's spare room instead (saves a
+ * buffer, as Linux's tcp_try_coalesce).  Returns true if idx was freed. */
 static bool rx_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
 {
 	struct sluice_buf *b = sl_buf(s, idx);
 	uint32_t t = so->rxq_tail;
 
-	if (t < s->r->n_bufs && b->len <= 256) {
+	if (rx_tail_fits(s, so, b->len)) {
 		struct sluice_buf *tb = sl_buf(s, t);
 
-		if ((uint32_t)tb->off + tb->len + b->len <= s->r->buf_size) {
-			memcpy(sl_buf_data(s, t) + tb->len, sl_buf_data(s, idx), b->len);
-			tb->len = (uint16_t)(tb->len + b->len);
-			so->rxq_bytes += b->len;
-			so->rx_bytes += b->len;
-			sl_buf_free(s, idx);
-			return true;
-		}
+		memcpy(sl_buf_data(s, t) + tb->len, sl_buf_data(s, idx), b->len);
+		tb->len = (uint16_t)(tb->len + b->len);
+		so->rxq_bytes += b->len;
+		so->rx_bytes += b->len;
+		sl_buf_free(s, idx);
+		return true;
 	}
 	sl_sock_rxq_append(s, so, idx, b->len);
 	return false;
@@ -207,7 +227,7 @@ static bool ooo_insert(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
 	struct sluice_buf *b = sl_buf(s, idx);
 	uint32_t *pp = &tp->ooo_head, end = b->seq + b->len;
 
-	if (tp->ooo_count >= SL_TCP_OOO_MAX || rx_pool_low(s)) {
+	if (tp->ooo_count >= SL_TCP_OOO_MAX || rx_pool_low(s) || rx_over_budget(s, so)) {
 		sl_buf_free(s, idx);
 		return false;
 	}
@@ -843,7 +863,8 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 			sl_tcp_done(s, so, 0);
 			return;
 		}
-		if (rx_pool_low(s) && g->plen) {
+		if (g->plen && (rx_pool_low(s) ||
+				(rx_over_budget(s, so) && !(in_order && rx_tail_fits(s, so, g->plen))))) {
 			/* Taken again when the peer retransmits. */
 			sl_count(s, SL_C_tcp_rx_pressure);
 			tp->tflags |= SL_TF_ACKNOW;

@@ -195,6 +195,57 @@ static void test_listen_syn_flood(void)
 	tf_finish();
 }
 
+/* A peer sending 257-byte segments to a socket that never reads: the
+ * payload is packed into the tail buffer (Linux tcp_try_coalesce) and
+ * buffers are charged whole against rcvbuf, so the connection pins at
+ * most its receive buffer's worth of the shared pool (RFC 9293 3.8.6.2.2
+ * leaves the receiver's buffer accounting to it). */
+static void test_established_tiny_segments_unread(void)
+{
+	struct sl_sock *l, *c;
+	uint32_t iss = 0, seq = IRS + 1, bs;
+	int i;
+
+	tf_init("tiny");
+	bs = T.s->r->buf_size;
+	l = tf_listener(TF_LPORT, 8);
+	c = tf_accept(l, IRS, &iss, NULL, 8192);
+	for (i = 0; i < 4000; i++) {
+		tf_clear();
+		tf_seg(TF_LPORT, TH_ACK_, seq, iss + 1, 8192, pattern, 257);
+		if (tf_last().ack == seq)
+			break;
+		seq += 257;
+	}
+	printf("# %u bytes held in %u buffers\n", c->rxq_bytes, c->rxq_count);
+	tap_ok(i < 4000, "the window closes");
+	tap_ok((uint64_t)c->rxq_count * bs <= c->rcvbuf + bs,
+	       "in order: at most rcvbuf's worth of buffers pinned");
+	tap_ok(c->rxq_bytes >= c->rcvbuf / 4, "while still taking a useful amount of data");
+	tf_finish();
+}
+
+/* The same out of order (RFC 9293 3.10.7.4 seventh: queued, never
+ * coalesced): tiny segments inside the window take no more buffers than
+ * the receive buffer's worth. */
+static void test_established_tiny_segments_ooo(void)
+{
+	struct sl_sock *l, *c;
+	uint32_t iss = 0, bs;
+
+	tf_init("tinyo");
+	bs = T.s->r->buf_size;
+	l = tf_listener(TF_LPORT, 8);
+	l->rcvbuf = 8 * bs;	/* a window of 4 buffers' payload */
+	c = tf_accept(l, IRS, &iss, NULL, 8192);
+	for (uint32_t i = 0; i < 25; i++)
+		tf_seg(TF_LPORT, TH_ACK_, IRS + 1 + 300 + 300 * i, iss + 1, 8192, pattern, 257);
+	printf("# %u out-of-order buffers\n", c->tcp.ooo_count);
+	tap_ok(c->tcp.ooo_count > 0 && (uint64_t)c->tcp.ooo_count * bs <= c->rcvbuf + bs,
+	       "out of order: at most rcvbuf's worth of buffers");
+	tf_finish();
+}
+
 int main(void)
 {
 	test_listen_syn_from_self();
@@ -202,5 +253,7 @@ int main(void)
 	test_established_oow_flood();
 	test_established_rst_below_rcv_nxt();
 	test_listen_syn_flood();
+	test_established_tiny_segments_unread();
+	test_established_tiny_segments_ooo();
 	return tap_done();
 }
