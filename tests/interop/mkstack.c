@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * mkstack NAME: create a stack with a few sockets and some traffic, and
- * leave it in place (for the sluice tool's tests).
+ * mkstack NAME [SECONDS]: create a stack with a few sockets and some
+ * traffic, and leave it in place (for the sluice tool's tests and the
+ * demo).  A /dev/shm stack outlives this program; a stack in the module
+ * lives while a process holds it, so SECONDS keeps it that long.
  */
 #include <arpa/inet.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sluice/sluice.h>
 
@@ -18,7 +22,7 @@ int main(int argc, char **argv)
 	int a, b, l, ret;
 	char buf[16];
 
-	if (argc != 2)
+	if (argc != 2 && argc != 3)
 		return 2;
 	inet_pton(AF_INET, "10.7.0.1", &cfg.ip_addr);
 	inet_pton(AF_INET, "255.255.255.0", &cfg.ip_mask);
@@ -37,6 +41,11 @@ int main(int argc, char **argv)
 	sluice_sendto(st, b, "hi", 2, 0, &u);
 	sluice_sendto(st, b, "there", 5, 0, &u);
 	sluice_recv(st, a, buf, sizeof(buf), 0);
+	if (argc == 3) {
+		printf("holding %s\n", argv[1]);
+		fflush(stdout);
+		sleep((unsigned int)atoi(argv[2]));
+	}
 	sluice_stack_close(st);
 	return 0;
 }
