@@ -276,6 +276,24 @@ static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		tp->sndq_bytes -= b->aux;
 		sl_buf_free(s, idx);
 	}
+	/* SND.UNA inside the head buffer (the peer took only part of a
+	 * segment, e.g. into a window it shrank): drop the acknowledged
+	 * front, so a retransmission starts at SND.UNA and can be cut to
+	 * what the window allows (RFC 9293 3.8.6.2.1). */
+	if (tp->sndq_head < s->r->n_bufs) {
+		struct sluice_buf *b = sl_buf(s, tp->sndq_head);
+		uint8_t *p = sl_buf_base(s, tp->sndq_head) + SL_TCP_DATA_OFF;
+
+		if ((b->flags & SL_TBF_SENT) && SEQ_GT(tp->snd_una, b->seq) &&
+		    SEQ_LT(tp->snd_una, b->seq + b->aux)) {
+			uint32_t d = tp->snd_una - b->seq;
+
+			memmove(p, p + d, b->aux - d);
+			b->aux = (uint16_t)(b->aux - d);
+			b->seq = tp->snd_una;
+			tp->sndq_bytes -= d;
+		}
+	}
 	(void)now_us;
 }
 

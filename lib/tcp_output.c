@@ -377,6 +377,9 @@ static int split_buf(struct sl_stack *s, struct sl_tcp_sock *tp, uint32_t idx, u
 	nb = sl_buf(s, n);
 	nb->seq = b->seq + at;
 	nb->aux = (uint16_t)(b->aux - at);
+	/* A retransmission may be split too: the tail was sent as well. */
+	nb->flags = b->flags & (SL_TBF_SENT | SL_TBF_REXMIT);
+	nb->ts_us = b->ts_us;
 	memcpy(sl_buf_base(s, n) + SL_TCP_DATA_OFF, sl_buf_base(s, idx) + SL_TCP_DATA_OFF + at,
 	       nb->aux);
 	b->aux = (uint16_t)at;
@@ -425,7 +428,14 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		usable = SEQ_GT(tp->snd_una + wnd, tp->snd_nxt) ? tp->snd_una + wnd - tp->snd_nxt : 0;
 		rwnd_left = SEQ_GT(tp->snd_una + tp->snd_wnd, tp->snd_nxt) ?
 				    tp->snd_una + tp->snd_wnd - tp->snd_nxt : 0;
-		if (len > usable) {
+		if (len > usable && rexmit && usable && rwnd_left < len && b->seq == tp->snd_nxt) {
+			/* RFC 9293 3.8.6.2.1: the peer's window shrank below a
+			 * segment we must send again; send what fits. */
+			if (split_buf(s, tp, idx, usable))
+				break;
+			len = usable;
+			end = b->seq + len;
+		} else if (len > usable) {
 			/* RFC 9293 3.8.6.2.1: with nothing in flight and a peer
 			 * window smaller than the segment, send what fits. */
 			if (rexmit || usable == 0 || rwnd_left >= len ||

@@ -81,6 +81,44 @@ static void backoff_rto(struct sl_tcp_sock *tp)
 		tp->backoff++;
 }
 
+/* RFC 2018 8, RFC 6298 5.4: go back to the first unacknowledged byte;
+ * SACK marks are dropped (the receiver may have discarded SACKed data). */
+static void go_back(struct sl_stack *s, struct sl_tcp_sock *tp)
+{
+	for (uint32_t i = tp->sndq_head; i < s->r->n_bufs; i = sl_buf(s, i)->next_idx)
+		sl_buf(s, i)->flags &= ~(SL_TBF_SACKED | SL_TBF_RECOV);
+	tp->snd_nxt = tp->snd_una;
+	tp->sndq_hint = SLUICE_IDX_NONE;
+	tp->tflags &= ~(SL_TF_TIMING | SL_TF_RECOVERY);	/* Karn */
+	tp->recover = tp->snd_max;
+	tp->dupacks = 0;
+}
+
+/* The peer shrank its window to zero under data in flight (RFC 9293
+ * 3.8.6.2.1 lets it, if it should not).  Nothing may be sent again, so
+ * the RTO sends a zero-window probe instead, and, as the persist timer
+ * (RFC 1122 4.2.2.17; Linux tcp_retransmit_timer), the connection ends
+ * only when probes go unanswered, not after so many RTOs.  An orphan is
+ * timed out as usual. */
+static void on_rexmt_zero_window(struct sl_stack *s, struct sl_sock *so, unsigned int limit,
+				 uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint64_t rto = (uint64_t)tp->rto_us * 2;
+
+	if (tp->keep_probes >= limit) {
+		sl_tcp_send_ctl(s, so, TH_RST_ | TH_ACK_, tp->snd_nxt, now_us);
+		sl_tcp_done(s, so, tp->soft_err ? tp->soft_err : ETIMEDOUT);
+		return;
+	}
+	go_back(s, tp);
+	sl_tcp_send_ctl(s, so, TH_ACK_, tp->snd_una - 1, now_us);
+	tp->keep_probes++;		/* reset by any acceptable ACK (tcp_input.c) */
+	tp->tflags |= SL_TF_PROBE;
+	tp->rto_us = rto > SL_TCP_RTO_MAX_US ? SL_TCP_RTO_MAX_US : (uint32_t)rto;
+	tp->t_rexmt = now_us + tp->rto_us;
+}
+
 /* The retransmission timer expired (RFC 6298 5.4-5.7). */
 static void on_rexmt(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
@@ -107,6 +145,10 @@ static void on_rexmt(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	if (tp->snd_una == tp->snd_max)
 		return;
 	limit = (so->flags & SL_SF_ORPHAN) ? SL_TCP_ORPHAN_RETRIES : SL_TCP_DATA_RETRIES;
+	if (!tp->snd_wnd && !(so->flags & SL_SF_ORPHAN)) {
+		on_rexmt_zero_window(s, so, limit, now_us);
+		return;
+	}
 	if (tp->backoff >= limit) {
 		sl_tcp_send_ctl(s, so, TH_RST_ | TH_ACK_, tp->snd_nxt, now_us);
 		sl_tcp_done(s, so, tp->soft_err ? tp->soft_err : ETIMEDOUT);
@@ -115,15 +157,7 @@ static void on_rexmt(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	sl_count(s, SL_C_tcp_rto);
 	backoff_rto(tp);
 	sl_tcp_cc_rto(tp, now_us);
-	/* Go back to the first unacknowledged byte; SACK marks are dropped
-	 * (RFC 2018 8: the receiver may have discarded SACKed data). */
-	for (uint32_t i = tp->sndq_head; i < s->r->n_bufs; i = sl_buf(s, i)->next_idx)
-		sl_buf(s, i)->flags &= ~(SL_TBF_SACKED | SL_TBF_RECOV);
-	tp->snd_nxt = tp->snd_una;
-	tp->sndq_hint = SLUICE_IDX_NONE;
-	tp->tflags &= ~(SL_TF_TIMING | SL_TF_RECOVERY);	/* Karn */
-	tp->recover = tp->snd_max;
-	tp->dupacks = 0;
+	go_back(s, tp);
 	sl_tcp_output(s, so, now_us);
 	tp->t_rexmt = now_us + tp->rto_us;
 }

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * TCP and the peer's window: a window that shrinks under data in flight
+ * (RFC 9293 3.8.6.2.1), persist probes and the RTO budget (RFC 9293
+ * 3.8.6.1, RFC 6298), the window of a SYN (RFC 7323 2.2).
+ *
+ *   test (peer 10.0.0.2:5000) --segments--> TCP core --> capture
+ */
+#include "tcp_fixture.h"
+
+#define IRS 90000u
+
+static uint8_t pattern[20000];
+
+/* Established with an MSS of 1000 (1460 with mss1460), Nagle off. */
+static struct sl_sock *conn(uint32_t *iss, uint16_t mss)
+{
+	struct sl_sock *so = tf_connect(IRS, iss, &(struct tf_opts){ .mss = mss }, 8192);
+	int one = 1;
+
+	sl_tcp_setsockopt(T.s, so, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return so;
+}
+
+static void ack_win(struct sl_sock *so, uint32_t a, uint16_t win)
+{
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, a, win, NULL, 0);
+}
+
+static unsigned int payload_sent(uint32_t *first_seq)
+{
+	unsigned int bytes = 0;
+
+	for (unsigned int i = 0; i < T.n; i++) {
+		struct tf_seg g = tf_parse(i);
+
+		if (g.plen && first_seq && !bytes)
+			*first_seq = g.seq;
+		bytes += g.plen;
+	}
+	return bytes;
+}
+
+/* RFC 9293 3.8.6.2.1: the peer shrinks its window to zero with 1000 bytes
+ * outstanding.  The RTO becomes a zero-window probe; a peer that answers
+ * them is never timed out, and the data goes once the window opens. */
+static void test_established_window_shrunk_to_zero(void)
+{
+	struct sl_sock *so;
+	uint32_t iss = 0, first = 0;
+	unsigned int probes = 0, rst = 0;
+
+	tf_init("wz");
+	so = conn(&iss, 1000);
+	tap_eq(sl_tcp_send(T.s, so, pattern, 1000, 0, tf_now_us), 1000, "1000 bytes sent");
+	tf_clear();
+	ack_win(so, iss + 1, 0);
+	for (int sec = 0; sec < 1800 && so->state == SL_TCP_ESTABLISHED; sec++) {
+		tf_advance_ms(1000);
+		for (unsigned int i = 0; i < T.n; i++)
+			tf_parse(i).flags & TH_RST_ ? rst++ : probes++;
+		if (T.n) {
+			tf_clear();
+			ack_win(so, iss + 1, 0);	/* it answers, window still 0 */
+			tf_clear();
+		}
+	}
+	tap_eq(so->state, SL_TCP_ESTABLISHED, "30 minutes of answered probes: not timed out");
+	tap_ok(probes >= 10 && rst == 0, "probed (%u), no reset", probes);
+	ack_win(so, iss + 1, 8192);
+	tap_ok(payload_sent(&first) == 1000 && first == iss + 1,
+	       "the window opens: the 1000 bytes go again at once");
+	ack_win(so, iss + 1001, 8192);
+	tap_eq(so->tcp.snd_una, iss + 1001, "and are acknowledged");
+	tf_finish();
+}
+
+/* The same when the peer stops answering: timed out after the data
+ * retries' worth of unanswered probes (RFC 1122 4.2.2.17). */
+static void test_established_window_zero_peer_gone(void)
+{
+	struct sl_sock *so;
+	uint32_t iss = 0;
+
+	tf_init("wzg");
+	so = conn(&iss, 1000);
+	sl_tcp_send(T.s, so, pattern, 1000, 0, tf_now_us);
+	ack_win(so, iss + 1, 0);
+	for (int sec = 0; sec < 7200 && so->state == SL_TCP_ESTABLISHED; sec++)
+		tf_advance_ms(1000);
+	tap_eq(so->state, SL_TCP_CLOSED, "unanswered probes: the connection ends");
+	tap_eq(so->error, ETIMEDOUT, "with ETIMEDOUT");
+	tf_finish();
+}
+
+/* RFC 9293 3.8.6.2.1: window 500 with 1000 bytes in flight: the RTO
+ * retransmits the 500 that fit (the head buffer is cut), then the rest. */
+static void test_established_window_shrunk_below_flight(void)
+{
+	struct sl_sock *so;
+	uint32_t iss = 0, first = 0;
+	unsigned int bytes;
+
+	tf_init("ws");
+	so = conn(&iss, 1000);
+	sl_tcp_send(T.s, so, pattern, 1000, 0, tf_now_us);
+	tf_clear();
+	ack_win(so, iss + 1, 500);
+	tf_advance_ms(3000);
+	bytes = payload_sent(&first);
+	tap_ok(bytes >= 500 && first == iss + 1, "the RTO retransmits from SND.UNA");
+	tap_eq(tf_parse(0).plen, 500, "no more than the window");
+	tf_clear();
+	ack_win(so, iss + 501, 500);
+	tap_ok(payload_sent(&first) == 500 && first == iss + 501, "then the other 500");
+	ack_win(so, iss + 1001, 8192);
+	tap_eq(so->tcp.snd_una, iss + 1001, "all acknowledged");
+	tap_eq(so->tcp.sndq_bytes, 0, "send queue empty");
+	tf_finish();
+}
+
+/* A receiver that takes 1000 bytes of a 1460-byte segment and offers a
+ * 1000-byte window: the retransmission starts at SND.UNA (the acked front
+ * of the buffer is dropped) and fits the window. */
+static void test_established_partial_segment_ack(void)
+{
+	struct sl_sock *so;
+	uint32_t iss = 0, first = 0;
+
+	tf_init("wp");
+	so = conn(&iss, 1460);
+	sl_tcp_send(T.s, so, pattern, 3000, 0, tf_now_us);
+	tf_clear();
+	ack_win(so, iss + 1001, 1000);
+	tap_eq(so->tcp.sndq_bytes, 2000, "1000 bytes acknowledged, 2000 held");
+	for (int ms = 0; ms < 3000 && !T.n; ms++)
+		tf_advance_ms(1);
+	tap_ok(payload_sent(&first) > 0 && first == iss + 1001, "RTO: resent from SND.UNA");
+	tap_ok(payload_sent(NULL) <= 1000, "within the 1000-byte window");
+	for (int i = 0; i < 20 && so->tcp.snd_una != iss + 3001; i++) {
+		uint32_t a = so->tcp.snd_nxt;
+
+		tf_clear();
+		ack_win(so, a, 1000);
+		tf_advance_ms(10);
+	}
+	tap_eq(so->tcp.snd_una, iss + 3001, "all 3000 bytes delivered, a window at a time");
+	tap_eq(tf_counter(SL_C_tcp_rto) >= 1, 1, "after one RTO");
+	tf_finish();
+}
+
+int main(void)
+{
+	test_established_window_shrunk_to_zero();
+	test_established_window_zero_peer_gone();
+	test_established_window_shrunk_below_flight();
+	test_established_partial_segment_ack();
+	return tap_done();
+}
