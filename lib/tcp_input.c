@@ -377,6 +377,10 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 	if (SEQ_GEQ(ack, tp->snd_una) &&
 	    (SEQ_LT(tp->snd_wl1, g->seq) ||
 	     (tp->snd_wl1 == g->seq && SEQ_LEQ(tp->snd_wl2, ack)))) {
+		/* Persist ends when the window opens: its probes' backoff is
+		 * not the RTO's (Linux tcp_ack_probe). */
+		if ((tp->tflags & SL_TF_PROBE) && wnd && tp->snd_una == tp->snd_max)
+			tp->backoff = 0;
 		tp->snd_wnd = wnd;
 		tp->snd_wl1 = g->seq;
 		tp->snd_wl2 = ack;

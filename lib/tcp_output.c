@@ -479,6 +479,10 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		sent = true;
 	}
 	if (sent) {
+		/* A persist episode is over: its backoff must not count as
+		 * RTOs (SL_TCP_DATA_RETRIES, RFC 5681 eq. 4 in cc_rto). */
+		if ((tp->tflags & SL_TF_PROBE) && tp->t_persist)
+			tp->backoff = 0;
 		tp->t_persist = 0;
 		tp->tflags &= ~SL_TF_PROBE;
 	} else if (SEQ_LT(tp->snd_nxt, tp->snd_end) && tp->snd_una == tp->snd_max &&

@@ -170,6 +170,7 @@ static void on_persist(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	tp->t_persist = 0;
 	if (!SEQ_LT(tp->snd_nxt, tp->snd_end) || tp->snd_una != tp->snd_max) {
 		tp->tflags &= ~SL_TF_PROBE;
+		tp->backoff = 0;	/* that was persist's, not the RTO's */
 		return;
 	}
 	/* Unanswered probes end the connection as unanswered retransmissions

@@ -149,11 +149,66 @@ static void test_established_partial_segment_ack(void)
 	tf_finish();
 }
 
+/* A zero window from the start (persist, RFC 9293 3.8.6.1), answered for
+ * minutes; persist backs off.  Then the window opens, the data goes and
+ * is lost: the first RTO must count as the first, not as one after
+ * persist's backoff (which aborted at once), and RFC 5681 eq. 4 must
+ * set ssthresh on it. */
+static void persist_then_loss(const char *tag, int zero_ms)
+{
+	struct sl_sock *so;
+	uint32_t iss = 0;
+	unsigned int rst = 0, data = 0;
+
+	tf_init(tag);
+	so = conn(&iss, 1000);
+	ack_win(so, iss + 1, 0);
+	tf_clear();
+	tap_eq(sl_tcp_send(T.s, so, pattern, 1000, 0, tf_now_us), 1000, "queued into a zero window");
+	for (int ms = 0; ms < zero_ms; ms += 100) {
+		tf_advance_ms(100);
+		if (T.n) {
+			tf_clear();
+			ack_win(so, iss + 1, 0);
+			tf_clear();
+		}
+	}
+	tap_ok(so->tcp.backoff > 1, "persist backed off (%u)", so->tcp.backoff);
+	ack_win(so, iss + 1, 8192);
+	tap_eq(payload_sent(NULL), 1000, "window opens: the data goes");
+	tap_eq(so->tcp.backoff, 0, "the persist episode's backoff is gone");
+	tf_clear();
+	for (int ms = 0; ms < 5000 && !data; ms++) {
+		tf_advance_ms(1);
+		for (unsigned int i = 0; i < T.n; i++) {
+			tf_parse(i).flags & TH_RST_ ? rst++ : 0;
+			data += tf_parse(i).plen;
+		}
+	}
+	tap_ok(data == 1000 && rst == 0 && so->state == SL_TCP_ESTABLISHED,
+	       "the RTO retransmits; no abort");
+	tap_eq(so->tcp.backoff, 1, "that was the first RTO");
+	tap_ok(so->tcp.ssthresh != 0x7fffffff, "RFC 5681 eq. 4: ssthresh set on it");
+	tf_finish();
+}
+
+static void test_established_persist_then_rto(void)
+{
+	persist_then_loss("pr", 25 * 60 * 1000);
+}
+
+static void test_established_short_persist_then_rto(void)
+{
+	persist_then_loss("prs", 3000);
+}
+
 int main(void)
 {
 	test_established_window_shrunk_to_zero();
 	test_established_window_zero_peer_gone();
 	test_established_window_shrunk_below_flight();
 	test_established_partial_segment_ack();
+	test_established_persist_then_rto();
+	test_established_short_persist_then_rto();
 	return tap_done();
 }
