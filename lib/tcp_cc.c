@@ -13,6 +13,9 @@
 #define CUBIC_BETA	717	/* 0.7 * 1024 */
 /* RFC 9438 4.3: alpha_cubic = 3 (1 - beta) / (1 + beta) = 0.529..., /1024 */
 #define CUBIC_ALPHA	542
+/* |t - K| beyond which W(t) is held: (2e6 ms)^3 = 8e18 still fits an
+ * int64_t, and 33 minutes past K the window is far beyond any cwnd. */
+#define CUBIC_D_MAX_MS	2000000
 
 static uint32_t max_u32(uint32_t a, uint32_t b)
 {
@@ -60,7 +63,14 @@ static uint64_t cubic_w(const struct sl_tcp_sock *tp, uint64_t t_us)
 	/* W(t) = C (t - K)^3 + W_max, t and K in seconds, W in segments;
 	 * worked in milliseconds and bytes. */
 	int64_t d = (int64_t)(t_us / 1000) - (int64_t)tp->cc_k_ms;
-	int64_t cube = d * d * d;	/* ms^3 */
+	int64_t cube;
+
+	/* Saturate: an epoch of more than ~35 minutes overflowed d^3. */
+	if (d > CUBIC_D_MAX_MS)
+		d = CUBIC_D_MAX_MS;
+	if (d < -CUBIC_D_MAX_MS)
+		d = -CUBIC_D_MAX_MS;
+	cube = d * d * d;	/* ms^3 */
 	int64_t w = (int64_t)tp->cc_wmax +
 		    cube / 1000000000 * CUBIC_C_NUM * (int64_t)tp->mss / CUBIC_C_DEN +
 		    (cube % 1000000000) * CUBIC_C_NUM * (int64_t)tp->mss / CUBIC_C_DEN /

@@ -152,6 +152,32 @@ static void test_cc_timeout(void)
 	tap_eq(tp.ssthresh, 50 * MSS * 717 / 1024, "second RTO in a row: ssthresh kept");
 }
 
+/* RFC 9438 4.2: W(t) = C (t - K)^3 + W_max for any t.  An ACK 40 minutes
+ * into an epoch (an application-limited or idle sender) overflowed the
+ * int64_t (t - K)^3: undefined behaviour, caught by make sanitize.  The
+ * window must grow, not wrap or collapse. */
+static void test_cc_cubic_long_epoch(void)
+{
+	struct sl_tcp_sock tp = tcb();
+	uint64_t now = 1000000000ull;
+	uint32_t prev, after_loss;
+	bool grew = true;
+
+	tp.cwnd = 100 * MSS;
+	tp.snd_nxt = tp.cwnd;
+	sl_tcp_cc_loss(&tp, now);
+	prev = after_loss = tp.cwnd;
+	tp.snd_nxt = tp.cwnd;
+	for (int min = 0; min <= 60; min += 5) {
+		sl_tcp_cc_ack(&tp, MSS, now + (uint64_t)min * 60 * 1000000);
+		grew = grew && tp.cwnd >= prev;
+		prev = tp.cwnd;
+	}
+	tap_ok(grew, "ACKs 0..60 minutes into an epoch: cwnd never falls");
+	tap_ok(tp.cwnd > after_loss && tp.cwnd < 0x7fffffff, "it grows, and stays finite (%u)",
+	       tp.cwnd);
+}
+
 int main(void)
 {
 	test_cc_initial_and_slow_start();
@@ -159,5 +185,6 @@ int main(void)
 	test_cc_reno_friendly();
 	test_cc_fast_convergence();
 	test_cc_timeout();
+	test_cc_cubic_long_epoch();
 	return tap_done();
 }
