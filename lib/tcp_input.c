@@ -24,6 +24,7 @@ struct seg {
 	uint32_t seq, ack, end;	/* end: seq + payload + SYN + FIN */
 	uint32_t wnd;
 	uint8_t flags;
+	uint8_t oflags;		/* flags as they arrived (SYN may be taken off) */
 	uint16_t plen;		/* payload bytes */
 	uint16_t poff;		/* payload offset from the buffer's off */
 	struct seg_opts o;
@@ -356,7 +357,9 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 			uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	uint32_t ack = g->ack, wnd = g->wnd << tp->snd_wscale, acked;
+	/* RFC 7323 2.2: the window of a segment with SYN is never scaled. */
+	uint32_t ack = g->ack, acked;
+	uint32_t wnd = (g->oflags & TH_SYN_) ? g->wnd : g->wnd << tp->snd_wscale;
 	bool dup;
 
 	/* RFC 5961 5.2: acceptable if SND.UNA - MAX.SND.WND <= SEG.ACK <= SND.NXT. */
@@ -503,7 +506,9 @@ static void established(struct sl_stack *s, struct sl_sock *so, const struct seg
 	if (tp->backoff && !tp->srtt_us)
 		tp->rto_us = 3000000;
 
-	tp->snd_wnd = g->wnd << tp->snd_wscale;
+	/* RFC 7323 2.2: the window of a SYN-ACK (also one that completes a
+	 * simultaneous open) is never scaled; the third ACK's is. */
+	tp->snd_wnd = (g->oflags & TH_SYN_) ? g->wnd : g->wnd << tp->snd_wscale;
 	tp->max_sndwnd = tp->snd_wnd;
 	tp->snd_wl1 = g->seq;
 	tp->snd_wl2 = g->ack;
@@ -971,6 +976,7 @@ void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 	g.seq = ntohl(th->seq);
 	g.ack = ntohl(th->ack);
 	g.flags = th->flags & (TH_FIN_ | TH_SYN_ | TH_RST_ | TH_PSH_ | TH_ACK_ | TH_URG_);
+	g.oflags = g.flags;
 	g.wnd = ntohs(th->win);
 	g.plen = (uint16_t)(len - thl);
 	g.poff = (uint16_t)(hlen + thl);

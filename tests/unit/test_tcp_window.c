@@ -202,6 +202,51 @@ static void test_established_short_persist_then_rto(void)
 	persist_then_loss("prs", 3000);
 }
 
+/* RFC 7323 2.2: the window in a SYN-ACK is never scaled, even when the
+ * SYN-ACK agrees to scaling: win=1000 ws=7 is 1000 bytes, not 128000. */
+static void test_syn_sent_synack_window_unscaled(void)
+{
+	struct tf_opts o = { .mss = 1460, .ws_on = 1, .ws = 7 };
+	struct sl_sock *so;
+	uint32_t iss = 0;
+	int one = 1;
+
+	tf_init("wsyn");
+	so = tf_connect(IRS, &iss, &o, 1000);
+	tap_eq(so->tcp.snd_wnd, 1000, "SYN-ACK win=1000 ws=7: SND.WND 1000");
+	tap_eq(so->tcp.max_sndwnd, 1000, "max_sndwnd not inflated");
+	sl_tcp_setsockopt(T.s, so, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	tf_clear();
+	sl_tcp_send(T.s, so, pattern, 10000, 0, tf_now_us);
+	tap_eq(payload_sent(NULL), 1000, "at most 1000 bytes sent");
+	tf_clear();
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 1001, 1000, NULL, 0);
+	tap_eq(so->tcp.snd_wnd, 1000u << 7, "a later ACK's window is scaled");
+	tf_finish();
+}
+
+/* The same in a simultaneous open (RFC 9293 figure 8): the peer's SYN-ACK
+ * completes it, and its window is a SYN's. */
+static void test_syn_received_simultaneous_window_unscaled(void)
+{
+	struct tf_opts o = { .mss = 1460, .ws_on = 1, .ws = 7 };
+	struct sl_sock *so = NULL;
+	struct tf_seg g;
+
+	tf_init("wsim");
+	so = sl_sock_alloc(T.s, SL_SOCK_TCP);
+	sl_sock_bind(T.s, so, 0, htons(6000));
+	sl_tcp_connect(T.s, so, T.peer, htons(TF_PPORT), tf_now_us);
+	g = tf_last();
+	tf_seg_full(TF_PPORT, 6000, TH_SYN_, IRS, 0, 1000, &o, NULL, 0);	/* crossing SYN */
+	tap_eq(so->state, SL_TCP_SYN_RECEIVED, "crossing SYNs: SYN-RECEIVED");
+	tf_seg_full(TF_PPORT, 6000, TH_SYN_ | TH_ACK_, IRS, g.seq + 1, 1000, &o, NULL, 0);
+	tap_eq(so->state, SL_TCP_ESTABLISHED, "its SYN-ACK: ESTABLISHED");
+	tap_eq(so->tcp.snd_wnd, 1000, "SND.WND from the SYN-ACK is not scaled");
+	tap_eq(so->tcp.max_sndwnd, 1000, "max_sndwnd not inflated");
+	tf_finish();
+}
+
 int main(void)
 {
 	test_established_window_shrunk_to_zero();
@@ -210,5 +255,7 @@ int main(void)
 	test_established_partial_segment_ack();
 	test_established_persist_then_rto();
 	test_established_short_persist_then_rto();
+	test_syn_sent_synack_window_unscaled();
+	test_syn_received_simultaneous_window_unscaled();
 	return tap_done();
 }
