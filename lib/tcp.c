@@ -101,19 +101,23 @@ void sl_tcp_set_mss(struct sl_stack *s, struct sl_sock *so)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	uint32_t mss = tp->peer_mss ? tp->peer_mss : SL_TCP_MSS_DEFAULT;
-	uint32_t cap = s->r->buf_size - SL_TCP_DATA_OFF;
+	uint32_t cap = s->r->buf_size - SL_TCP_DATA_OFF, pmss = path_mtu(s, so) - 40;
 
-	if (mss > path_mtu(s, so) - 40u)
-		mss = path_mtu(s, so) - 40;
+	if (mss > pmss)
+		mss = pmss;
 	if (tp->user_mss && tp->user_mss < mss)
 		mss = tp->user_mss;
+	/* Linux TCP_MIN_MSS: a tiny MSS option is raised, before the options
+	 * are taken off; the path still has the last word. */
+	if (mss < SL_TCP_MSS_MIN)
+		mss = SL_TCP_MSS_MIN;
+	if (mss > pmss)
+		mss = pmss;
 	/* RFC 9293 3.7.1: the MSS counts no TCP options; ours take room. */
 	if (tp->tflags & SL_TF_TS)
-		mss -= 12;
+		mss = mss > 12 + 1 ? mss - 12 : 1;
 	if (mss > cap)
 		mss = cap;
-	if (mss < SL_TCP_MSS_MIN - 12)
-		mss = SL_TCP_MSS_MIN - 12;
 	tp->mss = (uint16_t)mss;
 }
 

@@ -6,6 +6,8 @@
  */
 #include "tcp_fixture.h"
 
+static uint8_t pattern_open[4096];
+
 /* RFC 9293 3.10.7.1: CLOSED answers a SYN with <SEQ=0><ACK=SEG.SEQ+SEG.LEN><RST,ACK>. */
 static void test_closed_syn(void)
 {
@@ -338,6 +340,30 @@ static void test_syn_sent_icmp_unreach(void)
 	tf_finish();
 }
 
+/* RFC 9293 3.7.1 with RFC 7323 timestamps: a peer MSS of 8 less the 12
+ * bytes of the timestamp option wrapped the unsigned MSS to ~4 GB, capped
+ * only by the buffer: segments of 1900 bytes on a 1500-byte link.  Now
+ * raised to SL_TCP_MSS_MIN (Linux TCP_MIN_MSS) first. */
+static void test_syn_sent_tiny_peer_mss_with_ts(void)
+{
+	struct tf_opts o = { .mss = 8, .ts = 1, .tsval = 5 };
+	struct sl_sock *so;
+	uint32_t iss = 0;
+	int one = 1, big = 0;
+
+	tf_init("tmss");
+	so = tf_connect(7000, &iss, &o, 65535);
+	tap_eq(so->tcp.mss, 88 - 12, "peer MSS 8 with timestamps: send MSS 76");
+	sl_tcp_setsockopt(T.s, so, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	tf_clear();
+	tap_eq(sl_tcp_send(T.s, so, pattern_open, 4000, 0, tf_now_us), 4000, "sends");
+	tap_ok(T.n > 0, "segments go");
+	for (unsigned int i = 0; i < T.n; i++)
+		big += T.f[i].len > 1500 || tf_parse(i).plen > 76;
+	tap_eq(big, 0, "none beyond 76 bytes of payload or the MTU");
+	tf_finish();
+}
+
 int main(void)
 {
 	test_closed_syn();
@@ -354,5 +380,6 @@ int main(void)
 	test_syn_received_events();
 	test_syn_received_synack_retries();
 	test_syn_sent_icmp_unreach();
+	test_syn_sent_tiny_peer_mss_with_ts();
 	return tap_done();
 }
