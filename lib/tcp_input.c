@@ -443,8 +443,11 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 			tp->cwnd += tp->mss;
 			retransmit_hole(s, so, now_us, false);
 		} else if (tp->dupacks == SL_TCP_DUPACK_THRESH &&
-			   SEQ_GT(ack - 1, tp->recover)) {
-			/* RFC 6582 3.2 step 2: fast retransmit. */
+			   SEQ_GT(ack, tp->recover)) {
+			/* RFC 6582 3.2 step 2: fast retransmit.  Tested as
+			 * FreeBSD's SEG.ACK > snd_recover: recover starts at ISS
+			 * (step 1), so a lost first segment (duplicate ACKs of
+			 * ISS + 1) qualifies, which "ACK - 1 > recover" missed. */
 			sl_count(s, SL_C_tcp_fast_retransmit);
 			for (uint32_t i = tp->sndq_head; i < s->r->n_bufs;
 			     i = sl_buf(s, i)->next_idx)

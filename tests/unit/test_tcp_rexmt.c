@@ -246,6 +246,28 @@ static void test_syn_sent_retransmitted_rto(void)
 	tf_finish();
 }
 
+/* RFC 5681 3.2, RFC 6582 3.2 step 2: the very first data segment is lost
+ * and three duplicate ACKs of ISS + 1 come back: fast retransmit. */
+static void test_established_first_segment_lost(void)
+{
+	struct sl_sock *so;
+	uint32_t iss = 0;
+
+	tf_init("fr0");
+	so = conn(&iss, false);
+	sl_tcp_send(T.s, so, pattern, 8000, 0, tf_now_us);
+	tf_clear();
+	for (int i = 0; i < 3; i++)
+		ack(so, iss + 1, NULL);
+	tap_ok(T.n >= 1 && tf_parse(0).seq == iss + 1 && tf_parse(0).plen == 1000,
+	       "three duplicate ACKs of ISS + 1: the first segment again");
+	tap_eq(tf_counter(SL_C_tcp_fast_retransmit), 1, "counted tcp_fast_retransmit");
+	tap_ok(so->tcp.tflags & SL_TF_RECOVERY, "in recovery");
+	ack(so, iss + 8001, NULL);
+	tap_ok(!(so->tcp.tflags & SL_TF_RECOVERY), "the full ACK ends it");
+	tf_finish();
+}
+
 int main(void)
 {
 	test_syn_sent_retransmitted_rto();
@@ -255,5 +277,6 @@ int main(void)
 	test_established_fast_retransmit();
 	test_established_sack_recovery();
 	test_established_cubic_growth();
+	test_established_first_segment_lost();
 	return tap_done();
 }
