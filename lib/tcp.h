@@ -73,6 +73,7 @@ enum sl_tcp_state {
 #define SL_TCP_SACK_MAX		4		/* RFC 2018 3: at most 4 blocks (3 with TS) */
 #define SL_TCP_CHALLENGE_MAX	100		/* RFC 5961 7: challenge ACKs a second, per connection */
 #define SL_TCP_OOW_LIMIT_MS	500		/* Linux tcp_invalid_ratelimit: out-of-window ACKs */
+#define SL_TCP_PAWS_IDLE_S	(24u * 86400)	/* RFC 7323 5.5: TS.Recent invalid after 24 days */
 
 /*
  * Send-queue buffers are laid out so that headers are written in place in
@@ -161,6 +162,8 @@ struct sl_tcp_sock {
 	/* Keepalive (RFC 1122 4.2.3.6) */
 	uint16_t keep_idle_s, keep_intvl_s;
 	uint8_t keep_cnt;
+	/* RFC 7323 5.5: when ts_recent was taken, seconds (what was padding). */
+	uint32_t ts_recent_s;
 	uint64_t last_rx_us;
 };
 

@@ -480,7 +480,8 @@ static void enter_time_wait(struct sl_stack *s, struct sl_sock *so, uint64_t now
 }
 
 /* Negotiated options of a SYN or SYN-ACK (RFC 7323, RFC 2018). */
-static void take_syn_opts(struct sl_stack *s, struct sl_sock *so, const struct seg *g)
+static void take_syn_opts(struct sl_stack *s, struct sl_sock *so, const struct seg *g,
+			  uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 
@@ -491,9 +492,10 @@ static void take_syn_opts(struct sl_stack *s, struct sl_sock *so, const struct s
 		tp->tflags &= ~SL_TF_WS;
 		tp->snd_wscale = tp->rcv_wscale = 0;
 	}
-	if (g->o.ts && (tp->tflags & SL_TF_TS))
+	if (g->o.ts && (tp->tflags & SL_TF_TS)) {
 		tp->ts_recent = g->o.tsval;
-	else
+		tp->ts_recent_s = (uint32_t)(now_us / 1000000);
+	} else
 		tp->tflags &= ~SL_TF_TS;
 	if (!g->o.sack_ok)
 		tp->tflags &= ~SL_TF_SACK;
@@ -587,7 +589,7 @@ static void listen_input(struct sl_stack *s, struct sl_sock *lso, uint32_t idx,
 	tp->irs = g->seq;
 	tp->rcv_nxt = g->seq + 1;
 	tp->rcv_adv = tp->rcv_nxt;
-	take_syn_opts(s, c, g);
+	take_syn_opts(s, c, g, now_us);
 	tp->snd_wnd = g->wnd;	/* RFC 7323 2.2: a SYN's window is not scaled */
 	tp->snd_wl1 = g->seq;
 	c->state = SL_TCP_SYN_RECEIVED;
@@ -629,7 +631,7 @@ static void syn_sent_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 	tp->irs = g->seq;
 	tp->rcv_nxt = g->seq + 1;
 	tp->rcv_adv = tp->rcv_nxt;
-	take_syn_opts(s, so, g);
+	take_syn_opts(s, so, g, now_us);
 	if (g->flags & TH_ACK_) {
 		tp->snd_una = g->ack;
 		tp->snd_wscale = (tp->tflags & SL_TF_WS) ? tp->snd_wscale : 0;
@@ -714,7 +716,7 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		       uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	bool queued = false, fin_acked, syn, with_data;
+	bool queued = false, fin_acked, syn, with_data, ts_stale;
 	uint32_t gen = so->gen, seg_seq;
 
 	/* A retransmitted SYN while our SYN-ACK is unanswered. */
@@ -740,10 +742,13 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 	/* Linux tcp_oow_rate_limited(): a segment with payload or FIN and no
 	 * SYN is always answered; pure ACKs and SYNs at a limited rate. */
 	with_data = g->end != g->seq && !syn;
+	/* RFC 7323 5.5: a TS.Recent older than 24 days is no longer valid
+	 * (the peer's clock may have wrapped half its space since). */
+	ts_stale = (uint32_t)(now_us / 1000000) - tp->ts_recent_s > SL_TCP_PAWS_IDLE_S;
 
 	/* RFC 7323 5.3: PAWS. */
 	if ((tp->tflags & SL_TF_TS) && g->o.ts && !(g->flags & TH_RST_) &&
-	    SEQ_LT(g->o.tsval, tp->ts_recent)) {
+	    SEQ_LT(g->o.tsval, tp->ts_recent) && !ts_stale) {
 		sl_tcp_oow_ack(s, so, with_data, now_us);
 		goto drop;
 	}
@@ -802,8 +807,10 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 
 	/* RFC 7323 4.3: remember the timestamp to echo. */
 	if ((tp->tflags & SL_TF_TS) && g->o.ts && SEQ_LEQ(g->seq, tp->last_ack_sent) &&
-	    SEQ_GEQ(g->o.tsval, tp->ts_recent))
+	    (SEQ_GEQ(g->o.tsval, tp->ts_recent) || ts_stale)) {
 		tp->ts_recent = g->o.tsval;
+		tp->ts_recent_s = (uint32_t)(now_us / 1000000);
+	}
 
 	/* Second: RST (RFC 5961 3.2). */
 	if (g->flags & TH_RST_) {

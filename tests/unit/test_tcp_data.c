@@ -355,6 +355,30 @@ static void test_established_window_scale(void)
 	tf_finish();
 }
 
+/* RFC 7323 5.5: after more than 24 days idle TS.Recent is invalid, so
+ * the first segment's TSval is taken whatever its order: the peer's 1 ms
+ * clock moved 2^31 and more meanwhile, and PAWS dropped everything. */
+static void test_established_paws_after_idle(void)
+{
+	struct sl_sock *l, *c;
+	uint32_t iss = 0, ts0 = 1000;
+
+	tf_init("pawsi");
+	fill_pattern();
+	l = tf_listener(TF_LPORT, 8);
+	c = tf_accept(l, IRS, &iss, &(struct tf_opts){ .ts = 1, .tsval = ts0 }, 8192);
+	tf_now_us += 25ull * 86400 * 1000000;	/* 25 days */
+	sl_timer_run(T.s, tf_now_us);
+	tf_seg_full(TF_PPORT, TF_LPORT, TH_ACK_ | TH_PSH_, IRS + 1, iss + 1, 8192,
+		    &(struct tf_opts){ .ts = 1, .tsval = ts0 + 2160000000u }, pattern, 100);
+	tap_eq(c->rxq_bytes, 100, "25 days idle, TSval 2^31+ ahead: data taken");
+	tap_eq(c->tcp.ts_recent, ts0 + 2160000000u, "and TS.Recent is the new TSval");
+	tf_seg_full(TF_PPORT, TF_LPORT, TH_ACK_ | TH_PSH_, IRS + 101, iss + 1, 8192,
+		    &(struct tf_opts){ .ts = 1, .tsval = ts0 + 2160000000u - 1000 }, pattern, 100);
+	tap_eq(c->rxq_bytes, 100, "an old TSval right after: PAWS drops it again");
+	tf_finish();
+}
+
 int main(void)
 {
 	fill_pattern();
@@ -369,6 +393,7 @@ int main(void)
 	test_established_syn();
 	test_established_bad_ack();
 	test_established_paws();
+	test_established_paws_after_idle();
 	test_established_window_scale();
 	return tap_done();
 }
