@@ -42,6 +42,12 @@ static unsigned int sack_blocks(struct sl_stack *s, const struct sl_tcp_sock *tp
 		const struct sluice_buf *b = sl_buf(s, idx);
 		uint32_t start = b->seq, end = b->seq + b->len;
 
+		if (start == end) {
+			/* A bare FIN out of order: RFC 2018 blocks cover data
+			 * only, and an empty one is malformed. */
+			idx = b->next_idx;
+			continue;
+		}
 		if (n && SEQ_LEQ(start, r[n - 1][1])) {
 			if (SEQ_GT(end, r[n - 1][1]))
 				r[n - 1][1] = end;
@@ -122,7 +128,7 @@ static unsigned int build_opts(struct sl_stack *s, struct sl_sock *so, uint8_t f
 		put32(o + n + 4, tp->ts_recent);
 		n += 8;
 	}
-	if ((tp->tflags & SL_TF_SACK) && (flags & TH_ACK_) && tp->ooo_head < s->r->n_bufs) {
+	if ((tp->tflags & SL_TF_SACK) && (flags & TH_ACK_) && tp->ooo_bytes) {
 		uint32_t blk[SL_TCP_SACK_MAX][2];
 		unsigned int nb = sack_blocks(s, tp, blk, (40 - n - 4) / 8);
 

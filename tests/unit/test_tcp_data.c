@@ -379,6 +379,36 @@ static void test_established_paws_after_idle(void)
 	tf_finish();
 }
 
+/* RFC 2018 3: SACK blocks name received data.  A bare FIN beyond a hole
+ * is queued but has no data: no empty block [x, x) for it, alone or
+ * next to real blocks. */
+static void test_established_ooo_bare_fin_sack(void)
+{
+	struct tf_opts o = { .sack_ok = 1 };
+	struct sl_sock *l, *c;
+	struct tf_seg g;
+	uint32_t iss = 0, b = IRS + 1;
+	int empty = 0;
+
+	tf_init("oofin");
+	fill_pattern();
+	l = tf_listener(TF_LPORT, 8);
+	c = tf_accept(l, IRS, &iss, &o, 8192);
+	tf_seg(TF_LPORT, TH_ACK_ | TH_FIN_, b + 300, iss + 1, 8192, NULL, 0);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.ack == b, "out-of-order FIN: duplicate ACK");
+	tap_eq(g.nsack, 0, "no SACK block for a bare FIN");
+	tf_seg(TF_LPORT, TH_ACK_, b + 100, iss + 1, 8192, pattern + 100, 100);
+	g = tf_last();
+	for (int k = 0; k < g.nsack; k++)
+		empty += g.sack[k][0] == g.sack[k][1];
+	tap_ok(g.nsack == 1 && g.sack[0][0] == b + 100 && g.sack[0][1] == b + 200 && !empty,
+	       "data beside it: its block only");
+	tf_seg(TF_LPORT, TH_ACK_, b, iss + 1, 8192, pattern, 300);
+	tap_eq(c->state, SL_TCP_CLOSE_WAIT, "the hole filled: the FIN is taken");
+	tf_finish();
+}
+
 int main(void)
 {
 	fill_pattern();
@@ -394,6 +424,7 @@ int main(void)
 	test_established_bad_ack();
 	test_established_paws();
 	test_established_paws_after_idle();
+	test_established_ooo_bare_fin_sack();
 	test_established_window_scale();
 	return tap_done();
 }
