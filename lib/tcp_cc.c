@@ -43,14 +43,18 @@ static uint64_t cbrt_u64(uint64_t x)
 	return r;
 }
 
-void sl_tcp_cc_init(struct sl_tcp_sock *tp)
+/* RFC 6928 2: IW = min(10 MSS, max(2 MSS, 14600)). */
+static uint32_t initial_window(const struct sl_tcp_sock *tp)
 {
 	uint32_t mss = tp->mss ? tp->mss : SL_TCP_MSS_DEFAULT;
+	uint32_t iw = max_u32(2 * mss, 14600);
 
-	/* RFC 6928 2: IW = min(10 MSS, max(2 MSS, 14600)). */
-	tp->cwnd = max_u32(2 * mss, 14600);
-	if (tp->cwnd > 10 * mss)
-		tp->cwnd = 10 * mss;
+	return iw > 10 * mss ? 10 * mss : iw;
+}
+
+void sl_tcp_cc_init(struct sl_tcp_sock *tp)
+{
+	tp->cwnd = initial_window(tp);
 	tp->ssthresh = 0x7fffffff;	/* RFC 5681 3.1: arbitrarily high */
 	tp->cc_wmax = 0;
 	tp->cc_epoch_us = 0;
@@ -135,6 +139,20 @@ void sl_tcp_cc_ack(struct sl_tcp_sock *tp, uint32_t acked, uint64_t now_us)
 		tp->cwnd += tp->cc_acc / mss * mss;
 		tp->cc_acc %= mss;
 	}
+}
+
+void sl_tcp_cc_idle(struct sl_tcp_sock *tp)
+{
+	uint32_t rw = initial_window(tp);
+
+	/* RFC 5681 4.1: RW = min(IW, cwnd).  cwnd was not validated while
+	 * idle, so CUBIC starts a new epoch when it gets back to
+	 * congestion avoidance (RFC 9438 5.8; Linux resets it on
+	 * CA_EVENT_TX_START too). */
+	if (tp->cwnd > rw)
+		tp->cwnd = rw;
+	tp->cc_epoch_us = 0;
+	tp->cc_acc = 0;
 }
 
 /* RFC 9438 4.6-4.7: multiplicative decrease and fast convergence. */

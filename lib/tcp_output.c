@@ -411,6 +411,11 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		return;
 	if (SEQ_LT(tp->snd_nxt, tp->snd_una))
 		tp->snd_nxt = tp->snd_una;
+	/* RFC 5681 4.1: nothing in flight, data to send, and no segment
+	 * received for more than an RTO: restart from the restart window. */
+	if (tp->snd_una == tp->snd_max && SEQ_LT(tp->snd_nxt, tp->snd_end) &&
+	    now_us - tp->last_rx_us > tp->rto_us)
+		sl_tcp_cc_idle(tp);
 	/* Resume where the last pass stopped: buffers before it are sent. */
 	if (tp->sndq_hint < s->r->n_bufs && SEQ_LEQ(sl_buf(s, tp->sndq_hint)->seq, tp->snd_nxt))
 		idx = tp->sndq_hint;

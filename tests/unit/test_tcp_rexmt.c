@@ -268,6 +268,31 @@ static void test_established_first_segment_lost(void)
 	tf_finish();
 }
 
+/* RFC 5681 4.1: after more than an RTO with nothing received and nothing
+ * in flight, sending restarts from RW = min(IW, cwnd), and CUBIC's epoch
+ * is over (RFC 9438 5.8); without the idle time the window is used. */
+static void test_established_restart_after_idle(void)
+{
+	struct sl_sock *so;
+	uint32_t iss = 0;
+	unsigned int segs;
+
+	tf_init("idle");
+	so = conn(&iss, false);
+	so->tcp.cwnd = so->tcp.ssthresh = 40000;	/* as if grown */
+	so->tcp.cc_epoch_us = tf_now_us;
+	sl_tcp_send(T.s, so, pattern, 20000, 0, tf_now_us);
+	tap_eq(T.n, 20, "not idle: 20 segments at once");
+	ack(so, iss + 20001, NULL);
+	tf_advance_ms(5000);
+	tf_clear();
+	sl_tcp_send(T.s, so, pattern, 20000, 0, tf_now_us);
+	segs = T.n;
+	tap_eq(segs, 10, "5 s idle: the restart window, IW = 10 segments (RFC 6928)");
+	tap_eq(so->tcp.cc_epoch_us, 0, "and CUBIC's epoch is reset");
+	tf_finish();
+}
+
 int main(void)
 {
 	test_syn_sent_retransmitted_rto();
@@ -278,5 +303,6 @@ int main(void)
 	test_established_sack_recovery();
 	test_established_cubic_growth();
 	test_established_first_segment_lost();
+	test_established_restart_after_idle();
 	return tap_done();
 }
