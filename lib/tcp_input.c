@@ -746,6 +746,11 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 	 * (the peer's clock may have wrapped half its space since). */
 	ts_stale = (uint32_t)(now_us / 1000000) - tp->ts_recent_s > SL_TCP_PAWS_IDLE_S;
 
+	/* RFC 7323 3.2: once both sides sent TSopt, a non-RST segment
+	 * without one SHOULD be dropped silently (an RST MUST NOT be). */
+	if ((tp->tflags & SL_TF_TS) && !g->o.ts && !(g->flags & TH_RST_))
+		goto drop;
+
 	/* RFC 7323 5.3: PAWS. */
 	if ((tp->tflags & SL_TF_TS) && g->o.ts && !(g->flags & TH_RST_) &&
 	    SEQ_LT(g->o.tsval, tp->ts_recent) && !ts_stale) {

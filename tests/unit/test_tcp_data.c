@@ -409,6 +409,30 @@ static void test_established_ooo_bare_fin_sack(void)
 	tf_finish();
 }
 
+/* RFC 7323 3.2: with timestamps agreed, a non-RST segment without TSopt
+ * SHOULD be dropped silently; an RST without one MUST NOT be. */
+static void test_established_ts_missing(void)
+{
+	struct sl_sock *l, *c;
+	uint32_t iss = 0;
+
+	tf_init("tsm");
+	fill_pattern();
+	l = tf_listener(TF_LPORT, 8);
+	c = tf_accept(l, IRS, &iss, &(struct tf_opts){ .ts = 1, .tsval = 100 }, 8192);
+	tap_ok(c->tcp.tflags & SL_TF_TS, "timestamps agreed");
+	tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, IRS + 1, iss + 1, 8192, pattern, 100);
+	tap_eq(c->rxq_bytes, 0, "data without TSopt: dropped");
+	tap_eq(T.n, 0, "silently");
+	tf_seg_full(TF_PPORT, TF_LPORT, TH_ACK_ | TH_PSH_, IRS + 1, iss + 1, 8192,
+		    &(struct tf_opts){ .ts = 1, .tsval = 200 }, pattern, 100);
+	tap_eq(c->rxq_bytes, 100, "with TSopt: taken");
+	sl_tcp_recv(T.s, c, pattern + 1000, 100, 0, tf_now_us);
+	tf_seg(TF_LPORT, TH_RST_, IRS + 101, 0, 0, NULL, 0);
+	tap_eq(c->state, SL_TCP_CLOSED, "an RST without TSopt is still taken");
+	tf_finish();
+}
+
 int main(void)
 {
 	fill_pattern();
@@ -425,6 +449,7 @@ int main(void)
 	test_established_paws();
 	test_established_paws_after_idle();
 	test_established_ooo_bare_fin_sack();
+	test_established_ts_missing();
 	test_established_window_scale();
 	return tap_done();
 }
