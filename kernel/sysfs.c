@@ -166,6 +166,8 @@ int sluice_sysfs_stack_add(struct sluice_stack *st)
 		kobject_put(&sk->kobj);
 		return ret;
 	}
+	/* Tell udev; kobject_del() then announces the removal too. */
+	kobject_uevent(&sk->kobj, KOBJ_ADD);
 	st->kobj = &sk->kobj;
 	return 0;
 }
