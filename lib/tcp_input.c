@@ -905,6 +905,17 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 			sl_tcp_done(s, so, 0);
 			return;
 		}
+		if (g->plen && in_order && tp->ooo_head < s->r->n_bufs &&
+		    (rx_pool_low(s) || rx_over_budget(s, so))) {
+			/* The segment the out-of-order queue waits for, and
+			 * no room for it: renege on the queue (RFC 2018 8,
+			 * Linux tcp_prune_ofo_queue), or it would wait for
+			 * ever. */
+			sl_buf_free_chain(s, tp->ooo_head);
+			tp->ooo_head = SLUICE_IDX_NONE;
+			tp->ooo_bytes = 0;
+			tp->ooo_count = 0;
+		}
 		if (g->plen && (rx_pool_low(s) ||
 				(rx_over_budget(s, so) && !(in_order && rx_tail_fits(s, so, g->plen))))) {
 			/* Taken again when the peer retransmits. */

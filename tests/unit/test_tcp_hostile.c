@@ -243,6 +243,12 @@ static void test_established_tiny_segments_ooo(void)
 	printf("# %u out-of-order buffers\n", c->tcp.ooo_count);
 	tap_ok(c->tcp.ooo_count > 0 && (uint64_t)c->tcp.ooo_count * bs <= c->rcvbuf + bs,
 	       "out of order: at most rcvbuf's worth of buffers");
+	/* The hole's segment finds the budget taken by the out-of-order
+	 * queue: that queue is given up (RFC 2018 8), not the connection. */
+	tf_seg(TF_LPORT, TH_ACK_, IRS + 1, iss + 1, 8192, pattern, 300);
+	tap_eq(c->rxq_bytes, 300, "the in-order segment is still taken");
+	tap_eq(c->tcp.rcv_nxt, IRS + 301, "RCV.NXT moves past it");
+	tap_eq(c->tcp.ooo_count, 0, "the out-of-order queue was given up");
 	tf_finish();
 }
 
