@@ -145,7 +145,9 @@ static void on_rexmt(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	if (tp->snd_una == tp->snd_max)
 		return;
 	limit = (so->flags & SL_SF_ORPHAN) ? SL_TCP_ORPHAN_RETRIES : SL_TCP_DATA_RETRIES;
-	if (!tp->snd_wnd && !(so->flags & SL_SF_ORPHAN)) {
+	/* Data outstanding: a FIN alone is sent into a zero window (and
+	 * taken there, as Linux does), so it is retransmitted as usual. */
+	if (!tp->snd_wnd && !(so->flags & SL_SF_ORPHAN) && SEQ_LT(tp->snd_una, tp->snd_end)) {
 		on_rexmt_zero_window(s, so, limit, now_us);
 		return;
 	}

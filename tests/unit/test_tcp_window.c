@@ -75,6 +75,31 @@ static void test_established_window_shrunk_to_zero(void)
 	tf_finish();
 }
 
+/* A window of zero with only our FIN outstanding: the FIN is
+ * retransmitted (a zero window takes a bare FIN), not probed for. */
+static void test_fin_wait_1_zero_window_fin_retransmitted(void)
+{
+	struct sl_sock *so;
+	uint32_t iss = 0;
+	int fins = 0;
+
+	tf_init("wzf");
+	so = conn(&iss, 1000);
+	sl_tcp_send(T.s, so, pattern, 1000, 0, tf_now_us);
+	ack_win(so, iss + 1001, 0);
+	tf_clear();
+	sl_tcp_shutdown(T.s, so, SHUT_WR, tf_now_us);
+	tap_eq(so->state, SL_TCP_FIN_WAIT_1, "FIN-WAIT-1");
+	tf_clear();
+	tf_advance_ms(3000);
+	for (unsigned int i = 0; i < T.n; i++)
+		fins += (tf_parse(i).flags & TH_FIN_) && tf_parse(i).seq == iss + 1001;
+	tap_ok(fins >= 1, "the FIN is retransmitted into the zero window (%d)", fins);
+	ack_win(so, iss + 1002, 0);
+	tap_eq(so->state, SL_TCP_FIN_WAIT_2, "and its ACK arrives");
+	tf_finish();
+}
+
 /* The same when the peer stops answering: timed out after the data
  * retries' worth of unanswered probes (RFC 1122 4.2.2.17). */
 static void test_established_window_zero_peer_gone(void)
@@ -251,6 +276,7 @@ int main(void)
 {
 	test_established_window_shrunk_to_zero();
 	test_established_window_zero_peer_gone();
+	test_fin_wait_1_zero_window_fin_retransmitted();
 	test_established_window_shrunk_below_flight();
 	test_established_partial_segment_ack();
 	test_established_persist_then_rto();
