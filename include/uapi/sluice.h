@@ -234,6 +234,9 @@ struct sluice_region {
  *    region.  The offset must be 0 and len at most region_size; private
  *    mappings are refused (-EINVAL) and the mapping cannot grow (mremap).
  *  - poll/epoll and SLUICE_IOC_STACK_WAKE: see struct sluice_stack_wake.
+ *    The region's pages belong to no file, so a shared futex on them
+ *    (FUTEX_WAIT without FUTEX_PRIVATE_FLAG) fails with EFAULT: processes
+ *    sleep on the stack fd instead.
  *
  * Names are 1 to SLUICE_NAME_MAX - 1 characters of [A-Za-z0-9_.-], not
  * starting with '.', NUL-padded to SLUICE_NAME_MAX bytes (-EINVAL

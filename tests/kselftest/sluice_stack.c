@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -1116,6 +1117,29 @@ TEST_F(stack, mapping_outlives_fd)
 	EXPECT_EQ(0, info_value("regions"));
 	fd = create_named(self->dev, "t_life");
 	ASSERT_LE(0, fd);
+	close(fd);
+}
+
+/* As the uapi header says: no shared futex on these pages. */
+TEST_F(stack, shared_futex_is_efault)
+{
+	struct sluice_stack_create c;
+	__u32 *word;
+	int fd;
+
+	layout(&c, "t_futex", 16, 16);
+	fd = create(self->dev, &c);
+	ASSERT_LE(0, fd);
+	word = mmap(NULL, c.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, word);
+	word += c.bufdata_off / sizeof(*word);
+	*word = 1;
+	/* The value differs, so a usable futex returns EAGAIN at once. */
+	EXPECT_EQ(-1, syscall(SYS_futex, word, FUTEX_WAIT, 0, NULL, NULL, 0));
+	EXPECT_EQ(EFAULT, errno);
+	EXPECT_EQ(-1, syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0));
+	EXPECT_EQ(EAGAIN, errno);
+	munmap(word - c.bufdata_off / sizeof(*word), c.region_size);
 	close(fd);
 }
 
