@@ -61,7 +61,7 @@ struct sl_sock;
 	X(tcp_reset_rx, "TCP resets received")				\
 	X(tcp_reset_tx, "TCP resets sent")				\
 	X(tcp_ooo, "TCP segments queued out of order")			\
-	X(tcp_rx_pressure, "TCP payload dropped: buffer pool nearly empty") \
+	X(tcp_rx_pressure, "TCP payload dropped: pool or socket buffers full") \
 	X(arp_rx, "ARP packets received")				\
 	X(arp_tx, "ARP packets sent")					\
 	X(arp_rx_bad, "dropped: bad ARP packet")			\
