@@ -9,7 +9,8 @@
 #  2. two processes sharing one Sluice stack, beside two processes on the
 #     kernel's loopback: TCP ping-pong latency and bulk throughput;
 #  3. the kernel module in Debian's kernel under QEMU: loaded, queried
-#     through /dev/sluice, sysfs and debugfs, and unloaded.
+#     through /dev/sluice, sysfs and debugfs, holding a stack that the
+#     sluice tool and sysfs show, and unloaded.
 # Every step is bounded in time; the namespace is removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."

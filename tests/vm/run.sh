@@ -131,6 +131,7 @@ run_kernel() { # run_kernel VERSION
 	install -m 0755 /bin/busybox "$root/bin/busybox"
 	install -m 0755 tests/vm/init.sh "$root/init"
 	add_binary "$root" build/tools/sluice /opt/sluice/bin
+	add_binary "$root" build/tests/interop/mkstack /opt/sluice/bin
 	for t in build/tests/kselftest/*; do
 		add_binary "$root" "$t" /opt/sluice/bin
 	done
