@@ -199,8 +199,9 @@ static void set_name(char dst[SLUICE_NAME_MAX], const char *name)
  * aligned after the header, buffer data page aligned), independently of
  * the library.
  */
-static void layout(struct sluice_stack_create *c, const char *name,
-		   __u32 max_sockets, __u32 n_bufs)
+static void layout_counts(struct sluice_stack_create *c, const char *name,
+			  __u32 max_sockets, __u32 sock_size, __u32 hash_buckets,
+			  __u32 n_bufs, __u32 buf_size)
 {
 	__u64 off;
 
@@ -208,13 +209,11 @@ static void layout(struct sluice_stack_create *c, const char *name,
 	c->size = sizeof(*c);
 	set_name(c->name, name);
 	c->max_sockets = max_sockets;
-	c->sock_size = 256;
-	c->hash_buckets = 64;
-	while (c->hash_buckets < max_sockets)
-		c->hash_buckets <<= 1;
+	c->sock_size = sock_size;
+	c->hash_buckets = hash_buckets;
 	c->n_bufs = n_bufs;
-	c->buf_size = 2048;
-	c->mtu = 1500;
+	c->buf_size = buf_size;
+	c->mtu = buf_size < 1500 ? buf_size : 1500;
 	c->fd = -1;
 
 	off = ALIGN_UP(sizeof(struct sluice_region), 64);
@@ -229,6 +228,16 @@ static void layout(struct sluice_stack_create *c, const char *name,
 	c->bufdata_off = ALIGN_UP(off, PAGE);
 	off = c->bufdata_off + (__u64)n_bufs * c->buf_size;
 	c->region_size = ALIGN_UP(off, PAGE);
+}
+
+static void layout(struct sluice_stack_create *c, const char *name,
+		   __u32 max_sockets, __u32 n_bufs)
+{
+	__u32 hash_buckets = 64;
+
+	while (hash_buckets < max_sockets)
+		hash_buckets <<= 1;
+	layout_counts(c, name, max_sockets, 256, hash_buckets, n_bufs, 2048);
 }
 
 /* STACK_CREATE; the new fd, or -errno. */
@@ -547,6 +556,33 @@ TEST_F(stack, create_bad_counts_are_einval)
 	}
 	EXPECT_EQ(0, info_value("regions"));
 
+	/*
+	 * Upper bounds alone, in a layout that fits them (tens of MiB):
+	 * only the bound can refuse these.
+	 */
+	layout_counts(&c, "t_counts", SLUICE_STACK_MAX_SOCKETS + 1, 64,
+		      SLUICE_STACK_MAX_HASH_BUCKETS, 16, 2048);
+	EXPECT_EQ(-EINVAL, create(self->dev, &c)) TH_LOG("max_sockets");
+	layout_counts(&c, "t_counts", 1, SLUICE_STACK_MAX_SOCK_SIZE + 64, 64, 16, 2048);
+	EXPECT_EQ(-EINVAL, create(self->dev, &c)) TH_LOG("sock_size");
+	layout_counts(&c, "t_counts", 16, 256, SLUICE_STACK_MAX_HASH_BUCKETS * 2, 16, 2048);
+	EXPECT_EQ(-EINVAL, create(self->dev, &c)) TH_LOG("hash_buckets");
+	layout_counts(&c, "t_counts", 16, 256, 64, 16, SLUICE_STACK_MAX_BUF_SIZE + 64);
+	EXPECT_EQ(-EINVAL, create(self->dev, &c)) TH_LOG("buf_size");
+	/* ... and each at its bound is accepted. */
+	layout_counts(&c, "t_counts", 1, SLUICE_STACK_MAX_SOCK_SIZE, 64, 16,
+		      SLUICE_STACK_MAX_BUF_SIZE);
+	fd = create(self->dev, &c);
+	EXPECT_LE(0, fd) TH_LOG("sock_size and buf_size at their bounds: %d", fd);
+	if (fd >= 0)
+		close(fd);
+	layout_counts(&c, "t_counts", 16, 256, SLUICE_STACK_MAX_HASH_BUCKETS, 16, 2048);
+	fd = create(self->dev, &c);
+	EXPECT_LE(0, fd) TH_LOG("hash_buckets at its bound: %d", fd);
+	if (fd >= 0)
+		close(fd);
+	EXPECT_EQ(0, info_value("regions"));
+
 	/* The edges themselves are fine. */
 	layout(&c, "t_counts", 1, 1);
 	c.mtu = SLUICE_STACK_MIN_MTU;
@@ -607,11 +643,32 @@ TEST_F(stack, create_bad_areas_are_einval)
 	c = g;
 	c.hash_off = c.sock_off + (c.max_sockets - 1) * c.sock_size;
 	EXPECT_EQ(-EINVAL, create(self->dev, &c));
-	/* Buffer data 64-byte aligned but not page aligned. */
-	c = g;
-	c.bufdata_off += 64;
-	EXPECT_EQ(-EINVAL, create(self->dev, &c));
 	EXPECT_EQ(0, info_value("regions"));
+
+	/*
+	 * Alignment alone: each area moved into free space after the others,
+	 * where only its alignment can be wrong.  Aligned there, it is fine.
+	 */
+	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
+		const bool data = i == sizeof(offs) / sizeof(offs[0]) - 1;
+		const __u64 bad[] = { 8, 32, data ? 64 : 8, data ? PAGE / 2 : 40 };
+		int fd;
+
+		for (size_t j = 0; j < sizeof(bad) / sizeof(bad[0]); j++) {
+			c = g;
+			c.region_size += 64 << 10;
+			*(__u64 *)((char *)&c + offs[i]) = g.region_size + bad[j];
+			EXPECT_EQ(-EINVAL, create(self->dev, &c))
+				TH_LOG("area %zu at end + %llu", i, (unsigned long long)bad[j]);
+		}
+		c = g;
+		c.region_size += 64 << 10;
+		*(__u64 *)((char *)&c + offs[i]) = g.region_size + (data ? PAGE : 64);
+		fd = create(self->dev, &c);
+		EXPECT_LE(0, fd) TH_LOG("area %zu aligned at the end: %d", i, fd);
+		if (fd >= 0)
+			close(fd);
+	}
 
 	/* Areas in another order, with gaps, are fine. */
 	c = g;
