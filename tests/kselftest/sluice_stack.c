@@ -536,7 +536,7 @@ TEST_F(stack, create_bad_counts_are_einval)
 		CASE(sock_size, 200),			/* not a multiple of 64 */
 		CASE(sock_size, SLUICE_STACK_MAX_SOCK_SIZE + 64),
 		CASE(hash_buckets, 0),
-		CASE(hash_buckets, 96),			/* not a power of two */
+		CASE(hash_buckets, 48),			/* not a power of two */
 		CASE(hash_buckets, SLUICE_STACK_MAX_HASH_BUCKETS * 2),
 		CASE(n_bufs, 0),
 		CASE(n_bufs, SLUICE_STACK_MAX_BUFS + 1),
