@@ -243,7 +243,13 @@ int sl_region_create(struct sl_stack *s, const char *name, const struct sluice_s
 	if (dev >= 0) {
 		ret = create_in_module(s, dev, name, &tmp, cfg);
 		close(dev);
-		return ret;
+		/*
+		 * -ENOMEM: the region would pass the caller's RLIMIT_MEMLOCK
+		 * (the module pins it and charges it there, as io_uring does).
+		 * The stack still works from /dev/shm, only not in the module.
+		 */
+		if (ret != -ENOMEM)
+			return ret;
 	}
 
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
