@@ -237,10 +237,20 @@ static struct sl_sock *parent_of(struct sl_stack *s, const struct sl_sock *so)
 	return p->type == SL_SOCK_TCP && p->state == SL_TCP_LISTEN ? p : NULL;
 }
 
+void sl_tcp_embryo_done(struct sl_stack *s, struct sl_sock *so)
+{
+	if (!(so->tcp.tflags & SL_TF_EMBRYO))
+		return;
+	so->tcp.tflags &= ~SL_TF_EMBRYO;
+	if (s->r->tcp_embryos)
+		s->r->tcp_embryos--;
+}
+
 void sl_tcp_destroy(struct sl_stack *s, struct sl_sock *so)
 {
 	struct sl_sock *p = parent_of(s, so);
 
+	sl_tcp_embryo_done(s, so);
 	if (p && (so->tcp.tflags & SL_TF_PASSIVE) && !(so->tcp.tflags & SL_TF_ACCQ) &&
 	    so->state == SL_TCP_SYN_RECEIVED && p->tcp.syn_len)
 		p->tcp.syn_len--;

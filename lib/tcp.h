@@ -103,6 +103,7 @@ enum sl_tcp_state {
 #define SL_TF_ACCQ	0x0200	/* on its listener's accept queue */
 #define SL_TF_CONNECTED	0x0400	/* reached ESTABLISHED once */
 #define SL_TF_PROBE	0x0800	/* persist timer armed for a zero window */
+#define SL_TF_EMBRYO	0x1000	/* counted in sluice_region.tcp_embryos */
 
 /* Per-connection TCP state (the TCB, RFC 9293 3.3.1). */
 struct sl_tcp_sock {
@@ -202,6 +203,8 @@ void sl_tcp_set_state(struct sl_stack *s, struct sl_sock *so, enum sl_tcp_state 
 /* The connection is over: CLOSED, err (positive errno or 0) reported,
  * queues freed; orphans and unaccepted children are released. */
 void sl_tcp_done(struct sl_stack *s, struct sl_sock *so, int err);
+/* A listener's child leaves the embryo count (accepted queue or gone). */
+void sl_tcp_embryo_done(struct sl_stack *s, struct sl_sock *so);
 /* Release everything a socket holds and its slot. */
 void sl_tcp_destroy(struct sl_stack *s, struct sl_sock *so);
 /* Payload bytes we could accept now (before window rules). */

@@ -522,24 +522,11 @@ static void established(struct sl_stack *s, struct sl_sock *so, const struct seg
 	sl_tcp_set_state(s, so, SL_TCP_ESTABLISHED);
 }
 
-/* The stack holds as many embryonic connections as it may.  Counted
- * only when the socket table is that full at all; the walk is the price
- * of keeping no stack-wide count outside the TCP files (SYN cookies,
- * which Sluice does not do, would make it moot). */
+/* The stack holds as many embryonic connections as it may: a count in
+ * the region (SL_TF_EMBRYO marks who is in it), so a SYN costs O(1). */
 static bool embryos_full(const struct sl_stack *s)
 {
-	uint32_t cap = sl_tcp_synq_cap(s), n = 0;
-
-	if (s->r->sock_used < cap)
-		return false;
-	for (uint32_t i = 0; i < s->r->max_sockets && n < cap; i++) {
-		const struct sl_sock *c = sl_sock(s, i);
-
-		if (c->type == SL_SOCK_TCP && c->state == SL_TCP_SYN_RECEIVED &&
-		    (c->tcp.tflags & SL_TF_PASSIVE) && !(c->tcp.tflags & SL_TF_ACCQ))
-			n++;
-	}
-	return n >= cap;
+	return s->r->tcp_embryos >= sl_tcp_synq_cap(s);
 }
 
 /* A listener got a segment (RFC 9293 3.10.7.2). */
@@ -594,6 +581,8 @@ static void listen_input(struct sl_stack *s, struct sl_sock *lso, uint32_t idx,
 	tp->snd_wl1 = g->seq;
 	c->state = SL_TCP_SYN_RECEIVED;
 	ltp->syn_len++;
+	c->tcp.tflags |= SL_TF_EMBRYO;
+	s->r->tcp_embryos++;
 	sl_count(s, SL_C_tcp_passive_open);
 	sl_tcp_send_syn(s, c, now_us);
 	tp->t_rexmt = now_us + tp->rto_us;
@@ -698,6 +687,7 @@ static bool child_ready(struct sl_stack *s, struct sl_sock *so)
 	}
 	if (ptp->syn_len)
 		ptp->syn_len--;
+	sl_tcp_embryo_done(s, so);
 	so->next_idx = SLUICE_IDX_NONE;
 	if (ptp->acc_tail < s->r->max_sockets)
 		sl_sock(s, ptp->acc_tail)->next_idx = so->idx;

@@ -203,6 +203,8 @@ struct sluice_region {
 	__u64 wheel_now_ms;		/* (u) time the wheel has run up to */
 	__u32 ip_id_next;		/* (u) */
 	__u32 attach_count;		/* (u) processes that attached */
+	__u32 tcp_embryos;		/* (u) TCP connections in SYN-RECEIVED from a listener */
+	__u32 reserved4;
 	__u64 tcp_isn_secret[2];	/* (c) RFC 6528 keyed ISN */
 
 	/* The loopback queue (buffer idx), on a line of its own. */

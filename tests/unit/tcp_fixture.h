@@ -371,6 +371,7 @@ static inline void tf_finish(void)
 		tf_advance_ms(1000);
 	tap_eq(T.s->r->sock_used, T.sock0, "leak check: every socket released");
 	tap_eq(T.s->r->buf_free_count, T.buf0, "leak check: every buffer back in the pool");
+	tap_eq(T.s->r->tcp_embryos, 0, "leak check: no embryonic connection counted");
 	sl_unlock(T.s);
 	T.s->link = NULL;
 	sluice_stack_close((struct sluice_stack *)T.s);

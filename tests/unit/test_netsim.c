@@ -151,6 +151,7 @@ static bool transfer(uint64_t seed, const struct sluice_loop_faults *f, size_t n
 		sluice_stack_poll(ST(b));
 	}
 	if (!tap_ok(a->r->sock_used == 0 && b->r->sock_used == 0 &&
+		    a->r->tcp_embryos == 0 && b->r->tcp_embryos == 0 &&
 		    a->r->buf_free_count == freea && b->r->buf_free_count == freeb,
 		    "%s seed %llu: no socket or buffer left", what, (unsigned long long)seed))
 	{
