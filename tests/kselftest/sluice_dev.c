@@ -23,63 +23,14 @@
 #include <uapi/sluice.h>
 
 #include "kselftest_harness.h"
+#include "sluice_util.h"
 
 #define SYSFS_DEV	"/sys/class/misc/sluice"
-#define SYSFS_MOD	"/sys/module/sluice"
 #define DEBUGFS_DIR	"/sys/kernel/debug/sluice"
 
-static const char *ko_path(void)
-{
-	const char *p = getenv("SLUICE_KO");
-
-	return p ? p : "/lib/modules/sluice.ko";
-}
-
-static bool module_loaded(void)
-{
-	return access(SYSFS_MOD, F_OK) == 0;
-}
-
 /* finit_module(2); returns 0 or -errno. */
-static int load_module(void)
-{
-	int fd = open(ko_path(), O_RDONLY | O_CLOEXEC);
-	int ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (syscall(SYS_finit_module, fd, "", 0))
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
-static int unload_module(void)
-{
-	return syscall(SYS_delete_module, "sluice", O_NONBLOCK) ? -errno : 0;
-}
-
-static int ensure_loaded(void)
-{
-	return module_loaded() ? 0 : load_module();
-}
 
 /* Read a whole small file into buf, NUL-terminated; returns length or -errno. */
-static ssize_t read_file(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	if (n < 0)
-		n = -errno;
-	else
-		buf[n] = '\0';
-	close(fd);
-	return n;
-}
 
 /* The value after "key " on a line of the debugfs info dump, or -1. */
 static long long info_value(const char *key, const char *field)

@@ -36,65 +36,14 @@
 #include <uapi/sluice.h>
 
 #include "kselftest_harness.h"
+#include "sluice_util.h"
 
-#define SYSFS_MOD	"/sys/module/sluice"
 #define SYSFS_STACKS	"/sys/class/misc/sluice/stacks"
 #define DEBUGFS_DIR	"/sys/kernel/debug/sluice"
 #define PARAM_MAX_MB	SYSFS_MOD "/parameters/max_region_mb"
 #define PAGE		4096ull
 #define ALIGN_UP(x, a)	(((x) + (a) - 1) & ~((__u64)(a) - 1))
 #define NOBODY		65534
-
-static const char *ko_path(void)
-{
-	const char *p = getenv("SLUICE_KO");
-
-	return p ? p : "/lib/modules/sluice.ko";
-}
-
-static bool module_loaded(void)
-{
-	return access(SYSFS_MOD, F_OK) == 0;
-}
-
-static int load_module(void)
-{
-	int fd = open(ko_path(), O_RDONLY | O_CLOEXEC);
-	int ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (syscall(SYS_finit_module, fd, "", 0))
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
-static int unload_module(void)
-{
-	return syscall(SYS_delete_module, "sluice", O_NONBLOCK) ? -errno : 0;
-}
-
-static int ensure_loaded(void)
-{
-	return module_loaded() ? 0 : load_module();
-}
-
-static ssize_t read_file(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	if (n < 0)
-		n = -errno;
-	else
-		buf[n] = '\0';
-	close(fd);
-	return n;
-}
 
 static int write_file(const char *path, const char *s)
 {
