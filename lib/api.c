@@ -431,9 +431,9 @@ int sluice_listen(struct sluice_stack *st, int sd, int backlog)
 		return ret;
 	if (so->type != SL_SOCK_TCP)
 		ret = -EOPNOTSUPP;
-	else if (!(so->flags & SL_SF_BOUND) && (ret = sl_sock_bind(s, so, 0, 0)))
-		;
-	else
+	else if (!(so->flags & SL_SF_BOUND))
+		ret = sl_sock_bind(s, so, 0, 0);	/* listen() on an unbound socket */
+	if (!ret)
 		ret = sl_tcp_listen(s, so, backlog);
 	sl_unlock(s);
 	return ret;
