@@ -11,6 +11,27 @@
 
 static uint8_t pattern[65536];
 
+/* A 40-byte IPv4 + TCP packet from the peer to the listener, with a good
+ * IP header and a zeroed TCP header for the caller to fill in. */
+static uint32_t raw_segment(struct sl_tcph **th)
+{
+	uint32_t idx = sl_buf_alloc(T.s);
+	uint8_t *p = sl_buf_data(T.s, idx);
+	struct sl_ip *ip = (struct sl_ip *)p;
+
+	memset(p, 0, 40);
+	ip->ver_ihl = 0x45;
+	ip->tot_len = htons(40);
+	ip->ttl = 64;
+	ip->proto = IPPROTO_TCP_;
+	ip->saddr = T.peer;
+	ip->daddr = T.us;
+	ip->csum = sl_ip_csum(ip);
+	*th = (struct sl_tcph *)(p + 20);
+	sl_buf(T.s, idx)->len = 40;
+	return idx;
+}
+
 /* RFC 9293 3.1 / 3.10.7: a bad checksum or data offset is dropped, counted. */
 static void test_any_bad_segment(void)
 {
@@ -24,50 +45,20 @@ static void test_any_bad_segment(void)
 	tf_seg(TF_LPORT, TH_SYN_, 100, 0, 8192, NULL, 0);
 	tap_eq(T.n, 1, "a good SYN is answered");
 	tf_clear();
-	/* Corrupt the checksum of a copy of a valid SYN. */
-	idx = sl_buf_alloc(T.s);
-	{
-		uint8_t *p = sl_buf_data(T.s, idx);
-		struct sl_ip *ip = (struct sl_ip *)p;
-
-		memset(p, 0, 40);
-		ip->ver_ihl = 0x45;
-		ip->tot_len = htons(40);
-		ip->ttl = 64;
-		ip->proto = IPPROTO_TCP_;
-		ip->saddr = T.peer;
-		ip->daddr = T.us;
-		ip->csum = sl_ip_csum(ip);
-		th = (struct sl_tcph *)(p + 20);
-		th->sport = htons(6001);
-		th->dport = htons(TF_LPORT);
-		th->seq = htonl(5);
-		th->off = 5 << 4;
-		th->flags = TH_SYN_;
-		th->csum = 0x1234;
-		sl_buf(T.s, idx)->len = 40;
-		sl_ip_input(T.s, idx);
-	}
+	/* A SYN whose checksum is wrong. */
+	idx = raw_segment(&th);
+	th->sport = htons(6001);
+	th->dport = htons(TF_LPORT);
+	th->seq = htonl(5);
+	th->off = 5 << 4;
+	th->flags = TH_SYN_;
+	th->csum = 0x1234;
+	sl_ip_input(T.s, idx);
 	tap_eq(T.n, 0, "bad checksum: no answer");
 	tap_eq(tf_counter(SL_C_tcp_rx_bad), 1, "bad checksum: counted tcp_rx_bad");
-	idx = sl_buf_alloc(T.s);
-	{
-		uint8_t *p = sl_buf_data(T.s, idx);
-		struct sl_ip *ip = (struct sl_ip *)p;
-
-		memset(p, 0, 40);
-		ip->ver_ihl = 0x45;
-		ip->tot_len = htons(40);
-		ip->ttl = 64;
-		ip->proto = IPPROTO_TCP_;
-		ip->saddr = T.peer;
-		ip->daddr = T.us;
-		ip->csum = sl_ip_csum(ip);
-		th = (struct sl_tcph *)(p + 20);
-		th->off = 15 << 4;	/* 60-byte header in a 20-byte segment */
-		sl_buf(T.s, idx)->len = 40;
-		sl_ip_input(T.s, idx);
-	}
+	idx = raw_segment(&th);
+	th->off = 15 << 4;	/* 60-byte header in a 20-byte segment */
+	sl_ip_input(T.s, idx);
 	tap_eq(tf_counter(SL_C_tcp_rx_bad), 2, "data offset beyond the segment: counted");
 	tf_finish();
 }
