@@ -35,6 +35,11 @@
  * the module implements what it names.
  */
 #define SLUICE_FEATURE_STACK	0x1ULL	/* STACK_CREATE, _ATTACH, _WAKE, mmap */
+#define SLUICE_FEATURE_KRING	0x2ULL	/* KRING_SETUP, _KICK, mmap at SLUICE_MMAP_KRING */
+#define SLUICE_FEATURE_FILTER	0x4ULL	/* FILTER_ADD, _DEL with port reservation */
+#define SLUICE_FEATURE_IFINFO	0x8ULL	/* IFINFO */
+#define SLUICE_FEATURE_NEIGH	0x10ULL	/* NEIGH_RESOLVE */
+/* What this module implements; grows as the features above land. */
 #define SLUICE_FEATURES_ALL	SLUICE_FEATURE_STACK
 
 /**
@@ -388,5 +393,333 @@ struct sluice_stack_wake {
 #define SLUICE_IOC_STACK_CREATE	_IOWR(SLUICE_IOC_MAGIC, 0x01, struct sluice_stack_create)
 #define SLUICE_IOC_STACK_ATTACH	_IOWR(SLUICE_IOC_MAGIC, 0x02, struct sluice_stack_attach)
 #define SLUICE_IOC_STACK_WAKE	_IOWR(SLUICE_IOC_MAGIC, 0x03, struct sluice_stack_wake)
+
+/*
+ * The kring queue: the module steers a stack's packets between its
+ * network device and rings shared with user space (DESIGN.md, "kring").
+ *
+ * SLUICE_IOC_KRING_SETUP on a stack fd gives the stack (which must have
+ * been created with an ifindex) one set of rings, allocated by the module
+ * in a second mapping of the stack fd:
+ *
+ *   mmap(NULL, kring.size, PROT_READ | PROT_WRITE, MAP_SHARED, stack_fd,
+ *        SLUICE_MMAP_KRING)
+ *
+ * Every process of the stack maps the same rings; the stack lock orders
+ * the processes among themselves, the rings order them with the module.
+ *
+ *   +-----------------------+ 0
+ *   | struct sluice_kring   |  sizes, offsets, device state, counters (k),
+ *   |  rx / fill / tx ring  |  and the three ring index pairs
+ *   +-----------------------+ rx_off
+ *   | rx descriptors        |  rx_entries struct sluice_kring_rx (k)
+ *   +-----------------------+ fill_off
+ *   | fill entries          |  rx_entries __u32 buffer idx (u)
+ *   +-----------------------+ tx_off
+ *   | tx descriptors        |  tx_entries struct sluice_kring_tx (u)
+ *   +-----------------------+ tx_slots_off (page aligned)
+ *   | tx slots              |  tx_entries * tx_slot_size bytes (u)
+ *   +-----------------------+ size
+ *
+ * Rings are single-producer, single-consumer, with free-running __u32
+ * indices: entry i lives at (i & (entries - 1)); the ring is empty when
+ * prod == cons and full when prod - cons == entries.  A producer writes
+ * entries, then publishes prod with a release store; a consumer reads prod
+ * with acquire, reads the entries, then publishes cons with release.
+ *
+ *  - fill (u produces, k consumes): packet buffers of the stack region,
+ *    free for the module to receive into.  The module writes a received
+ *    IPv4 packet at byte SLUICE_KRING_RX_HEADROOM of buffer idx's data
+ *    area (bufdata_off + idx * buf_size in the region), at most buf_size -
+ *    SLUICE_KRING_RX_HEADROOM bytes; it never touches buffer metadata.
+ *  - rx (k produces, u consumes): one descriptor per packet received into
+ *    a buffer taken from fill.  The buffer is user space's again.
+ *  - tx (u produces, k consumes, on SLUICE_IOC_KRING_KICK): the IPv4
+ *    packet for tx entry i is at the start of tx slot (i & (entries - 1)).
+ *    The module copies it into an skb and sends it through the device's
+ *    neighbour layer to @nexthop (ARP on Ethernet, the 20-byte hardware
+ *    address on IPoIB): the slot is free again once cons has passed it.
+ *
+ * The module trusts nothing it reads here: a producer index more than
+ * @entries ahead, a buffer index outside the region, a length that does
+ * not fit, all are counted (bad_*) and skipped, never followed.
+ *
+ * Sleeping: the rx side bumps the stack's wake sequence (struct
+ * sluice_stack_wake) and wakes pollers of the stack fd whenever it
+ * produces while someone sleeps, so the WAKE protocol covers the rings.
+ */
+#define SLUICE_MMAP_REGION	0ULL
+#define SLUICE_MMAP_KRING	(1ULL << 32)	/* mmap offset of the rings */
+
+#define SLUICE_KRING_MAGIC	0x4b52494eu	/* "KRIN" */
+#define SLUICE_KRING_MAX_ENTRIES	(1u << 16)
+#define SLUICE_KRING_MIN_SLOT	128u
+#define SLUICE_KRING_MAX_SLOT	65536u
+#define SLUICE_KRING_RX_HEADROOM	64u	/* = libsluice's SL_HEADROOM */
+
+/* sluice_kring.dev_state (k) */
+#define SLUICE_KRING_DEV_UP	0	/* the device is there */
+#define SLUICE_KRING_DEV_GONE	1	/* unregistered: nothing is steered
+					 * and KICK fails with -ENODEV */
+
+/* sluice_kring_rx.flags (k) */
+#define SLUICE_KRING_RX_CSUM_OK	0x1	/* the TCP/UDP checksum needs no check
+					 * (verified by the device, or a
+					 * local sender left it to offload) */
+
+/**
+ * struct sluice_kring_ring - one ring's indices, each on its own line
+ * @prod:	producer index (free-running)
+ * @cons:	consumer index (free-running)
+ */
+struct sluice_kring_ring {
+	__u32 prod __attribute__((aligned(64)));
+	__u32 cons __attribute__((aligned(64)));
+} __attribute__((aligned(64)));
+
+/**
+ * struct sluice_kring_rx - a received packet
+ * @buf_idx:	the buffer it is in (one user space gave on the fill ring)
+ * @len:	bytes of IPv4 packet at SLUICE_KRING_RX_HEADROOM
+ * @flags:	SLUICE_KRING_RX_*
+ */
+struct sluice_kring_rx {
+	__u32 buf_idx;
+	__u16 len;
+	__u16 flags;
+};
+
+/**
+ * struct sluice_kring_tx - a packet to send
+ * @len:	bytes of IPv4 packet at the start of the entry's slot, 20 ..
+ *		tx_slot_size and at most the device's MTU
+ * @nexthop:	IPv4 address of the next hop on the device, network order
+ * @flags:	must be zero
+ * @reserved:	must be zero
+ */
+struct sluice_kring_tx {
+	__u32 len;
+	__u32 nexthop;
+	__u32 flags;
+	__u32 reserved;
+};
+
+/**
+ * struct sluice_kring - the header at offset 0 of the kring mapping
+ *
+ * Everything but the rings' user-written indices is written by the module
+ * (k); sizes and offsets are set once, at SLUICE_IOC_KRING_SETUP.
+ */
+struct sluice_kring {
+	__u32 magic;			/* (k) SLUICE_KRING_MAGIC */
+	__u32 rx_entries;		/* (k) power of two; fill has as many */
+	__u32 tx_entries;		/* (k) power of two */
+	__u32 tx_slot_size;		/* (k) bytes per tx slot */
+	__u64 size;			/* (k) bytes of the mapping */
+	__u64 rx_off;			/* (k) */
+	__u64 fill_off;			/* (k) */
+	__u64 tx_off;			/* (k) */
+	__u64 tx_slots_off;		/* (k) page aligned */
+	__u32 ifindex;			/* (k) the device steered */
+	__u32 dev_state;		/* (k) SLUICE_KRING_DEV_* */
+	__u32 dev_mtu;			/* (k) the device's MTU now */
+	__u32 dev_seq;			/* (k) bumped on any device change */
+
+	/* Counters (k), only ever incremented. */
+	__u64 rx_packets __attribute__((aligned(64)));	/* steered to rx */
+	__u64 rx_bytes;
+	__u64 rx_drop_ring;	/* rx full: dropped */
+	__u64 rx_drop_fill;	/* no buffer on the fill ring: dropped */
+	__u64 rx_drop_size;	/* longer than a buffer holds: dropped */
+	__u64 tx_packets;	/* handed to the device */
+	__u64 tx_bytes;
+	__u64 tx_drop;		/* the device or neighbour layer refused */
+	__u64 bad_index;	/* a producer index too far ahead: reset */
+	__u64 bad_buf;		/* a fill entry outside the region: skipped */
+	__u64 bad_desc;		/* a tx descriptor with bad length/flags */
+	__u64 kicks;
+	__u64 reserved_ctr[4];
+
+	struct sluice_kring_ring rx;	/* prod (k), cons (u) */
+	struct sluice_kring_ring fill;	/* prod (u), cons (k) */
+	struct sluice_kring_ring tx;	/* prod (u), cons (k) */
+};
+
+/* SLUICE_IOC_KRING_SETUP flags */
+#define SLUICE_KRING_CREATE	0x1u	/* make the rings (else: describe them) */
+
+/**
+ * struct sluice_kring_setup - SLUICE_IOC_KRING_SETUP argument (stack fd)
+ * @size:	in: sizeof(struct sluice_kring_setup) as the caller knows it
+ * @flags:	in: SLUICE_KRING_CREATE or 0
+ * @rx_entries:	in (CREATE): power of two, 1 .. SLUICE_KRING_MAX_ENTRIES;
+ *		out: as made
+ * @tx_entries:	in (CREATE): likewise; out: as made
+ * @tx_slot_size: in (CREATE): a multiple of 64, SLUICE_KRING_MIN_SLOT ..
+ *		SLUICE_KRING_MAX_SLOT; out: as made
+ * @reserved:	must be zero
+ * @mmap_size:	out: bytes to map at SLUICE_MMAP_KRING
+ *
+ * Without CREATE, in fields other than @size and @flags must be zero and
+ * the call describes the rings already made (-ENOENT if none).  With
+ * CREATE: -EEXIST if the stack has rings, -ENODEV if it has no device or
+ * the device has gone, -EBUSY if the device's rx_handler belongs to
+ * someone else (a bridge or bond port), -ENOMEM as for stacks (the rings
+ * are charged to RLIMIT_MEMLOCK likewise), -EINVAL for a bad size.  The
+ * rings steer nothing until filters (below) say what to steer; they go
+ * away with the stack.
+ */
+struct sluice_kring_setup {
+	__u32 size;
+	__u32 flags;
+	__u32 rx_entries;
+	__u32 tx_entries;
+	__u32 tx_slot_size;
+	__u32 reserved;
+	__u64 mmap_size;
+};
+
+/**
+ * struct sluice_kring_kick - SLUICE_IOC_KRING_KICK argument (stack fd)
+ * @size:	in: sizeof(struct sluice_kring_kick) as the caller knows it
+ * @flags:	in: must be zero
+ * @sent:	out: tx entries consumed by this call (sent or counted bad)
+ * @reserved:	must be zero
+ *
+ * Sends everything on the tx ring, in order, before returning.  -ENOENT
+ * without rings, -ENODEV once the device has gone.
+ */
+struct sluice_kring_kick {
+	__u32 size;
+	__u32 flags;
+	__u32 sent;
+	__u32 reserved;
+};
+
+/*
+ * Filters: which packets arriving on a stack's device are the stack's.
+ *
+ * A filter is (protocol, local address and port, remote address and port):
+ * remote both zero for a listening or unconnected socket (3-tuple), both
+ * non-zero for a connection (5-tuple); a packet matches the most specific
+ * filter of its device (5-tuple first, then local address, then a local
+ * address of 0 = any).  Adding a filter reserves its local port in the
+ * kernel, with the caller's credentials, by binding a kernel socket of the
+ * same protocol in the stack's network namespace (no SO_REUSEADDR): so
+ * binding rules apply as for any socket (-EACCES for a privileged port
+ * without CAP_NET_BIND_SERVICE, -EADDRINUSE for a port the kernel uses)
+ * and no kernel socket can take the port while the filter lives.  Filters
+ * of one stack with the same protocol and local address and port share
+ * one reservation.  Filters go away with the stack.
+ */
+#define SLUICE_FILTER_MAX	65536u	/* per stack */
+
+/**
+ * struct sluice_filter - SLUICE_IOC_FILTER_ADD / _DEL argument (stack fd)
+ * @size:	in: sizeof(struct sluice_filter) as the caller knows it
+ * @flags:	in: must be zero
+ * @protocol:	in: IPPROTO_TCP or IPPROTO_UDP (ADD)
+ * @reserved0:	must be zero
+ * @laddr:	in: local IPv4 address, network order, or 0 for any (ADD)
+ * @raddr:	in: remote address, network order, or 0 (ADD)
+ * @lport:	in: local port, network order; 0 asks the kernel to pick a
+ *		free one (ADD, 3-tuple only); out: the port (ADD)
+ * @rport:	in: remote port, network order, or 0 (ADD)
+ * @id:		out (ADD): the filter's id; in (DEL): the filter to remove
+ * @reserved1:	must be zero
+ *
+ * ADD: -EINVAL for a bad protocol or half a remote, -EEXIST for a filter
+ * the stack already has, -ENOSPC past SLUICE_FILTER_MAX, -ENOENT without
+ * rings, the reservation's errno otherwise.  DEL: only @id is read
+ * (besides @size and @flags); -ENOENT for no such filter of this stack.
+ */
+struct sluice_filter {
+	__u32 size;
+	__u32 flags;
+	__u8 protocol;
+	__u8 reserved0[3];
+	__u32 laddr;
+	__u32 raddr;
+	__u16 lport;
+	__u16 rport;
+	__u32 id;
+	__u32 reserved1;
+};
+
+/*
+ * Interface information, for user space to configure a stack on a device.
+ */
+#define SLUICE_HWADDR_MAX	32	/* MAX_ADDR_LEN */
+#define SLUICE_IFINFO_ADDRS	8
+
+/**
+ * struct sluice_ifinfo - SLUICE_IOC_IFINFO argument (/dev/sluice)
+ * @size:	in: sizeof(struct sluice_ifinfo) as the caller knows it
+ * @flags:	in: must be zero
+ * @ifindex:	in: a device in the caller's network namespace (-ENODEV)
+ * @type:	out: ARPHRD_* (1 Ethernet, 32 InfiniBand, ...)
+ * @mtu:	out
+ * @if_flags:	out: IFF_* (IFF_UP, IFF_RUNNING, ...)
+ * @addr_len:	out: bytes of @hwaddr used (6 Ethernet, 20 IPoIB)
+ * @n_addrs:	out: IPv4 addresses listed (at most SLUICE_IFINFO_ADDRS)
+ * @reserved0:	must be zero
+ * @hwaddr:	out: the device's hardware address
+ * @broadcast:	out: its broadcast hardware address
+ * @addr:	out: IPv4 addresses, network order
+ * @prefix_len:	out: their prefix lengths
+ * @name:	out: the device's name, NUL-terminated
+ */
+struct sluice_ifinfo {
+	__u32 size;
+	__u32 flags;
+	__u32 ifindex;
+	__u32 type;
+	__u32 mtu;
+	__u32 if_flags;
+	__u8 addr_len;
+	__u8 n_addrs;
+	__u16 reserved0;
+	__u8 hwaddr[SLUICE_HWADDR_MAX];
+	__u8 broadcast[SLUICE_HWADDR_MAX];
+	__u32 addr[SLUICE_IFINFO_ADDRS];
+	__u8 prefix_len[SLUICE_IFINFO_ADDRS];
+	char name[16];
+};
+
+/* sluice_neigh_resolve.state (out) */
+#define SLUICE_NEIGH_RES_VALID		1	/* @hwaddr is good */
+#define SLUICE_NEIGH_RES_PENDING	2	/* resolution started; ask again */
+#define SLUICE_NEIGH_RES_FAILED		3	/* no answer */
+
+/**
+ * struct sluice_neigh_resolve - SLUICE_IOC_NEIGH_RESOLVE argument (stack fd)
+ * @size:	in: sizeof(struct sluice_neigh_resolve) as the caller knows it
+ * @flags:	in: must be zero
+ * @addr:	in: IPv4 next hop on the stack's device, network order
+ * @state:	out: SLUICE_NEIGH_RES_*
+ * @addr_len:	out: bytes of @hwaddr used
+ * @reserved:	must be zero
+ * @hwaddr:	out (VALID): the neighbour's hardware address
+ *
+ * Looks in the kernel's neighbour table for the stack's device; an entry
+ * that is missing or stale is created or probed (ARP), so asking again
+ * later finds the answer.  -ENODEV if the stack has no device.
+ */
+struct sluice_neigh_resolve {
+	__u32 size;
+	__u32 flags;
+	__u32 addr;
+	__u32 state;
+	__u8 addr_len;
+	__u8 reserved[7];
+	__u8 hwaddr[SLUICE_HWADDR_MAX];
+};
+
+#define SLUICE_IOC_KRING_SETUP	_IOWR(SLUICE_IOC_MAGIC, 0x04, struct sluice_kring_setup)
+#define SLUICE_IOC_KRING_KICK	_IOWR(SLUICE_IOC_MAGIC, 0x05, struct sluice_kring_kick)
+#define SLUICE_IOC_FILTER_ADD	_IOWR(SLUICE_IOC_MAGIC, 0x06, struct sluice_filter)
+#define SLUICE_IOC_FILTER_DEL	_IOWR(SLUICE_IOC_MAGIC, 0x07, struct sluice_filter)
+#define SLUICE_IOC_IFINFO	_IOWR(SLUICE_IOC_MAGIC, 0x08, struct sluice_ifinfo)
+#define SLUICE_IOC_NEIGH_RESOLVE _IOWR(SLUICE_IOC_MAGIC, 0x09, struct sluice_neigh_resolve)
 
 #endif /* _UAPI_SLUICE_H */
