@@ -457,15 +457,18 @@ struct sluice_stack_wake {
 #define SLUICE_KRING_MAX_SLOT	65536u
 #define SLUICE_KRING_RX_HEADROOM	64u	/* = libsluice's SL_HEADROOM */
 
-/* sluice_kring.dev_state (k) */
-#define SLUICE_KRING_DEV_UP	0	/* the device is there */
-#define SLUICE_KRING_DEV_GONE	1	/* unregistered: nothing is steered
-					 * and KICK fails with -ENODEV */
+/*
+ * sluice_kring.dev_state (k): UP while the device is there; GONE once it
+ * is unregistered: nothing is steered and KICK fails with -ENODEV.
+ */
+#define SLUICE_KRING_DEV_UP	0
+#define SLUICE_KRING_DEV_GONE	1
 
-/* sluice_kring_rx.flags (k) */
-#define SLUICE_KRING_RX_CSUM_OK	0x1	/* the TCP/UDP checksum needs no check
-					 * (verified by the device, or a
-					 * local sender left it to offload) */
+/*
+ * sluice_kring_rx.flags (k): CSUM_OK when the TCP/UDP checksum needs no
+ * check (the device verified it, or a local sender left it to offload).
+ */
+#define SLUICE_KRING_RX_CSUM_OK	0x1
 
 /**
  * struct sluice_kring_ring - one ring's indices, each on its own line
