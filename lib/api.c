@@ -469,6 +469,18 @@ int sluice_accept(struct sluice_stack *st, int sd, struct sockaddr_in *peer)
 	}
 }
 
+/*
+ * The address an unbound socket's connect binds to.  On a kring stack a
+ * connection to 127.0.0.0/8 takes its port on loopback, which needs no
+ * module filter; everything else binds to any address, as before.
+ */
+static uint32_t implicit_laddr(const struct sl_stack *s, const struct sockaddr_in *to)
+{
+	if (s->filters && (ntohl(to->sin_addr.s_addr) >> 24) == 127)
+		return htonl(INADDR_LOOPBACK);
+	return 0;
+}
+
 int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *addr)
 {
 	struct sl_stack *s = S(st);
@@ -483,7 +495,7 @@ int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *ad
 		return ret;
 	if (so->type == SL_SOCK_UDP) {
 		if (!(so->flags & SL_SF_BOUND))
-			ret = sl_sock_bind(s, so, 0, 0);
+			ret = sl_sock_bind(s, so, implicit_laddr(s, addr), 0);
 		if (!ret) {
 			sl_sock_unhash(s, so);
 			so->raddr = addr->sin_addr.s_addr;
@@ -495,7 +507,7 @@ int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *ad
 		return ret;
 	}
 	if (!(so->flags & SL_SF_BOUND))
-		ret = sl_sock_bind(s, so, 0, 0);
+		ret = sl_sock_bind(s, so, implicit_laddr(s, addr), 0);
 	if (!ret)
 		ret = sl_tcp_connect(s, so, addr->sin_addr.s_addr, addr->sin_port, sl_now(s));
 	nb = so->flags & SL_SF_NONBLOCK;

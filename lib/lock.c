@@ -267,6 +267,10 @@ void sl_unlock(struct sl_stack *s)
 			sl_count(s, SL_C_loopback_left);
 			counted = true;
 		}
+		/* What this holder queued on the link leaves in one batch,
+		 * before the next holder can queue behind it. */
+		if (s->link && s->link->tx_pending && s->link->ops->flush)
+			s->link->ops->flush(s->link, s);
 		s->r->lock_owner = 0;
 		/* Release: our writes to the region are visible to the next holder. */
 		if (atomic_compare_exchange_weak_explicit(LOCKW(s), &v, 0, memory_order_release,

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -201,6 +202,7 @@ static int create_in_module(struct sl_stack *s, int dev, const char *name,
 	memset(&c, 0, sizeof(c));
 	c.size = sizeof(c);
 	strncpy(c.name, name, sizeof(c.name) - 1);
+	c.ifindex = cfg->ifindex;
 	c.region_size = tmp->region_size;
 	c.max_sockets = tmp->max_sockets;
 	c.sock_size = tmp->sock_size;
@@ -221,12 +223,53 @@ static int create_in_module(struct sl_stack *s, int dev, const char *name,
 		return ret;
 	}
 	s->module_backed = true;
+	s->ifindex = cfg->ifindex;
 	publish(s, tmp, name, cfg);
 	return 0;
 }
 
-int sl_region_create(struct sl_stack *s, const char *name, const struct sluice_stack_config *cfg)
+/*
+ * A stack on a device: resolve the device and, from the module's view of
+ * it, fill in the address, mask and MTU the configuration left zero (the
+ * stack shares the device's IPv4 address).  The MTU is capped by what a
+ * packet buffer holds.  dev is /dev/sluice.
+ */
+static int device_config(int dev, struct sluice_stack_config *c)
 {
+	struct sluice_ifinfo ii;
+	uint32_t buf_size = c->buf_size ? c->buf_size : 2048;
+
+	if (!c->ifindex) {
+		c->ifindex = if_nametoindex(c->ifname);
+		if (!c->ifindex)
+			return -ENODEV;
+	}
+	if (c->ip_addr && c->ip_mask && c->mtu)
+		return 0;
+	memset(&ii, 0, sizeof(ii));
+	ii.size = sizeof(ii);
+	ii.ifindex = c->ifindex;
+	if (ioctl(dev, SLUICE_IOC_IFINFO, &ii))
+		return errno == ENOTTY ? -EOPNOTSUPP : -errno;
+	if (!c->ip_addr) {
+		if (!ii.n_addrs)
+			return -EADDRNOTAVAIL;
+		c->ip_addr = ii.addr[0];
+		if (!c->ip_mask && ii.prefix_len[0] <= 32)
+			c->ip_mask = htonl(ii.prefix_len[0] ? ~0u << (32 - ii.prefix_len[0]) : 0);
+	}
+	if (!c->mtu) {
+		c->mtu = ii.mtu < buf_size - SL_HEADROOM ? ii.mtu : buf_size - SL_HEADROOM;
+		if (c->mtu < 576)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int sl_region_create(struct sl_stack *s, const char *name, const struct sluice_stack_config *ucfg)
+{
+	struct sluice_stack_config dcfg = *ucfg, *cfg = &dcfg;
+	bool on_dev = ucfg->ifindex || ucfg->ifname[0];
 	struct sluice_region tmp;
 	char path[64];
 	int64_t size;
@@ -235,20 +278,36 @@ int sl_region_create(struct sl_stack *s, const char *name, const struct sluice_s
 	ret = sl_region_path(name, path, sizeof(path));
 	if (ret)
 		return ret;
+	if (memchr(ucfg->ifname, 0, sizeof(ucfg->ifname)) == NULL)
+		return -EINVAL;
+	dev = module_open();
+	if (on_dev) {
+		/* Only the module can put a stack on a device. */
+		if (dev < 0)
+			return -EOPNOTSUPP;
+		ret = device_config(dev, cfg);
+		if (ret) {
+			close(dev);
+			return ret;
+		}
+	}
 	memset(&tmp, 0, sizeof(tmp));
 	size = layout(&tmp, cfg);
-	if (size < 0)
+	if (size < 0) {
+		if (dev >= 0)
+			close(dev);
 		return (int)size;
-	dev = module_open();
+	}
 	if (dev >= 0) {
 		ret = create_in_module(s, dev, name, &tmp, cfg);
 		close(dev);
 		/*
 		 * -ENOMEM: the region would pass the caller's RLIMIT_MEMLOCK
 		 * (the module pins it and charges it there, as io_uring does).
-		 * The stack still works from /dev/shm, only not in the module.
+		 * The stack still works from /dev/shm, only not in the module
+		 * (and then not on a device).
 		 */
-		if (ret != -ENOMEM)
+		if (ret != -ENOMEM || on_dev)
 			return ret;
 	}
 
@@ -303,7 +362,7 @@ static int validate(const struct sl_stack *s, size_t file_size)
 
 /* Open the region of stack name: a module stack fd, or the /dev/shm file.
  * Returns the fd and its size in *size. */
-static int region_open(const char *name, size_t *size, bool *module)
+static int region_open(const char *name, size_t *size, bool *module, uint32_t *ifindex)
 {
 	struct sluice_stack_attach at;
 	char path[64];
@@ -325,6 +384,7 @@ static int region_open(const char *name, size_t *size, bool *module)
 				return ret;
 			*size = at.region_size;
 			*module = true;
+			*ifindex = at.ifindex;
 			return at.fd;
 		}
 		/* Not a module stack: perhaps one in /dev/shm. */
@@ -348,7 +408,7 @@ int sl_region_attach(struct sl_stack *s, const char *name)
 	int fd, ret, tries;
 	uint32_t state;
 
-	fd = region_open(name, &size, &module);
+	fd = region_open(name, &size, &module, &s->ifindex);
 	if (fd < 0)
 		return fd;
 	if (size < sizeof(struct sluice_region)) {

@@ -29,6 +29,11 @@ static uint32_t *port_bucket(struct sl_stack *s, uint16_t lport)
 	       ((h >> 16) & (s->r->hash_buckets - 1));
 }
 
+uint32_t sl_sock_port_head(struct sl_stack *s, uint16_t lport)
+{
+	return *port_bucket(s, lport);
+}
+
 struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type)
 {
 	struct sluice_region *r = s->r;
@@ -61,6 +66,7 @@ void sl_sock_free(struct sl_stack *s, struct sl_sock *so)
 {
 	sl_timer_cancel(s, so);
 	sl_sock_unhash(s, so);
+	sl_filter_release(s, so);
 	sl_buf_free_chain(s, so->rxq_head);
 	so->rxq_head = so->rxq_tail = SLUICE_IDX_NONE;
 	so->type = SL_SOCK_FREE;
@@ -154,7 +160,7 @@ struct sl_sock *sl_sock_lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
  * INADDR_ANY), unless both set SO_REUSEADDR and the other is not a TCP
  * listener; a TCP socket in TIME_WAIT never blocks a SO_REUSEADDR bind.
  */
-static bool port_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport)
+bool sl_sock_port_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport)
 {
 	uint32_t idx = *port_bucket(s, lport);
 	unsigned int guard = 0;
@@ -189,13 +195,22 @@ int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_
 	if (laddr && !sl_ip_is_local(s, laddr) && laddr != INADDR_BROADCAST)
 		return -EADDRNOTAVAIL;
 	if (lport) {
-		if (!port_free(s, so, laddr, lport))
+		if (!sl_sock_port_free(s, so, laddr, lport))
 			return -EADDRINUSE;
-	} else {
+	}
+	/* A kring stack reserves the port in the kernel (an ephemeral one
+	 * is the kernel's pick there, so the two never collide). */
+	if (s->filters) {
+		int ret = sl_filter_take(s, so, laddr, &lport);
+
+		if (ret)
+			return ret;
+	}
+	if (!lport) {
 		for (i = 0; i < n; i++) {
 			uint16_t p = htons(lo + (r->ephemeral_next - lo + i) % n);
 
-			if (port_free(s, so, laddr, p)) {
+			if (sl_sock_port_free(s, so, laddr, p)) {
 				lport = p;
 				r->ephemeral_next = lo + (ntohs(p) - lo + 1) % n;
 				break;

@@ -26,6 +26,7 @@
 #define SL_SF_NODELAY		0x0100
 #define SL_SF_KEEPALIVE		0x0200
 #define SL_SF_ORPHAN		0x0400	/* closed by the user, finishing */
+#define SL_SF_FILTER		0x0800	/* holds module filter filter_id */
 
 /* Readiness, as poll(2) bits. */
 #define SL_EV_IN	0x001
@@ -68,11 +69,18 @@ struct sl_sock {
 	uint32_t wake_seq;		/* bumped on every readiness change */
 	uint32_t owner_pid;		/* process that created it */
 	uint32_t port_next;		/* local-port hash chain */
+	/* Local address of the module filter this socket holds (with
+	 * SL_SF_FILTER; what was padding). */
+	uint32_t filter_laddr;
 
 	/* Per-socket counters. */
 	uint64_t rx_pkts, tx_pkts, rx_bytes, tx_bytes;
 	uint32_t retransmits;		/* TCP segments sent again */
-	uint32_t reserved2;
+	/* The module filter (SLUICE_IOC_FILTER_ADD id) for this socket's
+	 * local port, with SL_SF_FILTER: whichever process frees the port
+	 * deletes it (filter.c).  Sockets sharing the port share the filter;
+	 * one of them holds it. */
+	uint32_t filter_id;
 
 	union {
 		struct sl_tcp_sock tcp;
@@ -118,6 +126,10 @@ struct sl_sock *sl_sock_lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
 /* Bind checks: -EADDRINUSE per the SO_REUSEADDR rules; lport 0 picks an
  * ephemeral port.  On success sets laddr/lport and SL_SF_BOUND and hashes. */
 int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport);
+/* Would (laddr, lport) be free for so under the stack's bind rules? */
+bool sl_sock_port_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport);
+/* First socket on lport's chain of the local-port hash (port_next links). */
+uint32_t sl_sock_port_head(struct sl_stack *s, uint16_t lport);
 /* Readiness changed: wake sleepers. */
 void sl_sock_wake(struct sl_stack *s, struct sl_sock *so);
 /* Run deferred SL_WORK_* bits for a socket (lock.c calls it). */

@@ -73,7 +73,15 @@ struct sl_sock;
 	X(nobuf, "packet buffer allocations that failed")		\
 	X(nosock, "socket allocations that failed")			\
 	X(lock_broken, "lock found held by a dead process")		\
-	X(defer_run, "deferred socket work run by the lock holder")
+	X(defer_run, "deferred socket work run by the lock holder")	\
+	X(kring_rx_bad, "kring rx descriptors refused (bad index, length or buffer)") \
+	X(kring_tx_full, "kring tx ring found full (kicked early)")	\
+	X(kring_kick, "kring tx kicks (SLUICE_IOC_KRING_KICK)")		\
+	X(kring_fill_low, "kring fill ring left short: pool too low")	\
+	X(kring_dev_change, "kring device changes seen (dev_seq)")	\
+	X(filter_add, "filters added (ports reserved in the kernel)")	\
+	X(filter_del, "filters removed")				\
+	X(filter_err, "filter ioctls that failed")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,
@@ -98,12 +106,16 @@ struct sl_link_ops {
 	int (*rx)(struct sl_link *l, struct sl_stack *s, int budget);
 	/* An fd that polls readable when frames wait, or -1. */
 	int (*fd)(struct sl_link *l);
+	/* Hand what tx queued to the wire (one system call for a batch).
+	 * sl_unlock() calls it, lock held, when tx_pending is set. */
+	void (*flush)(struct sl_link *l, struct sl_stack *s);
 	void (*close)(struct sl_link *l);
 };
 
 struct sl_link {
 	const struct sl_link_ops *ops;
 	unsigned int mtu;
+	bool tx_pending;		/* tx queued packets flush has not sent */
 };
 
 /* The per-process handle on a mapped stack (not in the region). */
@@ -116,6 +128,8 @@ struct sl_stack {
 	bool locked;			/* this process holds the lock */
 	bool wake_pending;		/* wake the stack's sleepers after unlock */
 	bool module_backed;		/* region_fd is a module stack fd */
+	bool filters;			/* ports taken need module filters (kring) */
+	uint32_t ifindex;		/* the stack's device (module stacks), or 0 */
 	struct sl_link *link;
 	uint64_t (*clock)(void *arg);	/* now, microseconds */
 	void *clock_arg;
@@ -135,6 +149,15 @@ struct sl_stack {
  * Linux's loopback device.  Input that keeps the buffer sets its own flags.
  */
 #define SL_BUF_LOCAL	0x8000
+/*
+ * Received from a link that vouches for the TCP/UDP checksum (a device
+ * that verified it, or a local sender that left it to offload and never
+ * filled it in): input checks none, as for SL_BUF_LOCAL, but the packet
+ * is still from the wire (martian checks apply).
+ */
+#define SL_BUF_CSUM_OK	0x4000
+/* Given to the module on the kring fill ring (link_kring.c). */
+#define SL_BUF_ON_FILL	0x2000
 
 /* Headroom left in front of every packet for link headers (Ethernet 14,
  * IPoIB 4 + 40 GRH room), so headers are prepended in place. */
@@ -242,6 +265,13 @@ void sl_udp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 /* An ICMP error quoted this UDP header; err is a positive errno.  (TCP's
  * input and ICMP entry points are in tcp.h.) */
 void sl_udp_icmp_error(struct sl_stack *s, const struct sl_ip *quoted, int err);
+
+/* filter.c: module filters for the ports of a kring stack (lock held).
+ * Take: so is about to hold (laddr, *lport); *lport 0 asks the kernel for
+ * an ephemeral port.  0 or -errno (-EADDRINUSE, -EACCES, ...).
+ * Release: so no longer holds its port (unhashed for good). */
+int sl_filter_take(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t *lport);
+void sl_filter_release(struct sl_stack *s, struct sl_sock *so);
 
 /* region.c */
 int sl_region_create(struct sl_stack *s, const char *name, const struct sluice_stack_config *cfg);

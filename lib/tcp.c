@@ -274,6 +274,7 @@ void sl_tcp_done(struct sl_stack *s, struct sl_sock *so, int err)
 	so->flags |= SL_SF_SHUT_WR;
 	/* Linux releases the port when a connection ends (inet_put_port). */
 	sl_sock_unhash(s, so);
+	sl_filter_release(s, so);
 	sl_timer_cancel(s, so);
 	sl_sock_wake(s, so);
 }
@@ -352,7 +353,8 @@ int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **chil
 	if (lso->state != SL_TCP_LISTEN)
 		return -EINVAL;
 	if (tp->acc_head >= s->r->max_sockets)
-		return -EAGAIN;
+		/* A listener whose device went away says so (link_kring.c). */
+		return lso->error ? -lso->error : -EAGAIN;
 	c = sl_sock(s, tp->acc_head);
 	tp->acc_head = c->next_idx;
 	if (tp->acc_head == SLUICE_IDX_NONE)
@@ -615,7 +617,7 @@ uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so)
 	uint32_t ev = 0;
 
 	if (so->state == SL_TCP_LISTEN)
-		return tp->acc_len ? SL_EV_IN : 0;
+		return (tp->acc_len ? SL_EV_IN : 0) | (so->error ? SL_EV_ERR : 0);
 	if (so->error)
 		ev |= SL_EV_ERR;
 	if (so->rxq_bytes || (tp->tflags & SL_TF_FIN_RCVD) || (so->flags & SL_SF_SHUT_RD))

@@ -981,7 +981,7 @@ void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 	thl = (th->off >> 4) * 4u;
 	if (thl < sizeof(*th) || thl > len)
 		goto bad;
-	if (!(b->flags & SL_BUF_LOCAL) &&
+	if (!(b->flags & (SL_BUF_LOCAL | SL_BUF_CSUM_OK)) &&
 	    sl_csum_fold(sl_csum_add(sl_csum_pseudo(ip->saddr, ip->daddr, IPPROTO_TCP_,
 						    (uint16_t)len), th, len)) != 0)
 		goto bad;

@@ -55,6 +55,15 @@ struct sluice_stack_config {
 	uint32_t ip_mask;	/* network order */
 	uint32_t ip_gateway;	/* network order; 0: on-link only */
 	uint8_t mac[6];		/* Ethernet-style links */
+	/*
+	 * A stack on a network device (needs the module; see
+	 * sluice_link_kring()): ifindex, or if that is 0 the device named
+	 * ifname, in the caller's network namespace; both empty for none.
+	 * Such a stack shares the device's IPv4 address: ip_addr, ip_mask
+	 * and mtu left 0 are taken from the device (SLUICE_IOC_IFINFO).
+	 */
+	uint32_t ifindex;
+	char ifname[16];
 };
 
 /*
@@ -99,6 +108,18 @@ int sluice_link_loop(struct sluice_stack *a, struct sluice_stack *b,
 		     const struct sluice_loop_faults *faults);
 /* Open TAP device @ifname (created if absent) as this process's link. */
 int sluice_link_tap(struct sluice_stack *st, const char *ifname);
+/*
+ * Run a stack made on a device (sluice_stack_config.ifname) through the
+ * module's rings on that device, as this process's link: the first
+ * process makes the rings, later ones map the same.  Every process of the
+ * stack calls it.  From then on every local port a socket of the stack
+ * takes (bind, listen, connect, a UDP send) is reserved in the kernel and
+ * steered to the stack by a module filter: the kernel's own rules apply
+ * (-EADDRINUSE, -EACCES), and ephemeral ports are the kernel's pick.
+ * -EOPNOTSUPP without a module that has rings, -ENODEV for a stack on no
+ * device (or one that has gone), -EBUSY if this process has a link.
+ */
+int sluice_link_kring(struct sluice_stack *st);
 
 /* ---- Sockets --------------------------------------------------------- */
 
