@@ -3,7 +3,7 @@
  * The sluice command.  Subcommands:
  *   sluice info         library, module, sysfs and debugfs state
  *   sluice stacks       the stacks on this machine
- *   sluice dump NAME    a stack's configuration, counters and sockets
+ *   sluice dump NAME    a stack's configuration, counters, rings and sockets
  *   sluice version      the library's version
  */
 #include <arpa/inet.h>
@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 
 #include <sluice/sluice.h>
 
@@ -197,6 +199,57 @@ static void print_tcp(const struct sl_sock *so)
 	       tp->backoff, so->retransmits);
 }
 
+/* The rings of a stack on a device (uapi struct sluice_kring), if it has
+ * them: sizes, device state, ring indices and the module's counters. */
+static void print_kring(const struct sl_stack *s)
+{
+	struct sluice_kring_setup ks = { .size = sizeof(ks) };
+	const struct sluice_kring *k;
+	void *map;
+
+	if (!s->module_backed || !s->ifindex)
+		return;
+	if (ioctl(s->region_fd, SLUICE_IOC_KRING_SETUP, &ks)) {
+		printf("kring: none (%s)\n", errno == ENOENT ? "not set up" : strerror(errno));
+		return;
+	}
+	map = mmap(NULL, ks.mmap_size, PROT_READ, MAP_SHARED, s->region_fd, SLUICE_MMAP_KRING);
+	if (map == MAP_FAILED)
+		map = mmap(NULL, ks.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, s->region_fd,
+			   SLUICE_MMAP_KRING);
+	if (map == MAP_FAILED) {
+		printf("kring: cannot map %llu bytes: %s\n", (unsigned long long)ks.mmap_size,
+		       strerror(errno));
+		return;
+	}
+	k = map;
+	printf("kring: ifindex %u, device %s, mtu %u, changes %u; %llu bytes mapped%s\n",
+	       k->ifindex, k->dev_state == SLUICE_KRING_DEV_UP ? "up" :
+	       k->dev_state == SLUICE_KRING_DEV_GONE ? "GONE" : "?", k->dev_mtu, k->dev_seq,
+	       (unsigned long long)k->size, k->magic == SLUICE_KRING_MAGIC ? "" : " (bad magic)");
+	printf("  rx   %5u entries  prod %10u cons %10u  waiting %u\n", k->rx_entries,
+	       k->rx.prod, k->rx.cons, k->rx.prod - k->rx.cons);
+	printf("  fill %5u entries  prod %10u cons %10u  buffers on it %u\n", k->rx_entries,
+	       k->fill.prod, k->fill.cons, k->fill.prod - k->fill.cons);
+	printf("  tx   %5u entries  prod %10u cons %10u  waiting %u (slots of %u bytes)\n",
+	       k->tx_entries, k->tx.prod, k->tx.cons, k->tx.prod - k->tx.cons, k->tx_slot_size);
+#define KCTR(f, d) printf("  %-13s %12llu  %s\n", #f, (unsigned long long)k->f, d)
+	KCTR(rx_packets, "steered to rx");
+	KCTR(rx_bytes, "bytes steered to rx");
+	KCTR(rx_drop_ring, "dropped: rx ring full");
+	KCTR(rx_drop_fill, "dropped: no buffer on the fill ring");
+	KCTR(rx_drop_size, "dropped: longer than a buffer holds");
+	KCTR(tx_packets, "handed to the device");
+	KCTR(tx_bytes, "bytes handed to the device");
+	KCTR(tx_drop, "refused by the device or neighbour layer");
+	KCTR(bad_index, "producer index too far ahead");
+	KCTR(bad_buf, "fill entries outside the region");
+	KCTR(bad_desc, "tx descriptors with bad length or flags");
+	KCTR(kicks, "tx kicks");
+#undef KCTR
+	munmap(map, ks.mmap_size);
+}
+
 static int cmd_dump(const char *name)
 {
 	struct sluice_stack *st;
@@ -215,6 +268,8 @@ static int cmd_dump(const char *name)
 	printf("stack %s: %s, %s/%s mtu %u, mac %02x:%02x:%02x:%02x:%02x:%02x\n", s->r->name,
 	       state_name(s->r->state), ip, mask, s->r->mtu, s->r->mac[0], s->r->mac[1],
 	       s->r->mac[2], s->r->mac[3], s->r->mac[4], s->r->mac[5]);
+	if (s->ifindex)
+		printf("  on device ifindex %u (kring)\n", s->ifindex);
 	if (s->r->state == SLUICE_STATE_BROKEN)
 		printf("  broken: process %u died holding the stack lock\n", s->r->broken_pid);
 	printf("  region %llu bytes; sockets %u/%u (%u bytes each); buffers %u/%u of %u bytes\n",
@@ -229,6 +284,7 @@ static int cmd_dump(const char *name)
 		if (sl_counter_sum(s, i))
 			printf("  %-20s %12llu  %s\n", sl_counter_names[i],
 			       (unsigned long long)sl_counter_sum(s, i), sl_counter_desc[i]);
+	print_kring(s);
 	printf("sockets:\n  %5s %-4s %-11s %-21s %-21s %8s %8s %8s %8s\n", "IDX", "TYPE",
 	       "STATE", "LOCAL", "REMOTE", "RXQ", "RX_PKTS", "TX_PKTS", "PID");
 	for (uint32_t i = 0; i < s->r->max_sockets; i++) {
@@ -244,6 +300,11 @@ static int cmd_dump(const char *name)
 		       so->type == SL_SOCK_TCP ? tcp_state_name(so->state) : "-", l, r,
 		       so->rxq_bytes, (unsigned long long)so->rx_pkts,
 		       (unsigned long long)so->tx_pkts, so->owner_pid);
+		if (so->flags & SL_SF_FILTER) {
+			addr_str(l, sizeof(l), so->filter_laddr, so->lport);
+			printf("        module filter %u: %s %s\n", so->filter_id,
+			       so->type == SL_SOCK_TCP ? "tcp" : "udp", l);
+		}
 		if (so->type == SL_SOCK_TCP)
 			print_tcp(so);
 	}
