@@ -136,6 +136,13 @@ run_kernel() { # run_kernel VERSION
 		add_binary "$root" "$t" /opt/sluice/bin
 	done
 	cp tests/vm/demo.sh "$root/opt/sluice/bin/demo.sh"
+	# The kring interop suite: both peers, and iproute2 and tc, which
+	# busybox's ip and tc cannot stand in for (veth, netns, netem).
+	cp tests/vm/kring.sh "$root/opt/sluice/bin/kring.sh"
+	add_binary "$root" build/tests/interop/kring_peer /opt/sluice/bin
+	add_binary "$root" build/tests/interop/kpeer /opt/sluice/bin
+	add_binary "$root" "$(readlink -f /usr/sbin/ip)" /usr/sbin
+	[ -x /usr/sbin/tc ] && add_binary "$root" /usr/sbin/tc /usr/sbin
 	# The stack's own tests, run again on module-backed regions.
 	cp tests/vm/lib_on_module.sh "$root/opt/sluice/bin/lib_on_module.sh"
 	for t in $(sed -n 's/^for t in \(.*\); do$/\1/p' tests/vm/lib_on_module.sh); do

@@ -1,0 +1,201 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# In the test VM: a Sluice stack on a veth device through the module's
+# rings (kring), against the Linux kernel's own stack in a network
+# namespace this script creates and deletes.  Prints TAP.
+#
+#   VM root namespace                               netns slk-peer
+#   +--------------------------------------+        +------------------------+
+#   | kernel: 10.77.0.1/24 on slk0          |        |                        |
+#   |   answers ARP and ping, owns every    |  veth  | slk1 10.77.0.2/24      |
+#   |   port Sluice has not filtered   slk0 +========+ Linux kernel stack:    |
+#   | Sluice stack "kr" on slk0 (kring),   |        |   kpeer (clients and   |
+#   |   sharing 10.77.0.1: kring_peer      |        |   echo server), ping,  |
+#   |   echo server on port 7, clients     |        |   netem on slk1        |
+#   +--------------------------------------+        +------------------------+
+#
+#   devgone: a second stack "kg" on veth slkg0 (peer slkg1), whose device
+#   is deleted under it.
+#
+# Every program runs for a bounded time.
+PATH=/opt/sluice/bin:$PATH
+IP=/usr/sbin/ip
+TC=/usr/sbin/tc
+NS=slk-peer
+S=10.77.0.1
+K=10.77.0.2
+n=0
+fail=0
+tap() { # tap ok|fail DESCRIPTION
+	n=$((n + 1))
+	if [ "$1" = ok ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi
+}
+check() { # check DESCRIPTION COMMAND...
+	d=$1
+	shift
+	if "$@"; then tap ok "$d"; else tap fail "$d"; fi
+}
+# expect WANT DESCRIPTION COMMAND...: the command prints WANT (last line).
+expect() {
+	want=$1 d=$2
+	shift 2
+	got=$("$@" 2>&1 | tail -n 1)
+	if [ "$got" = "$want" ]; then tap ok "$d"; else tap fail "$d"; echo "#   got '$got', want '$want'"; fi
+}
+skip_all() {
+	tap ok "kring interop # SKIP $1"
+	echo "1..$n"
+	exit 0
+}
+in_ns() { $IP netns exec "$NS" "$@"; }
+wait_ready() { # wait_ready FILE
+	i=0
+	while [ $i -lt 100 ] && ! grep -qx ready "$1" 2>/dev/null; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	grep -qx ready "$1"
+}
+cleanup() {
+	for p in $srv $ksrv $klis $gone; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	$IP netns del "$NS" 2>/dev/null
+	$IP link del slk0 2>/dev/null
+	$IP link del slkg0 2>/dev/null
+}
+trap cleanup EXIT
+
+lsmod | grep -q '^sluice ' || insmod /lib/modules/sluice.ko
+feat=$(sed -n 's/.*features 0x\([0-9a-f]*\).*/\1/p' /sys/kernel/debug/sluice/info | head -n 1)
+# KRING 0x2, FILTER 0x4, IFINFO 0x8
+[ $(( 0x${feat:-0} & 0xe )) = $((0xe)) ] || skip_all "module features 0x$feat lack kring, filters or ifinfo"
+[ -x $IP ] || skip_all "no iproute2 at $IP"
+
+mkdir -p /run/netns
+$IP netns add "$NS"
+$IP link add slk0 type veth peer name slk1
+$IP link set slk1 netns "$NS"
+$IP addr add "$S/24" dev slk0
+$IP link set slk0 up
+in_ns $IP link set lo up
+in_ns $IP addr add "$K/24" dev slk1
+in_ns $IP link set slk1 up
+check "the peer namespace pings the device address (kernel, before Sluice)" \
+	in_ns ping -c 1 -W 5 "$S"
+
+out=/tmp/kring-serve.out
+kring_peer serve kr slk0 400 >$out 2>&1 &
+srv=$!
+check "Sluice stack on slk0 through kring: echo server up" wait_ready $out
+[ -s $out ] && grep -v '^ready$' $out | sed 's/^/# serve: /'
+
+# Kernel clients, Sluice server.
+expect "ok 1 x 4194304" "kernel client -> Sluice server: 4 MiB echoed byte for byte" \
+	in_ns timeout 240 kpeer tcp-echo "$S" 7 4194304
+expect "ok 20 x 65536" "20 concurrent kernel connections -> Sluice: 64 KiB each echoed" \
+	in_ns timeout 240 kpeer tcp-echo "$S" 7 65536 20
+expect "50/50 echoed" "UDP kernel -> Sluice: 50 datagrams echoed" \
+	in_ns timeout 60 kpeer udp-echo "$S" 7 50
+
+# Sluice clients (other processes of the same stack), kernel server.
+kout=/tmp/kring-kserve.out
+in_ns kpeer serve 7 300 >$kout 2>&1 &
+ksrv=$!
+check "kernel echo server up in the peer namespace" wait_ready $kout
+expect "ok 4194304 bytes, eof 0" "Sluice client -> kernel server: 4 MiB echoed byte for byte" \
+	timeout 240 kring_peer tcp-client kr "$K" 7 4194304
+expect "50/50 echoed" "UDP Sluice -> kernel: 50 datagrams echoed" \
+	timeout 60 kring_peer udp-client kr "$K" 7 50
+expect ECONNREFUSED "Sluice connect to a closed kernel port: ECONNREFUSED" \
+	timeout 60 kring_peer connect kr "$K" 9
+
+# Ports: the kernel and Sluice never share one.
+expect EADDRINUSE "the kernel cannot bind TCP port 7 (a Sluice listener holds it)" \
+	kpeer bind tcp 7
+expect EADDRINUSE "the kernel cannot bind UDP port 7 (a Sluice socket holds it)" \
+	kpeer bind udp 7
+lout=/tmp/kring-klisten.out
+kpeer listen 8080 200 >$lout 2>&1 &
+klis=$!
+wait_ready $lout
+expect EADDRINUSE "Sluice cannot bind TCP port 8080 (a kernel listener holds it)" \
+	timeout 30 kring_peer bind kr tcp 8080
+expect 0 "Sluice binds a free port (8081)" timeout 30 kring_peer bind kr tcp 8081
+expect 0 "... and the kernel gets it back once that socket is closed" kpeer bind tcp 8081
+
+check "ping of the shared address is still answered (by the kernel)" \
+	in_ns ping -c 3 -W 5 "$S"
+
+# Loss recovery: netem on both ends of the veth.
+if in_ns $TC qdisc add dev slk1 root netem loss 3% 2>/dev/null &&
+   $TC qdisc add dev slk0 root netem loss 3% 2>/dev/null; then
+	expect "ok 1 x 1048576" "3% loss each way: kernel client -> Sluice, 1 MiB intact" \
+		in_ns timeout 240 kpeer tcp-echo "$S" 7 1048576
+	expect "ok 1048576 bytes, eof 0" "3% loss each way: Sluice client -> kernel, 1 MiB intact" \
+		timeout 240 kring_peer tcp-client kr "$K" 7 1048576
+	in_ns $TC qdisc del dev slk1 root
+	$TC qdisc del dev slk0 root
+	rexmt=$(sluice dump kr | sed -n 's/^  tcp_retransmit *\([0-9]*\).*/\1/p')
+	check "Sluice retransmitted under loss (tcp_retransmit ${rexmt:-0})" [ "${rexmt:-0}" -gt 0 ]
+else
+	tap ok "loss recovery # SKIP no netem (sch_netem or tc missing)"
+fi
+
+# The rings and filters afterwards.
+dump=/tmp/kring-dump.out
+sluice dump kr >$dump 2>&1
+sed -n '/^kring:/,/^sockets:/p' $dump | sed 's/^/# /'
+kctr() { sed -n "s/^  $1 *\([0-9]*\) .*/\1/p" $dump | head -n 1; }
+for c in bad_index bad_buf bad_desc rx_drop_size; do
+	v=$(kctr $c)
+	if [ "$v" = 0 ]; then tap ok "kring counter $c is 0"; else tap fail "kring counter $c is 0 (it is '${v}')"; fi
+done
+if grep -q '^  kring_rx_bad ' $dump; then
+	tap fail "the stack refused no rx descriptor (kring_rx_bad)"
+else
+	tap ok "the stack refused no rx descriptor (kring_rx_bad)"
+fi
+echo "# drops: rx ring full $(kctr rx_drop_ring), no fill buffer $(kctr rx_drop_fill)," \
+	"device refused $(kctr tx_drop) (neighbour resolution and netem account for these)"
+v=$(kctr rx_packets)
+check "the module steered packets to the rings (rx_packets $v)" [ "${v:-0}" -gt 1000 ]
+v=$(grep -c 'module filter [0-9]*: udp' $dump)
+check "UDP filters: only the server's port 7 is left once the UDP client closed ($v)" [ "$v" = 1 ]
+
+kill $srv 2>/dev/null
+wait $srv 2>/dev/null
+srv=
+expect 0 "the stack gone, the kernel can bind TCP port 7 again" kpeer bind tcp 7
+expect 0 "and UDP port 7" kpeer bind udp 7
+
+# The device goes away under a stack.
+$IP link add slkg0 type veth peer name slkg1
+$IP addr add 10.78.0.1/24 dev slkg0
+$IP link set slkg0 up
+$IP link set slkg1 up
+gout=/tmp/kring-gone.out
+kring_peer wait-gone kg slkg0 30 >$gout 2>&1 &
+gone=$!
+if wait_ready $gout; then
+	$IP link del slkg0
+	i=0
+	while [ $i -lt 300 ] && kill -0 $gone 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+	check "device deleted: the Sluice process ends by itself" sh -c "! kill -0 $gone 2>/dev/null"
+	sed 's/^/# wait-gone: /' $gout
+	check "device deleted: accept fails with ENETDOWN" grep -qx 'accept Network is down' $gout
+	check "device deleted: recv fails with ENETDOWN" grep -qx 'recv Network is down' $gout
+else
+	tap fail "a stack on slkg0 comes up"
+	sed 's/^/# /' $gout
+fi
+wait $gone 2>/dev/null
+gone=
+
+cleanup
+trap - EXIT
+i=0
+while [ $i -lt 50 ] && ! rmmod sluice 2>/dev/null; do sleep 0.2; i=$((i + 1)); done
+check "module unloads: no stack, ring, filter or mapping left" sh -c "! lsmod | grep -q '^sluice '"
+echo "1..$n"
+exit $fail
