@@ -172,8 +172,7 @@ struct sluice_region {
 	__u32 hash_buckets;		/* (c) power of two */
 	__u32 n_bufs;			/* (c) */
 	__u32 buf_size;			/* (c) bytes of data per buffer */
-	__u32 mtu;			/* (c) of the link; (u) a stack on a
-					 * device follows its MTU (kring) */
+	__u32 mtu;			/* (c) of the link, (u) on a device */
 	__u64 sock_off;			/* (c) */
 	__u64 hash_off;			/* (c) */
 	__u64 wheel_off;		/* (c) */
