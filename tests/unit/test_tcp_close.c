@@ -229,6 +229,26 @@ static void test_listen_close_children(void)
 	tf_finish();
 }
 
+/* A socket closed before it connected or listened held no buffer: its
+ * close frees none (its queues were once "buffer 0", so closing it put
+ * the free list back on itself). */
+static void test_closed_bound_close(void)
+{
+	struct sl_sock *so;
+	uint32_t free0;
+
+	tf_init("cb");
+	free0 = T.s->r->buf_free_count;
+	so = sl_sock_alloc(T.s, SL_SOCK_TCP);
+	tap_eq(sl_sock_bind(T.s, so, T.us, htons(7777)), 0, "closed: bound");
+	sl_tcp_close(T.s, so, tf_now_us);
+	tap_eq(T.s->r->buf_free_count, free0, "closed: closing it leaves the pool as it was");
+	so = sl_sock_alloc(T.s, SL_SOCK_TCP);
+	sl_tcp_close(T.s, so, tf_now_us);
+	tap_eq(T.s->r->buf_free_count, free0, "closed: so does closing an unbound one");
+	tf_finish();
+}
+
 /* RFC 1122 4.2.3.6: keepalive probes SND.NXT-1, then gives up. */
 static void test_established_keepalive(void)
 {
@@ -270,5 +290,6 @@ int main(void)
 	test_fin_wait_2_orphan_timeout();
 	test_listen_close_children();
 	test_established_keepalive();
+	test_closed_bound_close();
 	return tap_done();
 }
