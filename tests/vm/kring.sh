@@ -142,6 +142,14 @@ else
 	tap ok "loss recovery # SKIP no netem (sch_netem or tc missing)"
 fi
 
+# A new MTU on the device: new connections follow it.
+$IP link set slk0 mtu 1280
+in_ns $IP link set slk1 mtu 1280
+expect "ok 1 x 262144" "MTU 1280 on the veth: kernel client -> Sluice, 256 KiB echoed" \
+	in_ns timeout 120 kpeer tcp-echo "$S" 7 262144
+mtu=$(sluice dump kr | sed -n 's/^stack kr: .* mtu \([0-9]*\), .*/\1/p')
+check "the stack follows the device's MTU (mtu $mtu)" [ "$mtu" = 1280 ]
+
 # The rings and filters afterwards.
 dump=/tmp/kring-dump.out
 sluice dump kr >$dump 2>&1
