@@ -16,6 +16,10 @@
  *        prints the connect result as an errno name (ECONNREFUSED, 0, ...)
  *   kring_peer bind STACK tcp|udp PORT
  *        prints the errno name of binding (and for TCP listening) on PORT
+ *   kring_peer handoff STACK PORT SECONDS
+ *        attaches to STACK, listens on PORT, accepts one connection, closes
+ *        the listener (the port's filter passes to the connection), echoes
+ *        until EOF and closes; prints "ok BYTES"
  *   kring_peer wait-gone STACK IFNAME SECONDS
  *        makes STACK on IFNAME with a TCP listener and a UDP socket on port
  *        7, prints "ready", then waits for the device to go: prints what
@@ -286,6 +290,53 @@ static int try_bind(const char *proto, int port)
 	return 0;
 }
 
+static int handoff(int port, int seconds)
+{
+	struct sockaddr_in a = addr("0.0.0.0", port);
+	int l = sluice_socket(st, SLUICE_SOCK_STREAM), c, ret;
+	double end = now_s() + seconds;
+	static char buf[65536];
+	long n, total = 0;
+
+	ret = sluice_bind(st, l, &a);
+	if (!ret)
+		ret = sluice_listen(st, l, 4);
+	if (ret)
+		die("listen", ret);
+	printf("ready\n");
+	fflush(stdout);
+	c = sluice_accept(st, l, NULL);
+	if (c < 0)
+		die("accept", c);
+	sluice_close(st, l);
+	while (now_s() < end) {
+		struct sluice_pollfd p = { .sd = c, .events = POLLIN };
+
+		n = sluice_recv(st, c, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n == -EAGAIN) {
+			sluice_poll(st, &p, 1, 100);
+			continue;
+		}
+		if (n <= 0)
+			break;
+		total += n;
+		for (long off = 0; off < n && now_s() < end;) {
+			long w = sluice_send(st, c, buf + off, n - off, 0);
+
+			if (w < 0)
+				die("send", w);
+			off += w;
+		}
+	}
+	sluice_close(st, c);
+	/* Run the stack until the close is done (LAST-ACK answered). */
+	for (double e2 = now_s() + 1; now_s() < e2;)
+		sluice_stack_poll(st);
+	printf("ok %ld\n", total);
+	sluice_stack_close(st);
+	return n == 0 ? 0 : 1;
+}
+
 static int wait_gone(const char *name, const char *ifname, int seconds)
 {
 	struct sluice_stack_config cfg = { .max_sockets = 64, .n_bufs = 1024 };
@@ -348,6 +399,8 @@ int main(int argc, char **argv)
 		return connect_only(argv[3], atoi(argv[4]));
 	if (!strcmp(argv[1], "bind") && argc == 5)
 		return try_bind(argv[3], atoi(argv[4]));
+	if (!strcmp(argv[1], "handoff") && argc == 5)
+		return handoff(atoi(argv[3]), atoi(argv[4]));
 	fprintf(stderr, "kring_peer: bad arguments\n");
 	sluice_stack_close(st);
 	return 2;

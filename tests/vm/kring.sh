@@ -58,7 +58,7 @@ wait_ready() { # wait_ready FILE
 	grep -qx ready "$1"
 }
 cleanup() {
-	for p in $srv $ksrv $klis $gone; do kill "$p" 2>/dev/null; done
+	for p in $srv $ksrv $klis $gone $hand; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	$IP netns del "$NS" 2>/dev/null
 	$IP link del slk0 2>/dev/null
@@ -123,6 +123,19 @@ expect EADDRINUSE "Sluice cannot bind TCP port 8080 (a kernel listener holds it)
 	timeout 30 kring_peer bind kr tcp 8080
 expect 0 "Sluice binds a free port (8081)" timeout 30 kring_peer bind kr tcp 8081
 expect 0 "... and the kernel gets it back once that socket is closed" kpeer bind tcp 8081
+
+# A listener closed under its connection: the port's filter passes to the
+# connection (else its packets would go to the kernel, which resets it).
+hout=/tmp/kring-handoff.out
+timeout 120 kring_peer handoff kr 9000 100 >$hout 2>&1 &
+hand=$!
+wait_ready $hout
+expect "ok 1 x 262144" "listener closed after accept: its connection still echoes 256 KiB" \
+	in_ns timeout 120 kpeer tcp-echo "$S" 9000 262144
+wait $hand
+hand=
+check "... and its own side saw all of it" grep -qx "ok 262144" $hout
+expect 0 "the connection closed, the kernel can bind its port again" kpeer bind tcp 9000
 
 check "ping of the shared address is still answered (by the kernel)" \
 	in_ns ping -c 3 -W 5 "$S"
