@@ -296,7 +296,7 @@ static int handoff(int port, int seconds)
 	int l = sluice_socket(st, SLUICE_SOCK_STREAM), c, ret;
 	double end = now_s() + seconds;
 	static char buf[65536];
-	long n, total = 0;
+	long n = 0, total = 0;
 
 	ret = sluice_bind(st, l, &a);
 	if (!ret)
