@@ -508,6 +508,10 @@ int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *ad
 	}
 	if (!(so->flags & SL_SF_BOUND))
 		ret = sl_sock_bind(s, so, implicit_laddr(s, addr), 0);
+	else if (s->filters && !(so->flags & SL_SF_HASHED))
+		/* Connecting again after a failed attempt released the port
+		 * (sl_tcp_done()): a kring stack reserves it again. */
+		ret = sl_filter_take(s, so, so->laddr, &so->lport);
 	if (!ret)
 		ret = sl_tcp_connect(s, so, addr->sin_addr.s_addr, addr->sin_port, sl_now(s));
 	nb = so->flags & SL_SF_NONBLOCK;

@@ -26,6 +26,15 @@
  * a loopback socket before we give up. */
 #define EPHEMERAL_TRIES	16
 
+int (*sl_filter_ioctl)(int fd, unsigned long req, void *arg);
+
+/* The module's FILTER_ADD / _DEL: 0 or -1 with errno, as ioctl(2). */
+static int filter_ioctl(struct sl_stack *s, unsigned long req, struct sluice_filter *f)
+{
+	return sl_filter_ioctl ? sl_filter_ioctl(s->region_fd, req, f) :
+				 ioctl(s->region_fd, req, f);
+}
+
 static uint8_t proto_of(const struct sl_sock *so)
 {
 	return so->type == SL_SOCK_TCP ? IPPROTO_TCP : IPPROTO_UDP;
@@ -46,7 +55,7 @@ static int filter_add(struct sl_stack *s, uint8_t proto, uint32_t laddr, uint16_
 	f.protocol = proto;
 	f.laddr = laddr;
 	f.lport = *lport;
-	if (ioctl(s->region_fd, SLUICE_IOC_FILTER_ADD, &f)) {
+	if (filter_ioctl(s, SLUICE_IOC_FILTER_ADD, &f)) {
 		int err = errno;
 
 		sl_count(s, SL_C_filter_err);
@@ -57,7 +66,7 @@ static int filter_add(struct sl_stack *s, uint8_t proto, uint32_t laddr, uint16_
 	if (!f.lport || (*lport && f.lport != *lport)) {
 		struct sluice_filter d = { .size = sizeof(d), .id = f.id };
 
-		ioctl(s->region_fd, SLUICE_IOC_FILTER_DEL, &d);
+		filter_ioctl(s, SLUICE_IOC_FILTER_DEL, &d);
 		sl_count(s, SL_C_filter_err);
 		return -EPROTO;
 	}
@@ -75,7 +84,7 @@ static void filter_del(struct sl_stack *s, uint32_t id)
 	f.size = sizeof(f);
 	f.id = id;
 	/* -ENOENT: gone with the device already; nothing more to do. */
-	if (ioctl(s->region_fd, SLUICE_IOC_FILTER_DEL, &f))
+	if (filter_ioctl(s, SLUICE_IOC_FILTER_DEL, &f))
 		sl_count(s, SL_C_filter_err);
 	else
 		sl_count(s, SL_C_filter_del);

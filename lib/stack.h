@@ -272,6 +272,8 @@ void sl_udp_icmp_error(struct sl_stack *s, const struct sl_ip *quoted, int err);
  * Release: so no longer holds its port (unhashed for good). */
 int sl_filter_take(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t *lport);
 void sl_filter_release(struct sl_stack *s, struct sl_sock *so);
+/* Tests stand in for the module's filter ioctls here (NULL: ioctl(2)). */
+extern int (*sl_filter_ioctl)(int fd, unsigned long req, void *arg);
 
 /* region.c */
 int sl_region_create(struct sl_stack *s, const char *name, const struct sluice_stack_config *cfg);

@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Module filters for a kring stack's ports (lib/filter.c), with the
+ * module's FILTER_ADD and FILTER_DEL played here: it keeps a table of
+ * filters, refuses a port "the kernel uses" (EADDRINUSE) and a privileged
+ * one (EACCES), and picks ephemeral ports itself.  Checked: every port a
+ * socket takes on the device gets exactly one filter, loopback gets none,
+ * the kernel's refusals reach the caller, an ephemeral port is the
+ * kernel's pick (and one the stack holds on loopback is handed back),
+ * sockets sharing a port share a filter which passes from one to the next
+ * and goes with the last, and a connect after a refused one reserves the
+ * port again.
+ */
+#include <errno.h>
+#include <sys/ioctl.h>
+
+#include "stack_fixture.h"
+
+#define FMAX 32
+
+static struct {
+	struct { bool used; uint8_t proto; uint32_t laddr; uint16_t lport; uint32_t id; } f[FMAX];
+	uint32_t next_id;
+	uint16_t next_pick;	/* host order */
+	int adds, dels, bad_dels;
+} M = { .next_id = 100, .next_pick = 40000 };
+
+static int live(void)
+{
+	int n = 0;
+
+	for (int i = 0; i < FMAX; i++)
+		n += M.f[i].used;
+	return n;
+}
+
+static int fake_ioctl(int fd, unsigned long req, void *arg)
+{
+	struct sluice_filter *a = arg;
+	int i, slot = -1;
+
+	(void)fd;
+	if (a->size != sizeof(*a) || a->flags) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (req == SLUICE_IOC_FILTER_DEL) {
+		for (i = 0; i < FMAX; i++)
+			if (M.f[i].used && M.f[i].id == a->id) {
+				M.f[i].used = false;
+				M.dels++;
+				return 0;
+			}
+		M.bad_dels++;
+		errno = ENOENT;
+		return -1;
+	}
+	if (req != SLUICE_IOC_FILTER_ADD || (a->protocol != IPPROTO_TCP && a->protocol != IPPROTO_UDP) ||
+	    a->raddr || a->rport) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!a->lport) {
+		a->lport = htons(M.next_pick++);
+	} else if (ntohs(a->lport) == 8080) {
+		errno = EADDRINUSE;	/* a kernel listener has it */
+		return -1;
+	} else if (ntohs(a->lport) < 1024) {
+		errno = EACCES;		/* no CAP_NET_BIND_SERVICE */
+		return -1;
+	}
+	for (i = 0; i < FMAX; i++) {
+		if (M.f[i].used && M.f[i].proto == a->protocol && M.f[i].lport == a->lport &&
+		    M.f[i].laddr == a->laddr) {
+			errno = EEXIST;
+			return -1;
+		}
+		if (!M.f[i].used && slot < 0)
+			slot = i;
+	}
+	M.f[slot].used = true;
+	M.f[slot].proto = a->protocol;
+	M.f[slot].laddr = a->laddr;
+	M.f[slot].lport = a->lport;
+	M.f[slot].id = a->id = M.next_id++;
+	M.adds++;
+	return 0;
+}
+
+static bool has_filter(uint8_t proto, uint16_t port)
+{
+	for (int i = 0; i < FMAX; i++)
+		if (M.f[i].used && M.f[i].proto == proto && ntohs(M.f[i].lport) == port)
+			return true;
+	return false;
+}
+
+static struct sl_stack *S;
+#define ST ((struct sluice_stack *)S)
+
+static void test_bind_takes_a_filter(void)
+{
+	struct sockaddr_in any = fx_addr("0.0.0.0", 5000), us = fx_addr("10.9.0.1", 5000);
+	struct sockaddr_in lo = fx_addr("127.0.0.1", 6000);
+	int u = sluice_socket(ST, SLUICE_SOCK_DGRAM), t = sluice_socket(ST, SLUICE_SOCK_STREAM);
+	int l = sluice_socket(ST, SLUICE_SOCK_DGRAM);
+	struct sl_sock *so = sl_sock(S, (uint32_t)u);
+
+	tap_eq(sluice_bind(ST, u, &any), 0, "UDP bind 0.0.0.0:5000");
+	tap_ok(has_filter(IPPROTO_UDP, 5000) && M.adds == 1, "... adds one UDP filter for port 5000");
+	tap_ok((so->flags & SL_SF_FILTER) && so->filter_id == 100 && so->filter_laddr == 0,
+	       "... held by the socket: id and address in its slot");
+	tap_eq(sluice_bind(ST, t, &us), 0, "TCP bind 10.9.0.1:5000");
+	tap_ok(has_filter(IPPROTO_TCP, 5000) && M.adds == 2, "... a TCP filter of its own");
+	tap_eq(sluice_bind(ST, l, &lo), 0, "UDP bind 127.0.0.1:6000");
+	tap_eq(M.adds, 2, "... loopback needs no filter");
+	sluice_close(ST, u);
+	sluice_close(ST, t);
+	sluice_close(ST, l);
+	tap_eq(live(), 0, "closing them removes both filters");
+	tap_eq(M.bad_dels, 0, "and deletes nothing twice");
+}
+
+static void test_kernel_refusals(void)
+{
+	struct sockaddr_in k = fx_addr("0.0.0.0", 8080), p = fx_addr("0.0.0.0", 80);
+	int t = sluice_socket(ST, SLUICE_SOCK_STREAM);
+
+	tap_eq(sluice_bind(ST, t, &k), -EADDRINUSE, "a port the kernel uses: -EADDRINUSE");
+	tap_ok(!(sl_sock(S, (uint32_t)t)->flags & SL_SF_BOUND), "... and the socket stays unbound");
+	tap_eq(sluice_bind(ST, t, &p), -EACCES, "a privileged port without the right: -EACCES");
+	tap_eq(live(), 0, "no filter left behind");
+	sluice_close(ST, t);
+}
+
+static void test_ephemeral_is_the_kernels_pick(void)
+{
+	struct sockaddr_in to = fx_addr("10.9.0.2", 53), lo = fx_addr("127.0.0.1", 40001);
+	struct sockaddr_in name;
+	int u = sluice_socket(ST, SLUICE_SOCK_DGRAM), l = sluice_socket(ST, SLUICE_SOCK_DGRAM);
+	int adds = M.adds, dels = M.dels;
+
+	M.next_pick = 40000;
+	tap_eq(sluice_sendto(ST, u, "q", 1, 0, &to), 1, "a send from an unbound UDP socket");
+	sluice_getsockname(ST, u, &name);
+	tap_eq(ntohs(name.sin_port), 40000, "... binds the port the kernel picked");
+	tap_ok(has_filter(IPPROTO_UDP, 40000), "... under a filter");
+	sluice_close(ST, u);
+	/* The kernel's next pick is a port the stack holds on loopback. */
+	tap_eq(sluice_bind(ST, l, &lo), 0, "a loopback socket on 40001 (no filter)");
+	u = sluice_socket(ST, SLUICE_SOCK_DGRAM);
+	tap_eq(sluice_sendto(ST, u, "q", 1, 0, &to), 1, "another unbound send");
+	sluice_getsockname(ST, u, &name);
+	tap_eq(ntohs(name.sin_port), 40002, "... skips the pick the stack holds (40001)");
+	tap_ok(!has_filter(IPPROTO_UDP, 40001) && has_filter(IPPROTO_UDP, 40002),
+	       "... whose filter went back to the kernel");
+	tap_eq(M.adds - adds, 3, "three adds");
+	sluice_close(ST, u);
+	sluice_close(ST, l);
+	tap_eq(M.dels - dels, 3, "three deletes");
+	tap_eq(live(), 0, "nothing left");
+}
+
+static void test_shared_port_passes_on(void)
+{
+	struct sockaddr_in a = fx_addr("0.0.0.0", 7000);
+	int one = 1, u1 = sluice_socket(ST, SLUICE_SOCK_DGRAM), u2 = sluice_socket(ST, SLUICE_SOCK_DGRAM);
+	int adds = M.adds, dels = M.dels;
+
+	sluice_setsockopt(ST, u1, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	sluice_setsockopt(ST, u2, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	tap_eq(sluice_bind(ST, u1, &a), 0, "SO_REUSEADDR: first socket on 7000");
+	tap_eq(sluice_bind(ST, u2, &a), 0, "SO_REUSEADDR: second socket on 7000");
+	tap_eq(M.adds - adds, 1, "... one filter for both");
+	sluice_close(ST, u1);
+	tap_eq(M.dels - dels, 0, "the holder closed: the filter stays");
+	tap_ok(sl_sock(S, (uint32_t)u2)->flags & SL_SF_FILTER, "... the other socket holds it now");
+	sluice_close(ST, u2);
+	tap_eq(M.dels - dels, 1, "the last one closed: the filter goes");
+	tap_eq(live(), 0, "nothing left");
+}
+
+/* An RST|ACK from the peer answering our SYN (connection refused). */
+static void refuse(const struct capture *cap)
+{
+	const uint8_t *syn = cap->frame[cap->n - 1];
+	const struct sl_tcph *sth = (const struct sl_tcph *)(syn + 20);
+	uint8_t seg[sizeof(struct sl_tcph)], pkt[64];
+	struct sl_tcph *th = (struct sl_tcph *)seg;
+	struct sl_ip *ip = (struct sl_ip *)pkt;
+	size_t len;
+
+	memset(seg, 0, sizeof(seg));
+	th->sport = sth->dport;
+	th->dport = sth->sport;
+	th->ack = htonl(ntohl(sth->seq) + 1);
+	th->off = 5 << 4;
+	th->flags = TH_RST_ | TH_ACK_;
+	len = fx_ip(pkt, "10.9.0.2", "10.9.0.1", IPPROTO_TCP_, seg, sizeof(seg));
+	th = (struct sl_tcph *)(pkt + 20);
+	th->csum = sl_csum_fold(sl_csum_add(sl_csum_pseudo(ip->saddr, ip->daddr, IPPROTO_TCP_,
+							   sizeof(*th)), th, sizeof(*th)));
+	fx_input(S, pkt, len);
+}
+
+static void test_connect_again_after_refused(struct capture *cap)
+{
+	struct sockaddr_in to = fx_addr("10.9.0.2", 9);
+	int t = sluice_socket(ST, SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
+	struct sl_sock *so = sl_sock(S, (uint32_t)t);
+	int adds = M.adds;
+	uint16_t port;
+
+	M.next_pick = 41000;
+	tap_eq(sluice_connect(ST, t, &to), -EINPROGRESS, "connect sends its SYN");
+	port = ntohs(so->lport);
+	tap_ok(port == 41000 && has_filter(IPPROTO_TCP, 41000), "... from the kernel's pick, filtered");
+	refuse(cap);
+	tap_eq(so->error, ECONNREFUSED, "RST: connection refused");
+	tap_ok(!has_filter(IPPROTO_TCP, port) && !(so->flags & SL_SF_FILTER),
+	       "... the port is released, and its filter with it");
+	so->error = 0;
+	tap_eq(sluice_connect(ST, t, &to), -EINPROGRESS, "connect again");
+	tap_ok(has_filter(IPPROTO_TCP, port) && M.adds - adds == 2,
+	       "... reserves the same port again");
+	sluice_close(ST, t);
+	tap_eq(live(), 0, "closed: nothing left");
+}
+
+int main(void)
+{
+	struct capture *cap = calloc(1, sizeof(*cap));
+
+	S = fx_stack("filter", "10.9.0.1", cap);
+	sl_filter_ioctl = fake_ioctl;
+	/* As sluice_link_kring() leaves a stack on a device. */
+	S->filters = true;
+	S->module_backed = true;
+	test_bind_takes_a_filter();
+	test_kernel_refusals();
+	test_ephemeral_is_the_kernels_pick();
+	test_shared_port_passes_on();
+	test_connect_again_after_refused(cap);
+	S->module_backed = false;
+	fx_destroy(S);
+	free(cap);
+	return tap_done();
+}
