@@ -260,6 +260,12 @@ static int sluice_resv_bind(struct sluice_stack *st, u8 protocol,
 	ret = kernel_bind(sock, (struct sockaddr *)&sin, sizeof(sin));
 	if (ret)
 		goto err_release;
+	/*
+	 * Packets the stack's filters do not take (another device, or
+	 * before the rings steer) reach this socket, which nobody reads:
+	 * the smallest receive buffer bounds what they can pin.
+	 */
+	sock_set_rcvbuf(sock->sk, 0);
 	if (!*lport) {
 		ret = kernel_getsockname(sock, (struct sockaddr *)&sin);
 		if (ret < 0)
@@ -341,7 +347,7 @@ static void sluice_filter_drop(struct sluice_stack_filters *fs,
 	rhashtable_remove_fast(&sluice_filter_ht, &f->node,
 			       sluice_filter_params);
 	sluice_resv_put(f->resv);
-	fs->count--;
+	WRITE_ONCE(fs->count, fs->count - 1);
 	atomic64_inc(&fs->dels);
 	kfree_rcu(f, rcu);
 }
@@ -418,7 +424,7 @@ static int sluice_filter_add(struct sluice_stack *st,
 	if (ret)
 		goto err_id;
 	fs->published = true;
-	fs->count++;
+	WRITE_ONCE(fs->count, fs->count + 1);
 	atomic64_inc(&fs->adds);
 	a->lport = (__force __u16)lport;
 	a->id = f->id;
