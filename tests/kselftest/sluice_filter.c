@@ -898,6 +898,72 @@ TEST_F(filter, match_is_per_netns)
 	EXPECT_EQ(0, child_status(pid));
 }
 
+/*
+ * Stacks made, filled, partly emptied and closed over and over while
+ * another process looks packets up: every step succeeds, lookups find
+ * either nothing or a live stack's filter, and nothing is left after.
+ */
+TEST_F_TIMEOUT(filter, concurrent_add_del_match_close, 120)
+{
+	enum { WRITERS = 2, ROUNDS = 40, PER = 8 };
+	pid_t pids[WRITERS + 1];
+	int lo = self->lo;
+
+	for (int w = 0; w <= WRITERS; w++) {
+		pids[w] = fork();
+		ASSERT_LE(0, pids[w]);
+		if (pids[w])
+			continue;
+		if (w == WRITERS) {
+			/* The reader. */
+			for (int i = 0; i < ROUNDS * 4; i++) {
+				char out[64];
+				int port = 42000 + (i % WRITERS) * 100 + i % PER;
+
+				if (match(out, sizeof(out), i & 1 ? "udp" : "tcp",
+					  lo, "127.0.0.7", 9000, "127.0.0.1", port))
+					_exit(1);
+				if (strcmp(out, "none") && strncmp(out, "t_c", 3))
+					_exit(2);
+			}
+			_exit(0);
+		}
+		for (int r = 0; r < ROUNDS; r++) {
+			char name[16];
+			__u32 ids[PER];
+			int fd;
+
+			snprintf(name, sizeof(name), "t_c%d", w);
+			fd = create_stack(self->dev, name, lo);
+			if (fd < 0)
+				_exit(10);
+			for (int j = 0; j < PER; j++) {
+				int port = 42000 + w * 100 + j;
+
+				if (add(fd, j & 1 ? IPPROTO_UDP : IPPROTO_TCP,
+					j & 2 ? "127.0.0.1" : NULL, port,
+					j & 4 ? "127.0.0.7" : NULL, j & 4 ? 9000 : 0,
+					&ids[j]))
+					_exit(11);
+			}
+			for (int j = 0; j < PER; j += 2)
+				if (del(fd, ids[j]))
+					_exit(12);
+			close(fd);
+		}
+		_exit(0);
+	}
+	for (int w = 0; w <= WRITERS; w++) {
+		EXPECT_EQ(0, child_status(pids[w])) TH_LOG("process %d", w);
+	}
+	for (int w = 0; w < WRITERS; w++) {
+		for (int j = 0; j < PER; j++) {
+			EXPECT_EQ(0, try_bind(j & 1 ? SOCK_DGRAM : SOCK_STREAM,
+					      NULL, 42000 + w * 100 + j));
+		}
+	}
+}
+
 /* IFINFO, checked against what the socket ioctls report. */
 static void ifinfo_check(struct __test_metadata *_metadata, const char *name,
 			 const struct sluice_ifinfo *info)
