@@ -13,6 +13,13 @@ static int __init sluice_init(void)
 {
 	int ret;
 
+	/* Filters before the device: its ioctls add them. */
+	ret = sluice_filter_init();
+	if (ret) {
+		pr_err("cannot make the filter table: %d\n", ret);
+		return ret;
+	}
+
 	/* debugfs first so the device never exists without its dumps. */
 	sluice_debugfs_init();
 
@@ -40,6 +47,7 @@ err_chrdev:
 	sluice_chrdev_exit();
 err_debugfs:
 	sluice_debugfs_exit();
+	sluice_filter_exit();
 	return ret;
 }
 
@@ -52,6 +60,7 @@ static void __exit sluice_exit(void)
 	sluice_sysfs_exit();
 	sluice_chrdev_exit();
 	sluice_debugfs_exit();
+	sluice_filter_exit();
 }
 
 module_init(sluice_init);

@@ -18,6 +18,8 @@ struct dentry;
 struct file;
 struct kobject;
 struct net;
+struct seq_file;
+struct sluice_stack_filters;
 
 #define SLUICE_MODULE_VERSION	"0.1.0"
 
@@ -27,6 +29,10 @@ enum sluice_cmd_nr {
 	SLUICE_NR_STACK_CREATE = _IOC_NR(SLUICE_IOC_STACK_CREATE),
 	SLUICE_NR_STACK_ATTACH = _IOC_NR(SLUICE_IOC_STACK_ATTACH),
 	SLUICE_NR_STACK_WAKE = _IOC_NR(SLUICE_IOC_STACK_WAKE),
+	SLUICE_NR_FILTER_ADD = _IOC_NR(SLUICE_IOC_FILTER_ADD),
+	SLUICE_NR_FILTER_DEL = _IOC_NR(SLUICE_IOC_FILTER_DEL),
+	SLUICE_NR_IFINFO = _IOC_NR(SLUICE_IOC_IFINFO),
+	SLUICE_NR_NEIGH_RESOLVE = _IOC_NR(SLUICE_IOC_NEIGH_RESOLVE),
 	SLUICE_NR_COUNT,
 };
 
@@ -89,6 +95,8 @@ struct sluice_stack {
 
 	struct kobject *kobj;		/* under sluice_stacks_lock */
 	struct dentry *debugfs;		/* under sluice_stacks_lock */
+
+	struct sluice_stack_filters *filters;	/* filter.c, made on first use */
 };
 
 /*
@@ -116,6 +124,26 @@ void sluice_stack_put(struct sluice_stack *st);
 bool sluice_proc_alive(const struct sluice_proc *p);
 unsigned int sluice_stack_attached(struct sluice_stack *st);
 int sluice_stack_ifname(struct sluice_stack *st, char *buf, size_t len);
+struct sluice_stack *sluice_stack_of(struct file *file);
+
+/* filter.c: filters with port reservation */
+int sluice_filter_init(void);
+void sluice_filter_exit(void);
+int sluice_ioc_filter_add(struct file *file, void __user *uarg);
+int sluice_ioc_filter_del(struct file *file, void __user *uarg);
+/* filter.c: under rcu_read_lock(); the stack is valid until rcu_read_unlock(). */
+struct sluice_stack *sluice_filter_match(struct net *net, int ifindex, u8 protocol,
+					 __be32 saddr, __be16 sport,
+					 __be32 daddr, __be16 dport);
+void sluice_filter_stack_release(struct sluice_stack *st); /* drop all of st's filters */
+bool sluice_stack_has_kring(struct sluice_stack *st);
+unsigned int sluice_filter_count(struct sluice_stack *st);
+void sluice_filter_show(struct seq_file *m, struct sluice_stack *st);
+void sluice_filter_debugfs_init(struct dentry *root);
+
+/* netinfo.c: interface information and neighbour resolution */
+int sluice_ioc_ifinfo(struct file *file, void __user *uarg);
+int sluice_ioc_neigh_resolve(struct file *file, void __user *uarg);
 
 /* layout.c: the region layout user space asks for */
 bool sluice_name_ok(const char name[SLUICE_NAME_MAX]);

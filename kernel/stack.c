@@ -225,14 +225,20 @@ err_free:
  */
 static void sluice_stack_file_gone(struct sluice_stack *st)
 {
+	bool last = false;
+
 	mutex_lock(&sluice_stacks_lock);
 	if (!WARN_ON_ONCE(!st->files) && !--st->files) {
 		list_del_init(&st->node);
 		sluice_debugfs_stack_del(st);
 		sluice_sysfs_stack_del(st);
 		atomic_dec(&sluice_stats.stacks);
+		last = true;
 	}
 	mutex_unlock(&sluice_stacks_lock);
+	/* Outside the lock: it waits for an RCU grace period. */
+	if (last)
+		sluice_filter_stack_release(st);
 }
 
 /* Count the calling process as attached; returns its record. */
@@ -386,6 +392,14 @@ int sluice_ioc_stack_wake(struct file *file, void __user *uarg)
 		return -EINVAL;
 	}
 	return sluice_arg_out(uarg, &w, sizeof(w));
+}
+
+/* The stack of a stack fd (an ioctl dispatched with SLUICE_ON_STACK). */
+struct sluice_stack *sluice_stack_of(struct file *file)
+{
+	struct sluice_stack_file *sf = file->private_data;
+
+	return sf->st;
 }
 
 static long sluice_stack_ioctl(struct file *file, unsigned int cmd,

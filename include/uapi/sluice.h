@@ -40,7 +40,8 @@
 #define SLUICE_FEATURE_IFINFO	0x8ULL	/* IFINFO */
 #define SLUICE_FEATURE_NEIGH	0x10ULL	/* NEIGH_RESOLVE */
 /* What this module implements; grows as the features above land. */
-#define SLUICE_FEATURES_ALL	SLUICE_FEATURE_STACK
+#define SLUICE_FEATURES_ALL	(SLUICE_FEATURE_STACK | SLUICE_FEATURE_FILTER | \
+				 SLUICE_FEATURE_IFINFO | SLUICE_FEATURE_NEIGH)
 
 /**
  * struct sluice_version - SLUICE_IOC_VERSION argument
@@ -632,9 +633,15 @@ struct sluice_kring_kick {
  * @reserved1:	must be zero
  *
  * ADD: -EINVAL for a bad protocol or half a remote, -EEXIST for a filter
- * the stack already has, -ENOSPC past SLUICE_FILTER_MAX, -ENOENT without
- * rings, the reservation's errno otherwise.  DEL: only @id is read
- * (besides @size and @flags); -ENOENT for no such filter of this stack.
+ * the stack already has, -ENOSPC past SLUICE_FILTER_MAX, -ENODEV if the
+ * stack has no device, -ENOENT without rings, -EXDEV if the caller is
+ * not in the stack's network namespace (added with the module: the
+ * reservation is made with the caller's credentials, where the caller
+ * lives), the reservation's errno otherwise.  A reservation with a local
+ * address of 0 also covers the stack's filters on the same protocol and
+ * port with a specific local address (a listener's accepted
+ * connections).  DEL: only @id is read (besides @size and @flags);
+ * -ENOENT for no such filter of this stack.
  */
 struct sluice_filter {
 	__u32 size;
@@ -706,7 +713,9 @@ struct sluice_ifinfo {
  *
  * Looks in the kernel's neighbour table for the stack's device; an entry
  * that is missing or stale is created or probed (ARP), so asking again
- * later finds the answer.  -ENODEV if the stack has no device.
+ * later finds the answer.  -ENODEV if the stack has no device.  Added with
+ * the module: FAILED reports the last attempt and starts a new one (so
+ * asking again later may say PENDING); -EINVAL for an @addr in 0.0.0.0/8.
  */
 struct sluice_neigh_resolve {
 	__u32 size;

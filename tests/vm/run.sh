@@ -136,6 +136,8 @@ run_kernel() { # run_kernel VERSION
 		add_binary "$root" "$t" /opt/sluice/bin
 	done
 	cp tests/vm/demo.sh "$root/opt/sluice/bin/demo.sh"
+	# iproute2 for veth and netns topologies (busybox's ip cannot make veth).
+	add_binary "$root" /usr/sbin/ip /usr/sbin
 	# The stack's own tests, run again on module-backed regions.
 	cp tests/vm/lib_on_module.sh "$root/opt/sluice/bin/lib_on_module.sh"
 	for t in $(sed -n 's/^for t in \(.*\); do$/\1/p' tests/vm/lib_on_module.sh); do
