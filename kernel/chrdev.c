@@ -49,6 +49,10 @@ static const struct sluice_ioctl sluice_ioctls[SLUICE_NR_COUNT] = {
 				     "stack_attach", sluice_ioc_stack_attach },
 	[SLUICE_NR_STACK_WAKE] = { SLUICE_IOC_STACK_WAKE, SLUICE_ON_STACK,
 				   "stack_wake", sluice_ioc_stack_wake },
+	[SLUICE_NR_KRING_SETUP] = { SLUICE_IOC_KRING_SETUP, SLUICE_ON_STACK,
+				    "kring_setup", sluice_ioc_kring_setup },
+	[SLUICE_NR_KRING_KICK] = { SLUICE_IOC_KRING_KICK, SLUICE_ON_STACK,
+				   "kring_kick", sluice_ioc_kring_kick },
 };
 
 const char *sluice_cmd_name(unsigned int nr)

@@ -105,6 +105,7 @@ static void sluice_stack_show(struct seq_file *m, struct sluice_stack *st)
 	seq_printf(m, "  lock 0x%x lock_owner %d wake_seq %u attach_count %u\n",
 		   READ_ONCE(r->lock), READ_ONCE(r->lock_owner),
 		   READ_ONCE(r->wake_seq), READ_ONCE(r->attach_count));
+	sluice_kring_show(m, st);
 }
 
 static int stack_show(struct seq_file *m, void *unused)
