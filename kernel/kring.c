@@ -285,8 +285,10 @@ static void sluice_kring_rx(struct sluice_kring_state *kr, struct sk_buff *skb,
 	struct sluice_stack *st = kr->st;
 	bool posted;
 
+	/* A GSO skb's tot_len may be anything: only whole packets go as one. */
 	if (skb_is_gso(skb) &&
-	    skb->len > st->buf_size - min(st->buf_size, SLUICE_KRING_RX_HEADROOM)) {
+	    (skb->len > st->buf_size - min(st->buf_size, SLUICE_KRING_RX_HEADROOM) ||
+	     len != skb->len)) {
 		posted = sluice_kring_rx_gso(kr, skb);
 	} else {
 		spin_lock(&kr->rx_lock);

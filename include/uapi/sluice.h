@@ -40,7 +40,7 @@
 #define SLUICE_FEATURE_IFINFO	0x8ULL	/* IFINFO */
 #define SLUICE_FEATURE_NEIGH	0x10ULL	/* NEIGH_RESOLVE */
 /* What this module implements; grows as the features above land. */
-#define SLUICE_FEATURES_ALL	SLUICE_FEATURE_STACK
+#define SLUICE_FEATURES_ALL	(SLUICE_FEATURE_STACK | SLUICE_FEATURE_KRING)
 
 /**
  * struct sluice_version - SLUICE_IOC_VERSION argument
