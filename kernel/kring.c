@@ -73,6 +73,7 @@ struct sluice_kring_state {
 	spinlock_t rx_lock;		/* the rx producer and fill consumer */
 	u32 rx_prod;			/* private copies of the indices */
 	u32 fill_cons;			/* the module writes */
+	u64 rx_gso_split;		/* GSO skbs segmented, for debugfs */
 	struct mutex tx_lock;		/* the tx consumer */
 	u32 tx_cons;
 };
@@ -254,6 +255,7 @@ static bool sluice_kring_rx_gso(struct sluice_kring_state *kr,
 		goto drop_skb;
 	consume_skb(skb);
 	spin_lock(&kr->rx_lock);
+	kr->rx_gso_split++;
 	skb_list_walk_safe(segs, seg, next) {
 		const struct iphdr *iph = ip_hdr(seg);
 		unsigned int len = ntohs(iph->tot_len);
@@ -812,6 +814,9 @@ void sluice_kring_show(struct seq_file *m, struct sluice_stack *st)
 	seq_printf(m, "  bad_index %llu bad_buf %llu bad_desc %llu\n",
 		   READ_ONCE(k->bad_index), READ_ONCE(k->bad_buf),
 		   READ_ONCE(k->bad_desc));
+	seq_printf(m, "  module rx_prod %u fill_cons %u tx_cons %u rx_gso_split %llu\n",
+		   READ_ONCE(kr->rx_prod), READ_ONCE(kr->fill_cons),
+		   READ_ONCE(kr->tx_cons), READ_ONCE(kr->rx_gso_split));
 }
 
 int sluice_kring_init(void)

@@ -1044,6 +1044,8 @@ TEST_F(veth, rx_udp_gso_segments)
 		EXPECT_EQ(0, memcmp(pkt + HDRS, payload + i * 1000, 1000));
 	}
 	EXPECT_EQ(0, k->rx_drop_size);
+	/* veth passed the GSO skb on whole: the module segmented it. */
+	EXPECT_EQ(1, dump_value(self->dir, "rx_gso_split"));
 	close(s);
 	munmap(k, k->size);
 }
@@ -1108,7 +1110,18 @@ TEST_F(veth, device_unregistered)
 	EXPECT_LT(seq, k->dev_seq);
 	EXPECT_EQ(1, poll(&p, 1, 1000));
 	seq = k->dev_seq;
+	ASSERT_EQ(0, run(IP_CMD " link set sk0 down"));
+	EXPECT_LT(seq, k->dev_seq);
+	EXPECT_EQ(SLUICE_KRING_DEV_UP, k->dev_state);
+	seq = k->dev_seq;
+	ASSERT_EQ(0, run(IP_CMD " link set sk0 up"));
+	EXPECT_LT(seq, k->dev_seq);
+	seq = k->dev_seq;
+	w.flags = 0;
 	ASSERT_EQ(0, xioctl(self->fd, SLUICE_IOC_STACK_WAKE, &w));
+	w.flags = SLUICE_WAKE_ARM;
+	ASSERT_EQ(0, xioctl(self->fd, SLUICE_IOC_STACK_WAKE, &w));
+	EXPECT_EQ(0, poll(&p, 1, 0));
 	ASSERT_EQ(0, run(IP_CMD " link del sk0"));
 	EXPECT_EQ(SLUICE_KRING_DEV_GONE, k->dev_state);
 	EXPECT_LT(seq, k->dev_seq);
@@ -1121,6 +1134,38 @@ TEST_F(veth, device_unregistered)
 	/* A device of the same name again is not the stack's. */
 	ASSERT_EQ(0, run(IP_CMD " link add sk0 type veth peer name sk1"));
 	EXPECT_EQ(-ENODEV, kick(self->fd));
+	munmap(k, k->size);
+}
+
+/* The device moves to another namespace: gone for the stack. */
+TEST_F(veth, device_moved_to_other_netns)
+{
+	struct sluice_kring *k;
+	char cmd[256];
+	int s, r;
+
+	k = veth_rings(_metadata, self->fd, 8);
+	ASSERT_NE(NULL, k);
+	snprintf(cmd, sizeof(cmd), IP_CMD " link set sk0 netns %s", self->peer);
+	ASSERT_EQ(0, run(cmd));
+	EXPECT_EQ(SLUICE_KRING_DEV_GONE, k->dev_state);
+	EXPECT_EQ(-ENODEV, kick(self->fd));
+	EXPECT_EQ(0, dump_value(self->dir, "steering"));
+	/* Both ends in the peer now: its traffic is its own kernel's. */
+	snprintf(cmd, sizeof(cmd), IP_CMD " -n %s addr add 10.77.1.1/24 dev sk0"
+		 " && " IP_CMD " -n %s link set sk0 up && " IP_CMD
+		 " -n %s link set lo up", self->peer, self->peer, self->peer);
+	ASSERT_EQ(0, run(cmd));
+	s = peer_socket(self->self_ns, self->peer_ns, htonl(0x0a4d0002), 0);
+	r = peer_socket(self->self_ns, self->peer_ns, htonl(0x0a4d0101),
+			STEERED_PORT);
+	ASSERT_LE(0, s);
+	ASSERT_LE(0, r);
+	ASSERT_EQ(0, udp_send(s, htonl(0x0a4d0101), STEERED_PORT, "m", 1));
+	EXPECT_EQ(1, recv(r, cmd, sizeof(cmd), 0));
+	EXPECT_EQ(0, k->rx_packets);
+	close(r);
+	close(s);
 	munmap(k, k->size);
 }
 
