@@ -276,6 +276,21 @@ static size_t build_udp(unsigned char *pkt, __u32 saddr, __u16 sport,
 	return HDRS + plen;
 }
 
+/* Whether the UDP checksum of the IPv4 packet @pkt (ihl 5) verifies. */
+static bool udp_csum_ok(const unsigned char *pkt)
+{
+	__u16 ulen = (pkt[24] << 8) | pkt[25];
+	unsigned char pseudo[12];
+
+	memcpy(pseudo, pkt + 12, 8);
+	pseudo[8] = 0;
+	pseudo[9] = IPPROTO_UDP;
+	pseudo[10] = ulen >> 8;
+	pseudo[11] = ulen & 0xff;
+	return csum_fold(csum_add(csum_add(0, pseudo, sizeof(pseudo)),
+				  pkt + 20, ulen)) == 0;
+}
+
 static int run(const char *cmd)
 {
 	int st = system(cmd);
@@ -1040,6 +1055,9 @@ TEST_F(veth, rx_udp_gso_segments)
 
 		EXPECT_EQ(HDRS + 1000, d->len);
 		EXPECT_EQ(HDRS + 1000, (pkt[2] << 8) | pkt[3]);
+		/* Segmentation filled in the checksums, or says not to check. */
+		if (!(d->flags & SLUICE_KRING_RX_CSUM_OK))
+			EXPECT_TRUE(udp_csum_ok(pkt)) TH_LOG("segment %u", i);
 		EXPECT_EQ(1008, (pkt[24] << 8) | pkt[25]);
 		EXPECT_EQ(0, memcmp(pkt + HDRS, payload + i * 1000, 1000));
 	}
@@ -1133,6 +1151,32 @@ TEST_F(veth, device_unregistered)
 	EXPECT_EQ(0, dump_value(self->dir, "steering"));
 	/* A device of the same name again is not the stack's. */
 	ASSERT_EQ(0, run(IP_CMD " link add sk0 type veth peer name sk1"));
+	EXPECT_EQ(-ENODEV, kick(self->fd));
+	munmap(k, k->size);
+}
+
+/* The peer's namespace is torn down, taking the veth pair with it. */
+TEST_F(veth, peer_netns_deleted)
+{
+	struct sluice_kring *k;
+	char cmd[256];
+	int waited;
+
+	k = veth_rings(_metadata, self->fd, 8);
+	ASSERT_NE(NULL, k);
+	close(self->peer_ns);
+	self->peer_ns = -1;
+	snprintf(cmd, sizeof(cmd), IP_CMD " netns del %s", self->peer);
+	ASSERT_EQ(0, run(cmd));
+	/* The namespace is dismantled by a worker: wait for it, bounded. */
+	for (waited = 0; waited < 10000; waited += 20) {
+		if (__atomic_load_n(&k->dev_state, __ATOMIC_ACQUIRE) ==
+		    SLUICE_KRING_DEV_GONE)
+			break;
+		usleep(20000);
+	}
+	EXPECT_EQ(SLUICE_KRING_DEV_GONE, k->dev_state);
+	EXPECT_EQ(0, if_nametoindex("sk0"));
 	EXPECT_EQ(-ENODEV, kick(self->fd));
 	munmap(k, k->size);
 }
