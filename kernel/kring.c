@@ -132,23 +132,25 @@ static void sluice_kring_count(u64 *ctr, u64 n)
 }
 
 /*
- * Wake sleepers after producing, cheaply: the full barrier orders the
- * rx.prod store before the loads of the sleeper counts.  A sleeper counts
- * itself (the region's sleepers, or the fd's wait queue) before its last
- * look at the rings, so either it sees the packet or we see it.
+ * Wake sleepers after producing, cheaply: only when someone sleeps, that
+ * is the region's sleepers count is non-zero (a sleeper counts itself
+ * there before its last look at the rings) or a poller is queued on a
+ * stack fd.  Either the sleeper sees the packet or we see the sleeper.
  */
 static void sluice_kring_wake(struct sluice_stack *st)
 {
-	bool queued;
-
 	/* Orders the rx.prod store before the loads of the sleeper counts. */
 	smp_mb();
-	/* The barrier above pairs with the one in poll_wait's queueing. */
-	queued = waitqueue_active(&st->wq);
-	if (!queued && !READ_ONCE(st->region->sleepers))
+	/* Paired with the barrier after poll_wait() in the stack's poll. */
+	if (!READ_ONCE(st->region->sleepers) && !waitqueue_active(&st->wq))
 		return;
-	atomic_inc(&st->wake_seq);
-	if (queued) {
+	/*
+	 * Fully ordered: a poller that queues itself after the check below
+	 * sees the new sequence, one queued before it is woken.
+	 */
+	atomic_inc_return(&st->wake_seq);
+	/* Ordered by the fully ordered atomic above. */
+	if (waitqueue_active(&st->wq)) {
 		atomic64_inc(&st->wakes);
 		wake_up_interruptible_all(&st->wq);
 	}

@@ -371,6 +371,11 @@ static __poll_t sluice_stack_poll(struct file *file, poll_table *wait)
 	struct sluice_stack *st = sf->st;
 
 	poll_wait(file, &st->wq, wait);
+	/*
+	 * Queued before the sequence is read: pairs with the barrier of the
+	 * kring's receive path, which looks at the queue after producing.
+	 */
+	smp_mb();
 	/* After poll_wait: a SIGNAL from here on wakes the queue we are on. */
 	if ((u32)atomic_read(&st->wake_seq) != READ_ONCE(sf->armed_seq))
 		return EPOLLIN | EPOLLRDNORM;

@@ -455,6 +455,10 @@ struct sluice_stack_wake {
  * Sleeping: the rx side bumps the stack's wake sequence (struct
  * sluice_stack_wake) and wakes pollers of the stack fd whenever it
  * produces while someone sleeps, so the WAKE protocol covers the rings.
+ * Someone sleeps while the region's @sleepers is non-zero or a poller is
+ * queued on a stack fd: a sleeper adds itself to @sleepers (a full
+ * barrier) before its last look at the rings (step 2 of the protocol),
+ * or it may miss a packet produced between that look and its poll.
  */
 #define SLUICE_MMAP_REGION	0ULL
 #define SLUICE_MMAP_KRING	(1ULL << 32)	/* mmap offset of the rings */

@@ -874,6 +874,40 @@ static long long softnet_dropped(void)
 #define FLOOD_SENDERS	2
 #define FLOOD_EACH	1000
 
+/* Nobody sleeps: the sequence stays; a counted sleeper: it moves. */
+TEST_F(lo, rx_bumps_wake_seq_only_for_sleepers)
+{
+	struct sluice_stack_wake w = { .size = sizeof(w) };
+	struct sluice_region *r = (struct sluice_region *)self->region;
+	__u32 lo = htonl(INADDR_LOOPBACK), seq;
+	struct sluice_kring_setup s;
+	struct sluice_kring *k;
+	int tx;
+
+	ASSERT_EQ(0, kring_setup(self->fd, SLUICE_KRING_CREATE, 8, 8, 2048, &s));
+	k = mmap(NULL, s.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 self->fd, SLUICE_MMAP_KRING);
+	ASSERT_NE(MAP_FAILED, k);
+	fill_put(k, 0);
+	fill_put(k, 1);
+	steer(self->fd, STEERED_PORT);
+	tx = udp_socket(lo, 0);
+	ASSERT_LE(0, tx);
+	ASSERT_EQ(0, xioctl(self->fd, SLUICE_IOC_STACK_WAKE, &w));
+	seq = w.seq;
+	ASSERT_EQ(0, udp_send(tx, lo, STEERED_PORT, "1", 1));
+	ASSERT_EQ(1, rx_wait(k, 1, 5000));
+	ASSERT_EQ(0, xioctl(self->fd, SLUICE_IOC_STACK_WAKE, &w));
+	EXPECT_EQ(seq, w.seq);
+	r->sleepers = 1;
+	ASSERT_EQ(0, udp_send(tx, lo, STEERED_PORT, "2", 1));
+	ASSERT_EQ(2, rx_wait(k, 2, 5000));
+	ASSERT_EQ(0, xioctl(self->fd, SLUICE_IOC_STACK_WAKE, &w));
+	EXPECT_EQ(seq + 1, w.seq);
+	close(tx);
+	munmap(k, s.mmap_size);
+}
+
 /*
  * Senders on both CPUs at once (rx_handlers run concurrently for one
  * stack) while the test consumes and refills: every packet arrives intact
