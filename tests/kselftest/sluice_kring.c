@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -54,6 +55,7 @@
 #define BUF_SIZE	2048
 #define STEERED_PORT	40123
 #define HDRS		(sizeof(struct iphdr) + sizeof(struct udphdr))
+#define NOBODY		65534
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT	103
@@ -289,6 +291,16 @@ static bool udp_csum_ok(const unsigned char *pkt)
 	pseudo[11] = ulen & 0xff;
 	return csum_fold(csum_add(csum_add(0, pseudo, sizeof(pseudo)),
 				  pkt + 20, ulen)) == 0;
+}
+
+/* The child's exit status, or -1 if it did not exit normally. */
+static int child_status(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 static int run(const char *cmd)
@@ -545,6 +557,57 @@ TEST_F(lo, sysfs_and_debugfs)
 	EXPECT_EQ(0, kick(self->fd));
 	EXPECT_EQ(1, dump_value(self->dir, "kicks"));
 	EXPECT_EQ(0, dump_value(self->dir, "bad_desc"));
+}
+
+/* The rings are charged to the caller's RLIMIT_MEMLOCK, until freed. */
+TEST_F(lo, rings_are_charged_to_memlock)
+{
+	struct sluice_stack_create ca, cb;
+	struct sluice_kring_setup s;
+	int fa, fb;
+	pid_t pid;
+
+	fa = stack_create(self->dev, "t_memA", if_nametoindex("lo"), &ca);
+	fb = stack_create(self->dev, "t_memB", if_nametoindex("lo"), &cb);
+	ASSERT_LE(0, fa);
+	ASSERT_LE(0, fb);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct rlimit mb = { 1 << 20, 1 << 20 };
+
+		if (setrlimit(RLIMIT_MEMLOCK, &mb) ||
+		    setresgid(NOBODY, NOBODY, NOBODY) ||
+		    setresuid(NOBODY, NOBODY, NOBODY))
+			_exit(100);
+		/* 2 MiB of slots alone. */
+		if (kring_setup(fa, SLUICE_KRING_CREATE, 64, 128, 16384, &s) != -ENOMEM)
+			_exit(1);
+		/* 516 KiB: fits once, not twice. */
+		if (kring_setup(fa, SLUICE_KRING_CREATE, 64, 64, 8192, &s))
+			_exit(2);
+		if (s.mmap_size != 4096 + 64 * 8192)
+			_exit(3);
+		if (kring_setup(fb, SLUICE_KRING_CREATE, 64, 64, 8192, &s) != -ENOMEM)
+			_exit(4);
+		_exit(0);
+	}
+	EXPECT_EQ(0, child_status(pid));
+	/* Stack A and its rings go: the charge goes with them. */
+	close(fa);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct rlimit mb = { 1 << 20, 1 << 20 };
+
+		if (setrlimit(RLIMIT_MEMLOCK, &mb) ||
+		    setresgid(NOBODY, NOBODY, NOBODY) ||
+		    setresuid(NOBODY, NOBODY, NOBODY))
+			_exit(100);
+		_exit(kring_setup(fb, SLUICE_KRING_CREATE, 64, 64, 8192, &s) ? 5 : 0);
+	}
+	EXPECT_EQ(0, child_status(pid));
+	close(fb);
 }
 
 TEST_F(lo, mmap_bounds)
