@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * kselftests for the kring queue of sluice.ko: SLUICE_IOC_KRING_SETUP and
- * _KICK argument rules, the mapping at SLUICE_MMAP_KRING, the module's
- * distrust of every index and length user space writes in the rings, and
- * real traffic:
+ * _KICK argument rules, the RLIMIT_MEMLOCK charge, the mapping at
+ * SLUICE_MMAP_KRING, the module's distrust of every index and length user
+ * space writes in the rings, wakeups, and real traffic: UDP both ways
+ * (ARP through the neighbour layer on tx), UDP GSO and TCP TSO from the
+ * kernel segmented on the way in, concurrent receivers, and the device
+ * going away (deleted, moved, its peer's namespace torn down).
  *
  *   lo tests: a network namespace of the test's own, the stack on lo
  *
