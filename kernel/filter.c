@@ -121,14 +121,6 @@ static struct rhashtable sluice_resv_ht;
 /* Serialises making a stack's filter state, nothing else. */
 static DEFINE_MUTEX(sluice_filters_make_lock);
 
-/* stand-in until kring lands */
-bool sluice_stack_has_kring(struct sluice_stack *st)
-{
-	return st->ifindex != 0;
-}
-
-/* end of stand-in until kring lands */
-
 static void sluice_filter_key_make(struct sluice_filter_key *k,
 				   const struct net *net, int ifindex,
 				   u8 protocol, __be32 laddr, __be16 lport,

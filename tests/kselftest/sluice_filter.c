@@ -153,8 +153,8 @@ static void layout(struct sluice_stack_create *c, const char *name,
 	c->region_size = ALIGN_UP(off, PAGE);
 }
 
-/* A stack on @ifindex; its fd or -errno. */
-static int create_stack(int dev, const char *name, __u32 ifindex)
+/* A stack on @ifindex, without rings; its fd or -errno. */
+static int create_stack_bare(int dev, const char *name, __u32 ifindex)
 {
 	struct sluice_stack_create c;
 	int ret;
@@ -162,6 +162,29 @@ static int create_stack(int dev, const char *name, __u32 ifindex)
 	layout(&c, name, ifindex);
 	ret = xioctl(dev, SLUICE_IOC_STACK_CREATE, &c);
 	return ret ? ret : c.fd;
+}
+
+/*
+ * A stack on @ifindex with (small) rings when it has a device, since
+ * filters steer into rings; its fd or -errno.
+ */
+static int create_stack(int dev, const char *name, __u32 ifindex)
+{
+	struct sluice_kring_setup k = {
+		.size = sizeof(k), .flags = SLUICE_KRING_CREATE,
+		.rx_entries = 8, .tx_entries = 8, .tx_slot_size = 2048,
+	};
+	int fd, ret;
+
+	fd = create_stack_bare(dev, name, ifindex);
+	if (fd < 0 || !ifindex)
+		return fd;
+	ret = xioctl(fd, SLUICE_IOC_KRING_SETUP, &k);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
 }
 
 static void filter_init(struct sluice_filter *f, __u8 proto,
@@ -225,8 +248,10 @@ static int sized_ioctl(int fd, unsigned long cmd, void *arg, size_t len,
 		       __u32 size, unsigned char tail_byte)
 {
 	unsigned char buf[512];
+	__u32 own_size;
 	int ret;
 
+	memcpy(&own_size, arg, sizeof(own_size));
 	memset(buf, 0, sizeof(buf));
 	memcpy(buf, arg, len);
 	memcpy(buf, &size, sizeof(size));
@@ -234,6 +259,8 @@ static int sized_ioctl(int fd, unsigned long cmd, void *arg, size_t len,
 		memset(buf + len, tail_byte, TAIL);
 	ret = xioctl(fd, cmd, buf);
 	memcpy(arg, buf, len);
+	/* The caller's struct keeps its own size for the next call. */
+	memcpy(arg, &own_size, sizeof(own_size));
 	return ret;
 }
 
@@ -517,6 +544,19 @@ TEST_F(filter, add_without_device_is_enodev)
 	EXPECT_EQ(-ENODEV, xioctl(st0, SLUICE_IOC_NEIGH_RESOLVE, &r));
 	EXPECT_EQ(0, try_bind(SOCK_STREAM, NULL, 41080));
 	close(st0);
+}
+
+TEST_F(filter, add_without_rings_is_enoent)
+{
+	int st;
+
+	st = create_stack_bare(self->dev, "t_fnr", self->lo);
+	ASSERT_LE(0, st);
+	EXPECT_EQ(-ENOENT, add(st, IPPROTO_TCP, NULL, 41085, NULL, 0, NULL));
+	EXPECT_EQ(-ENOENT, add(st, IPPROTO_UDP, NULL, 0, NULL, 0, NULL));
+	/* Nothing was reserved. */
+	EXPECT_EQ(0, try_bind(SOCK_STREAM, NULL, 41085));
+	close(st);
 }
 
 TEST_F(filter, port_the_kernel_uses_is_eaddrinuse)
