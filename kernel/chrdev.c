@@ -49,6 +49,18 @@ static const struct sluice_ioctl sluice_ioctls[SLUICE_NR_COUNT] = {
 				     "stack_attach", sluice_ioc_stack_attach },
 	[SLUICE_NR_STACK_WAKE] = { SLUICE_IOC_STACK_WAKE, SLUICE_ON_STACK,
 				   "stack_wake", sluice_ioc_stack_wake },
+	[SLUICE_NR_KRING_SETUP] = { SLUICE_IOC_KRING_SETUP, SLUICE_ON_STACK,
+				    "kring_setup", sluice_ioc_kring_setup },
+	[SLUICE_NR_KRING_KICK] = { SLUICE_IOC_KRING_KICK, SLUICE_ON_STACK,
+				   "kring_kick", sluice_ioc_kring_kick },
+	[SLUICE_NR_FILTER_ADD] = { SLUICE_IOC_FILTER_ADD, SLUICE_ON_STACK,
+				   "filter_add", sluice_ioc_filter_add },
+	[SLUICE_NR_FILTER_DEL] = { SLUICE_IOC_FILTER_DEL, SLUICE_ON_STACK,
+				   "filter_del", sluice_ioc_filter_del },
+	[SLUICE_NR_IFINFO] = { SLUICE_IOC_IFINFO, SLUICE_ON_DEV, "ifinfo",
+			       sluice_ioc_ifinfo },
+	[SLUICE_NR_NEIGH_RESOLVE] = { SLUICE_IOC_NEIGH_RESOLVE, SLUICE_ON_STACK,
+				      "neigh_resolve", sluice_ioc_neigh_resolve },
 };
 
 const char *sluice_cmd_name(unsigned int nr)

@@ -34,10 +34,11 @@ static int info_show(struct seq_file *m, void *unused)
 	seq_printf(m, "ioctl_unknown %lld\n",
 		   (long long)atomic64_read(&sluice_stats.unknown_cmds));
 	for (nr = 0; nr < SLUICE_NR_COUNT; nr++)
-		seq_printf(m, "ioctl_%s calls %lld errors %lld\n",
-			   sluice_cmd_name(nr),
-			   (long long)atomic64_read(&sluice_stats.cmd[nr].calls),
-			   (long long)atomic64_read(&sluice_stats.cmd[nr].errors));
+		if (sluice_cmd_name(nr))	/* numbers not (yet) in use */
+			seq_printf(m, "ioctl_%s calls %lld errors %lld\n",
+				   sluice_cmd_name(nr),
+				   (long long)atomic64_read(&sluice_stats.cmd[nr].calls),
+				   (long long)atomic64_read(&sluice_stats.cmd[nr].errors));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(info);
@@ -105,6 +106,8 @@ static void sluice_stack_show(struct seq_file *m, struct sluice_stack *st)
 	seq_printf(m, "  lock 0x%x lock_owner %d wake_seq %u attach_count %u\n",
 		   READ_ONCE(r->lock), READ_ONCE(r->lock_owner),
 		   READ_ONCE(r->wake_seq), READ_ONCE(r->attach_count));
+	sluice_filter_show(m, st);
+	sluice_kring_show(m, st);
 }
 
 static int stack_show(struct seq_file *m, void *unused)
@@ -139,6 +142,7 @@ void sluice_debugfs_init(void)
 			    &info_fops);
 	sluice_debugfs_stacks = debugfs_create_dir("stacks",
 						   sluice_debugfs_root);
+	sluice_filter_debugfs_init(sluice_debugfs_root);
 }
 
 void sluice_debugfs_exit(void)

@@ -13,13 +13,27 @@ static int __init sluice_init(void)
 {
 	int ret;
 
+	/* Filters before the device: its ioctls add them. */
+	ret = sluice_filter_init();
+	if (ret) {
+		pr_err("cannot make the filter table: %d\n", ret);
+		return ret;
+	}
+
 	/* debugfs first so the device never exists without its dumps. */
 	sluice_debugfs_init();
+
+	/* Before the device: no rings can exist without the notifier. */
+	ret = sluice_kring_init();
+	if (ret) {
+		pr_err("cannot register the netdev notifier: %d\n", ret);
+		goto err_debugfs;
+	}
 
 	ret = sluice_chrdev_init();
 	if (ret) {
 		pr_err("cannot register /dev/%s: %d\n", SLUICE_DEVICE_NAME, ret);
-		goto err_debugfs;
+		goto err_kring;
 	}
 
 	/*
@@ -38,8 +52,11 @@ static int __init sluice_init(void)
 
 err_chrdev:
 	sluice_chrdev_exit();
+err_kring:
+	sluice_kring_exit();
 err_debugfs:
 	sluice_debugfs_exit();
+	sluice_filter_exit();
 	return ret;
 }
 
@@ -51,7 +68,9 @@ static void __exit sluice_exit(void)
 {
 	sluice_sysfs_exit();
 	sluice_chrdev_exit();
+	sluice_kring_exit();
 	sluice_debugfs_exit();
+	sluice_filter_exit();
 }
 
 module_init(sluice_init);

@@ -18,6 +18,10 @@ struct dentry;
 struct file;
 struct kobject;
 struct net;
+struct seq_file;
+struct sluice_stack_filters;
+struct sluice_kring_state;
+struct vm_area_struct;
 
 #define SLUICE_MODULE_VERSION	"0.1.0"
 
@@ -27,6 +31,12 @@ enum sluice_cmd_nr {
 	SLUICE_NR_STACK_CREATE = _IOC_NR(SLUICE_IOC_STACK_CREATE),
 	SLUICE_NR_STACK_ATTACH = _IOC_NR(SLUICE_IOC_STACK_ATTACH),
 	SLUICE_NR_STACK_WAKE = _IOC_NR(SLUICE_IOC_STACK_WAKE),
+	SLUICE_NR_KRING_SETUP = _IOC_NR(SLUICE_IOC_KRING_SETUP),
+	SLUICE_NR_KRING_KICK = _IOC_NR(SLUICE_IOC_KRING_KICK),
+	SLUICE_NR_FILTER_ADD = _IOC_NR(SLUICE_IOC_FILTER_ADD),
+	SLUICE_NR_FILTER_DEL = _IOC_NR(SLUICE_IOC_FILTER_DEL),
+	SLUICE_NR_IFINFO = _IOC_NR(SLUICE_IOC_IFINFO),
+	SLUICE_NR_NEIGH_RESOLVE = _IOC_NR(SLUICE_IOC_NEIGH_RESOLVE),
 	SLUICE_NR_COUNT,
 };
 
@@ -78,7 +88,17 @@ struct sluice_stack {
 	struct sluice_region *region;	/* vmalloc_user(), region_size bytes */
 	size_t region_size;
 	struct user_struct *locked_user; /* charged region_size, or NULL */
-	atomic_t maps;			/* vmas mapping the region */
+	atomic_t maps;			/* vmas mapping the region or rings */
+	/* The buffer pool as created (validated), never read from the region. */
+	u32 n_bufs;
+	u32 buf_size;
+	u64 bufdata_off;
+
+	/*
+	 * The kring queue, or NULL: set once by SLUICE_IOC_KRING_SETUP (a
+	 * release store, read with acquire), freed with the stack.
+	 */
+	struct sluice_kring_state *kring;
 
 	wait_queue_head_t wq;		/* pollers */
 	atomic_t wake_seq;		/* bumped by SLUICE_WAKE_SIGNAL */
@@ -89,6 +109,8 @@ struct sluice_stack {
 
 	struct kobject *kobj;		/* under sluice_stacks_lock */
 	struct dentry *debugfs;		/* under sluice_stacks_lock */
+
+	struct sluice_stack_filters *filters;	/* filter.c, made on first use */
 };
 
 /*
@@ -116,6 +138,40 @@ void sluice_stack_put(struct sluice_stack *st);
 bool sluice_proc_alive(const struct sluice_proc *p);
 unsigned int sluice_stack_attached(struct sluice_stack *st);
 int sluice_stack_ifname(struct sluice_stack *st, char *buf, size_t len);
+struct sluice_stack *sluice_stack_of(struct file *file);
+
+/* filter.c: filters with port reservation */
+int sluice_filter_init(void);
+void sluice_filter_exit(void);
+int sluice_ioc_filter_add(struct file *file, void __user *uarg);
+int sluice_ioc_filter_del(struct file *file, void __user *uarg);
+void sluice_stack_wake_all(struct sluice_stack *st);
+int sluice_mem_charge(size_t bytes, struct user_struct **userp);
+void sluice_mem_uncharge(struct user_struct *user, size_t bytes);
+
+/* kring.c: the kring queue of a stack (rings, rx_handler, netdev notifier) */
+int sluice_ioc_kring_setup(struct file *file, void __user *uarg);
+int sluice_ioc_kring_kick(struct file *file, void __user *uarg);
+int sluice_kring_mmap(struct sluice_stack *st, struct vm_area_struct *vma);
+bool sluice_stack_has_kring(struct sluice_stack *st);
+void sluice_kring_stop(struct sluice_stack *st);
+void sluice_kring_free(struct sluice_stack *st);
+void sluice_kring_show(struct seq_file *m, struct sluice_stack *st);
+int sluice_kring_init(void);
+void sluice_kring_exit(void);
+
+/* filter.c: under rcu_read_lock(); the stack is valid until rcu_read_unlock(). */
+struct sluice_stack *sluice_filter_match(struct net *net, int ifindex, u8 protocol,
+					 __be32 saddr, __be16 sport,
+					 __be32 daddr, __be16 dport);
+void sluice_filter_stack_release(struct sluice_stack *st); /* drop all of st's filters */
+unsigned int sluice_filter_count(struct sluice_stack *st);
+void sluice_filter_show(struct seq_file *m, struct sluice_stack *st);
+void sluice_filter_debugfs_init(struct dentry *root);
+
+/* netinfo.c: interface information and neighbour resolution */
+int sluice_ioc_ifinfo(struct file *file, void __user *uarg);
+int sluice_ioc_neigh_resolve(struct file *file, void __user *uarg);
 
 /* layout.c: the region layout user space asks for */
 bool sluice_name_ok(const char name[SLUICE_NAME_MAX]);

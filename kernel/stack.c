@@ -48,18 +48,20 @@ struct sluice_stack_file {
 };
 
 /*
- * The region is pinned kernel memory that any user may ask for, so it is
- * charged, like io_uring's and AF_XDP's, to the creator's user against
- * RLIMIT_MEMLOCK, unless the creator has CAP_IPC_LOCK.  The charge stays
- * with that user until the region is freed.
+ * The region and the rings are pinned kernel memory that any user may ask
+ * for, so they are charged, like io_uring's and AF_XDP's, to the creator's
+ * user against RLIMIT_MEMLOCK, unless the creator has CAP_IPC_LOCK.  The
+ * charge stays with that user until the memory is freed.  *@userp is the
+ * user charged, or NULL for none.
  */
-static int sluice_stack_charge(struct sluice_stack *st)
+int sluice_mem_charge(size_t bytes, struct user_struct **userp)
 {
-	unsigned long pages = st->region_size >> PAGE_SHIFT;
+	unsigned long pages = PAGE_ALIGN(bytes) >> PAGE_SHIFT;
 	struct user_struct *user;
 	unsigned long limit;
 	long cur;
 
+	*userp = NULL;
 	if (capable(CAP_IPC_LOCK))
 		return 0;
 	limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
@@ -71,17 +73,26 @@ static int sluice_stack_charge(struct sluice_stack *st)
 			return -ENOMEM;
 		}
 	} while (!atomic_long_try_cmpxchg(&user->locked_vm, &cur, cur + pages));
-	st->locked_user = user;
+	*userp = user;
 	return 0;
+}
+
+void sluice_mem_uncharge(struct user_struct *user, size_t bytes)
+{
+	if (!user)
+		return;
+	atomic_long_sub(PAGE_ALIGN(bytes) >> PAGE_SHIFT, &user->locked_vm);
+	free_uid(user);
+}
+
+static int sluice_stack_charge(struct sluice_stack *st)
+{
+	return sluice_mem_charge(st->region_size, &st->locked_user);
 }
 
 static void sluice_stack_uncharge(struct sluice_stack *st)
 {
-	if (!st->locked_user)
-		return;
-	atomic_long_sub(st->region_size >> PAGE_SHIFT,
-			&st->locked_user->locked_vm);
-	free_uid(st->locked_user);
+	sluice_mem_uncharge(st->locked_user, st->region_size);
 }
 
 void sluice_stack_get(struct sluice_stack *st)
@@ -95,6 +106,7 @@ static void sluice_stack_free(struct kref *ref)
 
 	WARN_ON_ONCE(!list_empty(&st->procs) || st->files ||
 		     atomic_read(&st->maps));
+	sluice_kring_free(st);
 	vfree(st->region);
 	sluice_stack_uncharge(st);
 	put_net(st->net);
@@ -199,6 +211,9 @@ static struct sluice_stack *sluice_stack_alloc(const struct sluice_stack_create 
 	st->net = get_net(net);
 	st->creator = current_euid();
 	st->ifindex = c->ifindex;
+	st->n_bufs = c->n_bufs;
+	st->buf_size = c->buf_size;
+	st->bufdata_off = c->bufdata_off;
 	atomic_set(&st->maps, 0);
 	init_waitqueue_head(&st->wq);
 	atomic_set(&st->wake_seq, 0);
@@ -225,14 +240,26 @@ err_free:
  */
 static void sluice_stack_file_gone(struct sluice_stack *st)
 {
+	bool last = false;
+
 	mutex_lock(&sluice_stacks_lock);
 	if (!WARN_ON_ONCE(!st->files) && !--st->files) {
 		list_del_init(&st->node);
 		sluice_debugfs_stack_del(st);
 		sluice_sysfs_stack_del(st);
 		atomic_dec(&sluice_stats.stacks);
+		last = true;
 	}
 	mutex_unlock(&sluice_stacks_lock);
+	/*
+	 * Outside the lock, as both wait for an RCU grace period: no file is
+	 * left to kick or set up rings, so stop steering into them, then drop
+	 * the filters and release their ports.
+	 */
+	if (last) {
+		sluice_kring_stop(st);
+		sluice_filter_stack_release(st);
+	}
 }
 
 /* Count the calling process as attached; returns its record. */
@@ -325,13 +352,17 @@ static int sluice_stack_mmap(struct file *file, struct vm_area_struct *vma)
 	unsigned long len = vma->vm_end - vma->vm_start;
 	int ret;
 
-	if (vma->vm_pgoff || len > st->region_size)
-		return -EINVAL;
 	/* A private copy of shared stack state is never what anyone means. */
 	if (!(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;
-	/* Sets VM_DONTEXPAND | VM_DONTDUMP, so mremap cannot grow it. */
-	ret = remap_vmalloc_range(vma, st->region, 0);
+	if (vma->vm_pgoff == SLUICE_MMAP_KRING >> PAGE_SHIFT) {
+		ret = sluice_kring_mmap(st, vma);
+	} else {
+		if (vma->vm_pgoff || len > st->region_size)
+			return -EINVAL;
+		/* Sets VM_DONTEXPAND | VM_DONTDUMP, so mremap cannot grow it. */
+		ret = remap_vmalloc_range(vma, st->region, 0);
+	}
 	if (ret)
 		return ret;
 	vma->vm_private_data = st;
@@ -346,10 +377,23 @@ static __poll_t sluice_stack_poll(struct file *file, poll_table *wait)
 	struct sluice_stack *st = sf->st;
 
 	poll_wait(file, &st->wq, wait);
+	/*
+	 * Queued before the sequence is read: pairs with the barrier of the
+	 * kring's receive path, which looks at the queue after producing.
+	 */
+	smp_mb();
 	/* After poll_wait: a SIGNAL from here on wakes the queue we are on. */
 	if ((u32)atomic_read(&st->wake_seq) != READ_ONCE(sf->armed_seq))
 		return EPOLLIN | EPOLLRDNORM;
 	return 0;
+}
+
+/* Bump the wake sequence and wake every poller (a device change). */
+void sluice_stack_wake_all(struct sluice_stack *st)
+{
+	atomic_inc(&st->wake_seq);
+	atomic64_inc(&st->wakes);
+	wake_up_interruptible_all(&st->wq);
 }
 
 int sluice_ioc_stack_wake(struct file *file, void __user *uarg)
@@ -386,6 +430,14 @@ int sluice_ioc_stack_wake(struct file *file, void __user *uarg)
 		return -EINVAL;
 	}
 	return sluice_arg_out(uarg, &w, sizeof(w));
+}
+
+/* The stack of a stack fd (an ioctl dispatched with SLUICE_ON_STACK). */
+struct sluice_stack *sluice_stack_of(struct file *file)
+{
+	struct sluice_stack_file *sf = file->private_data;
+
+	return sf->st;
 }
 
 static long sluice_stack_ioctl(struct file *file, unsigned int cmd,

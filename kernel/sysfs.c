@@ -101,6 +101,19 @@ static ssize_t region_size_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%zu\n", to_stack(kobj)->region_size);
 }
 
+static ssize_t filters_show(struct kobject *kobj, struct kobj_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%u\n", sluice_filter_count(to_stack(kobj)));
+}
+
+/* 1 once the stack has rings (SLUICE_IOC_KRING_SETUP), else 0. */
+static ssize_t kring_show(struct kobject *kobj, struct kobj_attribute *attr,
+			  char *buf)
+{
+	return sysfs_emit(buf, "%d\n", sluice_stack_has_kring(to_stack(kobj)));
+}
+
 static struct kobj_attribute sluice_attr_name = __ATTR_RO(name);
 static struct kobj_attribute sluice_attr_netns = __ATTR_RO(netns);
 static struct kobj_attribute sluice_attr_ifindex = __ATTR_RO(ifindex);
@@ -109,6 +122,8 @@ static struct kobj_attribute sluice_attr_owner_uid = __ATTR_RO(owner_uid);
 static struct kobj_attribute sluice_attr_attached = __ATTR_RO(attached);
 static struct kobj_attribute sluice_attr_pids = __ATTR_RO(pids);
 static struct kobj_attribute sluice_attr_region_size = __ATTR_RO(region_size);
+static struct kobj_attribute sluice_attr_filters = __ATTR_RO(filters);
+static struct kobj_attribute sluice_attr_kring = __ATTR_RO(kring);
 
 static struct attribute *sluice_stack_attrs[] = {
 	&sluice_attr_name.attr,
@@ -119,6 +134,8 @@ static struct attribute *sluice_stack_attrs[] = {
 	&sluice_attr_attached.attr,
 	&sluice_attr_pids.attr,
 	&sluice_attr_region_size.attr,
+	&sluice_attr_filters.attr,
+	&sluice_attr_kring.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(sluice_stack);

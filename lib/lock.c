@@ -25,6 +25,7 @@
 #include "sock.h"
 
 #define LOCKW(s)	((_Atomic uint32_t *)&(s)->r->lock)
+#define OWNERW(s)	((_Atomic int32_t *)&(s)->r->lock_owner)
 #define SPIN_TRIES	2000
 /* A sleeper re-checks the holder's liveness this often. */
 #define CHECK_NS	(20 * 1000 * 1000)
@@ -101,7 +102,7 @@ static void took_lock(struct sl_stack *s)
 {
 	pid_t self = sl_self_pid();
 
-	s->r->lock_owner = self;
+	atomic_store_explicit(OWNERW(s), self, memory_order_relaxed);
 	s->locked = true;
 	if (s->ctr_pid != self)
 		sl_counters_claim(s);	/* first lock, or a forked child */
@@ -209,14 +210,32 @@ int sl_lock(struct sl_stack *s)
 			return -EPIPE;
 		v = atomic_load_explicit(LOCKW(s), memory_order_relaxed);
 		if (v & SLUICE_LOCK_HELD) {
-			pid_t owner = s->r->lock_owner;
+			pid_t owner = atomic_load_explicit(OWNERW(s), memory_order_relaxed);
 
-			if (owner_dead(owner)) {
+			if (sl_lock_holder_dead(s, owner)) {
 				mark_broken(s, owner);
 				return -EPIPE;
 			}
 		}
 	}
+}
+
+/*
+ * Did @seen, read as the holder's pid while the lock looked held, die
+ * holding it?  Being dead is not enough: the holder may have released
+ * the lock and exited between our two loads.  A release clears
+ * lock_owner first, and a dead process writes nothing more, so once
+ * @seen is known dead, lock_owner still naming it means it never reached
+ * that release.
+ */
+bool sl_lock_holder_dead(struct sl_stack *s, pid_t seen)
+{
+	if (!owner_dead(seen))
+		return false;
+	/* Acquire: pairs with nothing in the dead process; orders this load
+	 * after the liveness check above. */
+	return (atomic_load_explicit(LOCKW(s), memory_order_acquire) & SLUICE_LOCK_HELD) &&
+	       atomic_load_explicit(OWNERW(s), memory_order_relaxed) == seen;
 }
 
 /* Pop every deferred socket and run its work; lock held. */
@@ -271,12 +290,13 @@ void sl_unlock(struct sl_stack *s)
 		 * before the next holder can queue behind it. */
 		if (s->link && s->link->tx_pending && s->link->ops->flush)
 			s->link->ops->flush(s->link, s);
-		s->r->lock_owner = 0;
+		/* Cleared before the release: see sl_lock_holder_dead(). */
+		atomic_store_explicit(OWNERW(s), 0, memory_order_relaxed);
 		/* Release: our writes to the region are visible to the next holder. */
 		if (atomic_compare_exchange_weak_explicit(LOCKW(s), &v, 0, memory_order_release,
 							  memory_order_relaxed))
 			break;
-		s->r->lock_owner = sl_self_pid();
+		atomic_store_explicit(OWNERW(s), sl_self_pid(), memory_order_relaxed);
 	}
 	s->locked = false;
 	if (v & SLUICE_LOCK_WAITERS)

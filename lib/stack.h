@@ -237,6 +237,8 @@ void sl_unlock(struct sl_stack *s);
  */
 bool sl_lock_or_defer(struct sl_stack *s, uint32_t sock_idx, uint32_t work);
 pid_t sl_self_pid(void);
+/* A holder pid read while the lock was held: did it die holding it? */
+bool sl_lock_holder_dead(struct sl_stack *s, pid_t seen);
 /*
  * Deliver packets queued for the stack's own addresses, at most *budget of
  * them (counted down); lock held.  Returns true if some are left: they wait

@@ -40,7 +40,9 @@
 #define SLUICE_FEATURE_IFINFO	0x8ULL	/* IFINFO */
 #define SLUICE_FEATURE_NEIGH	0x10ULL	/* NEIGH_RESOLVE */
 /* What this module implements; grows as the features above land. */
-#define SLUICE_FEATURES_ALL	SLUICE_FEATURE_STACK
+#define SLUICE_FEATURES_ALL	(SLUICE_FEATURE_STACK | SLUICE_FEATURE_KRING | \
+				 SLUICE_FEATURE_FILTER | SLUICE_FEATURE_IFINFO | \
+				 SLUICE_FEATURE_NEIGH)
 
 /**
  * struct sluice_version - SLUICE_IOC_VERSION argument
@@ -442,11 +444,23 @@ struct sluice_stack_wake {
  *
  * The module trusts nothing it reads here: a producer index more than
  * @entries ahead, a buffer index outside the region, a length that does
- * not fit, all are counted (bad_*) and skipped, never followed.
+ * not fit, all are counted (bad_*) and skipped, never followed.  It keeps
+ * its own copies of the indices it writes (rx prod, fill and tx cons) and
+ * publishes them again on every pass: writing them changes nothing.
+ *
+ * Receive: IPv4 TCP and UDP packets, not fragments, that a filter claims.
+ * A GSO/GRO packet longer than a buffer holds is segmented by the module
+ * (one rx descriptor per segment); a single packet that does not fit is
+ * counted in rx_drop_size.  Steering lasts while the stack has a file:
+ * an fd, or a mapping made through one.
  *
  * Sleeping: the rx side bumps the stack's wake sequence (struct
  * sluice_stack_wake) and wakes pollers of the stack fd whenever it
  * produces while someone sleeps, so the WAKE protocol covers the rings.
+ * Someone sleeps while the region's @sleepers is non-zero or a poller is
+ * queued on a stack fd: a sleeper adds itself to @sleepers (a full
+ * barrier) before its last look at the rings (step 2 of the protocol),
+ * or it may miss a packet produced between that look and its poll.
  */
 #define SLUICE_MMAP_REGION	0ULL
 #define SLUICE_MMAP_KRING	(1ULL << 32)	/* mmap offset of the rings */
@@ -496,7 +510,8 @@ struct sluice_kring_rx {
  * struct sluice_kring_tx - a packet to send
  * @len:	bytes of IPv4 packet at the start of the entry's slot, 20 ..
  *		tx_slot_size and at most the device's MTU
- * @nexthop:	IPv4 address of the next hop on the device, network order
+ * @nexthop:	IPv4 address of the next hop on the device, network order;
+ *		not 0.0.0.0/8 or 127.0.0.0/8 (counted in bad_desc)
  * @flags:	must be zero
  * @reserved:	must be zero
  */
@@ -548,6 +563,11 @@ struct sluice_kring {
 	struct sluice_kring_ring tx;	/* prod (u), cons (k) */
 };
 
+/*
+ * mmap at SLUICE_MMAP_KRING follows the rules of the region's (shared only,
+ * len at most @size, cannot grow); -EINVAL before the rings exist.
+ */
+
 /* SLUICE_IOC_KRING_SETUP flags */
 #define SLUICE_KRING_CREATE	0x1u	/* make the rings (else: describe them) */
 
@@ -561,7 +581,7 @@ struct sluice_kring {
  * @tx_slot_size: in (CREATE): a multiple of 64, SLUICE_KRING_MIN_SLOT ..
  *		SLUICE_KRING_MAX_SLOT; out: as made
  * @reserved:	must be zero
- * @mmap_size:	out: bytes to map at SLUICE_MMAP_KRING
+ * @mmap_size:	out: bytes to map at SLUICE_MMAP_KRING (ignored on input)
  *
  * Without CREATE, in fields other than @size and @flags must be zero and
  * the call describes the rings already made (-ENOENT if none).  With
@@ -632,9 +652,15 @@ struct sluice_kring_kick {
  * @reserved1:	must be zero
  *
  * ADD: -EINVAL for a bad protocol or half a remote, -EEXIST for a filter
- * the stack already has, -ENOSPC past SLUICE_FILTER_MAX, -ENOENT without
- * rings, the reservation's errno otherwise.  DEL: only @id is read
- * (besides @size and @flags); -ENOENT for no such filter of this stack.
+ * the stack already has, -ENOSPC past SLUICE_FILTER_MAX, -ENODEV if the
+ * stack has no device, -ENOENT without rings, -EXDEV if the caller is
+ * not in the stack's network namespace (added with the module: the
+ * reservation is made with the caller's credentials, where the caller
+ * lives), the reservation's errno otherwise.  A reservation with a local
+ * address of 0 also covers the stack's filters on the same protocol and
+ * port with a specific local address (a listener's accepted
+ * connections).  DEL: only @id is read (besides @size and @flags);
+ * -ENOENT for no such filter of this stack.
  */
 struct sluice_filter {
 	__u32 size;
@@ -706,7 +732,9 @@ struct sluice_ifinfo {
  *
  * Looks in the kernel's neighbour table for the stack's device; an entry
  * that is missing or stale is created or probed (ARP), so asking again
- * later finds the answer.  -ENODEV if the stack has no device.
+ * later finds the answer.  -ENODEV if the stack has no device.  Added with
+ * the module: FAILED reports the last attempt and starts a new one (so
+ * asking again later may say PENDING); -EINVAL for an @addr in 0.0.0.0/8.
  */
 struct sluice_neigh_resolve {
 	__u32 size;

@@ -115,6 +115,83 @@ static void test_holder_dies(void)
 	fx_destroy(s);
 }
 
+/*
+ * A waiter reads the holder's pid while the lock is held; the holder then
+ * releases it and exits before the waiter checks that pid.  A dead pid
+ * alone must not break the stack: only one that still holds the lock.
+ */
+static void test_holder_exits_after_release(void)
+{
+	struct sl_stack *s = fx_stack("lockrel", "10.0.0.1", NULL);
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	if (pid == 0)
+		_exit(0);
+	waitpid(pid, &status, 0);
+
+	/* Released by it, then free. */
+	s->r->lock = 0;
+	s->r->lock_owner = 0;
+	tap_ok(!sl_lock_holder_dead(s, pid), "a dead pid that released the free lock is not its holder");
+	/* Released by it, then taken by a live process that has not written
+	 * its pid yet. */
+	s->r->lock = SLUICE_LOCK_HELD;
+	tap_ok(!sl_lock_holder_dead(s, pid), "nor when another process has just taken the lock");
+	/* Taken by a live process (us). */
+	s->r->lock_owner = getpid();
+	tap_ok(!sl_lock_holder_dead(s, pid), "nor when the lock names a live holder");
+	tap_ok(!sl_lock_holder_dead(s, getpid()), "a live holder is not dead");
+	/* Still naming it: it died holding the lock. */
+	s->r->lock_owner = pid;
+	tap_ok(sl_lock_holder_dead(s, pid), "a dead pid the held lock still names is a dead holder");
+	s->r->lock = 0;
+	s->r->lock_owner = 0;
+	tap_eq(s->r->state, SLUICE_STATE_READY, "none of it broke the stack");
+	fx_destroy(s);
+}
+
+/*
+ * Processes that take the lock a few times and exit, while others wait
+ * for it: no survivor may take an exited holder for a dead one.
+ */
+static void test_short_lived_holders(void)
+{
+	struct sl_stack *s = fx_stack("lockshort", "10.0.0.1", NULL);
+	const int gens = 20, per_gen = 3, rounds = 300;
+	int ok = 1, status;
+	pid_t pid[3];
+
+	for (int g = 0; g < gens && ok; g++) {
+		for (int c = 0; c < per_gen; c++) {
+			pid[c] = fork();
+			if (pid[c] == 0) {
+				struct sluice_stack *st;
+				struct sl_stack *cs;
+
+				if (sluice_stack_attach(s->name, &st))
+					_exit(2);
+				cs = (struct sl_stack *)st;
+				for (int i = 0; i < rounds; i++) {
+					if (sl_lock(cs))
+						_exit(3);
+					cs->r->counters[0].c[SL_C_loopback]++;
+					sl_unlock(cs);
+				}
+				_exit(0);
+			}
+		}
+		for (int c = 0; c < per_gen; c++) {
+			waitpid(pid[c], &status, 0);
+			ok &= WIFEXITED(status) && WEXITSTATUS(status) == 0;
+		}
+	}
+	tap_ok(ok, "every short-lived locker ran to the end");
+	tap_eq(s->r->state, SLUICE_STATE_READY, "the stack is not broken");
+	fx_destroy(s);
+}
+
 static void test_futex_keyed(void)
 {
 	struct sl_stack *s;
@@ -138,6 +215,8 @@ int main(void)
 	test_mutual_exclusion();
 	test_defer_to_holder();
 	test_holder_dies();
+	test_holder_exits_after_release();
+	test_short_lived_holders();
 	test_futex_keyed();
 	return tap_done();
 }

@@ -132,6 +132,9 @@ run_kernel() { # run_kernel VERSION
 	install -m 0755 tests/vm/init.sh "$root/init"
 	add_binary "$root" build/tools/sluice /opt/sluice/bin
 	add_binary "$root" build/tests/interop/mkstack /opt/sluice/bin
+	# iproute2 for the kring tests' veth pairs and namespaces (busybox's
+	# ip cannot make veth); called by full path, busybox prefers its own.
+	add_binary "$root" /usr/sbin/ip /usr/sbin
 	for t in build/tests/kselftest/*; do
 		add_binary "$root" "$t" /opt/sluice/bin
 	done

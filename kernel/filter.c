@@ -1,0 +1,670 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Filters: which packets arriving on a stack's device belong to the stack
+ * (SLUICE_IOC_FILTER_ADD / _DEL), each with its local port reserved in the
+ * kernel by a socket bound with the caller's credentials.
+ *
+ * One global rhashtable holds every filter of every stack, keyed by the
+ * whole (netns, ifindex, protocol, local, remote) tuple; the receive path
+ * looks a packet up in it at most three times (5-tuple, 3-tuple on the
+ * packet's local address, 3-tuple on any address), lock-free under RCU.
+ * Writers take the stack's own mutex; the rhashtable orders concurrent
+ * writers of different stacks.  Each stack's filters are also indexed by
+ * id in an xarray, its list for DEL, teardown and the debugfs dump.
+ *
+ * Reservations (protocol, local address, local port) are shared by the
+ * filters of one stack that they cover: the same 3-tuple, or the same
+ * protocol and port with a wildcard (0) local address, so a listener on
+ * *:80 covers the connections it accepts on 10.0.0.1:80.  They live in a
+ * second global rhashtable keyed by (stack, protocol, laddr, lport), only
+ * ever used under that stack's mutex.
+ *
+ * Lifetime: a filter is freed after an RCU grace period (kfree_rcu); when
+ * the last file of a stack goes, sluice_filter_stack_release() unhashes
+ * every filter and waits for a grace period (synchronize_net) before it
+ * returns, so no reader that found the stack through a filter can still
+ * hold it when the stack is freed.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/fs.h>
+#include <linux/in.h>
+#include <linux/inet.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/net.h>
+#include <linux/netdevice.h>
+#include <linux/nsproxy.h>
+#include <linux/rhashtable.h>
+#include <linux/sched.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/xarray.h>
+#include <net/net_namespace.h>
+#include <net/sock.h>
+
+#include "sluice.h"
+
+static unsigned int filter_max = SLUICE_FILTER_MAX;
+module_param(filter_max, uint, 0644);
+MODULE_PARM_DESC(filter_max, "Filters per stack, at most 65536 (default 65536)");
+
+/* The whole key is hashed and compared: no implicit padding. */
+struct sluice_filter_key {
+	const struct net *net;
+	s32 ifindex;
+	__be32 laddr;
+	__be32 raddr;
+	__be16 lport;
+	__be16 rport;
+	u8 protocol;
+	u8 pad[7];
+};
+
+struct sluice_resv_key {
+	const struct sluice_stack *st;
+	__be32 laddr;
+	__be16 lport;
+	u8 protocol;
+	u8 pad;
+};
+
+/* A port reservation: a bound socket, shared by the filters it covers. */
+struct sluice_resv {
+	struct rhash_head node;
+	struct sluice_resv_key key;
+	struct socket *sock;
+	unsigned int refs;		/* under the stack's filter mutex */
+};
+
+/* Per stack; made on the first FILTER_ADD, freed when the stack goes. */
+struct sluice_stack_filters {
+	struct sluice_stack *st;
+	struct mutex lock;		/* writers of this stack's filters */
+	struct xarray ids;		/* id -> struct sluice_kfilter */
+	u32 next_id;
+	unsigned int count;
+	bool published;			/* a filter was ever hashed */
+	atomic64_t adds;
+	atomic64_t dels;
+	atomic64_t matches;
+};
+
+struct sluice_kfilter {
+	struct rhash_head node;
+	struct sluice_filter_key key;
+	struct sluice_stack_filters *fs;
+	struct sluice_resv *resv;
+	u32 id;
+	atomic64_t matches;
+	struct rcu_head rcu;
+};
+
+static const struct rhashtable_params sluice_filter_params = {
+	.head_offset = offsetof(struct sluice_kfilter, node),
+	.key_offset = offsetof(struct sluice_kfilter, key),
+	.key_len = sizeof(struct sluice_filter_key),
+	.automatic_shrinking = true,
+};
+
+static const struct rhashtable_params sluice_resv_params = {
+	.head_offset = offsetof(struct sluice_resv, node),
+	.key_offset = offsetof(struct sluice_resv, key),
+	.key_len = sizeof(struct sluice_resv_key),
+	.automatic_shrinking = true,
+};
+
+static struct rhashtable sluice_filter_ht;
+static struct rhashtable sluice_resv_ht;
+/* Serialises making a stack's filter state, nothing else. */
+static DEFINE_MUTEX(sluice_filters_make_lock);
+
+static void sluice_filter_key_make(struct sluice_filter_key *k,
+				   const struct net *net, int ifindex,
+				   u8 protocol, __be32 laddr, __be16 lport,
+				   __be32 raddr, __be16 rport)
+{
+	memset(k, 0, sizeof(*k));
+	k->net = net;
+	k->ifindex = ifindex;
+	k->protocol = protocol;
+	k->laddr = laddr;
+	k->lport = lport;
+	k->raddr = raddr;
+	k->rport = rport;
+}
+
+/* Under rcu_read_lock(). */
+static struct sluice_kfilter *sluice_filter_find(struct net *net, int ifindex,
+						 u8 protocol,
+						 __be32 saddr, __be16 sport,
+						 __be32 daddr, __be16 dport)
+{
+	struct sluice_filter_key k;
+	struct sluice_kfilter *f;
+
+	if (!atomic_read(&sluice_filter_ht.nelems))
+		return NULL;
+	sluice_filter_key_make(&k, net, ifindex, protocol, daddr, dport,
+			       saddr, sport);
+	f = rhashtable_lookup(&sluice_filter_ht, &k, sluice_filter_params);
+	if (f)
+		return f;
+	k.raddr = 0;
+	k.rport = 0;
+	f = rhashtable_lookup(&sluice_filter_ht, &k, sluice_filter_params);
+	if (f || !daddr)
+		return f;
+	k.laddr = 0;
+	return rhashtable_lookup(&sluice_filter_ht, &k, sluice_filter_params);
+}
+
+struct sluice_stack *sluice_filter_match(struct net *net, int ifindex, u8 protocol,
+					 __be32 saddr, __be16 sport,
+					 __be32 daddr, __be16 dport)
+{
+	struct sluice_kfilter *f;
+
+	f = sluice_filter_find(net, ifindex, protocol, saddr, sport, daddr,
+			       dport);
+	if (!f)
+		return NULL;
+	atomic64_inc(&f->matches);
+	atomic64_inc(&f->fs->matches);
+	return f->fs->st;
+}
+
+/* The stack's filter state, made if @make; NULL if none (or no memory). */
+static struct sluice_stack_filters *sluice_filters_get(struct sluice_stack *st,
+						       bool make)
+{
+	struct sluice_stack_filters *fs;
+
+	/* Pairs with the release below: a state seen is initialised. */
+	fs = smp_load_acquire(&st->filters);
+	if (fs || !make)
+		return fs;
+	mutex_lock(&sluice_filters_make_lock);
+	fs = st->filters;
+	if (fs)
+		goto out;
+	fs = kzalloc(sizeof(*fs), GFP_KERNEL);
+	if (!fs)
+		goto out;
+	fs->st = st;
+	mutex_init(&fs->lock);
+	xa_init_flags(&fs->ids, XA_FLAGS_ALLOC1);
+	fs->next_id = 1;
+	atomic64_set(&fs->adds, 0);
+	atomic64_set(&fs->dels, 0);
+	atomic64_set(&fs->matches, 0);
+	/* Orders the initialisation above before the pointer's readers. */
+	smp_store_release(&st->filters, fs);
+out:
+	mutex_unlock(&sluice_filters_make_lock);
+	return fs;
+}
+
+unsigned int sluice_filter_count(struct sluice_stack *st)
+{
+	struct sluice_stack_filters *fs = sluice_filters_get(st, false);
+
+	return fs ? READ_ONCE(fs->count) : 0;
+}
+
+static struct sluice_resv *sluice_resv_find(struct sluice_stack *st,
+					    u8 protocol, __be32 laddr,
+					    __be16 lport)
+{
+	struct sluice_resv_key k;
+
+	memset(&k, 0, sizeof(k));
+	k.st = st;
+	k.protocol = protocol;
+	k.laddr = laddr;
+	k.lport = lport;
+	return rhashtable_lookup_fast(&sluice_resv_ht, &k, sluice_resv_params);
+}
+
+/*
+ * Bind a socket of @protocol to @laddr:*@lport in the stack's netns, with
+ * the caller's credentials: kern = 0, so the LSM hooks and the privileged
+ * port check (CAP_NET_BIND_SERVICE) see the caller.  A port of 0 is
+ * chosen by the kernel and returned in *@lport.
+ */
+static int sluice_resv_bind(struct sluice_stack *st, u8 protocol,
+			    __be32 laddr, __be16 *lport, struct socket **sockp)
+{
+	struct sockaddr_in sin = {
+		.sin_family = AF_INET,
+		.sin_addr.s_addr = laddr,
+		.sin_port = *lport,
+	};
+	int type = protocol == IPPROTO_TCP ? SOCK_STREAM : SOCK_DGRAM;
+	struct socket *sock;
+	int ret;
+
+	ret = __sock_create(st->net, PF_INET, type, protocol, &sock, 0);
+	if (ret)
+		return ret;
+	ret = kernel_bind(sock, (struct sockaddr *)&sin, sizeof(sin));
+	if (ret)
+		goto err_release;
+	/*
+	 * Packets the stack's filters do not take (another device, or
+	 * before the rings steer) reach this socket, which nobody reads:
+	 * the smallest receive buffer bounds what they can pin.
+	 */
+	sock_set_rcvbuf(sock->sk, 0);
+	if (!*lport) {
+		ret = kernel_getsockname(sock, (struct sockaddr *)&sin);
+		if (ret < 0)
+			goto err_release;
+		if (WARN_ON_ONCE(!sin.sin_port)) {
+			ret = -EADDRNOTAVAIL;
+			goto err_release;
+		}
+		*lport = sin.sin_port;
+	}
+	*sockp = sock;
+	return 0;
+
+err_release:
+	sock_release(sock);
+	return ret;
+}
+
+/*
+ * The reservation covering (@protocol, @laddr, *@lport) for a filter of
+ * the stack, with a reference for it: an existing one of the same 3-tuple
+ * or of a wildcard address, else a new one.  Under fs->lock.
+ */
+static struct sluice_resv *sluice_resv_get(struct sluice_stack *st,
+					   u8 protocol, __be32 laddr,
+					   __be16 *lport)
+{
+	struct sluice_resv *r = NULL;
+	int ret;
+
+	if (*lport) {
+		r = sluice_resv_find(st, protocol, laddr, *lport);
+		if (!r && laddr)
+			r = sluice_resv_find(st, protocol, 0, *lport);
+	}
+	if (r) {
+		r->refs++;
+		return r;
+	}
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return ERR_PTR(-ENOMEM);
+	ret = sluice_resv_bind(st, protocol, laddr, lport, &r->sock);
+	if (ret)
+		goto err_free;
+	r->key.st = st;
+	r->key.protocol = protocol;
+	r->key.laddr = laddr;
+	r->key.lport = *lport;
+	r->refs = 1;
+	ret = rhashtable_lookup_insert_fast(&sluice_resv_ht, &r->node,
+					    sluice_resv_params);
+	/* The bind succeeded, so the stack had no such reservation. */
+	if (WARN_ON_ONCE(ret))
+		goto err_sock;
+	return r;
+
+err_sock:
+	sock_release(r->sock);
+err_free:
+	kfree(r);
+	return ERR_PTR(ret);
+}
+
+/* Under fs->lock: the last filter's put unbinds the port. */
+static void sluice_resv_put(struct sluice_resv *r)
+{
+	if (--r->refs)
+		return;
+	rhashtable_remove_fast(&sluice_resv_ht, &r->node, sluice_resv_params);
+	sock_release(r->sock);
+	kfree(r);
+}
+
+/* Unhash, unreserve and free (after a grace period) one filter. */
+static void sluice_filter_drop(struct sluice_stack_filters *fs,
+			       struct sluice_kfilter *f)
+{
+	rhashtable_remove_fast(&sluice_filter_ht, &f->node,
+			       sluice_filter_params);
+	sluice_resv_put(f->resv);
+	WRITE_ONCE(fs->count, fs->count - 1);
+	atomic64_inc(&fs->dels);
+	kfree_rcu(f, rcu);
+}
+
+static int sluice_filter_check(const struct sluice_filter *a)
+{
+	if (a->flags || a->reserved0[0] || a->reserved0[1] ||
+	    a->reserved0[2] || a->reserved1)
+		return -EINVAL;
+	if (a->protocol != IPPROTO_TCP && a->protocol != IPPROTO_UDP)
+		return -EINVAL;
+	/* Half a remote is no filter; a connection has a local port. */
+	if (!a->raddr != !a->rport)
+		return -EINVAL;
+	if (a->raddr && !a->lport)
+		return -EINVAL;
+	return 0;
+}
+
+static int sluice_filter_add(struct sluice_stack *st,
+			     struct sluice_stack_filters *fs,
+			     struct sluice_filter *a)
+{
+	unsigned int max = clamp_t(unsigned int, READ_ONCE(filter_max), 1,
+				   SLUICE_FILTER_MAX);
+	__be16 lport = (__force __be16)a->lport;
+	struct sluice_kfilter *f;
+	struct sluice_resv *r;
+	int ret;
+
+	lockdep_assert_held(&fs->lock);
+	if (fs->count >= max)
+		return -ENOSPC;
+	/* Refuse a duplicate before binding anything. */
+	if (lport) {
+		struct sluice_filter_key k;
+		bool dup;
+
+		sluice_filter_key_make(&k, st->net, st->ifindex, a->protocol,
+				       (__force __be32)a->laddr, lport,
+				       (__force __be32)a->raddr,
+				       (__force __be16)a->rport);
+		rcu_read_lock();
+		f = rhashtable_lookup(&sluice_filter_ht, &k,
+				      sluice_filter_params);
+		dup = f && f->fs == fs;
+		rcu_read_unlock();
+		if (dup)
+			return -EEXIST;
+	}
+
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (!f)
+		return -ENOMEM;
+	r = sluice_resv_get(st, a->protocol, (__force __be32)a->laddr, &lport);
+	if (IS_ERR(r)) {
+		ret = PTR_ERR(r);
+		goto err_free;
+	}
+	f->resv = r;
+	f->fs = fs;
+	atomic64_set(&f->matches, 0);
+	sluice_filter_key_make(&f->key, st->net, st->ifindex, a->protocol,
+			       (__force __be32)a->laddr, lport,
+			       (__force __be32)a->raddr,
+			       (__force __be16)a->rport);
+	ret = xa_alloc_cyclic(&fs->ids, &f->id, f, xa_limit_32b, &fs->next_id,
+			      GFP_KERNEL);
+	if (ret < 0)
+		goto err_resv;
+	/* Publishes the filter, initialised above, to the receive path. */
+	ret = rhashtable_lookup_insert_fast(&sluice_filter_ht, &f->node,
+					    sluice_filter_params);
+	if (ret)
+		goto err_id;
+	fs->published = true;
+	WRITE_ONCE(fs->count, fs->count + 1);
+	atomic64_inc(&fs->adds);
+	a->lport = (__force __u16)lport;
+	a->id = f->id;
+	return 0;
+
+err_id:
+	xa_erase(&fs->ids, f->id);
+err_resv:
+	sluice_resv_put(r);
+err_free:
+	kfree(f);
+	return ret;
+}
+
+int sluice_ioc_filter_add(struct file *file, void __user *uarg)
+{
+	struct sluice_stack *st = sluice_stack_of(file);
+	struct sluice_stack_filters *fs;
+	struct sluice_kfilter *f;
+	struct sluice_filter a;
+	int ret;
+
+	ret = sluice_arg_in(&a, sizeof(a), offsetofend(struct sluice_filter,
+						       reserved1), uarg);
+	if (ret)
+		return ret;
+	ret = sluice_filter_check(&a);
+	if (ret)
+		return ret;
+	if (!st->ifindex)
+		return -ENODEV;
+	if (!sluice_stack_has_kring(st))
+		return -ENOENT;
+	/* The reservation is the caller's, made where the caller lives. */
+	if (!net_eq(current->nsproxy->net_ns, st->net))
+		return -EXDEV;
+	fs = sluice_filters_get(st, true);
+	if (!fs)
+		return -ENOMEM;
+
+	mutex_lock(&fs->lock);
+	ret = sluice_filter_add(st, fs, &a);
+	mutex_unlock(&fs->lock);
+	if (ret)
+		return ret;
+	ret = sluice_arg_out(uarg, &a, sizeof(a));
+	if (ret) {
+		/* The caller never learnt the id: take the filter back. */
+		mutex_lock(&fs->lock);
+		f = xa_erase(&fs->ids, a.id);
+		if (!WARN_ON_ONCE(!f))
+			sluice_filter_drop(fs, f);
+		mutex_unlock(&fs->lock);
+	}
+	return ret;
+}
+
+int sluice_ioc_filter_del(struct file *file, void __user *uarg)
+{
+	struct sluice_stack *st = sluice_stack_of(file);
+	struct sluice_stack_filters *fs;
+	struct sluice_kfilter *f;
+	struct sluice_filter a;
+	int ret;
+
+	ret = sluice_arg_in(&a, sizeof(a), offsetofend(struct sluice_filter,
+						       reserved1), uarg);
+	if (ret)
+		return ret;
+	/* Only @id is read, besides @size and @flags. */
+	if (a.flags)
+		return -EINVAL;
+	fs = sluice_filters_get(st, false);
+	if (!fs)
+		return -ENOENT;
+	mutex_lock(&fs->lock);
+	f = xa_erase(&fs->ids, a.id);
+	if (f)
+		sluice_filter_drop(fs, f);
+	mutex_unlock(&fs->lock);
+	return f ? 0 : -ENOENT;
+}
+
+void sluice_filter_stack_release(struct sluice_stack *st)
+{
+	struct sluice_stack_filters *fs = sluice_filters_get(st, false);
+	struct sluice_kfilter *f;
+	unsigned long id;
+
+	if (!fs)
+		return;
+	mutex_lock(&fs->lock);
+	xa_for_each(&fs->ids, id, f) {
+		xa_erase(&fs->ids, id);
+		sluice_filter_drop(fs, f);
+		cond_resched();
+	}
+	mutex_unlock(&fs->lock);
+	/*
+	 * A reader may still hold the stack or @fs through a filter it found
+	 * before the unhashing: wait for it.  The filters themselves go with
+	 * kfree_rcu().
+	 */
+	if (fs->published)
+		synchronize_net();
+	WRITE_ONCE(st->filters, NULL);
+	xa_destroy(&fs->ids);
+	mutex_destroy(&fs->lock);
+	kfree(fs);
+}
+
+static const char *sluice_proto_name(u8 protocol)
+{
+	return protocol == IPPROTO_TCP ? "tcp" : "udp";
+}
+
+/* The stack's filters, for its debugfs dump. */
+void sluice_filter_show(struct seq_file *m, struct sluice_stack *st)
+{
+	struct sluice_stack_filters *fs = sluice_filters_get(st, false);
+	struct sluice_kfilter *f;
+	unsigned long id;
+
+	if (!fs) {
+		seq_puts(m, "filters 0 adds 0 dels 0 matches 0\n");
+		return;
+	}
+	mutex_lock(&fs->lock);
+	seq_printf(m, "filters %u adds %lld dels %lld matches %lld\n",
+		   fs->count, (long long)atomic64_read(&fs->adds),
+		   (long long)atomic64_read(&fs->dels),
+		   (long long)atomic64_read(&fs->matches));
+	xa_for_each(&fs->ids, id, f)
+		seq_printf(m, "filter %u %s %pI4:%u %pI4:%u matches %lld\n",
+			   f->id, sluice_proto_name(f->key.protocol),
+			   &f->key.laddr, ntohs(f->key.lport),
+			   &f->key.raddr, ntohs(f->key.rport),
+			   (long long)atomic64_read(&f->matches));
+	mutex_unlock(&fs->lock);
+}
+
+/*
+ * debugfs "match" (root only): write "tcp|udp IFINDEX SADDR SPORT DADDR
+ * DPORT" (a packet's source is the remote end), read back "NAME ID" of
+ * the stack and filter sluice_filter_match() picks in the writer's netns,
+ * or "none".  The lookup is the receive path's own, counters included, so
+ * tests can check matching before any packet is steered.
+ */
+#define SLUICE_MATCH_RESULT	(SLUICE_NAME_MAX + 24)
+
+static int match_open(struct inode *inode, struct file *file)
+{
+	file->private_data = kzalloc(SLUICE_MATCH_RESULT, GFP_KERNEL);
+	return file->private_data ? nonseekable_open(inode, file) : -ENOMEM;
+}
+
+static int match_release(struct inode *inode, struct file *file)
+{
+	kfree(file->private_data);
+	return 0;
+}
+
+static int sluice_match_parse_addr(const char *s, __be32 *addr)
+{
+	return in4_pton(s, -1, (u8 *)addr, -1, NULL) ? 0 : -EINVAL;
+}
+
+static ssize_t match_write(struct file *file, const char __user *ubuf,
+			   size_t len, loff_t *ppos)
+{
+	char buf[96], proto[4], sa[16], da[16];
+	struct sluice_kfilter *f;
+	u16 sport, dport;
+	__be32 saddr, daddr;
+	char *out = file->private_data;
+	int ifindex;
+
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = '\0';
+	if (sscanf(buf, "%3s %d %15s %hu %15s %hu", proto, &ifindex, sa, &sport,
+		   da, &dport) != 6)
+		return -EINVAL;
+	if (sluice_match_parse_addr(sa, &saddr) ||
+	    sluice_match_parse_addr(da, &daddr))
+		return -EINVAL;
+	if (strcmp(proto, "tcp") && strcmp(proto, "udp"))
+		return -EINVAL;
+	rcu_read_lock();
+	f = sluice_filter_find(current->nsproxy->net_ns, ifindex,
+			       proto[0] == 't' ? IPPROTO_TCP : IPPROTO_UDP,
+			       saddr, htons(sport), daddr, htons(dport));
+	if (f) {
+		/* The same effect as the receive path's lookup. */
+		atomic64_inc(&f->matches);
+		atomic64_inc(&f->fs->matches);
+		snprintf(out, SLUICE_MATCH_RESULT, "%s %u\n", f->fs->st->name,
+			 f->id);
+	} else {
+		strscpy(out, "none\n", SLUICE_MATCH_RESULT);
+	}
+	rcu_read_unlock();
+	return len;
+}
+
+static ssize_t match_read(struct file *file, char __user *ubuf, size_t len,
+			  loff_t *ppos)
+{
+	const char *out = file->private_data;
+
+	return simple_read_from_buffer(ubuf, len, ppos, out, strlen(out));
+}
+
+static const struct file_operations sluice_match_fops = {
+	.owner		= THIS_MODULE,
+	.open		= match_open,
+	.release	= match_release,
+	.write		= match_write,
+	.read		= match_read,
+};
+
+void sluice_filter_debugfs_init(struct dentry *root)
+{
+	debugfs_create_file("match", 0600, root, NULL, &sluice_match_fops);
+}
+
+int sluice_filter_init(void)
+{
+	int ret;
+
+	ret = rhashtable_init(&sluice_filter_ht, &sluice_filter_params);
+	if (ret)
+		return ret;
+	ret = rhashtable_init(&sluice_resv_ht, &sluice_resv_params);
+	if (ret)
+		goto err_filter_ht;
+	return 0;
+
+err_filter_ht:
+	rhashtable_destroy(&sluice_filter_ht);
+	return ret;
+}
+
+/* Every stack, and so every filter, is gone: the tables are empty. */
+void sluice_filter_exit(void)
+{
+	rhashtable_destroy(&sluice_resv_ht);
+	rhashtable_destroy(&sluice_filter_ht);
+}

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * What user space needs to know about the network to run a stack on a
+ * device: the device itself (SLUICE_IOC_IFINFO) and the hardware address
+ * of a next hop from the kernel's neighbour table (SLUICE_IOC_NEIGH_RESOLVE),
+ * whose resolution (ARP) the kernel does.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/fs.h>
+#include <linux/in.h>
+#include <linux/inetdevice.h>
+#include <linux/minmax.h>
+#include <linux/netdevice.h>
+#include <linux/nsproxy.h>
+#include <linux/sched.h>
+#include <linux/string.h>
+#include <net/arp.h>
+#include <net/neighbour.h>
+#include <net/net_namespace.h>
+
+#include "sluice.h"
+
+/* Fill @info from @dev; under rcu_read_lock(). */
+static void sluice_ifinfo_fill(struct sluice_ifinfo *info,
+			       const struct net_device *dev)
+{
+	const struct in_ifaddr *ifa;
+	const struct in_device *in_dev;
+	unsigned int alen = min_t(unsigned int, dev->addr_len,
+				  SLUICE_HWADDR_MAX);
+	unsigned int n = 0;
+
+	info->type = dev->type;
+	info->mtu = READ_ONCE(dev->mtu);
+	info->if_flags = dev_get_flags(dev);
+	info->addr_len = alen;
+	/*
+	 * As rtnetlink reads them, but without RTNL: an address changing
+	 * right now may be seen half old, half new.
+	 */
+	memcpy(info->hwaddr, dev->dev_addr, alen);
+	memcpy(info->broadcast, dev->broadcast, alen);
+	in_dev = __in_dev_get_rcu(dev);
+	if (in_dev) {
+		in_dev_for_each_ifa_rcu(ifa, in_dev) {
+			if (n == SLUICE_IFINFO_ADDRS)
+				break;
+			info->addr[n] = (__force __u32)ifa->ifa_local;
+			info->prefix_len[n] = ifa->ifa_prefixlen;
+			n++;
+		}
+	}
+	info->n_addrs = n;
+	strscpy_pad(info->name, dev->name, sizeof(info->name));
+}
+
+int sluice_ioc_ifinfo(struct file *file, void __user *uarg)
+{
+	struct net *net = current->nsproxy->net_ns;
+	struct sluice_ifinfo info;
+	struct net_device *dev;
+	u32 size, ifindex;
+	int ret;
+
+	ret = sluice_arg_in(&info, sizeof(info),
+			    offsetofend(struct sluice_ifinfo, name), uarg);
+	if (ret)
+		return ret;
+	if (info.flags || info.reserved0)
+		return -EINVAL;
+	if (!info.ifindex || info.ifindex > INT_MAX)
+		return -ENODEV;
+	/* Every output field starts at zero: nothing stale is copied out. */
+	size = info.size;
+	ifindex = info.ifindex;
+	memset(&info, 0, sizeof(info));
+	info.size = size;
+	info.ifindex = ifindex;
+
+	rcu_read_lock();
+	dev = dev_get_by_index_rcu(net, ifindex);
+	if (dev)
+		sluice_ifinfo_fill(&info, dev);
+	rcu_read_unlock();
+	if (!dev)
+		return -ENODEV;
+	return sluice_arg_out(uarg, &info, sizeof(info));
+}
+
+/*
+ * Look @addr up in the ARP table of @dev, creating the entry if needed,
+ * and start (or restart) its resolution unless it is usable: the kernel
+ * sends the requests and a later call sees the answer.
+ */
+static int sluice_neigh_lookup(struct net_device *dev,
+			       struct sluice_neigh_resolve *res)
+{
+	__be32 key = (__force __be32)res->addr;
+	struct neighbour *n;
+	u8 state;
+
+	n = __neigh_lookup_errno(&arp_tbl, &key, dev);
+	if (IS_ERR(n))
+		return PTR_ERR(n);
+	state = READ_ONCE(n->nud_state);
+	if (state & NUD_VALID) {
+		res->state = SLUICE_NEIGH_RES_VALID;
+		res->addr_len = min_t(unsigned int, dev->addr_len,
+				      SLUICE_HWADDR_MAX);
+		neigh_ha_snapshot((char *)res->hwaddr, n, dev);
+	} else if (state & NUD_FAILED) {
+		res->state = SLUICE_NEIGH_RES_FAILED;
+	} else {
+		res->state = SLUICE_NEIGH_RES_PENDING;
+	}
+	/*
+	 * A stale entry is reconfirmed (DELAY, then PROBE), a new or failed
+	 * one resolved again, as the kernel does on its own transmit; a
+	 * reachable or permanent one is left alone.  No packet waits on it.
+	 */
+	neigh_event_send(n, NULL);
+	neigh_release(n);
+	return 0;
+}
+
+int sluice_ioc_neigh_resolve(struct file *file, void __user *uarg)
+{
+	struct sluice_stack *st = sluice_stack_of(file);
+	struct sluice_neigh_resolve res;
+	struct net_device *dev;
+	u32 size, addr;
+	int ret;
+
+	ret = sluice_arg_in(&res, sizeof(res),
+			    offsetofend(struct sluice_neigh_resolve, hwaddr),
+			    uarg);
+	if (ret)
+		return ret;
+	if (res.flags || memchr_inv(res.reserved, 0, sizeof(res.reserved)))
+		return -EINVAL;
+	if (ipv4_is_zeronet((__force __be32)res.addr))
+		return -EINVAL;
+	if (!st->ifindex || st->ifindex > INT_MAX)
+		return -ENODEV;
+	size = res.size;
+	addr = res.addr;
+	memset(&res, 0, sizeof(res));
+	res.size = size;
+	res.addr = addr;
+
+	dev = dev_get_by_index(st->net, st->ifindex);
+	if (!dev)
+		return -ENODEV;
+	ret = sluice_neigh_lookup(dev, &res);
+	dev_put(dev);
+	if (ret)
+		return ret;
+	return sluice_arg_out(uarg, &res, sizeof(res));
+}

@@ -1,0 +1,1372 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kselftests for sluice.ko's filters (SLUICE_IOC_FILTER_ADD / _DEL and
+ * their port reservations), interface information (SLUICE_IOC_IFINFO)
+ * and neighbour resolution (SLUICE_IOC_NEIGH_RESOLVE).
+ *
+ * Runs as root inside the test VM (loading $SLUICE_KO as the other
+ * suites do), with /usr/sbin/ip and the veth module.  Topologies, made
+ * and removed by the fixtures that need them:
+ *
+ *   filter, ifinfo:  stacks on lo (127.0.0.1/8), brought up here
+ *
+ *   ifinfo (veth):   sfi0 (02:00:00:00:97:01, mtu 1400,        sfi1
+ *                          10.97.0.1/24, 10.97.1.1/16)  <--->  (no address)
+ *
+ *   neigh:           root netns                            netns "sfn"
+ *                    sfn0 10.98.0.1/24  <--- veth --->  sfn1 10.98.0.2/24
+ *                    02:00:00:00:98:01                   02:00:00:00:98:02
+ *                    stack "t_nb" on sfn0; 10.98.0.77 is nobody's
+ *
+ * Matching is checked through debugfs "match", which runs the receive
+ * path's own lookup (the rx_handler that feeds it packets is not part of
+ * these tests).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <net/if_arp.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <uapi/sluice.h>
+
+#include "kselftest_harness.h"
+#include "sluice_util.h"
+
+#define SYSFS_STACKS	"/sys/class/misc/sluice/stacks"
+#define DEBUGFS_DIR	"/sys/kernel/debug/sluice"
+#define PARAM_FMAX	SYSFS_MOD "/parameters/filter_max"
+#define IP		"/usr/sbin/ip"
+#define PAGE		4096ull
+#define ALIGN_UP(x, a)	(((x) + (a) - 1) & ~((__u64)(a) - 1))
+#define NOBODY		65534
+#define TAIL		16	/* bytes past the struct in the size tests */
+
+static int xioctl(int fd, unsigned long cmd, void *arg)
+{
+	return ioctl(fd, cmd, arg) ? -errno : 0;
+}
+
+static int write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Run a shell command line quietly; its exit status. */
+static int sh(const char *fmt, ...)
+{
+	char cmd[512];
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	strncat(cmd, " >/dev/null 2>&1", sizeof(cmd) - strlen(cmd) - 1);
+	st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The value after "key " on a line of the debugfs info dump, or -1. */
+static long long info_value(const char *key)
+{
+	char buf[8192], *line, *save = NULL;
+	size_t klen = strlen(key);
+
+	if (read_file(DEBUGFS_DIR "/info", buf, sizeof(buf)) < 0)
+		return -1;
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		if (!strncmp(line, key, klen) && line[klen] == ' ')
+			return strtoll(line + klen + 1, NULL, 0);
+	return -1;
+}
+
+static long long stack_attr_ll(const char *dir, const char *attr)
+{
+	char path[256], buf[64];
+
+	snprintf(path, sizeof(path), SYSFS_STACKS "/%s/%s", dir, attr);
+	if (read_file(path, buf, sizeof(buf)) < 0)
+		return -1;
+	return strtoll(buf, NULL, 0);
+}
+
+/* The stack's debugfs dump into @buf; its length or -errno. */
+static ssize_t stack_dump(const char *dir, char *buf, size_t len)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), DEBUGFS_DIR "/stacks/%s", dir);
+	return read_file(path, buf, len);
+}
+
+/* A small layout computed independently of the library. */
+static void layout(struct sluice_stack_create *c, const char *name,
+		   __u32 ifindex)
+{
+	__u64 off;
+
+	memset(c, 0, sizeof(*c));
+	c->size = sizeof(*c);
+	strncpy(c->name, name, SLUICE_NAME_MAX - 1);
+	c->ifindex = ifindex;
+	c->max_sockets = 16;
+	c->sock_size = 256;
+	c->hash_buckets = 64;
+	c->n_bufs = 16;
+	c->buf_size = 2048;
+	c->mtu = 1500;
+	c->fd = -1;
+	off = ALIGN_UP(sizeof(struct sluice_region), 64);
+	c->sock_off = off;
+	off += (__u64)c->max_sockets * c->sock_size;
+	c->hash_off = ALIGN_UP(off, 64);
+	off = c->hash_off + 2ull * c->hash_buckets * 4;
+	c->wheel_off = ALIGN_UP(off, 64);
+	off = c->wheel_off + SLUICE_WHEEL_SLOTS * 4;
+	c->bufmeta_off = ALIGN_UP(off, 64);
+	off = c->bufmeta_off + (__u64)c->n_bufs * sizeof(struct sluice_buf);
+	c->bufdata_off = ALIGN_UP(off, PAGE);
+	off = c->bufdata_off + (__u64)c->n_bufs * c->buf_size;
+	c->region_size = ALIGN_UP(off, PAGE);
+}
+
+/* A stack on @ifindex, without rings; its fd or -errno. */
+static int create_stack_bare(int dev, const char *name, __u32 ifindex)
+{
+	struct sluice_stack_create c;
+	int ret;
+
+	layout(&c, name, ifindex);
+	ret = xioctl(dev, SLUICE_IOC_STACK_CREATE, &c);
+	return ret ? ret : c.fd;
+}
+
+/*
+ * A stack on @ifindex with (small) rings when it has a device, since
+ * filters steer into rings; its fd or -errno.
+ */
+static int create_stack(int dev, const char *name, __u32 ifindex)
+{
+	struct sluice_kring_setup k = {
+		.size = sizeof(k), .flags = SLUICE_KRING_CREATE,
+		.rx_entries = 8, .tx_entries = 8, .tx_slot_size = 2048,
+	};
+	int fd, ret;
+
+	fd = create_stack_bare(dev, name, ifindex);
+	if (fd < 0 || !ifindex)
+		return fd;
+	ret = xioctl(fd, SLUICE_IOC_KRING_SETUP, &k);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+static void filter_init(struct sluice_filter *f, __u8 proto,
+			const char *laddr, __u16 lport,
+			const char *raddr, __u16 rport)
+{
+	memset(f, 0, sizeof(*f));
+	f->size = sizeof(*f);
+	f->protocol = proto;
+	f->laddr = laddr ? inet_addr(laddr) : 0;
+	f->raddr = raddr ? inet_addr(raddr) : 0;
+	f->lport = htons(lport);
+	f->rport = htons(rport);
+}
+
+/* FILTER_ADD; 0 or -errno, the filter's id in *@id (may be NULL). */
+static int add(int st, __u8 proto, const char *laddr, __u16 lport,
+	       const char *raddr, __u16 rport, __u32 *id)
+{
+	struct sluice_filter f;
+	int ret;
+
+	filter_init(&f, proto, laddr, lport, raddr, rport);
+	ret = xioctl(st, SLUICE_IOC_FILTER_ADD, &f);
+	if (!ret && id)
+		*id = f.id;
+	return ret;
+}
+
+static int del(int st, __u32 id)
+{
+	struct sluice_filter f = { .size = sizeof(f), .id = id };
+
+	return xioctl(st, SLUICE_IOC_FILTER_DEL, &f);
+}
+
+/* Bind a fresh kernel socket to addr:port and close it: 0 or -errno. */
+static int try_bind(int type, const char *addr, __u16 port)
+{
+	struct sockaddr_in sin = {
+		.sin_family = AF_INET,
+		.sin_port = htons(port),
+		.sin_addr.s_addr = addr ? inet_addr(addr) : INADDR_ANY,
+	};
+	int s = socket(AF_INET, type | SOCK_CLOEXEC, 0), ret = 0;
+
+	if (s < 0)
+		return -errno;
+	if (bind(s, (struct sockaddr *)&sin, sizeof(sin)))
+		ret = -errno;
+	close(s);
+	return ret;
+}
+
+/*
+ * Issue @cmd with the first @len bytes of @arg and @size in the size
+ * field, followed by @tail_byte (in TAIL bytes) when @size is larger than
+ * @len.  Returns 0 or -errno; the result is copied back into @arg.
+ */
+static int sized_ioctl(int fd, unsigned long cmd, void *arg, size_t len,
+		       __u32 size, unsigned char tail_byte)
+{
+	unsigned char buf[512];
+	__u32 own_size;
+	int ret;
+
+	memcpy(&own_size, arg, sizeof(own_size));
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, arg, len);
+	memcpy(buf, &size, sizeof(size));
+	if (size > len)
+		memset(buf + len, tail_byte, TAIL);
+	ret = xioctl(fd, cmd, buf);
+	memcpy(arg, buf, len);
+	/* The caller's struct keeps its own size for the next call. */
+	memcpy(arg, &own_size, sizeof(own_size));
+	return ret;
+}
+
+/* debugfs "match": the "NAME ID" the module picks, or "none". */
+static int match(char *out, size_t len, const char *proto, int ifindex,
+		 const char *saddr, int sport, const char *daddr, int dport)
+{
+	char q[128];
+	int fd, ret = 0;
+	ssize_t n;
+
+	snprintf(q, sizeof(q), "%s %d %s %d %s %d", proto, ifindex, saddr,
+		 sport, daddr, dport);
+	fd = open(DEBUGFS_DIR "/match", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, q, strlen(q)) != (ssize_t)strlen(q)) {
+		ret = -errno;
+		goto out;
+	}
+	n = read(fd, out, len - 1);
+	if (n < 0) {
+		ret = -errno;
+		goto out;
+	}
+	out[n] = '\0';
+	if (n && out[n - 1] == '\n')
+		out[n - 1] = '\0';
+out:
+	close(fd);
+	return ret;
+}
+
+static int child_status(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int drop_to_nobody(void)
+{
+	return setresgid(NOBODY, NOBODY, NOBODY) ||
+	       setresuid(NOBODY, NOBODY, NOBODY);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static bool have_ip(void)
+{
+	return access(IP, X_OK) == 0;
+}
+
+TEST(abi_struct_layouts)
+{
+	EXPECT_EQ(32, sizeof(struct sluice_filter));
+	EXPECT_EQ(8, offsetof(struct sluice_filter, protocol));
+	EXPECT_EQ(12, offsetof(struct sluice_filter, laddr));
+	EXPECT_EQ(20, offsetof(struct sluice_filter, lport));
+	EXPECT_EQ(24, offsetof(struct sluice_filter, id));
+	EXPECT_EQ(148, sizeof(struct sluice_ifinfo));
+	EXPECT_EQ(28, offsetof(struct sluice_ifinfo, hwaddr));
+	EXPECT_EQ(92, offsetof(struct sluice_ifinfo, addr));
+	EXPECT_EQ(132, offsetof(struct sluice_ifinfo, name));
+	EXPECT_EQ(56, sizeof(struct sluice_neigh_resolve));
+	EXPECT_EQ(24, offsetof(struct sluice_neigh_resolve, hwaddr));
+}
+
+TEST(version_reports_the_features)
+{
+	struct sluice_version v = { .size = sizeof(v) };
+	int dev;
+
+	ASSERT_EQ(0, ensure_loaded());
+	dev = open(SLUICE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, dev);
+	ASSERT_EQ(0, xioctl(dev, SLUICE_IOC_VERSION, &v));
+	EXPECT_TRUE(v.features & SLUICE_FEATURE_FILTER);
+	EXPECT_TRUE(v.features & SLUICE_FEATURE_IFINFO);
+	EXPECT_TRUE(v.features & SLUICE_FEATURE_NEIGH);
+	close(dev);
+}
+
+/* A stack "t_f" on lo, which is up. */
+FIXTURE(filter) {
+	int dev;
+	int st;
+	int lo;
+	bool fmax_changed;
+};
+
+FIXTURE_SETUP(filter)
+{
+	ASSERT_EQ(0, ensure_loaded());
+	if (have_ip())
+		sh(IP " link set lo up");
+	self->lo = if_nametoindex("lo");
+	ASSERT_LT(0, self->lo);
+	self->dev = open(SLUICE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->dev);
+	ASSERT_EQ(0, info_value("stacks"));
+	self->st = create_stack(self->dev, "t_f", self->lo);
+	ASSERT_LE(0, self->st);
+	self->fmax_changed = false;
+}
+
+FIXTURE_TEARDOWN(filter)
+{
+	if (self->fmax_changed)
+		write_file(PARAM_FMAX, "65536");
+	if (self->st >= 0)
+		close(self->st);
+	close(self->dev);
+	if (_metadata->passed)
+		EXPECT_EQ(0, info_value("stacks"));
+}
+
+TEST_F(filter, add_size_rules)
+{
+	struct sluice_filter f;
+
+	filter_init(&f, IPPROTO_TCP, NULL, 41000, NULL, 0);
+	EXPECT_EQ(-EINVAL, sized_ioctl(self->st, SLUICE_IOC_FILTER_ADD, &f,
+				       sizeof(f), sizeof(f) - 1, 0));
+	EXPECT_EQ(-E2BIG, sized_ioctl(self->st, SLUICE_IOC_FILTER_ADD, &f,
+				      sizeof(f), sizeof(f) + TAIL, 0xff));
+	EXPECT_EQ(0, stack_attr_ll("t_f", "filters"));
+	ASSERT_EQ(0, sized_ioctl(self->st, SLUICE_IOC_FILTER_ADD, &f,
+				 sizeof(f), sizeof(f), 0));
+	EXPECT_EQ(sizeof(f), f.size);
+	EXPECT_EQ(htons(41000), f.lport);
+	EXPECT_NE(0, f.id);
+	filter_init(&f, IPPROTO_TCP, NULL, 41001, NULL, 0);
+	ASSERT_EQ(0, sized_ioctl(self->st, SLUICE_IOC_FILTER_ADD, &f,
+				 sizeof(f), sizeof(f) + TAIL, 0));
+	/* The module writes and reports only the bytes it knows. */
+	EXPECT_EQ(sizeof(f), f.size);
+	EXPECT_EQ(2, stack_attr_ll("t_f", "filters"));
+}
+
+TEST_F(filter, add_nonzero_flags_or_reserved_is_einval)
+{
+	struct sluice_filter f;
+
+	for (int i = 0; i < 5; i++) {
+		filter_init(&f, IPPROTO_TCP, NULL, 41010, NULL, 0);
+		switch (i) {
+		case 0: f.flags = 1; break;
+		case 1: f.reserved0[0] = 1; break;
+		case 2: f.reserved0[2] = 0x80; break;
+		case 3: f.reserved1 = 1; break;
+		case 4: f.flags = 0x80000000u; break;
+		}
+		EXPECT_EQ(-EINVAL, xioctl(self->st, SLUICE_IOC_FILTER_ADD, &f))
+			TH_LOG("case %d", i);
+	}
+	EXPECT_EQ(0, stack_attr_ll("t_f", "filters"));
+	/* Nothing was reserved on the way. */
+	EXPECT_EQ(0, try_bind(SOCK_STREAM, NULL, 41010));
+}
+
+TEST_F(filter, add_bad_protocol_is_einval)
+{
+	static const __u8 bad[] = { 0, IPPROTO_ICMP, IPPROTO_SCTP, 255,
+				    IPPROTO_RAW, IPPROTO_UDPLITE };
+
+	for (size_t i = 0; i < sizeof(bad); i++) {
+		EXPECT_EQ(-EINVAL, add(self->st, bad[i], NULL, 41020, NULL, 0,
+				       NULL)) TH_LOG("protocol %u", bad[i]);
+	}
+	EXPECT_EQ(0, add(self->st, IPPROTO_UDP, NULL, 41020, NULL, 0, NULL));
+	EXPECT_EQ(0, add(self->st, IPPROTO_TCP, NULL, 41020, NULL, 0, NULL));
+}
+
+TEST_F(filter, add_half_a_remote_is_einval)
+{
+	EXPECT_EQ(-EINVAL, add(self->st, IPPROTO_TCP, "127.0.0.1", 41030,
+			       "127.0.0.2", 0, NULL));
+	EXPECT_EQ(-EINVAL, add(self->st, IPPROTO_TCP, "127.0.0.1", 41030,
+			       NULL, 5000, NULL));
+	/* A connection has a local port: 0 is for 3-tuples only. */
+	EXPECT_EQ(-EINVAL, add(self->st, IPPROTO_TCP, "127.0.0.1", 0,
+			       "127.0.0.2", 5000, NULL));
+	EXPECT_EQ(0, stack_attr_ll("t_f", "filters"));
+	EXPECT_EQ(0, add(self->st, IPPROTO_TCP, "127.0.0.1", 41030,
+			 "127.0.0.2", 5000, NULL));
+}
+
+TEST_F(filter, add_duplicate_is_eexist)
+{
+	__u32 a, b;
+
+	ASSERT_EQ(0, add(self->st, IPPROTO_TCP, NULL, 41040, NULL, 0, &a));
+	EXPECT_EQ(-EEXIST, add(self->st, IPPROTO_TCP, NULL, 41040, NULL, 0,
+			       NULL));
+	ASSERT_EQ(0, add(self->st, IPPROTO_TCP, "127.0.0.1", 41040,
+			 "127.0.0.3", 999, &b));
+	EXPECT_NE(a, b);
+	EXPECT_EQ(-EEXIST, add(self->st, IPPROTO_TCP, "127.0.0.1", 41040,
+			       "127.0.0.3", 999, NULL));
+	/* Another protocol, another remote port: other filters. */
+	EXPECT_EQ(0, add(self->st, IPPROTO_UDP, NULL, 41040, NULL, 0, NULL));
+	EXPECT_EQ(0, add(self->st, IPPROTO_TCP, "127.0.0.1", 41040,
+			 "127.0.0.3", 1000, NULL));
+	EXPECT_EQ(4, stack_attr_ll("t_f", "filters"));
+}
+
+TEST_F(filter, del_rules)
+{
+	struct sluice_filter f;
+	__u32 id;
+
+	ASSERT_EQ(0, add(self->st, IPPROTO_UDP, NULL, 41050, NULL, 0, &id));
+	EXPECT_EQ(-ENOENT, del(self->st, id + 1000));
+	EXPECT_EQ(-ENOENT, del(self->st, 0));
+
+	memset(&f, 0, sizeof(f));
+	f.size = sizeof(f);
+	f.id = id;
+	EXPECT_EQ(-EINVAL, sized_ioctl(self->st, SLUICE_IOC_FILTER_DEL, &f,
+				       sizeof(f), sizeof(f) - 1, 0));
+	EXPECT_EQ(-E2BIG, sized_ioctl(self->st, SLUICE_IOC_FILTER_DEL, &f,
+				      sizeof(f), sizeof(f) + TAIL, 1));
+	f.flags = 1;
+	EXPECT_EQ(-EINVAL, xioctl(self->st, SLUICE_IOC_FILTER_DEL, &f));
+	EXPECT_EQ(1, stack_attr_ll("t_f", "filters"));
+	/* Only the id is read: the rest of the struct does not matter. */
+	f.flags = 0;
+	f.protocol = 99;
+	f.reserved1 = 7;
+	f.lport = 1;
+	EXPECT_EQ(0, sized_ioctl(self->st, SLUICE_IOC_FILTER_DEL, &f,
+				 sizeof(f), sizeof(f) + TAIL, 0));
+	EXPECT_EQ(0, stack_attr_ll("t_f", "filters"));
+	EXPECT_EQ(-ENOENT, del(self->st, id));
+}
+
+TEST_F(filter, ids_belong_to_their_stack)
+{
+	__u32 id;
+	int st2;
+
+	st2 = create_stack(self->dev, "t_f2", self->lo);
+	ASSERT_LE(0, st2);
+	ASSERT_EQ(0, add(self->st, IPPROTO_TCP, NULL, 41060, NULL, 0, &id));
+	EXPECT_EQ(-ENOENT, del(st2, id));
+	EXPECT_EQ(1, stack_attr_ll("t_f", "filters"));
+	/* The other stack cannot reserve the same port. */
+	EXPECT_EQ(-EADDRINUSE, add(st2, IPPROTO_TCP, NULL, 41060, NULL, 0,
+				   NULL));
+	close(st2);
+}
+
+TEST_F(filter, ioctls_belong_to_their_file)
+{
+	struct sluice_filter f;
+	struct sluice_ifinfo info = { .size = sizeof(info), .ifindex = 1 };
+
+	filter_init(&f, IPPROTO_TCP, NULL, 41070, NULL, 0);
+	EXPECT_EQ(-ENOTTY, xioctl(self->dev, SLUICE_IOC_FILTER_ADD, &f));
+	EXPECT_EQ(-ENOTTY, xioctl(self->dev, SLUICE_IOC_FILTER_DEL, &f));
+	EXPECT_EQ(-ENOTTY, xioctl(self->st, SLUICE_IOC_IFINFO, &info));
+}
+
+TEST_F(filter, add_without_device_is_enodev)
+{
+	struct sluice_neigh_resolve r = { .size = sizeof(r) };
+	int st0;
+
+	r.addr = inet_addr("127.0.0.1");
+	st0 = create_stack(self->dev, "t_f0", 0);
+	ASSERT_LE(0, st0);
+	EXPECT_EQ(-ENODEV, add(st0, IPPROTO_TCP, NULL, 41080, NULL, 0, NULL));
+	EXPECT_EQ(-ENODEV, xioctl(st0, SLUICE_IOC_NEIGH_RESOLVE, &r));
+	EXPECT_EQ(0, try_bind(SOCK_STREAM, NULL, 41080));
+	close(st0);
+}
+
+TEST_F(filter, add_without_rings_is_enoent)
+{
+	int st;
+
+	st = create_stack_bare(self->dev, "t_fnr", self->lo);
+	ASSERT_LE(0, st);
+	EXPECT_EQ(-ENOENT, add(st, IPPROTO_TCP, NULL, 41085, NULL, 0, NULL));
+	EXPECT_EQ(-ENOENT, add(st, IPPROTO_UDP, NULL, 0, NULL, 0, NULL));
+	/* Nothing was reserved. */
+	EXPECT_EQ(0, try_bind(SOCK_STREAM, NULL, 41085));
+	close(st);
+}
+
+TEST_F(filter, port_the_kernel_uses_is_eaddrinuse)
+{
+	struct sockaddr_in sin = {
+		.sin_family = AF_INET, .sin_port = htons(41090),
+	};
+	int s;
+
+	for (int i = 0; i < 2; i++) {
+		int type = i ? SOCK_DGRAM : SOCK_STREAM;
+		__u8 proto = i ? IPPROTO_UDP : IPPROTO_TCP;
+
+		s = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+		ASSERT_LE(0, s);
+		ASSERT_EQ(0, bind(s, (struct sockaddr *)&sin, sizeof(sin)));
+		EXPECT_EQ(-EADDRINUSE, add(self->st, proto, NULL, 41090, NULL,
+					   0, NULL));
+		EXPECT_EQ(-EADDRINUSE, add(self->st, proto, "127.0.0.1", 41090,
+					   NULL, 0, NULL));
+		EXPECT_EQ(-EADDRINUSE, add(self->st, proto, "127.0.0.1", 41090,
+					   "127.0.0.2", 80, NULL));
+		close(s);
+		/* The kernel let the port go: so does the refusal. */
+		EXPECT_EQ(0, add(self->st, proto, NULL, 41090, NULL, 0, NULL));
+	}
+	EXPECT_EQ(2, stack_attr_ll("t_f", "filters"));
+}
+
+TEST_F(filter, filter_holds_its_port_until_del)
+{
+	__u32 tcp, udp;
+
+	ASSERT_EQ(0, add(self->st, IPPROTO_TCP, NULL, 41100, NULL, 0, &tcp));
+	ASSERT_EQ(0, add(self->st, IPPROTO_UDP, "127.0.0.1", 41100, NULL, 0,
+			 &udp));
+	EXPECT_EQ(-EADDRINUSE, try_bind(SOCK_STREAM, NULL, 41100));
+	EXPECT_EQ(-EADDRINUSE, try_bind(SOCK_STREAM, "127.0.0.1", 41100));
+	EXPECT_EQ(-EADDRINUSE, try_bind(SOCK_DGRAM, "127.0.0.1", 41100));
+	EXPECT_EQ(-EADDRINUSE, try_bind(SOCK_DGRAM, NULL, 41100));
+	/* Only that protocol and port. */
+	EXPECT_EQ(0, try_bind(SOCK_STREAM, NULL, 41101));
+	EXPECT_EQ(0, del(self->st, tcp));
+	EXPECT_EQ(0, try_bind(SOCK_STREAM, NULL, 41100));
+	EXPECT_EQ(-EADDRINUSE, try_bind(SOCK_DGRAM, "127.0.0.1", 41100));
+	EXPECT_EQ(0, del(self->st, udp));
+	EXPECT_EQ(0, try_bind(SOCK_DGRAM, "127.0.0.1", 41100));
+	EXPECT_EQ(0, stack_attr_ll("t_f", "filters"));
+}
+
+TEST_F(filter, filter_holds_its_port_until_the_stack_goes)
+{
+	int fd2;
+	struct sluice_stack_attach a = { .size = sizeof(a) };
+
+	ASSERT_EQ(0, add(self->st, IPPROTO_TCP, NULL, 41110, NULL, 0, NULL));
+	ASSERT_EQ(0, add(self->st, IPPROTO_UDP, NULL, 41110, NULL, 0, NULL));
+	strcpy(a.name, "t_f");
+	ASSERT_EQ(0, xioctl(self->dev, SLUICE_IOC_STACK_ATTACH, &a));
+	fd2 = a.fd;
+	/* One of two files closed: the stack, and its filters, live on. */
+	close(self->st);
+	self->st = -1;
+	EXPECT_EQ(-EADDRINUSE, try_bind(SOCK_STREAM, NULL, 41110));
+	EXPECT_EQ(2, stack_attr_ll("t_f", "filters"));
+	close(fd2);
+	EXPECT_EQ(0, try_bind(SOCK_STREAM, NULL, 41110));
+	EXPECT_EQ(0, try_bind(SOCK_DGRAM, NULL, 41110));
+}
+
+TEST_F(filter, lport_zero_reserves_a_port_the_kernel_picks)
+{
+	struct sluice_filter f;
+	__u16 tcp, udp;
+
+	filter_init(&f, IPPROTO_TCP, NULL, 0, NULL, 0);
+	ASSERT_EQ(0, xioctl(self->st, SLUICE_IOC_FILTER_ADD, &f));
+	tcp = ntohs(f.lport);
+	EXPECT_NE(0, tcp);
+	EXPECT_EQ(-EADDRINUSE, try_bind(SOCK_STREAM, NULL, tcp));
+	EXPECT_EQ(-EEXIST, add(self->st, IPPROTO_TCP, NULL, tcp, NULL, 0,
+			       NULL));
+
+	filter_init(&f, IPPROTO_UDP, "127.0.0.1", 0, NULL, 0);
+	ASSERT_EQ(0, xioctl(self->st, SLUICE_IOC_FILTER_ADD, &f));
+	udp = ntohs(f.lport);
+	EXPECT_NE(0, udp);
+	EXPECT_EQ(-EADDRINUSE, try_bind(SOCK_DGRAM, "127.0.0.1", udp));
+	EXPECT_EQ(2, stack_attr_ll("t_f", "filters"));
+	close(self->st);
+	self->st = -1;
+	EXPECT_EQ(0, try_bind(SOCK_STREAM, NULL, tcp));
+	EXPECT_EQ(0, try_bind(SOCK_DGRAM, "127.0.0.1", udp));
+}
+
+TEST_F(filter, filters_share_a_reservation)
+{
+	__u32 c1, c2, lst;
+
+	/* Two connections from one local port. */
+	ASSERT_EQ(0, add(self->st, IPPROTO_TCP, "127.0.0.1", 41120,
+			 "127.0.0.2", 1000, &c1));
+	ASSERT_EQ(0, add(self->st, IPPROTO_TCP, "127.0.0.1", 41120,
+			 "127.0.0.2", 1001, &c2));
+	EXPECT_EQ(-EADDRINUSE, try_bind(SOCK_STREAM, "127.0.0.1", 41120));
+	EXPECT_EQ(0, del(self->st, c1));
+	EXPECT_EQ(-EADDRINUSE, try_bind(SOCK_STREAM, "127.0.0.1", 41120));
+	EXPECT_EQ(0, del(self->st, c2));
+	EXPECT_EQ(0, try_bind(SOCK_STREAM, "127.0.0.1", 41120));
+
+	/* A listener on any address covers the connections it accepts. */
+	ASSERT_EQ(0, add(self->st, IPPROTO_TCP, NULL, 41121, NULL, 0, &lst));
+	ASSERT_EQ(0, add(self->st, IPPROTO_TCP, "127.0.0.1", 41121,
+			 "127.0.0.9", 5555, &c1));
+	ASSERT_EQ(0, add(self->st, IPPROTO_TCP, "127.0.0.1", 41121, NULL, 0,
+			 &c2));
+	EXPECT_EQ(0, del(self->st, lst));
+	/* The connection still holds the wildcard reservation. */
+	EXPECT_EQ(-EADDRINUSE, try_bind(SOCK_STREAM, NULL, 41121));
+	EXPECT_EQ(0, del(self->st, c1));
+	EXPECT_EQ(-EADDRINUSE, try_bind(SOCK_STREAM, NULL, 41121));
+	EXPECT_EQ(0, del(self->st, c2));
+	EXPECT_EQ(0, try_bind(SOCK_STREAM, NULL, 41121));
+}
+
+/*
+ * The reservation is made with the credentials of whoever issues ADD,
+ * not the stack's creator's: root's stack used by nobody cannot take a
+ * privileged port, nobody's stack used by root can.
+ */
+TEST_F(filter, privileged_port_follows_the_callers_credentials)
+{
+	int go[2], res[2], st2, ret;
+	struct sluice_stack_attach a = { .size = sizeof(a) };
+	pid_t pid;
+	char c;
+
+	/* Root's stack, nobody's call. */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (drop_to_nobody())
+			_exit(100);
+		ret = add(self->st, IPPROTO_TCP, NULL, 80, NULL, 0, NULL);
+		if (ret != -EACCES)
+			_exit(ret < 0 ? -ret : 101);
+		/* Not the uid as such: an unprivileged port is fine. */
+		ret = add(self->st, IPPROTO_TCP, NULL, 41130, NULL, 0, NULL);
+		_exit(ret < 0 ? -ret : 0);
+	}
+	EXPECT_EQ(0, child_status(pid));
+	EXPECT_EQ(1, stack_attr_ll("t_f", "filters"));
+	EXPECT_EQ(0, try_bind(SOCK_STREAM, NULL, 80));
+	EXPECT_EQ(-EADDRINUSE, try_bind(SOCK_STREAM, NULL, 41130));
+
+	/* Nobody's stack, root's call. */
+	ASSERT_EQ(0, pipe2(go, O_CLOEXEC));
+	ASSERT_EQ(0, pipe2(res, O_CLOEXEC));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int fd;
+
+		close(go[1]);
+		close(res[0]);
+		if (drop_to_nobody())
+			_exit(100);
+		fd = create_stack(self->dev, "t_nobody", self->lo);
+		if (fd < 0)
+			_exit(-fd);
+		ret = add(fd, IPPROTO_TCP, NULL, 81, NULL, 0, NULL);
+		c = ret == -EACCES ? 'y' : 'n';
+		if (write(res[1], &c, 1) != 1)
+			_exit(102);
+		/* Hold the stack until the parent is done with it. */
+		if (read(go[0], &c, 1) < 0)
+			_exit(103);
+		close(fd);
+		_exit(0);
+	}
+	close(go[0]);
+	close(res[1]);
+	ASSERT_EQ(1, read(res[0], &c, 1));
+	EXPECT_EQ('y', c);
+	strcpy(a.name, "t_nobody");
+	ASSERT_EQ(0, xioctl(self->dev, SLUICE_IOC_STACK_ATTACH, &a));
+	st2 = a.fd;
+	EXPECT_EQ(0, add(st2, IPPROTO_TCP, NULL, 81, NULL, 0, NULL));
+	EXPECT_EQ(-EADDRINUSE, try_bind(SOCK_STREAM, NULL, 81));
+	EXPECT_EQ(1, stack_attr_ll("t_nobody", "filters"));
+	close(st2);
+	close(go[1]);
+	EXPECT_EQ(0, child_status(pid));
+	close(res[0]);
+	EXPECT_EQ(0, try_bind(SOCK_STREAM, NULL, 81));
+}
+
+TEST_F(filter, caller_in_another_netns_is_exdev)
+{
+	pid_t pid = fork();
+
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int ret;
+
+		if (unshare(CLONE_NEWNET))
+			_exit(100);
+		ret = add(self->st, IPPROTO_TCP, NULL, 41140, NULL, 0, NULL);
+		_exit(ret < 0 ? -ret : 0);
+	}
+	EXPECT_EQ(EXDEV, child_status(pid));
+	EXPECT_EQ(0, stack_attr_ll("t_f", "filters"));
+}
+
+TEST_F(filter, filter_max_is_enospc)
+{
+	__u32 ids[4], extra;
+	int st2;
+
+	ASSERT_EQ(0, write_file(PARAM_FMAX, "4"));
+	self->fmax_changed = true;
+	for (int i = 0; i < 4; i++) {
+		ASSERT_EQ(0, add(self->st, IPPROTO_UDP, NULL, 41150 + i, NULL,
+				 0, &ids[i]));
+	}
+	EXPECT_EQ(-ENOSPC, add(self->st, IPPROTO_UDP, NULL, 41154, NULL, 0,
+			       NULL));
+	/* The refusal reserved nothing. */
+	EXPECT_EQ(0, try_bind(SOCK_DGRAM, NULL, 41154));
+	EXPECT_EQ(0, del(self->st, ids[1]));
+	EXPECT_EQ(0, add(self->st, IPPROTO_UDP, NULL, 41154, NULL, 0, &extra));
+	EXPECT_EQ(4, stack_attr_ll("t_f", "filters"));
+	/* The cap is per stack. */
+	st2 = create_stack(self->dev, "t_f2", self->lo);
+	ASSERT_LE(0, st2);
+	EXPECT_EQ(0, add(st2, IPPROTO_UDP, NULL, 41155, NULL, 0, NULL));
+	close(st2);
+}
+
+TEST_F(filter, efault_on_output_takes_the_filter_back)
+{
+	struct sluice_filter *f;
+
+	f = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, f);
+	filter_init(f, IPPROTO_TCP, NULL, 41160, NULL, 0);
+	ASSERT_EQ(0, mprotect(f, PAGE, PROT_READ));
+	EXPECT_EQ(-EFAULT, xioctl(self->st, SLUICE_IOC_FILTER_ADD, f));
+	EXPECT_EQ(0, stack_attr_ll("t_f", "filters"));
+	EXPECT_EQ(0, try_bind(SOCK_STREAM, NULL, 41160));
+	munmap(f, PAGE);
+}
+
+TEST_F(filter, sysfs_and_debugfs_show_the_filters)
+{
+	char buf[16384], line[160];
+	__u32 a, b;
+
+	EXPECT_EQ(0, stack_attr_ll("t_f", "filters"));
+	ASSERT_LT(0, stack_dump("t_f", buf, sizeof(buf)));
+	EXPECT_NE(NULL, strstr(buf, "filters 0 adds 0 dels 0 matches 0\n"));
+
+	ASSERT_EQ(0, add(self->st, IPPROTO_TCP, NULL, 41170, NULL, 0, &a));
+	ASSERT_EQ(0, add(self->st, IPPROTO_UDP, "127.0.0.1", 41171,
+			 "127.0.0.2", 53, &b));
+	EXPECT_EQ(2, stack_attr_ll("t_f", "filters"));
+	ASSERT_LT(0, stack_dump("t_f", buf, sizeof(buf)));
+	EXPECT_NE(NULL, strstr(buf, "filters 2 adds 2 dels 0 matches 0\n"));
+	snprintf(line, sizeof(line),
+		 "filter %u tcp 0.0.0.0:41170 0.0.0.0:0 matches 0\n", a);
+	EXPECT_NE(NULL, strstr(buf, line)) TH_LOG("%s", buf);
+	snprintf(line, sizeof(line),
+		 "filter %u udp 127.0.0.1:41171 127.0.0.2:53 matches 0\n", b);
+	EXPECT_NE(NULL, strstr(buf, line)) TH_LOG("%s", buf);
+
+	EXPECT_EQ(0, del(self->st, a));
+	EXPECT_EQ(1, stack_attr_ll("t_f", "filters"));
+	ASSERT_LT(0, stack_dump("t_f", buf, sizeof(buf)));
+	EXPECT_NE(NULL, strstr(buf, "filters 1 adds 2 dels 1 matches 0\n"));
+	snprintf(line, sizeof(line), "filter %u ", a);
+	EXPECT_EQ(NULL, strstr(buf, line));
+}
+
+/* Most specific first: 5-tuple, local address, any address. */
+TEST_F(filter, match_order)
+{
+	__u32 any, local, conn, other;
+	char out[64], want[64], buf[16384], line[160];
+	int st2, lo = self->lo;
+
+	ASSERT_EQ(0, add(self->st, IPPROTO_TCP, NULL, 41180, NULL, 0, &any));
+	ASSERT_EQ(0, add(self->st, IPPROTO_TCP, "127.0.0.1", 41180, NULL, 0,
+			 &local));
+	ASSERT_EQ(0, add(self->st, IPPROTO_TCP, "127.0.0.1", 41180,
+			 "127.0.0.5", 7000, &conn));
+	st2 = create_stack(self->dev, "t_f2", lo);
+	ASSERT_LE(0, st2);
+	ASSERT_EQ(0, add(st2, IPPROTO_UDP, NULL, 41181, NULL, 0, &other));
+
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", lo, "127.0.0.5", 7000,
+			   "127.0.0.1", 41180));
+	snprintf(want, sizeof(want), "t_f %u", conn);
+	EXPECT_STREQ(want, out);
+	/* Another remote port or address: the listener on 127.0.0.1. */
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", lo, "127.0.0.5", 7001,
+			   "127.0.0.1", 41180));
+	snprintf(want, sizeof(want), "t_f %u", local);
+	EXPECT_STREQ(want, out);
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", lo, "127.0.0.6", 7000,
+			   "127.0.0.1", 41180));
+	EXPECT_STREQ(want, out);
+	/* Another local address: the listener on any. */
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", lo, "127.0.0.5", 7000,
+			   "127.0.0.2", 41180));
+	snprintf(want, sizeof(want), "t_f %u", any);
+	EXPECT_STREQ(want, out);
+	/* Another stack's filter. */
+	ASSERT_EQ(0, match(out, sizeof(out), "udp", lo, "127.0.0.5", 7000,
+			   "127.0.0.3", 41181));
+	snprintf(want, sizeof(want), "t_f2 %u", other);
+	EXPECT_STREQ(want, out);
+	/* Nothing for another port, protocol or device. */
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", lo, "127.0.0.5", 7000,
+			   "127.0.0.1", 41182));
+	EXPECT_STREQ("none", out);
+	ASSERT_EQ(0, match(out, sizeof(out), "udp", lo, "127.0.0.5", 7000,
+			   "127.0.0.1", 41180));
+	EXPECT_STREQ("none", out);
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", lo + 1000, "127.0.0.5",
+			   7000, "127.0.0.1", 41180));
+	EXPECT_STREQ("none", out);
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", lo, "127.0.0.5", 41180,
+			   "127.0.0.1", 7000));
+	EXPECT_STREQ("none", out);
+
+	/* Each match counted on its filter and its stack. */
+	ASSERT_LT(0, stack_dump("t_f", buf, sizeof(buf)));
+	EXPECT_NE(NULL, strstr(buf, "filters 3 adds 3 dels 0 matches 4\n"));
+	snprintf(line, sizeof(line), "filter %u tcp 127.0.0.1:41180 127.0.0.5:7000 matches 1\n",
+		 conn);
+	EXPECT_NE(NULL, strstr(buf, line)) TH_LOG("%s", buf);
+	snprintf(line, sizeof(line), "filter %u tcp 127.0.0.1:41180 0.0.0.0:0 matches 2\n",
+		 local);
+	EXPECT_NE(NULL, strstr(buf, line)) TH_LOG("%s", buf);
+
+	/* Gone filters match no more; the next most specific takes over. */
+	EXPECT_EQ(0, del(self->st, conn));
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", lo, "127.0.0.5", 7000,
+			   "127.0.0.1", 41180));
+	snprintf(want, sizeof(want), "t_f %u", local);
+	EXPECT_STREQ(want, out);
+	close(st2);
+	ASSERT_EQ(0, match(out, sizeof(out), "udp", lo, "127.0.0.5", 7000,
+			   "127.0.0.3", 41181));
+	EXPECT_STREQ("none", out);
+}
+
+/* Filters are looked up in the namespace they were made in. */
+TEST_F(filter, match_is_per_netns)
+{
+	char out[64];
+	pid_t pid;
+
+	ASSERT_EQ(0, add(self->st, IPPROTO_TCP, NULL, 41190, NULL, 0, NULL));
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", self->lo, "127.0.0.5",
+			   7000, "127.0.0.1", 41190));
+	EXPECT_EQ(0, strncmp(out, "t_f ", 4));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (unshare(CLONE_NEWNET))
+			_exit(100);
+		if (match(out, sizeof(out), "tcp", 1, "127.0.0.5", 7000,
+			  "127.0.0.1", 41190))
+			_exit(101);
+		_exit(strcmp(out, "none") ? 1 : 0);
+	}
+	EXPECT_EQ(0, child_status(pid));
+}
+
+/*
+ * Stacks made, filled, partly emptied and closed over and over while
+ * another process looks packets up: every step succeeds, lookups find
+ * either nothing or a live stack's filter, and nothing is left after.
+ */
+TEST_F_TIMEOUT(filter, concurrent_add_del_match_close, 120)
+{
+	enum { WRITERS = 2, ROUNDS = 40, PER = 8 };
+	pid_t pids[WRITERS + 1];
+	int lo = self->lo;
+
+	for (int w = 0; w <= WRITERS; w++) {
+		pids[w] = fork();
+		ASSERT_LE(0, pids[w]);
+		if (pids[w])
+			continue;
+		if (w == WRITERS) {
+			/* The reader. */
+			for (int i = 0; i < ROUNDS * 4; i++) {
+				char out[64];
+				int port = 42000 + (i % WRITERS) * 100 + i % PER;
+
+				if (match(out, sizeof(out), i & 1 ? "udp" : "tcp",
+					  lo, "127.0.0.7", 9000, "127.0.0.1", port))
+					_exit(1);
+				if (strcmp(out, "none") && strncmp(out, "t_c", 3))
+					_exit(2);
+			}
+			_exit(0);
+		}
+		for (int r = 0; r < ROUNDS; r++) {
+			char name[16];
+			__u32 ids[PER];
+			int fd;
+
+			snprintf(name, sizeof(name), "t_c%d", w);
+			fd = create_stack(self->dev, name, lo);
+			if (fd < 0)
+				_exit(10);
+			for (int j = 0; j < PER; j++) {
+				int port = 42000 + w * 100 + j;
+
+				if (add(fd, j & 1 ? IPPROTO_UDP : IPPROTO_TCP,
+					j & 2 ? "127.0.0.1" : NULL, port,
+					j & 4 ? "127.0.0.7" : NULL, j & 4 ? 9000 : 0,
+					&ids[j]))
+					_exit(11);
+			}
+			for (int j = 0; j < PER; j += 2)
+				if (del(fd, ids[j]))
+					_exit(12);
+			close(fd);
+		}
+		_exit(0);
+	}
+	for (int w = 0; w <= WRITERS; w++) {
+		EXPECT_EQ(0, child_status(pids[w])) TH_LOG("process %d", w);
+	}
+	for (int w = 0; w < WRITERS; w++) {
+		for (int j = 0; j < PER; j++) {
+			EXPECT_EQ(0, try_bind(j & 1 ? SOCK_DGRAM : SOCK_STREAM,
+					      NULL, 42000 + w * 100 + j));
+		}
+	}
+}
+
+/* IFINFO, checked against what the socket ioctls report. */
+static void ifinfo_check(struct __test_metadata *_metadata, const char *name,
+			 const struct sluice_ifinfo *info)
+{
+	struct ifreq ifr;
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	ASSERT_LE(0, s);
+	memset(&ifr, 0, sizeof(ifr));
+	strncpy(ifr.ifr_name, name, IFNAMSIZ - 1);
+	ASSERT_EQ(0, ioctl(s, SIOCGIFFLAGS, &ifr));
+	EXPECT_EQ((__u32)(unsigned short)ifr.ifr_flags,
+		  info->if_flags & 0xffff);
+	ASSERT_EQ(0, ioctl(s, SIOCGIFMTU, &ifr));
+	EXPECT_EQ((__u32)ifr.ifr_mtu, info->mtu);
+	ASSERT_EQ(0, ioctl(s, SIOCGIFHWADDR, &ifr));
+	EXPECT_EQ(ifr.ifr_hwaddr.sa_family, info->type);
+	EXPECT_EQ(0, memcmp(ifr.ifr_hwaddr.sa_data, info->hwaddr, 6));
+	EXPECT_STREQ(name, info->name);
+	EXPECT_EQ(if_nametoindex(name), info->ifindex);
+	close(s);
+}
+
+static int ifinfo(int dev, int ifindex, struct sluice_ifinfo *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->size = sizeof(*info);
+	info->ifindex = ifindex;
+	return xioctl(dev, SLUICE_IOC_IFINFO, info);
+}
+
+FIXTURE(ifinfo) {
+	int dev;
+	bool veth;
+};
+
+FIXTURE_SETUP(ifinfo)
+{
+	ASSERT_EQ(0, ensure_loaded());
+	if (have_ip())
+		sh(IP " link set lo up");
+	self->dev = open(SLUICE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->dev);
+	self->veth = false;
+}
+
+FIXTURE_TEARDOWN(ifinfo)
+{
+	if (self->veth)
+		sh(IP " link del sfi0");
+	close(self->dev);
+}
+
+TEST_F(ifinfo, argument_rules)
+{
+	struct sluice_ifinfo info;
+
+	memset(&info, 0, sizeof(info));
+	info.size = sizeof(info);
+	info.ifindex = 1;
+	EXPECT_EQ(-EINVAL, sized_ioctl(self->dev, SLUICE_IOC_IFINFO, &info,
+				       sizeof(info), sizeof(info) - 1, 0));
+	EXPECT_EQ(-E2BIG, sized_ioctl(self->dev, SLUICE_IOC_IFINFO, &info,
+				      sizeof(info), sizeof(info) + TAIL, 1));
+	EXPECT_EQ(0, sized_ioctl(self->dev, SLUICE_IOC_IFINFO, &info,
+				 sizeof(info), sizeof(info) + TAIL, 0));
+	EXPECT_EQ(sizeof(info), info.size);
+	EXPECT_STREQ("lo", info.name);
+	EXPECT_EQ(0, sized_ioctl(self->dev, SLUICE_IOC_IFINFO, &info,
+				 sizeof(info), sizeof(info), 0));
+	EXPECT_STREQ("lo", info.name);
+	info.flags = 1;
+	EXPECT_EQ(-EINVAL, xioctl(self->dev, SLUICE_IOC_IFINFO, &info));
+	info.flags = 0;
+	info.reserved0 = 1;
+	EXPECT_EQ(-EINVAL, xioctl(self->dev, SLUICE_IOC_IFINFO, &info));
+}
+
+TEST_F(ifinfo, bad_ifindex_is_enodev)
+{
+	struct sluice_ifinfo info;
+
+	EXPECT_EQ(-ENODEV, ifinfo(self->dev, 0, &info));
+	EXPECT_EQ(-ENODEV, ifinfo(self->dev, 99999, &info));
+	EXPECT_EQ(-ENODEV, ifinfo(self->dev, 0x80000001, &info));
+	EXPECT_EQ(-ENODEV, ifinfo(self->dev, 0xffffffff, &info));
+}
+
+TEST_F(ifinfo, loopback)
+{
+	struct sluice_ifinfo info;
+	int lo = if_nametoindex("lo");
+
+	ASSERT_LT(0, lo);
+	/* Output fields are overwritten, not merged with what came in. */
+	ASSERT_EQ(0, ifinfo(self->dev, lo, &info));
+	ifinfo_check(_metadata, "lo", &info);
+	EXPECT_EQ(ARPHRD_LOOPBACK, info.type);
+	EXPECT_EQ(6, info.addr_len);
+	EXPECT_TRUE(info.if_flags & IFF_LOOPBACK);
+	EXPECT_TRUE(info.if_flags & IFF_UP);
+	ASSERT_EQ(1, info.n_addrs);
+	EXPECT_EQ(inet_addr("127.0.0.1"), info.addr[0]);
+	EXPECT_EQ(8, info.prefix_len[0]);
+	for (int i = 1; i < SLUICE_IFINFO_ADDRS; i++) {
+		EXPECT_EQ(0, info.addr[i]);
+		EXPECT_EQ(0, info.prefix_len[i]);
+	}
+}
+
+/* Another netns has its own lo, and none of this one's devices. */
+TEST_F(ifinfo, in_the_callers_netns)
+{
+	pid_t pid;
+
+	if (!have_ip())
+		SKIP(return, "no " IP);
+	ASSERT_EQ(0, sh(IP " link add sfi0 type veth peer name sfi1"));
+	self->veth = true;
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct sluice_ifinfo info;
+
+		if (unshare(CLONE_NEWNET))
+			_exit(100);
+		if (ifinfo(self->dev, if_nametoindex("lo"), &info))
+			_exit(101);
+		/* A fresh namespace's lo is down and has no address. */
+		if (info.n_addrs || (info.if_flags & IFF_UP))
+			_exit(102);
+		_exit(ifinfo(self->dev, 2, &info) == -ENODEV ? 0 : 103);
+	}
+	EXPECT_EQ(0, child_status(pid));
+}
+
+TEST_F(ifinfo, veth)
+{
+	struct sluice_ifinfo info;
+	__u32 want[2] = { inet_addr("10.97.0.1"), inet_addr("10.97.1.1") };
+	int idx, seen = 0;
+
+	if (!have_ip())
+		SKIP(return, "no " IP);
+	ASSERT_EQ(0, sh(IP " link add sfi0 address 02:00:00:00:97:01 mtu 1400"
+			" type veth peer name sfi1"));
+	self->veth = true;
+	ASSERT_EQ(0, sh(IP " addr add 10.97.0.1/24 dev sfi0"));
+	ASSERT_EQ(0, sh(IP " addr add 10.97.1.1/16 dev sfi0"));
+	ASSERT_EQ(0, sh(IP " link set sfi0 up"));
+	idx = if_nametoindex("sfi0");
+	ASSERT_LT(0, idx);
+	ASSERT_EQ(0, ifinfo(self->dev, idx, &info));
+	ifinfo_check(_metadata, "sfi0", &info);
+	EXPECT_EQ(ARPHRD_ETHER, info.type);
+	EXPECT_EQ(1400, info.mtu);
+	EXPECT_EQ(6, info.addr_len);
+	EXPECT_EQ(0, memcmp(info.hwaddr, "\x02\x00\x00\x00\x97\x01", 6));
+	EXPECT_EQ(0, memcmp(info.broadcast, "\xff\xff\xff\xff\xff\xff", 6));
+	for (int i = 6; i < SLUICE_HWADDR_MAX; i++) {
+		EXPECT_EQ(0, info.hwaddr[i]);
+		EXPECT_EQ(0, info.broadcast[i]);
+	}
+	EXPECT_TRUE(info.if_flags & IFF_UP);
+	ASSERT_EQ(2, info.n_addrs);
+	for (int i = 0; i < 2; i++) {
+		if (info.addr[i] == want[0] && info.prefix_len[i] == 24)
+			seen |= 1;
+		if (info.addr[i] == want[1] && info.prefix_len[i] == 16)
+			seen |= 2;
+	}
+	EXPECT_EQ(3, seen);
+
+	/* Changes show at once. */
+	ASSERT_EQ(0, sh(IP " link set sfi0 down mtu 1280"));
+	ASSERT_EQ(0, ifinfo(self->dev, idx, &info));
+	EXPECT_EQ(1280, info.mtu);
+	EXPECT_FALSE(info.if_flags & IFF_UP);
+	ASSERT_EQ(0, sh(IP " link del sfi0"));
+	self->veth = false;
+	EXPECT_EQ(-ENODEV, ifinfo(self->dev, idx, &info));
+}
+
+/* The root netns end of a veth pair and its peer in netns "sfn". */
+FIXTURE(neigh) {
+	int dev;
+	int st;
+	bool made;
+};
+
+FIXTURE_SETUP(neigh)
+{
+	self->made = false;
+	self->st = -1;
+	ASSERT_EQ(0, ensure_loaded());
+	self->dev = open(SLUICE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->dev);
+	if (!have_ip())
+		return;
+	sh(IP " link set lo up");
+	/* A bare initramfs may lack the directory ip keeps namespaces in. */
+	sh("mkdir -p /var/run/netns /run/netns");
+	ASSERT_EQ(0, sh(IP " netns add sfn"));
+	self->made = true;
+	ASSERT_EQ(0, sh(IP " link add sfn0 address 02:00:00:00:98:01 type veth"
+			" peer name sfn1 address 02:00:00:00:98:02"));
+	ASSERT_EQ(0, sh(IP " link set sfn1 netns sfn"));
+	ASSERT_EQ(0, sh(IP " addr add 10.98.0.1/24 dev sfn0"));
+	ASSERT_EQ(0, sh(IP " link set sfn0 up"));
+	ASSERT_EQ(0, sh(IP " -n sfn addr add 10.98.0.2/24 dev sfn1"));
+	ASSERT_EQ(0, sh(IP " -n sfn link set sfn1 up"));
+	/* Unanswered requests give up after 3 * 100 ms, not 3 s. */
+	ASSERT_EQ(0, write_file("/proc/sys/net/ipv4/neigh/sfn0/retrans_time_ms",
+				"100"));
+	self->st = create_stack(self->dev, "t_nb", if_nametoindex("sfn0"));
+	ASSERT_LE(0, self->st);
+}
+
+FIXTURE_TEARDOWN(neigh)
+{
+	if (self->st >= 0)
+		close(self->st);
+	if (self->made) {
+		sh(IP " link del sfn0");
+		sh(IP " netns del sfn");
+	}
+	close(self->dev);
+}
+
+static int resolve(int st, const char *addr, struct sluice_neigh_resolve *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->size = sizeof(*r);
+	r->addr = inet_addr(addr);
+	return xioctl(st, SLUICE_IOC_NEIGH_RESOLVE, r);
+}
+
+TEST_F(neigh, argument_rules)
+{
+	struct sluice_neigh_resolve r;
+
+	if (!have_ip())
+		SKIP(return, "no " IP);
+	memset(&r, 0, sizeof(r));
+	r.size = sizeof(r);
+	r.addr = inet_addr("10.98.0.2");
+	EXPECT_EQ(-EINVAL, sized_ioctl(self->st, SLUICE_IOC_NEIGH_RESOLVE, &r,
+				       sizeof(r), sizeof(r) - 1, 0));
+	EXPECT_EQ(-E2BIG, sized_ioctl(self->st, SLUICE_IOC_NEIGH_RESOLVE, &r,
+				      sizeof(r), sizeof(r) + TAIL, 1));
+	EXPECT_EQ(0, sized_ioctl(self->st, SLUICE_IOC_NEIGH_RESOLVE, &r,
+				 sizeof(r), sizeof(r) + TAIL, 0));
+	EXPECT_EQ(0, sized_ioctl(self->st, SLUICE_IOC_NEIGH_RESOLVE, &r,
+				 sizeof(r), sizeof(r), 0));
+	for (int i = 0; i < 3; i++) {
+		resolve(self->st, "10.98.0.2", &r);
+		switch (i) {
+		case 0: r.flags = 1; break;
+		case 1: r.reserved[0] = 1; break;
+		case 2: r.reserved[6] = 1; break;
+		}
+		EXPECT_EQ(-EINVAL, xioctl(self->st, SLUICE_IOC_NEIGH_RESOLVE, &r))
+			TH_LOG("case %d", i);
+	}
+	EXPECT_EQ(-EINVAL, resolve(self->st, "0.0.0.0", &r));
+	EXPECT_EQ(-ENOTTY, xioctl(self->dev, SLUICE_IOC_NEIGH_RESOLVE, &r));
+}
+
+TEST_F_TIMEOUT(neigh, peer_resolves_to_its_mac, 60)
+{
+	struct sluice_neigh_resolve r;
+	int i, pending = 0;
+
+	if (!have_ip())
+		SKIP(return, "no " IP);
+	for (i = 0; i < 200; i++) {
+		ASSERT_EQ(0, resolve(self->st, "10.98.0.2", &r));
+		if (r.state == SLUICE_NEIGH_RES_VALID)
+			break;
+		ASSERT_EQ(SLUICE_NEIGH_RES_PENDING, r.state);
+		pending++;
+		sleep_ms(50);
+	}
+	ASSERT_EQ(SLUICE_NEIGH_RES_VALID, r.state);
+	/* A new entry cannot be valid before the peer answered. */
+	EXPECT_LT(0, pending);
+	EXPECT_EQ(6, r.addr_len);
+	EXPECT_EQ(0, memcmp(r.hwaddr, "\x02\x00\x00\x00\x98\x02", 6));
+	for (i = 6; i < SLUICE_HWADDR_MAX; i++) {
+		EXPECT_EQ(0, r.hwaddr[i]);
+	}
+	EXPECT_EQ(inet_addr("10.98.0.2"), r.addr);
+	/* The kernel's own table has it too. */
+	EXPECT_EQ(0, sh(IP " neigh show 10.98.0.2 dev sfn0 | grep -q 02:00:00:00:98:02"));
+	/* And asking again is an answer at once. */
+	ASSERT_EQ(0, resolve(self->st, "10.98.0.2", &r));
+	EXPECT_EQ(SLUICE_NEIGH_RES_VALID, r.state);
+}
+
+TEST_F_TIMEOUT(neigh, nobody_goes_pending_then_failed, 60)
+{
+	struct sluice_neigh_resolve r;
+	int i, pending = 0;
+
+	if (!have_ip())
+		SKIP(return, "no " IP);
+	for (i = 0; i < 200; i++) {
+		ASSERT_EQ(0, resolve(self->st, "10.98.0.77", &r));
+		ASSERT_NE(SLUICE_NEIGH_RES_VALID, r.state);
+		if (r.state == SLUICE_NEIGH_RES_FAILED)
+			break;
+		ASSERT_EQ(SLUICE_NEIGH_RES_PENDING, r.state);
+		pending++;
+		sleep_ms(50);
+	}
+	EXPECT_EQ(SLUICE_NEIGH_RES_FAILED, r.state);
+	EXPECT_LT(0, pending);
+	for (i = 0; i < SLUICE_HWADDR_MAX; i++) {
+		EXPECT_EQ(0, r.hwaddr[i]);
+	}
+	/* Asking again tries again. */
+	ASSERT_EQ(0, resolve(self->st, "10.98.0.77", &r));
+	EXPECT_EQ(SLUICE_NEIGH_RES_PENDING, r.state);
+}
+
+/* lo needs no ARP: every address is valid at once, all zeros. */
+TEST_F(neigh, loopback_is_valid_at_once)
+{
+	struct sluice_neigh_resolve r;
+	int st;
+
+	st = create_stack(self->dev, "t_nblo", if_nametoindex("lo"));
+	ASSERT_LE(0, st);
+	ASSERT_EQ(0, resolve(st, "127.0.0.1", &r));
+	EXPECT_EQ(SLUICE_NEIGH_RES_VALID, r.state);
+	EXPECT_EQ(6, r.addr_len);
+	EXPECT_EQ(0, memcmp(r.hwaddr, "\0\0\0\0\0\0", 6));
+	close(st);
+}
+
+/*
+ * Declared last, so it runs last: with every stack closed the module
+ * unloads, so no filter, reservation or stack reference was left behind.
+ */
+FIXTURE(unload) {
+	int unused;
+};
+
+FIXTURE_SETUP(unload)
+{
+	ASSERT_EQ(0, ensure_loaded());
+}
+
+FIXTURE_TEARDOWN(unload)
+{
+}
+
+TEST_F(unload, nothing_left_behind)
+{
+	EXPECT_EQ(0, info_value("stacks"));
+	EXPECT_EQ(0, info_value("regions"));
+	ASSERT_EQ(0, unload_module());
+	EXPECT_FALSE(module_loaded());
+}
+
+TEST_HARNESS_MAIN
