@@ -126,6 +126,45 @@ static void test_established_ooo_sack(void)
 	tf_finish();
 }
 
+/* A data segment never passes the MTU for the SACK blocks it carries:
+ * the MSS counts the timestamp option only, so a full-sized segment has no
+ * room for blocks and goes without (the duplicate ACKs carry them), and a
+ * shorter one carries what fits.  (Blocks that did not fit used to push
+ * full segments 28 bytes over the MTU, and the link refused them.) */
+static void test_established_sack_fits_mtu(void)
+{
+	struct tf_opts o = { .mss = 1460, .sack_ok = 1, .ts = 1, .tsval = 500 };
+	struct sl_sock *l, *c;
+	uint32_t iss = 0, b = IRS + 1, sent = 0, len;
+	bool fits = true;
+	struct tf_seg g;
+
+	tf_init("sm");
+	l = tf_listener(TF_LPORT, 8);
+	c = tf_accept(l, IRS, &iss, &o, 65535);
+	c->flags |= SL_SF_NODELAY;
+	/* Three holes: the out-of-order queue makes three SACK blocks. */
+	for (int i = 0; i < 3; i++) {
+		o.tsval++;
+		tf_seg_full(TF_PPORT, TF_LPORT, TH_ACK_, b + 100 + 200 * i, iss + 1, 65535, &o,
+			    pattern, 100);
+	}
+	tap_eq(tf_last().nsack, 3, "three SACK blocks on the duplicate ACK");
+	tf_clear();
+	len = 3u * c->tcp.mss + 100;
+	tap_eq(sl_tcp_send(T.s, c, pattern, len, 0, tf_now_us), len,
+	       "three full segments and a short one queued");
+	for (unsigned int i = 0; i < T.n; i++) {
+		fits &= T.f[i].len <= 1500;
+		sent += tf_parse(i).plen;
+	}
+	tap_ok(T.n == 4 && sent == len, "all of it sent at once, in four segments");
+	tap_ok(fits, "every segment within the 1500-byte MTU");
+	g = tf_parse(3);
+	tap_ok(g.plen == 100 && g.nsack == 3, "the short one carries the three blocks");
+	tf_finish();
+}
+
 /* RFC 9293 3.8.6.2.2: the window closes as data waits unread and no
  * more than the window is accepted; reading opens it (window update). */
 static void test_established_receive_window(void)
@@ -439,6 +478,7 @@ int main(void)
 	test_established_data_delayed_ack();
 	test_established_send_nagle();
 	test_established_ooo_sack();
+	test_established_sack_fits_mtu();
 	test_established_receive_window();
 	test_established_fin_zero_window();
 	test_established_zero_window_probe();
