@@ -183,6 +183,11 @@ for c in bad_index bad_buf bad_desc rx_drop_size; do
 	v=$(kctr $c)
 	if [ "$v" = 0 ]; then tap ok "kring counter $c is 0"; else tap fail "kring counter $c is 0 (it is '${v}')"; fi
 done
+if grep -q '^  link_tx_err ' $dump; then
+	tap fail "the link refused no packet the stack sent (link_tx_err)"
+else
+	tap ok "the link refused no packet the stack sent (link_tx_err)"
+fi
 if grep -q '^  kring_rx_bad ' $dump; then
 	tap fail "the stack refused no rx descriptor (kring_rx_bad)"
 else
