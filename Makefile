@@ -31,6 +31,9 @@ B := build
 LIB_SRCS := lib/device.c lib/csum.c lib/region.c lib/buf.c lib/lock.c lib/sock.c lib/timer.c lib/tcp.c lib/tcp_input.c lib/tcp_output.c lib/tcp_timer.c lib/tcp_cc.c \
 	lib/ip.c lib/icmp.c lib/udp.c lib/api.c lib/link_loop.c lib/eth.c lib/link_tap.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
+PRELOAD_SRCS := $(wildcard lib/preload/*.c)
+PRELOAD_OBJS := $(PRELOAD_SRCS:%.c=$(B)/%.o)
+PRELOAD := $(B)/libsluice-preload.so
 
 TOOL := $(B)/tools/sluice
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/test_*.c))
@@ -41,7 +44,7 @@ KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard t
 
 all: lib tools tests
 
-lib: $(B)/libsluice.a $(B)/libsluice.so
+lib: $(B)/libsluice.a $(B)/libsluice.so $(PRELOAD)
 tools: $(TOOL)
 tests: $(UNIT_TESTS) $(KSELFTESTS) $(INTEROP)
 
@@ -55,6 +58,12 @@ $(B)/libsluice.a: $(LIB_OBJS)
 $(B)/libsluice.so: $(LIB_OBJS) lib/libsluice.map
 	$(CC) -shared -Wl,-soname,libsluice.so.0 -Wl,--version-script=lib/libsluice.map \
 		-Wl,-z,defs -o $@ $(LIB_OBJS)
+
+# The BSD sockets interposition library (sluice run): the stack's objects,
+# the wrappers, urcu-bp for the fd table; exports only what preload.map lists.
+$(PRELOAD): $(LIB_OBJS) $(PRELOAD_OBJS) lib/preload/preload.map
+	$(CC) -shared -Wl,--version-script=lib/preload/preload.map -Wl,-z,defs -o $@ \
+		$(LIB_OBJS) $(PRELOAD_OBJS) -lurcu-bp -ldl -lpthread
 
 $(TOOL): $(B)/tools/sluice.o $(B)/libsluice.a
 	$(CC) -o $@ $^

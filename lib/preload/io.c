@@ -1,0 +1,436 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Data: send, sendto, sendmsg, recv, recvfrom, recvmsg, read, write,
+ * readv, writev on Sluice sockets, and the _FORTIFY_SOURCE variants
+ * (__recv_chk, __recvfrom_chk, __read_chk).
+ *
+ * The native calls never block (every Sluice socket is non-blocking
+ * underneath); a blocking caller waits here for readiness (pl_wait():
+ * spin for SLUICE_SPIN_US, then sleep) and tries again, for at most
+ * SO_RCVTIMEO / SO_SNDTIMEO.  As on Linux, a blocking stream send returns
+ * only when everything is queued; MSG_WAITALL fills the whole buffer
+ * unless the stream ends or fails; EPIPE raises SIGPIPE unless
+ * MSG_NOSIGNAL.  Control messages are not supported: none are returned,
+ * and sendmsg ignores them.
+ */
+#include <limits.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "preload.h"
+
+#define EXPORT __attribute__((visibility("default")))
+/* A datagram gathered from or scattered to several iovecs. */
+#define PL_DGRAM_MAX	65536
+/* Stream writev/sendmsg gathers up to this much into one send. */
+#define PL_GATHER_MAX	65536
+
+extern void __chk_fail(void) __attribute__((noreturn));
+
+int pl_wait(struct pl_sock *ps, short events, int timeout_ms)
+{
+	struct sluice_pollfd p = { .sd = (int)ps->sd, .events = events };
+	int ret = sluice_poll(pl_stack(), &p, 1, timeout_ms);
+
+	if (ret < 0)
+		return ret;
+	if (!ret)
+		return -EAGAIN;
+	return p.revents & POLLNVAL ? -EBADF : 0;
+}
+
+short pl_sock_revents(struct pl_sock *ps, short events)
+{
+	struct sluice_pollfd p = { .sd = (int)ps->sd, .events = events };
+
+	if (sluice_poll(pl_stack(), &p, 1, 0) < 0)
+		return POLLERR;
+	return p.revents;
+}
+
+static int timeo_ms(const struct timeval *tv)
+{
+	long long ms;
+
+	if (!tv->tv_sec && !tv->tv_usec)
+		return -1;
+	ms = (long long)tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000;
+	return ms > 0x7fffffff ? 0x7fffffff : (int)ms;
+}
+
+static void sigpipe(void)
+{
+	pthread_kill(pthread_self(), SIGPIPE);
+}
+
+/* One buffer out; to may be NULL. */
+static ssize_t pl_send(struct pl_sock *ps, const void *buf, size_t len, int flags,
+		       const struct sockaddr_in *to)
+{
+	bool nb = ps->nonblock || (flags & MSG_DONTWAIT);
+	int tmo = timeo_ms(&ps->sndtimeo);
+	size_t done = 0;
+	long ret;
+
+	ps->used = true;
+	for (;;) {
+		ret = sluice_sendto(pl_stack(), (int)ps->sd, (const uint8_t *)buf + done,
+				    len - done, flags & MSG_DONTWAIT, to);
+		if (ret >= 0) {
+			done += (size_t)ret;
+			/* A blocking stream send queues everything. */
+			if (ps->type != SOCK_STREAM || done >= len || nb)
+				return (ssize_t)done;
+			ret = -EAGAIN;
+		}
+		if (ret == -EPIPE && ps->type == SOCK_STREAM && !(flags & MSG_NOSIGNAL))
+			sigpipe();
+		if (ret != -EAGAIN || nb)
+			return done ? (ssize_t)done : ret;
+		ret = pl_wait(ps, POLLOUT, tmo);
+		if (ret)
+			return done ? (ssize_t)done : ret;
+	}
+}
+
+/* One buffer in; from may be NULL. */
+static ssize_t pl_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
+		       struct sockaddr_in *from)
+{
+	bool nb = ps->nonblock || (flags & MSG_DONTWAIT);
+	bool all = (flags & MSG_WAITALL) && !(flags & MSG_PEEK) && ps->type == SOCK_STREAM;
+	int tmo = timeo_ms(&ps->rcvtimeo), nflags = flags & (MSG_PEEK | MSG_TRUNC);
+	size_t done = 0;
+	long ret;
+
+	if (nb)
+		nflags |= MSG_DONTWAIT;	/* the native fast path for spinners */
+	for (;;) {
+		ret = sluice_recvfrom(pl_stack(), (int)ps->sd, (uint8_t *)buf + done, len - done,
+				      nflags, from);
+		if (ret > 0 && all) {
+			done += (size_t)ret;
+			if (done >= len)
+				return (ssize_t)done;
+			continue;
+		}
+		if (ret >= 0)
+			return (ssize_t)(done + (size_t)ret);
+		if (ret != -EAGAIN || nb)
+			return done ? (ssize_t)done : ret;
+		ret = pl_wait(ps, POLLIN, tmo);
+		if (ret)
+			return done ? (ssize_t)done : ret;
+	}
+}
+
+static int dest(const struct sockaddr *a, socklen_t len, struct sockaddr_in *out)
+{
+	if (!a)
+		return 0;
+	if (len < sizeof(*out))
+		return -EINVAL;
+	memcpy(out, a, sizeof(*out));
+	return out->sin_family == AF_INET ? 1 : -EAFNOSUPPORT;
+}
+
+static void put_from(const struct sockaddr_in *sin, struct sockaddr *a, socklen_t *lenp)
+{
+	if (!a || !lenp)
+		return;
+	memcpy(a, sin, *lenp < sizeof(*sin) ? *lenp : sizeof(*sin));
+	*lenp = sizeof(*sin);
+}
+
+EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
+		      const struct sockaddr *to, socklen_t tolen)
+{
+	struct pl_sock *ps = pl_get(fd);
+	struct sockaddr_in sin;
+	ssize_t ret;
+	int d;
+
+	if (!ps)
+		return REAL(sendto)(fd, buf, len, flags, to, tolen);
+	/* A stream socket ignores the address, as Linux does once connected. */
+	d = ps->type == SOCK_DGRAM ? dest(to, tolen, &sin) : 0;
+	if (d < 0) {
+		ret = d;
+	} else {
+		ret = pl_send(ps, buf, len, flags, d ? &sin : NULL);
+	}
+	pl_put(ps);
+	return pl_ret(ret);
+}
+
+EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	struct pl_sock *ps = pl_get(fd);
+	ssize_t ret;
+
+	if (!ps)
+		return REAL(send)(fd, buf, len, flags);
+	ret = pl_send(ps, buf, len, flags, NULL);
+	pl_put(ps);
+	return pl_ret(ret);
+}
+
+EXPORT ssize_t write(int fd, const void *buf, size_t len)
+{
+	struct pl_sock *ps = pl_get(fd);
+	ssize_t ret;
+
+	if (!ps)
+		return REAL(write)(fd, buf, len);
+	ret = pl_send(ps, buf, len, 0, NULL);
+	pl_put(ps);
+	return pl_ret(ret);
+}
+
+EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from,
+			socklen_t *fromlen)
+{
+	struct pl_sock *ps = pl_get(fd);
+	struct sockaddr_in sin;
+	ssize_t ret;
+
+	if (!ps)
+		return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
+	memset(&sin, 0, sizeof(sin));
+	ret = pl_recv(ps, buf, len, flags, &sin);
+	if (ret >= 0 && ps->type == SOCK_DGRAM)
+		put_from(&sin, from, fromlen);
+	else if (ret >= 0 && fromlen)
+		*fromlen = 0;	/* a stream socket: no address, as Linux */
+	pl_put(ps);
+	return pl_ret(ret);
+}
+
+EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+	struct pl_sock *ps = pl_get(fd);
+	ssize_t ret;
+
+	if (!ps)
+		return REAL(recv)(fd, buf, len, flags);
+	ret = pl_recv(ps, buf, len, flags, NULL);
+	pl_put(ps);
+	return pl_ret(ret);
+}
+
+EXPORT ssize_t read(int fd, void *buf, size_t len)
+{
+	struct pl_sock *ps = pl_get(fd);
+	ssize_t ret;
+
+	if (!ps)
+		return REAL(read)(fd, buf, len);
+	ret = pl_recv(ps, buf, len, 0, NULL);
+	pl_put(ps);
+	return pl_ret(ret);
+}
+
+static size_t iov_total(const struct iovec *iov, int n)
+{
+	size_t t = 0;
+
+	for (int i = 0; i < n; i++)
+		t += iov[i].iov_len;
+	return t;
+}
+
+/* Out from several iovecs: one datagram, or a stream gathered in chunks. */
+static ssize_t pl_sendv(struct pl_sock *ps, const struct iovec *iov, int n, int flags,
+			const struct sockaddr_in *to)
+{
+	size_t total, off = 0, done = 0;
+	uint8_t *tmp;
+	ssize_t ret = 0;
+	int i = 0;
+
+	if (n < 0 || n > IOV_MAX)
+		return -EINVAL;
+	total = iov_total(iov, n);
+	if (n == 1 || total == 0)
+		return pl_send(ps, n ? iov[0].iov_base : NULL, n ? iov[0].iov_len : 0, flags, to);
+	if (ps->type == SOCK_DGRAM && total > PL_DGRAM_MAX)
+		return -EMSGSIZE;
+	tmp = malloc(total < PL_GATHER_MAX ? total : PL_GATHER_MAX);
+	if (!tmp)
+		return -ENOMEM;
+	while (done < total) {
+		size_t chunk = 0;
+
+		while (i < n && chunk < PL_GATHER_MAX) {
+			size_t take = iov[i].iov_len - off;
+
+			if (take > PL_GATHER_MAX - chunk)
+				take = PL_GATHER_MAX - chunk;
+			memcpy(tmp + chunk, (const uint8_t *)iov[i].iov_base + off, take);
+			chunk += take;
+			off += take;
+			if (off == iov[i].iov_len) {
+				i++;
+				off = 0;
+			}
+		}
+		ret = pl_send(ps, tmp, chunk, flags, to);
+		if (ret < 0)
+			break;
+		done += (size_t)ret;
+		if ((size_t)ret < chunk)
+			break;
+	}
+	free(tmp);
+	return done ? (ssize_t)done : ret;
+}
+
+/* In to several iovecs: the first waits (unless non-blocking), the rest
+ * take what is there; a datagram is scattered whole. */
+static ssize_t pl_recvv(struct pl_sock *ps, const struct iovec *iov, int n, int flags,
+			struct sockaddr_in *from, bool *trunc)
+{
+	size_t total, done = 0;
+	ssize_t ret = 0;
+
+	if (n < 0 || n > IOV_MAX)
+		return -EINVAL;
+	total = iov_total(iov, n);
+	if (ps->type == SOCK_DGRAM) {
+		size_t cap = total < PL_DGRAM_MAX ? total : PL_DGRAM_MAX;
+		uint8_t *tmp = malloc(cap ? cap : 1);
+		size_t off = 0;
+
+		if (!tmp)
+			return -ENOMEM;
+		ret = pl_recv(ps, tmp, cap, flags | MSG_TRUNC, from);
+		if (ret > (ssize_t)cap) {
+			*trunc = true;
+			if (!(flags & MSG_TRUNC))
+				ret = (ssize_t)cap;
+		}
+		for (int i = 0; ret > 0 && i < n && off < (size_t)ret && off < cap; i++) {
+			size_t take = iov[i].iov_len;
+
+			if (take > cap - off)
+				take = cap - off;
+			if (take > (size_t)ret - off)
+				take = (size_t)ret - off;
+			memcpy(iov[i].iov_base, tmp + off, take);
+			off += take;
+		}
+		free(tmp);
+		return ret;
+	}
+	for (int i = 0; i < n; i++) {
+		if (!iov[i].iov_len)
+			continue;
+		ret = pl_recv(ps, iov[i].iov_base, iov[i].iov_len,
+			      done && !(flags & MSG_WAITALL) ? flags | MSG_DONTWAIT : flags, from);
+		if (ret <= 0)
+			break;
+		done += (size_t)ret;
+		if ((size_t)ret < iov[i].iov_len || (flags & MSG_PEEK))
+			break;
+	}
+	return done ? (ssize_t)done : ret;
+}
+
+EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
+{
+	struct pl_sock *ps = pl_get(fd);
+	ssize_t ret;
+
+	if (!ps)
+		return REAL(writev)(fd, iov, n);
+	ret = pl_sendv(ps, iov, n, 0, NULL);
+	pl_put(ps);
+	return pl_ret(ret);
+}
+
+EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
+{
+	struct pl_sock *ps = pl_get(fd);
+	bool trunc = false;
+	ssize_t ret;
+
+	if (!ps)
+		return REAL(readv)(fd, iov, n);
+	ret = pl_recvv(ps, iov, n, 0, NULL, &trunc);
+	pl_put(ps);
+	return pl_ret(ret);
+}
+
+EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	struct pl_sock *ps = pl_get(fd);
+	struct sockaddr_in sin;
+	ssize_t ret;
+	int d;
+
+	if (!ps)
+		return REAL(sendmsg)(fd, msg, flags);
+	if (!msg) {
+		ret = -EFAULT;
+	} else {
+		d = ps->type == SOCK_DGRAM ? dest(msg->msg_name, msg->msg_namelen, &sin) : 0;
+		ret = d < 0 ? d : pl_sendv(ps, msg->msg_iov, (int)msg->msg_iovlen, flags,
+					   d ? &sin : NULL);
+	}
+	pl_put(ps);
+	return pl_ret(ret);
+}
+
+EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	struct pl_sock *ps = pl_get(fd);
+	struct sockaddr_in sin;
+	bool trunc = false;
+	ssize_t ret;
+
+	if (!ps)
+		return REAL(recvmsg)(fd, msg, flags);
+	if (!msg) {
+		ret = -EFAULT;
+	} else {
+		memset(&sin, 0, sizeof(sin));
+		ret = pl_recvv(ps, msg->msg_iov, (int)msg->msg_iovlen, flags, &sin, &trunc);
+		if (ret >= 0) {
+			if (ps->type == SOCK_DGRAM && msg->msg_name)
+				put_from(&sin, msg->msg_name, &msg->msg_namelen);
+			else
+				msg->msg_namelen = 0;
+			msg->msg_controllen = 0;
+			msg->msg_flags = trunc ? MSG_TRUNC : 0;
+		}
+	}
+	pl_put(ps);
+	return pl_ret(ret);
+}
+
+/* ---- _FORTIFY_SOURCE entry points ---- */
+
+EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
+{
+	if (len > buflen)
+		__chk_fail();
+	return recv(fd, buf, len, flags);
+}
+
+EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
+			      struct sockaddr *from, socklen_t *fromlen)
+{
+	if (len > buflen)
+		__chk_fail();
+	return recvfrom(fd, buf, len, flags, from, fromlen);
+}
+
+EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
+{
+	if (len > buflen)
+		__chk_fail();
+	return read(fd, buf, len);
+}
