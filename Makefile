@@ -65,7 +65,7 @@ $(PRELOAD): $(LIB_OBJS) $(PRELOAD_OBJS) lib/preload/preload.map
 	$(CC) -shared -Wl,--version-script=lib/preload/preload.map -Wl,-z,defs -o $@ \
 		$(LIB_OBJS) $(PRELOAD_OBJS) -lurcu-bp -ldl -lpthread
 
-$(TOOL): $(B)/tools/sluice.o $(B)/libsluice.a
+$(TOOL): $(B)/tools/sluice.o $(B)/tools/run.o $(B)/libsluice.a
 	$(CC) -o $@ $^
 
 $(B)/tests/unit/%: $(B)/tests/unit/%.o $(B)/libsluice.a

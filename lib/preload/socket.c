@@ -416,7 +416,10 @@ EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		else if (!ret && level == IPPROTO_TCP && name == TCP_NODELAY)
 			ps->nodelay = v;
 	}
-	if (ret == -ENOPROTOOPT && !ps->used) {
+	/* Levels an IPv4 socket has (others fail as Linux: ENOPROTOOPT). */
+	if (ret == -ENOPROTOOPT && !ps->used &&
+	    (level == SOL_SOCKET || level == IPPROTO_IP ||
+	     level == (ps->type == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP))) {
 		/* Something Sluice does not do, before anything happened:
 		 * the kernel takes the socket, with this option. */
 		ret = pl_fallback(fd, ps);
