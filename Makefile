@@ -38,6 +38,7 @@ PRELOAD := $(B)/libsluice-preload.so
 TOOL := $(B)/tools/sluice
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/test_*.c))
 INTEROP := $(B)/tests/interop/peer $(B)/tests/interop/mkstack $(B)/tests/bench/bench
+PRELOAD_TESTS := $(B)/tests/preload/conform
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
 .PHONY: all lib tools tests bench sanitize unit-tests module module-clean check demo checkpatch clean
@@ -46,7 +47,7 @@ all: lib tools tests
 
 lib: $(B)/libsluice.a $(B)/libsluice.so $(PRELOAD)
 tools: $(TOOL)
-tests: $(UNIT_TESTS) $(KSELFTESTS) $(INTEROP)
+tests: $(UNIT_TESTS) $(KSELFTESTS) $(INTEROP) $(PRELOAD_TESTS)
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -76,6 +77,10 @@ $(B)/tests/interop/%: $(B)/tests/interop/%.o $(B)/libsluice.a
 
 $(B)/tests/bench/%: $(B)/tests/bench/%.o $(B)/libsluice.a
 	$(CC) -o $@ $^
+
+# Plain programs: they meet Sluice only through sluice run (LD_PRELOAD).
+$(B)/tests/preload/%: $(B)/tests/preload/%.o
+	$(CC) -o $@ $^ -lpthread
 
 bench: all
 	$(B)/tests/bench/bench all

@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# libsluice-preload.so and `sluice run`, without the module.
+#
+#   +-------------- network namespace made here (lo DOWN) --------------+
+#   |  sluice run PROGRAM  <-- stack in /dev/shm, 127.0.0.1 inside it -->  |
+#   |  sluice run PROGRAM       (the kernel's loopback is down, so       |
+#   |                            nothing here can work through it)       |
+#   +--------------------------------------------------------------------+
+#
+# 1. The library exports only the calls it interposes.
+# 2. Conformance: build/tests/preload/conform runs once on the kernel (in a
+#    namespace with lo up) and once under sluice run (lo down); every line
+#    it prints must be the same.
+# 3. Real programs, both ends under sluice run on one stack: python3's
+#    http.server answering curl; a forking server (socketserver) answering
+#    several clients; a listening socket that survives exec; sockperf
+#    ping-pong (when installed).  The kernel's loopback is down in their
+#    namespace and the stack's counters must show the traffic.
+# 4. Fallback: AF_UNIX and AF_INET6 stay in the kernel; SLUICE_DISABLE=1
+#    leaves everything there; a socket given an option Sluice lacks
+#    becomes a kernel socket.
+# Every step is bounded by timeout(1).
+set -u
+. "$(dirname "$0")/lib.sh"
+sluice=$top/build/tools/sluice
+lib=$top/build/libsluice-preload.so
+conform=$top/build/tests/preload/conform
+py=/usr/bin/python3
+tp=$top/tests/preload
+tmp=$(mktemp -d)
+stacks=()
+
+cleanup() {
+	local s
+	jobs -p | xargs -r kill 2>/dev/null
+	wait 2>/dev/null
+	for s in "${stacks[@]}"; do
+		rm -f "/dev/shm/sluice-$s" "/dev/shm/sluicefd-$s"
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+newstack() {
+	local s=tp-$1-$$
+	rm -f "/dev/shm/sluice-$s" "/dev/shm/sluicefd-$s"
+	stacks+=("$s")
+	echo "$s"
+}
+
+# in_netns UP|DOWN CMD...: run CMD in a new network namespace, lo up or down.
+in_netns() {
+	local lo=$1
+	shift
+	unshare -n bash -c 'if [ "$0" = UP ]; then ip link set lo up; fi; exec "$@"' "$lo" "$@"
+}
+
+counter() {	# counter STACK NAME
+	"$sluice" dump "$1" 2>/dev/null | awk -v n="$2" '$1 == n { print $2 }'
+}
+
+# ---- 1. exports
+if [ -f "$lib" ]; then
+	want=$(grep -oE '[A-Za-z_0-9]+;' "$top/lib/preload/preload.map" | tr -d ';' | sort)
+	have=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }' | sort)
+	check "the library exports exactly the interposed calls" [ "$want" = "$have" ]
+	check "nothing of the native API leaks out" [ -z "$(grep -E '^(sluice_|sl_|pl_)' <<<"$have")" ]
+else
+	fail "build/libsluice-preload.so is built"
+fi
+
+# ---- 2. conformance
+if ! command -v unshare >/dev/null || ! unshare -n true 2>/dev/null; then
+	skip "conformance" "no network namespaces here"
+else
+	st=$(newstack conform)
+	timeout 60 unshare -n bash -c 'ip link set lo up; exec "$0"' "$conform" </dev/null \
+		>"$tmp/kernel.out" 2>"$tmp/kernel.err"
+	krc=$?
+	timeout 60 unshare -n "$sluice" run --stack "$st" -- "$conform" </dev/null \
+		>"$tmp/sluice.out" 2>"$tmp/sluice.err"
+	src=$?
+	check "conform on the kernel exits 0 ($krc)" [ $krc = 0 ]
+	check "conform on the kernel runs to the end" grep -q '^# done' "$tmp/kernel.out"
+	check "conform under sluice run exits 0 ($src)" [ $src = 0 ]
+	check "conform under sluice run runs to the end" grep -q '^# done' "$tmp/sluice.out"
+	check "the kernel run used kernel sockets" grep -q '^# backend: kernel' "$tmp/kernel.out"
+	check "the sluice run used Sluice sockets" grep -q '^# backend: sluice' "$tmp/sluice.out"
+	# One TAP line per check, in the kernel's order.
+	while IFS= read -r kline; do
+		case $kline in '#'*) continue ;; esac
+		name=${kline%%:*}
+		sline=$(grep -m1 "^$name:" "$tmp/sluice.out")
+		if [ "$kline" = "$sline" ]; then
+			ok "conform $kline"
+		else
+			fail "conform $name: kernel '${kline#*: }', sluice '${sline#*: }'"
+		fi
+	done <"$tmp/kernel.out"
+	n=$(grep -vc '^#' "$tmp/kernel.out")
+	check "conform: at least 90 checks compared ($n)" [ "$n" -ge 90 ]
+	tx=$(counter "$st" tcp_tx)
+	check "conform's TCP went through the stack (tcp_tx ${tx:-?})" [ "${tx:-0}" -gt 100 ]
+	utx=$(counter "$st" udp_tx)
+	check "conform's UDP went through the stack (udp_tx ${utx:-?})" [ "${utx:-0}" -ge 3 ]
+fi
+
+# ---- 3. real programs, both ends under sluice run
+st=$(newstack http)
+mkdir -p "$tmp/www"
+echo "hello from sluice $$" >"$tmp/www/index.txt"
+cat >"$tmp/http.sh" <<EOS
+"$sluice" run --stack "$st" -- "$py" -m http.server --bind 127.0.0.1 18080 \
+	--directory "$tmp/www" >"$tmp/http.log" 2>&1 &
+srv=\$!
+for i in \$(seq 50); do
+	"$sluice" fds "$st" | grep -q python3 && break
+	sleep 0.1
+done
+out=\$(timeout 10 "$sluice" run --stack "$st" -- curl -sS --max-time 5 http://127.0.0.1:18080/index.txt)
+echo "curl: \$out"
+out=\$(timeout 10 "$sluice" run --stack "$st" -- curl -sS --max-time 5 -o /dev/null -w '%{http_code}' http://127.0.0.1:18080/missing)
+echo "missing: \$out"
+out=\$(timeout 5 curl -sS --max-time 2 http://127.0.0.1:18080/index.txt 2>&1)
+echo "kernel curl rc: \$?"
+"$sluice" fds "$st" >"$tmp/http.fds"
+kill \$srv
+wait
+EOS
+out=$(timeout 60 unshare -n bash "$tmp/http.sh")
+check "curl under sluice run fetches from http.server under sluice run" \
+	grep -qx "curl: hello from sluice $$" <<<"$out"
+check "a missing file is a 404 through the same path" grep -qx "missing: 404" <<<"$out"
+check "a kernel curl cannot reach it (the kernel's lo is down)" \
+	grep -qE "^kernel curl rc: [1-9]" <<<"$out"
+check "sluice fds shows the server's listening socket" grep -qE " python3$" "$tmp/http.fds"
+po=$(counter "$st" tcp_passive_open)
+check "the stack accepted both connections (tcp_passive_open ${po:-?})" [ "${po:-0}" = 2 ]
+
+st=$(newstack fork)
+cat >"$tmp/fork.sh" <<EOS
+"$sluice" run --stack "$st" -- "$py" "$tp/fork_echo.py" 18081 "$tmp/fork.ready" >"$tmp/fork.log" 2>&1 &
+srv=\$!
+for i in \$(seq 50); do [ -s "$tmp/fork.ready" ] && break; sleep 0.1; done
+for i in 1 2 3 4 5; do
+	timeout 10 "$sluice" run --stack "$st" -- "$py" "$tp/line_client.py" 18081 "line-\$i"
+done
+kill \$srv
+wait
+EOS
+out=$(timeout 90 unshare -n bash "$tmp/fork.sh")
+spid=$(cat "$tmp/fork.ready" 2>/dev/null)
+n=$(grep -cE '^[0-9]+ line-[1-5]$' <<<"$out")
+check "a forking server under sluice run answers 5 clients ($n)" [ "$n" = 5 ]
+kids=$(awk '{ print $1 }' <<<"$out" | sort -u | grep -vx "${spid:-x}" | wc -l)
+check "each answer came from a forked child ($kids children)" [ "$kids" = 5 ]
+po=$(counter "$st" tcp_passive_open)
+check "the children share the parent's stack (tcp_passive_open ${po:-?})" [ "${po:-0}" = 5 ]
+
+st=$(newstack exec)
+out=$(timeout 30 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/exec_inherit.py" 2>&1)
+check "a listening socket survives exec under sluice run" [ "$out" = "inherited True" ]
+po=$(counter "$st" tcp_passive_open)
+check "the exec'd program accepted on the stack (tcp_passive_open ${po:-?})" [ "${po:-0}" = 1 ]
+out=$(timeout 30 unshare -n bash -c 'ip link set lo up; exec "$0" "$1"' "$py" "$tp/exec_inherit.py" 2>&1)
+check "the same on the kernel (reference)" [ "$out" = "inherited True" ]
+
+if command -v sockperf >/dev/null; then
+	st=$(newstack sockperf)
+	cat >"$tmp/sp.sh" <<EOS
+"$sluice" run --stack "$st" -- sockperf server --tcp -i 127.0.0.1 -p 11111 >"$tmp/sps.log" 2>&1 &
+srv=\$!
+for i in \$(seq 50); do "$sluice" fds "$st" | grep -q sockperf && break; sleep 0.1; done
+timeout 20 "$sluice" run --stack "$st" -- sockperf ping-pong --tcp -i 127.0.0.1 -p 11111 -t 1 -m 64
+echo "rc \$?"
+kill \$srv
+wait
+EOS
+	out=$(timeout 60 unshare -n bash "$tmp/sp.sh" 2>&1)
+	check "sockperf TCP ping-pong under sluice run completes" grep -qx "rc 0" <<<"$out"
+	check "sockperf reports a latency" grep -q "avg-latency=" <<<"$out"
+	tx=$(counter "$st" tcp_tx)
+	check "sockperf's messages went through the stack (tcp_tx ${tx:-?})" [ "${tx:-0}" -gt 1000 ]
+else
+	skip "sockperf ping-pong under sluice run" "sockperf not installed"
+fi
+
+# ---- 4. what stays in the kernel
+st=$(newstack fallback)
+cat >"$tmp/fb.py" <<'EOS'
+import os, socket, stat, sys
+def kind(s):
+    return "kernel" if stat.S_ISSOCK(os.fstat(s.fileno()).st_mode) else "sluice"
+a, b = socket.socketpair()
+a.sendall(b"unix"); print("unix", kind(a), b.recv(10).decode())
+print("inet6", kind(socket.socket(socket.AF_INET6)))
+print("inet", kind(socket.socket()))
+# IP_TOS is not a Sluice option: before anything else, the kernel takes over.
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen()
+c = socket.socket(); c.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 0x10)
+print("tos", kind(c), kind(l))
+EOS
+out=$(timeout 20 unshare -n "$sluice" run --stack "$st" -- "$py" "$tmp/fb.py" 2>&1)
+check "AF_UNIX stays in the kernel and works" grep -qx "unix kernel unix" <<<"$out"
+check "AF_INET6 stays in the kernel" grep -qx "inet6 kernel" <<<"$out"
+check "AF_INET TCP is a Sluice socket" grep -qx "inet sluice" <<<"$out"
+check "an option Sluice lacks hands a fresh socket to the kernel" \
+	grep -qx "tos kernel sluice" <<<"$out"
+out=$(SLUICE_DISABLE=1 timeout 20 unshare -n "$sluice" run --stack "$st" -- "$py" "$tmp/fb.py" 2>&1)
+check "SLUICE_DISABLE=1 leaves every socket in the kernel" grep -qx "inet kernel" <<<"$out"
+
+done_testing
