@@ -79,6 +79,8 @@ $(B)/tests/bench/%: $(B)/tests/bench/%.o $(B)/libsluice.a
 	$(CC) -o $@ $^
 
 # Plain programs: they meet Sluice only through sluice run (LD_PRELOAD).
+# Fortified, so the __recv_chk family is what they call.
+$(B)/tests/preload/%.o: CPPFLAGS += -D_FORTIFY_SOURCE=2
 $(B)/tests/preload/%: $(B)/tests/preload/%.o
 	$(CC) -o $@ $^ -lpthread
 

@@ -72,6 +72,8 @@ else
 fi
 
 # ---- 2. conformance
+chk=$(nm -u "$conform" | grep -oE '__(recv|recvfrom|read|poll)_chk' | sort -u | wc -l)
+check "conform calls the _FORTIFY_SOURCE entry points ($chk of 4)" [ "$chk" = 4 ]
 if ! command -v unshare >/dev/null || ! unshare -n true 2>/dev/null; then
 	skip "conformance" "no network namespaces here"
 else

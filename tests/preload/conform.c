@@ -647,6 +647,34 @@ static void check_nonblock_fill(void)
 	close(l);
 }
 
+/* Lengths the compiler cannot see, so _FORTIFY_SOURCE calls the checked
+ * entry points (__recv_chk, __recvfrom_chk, __read_chk, __poll_chk). */
+static volatile size_t two = 2;
+
+static void check_fortified(void)
+{
+	int l, c, s;
+	char buf[8] = { 0 };
+	struct pollfd p[1];
+	long r;
+
+	pair(&l, &c, &s);
+	send(s, "abcdef", 6, 0);
+	p[0].fd = c;
+	p[0].events = POLLIN;
+	r = poll(p, two / 2, 2000);
+	printf("chk_poll: %s %s\n", rv(r), evs(p[0].revents));
+	r = recv(c, buf, two, 0);
+	printf("chk_recv: %s %s\n", rv(r), buf);
+	r = read(c, buf, two);
+	printf("chk_read: %s %.2s\n", rv(r), buf);
+	r = recvfrom(c, buf, two, 0, NULL, NULL);
+	printf("chk_recvfrom: %s %.2s\n", rv(r), buf);
+	close(c);
+	close(s);
+	close(l);
+}
+
 int main(void)
 {
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -673,6 +701,7 @@ int main(void)
 	check_epoll();
 	check_udp();
 	check_nonblock_fill();
+	check_fortified();
 	printf("# done\n");
 	return 0;
 }
