@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Descriptors: close, dup, dup2, dup3, fcntl, ioctl.
+ * Descriptors: close, close_range, dup, dup2, dup3, fcntl, ioctl, and
+ * sendfile to a Sluice socket.
  *
  * A Sluice socket's fd is a placeholder file (fdtable.c), so the kernel
  * does the descriptor work (numbers, FD_CLOEXEC, the O_NONBLOCK of the
@@ -8,8 +9,12 @@
  * closes the Sluice socket when no fd anywhere holds it any more.
  */
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/sendfile.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -166,4 +171,86 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 	}
 	pl_put(ps);
 	return (int)pl_ret(ret);
+}
+
+/* close_range(2) without the library knowing would leave stale entries. */
+EXPORT int close_range(unsigned int first, unsigned int last, int flags)
+{
+	long ret;
+
+	if (flags & CLOSE_RANGE_CLOEXEC)
+		return (int)syscall(SYS_close_range, first, last, flags);
+	for (unsigned int fd = first; fd <= last && fd < 65536; fd++)
+		if (pl_is_sluice((int)fd) || pl_epoll_is_emulated((int)fd))
+			close((int)fd);
+	ret = syscall(SYS_close_range, first, last, flags);
+	return (int)ret;
+}
+
+/*
+ * sendfile(2) to a Sluice socket: read the file and send what was read.
+ * Like the kernel, a short send ends the call and the file offset moves
+ * by what was sent.
+ */
+#define PL_SENDFILE_CHUNK	65536
+
+static ssize_t pl_sendfile(int out, int in, off64_t *off, size_t count)
+{
+	static __thread char *buf;
+	size_t done = 0;
+	ssize_t n, w;
+	off64_t pos = off ? *off : 0;
+
+	if (!buf && !(buf = malloc(PL_SENDFILE_CHUNK)))
+		return -ENOMEM;
+	while (done < count) {
+		size_t want = count - done < PL_SENDFILE_CHUNK ? count - done : PL_SENDFILE_CHUNK;
+
+		n = off ? pread64(in, buf, want, pos) : REAL(read)(in, buf, want);
+		if (n < 0) {
+			if (!done)
+				return -errno;
+			break;
+		}
+		if (!n)
+			break;
+		w = send(out, buf, (size_t)n, 0);
+		if (w < 0) {
+			if (!off)	/* put back what was read but not sent */
+				lseek64(in, -(off64_t)n, SEEK_CUR);
+			if (!done)
+				return -errno;
+			break;
+		}
+		if (w < n && !off)
+			lseek64(in, -(off64_t)(n - w), SEEK_CUR);
+		done += (size_t)w;
+		pos += w;
+		if (w < n)
+			break;
+	}
+	if (off)
+		*off = pos;
+	return (ssize_t)done;
+}
+
+EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
+{
+	off64_t o;
+	ssize_t ret;
+
+	if (!pl_is_sluice(out))
+		return REAL(sendfile)(out, in, off, count);
+	o = off ? *off : 0;
+	ret = pl_sendfile(out, in, off ? &o : NULL, count);
+	if (off)
+		*off = (off_t)o;
+	return pl_ret(ret);
+}
+
+EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t count)
+{
+	if (!pl_is_sluice(out))
+		return REAL(sendfile64)(out, in, off, count);
+	return pl_ret(pl_sendfile(out, in, off, count));
 }

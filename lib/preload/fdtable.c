@@ -9,7 +9,8 @@
  * reader takes a reference on the pl_sock before it leaves the read side.
  *
  * Placeholders: a Sluice socket's fd is an open file description of
- * /dev/shm/sluicefd-STACK (one open() per socket, O_RDWR), positioned at
+ * /dev/shm/sluicefd-STACK (one open() per socket, O_RDONLY, so a call that
+ * bypasses the library cannot write into the file), positioned at
  * the socket's index and holding an OFD read lock on byte [index].  Why a
  * file and not an eventfd, a /dev/null dup or a kernel socket:
  *  - the kernel itself counts who holds the socket.  An OFD lock belongs to
@@ -259,7 +260,7 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 		ret = -ENOMEM;
 		goto err_close_sock;
 	}
-	fd = open(fd_path, O_RDWR | (cloexec ? O_CLOEXEC : 0));
+	fd = open(fd_path, O_RDONLY | (cloexec ? O_CLOEXEC : 0));
 	if (fd < 0) {
 		ret = -errno;
 		goto err_free;

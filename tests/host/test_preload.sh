@@ -210,6 +210,27 @@ check "AF_INET6 stays in the kernel" grep -qx "inet6 kernel" <<<"$out"
 check "AF_INET TCP is a Sluice socket" grep -qx "inet sluice" <<<"$out"
 check "an option Sluice lacks hands a fresh socket to the kernel" \
 	grep -qx "tos kernel sluice" <<<"$out"
+# A destination the stack does not reach (an address of the kernel's, here
+# on the namespace's lo): the fresh socket connects through the kernel.
+cat >"$tmp/fbc.sh" <<EOS
+ip link set lo up
+ip addr add 10.205.0.1/32 dev lo
+"$py" -c '
+import socket
+l = socket.create_server(("10.205.0.1", 18095))
+open("$tmp/fbc.ready", "w").close()
+a, _ = l.accept(); a.sendall(b"kern"); a.close()' &
+for i in \$(seq 50); do [ -e "$tmp/fbc.ready" ] && break; sleep 0.1; done
+"$sluice" run --stack "$st" -- "$py" -c '
+import os, socket, stat
+c = socket.socket(); c.settimeout(5); c.connect(("10.205.0.1", 18095))
+k = "kernel" if stat.S_ISSOCK(os.fstat(c.fileno()).st_mode) else "sluice"
+print("connect", k, c.recv(10).decode())'
+wait
+EOS
+out=$(timeout 30 unshare -n bash "$tmp/fbc.sh" 2>&1)
+check "a connect the stack cannot route becomes a kernel connection" \
+	grep -qx "connect kernel kern" <<<"$out"
 out=$(SLUICE_DISABLE=1 timeout 20 unshare -n "$sluice" run --stack "$st" -- "$py" "$tmp/fb.py" 2>&1)
 check "SLUICE_DISABLE=1 leaves every socket in the kernel" grep -qx "inet kernel" <<<"$out"
 

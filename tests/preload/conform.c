@@ -23,6 +23,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/select.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -647,6 +648,49 @@ static void check_nonblock_fill(void)
 	close(l);
 }
 
+static void check_sendfile(void)
+{
+	char path[] = "/tmp/conform-XXXXXX", data[10000], got[6000];
+	int f = mkstemp(path), l, c, s;
+	off_t off = 100;
+	long r, n;
+
+	for (int i = 0; i < (int)sizeof(data); i++)
+		data[i] = (char)(i * 7 + i / 251);
+	if (f < 0 || write(f, data, sizeof(data)) != (ssize_t)sizeof(data))
+		return;
+	unlink(path);
+	pair(&l, &c, &s);
+	r = sendfile(s, f, &off, 5000);
+	printf("sendfile_offset: %s off %ld\n", rv(r), (long)off);
+	n = recv(c, got, 5000, MSG_WAITALL);
+	printf("sendfile_offset_data: %ld same %d\n", n, !memcmp(got, data + 100, 5000));
+	lseek(f, 0, SEEK_SET);
+	r = sendfile(s, f, NULL, 10);
+	printf("sendfile_pos: %s pos %ld\n", rv(r), (long)lseek(f, 0, SEEK_CUR));
+	n = recv(c, got, 10, MSG_WAITALL);
+	printf("sendfile_pos_data: %ld same %d\n", n, !memcmp(got, data, 10));
+	close(f);
+	close(c);
+	close(s);
+	close(l);
+}
+
+/* close_range(2) closes Sluice sockets too: the peer sees the end. */
+static void check_close_range(void)
+{
+	int l, c, s;
+	char b;
+
+	pair(&l, &c, &s);
+	printf("close_range: %s\n", rv(close_range((unsigned int)s, (unsigned int)s, 0)));
+	printf("close_range_peer_eof: %s\n", evs(poll1(c, POLLIN, 2000)));
+	printf("close_range_peer_recv: %s\n", rv(recv(c, &b, 1, 0)));
+	printf("close_range_fd_gone: %s\n", rv(send(s, "x", 1, MSG_NOSIGNAL)));
+	close(c);
+	close(l);
+}
+
 /* Lengths the compiler cannot see, so _FORTIFY_SOURCE calls the checked
  * entry points (__recv_chk, __recvfrom_chk, __read_chk, __poll_chk). */
 static volatile size_t two = 2;
@@ -702,6 +746,8 @@ int main(void)
 	check_udp();
 	check_nonblock_fill();
 	check_fortified();
+	check_sendfile();
+	check_close_range();
 	printf("# done\n");
 	return 0;
 }
