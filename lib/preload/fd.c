@@ -26,6 +26,10 @@ EXPORT int close(int fd)
 	struct pl_sock *ps;
 	int ret;
 
+	if (!pl_is_sluice(fd) && !pl_epoll_is_emulated(fd))
+		return REAL(close)(fd);
+	if (pl_vfork_child())
+		return REAL(close)(fd);
 	if (pl_epoll_is_emulated(fd))
 		pl_epoll_close(fd);
 	ps = pl_fd_forget(fd);
@@ -57,8 +61,8 @@ static int dup_onto(int fd, int newfd, int flags, bool three)
 	struct pl_sock *ps, *old;
 	int ret;
 
-	if (fd == newfd && !three)
-		return REAL(dup2)(fd, newfd);
+	if ((fd == newfd && !three) || pl_vfork_child())
+		return three ? REAL(dup3)(fd, newfd, flags) : REAL(dup2)(fd, newfd);
 	ps = pl_get(fd);
 	old = fd != newfd ? pl_fd_forget(newfd) : NULL;
 	if (old)
@@ -178,7 +182,7 @@ EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 {
 	long ret;
 
-	if (flags & CLOSE_RANGE_CLOEXEC)
+	if ((flags & CLOSE_RANGE_CLOEXEC) || pl_vfork_child())
 		return (int)syscall(SYS_close_range, first, last, flags);
 	for (unsigned int fd = first; fd <= last && fd < 65536; fd++)
 		if (pl_is_sluice((int)fd) || pl_epoll_is_emulated((int)fd))

@@ -27,6 +27,7 @@ struct pl_libc pl_libc;
 struct pl_config pl_cfg;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static pid_t self_pid;		/* refreshed by fork(); vfork() leaves it */
 static pthread_mutex_t stack_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct sluice_stack *stack;
 static bool stack_failed;
@@ -132,8 +133,14 @@ static void atfork_parent(void)
 	urcu_bp_after_fork_parent();
 }
 
+bool pl_vfork_child(void)
+{
+	return self_pid && getpid() != self_pid;
+}
+
 static void atfork_child(void)
 {
+	self_pid = getpid();
 	urcu_bp_after_fork_child();
 	pl_fdtable_atfork_child();
 }
@@ -141,6 +148,7 @@ static void atfork_child(void)
 static void do_init(void)
 {
 	resolve_libc();
+	self_pid = getpid();
 	read_config();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }

@@ -107,6 +107,12 @@ struct pl_sock {
 
 /* ---- init.c ---- */
 void pl_init(void);			/* libc and configuration; cheap after once */
+/*
+ * A vfork()ed child (or a clone without fork handlers) shares the parent's
+ * memory, so it must not touch the table: its close/dup2/close_range go
+ * straight to the kernel (posix_spawn and Python's subprocess do that).
+ */
+bool pl_vfork_child(void);
 /* The process's stack, attached (or created) on first use; NULL if none. */
 struct sluice_stack *pl_stack(void);
 struct sl_stack *pl_sl(void);		/* the same, as the library's own handle */

@@ -169,6 +169,11 @@ check "the exec'd program accepted on the stack (tcp_passive_open ${po:-?})" [ "
 out=$(timeout 30 unshare -n bash -c 'ip link set lo up; exec "$0" "$1"' "$py" "$tp/exec_inherit.py" 2>&1)
 check "the same on the kernel (reference)" [ "$out" = "inherited True" ]
 
+st=$(newstack subproc)
+out=$(timeout 30 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/subprocess_keep.py" 2>&1)
+check "sockets survive subprocess.run (vfork and close_range in the child)" \
+	[ "$out" = "after-subprocess" ]
+
 if command -v sockperf >/dev/null; then
 	st=$(newstack sockperf)
 	cat >"$tmp/sp.sh" <<EOS
