@@ -235,11 +235,13 @@ out:
 static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max, int timeout_ms)
 {
 	struct pl_waiter w;
+	unsigned int sigs;
 	int got, k, sleep_ms;
 
 	if (max <= 0)
 		return -EINVAL;
 	pl_waiter_init(&w, timeout_ms);
+	sigs = pl_sig_count();
 	for (;;) {
 		got = ep_collect(ep, evs, max);
 		sleep_ms = 0;
@@ -255,6 +257,10 @@ static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max,
 		got += k;
 		if (got)
 			return got;
+		if (pl_sig_count() != sigs) {
+			pl_sig_take_restart();
+			return -EINTR;	/* epoll_wait is never restarted */
+		}
 		if (w.deadline_us >= 0 && (int64_t)pl_now_us() >= w.deadline_us)
 			return 0;
 	}

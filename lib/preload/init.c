@@ -63,6 +63,7 @@ static void resolve_libc(void)
 	RESOLVE(ppoll); RESOLVE(select); RESOLVE(pselect); RESOLVE(epoll_create);
 	RESOLVE(epoll_create1); RESOLVE(epoll_ctl); RESOLVE(epoll_wait);
 	RESOLVE(epoll_pwait); RESOLVE(sendfile); RESOLVE(sendfile64);
+	RESOLVE(sigaction);
 }
 
 static bool env_flag(const char *name, bool dflt)
@@ -198,7 +199,9 @@ struct sluice_stack *pl_stack(void)
 		stack_failed = true;
 		goto out;
 	}
-	sluice_stack_set_spin(st, pl_cfg.spin_us);
+	/* This layer spins (pl_sluice_wait()): the stack's own waits sleep at
+	 * once, in slices short enough to notice signals. */
+	sluice_stack_set_spin(st, 0);
 	ret = pl_fdtable_open((struct sl_stack *)st);
 	if (ret) {
 		pl_log("stack %s: placeholder file: %s; sockets stay in the kernel",

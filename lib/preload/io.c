@@ -33,7 +33,8 @@ extern void __chk_fail(void) __attribute__((noreturn));
 int pl_wait(struct pl_sock *ps, short events, int timeout_ms)
 {
 	struct sluice_pollfd p = { .sd = (int)ps->sd, .events = events };
-	int ret = sluice_poll(pl_stack(), &p, 1, timeout_ms);
+	/* As Linux: SA_RESTART restarts a socket call unless it has a timeout. */
+	int ret = pl_sluice_wait(&p, 1, timeout_ms, timeout_ms < 0);
 
 	if (ret < 0)
 		return ret;

@@ -4,15 +4,15 @@
  * __poll_chk, __ppoll_chk).
  *
  * A set with no Sluice fd goes straight to the kernel.  A set of Sluice
- * fds only is handed to sluice_poll(), which spins for SLUICE_SPIN_US and
- * then sleeps on the stack's futex (woken by whoever changes a socket).  A
- * mixed set alternates: the Sluice part is looked at, then the kernel part
- * is polled, with a zero timeout while spinning and then in slices of
- * PL_SLICE_MS.  Limits (documented in the README): in a mixed set asleep,
- * Sluice readiness is seen up to PL_SLICE_MS late; a signal does not end
- * a wait on Sluice fds only (no EINTR) unless the wait has kernel fds too;
- * ppoll/pselect install their signal mask around the whole wait, not
- * atomically with the sleep.
+ * fds only waits in pl_sluice_wait(): it looks for SLUICE_SPIN_US, then
+ * sleeps on the stack (woken by whoever changes a socket) in slices of
+ * PL_SIG_SLICE_MS.  A mixed set alternates: the Sluice part is looked at,
+ * then the kernel part is polled, with a zero timeout while spinning and
+ * then in slices of PL_SLICE_MS.  Limits (documented in the README): in a
+ * mixed set asleep, Sluice readiness is seen up to PL_SLICE_MS late; a
+ * signal handler ends a wait with EINTR (signal.c), seen up to
+ * PL_SIG_SLICE_MS late; ppoll/pselect install their signal mask around the
+ * whole wait, not atomically with the sleep.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -23,6 +23,9 @@
 #define EXPORT __attribute__((visibility("default")))
 #define PL_SLICE_MS	1
 #define PL_STACK_FDS	64
+/* A wait on Sluice sockets alone sleeps this long at most between looks at
+ * the signal count (the stack wakes it sooner when a socket changes). */
+#define PL_SIG_SLICE_MS	20
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
@@ -55,6 +58,43 @@ bool pl_waiter_next(struct pl_waiter *w, int *sleep_ms)
 	return true;
 }
 
+int pl_sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, bool restartable)
+{
+	struct sluice_stack *st = pl_stack();
+	uint64_t start = pl_now_us(), now;
+	int64_t deadline = timeout_ms < 0 ? -1 : (int64_t)(start + (uint64_t)timeout_ms * 1000);
+	unsigned int sigs = pl_sig_count();
+	int ret, slice;
+
+	for (;;) {
+		now = pl_now_us();
+		slice = 0;
+		if (now - start >= pl_cfg.spin_us) {
+			slice = PL_SIG_SLICE_MS;
+			if (deadline >= 0 && (int64_t)now + slice * 1000 > deadline)
+				slice = deadline > (int64_t)now ?
+					(int)((deadline - (int64_t)now + 999) / 1000) : 0;
+		}
+		/* Spinning: look once; then the stack sleeps (its spin is 0). */
+		ret = sluice_poll(st, p, n, slice);
+		if (ret)
+			return ret;
+		if (pl_sig_count() != sigs) {
+			sigs = pl_sig_count();
+			if (!pl_sig_take_restart() || !restartable)
+				return -EINTR;
+		}
+		if (deadline >= 0 && (int64_t)pl_now_us() >= deadline)
+			return 0;
+		if (!slice) {
+			for (int i = 0; i < 16; i++)
+				__builtin_ia32_pause();
+		} else {
+			pl_sweep();	/* rate-limited: sockets of processes that died */
+		}
+	}
+}
+
 static short to_sluice(short ev)
 {
 	if (ev & POLLRDNORM)
@@ -80,7 +120,7 @@ static int poll_core(struct pollfd *fds, nfds_t n, int timeout_ms)
 	struct pollfd kbuf[PL_STACK_FDS], *kp = kbuf;
 	nfds_t *kmap, kmbuf[PL_STACK_FDS], *smap, smbuf[PL_STACK_FDS];
 	struct pl_waiter w;
-	unsigned int ns = 0, nk = 0;
+	unsigned int ns = 0, nk = 0, sigs;
 	int ready = 0, ret, sleep_ms;
 	struct sluice_stack *st = pl_stack();
 
@@ -111,9 +151,10 @@ static int poll_core(struct pollfd *fds, nfds_t n, int timeout_ms)
 		}
 	}
 	pl_waiter_init(&w, timeout_ms);
+	sigs = pl_sig_count();
 	for (;;) {
-		/* Sluice only: sluice_poll() spins and sleeps by itself. */
-		ret = sluice_poll(st, sp, ns, nk ? 0 : timeout_ms);
+		/* Sluice only: the whole wait in pl_sluice_wait(). */
+		ret = nk ? sluice_poll(st, sp, ns, 0) : pl_sluice_wait(sp, ns, timeout_ms, false);
 		if (ret < 0)
 			goto out;
 		ready = ret;
@@ -133,6 +174,11 @@ static int poll_core(struct pollfd *fds, nfds_t n, int timeout_ms)
 				goto out;
 			}
 			ready += ret;
+			if (!ready && pl_sig_count() != sigs) {
+				pl_sig_take_restart();
+				ret = -EINTR;	/* poll is never restarted */
+				goto out;
+			}
 		}
 		if (ready || !nk || (w.deadline_us >= 0 && (int64_t)pl_now_us() >= w.deadline_us))
 			break;

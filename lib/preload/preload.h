@@ -67,6 +67,7 @@ struct pl_libc {
 	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
 	ssize_t (*sendfile)(int, int, off_t *, size_t);
 	ssize_t (*sendfile64)(int, int, off64_t *, size_t);
+	int (*sigaction)(int, const struct sigaction *, struct sigaction *);
 };
 extern struct pl_libc pl_libc;
 /* The real function; resolves libc first if a wrapper runs before the
@@ -172,6 +173,17 @@ bool pl_reachable(uint32_t daddr);
 int pl_wait(struct pl_sock *ps, short events, int timeout_ms);
 /* Readiness (poll bits) of a Sluice socket right now. */
 short pl_sock_revents(struct pl_sock *ps, short events);
+/*
+ * Wait on Sluice sockets: look without sleeping for SLUICE_SPIN_US, then
+ * sleep in slices (the stack wakes sleepers; a slice ends so a signal is
+ * noticed).  Returns the number ready, 0 on timeout, -EINTR if a signal
+ * handler ran in this thread (if restartable: only one without SA_RESTART).
+ */
+int pl_sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, bool restartable);
+
+/* ---- signal.c ---- */
+unsigned int pl_sig_count(void);	/* handlers run in this thread */
+bool pl_sig_take_restart(void);		/* did they all have SA_RESTART? (resets) */
 /* Spin/sleep pacing shared by poll, select and epoll (poll.c). */
 struct pl_waiter {
 	uint64_t start_us;

@@ -26,6 +26,7 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -40,6 +41,7 @@ static const char *en(int e)
 	switch (e) {
 	case 0: return "0";
 	case EAGAIN: return "EAGAIN";
+	case EINTR: return "EINTR";
 	case EINPROGRESS: return "EINPROGRESS";
 	case ECONNREFUSED: return "ECONNREFUSED";
 	case ECONNRESET: return "ECONNRESET";
@@ -691,6 +693,71 @@ static void check_close_range(void)
 	close(l);
 }
 
+static void *much_later_send(void *arg)
+{
+	usleep(200000);
+	send(*(int *)arg, "def", 3, 0);
+	return NULL;
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+static void alarm_in_50ms(void)
+{
+	struct itimerval it = { { 0, 0 }, { 0, 50000 } };
+
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+/* A handler without SA_RESTART ends blocking calls with EINTR; with
+ * SA_RESTART a blocking recv goes on (and poll still ends). */
+static void check_signals(void)
+{
+	struct sigaction sa, old;
+	struct pollfd p;
+	int l, c, s;
+	char buf[8];
+	pthread_t t;
+	long r;
+
+	pair(&l, &c, &s);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, &old);
+	alarm_in_50ms();
+	r = recv(c, buf, sizeof(buf), 0);
+	printf("eintr_recv: %s\n", rv(r));
+	alarm_in_50ms();
+	r = accept(l, NULL, NULL);
+	printf("eintr_accept: %s\n", rv(r));
+	p.fd = c;
+	p.events = POLLIN;
+	alarm_in_50ms();
+	r = poll(&p, 1, 5000);
+	printf("eintr_poll: %s\n", rv(r));
+	sigaction(SIGALRM, NULL, &old);
+	printf("sigaction_reports_own_handler: %d\n", old.sa_handler == on_alarm);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	alarm_in_50ms();
+	r = poll(&p, 1, 5000);
+	printf("eintr_poll_sa_restart: %s\n", rv(r));
+	pthread_create(&t, NULL, much_later_send, &s);	/* "def" after 200 ms */
+	alarm_in_50ms();
+	memset(buf, 0, sizeof(buf));
+	r = recv(c, buf, sizeof(buf), 0);
+	printf("sa_restart_recv_goes_on: %s %s\n", rv(r), buf);
+	pthread_join(t, NULL);
+	signal(SIGALRM, SIG_DFL);
+	close(c);
+	close(s);
+	close(l);
+}
+
 /* Lengths the compiler cannot see, so _FORTIFY_SOURCE calls the checked
  * entry points (__recv_chk, __recvfrom_chk, __read_chk, __poll_chk). */
 static volatile size_t two = 2;
@@ -748,6 +815,7 @@ int main(void)
 	check_fortified();
 	check_sendfile();
 	check_close_range();
+	check_signals();
 	printf("# done\n");
 	return 0;
 }
