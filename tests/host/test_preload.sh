@@ -174,6 +174,11 @@ out=$(timeout 30 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/subprocess
 check "sockets survive subprocess.run (vfork and close_range in the child)" \
 	[ "$out" = "after-subprocess" ]
 
+st=$(newstack killed)
+out=$(timeout 30 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/killed_peer.py" 2>&1)
+check "a peer killed by SIGKILL: the server sees the end of the stream" \
+	[ "$out" = $'got x\neof True True' ]
+
 if command -v sockperf >/dev/null; then
 	st=$(newstack sockperf)
 	cat >"$tmp/sp.sh" <<EOS
