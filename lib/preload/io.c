@@ -158,6 +158,12 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 		return REAL(sendto)(fd, buf, len, flags, to, tolen);
 	/* A stream socket ignores the address, as Linux does once connected. */
 	d = ps->type == SOCK_DGRAM ? dest(to, tolen, &sin) : 0;
+	if (d > 0 && !ps->used && !pl_reachable(sin.sin_addr.s_addr)) {
+		/* A fresh datagram socket sending where the stack does not reach. */
+		ret = pl_fallback(fd, ps);
+		pl_put(ps);
+		return ret ? pl_ret(ret) : REAL(sendto)(fd, buf, len, flags, to, tolen);
+	}
 	if (d < 0) {
 		ret = d;
 	} else {
@@ -378,6 +384,11 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 		ret = -EFAULT;
 	} else {
 		d = ps->type == SOCK_DGRAM ? dest(msg->msg_name, msg->msg_namelen, &sin) : 0;
+		if (d > 0 && !ps->used && !pl_reachable(sin.sin_addr.s_addr)) {
+			ret = pl_fallback(fd, ps);
+			pl_put(ps);
+			return ret ? pl_ret(ret) : REAL(sendmsg)(fd, msg, flags);
+		}
 		ret = d < 0 ? d : pl_sendv(ps, msg->msg_iov, (int)msg->msg_iovlen, flags,
 					   d ? &sin : NULL);
 	}

@@ -164,6 +164,8 @@ void pl_fdtable_atfork_child(void);
 void pl_native_nonblock(uint32_t sd);
 /* Is this destination reached through the stack? */
 bool pl_reachable(uint32_t daddr);
+/* fd becomes a kernel socket with ps's settings (ps still to be put). */
+int pl_fallback(int fd, struct pl_sock *ps);
 
 /* ---- io.c / poll.c ---- */
 /*

@@ -86,7 +86,7 @@ static int sopt(int ks, int level, int name, const void *v, socklen_t len)
  * The fd becomes a kernel socket with the settings the Sluice one had;
  * the Sluice socket is closed unless another fd still holds it.
  */
-static int pl_fallback(int fd, struct pl_sock *ps)
+int pl_fallback(int fd, struct pl_sock *ps)
 {
 	struct pl_sock *old;
 	int ks, fdfl, one = 1, ret = 0;

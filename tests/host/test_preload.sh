@@ -229,18 +229,26 @@ ip addr add 10.205.0.1/32 dev lo
 import socket
 l = socket.create_server(("10.205.0.1", 18095))
 open("$tmp/fbc.ready", "w").close()
-a, _ = l.accept(); a.sendall(b"kern"); a.close()' &
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("10.205.0.1", 18096))
+open("$tmp/fbc.ready", "w").close()
+a, _ = l.accept(); a.sendall(b"kern"); a.close()
+d, peer = u.recvfrom(100); u.sendto(d.upper(), peer)' &
 for i in \$(seq 50); do [ -e "$tmp/fbc.ready" ] && break; sleep 0.1; done
 "$sluice" run --stack "$st" -- "$py" -c '
 import os, socket, stat
+kind = lambda s: "kernel" if stat.S_ISSOCK(os.fstat(s.fileno()).st_mode) else "sluice"
 c = socket.socket(); c.settimeout(5); c.connect(("10.205.0.1", 18095))
-k = "kernel" if stat.S_ISSOCK(os.fstat(c.fileno()).st_mode) else "sluice"
-print("connect", k, c.recv(10).decode())'
+print("connect", kind(c), c.recv(10).decode())
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(5)
+u.sendto(b"dgram", ("10.205.0.1", 18096))
+print("sendto", kind(u), u.recv(10).decode())'
 wait
 EOS
 out=$(timeout 30 unshare -n bash "$tmp/fbc.sh" 2>&1)
 check "a connect the stack cannot route becomes a kernel connection" \
 	grep -qx "connect kernel kern" <<<"$out"
+check "a datagram the stack cannot route makes a fresh UDP socket a kernel one" \
+	grep -qx "sendto kernel DGRAM" <<<"$out"
 out=$(SLUICE_DISABLE=1 timeout 20 unshare -n "$sluice" run --stack "$st" -- "$py" "$tmp/fb.py" 2>&1)
 check "SLUICE_DISABLE=1 leaves every socket in the kernel" grep -qx "inet kernel" <<<"$out"
 
