@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -73,6 +74,7 @@ static ssize_t pl_send(struct pl_sock *ps, const void *buf, size_t len, int flag
 {
 	bool nb = ps->nonblock || (flags & MSG_DONTWAIT);
 	int tmo = timeo_ms(&ps->sndtimeo);
+	uint64_t t0 = pl_now_us();
 	size_t done = 0;
 	long ret;
 
@@ -89,6 +91,17 @@ static ssize_t pl_send(struct pl_sock *ps, const void *buf, size_t len, int flag
 		}
 		if (ret == -EPIPE && ps->type == SOCK_STREAM && !(flags & MSG_NOSIGNAL))
 			sigpipe();
+		if (ret == -ENOBUFS && ps->type == SOCK_DGRAM) {
+			/* The packet pool is empty (receivers hold it): as
+			 * Linux with a full send buffer, EAGAIN or wait.  UDP
+			 * always polls writable, so waiting is yielding. */
+			if (nb)
+				return -EAGAIN;
+			if (tmo >= 0 && pl_now_us() - t0 >= (uint64_t)tmo * 1000)
+				return -EAGAIN;
+			sched_yield();
+			continue;
+		}
 		if (ret != -EAGAIN || nb)
 			return done ? (ssize_t)done : ret;
 		ret = pl_wait(ps, POLLOUT, tmo);

@@ -189,10 +189,24 @@ timeout 20 "$sluice" run --stack "$st" -- sockperf ping-pong --tcp -i 127.0.0.1 
 echo "rc \$?"
 kill \$srv
 wait
+"$sluice" run --stack "$st" -- sockperf server -i 127.0.0.1 -p 11112 >"$tmp/spu.log" 2>&1 &
+srv=\$!
+for i in \$(seq 50); do "$sluice" fds "$st" | grep -q sockperf && break; sleep 0.1; done
+timeout 20 "$sluice" run --stack "$st" -- sockperf ping-pong -i 127.0.0.1 -p 11112 -t 1 -m 64
+echo "udp rc \$?"
+timeout 20 "$sluice" run --stack "$st" -- sockperf throughput -i 127.0.0.1 -p 11112 -t 1 -m 64
+echo "udp throughput rc \$?"
+kill \$srv
+wait
 EOS
 	out=$(timeout 60 unshare -n bash "$tmp/sp.sh" 2>&1)
 	check "sockperf TCP ping-pong under sluice run completes" grep -qx "rc 0" <<<"$out"
 	check "sockperf reports a latency" grep -q "avg-latency=" <<<"$out"
+	check "sockperf UDP ping-pong under sluice run completes" grep -qx "udp rc 0" <<<"$out"
+	check "sockperf UDP throughput under sluice run completes" \
+		grep -qx "udp throughput rc 0" <<<"$out"
+	utx=$(counter "$st" udp_tx)
+	check "sockperf's datagrams went through the stack (udp_tx ${utx:-?})" [ "${utx:-0}" -gt 10000 ]
 	tx=$(counter "$st" tcp_tx)
 	check "sockperf's messages went through the stack (tcp_tx ${tx:-?})" [ "${tx:-0}" -gt 1000 ]
 else
