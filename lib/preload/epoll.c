@@ -6,10 +6,10 @@
  * The epoll fd is a real one and holds the kernel fds.  The Sluice fds of
  * a set are kept here, in an interest list per epoll fd; epoll_wait looks
  * at them (one sluice_poll() over the list), then asks the real epoll with
- * a zero timeout, spinning for SLUICE_SPIN_US and then sleeping in the
- * real epoll_wait in slices of PL_SLICE_MS (or, when the set has no
- * kernel fd, on the stack itself).  Level-triggered by default;
- * EPOLLET reports a socket again only after its readiness changed (the
+ * a zero timeout, spinning for SLUICE_SPIN_US and then sleeping in slices
+ * of PL_SLICE_MS on the side that was busy last (the stack, or the real
+ * epoll_wait), looking at the other side after each slice.  Level-triggered
+ * by default; EPOLLET reports a socket again only after its readiness changed (the
  * socket's wake sequence moved); EPOLLONESHOT disables the entry after one
  * report until EPOLL_CTL_MOD.  Limits: a set dup()ed or inherited by
  * fork shares the kernel part but each process keeps its own Sluice
@@ -232,11 +232,45 @@ out:
 	return got;
 }
 
+/*
+ * Sleep up to ms on the set's Sluice sockets (the stack wakes us when one
+ * changes).  Only when none is ready now: an edge-triggered socket that is
+ * ready but already reported would end every such sleep at once.  Returns
+ * whether it slept.
+ */
+static bool ep_sleep(struct pl_ep *ep, int ms)
+{
+	struct sluice_pollfd pbuf[64], *p = pbuf;
+	bool slept = false;
+	unsigned int n = 0;
+
+	pthread_mutex_lock(&ep->mu);
+	if (ep->n > 64 && !(p = malloc(ep->n * sizeof(*p)))) {
+		pthread_mutex_unlock(&ep->mu);
+		return false;
+	}
+	for (unsigned int i = 0; i < ep->n; i++) {
+		if (ep->items[i].disabled)
+			continue;
+		p[n].sd = (int)ep->items[i].sd;
+		p[n++].events = (short)(ep->items[i].ev.events &
+					(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI));
+	}
+	pthread_mutex_unlock(&ep->mu);
+	if (n && sluice_poll(pl_stack(), p, n, 0) == 0) {
+		sluice_poll(pl_stack(), p, n, ms);
+		slept = true;
+	}
+	if (p != pbuf)
+		free(p);
+	return slept;
+}
+
 static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max, int timeout_ms)
 {
 	struct pl_waiter w;
 	unsigned int sigs;
-	int got, k, sleep_ms;
+	int got, sgot, k, sleep_ms;
 
 	if (max <= 0)
 		return -EINVAL;
@@ -247,6 +281,11 @@ static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max,
 		sleep_ms = 0;
 		if (!got && !pl_waiter_next(&w, &sleep_ms))
 			sleep_ms = 0;
+		if (!got && sleep_ms && !pl_mixed_kernel_side && ep_sleep(ep, sleep_ms)) {
+			got = ep_collect(ep, evs, max);
+			sleep_ms = 0;
+		}
+		sgot = got;
 		k = got < max ? REAL(epoll_wait)(epfd, evs + got, max - got, got ? 0 : sleep_ms) : 0;
 		if (k < 0) {
 			if (errno == EINTR && got)
@@ -255,8 +294,10 @@ static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max,
 				return -errno;
 		}
 		got += k;
-		if (got)
+		if (got) {
+			pl_mixed_note(sgot, k);
 			return got;
+		}
 		if (pl_sig_count() != sigs) {
 			pl_sig_take_restart();
 			return -EINTR;	/* epoll_wait is never restarted */

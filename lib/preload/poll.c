@@ -58,6 +58,18 @@ bool pl_waiter_next(struct pl_waiter *w, int *sleep_ms)
 	return true;
 }
 
+/*
+ * Which side a mixed set sleeps on: the one that was busy last time in
+ * this thread.  The other side is looked at after each slice, so it is
+ * seen at most PL_SLICE_MS late; the busy side wakes the sleeper at once.
+ */
+__thread bool pl_mixed_kernel_side;
+
+void pl_mixed_note(int sluice_ready, int kernel_ready)
+{
+	pl_mixed_kernel_side = kernel_ready > 0 && sluice_ready <= 0;
+}
+
 int pl_sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, bool restartable)
 {
 	struct sluice_stack *st = pl_stack();
@@ -162,6 +174,16 @@ static int poll_core(struct pollfd *fds, nfds_t n, int timeout_ms)
 			sleep_ms = 0;
 			if (!ready && !pl_waiter_next(&w, &sleep_ms))
 				sleep_ms = 0;
+			if (!ready && sleep_ms && !pl_mixed_kernel_side) {
+				/* Sluice was the busy side: sleep on the stack
+				 * (woken at once), then look at the kernel. */
+				ready = sluice_poll(st, sp, ns, sleep_ms);
+				sleep_ms = 0;
+				if (ready < 0) {
+					ret = ready;
+					goto out;
+				}
+			}
 			ret = REAL(poll)(kp, nk, ready ? 0 : sleep_ms);
 			if (ret < 0) {
 				ret = -errno;
@@ -173,6 +195,8 @@ static int poll_core(struct pollfd *fds, nfds_t n, int timeout_ms)
 				ret = ready;
 				goto out;
 			}
+			if (ready || ret)
+				pl_mixed_note(ready, ret);
 			ready += ret;
 			if (!ready && pl_sig_count() != sigs) {
 				pl_sig_take_restart();

@@ -197,6 +197,9 @@ void pl_waiter_init(struct pl_waiter *w, int timeout_ms);
  * when the deadline has passed. */
 bool pl_waiter_next(struct pl_waiter *w, int *sleep_ms);
 uint64_t pl_now_us(void);
+/* The side a mixed set sleeps on (poll.c): kernel if it was busy last. */
+extern __thread bool pl_mixed_kernel_side;
+void pl_mixed_note(int sluice_ready, int kernel_ready);
 
 /* Remove fd from every emulated epoll set of this process (epoll.c). */
 void pl_epoll_forget_fd(int fd);

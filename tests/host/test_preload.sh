@@ -213,6 +213,55 @@ else
 	skip "sockperf ping-pong under sluice run" "sockperf not installed"
 fi
 
+if command -v iperf3 >/dev/null; then
+	st=$(newstack iperf3)
+	cat >"$tmp/ip.sh" <<EOS
+"$sluice" run --stack "$st" -- iperf3 -s -p 15201 -B 127.0.0.1 >"$tmp/ips.log" 2>&1 &
+srv=\$!
+for i in \$(seq 50); do "$sluice" fds "$st" | grep -q iperf3 && break; sleep 0.1; done
+timeout 30 "$sluice" run --stack "$st" -- iperf3 -c 127.0.0.1 -p 15201 -t 1 -f m
+echo "rc \$?"
+timeout 30 "$sluice" run --stack "$st" -- iperf3 -c 127.0.0.1 -p 15201 -t 1 -f m -R
+echo "reverse rc \$?"
+kill \$srv
+wait
+EOS
+	out=$(timeout 90 unshare -n bash "$tmp/ip.sh" 2>&1)
+	check "iperf3 under sluice run, both ends: a bulk stream" grep -qx "rc 0" <<<"$out"
+	check "iperf3 -R (server sends)" grep -qx "reverse rc 0" <<<"$out"
+	n=$(grep -cE 'Mbits/sec +receiver' <<<"$out")
+	check "iperf3 reports both transfers ($n)" [ "$n" = 2 ]
+else
+	skip "iperf3 under sluice run" "iperf3 not installed"
+fi
+
+if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
+	st=$(newstack redis)
+	cat >"$tmp/rd.sh" <<EOS
+"$sluice" run --stack "$st" -- redis-server --port 16379 --bind 127.0.0.1 --save "" \
+	--appendonly no --daemonize no >"$tmp/rds.log" 2>&1 &
+srv=\$!
+for i in \$(seq 50); do "$sluice" fds "$st" | grep -q redis && break; sleep 0.1; done
+timeout 60 "$sluice" run --stack "$st" -- redis-benchmark -h 127.0.0.1 -p 16379 -n 5000 \
+	-c 20 -t set,get -q
+echo "rc \$?"
+timeout 10 "$sluice" run --stack "$st" -- redis-cli -h 127.0.0.1 -p 16379 set k sluice-\$\$ >/dev/null
+timeout 10 "$sluice" run --stack "$st" -- redis-cli -h 127.0.0.1 -p 16379 get k
+kill \$srv
+wait
+EOS
+	out=$(timeout 120 unshare -n bash "$tmp/rd.sh" 2>&1 | tr '\r' '\n')
+	check "redis-benchmark against redis-server, both under sluice run (epoll, 20 clients)" \
+		grep -qx "rc 0" <<<"$out"
+	n=$(grep -cE '^(SET|GET): [0-9.]+ requests per second' <<<"$out")
+	check "redis-benchmark reports SET and GET ($n)" [ "$n" = 2 ]
+	check "redis-cli sets and gets a key" grep -qE '^sluice-[0-9]+$' <<<"$out"
+	po=$(counter "$st" tcp_passive_open)
+	check "redis accepted its clients on the stack (tcp_passive_open ${po:-?})" [ "${po:-0}" -ge 22 ]
+else
+	skip "redis under sluice run" "redis-server not installed"
+fi
+
 # ---- 4. what stays in the kernel
 st=$(newstack fallback)
 cat >"$tmp/fb.py" <<'EOS'

@@ -429,6 +429,30 @@ static void check_epipe(void)
 	close(l);
 }
 
+/* A server restarts its listener while the connection it accepted is
+ * still closing (the server closed first): SO_REUSEADDR lets it bind. */
+static void check_rebind(void)
+{
+	int l, c, s, one = 1, l2;
+	uint16_t port;
+	struct sockaddr_in a;
+	char b;
+
+	pair(&l, &c, &s);
+	port = port_of(l);
+	close(s);			/* the server closes first */
+	poll1(c, POLLIN, 2000);
+	recv(c, &b, 1, 0);		/* the client sees it, keeps its end */
+	close(l);
+	l2 = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(l2, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	a = lo(port);
+	printf("rebind_while_child_closes: %s\n", rv(bind(l2, (struct sockaddr *)&a, sizeof(a))));
+	printf("relisten: %s\n", rv(listen(l2, 4)));
+	close(l2);
+	close(c);
+}
+
 static void check_connected_again(void)
 {
 	int l, c, s;
@@ -805,6 +829,7 @@ int main(void)
 	check_shutdown();
 	check_epipe();
 	check_connected_again();
+	check_rebind();
 	check_accept4();
 	check_dup();
 	check_fork();
