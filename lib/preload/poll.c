@@ -15,6 +15,7 @@
  * whole wait, not atomically with the sleep.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,7 +76,7 @@ int pl_sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, bool
 	struct sluice_stack *st = pl_stack();
 	uint64_t start = pl_now_us(), now;
 	int64_t deadline = timeout_ms < 0 ? -1 : (int64_t)(start + (uint64_t)timeout_ms * 1000);
-	unsigned int sigs = pl_sig_count();
+	unsigned int sigs = pl_sig_count(), spins = 0;
 	int ret, slice;
 
 	for (;;) {
@@ -99,6 +100,11 @@ int pl_sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, bool
 		if (deadline >= 0 && (int64_t)pl_now_us() >= deadline)
 			return 0;
 		if (!slice) {
+			/* A peer that shares our CPU (more spinners than
+			 * cores) gets it now and then, or every hand-over
+			 * would cost a whole spin time. */
+			if (!(++spins & 63))
+				sched_yield();
 			for (int i = 0; i < 16; i++)
 				__builtin_ia32_pause();
 		} else {
