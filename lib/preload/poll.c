@@ -71,12 +71,36 @@ void pl_mixed_note(int sluice_ready, int kernel_ready)
 	pl_mixed_kernel_side = kernel_ready > 0 && sluice_ready <= 0;
 }
 
+/* The sum of the sockets' wake sequences, read without the lock. */
+static uint32_t wake_sum(struct sl_stack *s, const struct sluice_pollfd *p, unsigned int n)
+{
+	uint32_t sum = 0;
+
+	for (unsigned int i = 0; i < n; i++)
+		if (p[i].sd >= 0 && (uint32_t)p[i].sd < s->r->max_sockets)
+			sum += __atomic_load_n(&sl_sock(s, (uint32_t)p[i].sd)->wake_seq,
+					       __ATOMIC_ACQUIRE);
+	return sum;
+}
+
+/*
+ * While spinning, the sockets are looked at under the stack lock only when
+ * one of their wake sequences moved (every readiness change bumps it, under
+ * the lock), when running the stack did some work, or every PL_LOOK_EVERY
+ * rounds; otherwise a spinning reader would take the lock in a tight loop
+ * and fight the writer it waits for.
+ */
+#define PL_LOOK_EVERY	64
+
 int pl_sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, bool restartable)
 {
 	struct sluice_stack *st = pl_stack();
+	struct sl_stack *s = pl_sl();
 	uint64_t start = pl_now_us(), now;
 	int64_t deadline = timeout_ms < 0 ? -1 : (int64_t)(start + (uint64_t)timeout_ms * 1000);
 	unsigned int sigs = pl_sig_count(), spins = 0;
+	uint32_t seen = 0;
+	bool look = true;
 	int ret, slice;
 
 	for (;;) {
@@ -87,11 +111,16 @@ int pl_sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, bool
 			if (deadline >= 0 && (int64_t)now + slice * 1000 > deadline)
 				slice = deadline > (int64_t)now ?
 					(int)((deadline - (int64_t)now + 999) / 1000) : 0;
+			look = true;
 		}
-		/* Spinning: look once; then the stack sleeps (its spin is 0). */
-		ret = sluice_poll(st, p, n, slice);
-		if (ret)
-			return ret;
+		if (look) {
+			/* Spinning: look once; else the stack sleeps (its
+			 * own spin is 0), woken by a change. */
+			seen = wake_sum(s, p, n);
+			ret = sluice_poll(st, p, n, slice);
+			if (ret)
+				return ret;
+		}
 		if (pl_sig_count() != sigs) {
 			sigs = pl_sig_count();
 			if (!pl_sig_take_restart() || !restartable)
@@ -107,6 +136,8 @@ int pl_sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, bool
 				sched_yield();
 			for (int i = 0; i < 16; i++)
 				__builtin_ia32_pause();
+			look = !(spins % PL_LOOK_EVERY) || wake_sum(s, p, n) != seen ||
+			       sluice_stack_poll(st) != 0;
 		} else {
 			pl_sweep();	/* rate-limited: sockets of processes that died */
 		}
