@@ -63,7 +63,7 @@ static void resolve_libc(void)
 	RESOLVE(ppoll); RESOLVE(select); RESOLVE(pselect); RESOLVE(epoll_create);
 	RESOLVE(epoll_create1); RESOLVE(epoll_ctl); RESOLVE(epoll_wait);
 	RESOLVE(epoll_pwait); RESOLVE(sendfile); RESOLVE(sendfile64);
-	RESOLVE(sigaction);
+	RESOLVE(sigaction); RESOLVE(sendmmsg); RESOLVE(recvmmsg);
 }
 
 static bool env_flag(const char *name, bool dflt)

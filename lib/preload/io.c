@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Data: send, sendto, sendmsg, recv, recvfrom, recvmsg, read, write,
- * readv, writev on Sluice sockets, and the _FORTIFY_SOURCE variants
+ * Data: send, sendto, sendmsg, sendmmsg, recv, recvfrom, recvmsg,
+ * recvmmsg, read, write, readv, writev on Sluice sockets, and the _FORTIFY_SOURCE variants
  * (__recv_chk, __recvfrom_chk, __read_chk).
  *
  * The native calls never block (every Sluice socket is non-blocking
@@ -53,16 +53,6 @@ short pl_sock_revents(struct pl_sock *ps, short events)
 	return p.revents;
 }
 
-static int timeo_ms(const struct timeval *tv)
-{
-	long long ms;
-
-	if (!tv->tv_sec && !tv->tv_usec)
-		return -1;
-	ms = (long long)tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000;
-	return ms > 0x7fffffff ? 0x7fffffff : (int)ms;
-}
-
 static void sigpipe(void)
 {
 	pthread_kill(pthread_self(), SIGPIPE);
@@ -73,7 +63,7 @@ static ssize_t pl_send(struct pl_sock *ps, const void *buf, size_t len, int flag
 		       const struct sockaddr_in *to)
 {
 	bool nb = ps->nonblock || (flags & MSG_DONTWAIT);
-	int tmo = timeo_ms(&ps->sndtimeo);
+	int tmo = pl_timeo_ms(&ps->sndtimeo);
 	uint64_t t0 = pl_now_us();
 	size_t done = 0;
 	long ret;
@@ -116,7 +106,7 @@ static ssize_t pl_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
 {
 	bool nb = ps->nonblock || (flags & MSG_DONTWAIT);
 	bool all = (flags & MSG_WAITALL) && !(flags & MSG_PEEK) && ps->type == SOCK_STREAM;
-	int tmo = timeo_ms(&ps->rcvtimeo), nflags = flags & (MSG_PEEK | MSG_TRUNC);
+	int tmo = pl_timeo_ms(&ps->rcvtimeo), nflags = flags & (MSG_PEEK | MSG_TRUNC);
 	size_t done = 0;
 	long ret;
 
@@ -458,4 +448,45 @@ EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 	if (len > buflen)
 		__chk_fail();
 	return read(fd, buf, len);
+}
+
+/* sendmmsg/recvmmsg: one message at a time through sendmsg/recvmsg. */
+EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
+{
+	unsigned int i;
+	ssize_t r;
+
+	if (!pl_is_sluice(fd))
+		return REAL(sendmmsg)(fd, vec, vlen, flags);
+	if (vlen > UIO_MAXIOV)
+		vlen = UIO_MAXIOV;
+	for (i = 0; i < vlen; i++) {
+		r = sendmsg(fd, &vec[i].msg_hdr, flags);
+		if (r < 0)
+			return i ? (int)i : -1;
+		vec[i].msg_len = (unsigned int)r;
+	}
+	return (int)i;
+}
+
+EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags,
+		    struct timespec *timeout)
+{
+	unsigned int i;
+	ssize_t r;
+
+	if (!pl_is_sluice(fd))
+		return REAL(recvmmsg)(fd, vec, vlen, flags, timeout);
+	if (vlen > UIO_MAXIOV)
+		vlen = UIO_MAXIOV;
+	/* The timeout is checked only between messages, as on Linux. */
+	for (i = 0; i < vlen; i++) {
+		r = recvmsg(fd, &vec[i].msg_hdr, flags & ~MSG_WAITFORONE);
+		if (r < 0)
+			return i ? (int)i : -1;
+		vec[i].msg_len = (unsigned int)r;
+		if (flags & MSG_WAITFORONE)
+			flags |= MSG_DONTWAIT;
+	}
+	return (int)i;
 }

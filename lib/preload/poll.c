@@ -300,10 +300,8 @@ EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const 
 
 	if (!any_sluice(fds, n))
 		return REAL(ppoll)(fds, n, ts, mask);
-	if (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000)) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000))
+		return (int)pl_ret(-EINVAL);
 	if (mask)
 		pthread_sigmask(SIG_SETMASK, mask, &old);
 	ret = poll_core(fds, n, ts_ms(ts));
@@ -401,10 +399,8 @@ EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 	if (!sets_have_sluice(nfds, r, w, e))
 		return REAL(select)(nfds, r, w, e, tv);
 	if (tv) {
-		if (tv->tv_sec < 0 || tv->tv_usec < 0) {
-			errno = EINVAL;
-			return -1;
-		}
+		if (tv->tv_sec < 0 || tv->tv_usec < 0)
+			return (int)pl_ret(-EINVAL);
 		ms = (long long)tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000;
 		if (ms > 0x7fffffff)
 			ms = 0x7fffffff;

@@ -68,6 +68,8 @@ struct pl_libc {
 	ssize_t (*sendfile)(int, int, off_t *, size_t);
 	ssize_t (*sendfile64)(int, int, off64_t *, size_t);
 	int (*sigaction)(int, const struct sigaction *, struct sigaction *);
+	int (*sendmmsg)(int, struct mmsghdr *, unsigned int, int);
+	int (*recvmmsg)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
 };
 extern struct pl_libc pl_libc;
 /* The real function; resolves libc first if a wrapper runs before the
@@ -125,6 +127,16 @@ static inline long pl_ret(long ret)
 		return -1;
 	}
 	return ret;
+}
+/* SO_RCVTIMEO/SO_SNDTIMEO as a wait in ms: -1 (for ever) when zero. */
+static inline int pl_timeo_ms(const struct timeval *tv)
+{
+	long long ms;
+
+	if (!tv->tv_sec && !tv->tv_usec)
+		return -1;
+	ms = (long long)tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000;
+	return ms > 0x7fffffff ? 0x7fffffff : (int)ms;
 }
 #define pl_debug(...)	do { if (pl_cfg.debug) pl_log(__VA_ARGS__); } while (0)
 void pl_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -189,16 +189,6 @@ EXPORT int listen(int fd, int backlog)
 	return (int)pl_ret(ret);
 }
 
-static int timeo_ms(const struct timeval *tv)
-{
-	long long ms;
-
-	if (!tv->tv_sec && !tv->tv_usec)
-		return -1;
-	ms = (long long)tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000;
-	return ms > 0x7fffffff ? 0x7fffffff : (int)ms;
-}
-
 static int do_accept(int fd, struct sockaddr *addr, socklen_t *lenp, int flags)
 {
 	struct pl_sock *ps = pl_get(fd);
@@ -215,7 +205,7 @@ static int do_accept(int fd, struct sockaddr *addr, socklen_t *lenp, int flags)
 		ret = sluice_accept(pl_stack(), (int)ps->sd, &peer);
 		if (ret != -EAGAIN || ps->nonblock)
 			break;
-		ret = pl_wait(ps, POLLIN, timeo_ms(&ps->rcvtimeo));
+		ret = pl_wait(ps, POLLIN, pl_timeo_ms(&ps->rcvtimeo));
 		if (ret)
 			break;
 	}
@@ -281,7 +271,7 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	if (ret != -EINPROGRESS || ps->nonblock)
 		goto out;
 	/* Blocking connect: wait for the handshake to end either way. */
-	ret = pl_wait(ps, POLLOUT, timeo_ms(&ps->sndtimeo));
+	ret = pl_wait(ps, POLLOUT, pl_timeo_ms(&ps->sndtimeo));
 	if (ret == -EAGAIN) {
 		ret = -EINPROGRESS;	/* as Linux when SO_SNDTIMEO runs out */
 		goto out;

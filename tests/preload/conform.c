@@ -647,6 +647,38 @@ static void check_udp(void)
 	printf("udp_send_connected: %s\n", rv(send(b, "abc", 3, 0)));
 	poll1(a, POLLIN, 2000);
 	printf("udp_recv: %s\n", rv(recv(a, buf, sizeof(buf), 0)));
+	{
+		struct mmsghdr mv[3];
+		struct iovec iv[3];
+		char mb[3][8];
+
+		memset(mv, 0, sizeof(mv));
+		for (int i = 0; i < 3; i++) {
+			iv[i].iov_base = mb[i];
+			iv[i].iov_len = sizeof(mb[i]);
+			mv[i].msg_hdr.msg_iov = &iv[i];
+			mv[i].msg_hdr.msg_iovlen = 1;
+		}
+		memcpy(mb[0], "one", 3);
+		memcpy(mb[1], "two22", 5);
+		iv[0].iov_len = 3;
+		iv[1].iov_len = 5;
+		r = sendmmsg(b, mv, 2, 0);
+		printf("udp_sendmmsg: %s lens %u %u\n", rv(r), mv[0].msg_len, mv[1].msg_len);
+		poll1(a, POLLIN, 2000);
+		for (int i = 0; i < 50; i++) {	/* both queued (the kernel's may lag) */
+			int q = 0;
+
+			if (recv(a, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT) > 0 &&
+			    !ioctl(a, FIONREAD, &q) && q > 0)
+				break;
+			usleep(2000);
+		}
+		usleep(20000);
+		iv[0].iov_len = iv[1].iov_len = 8;
+		r = recvmmsg(a, mv, 3, MSG_WAITFORONE, NULL);
+		printf("udp_recvmmsg: %s lens %u %u\n", rv(r), mv[0].msg_len, mv[1].msg_len);
+	}
 	close(a);
 	close(b);
 }
