@@ -17,7 +17,9 @@
 #    http.server answering curl; a forking server (socketserver) answering
 #    several clients; a listening socket that survives exec; sockperf
 #    ping-pong (when installed).  The kernel's loopback is down in their
-#    namespace and the stack's counters must show the traffic.
+#    namespace and the stack's counters must show the traffic.  Also a
+#    pre-forking server, an edge-triggered epoll loop with 50 connections,
+#    iperf3 and redis-benchmark.
 # 4. Fallback: AF_UNIX and AF_INET6 stay in the kernel; SLUICE_DISABLE=1
 #    leaves everything there; a socket given an option Sluice lacks
 #    becomes a kernel socket.
@@ -173,6 +175,18 @@ st=$(newstack subproc)
 out=$(timeout 30 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/subprocess_keep.py" 2>&1)
 check "sockets survive subprocess.run (vfork and close_range in the child)" \
 	[ "$out" = "after-subprocess" ]
+
+st=$(newstack prefork)
+out=$(timeout 60 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/prefork.py" 2>&1)
+check "a pre-forking server (4 children in accept) answers 40 clients" \
+	[ "$out" = "answers 40 children True" ]
+po=$(counter "$st" tcp_passive_open)
+check "the children accepted on the shared stack (tcp_passive_open ${po:-?})" [ "${po:-0}" = 40 ]
+
+st=$(newstack epollet)
+out=$(timeout 60 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/epoll_et.py" 2>&1)
+check "an edge-triggered epoll server echoes 50 connections x 20 messages" \
+	[ "$out" = "echoes 1000 of 1000" ]
 
 st=$(newstack killed)
 out=$(timeout 30 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/killed_peer.py" 2>&1)
