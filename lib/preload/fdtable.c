@@ -385,54 +385,64 @@ void pl_fdtable_close_all(void)
 	}
 }
 
+bool pl_fd_adopt(int fd)
+{
+	char want[96], link[128], path[64];
+	struct pl_sock *ps;
+	struct sl_stack *s;
+	ssize_t n;
+	off_t sd;
+	int fl;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return false;
+	link[n] = '\0';
+	snprintf(want, sizeof(want), PL_FD_PREFIX "%s", pl_cfg.stack);
+	if (strcmp(link, want) || pl_is_sluice(fd))
+		return false;
+	if (!pl_stack() || !(s = pl_sl()))
+		return false;
+	/* The position names the socket; the record says it is live. */
+	sd = lseek(fd, 0, SEEK_CUR);
+	fl = REAL(fcntl)(fd, F_GETFL);
+	if (sd < 0 || sd >= nrec || fl < 0 ||
+	    __atomic_load_n(&recs[sd].state, __ATOMIC_ACQUIRE) != PL_REC_USED ||
+	    sl_sock(s, (uint32_t)sd)->gen != recs[sd].gen)
+		return false;
+	ps = calloc(1, sizeof(*ps));
+	if (!ps)
+		return false;
+	ps->sd = (uint32_t)sd;
+	ps->gen = recs[sd].gen;
+	ps->type = (int)recs[sd].type;
+	ps->refs = 1;
+	ps->nonblock = fl & O_NONBLOCK;
+	ps->used = true;
+	if (table_set(fd, ps)) {
+		free(ps);
+		return false;
+	}
+	pl_debug("adopted fd %d as socket %u", fd, (unsigned int)sd);
+	return true;
+}
+
 /* After exec: fds of our stack's placeholder file are our sockets. */
 void pl_fdtable_inherit(void)
 {
-	char want[96], link[128], path[64];
 	struct dirent *e;
-	struct sl_stack *s;
 	DIR *d;
 
-	snprintf(want, sizeof(want), PL_FD_PREFIX "%s", pl_cfg.stack);
 	d = opendir("/proc/self/fd");
 	if (!d)
 		return;
 	while ((e = readdir(d))) {
-		int fd = atoi(e->d_name), fl;
-		struct pl_sock *ps;
-		ssize_t n;
-		off_t sd;
+		int fd = atoi(e->d_name);
 
 		if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == dirfd(d))
 			continue;
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		n = readlink(path, link, sizeof(link) - 1);
-		if (n <= 0)
-			continue;
-		link[n] = '\0';
-		if (strcmp(link, want))
-			continue;
-		if (!pl_stack() || !(s = pl_sl()))
-			break;
-		sd = lseek(fd, 0, SEEK_CUR);
-		fl = pl_libc.fcntl(fd, F_GETFL);
-		if (sd < 0 || sd >= nrec || fl < 0 ||
-		    __atomic_load_n(&recs[sd].state, __ATOMIC_ACQUIRE) != PL_REC_USED ||
-		    sl_sock(s, (uint32_t)sd)->gen != recs[sd].gen)
-			continue;
-		ps = calloc(1, sizeof(*ps));
-		if (!ps)
-			break;
-		ps->sd = (uint32_t)sd;
-		ps->gen = recs[sd].gen;
-		ps->type = (int)recs[sd].type;
-		ps->refs = 1;
-		ps->nonblock = fl & O_NONBLOCK;
-		ps->used = true;
-		if (table_set(fd, ps))
-			free(ps);
-		else
-			pl_debug("inherited fd %d as socket %u", fd, (unsigned int)sd);
+		pl_fd_adopt(fd);
 	}
 	closedir(d);
 }

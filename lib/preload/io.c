@@ -399,6 +399,25 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	return pl_ret(ret);
 }
 
+/* Sluice sockets passed with SCM_RIGHTS (over a kernel AF_UNIX socket)
+ * arrive as placeholder fds: enter them in the table. */
+static void adopt_rights(struct msghdr *msg)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+		size_t n;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
+			pl_fd_adopt(fd);
+		}
+	}
+}
+
 EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	struct pl_sock *ps = pl_get(fd);
@@ -406,8 +425,12 @@ EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	bool trunc = false;
 	ssize_t ret;
 
-	if (!ps)
-		return REAL(recvmsg)(fd, msg, flags);
+	if (!ps) {
+		ret = REAL(recvmsg)(fd, msg, flags);
+		if (ret >= 0 && msg && msg->msg_controllen && !pl_cfg.disabled)
+			adopt_rights(msg);
+		return ret;
+	}
 	if (!msg) {
 		ret = -EFAULT;
 	} else {

@@ -167,6 +167,9 @@ void pl_sweep(void);
 int pl_fdtable_open(struct sl_stack *s);
 /* Exit: close this process's Sluice sockets. */
 void pl_fdtable_close_all(void);
+/* fd holds a placeholder of our stack that this process did not make
+ * (exec, SCM_RIGHTS): enter it in the table.  Returns whether it did. */
+bool pl_fd_adopt(int fd);
 /* Rebuild the table from inherited fds (after exec). */
 void pl_fdtable_inherit(void);
 void pl_fdtable_atfork_child(void);

@@ -188,6 +188,11 @@ out=$(timeout 60 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/epoll_et.p
 check "an edge-triggered epoll server echoes 50 connections x 20 messages" \
 	[ "$out" = "echoes 1000 of 1000" ]
 
+st=$(newstack scm)
+out=$(timeout 30 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/scm_rights.py" 2>&1)
+check "a socket passed with SCM_RIGHTS works in the receiver, closes after both" \
+	[ "$out" = "via-scm-rights eof" ]
+
 st=$(newstack killed)
 out=$(timeout 30 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/killed_peer.py" 2>&1)
 check "a peer killed by SIGKILL: the server sees the end of the stream" \
