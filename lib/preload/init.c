@@ -110,6 +110,7 @@ static void read_config(void)
 	pl_cfg.spin_us = v && *v ? (unsigned int)strtoul(v, NULL, 10) : 50;
 	pl_cfg.disabled = env_flag("SLUICE_DISABLE", false);
 	pl_cfg.udp = env_flag("SLUICE_UDP", true);
+	pl_cfg.loopback = env_flag("SLUICE_LOOPBACK", true);
 	pl_cfg.debug = env_flag("SLUICE_DEBUG", false);
 	v = getenv("SLUICE_TAP");
 	if (v)
@@ -235,8 +236,13 @@ struct sl_stack *pl_sl(void)
 
 __attribute__((constructor)) static void pl_constructor(void)
 {
+	char path[96];
+
 	pl_init();
-	if (!pl_cfg.disabled)
+	/* Sockets inherited through exec exist only if the stack's
+	 * placeholder file does: most programs skip the /proc scan. */
+	snprintf(path, sizeof(path), "/dev/shm/sluicefd-%s", pl_cfg.stack);
+	if (!pl_cfg.disabled && !access(path, F_OK))
 		pl_fdtable_inherit();
 }
 

@@ -82,6 +82,7 @@ struct pl_config {
 	unsigned int spin_us;		/* SLUICE_SPIN_US */
 	bool disabled;			/* SLUICE_DISABLE=1: everything in the kernel */
 	bool udp;			/* SLUICE_UDP (default 1) */
+	bool loopback;			/* SLUICE_LOOPBACK (default 1): 127/8 on the stack */
 	bool debug;			/* SLUICE_DEBUG=1: say what happens on stderr */
 	char tap[32];			/* SLUICE_TAP: a TAP device as this process's link */
 	uint32_t addr, mask, gateway;	/* SLUICE_ADDR=a.b.c.d/len, SLUICE_GATEWAY */

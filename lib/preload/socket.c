@@ -45,12 +45,22 @@ bool pl_reachable(uint32_t daddr)
 	if (!s)
 		return false;
 	r = s->r;
+	if ((ntohl(daddr) >> 24) == 127)
+		return pl_cfg.loopback;
 	if (sl_ip_is_local(s, daddr))
 		return true;
 	/* A stack with an address of its own reaches its subnet, and the rest
 	 * through its gateway (a link such as SLUICE_TAP carries it). */
 	return r->ip_addr && daddr != INADDR_ANY && daddr != INADDR_BROADCAST &&
 	       ((daddr & r->ip_mask) == (r->ip_addr & r->ip_mask) || r->ip_gateway);
+}
+
+/* May a Sluice socket bind this address? (127/8 only with SLUICE_LOOPBACK) */
+static bool is_local(uint32_t addr)
+{
+	if ((ntohl(addr) >> 24) == 127)
+		return pl_cfg.loopback;
+	return sl_ip_is_local(pl_sl(), addr);
 }
 
 static int get_sin(const struct sockaddr *a, socklen_t len, struct sockaddr_in *out)
@@ -158,7 +168,7 @@ EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 	if (!ps)
 		return REAL(bind)(fd, addr, len);
 	ret = get_sin(addr, len, &sin);
-	if (!ret && sin.sin_addr.s_addr != INADDR_ANY && !sl_ip_is_local(pl_sl(), sin.sin_addr.s_addr)) {
+	if (!ret && sin.sin_addr.s_addr != INADDR_ANY && !is_local(sin.sin_addr.s_addr)) {
 		if (!ps->used) {
 			/* An address of the host's, not the stack's. */
 			ret = pl_fallback(fd, ps);

@@ -331,6 +331,23 @@ check "a connect the stack cannot route becomes a kernel connection" \
 	grep -qx "connect kernel kern" <<<"$out"
 check "a datagram the stack cannot route makes a fresh UDP socket a kernel one" \
 	grep -qx "sendto kernel DGRAM" <<<"$out"
+# SLUICE_LOOPBACK=0: 127.0.0.1 belongs to the kernel (a server not under Sluice).
+cat >"$tmp/lo0.sh" <<EOS
+ip link set lo up
+"$py" -c '
+import socket
+l = socket.create_server(("127.0.0.1", 18097))
+open("$tmp/lo0.ready", "w").close()
+a, _ = l.accept(); a.sendall(b"kernel-lo"); a.close()' &
+for i in \$(seq 50); do [ -e "$tmp/lo0.ready" ] && break; sleep 0.1; done
+SLUICE_LOOPBACK=0 "$sluice" run --stack "$st" -- "$py" -c '
+import socket
+c = socket.create_connection(("127.0.0.1", 18097), timeout=5)
+print("lo0", c.recv(20).decode())'
+wait
+EOS
+out=$(timeout 30 unshare -n bash "$tmp/lo0.sh" 2>&1)
+check "SLUICE_LOOPBACK=0 reaches a kernel server on 127.0.0.1" grep -qx "lo0 kernel-lo" <<<"$out"
 out=$(SLUICE_DISABLE=1 timeout 20 unshare -n "$sluice" run --stack "$st" -- "$py" "$tmp/fb.py" 2>&1)
 check "SLUICE_DISABLE=1 leaves every socket in the kernel" grep -qx "inet kernel" <<<"$out"
 
