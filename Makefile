@@ -63,7 +63,7 @@ $(B)/libsluice.so: $(LIB_OBJS) lib/libsluice.map
 # The BSD sockets interposition library (sluice run): the stack's objects,
 # the wrappers, urcu-bp for the fd table; exports only what preload.map lists.
 $(PRELOAD): $(LIB_OBJS) $(PRELOAD_OBJS) lib/preload/preload.map
-	$(CC) -shared -Wl,--version-script=lib/preload/preload.map -Wl,-z,defs -o $@ \
+	$(CC) -shared $(LDFLAGS) -Wl,--version-script=lib/preload/preload.map -Wl,-z,defs -o $@ \
 		$(LIB_OBJS) $(PRELOAD_OBJS) -lurcu-bp -ldl -lpthread
 
 $(TOOL): $(B)/tools/sluice.o $(B)/tools/run.o $(B)/libsluice.a
@@ -88,10 +88,11 @@ bench: all
 	$(B)/tests/bench/bench all
 
 # The library and the host unit tests again, under AddressSanitizer and
-# UndefinedBehaviorSanitizer, in build/asan/ (tests/run.sh runs them).
+# UndefinedBehaviorSanitizer, in build/asan/ (tests/run.sh runs them), and
+# the preload library (tests/host/test_preload.sh runs conform on it).
 sanitize:
 	$(MAKE) B=build/asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-		LDFLAGS="-fsanitize=address,undefined" unit-tests
+		LDFLAGS="-fsanitize=address,undefined" unit-tests build/asan/libsluice-preload.so
 
 unit-tests: $(UNIT_TESTS)
 

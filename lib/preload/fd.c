@@ -126,7 +126,9 @@ static int inq(struct pl_sock *ps)
 	long n;
 
 	if (ps->type == SOCK_DGRAM) {
-		n = sluice_recvfrom(pl_stack(), (int)ps->sd, NULL, 0,
+		char none;
+
+		n = sluice_recvfrom(pl_stack(), (int)ps->sd, &none, 0,
 				    MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT, NULL);
 		return n == -EAGAIN ? 0 : (int)n;
 	}

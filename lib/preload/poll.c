@@ -21,6 +21,13 @@
 
 #include "preload.h"
 
+/*
+ * glibc declares poll()'s and ppoll()'s fds write_only (__attr_access), so
+ * GCC, optimising with the sanitizers, warns that our definitions read
+ * them: they are in/out arrays and must be read.
+ */
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #define EXPORT __attribute__((visibility("default")))
 #define PL_SLICE_MS	1
 #define PL_STACK_FDS	64

@@ -111,6 +111,35 @@ else
 	check "conform's UDP went through the stack (udp_tx ${utx:-?})" [ "${utx:-0}" -ge 3 ]
 fi
 
+# The same under AddressSanitizer and UBSan (make sanitize builds
+# build/asan/libsluice-preload.so; the runtimes must come first).
+alib=$top/build/asan/libsluice-preload.so
+asan=$(gcc -print-file-name=libasan.so 2>/dev/null)
+ubsan=$(gcc -print-file-name=libubsan.so 2>/dev/null)
+if [ -f "$alib" ] && [ -f "$asan" ] && [ -f "$ubsan" ] && [ -s "$tmp/kernel.out" ]; then
+	st=$(newstack asan)
+	ASAN_OPTIONS=detect_leaks=0 SLUICE_STACK=$st LD_PRELOAD="$asan:$ubsan:$alib" \
+		timeout 120 unshare -n "$conform" </dev/null >"$tmp/asan.out" 2>"$tmp/asan.err"
+	check "conform under the sanitized library exits 0" [ $? = 0 ]
+	check "the sanitized run used Sluice sockets" grep -q '^# backend: sluice' "$tmp/asan.out"
+	check "the sanitized run matches the kernel line for line" \
+		cmp -s <(grep -v '^#' "$tmp/kernel.out") <(grep -v '^#' "$tmp/asan.out")
+	bad=$(grep -cE 'ERROR: AddressSanitizer|runtime error' "$tmp/asan.err")
+	check "no AddressSanitizer or UBSan report ($bad)" [ "$bad" = 0 ]
+	for p in "prefork:answers 40 children True" "epoll_et:echoes 1000 of 1000" \
+		"scm_rights:via-scm-rights eof"; do
+		want=${p#*:}
+		p=${p%%:*}
+		ASAN_OPTIONS=detect_leaks=0 SLUICE_STACK=$st LD_PRELOAD="$asan:$ubsan:$alib" \
+			timeout 120 unshare -n "$py" "$tp/$p.py" >"$tmp/asan.$p" 2>&1
+		bad=$(grep -cE 'ERROR: AddressSanitizer|runtime error' "$tmp/asan.$p")
+		check "$p.py under the sanitized library: no report ($bad)" [ "$bad" = 0 ]
+		check "$p.py under the sanitized library: $want" grep -qx "$want" "$tmp/asan.$p"
+	done
+else
+	skip "the preload library under ASan/UBSan" "make sanitize not run or no runtimes"
+fi
+
 # ---- 3. real programs, both ends under sluice run
 st=$(newstack http)
 mkdir -p "$tmp/www"
