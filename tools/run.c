@@ -83,6 +83,11 @@ static int ensure_stack(const char *name, const char *addr, const char *gw)
 	}
 	if (ret != -ENOENT)
 		return ret;
+	/* The library's sizes for stacks it creates itself (init.c). */
+	cfg.max_sockets = getenv("SLUICE_MAX_SOCKETS") ?
+			  (uint32_t)strtoul(getenv("SLUICE_MAX_SOCKETS"), NULL, 10) : 8192;
+	if (getenv("SLUICE_BUFS"))
+		cfg.n_bufs = (uint32_t)strtoul(getenv("SLUICE_BUFS"), NULL, 10);
 	if (addr) {
 		snprintf(buf, sizeof(buf), "%s", addr);
 		slash = strchr(buf, '/');

@@ -123,6 +123,12 @@ static void read_config(void)
 		pl_cfg.gateway = a.s_addr;
 	v = getenv("SLUICE_MTU");
 	pl_cfg.mtu = v && *v ? (unsigned int)strtoul(v, NULL, 10) : 0;
+	/* Programs open and close many connections, each holding its slot
+	 * through TIME-WAIT: more slots than the library's default. */
+	v = getenv("SLUICE_MAX_SOCKETS");
+	pl_cfg.max_sockets = v && *v ? (unsigned int)strtoul(v, NULL, 10) : PL_MAX_SOCKETS;
+	v = getenv("SLUICE_BUFS");
+	pl_cfg.n_bufs = v && *v ? (unsigned int)strtoul(v, NULL, 10) : 0;
 }
 
 static void atfork_prepare(void)
@@ -165,6 +171,7 @@ static int stack_open(struct sluice_stack **out)
 	struct sluice_stack_config cfg = {
 		.ip_addr = pl_cfg.addr, .ip_mask = pl_cfg.mask,
 		.ip_gateway = pl_cfg.gateway, .mtu = pl_cfg.mtu,
+		.max_sockets = pl_cfg.max_sockets, .n_bufs = pl_cfg.n_bufs,
 	};
 	int ret, tries;
 

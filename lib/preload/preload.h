@@ -76,6 +76,9 @@ extern struct pl_libc pl_libc;
  * library's constructor (another library's constructor may). */
 #define REAL(f)	(*(__builtin_expect(pl_libc.f != NULL, 1) ? pl_libc.f : (pl_init(), pl_libc.f)))
 
+/* A new stack's socket slots unless SLUICE_MAX_SOCKETS says otherwise. */
+#define PL_MAX_SOCKETS	8192
+
 /* Settings from the environment (README, "sluice run"). */
 struct pl_config {
 	char stack[SLUICE_NAME_MAX];	/* SLUICE_STACK */
@@ -87,6 +90,8 @@ struct pl_config {
 	char tap[32];			/* SLUICE_TAP: a TAP device as this process's link */
 	uint32_t addr, mask, gateway;	/* SLUICE_ADDR=a.b.c.d/len, SLUICE_GATEWAY */
 	unsigned int mtu;		/* SLUICE_MTU */
+	unsigned int max_sockets;	/* SLUICE_MAX_SOCKETS: a new stack's socket slots */
+	unsigned int n_bufs;		/* SLUICE_BUFS: a new stack's packet buffers */
 };
 extern struct pl_config pl_cfg;
 

@@ -217,6 +217,11 @@ out=$(timeout 60 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/epoll_et.p
 check "an edge-triggered epoll server echoes 50 connections x 20 messages" \
 	[ "$out" = "echoes 1000 of 1000" ]
 
+st=$(newstack threads)
+out=$(timeout 120 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/threads.py" 2>/dev/null)
+check "threads: a ThreadingHTTPServer answers 16 client threads x 25 connections" \
+	[ "$out" = "ok 400 of 400" ]
+
 st=$(newstack scm)
 out=$(timeout 30 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/scm_rights.py" 2>&1)
 check "a socket passed with SCM_RIGHTS works in the receiver, closes after both" \
