@@ -94,6 +94,27 @@ void pl_epoll_forget_fd(int fd)
 	}
 }
 
+void pl_epoll_to_kernel(int fd)
+{
+	for (int e = 0; e < PL_EP_MAX; e++) {
+		struct pl_ep *ep = ep_of(e);
+
+		if (!ep)
+			continue;
+		pthread_mutex_lock(&ep->mu);
+		for (unsigned int i = 0; i < ep->n; i++)
+			if (ep->items[i].fd == fd) {
+				struct epoll_event ev = ep->items[i].ev;
+
+				ep->items[i] = ep->items[--ep->n];
+				/* Now a kernel socket: the real set watches it. */
+				REAL(epoll_ctl)(e, EPOLL_CTL_ADD, fd, &ev);
+				break;
+			}
+		pthread_mutex_unlock(&ep->mu);
+	}
+}
+
 static struct pl_ep *ep_get_or_make(int epfd)
 {
 	struct pl_ep *ep;

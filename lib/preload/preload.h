@@ -224,6 +224,9 @@ void pl_mixed_note(int sluice_ready, int kernel_ready);
 
 /* Remove fd from every emulated epoll set of this process (epoll.c). */
 void pl_epoll_forget_fd(int fd);
+/* fd became a kernel socket: move it from the emulated part of every set
+ * to the real epoll fd, with the same events and data. */
+void pl_epoll_to_kernel(int fd);
 bool pl_epoll_is_emulated(int epfd);
 void pl_epoll_close(int epfd);
 

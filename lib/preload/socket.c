@@ -126,10 +126,13 @@ int pl_fallback(int fd, struct pl_sock *ps)
 		REAL(fcntl)(ks, F_SETFL, O_NONBLOCK);
 	fdfl = REAL(fcntl)(fd, F_GETFD);
 	old = pl_fd_forget(fd);
-	pl_epoll_forget_fd(fd);
 	if (REAL(dup3)(ks, fd, fdfl > 0 && (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
 		ret = -errno;
 	REAL(close)(ks);
+	if (ret)
+		pl_epoll_forget_fd(fd);
+	else
+		pl_epoll_to_kernel(fd);
 	pl_debug("fd %d falls back to the kernel", fd);
 	pl_sock_release(old);
 	return ret;

@@ -358,6 +358,23 @@ print("connect", kind(c), c.recv(10).decode())
 u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(5)
 u.sendto(b"dgram", ("10.205.0.1", 18096))
 print("sendto", kind(u), u.recv(10).decode())'
+# A socket in an epoll set before its connect falls back stays watched.
+"$py" -c '
+import socket
+l = socket.create_server(("10.205.0.1", 18098))
+open("$tmp/fbe.ready", "w").close()
+a, _ = l.accept(); a.sendall(b"ep"); a.close()' &
+for i in \$(seq 50); do [ -e "$tmp/fbe.ready" ] && break; sleep 0.1; done
+"$sluice" run --stack "$st" -- "$py" -c '
+import select, socket
+c = socket.socket(); c.setblocking(False)
+ep = select.epoll(); ep.register(c.fileno(), select.EPOLLOUT)
+try:
+    c.connect(("10.205.0.1", 18098))
+except BlockingIOError:
+    pass
+ev = ep.poll(5)
+print("epoll-fallback", len(ev), ev and bool(ev[0][1] & select.EPOLLOUT))'
 wait
 EOS
 out=$(timeout 30 unshare -n bash "$tmp/fbc.sh" 2>&1)
@@ -365,6 +382,8 @@ check "a connect the stack cannot route becomes a kernel connection" \
 	grep -qx "connect kernel kern" <<<"$out"
 check "a datagram the stack cannot route makes a fresh UDP socket a kernel one" \
 	grep -qx "sendto kernel DGRAM" <<<"$out"
+check "a socket in an epoll set stays watched when its connect falls back" \
+	grep -qx "epoll-fallback 1 True" <<<"$out"
 # SLUICE_LOOPBACK=0: 127.0.0.1 belongs to the kernel (a server not under Sluice).
 cat >"$tmp/lo0.sh" <<EOS
 ip link set lo up
