@@ -20,6 +20,7 @@
 #include "preload.h"
 
 #define EXPORT __attribute__((visibility("default")))
+#define PL_KERNEL_O_LARGEFILE	0100000	/* asm-generic/fcntl.h */
 
 EXPORT int close(int fd)
 {
@@ -103,6 +104,10 @@ EXPORT int fcntl(int fd, int cmd, ...)
 		pl_fd_dup(fd, ret, ps);
 	else if (ret >= 0 && cmd == F_SETFL)
 		ps->nonblock = ((long)arg & O_NONBLOCK) != 0;
+	else if (ret >= 0 && cmd == F_GETFL)
+		/* What a socket says: read-write, no O_LARGEFILE (the
+		 * kernel's bit; glibc's O_LARGEFILE is 0 on 64-bit). */
+		ret = (ret & ~(O_ACCMODE | PL_KERNEL_O_LARGEFILE)) | O_RDWR;
 	pl_put(ps);
 	return ret;
 }

@@ -265,6 +265,7 @@ static void check_nonblocking(void)
 	fl = fcntl(c, F_GETFL);
 	printf("fcntl_setfl_nonblock: %s\n", rv(fcntl(c, F_SETFL, fl | O_NONBLOCK)));
 	printf("fcntl_getfl_nonblock: %d\n", (fcntl(c, F_GETFL) & O_NONBLOCK) != 0);
+	printf("fcntl_getfl: %#x\n", fcntl(c, F_GETFL));
 	printf("recv_nonblock_empty: %s\n", rv(recv(c, buf, sizeof(buf), 0)));
 	printf("read_nonblock_empty: %s\n", rv(read(c, buf, sizeof(buf))));
 	fl = 0;
