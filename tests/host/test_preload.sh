@@ -116,7 +116,9 @@ fi
 alib=$top/build/asan/libsluice-preload.so
 asan=$(gcc -print-file-name=libasan.so 2>/dev/null)
 ubsan=$(gcc -print-file-name=libubsan.so 2>/dev/null)
-if [ -f "$alib" ] && [ -f "$asan" ] && [ -f "$ubsan" ] && [ -s "$tmp/kernel.out" ]; then
+if [ -f "$alib" ] && [ "$alib" -ot "$lib" ]; then
+	skip "the preload library under ASan/UBSan" "build/asan is older than build/: run make sanitize"
+elif [ -f "$alib" ] && [ -f "$asan" ] && [ -f "$ubsan" ] && [ -s "$tmp/kernel.out" ]; then
 	st=$(newstack asan)
 	ASAN_OPTIONS=detect_leaks=0 SLUICE_STACK=$st LD_PRELOAD="$asan:$ubsan:$alib" \
 		timeout 120 unshare -n "$conform" </dev/null >"$tmp/asan.out" 2>"$tmp/asan.err"
