@@ -73,6 +73,20 @@ else
 	fail "build/libsluice-preload.so is built"
 fi
 
+# sluice run's own errors
+"$sluice" run >/dev/null 2>&1
+check "sluice run without a program is a usage error (exit 2)" [ $? = 2 ]
+"$sluice" run --profile fast -- true >/dev/null 2>&1
+check "an unknown profile is a usage error (exit 2)" [ $? = 2 ]
+err=$(SLUICE_PRELOAD_LIB=/nonexistent "$sluice" run -- true 2>&1)
+check "a missing preload library is named (exit 1)" grep -q "libsluice-preload.so not found" <<<"$err"
+st=$(newstack env)
+out=$("$sluice" run --stack "$st" --profile latency -- sh -c 'echo "$SLUICE_STACK $SLUICE_SPIN_US $LD_PRELOAD"')
+check "sluice run sets the stack, the profile's spin and LD_PRELOAD" \
+	[ "$out" = "$st 100000 $(readlink -f "$lib")" ]
+"$sluice" dump "$st" >/dev/null 2>&1
+check "sluice run created the stack" [ $? = 0 ]
+
 # ---- 2. conformance
 chk=$(nm -u "$conform" | grep -oE '__(recv|recvfrom|read|poll)_chk' | sort -u | wc -l)
 check "conform calls the _FORTIFY_SOURCE entry points ($chk of 4)" [ "$chk" = 4 ]
