@@ -32,15 +32,13 @@ conform=$top/build/tests/preload/conform
 py=/usr/bin/python3
 tp=$top/tests/preload
 tmp=$(mktemp -d)
-stacks=()
 
 cleanup() {
-	local s
 	jobs -p | xargs -r kill 2>/dev/null
 	wait 2>/dev/null
-	for s in "${stacks[@]}"; do
-		rm -f "/dev/shm/sluice-$s" "/dev/shm/sluicefd-$s"
-	done
+	# Every stack this run made is tp-WHAT-PID (newstack runs in a
+	# subshell, so it cannot keep a list).
+	rm -f /dev/shm/sluice-tp-*-"$$" /dev/shm/sluicefd-tp-*-"$$"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -48,7 +46,6 @@ trap cleanup EXIT
 newstack() {
 	local s=tp-$1-$$
 	rm -f "/dev/shm/sluice-$s" "/dev/shm/sluicefd-$s"
-	stacks+=("$s")
 	echo "$s"
 }
 
