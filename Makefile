@@ -32,20 +32,24 @@ LIB_SRCS := lib/device.c lib/csum.c lib/region.c lib/buf.c lib/lock.c lib/sock.c
 	lib/ip.c lib/icmp.c lib/udp.c lib/api.c lib/link_loop.c lib/eth.c lib/link_tap.c \
 	lib/kring.c lib/link_kring.c lib/filter.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
+PRELOAD_SRCS := $(wildcard lib/preload/*.c)
+PRELOAD_OBJS := $(PRELOAD_SRCS:%.c=$(B)/%.o)
+PRELOAD := $(B)/libsluice-preload.so
 
 TOOL := $(B)/tools/sluice
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/test_*.c))
 INTEROP := $(B)/tests/interop/peer $(B)/tests/interop/mkstack $(B)/tests/bench/bench \
 	$(B)/tests/interop/kpeer $(B)/tests/interop/kring_peer
+PRELOAD_TESTS := $(B)/tests/preload/conform
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
 .PHONY: all lib tools tests bench sanitize unit-tests module module-clean check demo checkpatch clean
 
 all: lib tools tests
 
-lib: $(B)/libsluice.a $(B)/libsluice.so
+lib: $(B)/libsluice.a $(B)/libsluice.so $(PRELOAD)
 tools: $(TOOL)
-tests: $(UNIT_TESTS) $(KSELFTESTS) $(INTEROP)
+tests: $(UNIT_TESTS) $(KSELFTESTS) $(INTEROP) $(PRELOAD_TESTS)
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -58,7 +62,13 @@ $(B)/libsluice.so: $(LIB_OBJS) lib/libsluice.map
 	$(CC) -shared -Wl,-soname,libsluice.so.0 -Wl,--version-script=lib/libsluice.map \
 		-Wl,-z,defs -o $@ $(LIB_OBJS)
 
-$(TOOL): $(B)/tools/sluice.o $(B)/libsluice.a
+# The BSD sockets interposition library (sluice run): the stack's objects,
+# the wrappers, urcu-bp for the fd table; exports only what preload.map lists.
+$(PRELOAD): $(LIB_OBJS) $(PRELOAD_OBJS) lib/preload/preload.map
+	$(CC) -shared $(LDFLAGS) -Wl,--version-script=lib/preload/preload.map -Wl,-z,defs -o $@ \
+		$(LIB_OBJS) $(PRELOAD_OBJS) -lurcu-bp -ldl -lpthread
+
+$(TOOL): $(B)/tools/sluice.o $(B)/tools/run.o $(B)/libsluice.a
 	$(CC) -o $@ $^
 
 $(B)/tests/unit/%: $(B)/tests/unit/%.o $(B)/libsluice.a
@@ -70,14 +80,21 @@ $(B)/tests/interop/%: $(B)/tests/interop/%.o $(B)/libsluice.a
 $(B)/tests/bench/%: $(B)/tests/bench/%.o $(B)/libsluice.a
 	$(CC) -o $@ $^
 
+# Plain programs: they meet Sluice only through sluice run (LD_PRELOAD).
+# Fortified, so the __recv_chk family is what they call.
+$(B)/tests/preload/%.o: CPPFLAGS += -D_FORTIFY_SOURCE=2
+$(B)/tests/preload/%: $(B)/tests/preload/%.o
+	$(CC) -o $@ $^ -lpthread
+
 bench: all
 	$(B)/tests/bench/bench all
 
 # The library and the host unit tests again, under AddressSanitizer and
-# UndefinedBehaviorSanitizer, in build/asan/ (tests/run.sh runs them).
+# UndefinedBehaviorSanitizer, in build/asan/ (tests/run.sh runs them), and
+# the preload library (tests/host/test_preload.sh runs conform on it).
 sanitize:
 	$(MAKE) B=build/asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-		LDFLAGS="-fsanitize=address,undefined" unit-tests
+		LDFLAGS="-fsanitize=address,undefined" unit-tests build/asan/libsluice-preload.so
 
 unit-tests: $(UNIT_TESTS)
 

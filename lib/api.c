@@ -324,8 +324,9 @@ int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int
 
 	for (;;) {
 		/* Past the spin time: count as a sleeper before the last look,
-		 * so a change after that look bumps wake_seq and ends the wait. */
-		if (!asleep && sl_now(s) - start >= s->spin_us) {
+		 * so a change after that look bumps wake_seq and ends the wait.
+		 * A zero timeout only looks: it never sleeps, so never counts. */
+		if (!asleep && timeout_ms && sl_now(s) - start >= s->spin_us) {
 			atomic_fetch_add(sleepers, 1);
 			asleep = true;
 		}

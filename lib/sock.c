@@ -56,11 +56,10 @@ struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type)
 	so->parent_idx = so->defer_next = SLUICE_IDX_NONE;
 	so->rxq_head = so->rxq_tail = SLUICE_IDX_NONE;
 	so->wheel_next = so->wheel_prev = SLUICE_IDX_NONE;
-	/* TCP's queues are empty, not buffer 0: a socket closed before it
-	 * ever connected or listened frees them (sl_tcp_destroy()). */
+	/* A TCP socket closed before connect() or listen() frees its queues:
+	 * they must be empty, not buffer 0. */
 	so->tcp.sndq_head = so->tcp.sndq_tail = so->tcp.sndq_hint = SLUICE_IDX_NONE;
-	so->tcp.ooo_head = SLUICE_IDX_NONE;
-	so->tcp.acc_head = so->tcp.acc_tail = SLUICE_IDX_NONE;
+	so->tcp.ooo_head = so->tcp.acc_head = so->tcp.acc_tail = SLUICE_IDX_NONE;
 	so->rcvbuf = 256 * 1024;
 	so->sndbuf = 256 * 1024;
 	so->owner_pid = sl_self_pid();

@@ -559,8 +559,10 @@ static void listen_input(struct sl_stack *s, struct sl_sock *lso, uint32_t idx,
 	c->lport = th->dport;
 	c->raddr = ip->saddr;
 	c->rport = th->sport;
-	/* As Linux: options are inherited, O_NONBLOCK is not (accept4's job). */
-	c->flags |= SL_SF_BOUND | (lso->flags & (SL_SF_NODELAY | SL_SF_KEEPALIVE));
+	/* As Linux: options are inherited (SO_REUSEADDR too, so a server can
+	 * bind its port again while its children close), O_NONBLOCK is not. */
+	c->flags |= SL_SF_BOUND |
+		    (lso->flags & (SL_SF_NODELAY | SL_SF_KEEPALIVE | SL_SF_REUSEADDR));
 	c->rcvbuf = lso->rcvbuf;
 	c->sndbuf = lso->sndbuf;
 	c->parent_idx = lso->idx;

@@ -4,6 +4,8 @@
  *   sluice info         library, module, sysfs and debugfs state
  *   sluice stacks       the stacks on this machine
  *   sluice dump NAME    a stack's configuration, counters, rings and sockets
+ *   sluice run ...      run a program on a stack (run.c)
+ *   sluice fds NAME     the processes' fds on a stack (run.c)
  *   sluice version      the library's version
  */
 #include <arpa/inet.h>
@@ -19,6 +21,7 @@
 #include <sluice/sluice.h>
 
 #include "../lib/sock.h"
+#include "run.h"
 
 #define SYSFS_DIR	"/sys/class/misc/" SLUICE_DEVICE_NAME
 #define DEBUGFS_DIR	"/sys/kernel/debug/" SLUICE_DEVICE_NAME
@@ -30,6 +33,9 @@ static void usage(FILE *f)
 		"  info        show the library, the loaded module, its sysfs and debugfs state\n"
 		"  stacks      list the stacks on this machine\n"
 		"  dump NAME   show a stack's configuration, counters and sockets\n"
+		"  run [--stack NAME] [--profile latency|throughput] -- PROGRAM [ARGS]\n"
+		"              run PROGRAM with its IPv4 sockets on a Sluice stack\n"
+		"  fds NAME    list the processes' fds that are sockets of stack NAME\n"
 		"  version     show the library version\n");
 }
 
@@ -316,6 +322,10 @@ int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "dump"))
 		return cmd_dump(argv[2]);
+	if (argc >= 2 && !strcmp(argv[1], "run"))
+		return cmd_run(argc, argv);
+	if (argc == 3 && !strcmp(argv[1], "fds"))
+		return cmd_fds(argv[2]);
 	if (argc != 2) {
 		usage(stderr);
 		return 2;

@@ -249,6 +249,21 @@ static void test_closed_bound_close(void)
 	tf_finish();
 }
 
+/* A socket closed before connect() or listen() (sluice run does this when
+ * it hands a fresh socket to the kernel) gives back no buffer it never had. */
+static void test_closed_close_fresh(void)
+{
+	struct sl_sock *so;
+
+	tf_init("cf");
+	so = sl_sock_alloc(T.s, SL_SOCK_TCP);
+	tap_ok(so != NULL, "fresh socket");
+	sl_tcp_close(T.s, so, tf_now_us);
+	tap_eq(T.s->r->sock_used, T.sock0, "fresh socket released at once");
+	tap_eq(T.s->r->buf_free_count, T.buf0, "no buffer freed that was not taken");
+	tf_finish();
+}
+
 /* RFC 1122 4.2.3.6: keepalive probes SND.NXT-1, then gives up. */
 static void test_established_keepalive(void)
 {
@@ -291,5 +306,6 @@ int main(void)
 	test_listen_close_children();
 	test_established_keepalive();
 	test_closed_bound_close();
+	test_closed_close_fresh();
 	return tap_done();
 }

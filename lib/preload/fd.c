@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Descriptors: close, close_range, dup, dup2, dup3, fcntl, ioctl, and
+ * sendfile to a Sluice socket.
+ *
+ * A Sluice socket's fd is a placeholder file (fdtable.c), so the kernel
+ * does the descriptor work (numbers, FD_CLOEXEC, the O_NONBLOCK of the
+ * open file description) and this layer keeps its table in step.  close()
+ * closes the Sluice socket when no fd anywhere holds it any more.
+ */
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/sendfile.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "preload.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define PL_KERNEL_O_LARGEFILE	0100000	/* asm-generic/fcntl.h */
+
+EXPORT int close(int fd)
+{
+	struct pl_sock *ps;
+	int ret;
+
+	if (!pl_is_sluice(fd) && !pl_epoll_is_emulated(fd))
+		return REAL(close)(fd);
+	if (pl_vfork_child())
+		return REAL(close)(fd);
+	if (pl_epoll_is_emulated(fd))
+		pl_epoll_close(fd);
+	ps = pl_fd_forget(fd);
+	if (!ps)
+		return REAL(close)(fd);
+	pl_epoll_forget_fd(fd);
+	ret = REAL(close)(fd);
+	pl_sock_release(ps);
+	return ret;
+}
+
+EXPORT int dup(int fd)
+{
+	struct pl_sock *ps = pl_get(fd);
+	int nfd;
+
+	if (!ps)
+		return REAL(dup)(fd);
+	nfd = REAL(dup)(fd);
+	if (nfd >= 0)
+		pl_fd_dup(fd, nfd, ps);
+	pl_put(ps);
+	return nfd;
+}
+
+/* dup2/dup3/F_DUPFD: newfd's old socket (if any) is closed by the call. */
+static int dup_onto(int fd, int newfd, int flags, bool three)
+{
+	struct pl_sock *ps, *old;
+	int ret;
+
+	if ((fd == newfd && !three) || pl_vfork_child())
+		return three ? REAL(dup3)(fd, newfd, flags) : REAL(dup2)(fd, newfd);
+	ps = pl_get(fd);
+	old = fd != newfd ? pl_fd_forget(newfd) : NULL;
+	if (old)
+		pl_epoll_forget_fd(newfd);
+	ret = three ? REAL(dup3)(fd, newfd, flags) : REAL(dup2)(fd, newfd);
+	if (ret >= 0 && ps)
+		pl_fd_dup(fd, ret, ps);
+	pl_sock_release(old);
+	pl_put(ps);
+	return ret;
+}
+
+EXPORT int dup2(int fd, int newfd)
+{
+	return dup_onto(fd, newfd, 0, false);
+}
+
+EXPORT int dup3(int fd, int newfd, int flags)
+{
+	return dup_onto(fd, newfd, flags, true);
+}
+
+EXPORT int fcntl(int fd, int cmd, ...)
+{
+	struct pl_sock *ps;
+	va_list ap;
+	void *arg;
+	int ret;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);	/* int or pointer: the same register */
+	va_end(ap);
+	ps = pl_get(fd);
+	if (!ps)
+		return REAL(fcntl)(fd, cmd, arg);
+	ret = REAL(fcntl)(fd, cmd, arg);
+	if (ret >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
+		pl_fd_dup(fd, ret, ps);
+	else if (ret >= 0 && cmd == F_SETFL)
+		ps->nonblock = ((long)arg & O_NONBLOCK) != 0;
+	else if (ret >= 0 && cmd == F_GETFL)
+		/* What a socket says: read-write, no O_LARGEFILE (the
+		 * kernel's bit; glibc's O_LARGEFILE is 0 on 64-bit). */
+		ret = (ret & ~(O_ACCMODE | PL_KERNEL_O_LARGEFILE)) | O_RDWR;
+	pl_put(ps);
+	return ret;
+}
+
+EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	return fcntl(fd, cmd, arg);
+}
+
+/* Bytes the next read would return: a stream's queue, a datagram's size. */
+static int inq(struct pl_sock *ps)
+{
+	struct sl_stack *s = pl_sl();
+	struct sl_sock *so;
+	long n;
+
+	if (ps->type == SOCK_DGRAM) {
+		char none;
+
+		n = sluice_recvfrom(pl_stack(), (int)ps->sd, &none, 0,
+				    MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT, NULL);
+		return n == -EAGAIN ? 0 : (int)n;
+	}
+	if (sl_lock(s))
+		return -EPIPE;
+	so = sl_sock(s, ps->sd);
+	n = so->state == SL_TCP_LISTEN ? -EINVAL : (long)so->rxq_bytes;
+	sl_unlock(s);
+	return (int)n;
+}
+
+EXPORT int ioctl(int fd, unsigned long req, ...)
+{
+	struct pl_sock *ps;
+	va_list ap;
+	void *arg;
+	int ret, v;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	ps = pl_get(fd);
+	if (!ps)
+		return REAL(ioctl)(fd, req, arg);
+	if (req == FIONBIO) {
+		if (!arg) {
+			ret = -EFAULT;
+		} else {
+			int fl = REAL(fcntl)(fd, F_GETFL);
+
+			v = *(int *)arg;
+			ret = fl < 0 ? -errno :
+			      REAL(fcntl)(fd, F_SETFL, v ? fl | O_NONBLOCK : fl & ~O_NONBLOCK) ?
+			      -errno : 0;
+			if (!ret)
+				ps->nonblock = v != 0;
+		}
+	} else if (req == FIONREAD) {
+		ret = arg ? inq(ps) : -EFAULT;
+		if (ret >= 0) {
+			*(int *)arg = ret;
+			ret = 0;
+		}
+	} else {
+		ret = -ENOTTY;
+	}
+	pl_put(ps);
+	return (int)pl_ret(ret);
+}
+
+/* close_range(2) without the library knowing would leave stale entries. */
+EXPORT int close_range(unsigned int first, unsigned int last, int flags)
+{
+	long ret;
+
+	if ((flags & CLOSE_RANGE_CLOEXEC) || pl_vfork_child())
+		return (int)syscall(SYS_close_range, first, last, flags);
+	for (unsigned int fd = first; fd <= last && fd < 65536; fd++)
+		if (pl_is_sluice((int)fd) || pl_epoll_is_emulated((int)fd))
+			close((int)fd);
+	ret = syscall(SYS_close_range, first, last, flags);
+	return (int)ret;
+}
+
+/*
+ * sendfile(2) to a Sluice socket: read the file and send what was read.
+ * Like the kernel, a short send ends the call and the file offset moves
+ * by what was sent.
+ */
+#define PL_SENDFILE_CHUNK	65536
+
+static ssize_t pl_sendfile(int out, int in, off64_t *off, size_t count)
+{
+	static __thread char *buf;
+	size_t done = 0;
+	ssize_t n, w;
+	off64_t pos = off ? *off : 0;
+
+	if (!buf && !(buf = malloc(PL_SENDFILE_CHUNK)))
+		return -ENOMEM;
+	while (done < count) {
+		size_t want = count - done < PL_SENDFILE_CHUNK ? count - done : PL_SENDFILE_CHUNK;
+
+		n = off ? pread64(in, buf, want, pos) : REAL(read)(in, buf, want);
+		if (n < 0) {
+			if (!done)
+				return -errno;
+			break;
+		}
+		if (!n)
+			break;
+		w = send(out, buf, (size_t)n, 0);
+		if (w < 0) {
+			if (!off)	/* put back what was read but not sent */
+				lseek64(in, -(off64_t)n, SEEK_CUR);
+			if (!done)
+				return -errno;
+			break;
+		}
+		if (w < n && !off)
+			lseek64(in, -(off64_t)(n - w), SEEK_CUR);
+		done += (size_t)w;
+		pos += w;
+		if (w < n)
+			break;
+	}
+	if (off)
+		*off = pos;
+	return (ssize_t)done;
+}
+
+EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
+{
+	off64_t o;
+	ssize_t ret;
+
+	if (!pl_is_sluice(out))
+		return REAL(sendfile)(out, in, off, count);
+	o = off ? *off : 0;
+	ret = pl_sendfile(out, in, off ? &o : NULL, count);
+	if (off)
+		*off = (off_t)o;
+	return pl_ret(ret);
+}
+
+EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t count)
+{
+	if (!pl_is_sluice(out))
+		return REAL(sendfile64)(out, in, off, count);
+	return pl_ret(pl_sendfile(out, in, off, count));
+}

@@ -1,0 +1,454 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The fd -> Sluice socket table, and the placeholder files that give each
+ * Sluice socket a real fd number.
+ *
+ * Table: an array indexed by fd, read on every intercepted call under
+ * urcu-bp (rcu_read_lock, rcu_dereference); writers serialise on a mutex,
+ * publish with rcu_assign_pointer and free after synchronize_rcu().  A
+ * reader takes a reference on the pl_sock before it leaves the read side.
+ *
+ * Placeholders: a Sluice socket's fd is an open file description of
+ * /dev/shm/sluicefd-STACK (one open() per socket, O_RDONLY, so a call that
+ * bypasses the library cannot write into the file), positioned at
+ * the socket's index and holding an OFD read lock on byte [index].  Why a
+ * file and not an eventfd, a /dev/null dup or a kernel socket:
+ *  - the kernel itself counts who holds the socket.  An OFD lock belongs to
+ *    the open file description and goes away only when its last fd is
+ *    closed, in any process: dup, fork, SCM_RIGHTS and exec share it, and
+ *    a process killed by SIGKILL drops it.  So "was that the last close?"
+ *    is one F_OFD_SETLK of a write lock from a fresh description, and the
+ *    Sluice socket is closed exactly when the kernel would close a socket.
+ *  - the file position carries the socket index and the file status flags
+ *    carry O_NONBLOCK, so a program exec()ed with the fd (no CLOEXEC)
+ *    rebuilds its table from /proc/self/fd (pl_fdtable_inherit()).
+ *  - fd numbers come from the kernel, so they never collide with kernel
+ *    fds, and a program that bypasses the library gets ENOTSOCK, not a
+ *    silently different socket.
+ * The price: fstat() says "regular file", and the kernel's poll/epoll
+ * cannot see Sluice readiness, which poll.c and epoll.c emulate.
+ *
+ * The file also holds one record per socket slot (state, generation,
+ * creator), so a socket whose holders all died without closing it is
+ * found and closed by pl_sweep().
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <urcu-bp.h>
+
+#include "preload.h"
+
+#define PL_FD_PREFIX	"/dev/shm/sluicefd-"
+#define PL_FD_MAGIC	0x534c554943454644ull	/* "SLUICEFD" */
+#define PL_HDR_SIZE	64
+#define PL_REC_FREE	0
+#define PL_REC_USED	1
+#define PL_SWEEP_US	500000
+
+struct pl_fdhdr {
+	uint64_t magic;
+	uint64_t stamp;		/* the region's creation secret: a stale file is reset */
+	uint32_t nrec;
+};
+
+struct pl_rec {
+	uint32_t state;		/* PL_REC_*; release-stored last */
+	uint32_t gen;		/* the slot's generation when installed */
+	uint32_t pid;		/* the creating process */
+	uint32_t type;		/* SOCK_STREAM or SOCK_DGRAM */
+};
+
+struct pl_table {
+	unsigned int n;
+	struct pl_sock *slot[];
+};
+
+static struct pl_table *table;
+static pthread_mutex_t table_mu = PTHREAD_MUTEX_INITIALIZER;
+static char fd_path[96];
+static struct pl_rec *recs;
+static uint32_t nrec;
+static uint64_t last_sweep_us;
+
+uint64_t pl_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static uint64_t region_stamp(struct sl_stack *s)
+{
+	return s->r->tcp_isn_secret[0] ^ s->r->tcp_isn_secret[1] ^ 1;
+}
+
+/* Open (creating or resetting) the stack's placeholder file; map its records. */
+int pl_fdtable_open(struct sl_stack *s)
+{
+	size_t size = PL_HDR_SIZE + (size_t)s->r->max_sockets * sizeof(struct pl_rec);
+	struct pl_fdhdr *h;
+	struct stat stt;
+	void *p;
+	int fd, ret = 0;
+
+	snprintf(fd_path, sizeof(fd_path), PL_FD_PREFIX "%s", s->name);
+	fd = open(fd_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	/* flock() is a separate lock space from the OFD byte locks. */
+	flock(fd, LOCK_EX);
+	if (fstat(fd, &stt) || ((size_t)stt.st_size < size && ftruncate(fd, (off_t)size))) {
+		ret = -errno;
+		goto out;
+	}
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		ret = -errno;
+		goto out;
+	}
+	h = p;
+	if (h->magic != PL_FD_MAGIC || h->stamp != region_stamp(s) ||
+	    h->nrec != s->r->max_sockets) {
+		/* Left by an earlier stack of this name: nothing in it is ours. */
+		memset(p, 0, size);
+		h->stamp = region_stamp(s);
+		h->nrec = s->r->max_sockets;
+		__atomic_store_n(&h->magic, PL_FD_MAGIC, __ATOMIC_RELEASE);
+	}
+	recs = (struct pl_rec *)((uint8_t *)p + PL_HDR_SIZE);
+	nrec = s->r->max_sockets;
+out:
+	flock(fd, LOCK_UN);
+	pl_libc.close(fd);
+	return ret;
+}
+
+/* ---- the table ---- */
+
+struct pl_sock *pl_get(int fd)
+{
+	struct pl_sock *ps = NULL;
+	struct pl_table *t;
+
+	if (fd < 0 || !__atomic_load_n(&table, __ATOMIC_RELAXED))
+		return NULL;
+	rcu_read_lock();
+	t = rcu_dereference(table);
+	if ((unsigned int)fd < t->n) {
+		ps = rcu_dereference(t->slot[fd]);
+		/* Non-zero while published: the table's own reference is
+		 * dropped only after synchronize_rcu() (pl_fd_forget()). */
+		if (ps)
+			atomic_fetch_add_explicit(&ps->refs, 1, memory_order_relaxed);
+	}
+	rcu_read_unlock();
+	return ps;
+}
+
+void pl_put(struct pl_sock *ps)
+{
+	if (ps && atomic_fetch_sub_explicit(&ps->refs, 1, memory_order_acq_rel) == 1)
+		free(ps);
+}
+
+bool pl_is_sluice(int fd)
+{
+	struct pl_table *t;
+	bool ret = false;
+
+	if (fd < 0 || !__atomic_load_n(&table, __ATOMIC_RELAXED))
+		return false;
+	rcu_read_lock();
+	t = rcu_dereference(table);
+	if ((unsigned int)fd < t->n)
+		ret = rcu_dereference(t->slot[fd]) != NULL;
+	rcu_read_unlock();
+	return ret;
+}
+
+/* table_mu held.  Make room for fd; 0 or -ENOMEM. */
+static int table_grow(int fd)
+{
+	struct pl_table *old = table, *t;
+	unsigned int n = old ? old->n : 0, want = 64;
+
+	if ((unsigned int)fd < n)
+		return 0;
+	while (want <= (unsigned int)fd)
+		want *= 2;
+	t = calloc(1, sizeof(*t) + want * sizeof(t->slot[0]));
+	if (!t)
+		return -ENOMEM;
+	t->n = want;
+	if (old)
+		memcpy(t->slot, old->slot, n * sizeof(t->slot[0]));
+	rcu_assign_pointer(table, t);
+	if (old) {
+		synchronize_rcu();
+		free(old);
+	}
+	return 0;
+}
+
+static int table_set(int fd, struct pl_sock *ps)
+{
+	int ret;
+
+	pthread_mutex_lock(&table_mu);
+	ret = table_grow(fd);
+	if (!ret)
+		rcu_assign_pointer(table->slot[fd], ps);
+	pthread_mutex_unlock(&table_mu);
+	return ret;
+}
+
+struct pl_sock *pl_fd_forget(int fd)
+{
+	struct pl_sock *ps = NULL;
+
+	if (fd < 0 || !__atomic_load_n(&table, __ATOMIC_RELAXED))
+		return NULL;
+	pthread_mutex_lock(&table_mu);
+	if ((unsigned int)fd < table->n) {
+		ps = table->slot[fd];
+		rcu_assign_pointer(table->slot[fd], NULL);
+	}
+	pthread_mutex_unlock(&table_mu);
+	if (ps)
+		synchronize_rcu();	/* no reader can find it now */
+	return ps;
+}
+
+void pl_fd_dup(int fd, int newfd, struct pl_sock *ps)
+{
+	(void)fd;
+	atomic_fetch_add_explicit(&ps->refs, 1, memory_order_relaxed);
+	if (table_set(newfd, ps))
+		pl_put(ps);
+}
+
+/* ---- placeholders ---- */
+
+static int ofd_lock(int fd, short type, uint32_t sd, bool wait)
+{
+	struct flock fl = {
+		.l_type = type, .l_whence = SEEK_SET, .l_start = (off_t)sd, .l_len = 1,
+	};
+
+	return pl_libc.fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) ? -errno : 0;
+}
+
+int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
+{
+	struct sl_stack *s = pl_sl();
+	struct pl_sock *ps;
+	int fd, ret;
+
+	ps = calloc(1, sizeof(*ps));
+	if (!ps) {
+		ret = -ENOMEM;
+		goto err_close_sock;
+	}
+	fd = open(fd_path, O_RDONLY | (cloexec ? O_CLOEXEC : 0));
+	if (fd < 0) {
+		ret = -errno;
+		goto err_free;
+	}
+	/* The position names the socket (inherit after exec). */
+	if (lseek(fd, (off_t)sd, SEEK_SET) < 0 ||
+	    (nonblock && pl_libc.fcntl(fd, F_SETFL, O_NONBLOCK))) {
+		ret = -errno;
+		goto err_close_fd;
+	}
+	/* Waits only while a closer of the slot's previous socket finishes. */
+	ret = ofd_lock(fd, F_RDLCK, sd, true);
+	if (ret)
+		goto err_close_fd;
+	recs[sd].gen = sl_sock(s, sd)->gen;
+	recs[sd].pid = (uint32_t)getpid();
+	recs[sd].type = (uint32_t)type;
+	__atomic_store_n(&recs[sd].state, PL_REC_USED, __ATOMIC_RELEASE);
+	ps->sd = sd;
+	ps->gen = recs[sd].gen;
+	ps->type = type;
+	ps->refs = 1;
+	ps->nonblock = nonblock;
+	ret = table_set(fd, ps);
+	if (ret)
+		goto err_unrec;
+	pl_debug("fd %d is socket %u (%s)", fd, sd, type == SOCK_STREAM ? "tcp" : "udp");
+	return fd;
+
+err_unrec:
+	__atomic_store_n(&recs[sd].state, PL_REC_FREE, __ATOMIC_RELEASE);
+err_close_fd:
+	pl_libc.close(fd);
+err_free:
+	free(ps);
+err_close_sock:
+	sluice_close(pl_stack(), (int)sd);
+	return ret;
+}
+
+/*
+ * If nobody holds a placeholder of socket sd any more, close the socket.
+ * The write lock taken from a fresh description makes the closer unique
+ * (a racing close or sweep finds it taken, or the record already free).
+ */
+static void reap(uint32_t sd)
+{
+	struct sl_stack *s = pl_sl();
+	struct sl_sock *so;
+	int probe;
+
+	if (!s || sd >= nrec)
+		return;
+	probe = open(fd_path, O_RDWR | O_CLOEXEC);
+	if (probe < 0)
+		return;
+	if (ofd_lock(probe, F_WRLCK, sd, false))
+		goto out;		/* still held somewhere */
+	if (__atomic_load_n(&recs[sd].state, __ATOMIC_ACQUIRE) == PL_REC_USED) {
+		so = sl_sock(s, sd);
+		if (so->type != SL_SOCK_FREE && so->gen == recs[sd].gen &&
+		    !(so->flags & SL_SF_ORPHAN)) {
+			pl_debug("closing socket %u", sd);
+			sluice_close(pl_stack(), (int)sd);
+		}
+		__atomic_store_n(&recs[sd].state, PL_REC_FREE, __ATOMIC_RELEASE);
+	}
+out:
+	pl_libc.close(probe);	/* drops the write lock */
+}
+
+void pl_sock_release(struct pl_sock *ps)
+{
+	if (!ps)
+		return;
+	reap(ps->sd);
+	pl_put(ps);
+}
+
+void pl_sweep(void)
+{
+	uint64_t now = pl_now_us();
+	struct flock fl;
+	int probe;
+
+	if (!recs || now - __atomic_load_n(&last_sweep_us, __ATOMIC_RELAXED) < PL_SWEEP_US)
+		return;
+	__atomic_store_n(&last_sweep_us, now, __ATOMIC_RELAXED);
+	probe = open(fd_path, O_RDWR | O_CLOEXEC);
+	if (probe < 0)
+		return;
+	for (uint32_t sd = 0; sd < nrec; sd++) {
+		if (__atomic_load_n(&recs[sd].state, __ATOMIC_ACQUIRE) != PL_REC_USED)
+			continue;
+		memset(&fl, 0, sizeof(fl));
+		fl.l_type = F_WRLCK;
+		fl.l_whence = SEEK_SET;
+		fl.l_start = (off_t)sd;
+		fl.l_len = 1;
+		if (!pl_libc.fcntl(probe, F_OFD_GETLK, &fl) && fl.l_type == F_UNLCK)
+			reap(sd);
+	}
+	pl_libc.close(probe);
+}
+
+/* Exit: close this process's Sluice sockets as the kernel closes fds.  No
+ * synchronize_rcu() here: urcu may be torn down already. */
+void pl_fdtable_close_all(void)
+{
+	struct pl_table *t = table;
+
+	if (!t)
+		return;
+	for (unsigned int fd = 0; fd < t->n; fd++) {
+		struct pl_sock *ps = t->slot[fd];
+
+		if (!ps)
+			continue;
+		t->slot[fd] = NULL;
+		pl_libc.close((int)fd);
+		reap(ps->sd);
+	}
+}
+
+bool pl_fd_adopt(int fd)
+{
+	char want[96], link[128], path[64];
+	struct pl_sock *ps;
+	struct sl_stack *s;
+	ssize_t n;
+	off_t sd;
+	int fl;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return false;
+	link[n] = '\0';
+	snprintf(want, sizeof(want), PL_FD_PREFIX "%s", pl_cfg.stack);
+	if (strcmp(link, want) || pl_is_sluice(fd))
+		return false;
+	if (!pl_stack() || !(s = pl_sl()))
+		return false;
+	/* The position names the socket; the record says it is live. */
+	sd = lseek(fd, 0, SEEK_CUR);
+	fl = REAL(fcntl)(fd, F_GETFL);
+	if (sd < 0 || sd >= nrec || fl < 0 ||
+	    __atomic_load_n(&recs[sd].state, __ATOMIC_ACQUIRE) != PL_REC_USED ||
+	    sl_sock(s, (uint32_t)sd)->gen != recs[sd].gen)
+		return false;
+	ps = calloc(1, sizeof(*ps));
+	if (!ps)
+		return false;
+	ps->sd = (uint32_t)sd;
+	ps->gen = recs[sd].gen;
+	ps->type = (int)recs[sd].type;
+	ps->refs = 1;
+	ps->nonblock = fl & O_NONBLOCK;
+	ps->used = true;
+	if (table_set(fd, ps)) {
+		free(ps);
+		return false;
+	}
+	pl_debug("adopted fd %d as socket %u", fd, (unsigned int)sd);
+	return true;
+}
+
+/* After exec: fds of our stack's placeholder file are our sockets. */
+void pl_fdtable_inherit(void)
+{
+	struct dirent *e;
+	DIR *d;
+
+	d = opendir("/proc/self/fd");
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		int fd = atoi(e->d_name);
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == dirfd(d))
+			continue;
+		pl_fd_adopt(fd);
+	}
+	closedir(d);
+}
+
+void pl_fdtable_atfork_child(void)
+{
+	/* Another thread may have held it at fork(): the child has one thread. */
+	pthread_mutex_init(&table_mu, NULL);
+}

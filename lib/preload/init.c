@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Start-up of the preload library: the real libc functions (found once
+ * with dlsym(RTLD_NEXT)), the configuration from the environment, the
+ * process's stack (attached, or created, on the first socket Sluice
+ * accelerates), fork and exit.
+ *
+ * Fork: the region and the placeholder files are shared with the child;
+ * the library's own per-process state (lock owner pid, counter block) is
+ * re-derived from getpid() by lib/lock.c; urcu-bp is told about the fork.
+ * Exit: every Sluice socket of the process is closed as the kernel would
+ * close its sockets (a socket another process still holds stays open).
+ */
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <urcu-bp.h>
+
+#include "preload.h"
+
+struct pl_libc pl_libc;
+struct pl_config pl_cfg;
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static pid_t self_pid;		/* refreshed by fork(); vfork() leaves it */
+static pthread_mutex_t stack_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct sluice_stack *stack;
+static bool stack_failed;
+
+void pl_log(const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	int n;
+
+	n = snprintf(buf, sizeof(buf), "sluice[%d]: ", (int)getpid());
+	va_start(ap, fmt);
+	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (n > (int)sizeof(buf) - 2)
+		n = (int)sizeof(buf) - 2;
+	buf[n++] = '\n';
+	if (pl_libc.write)
+		pl_libc.write(2, buf, (size_t)n);
+}
+
+#define RESOLVE(name)	(pl_libc.name = (__typeof__(pl_libc.name))dlsym(RTLD_NEXT, #name))
+
+static void resolve_libc(void)
+{
+	RESOLVE(socket); RESOLVE(bind); RESOLVE(listen); RESOLVE(accept);
+	RESOLVE(accept4); RESOLVE(connect); RESOLVE(shutdown); RESOLVE(close);
+	RESOLVE(getsockname); RESOLVE(getpeername); RESOLVE(getsockopt);
+	RESOLVE(setsockopt); RESOLVE(send); RESOLVE(sendto); RESOLVE(sendmsg);
+	RESOLVE(recv); RESOLVE(recvfrom); RESOLVE(recvmsg); RESOLVE(read);
+	RESOLVE(write); RESOLVE(readv); RESOLVE(writev); RESOLVE(fcntl);
+	RESOLVE(ioctl); RESOLVE(dup); RESOLVE(dup2); RESOLVE(dup3); RESOLVE(poll);
+	RESOLVE(ppoll); RESOLVE(select); RESOLVE(pselect); RESOLVE(epoll_create);
+	RESOLVE(epoll_create1); RESOLVE(epoll_ctl); RESOLVE(epoll_wait);
+	RESOLVE(epoll_pwait); RESOLVE(sendfile); RESOLVE(sendfile64);
+	RESOLVE(sigaction); RESOLVE(sendmmsg); RESOLVE(recvmmsg);
+}
+
+static bool env_flag(const char *name, bool dflt)
+{
+	const char *v = getenv(name);
+
+	if (!v || !*v)
+		return dflt;
+	return strcmp(v, "0") && strcmp(v, "no") && strcmp(v, "off");
+}
+
+/* SLUICE_ADDR=a.b.c.d/len */
+static void parse_addr(const char *v)
+{
+	char buf[32], *slash;
+	struct in_addr a;
+	long len = 24;
+
+	snprintf(buf, sizeof(buf), "%s", v);
+	slash = strchr(buf, '/');
+	if (slash) {
+		*slash = '\0';
+		len = strtol(slash + 1, NULL, 10);
+	}
+	if (!inet_aton(buf, &a) || len < 1 || len > 32) {
+		pl_log("ignoring SLUICE_ADDR=%s", v);
+		return;
+	}
+	pl_cfg.addr = a.s_addr;
+	pl_cfg.mask = htonl(len == 32 ? 0xffffffffu : ~(0xffffffffu >> len));
+}
+
+static void read_config(void)
+{
+	const char *v;
+	struct in_addr a;
+
+	v = getenv("SLUICE_STACK");
+	if (v && *v)
+		snprintf(pl_cfg.stack, sizeof(pl_cfg.stack), "%s", v);
+	else
+		snprintf(pl_cfg.stack, sizeof(pl_cfg.stack), "sluice-%u", (unsigned int)getuid());
+	v = getenv("SLUICE_SPIN_US");
+	pl_cfg.spin_us = v && *v ? (unsigned int)strtoul(v, NULL, 10) : 50;
+	pl_cfg.disabled = env_flag("SLUICE_DISABLE", false);
+	pl_cfg.udp = env_flag("SLUICE_UDP", true);
+	pl_cfg.loopback = env_flag("SLUICE_LOOPBACK", true);
+	pl_cfg.debug = env_flag("SLUICE_DEBUG", false);
+	v = getenv("SLUICE_TAP");
+	if (v)
+		snprintf(pl_cfg.tap, sizeof(pl_cfg.tap), "%s", v);
+	v = getenv("SLUICE_ADDR");
+	if (v && *v)
+		parse_addr(v);
+	v = getenv("SLUICE_GATEWAY");
+	if (v && *v && inet_aton(v, &a))
+		pl_cfg.gateway = a.s_addr;
+	v = getenv("SLUICE_MTU");
+	pl_cfg.mtu = v && *v ? (unsigned int)strtoul(v, NULL, 10) : 0;
+	/* Programs open and close many connections, each holding its slot
+	 * through TIME-WAIT: more slots than the library's default. */
+	v = getenv("SLUICE_MAX_SOCKETS");
+	pl_cfg.max_sockets = v && *v ? (unsigned int)strtoul(v, NULL, 10) : PL_MAX_SOCKETS;
+	v = getenv("SLUICE_BUFS");
+	pl_cfg.n_bufs = v && *v ? (unsigned int)strtoul(v, NULL, 10) : 0;
+}
+
+static void atfork_prepare(void)
+{
+	urcu_bp_before_fork();
+}
+
+static void atfork_parent(void)
+{
+	urcu_bp_after_fork_parent();
+}
+
+bool pl_vfork_child(void)
+{
+	return self_pid && getpid() != self_pid;
+}
+
+static void atfork_child(void)
+{
+	self_pid = getpid();
+	urcu_bp_after_fork_child();
+	pl_fdtable_atfork_child();
+}
+
+static void do_init(void)
+{
+	resolve_libc();
+	self_pid = getpid();
+	read_config();
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+void pl_init(void)
+{
+	pthread_once(&init_once, do_init);
+}
+
+static int stack_open(struct sluice_stack **out)
+{
+	struct sluice_stack_config cfg = {
+		.ip_addr = pl_cfg.addr, .ip_mask = pl_cfg.mask,
+		.ip_gateway = pl_cfg.gateway, .mtu = pl_cfg.mtu,
+		.max_sockets = pl_cfg.max_sockets, .n_bufs = pl_cfg.n_bufs,
+	};
+	int ret, tries;
+
+	/* Two processes may race to create it: one wins, the other attaches. */
+	for (tries = 0; tries < 3; tries++) {
+		ret = sluice_stack_attach(pl_cfg.stack, out);
+		if (ret != -ENOENT)
+			return ret;
+		ret = sluice_stack_create(pl_cfg.stack, &cfg, out);
+		if (ret != -EEXIST) {
+			if (!ret)
+				pl_debug("created stack %s", pl_cfg.stack);
+			return ret;
+		}
+	}
+	return ret;
+}
+
+struct sluice_stack *pl_stack(void)
+{
+	struct sluice_stack *st = __atomic_load_n(&stack, __ATOMIC_ACQUIRE);
+	int ret;
+
+	if (st || stack_failed)
+		return st;
+	pl_init();
+	pthread_mutex_lock(&stack_mu);
+	if (stack || stack_failed)
+		goto out;
+	ret = stack_open(&st);
+	if (ret) {
+		pl_log("stack %s: %s; sockets stay in the kernel", pl_cfg.stack, strerror(-ret));
+		stack_failed = true;
+		goto out;
+	}
+	/* This layer spins (pl_sluice_wait()): the stack's own waits sleep at
+	 * once, in slices short enough to notice signals. */
+	sluice_stack_set_spin(st, 0);
+	ret = pl_fdtable_open((struct sl_stack *)st);
+	if (ret) {
+		pl_log("stack %s: placeholder file: %s; sockets stay in the kernel",
+		       pl_cfg.stack, strerror(-ret));
+		goto err_close;
+	}
+	if (pl_cfg.tap[0]) {
+		ret = sluice_link_tap(st, pl_cfg.tap);
+		if (ret) {
+			pl_log("stack %s: TAP %s: %s; sockets stay in the kernel", pl_cfg.stack,
+			       pl_cfg.tap, strerror(-ret));
+			goto err_close;
+		}
+	}
+	pl_debug("attached to stack %s", pl_cfg.stack);
+	__atomic_store_n(&stack, st, __ATOMIC_RELEASE);
+	goto out;
+
+err_close:
+	sluice_stack_close(st);
+	stack_failed = true;
+out:
+	pthread_mutex_unlock(&stack_mu);
+	return stack;
+}
+
+struct sl_stack *pl_sl(void)
+{
+	return (struct sl_stack *)__atomic_load_n(&stack, __ATOMIC_ACQUIRE);
+}
+
+__attribute__((constructor)) static void pl_constructor(void)
+{
+	char path[96];
+
+	pl_init();
+	/* Sockets inherited through exec exist only if the stack's
+	 * placeholder file does: most programs skip the /proc scan. */
+	snprintf(path, sizeof(path), "/dev/shm/sluicefd-%s", pl_cfg.stack);
+	if (!pl_cfg.disabled && !access(path, F_OK))
+		pl_fdtable_inherit();
+}
+
+__attribute__((destructor)) static void pl_destructor(void)
+{
+	if (pl_sl())
+		pl_fdtable_close_all();
+}

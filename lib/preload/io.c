@@ -1,0 +1,515 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Data: send, sendto, sendmsg, sendmmsg, recv, recvfrom, recvmsg,
+ * recvmmsg, read, write, readv, writev on Sluice sockets, and the _FORTIFY_SOURCE variants
+ * (__recv_chk, __recvfrom_chk, __read_chk).
+ *
+ * The native calls never block (every Sluice socket is non-blocking
+ * underneath); a blocking caller waits here for readiness (pl_wait():
+ * spin for SLUICE_SPIN_US, then sleep) and tries again, for at most
+ * SO_RCVTIMEO / SO_SNDTIMEO.  As on Linux, a blocking stream send returns
+ * only when everything is queued; MSG_WAITALL fills the whole buffer
+ * unless the stream ends or fails; EPIPE raises SIGPIPE unless
+ * MSG_NOSIGNAL.  Control messages are not supported: none are returned,
+ * and sendmsg ignores them.
+ */
+#include <limits.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "preload.h"
+
+#define EXPORT __attribute__((visibility("default")))
+/* A datagram gathered from or scattered to several iovecs. */
+#define PL_DGRAM_MAX	65536
+/* Stream writev/sendmsg gathers up to this much into one send. */
+#define PL_GATHER_MAX	65536
+
+extern void __chk_fail(void) __attribute__((noreturn));
+
+int pl_wait(struct pl_sock *ps, short events, int timeout_ms)
+{
+	struct sluice_pollfd p = { .sd = (int)ps->sd, .events = events };
+	/* As Linux: SA_RESTART restarts a socket call unless it has a timeout. */
+	int ret = pl_sluice_wait(&p, 1, timeout_ms, timeout_ms < 0);
+
+	if (ret < 0)
+		return ret;
+	if (!ret)
+		return -EAGAIN;
+	return p.revents & POLLNVAL ? -EBADF : 0;
+}
+
+short pl_sock_revents(struct pl_sock *ps, short events)
+{
+	struct sluice_pollfd p = { .sd = (int)ps->sd, .events = events };
+
+	if (sluice_poll(pl_stack(), &p, 1, 0) < 0)
+		return POLLERR;
+	return p.revents;
+}
+
+static void sigpipe(void)
+{
+	pthread_kill(pthread_self(), SIGPIPE);
+}
+
+/* One buffer out; to may be NULL. */
+static ssize_t pl_send(struct pl_sock *ps, const void *buf, size_t len, int flags,
+		       const struct sockaddr_in *to)
+{
+	bool nb = ps->nonblock || (flags & MSG_DONTWAIT);
+	int tmo = pl_timeo_ms(&ps->sndtimeo);
+	uint64_t t0 = pl_now_us();
+	size_t done = 0;
+	long ret;
+
+	ps->used = true;
+	for (;;) {
+		ret = sluice_sendto(pl_stack(), (int)ps->sd, (const uint8_t *)buf + done,
+				    len - done, flags & MSG_DONTWAIT, to);
+		if (ret >= 0) {
+			done += (size_t)ret;
+			/* A blocking stream send queues everything. */
+			if (ps->type != SOCK_STREAM || done >= len || nb)
+				return (ssize_t)done;
+			ret = -EAGAIN;
+		}
+		if (ret == -EPIPE && ps->type == SOCK_STREAM && !(flags & MSG_NOSIGNAL))
+			sigpipe();
+		if (ret == -ENOBUFS && ps->type == SOCK_DGRAM) {
+			/* The packet pool is empty (receivers hold it): as
+			 * Linux with a full send buffer, EAGAIN or wait.  UDP
+			 * always polls writable, so waiting is yielding. */
+			if (nb)
+				return -EAGAIN;
+			if (tmo >= 0 && pl_now_us() - t0 >= (uint64_t)tmo * 1000)
+				return -EAGAIN;
+			sched_yield();
+			continue;
+		}
+		if (ret != -EAGAIN || nb)
+			return done ? (ssize_t)done : ret;
+		ret = pl_wait(ps, POLLOUT, tmo);
+		if (ret)
+			return done ? (ssize_t)done : ret;
+	}
+}
+
+/* One buffer in; from may be NULL. */
+static ssize_t pl_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
+		       struct sockaddr_in *from)
+{
+	bool nb = ps->nonblock || (flags & MSG_DONTWAIT);
+	bool all = (flags & MSG_WAITALL) && !(flags & MSG_PEEK) && ps->type == SOCK_STREAM;
+	int tmo = pl_timeo_ms(&ps->rcvtimeo), nflags = flags & (MSG_PEEK | MSG_TRUNC);
+	size_t done = 0;
+	long ret;
+
+	if (nb)
+		nflags |= MSG_DONTWAIT;	/* the native fast path for spinners */
+	for (;;) {
+		ret = sluice_recvfrom(pl_stack(), (int)ps->sd, (uint8_t *)buf + done, len - done,
+				      nflags, from);
+		if (ret > 0 && all) {
+			done += (size_t)ret;
+			if (done >= len)
+				return (ssize_t)done;
+			continue;
+		}
+		if (ret >= 0)
+			return (ssize_t)(done + (size_t)ret);
+		if (ret != -EAGAIN || nb)
+			return done ? (ssize_t)done : ret;
+		ret = pl_wait(ps, POLLIN, tmo);
+		if (ret)
+			return done ? (ssize_t)done : ret;
+	}
+}
+
+static int dest(const struct sockaddr *a, socklen_t len, struct sockaddr_in *out)
+{
+	if (!a)
+		return 0;
+	if (len < sizeof(*out))
+		return -EINVAL;
+	memcpy(out, a, sizeof(*out));
+	return out->sin_family == AF_INET ? 1 : -EAFNOSUPPORT;
+}
+
+static void put_from(const struct sockaddr_in *sin, struct sockaddr *a, socklen_t *lenp)
+{
+	if (!a || !lenp)
+		return;
+	memcpy(a, sin, *lenp < sizeof(*sin) ? *lenp : sizeof(*sin));
+	*lenp = sizeof(*sin);
+}
+
+EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
+		      const struct sockaddr *to, socklen_t tolen)
+{
+	struct pl_sock *ps = pl_get(fd);
+	struct sockaddr_in sin;
+	ssize_t ret;
+	int d;
+
+	if (!ps)
+		return REAL(sendto)(fd, buf, len, flags, to, tolen);
+	/* A stream socket ignores the address, as Linux does once connected. */
+	d = ps->type == SOCK_DGRAM ? dest(to, tolen, &sin) : 0;
+	if (d > 0 && !ps->used && !pl_reachable(sin.sin_addr.s_addr)) {
+		/* A fresh datagram socket sending where the stack does not reach. */
+		ret = pl_fallback(fd, ps);
+		pl_put(ps);
+		return ret ? pl_ret(ret) : REAL(sendto)(fd, buf, len, flags, to, tolen);
+	}
+	if (d < 0) {
+		ret = d;
+	} else {
+		ret = pl_send(ps, buf, len, flags, d ? &sin : NULL);
+	}
+	pl_put(ps);
+	return pl_ret(ret);
+}
+
+EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	struct pl_sock *ps = pl_get(fd);
+	ssize_t ret;
+
+	if (!ps)
+		return REAL(send)(fd, buf, len, flags);
+	ret = pl_send(ps, buf, len, flags, NULL);
+	pl_put(ps);
+	return pl_ret(ret);
+}
+
+EXPORT ssize_t write(int fd, const void *buf, size_t len)
+{
+	struct pl_sock *ps = pl_get(fd);
+	ssize_t ret;
+
+	if (!ps)
+		return REAL(write)(fd, buf, len);
+	ret = pl_send(ps, buf, len, 0, NULL);
+	pl_put(ps);
+	return pl_ret(ret);
+}
+
+EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from,
+			socklen_t *fromlen)
+{
+	struct pl_sock *ps = pl_get(fd);
+	struct sockaddr_in sin;
+	ssize_t ret;
+
+	if (!ps)
+		return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
+	memset(&sin, 0, sizeof(sin));
+	ret = pl_recv(ps, buf, len, flags, &sin);
+	if (ret >= 0 && ps->type == SOCK_DGRAM)
+		put_from(&sin, from, fromlen);
+	else if (ret >= 0 && fromlen)
+		*fromlen = 0;	/* a stream socket: no address, as Linux */
+	pl_put(ps);
+	return pl_ret(ret);
+}
+
+EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+	struct pl_sock *ps = pl_get(fd);
+	ssize_t ret;
+
+	if (!ps)
+		return REAL(recv)(fd, buf, len, flags);
+	ret = pl_recv(ps, buf, len, flags, NULL);
+	pl_put(ps);
+	return pl_ret(ret);
+}
+
+EXPORT ssize_t read(int fd, void *buf, size_t len)
+{
+	struct pl_sock *ps = pl_get(fd);
+	ssize_t ret;
+
+	if (!ps)
+		return REAL(read)(fd, buf, len);
+	ret = pl_recv(ps, buf, len, 0, NULL);
+	pl_put(ps);
+	return pl_ret(ret);
+}
+
+static size_t iov_total(const struct iovec *iov, int n)
+{
+	size_t t = 0;
+
+	for (int i = 0; i < n; i++)
+		t += iov[i].iov_len;
+	return t;
+}
+
+/* Out from several iovecs: one datagram, or a stream gathered in chunks. */
+static ssize_t pl_sendv(struct pl_sock *ps, const struct iovec *iov, int n, int flags,
+			const struct sockaddr_in *to)
+{
+	size_t total, off = 0, done = 0;
+	uint8_t *tmp;
+	ssize_t ret = 0;
+	int i = 0;
+
+	if (n < 0 || n > IOV_MAX)
+		return -EINVAL;
+	total = iov_total(iov, n);
+	if (n == 1 || total == 0)
+		return pl_send(ps, n ? iov[0].iov_base : NULL, n ? iov[0].iov_len : 0, flags, to);
+	if (ps->type == SOCK_DGRAM && total > PL_DGRAM_MAX)
+		return -EMSGSIZE;
+	tmp = malloc(total < PL_GATHER_MAX ? total : PL_GATHER_MAX);
+	if (!tmp)
+		return -ENOMEM;
+	while (done < total) {
+		size_t chunk = 0;
+
+		while (i < n && chunk < PL_GATHER_MAX) {
+			size_t take = iov[i].iov_len - off;
+
+			if (take > PL_GATHER_MAX - chunk)
+				take = PL_GATHER_MAX - chunk;
+			memcpy(tmp + chunk, (const uint8_t *)iov[i].iov_base + off, take);
+			chunk += take;
+			off += take;
+			if (off == iov[i].iov_len) {
+				i++;
+				off = 0;
+			}
+		}
+		ret = pl_send(ps, tmp, chunk, flags, to);
+		if (ret < 0)
+			break;
+		done += (size_t)ret;
+		if ((size_t)ret < chunk)
+			break;
+	}
+	free(tmp);
+	return done ? (ssize_t)done : ret;
+}
+
+/* In to several iovecs: the first waits (unless non-blocking), the rest
+ * take what is there; a datagram is scattered whole. */
+static ssize_t pl_recvv(struct pl_sock *ps, const struct iovec *iov, int n, int flags,
+			struct sockaddr_in *from, bool *trunc)
+{
+	size_t total, done = 0;
+	ssize_t ret = 0;
+
+	if (n < 0 || n > IOV_MAX)
+		return -EINVAL;
+	total = iov_total(iov, n);
+	if (ps->type == SOCK_DGRAM) {
+		size_t cap = total < PL_DGRAM_MAX ? total : PL_DGRAM_MAX;
+		uint8_t *tmp = malloc(cap ? cap : 1);
+		size_t off = 0;
+
+		if (!tmp)
+			return -ENOMEM;
+		ret = pl_recv(ps, tmp, cap, flags | MSG_TRUNC, from);
+		if (ret > (ssize_t)cap) {
+			*trunc = true;
+			if (!(flags & MSG_TRUNC))
+				ret = (ssize_t)cap;
+		}
+		for (int i = 0; ret > 0 && i < n && off < (size_t)ret && off < cap; i++) {
+			size_t take = iov[i].iov_len;
+
+			if (take > cap - off)
+				take = cap - off;
+			if (take > (size_t)ret - off)
+				take = (size_t)ret - off;
+			memcpy(iov[i].iov_base, tmp + off, take);
+			off += take;
+		}
+		free(tmp);
+		return ret;
+	}
+	for (int i = 0; i < n; i++) {
+		if (!iov[i].iov_len)
+			continue;
+		ret = pl_recv(ps, iov[i].iov_base, iov[i].iov_len,
+			      done && !(flags & MSG_WAITALL) ? flags | MSG_DONTWAIT : flags, from);
+		if (ret <= 0)
+			break;
+		done += (size_t)ret;
+		if ((size_t)ret < iov[i].iov_len || (flags & MSG_PEEK))
+			break;
+	}
+	return done ? (ssize_t)done : ret;
+}
+
+EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
+{
+	struct pl_sock *ps = pl_get(fd);
+	ssize_t ret;
+
+	if (!ps)
+		return REAL(writev)(fd, iov, n);
+	ret = pl_sendv(ps, iov, n, 0, NULL);
+	pl_put(ps);
+	return pl_ret(ret);
+}
+
+EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
+{
+	struct pl_sock *ps = pl_get(fd);
+	bool trunc = false;
+	ssize_t ret;
+
+	if (!ps)
+		return REAL(readv)(fd, iov, n);
+	ret = pl_recvv(ps, iov, n, 0, NULL, &trunc);
+	pl_put(ps);
+	return pl_ret(ret);
+}
+
+EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	struct pl_sock *ps = pl_get(fd);
+	struct sockaddr_in sin;
+	ssize_t ret;
+	int d;
+
+	if (!ps)
+		return REAL(sendmsg)(fd, msg, flags);
+	if (!msg) {
+		ret = -EFAULT;
+	} else {
+		d = ps->type == SOCK_DGRAM ? dest(msg->msg_name, msg->msg_namelen, &sin) : 0;
+		if (d > 0 && !ps->used && !pl_reachable(sin.sin_addr.s_addr)) {
+			ret = pl_fallback(fd, ps);
+			pl_put(ps);
+			return ret ? pl_ret(ret) : REAL(sendmsg)(fd, msg, flags);
+		}
+		ret = d < 0 ? d : pl_sendv(ps, msg->msg_iov, (int)msg->msg_iovlen, flags,
+					   d ? &sin : NULL);
+	}
+	pl_put(ps);
+	return pl_ret(ret);
+}
+
+/* Sluice sockets passed with SCM_RIGHTS (over a kernel AF_UNIX socket)
+ * arrive as placeholder fds: enter them in the table. */
+static void adopt_rights(struct msghdr *msg)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+		size_t n;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
+			pl_fd_adopt(fd);
+		}
+	}
+}
+
+EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	struct pl_sock *ps = pl_get(fd);
+	struct sockaddr_in sin;
+	bool trunc = false;
+	ssize_t ret;
+
+	if (!ps) {
+		ret = REAL(recvmsg)(fd, msg, flags);
+		if (ret >= 0 && msg && msg->msg_controllen && !pl_cfg.disabled)
+			adopt_rights(msg);
+		return ret;
+	}
+	if (!msg) {
+		ret = -EFAULT;
+	} else {
+		memset(&sin, 0, sizeof(sin));
+		ret = pl_recvv(ps, msg->msg_iov, (int)msg->msg_iovlen, flags, &sin, &trunc);
+		if (ret >= 0) {
+			if (ps->type == SOCK_DGRAM && msg->msg_name)
+				put_from(&sin, msg->msg_name, &msg->msg_namelen);
+			else
+				msg->msg_namelen = 0;
+			msg->msg_controllen = 0;
+			msg->msg_flags = trunc ? MSG_TRUNC : 0;
+		}
+	}
+	pl_put(ps);
+	return pl_ret(ret);
+}
+
+/* ---- _FORTIFY_SOURCE entry points ---- */
+
+EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
+{
+	if (len > buflen)
+		__chk_fail();
+	return recv(fd, buf, len, flags);
+}
+
+EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
+			      struct sockaddr *from, socklen_t *fromlen)
+{
+	if (len > buflen)
+		__chk_fail();
+	return recvfrom(fd, buf, len, flags, from, fromlen);
+}
+
+EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
+{
+	if (len > buflen)
+		__chk_fail();
+	return read(fd, buf, len);
+}
+
+/* sendmmsg/recvmmsg: one message at a time through sendmsg/recvmsg. */
+EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
+{
+	unsigned int i;
+	ssize_t r;
+
+	if (!pl_is_sluice(fd))
+		return REAL(sendmmsg)(fd, vec, vlen, flags);
+	if (vlen > UIO_MAXIOV)
+		vlen = UIO_MAXIOV;
+	for (i = 0; i < vlen; i++) {
+		r = sendmsg(fd, &vec[i].msg_hdr, flags);
+		if (r < 0)
+			return i ? (int)i : -1;
+		vec[i].msg_len = (unsigned int)r;
+	}
+	return (int)i;
+}
+
+EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags,
+		    struct timespec *timeout)
+{
+	unsigned int i;
+	ssize_t r;
+
+	if (!pl_is_sluice(fd))
+		return REAL(recvmmsg)(fd, vec, vlen, flags, timeout);
+	if (vlen > UIO_MAXIOV)
+		vlen = UIO_MAXIOV;
+	/* The timeout is checked only between messages, as on Linux. */
+	for (i = 0; i < vlen; i++) {
+		r = recvmsg(fd, &vec[i].msg_hdr, flags & ~MSG_WAITFORONE);
+		if (r < 0)
+			return i ? (int)i : -1;
+		vec[i].msg_len = (unsigned int)r;
+		if (flags & MSG_WAITFORONE)
+			flags |= MSG_DONTWAIT;
+	}
+	return (int)i;
+}

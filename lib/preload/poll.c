@@ -1,0 +1,444 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Readiness without the module: poll, ppoll, select, pselect (and
+ * __poll_chk, __ppoll_chk).
+ *
+ * A set with no Sluice fd goes straight to the kernel.  A set of Sluice
+ * fds only waits in pl_sluice_wait(): it looks for SLUICE_SPIN_US, then
+ * sleeps on the stack (woken by whoever changes a socket) in slices of
+ * PL_SIG_SLICE_MS.  A mixed set alternates: the Sluice part is looked at,
+ * then the kernel part is polled, with a zero timeout while spinning and
+ * then in slices of PL_SLICE_MS.  Limits (documented in the README): in a
+ * mixed set asleep, Sluice readiness is seen up to PL_SLICE_MS late; a
+ * signal handler ends a wait with EINTR (signal.c), seen up to
+ * PL_SIG_SLICE_MS late; ppoll/pselect install their signal mask around the
+ * whole wait, not atomically with the sleep.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "preload.h"
+
+/*
+ * glibc declares poll()'s and ppoll()'s fds write_only (__attr_access), so
+ * GCC, optimising with the sanitizers, warns that our definitions read
+ * them: they are in/out arrays and must be read.
+ */
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#define EXPORT __attribute__((visibility("default")))
+#define PL_SLICE_MS	1
+#define PL_STACK_FDS	64
+/* A wait on Sluice sockets alone sleeps this long at most between looks at
+ * the signal count (the stack wakes it sooner when a socket changes). */
+#define PL_SIG_SLICE_MS	20
+
+extern void __chk_fail(void) __attribute__((noreturn));
+
+void pl_waiter_init(struct pl_waiter *w, int timeout_ms)
+{
+	w->start_us = pl_now_us();
+	w->deadline_us = timeout_ms < 0 ? -1 : (int64_t)(w->start_us + (uint64_t)timeout_ms * 1000);
+	w->rounds = 0;
+}
+
+bool pl_waiter_next(struct pl_waiter *w, int *sleep_ms)
+{
+	uint64_t now = pl_now_us();
+	int64_t left;
+
+	w->rounds++;
+	if (w->deadline_us >= 0 && (int64_t)now >= w->deadline_us)
+		return false;
+	if (now - w->start_us < pl_cfg.spin_us) {
+		*sleep_ms = 0;
+		return true;
+	}
+	pl_sweep();	/* rate-limited: sockets of processes that died */
+	*sleep_ms = PL_SLICE_MS;
+	if (w->deadline_us >= 0) {
+		left = (w->deadline_us - (int64_t)now + 999) / 1000;
+		if (left < *sleep_ms)
+			*sleep_ms = (int)left;
+	}
+	return true;
+}
+
+/*
+ * Which side a mixed set sleeps on: the one that was busy last time in
+ * this thread.  The other side is looked at after each slice, so it is
+ * seen at most PL_SLICE_MS late; the busy side wakes the sleeper at once.
+ */
+__thread bool pl_mixed_kernel_side;
+
+void pl_mixed_note(int sluice_ready, int kernel_ready)
+{
+	pl_mixed_kernel_side = kernel_ready > 0 && sluice_ready <= 0;
+}
+
+/* The sum of the sockets' wake sequences, read without the lock. */
+static uint32_t wake_sum(struct sl_stack *s, const struct sluice_pollfd *p, unsigned int n)
+{
+	uint32_t sum = 0;
+
+	for (unsigned int i = 0; i < n; i++)
+		if (p[i].sd >= 0 && (uint32_t)p[i].sd < s->r->max_sockets)
+			sum += __atomic_load_n(&sl_sock(s, (uint32_t)p[i].sd)->wake_seq,
+					       __ATOMIC_ACQUIRE);
+	return sum;
+}
+
+/*
+ * While spinning, the sockets are looked at under the stack lock only when
+ * one of their wake sequences moved (every readiness change bumps it, under
+ * the lock), when running the stack did some work, or every PL_LOOK_EVERY
+ * rounds; otherwise a spinning reader would take the lock in a tight loop
+ * and fight the writer it waits for.
+ */
+#define PL_LOOK_EVERY	64
+
+int pl_sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, bool restartable)
+{
+	struct sluice_stack *st = pl_stack();
+	struct sl_stack *s = pl_sl();
+	uint64_t start = pl_now_us(), now;
+	int64_t deadline = timeout_ms < 0 ? -1 : (int64_t)(start + (uint64_t)timeout_ms * 1000);
+	unsigned int sigs = pl_sig_count(), spins = 0;
+	uint32_t seen = 0;
+	bool look = true;
+	int ret, slice;
+
+	for (;;) {
+		now = pl_now_us();
+		slice = 0;
+		if (now - start >= pl_cfg.spin_us) {
+			slice = PL_SIG_SLICE_MS;
+			if (deadline >= 0 && (int64_t)now + slice * 1000 > deadline)
+				slice = deadline > (int64_t)now ?
+					(int)((deadline - (int64_t)now + 999) / 1000) : 0;
+			look = true;
+		}
+		if (look) {
+			/* Spinning: look once; else the stack sleeps (its
+			 * own spin is 0), woken by a change. */
+			seen = wake_sum(s, p, n);
+			ret = sluice_poll(st, p, n, slice);
+			if (ret)
+				return ret;
+		}
+		if (pl_sig_count() != sigs) {
+			sigs = pl_sig_count();
+			if (!pl_sig_take_restart() || !restartable)
+				return -EINTR;
+		}
+		if (deadline >= 0 && (int64_t)pl_now_us() >= deadline)
+			return 0;
+		if (!slice) {
+			/* A peer that shares our CPU (more spinners than
+			 * cores) gets it now and then, or every hand-over
+			 * would cost a whole spin time. */
+			if (!(++spins & 63))
+				sched_yield();
+			for (int i = 0; i < 16; i++)
+				__builtin_ia32_pause();
+			look = !(spins % PL_LOOK_EVERY) || wake_sum(s, p, n) != seen ||
+			       sluice_stack_poll(st) != 0;
+		} else {
+			pl_sweep();	/* rate-limited: sockets of processes that died */
+		}
+	}
+}
+
+static short to_sluice(short ev)
+{
+	if (ev & POLLRDNORM)
+		ev |= POLLIN;
+	if (ev & POLLWRNORM)
+		ev |= POLLOUT;
+	return ev;
+}
+
+static short from_sluice(short rev, short asked)
+{
+	if ((rev & POLLIN) && (asked & POLLRDNORM))
+		rev |= POLLRDNORM;
+	if ((rev & POLLOUT) && (asked & POLLWRNORM))
+		rev |= POLLWRNORM;
+	return rev & (asked | POLLERR | POLLHUP | POLLNVAL);
+}
+
+/* The shared core of poll/ppoll/select: returns the count or -errno. */
+static int poll_core(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+	struct sluice_pollfd sbuf[PL_STACK_FDS], *sp = sbuf;
+	struct pollfd kbuf[PL_STACK_FDS], *kp = kbuf;
+	nfds_t *kmap, kmbuf[PL_STACK_FDS], *smap, smbuf[PL_STACK_FDS];
+	struct pl_waiter w;
+	unsigned int ns = 0, nk = 0, sigs;
+	int ready = 0, ret, sleep_ms;
+	struct sluice_stack *st = pl_stack();
+
+	kmap = kmbuf;
+	smap = smbuf;
+	if (n > PL_STACK_FDS) {
+		sp = malloc(n * sizeof(*sp));
+		kp = malloc(n * sizeof(*kp));
+		kmap = malloc(n * sizeof(*kmap));
+		smap = malloc(n * sizeof(*smap));
+		if (!sp || !kp || !kmap || !smap) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	for (nfds_t i = 0; i < n; i++) {
+		struct pl_sock *ps = pl_get(fds[i].fd);
+
+		fds[i].revents = 0;
+		if (ps) {
+			sp[ns].sd = (int)ps->sd;
+			sp[ns].events = to_sluice(fds[i].events);
+			smap[ns++] = i;
+			pl_put(ps);
+		} else if (fds[i].fd >= 0) {
+			kp[nk] = fds[i];
+			kmap[nk++] = i;
+		}
+	}
+	pl_waiter_init(&w, timeout_ms);
+	sigs = pl_sig_count();
+	for (;;) {
+		/* Sluice only: the whole wait in pl_sluice_wait(). */
+		ret = nk ? sluice_poll(st, sp, ns, 0) : pl_sluice_wait(sp, ns, timeout_ms, false);
+		if (ret < 0)
+			goto out;
+		ready = ret;
+		if (nk) {
+			sleep_ms = 0;
+			if (!ready && !pl_waiter_next(&w, &sleep_ms))
+				sleep_ms = 0;
+			if (!ready && sleep_ms && !pl_mixed_kernel_side) {
+				/* Sluice was the busy side: sleep on the stack
+				 * (woken at once), then look at the kernel. */
+				ready = sluice_poll(st, sp, ns, sleep_ms);
+				sleep_ms = 0;
+				if (ready < 0) {
+					ret = ready;
+					goto out;
+				}
+			}
+			ret = REAL(poll)(kp, nk, ready ? 0 : sleep_ms);
+			if (ret < 0) {
+				ret = -errno;
+				goto out;
+			}
+			if (ret && !ready)	/* catch Sluice changes of the same moment */
+				ready = sluice_poll(st, sp, ns, 0);
+			if (ready < 0) {
+				ret = ready;
+				goto out;
+			}
+			if (ready || ret)
+				pl_mixed_note(ready, ret);
+			ready += ret;
+			if (!ready && pl_sig_count() != sigs) {
+				pl_sig_take_restart();
+				ret = -EINTR;	/* poll is never restarted */
+				goto out;
+			}
+		}
+		if (ready || !nk || (w.deadline_us >= 0 && (int64_t)pl_now_us() >= w.deadline_us))
+			break;
+	}
+	for (unsigned int j = 0; j < ns; j++)
+		fds[smap[j]].revents = from_sluice(sp[j].revents, fds[smap[j]].events);
+	for (unsigned int j = 0; j < nk; j++)
+		fds[kmap[j]].revents = kp[j].revents;
+	ret = 0;
+	for (nfds_t i = 0; i < n; i++)
+		ret += fds[i].revents != 0;
+out:
+	if (sp != sbuf) {
+		free(sp);
+		free(kp);
+		free(kmap);
+		free(smap);
+	}
+	return ret;
+}
+
+static bool any_sluice(const struct pollfd *fds, nfds_t n)
+{
+	for (nfds_t i = 0; i < n; i++)
+		if (pl_is_sluice(fds[i].fd))
+			return true;
+	return false;
+}
+
+EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+	if (!any_sluice(fds, n))
+		return REAL(poll)(fds, n, timeout_ms);
+	return (int)pl_ret(poll_core(fds, n, timeout_ms));
+}
+
+EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout_ms, size_t fdslen)
+{
+	if (fdslen / sizeof(*fds) < n)
+		__chk_fail();
+	return poll(fds, n, timeout_ms);
+}
+
+static int ts_ms(const struct timespec *ts)
+{
+	long long ms;
+
+	if (!ts)
+		return -1;
+	ms = (long long)ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000;
+	return ms > 0x7fffffff ? 0x7fffffff : (int)ms;
+}
+
+EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+{
+	sigset_t old;
+	int ret;
+
+	if (!any_sluice(fds, n))
+		return REAL(ppoll)(fds, n, ts, mask);
+	if (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000))
+		return (int)pl_ret(-EINVAL);
+	if (mask)
+		pthread_sigmask(SIG_SETMASK, mask, &old);
+	ret = poll_core(fds, n, ts_ms(ts));
+	if (mask)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return (int)pl_ret(ret);
+}
+
+EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts,
+		       const sigset_t *mask, size_t fdslen)
+{
+	if (fdslen / sizeof(*fds) < n)
+		__chk_fail();
+	return ppoll(fds, n, ts, mask);
+}
+
+static bool sets_have_sluice(int nfds, fd_set *r, fd_set *w, fd_set *e)
+{
+	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)
+		if (((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e))) &&
+		    pl_is_sluice(fd))
+			return true;
+	return false;
+}
+
+/* select() through poll_core(): -errno or the number of bits left set. */
+static int select_core(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout_ms)
+{
+	struct pollfd *fds;
+	int n = 0, ret, count = 0;
+
+	if (nfds < 0)
+		return -EINVAL;
+	if (nfds > FD_SETSIZE)
+		nfds = FD_SETSIZE;
+	fds = calloc((size_t)nfds + 1, sizeof(*fds));
+	if (!fds)
+		return -ENOMEM;
+	for (int fd = 0; fd < nfds; fd++) {
+		short ev = 0;
+
+		if (r && FD_ISSET(fd, r))
+			ev |= POLLIN;
+		if (w && FD_ISSET(fd, w))
+			ev |= POLLOUT;
+		if (e && FD_ISSET(fd, e))
+			ev |= POLLPRI;
+		if (!ev)
+			continue;
+		fds[n].fd = fd;
+		fds[n++].events = ev;
+	}
+	ret = poll_core(fds, (nfds_t)n, timeout_ms);
+	if (ret < 0)
+		goto out;
+	for (int i = 0; i < n; i++)
+		if (fds[i].revents & POLLNVAL) {
+			ret = -EBADF;
+			goto out;
+		}
+	if (r)
+		FD_ZERO(r);
+	if (w)
+		FD_ZERO(w);
+	if (e)
+		FD_ZERO(e);
+	for (int i = 0; i < n; i++) {
+		short ev = fds[i].events, rev = fds[i].revents;
+
+		if ((ev & POLLIN) && (rev & (POLLIN | POLLHUP | POLLERR))) {
+			FD_SET(fds[i].fd, r);
+			count++;
+		}
+		if ((ev & POLLOUT) && (rev & (POLLOUT | POLLERR))) {
+			FD_SET(fds[i].fd, w);
+			count++;
+		}
+		if ((ev & POLLPRI) && (rev & POLLPRI)) {
+			FD_SET(fds[i].fd, e);
+			count++;
+		}
+	}
+	ret = count;
+out:
+	free(fds);
+	return ret;
+}
+
+EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
+{
+	uint64_t t0;
+	long long ms = -1;
+	int ret;
+
+	if (!sets_have_sluice(nfds, r, w, e))
+		return REAL(select)(nfds, r, w, e, tv);
+	if (tv) {
+		if (tv->tv_sec < 0 || tv->tv_usec < 0)
+			return (int)pl_ret(-EINVAL);
+		ms = (long long)tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000;
+		if (ms > 0x7fffffff)
+			ms = 0x7fffffff;
+	}
+	t0 = pl_now_us();
+	ret = select_core(nfds, r, w, e, (int)ms);
+	if (tv) {
+		/* As Linux: the time not slept is left in the timeval. */
+		long long left = (long long)tv->tv_sec * 1000000 + tv->tv_usec -
+				 (long long)(pl_now_us() - t0);
+
+		if (left < 0)
+			left = 0;
+		tv->tv_sec = left / 1000000;
+		tv->tv_usec = left % 1000000;
+	}
+	return (int)pl_ret(ret);
+}
+
+EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
+		   const sigset_t *mask)
+{
+	sigset_t old;
+	int ret;
+
+	if (!sets_have_sluice(nfds, r, w, e))
+		return REAL(pselect)(nfds, r, w, e, ts, mask);
+	if (mask)
+		pthread_sigmask(SIG_SETMASK, mask, &old);
+	ret = select_core(nfds, r, w, e, ts_ms(ts));
+	if (mask)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return (int)pl_ret(ret);
+}

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * libsluice-preload.so: the BSD sockets API of unmodified programs, on a
+ * Sluice stack.  One file a call family (socket.c, io.c, fd.c, poll.c,
+ * epoll.c); init.c finds the real libc functions and the stack, fdtable.c
+ * keeps the fd -> Sluice socket table (urcu-bp) and the placeholder files.
+ *
+ * Every wrapper hands fds that are not Sluice sockets straight to libc.
+ * Native calls return -errno; pl_ret() turns that into errno, in one place.
+ */
+#ifndef SLUICE_PRELOAD_H
+#define SLUICE_PRELOAD_H
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "../sock.h"
+
+/* The real libc functions, resolved once (init.c). */
+struct pl_libc {
+	int (*socket)(int, int, int);
+	int (*bind)(int, const struct sockaddr *, socklen_t);
+	int (*listen)(int, int);
+	int (*accept)(int, struct sockaddr *, socklen_t *);
+	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
+	int (*connect)(int, const struct sockaddr *, socklen_t);
+	int (*shutdown)(int, int);
+	int (*close)(int);
+	int (*getsockname)(int, struct sockaddr *, socklen_t *);
+	int (*getpeername)(int, struct sockaddr *, socklen_t *);
+	int (*getsockopt)(int, int, int, void *, socklen_t *);
+	int (*setsockopt)(int, int, int, const void *, socklen_t);
+	ssize_t (*send)(int, const void *, size_t, int);
+	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+	ssize_t (*sendmsg)(int, const struct msghdr *, int);
+	ssize_t (*recv)(int, void *, size_t, int);
+	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+	ssize_t (*recvmsg)(int, struct msghdr *, int);
+	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*write)(int, const void *, size_t);
+	ssize_t (*readv)(int, const struct iovec *, int);
+	ssize_t (*writev)(int, const struct iovec *, int);
+	int (*fcntl)(int, int, ...);
+	int (*ioctl)(int, unsigned long, ...);
+	int (*dup)(int);
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
+	int (*poll)(struct pollfd *, nfds_t, int);
+	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
+		       const sigset_t *);
+	int (*epoll_create)(int);
+	int (*epoll_create1)(int);
+	int (*epoll_ctl)(int, int, int, struct epoll_event *);
+	int (*epoll_wait)(int, struct epoll_event *, int, int);
+	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+	ssize_t (*sendfile)(int, int, off_t *, size_t);
+	ssize_t (*sendfile64)(int, int, off64_t *, size_t);
+	int (*sigaction)(int, const struct sigaction *, struct sigaction *);
+	int (*sendmmsg)(int, struct mmsghdr *, unsigned int, int);
+	int (*recvmmsg)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
+};
+extern struct pl_libc pl_libc;
+/* The real function; resolves libc first if a wrapper runs before the
+ * library's constructor (another library's constructor may). */
+#define REAL(f)	(*(__builtin_expect(pl_libc.f != NULL, 1) ? pl_libc.f : (pl_init(), pl_libc.f)))
+
+/* A new stack's socket slots unless SLUICE_MAX_SOCKETS says otherwise. */
+#define PL_MAX_SOCKETS	8192
+
+/* Settings from the environment (README, "sluice run"). */
+struct pl_config {
+	char stack[SLUICE_NAME_MAX];	/* SLUICE_STACK */
+	unsigned int spin_us;		/* SLUICE_SPIN_US */
+	bool disabled;			/* SLUICE_DISABLE=1: everything in the kernel */
+	bool udp;			/* SLUICE_UDP (default 1) */
+	bool loopback;			/* SLUICE_LOOPBACK (default 1): 127/8 on the stack */
+	bool debug;			/* SLUICE_DEBUG=1: say what happens on stderr */
+	char tap[32];			/* SLUICE_TAP: a TAP device as this process's link */
+	uint32_t addr, mask, gateway;	/* SLUICE_ADDR=a.b.c.d/len, SLUICE_GATEWAY */
+	unsigned int mtu;		/* SLUICE_MTU */
+	unsigned int max_sockets;	/* SLUICE_MAX_SOCKETS: a new stack's socket slots */
+	unsigned int n_bufs;		/* SLUICE_BUFS: a new stack's packet buffers */
+};
+extern struct pl_config pl_cfg;
+
+/*
+ * One Sluice socket as this process sees it: one a placeholder open file
+ * description (fdtable.c), shared by every fd dup()ed from it.  The
+ * fields below @refs are settings the socket had before anything was
+ * done with it, replayed on a kernel socket if it falls back (socket.c).
+ */
+struct pl_sock {
+	uint32_t sd;			/* index in the stack's socket table */
+	uint32_t gen;			/* the slot's generation when we took it */
+	int type;			/* SOCK_STREAM or SOCK_DGRAM */
+	_Atomic int refs;		/* table slots + callers in flight */
+	_Atomic bool nonblock;		/* O_NONBLOCK of the open file description */
+	bool used;			/* bound, connected or sent on: no fallback */
+	bool reuseaddr, reuseport, nodelay, keepalive;
+	int rcvbuf, sndbuf;		/* 0: never set */
+	struct linger linger;
+	struct timeval rcvtimeo, sndtimeo;
+};
+
+/* ---- init.c ---- */
+void pl_init(void);			/* libc and configuration; cheap after once */
+/*
+ * A vfork()ed child (or a clone without fork handlers) shares the parent's
+ * memory, so it must not touch the table: its close/dup2/close_range go
+ * straight to the kernel (posix_spawn and Python's subprocess do that).
+ */
+bool pl_vfork_child(void);
+/* The process's stack, attached (or created) on first use; NULL if none. */
+struct sluice_stack *pl_stack(void);
+struct sl_stack *pl_sl(void);		/* the same, as the library's own handle */
+/* errno for a native result: ret >= 0 passes through, -e sets errno = e. */
+static inline long pl_ret(long ret)
+{
+	if (ret < 0) {
+		errno = (int)-ret;
+		return -1;
+	}
+	return ret;
+}
+/* SO_RCVTIMEO/SO_SNDTIMEO as a wait in ms: -1 (for ever) when zero. */
+static inline int pl_timeo_ms(const struct timeval *tv)
+{
+	long long ms;
+
+	if (!tv->tv_sec && !tv->tv_usec)
+		return -1;
+	ms = (long long)tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000;
+	return ms > 0x7fffffff ? 0x7fffffff : (int)ms;
+}
+#define pl_debug(...)	do { if (pl_cfg.debug) pl_log(__VA_ARGS__); } while (0)
+void pl_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- fdtable.c ---- */
+/* A reference on fd's Sluice socket, or NULL for a kernel fd.  pl_put() it. */
+struct pl_sock *pl_get(int fd);
+void pl_put(struct pl_sock *ps);
+/* Quick test without a reference (poll/select partitioning). */
+bool pl_is_sluice(int fd);
+/*
+ * Give the new Sluice socket sd a placeholder fd; returns the fd or
+ * -errno (the socket is closed on failure).  cloexec, nonblock: the
+ * fd's flags.
+ */
+int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock);
+/* fd was dup()ed to newfd (replacing whatever newfd was). */
+void pl_fd_dup(int fd, int newfd, struct pl_sock *ps);
+/* Forget fd (before the real close()); returns its socket (a reference)
+ * or NULL.  pl_sock_release() after the real close. */
+struct pl_sock *pl_fd_forget(int fd);
+/* The fd that held ps is closed: if no fd anywhere holds its placeholder
+ * any more, close the Sluice socket.  Drops the reference. */
+void pl_sock_release(struct pl_sock *ps);
+/* Sweep sockets whose placeholders are gone (killed processes). */
+void pl_sweep(void);
+/* Open the stack's placeholder file (init.c, on attach): 0 or -errno. */
+int pl_fdtable_open(struct sl_stack *s);
+/* Exit: close this process's Sluice sockets. */
+void pl_fdtable_close_all(void);
+/* fd holds a placeholder of our stack that this process did not make
+ * (exec, SCM_RIGHTS): enter it in the table.  Returns whether it did. */
+bool pl_fd_adopt(int fd);
+/* Rebuild the table from inherited fds (after exec). */
+void pl_fdtable_inherit(void);
+void pl_fdtable_atfork_child(void);
+
+/* ---- socket.c ---- */
+/* Set the socket's SL_SF_NONBLOCK at the native level (all of ours are). */
+void pl_native_nonblock(uint32_t sd);
+/* Is this destination reached through the stack? */
+bool pl_reachable(uint32_t daddr);
+/* fd becomes a kernel socket with ps's settings (ps still to be put). */
+int pl_fallback(int fd, struct pl_sock *ps);
+
+/* ---- io.c / poll.c ---- */
+/*
+ * Wait until ps shows one of events (POLLIN/POLLOUT) or an error, at most
+ * timeout_ms (< 0: for ever).  0 when ready, -EAGAIN on timeout.
+ */
+int pl_wait(struct pl_sock *ps, short events, int timeout_ms);
+/* Readiness (poll bits) of a Sluice socket right now. */
+short pl_sock_revents(struct pl_sock *ps, short events);
+/*
+ * Wait on Sluice sockets: look without sleeping for SLUICE_SPIN_US, then
+ * sleep in slices (the stack wakes sleepers; a slice ends so a signal is
+ * noticed).  Returns the number ready, 0 on timeout, -EINTR if a signal
+ * handler ran in this thread (if restartable: only one without SA_RESTART).
+ */
+int pl_sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, bool restartable);
+
+/* ---- signal.c ---- */
+unsigned int pl_sig_count(void);	/* handlers run in this thread */
+bool pl_sig_take_restart(void);		/* did they all have SA_RESTART? (resets) */
+/* Spin/sleep pacing shared by poll, select and epoll (poll.c). */
+struct pl_waiter {
+	uint64_t start_us;
+	int64_t deadline_us;		/* -1: none */
+	unsigned int rounds;
+};
+void pl_waiter_init(struct pl_waiter *w, int timeout_ms);
+/* How long the next kernel wait may sleep (ms): 0 while spinning; false
+ * when the deadline has passed. */
+bool pl_waiter_next(struct pl_waiter *w, int *sleep_ms);
+uint64_t pl_now_us(void);
+/* The side a mixed set sleeps on (poll.c): kernel if it was busy last. */
+extern __thread bool pl_mixed_kernel_side;
+void pl_mixed_note(int sluice_ready, int kernel_ready);
+
+/* Remove fd from every emulated epoll set of this process (epoll.c). */
+void pl_epoll_forget_fd(int fd);
+/* fd became a kernel socket: move it from the emulated part of every set
+ * to the real epoll fd, with the same events and data. */
+void pl_epoll_to_kernel(int fd);
+bool pl_epoll_is_emulated(int epfd);
+void pl_epoll_close(int epfd);
+
+/* _FORTIFY_SOURCE entry points (glibc declares them only internally). */
+ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags);
+ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
+		       struct sockaddr *from, socklen_t *fromlen);
+ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen);
+int __poll_chk(struct pollfd *fds, nfds_t n, int timeout_ms, size_t fdslen);
+int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts,
+		const sigset_t *mask, size_t fdslen);
+int fcntl64(int fd, int cmd, ...);
+
+#endif /* SLUICE_PRELOAD_H */

@@ -1,0 +1,499 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Socket life: socket, bind, listen, accept, accept4, connect, shutdown,
+ * getsockname, getpeername, getsockopt, setsockopt.
+ *
+ * What is accelerated: AF_INET stream and datagram sockets (datagram
+ * unless SLUICE_UDP=0).  Everything else is the kernel's from the start.
+ * A Sluice socket nothing was done with yet (not bound, connected or sent
+ * on) becomes a kernel socket, transparently and with the options it was
+ * given, when it connects or sends to a destination the stack does not
+ * reach, binds to an address that is not the stack's, or is given an
+ * option Sluice does not have (pl_fallback()).
+ *
+ * Every Sluice socket is non-blocking at the native level; blocking is
+ * done here (io.c: pl_wait()), so O_NONBLOCK stays a property of the open
+ * file description as in the kernel.
+ */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "preload.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+void pl_native_nonblock(uint32_t sd)
+{
+	struct sl_stack *s = pl_sl();
+
+	if (!s || sl_lock(s))
+		return;
+	sl_sock(s, sd)->flags |= SL_SF_NONBLOCK;
+	sl_unlock(s);
+}
+
+bool pl_reachable(uint32_t daddr)
+{
+	struct sl_stack *s = pl_sl();
+	const struct sluice_region *r;
+
+	if (!s)
+		return false;
+	r = s->r;
+	if ((ntohl(daddr) >> 24) == 127)
+		return pl_cfg.loopback;
+	if (sl_ip_is_local(s, daddr))
+		return true;
+	/* A stack with an address of its own reaches its subnet, and the rest
+	 * through its gateway (a link such as SLUICE_TAP carries it). */
+	return r->ip_addr && daddr != INADDR_ANY && daddr != INADDR_BROADCAST &&
+	       ((daddr & r->ip_mask) == (r->ip_addr & r->ip_mask) || r->ip_gateway);
+}
+
+/* May a Sluice socket bind this address? (127/8 only with SLUICE_LOOPBACK) */
+static bool is_local(uint32_t addr)
+{
+	if ((ntohl(addr) >> 24) == 127)
+		return pl_cfg.loopback;
+	return sl_ip_is_local(pl_sl(), addr);
+}
+
+static int get_sin(const struct sockaddr *a, socklen_t len, struct sockaddr_in *out)
+{
+	if (!a)
+		return -EFAULT;
+	if (len < sizeof(*out))
+		return -EINVAL;
+	memcpy(out, a, sizeof(*out));
+	return out->sin_family == AF_INET ? 0 : -EAFNOSUPPORT;
+}
+
+static int put_sin(const struct sockaddr_in *sin, struct sockaddr *a, socklen_t *lenp)
+{
+	socklen_t len;
+
+	if (!a || !lenp)
+		return a || lenp ? -EFAULT : 0;
+	len = *lenp;
+	if ((int)len < 0)
+		return -EINVAL;
+	memcpy(a, sin, len < sizeof(*sin) ? len : sizeof(*sin));
+	*lenp = sizeof(*sin);
+	return 0;
+}
+
+static int sopt(int ks, int level, int name, const void *v, socklen_t len)
+{
+	return REAL(setsockopt)(ks, level, name, v, len);
+}
+
+/*
+ * The fd becomes a kernel socket with the settings the Sluice one had;
+ * the Sluice socket is closed unless another fd still holds it.
+ */
+int pl_fallback(int fd, struct pl_sock *ps)
+{
+	struct pl_sock *old;
+	int ks, fdfl, one = 1, ret = 0;
+
+	ks = REAL(socket)(AF_INET, ps->type | SOCK_CLOEXEC, 0);
+	if (ks < 0)
+		return -errno;
+	if (ps->reuseaddr)
+		sopt(ks, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ps->reuseport)
+		sopt(ks, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	if (ps->keepalive)
+		sopt(ks, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	if (ps->nodelay)
+		sopt(ks, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (ps->rcvbuf)
+		sopt(ks, SOL_SOCKET, SO_RCVBUF, &ps->rcvbuf, sizeof(int));
+	if (ps->sndbuf)
+		sopt(ks, SOL_SOCKET, SO_SNDBUF, &ps->sndbuf, sizeof(int));
+	if (ps->linger.l_onoff)
+		sopt(ks, SOL_SOCKET, SO_LINGER, &ps->linger, sizeof(ps->linger));
+	if (ps->rcvtimeo.tv_sec || ps->rcvtimeo.tv_usec)
+		sopt(ks, SOL_SOCKET, SO_RCVTIMEO, &ps->rcvtimeo, sizeof(ps->rcvtimeo));
+	if (ps->sndtimeo.tv_sec || ps->sndtimeo.tv_usec)
+		sopt(ks, SOL_SOCKET, SO_SNDTIMEO, &ps->sndtimeo, sizeof(ps->sndtimeo));
+	if (ps->nonblock)
+		REAL(fcntl)(ks, F_SETFL, O_NONBLOCK);
+	fdfl = REAL(fcntl)(fd, F_GETFD);
+	old = pl_fd_forget(fd);
+	if (REAL(dup3)(ks, fd, fdfl > 0 && (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
+		ret = -errno;
+	REAL(close)(ks);
+	if (ret)
+		pl_epoll_forget_fd(fd);
+	else
+		pl_epoll_to_kernel(fd);
+	pl_debug("fd %d falls back to the kernel", fd);
+	pl_sock_release(old);
+	return ret;
+}
+
+EXPORT int socket(int domain, int type, int protocol)
+{
+	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC), sd, fd;
+	struct sluice_stack *st;
+
+	pl_init();
+	if (pl_cfg.disabled || domain != AF_INET ||
+	    !((base == SOCK_STREAM && (!protocol || protocol == IPPROTO_TCP)) ||
+	      (base == SOCK_DGRAM && pl_cfg.udp && (!protocol || protocol == IPPROTO_UDP))))
+		return REAL(socket)(domain, type, protocol);
+	st = pl_stack();
+	if (!st)
+		return REAL(socket)(domain, type, protocol);
+	pl_sweep();
+	sd = sluice_socket(st, (base == SOCK_STREAM ? SLUICE_SOCK_STREAM : SLUICE_SOCK_DGRAM) |
+			   SLUICE_SOCK_NONBLOCK);
+	if (sd < 0) {
+		pl_debug("no Sluice socket (%s): a kernel one", strerror(-sd));
+		return REAL(socket)(domain, type, protocol);
+	}
+	fd = pl_sock_install((uint32_t)sd, base, type & SOCK_CLOEXEC, type & SOCK_NONBLOCK);
+	return (int)pl_ret(fd);
+}
+
+EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct pl_sock *ps = pl_get(fd);
+	struct sockaddr_in sin;
+	int ret;
+
+	if (!ps)
+		return REAL(bind)(fd, addr, len);
+	ret = get_sin(addr, len, &sin);
+	if (!ret && sin.sin_addr.s_addr != INADDR_ANY && !is_local(sin.sin_addr.s_addr)) {
+		if (!ps->used) {
+			/* An address of the host's, not the stack's. */
+			ret = pl_fallback(fd, ps);
+			pl_put(ps);
+			return ret ? (int)pl_ret(ret) : REAL(bind)(fd, addr, len);
+		}
+		ret = -EADDRNOTAVAIL;
+	}
+	if (!ret)
+		ret = sluice_bind(pl_stack(), (int)ps->sd, &sin);
+	if (!ret)
+		ps->used = true;
+	pl_put(ps);
+	return (int)pl_ret(ret);
+}
+
+EXPORT int listen(int fd, int backlog)
+{
+	struct pl_sock *ps = pl_get(fd);
+	int ret;
+
+	if (!ps)
+		return REAL(listen)(fd, backlog);
+	ret = sluice_listen(pl_stack(), (int)ps->sd, backlog);
+	if (!ret)
+		ps->used = true;
+	pl_put(ps);
+	return (int)pl_ret(ret);
+}
+
+static int do_accept(int fd, struct sockaddr *addr, socklen_t *lenp, int flags)
+{
+	struct pl_sock *ps = pl_get(fd);
+	struct sockaddr_in peer;
+	int ret, nfd;
+
+	if (!ps)
+		return REAL(accept4)(fd, addr, lenp, flags);
+	if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	for (;;) {
+		ret = sluice_accept(pl_stack(), (int)ps->sd, &peer);
+		if (ret != -EAGAIN || ps->nonblock)
+			break;
+		ret = pl_wait(ps, POLLIN, pl_timeo_ms(&ps->rcvtimeo));
+		if (ret)
+			break;
+	}
+	if (ret < 0)
+		goto out;
+	pl_native_nonblock((uint32_t)ret);
+	nfd = pl_sock_install((uint32_t)ret, SOCK_STREAM, flags & SOCK_CLOEXEC,
+			      flags & SOCK_NONBLOCK);
+	if (nfd >= 0) {
+		struct pl_sock *child = pl_get(nfd);
+
+		if (child) {
+			child->used = true;
+			pl_put(child);
+		}
+		put_sin(&peer, addr, lenp);
+	}
+	ret = nfd;
+out:
+	pl_put(ps);
+	return (int)pl_ret(ret);
+}
+
+EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *lenp)
+{
+	pl_init();
+	return do_accept(fd, addr, lenp, 0);
+}
+
+EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *lenp, int flags)
+{
+	pl_init();
+	return do_accept(fd, addr, lenp, flags);
+}
+
+EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct pl_sock *ps = pl_get(fd);
+	struct sockaddr_in sin;
+	struct sluice_stack *st;
+	unsigned int vlen;
+	int ret, err;
+
+	if (!ps)
+		return REAL(connect)(fd, addr, len);
+	st = pl_stack();
+	ret = get_sin(addr, len, &sin);
+	if (ret)
+		goto out;
+	if (sin.sin_addr.s_addr == INADDR_ANY)	/* as Linux: this host */
+		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (!pl_reachable(sin.sin_addr.s_addr)) {
+		if (!ps->used) {
+			ret = pl_fallback(fd, ps);
+			pl_put(ps);
+			return ret ? (int)pl_ret(ret) : REAL(connect)(fd, addr, len);
+		}
+		ret = -ENETUNREACH;
+		goto out;
+	}
+	ps->used = true;
+	ret = sluice_connect(st, (int)ps->sd, &sin);
+	if (ret != -EINPROGRESS || ps->nonblock)
+		goto out;
+	/* Blocking connect: wait for the handshake to end either way. */
+	ret = pl_wait(ps, POLLOUT, pl_timeo_ms(&ps->sndtimeo));
+	if (ret == -EAGAIN) {
+		ret = -EINPROGRESS;	/* as Linux when SO_SNDTIMEO runs out */
+		goto out;
+	}
+	if (ret)
+		goto out;
+	vlen = sizeof(err);
+	ret = sluice_getsockopt(st, (int)ps->sd, SOL_SOCKET, SO_ERROR, &err, &vlen);
+	if (!ret && err)
+		ret = -err;
+out:
+	pl_put(ps);
+	return (int)pl_ret(ret);
+}
+
+EXPORT int shutdown(int fd, int how)
+{
+	struct pl_sock *ps = pl_get(fd);
+	int ret;
+
+	if (!ps)
+		return REAL(shutdown)(fd, how);
+	ret = sluice_shutdown(pl_stack(), (int)ps->sd, how);
+	pl_put(ps);
+	return (int)pl_ret(ret);
+}
+
+static int name_of(int fd, struct sockaddr *addr, socklen_t *lenp, bool peer)
+{
+	struct pl_sock *ps = pl_get(fd);
+	struct sockaddr_in sin;
+	int ret;
+
+	if (!ps)
+		return peer ? REAL(getpeername)(fd, addr, lenp) :
+			      REAL(getsockname)(fd, addr, lenp);
+	if (!addr || !lenp) {
+		ret = -EFAULT;
+	} else {
+		ret = peer ? sluice_getpeername(pl_stack(), (int)ps->sd, &sin) :
+			     sluice_getsockname(pl_stack(), (int)ps->sd, &sin);
+		if (!ret)
+			ret = put_sin(&sin, addr, lenp);
+	}
+	pl_put(ps);
+	return (int)pl_ret(ret);
+}
+
+EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *lenp)
+{
+	return name_of(fd, addr, lenp, false);
+}
+
+EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *lenp)
+{
+	return name_of(fd, addr, lenp, true);
+}
+
+static int int_opt(const void *val, socklen_t len, int *v)
+{
+	if (!val)
+		return -EFAULT;
+	if (len < sizeof(int))
+		return -EINVAL;
+	memcpy(v, val, sizeof(*v));
+	return 0;
+}
+
+/* Options this layer keeps (the stack has no use for them yet). */
+static int set_local(struct pl_sock *ps, int name, const void *val, socklen_t len)
+{
+	int v = 0, ret;
+
+	switch (name) {
+	case SO_REUSEPORT:
+		ret = int_opt(val, len, &v);
+		if (!ret)
+			ps->reuseport = v;
+		return ret;
+	case SO_LINGER:
+		if (!val)
+			return -EFAULT;
+		if (len < sizeof(struct linger))
+			return -EINVAL;
+		memcpy(&ps->linger, val, sizeof(ps->linger));
+		return 0;
+	case SO_RCVTIMEO:
+	case SO_SNDTIMEO: {
+		struct timeval tv;
+
+		if (!val)
+			return -EFAULT;
+		if (len < sizeof(tv))
+			return -EINVAL;
+		memcpy(&tv, val, sizeof(tv));
+		if (tv.tv_usec < 0 || tv.tv_usec >= 1000000)
+			return -EDOM;
+		if (tv.tv_sec < 0)
+			tv.tv_sec = tv.tv_usec = 0;
+		*(name == SO_RCVTIMEO ? &ps->rcvtimeo : &ps->sndtimeo) = tv;
+		return 0;
+	}
+	case SO_PRIORITY:
+	case SO_OOBINLINE:
+	case SO_DEBUG:
+	case SO_DONTROUTE:
+		return int_opt(val, len, &v);	/* accepted, no effect */
+	}
+	return -ENOPROTOOPT;
+}
+
+EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	struct pl_sock *ps = pl_get(fd);
+	int ret, v = 0;
+
+	if (!ps)
+		return REAL(setsockopt)(fd, level, name, val, len);
+	ret = level == SOL_SOCKET ? set_local(ps, name, val, len) : -ENOPROTOOPT;
+	if (ret == -ENOPROTOOPT) {
+		ret = sluice_setsockopt(pl_stack(), (int)ps->sd, level, name, val, len);
+		if (!ret && val && len >= sizeof(int))
+			memcpy(&v, val, sizeof(v));
+		if (!ret && level == SOL_SOCKET && name == SO_REUSEADDR)
+			ps->reuseaddr = v;
+		else if (!ret && level == SOL_SOCKET && name == SO_KEEPALIVE)
+			ps->keepalive = v;
+		else if (!ret && level == SOL_SOCKET && name == SO_RCVBUF)
+			ps->rcvbuf = v;
+		else if (!ret && level == SOL_SOCKET && name == SO_SNDBUF)
+			ps->sndbuf = v;
+		else if (!ret && level == IPPROTO_TCP && name == TCP_NODELAY)
+			ps->nodelay = v;
+	}
+	/* Levels an IPv4 socket has (others fail as Linux: ENOPROTOOPT). */
+	if (ret == -ENOPROTOOPT && !ps->used &&
+	    (level == SOL_SOCKET || level == IPPROTO_IP ||
+	     level == (ps->type == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP))) {
+		/* Something Sluice does not do, before anything happened:
+		 * the kernel takes the socket, with this option. */
+		ret = pl_fallback(fd, ps);
+		pl_put(ps);
+		return ret ? (int)pl_ret(ret) : REAL(setsockopt)(fd, level, name, val, len);
+	}
+	pl_put(ps);
+	return (int)pl_ret(ret);
+}
+
+static int put_int(int v, void *val, socklen_t *lenp)
+{
+	if (!val || !lenp)
+		return -EFAULT;
+	if ((int)*lenp < 0)
+		return -EINVAL;
+	/* As Linux: at most sizeof(int) bytes, the length says how many. */
+	if (*lenp > sizeof(int))
+		*lenp = sizeof(int);
+	memcpy(val, &v, *lenp);
+	return 0;
+}
+
+static int put_blob(const void *p, socklen_t size, void *val, socklen_t *lenp)
+{
+	if (!val || !lenp)
+		return -EFAULT;
+	if ((int)*lenp < 0)
+		return -EINVAL;
+	if (*lenp > size)
+		*lenp = size;
+	memcpy(val, p, *lenp);
+	return 0;
+}
+
+EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *lenp)
+{
+	struct pl_sock *ps = pl_get(fd);
+	struct sl_stack *s;
+	unsigned int ulen;
+	int ret;
+
+	if (!ps)
+		return REAL(getsockopt)(fd, level, name, val, lenp);
+	s = pl_sl();
+	if (level == SOL_SOCKET && name == SO_REUSEPORT)
+		ret = put_int(ps->reuseport, val, lenp);
+	else if (level == SOL_SOCKET && name == SO_KEEPALIVE)
+		ret = put_int(ps->keepalive, val, lenp);
+	else if (level == SOL_SOCKET && name == SO_DOMAIN)
+		ret = put_int(AF_INET, val, lenp);
+	else if (level == SOL_SOCKET && name == SO_PROTOCOL)
+		ret = put_int(ps->type == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP, val, lenp);
+	else if (level == SOL_SOCKET && name == SO_TYPE)
+		ret = put_int(ps->type, val, lenp);
+	else if (level == SOL_SOCKET && name == SO_ACCEPTCONN)
+		ret = put_int(sl_sock(s, ps->sd)->type == SL_SOCK_TCP &&
+			      sl_sock(s, ps->sd)->state == SL_TCP_LISTEN, val, lenp);
+	else if (level == SOL_SOCKET && name == SO_LINGER)
+		ret = put_blob(&ps->linger, sizeof(ps->linger), val, lenp);
+	else if (level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO))
+		ret = put_blob(name == SO_RCVTIMEO ? &ps->rcvtimeo : &ps->sndtimeo,
+			       sizeof(struct timeval), val, lenp);
+	else if (!lenp)
+		ret = -EFAULT;
+	else {
+		ulen = *lenp;
+		ret = sluice_getsockopt(pl_stack(), (int)ps->sd, level, name, val, &ulen);
+		if (!ret)
+			*lenp = ulen;
+	}
+	pl_put(ps);
+	return (int)pl_ret(ret);
+}

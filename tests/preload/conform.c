@@ -1,0 +1,879 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Conformance checks for the preload library: each check prints one line
+ * "name: what happened" (return values, errno names, readiness bits, byte
+ * counts).  tests/host/test_preload.sh runs this program once on the
+ * kernel and once under `sluice run`, and compares the lines one by one.
+ * Everything goes over 127.0.0.1; every wait is bounded.
+ *
+ * The first line, "# backend: kernel|sluice", says whose sockets these
+ * were (a Sluice socket's fd is a placeholder file, fdtable.c).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/select.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t sigpipes;
+
+static const char *en(int e)
+{
+	static char buf[16];
+
+	switch (e) {
+	case 0: return "0";
+	case EAGAIN: return "EAGAIN";
+	case EINTR: return "EINTR";
+	case EINPROGRESS: return "EINPROGRESS";
+	case ECONNREFUSED: return "ECONNREFUSED";
+	case ECONNRESET: return "ECONNRESET";
+	case EPIPE: return "EPIPE";
+	case ENOTCONN: return "ENOTCONN";
+	case EISCONN: return "EISCONN";
+	case EADDRINUSE: return "EADDRINUSE";
+	case EBADF: return "EBADF";
+	case EINVAL: return "EINVAL";
+	case EALREADY: return "EALREADY";
+	case ENOPROTOOPT: return "ENOPROTOOPT";
+	case EAFNOSUPPORT: return "EAFNOSUPPORT";
+	case EDESTADDRREQ: return "EDESTADDRREQ";
+	case EOPNOTSUPP: return "EOPNOTSUPP";
+	}
+	snprintf(buf, sizeof(buf), "errno%d", e);
+	return buf;
+}
+
+/* "ret" or "-1/ENAME" */
+static const char *rv(long r)
+{
+	static char buf[4][32];
+	static int k;
+	char *b = buf[k++ & 3];
+
+	if (r < 0)
+		snprintf(b, 32, "-1/%s", en(errno));
+	else
+		snprintf(b, 32, "%ld", r);
+	return b;
+}
+
+static const char *evs(short re)
+{
+	static char buf[4][64];
+	static int k;
+	char *b = buf[k++ & 3];
+
+	snprintf(b, 64, "%s%s%s%s%s%s", re & POLLIN ? "IN," : "", re & POLLOUT ? "OUT," : "",
+		 re & POLLERR ? "ERR," : "", re & POLLHUP ? "HUP," : "",
+		 re & POLLRDHUP ? "RDHUP," : "", re & POLLNVAL ? "NVAL," : "");
+	if (!*b)
+		strcpy(b, "-");
+	return b;
+}
+
+static short poll1(int fd, short ev, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = ev };
+
+	if (poll(&p, 1, ms) < 0)
+		return -1;
+	return p.revents;
+}
+
+static struct sockaddr_in lo(uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return a;
+}
+
+static uint16_t port_of(int fd)
+{
+	struct sockaddr_in a;
+	socklen_t l = sizeof(a);
+
+	if (getsockname(fd, (struct sockaddr *)&a, &l))
+		return 0;
+	return ntohs(a.sin_port);
+}
+
+static int listener(uint16_t *port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	struct sockaddr_in a = lo(0);
+
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 16)) {
+		perror("listener");
+		exit(2);
+	}
+	*port = port_of(fd);
+	return fd;
+}
+
+/* A connected pair: *c the client, *s the accepted end. */
+static void pair(int *l, int *c, int *s)
+{
+	uint16_t port;
+	struct sockaddr_in a;
+
+	*l = listener(&port);
+	a = lo(port);
+	*c = socket(AF_INET, SOCK_STREAM, 0);
+	if (connect(*c, (struct sockaddr *)&a, sizeof(a))) {
+		perror("connect");
+		exit(2);
+	}
+	*s = accept(*l, NULL, NULL);
+	if (*s < 0) {
+		perror("accept");
+		exit(2);
+	}
+}
+
+/* A port nobody listens on: bound, then closed. */
+static uint16_t closed_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = lo(0);
+	uint16_t p;
+
+	bind(fd, (struct sockaddr *)&a, sizeof(a));
+	p = port_of(fd);
+	close(fd);
+	return p;
+}
+
+static void check_socket_basics(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0), fd2, v, r;
+	struct sockaddr_in a = lo(0), p;
+	socklen_t l = sizeof(v);
+
+	r = getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &l);
+	printf("so_type: %s %d len %u\n", rv(r), v, l);
+	l = sizeof(p);
+	printf("getpeername_unconnected: %s\n", rv(getpeername(fd, (struct sockaddr *)&p, &l)));
+	printf("shutdown_unconnected: %s\n", rv(shutdown(fd, SHUT_RDWR)));
+	printf("bind: %s\n", rv(bind(fd, (struct sockaddr *)&a, sizeof(a))));
+	printf("bind_again: %s\n", rv(bind(fd, (struct sockaddr *)&a, sizeof(a))));
+	printf("getsockname_port_set: %d\n", port_of(fd) != 0);
+	a = lo(port_of(fd));
+	fd2 = socket(AF_INET, SOCK_STREAM, 0);
+	printf("bind_in_use: %s\n", rv(bind(fd2, (struct sockaddr *)&a, sizeof(a))));
+	a.sin_family = AF_INET6;
+	printf("bind_bad_family: %s\n", rv(bind(fd2, (struct sockaddr *)&a, sizeof(a))));
+	printf("bind_short: %s\n", rv(bind(fd2, (struct sockaddr *)&a, 4)));
+	printf("close: %s\n", rv(close(fd)));
+	printf("close_again: %s\n", rv(close(fd)));
+	printf("close2: %s\n", rv(close(fd2)));
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	r = listen(fd, 4);
+	printf("listen_unbound: %s port_set %d\n", rv(r), port_of(fd) != 0);
+	l = sizeof(v);
+	getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &l);
+	printf("so_acceptconn: %d\n", v);
+	close(fd);
+}
+
+static void check_options(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0), v = 1, r;
+	socklen_t l = sizeof(v);
+	struct timeval tv = { 0, 100000 };
+
+	r = setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, sizeof(v));
+	v = 0;
+	getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, &l);
+	printf("tcp_nodelay: %s %d\n", rv(r), v != 0);
+	v = 1;
+	r = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &v, sizeof(v));
+	v = 0;
+	l = sizeof(v);
+	getsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &v, &l);
+	printf("so_reuseaddr: %s %d\n", rv(r), v != 0);
+	v = 1;
+	r = setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &v, sizeof(v));
+	v = 0;
+	l = sizeof(v);
+	getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &v, &l);
+	printf("so_keepalive: %s %d\n", rv(r), v != 0);
+	v = 1;
+	printf("so_reuseport: %s\n", rv(setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &v, sizeof(v))));
+	printf("setsockopt_short: %s\n", rv(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &v, 2)));
+	printf("ipv6_level_on_ipv4: %s\n",
+	       rv(setsockopt(fd, IPPROTO_IPV6, 26 /* IPV6_V6ONLY */, &v, sizeof(v))));
+	printf("so_rcvtimeo: %s\n", rv(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv))));
+	v = 65536;
+	r = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
+	l = sizeof(v);
+	getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &l);
+	printf("so_rcvbuf_doubled: %s %d\n", rv(r), v == 131072);
+	l = sizeof(v);
+	r = getsockopt(fd, SOL_SOCKET, SO_ERROR, &v, &l);
+	printf("so_error_fresh: %s %d\n", rv(r), v);
+	close(fd);
+}
+
+static void check_connect(void)
+{
+	struct sockaddr_in a = lo(closed_port());
+	int fd = socket(AF_INET, SOCK_STREAM, 0), v = -1;
+	socklen_t l = sizeof(v);
+	short re;
+
+	printf("connect_refused: %s\n", rv(connect(fd, (struct sockaddr *)&a, sizeof(a))));
+	close(fd);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	printf("connect_nb_refused: %s\n", rv(connect(fd, (struct sockaddr *)&a, sizeof(a))));
+	re = poll1(fd, POLLOUT | POLLIN, 2000);
+	printf("connect_nb_refused_poll: %s\n", evs(re));
+	getsockopt(fd, SOL_SOCKET, SO_ERROR, &v, &l);
+	printf("connect_nb_refused_so_error: %s\n", en(v));
+	l = sizeof(v);
+	getsockopt(fd, SOL_SOCKET, SO_ERROR, &v, &l);
+	printf("connect_nb_refused_so_error_again: %s\n", en(v));
+	close(fd);
+}
+
+static void check_nonblocking(void)
+{
+	int l, c, s, fl;
+	char buf[16];
+
+	pair(&l, &c, &s);
+	printf("recv_dontwait_empty: %s\n", rv(recv(c, buf, sizeof(buf), MSG_DONTWAIT)));
+	fl = fcntl(c, F_GETFL);
+	printf("fcntl_setfl_nonblock: %s\n", rv(fcntl(c, F_SETFL, fl | O_NONBLOCK)));
+	printf("fcntl_getfl_nonblock: %d\n", (fcntl(c, F_GETFL) & O_NONBLOCK) != 0);
+	printf("fcntl_getfl: %#x\n", fcntl(c, F_GETFL));
+	printf("recv_nonblock_empty: %s\n", rv(recv(c, buf, sizeof(buf), 0)));
+	printf("read_nonblock_empty: %s\n", rv(read(c, buf, sizeof(buf))));
+	fl = 0;
+	printf("fionbio_off: %s\n", rv(ioctl(c, FIONBIO, &fl)));
+	printf("fcntl_getfl_after_fionbio: %d\n", (fcntl(c, F_GETFL) & O_NONBLOCK) != 0);
+	fl = 1;
+	ioctl(l, FIONBIO, &fl);
+	printf("accept_nonblock_empty: %s\n", rv(accept(l, NULL, NULL)));
+	close(c);
+	close(s);
+	close(l);
+}
+
+static void check_data(void)
+{
+	int l, c, s, n, r;
+	char buf[64];
+
+	pair(&l, &c, &s);
+	printf("poll_fresh: %s\n", evs(poll1(c, POLLIN | POLLOUT, 0)));
+	printf("send10: %s\n", rv(send(s, "0123456789", 10, 0)));
+	printf("poll_data: %s\n", evs(poll1(c, POLLIN | POLLOUT, 2000)));
+	n = -1;
+	r = ioctl(c, FIONREAD, &n);
+	printf("fionread: %s %d\n", rv(r), n);
+	printf("peek5: %s\n", rv(recv(c, buf, 5, MSG_PEEK)));
+	memset(buf, 0, sizeof(buf));
+	printf("recv4: %s %.4s\n", rv(recv(c, buf, 4, 0)), buf);
+	memset(buf, 0, sizeof(buf));
+	printf("recv_rest: %s %s\n", rv(recv(c, buf, sizeof(buf), 0)), buf);
+	printf("write: %s\n", rv(write(c, "abc", 3)));
+	poll1(s, POLLIN, 2000);
+	memset(buf, 0, sizeof(buf));
+	printf("read: %s %s\n", rv(read(s, buf, sizeof(buf))), buf);
+	{
+		struct iovec out[3] = { { "ab", 2 }, { "cde", 3 }, { "fghi", 4 } };
+		char x[4] = { 0 }, y[16] = { 0 };
+		struct iovec in[2] = { { x, 3 }, { y, 15 } };
+
+		printf("writev: %s\n", rv(writev(s, out, 3)));
+		poll1(c, POLLIN, 2000);
+		/* the kernel may split it: wait until all 9 bytes are there */
+		for (int i = 0; i < 200; i++) {
+			if (!ioctl(c, FIONREAD, &n) && n >= 9)
+				break;
+			usleep(5000);
+		}
+		r = readv(c, in, 2);
+		printf("readv: %s %s|%s\n", rv(r), x, y);
+	}
+	{
+		struct msghdr m = { 0 };
+		struct iovec io = { buf, sizeof(buf) };
+
+		send(c, "msg", 3, 0);
+		poll1(s, POLLIN, 2000);
+		m.msg_iov = &io;
+		m.msg_iovlen = 1;
+		memset(buf, 0, sizeof(buf));
+		r = recvmsg(s, &m, 0);
+		printf("recvmsg: %s %s flags %d\n", rv(r), buf, m.msg_flags);
+	}
+	close(c);
+	printf("poll_after_peer_close: %s\n", evs(poll1(s, POLLIN | POLLRDHUP, 2000)));
+	printf("recv_eof: %s\n", rv(recv(s, buf, sizeof(buf), 0)));
+	close(s);
+	close(l);
+}
+
+static void *later_send(void *arg)
+{
+	usleep(50000);
+	send(*(int *)arg, "def", 3, 0);
+	return NULL;
+}
+
+static void check_waitall(void)
+{
+	int l, c, s;
+	char buf[8] = { 0 };
+	pthread_t t;
+
+	pair(&l, &c, &s);
+	send(s, "abc", 3, 0);
+	pthread_create(&t, NULL, later_send, &s);
+	long r = recv(c, buf, 6, MSG_WAITALL);
+
+	printf("recv_waitall: %s %s\n", rv(r), buf);
+	pthread_join(t, NULL);
+	close(c);
+	close(s);
+	close(l);
+}
+
+static void check_timeout(void)
+{
+	int l, c, s;
+	struct timeval tv = { 0, 100000 };
+	struct timespec t0, t1;
+	char buf[8];
+	long ms;
+
+	pair(&l, &c, &s);
+	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	printf("recv_rcvtimeo: %s\n", rv(recv(c, buf, sizeof(buf), 0)));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	printf("recv_rcvtimeo_waited_90_1000ms: %d\n", ms >= 90 && ms < 1000);
+	close(c);
+	close(s);
+	close(l);
+}
+
+static void check_shutdown(void)
+{
+	int l, c, s;
+	char buf[8] = { 0 };
+	long r;
+
+	pair(&l, &c, &s);
+	printf("shutdown_wr: %s\n", rv(shutdown(c, SHUT_WR)));
+	printf("peer_poll_after_shut_wr: %s\n", evs(poll1(s, POLLIN | POLLRDHUP, 2000)));
+	printf("peer_recv_eof: %s\n", rv(recv(s, buf, sizeof(buf), 0)));
+	printf("send_after_shut_wr: %s\n", rv(send(c, "x", 1, MSG_NOSIGNAL)));
+	printf("peer_still_sends: %s\n", rv(send(s, "yz", 2, 0)));
+	poll1(c, POLLIN, 2000);
+	r = recv(c, buf, sizeof(buf), 0);
+	printf("recv_after_shut_wr: %s %s\n", rv(r), buf);
+	printf("shutdown_bad_how: %s\n", rv(shutdown(c, 7)));
+	close(c);
+	close(s);
+	close(l);
+}
+
+static void on_sigpipe(int sig)
+{
+	(void)sig;
+	sigpipes++;
+}
+
+static void check_epipe(void)
+{
+	int l, c, s, e;
+	char buf[8];
+
+	signal(SIGPIPE, on_sigpipe);
+	pair(&l, &c, &s);
+	close(s);
+	poll1(c, POLLIN, 2000);
+	printf("recv_eof_after_peer_close: %s\n", rv(recv(c, buf, sizeof(buf), 0)));
+	printf("send_after_peer_close: %s\n", rv(send(c, "x", 1, 0)));
+	/* The peer answers with a reset: wait for it to arrive. */
+	printf("poll_after_reset: %s\n", evs(poll1(c, POLLOUT | POLLIN, 2000)));
+	sigpipes = 0;
+	e = (int)send(c, "x", 1, 0);
+	printf("send_epipe: %s sigpipes %d\n", rv(e), (int)sigpipes);
+	e = (int)send(c, "x", 1, MSG_NOSIGNAL);
+	printf("send_epipe_nosignal: %s sigpipes %d\n", rv(e), (int)sigpipes);
+	signal(SIGPIPE, SIG_DFL);
+	close(c);
+	close(l);
+}
+
+/* A server restarts its listener while the connection it accepted is
+ * still closing (the server closed first): SO_REUSEADDR lets it bind. */
+static void check_rebind(void)
+{
+	int l, c, s, one = 1, l2;
+	uint16_t port;
+	struct sockaddr_in a;
+	char b;
+
+	pair(&l, &c, &s);
+	port = port_of(l);
+	close(s);			/* the server closes first */
+	poll1(c, POLLIN, 2000);
+	recv(c, &b, 1, 0);		/* the client sees it, keeps its end */
+	close(l);
+	l2 = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(l2, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	a = lo(port);
+	printf("rebind_while_child_closes: %s\n", rv(bind(l2, (struct sockaddr *)&a, sizeof(a))));
+	printf("relisten: %s\n", rv(listen(l2, 4)));
+	close(l2);
+	close(c);
+}
+
+static void check_connected_again(void)
+{
+	int l, c, s;
+	struct sockaddr_in a;
+	uint16_t port;
+
+	pair(&l, &c, &s);
+	port = port_of(l);
+	a = lo(port);
+	printf("connect_again: %s\n", rv(connect(c, (struct sockaddr *)&a, sizeof(a))));
+	close(c);
+	close(s);
+	close(l);
+}
+
+static void check_accept4(void)
+{
+	int l, c, s;
+	uint16_t port;
+	struct sockaddr_in a, p;
+	socklen_t pl = sizeof(p);
+
+	l = listener(&port);
+	a = lo(port);
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	connect(c, (struct sockaddr *)&a, sizeof(a));
+	s = accept4(l, (struct sockaddr *)&p, &pl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	printf("accept4: %d nonblock %d cloexec %d peer_len %u peer_is_client %d\n", s >= 0,
+	       (fcntl(s, F_GETFL) & O_NONBLOCK) != 0, (fcntl(s, F_GETFD) & FD_CLOEXEC) != 0, pl,
+	       ntohs(p.sin_port) == port_of(c));
+	printf("accept4_bad_flags: %s\n", rv(accept4(l, NULL, NULL, 0x1)));
+	close(c);
+	close(s);
+	close(l);
+}
+
+static void check_dup(void)
+{
+	int l, c, s, d, d2;
+	char buf[8] = { 0 };
+	long r;
+
+	pair(&l, &c, &s);
+	d = dup(c);
+	printf("dup: %d\n", d >= 0);
+	printf("close_orig: %s\n", rv(close(c)));
+	printf("send_on_dup: %s\n", rv(send(d, "du", 2, 0)));
+	poll1(s, POLLIN, 2000);
+	r = recv(s, buf, sizeof(buf), 0);
+	printf("peer_got: %s %s\n", rv(r), buf);
+	printf("peer_no_eof_yet: %s\n", evs(poll1(s, POLLIN, 50)));
+	d2 = fcntl(d, F_DUPFD_CLOEXEC, 100);
+	printf("f_dupfd_cloexec: %d %d\n", d2 >= 100, (fcntl(d2, F_GETFD) & FD_CLOEXEC) != 0);
+	printf("dup2_onto_self: %d\n", dup2(d2, d2) == d2);
+	close(d);
+	close(d2);
+	printf("peer_eof_after_last_close: %s\n", evs(poll1(s, POLLIN, 2000)));
+	close(s);
+	close(l);
+}
+
+static void check_fork(void)
+{
+	int l, c, s, st;
+	char buf[8] = { 0 };
+	pid_t pid;
+
+	pair(&l, &c, &s);
+	fflush(stdout);
+	pid = fork();
+	if (!pid) {
+		send(s, "child", 5, 0);
+		close(s);
+		_exit(0);
+	}
+	waitpid(pid, &st, 0);
+	poll1(c, POLLIN, 2000);
+	long r = recv(c, buf, sizeof(buf), 0);
+
+	printf("fork_child_sent: %s %s\n", rv(r), buf);
+	printf("fork_no_eof_while_parent_holds: %s\n", rv(recv(c, buf, sizeof(buf), MSG_DONTWAIT)));
+	close(s);
+	poll1(c, POLLIN, 2000);
+	printf("fork_eof_after_parent_close: %s\n", rv(recv(c, buf, sizeof(buf), 0)));
+	close(c);
+	close(l);
+}
+
+static void check_select(void)
+{
+	int l, c, s, n;
+	fd_set r, w;
+	struct timeval tv = { 0, 0 };
+
+	pair(&l, &c, &s);
+	FD_ZERO(&r);
+	FD_ZERO(&w);
+	FD_SET(c, &r);
+	FD_SET(c, &w);
+	FD_SET(0, &r);	/* a kernel fd in the same set (stdin: /dev/null) */
+	n = select(c + 1, &r, &w, NULL, &tv);
+	printf("select_fresh: %d r %d w %d stdin %d\n", n, FD_ISSET(c, &r), FD_ISSET(c, &w),
+	       FD_ISSET(0, &r));
+	send(s, "x", 1, 0);
+	poll1(c, POLLIN, 2000);
+	FD_ZERO(&r);
+	FD_SET(c, &r);
+	tv.tv_sec = 1;
+	n = select(c + 1, &r, NULL, NULL, &tv);
+	printf("select_readable: %d r %d\n", n, FD_ISSET(c, &r));
+	close(c);
+	close(s);
+	close(l);
+}
+
+static void check_epoll(void)
+{
+	int l, c, s, ep, n, pfd[2];
+	struct epoll_event ev = { 0 }, out[4];
+	char buf[8];
+
+	pair(&l, &c, &s);
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (pipe(pfd))
+		return;
+	ev.events = EPOLLIN;
+	ev.data.u32 = 1;
+	printf("epoll_add: %s\n", rv(epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev)));
+	printf("epoll_add_again: %s\n", rv(epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev)));
+	ev.data.u32 = 2;
+	epoll_ctl(ep, EPOLL_CTL_ADD, pfd[0], &ev);
+	printf("epoll_wait_empty: %s\n", rv(epoll_wait(ep, out, 4, 0)));
+	send(s, "x", 1, 0);
+	n = epoll_wait(ep, out, 4, 2000);
+	printf("epoll_wait_data: %d data %u events %s\n", n, n > 0 ? out[0].data.u32 : 0,
+	       n > 0 ? evs((short)out[0].events) : "-");
+	printf("epoll_level_again: %d\n", epoll_wait(ep, out, 4, 0));
+	if (write(pfd[1], "p", 1) != 1)
+		return;
+	n = epoll_wait(ep, out, 4, 1000);
+	printf("epoll_mixed: %d\n", n);
+	if (read(pfd[0], buf, 1) != 1)
+		return;
+	ev.events = EPOLLIN | EPOLLET;
+	ev.data.u32 = 1;
+	printf("epoll_mod_et: %s\n", rv(epoll_ctl(ep, EPOLL_CTL_MOD, c, &ev)));
+	n = epoll_wait(ep, out, 4, 1000);
+	printf("epoll_et_first: %d\n", n);
+	printf("epoll_et_again: %d\n", epoll_wait(ep, out, 4, 0));
+	send(s, "y", 1, 0);
+	n = epoll_wait(ep, out, 4, 2000);
+	printf("epoll_et_new_data: %d\n", n);
+	printf("epoll_del: %s\n", rv(epoll_ctl(ep, EPOLL_CTL_DEL, c, NULL)));
+	printf("epoll_del_again: %s\n", rv(epoll_ctl(ep, EPOLL_CTL_DEL, c, NULL)));
+	printf("epoll_after_del: %d\n", epoll_wait(ep, out, 4, 0));
+	close(ep);
+	close(pfd[0]);
+	close(pfd[1]);
+	close(c);
+	close(s);
+	close(l);
+}
+
+static void check_udp(void)
+{
+	int a = socket(AF_INET, SOCK_DGRAM, 0), b = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in sa = lo(0), from;
+	socklen_t fl = sizeof(from);
+	char big[100], buf[16];
+	struct msghdr m = { 0 };
+	struct iovec io = { buf, 10 };
+	long r;
+
+	memset(big, 'u', sizeof(big));
+	bind(a, (struct sockaddr *)&sa, sizeof(sa));
+	sa = lo(port_of(a));
+	printf("udp_recv_empty: %s\n", rv(recv(a, buf, sizeof(buf), MSG_DONTWAIT)));
+	printf("udp_send_unconnected_no_dest: %s\n", rv(send(b, "x", 1, 0)));
+	printf("udp_sendto: %s\n", rv(sendto(b, "hello", 5, 0, (struct sockaddr *)&sa, sizeof(sa))));
+	poll1(a, POLLIN, 2000);
+	memset(buf, 0, sizeof(buf));
+	r = recvfrom(a, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl);
+	printf("udp_recvfrom: %s %s from_is_b %d len %u\n", rv(r), buf,
+	       ntohs(from.sin_port) == port_of(b), fl);
+	sendto(b, big, sizeof(big), 0, (struct sockaddr *)&sa, sizeof(sa));
+	poll1(a, POLLIN, 2000);
+	m.msg_iov = &io;
+	m.msg_iovlen = 1;
+	r = recvmsg(a, &m, 0);
+	printf("udp_recvmsg_trunc: %s trunc %d\n", rv(r), (m.msg_flags & MSG_TRUNC) != 0);
+	printf("udp_connect: %s\n", rv(connect(b, (struct sockaddr *)&sa, sizeof(sa))));
+	printf("udp_send_connected: %s\n", rv(send(b, "abc", 3, 0)));
+	poll1(a, POLLIN, 2000);
+	printf("udp_recv: %s\n", rv(recv(a, buf, sizeof(buf), 0)));
+	{
+		struct mmsghdr mv[3];
+		struct iovec iv[3];
+		char mb[3][8];
+
+		memset(mv, 0, sizeof(mv));
+		for (int i = 0; i < 3; i++) {
+			iv[i].iov_base = mb[i];
+			iv[i].iov_len = sizeof(mb[i]);
+			mv[i].msg_hdr.msg_iov = &iv[i];
+			mv[i].msg_hdr.msg_iovlen = 1;
+		}
+		memcpy(mb[0], "one", 3);
+		memcpy(mb[1], "two22", 5);
+		iv[0].iov_len = 3;
+		iv[1].iov_len = 5;
+		r = sendmmsg(b, mv, 2, 0);
+		printf("udp_sendmmsg: %s lens %u %u\n", rv(r), mv[0].msg_len, mv[1].msg_len);
+		poll1(a, POLLIN, 2000);
+		for (int i = 0; i < 50; i++) {	/* both queued (the kernel's may lag) */
+			int q = 0;
+
+			if (recv(a, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT) > 0 &&
+			    !ioctl(a, FIONREAD, &q) && q > 0)
+				break;
+			usleep(2000);
+		}
+		usleep(20000);
+		iv[0].iov_len = iv[1].iov_len = 8;
+		r = recvmmsg(a, mv, 3, MSG_WAITFORONE, NULL);
+		printf("udp_recvmmsg: %s lens %u %u\n", rv(r), mv[0].msg_len, mv[1].msg_len);
+	}
+	close(a);
+	close(b);
+}
+
+static void check_nonblock_fill(void)
+{
+	int l, c, s, got_eagain = 0;
+	static char chunk[65536];
+	long total = 0, r;
+
+	pair(&l, &c, &s);
+	fcntl(c, F_SETFL, O_NONBLOCK);
+	for (int i = 0; i < 4096; i++) {
+		r = send(c, chunk, sizeof(chunk), 0);
+		if (r < 0) {
+			got_eagain = errno == EAGAIN;
+			break;
+		}
+		total += r;
+	}
+	printf("nonblock_fill_ends_in_eagain: %d some_sent %d\n", got_eagain, total > 0);
+	printf("poll_full: %s\n", evs(poll1(c, POLLOUT, 0)));
+	close(c);
+	close(s);
+	close(l);
+}
+
+static void check_sendfile(void)
+{
+	char path[] = "/tmp/conform-XXXXXX", data[10000], got[6000];
+	int f = mkstemp(path), l, c, s;
+	off_t off = 100;
+	long r, n;
+
+	for (int i = 0; i < (int)sizeof(data); i++)
+		data[i] = (char)(i * 7 + i / 251);
+	if (f < 0 || write(f, data, sizeof(data)) != (ssize_t)sizeof(data))
+		return;
+	unlink(path);
+	pair(&l, &c, &s);
+	r = sendfile(s, f, &off, 5000);
+	printf("sendfile_offset: %s off %ld\n", rv(r), (long)off);
+	n = recv(c, got, 5000, MSG_WAITALL);
+	printf("sendfile_offset_data: %ld same %d\n", n, !memcmp(got, data + 100, 5000));
+	lseek(f, 0, SEEK_SET);
+	r = sendfile(s, f, NULL, 10);
+	printf("sendfile_pos: %s pos %ld\n", rv(r), (long)lseek(f, 0, SEEK_CUR));
+	n = recv(c, got, 10, MSG_WAITALL);
+	printf("sendfile_pos_data: %ld same %d\n", n, !memcmp(got, data, 10));
+	close(f);
+	close(c);
+	close(s);
+	close(l);
+}
+
+/* close_range(2) closes Sluice sockets too: the peer sees the end. */
+static void check_close_range(void)
+{
+	int l, c, s;
+	char b;
+
+	pair(&l, &c, &s);
+	printf("close_range: %s\n", rv(close_range((unsigned int)s, (unsigned int)s, 0)));
+	printf("close_range_peer_eof: %s\n", evs(poll1(c, POLLIN, 2000)));
+	printf("close_range_peer_recv: %s\n", rv(recv(c, &b, 1, 0)));
+	printf("close_range_fd_gone: %s\n", rv(send(s, "x", 1, MSG_NOSIGNAL)));
+	close(c);
+	close(l);
+}
+
+static void *much_later_send(void *arg)
+{
+	usleep(200000);
+	send(*(int *)arg, "def", 3, 0);
+	return NULL;
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+static void alarm_in_50ms(void)
+{
+	struct itimerval it = { { 0, 0 }, { 0, 50000 } };
+
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+/* A handler without SA_RESTART ends blocking calls with EINTR; with
+ * SA_RESTART a blocking recv goes on (and poll still ends). */
+static void check_signals(void)
+{
+	struct sigaction sa, old;
+	struct pollfd p;
+	int l, c, s;
+	char buf[8];
+	pthread_t t;
+	long r;
+
+	pair(&l, &c, &s);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, &old);
+	alarm_in_50ms();
+	r = recv(c, buf, sizeof(buf), 0);
+	printf("eintr_recv: %s\n", rv(r));
+	alarm_in_50ms();
+	r = accept(l, NULL, NULL);
+	printf("eintr_accept: %s\n", rv(r));
+	p.fd = c;
+	p.events = POLLIN;
+	alarm_in_50ms();
+	r = poll(&p, 1, 5000);
+	printf("eintr_poll: %s\n", rv(r));
+	sigaction(SIGALRM, NULL, &old);
+	printf("sigaction_reports_own_handler: %d\n", old.sa_handler == on_alarm);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	alarm_in_50ms();
+	r = poll(&p, 1, 5000);
+	printf("eintr_poll_sa_restart: %s\n", rv(r));
+	pthread_create(&t, NULL, much_later_send, &s);	/* "def" after 200 ms */
+	alarm_in_50ms();
+	memset(buf, 0, sizeof(buf));
+	r = recv(c, buf, sizeof(buf), 0);
+	printf("sa_restart_recv_goes_on: %s %s\n", rv(r), buf);
+	pthread_join(t, NULL);
+	signal(SIGALRM, SIG_DFL);
+	close(c);
+	close(s);
+	close(l);
+}
+
+/* Lengths the compiler cannot see, so _FORTIFY_SOURCE calls the checked
+ * entry points (__recv_chk, __recvfrom_chk, __read_chk, __poll_chk). */
+static volatile size_t two = 2;
+
+static void check_fortified(void)
+{
+	int l, c, s;
+	char buf[8] = { 0 };
+	struct pollfd p[1];
+	long r;
+
+	pair(&l, &c, &s);
+	send(s, "abcdef", 6, 0);
+	p[0].fd = c;
+	p[0].events = POLLIN;
+	r = poll(p, two / 2, 2000);
+	printf("chk_poll: %s %s\n", rv(r), evs(p[0].revents));
+	r = recv(c, buf, two, 0);
+	printf("chk_recv: %s %s\n", rv(r), buf);
+	r = read(c, buf, two);
+	printf("chk_read: %s %.2s\n", rv(r), buf);
+	r = recvfrom(c, buf, two, 0, NULL, NULL);
+	printf("chk_recvfrom: %s %.2s\n", rv(r), buf);
+	close(c);
+	close(s);
+	close(l);
+}
+
+int main(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct stat st;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	fstat(fd, &st);
+	printf("# backend: %s\n", S_ISSOCK(st.st_mode) ? "kernel" : "sluice");
+	close(fd);
+	check_socket_basics();
+	check_options();
+	check_connect();
+	check_nonblocking();
+	check_data();
+	check_waitall();
+	check_timeout();
+	check_shutdown();
+	check_epipe();
+	check_connected_again();
+	check_rebind();
+	check_accept4();
+	check_dup();
+	check_fork();
+	check_select();
+	check_epoll();
+	check_udp();
+	check_nonblock_fill();
+	check_fortified();
+	check_sendfile();
+	check_close_range();
+	check_signals();
+	printf("# done\n");
+	return 0;
+}

@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * sluice run [--stack NAME] [--profile latency|throughput] [--spin US]
+ *            [--tap IFNAME --addr A.B.C.D/LEN [--gateway A.B.C.D]] -- PROGRAM ARGS
+ *   runs PROGRAM with libsluice-preload.so: its IPv4 TCP and UDP sockets
+ *   live on stack NAME (created here if it does not exist).
+ * sluice fds NAME
+ *   which fds of which processes are sockets of stack NAME.
+ */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sluice/sluice.h>
+
+#include "run.h"
+
+#define PRELOAD_NAME	"libsluice-preload.so"
+
+/* Next to the tool (build/tools/sluice -> build/), beside it, or installed. */
+static int find_preload(char *out, size_t len)
+{
+	static const char *const rel[] = { "/../" PRELOAD_NAME, "/" PRELOAD_NAME,
+					   "/../lib/sluice/" PRELOAD_NAME };
+	static const char *const abs_[] = { "/usr/local/lib/sluice/" PRELOAD_NAME,
+					    "/usr/lib/sluice/" PRELOAD_NAME };
+	char exe[PATH_MAX], *slash, cand[PATH_MAX + 64];
+	const char *env = getenv("SLUICE_PRELOAD_LIB");
+	ssize_t n;
+
+	if (env && *env) {
+		snprintf(out, len, "%s", env);
+		return access(out, R_OK) ? -errno : 0;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash)
+			*slash = '\0';
+		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+			snprintf(cand, sizeof(cand), "%s%s", exe, rel[i]);
+			if (!access(cand, R_OK) && realpath(cand, out))
+				return 0;
+		}
+	}
+	for (size_t i = 0; i < sizeof(abs_) / sizeof(abs_[0]); i++)
+		if (!access(abs_[i], R_OK)) {
+			snprintf(out, len, "%s", abs_[i]);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+static void run_usage(void)
+{
+	fprintf(stderr,
+		"usage: sluice run [--stack NAME] [--profile latency|throughput] [--spin US]\n"
+		"                  [--tap IFNAME --addr A.B.C.D/LEN [--gateway A.B.C.D]] [--debug]\n"
+		"                  -- PROGRAM [ARGS...]\n");
+}
+
+/* Create the stack now (the library would on first use) so the address
+ * configuration given here is the one it gets. */
+static int ensure_stack(const char *name, const char *addr, const char *gw)
+{
+	struct sluice_stack_config cfg = { 0 };
+	struct sluice_stack *st;
+	char buf[32], *slash;
+	struct in_addr a;
+	long plen = 24;
+	int ret;
+
+	ret = sluice_stack_attach(name, &st);
+	if (!ret) {
+		sluice_stack_close(st);
+		return 0;
+	}
+	if (ret != -ENOENT)
+		return ret;
+	/* The library's sizes for stacks it creates itself (init.c). */
+	cfg.max_sockets = getenv("SLUICE_MAX_SOCKETS") ?
+			  (uint32_t)strtoul(getenv("SLUICE_MAX_SOCKETS"), NULL, 10) : 8192;
+	if (getenv("SLUICE_BUFS"))
+		cfg.n_bufs = (uint32_t)strtoul(getenv("SLUICE_BUFS"), NULL, 10);
+	if (addr) {
+		snprintf(buf, sizeof(buf), "%s", addr);
+		slash = strchr(buf, '/');
+		if (slash) {
+			*slash = '\0';
+			plen = strtol(slash + 1, NULL, 10);
+		}
+		if (!inet_aton(buf, &a) || plen < 1 || plen > 32)
+			return -EINVAL;
+		cfg.ip_addr = a.s_addr;
+		cfg.ip_mask = htonl(plen == 32 ? 0xffffffffu : ~(0xffffffffu >> plen));
+	}
+	if (gw) {
+		if (!inet_aton(gw, &a))
+			return -EINVAL;
+		cfg.ip_gateway = a.s_addr;
+	}
+	ret = sluice_stack_create(name, &cfg, &st);
+	if (ret == -EEXIST)
+		return 0;
+	if (ret)
+		return ret;
+	/* The region stays (in /dev/shm, or held by the programs that attach
+	 * to it in the module) after we let go. */
+	sluice_stack_close(st);
+	return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	const char *stack = getenv("SLUICE_STACK"), *profile = NULL, *spin = NULL;
+	const char *tap = NULL, *addr = NULL, *gw = NULL;
+	char lib[PATH_MAX], name[SLUICE_NAME_MAX], *pre;
+	const char *old;
+	int i, ret;
+
+	for (i = 2; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (a[0] != '-')
+			break;
+		if (!strcmp(a, "--debug")) {
+			setenv("SLUICE_DEBUG", "1", 1);
+			continue;
+		}
+		if (i + 1 >= argc) {
+			run_usage();
+			return 2;
+		}
+		if (!strcmp(a, "--stack"))
+			stack = argv[++i];
+		else if (!strcmp(a, "--profile"))
+			profile = argv[++i];
+		else if (!strcmp(a, "--spin"))
+			spin = argv[++i];
+		else if (!strcmp(a, "--tap"))
+			tap = argv[++i];
+		else if (!strcmp(a, "--addr"))
+			addr = argv[++i];
+		else if (!strcmp(a, "--gateway"))
+			gw = argv[++i];
+		else {
+			fprintf(stderr, "sluice run: unknown option '%s'\n", a);
+			run_usage();
+			return 2;
+		}
+	}
+	if (i >= argc) {
+		run_usage();
+		return 2;
+	}
+	/* Profiles, as Onload's and VMA's: how long blocking calls and
+	 * epoll busy-poll before they sleep. */
+	if (profile && !strcmp(profile, "latency"))
+		setenv("SLUICE_SPIN_US", "100000", 1);
+	else if (profile && !strcmp(profile, "throughput"))
+		setenv("SLUICE_SPIN_US", "20", 1);
+	else if (profile) {
+		fprintf(stderr, "sluice run: unknown profile '%s' (latency, throughput)\n", profile);
+		return 2;
+	}
+	if (spin)
+		setenv("SLUICE_SPIN_US", spin, 1);
+	if (!stack || !*stack) {
+		snprintf(name, sizeof(name), "sluice-%u", (unsigned int)getuid());
+		stack = name;
+	}
+	setenv("SLUICE_STACK", stack, 1);
+	if (tap)
+		setenv("SLUICE_TAP", tap, 1);
+	if (addr)
+		setenv("SLUICE_ADDR", addr, 1);
+	if (gw)
+		setenv("SLUICE_GATEWAY", gw, 1);
+	ret = find_preload(lib, sizeof(lib));
+	if (ret) {
+		fprintf(stderr, "sluice run: %s not found next to the tool or installed "
+			"(set SLUICE_PRELOAD_LIB)\n", PRELOAD_NAME);
+		return 1;
+	}
+	ret = ensure_stack(stack, addr, gw);
+	if (ret) {
+		fprintf(stderr, "sluice run: stack '%s': %s\n", stack, strerror(-ret));
+		return 1;
+	}
+	old = getenv("LD_PRELOAD");
+	if (old && *old) {
+		pre = malloc(strlen(lib) + strlen(old) + 2);
+		if (!pre)
+			return 1;
+		sprintf(pre, "%s:%s", lib, old);
+		setenv("LD_PRELOAD", pre, 1);
+		free(pre);
+	} else {
+		setenv("LD_PRELOAD", lib, 1);
+	}
+	execvp(argv[i], argv + i);
+	fprintf(stderr, "sluice run: %s: %s\n", argv[i], strerror(errno));
+	return 127;
+}
+
+/* One line per fd that holds a placeholder of stack name (fdtable.c):
+ * the socket index is the file position. */
+int cmd_fds(const char *name)
+{
+	char want[96], path[600], link[128], line[128];
+	struct dirent *p, *f;
+	DIR *proc, *fdd;
+	int rows = 0;
+
+	snprintf(want, sizeof(want), "/dev/shm/sluicefd-%s", name);
+	proc = opendir("/proc");
+	if (!proc) {
+		perror("sluice: /proc");
+		return 1;
+	}
+	printf("%8s %5s %6s  %s\n", "PID", "FD", "SOCKET", "COMMAND");
+	while ((p = readdir(proc))) {
+		char comm[64] = "?";
+		FILE *c;
+
+		if (p->d_name[0] < '0' || p->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/fd", p->d_name);
+		fdd = opendir(path);
+		if (!fdd)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", p->d_name);
+		c = fopen(path, "re");
+		if (c) {
+			if (fgets(comm, sizeof(comm), c))
+				comm[strcspn(comm, "\n")] = '\0';
+			fclose(c);
+		}
+		while ((f = readdir(fdd))) {
+			ssize_t n;
+			FILE *info;
+			long pos = -1;
+
+			if (f->d_name[0] < '0' || f->d_name[0] > '9')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%s/fd/%s", p->d_name, f->d_name);
+			n = readlink(path, link, sizeof(link) - 1);
+			if (n <= 0)
+				continue;
+			link[n] = '\0';
+			if (strcmp(link, want))
+				continue;
+			snprintf(path, sizeof(path), "/proc/%s/fdinfo/%s", p->d_name, f->d_name);
+			info = fopen(path, "re");
+			while (info && fgets(line, sizeof(line), info))
+				if (!strncmp(line, "pos:", 4))
+					pos = strtol(line + 4, NULL, 10);
+			if (info)
+				fclose(info);
+			printf("%8s %5s %6ld  %s\n", p->d_name, f->d_name, pos, comm);
+			rows++;
+		}
+		closedir(fdd);
+	}
+	closedir(proc);
+	return 0;
+}
