@@ -196,6 +196,8 @@ fi
 # netem's losses happen in the qdisc, below what these count.
 echo "# drops: rx ring full $(kctr rx_drop_ring), no fill buffer $(kctr rx_drop_fill)," \
 	"device refused $(kctr tx_drop)"
+k=$(kctr kicks) v=$(kctr tx_packets)
+check "tx kicks are batched ($k kicks for $v packets)" [ $(( ${k:-0} * 2 )) -lt "${v:-0}" -a "${k:-0}" -gt 0 ]
 v=$(kctr rx_packets)
 check "the module steered packets to the rings (rx_packets $v)" [ "${v:-0}" -gt 1000 ]
 v=$(grep -c 'module filter [0-9]*: udp' $dump)
