@@ -5,15 +5,16 @@
 # rings (kring), against the Linux kernel's own stack in a network
 # namespace this script creates and deletes.  Prints TAP.
 #
-#   VM root namespace                               netns slk-peer
-#   +--------------------------------------+        +------------------------+
-#   | kernel: 10.77.0.1/24 on slk0          |        |                        |
-#   |   answers ARP and ping, owns every    |  veth  | slk1 10.77.0.2/24      |
-#   |   port Sluice has not filtered   slk0 +========+ Linux kernel stack:    |
-#   | Sluice stack "kr" on slk0 (kring),   |        |   kpeer (clients and   |
-#   |   sharing 10.77.0.1: kring_peer      |        |   echo server), ping,  |
-#   |   echo server on port 7, clients     |        |   netem on slk1        |
-#   +--------------------------------------+        +------------------------+
+#   VM root namespace                            netns slk-peer
+#   +-------------------------------------+      +------------------------+
+#   | kernel: 10.77.0.1/24 on slk0        |      |                        |
+#   |   answers ARP and ping, owns every  | veth | slk1 10.77.0.2/24      |
+#   |   port Sluice has not filtered slk0 +======+ Linux kernel stack:    |
+#   | Sluice stack "kr" on slk0 (kring),  |      |   kpeer (clients and   |
+#   |   sharing 10.77.0.1: kring_peer     |      |   echo server), ping   |
+#   |   echo server on port 7, clients    |      |                        |
+#   +-------------------------------------+      +------------------------+
+#     netem (3% loss) on both veth ends for the loss-recovery checks
 #
 #   devgone: a second stack "kg" on veth slkg0 (peer slkg1), whose device
 #   is deleted under it.
