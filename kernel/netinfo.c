@@ -14,6 +14,7 @@
 #include <linux/netdevice.h>
 #include <linux/nsproxy.h>
 #include <linux/sched.h>
+#include <linux/seq_file.h>
 #include <linux/string.h>
 #include <net/arp.h>
 #include <net/neighbour.h>
@@ -157,4 +158,77 @@ int sluice_ioc_neigh_resolve(struct file *file, void __user *uarg)
 	if (ret)
 		return ret;
 	return sluice_arg_out(uarg, &res, sizeof(res));
+}
+
+/* The kernel's neighbour states, most telling bit first. */
+static const char *sluice_nud_name(u8 state)
+{
+	if (state & NUD_PERMANENT)
+		return "permanent";
+	if (state & NUD_NOARP)
+		return "noarp";
+	if (state & NUD_REACHABLE)
+		return "reachable";
+	if (state & NUD_STALE)
+		return "stale";
+	if (state & NUD_DELAY)
+		return "delay";
+	if (state & NUD_PROBE)
+		return "probe";
+	if (state & NUD_INCOMPLETE)
+		return "incomplete";
+	if (state & NUD_FAILED)
+		return "failed";
+	return "none";
+}
+
+#define SLUICE_NEIGH_SHOW_MAX	256
+
+struct sluice_neigh_dump {
+	struct seq_file *m;
+	const struct net *net;
+	int ifindex;
+	unsigned int shown;
+	unsigned int more;
+};
+
+static void sluice_neigh_dump_one(struct neighbour *n, void *cookie)
+{
+	struct sluice_neigh_dump *d = cookie;
+	char ha[MAX_ADDR_LEN];
+	unsigned int len;
+
+	if (n->dev->ifindex != d->ifindex || !net_eq(dev_net(n->dev), d->net))
+		return;
+	if (d->shown >= SLUICE_NEIGH_SHOW_MAX) {
+		d->more++;
+		return;
+	}
+	d->shown++;
+	len = min_t(unsigned int, n->dev->addr_len, sizeof(ha));
+	neigh_ha_snapshot(ha, n, n->dev);
+	seq_printf(d->m, "    %pI4 %*phC %s\n", n->primary_key, len, ha,
+		   sluice_nud_name(READ_ONCE(n->nud_state)));
+}
+
+/**
+ * sluice_neigh_show - the neighbour cache a stack's traffic goes through
+ * @m:		the stack's debugfs file
+ * @st:		the stack
+ *
+ * The kernel's ARP table entries on the stack's device: NEIGH_RESOLVE
+ * answers from them and the kring tx path sends through them.
+ */
+void sluice_neigh_show(struct seq_file *m, struct sluice_stack *st)
+{
+	struct sluice_neigh_dump d = {
+		.m = m, .net = st->net, .ifindex = st->ifindex,
+	};
+
+	if (!st->ifindex)
+		return;
+	seq_puts(m, "  neighbours (kernel ARP table, this device):\n");
+	neigh_for_each(&arp_tbl, sluice_neigh_dump_one, &d);
+	if (d.more)
+		seq_printf(m, "    ... %u more\n", d.more);
 }

@@ -90,6 +90,7 @@ struct sluice_stack {
 	struct user_struct *locked_user; /* charged region_size, or NULL */
 	atomic_t maps;			/* vmas mapping the region or rings */
 	/* The buffer pool as created (validated), never read from the region. */
+	u32 max_sockets;
 	u32 n_bufs;
 	u32 buf_size;
 	u64 bufdata_off;
@@ -172,6 +173,7 @@ void sluice_filter_debugfs_init(struct dentry *root);
 /* netinfo.c: interface information and neighbour resolution */
 int sluice_ioc_ifinfo(struct file *file, void __user *uarg);
 int sluice_ioc_neigh_resolve(struct file *file, void __user *uarg);
+void sluice_neigh_show(struct seq_file *m, struct sluice_stack *st);
 
 /* layout.c: the region layout user space asks for */
 bool sluice_name_ok(const char name[SLUICE_NAME_MAX]);

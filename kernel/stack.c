@@ -211,6 +211,7 @@ static struct sluice_stack *sluice_stack_alloc(const struct sluice_stack_create 
 	st->net = get_net(net);
 	st->creator = current_euid();
 	st->ifindex = c->ifindex;
+	st->max_sockets = c->max_sockets;
 	st->n_bufs = c->n_bufs;
 	st->buf_size = c->buf_size;
 	st->bufdata_off = c->bufdata_off;

@@ -101,6 +101,19 @@ static ssize_t region_size_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%zu\n", to_stack(kobj)->region_size);
 }
 
+/*
+ * Sockets in use, as the stack's processes keep count in the region: user
+ * space writes it, so it is only ever shown, capped at the slots created.
+ */
+static ssize_t sockets_show(struct kobject *kobj, struct kobj_attribute *attr,
+			    char *buf)
+{
+	struct sluice_stack *st = to_stack(kobj);
+
+	return sysfs_emit(buf, "%u\n", min(READ_ONCE(st->region->sock_used),
+					    st->max_sockets));
+}
+
 static ssize_t filters_show(struct kobject *kobj, struct kobj_attribute *attr,
 			    char *buf)
 {
@@ -122,6 +135,7 @@ static struct kobj_attribute sluice_attr_owner_uid = __ATTR_RO(owner_uid);
 static struct kobj_attribute sluice_attr_attached = __ATTR_RO(attached);
 static struct kobj_attribute sluice_attr_pids = __ATTR_RO(pids);
 static struct kobj_attribute sluice_attr_region_size = __ATTR_RO(region_size);
+static struct kobj_attribute sluice_attr_sockets = __ATTR_RO(sockets);
 static struct kobj_attribute sluice_attr_filters = __ATTR_RO(filters);
 static struct kobj_attribute sluice_attr_kring = __ATTR_RO(kring);
 
@@ -134,6 +148,7 @@ static struct attribute *sluice_stack_attrs[] = {
 	&sluice_attr_attached.attr,
 	&sluice_attr_pids.attr,
 	&sluice_attr_region_size.attr,
+	&sluice_attr_sockets.attr,
 	&sluice_attr_filters.attr,
 	&sluice_attr_kring.attr,
 	NULL,

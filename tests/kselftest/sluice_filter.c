@@ -1274,6 +1274,7 @@ TEST_F(neigh, argument_rules)
 
 TEST_F_TIMEOUT(neigh, peer_resolves_to_its_mac, 60)
 {
+	static char dump[16384];
 	struct sluice_neigh_resolve r;
 	int i, pending = 0;
 
@@ -1298,6 +1299,10 @@ TEST_F_TIMEOUT(neigh, peer_resolves_to_its_mac, 60)
 	EXPECT_EQ(inet_addr("10.98.0.2"), r.addr);
 	/* The kernel's own table has it too. */
 	EXPECT_EQ(0, sh(IP " neigh show 10.98.0.2 dev sfn0 | grep -q 02:00:00:00:98:02"));
+	/* And the stack's debugfs dump shows the entry it goes through. */
+	ASSERT_LT(0, stack_dump("t_nb", dump, sizeof(dump)));
+	EXPECT_NE(NULL, strstr(dump, "neighbours (kernel ARP table"));
+	EXPECT_NE(NULL, strstr(dump, "10.98.0.2 02:00:00:00:98:02 ")) TH_LOG("%s", dump);
 	/* And asking again is an answer at once. */
 	ASSERT_EQ(0, resolve(self->st, "10.98.0.2", &r));
 	EXPECT_EQ(SLUICE_NEIGH_RES_VALID, r.state);

@@ -1445,9 +1445,10 @@ TEST_F(stack, sysfs_values)
 {
 	const char *attrs[] = {
 		"name", "netns", "ifindex", "ifname", "owner_uid", "attached",
-		"pids", "region_size",
+		"pids", "region_size", "sockets",
 	};
 	struct sluice_stack_create c;
+	struct sluice_region *r;
 	int pipefd[2], fd, fd2;
 	char buf[64], want[64], path[256];
 	struct stat st;
@@ -1474,6 +1475,15 @@ TEST_F(stack, sysfs_values)
 	EXPECT_STREQ("lo", buf);
 	EXPECT_EQ(0, stack_attr_ll("t_sysfs", "owner_uid"));
 	EXPECT_EQ((long long)c.region_size, stack_attr_ll("t_sysfs", "region_size"));
+	/* Sockets: as the region says, never past the slots created. */
+	r = mmap(NULL, c.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, r);
+	EXPECT_EQ(0, stack_attr_ll("t_sysfs", "sockets"));
+	r->sock_used = 3;
+	EXPECT_EQ(3, stack_attr_ll("t_sysfs", "sockets"));
+	r->sock_used = 0xffffffff;
+	EXPECT_EQ(64, stack_attr_ll("t_sysfs", "sockets"));
+	munmap(r, c.region_size);
 
 	/* Processes, not fds: a second fd of ours is still one process. */
 	EXPECT_EQ(1, stack_attr_ll("t_sysfs", "attached"));
