@@ -3,7 +3,8 @@
  * kselftests for stacks in sluice.ko: SLUICE_IOC_STACK_CREATE and its
  * argument and layout rules, SLUICE_IOC_STACK_ATTACH and who may attach,
  * mmap of the region, the lifetime of names and regions (fds, mappings,
- * killed processes, module unload), poll and SLUICE_IOC_STACK_WAKE, and
+ * killed processes, module unload), shared futexes on region words
+ * (between processes, across fork), poll and SLUICE_IOC_STACK_WAKE, and
  * the sysfs and debugfs entries of a stack.
  *
  * Runs as root inside the test VM, loading the module from $SLUICE_KO
