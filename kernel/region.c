@@ -79,7 +79,8 @@ static void sluice_region_put_pages(struct sluice_stack *st, unsigned long n)
  * @st->region_pages.  Process context; may sleep for a long time on a
  * large region (a fatal signal stops it).
  *
- * Return: 0, -ENOMEM, or -EINTR on a fatal signal.
+ * Return: 0, -ENOMEM (no memory, or over a shmem or memcg limit), or
+ * -EINTR on a fatal signal (the caller is dying and never sees it).
  */
 int sluice_region_alloc(struct sluice_stack *st)
 {
@@ -120,8 +121,9 @@ int sluice_region_alloc(struct sluice_stack *st)
 		cond_resched();
 	}
 	/*
-	 * VM_USERMAP: the area may be handed to remap_vmalloc_range(), which
-	 * inserts its pages (all zeroed or ours) into a user vma.
+	 * VM_USERMAP: remap_vmalloc_range() maps only areas marked safe to
+	 * hand to user space; every page of this one is the region's, zeroed
+	 * when made.
 	 */
 	addr = vmap(st->region_pages, n, VM_MAP | VM_USERMAP, PAGE_KERNEL);
 	if (!addr) {

@@ -1307,6 +1307,55 @@ TEST_F(stack, shared_futex_across_fork)
 	EXPECT_FALSE(stack_listed("t_futex_fork"));
 }
 
+/* A /proc/meminfo value in KiB, or -1. */
+static long long meminfo_kb(const char *key)
+{
+	char buf[8192], *p;
+	size_t klen = strlen(key);
+	ssize_t n = read_file("/proc/meminfo", buf, sizeof(buf) - 1);
+
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	for (p = buf; p; p = strchr(p, '\n')) {
+		p += *p == '\n';
+		if (!strncmp(p, key, klen) && p[klen] == ':')
+			return strtoll(p + klen + 1, NULL, 10);
+	}
+	return -1;
+}
+
+/*
+ * The region is shmem memory, all of it allocated at create and kept off
+ * the reclaim lists (Unevictable) until the stack is freed.  A few pages
+ * may sit in per-CPU LRU batches when meminfo is read: 90 % is enough.
+ */
+TEST_F(stack, region_is_unevictable_shmem)
+{
+	long long shmem0, unevict0, shmem1, unevict1, kb;
+	struct sluice_stack_create c;
+	int fd;
+
+	layout(&c, "t_shmem", 16, 4096);	/* 8 MiB of buffers */
+	kb = c.region_size / 1024;
+	shmem0 = meminfo_kb("Shmem");
+	unevict0 = meminfo_kb("Unevictable");
+	ASSERT_LE(0, shmem0);
+	ASSERT_LE(0, unevict0);
+	fd = create(self->dev, &c);
+	ASSERT_LE(0, fd);
+	shmem1 = meminfo_kb("Shmem");
+	unevict1 = meminfo_kb("Unevictable");
+	TH_LOG("region %lld KiB: Shmem +%lld KiB, Unevictable +%lld KiB", kb,
+	       shmem1 - shmem0, unevict1 - unevict0);
+	EXPECT_LE(kb * 9 / 10, shmem1 - shmem0);
+	EXPECT_LE(kb * 9 / 10, unevict1 - unevict0);
+	close(fd);
+	/* Freed with the stack: the file is truncated, its pages gone. */
+	EXPECT_GT(shmem0 + kb / 10, meminfo_kb("Shmem"));
+	EXPECT_GT(unevict0 + kb / 10, meminfo_kb("Unevictable"));
+}
+
 TEST_F(stack, fork_inherits_mapping)
 {
 	struct sluice_stack_create c;
