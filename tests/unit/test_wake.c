@@ -4,7 +4,8 @@
  * asleep for the stack lock takes to get it once the holder lets go; how
  * often such a waiter wakes while the lock stays held (a futex sleeper
  * wakes only for its liveness check, a napping one every 50 us); how long
- * a process asleep in recv takes to wake once another sends to it.  Runs
+ * a process asleep in recv takes to wake once another sends to it, with
+ * no link (a futex sleeper) and with a link fd to watch.  Runs
  * on whatever region the stack gets: the module's when it is loaded
  * (tests/vm/lib_on_module.sh), /dev/shm otherwise.  Timings are printed
  * (machines are noisy, TCG in the VM slower still); the assertions are
@@ -263,6 +264,106 @@ static void test_sleeper_wakeup(void)
 	fx_destroy(s);
 }
 
+/* A link with an fd that never becomes readable, and nothing to send. */
+struct idle_link {
+	struct sl_link link;
+	int fd;
+};
+
+static int idle_tx(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint32_t nh)
+{
+	(void)l, (void)s, (void)idx, (void)nh;
+	return -ENETDOWN;
+}
+
+static int idle_fd(struct sl_link *l)
+{
+	return ((struct idle_link *)l)->fd;
+}
+
+static const struct sl_link_ops idle_ops = { .name = "idle", .tx = idle_tx, .fd = idle_fd };
+
+/*
+ * The same with a sleeper that has a link fd to watch: on a module's stack
+ * it sleeps in poll on the stack fd and that fd together, counted in
+ * poll_sleepers, and the waker must signal the stack fd (else it sleeps
+ * out the 10 ms cap).  Without the module it polls the link fd in 2 ms
+ * slices (nothing can wake it early): only the count is asserted there.
+ */
+static void test_sleeper_with_link_wakeup(void)
+{
+	struct sl_stack *s = fx_stack("wakelnk", "10.0.0.1", NULL);
+	struct sockaddr_in u = { .sin_family = AF_INET, .sin_port = htons(7601) };
+	int us, tx, back[2], idle[2], n = 0, pollers = -1;
+	double lat[ROUNDS], t0, t1;
+	pid_t pid;
+
+	sluice_stack_set_clock(ST(s), NULL, NULL);
+	u.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	us = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
+	tx = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
+	tap_eq(sluice_bind(ST(s), us, &u), 0, "a UDP socket for the sleeper with a link");
+	if (pipe(back) || pipe(idle)) {
+		tap_ok(0, "pipes");
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		struct idle_link l = { .link = { .ops = &idle_ops, .mtu = 1500 }, .fd = idle[0] };
+		char b[8];
+
+		s->link = &l.link;	/* this process's handle only */
+		sluice_stack_set_spin(ST(s), 0);
+		for (int i = 0; i < ROUNDS; i++) {
+			if (sluice_recv(ST(s), us, b, sizeof(b), 0) != 4)
+				_exit(1);
+			t1 = now_us();
+			if (write(back[1], &t1, sizeof(t1)) != sizeof(t1))
+				_exit(2);
+		}
+		s->link = NULL;
+		_exit(0);
+	}
+	for (int i = 0; i < ROUNDS; i++) {
+		int waited = 0;
+
+		while (!s->r->sleepers && waited++ < 2000)
+			sleep_ms(1);
+		if (!s->r->sleepers)
+			break;
+		if (!i)
+			pollers = (int)s->r->poll_sleepers;
+		sleep_ms(2);
+		t0 = now_us();
+		if (sluice_sendto(ST(s), tx, "wake", 4, 0, &u) != 4 ||
+		    read(back[0], &t1, sizeof(t1)) != sizeof(t1))
+			break;
+		lat[n++] = t1 - t0;
+	}
+	tap_eq(wait_child(pid), 0, "the sleeper with a link received every datagram");
+	tap_eq(n, ROUNDS, "every round woke it");
+	tap_ok(pollers == (s->module_backed ? 1 : 0),
+	       "it counted in poll_sleepers only on a module's stack (%s: %d)",
+	       s->module_backed ? "module" : "/dev/shm", pollers);
+	if (n) {
+		double med = report(s->module_backed ?
+				    "wakeup of a sleeper in recv with a link (stack fd)" :
+				    "wakeup of a sleeper in recv with a link (2 ms slices)", lat, n);
+
+		if (s->module_backed)
+			tap_ok(med < 5000, "the stack fd was signalled, not timed out (median %.0f us)",
+			       med);
+	}
+	tap_eq(s->r->poll_sleepers, 0, "no pollers left");
+	sluice_close(ST(s), us);
+	sluice_close(ST(s), tx);
+	close(back[0]);
+	close(back[1]);
+	close(idle[0]);
+	close(idle[1]);
+	fx_destroy(s);
+}
+
 static void test_region_keys_futexes(void)
 {
 	const char *want = getenv("SLUICE_EXPECT_FUTEX");
@@ -283,5 +384,6 @@ int main(void)
 	test_lock_handover();
 	test_lock_waiter_sleeps();
 	test_sleeper_wakeup();
+	test_sleeper_with_link_wakeup();
 	return tap_done();
 }
