@@ -18,6 +18,7 @@ struct dentry;
 struct file;
 struct kobject;
 struct net;
+struct page;
 struct seq_file;
 struct sluice_stack_filters;
 struct sluice_kring_state;
@@ -85,8 +86,15 @@ struct sluice_stack {
 	kuid_t creator;
 	u32 ifindex;
 
-	struct sluice_region *region;	/* vmalloc_user(), region_size bytes */
+	/*
+	 * The region (region.c): region_size bytes of shmem pages, held for
+	 * the stack's life; @region is their kernel mapping (vmap), usable
+	 * in atomic context until the stack is freed.
+	 */
+	struct sluice_region *region;
 	size_t region_size;
+	struct file *region_file;	/* the shmem file that owns the pages */
+	struct page **region_pages;	/* region_size >> PAGE_SHIFT, held */
 	struct user_struct *locked_user; /* charged region_size, or NULL */
 	atomic_t maps;			/* vmas mapping the region or rings */
 	/* The buffer pool as created (validated), never read from the region. */
@@ -174,6 +182,11 @@ void sluice_filter_debugfs_init(struct dentry *root);
 int sluice_ioc_ifinfo(struct file *file, void __user *uarg);
 int sluice_ioc_neigh_resolve(struct file *file, void __user *uarg);
 void sluice_neigh_show(struct seq_file *m, struct sluice_stack *st);
+
+/* region.c: a stack's region (shmem pages, pinned, vmapped) */
+int sluice_region_alloc(struct sluice_stack *st);
+void sluice_region_free(struct sluice_stack *st);
+int sluice_region_mmap(struct sluice_stack *st, struct vm_area_struct *vma);
 
 /* layout.c: the region layout user space asks for */
 bool sluice_name_ok(const char name[SLUICE_NAME_MAX]);

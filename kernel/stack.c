@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Stacks: creating one (its region allocated and pinned here), attaching
+ * Stacks: creating one (its region pinned by region.c), attaching
  * to one by name, and the stack fd: mmap of the region, poll and the wake
  * ioctl, and the bookkeeping of which processes hold the stack.
  *
@@ -28,7 +28,6 @@
 #include <linux/sched/user.h>
 #include <linux/slab.h>
 #include <linux/string.h>
-#include <linux/vmalloc.h>
 #include <net/net_namespace.h>
 
 #include "sluice.h"
@@ -107,7 +106,7 @@ static void sluice_stack_free(struct kref *ref)
 	WARN_ON_ONCE(!list_empty(&st->procs) || st->files ||
 		     atomic_read(&st->maps));
 	sluice_kring_free(st);
-	vfree(st->region);
+	sluice_region_free(st);
 	sluice_stack_uncharge(st);
 	put_net(st->net);
 	mutex_destroy(&st->lock);
@@ -195,11 +194,9 @@ static struct sluice_stack *sluice_stack_alloc(const struct sluice_stack_create 
 	ret = sluice_stack_charge(st);
 	if (ret)
 		goto err_free;
-	st->region = vmalloc_user(c->region_size);
-	if (!st->region) {
-		ret = -ENOMEM;
+	ret = sluice_region_alloc(st);
+	if (ret)
 		goto err_uncharge;
-	}
 	kref_init(&st->ref);
 	INIT_LIST_HEAD(&st->node);
 	memcpy(st->name, c->name, sizeof(st->name));
@@ -350,20 +347,15 @@ static int sluice_stack_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct sluice_stack_file *sf = file->private_data;
 	struct sluice_stack *st = sf->st;
-	unsigned long len = vma->vm_end - vma->vm_start;
 	int ret;
 
 	/* A private copy of shared stack state is never what anyone means. */
 	if (!(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;
-	if (vma->vm_pgoff == SLUICE_MMAP_KRING >> PAGE_SHIFT) {
+	if (vma->vm_pgoff == SLUICE_MMAP_KRING >> PAGE_SHIFT)
 		ret = sluice_kring_mmap(st, vma);
-	} else {
-		if (vma->vm_pgoff || len > st->region_size)
-			return -EINVAL;
-		/* Sets VM_DONTEXPAND | VM_DONTDUMP, so mremap cannot grow it. */
-		ret = remap_vmalloc_range(vma, st->region, 0);
-	}
+	else
+		ret = sluice_region_mmap(st, vma);
 	if (ret)
 		return ret;
 	vma->vm_private_data = st;

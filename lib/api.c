@@ -261,12 +261,6 @@ static long futex_wait(uint32_t *w, uint32_t val, int ms)
 	return syscall(SYS_futex, w, FUTEX_WAIT, val, &ts, NULL, 0);
 }
 
-/*
- * Sleep until something may have changed.  With a link fd, poll(2) on it in
- * slices (another process may take in what we wait for, and nothing can
- * wake a poll on our fd then).  Without one, a futex wait on the stack's
- * wake sequence, which sl_sock_wake() bumps while anyone sleeps.
- */
 /* The module's wake sequence of a module-backed stack (uapi
  * struct sluice_stack_wake); ARM with seq, or just read it. */
 static uint32_t module_wake(struct sl_stack *s, uint32_t flags, uint32_t seq)
@@ -278,20 +272,43 @@ static uint32_t module_wake(struct sl_stack *s, uint32_t flags, uint32_t seq)
 	return w.seq;
 }
 
-static void sleep_round(struct sl_stack *s, int64_t deadline, uint32_t seq)
+static int link_fd(struct sl_stack *s)
+{
+	return s->link && s->link->ops->fd ? s->link->ops->fd(s->link) : -1;
+}
+
+/*
+ * Does a sleeper of this process sleep in poll on the stack fd?  Only on a
+ * module's stack, and only when it has a link fd to watch as well (one
+ * poll for both) or the region takes no futex (an older module).  Every
+ * other sleeper waits on the futex, the region's wake_seq.
+ */
+static bool sleeps_on_stack_fd(struct sl_stack *s)
+{
+	return s->module_backed && (link_fd(s) >= 0 || !s->futex_ok);
+}
+
+/*
+ * Sleep until something may have changed.  With a link fd and no module,
+ * poll(2) on it in slices (another process may take in what we wait for,
+ * and nothing can wake a poll on our fd then).  On the stack fd with a
+ * module (sleeps_on_stack_fd()).  Otherwise a futex wait on the stack's
+ * wake sequence, which sl_sock_wake() bumps while anyone sleeps.
+ */
+static void sleep_round(struct sl_stack *s, int64_t deadline, uint32_t seq, bool on_fd)
 {
 	int64_t now = (int64_t)sl_now(s);
 	int ms = SLEEP_MAX_MS, fd;
 	struct pollfd pfd[2];
 
-	fd = s->link && s->link->ops->fd ? s->link->ops->fd(s->link) : -1;
+	fd = link_fd(s);
 	if (fd >= 0 && !s->module_backed)
 		ms = SLEEP_SLICE_MS;
 	if (deadline >= 0 && now + ms * 1000 > deadline)
 		ms = deadline > now ? (int)((deadline - now + 999) / 1000) : 0;
 	if (!ms)
 		return;
-	if (s->module_backed) {
+	if (on_fd) {
 		/* One wait for both: the stack fd reports the module's wake
 		 * sequence moving away from the value seen before our last
 		 * look (armed here), the link fd its frames. */
@@ -301,12 +318,13 @@ static void sleep_round(struct sl_stack *s, int64_t deadline, uint32_t seq)
 		pfd[1].fd = fd;
 		pfd[1].events = POLLIN;
 		poll(pfd, fd >= 0 ? 2 : 1, ms);
-	} else if (fd >= 0) {
+	} else if (fd >= 0 && !s->module_backed) {
 		pfd[0].fd = fd;
 		pfd[0].events = POLLIN;
 		poll(pfd, 1, ms);
 	} else if (futex_wait(&s->r->wake_seq, seq, ms) && errno == EFAULT) {
-		/* No futex on these pages (sl_futex_usable()): a short nap. */
+		/* No futex on these pages after all (sl_futex_usable()). */
+		s->futex_ok = false;
 		usleep(ms * 1000 < 1000 ? ms * 1000 : 1000);
 	}
 }
@@ -316,22 +334,27 @@ int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int
 {
 	struct sl_stack *s = S(st);
 	_Atomic uint32_t *sleepers = (_Atomic uint32_t *)&s->r->sleepers;
+	_Atomic uint32_t *poll_sleepers = (_Atomic uint32_t *)&s->r->poll_sleepers;
 	uint64_t start = sl_now(s);
 	int64_t deadline = deadline_after(s, timeout_ms);
-	bool asleep = false;
+	bool asleep = false, on_fd = false;
 	uint32_t seq, mseq = 0;
 	int ready, ret;
 
 	for (;;) {
 		/* Past the spin time: count as a sleeper before the last look,
-		 * so a change after that look bumps wake_seq and ends the wait.
+		 * so a change after that look bumps wake_seq and ends the wait
+		 * (a poller first in poll_sleepers, so the waker signals it).
 		 * A zero timeout only looks: it never sleeps, so never counts. */
 		if (!asleep && timeout_ms && sl_now(s) - start >= s->spin_us) {
+			on_fd = sleeps_on_stack_fd(s);
+			if (on_fd)
+				atomic_fetch_add(poll_sleepers, 1);
 			atomic_fetch_add(sleepers, 1);
 			asleep = true;
 		}
-		/* Module-backed: the sequence before this look (see sleep_round). */
-		if (asleep && s->module_backed)
+		/* On the stack fd: the sequence before this look (see sleep_round). */
+		if (asleep && on_fd)
 			mseq = module_wake(s, 0, 0);
 		ret = sl_lock(s);
 		if (ret)
@@ -360,14 +383,17 @@ int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int
 		if (ready || (deadline >= 0 && (int64_t)sl_now(s) >= deadline))
 			break;
 		if (asleep) {
-			sleep_round(s, deadline, s->module_backed ? mseq : seq);
+			sleep_round(s, deadline, on_fd ? mseq : seq, on_fd);
 		} else {
 			spin_backoff();
 			sluice_stack_poll((struct sluice_stack *)s);
 		}
 	}
-	if (asleep)
+	if (asleep) {
 		atomic_fetch_sub(sleepers, 1);
+		if (on_fd)
+			atomic_fetch_sub(poll_sleepers, 1);
+	}
 	return ret;
 }
 

@@ -136,9 +136,10 @@ bool sl_futex_usable(struct sl_stack *s)
 {
 	/*
 	 * A shared futex is keyed by the page's file and offset (or its
-	 * anonymous mm).  /dev/shm pages have one; pages that a driver maps
-	 * from vmalloc memory have no file mapping and every futex call on
-	 * them fails with EFAULT.  A wake on a word nobody waits on tells.
+	 * anonymous mm).  /dev/shm pages have one, and so have the module's
+	 * regions now (shmem pages); pages that an older module mapped from
+	 * vmalloc memory have no file mapping and every futex call on them
+	 * fails with EFAULT.  A wake on a word nobody waits on tells.
 	 */
 	return futex(LOCKW(s), FUTEX_WAKE, 0, NULL) >= 0 || errno != EFAULT;
 }
@@ -199,11 +200,14 @@ int sl_lock(struct sl_stack *s)
 							   memory_order_relaxed,
 							   memory_order_relaxed))
 			continue;
-		if (futex(LOCKW(s), FUTEX_WAIT, v | SLUICE_LOCK_WAITERS, &ts) && errno == EFAULT) {
-			/* The region's pages cannot key a shared futex (see
-			 * sl_futex_usable()): sleep a little instead. */
+		if (!s->futex_ok ||
+		    (futex(LOCKW(s), FUTEX_WAIT, v | SLUICE_LOCK_WAITERS, &ts) && errno == EFAULT)) {
+			/* The region's pages cannot key a shared futex (a
+			 * module before shmem regions, see sl_futex_usable()):
+			 * sleep a little instead. */
 			struct timespec nap = { 0, 50 * 1000 };
 
+			s->futex_ok = false;
 			nanosleep(&nap, NULL);
 		}
 		if (stack_broken(s))
@@ -303,15 +307,19 @@ void sl_unlock(struct sl_stack *s)
 		futex(LOCKW(s), FUTEX_WAKE, 1, NULL);
 	if (s->wake_pending) {
 		s->wake_pending = false;
-		if (s->module_backed) {
+		/* Sleepers on the futex (api.c, sleep_round()). */
+		if (s->futex_ok)
+			futex((_Atomic uint32_t *)&s->r->wake_seq, FUTEX_WAKE, INT_MAX, NULL);
+		/* Sleepers in poll on a stack fd: they watch a link fd too, or
+		 * the module's regions take no futex. */
+		if (s->wake_poll && s->module_backed) {
 			struct sluice_stack_wake w = {
 				.size = sizeof(w), .flags = SLUICE_WAKE_SIGNAL,
 			};
 
 			ioctl(s->region_fd, SLUICE_IOC_STACK_WAKE, &w);
-		} else {
-			futex((_Atomic uint32_t *)&s->r->wake_seq, FUTEX_WAKE, INT_MAX, NULL);
 		}
+		s->wake_poll = false;
 	}
 }
 

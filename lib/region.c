@@ -156,6 +156,9 @@ static int map_fd(struct sl_stack *s, int fd, size_t size)
 	s->r = p;
 	s->size = size;
 	s->region_fd = fd;
+	/* /dev/shm pages always key futexes; the module's since their
+	 * regions are shmem (uapi "Stacks"), not before. */
+	s->futex_ok = sl_futex_usable(s);
 	/* Until the first lock claims a block of our own (lock.c). */
 	s->ctr = &s->r->counters[SLUICE_PROC_MAX - 1];
 	s->ctr_pid = 0;

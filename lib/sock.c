@@ -240,6 +240,11 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 		atomic_fetch_add_explicit((_Atomic uint32_t *)&s->r->wake_seq, 1,
 					  memory_order_release);
 		s->wake_pending = true;
+		/* A sleeper counts itself in poll_sleepers before sleepers,
+		 * both before its last look under the lock. */
+		if (atomic_load_explicit((_Atomic uint32_t *)&s->r->poll_sleepers,
+					 memory_order_relaxed))
+			s->wake_poll = true;
 	}
 }
 

@@ -130,6 +130,11 @@ struct sl_stack {
 	bool module_backed;		/* region_fd is a module stack fd */
 	bool filters;			/* ports taken need module filters (kring) */
 	uint32_t ifindex;		/* the stack's device (module stacks), or 0 */
+	/* Shared futexes work on the region (sl_futex_usable(), probed when
+	 * mapped): lock waiters and link-less sleepers use them, else nap or
+	 * poll the stack fd. */
+	bool futex_ok;
+	bool wake_poll;			/* wake_pending: pollers too (api.c) */
 	struct sl_link *link;
 	uint64_t (*clock)(void *arg);	/* now, microseconds */
 	void *clock_arg;
@@ -192,7 +197,8 @@ static inline void sl_count(struct sl_stack *s, enum sl_counter c)
 	s->ctr->c[c]++;
 }
 
-/* Can shared futexes live in this region's pages? (lock.c) */
+/* Can shared futexes live in this region's pages? (lock.c)  A probe,
+ * made once per mapping: see sl_stack.futex_ok. */
 bool sl_futex_usable(struct sl_stack *s);
 
 /* Loopback packets one unlock delivers at most (see sl_unlock()). */

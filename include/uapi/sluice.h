@@ -194,11 +194,19 @@ struct sluice_region {
 	__u64 defer_head;		/* (u) tagged Treiber stack of socket idx */
 	__u64 lock_contended;		/* (u) times the lock was found held */
 	__u64 lock_deferred;		/* (u) times work was deferred */
-	/* (u) processes waiting on wake_seq; while non-zero, every readiness
-	 * change bumps it and wakes them
+	/*
+	 * (u) processes asleep until the stack changes: while non-zero,
+	 * every readiness change bumps wake_seq and wakes them, with a shared
+	 * futex wake on wake_seq and, while @poll_sleepers is non-zero,
+	 * SLUICE_WAKE_SIGNAL on a stack fd
 	 */
 	__u32 sleepers;
-	__u32 reserved3;
+	/*
+	 * (u) those of @sleepers that sleep in poll on a stack fd (with a
+	 * link fd to watch as well) rather than on the futex; counted before
+	 * @sleepers, so whoever sees them in @sleepers sees them here
+	 */
+	__u32 poll_sleepers;
 
 	/* Stack-wide state, written only under the lock. */
 	__u32 buf_free_idx __attribute__((aligned(64)));	/* (u) */
@@ -235,17 +243,23 @@ struct sluice_region {
  * Stacks.
  *
  * A stack is a named region of shared memory that the module allocates
- * (vmalloc_user: zeroed, never swapped) and every process running the stack
- * maps.  SLUICE_IOC_STACK_CREATE and SLUICE_IOC_STACK_ATTACH, issued on
+ * (shmem pages, zeroed, held and unevictable: never swapped) and every
+ * process running the stack maps.  SLUICE_IOC_STACK_CREATE and SLUICE_IOC_STACK_ATTACH, issued on
  * /dev/sluice, return a stack fd (O_CLOEXEC); everything else is done on
  * that fd:
  *  - mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) maps the
  *    region.  The offset must be 0 and len at most region_size; private
  *    mappings are refused (-EINVAL) and the mapping cannot grow (mremap).
  *  - poll/epoll and SLUICE_IOC_STACK_WAKE: see struct sluice_stack_wake.
- *    The region's pages belong to no file, so a shared futex on them
- *    (FUTEX_WAIT without FUTEX_PRIVATE_FLAG) fails with EFAULT: processes
- *    sleep on the stack fd instead.
+ *  - Shared futexes (FUTEX_WAIT/FUTEX_WAKE without FUTEX_PRIVATE_FLAG)
+ *    work on region words: the region is shmem memory, so a word has the
+ *    same futex key in every process that maps the stack, and in children
+ *    that inherit a mapping.  (Modules before this were vmalloc memory,
+ *    on which every shared futex call failed with EFAULT; user space
+ *    probes with a FUTEX_WAKE of nobody and sleeps on the stack fd if it
+ *    fails.)  Processes wait for the stack lock on its word and, without
+ *    another fd to watch, for the stack on wake_seq; a process that must
+ *    also watch another fd sleeps in poll on the stack fd.
  *
  * Names are 1 to SLUICE_NAME_MAX - 1 characters of [A-Za-z0-9_.-], not
  * starting with '.', NUL-padded to SLUICE_NAME_MAX bytes (-EINVAL

@@ -3,7 +3,8 @@
  * kselftests for stacks in sluice.ko: SLUICE_IOC_STACK_CREATE and its
  * argument and layout rules, SLUICE_IOC_STACK_ATTACH and who may attach,
  * mmap of the region, the lifetime of names and regions (fds, mappings,
- * killed processes, module unload), poll and SLUICE_IOC_STACK_WAKE, and
+ * killed processes, module unload), shared futexes on region words
+ * (between processes, across fork), poll and SLUICE_IOC_STACK_WAKE, and
  * the sysfs and debugfs entries of a stack.
  *
  * Runs as root inside the test VM, loading the module from $SLUICE_KO
@@ -1126,27 +1127,233 @@ TEST_F(stack, mapping_outlives_fd)
 	close(fd);
 }
 
-/* As the uapi header says: no shared futex on these pages. */
-TEST_F(stack, shared_futex_is_efault)
+static long futex(__u32 *word, int op, __u32 val, const struct timespec *ts)
 {
-	struct sluice_stack_create c;
-	__u32 *word;
-	int fd;
+	return syscall(SYS_futex, word, op, val, ts, NULL, 0);
+}
+
+/*
+ * Is @pid asleep inside futex(2)?  Its /proc syscall line names the call
+ * it is in, its stat line says whether it sleeps.
+ */
+static bool asleep_in_futex(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	n = read_file(path, buf, sizeof(buf));
+	if (n <= 0 || strtol(buf, NULL, 10) != SYS_futex)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	n = read_file(path, buf, sizeof(buf));
+	p = n > 0 ? strrchr(buf, ')') : NULL;
+	return p && p[1] == ' ' && p[2] == 'S';
+}
+
+/* Up to 5 s for @pid to sleep in futex(2). */
+static bool wait_asleep_in_futex(pid_t pid)
+{
+	for (int i = 0; i < 5000; i++) {
+		if (asleep_in_futex(pid))
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+/*
+ * The waiter's side: a shared FUTEX_WAIT on @word while it holds @val,
+ * bounded by 5 s; exit 0 only if it was woken (returned 0) and then saw
+ * @want there.  Called in a child.
+ */
+static void __attribute__((noreturn)) futex_waiter(__u32 *word, __u32 val, __u32 want,
+						    int ready)
+{
+	struct timespec ts = { 5, 0 };
+
+	if (write(ready, "r", 1) != 1)
+		_exit(10);
+	if (futex(word, FUTEX_WAIT, val, &ts))
+		_exit(errno == ETIMEDOUT ? 11 : errno == EAGAIN ? 12 : 13);
+	_exit(__atomic_load_n(word, __ATOMIC_ACQUIRE) == want ? 0 : 14);
+}
+
+/*
+ * Region words key shared futexes (uapi "Stacks"): two processes that map
+ * one stack on their own (the second attaches by name) wait and wake on
+ * the same word, and only on that word: the same offset in another page
+ * of the region, or in another stack, is another futex.
+ */
+TEST_F(stack, shared_futex_between_two_processes)
+{
+	struct sluice_stack_create c, c2;
+	int fd, fd2, ready[2];
+	__u32 *m, *m2, *word, *other_page, *other_stack;
+	size_t page_words = PAGE / sizeof(__u32);
+	char ch;
+	pid_t pid;
 
 	layout(&c, "t_futex", 16, 16);
 	fd = create(self->dev, &c);
 	ASSERT_LE(0, fd);
-	word = mmap(NULL, c.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	ASSERT_NE(MAP_FAILED, word);
-	word += c.bufdata_off / sizeof(*word);
-	*word = 1;
-	/* The value differs, so a usable futex returns EAGAIN at once. */
-	EXPECT_EQ(-1, syscall(SYS_futex, word, FUTEX_WAIT, 0, NULL, NULL, 0));
-	EXPECT_EQ(EFAULT, errno);
-	EXPECT_EQ(-1, syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0));
+	layout(&c2, "t_futex2", 16, 16);
+	fd2 = create(self->dev, &c2);
+	ASSERT_LE(0, fd2);
+	m = mmap(NULL, c.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, m);
+	m2 = mmap(NULL, c2.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd2, 0);
+	ASSERT_NE(MAP_FAILED, m2);
+	/* A word in the buffer area, the same offset a page on, and in the
+	 * other stack. */
+	word = m + c.bufdata_off / sizeof(__u32) + 3;
+	other_page = word + page_words;
+	other_stack = m2 + c.bufdata_off / sizeof(__u32) + 3;
+	ASSERT_EQ(c.bufdata_off, c2.bufdata_off);
+	ASSERT_LE((c.bufdata_off + PAGE + 16), c.region_size);
+	ASSERT_EQ(0, pipe(ready));
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct sluice_stack_attach a;
+		__u32 *cm;
+		int cfd;
+
+		/* Its own fd and mapping: nothing inherited is used. */
+		close(ready[0]);
+		cfd = attach(self->dev, "t_futex", &a);
+		if (cfd < 0)
+			_exit(20);
+		cm = mmap(NULL, a.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
+		if (cm == MAP_FAILED)
+			_exit(21);
+		futex_waiter(cm + c.bufdata_off / sizeof(__u32) + 3, 0, 1, ready[1]);
+	}
+	close(ready[1]);
+	ASSERT_EQ(1, read(ready[0], &ch, 1));
+	ASSERT_TRUE(wait_asleep_in_futex(pid));
+	/* Other words are other futexes: nobody waits there. */
+	EXPECT_EQ(0, futex(other_page, FUTEX_WAKE, 1, NULL));
+	EXPECT_EQ(0, futex(other_stack, FUTEX_WAKE, 1, NULL));
+	__atomic_store_n(word, 1, __ATOMIC_RELEASE);
+	EXPECT_EQ(1, futex(word, FUTEX_WAKE, 1, NULL));
+	EXPECT_EQ(0, child_status(pid));
+
+	/* Private futexes are keyed by the address alone, as anywhere. */
+	EXPECT_EQ(-1, futex(word, FUTEX_WAIT_PRIVATE, 0, NULL));
 	EXPECT_EQ(EAGAIN, errno);
-	munmap(word - c.bufdata_off / sizeof(*word), c.region_size);
+	close(ready[0]);
+	munmap(m, c.region_size);
+	munmap(m2, c2.region_size);
 	close(fd);
+	close(fd2);
+}
+
+/*
+ * A child that inherits the mapping by fork waits on a region word; the
+ * parent changes it and wakes it; then the other way round, the lock word
+ * of the header this time.
+ */
+TEST_F(stack, shared_futex_across_fork)
+{
+	struct sluice_stack_create c;
+	struct sluice_region *r;
+	int fd, ready[2];
+	__u32 *word;
+	char ch;
+	pid_t pid;
+
+	layout(&c, "t_futex_fork", 16, 16);
+	fd = create(self->dev, &c);
+	ASSERT_LE(0, fd);
+	r = mmap(NULL, c.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, r);
+	close(fd);
+	word = (__u32 *)((char *)r + c.bufdata_off);
+
+	/* The child waits, the parent wakes. */
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		futex_waiter(word, 0, 7, ready[1]);
+	ASSERT_EQ(1, read(ready[0], &ch, 1));
+	ASSERT_TRUE(wait_asleep_in_futex(pid));
+	__atomic_store_n(word, 7, __ATOMIC_RELEASE);
+	EXPECT_EQ(1, futex(word, FUTEX_WAKE, 1, NULL));
+	EXPECT_EQ(0, child_status(pid));
+
+	/* The parent waits on the lock word, a child wakes it. */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (!wait_asleep_in_futex(getppid()))
+			_exit(30);
+		__atomic_store_n(&r->lock, SLUICE_LOCK_HELD, __ATOMIC_RELEASE);
+		_exit(futex(&r->lock, FUTEX_WAKE, 1, NULL) == 1 ? 0 : 31);
+	}
+	{
+		struct timespec ts = { 5, 0 };
+
+		EXPECT_EQ(0, futex(&r->lock, FUTEX_WAIT, 0, &ts));
+	}
+	EXPECT_EQ(SLUICE_LOCK_HELD, __atomic_load_n(&r->lock, __ATOMIC_ACQUIRE));
+	EXPECT_EQ(0, child_status(pid));
+	close(ready[0]);
+	close(ready[1]);
+	munmap(r, c.region_size);
+	/* The mapping was the last holder: the stack is gone. */
+	EXPECT_FALSE(stack_listed("t_futex_fork"));
+}
+
+/* A /proc/meminfo value in KiB, or -1. */
+static long long meminfo_kb(const char *key)
+{
+	char buf[8192], *p;
+	size_t klen = strlen(key);
+	ssize_t n = read_file("/proc/meminfo", buf, sizeof(buf) - 1);
+
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	for (p = buf; p; p = strchr(p, '\n')) {
+		p += *p == '\n';
+		if (!strncmp(p, key, klen) && p[klen] == ':')
+			return strtoll(p + klen + 1, NULL, 10);
+	}
+	return -1;
+}
+
+/*
+ * The region is shmem memory, all of it allocated at create and kept off
+ * the reclaim lists (Unevictable) until the stack is freed.  A few pages
+ * may sit in per-CPU LRU batches when meminfo is read: 90 % is enough.
+ */
+TEST_F(stack, region_is_unevictable_shmem)
+{
+	long long shmem0, unevict0, shmem1, unevict1, kb;
+	struct sluice_stack_create c;
+	int fd;
+
+	layout(&c, "t_shmem", 16, 4096);	/* 8 MiB of buffers */
+	kb = c.region_size / 1024;
+	shmem0 = meminfo_kb("Shmem");
+	unevict0 = meminfo_kb("Unevictable");
+	ASSERT_LE(0, shmem0);
+	ASSERT_LE(0, unevict0);
+	fd = create(self->dev, &c);
+	ASSERT_LE(0, fd);
+	shmem1 = meminfo_kb("Shmem");
+	unevict1 = meminfo_kb("Unevictable");
+	TH_LOG("region %lld KiB: Shmem +%lld KiB, Unevictable +%lld KiB", kb,
+	       shmem1 - shmem0, unevict1 - unevict0);
+	EXPECT_LE(kb * 9 / 10, shmem1 - shmem0);
+	EXPECT_LE(kb * 9 / 10, unevict1 - unevict0);
+	close(fd);
+	/* Freed with the stack: the file is truncated, its pages gone. */
+	EXPECT_GT(shmem0 + kb / 10, meminfo_kb("Shmem"));
+	EXPECT_GT(unevict0 + kb / 10, meminfo_kb("Unevictable"));
 }
 
 TEST_F(stack, fork_inherits_mapping)

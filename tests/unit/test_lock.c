@@ -202,11 +202,18 @@ static void test_futex_keyed(void)
 	tap_ok(sl_futex_usable(s), "shared futexes work in a /dev/shm region");
 	fx_destroy(s);
 	unsetenv("SLUICE_SHM");
-	/* The default region (the module's when it is loaded) may not: then
-	 * the lock and sleepers nap instead (lock.c, api.c).  Say which. */
+	/* The default region: the module's when it is loaded.  Its regions
+	 * are shmem and key futexes too; an older module's did not, and then
+	 * the lock and sleepers nap or poll the stack fd instead (lock.c,
+	 * api.c).  Say which; SLUICE_EXPECT_FUTEX=1 (the VM run) asserts it. */
 	s = fx_stack("lockfx2", "10.0.0.1", NULL);
-	printf("# shared futexes in this stack's region: %s\n",
+	printf("# shared futexes in this stack's region (%s): %s\n",
+	       s->module_backed ? "module" : "/dev/shm",
 	       sl_futex_usable(s) ? "yes" : "no (short naps instead)");
+	tap_eq(s->futex_ok, sl_futex_usable(s), "the library probed the region when it mapped it");
+	if (getenv("SLUICE_EXPECT_FUTEX") && !strcmp(getenv("SLUICE_EXPECT_FUTEX"), "1"))
+		tap_ok(s->futex_ok, "lock waiters and sleepers use shared futexes on this %s region",
+		       s->module_backed ? "module" : "/dev/shm");
 	fx_destroy(s);
 }
 

@@ -18,14 +18,26 @@ else
 	tap fail "the module offers stacks"
 fi
 rm -f /dev/shm/sluice-*
-for t in test_region test_lock test_udp test_icmp test_shared test_netsim test_tcp_loop; do
+# The module's regions are shmem: test_lock and test_wake assert that
+# libsluice found shared futexes usable on them and took the futex paths.
+export SLUICE_EXPECT_FUTEX=1
+for t in test_region test_lock test_wake test_udp test_icmp test_shared test_netsim test_tcp_loop; do
 	echo "# $t on module-backed regions"
-	if "/opt/sluice/bin/$t"; then
+	if "/opt/sluice/bin/$t" >"/tmp/$t.tap" 2>&1; then
+		cat "/tmp/$t.tap"
 		tap ok "$t passes on module-backed regions"
 	else
+		cat "/tmp/$t.tap"
 		tap fail "$t passes on module-backed regions"
 	fi
 done
+# What libsluice itself reports for a module region (test_lock's line).
+if grep -q "^# shared futexes in this stack's region (module): yes" /tmp/test_lock.tap; then
+	tap ok "libsluice sees usable shared futexes on module regions"
+else
+	grep "^# shared futexes" /tmp/test_lock.tap
+	tap fail "libsluice sees usable shared futexes on module regions"
+fi
 # Nothing fell back to /dev/shm (test_region makes its corrupted stacks
 # there on purpose, with SLUICE_SHM=1, and removes them).
 if ls /dev/shm/sluice-* >/dev/null 2>&1; then
