@@ -20,10 +20,22 @@ static bool is_broadcast(const struct sl_stack *s, uint32_t daddr)
 		daddr == (s->r->ip_addr | ~s->r->ip_mask));
 }
 
+/*
+ * A queued datagram holds a whole packet buffer whatever its length, so
+ * that is what it is charged against SO_RCVBUF (as Linux charges an skb's
+ * truesize): counting payload bytes alone let one socket of small
+ * datagrams hold the whole pool.  As on Linux, the queue takes a datagram
+ * while what it holds is below the limit, so one always fits.
+ */
+static bool rxq_full(const struct sl_stack *s, const struct sl_sock *so)
+{
+	return (uint64_t)so->rxq_count * s->r->buf_size >= so->rcvbuf;
+}
+
 static void queue_datagram(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 			   unsigned int pay_off, unsigned int pay_len)
 {
-	if (so->rxq_bytes + pay_len > so->rcvbuf || so->flags & SL_SF_SHUT_RD) {
+	if (rxq_full(s, so) || so->flags & SL_SF_SHUT_RD) {
 		sl_count(s, SL_C_udp_rx_full);
 		sl_buf_free(s, idx);
 		return;

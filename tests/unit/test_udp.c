@@ -131,6 +131,39 @@ static void test_limits_and_errors(void)
 	fx_destroy(s);
 }
 
+/*
+ * Small datagrams to a socket that never reads: each holds a whole packet
+ * buffer, so the queue is bounded by SO_RCVBUF in buffers, not in payload
+ * bytes, and one socket cannot take the stack's pool.
+ */
+static void test_rcvbuf_counts_buffers(void)
+{
+	struct sl_stack *s = fx_stack("udptrue", "10.1.0.1", NULL);
+	struct sockaddr_in a = fx_addr("10.1.0.1", 7100);
+	int srv = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	int cli = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	uint32_t free0 = s->r->buf_free_count, cap, queued = 0;
+	int rcvbuf = 64 * 1024, got;
+	unsigned int len = sizeof(got);
+	char buf[64];
+
+	tap_eq(sluice_bind(ST(s), srv, &a), 0, "bind");
+	sluice_setsockopt(ST(s), srv, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	sluice_getsockopt(ST(s), srv, SOL_SOCKET, SO_RCVBUF, &got, &len);
+	cap = ((uint32_t)got + s->r->buf_size - 1) / s->r->buf_size;
+	tap_ok(cap < free0 / 2, "the limit is %u buffers of a pool of %u", cap, free0);
+	for (int i = 0; i < (int)free0; i++)
+		sluice_sendto(ST(s), cli, "tiny", 4, 0, &a);
+	while (sluice_recv(ST(s), srv, buf, sizeof(buf), 0) == 4)
+		queued++;
+	tap_eq(queued, cap, "the queue held SO_RCVBUF / buffer size datagrams");
+	tap_ok(fx_counter(s, "udp_rx_full") >= free0 - cap - 1, "the rest were dropped and counted");
+	sluice_close(ST(s), srv);
+	sluice_close(ST(s), cli);
+	tap_eq(s->r->buf_free_count, free0, "no buffer leaked");
+	fx_destroy(s);
+}
+
 static uint64_t vclock;
 
 static uint64_t vclock_fn(void *arg)
@@ -215,6 +248,7 @@ int main(void)
 	test_loopback_within_stack();
 	test_bind_rules();
 	test_limits_and_errors();
+	test_rcvbuf_counts_buffers();
 	test_two_stacks_over_loop();
 	test_loopback_budget();
 	return tap_done();
