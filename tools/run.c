@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * sluice run [--stack NAME] [--profile latency|throughput] [--spin US]
- *            [--tap IFNAME --addr A.B.C.D/LEN [--gateway A.B.C.D]] -- PROGRAM ARGS
+ *            [--tap IFNAME --addr A.B.C.D/LEN [--gateway A.B.C.D]]
+ *            [--ifname IFNAME] -- PROGRAM ARGS
  *   runs PROGRAM with libsluice-preload.so: its IPv4 TCP and UDP sockets
- *   live on stack NAME (created here if it does not exist).
+ *   live on stack NAME (created here if it does not exist).  --ifname: a
+ *   stack on that device, through the module's rings (kring), sharing the
+ *   device's IPv4 address; every process of the stack links the rings.
  * sluice fds NAME
  *   which fds of which processes are sockets of stack NAME.
  */
@@ -61,13 +64,14 @@ static void run_usage(void)
 {
 	fprintf(stderr,
 		"usage: sluice run [--stack NAME] [--profile latency|throughput] [--spin US]\n"
-		"                  [--tap IFNAME --addr A.B.C.D/LEN [--gateway A.B.C.D]] [--debug]\n"
+		"                  [--tap IFNAME --addr A.B.C.D/LEN [--gateway A.B.C.D]]\n"
+		"                  [--ifname IFNAME] [--debug]\n"
 		"                  -- PROGRAM [ARGS...]\n");
 }
 
 /* Create the stack now (the library would on first use) so the address
  * configuration given here is the one it gets. */
-static int ensure_stack(const char *name, const char *addr, const char *gw)
+static int ensure_stack(const char *name, const char *addr, const char *gw, const char *ifname)
 {
 	struct sluice_stack_config cfg = { 0 };
 	struct sluice_stack *st;
@@ -105,6 +109,14 @@ static int ensure_stack(const char *name, const char *addr, const char *gw)
 			return -EINVAL;
 		cfg.ip_gateway = a.s_addr;
 	}
+	if (ifname) {
+		if (strlen(ifname) >= sizeof(cfg.ifname))
+			return -ENAMETOOLONG;
+		memcpy(cfg.ifname, ifname, strlen(ifname) + 1);
+	}
+	/* A module's stack goes when its last holder closes it: made here
+	 * only to report a missing module or device now, the program makes
+	 * it again (the preload library, from the same environment). */
 	ret = sluice_stack_create(name, &cfg, &st);
 	if (ret == -EEXIST)
 		return 0;
@@ -119,7 +131,7 @@ static int ensure_stack(const char *name, const char *addr, const char *gw)
 int cmd_run(int argc, char **argv)
 {
 	const char *stack = getenv("SLUICE_STACK"), *profile = NULL, *spin = NULL;
-	const char *tap = NULL, *addr = NULL, *gw = NULL;
+	const char *tap = NULL, *addr = NULL, *gw = NULL, *ifname = getenv("SLUICE_IFNAME");
 	char lib[PATH_MAX], name[SLUICE_NAME_MAX], *pre;
 	const char *old;
 	int i, ret;
@@ -153,6 +165,8 @@ int cmd_run(int argc, char **argv)
 			addr = argv[++i];
 		else if (!strcmp(a, "--gateway"))
 			gw = argv[++i];
+		else if (!strcmp(a, "--ifname"))
+			ifname = argv[++i];
 		else {
 			fprintf(stderr, "sluice run: unknown option '%s'\n", a);
 			run_usage();
@@ -175,7 +189,18 @@ int cmd_run(int argc, char **argv)
 	}
 	if (spin)
 		setenv("SLUICE_SPIN_US", spin, 1);
-	if (!stack || !*stack) {
+	if (ifname && !*ifname)
+		ifname = NULL;
+	if (ifname && tap) {
+		fprintf(stderr, "sluice run: --ifname and --tap exclude each other\n");
+		return 2;
+	}
+	/* A stack on a device has a name of its own by default, so the
+	 * default loopback-only stack and it never mix. */
+	if ((!stack || !*stack) && ifname) {
+		snprintf(name, sizeof(name), "sluice-%u-%s", (unsigned int)getuid(), ifname);
+		stack = name;
+	} else if (!stack || !*stack) {
 		snprintf(name, sizeof(name), "sluice-%u", (unsigned int)getuid());
 		stack = name;
 	}
@@ -186,13 +211,15 @@ int cmd_run(int argc, char **argv)
 		setenv("SLUICE_ADDR", addr, 1);
 	if (gw)
 		setenv("SLUICE_GATEWAY", gw, 1);
+	if (ifname)
+		setenv("SLUICE_IFNAME", ifname, 1);
 	ret = find_preload(lib, sizeof(lib));
 	if (ret) {
 		fprintf(stderr, "sluice run: %s not found next to the tool or installed "
 			"(set SLUICE_PRELOAD_LIB)\n", PRELOAD_NAME);
 		return 1;
 	}
-	ret = ensure_stack(stack, addr, gw);
+	ret = ensure_stack(stack, addr, gw, ifname);
 	if (ret) {
 		fprintf(stderr, "sluice run: stack '%s': %s\n", stack, strerror(-ret));
 		return 1;

@@ -1,0 +1,190 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# In the test VM: unmodified programs under `sluice run --ifname slr0`,
+# on a Sluice stack that runs through the module's rings (kring) on a
+# veth, against the Linux kernel's own stack in a network namespace this
+# script creates and deletes.  Prints TAP.
+#
+#   VM root namespace                             netns slr-peer
+#   +--------------------------------------+      +-------------------------+
+#   | kernel: 10.79.0.1/24 on slr0         |      |                         |
+#   |   (ARP, ping; no TCP of its own:     | veth | slr1 10.79.0.2/24       |
+#   |   its /proc/net/snmp must not move)  +======+ Linux kernel stack:     |
+#   | Sluice stack "rk" on slr0 (kring):   |      |   busybox httpd :8080   |
+#   |   sluice run -- iperf3 -s :5201      |      |   iperf3 -s :5202       |
+#   |   sluice run -- curl, iperf3 -c      |      |   iperf3 -c (clients)   |
+#   +--------------------------------------+      +-------------------------+
+#
+# The iperf3 server under sluice run holds the stack (a module's stack goes
+# with its last process) for the whole script, so its counters can be read
+# before and after each step.  Every program runs for a bounded time.
+PATH=/opt/sluice/bin:$PATH
+IP=/usr/sbin/ip
+NS=slr-peer
+S=10.79.0.1
+K=10.79.0.2
+ST=rk
+n=0
+fail=0
+tap() { # tap ok|fail DESCRIPTION
+	n=$((n + 1))
+	if [ "$1" = ok ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi
+}
+check() { # check DESCRIPTION COMMAND...
+	d=$1
+	shift
+	if "$@"; then tap ok "$d"; else tap fail "$d"; fi
+}
+skip_all() {
+	tap ok "sluice run on kring # SKIP $1"
+	echo "1..$n"
+	exit 0
+}
+in_ns() { $IP netns exec "$NS" "$@"; }
+# Under sluice run on the stack, or in the peer namespace; bounded.
+srun() { timeout 120 sluice run --stack $ST --ifname slr0 -- "$@"; }
+in_ns_t() { timeout 120 $IP netns exec "$NS" "$@"; }
+cleanup() {
+	for p in $srv $khttp $kips; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	$IP netns del "$NS" 2>/dev/null
+	$IP link del slr0 2>/dev/null
+}
+trap cleanup EXIT
+
+# kctr NAME: a kring counter of the stack; sctr NAME: a stack counter.
+kctr() { sluice dump $ST 2>/dev/null | sed -n "s/^  $1 *\([0-9]*\) .*/\1/p" | head -n 1; }
+# The root namespace's kernel TCP counters: ActiveOpens PassiveOpens InSegs OutSegs.
+ktcp() {
+	awk '/^Tcp:/ { if (!h) { for (i = 1; i <= NF; i++) c[$i] = i; h = 1; next }
+		print $c["ActiveOpens"], $c["PassiveOpens"], $c["InSegs"], $c["OutSegs"] }' \
+		/proc/net/snmp
+}
+
+lsmod | grep -q '^sluice ' || insmod /lib/modules/sluice.ko
+feat=$(sed -n 's/.*features 0x\([0-9a-f]*\).*/\1/p' /sys/kernel/debug/sluice/info | head -n 1)
+[ $(( 0x${feat:-0} & 0xe )) = $((0xe)) ] || skip_all "module features 0x$feat lack kring, filters or ifinfo"
+for b in curl iperf3; do
+	command -v $b >/dev/null || skip_all "no $b in the VM"
+done
+
+mkdir -p /run/netns
+$IP netns add "$NS"
+$IP link add slr0 type veth peer name slr1
+$IP link set slr1 netns "$NS"
+$IP addr add "$S/24" dev slr0
+$IP link set slr0 up
+in_ns $IP link set lo up
+in_ns $IP addr add "$K/24" dev slr1
+in_ns $IP link set slr1 up
+check "the peer namespace pings the device address (kernel)" in_ns ping -c 1 -W 5 "$S"
+
+# The kernel's HTTP server, and the file it serves (not a multiple of
+# any segment size).
+mkdir -p /tmp/www
+dd if=/dev/urandom of=/tmp/www/blob bs=1000 count=1531 2>/dev/null
+in_ns busybox httpd -f -p 8080 -h /tmp/www &
+khttp=$!
+in_ns iperf3 -s -p 5202 >/tmp/kips.log 2>&1 &
+kips=$!
+
+# The Sluice server, which also holds the stack.
+sluice run --stack $ST --ifname slr0 -- iperf3 -s -4 -p 5201 >/tmp/sips.log 2>&1 &
+srv=$!
+i=0
+while [ $i -lt 150 ] && ! sluice fds $ST 2>/dev/null | grep -q iperf3; do sleep 0.2; i=$((i + 1)); done
+sluice fds $ST >/tmp/fds.out 2>&1
+check "iperf3 -s under sluice run --ifname slr0: its socket is on stack $ST (sluice fds)" \
+	grep -qE " iperf3$" /tmp/fds.out
+sed 's/^/# fds: /' /tmp/fds.out
+sluice dump $ST >/tmp/rk-dump.out 2>&1
+check "the stack is on slr0 through the module's rings" grep -q '^kring: ifindex .*slr0' /tmp/rk-dump.out
+grep -E '^(stack|kring)' /tmp/rk-dump.out | sed 's/^/# dump: /'
+
+tcp0=$(ktcp)
+rx0=$(kctr rx_packets) tx0=$(kctr tx_packets) rxb0=$(kctr rx_bytes) txb0=$(kctr tx_bytes)
+echo "# kernel TCP (active passive in out) before: $tcp0; kring rx $rx0 tx $tx0"
+
+# curl (Sluice) from busybox httpd (kernel).
+rm -f /tmp/got
+timeout 120 sluice run --stack $ST --ifname slr0 -- \
+	curl -sS --max-time 100 -o /tmp/got "http://$K:8080/blob" 2>/tmp/curl.err
+rc=$?
+check "curl under sluice run fetches 1531000 bytes from a kernel httpd (rc $rc)" [ $rc = 0 ]
+check "... byte for byte" cmp -s /tmp/got /tmp/www/blob
+[ -s /tmp/curl.err ] && sed 's/^/# curl: /' /tmp/curl.err
+rxb=$(kctr rx_bytes)
+check "... and the reply came in through the rings (rx_bytes +$((rxb - rxb0)))" \
+	[ $((rxb - rxb0)) -ge 1531000 ]
+
+# iperf3 -s (Sluice) and a kernel client, both directions.
+ips() { # ips DESCRIPTION IPERF3-ARGS...: run a client, check it moved the bytes
+	d=$1
+	shift
+	out=$("$@" 2>&1)
+	rc=$?
+	if [ $rc = 0 ] && echo "$out" | grep -q receiver; then
+		tap ok "$d"
+	else
+		tap fail "$d (rc $rc)"
+		echo "$out" | tail -n 5 | sed 's/^/#   /'
+	fi
+	echo "$out" | grep -E 'sender|receiver' | sed 's/^/# /'
+}
+rxb0=$(kctr rx_bytes) txb0=$(kctr tx_bytes)
+ips "kernel iperf3 client -> iperf3 -s under sluice run: 4 MiB" \
+	in_ns_t iperf3 -c "$S" -p 5201 -n 4M -f m
+rxb=$(kctr rx_bytes)
+check "... the 4 MiB came in through the rings (rx_bytes +$((rxb - rxb0)))" \
+	[ $((rxb - rxb0)) -ge 4194304 ]
+ips "kernel iperf3 client -R <- iperf3 -s under sluice run: 4 MiB" \
+	in_ns_t iperf3 -c "$S" -p 5201 -n 4M -f m -R
+txb=$(kctr tx_bytes)
+check "... the 4 MiB went out through the rings (tx_bytes +$((txb - txb0)))" \
+	[ $((txb - txb0)) -ge 4194304 ]
+
+# iperf3 -c (Sluice) against the kernel's iperf3 -s, both directions.
+txb0=$(kctr tx_bytes) rxb0=$(kctr rx_bytes)
+ips "iperf3 -c under sluice run -> kernel iperf3 -s: 4 MiB" \
+	srun iperf3 -c "$K" -p 5202 -n 4M -f m
+txb=$(kctr tx_bytes)
+check "... the 4 MiB went out through the rings (tx_bytes +$((txb - txb0)))" \
+	[ $((txb - txb0)) -ge 4194304 ]
+ips "iperf3 -c -R under sluice run <- kernel iperf3 -s: 4 MiB" \
+	srun iperf3 -c "$K" -p 5202 -n 4M -f m -R
+rxb=$(kctr rx_bytes)
+check "... the 4 MiB came in through the rings (rx_bytes +$((rxb - rxb0)))" \
+	[ $((rxb - rxb0)) -ge 4194304 ]
+
+# None of it was the root namespace's kernel TCP.
+tcp1=$(ktcp)
+rx1=$(kctr rx_packets) tx1=$(kctr tx_packets)
+echo "# kernel TCP (active passive in out) after: $tcp1; kring rx $rx1 tx $tx1"
+check "the kernel's TCP on the Sluice side opened nothing and saw no segment ($tcp0 -> $tcp1)" \
+	[ "$tcp0" = "$tcp1" ]
+check "the rings carried it (rx_packets +$((rx1 - rx0)), tx_packets +$((tx1 - tx0)))" \
+	[ $((rx1 - rx0)) -gt 1000 -a $((tx1 - tx0)) -gt 1000 ]
+sluice dump $ST >/tmp/rk-dump.out 2>&1
+for c in bad_index bad_buf bad_desc rx_drop_size; do
+	v=$(sed -n "s/^  $c *\([0-9]*\) .*/\1/p" /tmp/rk-dump.out | head -n 1)
+	check "kring counter $c is 0 ($v)" [ "$v" = 0 ]
+done
+# A program not under sluice run on the stack's side still uses the kernel.
+check "a kernel curl (not under sluice run) still reaches the kernel httpd" \
+	sh -c "timeout 60 curl -sS --max-time 50 -o /tmp/got2 http://$K:8080/blob && cmp -s /tmp/got2 /tmp/www/blob"
+tcp2=$(ktcp)
+check "... and that one did go through the kernel's TCP ($tcp1 -> $tcp2)" [ "$tcp1" != "$tcp2" ]
+
+kill $srv 2>/dev/null
+wait $srv 2>/dev/null
+srv=
+i=0
+while [ $i -lt 50 ] && [ -d /sys/class/misc/sluice/stacks/$ST ]; do sleep 0.2; i=$((i + 1)); done
+check "the stack went with its last program" [ ! -d /sys/class/misc/sluice/stacks/$ST ]
+ls /sys/class/misc/sluice/stacks/ | sed 's/^/# stacks left: /'
+
+cleanup
+trap - EXIT
+echo "1..$n"
+exit $fail
