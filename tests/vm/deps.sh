@@ -66,7 +66,7 @@ base=(build-essential make gcc pkg-config kmod cpio xz-utils perl
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1
 	libibverbs-dev librdmacm-dev rdma-core ibverbs-providers liburcu-dev
 	dkms openssl
-	curl python3 sockperf iperf3 redis-server)
+	curl python3 sockperf iperf3 redis-server nginx wrk)
 
 if [ "${1:-}" = --print ]; then
 	installed_612
