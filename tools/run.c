@@ -7,8 +7,9 @@
  *   live on stack NAME (created here if it does not exist).  --ifname: a
  *   stack on that device, through the module's rings (kring), sharing the
  *   device's IPv4 address; every process of the stack links the rings.
- * sluice fds NAME
- *   which fds of which processes are sockets of stack NAME.
+ * sluice fds [NAME]
+ *   which fds of which processes are sockets of stack NAME (or of any
+ *   stack), with each socket's protocol, state and addresses.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -21,6 +22,7 @@
 
 #include <sluice/sluice.h>
 
+#include "../lib/sock.h"
 #include "run.h"
 
 #define PRELOAD_NAME	"libsluice-preload.so"
@@ -240,22 +242,84 @@ int cmd_run(int argc, char **argv)
 	return 127;
 }
 
-/* One line per fd that holds a placeholder of stack name (fdtable.c):
- * the socket index is the file position. */
+/* The stacks fds lists sockets of, attached once each for the details. */
+struct fds_stack {
+	char name[SLUICE_NAME_MAX];
+	struct sluice_stack *st;	/* NULL: could not attach */
+};
+
+#define FDS_STACKS	32
+
+static struct sluice_stack *fds_attach(struct fds_stack *tab, unsigned int *n, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < *n; i++)
+		if (!strcmp(tab[i].name, name))
+			return tab[i].st;
+	if (*n == FDS_STACKS || strlen(name) >= sizeof(tab[*n].name))
+		return NULL;
+	memcpy(tab[*n].name, name, strlen(name) + 1);
+	if (sluice_stack_attach(name, &tab[*n].st))
+		tab[*n].st = NULL;
+	return tab[(*n)++].st;
+}
+
+static const char *fds_tcp_state(uint8_t st)
+{
+	static const char *const n[] = {
+		"CLOSED", "LISTEN", "SYN_SENT", "SYN_RECV", "ESTABLISHED", "FIN_WAIT1",
+		"FIN_WAIT2", "CLOSE_WAIT", "CLOSING", "LAST_ACK", "TIME_WAIT",
+	};
+
+	return st < sizeof(n) / sizeof(n[0]) ? n[st] : "?";
+}
+
+/* "tcp ESTABLISHED 10.0.0.1:80 10.0.0.2:4711" for socket idx of st: read
+ * from the region without its lock, so a snapshot that may be torn. */
+static void fds_describe(struct sluice_stack *st, long idx, char *out, size_t len)
+{
+	const struct sl_stack *s = (const struct sl_stack *)st;
+	const struct sl_sock *so;
+	char l[INET_ADDRSTRLEN], r[INET_ADDRSTRLEN];
+	uint32_t la, ra;
+
+	if (!st || idx < 0 || (unsigned long)idx >= s->r->max_sockets) {
+		snprintf(out, len, "%-5s %-11s %21s %21s", "?", "?", "?", "?");
+		return;
+	}
+	so = sl_sock(s, (uint32_t)idx);
+	la = so->laddr;
+	ra = so->raddr;
+	inet_ntop(AF_INET, &la, l, sizeof(l));
+	inet_ntop(AF_INET, &ra, r, sizeof(r));
+	snprintf(out, len, "%-5s %-11s %15s:%-5u %15s:%-5u",
+		 so->type == SL_SOCK_TCP ? "tcp" : so->type == SL_SOCK_UDP ? "udp" : "free",
+		 so->type == SL_SOCK_TCP ? fds_tcp_state(so->state) : "-", l, ntohs(so->lport),
+		 r, ntohs(so->rport));
+}
+
+/*
+ * One line per fd that holds a placeholder (fdtable.c) of stack name, or
+ * of any stack when name is NULL: the socket index is the file position,
+ * and the socket's protocol, state and addresses come from the region.
+ */
 int cmd_fds(const char *name)
 {
-	char want[96], path[600], link[128], line[128];
+	static const char prefix[] = "/dev/shm/sluicefd-";
+	char path[600], link[128], line[128], desc[96];
+	struct fds_stack stacks[FDS_STACKS];
+	unsigned int nstacks = 0;
 	struct dirent *p, *f;
 	DIR *proc, *fdd;
-	int rows = 0;
 
-	snprintf(want, sizeof(want), "/dev/shm/sluicefd-%s", name);
 	proc = opendir("/proc");
 	if (!proc) {
 		perror("sluice: /proc");
 		return 1;
 	}
-	printf("%8s %5s %6s  %s\n", "PID", "FD", "SOCKET", "COMMAND");
+	printf("%8s %5s %-20s %6s  %-5s %-11s %21s %21s  %s\n", "PID", "FD", "STACK", "SOCKET",
+	       "PROTO", "STATE", "LOCAL", "REMOTE", "COMMAND");
 	while ((p = readdir(proc))) {
 		char comm[64] = "?";
 		FILE *c;
@@ -274,6 +338,7 @@ int cmd_fds(const char *name)
 			fclose(c);
 		}
 		while ((f = readdir(fdd))) {
+			const char *stack;
 			ssize_t n;
 			FILE *info;
 			long pos = -1;
@@ -285,7 +350,10 @@ int cmd_fds(const char *name)
 			if (n <= 0)
 				continue;
 			link[n] = '\0';
-			if (strcmp(link, want))
+			if (strncmp(link, prefix, sizeof(prefix) - 1))
+				continue;
+			stack = link + sizeof(prefix) - 1;
+			if (!*stack || (name && strcmp(stack, name)))
 				continue;
 			snprintf(path, sizeof(path), "/proc/%s/fdinfo/%s", p->d_name, f->d_name);
 			info = fopen(path, "re");
@@ -294,11 +362,15 @@ int cmd_fds(const char *name)
 					pos = strtol(line + 4, NULL, 10);
 			if (info)
 				fclose(info);
-			printf("%8s %5s %6ld  %s\n", p->d_name, f->d_name, pos, comm);
-			rows++;
+			fds_describe(fds_attach(stacks, &nstacks, stack), pos, desc, sizeof(desc));
+			printf("%8s %5s %-20s %6ld  %s  %s\n", p->d_name, f->d_name, stack, pos, desc,
+			       comm);
 		}
 		closedir(fdd);
 	}
 	closedir(proc);
+	for (unsigned int i = 0; i < nstacks; i++)
+		if (stacks[i].st)
+			sluice_stack_close(stacks[i].st);
 	return 0;
 }

@@ -88,6 +88,7 @@ for i in \$(seq 100); do
 	sleep 0.1
 done
 [ "\$mode" = sluice ] && "$sluice" fds "$st" >"$tmp/fds.\$mode"
+[ "\$mode" = sluice ] && "$sluice" fds >"$tmp/fds.all"
 timeout 20 "\${pre[@]}" wrk -t 2 -c 16 -d 2s http://127.0.0.1:18180/index.html
 echo "wrk rc \$?"
 kill -QUIT \$ngx
@@ -112,8 +113,11 @@ n=$(grep -c ' nginx$' "$tmp/fds.sluice" 2>/dev/null)
 check "the listening socket is on the stack in the master and both workers ($n fds)" \
 	[ "${n:-0}" -ge 3 ]
 sed 's/^/# fds: /' "$tmp/fds.sluice" 2>/dev/null
-pids=$(awk '$4 == "nginx" { print $1 }' "$tmp/fds.sluice" 2>/dev/null | sort -u | wc -l)
+pids=$(awk '$NF == "nginx" { print $1 }' "$tmp/fds.sluice" 2>/dev/null | sort -u | wc -l)
 check "... in three processes ($pids)" [ "$pids" -ge 3 ]
+check "sluice fds shows it as a TCP listener on 127.0.0.1:18180" \
+	grep -qE " $st +[0-9]+ +tcp +LISTEN +127\.0\.0\.1:18180 .* nginx$" "$tmp/fds.sluice"
+check "sluice fds without a name lists it too" grep -q " $st " "$tmp/fds.all"
 ctr() { "$sluice" dump "$st" 2>/dev/null | awk -v n="$1" '$1 == n { print $2 }'; }
 tx=$(ctr tcp_tx)
 rx=$(ctr tcp_rx)

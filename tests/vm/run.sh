@@ -150,6 +150,7 @@ run_kernel() { # run_kernel VERSION
 	# preload library, and the programs with their libraries.
 	cp tests/vm/run_kring.sh "$root/opt/sluice/bin/run_kring.sh"
 	add_binary "$root" build/libsluice-preload.so /opt/sluice
+	add_binary "$root" build/tests/preload/fork_srv /opt/sluice/bin
 	for b in curl iperf3; do
 		if command -v "$b" >/dev/null; then
 			add_binary "$root" "$(command -v "$b")" /usr/bin
