@@ -222,6 +222,11 @@ int cmd_run(int argc, char **argv)
 		return 1;
 	}
 	ret = ensure_stack(stack, addr, gw, ifname);
+	if (ret == -EOPNOTSUPP && ifname) {
+		fprintf(stderr, "sluice run: stack '%s' on %s: a stack on a device needs the "
+			"sluice module (is sluice.ko loaded?)\n", stack, ifname);
+		return 1;
+	}
 	if (ret) {
 		fprintf(stderr, "sluice run: stack '%s': %s\n", stack, strerror(-ret));
 		return 1;

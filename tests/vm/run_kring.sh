@@ -51,6 +51,7 @@ cleanup() {
 	wait 2>/dev/null
 	$IP netns del "$NS" 2>/dev/null
 	$IP link del slr0 2>/dev/null
+	$IP link del slr2 2>/dev/null
 }
 trap cleanup EXIT
 
@@ -193,6 +194,14 @@ check "... every forked child echoed and exited 0 (rc $rc)" \
 	sh -c "[ $rc = 0 ] && grep -qx 'children 8, failed 0' $fout"
 sed 's/^/# fork_srv: /' $fout
 
+# A program that names the stack without --ifname links its rings too.
+rxb0=$(kctr rx_bytes)
+rm -f /tmp/got
+timeout 120 sluice run --stack $ST -- curl -sS --max-time 100 -o /tmp/got "http://$K:8080/blob"
+rxb=$(kctr rx_bytes)
+check "curl under sluice run --stack $ST (no --ifname): byte for byte, through the rings (+$((rxb - rxb0)))" \
+	sh -c "cmp -s /tmp/got /tmp/www/blob && [ $((rxb - rxb0)) -ge 1531000 ]"
+
 # None of it was the root namespace's kernel TCP.
 tcp1=$(ktcp)
 rx1=$(kctr rx_packets) tx1=$(kctr tx_packets)
@@ -213,6 +222,26 @@ check "a kernel curl (not under sluice run) still reaches the kernel httpd" \
 	sh -c "timeout 60 curl -sS --max-time 50 -o /tmp/got2 http://$K:8080/blob && cmp -s /tmp/got2 /tmp/www/blob"
 tcp2=$(ktcp)
 check "... and that one did go through the kernel's TCP ($tcp1 -> $tcp2)" [ "$tcp1" != "$tcp2" ]
+
+# The stack is not on the device asked for: the library refuses it and
+# the program's sockets stay in the kernel (which still reaches the peer).
+$IP link add slr2 type veth peer name slr3
+tcp1=$(ktcp)
+rxb0=$(kctr rx_bytes)
+rm -f /tmp/got
+timeout 120 sluice run --stack $ST --ifname slr2 -- \
+	curl -sS --max-time 100 -o /tmp/got "http://$K:8080/blob" 2>/tmp/curl.err
+rc=$?
+tcp2=$(ktcp)
+rxb=$(kctr rx_bytes)
+sed 's/^/# curl: /' /tmp/curl.err
+check "stack $ST named with another device (slr2): refused, said so on stderr" \
+	grep -q "is not on slr2" /tmp/curl.err
+check "... and curl's socket stayed in the kernel: it still fetched the file (rc $rc)" \
+	sh -c "[ $rc = 0 ] && cmp -s /tmp/got /tmp/www/blob"
+check "... through the kernel's TCP ($tcp1 -> $tcp2), not the rings (+$((rxb - rxb0)))" \
+	[ "$tcp1" != "$tcp2" -a $((rxb - rxb0)) -lt 1531000 ]
+$IP link del slr2
 
 kill $srv 2>/dev/null
 wait $srv 2>/dev/null
