@@ -47,7 +47,7 @@ in_ns() { $IP netns exec "$NS" "$@"; }
 srun() { timeout 120 sluice run --stack $ST --ifname slr0 -- "$@"; }
 in_ns_t() { timeout 120 $IP netns exec "$NS" "$@"; }
 cleanup() {
-	for p in $srv $khttp $kips; do kill "$p" 2>/dev/null; done
+	for p in $srv $khttp $kips $lhttp; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	$IP netns del "$NS" 2>/dev/null
 	$IP link del slr0 2>/dev/null
@@ -222,6 +222,35 @@ check "a kernel curl (not under sluice run) still reaches the kernel httpd" \
 	sh -c "timeout 60 curl -sS --max-time 50 -o /tmp/got2 http://$K:8080/blob && cmp -s /tmp/got2 /tmp/www/blob"
 tcp2=$(ktcp)
 check "... and that one did go through the kernel's TCP ($tcp1 -> $tcp2)" [ "$tcp1" != "$tcp2" ]
+
+# 127.0.0.0/8 on a device stack is the kernel's by default (README: as
+# Onload's): a kernel server on 127.0.0.1 is reached through the kernel;
+# with SLUICE_LOOPBACK=1 the stack's own loopback, where nothing listens.
+$IP link set lo up
+busybox httpd -f -p 127.0.0.1:8081 -h /tmp/www &
+lhttp=$!
+sleep 0.5
+tcp1=$(ktcp)
+rxb0=$(kctr rx_bytes)
+rm -f /tmp/got
+timeout 120 sluice run --stack $ST -- curl -sS --max-time 100 -o /tmp/got http://127.0.0.1:8081/blob
+rc=$?
+tcp2=$(ktcp)
+rxb=$(kctr rx_bytes)
+check "curl under sluice run on the device stack reaches a kernel server on 127.0.0.1 (rc $rc)" \
+	sh -c "[ $rc = 0 ] && cmp -s /tmp/got /tmp/www/blob"
+check "... through the kernel's TCP ($tcp1 -> $tcp2), not the rings (+$((rxb - rxb0)))" \
+	[ "$tcp1" != "$tcp2" -a $((rxb - rxb0)) -lt 1531000 ]
+tcp1=$(ktcp)
+SLUICE_LOOPBACK=1 timeout 60 sluice run --stack $ST -- \
+	curl -sS --max-time 30 -o /dev/null http://127.0.0.1:8081/blob 2>/dev/null
+rc=$?
+tcp2=$(ktcp)
+check "with SLUICE_LOOPBACK=1 127.0.0.1 is the stack's: nothing listens there (curl rc $rc)" \
+	[ $rc != 0 -a "$tcp1" = "$tcp2" ]
+kill $lhttp 2>/dev/null
+wait $lhttp 2>/dev/null
+lhttp=
 
 # The stack is not on the device asked for: the library refuses it and
 # the program's sockets stay in the kernel (which still reaches the peer).
