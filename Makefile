@@ -40,7 +40,7 @@ TOOL := $(B)/tools/sluice
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/test_*.c))
 INTEROP := $(B)/tests/interop/peer $(B)/tests/interop/mkstack $(B)/tests/bench/bench \
 	$(B)/tests/interop/kpeer $(B)/tests/interop/kring_peer
-PRELOAD_TESTS := $(B)/tests/preload/conform
+PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/fork_srv
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
 .PHONY: all lib tools tests bench sanitize unit-tests module module-clean check demo checkpatch clean

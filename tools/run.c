@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * sluice run [--stack NAME] [--profile latency|throughput] [--spin US]
- *            [--tap IFNAME --addr A.B.C.D/LEN [--gateway A.B.C.D]] -- PROGRAM ARGS
+ *            [--tap IFNAME --addr A.B.C.D/LEN [--gateway A.B.C.D]]
+ *            [--ifname IFNAME] -- PROGRAM ARGS
  *   runs PROGRAM with libsluice-preload.so: its IPv4 TCP and UDP sockets
- *   live on stack NAME (created here if it does not exist).
- * sluice fds NAME
- *   which fds of which processes are sockets of stack NAME.
+ *   live on stack NAME (created here if it does not exist).  --ifname: a
+ *   stack on that device, through the module's rings (kring), sharing the
+ *   device's IPv4 address; every process of the stack links the rings.
+ * sluice fds [NAME]
+ *   which fds of which processes are sockets of stack NAME (or of any
+ *   stack), with each socket's protocol, state and addresses.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -18,6 +22,7 @@
 
 #include <sluice/sluice.h>
 
+#include "../lib/sock.h"
 #include "run.h"
 
 #define PRELOAD_NAME	"libsluice-preload.so"
@@ -61,13 +66,14 @@ static void run_usage(void)
 {
 	fprintf(stderr,
 		"usage: sluice run [--stack NAME] [--profile latency|throughput] [--spin US]\n"
-		"                  [--tap IFNAME --addr A.B.C.D/LEN [--gateway A.B.C.D]] [--debug]\n"
+		"                  [--tap IFNAME --addr A.B.C.D/LEN [--gateway A.B.C.D]]\n"
+		"                  [--ifname IFNAME] [--debug]\n"
 		"                  -- PROGRAM [ARGS...]\n");
 }
 
 /* Create the stack now (the library would on first use) so the address
  * configuration given here is the one it gets. */
-static int ensure_stack(const char *name, const char *addr, const char *gw)
+static int ensure_stack(const char *name, const char *addr, const char *gw, const char *ifname)
 {
 	struct sluice_stack_config cfg = { 0 };
 	struct sluice_stack *st;
@@ -105,6 +111,14 @@ static int ensure_stack(const char *name, const char *addr, const char *gw)
 			return -EINVAL;
 		cfg.ip_gateway = a.s_addr;
 	}
+	if (ifname) {
+		if (strlen(ifname) >= sizeof(cfg.ifname))
+			return -ENAMETOOLONG;
+		memcpy(cfg.ifname, ifname, strlen(ifname) + 1);
+	}
+	/* A module's stack goes when its last holder closes it: made here
+	 * only to report a missing module or device now, the program makes
+	 * it again (the preload library, from the same environment). */
 	ret = sluice_stack_create(name, &cfg, &st);
 	if (ret == -EEXIST)
 		return 0;
@@ -119,7 +133,7 @@ static int ensure_stack(const char *name, const char *addr, const char *gw)
 int cmd_run(int argc, char **argv)
 {
 	const char *stack = getenv("SLUICE_STACK"), *profile = NULL, *spin = NULL;
-	const char *tap = NULL, *addr = NULL, *gw = NULL;
+	const char *tap = NULL, *addr = NULL, *gw = NULL, *ifname = getenv("SLUICE_IFNAME");
 	char lib[PATH_MAX], name[SLUICE_NAME_MAX], *pre;
 	const char *old;
 	int i, ret;
@@ -153,6 +167,8 @@ int cmd_run(int argc, char **argv)
 			addr = argv[++i];
 		else if (!strcmp(a, "--gateway"))
 			gw = argv[++i];
+		else if (!strcmp(a, "--ifname"))
+			ifname = argv[++i];
 		else {
 			fprintf(stderr, "sluice run: unknown option '%s'\n", a);
 			run_usage();
@@ -175,7 +191,18 @@ int cmd_run(int argc, char **argv)
 	}
 	if (spin)
 		setenv("SLUICE_SPIN_US", spin, 1);
-	if (!stack || !*stack) {
+	if (ifname && !*ifname)
+		ifname = NULL;
+	if (ifname && tap) {
+		fprintf(stderr, "sluice run: --ifname and --tap exclude each other\n");
+		return 2;
+	}
+	/* A stack on a device has a name of its own by default, so the
+	 * default loopback-only stack and it never mix. */
+	if ((!stack || !*stack) && ifname) {
+		snprintf(name, sizeof(name), "sluice-%u-%s", (unsigned int)getuid(), ifname);
+		stack = name;
+	} else if (!stack || !*stack) {
 		snprintf(name, sizeof(name), "sluice-%u", (unsigned int)getuid());
 		stack = name;
 	}
@@ -186,13 +213,20 @@ int cmd_run(int argc, char **argv)
 		setenv("SLUICE_ADDR", addr, 1);
 	if (gw)
 		setenv("SLUICE_GATEWAY", gw, 1);
+	if (ifname)
+		setenv("SLUICE_IFNAME", ifname, 1);
 	ret = find_preload(lib, sizeof(lib));
 	if (ret) {
 		fprintf(stderr, "sluice run: %s not found next to the tool or installed "
 			"(set SLUICE_PRELOAD_LIB)\n", PRELOAD_NAME);
 		return 1;
 	}
-	ret = ensure_stack(stack, addr, gw);
+	ret = ensure_stack(stack, addr, gw, ifname);
+	if (ret == -EOPNOTSUPP && ifname) {
+		fprintf(stderr, "sluice run: stack '%s' on %s: a stack on a device needs the "
+			"sluice module (is sluice.ko loaded?)\n", stack, ifname);
+		return 1;
+	}
 	if (ret) {
 		fprintf(stderr, "sluice run: stack '%s': %s\n", stack, strerror(-ret));
 		return 1;
@@ -213,22 +247,84 @@ int cmd_run(int argc, char **argv)
 	return 127;
 }
 
-/* One line per fd that holds a placeholder of stack name (fdtable.c):
- * the socket index is the file position. */
+/* The stacks fds lists sockets of, attached once each for the details. */
+struct fds_stack {
+	char name[SLUICE_NAME_MAX];
+	struct sluice_stack *st;	/* NULL: could not attach */
+};
+
+#define FDS_STACKS	32
+
+static struct sluice_stack *fds_attach(struct fds_stack *tab, unsigned int *n, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < *n; i++)
+		if (!strcmp(tab[i].name, name))
+			return tab[i].st;
+	if (*n == FDS_STACKS || strlen(name) >= sizeof(tab[*n].name))
+		return NULL;
+	memcpy(tab[*n].name, name, strlen(name) + 1);
+	if (sluice_stack_attach(name, &tab[*n].st))
+		tab[*n].st = NULL;
+	return tab[(*n)++].st;
+}
+
+static const char *fds_tcp_state(uint8_t st)
+{
+	static const char *const n[] = {
+		"CLOSED", "LISTEN", "SYN_SENT", "SYN_RECV", "ESTABLISHED", "FIN_WAIT1",
+		"FIN_WAIT2", "CLOSE_WAIT", "CLOSING", "LAST_ACK", "TIME_WAIT",
+	};
+
+	return st < sizeof(n) / sizeof(n[0]) ? n[st] : "?";
+}
+
+/* "tcp ESTABLISHED 10.0.0.1:80 10.0.0.2:4711" for socket idx of st: read
+ * from the region without its lock, so a snapshot that may be torn. */
+static void fds_describe(struct sluice_stack *st, long idx, char *out, size_t len)
+{
+	const struct sl_stack *s = (const struct sl_stack *)st;
+	const struct sl_sock *so;
+	char l[INET_ADDRSTRLEN], r[INET_ADDRSTRLEN];
+	uint32_t la, ra;
+
+	if (!st || idx < 0 || (unsigned long)idx >= s->r->max_sockets) {
+		snprintf(out, len, "%-5s %-11s %21s %21s", "?", "?", "?", "?");
+		return;
+	}
+	so = sl_sock(s, (uint32_t)idx);
+	la = so->laddr;
+	ra = so->raddr;
+	inet_ntop(AF_INET, &la, l, sizeof(l));
+	inet_ntop(AF_INET, &ra, r, sizeof(r));
+	snprintf(out, len, "%-5s %-11s %15s:%-5u %15s:%-5u",
+		 so->type == SL_SOCK_TCP ? "tcp" : so->type == SL_SOCK_UDP ? "udp" : "free",
+		 so->type == SL_SOCK_TCP ? fds_tcp_state(so->state) : "-", l, ntohs(so->lport),
+		 r, ntohs(so->rport));
+}
+
+/*
+ * One line per fd that holds a placeholder (fdtable.c) of stack name, or
+ * of any stack when name is NULL: the socket index is the file position,
+ * and the socket's protocol, state and addresses come from the region.
+ */
 int cmd_fds(const char *name)
 {
-	char want[96], path[600], link[128], line[128];
+	static const char prefix[] = "/dev/shm/sluicefd-";
+	char path[600], link[128], line[128], desc[96];
+	struct fds_stack stacks[FDS_STACKS];
+	unsigned int nstacks = 0;
 	struct dirent *p, *f;
 	DIR *proc, *fdd;
-	int rows = 0;
 
-	snprintf(want, sizeof(want), "/dev/shm/sluicefd-%s", name);
 	proc = opendir("/proc");
 	if (!proc) {
 		perror("sluice: /proc");
 		return 1;
 	}
-	printf("%8s %5s %6s  %s\n", "PID", "FD", "SOCKET", "COMMAND");
+	printf("%8s %5s %-20s %6s  %-5s %-11s %21s %21s  %s\n", "PID", "FD", "STACK", "SOCKET",
+	       "PROTO", "STATE", "LOCAL", "REMOTE", "COMMAND");
 	while ((p = readdir(proc))) {
 		char comm[64] = "?";
 		FILE *c;
@@ -247,6 +343,7 @@ int cmd_fds(const char *name)
 			fclose(c);
 		}
 		while ((f = readdir(fdd))) {
+			const char *stack;
 			ssize_t n;
 			FILE *info;
 			long pos = -1;
@@ -258,7 +355,10 @@ int cmd_fds(const char *name)
 			if (n <= 0)
 				continue;
 			link[n] = '\0';
-			if (strcmp(link, want))
+			if (strncmp(link, prefix, sizeof(prefix) - 1))
+				continue;
+			stack = link + sizeof(prefix) - 1;
+			if (!*stack || (name && strcmp(stack, name)))
 				continue;
 			snprintf(path, sizeof(path), "/proc/%s/fdinfo/%s", p->d_name, f->d_name);
 			info = fopen(path, "re");
@@ -267,11 +367,15 @@ int cmd_fds(const char *name)
 					pos = strtol(line + 4, NULL, 10);
 			if (info)
 				fclose(info);
-			printf("%8s %5s %6ld  %s\n", p->d_name, f->d_name, pos, comm);
-			rows++;
+			fds_describe(fds_attach(stacks, &nstacks, stack), pos, desc, sizeof(desc));
+			printf("%8s %5s %-20s %6ld  %s  %s\n", p->d_name, f->d_name, stack, pos, desc,
+			       comm);
 		}
 		closedir(fdd);
 	}
 	closedir(proc);
+	for (unsigned int i = 0; i < nstacks; i++)
+		if (stacks[i].st)
+			sluice_stack_close(stacks[i].st);
 	return 0;
 }

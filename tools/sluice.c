@@ -5,7 +5,7 @@
  *   sluice stacks       the stacks on this machine
  *   sluice dump NAME    a stack's configuration, counters, rings and sockets
  *   sluice run ...      run a program on a stack (run.c)
- *   sluice fds NAME     the processes' fds on a stack (run.c)
+ *   sluice fds [NAME]   the processes' fds on a stack, or on any (run.c)
  *   sluice version      the library's version
  */
 #include <arpa/inet.h>
@@ -33,9 +33,10 @@ static void usage(FILE *f)
 		"  info        show the library, the loaded module, its sysfs and debugfs state\n"
 		"  stacks      list the stacks on this machine\n"
 		"  dump NAME   show a stack's configuration, counters and sockets\n"
-		"  run [--stack NAME] [--profile latency|throughput] -- PROGRAM [ARGS]\n"
-		"              run PROGRAM with its IPv4 sockets on a Sluice stack\n"
-		"  fds NAME    list the processes' fds that are sockets of stack NAME\n"
+		"  run [--stack NAME] [--profile latency|throughput] [--ifname DEV] -- PROGRAM [ARGS]\n"
+		"              run PROGRAM with its IPv4 sockets on a Sluice stack (on DEV:\n"
+		"              through the module's rings; `sluice run` alone lists every option)\n"
+		"  fds [NAME]  list the processes' fds that are sockets of stack NAME (or any)\n"
 		"  version     show the library version\n");
 }
 
@@ -324,8 +325,8 @@ int main(int argc, char **argv)
 		return cmd_dump(argv[2]);
 	if (argc >= 2 && !strcmp(argv[1], "run"))
 		return cmd_run(argc, argv);
-	if (argc == 3 && !strcmp(argv[1], "fds"))
-		return cmd_fds(argv[2]);
+	if ((argc == 2 || argc == 3) && !strcmp(argv[1], "fds"))
+		return cmd_fds(argc == 3 ? argv[2] : NULL);
 	if (argc != 2) {
 		usage(stderr);
 		return 2;

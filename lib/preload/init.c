@@ -5,6 +5,14 @@
  * process's stack (attached, or created, on the first socket Sluice
  * accelerates), fork and exit.
  *
+ * A stack on a network device (SLUICE_IFNAME, or any stack attached by
+ * name that the module says is on one) runs through the module's rings:
+ * every process links them itself when it opens the stack (link_kring.c
+ * wants each process to).  A fork()ed child inherits the parent's link
+ * with its memory (the ring mapping and the stack fd are shared, and the
+ * rings keep no per-process state), so it links nothing again; an exec'd
+ * program opens the stack afresh and links again.
+ *
  * Fork: the region and the placeholder files are shared with the child;
  * the library's own per-process state (lock owner pid, counter block) is
  * re-derived from getpid() by lib/lock.c; urcu-bp is told about the fork.
@@ -15,6 +23,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <net/if.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -101,20 +110,31 @@ static void read_config(void)
 	const char *v;
 	struct in_addr a;
 
-	v = getenv("SLUICE_STACK");
-	if (v && *v)
-		snprintf(pl_cfg.stack, sizeof(pl_cfg.stack), "%s", v);
-	else
-		snprintf(pl_cfg.stack, sizeof(pl_cfg.stack), "sluice-%u", (unsigned int)getuid());
 	v = getenv("SLUICE_SPIN_US");
 	pl_cfg.spin_us = v && *v ? (unsigned int)strtoul(v, NULL, 10) : 50;
 	pl_cfg.disabled = env_flag("SLUICE_DISABLE", false);
 	pl_cfg.udp = env_flag("SLUICE_UDP", true);
+	v = getenv("SLUICE_LOOPBACK");
+	pl_cfg.loopback_set = v && *v;
 	pl_cfg.loopback = env_flag("SLUICE_LOOPBACK", true);
 	pl_cfg.debug = env_flag("SLUICE_DEBUG", false);
 	v = getenv("SLUICE_TAP");
 	if (v)
 		snprintf(pl_cfg.tap, sizeof(pl_cfg.tap), "%s", v);
+	v = getenv("SLUICE_IFNAME");
+	if (v && *v && strlen(v) < sizeof(pl_cfg.ifname))
+		snprintf(pl_cfg.ifname, sizeof(pl_cfg.ifname), "%s", v);
+	else if (v && *v)
+		pl_log("ignoring SLUICE_IFNAME=%s (too long)", v);
+	/* The default name as sluice run's (tools/run.c). */
+	v = getenv("SLUICE_STACK");
+	if (v && *v)
+		snprintf(pl_cfg.stack, sizeof(pl_cfg.stack), "%s", v);
+	else if (pl_cfg.ifname[0])
+		snprintf(pl_cfg.stack, sizeof(pl_cfg.stack), "sluice-%u-%s", (unsigned int)getuid(),
+			 pl_cfg.ifname);
+	else
+		snprintf(pl_cfg.stack, sizeof(pl_cfg.stack), "sluice-%u", (unsigned int)getuid());
 	v = getenv("SLUICE_ADDR");
 	if (v && *v)
 		parse_addr(v);
@@ -175,6 +195,8 @@ static int stack_open(struct sluice_stack **out)
 	};
 	int ret, tries;
 
+	memcpy(cfg.ifname, pl_cfg.ifname, sizeof(cfg.ifname));
+
 	/* Two processes may race to create it: one wins, the other attaches. */
 	for (tries = 0; tries < 3; tries++) {
 		ret = sluice_stack_attach(pl_cfg.stack, out);
@@ -187,6 +209,41 @@ static int stack_open(struct sluice_stack **out)
 			return ret;
 		}
 	}
+	return ret;
+}
+
+/*
+ * A stack on a device: check it is the one asked for, link its rings, and
+ * leave 127.0.0.0/8 to the kernel unless SLUICE_LOOPBACK says otherwise
+ * (as Onload leaves loopback to the kernel by default: local kernel
+ * services stay reachable; the stack's own address is still in-stack).
+ */
+static int device_link(struct sl_stack *s)
+{
+	unsigned int want;
+	int ret;
+
+	if (pl_cfg.ifname[0]) {
+		want = if_nametoindex(pl_cfg.ifname);
+		if (!want)
+			return -ENODEV;
+		if (s->ifindex != want) {
+			pl_log("stack %s is not on %s (ifindex %u, not %u)", pl_cfg.stack,
+			       pl_cfg.ifname, s->ifindex, want);
+			return -EXDEV;
+		}
+	}
+	if (!s->ifindex)
+		return 0;
+	if (pl_cfg.tap[0]) {
+		pl_log("stack %s is on a device: SLUICE_TAP ignored", pl_cfg.stack);
+		pl_cfg.tap[0] = '\0';
+	}
+	if (!pl_cfg.loopback_set)
+		pl_cfg.loopback = false;
+	ret = sluice_link_kring((struct sluice_stack *)s);
+	if (!ret)
+		pl_debug("stack %s: linked the rings of ifindex %u", pl_cfg.stack, s->ifindex);
 	return ret;
 }
 
@@ -214,6 +271,12 @@ struct sluice_stack *pl_stack(void)
 	if (ret) {
 		pl_log("stack %s: placeholder file: %s; sockets stay in the kernel",
 		       pl_cfg.stack, strerror(-ret));
+		goto err_close;
+	}
+	ret = device_link((struct sl_stack *)st);
+	if (ret) {
+		pl_log("stack %s: device link: %s; sockets stay in the kernel", pl_cfg.stack,
+		       strerror(-ret));
 		goto err_close;
 	}
 	if (pl_cfg.tap[0]) {

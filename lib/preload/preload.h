@@ -86,8 +86,10 @@ struct pl_config {
 	bool disabled;			/* SLUICE_DISABLE=1: everything in the kernel */
 	bool udp;			/* SLUICE_UDP (default 1) */
 	bool loopback;			/* SLUICE_LOOPBACK (default 1): 127/8 on the stack */
+	bool loopback_set;		/* ... given explicitly (else 0 on a device stack) */
 	bool debug;			/* SLUICE_DEBUG=1: say what happens on stderr */
 	char tap[32];			/* SLUICE_TAP: a TAP device as this process's link */
+	char ifname[16];		/* SLUICE_IFNAME: a new stack's device (kring link) */
 	uint32_t addr, mask, gateway;	/* SLUICE_ADDR=a.b.c.d/len, SLUICE_GATEWAY */
 	unsigned int mtu;		/* SLUICE_MTU */
 	unsigned int max_sockets;	/* SLUICE_MAX_SOCKETS: a new stack's socket slots */

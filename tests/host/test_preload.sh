@@ -77,6 +77,13 @@ check "sluice run without a program is a usage error (exit 2)" [ $? = 2 ]
 check "an unknown profile is a usage error (exit 2)" [ $? = 2 ]
 err=$(SLUICE_PRELOAD_LIB=/nonexistent "$sluice" run -- true 2>&1)
 check "a missing preload library is named (exit 1)" grep -q "libsluice-preload.so not found" <<<"$err"
+"$sluice" run --ifname lo --tap tap9 -- true >/dev/null 2>&1
+check "sluice run --ifname with --tap is a usage error (exit 2)" [ $? = 2 ]
+if [ ! -e /dev/sluice ]; then
+	err=$("$sluice" run --ifname lo -- true 2>&1)
+	check "sluice run --ifname without the module says it needs it (exit 1)" \
+		grep -q "needs the sluice module" <<<"$err"
+fi
 st=$(newstack env)
 out=$("$sluice" run --stack "$st" --profile latency -- sh -c 'echo "$SLUICE_STACK $SLUICE_SPIN_US $LD_PRELOAD"')
 check "sluice run sets the stack, the profile's spin and LD_PRELOAD" \

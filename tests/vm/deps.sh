@@ -6,7 +6,7 @@
 # (Debian's default 6.1 series and the newest complete 6.12 series), QEMU,
 # busybox, the kselftest harness (linux-source-6.1) and the user-space
 # libraries (rdma-core, liburcu), and the programs the preload tests run
-# under sluice run (curl, python3, sockperf, iperf3, redis).
+# under sluice run (curl, python3, sockperf, iperf3, redis, nginx, wrk).
 #
 #   tests/vm/deps.sh            install everything
 #   tests/vm/deps.sh --print    print the kernel versions that would be used
@@ -66,7 +66,7 @@ base=(build-essential make gcc pkg-config kmod cpio xz-utils perl
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1
 	libibverbs-dev librdmacm-dev rdma-core ibverbs-providers liburcu-dev
 	dkms openssl
-	curl python3 sockperf iperf3 redis-server)
+	curl python3 sockperf iperf3 redis-server nginx wrk)
 
 if [ "${1:-}" = --print ]; then
 	installed_612

@@ -146,6 +146,16 @@ run_kernel() { # run_kernel VERSION
 	add_binary "$root" build/tests/interop/kpeer /opt/sluice/bin
 	add_binary "$root" "$(readlink -f /usr/sbin/ip)" /usr/sbin
 	[ -x /usr/sbin/tc ] && add_binary "$root" /usr/sbin/tc /usr/sbin
+	# Programs under sluice run on a kring stack (run_kring.sh): the
+	# preload library, and the programs with their libraries.
+	cp tests/vm/run_kring.sh "$root/opt/sluice/bin/run_kring.sh"
+	add_binary "$root" build/libsluice-preload.so /opt/sluice
+	add_binary "$root" build/tests/preload/fork_srv /opt/sluice/bin
+	for b in curl iperf3; do
+		if command -v "$b" >/dev/null; then
+			add_binary "$root" "$(command -v "$b")" /usr/bin
+		fi
+	done
 	# The stack's own tests, run again on module-backed regions.
 	cp tests/vm/lib_on_module.sh "$root/opt/sluice/bin/lib_on_module.sh"
 	for t in $(sed -n 's/^for t in \(.*\); do$/\1/p' tests/vm/lib_on_module.sh); do
