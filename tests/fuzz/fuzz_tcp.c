@@ -270,10 +270,13 @@ static void op_opt(struct prog *p)
 		return;
 	}
 	/* SO_RCVBUF, SO_SNDBUF: as sluice_setsockopt() does it. */
-	if (which == 6)
+	if (which == 6) {
 		C.app->rcvbuf = v < 1152 ? 2304 : (uint32_t)v * 2;
-	else
+	} else {
+		if (C.app->sndbuf > F.sndbuf_hw)
+			F.sndbuf_hw = C.app->sndbuf;
 		C.app->sndbuf = v < 2304 ? 4608 : (uint32_t)v * 2;
+	}
 }
 
 static void op_icmp(struct prog *p)
@@ -363,6 +366,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				r = sl_tcp_send(F.s, C.app, pattern, len, 0, F.now_us);
 				if (r > (ssize_t)len)
 					fz_fail("send(%zu) returned %zd", len, r);
+				if (r > 0 && C.app->tcp.sndq_bytes > C.app->sndbuf)
+					fz_fail("send() queued %u bytes, sndbuf %u",
+						C.app->tcp.sndq_bytes, C.app->sndbuf);
 			}
 			break;
 		case 3: {
