@@ -76,10 +76,10 @@ static unsigned int sack_blocks(struct sl_stack *s, const struct sl_tcp_sock *tp
 	return k;
 }
 
-/* Options for a segment with these flags; returns their length (a
- * multiple of 4). */
+/* Options for a segment with these flags and plen bytes of payload;
+ * returns their length (a multiple of 4). */
 static unsigned int build_opts(struct sl_stack *s, struct sl_sock *so, uint8_t flags,
-			       uint8_t *o, uint64_t now_us)
+			       unsigned int plen, uint8_t *o, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	unsigned int n = 0;
@@ -129,8 +129,17 @@ static unsigned int build_opts(struct sl_stack *s, struct sl_sock *so, uint8_t f
 		n += 8;
 	}
 	if ((tp->tflags & SL_TF_SACK) && (flags & TH_ACK_) && tp->ooo_bytes) {
+		/* RFC 9293 3.7.1: options and payload share the MSS (tp->mss
+		 * already leaves room for timestamps, not for SACK blocks), so
+		 * a full data segment carries fewer blocks or none; pure ACKs
+		 * carry them all. */
+		unsigned int limit = tp->mss + n, room = 40;
 		uint32_t blk[SL_TCP_SACK_MAX][2];
-		unsigned int nb = sack_blocks(s, tp, blk, (40 - n - 4) / 8);
+		unsigned int nb;
+
+		if (plen && limit < plen + room)
+			room = limit > plen ? limit - plen : 0;
+		nb = room >= n + 4 + 8 ? sack_blocks(s, tp, blk, (room - n - 4) / 8) : 0;
 
 		if (nb) {
 			o[n++] = OPT_NOP;
@@ -255,7 +264,7 @@ int sl_tcp_send_ctl(struct sl_stack *s, struct sl_sock *so, uint8_t flags, uint3
 
 	if (idx == SLUICE_IDX_NONE)
 		return -ENOBUFS;
-	optlen = build_opts(s, so, flags, opts, now_us);
+	optlen = build_opts(s, so, flags, 0, opts, now_us);
 	th = (struct sl_tcph *)(sl_buf_base(s, idx) + SL_HEADROOM + 20);
 	fill_hdr(s, so, th, flags, seq, optlen);
 	memcpy(th + 1, opts, optlen);
@@ -356,7 +365,7 @@ int sl_tcp_xmit_buf(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint64
 	if (idx == tp->sndq_tail || (b->next_idx < s->r->n_bufs &&
 				     !(sl_buf(s, b->next_idx)->flags & SL_TBF_SENT)))
 		flags |= TH_PSH_;
-	optlen = build_opts(s, so, flags, opts, now_us);
+	optlen = build_opts(s, so, flags, plen, opts, now_us);
 	th = (struct sl_tcph *)(sl_buf_base(s, idx) + SL_TCP_DATA_OFF - 20 - optlen);
 	fill_hdr(s, so, th, flags, b->seq, optlen);
 	memcpy(th + 1, opts, optlen);

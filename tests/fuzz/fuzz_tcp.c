@@ -330,6 +330,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct prog p = { .d = data, .n = size };
 	int v = u8(&p) & 3;
+	bool trace = getenv("FUZZ_TRACE");
 
 	fz_snap_restore(&snap[v]);
 	memset(&C, 0, sizeof(C));
@@ -406,6 +407,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			op_icmp(&p);
 			break;
 		}
+		if (trace && C.app)
+			fprintf(stderr, "op %u: state %u una %u nxt %u max %u end %u mss %u "
+				"user_mss %u peer_mss %u sndq %u flags %#x\n", op, C.app->state,
+				C.app->tcp.snd_una, C.app->tcp.snd_nxt, C.app->tcp.snd_max,
+				C.app->tcp.snd_end, C.app->tcp.mss, C.app->tcp.user_mss,
+				C.app->tcp.peer_mss, C.app->tcp.sndq_bytes, C.app->tcp.tflags);
+		else if (trace)
+			fprintf(stderr, "op %u: closed\n", op);
 		fz_check();
 	}
 	fz_finish();

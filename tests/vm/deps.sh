@@ -5,7 +5,8 @@
 # is missing: the toolchain, the kernel images and headers the VM suite boots
 # (Debian's default 6.1 series and the newest complete 6.12 series), QEMU,
 # busybox, the kselftest harness (linux-source-6.1) and the user-space
-# libraries (rdma-core, liburcu).
+# libraries (rdma-core, liburcu), and clang-14 with libFuzzer for the fuzz
+# targets (make fuzz).
 #
 #   tests/vm/deps.sh            install everything
 #   tests/vm/deps.sh --print    print the kernel versions that would be used
@@ -64,7 +65,7 @@ base=(build-essential make gcc pkg-config kmod cpio xz-utils perl
 	qemu-system-x86 busybox-static iproute2
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1
 	libibverbs-dev librdmacm-dev rdma-core ibverbs-providers liburcu-dev
-	dkms openssl)
+	dkms openssl clang-14 libfuzzer-14-dev)
 
 if [ "${1:-}" = --print ]; then
 	installed_612
