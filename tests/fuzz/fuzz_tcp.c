@@ -8,6 +8,10 @@
  *   1  passive, MSS 1460, window scale 7, SACK, timestamps
  *   2  active (us -> peer 5000), SACK and timestamps, peer scale 2
  *   3  active, peer MSS 536, no options, peer window 4096
+ *   4  active, SYN-SENT: our SYN (MSS, SACK, TS, WS) is unanswered
+ *   5  passive, SYN-RECEIVED: the peer's SYN (all options) was answered;
+ *      the connection is the user's once ACCEPT takes it
+ *   6, 7  as 2 and 3
  *
  * The rest is a sequence of operations, one opcode byte each followed by
  * its arguments (missing bytes read as zero):
@@ -23,8 +27,8 @@
  *   4 SHUT   shutdown(how)       5 CLOSE  close the connection
  *   6 OPT    setsockopt(which, value)
  *   7 ACK    the peer acknowledges all we sent, maybe with data in order
- *   8 ACCEPT accept from the listener (a child is closed again at once
- *            unless the connection was closed)
+ *   8 ACCEPT accept from the listener: the child becomes the connection
+ *            if there is none (closed, or variant 5), else is closed
  *   9 ICMP   an ICMP unreachable quoting the connection's segment
  *
  * After every operation: fz_check() (sequence space, queues within their
@@ -37,7 +41,8 @@
 #define LPORT		80
 #define PPORT		5000
 
-static struct fz_snap snap[4];
+static struct fz_snap snap[6];
+static uint32_t app_idx[6];	/* the user's socket in each, or NONE */
 static uint8_t pattern[65536], sink[65536];
 
 struct prog {
@@ -65,7 +70,6 @@ static struct {
 	struct sl_sock *app, *listener;
 	uint16_t lport, rport;
 	uint32_t peer_ts;
-	bool ts;
 } C;
 
 static struct sl_sock *must(struct sl_sock *so, const char *what)
@@ -77,7 +81,7 @@ static struct sl_sock *must(struct sl_sock *so, const char *what)
 	return so;
 }
 
-static void build_variant(int v)
+static uint32_t build_variant(int v)
 {
 	struct fz_tcp_opts o = { 0 }, a = { 0 };
 	struct sl_sock *l, *so;
@@ -86,7 +90,7 @@ static void build_variant(int v)
 	l = must(sl_sock_alloc(F.s, SL_SOCK_TCP), "socket");
 	if (sl_sock_bind(F.s, l, 0, htons(LPORT)) || sl_tcp_listen(F.s, l, 4))
 		must(NULL, "listen");
-	if (v == 1)
+	if (v == 1 || v == 5)
 		o = (struct fz_tcp_opts){ .mss = 1460, .ws_on = 1, .ws = 7, .sack_ok = 1, .ts = 1,
 					  .tsval = 7000 };
 	if (v == 2)
@@ -95,6 +99,16 @@ static void build_variant(int v)
 	if (v == 3) {
 		o = (struct fz_tcp_opts){ .mss = 536 };
 		win = 4096;
+	}
+	if (v == 5) {
+		/* Half open: the peer's SYN answered, its ACK not yet come. */
+		fz_seg(PPORT, LPORT, TH_SYN_, 100000, 0, win, &o, NULL, 0, 0);
+		so = must(fz_find(LPORT, PPORT), "no child");
+		if (so->state != SL_TCP_SYN_RECEIVED)
+			must(NULL, "not SYN-RECEIVED");
+		fz_timers();
+		fz_check();
+		return SLUICE_IDX_NONE;
 	}
 	if (v < 2) {
 		fz_seg(PPORT, LPORT, TH_SYN_, 100000, 0, win, &o, NULL, 0, 0);
@@ -109,13 +123,15 @@ static void build_variant(int v)
 		    sl_tcp_connect(F.s, so, F.peer, htons(PPORT), F.now_us) != -EINPROGRESS)
 			must(NULL, "connect");
 		o.tsecr = F.last_tsval;
-		fz_seg(PPORT, ntohs(so->lport), TH_SYN_ | TH_ACK_, 100000, so->tcp.iss + 1, win,
-		       &o, NULL, 0, 0);
+		if (v < 4)
+			fz_seg(PPORT, ntohs(so->lport), TH_SYN_ | TH_ACK_, 100000,
+			       so->tcp.iss + 1, win, &o, NULL, 0, 0);
 	}
-	if (so->state != SL_TCP_ESTABLISHED)
-		must(NULL, "not established");
+	if (so->state != (v == 4 ? SL_TCP_SYN_SENT : SL_TCP_ESTABLISHED))
+		must(NULL, "not in the state wanted");
 	fz_timers();
 	fz_check();
+	return so->idx;
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -131,9 +147,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		pattern[i] = (uint8_t)(i * 7 + (i >> 8));
 	fz_init("tcp", 0);
 	fz_snap_take(&empty);
-	for (int v = 0; v < 4; v++) {
+	for (int v = 0; v < 6; v++) {
 		fz_snap_restore(&empty);
-		build_variant(v);
+		app_idx[v] = build_variant(v);
 		fz_snap_take(&snap[v]);
 	}
 	free(empty.region);
@@ -250,7 +266,7 @@ static void op_ack(struct prog *p)
 	if (!so || so->state < SL_TCP_SYN_RECEIVED)
 		return;
 	fz_seg(PPORT, C.lport, TH_ACK_ | (plen ? TH_PSH_ : 0), so->tcp.rcv_nxt, so->tcp.snd_max,
-	       win, C.ts ? &o : NULL, pattern, plen, 0);
+	       win, (so->tcp.tflags & SL_TF_TS) ? &o : NULL, pattern, plen, 0);
 }
 
 static void op_opt(struct prog *p)
@@ -329,23 +345,22 @@ static void op_icmp(struct prog *p)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct prog p = { .d = data, .n = size };
-	int v = u8(&p) & 3;
+	int v = u8(&p) & 7;
 	bool trace = getenv("FUZZ_TRACE");
 
+	if (v >= 6)
+		v -= 4;
 	fz_snap_restore(&snap[v]);
 	memset(&C, 0, sizeof(C));
 	C.rport = PPORT;
 	C.listener = sl_sock_lookup(F.s, SL_SOCK_TCP, F.us, htons(LPORT), 0, 0);
-	for (uint32_t i = 0; i < F.s->r->max_sockets; i++) {
-		struct sl_sock *so = sl_sock(F.s, i);
-
-		if (so->type == SL_SOCK_TCP && so->state == SL_TCP_ESTABLISHED)
-			C.app = so;
+	if (!C.listener)
+		fz_fail("variant %d: no listener", v);
+	C.lport = LPORT;
+	if (app_idx[v] != SLUICE_IDX_NONE) {
+		C.app = sl_sock(F.s, app_idx[v]);
+		C.lport = ntohs(C.app->lport);
 	}
-	if (!C.app || !C.listener)
-		fz_fail("variant %d: no connection", v);
-	C.lport = ntohs(C.app->lport);
-	C.ts = C.app->tcp.tflags & SL_TF_TS;
 	C.peer_ts = 7002;
 
 	for (int n = 0; n < MAX_OPS && p.pos < p.n; n++) {
@@ -400,7 +415,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			op_ack(&p);
 			break;
 		case 8:
-			if (sl_tcp_accept(F.s, C.listener, &child) == 0)
+			if (sl_tcp_accept(F.s, C.listener, &child))
+				break;
+			if (!C.app && ntohs(child->rport) == PPORT)
+				C.app = child;
+			else
 				sl_tcp_close(F.s, child, F.now_us);
 			break;
 		default:

@@ -163,6 +163,13 @@ tcp_seeds = {
     op_tick(400),
     "v0_shutdown_peer_fin": bytes([0]) + bytes([4, 1]) + op_ack(65535, 10) +
     seg(ACK | FIN, 0, 80, 0, 65535, 0) + op_recv(100) + op_tick(60000) + bytes([5]),
+    "v4_synack_with_options": bytes([4]) + seg(SYN | ACK, TSOPT, 0, 1, 65535, 0,
+                                              bytes([1 | 8 | 16, 5, 0xb4, 7])) +
+    op_send(3000) + op_ack(65535, 0) + bytes([5]) + op_tick(2000),
+    "v4_syn_sent_timeout": bytes([4]) + op_tick(1000) + op_tick(3000) + op_tick(60000) +
+    op_tick(60000),
+    "v5_ack_accept_data": bytes([5]) + seg(ACK, TSOPT, 1, 1, 65535, 0, bytes([1])) +
+    bytes([8]) + op_ack(65535, 50) + op_recv(400) + op_send(100) + bytes([4, 1]),
     "v2_rst_in_window_and_challenge": bytes([2]) + seg(RST, 0, 100, 0, 0, 0) +
     seg(RST, 0, 0, 0, 0, 0) + seg(SYN, 0, 0, 0, 0, 0),
 }

@@ -3,7 +3,7 @@
 # The fuzz targets (tests/fuzz/): build them (make fuzz, clang-14 with
 # libFuzzer, ASan and UBSan), replay every input that once crashed, and
 # fuzz each target briefly from its seeds.  FUZZ_SECONDS sets the time per
-# target (default 20; make fuzz-long runs 10 minutes each).
+# target (default 15; make fuzz-long runs 10 minutes each).
 set -u
 cd "$(dirname "$0")/../.."
 if ! command -v clang-14 >/dev/null; then
@@ -17,4 +17,4 @@ if ! make -s -j2 fuzz >build/fuzz-build.log 2>&1; then
 	echo "1..1"
 	exit 1
 fi
-exec bash tests/fuzz/run.sh --seconds "${FUZZ_SECONDS:-20}"
+exec bash tests/fuzz/run.sh --seconds "${FUZZ_SECONDS:-15}"
