@@ -15,8 +15,10 @@
  *              3 clock: length = milliseconds to advance; no bytes
  *   kind & 4:  recompute the IPv4 header checksum
  *   kind & 8:  recompute the TCP/UDP/ICMP checksum
- *   kind & 16: TCP seq and ack are relative to the connection the segment
- *              belongs to (added to its rcv_nxt and snd_una)
+ *   kind & 16: TCP seq, ack and SACK blocks are relative to the connection
+ *              the segment belongs to (rcv_nxt; snd_una for ack and SACK);
+ *              in an ICMP error quoting one of our TCP segments, its seq
+ *              is relative to that connection's snd_una
  *
  * After the input: every invariant of fz_check(), then everything is
  * closed, the timers run out, and no socket, buffer or held packet may be
@@ -179,6 +181,43 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+static void add32(uint8_t *p, uint32_t v)
+{
+	uint32_t x;
+
+	memcpy(&x, p, 4);
+	x = htonl(ntohl(x) + v);
+	memcpy(p, &x, 4);
+}
+
+/* Make a segment's numbers relative to the connection it belongs to. */
+static void relative_tcp(struct sl_tcph *th, unsigned int len, uint32_t laddr, uint32_t raddr)
+{
+	struct sl_sock *so = sl_sock_lookup(F.s, SL_SOCK_TCP, laddr, th->dport, raddr,
+					    th->sport);
+	unsigned int thl = (th->off >> 4) * 4;
+	uint8_t *o = (uint8_t *)th;
+
+	if (!so || so->state < SL_TCP_SYN_RECEIVED)
+		return;
+	th->seq = htonl(ntohl(th->seq) + so->tcp.rcv_nxt);
+	th->ack = htonl(ntohl(th->ack) + so->tcp.snd_una);
+	if (thl > len)
+		thl = len;
+	for (unsigned int i = 20; i < thl;) {
+		if (o[i] == 0)
+			break;
+		if (o[i] == 1 || i + 1 >= thl || o[i + 1] < 2) {
+			i++;
+			continue;
+		}
+		if (o[i] == 5)
+			for (unsigned int b = i + 2; b + 4 <= i + o[i + 1] && b + 4 <= thl; b += 4)
+				add32(o + b, so->tcp.snd_una);
+		i += o[i + 1];
+	}
+}
+
 /* Checksums and relative sequence numbers, as the record's kind asks. */
 static void fix_packet(uint8_t *p, unsigned int len, uint8_t kind)
 {
@@ -195,14 +234,20 @@ static void fix_packet(uint8_t *p, unsigned int len, uint8_t kind)
 	if (tot > len || tot < hl)
 		tot = len;
 	l4 = p + hl;
-	if ((kind & 16) && ip->proto == IPPROTO_TCP_ && tot - hl >= 20) {
-		struct sl_tcph *th = (struct sl_tcph *)l4;
-		struct sl_sock *so = sl_sock_lookup(F.s, SL_SOCK_TCP, ip->daddr, th->dport,
-						    ip->saddr, th->sport);
+	if ((kind & 16) && ip->proto == IPPROTO_TCP_ && tot - hl >= 20)
+		relative_tcp((struct sl_tcph *)l4, tot - hl, ip->daddr, ip->saddr);
+	if ((kind & 16) && ip->proto == IPPROTO_ICMP_ && tot - hl >= 8 + 20 + 8 &&
+	    l4[0] == ICMP_UNREACH_) {
+		struct sl_ip *q = (struct sl_ip *)(l4 + 8);
+		unsigned int qhl = (q->ver_ihl & 0xf) * 4;
 
-		if (so && so->state >= SL_TCP_SYN_RECEIVED) {
-			th->seq = htonl(ntohl(th->seq) + so->tcp.rcv_nxt);
-			th->ack = htonl(ntohl(th->ack) + so->tcp.snd_una);
+		if (q->proto == IPPROTO_TCP_ && qhl >= 20 && tot - hl >= 8 + qhl + 8) {
+			struct sl_tcph *th = (struct sl_tcph *)((uint8_t *)q + qhl);
+			struct sl_sock *so = sl_sock_lookup(F.s, SL_SOCK_TCP, q->saddr, th->sport,
+							    q->daddr, th->dport);
+
+			if (so)
+				th->seq = htonl(ntohl(th->seq) + so->tcp.snd_una);
 		}
 	}
 	if (kind & 4) {

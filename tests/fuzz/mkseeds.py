@@ -109,6 +109,16 @@ packet = {
     tick(200) +
     rec(IPOIB | FIX_L4 | REL, b"\x08\x00\x00\x00" + tcp(5001, 80, ACK | FIN, 300, 2000, 2048)),
     "tick_then_rst": tick(1000) + rec(RAW | FIX_L4 | REL, tcp(5002, 80, RST, 0, 0, 0)),
+    "ack_completes_embryo": rec(RAW | FIX_L4 | REL, tcp(5003, 80, ACK, 0, 1, 1024, ts(6000, 0))),
+    "fin_to_fin_wait_2": rec(RAW | FIX_L4 | REL, tcp(6002, 40002, ACK | FIN, 0, 0, 8192)),
+    "dupacks_with_sack": b"".join(
+        rec(RAW | FIX_L4 | REL, tcp(5000, 80, ACK, 0, 0, 1024,
+                                    ts(6000 + i, 0) + sack((1448, 1448 + 1448 * (i + 1))))
+            ) for i in range(3)) + tick(5),
+    "icmp_unreach_quoting_tcp": rec(RAW | FIX_L4 | REL,
+                                    ip(1, struct.pack("!BBHI", 3, 4, 0, 1400) +
+                                       ip(6, b"", src=US, dst=PEER)[:20] +
+                                       struct.pack("!HHI", 80, 5001, 0))),
     "syn_to_time_wait": rec(RAW, tcp(6001, 40001, SYN, 5000000, 0, 8192, MSS)),
     "synack_to_syn_sent": rec(RAW | FIX_L4 | REL, tcp(6000, 40000, SYN | ACK, 77, 1, 8192,
                                                       MSS + SACKOK)),
