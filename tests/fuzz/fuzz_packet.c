@@ -20,7 +20,9 @@
  *              in an ICMP error quoting one of our TCP segments, its seq
  *              is relative to that connection's snd_una
  *
- * After the input: every invariant of fz_check(), then everything is
+ * After each record: every invariant of fz_check(); after the input: the
+ * counters only grew, one link_rx per Ethernet frame, at least one ip_rx
+ * per IPv4 packet given and no more IPv4 drops than that; then everything is
  * closed, the timers run out, and no socket, buffer or held packet may be
  * left (fz_finish()).
  *
@@ -284,7 +286,9 @@ static void fix_packet(uint8_t *p, unsigned int len, uint8_t kind)
 	}
 }
 
-static void one_frame(uint8_t kind, const uint8_t *b, unsigned int len)
+/* Returns 1 for a frame given to the Ethernet input, 2 for an IPv4
+ * packet given to the IPv4 input, 0 for nothing given. */
+static int one_frame(uint8_t kind, const uint8_t *b, unsigned int len)
 {
 	const unsigned int lead = SL_HEADROOM - ETH_HLEN_;
 	unsigned int room = F.s->r->buf_size - lead, ipoff;
@@ -295,7 +299,7 @@ static void one_frame(uint8_t kind, const uint8_t *b, unsigned int len)
 		len = room;
 	idx = sl_buf_alloc(F.s);
 	if (idx == SLUICE_IDX_NONE)
-		return;
+		return 0;
 	p = sl_buf_base(F.s, idx) + lead;
 	memcpy(p, b, len);
 	sl_buf(F.s, idx)->off = (uint16_t)lead;
@@ -308,29 +312,60 @@ static void one_frame(uint8_t kind, const uint8_t *b, unsigned int len)
 		sl_batch_begin(F.s);
 		sl_eth_input(F.s, &F.eth, idx);
 		sl_batch_end(F.s);
-		return;
+		return 1;
 	case 1:
 		fix_packet(p, len, kind);
 		sl_ip_input(F.s, idx);
-		return;
+		return 2;
 	default:
 		/* IPoIB: ethertype, 2 reserved bytes, then the IPv4 packet. */
 		if (len < 4 || p[0] != 0x08 || p[1] != 0x00) {
 			sl_buf_free(F.s, idx);
-			return;
+			return 0;
 		}
 		fix_packet(p + 4, len - 4, kind);
 		sl_buf(F.s, idx)->off += 4;
 		sl_buf(F.s, idx)->len -= 4;
 		sl_ip_input(F.s, idx);
+		return 2;
 	}
+}
+
+/* Counters only grow, and drops never outnumber what came in. */
+static void check_counters(const uint64_t *before, unsigned int eth_frames,
+			   unsigned int ip_frames)
+{
+	uint64_t now[SL_C_COUNT], ip_drops = 0;
+	static const enum sl_counter drops[] = {
+		SL_C_ip_rx_bad_hdr, SL_C_ip_rx_bad_csum, SL_C_ip_rx_not_ours,
+		SL_C_ip_rx_martian, SL_C_ip_rx_frag, SL_C_ip_rx_proto,
+	};
+
+	for (int c = 0; c < SL_C_COUNT; c++) {
+		now[c] = sl_counter_sum(F.s, (enum sl_counter)c);
+		if (now[c] < before[c])
+			fz_fail("counter %s went down", sl_counter_names[c]);
+	}
+	if (now[SL_C_link_rx] - before[SL_C_link_rx] != eth_frames)
+		fz_fail("link_rx grew by %llu for %u Ethernet frames",
+			(unsigned long long)(now[SL_C_link_rx] - before[SL_C_link_rx]), eth_frames);
+	if (now[SL_C_ip_rx] - before[SL_C_ip_rx] < ip_frames)
+		fz_fail("ip_rx grew by less than the %u IPv4 packets given", ip_frames);
+	for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++)
+		ip_drops += now[drops[i]] - before[drops[i]];
+	if (ip_drops > now[SL_C_ip_rx] - before[SL_C_ip_rx])
+		fz_fail("more IPv4 drops than IPv4 packets");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	uint64_t before[SL_C_COUNT];
+	unsigned int eth_frames = 0, ip_frames = 0;
 	size_t pos = 0;
 
 	fz_snap_restore(&snap);
+	for (int c = 0; c < SL_C_COUNT; c++)
+		before[c] = sl_counter_sum(F.s, (enum sl_counter)c);
 	for (int r = 0; r < MAX_RECORDS && pos + 3 <= size; r++) {
 		uint8_t kind = data[pos];
 		unsigned int len = (unsigned int)data[pos + 1] << 8 | data[pos + 2];
@@ -341,11 +376,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		} else {
 			if (len > size - pos)
 				len = (unsigned int)(size - pos);
-			one_frame(kind, data + pos, len);
+			switch (one_frame(kind, data + pos, len)) {
+			case 1:
+				eth_frames++;
+				break;
+			case 2:
+				ip_frames++;
+				break;
+			}
 			pos += len;
 		}
 		fz_check();
 	}
+	check_counters(before, eth_frames, ip_frames);
 	fz_finish();
 	return 0;
 }
