@@ -10,6 +10,8 @@
 #   make bench        benchmarks, Sluice beside the kernel (not tests)
 #   make sanitize     library and unit tests under ASan and UBSan (build/asan)
 #   make checkpatch   checkpatch.pl from linux-source-6.1 over kernel/ and uapi
+#   make fuzz         libFuzzer targets (clang-14, ASan, UBSan) in build/fuzz
+#   make fuzz-long    each fuzz target for FUZZ_LONG_SECONDS (default 600)
 
 VERSION := 0.1.0
 
@@ -43,7 +45,8 @@ INTEROP := $(B)/tests/interop/peer $(B)/tests/interop/mkstack $(B)/tests/bench/b
 PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/fork_srv
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
-.PHONY: all lib tools tests bench sanitize unit-tests module module-clean check demo checkpatch clean
+.PHONY: all lib tools tests bench sanitize unit-tests module module-clean check demo checkpatch clean \
+	fuzz fuzz-long
 
 all: lib tools tests
 
@@ -106,6 +109,44 @@ $(B)/tests/kselftest/%: tests/kselftest/%.c tests/kselftest/sluice_util.h includ
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -I$(KSELFTEST) -std=gnu11 -Wall -Wextra -Werror \
 		-Wno-unused-parameter -Wno-sign-compare $(CFLAGS) -o $@ $<
+
+# Fuzz targets (README.md, "Reliability"): the library again with clang-14,
+# the sanitizers and coverage for libFuzzer, in build/fuzz/.
+FUZZ_CC ?= clang-14
+FB := $(B)/fuzz
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS := -std=gnu11 $(WARN) -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN)
+FUZZ_TARGETS := $(FB)/fuzz_packet $(FB)/fuzz_tcp $(FB)/fuzz_ioctl
+FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=$(FB)/%.o)
+# The module's files, built as user space against tests/fuzz/kshim.
+FUZZ_KERN_OBJS := $(FB)/kernel/layout.o $(FB)/kernel/uarg.o
+FUZZ_LONG_SECONDS ?= 600
+
+fuzz: $(FUZZ_TARGETS)
+
+$(FB)/lib/%.o: lib/%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+
+$(FB)/kernel/%.o: kernel/%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -Itests/fuzz/kshim $(CPPFLAGS) -DKBUILD_MODNAME='"sluice"' $(FUZZ_CFLAGS) \
+		-fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+
+$(FB)/fuzz_%.o: tests/fuzz/fuzz_%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+
+$(FB)/fuzz_ioctl.o: CPPFLAGS := -Itests/fuzz/kshim $(CPPFLAGS)
+
+$(FB)/fuzz_packet $(FB)/fuzz_tcp: $(FB)/%: $(FB)/%.o $(FUZZ_LIB_OBJS)
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^
+
+$(FB)/fuzz_ioctl: $(FB)/fuzz_ioctl.o $(FUZZ_KERN_OBJS)
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^
+
+fuzz-long: fuzz
+	bash tests/fuzz/run.sh --seconds $(FUZZ_LONG_SECONDS)
 
 module:
 	@test -n "$(KDIR)" || { echo "no kernel headers under /lib/modules/*/build: run tests/vm/deps.sh" >&2; exit 1; }

@@ -5,8 +5,9 @@
 # is missing: the toolchain, the kernel images and headers the VM suite boots
 # (Debian's default 6.1 series and the newest complete 6.12 series), QEMU,
 # busybox, the kselftest harness (linux-source-6.1) and the user-space
-# libraries (rdma-core, liburcu), and the programs the preload tests run
-# under sluice run (curl, python3, sockperf, iperf3, redis, nginx, wrk).
+# libraries (rdma-core, liburcu), clang-14 with libFuzzer for the fuzz
+# targets (make fuzz), and the programs the preload tests run under
+# sluice run (curl, python3, sockperf, iperf3, redis, nginx, wrk).
 #
 #   tests/vm/deps.sh            install everything
 #   tests/vm/deps.sh --print    print the kernel versions that would be used
@@ -65,7 +66,7 @@ base=(build-essential make gcc pkg-config kmod cpio xz-utils perl
 	qemu-system-x86 busybox-static iproute2
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1
 	libibverbs-dev librdmacm-dev rdma-core ibverbs-providers liburcu-dev
-	dkms openssl
+	dkms openssl clang-14 libfuzzer-14-dev
 	curl python3 sockperf iperf3 redis-server nginx wrk)
 
 if [ "${1:-}" = --print ]; then
