@@ -87,7 +87,14 @@ for i in \$(seq 100); do
 	[ "\$(pgrep -c -P \$(cat "$tmp/nginx.pid" 2>/dev/null || echo 0) 2>/dev/null)" = 2 ] && break
 	sleep 0.1
 done
-[ "\$mode" = sluice ] && "$sluice" fds "$st" >"$tmp/fds.\$mode"
+# The workers may still be starting: look until all three hold the socket.
+if [ "\$mode" = sluice ]; then
+	for i in \$(seq 100); do
+		"$sluice" fds "$st" >"$tmp/fds.\$mode"
+		[ "\$(grep -c ' nginx\$' "$tmp/fds.\$mode")" -ge 3 ] && break
+		sleep 0.1
+	done
+fi
 [ "\$mode" = sluice ] && "$sluice" fds >"$tmp/fds.all"
 timeout 20 "\${pre[@]}" wrk -t 2 -c 16 -d 2s http://127.0.0.1:18180/index.html
 echo "wrk rc \$?"
