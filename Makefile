@@ -39,7 +39,8 @@ PRELOAD := $(B)/libsluice-preload.so
 TOOL := $(B)/tools/sluice
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/test_*.c))
 INTEROP := $(B)/tests/interop/peer $(B)/tests/interop/mkstack $(B)/tests/bench/bench \
-	$(B)/tests/interop/kpeer $(B)/tests/interop/kring_peer
+	$(B)/tests/interop/kpeer $(B)/tests/interop/kring_peer $(B)/tests/interop/scribble \
+	$(B)/tests/interop/soak
 PRELOAD_TESTS := $(B)/tests/preload/conform
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
