@@ -10,6 +10,7 @@
 #   make bench        benchmarks, Sluice beside the kernel (not tests)
 #   make sanitize     library and unit tests under ASan and UBSan (build/asan)
 #   make checkpatch   checkpatch.pl from linux-source-6.1 over kernel/ and uapi
+#   make soak         forking server soak, SOAK_SECONDS (default 120)
 
 VERSION := 0.1.0
 
@@ -44,7 +45,7 @@ INTEROP := $(B)/tests/interop/peer $(B)/tests/interop/mkstack $(B)/tests/bench/b
 PRELOAD_TESTS := $(B)/tests/preload/conform
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
-.PHONY: all lib tools tests bench sanitize unit-tests module module-clean check demo checkpatch clean
+.PHONY: all lib tools tests bench sanitize unit-tests module module-clean check demo checkpatch clean soak
 
 all: lib tools tests
 
@@ -120,6 +121,10 @@ check:
 
 demo:
 	bash tools/demo.sh
+
+SOAK_SECONDS ?= 120
+soak: all
+	bash tests/soak.sh $(SOAK_SECONDS)
 
 checkpatch:
 	$(CHECKPATCH) --no-tree --strict --terse --show-types -f \

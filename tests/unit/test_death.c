@@ -78,9 +78,39 @@ struct shared {
 
 static struct shared *sh;
 
-/* The victim: reach its action, then keep at it until killed. */
-static void victim(struct sl_stack *s, enum action a)
+/*
+ * The module's view (module-backed stacks only): is pid among the stack's
+ * attached processes in sysfs?  -1 without such a file.
+ */
+static int pid_listed(const char *name, pid_t pid)
 {
+	char path[128], buf[4096], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/sys/class/misc/sluice/stacks/%s/pids", name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	for (p = strtok(buf, " \n"); p; p = strtok(NULL, " \n"))
+		if (atoi(p) == pid)
+			return 1;
+	return 0;
+}
+
+/* The victim: attach on its own (so the module counts it), reach its
+ * action, then keep at it until killed. */
+static void victim(struct sl_stack *parent, enum action a)
+{
+	struct sluice_stack *own;
+	struct sl_stack *s;
+
+	if (sluice_stack_attach(parent->name, &own))
+		_exit(2);
+	s = (struct sl_stack *)own;
 	static char buf[16384];
 	struct sockaddr_in la = fx_addr("0.0.0.0", PORT_L);
 	struct sockaddr_in ca = fx_addr("127.0.0.1", PORT_L);
@@ -283,19 +313,37 @@ static int close_dead(struct sl_stack *s, pid_t dead)
 	return closed;
 }
 
+/* fx_stack's, with room for the connector's TIME-WAIT sockets. */
+static struct sl_stack *death_stack(const char *tag)
+{
+	struct sluice_stack_config cfg = { .n_bufs = 512, .max_sockets = 1024 };
+	struct sluice_stack *st;
+	char name[32];
+
+	snprintf(name, sizeof(name), "t-%s-%d", tag, (int)getpid());
+	sluice_stack_destroy(name);
+	inet_pton(AF_INET, "10.6.0.1", &cfg.ip_addr);
+	inet_pton(AF_INET, "255.255.255.0", &cfg.ip_mask);
+	if (sluice_stack_create(name, &cfg, &st)) {
+		printf("Bail out! cannot create stack %s\n", name);
+		exit(1);
+	}
+	return (struct sl_stack *)st;
+}
+
 static void one_round(int round, enum action a, uint32_t delay_us)
 {
 	struct sockaddr_in ua = fx_addr("127.0.0.1", PORT_U);
 	struct sl_stack *s;
 	uint32_t free0;
 	pid_t vp, sp, cp, pp;
-	int u, tx, rc, closed;
+	int u, tx, rc, closed, listed;
 	bool held, broken;
 	char tag[16];
 	double t0;
 
 	snprintf(tag, sizeof(tag), "death%d", round);
-	s = fx_stack(tag, "10.6.0.1", NULL);
+	s = death_stack(tag);
 	sluice_stack_set_clock(ST(s), NULL, NULL);	/* real time: several processes */
 	free0 = s->r->buf_free_count;
 	memset(sh, 0, sizeof(*sh));
@@ -325,9 +373,17 @@ static void one_round(int round, enum action a, uint32_t delay_us)
 	if (a == A_SLEEP)
 		for (t0 = now_s(); s->r->sleepers < 2 && now_s() < t0 + 10;)
 			usleep(100);
+	listed = pid_listed(s->name, vp);
 	usleep(delay_us);
 	kill(vp, SIGKILL);
 	waitpid(vp, NULL, 0);
+	if (listed >= 0) {
+		tap_ok(listed == 1, "round %d: the module lists the victim among the attached",
+		       round);
+		for (t0 = now_s(); pid_listed(s->name, vp) == 1 && now_s() < t0 + 5;)
+			usleep(1000);
+		tap_ok(pid_listed(s->name, vp) == 0, "round %d: ... and drops it once dead", round);
+	}
 	held = (s->r->lock & SLUICE_LOCK_HELD) &&
 	       (pid_t)(s->r->lock >> SLUICE_LOCK_PID_SHIFT) == vp;
 	printf("# round %d: killed %s after %u us: %s; sent %ld, accepted %ld, connects %ld\n",
