@@ -195,8 +195,7 @@ struct sluice_region {
 
 	/* The stack lock and its deferred work, on their own cache line. */
 	__u32 lock __attribute__((aligned(64)));	/* (u) SLUICE_LOCK_* */
-	__s32 lock_owner;		/* (u) pid of the holder, 0 if none; informational:
-					 * the lock word names the holder */
+	__s32 lock_owner;		/* (u) holder's pid, informational (see lock) */
 	__u32 broken_pid;		/* (u) pid found dead holding the lock */
 	__u32 wake_seq;			/* (u) futex, see sleepers */
 	__u64 defer_head;		/* (u) tagged Treiber stack of socket idx */
