@@ -342,7 +342,7 @@ static void one_round(int round, enum action a, uint32_t delay_us)
 	char tag[16];
 	double t0;
 
-	snprintf(tag, sizeof(tag), "death%d", round);
+	snprintf(tag, sizeof(tag), "death%u", (unsigned int)round % 100000u);
 	s = death_stack(tag);
 	sluice_stack_set_clock(ST(s), NULL, NULL);	/* real time: several processes */
 	free0 = s->r->buf_free_count;
