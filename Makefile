@@ -12,6 +12,7 @@
 #   make checkpatch   checkpatch.pl from linux-source-6.1 over kernel/ and uapi
 #   make fuzz         libFuzzer targets (clang-14, ASan, UBSan) in build/fuzz
 #   make fuzz-long    each fuzz target for FUZZ_LONG_SECONDS (default 600)
+#   make soak         forking server soak, SOAK_SECONDS (default 120)
 
 VERSION := 0.1.0
 
@@ -41,12 +42,13 @@ PRELOAD := $(B)/libsluice-preload.so
 TOOL := $(B)/tools/sluice
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/test_*.c))
 INTEROP := $(B)/tests/interop/peer $(B)/tests/interop/mkstack $(B)/tests/bench/bench \
-	$(B)/tests/interop/kpeer $(B)/tests/interop/kring_peer
+	$(B)/tests/interop/kpeer $(B)/tests/interop/kring_peer $(B)/tests/interop/scribble \
+	$(B)/tests/interop/soak
 PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/fork_srv
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
 .PHONY: all lib tools tests bench sanitize unit-tests module module-clean check demo checkpatch clean \
-	fuzz fuzz-long
+	fuzz fuzz-long soak
 
 all: lib tools tests
 
@@ -160,6 +162,10 @@ check:
 
 demo:
 	bash tools/demo.sh
+
+SOAK_SECONDS ?= 120
+soak: all
+	bash tests/soak.sh $(SOAK_SECONDS)
 
 checkpatch:
 	$(CHECKPATCH) --no-tree --strict --terse --show-types -f \

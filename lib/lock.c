@@ -25,12 +25,23 @@
 #include "sock.h"
 
 #define LOCKW(s)	((_Atomic uint32_t *)&(s)->r->lock)
+/*
+ * The holder's pid is in the lock word itself (SLUICE_LOCK_PID_SHIFT):
+ * taking the lock and naming the holder are one compare-and-swap.  With
+ * the pid only in lock_owner, written after the swap, a process killed
+ * between the two left a held lock that named nobody, and every waiter
+ * slept on it forever (test_death, "killed before naming itself").
+ * lock_owner is still written, for people reading dumps.
+ */
+#define LOCK_FLAGS	(SLUICE_LOCK_WAITERS | SLUICE_LOCK_DEFERRED)
 #define OWNERW(s)	((_Atomic int32_t *)&(s)->r->lock_owner)
 #define SPIN_TRIES	2000
 /* A sleeper re-checks the holder's liveness this often. */
 #define CHECK_NS	(20 * 1000 * 1000)
 
 static pid_t cached_pid;
+
+static uint32_t lock_word_held(uint32_t v);
 static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
 
 static void pid_refresh(void)
@@ -159,7 +170,7 @@ bool sl_trylock(struct sl_stack *s)
 
 	while (!(v & SLUICE_LOCK_HELD)) {
 		/* Acquire: the holder's writes to the region are visible. */
-		if (atomic_compare_exchange_weak_explicit(LOCKW(s), &v, v | SLUICE_LOCK_HELD,
+		if (atomic_compare_exchange_weak_explicit(LOCKW(s), &v, lock_word_held(v),
 							  memory_order_acquire,
 							  memory_order_relaxed)) {
 			took_lock(s);
@@ -188,7 +199,7 @@ int sl_lock(struct sl_stack *s)
 		if (!(v & SLUICE_LOCK_HELD)) {
 			/* Taken after sleeping: others may sleep too, keep WAITERS. */
 			if (atomic_compare_exchange_weak_explicit(
-				    LOCKW(s), &v, v | SLUICE_LOCK_HELD | SLUICE_LOCK_WAITERS,
+				    LOCKW(s), &v, lock_word_held(v) | SLUICE_LOCK_WAITERS,
 				    memory_order_acquire, memory_order_relaxed)) {
 				took_lock(s);
 				return 0;
@@ -214,7 +225,7 @@ int sl_lock(struct sl_stack *s)
 			return -EPIPE;
 		v = atomic_load_explicit(LOCKW(s), memory_order_relaxed);
 		if (v & SLUICE_LOCK_HELD) {
-			pid_t owner = atomic_load_explicit(OWNERW(s), memory_order_relaxed);
+			pid_t owner = (pid_t)(v >> SLUICE_LOCK_PID_SHIFT);
 
 			if (sl_lock_holder_dead(s, owner)) {
 				mark_broken(s, owner);
@@ -224,22 +235,30 @@ int sl_lock(struct sl_stack *s)
 	}
 }
 
+/* The lock word that takes a free word @v for this process. */
+static uint32_t lock_word_held(uint32_t v)
+{
+	return (v & LOCK_FLAGS) | SLUICE_LOCK_HELD |
+	       (uint32_t)sl_self_pid() << SLUICE_LOCK_PID_SHIFT;
+}
+
 /*
  * Did @seen, read as the holder's pid while the lock looked held, die
  * holding it?  Being dead is not enough: the holder may have released
- * the lock and exited between our two loads.  A release clears
- * lock_owner first, and a dead process writes nothing more, so once
- * @seen is known dead, lock_owner still naming it means it never reached
- * that release.
+ * the lock and exited between our two loads.  A dead process writes
+ * nothing more, so once @seen is known dead, a held word still naming it
+ * means it never released.
  */
 bool sl_lock_holder_dead(struct sl_stack *s, pid_t seen)
 {
+	uint32_t v;
+
 	if (!owner_dead(seen))
 		return false;
 	/* Acquire: pairs with nothing in the dead process; orders this load
 	 * after the liveness check above. */
-	return (atomic_load_explicit(LOCKW(s), memory_order_acquire) & SLUICE_LOCK_HELD) &&
-	       atomic_load_explicit(OWNERW(s), memory_order_relaxed) == seen;
+	v = atomic_load_explicit(LOCKW(s), memory_order_acquire);
+	return (v & SLUICE_LOCK_HELD) && (pid_t)(v >> SLUICE_LOCK_PID_SHIFT) == seen;
 }
 
 /* Pop every deferred socket and run its work; lock held. */
@@ -345,7 +364,7 @@ bool sl_lock_or_defer(struct sl_stack *s, uint32_t sock_idx, uint32_t work)
 	for (;;) {
 		if (!(v & SLUICE_LOCK_HELD)) {
 			if (atomic_compare_exchange_weak_explicit(LOCKW(s), &v,
-								  v | SLUICE_LOCK_HELD,
+								  lock_word_held(v),
 								  memory_order_acquire,
 								  memory_order_relaxed)) {
 				took_lock(s);

@@ -102,6 +102,13 @@ struct sluice_version {
 #define SLUICE_LOCK_HELD	0x1u
 #define SLUICE_LOCK_WAITERS	0x2u	/* someone sleeps on the futex */
 #define SLUICE_LOCK_DEFERRED	0x4u	/* deferred work queued for the holder */
+/*
+ * Bits 3..31 of a held lock word: the holder's pid, set in the same atomic
+ * step that takes the lock, so a holder killed at any instant is named
+ * (lock_owner, written after, is informational).  Linux pids fit: pid_max
+ * is at most 2^22.
+ */
+#define SLUICE_LOCK_PID_SHIFT	3
 
 /**
  * struct sluice_buf - metadata of one packet buffer
@@ -188,7 +195,7 @@ struct sluice_region {
 
 	/* The stack lock and its deferred work, on their own cache line. */
 	__u32 lock __attribute__((aligned(64)));	/* (u) SLUICE_LOCK_* */
-	__s32 lock_owner;		/* (u) pid of the holder, 0 if none */
+	__s32 lock_owner;		/* (u) holder's pid, informational (see lock) */
 	__u32 broken_pid;		/* (u) pid found dead holding the lock */
 	__u32 wake_seq;			/* (u) futex, see sleepers */
 	__u64 defer_head;		/* (u) tagged Treiber stack of socket idx */

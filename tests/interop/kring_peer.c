@@ -4,9 +4,9 @@
  * on a network device, through the module's rings, sharing the device's
  * address with the kernel.
  *
- *   kring_peer serve STACK IFNAME SECONDS
+ *   kring_peer serve STACK IFNAME SECONDS [PORT]
  *        makes STACK on IFNAME, echoes TCP (many connections) and UDP on
- *        port 7, until SECONDS pass
+ *        PORT (default 7), until SECONDS pass
  *   kring_peer tcp-client STACK IP PORT BYTES
  *        attaches to STACK, connects, sends BYTES of a pattern, half-closes,
  *        checks the echo byte for byte; prints "ok BYTES"
@@ -100,10 +100,10 @@ struct econn {
 	bool eof;
 };
 
-static int serve(const char *name, const char *ifname, double seconds)
+static int serve(const char *name, const char *ifname, double seconds, int port)
 {
 	struct sluice_stack_config cfg = { .max_sockets = 512, .n_bufs = 8192 };
-	struct sockaddr_in any7 = addr("0.0.0.0", 7), from;
+	struct sockaddr_in any7 = addr("0.0.0.0", port), from;
 	struct sluice_pollfd p[2 + MAXC];
 	static struct econn c[MAXC];
 	int n = 0, u, t, ret;
@@ -382,8 +382,8 @@ static int wait_gone(const char *name, const char *ifname, int seconds)
 
 int main(int argc, char **argv)
 {
-	if (argc == 5 && !strcmp(argv[1], "serve"))
-		return serve(argv[2], argv[3], atof(argv[4]));
+	if ((argc == 5 || argc == 6) && !strcmp(argv[1], "serve"))
+		return serve(argv[2], argv[3], atof(argv[4]), argc == 6 ? atoi(argv[5]) : 7);
 	if (argc == 5 && !strcmp(argv[1], "wait-gone"))
 		return wait_gone(argv[2], argv[3], atoi(argv[4]));
 	if (argc < 4) {

@@ -144,6 +144,9 @@ run_kernel() { # run_kernel VERSION
 	cp tests/vm/kring.sh "$root/opt/sluice/bin/kring.sh"
 	add_binary "$root" build/tests/interop/kring_peer /opt/sluice/bin
 	add_binary "$root" build/tests/interop/kpeer /opt/sluice/bin
+	# Hostile shared memory and process death on module stacks.
+	cp tests/vm/hostile.sh "$root/opt/sluice/bin/hostile.sh"
+	add_binary "$root" build/tests/interop/scribble /opt/sluice/bin
 	add_binary "$root" "$(readlink -f /usr/sbin/ip)" /usr/sbin
 	[ -x /usr/sbin/tc ] && add_binary "$root" /usr/sbin/tc /usr/sbin
 	# Programs under sluice run on a kring stack (run_kring.sh): the
