@@ -268,9 +268,17 @@ int sl_tcp_send_ctl(struct sl_stack *s, struct sl_sock *so, uint8_t flags, uint3
 	return emit(s, so, idx, th, 20 + optlen, so->laddr, so->raddr, false);
 }
 
+/*
+ * A pure ACK carries SND.MAX, the highest sequence sent, not SND.NXT: an
+ * RTO pulls SND.NXT back to SND.UNA (go_back()), and the peer may hold
+ * everything we sent, so a sequence number below its RCV.NXT would make it
+ * drop the ACK as out of window (RFC 9293 3.10.7.4).  Two ends both backed
+ * off that way ignored each other's ACKs for ever.  Linux's SND.NXT never
+ * goes back, so its ACKs carry the same.
+ */
 int sl_tcp_send_ack(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
-	return sl_tcp_send_ctl(s, so, TH_ACK_, so->tcp.snd_nxt, now_us);
+	return sl_tcp_send_ctl(s, so, TH_ACK_, so->tcp.snd_max, now_us);
 }
 
 void sl_tcp_challenge_ack(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)

@@ -293,6 +293,40 @@ static void test_established_restart_after_idle(void)
 	tf_finish();
 }
 
+/*
+ * After an RTO pulls SND.NXT back to SND.UNA, a pure ACK still carries
+ * the highest sequence sent (as Linux's, whose SND.NXT never goes back):
+ * the peer may already hold everything sent, so a sequence number below
+ * its RCV.NXT would make it drop the ACK as out of window.  Both ends in
+ * that state ignored each other's ACKs for ever (seen over verbs).
+ */
+static void test_established_ack_after_rto_carries_snd_max(void)
+{
+	struct sl_sock *so;
+	struct tf_seg g;
+	uint32_t iss;
+
+	tf_init("ackmax");
+	so = conn(&iss, false);
+	sl_tcp_send(T.s, so, pattern, 3000, 0, tf_now_us);
+	tap_eq(so->tcp.snd_max, iss + 3001, "three full segments out");
+	tf_clear();
+	wait_frame(5000);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.seq == iss + 1 && g.plen == 1000,
+	       "RTO: the first alone is sent again (cwnd 1 MSS)");
+	tap_ok(SEQ_LT(so->tcp.snd_nxt, so->tcp.snd_max), "SND.NXT went back");
+	/* An old duplicate from the peer (all below RCV.NXT) asks for an ACK. */
+	tf_clear();
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS, iss + 1, 65535, "x", 1);
+	g = tf_last();
+	tap_ok(T.n >= 1 && g.flags == TH_ACK_ && g.plen == 0, "answered with a pure ACK");
+	tap_eq(g.seq, iss + 3001, "whose sequence number is SND.MAX, not the rewound SND.NXT");
+	ack(so, iss + 3001, NULL);
+	tap_eq(so->tcp.snd_una, iss + 3001, "the peer's ACK of everything is taken");
+	tf_finish();
+}
+
 int main(void)
 {
 	test_syn_sent_retransmitted_rto();
@@ -304,5 +338,6 @@ int main(void)
 	test_established_cubic_growth();
 	test_established_first_segment_lost();
 	test_established_restart_after_idle();
+	test_established_ack_after_rto_carries_snd_max();
 	return tap_done();
 }
