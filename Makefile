@@ -27,9 +27,12 @@ CPPFLAGS += -Iinclude -D_GNU_SOURCE
 ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC
 
 B := build
+# The verbs link (lib/link_verbs.c) uses rdma-core.
+LIBS := -libverbs
 
 LIB_SRCS := lib/device.c lib/csum.c lib/region.c lib/buf.c lib/lock.c lib/sock.c lib/timer.c lib/tcp.c lib/tcp_input.c lib/tcp_output.c lib/tcp_timer.c lib/tcp_cc.c \
-	lib/ip.c lib/icmp.c lib/udp.c lib/api.c lib/link_loop.c lib/eth.c lib/link_tap.c
+	lib/ip.c lib/icmp.c lib/udp.c lib/api.c lib/link_loop.c lib/eth.c lib/link_tap.c \
+	lib/ipoib.c lib/link_verbs.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 
 TOOL := $(B)/tools/sluice
@@ -54,19 +57,19 @@ $(B)/libsluice.a: $(LIB_OBJS)
 
 $(B)/libsluice.so: $(LIB_OBJS) lib/libsluice.map
 	$(CC) -shared -Wl,-soname,libsluice.so.0 -Wl,--version-script=lib/libsluice.map \
-		-Wl,-z,defs -o $@ $(LIB_OBJS)
+		-Wl,-z,defs -o $@ $(LIB_OBJS) $(LIBS)
 
 $(TOOL): $(B)/tools/sluice.o $(B)/libsluice.a
-	$(CC) -o $@ $^
+	$(CC) -o $@ $^ $(LIBS)
 
 $(B)/tests/unit/%: $(B)/tests/unit/%.o $(B)/libsluice.a
-	$(CC) $(LDFLAGS) -o $@ $^
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 $(B)/tests/interop/%: $(B)/tests/interop/%.o $(B)/libsluice.a
-	$(CC) -o $@ $^
+	$(CC) -o $@ $^ $(LIBS)
 
 $(B)/tests/bench/%: $(B)/tests/bench/%.o $(B)/libsluice.a
-	$(CC) -o $@ $^
+	$(CC) -o $@ $^ $(LIBS)
 
 bench: all
 	$(B)/tests/bench/bench all
