@@ -37,7 +37,7 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 
 TOOL := $(B)/tools/sluice
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/test_*.c))
-INTEROP := $(B)/tests/interop/peer $(B)/tests/interop/mkstack $(B)/tests/bench/bench
+INTEROP := $(B)/tests/interop/peer $(B)/tests/interop/mkstack $(B)/tests/interop/verbs_peer $(B)/tests/bench/bench
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
 .PHONY: all lib tools tests bench sanitize unit-tests module module-clean check demo checkpatch clean
@@ -111,4 +111,4 @@ checkpatch:
 clean: module-clean
 	rm -rf $(B)
 
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+-include $(shell find $(B) -name '*.d' -type f 2>/dev/null)

@@ -38,15 +38,17 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 
 #include <infiniband/verbs.h>
 
 #include "ipoib.h"
 #include "stack.h"
 
-#define VERBS_RQ_DEFAULT	128
+#define VERBS_RQ_DEFAULT	512
 #define VERBS_SQ_DEFAULT	64
 #define VERBS_WC_BATCH		32
 #define VERBS_NEIGH_MAX		64
@@ -87,7 +89,9 @@ struct verbs_link {
 	uint8_t port;
 	bool mcast;
 	bool ev_signalled;		/* evfd written by verbs_fd() */
+	bool roce;			/* Ethernet link layer (RoCE) */
 	int mcast_err;
+	int mc_sock;			/* RoCE: holds the IPv6 group join */
 	uint16_t pkey;
 	uint16_t pkey_index;
 	uint32_t gid_index;
@@ -102,6 +106,9 @@ struct verbs_link {
 	uint32_t rx_nfree;
 	uint64_t tx_wr_id;
 	uint64_t last_timer_ms;
+	/* What went wrong, for sluice_verbs_info(). */
+	uint64_t tx_post_err, tx_wc_err, tx_timeout, rx_wc_err;
+	int last_wc_status;
 	struct verbs_neigh neigh[VERBS_NEIGH_MAX];
 };
 
@@ -210,23 +217,32 @@ static int tx_post_wait(struct verbs_link *v, struct ibv_send_wr *wr)
 
 	wr->wr_id = id;
 	ret = ibv_post_send(v->qp, wr, &bad);
-	if (ret)
+	if (ret) {
+		v->tx_post_err++;
 		return -ret;
+	}
 	for (;;) {
 		int k = ibv_poll_cq(v->scq, 4, wc);
 
 		if (k < 0)
 			return -EIO;
-		for (int i = 0; i < k; i++)
+		for (int i = 0; i < k; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS) {
+				v->tx_wc_err++;
+				v->last_wc_status = wc[i].status;
+			}
 			if (wc[i].wr_id == id)
 				return wc[i].status == IBV_WC_SUCCESS ? 0 : -EIO;
+		}
 		/* Soft-RoCE runs the send in a kernel work item: let it. */
 		if (++spins < 64)
 			continue;
 		if (!deadline)
 			deadline = mono_ns() + VERBS_TX_TIMEOUT_NS;
-		else if (mono_ns() > deadline)
+		else if (mono_ns() > deadline) {
+			v->tx_timeout++;
 			return -ETIMEDOUT;
+		}
 		sched_yield();
 	}
 }
@@ -434,8 +450,12 @@ static void rx_one(struct verbs_link *v, struct sl_stack *s, const struct ibv_wc
 	v->rx_free[v->rx_nfree++] = slot;
 	sl_count(s, SL_C_link_rx);
 	frame = sl_buf_base(s, idx) + RX_LEAD;
-	if (wc->status != IBV_WC_SUCCESS || wc->opcode != IBV_WC_RECV ||
-	    wc->byte_len > s->r->buf_size - RX_LEAD)
+	if (wc->status != IBV_WC_SUCCESS) {
+		v->rx_wc_err++;
+		v->last_wc_status = wc->status;
+		goto bad;
+	}
+	if (wc->opcode != IBV_WC_RECV || wc->byte_len > s->r->buf_size - RX_LEAD)
 		goto bad;
 	type = sl_ipoib_rx_parse(frame, wc->byte_len, &plen);
 	if (type < 0)
@@ -658,6 +678,40 @@ static struct ibv_context *verbs_open_device(const char *name)
 	return ctx;
 }
 
+/*
+ * RoCE v2 carries a multicast MGID as an IPv6 multicast destination, and
+ * the kernel's IPv6 input drops one for a group nobody on the netdev
+ * joined.  Soft-RoCE's attach only adds the link-layer address
+ * (dev_mc_add()); the rdma_cm joins the IP group itself for RoCE
+ * (cma_igmp_send()), and so do we, with a socket held open while the link
+ * lives (closing it leaves the group).  On InfiniBand the SA join is the
+ * kernel's (issue 6, kernel side).
+ */
+static int verbs_roce_ip_join(struct verbs_link *v)
+{
+	struct ibv_gid_entry ge;
+	struct ipv6_mreq mr;
+	int ret;
+
+	ret = ibv_query_gid_ex(v->ctx, v->port, v->gid_index, &ge, 0);
+	if (ret)
+		return ret > 0 ? -ret : -EINVAL;
+	if (!ge.ndev_ifindex)
+		return -ENODEV;
+	v->mc_sock = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (v->mc_sock < 0)
+		return -errno;
+	memcpy(&mr.ipv6mr_multiaddr, v->mgid, 16);
+	mr.ipv6mr_interface = ge.ndev_ifindex;
+	if (setsockopt(v->mc_sock, IPPROTO_IPV6, IPV6_JOIN_GROUP, &mr, sizeof(mr))) {
+		ret = -errno;
+		close(v->mc_sock);
+		v->mc_sock = -1;
+		return ret;
+	}
+	return 0;
+}
+
 /* Join the broadcast group (IPoIB ARP and IPv4 broadcast). */
 static void verbs_mcast_join(struct verbs_link *v)
 {
@@ -668,6 +722,14 @@ static void verbs_mcast_join(struct verbs_link *v)
 	if (ret) {
 		v->mcast_err = -ret;
 		return;
+	}
+	if (v->roce) {
+		ret = verbs_roce_ip_join(v);
+		if (ret) {
+			v->mcast_err = ret;
+			ibv_detach_mcast(v->qp, (const union ibv_gid *)v->mgid, 0);
+			return;
+		}
 	}
 	v->mcast_ah = ah_make(v, v->mgid);
 	if (!v->mcast_ah) {
@@ -721,6 +783,8 @@ static void verbs_destroy(struct verbs_link *v)
 
 	if (v->mcast)
 		ibv_detach_mcast(v->qp, (const union ibv_gid *)v->mgid, 0);
+	if (v->mc_sock >= 0)
+		close(v->mc_sock);
 	if (v->qp)
 		ibv_destroy_qp(v->qp);
 	for (int i = 0; i < VERBS_NEIGH_MAX; i++)
@@ -811,6 +875,7 @@ int sluice_link_verbs(struct sluice_stack *st, const struct sluice_verbs_config 
 	v->sq_size = c.sq_size ? c.sq_size : VERBS_SQ_DEFAULT;
 	v->epfd = -1;
 	v->evfd = -1;
+	v->mc_sock = -1;
 	for (int i = 0; i < VERBS_NEIGH_MAX; i++)
 		v->neigh[i].hold_idx = SLUICE_IDX_NONE;
 	ret = -EINVAL;
@@ -846,6 +911,7 @@ int sluice_link_verbs(struct sluice_stack *st, const struct sluice_verbs_config 
 	ret = -EOPNOTSUPP;
 	if (pa.link_layer == IBV_LINK_LAYER_INFINIBAND)
 		goto err_destroy;
+	v->roce = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
 	ret = -ENETDOWN;
 	if (pa.state != IBV_PORT_ACTIVE)
 		goto err_destroy;
@@ -956,6 +1022,11 @@ int sluice_verbs_info(struct sluice_stack *st, struct sluice_verbs_info *info)
 	info->ud_mtu = v->ud_mtu;
 	info->mcast = v->mcast;
 	info->mcast_err = v->mcast_err;
+	info->tx_post_err = v->tx_post_err;
+	info->tx_wc_err = v->tx_wc_err;
+	info->tx_timeout = v->tx_timeout;
+	info->rx_wc_err = v->rx_wc_err;
+	info->last_wc_status = v->last_wc_status;
 	return 0;
 }
 

@@ -116,7 +116,7 @@ struct sluice_verbs_config {
 	uint16_t pkey_index;	/* default 0 */
 	uint32_t gid_index;	/* default 0 */
 	uint32_t qkey;		/* default 0x0B1B */
-	uint32_t rq_size;	/* receive WRs kept posted, default 128 */
+	uint32_t rq_size;	/* receive WRs kept posted, default 512 */
 	uint32_t sq_size;	/* send queue depth, default 64 */
 };
 
@@ -133,6 +133,11 @@ struct sluice_verbs_info {
 	uint32_t ud_mtu;	/* ib_mtu - 4: the stack's MTU now */
 	int mcast;		/* 1: attached to the broadcast group (ARP works) */
 	int mcast_err;		/* else: -errno of the attach, or 0 if not tried */
+	int last_wc_status;	/* the last failed completion's ibv_wc_status */
+	uint64_t tx_post_err;	/* ibv_post_send refused */
+	uint64_t tx_wc_err;	/* send completions in error */
+	uint64_t tx_timeout;	/* sends that did not complete in time */
+	uint64_t rx_wc_err;	/* receive completions in error */
 };
 
 int sluice_link_verbs(struct sluice_stack *st, const struct sluice_verbs_config *cfg);
