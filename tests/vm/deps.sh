@@ -63,7 +63,7 @@ installed_612() {
 base=(build-essential make gcc pkg-config kmod cpio xz-utils perl
 	qemu-system-x86 busybox-static iproute2
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1
-	libibverbs-dev librdmacm-dev rdma-core ibverbs-providers liburcu-dev
+	libibverbs-dev librdmacm-dev rdma-core ibverbs-providers ibverbs-utils liburcu-dev
 	dkms openssl)
 
 if [ "${1:-}" = --print ]; then

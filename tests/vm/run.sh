@@ -152,6 +152,7 @@ run_kernel() { # run_kernel VERSION
 	add_binary "$root" build/tests/interop/verbs_peer /opt/sluice/bin
 	add_binary "$root" /usr/bin/rdma /usr/bin
 	add_binary "$root" /usr/sbin/tc /usr/sbin
+	add_binary "$root" /usr/bin/ibv_devinfo /usr/bin
 	add_binary "$root" /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so \
 		/usr/lib/x86_64-linux-gnu/libibverbs
 	install -D -m 0644 /etc/libibverbs.d/rxe.driver "$root/etc/libibverbs.d/rxe.driver"

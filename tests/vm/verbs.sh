@@ -79,6 +79,7 @@ else
 fi
 $rdma link show | sed 's/^/# /'
 sleep 1
+/usr/bin/ibv_devinfo -d rxe0 -v | grep -E 'link_layer|active_mtu|max_mtu|GID\[' | sed 's/^/# rxe0: /'
 
 run_round() { # run_round MODE(arp|static)
 	mode=$1
