@@ -109,6 +109,8 @@ struct verbs_link {
 	/* What went wrong, for sluice_verbs_info(). */
 	uint64_t tx_post_err, tx_wc_err, tx_timeout, rx_wc_err;
 	int last_wc_status;
+	int tx_last_err;
+	unsigned int tx_last_err_len;
 	struct verbs_neigh neigh[VERBS_NEIGH_MAX];
 };
 
@@ -327,9 +329,23 @@ static bool is_broadcast(const struct sl_stack *s, uint32_t nh)
 		nh == (s->r->ip_addr | ~s->r->ip_mask));
 }
 
+static int verbs_tx_resolve(struct verbs_link *v, struct sl_stack *s, uint32_t idx, uint32_t nh);
+
 static int verbs_tx(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint32_t nh)
 {
 	struct verbs_link *v = V(l);
+	int ret = verbs_tx_resolve(v, s, idx, nh);
+
+	if (ret) {
+		v->tx_last_err = ret;
+		v->tx_last_err_len = sl_buf(s, idx)->len;
+	}
+	return ret;
+}
+
+/* Send IPv4 packet idx (borrowed) to next hop nh, resolving it first. */
+static int verbs_tx_resolve(struct verbs_link *v, struct sl_stack *s, uint32_t idx, uint32_t nh)
+{
 	struct verbs_neigh *n;
 	uint32_t hold;
 
@@ -1027,6 +1043,8 @@ int sluice_verbs_info(struct sluice_stack *st, struct sluice_verbs_info *info)
 	info->tx_timeout = v->tx_timeout;
 	info->rx_wc_err = v->rx_wc_err;
 	info->last_wc_status = v->last_wc_status;
+	info->tx_last_err = v->tx_last_err;
+	info->tx_last_err_len = v->tx_last_err_len;
 	return 0;
 }
 

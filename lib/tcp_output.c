@@ -76,10 +76,11 @@ static unsigned int sack_blocks(struct sl_stack *s, const struct sl_tcp_sock *tp
 	return k;
 }
 
-/* Options for a segment with these flags; returns their length (a
- * multiple of 4). */
+/* Options for a segment with these flags, at most room bytes of them
+ * (SACK blocks are left out to fit); returns their length (a multiple
+ * of 4). */
 static unsigned int build_opts(struct sl_stack *s, struct sl_sock *so, uint8_t flags,
-			       uint8_t *o, uint64_t now_us)
+			       uint8_t *o, uint64_t now_us, unsigned int room)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	unsigned int n = 0;
@@ -128,9 +129,11 @@ static unsigned int build_opts(struct sl_stack *s, struct sl_sock *so, uint8_t f
 		put32(o + n + 4, tp->ts_recent);
 		n += 8;
 	}
-	if ((tp->tflags & SL_TF_SACK) && (flags & TH_ACK_) && tp->ooo_bytes) {
+	if (room > 40)
+		room = 40;
+	if ((tp->tflags & SL_TF_SACK) && (flags & TH_ACK_) && tp->ooo_bytes && room >= n + 4 + 8) {
 		uint32_t blk[SL_TCP_SACK_MAX][2];
-		unsigned int nb = sack_blocks(s, tp, blk, (40 - n - 4) / 8);
+		unsigned int nb = sack_blocks(s, tp, blk, (room - n - 4) / 8);
 
 		if (nb) {
 			o[n++] = OPT_NOP;
@@ -255,7 +258,7 @@ int sl_tcp_send_ctl(struct sl_stack *s, struct sl_sock *so, uint8_t flags, uint3
 
 	if (idx == SLUICE_IDX_NONE)
 		return -ENOBUFS;
-	optlen = build_opts(s, so, flags, opts, now_us);
+	optlen = build_opts(s, so, flags, opts, now_us, 40);
 	th = (struct sl_tcph *)(sl_buf_base(s, idx) + SL_HEADROOM + 20);
 	fill_hdr(s, so, th, flags, seq, optlen);
 	memcpy(th + 1, opts, optlen);
@@ -350,13 +353,19 @@ int sl_tcp_xmit_buf(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint64
 	struct sl_tcp_sock *tp = &so->tcp;
 	struct sluice_buf *b = sl_buf(s, idx);
 	uint8_t opts[40], flags = TH_ACK_;
-	unsigned int optlen, plen = b->aux;
+	unsigned int optlen, plen = b->aux, room;
 	struct sl_tcph *th;
 
 	if (idx == tp->sndq_tail || (b->next_idx < s->r->n_bufs &&
 				     !(sl_buf(s, b->next_idx)->flags & SL_TBF_SENT)))
 		flags |= TH_PSH_;
-	optlen = build_opts(s, so, flags, opts, now_us);
+	/*
+	 * The MSS leaves room for the timestamp option only (sl_tcp_set_mss()):
+	 * a full segment carries no SACK blocks, or it would pass the MTU
+	 * (RFC 2018 4: SACK is optional in any one segment; pure ACKs carry it).
+	 */
+	room = tp->mss + ((tp->tflags & SL_TF_TS) ? 12 : 0);
+	optlen = build_opts(s, so, flags, opts, now_us, room > plen ? room - plen : 0);
 	th = (struct sl_tcph *)(sl_buf_base(s, idx) + SL_TCP_DATA_OFF - 20 - optlen);
 	fill_hdr(s, so, th, flags, b->seq, optlen);
 	memcpy(th + 1, opts, optlen);

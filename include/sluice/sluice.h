@@ -138,6 +138,8 @@ struct sluice_verbs_info {
 	uint64_t tx_wc_err;	/* send completions in error */
 	uint64_t tx_timeout;	/* sends that did not complete in time */
 	uint64_t rx_wc_err;	/* receive completions in error */
+	int tx_last_err;	/* the last -errno a send returned to the stack */
+	unsigned int tx_last_err_len;	/* and that packet's length */
 };
 
 int sluice_link_verbs(struct sluice_stack *st, const struct sluice_verbs_config *cfg);

@@ -105,6 +105,19 @@ run_round() { # run_round MODE(arp|static)
 	timeout 200 $peer client va1 rxe0 10.77.0.1/24 "$dir" 10.77.0.2 \
 		udp:20 tcp:1:1048576 tcp:4:262144 >/tmp/c1.log 2>&1 || diag
 	report /tmp/c1.log "$mode: A->B"
+	diag
+	# Which resolution ran: ARP requests and replies, or none at all.
+	atx=$(sed -n 's/^# counter arp_tx //p' /tmp/c1.log)
+	arx=$(sed -n 's/^# counter arp_rx //p' /tmp/c1.log)
+	if [ "$mode" = arp ]; then
+		want="${atx:-0} -gt 0 -a ${arx:-0} -gt 0"
+		what="A resolved B by IPoIB ARP over the broadcast group (sent $atx, got $arx)"
+	else
+		want="${atx:-1} = 0 -a ${arx:-1} = 0"
+		what="static neighbours: no ARP at all (sent $atx, got $arx)"
+	fi
+	# shellcheck disable=SC2086 # the test expression is split on purpose
+	if [ $want ]; then tap ok "$mode: $what"; else tap fail "$mode: $what"; fi
 
 	# Round 2: 2 % loss on va, recovered by TCP.
 	$tc qdisc add dev va root netem loss 2%
