@@ -193,11 +193,19 @@ static void finish(int code)
 	exit(code);
 }
 
+/* An echo connection: what was read and not yet written back. */
+struct echo {
+	int sd;
+	long have, done;
+	char buf[65536];
+};
+
 static int serve(double seconds)
 {
 	struct sockaddr_in any7 = addr("0.0.0.0", 7), from;
 	struct sluice_pollfd p[2 + MAXC];
-	int conn[MAXC], nconn = 0, one = 1;
+	static struct echo conn[MAXC];
+	int nconn = 0, one = 1;
 	int u = sluice_socket(st, SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
 	int t = sluice_socket(st, SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
 	double end = now_s() + seconds;
@@ -208,6 +216,7 @@ static int serve(double seconds)
 	sluice_setsockopt(st, t, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (sluice_bind(st, u, &any7) || sluice_bind(st, t, &any7) || sluice_listen(st, t, 128))
 		die("bind/listen", -EADDRINUSE);
+	/* Never blocks on one connection: each waits for its own readiness. */
 	while (!quit && now_s() < end) {
 		int np = 0, c;
 
@@ -215,7 +224,9 @@ static int serve(double seconds)
 		p[np++] = (struct sluice_pollfd){ .sd = u, .events = POLLIN };
 		p[np++] = (struct sluice_pollfd){ .sd = t, .events = POLLIN };
 		for (int i = 0; i < nconn; i++)
-			p[np++] = (struct sluice_pollfd){ .sd = conn[i], .events = POLLIN };
+			p[np++] = (struct sluice_pollfd){
+				.sd = conn[i].sd,
+				.events = conn[i].done < conn[i].have ? POLLOUT : POLLIN };
 		if (sluice_poll(st, p, np, 100) <= 0)
 			continue;
 		while ((n = sluice_recvfrom(st, u, buf, sizeof(buf), 0, &from)) >= 0) {
@@ -223,31 +234,39 @@ static int serve(double seconds)
 				quit = true;
 			sluice_sendto(st, u, buf, n, 0, &from);
 		}
-		while (nconn < MAXC && (c = sluice_accept(st, t, NULL)) >= 0)
-			conn[nconn++] = c;
+		while (nconn < MAXC && (c = sluice_accept(st, t, NULL)) >= 0) {
+			conn[nconn].sd = c;
+			conn[nconn].have = conn[nconn].done = 0;
+			nconn++;
+		}
 		for (int i = 0; i < nconn; i++) {
+			struct echo *e = &conn[i];
 			bool closed = false;
 
-			c = conn[i];
-			while ((n = sluice_recv(st, c, buf, sizeof(buf), 0)) > 0) {
-				double stop = now_s() + 30;
-
-				for (long off = 0; off < n && !closed;) {
-					long w = sluice_send(st, c, buf + off, n - off, MSG_DONTWAIT);
-
-					if (w == -EAGAIN && now_s() < stop) {
-						sluice_stack_poll(st);
-						continue;
-					}
-					if (w < 0)
+			for (int rounds = 0; rounds < 64 && !closed; rounds++) {
+				if (e->done < e->have) {
+					n = sluice_send(st, e->sd, e->buf + e->done, e->have - e->done,
+							MSG_DONTWAIT);
+					if (n == -EAGAIN)
+						break;
+					if (n < 0)
 						closed = true;
 					else
-						off += w;
+						e->done += n;
+					continue;
 				}
+				n = sluice_recv(st, e->sd, e->buf, sizeof(e->buf), MSG_DONTWAIT);
+				if (n == -EAGAIN)
+					break;
+				if (n <= 0)
+					closed = true;
+				else
+					e->have = n, e->done = 0;
 			}
-			if (n == 0 || (n < 0 && n != -EAGAIN) || closed) {
-				sluice_close(st, c);
-				conn[i--] = conn[--nconn];
+			if (closed) {
+				sluice_close(st, e->sd);
+				*e = conn[--nconn];
+				i--;
 			}
 		}
 	}
