@@ -28,12 +28,15 @@
  *
  * Resources: everything verbs made is released by verbs_close(), and by
  * the kernel (uverbs) when the process dies.  Receive buffers posted from
- * the shared pool go back to it on close; a process killed with buffers
- * posted leaves them out of the pool until the stack goes.
+ * the shared pool go back to it on close; those of a process killed with
+ * buffers posted are marked with its pid and taken back by the next link
+ * set up on the stack (sl_verbs_reclaim()).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -46,7 +49,7 @@
 #include <infiniband/verbs.h>
 
 #include "ipoib.h"
-#include "stack.h"
+#include "link_verbs.h"
 
 #define VERBS_RQ_DEFAULT	512
 #define VERBS_SQ_DEFAULT	64
@@ -407,6 +410,46 @@ static void arp_timer(struct verbs_link *v, struct sl_stack *s, uint64_t now_ms)
 
 /* ---- receiving -------------------------------------------------------- */
 
+void sl_verbs_buf_mark(struct sl_stack *s, uint32_t idx, pid_t pid)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+
+	b->flags = SL_VERBS_BUF_POSTED;
+	b->aux = SL_VERBS_BUF_MAGIC;
+	b->ts_us = (uint64_t)pid;
+}
+
+void sl_verbs_buf_unmark(struct sl_stack *s, uint32_t idx)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+
+	b->flags = 0;
+	b->aux = 0;
+	b->ts_us = 0;
+}
+
+unsigned int sl_verbs_reclaim(struct sl_stack *s)
+{
+	pid_t self = sl_self_pid();
+	unsigned int n = 0;
+
+	for (uint32_t i = 0; i < s->r->n_bufs; i++) {
+		struct sluice_buf *b = sl_buf(s, i);
+		pid_t pid = (pid_t)b->ts_us;
+
+		if (b->flags != SL_VERBS_BUF_POSTED || b->aux != SL_VERBS_BUF_MAGIC ||
+		    !b->ts_us || b->ts_us > INT_MAX || pid == self)
+			continue;
+		/* A zombie still counts as alive: its buffers wait for a later link. */
+		if (kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		sl_verbs_buf_unmark(s, i);
+		sl_buf_free(s, i);
+		n++;
+	}
+	return n;
+}
+
 static void arp_input(struct verbs_link *v, struct sl_stack *s, uint32_t idx)
 {
 	const struct sl_ipoib_arp *a = (const struct sl_ipoib_arp *)sl_buf_data(s, idx);
@@ -464,6 +507,7 @@ static void rx_one(struct verbs_link *v, struct sl_stack *s, const struct ibv_wc
 	idx = v->rx_slot[slot];
 	v->rx_slot[slot] = SLUICE_IDX_NONE;
 	v->rx_free[v->rx_nfree++] = slot;
+	sl_verbs_buf_unmark(s, idx);
 	sl_count(s, SL_C_link_rx);
 	frame = sl_buf_base(s, idx) + RX_LEAD;
 	if (wc->status != IBV_WC_SUCCESS) {
@@ -504,6 +548,7 @@ static void rx_refill(struct verbs_link *v, struct sl_stack *s)
 {
 	struct ibv_recv_wr wr[VERBS_WC_BATCH], *bad;
 	struct ibv_sge sge[VERBS_WC_BATCH];
+	pid_t pid = sl_self_pid();
 
 	while (v->rx_nfree) {
 		unsigned int k = 0;
@@ -515,6 +560,7 @@ static void rx_refill(struct verbs_link *v, struct sl_stack *s)
 				break;
 			slot = v->rx_free[--v->rx_nfree];
 			v->rx_slot[slot] = idx;
+			sl_verbs_buf_mark(s, idx, pid);
 			sge[k].addr = (uintptr_t)(sl_buf_base(s, idx) + RX_LEAD);
 			sge[k].length = s->r->buf_size - RX_LEAD;
 			sge[k].lkey = v->mr->lkey;
@@ -534,6 +580,7 @@ static void rx_refill(struct verbs_link *v, struct sl_stack *s)
 			for (struct ibv_recv_wr *w = bad; w; w = w->next) {
 				uint32_t slot = (uint32_t)w->wr_id;
 
+				sl_verbs_buf_unmark(s, v->rx_slot[slot]);
 				sl_buf_free(s, v->rx_slot[slot]);
 				v->rx_slot[slot] = SLUICE_IDX_NONE;
 				v->rx_free[v->rx_nfree++] = slot;
@@ -842,8 +889,10 @@ static void verbs_close(struct sl_link *l)
 	/* The QP is gone, so no buffer is the device's any more. */
 	locked = sl_lock(s) == 0;
 	for (uint32_t i = 0; locked && i < v->rq_size; i++)
-		if (v->rx_slot[i] != SLUICE_IDX_NONE)
+		if (v->rx_slot[i] != SLUICE_IDX_NONE) {
+			sl_verbs_buf_unmark(s, v->rx_slot[i]);
 			sl_buf_free(s, v->rx_slot[i]);
+		}
 	for (int i = 0; locked && i < VERBS_NEIGH_MAX; i++)
 		if (v->neigh[i].hold_idx != SLUICE_IDX_NONE)
 			sl_buf_free(s, v->neigh[i].hold_idx);
@@ -888,6 +937,8 @@ int sluice_link_verbs(struct sluice_stack *st, const struct sluice_verbs_config 
 	v->gid_index = c.gid_index;
 	v->qkey = c.qkey ? c.qkey : SL_IPOIB_QKEY_DEFAULT;
 	v->rq_size = c.rq_size ? c.rq_size : VERBS_RQ_DEFAULT;
+	if (!c.rq_size && v->rq_size > s->r->n_bufs / 4)
+		v->rq_size = s->r->n_bufs / 4;
 	v->sq_size = c.sq_size ? c.sq_size : VERBS_SQ_DEFAULT;
 	v->epfd = -1;
 	v->evfd = -1;
@@ -992,6 +1043,7 @@ int sluice_link_verbs(struct sluice_stack *st, const struct sluice_verbs_config 
 	 */
 	if (s->r->mtu > v->ud_mtu)
 		s->r->mtu = v->ud_mtu;
+	sl_verbs_reclaim(s);
 	rx_refill(v, s);
 	ret = v->rx_nfree == v->rq_size ? -ENOBUFS : 0;
 	sl_unlock(s);
