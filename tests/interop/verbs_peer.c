@@ -406,11 +406,31 @@ static bool udp_test(const char *peer, int count, unsigned int max_payload)
 	return ok == count;
 }
 
+static int attach(const char *name, const char *dev, unsigned int seconds)
+{
+	struct sluice_verbs_config vc = { .device = dev, .flags = SLUICE_VERBS_NO_MCAST };
+	int ret = sluice_stack_attach(name, &st);
+
+	if (ret)
+		die("attach", ret);
+	ret = sluice_link_verbs(st, &vc);
+	if (ret)
+		die("verbs link", ret);
+	printf("# attached\n");
+	sleep(seconds);
+	sluice_stack_close(st);
+	printf("# detached\n");
+	sleep(seconds);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	bool all = true;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc >= 5 && !strcmp(argv[1], "attach"))
+		return attach(argv[2], argv[3], (unsigned int)atoi(argv[4]));
 	if (argc >= 7 && !strcmp(argv[1], "serve")) {
 		dir = argv[5];
 		setup(argv[2], argv[3], argv[4]);

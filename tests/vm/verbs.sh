@@ -153,6 +153,38 @@ run_round() { # run_round MODE(arp|static)
 	fi
 	wait $cpid
 
+	# A second process on B's stack, with its own verbs link, killed with
+	# its receive buffers posted: they stay out of the pool until the next
+	# link on the stack takes them back; a clean close returns its own.
+	if [ "$mode" = arp ]; then
+		used() { sluice dump vb | sed -n 's/.*buffers \([0-9]*\)\/.*/\1/p'; }
+		u0=$(used)
+		$peer attach vb rxe1 30 >/tmp/a1.log 2>&1 &
+		apid=$!
+		wait_grep() { i=0; while ! grep -q "$2" "$1" && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; }
+		wait_grep /tmp/a1.log '^# attached'
+		u1=$(used)
+		kill -9 $apid
+		wait $apid 2>/dev/null
+		u2=$(used)
+		$peer attach vb rxe1 3 >/tmp/a2.log 2>&1 &
+		apid=$!
+		wait_grep /tmp/a2.log '^# detached'
+		u3=$(used)
+		wait $apid
+		echo "# buffers in use on B's stack: $u0 before, $u1 with a second link, $u2 after its kill -9, $u3 after the next link came and closed"
+		if [ -n "$u0" ] && [ "$u1" -gt "$u0" ] && [ "$u2" = "$u1" ]; then
+			tap ok "$mode: a killed process's posted buffers stay out of the pool ($((u2 - u0)))"
+		else
+			tap fail "$mode: a killed process's posted buffers stay out of the pool"
+		fi
+		if [ -n "$u0" ] && [ "$u3" = "$u0" ]; then
+			tap ok "$mode: the next link takes them back, and a close returns its own"
+		else
+			tap fail "$mode: the next link takes them back, and a close returns its own"
+		fi
+	fi
+
 	# B dies with kill -9: the kernel releases what it had.
 	r=$(res_of $spid)
 	echo "# B before kill -9: $r"
