@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -355,8 +356,17 @@ static bool tcp_test(const char *peer, int conns, long bytes)
 	ret = 0;
 	for (int c = 0; c < conns; c++) {
 		if (bad[c] || got[c] != bytes) {
+			struct tcp_info ti;
+			unsigned int tl = sizeof(ti);
+
 			printf("# conn %d: sent %ld, echoed %ld of %ld%s\n", c, sent[c], got[c], bytes,
 			       bad[c] ? " (bad)" : "");
+			memset(&ti, 0, sizeof(ti));
+			if (sluice_getsockopt(st, sd[c], IPPROTO_TCP, TCP_INFO, &ti, &tl) == 0)
+				printf("#   state %u rto %u us backoff %u cwnd %u ssthresh %u unacked %u "
+				       "rtt %u us\n", ti.tcpi_state, ti.tcpi_rto, ti.tcpi_backoff,
+				       ti.tcpi_snd_cwnd, ti.tcpi_snd_ssthresh, ti.tcpi_unacked,
+				       ti.tcpi_rtt);
 			ret = -1;
 		}
 		sluice_close(st, sd[c]);

@@ -49,6 +49,7 @@ diag() {
 	done
 	$ip -s link show va | sed 's/^/# /'
 	$ip -s link show vb | sed 's/^/# /'
+	sluice dump vb 2>&1 | sed 's/^/# B: /'
 }
 
 # Verbs objects of a pid in `rdma resource` (qp, cq, mr, pd).
@@ -103,9 +104,10 @@ run_round() { # run_round MODE(arp|static)
 
 	# Round 1: UDP and TCP both ways, several connections at once.
 	timeout 200 $peer client va1 rxe0 10.77.0.1/24 "$dir" 10.77.0.2 \
-		udp:20 tcp:1:1048576 tcp:4:262144 >/tmp/c1.log 2>&1 || diag
+		udp:20 tcp:1:1048576 tcp:4:262144 >/tmp/c1.log 2>&1
+	c1=$?
 	report /tmp/c1.log "$mode: A->B"
-	diag
+	[ $c1 = 0 ] || diag
 	# Which resolution ran: ARP requests and replies, or none at all.
 	atx=$(sed -n 's/^# counter arp_tx //p' /tmp/c1.log)
 	arx=$(sed -n 's/^# counter arp_rx //p' /tmp/c1.log)
