@@ -259,10 +259,12 @@ static int serve(double seconds)
 				n = sluice_recv(st, e->sd, e->buf, sizeof(e->buf), MSG_DONTWAIT);
 				if (n == -EAGAIN)
 					break;
-				if (n <= 0)
+				if (n <= 0) {
 					closed = true;
-				else
-					e->have = n, e->done = 0;
+				} else {
+					e->have = n;
+					e->done = 0;
+				}
 			}
 			if (closed) {
 				sluice_close(st, e->sd);
