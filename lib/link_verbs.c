@@ -110,7 +110,7 @@ struct verbs_link {
 	uint64_t tx_wr_id;
 	uint64_t last_timer_ms;
 	/* What went wrong, for sluice_verbs_info(). */
-	uint64_t tx_post_err, tx_wc_err, tx_timeout, rx_wc_err;
+	uint64_t tx_post_err, tx_wc_err, tx_timeout, rx_wc_err, rx_post_err;
 	int last_wc_status;
 	int tx_last_err;
 	unsigned int tx_last_err_len;
@@ -576,6 +576,7 @@ static void rx_refill(struct verbs_link *v, struct sl_stack *s)
 			return;
 		bad = NULL;
 		if (ibv_post_recv(v->qp, wr, &bad)) {
+			v->rx_post_err++;
 			/* Take back what was not posted. */
 			for (struct ibv_recv_wr *w = bad; w; w = w->next) {
 				uint32_t slot = (uint32_t)w->wr_id;
@@ -1096,6 +1097,8 @@ int sluice_verbs_info(struct sluice_stack *st, struct sluice_verbs_info *info)
 	info->rx_wc_err = v->rx_wc_err;
 	info->last_wc_status = v->last_wc_status;
 	info->tx_last_err = v->tx_last_err;
+	info->rx_post_err = v->rx_post_err;
+	info->rx_posted = v->rq_size - v->rx_nfree;
 	info->tx_last_err_len = v->tx_last_err_len;
 	return 0;
 }

@@ -140,6 +140,8 @@ struct sluice_verbs_info {
 	uint64_t rx_wc_err;	/* receive completions in error */
 	int tx_last_err;	/* the last -errno a send returned to the stack */
 	unsigned int tx_last_err_len;	/* and that packet's length */
+	uint64_t rx_post_err;	/* ibv_post_recv refused */
+	uint32_t rx_posted;	/* receive WRs posted now */
 };
 
 int sluice_link_verbs(struct sluice_stack *st, const struct sluice_verbs_config *cfg);

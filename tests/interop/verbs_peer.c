@@ -180,10 +180,11 @@ static void finish(int code)
 			printf("# counter %s %llu\n", names[i], (unsigned long long)v);
 	if (sluice_verbs_info(st, &info) == 0)
 		printf("# verbs: tx_post_err %llu tx_wc_err %llu tx_timeout %llu rx_wc_err %llu "
-		       "last_wc_status %d tx_last_err %d (%u bytes)\n",
+		       "last_wc_status %d tx_last_err %d (%u bytes) rx_post_err %llu rx_posted %u\n",
 		       (unsigned long long)info.tx_post_err, (unsigned long long)info.tx_wc_err,
 		       (unsigned long long)info.tx_timeout, (unsigned long long)info.rx_wc_err,
-		       info.last_wc_status, info.tx_last_err, info.tx_last_err_len);
+		       info.last_wc_status, info.tx_last_err, info.tx_last_err_len,
+		       (unsigned long long)info.rx_post_err, info.rx_posted);
 	sluice_stack_close(st);
 	sluice_stack_destroy(stack_name);
 	if (linger) {
