@@ -178,6 +178,14 @@ static void finish(int code)
 	for (unsigned int i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (sluice_stack_counter(st, names[i], &v) == 0)
 			printf("# counter %s %llu\n", names[i], (unsigned long long)v);
+	/* A failed run: the whole stack (counters, every socket) for the log. */
+	if (code) {
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "sluice dump %s | sed 's/^/# A: /'", stack_name);
+		if (system(cmd) < 0)
+			printf("# no sluice dump\n");
+	}
 	if (sluice_verbs_info(st, &info) == 0)
 		printf("# verbs: tx_post_err %llu tx_wc_err %llu tx_timeout %llu rx_wc_err %llu "
 		       "last_wc_status %d tx_last_err %d (%u bytes) rx_post_err %llu rx_posted %u\n",
