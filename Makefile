@@ -30,10 +30,12 @@ CPPFLAGS += -Iinclude -D_GNU_SOURCE
 ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC
 
 B := build
+# The verbs link (lib/link_verbs.c) uses rdma-core.
+LIBS := -libverbs
 
 LIB_SRCS := lib/device.c lib/csum.c lib/region.c lib/buf.c lib/lock.c lib/sock.c lib/timer.c lib/tcp.c lib/tcp_input.c lib/tcp_output.c lib/tcp_timer.c lib/tcp_cc.c \
 	lib/ip.c lib/icmp.c lib/udp.c lib/api.c lib/link_loop.c lib/eth.c lib/link_tap.c \
-	lib/kring.c lib/link_kring.c lib/filter.c
+	lib/kring.c lib/link_kring.c lib/filter.c lib/ipoib.c lib/link_verbs.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 PRELOAD_SRCS := $(wildcard lib/preload/*.c)
 PRELOAD_OBJS := $(PRELOAD_SRCS:%.c=$(B)/%.o)
@@ -43,7 +45,7 @@ TOOL := $(B)/tools/sluice
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/test_*.c))
 INTEROP := $(B)/tests/interop/peer $(B)/tests/interop/mkstack $(B)/tests/bench/bench \
 	$(B)/tests/interop/kpeer $(B)/tests/interop/kring_peer $(B)/tests/interop/scribble \
-	$(B)/tests/interop/soak
+	$(B)/tests/interop/soak $(B)/tests/interop/verbs_peer
 PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/fork_srv
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
@@ -65,25 +67,25 @@ $(B)/libsluice.a: $(LIB_OBJS)
 
 $(B)/libsluice.so: $(LIB_OBJS) lib/libsluice.map
 	$(CC) -shared -Wl,-soname,libsluice.so.0 -Wl,--version-script=lib/libsluice.map \
-		-Wl,-z,defs -o $@ $(LIB_OBJS)
+		-Wl,-z,defs -o $@ $(LIB_OBJS) $(LIBS)
 
 # The BSD sockets interposition library (sluice run): the stack's objects,
 # the wrappers, urcu-bp for the fd table; exports only what preload.map lists.
 $(PRELOAD): $(LIB_OBJS) $(PRELOAD_OBJS) lib/preload/preload.map
 	$(CC) -shared $(LDFLAGS) -Wl,--version-script=lib/preload/preload.map -Wl,-z,defs -o $@ \
-		$(LIB_OBJS) $(PRELOAD_OBJS) -lurcu-bp -ldl -lpthread
+		$(LIB_OBJS) $(PRELOAD_OBJS) -lurcu-bp -ldl -lpthread $(LIBS)
 
 $(TOOL): $(B)/tools/sluice.o $(B)/tools/run.o $(B)/libsluice.a
-	$(CC) -o $@ $^
+	$(CC) -o $@ $^ $(LIBS)
 
 $(B)/tests/unit/%: $(B)/tests/unit/%.o $(B)/libsluice.a
-	$(CC) $(LDFLAGS) -o $@ $^
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 $(B)/tests/interop/%: $(B)/tests/interop/%.o $(B)/libsluice.a
-	$(CC) -o $@ $^
+	$(CC) -o $@ $^ $(LIBS)
 
 $(B)/tests/bench/%: $(B)/tests/bench/%.o $(B)/libsluice.a
-	$(CC) -o $@ $^
+	$(CC) -o $@ $^ $(LIBS)
 
 # Plain programs: they meet Sluice only through sluice run (LD_PRELOAD).
 # Fortified, so the __recv_chk family is what they call.
@@ -174,4 +176,4 @@ checkpatch:
 clean: module-clean
 	rm -rf $(B)
 
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+-include $(shell find $(B) -name '*.d' -type f 2>/dev/null)

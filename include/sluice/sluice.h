@@ -121,6 +121,56 @@ int sluice_link_tap(struct sluice_stack *st, const char *ifname);
  */
 int sluice_link_kring(struct sluice_stack *st);
 
+/*
+ * The verbs link (rdma-core), plain UD mode: IPoIB-framed IPv4 over a UD
+ * QP of this process, as Soft-RoCE (rxe) can run it.  Zero fields take the
+ * defaults.  Neighbours are resolved by IPoIB ARP (RFC 4391) over the
+ * P_Key's broadcast group when the device lets the QP attach to it, and
+ * can always be added by hand (sluice_verbs_neigh_add()).  The stack's MTU
+ * is lowered to the UD MTU (IB MTU - 4).  Needs a stack whose buffers
+ * hold SL_HEADROOM + the UD MTU.
+ */
+struct sluice_verbs_config {
+	const char *device;	/* ibv device name; NULL: the first one */
+	uint8_t port;		/* default 1 */
+	uint8_t flags;		/* SLUICE_VERBS_* */
+	uint16_t pkey_index;	/* default 0 */
+	uint32_t gid_index;	/* default 0 */
+	uint32_t qkey;		/* default 0x0B1B */
+	uint32_t rq_size;	/* receive WRs kept posted, default 512 */
+	uint32_t sq_size;	/* send queue depth, default 64 */
+};
+
+/* sluice_verbs_config.flags: no broadcast group, no ARP (static only). */
+#define SLUICE_VERBS_NO_MCAST	0x1
+
+#define SLUICE_IPOIB_HWLEN	20
+
+/* What a verbs link found (sluice_verbs_info()). */
+struct sluice_verbs_info {
+	uint8_t hwaddr[SLUICE_IPOIB_HWLEN];	/* flags+QPN, GID: our address */
+	uint32_t qpn;
+	uint32_t ib_mtu;	/* bytes, the port's active MTU */
+	uint32_t ud_mtu;	/* ib_mtu - 4: the stack's MTU now */
+	int mcast;		/* 1: attached to the broadcast group (ARP works) */
+	int mcast_err;		/* else: -errno of the attach, or 0 if not tried */
+	int last_wc_status;	/* the last failed completion's ibv_wc_status */
+	uint64_t tx_post_err;	/* ibv_post_send refused */
+	uint64_t tx_wc_err;	/* send completions in error */
+	uint64_t tx_timeout;	/* sends that did not complete in time */
+	uint64_t rx_wc_err;	/* receive completions in error */
+	int tx_last_err;	/* the last -errno a send returned to the stack */
+	unsigned int tx_last_err_len;	/* and that packet's length */
+	uint64_t rx_post_err;	/* ibv_post_recv refused */
+	uint32_t rx_posted;	/* receive WRs posted now */
+};
+
+int sluice_link_verbs(struct sluice_stack *st, const struct sluice_verbs_config *cfg);
+int sluice_verbs_info(struct sluice_stack *st, struct sluice_verbs_info *info);
+/* A static neighbour: @ip (network order) is at @hwaddr (flags+QPN, GID). */
+int sluice_verbs_neigh_add(struct sluice_stack *st, uint32_t ip,
+			   const uint8_t hwaddr[SLUICE_IPOIB_HWLEN]);
+
 /* ---- Sockets --------------------------------------------------------- */
 
 /* Socket types for sluice_socket(); flags may be or'ed in. */

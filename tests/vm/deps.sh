@@ -65,7 +65,7 @@ installed_612() {
 base=(build-essential make gcc pkg-config kmod cpio xz-utils perl
 	qemu-system-x86 busybox-static iproute2
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1
-	libibverbs-dev librdmacm-dev rdma-core ibverbs-providers liburcu-dev
+	libibverbs-dev librdmacm-dev rdma-core ibverbs-providers ibverbs-utils liburcu-dev
 	dkms openssl clang-14 libfuzzer-14-dev
 	curl python3 sockperf iperf3 redis-server nginx wrk)
 

@@ -16,7 +16,7 @@
 # build/vm/VERSION/ (console.log, results.log, the initramfs tree).
 #
 # Environment: SLUICE_VM_TIMEOUT (seconds per boot, default 600),
-# SLUICE_VM_MEM (MiB, default 1024).
+# SLUICE_VM_MEM (MiB, default 1024), SLUICE_VM_ONLY (run just that suite).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -164,11 +164,22 @@ run_kernel() { # run_kernel VERSION
 	for t in $(sed -n 's/^for t in \(.*\); do$/\1/p' tests/vm/lib_on_module.sh); do
 		add_binary "$root" "build/tests/unit/$t" /opt/sluice/bin
 	done
+	# The verbs link over Soft-RoCE: the test, rdma-core's rxe provider,
+	# and iproute2's rdma and tc.
+	cp tests/vm/verbs.sh "$root/opt/sluice/bin/verbs.sh"
+	add_binary "$root" build/tests/interop/verbs_peer /opt/sluice/bin
+	add_binary "$root" /usr/bin/rdma /usr/bin
+	add_binary "$root" /usr/sbin/tc /usr/sbin
+	add_binary "$root" /usr/bin/ibv_devinfo /usr/bin
+	add_binary "$root" /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so \
+		/usr/lib/x86_64-linux-gnu/libibverbs
+	install -D -m 0644 /etc/libibverbs.d/rxe.driver "$root/etc/libibverbs.d/rxe.driver"
 	if [ "$mode" = demo ]; then
 		echo "demo sh /opt/sluice/bin/demo.sh" >"$root/etc/sluice/suites"
 	else
 		# One suite per line: NAME COMMAND..., and the modules it needs.
-		grep -v '^#' tests/vm/suites | grep . >"$root/etc/sluice/suites"
+		grep -v '^#' tests/vm/suites | grep . |
+			awk -v only="${SLUICE_VM_ONLY:-}" 'only == "" || $1 == only' >"$root/etc/sluice/suites"
 		mapfile -t kmods < <(sed -n 's/^# kmods: *//p' tests/vm/suites | tr ' ' '\n' | grep .)
 	fi
 	[ ${#kmods[@]} = 0 ] || add_kmods "$root" "$ver" "${kmods[@]}"

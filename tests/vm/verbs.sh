@@ -1,0 +1,213 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# In the test VM: two Sluice stacks, in two processes, talk IPoIB-framed
+# IPv4 over plain UD QPs through Soft-RoCE (the verbs link, lib/link_verbs.c).
+#
+#   process A: verbs_peer client          process B: verbs_peer serve
+#   stack va1/va2/va3, 10.77.0.1/.3/.4    stack vb, 10.77.0.2, echo :7
+#        |  UD QP, IPoIB ARP / static          |  UD QP
+#      rxe0 ------------------------------- rxe1     (rdma_rxe, RoCE v2)
+#        |                                     |
+#       va ====== veth pair (root netns) ===== vb
+#        netem loss 2% on va for one round
+#
+# Checks: both links come up on module-backed stacks, neighbours resolve,
+# UDP and TCP both ways (several connections at once, byte-exact), loss
+# recovered by TCP, and the QPs, CQs, MRs and PDs gone from
+# `rdma resource` after a close (process still alive) and after kill -9.
+# Prints TAP.
+n=0
+fail=0
+tap() { # tap ok|fail DESCRIPTION
+	n=$((n + 1))
+	if [ "$1" = ok ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi
+}
+ip=/usr/sbin/ip
+rdma=/usr/bin/rdma
+tc=/usr/sbin/tc
+dir=/tmp/verbs-hw
+peer=/opt/sluice/bin/verbs_peer
+
+# Turn a client's PASS/FAIL lines into TAP, its other lines into comments.
+report() { # report LOG PREFIX
+	while IFS= read -r line; do
+		case $line in
+		"PASS "*) tap ok "$2: ${line#PASS }" ;;
+		"FAIL "*) tap fail "$2: ${line#FAIL }" ;;
+		*) echo "# $line" ;;
+		esac
+	done <"$1"
+}
+
+# Soft-RoCE's and the veths' own counters, for a failure's diagnosis.
+diag() {
+	for d in rxe0 rxe1; do
+		c=/sys/class/infiniband/$d/ports/1/hw_counters
+		[ -d $c ] || continue
+		echo "# $d: $(cd $c && grep -H . * 2>/dev/null | grep -v ':0$' | tr '\n' ' ')"
+	done
+	$ip -s link show va | sed 's/^/# /'
+	$ip -s link show vb | sed 's/^/# /'
+	sluice dump vb 2>&1 | sed 's/^/# B: /'
+}
+
+# Verbs objects of a pid in `rdma resource` (qp, cq, mr, pd).
+count_res() { # count_res KIND PID
+	$rdma resource show "$1" 2>/dev/null | grep -c "pid $2 "
+}
+res_of() { # res_of PID: "qp Q cq C mr M pd P"
+	echo "qp $(count_res qp "$1") cq $(count_res cq "$1") mr $(count_res mr "$1") pd $(count_res pd "$1")"
+}
+
+wait_file() { # wait_file PATH SECONDS
+	i=0
+	while [ ! -s "$1" ] && [ $i -lt $(($2 * 10)) ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	[ -s "$1" ]
+}
+
+lsmod | grep -q '^sluice ' || insmod /lib/modules/sluice.ko
+$ip link add va type veth peer name vb && $ip link set va up && $ip link set vb up
+if $rdma link add rxe0 type rxe netdev va && $rdma link add rxe1 type rxe netdev vb; then
+	tap ok "Soft-RoCE devices rxe0 on va and rxe1 on vb"
+else
+	tap fail "Soft-RoCE devices rxe0 on va and rxe1 on vb"
+	echo "1..$n"
+	exit 1
+fi
+$rdma link show | sed 's/^/# /'
+sleep 1
+/usr/bin/ibv_devinfo -d rxe0 -v | grep -E 'link_layer|active_mtu|max_mtu|GID\[' | sed 's/^/# rxe0: /'
+
+run_round() { # run_round MODE(arp|static)
+	mode=$1
+	rm -rf "$dir" && mkdir -p "$dir"
+	if [ "$mode" = static ]; then
+		export SLUICE_VERBS_STATIC=1
+	else
+		unset SLUICE_VERBS_STATIC
+	fi
+	$peer serve vb rxe1 10.77.0.2/24 "$dir" 400 >/tmp/serve.log 2>&1 &
+	spid=$!
+	if wait_file "$dir/10.77.0.2" 20; then
+		tap ok "$mode: B's verbs link is up (stack made by the module)"
+	else
+		tap fail "$mode: B's verbs link is up (stack made by the module)"
+		sed 's/^/# B: /' /tmp/serve.log
+		kill -9 $spid 2>/dev/null
+		return 1
+	fi
+	grep '^#' /tmp/serve.log | sed 's/^/# B: /'
+
+	# Round 1: UDP and TCP both ways, several connections at once.
+	timeout 200 $peer client va1 rxe0 10.77.0.1/24 "$dir" 10.77.0.2 \
+		udp:20 tcp:1:1048576 tcp:4:262144 >/tmp/c1.log 2>&1
+	c1=$?
+	report /tmp/c1.log "$mode: A->B"
+	[ $c1 = 0 ] || diag
+	# Which resolution ran: ARP requests and replies, or none at all.
+	atx=$(sed -n 's/^# counter arp_tx //p' /tmp/c1.log)
+	arx=$(sed -n 's/^# counter arp_rx //p' /tmp/c1.log)
+	if [ "$mode" = arp ]; then
+		want="${atx:-0} -gt 0 -a ${arx:-0} -gt 0"
+		what="A resolved B by IPoIB ARP over the broadcast group (sent $atx, got $arx)"
+	else
+		want="${atx:-1} = 0 -a ${arx:-1} = 0"
+		what="static neighbours: no ARP at all (sent $atx, got $arx)"
+	fi
+	# shellcheck disable=SC2086 # the test expression is split on purpose
+	if [ $want ]; then tap ok "$mode: $what"; else tap fail "$mode: $what"; fi
+
+	# Round 2: 2 % loss on va, recovered by TCP.
+	$tc qdisc add dev va root netem loss 2%
+	timeout 200 $peer client va2 rxe0 10.77.0.3/24 "$dir" 10.77.0.2 \
+		udp:10 tcp:2:262144 >/tmp/c2.log 2>&1 || diag
+	report /tmp/c2.log "$mode: with 2% loss on va"
+	drops=$($tc -s qdisc show dev va | sed -n 's/.*dropped \([0-9]*\).*/\1/p' | head -n 1)
+	rexmt=$(sed -n 's/^# counter tcp_retransmit //p' /tmp/c2.log)
+	echo "# netem dropped ${drops:-?} frames; A retransmitted ${rexmt:-?} segments"
+	if [ "${drops:-0}" -gt 0 ] && [ "${rexmt:-0}" -gt 0 ]; then
+		tap ok "$mode: netem dropped frames and TCP retransmitted"
+	else
+		tap fail "$mode: netem dropped frames and TCP retransmitted"
+	fi
+	$tc qdisc del dev va root
+
+	# Round 3: resources go on close, while the process lives on.
+	SLUICE_VERBS_LINGER=5 timeout 100 $peer client va3 rxe0 10.77.0.4/24 "$dir" 10.77.0.2 \
+		tcp:1:65536 >/tmp/c3.log 2>&1 &
+	cpid=$!
+	i=0
+	while ! grep -q '^# closed' /tmp/c3.log && [ $i -lt 600 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	report /tmp/c3.log "$mode: before close"
+	r=$(res_of $cpid)
+	echo "# A after sluice_stack_close, still running: $r"
+	if grep -q '^# closed' /tmp/c3.log && [ "$r" = "qp 0 cq 0 mr 0 pd 0" ]; then
+		tap ok "$mode: close releases the QP, CQs, MR and PD (process alive)"
+	else
+		tap fail "$mode: close releases the QP, CQs, MR and PD (process alive)"
+	fi
+	wait $cpid
+
+	# A second process on B's stack, with its own verbs link, killed with
+	# its receive buffers posted: they stay out of the pool until the next
+	# link on the stack takes them back; a clean close returns its own.
+	if [ "$mode" = arp ]; then
+		used() { sluice dump vb | sed -n 's/.*buffers \([0-9]*\)\/.*/\1/p'; }
+		u0=$(used)
+		$peer attach vb rxe1 30 >/tmp/a1.log 2>&1 &
+		apid=$!
+		wait_grep() { i=0; while ! grep -q "$2" "$1" && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; }
+		wait_grep /tmp/a1.log '^# attached'
+		u1=$(used)
+		kill -9 $apid
+		wait $apid 2>/dev/null
+		u2=$(used)
+		$peer attach vb rxe1 3 >/tmp/a2.log 2>&1 &
+		apid=$!
+		wait_grep /tmp/a2.log '^# detached'
+		u3=$(used)
+		wait $apid
+		echo "# buffers in use on B's stack: $u0 before, $u1 with a second link, $u2 after its kill -9, $u3 after the next link came and closed"
+		if [ -n "$u0" ] && [ "$u1" -gt "$u0" ] && [ "$u2" = "$u1" ]; then
+			tap ok "$mode: a killed process's posted buffers stay out of the pool ($((u2 - u0)))"
+		else
+			tap fail "$mode: a killed process's posted buffers stay out of the pool"
+		fi
+		if [ -n "$u0" ] && [ "$u3" = "$u0" ]; then
+			tap ok "$mode: the next link takes them back, and a close returns its own"
+		else
+			tap fail "$mode: the next link takes them back, and a close returns its own"
+		fi
+	fi
+
+	# B dies with kill -9: the kernel releases what it had.
+	r=$(res_of $spid)
+	echo "# B before kill -9: $r"
+	kill -9 $spid
+	wait $spid 2>/dev/null
+	sleep 1
+	r2=$(res_of $spid)
+	echo "# B after kill -9: $r2"
+	if [ "$r" != "qp 0 cq 0 mr 0 pd 0" ] && [ "$r2" = "qp 0 cq 0 mr 0 pd 0" ]; then
+		tap ok "$mode: kill -9 releases the QP, CQs, MR and PD"
+	else
+		tap fail "$mode: kill -9 releases the QP, CQs, MR and PD"
+	fi
+}
+
+run_round static
+run_round arp
+
+$rdma resource show qp | sed 's/^/# /'
+$rdma link del rxe1
+$rdma link del rxe0
+$ip link del va
+echo "1..$n"
+exit $fail
