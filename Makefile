@@ -144,7 +144,7 @@ $(FB)/fuzz_%.o: tests/fuzz/fuzz_%.c
 $(FB)/fuzz_ioctl.o: CPPFLAGS := -Itests/fuzz/kshim $(CPPFLAGS)
 
 $(FB)/fuzz_packet $(FB)/fuzz_tcp: $(FB)/%: $(FB)/%.o $(FUZZ_LIB_OBJS)
-	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(LIBS)
 
 $(FB)/fuzz_ioctl: $(FB)/fuzz_ioctl.o $(FUZZ_KERN_OBJS)
 	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^
