@@ -264,7 +264,8 @@ kill \$srv
 wait
 "$sluice" run --stack "$st" -- sockperf server -i 127.0.0.1 -p 11112 >"$tmp/spu.log" 2>&1 &
 srv=\$!
-for i in \$(seq 50); do "$sluice" fds "$st" | grep -q sockperf && break; sleep 0.1; done
+# Until its UDP socket is bound, not just until the process is there.
+for i in \$(seq 100); do "$sluice" fds "$st" | grep -q 'udp .*127.0.0.1:11112' && break; sleep 0.1; done
 timeout 20 "$sluice" run --stack "$st" -- sockperf ping-pong -i 127.0.0.1 -p 11112 -t 1 -m 64
 echo "udp rc \$?"
 timeout 20 "$sluice" run --stack "$st" -- sockperf throughput -i 127.0.0.1 -p 11112 -t 1 -m 64
