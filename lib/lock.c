@@ -74,7 +74,7 @@ static void mark_broken(struct sl_stack *s, pid_t owner)
 
 /* Gone, or a zombie nobody has reaped yet: either way it will never
  * release the lock. */
-static bool owner_dead(pid_t owner)
+bool sl_pid_dead(pid_t owner)
 {
 	char path[64], buf[256], *p;
 	ssize_t n;
@@ -123,7 +123,7 @@ void sl_counters_claim(struct sl_stack *s)
 		if (!r->counter_pid[i])
 			pick = i;
 	for (i = 0; pick < 0 && i < SLUICE_PROC_MAX; i++)
-		if (owner_dead((pid_t)r->counter_pid[i]) || kill((pid_t)r->counter_pid[i], 0))
+		if (sl_pid_dead((pid_t)r->counter_pid[i]) || kill((pid_t)r->counter_pid[i], 0))
 			pick = i;
 	if (pick < 0)
 		pick = SLUICE_PROC_MAX - 1;
@@ -234,7 +234,7 @@ int sl_lock(struct sl_stack *s)
  */
 bool sl_lock_holder_dead(struct sl_stack *s, pid_t seen)
 {
-	if (!owner_dead(seen))
+	if (!sl_pid_dead(seen))
 		return false;
 	/* Acquire: pairs with nothing in the dead process; orders this load
 	 * after the liveness check above. */
