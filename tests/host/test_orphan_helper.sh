@@ -12,9 +12,10 @@
 #   +------------------------------------------------------------+
 #   |  kernel stack              |  TAP so0  |   Sluice stack     |
 #   |  10.205.0.1/24 on so0  <---+-----------+--> 10.205.0.2      |
-#   |  python3 receiver :9000    | (multi-   |   peer send-exit,  |
-#   |  (sleeps, then counts and  |  queue)   |   then its helper  |
-#   |   hashes, RST after EOF)   |           |                    |
+#   |  python3 receiver :9000-2  | (multi-   |   peer send-exit,  |
+#   |  (sleeps, then counts and  |  queue)   |   python3 under    |
+#   |   hashes, RST after EOF)   |           |   sluice run; then |
+#   |                            |           |   the helper       |
 #   +------------------------------------------------------------+
 #
 # All traffic stays inside the namespace; every wait is bounded.
@@ -43,7 +44,8 @@ cleanup() {
 	for p in "${helpers[@]}"; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	ip netns del "$ns" 2>/dev/null
-	rm -f "/dev/shm/sluice-$stack" "/dev/shm/sluice-$stack-n"
+	rm -f "/dev/shm/sluice-$stack" "/dev/shm/sluice-$stack-n" "/dev/shm/sluice-$stack-p" \
+		"/dev/shm/sluicefd-$stack-p"
 }
 trap cleanup EXIT
 in_ns() { ip netns exec "$ns" "$@"; }
@@ -121,6 +123,41 @@ check "the helper exited by itself once the connection was done" [ $gone = 1 ]
 row=$("$sluice" stacks | grep -E "^$stack ")
 check "the stack has no sockets and no helper left ($row)" \
 	bash -c "grep -qE '^$stack +ready +shm +0/[0-9]+ .* 0\$' <<<'$row'"
+
+# The same from an unmodified program under sluice run: the preload
+# library's exit path leaves the connection to a helper.
+: >"$out"
+receiver 9002 >"$out"
+for _ in $(seq 50); do grep -q listening "$out" && break; sleep 0.1; done
+sent=$(in_ns timeout 60 "$sluice" run --stack "$stack-p" --tap so0 --addr "$S/24" -- \
+	"$py" -c '
+import socket, sys
+n = int(sys.argv[2])
+data = bytes(((i * 7 + (i >> 10)) & 0xff) for i in range(n))
+s = socket.create_connection((sys.argv[1], 9002), timeout=30)
+s.sendall(data)
+s.close()
+print("sent", n)' "$K" "$N" 2>&1)
+check "python3 under sluice run sent 4 MiB, closed and exited (got $sent)" [ "$sent" = "sent $N" ]
+hp=$(helper_of "$stack-p")
+check "the stack names a live helper process (pid ${hp:-none})" \
+	bash -c "[ -n '$hp' ] && kill -0 '$hp'"
+[ -n "$hp" ] && helpers+=("$hp")
+for _ in $(seq 150); do [ "$(wc -l <"$out")" -ge 2 ] && break; sleep 0.1; done
+res=$(sed -n 2p "$out")
+check "sluice run: the kernel received all 4 MiB byte-exact and the FIN (got '$res')" \
+	[ "$res" = "$N 1 1" ]
+wait "$rcv" 2>/dev/null
+rcv=
+gone=0
+for _ in $(seq 100); do
+	if [ -z "$hp" ] || ! kill -0 "$hp" 2>/dev/null; then gone=1; break; fi
+	sleep 0.1
+done
+check "sluice run: the helper exited by itself" [ $gone = 1 ]
+row=$("$sluice" stacks | grep -E "^$stack-p ")
+check "sluice run: the stack has no sockets and no helper left ($row)" \
+	bash -c "grep -qE '^$stack-p +ready +shm +0/[0-9]+ .* 0\$' <<<'$row'"
 
 # Without the helper, the program's exit strands what it had not sent.
 : >"$out"
