@@ -33,6 +33,7 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,6 +143,24 @@ static int helper_fds(int wfd)
 	return 3;
 }
 
+/*
+ * The program's signal handlers are its own code (an interpreter's, say),
+ * which must not run in the helper, and it may have blocked signals: back
+ * to the defaults, so the helper can be stopped like any process.
+ */
+static void helper_signals(void)
+{
+	struct sigaction sa = { .sa_handler = SIG_DFL };
+	sigset_t all;
+
+	sigemptyset(&sa.sa_mask);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			sigaction(sig, &sa, NULL);
+	sigfillset(&all);
+	sigprocmask(SIG_UNBLOCK, &all, NULL);
+}
+
 static int helper_link(struct sluice_stack *st, const char *tap, int ready)
 {
 	struct sl_stack *s = (struct sl_stack *)st;
@@ -218,6 +237,7 @@ static void __attribute__((noreturn)) helper_main(struct sl_stack *ps, int32_t o
 	int ready;
 
 	helper_self = true;
+	helper_signals();
 	/* The detacher is alive and waiting: its claim becomes ours. */
 	if (!atomic_compare_exchange_strong(helper_word(ps), &owner, self))
 		_exit(0);
