@@ -41,11 +41,12 @@ N=$((4 << 20))
 helpers=()
 cleanup() {
 	[ -n "${rcv:-}" ] && kill "$rcv" 2>/dev/null
+	[ -n "${rcv1:-}" ] && kill "$rcv1" 2>/dev/null
 	for p in "${helpers[@]}"; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	ip netns del "$ns" 2>/dev/null
 	rm -f "/dev/shm/sluice-$stack" "/dev/shm/sluice-$stack-n" "/dev/shm/sluice-$stack-p" \
-		"/dev/shm/sluicefd-$stack-p"
+		"/dev/shm/sluicefd-$stack-p" "/dev/shm/sluice-$stack-s"
 }
 trap cleanup EXIT
 in_ns() { ip netns exec "$ns" "$@"; }
@@ -158,6 +159,40 @@ check "sluice run: the helper exited by itself" [ $gone = 1 ]
 row=$("$sluice" stacks | grep -E "^$stack-p ")
 check "sluice run: the stack has no sockets and no helper left ($row)" \
 	bash -c "grep -qE '^$stack-p +ready +shm +0/[0-9]+ .* 0\$' <<<'$row'"
+
+# A helper killed before it is done leaves a stale claim: the next
+# process that leaves with orphans takes over, and its helper finishes its
+# own connection (and the one the dead helper left, if it can).
+out1=$(mktemp)
+receiver 9003 >"$out1"
+rcv1=$rcv
+for _ in $(seq 50); do grep -q listening "$out1" && break; sleep 0.1; done
+in_ns timeout 60 "$peer" send-exit "$stack-s" "$S/24" so0 "$K" 9003 "$N" >/dev/null 2>&1
+h1=$(helper_of "$stack-s")
+[ -n "$h1" ] && kill -9 "$h1" 2>/dev/null
+for _ in $(seq 20); do kill -0 "$h1" 2>/dev/null || break; sleep 0.1; done
+check "a killed helper ($h1) shows as stale" \
+	bash -c "'$sluice' dump '$stack-s' | grep -q 'helper: process $h1 .*(gone: stale)'"
+: >"$out"
+receiver 9004 >"$out"
+for _ in $(seq 50); do grep -q listening "$out" && break; sleep 0.1; done
+sent=$(in_ns timeout 60 "$peer" send-exit "$stack-s" "$S/24" so0 "$K" 9004 "$N" 2>&1)
+h2=$(helper_of "$stack-s")
+check "the next process to leave started a new helper ($h1 -> ${h2:-none})" \
+	bash -c "[ -n '$h2' ] && [ '$h2' != '$h1' ] && kill -0 '$h2'"
+[ -n "$h2" ] && helpers+=("$h2")
+for _ in $(seq 150); do [ "$(wc -l <"$out")" -ge 2 ] && break; sleep 0.1; done
+res=$(sed -n 2p "$out")
+check "... which sent all of its 4 MiB and the FIN (got '$res')" [ "$res" = "$N 1 1" ]
+wait "$rcv" "$rcv1" 2>/dev/null
+rcv=
+gone=0
+for _ in $(seq 200); do
+	if [ -z "$h2" ] || ! kill -0 "$h2" 2>/dev/null; then gone=1; break; fi
+	sleep 0.1
+done
+check "... and went by itself" [ $gone = 1 ]
+rm -f "$out1"
 
 # Without the helper, the program's exit strands what it had not sent.
 : >"$out"
