@@ -114,6 +114,8 @@ void sluice_stack_close(struct sluice_stack *st)
 
 	if (!s)
 		return;
+	/* Orphaned connections outlive us: a helper finishes them. */
+	sl_helper_ensure(s);
 	if (s->link && s->link->ops->close)
 		s->link->ops->close(s->link);
 	sl_region_detach(s);

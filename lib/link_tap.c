@@ -24,6 +24,7 @@ struct tap_link {
 	struct sl_stack *stack;
 	int fd;
 	uint64_t last_timer_ms;
+	char ifname[IFNAMSIZ];
 };
 
 static int tap_xmit(struct sl_link *l, const void *frame, size_t len)
@@ -85,6 +86,13 @@ static void tap_close(struct sl_link *l)
 	free(t);
 }
 
+static const struct sl_link_ops tap_ops;
+
+const char *sl_link_tap_name(struct sl_link *l)
+{
+	return l && l->ops == &tap_ops ? ((struct tap_link *)l)->ifname : NULL;
+}
+
 static const struct sl_link_ops tap_ops = {
 	.name = "tap",
 	.tx = tap_tx,
@@ -130,6 +138,7 @@ int sluice_link_tap(struct sluice_stack *st, const char *ifname)
 	t->eth.xmit = tap_xmit;
 	t->stack = s;
 	t->fd = fd;
+	memcpy(t->ifname, ifr.ifr_name, sizeof(t->ifname));
 	ret = sl_lock(s);
 	if (ret) {
 		close(fd);

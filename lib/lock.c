@@ -85,7 +85,7 @@ static void mark_broken(struct sl_stack *s, pid_t owner)
 
 /* Gone, or a zombie nobody has reaped yet: either way it will never
  * release the lock. */
-static bool owner_dead(pid_t owner)
+bool sl_pid_dead(pid_t owner)
 {
 	char path[64], buf[256], *p;
 	ssize_t n;
@@ -134,7 +134,7 @@ void sl_counters_claim(struct sl_stack *s)
 		if (!r->counter_pid[i])
 			pick = i;
 	for (i = 0; pick < 0 && i < SLUICE_PROC_MAX; i++)
-		if (owner_dead((pid_t)r->counter_pid[i]) || kill((pid_t)r->counter_pid[i], 0))
+		if (sl_pid_dead((pid_t)r->counter_pid[i]) || kill((pid_t)r->counter_pid[i], 0))
 			pick = i;
 	if (pick < 0)
 		pick = SLUICE_PROC_MAX - 1;
@@ -253,7 +253,7 @@ bool sl_lock_holder_dead(struct sl_stack *s, pid_t seen)
 {
 	uint32_t v;
 
-	if (!owner_dead(seen))
+	if (!sl_pid_dead(seen))
 		return false;
 	/* Acquire: pairs with nothing in the dead process; orders this load
 	 * after the liveness check above. */

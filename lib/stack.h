@@ -243,6 +243,13 @@ void sl_unlock(struct sl_stack *s);
  */
 bool sl_lock_or_defer(struct sl_stack *s, uint32_t sock_idx, uint32_t work);
 pid_t sl_self_pid(void);
+/* Gone, or a zombie: it will never run again (lock.c). */
+bool sl_pid_dead(pid_t pid);
+/* The helper that finishes orphaned connections (helper.c). */
+uint32_t sl_orphans(struct sl_stack *s);
+void sl_helper_ensure(struct sl_stack *s);
+/* The TAP device of a TAP link, or NULL for another link (link_tap.c). */
+const char *sl_link_tap_name(struct sl_link *l);
 /* A holder pid read while the lock was held: did it die holding it? */
 bool sl_lock_holder_dead(struct sl_stack *s, pid_t seen);
 /*

@@ -136,9 +136,10 @@ static void stack_row(const char *name, const char *where)
 		return;
 	}
 	s = (struct sl_stack *)st;
-	printf("%-24s %-7s %-6s %4u/%-4u %5u/%-5u %10llu\n", s->r->name, state_name(s->r->state),
-	       where, s->r->sock_used, s->r->max_sockets, s->r->n_bufs - s->r->buf_free_count,
-	       s->r->n_bufs, (unsigned long long)s->r->region_size);
+	printf("%-24s %-7s %-6s %4u/%-4u %5u/%-5u %10llu %7d\n", s->r->name,
+	       state_name(s->r->state), where, s->r->sock_used, s->r->max_sockets,
+	       s->r->n_bufs - s->r->buf_free_count, s->r->n_bufs,
+	       (unsigned long long)s->r->region_size, s->r->helper_pid);
 	sluice_stack_close(st);
 }
 
@@ -148,8 +149,8 @@ static int cmd_stacks(void)
 	DIR *d;
 	struct dirent *e;
 
-	printf("%-24s %-7s %-6s %9s %11s %10s\n", "NAME", "STATE", "WHERE", "SOCKETS", "BUFFERS",
-	       "BYTES");
+	printf("%-24s %-7s %-6s %9s %11s %10s %7s\n", "NAME", "STATE", "WHERE", "SOCKETS", "BUFFERS",
+	       "BYTES", "HELPER");
 	d = opendir(SYSFS_DIR "/stacks");
 	if (d) {
 		while ((e = readdir(d)))
@@ -283,6 +284,9 @@ static int cmd_dump(const char *name)
 	       (unsigned long long)s->r->region_size, s->r->sock_used, s->r->max_sockets,
 	       s->r->sock_size, s->r->n_bufs - s->r->buf_free_count, s->r->n_bufs,
 	       s->r->buf_size);
+	if (s->r->helper_pid)
+		printf("  helper: process %d finishes orphaned connections%s\n", s->r->helper_pid,
+		       sl_pid_dead(s->r->helper_pid) ? " (gone: stale)" : "");
 	printf("  lock: word 0x%x owner %d contended %llu deferred %llu\n", s->r->lock,
 	       s->r->lock_owner, (unsigned long long)s->r->lock_contended,
 	       (unsigned long long)s->r->lock_deferred);
@@ -321,6 +325,10 @@ static int cmd_dump(const char *name)
 
 int main(int argc, char **argv)
 {
+	/* Looking at a stack spawns no helper when we let go of it (run's
+	 * programs still may: they keep the environment they were given). */
+	if (argc >= 2 && strcmp(argv[1], "run"))
+		setenv("SLUICE_NO_HELPER", "1", 1);
 	if (argc == 3 && !strcmp(argv[1], "dump"))
 		return cmd_dump(argv[2]);
 	if (argc >= 2 && !strcmp(argv[1], "run"))

@@ -226,7 +226,13 @@ struct sluice_region {
 	__u32 ip_id_next;		/* (u) */
 	__u32 attach_count;		/* (u) processes that attached */
 	__u32 tcp_embryos;		/* (u) TCP connections in SYN-RECEIVED from a listener */
-	__u32 reserved4;
+	/*
+	 * (u) pid of the stack's helper process, which finishes orphaned
+	 * connections after their programs have gone (lib/helper.c), or 0;
+	 * claimed by compare-and-swap, taken over when its process is dead.
+	 * The module never reads it.
+	 */
+	__s32 helper_pid;
 	__u64 tcp_isn_secret[2];	/* (c) RFC 6528 keyed ISN */
 
 	/* The loopback queue (buffer idx), on a line of its own. */

@@ -17,7 +17,10 @@
  * the library's own per-process state (lock owner pid, counter block) is
  * re-derived from getpid() by lib/lock.c; urcu-bp is told about the fork.
  * Exit: every Sluice socket of the process is closed as the kernel would
- * close its sockets (a socket another process still holds stays open).
+ * close its sockets (a socket another process still holds stays open),
+ * and connections still finishing are left to the stack's helper process
+ * (lib/helper.c).  A process that _exit()s or is killed runs no
+ * destructor: its sockets stay open in the region, nobody closes them.
  */
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -318,6 +321,12 @@ __attribute__((constructor)) static void pl_constructor(void)
 
 __attribute__((destructor)) static void pl_destructor(void)
 {
-	if (pl_sl())
-		pl_fdtable_close_all();
+	struct sl_stack *s = pl_sl();
+
+	if (!s)
+		return;
+	pl_fdtable_close_all();
+	/* The stack stays mapped (other threads may still run), but what
+	 * we closed may still have data to send: leave it to the helper. */
+	sl_helper_ensure(s);
 }

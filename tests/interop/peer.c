@@ -13,6 +13,10 @@
  *        sends COUNT datagrams and expects each echoed
  *   peer connect STACK IP/PREFIX TAPDEV DST-IP PORT
  *        prints the connect result as an errno name (ECONNREFUSED, 0, ...)
+ *   peer send-exit STACK IP/PREFIX TAPDEV DST-IP PORT BYTES
+ *        connects, sends BYTES of the pattern byte i = (i * 7 + (i >> 10)),
+ *        closes at once and exits, leaving the stack (not destroyed) and
+ *        what is unsent to the stack's helper process (lib/helper.c)
  * Every loop is bounded in time.
  */
 #include <arpa/inet.h>
@@ -247,6 +251,35 @@ static int connect_only(const char *ip, int port)
 	return 0;
 }
 
+static int send_exit(const char *ip, int port, long bytes)
+{
+	struct sockaddr_in a = addr(ip, port);
+	int s = sluice_socket(st, SLUICE_SOCK_STREAM);
+	static char out[65536];
+	long sent = 0, n;
+	double end = now_s() + 60;
+	int ret;
+
+	ret = sluice_connect(st, s, &a);
+	if (ret)
+		die("connect", ret);
+	while (sent < bytes && now_s() < end) {
+		long len = bytes - sent > (long)sizeof(out) ? (long)sizeof(out) : bytes - sent;
+
+		for (long i = 0; i < len; i++)
+			out[i] = (char)((sent + i) * 7 + ((sent + i) >> 10));
+		n = sluice_send(st, s, out, len, 0);
+		if (n < 0)
+			die("send", n);
+		sent += n;
+	}
+	sluice_close(st, s);
+	printf("sent %ld\n", sent);
+	fflush(stdout);
+	sluice_stack_close(st);
+	exit(sent == bytes ? 0 : 1);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 5) {
@@ -260,6 +293,8 @@ int main(int argc, char **argv)
 		return tcp_client(argv[5], atoi(argv[6]), atol(argv[7]));
 	if (!strcmp(argv[1], "udp-client") && argc == 8)
 		return udp_client(argv[5], atoi(argv[6]), atoi(argv[7]));
+	if (!strcmp(argv[1], "send-exit") && argc == 8)
+		return send_exit(argv[5], atoi(argv[6]), atol(argv[7]));
 	if (!strcmp(argv[1], "connect") && argc == 7)
 		return connect_only(argv[5], atoi(argv[6]));
 	fprintf(stderr, "peer: bad arguments\n");

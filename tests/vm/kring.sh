@@ -207,6 +207,17 @@ check "UDP filters: only the server's port 7 is left once the UDP client closed 
 kill $srv 2>/dev/null
 wait $srv 2>/dev/null
 srv=
+# Connections still finishing (TIME-WAIT: 60 s) keep the stack, and its
+# ports, in its helper process until they are done (lib/helper.c).
+hp=$(sluice dump kr 2>/dev/null | sed -n 's/^  helper: process \([0-9]*\) .*/\1/p')
+echo "# helper: ${hp:-none}"
+alive() { [ -n "$1" ] && [ -r /proc/$1/stat ] && ! grep -q ') Z' /proc/$1/stat; }
+i=0
+while [ $i -lt 450 ] && alive "$hp"; do sleep 0.2; i=$((i + 1)); done
+check "the stack's helper (${hp:-none}) finished and went by itself" \
+	sh -c "! { [ -n '$hp' ] && [ -r /proc/$hp/stat ] && ! grep -q ') Z' /proc/$hp/stat; }"
+i=0
+while [ $i -lt 50 ] && [ -d /sys/class/misc/sluice/stacks/kr ]; do sleep 0.2; i=$((i + 1)); done
 expect 0 "the stack gone, the kernel can bind TCP port 7 again" kpeer bind tcp 7
 expect 0 "and UDP port 7" kpeer bind udp 7
 
