@@ -26,39 +26,10 @@
 #include "sluice_util.h"
 
 #define SYSFS_DEV	"/sys/class/misc/sluice"
-#define DEBUGFS_DIR	"/sys/kernel/debug/sluice"
 
 /* finit_module(2); returns 0 or -errno. */
 
 /* Read a whole small file into buf, NUL-terminated; returns length or -errno. */
-
-/* The value after "key " on a line of the debugfs info dump, or -1. */
-static long long info_value(const char *key, const char *field)
-{
-	char buf[4096], *line, *save = NULL;
-	size_t klen = strlen(key);
-
-	if (read_file(DEBUGFS_DIR "/info", buf, sizeof(buf)) < 0)
-		return -1;
-	for (line = strtok_r(buf, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char *p;
-
-		if (strncmp(line, key, klen) || line[klen] != ' ')
-			continue;
-		if (!field)
-			return strtoll(line + klen + 1, NULL, 0);
-		p = strstr(line, field);
-		return p ? strtoll(p + strlen(field) + 1, NULL, 0) : -1;
-	}
-	return -1;
-}
-
-/* ioctl returning 0 or -errno, so ASSERT_EQ shows the errno. */
-static int xioctl(int fd, unsigned long cmd, void *arg)
-{
-	return ioctl(fd, cmd, arg) ? -errno : 0;
-}
 
 TEST(load_creates_device_sysfs_debugfs)
 {
@@ -79,8 +50,8 @@ TEST(load_creates_device_sysfs_debugfs)
 	EXPECT_EQ(SLUICE_ABI_VERSION, atoi(buf));
 	ASSERT_LT(0, read_file(SYSFS_DEV "/features", buf, sizeof(buf)));
 	EXPECT_EQ(SLUICE_FEATURES_ALL, strtoull(buf, NULL, 0));
-	EXPECT_EQ(SLUICE_ABI_VERSION, info_value("abi_version", NULL));
-	EXPECT_EQ(0, info_value("open_files", NULL));
+	EXPECT_EQ(SLUICE_ABI_VERSION, info_value("abi_version"));
+	EXPECT_EQ(0, info_value("open_files"));
 }
 
 TEST(load_twice_is_eexist)
@@ -274,9 +245,9 @@ TEST_F(dev, unknown_commands_are_enotty)
 
 TEST_F(dev, debugfs_counts_ioctls)
 {
-	long long calls = info_value("ioctl_version", "calls");
-	long long errors = info_value("ioctl_version", "errors");
-	long long unknown = info_value("ioctl_unknown", NULL);
+	long long calls = info_field("ioctl_version", "calls");
+	long long errors = info_field("ioctl_version", "errors");
+	long long unknown = info_value("ioctl_unknown");
 	struct sluice_version v;
 
 	ASSERT_LE(0, calls);
@@ -292,21 +263,21 @@ TEST_F(dev, debugfs_counts_ioctls)
 	ASSERT_EQ(-EINVAL, xioctl(self->fd, SLUICE_IOC_VERSION, &v));
 	ASSERT_EQ(-ENOTTY, xioctl(self->fd, _IO(SLUICE_IOC_MAGIC, 0x55), NULL));
 
-	EXPECT_EQ(calls + 4, info_value("ioctl_version", "calls"));
-	EXPECT_EQ(errors + 1, info_value("ioctl_version", "errors"));
-	EXPECT_EQ(unknown + 1, info_value("ioctl_unknown", NULL));
+	EXPECT_EQ(calls + 4, info_field("ioctl_version", "calls"));
+	EXPECT_EQ(errors + 1, info_field("ioctl_version", "errors"));
+	EXPECT_EQ(unknown + 1, info_value("ioctl_unknown"));
 }
 
 TEST_F(dev, debugfs_counts_open_files)
 {
 	int fd2;
 
-	EXPECT_EQ(1, info_value("open_files", NULL));
+	EXPECT_EQ(1, info_value("open_files"));
 	fd2 = open(SLUICE_DEVICE_PATH, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, fd2);
-	EXPECT_EQ(2, info_value("open_files", NULL));
+	EXPECT_EQ(2, info_value("open_files"));
 	close(fd2);
-	EXPECT_EQ(1, info_value("open_files", NULL));
+	EXPECT_EQ(1, info_value("open_files"));
 }
 
 TEST_F(dev, sysfs_and_debugfs_are_read_only)
@@ -363,7 +334,7 @@ TEST(unload_leaves_nothing_behind)
 
 	/* And it comes back as new. */
 	ASSERT_EQ(0, load_module());
-	EXPECT_EQ(0, info_value("ioctl_version", "calls"));
+	EXPECT_EQ(0, info_field("ioctl_version", "calls"));
 	ASSERT_EQ(0, unload_module());
 }
 

@@ -47,31 +47,10 @@
 #include "sluice_util.h"
 
 #define SYSFS_STACKS	"/sys/class/misc/sluice/stacks"
-#define DEBUGFS_DIR	"/sys/kernel/debug/sluice"
 #define PARAM_FMAX	SYSFS_MOD "/parameters/filter_max"
 #define IP		"/usr/sbin/ip"
-#define PAGE		4096ull
-#define ALIGN_UP(x, a)	(((x) + (a) - 1) & ~((__u64)(a) - 1))
 #define NOBODY		65534
 #define TAIL		16	/* bytes past the struct in the size tests */
-
-static int xioctl(int fd, unsigned long cmd, void *arg)
-{
-	return ioctl(fd, cmd, arg) ? -errno : 0;
-}
-
-static int write_file(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	int ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
-		ret = -errno;
-	close(fd);
-	return ret;
-}
 
 /* Run a shell command line quietly; its exit status. */
 static int sh(const char *fmt, ...)
@@ -86,21 +65,6 @@ static int sh(const char *fmt, ...)
 	strncat(cmd, " >/dev/null 2>&1", sizeof(cmd) - strlen(cmd) - 1);
 	st = system(cmd);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-/* The value after "key " on a line of the debugfs info dump, or -1. */
-static long long info_value(const char *key)
-{
-	char buf[8192], *line, *save = NULL;
-	size_t klen = strlen(key);
-
-	if (read_file(DEBUGFS_DIR "/info", buf, sizeof(buf)) < 0)
-		return -1;
-	for (line = strtok_r(buf, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save))
-		if (!strncmp(line, key, klen) && line[klen] == ' ')
-			return strtoll(line + klen + 1, NULL, 0);
-	return -1;
 }
 
 static long long stack_attr_ll(const char *dir, const char *attr)
@@ -122,44 +86,13 @@ static ssize_t stack_dump(const char *dir, char *buf, size_t len)
 	return read_file(path, buf, len);
 }
 
-/* A small layout computed independently of the library. */
-static void layout(struct sluice_stack_create *c, const char *name,
-		   __u32 ifindex)
-{
-	__u64 off;
-
-	memset(c, 0, sizeof(*c));
-	c->size = sizeof(*c);
-	strncpy(c->name, name, SLUICE_NAME_MAX - 1);
-	c->ifindex = ifindex;
-	c->max_sockets = 16;
-	c->sock_size = 256;
-	c->hash_buckets = 64;
-	c->n_bufs = 16;
-	c->buf_size = 2048;
-	c->mtu = 1500;
-	c->fd = -1;
-	off = ALIGN_UP(sizeof(struct sluice_region), 64);
-	c->sock_off = off;
-	off += (__u64)c->max_sockets * c->sock_size;
-	c->hash_off = ALIGN_UP(off, 64);
-	off = c->hash_off + 2ull * c->hash_buckets * 4;
-	c->wheel_off = ALIGN_UP(off, 64);
-	off = c->wheel_off + SLUICE_WHEEL_SLOTS * 4;
-	c->bufmeta_off = ALIGN_UP(off, 64);
-	off = c->bufmeta_off + (__u64)c->n_bufs * sizeof(struct sluice_buf);
-	c->bufdata_off = ALIGN_UP(off, PAGE);
-	off = c->bufdata_off + (__u64)c->n_bufs * c->buf_size;
-	c->region_size = ALIGN_UP(off, PAGE);
-}
-
 /* A stack on @ifindex, without rings; its fd or -errno. */
 static int create_stack_bare(int dev, const char *name, __u32 ifindex)
 {
 	struct sluice_stack_create c;
 	int ret;
 
-	layout(&c, name, ifindex);
+	stack_layout(&c, name, ifindex, 16, 256, 64, 16, 2048);
 	ret = xioctl(dev, SLUICE_IOC_STACK_CREATE, &c);
 	return ret ? ret : c.fd;
 }

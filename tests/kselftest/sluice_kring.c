@@ -49,10 +49,7 @@
 #include "sluice_util.h"
 
 #define SYSFS_STACKS	"/sys/class/misc/sluice/stacks"
-#define DEBUGFS_DIR	"/sys/kernel/debug/sluice"
 #define IP_CMD		"/usr/sbin/ip"
-#define PAGE		4096ull
-#define ALIGN_UP(x, a)	(((x) + (a) - 1) & ~((__u64)(a) - 1))
 #define N_BUFS		16
 #define BUF_SIZE	2048
 #define STEERED_PORT	40123
@@ -62,26 +59,6 @@
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT	103
 #endif
-
-static int xioctl(int fd, unsigned long cmd, void *arg)
-{
-	return ioctl(fd, cmd, arg) ? -errno : 0;
-}
-
-/* The value after "key " on a line of the debugfs info dump, or -1. */
-static long long info_value(const char *key)
-{
-	char buf[4096], *line, *save = NULL;
-	size_t klen = strlen(key);
-
-	if (read_file(DEBUGFS_DIR "/info", buf, sizeof(buf)) < 0)
-		return -1;
-	for (line = strtok_r(buf, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save))
-		if (!strncmp(line, key, klen) && line[klen] == ' ')
-			return strtoll(line + klen + 1, NULL, 0);
-	return -1;
-}
 
 /*
  * Steer UDP and TCP to local @port (any local address) into the stack of
@@ -111,30 +88,7 @@ static void steer(int fd, __u16 port)
 static int stack_create(int dev, const char *name, __u32 ifindex,
 			struct sluice_stack_create *c)
 {
-	__u64 off;
-
-	memset(c, 0, sizeof(*c));
-	c->size = sizeof(*c);
-	strncpy(c->name, name, sizeof(c->name) - 1);
-	c->ifindex = ifindex;
-	c->max_sockets = 16;
-	c->sock_size = 256;
-	c->hash_buckets = 64;
-	c->n_bufs = N_BUFS;
-	c->buf_size = BUF_SIZE;
-	c->mtu = 1500;
-	off = ALIGN_UP(sizeof(struct sluice_region), 64);
-	c->sock_off = off;
-	off += 16 * 256;
-	c->hash_off = off;
-	off += 2 * 64 * 4;
-	c->wheel_off = off;
-	off += SLUICE_WHEEL_SLOTS * 4;
-	c->bufmeta_off = off;
-	off += N_BUFS * sizeof(struct sluice_buf);
-	c->bufdata_off = ALIGN_UP(off, PAGE);
-	c->region_size = c->bufdata_off + N_BUFS * BUF_SIZE;
-	c->fd = -1;
+	stack_layout(c, name, ifindex, 16, 256, 64, N_BUFS, BUF_SIZE);
 	return xioctl(dev, SLUICE_IOC_STACK_CREATE, c) ?: c->fd;
 }
 

@@ -40,57 +40,8 @@
 #include "sluice_util.h"
 
 #define SYSFS_STACKS	"/sys/class/misc/sluice/stacks"
-#define DEBUGFS_DIR	"/sys/kernel/debug/sluice"
 #define PARAM_MAX_MB	SYSFS_MOD "/parameters/max_region_mb"
-#define PAGE		4096ull
-#define ALIGN_UP(x, a)	(((x) + (a) - 1) & ~((__u64)(a) - 1))
 #define NOBODY		65534
-
-static int write_file(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	int ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
-/* The value after "key " on a line of the debugfs info dump, or -1. */
-static long long info_value(const char *key)
-{
-	char buf[4096], *line, *save = NULL;
-	size_t klen = strlen(key);
-
-	if (read_file(DEBUGFS_DIR "/info", buf, sizeof(buf)) < 0)
-		return -1;
-	for (line = strtok_r(buf, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save))
-		if (!strncmp(line, key, klen) && line[klen] == ' ')
-			return strtoll(line + klen + 1, NULL, 0);
-	return -1;
-}
-
-/* The number after FIELD on the "KEY ..." line of the info dump, or -1. */
-static long long info_field(const char *key, const char *field)
-{
-	char buf[4096], *line, *save = NULL, *p;
-	size_t klen = strlen(key);
-
-	if (read_file(DEBUGFS_DIR "/info", buf, sizeof(buf)) < 0)
-		return -1;
-	for (line = strtok_r(buf, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		if (strncmp(line, key, klen) || line[klen] != ' ')
-			continue;
-		p = strstr(line, field);
-		return p ? strtoll(p + strlen(field) + 1, NULL, 0) : -1;
-	}
-	return -1;
-}
 
 /* One sysfs value of a stack, newline stripped; length or -errno. */
 static ssize_t stack_attr(const char *dir, const char *attr, char *buf,
@@ -131,55 +82,6 @@ static bool stack_in_debugfs(const char *dir)
 	return access(path, F_OK) == 0;
 }
 
-static int xioctl(int fd, unsigned long cmd, void *arg)
-{
-	return ioctl(fd, cmd, arg) ? -errno : 0;
-}
-
-static void set_name(char dst[SLUICE_NAME_MAX], const char *name)
-{
-	size_t n = strlen(name);
-
-	memset(dst, 0, SLUICE_NAME_MAX);
-	memcpy(dst, name, n < SLUICE_NAME_MAX ? n : SLUICE_NAME_MAX);
-}
-
-/*
- * A layout computed the way user space does it (every area 64-byte
- * aligned after the header, buffer data page aligned), independently of
- * the library.
- */
-static void layout_counts(struct sluice_stack_create *c, const char *name,
-			  __u32 max_sockets, __u32 sock_size, __u32 hash_buckets,
-			  __u32 n_bufs, __u32 buf_size)
-{
-	__u64 off;
-
-	memset(c, 0, sizeof(*c));
-	c->size = sizeof(*c);
-	set_name(c->name, name);
-	c->max_sockets = max_sockets;
-	c->sock_size = sock_size;
-	c->hash_buckets = hash_buckets;
-	c->n_bufs = n_bufs;
-	c->buf_size = buf_size;
-	c->mtu = buf_size < 1500 ? buf_size : 1500;
-	c->fd = -1;
-
-	off = ALIGN_UP(sizeof(struct sluice_region), 64);
-	c->sock_off = off;
-	off += (__u64)max_sockets * c->sock_size;
-	c->hash_off = ALIGN_UP(off, 64);
-	off = c->hash_off + 2ull * c->hash_buckets * 4;
-	c->wheel_off = ALIGN_UP(off, 64);
-	off = c->wheel_off + SLUICE_WHEEL_SLOTS * 4;
-	c->bufmeta_off = ALIGN_UP(off, 64);
-	off = c->bufmeta_off + (__u64)n_bufs * sizeof(struct sluice_buf);
-	c->bufdata_off = ALIGN_UP(off, PAGE);
-	off = c->bufdata_off + (__u64)n_bufs * c->buf_size;
-	c->region_size = ALIGN_UP(off, PAGE);
-}
-
 static void layout(struct sluice_stack_create *c, const char *name,
 		   __u32 max_sockets, __u32 n_bufs)
 {
@@ -187,7 +89,7 @@ static void layout(struct sluice_stack_create *c, const char *name,
 
 	while (hash_buckets < max_sockets)
 		hash_buckets <<= 1;
-	layout_counts(c, name, max_sockets, 256, hash_buckets, n_bufs, 2048);
+	stack_layout(c, name, 0, max_sockets, 256, hash_buckets, n_bufs, 2048);
 }
 
 /* STACK_CREATE; the new fd, or -errno. */
@@ -510,23 +412,23 @@ TEST_F(stack, create_bad_counts_are_einval)
 	 * Upper bounds alone, in a layout that fits them (tens of MiB):
 	 * only the bound can refuse these.
 	 */
-	layout_counts(&c, "t_counts", SLUICE_STACK_MAX_SOCKETS + 1, 64,
+	stack_layout(&c, "t_counts", 0, SLUICE_STACK_MAX_SOCKETS + 1, 64,
 		      SLUICE_STACK_MAX_HASH_BUCKETS, 16, 2048);
 	EXPECT_EQ(-EINVAL, create(self->dev, &c)) TH_LOG("max_sockets");
-	layout_counts(&c, "t_counts", 1, SLUICE_STACK_MAX_SOCK_SIZE + 64, 64, 16, 2048);
+	stack_layout(&c, "t_counts", 0, 1, SLUICE_STACK_MAX_SOCK_SIZE + 64, 64, 16, 2048);
 	EXPECT_EQ(-EINVAL, create(self->dev, &c)) TH_LOG("sock_size");
-	layout_counts(&c, "t_counts", 16, 256, SLUICE_STACK_MAX_HASH_BUCKETS * 2, 16, 2048);
+	stack_layout(&c, "t_counts", 0, 16, 256, SLUICE_STACK_MAX_HASH_BUCKETS * 2, 16, 2048);
 	EXPECT_EQ(-EINVAL, create(self->dev, &c)) TH_LOG("hash_buckets");
-	layout_counts(&c, "t_counts", 16, 256, 64, 16, SLUICE_STACK_MAX_BUF_SIZE + 64);
+	stack_layout(&c, "t_counts", 0, 16, 256, 64, 16, SLUICE_STACK_MAX_BUF_SIZE + 64);
 	EXPECT_EQ(-EINVAL, create(self->dev, &c)) TH_LOG("buf_size");
 	/* ... and each at its bound is accepted. */
-	layout_counts(&c, "t_counts", 1, SLUICE_STACK_MAX_SOCK_SIZE, 64, 16,
+	stack_layout(&c, "t_counts", 0, 1, SLUICE_STACK_MAX_SOCK_SIZE, 64, 16,
 		      SLUICE_STACK_MAX_BUF_SIZE);
 	fd = create(self->dev, &c);
 	EXPECT_LE(0, fd) TH_LOG("sock_size and buf_size at their bounds: %d", fd);
 	if (fd >= 0)
 		close(fd);
-	layout_counts(&c, "t_counts", 16, 256, SLUICE_STACK_MAX_HASH_BUCKETS, 16, 2048);
+	stack_layout(&c, "t_counts", 0, 16, 256, SLUICE_STACK_MAX_HASH_BUCKETS, 16, 2048);
 	fd = create(self->dev, &c);
 	EXPECT_LE(0, fd) TH_LOG("hash_buckets at its bound: %d", fd);
 	if (fd >= 0)
