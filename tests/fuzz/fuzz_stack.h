@@ -30,6 +30,7 @@
 
 #include "../../lib/eth.h"
 #include "../../lib/sock.h"
+#include "../unit/tcp_opts.h"
 
 #define FZ_US		"10.0.0.1"
 #define FZ_PEER		"10.0.0.2"
@@ -285,7 +286,6 @@ static void fz_build_tcp(uint32_t idx, uint32_t saddr, uint16_t sport, uint16_t 
 	struct sl_ip *ip = (struct sl_ip *)p;
 	struct sl_tcph *th = (struct sl_tcph *)(p + 20);
 	unsigned int ol = 0, tl, cap = F.s->r->buf_size - SL_HEADROOM - 60;
-	uint32_t v;
 
 	op = (uint8_t *)(th + 1);
 	if (o && o->raw) {
@@ -294,21 +294,8 @@ static void fz_build_tcp(uint32_t idx, uint32_t saddr, uint16_t sport, uint16_t 
 		while (ol % 4)
 			op[ol++] = 0;
 	} else if (o) {
-		if (o->mss) {
-			op[ol++] = 2; op[ol++] = 4;
-			op[ol++] = (uint8_t)(o->mss >> 8); op[ol++] = (uint8_t)o->mss;
-		}
-		if (o->ws_on) {
-			op[ol++] = 1; op[ol++] = 3; op[ol++] = 3; op[ol++] = (uint8_t)o->ws;
-		}
-		if (o->sack_ok) {
-			op[ol++] = 1; op[ol++] = 1; op[ol++] = 4; op[ol++] = 2;
-		}
-		if (o->ts) {
-			op[ol++] = 1; op[ol++] = 1; op[ol++] = 8; op[ol++] = 10;
-			v = htonl(o->tsval); memcpy(op + ol, &v, 4); ol += 4;
-			v = htonl(o->tsecr); memcpy(op + ol, &v, 4); ol += 4;
-		}
+		ol = tcp_opts_put(op, o->mss, o->ws_on, o->ws, o->sack_ok, o->ts, o->tsval,
+				  o->tsecr);
 	}
 	if (dlen > cap)
 		dlen = cap;

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "../../lib/sock.h"
+#include "tcp_opts.h"
 #include "tap.h"
 
 #define TF_CAP		512
@@ -236,21 +237,8 @@ static inline void tf_seg_full(uint16_t sport, uint16_t dport, uint8_t flags, ui
 	th = (struct sl_tcph *)(p + 20);
 	op = (uint8_t *)(th + 1);
 	if (o) {
-		if (o->mss) {
-			op[ol++] = 2; op[ol++] = 4;
-			op[ol++] = (uint8_t)(o->mss >> 8); op[ol++] = (uint8_t)o->mss;
-		}
-		if (o->ws_on) {
-			op[ol++] = 1; op[ol++] = 3; op[ol++] = 3; op[ol++] = (uint8_t)o->ws;
-		}
-		if (o->sack_ok) {
-			op[ol++] = 1; op[ol++] = 1; op[ol++] = 4; op[ol++] = 2;
-		}
-		if (o->ts) {
-			op[ol++] = 1; op[ol++] = 1; op[ol++] = 8; op[ol++] = 10;
-			v = htonl(o->tsval); memcpy(op + ol, &v, 4); ol += 4;
-			v = htonl(o->tsecr); memcpy(op + ol, &v, 4); ol += 4;
-		}
+		ol = tcp_opts_put(op, o->mss, o->ws_on, o->ws, o->sack_ok, o->ts, o->tsval,
+				  o->tsecr);
 		if (o->nsack) {
 			op[ol++] = 1; op[ol++] = 1; op[ol++] = 5;
 			op[ol++] = (uint8_t)(2 + 8 * o->nsack);
