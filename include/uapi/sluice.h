@@ -39,6 +39,9 @@
 #define SLUICE_FEATURE_FILTER	0x4ULL	/* FILTER_ADD, _DEL with port reservation */
 #define SLUICE_FEATURE_IFINFO	0x8ULL	/* IFINFO */
 #define SLUICE_FEATURE_NEIGH	0x10ULL	/* NEIGH_RESOLVE */
+#define SLUICE_FEATURE_IPOIB	0x20ULL	/* IFINFO ib_* fields, NEIGH_RESOLVE path record */
+#define SLUICE_FEATURE_MCAST	0x40ULL	/* MCAST_JOIN, _LEAVE */
+#define SLUICE_FEATURE_SOCKFD	0x80ULL	/* SOCK_FD, SOCK_WAKE, SOCK_INFO, struct sluice_sock_kpoll */
 /* What this module implements; grows as the features above land. */
 #define SLUICE_FEATURES_ALL	(SLUICE_FEATURE_STACK | SLUICE_FEATURE_KRING | \
 				 SLUICE_FEATURE_FILTER | SLUICE_FEATURE_IFINFO | \
@@ -214,6 +217,14 @@ struct sluice_region {
 	 * @sleepers, so whoever sees them in @sleepers sees them here
 	 */
 	__u32 poll_sleepers;
+	/*
+	 * (k) bumped by the module each time the last file of a socket fd
+	 * (SLUICE_IOC_SOCK_FD) is released, after it set that slot's
+	 * sluice_sock_kpoll.kstate to SLUICE_KSOCK_RELEASED: user space
+	 * (whoever holds the lock next) closes such sockets as close() would
+	 * have.  Lives in the lock line's spare bytes: nothing else moves.
+	 */
+	__u32 ksock_released;
 
 	/* Stack-wide state, written only under the lock. */
 	__u32 buf_free_idx __attribute__((aligned(64)));	/* (u) */
@@ -724,6 +735,23 @@ struct sluice_filter {
  * @addr:	out: IPv4 addresses, network order
  * @prefix_len:	out: their prefix lengths
  * @name:	out: the device's name, NUL-terminated
+ *
+ * Added with SLUICE_FEATURE_IPOIB (callers that pass a smaller @size get
+ * the first part only; all of these are zero unless @ib_flags has
+ * SLUICE_IB_IPOIB):
+ * @ib_flags:	out: SLUICE_IB_*
+ * @ib_port:	out: port number of the IPoIB interface on @ib_dev
+ * @ib_dev:	out: the ib_device's name (as in /sys/class/infiniband),
+ *		NUL-terminated
+ * @pkey:	out: the interface's P_Key (full member bit as configured)
+ * @pkey_index:	out: its index in the port's P_Key table
+ * @qkey:	out: the broadcast group's Q_Key (SLUICE_IB_QKEY_SA), else
+ *		the IPoIB default 0x0B1B
+ * @qpn:	out: the interface's own QPN (hwaddr bytes 1..3)
+ * @ud_mtu:	out: IPoIB UD MTU: the port's active IB MTU minus the
+ *		4-byte IPoIB header (2044, 4092, ...)
+ * @gid:	out: the port GID the interface uses (hwaddr bytes 4..19)
+ * @bcast_mgid:	out: the broadcast group's MGID (hwaddr broadcast 4..19)
  */
 struct sluice_ifinfo {
 	__u32 size;
@@ -740,7 +768,27 @@ struct sluice_ifinfo {
 	__u32 addr[SLUICE_IFINFO_ADDRS];
 	__u8 prefix_len[SLUICE_IFINFO_ADDRS];
 	char name[16];
+	/* SLUICE_FEATURE_IPOIB */
+	__u32 ib_flags;
+	__u32 ib_port;
+	char ib_dev[64];
+	__u16 pkey;
+	__u16 pkey_index;
+	__u32 qkey;
+	__u32 qpn;
+	__u32 ud_mtu;
+	__u8 gid[16];
+	__u8 bcast_mgid[16];
 };
+
+/* sluice_ifinfo.ib_flags (out) */
+#define SLUICE_IB_IPOIB		0x1u	/* an IPoIB interface matched to an ib_device */
+#define SLUICE_IB_QKEY_SA	0x2u	/* @qkey read from the broadcast MCMemberRecord */
+#define SLUICE_IB_CONNECTED	0x4u	/* interface in connected (RC) mode */
+#define SLUICE_IB_SOURCE_QPN	0x8u	/* UD QPs with a source QPN (enhanced IPoIB) */
+#define SLUICE_IB_FLOW_STEER	0x10u	/* flow steering rules (ibv_create_flow) */
+#define SLUICE_IB_UD_CSUM	0x20u	/* UD IPv4 checksum offload */
+#define SLUICE_IB_RSS		0x40u	/* RSS over several receive QPs */
 
 /* sluice_neigh_resolve.state (out) */
 #define SLUICE_NEIGH_RES_VALID		1	/* @hwaddr is good */
@@ -762,6 +810,22 @@ struct sluice_ifinfo {
  * later finds the answer.  -ENODEV if the stack has no device.  Added with
  * the module: FAILED reports the last attempt and starts a new one (so
  * asking again later may say PENDING); -EINVAL for an @addr in 0.0.0.0/8.
+ *
+ * Added with SLUICE_FEATURE_IPOIB, for an IPoIB device once @state is
+ * VALID (zero otherwise, and for callers that pass a smaller @size): the
+ * SA path record from the interface's GID to the neighbour's, which the
+ * module asks for (ib_sa_path_rec_get) and caches with its failures.
+ * @path_state:	out: SLUICE_NEIGH_RES_*, 0 if not IPoIB
+ * @qpn:	out: the neighbour's QPN (hwaddr bytes 1..3)
+ * @dgid:	out: destination GID (hwaddr bytes 4..19)
+ * @sgid:	out: source GID
+ * @dlid:	out: destination LID, host order
+ * @sl:		out: service level
+ * @rate:	out: static rate, enum ibv_rate values
+ * @mtu:	out: path MTU, enum ibv_mtu values (1 = 256 ... 5 = 4096)
+ * @hop_limit:	out: for a GRH (0: none needed)
+ * @traffic_class: out: for a GRH
+ * @flow_label:	out: for a GRH
  */
 struct sluice_neigh_resolve {
 	__u32 size;
@@ -771,6 +835,149 @@ struct sluice_neigh_resolve {
 	__u8 addr_len;
 	__u8 reserved[7];
 	__u8 hwaddr[SLUICE_HWADDR_MAX];
+	/* SLUICE_FEATURE_IPOIB */
+	__u32 path_state;
+	__u32 qpn;
+	__u8 dgid[16];
+	__u8 sgid[16];
+	__u16 dlid;
+	__u8 sl;
+	__u8 rate;
+	__u8 mtu;
+	__u8 hop_limit;
+	__u8 traffic_class;
+	__u8 reserved2;
+	__u32 flow_label;
+};
+
+/**
+ * struct sluice_mcast - SLUICE_IOC_MCAST_JOIN / _LEAVE argument (stack fd)
+ * @size:	in: sizeof(struct sluice_mcast) as the caller knows it
+ * @flags:	in: must be zero
+ * @group:	in: IPv4 multicast group (224.0.0.0/4), network order
+ * @addr_len:	out: bytes of @hwaddr used
+ * @reserved:	must be zero
+ * @hwaddr:	out: the group's link address on the stack's device
+ *		(01:00:5e:... on Ethernet; on IPoIB QPN 0xffffff and the
+ *		MGID made from the group, the P_Key and the broadcast MGID)
+ *
+ * JOIN makes the stack's device a member of @group as a kernel socket of
+ * the caller's credentials would (IP_ADD_MEMBERSHIP on the device: IGMP,
+ * the device's multicast filter, on IPoIB the SA join the ipoib driver
+ * does, which an underlay QP cannot), held until LEAVE or until the
+ * stack's last file goes.  -EINVAL for a group outside 224.0.0.0/4,
+ * -ENODEV if the stack has no device, -EALREADY if the stack already
+ * joined @group, -ENOSPC past SLUICE_MCAST_MAX groups a stack.  LEAVE:
+ * -ENOENT if the stack did not join @group.  Packets to a joined group
+ * still need a filter (FILTER_ADD with @laddr = @group) to reach the
+ * stack.
+ */
+#define SLUICE_MCAST_MAX	64
+struct sluice_mcast {
+	__u32 size;
+	__u32 flags;
+	__u32 group;
+	__u8 addr_len;
+	__u8 reserved[3];
+	__u8 hwaddr[SLUICE_HWADDR_MAX];
+};
+
+/*
+ * Socket fds.
+ *
+ * Each socket slot of the region starts with a struct sluice_sock_kpoll
+ * (the rest of the slot is private to user space).  SLUICE_IOC_SOCK_FD
+ * on a stack fd makes an fd for slot @idx of generation @gen: an
+ * anonymous-inode file ("[sluice-sock]") that holds the stack, whose poll
+ * reports @events of the slot (masked to EPOLLIN | EPOLLPRI | EPOLLOUT |
+ * EPOLLERR | EPOLLHUP | EPOLLRDNORM | EPOLLWRNORM | EPOLLRDHUP), or
+ * EPOLLERR | EPOLLHUP once the slot's @gen is no longer the fd's (the
+ * socket is gone) or the stack is broken.  read/write/mmap on it fail.
+ * dup, fork and SCM_RIGHTS share the file as for any fd; when its last
+ * reference goes the module sets @kstate to SLUICE_KSOCK_RELEASED (if
+ * @gen still matches) and bumps sluice_region.ksock_released.
+ *
+ * Waking without a syscall per change: poll, each time it is called, sets
+ * @armed to 1 and then (full barrier) reads @events.  User space, after
+ * storing new @events (full barrier), exchanges @armed with 0 and, if it
+ * was 1, asks SLUICE_IOC_SOCK_WAKE for that socket (batched: once per
+ * unlock).  Either the module's read sees the new events or user space
+ * sees @armed and wakes; epoll re-polls (and so re-arms) every fd it
+ * reports.
+ */
+struct sluice_sock_kpoll {
+	__u32 events;	/* (u) EPOLL* readiness of the socket now */
+	__u32 gen;	/* (u) generation of the socket in this slot */
+	__u32 armed;	/* (k) sets, (u) clears: someone polls this socket */
+	__u32 kstate;	/* (k) SLUICE_KSOCK_*, (u) resets to 0 on allocation */
+};
+
+/* sluice_sock_kpoll.kstate */
+#define SLUICE_KSOCK_NONE	0	/* no socket fd made for this generation */
+#define SLUICE_KSOCK_OPEN	1	/* socket fd(s) exist */
+#define SLUICE_KSOCK_RELEASED	2	/* the last one was closed */
+
+/* sluice_sock_fd.flags */
+#define SLUICE_SOCK_FD_CLOEXEC	0x1u	/* O_CLOEXEC on the new fd */
+#define SLUICE_SOCK_FD_NONBLOCK	0x2u	/* O_NONBLOCK on the new file */
+
+/**
+ * struct sluice_sock_fd - SLUICE_IOC_SOCK_FD argument (stack fd)
+ * @size:	in: sizeof(struct sluice_sock_fd) as the caller knows it
+ * @flags:	in: SLUICE_SOCK_FD_*
+ * @idx:	in: socket slot, below max_sockets (-EINVAL)
+ * @gen:	in: the slot's generation, which must equal @gen of its
+ *		sluice_sock_kpoll now (-ESTALE)
+ *
+ * Return: the new fd.  Sets the slot's @kstate to SLUICE_KSOCK_OPEN.
+ */
+struct sluice_sock_fd {
+	__u32 size;
+	__u32 flags;
+	__u32 idx;
+	__u32 gen;
+};
+
+/**
+ * struct sluice_sock_wake - SLUICE_IOC_SOCK_WAKE argument (stack fd)
+ * @size:	in: sizeof(struct sluice_sock_wake) as the caller knows it
+ * @flags:	in: must be zero
+ * @n:		in: number of __u32 socket indices at @idx_ptr, at most
+ *		SLUICE_SOCK_WAKE_MAX (-E2BIG)
+ * @reserved:	must be zero
+ * @idx_ptr:	in: user pointer to the indices
+ *
+ * Wakes whoever polls a socket fd of each listed slot.  Every index is
+ * checked before any wake (-EINVAL if one is not below max_sockets);
+ * slots without a socket fd are skipped.
+ */
+#define SLUICE_SOCK_WAKE_MAX	1024
+struct sluice_sock_wake {
+	__u32 size;
+	__u32 flags;
+	__u32 n;
+	__u32 reserved;
+	__u64 idx_ptr;
+};
+
+/**
+ * struct sluice_sock_info - SLUICE_IOC_SOCK_INFO argument (socket fd)
+ * @size:	in: sizeof(struct sluice_sock_info) as the caller knows it
+ * @flags:	in: must be zero
+ * @idx:	out: the socket's slot
+ * @gen:	out: its generation
+ * @name:	out: the stack's name, NUL-padded
+ *
+ * For a process that received a socket fd (SCM_RIGHTS, exec) to find the
+ * socket: attach to the stack by @name, then use slot @idx.  -ENOTTY on
+ * any other fd.
+ */
+struct sluice_sock_info {
+	__u32 size;
+	__u32 flags;
+	__u32 idx;
+	__u32 gen;
+	char name[SLUICE_NAME_MAX];
 };
 
 #define SLUICE_IOC_KRING_SETUP	_IOWR(SLUICE_IOC_MAGIC, 0x04, struct sluice_kring_setup)
@@ -779,5 +986,10 @@ struct sluice_neigh_resolve {
 #define SLUICE_IOC_FILTER_DEL	_IOWR(SLUICE_IOC_MAGIC, 0x07, struct sluice_filter)
 #define SLUICE_IOC_IFINFO	_IOWR(SLUICE_IOC_MAGIC, 0x08, struct sluice_ifinfo)
 #define SLUICE_IOC_NEIGH_RESOLVE _IOWR(SLUICE_IOC_MAGIC, 0x09, struct sluice_neigh_resolve)
+#define SLUICE_IOC_MCAST_JOIN	_IOWR(SLUICE_IOC_MAGIC, 0x0a, struct sluice_mcast)
+#define SLUICE_IOC_MCAST_LEAVE	_IOWR(SLUICE_IOC_MAGIC, 0x0b, struct sluice_mcast)
+#define SLUICE_IOC_SOCK_FD	_IOWR(SLUICE_IOC_MAGIC, 0x0c, struct sluice_sock_fd)
+#define SLUICE_IOC_SOCK_WAKE	_IOWR(SLUICE_IOC_MAGIC, 0x0d, struct sluice_sock_wake)
+#define SLUICE_IOC_SOCK_INFO	_IOWR(SLUICE_IOC_MAGIC, 0x0e, struct sluice_sock_info)
 
 #endif /* _UAPI_SLUICE_H */
