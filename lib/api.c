@@ -560,18 +560,89 @@ int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *ad
 	return ret;
 }
 
+/*
+ * Large sends and receives copy without the stack lock (tcp.c, "lending"):
+ * both are entered and left with the lock held, as sl_tcp_send/_recv.
+ * Below SL_LEND_MIN bytes the second lock costs more than the copy.
+ */
+#define SL_LEND_MIN	16384u
+
+static long tcp_send_lent(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,
+			  int flags, bool *locked)
+{
+	const uint8_t *p = buf;
+	uint32_t gen = so->gen, head, tail = sl_tcp_send_tail_room(s, so);
+	size_t n = 0, off;
+	long ret, done = 0;
+
+	/* First top up the unsent tail, so the lent buffers start on a
+	 * segment boundary. */
+	if (tail) {
+		done = sl_tcp_send(s, so, buf, tail < len ? tail : len, flags, sl_now(s));
+		if (done <= 0 || (size_t)done == len)
+			return done;
+	}
+	head = sl_tcp_send_lend(s, so, len - (size_t)done, &n);
+	if (head == SLUICE_IDX_NONE)
+		return done ? done : sl_tcp_send(s, so, p + done, len - (size_t)done, flags,
+						  sl_now(s));
+	sl_unlock(s);
+	off = (size_t)done;
+	for (uint32_t idx = head; idx < s->r->n_bufs; idx = sl_buf(s, idx)->next_idx) {
+		uint16_t chunk = sl_buf(s, idx)->aux;
+
+		memcpy(sl_buf_base(s, idx) + SL_TCP_DATA_OFF, p + off, chunk);
+		off += chunk;
+	}
+	if (sl_lock(s)) {
+		*locked = false;	/* lock.c found the stack broken */
+		return done ? done : -EPIPE;
+	}
+	ret = sl_tcp_send_return(s, so, gen, head, sl_now(s));
+	if (ret < 0)
+		return done ? done : ret;
+	return done + ret;
+}
+
+static long tcp_recv_lent(struct sl_stack *s, struct sl_sock *so, void *buf, size_t len,
+			  bool *locked)
+{
+	uint8_t *p = buf;
+	uint32_t gen = so->gen, head;
+	size_t n = 0, off = 0;
+
+	head = sl_tcp_recv_lend(s, so, len, &n);
+	if (head == SLUICE_IDX_NONE)
+		return -EAGAIN;
+	sl_unlock(s);
+	for (uint32_t idx = head; idx < s->r->n_bufs; idx = sl_buf(s, idx)->next_idx) {
+		const struct sluice_buf *b = sl_buf(s, idx);
+
+		memcpy(p + off, sl_buf_data(s, idx), b->len);
+		off += b->len;
+	}
+	if (sl_lock(s)) {
+		/* The data is the caller's; the buffers die with the stack. */
+		*locked = false;
+		return (long)n;
+	}
+	sl_tcp_recv_return(s, so, gen, head, sl_now(s));
+	return (long)n;
+}
+
 long sluice_sendto(struct sluice_stack *st, int sd, const void *buf, size_t len, int flags,
 		   const struct sockaddr_in *to)
 {
 	struct sl_stack *s = S(st);
 	struct sl_sock *so;
 	long ret;
-	bool nb;
+	bool nb, locked;
 
 	for (;;) {
 		ret = sock_get(s, sd, &so);
 		if (ret)
 			return ret;
+		locked = true;
 		nb = (so->flags & SL_SF_NONBLOCK) || (flags & MSG_DONTWAIT);
 		if (so->type == SL_SOCK_UDP) {
 			if (to && to->sin_family != AF_INET)
@@ -582,10 +653,13 @@ long sluice_sendto(struct sluice_stack *st, int sd, const void *buf, size_t len,
 				ret = sl_udp_sendto(s, so, buf, len, flags,
 						    to ? to->sin_addr.s_addr : so->raddr,
 						    to ? to->sin_port : so->rport);
+		} else if (len >= SL_LEND_MIN) {
+			ret = tcp_send_lent(s, so, buf, len, flags, &locked);
 		} else {
 			ret = sl_tcp_send(s, so, buf, len, flags, sl_now(s));
 		}
-		sl_unlock(s);
+		if (locked)
+			sl_unlock(s);
 		if (ret != -EAGAIN || nb)
 			return ret;
 		ret = wait_for(s, sd, POLLOUT);
@@ -629,7 +703,7 @@ long sluice_recvfrom(struct sluice_stack *st, int sd, void *buf, size_t len, int
 	uint32_t saddr = 0;
 	uint16_t sport = 0;
 	long ret;
-	bool nb;
+	bool nb, locked;
 
 	for (;;) {
 		if ((flags & MSG_DONTWAIT) && len && rx_nothing(s, sd)) {
@@ -641,15 +715,21 @@ long sluice_recvfrom(struct sluice_stack *st, int sd, void *buf, size_t len, int
 		ret = sock_get(s, sd, &so);
 		if (ret)
 			return ret;
+		locked = true;
 		nb = (so->flags & SL_SF_NONBLOCK) || (flags & MSG_DONTWAIT);
 		if (so->type == SL_SOCK_UDP) {
 			ret = sl_udp_recvfrom(s, so, buf, len, flags, &saddr, &sport);
 		} else {
-			ret = sl_tcp_recv(s, so, buf, len, flags, sl_now(s));
+			ret = -EAGAIN;
+			if (len >= SL_LEND_MIN && !(flags & (MSG_PEEK | MSG_OOB)))
+				ret = tcp_recv_lent(s, so, buf, len, &locked);
+			if (ret == -EAGAIN)
+				ret = sl_tcp_recv(s, so, buf, len, flags, sl_now(s));
 			saddr = so->raddr;
 			sport = so->rport;
 		}
-		sl_unlock(s);
+		if (locked)
+			sl_unlock(s);
 		if (ret >= 0 && from) {
 			memset(from, 0, sizeof(*from));
 			from->sin_family = AF_INET;

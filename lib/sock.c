@@ -55,6 +55,7 @@ struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type)
 	so->next_idx = so->hash_next = so->port_next = SLUICE_IDX_NONE;
 	so->parent_idx = so->defer_next = SLUICE_IDX_NONE;
 	so->rxq_head = so->rxq_tail = SLUICE_IDX_NONE;
+	so->rx_lent_idx = so->tx_lent_idx = SLUICE_IDX_NONE;
 	so->wheel_next = so->wheel_prev = SLUICE_IDX_NONE;
 	/* A TCP socket closed before connect() or listen() frees its queues:
 	 * they must be empty, not buffer 0. */
@@ -73,6 +74,12 @@ void sl_sock_free(struct sl_stack *s, struct sl_sock *so)
 	sl_filter_release(s, so);
 	sl_buf_free_chain(s, so->rxq_head);
 	so->rxq_head = so->rxq_tail = SLUICE_IDX_NONE;
+	/* A borrower still copying sees the generation change and gives
+	 * nothing back (tcp.c). */
+	sl_buf_free_chain(s, so->rx_lent_idx);
+	sl_buf_free_chain(s, so->tx_lent_idx);
+	so->rx_lent_idx = so->tx_lent_idx = SLUICE_IDX_NONE;
+	so->rx_lent_bytes = so->rx_lent_count = so->tx_lent_bytes = 0;
 	so->type = SL_SOCK_FREE;
 	so->next_idx = s->r->sock_free_idx;
 	s->r->sock_free_idx = so->idx;

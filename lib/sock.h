@@ -81,6 +81,16 @@ struct sl_sock {
 	 * deletes it (filter.c).  Sockets sharing the port share the filter;
 	 * one of them holds it. */
 	uint32_t filter_id;
+	/*
+	 * Buffers lent to a caller copying without the lock (tcp.c,
+	 * "lending"): received data taken off the receive queue, and send
+	 * buffers being filled before they join the send queue.  The chain's
+	 * first buffer carries the borrower's pid in ts_us, so a borrower that
+	 * dies leaks nothing: the next borrower or sl_sock_free() takes the
+	 * chain back.
+	 */
+	uint32_t rx_lent_idx, rx_lent_bytes, rx_lent_count;
+	uint32_t tx_lent_idx, tx_lent_bytes;
 
 	union {
 		struct sl_tcp_sock tcp;

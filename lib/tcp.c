@@ -125,9 +125,11 @@ uint32_t sl_tcp_rcv_space(struct sl_stack *s, const struct sl_sock *so)
 {
 	/* Half the buffer is payload, the rest covers buffer overhead (as
 	 * Linux's tcp_adv_win_scale = 1). */
-	uint32_t lim = so->rcvbuf / 2, used = so->rxq_bytes + so->tcp.ooo_bytes;
+	uint32_t lim = so->rcvbuf / 2;
+	uint32_t used = so->rxq_bytes + so->tcp.ooo_bytes + so->rx_lent_bytes;
 	uint32_t free_bufs = s->r->buf_free_count, reserve = s->r->n_bufs / 8, cap;
-	uint64_t held = (uint64_t)(so->rxq_count + so->tcp.ooo_count) * s->r->buf_size;
+	uint64_t held = (uint64_t)(so->rxq_count + so->tcp.ooo_count + so->rx_lent_count) *
+			s->r->buf_size;
 	uint32_t room = held < so->rcvbuf ? so->rcvbuf - (uint32_t)held : 0;
 
 	/* The pool is shared by every connection: offer no more than half
@@ -410,7 +412,8 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 	if (!len)
 		return 0;
 	while (done < len) {
-		uint32_t room = so->sndbuf > tp->sndq_bytes ? so->sndbuf - tp->sndq_bytes : 0;
+		uint32_t queued = tp->sndq_bytes + so->tx_lent_bytes;
+		uint32_t room = so->sndbuf > queued ? so->sndbuf - queued : 0;
 		uint32_t idx = tp->sndq_tail, n, cap = tp->mss;
 		struct sluice_buf *b;
 
@@ -458,6 +461,171 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 	 * connections' ACKs give buffers back; poll shows OUT once they do,
 	 * as Linux waits in sk_stream_wait_memory()). */
 	return -EAGAIN;
+}
+
+/*
+ * Lending: a large send or receive copies its data without the stack lock,
+ * so one process's copy runs while another process runs the stack (a
+ * receiver copying out no longer stops the sender, and the other way
+ * round).  Under the lock, whole buffers are taken off the receive queue,
+ * or allocated for the send queue, and recorded in the socket; the caller
+ * unlocks, copies, locks again and gives them back (sl_tcp_*_return()).
+ * Only one chain a direction a socket is out at a time; a chain whose
+ * borrower died is taken back by the next borrower.
+ */
+static bool lent_free(struct sl_stack *s, uint32_t *lent)
+{
+	uint32_t idx = *lent;
+
+	if (idx >= s->r->n_bufs)
+		return true;
+	if (!sl_pid_dead((pid_t)sl_buf(s, idx)->ts_us))
+		return false;
+	sl_buf_free_chain(s, idx);
+	*lent = SLUICE_IDX_NONE;
+	return true;
+}
+
+uint32_t sl_tcp_recv_lend(struct sl_stack *s, struct sl_sock *so, size_t len, size_t *bytes)
+{
+	uint32_t head = so->rxq_head, idx = head, last = SLUICE_IDX_NONE, count = 0;
+	size_t n = 0;
+
+	if (so->state == SL_TCP_LISTEN || !lent_free(s, &so->rx_lent_idx))
+		return SLUICE_IDX_NONE;
+	so->rx_lent_bytes = so->rx_lent_count = 0;
+	while (idx < s->r->n_bufs && count < s->r->n_bufs) {
+		const struct sluice_buf *b = sl_buf(s, idx);
+
+		if (n + b->len > len)
+			break;
+		n += b->len;
+		count++;
+		last = idx;
+		idx = b->next_idx;
+	}
+	if (last == SLUICE_IDX_NONE)
+		return SLUICE_IDX_NONE;
+	so->rxq_head = idx;
+	if (idx >= s->r->n_bufs)
+		so->rxq_head = so->rxq_tail = SLUICE_IDX_NONE;
+	sl_buf(s, last)->next_idx = SLUICE_IDX_NONE;
+	so->rxq_bytes -= (uint32_t)n;
+	so->rxq_count -= count;
+	so->rx_lent_idx = head;
+	so->rx_lent_bytes = (uint32_t)n;
+	so->rx_lent_count = count;
+	sl_buf(s, head)->ts_us = (uint64_t)sl_self_pid();
+	*bytes = n;
+	return head;
+}
+
+static void window_update(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
+
+void sl_tcp_recv_return(struct sl_stack *s, struct sl_sock *so, uint32_t gen, uint32_t head,
+			uint64_t now_us)
+{
+	if (so->gen != gen || so->rx_lent_idx != head)
+		return;		/* the socket went meanwhile, and the chain with it */
+	sl_buf_free_chain(s, head);
+	so->rx_lent_idx = SLUICE_IDX_NONE;
+	so->rx_lent_bytes = so->rx_lent_count = 0;
+	window_update(s, so, now_us);
+}
+
+uint32_t sl_tcp_send_lend(struct sl_stack *s, struct sl_sock *so, size_t len, size_t *bytes)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t queued = tp->sndq_bytes + so->tx_lent_bytes, mss = tp->mss;
+	uint32_t room = so->sndbuf > queued ? so->sndbuf - queued : 0;
+	uint32_t head = SLUICE_IDX_NONE, tail = SLUICE_IDX_NONE, nbufs;
+	size_t n = 0;
+
+	if (!can_send(so) || so->error || !mss || !lent_free(s, &so->tx_lent_idx))
+		return SLUICE_IDX_NONE;
+	if (len > room)
+		len = room;
+	/* No send queue takes more than a quarter of the pool (sl_tcp_send). */
+	nbufs = tp->sndq_bytes / mss;
+	while (n < len && nbufs < s->r->n_bufs / 4 && pool_has_room(s)) {
+		uint32_t idx = sl_buf_alloc(s), chunk = len - n < mss ? (uint32_t)(len - n) : mss;
+		struct sluice_buf *b;
+
+		if (idx == SLUICE_IDX_NONE)
+			break;
+		b = sl_buf(s, idx);
+		b->aux = (uint16_t)chunk;
+		b->flags = 0;
+		b->next_idx = SLUICE_IDX_NONE;
+		if (tail == SLUICE_IDX_NONE)
+			head = idx;
+		else
+			sl_buf(s, tail)->next_idx = idx;
+		tail = idx;
+		n += chunk;
+		nbufs++;
+	}
+	if (head == SLUICE_IDX_NONE)
+		return SLUICE_IDX_NONE;
+	sl_buf(s, head)->ts_us = (uint64_t)sl_self_pid();
+	so->tx_lent_idx = head;
+	so->tx_lent_bytes = (uint32_t)n;
+	*bytes = n;
+	return head;
+}
+
+ssize_t sl_tcp_send_return(struct sl_stack *s, struct sl_sock *so, uint32_t gen, uint32_t head,
+			   uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	size_t done = 0;
+
+	if (so->gen != gen || so->tx_lent_idx != head)
+		return -EPIPE;	/* the socket went meanwhile, and the chain with it */
+	so->tx_lent_idx = SLUICE_IDX_NONE;
+	so->tx_lent_bytes = 0;
+	if (!can_send(so) || so->error) {
+		/* Reset or shut meanwhile: as if the call came after that. */
+		int e = so->error ? so->error : EPIPE;
+
+		sl_buf_free_chain(s, head);
+		so->error = 0;
+		return -e;
+	}
+	for (uint32_t idx = head; idx < s->r->n_bufs;) {
+		struct sluice_buf *b = sl_buf(s, idx);
+		uint32_t next = b->next_idx;
+
+		b->seq = tp->snd_end;
+		b->ts_us = 0;
+		b->next_idx = SLUICE_IDX_NONE;
+		if (tp->sndq_tail < s->r->n_bufs)
+			sl_buf(s, tp->sndq_tail)->next_idx = idx;
+		else
+			tp->sndq_head = idx;
+		tp->sndq_tail = idx;
+		tp->snd_end += b->aux;
+		tp->sndq_bytes += b->aux;
+		done += b->aux;
+		idx = next;
+	}
+	so->tx_bytes += done;
+	sl_tcp_output(s, so, now_us);
+	return (ssize_t)done;
+}
+
+/* Bytes a send can put into the unsent tail buffer (what Nagle holds back). */
+uint32_t sl_tcp_send_tail_room(struct sl_stack *s, const struct sl_sock *so)
+{
+	const struct sl_tcp_sock *tp = &so->tcp;
+	const struct sluice_buf *b;
+
+	if (tp->sndq_tail >= s->r->n_bufs)
+		return 0;
+	b = sl_buf(s, tp->sndq_tail);
+	if ((b->flags & SL_TBF_SENT) || b->aux >= tp->mss)
+		return 0;
+	return tp->mss - b->aux;
 }
 
 /* Tell the peer about space freed by reading, if it is worth it

@@ -178,6 +178,14 @@ int sl_tcp_listen(struct sl_stack *s, struct sl_sock *so, int backlog);
 int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **child);
 ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,
 		    int flags, uint64_t now_us);
+/* Lending buffers for a copy without the lock (tcp.c); lock held. */
+uint32_t sl_tcp_recv_lend(struct sl_stack *s, struct sl_sock *so, size_t len, size_t *bytes);
+void sl_tcp_recv_return(struct sl_stack *s, struct sl_sock *so, uint32_t gen, uint32_t head,
+			uint64_t now_us);
+uint32_t sl_tcp_send_lend(struct sl_stack *s, struct sl_sock *so, size_t len, size_t *bytes);
+ssize_t sl_tcp_send_return(struct sl_stack *s, struct sl_sock *so, uint32_t gen, uint32_t head,
+			   uint64_t now_us);
+uint32_t sl_tcp_send_tail_room(struct sl_stack *s, const struct sl_sock *so);
 ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t len, int flags,
 		    uint64_t now_us);
 int sl_tcp_shutdown(struct sl_stack *s, struct sl_sock *so, int how, uint64_t now_us);

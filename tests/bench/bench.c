@@ -106,6 +106,18 @@ static struct sluice_stack *make_stack(const char *name, unsigned int socks, uns
 	return st;
 }
 
+/* BENCH_SOCKBUF: SO_SNDBUF and SO_RCVBUF of both ends (default: the stack's). */
+static void set_sockbuf(struct sluice_stack *st, int sd)
+{
+	const char *v = getenv("BENCH_SOCKBUF");
+	int sz = v ? atoi(v) : 0;
+
+	if (sz > 0) {
+		sluice_setsockopt(st, sd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+		sluice_setsockopt(st, sd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	}
+}
+
 /* Exchange all of len bytes, spinning on non-blocking calls. */
 static int sl_xfer(struct sluice_stack *st, int sd, char *buf, long len, bool send)
 {
@@ -135,6 +147,7 @@ static int sl_connect_pair(struct sluice_stack *st, const char *name, int *srv_o
 	int l = sluice_socket(st, SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK), one = 1;
 
 	sluice_setsockopt(st, l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	set_sockbuf(st, l);
 	if (sluice_bind(st, l, &a) || sluice_listen(st, l, 16))
 		fail("listen", -EADDRINUSE);
 	(void)name;
@@ -249,6 +262,7 @@ static double sluice_bulk(long mbytes)
 	}
 	pin(0);
 	c = sluice_socket(st, SLUICE_SOCK_STREAM);
+	set_sockbuf(st, c);
 	if (sluice_connect(st, c, &a))
 		fail("connect", -ECONNREFUSED);
 	t0 = now_s();
@@ -270,6 +284,12 @@ static double sluice_bulk(long mbytes)
 			(unsigned long long)sl_counter_sum((struct sl_stack *)st, SL_C_tcp_rto),
 			(unsigned long long)sl_counter_sum((struct sl_stack *)st, SL_C_nobuf),
 			(unsigned long long)r->lock_contended);
+		for (unsigned int i = 0; i < SL_C_COUNT; i++) {
+			uint64_t v = sl_counter_sum((struct sl_stack *)st, i);
+
+			if (v)
+				fprintf(stderr, "  %s %llu\n", sl_counter_names[i], (unsigned long long)v);
+		}
 	}
 	sluice_close(st, c);
 	sluice_stack_close(st);

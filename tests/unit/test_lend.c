@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Lending (lib/tcp.c): large sends and receives copy their data without
+ * the stack lock, on buffers lent by the socket.  Two processes stream
+ * through one stack with sends and receives of random sizes on both sides
+ * of the lending threshold, and the bytes must arrive in order and intact;
+ * a borrower that dies holding a chain, or a socket that goes while its
+ * buffers are lent, must leave the pool whole.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "stack_fixture.h"
+#include "../../lib/tcp.h"
+
+#define ST(s) ((struct sluice_stack *)(s))
+#define STREAM_BYTES (24u << 20)
+#define PORT 7410
+
+static uint8_t pat(uint64_t i)
+{
+	return (uint8_t)(i * 131 + (i >> 11) + (i >> 19));
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* xorshift: the sizes of sends and receives, seeded. */
+static uint32_t rnd(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return (uint32_t)*x;
+}
+
+/* 1 byte .. 192 KiB, half of them above the lending threshold (16 KiB). */
+static size_t pick(uint64_t *x)
+{
+	uint32_t r = rnd(x);
+
+	return r & 1 ? 1 + (r >> 1) % 16384 : 16384 + (r >> 1) % (176 * 1024);
+}
+
+static struct sl_stack *make_stack(const char *tag, unsigned int bufs)
+{
+	struct sluice_stack_config cfg = { .n_bufs = bufs, .max_sockets = 16 };
+	struct sluice_stack *st;
+	char name[32];
+
+	snprintf(name, sizeof(name), "t-%s-%d", tag, (int)getpid());
+	sluice_stack_destroy(name);
+	inet_pton(AF_INET, "10.6.0.1", &cfg.ip_addr);
+	inet_pton(AF_INET, "255.255.255.0", &cfg.ip_mask);
+	if (sluice_stack_create(name, &cfg, &st)) {
+		printf("Bail out! cannot create stack %s\n", name);
+		exit(1);
+	}
+	return (struct sl_stack *)st;
+}
+
+static int wait_child(pid_t pid)
+{
+	int status;
+
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+}
+
+/* Connect a client to the listener l and accept it: *c client, *d server. */
+static int pair(struct sl_stack *s, int l, int *c, int *d)
+{
+	struct sockaddr_in a = fx_addr("10.6.0.1", PORT);
+
+	*c = sluice_socket(ST(s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
+	if (*c < 0 || (sluice_connect(ST(s), *c, &a) && 0))
+		return -1;
+	for (double end = now_s() + 5; now_s() < end;) {
+		*d = sluice_accept(ST(s), l, NULL);
+		if (*d >= 0)
+			return 0;
+		sluice_stack_poll(ST(s));
+	}
+	return -1;
+}
+
+/* The receiving process: read everything, random sizes, check each byte. */
+static int receiver(struct sluice_stack *st, int sd, uint64_t seed)
+{
+	static uint8_t buf[192 * 1024];
+	uint64_t got = 0, x = seed | 1;
+
+	for (double end = now_s() + 60; got < STREAM_BYTES && now_s() < end;) {
+		long n = sluice_recv(st, sd, buf, pick(&x), MSG_DONTWAIT);
+
+		if (n == -EAGAIN) {
+			sluice_stack_poll(st);
+			continue;
+		}
+		if (n <= 0)
+			return 2;
+		for (long i = 0; i < n; i++)
+			if (buf[i] != pat(got + (uint64_t)i))
+				return 3;
+		got += (uint64_t)n;
+	}
+	return got == STREAM_BYTES ? 0 : 4;
+}
+
+static void test_stream_two_processes(uint64_t seed)
+{
+	static uint8_t buf[192 * 1024];
+	struct sl_stack *s = make_stack("lend", 2048);
+	struct sockaddr_in a = fx_addr("0.0.0.0", PORT);
+	uint32_t free0 = s->r->buf_free_count;
+	uint64_t sent = 0, x = seed * 7 + 1, lent0, t0;
+	int l = sluice_socket(ST(s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK), c, d, rc;
+	double start;
+	pid_t pid;
+
+	sluice_bind(ST(s), l, &a);
+	sluice_listen(ST(s), l, 4);
+	tap_ok(pair(s, l, &c, &d) == 0, "seed %llu: connected", (unsigned long long)seed);
+	pid = fork();
+	if (pid == 0)
+		_exit(receiver(ST(s), d, seed));
+	lent0 = s->r->lock_contended;
+	start = now_s();
+	while (sent < STREAM_BYTES && now_s() < start + 60) {
+		size_t want = pick(&x);
+		long n;
+
+		if (want > STREAM_BYTES - sent)
+			want = (size_t)(STREAM_BYTES - sent);
+		for (size_t i = 0; i < want; i++)
+			buf[i] = pat(sent + i);
+		n = sluice_send(ST(s), c, buf, want, MSG_DONTWAIT);
+		if (n > 0)
+			sent += (uint64_t)n;
+		else if (n == -EAGAIN)
+			sluice_stack_poll(ST(s));
+		else
+			break;
+	}
+	rc = wait_child(pid);
+	t0 = s->r->lock_contended - lent0;
+	tap_ok(sent == STREAM_BYTES, "seed %llu: every byte sent", (unsigned long long)seed);
+	tap_ok(rc == 0, "seed %llu: the other process read %u MiB in order, byte for byte "
+	       "(exit %d; %.2f s, lock contended %llu times)", (unsigned long long)seed,
+	       STREAM_BYTES >> 20, rc, now_s() - start, (unsigned long long)t0);
+	sluice_close(ST(s), c);
+	sluice_close(ST(s), d);
+	sluice_close(ST(s), l);
+	/* The FIN exchange runs in-stack; TIME-WAIT holds no buffers. */
+	for (double end = now_s() + 5; s->r->buf_free_count != free0 && now_s() < end;)
+		sluice_stack_poll(ST(s));
+	tap_ok(s->r->buf_free_count == free0, "seed %llu: every buffer back in the pool (%u of %u)",
+	       (unsigned long long)seed, s->r->buf_free_count, free0);
+	fx_destroy(s);
+}
+
+/* Queue some data from c to d, and let the stack deliver it. */
+static void fill(struct sl_stack *s, int c, size_t bytes)
+{
+	static uint8_t buf[65536];
+
+	for (size_t done = 0; done < bytes;) {
+		size_t n = bytes - done < sizeof(buf) ? bytes - done : sizeof(buf);
+		long w = sluice_send(ST(s), c, buf, n, MSG_DONTWAIT);
+
+		if (w <= 0)
+			break;
+		done += (size_t)w;
+	}
+	for (int i = 0; i < 100; i++)
+		sluice_stack_poll(ST(s));
+}
+
+static void test_dead_borrower(void)
+{
+	struct sl_stack *s = make_stack("lenddead", 512);
+	struct sockaddr_in a = fx_addr("0.0.0.0", PORT);
+	uint32_t free0 = s->r->buf_free_count;
+	int l = sluice_socket(ST(s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK), c, d, rc;
+	static uint8_t buf[65536];
+	size_t n = 0;
+	pid_t pid;
+
+	sluice_bind(ST(s), l, &a);
+	sluice_listen(ST(s), l, 4);
+	pair(s, l, &c, &d);
+	fill(s, c, 40000);
+
+	/* A child borrows received data and dies before giving it back. */
+	pid = fork();
+	if (pid == 0) {
+		sl_lock(s);
+		if (sl_tcp_recv_lend(s, sl_sock(s, (uint32_t)d), 32768, &n) == SLUICE_IDX_NONE)
+			_exit(5);
+		sl_unlock(s);
+		_exit(0);	/* holding the chain */
+	}
+	rc = wait_child(pid);
+	tap_eq(rc, 0, "a child borrowed received buffers and died with them");
+	tap_ok(sl_sock(s, (uint32_t)d)->rx_lent_idx != SLUICE_IDX_NONE,
+	       "the socket records the dead borrower's chain");
+	/* The next large receive takes the chain back and goes on. */
+	long got = sluice_recv(ST(s), d, buf, sizeof(buf), MSG_DONTWAIT);
+
+	tap_ok(got > 0, "the next receive works (%ld bytes)", got);
+	tap_eq(sl_sock(s, (uint32_t)d)->rx_lent_idx, SLUICE_IDX_NONE,
+	       "and took the dead borrower's chain back");
+
+	/* A child borrows send buffers and dies before queueing them. */
+	pid = fork();
+	if (pid == 0) {
+		sl_lock(s);
+		if (sl_tcp_send_lend(s, sl_sock(s, (uint32_t)c), 32768, &n) == SLUICE_IDX_NONE)
+			_exit(5);
+		sl_unlock(s);
+		_exit(0);
+	}
+	rc = wait_child(pid);
+	tap_eq(rc, 0, "a child borrowed send buffers and died with them");
+	tap_ok(sl_sock(s, (uint32_t)c)->tx_lent_bytes > 0,
+	       "the lent bytes count against the send buffer meanwhile");
+	/* Closing the socket frees a chain nobody gives back. */
+	sluice_close(ST(s), c);
+	sluice_close(ST(s), d);
+	sluice_close(ST(s), l);
+	for (int i = 0; i < 100 && s->r->buf_free_count != free0; i++)
+		sluice_stack_poll(ST(s));
+	tap_eq(s->r->buf_free_count, free0, "every buffer back in the pool after close");
+	fx_destroy(s);
+}
+
+static void test_socket_gone_while_lent(void)
+{
+	struct sl_stack *s = make_stack("lendgone", 512);
+	struct sockaddr_in a = fx_addr("0.0.0.0", PORT);
+	uint32_t free0 = s->r->buf_free_count, head, gen, head2, gen2;
+	int l = sluice_socket(ST(s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK), c, d;
+	size_t n = 0;
+
+	sluice_bind(ST(s), l, &a);
+	sluice_listen(ST(s), l, 4);
+	pair(s, l, &c, &d);
+	fill(s, c, 40000);
+
+	sl_lock(s);
+	gen = sl_sock(s, (uint32_t)d)->gen;
+	head = sl_tcp_recv_lend(s, sl_sock(s, (uint32_t)d), 32768, &n);
+	sl_unlock(s);
+	tap_ok(head != SLUICE_IDX_NONE && n > 0 && n <= 32768, "lent %zu bytes", n);
+	/* The same for send buffers, with the connection reset meanwhile. */
+	sl_lock(s);
+	gen2 = sl_sock(s, (uint32_t)c)->gen;
+	head2 = sl_tcp_send_lend(s, sl_sock(s, (uint32_t)c), 32768, &n);
+	sl_unlock(s);
+	tap_ok(head2 != SLUICE_IDX_NONE, "lent %zu bytes of send buffers", n);
+	sl_lock(s);
+	sl_tcp_done(s, sl_sock(s, (uint32_t)c), ECONNRESET);
+	tap_eq(sl_tcp_send_return(s, sl_sock(s, (uint32_t)c), gen2, head2, sl_now(s)),
+	       -ECONNRESET, "a reset while the copy ran: the send fails as after a reset");
+	sl_unlock(s);
+	/* Another thread closes the socket while the copy runs. */
+	sluice_close(ST(s), d);
+	sl_lock(s);
+	n = s->r->buf_free_count;
+	sl_tcp_recv_return(s, sl_sock(s, (uint32_t)d), gen, head, sl_now(s));
+	tap_eq(s->r->buf_free_count, n,
+	       "giving back to a socket that went frees nothing twice (close freed the chain)");
+	sl_unlock(s);
+
+	sluice_close(ST(s), c);
+	sluice_close(ST(s), l);
+	for (int i = 0; i < 100 && s->r->buf_free_count != free0; i++)
+		sluice_stack_poll(ST(s));
+	tap_eq(s->r->buf_free_count, free0, "every buffer back in the pool");
+	fx_destroy(s);
+}
+
+int main(void)
+{
+	test_stream_two_processes(1);
+	test_stream_two_processes(2);
+	test_dead_borrower();
+	test_socket_gone_while_lent();
+	return tap_done();
+}
