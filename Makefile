@@ -49,7 +49,7 @@ INTEROP := $(B)/tests/interop/peer $(B)/tests/interop/mkstack $(B)/tests/bench/b
 PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/fork_srv
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
-.PHONY: all lib tools tests bench sanitize unit-tests module module-clean check demo checkpatch clean \
+.PHONY: all lib tools tests bench bench-programs sanitize unit-tests module module-clean check demo checkpatch clean \
 	fuzz fuzz-long soak
 
 all: lib tools tests
@@ -95,6 +95,11 @@ $(B)/tests/preload/%: $(B)/tests/preload/%.o
 
 bench: all
 	$(B)/tests/bench/bench all
+
+# Real programs (sockperf, iperf3, redis-benchmark, nginx + wrk) on the
+# kernel and under `sluice run`, side by side.
+bench-programs: all
+	bash tests/bench/programs.sh
 
 # The library and the host unit tests again, under AddressSanitizer and
 # UndefinedBehaviorSanitizer, in build/asan/ (tests/run.sh runs them), and
