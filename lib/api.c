@@ -771,19 +771,65 @@ int sluice_shutdown(struct sluice_stack *st, int sd, int how)
 	return ret;
 }
 
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * SO_LINGER with a time: close waits until what was queued, and the FIN,
+ * are acknowledged, or the time is up (socket(7); Linux then goes on
+ * closing in the background and returns 0 either way, even for a
+ * non-blocking socket).
+ */
+static void linger_wait(struct sl_stack *s, int sd, uint32_t gen, uint32_t secs)
+{
+	double end = mono_s() + secs;
+	unsigned int spins = 0;
+
+	for (;;) {
+		struct sl_sock *so = sl_sock(s, (uint32_t)sd);
+		bool busy;
+
+		if (sl_lock(s))
+			return;
+		busy = so->gen == gen && so->type == SL_SOCK_TCP &&
+		       (so->state == SL_TCP_FIN_WAIT_1 || so->state == SL_TCP_CLOSING ||
+			so->state == SL_TCP_LAST_ACK);
+		sl_unlock(s);
+		if (!busy || mono_s() >= end)
+			return;
+		sluice_stack_poll((struct sluice_stack *)s);
+		if (++spins > 1000) {
+			struct timespec nap = { 0, 200000 };
+
+			nanosleep(&nap, NULL);
+		}
+	}
+}
+
 int sluice_close(struct sluice_stack *st, int sd)
 {
 	struct sl_stack *s = S(st);
 	struct sl_sock *so;
 	int ret = sock_get(s, sd, &so);
+	uint32_t gen, linger = 0;
 
 	if (ret)
 		return ret;
+	gen = so->gen;
+	if ((so->flags & SL_SF_LINGER) && so->type == SL_SOCK_TCP)
+		linger = so->linger_s ? so->linger_s : UINT32_MAX;
 	if (so->type == SL_SOCK_TCP)
 		sl_tcp_close(s, so, sl_now(s));
 	else
 		sl_sock_free(s, so);
 	sl_unlock(s);
+	if (linger && linger != UINT32_MAX)
+		linger_wait(s, sd, gen, linger);
 	return 0;
 }
 
@@ -848,6 +894,20 @@ int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, cons
 		ret = flag_opt(so, SL_SF_REUSEADDR, val, len);
 	} else if (level == SOL_SOCKET && name == SO_BROADCAST) {
 		ret = flag_opt(so, SL_SF_BROADCAST, val, len);
+	} else if (level == SOL_SOCKET && name == SO_REUSEPORT) {
+		/* As Linux: set before bind to join a group. */
+		ret = flag_opt(so, SL_SF_REUSEPORT, val, len);
+	} else if (level == SOL_SOCKET && name == SO_LINGER) {
+		struct linger lg;
+
+		if (!val || len < sizeof(lg)) {
+			ret = -EINVAL;
+		} else {
+			memcpy(&lg, val, sizeof(lg));
+			so->flags = lg.l_onoff ? so->flags | SL_SF_LINGER : so->flags & ~SL_SF_LINGER;
+			/* Linux caps the time at MAX_SCHEDULE_TIMEOUT / HZ. */
+			so->linger_s = lg.l_linger < 0 ? 0 : (uint32_t)lg.l_linger;
+		}
 	} else if (level == SOL_SOCKET && (name == SO_RCVBUF || name == SO_SNDBUF)) {
 		/* As Linux: the value is doubled for bookkeeping, with a floor. */
 		if (!val || len < sizeof(int))
@@ -885,10 +945,23 @@ int sluice_getsockopt(struct sluice_stack *st, int sd, int level, int name, void
 		v = (int)(name == SO_RCVBUF ? so->rcvbuf : so->sndbuf);
 		memcpy(val, &v, sizeof(v));
 		*len = sizeof(v);
-	} else if (level == SOL_SOCKET && (name == SO_REUSEADDR || name == SO_BROADCAST)) {
-		v = !!(so->flags & (name == SO_REUSEADDR ? SL_SF_REUSEADDR : SL_SF_BROADCAST));
+	} else if (level == SOL_SOCKET && (name == SO_REUSEADDR || name == SO_BROADCAST ||
+					   name == SO_REUSEPORT)) {
+		v = !!(so->flags & (name == SO_REUSEADDR ? SL_SF_REUSEADDR :
+				    name == SO_BROADCAST ? SL_SF_BROADCAST : SL_SF_REUSEPORT));
 		memcpy(val, &v, sizeof(v));
 		*len = sizeof(v);
+	} else if (level == SOL_SOCKET && name == SO_LINGER) {
+		struct linger lg = {
+			.l_onoff = !!(so->flags & SL_SF_LINGER), .l_linger = (int)so->linger_s,
+		};
+
+		if (*len < sizeof(lg)) {
+			ret = -EINVAL;
+		} else {
+			memcpy(val, &lg, sizeof(lg));
+			*len = sizeof(lg);
+		}
 	} else if (level == SOL_SOCKET && name == SO_TYPE) {
 		v = so->type == SL_SOCK_TCP ? SOCK_STREAM : SOCK_DGRAM;
 		memcpy(val, &v, sizeof(v));

@@ -146,6 +146,41 @@ static struct sl_sock *chain_find(struct sl_stack *s, uint32_t idx, uint8_t type
 	return NULL;
 }
 
+/*
+ * SO_REUSEPORT: so is the first socket of a group bound to one address and
+ * port; pick the member for this peer by a hash of its address and port,
+ * so one peer's packets (and a TCP handshake's) always reach the same one.
+ */
+static struct sl_sock *reuseport_pick(struct sl_stack *s, struct sl_sock *so, uint32_t raddr,
+				      uint16_t rport)
+{
+	uint32_t n = 0, pick, h = (raddr ^ ((uint32_t)rport << 16) ^ rport) * 0x9e3779b1u;
+	unsigned int guard = 0;
+	struct sl_sock *o;
+
+	for (uint32_t idx = so->idx; idx < s->r->max_sockets && guard++ < s->r->max_sockets;
+	     idx = o->hash_next) {
+		o = sl_sock(s, idx);
+		if (o->type == so->type && o->lport == so->lport && o->laddr == so->laddr &&
+		    !o->raddr && !o->rport && (o->flags & SL_SF_REUSEPORT) &&
+		    (o->type != SL_SOCK_TCP || o->state == SL_TCP_LISTEN))
+			n++;
+	}
+	if (n < 2)
+		return so;
+	pick = (h >> 16) % n;
+	guard = 0;
+	for (uint32_t idx = so->idx; idx < s->r->max_sockets && guard++ < s->r->max_sockets;
+	     idx = o->hash_next) {
+		o = sl_sock(s, idx);
+		if (o->type == so->type && o->lport == so->lport && o->laddr == so->laddr &&
+		    !o->raddr && !o->rport && (o->flags & SL_SF_REUSEPORT) &&
+		    (o->type != SL_SOCK_TCP || o->state == SL_TCP_LISTEN) && !pick--)
+			return o;
+	}
+	return so;
+}
+
 struct sl_sock *sl_sock_lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
 			       uint16_t lport, uint32_t raddr, uint16_t rport)
 {
@@ -160,16 +195,19 @@ struct sl_sock *sl_sock_lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
 	if (so)
 		return so;
 	so = chain_find(s, *tuple_bucket(s, laddr, lport, 0, 0), type, laddr, lport, 0, 0);
-	if (so)
-		return so;
-	return chain_find(s, *tuple_bucket(s, 0, lport, 0, 0), type, 0, lport, 0, 0);
+	if (!so)
+		so = chain_find(s, *tuple_bucket(s, 0, lport, 0, 0), type, 0, lport, 0, 0);
+	if (so && (so->flags & SL_SF_REUSEPORT))
+		so = reuseport_pick(s, so, raddr, rport);
+	return so;
 }
 
 /*
  * May so take (laddr, lport)?  As Linux: another socket of the same type
  * on that port conflicts if the addresses overlap (equal, or either is
  * INADDR_ANY), unless both set SO_REUSEADDR and the other is not a TCP
- * listener; a TCP socket in TIME_WAIT never blocks a SO_REUSEADDR bind.
+ * listener, or both set SO_REUSEPORT; a TCP socket in TIME_WAIT never
+ * blocks a SO_REUSEADDR bind.
  */
 bool sl_sock_port_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport)
 {
@@ -189,6 +227,10 @@ bool sl_sock_port_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, u
 			continue;
 		if ((so->flags & SL_SF_REUSEADDR) && o->type == SL_SOCK_TCP &&
 		    o->state == SL_TCP_TIME_WAIT)
+			continue;
+		/* SO_REUSEPORT on both (a stack is one user's: Linux's same
+		 * effective uid rule holds by construction). */
+		if ((so->flags & SL_SF_REUSEPORT) && (o->flags & SL_SF_REUSEPORT))
 			continue;
 		return false;
 	}

@@ -27,6 +27,8 @@
 #define SL_SF_KEEPALIVE		0x0200
 #define SL_SF_ORPHAN		0x0400	/* closed by the user, finishing */
 #define SL_SF_FILTER		0x0800	/* holds module filter filter_id */
+#define SL_SF_REUSEPORT		0x1000	/* SO_REUSEPORT: shares its port with a group */
+#define SL_SF_LINGER		0x2000	/* SO_LINGER on, for linger_s seconds */
 
 /* Readiness, as poll(2) bits. */
 #define SL_EV_IN	0x001
@@ -91,6 +93,7 @@ struct sl_sock {
 	 */
 	uint32_t rx_lent_idx, rx_lent_bytes, rx_lent_count;
 	uint32_t tx_lent_idx, tx_lent_bytes;
+	uint32_t linger_s;		/* SO_LINGER time, with SL_SF_LINGER */
 
 	union {
 		struct sl_tcp_sock tcp;

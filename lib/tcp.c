@@ -760,8 +760,11 @@ void sl_tcp_close(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		break;
 	}
 	so->flags |= SL_SF_ORPHAN | SL_SF_SHUT_RD;
-	if (so->rxq_bytes && so->state != SL_TCP_TIME_WAIT) {
-		/* RFC 2525 2.17 and Linux: unread data is lost, say so. */
+	if ((so->rxq_bytes || ((so->flags & SL_SF_LINGER) && !so->linger_s)) &&
+	    so->state != SL_TCP_TIME_WAIT) {
+		/* RFC 2525 2.17 and Linux: unread data is lost, say so.
+		 * SO_LINGER with a zero time: an abortive close (socket(7)),
+		 * no FIN, no TIME-WAIT. */
 		sl_tcp_send_ctl(s, so, TH_RST_ | TH_ACK_, tp->snd_nxt, now_us);
 		sl_count(s, SL_C_tcp_reset_tx);
 		sl_tcp_destroy(s, so);

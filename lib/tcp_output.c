@@ -465,7 +465,8 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 			 * window smaller than the segment, send what fits. */
 			if (rexmit || usable == 0 || rwnd_left >= len ||
 			    tp->snd_nxt != tp->snd_una ||
-			    usable < (tp->max_sndwnd / 2 < tp->mss ? tp->max_sndwnd / 2 : tp->mss) ||
+			    (usable < (tp->max_sndwnd / 2 < tp->mss ? tp->max_sndwnd / 2 : tp->mss) &&
+			     !(tp->tflags & SL_TF_OVERRIDE)) ||
 			    split_buf(s, tp, idx, usable))
 				break;
 			len = usable;

@@ -183,6 +183,19 @@ static void on_persist(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		sl_tcp_done(s, so, tp->soft_err ? tp->soft_err : ETIMEDOUT);
 		return;
 	}
+	/* A window that is open, but too small for sender SWS avoidance
+	 * to use (RFC 9293 3.8.6.2.1: less than a segment and less than
+	 * half the largest the peer offered), would hold the data for ever
+	 * if the peer's window never grows (a tiny SO_RCVBUF): the override
+	 * timeout of RFC 1122 4.2.3.4 (4) sends what fits, as Linux's
+	 * window probe does (tcp_write_wakeup). */
+	if (SEQ_GT(tp->snd_una + tp->snd_wnd, tp->snd_nxt)) {
+		tp->tflags |= SL_TF_OVERRIDE;
+		sl_tcp_output(s, so, now_us);
+		tp->tflags &= ~SL_TF_OVERRIDE;
+		if (tp->snd_una != tp->snd_max)
+			return;	/* sent: the RTO covers it now */
+	}
 	/* A probe below the window makes the peer answer with its window
 	 * (RFC 9293 3.8.6.1; the form Linux and BSD send). */
 	sl_tcp_send_ctl(s, so, TH_ACK_, tp->snd_una - 1, now_us);

@@ -362,6 +362,8 @@ static int set_local(struct pl_sock *ps, int name, const void *val, socklen_t le
 	case SO_REUSEPORT:
 		ret = int_opt(val, len, &v);
 		if (!ret)
+			ret = sluice_setsockopt(pl_stack(), (int)ps->sd, SOL_SOCKET, name, val, len);
+		if (!ret)
 			ps->reuseport = v;
 		return ret;
 	case SO_LINGER:
@@ -369,8 +371,11 @@ static int set_local(struct pl_sock *ps, int name, const void *val, socklen_t le
 			return -EFAULT;
 		if (len < sizeof(struct linger))
 			return -EINVAL;
-		memcpy(&ps->linger, val, sizeof(ps->linger));
-		return 0;
+		/* Kept here too, for a hand-over to the kernel. */
+		ret = sluice_setsockopt(pl_stack(), (int)ps->sd, SOL_SOCKET, name, val, len);
+		if (!ret)
+			memcpy(&ps->linger, val, sizeof(ps->linger));
+		return ret;
 	case SO_RCVTIMEO:
 	case SO_SNDTIMEO: {
 		struct timeval tv;

@@ -217,6 +217,43 @@ static void persist_then_loss(const char *tag, int zero_ms)
 	tf_finish();
 }
 
+/* RFC 1122 4.2.3.4 (4): the peer's window stays open but below a segment
+ * and below half its largest (a receiver with a tiny SO_RCVBUF), with
+ * nothing in flight.  Sender SWS avoidance holds the data; the override
+ * timeout must send what fits, or the connection stalls for ever. */
+static void test_established_small_window_override(void)
+{
+	struct sl_sock *so;
+	uint32_t iss = 0, first = 0, sent0;
+
+	tf_init("swo");
+	so = conn(&iss, 1000);
+	tap_eq(sl_tcp_send(T.s, so, pattern, 20000, 0, tf_now_us), 20000, "20000 bytes queued");
+	sent0 = payload_sent(NULL);
+	tf_clear();
+	ack_win(so, iss + 1 + sent0, 500);
+	tap_eq(payload_sent(NULL), 0, "a 500-byte window with nothing in flight: SWS holds");
+	/* Each 500 bytes acked with the window still 500: the next 500 go,
+	 * at once (the rest of a split segment fits) or at the override
+	 * timeout; the stream moves on, in order. */
+	for (int round = 0; round < 6; round++) {
+		unsigned int ms = 0, got;
+
+		while (!payload_sent(NULL) && ms < 5000) {
+			tf_advance_ms(50);
+			ms += 50;
+		}
+		got = payload_sent(&first);
+		tap_ok(got == 500 && first == iss + 1 + sent0 + 500u * round,
+		       "round %d: 500 bytes at offset %u within %u ms (%u at %u)", round,
+		       sent0 + 500u * round, ms, got, first - iss - 1);
+		tf_clear();
+		ack_win(so, iss + 1 + sent0 + 500u * (round + 1), 500);
+	}
+	tap_eq(so->state, SL_TCP_ESTABLISHED, "the connection lives on");
+	tf_finish();
+}
+
 static void test_established_persist_then_rto(void)
 {
 	persist_then_loss("pr", 25 * 60 * 1000);
@@ -279,6 +316,7 @@ int main(void)
 	test_fin_wait_1_zero_window_fin_retransmitted();
 	test_established_window_shrunk_below_flight();
 	test_established_partial_segment_ack();
+	test_established_small_window_override();
 	test_established_persist_then_rto();
 	test_established_short_persist_then_rto();
 	test_syn_sent_synack_window_unscaled();
