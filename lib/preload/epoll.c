@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * epoll with Sluice and kernel fds in one set, without the module:
- * epoll_create, epoll_create1, epoll_ctl, epoll_wait, epoll_pwait.
+ * epoll_create, epoll_create1, epoll_ctl, epoll_wait, epoll_pwait, epoll_pwait2.
  *
  * The epoll fd is a real one and holds the kernel fds.  The Sluice fds of
  * a set are kept here, in an interest list per epoll fd; epoll_wait looks
@@ -19,6 +19,7 @@
  * EPOLLWAKEUP are accepted and ignored.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -352,6 +353,27 @@ EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout_m
 	if (mask)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return (int)pl_ret(ret);
+}
+
+/* epoll_pwait with a timespec: the wait is in milliseconds here, so a
+ * timeout is rounded up (never returns early; -1 for NULL, as the call). */
+EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct timespec *ts,
+			const sigset_t *mask)
+{
+	struct pl_ep *ep = ep_of(epfd);
+	long long ms;
+
+	if (!ep || !__atomic_load_n(&ep->n, __ATOMIC_RELAXED)) {
+		if (!REAL(epoll_pwait2))
+			return (int)pl_ret(-ENOSYS);
+		return REAL(epoll_pwait2)(epfd, evs, max, ts, mask);
+	}
+	if (!ts)
+		return epoll_pwait(epfd, evs, max, -1, mask);
+	if (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000)
+		return (int)pl_ret(-EINVAL);
+	ms = (long long)ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000;
+	return epoll_pwait(epfd, evs, max, ms > INT_MAX ? INT_MAX : (int)ms, mask);
 }
 
 /* Creation needs no emulation: the set's Sluice part is made on the first

@@ -74,7 +74,7 @@ static void resolve_libc(void)
 	RESOLVE(ioctl); RESOLVE(dup); RESOLVE(dup2); RESOLVE(dup3); RESOLVE(poll);
 	RESOLVE(ppoll); RESOLVE(select); RESOLVE(pselect); RESOLVE(epoll_create);
 	RESOLVE(epoll_create1); RESOLVE(epoll_ctl); RESOLVE(epoll_wait);
-	RESOLVE(epoll_pwait); RESOLVE(sendfile); RESOLVE(sendfile64);
+	RESOLVE(epoll_pwait); RESOLVE(epoll_pwait2); RESOLVE(sendfile); RESOLVE(sendfile64);
 	RESOLVE(sigaction); RESOLVE(sendmmsg); RESOLVE(recvmmsg);
 }
 

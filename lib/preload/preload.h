@@ -65,6 +65,8 @@ struct pl_libc {
 	int (*epoll_ctl)(int, int, int, struct epoll_event *);
 	int (*epoll_wait)(int, struct epoll_event *, int, int);
 	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+	int (*epoll_pwait2)(int, struct epoll_event *, int, const struct timespec *,
+			    const sigset_t *);
 	ssize_t (*sendfile)(int, int, off_t *, size_t);
 	ssize_t (*sendfile64)(int, int, off64_t *, size_t);
 	int (*sigaction)(int, const struct sigaction *, struct sigaction *);

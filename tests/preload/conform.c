@@ -591,6 +591,13 @@ static void check_epoll(void)
 	printf("epoll_wait_data: %d data %u events %s\n", n, n > 0 ? out[0].data.u32 : 0,
 	       n > 0 ? evs((short)out[0].events) : "-");
 	printf("epoll_level_again: %d\n", epoll_wait(ep, out, 4, 0));
+	{
+		struct timespec zero = { 0, 0 }, bad = { 0, 2000000000L };
+
+		printf("epoll_pwait2_level: %d\n", epoll_pwait2(ep, out, 4, &zero, NULL));
+		printf("epoll_pwait2_bad_timespec: %s\n",
+		       rv(epoll_pwait2(ep, out, 4, &bad, NULL)));
+	}
 	if (write(pfd[1], "p", 1) != 1)
 		return;
 	n = epoll_wait(ep, out, 4, 1000);
