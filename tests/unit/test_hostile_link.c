@@ -1032,6 +1032,43 @@ static void test_never_reading_peer(void)
 	       "test_never_reading_peer: another connection on the same stacks transfers 4 MiB"
 	       " each way byte-exact");
 	tap_ok(minfree > p.a->r->n_bufs / 8, "test_never_reading_peer: the pools are not drained");
+	/* The sender gives up: it closes with its data unsent.  The orphan
+	 * must not outlive its probes' backoff however often the reader
+	 * answers (Linux tcp_probe_timer: an orphan goes once its backoff
+	 * reaches TCP_RTO_MAX), or a reader that never reads pins its send
+	 * queue for ever. */
+	{
+		struct side sa3 = { 0 }, sb3 = { 0 };
+		struct sl_sock *o;
+		uint32_t gen, free0;
+		uint64_t t0;
+
+		tap_ok(pair_connect(&p, &sa3, &sb3, sndbuf),
+		       "test_never_reading_peer: a third connection up");
+		side_pair(&sa3, &sb3, 63, MIB, 0);
+		sb3.no_read = sb3.no_shut = sa3.no_shut = true;
+		for (i = 0; i < 2000; i++) {
+			ns_step(p.a, p.b, 1000);
+			pump(&sa3);
+			pump(&sb3);
+		}
+		o = sl_sock(p.a, (uint32_t)sa3.sd);
+		gen = o->gen;
+		free0 = p.a->r->buf_free_count;
+		printf("# the sender closes with %u bytes queued, the reader holds %u unread\n",
+		       o->tcp.sndq_bytes, sl_sock(p.b, (uint32_t)sb3.sd)->rxq_bytes);
+		sluice_close(ST(p.a), sa3.sd);
+		t0 = vnow;
+		while (vnow - t0 < 30ull * 60 * 1000000 && o->gen == gen && o->type != SL_SOCK_FREE)
+			ns_step(p.a, p.b, 10000);
+		printf("# the orphan went after %.1f s; %u buffers back\n", (double)(vnow - t0) / 1e6,
+		       p.a->r->buf_free_count - free0);
+		tap_ok(o->gen != gen || o->type == SL_SOCK_FREE,
+		       "test_never_reading_peer: the sender's orphan goes in bounded time");
+		tap_ok(vnow - t0 < 10ull * 60 * 1000000,
+		       "test_never_reading_peer: within 10 minutes (%.0f s)", (double)(vnow - t0) / 1e6);
+		sluice_close(ST(p.b), sb3.sd);
+	}
 	/* The reader closes with unread data: RST (RFC 2525 2.17), and both
 	 * ends give everything back. */
 	sluice_close(ST(p.b), sb.sd);
