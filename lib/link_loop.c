@@ -37,6 +37,7 @@ struct loop_wire {
 	struct loop_end end[2];
 	struct loop_queue q[2];
 	struct sluice_loop_faults f;
+	struct sluice_loop_stats st;	/* sluice_link_loop_stats() */
 	uint64_t rng;
 	int refs;
 };
@@ -87,10 +88,15 @@ static int loop_tx(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint32_t
 	struct loop_frame *f;
 
 	(void)nh;
-	if (chance(w, w->f.loss_ppm))
+	w->st.frames++;
+	if (chance(w, w->f.loss_ppm)) {
+		w->st.lost++;
 		return 0;	/* lost on the wire: the sender cannot tell */
-	if (e->out->depth >= LOOP_DEPTH_MAX)
+	}
+	if (e->out->depth >= LOOP_DEPTH_MAX) {
+		w->st.dropped_full++;
 		return 0;
+	}
 	f = malloc(sizeof(*f) + len);
 	if (!f)
 		return -ENOBUFS;
@@ -101,15 +107,19 @@ static int loop_tx(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint32_t
 		uint64_t bit = rng_next(w) % (len * 8u);
 
 		f->data[bit / 8] ^= 1u << (bit % 8);
+		w->st.corrupted++;
 	}
 	if (chance(w, w->f.dup_ppm)) {
 		struct loop_frame *d = frame_copy(f);
 
-		if (d)
+		if (d) {
 			enqueue(e->out, d);
+			w->st.duplicated++;
+		}
 	}
 	if (!e->out->held && chance(w, w->f.reorder_ppm)) {
 		e->out->held = f;
+		w->st.reordered++;
 		return 0;
 	}
 	enqueue(e->out, f);
@@ -143,6 +153,7 @@ static int loop_rx(struct sl_link *l, struct sl_stack *s, int budget)
 		if (!q->head)
 			q->tail = NULL;
 		q->depth--;
+		e->wire->st.delivered++;
 		idx = sl_buf_alloc(s);
 		if (idx != SLUICE_IDX_NONE && f->len <= s->r->buf_size - SL_HEADROOM) {
 			memcpy(sl_buf_data(s, idx), f->data, f->len);
@@ -191,6 +202,16 @@ static const struct sl_link_ops loop_ops = {
 	.rx = loop_rx,
 	.close = loop_close,
 };
+
+int sluice_link_loop_stats(struct sluice_stack *st, struct sluice_loop_stats *out)
+{
+	struct sl_link *l = ((struct sl_stack *)st)->link;
+
+	if (!l || l->ops != &loop_ops)
+		return -ENODEV;
+	*out = ((struct loop_end *)l)->wire->st;
+	return 0;
+}
 
 int sluice_link_loop(struct sluice_stack *a, struct sluice_stack *b,
 		     const struct sluice_loop_faults *faults)

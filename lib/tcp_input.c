@@ -380,10 +380,12 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 	if (SEQ_GEQ(ack, tp->snd_una) &&
 	    (SEQ_LT(tp->snd_wl1, g->seq) ||
 	     (tp->snd_wl1 == g->seq && SEQ_LEQ(tp->snd_wl2, ack)))) {
-		/* Persist ends when the window opens: its probes' backoff is
-		 * not the RTO's (Linux tcp_ack_probe). */
-		if ((tp->tflags & SL_TF_PROBE) && wnd && tp->snd_una == tp->snd_max)
-			tp->backoff = 0;
+		/* Persist ends when the window opens enough to send into:
+		 * then tcp_output.c clears the probes' backoff as it sends
+		 * (Linux tcp_ack_probe).  A window that opens by less than the
+		 * sender may use (RFC 9293 3.8.6.2.1 SWS avoidance: a receiver
+		 * that never reads keeps the edge it advertised) leaves the
+		 * backoff running, or probes would go every 2 RTO forever. */
 		tp->snd_wnd = wnd;
 		tp->snd_wl1 = g->seq;
 		tp->snd_wl2 = ack;
@@ -802,13 +804,6 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		}
 	}
 
-	/* RFC 7323 4.3: remember the timestamp to echo. */
-	if ((tp->tflags & SL_TF_TS) && g->o.ts && SEQ_LEQ(g->seq, tp->last_ack_sent) &&
-	    (SEQ_GEQ(g->o.tsval, tp->ts_recent) || ts_stale)) {
-		tp->ts_recent = g->o.tsval;
-		tp->ts_recent_s = (uint32_t)(now_us / 1000000);
-	}
-
 	/* Second: RST (RFC 5961 3.2). */
 	if (g->flags & TH_RST_) {
 		if (seg_seq != tp->rcv_nxt) {
@@ -855,6 +850,17 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 	}
 	if (!ack_process(s, so, g, now_us))
 		goto out_ack;	/* RFC 5961 5.2: ACK it and drop it */
+	/* RFC 7323 4.3: remember the timestamp to echo, only from a segment
+	 * whose ACK was acceptable (as Linux since 2013: tcp_replace_ts_recent
+	 * after tcp_ack).  Taken before the RST, SYN and ACK checks, a blind
+	 * in-window segment with a huge TSval and a bad ACK would move
+	 * TS.Recent ahead of the real peer, whose segments PAWS then drops
+	 * (test_hostile_link: test_ack_flood_bad_seq). */
+	if ((tp->tflags & SL_TF_TS) && g->o.ts && SEQ_LEQ(g->seq, tp->last_ack_sent) &&
+	    (SEQ_GEQ(g->o.tsval, tp->ts_recent) || ts_stale)) {
+		tp->ts_recent = g->o.tsval;
+		tp->ts_recent_s = (uint32_t)(now_us / 1000000);
+	}
 	fin_acked = (tp->tflags & SL_TF_FIN_Q) && SEQ_GT(tp->snd_una, tp->snd_end);
 	switch (so->state) {
 	case SL_TCP_FIN_WAIT_1:

@@ -175,10 +175,17 @@ static void on_persist(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		tp->backoff = 0;	/* that was persist's, not the RTO's */
 		return;
 	}
+	d = (uint64_t)(tp->rto_us < SL_TCP_RTO_MIN_US ? SL_TCP_RTO_MIN_US : tp->rto_us)
+	    << tp->backoff;
 	/* Unanswered probes end the connection as unanswered retransmissions
-	 * do (Linux tcp_probe_timer); a peer that answers keeps it open. */
+	 * do (Linux tcp_probe_timer); a peer that answers keeps it open.  An
+	 * orphan (its program has closed it) goes once its backoff reaches
+	 * RTO_MAX, answered or not (Linux tcp_probe_timer with
+	 * tcp_orphan_retries 0), or a peer that never reads would pin its
+	 * send queue for ever (test_hostile_link: test_never_reading_peer). */
 	if (tp->keep_probes >= ((so->flags & SL_SF_ORPHAN) ? SL_TCP_ORPHAN_RETRIES :
-							      SL_TCP_DATA_RETRIES)) {
+							      SL_TCP_DATA_RETRIES) ||
+	    ((so->flags & SL_SF_ORPHAN) && d >= SL_TCP_RTO_MAX_US)) {
 		sl_tcp_send_ctl(s, so, TH_RST_ | TH_ACK_, tp->snd_nxt, now_us);
 		sl_tcp_done(s, so, tp->soft_err ? tp->soft_err : ETIMEDOUT);
 		return;

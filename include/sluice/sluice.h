@@ -106,6 +106,18 @@ struct sluice_loop_faults {
 /* Join two stacks by an in-memory wire; faults may be NULL. */
 int sluice_link_loop(struct sluice_stack *a, struct sluice_stack *b,
 		     const struct sluice_loop_faults *faults);
+/* What a loop link did to the frames it carried, both directions. */
+struct sluice_loop_stats {
+	uint64_t frames;	/* frames handed to the wire */
+	uint64_t lost;
+	uint64_t duplicated;
+	uint64_t reordered;	/* held back behind a later frame */
+	uint64_t corrupted;	/* one bit flipped */
+	uint64_t dropped_full;	/* wire queue full (LOOP_DEPTH_MAX frames) */
+	uint64_t delivered;	/* frames given to the receiving stack */
+};
+/* The counters of the loop link @st runs on; -ENODEV if it has none. */
+int sluice_link_loop_stats(struct sluice_stack *st, struct sluice_loop_stats *out);
 /* Open TAP device @ifname (created if absent) as this process's link. */
 int sluice_link_tap(struct sluice_stack *st, const char *ifname);
 /*

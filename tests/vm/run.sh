@@ -146,6 +146,8 @@ run_kernel() { # run_kernel VERSION
 	add_binary "$root" build/tests/interop/kpeer /opt/sluice/bin
 	# Hostile shared memory and process death on module stacks.
 	cp tests/vm/hostile.sh "$root/opt/sluice/bin/hostile.sh"
+	# Long transfers through netem (lossy.sh, its topology in netns.sh).
+	cp tests/vm/lossy.sh tests/vm/netns.sh "$root/opt/sluice/bin/"
 	add_binary "$root" build/tests/interop/scribble /opt/sluice/bin
 	add_binary "$root" "$(readlink -f /usr/sbin/ip)" /usr/sbin
 	[ -x /usr/sbin/tc ] && add_binary "$root" /usr/sbin/tc /usr/sbin
