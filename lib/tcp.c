@@ -381,6 +381,20 @@ static bool pool_has_room(const struct sl_stack *s)
 	return s->r->buf_free_count > reserve;
 }
 
+/* Put buffer idx at the tail of the send queue, numbered from snd_end. */
+static void sndq_append(struct sl_stack *s, struct sl_tcp_sock *tp, uint32_t idx)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+
+	b->seq = tp->snd_end;
+	b->next_idx = SLUICE_IDX_NONE;
+	if (tp->sndq_tail < s->r->n_bufs)
+		sl_buf(s, tp->sndq_tail)->next_idx = idx;
+	else
+		tp->sndq_head = idx;
+	tp->sndq_tail = idx;
+}
+
 static bool can_send(const struct sl_sock *so)
 {
 	return (so->state == SL_TCP_ESTABLISHED || so->state == SL_TCP_CLOSE_WAIT) &&
@@ -430,15 +444,8 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 			idx = sl_buf_alloc(s);
 			if (idx == SLUICE_IDX_NONE)
 				break;
-			b = sl_buf(s, idx);
-			b->seq = tp->snd_end;
-			b->aux = 0;
-			b->next_idx = SLUICE_IDX_NONE;
-			if (tp->sndq_tail < s->r->n_bufs)
-				sl_buf(s, tp->sndq_tail)->next_idx = idx;
-			else
-				tp->sndq_head = idx;
-			tp->sndq_tail = idx;
+			sl_buf(s, idx)->aux = 0;
+			sndq_append(s, tp, idx);
 		}
 		b = sl_buf(s, idx);
 		n = cap - b->aux;
@@ -596,14 +603,8 @@ ssize_t sl_tcp_send_return(struct sl_stack *s, struct sl_sock *so, uint32_t gen,
 		struct sluice_buf *b = sl_buf(s, idx);
 		uint32_t next = b->next_idx;
 
-		b->seq = tp->snd_end;
 		b->ts_us = 0;
-		b->next_idx = SLUICE_IDX_NONE;
-		if (tp->sndq_tail < s->r->n_bufs)
-			sl_buf(s, tp->sndq_tail)->next_idx = idx;
-		else
-			tp->sndq_head = idx;
-		tp->sndq_tail = idx;
+		sndq_append(s, tp, idx);
 		tp->snd_end += b->aux;
 		tp->sndq_bytes += b->aux;
 		done += b->aux;

@@ -40,6 +40,7 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
+. "$top/tests/host/nginx_conf.sh"
 
 want() { [[ ",$only," == *",$1,"* ]]; }
 have() { command -v "$1" >/dev/null || { echo "# $1 not installed: skipped (tests/vm/deps.sh)"; false; }; }
@@ -133,32 +134,10 @@ redis_rps() {	# MODE -> "SET GET" requests per second
 }
 
 nginx_rps() {	# MODE -> requests per second (wrk, 1 thread, 16 connections)
-	local mode=$1 p pre user=""
+	local mode=$1 p pre
 	p=$((18300 + RANDOM % 500))
 	pre=$(prefix "$mode" throughput)
-	mkdir -p "$tmp/www" "$tmp/logs"
-	head -c 4000 /dev/urandom | base64 >"$tmp/www/index.html"
-	[ "$(id -u)" = 0 ] && user="user root;"
-	cat >"$tmp/nginx.conf" <<EOF
-$user
-daemon off;
-master_process on;
-worker_processes 1;
-pid $tmp/nginx.pid;
-error_log $tmp/logs/error.log notice;
-events { worker_connections 256; }
-http {
-	access_log off;
-	sendfile on;
-	keepalive_requests 1000000;
-	client_body_temp_path $tmp/body;
-	proxy_temp_path $tmp/proxy;
-	fastcgi_temp_path $tmp/fastcgi;
-	uwsgi_temp_path $tmp/uwsgi;
-	scgi_temp_path $tmp/scgi;
-	server { listen 127.0.0.1:$p; root $tmp/www; }
-}
-EOF
+	nginx_conf "$tmp" "$p" 1
 	serve "$mode" "$p" $pre nginx -c "$tmp/nginx.conf" -p "$tmp"
 	taskset -c 0 $pre wrk -t 1 -c 16 -d "${secs}s" "http://127.0.0.1:$p/" >"$tmp/client.log" 2>&1
 	stop

@@ -44,33 +44,8 @@ if ! unshare -n true 2>/dev/null; then
 fi
 
 # A configuration of the test's own: every path in the temp directory.
-mkdir -p "$tmp/www" "$tmp/logs"
-head -c 4000 /dev/urandom | base64 >"$tmp/www/index.html"
-user=""
-[ "$(id -u)" = 0 ] && user="user root;"
-cat >"$tmp/nginx.conf" <<EOF
-$user
-daemon off;
-master_process on;
-worker_processes 2;
-pid $tmp/nginx.pid;
-error_log $tmp/logs/error.log notice;
-events { worker_connections 256; }
-http {
-	access_log off;
-	sendfile on;
-	keepalive_requests 100000;
-	client_body_temp_path $tmp/body;
-	proxy_temp_path $tmp/proxy;
-	fastcgi_temp_path $tmp/fastcgi;
-	uwsgi_temp_path $tmp/uwsgi;
-	scgi_temp_path $tmp/scgi;
-	server {
-		listen 127.0.0.1:18180;
-		root $tmp/www;
-	}
-}
-EOF
+. "$(dirname "$0")/nginx_conf.sh"
+nginx_conf "$tmp" 18180 2
 
 # run.sh MODE: nginx and wrk in this namespace, MODE sluice or kernel.
 cat >"$tmp/run.sh" <<EOS

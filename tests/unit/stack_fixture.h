@@ -48,9 +48,11 @@ static inline int cap_tx(struct sl_link *l, struct sl_stack *s, uint32_t idx, ui
 
 static const struct sl_link_ops cap_ops = { .name = "capture", .tx = cap_tx };
 
-static inline struct sl_stack *fx_stack(const char *tag, const char *ip, struct capture *cap)
+/* A real-time stack named t-TAG-PID on ip/24 with the sizes given. */
+static inline struct sl_stack *fx_stack_sized(const char *tag, const char *ip, uint32_t n_bufs,
+					      uint32_t max_sockets)
 {
-	struct sluice_stack_config cfg = { .n_bufs = 256, .max_sockets = 64 };
+	struct sluice_stack_config cfg = { .n_bufs = n_bufs, .max_sockets = max_sockets };
 	struct sluice_stack *st;
 	char name[32];
 	int ret;
@@ -64,6 +66,13 @@ static inline struct sl_stack *fx_stack(const char *tag, const char *ip, struct 
 		printf("Bail out! cannot create stack %s: %d\n", name, ret);
 		exit(1);
 	}
+	return (struct sl_stack *)st;
+}
+
+static inline struct sl_stack *fx_stack(const char *tag, const char *ip, struct capture *cap)
+{
+	struct sluice_stack *st = (struct sluice_stack *)fx_stack_sized(tag, ip, 256, 64);
+
 	sluice_stack_set_clock(st, fx_clock, NULL);
 	if (cap) {
 		memset(cap, 0, sizeof(*cap));

@@ -316,19 +316,7 @@ static int close_dead(struct sl_stack *s, pid_t dead)
 /* fx_stack's, with room for the connector's TIME-WAIT sockets. */
 static struct sl_stack *death_stack(const char *tag)
 {
-	struct sluice_stack_config cfg = { .n_bufs = 512, .max_sockets = 1024 };
-	struct sluice_stack *st;
-	char name[32];
-
-	snprintf(name, sizeof(name), "t-%s-%d", tag, (int)getpid());
-	sluice_stack_destroy(name);
-	inet_pton(AF_INET, "10.6.0.1", &cfg.ip_addr);
-	inet_pton(AF_INET, "255.255.255.0", &cfg.ip_mask);
-	if (sluice_stack_create(name, &cfg, &st)) {
-		printf("Bail out! cannot create stack %s\n", name);
-		exit(1);
-	}
-	return (struct sl_stack *)st;
+	return fx_stack_sized(tag, "10.6.0.1", 512, 1024);
 }
 
 static void one_round(int round, enum action a, uint32_t delay_us)

@@ -52,19 +52,7 @@ static size_t pick(uint64_t *x)
 
 static struct sl_stack *make_stack(const char *tag, unsigned int bufs)
 {
-	struct sluice_stack_config cfg = { .n_bufs = bufs, .max_sockets = 16 };
-	struct sluice_stack *st;
-	char name[32];
-
-	snprintf(name, sizeof(name), "t-%s-%d", tag, (int)getpid());
-	sluice_stack_destroy(name);
-	inet_pton(AF_INET, "10.6.0.1", &cfg.ip_addr);
-	inet_pton(AF_INET, "255.255.255.0", &cfg.ip_mask);
-	if (sluice_stack_create(name, &cfg, &st)) {
-		printf("Bail out! cannot create stack %s\n", name);
-		exit(1);
-	}
-	return (struct sl_stack *)st;
+	return fx_stack_sized(tag, "10.6.0.1", bufs, 16);
 }
 
 static int wait_child(pid_t pid)

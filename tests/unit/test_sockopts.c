@@ -27,19 +27,7 @@ static double now_s(void)
 /* Room for every connection's TIME-WAIT slot (fx_stack has 64). */
 static struct sl_stack *stack(const char *tag)
 {
-	struct sluice_stack_config cfg = { .n_bufs = 512, .max_sockets = 512 };
-	struct sluice_stack *st;
-	char name[32];
-
-	snprintf(name, sizeof(name), "t-%s-%d", tag, (int)getpid());
-	sluice_stack_destroy(name);
-	inet_pton(AF_INET, "10.7.0.1", &cfg.ip_addr);
-	inet_pton(AF_INET, "255.255.255.0", &cfg.ip_mask);
-	if (sluice_stack_create(name, &cfg, &st)) {
-		printf("Bail out! cannot create stack %s\n", name);
-		exit(1);
-	}
-	return (struct sl_stack *)st;
+	return fx_stack_sized(tag, "10.7.0.1", 512, 512);
 }
 
 static int sock_opt(struct sl_stack *s, int type, int name, int on)
