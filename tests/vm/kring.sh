@@ -26,38 +26,9 @@ TC=/usr/sbin/tc
 NS=slk-peer
 S=10.77.0.1
 K=10.77.0.2
-n=0
-fail=0
-tap() { # tap ok|fail DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" = ok ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi
-}
-check() { # check DESCRIPTION COMMAND...
-	d=$1
-	shift
-	if "$@"; then tap ok "$d"; else tap fail "$d"; fi
-}
-# expect WANT DESCRIPTION COMMAND...: the command prints WANT (last line).
-expect() {
-	want=$1 d=$2
-	shift 2
-	got=$("$@" 2>&1 | tail -n 1)
-	if [ "$got" = "$want" ]; then tap ok "$d"; else tap fail "$d"; echo "#   got '$got', want '$want'"; fi
-}
-skip_all() {
-	tap ok "kring interop # SKIP $1"
-	echo "1..$n"
-	exit 0
-}
+SUITE="kring interop"
+. /opt/sluice/bin/tap.sh
 in_ns() { $IP netns exec "$NS" "$@"; }
-wait_ready() { # wait_ready FILE
-	i=0
-	while [ $i -lt 100 ] && ! grep -qx ready "$1" 2>/dev/null; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	grep -qx ready "$1"
-}
 cleanup() {
 	for p in $srv $ksrv $klis $gone $hand; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null

@@ -12,30 +12,8 @@ PATH=/opt/sluice/bin:$PATH
 STACK=lossy
 BYTES=${LOSSY_BYTES:-4194304}
 NETEM="delay 5ms reorder 10% 50% loss 1% duplicate 1% corrupt 0.5%"
-n=0
-fail=0
-tap() { # tap ok|fail DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" = ok ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi
-}
-check() { # check DESCRIPTION COMMAND...
-	d=$1
-	shift
-	if "$@"; then tap ok "$d"; else tap fail "$d"; fi
-}
-skip_all() {
-	tap ok "lossy links # SKIP $1"
-	echo "1..$n"
-	exit 0
-}
-wait_ready() { # wait_ready FILE
-	i=0
-	while [ $i -lt 100 ] && ! grep -qx ready "$1" 2>/dev/null; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	grep -qx ready "$1"
-}
+SUITE="lossy links"
+. /opt/sluice/bin/tap.sh
 ctr() { # ctr NAME: a counter of the stack's last dump
 	v=$(sed -n "s/^  $1 *\([0-9]*\) .*/\1/p" /tmp/lossy-dump.out | head -n 1)
 	echo "${v:-0}"

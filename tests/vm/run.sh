@@ -139,6 +139,8 @@ run_kernel() { # run_kernel VERSION
 		add_binary "$root" "$t" /opt/sluice/bin
 	done
 	cp tests/vm/demo.sh "$root/opt/sluice/bin/demo.sh"
+	# TAP helpers the suites source.
+	cp tests/vm/tap.sh "$root/opt/sluice/bin/tap.sh"
 	# The kring interop suite: both peers, and iproute2 and tc, which
 	# busybox's ip and tc cannot stand in for (veth, netns, netem).
 	cp tests/vm/kring.sh "$root/opt/sluice/bin/kring.sh"

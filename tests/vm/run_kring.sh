@@ -26,22 +26,8 @@ NS=slr-peer
 S=10.79.0.1
 K=10.79.0.2
 ST=rk
-n=0
-fail=0
-tap() { # tap ok|fail DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" = ok ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi
-}
-check() { # check DESCRIPTION COMMAND...
-	d=$1
-	shift
-	if "$@"; then tap ok "$d"; else tap fail "$d"; fi
-}
-skip_all() {
-	tap ok "sluice run on kring # SKIP $1"
-	echo "1..$n"
-	exit 0
-}
+SUITE="sluice run on kring"
+. /opt/sluice/bin/tap.sh
 in_ns() { $IP netns exec "$NS" "$@"; }
 # Under sluice run on the stack, or in the peer namespace; bounded.
 srun() { timeout 120 sluice run --stack $ST --ifname slr0 -- "$@"; }
