@@ -382,7 +382,13 @@ static bool tcp_test(const char *peer, int conns, long bytes)
 		}
 		sluice_close(st, sd[c]);
 	}
-	printf("# tcp %d x %ld bytes each way: %.1f s\n", conns, bytes, now_s() - start);
+	{
+		double secs = now_s() - start;
+
+		/* Payload echoed back (both directions carry it once). */
+		printf("# tcp %d x %ld bytes each way: %.2f s, %.2f MB/s echoed\n", conns, bytes,
+		       secs, secs > 0 ? (double)conns * bytes / secs / 1e6 : 0.0);
+	}
 	return ret == 0;
 }
 
