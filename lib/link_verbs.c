@@ -723,6 +723,8 @@ int sl_verbs_rx_cq(struct verbs_link *v, struct sl_stack *s, int budget)
 	if (now_ms - v->last_timer_ms >= 100) {
 		v->last_timer_ms = now_ms;
 		arp_timer(v, s, now_ms);
+		if (v->enhanced)
+			sl_verbs_flows_reconcile(v, s);
 	}
 	while (n < budget) {
 		int want = budget - n < VERBS_WC_BATCH ? budget - n : VERBS_WC_BATCH;
@@ -1345,6 +1347,7 @@ int sluice_verbs_info(struct sluice_stack *st, struct sluice_verbs_info *info)
 	info->rx_posts = v->rx_posts;
 	info->enhanced = v->enhanced;
 	info->flow_err = v->flow_err;
+	info->flow_last_err = v->flow_last_err;
 	for (uint32_t i = 0; v->flows && i < VERBS_FLOWS_MAX; i++)
 		info->flows += v->flows[i].flow != NULL;
 	return 0;

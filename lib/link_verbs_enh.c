@@ -11,8 +11,9 @@
  *    mlx5 refuses any other attribute on an underlay QP (mlx5_ib_modify_qp:
  *    "invalid attr_mask ... when underlay QP is used"); P_Key, port and
  *    Q_Key are the interface's.  Sends name the Q_Key in each WR.
- *  - Steering: one flow rule per module filter of the stack, made and
- *    removed with it (filter.c calls the link): IBV_FLOW_SPEC_IPV4 (the
+ *  - Steering: one flow rule per module filter this process adds, made
+ *    and removed with it (filter.c calls the link; see filter_held() for
+ *    other processes' filters): IBV_FLOW_SPEC_IPV4 (the
  *    local address, the remote one for a 5-tuple) + IBV_FLOW_SPEC_TCP or
  *    _UDP (ports), no L2 spec (an IPoIB port has no Ethernet header to
  *    match); 5-tuple rules at priority 0, before 3-tuple (listening,
@@ -105,6 +106,8 @@ static int flow_add(struct verbs_link *v, const struct sluice_filter *f)
 	if (!slot->flow)
 		return errno ? -errno : -EINVAL;
 	slot->filter_id = f->id;
+	slot->lport = f->lport;
+	slot->protocol = f->protocol;
 	return 0;
 }
 
@@ -112,9 +115,16 @@ void sl_verbs_flow_add(struct sl_link *l, struct sl_stack *s, const struct sluic
 {
 	struct verbs_link *v = enh_of(l);
 
+	int ret;
+
 	(void)s;
-	if (v && flow_add(v, f))
+	if (!v)
+		return;
+	ret = flow_add(v, f);
+	if (ret) {
 		v->flow_err++;
+		v->flow_last_err = ret;
+	}
 }
 
 void sl_verbs_flow_del(struct sl_link *l, struct sl_stack *s, uint32_t id)
@@ -133,27 +143,45 @@ void sl_verbs_flow_del(struct sl_link *l, struct sl_stack *s, uint32_t id)
 		}
 }
 
-/* Lock held: rules for the filters the stack holds already (sockets of
- * this and other processes); 0 or the first error. */
-static int flows_existing(struct verbs_link *v, struct sl_stack *s)
+/*
+ * Rules are per process: a process makes the rules of the filters it adds
+ * (a forked child's sockets keep the parent's until their filter goes),
+ * so no filter has two rules on two QPs (mlx5 would deliver to both).
+ * A filter deleted by another process (a listener's port taken over and
+ * then let go there) is noticed here, by the stack-wide count of
+ * deletions, and its rule dropped.  What has no rule in a live process
+ * reaches the stack through the rings.
+ */
+static bool filter_held(struct sl_stack *s, const struct verbs_flow *f)
 {
-	for (uint32_t i = 0; i < s->r->max_sockets; i++) {
-		struct sl_sock *so = sl_sock(s, i);
-		struct sluice_filter f;
-		int ret;
+	unsigned int guard = 0;
+	uint8_t type = f->protocol == IPPROTO_TCP ? SL_SOCK_TCP : SL_SOCK_UDP;
 
-		if (so->type == SL_SOCK_FREE || !(so->flags & SL_SF_FILTER))
-			continue;
-		memset(&f, 0, sizeof(f));
-		f.protocol = so->type == SL_SOCK_TCP ? IPPROTO_TCP : IPPROTO_UDP;
-		f.laddr = so->filter_laddr;
-		f.lport = so->lport;
-		f.id = so->filter_id;
-		ret = flow_add(v, &f);
-		if (ret)
-			return ret;
+	for (uint32_t i = sl_sock_port_head(s, f->lport);
+	     i < s->r->max_sockets && guard++ < s->r->max_sockets;) {
+		struct sl_sock *o = sl_sock(s, i);
+
+		i = o->port_next;
+		if (o->type == type && o->lport == f->lport && (o->flags & SL_SF_FILTER) &&
+		    o->filter_id == f->filter_id)
+			return true;
 	}
-	return 0;
+	return false;
+}
+
+void sl_verbs_flows_reconcile(struct verbs_link *v, struct sl_stack *s)
+{
+	uint64_t dels = sl_counter_sum(s, SL_C_filter_del) + sl_counter_sum(s, SL_C_filter_err);
+
+	if (!v->flows || dels == v->filter_dels_seen)
+		return;
+	v->filter_dels_seen = dels;
+	for (uint32_t i = 0; i < VERBS_FLOWS_MAX; i++)
+		if (v->flows[i].flow && !filter_held(s, &v->flows[i])) {
+			if (VB->destroy_flow(v->flows[i].flow))
+				v->flow_err++;
+			v->flows[i].flow = NULL;
+		}
 }
 
 static void why(char *buf, size_t len, const char *fmt, ...)
@@ -294,22 +322,15 @@ static int enh_setup(struct verbs_link *v, const struct sluice_ifinfo *ii, char 
 		why(msg, len, "arming the completion queue: %s", strerror(ret));
 		return -ret;
 	}
-	/* Rules for the filters there are, and the link in place, under one
-	 * hold of the lock: no filter added in between goes without a rule. */
 	ret = sl_lock(s);
 	if (ret)
 		return ret;
-	ret = flows_existing(v, s);
-	if (ret == -EPERM)
-		why(msg, len, "flow steering rules need CAP_NET_RAW");
-	else if (ret)
-		why(msg, len, "flow steering on %s refused a rule: %s", ii->ib_dev, strerror(-ret));
-	if (!ret) {
-		ret = sl_verbs_start(v);
-		if (ret)
-			why(msg, len, "no packet buffers for the receive queue");
-	}
-	if (!ret)
+	v->filter_dels_seen = sl_counter_sum(s, SL_C_filter_del) +
+			      sl_counter_sum(s, SL_C_filter_err);
+	ret = sl_verbs_start(v);
+	if (ret)
+		why(msg, len, "no packet buffers for the receive queue");
+	else
 		s->link = &v->link;
 	sl_unlock(s);
 	return ret;
@@ -339,6 +360,7 @@ int sluice_link_device(struct sluice_stack *st, struct sluice_link_report *rep)
 		why(rep->why, sizeof(rep->why), "interface facts (IFINFO): %s", strerror(-ret));
 		rep->verbs_err = ret;
 	} else if (!(ii.ib_flags & SLUICE_IB_IPOIB)) {
+		/* Ethernet and the rest: kring is the link, nothing missing. */
 		why(rep->why, sizeof(rep->why), "%s is not an IPoIB interface", ii.name);
 		ret = -EOPNOTSUPP;
 	} else if (ii.ib_flags & SLUICE_IB_CONNECTED) {
@@ -353,6 +375,7 @@ int sluice_link_device(struct sluice_stack *st, struct sluice_link_report *rep)
 		why(rep->why, sizeof(rep->why), "%s offers no flow steering", ii.ib_dev);
 		ret = -EOPNOTSUPP;
 	}
+	rep->ipoib = !rep->verbs_err && (ii.ib_flags & SLUICE_IB_IPOIB);
 	if (!ret)
 		rep->verbs_err = 0;
 	else if (!rep->verbs_err)

@@ -39,6 +39,8 @@ struct verbs_neigh {
 /* A flow rule mirroring one module filter (enhanced mode). */
 struct verbs_flow {
 	uint32_t filter_id;
+	uint16_t lport;			/* network order */
+	uint8_t protocol;
 	struct ibv_flow *flow;		/* NULL: slot free */
 };
 
@@ -100,6 +102,8 @@ struct verbs_link {
 	uint64_t tx_posts, tx_wrs;	/* post_send calls, WRs they carried */
 	uint64_t rx_posts;		/* post_recv calls */
 	uint64_t flow_err;
+	int flow_last_err;
+	uint64_t filter_dels_seen;	/* stack-wide filter deletions handled */
 	int last_wc_status;
 	int tx_last_err;
 	unsigned int tx_last_err_len;
@@ -128,6 +132,9 @@ int sl_verbs_rx_cq(struct verbs_link *v, struct sl_stack *s, int budget);
 void sl_verbs_flush(struct sl_link *l, struct sl_stack *s);
 
 /* link_verbs_enh.c */
+/* Lock held, from the receive timer: drop rules whose filter went away
+ * in another process (filter.c told only that process's link). */
+void sl_verbs_flows_reconcile(struct verbs_link *v, struct sl_stack *s);
 void sl_verbs_flow_add(struct sl_link *l, struct sl_stack *s, const struct sluice_filter *f);
 void sl_verbs_flow_del(struct sl_link *l, struct sl_stack *s, uint32_t id);
 /* The attributes of one flow rule for filter f (exposed for the tests). */

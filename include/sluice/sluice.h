@@ -169,6 +169,7 @@ struct sluice_verbs_info {
 	int enhanced;		/* 1: source-QPN QP of an IPoIB interface */
 	uint32_t flows;		/* flow rules installed now (enhanced) */
 	uint64_t flow_err;	/* flow rules the device refused (enhanced) */
+	int flow_last_err;	/* the last refusal's -errno (-EPERM: CAP_NET_RAW) */
 };
 
 int sluice_link_verbs(struct sluice_stack *st, const struct sluice_verbs_config *cfg);
@@ -188,6 +189,7 @@ struct sluice_link_report {
 	char link[16];		/* "verbs-enhanced" or "kring" */
 	int verbs_err;		/* why not enhanced verbs: -errno, or 0 */
 	int kring_err;		/* the kring link's -errno, or 0 */
+	int ipoib;		/* 1: the module says the interface is IPoIB */
 	char why[160];		/* verbs_err in words */
 };
 int sluice_link_device(struct sluice_stack *st, struct sluice_link_report *rep);
