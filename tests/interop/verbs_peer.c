@@ -193,6 +193,10 @@ static void finish(int code)
 		       (unsigned long long)info.tx_timeout, (unsigned long long)info.rx_wc_err,
 		       info.last_wc_status, info.tx_last_err, info.tx_last_err_len,
 		       (unsigned long long)info.rx_post_err, info.rx_posted);
+	if (sluice_verbs_info(st, &info) == 0)
+		printf("# verbs: %llu send WRs in %llu post_send calls, %llu post_recv calls\n",
+		       (unsigned long long)info.tx_wrs, (unsigned long long)info.tx_posts,
+		       (unsigned long long)info.rx_posts);
 	sluice_stack_close(st);
 	sluice_stack_destroy(stack_name);
 	if (linger) {
