@@ -116,7 +116,9 @@ struct verbs_link {
 
 struct sluice_ifinfo;
 
-/* link_verbs.c: the shared parts. */
+/* link_verbs.c and link_verbs_setup.c: the shared parts. */
+struct ibv_ah *sl_verbs_ah_make(struct verbs_link *v, const uint8_t gid[16],
+				 const struct sluice_neigh_resolve *nr);
 extern const struct sl_link_ops sl_verbs_ops;
 struct verbs_link *sl_verbs_alloc(struct sl_stack *s, uint32_t rq_size, uint32_t sq_size);
 void sl_verbs_free(struct verbs_link *v);
