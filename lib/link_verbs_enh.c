@@ -356,8 +356,18 @@ int sluice_link_device(struct sluice_stack *st, struct sluice_link_report *rep)
 	ii.size = sizeof(ii);
 	ii.ifindex = s->ifindex;
 	ret = VB->ifinfo(&ii);
+	rep->ipoib = !ret && (ii.ib_flags & SLUICE_IB_IPOIB);
+	/* What the module says is still checked before use. */
+	ii.ib_dev[sizeof(ii.ib_dev) - 1] = '\0';
+	ii.name[sizeof(ii.name) - 1] = '\0';
 	if (ret) {
 		why(rep->why, sizeof(rep->why), "interface facts (IFINFO): %s", strerror(-ret));
+		rep->verbs_err = ret;
+	} else if ((ii.ib_flags & SLUICE_IB_IPOIB) &&
+		   (!ii.ib_port || ii.ib_port > 255 || !ii.ib_dev[0] || ii.qpn > SL_IPOIB_QPN_MASK)) {
+		why(rep->why, sizeof(rep->why), "IFINFO: bad IPoIB facts (port %u, device \"%s\", "
+		    "QPN 0x%x)", ii.ib_port, ii.ib_dev, ii.qpn);
+		ret = -EPROTO;
 		rep->verbs_err = ret;
 	} else if (!(ii.ib_flags & SLUICE_IB_IPOIB)) {
 		/* Ethernet and the rest: kring is the link, nothing missing. */
@@ -375,7 +385,6 @@ int sluice_link_device(struct sluice_stack *st, struct sluice_link_report *rep)
 		why(rep->why, sizeof(rep->why), "%s offers no flow steering", ii.ib_dev);
 		ret = -EOPNOTSUPP;
 	}
-	rep->ipoib = !rep->verbs_err && (ii.ib_flags & SLUICE_IB_IPOIB);
 	if (!ret)
 		rep->verbs_err = 0;
 	else if (!rep->verbs_err)

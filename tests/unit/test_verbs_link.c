@@ -355,6 +355,7 @@ static void test_fallbacks(void)
 		{ "no flow steering", SLUICE_IB_IPOIB | SLUICE_IB_SOURCE_QPN, VD_NCALLS, 0,
 		  -EOPNOTSUPP, "flow steering", false },
 		{ "IFINFO fails", 0, VD_ifinfo, ENOTTY, -ENOTTY, "IFINFO", false },
+		{ "IFINFO port 0", 0x40000000u, VD_NCALLS, 0, -EPROTO, "bad IPoIB facts", false },
 		{ "no such device", 0, VD_open_device, ENODEV, -ENODEV, "opening ib device mlx5_0",
 		  false },
 		{ "port query", 0, VD_query_port, EIO, -EIO, "port 1", false },
@@ -378,7 +379,9 @@ static void test_fallbacks(void)
 		int lsd = -1, ret;
 
 		enh_device(0);
-		if (c->ib_flags)
+		if (c->ib_flags & 0x40000000u)
+			vd.ifinfo.ib_port = 0;	/* a module's nonsense */
+		else if (c->ib_flags)
 			vd.ifinfo.ib_flags = c->ib_flags & ~0x80000000u;
 		if (c->fail != VD_NCALLS)
 			vd.fail[c->fail] = c->err;
@@ -390,6 +393,8 @@ static void test_fallbacks(void)
 		ret = sluice_link_device(ST(s), &rep);
 		tap_ok(ret == 0 && !strcmp(rep.link, "kring") && s->link == &vd.kring,
 		       "fallback %s: the kring link (ret %d, %s)", c->what, ret, rep.link);
+		tap_ok(rep.ipoib == (c->ib_flags != 0x80000000u && c->fail != VD_ifinfo),
+		       "fallback %s: ipoib %d as IFINFO said", c->what, rep.ipoib);
 		tap_ok(rep.verbs_err == c->want && strstr(rep.why, c->why),
 		       "fallback %s: %d \"%s\"", c->what, rep.verbs_err, rep.why);
 		tap_ok(vd.live == 0 && vd.n_ah_live == 0,
