@@ -442,10 +442,10 @@ static int verbs_tx_resolve(struct verbs_link *v, struct sl_stack *s, uint32_t i
 		ret = kneigh_ask(v, s, n, now_ms);
 		if (!ret)
 			return verbs_send(v, s, idx, ETHERTYPE_IP_, n->ah, n->qpn);
-		if (ret != -EINPROGRESS) {
-			neigh_clear(v, s, n);
+		/* Failed: the entry stays, so the next packets wait for the
+		 * timer's next question instead of asking (a syscall) each. */
+		if (ret != -EINPROGRESS)
 			return ret;
-		}
 	}
 	/* Hold a copy of the newest packet; the buffer itself is borrowed. */
 	hold = sl_buf_alloc(s);
@@ -508,11 +508,10 @@ static void arp_timer(struct verbs_link *v, struct sl_stack *s, uint64_t now_ms)
 			arp_send(v, s, 1, NULL, n->ip);
 			continue;
 		}
+		/* Until it answers or the tries run out (then dropped above). */
 		ret = kneigh_ask(v, s, n, now_ms);
 		if (!ret)
 			neigh_release_hold(v, s, n);
-		else if (ret != -EINPROGRESS)
-			neigh_clear(v, s, n);
 	}
 }
 

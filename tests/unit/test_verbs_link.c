@@ -603,6 +603,27 @@ static void test_plain_ib(void)
 	sluice_stack_poll(ST(s));
 	tap_ok(vd.n_sent == 1 && vd.sent[0].remote_qpn == PEER_QPN && vd.ahs[0].dlid == 0x17 &&
 	       vd.ahs[0].sl == 3, "ib plain: path valid: sent through an AH with DLID and SL");
+	/* A neighbour the module fails: asked once, not for every packet;
+	 * asked again by the timer, dropped after its tries. */
+	{
+		struct sockaddr_in gone = fx_addr("10.9.0.9", 7);
+		int asked = vd.calls[VD_neigh_resolve];
+
+		vd.nr.state = SLUICE_NEIGH_RES_FAILED;
+		for (int i = 0; i < 5; i++)
+			sluice_sendto(ST(s), usd, "z", 1, 0, &gone);
+		tap_eq(vd.calls[VD_neigh_resolve] - asked, 1,
+		       "ib plain: a failed neighbour is asked once for 5 packets");
+		for (int i = 0; i < 40; i++) {
+			fx_clock_us += 110000;
+			sluice_stack_poll(ST(s));
+		}
+		tap_eq(vd.calls[VD_neigh_resolve] - asked, 30,
+		       "ib plain: asked again by the timer, 30 times in all, then given up");
+		for (int i = 0; i < 3; i++)
+			sluice_sendto(ST(s), usd, "z", 1, 0, &gone);
+		tap_eq(vd.calls[VD_neigh_resolve] - asked, 31, "ib plain: given up: the next packet asks afresh");
+	}
 	sluice_close(ST(s), usd);
 	s->link->ops->close(s->link);
 	s->module_backed = false;
