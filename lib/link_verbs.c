@@ -180,6 +180,23 @@ static int neigh_set(struct verbs_link *v, struct verbs_neigh *n, uint32_t qpn,
 
 /* ---- sending ---------------------------------------------------------- */
 
+/*
+ * A fork()ed child inherits this struct but not the use of what verbs made:
+ * the QP, CQs and their state here are the parent's (rdma-core maps their
+ * buffers MADV_DONTFORK), and destroying them through the inherited uverbs
+ * fd would destroy the parent's.  The child's stack drops to the kring
+ * link underneath (its rings are shared across fork), or to no link, and
+ * leaves everything verbs made, posted buffers included, to the parent.
+ */
+static bool verbs_forked(struct verbs_link *v)
+{
+	if (v->owner == sl_self_pid())
+		return false;
+	if (v->stack->link == &v->link)
+		v->stack->link = v->under;
+	return true;
+}
+
 /* Take completions; with wait, until at least one ring slot is free.
  * 0, or -ETIMEDOUT / -EIO. */
 static int tx_reap(struct verbs_link *v, bool wait)
@@ -258,6 +275,12 @@ void sl_verbs_flush(struct sl_link *l, struct sl_stack *s)
 {
 	struct verbs_link *v = V(l);
 
+	if (verbs_forked(v)) {
+		l->tx_pending = false;
+		if (v->under && v->under->tx_pending && v->under->ops->flush)
+			v->under->ops->flush(v->under, s);
+		return;
+	}
 	if (tx_post(v))
 		sl_count(s, SL_C_link_tx_err);
 	tx_reap(v, false);
@@ -402,7 +425,11 @@ static int verbs_tx_resolve(struct verbs_link *v, struct sl_stack *s, uint32_t i
 static int verbs_tx(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint32_t nh)
 {
 	struct verbs_link *v = V(l);
-	int ret = verbs_tx_resolve(v, s, idx, nh);
+	int ret;
+
+	if (verbs_forked(v))
+		return v->under ? v->under->ops->tx(v->under, s, idx, nh) : -ENETDOWN;
+	ret = verbs_tx_resolve(v, s, idx, nh);
 
 	if (ret) {
 		v->tx_last_err = ret;
@@ -746,6 +773,8 @@ static int verbs_rx(struct sl_link *l, struct sl_stack *s, int budget)
 	struct verbs_link *v = V(l);
 	int n;
 
+	if (verbs_forked(v))
+		return v->under ? v->under->ops->rx(v->under, s, budget) : 0;
 	if (v->ev_signalled) {
 		uint64_t x;
 
@@ -778,6 +807,8 @@ static int verbs_fd(struct sl_link *l)
 	void *cq_ctx;
 	int guard = 64;
 
+	if (verbs_forked(v))
+		return v->under && v->under->ops->fd ? v->under->ops->fd(v->under) : -1;
 	while (guard-- > 0 && VB->get_cq_event(v->chan, &cq, &cq_ctx) == 0)
 		VB->ack_cq_events(cq, 1);
 	if (VB->req_notify_cq(v->rcq, 0))
@@ -805,8 +836,10 @@ static void verbs_close(struct sl_link *l)
 	struct sl_link *under = v->under;
 
 	s->link = NULL;
-	sl_verbs_destroy(v);
-	sl_verbs_return_bufs(v);
+	if (v->owner == sl_self_pid()) {
+		sl_verbs_destroy(v);
+		sl_verbs_return_bufs(v);
+	}
 	sl_verbs_free(v);
 	/* Enhanced: the kring link goes last, with the module filters. */
 	if (under) {

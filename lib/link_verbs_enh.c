@@ -81,7 +81,8 @@ static struct verbs_link *enh_of(struct sl_link *l)
 {
 	struct verbs_link *v = (struct verbs_link *)l;
 
-	return v->enhanced && v->flows ? v : NULL;
+	/* A forked child's filters take the rings (link_verbs.c). */
+	return v->enhanced && v->flows && v->owner == sl_self_pid() ? v : NULL;
 }
 
 /* 0, or -errno of the device (the filter still works, through the rings). */

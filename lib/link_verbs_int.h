@@ -47,6 +47,7 @@ struct verbs_flow {
 struct verbs_link {
 	struct sl_link link;
 	struct sl_stack *stack;
+	pid_t owner;			/* the process that made it (see verbs_forked()) */
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;

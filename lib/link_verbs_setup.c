@@ -280,6 +280,7 @@ struct verbs_link *sl_verbs_alloc(struct sl_stack *s, uint32_t rq_size, uint32_t
 		return NULL;
 	v->link.ops = &sl_verbs_ops;
 	v->stack = s;
+	v->owner = sl_self_pid();
 	v->port = 1;
 	v->qkey = SL_IPOIB_QKEY_DEFAULT;
 	v->rq_size = rq_size ? rq_size : VERBS_RQ_DEFAULT;

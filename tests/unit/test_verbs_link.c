@@ -19,6 +19,7 @@
  *    destroyed) when unanswered, ARP again after.
  */
 #include <sys/socket.h>
+#include <sys/wait.h>
 
 #include "verbs_double.h"
 #include "filter_fake.h"
@@ -264,6 +265,57 @@ static void test_enhanced_attrs(void)
 	tap_eq(vd.live, 0, "enh: close: every verbs object destroyed");
 	tap_eq(s->r->buf_free_count, free0, "enh: close: every buffer back in the pool");
 	mod_destroy(s);
+}
+
+/*
+ * fork(): the child must not touch the parent's verbs objects (using them
+ * corrupts the parent's queues, destroying them through the shared uverbs
+ * fd destroys the parent's): its stack drops to the kring link.
+ */
+static void test_enhanced_fork(void)
+{
+	struct sl_stack *s = mod_stack("vfork");
+	struct sockaddr_in peer = fx_addr("10.9.0.2", 7), us = fx_addr("10.9.0.1", 6100);
+	struct sluice_link_report rep;
+	int usd, status = -1, flows;
+	pid_t pid;
+
+	enh_device(0);
+	tap_eq(sluice_link_device(ST(s), &rep), 0, "fork: linked");
+	usd = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
+	sluice_bind(ST(s), usd, &us);
+	flows = vd.n_flows_live;
+	pid = fork();
+	if (pid == 0) {
+		/* In the child: every verbs call counted from here is a defect. */
+		int calls = 0, bad = 0, s2;
+		struct sockaddr_in us2 = fx_addr("10.9.0.1", 6101);
+
+		memset(vd.calls, 0, sizeof(vd.calls));
+		vd.n_post_send = vd.n_post_recv = 0;
+		sluice_sendto(ST(s), usd, "child", 5, 0, &peer);
+		sluice_stack_poll(ST(s));
+		s2 = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
+		sluice_bind(ST(s), s2, &us2);
+		sluice_close(ST(s), s2);
+		if (s->link != &vd.kring)
+			bad |= 1;
+		s->link->ops->close(s->link);
+		for (int i = 0; i < VD_NCALLS; i++)
+			calls += vd.calls[i];
+		if (calls || vd.n_post_send || vd.n_post_recv || vd.n_flows_destroyed)
+			bad |= 2;
+		_exit(bad);
+	}
+	waitpid(pid, &status, 0);
+	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	       "fork: the child's stack runs on the kring link, no verbs call made there "
+	       "(status %d)", status);
+	tap_eq(vd.n_flows_live, flows, "fork: the parent's rules untouched");
+	tap_ok(s->link && !strcmp(s->link->ops->name, "verbs"), "fork: the parent keeps verbs");
+	sluice_close(ST(s), usd);
+	mod_destroy(s);
+	tap_eq(vd.live, 0, "fork: the parent's close frees everything");
 }
 
 /* The 5-tuple rule (a connected socket's filter) beats the 3-tuple one. */
@@ -635,6 +687,7 @@ int main(void)
 {
 	test_enhanced_attrs();
 	test_flow_rule_5tuple();
+	test_enhanced_fork();
 	test_enhanced_no_csum();
 	test_fallbacks();
 	test_plain_batching();
