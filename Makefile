@@ -35,7 +35,8 @@ LIBS := -libverbs
 
 LIB_SRCS := lib/device.c lib/csum.c lib/region.c lib/buf.c lib/lock.c lib/sock.c lib/timer.c lib/tcp.c lib/tcp_input.c lib/tcp_output.c lib/tcp_timer.c lib/tcp_cc.c \
 	lib/ip.c lib/icmp.c lib/udp.c lib/api.c lib/link_loop.c lib/eth.c lib/link_tap.c \
-	lib/kring.c lib/link_kring.c lib/filter.c lib/ipoib.c lib/link_verbs.c lib/helper.c
+	lib/kring.c lib/link_kring.c lib/filter.c lib/ipoib.c lib/link_verbs.c lib/helper.c \
+	lib/link_verbs_api.c lib/link_verbs_enh.c lib/link_verbs_setup.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 PRELOAD_SRCS := $(wildcard lib/preload/*.c)
 PRELOAD_OBJS := $(PRELOAD_SRCS:%.c=$(B)/%.o)

@@ -73,6 +73,8 @@ static int filter_add(struct sl_stack *s, uint8_t proto, uint32_t laddr, uint16_
 	sl_count(s, SL_C_filter_add);
 	*lport = f.lport;
 	*id = f.id;
+	if (s->link && s->link->ops->filter_add)
+		s->link->ops->filter_add(s->link, s, &f);
 	return 0;
 }
 
@@ -80,6 +82,8 @@ static void filter_del(struct sl_stack *s, uint32_t id)
 {
 	struct sluice_filter f;
 
+	if (s->link && s->link->ops->filter_del)
+		s->link->ops->filter_del(s->link, s, id);
 	memset(&f, 0, sizeof(f));
 	f.size = sizeof(f);
 	f.id = id;

@@ -4,27 +4,33 @@
  * framed as IPoIB (RFC 4391) over a UD QP of this process, through
  * rdma-core.  It is what Soft-RoCE (rxe) can run: no source QPN, no flow
  * steering, no checksum offload, so the stack demultiplexes and checks
- * everything itself.
+ * everything itself.  The enhanced IPoIB mode (link_verbs_enh.c) reuses
+ * everything here but the QP's creation and the neighbours' source.
  *
- * Zero copy both ways.  One MR covers the region's packet-buffer data, so
- * receive WRs point into pool buffers, placed so that after the 40-byte GRH
- * and the 4-byte IPoIB header the IP header lands at SL_HEADROOM; a send
- * prepends the IPoIB header in place in front of the IP packet.
+ * Receive is zero copy: one MR covers the region's packet-buffer data, so
+ * receive WRs point into pool buffers, placed so that after the 40-byte
+ * GRH and the 4-byte IPoIB header the IP header lands at SL_HEADROOM.
  *
- * Sends complete before tx returns: a link's tx only borrows the buffer
- * (stack.h), and TCP keeps what it sent for retransmission and frees it on
- * ACK, so a buffer still being read by the device could be freed, reused
- * and rewritten under it.  Polling the send CQ for our own WR keeps the
- * zero copy and needs no buffer ownership protocol; the cost is one
- * completion round trip per packet.  When the stack grows a flush at
- * unlock (struct sl_link_ops), sends can be posted unsignalled but the
- * last, and completed once per batch there.
+ * Send copies: a link's tx only borrows the buffer (stack.h), and TCP
+ * frees what it sent on ACK, UDP at once, so a buffer the device still
+ * reads could be reused and rewritten under it.  tx copies the packet
+ * behind a 4-byte IPoIB header into a slot of the link's own send ring
+ * (its own MR) and queues the WR; flush, which sl_unlock() calls, posts
+ * the queued WRs with one post_send, only the last one signalled, and
+ * reaps completions without waiting.  A ring slot is reused only after a
+ * completion at or past it was polled; when the ring is full, tx waits
+ * for the oldest (bounded: VERBS_TX_TIMEOUT_NS).  The copy (a packet's
+ * length, in cache) replaced a completion round trip per packet.
  *
  * Neighbours: IPoIB ARP (hardware type 32, 20-byte addresses) over the
  * P_Key's broadcast group when the QP can attach to it, plus static
- * entries; one address handle per neighbour, made when it is resolved and
- * reused for every packet.  The table is this process's: address handles
- * belong to its PD.
+ * entries; or, on a module stack on an IPoIB interface (kneigh), the
+ * module's neighbour table and SA path records (NEIGH_RESOLVE), which an
+ * InfiniBand link layer needs for its address handles (DLID, SL, rate).
+ * One address handle per neighbour, made when it is resolved and reused
+ * for every packet; a resolved entry is asked again after
+ * VERBS_NEIGH_REACHABLE_MS and dropped (with its AH) if no answer comes.
+ * The table is this process's: address handles belong to its PD.
  *
  * Resources: everything verbs made is released by verbs_close(), and by
  * the kernel (uverbs) when the process dies.  Receive buffers posted from
@@ -46,76 +52,21 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 
-#include <infiniband/verbs.h>
+#include "link_verbs_int.h"
 
-#include "ipoib.h"
-#include "link_verbs.h"
-
-#define VERBS_RQ_DEFAULT	512
-#define VERBS_SQ_DEFAULT	64
-#define VERBS_WC_BATCH		32
-#define VERBS_NEIGH_MAX		64
 #define VERBS_TX_TIMEOUT_NS	2000000000ll	/* a send that never completes */
 #define ARP_RETRY_MS		1000
 #define ARP_TRIES		3
-/* Receive SGEs start here in a buffer: GRH + IPoIB header end at SL_HEADROOM. */
-#define RX_LEAD			(SL_HEADROOM - SL_IPOIB_GRH_LEN - SL_IPOIB_HLEN)
+#define KNEIGH_RETRY_MS		100	/* asking the module again */
+#define KNEIGH_TRIES		30
+/* A resolved neighbour is asked again after this long (Linux's
+ * base_reachable_time is 30 s) and dropped ARP_TRIES retries later. */
+#define VERBS_NEIGH_REACHABLE_MS 30000
+#define RX_LEAD			VERBS_RX_LEAD
+#define VERBS_RX_REFILL_MIN	16
 
 _Static_assert(SL_HEADROOM >= SL_IPOIB_GRH_LEN + SL_IPOIB_HLEN, "headroom holds GRH + IPoIB");
-
-enum vn_state { VN_FREE, VN_PENDING, VN_VALID, VN_STATIC };
-
-struct verbs_neigh {
-	uint32_t ip;			/* network order */
-	enum vn_state state;
-	uint32_t qpn;
-	uint8_t gid[16];
-	struct ibv_ah *ah;		/* VALID and STATIC: made once, reused */
-	uint32_t hold_idx;		/* one packet waiting for ARP */
-	unsigned int tries;
-	uint64_t updated_ms;
-};
-
-struct verbs_link {
-	struct sl_link link;
-	struct sl_stack *stack;
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_mr *mr;
-	struct ibv_comp_channel *chan;
-	struct ibv_cq *rcq, *scq;
-	struct ibv_qp *qp;
-	struct ibv_ah *mcast_ah;
-	union ibv_gid gid;
-	uint8_t mgid[16];
-	uint8_t hw[SL_IPOIB_HWLEN];
-	uint8_t port;
-	bool mcast;
-	bool ev_signalled;		/* evfd written by verbs_fd() */
-	bool roce;			/* Ethernet link layer (RoCE) */
-	int mcast_err;
-	int mc_sock;			/* RoCE: holds the IPv6 group join */
-	uint16_t pkey;
-	uint16_t pkey_index;
-	uint32_t gid_index;
-	uint32_t qkey;
-	uint32_t qpn;
-	unsigned int ib_mtu, ud_mtu;
-	int epfd, evfd;
-	uint32_t rq_size, sq_size;
-	/* Receive slots: wr_id is a slot, the slot names the posted buffer. */
-	uint32_t *rx_slot;
-	uint32_t *rx_free;
-	uint32_t rx_nfree;
-	uint64_t tx_wr_id;
-	uint64_t last_timer_ms;
-	/* What went wrong, for sluice_verbs_info(). */
-	uint64_t tx_post_err, tx_wc_err, tx_timeout, rx_wc_err, rx_post_err;
-	int last_wc_status;
-	int tx_last_err;
-	unsigned int tx_last_err_len;
-	struct verbs_neigh neigh[VERBS_NEIGH_MAX];
-};
+_Static_assert(VERBS_TX_BATCH <= VERBS_SQ_DEFAULT, "a batch fits the default send queue");
 
 static int64_t mono_ns(void)
 {
@@ -132,17 +83,34 @@ static struct verbs_link *V(struct sl_link *l)
 
 /* ---- address handles and neighbours ---------------------------------- */
 
-static struct ibv_ah *ah_make(struct verbs_link *v, const uint8_t gid[16])
+/*
+ * An AH to gid: global (GRH) always on RoCE and for multicast; on an
+ * InfiniBand link layer from the path record nr (DLID, SL, rate, a GRH
+ * only if the path needs one: hop_limit > 0).
+ */
+struct ibv_ah *sl_verbs_ah_make(struct verbs_link *v, const uint8_t gid[16],
+				 const struct sluice_neigh_resolve *nr)
 {
 	struct ibv_ah_attr a;
 
 	memset(&a, 0, sizeof(a));
+	a.port_num = v->port;
+	if (nr) {
+		a.dlid = nr->dlid;
+		a.sl = nr->sl & 0xf;
+		a.static_rate = nr->rate;
+		if (!nr->hop_limit)
+			return VB->create_ah(v->pd, &a);
+		a.grh.hop_limit = nr->hop_limit;
+		a.grh.traffic_class = nr->traffic_class;
+		a.grh.flow_label = nr->flow_label & 0xfffff;
+	} else {
+		a.grh.hop_limit = 64;
+	}
 	a.is_global = 1;
 	memcpy(a.grh.dgid.raw, gid, 16);
 	a.grh.sgid_index = (uint8_t)v->gid_index;
-	a.grh.hop_limit = 64;
-	a.port_num = v->port;
-	return ibv_create_ah(v->pd, &a);
+	return VB->create_ah(v->pd, &a);
 }
 
 static struct verbs_neigh *neigh_find(struct verbs_link *v, uint32_t ip)
@@ -156,7 +124,7 @@ static struct verbs_neigh *neigh_find(struct verbs_link *v, uint32_t ip)
 static void neigh_clear(struct verbs_link *v, struct sl_stack *s, struct verbs_neigh *n)
 {
 	if (n->ah)
-		ibv_destroy_ah(n->ah);
+		VB->destroy_ah(n->ah);
 	if (n->hold_idx != SLUICE_IDX_NONE && s) {
 		sl_buf_free(s, n->hold_idx);
 		sl_count(s, SL_C_arp_hold_dropped);
@@ -188,57 +156,75 @@ static struct verbs_neigh *neigh_new(struct verbs_link *v, struct sl_stack *s, u
 	return n;
 }
 
-/* Point n at qpn/gid (an AH made only if the GID changed); 0 or -errno. */
+/* Point n at qpn/gid (an AH made only if the GID or path changed, or
+ * always with a path record); 0 or -errno. */
 static int neigh_set(struct verbs_link *v, struct verbs_neigh *n, uint32_t qpn,
-		     const uint8_t gid[16], uint64_t now_ms)
+		     const uint8_t gid[16], const struct sluice_neigh_resolve *nr, uint64_t now_ms)
 {
-	if (!n->ah || memcmp(n->gid, gid, 16)) {
-		struct ibv_ah *ah = ah_make(v, gid);
+	if (!n->ah || nr || memcmp(n->gid, gid, 16)) {
+		struct ibv_ah *ah = sl_verbs_ah_make(v, gid, nr);
 
 		if (!ah)
 			return errno ? -errno : -ENOMEM;
 		if (n->ah)
-			ibv_destroy_ah(n->ah);
+			VB->destroy_ah(n->ah);
 		n->ah = ah;
 		memcpy(n->gid, gid, 16);
 	}
 	n->qpn = qpn & SL_IPOIB_QPN_MASK;
 	n->updated_ms = now_ms;
+	n->probe_ms = 0;
 	n->tries = 0;
 	return 0;
 }
 
 /* ---- sending ---------------------------------------------------------- */
 
-/* Post one signalled send and poll the send CQ until it completes. */
-static int tx_post_wait(struct verbs_link *v, struct ibv_send_wr *wr)
+/*
+ * A fork()ed child inherits this struct but not the use of what verbs made:
+ * the QP, CQs and their state here are the parent's (rdma-core maps their
+ * buffers MADV_DONTFORK), and destroying them through the inherited uverbs
+ * fd would destroy the parent's.  The child's stack drops to the kring
+ * link underneath (its rings are shared across fork), or to no link, and
+ * leaves everything verbs made, posted buffers included, to the parent.
+ */
+static bool verbs_forked(struct verbs_link *v)
 {
-	struct ibv_send_wr *bad;
-	struct ibv_wc wc[4];
-	int64_t deadline = 0;
-	uint64_t id = ++v->tx_wr_id;
-	unsigned int spins = 0;
-	int ret;
+	if (v->owner == sl_self_pid())
+		return false;
+	if (v->stack->link == &v->link)
+		v->stack->link = v->under;
+	return true;
+}
 
-	wr->wr_id = id;
-	ret = ibv_post_send(v->qp, wr, &bad);
-	if (ret) {
-		v->tx_post_err++;
-		return -ret;
-	}
+/* Take completions; with wait, until at least one ring slot is free.
+ * 0, or -ETIMEDOUT / -EIO. */
+static int tx_reap(struct verbs_link *v, bool wait)
+{
+	struct ibv_wc wc[8];
+	int64_t deadline = 0;
+	unsigned int spins = 0;
+
 	for (;;) {
-		int k = ibv_poll_cq(v->scq, 4, wc);
+		int k = VB->poll_cq(v->scq, 8, wc);
 
 		if (k < 0)
 			return -EIO;
 		for (int i = 0; i < k; i++) {
+			uint64_t seq = wc[i].wr_id;
+
 			if (wc[i].status != IBV_WC_SUCCESS) {
 				v->tx_wc_err++;
 				v->last_wc_status = wc[i].status;
 			}
-			if (wc[i].wr_id == id)
-				return wc[i].status == IBV_WC_SUCCESS ? 0 : -EIO;
+			/* In order: every slot up to seq is the device's no more. */
+			if (seq >= v->tx_tail && seq < v->tx_head)
+				v->tx_tail = seq + 1;
 		}
+		if (k == 8)
+			continue;
+		if (!wait || v->tx_head - v->tx_tail < v->sq_size)
+			return 0;
 		/* Soft-RoCE runs the send in a kernel work item: let it. */
 		if (++spins < 64)
 			continue;
@@ -252,35 +238,105 @@ static int tx_post_wait(struct verbs_link *v, struct ibv_send_wr *wr)
 	}
 }
 
-/* Send buffer idx's data (borrowed) as ethertype to qpn through ah. */
+/* Post what tx queued: one post_send, the last WR signalled. */
+static int tx_post(struct verbs_link *v)
+{
+	struct ibv_send_wr *bad = NULL;
+	unsigned int n = v->tx_npend;
+	int ret;
+
+	if (!n)
+		return 0;
+	v->tx_npend = 0;
+	v->link.tx_pending = false;
+	for (unsigned int i = 0; i < n; i++)
+		v->tx_wr[i].next = i + 1 < n ? &v->tx_wr[i + 1] : NULL;
+	v->tx_wr[n - 1].send_flags |= IBV_SEND_SIGNALED;
+	v->tx_posts++;
+	ret = VB->post_send(v->qp, v->tx_wr, &bad);
+	if (!ret) {
+		v->tx_wrs += n;
+		return 0;
+	}
+	/*
+	 * Those from bad on were not posted (they count as lost packets).
+	 * When none was, their slots go back at once.  Otherwise the ones
+	 * before bad went unsignalled: their slots come back with the next
+	 * signalled completion (a later one covers every earlier slot), and
+	 * the unposted slots with them; until then they only cost room.
+	 */
+	v->tx_post_err++;
+	if (bad == v->tx_wr)
+		v->tx_head -= n;
+	return -ret;
+}
+
+void sl_verbs_flush(struct sl_link *l, struct sl_stack *s)
+{
+	struct verbs_link *v = V(l);
+
+	if (verbs_forked(v)) {
+		l->tx_pending = false;
+		if (v->under && v->under->tx_pending && v->under->ops->flush)
+			v->under->ops->flush(v->under, s);
+		return;
+	}
+	if (tx_post(v))
+		sl_count(s, SL_C_link_tx_err);
+	tx_reap(v, false);
+	if (v->under && v->under->tx_pending && v->under->ops->flush)
+		v->under->ops->flush(v->under, s);
+	l->tx_pending = v->under && v->under->tx_pending;
+}
+
+/* Queue buffer idx's data (copied) as ethertype to qpn through ah. */
 static int verbs_send(struct verbs_link *v, struct sl_stack *s, uint32_t idx,
 		      uint16_t ethertype, struct ibv_ah *ah, uint32_t qpn)
 {
 	struct sluice_buf *b = sl_buf(s, idx);
-	struct ibv_send_wr wr;
-	struct ibv_sge sge;
-	uint8_t *data;
+	struct ibv_send_wr *wr;
+	struct ibv_sge *sge;
+	uint8_t *slot;
 	int ret;
 
-	if (b->off < SL_IPOIB_HLEN || b->off + b->len > s->r->buf_size)
+	if (b->off + b->len > s->r->buf_size)
 		return -EINVAL;
 	if (b->len > v->ud_mtu)
 		return -EMSGSIZE;
-	data = sl_buf_data(s, idx) - SL_IPOIB_HLEN;
-	sl_ipoib_hdr_put(data, ethertype);
-	sge.addr = (uintptr_t)data;
-	sge.length = b->len + SL_IPOIB_HLEN;
-	sge.lkey = v->mr->lkey;
-	memset(&wr, 0, sizeof(wr));
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.ud.ah = ah;
-	wr.wr.ud.remote_qpn = qpn;
-	wr.wr.ud.remote_qkey = v->qkey;
-	ret = tx_post_wait(v, &wr);
-	return ret;
+	if (v->tx_npend == VERBS_TX_BATCH) {
+		ret = tx_post(v);
+		if (ret)
+			return ret;
+	}
+	if (v->tx_head - v->tx_tail >= v->sq_size) {
+		ret = tx_post(v);
+		if (!ret)
+			ret = tx_reap(v, true);
+		if (ret)
+			return ret;
+	}
+	slot = v->tx_ring + (size_t)(v->tx_head % v->sq_size) * v->tx_slot_size;
+	sl_ipoib_hdr_put(slot, ethertype);
+	memcpy(slot + SL_IPOIB_HLEN, sl_buf_data(s, idx), b->len);
+	wr = &v->tx_wr[v->tx_npend];
+	sge = &v->tx_sge[v->tx_npend];
+	sge->addr = (uintptr_t)slot;
+	sge->length = b->len + SL_IPOIB_HLEN;
+	sge->lkey = v->tx_mr->lkey;
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = v->tx_head++;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->opcode = IBV_WR_SEND;
+	/* Ask for the IPv4 (and TCP/UDP) checksum only where it is offered. */
+	if (v->tx_csum && ethertype == ETHERTYPE_IP_)
+		wr->send_flags = IBV_SEND_IP_CSUM;
+	wr->wr.ud.ah = ah;
+	wr->wr.ud.remote_qpn = qpn;
+	wr->wr.ud.remote_qkey = v->qkey;
+	v->tx_npend++;
+	v->link.tx_pending = true;
+	return 0;
 }
 
 static void arp_send(struct verbs_link *v, struct sl_stack *s, uint16_t op,
@@ -332,12 +388,48 @@ static bool is_broadcast(const struct sl_stack *s, uint32_t nh)
 		nh == (s->r->ip_addr | ~s->r->ip_mask));
 }
 
+/*
+ * Ask the module for nh (kneigh): VALID makes n's AH from the path record
+ * and returns 0; PENDING -EINPROGRESS; else -errno (-EHOSTUNREACH for a
+ * failed resolution).
+ */
+static int kneigh_ask(struct verbs_link *v, struct sl_stack *s, struct verbs_neigh *n,
+		      uint64_t now_ms)
+{
+	struct sluice_neigh_resolve nr;
+	struct sl_ipoib_addr a;
+	int ret;
+
+	memset(&nr, 0, sizeof(nr));
+	nr.size = sizeof(nr);
+	nr.addr = n->ip;
+	ret = VB->neigh_resolve(s->region_fd, &nr);
+	if (ret)
+		return ret;
+	if (nr.state == SLUICE_NEIGH_RES_PENDING)
+		return -EINPROGRESS;
+	if (nr.state != SLUICE_NEIGH_RES_VALID || nr.addr_len != SL_IPOIB_HWLEN)
+		return -EHOSTUNREACH;
+	/* The path record comes a little after the address. */
+	if (v->ib && nr.path_state != SLUICE_NEIGH_RES_VALID)
+		return nr.path_state == SLUICE_NEIGH_RES_FAILED ? -EHOSTUNREACH : -EINPROGRESS;
+	sl_ipoib_hw_decode(nr.hwaddr, &a);
+	ret = neigh_set(v, n, a.qpn, a.gid, v->ib ? &nr : NULL, now_ms);
+	if (!ret)
+		n->state = VN_VALID;
+	return ret;
+}
+
 static int verbs_tx_resolve(struct verbs_link *v, struct sl_stack *s, uint32_t idx, uint32_t nh);
 
 static int verbs_tx(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint32_t nh)
 {
 	struct verbs_link *v = V(l);
-	int ret = verbs_tx_resolve(v, s, idx, nh);
+	int ret;
+
+	if (verbs_forked(v))
+		return v->under ? v->under->ops->tx(v->under, s, idx, nh) : -ENETDOWN;
+	ret = verbs_tx_resolve(v, s, idx, nh);
 
 	if (ret) {
 		v->tx_last_err = ret;
@@ -349,8 +441,10 @@ static int verbs_tx(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint32_
 /* Send IPv4 packet idx (borrowed) to next hop nh, resolving it first. */
 static int verbs_tx_resolve(struct verbs_link *v, struct sl_stack *s, uint32_t idx, uint32_t nh)
 {
+	uint64_t now_ms = sl_now(s) / 1000;
 	struct verbs_neigh *n;
 	uint32_t hold;
+	int ret;
 
 	if (is_broadcast(s, nh))
 		return v->mcast ? verbs_send(v, s, idx, ETHERTYPE_IP_, v->mcast_ah,
@@ -358,7 +452,7 @@ static int verbs_tx_resolve(struct verbs_link *v, struct sl_stack *s, uint32_t i
 	n = neigh_find(v, nh);
 	if (n && (n->state == VN_VALID || n->state == VN_STATIC))
 		return verbs_send(v, s, idx, ETHERTYPE_IP_, n->ah, n->qpn);
-	if (!v->mcast) {
+	if (!v->mcast && !v->kneigh) {
 		/* No broadcast group: only static neighbours are reachable. */
 		sl_count(s, SL_C_arp_hold_dropped);
 		return -EHOSTUNREACH;
@@ -368,6 +462,17 @@ static int verbs_tx_resolve(struct verbs_link *v, struct sl_stack *s, uint32_t i
 		if (!n)
 			return -ENOBUFS;
 		n->state = VN_PENDING;
+	}
+	if (v->kneigh && n->tries == 0) {
+		n->tries++;
+		n->updated_ms = now_ms;
+		ret = kneigh_ask(v, s, n, now_ms);
+		if (!ret)
+			return verbs_send(v, s, idx, ETHERTYPE_IP_, n->ah, n->qpn);
+		/* Failed: the entry stays, so the next packets wait for the
+		 * timer's next question instead of asking (a syscall) each. */
+		if (ret != -EINPROGRESS)
+			return ret;
 	}
 	/* Hold a copy of the newest packet; the buffer itself is borrowed. */
 	hold = sl_buf_alloc(s);
@@ -382,33 +487,63 @@ static int verbs_tx_resolve(struct verbs_link *v, struct sl_stack *s, uint32_t i
 	} else {
 		sl_count(s, SL_C_arp_hold_dropped);
 	}
-	if (n->tries == 0) {
+	if (!v->kneigh && n->tries == 0) {
 		n->tries++;
-		n->updated_ms = sl_now(s) / 1000;
+		n->updated_ms = now_ms;
 		arp_send(v, s, 1, NULL, nh);
 	}
 	return 0;
 }
 
-/* Retry or give up pending resolutions (about every 100 ms). */
+/* Retry or give up pending resolutions, re-ask old ones (about every
+ * 100 ms). */
 static void arp_timer(struct verbs_link *v, struct sl_stack *s, uint64_t now_ms)
 {
+	unsigned int tries = v->kneigh ? KNEIGH_TRIES : ARP_TRIES;
+	uint64_t retry = v->kneigh ? KNEIGH_RETRY_MS : ARP_RETRY_MS;
+
 	for (int i = 0; i < VERBS_NEIGH_MAX; i++) {
 		struct verbs_neigh *n = &v->neigh[i];
+		int ret;
 
-		if (n->state != VN_PENDING || now_ms - n->updated_ms < ARP_RETRY_MS)
+		if (n->state == VN_VALID && now_ms - n->updated_ms >= VERBS_NEIGH_REACHABLE_MS) {
+			/* Old: ask again, still using what we have; drop it
+			 * when nobody answers. */
+			if (n->probe_ms && now_ms - n->probe_ms < retry)
+				continue;
+			if (n->tries >= tries) {
+				neigh_clear(v, s, n);
+				continue;
+			}
+			n->tries++;
+			n->probe_ms = now_ms;
+			if (v->kneigh)
+				kneigh_ask(v, s, n, now_ms);
+			else
+				arp_send(v, s, 1, NULL, n->ip);
 			continue;
-		if (n->tries >= ARP_TRIES) {
+		}
+		if (n->state != VN_PENDING || now_ms - n->updated_ms < retry)
+			continue;
+		if (n->tries >= tries) {
 			neigh_clear(v, s, n);
 			continue;
 		}
 		n->tries++;
 		n->updated_ms = now_ms;
-		arp_send(v, s, 1, NULL, n->ip);
+		if (!v->kneigh) {
+			arp_send(v, s, 1, NULL, n->ip);
+			continue;
+		}
+		/* Until it answers or the tries run out (then dropped above). */
+		ret = kneigh_ask(v, s, n, now_ms);
+		if (!ret)
+			neigh_release_hold(v, s, n);
 	}
 }
 
 /* ---- receiving -------------------------------------------------------- */
+
 
 void sl_verbs_buf_mark(struct sl_stack *s, uint32_t idx, pid_t pid)
 {
@@ -473,7 +608,7 @@ static void arp_input(struct verbs_link *v, struct sl_stack *s, uint32_t idx)
 	/* RFC 826 "merge": update an entry we already have. */
 	n = spa ? neigh_find(v, spa) : NULL;
 	if (n && n->state != VN_STATIC) {
-		if (neigh_set(v, n, sa.qpn, sa.gid, now_ms) == 0) {
+		if (neigh_set(v, n, sa.qpn, sa.gid, NULL, now_ms) == 0) {
 			n->state = VN_VALID;
 			neigh_release_hold(v, s, n);
 		}
@@ -482,7 +617,7 @@ static void arp_input(struct verbs_link *v, struct sl_stack *s, uint32_t idx)
 		goto out;
 	if (!n && spa) {
 		n = neigh_new(v, s, spa);
-		if (n && neigh_set(v, n, sa.qpn, sa.gid, now_ms) == 0)
+		if (n && neigh_set(v, n, sa.qpn, sa.gid, NULL, now_ms) == 0)
 			n->state = VN_VALID;
 		else if (n)
 			neigh_clear(v, s, n);
@@ -529,6 +664,9 @@ static void rx_one(struct verbs_link *v, struct sl_stack *s, const struct ibv_wc
 	b = sl_buf(s, idx);
 	b->off = SL_HEADROOM;
 	b->len = (uint16_t)plen;
+	/* The device verified the IPv4 and TCP/UDP checksums: trusted only
+	 * where the module says the device offers it (SLUICE_IB_UD_CSUM). */
+	b->flags = v->rx_csum && (wc->wc_flags & IBV_WC_IP_CSUM_OK) ? SL_BUF_CSUM_OK : 0;
 	if (type == ETHERTYPE_IP_) {
 		sl_ip_input(s, idx);
 		return;
@@ -543,13 +681,19 @@ bad:
 	sl_buf_free(s, idx);
 }
 
-/* Keep the receive queue full: one post_recv for the whole refill. */
-static void rx_refill(struct verbs_link *v, struct sl_stack *s)
+/*
+ * Keep the receive queue full, a post_recv per VERBS_WC_BATCH WRs: only
+ * once VERBS_RX_REFILL_MIN slots are free (or at most half the queue is
+ * posted), so a trickle of frames does not cost a post each.
+ */
+static void rx_refill(struct verbs_link *v, struct sl_stack *s, bool force)
 {
 	struct ibv_recv_wr wr[VERBS_WC_BATCH], *bad;
 	struct ibv_sge sge[VERBS_WC_BATCH];
 	pid_t pid = sl_self_pid();
 
+	if (!force && v->rx_nfree < VERBS_RX_REFILL_MIN && v->rx_nfree < v->rq_size / 2)
+		return;
 	while (v->rx_nfree) {
 		unsigned int k = 0;
 
@@ -575,7 +719,8 @@ static void rx_refill(struct verbs_link *v, struct sl_stack *s)
 		if (!k)
 			return;
 		bad = NULL;
-		if (ibv_post_recv(v->qp, wr, &bad)) {
+		v->rx_posts++;
+		if (VB->post_recv(v->qp, wr, &bad)) {
 			v->rx_post_err++;
 			/* Take back what was not posted. */
 			for (struct ibv_recv_wr *w = bad; w; w = w->next) {
@@ -593,29 +738,23 @@ static void rx_refill(struct verbs_link *v, struct sl_stack *s)
 	}
 }
 
-static int verbs_rx(struct sl_link *l, struct sl_stack *s, int budget)
+/* Lock held, in a batch: timers, then up to budget receive completions. */
+int sl_verbs_rx_cq(struct verbs_link *v, struct sl_stack *s, int budget)
 {
-	struct verbs_link *v = V(l);
 	struct ibv_wc wc[VERBS_WC_BATCH];
 	uint64_t now_ms;
 	int n = 0;
 
-	if (v->ev_signalled) {
-		uint64_t x;
-
-		v->ev_signalled = false;
-		if (read(v->evfd, &x, sizeof(x)) < 0)
-			x = 0;
-	}
-	sl_batch_begin(s);
 	now_ms = sl_now(s) / 1000;
 	if (now_ms - v->last_timer_ms >= 100) {
 		v->last_timer_ms = now_ms;
 		arp_timer(v, s, now_ms);
+		if (v->enhanced)
+			sl_verbs_flows_reconcile(v, s);
 	}
 	while (n < budget) {
 		int want = budget - n < VERBS_WC_BATCH ? budget - n : VERBS_WC_BATCH;
-		int k = ibv_poll_cq(v->rcq, want, wc);
+		int k = VB->poll_cq(v->rcq, want, wc);
 
 		if (k <= 0)
 			break;
@@ -625,7 +764,30 @@ static int verbs_rx(struct sl_link *l, struct sl_stack *s, int budget)
 		if (k < want)
 			break;
 	}
-	rx_refill(v, s);
+	rx_refill(v, s, false);
+	return n;
+}
+
+static int verbs_rx(struct sl_link *l, struct sl_stack *s, int budget)
+{
+	struct verbs_link *v = V(l);
+	int n;
+
+	if (verbs_forked(v))
+		return v->under ? v->under->ops->rx(v->under, s, budget) : 0;
+	if (v->ev_signalled) {
+		uint64_t x;
+
+		v->ev_signalled = false;
+		if (read(v->evfd, &x, sizeof(x)) < 0)
+			x = 0;
+	}
+	sl_batch_begin(s);
+	n = sl_verbs_rx_cq(v, s, budget);
+	/* Enhanced: what no flow rule steered to us came the kernel's way,
+	 * through the module's filters, onto the rings. */
+	if (v->under && n < budget)
+		n += v->under->ops->rx(v->under, s, budget - n);
 	sl_batch_end(s);
 	return n;
 }
@@ -645,9 +807,11 @@ static int verbs_fd(struct sl_link *l)
 	void *cq_ctx;
 	int guard = 64;
 
-	while (guard-- > 0 && ibv_get_cq_event(v->chan, &cq, &cq_ctx) == 0)
-		ibv_ack_cq_events(cq, 1);
-	if (ibv_req_notify_cq(v->rcq, 0))
+	if (verbs_forked(v))
+		return v->under && v->under->ops->fd ? v->under->ops->fd(v->under) : -1;
+	while (guard-- > 0 && VB->get_cq_event(v->chan, &cq, &cq_ctx) == 0)
+		VB->ack_cq_events(cq, 1);
+	if (VB->req_notify_cq(v->rcq, 0))
 		return -1;
 	if (sl_trylock(v->stack)) {
 		int n = verbs_rx(l, v->stack, 64);
@@ -663,444 +827,59 @@ static int verbs_fd(struct sl_link *l)
 	return v->epfd;
 }
 
-/* ---- setup and teardown ---------------------------------------------- */
-
-/*
- * The plain UD QP: created by this process, RESET -> INIT (P_Key index,
- * port, Q_Key) -> RTR -> RTS (SQ PSN).  The enhanced path (issue 6, later:
- * IBV_QP_CREATE_SOURCE_QPN = the IPoIB interface's QPN, state-only
- * transitions, flow rules) belongs beside this function, chosen by the
- * caller; everything after the QP exists is shared.
- */
-static int verbs_qp_create_plain(struct verbs_link *v)
-{
-	struct ibv_qp_init_attr ia;
-	struct ibv_qp_attr a;
-	int ret;
-
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = v->scq;
-	ia.recv_cq = v->rcq;
-	ia.qp_type = IBV_QPT_UD;
-	ia.cap.max_send_wr = v->sq_size;
-	ia.cap.max_recv_wr = v->rq_size;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	v->qp = ibv_create_qp(v->pd, &ia);
-	if (!v->qp)
-		return errno ? -errno : -ENOMEM;
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.pkey_index = v->pkey_index;
-	a.port_num = v->port;
-	a.qkey = v->qkey;
-	ret = ibv_modify_qp(v->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			    IBV_QP_QKEY);
-	if (ret)
-		goto err_destroy_qp;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	ret = ibv_modify_qp(v->qp, &a, IBV_QP_STATE);
-	if (ret)
-		goto err_destroy_qp;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0;
-	ret = ibv_modify_qp(v->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
-	if (ret)
-		goto err_destroy_qp;
-	v->qpn = v->qp->qp_num & SL_IPOIB_QPN_MASK;
-	return 0;
-
-err_destroy_qp:
-	ibv_destroy_qp(v->qp);
-	v->qp = NULL;
-	return -ret;
-}
-
-static struct ibv_context *verbs_open_device(const char *name)
-{
-	struct ibv_device **list;
-	struct ibv_context *ctx = NULL;
-	int n = 0;
-
-	list = ibv_get_device_list(&n);
-	if (!list) {
-		if (!errno)
-			errno = ENODEV;
-		return NULL;
-	}
-	errno = ENODEV;
-	for (int i = 0; i < n; i++) {
-		if (name && strcmp(ibv_get_device_name(list[i]), name))
-			continue;
-		ctx = ibv_open_device(list[i]);
-		break;
-	}
-	ibv_free_device_list(list);
-	return ctx;
-}
-
-/*
- * RoCE v2 carries a multicast MGID as an IPv6 multicast destination, and
- * the kernel's IPv6 input drops one for a group nobody on the netdev
- * joined.  Soft-RoCE's attach only adds the link-layer address
- * (dev_mc_add()); the rdma_cm joins the IP group itself for RoCE
- * (cma_igmp_send()), and so do we, with a socket held open while the link
- * lives (closing it leaves the group).  On InfiniBand the SA join is the
- * kernel's (issue 6, kernel side).
- */
-static int verbs_roce_ip_join(struct verbs_link *v)
-{
-	struct ibv_gid_entry ge;
-	struct ipv6_mreq mr;
-	int ret;
-
-	ret = ibv_query_gid_ex(v->ctx, v->port, v->gid_index, &ge, 0);
-	if (ret)
-		return ret > 0 ? -ret : -EINVAL;
-	if (!ge.ndev_ifindex)
-		return -ENODEV;
-	v->mc_sock = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (v->mc_sock < 0)
-		return -errno;
-	memcpy(&mr.ipv6mr_multiaddr, v->mgid, 16);
-	mr.ipv6mr_interface = ge.ndev_ifindex;
-	if (setsockopt(v->mc_sock, IPPROTO_IPV6, IPV6_JOIN_GROUP, &mr, sizeof(mr))) {
-		ret = -errno;
-		close(v->mc_sock);
-		v->mc_sock = -1;
-		return ret;
-	}
-	return 0;
-}
-
-/* Join the broadcast group (IPoIB ARP and IPv4 broadcast). */
-static void verbs_mcast_join(struct verbs_link *v)
-{
-	int ret;
-
-	sl_ipoib_bcast_mgid(v->mgid, v->pkey);
-	ret = ibv_attach_mcast(v->qp, (const union ibv_gid *)v->mgid, 0);
-	if (ret) {
-		v->mcast_err = -ret;
-		return;
-	}
-	if (v->roce) {
-		ret = verbs_roce_ip_join(v);
-		if (ret) {
-			v->mcast_err = ret;
-			ibv_detach_mcast(v->qp, (const union ibv_gid *)v->mgid, 0);
-			return;
-		}
-	}
-	v->mcast_ah = ah_make(v, v->mgid);
-	if (!v->mcast_ah) {
-		v->mcast_err = errno ? -errno : -ENOMEM;
-		ibv_detach_mcast(v->qp, (const union ibv_gid *)v->mgid, 0);
-		return;
-	}
-	v->mcast = true;
-}
-
-static int verbs_wait_set(struct verbs_link *v)
-{
-	struct epoll_event ev = { .events = EPOLLIN };
-	int fl = fcntl(v->chan->fd, F_GETFL);
-
-	if (fl < 0 || fcntl(v->chan->fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		return -errno;
-	v->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (v->evfd < 0)
-		return -errno;
-	v->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (v->epfd < 0)
-		goto err_close_evfd;
-	ev.data.fd = v->chan->fd;
-	if (epoll_ctl(v->epfd, EPOLL_CTL_ADD, v->chan->fd, &ev))
-		goto err_close_epfd;
-	ev.data.fd = v->evfd;
-	if (epoll_ctl(v->epfd, EPOLL_CTL_ADD, v->evfd, &ev))
-		goto err_close_epfd;
-	return 0;
-
-err_close_epfd:
-	fl = -errno;
-	close(v->epfd);
-	v->epfd = -1;
-	close(v->evfd);
-	v->evfd = -1;
-	return fl;
-err_close_evfd:
-	fl = -errno;
-	close(v->evfd);
-	v->evfd = -1;
-	return fl;
-}
-
-/* Everything but the pool buffers (verbs_close() gives those back). */
-static void verbs_destroy(struct verbs_link *v)
-{
-	struct ibv_cq *cq;
-	void *cq_ctx;
-
-	if (v->mcast)
-		ibv_detach_mcast(v->qp, (const union ibv_gid *)v->mgid, 0);
-	if (v->mc_sock >= 0)
-		close(v->mc_sock);
-	if (v->qp)
-		ibv_destroy_qp(v->qp);
-	for (int i = 0; i < VERBS_NEIGH_MAX; i++)
-		if (v->neigh[i].ah) {
-			ibv_destroy_ah(v->neigh[i].ah);
-			v->neigh[i].ah = NULL;
-		}
-	if (v->mcast_ah)
-		ibv_destroy_ah(v->mcast_ah);
-	if (v->epfd >= 0)
-		close(v->epfd);
-	if (v->evfd >= 0)
-		close(v->evfd);
-	/* Every event got must be acked before its CQ can go. */
-	while (v->chan && ibv_get_cq_event(v->chan, &cq, &cq_ctx) == 0)
-		ibv_ack_cq_events(cq, 1);
-	if (v->scq)
-		ibv_destroy_cq(v->scq);
-	if (v->rcq)
-		ibv_destroy_cq(v->rcq);
-	if (v->chan)
-		ibv_destroy_comp_channel(v->chan);
-	if (v->mr)
-		ibv_dereg_mr(v->mr);
-	if (v->pd)
-		ibv_dealloc_pd(v->pd);
-	if (v->ctx)
-		ibv_close_device(v->ctx);
-}
+/* ---- the link's ops -------------------------------------------------- */
 
 static void verbs_close(struct sl_link *l)
 {
 	struct verbs_link *v = V(l);
 	struct sl_stack *s = v->stack;
-	bool locked;
+	struct sl_link *under = v->under;
 
 	s->link = NULL;
-	verbs_destroy(v);
-	/* The QP is gone, so no buffer is the device's any more. */
-	locked = sl_lock(s) == 0;
-	for (uint32_t i = 0; locked && i < v->rq_size; i++)
-		if (v->rx_slot[i] != SLUICE_IDX_NONE) {
-			sl_verbs_buf_unmark(s, v->rx_slot[i]);
-			sl_buf_free(s, v->rx_slot[i]);
-		}
-	for (int i = 0; locked && i < VERBS_NEIGH_MAX; i++)
-		if (v->neigh[i].hold_idx != SLUICE_IDX_NONE)
-			sl_buf_free(s, v->neigh[i].hold_idx);
-	if (locked)
-		sl_unlock(s);
-	free(v->rx_slot);
-	free(v->rx_free);
-	free(v);
+	if (v->owner == sl_self_pid()) {
+		sl_verbs_destroy(v);
+		sl_verbs_return_bufs(v);
+	}
+	sl_verbs_free(v);
+	/* Enhanced: the kring link goes last, with the module filters. */
+	if (under) {
+		s->link = under;
+		under->ops->close(under);
+	}
 }
 
-static const struct sl_link_ops verbs_ops = {
+const struct sl_link_ops sl_verbs_ops = {
 	.name = "verbs",
 	.tx = verbs_tx,
 	.rx = verbs_rx,
 	.fd = verbs_fd,
+	.flush = sl_verbs_flush,
 	.close = verbs_close,
+	.filter_add = sl_verbs_flow_add,
+	.filter_del = sl_verbs_flow_del,
 };
 
-int sluice_link_verbs(struct sluice_stack *st, const struct sluice_verbs_config *cfg)
+/* Lock held: take back dead processes' buffers, fill the receive queue,
+ * lower the stack's MTU to the link's; 0 or -ENOBUFS. */
+int sl_verbs_start(struct verbs_link *v)
 {
-	struct sl_stack *s = (struct sl_stack *)st;
-	struct sluice_verbs_config c = { 0 };
-	struct ibv_port_attr pa;
-	struct sl_ipoib_addr me;
-	struct verbs_link *v;
-	uint64_t data_len;
-	int ret;
+	struct sl_stack *s = v->stack;
 
-	if (s->link)
-		return -EBUSY;
-	if (cfg)
-		c = *cfg;
-	if (c.flags & ~SLUICE_VERBS_NO_MCAST)
-		return -EINVAL;
-	v = calloc(1, sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	v->link.ops = &verbs_ops;
-	v->stack = s;
-	v->port = c.port ? c.port : 1;
-	v->pkey_index = c.pkey_index;
-	v->gid_index = c.gid_index;
-	v->qkey = c.qkey ? c.qkey : SL_IPOIB_QKEY_DEFAULT;
-	v->rq_size = c.rq_size ? c.rq_size : VERBS_RQ_DEFAULT;
-	if (!c.rq_size && v->rq_size > s->r->n_bufs / 4)
-		v->rq_size = s->r->n_bufs / 4;
-	v->sq_size = c.sq_size ? c.sq_size : VERBS_SQ_DEFAULT;
-	v->epfd = -1;
-	v->evfd = -1;
-	v->mc_sock = -1;
-	for (int i = 0; i < VERBS_NEIGH_MAX; i++)
-		v->neigh[i].hold_idx = SLUICE_IDX_NONE;
-	ret = -EINVAL;
-	/* The receive queue holds pool buffers: leave most of the pool. */
-	if (v->rq_size > 4096 || v->rq_size > s->r->n_bufs / 4 || v->sq_size > 4096 ||
-	    v->gid_index > 255)
-		goto err_free;
-	ret = -ENOMEM;
-	v->rx_slot = calloc(v->rq_size, sizeof(*v->rx_slot));
-	v->rx_free = calloc(v->rq_size, sizeof(*v->rx_free));
-	if (!v->rx_slot || !v->rx_free)
-		goto err_free;
-	for (uint32_t i = 0; i < v->rq_size; i++) {
-		v->rx_slot[i] = SLUICE_IDX_NONE;
-		v->rx_free[v->rx_nfree++] = v->rq_size - 1 - i;
-	}
-
-	v->ctx = verbs_open_device(c.device);
-	if (!v->ctx) {
-		ret = -errno;
-		goto err_free;
-	}
-	ret = ibv_query_port(v->ctx, v->port, &pa);
-	if (ret) {
-		ret = -ret;
-		goto err_destroy;
-	}
-	/*
-	 * On an InfiniBand link layer an address handle needs the peer's LID
-	 * (a path record), which plain ARP does not give: that comes with the
-	 * module's IPoIB neighbour resolution (issue 6, kernel side).
-	 */
-	ret = -EOPNOTSUPP;
-	if (pa.link_layer == IBV_LINK_LAYER_INFINIBAND)
-		goto err_destroy;
-	v->roce = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
-	ret = -ENETDOWN;
-	if (pa.state != IBV_PORT_ACTIVE)
-		goto err_destroy;
-	v->ib_mtu = sl_ipoib_ib_mtu_bytes(pa.active_mtu);
-	v->ud_mtu = sl_ipoib_ud_mtu(pa.active_mtu);
-	/* A receive must fit a buffer: GRH + header + packet after RX_LEAD. */
-	if (v->ud_mtu > s->r->buf_size - SL_HEADROOM)
-		v->ud_mtu = s->r->buf_size - SL_HEADROOM;
-	ret = -EINVAL;
-	if (v->ud_mtu < 576)
-		goto err_destroy;
-	ret = ibv_query_gid(v->ctx, v->port, (int)v->gid_index, &v->gid);
-	if (ret) {
-		ret = ret < 0 ? -EINVAL : -ret;
-		goto err_destroy;
-	}
-	ret = ibv_query_pkey(v->ctx, v->port, v->pkey_index, &v->pkey);
-	if (ret) {
-		ret = ret < 0 ? -EINVAL : -ret;
-		goto err_destroy;
-	}
-	v->pkey = ntohs(v->pkey);
-
-	ret = -ENOMEM;
-	v->pd = ibv_alloc_pd(v->ctx);
-	if (!v->pd)
-		goto err_errno;
-	data_len = (uint64_t)s->r->n_bufs * s->r->buf_size;
-	v->mr = ibv_reg_mr(v->pd, sl_at(s, s->r->bufdata_off), data_len, IBV_ACCESS_LOCAL_WRITE);
-	if (!v->mr)
-		goto err_errno;
-	v->chan = ibv_create_comp_channel(v->ctx);
-	if (!v->chan)
-		goto err_errno;
-	v->rcq = ibv_create_cq(v->ctx, (int)v->rq_size, v, v->chan, 0);
-	if (!v->rcq)
-		goto err_errno;
-	v->scq = ibv_create_cq(v->ctx, (int)v->sq_size, v, NULL, 0);
-	if (!v->scq)
-		goto err_errno;
-	ret = verbs_qp_create_plain(v);
-	if (ret)
-		goto err_destroy;
-	me.flags = 0;
-	me.qpn = v->qpn;
-	memcpy(me.gid, v->gid.raw, 16);
-	sl_ipoib_hw_encode(v->hw, &me);
-	if (!(c.flags & SLUICE_VERBS_NO_MCAST))
-		verbs_mcast_join(v);
-	ret = verbs_wait_set(v);
-	if (ret)
-		goto err_destroy;
-	v->link.mtu = v->ud_mtu;
-
-	ret = sl_lock(s);
-	if (ret)
-		goto err_destroy;
 	/*
 	 * The stack's MTU follows the link's (TCP's MSS, UDP's largest
 	 * datagram); it only ever goes down, so what attached processes
 	 * validated (mtu + headroom fits a buffer) stays true.
 	 */
-	if (s->r->mtu > v->ud_mtu)
-		s->r->mtu = v->ud_mtu;
+	if (s->r->mtu > v->link.mtu)
+		s->r->mtu = v->link.mtu;
 	sl_verbs_reclaim(s);
-	rx_refill(v, s);
-	ret = v->rx_nfree == v->rq_size ? -ENOBUFS : 0;
-	sl_unlock(s);
-	if (ret)
-		goto err_destroy;
-	ret = ibv_req_notify_cq(v->rcq, 0);
-	if (ret) {
-		ret = -ret;
-		goto err_return_bufs;
-	}
-	s->link = &v->link;
-	return 0;
-
-err_errno:
-	ret = errno ? -errno : -ENOMEM;
-	goto err_destroy;
-err_return_bufs:
-	verbs_close(&v->link);
-	return ret;
-err_destroy:
-	verbs_destroy(v);
-err_free:
-	free(v->rx_slot);
-	free(v->rx_free);
-	free(v);
-	return ret;
+	rx_refill(v, s, true);
+	return v->rx_nfree == v->rq_size ? -ENOBUFS : 0;
 }
 
 static struct verbs_link *verbs_of(struct sl_stack *s)
 {
-	return s->link && s->link->ops == &verbs_ops ? V(s->link) : NULL;
-}
-
-int sluice_verbs_info(struct sluice_stack *st, struct sluice_verbs_info *info)
-{
-	struct verbs_link *v = verbs_of((struct sl_stack *)st);
-
-	if (!v)
-		return -ENODEV;
-	memset(info, 0, sizeof(*info));
-	memcpy(info->hwaddr, v->hw, SL_IPOIB_HWLEN);
-	info->qpn = v->qpn;
-	info->ib_mtu = v->ib_mtu;
-	info->ud_mtu = v->ud_mtu;
-	info->mcast = v->mcast;
-	info->mcast_err = v->mcast_err;
-	info->tx_post_err = v->tx_post_err;
-	info->tx_wc_err = v->tx_wc_err;
-	info->tx_timeout = v->tx_timeout;
-	info->rx_wc_err = v->rx_wc_err;
-	info->last_wc_status = v->last_wc_status;
-	info->tx_last_err = v->tx_last_err;
-	info->rx_post_err = v->rx_post_err;
-	info->rx_posted = v->rq_size - v->rx_nfree;
-	info->tx_last_err_len = v->tx_last_err_len;
-	return 0;
+	return s->link && s->link->ops == &sl_verbs_ops ? V(s->link) : NULL;
 }
 
 int sluice_verbs_neigh_add(struct sluice_stack *st, uint32_t ip,
@@ -1123,7 +902,7 @@ int sluice_verbs_neigh_add(struct sluice_stack *st, uint32_t ip,
 	n = neigh_find(v, ip);
 	if (!n)
 		n = neigh_new(v, s, ip);
-	ret = n ? neigh_set(v, n, a.qpn, a.gid, sl_now(s) / 1000) : -ENOSPC;
+	ret = n ? neigh_set(v, n, a.qpn, a.gid, NULL, sl_now(s) / 1000) : -ENOSPC;
 	if (!ret) {
 		n->state = VN_STATIC;
 		neigh_release_hold(v, s, n);

@@ -110,6 +110,11 @@ struct sl_link_ops {
 	 * sl_unlock() calls it, lock held, when tx_pending is set. */
 	void (*flush)(struct sl_link *l, struct sl_stack *s);
 	void (*close)(struct sl_link *l);
+	/* Optional: the module added filter f (its id set) / deleted filter
+	 * id for this stack (filter.c, lock held); a link that steers in the
+	 * device (enhanced IPoIB flow rules) follows. */
+	void (*filter_add)(struct sl_link *l, struct sl_stack *s, const struct sluice_filter *f);
+	void (*filter_del)(struct sl_link *l, struct sl_stack *s, uint32_t id);
 };
 
 struct sl_link {

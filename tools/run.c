@@ -2,11 +2,13 @@
 /*
  * sluice run [--stack NAME] [--profile latency|throughput] [--spin US]
  *            [--tap IFNAME --addr A.B.C.D/LEN [--gateway A.B.C.D]]
- *            [--ifname IFNAME] -- PROGRAM ARGS
+ *            [--interface IFNAME] -- PROGRAM ARGS
  *   runs PROGRAM with libsluice-preload.so: its IPv4 TCP and UDP sockets
- *   live on stack NAME (created here if it does not exist).  --ifname: a
- *   stack on that device, through the module's rings (kring), sharing the
- *   device's IPv4 address; every process of the stack links the rings.
+ *   live on stack NAME (created here if it does not exist).  --interface
+ *   (or --ifname, its older name): a stack on that device, sharing the
+ *   device's IPv4 address; every process of the stack links it itself:
+ *   on an IPoIB interface with enhanced IPoIB (mlx5) the verbs path, else
+ *   (or failing that, with the reason logged) the module's rings (kring).
  * sluice fds [NAME]
  *   which fds of which processes are sockets of stack NAME (or of any
  *   stack), with each socket's protocol, state and addresses.
@@ -67,7 +69,7 @@ static void run_usage(void)
 	fprintf(stderr,
 		"usage: sluice run [--stack NAME] [--profile latency|throughput] [--spin US]\n"
 		"                  [--tap IFNAME --addr A.B.C.D/LEN [--gateway A.B.C.D]]\n"
-		"                  [--ifname IFNAME] [--debug]\n"
+		"                  [--interface IFNAME] [--debug]\n"
 		"                  -- PROGRAM [ARGS...]\n");
 }
 
@@ -167,7 +169,7 @@ int cmd_run(int argc, char **argv)
 			addr = argv[++i];
 		else if (!strcmp(a, "--gateway"))
 			gw = argv[++i];
-		else if (!strcmp(a, "--ifname"))
+		else if (!strcmp(a, "--interface") || !strcmp(a, "--ifname"))
 			ifname = argv[++i];
 		else {
 			fprintf(stderr, "sluice run: unknown option '%s'\n", a);
@@ -194,7 +196,7 @@ int cmd_run(int argc, char **argv)
 	if (ifname && !*ifname)
 		ifname = NULL;
 	if (ifname && tap) {
-		fprintf(stderr, "sluice run: --ifname and --tap exclude each other\n");
+		fprintf(stderr, "sluice run: --interface and --tap exclude each other\n");
 		return 2;
 	}
 	/* A stack on a device has a name of its own by default, so the

@@ -175,9 +175,36 @@ struct sluice_verbs_info {
 	unsigned int tx_last_err_len;	/* and that packet's length */
 	uint64_t rx_post_err;	/* ibv_post_recv refused */
 	uint32_t rx_posted;	/* receive WRs posted now */
+	uint64_t tx_posts;	/* post_send calls (each carries a batch) */
+	uint64_t tx_wrs;	/* send WRs they carried */
+	uint64_t rx_posts;	/* post_recv calls */
+	int enhanced;		/* 1: source-QPN QP of an IPoIB interface */
+	uint32_t flows;		/* flow rules installed now (enhanced) */
+	uint64_t flow_err;	/* flow rules the device refused (enhanced) */
+	int flow_last_err;	/* the last refusal's -errno (-EPERM: CAP_NET_RAW) */
 };
 
 int sluice_link_verbs(struct sluice_stack *st, const struct sluice_verbs_config *cfg);
+
+/*
+ * The link for a stack made on a device (sluice_stack_config.ifname), as
+ * `sluice run --interface` picks it: on an IPoIB interface whose device
+ * offers enhanced IPoIB (mlx5: source-QPN UD QPs, flow steering; the
+ * module says, SLUICE_IB_*), the verbs link in enhanced mode on top of
+ * the module's rings; otherwise, or if any step of it fails, the kring
+ * link alone (sluice_link_kring()).  0 with @rep->link naming the link
+ * in use and, when it is not the verbs one, @rep->why saying what was
+ * missing (CAP_NET_RAW, a non-mlx5 device, no flow steering, ...);
+ * -errno only if no link could be made (the kring link's error).
+ */
+struct sluice_link_report {
+	char link[16];		/* "verbs-enhanced" or "kring" */
+	int verbs_err;		/* why not enhanced verbs: -errno, or 0 */
+	int kring_err;		/* the kring link's -errno, or 0 */
+	int ipoib;		/* 1: the module says the interface is IPoIB */
+	char why[160];		/* verbs_err in words */
+};
+int sluice_link_device(struct sluice_stack *st, struct sluice_link_report *rep);
 int sluice_verbs_info(struct sluice_stack *st, struct sluice_verbs_info *info);
 /* A static neighbour: @ip (network order) is at @hwaddr (flags+QPN, GID). */
 int sluice_verbs_neigh_add(struct sluice_stack *st, uint32_t ip,

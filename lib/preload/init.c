@@ -244,9 +244,19 @@ static int device_link(struct sl_stack *s)
 	}
 	if (!pl_cfg.loopback_set)
 		pl_cfg.loopback = false;
-	ret = sluice_link_kring((struct sluice_stack *)s);
-	if (!ret)
-		pl_debug("stack %s: linked the rings of ifindex %u", pl_cfg.stack, s->ifindex);
+	{
+		/* The rings, or on an enhanced IPoIB interface the verbs link
+		 * over them (sluice_link_device()); why not, if IPoIB. */
+		struct sluice_link_report rep;
+
+		ret = sluice_link_device((struct sluice_stack *)s, &rep);
+		if (!ret && rep.ipoib && rep.verbs_err)
+			pl_log("stack %s: IPoIB without the verbs path (%s); using the kring "
+			       "path", pl_cfg.stack, rep.why);
+		if (!ret)
+			pl_debug("stack %s: %s link on ifindex %u", pl_cfg.stack, rep.link,
+				 s->ifindex);
+	}
 	return ret;
 }
 

@@ -79,6 +79,8 @@ err=$(SLUICE_PRELOAD_LIB=/nonexistent "$sluice" run -- true 2>&1)
 check "a missing preload library is named (exit 1)" grep -q "libsluice-preload.so not found" <<<"$err"
 "$sluice" run --ifname lo --tap tap9 -- true >/dev/null 2>&1
 check "sluice run --ifname with --tap is a usage error (exit 2)" [ $? = 2 ]
+"$sluice" run --interface lo --tap tap9 -- true >/dev/null 2>&1
+check "sluice run --interface (the documented --ifname) with --tap is a usage error (exit 2)" [ $? = 2 ]
 if [ ! -e /dev/sluice ]; then
 	err=$("$sluice" run --ifname lo -- true 2>&1)
 	check "sluice run --ifname without the module says it needs it (exit 1)" \

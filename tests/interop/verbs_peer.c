@@ -193,6 +193,10 @@ static void finish(int code)
 		       (unsigned long long)info.tx_timeout, (unsigned long long)info.rx_wc_err,
 		       info.last_wc_status, info.tx_last_err, info.tx_last_err_len,
 		       (unsigned long long)info.rx_post_err, info.rx_posted);
+	if (sluice_verbs_info(st, &info) == 0)
+		printf("# verbs: %llu send WRs in %llu post_send calls, %llu post_recv calls\n",
+		       (unsigned long long)info.tx_wrs, (unsigned long long)info.tx_posts,
+		       (unsigned long long)info.rx_posts);
 	sluice_stack_close(st);
 	sluice_stack_destroy(stack_name);
 	if (linger) {
@@ -382,7 +386,13 @@ static bool tcp_test(const char *peer, int conns, long bytes)
 		}
 		sluice_close(st, sd[c]);
 	}
-	printf("# tcp %d x %ld bytes each way: %.1f s\n", conns, bytes, now_s() - start);
+	{
+		double secs = now_s() - start;
+
+		/* Payload echoed back (both directions carry it once). */
+		printf("# tcp %d x %ld bytes each way: %.2f s, %.2f MB/s echoed\n", conns, bytes,
+		       secs, secs > 0 ? (double)conns * bytes / secs / 1e6 : 0.0);
+	}
 	return ret == 0;
 }
 

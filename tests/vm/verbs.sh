@@ -108,6 +108,12 @@ run_round() { # run_round MODE(arp|static)
 	c1=$?
 	report /tmp/c1.log "$mode: A->B"
 	[ $c1 = 0 ] || diag
+	# Soft-RoCE's own counters after the round (UD has no flow control:
+	# a receive queue run dry drops, and TCP retransmits what it lost).
+	for d in rxe0 rxe1; do
+		c=/sys/class/infiniband/$d/ports/1/hw_counters
+		[ -d $c ] && echo "# $mode: $d: $(cd $c && grep -H . * 2>/dev/null | grep -v ':0$' | tr '\n' ' ')"
+	done
 	# Which resolution ran: ARP requests and replies, or none at all.
 	atx=$(sed -n 's/^# counter arp_tx //p' /tmp/c1.log)
 	arx=$(sed -n 's/^# counter arp_rx //p' /tmp/c1.log)

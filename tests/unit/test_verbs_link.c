@@ -1,0 +1,698 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The verbs links (lib/link_verbs.c, lib/link_verbs_enh.c) against a test
+ * double of the device (verbs_double.h): the production code, only the
+ * hardware is not there.  What we ask the hardware for is checked exactly,
+ * so a regression there fails here:
+ *  - enhanced IPoIB: the source-QPN UD QP (create flags, source QPN, type,
+ *    sizes), state-only transitions, one flow rule per module filter
+ *    (specs, masks, priorities: 5-tuple before 3-tuple, no L2 spec) made
+ *    and removed with the filters, IP_CSUM on sends only with the
+ *    capability, IBV_WC_IP_CSUM_OK trusted only then, receive buffers
+ *    that leave 40 bytes for the GRH, AHs from the path record;
+ *  - every failure (each call failing, a missing capability) gives the
+ *    exact error and reason, frees everything and leaves the kring link;
+ *  - plain UD: sends batched into one post_send at unlock, one signalled,
+ *    never a buffer the device still owns reused, even with the stack's
+ *    buffer freed and rewritten before the flush; a full send ring waits
+ *    for completions; neighbours re-asked after 30 s and dropped (AH
+ *    destroyed) when unanswered, ARP again after.
+ */
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "verbs_double.h"
+#include "filter_fake.h"
+#include "stack_fixture.h"
+
+#define ST(s)		((struct sluice_stack *)(s))
+#define PEER_QPN	0x000456
+#define OUR_QPN		0x000123
+
+static const uint8_t peer_gid[16] = { 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 2, 0xc9, 3, 0, 1, 2, 3 };
+
+static struct sl_stack *mod_stack(const char *tag)
+{
+	struct sl_stack *s = fx_stack(tag, "10.9.0.1", NULL);
+
+	/* As a stack made on an interface: module filters (filter_fake.h). */
+	sl_filter_ioctl = fake_ioctl;
+	s->module_backed = true;
+	s->filters = true;
+	s->ifindex = 7;
+	return s;
+}
+
+static void mod_destroy(struct sl_stack *s)
+{
+	if (s->link)
+		s->link->ops->close(s->link);
+	s->module_backed = false;
+	s->filters = false;
+	fx_destroy(s);
+}
+
+/* An mlx5 IPoIB interface with enhanced IPoIB (caps: extra SLUICE_IB_*). */
+static void enh_device(uint32_t caps)
+{
+	vd_reset(IBV_LINK_LAYER_INFINIBAND);
+	vd.ifinfo.ib_flags = SLUICE_IB_IPOIB | SLUICE_IB_SOURCE_QPN | SLUICE_IB_FLOW_STEER | caps;
+	vd.ifinfo.ib_port = 1;
+	snprintf(vd.ifinfo.ib_dev, sizeof(vd.ifinfo.ib_dev), "mlx5_0");
+	snprintf(vd.ifinfo.name, sizeof(vd.ifinfo.name), "ib0");
+	vd.ifinfo.pkey = 0xffff;
+	vd.ifinfo.pkey_index = 0;
+	vd.ifinfo.qkey = 0x80010000;
+	vd.ifinfo.qpn = OUR_QPN;
+	vd.ifinfo.ud_mtu = 2044;
+	memcpy(vd.ifinfo.gid, vd.gid.raw, 16);
+	/* The neighbour 10.9.0.2: resolved, path on the local subnet. */
+	vd.nr.state = SLUICE_NEIGH_RES_VALID;
+	vd.nr.addr_len = SL_IPOIB_HWLEN;
+	vd.nr.hwaddr[1] = (PEER_QPN >> 16) & 0xff;
+	vd.nr.hwaddr[2] = (PEER_QPN >> 8) & 0xff;
+	vd.nr.hwaddr[3] = PEER_QPN & 0xff;
+	memcpy(vd.nr.hwaddr + 4, peer_gid, 16);
+	vd.nr.path_state = SLUICE_NEIGH_RES_VALID;
+	vd.nr.qpn = PEER_QPN;
+	memcpy(vd.nr.dgid, peer_gid, 16);
+	vd.nr.dlid = 0x17;
+	vd.nr.sl = 3;
+	vd.nr.rate = IBV_RATE_100_GBPS;
+	vd.nr.mtu = IBV_MTU_2048;
+}
+
+/* UDP datagram 10.9.0.2:7 -> 10.9.0.1:port behind an IPoIB header. */
+static size_t udp_frame(uint8_t *out, uint16_t port, const char *msg, bool good_csum)
+{
+	uint8_t pl[64];
+	struct sl_udp *u = (struct sl_udp *)pl;
+	size_t n = strlen(msg), len;
+	struct sl_ip *ip;
+
+	u->sport = htons(7);
+	u->dport = htons(port);
+	u->len = htons((uint16_t)(sizeof(*u) + n));
+	u->csum = 0;
+	memcpy(u + 1, msg, n);
+	sl_ipoib_hdr_put(out, ETHERTYPE_IP_);
+	len = fx_ip(out + SL_IPOIB_HLEN, "10.9.0.2", "10.9.0.1", IPPROTO_UDP, pl, sizeof(*u) + n);
+	ip = (struct sl_ip *)(out + SL_IPOIB_HLEN);
+	u = (struct sl_udp *)(ip + 1);
+	u->csum = sl_csum_fold(sl_csum_add(sl_csum_pseudo(ip->saddr, ip->daddr, IPPROTO_UDP,
+							  (uint16_t)(sizeof(*u) + n)),
+					   u, sizeof(*u) + n));
+	if (!u->csum)
+		u->csum = 0xffff;
+	if (!good_csum)
+		u->csum ^= 0x5a5a;
+	return len + SL_IPOIB_HLEN;
+}
+
+static void test_enhanced_attrs(void)
+{
+	struct sl_stack *s = mod_stack("venh");
+	struct sockaddr_in any5000 = fx_addr("0.0.0.0", 5000), us6000 = fx_addr("10.9.0.1", 6000);
+	struct sockaddr_in peer = fx_addr("10.9.0.2", 7);
+	struct sluice_link_report rep;
+	struct sl_verbs_flow_rule *r;
+	struct sluice_verbs_info info;
+	uint32_t free0 = s->r->buf_free_count;
+	int lsd, usd, ret;
+
+	enh_device(SLUICE_IB_UD_CSUM | SLUICE_IB_RSS);
+	ret = sluice_link_device(ST(s), &rep);
+	tap_eq(ret, 0, "enh: sluice_link_device succeeds");
+	tap_ok(!strcmp(rep.link, "verbs-enhanced") && rep.verbs_err == 0,
+	       "enh: the link is verbs-enhanced (%s, %s)", rep.link, rep.why);
+	tap_ok(s->link && !strcmp(s->link->ops->name, "verbs"), "enh: the stack's link is verbs");
+	tap_eq(vd.calls[VD_link_kring], 1, "enh: on top of the kring link of the interface");
+	/* The QP: exactly what mlx5 enhanced IPoIB wants. */
+	tap_eq(vd.calls[VD_create_qp_ex], 1, "enh: one ibv_create_qp_ex");
+	tap_eq(vd.calls[VD_create_qp], 0, "enh: no plain ibv_create_qp");
+	tap_eq(vd.qp_attr_ex.qp_type, IBV_QPT_UD, "enh: qp_type UD");
+	tap_eq(vd.qp_attr_ex.comp_mask, IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS,
+	       "enh: comp_mask PD | CREATE_FLAGS");
+	tap_eq(vd.qp_attr_ex.create_flags, IBV_QP_CREATE_SOURCE_QPN,
+	       "enh: create_flags exactly IBV_QP_CREATE_SOURCE_QPN");
+	tap_eq(vd.qp_attr_ex.source_qpn, OUR_QPN, "enh: source_qpn = the interface's QPN");
+	tap_ok(vd.qp_attr_ex.pd == vd.pd && vd.qp_attr_ex.send_cq == vd.scq &&
+	       vd.qp_attr_ex.recv_cq == vd.rcq && vd.scq != vd.rcq,
+	       "enh: our PD, send CQ and receive CQ (with the channel)");
+	tap_ok(vd.qp_attr_ex.cap.max_send_wr == VERBS_SQ_DEFAULT &&
+	       vd.qp_attr_ex.cap.max_recv_wr == s->r->n_bufs / 4 &&
+	       vd.qp_attr_ex.cap.max_send_sge == 1 && vd.qp_attr_ex.cap.max_recv_sge == 1,
+	       "enh: caps: %u send, %u recv WRs (a quarter of the pool), 1 SGE each",
+	       vd.qp_attr_ex.cap.max_send_wr, vd.qp_attr_ex.cap.max_recv_wr);
+	tap_eq(vd.qp_attr_ex.rwq_ind_tbl, NULL, "enh: no RSS indirection table (see link_verbs_enh.c)");
+	tap_eq(vd.n_modify, 3, "enh: three modify_qp");
+	tap_ok(vd.modify_state[0] == IBV_QPS_INIT && vd.modify_state[1] == IBV_QPS_RTR &&
+	       vd.modify_state[2] == IBV_QPS_RTS, "enh: INIT, RTR, RTS");
+	tap_ok(vd.modify_mask[0] == IBV_QP_STATE && vd.modify_mask[1] == IBV_QP_STATE &&
+	       vd.modify_mask[2] == IBV_QP_STATE, "enh: each with IBV_QP_STATE alone (underlay QP)");
+	tap_eq(vd.calls[VD_attach_mcast], 0, "enh: no multicast attach (ARP is the kernel's)");
+	/* Receive buffers: 40 bytes of GRH and the IPoIB header before SL_HEADROOM. */
+	tap_eq(vd.n_rq, (int)(s->r->n_bufs / 4), "enh: the receive queue is full");
+	tap_eq(vd.rq[0].addr - (uint64_t)(uintptr_t)s->base - s->r->bufdata_off -
+	       (uint64_t)s->r->buf_size * ((vd.rq[0].addr - (uintptr_t)s->base -
+					   s->r->bufdata_off) / s->r->buf_size),
+	       SL_HEADROOM - SL_IPOIB_GRH_LEN - SL_IPOIB_HLEN,
+	       "enh: a receive SGE starts 44 bytes before the IP header's place");
+	tap_eq(vd.rq[0].len, s->r->buf_size - (SL_HEADROOM - 44), "enh: and runs to the buffer's end");
+	tap_eq(vd.n_post_recv, (int)((s->r->n_bufs / 4 + VERBS_WC_BATCH - 1) / VERBS_WC_BATCH),
+	       "enh: the queue filled with one post_recv per 32 WRs");
+
+	tap_eq(vd.n_flows, 0, "enh: no flow rule before a filter");
+	lsd = sluice_socket(ST(s), SLUICE_SOCK_STREAM);
+	tap_ok(sluice_bind(ST(s), lsd, &any5000) == 0 && sluice_listen(ST(s), lsd, 8) == 0,
+	       "enh: a listener on *:5000 (module filter)");
+	tap_eq(vd.n_flows, 1, "enh: one flow rule for the listener's filter");
+	r = &vd.flows[0];
+	tap_ok(r->attr.type == IBV_FLOW_ATTR_NORMAL && r->attr.size == sizeof(*r) &&
+	       r->attr.num_of_specs == 2 && r->attr.port == 1 && r->attr.flags == 0 &&
+	       r->attr.comp_mask == 0, "enh: rule: NORMAL, 2 specs, port 1, no flags");
+	tap_eq(r->attr.priority, VERBS_FLOW_PRIO_3TUPLE, "enh: listener rule at the 3-tuple priority");
+	tap_ok(r->ipv4.type == IBV_FLOW_SPEC_IPV4 && r->ipv4.size == sizeof(r->ipv4),
+	       "enh: first spec IPv4 (no L2 spec)");
+	tap_ok(r->ipv4.mask.dst_ip == 0 && r->ipv4.mask.src_ip == 0,
+	       "enh: *:5000 matches any local and remote address");
+	tap_ok(r->l4.type == IBV_FLOW_SPEC_TCP && r->l4.size == sizeof(r->l4) &&
+	       r->l4.val.dst_port == htons(5000) && r->l4.mask.dst_port == 0xffff &&
+	       r->l4.mask.src_port == 0, "enh: TCP spec: dst port 5000 exact, any src port");
+
+	/* A UDP socket bound later: its rule follows the module filter. */
+	usd = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
+	tap_eq(sluice_bind(ST(s), usd, &us6000), 0, "enh: UDP bind 10.9.0.1:6000");
+	tap_eq(vd.n_flows, 2, "enh: a rule made with the filter");
+	r = &vd.flows[1];
+	tap_ok(r->l4.type == IBV_FLOW_SPEC_UDP && r->l4.val.dst_port == htons(6000) &&
+	       r->ipv4.val.dst_ip == us6000.sin_addr.s_addr && r->ipv4.mask.dst_ip == 0xffffffffu &&
+	       r->ipv4.mask.src_ip == 0 && r->attr.priority == VERBS_FLOW_PRIO_3TUPLE,
+	       "enh: UDP spec, dst 10.9.0.1 exact, port 6000, 3-tuple priority");
+	sluice_verbs_info(ST(s), &info);
+	tap_ok(info.enhanced == 1 && info.flows == 2 && info.qpn == OUR_QPN,
+	       "enh: sluice_verbs_info: enhanced, 2 flows, our QPN is the interface's");
+
+	/* A send: neighbour and path from the module, IP_CSUM asked. */
+	tap_eq(sluice_sendto(ST(s), usd, "ping", 4, 0, &peer), 4, "enh: sendto 10.9.0.2:7");
+	tap_eq(vd.calls[VD_neigh_resolve], 1, "enh: the neighbour asked of the module");
+	tap_eq(vd.n_ah, 1, "enh: one AH");
+	tap_ok(vd.ahs[0].dlid == 0x17 && vd.ahs[0].sl == 3 &&
+	       vd.ahs[0].static_rate == IBV_RATE_100_GBPS && vd.ahs[0].is_global == 0 &&
+	       vd.ahs[0].port_num == 1, "enh: AH from the path record: DLID, SL, rate, no GRH");
+	tap_eq(vd.n_sent, 1, "enh: one send WR");
+	tap_ok(vd.sent[0].opcode == IBV_WR_SEND && vd.sent[0].num_sge == 1 &&
+	       vd.sent[0].remote_qpn == PEER_QPN && vd.sent[0].remote_qkey == 0x80010000,
+	       "enh: SEND to the peer's QPN with the interface's Q_Key");
+	tap_eq(vd.sent[0].send_flags, IBV_SEND_IP_CSUM | IBV_SEND_SIGNALED,
+	       "enh: send_flags IP_CSUM (offered) | SIGNALED (last of its batch)");
+	tap_ok(vd.sent[0].len == SL_IPOIB_HLEN + 20 + 8 + 4 && vd.sent[0].data[0] == 0x08 &&
+	       vd.sent[0].data[1] == 0x00 && vd.sent[0].data[4] == 0x45,
+	       "enh: IPoIB header 0x0800 then the IPv4 packet");
+
+	/* Receive: IBV_WC_IP_CSUM_OK is trusted with SLUICE_IB_UD_CSUM. */
+	{
+		uint8_t f[128], got[32];
+		size_t n = udp_frame(f, 6000, "bad-csum-ok", false);
+		long k;
+
+		vd_rx(f, (uint32_t)n, IBV_WC_IP_CSUM_OK, PEER_QPN, peer_gid);
+		sluice_stack_poll(ST(s));
+		k = sluice_recvfrom(ST(s), usd, got, sizeof(got), MSG_DONTWAIT, NULL);
+		tap_eq(k, 11, "enh: a datagram the device vouched for is delivered unchecked");
+		n = udp_frame(f, 6000, "bad-no-flag", false);
+		vd_rx(f, (uint32_t)n, 0, PEER_QPN, peer_gid);
+		sluice_stack_poll(ST(s));
+		k = sluice_recvfrom(ST(s), usd, got, sizeof(got), MSG_DONTWAIT, NULL);
+		tap_eq(k, -EAGAIN, "enh: without IBV_WC_IP_CSUM_OK a bad checksum is dropped");
+	}
+
+	/* Closing the UDP socket removes its rule, and only it. */
+	sluice_close(ST(s), usd);
+	tap_ok(vd.n_flows_destroyed == 1 && vd.flow_obj[1] == NULL && vd.flow_obj[0] != NULL,
+	       "enh: close: the UDP rule destroyed, the listener's kept");
+	/* A rule the device refuses: the filter still works (rings). */
+	vd.fail[VD_create_flow] = EPERM;
+	usd = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
+	tap_eq(sluice_bind(ST(s), usd, &us6000), 0, "enh: a bind whose rule is refused succeeds");
+	sluice_verbs_info(ST(s), &info);
+	tap_ok(info.flow_err == 1 && info.flow_last_err == -EPERM,
+	       "enh: counted as flow_err, -EPERM kept (its packets take the rings)");
+	sluice_close(ST(s), usd);
+	/* Another process deletes the listener's filter (its port passed to
+	 * a socket there, then let go): our rule goes at the next timer. */
+	{
+		struct sl_sock *so = sl_sock(s, (uint32_t)lsd);
+		int before = vd.n_flows_destroyed;
+
+		sl_lock(s);
+		so->flags &= ~SL_SF_FILTER;
+		s->ctr->c[SL_C_filter_del]++;
+		sl_unlock(s);
+		sluice_stack_poll(ST(s));
+		tap_eq(vd.n_flows_destroyed, before, "enh: reconcile waits for the 100 ms timer");
+		fx_clock_us += 200000;
+		sluice_stack_poll(ST(s));
+		tap_ok(vd.n_flows_destroyed == before + 1 && vd.flow_obj[0] == NULL,
+		       "enh: a rule whose filter went elsewhere is dropped");
+		sl_lock(s);
+		so->flags |= SL_SF_FILTER;
+		sl_unlock(s);
+	}
+	sluice_close(ST(s), lsd);
+	s->link->ops->close(s->link);
+	tap_eq(vd.kring_closed, 1, "enh: close closes the kring link under it");
+	tap_eq(vd.live, 0, "enh: close: every verbs object destroyed");
+	tap_eq(s->r->buf_free_count, free0, "enh: close: every buffer back in the pool");
+	mod_destroy(s);
+}
+
+/*
+ * fork(): the child must not touch the parent's verbs objects (using them
+ * corrupts the parent's queues, destroying them through the shared uverbs
+ * fd destroys the parent's): its stack drops to the kring link.
+ */
+static void test_enhanced_fork(void)
+{
+	struct sl_stack *s = mod_stack("vfork");
+	struct sockaddr_in peer = fx_addr("10.9.0.2", 7), us = fx_addr("10.9.0.1", 6100);
+	struct sluice_link_report rep;
+	int usd, status = -1, flows;
+	pid_t pid;
+
+	enh_device(0);
+	tap_eq(sluice_link_device(ST(s), &rep), 0, "fork: linked");
+	usd = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
+	sluice_bind(ST(s), usd, &us);
+	flows = vd.n_flows_live;
+	pid = fork();
+	if (pid == 0) {
+		/* In the child: every verbs call counted from here is a defect. */
+		int calls = 0, bad = 0, s2;
+		struct sockaddr_in us2 = fx_addr("10.9.0.1", 6101);
+
+		memset(vd.calls, 0, sizeof(vd.calls));
+		vd.n_post_send = vd.n_post_recv = 0;
+		sluice_sendto(ST(s), usd, "child", 5, 0, &peer);
+		sluice_stack_poll(ST(s));
+		s2 = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
+		sluice_bind(ST(s), s2, &us2);
+		sluice_close(ST(s), s2);
+		if (s->link != &vd.kring)
+			bad |= 1;
+		s->link->ops->close(s->link);
+		for (int i = 0; i < VD_NCALLS; i++)
+			calls += vd.calls[i];
+		if (calls || vd.n_post_send || vd.n_post_recv || vd.n_flows_destroyed)
+			bad |= 2;
+		_exit(bad);
+	}
+	waitpid(pid, &status, 0);
+	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	       "fork: the child's stack runs on the kring link, no verbs call made there "
+	       "(status %d)", status);
+	tap_eq(vd.n_flows_live, flows, "fork: the parent's rules untouched");
+	tap_ok(s->link && !strcmp(s->link->ops->name, "verbs"), "fork: the parent keeps verbs");
+	sluice_close(ST(s), usd);
+	mod_destroy(s);
+	tap_eq(vd.live, 0, "fork: the parent's close frees everything");
+}
+
+/* The 5-tuple rule (a connected socket's filter) beats the 3-tuple one. */
+static void test_flow_rule_5tuple(void)
+{
+	struct sluice_filter f = { .protocol = IPPROTO_TCP, .laddr = htonl(0x0a090001),
+				   .raddr = htonl(0x0a090002), .lport = htons(5000),
+				   .rport = htons(40000) };
+	struct sl_verbs_flow_rule r5, r3;
+
+	tap_eq(sl_verbs_flow_rule(&r5, &f, 1), 0, "5-tuple: rule built");
+	f.raddr = 0;
+	f.rport = 0;
+	tap_eq(sl_verbs_flow_rule(&r3, &f, 1), 0, "3-tuple: rule built");
+	tap_ok(r5.attr.priority < r3.attr.priority, "5-tuple priority %u before 3-tuple %u",
+	       r5.attr.priority, r3.attr.priority);
+	tap_ok(r5.ipv4.val.src_ip == htonl(0x0a090002) && r5.ipv4.mask.src_ip == 0xffffffffu &&
+	       r5.ipv4.val.dst_ip == htonl(0x0a090001) && r5.ipv4.mask.dst_ip == 0xffffffffu &&
+	       r5.l4.val.src_port == htons(40000) && r5.l4.mask.src_port == 0xffff &&
+	       r5.l4.val.dst_port == htons(5000) && r5.l4.mask.dst_port == 0xffff,
+	       "5-tuple: both addresses and ports exact");
+	f.rport = htons(1);
+	tap_eq(sl_verbs_flow_rule(&r5, &f, 1), -EINVAL, "half a remote is refused");
+	f.rport = 0;
+	f.protocol = IPPROTO_ICMP;
+	tap_eq(sl_verbs_flow_rule(&r5, &f, 1), -EINVAL, "a protocol other than TCP/UDP is refused");
+}
+
+/* Without SLUICE_IB_UD_CSUM: no IP_CSUM asked, IBV_WC_IP_CSUM_OK ignored. */
+static void test_enhanced_no_csum(void)
+{
+	struct sl_stack *s = mod_stack("vnocs");
+	struct sockaddr_in us6000 = fx_addr("10.9.0.1", 6000), peer = fx_addr("10.9.0.2", 7);
+	struct sluice_link_report rep;
+	uint8_t f[128], got[32];
+	size_t n;
+	int usd;
+
+	enh_device(0);
+	/* A path that needs a GRH. */
+	vd.nr.hop_limit = 2;
+	vd.nr.traffic_class = 0x20;
+	vd.nr.flow_label = 0x12345;
+	tap_eq(sluice_link_device(ST(s), &rep), 0, "nocsum: linked");
+	tap_ok(!strcmp(rep.link, "verbs-enhanced"), "nocsum: verbs-enhanced");
+	usd = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
+	sluice_bind(ST(s), usd, &us6000);
+	sluice_sendto(ST(s), usd, "x", 1, 0, &peer);
+	tap_eq(vd.n_sent, 1, "nocsum: sent");
+	tap_eq(vd.sent[0].send_flags, IBV_SEND_SIGNALED, "nocsum: no IBV_SEND_IP_CSUM");
+	tap_ok(vd.ahs[0].is_global == 1 && vd.ahs[0].grh.hop_limit == 2 &&
+	       vd.ahs[0].grh.traffic_class == 0x20 && vd.ahs[0].grh.flow_label == 0x12345 &&
+	       !memcmp(vd.ahs[0].grh.dgid.raw, peer_gid, 16) && vd.ahs[0].dlid == 0x17,
+	       "nocsum: a path with hop_limit gets a GRH: dgid, hop limit, class, flow label");
+	n = udp_frame(f, 6000, "bad", false);
+	vd_rx(f, (uint32_t)n, IBV_WC_IP_CSUM_OK, PEER_QPN, peer_gid);
+	sluice_stack_poll(ST(s));
+	tap_eq(sluice_recvfrom(ST(s), usd, got, sizeof(got), MSG_DONTWAIT, NULL), -EAGAIN,
+	       "nocsum: IBV_WC_IP_CSUM_OK not trusted without the capability: bad one dropped");
+	n = udp_frame(f, 6000, "good", true);
+	vd_rx(f, (uint32_t)n, 0, PEER_QPN, peer_gid);
+	sluice_stack_poll(ST(s));
+	tap_eq(sluice_recvfrom(ST(s), usd, got, sizeof(got), MSG_DONTWAIT, NULL), 4,
+	       "nocsum: a good checksum checked in software is delivered");
+	sluice_close(ST(s), usd);
+	mod_destroy(s);
+	tap_eq(vd.live, 0, "nocsum: nothing left");
+}
+
+struct fallback_case {
+	const char *what;
+	uint32_t ib_flags;		/* 0: the enhanced default */
+	enum vd_call fail;
+	int err;
+	int want;			/* rep.verbs_err */
+	const char *why;		/* in rep.why */
+	bool listener;			/* a filter exists before linking */
+};
+
+static void test_fallbacks(void)
+{
+	static const uint32_t full = SLUICE_IB_IPOIB | SLUICE_IB_SOURCE_QPN | SLUICE_IB_FLOW_STEER;
+	static const struct fallback_case cases[] = {
+		{ "not IPoIB", 0x80000000u, VD_NCALLS, 0, -EOPNOTSUPP, "not an IPoIB", false },
+		{ "legacy IPoIB", SLUICE_IB_IPOIB | SLUICE_IB_FLOW_STEER, VD_NCALLS, 0,
+		  -EOPNOTSUPP, "legacy IPoIB", false },
+		{ "connected mode", full | SLUICE_IB_CONNECTED, VD_NCALLS, 0, -EOPNOTSUPP,
+		  "connected mode", false },
+		{ "no flow steering", SLUICE_IB_IPOIB | SLUICE_IB_SOURCE_QPN, VD_NCALLS, 0,
+		  -EOPNOTSUPP, "flow steering", false },
+		{ "IFINFO fails", 0, VD_ifinfo, ENOTTY, -ENOTTY, "IFINFO", false },
+		{ "IFINFO port 0", 0x40000000u, VD_NCALLS, 0, -EPROTO, "bad IPoIB facts", false },
+		{ "no such device", 0, VD_open_device, ENODEV, -ENODEV, "opening ib device mlx5_0",
+		  false },
+		{ "port query", 0, VD_query_port, EIO, -EIO, "port 1", false },
+		{ "alloc_pd", 0, VD_alloc_pd, ENOMEM, -ENOMEM, "verbs resources", false },
+		{ "reg_mr", 0, VD_reg_mr, EFAULT, -EFAULT, "verbs resources", false },
+		{ "channel", 0, VD_create_comp_channel, EMFILE, -EMFILE, "verbs resources", false },
+		{ "create_cq", 0, VD_create_cq, ENOMEM, -ENOMEM, "verbs resources", false },
+		{ "no CAP_NET_RAW", 0, VD_create_qp_ex, EPERM, -EPERM, "CAP_NET_RAW", false },
+		{ "not mlx5", 0, VD_create_qp_ex, EOPNOTSUPP, -EOPNOTSUPP, "mlx5", false },
+		{ "RTR", 0, VD_modify_qp_rtr, EINVAL, -EINVAL, "state 2", false },
+		{ "RTS", 0, VD_modify_qp_rts, EINVAL, -EINVAL, "state 3", false },
+		{ "arm CQ", 0, VD_req_notify_cq, EIO, -EIO, "arming", false },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct fallback_case *c = &cases[i];
+		struct sl_stack *s = mod_stack("vfb");
+		struct sockaddr_in any5000 = fx_addr("0.0.0.0", 5000);
+		uint32_t free0 = s->r->buf_free_count;
+		struct sluice_link_report rep;
+		int lsd = -1, ret;
+
+		enh_device(0);
+		if (c->ib_flags & 0x40000000u)
+			vd.ifinfo.ib_port = 0;	/* a module's nonsense */
+		else if (c->ib_flags)
+			vd.ifinfo.ib_flags = c->ib_flags & ~0x80000000u;
+		if (c->fail != VD_NCALLS)
+			vd.fail[c->fail] = c->err;
+		if (c->listener) {
+			lsd = sluice_socket(ST(s), SLUICE_SOCK_STREAM);
+			sluice_bind(ST(s), lsd, &any5000);
+			sluice_listen(ST(s), lsd, 4);
+		}
+		ret = sluice_link_device(ST(s), &rep);
+		tap_ok(ret == 0 && !strcmp(rep.link, "kring") && s->link == &vd.kring,
+		       "fallback %s: the kring link (ret %d, %s)", c->what, ret, rep.link);
+		tap_ok(rep.ipoib == (c->ib_flags != 0x80000000u && c->fail != VD_ifinfo),
+		       "fallback %s: ipoib %d as IFINFO said", c->what, rep.ipoib);
+		tap_ok(rep.verbs_err == c->want && strstr(rep.why, c->why),
+		       "fallback %s: %d \"%s\"", c->what, rep.verbs_err, rep.why);
+		tap_ok(vd.live == 0 && vd.n_ah_live == 0,
+		       "fallback %s: every verbs object made was destroyed (%d live)", c->what,
+		       vd.live);
+		if (lsd >= 0)
+			sluice_close(ST(s), lsd);
+		tap_ok(s->r->buf_free_count == free0, "fallback %s: every buffer back (%u of %u)",
+		       c->what, s->r->buf_free_count, free0);
+		mod_destroy(s);
+	}
+	/* And no link at all when even the rings fail. */
+	{
+		struct sl_stack *s = mod_stack("vfb2");
+		struct sluice_link_report rep;
+
+		enh_device(0);
+		vd.fail[VD_link_kring] = ENOENT;
+		tap_eq(sluice_link_device(ST(s), &rep), -ENOENT, "no rings: the kring error");
+		tap_ok(rep.kring_err == -ENOENT && s->link == NULL && vd.live == 0,
+		       "no rings: no link, nothing made");
+		mod_destroy(s);
+	}
+}
+
+/* Plain UD over RoCE: sends batched at unlock, buffers never reused early. */
+static void test_plain_batching(void)
+{
+	struct sl_stack *s = fx_stack("vbat", "10.9.0.1", NULL);
+	struct sluice_verbs_config cfg = { .flags = SLUICE_VERBS_NO_MCAST, .sq_size = 32 };
+	uint8_t hw[SL_IPOIB_HWLEN] = { 0, (PEER_QPN >> 16) & 0xff, (PEER_QPN >> 8) & 0xff,
+				       PEER_QPN & 0xff };
+	uint32_t peer = htonl(0x0a090002), free0 = s->r->buf_free_count;
+	struct sluice_verbs_info info;
+	int bad = 0;
+
+	vd_reset(IBV_LINK_LAYER_ETHERNET);
+	memcpy(hw + 4, peer_gid, 16);
+	tap_eq(sluice_link_verbs(ST(s), &cfg), 0, "plain: link up on RoCE");
+	tap_ok(vd.qp_attr.qp_type == IBV_QPT_UD && vd.qp_attr.cap.max_send_wr == 32 &&
+	       vd.n_modify == 3 && vd.modify_mask[0] == (IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+							  IBV_QP_PORT | IBV_QP_QKEY),
+	       "plain: UD QP, INIT with P_Key index, port, Q_Key");
+	tap_eq(sluice_verbs_neigh_add(ST(s), peer, hw), 0, "plain: static neighbour");
+	tap_ok(vd.ahs[0].is_global == 1 && !memcmp(vd.ahs[0].grh.dgid.raw, peer_gid, 16),
+	       "plain: RoCE AH is global, to the GID");
+
+	/* Ten packets in one hold of the lock, each buffer freed and
+	 * scribbled on at once: what goes out must be what was sent. */
+	sl_lock(s);
+	for (int i = 0; i < 10; i++) {
+		uint32_t idx = sl_buf_alloc(s);
+		uint8_t *d = sl_buf_data(s, idx);
+
+		memset(d, 0x40 + i, 300);
+		d[0] = 0x45;
+		sl_buf(s, idx)->len = 300;
+		if (s->link->ops->tx(s->link, s, idx, peer))
+			bad++;
+		memset(d, 0xee, 300);
+		sl_buf_free(s, idx);
+	}
+	tap_eq(vd.n_post_send, 0, "plain: nothing posted before the unlock");
+	sl_unlock(s);
+	tap_eq(bad, 0, "plain: ten tx accepted");
+	tap_eq(vd.n_post_send, 1, "plain: one post_send at unlock for ten packets");
+	tap_ok(vd.n_sent == 10 && vd.n_signalled == 1 &&
+	       (vd.sent[9].send_flags & IBV_SEND_SIGNALED), "plain: ten WRs, only the last signalled");
+	bad = 0;
+	for (int i = 0; i < 10; i++)
+		if (vd.sent[i].len != 304 || vd.sent[i].data[5] != 0x40 + i ||
+		    vd.sent[i].lkey == vd.mr[0]->lkey)
+			bad++;
+	tap_eq(bad, 0, "plain: each WR carries its own packet, from the link's send ring MR");
+	tap_ok(vd.sent[0].send_flags == 0, "plain: no IP_CSUM on a device without it");
+
+	/* Many more, in separate unlocks, the device completing as polled. */
+	for (int i = 0; i < 200; i++) {
+		uint32_t idx;
+
+		sl_lock(s);
+		idx = sl_buf_alloc(s);
+		memset(sl_buf_data(s, idx), i, 100);
+		sl_buf(s, idx)->len = 100;
+		s->link->ops->tx(s->link, s, idx, peer);
+		sl_buf_free(s, idx);
+		sl_unlock(s);
+	}
+	tap_ok(vd.reuse_violations == 0 && vd.corrupt_violations == 0,
+	       "plain: 210 sends: no slot reused while the device owned it, none changed");
+
+	/* A device that completes nothing: the ring fills, then tx fails
+	 * after the bounded wait, without touching a slot in use. */
+	vd.hold_completions = true;
+	{
+		int ok = 0, err = 0;
+
+		for (int i = 0; i < 34; i++) {
+			uint32_t idx;
+
+			sl_lock(s);
+			idx = sl_buf_alloc(s);
+			sl_buf(s, idx)->len = 64;
+			if (s->link->ops->tx(s->link, s, idx, peer))
+				err++;
+			else
+				ok++;
+			sl_buf_free(s, idx);
+			sl_unlock(s);
+		}
+		tap_ok(ok == 32 && err == 2, "plain: a full ring of 32 held: %d sent, %d refused", ok,
+		       err);
+		tap_eq(vd.reuse_violations, 0, "plain: still no slot reused");
+	}
+	vd.hold_completions = false;
+	sluice_verbs_info(ST(s), &info);
+	tap_ok(info.tx_timeout == 2 && info.tx_wrs == (uint64_t)vd.n_sent,
+	       "plain: info counts the 2 timeouts and every WR posted");
+	s->link->ops->close(s->link);
+	tap_ok(vd.live == 0 && s->r->buf_free_count == free0, "plain: close frees everything");
+	fx_destroy(s);
+}
+
+/* ARP neighbours age out: asked again after 30 s, dropped unanswered. */
+static void test_neigh_expiry(void)
+{
+	struct sl_stack *s = fx_stack("vexp", "10.9.0.1", NULL);
+	struct sockaddr_in peer = fx_addr("10.9.0.2", 7);
+	uint8_t hw[SL_IPOIB_HWLEN] = { 0, (PEER_QPN >> 16) & 0xff, (PEER_QPN >> 8) & 0xff,
+				       PEER_QPN & 0xff };
+	uint8_t f[128];
+	int usd, arps;
+	size_t n;
+
+	/* Link layer unspecified: ARP over the group, no RoCE IPv6 join. */
+	vd_reset(IBV_LINK_LAYER_UNSPECIFIED);
+	memcpy(hw + 4, peer_gid, 16);
+	tap_eq(sluice_link_verbs(ST(s), NULL), 0, "expiry: link up with the broadcast group");
+	tap_eq(vd.mcast_attached, 1, "expiry: attached to the broadcast group");
+	usd = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
+	sluice_sendto(ST(s), usd, "a", 1, 0, &peer);
+	tap_ok(vd.n_sent == 1 && vd.sent[0].remote_qpn == SL_IPOIB_MCAST_QPN &&
+	       vd.sent[0].data[0] == 0x08 && vd.sent[0].data[1] == 0x06,
+	       "expiry: an ARP request to the group");
+	/* The reply. */
+	sl_ipoib_hdr_put(f, ETHERTYPE_ARP_);
+	{
+		struct sluice_verbs_info info;
+
+		sluice_verbs_info(ST(s), &info);
+		n = SL_IPOIB_HLEN + sl_ipoib_arp_build(f + SL_IPOIB_HLEN, 2, hw, htonl(0x0a090002),
+						       info.hwaddr, htonl(0x0a090001));
+	}
+	vd_rx(f, (uint32_t)n, 0, PEER_QPN, peer_gid);
+	sluice_stack_poll(ST(s));
+	tap_ok(vd.n_sent == 2 && vd.sent[1].remote_qpn == PEER_QPN && vd.n_ah_live == 2,
+	       "expiry: the reply resolves it, the held packet goes, one AH for it");
+	fx_clock_us += 29ull * 1000000;
+	sluice_stack_poll(ST(s));
+	tap_eq(vd.n_sent, 2, "expiry: at 29 s nothing is asked");
+	fx_clock_us += 2ull * 1000000;
+	sluice_stack_poll(ST(s));
+	tap_ok(vd.n_sent == 3 && vd.sent[2].remote_qpn == SL_IPOIB_MCAST_QPN,
+	       "expiry: at 31 s it is asked again");
+	sluice_sendto(ST(s), usd, "b", 1, 0, &peer);
+	tap_ok(vd.n_sent == 4 && vd.sent[3].remote_qpn == PEER_QPN,
+	       "expiry: still used while asked again");
+	arps = 0;
+	for (int i = 0; i < 5; i++) {
+		fx_clock_us += 1100000;
+		sluice_stack_poll(ST(s));
+	}
+	for (int i = 0; i < vd.n_sent; i++)
+		arps += vd.sent[i].remote_qpn == SL_IPOIB_MCAST_QPN;
+	tap_eq(vd.n_ah_live, 1, "expiry: unanswered, dropped with its AH (the group's remains)");
+	sluice_sendto(ST(s), usd, "c", 1, 0, &peer);
+	tap_ok(vd.sent[vd.n_sent - 1].remote_qpn == SL_IPOIB_MCAST_QPN && arps == 4,
+	       "expiry: the next send ARPs afresh (%d requests in all before it)", arps);
+	sluice_close(ST(s), usd);
+	s->link->ops->close(s->link);
+	tap_eq(vd.live, 0, "expiry: close frees everything");
+	fx_destroy(s);
+}
+
+/* InfiniBand link layer, plain UD: needs the module's path records. */
+static void test_plain_ib(void)
+{
+	struct sl_stack *s = fx_stack("vib", "10.9.0.1", NULL);
+	struct sockaddr_in peer = fx_addr("10.9.0.2", 7);
+	int usd;
+
+	enh_device(0);
+	tap_eq(sluice_link_verbs(ST(s), NULL), -EOPNOTSUPP,
+	       "ib plain: refused on a stack with no module interface (no path records)");
+	tap_eq(vd.live, 0, "ib plain: nothing left");
+	s->module_backed = true;
+	s->ifindex = 7;
+	tap_eq(sluice_link_verbs(ST(s), NULL), 0, "ib plain: up on a module stack on ib0");
+	tap_eq(vd.calls[VD_attach_mcast], 0, "ib plain: no ARP group (the module resolves)");
+	usd = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
+	vd.nr.path_state = SLUICE_NEIGH_RES_PENDING;
+	sluice_sendto(ST(s), usd, "a", 1, 0, &peer);
+	tap_eq(vd.n_sent, 0, "ib plain: path pending: held");
+	vd.nr.path_state = SLUICE_NEIGH_RES_VALID;
+	fx_clock_us += 150000;
+	sluice_stack_poll(ST(s));
+	tap_ok(vd.n_sent == 1 && vd.sent[0].remote_qpn == PEER_QPN && vd.ahs[0].dlid == 0x17 &&
+	       vd.ahs[0].sl == 3, "ib plain: path valid: sent through an AH with DLID and SL");
+	/* A neighbour the module fails: asked once, not for every packet;
+	 * asked again by the timer, dropped after its tries. */
+	{
+		struct sockaddr_in gone = fx_addr("10.9.0.9", 7);
+		int asked = vd.calls[VD_neigh_resolve];
+
+		vd.nr.state = SLUICE_NEIGH_RES_FAILED;
+		for (int i = 0; i < 5; i++)
+			sluice_sendto(ST(s), usd, "z", 1, 0, &gone);
+		tap_eq(vd.calls[VD_neigh_resolve] - asked, 1,
+		       "ib plain: a failed neighbour is asked once for 5 packets");
+		for (int i = 0; i < 40; i++) {
+			fx_clock_us += 110000;
+			sluice_stack_poll(ST(s));
+		}
+		tap_eq(vd.calls[VD_neigh_resolve] - asked, 30,
+		       "ib plain: asked again by the timer, 30 times in all, then given up");
+		for (int i = 0; i < 3; i++)
+			sluice_sendto(ST(s), usd, "z", 1, 0, &gone);
+		tap_eq(vd.calls[VD_neigh_resolve] - asked, 31, "ib plain: given up: the next packet asks afresh");
+	}
+	sluice_close(ST(s), usd);
+	s->link->ops->close(s->link);
+	s->module_backed = false;
+	tap_eq(vd.live, 0, "ib plain: close frees everything");
+	fx_destroy(s);
+}
+
+int main(void)
+{
+	test_enhanced_attrs();
+	test_flow_rule_5tuple();
+	test_enhanced_fork();
+	test_enhanced_no_csum();
+	test_fallbacks();
+	test_plain_batching();
+	test_neigh_expiry();
+	test_plain_ib();
+	sl_verbs = &sl_verbs_real;
+	return tap_done();
+}
