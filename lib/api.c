@@ -167,9 +167,9 @@ int sluice_stack_poll(struct sluice_stack *st)
 	struct sl_stack *s = S(st);
 	int n;
 
-	if (atomic_load_explicit((_Atomic uint32_t *)&s->r->state, memory_order_acquire) ==
-	    SLUICE_STATE_BROKEN)
-		return -EPIPE;
+	if (s->corrupt || atomic_load_explicit((_Atomic uint32_t *)&s->r->state,
+					       memory_order_acquire) == SLUICE_STATE_BROKEN)
+		return sl_broken_err(s);
 	/* With no link and no loopback packets left over (sl_unlock()), only
 	 * timers need running: look at the clock every 16th call (reading it
 	 * costs more than the rest of a spin). */
@@ -195,13 +195,23 @@ int sluice_stack_counter(struct sluice_stack *st, const char *name, uint64_t *va
 
 /* ---- sockets --------------------------------------------------------- */
 
+/* What a call that ran on the stack returns: ret, unless the stack was
+ * found corrupt meanwhile (sl_corrupt()): then that, not a result made of
+ * garbage. */
+static long checked(const struct sl_stack *s, long ret)
+{
+	return __builtin_expect(s->corrupt, 0) ? sl_broken_err(s) : ret;
+}
+
 /* Look up sd and take the lock; on success the caller must sl_unlock(). */
 static int sock_get(struct sl_stack *s, int sd, struct sl_sock **out)
 {
 	struct sl_sock *so;
 	int ret;
 
-	if (sd < 0 || (uint32_t)sd >= s->r->max_sockets)
+	if (s->corrupt)
+		return sl_broken_err(s);
+	if (sd < 0 || (uint32_t)sd >= s->max_sockets)
 		return -EBADF;
 	ret = sl_lock(s);
 	if (ret)
@@ -210,6 +220,10 @@ static int sock_get(struct sl_stack *s, int sd, struct sl_sock **out)
 	if (so->type == SL_SOCK_FREE || (so->flags & SL_SF_ORPHAN)) {
 		sl_unlock(s);
 		return -EBADF;
+	}
+	if (!sl_sock_sane(s, so)) {
+		sl_unlock(s);
+		return sl_broken_err(s);
 	}
 	*out = so;
 	return 0;
@@ -368,7 +382,7 @@ int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int
 			uint32_t ev;
 
 			fds[i].revents = 0;
-			if (fds[i].sd < 0 || (uint32_t)fds[i].sd >= s->r->max_sockets ||
+			if (fds[i].sd < 0 || (uint32_t)fds[i].sd >= s->max_sockets ||
 			    (so = sl_sock(s, fds[i].sd))->type == SL_SOCK_FREE) {
 				fds[i].revents = POLLNVAL;
 				ready++;
@@ -381,7 +395,9 @@ int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int
 		}
 		seq = s->r->wake_seq;
 		sl_unlock(s);
-		ret = ready;
+		ret = (int)checked(s, ready);
+		if (ret < 0)
+			break;
 		if (ready || (deadline >= 0 && (int64_t)sl_now(s) >= deadline))
 			break;
 		if (asleep) {
@@ -426,7 +442,7 @@ int sluice_socket(struct sluice_stack *st, int type)
 	if (so && (type & SLUICE_SOCK_NONBLOCK))
 		so->flags |= SL_SF_NONBLOCK;
 	sl_unlock(s);
-	return so ? (int)so->idx : -ENFILE;
+	return (int)checked(s, so ? (int)so->idx : -ENFILE);
 }
 
 static int addr_ok(const struct sockaddr_in *a)
@@ -447,7 +463,7 @@ int sluice_bind(struct sluice_stack *st, int sd, const struct sockaddr_in *addr)
 		return ret;
 	ret = sl_sock_bind(s, so, addr->sin_addr.s_addr, addr->sin_port);
 	sl_unlock(s);
-	return ret;
+	return (int)checked(s, ret);
 }
 
 int sluice_listen(struct sluice_stack *st, int sd, int backlog)
@@ -465,7 +481,7 @@ int sluice_listen(struct sluice_stack *st, int sd, int backlog)
 	if (!ret)
 		ret = sl_tcp_listen(s, so, backlog);
 	sl_unlock(s);
-	return ret;
+	return (int)checked(s, ret);
 }
 
 int sluice_accept(struct sluice_stack *st, int sd, struct sockaddr_in *peer)
@@ -488,6 +504,7 @@ int sluice_accept(struct sluice_stack *st, int sd, struct sockaddr_in *peer)
 		bool nb = so->flags & SL_SF_NONBLOCK;
 
 		sl_unlock(s);
+		ret = (int)checked(s, ret);
 		if (!ret)
 			return (int)child->idx;
 		if (ret != -EAGAIN || nb)
@@ -545,6 +562,7 @@ int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *ad
 		ret = sl_tcp_connect(s, so, addr->sin_addr.s_addr, addr->sin_port, sl_now(s));
 	nb = so->flags & SL_SF_NONBLOCK;
 	sl_unlock(s);
+	ret = (int)checked(s, ret);
 	if (ret != -EINPROGRESS || nb)
 		return ret;
 	/* Blocking connect: wait for the handshake to finish or fail. */
@@ -586,6 +604,7 @@ long sluice_sendto(struct sluice_stack *st, int sd, const void *buf, size_t len,
 			ret = sl_tcp_send(s, so, buf, len, flags, sl_now(s));
 		}
 		sl_unlock(s);
+		ret = checked(s, ret);
 		if (ret != -EAGAIN || nb)
 			return ret;
 		ret = wait_for(s, sd, POLLOUT);
@@ -608,7 +627,10 @@ static bool rx_nothing(const struct sl_stack *s, int sd)
 {
 	const volatile struct sl_sock *v;
 
-	if (sd < 0 || (uint32_t)sd >= s->r->max_sockets)
+	if (sd < 0 || (uint32_t)sd >= s->max_sockets)
+		return false;
+	/* Broken by another process: take the lock path, which says so. */
+	if (s->r->state != SLUICE_STATE_READY)
 		return false;
 	v = sl_sock(s, sd);
 	if (v->rxq_count || v->rxq_bytes || v->error || (v->flags & SL_SF_SHUT_RD))
@@ -632,7 +654,7 @@ long sluice_recvfrom(struct sluice_stack *st, int sd, void *buf, size_t len, int
 	bool nb;
 
 	for (;;) {
-		if ((flags & MSG_DONTWAIT) && len && rx_nothing(s, sd)) {
+		if ((flags & MSG_DONTWAIT) && len && !s->corrupt && rx_nothing(s, sd)) {
 			/* A spinning caller comes straight back: pause so its
 			 * reads do not fight the writer for the socket's lines. */
 			spin_backoff();
@@ -650,6 +672,7 @@ long sluice_recvfrom(struct sluice_stack *st, int sd, void *buf, size_t len, int
 			sport = so->rport;
 		}
 		sl_unlock(s);
+		ret = checked(s, ret);
 		if (ret >= 0 && from) {
 			memset(from, 0, sizeof(*from));
 			from->sin_family = AF_INET;
@@ -704,7 +727,7 @@ int sluice_close(struct sluice_stack *st, int sd)
 	else
 		sl_sock_free(s, so);
 	sl_unlock(s);
-	return 0;
+	return (int)checked(s, 0);
 }
 
 static int name_of(struct sl_stack *s, int sd, struct sockaddr_in *addr, bool peer)

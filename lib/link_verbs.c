@@ -262,7 +262,7 @@ static int verbs_send(struct verbs_link *v, struct sl_stack *s, uint32_t idx,
 	uint8_t *data;
 	int ret;
 
-	if (b->off < SL_IPOIB_HLEN || b->off + b->len > s->r->buf_size)
+	if (b->off < SL_IPOIB_HLEN || b->off + b->len > s->buf_size)
 		return -EINVAL;
 	if (b->len > v->ud_mtu)
 		return -EMSGSIZE;
@@ -433,7 +433,7 @@ unsigned int sl_verbs_reclaim(struct sl_stack *s)
 	pid_t self = sl_self_pid();
 	unsigned int n = 0;
 
-	for (uint32_t i = 0; i < s->r->n_bufs; i++) {
+	for (uint32_t i = 0; i < s->n_bufs; i++) {
 		struct sluice_buf *b = sl_buf(s, i);
 		pid_t pid = (pid_t)b->ts_us;
 
@@ -515,7 +515,7 @@ static void rx_one(struct verbs_link *v, struct sl_stack *s, const struct ibv_wc
 		v->last_wc_status = wc->status;
 		goto bad;
 	}
-	if (wc->opcode != IBV_WC_RECV || wc->byte_len > s->r->buf_size - RX_LEAD)
+	if (wc->opcode != IBV_WC_RECV || wc->byte_len > s->buf_size - RX_LEAD)
 		goto bad;
 	type = sl_ipoib_rx_parse(frame, wc->byte_len, &plen);
 	if (type < 0)
@@ -562,7 +562,7 @@ static void rx_refill(struct verbs_link *v, struct sl_stack *s)
 			v->rx_slot[slot] = idx;
 			sl_verbs_buf_mark(s, idx, pid);
 			sge[k].addr = (uintptr_t)(sl_buf_base(s, idx) + RX_LEAD);
-			sge[k].length = s->r->buf_size - RX_LEAD;
+			sge[k].length = s->buf_size - RX_LEAD;
 			sge[k].lkey = v->mr->lkey;
 			wr[k].wr_id = slot;
 			wr[k].sg_list = &sge[k];
@@ -938,8 +938,8 @@ int sluice_link_verbs(struct sluice_stack *st, const struct sluice_verbs_config 
 	v->gid_index = c.gid_index;
 	v->qkey = c.qkey ? c.qkey : SL_IPOIB_QKEY_DEFAULT;
 	v->rq_size = c.rq_size ? c.rq_size : VERBS_RQ_DEFAULT;
-	if (!c.rq_size && v->rq_size > s->r->n_bufs / 4)
-		v->rq_size = s->r->n_bufs / 4;
+	if (!c.rq_size && v->rq_size > s->n_bufs / 4)
+		v->rq_size = s->n_bufs / 4;
 	v->sq_size = c.sq_size ? c.sq_size : VERBS_SQ_DEFAULT;
 	v->epfd = -1;
 	v->evfd = -1;
@@ -948,7 +948,7 @@ int sluice_link_verbs(struct sluice_stack *st, const struct sluice_verbs_config 
 		v->neigh[i].hold_idx = SLUICE_IDX_NONE;
 	ret = -EINVAL;
 	/* The receive queue holds pool buffers: leave most of the pool. */
-	if (v->rq_size > 4096 || v->rq_size > s->r->n_bufs / 4 || v->sq_size > 4096 ||
+	if (v->rq_size > 4096 || v->rq_size > s->n_bufs / 4 || v->sq_size > 4096 ||
 	    v->gid_index > 255)
 		goto err_free;
 	ret = -ENOMEM;
@@ -986,8 +986,8 @@ int sluice_link_verbs(struct sluice_stack *st, const struct sluice_verbs_config 
 	v->ib_mtu = sl_ipoib_ib_mtu_bytes(pa.active_mtu);
 	v->ud_mtu = sl_ipoib_ud_mtu(pa.active_mtu);
 	/* A receive must fit a buffer: GRH + header + packet after RX_LEAD. */
-	if (v->ud_mtu > s->r->buf_size - SL_HEADROOM)
-		v->ud_mtu = s->r->buf_size - SL_HEADROOM;
+	if (v->ud_mtu > s->buf_size - SL_HEADROOM)
+		v->ud_mtu = s->buf_size - SL_HEADROOM;
 	ret = -EINVAL;
 	if (v->ud_mtu < 576)
 		goto err_destroy;
@@ -1007,8 +1007,8 @@ int sluice_link_verbs(struct sluice_stack *st, const struct sluice_verbs_config 
 	v->pd = ibv_alloc_pd(v->ctx);
 	if (!v->pd)
 		goto err_errno;
-	data_len = (uint64_t)s->r->n_bufs * s->r->buf_size;
-	v->mr = ibv_reg_mr(v->pd, sl_at(s, s->r->bufdata_off), data_len, IBV_ACCESS_LOCAL_WRITE);
+	data_len = (uint64_t)s->n_bufs * s->buf_size;
+	v->mr = ibv_reg_mr(v->pd, s->bufdata, data_len, IBV_ACCESS_LOCAL_WRITE);
 	if (!v->mr)
 		goto err_errno;
 	v->chan = ibv_create_comp_channel(v->ctx);

@@ -18,15 +18,15 @@ static uint32_t *tuple_bucket(struct sl_stack *s, uint32_t laddr, uint16_t lport
 	h ^= raddr * 0x85ebca6bu;
 	h ^= ((uint32_t)lport << 16 | rport) * 0xc2b2ae35u;
 	h ^= h >> 15;
-	return (uint32_t *)sl_at(s, s->r->hash_off) + (h & (s->r->hash_buckets - 1));
+	return s->hash + (h & (s->hash_buckets - 1));
 }
 
 static uint32_t *port_bucket(struct sl_stack *s, uint16_t lport)
 {
 	uint32_t h = lport * 0x9e3779b1u;
 
-	return (uint32_t *)sl_at(s, s->r->hash_off) + s->r->hash_buckets +
-	       ((h >> 16) & (s->r->hash_buckets - 1));
+	return s->hash + s->hash_buckets +
+	       ((h >> 16) & (s->hash_buckets - 1));
 }
 
 uint32_t sl_sock_port_head(struct sl_stack *s, uint16_t lport)
@@ -40,7 +40,9 @@ struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type)
 	uint32_t idx = r->sock_free_idx, gen;
 	struct sl_sock *so;
 
-	if (idx >= r->max_sockets) {
+	if (idx >= s->max_sockets) {
+		if (idx != SLUICE_IDX_NONE)
+			sl_corrupt(s, SL_C_corrupt_sock_idx, idx);
 		sl_count(s, SL_C_nosock);
 		return NULL;
 	}
@@ -48,7 +50,7 @@ struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type)
 	r->sock_free_idx = so->next_idx;
 	r->sock_used++;
 	gen = so->gen;
-	memset(so, 0, r->sock_size);
+	memset(so, 0, s->sock_size);
 	so->idx = idx;
 	so->gen = gen + 1;
 	so->type = type;
@@ -83,9 +85,9 @@ void sl_sock_free(struct sl_stack *s, struct sl_sock *so)
  * offset link_off. */
 static void chain_remove(struct sl_stack *s, uint32_t *head, struct sl_sock *so, size_t link_off)
 {
-	uint32_t *pp = head;
+	uint32_t *pp = head, steps = 0;
 
-	while (*pp < s->r->max_sockets) {
+	while (*pp < s->max_sockets && sl_walk(s, &steps, s->max_sockets)) {
 		struct sl_sock *c = sl_sock(s, *pp);
 		uint32_t *link = (uint32_t *)((uint8_t *)c + link_off);
 
@@ -126,14 +128,14 @@ void sl_sock_unhash(struct sl_stack *s, struct sl_sock *so)
 static struct sl_sock *chain_find(struct sl_stack *s, uint32_t idx, uint8_t type, uint32_t laddr,
 				  uint16_t lport, uint32_t raddr, uint16_t rport)
 {
-	unsigned int guard = 0;
+	uint32_t guard = 0;
 
-	while (idx < s->r->max_sockets && guard++ < s->r->max_sockets) {
+	while (idx < s->max_sockets && sl_walk(s, &guard, s->max_sockets)) {
 		struct sl_sock *so = sl_sock(s, idx);
 
 		if (so->type == type && so->lport == lport && so->laddr == laddr &&
 		    so->raddr == raddr && so->rport == rport)
-			return so;
+			return sl_sock_sane(s, so) ? so : NULL;
 		idx = so->hash_next;
 	}
 	return NULL;
@@ -166,10 +168,9 @@ struct sl_sock *sl_sock_lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
  */
 bool sl_sock_port_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport)
 {
-	uint32_t idx = *port_bucket(s, lport);
-	unsigned int guard = 0;
+	uint32_t idx = *port_bucket(s, lport), guard = 0;
 
-	while (idx < s->r->max_sockets && guard++ < s->r->max_sockets) {
+	while (idx < s->max_sockets && sl_walk(s, &guard, s->max_sockets)) {
 		struct sl_sock *o = sl_sock(s, idx);
 
 		idx = o->port_next;
@@ -251,7 +252,7 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 void sl_sock_rxq_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint32_t bytes)
 {
 	sl_buf(s, idx)->next_idx = SLUICE_IDX_NONE;
-	if (so->rxq_tail < s->r->n_bufs)
+	if (so->rxq_tail < s->n_bufs)
 		sl_buf(s, so->rxq_tail)->next_idx = idx;
 	else
 		so->rxq_head = idx;
@@ -260,6 +261,48 @@ void sl_sock_rxq_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx, ui
 	so->rxq_count++;
 	so->rx_pkts++;
 	so->rx_bytes += bytes;
+}
+
+/* An index into a pool of n, or none. */
+static inline bool idx_ok(uint32_t idx, uint32_t n)
+{
+	return idx < n || idx == SLUICE_IDX_NONE;
+}
+
+bool sl_sock_sane(struct sl_stack *s, struct sl_sock *so)
+{
+	const struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t nb = s->n_bufs, ns = s->max_sockets;
+	uint64_t bad;
+
+	/* Its own index names it (it is handed out as the descriptor and
+	 * linked into chains); its queues and links are in range or none. */
+	if (so->idx >= ns || sl_sock(s, so->idx) != so) {
+		bad = so->idx;
+		goto corrupt;
+	}
+	if (so->type > SL_SOCK_TCP || !idx_ok(so->rxq_head, nb) || !idx_ok(so->rxq_tail, nb) ||
+	    !idx_ok(so->parent_idx, ns) || !idx_ok(so->next_idx, ns) ||
+	    !idx_ok(so->hash_next, ns) || !idx_ok(so->port_next, ns) ||
+	    !idx_ok(so->wheel_next, ns) || !idx_ok(so->wheel_prev, ns)) {
+		bad = so->type;
+		goto corrupt;
+	}
+	if (so->type != SL_SOCK_TCP)
+		return true;
+	/* A segment's payload (mss bytes after SL_TCP_DATA_OFF) fits a buffer. */
+	if (so->state > SL_TCP_TIME_WAIT || tp->mss > s->buf_size - SL_TCP_DATA_OFF ||
+	    !idx_ok(tp->sndq_head, nb) || !idx_ok(tp->sndq_tail, nb) ||
+	    !idx_ok(tp->sndq_hint, nb) || !idx_ok(tp->ooo_head, nb) ||
+	    !idx_ok(tp->acc_head, ns) || !idx_ok(tp->acc_tail, ns)) {
+		bad = (uint64_t)so->state << 16 | tp->mss;
+		goto corrupt;
+	}
+	return true;
+
+corrupt:
+	sl_corrupt(s, SL_C_corrupt_sock_state, bad);
+	return false;
 }
 
 void sl_sock_run_work(struct sl_stack *s, struct sl_sock *so, uint32_t work)

@@ -96,11 +96,21 @@ _Static_assert(sizeof(struct sl_sock) <= 1024, "a socket slot is at most 1 KiB")
 /* Deferred work bits */
 #define SL_WORK_TX	0x1	/* run output for this socket */
 
+/* Socket idx's slot; idx must be < max_sockets (else the stack is corrupt
+ * and this is a process-local sink: see sl_buf()). */
+struct sl_sock *sl_sock_bad(const struct sl_stack *s, uint32_t idx);
 static inline struct sl_sock *sl_sock(const struct sl_stack *s, uint32_t idx)
 {
-	return (struct sl_sock *)((uint8_t *)sl_at(s, s->r->sock_off) +
-				  (uint64_t)idx * s->r->sock_size);
+	if (__builtin_expect(idx >= s->max_sockets, 0))
+		return sl_sock_bad(s, idx);
+	return (struct sl_sock *)(s->socks + (uint64_t)idx * s->sock_size);
 }
+
+/*
+ * Are so's queue indices and sizes possible (under the lock, before the
+ * protocol code uses them)?  If not, marks the stack corrupt: false.
+ */
+bool sl_sock_sane(struct sl_stack *s, struct sl_sock *so);
 
 /* TCP entry points: tcp.h. */
 
