@@ -108,6 +108,23 @@ int sluice_stack_attach(const char *name, struct sluice_stack **out)
 	return 0;
 }
 
+int sl_stack_inspect(const char *name, struct sluice_stack **out)
+{
+	struct sl_stack *s = stack_new(name);
+	int ret;
+
+	if (!s)
+		return -ENOMEM;
+	s->inspect = true;
+	ret = sl_region_attach(s, name);
+	if (ret) {
+		free(s);
+		return ret;
+	}
+	*out = (struct sluice_stack *)s;
+	return 0;
+}
+
 void sluice_stack_close(struct sluice_stack *st)
 {
 	struct sl_stack *s = S(st);

@@ -268,7 +268,7 @@ void sl_helper_ensure(struct sl_stack *s)
 	uint64_t end;
 	pid_t child;
 
-	if (helper_self || !s || !s->r || env_on("SLUICE_NO_HELPER"))
+	if (helper_self || !s || !s->r || s->inspect || s->corrupt || env_on("SLUICE_NO_HELPER"))
 		return;
 	t = sl_link_tap_name(s->link);
 	if (!t && !s->ifindex)

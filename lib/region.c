@@ -463,7 +463,7 @@ int sl_region_attach(struct sl_stack *s, const char *name)
 	if (ret)
 		goto err_unmap;
 	set_geometry(s, &hdr);
-	if (state == SLUICE_STATE_BROKEN) {
+	if (state == SLUICE_STATE_BROKEN && !s->inspect) {
 		ret = -EPIPE;
 		goto err_unmap;
 	}

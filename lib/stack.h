@@ -170,6 +170,7 @@ struct sl_stack {
 	/* A value read from the region was impossible (sl_corrupt()): every
 	 * call fails with -ENOTRECOVERABLE from then on. */
 	bool corrupt;
+	bool inspect;			/* attached to look only (sl_stack_inspect()) */
 	enum sl_counter corrupt_why;
 	uint64_t corrupt_val;
 };
@@ -279,6 +280,13 @@ static inline bool sl_walk(struct sl_stack *s, uint32_t *steps, uint32_t limit)
 		return true;
 	return sl_walk_cycle(s, limit);
 }
+
+/*
+ * Attach to stack name to look at it only (sluice dump, sluice stacks):
+ * as sluice_stack_attach(), but a broken stack is attached too, so what
+ * broke it can be shown.  Close with sluice_stack_close().
+ */
+int sl_stack_inspect(const char *name, struct sluice_stack **out);
 
 /* The error every call on a broken stack returns: -ENOTRECOVERABLE if it
  * was found corrupt (by any process), -EPIPE if a process died holding
