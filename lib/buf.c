@@ -19,6 +19,11 @@ uint32_t sl_buf_alloc(struct sl_stack *s)
 	}
 	b = sl_buf(s, idx);
 	r->buf_free_idx = b->next_idx;
+	/* A free list looping on itself would hand this buffer out twice. */
+	if (__builtin_expect(b->next_idx == idx, 0)) {
+		sl_corrupt(s, SL_C_corrupt_chain, idx);
+		return SLUICE_IDX_NONE;
+	}
 	r->buf_free_count--;
 	b->next_idx = SLUICE_IDX_NONE;
 	b->off = SL_HEADROOM;
@@ -51,7 +56,7 @@ void sl_buf_free_chain(struct sl_stack *s, uint32_t idx)
 {
 	uint32_t steps = 0;
 
-	while (idx < s->n_bufs && sl_walk(s, &steps, s->n_bufs)) {
+	while (sl_buf_next(s, idx, &steps)) {
 		uint32_t next = sl_buf(s, idx)->next_idx;
 
 		sl_buf_free(s, idx);

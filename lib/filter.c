@@ -97,7 +97,7 @@ static struct sl_sock *filter_holder(struct sl_stack *s, uint8_t type, uint32_t 
 	uint32_t guard = 0;
 
 	for (uint32_t i = sl_sock_port_head(s, lport);
-	     i < s->max_sockets && sl_walk(s, &guard, s->max_sockets);) {
+	     sl_sock_next(s, i, &guard);) {
 		struct sl_sock *o = sl_sock(s, i);
 
 		i = o->port_next;
@@ -158,7 +158,7 @@ void sl_filter_release(struct sl_stack *s, struct sl_sock *so)
 	/* Another socket still on the port (so is unhashed already) takes
 	 * the filter over: a listener closed under its children, say. */
 	for (uint32_t i = sl_sock_port_head(s, so->lport);
-	     i < s->max_sockets && sl_walk(s, &guard, s->max_sockets);) {
+	     sl_sock_next(s, i, &guard);) {
 		struct sl_sock *o = sl_sock(s, i);
 
 		i = o->port_next;

@@ -159,9 +159,14 @@ struct sl_sock *sl_sock_bad(const struct sl_stack *s, uint32_t idx)
 	return so;
 }
 
-bool sl_walk_cycle(struct sl_stack *s, uint32_t limit)
+bool sl_walk_end(struct sl_stack *s, uint32_t idx, uint32_t n, uint32_t steps, bool socks)
 {
-	sl_corrupt(s, SL_C_corrupt_chain, limit);
+	if (idx == SLUICE_IDX_NONE)
+		return false;
+	if (idx >= n)
+		sl_corrupt(s, socks ? SL_C_corrupt_sock_idx : SL_C_corrupt_buf_idx, idx);
+	else
+		sl_corrupt(s, SL_C_corrupt_chain, steps);
 	return false;
 }
 
@@ -373,7 +378,7 @@ static void run_deferred(struct sl_stack *s)
 		head, &h, ((h >> 32) + 1) << 32 | SLUICE_IDX_NONE,
 		memory_order_acquire, memory_order_acquire))
 		;
-	for (idx = (uint32_t)h; idx < s->max_sockets && sl_walk(s, &steps, s->max_sockets);) {
+	for (idx = (uint32_t)h; sl_sock_next(s, idx, &steps);) {
 		struct sl_sock *so = sl_sock(s, idx);
 		uint32_t next = so->defer_next;
 		uint32_t work = atomic_exchange_explicit((_Atomic uint32_t *)&so->defer_work, 0,

@@ -87,7 +87,7 @@ static void chain_remove(struct sl_stack *s, uint32_t *head, struct sl_sock *so,
 {
 	uint32_t *pp = head, steps = 0;
 
-	while (*pp < s->max_sockets && sl_walk(s, &steps, s->max_sockets)) {
+	while (sl_sock_next(s, *pp, &steps)) {
 		struct sl_sock *c = sl_sock(s, *pp);
 		uint32_t *link = (uint32_t *)((uint8_t *)c + link_off);
 
@@ -130,7 +130,7 @@ static struct sl_sock *chain_find(struct sl_stack *s, uint32_t idx, uint8_t type
 {
 	uint32_t guard = 0;
 
-	while (idx < s->max_sockets && sl_walk(s, &guard, s->max_sockets)) {
+	while (sl_sock_next(s, idx, &guard)) {
 		struct sl_sock *so = sl_sock(s, idx);
 
 		if (so->type == type && so->lport == lport && so->laddr == laddr &&
@@ -170,7 +170,7 @@ bool sl_sock_port_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, u
 {
 	uint32_t idx = *port_bucket(s, lport), guard = 0;
 
-	while (idx < s->max_sockets && sl_walk(s, &guard, s->max_sockets)) {
+	while (sl_sock_next(s, idx, &guard)) {
 		struct sl_sock *o = sl_sock(s, idx);
 
 		idx = o->port_next;

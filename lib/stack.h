@@ -270,15 +270,25 @@ static inline uint32_t sl_mtu(const struct sl_stack *s)
 #define SL_REGION_SLACK	(4u * 65536u)
 
 /*
- * One step of a walk along a chain of at most limit links: false, and
- * the stack marked corrupt, once it has gone further (a cycle).
+ * Walking a chain of buffers (or sockets): go on to idx?  Yes while idx
+ * names one and the walk has taken at most n_bufs (max_sockets) steps;
+ * no at SLUICE_IDX_NONE, the end.  Any other index, or a longer walk (a
+ * cycle), marks the stack corrupt: no.  Used as the loop condition:
+ *   for (idx = head, steps = 0; sl_buf_next(s, idx, &steps); idx = ...)
  */
-bool sl_walk_cycle(struct sl_stack *s, uint32_t limit);
-static inline bool sl_walk(struct sl_stack *s, uint32_t *steps, uint32_t limit)
+bool sl_walk_end(struct sl_stack *s, uint32_t idx, uint32_t n, uint32_t steps, bool socks);
+static inline bool sl_buf_next(struct sl_stack *s, uint32_t idx, uint32_t *steps)
 {
-	if (__builtin_expect(++*steps <= limit, 1))
+	if (__builtin_expect(idx < s->n_bufs && ++*steps <= s->n_bufs, 1))
 		return true;
-	return sl_walk_cycle(s, limit);
+	return sl_walk_end(s, idx, s->n_bufs, *steps, false);
+}
+
+static inline bool sl_sock_next(struct sl_stack *s, uint32_t idx, uint32_t *steps)
+{
+	if (__builtin_expect(idx < s->max_sockets && ++*steps <= s->max_sockets, 1))
+		return true;
+	return sl_walk_end(s, idx, s->max_sockets, *steps, true);
 }
 
 /*

@@ -483,7 +483,7 @@ ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t le
 
 	if (so->state == SL_TCP_LISTEN)
 		return -ENOTCONN;
-	while (done < len && idx < s->n_bufs && sl_walk(s, &steps, s->n_bufs)) {
+	while (done < len && sl_buf_next(s, idx, &steps)) {
 		struct sluice_buf *b = sl_buf(s, idx);
 		uint32_t n = b->len;
 

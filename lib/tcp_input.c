@@ -198,7 +198,7 @@ static void deliver(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
 			uint32_t h = tp->ooo_head, d;
 			struct sluice_buf *hb;
 
-			if (h >= s->n_bufs || !sl_walk(s, &steps, s->n_bufs))
+			if (!sl_buf_next(s, h, &steps))
 				return;
 			hb = sl_buf(s, h);
 			if (SEQ_GT(hb->seq, tp->rcv_nxt))
@@ -233,7 +233,7 @@ static bool ooo_insert(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
 		sl_buf_free(s, idx);
 		return false;
 	}
-	while (*pp < s->n_bufs && sl_walk(s, &steps, s->n_bufs)) {
+	while (sl_buf_next(s, *pp, &steps)) {
 		struct sluice_buf *c = sl_buf(s, *pp);
 
 		if (SEQ_LEQ(c->seq, b->seq) && SEQ_GEQ(c->seq + c->len, end) &&
@@ -264,7 +264,7 @@ static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	struct sl_tcp_sock *tp = &so->tcp;
 	uint32_t steps = 0;
 
-	while (tp->sndq_head < s->n_bufs && sl_walk(s, &steps, s->n_bufs)) {
+	while (sl_buf_next(s, tp->sndq_head, &steps)) {
 		uint32_t idx = tp->sndq_head;
 		struct sluice_buf *b = sl_buf(s, idx);
 		uint32_t end = b->seq + b->aux;
@@ -313,7 +313,7 @@ static void mark_sacked(struct sl_stack *s, struct sl_sock *so, const struct seg
 		uint32_t steps = 0;
 
 		for (uint32_t idx = tp->sndq_head;
-		     idx < s->n_bufs && sl_walk(s, &steps, s->n_bufs);) {
+		     sl_buf_next(s, idx, &steps);) {
 			struct sluice_buf *b = sl_buf(s, idx);
 
 			if (SEQ_GEQ(b->seq, en))
@@ -334,7 +334,7 @@ static void retransmit_hole(struct sl_stack *s, struct sl_sock *so, uint64_t now
 	uint32_t idx, cand = SLUICE_IDX_NONE, steps = 0;
 	bool sacked_after = false;
 
-	for (idx = tp->sndq_head; idx < s->n_bufs && sl_walk(s, &steps, s->n_bufs);
+	for (idx = tp->sndq_head; sl_buf_next(s, idx, &steps);
 	     idx = sl_buf(s, idx)->next_idx) {
 		struct sluice_buf *b = sl_buf(s, idx);
 
@@ -458,7 +458,7 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 			uint32_t steps = 0;
 
 			for (uint32_t i = tp->sndq_head;
-			     i < s->n_bufs && sl_walk(s, &steps, s->n_bufs);
+			     sl_buf_next(s, i, &steps);
 			     i = sl_buf(s, i)->next_idx)
 				sl_buf(s, i)->flags &= ~SL_TBF_RECOV;
 			sl_tcp_cc_loss(tp, now_us);

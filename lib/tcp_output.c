@@ -38,7 +38,7 @@ static unsigned int sack_blocks(struct sl_stack *s, const struct sl_tcp_sock *tp
 	uint32_t r[16][2], idx = tp->ooo_head, steps = 0;
 	unsigned int n = 0, i, k = 0;
 
-	while (idx < s->n_bufs && sl_walk(s, &steps, s->n_bufs)) {
+	while (sl_buf_next(s, idx, &steps)) {
 		const struct sluice_buf *b = sl_buf(s, idx);
 		uint32_t start = b->seq, end = b->seq + b->len;
 
@@ -433,7 +433,7 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	/* Resume where the last pass stopped: buffers before it are sent. */
 	if (tp->sndq_hint < s->n_bufs && SEQ_LEQ(sl_buf(s, tp->sndq_hint)->seq, tp->snd_nxt))
 		idx = tp->sndq_hint;
-	while (idx < s->n_bufs && sl_walk(s, &steps, s->n_bufs)) {
+	while (sl_buf_next(s, idx, &steps)) {
 		last = idx;
 		struct sluice_buf *b = sl_buf(s, idx);
 		uint32_t end = b->seq + b->aux, len = b->aux, wnd, usable, rwnd_left;

@@ -87,7 +87,7 @@ static void go_back(struct sl_stack *s, struct sl_tcp_sock *tp)
 {
 	uint32_t steps = 0;
 
-	for (uint32_t i = tp->sndq_head; i < s->n_bufs && sl_walk(s, &steps, s->n_bufs);
+	for (uint32_t i = tp->sndq_head; sl_buf_next(s, i, &steps);
 	     i = sl_buf(s, i)->next_idx)
 		sl_buf(s, i)->flags &= ~(SL_TBF_SACKED | SL_TBF_RECOV);
 	tp->snd_nxt = tp->snd_una;

@@ -74,7 +74,7 @@ int sl_timer_run(struct sl_stack *s, uint64_t now_us)
 
 		/* Detach the slot, then fire what is due and put back the rest. */
 		*head = SLUICE_IDX_NONE;
-		while (idx < s->max_sockets && sl_walk(s, &steps, s->max_sockets)) {
+		while (sl_sock_next(s, idx, &steps)) {
 			struct sl_sock *so = sl_sock(s, idx);
 
 			idx = so->wheel_next;
@@ -82,7 +82,8 @@ int sl_timer_run(struct sl_stack *s, uint64_t now_us)
 			pending = so->idx;
 		}
 		r->wheel_now_ms = ms == end ? now_ms : ms;
-		while (pending < s->max_sockets) {
+		steps = 0;
+		while (sl_sock_next(s, pending, &steps)) {
 			struct sl_sock *so = sl_sock(s, pending);
 
 			pending = so->wheel_next;
