@@ -281,7 +281,9 @@ bool sl_sock_sane(struct sl_stack *s, struct sl_sock *so)
 		bad = so->idx;
 		goto corrupt;
 	}
-	if (so->type > SL_SOCK_TCP || !idx_ok(so->rxq_head, nb) || !idx_ok(so->rxq_tail, nb) ||
+	/* error is handed back negated as an errno: 0 .. 4095. */
+	if (so->type > SL_SOCK_TCP || (uint32_t)so->error > 4095 ||
+	    !idx_ok(so->rxq_head, nb) || !idx_ok(so->rxq_tail, nb) ||
 	    !idx_ok(so->parent_idx, ns) || !idx_ok(so->next_idx, ns) ||
 	    !idx_ok(so->hash_next, ns) || !idx_ok(so->port_next, ns) ||
 	    !idx_ok(so->wheel_next, ns) || !idx_ok(so->wheel_prev, ns)) {
@@ -292,6 +294,8 @@ bool sl_sock_sane(struct sl_stack *s, struct sl_sock *so)
 		return true;
 	/* A segment's payload (mss bytes after SL_TCP_DATA_OFF) fits a buffer. */
 	if (so->state > SL_TCP_TIME_WAIT || tp->mss > s->buf_size - SL_TCP_DATA_OFF ||
+	    tp->snd_wscale > SL_TCP_WSCALE_MAX || tp->rcv_wscale > SL_TCP_WSCALE_MAX ||
+	    (uint32_t)tp->soft_err > 4095 ||
 	    !idx_ok(tp->sndq_head, nb) || !idx_ok(tp->sndq_tail, nb) ||
 	    !idx_ok(tp->sndq_hint, nb) || !idx_ok(tp->ooo_head, nb) ||
 	    !idx_ok(tp->acc_head, ns) || !idx_ok(tp->acc_tail, ns)) {
