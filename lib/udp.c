@@ -193,8 +193,14 @@ ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_
 		return so->flags & SL_SF_SHUT_RD ? 0 : -EAGAIN;
 	b = sl_buf(s, idx);
 	ip = (const struct sl_ip *)sl_buf_data(s, idx);
-	uh = (const struct sl_udp *)((const uint8_t *)ip + b->aux - sizeof(*uh));
+	/* The datagram (seq bytes at aux, after the UDP header) lies inside
+	 * the packet, or the buffer was written by someone else. */
 	dlen = b->seq;
+	if (b->aux < sizeof(struct sl_ip) + sizeof(*uh) || b->aux + dlen > b->len) {
+		sl_corrupt(s, SL_C_corrupt_buf_len, idx);
+		return sl_broken_err(s);
+	}
+	uh = (const struct sl_udp *)((const uint8_t *)ip + b->aux - sizeof(*uh));
 	n = dlen < len ? dlen : len;
 	memcpy(buf, (const uint8_t *)ip + b->aux, n);
 	if (saddr)

@@ -115,7 +115,7 @@ static long call(struct net *n, int which)
 	case 5: return sluice_poll(ST(n->s), p, 4, 0);
 	case 6: return sluice_accept(ST(n->s), n->l, NULL);
 	case 7: return sluice_sendto(ST(n->s), n->u2, bigbuf, 200, 0, &u1a);
-	case 8: return sluice_recvfrom(ST(n->s), n->u1, bigbuf, 2048, MSG_DONTWAIT, NULL);
+	case 8: return sluice_recvfrom(ST(n->s), n->u1, bigbuf, BIG, MSG_DONTWAIT, NULL);
 	case 9:
 		sd = sluice_socket(ST(n->s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
 		if (sd < 0)
@@ -162,7 +162,7 @@ enum kind {
 	K_BUF_NEXT, K_BUF_CYCLE, K_BUF_OFFLEN, K_FREE_IDX, K_FREE_CYCLE, K_LO_HEAD,
 	K_RXQ_HEAD, K_SNDQ_HEAD, K_OOO_HEAD, K_HASH, K_HASH_CYCLE, K_PORT, K_ACCQ,
 	K_WHEEL, K_WHEEL_LINK, K_DEFER, K_PARENT, K_SOCK_IDX, K_MSS, K_ERROR, K_MTU,
-	K_LOCK, K_COUNT
+	K_LOCK, K_UDP_LEN, K_COUNT
 };
 
 static const struct {
@@ -191,6 +191,7 @@ static const struct {
 	[K_ERROR] = { "socket error not an errno", "corrupt_sock_state" },
 	[K_MTU] = { "region mtu larger than a buffer", "corrupt_header" },
 	[K_LOCK] = { "lock word held by no possible process", "corrupt_lock" },
+	[K_UDP_LEN] = { "datagram length past its packet", "corrupt_buf_len" },
 };
 
 static void corrupt(struct net *n, enum kind k)
@@ -241,6 +242,7 @@ static void corrupt(struct net *n, enum kind k)
 	case K_ERROR: a->error = INT32_MIN; break;
 	case K_MTU: r->mtu = 1u << 20; break;
 	case K_LOCK: r->lock = SLUICE_LOCK_HELD | (0x1fffffffu << SLUICE_LOCK_PID_SHIFT); break;
+	case K_UDP_LEN: sl_buf(s, sl_sock(s, n->u1)->rxq_head)->seq = 0xfffff000u; break;
 	default: break;
 	}
 }
