@@ -238,7 +238,7 @@ static int sock_get(struct sl_stack *s, int sd, struct sl_sock **out)
 		sl_unlock(s);
 		return -EBADF;
 	}
-	if (!sl_sock_sane(s, so)) {
+	if (!sl_sock_ok(s, so)) {
 		sl_unlock(s);
 		return sl_broken_err(s);
 	}

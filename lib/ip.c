@@ -148,7 +148,7 @@ int sl_ip_output(struct sl_stack *s, uint32_t idx, bool keep)
 		}
 		sl_buf(s, n)->next_idx = SLUICE_IDX_NONE;
 		sl_buf(s, n)->flags = SL_BUF_LOCAL;
-		if (r->lo_tail < s->n_bufs)
+		if (sl_buf_some(s, r->lo_tail))
 			sl_buf(s, r->lo_tail)->next_idx = n;
 		else
 			r->lo_head = n;

@@ -135,7 +135,7 @@ static struct sl_sock *chain_find(struct sl_stack *s, uint32_t idx, uint8_t type
 
 		if (so->type == type && so->lport == lport && so->laddr == laddr &&
 		    so->raddr == raddr && so->rport == rport)
-			return sl_sock_sane(s, so) ? so : NULL;
+			return so;
 		idx = so->hash_next;
 	}
 	return NULL;
@@ -252,7 +252,7 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 void sl_sock_rxq_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint32_t bytes)
 {
 	sl_buf(s, idx)->next_idx = SLUICE_IDX_NONE;
-	if (so->rxq_tail < s->n_bufs)
+	if (sl_buf_some(s, so->rxq_tail))
 		sl_buf(s, so->rxq_tail)->next_idx = idx;
 	else
 		so->rxq_head = idx;
@@ -263,49 +263,10 @@ void sl_sock_rxq_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx, ui
 	so->rx_bytes += bytes;
 }
 
-/* An index into a pool of n, or none. */
-static inline bool idx_ok(uint32_t idx, uint32_t n)
+bool sl_sock_insane(struct sl_stack *s, struct sl_sock *so)
 {
-	return idx < n || idx == SLUICE_IDX_NONE;
-}
-
-bool sl_sock_sane(struct sl_stack *s, struct sl_sock *so)
-{
-	const struct sl_tcp_sock *tp = &so->tcp;
-	uint32_t nb = s->n_bufs, ns = s->max_sockets;
-	uint64_t bad;
-
-	/* Its own index names it (it is handed out as the descriptor and
-	 * linked into chains); its queues and links are in range or none. */
-	if (so->idx >= ns || sl_sock(s, so->idx) != so) {
-		bad = so->idx;
-		goto corrupt;
-	}
-	/* error is handed back negated as an errno: 0 .. 4095. */
-	if (so->type > SL_SOCK_TCP || (uint32_t)so->error > 4095 ||
-	    !idx_ok(so->rxq_head, nb) || !idx_ok(so->rxq_tail, nb) ||
-	    !idx_ok(so->parent_idx, ns) || !idx_ok(so->next_idx, ns) ||
-	    !idx_ok(so->hash_next, ns) || !idx_ok(so->port_next, ns) ||
-	    !idx_ok(so->wheel_next, ns) || !idx_ok(so->wheel_prev, ns)) {
-		bad = so->type;
-		goto corrupt;
-	}
-	if (so->type != SL_SOCK_TCP)
-		return true;
-	/* A segment's payload (mss bytes after SL_TCP_DATA_OFF) fits a buffer. */
-	if (so->state > SL_TCP_TIME_WAIT || tp->mss > s->buf_size - SL_TCP_DATA_OFF ||
-	    tp->snd_wscale > SL_TCP_WSCALE_MAX || tp->rcv_wscale > SL_TCP_WSCALE_MAX ||
-	    (uint32_t)tp->soft_err > 4095 ||
-	    !idx_ok(tp->sndq_head, nb) || !idx_ok(tp->sndq_tail, nb) ||
-	    !idx_ok(tp->sndq_hint, nb) || !idx_ok(tp->ooo_head, nb) ||
-	    !idx_ok(tp->acc_head, ns) || !idx_ok(tp->acc_tail, ns)) {
-		bad = (uint64_t)so->state << 16 | tp->mss;
-		goto corrupt;
-	}
-	return true;
-
-corrupt:
-	sl_corrupt(s, SL_C_corrupt_sock_state, bad);
+	sl_corrupt(s, SL_C_corrupt_sock_state,
+		   (uint64_t)so->type << 48 | (uint64_t)so->state << 32 | so->idx);
 	return false;
 }
 

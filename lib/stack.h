@@ -281,6 +281,8 @@ static inline bool sl_buf_next(struct sl_stack *s, uint32_t idx, uint32_t *steps
 {
 	if (__builtin_expect(idx < s->n_bufs && ++*steps <= s->n_bufs, 1))
 		return true;
+	if (idx == SLUICE_IDX_NONE)
+		return false;
 	return sl_walk_end(s, idx, s->n_bufs, *steps, false);
 }
 
@@ -288,6 +290,8 @@ static inline bool sl_sock_next(struct sl_stack *s, uint32_t idx, uint32_t *step
 {
 	if (__builtin_expect(idx < s->max_sockets && ++*steps <= s->max_sockets, 1))
 		return true;
+	if (idx == SLUICE_IDX_NONE)
+		return false;
 	return sl_walk_end(s, idx, s->max_sockets, *steps, true);
 }
 
@@ -297,6 +301,25 @@ static inline bool sl_sock_next(struct sl_stack *s, uint32_t idx, uint32_t *step
  * broke it can be shown.  Close with sluice_stack_close().
  */
 int sl_stack_inspect(const char *name, struct sluice_stack **out);
+
+/*
+ * Does idx, read from the region, name a buffer (socket)?  Yes if in
+ * range; no for SLUICE_IDX_NONE (an empty queue, no link); anything else
+ * marks the stack corrupt: no.  For tests of a head or tail before use.
+ */
+static inline bool sl_buf_some(struct sl_stack *s, uint32_t idx)
+{
+	if (__builtin_expect(idx < s->n_bufs, 1))
+		return true;
+	return idx != SLUICE_IDX_NONE && sl_walk_end(s, idx, s->n_bufs, 0, false);
+}
+
+static inline bool sl_sock_some(struct sl_stack *s, uint32_t idx)
+{
+	if (__builtin_expect(idx < s->max_sockets, 1))
+		return true;
+	return idx != SLUICE_IDX_NONE && sl_walk_end(s, idx, s->max_sockets, 0, true);
+}
 
 /* The error every call on a broken stack returns: -ENOTRECOVERABLE if it
  * was found corrupt (by any process), -EPIPE if a process died holding

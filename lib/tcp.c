@@ -231,7 +231,7 @@ static struct sl_sock *parent_of(struct sl_stack *s, const struct sl_sock *so)
 {
 	struct sl_sock *p;
 
-	if (so->parent_idx >= s->max_sockets)
+	if (!sl_sock_some(s, so->parent_idx))
 		return NULL;
 	p = sl_sock(s, so->parent_idx);
 	return p->type == SL_SOCK_TCP && p->state == SL_TCP_LISTEN ? p : NULL;
@@ -352,7 +352,7 @@ int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **chil
 
 	if (lso->state != SL_TCP_LISTEN)
 		return -EINVAL;
-	if (tp->acc_head >= s->max_sockets)
+	if (!sl_sock_some(s, tp->acc_head))
 		/* A listener whose device went away says so (link_kring.c). */
 		return lso->error ? -lso->error : -EAGAIN;
 	c = sl_sock(s, tp->acc_head);
@@ -394,7 +394,7 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 
 	(void)flags;
 	if (so->error) {
-		int e = so->error;
+		int e = sl_sock_error(s, so);
 
 		so->error = 0;
 		return -e;
@@ -409,6 +409,11 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 	}
 	if (!len)
 		return 0;
+	/* A segment's payload (after SL_TCP_DATA_OFF) must fit a buffer. */
+	if (__builtin_expect(tp->mss > s->buf_size - SL_TCP_DATA_OFF, 0)) {
+		sl_sock_insane(s, so);
+		return sl_broken_err(s);
+	}
 	while (done < len) {
 		uint32_t room = so->sndbuf > tp->sndq_bytes ? so->sndbuf - tp->sndq_bytes : 0;
 		uint32_t idx = tp->sndq_tail, n, cap = tp->mss;
@@ -420,7 +425,7 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 		if (!tp->mss || tp->sndq_bytes / tp->mss >= s->n_bufs / 4)
 			break;
 		/* Fill the unsent tail buffer first (what Nagle holds back). */
-		if (idx >= s->n_bufs || (sl_buf(s, idx)->flags & SL_TBF_SENT) ||
+		if (!sl_buf_some(s, idx) || (sl_buf(s, idx)->flags & SL_TBF_SENT) ||
 		    sl_buf(s, idx)->aux >= cap) {
 			if (!pool_has_room(s))
 				break;
@@ -431,7 +436,7 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 			b->seq = tp->snd_end;
 			b->aux = 0;
 			b->next_idx = SLUICE_IDX_NONE;
-			if (tp->sndq_tail < s->n_bufs)
+			if (sl_buf_some(s, tp->sndq_tail))
 				sl_buf(s, tp->sndq_tail)->next_idx = idx;
 			else
 				tp->sndq_head = idx;
@@ -516,7 +521,7 @@ ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t le
 	if (!len)
 		return 0;
 	if (so->error) {
-		int e = so->error;
+		int e = sl_sock_error(s, so);
 
 		so->error = 0;
 		return -e;

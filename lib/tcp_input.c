@@ -126,11 +126,11 @@ static void to_payload(struct sl_stack *s, uint32_t idx, const struct seg *g)
 
 /* In-order payload of len bytes would be copied into the receive queue's
  * tail buffer: it is at most half a buffer and fits the tail's room. */
-static bool rx_tail_fits(const struct sl_stack *s, const struct sl_sock *so, uint32_t len)
+static bool rx_tail_fits(struct sl_stack *s, const struct sl_sock *so, uint32_t len)
 {
 	const struct sluice_buf *tb;
 
-	if (so->rxq_tail >= s->n_bufs || len > s->buf_size / 2)
+	if (!sl_buf_some(s, so->rxq_tail) || len > s->buf_size / 2)
 		return false;
 	tb = sl_buf(s, so->rxq_tail);
 	return (uint32_t)tb->off + tb->len + len <= s->buf_size;
@@ -283,7 +283,7 @@ static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	 * segment, e.g. into a window it shrank): drop the acknowledged
 	 * front, so a retransmission starts at SND.UNA and can be cut to
 	 * what the window allows (RFC 9293 3.8.6.2.1). */
-	if (tp->sndq_head < s->n_bufs) {
+	if (sl_buf_some(s, tp->sndq_head)) {
 		struct sluice_buf *b = sl_buf(s, tp->sndq_head);
 		uint8_t *p = sl_buf_base(s, tp->sndq_head) + SL_TCP_DATA_OFF;
 
@@ -365,7 +365,7 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 	struct sl_tcp_sock *tp = &so->tcp;
 	/* RFC 7323 2.2: the window of a segment with SYN is never scaled. */
 	uint32_t ack = g->ack, acked;
-	uint32_t wnd = (g->oflags & TH_SYN_) ? g->wnd : g->wnd << tp->snd_wscale;
+	uint32_t wnd = (g->oflags & TH_SYN_) ? g->wnd : g->wnd << sl_tcp_ws(s, tp->snd_wscale);
 	bool dup;
 
 	/* RFC 5961 5.2: acceptable if SND.UNA - MAX.SND.WND <= SEG.ACK <= SND.NXT. */
@@ -522,7 +522,7 @@ static void established(struct sl_stack *s, struct sl_sock *so, const struct seg
 
 	/* RFC 7323 2.2: the window of a SYN-ACK (also one that completes a
 	 * simultaneous open) is never scaled; the third ACK's is. */
-	tp->snd_wnd = (g->oflags & TH_SYN_) ? g->wnd : g->wnd << tp->snd_wscale;
+	tp->snd_wnd = (g->oflags & TH_SYN_) ? g->wnd : g->wnd << sl_tcp_ws(s, tp->snd_wscale);
 	tp->max_sndwnd = tp->snd_wnd;
 	tp->snd_wl1 = g->seq;
 	tp->snd_wl2 = g->ack;
@@ -676,7 +676,7 @@ static struct sl_sock *listener_of(struct sl_stack *s, struct sl_sock *so)
 {
 	struct sl_sock *p;
 
-	if (!(so->tcp.tflags & SL_TF_PASSIVE) || so->parent_idx >= s->max_sockets)
+	if (!(so->tcp.tflags & SL_TF_PASSIVE) || !sl_sock_some(s, so->parent_idx))
 		return NULL;
 	p = sl_sock(s, so->parent_idx);
 	return p->type == SL_SOCK_TCP && p->state == SL_TCP_LISTEN ? p : NULL;
@@ -700,7 +700,7 @@ static bool child_ready(struct sl_stack *s, struct sl_sock *so)
 		ptp->syn_len--;
 	sl_tcp_embryo_done(s, so);
 	so->next_idx = SLUICE_IDX_NONE;
-	if (ptp->acc_tail < s->max_sockets)
+	if (sl_sock_some(s, ptp->acc_tail))
 		sl_sock(s, ptp->acc_tail)->next_idx = so->idx;
 	else
 		ptp->acc_head = so->idx;
@@ -906,7 +906,7 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 			sl_tcp_done(s, so, 0);
 			return;
 		}
-		if (g->plen && in_order && tp->ooo_head < s->n_bufs &&
+		if (g->plen && in_order && sl_buf_some(s, tp->ooo_head) &&
 		    (rx_pool_low(s) || rx_over_budget(s, so))) {
 			/* The segment the out-of-order queue waits for, and
 			 * no room for it: renege on the queue (RFC 2018 8,
@@ -927,7 +927,7 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		to_payload(s, idx, g);
 		queued = true;
 		if (in_order) {
-			bool had_ooo = tp->ooo_head < s->n_bufs;
+			bool had_ooo = sl_buf_some(s, tp->ooo_head);
 
 			deliver(s, so, idx);
 			if (had_ooo || (tp->tflags & SL_TF_FIN_RCVD))

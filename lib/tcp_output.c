@@ -155,7 +155,7 @@ uint32_t sl_tcp_rcv_window(struct sl_stack *s, const struct sl_sock *so)
 {
 	const struct sl_tcp_sock *tp = &so->tcp;
 	uint32_t space = sl_tcp_rcv_space(s, so);
-	uint32_t cap = (tp->tflags & SL_TF_WS) ? 65535u << tp->rcv_wscale : 65535u;
+	uint32_t cap = (tp->tflags & SL_TF_WS) ? 65535u << sl_tcp_ws(s, tp->rcv_wscale) : 65535u;
 	uint32_t old = SEQ_GT(tp->rcv_adv, tp->rcv_nxt) ? tp->rcv_adv - tp->rcv_nxt : 0;
 	uint32_t step = so->rcvbuf / 4;
 
@@ -365,7 +365,7 @@ int sl_tcp_xmit_buf(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint64
 	unsigned int optlen, plen = b->aux, mtu;
 	struct sl_tcph *th;
 
-	if (idx == tp->sndq_tail || (b->next_idx < s->n_bufs &&
+	if (idx == tp->sndq_tail || (sl_buf_some(s, b->next_idx) &&
 				     !(sl_buf(s, b->next_idx)->flags & SL_TBF_SENT)))
 		flags |= TH_PSH_;
 	/* Inside the stack a buffer, not the MTU, bounds a segment. */
@@ -431,7 +431,7 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	    now_us - tp->last_rx_us > tp->rto_us)
 		sl_tcp_cc_idle(tp);
 	/* Resume where the last pass stopped: buffers before it are sent. */
-	if (tp->sndq_hint < s->n_bufs && SEQ_LEQ(sl_buf(s, tp->sndq_hint)->seq, tp->snd_nxt))
+	if (sl_buf_some(s, tp->sndq_hint) && SEQ_LEQ(sl_buf(s, tp->sndq_hint)->seq, tp->snd_nxt))
 		idx = tp->sndq_hint;
 	while (sl_buf_next(s, idx, &steps)) {
 		last = idx;

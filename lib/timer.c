@@ -18,7 +18,7 @@ static void wheel_insert(struct sl_stack *s, struct sl_sock *so)
 
 	so->wheel_prev = SLUICE_IDX_NONE;
 	so->wheel_next = *head;
-	if (*head < s->max_sockets)
+	if (sl_sock_some(s, *head))
 		sl_sock(s, *head)->wheel_prev = so->idx;
 	*head = so->idx;
 }
@@ -27,11 +27,11 @@ void sl_timer_cancel(struct sl_stack *s, struct sl_sock *so)
 {
 	if (!so->wheel_due_ms)
 		return;
-	if (so->wheel_prev < s->max_sockets)
+	if (sl_sock_some(s, so->wheel_prev))
 		sl_sock(s, so->wheel_prev)->wheel_next = so->wheel_next;
 	else
 		*slot_head(s, so->wheel_due_ms) = so->wheel_next;
-	if (so->wheel_next < s->max_sockets)
+	if (sl_sock_some(s, so->wheel_next))
 		sl_sock(s, so->wheel_next)->wheel_prev = so->wheel_prev;
 	so->wheel_next = so->wheel_prev = SLUICE_IDX_NONE;
 	so->wheel_due_ms = 0;
@@ -72,6 +72,9 @@ int sl_timer_run(struct sl_stack *s, uint64_t now_us)
 		uint32_t *head = slot_head(s, ms);
 		uint32_t idx = *head, pending = SLUICE_IDX_NONE, steps = 0;
 
+		/* Most slots are empty: nothing to fire, nothing to move. */
+		if (idx == SLUICE_IDX_NONE)
+			continue;
 		/* Detach the slot, then fire what is due and put back the rest. */
 		*head = SLUICE_IDX_NONE;
 		while (sl_sock_next(s, idx, &steps)) {

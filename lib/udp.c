@@ -184,12 +184,12 @@ ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_
 	size_t dlen, n;
 
 	if (so->error) {
-		int e = so->error;
+		int e = sl_sock_error(s, so);
 
 		so->error = 0;
 		return -e;
 	}
-	if (idx >= s->n_bufs)
+	if (!sl_buf_some(s, idx))
 		return so->flags & SL_SF_SHUT_RD ? 0 : -EAGAIN;
 	b = sl_buf(s, idx);
 	ip = (const struct sl_ip *)sl_buf_data(s, idx);
@@ -222,7 +222,7 @@ uint32_t sl_udp_poll(struct sl_stack *s, struct sl_sock *so)
 {
 	uint32_t ev = SL_EV_OUT;
 
-	if (so->rxq_head < s->n_bufs || (so->flags & SL_SF_SHUT_RD))
+	if (sl_buf_some(s, so->rxq_head) || (so->flags & SL_SF_SHUT_RD))
 		ev |= SL_EV_IN;
 	if (so->error)
 		ev |= SL_EV_ERR;

@@ -160,8 +160,8 @@ static int exercise(struct net *n, const char *what)
 
 enum kind {
 	K_BUF_NEXT, K_BUF_CYCLE, K_BUF_OFFLEN, K_FREE_IDX, K_FREE_CYCLE, K_LO_HEAD,
-	K_RXQ_HEAD, K_SNDQ_HEAD, K_OOO_HEAD, K_HASH, K_HASH_CYCLE, K_PORT, K_ACCQ,
-	K_WHEEL, K_WHEEL_LINK, K_DEFER, K_PARENT, K_SOCK_IDX, K_MSS, K_ERROR, K_MTU,
+	K_RXQ_HEAD, K_SNDQ, K_OOO_HEAD, K_HASH, K_HASH_CYCLE, K_PORT, K_ACCQ,
+	K_WHEEL, K_WHEEL_LINK, K_DEFER, K_SOCK_IDX, K_MSS, K_ERROR, K_MTU,
 	K_LOCK, K_UDP_LEN, K_COUNT
 };
 
@@ -175,17 +175,16 @@ static const struct {
 	[K_FREE_IDX] = { "free-list head past the pool", "corrupt_buf_idx" },
 	[K_FREE_CYCLE] = { "free list looping on itself", "corrupt_chain" },
 	[K_LO_HEAD] = { "loopback queue head past the pool", "corrupt_buf_idx" },
-	[K_RXQ_HEAD] = { "socket rxq_head past the pool", "corrupt_sock_state" },
-	[K_SNDQ_HEAD] = { "TCP sndq_head past the pool", "corrupt_sock_state" },
-	[K_OOO_HEAD] = { "TCP ooo_head past the pool", "corrupt_sock_state" },
+	[K_RXQ_HEAD] = { "socket rxq_head past the pool", "corrupt_buf_idx" },
+	[K_SNDQ] = { "TCP send queue head and tail past the pool", "corrupt_buf_idx" },
+	[K_OOO_HEAD] = { "TCP ooo_head past the pool", "corrupt_buf_idx" },
 	[K_HASH] = { "4-tuple hash chains past the socket table", "corrupt_sock_idx" },
 	[K_HASH_CYCLE] = { "4-tuple hash chain looping on itself", "corrupt_chain" },
 	[K_PORT] = { "port hash chains past the socket table", "corrupt_sock_idx" },
-	[K_ACCQ] = { "listener accept queue past the socket table", "corrupt_sock_state" },
+	[K_ACCQ] = { "listener accept queue past the socket table", "corrupt_sock_idx" },
 	[K_WHEEL] = { "timer wheel slots past the socket table", "corrupt_sock_idx" },
-	[K_WHEEL_LINK] = { "socket wheel_next past the socket table", "corrupt_sock_state" },
+	[K_WHEEL_LINK] = { "a timed socket's wheel_next past the socket table", "corrupt_sock_idx" },
 	[K_DEFER] = { "deferred-work stack past the socket table", "corrupt_sock_idx" },
-	[K_PARENT] = { "TCP child parent_idx past the socket table", "corrupt_sock_state" },
 	[K_SOCK_IDX] = { "socket's own idx naming another slot", "corrupt_sock_state" },
 	[K_MSS] = { "TCP mss larger than a buffer", "corrupt_sock_state" },
 	[K_ERROR] = { "socket error not an errno", "corrupt_sock_state" },
@@ -209,7 +208,7 @@ static void corrupt(struct net *n, enum kind k)
 	case K_FREE_CYCLE: sl_buf(s, r->buf_free_idx)->next_idx = r->buf_free_idx; break;
 	case K_LO_HEAD: r->lo_head = s->n_bufs + 9; break;
 	case K_RXQ_HEAD: a->rxq_head = s->n_bufs * 3; break;
-	case K_SNDQ_HEAD: c->tcp.sndq_head = 0x7ffffff0; break;
+	case K_SNDQ: c->tcp.sndq_head = c->tcp.sndq_tail = 0x7ffffff0; break;
 	case K_OOO_HEAD: a->tcp.ooo_head = s->n_bufs; break;
 	case K_HASH:
 		for (i = 0; i < s->hash_buckets; i++)
@@ -231,12 +230,16 @@ static void corrupt(struct net *n, enum kind k)
 		for (i = 0; i < SLUICE_WHEEL_SLOTS; i++)
 			s->wheel[i] = s->max_sockets + 100;
 		break;
-	case K_WHEEL_LINK: c->wheel_next = 0x12345678; break;
+	case K_WHEEL_LINK:
+		/* On the wheel (a deadline ahead), its next link bogus. */
+		c->wheel_due_ms = r->wheel_now_ms + 500;
+		c->wheel_prev = SLUICE_IDX_NONE;
+		c->wheel_next = 0x12345678;
+		break;
 	case K_DEFER:
 		r->defer_head = (uint64_t)7 << 32 | (s->max_sockets + 5);
 		r->lock |= SLUICE_LOCK_DEFERRED;
 		break;
-	case K_PARENT: a->parent_idx = s->max_sockets; break;
 	case K_SOCK_IDX: a->idx = n->c; break;
 	case K_MSS: c->tcp.mss = 65000; break;
 	case K_ERROR: a->error = INT32_MIN; break;
