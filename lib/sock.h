@@ -111,9 +111,9 @@ static inline struct sl_sock *sl_sock(const struct sl_stack *s, uint32_t idx)
 /* Out of line: mark the stack corrupt for so; false. */
 bool sl_sock_insane(struct sl_stack *s, struct sl_sock *so);
 
-/* An index into a pool of n, or SLUICE_IDX_NONE: bad if true.  (NONE + 1
+/* An index into a pool of n, or SLUICE_IDX_NONE: bad if 1.  (NONE + 1
  * wraps to 0; every valid x has x + 1 <= n.)  Branch-free, to be or-ed. */
-static inline bool sl_idx_bad(uint32_t x, uint32_t n)
+static inline unsigned int sl_idx_bad(uint32_t x, uint32_t n)
 {
 	return x + 1 > n;
 }
@@ -129,7 +129,7 @@ static inline bool sl_sock_sane(struct sl_stack *s, struct sl_sock *so)
 {
 	const struct sl_tcp_sock *tp = &so->tcp;
 	uint32_t nb = s->n_bufs, ns = s->max_sockets;
-	bool bad;
+	unsigned int bad;
 
 	bad = so->idx >= ns || sl_sock(s, so->idx) != so;
 	bad |= so->type > SL_SOCK_TCP;
