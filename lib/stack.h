@@ -156,7 +156,7 @@ struct sl_stack {
 	char name[SLUICE_NAME_MAX];
 	/*
 	 * The region's geometry, checked once when it is mapped (region.c,
-	 * sl_region_geometry()) and kept here: the region's own copies can
+	 * set_geometry()) and kept here: the region's own copies can
 	 * be overwritten by any process that maps it.  Every index read from
 	 * the region is checked against these before use (sl_buf(),
 	 * sl_sock()); once the stack is found corrupt, n_bufs and max_sockets
@@ -168,7 +168,8 @@ struct sl_stack {
 	uint8_t *bufdata, *socks;
 	uint32_t *hash, *wheel;
 	/* A value read from the region was impossible (sl_corrupt()): every
-	 * call fails with -ENOTRECOVERABLE from then on. */
+	 * call fails with -ENOTRECOVERABLE from then on; why and the value
+	 * are kept for a debugger (the region has the counter). */
 	bool corrupt;
 	bool inspect;			/* attached to look only (sl_stack_inspect()) */
 	enum sl_counter corrupt_why;
@@ -426,8 +427,6 @@ void sl_filter_release(struct sl_stack *s, struct sl_sock *so);
 extern int (*sl_filter_ioctl)(int fd, unsigned long req, void *arg);
 
 /* region.c */
-/* Take the region's geometry into s (after it was validated). */
-void sl_region_geometry(struct sl_stack *s);
 int sl_region_create(struct sl_stack *s, const char *name, const struct sluice_stack_config *cfg);
 int sl_region_attach(struct sl_stack *s, const char *name);
 int sl_region_destroy(const char *name);
