@@ -108,6 +108,23 @@ int sluice_stack_attach(const char *name, struct sluice_stack **out)
 	return 0;
 }
 
+int sl_stack_inspect(const char *name, struct sluice_stack **out)
+{
+	struct sl_stack *s = stack_new(name);
+	int ret;
+
+	if (!s)
+		return -ENOMEM;
+	s->inspect = true;
+	ret = sl_region_attach(s, name);
+	if (ret) {
+		free(s);
+		return ret;
+	}
+	*out = (struct sluice_stack *)s;
+	return 0;
+}
+
 void sluice_stack_close(struct sluice_stack *st)
 {
 	struct sl_stack *s = S(st);
@@ -167,9 +184,9 @@ int sluice_stack_poll(struct sluice_stack *st)
 	struct sl_stack *s = S(st);
 	int n;
 
-	if (atomic_load_explicit((_Atomic uint32_t *)&s->r->state, memory_order_acquire) ==
-	    SLUICE_STATE_BROKEN)
-		return -EPIPE;
+	if (s->corrupt || atomic_load_explicit((_Atomic uint32_t *)&s->r->state,
+					       memory_order_acquire) == SLUICE_STATE_BROKEN)
+		return sl_broken_err(s);
 	/* With no link and no loopback packets left over (sl_unlock()), only
 	 * timers need running: look at the clock every 16th call (reading it
 	 * costs more than the rest of a spin). */
@@ -195,13 +212,23 @@ int sluice_stack_counter(struct sluice_stack *st, const char *name, uint64_t *va
 
 /* ---- sockets --------------------------------------------------------- */
 
+/* What a call that ran on the stack returns: ret, unless the stack was
+ * found corrupt meanwhile (sl_corrupt()): then that, not a result made of
+ * garbage. */
+static long checked(const struct sl_stack *s, long ret)
+{
+	return __builtin_expect(s->corrupt, 0) ? sl_broken_err(s) : ret;
+}
+
 /* Look up sd and take the lock; on success the caller must sl_unlock(). */
 static int sock_get(struct sl_stack *s, int sd, struct sl_sock **out)
 {
 	struct sl_sock *so;
 	int ret;
 
-	if (sd < 0 || (uint32_t)sd >= s->r->max_sockets)
+	if (s->corrupt)
+		return sl_broken_err(s);
+	if (sd < 0 || (uint32_t)sd >= s->max_sockets)
 		return -EBADF;
 	ret = sl_lock(s);
 	if (ret)
@@ -210,6 +237,10 @@ static int sock_get(struct sl_stack *s, int sd, struct sl_sock **out)
 	if (so->type == SL_SOCK_FREE || (so->flags & SL_SF_ORPHAN)) {
 		sl_unlock(s);
 		return -EBADF;
+	}
+	if (!sl_sock_ok(s, so)) {
+		sl_unlock(s);
+		return sl_broken_err(s);
 	}
 	*out = so;
 	return 0;
@@ -368,7 +399,7 @@ int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int
 			uint32_t ev;
 
 			fds[i].revents = 0;
-			if (fds[i].sd < 0 || (uint32_t)fds[i].sd >= s->r->max_sockets ||
+			if (fds[i].sd < 0 || (uint32_t)fds[i].sd >= s->max_sockets ||
 			    (so = sl_sock(s, fds[i].sd))->type == SL_SOCK_FREE) {
 				fds[i].revents = POLLNVAL;
 				ready++;
@@ -381,7 +412,9 @@ int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int
 		}
 		seq = s->r->wake_seq;
 		sl_unlock(s);
-		ret = ready;
+		ret = (int)checked(s, ready);
+		if (ret < 0)
+			break;
 		if (ready || (deadline >= 0 && (int64_t)sl_now(s) >= deadline))
 			break;
 		if (asleep) {
@@ -426,7 +459,7 @@ int sluice_socket(struct sluice_stack *st, int type)
 	if (so && (type & SLUICE_SOCK_NONBLOCK))
 		so->flags |= SL_SF_NONBLOCK;
 	sl_unlock(s);
-	return so ? (int)so->idx : -ENFILE;
+	return (int)checked(s, so ? (int)so->idx : -ENFILE);
 }
 
 static int addr_ok(const struct sockaddr_in *a)
@@ -447,7 +480,7 @@ int sluice_bind(struct sluice_stack *st, int sd, const struct sockaddr_in *addr)
 		return ret;
 	ret = sl_sock_bind(s, so, addr->sin_addr.s_addr, addr->sin_port);
 	sl_unlock(s);
-	return ret;
+	return (int)checked(s, ret);
 }
 
 int sluice_listen(struct sluice_stack *st, int sd, int backlog)
@@ -465,7 +498,7 @@ int sluice_listen(struct sluice_stack *st, int sd, int backlog)
 	if (!ret)
 		ret = sl_tcp_listen(s, so, backlog);
 	sl_unlock(s);
-	return ret;
+	return (int)checked(s, ret);
 }
 
 int sluice_accept(struct sluice_stack *st, int sd, struct sockaddr_in *peer)
@@ -488,6 +521,7 @@ int sluice_accept(struct sluice_stack *st, int sd, struct sockaddr_in *peer)
 		bool nb = so->flags & SL_SF_NONBLOCK;
 
 		sl_unlock(s);
+		ret = (int)checked(s, ret);
 		if (!ret)
 			return (int)child->idx;
 		if (ret != -EAGAIN || nb)
@@ -545,6 +579,7 @@ int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *ad
 		ret = sl_tcp_connect(s, so, addr->sin_addr.s_addr, addr->sin_port, sl_now(s));
 	nb = so->flags & SL_SF_NONBLOCK;
 	sl_unlock(s);
+	ret = (int)checked(s, ret);
 	if (ret != -EINPROGRESS || nb)
 		return ret;
 	/* Blocking connect: wait for the handshake to finish or fail. */
@@ -588,9 +623,16 @@ static long tcp_send_lent(struct sl_stack *s, struct sl_sock *so, const void *bu
 						  sl_now(s));
 	sl_unlock(s);
 	off = (size_t)done;
-	for (uint32_t idx = head; idx < s->r->n_bufs; idx = sl_buf(s, idx)->next_idx) {
-		uint16_t chunk = sl_buf(s, idx)->aux;
+	/* Bounded by what was lent, whatever another process writes into
+	 * the buffers' metadata meanwhile (a scribble is found at return). */
+	for (uint32_t idx = head, steps = 0; off < len && sl_buf_next(s, idx, &steps);
+	     idx = sl_buf(s, idx)->next_idx) {
+		size_t chunk = sl_buf(s, idx)->aux;
 
+		if (chunk > len - off)
+			chunk = len - off;
+		if (chunk > s->buf_size - SL_TCP_DATA_OFF)
+			chunk = s->buf_size - SL_TCP_DATA_OFF;
 		memcpy(sl_buf_base(s, idx) + SL_TCP_DATA_OFF, p + off, chunk);
 		off += chunk;
 	}
@@ -615,11 +657,14 @@ static long tcp_recv_lent(struct sl_stack *s, struct sl_sock *so, void *buf, siz
 	if (head == SLUICE_IDX_NONE)
 		return -EAGAIN;
 	sl_unlock(s);
-	for (uint32_t idx = head; idx < s->r->n_bufs; idx = sl_buf(s, idx)->next_idx) {
-		const struct sluice_buf *b = sl_buf(s, idx);
+	for (uint32_t idx = head, steps = 0; off < n && sl_buf_next(s, idx, &steps);
+	     idx = sl_buf(s, idx)->next_idx) {
+		size_t chunk = sl_buf(s, idx)->len;
 
-		memcpy(p + off, sl_buf_data(s, idx), b->len);
-		off += b->len;
+		if (chunk > n - off)
+			chunk = n - off;
+		memcpy(p + off, sl_buf_data(s, idx), chunk);
+		off += chunk;
 	}
 	if (sl_lock(s)) {
 		/* The data is the caller's; the buffers die with the stack. */
@@ -660,6 +705,7 @@ long sluice_sendto(struct sluice_stack *st, int sd, const void *buf, size_t len,
 		}
 		if (locked)
 			sl_unlock(s);
+		ret = checked(s, ret);
 		if (ret != -EAGAIN || nb)
 			return ret;
 		ret = wait_for(s, sd, POLLOUT);
@@ -682,7 +728,10 @@ static bool rx_nothing(const struct sl_stack *s, int sd)
 {
 	const volatile struct sl_sock *v;
 
-	if (sd < 0 || (uint32_t)sd >= s->r->max_sockets)
+	if (sd < 0 || (uint32_t)sd >= s->max_sockets)
+		return false;
+	/* Broken by another process: take the lock path, which says so. */
+	if (s->r->state != SLUICE_STATE_READY)
 		return false;
 	v = sl_sock(s, sd);
 	if (v->rxq_count || v->rxq_bytes || v->error || (v->flags & SL_SF_SHUT_RD))
@@ -706,7 +755,7 @@ long sluice_recvfrom(struct sluice_stack *st, int sd, void *buf, size_t len, int
 	bool nb, locked;
 
 	for (;;) {
-		if ((flags & MSG_DONTWAIT) && len && rx_nothing(s, sd)) {
+		if ((flags & MSG_DONTWAIT) && len && !s->corrupt && rx_nothing(s, sd)) {
 			/* A spinning caller comes straight back: pause so its
 			 * reads do not fight the writer for the socket's lines. */
 			spin_backoff();
@@ -730,6 +779,7 @@ long sluice_recvfrom(struct sluice_stack *st, int sd, void *buf, size_t len, int
 		}
 		if (locked)
 			sl_unlock(s);
+		ret = checked(s, ret);
 		if (ret >= 0 && from) {
 			memset(from, 0, sizeof(*from));
 			from->sin_family = AF_INET;
@@ -830,7 +880,7 @@ int sluice_close(struct sluice_stack *st, int sd)
 	sl_unlock(s);
 	if (linger && linger != UINT32_MAX)
 		linger_wait(s, sd, gen, linger);
-	return 0;
+	return (int)checked(s, 0);
 }
 
 static int name_of(struct sl_stack *s, int sd, struct sockaddr_in *addr, bool peer)

@@ -11,12 +11,19 @@ uint32_t sl_buf_alloc(struct sl_stack *s)
 	uint32_t idx = r->buf_free_idx;
 	struct sluice_buf *b;
 
-	if (idx >= r->n_bufs) {
+	if (idx >= s->n_bufs) {
+		if (idx != SLUICE_IDX_NONE)
+			sl_corrupt(s, SL_C_corrupt_buf_idx, idx);
 		sl_count(s, SL_C_nobuf);
 		return SLUICE_IDX_NONE;
 	}
 	b = sl_buf(s, idx);
 	r->buf_free_idx = b->next_idx;
+	/* A free list looping on itself would hand this buffer out twice. */
+	if (__builtin_expect(b->next_idx == idx, 0)) {
+		sl_corrupt(s, SL_C_corrupt_chain, idx);
+		return SLUICE_IDX_NONE;
+	}
 	r->buf_free_count--;
 	b->next_idx = SLUICE_IDX_NONE;
 	b->off = SL_HEADROOM;
@@ -33,8 +40,12 @@ void sl_buf_free(struct sl_stack *s, uint32_t idx)
 	struct sluice_region *r = s->r;
 	struct sluice_buf *b;
 
-	if (idx >= r->n_bufs)
+	if (idx >= s->n_bufs) {
+		/* None is nothing to free; anything else names no buffer. */
+		if (idx != SLUICE_IDX_NONE)
+			sl_corrupt(s, SL_C_corrupt_buf_idx, idx);
 		return;
+	}
 	b = sl_buf(s, idx);
 	b->next_idx = r->buf_free_idx;
 	r->buf_free_idx = idx;
@@ -43,7 +54,9 @@ void sl_buf_free(struct sl_stack *s, uint32_t idx)
 
 void sl_buf_free_chain(struct sl_stack *s, uint32_t idx)
 {
-	while (idx < s->r->n_bufs) {
+	uint32_t steps = 0;
+
+	while (sl_buf_next(s, idx, &steps)) {
 		uint32_t next = sl_buf(s, idx)->next_idx;
 
 		sl_buf_free(s, idx);

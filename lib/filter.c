@@ -98,10 +98,10 @@ static void filter_del(struct sl_stack *s, uint32_t id)
 static struct sl_sock *filter_holder(struct sl_stack *s, uint8_t type, uint32_t laddr,
 				     uint16_t lport)
 {
-	unsigned int guard = 0;
+	uint32_t guard = 0;
 
 	for (uint32_t i = sl_sock_port_head(s, lport);
-	     i < s->r->max_sockets && guard++ < s->r->max_sockets;) {
+	     sl_sock_next(s, i, &guard);) {
 		struct sl_sock *o = sl_sock(s, i);
 
 		i = o->port_next;
@@ -162,7 +162,7 @@ void sl_filter_release(struct sl_stack *s, struct sl_sock *so)
 	/* Another socket still on the port (so is unhashed already) takes
 	 * the filter over: a listener closed under its children, say. */
 	for (uint32_t i = sl_sock_port_head(s, so->lport);
-	     i < s->r->max_sockets && guard++ < s->r->max_sockets;) {
+	     sl_sock_next(s, i, &guard);) {
 		struct sl_sock *o = sl_sock(s, i);
 
 		i = o->port_next;

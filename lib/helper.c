@@ -72,7 +72,7 @@ uint32_t sl_orphans(struct sl_stack *s)
 {
 	uint32_t n = 0;
 
-	for (uint32_t i = 0; i < s->r->max_sockets; i++) {
+	for (uint32_t i = 0; i < s->max_sockets; i++) {
 		struct sl_sock *so = sl_sock(s, i);
 
 		if (so->type == SL_SOCK_TCP && (so->flags & SL_SF_ORPHAN))
@@ -86,7 +86,7 @@ static uint32_t orphans_busy(struct sl_stack *s)
 {
 	uint32_t n = 0;
 
-	for (uint32_t i = 0; i < s->r->max_sockets; i++) {
+	for (uint32_t i = 0; i < s->max_sockets; i++) {
 		struct sl_sock *so = sl_sock(s, i);
 
 		if (so->type == SL_SOCK_TCP && (so->flags & SL_SF_ORPHAN) &&
@@ -268,7 +268,7 @@ void sl_helper_ensure(struct sl_stack *s)
 	uint64_t end;
 	pid_t child;
 
-	if (helper_self || !s || !s->r || env_on("SLUICE_NO_HELPER"))
+	if (helper_self || !s || !s->r || s->inspect || s->corrupt || env_on("SLUICE_NO_HELPER"))
 		return;
 	t = sl_link_tap_name(s->link);
 	if (!t && !s->ifindex)

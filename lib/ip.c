@@ -148,7 +148,7 @@ int sl_ip_output(struct sl_stack *s, uint32_t idx, bool keep)
 		}
 		sl_buf(s, n)->next_idx = SLUICE_IDX_NONE;
 		sl_buf(s, n)->flags = SL_BUF_LOCAL;
-		if (r->lo_tail < r->n_bufs)
+		if (sl_buf_some(s, r->lo_tail))
 			sl_buf(s, r->lo_tail)->next_idx = n;
 		else
 			r->lo_head = n;
@@ -179,10 +179,13 @@ bool sl_stack_drain_loopback(struct sl_stack *s, unsigned int *budget)
 {
 	struct sluice_region *r = s->r;
 
-	if (r->lo_head >= r->n_bufs)
+	if (r->lo_head >= s->n_bufs) {
+		if (r->lo_head != SLUICE_IDX_NONE)
+			sl_corrupt(s, SL_C_corrupt_buf_idx, r->lo_head);
 		return false;
+	}
 	sl_batch_begin(s);
-	while (r->lo_head < r->n_bufs && *budget) {
+	while (r->lo_head < s->n_bufs && *budget) {
 		(*budget)--;
 		uint32_t idx = r->lo_head;
 
@@ -193,5 +196,5 @@ bool sl_stack_drain_loopback(struct sl_stack *s, unsigned int *budget)
 		sl_ip_input(s, idx);
 	}
 	sl_batch_end(s);
-	return r->lo_head < r->n_bufs;
+	return r->lo_head < s->n_bufs;
 }

@@ -88,10 +88,22 @@ int sl_kring_init(struct sl_kring *k, void *map, uint64_t size, const struct sl_
 	k->slots = (uint8_t *)map + h->tx_slots_off;
 	/* Half the ring, and never more than an eighth of the pool. */
 	target = h->rx_entries / 2;
-	if (target > s->r->n_bufs / 8)
-		target = s->r->n_bufs / 8;
+	if (target > s->n_bufs / 8)
+		target = s->n_bufs / 8;
 	k->fill_target = target ? target : 1;
 	return 0;
+}
+
+/*
+ * Ring indices more than a ring apart.  A producer index the module
+ * writes heals with its next write (it keeps its own copy); ours
+ * (rx.cons, fill.prod) never would: looked at SL_KRING_BAD_LOOKS times in
+ * a row, the stack is corrupt.
+ */
+static void ring_bad(struct sl_stack *s, uint32_t *looks, uint32_t gap)
+{
+	if (++*looks >= SL_KRING_BAD_LOOKS)
+		sl_corrupt(s, SL_C_corrupt_ring, gap);
 }
 
 unsigned int sl_kring_refill(struct sl_stack *s, struct sl_kring *k)
@@ -103,8 +115,10 @@ unsigned int sl_kring_refill(struct sl_stack *s, struct sl_kring *k)
 	if (level > k->rx_mask + 1) {
 		/* A consumer index we never gave: the ring is not sane. */
 		sl_count(s, SL_C_kring_rx_bad);
+		ring_bad(s, &k->bad_fill, level);
 		return 0;
 	}
+	k->bad_fill = 0;
 	while (level < k->fill_target) {
 		uint32_t idx;
 
@@ -132,14 +146,14 @@ static bool rx_desc_ok(struct sl_stack *s, const struct sluice_kring_rx *d)
 {
 	struct sluice_buf *b;
 
-	if (d->buf_idx >= s->r->n_bufs)
+	if (d->buf_idx >= s->n_bufs)
 		return false;
 	b = sl_buf(s, d->buf_idx);
 	/* Not one we gave: someone else's buffer, never to be touched. */
 	if (!(b->flags & SL_BUF_ON_FILL))
 		return false;
 	b->flags = 0;
-	if (d->len < 20 || d->len > s->r->buf_size - SLUICE_KRING_RX_HEADROOM) {
+	if (d->len < 20 || d->len > s->buf_size - SLUICE_KRING_RX_HEADROOM) {
 		sl_buf_free(s, d->buf_idx);
 		return false;
 	}
@@ -154,8 +168,10 @@ int sl_kring_rx(struct sl_stack *s, struct sl_kring *k, int budget)
 
 	if (avail > k->rx_mask + 1) {
 		sl_count(s, SL_C_kring_rx_bad);
+		ring_bad(s, &k->bad_rx, avail);
 		return 0;
 	}
+	k->bad_rx = 0;
 	if (avail)
 		sl_batch_begin(s);
 	while (avail && n < budget) {

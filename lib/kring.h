@@ -19,7 +19,12 @@ struct sl_kring {
 	struct sluice_kring_tx *tx;
 	uint8_t *slots;
 	uint32_t fill_target;		/* buffers kept on the fill ring */
+	/* Looks in a row at impossible indices, rx and fill rings. */
+	uint32_t bad_rx, bad_fill;
 };
+
+/* Impossible ring indices seen this many times in a row: corrupt. */
+#define SL_KRING_BAD_LOOKS	64
 
 /* Pool buffers the fill ring never takes: input must still find one for
  * an ACK that frees send-queue buffers. */

@@ -85,8 +85,8 @@ static uint32_t stack_mtu(const struct sl_stack *s, const struct kring_link *kl,
 {
 	uint32_t mtu = dev_mtu;
 
-	if (mtu > s->r->buf_size - SL_HEADROOM)
-		mtu = s->r->buf_size - SL_HEADROOM;
+	if (mtu > s->buf_size - SL_HEADROOM)
+		mtu = s->buf_size - SL_HEADROOM;
 	if (mtu > kl->k.slot_size)
 		mtu = kl->k.slot_size;
 	return mtu < 576 ? 576 : mtu;
@@ -100,7 +100,7 @@ static bool on_device(const struct sl_sock *so)
 /* The device has gone: every socket on it fails, none hangs. */
 static void fail_sockets(struct sl_stack *s)
 {
-	for (uint32_t i = 0; i < s->r->max_sockets; i++) {
+	for (uint32_t i = 0; i < s->max_sockets; i++) {
 		struct sl_sock *so = sl_sock(s, i);
 
 		if (so->type == SL_SOCK_FREE || !(so->flags & SL_SF_BOUND) || !on_device(so))
@@ -184,7 +184,7 @@ static uint32_t pow2_floor(uint32_t v)
  * process made them first, so describe again). */
 static int rings_setup(struct sl_stack *s, struct sluice_kring_setup *ks)
 {
-	uint32_t rx = pow2_floor(s->r->n_bufs / 4);
+	uint32_t rx = pow2_floor(s->n_bufs / 4);
 
 	for (int tries = 0; tries < 3; tries++) {
 		memset(ks, 0, sizeof(*ks));
@@ -199,7 +199,7 @@ static int rings_setup(struct sl_stack *s, struct sluice_kring_setup *ks)
 		ks->rx_entries = rx < KRING_RX_MAX ? rx : KRING_RX_MAX;
 		ks->tx_entries = KRING_TX;
 		/* Any packet the stack sends fits: at most buf_size - headroom. */
-		ks->tx_slot_size = (s->r->buf_size - SL_HEADROOM + 63) & ~63u;
+		ks->tx_slot_size = (s->buf_size - SL_HEADROOM + 63) & ~63u;
 		if (!ioctl(s->region_fd, SLUICE_IOC_KRING_SETUP, ks))
 			return 0;
 		if (errno != EEXIST)
@@ -256,7 +256,7 @@ int sluice_link_kring(struct sluice_stack *st)
 		ret = -ENODEV;
 		goto err_free;
 	}
-	kl->link.mtu = s->r->mtu;
+	kl->link.mtu = sl_mtu(s);
 	if (kl->link.mtu > kl->k.slot_size)
 		kl->link.mtu = kl->k.slot_size;
 	sl_kring_refill(s, &kl->k);

@@ -155,7 +155,7 @@ static int loop_rx(struct sl_link *l, struct sl_stack *s, int budget)
 		q->depth--;
 		e->wire->st.delivered++;
 		idx = sl_buf_alloc(s);
-		if (idx != SLUICE_IDX_NONE && f->len <= s->r->buf_size - SL_HEADROOM) {
+		if (idx != SLUICE_IDX_NONE && f->len <= s->buf_size - SL_HEADROOM) {
 			memcpy(sl_buf_data(s, idx), f->data, f->len);
 			sl_buf(s, idx)->len = f->len;
 			sl_count(s, SL_C_link_rx);
@@ -236,8 +236,8 @@ int sluice_link_loop(struct sluice_stack *a, struct sluice_stack *b,
 	}
 	w->end[0].stack = sa;
 	w->end[1].stack = sb;
-	w->end[0].link.mtu = sa->r->mtu;
-	w->end[1].link.mtu = sb->r->mtu;
+	w->end[0].link.mtu = sl_mtu(sa);
+	w->end[1].link.mtu = sl_mtu(sb);
 	sa->link = &w->end[0].link;
 	sb->link = &w->end[1].link;
 	return 0;

@@ -58,7 +58,7 @@ static int tap_rx(struct sl_link *l, struct sl_stack *s, int budget)
 
 		if (idx == SLUICE_IDX_NONE)
 			break;
-		len = read(t->fd, sl_buf_base(s, idx) + lead, s->r->buf_size - lead);
+		len = read(t->fd, sl_buf_base(s, idx) + lead, s->buf_size - lead);
 		if (len <= 0) {
 			sl_buf_free(s, idx);
 			break;
@@ -133,7 +133,7 @@ int sluice_link_tap(struct sluice_stack *st, const char *ifname)
 		return -ENOMEM;
 	}
 	t->link.ops = &tap_ops;
-	t->link.mtu = s->r->mtu;
+	t->link.mtu = sl_mtu(s);
 	t->eth.link = &t->link;
 	t->eth.xmit = tap_xmit;
 	t->stack = s;

@@ -299,7 +299,7 @@ static int verbs_send(struct verbs_link *v, struct sl_stack *s, uint32_t idx,
 	uint8_t *slot;
 	int ret;
 
-	if (b->off + b->len > s->r->buf_size)
+	if (b->off + b->len > s->buf_size)
 		return -EINVAL;
 	if (b->len > v->ud_mtu)
 		return -EMSGSIZE;
@@ -568,7 +568,7 @@ unsigned int sl_verbs_reclaim(struct sl_stack *s)
 	pid_t self = sl_self_pid();
 	unsigned int n = 0;
 
-	for (uint32_t i = 0; i < s->r->n_bufs; i++) {
+	for (uint32_t i = 0; i < s->n_bufs; i++) {
 		struct sluice_buf *b = sl_buf(s, i);
 		pid_t pid = (pid_t)b->ts_us;
 
@@ -650,7 +650,7 @@ static void rx_one(struct verbs_link *v, struct sl_stack *s, const struct ibv_wc
 		v->last_wc_status = wc->status;
 		goto bad;
 	}
-	if (wc->opcode != IBV_WC_RECV || wc->byte_len > s->r->buf_size - RX_LEAD)
+	if (wc->opcode != IBV_WC_RECV || wc->byte_len > s->buf_size - RX_LEAD)
 		goto bad;
 	type = sl_ipoib_rx_parse(frame, wc->byte_len, &plen);
 	if (type < 0)
@@ -706,7 +706,7 @@ static void rx_refill(struct verbs_link *v, struct sl_stack *s, bool force)
 			v->rx_slot[slot] = idx;
 			sl_verbs_buf_mark(s, idx, pid);
 			sge[k].addr = (uintptr_t)(sl_buf_base(s, idx) + RX_LEAD);
-			sge[k].length = s->r->buf_size - RX_LEAD;
+			sge[k].length = s->buf_size - RX_LEAD;
 			sge[k].lkey = v->mr->lkey;
 			wr[k].wr_id = slot;
 			wr[k].sg_list = &sge[k];

@@ -159,7 +159,7 @@ static bool filter_held(struct sl_stack *s, const struct verbs_flow *f)
 	uint8_t type = f->protocol == IPPROTO_TCP ? SL_SOCK_TCP : SL_SOCK_UDP;
 
 	for (uint32_t i = sl_sock_port_head(s, f->lport);
-	     i < s->r->max_sockets && guard++ < s->r->max_sockets;) {
+	     i < s->max_sockets && guard++ < s->max_sockets;) {
 		struct sl_sock *o = sl_sock(s, i);
 
 		i = o->port_next;
@@ -290,8 +290,8 @@ static int enh_setup(struct verbs_link *v, const struct sluice_ifinfo *ii, char 
 	memcpy(v->gid.raw, ii->gid, 16);
 	v->ib_mtu = ii->ud_mtu + SL_IPOIB_HLEN;
 	v->ud_mtu = ii->ud_mtu;
-	if (v->ud_mtu > s->r->buf_size - SL_HEADROOM)
-		v->ud_mtu = s->r->buf_size - SL_HEADROOM;
+	if (v->ud_mtu > s->buf_size - SL_HEADROOM)
+		v->ud_mtu = s->buf_size - SL_HEADROOM;
 	if (v->ud_mtu < 576) {
 		why(msg, len, "UD MTU %u of %s is below 576", ii->ud_mtu, ii->name);
 		return -EINVAL;

@@ -284,8 +284,8 @@ struct verbs_link *sl_verbs_alloc(struct sl_stack *s, uint32_t rq_size, uint32_t
 	v->port = 1;
 	v->qkey = SL_IPOIB_QKEY_DEFAULT;
 	v->rq_size = rq_size ? rq_size : VERBS_RQ_DEFAULT;
-	if (!rq_size && v->rq_size > s->r->n_bufs / 4)
-		v->rq_size = s->r->n_bufs / 4;
+	if (!rq_size && v->rq_size > s->n_bufs / 4)
+		v->rq_size = s->n_bufs / 4;
 	v->sq_size = sq_size ? sq_size : VERBS_SQ_DEFAULT;
 	v->epfd = -1;
 	v->evfd = -1;
@@ -293,7 +293,7 @@ struct verbs_link *sl_verbs_alloc(struct sl_stack *s, uint32_t rq_size, uint32_t
 	for (int i = 0; i < VERBS_NEIGH_MAX; i++)
 		v->neigh[i].hold_idx = SLUICE_IDX_NONE;
 	/* The receive queue holds pool buffers: leave most of the pool. */
-	if (v->rq_size > 4096 || v->rq_size > s->r->n_bufs / 4 || !v->rq_size ||
+	if (v->rq_size > 4096 || v->rq_size > s->n_bufs / 4 || !v->rq_size ||
 	    v->sq_size > 4096 || v->sq_size < VERBS_TX_BATCH) {
 		free(v);
 		errno = EINVAL;
@@ -318,13 +318,13 @@ struct verbs_link *sl_verbs_alloc(struct sl_stack *s, uint32_t rq_size, uint32_t
 int sl_verbs_common_setup(struct verbs_link *v)
 {
 	struct sl_stack *s = v->stack;
-	uint64_t data_len = (uint64_t)s->r->n_bufs * s->r->buf_size;
+	uint64_t data_len = (uint64_t)s->n_bufs * s->buf_size;
 	size_t ring;
 
 	v->pd = VB->alloc_pd(v->ctx);
 	if (!v->pd)
 		goto err;
-	v->mr = VB->reg_mr(v->pd, sl_at(s, s->r->bufdata_off), data_len, IBV_ACCESS_LOCAL_WRITE);
+	v->mr = VB->reg_mr(v->pd, s->bufdata, data_len, IBV_ACCESS_LOCAL_WRITE);
 	if (!v->mr)
 		goto err;
 	v->tx_slot_size = (SL_IPOIB_HLEN + v->ud_mtu + 63) & ~63u;
@@ -367,8 +367,8 @@ static int verbs_port_setup(struct verbs_link *v, struct ibv_port_attr *pa)
 	v->ib_mtu = sl_ipoib_ib_mtu_bytes(pa->active_mtu);
 	v->ud_mtu = sl_ipoib_ud_mtu(pa->active_mtu);
 	/* A receive must fit a buffer: GRH + header + packet after RX_LEAD. */
-	if (v->ud_mtu > s->r->buf_size - SL_HEADROOM)
-		v->ud_mtu = s->r->buf_size - SL_HEADROOM;
+	if (v->ud_mtu > s->buf_size - SL_HEADROOM)
+		v->ud_mtu = s->buf_size - SL_HEADROOM;
 	if (v->ud_mtu < 576)
 		return -EINVAL;
 	ret = VB->query_gid(v->ctx, v->port, (int)v->gid_index, &v->gid);

@@ -73,6 +73,103 @@ static bool stack_broken(struct sl_stack *s)
 				    memory_order_acquire) == SLUICE_STATE_BROKEN;
 }
 
+int sl_broken_err(const struct sl_stack *s)
+{
+	/* broken_pid 0: no process died, a value in the region was found
+	 * impossible (sl_corrupt()).  ENOTRECOVERABLE as a robust mutex
+	 * whose state was left inconsistent; and no SIGPIPE from a send. */
+	if (s->corrupt || !s->r->broken_pid)
+		return -ENOTRECOVERABLE;
+	return -EPIPE;
+}
+
+/*
+ * Sinks for out-of-range indices (see sl_buf_bad()): process-local, shared
+ * by every stack and thread of the process.  Whatever a caller writes
+ * there is garbage nobody reads back for anything but more garbage; the
+ * links are put back to SLUICE_IDX_NONE on every hand-out so walks end,
+ * field by field (never zeroed as a whole: another thread may be dividing
+ * by the sink socket's mss).
+ */
+static struct sluice_buf sink_buf;
+static union {
+	struct sl_sock so;
+	uint8_t bytes[1024];
+} sink_sock __attribute__((aligned(64)));
+static uint8_t sink_data[SLUICE_STACK_MAX_BUF_SIZE + SL_REGION_SLACK] __attribute__((aligned(64)));
+
+_Static_assert(sizeof(struct sl_sock) <= sizeof(sink_sock), "the sink holds a socket slot");
+
+void sl_corrupt(struct sl_stack *s, enum sl_counter why, uint64_t val)
+{
+	if (s->corrupt)
+		return;
+	s->corrupt = true;
+	s->corrupt_why = why;
+	s->corrupt_val = val;
+	/* Every index is out of range from now on: walks end at once. */
+	s->n_bufs = 0;
+	s->max_sockets = 0;
+	/* Someone only looking (sluice dump) leaves the region alone. */
+	if (s->inspect)
+		return;
+	if (s->ctr)
+		s->ctr->c[why]++;
+	s->r->broken_pid = 0;
+	atomic_store_explicit((_Atomic uint32_t *)&s->r->state, SLUICE_STATE_BROKEN,
+			      memory_order_release);
+}
+
+struct sluice_buf *sl_buf_bad(const struct sl_stack *s, uint32_t idx)
+{
+	sl_corrupt((struct sl_stack *)s, SL_C_corrupt_buf_idx, idx);
+	sink_buf.next_idx = SLUICE_IDX_NONE;
+	sink_buf.off = SL_HEADROOM;
+	sink_buf.len = 0;
+	return &sink_buf;
+}
+
+uint8_t *sl_buf_base_bad(const struct sl_stack *s, uint32_t idx)
+{
+	sl_corrupt((struct sl_stack *)s, SL_C_corrupt_buf_idx, idx);
+	return sink_data;
+}
+
+uint8_t *sl_buf_data_bad(const struct sl_stack *s, uint32_t idx)
+{
+	sl_corrupt((struct sl_stack *)s,
+		   idx < s->n_bufs ? SL_C_corrupt_buf_len : SL_C_corrupt_buf_idx, idx);
+	return sink_data + SL_HEADROOM;
+}
+
+struct sl_sock *sl_sock_bad(const struct sl_stack *s, uint32_t idx)
+{
+	struct sl_sock *so = &sink_sock.so;
+
+	sl_corrupt((struct sl_stack *)s, SL_C_corrupt_sock_idx, idx);
+	so->type = SL_SOCK_FREE;
+	so->idx = so->next_idx = so->hash_next = so->parent_idx = SLUICE_IDX_NONE;
+	so->rxq_head = so->rxq_tail = SLUICE_IDX_NONE;
+	so->wheel_next = so->wheel_prev = so->defer_next = so->port_next = SLUICE_IDX_NONE;
+	so->wheel_due_ms = 0;
+	so->tcp.sndq_head = so->tcp.sndq_tail = so->tcp.sndq_hint = SLUICE_IDX_NONE;
+	so->tcp.ooo_head = so->tcp.acc_head = so->tcp.acc_tail = SLUICE_IDX_NONE;
+	so->tcp.mss = 536;
+	so->tcp.cwnd = 536;
+	return so;
+}
+
+bool sl_walk_end(struct sl_stack *s, uint32_t idx, uint32_t n, uint32_t steps, bool socks)
+{
+	if (idx == SLUICE_IDX_NONE)
+		return false;
+	if (idx >= n)
+		sl_corrupt(s, socks ? SL_C_corrupt_sock_idx : SL_C_corrupt_buf_idx, idx);
+	else
+		sl_corrupt(s, SL_C_corrupt_chain, steps);
+	return false;
+}
+
 /* The holder is gone: mark the stack broken and wake everyone. */
 static void mark_broken(struct sl_stack *s, pid_t owner)
 {
@@ -168,6 +265,8 @@ bool sl_trylock(struct sl_stack *s)
 {
 	uint32_t v = atomic_load_explicit(LOCKW(s), memory_order_relaxed);
 
+	if (s->corrupt)
+		return false;
 	while (!(v & SLUICE_LOCK_HELD)) {
 		/* Acquire: the holder's writes to the region are visible. */
 		if (atomic_compare_exchange_weak_explicit(LOCKW(s), &v, lock_word_held(v),
@@ -186,8 +285,8 @@ int sl_lock(struct sl_stack *s)
 	uint32_t v;
 	int i;
 
-	if (stack_broken(s))
-		return -EPIPE;
+	if (s->corrupt || stack_broken(s))
+		return sl_broken_err(s);
 	for (i = 0; i < SPIN_TRIES; i++) {
 		if (sl_trylock(s))
 			return 0;
@@ -222,11 +321,17 @@ int sl_lock(struct sl_stack *s)
 			nanosleep(&nap, NULL);
 		}
 		if (stack_broken(s))
-			return -EPIPE;
+			return sl_broken_err(s);
 		v = atomic_load_explicit(LOCKW(s), memory_order_relaxed);
 		if (v & SLUICE_LOCK_HELD) {
 			pid_t owner = (pid_t)(v >> SLUICE_LOCK_PID_SHIFT);
 
+			/* Held, naming no process there can be (pid_max is
+			 * at most 2^22; taking the lock names the taker). */
+			if (owner <= 0 || owner > (1 << 22)) {
+				sl_corrupt(s, SL_C_corrupt_lock, v);
+				return sl_broken_err(s);
+			}
 			if (sl_lock_holder_dead(s, owner)) {
 				mark_broken(s, owner);
 				return -EPIPE;
@@ -266,21 +371,22 @@ static void run_deferred(struct sl_stack *s)
 {
 	_Atomic uint64_t *head = (_Atomic uint64_t *)&s->r->defer_head;
 	uint64_t h = atomic_load_explicit(head, memory_order_acquire);
-	uint32_t idx;
+	uint32_t idx, steps = 0;
 
 	/* Take the whole list at once, keeping the tag moving (ABA). */
 	while (!atomic_compare_exchange_weak_explicit(
 		head, &h, ((h >> 32) + 1) << 32 | SLUICE_IDX_NONE,
 		memory_order_acquire, memory_order_acquire))
 		;
-	for (idx = (uint32_t)h; idx < s->r->max_sockets;) {
+	for (idx = (uint32_t)h; sl_sock_next(s, idx, &steps);) {
 		struct sl_sock *so = sl_sock(s, idx);
 		uint32_t next = so->defer_next;
 		uint32_t work = atomic_exchange_explicit((_Atomic uint32_t *)&so->defer_work, 0,
 							 memory_order_acq_rel);
 
 		sl_count(s, SL_C_defer_run);
-		sl_sock_run_work(s, so, work);
+		if (so->type != SL_SOCK_FREE && sl_sock_sane(s, so))
+			sl_sock_run_work(s, so, work);
 		idx = next;
 	}
 }
@@ -292,6 +398,17 @@ void sl_unlock(struct sl_stack *s)
 	uint32_t v;
 
 	for (;;) {
+		/* A corrupt stack runs nothing more: let go, and wake every
+		 * waiter and sleeper to find it broken (sl_lock()). */
+		if (s->corrupt) {
+			atomic_store_explicit(OWNERW(s), 0, memory_order_relaxed);
+			atomic_exchange_explicit(LOCKW(s), 0, memory_order_release);
+			s->locked = false;
+			s->wake_pending = s->wake_poll = false;
+			futex(LOCKW(s), FUTEX_WAKE, INT_MAX, NULL);
+			futex((_Atomic uint32_t *)&s->r->wake_seq, FUTEX_WAKE, INT_MAX, NULL);
+			return;
+		}
 		lo_left = sl_stack_drain_loopback(s, &budget);
 		v = atomic_load_explicit(LOCKW(s), memory_order_relaxed);
 		if (v & SLUICE_LOCK_DEFERRED) {

@@ -89,6 +89,10 @@ static int64_t layout(struct sluice_region *r, const struct sluice_stack_config 
 	off = r->bufmeta_off + (uint64_t)r->n_bufs * sizeof(struct sluice_buf);
 	r->bufdata_off = ALIGN_UP(off, 4096);
 	off = r->bufdata_off + (uint64_t)r->n_bufs * r->buf_size;
+	/* Room past the last buffer for any offset and length a buffer's
+	 * metadata can hold, should another process have changed them
+	 * after they were checked (stack.h, sl_buf_data()). */
+	off += SL_REGION_SLACK;
 	r->region_size = ALIGN_UP(off, 4096);
 	return (int64_t)r->region_size;
 }
@@ -146,6 +150,23 @@ static void init_region(struct sl_stack *s, const char *name, const struct sluic
 	r->wheel_now_ms = sl_now(s) / 1000;
 }
 
+/* The geometry of a region whose header (hdr: a copy taken before it was
+ * checked, so nobody can change it between check and use) is valid. */
+static void set_geometry(struct sl_stack *s, const struct sluice_region *hdr)
+{
+	s->n_bufs = hdr->n_bufs;
+	s->max_sockets = hdr->max_sockets;
+	s->buf_size = hdr->buf_size;
+	s->sock_size = hdr->sock_size;
+	s->hash_buckets = hdr->hash_buckets;
+	s->bufmeta = (struct sluice_buf *)(s->base + hdr->bufmeta_off);
+	s->bufdata = s->base + hdr->bufdata_off;
+	s->socks = s->base + hdr->sock_off;
+	s->hash = (uint32_t *)(s->base + hdr->hash_off);
+	s->wheel = (uint32_t *)(s->base + hdr->wheel_off);
+	s->corrupt = false;
+}
+
 static int map_fd(struct sl_stack *s, int fd, size_t size)
 {
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -191,6 +212,7 @@ static void publish(struct sl_stack *s, const struct sluice_region *tmp, const c
 		    const struct sluice_stack_config *cfg)
 {
 	memcpy(s->r, tmp, sizeof(*tmp));
+	set_geometry(s, tmp);
 	init_region(s, name, cfg);
 	atomic_store_explicit((_Atomic uint32_t *)&s->r->state, SLUICE_STATE_READY,
 			      memory_order_release);
@@ -336,9 +358,8 @@ err_unlink:
 
 /* Check that an attached region's layout is the one this library computes
  * from its configuration: nothing in it may point outside the mapping. */
-static int validate(const struct sl_stack *s, size_t file_size)
+static int validate(const struct sluice_region *r, size_t file_size)
 {
-	const struct sluice_region *r = s->r;
 	struct sluice_stack_config cfg = {
 		.max_sockets = r->max_sockets, .n_bufs = r->n_bufs,
 		.buf_size = r->buf_size, .mtu = r->mtu,
@@ -406,6 +427,7 @@ static int region_open(const char *name, size_t *size, bool *module, uint32_t *i
 
 int sl_region_attach(struct sl_stack *s, const char *name)
 {
+	struct sluice_region hdr;
 	size_t size = 0;
 	bool module = false;
 	int fd, ret, tries;
@@ -434,10 +456,14 @@ int sl_region_attach(struct sl_stack *s, const char *name)
 		ret = -EPROTO;
 		goto err_unmap;
 	}
-	ret = validate(s, size);
+	/* One copy of the header, checked and then used: the region's own
+	 * may change under us at any time. */
+	memcpy(&hdr, (const void *)s->r, sizeof(hdr));
+	ret = validate(&hdr, size);
 	if (ret)
 		goto err_unmap;
-	if (state == SLUICE_STATE_BROKEN) {
+	set_geometry(s, &hdr);
+	if (state == SLUICE_STATE_BROKEN && !s->inspect) {
 		ret = -EPIPE;
 		goto err_unmap;
 	}

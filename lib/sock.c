@@ -18,15 +18,15 @@ static uint32_t *tuple_bucket(struct sl_stack *s, uint32_t laddr, uint16_t lport
 	h ^= raddr * 0x85ebca6bu;
 	h ^= ((uint32_t)lport << 16 | rport) * 0xc2b2ae35u;
 	h ^= h >> 15;
-	return (uint32_t *)sl_at(s, s->r->hash_off) + (h & (s->r->hash_buckets - 1));
+	return s->hash + (h & (s->hash_buckets - 1));
 }
 
 static uint32_t *port_bucket(struct sl_stack *s, uint16_t lport)
 {
 	uint32_t h = lport * 0x9e3779b1u;
 
-	return (uint32_t *)sl_at(s, s->r->hash_off) + s->r->hash_buckets +
-	       ((h >> 16) & (s->r->hash_buckets - 1));
+	return s->hash + s->hash_buckets +
+	       ((h >> 16) & (s->hash_buckets - 1));
 }
 
 uint32_t sl_sock_port_head(struct sl_stack *s, uint16_t lport)
@@ -40,7 +40,9 @@ struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type)
 	uint32_t idx = r->sock_free_idx, gen;
 	struct sl_sock *so;
 
-	if (idx >= r->max_sockets) {
+	if (idx >= s->max_sockets) {
+		if (idx != SLUICE_IDX_NONE)
+			sl_corrupt(s, SL_C_corrupt_sock_idx, idx);
 		sl_count(s, SL_C_nosock);
 		return NULL;
 	}
@@ -48,7 +50,7 @@ struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type)
 	r->sock_free_idx = so->next_idx;
 	r->sock_used++;
 	gen = so->gen;
-	memset(so, 0, r->sock_size);
+	memset(so, 0, s->sock_size);
 	so->idx = idx;
 	so->gen = gen + 1;
 	so->type = type;
@@ -90,9 +92,9 @@ void sl_sock_free(struct sl_stack *s, struct sl_sock *so)
  * offset link_off. */
 static void chain_remove(struct sl_stack *s, uint32_t *head, struct sl_sock *so, size_t link_off)
 {
-	uint32_t *pp = head;
+	uint32_t *pp = head, steps = 0;
 
-	while (*pp < s->r->max_sockets) {
+	while (sl_sock_next(s, *pp, &steps)) {
 		struct sl_sock *c = sl_sock(s, *pp);
 		uint32_t *link = (uint32_t *)((uint8_t *)c + link_off);
 
@@ -133,9 +135,9 @@ void sl_sock_unhash(struct sl_stack *s, struct sl_sock *so)
 static struct sl_sock *chain_find(struct sl_stack *s, uint32_t idx, uint8_t type, uint32_t laddr,
 				  uint16_t lport, uint32_t raddr, uint16_t rport)
 {
-	unsigned int guard = 0;
+	uint32_t guard = 0;
 
-	while (idx < s->r->max_sockets && guard++ < s->r->max_sockets) {
+	while (sl_sock_next(s, idx, &guard)) {
 		struct sl_sock *so = sl_sock(s, idx);
 
 		if (so->type == type && so->lport == lport && so->laddr == laddr &&
@@ -155,10 +157,9 @@ static struct sl_sock *reuseport_pick(struct sl_stack *s, struct sl_sock *so, ui
 				      uint16_t rport)
 {
 	uint32_t n = 0, pick, h = (raddr ^ ((uint32_t)rport << 16) ^ rport) * 0x9e3779b1u;
-	unsigned int guard = 0;
 	struct sl_sock *o;
 
-	for (uint32_t idx = so->idx; idx < s->r->max_sockets && guard++ < s->r->max_sockets;
+	for (uint32_t idx = so->idx, steps = 0; sl_sock_next(s, idx, &steps);
 	     idx = o->hash_next) {
 		o = sl_sock(s, idx);
 		if (o->type == so->type && o->lport == so->lport && o->laddr == so->laddr &&
@@ -169,8 +170,7 @@ static struct sl_sock *reuseport_pick(struct sl_stack *s, struct sl_sock *so, ui
 	if (n < 2)
 		return so;
 	pick = (h >> 16) % n;
-	guard = 0;
-	for (uint32_t idx = so->idx; idx < s->r->max_sockets && guard++ < s->r->max_sockets;
+	for (uint32_t idx = so->idx, steps = 0; sl_sock_next(s, idx, &steps);
 	     idx = o->hash_next) {
 		o = sl_sock(s, idx);
 		if (o->type == so->type && o->lport == so->lport && o->laddr == so->laddr &&
@@ -211,10 +211,9 @@ struct sl_sock *sl_sock_lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
  */
 bool sl_sock_port_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport)
 {
-	uint32_t idx = *port_bucket(s, lport);
-	unsigned int guard = 0;
+	uint32_t idx = *port_bucket(s, lport), guard = 0;
 
-	while (idx < s->r->max_sockets && guard++ < s->r->max_sockets) {
+	while (sl_sock_next(s, idx, &guard)) {
 		struct sl_sock *o = sl_sock(s, idx);
 
 		idx = o->port_next;
@@ -300,7 +299,7 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 void sl_sock_rxq_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint32_t bytes)
 {
 	sl_buf(s, idx)->next_idx = SLUICE_IDX_NONE;
-	if (so->rxq_tail < s->r->n_bufs)
+	if (sl_buf_some(s, so->rxq_tail))
 		sl_buf(s, so->rxq_tail)->next_idx = idx;
 	else
 		so->rxq_head = idx;
@@ -309,6 +308,13 @@ void sl_sock_rxq_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx, ui
 	so->rxq_count++;
 	so->rx_pkts++;
 	so->rx_bytes += bytes;
+}
+
+bool sl_sock_insane(struct sl_stack *s, struct sl_sock *so)
+{
+	sl_corrupt(s, SL_C_corrupt_sock_state,
+		   (uint64_t)so->type << 48 | (uint64_t)so->state << 32 | so->idx);
+	return false;
 }
 
 void sl_sock_run_work(struct sl_stack *s, struct sl_sock *so, uint32_t work)

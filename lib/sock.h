@@ -109,10 +109,99 @@ _Static_assert(sizeof(struct sl_sock) <= 1024, "a socket slot is at most 1 KiB")
 /* Deferred work bits */
 #define SL_WORK_TX	0x1	/* run output for this socket */
 
+/* Socket idx's slot; idx must be < max_sockets (else the stack is corrupt
+ * and this is a process-local sink: see sl_buf()). */
+struct sl_sock *sl_sock_bad(const struct sl_stack *s, uint32_t idx);
 static inline struct sl_sock *sl_sock(const struct sl_stack *s, uint32_t idx)
 {
-	return (struct sl_sock *)((uint8_t *)sl_at(s, s->r->sock_off) +
-				  (uint64_t)idx * s->r->sock_size);
+	if (__builtin_expect(idx >= s->max_sockets, 0))
+		return sl_sock_bad(s, idx);
+	return (struct sl_sock *)(s->socks + (uint64_t)idx * s->sock_size);
+}
+
+
+
+/* Out of line: mark the stack corrupt for so; false. */
+bool sl_sock_insane(struct sl_stack *s, struct sl_sock *so);
+
+/* An index into a pool of n, or SLUICE_IDX_NONE: bad if 1.  (NONE + 1
+ * wraps to 0; every valid x has x + 1 <= n.)  Branch-free, to be or-ed. */
+static inline unsigned int sl_idx_bad(uint32_t x, uint32_t n)
+{
+	return x + 1 > n;
+}
+
+/*
+ * Are so's links, queue heads and sizes possible (lock held, before a
+ * timer or deferred work runs on it: nobody called for it)?  Its own idx names its slot (it is handed out and linked
+ * into chains), error is an errno (handed back negated), a TCP segment
+ * (mss after SL_TCP_DATA_OFF) fits a buffer, window scales are shift
+ * counts.  If not, marks the stack corrupt: false.  One branch.
+ */
+static inline bool sl_sock_sane(struct sl_stack *s, struct sl_sock *so)
+{
+	const struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t nb = s->n_bufs, ns = s->max_sockets;
+	unsigned int bad;
+
+	bad = so->idx >= ns || sl_sock(s, so->idx) != so;
+	bad |= so->type > SL_SOCK_TCP;
+	bad |= (uint32_t)so->error > 4095;
+	bad |= sl_idx_bad(so->rxq_head, nb) | sl_idx_bad(so->rxq_tail, nb);
+	bad |= sl_idx_bad(so->parent_idx, ns) | sl_idx_bad(so->next_idx, ns);
+	bad |= sl_idx_bad(so->hash_next, ns) | sl_idx_bad(so->port_next, ns);
+	bad |= sl_idx_bad(so->wheel_next, ns) | sl_idx_bad(so->wheel_prev, ns);
+	if (so->type == SL_SOCK_TCP) {
+		bad |= so->state > SL_TCP_TIME_WAIT;
+		bad |= tp->mss > s->buf_size - SL_TCP_DATA_OFF;
+		bad |= tp->snd_wscale > SL_TCP_WSCALE_MAX;
+		bad |= tp->rcv_wscale > SL_TCP_WSCALE_MAX;
+		bad |= (uint32_t)tp->soft_err > 4095;
+		bad |= sl_idx_bad(tp->sndq_head, nb) | sl_idx_bad(tp->sndq_tail, nb);
+		bad |= sl_idx_bad(tp->sndq_hint, nb) | sl_idx_bad(tp->ooo_head, nb);
+		bad |= sl_idx_bad(tp->acc_head, ns) | sl_idx_bad(tp->acc_tail, ns);
+	}
+	if (__builtin_expect(bad, 0))
+		return sl_sock_insane(s, so);
+	return true;
+}
+
+/*
+ * The cheap part of sl_sock_sane(), for every call on a socket (api.c):
+ * its own idx names its slot (it is handed out as the descriptor and
+ * linked into chains).  Its queues and links are checked where they are
+ * followed (sl_buf_some(), sl_buf_next(), ...).
+ */
+static inline bool sl_sock_ok(struct sl_stack *s, struct sl_sock *so)
+{
+	if (__builtin_expect(so->idx < s->max_sockets &&
+			     so == (struct sl_sock *)(s->socks + (uint64_t)so->idx * s->sock_size), 1))
+		return true;
+	return sl_sock_insane(s, so);
+}
+
+/* so's pending error (SO_ERROR), a positive errno; one that is not
+ * marks the stack corrupt and reads as ENOTRECOVERABLE. */
+static inline int sl_sock_error(struct sl_stack *s, struct sl_sock *so)
+{
+	int e = so->error;
+
+	if (__builtin_expect((uint32_t)e > 4095, 0)) {
+		sl_sock_insane(s, so);
+		return -sl_broken_err(s);
+	}
+	return e;
+}
+
+/* A window scale read from the socket (a shift count): at most 14
+ * (RFC 7323 2.3), or the stack is corrupt and it reads as 0. */
+static inline unsigned int sl_tcp_ws(struct sl_stack *s, uint8_t ws)
+{
+	if (__builtin_expect(ws > SL_TCP_WSCALE_MAX, 0)) {
+		sl_corrupt(s, SL_C_corrupt_sock_state, ws);
+		return 0;
+	}
+	return ws;
 }
 
 /* TCP entry points: tcp.h. */

@@ -81,7 +81,15 @@ struct sl_sock;
 	X(kring_dev_change, "kring device changes seen (dev_seq)")	\
 	X(filter_add, "filters added (ports reserved in the kernel)")	\
 	X(filter_del, "filters removed")				\
-	X(filter_err, "filter ioctls that failed")
+	X(filter_err, "filter ioctls that failed")			\
+	X(corrupt_buf_idx, "region corrupt: a buffer index out of range") \
+	X(corrupt_buf_len, "region corrupt: a buffer offset or length past its buffer") \
+	X(corrupt_sock_idx, "region corrupt: a socket index out of range") \
+	X(corrupt_sock_state, "region corrupt: a socket's sizes or queues impossible") \
+	X(corrupt_chain, "region corrupt: a chain longer than its pool (a cycle)") \
+	X(corrupt_ring, "region corrupt: kring indices past the ring") \
+	X(corrupt_lock, "region corrupt: the lock word names no process") \
+	X(corrupt_header, "region corrupt: header state impossible")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,
@@ -151,6 +159,26 @@ struct sl_stack {
 	/* Stack-local loopback queue (buffer indices), drained under the lock. */
 	uint32_t lo_head, lo_tail;
 	char name[SLUICE_NAME_MAX];
+	/*
+	 * The region's geometry, checked once when it is mapped (region.c,
+	 * set_geometry()) and kept here: the region's own copies can
+	 * be overwritten by any process that maps it.  Every index read from
+	 * the region is checked against these before use (sl_buf(),
+	 * sl_sock()); once the stack is found corrupt, n_bufs and max_sockets
+	 * drop to 0, so every later index is out of range and every walk
+	 * ends at its first step.
+	 */
+	uint32_t n_bufs, max_sockets, buf_size, sock_size, hash_buckets;
+	struct sluice_buf *bufmeta;
+	uint8_t *bufdata, *socks;
+	uint32_t *hash, *wheel;
+	/* A value read from the region was impossible (sl_corrupt()): every
+	 * call fails with -ENOTRECOVERABLE from then on; why and the value
+	 * are kept for a debugger (the region has the counter). */
+	bool corrupt;
+	bool inspect;			/* attached to look only (sl_stack_inspect()) */
+	enum sl_counter corrupt_why;
+	uint64_t corrupt_val;
 };
 
 /*
@@ -173,28 +201,136 @@ struct sl_stack {
  * IPoIB 4 + 40 GRH room), so headers are prepended in place. */
 #define SL_HEADROOM	64
 
-/* Offset helpers. */
+/* Offset helpers (off: checked by the caller, e.g. a kring area). */
 static inline void *sl_at(const struct sl_stack *s, uint64_t off)
 {
 	return s->base + off;
 }
 
+/*
+ * The region is corrupt: a value read from it is impossible (which: a
+ * corrupt_* counter; val: the value).  Marks the stack broken for every
+ * process (SLUICE_STATE_BROKEN, broken_pid 0), counts, and from then on
+ * this process's accessors hand out sinks and its calls fail with
+ * -ENOTRECOVERABLE.  Never a system call; safe with or without the lock
+ * (lock.c).
+ */
+void sl_corrupt(struct sl_stack *s, enum sl_counter why, uint64_t val);
+/* Out-of-range indices: mark the stack corrupt and return a process-local
+ * sink the caller may read and write (its links are SLUICE_IDX_NONE, its
+ * data area is as large as any offset a buffer can name), so no caller
+ * faults; they see the corruption at their next call (lock.c). */
+struct sluice_buf *sl_buf_bad(const struct sl_stack *s, uint32_t idx);
+uint8_t *sl_buf_base_bad(const struct sl_stack *s, uint32_t idx);
+uint8_t *sl_buf_data_bad(const struct sl_stack *s, uint32_t idx);
+
+/* Buffer idx's metadata; idx must be < n_bufs (else the stack is corrupt). */
 static inline struct sluice_buf *sl_buf(const struct sl_stack *s, uint32_t idx)
 {
-	return (struct sluice_buf *)sl_at(s, s->r->bufmeta_off) + idx;
+	if (__builtin_expect(idx >= s->n_bufs, 0))
+		return sl_buf_bad(s, idx);
+	return s->bufmeta + idx;
 }
 
 /* Start of buffer idx's data area (buf_size bytes). */
 static inline uint8_t *sl_buf_base(const struct sl_stack *s, uint32_t idx)
 {
-	return (uint8_t *)sl_at(s, s->r->bufdata_off) + (uint64_t)idx * s->r->buf_size;
+	if (__builtin_expect(idx >= s->n_bufs, 0))
+		return sl_buf_base_bad(s, idx);
+	return s->bufdata + (uint64_t)idx * s->buf_size;
 }
 
-/* Start of the packet data in buffer idx. */
+/*
+ * Start of the packet data in buffer idx: off and len must lie inside the
+ * buffer.  (A region made by this library has SL_REGION_SLACK bytes after
+ * the last buffer, more than any u16 offset plus length: a value changed
+ * after this check still stays inside the mapping.)
+ */
 static inline uint8_t *sl_buf_data(const struct sl_stack *s, uint32_t idx)
 {
-	return sl_buf_base(s, idx) + sl_buf(s, idx)->off;
+	const struct sluice_buf *b;
+
+	if (__builtin_expect(idx >= s->n_bufs, 0))
+		return sl_buf_data_bad(s, idx);
+	b = s->bufmeta + idx;
+	if (__builtin_expect((uint32_t)b->off + b->len > s->buf_size, 0))
+		return sl_buf_data_bad(s, idx);
+	return s->bufdata + (uint64_t)idx * s->buf_size + b->off;
 }
+
+/* The stack's MTU (r->mtu, which anyone may change): a packet of that
+ * size must fit a buffer after the headroom, else the stack is corrupt. */
+static inline uint32_t sl_mtu(const struct sl_stack *s)
+{
+	uint32_t mtu = *(const volatile uint32_t *)&s->r->mtu;
+
+	if (__builtin_expect(mtu < SLUICE_STACK_MIN_MTU || mtu > s->buf_size - SL_HEADROOM, 0)) {
+		sl_corrupt((struct sl_stack *)s, SL_C_corrupt_header, mtu);
+		return SLUICE_STACK_MIN_MTU;
+	}
+	return mtu;
+}
+
+/* Bytes after the last packet buffer: more than any u16 offset plus u16
+ * length plus TCP's data offset can reach past a buffer's start. */
+#define SL_REGION_SLACK	(4u * 65536u)
+
+/*
+ * Walking a chain of buffers (or sockets): go on to idx?  Yes while idx
+ * names one and the walk has taken at most n_bufs (max_sockets) steps;
+ * no at SLUICE_IDX_NONE, the end.  Any other index, or a longer walk (a
+ * cycle), marks the stack corrupt: no.  Used as the loop condition:
+ *   for (idx = head, steps = 0; sl_buf_next(s, idx, &steps); idx = ...)
+ */
+bool sl_walk_end(struct sl_stack *s, uint32_t idx, uint32_t n, uint32_t steps, bool socks);
+static inline bool sl_buf_next(struct sl_stack *s, uint32_t idx, uint32_t *steps)
+{
+	if (__builtin_expect(idx < s->n_bufs && ++*steps <= s->n_bufs, 1))
+		return true;
+	if (idx == SLUICE_IDX_NONE)
+		return false;
+	return sl_walk_end(s, idx, s->n_bufs, *steps, false);
+}
+
+static inline bool sl_sock_next(struct sl_stack *s, uint32_t idx, uint32_t *steps)
+{
+	if (__builtin_expect(idx < s->max_sockets && ++*steps <= s->max_sockets, 1))
+		return true;
+	if (idx == SLUICE_IDX_NONE)
+		return false;
+	return sl_walk_end(s, idx, s->max_sockets, *steps, true);
+}
+
+/*
+ * Attach to stack name to look at it only (sluice dump, sluice stacks):
+ * as sluice_stack_attach(), but a broken stack is attached too, so what
+ * broke it can be shown.  Close with sluice_stack_close().
+ */
+int sl_stack_inspect(const char *name, struct sluice_stack **out);
+
+/*
+ * Does idx, read from the region, name a buffer (socket)?  Yes if in
+ * range; no for SLUICE_IDX_NONE (an empty queue, no link); anything else
+ * marks the stack corrupt: no.  For tests of a head or tail before use.
+ */
+static inline bool sl_buf_some(struct sl_stack *s, uint32_t idx)
+{
+	if (__builtin_expect(idx < s->n_bufs, 1))
+		return true;
+	return idx != SLUICE_IDX_NONE && sl_walk_end(s, idx, s->n_bufs, 0, false);
+}
+
+static inline bool sl_sock_some(struct sl_stack *s, uint32_t idx)
+{
+	if (__builtin_expect(idx < s->max_sockets, 1))
+		return true;
+	return idx != SLUICE_IDX_NONE && sl_walk_end(s, idx, s->max_sockets, 0, true);
+}
+
+/* The error every call on a broken stack returns: -ENOTRECOVERABLE if it
+ * was found corrupt (by any process), -EPIPE if a process died holding
+ * its lock (lock.c). */
+int sl_broken_err(const struct sl_stack *s);
 
 /* Lock held: the block is this process's (see sl_counters_claim()). */
 static inline void sl_count(struct sl_stack *s, enum sl_counter c)

@@ -84,8 +84,8 @@ uint32_t sl_tcp_ts_offset(struct sl_stack *s, uint32_t laddr, uint16_t lport, ui
 static uint32_t path_mtu(struct sl_stack *s, const struct sl_sock *so)
 {
 	if (sl_ip_is_local(s, so->raddr))
-		return s->r->buf_size - SL_TCP_DATA_OFF + 40;
-	return s->r->mtu;
+		return s->buf_size - SL_TCP_DATA_OFF + 40;
+	return sl_mtu(s);
 }
 
 uint16_t sl_tcp_our_mss(struct sl_stack *s, const struct sl_sock *so)
@@ -101,7 +101,7 @@ void sl_tcp_set_mss(struct sl_stack *s, struct sl_sock *so)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	uint32_t mss = tp->peer_mss ? tp->peer_mss : SL_TCP_MSS_DEFAULT;
-	uint32_t cap = s->r->buf_size - SL_TCP_DATA_OFF, pmss = path_mtu(s, so) - 40;
+	uint32_t cap = s->buf_size - SL_TCP_DATA_OFF, pmss = path_mtu(s, so) - 40;
 
 	if (mss > pmss)
 		mss = pmss;
@@ -127,9 +127,9 @@ uint32_t sl_tcp_rcv_space(struct sl_stack *s, const struct sl_sock *so)
 	 * Linux's tcp_adv_win_scale = 1). */
 	uint32_t lim = so->rcvbuf / 2;
 	uint32_t used = so->rxq_bytes + so->tcp.ooo_bytes + so->rx_lent_bytes;
-	uint32_t free_bufs = s->r->buf_free_count, reserve = s->r->n_bufs / 8, cap;
+	uint32_t free_bufs = s->r->buf_free_count, reserve = s->n_bufs / 8, cap;
 	uint64_t held = (uint64_t)(so->rxq_count + so->tcp.ooo_count + so->rx_lent_count) *
-			s->r->buf_size;
+			s->buf_size;
 	uint32_t room = held < so->rcvbuf ? so->rcvbuf - (uint32_t)held : 0;
 
 	/* The pool is shared by every connection: offer no more than half
@@ -146,7 +146,7 @@ uint32_t sl_tcp_rcv_space(struct sl_stack *s, const struct sl_sock *so)
 
 uint32_t sl_tcp_synq_cap(const struct sl_stack *s)
 {
-	uint32_t cap = s->r->max_sockets / SL_TCP_SYNQ_SHARE;
+	uint32_t cap = s->max_sockets / SL_TCP_SYNQ_SHARE;
 
 	if (cap < SL_TCP_SYNQ_MIN)
 		cap = SL_TCP_SYNQ_MIN;
@@ -213,7 +213,7 @@ static void free_queues(struct sl_stack *s, struct sl_sock *so)
 /* Abort every child of listener lso that the user has not accepted. */
 static void abort_children(struct sl_stack *s, struct sl_sock *lso, uint64_t now_us)
 {
-	for (uint32_t i = 0; i < s->r->max_sockets; i++) {
+	for (uint32_t i = 0; i < s->max_sockets; i++) {
 		struct sl_sock *c = sl_sock(s, i);
 
 		if (c->type != SL_SOCK_TCP || c == lso || c->parent_idx != lso->idx)
@@ -233,7 +233,7 @@ static struct sl_sock *parent_of(struct sl_stack *s, const struct sl_sock *so)
 {
 	struct sl_sock *p;
 
-	if (so->parent_idx >= s->r->max_sockets)
+	if (!sl_sock_some(s, so->parent_idx))
 		return NULL;
 	p = sl_sock(s, so->parent_idx);
 	return p->type == SL_SOCK_TCP && p->state == SL_TCP_LISTEN ? p : NULL;
@@ -354,7 +354,7 @@ int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **chil
 
 	if (lso->state != SL_TCP_LISTEN)
 		return -EINVAL;
-	if (tp->acc_head >= s->r->max_sockets)
+	if (!sl_sock_some(s, tp->acc_head))
 		/* A listener whose device went away says so (link_kring.c). */
 		return lso->error ? -lso->error : -EAGAIN;
 	c = sl_sock(s, tp->acc_head);
@@ -374,7 +374,7 @@ int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **chil
  * send buffers could not be received at all (Linux: tcp_mem pressure). */
 static bool pool_has_room(const struct sl_stack *s)
 {
-	uint32_t reserve = s->r->n_bufs / 8;
+	uint32_t reserve = s->n_bufs / 8;
 
 	if (reserve < 16)
 		reserve = 16;
@@ -388,7 +388,7 @@ static void sndq_append(struct sl_stack *s, struct sl_tcp_sock *tp, uint32_t idx
 
 	b->seq = tp->snd_end;
 	b->next_idx = SLUICE_IDX_NONE;
-	if (tp->sndq_tail < s->r->n_bufs)
+	if (sl_buf_some(s, tp->sndq_tail))
 		sl_buf(s, tp->sndq_tail)->next_idx = idx;
 	else
 		tp->sndq_head = idx;
@@ -410,7 +410,7 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 
 	(void)flags;
 	if (so->error) {
-		int e = so->error;
+		int e = sl_sock_error(s, so);
 
 		so->error = 0;
 		return -e;
@@ -425,6 +425,11 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 	}
 	if (!len)
 		return 0;
+	/* A segment's payload (after SL_TCP_DATA_OFF) must fit a buffer. */
+	if (__builtin_expect(tp->mss > s->buf_size - SL_TCP_DATA_OFF, 0)) {
+		sl_sock_insane(s, so);
+		return sl_broken_err(s);
+	}
 	while (done < len) {
 		uint32_t queued = tp->sndq_bytes + so->tx_lent_bytes;
 		uint32_t room = so->sndbuf > queued ? so->sndbuf - queued : 0;
@@ -434,10 +439,10 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 		if (!room)
 			break;
 		/* No send queue takes more than a quarter of the pool. */
-		if (tp->sndq_bytes / tp->mss >= s->r->n_bufs / 4)
+		if (!tp->mss || tp->sndq_bytes / tp->mss >= s->n_bufs / 4)
 			break;
 		/* Fill the unsent tail buffer first (what Nagle holds back). */
-		if (idx >= s->r->n_bufs || (sl_buf(s, idx)->flags & SL_TBF_SENT) ||
+		if (!sl_buf_some(s, idx) || (sl_buf(s, idx)->flags & SL_TBF_SENT) ||
 		    sl_buf(s, idx)->aux >= cap) {
 			if (!pool_has_room(s))
 				break;
@@ -484,7 +489,7 @@ static bool lent_free(struct sl_stack *s, uint32_t *lent)
 {
 	uint32_t idx = *lent;
 
-	if (idx >= s->r->n_bufs)
+	if (!sl_buf_some(s, idx))
 		return true;
 	if (!sl_pid_dead((pid_t)sl_buf(s, idx)->ts_us))
 		return false;
@@ -501,7 +506,7 @@ uint32_t sl_tcp_recv_lend(struct sl_stack *s, struct sl_sock *so, size_t len, si
 	if (so->state == SL_TCP_LISTEN || !lent_free(s, &so->rx_lent_idx))
 		return SLUICE_IDX_NONE;
 	so->rx_lent_bytes = so->rx_lent_count = 0;
-	while (idx < s->r->n_bufs && count < s->r->n_bufs) {
+	for (uint32_t steps = 0; sl_buf_next(s, idx, &steps);) {
 		const struct sluice_buf *b = sl_buf(s, idx);
 
 		if (n + b->len > len)
@@ -514,7 +519,7 @@ uint32_t sl_tcp_recv_lend(struct sl_stack *s, struct sl_sock *so, size_t len, si
 	if (last == SLUICE_IDX_NONE)
 		return SLUICE_IDX_NONE;
 	so->rxq_head = idx;
-	if (idx >= s->r->n_bufs)
+	if (!sl_buf_some(s, idx))
 		so->rxq_head = so->rxq_tail = SLUICE_IDX_NONE;
 	sl_buf(s, last)->next_idx = SLUICE_IDX_NONE;
 	so->rxq_bytes -= (uint32_t)n;
@@ -554,7 +559,7 @@ uint32_t sl_tcp_send_lend(struct sl_stack *s, struct sl_sock *so, size_t len, si
 		len = room;
 	/* No send queue takes more than a quarter of the pool (sl_tcp_send). */
 	nbufs = tp->sndq_bytes / mss;
-	while (n < len && nbufs < s->r->n_bufs / 4 && pool_has_room(s)) {
+	while (n < len && nbufs < s->n_bufs / 4 && pool_has_room(s)) {
 		uint32_t idx = sl_buf_alloc(s), chunk = len - n < mss ? (uint32_t)(len - n) : mss;
 		struct sluice_buf *b;
 
@@ -599,7 +604,7 @@ ssize_t sl_tcp_send_return(struct sl_stack *s, struct sl_sock *so, uint32_t gen,
 		so->error = 0;
 		return -e;
 	}
-	for (uint32_t idx = head; idx < s->r->n_bufs;) {
+	for (uint32_t idx = head, steps = 0; sl_buf_next(s, idx, &steps);) {
 		struct sluice_buf *b = sl_buf(s, idx);
 		uint32_t next = b->next_idx;
 
@@ -621,7 +626,7 @@ uint32_t sl_tcp_send_tail_room(struct sl_stack *s, const struct sl_sock *so)
 	const struct sl_tcp_sock *tp = &so->tcp;
 	const struct sluice_buf *b;
 
-	if (tp->sndq_tail >= s->r->n_bufs)
+	if (!sl_buf_some(s, tp->sndq_tail))
 		return 0;
 	b = sl_buf(s, tp->sndq_tail);
 	if ((b->flags & SL_TBF_SENT) || b->aux >= tp->mss)
@@ -648,11 +653,11 @@ ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t le
 {
 	uint8_t *p = buf;
 	size_t done = 0;
-	uint32_t idx = so->rxq_head;
+	uint32_t idx = so->rxq_head, steps = 0;
 
 	if (so->state == SL_TCP_LISTEN)
 		return -ENOTCONN;
-	while (done < len && idx < s->r->n_bufs) {
+	while (done < len && sl_buf_next(s, idx, &steps)) {
 		struct sluice_buf *b = sl_buf(s, idx);
 		uint32_t n = b->len;
 
@@ -685,7 +690,7 @@ ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t le
 	if (!len)
 		return 0;
 	if (so->error) {
-		int e = so->error;
+		int e = sl_sock_error(s, so);
 
 		so->error = 0;
 		return -e;
@@ -800,7 +805,7 @@ uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so)
 		ev |= SL_EV_HUP | SL_EV_IN | SL_EV_OUT;
 	} else if (can_send(so)) {
 		if (so->sndbuf > tp->sndq_bytes + so->sndbuf / 8 && pool_has_room(s) &&
-		    tp->sndq_bytes / tp->mss < s->r->n_bufs / 4)
+		    tp->sndq_bytes / (tp->mss ? tp->mss : 1) < s->n_bufs / 4)
 			ev |= SL_EV_OUT;
 	} else if (so->state > SL_TCP_SYN_RECEIVED) {
 		/* Write side shut: a write would fail at once (EPIPE). */

@@ -30,7 +30,8 @@ static uint64_t cbrt_u64(uint64_t x)
 	if (x < 2)
 		return x;
 	r = 1;
-	while (r * r * r < x)
+	/* Stop at 2^21 (cubed, 2^63): no wrap past 2^64, whatever x is. */
+	while (r < (1ull << 21) && r * r * r < x)
 		r <<= 1;
 	for (int i = 0; i < 64; i++) {
 		y = (2 * r + x / (r * r)) / 3;
@@ -105,7 +106,7 @@ void sl_tcp_cc_ack(struct sl_tcp_sock *tp, uint32_t acked, uint64_t now_us)
 	uint64_t target, t;
 	uint32_t mss = tp->mss;
 
-	if (!acked || !mss)
+	if (!acked || !mss || !tp->cwnd)
 		return;
 	if (tp->cwnd < tp->ssthresh) {
 		/* RFC 5681 3.1, with RFC 3465 L = 2 */

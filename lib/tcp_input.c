@@ -107,7 +107,7 @@ static bool is_bcast(const struct sl_stack *s, uint32_t a)
  * segments carrying ACKs (which free send buffers) can still arrive. */
 static bool rx_pool_low(const struct sl_stack *s)
 {
-	uint32_t reserve = s->r->n_bufs / 64;
+	uint32_t reserve = s->n_bufs / 64;
 
 	return s->r->buf_free_count < (reserve < 8 ? 8 : reserve);
 }
@@ -126,14 +126,14 @@ static void to_payload(struct sl_stack *s, uint32_t idx, const struct seg *g)
 
 /* In-order payload of len bytes would be copied into the receive queue's
  * tail buffer: it is at most half a buffer and fits the tail's room. */
-static bool rx_tail_fits(const struct sl_stack *s, const struct sl_sock *so, uint32_t len)
+static bool rx_tail_fits(struct sl_stack *s, const struct sl_sock *so, uint32_t len)
 {
 	const struct sluice_buf *tb;
 
-	if (so->rxq_tail >= s->r->n_bufs || len > s->r->buf_size / 2)
+	if (!sl_buf_some(s, so->rxq_tail) || len > s->buf_size / 2)
 		return false;
 	tb = sl_buf(s, so->rxq_tail);
-	return (uint32_t)tb->off + tb->len + len <= s->r->buf_size;
+	return (uint32_t)tb->off + tb->len + len <= s->buf_size;
 }
 
 /* The connection holds its receive buffer's worth of packet buffers
@@ -141,7 +141,7 @@ static bool rx_tail_fits(const struct sl_stack *s, const struct sl_sock *so, uin
  * segments cannot pin more of the shared pool than that. */
 static bool rx_over_budget(const struct sl_stack *s, const struct sl_sock *so)
 {
-	uint64_t held = (uint64_t)(so->rxq_count + so->tcp.ooo_count) * s->r->buf_size;
+	uint64_t held = (uint64_t)(so->rxq_count + so->tcp.ooo_count) * s->buf_size;
 
 	return held >= so->rcvbuf;
 }
@@ -173,6 +173,7 @@ static bool rx_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
 static void deliver(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t steps = 0;
 
 	for (;;) {
 		struct sluice_buf *b = sl_buf(s, idx);
@@ -197,7 +198,7 @@ static void deliver(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
 			uint32_t h = tp->ooo_head, d;
 			struct sluice_buf *hb;
 
-			if (h >= s->r->n_bufs)
+			if (!sl_buf_next(s, h, &steps))
 				return;
 			hb = sl_buf(s, h);
 			if (SEQ_GT(hb->seq, tp->rcv_nxt))
@@ -226,13 +227,13 @@ static bool ooo_insert(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	struct sluice_buf *b = sl_buf(s, idx);
-	uint32_t *pp = &tp->ooo_head, end = b->seq + b->len;
+	uint32_t *pp = &tp->ooo_head, end = b->seq + b->len, steps = 0;
 
 	if (tp->ooo_count >= SL_TCP_OOO_MAX || rx_pool_low(s) || rx_over_budget(s, so)) {
 		sl_buf_free(s, idx);
 		return false;
 	}
-	while (*pp < s->r->n_bufs) {
+	while (sl_buf_next(s, *pp, &steps)) {
 		struct sluice_buf *c = sl_buf(s, *pp);
 
 		if (SEQ_LEQ(c->seq, b->seq) && SEQ_GEQ(c->seq + c->len, end) &&
@@ -261,8 +262,9 @@ static bool ooo_insert(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
 static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t steps = 0;
 
-	while (tp->sndq_head < s->r->n_bufs) {
+	while (sl_buf_next(s, tp->sndq_head, &steps)) {
 		uint32_t idx = tp->sndq_head;
 		struct sluice_buf *b = sl_buf(s, idx);
 		uint32_t end = b->seq + b->aux;
@@ -281,7 +283,7 @@ static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	 * segment, e.g. into a window it shrank): drop the acknowledged
 	 * front, so a retransmission starts at SND.UNA and can be cut to
 	 * what the window allows (RFC 9293 3.8.6.2.1). */
-	if (tp->sndq_head < s->r->n_bufs) {
+	if (sl_buf_some(s, tp->sndq_head)) {
 		struct sluice_buf *b = sl_buf(s, tp->sndq_head);
 		uint8_t *p = sl_buf_base(s, tp->sndq_head) + SL_TCP_DATA_OFF;
 
@@ -308,7 +310,10 @@ static void mark_sacked(struct sl_stack *s, struct sl_sock *so, const struct seg
 		/* RFC 2018 / RFC 6675: ignore blocks outside (UNA, MAX]. */
 		if (!SEQ_LT(st, en) || SEQ_LEQ(en, tp->snd_una) || SEQ_GT(en, tp->snd_max))
 			continue;
-		for (uint32_t idx = tp->sndq_head; idx < s->r->n_bufs;) {
+		uint32_t steps = 0;
+
+		for (uint32_t idx = tp->sndq_head;
+		     sl_buf_next(s, idx, &steps);) {
 			struct sluice_buf *b = sl_buf(s, idx);
 
 			if (SEQ_GEQ(b->seq, en))
@@ -326,10 +331,11 @@ static void retransmit_hole(struct sl_stack *s, struct sl_sock *so, uint64_t now
 			    bool head)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	uint32_t idx, cand = SLUICE_IDX_NONE;
+	uint32_t idx, cand = SLUICE_IDX_NONE, steps = 0;
 	bool sacked_after = false;
 
-	for (idx = tp->sndq_head; idx < s->r->n_bufs; idx = sl_buf(s, idx)->next_idx) {
+	for (idx = tp->sndq_head; sl_buf_next(s, idx, &steps);
+	     idx = sl_buf(s, idx)->next_idx) {
 		struct sluice_buf *b = sl_buf(s, idx);
 
 		if (!(b->flags & SL_TBF_SENT) || !SEQ_LT(b->seq, tp->snd_max))
@@ -359,7 +365,7 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 	struct sl_tcp_sock *tp = &so->tcp;
 	/* RFC 7323 2.2: the window of a segment with SYN is never scaled. */
 	uint32_t ack = g->ack, acked;
-	uint32_t wnd = (g->oflags & TH_SYN_) ? g->wnd : g->wnd << tp->snd_wscale;
+	uint32_t wnd = (g->oflags & TH_SYN_) ? g->wnd : g->wnd << sl_tcp_ws(s, tp->snd_wscale);
 	bool dup;
 
 	/* RFC 5961 5.2: acceptable if SND.UNA - MAX.SND.WND <= SEG.ACK <= SND.NXT. */
@@ -451,7 +457,10 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 			 * (step 1), so a lost first segment (duplicate ACKs of
 			 * ISS + 1) qualifies, which "ACK - 1 > recover" missed. */
 			sl_count(s, SL_C_tcp_fast_retransmit);
-			for (uint32_t i = tp->sndq_head; i < s->r->n_bufs;
+			uint32_t steps = 0;
+
+			for (uint32_t i = tp->sndq_head;
+			     sl_buf_next(s, i, &steps);
 			     i = sl_buf(s, i)->next_idx)
 				sl_buf(s, i)->flags &= ~SL_TBF_RECOV;
 			sl_tcp_cc_loss(tp, now_us);
@@ -515,7 +524,7 @@ static void established(struct sl_stack *s, struct sl_sock *so, const struct seg
 
 	/* RFC 7323 2.2: the window of a SYN-ACK (also one that completes a
 	 * simultaneous open) is never scaled; the third ACK's is. */
-	tp->snd_wnd = (g->oflags & TH_SYN_) ? g->wnd : g->wnd << tp->snd_wscale;
+	tp->snd_wnd = (g->oflags & TH_SYN_) ? g->wnd : g->wnd << sl_tcp_ws(s, tp->snd_wscale);
 	tp->max_sndwnd = tp->snd_wnd;
 	tp->snd_wl1 = g->seq;
 	tp->snd_wl2 = g->ack;
@@ -669,7 +678,7 @@ static struct sl_sock *listener_of(struct sl_stack *s, struct sl_sock *so)
 {
 	struct sl_sock *p;
 
-	if (!(so->tcp.tflags & SL_TF_PASSIVE) || so->parent_idx >= s->r->max_sockets)
+	if (!(so->tcp.tflags & SL_TF_PASSIVE) || !sl_sock_some(s, so->parent_idx))
 		return NULL;
 	p = sl_sock(s, so->parent_idx);
 	return p->type == SL_SOCK_TCP && p->state == SL_TCP_LISTEN ? p : NULL;
@@ -693,7 +702,7 @@ static bool child_ready(struct sl_stack *s, struct sl_sock *so)
 		ptp->syn_len--;
 	sl_tcp_embryo_done(s, so);
 	so->next_idx = SLUICE_IDX_NONE;
-	if (ptp->acc_tail < s->r->max_sockets)
+	if (sl_sock_some(s, ptp->acc_tail))
 		sl_sock(s, ptp->acc_tail)->next_idx = so->idx;
 	else
 		ptp->acc_head = so->idx;
@@ -903,7 +912,7 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 			sl_tcp_done(s, so, 0);
 			return;
 		}
-		if (g->plen && in_order && tp->ooo_head < s->r->n_bufs &&
+		if (g->plen && in_order && sl_buf_some(s, tp->ooo_head) &&
 		    (rx_pool_low(s) || rx_over_budget(s, so))) {
 			/* The segment the out-of-order queue waits for, and
 			 * no room for it: renege on the queue (RFC 2018 8,
@@ -924,7 +933,7 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		to_payload(s, idx, g);
 		queued = true;
 		if (in_order) {
-			bool had_ooo = tp->ooo_head < s->r->n_bufs;
+			bool had_ooo = sl_buf_some(s, tp->ooo_head);
 
 			deliver(s, so, idx);
 			if (had_ooo || (tp->tflags & SL_TF_FIN_RCVD))

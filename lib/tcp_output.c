@@ -35,10 +35,10 @@ static void put32(uint8_t *p, uint32_t v)
 static unsigned int sack_blocks(struct sl_stack *s, const struct sl_tcp_sock *tp,
 				uint32_t out[][2], unsigned int max)
 {
-	uint32_t r[16][2], idx = tp->ooo_head;
+	uint32_t r[16][2], idx = tp->ooo_head, steps = 0;
 	unsigned int n = 0, i, k = 0;
 
-	while (idx < s->r->n_bufs) {
+	while (sl_buf_next(s, idx, &steps)) {
 		const struct sluice_buf *b = sl_buf(s, idx);
 		uint32_t start = b->seq, end = b->seq + b->len;
 
@@ -155,7 +155,7 @@ uint32_t sl_tcp_rcv_window(struct sl_stack *s, const struct sl_sock *so)
 {
 	const struct sl_tcp_sock *tp = &so->tcp;
 	uint32_t space = sl_tcp_rcv_space(s, so);
-	uint32_t cap = (tp->tflags & SL_TF_WS) ? 65535u << tp->rcv_wscale : 65535u;
+	uint32_t cap = (tp->tflags & SL_TF_WS) ? 65535u << sl_tcp_ws(s, tp->rcv_wscale) : 65535u;
 	uint32_t old = SEQ_GT(tp->rcv_adv, tp->rcv_nxt) ? tp->rcv_adv - tp->rcv_nxt : 0;
 	uint32_t step = so->rcvbuf / 4;
 
@@ -365,11 +365,11 @@ int sl_tcp_xmit_buf(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint64
 	unsigned int optlen, plen = b->aux, mtu;
 	struct sl_tcph *th;
 
-	if (idx == tp->sndq_tail || (b->next_idx < s->r->n_bufs &&
+	if (idx == tp->sndq_tail || (sl_buf_some(s, b->next_idx) &&
 				     !(sl_buf(s, b->next_idx)->flags & SL_TBF_SENT)))
 		flags |= TH_PSH_;
 	/* Inside the stack a buffer, not the MTU, bounds a segment. */
-	mtu = sl_ip_is_local(s, so->raddr) ? 40 + 40 + plen : s->r->mtu;
+	mtu = sl_ip_is_local(s, so->raddr) ? 40 + 40 + plen : sl_mtu(s);
 	optlen = build_opts(s, so, flags, opts, now_us, mtu > 40 + plen ? mtu - 40 - plen : 0);
 	th = (struct sl_tcph *)(sl_buf_base(s, idx) + SL_TCP_DATA_OFF - 20 - optlen);
 	fill_hdr(s, so, th, flags, b->seq, optlen);
@@ -418,7 +418,7 @@ uint32_t sl_tcp_flight(const struct sl_tcp_sock *tp)
 void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	uint32_t idx = tp->sndq_head, last = SLUICE_IDX_NONE;
+	uint32_t idx = tp->sndq_head, last = SLUICE_IDX_NONE, steps = 0;
 	bool sent = false;
 
 	if (so->state < SL_TCP_ESTABLISHED)
@@ -431,9 +431,9 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	    now_us - tp->last_rx_us > tp->rto_us)
 		sl_tcp_cc_idle(tp);
 	/* Resume where the last pass stopped: buffers before it are sent. */
-	if (tp->sndq_hint < s->r->n_bufs && SEQ_LEQ(sl_buf(s, tp->sndq_hint)->seq, tp->snd_nxt))
+	if (sl_buf_some(s, tp->sndq_hint) && SEQ_LEQ(sl_buf(s, tp->sndq_hint)->seq, tp->snd_nxt))
 		idx = tp->sndq_hint;
-	while (idx < s->r->n_bufs) {
+	while (sl_buf_next(s, idx, &steps)) {
 		last = idx;
 		struct sluice_buf *b = sl_buf(s, idx);
 		uint32_t end = b->seq + b->aux, len = b->aux, wnd, usable, rwnd_left;
@@ -493,9 +493,9 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		sent = true;
 		idx = b->next_idx;
 	}
-	tp->sndq_hint = idx < s->r->n_bufs ? idx : last;
+	tp->sndq_hint = idx < s->n_bufs ? idx : last;
 	/* The FIN follows the last byte (RFC 9293 3.10.4). */
-	if ((tp->tflags & SL_TF_FIN_Q) && tp->snd_nxt == tp->snd_end && idx >= s->r->n_bufs) {
+	if ((tp->tflags & SL_TF_FIN_Q) && tp->snd_nxt == tp->snd_end && idx >= s->n_bufs) {
 		sl_tcp_send_ctl(s, so, TH_FIN_ | TH_ACK_, tp->snd_end, now_us);
 		tp->snd_nxt = tp->snd_end + 1;
 		if (SEQ_GT(tp->snd_nxt, tp->snd_max))

@@ -85,7 +85,10 @@ static void backoff_rto(struct sl_tcp_sock *tp)
  * SACK marks are dropped (the receiver may have discarded SACKed data). */
 static void go_back(struct sl_stack *s, struct sl_tcp_sock *tp)
 {
-	for (uint32_t i = tp->sndq_head; i < s->r->n_bufs; i = sl_buf(s, i)->next_idx)
+	uint32_t steps = 0;
+
+	for (uint32_t i = tp->sndq_head; sl_buf_next(s, i, &steps);
+	     i = sl_buf(s, i)->next_idx)
 		sl_buf(s, i)->flags &= ~(SL_TBF_SACKED | SL_TBF_RECOV);
 	tp->snd_nxt = tp->snd_una;
 	tp->sndq_hint = SLUICE_IDX_NONE;

@@ -9,7 +9,7 @@
 
 static uint32_t *slot_head(struct sl_stack *s, uint64_t ms)
 {
-	return (uint32_t *)sl_at(s, s->r->wheel_off) + (ms % SLUICE_WHEEL_SLOTS);
+	return s->wheel + (ms % SLUICE_WHEEL_SLOTS);
 }
 
 static void wheel_insert(struct sl_stack *s, struct sl_sock *so)
@@ -18,7 +18,7 @@ static void wheel_insert(struct sl_stack *s, struct sl_sock *so)
 
 	so->wheel_prev = SLUICE_IDX_NONE;
 	so->wheel_next = *head;
-	if (*head < s->r->max_sockets)
+	if (sl_sock_some(s, *head))
 		sl_sock(s, *head)->wheel_prev = so->idx;
 	*head = so->idx;
 }
@@ -27,11 +27,11 @@ void sl_timer_cancel(struct sl_stack *s, struct sl_sock *so)
 {
 	if (!so->wheel_due_ms)
 		return;
-	if (so->wheel_prev < s->r->max_sockets)
+	if (sl_sock_some(s, so->wheel_prev))
 		sl_sock(s, so->wheel_prev)->wheel_next = so->wheel_next;
 	else
 		*slot_head(s, so->wheel_due_ms) = so->wheel_next;
-	if (so->wheel_next < s->r->max_sockets)
+	if (sl_sock_some(s, so->wheel_next))
 		sl_sock(s, so->wheel_next)->wheel_prev = so->wheel_prev;
 	so->wheel_next = so->wheel_prev = SLUICE_IDX_NONE;
 	so->wheel_due_ms = 0;
@@ -70,11 +70,14 @@ int sl_timer_run(struct sl_stack *s, uint64_t now_us)
 		      r->wheel_now_ms + SLUICE_WHEEL_SLOTS : now_ms;
 	for (ms = r->wheel_now_ms + 1; ms <= end; ms++) {
 		uint32_t *head = slot_head(s, ms);
-		uint32_t idx = *head, pending = SLUICE_IDX_NONE;
+		uint32_t idx = *head, pending = SLUICE_IDX_NONE, steps = 0;
 
+		/* Most slots are empty: nothing to fire, nothing to move. */
+		if (idx == SLUICE_IDX_NONE)
+			continue;
 		/* Detach the slot, then fire what is due and put back the rest. */
 		*head = SLUICE_IDX_NONE;
-		while (idx < r->max_sockets) {
+		while (sl_sock_next(s, idx, &steps)) {
 			struct sl_sock *so = sl_sock(s, idx);
 
 			idx = so->wheel_next;
@@ -82,7 +85,8 @@ int sl_timer_run(struct sl_stack *s, uint64_t now_us)
 			pending = so->idx;
 		}
 		r->wheel_now_ms = ms == end ? now_ms : ms;
-		while (pending < r->max_sockets) {
+		steps = 0;
+		while (sl_sock_next(s, pending, &steps)) {
 			struct sl_sock *so = sl_sock(s, pending);
 
 			pending = so->wheel_next;
@@ -90,7 +94,7 @@ int sl_timer_run(struct sl_stack *s, uint64_t now_us)
 				so->wheel_due_ms = 0;
 				so->wheel_next = so->wheel_prev = SLUICE_IDX_NONE;
 				fired++;
-				if (so->type == SL_SOCK_TCP)
+				if (so->type == SL_SOCK_TCP && sl_sock_sane(s, so))
 					sl_tcp_timer(s, so, now_us);
 			} else {
 				wheel_insert(s, so);
@@ -106,7 +110,7 @@ void sl_timer_rebase(struct sl_stack *s, uint64_t now_ms)
 	struct sluice_region *r = s->r;
 	uint64_t old = r->wheel_now_ms;
 
-	for (uint32_t i = 0; i < r->max_sockets; i++) {
+	for (uint32_t i = 0; i < s->max_sockets; i++) {
 		struct sl_sock *so = sl_sock(s, i);
 		uint64_t due = so->wheel_due_ms;
 

@@ -29,7 +29,7 @@ static bool is_broadcast(const struct sl_stack *s, uint32_t daddr)
  */
 static bool rxq_full(const struct sl_stack *s, const struct sl_sock *so)
 {
-	return (uint64_t)so->rxq_count * s->r->buf_size >= so->rcvbuf;
+	return (uint64_t)so->rxq_count * s->buf_size >= so->rcvbuf;
 }
 
 static void queue_datagram(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
@@ -71,7 +71,7 @@ void sl_udp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 		 * address) gets a copy.  Broadcast is rare: a table scan. */
 		uint32_t i, last = SLUICE_IDX_NONE;
 
-		for (i = 0; i < s->r->max_sockets; i++) {
+		for (i = 0; i < s->max_sockets; i++) {
 			struct sl_sock *o = sl_sock(s, i);
 
 			if (o->type != SL_SOCK_UDP || o->lport != uh->dport ||
@@ -132,7 +132,7 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 {
 	struct sl_udp *uh;
 	uint32_t idx, saddr;
-	size_t max = s->r->mtu - sizeof(struct sl_ip) - sizeof(*uh);
+	size_t max = sl_mtu(s) - sizeof(struct sl_ip) - sizeof(*uh);
 	int ret;
 
 	(void)flags;
@@ -184,17 +184,23 @@ ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_
 	size_t dlen, n;
 
 	if (so->error) {
-		int e = so->error;
+		int e = sl_sock_error(s, so);
 
 		so->error = 0;
 		return -e;
 	}
-	if (idx >= s->r->n_bufs)
+	if (!sl_buf_some(s, idx))
 		return so->flags & SL_SF_SHUT_RD ? 0 : -EAGAIN;
 	b = sl_buf(s, idx);
 	ip = (const struct sl_ip *)sl_buf_data(s, idx);
-	uh = (const struct sl_udp *)((const uint8_t *)ip + b->aux - sizeof(*uh));
+	/* The datagram (seq bytes at aux, after the UDP header) lies inside
+	 * the packet, or the buffer was written by someone else. */
 	dlen = b->seq;
+	if (b->aux < sizeof(struct sl_ip) + sizeof(*uh) || b->aux + dlen > b->len) {
+		sl_corrupt(s, SL_C_corrupt_buf_len, idx);
+		return sl_broken_err(s);
+	}
+	uh = (const struct sl_udp *)((const uint8_t *)ip + b->aux - sizeof(*uh));
 	n = dlen < len ? dlen : len;
 	memcpy(buf, (const uint8_t *)ip + b->aux, n);
 	if (saddr)
@@ -216,7 +222,7 @@ uint32_t sl_udp_poll(struct sl_stack *s, struct sl_sock *so)
 {
 	uint32_t ev = SL_EV_OUT;
 
-	if (so->rxq_head < s->r->n_bufs || (so->flags & SL_SF_SHUT_RD))
+	if (sl_buf_some(s, so->rxq_head) || (so->flags & SL_SF_SHUT_RD))
 		ev |= SL_EV_IN;
 	if (so->error)
 		ev |= SL_EV_ERR;

@@ -291,7 +291,7 @@ static void fds_describe(struct sluice_stack *st, long idx, char *out, size_t le
 	char l[INET_ADDRSTRLEN], r[INET_ADDRSTRLEN];
 	uint32_t la, ra;
 
-	if (!st || idx < 0 || (unsigned long)idx >= s->r->max_sockets) {
+	if (!st || idx < 0 || (unsigned long)idx >= s->max_sockets) {
 		snprintf(out, len, "%-5s %-11s %21s %21s", "?", "?", "?", "?");
 		return;
 	}

@@ -116,12 +116,13 @@ static int cmd_info(void)
 	return 0;
 }
 
-static const char *state_name(uint32_t state)
+static const char *state_name(const struct sluice_region *r)
 {
-	switch (state) {
+	switch (r->state) {
 	case SLUICE_STATE_INIT: return "init";
 	case SLUICE_STATE_READY: return "ready";
-	case SLUICE_STATE_BROKEN: return "BROKEN";
+	/* broken_pid 0: a process found the region corrupt (lib/lock.c). */
+	case SLUICE_STATE_BROKEN: return r->broken_pid ? "BROKEN" : "corrupt";
 	default: return "?";
 	}
 }
@@ -131,13 +132,13 @@ static void stack_row(const char *name, const char *where)
 	struct sluice_stack *st;
 	struct sl_stack *s;
 
-	if (sluice_stack_attach(name, &st)) {
+	if (sl_stack_inspect(name, &st)) {
 		printf("%-24s %-7s %-6s\n", name, "invalid", where);
 		return;
 	}
 	s = (struct sl_stack *)st;
 	printf("%-24s %-7s %-6s %4u/%-4u %5u/%-5u %10llu %7d\n", s->r->name,
-	       state_name(s->r->state), where, s->r->sock_used, s->r->max_sockets,
+	       state_name(s->r), where, s->r->sock_used, s->r->max_sockets,
 	       s->r->n_bufs - s->r->buf_free_count, s->r->n_bufs,
 	       (unsigned long long)s->r->region_size, s->r->helper_pid);
 	sluice_stack_close(st);
@@ -263,7 +264,7 @@ static int cmd_dump(const char *name)
 	struct sluice_stack *st;
 	struct sl_stack *s;
 	char ip[INET_ADDRSTRLEN], mask[INET_ADDRSTRLEN];
-	int ret = sluice_stack_attach(name, &st);
+	int ret = sl_stack_inspect(name, &st);
 
 	if (ret) {
 		fprintf(stderr, "sluice: stack '%s': %s\n", name,
@@ -274,12 +275,19 @@ static int cmd_dump(const char *name)
 	inet_ntop(AF_INET, &s->r->ip_addr, ip, sizeof(ip));
 	inet_ntop(AF_INET, &s->r->ip_mask, mask, sizeof(mask));
 	printf("stack %s: %s, %s/%s mtu %u, mac %02x:%02x:%02x:%02x:%02x:%02x\n", s->r->name,
-	       state_name(s->r->state), ip, mask, s->r->mtu, s->r->mac[0], s->r->mac[1],
+	       state_name(s->r), ip, mask, s->r->mtu, s->r->mac[0], s->r->mac[1],
 	       s->r->mac[2], s->r->mac[3], s->r->mac[4], s->r->mac[5]);
 	if (s->ifindex)
 		printf("  on device ifindex %u (kring)\n", s->ifindex);
-	if (s->r->state == SLUICE_STATE_BROKEN)
+	if (s->r->state == SLUICE_STATE_BROKEN && s->r->broken_pid)
 		printf("  broken: process %u died holding the stack lock\n", s->r->broken_pid);
+	if (s->r->state == SLUICE_STATE_BROKEN && !s->r->broken_pid) {
+		printf("  corrupt: a process found impossible values in the region; every call fails (ENOTRECOVERABLE):\n");
+		for (unsigned int i = SL_C_corrupt_buf_idx; i <= SL_C_corrupt_header; i++)
+			if (sl_counter_sum(s, i))
+				printf("    %s (%llu)\n", sl_counter_desc[i],
+				       (unsigned long long)sl_counter_sum(s, i));
+	}
 	printf("  region %llu bytes; sockets %u/%u (%u bytes each); buffers %u/%u of %u bytes\n",
 	       (unsigned long long)s->r->region_size, s->r->sock_used, s->r->max_sockets,
 	       s->r->sock_size, s->r->n_bufs - s->r->buf_free_count, s->r->n_bufs,
@@ -298,7 +306,7 @@ static int cmd_dump(const char *name)
 	print_kring(s);
 	printf("sockets:\n  %5s %-4s %-11s %-21s %-21s %8s %8s %8s %8s\n", "IDX", "TYPE",
 	       "STATE", "LOCAL", "REMOTE", "RXQ", "RX_PKTS", "TX_PKTS", "PID");
-	for (uint32_t i = 0; i < s->r->max_sockets; i++) {
+	for (uint32_t i = 0; i < s->max_sockets; i++) {
 		struct sl_sock *so = sl_sock(s, i);
 		char l[32], r[32];
 

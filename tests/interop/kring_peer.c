@@ -24,7 +24,9 @@
  *        makes STACK on IFNAME with a TCP listener and a UDP socket on port
  *        7, prints "ready", then waits for the device to go: prints what
  *        accept and recv report (ENETDOWN expected), or "timeout"
- * Every loop is bounded in time.
+ * Every loop is bounded in time.  A call failing because the stack is
+ * broken (found corrupt, or its lock holder died) ends the program with
+ * status 3 and "stack broken: ..." on stdout.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -65,8 +67,24 @@ static const char *err_name(long e)
 	}
 }
 
+/* The stack is broken (found corrupt: ENOTRECOVERABLE; a process died
+ * holding its lock: EPIPE): every call on it fails so. */
+static bool stack_broken(void)
+{
+	int r = st ? sluice_stack_poll(st) : 0;
+
+	return r == -ENOTRECOVERABLE || r == -EPIPE;
+}
+
+/* Exit 3: a call failed because the stack is broken (tests/vm/hostile.sh). */
 static void die(const char *what, long err)
 {
+	if (stack_broken()) {
+		printf("stack broken: %s: %s\n", what, strerror((int)-err));
+		fflush(stdout);
+		sluice_stack_close(st);
+		exit(3);
+	}
 	fprintf(stderr, "kring_peer: %s: %s\n", what, strerror((int)-err));
 	if (st)
 		sluice_stack_close(st);
@@ -140,7 +158,10 @@ static int serve(const char *name, const char *ifname, double seconds, int port)
 				.events = (c[i].len < PENDING && !c[i].eof ? POLLIN : 0) |
 					  (c[i].len ? POLLOUT : 0),
 			};
-		if (sluice_poll(st, p, np, 100) <= 0)
+		ret = sluice_poll(st, p, np, 100);
+		if (ret < 0 && stack_broken())
+			die("poll", ret);
+		if (ret <= 0)
 			continue;
 		while ((r = sluice_recvfrom(st, u, ubuf, sizeof(ubuf), MSG_DONTWAIT, &from)) >= 0)
 			sluice_sendto(st, u, ubuf, r, 0, &from);
@@ -222,7 +243,9 @@ static int tcp_client(const char *ip, int port, long bytes)
 			struct sluice_pollfd p = { .sd = s, .events = POLLIN |
 						   (sent < bytes ? POLLOUT : 0) };
 
-			sluice_poll(st, &p, 1, 50);
+			ret = sluice_poll(st, &p, 1, 50);
+			if (ret < 0 && stack_broken())
+				die("poll", ret);
 		}
 	}
 	if (got != bytes || memcmp(in, out, bytes)) {

@@ -5,8 +5,10 @@
 # A scribbler attaches to a kring stack carrying traffic and writes seeded
 # garbage over its rings and region; the module must notice (bad_*
 # counters), never oops, and clean up everything once the processes are
-# gone.  A second stack, of other processes, keeps working throughout.
-# Prints TAP.
+# gone.  The scribbled stack's own processes never die of a signal: they
+# find the region corrupt and exit with kring_peer's "stack broken"
+# status (3), or finish.  A second stack, of other processes, keeps
+# working throughout.  Prints TAP.
 #
 #   VM root namespace                              netns slh-peer
 #   +----------------------------------------+      +----------------------+
@@ -49,7 +51,7 @@ wait_ready() { # wait_ready FILE
 	grep -qx ready "$1"
 }
 # ended NAME PID FILE: wait for it (its own timeout bounds this) and say
-# how it ended and what it printed last.
+# how it ended and what it printed last; its status is left in $rc.
 ended() {
 	wait "$2"
 	rc=$?
@@ -66,7 +68,6 @@ cleanup() {
 	$IP netns del "$NS" 2>/dev/null
 	$IP link del slh0 2>/dev/null
 	$IP link del slq0 2>/dev/null
-	[ -z "$trace" ] || echo "$trace" >/proc/sys/debug/exception-trace
 }
 trap cleanup EXIT
 
@@ -80,13 +81,10 @@ if [ $(( ${feat:-0} & 0xe )) != $((0xe)) ] || [ ! -x $IP ]; then
 	exit 0
 fi
 
-# The scribbled stack's own processes may die of SIGSEGV (libsluice
-# trusts its region; only the module must not).  The kernel logs such a
-# user fault as "traps: ... general protection fault", which the runner's
-# check for kernel faults would take for its own: not logged while this
-# suite runs, and each process's end is reported below instead.
-trace=$(cat /proc/sys/debug/exception-trace 2>/dev/null)
-echo 0 >/proc/sys/debug/exception-trace 2>/dev/null
+# User faults stay logged (exception-trace): the scribbled stack's own
+# processes must not fault either, and a "traps: ... general protection"
+# line fails the kernel-log check below and the runner's.
+echo 1 >/proc/sys/debug/exception-trace 2>/dev/null
 
 mkdir -p /run/netns
 $IP netns add "$NS"
@@ -134,9 +132,22 @@ check "the module noticed: its bad_* counters moved" [ $rc -eq 0 ]
 # Every process on hx ends, by itself or by its timeout: nothing hangs
 # unbounded, and what ends is reported.
 ended hx-server $hx /tmp/hx.out
+hx_rc=$rc
 ended kernel-tcp-clients $xt /tmp/x-tcp.out
 ended kernel-udp-client $xu /tmp/x-udp.out
 ended sluice-tcp-client $xc /tmp/x-cli.out
+xc_rc=$rc
+# hx's own processes (libsluice on the scribbled region): 0 finished, 1
+# the client's echo differed (scribbled payload), 3 "stack broken".
+# Never a signal, never their timeout (137).
+check "hx's server ended by itself, not by a signal (rc $hx_rc)" \
+	[ "$hx_rc" = 0 -o "$hx_rc" = 3 ]
+check "hx's Sluice client ended by itself, not by a signal (rc $xc_rc)" \
+	[ "$xc_rc" = 0 -o "$xc_rc" = 1 -o "$xc_rc" = 3 ]
+check "hx's processes found the region corrupt: a clear error, exit 3 (server $hx_rc, client $xc_rc)" \
+	[ "$hx_rc" = 3 -o "$xc_rc" = 3 ]
+check "no user-space fault logged (traps: / segfault)" \
+	sh -c "! dmesg | grep -Eq 'traps:|segfault at'"
 kill -9 $hk 2>/dev/null
 wait $hk 2>/dev/null
 check "nothing of hx's is left running" sh -c "! kill -0 $hx $xt $xu $xc 2>/dev/null"
