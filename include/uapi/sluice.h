@@ -41,7 +41,7 @@
 #define SLUICE_FEATURE_NEIGH	0x10ULL	/* NEIGH_RESOLVE */
 #define SLUICE_FEATURE_IPOIB	0x20ULL	/* IFINFO ib_* fields, NEIGH_RESOLVE path record */
 #define SLUICE_FEATURE_MCAST	0x40ULL	/* MCAST_JOIN, _LEAVE */
-#define SLUICE_FEATURE_SOCKFD	0x80ULL	/* SOCK_FD, SOCK_WAKE, SOCK_INFO, struct sluice_sock_kpoll */
+#define SLUICE_FEATURE_SOCKFD	0x80ULL	/* SOCK_FD, _WAKE, _INFO, sluice_sock_kpoll */
 /* What this module implements; grows as the features above land. */
 #define SLUICE_FEATURES_ALL	(SLUICE_FEATURE_STACK | SLUICE_FEATURE_KRING | \
 				 SLUICE_FEATURE_FILTER | SLUICE_FEATURE_IFINFO | \
