@@ -217,7 +217,7 @@ static int sock_get(struct sl_stack *s, int sd, struct sl_sock **out)
 
 static uint32_t sock_events(struct sl_stack *s, struct sl_sock *so)
 {
-	return so->type == SL_SOCK_TCP ? sl_tcp_poll(s, so) : sl_udp_poll(s, so);
+	return sl_sock_events(s, so);
 }
 
 static int64_t deadline_after(struct sl_stack *s, int timeout_ms)

@@ -47,10 +47,11 @@ struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type)
 	so = sl_sock(s, idx);
 	r->sock_free_idx = so->next_idx;
 	r->sock_used++;
-	gen = so->gen;
+	gen = so->kp.gen;
+	/* Resets the module's part too: events, armed, kstate NONE. */
 	memset(so, 0, r->sock_size);
 	so->idx = idx;
-	so->gen = gen + 1;
+	so->kp.gen = gen + 1;
 	so->type = type;
 	so->next_idx = so->hash_next = so->port_next = SLUICE_IDX_NONE;
 	so->parent_idx = so->defer_next = SLUICE_IDX_NONE;
@@ -74,6 +75,9 @@ void sl_sock_free(struct sl_stack *s, struct sl_sock *so)
 	sl_buf_free_chain(s, so->rxq_head);
 	so->rxq_head = so->rxq_tail = SLUICE_IDX_NONE;
 	so->type = SL_SOCK_FREE;
+	/* A socket fd still open on it now reports ERR | HUP (lock.c). */
+	if (so->kp.kstate != SLUICE_KSOCK_NONE)
+		sl_sock_wake(s, so);
 	so->next_idx = s->r->sock_free_idx;
 	s->r->sock_free_idx = so->idx;
 	s->r->sock_used--;
@@ -236,6 +240,20 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 	 * process sleeps on it (api.c), so busy-polling processes never
 	 * bounce it; the futex wake itself happens after the unlock. */
 	so->wake_seq++;
+	/* A socket fd exists (or did): its events go out at unlock.  Others
+	 * cost this one load, on the line just written. */
+	if (so->kp.kstate != SLUICE_KSOCK_NONE && s->module_backed) {
+		unsigned int i;
+
+		for (i = 0; i < s->kp_n && s->kp_note[i] != so->idx; i++)
+			;
+		if (i == s->kp_n) {
+			if (s->kp_n < SL_KP_NOTES)
+				s->kp_note[s->kp_n++] = so->idx;
+			else
+				s->kp_scan = true;
+		}
+	}
 	if (atomic_load_explicit((_Atomic uint32_t *)&s->r->sleepers, memory_order_seq_cst)) {
 		atomic_fetch_add_explicit((_Atomic uint32_t *)&s->r->wake_seq, 1,
 					  memory_order_release);
@@ -246,6 +264,11 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 					 memory_order_relaxed))
 			s->wake_poll = true;
 	}
+}
+
+uint32_t sl_sock_events(struct sl_stack *s, struct sl_sock *so)
+{
+	return so->type == SL_SOCK_TCP ? sl_tcp_poll(s, so) : sl_udp_poll(s, so);
 }
 
 void sl_sock_rxq_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint32_t bytes)

@@ -81,7 +81,9 @@ struct sl_sock;
 	X(kring_dev_change, "kring device changes seen (dev_seq)")	\
 	X(filter_add, "filters added (ports reserved in the kernel)")	\
 	X(filter_del, "filters removed")				\
-	X(filter_err, "filter ioctls that failed")
+	X(filter_err, "filter ioctls that failed")				\
+	X(sockfd_wake, "SLUICE_IOC_SOCK_WAKE calls for armed socket fds")	\
+	X(sockfd_released, "sockets closed after their last socket fd went")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,
@@ -118,6 +120,9 @@ struct sl_link {
 	bool tx_pending;		/* tx queued packets flush has not sent */
 };
 
+#define SL_KP_NOTES	64	/* sockets noted a holder, then a full scan */
+#define SL_KP_WAKES	256	/* slots one SOCK_WAKE names at most */
+
 /* The per-process handle on a mapped stack (not in the region). */
 struct sl_stack {
 	struct sluice_region *r;
@@ -146,6 +151,17 @@ struct sl_stack {
 	/* Stack-local loopback queue (buffer indices), drained under the lock. */
 	uint32_t lo_head, lo_tail;
 	char name[SLUICE_NAME_MAX];
+	/*
+	 * Socket fds (lock.c): sockets with a socket fd whose readiness
+	 * changed under this holder (sl_sock_wake()), published at unlock;
+	 * past SL_KP_NOTES, kp_scan says to look at every slot.  kp_wake
+	 * holds the slots whose pollers were armed: one SOCK_WAKE after the
+	 * unlock.
+	 */
+	unsigned int kp_n, kp_wake_n;
+	bool kp_scan;
+	uint32_t kp_note[SL_KP_NOTES];
+	uint32_t kp_wake[SL_KP_WAKES];
 };
 
 /*

@@ -275,7 +275,7 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 	ret = ofd_lock(fd, F_RDLCK, sd, true);
 	if (ret)
 		goto err_close_fd;
-	recs[sd].gen = sl_sock(s, sd)->gen;
+	recs[sd].gen = sl_sock(s, sd)->kp.gen;
 	recs[sd].pid = (uint32_t)getpid();
 	recs[sd].type = (uint32_t)type;
 	__atomic_store_n(&recs[sd].state, PL_REC_USED, __ATOMIC_RELEASE);
@@ -321,7 +321,7 @@ static void reap(uint32_t sd)
 		goto out;		/* still held somewhere */
 	if (__atomic_load_n(&recs[sd].state, __ATOMIC_ACQUIRE) == PL_REC_USED) {
 		so = sl_sock(s, sd);
-		if (so->type != SL_SOCK_FREE && so->gen == recs[sd].gen &&
+		if (so->type != SL_SOCK_FREE && so->kp.gen == recs[sd].gen &&
 		    !(so->flags & SL_SF_ORPHAN)) {
 			pl_debug("closing socket %u", sd);
 			sluice_close(pl_stack(), (int)sd);
@@ -409,7 +409,7 @@ bool pl_fd_adopt(int fd)
 	fl = REAL(fcntl)(fd, F_GETFL);
 	if (sd < 0 || sd >= nrec || fl < 0 ||
 	    __atomic_load_n(&recs[sd].state, __ATOMIC_ACQUIRE) != PL_REC_USED ||
-	    sl_sock(s, (uint32_t)sd)->gen != recs[sd].gen)
+	    sl_sock(s, (uint32_t)sd)->kp.gen != recs[sd].gen)
 		return false;
 	ps = calloc(1, sizeof(*ps));
 	if (!ps)
