@@ -211,6 +211,9 @@ static int sock_get(struct sl_stack *s, int sd, struct sl_sock **out)
 		sl_unlock(s);
 		return -EBADF;
 	}
+	/* The call may lower its readiness (read, accept, send space):
+	 * a socket fd's events are published again at unlock. */
+	sl_kp_note(s, so);
 	*out = so;
 	return 0;
 }

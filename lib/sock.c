@@ -234,6 +234,20 @@ int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_
 	return 0;
 }
 
+void sl_kp_note_slow(struct sl_stack *s, struct sl_sock *so)
+{
+	unsigned int i;
+
+	for (i = 0; i < s->kp_n && s->kp_note[i] != so->idx; i++)
+		;
+	if (i < s->kp_n)
+		return;
+	if (s->kp_n < SL_KP_NOTES)
+		s->kp_note[s->kp_n++] = so->idx;
+	else
+		s->kp_scan = true;
+}
+
 void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 {
 	/* Under the lock.  The stack-wide futex word moves only while some
@@ -242,18 +256,7 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 	so->wake_seq++;
 	/* A socket fd exists (or did): its events go out at unlock.  Others
 	 * cost this one load, on the line just written. */
-	if (so->kp.kstate != SLUICE_KSOCK_NONE && s->module_backed) {
-		unsigned int i;
-
-		for (i = 0; i < s->kp_n && s->kp_note[i] != so->idx; i++)
-			;
-		if (i == s->kp_n) {
-			if (s->kp_n < SL_KP_NOTES)
-				s->kp_note[s->kp_n++] = so->idx;
-			else
-				s->kp_scan = true;
-		}
-	}
+	sl_kp_note(s, so);
 	if (atomic_load_explicit((_Atomic uint32_t *)&s->r->sleepers, memory_order_seq_cst)) {
 		atomic_fetch_add_explicit((_Atomic uint32_t *)&s->r->wake_seq, 1,
 					  memory_order_release);

@@ -140,6 +140,18 @@ uint32_t sl_sock_port_head(struct sl_stack *s, uint16_t lport);
 /* Readiness changed: wake sleepers (and, for a socket with a socket fd,
  * note it: its events are published at unlock, lock.c). */
 void sl_sock_wake(struct sl_stack *s, struct sl_sock *so);
+/*
+ * Lock held: if so has a socket fd (kstate set by the module), publish
+ * its readiness at unlock.  Called for every readiness change and by
+ * every user call on a socket (which may lower its readiness: data
+ * read, send space used).  A socket without one costs one load.
+ */
+void sl_kp_note_slow(struct sl_stack *s, struct sl_sock *so);
+static inline void sl_kp_note(struct sl_stack *s, struct sl_sock *so)
+{
+	if (__builtin_expect(so->kp.kstate != SLUICE_KSOCK_NONE, 0) && s->module_backed)
+		sl_kp_note_slow(s, so);
+}
 /* Readiness (SL_EV_* = poll bits) of a socket now; lock held. */
 uint32_t sl_sock_events(struct sl_stack *s, struct sl_sock *so);
 /*
