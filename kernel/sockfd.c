@@ -172,6 +172,19 @@ static long sluice_sock_ioctl(struct file *file, unsigned int cmd,
 	return sluice_ioctl_dispatch(file, cmd, arg, SLUICE_ON_SOCK);
 }
 
+/*
+ * /proc/PID/fdinfo/FD: which socket of which stack, for tools (`sluice
+ * fds`) that cannot issue SOCK_INFO on another process's fd.
+ */
+static void sluice_sock_show_fdinfo(struct seq_file *m, struct file *file)
+{
+	struct sluice_sock_file *sf = file->private_data;
+
+	seq_printf(m, "sluice_stack:\t%s\n", sf->st->name);
+	seq_printf(m, "sluice_idx:\t%u\n", sf->idx);
+	seq_printf(m, "sluice_gen:\t%u\n", sf->gen);
+}
+
 /* No read, write or mmap: read(2) and write(2) fail with EINVAL, mmap(2) ENODEV. */
 static const struct file_operations sluice_sock_fops = {
 	.owner		= THIS_MODULE,
@@ -180,6 +193,7 @@ static const struct file_operations sluice_sock_fops = {
 	.unlocked_ioctl	= sluice_sock_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 	.llseek		= noop_llseek,
+	.show_fdinfo	= sluice_sock_show_fdinfo,
 };
 
 /* The slot's shared queue, made on first use; @sf joins its file list. */

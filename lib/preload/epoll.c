@@ -19,6 +19,7 @@
  * EPOLLWAKEUP are accepted and ignored.
  */
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,8 @@ struct pl_ep {
 };
 
 static struct pl_ep *eps[PL_EP_MAX];
+/* The set held a module socket fd (see ep_wait_kfd()). */
+static unsigned char ep_kfd[PL_EP_MAX];
 static pthread_mutex_t eps_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static struct pl_ep *ep_of(int epfd)
@@ -65,6 +68,7 @@ void pl_epoll_close(int epfd)
 
 	if (epfd < 0 || epfd >= PL_EP_MAX)
 		return;
+	__atomic_store_n(&ep_kfd[epfd], 0, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&eps_mu);
 	ep = eps[epfd];
 	__atomic_store_n(&eps[epfd], NULL, __ATOMIC_RELEASE);
@@ -183,12 +187,65 @@ static int ep_ctl(struct pl_ep *ep, int op, int fd, struct pl_sock *ps, struct e
 	return -EINVAL;
 }
 
+/*
+ * Module socket fds go into the real epoll set like any fd: the kernel
+ * does the set's work (level, edge, one-shot, exclusive, sharing across
+ * dup and fork).  The library only has to run the stack while the
+ * program waits: epoll_wait on a set that ever held one (ep_kfd) loops
+ * in ep_wait_kfd().
+ */
+static int ep_wait_kfd(int epfd, struct epoll_event *evs, int max, int timeout_ms)
+{
+	struct pollfd p = { .fd = epfd, .events = POLLIN };
+	struct pl_waiter w;
+	unsigned int sigs;
+	int k, sleep_ms;
+
+	if (max <= 0)
+		return -EINVAL;
+	pl_waiter_init(&w, timeout_ms);
+	sigs = pl_sig_count();
+	for (;;) {
+		/* Runs the link and the timers if nobody else is (the unlock
+		 * publishes what changed to the socket fds). */
+		sluice_stack_poll(pl_stack());
+		k = REAL(epoll_wait)(epfd, evs, max, 0);
+		if (k)
+			return k < 0 ? -errno : k;
+		if (!pl_waiter_next(&w, &sleep_ms))
+			return 0;
+		if (sleep_ms) {
+			/* An epoll fd polls readable when its set has events. */
+			pl_kfd_sleep(&p, 1, pl_kfd_slice(&w));
+		} else {
+			for (int i = 0; i < 16; i++)
+				__builtin_ia32_pause();
+		}
+		if (pl_sig_count() != sigs) {
+			pl_sig_take_restart();
+			return -EINTR;	/* epoll_wait is never restarted */
+		}
+	}
+}
+
+static bool ep_is_kfd(int epfd)
+{
+	return epfd >= 0 && epfd < PL_EP_MAX && __atomic_load_n(&ep_kfd[epfd], __ATOMIC_RELAXED);
+}
+
 EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	struct pl_sock *ps = pl_get(fd);
 	struct pl_ep *ep;
 	int ret;
 
+	if (ps && ps->kfd) {
+		pl_put(ps);
+		ret = REAL(epoll_ctl)(epfd, op, fd, ev);
+		if (!ret && epfd >= 0 && epfd < PL_EP_MAX)
+			__atomic_store_n(&ep_kfd[epfd], 1, __ATOMIC_RELAXED);
+		return ret;
+	}
 	if (!ps)
 		return REAL(epoll_ctl)(epfd, op, fd, ev);
 	if (epfd == fd) {
@@ -332,6 +389,8 @@ EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms
 {
 	struct pl_ep *ep = ep_of(epfd);
 
+	if (ep_is_kfd(epfd) && (!ep || !__atomic_load_n(&ep->n, __ATOMIC_RELAXED)))
+		return (int)pl_ret(ep_wait_kfd(epfd, evs, max, timeout_ms));
 	if (!ep || !__atomic_load_n(&ep->n, __ATOMIC_RELAXED))
 		return REAL(epoll_wait)(epfd, evs, max, timeout_ms);
 	return (int)pl_ret(ep_wait(epfd, ep, evs, max, timeout_ms));
@@ -344,6 +403,14 @@ EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout_m
 	sigset_t old;
 	int ret;
 
+	if (ep_is_kfd(epfd) && (!ep || !__atomic_load_n(&ep->n, __ATOMIC_RELAXED))) {
+		if (mask)
+			pthread_sigmask(SIG_SETMASK, mask, &old);
+		ret = ep_wait_kfd(epfd, evs, max, timeout_ms);
+		if (mask)
+			pthread_sigmask(SIG_SETMASK, &old, NULL);
+		return (int)pl_ret(ret);
+	}
 	if (!ep || !__atomic_load_n(&ep->n, __ATOMIC_RELAXED))
 		return REAL(epoll_pwait)(epfd, evs, max, timeout_ms, mask);
 	if (mask)

@@ -701,8 +701,21 @@ TEST_F(sockfd, scribbled_slots_never_oops)
 	EXPECT_EQ(0, sysfs_sockfds());
 }
 
-/* Last: a socket fd holds the module; with everything closed it unloads. */
-TEST(unload_after_socket_fds)
+/* Last (the harness runs fixtures in order): a socket fd holds the module;
+ * with everything closed it unloads. */
+FIXTURE(unload) {
+	int unused;
+};
+
+FIXTURE_SETUP(unload)
+{
+}
+
+FIXTURE_TEARDOWN(unload)
+{
+}
+
+TEST_F(unload, after_socket_fds)
 {
 	struct sluice_stack_create c;
 	int dev, st, fd;
