@@ -123,8 +123,11 @@ static int cmd_epoll(const char *ip, int port, int et)
 
 	us = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
 	if (a < 0 || b < 0 || us < 0 || pipe2(p, O_NONBLOCK) ||
-	    bind(us, (struct sockaddr *)&u, sizeof(u)) || getsockname(us, (struct sockaddr *)&u, &ul))
+	    bind(us, (struct sockaddr *)&u, sizeof(u)) || getsockname(us, (struct sockaddr *)&u, &ul)) {
+		perror("epoll: setup");
+		check(0, "setup: 2 connections, a pipe, a UDP socket on 127.0.0.1");
 		return 1;
+	}
 	check(is_sockfd(a) && is_sockfd(b), "TCP connections are module socket fds");
 	check(!fstat(a, &st) && !S_ISREG(st.st_mode), "... not placeholder files (fstat)");
 	check(!is_sockfd(us), "the UDP socket is a kernel socket (SLUICE_UDP=0)");
