@@ -290,6 +290,18 @@ static void run_deferred(struct sl_stack *s)
 
 int (*sl_sockfd_ioctl)(int fd, unsigned long req, void *arg);
 
+/*
+ * The slots whose pollers were armed, for one SOCK_WAKE after the unlock.
+ * Per thread, not in the stack handle: another thread of this process may
+ * take the lock, and write the handle, as soon as we let go.  Initial-exec
+ * TLS: no __tls_get_addr call on the unlock path.
+ */
+static __thread struct {
+	struct sl_stack *s;
+	unsigned int n;
+	uint32_t idx[SL_KP_WAKES];
+} kp_w __attribute__((tls_model("initial-exec")));
+
 #define KP_U32(p)	((_Atomic uint32_t *)(p))
 
 /* One SOCK_WAKE for the n slots at idx. */
@@ -307,7 +319,7 @@ static void kp_wake(struct sl_stack *s, const uint32_t *idx, unsigned int n)
 
 void sl_kp_publish(struct sl_stack *s, struct sl_sock *so)
 {
-	uint32_t ev;
+	uint32_t ev, old = so->kp.events, rx = (uint32_t)so->rx_bytes;
 
 	if (so->type == SL_SOCK_FREE) {
 		ev = SL_EV_ERR | SL_EV_HUP;
@@ -325,18 +337,30 @@ void sl_kp_publish(struct sl_stack *s, struct sl_sock *so)
 	 * exchanged only when set, so nobody polling costs no store.
 	 */
 	atomic_store_explicit(KP_U32(&so->kp.events), ev, memory_order_relaxed);
+	/*
+	 * A poller is woken for what it could not have seen: bits that came
+	 * up, or new data (an edge for EPOLLET, as a kernel socket's
+	 * data_ready).  Bits that went down (data read, send space used) or
+	 * an ACK that changed nothing visible wake nobody, and leave armed
+	 * set: the poller's view is still right.
+	 */
+	if (!(ev & ~old) && rx == so->kp_rx_mark)
+		return;
+	so->kp_rx_mark = rx;
 	atomic_thread_fence(memory_order_seq_cst);
 	if (!atomic_load_explicit(KP_U32(&so->kp.armed), memory_order_relaxed) ||
 	    !atomic_exchange_explicit(KP_U32(&so->kp.armed), 0, memory_order_relaxed))
 		return;
-	if (s->kp_wake_n == SL_KP_WAKES) {
-		/* Rare: so many at once.  Woken under the lock. */
-		kp_wake(s, s->kp_wake, s->kp_wake_n);
-		s->kp_wake_n = 0;
+	/* Rare: so many at once, or another stack's left (a thread holding
+	 * two stacks): woken now, under the lock. */
+	if (kp_w.n == SL_KP_WAKES || (kp_w.n && kp_w.s != s)) {
+		kp_wake(kp_w.s, kp_w.idx, kp_w.n);
+		kp_w.n = 0;
 	}
-	if (!s->kp_wake_n)
+	if (!kp_w.n)
 		sl_count(s, SL_C_sockfd_wake);
-	s->kp_wake[s->kp_wake_n++] = so->idx;
+	kp_w.s = s;
+	kp_w.idx[kp_w.n++] = so->idx;
 }
 
 /* Lock held: publish what sl_sock_wake() noted. */
@@ -344,7 +368,7 @@ static void kp_publish_noted(struct sl_stack *s)
 {
 	uint32_t max = s->r->max_sockets;
 
-	if (s->kp_scan) {
+	if (s->kp_n == SL_KP_SCAN) {
 		for (uint32_t i = 0; i < max; i++) {
 			struct sl_sock *so = sl_sock(s, i);
 
@@ -358,7 +382,13 @@ static void kp_publish_noted(struct sl_stack *s)
 				sl_kp_publish(s, sl_sock(s, s->kp_note[i]));
 	}
 	s->kp_n = 0;
-	s->kp_scan = false;
+}
+
+/* After the unlock: the one SOCK_WAKE. */
+static void __attribute__((noinline)) kp_wake_flush(void)
+{
+	kp_wake(kp_w.s, kp_w.idx, kp_w.n);
+	kp_w.n = 0;
 }
 
 /* Close a released socket as close() would.  Lock held. */
@@ -411,9 +441,9 @@ bool sl_ksock_close_released(struct sl_stack *s, uint32_t sd, uint32_t gen)
 
 void sl_unlock(struct sl_stack *s)
 {
-	unsigned int budget = SL_LO_BUDGET, nwake = 0;
+	unsigned int budget = SL_LO_BUDGET;
 	bool lo_left = false, counted = false;
-	uint32_t v, wake[SL_KP_WAKES];
+	uint32_t v;
 
 	/* Sockets whose last socket fd went (a killed process's too). */
 	if (s->module_backed)
@@ -437,23 +467,12 @@ void sl_unlock(struct sl_stack *s)
 			counted = true;
 		}
 		/* Readiness of sockets with socket fds, for their pollers. */
-		if (s->kp_n || s->kp_scan)
+		if (s->kp_n)
 			kp_publish_noted(s);
 		/* What this holder queued on the link leaves in one batch,
 		 * before the next holder can queue behind it. */
 		if (s->link && s->link->tx_pending && s->link->ops->flush)
 			s->link->ops->flush(s->link, s);
-		/* The slots to wake leave the handle, which the next holder
-		 * of this process may use as soon as we let go. */
-		if (s->kp_wake_n) {
-			if (nwake + s->kp_wake_n > SL_KP_WAKES) {
-				kp_wake(s, wake, nwake);
-				nwake = 0;
-			}
-			memcpy(wake + nwake, s->kp_wake, s->kp_wake_n * sizeof(wake[0]));
-			nwake += s->kp_wake_n;
-			s->kp_wake_n = 0;
-		}
 		/* Cleared before the release: see sl_lock_holder_dead(). */
 		atomic_store_explicit(OWNERW(s), 0, memory_order_relaxed);
 		/* Release: our writes to the region are visible to the next holder. */
@@ -466,8 +485,8 @@ void sl_unlock(struct sl_stack *s)
 	if (v & SLUICE_LOCK_WAITERS)
 		futex(LOCKW(s), FUTEX_WAKE, 1, NULL);
 	/* One SOCK_WAKE for every armed socket fd this holder changed. */
-	if (nwake)
-		kp_wake(s, wake, nwake);
+	if (__builtin_expect(kp_w.n != 0, 0))
+		kp_wake_flush();
 	if (s->wake_pending) {
 		s->wake_pending = false;
 		/* Sleepers on the futex (api.c, sleep_round()). */

@@ -238,6 +238,8 @@ void sl_kp_note_slow(struct sl_stack *s, struct sl_sock *so)
 {
 	unsigned int i;
 
+	if (s->kp_n == SL_KP_SCAN)
+		return;
 	for (i = 0; i < s->kp_n && s->kp_note[i] != so->idx; i++)
 		;
 	if (i < s->kp_n)
@@ -245,7 +247,7 @@ void sl_kp_note_slow(struct sl_stack *s, struct sl_sock *so)
 	if (s->kp_n < SL_KP_NOTES)
 		s->kp_note[s->kp_n++] = so->idx;
 	else
-		s->kp_scan = true;
+		s->kp_n = SL_KP_SCAN;
 }
 
 void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)

@@ -121,6 +121,7 @@ struct sl_link {
 };
 
 #define SL_KP_NOTES	64	/* sockets noted a holder, then a full scan */
+#define SL_KP_SCAN	(SL_KP_NOTES + 1)
 #define SL_KP_WAKES	256	/* slots one SOCK_WAKE names at most */
 
 /* The per-process handle on a mapped stack (not in the region). */
@@ -154,14 +155,10 @@ struct sl_stack {
 	/*
 	 * Socket fds (lock.c): sockets with a socket fd whose readiness
 	 * changed under this holder (sl_sock_wake()), published at unlock;
-	 * past SL_KP_NOTES, kp_scan says to look at every slot.  kp_wake
-	 * holds the slots whose pollers were armed: one SOCK_WAKE after the
-	 * unlock.
+	 * kp_n == SL_KP_SCAN says more changed: look at every slot.
 	 */
-	unsigned int kp_n, kp_wake_n;
-	bool kp_scan;
+	unsigned int kp_n;
 	uint32_t kp_note[SL_KP_NOTES];
-	uint32_t kp_wake[SL_KP_WAKES];
 };
 
 /*

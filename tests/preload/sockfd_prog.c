@@ -168,6 +168,8 @@ static int cmd_epoll(const char *ip, int port, int et)
 
 		for (int i = 0; i < 50 && tags != 7; i++)
 			tags |= ep_tags(ep, 100, NULL) & (et ? 7 : 7);
+		if (tags != 7)
+			printf("# tags 0x%x\n", tags);
 		check(tags == 7, "a, b and the pipe all reported");
 	}
 	close(ep);

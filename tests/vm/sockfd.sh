@@ -69,7 +69,9 @@ prog_tap() {
 		"not ok - "*) tap fail "$d: ${line#not ok - }" ;;
 		esac
 	done </tmp/sfd.out
+	grep '^#' /tmp/sfd.out
 	check "$d: exit status $rc" [ $rc = 0 ]
+	[ $rc = 0 ] || grep -E '^sockfd' /sys/kernel/debug/sluice/stacks/$ST | sed 's/^/# debugfs: /'
 	[ -s /tmp/sfd.err ] && sed 's/^/# stderr: /' /tmp/sfd.err
 }
 cleanup() {
