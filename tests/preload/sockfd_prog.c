@@ -12,6 +12,7 @@
  *   sockfd_prog share IP PORT         fork and dup share one connection
  *   sockfd_prog scm IP PORT           a connection passed with SCM_RIGHTS
  *                                     to a new program (exec) that uses it
+ *   sockfd_prog exec IP PORT          a connection inherited through exec
  *   sockfd_prog hold IP PORT N SECS   N connections, "ready", then sleep
  *   sockfd_prog idle SECS             wait in epoll_wait on a listener
  * Every wait is bounded.
@@ -294,6 +295,36 @@ static int cmd_scm(const char *self, const char *ip, int port)
 	return failed;
 }
 
+/* A connection inherited through exec (no FD_CLOEXEC): the new program
+ * finds it in /proc/self/fd and uses it. */
+static int cmd_exec(const char *self, const char *ip, int port)
+{
+	int a = tcp_connect(ip, port), st;
+	char arg[16];
+	pid_t pid;
+
+	if (a < 0)
+		return 1;
+	pid = fork();
+	if (!pid) {
+		snprintf(arg, sizeof(arg), "%d", a);
+		execl("/proc/self/exe", self, "exec-child", arg, (char *)NULL);
+		_exit(127);
+	}
+	check(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st),
+	      "a new program (exec) used the inherited connection");
+	check(!echo(a, "parent-after-exec"), "the parent's fd still works after it exited");
+	close(a);
+	return failed;
+}
+
+static int cmd_exec_child(int fd)
+{
+	check(is_sockfd(fd), "exec'd: the inherited fd is a socket fd");
+	check(!echo(fd, "after-exec"), "exec'd: echoes on it");
+	return failed;
+}
+
 static int cmd_hold(const char *ip, int port, int n, int secs)
 {
 	for (int i = 0; i < n; i++)
@@ -332,6 +363,10 @@ int main(int argc, char **argv)
 		return cmd_scm(argv[0], argv[2], atoi(argv[3]));
 	if (argc >= 3 && !strcmp(argv[1], "scm-recv"))
 		return cmd_scm_recv(atoi(argv[2]));
+	if (argc >= 4 && !strcmp(argv[1], "exec"))
+		return cmd_exec(argv[0], argv[2], atoi(argv[3]));
+	if (argc >= 3 && !strcmp(argv[1], "exec-child"))
+		return cmd_exec_child(atoi(argv[2]));
 	if (argc >= 6 && !strcmp(argv[1], "hold"))
 		return cmd_hold(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
 	if (argc >= 3 && !strcmp(argv[1], "idle"))

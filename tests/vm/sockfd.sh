@@ -18,7 +18,7 @@
 # Checks: the kernel's epoll (level and edge) and poll/select on sets that
 # mix Sluice connections, a pipe and a kernel UDP socket; fork and dup
 # sharing a connection; SCM_RIGHTS passing one to a new program which uses
-# it; kill -9 of a process holding connections: the module releases its
+# it, and a new program exec'd with one; kill -9 of a process holding connections: the module releases its
 # socket fds, the process left on the stack closes them (the kernel peer
 # sees them end: no ESTABLISHED left), and the counts go back to zero.
 PATH=/opt/sluice/bin:$PATH
@@ -120,6 +120,7 @@ prog_tap "epoll et" epoll "$K" $PORT et
 prog_tap "poll" poll "$K" $PORT
 prog_tap "fork/dup" share "$K" $PORT
 prog_tap "scm_rights" scm "$K" $PORT
+prog_tap "exec" exec "$K" $PORT
 check "after the programs: one socket fd left, the listener (sockfds $(sysv sockfds))" \
 	[ "$(sysv sockfds)" = 1 ]
 
