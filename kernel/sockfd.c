@@ -206,7 +206,7 @@ static int sluice_sock_slot_join(struct sluice_stack *st,
 	mutex_lock(&st->sock_lock);
 	slot = xa_load(&st->sockfds, sf->idx);
 	if (!slot) {
-		slot = kzalloc(sizeof(*slot), GFP_KERNEL);
+		slot = kzalloc(sizeof(*slot), GFP_KERNEL_ACCOUNT);
 		if (!slot) {
 			ret = -ENOMEM;
 			goto out;
@@ -214,7 +214,7 @@ static int sluice_sock_slot_join(struct sluice_stack *st,
 		init_waitqueue_head(&slot->wq);
 		INIT_LIST_HEAD(&slot->files);
 		slot->idx = sf->idx;
-		ret = xa_insert(&st->sockfds, sf->idx, slot, GFP_KERNEL);
+		ret = xa_insert(&st->sockfds, sf->idx, slot, GFP_KERNEL_ACCOUNT);
 		if (ret) {
 			kfree(slot);
 			goto out;
@@ -262,7 +262,7 @@ int sluice_ioc_sock_fd(struct file *file, void __user *uarg)
 	if (READ_ONCE(sluice_kpoll(st, a.idx)->gen) != a.gen)
 		return -ESTALE;
 
-	sf = kzalloc(sizeof(*sf), GFP_KERNEL);
+	sf = kzalloc(sizeof(*sf), GFP_KERNEL_ACCOUNT);
 	if (!sf)
 		return -ENOMEM;
 	sf->st = st;
