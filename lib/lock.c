@@ -319,7 +319,10 @@ static void kp_wake(struct sl_stack *s, const uint32_t *idx, unsigned int n)
 
 void sl_kp_publish(struct sl_stack *s, struct sl_sock *so)
 {
-	uint32_t ev, old = so->kp.events, rx = (uint32_t)so->rx_bytes;
+	uint32_t ev, old = so->kp.events;
+	/* New data; on a listener, a connection queued (it is woken then). */
+	uint32_t rx = so->type == SL_SOCK_TCP && so->state == SL_TCP_LISTEN ?
+		      so->wake_seq : (uint32_t)so->rx_bytes;
 
 	if (so->type == SL_SOCK_FREE) {
 		ev = SL_EV_ERR | SL_EV_HUP;

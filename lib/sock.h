@@ -87,8 +87,9 @@ struct sl_sock {
 	 * deletes it (filter.c).  Sockets sharing the port share the filter;
 	 * one of them holds it. */
 	uint32_t filter_id;
-	/* Socket fds (lock.c): rx_bytes when the events were last published,
-	 * so new data wakes an edge-triggered poller even if EPOLLIN was up. */
+	/* Socket fds (lock.c): rx_bytes (a listener: wake_seq) when the
+	 * events were last published, so new data or a new connection wakes
+	 * an edge-triggered poller even if EPOLLIN was up. */
 	uint32_t kp_rx_mark;
 
 	union {
