@@ -47,7 +47,8 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/
 INTEROP := $(B)/tests/interop/peer $(B)/tests/interop/mkstack $(B)/tests/bench/bench \
 	$(B)/tests/interop/kpeer $(B)/tests/interop/kring_peer $(B)/tests/interop/scribble \
 	$(B)/tests/interop/soak $(B)/tests/interop/verbs_peer
-PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/fork_srv
+PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/fork_srv \
+	$(B)/tests/preload/sockfd_prog
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
 .PHONY: all lib tools tests bench bench-programs sanitize unit-tests module module-clean check demo checkpatch clean \

@@ -61,6 +61,12 @@ static const struct sluice_ioctl sluice_ioctls[SLUICE_NR_COUNT] = {
 			       sluice_ioc_ifinfo },
 	[SLUICE_NR_NEIGH_RESOLVE] = { SLUICE_IOC_NEIGH_RESOLVE, SLUICE_ON_STACK,
 				      "neigh_resolve", sluice_ioc_neigh_resolve },
+	[SLUICE_NR_SOCK_FD] = { SLUICE_IOC_SOCK_FD, SLUICE_ON_STACK, "sock_fd",
+				sluice_ioc_sock_fd },
+	[SLUICE_NR_SOCK_WAKE] = { SLUICE_IOC_SOCK_WAKE, SLUICE_ON_STACK,
+				  "sock_wake", sluice_ioc_sock_wake },
+	[SLUICE_NR_SOCK_INFO] = { SLUICE_IOC_SOCK_INFO, SLUICE_ON_SOCK,
+				  "sock_info", sluice_ioc_sock_info },
 };
 
 const char *sluice_cmd_name(unsigned int nr)
@@ -97,7 +103,7 @@ long sluice_ioctl_dispatch(struct file *file, unsigned int cmd,
 	op = &sluice_ioctls[nr];
 	atomic64_inc(&sluice_stats.cmd[nr].calls);
 	ret = op->fn(file, (void __user *)arg);
-	if (ret)
+	if (ret < 0)	/* SOCK_FD returns an fd */
 		atomic64_inc(&sluice_stats.cmd[nr].errors);
 	return ret;
 }

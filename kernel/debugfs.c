@@ -109,6 +109,7 @@ static void sluice_stack_show(struct seq_file *m, struct sluice_stack *st)
 	sluice_filter_show(m, st);
 	sluice_kring_show(m, st);
 	sluice_neigh_show(m, st);
+	sluice_sockfd_show(m, st);
 }
 
 static int stack_show(struct seq_file *m, void *unused)

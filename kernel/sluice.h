@@ -12,6 +12,7 @@
 #include <linux/types.h>
 #include <linux/uidgid.h>
 #include <linux/wait.h>
+#include <linux/xarray.h>
 #include <uapi/sluice.h>
 
 struct dentry;
@@ -38,6 +39,9 @@ enum sluice_cmd_nr {
 	SLUICE_NR_FILTER_DEL = _IOC_NR(SLUICE_IOC_FILTER_DEL),
 	SLUICE_NR_IFINFO = _IOC_NR(SLUICE_IOC_IFINFO),
 	SLUICE_NR_NEIGH_RESOLVE = _IOC_NR(SLUICE_IOC_NEIGH_RESOLVE),
+	SLUICE_NR_SOCK_FD = _IOC_NR(SLUICE_IOC_SOCK_FD),
+	SLUICE_NR_SOCK_WAKE = _IOC_NR(SLUICE_IOC_SOCK_WAKE),
+	SLUICE_NR_SOCK_INFO = _IOC_NR(SLUICE_IOC_SOCK_INFO),
 	SLUICE_NR_COUNT,
 };
 
@@ -50,6 +54,7 @@ struct sluice_cmd_stats {
 enum sluice_ioctl_on {
 	SLUICE_ON_DEV,		/* /dev/sluice */
 	SLUICE_ON_STACK,	/* a stack fd */
+	SLUICE_ON_SOCK,		/* a socket fd (sockfd.c) */
 };
 
 /* Module-wide counters, shown in debugfs. */
@@ -120,6 +125,15 @@ struct sluice_stack {
 	struct dentry *debugfs;		/* under sluice_stacks_lock */
 
 	struct sluice_stack_filters *filters;	/* filter.c, made on first use */
+
+	/* Socket fds (sockfd.c); the socket table as created (validated). */
+	u64 sock_off;
+	u32 sock_size;
+	struct mutex sock_lock;		/* @sockfds and their file lists */
+	struct xarray sockfds;		/* slot idx -> struct sluice_sock_slot */
+	atomic_t sockfd_files;		/* socket fd files open */
+	atomic_t ksock_released;	/* stored in the region's ksock_released */
+	atomic64_t sock_wakes;		/* slots SOCK_WAKE named */
 };
 
 /*
@@ -148,6 +162,8 @@ bool sluice_proc_alive(const struct sluice_proc *p);
 unsigned int sluice_stack_attached(struct sluice_stack *st);
 int sluice_stack_ifname(struct sluice_stack *st, char *buf, size_t len);
 struct sluice_stack *sluice_stack_of(struct file *file);
+void sluice_stack_file_add(struct sluice_stack *st);
+void sluice_stack_file_gone(struct sluice_stack *st);
 
 /* filter.c: filters with port reservation */
 int sluice_filter_init(void);
@@ -204,6 +220,15 @@ void sluice_sysfs_stack_del(struct sluice_stack *st);
 int sluice_arg_in(void *karg, size_t ksize, size_t min_size,
 		  const void __user *uarg);
 int sluice_arg_out(void __user *uarg, void *karg, size_t ksize);
+
+/* sockfd.c: socket fds */
+void sluice_sockfd_stack_init(struct sluice_stack *st);
+void sluice_sockfd_stack_free(struct sluice_stack *st);
+int sluice_ioc_sock_fd(struct file *file, void __user *uarg);
+int sluice_ioc_sock_wake(struct file *file, void __user *uarg);
+int sluice_ioc_sock_info(struct file *file, void __user *uarg);
+unsigned int sluice_sockfd_count(struct sluice_stack *st);
+void sluice_sockfd_show(struct seq_file *m, struct sluice_stack *st);
 
 /* chrdev.c */
 int sluice_chrdev_init(void);

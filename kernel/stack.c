@@ -106,6 +106,7 @@ static void sluice_stack_free(struct kref *ref)
 	WARN_ON_ONCE(!list_empty(&st->procs) || st->files ||
 		     atomic_read(&st->maps));
 	sluice_kring_free(st);
+	sluice_sockfd_stack_free(st);
 	sluice_region_free(st);
 	sluice_stack_uncharge(st);
 	put_net(st->net);
@@ -212,6 +213,9 @@ static struct sluice_stack *sluice_stack_alloc(const struct sluice_stack_create 
 	st->n_bufs = c->n_bufs;
 	st->buf_size = c->buf_size;
 	st->bufdata_off = c->bufdata_off;
+	st->sock_off = c->sock_off;
+	st->sock_size = c->sock_size;
+	sluice_sockfd_stack_init(st);
 	atomic_set(&st->maps, 0);
 	init_waitqueue_head(&st->wq);
 	atomic_set(&st->wake_seq, 0);
@@ -233,10 +237,22 @@ err_free:
 }
 
 /*
+ * One more file of @st (a socket fd), made while another file of it, on
+ * which the caller issued an ioctl, is open: the stack is listed.
+ */
+void sluice_stack_file_add(struct sluice_stack *st)
+{
+	mutex_lock(&sluice_stacks_lock);
+	WARN_ON_ONCE(!st->files);
+	st->files++;
+	mutex_unlock(&sluice_stacks_lock);
+}
+
+/*
  * A file of @st went away, or one reserved under the lock was never made:
  * the last one unlists the stack.  The caller still holds a reference.
  */
-static void sluice_stack_file_gone(struct sluice_stack *st)
+void sluice_stack_file_gone(struct sluice_stack *st)
 {
 	bool last = false;
 

@@ -127,6 +127,13 @@ static ssize_t kring_show(struct kobject *kobj, struct kobj_attribute *attr,
 	return sysfs_emit(buf, "%d\n", sluice_stack_has_kring(to_stack(kobj)));
 }
 
+/* Socket fd files open (SLUICE_IOC_SOCK_FD, shared by dup and fork). */
+static ssize_t sockfds_show(struct kobject *kobj, struct kobj_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%u\n", sluice_sockfd_count(to_stack(kobj)));
+}
+
 static struct kobj_attribute sluice_attr_name = __ATTR_RO(name);
 static struct kobj_attribute sluice_attr_netns = __ATTR_RO(netns);
 static struct kobj_attribute sluice_attr_ifindex = __ATTR_RO(ifindex);
@@ -138,6 +145,7 @@ static struct kobj_attribute sluice_attr_region_size = __ATTR_RO(region_size);
 static struct kobj_attribute sluice_attr_sockets = __ATTR_RO(sockets);
 static struct kobj_attribute sluice_attr_filters = __ATTR_RO(filters);
 static struct kobj_attribute sluice_attr_kring = __ATTR_RO(kring);
+static struct kobj_attribute sluice_attr_sockfds = __ATTR_RO(sockfds);
 
 static struct attribute *sluice_stack_attrs[] = {
 	&sluice_attr_name.attr,
@@ -151,6 +159,7 @@ static struct attribute *sluice_stack_attrs[] = {
 	&sluice_attr_sockets.attr,
 	&sluice_attr_filters.attr,
 	&sluice_attr_kring.attr,
+	&sluice_attr_sockfds.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(sluice_stack);

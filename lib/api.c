@@ -242,13 +242,16 @@ static int sock_get(struct sl_stack *s, int sd, struct sl_sock **out)
 		sl_unlock(s);
 		return sl_broken_err(s);
 	}
+	/* The call may lower its readiness (read, accept, send space):
+	 * a socket fd's events are published again at unlock. */
+	sl_kp_note(s, so);
 	*out = so;
 	return 0;
 }
 
 static uint32_t sock_events(struct sl_stack *s, struct sl_sock *so)
 {
-	return so->type == SL_SOCK_TCP ? sl_tcp_poll(s, so) : sl_udp_poll(s, so);
+	return sl_sock_events(s, so);
 }
 
 static int64_t deadline_after(struct sl_stack *s, int timeout_ms)
@@ -606,7 +609,7 @@ static long tcp_send_lent(struct sl_stack *s, struct sl_sock *so, const void *bu
 			  int flags, bool *locked)
 {
 	const uint8_t *p = buf;
-	uint32_t gen = so->gen, head, tail = sl_tcp_send_tail_room(s, so);
+	uint32_t gen = so->kp.gen, head, tail = sl_tcp_send_tail_room(s, so);
 	size_t n = 0, off;
 	long ret, done = 0;
 
@@ -640,6 +643,7 @@ static long tcp_send_lent(struct sl_stack *s, struct sl_sock *so, const void *bu
 		*locked = false;	/* lock.c found the stack broken */
 		return done ? done : -EPIPE;
 	}
+	sl_kp_note(s, so);
 	ret = sl_tcp_send_return(s, so, gen, head, sl_now(s));
 	if (ret < 0)
 		return done ? done : ret;
@@ -650,7 +654,7 @@ static long tcp_recv_lent(struct sl_stack *s, struct sl_sock *so, void *buf, siz
 			  bool *locked)
 {
 	uint8_t *p = buf;
-	uint32_t gen = so->gen, head;
+	uint32_t gen = so->kp.gen, head;
 	size_t n = 0, off = 0;
 
 	head = sl_tcp_recv_lend(s, so, len, &n);
@@ -671,6 +675,7 @@ static long tcp_recv_lent(struct sl_stack *s, struct sl_sock *so, void *buf, siz
 		*locked = false;
 		return (long)n;
 	}
+	sl_kp_note(s, so);
 	sl_tcp_recv_return(s, so, gen, head, sl_now(s));
 	return (long)n;
 }
@@ -846,7 +851,7 @@ static void linger_wait(struct sl_stack *s, int sd, uint32_t gen, uint32_t secs)
 
 		if (sl_lock(s))
 			return;
-		busy = so->gen == gen && so->type == SL_SOCK_TCP &&
+		busy = so->kp.gen == gen && so->type == SL_SOCK_TCP &&
 		       (so->state == SL_TCP_FIN_WAIT_1 || so->state == SL_TCP_CLOSING ||
 			so->state == SL_TCP_LAST_ACK);
 		sl_unlock(s);
@@ -870,7 +875,7 @@ int sluice_close(struct sluice_stack *st, int sd)
 
 	if (ret)
 		return ret;
-	gen = so->gen;
+	gen = so->kp.gen;
 	if ((so->flags & SL_SF_LINGER) && so->type == SL_SOCK_TCP)
 		linger = so->linger_s ? so->linger_s : UINT32_MAX;
 	if (so->type == SL_SOCK_TCP)

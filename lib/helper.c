@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -207,12 +208,22 @@ static void helper_run(struct sl_stack *s, int32_t self)
 	const char *v = getenv("SLUICE_HELPER_MAX_S");
 	uint64_t cap_s = v && *v ? strtoull(v, NULL, 10) : HELPER_MAX_S;
 	uint64_t end = mono_ms() + (cap_s ? cap_s : HELPER_MAX_S) * 1000u;
-	struct pollfd pfd = { .fd = -1, .events = POLLIN };
+	struct pollfd pfd[2] = { { .fd = -1, .events = POLLIN }, { .fd = -1, .events = POLLIN } };
+	struct sluice_stack_wake w = { .size = sizeof(w) };
 	uint32_t busy;
+	int n;
 
 	for (;;) {
+		/* The module's wake sequence before this look: a socket fd
+		 * released after it (a killed program's) ends the nap. */
+		w.flags = 0;
+		if (s->module_backed)
+			ioctl(s->region_fd, SLUICE_IOC_STACK_WAKE, &w);
 		if (sl_lock(s))
 			return;		/* broken: nothing can run on it */
+		/* Released sockets become orphans before they are counted. */
+		if (s->module_backed)
+			sl_ksock_reap(s);
 		busy = orphans_busy(s);
 		if (!sl_orphans(s) || mono_ms() >= end || (!busy && shm_destroyed(s))) {
 			int32_t me = self;
@@ -223,8 +234,16 @@ static void helper_run(struct sl_stack *s, int32_t self)
 		}
 		sl_unlock(s);
 		sluice_stack_poll((struct sluice_stack *)s);
-		pfd.fd = s->link && s->link->ops->fd ? s->link->ops->fd(s->link) : -1;
-		poll(&pfd, pfd.fd >= 0 ? 1 : 0, busy ? HELPER_BUSY_MS : HELPER_IDLE_MS);
+		n = 0;
+		if (s->module_backed) {
+			w.flags = SLUICE_WAKE_ARM;
+			ioctl(s->region_fd, SLUICE_IOC_STACK_WAKE, &w);
+			pfd[n++].fd = s->region_fd;
+		}
+		pfd[n].fd = s->link && s->link->ops->fd ? s->link->ops->fd(s->link) : -1;
+		if (pfd[n].fd >= 0)
+			n++;
+		poll(pfd, (nfds_t)n, busy ? HELPER_BUSY_MS : HELPER_IDLE_MS);
 	}
 }
 

@@ -49,10 +49,11 @@ struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type)
 	so = sl_sock(s, idx);
 	r->sock_free_idx = so->next_idx;
 	r->sock_used++;
-	gen = so->gen;
+	gen = so->kp.gen;
+	/* Resets the module's part too: events, armed, kstate NONE. */
 	memset(so, 0, s->sock_size);
 	so->idx = idx;
-	so->gen = gen + 1;
+	so->kp.gen = gen + 1;
 	so->type = type;
 	so->next_idx = so->hash_next = so->port_next = SLUICE_IDX_NONE;
 	so->parent_idx = so->defer_next = SLUICE_IDX_NONE;
@@ -83,6 +84,9 @@ void sl_sock_free(struct sl_stack *s, struct sl_sock *so)
 	so->rx_lent_idx = so->tx_lent_idx = SLUICE_IDX_NONE;
 	so->rx_lent_bytes = so->rx_lent_count = so->tx_lent_bytes = 0;
 	so->type = SL_SOCK_FREE;
+	/* A socket fd still open on it now reports ERR | HUP (lock.c). */
+	if (so->kp.kstate != SLUICE_KSOCK_NONE)
+		sl_sock_wake(s, so);
 	so->next_idx = s->r->sock_free_idx;
 	s->r->sock_free_idx = so->idx;
 	s->r->sock_used--;
@@ -278,12 +282,31 @@ int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_
 	return 0;
 }
 
+void sl_kp_note_slow(struct sl_stack *s, struct sl_sock *so)
+{
+	unsigned int i;
+
+	if (s->kp_n == SL_KP_SCAN)
+		return;
+	for (i = 0; i < s->kp_n && s->kp_note[i] != so->idx; i++)
+		;
+	if (i < s->kp_n)
+		return;
+	if (s->kp_n < SL_KP_NOTES)
+		s->kp_note[s->kp_n++] = so->idx;
+	else
+		s->kp_n = SL_KP_SCAN;
+}
+
 void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 {
 	/* Under the lock.  The stack-wide futex word moves only while some
 	 * process sleeps on it (api.c), so busy-polling processes never
 	 * bounce it; the futex wake itself happens after the unlock. */
 	so->wake_seq++;
+	/* A socket fd exists (or did): its events go out at unlock.  Others
+	 * cost this one load, on the line just written. */
+	sl_kp_note(s, so);
 	if (atomic_load_explicit((_Atomic uint32_t *)&s->r->sleepers, memory_order_seq_cst)) {
 		atomic_fetch_add_explicit((_Atomic uint32_t *)&s->r->wake_seq, 1,
 					  memory_order_release);
@@ -294,6 +317,11 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 					 memory_order_relaxed))
 			s->wake_poll = true;
 	}
+}
+
+uint32_t sl_sock_events(struct sl_stack *s, struct sl_sock *so)
+{
+	return so->type == SL_SOCK_TCP ? sl_tcp_poll(s, so) : sl_udp_poll(s, so);
 }
 
 void sl_sock_rxq_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint32_t bytes)

@@ -42,11 +42,17 @@
  * slot has one fixed size (sluice_region.sock_size).
  */
 struct sl_sock {
+	/*
+	 * What the module reads (uapi struct sluice_sock_kpoll, at offset 0
+	 * of every slot): the readiness published for socket fds (events),
+	 * the generation (gen, bumped on every allocation: the one copy),
+	 * whether a socket fd's poller is armed, and the module's kstate.
+	 */
+	struct sluice_sock_kpoll kp;
 	uint8_t type;			/* SL_SOCK_* */
 	uint8_t state;			/* TCP: SL_TCP_* ; UDP: 0 */
 	uint16_t flags;			/* SL_SF_* */
 	uint32_t idx;			/* own index */
-	uint32_t gen;			/* bumped on every allocation */
 	uint32_t next_idx;		/* free list, accept queue, ... */
 	uint32_t hash_next;		/* 4-tuple / bound hash chain */
 	uint32_t parent_idx;		/* TCP child: its listener */
@@ -94,6 +100,10 @@ struct sl_sock {
 	uint32_t rx_lent_idx, rx_lent_bytes, rx_lent_count;
 	uint32_t tx_lent_idx, tx_lent_bytes;
 	uint32_t linger_s;		/* SO_LINGER time, with SL_SF_LINGER */
+	/* Socket fds (lock.c): rx_bytes (a listener: wake_seq) when the
+	 * events were last published, so new data or a new connection wakes
+	 * an edge-triggered poller even if EPOLLIN was up. */
+	uint32_t kp_rx_mark;
 
 	union {
 		struct sl_tcp_sock tcp;
@@ -101,6 +111,7 @@ struct sl_sock {
 	};
 };
 
+_Static_assert(offsetof(struct sl_sock, kp) == 0, "the module's part opens the slot");
 _Static_assert(sizeof(struct sl_tcp_sock) <= SL_SOCK_PROTO_SPACE,
 	       "TCP state fits the socket slot");
 /* Issue 3's target: at most 1 KiB of shared state per idle connection. */
@@ -232,8 +243,38 @@ int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_
 bool sl_sock_port_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport);
 /* First socket on lport's chain of the local-port hash (port_next links). */
 uint32_t sl_sock_port_head(struct sl_stack *s, uint16_t lport);
-/* Readiness changed: wake sleepers. */
+/* Readiness changed: wake sleepers (and, for a socket with a socket fd,
+ * note it: its events are published at unlock, lock.c). */
 void sl_sock_wake(struct sl_stack *s, struct sl_sock *so);
+/*
+ * Lock held: if so has a socket fd (kstate set by the module), publish
+ * its readiness at unlock.  Called for every readiness change and by
+ * every user call on a socket (which may lower its readiness: data
+ * read, send space used).  A socket without one costs one load.
+ */
+void sl_kp_note_slow(struct sl_stack *s, struct sl_sock *so);
+static inline void sl_kp_note(struct sl_stack *s, struct sl_sock *so)
+{
+	if (__builtin_expect(so->kp.kstate != SLUICE_KSOCK_NONE, 0) && s->module_backed)
+		sl_kp_note_slow(s, so);
+}
+/* Readiness (SL_EV_* = poll bits) of a socket now; lock held. */
+uint32_t sl_sock_events(struct sl_stack *s, struct sl_sock *so);
+/*
+ * Socket fds (lock.c).  Publish so's readiness for its socket fds now
+ * (after SOCK_FD made one) and note it for a wake at unlock if armed.
+ */
+void sl_kp_publish(struct sl_stack *s, struct sl_sock *so);
+/*
+ * The module released socket sd of generation gen (its last socket fd
+ * closed): close it as close() would, if not done already.  Lock held.
+ * Returns whether this call closed it.
+ */
+bool sl_ksock_close_released(struct sl_stack *s, uint32_t sd, uint32_t gen);
+/* Close every released socket if ksock_released moved; lock held. */
+void sl_ksock_reap(struct sl_stack *s);
+/* Tests stand in for the module's SOCK_WAKE here (NULL: ioctl(2)). */
+extern int (*sl_sockfd_ioctl)(int fd, unsigned long req, void *arg);
 /* Run deferred SL_WORK_* bits for a socket (lock.c calls it). */
 void sl_sock_run_work(struct sl_stack *s, struct sl_sock *so, uint32_t work);
 /* Append buffer idx to the receive queue. */

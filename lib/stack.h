@@ -89,7 +89,9 @@ struct sl_sock;
 	X(corrupt_chain, "region corrupt: a chain longer than its pool (a cycle)") \
 	X(corrupt_ring, "region corrupt: kring indices past the ring") \
 	X(corrupt_lock, "region corrupt: the lock word names no process") \
-	X(corrupt_header, "region corrupt: header state impossible")
+	X(corrupt_header, "region corrupt: header state impossible") \
+	X(sockfd_wake, "SLUICE_IOC_SOCK_WAKE calls for armed socket fds")	\
+	X(sockfd_released, "sockets closed after their last socket fd went")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,
@@ -130,6 +132,10 @@ struct sl_link {
 	unsigned int mtu;
 	bool tx_pending;		/* tx queued packets flush has not sent */
 };
+
+#define SL_KP_NOTES	64	/* sockets noted a holder, then a full scan */
+#define SL_KP_SCAN	(SL_KP_NOTES + 1)
+#define SL_KP_WAKES	256	/* slots one SOCK_WAKE names at most */
 
 /* The per-process handle on a mapped stack (not in the region). */
 struct sl_stack {
@@ -179,6 +185,13 @@ struct sl_stack {
 	bool inspect;			/* attached to look only (sl_stack_inspect()) */
 	enum sl_counter corrupt_why;
 	uint64_t corrupt_val;
+	/*
+	 * Socket fds (lock.c): sockets with a socket fd whose readiness
+	 * changed under this holder (sl_sock_wake()), published at unlock;
+	 * kp_n == SL_KP_SCAN says more changed: look at every slot.
+	 */
+	unsigned int kp_n;
+	uint32_t kp_note[SL_KP_NOTES];
 };
 
 /*

@@ -537,7 +537,7 @@ static void window_update(struct sl_stack *s, struct sl_sock *so, uint64_t now_u
 void sl_tcp_recv_return(struct sl_stack *s, struct sl_sock *so, uint32_t gen, uint32_t head,
 			uint64_t now_us)
 {
-	if (so->gen != gen || so->rx_lent_idx != head)
+	if (so->kp.gen != gen || so->rx_lent_idx != head)
 		return;		/* the socket went meanwhile, and the chain with it */
 	sl_buf_free_chain(s, head);
 	so->rx_lent_idx = SLUICE_IDX_NONE;
@@ -592,7 +592,7 @@ ssize_t sl_tcp_send_return(struct sl_stack *s, struct sl_sock *so, uint32_t gen,
 	struct sl_tcp_sock *tp = &so->tcp;
 	size_t done = 0;
 
-	if (so->gen != gen || so->tx_lent_idx != head)
+	if (so->kp.gen != gen || so->tx_lent_idx != head)
 		return -EPIPE;	/* the socket went meanwhile, and the chain with it */
 	so->tx_lent_idx = SLUICE_IDX_NONE;
 	so->tx_lent_bytes = 0;

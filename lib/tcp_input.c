@@ -720,7 +720,7 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	bool queued = false, fin_acked, syn, with_data, ts_stale;
-	uint32_t gen = so->gen, seg_seq;
+	uint32_t gen = so->kp.gen, seg_seq;
 
 	/* A retransmitted SYN while our SYN-ACK is unanswered. */
 	if (so->state == SL_TCP_SYN_RECEIVED && (g->flags & TH_SYN_) &&
@@ -974,7 +974,7 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 out_ack:
 	if (!queued)
 		sl_buf_free(s, idx);
-	if (so->type != SL_SOCK_TCP || so->gen != gen)
+	if (so->type != SL_SOCK_TCP || so->kp.gen != gen)
 		return;
 	sl_tcp_output(s, so, now_us);
 	sl_tcp_arm(s, so);

@@ -246,7 +246,7 @@ static void on_keep(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 void sl_tcp_timer(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	uint32_t gen = so->gen;
+	uint32_t gen = so->kp.gen;
 
 	if (so->state == SL_TCP_CLOSED || so->state == SL_TCP_LISTEN)
 		return;
@@ -258,12 +258,12 @@ void sl_tcp_timer(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	}
 	if (tp->t_rexmt && tp->t_rexmt <= now_us) {
 		on_rexmt(s, so, now_us);
-		if (so->type != SL_SOCK_TCP || so->gen != gen || so->state == SL_TCP_CLOSED)
+		if (so->type != SL_SOCK_TCP || so->kp.gen != gen || so->state == SL_TCP_CLOSED)
 			return;
 	}
 	if (tp->t_persist && tp->t_persist <= now_us) {
 		on_persist(s, so, now_us);
-		if (so->type != SL_SOCK_TCP || so->gen != gen || so->state == SL_TCP_CLOSED)
+		if (so->type != SL_SOCK_TCP || so->kp.gen != gen || so->state == SL_TCP_CLOSED)
 			return;
 	}
 	if (tp->t_dack && tp->t_dack <= now_us) {
@@ -272,7 +272,7 @@ void sl_tcp_timer(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	}
 	if (tp->t_keep && tp->t_keep <= now_us) {
 		on_keep(s, so, now_us);
-		if (so->type != SL_SOCK_TCP || so->gen != gen || so->state == SL_TCP_CLOSED)
+		if (so->type != SL_SOCK_TCP || so->kp.gen != gen || so->state == SL_TCP_CLOSED)
 			return;
 	}
 	sl_tcp_arm(s, so);

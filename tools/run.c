@@ -345,7 +345,9 @@ int cmd_fds(const char *name)
 			fclose(c);
 		}
 		while ((f = readdir(fdd))) {
+			char kstack[SLUICE_NAME_MAX] = "";
 			const char *stack;
+			bool kfd;
 			ssize_t n;
 			FILE *info;
 			long pos = -1;
@@ -357,18 +359,27 @@ int cmd_fds(const char *name)
 			if (n <= 0)
 				continue;
 			link[n] = '\0';
-			if (strncmp(link, prefix, sizeof(prefix) - 1))
+			kfd = !strcmp(link, "anon_inode:[sluice-sock]");
+			if (!kfd && strncmp(link, prefix, sizeof(prefix) - 1))
 				continue;
-			stack = link + sizeof(prefix) - 1;
-			if (!*stack || (name && strcmp(stack, name)))
-				continue;
+			stack = kfd ? kstack : link + sizeof(prefix) - 1;
+			kstack[0] = '\0';
+			/* A placeholder's position, or a module socket fd's own
+			 * lines (kernel/sockfd.c), name the socket. */
 			snprintf(path, sizeof(path), "/proc/%s/fdinfo/%s", p->d_name, f->d_name);
 			info = fopen(path, "re");
-			while (info && fgets(line, sizeof(line), info))
-				if (!strncmp(line, "pos:", 4))
+			while (info && fgets(line, sizeof(line), info)) {
+				if (!kfd && !strncmp(line, "pos:", 4))
 					pos = strtol(line + 4, NULL, 10);
+				if (kfd && !strncmp(line, "sluice_idx:", 11))
+					pos = strtol(line + 11, NULL, 10);
+				if (kfd && sscanf(line, "sluice_stack: %31s", kstack) == 1)
+					continue;
+			}
 			if (info)
 				fclose(info);
+			if (!*stack || (name && strcmp(stack, name)))
+				continue;
 			fds_describe(fds_attach(stacks, &nstacks, stack), pos, desc, sizeof(desc));
 			printf("%8s %5s %-20s %6ld  %s  %s\n", p->d_name, f->d_name, stack, pos, desc,
 			       comm);

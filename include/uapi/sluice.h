@@ -41,11 +41,12 @@
 #define SLUICE_FEATURE_NEIGH	0x10ULL	/* NEIGH_RESOLVE */
 #define SLUICE_FEATURE_IPOIB	0x20ULL	/* IFINFO ib_* fields, NEIGH_RESOLVE path record */
 #define SLUICE_FEATURE_MCAST	0x40ULL	/* MCAST_JOIN, _LEAVE */
-#define SLUICE_FEATURE_SOCKFD	0x80ULL	/* SOCK_FD, _WAKE, _INFO, struct sluice_sock_kpoll */
+#define SLUICE_FEATURE_SOCKFD	0x80ULL	/* SOCK_FD, _WAKE, _INFO, sluice_sock_kpoll */
 /* What this module implements; grows as the features above land. */
 #define SLUICE_FEATURES_ALL	(SLUICE_FEATURE_STACK | SLUICE_FEATURE_KRING | \
 				 SLUICE_FEATURE_FILTER | SLUICE_FEATURE_IFINFO | \
-				 SLUICE_FEATURE_NEIGH)
+				 SLUICE_FEATURE_NEIGH | \
+				 SLUICE_FEATURE_SOCKFD)
 
 /**
  * struct sluice_version - SLUICE_IOC_VERSION argument
@@ -225,6 +226,12 @@ struct sluice_region {
 	 * have.  Lives in the lock line's spare bytes: nothing else moves.
 	 */
 	__u32 ksock_released;
+	/*
+	 * (u) the value of @ksock_released up to which a lock holder has
+	 * closed the released sockets, so one holder, not every process,
+	 * looks for them after each release.  The module never reads it.
+	 */
+	__u32 ksock_handled;
 
 	/* Stack-wide state, written only under the lock. */
 	__u32 buf_free_idx __attribute__((aligned(64)));	/* (u) */

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * epoll with Sluice and kernel fds in one set, without the module:
- * epoll_create, epoll_create1, epoll_ctl, epoll_wait, epoll_pwait, epoll_pwait2.
+ * epoll with Sluice and kernel fds in one set: epoll_create, epoll_create1,
+ * epoll_ctl, epoll_wait, epoll_pwait, epoll_pwait2.  With the module's
+ * socket fds the kernel's epoll does the work (ep_wait_kfd() below);
+ * without the module:
  *
  * The epoll fd is a real one and holds the kernel fds.  The Sluice fds of
  * a set are kept here, in an interest list per epoll fd; epoll_wait looks
@@ -20,6 +22,7 @@
  */
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,10 +42,20 @@ struct pl_epitem {
 	bool disabled;		/* EPOLLONESHOT fired */
 };
 
+/* A module socket fd of a set, for the spin's look at the region. */
+struct pl_kitem {
+	int fd;
+	uint32_t sd;
+	uint32_t mask;		/* events asked for, ERR and HUP always */
+};
+
 struct pl_ep {
 	pthread_mutex_t mu;
 	unsigned int n, cap;
 	struct pl_epitem *items;
+	unsigned int kn, kcap;	/* module socket fds (hints only: see ep_wait_kfd()) */
+	struct pl_kitem *kitems;
+	bool kfd;		/* the set ever held a module socket fd */
 };
 
 static struct pl_ep *eps[PL_EP_MAX];
@@ -60,6 +73,16 @@ bool pl_epoll_is_emulated(int epfd)
 	return ep_of(epfd) != NULL;
 }
 
+/* Remove fd from the set's module socket fds; ep->mu held. */
+static void ep_kforget(struct pl_ep *ep, int fd)
+{
+	for (unsigned int i = 0; i < ep->kn; i++)
+		if (ep->kitems[i].fd == fd) {
+			ep->kitems[i] = ep->kitems[--ep->kn];
+			return;
+		}
+}
+
 void pl_epoll_close(int epfd)
 {
 	struct pl_ep *ep;
@@ -74,6 +97,7 @@ void pl_epoll_close(int epfd)
 	 * kernel too (its epoll fd is gone): the same undefined case. */
 	if (ep) {
 		free(ep->items);
+		free(ep->kitems);
 		free(ep);
 	}
 }
@@ -91,6 +115,7 @@ void pl_epoll_forget_fd(int fd)
 				ep->items[i] = ep->items[--ep->n];
 				break;
 			}
+		ep_kforget(ep, fd);
 		pthread_mutex_unlock(&ep->mu);
 	}
 }
@@ -184,12 +209,123 @@ static int ep_ctl(struct pl_ep *ep, int op, int fd, struct pl_sock *ps, struct e
 	return -EINVAL;
 }
 
+/*
+ * Module socket fds go into the real epoll set like any fd: the kernel
+ * does the set's work (level, edge, one-shot, exclusive, sharing across
+ * dup and fork).  The library runs the stack while the program waits,
+ * and while spinning looks at the events the stack published in the
+ * region for the set's socket fds (ep->kitems, kept by epoll_ctl): the
+ * real epoll_wait is asked only when one shows something or every
+ * PL_EP_KPEEK rounds (the set's kernel fds, or socket fds this list
+ * missed); then it sleeps in the kernel.
+ */
+#define PL_EP_KPEEK	16
+
+static bool ep_khint(struct pl_ep *ep)
+{
+	struct sl_stack *s = pl_sl();
+	bool hint = false;
+
+	pthread_mutex_lock(&ep->mu);
+	for (unsigned int i = 0; !hint && i < ep->kn; i++)
+		if (ep->kitems[i].sd < s->r->max_sockets)
+			hint = __atomic_load_n(&sl_sock(s, ep->kitems[i].sd)->kp.events,
+					       __ATOMIC_RELAXED) & ep->kitems[i].mask;
+	pthread_mutex_unlock(&ep->mu);
+	return hint;
+}
+
+static int ep_wait_kfd(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max,
+		       int timeout_ms)
+{
+	struct pollfd p = { .fd = epfd, .events = POLLIN };
+	struct pl_waiter w;
+	unsigned int sigs, round = 0;
+	int k, sleep_ms = 1;
+
+	if (max <= 0)
+		return -EINVAL;
+	pl_waiter_init(&w, timeout_ms);
+	sigs = pl_sig_count();
+	for (;;) {
+		/* Runs the link and the timers if nobody else is (the unlock
+		 * publishes what changed to the socket fds). */
+		sluice_stack_poll(pl_stack());
+		if (sleep_ms || !(round++ % PL_EP_KPEEK) || ep_khint(ep)) {
+			k = REAL(epoll_wait)(epfd, evs, max, 0);
+			if (k)
+				return k < 0 ? -errno : k;
+		}
+		if (!pl_waiter_next(&w, &sleep_ms))
+			return 0;
+		if (sleep_ms) {
+			/* An epoll fd polls readable when its set has events. */
+			pl_kfd_sleep(&p, 1, pl_kfd_slice(&w));
+		} else {
+			for (int i = 0; i < 16; i++)
+				__builtin_ia32_pause();
+		}
+		if (pl_sig_count() != sigs) {
+			pl_sig_take_restart();
+			return -EINTR;	/* epoll_wait is never restarted */
+		}
+	}
+}
+
+/* Keep ep->kitems in step with a successful epoll_ctl on socket fd fd. */
+static void ep_kctl(struct pl_ep *ep, int op, int fd, struct pl_sock *ps,
+		    const struct epoll_event *ev)
+{
+	uint32_t mask = ev ? (ev->events & (EPOLLIN | EPOLLOUT | EPOLLPRI | EPOLLRDHUP)) |
+			     EPOLLERR | EPOLLHUP : 0;
+	struct pl_kitem *it = NULL;
+
+	pthread_mutex_lock(&ep->mu);
+	__atomic_store_n(&ep->kfd, true, __ATOMIC_RELAXED);
+	for (unsigned int i = 0; i < ep->kn; i++)
+		if (ep->kitems[i].fd == fd)
+			it = &ep->kitems[i];
+	if (op == EPOLL_CTL_DEL) {
+		ep_kforget(ep, fd);
+	} else if (it) {
+		it->mask = mask;
+	} else if (op == EPOLL_CTL_ADD) {
+		if (ep->kn == ep->kcap) {
+			unsigned int cap = ep->kcap ? ep->kcap * 2 : 16;
+			struct pl_kitem *ni = realloc(ep->kitems, cap * sizeof(*ni));
+
+			if (!ni)
+				goto out;	/* a hint less: seen every PL_EP_KPEEK rounds */
+			ep->kitems = ni;
+			ep->kcap = cap;
+		}
+		ep->kitems[ep->kn++] = (struct pl_kitem){ .fd = fd, .sd = ps->sd, .mask = mask };
+	}
+out:
+	pthread_mutex_unlock(&ep->mu);
+}
+
+static struct pl_ep *ep_kfd_set(int epfd)
+{
+	struct pl_ep *ep = ep_of(epfd);
+
+	return ep && __atomic_load_n(&ep->kfd, __ATOMIC_RELAXED) &&
+	       !__atomic_load_n(&ep->n, __ATOMIC_RELAXED) ? ep : NULL;
+}
+
 EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	struct pl_sock *ps = pl_get(fd);
 	struct pl_ep *ep;
 	int ret;
 
+	if (ps && ps->kfd) {
+		ret = REAL(epoll_ctl)(epfd, op, fd, ev);
+		if (!ret && (ep = ep_get_or_make(epfd)))
+			ep_kctl(ep, op, fd, ps, ev);
+		pl_put(ps);
+		return ret;
+	}
 	if (!ps)
 		return REAL(epoll_ctl)(epfd, op, fd, ev);
 	if (epfd == fd) {
@@ -333,6 +469,8 @@ EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms
 {
 	struct pl_ep *ep = ep_of(epfd);
 
+	if (ep_kfd_set(epfd))
+		return (int)pl_ret(ep_wait_kfd(epfd, ep, evs, max, timeout_ms));
 	if (!ep || !__atomic_load_n(&ep->n, __ATOMIC_RELAXED))
 		return REAL(epoll_wait)(epfd, evs, max, timeout_ms);
 	return (int)pl_ret(ep_wait(epfd, ep, evs, max, timeout_ms));
@@ -345,6 +483,14 @@ EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout_m
 	sigset_t old;
 	int ret;
 
+	if (ep_kfd_set(epfd)) {
+		if (mask)
+			pthread_sigmask(SIG_SETMASK, mask, &old);
+		ret = ep_wait_kfd(epfd, ep, evs, max, timeout_ms);
+		if (mask)
+			pthread_sigmask(SIG_SETMASK, &old, NULL);
+		return (int)pl_ret(ret);
+	}
 	if (!ep || !__atomic_load_n(&ep->n, __ATOMIC_RELAXED))
 		return REAL(epoll_pwait)(epfd, evs, max, timeout_ms, mask);
 	if (mask)
@@ -363,7 +509,7 @@ EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct
 	struct pl_ep *ep = ep_of(epfd);
 	long long ms;
 
-	if (!ep || !__atomic_load_n(&ep->n, __ATOMIC_RELAXED)) {
+	if (!ep_kfd_set(epfd) && (!ep || !__atomic_load_n(&ep->n, __ATOMIC_RELAXED))) {
 		if (!REAL(epoll_pwait2))
 			return (int)pl_ret(-ENOSYS);
 		return REAL(epoll_pwait2)(epfd, evs, max, ts, mask);

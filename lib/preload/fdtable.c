@@ -249,6 +249,161 @@ static int ofd_lock(int fd, short type, uint32_t sd, bool wait)
 	return pl_libc.fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) ? -errno : 0;
 }
 
+/* ---- module socket fds ---- */
+
+/*
+ * On a module's stack (SLUICE_FEATURE_SOCKFD) a Sluice socket's fd is the
+ * module's socket fd: the kernel counts its holders (close, dup, fork,
+ * SCM_RIGHTS, exec, a killed process) and its poll reports the socket's
+ * readiness, so the kernel's poll/select/epoll take it in any set.  When
+ * the last reference goes, the module marks the slot released and the
+ * next lock holder closes the socket (lock.c): the closer itself right
+ * after close(), for anyone else (a killed process) whoever runs the
+ * stack next.  The placeholder files below remain for /dev/shm stacks
+ * and modules without socket fds.
+ */
+static bool kfd_on;		/* a socket fd was made or adopted */
+static bool kfd_off;		/* the module has no SOCK_FD: placeholders */
+
+bool pl_kfds(void)
+{
+	return __atomic_load_n(&kfd_on, __ATOMIC_RELAXED);
+}
+
+/* SOCK_FD for socket sd; the fd or -errno. */
+static int kfd_make(struct sl_stack *s, uint32_t sd, bool cloexec, bool nonblock)
+{
+	struct sluice_sock_fd a = {
+		.size = sizeof(a), .idx = sd,
+		.flags = (cloexec ? SLUICE_SOCK_FD_CLOEXEC : 0) |
+			 (nonblock ? SLUICE_SOCK_FD_NONBLOCK : 0),
+	};
+	int fd;
+
+	if (sl_lock(s))
+		return -EPIPE;
+	a.gen = sl_sock(s, sd)->kp.gen;
+	sl_unlock(s);
+	fd = REAL(ioctl)(s->region_fd, SLUICE_IOC_SOCK_FD, &a);
+	if (fd < 0)
+		return -errno;
+	/* kstate is OPEN from here: changes are published at each unlock;
+	 * this one covers those made before. */
+	if (!sl_lock(s)) {
+		sl_kp_publish(s, sl_sock(s, sd));
+		sl_unlock(s);
+	}
+	return fd;
+}
+
+static int kfd_install(struct sl_stack *s, struct pl_sock *ps, uint32_t sd, int type,
+		       bool cloexec, bool nonblock)
+{
+	int fd = kfd_make(s, sd, cloexec, nonblock), ret;
+
+	if (fd < 0)
+		return fd;
+	ps->sd = sd;
+	ps->gen = sl_sock(s, sd)->kp.gen;
+	ps->type = type;
+	ps->refs = 1;
+	ps->nonblock = nonblock;
+	ps->kfd = true;
+	ret = table_set(fd, ps);
+	if (ret) {
+		pl_libc.close(fd);	/* released: closed at the next unlock */
+		return ret;
+	}
+	__atomic_store_n(&kfd_on, true, __ATOMIC_RELAXED);
+	pl_debug("fd %d is socket %u (%s), a socket fd", fd, sd,
+		 type == SOCK_STREAM ? "tcp" : "udp");
+	return fd;
+}
+
+/* Our socket fd of ps was closed: close the socket if that was the last. */
+static void kfd_reap(struct pl_sock *ps)
+{
+	struct sl_stack *s = pl_sl();
+
+	if (!s || sl_lock(s))
+		return;
+	if (sl_ksock_close_released(s, ps->sd, ps->gen))
+		pl_debug("closed socket %u (last socket fd)", ps->sd);
+	sl_unlock(s);
+}
+
+/* fd is a module socket fd (SCM_RIGHTS, exec): one of our stack's? */
+static bool kfd_adopt(int fd)
+{
+	struct sluice_sock_info si = { .size = sizeof(si) };
+	struct pl_sock *ps;
+	struct sl_stack *s;
+	struct sl_sock *so;
+	int fl;
+
+	if (REAL(ioctl)(fd, SLUICE_IOC_SOCK_INFO, &si))
+		return false;
+	if (!pl_stack() || !(s = pl_sl()) || strncmp(si.name, s->name, SLUICE_NAME_MAX) ||
+	    si.idx >= s->r->max_sockets)
+		return false;
+	so = sl_sock(s, si.idx);
+	fl = REAL(fcntl)(fd, F_GETFL);
+	if (fl < 0 || so->kp.gen != si.gen || so->type == SL_SOCK_FREE)
+		return false;
+	ps = calloc(1, sizeof(*ps));
+	if (!ps)
+		return false;
+	ps->sd = si.idx;
+	ps->gen = si.gen;
+	ps->type = so->type == SL_SOCK_TCP ? SOCK_STREAM : SOCK_DGRAM;
+	ps->refs = 1;
+	ps->nonblock = fl & O_NONBLOCK;
+	ps->used = true;
+	ps->kfd = true;
+	if (table_set(fd, ps)) {
+		free(ps);
+		return false;
+	}
+	__atomic_store_n(&kfd_on, true, __ATOMIC_RELAXED);
+	pl_debug("adopted fd %d as socket %u (socket fd)", fd, si.idx);
+	return true;
+}
+
+int pl_kfd_sleep(struct pollfd *fds, nfds_t n, int ms)
+{
+	struct sl_stack *s = pl_sl();
+	_Atomic uint32_t *sleepers = (_Atomic uint32_t *)&s->r->sleepers;
+	struct sluice_stack_wake w = { .size = sizeof(w) };
+	struct pollfd buf[65], *p = buf;
+	int ret;
+
+	if (n + 1 > sizeof(buf) / sizeof(buf[0]) && !(p = malloc((n + 1) * sizeof(*p))))
+		return REAL(poll)(fds, n, ms);
+	/*
+	 * Counted as a sleeper before the module's sequence is read and the
+	 * stack looked at once more: a kring packet after that moves the
+	 * sequence (the module wakes only while someone sleeps), and poll
+	 * on the stack fd armed with it returns at once.  Sluice readiness
+	 * comes through the socket fds themselves (armed by this poll).
+	 */
+	atomic_fetch_add(sleepers, 1);
+	REAL(ioctl)(s->region_fd, SLUICE_IOC_STACK_WAKE, &w);
+	sluice_stack_poll((struct sluice_stack *)s);
+	w.flags = SLUICE_WAKE_ARM;
+	REAL(ioctl)(s->region_fd, SLUICE_IOC_STACK_WAKE, &w);
+	memcpy(p, fds, n * sizeof(*p));
+	p[n].fd = s->region_fd;
+	p[n].events = POLLIN;
+	p[n].revents = 0;
+	ret = REAL(poll)(p, n + 1, ms);
+	atomic_fetch_sub(sleepers, 1);
+	for (nfds_t i = 0; i < n; i++)
+		fds[i].revents = p[i].revents;
+	if (p != buf)
+		free(p);
+	return ret;
+}
+
 int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 {
 	struct sl_stack *s = pl_sl();
@@ -259,6 +414,17 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 	if (!ps) {
 		ret = -ENOMEM;
 		goto err_close_sock;
+	}
+	if (s->module_backed && !__atomic_load_n(&kfd_off, __ATOMIC_RELAXED)) {
+		fd = kfd_install(s, ps, sd, type, cloexec, nonblock);
+		if (fd >= 0)
+			return fd;
+		if (fd != -ENOTTY) {
+			ret = fd;
+			goto err_free;
+		}
+		/* A module without socket fds: placeholders from now on. */
+		__atomic_store_n(&kfd_off, true, __ATOMIC_RELAXED);
 	}
 	fd = open(fd_path, O_RDONLY | (cloexec ? O_CLOEXEC : 0));
 	if (fd < 0) {
@@ -275,7 +441,7 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 	ret = ofd_lock(fd, F_RDLCK, sd, true);
 	if (ret)
 		goto err_close_fd;
-	recs[sd].gen = sl_sock(s, sd)->gen;
+	recs[sd].gen = sl_sock(s, sd)->kp.gen;
 	recs[sd].pid = (uint32_t)getpid();
 	recs[sd].type = (uint32_t)type;
 	__atomic_store_n(&recs[sd].state, PL_REC_USED, __ATOMIC_RELEASE);
@@ -321,7 +487,7 @@ static void reap(uint32_t sd)
 		goto out;		/* still held somewhere */
 	if (__atomic_load_n(&recs[sd].state, __ATOMIC_ACQUIRE) == PL_REC_USED) {
 		so = sl_sock(s, sd);
-		if (so->type != SL_SOCK_FREE && so->gen == recs[sd].gen &&
+		if (so->type != SL_SOCK_FREE && so->kp.gen == recs[sd].gen &&
 		    !(so->flags & SL_SF_ORPHAN)) {
 			pl_debug("closing socket %u", sd);
 			sluice_close(pl_stack(), (int)sd);
@@ -336,7 +502,10 @@ void pl_sock_release(struct pl_sock *ps)
 {
 	if (!ps)
 		return;
-	reap(ps->sd);
+	if (ps->kfd)
+		kfd_reap(ps);
+	else
+		reap(ps->sd);
 	pl_put(ps);
 }
 
@@ -381,7 +550,10 @@ void pl_fdtable_close_all(void)
 			continue;
 		t->slot[fd] = NULL;
 		pl_libc.close((int)fd);
-		reap(ps->sd);
+		if (ps->kfd)
+			kfd_reap(ps);
+		else
+			reap(ps->sd);
 	}
 }
 
@@ -399,6 +571,8 @@ bool pl_fd_adopt(int fd)
 	if (n <= 0)
 		return false;
 	link[n] = '\0';
+	if (!strcmp(link, "anon_inode:[sluice-sock]"))
+		return !pl_is_sluice(fd) && kfd_adopt(fd);
 	snprintf(want, sizeof(want), PL_FD_PREFIX "%s", pl_cfg.stack);
 	if (strcmp(link, want) || pl_is_sluice(fd))
 		return false;
@@ -409,7 +583,7 @@ bool pl_fd_adopt(int fd)
 	fl = REAL(fcntl)(fd, F_GETFL);
 	if (sd < 0 || sd >= nrec || fl < 0 ||
 	    __atomic_load_n(&recs[sd].state, __ATOMIC_ACQUIRE) != PL_REC_USED ||
-	    sl_sock(s, (uint32_t)sd)->gen != recs[sd].gen)
+	    sl_sock(s, (uint32_t)sd)->kp.gen != recs[sd].gen)
 		return false;
 	ps = calloc(1, sizeof(*ps));
 	if (!ps)

@@ -34,6 +34,9 @@
 /* A wait on Sluice sockets alone sleeps this long at most between looks at
  * the signal count (the stack wakes it sooner when a socket changes). */
 #define PL_SIG_SLICE_MS	20
+/* A kernel sleep on module socket fds lasts this long at most: someone has
+ * to run the stack's timers when every process sleeps. */
+#define PL_KFD_SLICE_MS	10
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
@@ -169,6 +172,17 @@ static short from_sluice(short rev, short asked)
 	return rev & (asked | POLLERR | POLLHUP | POLLNVAL);
 }
 
+/* A kernel sleep on socket fds: up to the deadline, at most PL_KFD_SLICE_MS. */
+int pl_kfd_slice(const struct pl_waiter *w)
+{
+	int64_t left;
+
+	if (w->deadline_us < 0)
+		return PL_KFD_SLICE_MS;
+	left = (w->deadline_us - (int64_t)pl_now_us() + 999) / 1000;
+	return left < 1 ? 1 : left < PL_KFD_SLICE_MS ? (int)left : PL_KFD_SLICE_MS;
+}
+
 /* The shared core of poll/ppoll/select: returns the count or -errno. */
 static int poll_core(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
@@ -179,6 +193,7 @@ static int poll_core(struct pollfd *fds, nfds_t n, int timeout_ms)
 	unsigned int ns = 0, nk = 0, sigs;
 	int ready = 0, ret, sleep_ms;
 	struct sluice_stack *st = pl_stack();
+	bool kfd_only = true;
 
 	kmap = kmbuf;
 	smap = smbuf;
@@ -197,6 +212,7 @@ static int poll_core(struct pollfd *fds, nfds_t n, int timeout_ms)
 
 		fds[i].revents = 0;
 		if (ps) {
+			kfd_only &= ps->kfd;
 			sp[ns].sd = (int)ps->sd;
 			sp[ns].events = to_sluice(fds[i].events);
 			smap[ns++] = i;
@@ -208,6 +224,42 @@ static int poll_core(struct pollfd *fds, nfds_t n, int timeout_ms)
 	}
 	pl_waiter_init(&w, timeout_ms);
 	sigs = pl_sig_count();
+	while (kfd_only && ns) {
+		/*
+		 * Module socket fds: look at the Sluice part in user space and
+		 * the kernel part without sleeping while spinning; then sleep
+		 * in the kernel on the whole set (socket fds included) and the
+		 * stack fd, in slices of PL_KFD_SLICE_MS (timers run between).
+		 */
+		ready = sluice_poll(st, sp, ns, 0);
+		if (ready < 0) {
+			ret = ready;
+			goto out;
+		}
+		ret = nk ? REAL(poll)(kp, nk, 0) : 0;
+		if (ret < 0) {
+			ret = -errno;
+			goto out;
+		}
+		if (ready || ret) {
+			ready += ret;
+			goto done;
+		}
+		if (!pl_waiter_next(&w, &sleep_ms))
+			goto done;
+		if (sleep_ms) {
+			sleep_ms = pl_kfd_slice(&w);
+			pl_kfd_sleep(fds, n, sleep_ms);
+		} else {
+			for (int i = 0; i < 16; i++)
+				__builtin_ia32_pause();
+		}
+		if (pl_sig_count() != sigs) {
+			pl_sig_take_restart();
+			ret = -EINTR;	/* poll is never restarted */
+			goto out;
+		}
+	}
 	for (;;) {
 		/* Sluice only: the whole wait in pl_sluice_wait(). */
 		ret = nk ? sluice_poll(st, sp, ns, 0) : pl_sluice_wait(sp, ns, timeout_ms, false);
@@ -251,6 +303,7 @@ static int poll_core(struct pollfd *fds, nfds_t n, int timeout_ms)
 		if (ready || !nk || (w.deadline_us >= 0 && (int64_t)pl_now_us() >= w.deadline_us))
 			break;
 	}
+done:
 	for (unsigned int j = 0; j < ns; j++)
 		fds[smap[j]].revents = from_sluice(sp[j].revents, fds[smap[j]].events);
 	for (unsigned int j = 0; j < nk; j++)

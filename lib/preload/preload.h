@@ -111,6 +111,7 @@ struct pl_sock {
 	int type;			/* SOCK_STREAM or SOCK_DGRAM */
 	_Atomic int refs;		/* table slots + callers in flight */
 	_Atomic bool nonblock;		/* O_NONBLOCK of the open file description */
+	bool kfd;			/* the fd is the module's socket fd (SOCK_FD) */
 	bool used;			/* bound, connected or sent on: no fallback */
 	bool reuseaddr, reuseport, nodelay, keepalive;
 	int rcvbuf, sndbuf;		/* 0: never set */
@@ -171,6 +172,14 @@ struct pl_sock *pl_fd_forget(int fd);
 /* The fd that held ps is closed: if no fd anywhere holds its placeholder
  * any more, close the Sluice socket.  Drops the reference. */
 void pl_sock_release(struct pl_sock *ps);
+/* Do Sluice fds of this process poll in the kernel (module socket fds)? */
+bool pl_kfds(void);
+/*
+ * Wait in the kernel on fds (Sluice socket fds and any others) with the
+ * stack fd armed, so the stack's own events (kring packets) end it too;
+ * at most ms.  Returns poll(2)'s result.
+ */
+int pl_kfd_sleep(struct pollfd *fds, nfds_t n, int ms);
 /* Sweep sockets whose placeholders are gone (killed processes). */
 void pl_sweep(void);
 /* Open the stack's placeholder file (init.c, on attach): 0 or -errno. */
@@ -218,6 +227,8 @@ struct pl_waiter {
 	unsigned int rounds;
 };
 void pl_waiter_init(struct pl_waiter *w, int timeout_ms);
+/* How long one kernel sleep on module socket fds may last (ms, >= 1). */
+int pl_kfd_slice(const struct pl_waiter *w);
 /* How long the next kernel wait may sleep (ms): 0 while spinning; false
  * when the deadline has passed. */
 bool pl_waiter_next(struct pl_waiter *w, int *sleep_ms);

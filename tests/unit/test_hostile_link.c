@@ -1067,17 +1067,17 @@ static void test_never_reading_peer(void)
 			pump(&sb3);
 		}
 		o = sl_sock(p.a, (uint32_t)sa3.sd);
-		gen = o->gen;
+		gen = o->kp.gen;
 		free0 = p.a->r->buf_free_count;
 		printf("# the sender closes with %u bytes queued, the reader holds %u unread\n",
 		       o->tcp.sndq_bytes, sl_sock(p.b, (uint32_t)sb3.sd)->rxq_bytes);
 		sluice_close(ST(p.a), sa3.sd);
 		t0 = vnow;
-		while (vnow - t0 < 30ull * 60 * 1000000 && o->gen == gen && o->type != SL_SOCK_FREE)
+		while (vnow - t0 < 30ull * 60 * 1000000 && o->kp.gen == gen && o->type != SL_SOCK_FREE)
 			ns_step(p.a, p.b, 10000);
 		printf("# the orphan went after %.1f s; %u buffers back\n", (double)(vnow - t0) / 1e6,
 		       p.a->r->buf_free_count - free0);
-		tap_ok(o->gen != gen || o->type == SL_SOCK_FREE,
+		tap_ok(o->kp.gen != gen || o->type == SL_SOCK_FREE,
 		       "test_never_reading_peer: the sender's orphan goes in bounded time");
 		tap_ok(vnow - t0 < 10ull * 60 * 1000000,
 		       "test_never_reading_peer: within 10 minutes (%.0f s)", (double)(vnow - t0) / 1e6);

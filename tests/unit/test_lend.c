@@ -244,13 +244,13 @@ static void test_socket_gone_while_lent(void)
 	fill(s, c, 40000);
 
 	sl_lock(s);
-	gen = sl_sock(s, (uint32_t)d)->gen;
+	gen = sl_sock(s, (uint32_t)d)->kp.gen;
 	head = sl_tcp_recv_lend(s, sl_sock(s, (uint32_t)d), 32768, &n);
 	sl_unlock(s);
 	tap_ok(head != SLUICE_IDX_NONE && n > 0 && n <= 32768, "lent %zu bytes", n);
 	/* The same for send buffers, with the connection reset meanwhile. */
 	sl_lock(s);
-	gen2 = sl_sock(s, (uint32_t)c)->gen;
+	gen2 = sl_sock(s, (uint32_t)c)->kp.gen;
 	head2 = sl_tcp_send_lend(s, sl_sock(s, (uint32_t)c), 32768, &n);
 	sl_unlock(s);
 	tap_ok(head2 != SLUICE_IDX_NONE, "lent %zu bytes of send buffers", n);

@@ -158,6 +158,9 @@ run_kernel() { # run_kernel VERSION
 	cp tests/vm/run_kring.sh "$root/opt/sluice/bin/run_kring.sh"
 	add_binary "$root" build/libsluice-preload.so /opt/sluice
 	add_binary "$root" build/tests/preload/fork_srv /opt/sluice/bin
+	# Socket fds under sluice run (sockfd.sh).
+	cp tests/vm/sockfd.sh "$root/opt/sluice/bin/sockfd.sh"
+	add_binary "$root" build/tests/preload/sockfd_prog /opt/sluice/bin
 	for b in curl iperf3; do
 		if command -v "$b" >/dev/null; then
 			add_binary "$root" "$(command -v "$b")" /usr/bin

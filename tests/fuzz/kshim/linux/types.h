@@ -37,6 +37,7 @@ struct list_head { struct list_head *next, *prev; };
 struct mutex { int owner; };
 typedef struct { u32 val; } kuid_t;
 typedef struct { int lock; } wait_queue_head_t;
+struct xarray { void *head; };
 
 static inline bool is_power_of_2(unsigned long n)
 {

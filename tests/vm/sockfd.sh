@@ -1,0 +1,159 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# In the test VM: socket fds (issue 5).  Programs under `sluice run
+# --ifname sfd0` on a kring stack hold Sluice TCP connections as module
+# socket fds, against the Linux kernel's TCP echo server (kpeer serve) in a
+# network namespace this script creates and deletes.  Prints TAP.
+#
+#   VM root namespace                             netns sfd-peer
+#   +--------------------------------------+      +-------------------------+
+#   | kernel: 10.80.0.1/24 on sfd0         | veth | sfd1 10.80.0.2/24       |
+#   | Sluice stack "sfd" on sfd0 (kring):  +======+ Linux kernel stack:     |
+#   |   sockfd_prog idle (holds the stack) |      |   kpeer serve :7100     |
+#   |   sockfd_prog epoll|poll|share|scm   |      |   (TCP echo)            |
+#   |   sockfd_prog hold, killed -9        |      |                         |
+#   +--------------------------------------+      +-------------------------+
+#
+# Checks: the kernel's epoll (level and edge) and poll/select on sets that
+# mix Sluice connections, a pipe and a kernel UDP socket; fork and dup
+# sharing a connection; SCM_RIGHTS passing one to a new program which uses
+# it, and a new program exec'd with one; kill -9 of a process holding connections: the module releases its
+# socket fds, the process left on the stack closes them (the kernel peer
+# sees them end: no ESTABLISHED left), and the counts go back to zero.
+PATH=/opt/sluice/bin:$PATH
+IP=/usr/sbin/ip
+NS=sfd-peer
+S=10.80.0.1
+K=10.80.0.2
+ST=sfd
+PORT=7100
+n=0
+fail=0
+tap() { # tap ok|fail DESCRIPTION
+	n=$((n + 1))
+	if [ "$1" = ok ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi
+}
+check() { # check DESCRIPTION COMMAND...
+	d=$1
+	shift
+	if "$@"; then tap ok "$d"; else tap fail "$d"; fi
+}
+skip_all() {
+	tap ok "socket fds # SKIP $1"
+	echo "1..$n"
+	exit 0
+}
+in_ns() { $IP netns exec "$NS" "$@"; }
+srun() { srun_t 60 "$@"; }
+srun_t() { # srun_t SECONDS PROGRAM...: under sluice run on the stack, bounded
+	t=$1
+	shift
+	timeout "$t" env SLUICE_UDP=0 sluice run --stack $ST --ifname sfd0 -- "$@"
+}
+# The pid of the sockfd_prog whose arguments include WORD.
+prog_pid() {
+	for p in $(pidof sockfd_prog); do
+		grep -q "$1" /proc/$p/cmdline 2>/dev/null && echo $p
+	done | head -n 1
+}
+# prog_tap DESCRIPTION PROG-ARGS...: the program's own ok/not ok lines, renumbered
+prog_tap() {
+	d=$1
+	shift
+	srun sockfd_prog "$@" >/tmp/sfd.out 2>/tmp/sfd.err
+	rc=$?
+	while read -r line; do
+		case $line in
+		"ok - "*) tap ok "$d: ${line#ok - }" ;;
+		"not ok - "*) tap fail "$d: ${line#not ok - }" ;;
+		esac
+	done </tmp/sfd.out
+	grep '^#' /tmp/sfd.out
+	check "$d: exit status $rc" [ $rc = 0 ]
+	[ $rc = 0 ] || grep -E '^sockfd' /sys/kernel/debug/sluice/stacks/$ST | sed 's/^/# debugfs: /'
+	[ -s /tmp/sfd.err ] && sed 's/^/# stderr: /' /tmp/sfd.err
+}
+cleanup() {
+	for p in $kpeer $idle $hold; do kill -9 "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	$IP netns del "$NS" 2>/dev/null
+	$IP link del sfd0 2>/dev/null
+}
+trap cleanup EXIT
+sysv() { cat "/sys/class/misc/sluice/stacks/$ST/$1" 2>/dev/null; }
+# Connections to the echo port that the peer still has ESTABLISHED.
+peer_estab() {
+	p=$(printf '%04X' $PORT)
+	in_ns cat /proc/net/tcp | awk -v p=":$p" '$2 ~ p"$" && $4 == "01" { c++ } END { print c + 0 }'
+}
+
+lsmod | grep -q '^sluice ' || insmod /lib/modules/sluice.ko
+feat=$(sed -n 's/.*features 0x\([0-9a-f]*\).*/\1/p' /sys/kernel/debug/sluice/info | head -n 1)
+[ $(( 0x${feat:-0} & 0x8e )) = $((0x8e)) ] || skip_all "module features 0x$feat lack kring, filters, ifinfo or socket fds"
+
+$IP link set lo up
+mkdir -p /run/netns
+$IP netns add "$NS"
+$IP link add sfd0 type veth peer name sfd1
+$IP link set sfd1 netns "$NS"
+$IP addr add "$S/24" dev sfd0
+$IP link set sfd0 up
+in_ns $IP link set lo up
+in_ns $IP addr add "$K/24" dev sfd1
+in_ns $IP link set sfd1 up
+check "the peer namespace pings the device address (kernel)" in_ns ping -c 1 -W 5 "$S"
+in_ns timeout 200 kpeer serve $PORT 180 >/tmp/kpeer.log 2>&1 &
+kpeer=$!
+sleep 1
+
+# A process that stays on the stack (and runs it) throughout.
+srun_t 170 sockfd_prog idle 150 >/tmp/idle.out 2>&1 &
+idle=$!
+i=0
+while [ $i -lt 150 ] && ! grep -q ready /tmp/idle.out 2>/dev/null; do sleep 0.2; i=$((i + 1)); done
+check "a program waits in epoll_wait on a listener (holds the stack)" grep -q ready /tmp/idle.out
+check "... its listener is a socket fd (sysfs sockfds $(sysv sockfds))" [ "$(sysv sockfds)" = 1 ]
+
+prog_tap "epoll lt" epoll "$K" $PORT lt
+prog_tap "epoll et" epoll "$K" $PORT et
+prog_tap "poll" poll "$K" $PORT
+prog_tap "fork/dup" share "$K" $PORT
+prog_tap "scm_rights" scm "$K" $PORT
+prog_tap "exec" exec "$K" $PORT
+check "after the programs: one socket fd left, the listener (sockfds $(sysv sockfds))" \
+	[ "$(sysv sockfds)" = 1 ]
+
+# kill -9 of a process holding connections.
+rel0=$(sed -n 's/^sockfd_released \([0-9]*\)/\1/p' /sys/kernel/debug/sluice/stacks/$ST)
+srun_t 120 sockfd_prog hold "$K" $PORT 4 100 >/tmp/hold.out 2>&1 &
+hold=$!
+i=0
+while [ $i -lt 150 ] && ! grep -q ready /tmp/hold.out 2>/dev/null; do sleep 0.2; i=$((i + 1)); done
+check "a program holds 4 connections" grep -q ready /tmp/hold.out
+check "... the peer has them ESTABLISHED ($(peer_estab))" [ "$(peer_estab)" -ge 4 ]
+check "... as 5 socket fds with the listener (sockfds $(sysv sockfds))" [ "$(sysv sockfds)" = 5 ]
+# The process itself, not the timeout and sluice run around it.
+kill -9 "$(prog_pid hold)" 2>/dev/null
+i=0
+while [ $i -lt 100 ] && [ "$(peer_estab)" != 0 ]; do sleep 0.1; i=$((i + 1)); done
+check "kill -9: the peer's connections end (ESTABLISHED $(peer_estab)) in $((i / 10)).$((i % 10)) s" \
+	[ "$(peer_estab)" = 0 ]
+rel1=$(sed -n 's/^sockfd_released \([0-9]*\)/\1/p' /sys/kernel/debug/sluice/stacks/$ST)
+check "... the module released its 4 socket fds ($rel0 -> $rel1)" [ $((rel1 - rel0)) = 4 ]
+check "... socket fds back to the listener's (sockfds $(sysv sockfds))" [ "$(sysv sockfds)" = 1 ]
+grep -E '^sockfd' /sys/kernel/debug/sluice/stacks/$ST | sed 's/^/# debugfs: /'
+
+# The last program goes (SIGTERM: no exit handlers); the helper may hold
+# the stack on for connections in TIME-WAIT, but no socket fd is left.
+kill "$(prog_pid idle)" 2>/dev/null
+wait $idle 2>/dev/null
+i=0
+while [ $i -lt 100 ] && [ "$(sysv sockfds)" != 0 ] && [ -e /sys/class/misc/sluice/stacks/$ST ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+check "the last program gone: no socket fd left (sockfds '$(sysv sockfds)')" \
+	[ "$(sysv sockfds)" = 0 ] || [ ! -e /sys/class/misc/sluice/stacks/$ST ]
+echo "1..$n"
+exit $fail
