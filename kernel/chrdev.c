@@ -61,6 +61,10 @@ static const struct sluice_ioctl sluice_ioctls[SLUICE_NR_COUNT] = {
 			       sluice_ioc_ifinfo },
 	[SLUICE_NR_NEIGH_RESOLVE] = { SLUICE_IOC_NEIGH_RESOLVE, SLUICE_ON_STACK,
 				      "neigh_resolve", sluice_ioc_neigh_resolve },
+	[SLUICE_NR_MCAST_JOIN] = { SLUICE_IOC_MCAST_JOIN, SLUICE_ON_STACK,
+				   "mcast_join", sluice_ioc_mcast_join },
+	[SLUICE_NR_MCAST_LEAVE] = { SLUICE_IOC_MCAST_LEAVE, SLUICE_ON_STACK,
+				    "mcast_leave", sluice_ioc_mcast_leave },
 };
 
 const char *sluice_cmd_name(unsigned int nr)

@@ -5,6 +5,7 @@
  * only, so the host unit test runs this very file.
  */
 #include <linux/errno.h>
+#include <linux/kernel.h>
 #include <linux/string.h>
 #include <linux/types.h>
 
@@ -107,7 +108,7 @@ static const unsigned int sluice_ib_rates[] = {
 
 unsigned int sluice_ib_rate_mbps(unsigned int rate)
 {
-	if (rate >= sizeof(sluice_ib_rates) / sizeof(sluice_ib_rates[0]))
+	if (rate >= ARRAY_SIZE(sluice_ib_rates))
 		return 0;
 	return sluice_ib_rates[rate];
 }
