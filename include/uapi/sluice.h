@@ -45,7 +45,8 @@
 /* What this module implements; grows as the features above land. */
 #define SLUICE_FEATURES_ALL	(SLUICE_FEATURE_STACK | SLUICE_FEATURE_KRING | \
 				 SLUICE_FEATURE_FILTER | SLUICE_FEATURE_IFINFO | \
-				 SLUICE_FEATURE_NEIGH)
+				 SLUICE_FEATURE_NEIGH | \
+				 SLUICE_FEATURE_IPOIB | SLUICE_FEATURE_MCAST)
 
 /**
  * struct sluice_version - SLUICE_IOC_VERSION argument
