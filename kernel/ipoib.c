@@ -81,15 +81,10 @@ struct sluice_path {
 	u8 sgid[16];
 	u8 dgid[16];
 
-	u32 state;			/* SLUICE_NEIGH_RES_* */
-	int status;			/* the last query's error */
-	bool querying;			/* a query is in flight */
+	struct sluice_path_state s;	/* state, record, expiry (jiffies) */
 	bool dead;			/* off the list; the callback frees it */
-	unsigned long expires;		/* jiffies: ask again from then */
-	unsigned long answered;		/* jiffies of the last answer */
 	u64 lookups;
 	u64 queries;
-	struct sluice_path_desc rec;	/* valid in state VALID */
 	struct ib_sa_query *query;
 	int query_id;
 };
@@ -227,7 +222,7 @@ static void sluice_path_unlist(struct sluice_path *p)
 {
 	list_del(&p->node);
 	sluice_path_count--;
-	if (p->querying)
+	if (p->s.querying)
 		p->dead = true;
 	else
 		kfree(p);
@@ -239,33 +234,31 @@ static void sluice_path_done(int status, struct sa_path_rec *rec,
 	struct sluice_path *p = context;
 	unsigned long flags;
 
+	struct sluice_path_desc d = { };
+	bool got = false;
+
+	if (!status && rec && num_prs >= 1 && rec->rec_type == SA_PATH_REC_TYPE_IB) {
+		memcpy(d.dgid, rec->dgid.raw, 16);
+		memcpy(d.sgid, rec->sgid.raw, 16);
+		d.dlid = (u16)be32_to_cpu(sa_path_get_dlid(rec));
+		d.sl = rec->sl;
+		d.rate = rec->rate;
+		d.mtu = rec->mtu;
+		d.hop_limit = rec->hop_limit;
+		d.traffic_class = rec->traffic_class;
+		d.flow_label = be32_to_cpu(rec->flow_label);
+		got = true;
+	}
 	spin_lock_irqsave(&sluice_path_lock, flags);
-	p->querying = false;
 	p->query = NULL;
 	if (p->dead) {
 		spin_unlock_irqrestore(&sluice_path_lock, flags);
 		kfree(p);
 		return;
 	}
-	p->answered = jiffies;
-	if (!status && rec && num_prs >= 1 && rec->rec_type == SA_PATH_REC_TYPE_IB) {
-		memcpy(p->rec.dgid, rec->dgid.raw, 16);
-		memcpy(p->rec.sgid, rec->sgid.raw, 16);
-		p->rec.dlid = (u16)be32_to_cpu(sa_path_get_dlid(rec));
-		p->rec.sl = rec->sl;
-		p->rec.rate = rec->rate;
-		p->rec.mtu = rec->mtu;
-		p->rec.hop_limit = rec->hop_limit;
-		p->rec.traffic_class = rec->traffic_class;
-		p->rec.flow_label = be32_to_cpu(rec->flow_label);
-		p->state = SLUICE_NEIGH_RES_VALID;
-		p->status = 0;
-		p->expires = jiffies + READ_ONCE(path_ttl) * HZ;
-	} else {
-		p->state = SLUICE_NEIGH_RES_FAILED;
-		p->status = status ? status : -EHOSTUNREACH;
-		p->expires = jiffies + READ_ONCE(path_fail_ttl) * HZ;
-	}
+	sluice_path_answer(&p->s, status, got ? &d : NULL, jiffies,
+			   READ_ONCE(path_ttl) * HZ,
+			   READ_ONCE(path_fail_ttl) * HZ);
 	spin_unlock_irqrestore(&sluice_path_lock, flags);
 }
 
@@ -327,17 +320,15 @@ static void sluice_path_query(struct sluice_path *p, struct ib_device *ibdev)
 	spin_lock_irq(&sluice_path_lock);
 	if (id < 0) {
 		/* No callback will come: the entry is ours again. */
-		p->querying = false;
 		if (p->dead) {
 			spin_unlock_irq(&sluice_path_lock);
 			kfree(p);
 			return;
 		}
-		p->state = SLUICE_NEIGH_RES_FAILED;
-		p->status = id;
-		p->answered = jiffies;
-		p->expires = jiffies + READ_ONCE(path_fail_ttl) * HZ;
-	} else if (p->querying) {
+		sluice_path_answer(&p->s, id, NULL, jiffies,
+				   READ_ONCE(path_ttl) * HZ,
+				   READ_ONCE(path_fail_ttl) * HZ);
+	} else if (p->s.querying) {
 		/* Not answered yet: remember it for a cancel. */
 		p->query = query;
 		p->query_id = id;
@@ -353,7 +344,7 @@ static bool sluice_path_evict(void)
 	if (sluice_path_count < SLUICE_PATH_MAX)
 		return true;
 	list_for_each_entry(p, &sluice_paths, node) {
-		if (!p->querying) {
+		if (!p->s.querying) {
 			sluice_path_unlist(p);
 			return true;
 		}
@@ -414,25 +405,20 @@ void sluice_ipoib_path(struct net_device *dev, struct sluice_neigh_resolve *res)
 		p->pkey = pkey;
 		memcpy(p->sgid, sgid, 16);
 		memcpy(p->dgid, dgid, 16);
-		p->state = SLUICE_NEIGH_RES_PENDING;
-		p->expires = jiffies;
+		sluice_path_init(&p->s, jiffies);
 		list_add_tail(&p->node, &sluice_paths);
 		sluice_path_count++;
 	} else {
 		list_move_tail(&p->node, &sluice_paths);
 	}
 	p->lookups++;
-	if (!p->querying && time_after_eq(jiffies, p->expires)) {
-		/* A stale record is still shown while it is refreshed. */
-		if (p->state == SLUICE_NEIGH_RES_FAILED)
-			p->state = SLUICE_NEIGH_RES_PENDING;
-		p->querying = true;
+	/* A stale record is still shown while it is refreshed. */
+	start = sluice_path_lookup(&p->s, jiffies);
+	if (start)
 		p->queries++;
-		start = true;
-	}
-	res->path_state = p->state;
-	if (p->state == SLUICE_NEIGH_RES_VALID)
-		sluice_path_fill(res, &p->rec);
+	res->path_state = p->s.state;
+	if (p->s.state == SLUICE_NEIGH_RES_VALID)
+		sluice_path_fill(res, &p->s.rec);
 	spin_unlock_irq(&sluice_path_lock);
 	if (start)
 		sluice_path_query(p, ibdev);
@@ -582,18 +568,18 @@ static int sluice_ib_paths_show(struct seq_file *m, void *unused)
 	list_for_each_entry(p, &sluice_paths, node) {
 		seq_printf(m, "%s port %u pkey 0x%04x sgid %pI6 dgid %pI6 %s",
 			   dev_name(&p->ibdev->dev), p->port, p->pkey, p->sgid,
-			   p->dgid, sluice_path_state_name(p->state));
-		if (p->state == SLUICE_NEIGH_RES_VALID)
+			   p->dgid, sluice_path_state_name(p->s.state));
+		if (p->s.state == SLUICE_NEIGH_RES_VALID)
 			seq_printf(m, " dlid 0x%x sl %u rate %u mbps %u mtu %u",
-				   p->rec.dlid, p->rec.sl, p->rec.rate,
-				   sluice_ib_rate_mbps(p->rec.rate),
-				   sluice_ib_mtu_bytes(p->rec.mtu));
-		else if (p->status)
-			seq_printf(m, " error %d", p->status);
+				   p->s.rec.dlid, p->s.rec.sl, p->s.rec.rate,
+				   sluice_ib_rate_mbps(p->s.rec.rate),
+				   sluice_ib_mtu_bytes(p->s.rec.mtu));
+		else if (p->s.status)
+			seq_printf(m, " error %d", p->s.status);
 		seq_printf(m, " querying %d lookups %llu queries %llu expires_in_ms %ld\n",
-			   p->querying, p->lookups, p->queries,
-			   time_after(p->expires, now) ?
-			   (long)jiffies_to_msecs(p->expires - now) : 0L);
+			   p->s.querying, p->lookups, p->queries,
+			   time_after(p->s.expires, now) ?
+			   (long)jiffies_to_msecs(p->s.expires - now) : 0L);
 	}
 	spin_unlock_irq(&sluice_path_lock);
 	mutex_unlock(&sluice_ib_lock);

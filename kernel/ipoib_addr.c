@@ -169,6 +169,65 @@ int sluice_ipoib_fill(struct sluice_ifinfo *info,
 	return 0;
 }
 
+/* A new entry: nothing known, to be asked at once. */
+void sluice_path_init(struct sluice_path_state *s, unsigned long now)
+{
+	memset(s, 0, sizeof(*s));
+	s->state = SLUICE_NEIGH_RES_PENDING;
+	s->expires = now;
+}
+
+/* Whether @a is at or after @b, across a wrap (the kernel's time_after_eq). */
+static bool sluice_time_reached(unsigned long a, unsigned long b)
+{
+	return (long)(a - b) >= 0;
+}
+
+/**
+ * sluice_path_lookup - a NEIGH_RESOLVE looks at the entry
+ * @s:		the entry
+ * @now:	the time
+ *
+ * Return: true if the caller must start a query now (@s is marked as
+ * querying; its answer, sluice_path_answer(), clears that).
+ */
+bool sluice_path_lookup(struct sluice_path_state *s, unsigned long now)
+{
+	if (s->querying || !sluice_time_reached(now, s->expires))
+		return false;
+	if (s->state != SLUICE_NEIGH_RES_VALID)
+		s->state = SLUICE_NEIGH_RES_PENDING;
+	s->querying = true;
+	return true;
+}
+
+/**
+ * sluice_path_answer - the SA answered, or the query could not be made
+ * @s:		the entry
+ * @status:	0 or -errno
+ * @rec:	the record if @status is 0 (NULL: no record, a failure)
+ * @now:	the time
+ * @ttl:	how long a record stays
+ * @fail_ttl:	how long a failure stays
+ */
+void sluice_path_answer(struct sluice_path_state *s, int status,
+			const struct sluice_path_desc *rec, unsigned long now,
+			unsigned long ttl, unsigned long fail_ttl)
+{
+	s->querying = false;
+	s->answered = now;
+	if (!status && rec) {
+		s->rec = *rec;
+		s->state = SLUICE_NEIGH_RES_VALID;
+		s->status = 0;
+		s->expires = now + ttl;
+	} else {
+		s->state = SLUICE_NEIGH_RES_FAILED;
+		s->status = status ? status : -EHOSTUNREACH;
+		s->expires = now + fail_ttl;
+	}
+}
+
 /* The path fields of a NEIGH_RESOLVE answer from an SA path record. */
 void sluice_path_fill(struct sluice_neigh_resolve *res,
 		      const struct sluice_path_desc *p)

@@ -70,4 +70,25 @@ struct sluice_path_desc {
 void sluice_path_fill(struct sluice_neigh_resolve *res,
 		      const struct sluice_path_desc *p);
 
+/*
+ * A cached path's state machine, time passed in (jiffies, any unit that
+ * wraps like them): PENDING until the first answer, then VALID or FAILED
+ * until @expires; a lookup from then on asks again, showing a VALID
+ * record meanwhile and turning FAILED into PENDING.  One query at a time.
+ */
+struct sluice_path_state {
+	u32 state;			/* SLUICE_NEIGH_RES_* */
+	int status;			/* the last failure, 0 if none */
+	bool querying;			/* a query is in flight */
+	unsigned long expires;
+	unsigned long answered;		/* when the last answer came */
+	struct sluice_path_desc rec;	/* valid in state VALID */
+};
+
+void sluice_path_init(struct sluice_path_state *s, unsigned long now);
+bool sluice_path_lookup(struct sluice_path_state *s, unsigned long now);
+void sluice_path_answer(struct sluice_path_state *s, int status,
+			const struct sluice_path_desc *rec, unsigned long now,
+			unsigned long ttl, unsigned long fail_ttl);
+
 #endif /* _SLUICE_IPOIB_ADDR_H */

@@ -180,6 +180,48 @@ static void test_path_fill(void)
 	tap_ok(res.mtu == 0 && res.rate == 0, "invalid MTU and rate codes read as 0");
 }
 
+/* The cache entry's state machine, time passed in (ttl 300, failures 5). */
+static void test_path_state_machine(void)
+{
+	struct sluice_path_desc rec = { .dlid = 7, .sl = 1, .rate = 3, .mtu = 4 };
+	struct sluice_path_state s;
+	unsigned long t = 1000;
+
+	sluice_path_init(&s, t);
+	tap_eq(s.state, SLUICE_NEIGH_RES_PENDING, "new entry: pending");
+	tap_ok(sluice_path_lookup(&s, t), "first lookup starts a query");
+	tap_ok(s.querying, "and marks it in flight");
+	tap_ok(!sluice_path_lookup(&s, t + 1), "no second query while one is in flight");
+	tap_eq(s.state, SLUICE_NEIGH_RES_PENDING, "still pending");
+
+	sluice_path_answer(&s, 0, &rec, t + 2, 300, 5);
+	tap_eq(s.state, SLUICE_NEIGH_RES_VALID, "answer: valid");
+	tap_ok(!s.querying && s.rec.dlid == 7 && s.answered == t + 2,
+	       "record kept, query done");
+	tap_ok(!sluice_path_lookup(&s, t + 301), "fresh record: no query");
+	tap_ok(sluice_path_lookup(&s, t + 302), "expired record: query again");
+	tap_eq(s.state, SLUICE_NEIGH_RES_VALID, "the stale record is shown meanwhile");
+
+	sluice_path_answer(&s, -ETIMEDOUT, NULL, t + 400, 300, 5);
+	tap_eq(s.state, SLUICE_NEIGH_RES_FAILED, "timeout: failed");
+	tap_eq(s.status, -ETIMEDOUT, "with its error");
+	tap_ok(!sluice_path_lookup(&s, t + 404), "failure remembered for 5");
+	tap_eq(s.state, SLUICE_NEIGH_RES_FAILED, "and reported as failed");
+	tap_ok(sluice_path_lookup(&s, t + 405), "then asked again");
+	tap_eq(s.state, SLUICE_NEIGH_RES_PENDING, "pending while asked");
+
+	sluice_path_answer(&s, 0, NULL, t + 406, 300, 5);
+	tap_ok(s.state == SLUICE_NEIGH_RES_FAILED && s.status == -EHOSTUNREACH,
+	       "success without a record is a failure (-EHOSTUNREACH)");
+
+	/* Across the wrap of the clock. */
+	sluice_path_init(&s, (unsigned long)-3);
+	tap_ok(sluice_path_lookup(&s, (unsigned long)-3), "query at -3");
+	sluice_path_answer(&s, 0, &rec, (unsigned long)-2, 300, 5);
+	tap_ok(!sluice_path_lookup(&s, 200), "clock wrapped: record still fresh at 200");
+	tap_ok(sluice_path_lookup(&s, 298), "and expired at 298");
+}
+
 int main(void)
 {
 	test_address_fields();
@@ -188,5 +230,6 @@ int main(void)
 	test_mtu_rate();
 	test_ifinfo_fill();
 	test_path_fill();
+	test_path_state_machine();
 	return tap_done();
 }
