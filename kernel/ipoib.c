@@ -4,7 +4,8 @@
  * interfaces among the network devices (IFINFO's ib_* fields) and SA path
  * records for their neighbours (NEIGH_RESOLVE), asked asynchronously and
  * cached with their failures.  Everything computed from bytes alone lives
- * in ipoib_addr.c, which the host unit test runs.
+ * in ipoib_addr.c, which the host unit test runs: addresses, encodings,
+ * the IFINFO and path fills, a cache entry's state machine.
  *
  * Matching a netdev to its (ib_device, port): the ipoib driver gives its
  * interfaces (and their P_Key children) the HCA's parent device
@@ -231,10 +232,9 @@ static void sluice_path_unlist(struct sluice_path *p)
 static void sluice_path_done(int status, struct sa_path_rec *rec,
 			     unsigned int num_prs, void *context)
 {
+	struct sluice_path_desc d = { };
 	struct sluice_path *p = context;
 	unsigned long flags;
-
-	struct sluice_path_desc d = { };
 	bool got = false;
 
 	if (!status && rec && num_prs >= 1 && rec->rec_type == SA_PATH_REC_TYPE_IB) {
