@@ -406,6 +406,29 @@ TEST_F(veth, mcast_join_leave_igmp)
 	EXPECT_FALSE(igmp_has(htonl(0xe00000fb)));
 }
 
+/*
+ * The device goes with groups joined: JOIN is -ENODEV, LEAVE still lets
+ * a group go (no link address left to report), and the stack closes
+ * holding the other (teardown; the kernel log is checked after the run).
+ */
+TEST_F(veth, mcast_device_deleted)
+{
+	struct sluice_mcast m;
+
+	ASSERT_EQ(0, mcast(self->fd, SLUICE_IOC_MCAST_JOIN, htonl(GROUP), &m));
+	ASSERT_EQ(0, mcast(self->fd, SLUICE_IOC_MCAST_JOIN,
+			   htonl(0xef060606), &m));
+	ASSERT_EQ(0, run(IP_CMD " link del sk0"));
+	EXPECT_FALSE(igmp_has(htonl(GROUP)));
+	EXPECT_EQ(-ENODEV, mcast(self->fd, SLUICE_IOC_MCAST_JOIN,
+				 htonl(0xef050505), &m));
+	EXPECT_EQ(0, mcast(self->fd, SLUICE_IOC_MCAST_LEAVE, htonl(GROUP), &m));
+	EXPECT_EQ(0, m.addr_len);
+	EXPECT_TRUE(all_zero(m.hwaddr, sizeof(m.hwaddr)));
+	EXPECT_EQ(-ENOENT, mcast(self->fd, SLUICE_IOC_MCAST_LEAVE,
+				 htonl(GROUP), &m));
+}
+
 /* SLUICE_MCAST_MAX groups a stack, then -ENOSPC; a leave makes room. */
 TEST_F(veth, mcast_max_groups)
 {
