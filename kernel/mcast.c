@@ -65,13 +65,14 @@ static struct sluice_mcast_group *sluice_mcast_find(struct sluice_stack *st,
 /*
  * The group's link address on the stack's device: Ethernet (RFC 1112) or
  * IPoIB (RFC 4391, the scope and P_Key of the device's broadcast); other
- * link types have none (@addr_len 0).
+ * link types, and those types with another address length (a tun device
+ * set to ARPHRD_INFINIBAND), have none (@addr_len 0).
  */
 static int sluice_mcast_hwaddr(struct sluice_stack *st, struct sluice_mcast *m)
 {
 	u8 bcast[SLUICE_IPOIB_ALEN];
 	struct net_device *dev;
-	unsigned short type;
+	bool eth, ipoib;
 	int ret = 0;
 
 	rtnl_lock();
@@ -80,15 +81,17 @@ static int sluice_mcast_hwaddr(struct sluice_stack *st, struct sluice_mcast *m)
 		rtnl_unlock();
 		return -ENODEV;
 	}
-	type = dev->type;
-	if (type == ARPHRD_INFINIBAND && dev->addr_len == SLUICE_IPOIB_ALEN)
+	eth = dev->type == ARPHRD_ETHER && dev->addr_len == ETH_ALEN;
+	ipoib = dev->type == ARPHRD_INFINIBAND &&
+		dev->addr_len == SLUICE_IPOIB_ALEN;
+	if (ipoib)
 		memcpy(bcast, dev->broadcast, sizeof(bcast));
 	rtnl_unlock();
 
-	if (type == ARPHRD_ETHER) {
+	if (eth) {
 		ret = sluice_eth_mcast_hwaddr((const u8 *)&m->group, m->hwaddr);
 		m->addr_len = ETH_ALEN;
-	} else if (type == ARPHRD_INFINIBAND) {
+	} else if (ipoib) {
 		ret = sluice_ipoib_mcast_hwaddr((const u8 *)&m->group, bcast,
 						m->hwaddr);
 		m->addr_len = SLUICE_IPOIB_ALEN;

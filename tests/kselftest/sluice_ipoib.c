@@ -23,7 +23,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/if_tun.h>
 #include <net/if.h>
+#include <net/if_arp.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <netinet/udp.h>
@@ -158,6 +160,80 @@ TEST(features_advertised)
 			       sizeof(buf)));
 	EXPECT_EQ(v.features, strtoull(buf, NULL, 0));
 	close(dev);
+}
+
+/*
+ * A netdev of type InfiniBand that no ib device owns (a tun device whose
+ * link type is set to ARPHRD_INFINIBAND, no 20-byte address): IFINFO's,
+ * NEIGH_RESOLVE's and MCAST_JOIN's IPoIB branches run and find no IPoIB.
+ */
+TEST(infiniband_type_without_ib_device)
+{
+	struct sluice_stack_create c;
+	struct sluice_neigh_resolve r;
+	struct sluice_ifinfo info;
+	struct sluice_mcast m;
+	struct ifreq ifr;
+	int tfd, dev, fd, i;
+	__u32 ifindex;
+
+	ASSERT_EQ(0, ensure_loaded());
+	ASSERT_EQ(0, unshare(CLONE_NEWNET));
+	tfd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+	if (tfd < 0)
+		SKIP(return, "no /dev/net/tun");
+	memset(&ifr, 0, sizeof(ifr));
+	ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+	strcpy(ifr.ifr_name, "slib0");
+	ASSERT_EQ(0, ioctl(tfd, TUNSETIFF, &ifr));
+	ASSERT_EQ(0, ioctl(tfd, TUNSETLINK, ARPHRD_INFINIBAND));
+	ASSERT_EQ(0, run(IP_CMD " addr add 10.78.0.1/24 dev slib0"));
+	ASSERT_EQ(0, run(IP_CMD " link set slib0 up"));
+	ifindex = if_nametoindex("slib0");
+	ASSERT_NE(0, ifindex);
+	dev = open(SLUICE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, dev);
+
+	memset(&info, 0xaa, sizeof(info));
+	info.size = sizeof(info);
+	info.flags = 0;
+	info.reserved0 = 0;
+	info.ifindex = ifindex;
+	ASSERT_EQ(0, xioctl(dev, SLUICE_IOC_IFINFO, &info));
+	EXPECT_EQ(ARPHRD_INFINIBAND, info.type);
+	EXPECT_EQ(0, info.ib_flags);
+	EXPECT_TRUE(all_zero(&info.ib_flags,
+			     sizeof(info) - offsetof(struct sluice_ifinfo, ib_flags)));
+
+	fd = stack_create(dev, "t_ib_tun", ifindex, &c);
+	ASSERT_LE(0, fd);
+	/* No ARP on tun: the neighbour is valid at once, with no address. */
+	for (i = 0; i < 100; i++) {
+		memset(&r, 0, sizeof(r));
+		r.size = sizeof(r);
+		r.addr = htonl(0x0a4e0002);
+		ASSERT_EQ(0, xioctl(fd, SLUICE_IOC_NEIGH_RESOLVE, &r));
+		if (r.state == SLUICE_NEIGH_RES_VALID)
+			break;
+		usleep(10000);
+	}
+	EXPECT_EQ(SLUICE_NEIGH_RES_VALID, r.state);
+	EXPECT_EQ(0, r.path_state);
+	EXPECT_EQ(0, r.qpn);
+
+	memset(&m, 0xee, sizeof(m));
+	m.size = sizeof(m);
+	m.flags = 0;
+	memset(m.reserved, 0, sizeof(m.reserved));
+	m.group = htonl(GROUP);
+	ASSERT_EQ(0, xioctl(fd, SLUICE_IOC_MCAST_JOIN, &m));
+	EXPECT_EQ(0, m.addr_len);
+	EXPECT_TRUE(all_zero(m.hwaddr, sizeof(m.hwaddr)));
+	EXPECT_TRUE(igmp_has(htonl(GROUP)));
+	close(fd);
+	EXPECT_FALSE(igmp_has(htonl(GROUP)));
+	close(dev);
+	close(tfd);
 }
 
 FIXTURE(veth) {
