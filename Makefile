@@ -89,6 +89,15 @@ $(B)/tests/interop/%: $(B)/tests/interop/%.o $(B)/libsluice.a
 $(B)/tests/bench/%: $(B)/tests/bench/%.o $(B)/libsluice.a
 	$(CC) -o $@ $^ $(LIBS)
 
+# The module's pure IPoIB functions (kernel/ipoib_addr.c), compiled
+# unchanged as user space against tests/fuzz/kshim, under test_kipoib.
+$(B)/tests/unit/test_kipoib.o: CPPFLAGS := -Itests/fuzz/kshim $(CPPFLAGS)
+$(B)/kshim/kernel/%.o: kernel/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -Itests/fuzz/kshim $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+$(B)/tests/unit/test_kipoib: $(B)/tests/unit/test_kipoib.o $(B)/kshim/kernel/ipoib_addr.o
+	$(CC) $(LDFLAGS) -o $@ $^
+
 # Plain programs: they meet Sluice only through sluice run (LD_PRELOAD).
 # Fortified, so the __recv_chk family is what they call.
 $(B)/tests/preload/%.o: CPPFLAGS += -D_FORTIFY_SOURCE=2

@@ -109,6 +109,7 @@ static void sluice_stack_show(struct seq_file *m, struct sluice_stack *st)
 	sluice_filter_show(m, st);
 	sluice_kring_show(m, st);
 	sluice_neigh_show(m, st);
+	sluice_mcast_show(m, st);
 	sluice_sockfd_show(m, st);
 }
 
@@ -145,6 +146,7 @@ void sluice_debugfs_init(void)
 	sluice_debugfs_stacks = debugfs_create_dir("stacks",
 						   sluice_debugfs_root);
 	sluice_filter_debugfs_init(sluice_debugfs_root);
+	sluice_ipoib_debugfs_init(sluice_debugfs_root);
 }
 
 void sluice_debugfs_exit(void)

@@ -30,10 +30,17 @@ static int __init sluice_init(void)
 		goto err_debugfs;
 	}
 
+	/* Before the device: IFINFO and NEIGH_RESOLVE look ib devices up. */
+	ret = sluice_ipoib_init();
+	if (ret) {
+		pr_err("cannot register the ib client: %d\n", ret);
+		goto err_kring;
+	}
+
 	ret = sluice_chrdev_init();
 	if (ret) {
 		pr_err("cannot register /dev/%s: %d\n", SLUICE_DEVICE_NAME, ret);
-		goto err_kring;
+		goto err_ipoib;
 	}
 
 	/*
@@ -52,6 +59,8 @@ static int __init sluice_init(void)
 
 err_chrdev:
 	sluice_chrdev_exit();
+err_ipoib:
+	sluice_ipoib_exit();
 err_kring:
 	sluice_kring_exit();
 err_debugfs:
@@ -68,6 +77,7 @@ static void __exit sluice_exit(void)
 {
 	sluice_sysfs_exit();
 	sluice_chrdev_exit();
+	sluice_ipoib_exit();
 	sluice_kring_exit();
 	sluice_debugfs_exit();
 	sluice_filter_exit();

@@ -3,16 +3,20 @@
  * What user space needs to know about the network to run a stack on a
  * device: the device itself (SLUICE_IOC_IFINFO) and the hardware address
  * of a next hop from the kernel's neighbour table (SLUICE_IOC_NEIGH_RESOLVE),
- * whose resolution (ARP) the kernel does.
+ * whose resolution (ARP) the kernel does.  On IPoIB both say more
+ * (SLUICE_FEATURE_IPOIB): the ib device, port, P_Key, Q_Key... of the
+ * interface, and the SA path record to the neighbour (ipoib.c).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/fs.h>
+#include <linux/if_arp.h>
 #include <linux/in.h>
 #include <linux/inetdevice.h>
 #include <linux/minmax.h>
 #include <linux/netdevice.h>
 #include <linux/nsproxy.h>
+#include <linux/rtnetlink.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/string.h>
@@ -86,6 +90,14 @@ int sluice_ioc_ifinfo(struct file *file, void __user *uarg)
 	rcu_read_unlock();
 	if (!dev)
 		return -ENODEV;
+	/* IPoIB: what the ib device says, under RTNL (ipoib.c). */
+	if (info.type == ARPHRD_INFINIBAND) {
+		rtnl_lock();
+		dev = __dev_get_by_index(net, ifindex);
+		if (dev && dev->type == ARPHRD_INFINIBAND)
+			sluice_ipoib_ifinfo(dev, &info);
+		rtnl_unlock();
+	}
 	return sluice_arg_out(uarg, &info, sizeof(info));
 }
 
@@ -154,6 +166,10 @@ int sluice_ioc_neigh_resolve(struct file *file, void __user *uarg)
 	if (!dev)
 		return -ENODEV;
 	ret = sluice_neigh_lookup(dev, &res);
+	/* IPoIB: the path record to the neighbour's GID (ipoib.c). */
+	if (!ret && res.state == SLUICE_NEIGH_RES_VALID &&
+	    dev->type == ARPHRD_INFINIBAND)
+		sluice_ipoib_path(dev, &res);
 	dev_put(dev);
 	if (ret)
 		return ret;

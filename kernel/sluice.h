@@ -19,6 +19,7 @@ struct dentry;
 struct file;
 struct kobject;
 struct net;
+struct net_device;
 struct page;
 struct seq_file;
 struct sluice_stack_filters;
@@ -39,6 +40,8 @@ enum sluice_cmd_nr {
 	SLUICE_NR_FILTER_DEL = _IOC_NR(SLUICE_IOC_FILTER_DEL),
 	SLUICE_NR_IFINFO = _IOC_NR(SLUICE_IOC_IFINFO),
 	SLUICE_NR_NEIGH_RESOLVE = _IOC_NR(SLUICE_IOC_NEIGH_RESOLVE),
+	SLUICE_NR_MCAST_JOIN = _IOC_NR(SLUICE_IOC_MCAST_JOIN),
+	SLUICE_NR_MCAST_LEAVE = _IOC_NR(SLUICE_IOC_MCAST_LEAVE),
 	SLUICE_NR_SOCK_FD = _IOC_NR(SLUICE_IOC_SOCK_FD),
 	SLUICE_NR_SOCK_WAKE = _IOC_NR(SLUICE_IOC_SOCK_WAKE),
 	SLUICE_NR_SOCK_INFO = _IOC_NR(SLUICE_IOC_SOCK_INFO),
@@ -198,6 +201,19 @@ void sluice_filter_debugfs_init(struct dentry *root);
 int sluice_ioc_ifinfo(struct file *file, void __user *uarg);
 int sluice_ioc_neigh_resolve(struct file *file, void __user *uarg);
 void sluice_neigh_show(struct seq_file *m, struct sluice_stack *st);
+
+/* ipoib.c: ib_client, IPoIB interfaces, SA path records (ipoib_addr.c: pure parts) */
+int sluice_ipoib_init(void);
+void sluice_ipoib_exit(void);
+void sluice_ipoib_debugfs_init(struct dentry *root);
+void sluice_ipoib_ifinfo(struct net_device *dev, struct sluice_ifinfo *info);
+void sluice_ipoib_path(struct net_device *dev, struct sluice_neigh_resolve *res);
+
+/* mcast.c: multicast groups joined for a stack */
+int sluice_ioc_mcast_join(struct file *file, void __user *uarg);
+int sluice_ioc_mcast_leave(struct file *file, void __user *uarg);
+void sluice_mcast_stack_release(struct sluice_stack *st);
+void sluice_mcast_show(struct seq_file *m, struct sluice_stack *st);
 
 /* region.c: a stack's region (shmem pages, pinned, vmapped) */
 int sluice_region_alloc(struct sluice_stack *st);

@@ -273,6 +273,7 @@ void sluice_stack_file_gone(struct sluice_stack *st)
 	if (last) {
 		sluice_kring_stop(st);
 		sluice_filter_stack_release(st);
+		sluice_mcast_stack_release(st);
 	}
 }
 

@@ -261,11 +261,12 @@ TEST(abi_struct_layouts)
 	EXPECT_EQ(12, offsetof(struct sluice_filter, laddr));
 	EXPECT_EQ(20, offsetof(struct sluice_filter, lport));
 	EXPECT_EQ(24, offsetof(struct sluice_filter, id));
-	EXPECT_EQ(148, sizeof(struct sluice_ifinfo));
+	/* Grown by SLUICE_FEATURE_IPOIB from 148 and 56 (sluice_ipoib.c). */
+	EXPECT_EQ(268, sizeof(struct sluice_ifinfo));
 	EXPECT_EQ(28, offsetof(struct sluice_ifinfo, hwaddr));
 	EXPECT_EQ(92, offsetof(struct sluice_ifinfo, addr));
 	EXPECT_EQ(132, offsetof(struct sluice_ifinfo, name));
-	EXPECT_EQ(56, sizeof(struct sluice_neigh_resolve));
+	EXPECT_EQ(108, sizeof(struct sluice_neigh_resolve));
 	EXPECT_EQ(24, offsetof(struct sluice_neigh_resolve, hwaddr));
 }
 
@@ -997,8 +998,10 @@ TEST_F(ifinfo, argument_rules)
 	memset(&info, 0, sizeof(info));
 	info.size = sizeof(info);
 	info.ifindex = 1;
+	/* One byte short of the first published size (before the ib_* fields). */
 	EXPECT_EQ(-EINVAL, sized_ioctl(self->dev, SLUICE_IOC_IFINFO, &info,
-				       sizeof(info), sizeof(info) - 1, 0));
+				       sizeof(info),
+				       offsetof(struct sluice_ifinfo, ib_flags) - 1, 0));
 	EXPECT_EQ(-E2BIG, sized_ioctl(self->dev, SLUICE_IOC_IFINFO, &info,
 				      sizeof(info), sizeof(info) + TAIL, 1));
 	EXPECT_EQ(0, sized_ioctl(self->dev, SLUICE_IOC_IFINFO, &info,
@@ -1183,8 +1186,11 @@ TEST_F(neigh, argument_rules)
 	memset(&r, 0, sizeof(r));
 	r.size = sizeof(r);
 	r.addr = inet_addr("10.98.0.2");
+	/* One byte short of the first published size (before the path fields). */
 	EXPECT_EQ(-EINVAL, sized_ioctl(self->st, SLUICE_IOC_NEIGH_RESOLVE, &r,
-				       sizeof(r), sizeof(r) - 1, 0));
+				       sizeof(r),
+				       offsetof(struct sluice_neigh_resolve, path_state) - 1,
+				       0));
 	EXPECT_EQ(-E2BIG, sized_ioctl(self->st, SLUICE_IOC_NEIGH_RESOLVE, &r,
 				      sizeof(r), sizeof(r) + TAIL, 1));
 	EXPECT_EQ(0, sized_ioctl(self->st, SLUICE_IOC_NEIGH_RESOLVE, &r,

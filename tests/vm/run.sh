@@ -189,7 +189,10 @@ run_kernel() { # run_kernel VERSION
 			awk -v only="${SLUICE_VM_ONLY:-}" 'only == "" || $1 == only' >"$root/etc/sluice/suites"
 		mapfile -t kmods < <(sed -n 's/^# kmods: *//p' tests/vm/suites | tr ' ' '\n' | grep .)
 	fi
-	[ ${#kmods[@]} = 0 ] || add_kmods "$root" "$ver" "${kmods[@]}"
+	# sluice.ko needs ib_core (the ib_client, SA path records): loaded
+	# first in every run, the demo's too.
+	kmods=(ib_core "${kmods[@]}")
+	add_kmods "$root" "$ver" "${kmods[@]}"
 
 	(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initrd.gz"
 
