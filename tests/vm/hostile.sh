@@ -24,32 +24,9 @@
 PATH=/opt/sluice/bin:$PATH
 IP=/usr/sbin/ip
 NS=slh-peer
-n=0
-fail=0
-tap() { # tap ok|fail DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" = ok ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi
-}
-check() { # check DESCRIPTION COMMAND...
-	d=$1
-	shift
-	if "$@"; then tap ok "$d"; else tap fail "$d"; fi
-}
-expect() { # expect WANT DESCRIPTION COMMAND...: last line printed is WANT
-	want=$1 d=$2
-	shift 2
-	got=$("$@" 2>&1 | tail -n 1)
-	if [ "$got" = "$want" ]; then tap ok "$d"; else tap fail "$d"; echo "#   got '$got', want '$want'"; fi
-}
+SUITE="hostile"
+. /opt/sluice/bin/tap.sh
 in_ns() { $IP netns exec "$NS" "$@"; }
-wait_ready() { # wait_ready FILE
-	i=0
-	while [ $i -lt 150 ] && ! grep -qx ready "$1" 2>/dev/null; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	grep -qx ready "$1"
-}
 # ended NAME PID FILE: wait for it (its own timeout bounds this) and say
 # how it ended and what it printed last; its status is left in $rc.
 ended() {
@@ -107,9 +84,9 @@ hx=$!
 in_ns timeout -s KILL 70 kpeer serve 7 50 >/tmp/hk.out 2>&1 &
 hk=$!
 pids="$hq $hx $hk"
-check "stack hq (left alone) serves" wait_ready /tmp/hq.out
-check "stack hx (to be scribbled on) serves" wait_ready /tmp/hx.out
-check "kernel echo server for hx's client" wait_ready /tmp/hk.out
+check "stack hq (left alone) serves" wait_ready /tmp/hq.out 150
+check "stack hx (to be scribbled on) serves" wait_ready /tmp/hx.out 150
+check "kernel echo server for hx's client" wait_ready /tmp/hk.out 150
 
 # Traffic on both stacks, in both directions on hx, then the scribbler.
 in_ns timeout -s KILL 120 kpeer tcp-echo 10.81.0.1 7 2097152 2 >/tmp/q-tcp.out 2>&1 &
@@ -164,7 +141,7 @@ expect "50/50 echoed" "stack hq still answers UDP afterwards" \
 timeout -s KILL 60 kring_peer handoff hq 9100 50 >/tmp/hd.out 2>&1 &
 hd=$!
 pids="$pids $hd"
-wait_ready /tmp/hd.out
+wait_ready /tmp/hd.out 150
 sysq=/sys/class/misc/sluice/stacks/hq
 a0=$(cat $sysq/attached)
 check "the accepting process is attached to hq ($(cat $sysq/pids))" grep -qw "$hd" $sysq/pids

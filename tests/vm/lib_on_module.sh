@@ -4,12 +4,8 @@
 # In the test VM: the stack's own unit tests again, with the module loaded,
 # so every stack they make is a region the module allocates, pins and maps
 # (lib/region.c uses the module whenever it offers stacks).  Prints TAP.
-n=0
-fail=0
-tap() { # tap ok|fail DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" = ok ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi
-}
+SUITE="lib_on_module"
+. /opt/sluice/bin/tap.sh
 
 lsmod | grep -q '^sluice ' || insmod /lib/modules/sluice.ko
 if grep -q 'features 0x[0-9a-f]*[13579bdf]$' /sys/kernel/debug/sluice/info; then

@@ -28,22 +28,8 @@ S=10.80.0.1
 K=10.80.0.2
 ST=sfd
 PORT=7100
-n=0
-fail=0
-tap() { # tap ok|fail DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" = ok ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi
-}
-check() { # check DESCRIPTION COMMAND...
-	d=$1
-	shift
-	if "$@"; then tap ok "$d"; else tap fail "$d"; fi
-}
-skip_all() {
-	tap ok "socket fds # SKIP $1"
-	echo "1..$n"
-	exit 0
-}
+SUITE="socket fds"
+. /opt/sluice/bin/tap.sh
 in_ns() { $IP netns exec "$NS" "$@"; }
 srun() { srun_t 60 "$@"; }
 srun_t() { # srun_t SECONDS PROGRAM...: under sluice run on the stack, bounded

@@ -25,9 +25,11 @@ skip_all() {
 	echo "1..$n"
 	exit 0
 }
-wait_ready() { # wait_ready FILE: until FILE holds a line "ready", 10 s at most
+# wait_ready FILE [TENTHS]: until FILE holds a line "ready", TENTHS of a
+# second at most (100).
+wait_ready() {
 	i=0
-	while [ $i -lt 100 ] && ! grep -qx ready "$1" 2>/dev/null; do
+	while [ $i -lt "${2:-100}" ] && ! grep -qx ready "$1" 2>/dev/null; do
 		sleep 0.1
 		i=$((i + 1))
 	done

@@ -17,12 +17,8 @@
 # recovered by TCP, and the QPs, CQs, MRs and PDs gone from
 # `rdma resource` after a close (process still alive) and after kill -9.
 # Prints TAP.
-n=0
-fail=0
-tap() { # tap ok|fail DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" = ok ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi
-}
+SUITE="verbs"
+. /opt/sluice/bin/tap.sh
 ip=/usr/sbin/ip
 rdma=/usr/bin/rdma
 tc=/usr/sbin/tc
