@@ -934,6 +934,28 @@ static int flag_opt(struct sl_sock *so, uint16_t flag, const void *val, unsigned
 	return 0;
 }
 
+/* IP_ADD_MEMBERSHIP / IP_DROP_MEMBERSHIP: a struct ip_mreqn or ip_mreq,
+ * as ip(7) takes them. */
+static int mc_opt(struct sl_stack *s, struct sl_sock *so, int name, const void *val,
+		  unsigned int len)
+{
+	struct ip_mreqn mr = { 0 };
+
+	if (!val)
+		return -EFAULT;
+	if (len >= sizeof(struct ip_mreqn))
+		memcpy(&mr, val, sizeof(mr));
+	else if (len >= sizeof(struct ip_mreq))
+		memcpy(&mr, val, sizeof(struct ip_mreq));
+	else
+		return -EINVAL;
+	if (mr.imr_ifindex && s->ifindex && (unsigned int)mr.imr_ifindex != s->ifindex)
+		return -ENODEV;
+	return name == IP_ADD_MEMBERSHIP ?
+	       sl_udp_mc_join(s, so, mr.imr_multiaddr.s_addr, mr.imr_address.s_addr) :
+	       sl_udp_mc_drop(s, so, mr.imr_multiaddr.s_addr, mr.imr_address.s_addr);
+}
+
 int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, const void *val,
 		      unsigned int len)
 {
@@ -971,6 +993,9 @@ int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, cons
 			so->rcvbuf = v < 1152 ? 2304 : (uint32_t)v * 2;
 		else
 			so->sndbuf = v < 2304 ? 4608 : (uint32_t)v * 2;
+	} else if (level == IPPROTO_IP &&
+		   (name == IP_ADD_MEMBERSHIP || name == IP_DROP_MEMBERSHIP)) {
+		ret = mc_opt(s, so, name, val, len);
 	} else if (so->type == SL_SOCK_TCP) {
 		ret = sl_tcp_setsockopt(s, so, level, name, val, len);
 	} else {

@@ -54,8 +54,13 @@ void sl_ip_input(struct sl_stack *s, uint32_t idx)
 		goto drop;
 	}
 	if (!ip_for_us(s, ip->daddr)) {
-		sl_count(s, SL_C_ip_rx_not_ours);
-		goto drop;
+		/* A group's datagrams go to UDP, which hands them only to
+		 * sockets that joined (udp.c); nothing else takes multicast. */
+		if (!SL_IN_MULTICAST(ip->daddr) || ip->proto != IPPROTO_UDP_) {
+			sl_count(s, SL_C_ip_rx_not_ours);
+			goto drop;
+		}
+		sl_count(s, SL_C_ip_rx_mcast);
 	}
 	/* RFC 1122 3.2.1.3: no broadcast, multicast or class E sources. */
 	src = ntohl(ip->saddr);

@@ -64,6 +64,8 @@ struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type)
 	 * they must be empty, not buffer 0. */
 	so->tcp.sndq_head = so->tcp.sndq_tail = so->tcp.sndq_hint = SLUICE_IDX_NONE;
 	so->tcp.ooo_head = so->tcp.acc_head = so->tcp.acc_tail = SLUICE_IDX_NONE;
+	if (type == SL_SOCK_UDP)
+		memset(&so->udp, 0, sizeof(so->udp));
 	so->rcvbuf = 256 * 1024;
 	so->sndbuf = 256 * 1024;
 	so->owner_pid = sl_self_pid();
@@ -83,6 +85,8 @@ void sl_sock_free(struct sl_stack *s, struct sl_sock *so)
 	sl_buf_free_chain(s, so->tx_lent_idx);
 	so->rx_lent_idx = so->tx_lent_idx = SLUICE_IDX_NONE;
 	so->rx_lent_bytes = so->rx_lent_count = so->tx_lent_bytes = 0;
+	if (so->type == SL_SOCK_UDP)
+		sl_udp_mc_leave_all(s, so);
 	so->type = SL_SOCK_FREE;
 	/* A socket fd still open on it now reports ERR | HUP (lock.c). */
 	if (so->kp.kstate != SLUICE_KSOCK_NONE)
@@ -248,7 +252,10 @@ int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_
 
 	if (so->flags & SL_SF_BOUND)
 		return -EINVAL;
-	if (laddr && !sl_ip_is_local(s, laddr) && laddr != INADDR_BROADCAST)
+	/* As Linux: a UDP socket may bind a multicast group's address, to
+	 * get that group's datagrams only. */
+	if (laddr && !sl_ip_is_local(s, laddr) && laddr != INADDR_BROADCAST &&
+	    !(so->type == SL_SOCK_UDP && SL_IN_MULTICAST(laddr)))
 		return -EADDRNOTAVAIL;
 	if (lport) {
 		if (!sl_sock_port_free(s, so, laddr, lport))

@@ -41,6 +41,14 @@
  * One socket slot.  Common part first; the protocol part is a union so a
  * slot has one fixed size (sluice_region.sock_size).
  */
+/* IPv4 multicast groups a UDP socket joined (IP_ADD_MEMBERSHIP), network
+ * order; Linux allows 20 a socket (igmp_max_memberships), Sluice 8. */
+#define SL_UDP_MC_MAX	8
+struct sl_udp_sock {
+	uint32_t mc_n;
+	uint32_t mc_group[SL_UDP_MC_MAX];
+};
+
 struct sl_sock {
 	/*
 	 * What the module reads (uapi struct sluice_sock_kpoll, at offset 0
@@ -107,11 +115,13 @@ struct sl_sock {
 
 	union {
 		struct sl_tcp_sock tcp;
+		struct sl_udp_sock udp;
 		uint8_t proto_space[SL_SOCK_PROTO_SPACE];
 	};
 };
 
 _Static_assert(offsetof(struct sl_sock, kp) == 0, "the module's part opens the slot");
+_Static_assert(sizeof(struct sl_udp_sock) <= SL_SOCK_PROTO_SPACE, "UDP state fits the slot");
 _Static_assert(sizeof(struct sl_tcp_sock) <= SL_SOCK_PROTO_SPACE,
 	       "TCP state fits the socket slot");
 /* Issue 3's target: at most 1 KiB of shared state per idle connection. */
@@ -223,6 +233,13 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_t len,
 			int flags, uint32_t *saddr, uint16_t *sport);
 uint32_t sl_udp_poll(struct sl_stack *s, struct sl_sock *so);
+/* IP_ADD_MEMBERSHIP / IP_DROP_MEMBERSHIP (udp.c); 0 or -errno. */
+int sl_udp_mc_join(struct sl_stack *s, struct sl_sock *so, uint32_t group, uint32_t ifaddr);
+int sl_udp_mc_drop(struct sl_stack *s, struct sl_sock *so, uint32_t group, uint32_t ifaddr);
+void sl_udp_mc_leave_all(struct sl_stack *s, struct sl_sock *so);
+bool sl_udp_mc_member(const struct sl_sock *so, uint32_t group);
+/* 224.0.0.0/4, network order (RFC 5771). */
+#define SL_IN_MULTICAST(a)	((ntohl(a) & 0xf0000000u) == 0xe0000000u)
 
 /* sock.c: table, hash, ports (callers hold the lock) */
 struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type);	/* NULL: -ENFILE */

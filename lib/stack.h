@@ -91,7 +91,9 @@ struct sl_sock;
 	X(corrupt_lock, "region corrupt: the lock word names no process") \
 	X(corrupt_header, "region corrupt: header state impossible") \
 	X(sockfd_wake, "SLUICE_IOC_SOCK_WAKE calls for armed socket fds")	\
-	X(sockfd_released, "sockets closed after their last socket fd went")
+	X(sockfd_released, "sockets closed after their last socket fd went") \
+	X(udp_mc_join, "multicast groups joined by UDP sockets (IP_ADD_MEMBERSHIP)") \
+	X(ip_rx_mcast, "multicast datagrams taken in")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include "sock.h"
@@ -46,6 +47,125 @@ static void queue_datagram(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 	sl_sock_wake(s, so);
 }
 
+/* ---- Multicast (RFC 1112) ------------------------------------------------ */
+
+bool sl_udp_mc_member(const struct sl_sock *so, uint32_t group)
+{
+	uint32_t n = so->udp.mc_n < SL_UDP_MC_MAX ? so->udp.mc_n : SL_UDP_MC_MAX;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (so->udp.mc_group[i] == group)
+			return true;
+	return false;
+}
+
+/* Does a socket of the stack other than so hold group? */
+static bool mc_held_elsewhere(struct sl_stack *s, const struct sl_sock *so, uint32_t group)
+{
+	for (uint32_t i = 0; i < s->max_sockets; i++) {
+		const struct sl_sock *o = sl_sock(s, i);
+
+		if (o != so && o->type == SL_SOCK_UDP && sl_udp_mc_member(o, group))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * On a module stack with a device, the module makes the device a member
+ * (IGMP, the device's filter, the ipoib driver's SA join): the stack joins
+ * once, whatever number of its sockets hold the group, and leaves with
+ * the last.  Elsewhere (a TAP or loop link, in-stack loopback) there is no
+ * device to join; the stack's own input is filter enough.
+ */
+static int mc_module(struct sl_stack *s, uint32_t group, bool join)
+{
+	struct sluice_mcast m = { .size = sizeof(m), .group = group };
+
+	if (!s->module_backed || !s->filters)
+		return 0;
+	if (ioctl(s->region_fd, join ? SLUICE_IOC_MCAST_JOIN : SLUICE_IOC_MCAST_LEAVE, &m) < 0) {
+		if ((join && errno == EALREADY) || (!join && errno == ENOENT))
+			return 0;
+		return -errno;
+	}
+	return 0;
+}
+
+static int mc_check(const struct sl_stack *s, const struct sl_sock *so, uint32_t group,
+		    uint32_t ifaddr)
+{
+	if (so->type != SL_SOCK_UDP)
+		return -EPROTO;
+	if (!SL_IN_MULTICAST(group))
+		return -EINVAL;
+	/* The interface: any, or the stack's own address (it has one). */
+	if (ifaddr && ifaddr != s->r->ip_addr)
+		return -ENODEV;
+	return 0;
+}
+
+int sl_udp_mc_join(struct sl_stack *s, struct sl_sock *so, uint32_t group, uint32_t ifaddr)
+{
+	int ret = mc_check(s, so, group, ifaddr);
+
+	if (ret)
+		return ret;
+	if (sl_udp_mc_member(so, group))
+		return -EADDRINUSE;		/* as Linux */
+	if (so->udp.mc_n >= SL_UDP_MC_MAX)
+		return -ENOBUFS;		/* as Linux past igmp_max_memberships */
+	ret = mc_module(s, group, true);
+	if (ret)
+		return ret;
+	so->udp.mc_group[so->udp.mc_n++] = group;
+	sl_count(s, SL_C_udp_mc_join);
+	return 0;
+}
+
+static void mc_remove(struct sl_stack *s, struct sl_sock *so, uint32_t i)
+{
+	uint32_t group = so->udp.mc_group[i];
+
+	so->udp.mc_group[i] = so->udp.mc_group[--so->udp.mc_n];
+	if (!mc_held_elsewhere(s, so, group))
+		mc_module(s, group, false);
+}
+
+int sl_udp_mc_drop(struct sl_stack *s, struct sl_sock *so, uint32_t group, uint32_t ifaddr)
+{
+	int ret = mc_check(s, so, group, ifaddr);
+
+	if (ret)
+		return ret;
+	for (uint32_t i = 0; i < so->udp.mc_n && i < SL_UDP_MC_MAX; i++)
+		if (so->udp.mc_group[i] == group) {
+			mc_remove(s, so, i);
+			return 0;
+		}
+	return -EADDRNOTAVAIL;			/* as Linux: not a member */
+}
+
+void sl_udp_mc_leave_all(struct sl_stack *s, struct sl_sock *so)
+{
+	if (so->udp.mc_n > SL_UDP_MC_MAX)
+		so->udp.mc_n = SL_UDP_MC_MAX;	/* scribbled: what fits */
+	while (so->udp.mc_n)
+		mc_remove(s, so, so->udp.mc_n - 1);
+}
+
+/* Does socket o take a datagram to daddr:dport sent to many? */
+static bool takes_group(const struct sl_sock *o, uint32_t daddr, uint16_t dport, bool mcast)
+{
+	if (o->type != SL_SOCK_UDP || o->lport != dport || o->rport ||
+	    (o->laddr && o->laddr != daddr))
+		return false;
+	/* Multicast: only sockets that joined the group (as Linux with
+	 * IP_MULTICAST_ALL off; Linux's default also hands it to sockets on
+	 * the port that did not join, when another socket of the host did). */
+	return !mcast || sl_udp_mc_member(o, daddr);
+}
+
 void sl_udp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen)
 {
 	struct sluice_buf *b = sl_buf(s, idx);
@@ -66,16 +186,17 @@ void sl_udp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 		goto bad;
 	b->len = hlen + ulen;
 
-	if (is_broadcast(s, ip->daddr)) {
+	if (is_broadcast(s, ip->daddr) || SL_IN_MULTICAST(ip->daddr)) {
 		/* Every socket bound to the port on INADDR_ANY (or the broadcast
-		 * address) gets a copy.  Broadcast is rare: a table scan. */
+		 * or group address) gets a copy; for a group, every one that
+		 * joined it.  Rare enough for a table scan. */
+		bool mcast = SL_IN_MULTICAST(ip->daddr);
 		uint32_t i, last = SLUICE_IDX_NONE;
 
 		for (i = 0; i < s->max_sockets; i++) {
 			struct sl_sock *o = sl_sock(s, i);
 
-			if (o->type != SL_SOCK_UDP || o->lport != uh->dport ||
-			    (o->laddr && o->laddr != ip->daddr) || o->rport)
+			if (!takes_group(o, ip->daddr, uh->dport, mcast))
 				continue;
 			if (last != SLUICE_IDX_NONE) {
 				uint32_t c = sl_buf_alloc(s);

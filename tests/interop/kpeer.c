@@ -15,6 +15,9 @@
  *   kpeer bind tcp|udp PORT         prints the errno name of binding
  *                                   0.0.0.0:PORT (0 when it works)
  *   kpeer listen PORT SECONDS       holds a TCP listener on PORT
+ *   kpeer mcast-send GROUP PORT COUNT IFADDR
+ *                                   COUNT datagrams to GROUP:PORT out of
+ *                                   the interface of IFADDR, 20 ms apart
  * Every loop is bounded in time; exit status 0 on success.
  */
 #include <arpa/inet.h>
@@ -223,6 +226,31 @@ static int hold_listener(int port, int seconds)
 	return 0;
 }
 
+static int mcast_send(const char *group, int port, int count, const char *ifaddr)
+{
+	struct sockaddr_in a = addr(group, port);
+	struct in_addr ifa;
+	int s = socket(AF_INET, SOCK_DGRAM, 0), sent = 0;
+	struct timespec gap = { 0, 20000000 };
+
+	inet_pton(AF_INET, ifaddr, &ifa);
+	if (setsockopt(s, IPPROTO_IP, IP_MULTICAST_IF, &ifa, sizeof(ifa))) {
+		perror("IP_MULTICAST_IF");
+		return 1;
+	}
+	for (int i = 0; i < count; i++) {
+		char msg[64];
+		int len = snprintf(msg, sizeof(msg), "mcast %d", i);
+
+		if (sendto(s, msg, len, 0, (struct sockaddr *)&a, sizeof(a)) == len)
+			sent++;
+		nanosleep(&gap, NULL);
+	}
+	printf("sent %d\n", sent);
+	close(s);
+	return sent == count ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "serve"))
@@ -233,6 +261,8 @@ int main(int argc, char **argv)
 		return udp_echo(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc == 4 && !strcmp(argv[1], "bind"))
 		return try_bind(argv[2], atoi(argv[3]));
+	if (argc == 6 && !strcmp(argv[1], "mcast-send"))
+		return mcast_send(argv[2], atoi(argv[3]), atoi(argv[4]), argv[5]);
 	if (argc == 4 && !strcmp(argv[1], "listen"))
 		return hold_listener(atoi(argv[2]), atoi(argv[3]));
 	fprintf(stderr, "usage: see tests/interop/kpeer.c\n");

@@ -20,6 +20,10 @@
  *        attaches to STACK, listens on PORT, accepts one connection, closes
  *        the listener (the port's filter passes to the connection), echoes
  *        until EOF and closes; prints "ok BYTES"
+ *   kring_peer mcast-recv STACK GROUP PORT COUNT SECONDS
+ *        attaches to STACK, binds UDP 0.0.0.0:PORT, joins GROUP
+ *        (IP_ADD_MEMBERSHIP: the module joins the device), prints "ready",
+ *        counts datagrams until COUNT or SECONDS; prints "got N"
  *   kring_peer wait-gone STACK IFNAME SECONDS
  *        makes STACK on IFNAME with a TCP listener and a UDP socket on port
  *        7, prints "ready", then waits for the device to go: prints what
@@ -403,6 +407,37 @@ static int wait_gone(const char *name, const char *ifname, int seconds)
 	return 0;
 }
 
+static int mcast_recv(const char *group, int port, int count, double secs)
+{
+	struct sockaddr_in a = addr("0.0.0.0", port);
+	struct ip_mreqn mr = { .imr_ifindex = 0 };
+	int s = sluice_socket(st, SLUICE_SOCK_DGRAM), n = 0, ret;
+	double end = now_s() + secs;
+	char buf[1500];
+
+	inet_pton(AF_INET, group, &mr.imr_multiaddr);
+	ret = sluice_bind(st, s, &a);
+	if (!ret)
+		ret = sluice_setsockopt(st, s, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof(mr));
+	if (ret) {
+		printf("join %s\n", err_name(ret));
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	while (n < count && now_s() < end) {
+		struct sluice_pollfd p = { .sd = s, .events = POLLIN };
+
+		if (sluice_poll(st, &p, 1, 200) == 1 &&
+		    sluice_recv(st, s, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+			n++;
+	}
+	printf("got %d\n", n);
+	sluice_close(st, s);
+	sluice_stack_close(st);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if ((argc == 5 || argc == 6) && !strcmp(argv[1], "serve"))
@@ -424,6 +459,8 @@ int main(int argc, char **argv)
 		return try_bind(argv[3], atoi(argv[4]));
 	if (!strcmp(argv[1], "handoff") && argc == 5)
 		return handoff(atoi(argv[3]), atoi(argv[4]));
+	if (!strcmp(argv[1], "mcast-recv") && argc == 7)
+		return mcast_recv(argv[3], atoi(argv[4]), atoi(argv[5]), atof(argv[6]));
 	fprintf(stderr, "kring_peer: bad arguments\n");
 	sluice_stack_close(st);
 	return 2;

@@ -30,7 +30,7 @@ SUITE="kring interop"
 . /opt/sluice/bin/tap.sh
 in_ns() { $IP netns exec "$NS" "$@"; }
 cleanup() {
-	for p in $srv $ksrv $klis $gone $hand; do kill "$p" 2>/dev/null; done
+	for p in $srv $ksrv $klis $gone $hand $mc; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	$IP netns del "$NS" 2>/dev/null
 	$IP link del slk0 2>/dev/null
@@ -111,6 +111,21 @@ expect 0 "the connection closed, the kernel can bind its port again" kpeer bind 
 
 check "ping of the shared address is still answered (by the kernel)" \
 	in_ns ping -c 3 -W 5 "$S"
+
+# Multicast: a Sluice UDP socket joins a group (IP_ADD_MEMBERSHIP: the
+# module makes slk0 a member), a kernel sender in the peer namespace sends
+# to it, and closing the socket leaves the group.
+mout=/tmp/kring-mcast.out
+timeout 60 kring_peer mcast-recv kr 239.7.7.7 5007 20 30 >$mout 2>&1 &
+mc=$!
+check "a Sluice socket joined 239.7.7.7 (IP_ADD_MEMBERSHIP)" wait_ready $mout
+check "... and slk0 is a member of the group" sh -c "$IP maddr show dev slk0 | grep -q 239.7.7.7"
+expect "sent 20" "a kernel sender in the peer namespace sends 20 datagrams to the group" \
+	in_ns timeout 30 kpeer mcast-send 239.7.7.7 5007 20 "$K"
+wait $mc
+mc=
+check "the Sluice socket got all 20 through the rings" grep -qx "got 20" $mout
+check "closing the socket left the group" sh -c "! $IP maddr show dev slk0 | grep -q 239.7.7.7"
 
 # Loss recovery: netem on both ends of the veth.
 if in_ns $TC qdisc add dev slk1 root netem loss 3% 2>/dev/null &&
