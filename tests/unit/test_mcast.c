@@ -76,7 +76,7 @@ static void test_membership_rules(void)
 	tap_eq(join(s, t, IP_ADD_MEMBERSHIP, "239.1.2.3", sizeof(struct ip_mreqn)), -EPROTO,
 	       "a TCP socket: EPROTO (as Linux)");
 	for (int i = 5; i < 11; i++) {
-		char g[16];
+		char g[32];
 
 		snprintf(g, sizeof(g), "239.1.2.%d", i);
 		join(s, u, IP_ADD_MEMBERSHIP, g, sizeof(struct ip_mreqn));
