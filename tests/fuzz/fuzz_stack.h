@@ -302,23 +302,7 @@ static void fz_build_tcp(uint32_t idx, uint32_t saddr, uint16_t sport, uint16_t 
 	tl = 20 + ol + dlen;
 	if (dlen)
 		memcpy(op + ol, data, dlen);
-	memset(ip, 0, sizeof(*ip));
-	ip->ver_ihl = 0x45;
-	ip->tot_len = htons((uint16_t)(20 + tl));
-	ip->ttl = 64;
-	ip->proto = IPPROTO_TCP_;
-	ip->saddr = saddr;
-	ip->daddr = F.us;
-	ip->csum = sl_ip_csum(ip);
-	th->sport = htons(sport);
-	th->dport = htons(dport);
-	th->seq = htonl(seq);
-	th->ack = htonl(ack);
-	th->off = (uint8_t)(((20 + ol) / 4) << 4);
-	th->flags = flags;
-	th->win = htons(win);
-	th->csum = 0;
-	th->urp = 0;
+	tcp_hdrs_put(ip, th, saddr, F.us, sport, dport, seq, ack, flags, win, ol, tl);
 	th->csum = fz_l4_csum(ip, (const uint8_t *)th, tl);
 	if (bad_csum)
 		th->csum ^= 0x5a5a;

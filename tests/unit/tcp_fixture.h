@@ -251,23 +251,7 @@ static inline void tf_seg_full(uint16_t sport, uint16_t dport, uint8_t flags, ui
 	tl = 20 + ol + dlen;
 	if (dlen)
 		memcpy(op + ol, data, dlen);
-	memset(ip, 0, sizeof(*ip));
-	ip->ver_ihl = 0x45;
-	ip->tot_len = htons((uint16_t)(20 + tl));
-	ip->ttl = 64;
-	ip->proto = IPPROTO_TCP_;
-	ip->saddr = T.peer;
-	ip->daddr = T.us;
-	ip->csum = sl_ip_csum(ip);
-	th->sport = htons(sport);
-	th->dport = htons(dport);
-	th->seq = htonl(seq);
-	th->ack = htonl(ack);
-	th->off = (uint8_t)(((20 + ol) / 4) << 4);
-	th->flags = flags;
-	th->win = htons(win);
-	th->csum = 0;
-	th->urp = 0;
+	tcp_hdrs_put(ip, th, T.peer, T.us, sport, dport, seq, ack, flags, win, ol, tl);
 	th->csum = sl_csum_fold(sl_csum_add(sl_csum_pseudo(ip->saddr, ip->daddr, 6,
 							   (uint16_t)tl), th, tl));
 	sl_buf(T.s, idx)->len = (uint16_t)(20 + tl);

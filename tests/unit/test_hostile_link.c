@@ -176,22 +176,7 @@ static void forge_ts(struct sl_stack *s, uint32_t saddr, uint32_t daddr, uint16_
 	unsigned int ol = tsval ? tcp_opts_put((uint8_t *)(th + 1), 0, 0, 0, 0, 1, *tsval, 0) : 0;
 	unsigned int tl = 20 + ol + dlen;
 
-	memset(pkt, 0, 20);
-	memset(th, 0, 20);
-	ip->ver_ihl = 0x45;
-	ip->tot_len = htons((uint16_t)(20 + tl));
-	ip->ttl = 64;
-	ip->proto = IPPROTO_TCP_;
-	ip->saddr = saddr;
-	ip->daddr = daddr;
-	ip->csum = sl_ip_csum(ip);
-	th->sport = htons(sport);
-	th->dport = htons(dport);
-	th->seq = htonl(seq);
-	th->ack = htonl(ack);
-	th->off = (uint8_t)(((20 + ol) / 4) << 4);
-	th->flags = flags;
-	th->win = htons(win);
+	tcp_hdrs_put(ip, th, saddr, daddr, sport, dport, seq, ack, flags, win, ol, tl);
 	if (dlen)
 		memcpy((uint8_t *)(th + 1) + ol, data, dlen);
 	th->csum = sl_csum_fold(sl_csum_add(sl_csum_pseudo(saddr, daddr, 6, (uint16_t)tl), th, tl));
