@@ -33,7 +33,7 @@ void sl_ip_input(struct sl_stack *s, uint32_t idx)
 {
 	struct sluice_buf *b = sl_buf(s, idx);
 	struct sl_ip *ip = (struct sl_ip *)sl_buf_data(s, idx);
-	unsigned int hlen, tot;
+	unsigned int hlen, tot, chain;
 	uint32_t src;
 
 	sl_count(s, SL_C_ip_rx);
@@ -41,14 +41,18 @@ void sl_ip_input(struct sl_stack *s, uint32_t idx)
 		goto bad_hdr;
 	hlen = (ip->ver_ihl & 0xf) * 4;
 	tot = ntohs(ip->tot_len);
-	if (hlen < sizeof(*ip) || hlen > b->len || tot < hlen || tot > b->len)
+	/* A chained segment's total counts its further buffers' payload
+	 * (sl_stack_drain_loopback() left it in seq); it must all be there. */
+	chain = sl_buf_chained(b) ? b->seq : 0;
+	if (hlen < sizeof(*ip) || hlen > b->len || tot < hlen || tot > b->len + chain ||
+	    (chain && tot != b->len + chain))
 		goto bad_hdr;
 	if (sl_ip_csum(ip) != 0) {
 		sl_count(s, SL_C_ip_rx_bad_csum);
 		goto drop;
 	}
 	/* Trim link padding (Ethernet minimum frame size). */
-	b->len = tot;
+	b->len = (uint16_t)(tot - chain);
 	if (ntohs(ip->frag) & (IP_MF_ | IP_OFFMASK_)) {
 		sl_count(s, SL_C_ip_rx_frag);
 		goto drop;
@@ -77,6 +81,8 @@ void sl_ip_input(struct sl_stack *s, uint32_t idx)
 	}
 	if (hlen > sizeof(*ip))
 		sl_count(s, SL_C_ip_rx_options);
+	if (chain && ip->proto != IPPROTO_TCP_)
+		goto bad_hdr;
 
 	switch (ip->proto) {
 	case IPPROTO_TCP_:
@@ -98,7 +104,15 @@ void sl_ip_input(struct sl_stack *s, uint32_t idx)
 bad_hdr:
 	sl_count(s, SL_C_ip_rx_bad_hdr);
 drop:
-	sl_buf_free(s, idx);
+	sl_pkt_free(s, idx);
+}
+
+void sl_pkt_free(struct sl_stack *s, uint32_t idx)
+{
+	if (sl_buf_some(s, idx) && sl_buf_chained(sl_buf(s, idx)))
+		sl_buf_free_chain(s, idx);
+	else
+		sl_buf_free(s, idx);
 }
 
 void sl_ip_build(struct sl_stack *s, uint32_t idx, uint8_t proto, uint32_t saddr,
@@ -108,8 +122,10 @@ void sl_ip_build(struct sl_stack *s, uint32_t idx, uint8_t proto, uint32_t saddr
 	struct sl_ip *ip;
 
 	b->off = SL_HEADROOM;
-	b->len = sizeof(*ip) + payload_len;
+	b->len = sizeof(*ip);
 	ip = (struct sl_ip *)sl_buf_data(s, idx);
+	/* May be more than the buffer: a chained segment's first part. */
+	b->len = (uint16_t)(sizeof(*ip) + payload_len);
 	ip->ver_ihl = 0x45;
 	ip->tos = 0;
 	ip->tot_len = htons(b->len);
@@ -123,8 +139,7 @@ void sl_ip_build(struct sl_stack *s, uint32_t idx, uint8_t proto, uint32_t saddr
 	ip->csum = sl_ip_csum(ip);
 }
 
-/* Copy a packet into a fresh buffer (for loopback of a kept buffer). */
-static uint32_t buf_copy(struct sl_stack *s, uint32_t idx)
+uint32_t sl_pkt_copy(struct sl_stack *s, uint32_t idx)
 {
 	uint32_t n = sl_buf_alloc(s);
 
@@ -133,6 +148,17 @@ static uint32_t buf_copy(struct sl_stack *s, uint32_t idx)
 	sl_buf(s, n)->len = sl_buf(s, idx)->len;
 	memcpy(sl_buf_data(s, n), sl_buf_data(s, idx), sl_buf(s, idx)->len);
 	return n;
+}
+
+void sl_ip_loopback(struct sl_stack *s, uint32_t first, uint32_t last)
+{
+	struct sluice_region *r = s->r;
+
+	if (sl_buf_some(s, r->lo_tail))
+		sl_buf(s, r->lo_tail)->next_idx = first;
+	else
+		r->lo_head = first;
+	r->lo_tail = last;
 }
 
 int sl_ip_output(struct sl_stack *s, uint32_t idx, bool keep)
@@ -145,7 +171,7 @@ int sl_ip_output(struct sl_stack *s, uint32_t idx, bool keep)
 	sl_count(s, SL_C_ip_tx);
 	if (sl_ip_is_local(s, daddr)) {
 		/* Never touches the link: queued, delivered before unlock. */
-		uint32_t n = keep ? buf_copy(s, idx) : idx;
+		uint32_t n = keep ? sl_pkt_copy(s, idx) : idx;
 
 		if (n == SLUICE_IDX_NONE) {
 			sl_count(s, SL_C_ip_tx_nobuf);
@@ -153,11 +179,7 @@ int sl_ip_output(struct sl_stack *s, uint32_t idx, bool keep)
 		}
 		sl_buf(s, n)->next_idx = SLUICE_IDX_NONE;
 		sl_buf(s, n)->flags = SL_BUF_LOCAL;
-		if (sl_buf_some(s, r->lo_tail))
-			sl_buf(s, r->lo_tail)->next_idx = n;
-		else
-			r->lo_head = n;
-		r->lo_tail = n;
+		sl_ip_loopback(s, n, n);
 		return 0;
 	}
 	if (daddr == INADDR_BROADCAST ||
@@ -180,6 +202,35 @@ int sl_ip_output(struct sl_stack *s, uint32_t idx, bool keep)
 	return ret;
 }
 
+/* Find the last buffer of chained segment head on the loopback queue and
+ * leave the payload bytes after head in head->seq.  False (the stack
+ * marked corrupt) if the chain is not what head says. */
+static bool chain_cut(struct sl_stack *s, uint32_t head, uint32_t *last)
+{
+	struct sluice_buf *h = sl_buf(s, head);
+	uint32_t idx = h->next_idx, steps = 0, bytes = 0;
+
+	if (!h->aux || h->aux > SL_CHAIN_MAX)
+		goto bad;
+	for (unsigned int i = 0; i < h->aux; i++) {
+		const struct sluice_buf *b;
+
+		if (!sl_buf_next(s, idx, &steps))
+			goto bad;
+		b = sl_buf(s, idx);
+		if (!b->len || (uint32_t)b->off + b->len > s->buf_size)
+			goto bad;
+		bytes += b->len;
+		*last = idx;
+		idx = b->next_idx;
+	}
+	h->seq = bytes;
+	return true;
+bad:
+	sl_corrupt(s, SL_C_corrupt_chain, head);
+	return false;
+}
+
 bool sl_stack_drain_loopback(struct sl_stack *s, unsigned int *budget)
 {
 	struct sluice_region *r = s->r;
@@ -192,9 +243,16 @@ bool sl_stack_drain_loopback(struct sl_stack *s, unsigned int *budget)
 	sl_batch_begin(s);
 	while (r->lo_head < s->n_bufs && *budget) {
 		(*budget)--;
-		uint32_t idx = r->lo_head;
+		uint32_t idx = r->lo_head, last = idx;
+		struct sluice_buf *b = sl_buf(s, idx);
 
-		r->lo_head = sl_buf(s, idx)->next_idx;
+		if (sl_buf_chained(b) && !chain_cut(s, idx, &last)) {
+			/* Nothing after a broken chain can be trusted. */
+			r->lo_head = r->lo_tail = SLUICE_IDX_NONE;
+			break;
+		}
+		r->lo_head = sl_buf(s, last)->next_idx;
+		sl_buf(s, last)->next_idx = SLUICE_IDX_NONE;
 		if (r->lo_head == SLUICE_IDX_NONE)
 			r->lo_tail = SLUICE_IDX_NONE;
 		sl_count(s, SL_C_loopback);

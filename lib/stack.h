@@ -37,6 +37,8 @@ struct sl_sock;
 	X(ip_tx_nobuf, "not sent: no packet buffer")			\
 	X(loopback, "packets delivered within the stack")		\
 	X(loopback_left, "unlocks that left loopback packets for later")	\
+	X(loopback_chain, "segments within the stack spanning buffers")	\
+	X(loopback_unchained, "spanning segments cut to their first buffer")	\
 	X(icmp_rx, "ICMP messages received")				\
 	X(icmp_rx_bad, "dropped: bad ICMP message")			\
 	X(icmp_echo_replied, "ICMP echo requests answered")		\
@@ -211,6 +213,21 @@ struct sl_stack {
 #define SL_BUF_CSUM_OK	0x4000
 /* Given to the module on the kring fill ring (link_kring.c). */
 #define SL_BUF_ON_FILL	0x2000
+/*
+ * A TCP segment inside the stack whose payload goes on past this buffer
+ * (SL_BUF_LOCAL only; tcp_output.c sends them, as Linux's loopback takes
+ * 64 KiB GSO packets): aux counts the further payload buffers, linked by
+ * next_idx from this one.  On the loopback queue the last one's next_idx
+ * leads on to the next packet; sl_stack_drain_loopback() cuts the chain
+ * off, checks it and leaves its payload byte count in seq for input.
+ */
+#define SL_BUF_CHAIN	0x1000
+#define SL_CHAIN_MAX	32	/* payload buffers in one chained segment */
+
+static inline bool sl_buf_chained(const struct sluice_buf *b)
+{
+	return (b->flags & (SL_BUF_LOCAL | SL_BUF_CHAIN)) == (SL_BUF_LOCAL | SL_BUF_CHAIN);
+}
 
 /* Headroom left in front of every packet for link headers (Ethernet 14,
  * IPoIB 4 + 40 GRH room), so headers are prepended in place. */
@@ -421,6 +438,14 @@ void sl_ip_input(struct sl_stack *s, uint32_t idx);
 /* Send the IPv4 packet in idx (header filled except id/csum/ttl when
  * fill_hdr); consumes idx unless keep is set. */
 int sl_ip_output(struct sl_stack *s, uint32_t idx, bool keep);
+/* Queue packet first (a chained segment ending with last, or first again)
+ * for delivery inside the stack. */
+void sl_ip_loopback(struct sl_stack *s, uint32_t first, uint32_t last);
+/* Copy packet idx (from its off, len bytes) into a fresh buffer; returns
+ * it, or SLUICE_IDX_NONE. */
+uint32_t sl_pkt_copy(struct sl_stack *s, uint32_t idx);
+/* Free a received packet, all of a chained segment's buffers. */
+void sl_pkt_free(struct sl_stack *s, uint32_t idx);
 /* Fill an IPv4 header at the front of buffer idx, whose data already holds
  * the transport header and payload at off + 20. */
 void sl_ip_build(struct sl_stack *s, uint32_t idx, uint8_t proto, uint32_t saddr,

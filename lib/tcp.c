@@ -498,6 +498,14 @@ static bool lent_free(struct sl_stack *s, uint32_t *lent)
 	return true;
 }
 
+void sl_tcp_lent_reap(struct sl_stack *s, struct sl_sock *so)
+{
+	if (lent_free(s, &so->rx_lent_idx))
+		so->rx_lent_bytes = so->rx_lent_count = 0;
+	if (lent_free(s, &so->tx_lent_idx))
+		so->tx_lent_bytes = 0;
+}
+
 uint32_t sl_tcp_recv_lend(struct sl_stack *s, struct sl_sock *so, size_t len, size_t *bytes)
 {
 	uint32_t head = so->rxq_head, idx = head, last = SLUICE_IDX_NONE, count = 0;

@@ -82,6 +82,9 @@ enum sl_tcp_state {
  */
 #define SL_TCP_HDR_MAX		60
 #define SL_TCP_DATA_OFF		(SL_HEADROOM + 20 + SL_TCP_HDR_MAX)
+/* Payload of one segment spanning buffers inside the stack: its IPv4
+ * length must fit 16 bits. */
+#define SL_TCP_CHAIN_BYTES	(65535 - 20 - SL_TCP_HDR_MAX)
 
 /* sluice_buf.flags on TCP's own queues */
 #define SL_TBF_SENT	0x01	/* sent at least once */
@@ -243,6 +246,8 @@ int sl_tcp_send_syn(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
 void sl_tcp_send_reset(struct sl_stack *s, const struct sl_ip *ip, const void *th,
 		       unsigned int plen);
 /* (Re)transmit send-queue buffer idx as one segment. */
+/* Free buffers lent to a process that died with them (tcp.c). */
+void sl_tcp_lent_reap(struct sl_stack *s, struct sl_sock *so);
 int sl_tcp_xmit_buf(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint64_t now_us);
 uint16_t sl_tcp_window_field(struct sl_stack *s, struct sl_sock *so);
 uint32_t sl_tcp_rcv_window(struct sl_stack *s, const struct sl_sock *so);

@@ -27,6 +27,9 @@ struct seg {
 	uint8_t oflags;		/* flags as they arrived (SYN may be taken off) */
 	uint16_t plen;		/* payload bytes */
 	uint16_t poff;		/* payload offset from the buffer's off */
+	uint16_t more;		/* of plen, bytes in a chain's further buffers */
+	uint32_t chain;		/* the first of those buffers (SL_BUF_CHAIN) */
+	uint16_t nchain;	/* how many there are */
 	struct seg_opts o;
 };
 
@@ -118,7 +121,7 @@ static void to_payload(struct sl_stack *s, uint32_t idx, const struct seg *g)
 	struct sluice_buf *b = sl_buf(s, idx);
 
 	b->off = (uint16_t)(b->off + g->poff);
-	b->len = g->plen;
+	b->len = (uint16_t)(g->plen - g->more);
 	b->seq = g->seq;
 	b->flags = (g->flags & TH_FIN_) ? SL_TBF_FIN : 0;
 	b->next_idx = SLUICE_IDX_NONE;
@@ -219,6 +222,46 @@ static void deliver(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
 			break;
 		}
 	}
+}
+
+/* Append the further buffers of a chained segment whose first buffer
+ * deliver() just took (in order, nothing out of order: chain_ok()). */
+static void deliver_more(struct sl_stack *s, struct sl_sock *so, const struct seg *g)
+{
+	uint32_t idx = g->chain, steps = 0;
+
+	while (sl_buf_next(s, idx, &steps)) {
+		struct sluice_buf *b = sl_buf(s, idx);
+		uint32_t next = b->next_idx;
+
+		b->seq = so->tcp.rcv_nxt;
+		b->flags = 0;
+		so->tcp.rcv_nxt += b->len;
+		sl_sock_rxq_append(s, so, idx, b->len);
+		idx = next;
+	}
+}
+
+/*
+ * A chained segment (one from a socket of this stack, spanning several
+ * buffers) is taken whole only where it simply continues the stream:
+ * everything else about it then holds as for a one-buffer segment, with no
+ * trimming.  Any other is cut to its first buffer and goes the usual way;
+ * the sender sends the rest again, one buffer a segment.
+ */
+static bool chain_ok(struct sl_stack *s, const struct sl_sock *so, const struct seg *g)
+{
+	const struct sl_tcp_sock *tp = &so->tcp;
+	uint64_t held = (uint64_t)(so->rxq_count + tp->ooo_count + so->rx_lent_count + 1 +
+				   g->nchain) * s->buf_size;
+
+	return so->state >= SL_TCP_ESTABLISHED && so->state <= SL_TCP_FIN_WAIT_2 &&
+	       so->state != SL_TCP_CLOSE_WAIT && !(tp->tflags & SL_TF_FIN_RCVD) &&
+	       !(so->flags & SL_SF_ORPHAN) &&
+	       (g->flags & (TH_SYN_ | TH_RST_ | TH_FIN_ | TH_URG_ | TH_ACK_)) == TH_ACK_ &&
+	       g->seq == tp->rcv_nxt && SEQ_GT(tp->rcv_adv, tp->rcv_nxt) &&
+	       SEQ_LEQ(g->seq + g->plen, tp->rcv_adv) && !sl_buf_some(s, tp->ooo_head) &&
+	       !rx_pool_low(s) && held <= so->rcvbuf;
 }
 
 /* Queue an out-of-order segment sorted by seq (RFC 9293 3.10.7.4 seventh,
@@ -486,6 +529,8 @@ static void enter_time_wait(struct sl_stack *s, struct sl_sock *so, uint64_t now
 	sl_buf_free_chain(s, tp->sndq_head);
 	tp->sndq_head = tp->sndq_tail = tp->sndq_hint = SLUICE_IDX_NONE;
 	tp->sndq_bytes = 0;
+	/* A dead process's borrowed buffers would wait out TIME-WAIT. */
+	sl_tcp_lent_reap(s, so);
 	tp->t_rexmt = tp->t_persist = tp->t_keep = 0;
 	tp->t_close = now_us + SL_TCP_TIME_WAIT_US;
 }
@@ -820,7 +865,7 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 			goto drop;
 		}
 		sl_count(s, SL_C_tcp_reset_rx);
-		sl_buf_free(s, idx);
+		sl_pkt_free(s, idx);
 		if (so->state == SL_TCP_SYN_RECEIVED)
 			sl_tcp_done(s, so, (tp->tflags & SL_TF_PASSIVE) ? 0 : ECONNREFUSED);
 		else if (so->state >= SL_TCP_CLOSING)
@@ -885,7 +930,7 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		break;
 	case SL_TCP_LAST_ACK:
 		if (fin_acked) {
-			sl_buf_free(s, idx);
+			sl_pkt_free(s, idx);
 			sl_tcp_done(s, so, 0);
 			return;
 		}
@@ -908,7 +953,7 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		if ((so->flags & SL_SF_ORPHAN) && g->plen) {
 			/* Linux: new data for a closed socket resets it. */
 			sl_tcp_send_ctl(s, so, TH_RST_ | TH_ACK_, tp->snd_nxt, now_us);
-			sl_buf_free(s, idx);
+			sl_pkt_free(s, idx);
 			sl_tcp_done(s, so, 0);
 			return;
 		}
@@ -936,10 +981,14 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 			bool had_ooo = sl_buf_some(s, tp->ooo_head);
 
 			deliver(s, so, idx);
+			if (g->more)
+				deliver_more(s, so, g);
 			if (had_ooo || (tp->tflags & SL_TF_FIN_RCVD))
 				tp->tflags |= SL_TF_ACKNOW;
-			else if (++tp->delack_segs >= 2)
-				tp->tflags |= SL_TF_ACKNOW;	/* RFC 5681 4.2 */
+			else if ((tp->delack_segs += 1 + g->nchain) >= 2)
+				/* RFC 5681 4.2; a chain counts a segment a
+				 * buffer, as Linux acks GSO by size. */
+				tp->tflags |= SL_TF_ACKNOW;
 			else if (!tp->t_dack)
 				tp->t_dack = now_us + SL_TCP_DELACK_US;
 			sl_sock_wake(s, so);
@@ -973,14 +1022,14 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 	}
 out_ack:
 	if (!queued)
-		sl_buf_free(s, idx);
+		sl_pkt_free(s, idx);
 	if (so->type != SL_SOCK_TCP || so->kp.gen != gen)
 		return;
 	sl_tcp_output(s, so, now_us);
 	sl_tcp_arm(s, so);
 	return;
 drop:
-	sl_buf_free(s, idx);
+	sl_pkt_free(s, idx);
 }
 
 void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen,
@@ -988,7 +1037,9 @@ void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 {
 	struct sluice_buf *b = sl_buf(s, idx);
 	struct sl_tcph *th = (struct sl_tcph *)((uint8_t *)ip + hlen);
-	unsigned int len = b->len - hlen, thl;
+	/* A chained segment: sl_ip_input() checked its length (b->seq). */
+	unsigned int more = sl_buf_chained(b) ? b->seq : 0;
+	unsigned int len = b->len + more - hlen, thl;
 	struct sl_sock *so;
 	struct seg g;
 
@@ -996,7 +1047,7 @@ void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 	if (b->len < hlen + sizeof(*th))
 		goto bad;
 	thl = (th->off >> 4) * 4u;
-	if (thl < sizeof(*th) || thl > len)
+	if (thl < sizeof(*th) || thl > b->len - hlen)
 		goto bad;
 	if (!(b->flags & (SL_BUF_LOCAL | SL_BUF_CSUM_OK)) &&
 	    sl_csum_fold(sl_csum_add(sl_csum_pseudo(ip->saddr, ip->daddr, IPPROTO_TCP_,
@@ -1013,6 +1064,9 @@ void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 	g.wnd = ntohs(th->win);
 	g.plen = (uint16_t)(len - thl);
 	g.poff = (uint16_t)(hlen + thl);
+	g.more = (uint16_t)more;
+	g.chain = more ? b->next_idx : SLUICE_IDX_NONE;
+	g.nchain = more ? b->aux : 0;
 	g.end = g.seq + g.plen + !!(g.flags & TH_SYN_) + !!(g.flags & TH_FIN_);
 	parse_opts((const uint8_t *)(th + 1), thl - sizeof(*th), g.flags & TH_SYN_, &g.o);
 
@@ -1032,6 +1086,16 @@ void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 		sl_tcp_send_reset(s, ip, th, g.plen);
 		goto drop;
 	}
+	if (more && !chain_ok(s, so, &g)) {
+		sl_buf_free_chain(s, g.chain);
+		b->flags &= (uint16_t)~SL_BUF_CHAIN;
+		g.plen = (uint16_t)(g.plen - more);
+		g.end -= more;
+		g.more = 0;
+		g.chain = SLUICE_IDX_NONE;
+		g.nchain = 0;
+		sl_count(s, SL_C_loopback_unchained);
+	}
 	so->rx_pkts++;
 	so->tcp.last_rx_us = now_us;
 	if (so->state >= SL_TCP_ESTABLISHED && so->state <= SL_TCP_CLOSE_WAIT)
@@ -1050,5 +1114,5 @@ void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 bad:
 	sl_count(s, SL_C_tcp_rx_bad);
 drop:
-	sl_buf_free(s, idx);
+	sl_pkt_free(s, idx);
 }

@@ -187,10 +187,11 @@ uint16_t sl_tcp_window_field(struct sl_stack *s, struct sl_sock *so)
 	return (uint16_t)field;
 }
 
-/* Checksum the segment at th, fill the IPv4 header in front of it and
- * send.  The TCP header may start anywhere after the IPv4 header room. */
-static int emit(struct sl_stack *s, struct sl_sock *so, uint32_t idx, struct sl_tcph *th,
-		unsigned int tcp_len, uint32_t saddr, uint32_t daddr, bool keep)
+/* Checksum the segment at th (tcp_len bytes, all in buffer idx unless it
+ * stays in the stack) and fill the IPv4 header in front of it.  The TCP
+ * header may start anywhere after the IPv4 header room. */
+static void emit_prep(struct sl_stack *s, uint32_t idx, struct sl_tcph *th,
+		      unsigned int tcp_len, uint32_t saddr, uint32_t daddr)
 {
 	uint8_t *base = sl_buf_base(s, idx);
 	unsigned int hoff = (unsigned int)((uint8_t *)th - base);
@@ -208,6 +209,13 @@ static int emit(struct sl_stack *s, struct sl_sock *so, uint32_t idx, struct sl_
 		memmove(base + hoff - 20, base + SL_HEADROOM, 20);
 		sl_buf(s, idx)->off = (uint16_t)(hoff - 20);
 	}
+}
+
+/* Send the segment at th (see emit_prep()). */
+static int emit(struct sl_stack *s, struct sl_sock *so, uint32_t idx, struct sl_tcph *th,
+		unsigned int tcp_len, uint32_t saddr, uint32_t daddr, bool keep)
+{
+	emit_prep(s, idx, th, tcp_len, saddr, daddr);
 	sl_count(s, SL_C_tcp_tx);
 	if (so)
 		so->tx_pkts++;
@@ -357,23 +365,37 @@ void sl_tcp_send_reset(struct sl_stack *s, const struct sl_ip *ip, const void *t
 	emit(s, NULL, idx, th, 20, ip->daddr, ip->saddr, false);
 }
 
-int sl_tcp_xmit_buf(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint64_t now_us)
+/* Write the header of a segment whose payload starts in send buffer idx
+ * and ends in buffer last; returns it, its length in *hlen. */
+static struct sl_tcph *data_hdr(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
+				uint32_t last, unsigned int plen, uint64_t now_us,
+				unsigned int *hlen)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	struct sluice_buf *b = sl_buf(s, idx);
+	const struct sluice_buf *lb = sl_buf(s, last);
 	uint8_t opts[40], flags = TH_ACK_;
-	unsigned int optlen, plen = b->aux, mtu;
+	unsigned int optlen, mtu;
 	struct sl_tcph *th;
 
-	if (idx == tp->sndq_tail || (sl_buf_some(s, b->next_idx) &&
-				     !(sl_buf(s, b->next_idx)->flags & SL_TBF_SENT)))
+	if (last == tp->sndq_tail || (sl_buf_some(s, lb->next_idx) &&
+				      !(sl_buf(s, lb->next_idx)->flags & SL_TBF_SENT)))
 		flags |= TH_PSH_;
 	/* Inside the stack a buffer, not the MTU, bounds a segment. */
 	mtu = sl_ip_is_local(s, so->raddr) ? 40 + 40 + plen : sl_mtu(s);
 	optlen = build_opts(s, so, flags, opts, now_us, mtu > 40 + plen ? mtu - 40 - plen : 0);
 	th = (struct sl_tcph *)(sl_buf_base(s, idx) + SL_TCP_DATA_OFF - 20 - optlen);
-	fill_hdr(s, so, th, flags, b->seq, optlen);
+	fill_hdr(s, so, th, flags, sl_buf(s, idx)->seq, optlen);
 	memcpy(th + 1, opts, optlen);
+	*hlen = 20 + optlen;
+	return th;
+}
+
+int sl_tcp_xmit_buf(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint64_t now_us)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+	unsigned int plen = b->aux, hlen;
+	struct sl_tcph *th = data_hdr(s, so, idx, idx, plen, now_us, &hlen);
+
 	if (b->flags & SL_TBF_SENT) {
 		b->flags |= SL_TBF_REXMIT;
 		sl_count(s, SL_C_tcp_retransmit);
@@ -381,7 +403,92 @@ int sl_tcp_xmit_buf(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint64
 	}
 	b->flags |= SL_TBF_SENT;
 	b->ts_us = now_us;
-	return emit(s, so, idx, th, 20 + optlen + plen, so->laddr, so->raddr, true);
+	return emit(s, so, idx, th, hlen + plen, so->laddr, so->raddr, true);
+}
+
+/*
+ * Send new data from send buffer idx and the n after it as one segment to
+ * a socket of this stack, as Linux's loopback carries 64 KiB GSO packets:
+ * one header, one trip through input and one ACK per plen bytes, not per
+ * buffer.  The copy is a chain (SL_BUF_CHAIN): the headers and idx's
+ * payload, then each further payload in a buffer of its own.
+ */
+static int xmit_chain(struct sl_stack *s, struct sl_sock *so, uint32_t idx, unsigned int n,
+		      uint32_t last, unsigned int plen, uint64_t now_us)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+	unsigned int hlen, i;
+	struct sl_tcph *th = data_hdr(s, so, idx, last, plen, now_us, &hlen);
+	uint32_t head, tail, j = b->next_idx;
+
+	emit_prep(s, idx, th, hlen + plen, so->laddr, so->raddr);
+	/* The IPv4 length counts it all; this buffer holds the first part. */
+	b->len = (uint16_t)(b->len - (plen - b->aux));
+	head = sl_pkt_copy(s, idx);
+	if (head == SLUICE_IDX_NONE)
+		goto nobuf;
+	tail = head;
+	for (i = 0; i < n; i++) {
+		const struct sluice_buf *sb = sl_buf(s, j);
+		uint32_t c = sl_buf_alloc(s);
+
+		if (c == SLUICE_IDX_NONE) {
+			sl_buf_free_chain(s, head);
+			goto nobuf;
+		}
+		sl_buf(s, c)->off = SL_TCP_DATA_OFF;
+		sl_buf(s, c)->len = sb->aux;
+		memcpy(sl_buf_base(s, c) + SL_TCP_DATA_OFF, sl_buf_base(s, j) + SL_TCP_DATA_OFF,
+		       sb->aux);
+		sl_buf(s, tail)->next_idx = c;
+		tail = c;
+		j = sb->next_idx;
+	}
+	sl_buf(s, head)->flags = SL_BUF_LOCAL | SL_BUF_CHAIN;
+	sl_buf(s, head)->aux = (uint16_t)n;
+	sl_ip_loopback(s, head, tail);
+	for (i = 0, j = idx; i <= n; i++, j = sl_buf(s, j)->next_idx) {
+		sl_buf(s, j)->flags |= SL_TBF_SENT;
+		sl_buf(s, j)->ts_us = now_us;
+	}
+	sl_count(s, SL_C_ip_tx);
+	sl_count(s, SL_C_tcp_tx);
+	sl_count(s, SL_C_loopback_chain);
+	so->tx_pkts++;
+	return 0;
+nobuf:
+	sl_count(s, SL_C_ip_tx_nobuf);
+	return -ENOBUFS;
+}
+
+/* How many unsent buffers after idx (its payload len, within usable)
+ * can go with it in one segment inside the stack; their last in *last
+ * and the segment's payload in *plen. */
+static unsigned int chain_more(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
+			       uint32_t usable, uint32_t *last, uint32_t *plen)
+{
+	const struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t j = sl_buf(s, idx)->next_idx, total = *plen;
+	unsigned int n = 0;
+
+	*last = idx;
+	while (n < SL_CHAIN_MAX && sl_buf_some(s, j)) {
+		const struct sluice_buf *b = sl_buf(s, j);
+
+		if ((b->flags & SL_TBF_SENT) || !b->aux || total + b->aux > usable ||
+		    total + b->aux > SL_TCP_CHAIN_BYTES)
+			break;
+		/* Nagle holds a short last buffer back as it would alone. */
+		if (b->aux < tp->mss && j == tp->sndq_tail && !(so->flags & SL_SF_NODELAY) &&
+		    !(tp->tflags & SL_TF_FIN_Q))
+			break;
+		total += b->aux;
+		*last = j;
+		j = b->next_idx;
+		n++;
+	}
+	*plen = total;
+	return n;
 }
 
 /* Cut buffer idx after at payload bytes; the tail goes to a new buffer
@@ -418,8 +525,9 @@ uint32_t sl_tcp_flight(const struct sl_tcp_sock *tp)
 void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	uint32_t idx = tp->sndq_head, last = SLUICE_IDX_NONE, steps = 0;
-	bool sent = false;
+	uint32_t idx = tp->sndq_head, last = SLUICE_IDX_NONE, steps = 0, chain_last, clen;
+	bool sent = false, local = sl_ip_is_local(s, so->raddr);
+	unsigned int n;
 
 	if (so->state < SL_TCP_ESTABLISHED)
 		return;
@@ -478,8 +586,18 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		    tp->snd_nxt != tp->snd_una && !(so->flags & SL_SF_NODELAY) &&
 		    !(tp->tflags & SL_TF_FIN_Q))
 			break;
-		if (sl_tcp_xmit_buf(s, so, idx, now_us) == -ENOBUFS)
+		n = 0;
+		clen = len;
+		if (!rexmit && local)
+			n = chain_more(s, so, idx, usable, &chain_last, &clen);
+		if (n && !xmit_chain(s, so, idx, n, chain_last, clen, now_us)) {
+			b = sl_buf(s, chain_last);
+			end = b->seq + b->aux;
+			idx = chain_last;
+			last = idx;
+		} else if (sl_tcp_xmit_buf(s, so, idx, now_us) == -ENOBUFS) {
 			break;
+		}
 		if (!rexmit && !(tp->tflags & SL_TF_TIMING)) {
 			tp->tflags |= SL_TF_TIMING;
 			tp->rtt_seq = end;

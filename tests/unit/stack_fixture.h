@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../lib/sock.h"
@@ -140,6 +141,36 @@ static inline uint64_t fx_counter(struct sl_stack *s, const char *name)
 
 	sluice_stack_counter((struct sluice_stack *)s, name, &v);
 	return v;
+}
+
+static inline double fx_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Connect a non-blocking client to listener l (bound to ip:port) in stack
+ * s and accept it: *c the client, *d the server side.  0, or -1 if no
+ * connection came within 5 s. */
+static inline int fx_tcp_pair(struct sl_stack *s, const char *ip, uint16_t port, int l, int *c,
+			      int *d)
+{
+	struct sluice_stack *st = (struct sluice_stack *)s;
+	struct sockaddr_in a = fx_addr(ip, port);
+
+	*c = sluice_socket(st, SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
+	if (*c < 0)
+		return -1;
+	sluice_connect(st, *c, &a);
+	for (double end = fx_now_s() + 5; fx_now_s() < end;) {
+		*d = sluice_accept(st, l, NULL);
+		if (*d >= 0)
+			return 0;
+		sluice_stack_poll(st);
+	}
+	return -1;
 }
 
 #endif /* SLUICE_TESTS_STACK_FIXTURE_H */

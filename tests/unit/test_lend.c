@@ -11,7 +11,6 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 
 #include "stack_fixture.h"
 #include "../../lib/tcp.h"
@@ -23,14 +22,6 @@
 static uint8_t pat(uint64_t i)
 {
 	return (uint8_t)(i * 131 + (i >> 11) + (i >> 19));
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* xorshift: the sizes of sends and receives, seeded. */
@@ -63,21 +54,9 @@ static int wait_child(pid_t pid)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
 }
 
-/* Connect a client to the listener l and accept it: *c client, *d server. */
 static int pair(struct sl_stack *s, int l, int *c, int *d)
 {
-	struct sockaddr_in a = fx_addr("10.6.0.1", PORT);
-
-	*c = sluice_socket(ST(s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
-	if (*c < 0 || (sluice_connect(ST(s), *c, &a) && 0))
-		return -1;
-	for (double end = now_s() + 5; now_s() < end;) {
-		*d = sluice_accept(ST(s), l, NULL);
-		if (*d >= 0)
-			return 0;
-		sluice_stack_poll(ST(s));
-	}
-	return -1;
+	return fx_tcp_pair(s, "10.6.0.1", PORT, l, c, d);
 }
 
 /* The receiving process: read everything, random sizes, check each byte. */
@@ -86,7 +65,7 @@ static int receiver(struct sluice_stack *st, int sd, uint64_t seed)
 	static uint8_t buf[192 * 1024];
 	uint64_t got = 0, x = seed | 1;
 
-	for (double end = now_s() + 60; got < STREAM_BYTES && now_s() < end;) {
+	for (double end = fx_now_s() + 60; got < STREAM_BYTES && fx_now_s() < end;) {
 		long n = sluice_recv(st, sd, buf, pick(&x), MSG_DONTWAIT);
 
 		if (n == -EAGAIN) {
@@ -121,8 +100,8 @@ static void test_stream_two_processes(uint64_t seed)
 	if (pid == 0)
 		_exit(receiver(ST(s), d, seed));
 	lent0 = s->r->lock_contended;
-	start = now_s();
-	while (sent < STREAM_BYTES && now_s() < start + 60) {
+	start = fx_now_s();
+	while (sent < STREAM_BYTES && fx_now_s() < start + 60) {
 		size_t want = pick(&x);
 		long n;
 
@@ -143,12 +122,12 @@ static void test_stream_two_processes(uint64_t seed)
 	tap_ok(sent == STREAM_BYTES, "seed %llu: every byte sent", (unsigned long long)seed);
 	tap_ok(rc == 0, "seed %llu: the other process read %u MiB in order, byte for byte "
 	       "(exit %d; %.2f s, lock contended %llu times)", (unsigned long long)seed,
-	       STREAM_BYTES >> 20, rc, now_s() - start, (unsigned long long)t0);
+	       STREAM_BYTES >> 20, rc, fx_now_s() - start, (unsigned long long)t0);
 	sluice_close(ST(s), c);
 	sluice_close(ST(s), d);
 	sluice_close(ST(s), l);
 	/* The FIN exchange runs in-stack; TIME-WAIT holds no buffers. */
-	for (double end = now_s() + 5; s->r->buf_free_count != free0 && now_s() < end;)
+	for (double end = fx_now_s() + 5; s->r->buf_free_count != free0 && fx_now_s() < end;)
 		sluice_stack_poll(ST(s));
 	tap_ok(s->r->buf_free_count == free0, "seed %llu: every buffer back in the pool (%u of %u)",
 	       (unsigned long long)seed, s->r->buf_free_count, free0);
