@@ -572,7 +572,13 @@ int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *ad
 		sl_unlock(s);
 		return ret;
 	}
-	if (!(so->flags & SL_SF_BOUND))
+	if (!(so->flags & SL_SF_BOUND) && !s->filters)
+		ret = sl_tcp_src_addr(s, addr->sin_addr.s_addr) ?
+			      sl_sock_bind_connect(s, so, sl_tcp_src_addr(s, addr->sin_addr.s_addr),
+						   addr->sin_addr.s_addr, addr->sin_port,
+						   sl_now(s)) :
+			      -ENETUNREACH;
+	else if (!(so->flags & SL_SF_BOUND))
 		ret = sl_sock_bind(s, so, implicit_laddr(s, addr), 0);
 	else if (s->filters && !(so->flags & SL_SF_HASHED))
 		/* Connecting again after a failed attempt released the port

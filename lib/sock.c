@@ -289,6 +289,77 @@ int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_
 	return 0;
 }
 
+/*
+ * Linux's tcp_tw_reuse = 2 (its default): a TIME-WAIT connection whose peer
+ * is a socket of this stack (so no old duplicate is out on a wire), with
+ * timestamps, in TIME-WAIT for a second or more, gives its 4-tuple to a new
+ * connect().  The peer's listener takes the new SYN (RFC 6191, sync_input).
+ */
+static bool tw_recyclable(struct sl_stack *s, const struct sl_sock *o, uint64_t now_us)
+{
+	return o->state == SL_TCP_TIME_WAIT && (o->tcp.tflags & SL_TF_TS) &&
+	       sl_ip_is_local(s, o->raddr) && o->tcp.t_close &&
+	       now_us + SL_TCP_TIME_WAIT_US >= o->tcp.t_close + SL_TCP_TW_REUSE_US;
+}
+
+/* May a connect() to (raddr, rport) from laddr take port p?  Not if a
+ * socket bound or listening there with bind()/listen() overlaps laddr,
+ * nor if a connection has the 4-tuple already (one that may be recycled
+ * is left in *tw). */
+static bool connect_port_ok(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t p,
+			    uint32_t raddr, uint16_t rport, uint64_t now_us, struct sl_sock **tw)
+{
+	uint32_t idx = *port_bucket(s, p), guard = 0;
+
+	*tw = NULL;
+	while (sl_sock_next(s, idx, &guard)) {
+		struct sl_sock *o = sl_sock(s, idx);
+
+		idx = o->port_next;
+		if (o == so || o->type != SL_SOCK_TCP || o->lport != p)
+			continue;
+		if (o->laddr && o->laddr != laddr)
+			continue;
+		if (!(o->flags & SL_SF_AUTOBIND))
+			return false;
+		if (o->raddr != raddr || o->rport != rport)
+			continue;
+		if (!tw_recyclable(s, o, now_us))
+			return false;
+		*tw = o;
+	}
+	return true;
+}
+
+int sl_sock_bind_connect(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint32_t raddr,
+			 uint16_t rport, uint64_t now_us)
+{
+	struct sluice_region *r = s->r;
+	const uint32_t lo = 32768, n = 60999 - 32768 + 1;
+
+	if (so->flags & SL_SF_BOUND)
+		return -EINVAL;
+	for (uint32_t i = 0; i < n; i++) {
+		uint16_t p = htons(lo + (r->ephemeral_next - lo + i) % n);
+		struct sl_sock *tw;
+
+		if (!connect_port_ok(s, so, laddr, p, raddr, rport, now_us, &tw))
+			continue;
+		if (tw) {
+			sl_count(s, SL_C_tcp_tw_recycled);
+			tw->tcp.t_close = 0;
+			sl_tcp_done(s, tw, 0);
+		}
+		r->ephemeral_next = lo + (ntohs(p) - lo + 1) % n;
+		so->laddr = laddr;
+		so->lport = p;
+		so->flags |= SL_SF_BOUND | SL_SF_AUTOBIND;
+		sl_sock_hash(s, so);
+		return 0;
+	}
+	return -EADDRNOTAVAIL;
+}
+
 void sl_kp_note_slow(struct sl_stack *s, struct sl_sock *so)
 {
 	unsigned int i;

@@ -29,6 +29,7 @@
 #define SL_SF_FILTER		0x0800	/* holds module filter filter_id */
 #define SL_SF_REUSEPORT		0x1000	/* SO_REUSEPORT: shares its port with a group */
 #define SL_SF_LINGER		0x2000	/* SO_LINGER on, for linger_s seconds */
+#define SL_SF_AUTOBIND		0x4000	/* port picked by connect(): shared by 4-tuple */
 
 /* Readiness, as poll(2) bits. */
 #define SL_EV_IN	0x001
@@ -258,6 +259,14 @@ struct sl_sock *sl_sock_lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
 int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport);
 /* Would (laddr, lport) be free for so under the stack's bind rules? */
 bool sl_sock_port_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport);
+/* connect() on an unbound TCP socket of a stack without filters: an
+ * ephemeral port whose 4-tuple with (raddr, rport) no socket has, shared
+ * with other connect()s' connections as Linux's __inet_hash_connect() does.
+ * laddr is the source address the connection will use.  On success sets
+ * laddr/lport, SL_SF_BOUND and SL_SF_AUTOBIND and hashes; -EADDRNOTAVAIL
+ * when no port is left. */
+int sl_sock_bind_connect(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint32_t raddr,
+			 uint16_t rport, uint64_t now_us);
 /* First socket on lport's chain of the local-port hash (port_next links). */
 uint32_t sl_sock_port_head(struct sl_stack *s, uint16_t lport);
 /* Readiness changed: wake sleepers (and, for a socket with a socket fd,

@@ -52,6 +52,7 @@ struct sl_sock;
 	X(tcp_rx, "TCP segments received")				\
 	X(tcp_tx, "TCP segments sent")					\
 	X(tcp_rx_bad, "dropped: bad TCP header or checksum")		\
+	X(tcp_tw_recycled, "TIME-WAIT connections ended early by connect()")	\
 	X(tcp_rx_noport, "TCP segments to no socket (RST sent)")	\
 	X(tcp_retransmit, "TCP segments retransmitted")			\
 	X(tcp_rto, "TCP retransmission timeouts")			\

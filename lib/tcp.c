@@ -283,6 +283,13 @@ void sl_tcp_done(struct sl_stack *s, struct sl_sock *so, int err)
 
 /* ---- User calls ----------------------------------------------------- */
 
+uint32_t sl_tcp_src_addr(const struct sl_stack *s, uint32_t raddr)
+{
+	if ((ntohl(raddr) >> 24) == 127)
+		return htonl(INADDR_LOOPBACK);
+	return s->r->ip_addr;
+}
+
 int sl_tcp_connect(struct sl_stack *s, struct sl_sock *so, uint32_t raddr, uint16_t rport,
 		   uint64_t now_us)
 {
@@ -296,11 +303,8 @@ int sl_tcp_connect(struct sl_stack *s, struct sl_sock *so, uint32_t raddr, uint1
 		return -EINVAL;
 	sl_sock_unhash(s, so);
 	if (!so->laddr) {
-		if ((ntohl(raddr) >> 24) == 127)
-			so->laddr = htonl(INADDR_LOOPBACK);
-		else if (s->r->ip_addr)
-			so->laddr = s->r->ip_addr;
-		else
+		so->laddr = sl_tcp_src_addr(s, raddr);
+		if (!so->laddr)
 			return -ENETUNREACH;
 	}
 	so->raddr = raddr;

@@ -59,6 +59,7 @@ enum sl_tcp_state {
 #define SL_TCP_ORPHAN_RETRIES	8		/* Linux tcp_orphan_retries (0 means 8) */
 #define SL_TCP_MSL_US		30000000ull	/* RFC 9293 3.4.2: MSL (2 min there; 30 s as BSD) */
 #define SL_TCP_TIME_WAIT_US	(2 * SL_TCP_MSL_US)	/* RFC 9293 3.6: 2 MSL */
+#define SL_TCP_TW_REUSE_US	1000000	/* Linux tcp_twsk_unique(): 1 s in TIME-WAIT */
 #define SL_TCP_FIN_TIMEOUT_US	60000000ull	/* orphan FIN-WAIT-2 limit, Linux tcp_fin_timeout */
 #define SL_TCP_DELACK_US	40000u		/* RFC 9293 3.8.6.3 (< 0.5 s); Linux TCP_DELACK_MIN */
 #define SL_TCP_KEEPIDLE_S	7200		/* RFC 1122 4.2.3.6: >= 2 hours */
@@ -248,6 +249,9 @@ void sl_tcp_send_reset(struct sl_stack *s, const struct sl_ip *ip, const void *t
 /* (Re)transmit send-queue buffer idx as one segment. */
 /* Free buffers lent to a process that died with them (tcp.c). */
 void sl_tcp_lent_reap(struct sl_stack *s, struct sl_sock *so);
+/* The source address a connection to raddr uses (127.0.0.1 for 127/8, else
+ * the stack's address); 0 if there is none. */
+uint32_t sl_tcp_src_addr(const struct sl_stack *s, uint32_t raddr);
 int sl_tcp_xmit_buf(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint64_t now_us);
 uint16_t sl_tcp_window_field(struct sl_stack *s, struct sl_sock *so);
 uint32_t sl_tcp_rcv_window(struct sl_stack *s, const struct sl_sock *so);

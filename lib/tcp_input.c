@@ -1032,6 +1032,16 @@ drop:
 	sl_pkt_free(s, idx);
 }
 
+/* RFC 6191 2: may this SYN start a new incarnation of a TIME-WAIT
+ * connection?  With timestamps on both, if its TSval is newer than
+ * TS.Recent; otherwise if its ISN is above RCV.NXT. */
+static bool tw_syn_ok(const struct sl_tcp_sock *tp, const struct seg *g)
+{
+	if ((tp->tflags & SL_TF_TS) && g->o.ts)
+		return SEQ_GT(g->o.tsval, tp->ts_recent);
+	return SEQ_GT(g->seq, tp->rcv_nxt);
+}
+
 void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen,
 		  uint64_t now_us)
 {
@@ -1071,10 +1081,10 @@ void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 	parse_opts((const uint8_t *)(th + 1), thl - sizeof(*th), g.flags & TH_SYN_, &g.o);
 
 	so = sl_sock_lookup(s, SL_SOCK_TCP, ip->daddr, th->dport, ip->saddr, th->sport);
-	/* RFC 6191 flavour: a new SYN beyond a TIME-WAIT connection's
-	 * sequence space ends it and goes to the listener. */
+	/* RFC 6191: a new SYN beyond a TIME-WAIT connection's timestamps (or,
+	 * without them, its sequence space) ends it and goes to the listener. */
 	if (so && so->state == SL_TCP_TIME_WAIT && (g.flags & TH_SYN_) &&
-	    !(g.flags & (TH_ACK_ | TH_RST_)) && SEQ_GT(g.seq, so->tcp.rcv_nxt)) {
+	    !(g.flags & (TH_ACK_ | TH_RST_)) && tw_syn_ok(&so->tcp, &g)) {
 		struct sl_tcp_sock *tp = &so->tcp;
 
 		tp->t_close = 0;
