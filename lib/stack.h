@@ -58,7 +58,10 @@ struct sl_sock;
 	X(tcp_rto, "TCP retransmission timeouts")			\
 	X(tcp_fast_retransmit, "TCP fast retransmits")			\
 	X(tcp_challenge_ack, "TCP challenge ACKs sent (RFC 5961)")	\
-	X(tcp_syn_dropped, "SYNs dropped: SYN queue or backlog full")	\
+	X(tcp_syn_dropped, "SYNs dropped: backlog full, or no socket")	\
+	X(tcp_syncookies_sent, "SYN queue full: SYNs answered with a cookie")	\
+	X(tcp_syncookies_ok, "connections made from a valid SYN cookie")	\
+	X(tcp_syncookies_failed, "ACKs at a listener with a bad cookie")	\
 	X(tcp_active_open, "TCP active opens")				\
 	X(tcp_passive_open, "TCP passive opens")			\
 	X(tcp_reset_rx, "TCP resets received")				\

@@ -71,6 +71,53 @@ uint32_t sl_tcp_isn(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t
 	return (uint32_t)tuple_hash(s, laddr, lport, raddr, rport, 1) + (uint32_t)(now_us / 4);
 }
 
+/*
+ * SYN cookies (RFC 4987 3.6), the layout ours: bits 31-30 the cookie
+ * clock's tick (64 s) mod 4, bits 29-27 an index into cookie_mss, bits 26-0
+ * a SipHash MAC over the 4-tuple, the peer's ISN, the tick and the index.
+ * A forger guesses 27 bits per try; a cookie lives one to two ticks.
+ */
+static const uint16_t cookie_mss[8] = { 536, 1024, 1220, 1440, 1460, 1880, 4012, 8960 };
+
+static uint32_t cookie_mac(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
+			   uint16_t rport, uint32_t peer_isn, uint32_t tick, unsigned int mi)
+{
+	const uint64_t key[2] = { s->r->tcp_isn_secret[0], s->r->tcp_isn_secret[1] };
+	uint64_t h = tuple_hash(s, laddr, lport, raddr, rport, 3);
+
+	return (uint32_t)siphash_2w(key, h, (uint64_t)peer_isn << 32 | tick << 3 | mi) &
+	       0x07ffffffu;
+}
+
+uint32_t sl_tcp_cookie_make(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
+			    uint16_t rport, uint32_t peer_isn, uint16_t peer_mss, uint64_t now_us)
+{
+	uint32_t tick = (uint32_t)(now_us / SL_TCP_COOKIE_TICK_US);
+	unsigned int mi = 0;
+
+	while (mi < 7 && cookie_mss[mi + 1] <= peer_mss)
+		mi++;
+	return (tick & 3) << 30 | mi << 27 |
+	       cookie_mac(s, laddr, lport, raddr, rport, peer_isn, tick, mi);
+}
+
+uint16_t sl_tcp_cookie_check(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
+			     uint16_t rport, uint32_t peer_isn, uint32_t cookie, uint64_t now_us)
+{
+	uint32_t now_tick = (uint32_t)(now_us / SL_TCP_COOKIE_TICK_US);
+	unsigned int mi = (cookie >> 27) & 7;
+
+	for (uint32_t age = 0; age < 2; age++) {
+		uint32_t tick = now_tick - age;
+
+		if ((tick & 3) == cookie >> 30 &&
+		    cookie_mac(s, laddr, lport, raddr, rport, peer_isn, tick, mi) ==
+			    (cookie & 0x07ffffffu))
+			return cookie_mss[mi];
+	}
+	return 0;
+}
+
 /* RFC 7323 7.1: a per-connection random offset for TSval. */
 uint32_t sl_tcp_ts_offset(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
 			  uint16_t rport)

@@ -60,6 +60,11 @@ enum sl_tcp_state {
 #define SL_TCP_MSL_US		30000000ull	/* RFC 9293 3.4.2: MSL (2 min there; 30 s as BSD) */
 #define SL_TCP_TIME_WAIT_US	(2 * SL_TCP_MSL_US)	/* RFC 9293 3.6: 2 MSL */
 #define SL_TCP_TW_REUSE_US	1000000	/* Linux tcp_twsk_unique(): 1 s in TIME-WAIT */
+/* SYN cookies (RFC 4987 3.6): a cookie's clock ticks every 64 s and one of
+ * this tick or the last is taken; cookies are looked at for 2 minutes after
+ * the listener last sent one (Linux TCP_SYNCOOKIE_VALID). */
+#define SL_TCP_COOKIE_TICK_US	(64ull * 1000000)
+#define SL_TCP_COOKIE_LISTEN_S	120
 #define SL_TCP_FIN_TIMEOUT_US	60000000ull	/* orphan FIN-WAIT-2 limit, Linux tcp_fin_timeout */
 #define SL_TCP_DELACK_US	40000u		/* RFC 9293 3.8.6.3 (< 0.5 s); Linux TCP_DELACK_MIN */
 #define SL_TCP_KEEPIDLE_S	7200		/* RFC 1122 4.2.3.6: >= 2 hours */
@@ -171,6 +176,9 @@ struct sl_tcp_sock {
 	/* RFC 7323 5.5: when ts_recent was taken, seconds (what was padding). */
 	uint32_t ts_recent_s;
 	uint64_t last_rx_us;
+	/* Listener: when (seconds, + 1) it last answered a SYN with a cookie;
+	 * 0 never.  Only then are cookies in ACKs looked at. */
+	uint32_t cookie_s;
 };
 
 /* ---- Entry points (sock.h and stack.h declare the same) ------------- */
@@ -252,6 +260,14 @@ void sl_tcp_lent_reap(struct sl_stack *s, struct sl_sock *so);
 /* The source address a connection to raddr uses (127.0.0.1 for 127/8, else
  * the stack's address); 0 if there is none. */
 uint32_t sl_tcp_src_addr(const struct sl_stack *s, uint32_t raddr);
+/* A SYN cookie for the connection (our side laddr:lport) whose SYN had
+ * sequence number peer_isn and MSS option peer_mss: our ISN. */
+uint32_t sl_tcp_cookie_make(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
+			    uint16_t rport, uint32_t peer_isn, uint16_t peer_mss, uint64_t now_us);
+/* The MSS a cookie (an ACK's ack - 1) carries if it is ours, fresh and for
+ * this connection; 0 if not. */
+uint16_t sl_tcp_cookie_check(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
+			     uint16_t rport, uint32_t peer_isn, uint32_t cookie, uint64_t now_us);
 int sl_tcp_xmit_buf(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint64_t now_us);
 uint16_t sl_tcp_window_field(struct sl_stack *s, struct sl_sock *so);
 uint32_t sl_tcp_rcv_window(struct sl_stack *s, const struct sl_sock *so);

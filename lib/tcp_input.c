@@ -585,31 +585,16 @@ static bool embryos_full(const struct sl_stack *s)
 	return s->r->tcp_embryos >= sl_tcp_synq_cap(s);
 }
 
-/* A listener got a segment (RFC 9293 3.10.7.2). */
-static void listen_input(struct sl_stack *s, struct sl_sock *lso, uint32_t idx,
-			 const struct sl_ip *ip, const struct sl_tcph *th, const struct seg *g,
-			 uint64_t now_us)
+/* A socket for a connection to listener lso, hashed, its TCB fresh. */
+static struct sl_sock *child_new(struct sl_stack *s, struct sl_sock *lso, const struct sl_ip *ip,
+				 const struct sl_tcph *th, uint64_t now_us)
 {
-	struct sl_tcp_sock *ltp = &lso->tcp;
-	struct sl_sock *c;
-	struct sl_tcp_sock *tp;
+	struct sl_tcp_sock *ltp = &lso->tcp, *tp;
+	struct sl_sock *c = sl_sock_alloc(s, SL_SOCK_TCP);
 
-	if (g->flags & TH_RST_)
-		goto drop;
-	if (g->flags & TH_ACK_) {
-		sl_tcp_send_reset(s, ip, th, g->plen);
-		goto drop;
-	}
-	if (!(g->flags & TH_SYN_))
-		goto drop;
-	if (ltp->acc_len >= ltp->backlog || ltp->syn_len >= ltp->syn_max || embryos_full(s)) {
-		sl_count(s, SL_C_tcp_syn_dropped);
-		goto drop;
-	}
-	c = sl_sock_alloc(s, SL_SOCK_TCP);
 	if (!c) {
 		sl_count(s, SL_C_tcp_syn_dropped);
-		goto drop;
+		return NULL;
 	}
 	c->laddr = ip->daddr;
 	c->lport = th->dport;
@@ -630,18 +615,186 @@ static void listen_input(struct sl_stack *s, struct sl_sock *lso, uint32_t idx,
 	tp->keep_cnt = ltp->keep_cnt;
 	sl_sock_hash(s, c);
 	sl_tcp_init_tcb(s, c, now_us);
-	tp->tflags |= SL_TF_PASSIVE | SL_TF_WS | SL_TF_TS | SL_TF_SACK;
+	tp->tflags |= SL_TF_PASSIVE;
+	return c;
+}
+
+/* A passive child in SYN-RECEIVED: on its listener's SYN queue. */
+static void child_embryo(struct sl_stack *s, struct sl_sock *lso, struct sl_sock *c)
+{
+	c->state = SL_TCP_SYN_RECEIVED;
+	lso->tcp.syn_len++;
+	c->tcp.tflags |= SL_TF_EMBRYO;
+	s->r->tcp_embryos++;
+	sl_count(s, SL_C_tcp_passive_open);
+}
+
+/* Low 6 bits of a cookie SYN-ACK's TSval, echoed in the ACK's TSecr: what
+ * the SYN offered that the cookie has no room for (as Linux does). */
+#define COOKIE_TS_WS_NONE	0x0f
+#define COOKIE_TS_SACK		0x10
+#define COOKIE_TS_MASK		0x3f
+
+/*
+ * The SYN queue is full: answer the SYN with a SYN-ACK whose ISN is a
+ * cookie (RFC 4987 3.6) and keep nothing.  The SYN-ACK is what a child
+ * would send, made on a socket on the C stack; window scaling and SACK
+ * ride in the TSval's low bits, so without timestamps they are off.
+ */
+static void cookie_synack(struct sl_stack *s, struct sl_sock *lso, const struct sl_ip *ip,
+			  const struct sl_tcph *th, const struct seg *g, uint64_t now_us)
+{
+	struct sl_sock tmp;
+	struct sl_tcp_sock *tp = &tmp.tcp;
+
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.type = SL_SOCK_TCP;
+	tmp.laddr = ip->daddr;
+	tmp.lport = th->dport;
+	tmp.raddr = ip->saddr;
+	tmp.rport = th->sport;
+	tmp.rcvbuf = lso->rcvbuf;
+	tmp.sndbuf = lso->sndbuf;
+	tp->user_mss = lso->tcp.user_mss;
+	sl_tcp_init_tcb(s, &tmp, now_us);
+	tp->tflags |= SL_TF_WS | SL_TF_TS | SL_TF_SACK;
+	take_syn_opts(s, &tmp, g, now_us);
+	if (tp->tflags & SL_TF_TS) {
+		uint32_t now_ms = (uint32_t)(now_us / 1000), ts = now_ms + tp->ts_offset;
+		uint32_t want = (ts & ~(uint32_t)COOKIE_TS_MASK) |
+				((tp->tflags & SL_TF_WS) ? tp->snd_wscale : COOKIE_TS_WS_NONE) |
+				((tp->tflags & SL_TF_SACK) ? COOKIE_TS_SACK : 0);
+
+		if (SEQ_GT(want, ts))
+			want -= COOKIE_TS_MASK + 1;
+		tp->ts_offset = want - now_ms;
+	} else {
+		tp->tflags &= ~(SL_TF_WS | SL_TF_SACK);
+		tp->rcv_wscale = 0;
+	}
+	tp->irs = g->seq;
+	tp->rcv_nxt = tp->rcv_adv = g->seq + 1;
+	tp->iss = sl_tcp_cookie_make(s, tmp.laddr, tmp.lport, tmp.raddr, tmp.rport, g->seq,
+				     g->o.mss ? g->o.mss : SL_TCP_MSS_DEFAULT, now_us);
+	tmp.state = SL_TCP_SYN_RECEIVED;
+	sl_tcp_send_syn(s, &tmp, now_us);
+	lso->tcp.cookie_s = (uint32_t)(now_us / 1000000) + 1;
+	sl_count(s, SL_C_tcp_syncookies_sent);
+}
+
+static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
+		       const struct sl_ip *ip, const struct sl_tcph *th, struct seg *g,
+		       uint64_t now_us);
+
+/*
+ * An ACK at listener lso: the third segment of a handshake answered with a
+ * cookie?  If its cookie is good, the connection is made as its SYN would
+ * have made it, in SYN-RECEIVED, and the ACK goes through the usual path
+ * (which completes it and takes any data).  Returns false if the segment
+ * is not that (idx untouched), true if it was taken (idx consumed).
+ */
+static bool cookie_ack(struct sl_stack *s, struct sl_sock *lso, uint32_t idx,
+		       const struct sl_ip *ip, const struct sl_tcph *th, const struct seg *g,
+		       uint64_t now_us)
+{
+	struct sl_tcp_sock *ltp = &lso->tcp, *tp;
+	uint32_t now_s = (uint32_t)(now_us / 1000000) + 1;
+	struct seg g2 = *g;
+	struct sl_sock *c;
+	uint16_t mss;
+
+	if (!ltp->cookie_s || now_s - ltp->cookie_s > SL_TCP_COOKIE_LISTEN_S ||
+	    (g->flags & (TH_SYN_ | TH_RST_)))
+		return false;
+	mss = sl_tcp_cookie_check(s, ip->daddr, th->dport, ip->saddr, th->sport, g->seq - 1,
+				  g->ack - 1, now_us);
+	if (!mss) {
+		sl_count(s, SL_C_tcp_syncookies_failed);
+		return false;
+	}
+	if (ltp->acc_len >= ltp->backlog || !(c = child_new(s, lso, ip, th, now_us))) {
+		/* As Linux: no reset; the peer sends again. */
+		if (ltp->acc_len >= ltp->backlog)
+			sl_count(s, SL_C_tcp_syn_dropped);
+		sl_pkt_free(s, idx);
+		return true;
+	}
+	tp = &c->tcp;
+	if (g->o.ts) {
+		unsigned int ws = g->o.tsecr & COOKIE_TS_WS_NONE;
+
+		tp->tflags |= SL_TF_TS;
+		tp->ts_recent = g->o.tsval;
+		tp->ts_recent_s = now_s - 1;
+		if (ws != COOKIE_TS_WS_NONE) {
+			tp->tflags |= SL_TF_WS;
+			tp->snd_wscale = (uint8_t)(ws > SL_TCP_WSCALE_MAX ? SL_TCP_WSCALE_MAX : ws);
+		}
+		if (g->o.tsecr & COOKIE_TS_SACK)
+			tp->tflags |= SL_TF_SACK;
+	}
+	if (!(tp->tflags & SL_TF_WS))
+		tp->rcv_wscale = 0;
+	tp->peer_mss = mss;
+	sl_tcp_set_mss(s, c);
+	sl_tcp_cc_init(tp);
+	tp->irs = g->seq - 1;
+	tp->rcv_nxt = g->seq;
+	tp->iss = g->ack - 1;
+	tp->snd_una = tp->recover = tp->iss;
+	tp->snd_nxt = tp->snd_max = tp->snd_end = tp->iss + 1;
+	/* What our SYN-ACK offered: the window of a SYN, never scaled. */
+	tp->rcv_adv = tp->rcv_nxt;
+	tp->rcv_adv += sl_tcp_rcv_window(s, c) < 65535 ? sl_tcp_rcv_window(s, c) : 65535;
+	tp->rtt_start_us = now_us;
+	/* Should the ACK not complete it, the SYN-ACK goes again, as for any
+	 * embryo, until the connection is made or given up. */
+	tp->t_rexmt = now_us + tp->rto_us;
+	child_embryo(s, lso, c);
+	sl_count(s, SL_C_tcp_syncookies_ok);
+	sync_input(s, c, idx, ip, th, &g2, now_us);
+	return true;
+}
+
+/* A listener got a segment (RFC 9293 3.10.7.2). */
+static void listen_input(struct sl_stack *s, struct sl_sock *lso, uint32_t idx,
+			 const struct sl_ip *ip, const struct sl_tcph *th, const struct seg *g,
+			 uint64_t now_us)
+{
+	struct sl_tcp_sock *ltp = &lso->tcp;
+	struct sl_sock *c;
+	struct sl_tcp_sock *tp;
+
+	if (g->flags & TH_RST_)
+		goto drop;
+	if (g->flags & TH_ACK_) {
+		if (cookie_ack(s, lso, idx, ip, th, g, now_us))
+			return;
+		sl_tcp_send_reset(s, ip, th, g->plen);
+		goto drop;
+	}
+	if (!(g->flags & TH_SYN_))
+		goto drop;
+	if (ltp->acc_len >= ltp->backlog) {
+		sl_count(s, SL_C_tcp_syn_dropped);
+		goto drop;
+	}
+	if (ltp->syn_len >= ltp->syn_max || embryos_full(s)) {
+		cookie_synack(s, lso, ip, th, g, now_us);
+		goto drop;
+	}
+	c = child_new(s, lso, ip, th, now_us);
+	if (!c)
+		goto drop;
+	tp = &c->tcp;
+	tp->tflags |= SL_TF_WS | SL_TF_TS | SL_TF_SACK;
 	tp->irs = g->seq;
 	tp->rcv_nxt = g->seq + 1;
 	tp->rcv_adv = tp->rcv_nxt;
 	take_syn_opts(s, c, g, now_us);
 	tp->snd_wnd = g->wnd;	/* RFC 7323 2.2: a SYN's window is not scaled */
 	tp->snd_wl1 = g->seq;
-	c->state = SL_TCP_SYN_RECEIVED;
-	ltp->syn_len++;
-	c->tcp.tflags |= SL_TF_EMBRYO;
-	s->r->tcp_embryos++;
-	sl_count(s, SL_C_tcp_passive_open);
+	child_embryo(s, lso, c);
 	sl_tcp_send_syn(s, c, now_us);
 	tp->t_rexmt = now_us + tp->rto_us;
 	sl_tcp_arm(s, c);
