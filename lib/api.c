@@ -1002,6 +1002,9 @@ int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, cons
 	} else if (level == IPPROTO_IP &&
 		   (name == IP_ADD_MEMBERSHIP || name == IP_DROP_MEMBERSHIP)) {
 		ret = mc_opt(s, so, name, val, len);
+	} else if (level == IPPROTO_IP && (name == IP_MULTICAST_TTL || name == IP_MULTICAST_LOOP ||
+					   name == IP_MULTICAST_IF)) {
+		ret = sl_udp_mc_setopt(s, so, name, val, len);
 	} else if (so->type == SL_SOCK_TCP) {
 		ret = sl_tcp_setsockopt(s, so, level, name, val, len);
 	} else {
@@ -1052,6 +1055,9 @@ int sluice_getsockopt(struct sluice_stack *st, int sd, int level, int name, void
 		v = so->type == SL_SOCK_TCP ? SOCK_STREAM : SOCK_DGRAM;
 		memcpy(val, &v, sizeof(v));
 		*len = sizeof(v);
+	} else if (level == IPPROTO_IP && (name == IP_MULTICAST_TTL || name == IP_MULTICAST_LOOP ||
+					   name == IP_MULTICAST_IF)) {
+		ret = sl_udp_mc_getopt(s, so, name, val, len);
 	} else if (so->type == SL_SOCK_TCP) {
 		ret = sl_tcp_getsockopt(s, so, level, name, val, len);
 	} else {

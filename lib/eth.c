@@ -106,6 +106,14 @@ int sl_eth_tx(struct sl_stack *s, const struct sl_eth_link *el, uint32_t idx, ui
 	if (nh == INADDR_BROADCAST ||
 	    (s->r->ip_mask && s->r->ip_mask != 0xffffffffu && nh == (s->r->ip_addr | ~s->r->ip_mask)))
 		return eth_send(s, el, idx, bcast, ETHERTYPE_IP_);
+	if (SL_IN_MULTICAST(nh)) {
+		/* RFC 1112 6.4: 01-00-5E and the group's low 23 bits; no ARP. */
+		uint32_t g = ntohl(nh);
+		uint8_t mac[6] = { 0x01, 0x00, 0x5e, (uint8_t)((g >> 16) & 0x7f),
+				   (uint8_t)(g >> 8), (uint8_t)g };
+
+		return eth_send(s, el, idx, mac, ETHERTYPE_IP_);
+	}
 	n = neigh_find(s, nh);
 	if (n && n->state == SLUICE_NEIGH_VALID && now_ms - n->updated_ms < ARP_VALID_MS)
 		return eth_send(s, el, idx, n->mac, ETHERTYPE_IP_);

@@ -107,6 +107,15 @@ drop:
 	sl_pkt_free(s, idx);
 }
 
+void sl_ip_set_ttl(struct sl_stack *s, uint32_t idx, uint8_t ttl)
+{
+	struct sl_ip *ip = (struct sl_ip *)sl_buf_data(s, idx);
+
+	ip->ttl = ttl;
+	ip->csum = 0;
+	ip->csum = sl_ip_csum(ip);
+}
+
 void sl_pkt_free(struct sl_stack *s, uint32_t idx)
 {
 	if (sl_buf_some(s, idx) && sl_buf_chained(sl_buf(s, idx)))
@@ -182,7 +191,9 @@ int sl_ip_output(struct sl_stack *s, uint32_t idx, bool keep)
 		sl_ip_loopback(s, n, n);
 		return 0;
 	}
-	if (daddr == INADDR_BROADCAST ||
+	/* A group is on the link: its address is the next hop, which the
+	 * link maps (eth.c; the kernel's neighbour code for kring). */
+	if (daddr == INADDR_BROADCAST || SL_IN_MULTICAST(daddr) ||
 	    (r->ip_mask && (daddr & r->ip_mask) == (r->ip_addr & r->ip_mask)))
 		nh = daddr;
 	else

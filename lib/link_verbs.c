@@ -449,6 +449,11 @@ static int verbs_tx_resolve(struct verbs_link *v, struct sl_stack *s, uint32_t i
 	if (is_broadcast(s, nh))
 		return v->mcast ? verbs_send(v, s, idx, ETHERTYPE_IP_, v->mcast_ah,
 					     SL_IPOIB_MCAST_QPN) : -ENETUNREACH;
+	/* Sending to another group needs a send-only join of its MGID and
+	 * an address handle for it: not done (the kring link on the IPoIB
+	 * interface sends through ipoib, which does both). */
+	if (SL_IN_MULTICAST(nh))
+		return -ENETUNREACH;
 	n = neigh_find(v, nh);
 	if (n && (n->state == VN_VALID || n->state == VN_STATIC))
 		return verbs_send(v, s, idx, ETHERTYPE_IP_, n->ah, n->qpn);

@@ -48,6 +48,11 @@
 struct sl_udp_sock {
 	uint32_t mc_n;
 	uint32_t mc_group[SL_UDP_MC_MAX];
+	/* Sending to groups (ip(7)): IP_MULTICAST_TTL + 1 once set (0: the
+	 * default TTL, 1), IP_MULTICAST_LOOP off, IP_MULTICAST_IF set to the
+	 * stack's address. */
+	uint16_t mc_ttl;
+	uint8_t mc_noloop, mc_if;
 };
 
 struct sl_sock {
@@ -236,11 +241,16 @@ ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_
 uint32_t sl_udp_poll(struct sl_stack *s, struct sl_sock *so);
 /* IP_ADD_MEMBERSHIP / IP_DROP_MEMBERSHIP (udp.c); 0 or -errno. */
 int sl_udp_mc_join(struct sl_stack *s, struct sl_sock *so, uint32_t group, uint32_t ifaddr);
+/* IP_MULTICAST_TTL, IP_MULTICAST_LOOP, IP_MULTICAST_IF (udp.c): as Linux
+ * takes and gives them; a TCP socket keeps none (ip(7): they act on
+ * datagrams). */
+int sl_udp_mc_setopt(struct sl_stack *s, struct sl_sock *so, int name, const void *val,
+		     unsigned int len);
+int sl_udp_mc_getopt(struct sl_stack *s, const struct sl_sock *so, int name, void *val,
+		     unsigned int *len);
 int sl_udp_mc_drop(struct sl_stack *s, struct sl_sock *so, uint32_t group, uint32_t ifaddr);
 void sl_udp_mc_leave_all(struct sl_stack *s, struct sl_sock *so);
 bool sl_udp_mc_member(const struct sl_sock *so, uint32_t group);
-/* 224.0.0.0/4, network order (RFC 5771). */
-#define SL_IN_MULTICAST(a)	((ntohl(a) & 0xf0000000u) == 0xe0000000u)
 
 /* sock.c: table, hash, ports (callers hold the lock) */
 struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type);	/* NULL: -ENFILE */

@@ -99,6 +99,8 @@ struct sl_sock;
 	X(sockfd_wake, "SLUICE_IOC_SOCK_WAKE calls for armed socket fds")	\
 	X(sockfd_released, "sockets closed after their last socket fd went") \
 	X(udp_mc_join, "multicast groups joined by UDP sockets (IP_ADD_MEMBERSHIP)") \
+	X(udp_mc_tx, "UDP datagrams sent to a multicast group")	\
+	X(udp_mc_looped, "of those, copies delivered inside the stack (IP_MULTICAST_LOOP)") \
 	X(ip_rx_mcast, "multicast datagrams taken in")
 
 enum sl_counter {
@@ -232,6 +234,9 @@ static inline bool sl_buf_chained(const struct sluice_buf *b)
 {
 	return (b->flags & (SL_BUF_LOCAL | SL_BUF_CHAIN)) == (SL_BUF_LOCAL | SL_BUF_CHAIN);
 }
+
+/* 224.0.0.0/4, network order (RFC 5771). */
+#define SL_IN_MULTICAST(a)	((ntohl(a) & 0xf0000000u) == 0xe0000000u)
 
 /* Headroom left in front of every packet for link headers (Ethernet 14,
  * IPoIB 4 + 40 GRH room), so headers are prepended in place. */
@@ -448,6 +453,8 @@ void sl_ip_loopback(struct sl_stack *s, uint32_t first, uint32_t last);
 /* Copy packet idx (from its off, len bytes) into a fresh buffer; returns
  * it, or SLUICE_IDX_NONE. */
 uint32_t sl_pkt_copy(struct sl_stack *s, uint32_t idx);
+/* Set the TTL of the IPv4 packet in idx (sl_ip_build() gave it 64). */
+void sl_ip_set_ttl(struct sl_stack *s, uint32_t idx, uint8_t ttl);
 /* Free a received packet, all of a chained segment's buffers. */
 void sl_pkt_free(struct sl_stack *s, uint32_t idx);
 /* Fill an IPv4 header at the front of buffer idx, whose data already holds

@@ -248,6 +248,118 @@ void sl_udp_icmp_error(struct sl_stack *s, const struct sl_ip *q, int err)
 	}
 }
 
+/*
+ * A datagram to a group (packet idx, built): its TTL is IP_MULTICAST_TTL
+ * (1 by default, RFC 1112 6.1), and with IP_MULTICAST_LOOP (on by
+ * default) a copy goes to the group's members inside the stack, as Linux
+ * loops it to local members.  Returns true if it is done with idx (a stack
+ * with no link: only its own members hear it).
+ */
+static bool mc_send(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
+{
+	uint8_t ttl = 1;
+
+	if (so->type == SL_SOCK_UDP && so->udp.mc_ttl)
+		ttl = (uint8_t)(so->udp.mc_ttl - 1);
+	sl_ip_set_ttl(s, idx, ttl);
+	sl_count(s, SL_C_udp_mc_tx);
+	if (!so->udp.mc_noloop) {
+		uint32_t n = sl_pkt_copy(s, idx);
+
+		if (n != SLUICE_IDX_NONE) {
+			sl_buf(s, n)->flags = SL_BUF_LOCAL;
+			sl_buf(s, n)->next_idx = SLUICE_IDX_NONE;
+			sl_ip_loopback(s, n, n);
+			sl_count(s, SL_C_udp_mc_looped);
+		}
+	}
+	if (s->link)
+		return false;
+	sl_buf_free(s, idx);
+	return true;
+}
+
+static int opt_int(const void *val, unsigned int len, int *v)
+{
+	unsigned char c;
+
+	/* ip(7): an int, or for these options a single byte too. */
+	if (!val || len < 1)
+		return -EINVAL;
+	if (len >= sizeof(int)) {
+		memcpy(v, val, sizeof(*v));
+	} else {
+		memcpy(&c, val, 1);
+		*v = c;
+	}
+	return 0;
+}
+
+int sl_udp_mc_setopt(struct sl_stack *s, struct sl_sock *so, int name, const void *val,
+		     unsigned int len)
+{
+	struct ip_mreqn mr = { 0 };
+	int v = 0, ret;
+
+	if (name == IP_MULTICAST_IF) {
+		if (!val || len < sizeof(struct in_addr))
+			return -EINVAL;
+		if (len >= sizeof(struct ip_mreqn))
+			memcpy(&mr, val, sizeof(mr));
+		else if (len >= sizeof(struct ip_mreq))
+			memcpy(&mr, val, sizeof(struct ip_mreq));
+		else
+			memcpy(&mr.imr_address, val, sizeof(struct in_addr));
+		/* The stack has one interface: any, or it by address or index. */
+		if (mr.imr_ifindex ? (!s->ifindex || (unsigned int)mr.imr_ifindex != s->ifindex) :
+				     (mr.imr_address.s_addr &&
+				      mr.imr_address.s_addr != s->r->ip_addr))
+			return -EADDRNOTAVAIL;
+		if (so->type == SL_SOCK_UDP)
+			so->udp.mc_if = mr.imr_ifindex || mr.imr_address.s_addr;
+		return 0;
+	}
+	ret = opt_int(val, len, &v);
+	if (ret)
+		return ret;
+	if (name == IP_MULTICAST_TTL) {
+		if (v == -1)
+			v = 1;
+		if (v < 0 || v > 255)
+			return -EINVAL;
+		if (so->type == SL_SOCK_UDP)
+			so->udp.mc_ttl = (uint16_t)(v + 1);
+		return 0;
+	}
+	if (so->type == SL_SOCK_UDP)
+		so->udp.mc_noloop = !v;
+	return 0;
+}
+
+int sl_udp_mc_getopt(struct sl_stack *s, const struct sl_sock *so, int name, void *val,
+		     unsigned int *len)
+{
+	bool udp = so->type == SL_SOCK_UDP;
+	int v;
+
+	if (name == IP_MULTICAST_IF) {
+		struct in_addr a = { udp && so->udp.mc_if ? s->r->ip_addr : 0 };
+
+		if (*len < sizeof(a))
+			return -EINVAL;
+		memcpy(val, &a, sizeof(a));
+		*len = sizeof(a);
+		return 0;
+	}
+	if (name == IP_MULTICAST_TTL)
+		v = udp && so->udp.mc_ttl ? so->udp.mc_ttl - 1 : 1;
+	else
+		v = !(udp && so->udp.mc_noloop);
+	memcpy(val, &v, sizeof(v));
+	*len = sizeof(v);
+	return 0;
+}
+
 ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,
 		      int flags, uint32_t daddr, uint16_t dport)
 {
@@ -291,6 +403,8 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 	sl_count(s, SL_C_udp_tx);
 	so->tx_pkts++;
 	so->tx_bytes += len;
+	if (SL_IN_MULTICAST(daddr) && mc_send(s, so, idx))
+		return (ssize_t)len;
 	ret = sl_ip_output(s, idx, false);
 	return ret ? ret : (ssize_t)len;
 }

@@ -49,6 +49,9 @@ bool pl_reachable(uint32_t daddr)
 		return pl_cfg.loopback;
 	if (sl_ip_is_local(s, daddr))
 		return true;
+	/* A group is on the link of a stack that has one (an address). */
+	if (SL_IN_MULTICAST(daddr))
+		return r->ip_addr && s->link;
 	/* A stack with an address of its own reaches its subnet, and the rest
 	 * through its gateway (a link such as SLUICE_TAP carries it). */
 	return r->ip_addr && daddr != INADDR_ANY && daddr != INADDR_BROADCAST &&
@@ -96,6 +99,24 @@ static int sopt(int ks, int level, int name, const void *v, socklen_t len)
  * The fd becomes a kernel socket with the settings the Sluice one had;
  * the Sluice socket is closed unless another fd still holds it.
  */
+/* The multicast sending options the Sluice socket holds, given to kernel
+ * socket ks (the kernel's defaults are the same: TTL 1, loop on, any). */
+static void mc_opts_to(int ks, const struct pl_sock *ps)
+{
+	static const int names[] = { IP_MULTICAST_TTL, IP_MULTICAST_LOOP, IP_MULTICAST_IF };
+
+	for (unsigned int i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		union {
+			int i;
+			struct in_addr a;
+		} v;
+		unsigned int len = sizeof(v);
+
+		if (!sluice_getsockopt(pl_stack(), (int)ps->sd, IPPROTO_IP, names[i], &v, &len))
+			sopt(ks, IPPROTO_IP, names[i], &v, len);
+	}
+}
+
 int pl_fallback(int fd, struct pl_sock *ps)
 {
 	struct pl_sock *old;
@@ -124,6 +145,8 @@ int pl_fallback(int fd, struct pl_sock *ps)
 		sopt(ks, SOL_SOCKET, SO_SNDTIMEO, &ps->sndtimeo, sizeof(ps->sndtimeo));
 	if (ps->nonblock)
 		REAL(fcntl)(ks, F_SETFL, O_NONBLOCK);
+	if (ps->type == SOCK_DGRAM)
+		mc_opts_to(ks, ps);
 	fdfl = REAL(fcntl)(fd, F_GETFD);
 	old = pl_fd_forget(fd);
 	if (REAL(dup3)(ks, fd, fdfl > 0 && (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)

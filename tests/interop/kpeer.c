@@ -18,6 +18,11 @@
  *   kpeer mcast-send GROUP PORT COUNT IFADDR
  *                                   COUNT datagrams to GROUP:PORT out of
  *                                   the interface of IFADDR, 20 ms apart
+ *   kpeer mcast-recv GROUP PORT COUNT SECONDS IFADDR
+ *                                   joins GROUP on the interface of IFADDR,
+ *                                   prints "ready", counts datagrams to
+ *                                   PORT until COUNT or SECONDS; prints
+ *                                   "got N ttl T" (T: the last one's TTL)
  * Every loop is bounded in time; exit status 0 on success.
  */
 #include <arpa/inet.h>
@@ -251,6 +256,44 @@ static int mcast_send(const char *group, int port, int count, const char *ifaddr
 	return sent == count ? 0 : 1;
 }
 
+static int mcast_recv(const char *group, int port, int count, double secs,
+		      const char *ifaddr)
+{
+	struct sockaddr_in a = addr("0.0.0.0", port);
+	struct ip_mreq mr;
+	int s = socket(AF_INET, SOCK_DGRAM, 0), one = 1, n = 0, ttl = -1;
+	struct timespec t0, t;
+	char buf[1500], cbuf[64];
+
+	inet_pton(AF_INET, group, &mr.imr_multiaddr);
+	inet_pton(AF_INET, ifaddr, &mr.imr_interface);
+	if (bind(s, (struct sockaddr *)&a, sizeof(a)) ||
+	    setsockopt(s, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof(mr)) ||
+	    setsockopt(s, IPPROTO_IP, IP_RECVTTL, &one, sizeof(one))) {
+		perror("mcast-recv");
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (t = t0; n < count && t.tv_sec - t0.tv_sec < secs; clock_gettime(CLOCK_MONOTONIC, &t)) {
+		struct pollfd p = { .fd = s, .events = POLLIN };
+		struct iovec iov = { buf, sizeof(buf) };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+				    .msg_controllen = sizeof(cbuf) };
+
+		if (poll(&p, 1, 200) != 1 || recvmsg(s, &m, 0) <= 0)
+			continue;
+		n++;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+			if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL)
+				memcpy(&ttl, CMSG_DATA(c), sizeof(ttl));
+	}
+	printf("got %d ttl %d\n", n, ttl);
+	close(s);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "serve"))
@@ -263,6 +306,8 @@ int main(int argc, char **argv)
 		return try_bind(argv[2], atoi(argv[3]));
 	if (argc == 6 && !strcmp(argv[1], "mcast-send"))
 		return mcast_send(argv[2], atoi(argv[3]), atoi(argv[4]), argv[5]);
+	if (argc == 7 && !strcmp(argv[1], "mcast-recv"))
+		return mcast_recv(argv[2], atoi(argv[3]), atoi(argv[4]), atof(argv[5]), argv[6]);
 	if (argc == 4 && !strcmp(argv[1], "listen"))
 		return hold_listener(atoi(argv[2]), atoi(argv[3]));
 	fprintf(stderr, "usage: see tests/interop/kpeer.c\n");

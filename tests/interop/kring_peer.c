@@ -24,6 +24,9 @@
  *        attaches to STACK, binds UDP 0.0.0.0:PORT, joins GROUP
  *        (IP_ADD_MEMBERSHIP: the module joins the device), prints "ready",
  *        counts datagrams until COUNT or SECONDS; prints "got N"
+ *   kring_peer mcast-send STACK GROUP PORT COUNT TTL
+ *        attaches to STACK, sends COUNT datagrams to GROUP:PORT with
+ *        IP_MULTICAST_TTL TTL, 20 ms apart; prints "sent N"
  *   kring_peer wait-gone STACK IFNAME SECONDS
  *        makes STACK on IFNAME with a TCP listener and a UDP socket on port
  *        7, prints "ready", then waits for the device to go: prints what
@@ -438,6 +441,28 @@ static int mcast_recv(const char *group, int port, int count, double secs)
 	return 0;
 }
 
+static int mcast_send(const char *group, int port, int count, int ttl)
+{
+	struct sockaddr_in a = addr(group, port);
+	int s = sluice_socket(st, SLUICE_SOCK_DGRAM), sent = 0;
+	struct timespec gap = { 0, 20000000 };
+
+	if (sluice_setsockopt(st, s, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof(ttl))) {
+		printf("IP_MULTICAST_TTL failed\n");
+		return 1;
+	}
+	for (int i = 0; i < count; i++) {
+		if (sluice_sendto(st, s, "mcast", 5, 0, &a) == 5)
+			sent++;
+		sluice_stack_poll(st);
+		nanosleep(&gap, NULL);
+	}
+	printf("sent %d\n", sent);
+	sluice_close(st, s);
+	sluice_stack_close(st);
+	return sent == count ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	if ((argc == 5 || argc == 6) && !strcmp(argv[1], "serve"))
@@ -461,6 +486,8 @@ int main(int argc, char **argv)
 		return handoff(atoi(argv[3]), atoi(argv[4]));
 	if (!strcmp(argv[1], "mcast-recv") && argc == 7)
 		return mcast_recv(argv[3], atoi(argv[4]), atoi(argv[5]), atof(argv[6]));
+	if (!strcmp(argv[1], "mcast-send") && argc == 7)
+		return mcast_send(argv[3], atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
 	fprintf(stderr, "kring_peer: bad arguments\n");
 	sluice_stack_close(st);
 	return 2;

@@ -136,6 +136,19 @@ int main(void)
 		tap_eq(fx_counter(s, "arp_rx_bad"), bad0 + 1, "multicast sender MAC is bad");
 	}
 
+	/* A group needs no ARP: its MAC is 01-00-5E and the low 23 bits of
+	 * the group (RFC 1112 6.4), the 24th dropped. */
+	inet_pton(AF_INET, "239.129.2.3", &nh);
+	w.n = 0;
+	len = fx_ip(pkt, "10.6.0.1", "239.129.2.3", IPPROTO_UDP_, "payload!", 8);
+	ip_out(s, &el, pkt, len, nh, &ret);
+	tap_ok(ret == 0 && w.n == 1, "a datagram to a group goes out at once");
+	eh = (const struct sl_eth *)w.frame[0];
+	tap_ok(!memcmp(eh->dst, "\x01\x00\x5e\x01\x02\x03", 6) &&
+	       ntohs(eh->type) == ETHERTYPE_IP_,
+	       "as IPv4 to 01:00:5e:01:02:03, no ARP request");
+	tap_eq(s->r->buf_free_count, free0, "nothing held for it");
+
 	/* A neighbour that never answers: 3 requests, then a counted drop. */
 	inet_pton(AF_INET, "10.6.0.99", &nh);
 	w.n = 0;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * IPv4 multicast receive on UDP sockets (RFC 1112, ip(7)):
+ * IPv4 multicast on UDP sockets (RFC 1112, ip(7)): sending to a group
+ * (IP_MULTICAST_TTL, IP_MULTICAST_LOOP, IP_MULTICAST_IF), and receive:
  * IP_ADD_MEMBERSHIP / IP_DROP_MEMBERSHIP rules and errnos, a group's
  * datagrams handed to every socket on the port that joined it and to no
  * other, a socket bound to the group's address, leaving on close, and
@@ -151,10 +152,98 @@ static void test_tcp_refuses_multicast(void)
 	fx_destroy(s);
 }
 
+static int getint(struct sl_stack *s, int sd, int name)
+{
+	int v = -100;
+	unsigned int len = sizeof(v);
+
+	sluice_getsockopt(ST(s), sd, IPPROTO_IP, name, &v, &len);
+	return v;
+}
+
+/* The TTL of captured frame i (an IPv4 packet). */
+static int cap_ttl(unsigned int i)
+{
+	return i < cap.n ? ((const struct sl_ip *)cap.frame[i])->ttl : -1;
+}
+
+static void test_group_send(void)
+{
+	struct sl_stack *s = fx_stack("mcsend", "10.0.0.1", &cap);
+	struct sockaddr_in g = fx_addr("239.1.2.3", PORT);
+	int m = udp_on(s, "0.0.0.0"), tx = sluice_socket(ST(s), SLUICE_SOCK_DGRAM), v;
+	unsigned char c = 9;
+	struct in_addr ifa;
+	unsigned int len = sizeof(ifa);
+	uint32_t group;
+	char tag = 0;
+
+	inet_pton(AF_INET, "239.1.2.3", &group);
+	tap_eq(join(s, m, IP_ADD_MEMBERSHIP, "239.1.2.3", sizeof(struct ip_mreqn)), 0,
+	       "a member joins 239.1.2.3");
+	tap_eq(getint(s, tx, IP_MULTICAST_TTL), 1, "IP_MULTICAST_TTL is 1 by default");
+	tap_eq(getint(s, tx, IP_MULTICAST_LOOP), 1, "IP_MULTICAST_LOOP is on by default");
+	tap_eq(sluice_sendto(ST(s), tx, "a", 1, 0, &g), 1, "a datagram to the group");
+	tap_ok(cap.n == 1 && cap.nh[0] == group && cap_ttl(0) == 1,
+	       "goes to the link, the group its next hop, TTL 1");
+	tap_ok(got(s, m, &tag) && tag == 'a', "and the member in the stack gets a copy");
+	tap_eq(fx_counter(s, "udp_mc_looped"), 1, "counted in udp_mc_looped");
+
+	v = 7;
+	tap_eq(sluice_setsockopt(ST(s), tx, IPPROTO_IP, IP_MULTICAST_TTL, &v, sizeof(v)), 0,
+	       "IP_MULTICAST_TTL 7");
+	sluice_sendto(ST(s), tx, "b", 1, 0, &g);
+	tap_eq(cap_ttl(1), 7, "the next datagram has TTL 7");
+	tap_eq(sluice_setsockopt(ST(s), tx, IPPROTO_IP, IP_MULTICAST_TTL, &c, 1), 0,
+	       "a one-byte IP_MULTICAST_TTL is taken too");
+	tap_eq(getint(s, tx, IP_MULTICAST_TTL), 9, "and reads back");
+	v = -1;
+	sluice_setsockopt(ST(s), tx, IPPROTO_IP, IP_MULTICAST_TTL, &v, sizeof(v));
+	tap_eq(getint(s, tx, IP_MULTICAST_TTL), 1, "-1 is the default again");
+	v = 256;
+	tap_eq(sluice_setsockopt(ST(s), tx, IPPROTO_IP, IP_MULTICAST_TTL, &v, sizeof(v)), -EINVAL,
+	       "256: EINVAL");
+	got(s, m, NULL);
+
+	v = 0;
+	tap_eq(sluice_setsockopt(ST(s), tx, IPPROTO_IP, IP_MULTICAST_LOOP, &v, sizeof(v)), 0,
+	       "IP_MULTICAST_LOOP off");
+	sluice_sendto(ST(s), tx, "c", 1, 0, &g);
+	tap_ok(cap.n == 3 && !got(s, m, NULL), "the datagram goes out and the member gets none");
+	tap_eq(getint(s, tx, IP_MULTICAST_LOOP), 0, "and it reads back off");
+
+	ifa.s_addr = s->r->ip_addr;
+	tap_eq(sluice_setsockopt(ST(s), tx, IPPROTO_IP, IP_MULTICAST_IF, &ifa, sizeof(ifa)), 0,
+	       "IP_MULTICAST_IF: the stack's address");
+	ifa.s_addr = 0;
+	sluice_getsockopt(ST(s), tx, IPPROTO_IP, IP_MULTICAST_IF, &ifa, &len);
+	tap_eq(ifa.s_addr, s->r->ip_addr, "reads back");
+	inet_pton(AF_INET, "10.0.0.77", &ifa);
+	tap_eq(sluice_setsockopt(ST(s), tx, IPPROTO_IP, IP_MULTICAST_IF, &ifa, sizeof(ifa)),
+	       -EADDRNOTAVAIL, "another address: EADDRNOTAVAIL");
+	tap_eq(sluice_setsockopt(ST(s), tx, IPPROTO_IP, IP_MULTICAST_IF, &ifa, 2), -EINVAL,
+	       "too short: EINVAL");
+	sluice_close(ST(s), tx);
+	sluice_close(ST(s), m);
+	fx_destroy(s);
+
+	/* A stack with no link: only its own members hear the group. */
+	s = fx_stack("mcnolink", "10.0.0.1", NULL);
+	m = udp_on(s, "0.0.0.0");
+	tx = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
+	join(s, m, IP_ADD_MEMBERSHIP, "239.1.2.3", sizeof(struct ip_mreqn));
+	tap_eq(sluice_sendto(ST(s), tx, "d", 1, 0, &g), 1, "no link: the send succeeds");
+	tap_ok(got(s, m, &tag) && tag == 'd', "and the member gets it");
+	sluice_close(ST(s), tx);
+	sluice_close(ST(s), m);
+	fx_destroy(s);
+}
+
 int main(void)
 {
 	test_membership_rules();
 	test_group_delivery();
 	test_tcp_refuses_multicast();
+	test_group_send();
 	return tap_done();
 }

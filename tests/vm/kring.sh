@@ -127,6 +127,19 @@ mc=
 check "the Sluice socket got all 20 through the rings" grep -qx "got 20" $mout
 check "closing the socket left the group" sh -c "! $IP maddr show dev slk0 | grep -q 239.7.7.7"
 
+# Multicast the other way: a kernel member in the peer namespace, a Sluice
+# sender with IP_MULTICAST_TTL 3 (the group is the next hop; the kernel's
+# neighbour code maps it to 01:00:5e:07:07:08).
+mout=/tmp/kring-mcast-k.out
+in_ns timeout 60 kpeer mcast-recv 239.7.7.8 5008 20 30 "$K" >$mout 2>&1 &
+mc=$!
+check "a kernel socket in the peer namespace joined 239.7.7.8" wait_ready $mout
+expect "sent 20" "a Sluice socket sends 20 datagrams to the group, TTL 3" \
+	timeout 30 kring_peer mcast-send kr 239.7.7.8 5008 20 3
+wait $mc
+mc=
+check "the kernel member got all 20, with TTL 3" grep -qx "got 20 ttl 3" $mout
+
 # Loss recovery: netem on both ends of the veth.
 if in_ns $TC qdisc add dev slk1 root netem loss 3% 2>/dev/null &&
    $TC qdisc add dev slk0 root netem loss 3% 2>/dev/null; then
