@@ -945,16 +945,11 @@ static int flag_opt(struct sl_sock *so, uint16_t flag, const void *val, unsigned
 static int mc_opt(struct sl_stack *s, struct sl_sock *so, int name, const void *val,
 		  unsigned int len)
 {
-	struct ip_mreqn mr = { 0 };
+	struct ip_mreqn mr;
+	int ret = sl_ip_mreqn(val, len, sizeof(struct ip_mreq), &mr);
 
-	if (!val)
-		return -EFAULT;
-	if (len >= sizeof(struct ip_mreqn))
-		memcpy(&mr, val, sizeof(mr));
-	else if (len >= sizeof(struct ip_mreq))
-		memcpy(&mr, val, sizeof(struct ip_mreq));
-	else
-		return -EINVAL;
+	if (ret)
+		return ret;
 	if (mr.imr_ifindex && s->ifindex && (unsigned int)mr.imr_ifindex != s->ifindex)
 		return -ENODEV;
 	return name == IP_ADD_MEMBERSHIP ?

@@ -244,6 +244,10 @@ int sl_udp_mc_join(struct sl_stack *s, struct sl_sock *so, uint32_t group, uint3
 /* IP_MULTICAST_TTL, IP_MULTICAST_LOOP, IP_MULTICAST_IF (udp.c): as Linux
  * takes and gives them; a TCP socket keeps none (ip(7): they act on
  * datagrams). */
+/* A struct ip_mreqn, ip_mreq or (IP_MULTICAST_IF) in_addr option value of
+ * at least min bytes, as an ip_mreqn (udp.c). */
+struct ip_mreqn;
+int sl_ip_mreqn(const void *val, unsigned int len, unsigned int min, struct ip_mreqn *mr);
 int sl_udp_mc_setopt(struct sl_stack *s, struct sl_sock *so, int name, const void *val,
 		     unsigned int len);
 int sl_udp_mc_getopt(struct sl_stack *s, const struct sl_sock *so, int name, void *val,

@@ -279,6 +279,23 @@ static bool mc_send(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
 	return true;
 }
 
+int sl_ip_mreqn(const void *val, unsigned int len, unsigned int min, struct ip_mreqn *mr)
+{
+	memset(mr, 0, sizeof(*mr));
+	if (!val)
+		return -EFAULT;
+	if (len < min)
+		return -EINVAL;
+	/* ip_mreq's imr_interface lands on imr_address, as in Linux. */
+	if (len >= sizeof(*mr))
+		memcpy(mr, val, sizeof(*mr));
+	else if (len >= sizeof(struct ip_mreq))
+		memcpy(mr, val, sizeof(struct ip_mreq));
+	else
+		memcpy(&mr->imr_address, val, sizeof(struct in_addr));
+	return 0;
+}
+
 static int opt_int(const void *val, unsigned int len, int *v)
 {
 	unsigned char c;
@@ -298,18 +315,13 @@ static int opt_int(const void *val, unsigned int len, int *v)
 int sl_udp_mc_setopt(struct sl_stack *s, struct sl_sock *so, int name, const void *val,
 		     unsigned int len)
 {
-	struct ip_mreqn mr = { 0 };
+	struct ip_mreqn mr;
 	int v = 0, ret;
 
 	if (name == IP_MULTICAST_IF) {
-		if (!val || len < sizeof(struct in_addr))
-			return -EINVAL;
-		if (len >= sizeof(struct ip_mreqn))
-			memcpy(&mr, val, sizeof(mr));
-		else if (len >= sizeof(struct ip_mreq))
-			memcpy(&mr, val, sizeof(struct ip_mreq));
-		else
-			memcpy(&mr.imr_address, val, sizeof(struct in_addr));
+		ret = sl_ip_mreqn(val, len, sizeof(struct in_addr), &mr);
+		if (ret)
+			return ret;
 		/* The stack has one interface: any, or it by address or index. */
 		if (mr.imr_ifindex ? (!s->ifindex || (unsigned int)mr.imr_ifindex != s->ifindex) :
 				     (mr.imr_address.s_addr &&
