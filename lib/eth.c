@@ -101,7 +101,6 @@ int sl_eth_tx(struct sl_stack *s, const struct sl_eth_link *el, uint32_t idx, ui
 {
 	uint64_t now_ms = sl_now(s) / 1000;
 	struct sluice_neigh *n;
-	uint32_t hold;
 
 	if (nh == INADDR_BROADCAST ||
 	    (s->r->ip_mask && s->r->ip_mask != 0xffffffffu && nh == (s->r->ip_addr | ~s->r->ip_mask)))
@@ -124,18 +123,7 @@ int sl_eth_tx(struct sl_stack *s, const struct sl_eth_link *el, uint32_t idx, ui
 		n->tries = 0;
 	}
 	/* Hold a copy of the newest packet; the buffer itself is borrowed. */
-	hold = sl_buf_alloc(s);
-	if (hold != SLUICE_IDX_NONE) {
-		sl_buf(s, hold)->len = sl_buf(s, idx)->len;
-		memcpy(sl_buf_data(s, hold), sl_buf_data(s, idx), sl_buf(s, idx)->len);
-		if (n->hold_idx != SLUICE_IDX_NONE) {
-			sl_buf_free(s, n->hold_idx);
-			sl_count(s, SL_C_arp_hold_dropped);
-		}
-		n->hold_idx = hold;
-	} else {
-		sl_count(s, SL_C_arp_hold_dropped);
-	}
+	sl_pkt_hold(s, &n->hold_idx, idx);
 	if (n->tries == 0 || now_ms - n->updated_ms >= ARP_RETRY_MS) {
 		n->tries++;
 		n->updated_ms = now_ms;

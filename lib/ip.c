@@ -116,6 +116,21 @@ void sl_ip_set_ttl(struct sl_stack *s, uint32_t idx, uint8_t ttl)
 	ip->csum = sl_ip_csum(ip);
 }
 
+void sl_pkt_hold(struct sl_stack *s, uint32_t *hold, uint32_t idx)
+{
+	uint32_t n = sl_pkt_copy(s, idx);
+
+	if (n == SLUICE_IDX_NONE) {
+		sl_count(s, SL_C_arp_hold_dropped);
+		return;
+	}
+	if (*hold != SLUICE_IDX_NONE) {
+		sl_buf_free(s, *hold);
+		sl_count(s, SL_C_arp_hold_dropped);
+	}
+	*hold = n;
+}
+
 void sl_pkt_free(struct sl_stack *s, uint32_t idx)
 {
 	if (sl_buf_some(s, idx) && sl_buf_chained(sl_buf(s, idx)))

@@ -443,7 +443,6 @@ static int verbs_tx_resolve(struct verbs_link *v, struct sl_stack *s, uint32_t i
 {
 	uint64_t now_ms = sl_now(s) / 1000;
 	struct verbs_neigh *n;
-	uint32_t hold;
 	int ret;
 
 	if (is_broadcast(s, nh))
@@ -480,18 +479,7 @@ static int verbs_tx_resolve(struct verbs_link *v, struct sl_stack *s, uint32_t i
 			return ret;
 	}
 	/* Hold a copy of the newest packet; the buffer itself is borrowed. */
-	hold = sl_buf_alloc(s);
-	if (hold != SLUICE_IDX_NONE) {
-		sl_buf(s, hold)->len = sl_buf(s, idx)->len;
-		memcpy(sl_buf_data(s, hold), sl_buf_data(s, idx), sl_buf(s, idx)->len);
-		if (n->hold_idx != SLUICE_IDX_NONE) {
-			sl_buf_free(s, n->hold_idx);
-			sl_count(s, SL_C_arp_hold_dropped);
-		}
-		n->hold_idx = hold;
-	} else {
-		sl_count(s, SL_C_arp_hold_dropped);
-	}
+	sl_pkt_hold(s, &n->hold_idx, idx);
 	if (!v->kneigh && n->tries == 0) {
 		n->tries++;
 		n->updated_ms = now_ms;

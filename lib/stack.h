@@ -455,6 +455,10 @@ void sl_ip_loopback(struct sl_stack *s, uint32_t first, uint32_t last);
 uint32_t sl_pkt_copy(struct sl_stack *s, uint32_t idx);
 /* Set the TTL of the IPv4 packet in idx (sl_ip_build() gave it 64). */
 void sl_ip_set_ttl(struct sl_stack *s, uint32_t idx, uint8_t ttl);
+/* A packet waiting for its neighbour: keep a copy of idx in *hold, the
+ * packet held before dropped and counted (one a neighbour, as Linux's
+ * default queue of one). */
+void sl_pkt_hold(struct sl_stack *s, uint32_t *hold, uint32_t idx);
 /* Free a received packet, all of a chained segment's buffers. */
 void sl_pkt_free(struct sl_stack *s, uint32_t idx);
 /* Fill an IPv4 header at the front of buffer idx, whose data already holds
