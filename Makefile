@@ -123,7 +123,7 @@ unit-tests: $(UNIT_TESTS)
 
 # The kselftest harness is GPL and lives in the kernel source package; it is
 # used from there, never copied into this tree.
-$(B)/tests/kselftest/%: tests/kselftest/%.c tests/kselftest/sluice_util.h include/uapi/sluice.h
+$(B)/tests/kselftest/%: tests/kselftest/%.c tests/kselftest/sluice_util.h tests/kselftest/sluice_veth.h include/uapi/sluice.h
 	@test -f $(KSELFTEST)/kselftest_harness.h || \
 		{ echo "missing $(KSELFTEST): run tests/vm/deps.sh" >&2; exit 1; }
 	@mkdir -p $(dir $@)

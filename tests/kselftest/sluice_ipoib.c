@@ -46,10 +46,11 @@
 #include "kselftest_harness.h"
 #include "sluice_util.h"
 
-#define IP_CMD		"/usr/sbin/ip"
 #define RDMA_CMD	"/usr/bin/rdma"
 #define N_BUFS		16
 #define BUF_SIZE	2048
+
+#include "sluice_veth.h"
 #define GROUP		0xef010203	/* 239.1.2.3 */
 #define GROUP_PORT	40200
 #define HDRS		(sizeof(struct iphdr) + sizeof(struct udphdr))
@@ -57,13 +58,6 @@
 /* The first published sizes: callers built before SLUICE_FEATURE_IPOIB. */
 #define IFINFO_V1	offsetofend(struct sluice_ifinfo, name)
 #define NEIGH_V1	offsetofend(struct sluice_neigh_resolve, hwaddr)
-
-static int run(const char *cmd)
-{
-	int st = system(cmd);
-
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static bool all_zero(const void *p, size_t n)
 {
@@ -111,13 +105,6 @@ static int mcast(int fd, unsigned long cmd, __u32 group_be,
 	m->size = sizeof(*m);
 	m->group = group_be;
 	return xioctl(fd, cmd, m);
-}
-
-static int stack_create(int dev, const char *name, __u32 ifindex,
-			struct sluice_stack_create *c)
-{
-	stack_layout(c, name, ifindex, 16, 256, 64, N_BUFS, BUF_SIZE);
-	return xioctl(dev, SLUICE_IOC_STACK_CREATE, c) ?: c->fd;
 }
 
 static int ifinfo(int dev, __u32 ifindex, struct sluice_ifinfo *info,
@@ -236,81 +223,15 @@ TEST(infiniband_type_without_ib_device)
 	close(tfd);
 }
 
-FIXTURE(veth) {
-	int dev;
-	int fd;
-	int self_ns;
-	int peer_ns;
-	char peer[32];
-	char dir[64];
-	__u32 ifindex;
-	__u32 addr;		/* 10.77.0.1, the stack's side */
-	__u32 peer_addr;	/* 10.77.0.2 */
-	struct sluice_stack_create c;
-	unsigned char *region;
-};
 
 FIXTURE_SETUP(veth)
 {
-	char cmd[256], path[64];
-	struct stat st;
-
-	ASSERT_EQ(0, ensure_loaded());
-	ASSERT_EQ(0, unshare(CLONE_NEWNET));
-	snprintf(self->peer, sizeof(self->peer), "slk_peer_%d", getpid());
-	ASSERT_TRUE(mkdir("/run", 0755) == 0 || errno == EEXIST);
-	snprintf(cmd, sizeof(cmd), IP_CMD " netns add %s", self->peer);
-	ASSERT_EQ(0, run(cmd));
-	ASSERT_EQ(0, run(IP_CMD " link add sk0 type veth peer name sk1"));
-	snprintf(cmd, sizeof(cmd), IP_CMD " link set sk1 netns %s", self->peer);
-	ASSERT_EQ(0, run(cmd));
-	ASSERT_EQ(0, run(IP_CMD " addr add 10.77.0.1/24 dev sk0"));
-	ASSERT_EQ(0, run(IP_CMD " link set sk0 up"));
-	snprintf(cmd, sizeof(cmd), IP_CMD " -n %s addr add 10.77.0.2/24 dev sk1",
-		 self->peer);
-	ASSERT_EQ(0, run(cmd));
-	snprintf(cmd, sizeof(cmd), IP_CMD " -n %s link set sk1 up", self->peer);
-	ASSERT_EQ(0, run(cmd));
-
-	self->self_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-	ASSERT_LE(0, self->self_ns);
-	snprintf(path, sizeof(path), "/run/netns/%s", self->peer);
-	self->peer_ns = open(path, O_RDONLY | O_CLOEXEC);
-	ASSERT_LE(0, self->peer_ns);
-	ASSERT_EQ(0, fstat(self->self_ns, &st));
-	snprintf(self->dir, sizeof(self->dir), "t_ib@%lu",
-		 (unsigned long)st.st_ino);
-	self->ifindex = if_nametoindex("sk0");
-	ASSERT_NE(0, self->ifindex);
-	self->addr = htonl(0x0a4d0001);
-	self->peer_addr = htonl(0x0a4d0002);
-
-	self->dev = open(SLUICE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, self->dev);
-	self->fd = stack_create(self->dev, "t_ib", self->ifindex, &self->c);
-	ASSERT_LE(0, self->fd);
-	self->region = mmap(NULL, self->c.region_size, PROT_READ | PROT_WRITE,
-			    MAP_SHARED, self->fd, 0);
-	ASSERT_NE(MAP_FAILED, self->region);
+	veth_up(_metadata, self, "t_ib");
 }
 
 FIXTURE_TEARDOWN(veth)
 {
-	char cmd[256];
-
-	if (self->region)
-		munmap(self->region, self->c.region_size);
-	if (self->fd >= 0)
-		close(self->fd);
-	close(self->dev);
-	close(self->peer_ns);
-	close(self->self_ns);
-	snprintf(cmd, sizeof(cmd), IP_CMD " netns del %s 2>/dev/null", self->peer);
-	run(cmd);
-	if (_metadata->passed) {
-		EXPECT_EQ(0, info_value("stacks"));
-		EXPECT_EQ(0, info_value("regions"));
-	}
+	veth_down(_metadata, self);
 }
 
 /* An Ethernet device: the IPoIB part is there, all zero, whatever came in. */

@@ -49,9 +49,10 @@
 #include "sluice_util.h"
 
 #define SYSFS_STACKS	"/sys/class/misc/sluice/stacks"
-#define IP_CMD		"/usr/sbin/ip"
 #define N_BUFS		16
 #define BUF_SIZE	2048
+
+#include "sluice_veth.h"
 #define STEERED_PORT	40123
 #define HDRS		(sizeof(struct iphdr) + sizeof(struct udphdr))
 #define NOBODY		65534
@@ -85,13 +86,6 @@ static void steer(int fd, __u16 port)
 }
 
 /* A stack of N_BUFS buffers of BUF_SIZE on @ifindex: its fd, or -errno. */
-static int stack_create(int dev, const char *name, __u32 ifindex,
-			struct sluice_stack_create *c)
-{
-	stack_layout(c, name, ifindex, 16, 256, 64, N_BUFS, BUF_SIZE);
-	return xioctl(dev, SLUICE_IOC_STACK_CREATE, c) ?: c->fd;
-}
-
 static void setup_args(struct sluice_kring_setup *s, __u32 flags, __u32 rx,
 		       __u32 tx, __u32 slot)
 {
@@ -269,13 +263,6 @@ static int child_status(pid_t pid)
 
 	if (waitpid(pid, &st, 0) != pid)
 		return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static int run(const char *cmd)
-{
-	int st = system(cmd);
-
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -1050,19 +1037,6 @@ TEST(setup_without_device)
 }
 
 /* The veth pair of the picture at the top. */
-FIXTURE(veth) {
-	int dev;
-	int fd;
-	int self_ns;
-	int peer_ns;
-	char peer[32];
-	char dir[64];
-	__u32 ifindex;
-	__u32 addr;		/* 10.77.0.1, the stack's side */
-	__u32 peer_addr;	/* 10.77.0.2 */
-	struct sluice_stack_create c;
-	unsigned char *region;
-};
 
 /* Make a UDP socket bound to @port in the peer's namespace. */
 static int peer_socket(int self_ns, int peer_ns, __u32 addr, __u16 port)
@@ -1082,64 +1056,12 @@ static int peer_socket(int self_ns, int peer_ns, __u32 addr, __u16 port)
 
 FIXTURE_SETUP(veth)
 {
-	char cmd[256], path[64];
-	struct stat st;
-
-	ASSERT_EQ(0, ensure_loaded());
-	ASSERT_EQ(0, unshare(CLONE_NEWNET));
-	snprintf(self->peer, sizeof(self->peer), "slk_peer_%d", getpid());
-	/* ip netns keeps its namespaces under /run/netns. */
-	ASSERT_TRUE(mkdir("/run", 0755) == 0 || errno == EEXIST);
-	snprintf(cmd, sizeof(cmd), IP_CMD " netns add %s", self->peer);
-	ASSERT_EQ(0, run(cmd));
-	ASSERT_EQ(0, run(IP_CMD " link add sk0 type veth peer name sk1"));
-	snprintf(cmd, sizeof(cmd), IP_CMD " link set sk1 netns %s", self->peer);
-	ASSERT_EQ(0, run(cmd));
-	ASSERT_EQ(0, run(IP_CMD " addr add 10.77.0.1/24 dev sk0"));
-	ASSERT_EQ(0, run(IP_CMD " link set sk0 up"));
-	snprintf(cmd, sizeof(cmd), IP_CMD " -n %s addr add 10.77.0.2/24 dev sk1",
-		 self->peer);
-	ASSERT_EQ(0, run(cmd));
-	snprintf(cmd, sizeof(cmd), IP_CMD " -n %s link set sk1 up", self->peer);
-	ASSERT_EQ(0, run(cmd));
-
-	self->self_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-	ASSERT_LE(0, self->self_ns);
-	snprintf(path, sizeof(path), "/run/netns/%s", self->peer);
-	self->peer_ns = open(path, O_RDONLY | O_CLOEXEC);
-	ASSERT_LE(0, self->peer_ns);
-	ASSERT_EQ(0, fstat(self->self_ns, &st));
-	snprintf(self->dir, sizeof(self->dir), "t_veth@%lu",
-		 (unsigned long)st.st_ino);
-	self->ifindex = if_nametoindex("sk0");
-	ASSERT_NE(0, self->ifindex);
-	self->addr = htonl(0x0a4d0001);
-	self->peer_addr = htonl(0x0a4d0002);
-
-	self->dev = open(SLUICE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, self->dev);
-	self->fd = stack_create(self->dev, "t_veth", self->ifindex, &self->c);
-	ASSERT_LE(0, self->fd);
-	self->region = mmap(NULL, self->c.region_size, PROT_READ | PROT_WRITE,
-			    MAP_SHARED, self->fd, 0);
-	ASSERT_NE(MAP_FAILED, self->region);
+	veth_up(_metadata, self, "t_veth");
 }
 
 FIXTURE_TEARDOWN(veth)
 {
-	char cmd[256];
-
-	munmap(self->region, self->c.region_size);
-	close(self->fd);
-	close(self->dev);
-	close(self->peer_ns);
-	close(self->self_ns);
-	snprintf(cmd, sizeof(cmd), IP_CMD " netns del %s 2>/dev/null", self->peer);
-	run(cmd);
-	if (_metadata->passed) {
-		EXPECT_EQ(0, info_value("stacks"));
-		EXPECT_EQ(0, info_value("regions"));
-	}
+	veth_down(_metadata, self);
 }
 
 static struct sluice_kring *veth_rings(struct __test_metadata *_metadata,
