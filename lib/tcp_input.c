@@ -330,8 +330,10 @@ static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		struct sluice_buf *b = sl_buf(s, tp->sndq_head);
 		uint8_t *p = sl_buf_base(s, tp->sndq_head) + SL_TCP_DATA_OFF;
 
-		if ((b->flags & SL_TBF_SENT) && SEQ_GT(tp->snd_una, b->seq) &&
-		    SEQ_LT(tp->snd_una, b->seq + b->aux)) {
+		if (b->aux > s->buf_size - SL_TCP_DATA_OFF) {
+			sl_corrupt(s, SL_C_corrupt_buf_len, tp->sndq_head);
+		} else if ((b->flags & SL_TBF_SENT) && SEQ_GT(tp->snd_una, b->seq) &&
+			   SEQ_LT(tp->snd_una, b->seq + b->aux)) {
 			uint32_t d = tp->snd_una - b->seq;
 
 			memmove(p, p + d, b->aux - d);

@@ -475,7 +475,8 @@ static unsigned int chain_more(struct sl_stack *s, struct sl_sock *so, uint32_t 
 	while (n < SL_CHAIN_MAX && sl_buf_some(s, j)) {
 		const struct sluice_buf *b = sl_buf(s, j);
 
-		if ((b->flags & SL_TBF_SENT) || !b->aux || total + b->aux > usable ||
+		if ((b->flags & SL_TBF_SENT) || !b->aux || b->aux > s->buf_size - SL_TCP_DATA_OFF ||
+		    total + b->aux > usable ||
 		    total + b->aux > SL_TCP_CHAIN_BYTES)
 			break;
 		/* Nagle holds a short last buffer back as it would alone. */
@@ -556,6 +557,22 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 			tp->snd_nxt = end;
 			idx = b->next_idx;
 			continue;
+		}
+		/* A length no buffer holds (another process scribbled on
+		 * the region) would copy or checksum past the buffer. */
+		if (len > s->buf_size - SL_TCP_DATA_OFF) {
+			sl_corrupt(s, SL_C_corrupt_buf_len, idx);
+			break;
+		}
+		if (len > tp->mss && tp->mss && !local) {
+			/* The MSS shrank after this was queued (TCP_MAXSEG, a
+			 * smaller path MTU): no segment may exceed it (RFC 9293
+			 * 3.7.1), and one larger than a cwnd of one MSS would
+			 * never go (fuzz_tcp found the stall). */
+			if (split_buf(s, tp, idx, tp->mss))
+				break;
+			len = tp->mss;
+			end = b->seq + len;
 		}
 		wnd = tp->snd_wnd < tp->cwnd ? tp->snd_wnd : tp->cwnd;
 		usable = SEQ_GT(tp->snd_una + wnd, tp->snd_nxt) ? tp->snd_una + wnd - tp->snd_nxt : 0;

@@ -200,11 +200,18 @@ static void on_persist(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	 * timeout of RFC 1122 4.2.3.4 (4) sends what fits, as Linux's
 	 * window probe does (tcp_write_wakeup). */
 	if (SEQ_GT(tp->snd_una + tp->snd_wnd, tp->snd_nxt)) {
+		uint8_t backoff = tp->backoff, probes = tp->keep_probes;
+
 		tp->tflags |= SL_TF_OVERRIDE;
 		sl_tcp_output(s, so, now_us);
 		tp->tflags &= ~SL_TF_OVERRIDE;
 		if (tp->snd_una != tp->snd_max)
 			return;	/* sent: the RTO covers it now */
+		/* Nothing went, and output armed persist afresh: it is still
+		 * this episode, whose backoff must grow (or an orphan that
+		 * cannot send would probe for ever: fuzz_tcp found it). */
+		tp->backoff = backoff;
+		tp->keep_probes = probes;
 	}
 	/* A probe below the window makes the peer answer with its window
 	 * (RFC 9293 3.8.6.1; the form Linux and BSD send). */

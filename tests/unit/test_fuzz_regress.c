@@ -76,9 +76,47 @@ static void test_established_sack_blocks_on_full_segments(void)
 	tf_finish();
 }
 
+/* fuzz_tcp, regress/fuzz_tcp/orphan-persist-mss-shrunk: data queued at
+ * one MSS, then TCP_MAXSEG made the MSS smaller; the queued buffer went out
+ * larger than the MSS, or, with a cwnd of one (small) MSS and nothing in
+ * flight, never; and persist, rearmed afresh by each override attempt,
+ * never backed off, so the orphan probed for ever. */
+static void test_mss_shrunk_under_queued_data(void)
+{
+	struct sl_sock *so;
+	uint32_t iss = 0, sent = 0;
+	int mss = 536;
+
+	tf_init("mssshrink");
+	so = tf_connect(IRS, &iss, &(struct tf_opts){ .mss = 1460 }, 0);
+	tap_ok(so && so->state == SL_TCP_ESTABLISHED, "established, the peer's window 0");
+	if (!so) {
+		tf_finish();
+		return;
+	}
+	tap_eq(sl_tcp_send(T.s, so, pattern, 1400, 0, tf_now_us), 1400,
+	       "1400 bytes queued at MSS 1460, held by the zero window");
+	tap_eq(sl_tcp_setsockopt(T.s, so, IPPROTO_TCP, TCP_MAXSEG, &mss, sizeof(mss)), 0,
+	       "TCP_MAXSEG 536");
+	so->tcp.cwnd = so->tcp.mss;	/* as after an RTO */
+	tf_clear();
+	tf_seg_full(TF_PPORT, ntohs(so->lport), TH_ACK_, IRS + 1, iss + 1, 65535, NULL, NULL, 0);
+	for (int i = 0; i < 20 && so->tcp.snd_max != so->tcp.snd_end; i++) {
+		tf_seg_full(TF_PPORT, ntohs(so->lport), TH_ACK_, IRS + 1, so->tcp.snd_max, 65535,
+			    NULL, NULL, 0);
+		tf_advance_ms(10);
+	}
+	for (unsigned int i = 0; i < T.n; i++)
+		sent += tf_parse(i).plen;
+	tap_eq(sent, 1400u, "the window opens: all of it goes, with a cwnd of one MSS");
+	check_sizes("after the MSS shrank", 1500, 536);
+	tf_finish();
+}
+
 int main(void)
 {
 	memset(pattern, 'f', sizeof(pattern));
 	test_established_sack_blocks_on_full_segments();
+	test_mss_shrunk_under_queued_data();
 	return tap_done();
 }

@@ -125,6 +125,8 @@ check "hx's processes found the region corrupt: a clear error, exit 3 (server $h
 	[ "$hx_rc" = 3 -o "$xc_rc" = 3 ]
 check "no user-space fault logged (traps: / segfault)" \
 	sh -c "! dmesg | grep -Eq 'traps:|segfault at'"
+# Where, if one was: the faulting ip and the library's mapping.
+dmesg | grep -E -A1 'traps:|segfault at' | sed 's/^/# fault: /'
 kill -9 $hk 2>/dev/null
 wait $hk 2>/dev/null
 check "nothing of hx's is left running" sh -c "! kill -0 $hx $xt $xu $xc 2>/dev/null"
