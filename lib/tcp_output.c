@@ -394,8 +394,14 @@ int sl_tcp_xmit_buf(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint64
 {
 	struct sluice_buf *b = sl_buf(s, idx);
 	unsigned int plen = b->aux, hlen;
-	struct sl_tcph *th = data_hdr(s, so, idx, idx, plen, now_us, &hlen);
+	struct sl_tcph *th;
 
+	/* Read once: checked here, it is what the checksum covers. */
+	if (plen > s->buf_size - SL_TCP_DATA_OFF) {
+		sl_corrupt(s, SL_C_corrupt_buf_len, idx);
+		return -ENOTRECOVERABLE;
+	}
+	th = data_hdr(s, so, idx, idx, plen, now_us, &hlen);
 	if (b->flags & SL_TBF_SENT) {
 		b->flags |= SL_TBF_REXMIT;
 		sl_count(s, SL_C_tcp_retransmit);
@@ -430,16 +436,23 @@ static int xmit_chain(struct sl_stack *s, struct sl_sock *so, uint32_t idx, unsi
 	tail = head;
 	for (i = 0; i < n; i++) {
 		const struct sluice_buf *sb = sl_buf(s, j);
-		uint32_t c = sl_buf_alloc(s);
+		uint16_t len = sb->aux;	/* read once: checked, then copied */
+		uint32_t c;
 
+		if (len > s->buf_size - SL_TCP_DATA_OFF) {
+			sl_corrupt(s, SL_C_corrupt_buf_len, j);
+			sl_buf_free_chain(s, head);
+			return -ENOTRECOVERABLE;
+		}
+		c = sl_buf_alloc(s);
 		if (c == SLUICE_IDX_NONE) {
 			sl_buf_free_chain(s, head);
 			goto nobuf;
 		}
 		sl_buf(s, c)->off = SL_TCP_DATA_OFF;
-		sl_buf(s, c)->len = sb->aux;
+		sl_buf(s, c)->len = len;
 		memcpy(sl_buf_base(s, c) + SL_TCP_DATA_OFF, sl_buf_base(s, j) + SL_TCP_DATA_OFF,
-		       sb->aux);
+		       len);
 		sl_buf(s, tail)->next_idx = c;
 		tail = c;
 		j = sb->next_idx;
@@ -612,8 +625,11 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 			end = b->seq + b->aux;
 			idx = chain_last;
 			last = idx;
-		} else if (sl_tcp_xmit_buf(s, so, idx, now_us) == -ENOBUFS) {
-			break;
+		} else {
+			int ret = sl_tcp_xmit_buf(s, so, idx, now_us);
+
+			if (ret == -ENOBUFS || ret == -ENOTRECOVERABLE)
+				break;
 		}
 		if (!rexmit && !(tp->tflags & SL_TF_TIMING)) {
 			tp->tflags |= SL_TF_TIMING;
