@@ -185,6 +185,13 @@ void sl_ip_loopback(struct sl_stack *s, uint32_t first, uint32_t last)
 	r->lo_tail = last;
 }
 
+void sl_ip_loopback_one(struct sl_stack *s, uint32_t idx)
+{
+	sl_buf(s, idx)->next_idx = SLUICE_IDX_NONE;
+	sl_buf(s, idx)->flags = SL_BUF_LOCAL;
+	sl_ip_loopback(s, idx, idx);
+}
+
 int sl_ip_output(struct sl_stack *s, uint32_t idx, bool keep)
 {
 	struct sluice_region *r = s->r;
@@ -201,9 +208,7 @@ int sl_ip_output(struct sl_stack *s, uint32_t idx, bool keep)
 			sl_count(s, SL_C_ip_tx_nobuf);
 			return -ENOBUFS;
 		}
-		sl_buf(s, n)->next_idx = SLUICE_IDX_NONE;
-		sl_buf(s, n)->flags = SL_BUF_LOCAL;
-		sl_ip_loopback(s, n, n);
+		sl_ip_loopback_one(s, n);
 		return 0;
 	}
 	/* A group is on the link: its address is the next hop, which the

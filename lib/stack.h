@@ -450,6 +450,9 @@ int sl_ip_output(struct sl_stack *s, uint32_t idx, bool keep);
 /* Queue packet first (a chained segment ending with last, or first again)
  * for delivery inside the stack. */
 void sl_ip_loopback(struct sl_stack *s, uint32_t first, uint32_t last);
+/* Queue the one-buffer packet idx (SL_BUF_LOCAL) for delivery inside the
+ * stack. */
+void sl_ip_loopback_one(struct sl_stack *s, uint32_t idx);
 /* Copy packet idx (from its off, len bytes) into a fresh buffer; returns
  * it, or SLUICE_IDX_NONE. */
 uint32_t sl_pkt_copy(struct sl_stack *s, uint32_t idx);

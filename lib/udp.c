@@ -259,7 +259,7 @@ static bool mc_send(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
 {
 	uint8_t ttl = 1;
 
-	if (so->type == SL_SOCK_UDP && so->udp.mc_ttl)
+	if (so->udp.mc_ttl)
 		ttl = (uint8_t)(so->udp.mc_ttl - 1);
 	sl_ip_set_ttl(s, idx, ttl);
 	sl_count(s, SL_C_udp_mc_tx);
@@ -267,9 +267,7 @@ static bool mc_send(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
 		uint32_t n = sl_pkt_copy(s, idx);
 
 		if (n != SLUICE_IDX_NONE) {
-			sl_buf(s, n)->flags = SL_BUF_LOCAL;
-			sl_buf(s, n)->next_idx = SLUICE_IDX_NONE;
-			sl_ip_loopback(s, n, n);
+			sl_ip_loopback_one(s, n);
 			sl_count(s, SL_C_udp_mc_looped);
 		}
 	}
