@@ -101,7 +101,10 @@ struct sl_sock;
 	X(udp_mc_join, "multicast groups joined by UDP sockets (IP_ADD_MEMBERSHIP)") \
 	X(udp_mc_tx, "UDP datagrams sent to a multicast group")	\
 	X(udp_mc_looped, "of those, copies delivered inside the stack (IP_MULTICAST_LOOP)") \
-	X(ip_rx_mcast, "multicast datagrams taken in")
+	X(ip_rx_mcast, "multicast datagrams taken in")			\
+	X(tcp_rx_paws, "TCP segments dropped by PAWS (timestamp too old)")	\
+	X(tcp_rx_no_ts, "TCP segments dropped: no timestamp where one is due") \
+	X(tcp_rx_oow, "TCP segments outside the receive window (ACKed, dropped)")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,

@@ -951,12 +951,15 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 
 	/* RFC 7323 3.2: once both sides sent TSopt, a non-RST segment
 	 * without one SHOULD be dropped silently (an RST MUST NOT be). */
-	if ((tp->tflags & SL_TF_TS) && !g->o.ts && !(g->flags & TH_RST_))
+	if ((tp->tflags & SL_TF_TS) && !g->o.ts && !(g->flags & TH_RST_)) {
+		sl_count(s, SL_C_tcp_rx_no_ts);
 		goto drop;
+	}
 
 	/* RFC 7323 5.3: PAWS. */
 	if ((tp->tflags & SL_TF_TS) && g->o.ts && !(g->flags & TH_RST_) &&
 	    SEQ_LT(g->o.tsval, tp->ts_recent) && !ts_stale) {
+		sl_count(s, SL_C_tcp_rx_paws);
 		sl_tcp_oow_ack(s, so, with_data, now_us);
 		goto drop;
 	}
@@ -966,6 +969,7 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		bool zero_wnd_ok = g->seq == tp->rcv_nxt && !(g->flags & (TH_SYN_ | TH_RST_));
 
 		if (!zero_wnd_ok) {
+			sl_count(s, SL_C_tcp_rx_oow);
 			if (!(g->flags & TH_RST_)) {
 				if (so->state == SL_TCP_TIME_WAIT && (g->flags & TH_FIN_))
 					tp->t_close = now_us + SL_TCP_TIME_WAIT_US;

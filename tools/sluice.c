@@ -190,7 +190,7 @@ static void addr_str(char *buf, size_t len, uint32_t a, uint16_t p)
 	snprintf(buf, len, "%s:%u", ip, ntohs(p));
 }
 
-static void print_tcp(const struct sl_sock *so)
+static void print_tcp(struct sl_stack *s, const struct sl_sock *so)
 {
 	const struct sl_tcp_sock *tp = &so->tcp;
 
@@ -206,6 +206,24 @@ static void print_tcp(const struct sl_sock *so)
 	       "backoff %u retransmits %u\n", tp->rcv_nxt - tp->irs, tp->rcv_adv - tp->rcv_nxt,
 	       1u << tp->rcv_wscale, tp->ooo_bytes, tp->mss, tp->srtt_us, tp->rto_us,
 	       tp->backoff, so->retransmits);
+	printf("        buffers held: rxq %u ooo %u lent %u (rcvbuf %u bytes); sndbuf %u bytes\n",
+	       so->rxq_count, tp->ooo_count, so->rx_lent_count, so->rcvbuf, so->sndbuf);
+	if (sl_buf_some(s, tp->sndq_head)) {
+		uint32_t idx = tp->sndq_head, steps = 0;
+		int n = 0;
+
+		/* The first send buffers: where a retransmission starts. */
+		printf("        sndq head:");
+		while (n++ < 4 && sl_buf_next(s, idx, &steps)) {
+			const struct sluice_buf *b = sl_buf(s, idx);
+
+			printf(" [%u +%u %s%s%s]", b->seq - tp->iss, b->aux,
+			       (b->flags & SL_TBF_SENT) ? "S" : "-",
+			       (b->flags & SL_TBF_SACKED) ? "A" : "", (b->flags & SL_TBF_RECOV) ? "R" : "");
+			idx = b->next_idx;
+		}
+		printf(" hint %d\n", tp->sndq_hint == SLUICE_IDX_NONE ? -1 : (int)tp->sndq_hint);
+	}
 }
 
 /* The rings of a stack on a device (uapi struct sluice_kring), if it has
@@ -325,7 +343,7 @@ static int cmd_dump(const char *name)
 			       so->type == SL_SOCK_TCP ? "tcp" : "udp", l);
 		}
 		if (so->type == SL_SOCK_TCP)
-			print_tcp(so);
+			print_tcp(s, so);
 	}
 	sluice_stack_close(st);
 	return 0;
