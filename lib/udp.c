@@ -440,7 +440,7 @@ ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_
 	ip = (const struct sl_ip *)sl_buf_data(s, idx);
 	/* The datagram (seq bytes at aux, after the UDP header) lies inside
 	 * the packet, or the buffer was written by someone else. */
-	dlen = b->seq;
+	dlen = SL_ONCE(b->seq);	/* once: checked, it bounds the copy */
 	if (b->aux < sizeof(struct sl_ip) + sizeof(*uh) || b->aux + dlen > b->len) {
 		sl_corrupt(s, SL_C_corrupt_buf_len, idx);
 		return sl_broken_err(s);
