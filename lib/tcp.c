@@ -875,8 +875,10 @@ uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so)
 	if (so->state == SL_TCP_CLOSED) {
 		ev |= SL_EV_HUP | SL_EV_IN | SL_EV_OUT;
 	} else if (can_send(so)) {
+		uint32_t mss = SL_ONCE(tp->mss);	/* once: the divisor tested */
+
 		if (so->sndbuf > tp->sndq_bytes + so->sndbuf / 8 && pool_has_room(s) &&
-		    tp->sndq_bytes / (tp->mss ? tp->mss : 1) < s->n_bufs / 4)
+		    tp->sndq_bytes / (mss ? mss : 1) < s->n_bufs / 4)
 			ev |= SL_EV_OUT;
 	} else if (so->state > SL_TCP_SYN_RECEIVED) {
 		/* Write side shut: a write would fail at once (EPIPE). */
@@ -973,20 +975,21 @@ int sl_tcp_getsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 	} else if (name == TCP_INFO) {
 		struct tcp_info ti;
 		unsigned int n = *len < sizeof(ti) ? *len : sizeof(ti);
+		uint32_t mss = SL_ONCE(tp->mss), div = mss ? mss : 1;	/* once: a divisor */
 
 		memset(&ti, 0, sizeof(ti));
 		ti.tcpi_state = so->state;
 		ti.tcpi_rto = tp->rto_us;
-		ti.tcpi_snd_mss = tp->mss;
+		ti.tcpi_snd_mss = mss;
 		ti.tcpi_rcv_mss = sl_tcp_our_mss(s, so);
 		ti.tcpi_rtt = tp->srtt_us;
 		ti.tcpi_rttvar = tp->rttvar_us;
-		ti.tcpi_snd_ssthresh = tp->ssthresh / (tp->mss ? tp->mss : 1);
-		ti.tcpi_snd_cwnd = tp->cwnd / (tp->mss ? tp->mss : 1);
+		ti.tcpi_snd_ssthresh = tp->ssthresh / div;
+		ti.tcpi_snd_cwnd = tp->cwnd / div;
 		ti.tcpi_backoff = tp->backoff;
 		ti.tcpi_snd_wscale = tp->snd_wscale;
 		ti.tcpi_rcv_wscale = tp->rcv_wscale;
-		ti.tcpi_unacked = (tp->snd_max - tp->snd_una) / (tp->mss ? tp->mss : 1);
+		ti.tcpi_unacked = (tp->snd_max - tp->snd_una) / div;
 		memcpy(val, &ti, n);
 		*len = n;
 		return 0;
