@@ -636,7 +636,7 @@ static long tcp_send_lent(struct sl_stack *s, struct sl_sock *so, const void *bu
 	 * the buffers' metadata meanwhile (a scribble is found at return). */
 	for (uint32_t idx = head, steps = 0; off < len && sl_buf_next(s, idx, &steps);
 	     idx = sl_buf(s, idx)->next_idx) {
-		size_t chunk = sl_buf(s, idx)->aux;
+		size_t chunk = SL_ONCE(sl_buf(s, idx)->aux);
 
 		if (chunk > len - off)
 			chunk = len - off;
@@ -669,7 +669,7 @@ static long tcp_recv_lent(struct sl_stack *s, struct sl_sock *so, void *buf, siz
 	sl_unlock(s);
 	for (uint32_t idx = head, steps = 0; off < n && sl_buf_next(s, idx, &steps);
 	     idx = sl_buf(s, idx)->next_idx) {
-		size_t chunk = sl_buf(s, idx)->len;
+		size_t chunk = SL_ONCE(sl_buf(s, idx)->len);
 
 		if (chunk > n - off)
 			chunk = n - off;

@@ -29,11 +29,13 @@ void sl_icmp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned 
 {
 	struct sluice_buf *b = sl_buf(s, idx);
 	struct sl_icmp *ic = (struct sl_icmp *)((uint8_t *)ip + hlen);
-	unsigned int len = b->len - hlen;
+	/* Read once: sl_ip_input() checked its own read against hlen; one
+	 * below it now would wrap len to ~4 GiB for the checksum and move. */
+	unsigned int blen = SL_ONCE(b->len), len = blen - hlen;
 	uint32_t tmp;
 
 	sl_count(s, SL_C_icmp_rx);
-	if (len < sizeof(*ic) || sl_csum_fold(sl_csum_add(0, ic, len)) != 0) {
+	if (blen < hlen + sizeof(*ic) || sl_csum_fold(sl_csum_add(0, ic, len)) != 0) {
 		sl_count(s, SL_C_icmp_rx_bad);
 		goto drop;
 	}

@@ -294,14 +294,17 @@ static int verbs_send(struct verbs_link *v, struct sl_stack *s, uint32_t idx,
 		      uint16_t ethertype, struct ibv_ah *ah, uint32_t qpn)
 {
 	struct sluice_buf *b = sl_buf(s, idx);
+	/* Read once: checked against the slot, then copied into it (read
+	 * again, up to 64 KiB went into a slot of ud_mtu bytes). */
+	uint32_t len = SL_ONCE(b->len);
 	struct ibv_send_wr *wr;
 	struct ibv_sge *sge;
 	uint8_t *slot;
 	int ret;
 
-	if (b->off + b->len > s->buf_size)
+	if (b->off + len > s->buf_size)
 		return -EINVAL;
-	if (b->len > v->ud_mtu)
+	if (len > v->ud_mtu)
 		return -EMSGSIZE;
 	if (v->tx_npend == VERBS_TX_BATCH) {
 		ret = tx_post(v);
@@ -317,11 +320,11 @@ static int verbs_send(struct verbs_link *v, struct sl_stack *s, uint32_t idx,
 	}
 	slot = v->tx_ring + (size_t)(v->tx_head % v->sq_size) * v->tx_slot_size;
 	sl_ipoib_hdr_put(slot, ethertype);
-	memcpy(slot + SL_IPOIB_HLEN, sl_buf_data(s, idx), b->len);
+	memcpy(slot + SL_IPOIB_HLEN, sl_buf_data(s, idx), len);
 	wr = &v->tx_wr[v->tx_npend];
 	sge = &v->tx_sge[v->tx_npend];
 	sge->addr = (uintptr_t)slot;
-	sge->length = b->len + SL_IPOIB_HLEN;
+	sge->length = len + SL_IPOIB_HLEN;
 	sge->lkey = v->tx_mr->lkey;
 	memset(wr, 0, sizeof(*wr));
 	wr->wr_id = v->tx_head++;

@@ -475,7 +475,8 @@ void sl_kp_publish(struct sl_stack *s, struct sl_sock *so)
 /* Lock held: publish what sl_sock_wake() noted. */
 static void kp_publish_noted(struct sl_stack *s)
 {
-	uint32_t max = s->r->max_sockets;
+	/* Our checked copy: the region's may be anything (a scan of 2^32). */
+	uint32_t max = s->max_sockets;
 
 	if (s->kp_n == SL_KP_SCAN) {
 		for (uint32_t i = 0; i < max; i++) {
@@ -524,7 +525,7 @@ void sl_ksock_reap(struct sl_stack *s)
 	if (rel == r->ksock_handled)
 		return;
 	r->ksock_handled = rel;
-	for (uint32_t i = 0; i < r->max_sockets; i++)
+	for (uint32_t i = 0; i < s->max_sockets; i++)
 		ksock_close(s, sl_sock(s, i));
 }
 
@@ -534,7 +535,7 @@ bool sl_ksock_close_released(struct sl_stack *s, uint32_t sd, uint32_t gen)
 	struct sl_sock *so;
 	uint32_t rel;
 
-	if (sd >= r->max_sockets)
+	if (sd >= s->max_sockets)
 		return false;
 	so = sl_sock(s, sd);
 	if (so->kp.gen != gen)

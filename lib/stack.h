@@ -302,6 +302,13 @@ static inline uint8_t *sl_buf_data(const struct sl_stack *s, uint32_t idx)
 	return s->bufdata + (uint64_t)idx * s->buf_size + b->off;
 }
 
+/*
+ * A value read from the region, read exactly once: the compiler may not
+ * load it again, so the copy that was checked is the one that is used
+ * (another process may write the region between two loads).
+ */
+#define SL_ONCE(x)	(*(const volatile __typeof__(x) *)&(x))
+
 /* The stack's MTU (r->mtu, which anyone may change): a packet of that
  * size must fit a buffer after the headroom, else the stack is corrupt. */
 static inline uint32_t sl_mtu(const struct sl_stack *s)

@@ -458,6 +458,7 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 	struct sl_tcp_sock *tp = &so->tcp;
 	const uint8_t *p = buf;
 	size_t done = 0;
+	uint32_t mss;
 
 	(void)flags;
 	if (so->error) {
@@ -476,41 +477,49 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 	}
 	if (!len)
 		return 0;
-	/* A segment's payload (after SL_TCP_DATA_OFF) must fit a buffer. */
-	if (__builtin_expect(tp->mss > s->buf_size - SL_TCP_DATA_OFF, 0)) {
+	/* A segment's payload (after SL_TCP_DATA_OFF) must fit a buffer.
+	 * Read once: the copy below is bounded by this value (and the
+	 * division by it is by the value found non-zero). */
+	mss = SL_ONCE(tp->mss);
+	if (__builtin_expect(mss > s->buf_size - SL_TCP_DATA_OFF, 0)) {
 		sl_sock_insane(s, so);
 		return sl_broken_err(s);
 	}
 	while (done < len) {
 		uint32_t queued = tp->sndq_bytes + so->tx_lent_bytes;
 		uint32_t room = so->sndbuf > queued ? so->sndbuf - queued : 0;
-		uint32_t idx = tp->sndq_tail, n, cap = tp->mss;
+		uint32_t idx = tp->sndq_tail, n, aux = mss;
 		struct sluice_buf *b;
 
 		if (!room)
 			break;
 		/* No send queue takes more than a quarter of the pool. */
-		if (!tp->mss || tp->sndq_bytes / tp->mss >= s->n_bufs / 4)
+		if (!mss || tp->sndq_bytes / mss >= s->n_bufs / 4)
 			break;
-		/* Fill the unsent tail buffer first (what Nagle holds back). */
-		if (!sl_buf_some(s, idx) || (sl_buf(s, idx)->flags & SL_TBF_SENT) ||
-		    sl_buf(s, idx)->aux >= cap) {
+		/* Fill the unsent tail buffer first (what Nagle holds back).
+		 * Its length read once: checked below the MSS, it is where
+		 * the copy starts and what bounds it (read again, mss - aux
+		 * wrapped to ~4 GiB and the copy ran past the buffer). */
+		if (sl_buf_some(s, idx) && !(sl_buf(s, idx)->flags & SL_TBF_SENT))
+			aux = SL_ONCE(sl_buf(s, idx)->aux);
+		if (aux >= mss) {
 			if (!pool_has_room(s))
 				break;
 			idx = sl_buf_alloc(s);
 			if (idx == SLUICE_IDX_NONE)
 				break;
 			sl_buf(s, idx)->aux = 0;
+			aux = 0;
 			sndq_append(s, tp, idx);
 		}
 		b = sl_buf(s, idx);
-		n = cap - b->aux;
+		n = mss - aux;
 		if (n > room)
 			n = room;
 		if (n > len - done)
 			n = (uint32_t)(len - done);
-		memcpy(sl_buf_base(s, idx) + SL_TCP_DATA_OFF + b->aux, p + done, n);
-		b->aux += n;
+		memcpy(sl_buf_base(s, idx) + SL_TCP_DATA_OFF + aux, p + done, n);
+		b->aux = (uint16_t)(aux + n);
 		tp->snd_end += n;
 		tp->sndq_bytes += n;
 		done += n;
@@ -567,10 +576,13 @@ uint32_t sl_tcp_recv_lend(struct sl_stack *s, struct sl_sock *so, size_t len, si
 	so->rx_lent_bytes = so->rx_lent_count = 0;
 	for (uint32_t steps = 0; sl_buf_next(s, idx, &steps);) {
 		const struct sluice_buf *b = sl_buf(s, idx);
+		/* Read once: n bounds the caller's copy into a buffer of len
+		 * bytes (read again, n could pass len). */
+		uint16_t blen = SL_ONCE(b->len);
 
-		if (n + b->len > len)
+		if (n + blen > len)
 			break;
-		n += b->len;
+		n += blen;
 		count++;
 		last = idx;
 		idx = b->next_idx;
@@ -718,7 +730,7 @@ ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t le
 		return -ENOTCONN;
 	while (done < len && sl_buf_next(s, idx, &steps)) {
 		struct sluice_buf *b = sl_buf(s, idx);
-		uint32_t n = b->len;
+		uint32_t n = SL_ONCE(b->len);	/* once: it bounds the copy */
 
 		if (n > len - done)
 			n = (uint32_t)(len - done);
@@ -863,8 +875,10 @@ uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so)
 	if (so->state == SL_TCP_CLOSED) {
 		ev |= SL_EV_HUP | SL_EV_IN | SL_EV_OUT;
 	} else if (can_send(so)) {
+		uint32_t mss = SL_ONCE(tp->mss);	/* once: the divisor tested */
+
 		if (so->sndbuf > tp->sndq_bytes + so->sndbuf / 8 && pool_has_room(s) &&
-		    tp->sndq_bytes / (tp->mss ? tp->mss : 1) < s->n_bufs / 4)
+		    tp->sndq_bytes / (mss ? mss : 1) < s->n_bufs / 4)
 			ev |= SL_EV_OUT;
 	} else if (so->state > SL_TCP_SYN_RECEIVED) {
 		/* Write side shut: a write would fail at once (EPIPE). */
@@ -961,20 +975,21 @@ int sl_tcp_getsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 	} else if (name == TCP_INFO) {
 		struct tcp_info ti;
 		unsigned int n = *len < sizeof(ti) ? *len : sizeof(ti);
+		uint32_t mss = SL_ONCE(tp->mss), div = mss ? mss : 1;	/* once: a divisor */
 
 		memset(&ti, 0, sizeof(ti));
 		ti.tcpi_state = so->state;
 		ti.tcpi_rto = tp->rto_us;
-		ti.tcpi_snd_mss = tp->mss;
+		ti.tcpi_snd_mss = mss;
 		ti.tcpi_rcv_mss = sl_tcp_our_mss(s, so);
 		ti.tcpi_rtt = tp->srtt_us;
 		ti.tcpi_rttvar = tp->rttvar_us;
-		ti.tcpi_snd_ssthresh = tp->ssthresh / (tp->mss ? tp->mss : 1);
-		ti.tcpi_snd_cwnd = tp->cwnd / (tp->mss ? tp->mss : 1);
+		ti.tcpi_snd_ssthresh = tp->ssthresh / div;
+		ti.tcpi_snd_cwnd = tp->cwnd / div;
 		ti.tcpi_backoff = tp->backoff;
 		ti.tcpi_snd_wscale = tp->snd_wscale;
 		ti.tcpi_rcv_wscale = tp->rcv_wscale;
-		ti.tcpi_unacked = (tp->snd_max - tp->snd_una) / (tp->mss ? tp->mss : 1);
+		ti.tcpi_unacked = (tp->snd_max - tp->snd_una) / div;
 		memcpy(val, &ti, n);
 		*len = n;
 		return 0;

@@ -84,7 +84,7 @@ static uint64_t cubic_w(const struct sl_tcp_sock *tp, uint64_t t_us)
 	return w < (int64_t)tp->mss ? tp->mss : (uint64_t)w;
 }
 
-static void cubic_start_epoch(struct sl_tcp_sock *tp, uint64_t now_us)
+static void cubic_start_epoch(struct sl_tcp_sock *tp, uint32_t mss, uint64_t now_us)
 {
 	tp->cc_epoch_us = now_us ? now_us : 1;
 	tp->cc_west = tp->cwnd;
@@ -92,7 +92,7 @@ static void cubic_start_epoch(struct sl_tcp_sock *tp, uint64_t now_us)
 	if (tp->cwnd < tp->cc_wmax) {
 		/* K = cbrt((W_max - cwnd) / C), in segments then seconds. */
 		uint64_t seg = (uint64_t)(tp->cc_wmax - tp->cwnd) * CUBIC_C_DEN /
-			       CUBIC_C_NUM / tp->mss;
+			       CUBIC_C_NUM / mss;
 
 		tp->cc_k_ms = (uint32_t)(cbrt_u64(seg * 1000000000ull));
 	} else {
@@ -104,17 +104,19 @@ static void cubic_start_epoch(struct sl_tcp_sock *tp, uint64_t now_us)
 void sl_tcp_cc_ack(struct sl_tcp_sock *tp, uint32_t acked, uint64_t now_us)
 {
 	uint64_t target, t;
-	uint32_t mss = tp->mss;
+	/* Divisors, read once: the values found non-zero are the ones
+	 * divided by (the socket is in the shared region). */
+	uint32_t mss = SL_ONCE(tp->mss), cwnd = SL_ONCE(tp->cwnd);
 
-	if (!acked || !mss || !tp->cwnd)
+	if (!acked || !mss || !cwnd)
 		return;
-	if (tp->cwnd < tp->ssthresh) {
+	if (cwnd < tp->ssthresh) {
 		/* RFC 5681 3.1, with RFC 3465 L = 2 */
 		tp->cwnd += acked < 2 * mss ? acked : 2 * mss;
 		return;
 	}
 	if (!tp->cc_epoch_us)
-		cubic_start_epoch(tp, now_us);
+		cubic_start_epoch(tp, mss, now_us);
 	t = now_us - tp->cc_epoch_us + tp->srtt_us;	/* RFC 9438 4.2: t + RTT */
 	target = cubic_w(tp, t);
 	if (target < tp->cwnd)
@@ -125,17 +127,17 @@ void sl_tcp_cc_ack(struct sl_tcp_sock *tp, uint32_t acked, uint64_t now_us)
 	/* RFC 9438 4.3: the Reno-friendly estimate; alpha becomes 1 once it
 	 * has grown back to W_max. */
 	tp->cc_west += (uint32_t)((uint64_t)(tp->cc_west >= tp->cc_wmax ? 1024 : CUBIC_ALPHA) *
-				  acked / 1024 * mss / tp->cwnd);
+				  acked / 1024 * mss / cwnd);
 	if (cubic_w(tp, now_us - tp->cc_epoch_us) < tp->cc_west) {
 		if (tp->cc_west > tp->cwnd)
 			tp->cwnd = tp->cc_west;
 		return;
 	}
 	/* RFC 9438 4.4/4.5: grow by (target - cwnd) / cwnd per acked MSS. */
-	tp->cc_acc += (uint32_t)((target - tp->cwnd) * acked / tp->cwnd);
+	tp->cc_acc += (uint32_t)((target - tp->cwnd) * acked / cwnd);
 	/* At the plateau, still one MSS per 100 RTTs (as Linux's cubic). */
 	if (target == tp->cwnd)
-		tp->cc_acc += (uint32_t)((uint64_t)acked * mss / 100 / tp->cwnd);
+		tp->cc_acc += (uint32_t)((uint64_t)acked * mss / 100 / cwnd);
 	if (tp->cc_acc >= mss) {
 		tp->cwnd += tp->cc_acc / mss * mss;
 		tp->cc_acc %= mss;

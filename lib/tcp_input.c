@@ -329,16 +329,18 @@ static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	if (sl_buf_some(s, tp->sndq_head)) {
 		struct sluice_buf *b = sl_buf(s, tp->sndq_head);
 		uint8_t *p = sl_buf_base(s, tp->sndq_head) + SL_TCP_DATA_OFF;
+		/* Read once: checked, then the offset and length of the move
+		 * (read again, d or aux - d could be anything up to 4 GiB). */
+		uint32_t seq = SL_ONCE(b->seq), aux = SL_ONCE(b->aux), una = SL_ONCE(tp->snd_una);
 
-		if (b->aux > s->buf_size - SL_TCP_DATA_OFF) {
+		if (aux > s->buf_size - SL_TCP_DATA_OFF) {
 			sl_corrupt(s, SL_C_corrupt_buf_len, tp->sndq_head);
-		} else if ((b->flags & SL_TBF_SENT) && SEQ_GT(tp->snd_una, b->seq) &&
-			   SEQ_LT(tp->snd_una, b->seq + b->aux)) {
-			uint32_t d = tp->snd_una - b->seq;
+		} else if ((b->flags & SL_TBF_SENT) && SEQ_GT(una, seq) && SEQ_LT(una, seq + aux)) {
+			uint32_t d = una - seq;
 
-			memmove(p, p + d, b->aux - d);
-			b->aux = (uint16_t)(b->aux - d);
-			b->seq = tp->snd_una;
+			memmove(p, p + d, aux - d);
+			b->aux = (uint16_t)(aux - d);
+			b->seq = una;
 			tp->sndq_bytes -= d;
 		}
 	}
@@ -1206,19 +1208,27 @@ void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 {
 	struct sluice_buf *b = sl_buf(s, idx);
 	struct sl_tcph *th = (struct sl_tcph *)((uint8_t *)ip + hlen);
+	/*
+	 * Length, flags and (chained) further length read once: what is
+	 * checked here is what the checksum covers.  Read again, a length
+	 * below hlen after the check wrapped len to ~4 GiB for the checksum.
+	 */
+	unsigned int blen = SL_ONCE(b->len), bflags = SL_ONCE(b->flags);
 	/* A chained segment: sl_ip_input() checked its length (b->seq). */
-	unsigned int more = sl_buf_chained(b) ? b->seq : 0;
-	unsigned int len = b->len + more - hlen, thl;
+	unsigned int more = (bflags & (SL_BUF_LOCAL | SL_BUF_CHAIN)) ==
+			    (SL_BUF_LOCAL | SL_BUF_CHAIN) ? SL_ONCE(b->seq) : 0;
+	unsigned int len, thl;
 	struct sl_sock *so;
 	struct seg g;
 
 	sl_count(s, SL_C_tcp_rx);
-	if (b->len < hlen + sizeof(*th))
+	if (blen < hlen + sizeof(*th) || more > 65535 - blen)
 		goto bad;
+	len = blen + more - hlen;
 	thl = (th->off >> 4) * 4u;
-	if (thl < sizeof(*th) || thl > b->len - hlen)
+	if (thl < sizeof(*th) || thl > blen - hlen)
 		goto bad;
-	if (!(b->flags & (SL_BUF_LOCAL | SL_BUF_CSUM_OK)) &&
+	if (!(bflags & (SL_BUF_LOCAL | SL_BUF_CSUM_OK)) &&
 	    sl_csum_fold(sl_csum_add(sl_csum_pseudo(ip->saddr, ip->daddr, IPPROTO_TCP_,
 						    (uint16_t)len), th, len)) != 0)
 		goto bad;

@@ -487,16 +487,18 @@ static unsigned int chain_more(struct sl_stack *s, struct sl_sock *so, uint32_t 
 	*last = idx;
 	while (n < SL_CHAIN_MAX && sl_buf_some(s, j)) {
 		const struct sluice_buf *b = sl_buf(s, j);
+		/* Read once: the sum is checked as it is made (it is the
+		 * segment's length, which the checksum and IPv4 length cover). */
+		uint32_t aux = SL_ONCE(b->aux);
 
-		if ((b->flags & SL_TBF_SENT) || !b->aux || b->aux > s->buf_size - SL_TCP_DATA_OFF ||
-		    total + b->aux > usable ||
-		    total + b->aux > SL_TCP_CHAIN_BYTES)
+		if ((b->flags & SL_TBF_SENT) || !aux || aux > s->buf_size - SL_TCP_DATA_OFF ||
+		    total + aux > usable || total + aux > SL_TCP_CHAIN_BYTES)
 			break;
 		/* Nagle holds a short last buffer back as it would alone. */
-		if (b->aux < tp->mss && j == tp->sndq_tail && !(so->flags & SL_SF_NODELAY) &&
+		if (aux < tp->mss && j == tp->sndq_tail && !(so->flags & SL_SF_NODELAY) &&
 		    !(tp->tflags & SL_TF_FIN_Q))
 			break;
-		total += b->aux;
+		total += aux;
 		*last = j;
 		j = b->next_idx;
 		n++;

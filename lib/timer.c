@@ -60,15 +60,16 @@ int sl_timer_run(struct sl_stack *s, uint64_t now_us)
 {
 	uint64_t now_ms = now_us / 1000;
 	struct sluice_region *r = s->r;
-	uint64_t ms, end;
+	/* Read once: the bounds below come from one value (two reads of a
+	 * scribbled wheel_now_ms made a loop of up to 2^64 slots). */
+	uint64_t start = SL_ONCE(r->wheel_now_ms), ms, end;
 	int fired = 0;
 
-	if (now_ms <= r->wheel_now_ms)
+	if (now_ms <= start)
 		return 0;
 	/* A jump longer than a turn visits every slot once. */
-	end = now_ms - r->wheel_now_ms > SLUICE_WHEEL_SLOTS ?
-		      r->wheel_now_ms + SLUICE_WHEEL_SLOTS : now_ms;
-	for (ms = r->wheel_now_ms + 1; ms <= end; ms++) {
+	end = now_ms - start > SLUICE_WHEEL_SLOTS ? start + SLUICE_WHEEL_SLOTS : now_ms;
+	for (ms = start + 1; ms <= end; ms++) {
 		uint32_t *head = slot_head(s, ms);
 		uint32_t idx = *head, pending = SLUICE_IDX_NONE, steps = 0;
 

@@ -49,9 +49,18 @@ static void queue_datagram(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 
 /* ---- Multicast (RFC 1112) ------------------------------------------------ */
 
+/* Groups so joined: mc_n read once and cut to the array, so no scribbled
+ * count (read again after a check) indexes past mc_group. */
+static uint32_t mc_count(const struct sl_sock *so)
+{
+	uint32_t n = SL_ONCE(so->udp.mc_n);
+
+	return n < SL_UDP_MC_MAX ? n : SL_UDP_MC_MAX;
+}
+
 bool sl_udp_mc_member(const struct sl_sock *so, uint32_t group)
 {
-	uint32_t n = so->udp.mc_n < SL_UDP_MC_MAX ? so->udp.mc_n : SL_UDP_MC_MAX;
+	uint32_t n = mc_count(so);
 
 	for (uint32_t i = 0; i < n; i++)
 		if (so->udp.mc_group[i] == group)
@@ -108,26 +117,31 @@ static int mc_check(const struct sl_stack *s, const struct sl_sock *so, uint32_t
 int sl_udp_mc_join(struct sl_stack *s, struct sl_sock *so, uint32_t group, uint32_t ifaddr)
 {
 	int ret = mc_check(s, so, group, ifaddr);
+	uint32_t n;
 
 	if (ret)
 		return ret;
 	if (sl_udp_mc_member(so, group))
 		return -EADDRINUSE;		/* as Linux */
-	if (so->udp.mc_n >= SL_UDP_MC_MAX)
+	n = mc_count(so);
+	if (n >= SL_UDP_MC_MAX)
 		return -ENOBUFS;		/* as Linux past igmp_max_memberships */
 	ret = mc_module(s, group, true);
 	if (ret)
 		return ret;
-	so->udp.mc_group[so->udp.mc_n++] = group;
+	so->udp.mc_group[n] = group;
+	so->udp.mc_n = n + 1;
 	sl_count(s, SL_C_udp_mc_join);
 	return 0;
 }
 
-static void mc_remove(struct sl_stack *s, struct sl_sock *so, uint32_t i)
+/* Leave group i of the n (mc_count()) so holds; i < n. */
+static void mc_remove(struct sl_stack *s, struct sl_sock *so, uint32_t i, uint32_t n)
 {
 	uint32_t group = so->udp.mc_group[i];
 
-	so->udp.mc_group[i] = so->udp.mc_group[--so->udp.mc_n];
+	so->udp.mc_group[i] = so->udp.mc_group[n - 1];
+	so->udp.mc_n = n - 1;
 	if (!mc_held_elsewhere(s, so, group))
 		mc_module(s, group, false);
 }
@@ -135,12 +149,13 @@ static void mc_remove(struct sl_stack *s, struct sl_sock *so, uint32_t i)
 int sl_udp_mc_drop(struct sl_stack *s, struct sl_sock *so, uint32_t group, uint32_t ifaddr)
 {
 	int ret = mc_check(s, so, group, ifaddr);
+	uint32_t n = mc_count(so);
 
 	if (ret)
 		return ret;
-	for (uint32_t i = 0; i < so->udp.mc_n && i < SL_UDP_MC_MAX; i++)
+	for (uint32_t i = 0; i < n; i++)
 		if (so->udp.mc_group[i] == group) {
-			mc_remove(s, so, i);
+			mc_remove(s, so, i, n);
 			return 0;
 		}
 	return -EADDRNOTAVAIL;			/* as Linux: not a member */
@@ -148,10 +163,9 @@ int sl_udp_mc_drop(struct sl_stack *s, struct sl_sock *so, uint32_t group, uint3
 
 void sl_udp_mc_leave_all(struct sl_stack *s, struct sl_sock *so)
 {
-	if (so->udp.mc_n > SL_UDP_MC_MAX)
-		so->udp.mc_n = SL_UDP_MC_MAX;	/* scribbled: what fits */
-	while (so->udp.mc_n)
-		mc_remove(s, so, so->udp.mc_n - 1);
+	/* A scribbled count: what fits. */
+	for (uint32_t n = mc_count(so); n; n--)
+		mc_remove(s, so, n - 1, n);
 }
 
 /* Does socket o take a datagram to daddr:dport sent to many? */
@@ -440,7 +454,7 @@ ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_
 	ip = (const struct sl_ip *)sl_buf_data(s, idx);
 	/* The datagram (seq bytes at aux, after the UDP header) lies inside
 	 * the packet, or the buffer was written by someone else. */
-	dlen = b->seq;
+	dlen = SL_ONCE(b->seq);	/* once: checked, it bounds the copy */
 	if (b->aux < sizeof(struct sl_ip) + sizeof(*uh) || b->aux + dlen > b->len) {
 		sl_corrupt(s, SL_C_corrupt_buf_len, idx);
 		return sl_broken_err(s);

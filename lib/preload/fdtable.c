@@ -96,7 +96,10 @@ static uint64_t region_stamp(struct sl_stack *s)
 /* Open (creating or resetting) the stack's placeholder file; map its records. */
 int pl_fdtable_open(struct sl_stack *s)
 {
-	size_t size = PL_HDR_SIZE + (size_t)s->r->max_sockets * sizeof(struct pl_rec);
+	/* The checked copy: the region's may change between the size mapped
+	 * here and the record count kept (recs[sd] past the mapping). */
+	uint32_t max = s->max_sockets;
+	size_t size = PL_HDR_SIZE + (size_t)max * sizeof(struct pl_rec);
 	struct pl_fdhdr *h;
 	struct stat stt;
 	void *p;
@@ -119,15 +122,15 @@ int pl_fdtable_open(struct sl_stack *s)
 	}
 	h = p;
 	if (h->magic != PL_FD_MAGIC || h->stamp != region_stamp(s) ||
-	    h->nrec != s->r->max_sockets) {
+	    h->nrec != max) {
 		/* Left by an earlier stack of this name: nothing in it is ours. */
 		memset(p, 0, size);
 		h->stamp = region_stamp(s);
-		h->nrec = s->r->max_sockets;
+		h->nrec = max;
 		__atomic_store_n(&h->magic, PL_FD_MAGIC, __ATOMIC_RELEASE);
 	}
 	recs = (struct pl_rec *)((uint8_t *)p + PL_HDR_SIZE);
-	nrec = s->r->max_sockets;
+	nrec = max;
 out:
 	flock(fd, LOCK_UN);
 	pl_libc.close(fd);
