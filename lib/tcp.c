@@ -177,7 +177,21 @@ uint32_t sl_tcp_rcv_space(struct sl_stack *s, const struct sl_sock *so)
 	uint32_t free_bufs = s->r->buf_free_count, reserve = s->n_bufs / 8, cap;
 	uint64_t held = (uint64_t)(so->rxq_count + so->tcp.ooo_count + so->rx_lent_count) *
 			s->buf_size;
-	uint32_t room = held < so->rcvbuf ? so->rcvbuf - (uint32_t)held : 0;
+	/* A segment takes a buffer of its own, whatever its length: the
+	 * room is in buffers, each good for a segment of at most our MSS
+	 * (or what a buffer holds, inside the stack).  Counted in bytes of
+	 * buffer instead, a small MSS (968 on Soft-RoCE's IPoIB) offered a
+	 * window that took more buffers than rcvbuf allows, and the last
+	 * segments of every full window were dropped and sent again. */
+	uint32_t per = sl_tcp_our_mss(s, so), bufs, room;
+
+	if (per > s->buf_size - SL_TCP_DATA_OFF)
+		per = s->buf_size - SL_TCP_DATA_OFF;
+	/* As rx_over_budget() (tcp_input.c) takes a buffer while the held
+	 * ones are short of rcvbuf: rounded up. */
+	bufs = held < so->rcvbuf ?
+		       (so->rcvbuf - (uint32_t)held + s->buf_size - 1) / s->buf_size : 0;
+	room = bufs * per;
 
 	/* The pool is shared by every connection: offer no more than half
 	 * of what is free beyond the reserve (in full segments). */
@@ -186,8 +200,7 @@ uint32_t sl_tcp_rcv_space(struct sl_stack *s, const struct sl_sock *so)
 		lim = used + cap;
 	if (used >= lim)
 		return 0;
-	/* Buffers are charged whole against rcvbuf (Linux's truesize); a
-	 * buffer's worth of room takes about a segment's worth of payload. */
+	/* Buffers are charged whole against rcvbuf (Linux's truesize). */
 	return lim - used < room ? lim - used : room;
 }
 

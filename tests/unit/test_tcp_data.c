@@ -197,6 +197,59 @@ static void test_established_receive_window(void)
 	tf_finish();
 }
 
+/* The window offered is one the receive buffer can hold: each segment
+ * takes a packet buffer of its own, so with an MSS below half a buffer
+ * (980 here; 968 on Soft-RoCE's IPoIB) a window counted in bytes of
+ * buffer took more
+ * buffers than SO_RCVBUF allows, and the last segments of every full
+ * window were dropped (tcp_rx_pressure) and sent again. */
+static void test_established_receive_window_small_mss(void)
+{
+	struct sl_sock *l, *c;
+	uint32_t iss, b = IRS + 1, end;
+	uint64_t drops = 0;
+	unsigned int segs = 0;
+	bool all_acked = true;
+	struct tf_seg g;
+
+	tf_init("rm");
+	fill_pattern();
+	T.s->r->mtu = 1020;
+	l = tf_listener(TF_LPORT, 8);
+	l->rcvbuf = 262144;	/* 128 buffers */
+	c = tf_accept(l, IRS, &iss, &(struct tf_opts){ .ws_on = 1, .ws = 7 }, 8192);
+	drops = sl_counter_sum(T.s, SL_C_tcp_rx_pressure);
+	/* The peer fills the window with full segments as it opens (the
+	 * SYN's is not scaled); nobody reads. */
+	end = c->tcp.rcv_adv;
+	while (SEQ_LT(b, end) && segs < 1000) {
+		unsigned int n = end - b < 980 ? end - b : 980;
+
+		tf_clear();
+		tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, b, iss + 1, 8192, pattern + (b - IRS - 1) % 8192,
+		       n);
+		g = tf_last();
+		b += n;
+		segs++;
+		all_acked &= !T.n || g.ack == b;
+		end = c->tcp.rcv_adv;
+	}
+	tap_ok(end - IRS - 1 > 100000 && end - IRS - 1 <= 131072,
+	       "window offered in all: %u bytes (half of SO_RCVBUF, at most)", end - IRS - 1);
+	tap_ok(segs > 100, "%u segments of at most 980 bytes fill it", segs);
+	tap_eq(sl_counter_sum(T.s, SL_C_tcp_rx_pressure) - drops, 0,
+	       "none dropped for want of buffer space");
+	tap_ok(all_acked && c->tcp.rcv_nxt == end && c->rxq_bytes == end - IRS - 1,
+	       "every byte of the window taken and ACKed");
+	tf_clear();
+	tf_seg(TF_LPORT, TH_ACK_, b, iss + 1, 8192, pattern, 980);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.ack == end && g.win == 0,
+	       "then the window is 0, and a segment past it is refused");
+	sl_tcp_recv(T.s, c, pattern + 10000, sizeof(pattern) - 10000, 0, tf_now_us);
+	tf_finish();
+}
+
 /* A bare FIN at RCV.NXT is taken even with the window closed (Linux). */
 static void test_established_fin_zero_window(void)
 {
@@ -480,6 +533,7 @@ int main(void)
 	test_established_ooo_sack();
 	test_established_sack_fits_mtu();
 	test_established_receive_window();
+	test_established_receive_window_small_mss();
 	test_established_fin_zero_window();
 	test_established_zero_window_probe();
 	test_established_small_peer_window();
