@@ -598,7 +598,7 @@ int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *ad
 	ret = sock_get(s, sd, &so);
 	if (ret)
 		return ret;
-	ret = so->error ? -so->error : 0;
+	ret = so->error ? -sl_sock_error(s, so) : 0;
 	so->error = 0;
 	sl_unlock(s);
 	return ret;
@@ -1021,7 +1021,7 @@ int sluice_getsockopt(struct sluice_stack *st, int sd, int level, int name, void
 	if (!val || !len || *len < sizeof(int)) {
 		ret = -EINVAL;
 	} else if (level == SOL_SOCKET && name == SO_ERROR) {
-		v = so->error;
+		v = sl_sock_error(s, so);
 		so->error = 0;
 		memcpy(val, &v, sizeof(v));
 		*len = sizeof(v);

@@ -420,7 +420,7 @@ int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **chil
 		return -EINVAL;
 	if (!sl_sock_some(s, tp->acc_head))
 		/* A listener whose device went away says so (link_kring.c). */
-		return lso->error ? -lso->error : -EAGAIN;
+		return lso->error ? -sl_sock_error(s, lso) : -EAGAIN;
 	c = sl_sock(s, tp->acc_head);
 	tp->acc_head = c->next_idx;
 	if (tp->acc_head == SLUICE_IDX_NONE)
@@ -682,7 +682,7 @@ ssize_t sl_tcp_send_return(struct sl_stack *s, struct sl_sock *so, uint32_t gen,
 	so->tx_lent_bytes = 0;
 	if (!can_send(so) || so->error) {
 		/* Reset or shut meanwhile: as if the call came after that. */
-		int e = so->error ? so->error : EPIPE;
+		int e = so->error ? sl_sock_error(s, so) : EPIPE;
 
 		sl_buf_free_chain(s, head);
 		so->error = 0;

@@ -190,13 +190,18 @@ uint16_t sl_tcp_window_field(struct sl_stack *s, struct sl_sock *so)
 /* Checksum the segment at th (tcp_len bytes, all in buffer idx unless it
  * stays in the stack) and fill the IPv4 header in front of it.  The TCP
  * header may start anywhere after the IPv4 header room. */
-static void emit_prep(struct sl_stack *s, uint32_t idx, struct sl_tcph *th,
+static bool emit_prep(struct sl_stack *s, uint32_t idx, struct sl_tcph *th,
 		      unsigned int tcp_len, uint32_t saddr, uint32_t daddr)
 {
 	uint8_t *base = sl_buf_base(s, idx);
 	unsigned int hoff = (unsigned int)((uint8_t *)th - base);
 	uint32_t sum;
 
+	/* th was found in buffer idx; if the stack was found corrupt since
+	 * (sl_corrupt() points every buffer at a sink), base is the sink's
+	 * and th is not in it: nothing is written or sent. */
+	if (__builtin_expect(s->corrupt || hoff < SL_HEADROOM + 20 || hoff >= s->buf_size, 0))
+		return false;
 	th->csum = 0;
 	/* Inside the stack nobody checks it (SL_BUF_LOCAL). */
 	if (!sl_ip_is_local(s, daddr)) {
@@ -209,13 +214,18 @@ static void emit_prep(struct sl_stack *s, uint32_t idx, struct sl_tcph *th,
 		memmove(base + hoff - 20, base + SL_HEADROOM, 20);
 		sl_buf(s, idx)->off = (uint16_t)(hoff - 20);
 	}
+	return true;
 }
 
 /* Send the segment at th (see emit_prep()). */
 static int emit(struct sl_stack *s, struct sl_sock *so, uint32_t idx, struct sl_tcph *th,
 		unsigned int tcp_len, uint32_t saddr, uint32_t daddr, bool keep)
 {
-	emit_prep(s, idx, th, tcp_len, saddr, daddr);
+	if (!emit_prep(s, idx, th, tcp_len, saddr, daddr)) {
+		if (!keep)
+			sl_buf_free(s, idx);
+		return -ENOTRECOVERABLE;
+	}
 	sl_count(s, SL_C_tcp_tx);
 	if (so)
 		so->tx_pkts++;
@@ -427,7 +437,8 @@ static int xmit_chain(struct sl_stack *s, struct sl_sock *so, uint32_t idx, unsi
 	struct sl_tcph *th = data_hdr(s, so, idx, last, plen, now_us, &hlen);
 	uint32_t head, tail, j = b->next_idx;
 
-	emit_prep(s, idx, th, hlen + plen, so->laddr, so->raddr);
+	if (!emit_prep(s, idx, th, hlen + plen, so->laddr, so->raddr))
+		return -ENOTRECOVERABLE;
 	/* The IPv4 length counts it all; this buffer holds the first part. */
 	b->len = (uint16_t)(b->len - (plen - b->aux));
 	head = sl_pkt_copy(s, idx);
