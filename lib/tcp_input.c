@@ -865,9 +865,16 @@ static bool seq_acceptable(const struct sl_tcp_sock *tp, const struct seg *g)
 	uint32_t wnd = SEQ_GT(tp->rcv_adv, tp->rcv_nxt) ? tp->rcv_adv - tp->rcv_nxt : 0;
 	uint32_t len = g->end - g->seq;
 
-	/* RFC 9293 3.10.7.4 first: the four cases. */
+	/* RFC 9293 3.10.7.4 first: the four cases, but a segment of no
+	 * length may sit at the window's right edge, as Linux takes it
+	 * (tcp_sequence(): !after(seq, rcv_nxt + window)).  A peer that has
+	 * filled the window sends its pure ACKs there; refused, their ACKs
+	 * were lost until our RCV.NXT caught up with the edge.  (Not an RST:
+	 * RFC 5961 3.2 keeps to the window proper.) */
 	if (!len)
-		return wnd ? SEQ_GEQ(g->seq, tp->rcv_nxt) && SEQ_LT(g->seq, tp->rcv_nxt + wnd) :
+		return wnd ? SEQ_GEQ(g->seq, tp->rcv_nxt) &&
+				     (SEQ_LT(g->seq, tp->rcv_nxt + wnd) ||
+				      (g->seq == tp->rcv_nxt + wnd && !(g->flags & TH_RST_))) :
 			     g->seq == tp->rcv_nxt;
 	if (!wnd)
 		return false;

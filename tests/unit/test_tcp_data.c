@@ -250,6 +250,35 @@ static void test_established_receive_window_small_mss(void)
 	tf_finish();
 }
 
+/* A pure ACK at the right edge of our window is taken (Linux's
+ * tcp_sequence): a peer that filled the window, one segment of it lost,
+ * sends its ACKs of our data from there. */
+static void test_established_ack_at_right_edge(void)
+{
+	struct sl_sock *l, *c;
+	uint32_t iss, b = IRS + 1, edge;
+
+	tf_init("re");
+	fill_pattern();
+	l = tf_listener(TF_LPORT, 8);
+	l->rcvbuf = 4000;	/* 2000 bytes of window */
+	c = tf_accept(l, IRS, &iss, NULL, 8192);
+	c->flags |= SL_SF_NODELAY;
+	tap_eq(sl_tcp_send(T.s, c, pattern, 500, 0, tf_now_us), 500, "500 bytes of ours out");
+	edge = c->tcp.rcv_adv;
+	/* The peer's first 1000 bytes are lost; the rest of the window came. */
+	tf_seg(TF_LPORT, TH_ACK_, b + 1000, iss + 1, 8192, pattern, edge - b - 1000);
+	tap_eq(c->tcp.rcv_nxt, b, "a hole at RCV.NXT");
+	tf_clear();
+	tf_seg(TF_LPORT, TH_ACK_, edge, iss + 501, 8192, NULL, 0);
+	tap_eq(c->tcp.snd_una, iss + 501, "its pure ACK from the window's edge acknowledges our data");
+	tap_eq(c->tcp.sndq_bytes, 0, "and frees it");
+	tf_seg(TF_LPORT, TH_ACK_, b, iss + 501, 8192, pattern, 1000);
+	tap_eq(c->tcp.rcv_nxt, edge, "the hole filled: everything up to the edge taken");
+	sl_tcp_recv(T.s, c, pattern + 30000, 4000, 0, tf_now_us);
+	tf_finish();
+}
+
 /* A bare FIN at RCV.NXT is taken even with the window closed (Linux). */
 static void test_established_fin_zero_window(void)
 {
@@ -534,6 +563,7 @@ int main(void)
 	test_established_sack_fits_mtu();
 	test_established_receive_window();
 	test_established_receive_window_small_mss();
+	test_established_ack_at_right_edge();
 	test_established_fin_zero_window();
 	test_established_zero_window_probe();
 	test_established_small_peer_window();
