@@ -176,7 +176,7 @@ uint16_t sl_tcp_window_field(struct sl_stack *s, struct sl_sock *so)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	uint32_t win = sl_tcp_rcv_window(s, so), field;
-	uint8_t ws = (tp->tflags & SL_TF_WS) ? tp->rcv_wscale : 0;
+	uint8_t ws = (tp->tflags & SL_TF_WS) ? sl_tcp_ws(s, tp->rcv_wscale) : 0;
 
 	/* Round up so the advertised right edge never moves left. */
 	field = (win + (1u << ws) - 1) >> ws;

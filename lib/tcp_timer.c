@@ -167,6 +167,16 @@ static void on_rexmt(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	tp->t_rexmt = now_us + tp->rto_us;
 }
 
+/* The persist interval: the RTO (at least RTO_MIN) doubled per backoff.
+ * The shift is bounded (the backoff, from the region, may be anything). */
+static uint64_t persist_delay(const struct sl_tcp_sock *tp)
+{
+	uint8_t shift = SL_ONCE(tp->backoff);
+
+	return (uint64_t)(tp->rto_us < SL_TCP_RTO_MIN_US ? SL_TCP_RTO_MIN_US : tp->rto_us)
+	       << (shift > 16 ? 16 : shift);
+}
+
 static void on_persist(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
@@ -178,8 +188,7 @@ static void on_persist(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		tp->backoff = 0;	/* that was persist's, not the RTO's */
 		return;
 	}
-	d = (uint64_t)(tp->rto_us < SL_TCP_RTO_MIN_US ? SL_TCP_RTO_MIN_US : tp->rto_us)
-	    << tp->backoff;
+	d = persist_delay(tp);
 	/* Unanswered probes end the connection as unanswered retransmissions
 	 * do (Linux tcp_probe_timer); a peer that answers keeps it open.  An
 	 * orphan (its program has closed it) goes once its backoff reaches
@@ -219,8 +228,7 @@ static void on_persist(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	tp->keep_probes++;
 	if (tp->backoff < 16)
 		tp->backoff++;
-	d = (uint64_t)(tp->rto_us < SL_TCP_RTO_MIN_US ? SL_TCP_RTO_MIN_US : tp->rto_us)
-	    << tp->backoff;
+	d = persist_delay(tp);
 	if (d > SL_TCP_RTO_MAX_US)
 		d = SL_TCP_RTO_MAX_US;
 	tp->t_persist = now_us + d;
