@@ -293,10 +293,25 @@ int sl_tcp_send_ctl(struct sl_stack *s, struct sl_sock *so, uint8_t flags, uint3
  * drop the ACK as out of window (RFC 9293 3.10.7.4).  Two ends both backed
  * off that way ignored each other's ACKs for ever.  Linux's SND.NXT never
  * goes back, so its ACKs carry the same.
+ *
+ * But never past the right edge of the peer's window as we know it
+ * (SND.UNA + SND.WND): Linux's tcp_acceptable_seq().  Data sent up to an
+ * edge the peer then held still (its receive buffer full, its reader
+ * blocked writing to us), SND.MAX can lie past what its RCV.NXT + RCV.WND
+ * allows, and every pure ACK was dropped as out of window; our ACKs then
+ * reached it only on RTO retransmissions, backed off exponentially, while
+ * its send queue (and so its reader, and so its window) waited for them:
+ * the verbs echo test's stall (test_tcp_stall).  At the edge itself the
+ * peer takes it (tcp_input.c seq_acceptable()).
  */
 int sl_tcp_send_ack(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
-	return sl_tcp_send_ctl(s, so, TH_ACK_, so->tcp.snd_max, now_us);
+	const struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t seq = tp->snd_max, end = tp->snd_una + tp->snd_wnd;
+
+	if (SEQ_GT(seq, end))
+		seq = end;
+	return sl_tcp_send_ctl(s, so, TH_ACK_, seq, now_us);
 }
 
 void sl_tcp_challenge_ack(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
