@@ -640,8 +640,8 @@ static long tcp_send_lent(struct sl_stack *s, struct sl_sock *so, const void *bu
 
 		if (chunk > len - off)
 			chunk = len - off;
-		if (chunk > s->buf_size - SL_TCP_DATA_OFF)
-			chunk = s->buf_size - SL_TCP_DATA_OFF;
+		if (chunk > SL_TCP_BUF_PAYLOAD(s))
+			chunk = SL_TCP_BUF_PAYLOAD(s);
 		memcpy(sl_buf_base(s, idx) + SL_TCP_DATA_OFF, p + off, chunk);
 		off += chunk;
 	}

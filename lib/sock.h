@@ -180,7 +180,7 @@ static inline bool sl_sock_sane(struct sl_stack *s, struct sl_sock *so)
 	bad |= sl_idx_bad(so->wheel_next, ns) | sl_idx_bad(so->wheel_prev, ns);
 	if (so->type == SL_SOCK_TCP) {
 		bad |= so->state > SL_TCP_TIME_WAIT;
-		bad |= tp->mss > s->buf_size - SL_TCP_DATA_OFF;
+		bad |= tp->mss > SL_TCP_BUF_PAYLOAD(s);
 		bad |= tp->snd_wscale > SL_TCP_WSCALE_MAX;
 		bad |= tp->rcv_wscale > SL_TCP_WSCALE_MAX;
 		bad |= (uint32_t)tp->soft_err > 4095;

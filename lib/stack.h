@@ -233,9 +233,14 @@ struct sl_stack {
 #define SL_BUF_CHAIN	0x1000
 #define SL_CHAIN_MAX	32	/* payload buffers in one chained segment */
 
+static inline bool sl_buf_flags_chained(unsigned int flags)
+{
+	return (flags & (SL_BUF_LOCAL | SL_BUF_CHAIN)) == (SL_BUF_LOCAL | SL_BUF_CHAIN);
+}
+
 static inline bool sl_buf_chained(const struct sluice_buf *b)
 {
-	return (b->flags & (SL_BUF_LOCAL | SL_BUF_CHAIN)) == (SL_BUF_LOCAL | SL_BUF_CHAIN);
+	return sl_buf_flags_chained(b->flags);
 }
 
 /* 224.0.0.0/4, network order (RFC 5771). */

@@ -131,7 +131,7 @@ uint32_t sl_tcp_ts_offset(struct sl_stack *s, uint32_t laddr, uint16_t lport, ui
 static uint32_t path_mtu(struct sl_stack *s, const struct sl_sock *so)
 {
 	if (sl_ip_is_local(s, so->raddr))
-		return s->buf_size - SL_TCP_DATA_OFF + 40;
+		return SL_TCP_BUF_PAYLOAD(s) + 40;
 	return sl_mtu(s);
 }
 
@@ -148,7 +148,7 @@ void sl_tcp_set_mss(struct sl_stack *s, struct sl_sock *so)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	uint32_t mss = tp->peer_mss ? tp->peer_mss : SL_TCP_MSS_DEFAULT;
-	uint32_t cap = s->buf_size - SL_TCP_DATA_OFF, pmss = path_mtu(s, so) - 40;
+	uint32_t cap = SL_TCP_BUF_PAYLOAD(s), pmss = path_mtu(s, so) - 40;
 
 	if (mss > pmss)
 		mss = pmss;
@@ -185,8 +185,8 @@ uint32_t sl_tcp_rcv_space(struct sl_stack *s, const struct sl_sock *so)
 	 * segments of every full window were dropped and sent again. */
 	uint32_t per = sl_tcp_our_mss(s, so), bufs, room;
 
-	if (per > s->buf_size - SL_TCP_DATA_OFF)
-		per = s->buf_size - SL_TCP_DATA_OFF;
+	if (per > SL_TCP_BUF_PAYLOAD(s))
+		per = SL_TCP_BUF_PAYLOAD(s);
 	/* As rx_over_budget() (tcp_input.c) takes a buffer while the held
 	 * ones are short of rcvbuf: rounded up. */
 	bufs = held < so->rcvbuf ?
@@ -494,7 +494,7 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 	 * Read once: the copy below is bounded by this value (and the
 	 * division by it is by the value found non-zero). */
 	mss = SL_ONCE(tp->mss);
-	if (__builtin_expect(mss > s->buf_size - SL_TCP_DATA_OFF, 0)) {
+	if (__builtin_expect(mss > SL_TCP_BUF_PAYLOAD(s), 0)) {
 		sl_sock_insane(s, so);
 		return sl_broken_err(s);
 	}

@@ -88,6 +88,9 @@ enum sl_tcp_state {
  */
 #define SL_TCP_HDR_MAX		60
 #define SL_TCP_DATA_OFF		(SL_HEADROOM + 20 + SL_TCP_HDR_MAX)
+/* Payload bytes a send buffer holds after that room: the bound every length
+ * read from a send buffer (or an MSS) is checked against. */
+#define SL_TCP_BUF_PAYLOAD(s)	((s)->buf_size - SL_TCP_DATA_OFF)
 /* Payload of one segment spanning buffers inside the stack: its IPv4
  * length must fit 16 bits. */
 #define SL_TCP_CHAIN_BYTES	(65535 - 20 - SL_TCP_HDR_MAX)

@@ -333,7 +333,7 @@ static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		 * (read again, d or aux - d could be anything up to 4 GiB). */
 		uint32_t seq = SL_ONCE(b->seq), aux = SL_ONCE(b->aux), una = SL_ONCE(tp->snd_una);
 
-		if (aux > s->buf_size - SL_TCP_DATA_OFF) {
+		if (aux > SL_TCP_BUF_PAYLOAD(s)) {
 			sl_corrupt(s, SL_C_corrupt_buf_len, tp->sndq_head);
 		} else if ((b->flags & SL_TBF_SENT) && SEQ_GT(una, seq) && SEQ_LT(una, seq + aux)) {
 			uint32_t d = una - seq;
@@ -1222,8 +1222,7 @@ void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 	 */
 	unsigned int blen = SL_ONCE(b->len), bflags = SL_ONCE(b->flags);
 	/* A chained segment: sl_ip_input() checked its length (b->seq). */
-	unsigned int more = (bflags & (SL_BUF_LOCAL | SL_BUF_CHAIN)) ==
-			    (SL_BUF_LOCAL | SL_BUF_CHAIN) ? SL_ONCE(b->seq) : 0;
+	unsigned int more = sl_buf_flags_chained(bflags) ? SL_ONCE(b->seq) : 0;
 	unsigned int len, thl;
 	struct sl_sock *so;
 	struct seg g;

@@ -422,7 +422,7 @@ int sl_tcp_xmit_buf(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint64
 	struct sl_tcph *th;
 
 	/* Read once: checked here, it is what the checksum covers. */
-	if (plen > s->buf_size - SL_TCP_DATA_OFF) {
+	if (plen > SL_TCP_BUF_PAYLOAD(s)) {
 		sl_corrupt(s, SL_C_corrupt_buf_len, idx);
 		return -ENOTRECOVERABLE;
 	}
@@ -465,7 +465,7 @@ static int xmit_chain(struct sl_stack *s, struct sl_sock *so, uint32_t idx, unsi
 		uint16_t len = sb->aux;	/* read once: checked, then copied */
 		uint32_t c;
 
-		if (len > s->buf_size - SL_TCP_DATA_OFF) {
+		if (len > SL_TCP_BUF_PAYLOAD(s)) {
 			sl_corrupt(s, SL_C_corrupt_buf_len, j);
 			sl_buf_free_chain(s, head);
 			return -ENOTRECOVERABLE;
@@ -517,7 +517,7 @@ static unsigned int chain_more(struct sl_stack *s, struct sl_sock *so, uint32_t 
 		 * segment's length, which the checksum and IPv4 length cover). */
 		uint32_t aux = SL_ONCE(b->aux);
 
-		if ((b->flags & SL_TBF_SENT) || !aux || aux > s->buf_size - SL_TCP_DATA_OFF ||
+		if ((b->flags & SL_TBF_SENT) || !aux || aux > SL_TCP_BUF_PAYLOAD(s) ||
 		    total + aux > usable || total + aux > SL_TCP_CHAIN_BYTES)
 			break;
 		/* Nagle holds a short last buffer back as it would alone. */
@@ -601,7 +601,7 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		}
 		/* A length no buffer holds (another process scribbled on
 		 * the region) would copy or checksum past the buffer. */
-		if (len > s->buf_size - SL_TCP_DATA_OFF) {
+		if (len > SL_TCP_BUF_PAYLOAD(s)) {
 			sl_corrupt(s, SL_C_corrupt_buf_len, idx);
 			break;
 		}
