@@ -26,17 +26,17 @@ AR ?= ar
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wpointer-arith -Wformat=2 -Wvla
-CPPFLAGS += -Iinclude -D_GNU_SOURCE
+CPPFLAGS += -Iinclude -Ilib -D_GNU_SOURCE
 ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC
 
 B := build
-# The verbs link (lib/link_verbs.c) uses rdma-core.
+# The verbs link (lib/link/verbs*.c) uses rdma-core.
 LIBS := -libverbs
 
-LIB_SRCS := lib/device.c lib/csum.c lib/region.c lib/buf.c lib/lock.c lib/sock.c lib/timer.c lib/tcp.c lib/tcp_input.c lib/tcp_output.c lib/tcp_timer.c lib/tcp_cc.c \
-	lib/ip.c lib/icmp.c lib/udp.c lib/api.c lib/link_loop.c lib/eth.c lib/link_tap.c \
-	lib/kring.c lib/link_kring.c lib/filter.c lib/ipoib.c lib/link_verbs.c lib/helper.c \
-	lib/link_verbs_api.c lib/link_verbs_enh.c lib/link_verbs_setup.c
+# The library by layer, lowest first (lib/README.md): a layer's files may
+# include only its own headers and the public headers of layers below.
+LIB_LAYERS := os core proto proto/tcp run link api
+LIB_SRCS := $(foreach l,$(LIB_LAYERS),$(sort $(wildcard lib/$(l)/*.c)))
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 PRELOAD_SRCS := $(wildcard lib/preload/*.c)
 PRELOAD_OBJS := $(PRELOAD_SRCS:%.c=$(B)/%.o)

@@ -9,18 +9,48 @@
 #   N passed, N failed, N skipped
 # Exit status 0 only when nothing failed.
 #
-#   tests/run.sh            everything
-#   tests/run.sh --host     host suites only (no VM)
+#   tests/run.sh                 everything
+#   tests/run.sh --host          host suites only (no VM)
+#   tests/run.sh --only SUITE    only the suites named (repeatable): a
+#                                suite's name as printed ("unit/test_tcp",
+#                                "host/test_layers", "vm"), or a shell
+#                                pattern ("unit/*", "asan/test_tcp*")
+#   tests/run.sh --list          the suites' names, nothing run
+# Each suite's wall time follows its results; the slowest come last.
 # SLUICE_NO_DEPS=1 skips the package check.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-host_only=0
-[ "${1:-}" = --host ] && host_only=1
+host_only=0 list=0
+only=()
+while [ $# -gt 0 ]; do
+	case $1 in
+	--host) host_only=1 ;;
+	--list) list=1 ;;
+	--only)
+		[ $# -ge 2 ] || { echo "usage: tests/run.sh [--host] [--list] [--only SUITE]..." >&2; exit 2; }
+		only+=("$2")
+		shift
+		;;
+	*) echo "usage: tests/run.sh [--host] [--list] [--only SUITE]..." >&2; exit 2 ;;
+	esac
+	shift
+done
+
+# wanted NAME: is suite NAME to run (no --only, or a pattern matches it)?
+wanted() {
+	local p
+	[ ${#only[@]} = 0 ] && return 0
+	for p in "${only[@]}"; do
+		# shellcheck disable=SC2053
+		[[ $1 == $p ]] && return 0
+	done
+	return 1
+}
 
 t0=$SECONDS
-if [ "${SLUICE_NO_DEPS:-0}" != 1 ]; then
+if [ $list = 0 ] && [ "${SLUICE_NO_DEPS:-0}" != 1 ]; then
 	bash tests/vm/deps.sh || { echo "0 passed, 1 failed"; exit 1; }
 fi
 
@@ -33,13 +63,23 @@ passed=0 failed=0 skipped=0
 # run_suite NAME COMMAND...: run it, show its TAP, count its results.  A
 # suite that exits non-zero without a failing result counts as one failure,
 # and so does one that reports no result at all.
+times=()
 run_suite() {
-	local name=$1 rc p f s out
+	local name=$1 rc p f s out t
 	shift
+	if [ $list = 1 ]; then
+		echo "$name"
+		return
+	fi
+	wanted "$name" || return 0
 	out="$res/${name//\//_}"
 	echo "# ---- $name"
+	t=$SECONDS
 	"$@" >"$out.tap" 2>"$out.err"
 	rc=$?
+	t=$((SECONDS - t))
+	times+=("$t $name")
+	echo "# ---- $name: ${t} s"
 	sed "s|^|[$name] |" "$out.tap"
 	p=$(grep -E '^ok ' "$out.tap" | grep -vc '# SKIP')
 	s=$(grep -cE '^ok .*# SKIP' "$out.tap")
@@ -51,6 +91,15 @@ run_suite() {
 	fi
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 }
+
+# With --list nothing is built: the names come from the sources.
+if [ $list = 1 ]; then
+	for t in tests/unit/test_*.c; do t=${t##*/}; echo "unit/${t%.c}"; done
+	for t in tests/unit/test_*.c; do t=${t##*/}; echo "asan/${t%.c}"; done
+	for t in tests/host/test_*.sh; do echo "host/$(basename "$t" .sh)"; done
+	[ $host_only = 1 ] || echo vm
+	exit 0
+fi
 
 if make -s -j2 all sanitize >"$res/build.log" 2>&1; then
 	for t in build/tests/unit/test_*; do
@@ -72,6 +121,14 @@ else
 	failed=$((failed + 1))
 fi
 
+if [ ${#times[@]} -gt 0 ]; then
+	echo "# slowest suites (s):"
+	printf '%s\n' "${times[@]}" | sort -n | tail -n 8 | sed 's/^/#   /'
+fi
+if [ ${#only[@]} -gt 0 ] && [ ${#times[@]} = 0 ]; then
+	echo "not ok - no suite matches --only ${only[*]} (tests/run.sh --list names them)"
+	failed=$((failed + 1))
+fi
 echo "# wall time $((SECONDS - t0)) s; TAP in $res/"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

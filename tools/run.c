@@ -24,7 +24,7 @@
 
 #include <sluice/sluice.h>
 
-#include "../lib/sock.h"
+#include "api/api.h"
 #include "run.h"
 
 #define PRELOAD_NAME	"libsluice-preload.so"

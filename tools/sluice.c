@@ -20,7 +20,7 @@
 
 #include <sluice/sluice.h>
 
-#include "../lib/sock.h"
+#include "api/api.h"
 #include "run.h"
 
 #define SYSFS_DIR	"/sys/class/misc/" SLUICE_DEVICE_NAME
@@ -121,7 +121,7 @@ static const char *state_name(const struct sluice_region *r)
 	switch (r->state) {
 	case SLUICE_STATE_INIT: return "init";
 	case SLUICE_STATE_READY: return "ready";
-	/* broken_pid 0: a process found the region corrupt (lib/lock.c). */
+	/* broken_pid 0: a process found the region corrupt (lib/core/lock.c). */
 	case SLUICE_STATE_BROKEN: return r->broken_pid ? "BROKEN" : "corrupt";
 	default: return "?";
 	}
@@ -313,9 +313,9 @@ static int cmd_dump(const char *name)
 	if (s->r->helper_pid)
 		printf("  helper: process %d finishes orphaned connections%s\n", s->r->helper_pid,
 		       sl_pid_dead(s->r->helper_pid) ? " (gone: stale)" : "");
-	printf("  lock: word 0x%x owner %d contended %llu deferred %llu\n", s->r->lock,
-	       s->r->lock_owner, (unsigned long long)s->r->lock_contended,
-	       (unsigned long long)s->r->lock_deferred);
+	printf("  lock: word 0x%x owner %d contended %llu\n", s->r->lock,
+	       s->r->lock_owner, (unsigned long long)s->r->lock_contended);
+	printf("  layout: abi %u, library layout %u\n", s->r->abi_version, s->r->lib_layout);
 	printf("counters:\n");
 	for (unsigned int i = 0; i < SL_C_COUNT; i++)
 		if (sl_counter_sum(s, i))

@@ -106,7 +106,7 @@ struct sluice_version {
 /* Lock word bits (sluice_region.lock). */
 #define SLUICE_LOCK_HELD	0x1u
 #define SLUICE_LOCK_WAITERS	0x2u	/* someone sleeps on the futex */
-#define SLUICE_LOCK_DEFERRED	0x4u	/* deferred work queued for the holder */
+#define SLUICE_LOCK_RESERVED	0x4u	/* zero */
 /*
  * Bits 3..31 of a held lock word: the holder's pid, set in the same atomic
  * step that takes the lock, so a holder killed at any instant is named
@@ -198,14 +198,21 @@ struct sluice_region {
 	__u8 mac[6];			/* (u) link address, Ethernet-style links */
 	__u16 reserved0;
 
-	/* The stack lock and its deferred work, on their own cache line. */
+	/* The stack lock, on its own cache line. */
 	__u32 lock __attribute__((aligned(64)));	/* (u) SLUICE_LOCK_* */
 	__s32 lock_owner;		/* (u) holder's pid, informational (see lock) */
 	__u32 broken_pid;		/* (u) pid found dead holding the lock */
 	__u32 wake_seq;			/* (u) futex, see sleepers */
-	__u64 defer_head;		/* (u) tagged Treiber stack of socket idx */
+	/*
+	 * (u) the layout version of the library that laid out everything
+	 * past this header (its socket slots, counters, neighbour entries):
+	 * a library attaches only to a stack of its own layout.  The module
+	 * never reads it.
+	 */
+	__u32 lib_layout;
+	__u32 reserved1;
 	__u64 lock_contended;		/* (u) times the lock was found held */
-	__u64 lock_deferred;		/* (u) times work was deferred */
+	__u64 reserved2;
 	/*
 	 * (u) processes asleep until the stack changes: while non-zero,
 	 * every readiness change bumps wake_seq and wakes them, with a shared
@@ -247,7 +254,7 @@ struct sluice_region {
 	__u32 tcp_embryos;		/* (u) TCP connections in SYN-RECEIVED from a listener */
 	/*
 	 * (u) pid of the stack's helper process, which finishes orphaned
-	 * connections after their programs have gone (lib/helper.c), or 0;
+	 * connections after their programs have gone (lib/api/helper.c), or 0;
 	 * claimed by compare-and-swap, taken over when its process is dead.
 	 * The module never reads it.
 	 */

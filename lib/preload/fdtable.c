@@ -260,7 +260,7 @@ static int ofd_lock(int fd, short type, uint32_t sd, bool wait)
  * SCM_RIGHTS, exec, a killed process) and its poll reports the socket's
  * readiness, so the kernel's poll/select/epoll take it in any set.  When
  * the last reference goes, the module marks the slot released and the
- * next lock holder closes the socket (lock.c): the closer itself right
+ * next lock holder closes the socket (proto/sockfd.c): the closer itself right
  * after close(), for anyone else (a killed process) whoever runs the
  * stack next.  The placeholder files below remain for /dev/shm stacks
  * and modules without socket fds.

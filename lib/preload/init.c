@@ -15,11 +15,11 @@
  *
  * Fork: the region and the placeholder files are shared with the child;
  * the library's own per-process state (lock owner pid, counter block) is
- * re-derived from getpid() by lib/lock.c; urcu-bp is told about the fork.
+ * re-derived from getpid() by lib/core/lock.c; urcu-bp is told about the fork.
  * Exit: every Sluice socket of the process is closed as the kernel would
  * close its sockets (a socket another process still holds stays open),
  * and connections still finishing are left to the stack's helper process
- * (lib/helper.c).  A process that _exit()s or is killed runs no
+ * (lib/api/helper.c).  A process that _exit()s or is killed runs no
  * destructor: its sockets stay open in the region, nobody closes them.
  */
 #include <arpa/inet.h>

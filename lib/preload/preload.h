@@ -24,7 +24,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#include "../sock.h"
+#include "api/api.h"
 
 /* The real libc functions, resolved once (init.c). */
 struct pl_libc {

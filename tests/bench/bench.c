@@ -33,7 +33,7 @@
 
 #include <sluice/sluice.h>
 
-#include "../../lib/sock.h"
+#include "api/api.h"
 
 #define MSG 64
 #define PORT 7301
@@ -207,9 +207,8 @@ static double sluice_pingpong(long rounds)
 	waitpid(pid, &status, 0);
 	unpin();
 	if (getenv("BENCH_VERBOSE"))
-		fprintf(stderr, "pingpong: lock contended %llu times, deferred %llu\n",
-			(unsigned long long)((struct sl_stack *)st)->r->lock_contended,
-			(unsigned long long)((struct sl_stack *)st)->r->lock_deferred);
+		fprintf(stderr, "pingpong: lock contended %llu times\n",
+			(unsigned long long)((struct sl_stack *)st)->r->lock_contended);
 	sluice_close(st, c);
 	sluice_stack_close(st);
 	sluice_stack_destroy(name);

@@ -28,8 +28,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../lib/eth.h"
-#include "../../lib/sock.h"
+#include "link/eth.h"
+#include "api/api.h"
 #include "../unit/tcp_opts.h"
 
 #define FZ_US		"10.0.0.1"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
 #
-# The stack's helper process (lib/helper.c) finishes what a program left
+# The stack's helper process (lib/api/helper.c) finishes what a program left
 # behind: a Sluice client sends 4 MiB to a kernel server, closes and exits
 # at once; the kernel must still receive every byte and the FIN, and the
 # helper must then go by itself, leaving the stack without sockets.  A

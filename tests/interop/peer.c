@@ -16,7 +16,7 @@
  *   peer send-exit STACK IP/PREFIX TAPDEV DST-IP PORT BYTES
  *        connects, sends BYTES of the pattern byte i = (i * 7 + (i >> 10)),
  *        closes at once and exits, leaving the stack (not destroyed) and
- *        what is unsent to the stack's helper process (lib/helper.c)
+ *        what is unsent to the stack's helper process (lib/api/helper.c)
  * Every loop is bounded in time.
  */
 #include <arpa/inet.h>

@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../lib/sock.h"
+#include "api/api.h"
 
 #define PORT		7900
 #define MAX_XFER	65536

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A stand-in for the module's SLUICE_IOC_FILTER_ADD and _DEL, for tests of
- * lib/filter.c (install with sl_filter_ioctl = fake_ioctl): a table of
+ * lib/proto/filter.c (install with sl_filter_ioctl = fake_ioctl): a table of
  * filters; port 8080 is one "the kernel uses" (EADDRINUSE), ports below
  * 1024 are privileged (EACCES); ephemeral picks count up from next_pick.
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A seeded network simulation for unit tests: two stacks joined by the
- * loop link (lib/link_loop.c, with its fault injection) on one virtual
+ * loop link (lib/link/loop.c, with its fault injection) on one virtual
  * clock, and the pieces of a TCP transfer between them: a pattern each
  * byte of a stream is checked against, and a "side" that sends its
  * stream, shuts down once it is all queued and checks what it receives.

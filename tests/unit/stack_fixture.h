@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../lib/sock.h"
+#include "api/api.h"
 #include "tap.h"
 
 #define CAP_MAX 64

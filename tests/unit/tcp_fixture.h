@@ -22,7 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../../lib/sock.h"
+#include "api/api.h"
 #include "tcp_opts.h"
 #include "tap.h"
 

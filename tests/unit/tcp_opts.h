@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../lib/sock.h"
+#include "api/api.h"
 
 /*
  * MSS (RFC 9293 3.2), window scale (RFC 7323 2), SACK permitted

@@ -5,7 +5,7 @@
  * answering requests for our address, retries, and a counted drop when a
  * neighbour never answers.
  */
-#include "../../lib/eth.h"
+#include "link/eth.h"
 #include "stack_fixture.h"
 
 struct wire {

@@ -14,7 +14,7 @@
 
 #include "stack_fixture.h"
 #include "tcp_opts.h"
-#include "../../lib/tcp.h"
+#include "proto/proto.h"
 
 #define ST(s) ((struct sluice_stack *)(s))
 #define IP "10.7.0.1"

@@ -3,7 +3,7 @@
  * Issue 7: a region scribbled on by anyone never crashes the stack's own
  * processes.  For each kind of value the library reads from shared memory
  * (buffer links and free list, loopback queue, socket queues, hash and
- * port chains, accept queue, timer wheel, deferred-work stack, buffer
+ * port chains, accept queue, timer wheel, buffer
  * offset and length, socket state, the MTU, the lock word), a child
  * process builds a /dev/shm stack carrying TCP and UDP traffic over the
  * in-stack loopback, corrupts that value and then calls the API: every
@@ -163,7 +163,7 @@ static int exercise(struct net *n, const char *what)
 enum kind {
 	K_BUF_NEXT, K_BUF_CYCLE, K_BUF_OFFLEN, K_FREE_IDX, K_FREE_CYCLE, K_LO_HEAD,
 	K_RXQ_HEAD, K_SNDQ, K_OOO_HEAD, K_HASH, K_HASH_CYCLE, K_PORT, K_ACCQ,
-	K_WHEEL, K_WHEEL_LINK, K_DEFER, K_SOCK_IDX, K_MSS, K_ERROR, K_MTU,
+	K_WHEEL, K_WHEEL_LINK, K_SOCK_IDX, K_MSS, K_ERROR, K_MTU,
 	K_LOCK, K_UDP_LEN, K_COUNT
 };
 
@@ -186,7 +186,6 @@ static const struct {
 	[K_ACCQ] = { "listener accept queue past the socket table", "corrupt_sock_idx" },
 	[K_WHEEL] = { "timer wheel slots past the socket table", "corrupt_sock_idx" },
 	[K_WHEEL_LINK] = { "a timed socket's wheel_next past the socket table", "corrupt_sock_idx" },
-	[K_DEFER] = { "deferred-work stack past the socket table", "corrupt_sock_idx" },
 	[K_SOCK_IDX] = { "socket's own idx naming another slot", "corrupt_sock_state" },
 	[K_MSS] = { "TCP mss larger than a buffer", "corrupt_sock_state" },
 	[K_ERROR] = { "socket error not an errno", "corrupt_sock_state" },
@@ -237,10 +236,6 @@ static void corrupt(struct net *n, enum kind k)
 		c->wheel_due_ms = r->wheel_now_ms + 500;
 		c->wheel_prev = SLUICE_IDX_NONE;
 		c->wheel_next = 0x12345678;
-		break;
-	case K_DEFER:
-		r->defer_head = (uint64_t)7 << 32 | (s->max_sockets + 5);
-		r->lock |= SLUICE_LOCK_DEFERRED;
 		break;
 	case K_SOCK_IDX: a->idx = n->c; break;
 	case K_MSS: c->tcp.mss = 65000; break;

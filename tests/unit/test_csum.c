@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/wire.h"
+#include "core/wire.h"
 #include "tap.h"
 
 static uint16_t reference(uint32_t init, const uint8_t *p, size_t n)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Module filters for a kring stack's ports (lib/filter.c), with the
+ * Module filters for a kring stack's ports (lib/proto/filter.c), with the
  * module's FILTER_ADD and FILTER_DEL played here: it keeps a table of
  * filters, refuses a port "the kernel uses" (EADDRINUSE) and a privileged
  * one (EACCES), and picks ephemeral ports itself.  Checked: every port a

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * How long a TCP port's module filter lives (lib/filter.c), driven segment
+ * How long a TCP port's module filter lives (lib/proto/filter.c), driven segment
  * by segment with the module's filter ioctls played by filter_fake.h: an
  * actively closed connection keeps its port's filter through TIME-WAIT and
  * gives it up when 2 MSL have passed; a listener closed under an accepted

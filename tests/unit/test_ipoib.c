@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * IPoIB wire formats (lib/ipoib.c), no device needed: the 20-byte hardware
+ * IPoIB wire formats (lib/link/ipoib.c), no device needed: the 20-byte hardware
  * address (flags, QPN bytes, GID), the broadcast MGID from a P_Key, the
  * 4-byte header, GRH stripping of a UD receive, ARP with hardware type 32
  * (build, check, every malformed field refused), and the UD MTU.
@@ -9,8 +9,8 @@
 #include <string.h>
 #include <arpa/inet.h>
 
-#include "../../lib/ipoib.h"
-#include "../../lib/wire.h"
+#include "link/ipoib.h"
+#include "core/wire.h"
 #include "tap.h"
 
 static const uint8_t gid_a[16] = {

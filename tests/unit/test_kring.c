@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The kring rings from user space (lib/kring.c), with the module's side
+ * The kring rings from user space (lib/link/kring.c), with the module's side
  * played here on a ring header laid out in ordinary memory: the header is
  * checked before use, the fill ring is kept stocked within its share of
  * the pool, rx descriptors are checked before they are followed (buffer
@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "../../lib/kring.h"
+#include "link/kring.h"
 #include "stack_fixture.h"
 
 #define RX_ENTRIES	64

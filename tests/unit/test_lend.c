@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Lending (lib/tcp.c): large sends and receives copy their data without
+ * Lending (lib/proto/tcp/tcp.c): large sends and receives copy their data without
  * the stack lock, on buffers lent by the socket.  Two processes stream
  * through one stack with sends and receives of random sizes on both sides
  * of the lending threshold, and the bytes must arrive in order and intact;
@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 
 #include "stack_fixture.h"
-#include "../../lib/tcp.h"
+#include "proto/proto.h"
 
 #define ST(s) ((struct sluice_stack *)(s))
 #define STREAM_BYTES (24u << 20)

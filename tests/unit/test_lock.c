@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The stack lock across processes: mutual exclusion, deferral of work to
- * the holder, and a holder that dies making the stack broken (never a
+ * The stack lock across processes: mutual exclusion, a waiter woken by
+ * the release, and a holder that dies making the stack broken (never a
  * hang).
  */
 #include <errno.h>
@@ -46,18 +46,14 @@ static void test_mutual_exclusion(void)
 	fx_destroy(s);
 }
 
-static void test_defer_to_holder(void)
+/* A process that waits for the lock says so in the word, sleeps, and is
+ * woken by the release at the end of the holder's turn. */
+static void test_waiter_woken(void)
 {
-	struct sl_stack *s = fx_stack("lockdefer", "10.0.0.1", NULL);
-	struct sl_sock *so;
-	int p[2], status;
+	struct sl_stack *s = fx_stack("lockwake", "10.0.0.1", NULL);
+	int status, i;
 	pid_t pid;
-	char c;
 
-	sl_lock(s);
-	so = sl_sock_alloc(s, SL_SOCK_UDP);
-	sl_unlock(s);
-	tap_ok(pipe(p) == 0, "pipe");
 	sl_lock(s);
 	pid = fork();
 	if (pid == 0) {
@@ -65,25 +61,21 @@ static void test_defer_to_holder(void)
 
 		if (sluice_stack_attach(s->name, &st))
 			_exit(2);
-		/* The parent holds the lock: this must defer, not block. */
-		_exit(sl_lock_or_defer((struct sl_stack *)st, so->idx, SL_WORK_TX) ? 4 : 0);
+		if (sl_lock((struct sl_stack *)st))
+			_exit(3);
+		sl_unlock((struct sl_stack *)st);
+		_exit(0);
 	}
-	waitpid(pid, &status, 0);
-	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child deferred instead of blocking");
-	tap_ok(s->r->lock & SLUICE_LOCK_DEFERRED, "lock word says work is deferred");
-	tap_eq(sl_counter_sum(s, SL_C_defer_run), 0, "nothing ran while the lock was held");
+	/* Past its spin (2000 tries): it sleeps, and has said so. */
+	for (i = 0; i < 200 && !(__atomic_load_n(&s->r->lock, __ATOMIC_RELAXED) &
+				 SLUICE_LOCK_WAITERS); i++)
+		usleep(5000);
+	tap_ok(s->r->lock & SLUICE_LOCK_WAITERS, "the waiter marked the lock word");
+	tap_ok(waitpid(pid, &status, WNOHANG) == 0, "and waits while we hold it");
 	sl_unlock(s);
-	tap_eq(sl_counter_sum(s, SL_C_defer_run), 1, "the holder ran the work at unlock");
-	tap_eq(so->defer_work, 0, "the socket's work bits are clear");
-
-	/* With the lock free, the caller takes it and runs the work itself. */
-	tap_ok(sl_lock_or_defer(s, so->idx, SL_WORK_TX), "free lock: work runs now");
-	tap_ok(s->locked, "and the caller holds the lock");
-	sl_unlock(s);
-	tap_eq(sl_counter_sum(s, SL_C_defer_run), 2, "ran twice in all");
-	(void)c;
-	close(p[0]);
-	close(p[1]);
+	tap_ok(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	       "the release woke it: it took the lock and let go");
+	tap_eq(s->r->lock, 0, "lock word is free afterwards");
 	fx_destroy(s);
 }
 
@@ -217,7 +209,7 @@ static void test_futex_keyed(void)
 int main(void)
 {
 	test_mutual_exclusion();
-	test_defer_to_holder();
+	test_waiter_woken();
 	test_holder_dies();
 	test_holder_exits_after_release();
 	test_short_lived_holders();

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Socket fds, user space's side (lib/lock.c, lib/sock.c), with the module
+ * Socket fds, user space's side (lib/proto/sockfd.c, lib/proto/sock.c), with the module
  * played in memory: the test sets kstate and armed as SOCK_FD and poll
  * would, bumps ksock_released as a release would, and a fake
  * SLUICE_IOC_SOCK_WAKE records what user space asks to wake.  Checks:

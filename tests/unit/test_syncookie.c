@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * SYN cookies (RFC 4987 3.6, lib/tcp.c and lib/tcp_input.c): with its SYN
+ * SYN cookies (RFC 4987 3.6, lib/proto/tcp/tcp.c and lib/proto/tcp/tcp_input.c): with its SYN
  * queue full a listener answers a SYN with a SYN-ACK whose ISN is a cookie
  * and keeps nothing; the ACK that echoes a good cookie makes the
  * connection, with the MSS the cookie holds and the window scale and SACK

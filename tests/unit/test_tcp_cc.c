@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../lib/sock.h"
+#include "api/api.h"
 #include "tap.h"
 
 #define MSS 1000u

@@ -20,7 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../../lib/sock.h"
+#include "api/api.h"
 #include "tap.h"
 
 static uint64_t vnow = 5000000;

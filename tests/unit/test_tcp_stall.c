@@ -19,7 +19,7 @@
 #include <sys/socket.h>
 
 #include "stack_fixture.h"
-#include "../../lib/tcp.h"
+#include "proto/proto.h"
 
 #define ST(s) ((struct sluice_stack *)(s))
 

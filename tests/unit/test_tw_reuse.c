@@ -2,7 +2,7 @@
 /*
  * Ports for connect() and TIME-WAIT reuse, as Linux does them: an
  * ephemeral port picked by connect() is shared by connections to other
- * peers (the 4-tuple must be unique, lib/sock.c sl_sock_bind_connect()),
+ * peers (the 4-tuple must be unique, lib/proto/sock.c sl_sock_bind_connect()),
  * a connection inside the stack in TIME-WAIT for a second gives its
  * 4-tuple to a new connect() (tcp_tw_reuse = 2), and a SYN with a newer
  * timestamp ends a TIME-WAIT on the listener's side (RFC 6191).  Without
@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 
 #include "stack_fixture.h"
-#include "../../lib/tcp.h"
+#include "proto/proto.h"
 
 #define ST(s) ((struct sluice_stack *)(s))
 #define IP "10.8.0.1"

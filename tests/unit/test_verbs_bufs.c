@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The verbs link's receive buffers and process death (lib/link_verbs.c),
+ * The verbs link's receive buffers and process death (lib/link/verbs.c),
  * no device needed: a process killed with buffers posted to its receive
  * queue leaves them marked with its pid; the next link set up on the stack
  * takes them back (sl_verbs_reclaim()), and only them: not a live
@@ -9,7 +9,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "../../lib/link_verbs.h"
+#include "link/verbs.h"
 #include "stack_fixture.h"
 
 /* The pid of a process that existed and is gone (reaped). */

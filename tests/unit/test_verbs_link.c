@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The verbs links (lib/link_verbs.c, lib/link_verbs_enh.c) against a test
+ * The verbs links (lib/link/verbs.c, lib/link/verbs_enh.c) against a test
  * double of the device (verbs_double.h): the production code, only the
  * hardware is not there.  What we ask the hardware for is checked exactly,
  * so a regression there fails here:

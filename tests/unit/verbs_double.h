@@ -29,7 +29,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "../../lib/link_verbs_int.h"
+#include "link/verbs_int.h"
 
 enum vd_call {
 	VD_get_device_list, VD_open_device, VD_query_port, VD_query_gid, VD_query_pkey,

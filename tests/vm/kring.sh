@@ -207,7 +207,7 @@ kill $srv 2>/dev/null
 wait $srv 2>/dev/null
 srv=
 # Connections still finishing (TIME-WAIT: 60 s) keep the stack, and its
-# ports, in its helper process until they are done (lib/helper.c).
+# ports, in its helper process until they are done (lib/api/helper.c).
 hp=$(sluice dump kr 2>/dev/null | sed -n 's/^  helper: process \([0-9]*\) .*/\1/p')
 echo "# helper: ${hp:-none}"
 alive() { [ -n "$1" ] && [ -r /proc/$1/stat ] && ! grep -q ') Z' /proc/$1/stat; }

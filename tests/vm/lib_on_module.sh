@@ -3,7 +3,7 @@
 #
 # In the test VM: the stack's own unit tests again, with the module loaded,
 # so every stack they make is a region the module allocates, pins and maps
-# (lib/region.c uses the module whenever it offers stacks).  Prints TAP.
+# (lib/core/region.c uses the module whenever it offers stacks).  Prints TAP.
 SUITE="lib_on_module"
 . /opt/sluice/bin/tap.sh
 

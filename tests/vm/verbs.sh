@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
 # In the test VM: two Sluice stacks, in two processes, talk IPoIB-framed
-# IPv4 over plain UD QPs through Soft-RoCE (the verbs link, lib/link_verbs.c).
+# IPv4 over plain UD QPs through Soft-RoCE (the verbs link, lib/link/verbs.c).
 #
 #   process A: verbs_peer client          process B: verbs_peer serve
 #   stack va1/va2/va3, 10.77.0.1/.3/.4    stack vb, 10.77.0.2, echo :7

@@ -1,0 +1,904 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The native API (include/sluice/sluice.h): stacks by name, BSD-like socket
+ * calls and readiness.  Each call takes the stack lock around the protocol
+ * code; blocking calls spin for the stack's spin time, then sleep in
+ * poll(2) on the link's fd in short slices, re-checking readiness.
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/api.h"
+
+static inline struct sl_stack *S(struct sluice_stack *st)
+{
+	return (struct sl_stack *)st;
+}
+
+static uint64_t real_clock(void *arg)
+{
+	struct timespec ts;
+
+	(void)arg;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + ts.tv_nsec / 1000;
+}
+
+static struct sl_stack *stack_new(const char *name)
+{
+	struct sl_stack *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->region_fd = -1;
+	s->clock = real_clock;
+	s->spin_us = 50;
+	strncpy(s->name, name, sizeof(s->name) - 1);
+	return s;
+}
+
+int sluice_stack_create(const char *name, const struct sluice_stack_config *cfg,
+			struct sluice_stack **out)
+{
+	struct sluice_stack_config dflt = { 0 };
+	struct sl_stack *s = stack_new(name);
+	int ret;
+
+	if (!s)
+		return -ENOMEM;
+	ret = sl_region_create(s, name, cfg ? cfg : &dflt, sl_sock_table_init);
+	if (ret) {
+		free(s);
+		return ret;
+	}
+	s->r->attach_count++;
+	*out = (struct sluice_stack *)s;
+	return 0;
+}
+
+int sluice_stack_attach(const char *name, struct sluice_stack **out)
+{
+	struct sl_stack *s = stack_new(name);
+	int ret;
+
+	if (!s)
+		return -ENOMEM;
+	ret = sl_region_attach(s, name);
+	if (ret) {
+		free(s);
+		return ret;
+	}
+	/* Not under the lock: attaching must work while another holds it. */
+	atomic_fetch_add_explicit((_Atomic uint32_t *)&s->r->attach_count, 1,
+				  memory_order_relaxed);
+	*out = (struct sluice_stack *)s;
+	return 0;
+}
+
+int sl_stack_inspect(const char *name, struct sluice_stack **out)
+{
+	struct sl_stack *s = stack_new(name);
+	int ret;
+
+	if (!s)
+		return -ENOMEM;
+	s->inspect = true;
+	ret = sl_region_attach(s, name);
+	if (ret) {
+		free(s);
+		return ret;
+	}
+	*out = (struct sluice_stack *)s;
+	return 0;
+}
+
+void sluice_stack_close(struct sluice_stack *st)
+{
+	struct sl_stack *s = S(st);
+
+	if (!s)
+		return;
+	/* Orphaned connections outlive us: a helper finishes them. */
+	sl_helper_ensure(s);
+	if (s->link && s->link->ops->close)
+		s->link->ops->close(s->link);
+	sl_region_detach(s);
+	free(s);
+}
+
+int sluice_stack_destroy(const char *name)
+{
+	return sl_region_destroy(name);
+}
+
+void sluice_stack_set_clock(struct sluice_stack *st, uint64_t (*clock)(void *), void *arg)
+{
+	struct sl_stack *s = S(st);
+
+	s->clock = clock ? clock : real_clock;
+	s->clock_arg = clock ? arg : NULL;
+	/* The wheel runs on this clock now: move it and every pending
+	 * deadline into the new time base. */
+	if (sl_lock(s) == 0) {
+		sl_timer_rebase(s, sl_now(s) / 1000);
+		sl_unlock(s);
+	}
+}
+
+void sluice_stack_set_spin(struct sluice_stack *st, unsigned int spin_us)
+{
+	S(st)->spin_us = spin_us;
+}
+
+int sluice_stack_poll(struct sluice_stack *st)
+{
+	return sl_run_poll(S(st));
+}
+
+int sluice_stack_counter(struct sluice_stack *st, const char *name, uint64_t *value)
+{
+	for (unsigned int i = 0; i < SL_C_COUNT; i++)
+		if (!strcmp(name, sl_counter_names[i])) {
+			*value = sl_counter_sum(S(st), i);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/* ---- sockets --------------------------------------------------------- */
+
+/* What a call that ran on the stack returns: ret, unless the stack was
+ * found corrupt meanwhile (sl_corrupt()): then that, not a result made of
+ * garbage. */
+static long checked(const struct sl_stack *s, long ret)
+{
+	return __builtin_expect(s->corrupt, 0) ? sl_broken_err(s) : ret;
+}
+
+/* Look up sd and take the lock; on success the caller must sl_unlock(). */
+static int sock_get(struct sl_stack *s, int sd, struct sl_sock **out)
+{
+	struct sl_sock *so;
+	int ret;
+
+	if (s->corrupt)
+		return sl_broken_err(s);
+	if (sd < 0 || (uint32_t)sd >= s->max_sockets)
+		return -EBADF;
+	ret = sl_lock(s);
+	if (ret)
+		return ret;
+	so = sl_sock(s, sd);
+	if (so->type == SL_SOCK_FREE || (so->flags & SL_SF_ORPHAN)) {
+		sl_unlock(s);
+		return -EBADF;
+	}
+	if (!sl_sock_ok(s, so)) {
+		sl_unlock(s);
+		return sl_broken_err(s);
+	}
+	/* The call may lower its readiness (read, accept, send space):
+	 * a socket fd's events are published again at unlock. */
+	sl_kp_note(s, so);
+	*out = so;
+	return 0;
+}
+
+static uint32_t sock_events(struct sl_stack *s, struct sl_sock *so)
+{
+	return sl_sock_events(s, so);
+}
+
+static int64_t deadline_after(struct sl_stack *s, int timeout_ms)
+{
+	return timeout_ms < 0 ? -1 : (int64_t)(sl_now(s) + (uint64_t)timeout_ms * 1000);
+}
+
+int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
+		int timeout_ms)
+{
+	struct sl_stack *s = S(st);
+	_Atomic uint32_t *sleepers = (_Atomic uint32_t *)&s->r->sleepers;
+	_Atomic uint32_t *poll_sleepers = (_Atomic uint32_t *)&s->r->poll_sleepers;
+	uint64_t start = sl_now(s);
+	int64_t deadline = deadline_after(s, timeout_ms);
+	bool asleep = false, on_fd = false;
+	uint32_t seq, mseq = 0;
+	int ready, ret;
+
+	for (;;) {
+		/* Past the spin time: count as a sleeper before the last look,
+		 * so a change after that look bumps wake_seq and ends the wait
+		 * (a poller first in poll_sleepers, so the waker signals it).
+		 * A zero timeout only looks: it never sleeps, so never counts. */
+		if (!asleep && timeout_ms && sl_now(s) - start >= s->spin_us) {
+			on_fd = sl_wait_on_fd(s);
+			if (on_fd)
+				atomic_fetch_add(poll_sleepers, 1);
+			atomic_fetch_add(sleepers, 1);
+			asleep = true;
+		}
+		/* On the stack fd: the sequence before this look (see sl_wait_sleep()). */
+		if (asleep && on_fd)
+			mseq = sl_wait_seq(s);
+		ret = sl_lock(s);
+		if (ret)
+			break;
+		sl_run(s);
+		ready = 0;
+		for (unsigned int i = 0; i < n; i++) {
+			struct sl_sock *so;
+			uint32_t ev;
+
+			fds[i].revents = 0;
+			if (fds[i].sd < 0 || (uint32_t)fds[i].sd >= s->max_sockets ||
+			    (so = sl_sock(s, fds[i].sd))->type == SL_SOCK_FREE) {
+				fds[i].revents = POLLNVAL;
+				ready++;
+				continue;
+			}
+			ev = sock_events(s, so);
+			fds[i].revents = (ev & (fds[i].events | SL_EV_ERR | SL_EV_HUP));
+			if (fds[i].revents)
+				ready++;
+		}
+		seq = s->r->wake_seq;
+		sl_unlock(s);
+		ret = (int)checked(s, ready);
+		if (ret < 0)
+			break;
+		if (ready || (deadline >= 0 && (int64_t)sl_now(s) >= deadline))
+			break;
+		if (asleep) {
+			sl_wait_sleep(s, deadline, on_fd ? mseq : seq, on_fd);
+		} else {
+			sl_wait_backoff();
+			sl_run_poll(s);
+		}
+	}
+	if (asleep) {
+		atomic_fetch_sub(sleepers, 1);
+		if (on_fd)
+			atomic_fetch_sub(poll_sleepers, 1);
+	}
+	return ret;
+}
+
+/* Block until sd shows one of events (or an error), or fail -EAGAIN if it
+ * is non-blocking. */
+static int wait_for(struct sl_stack *s, int sd, short events)
+{
+	struct sluice_pollfd p = { .sd = sd, .events = events };
+	int ret = sluice_poll((struct sluice_stack *)s, &p, 1, -1);
+
+	if (ret < 0)
+		return ret;
+	return p.revents & POLLNVAL ? -EBADF : 0;
+}
+
+int sluice_socket(struct sluice_stack *st, int type)
+{
+	struct sl_stack *s = S(st);
+	int base = type & ~SLUICE_SOCK_NONBLOCK, ret;
+	struct sl_sock *so;
+
+	if (base != SLUICE_SOCK_STREAM && base != SLUICE_SOCK_DGRAM)
+		return -EPROTONOSUPPORT;
+	ret = sl_lock(s);
+	if (ret)
+		return ret;
+	so = sl_sock_alloc(s, base == SLUICE_SOCK_STREAM ? SL_SOCK_TCP : SL_SOCK_UDP);
+	if (so && (type & SLUICE_SOCK_NONBLOCK))
+		so->flags |= SL_SF_NONBLOCK;
+	sl_unlock(s);
+	return (int)checked(s, so ? (int)so->idx : -ENFILE);
+}
+
+static int addr_ok(const struct sockaddr_in *a)
+{
+	return a && a->sin_family == AF_INET ? 0 : (a ? -EAFNOSUPPORT : -EFAULT);
+}
+
+int sluice_bind(struct sluice_stack *st, int sd, const struct sockaddr_in *addr)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	int ret = addr_ok(addr);
+
+	if (ret)
+		return ret;
+	ret = sock_get(s, sd, &so);
+	if (ret)
+		return ret;
+	ret = sl_sock_bind(s, so, addr->sin_addr.s_addr, addr->sin_port);
+	sl_unlock(s);
+	return (int)checked(s, ret);
+}
+
+int sluice_listen(struct sluice_stack *st, int sd, int backlog)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	int ret = sock_get(s, sd, &so);
+
+	if (ret)
+		return ret;
+	if (so->type != SL_SOCK_TCP)
+		ret = -EOPNOTSUPP;
+	else if (!(so->flags & SL_SF_BOUND))
+		ret = sl_sock_bind(s, so, 0, 0);	/* listen() on an unbound socket */
+	if (!ret)
+		ret = sl_tcp_listen(s, so, backlog);
+	sl_unlock(s);
+	return (int)checked(s, ret);
+}
+
+int sluice_accept(struct sluice_stack *st, int sd, struct sockaddr_in *peer)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so, *child;
+	int ret;
+
+	for (;;) {
+		ret = sock_get(s, sd, &so);
+		if (ret)
+			return ret;
+		ret = so->type == SL_SOCK_TCP ? sl_tcp_accept(s, so, &child) : -EOPNOTSUPP;
+		if (!ret && peer) {
+			memset(peer, 0, sizeof(*peer));
+			peer->sin_family = AF_INET;
+			peer->sin_addr.s_addr = child->raddr;
+			peer->sin_port = child->rport;
+		}
+		bool nb = so->flags & SL_SF_NONBLOCK;
+
+		sl_unlock(s);
+		ret = (int)checked(s, ret);
+		if (!ret)
+			return (int)child->idx;
+		if (ret != -EAGAIN || nb)
+			return ret;
+		ret = wait_for(s, sd, POLLIN);
+		if (ret)
+			return ret;
+	}
+}
+
+/*
+ * The address an unbound socket's connect binds to.  On a kring stack a
+ * connection to 127.0.0.0/8 takes its port on loopback, which needs no
+ * module filter; everything else binds to any address, as before.
+ */
+static uint32_t implicit_laddr(const struct sl_stack *s, const struct sockaddr_in *to)
+{
+	if (s->filters && (ntohl(to->sin_addr.s_addr) >> 24) == 127)
+		return htonl(INADDR_LOOPBACK);
+	return 0;
+}
+
+int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *addr)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	bool nb;
+	int ret = addr_ok(addr);
+
+	if (ret)
+		return ret;
+	ret = sock_get(s, sd, &so);
+	if (ret)
+		return ret;
+	if (so->type == SL_SOCK_UDP) {
+		if (!(so->flags & SL_SF_BOUND))
+			ret = sl_sock_bind(s, so, implicit_laddr(s, addr), 0);
+		if (!ret) {
+			sl_sock_unhash(s, so);
+			so->raddr = addr->sin_addr.s_addr;
+			so->rport = addr->sin_port;
+			so->flags |= SL_SF_CONNECTED;
+			sl_sock_hash(s, so);
+		}
+		sl_unlock(s);
+		return ret;
+	}
+	if (!(so->flags & SL_SF_BOUND) && !s->filters)
+		ret = sl_tcp_src_addr(s, addr->sin_addr.s_addr) ?
+			      sl_sock_bind_connect(s, so, sl_tcp_src_addr(s, addr->sin_addr.s_addr),
+						   addr->sin_addr.s_addr, addr->sin_port,
+						   sl_now(s)) :
+			      -ENETUNREACH;
+	else if (!(so->flags & SL_SF_BOUND))
+		ret = sl_sock_bind(s, so, implicit_laddr(s, addr), 0);
+	else if (s->filters && !(so->flags & SL_SF_HASHED))
+		/* Connecting again after a failed attempt released the port
+		 * (sl_tcp_done()): a kring stack reserves it again. */
+		ret = sl_filter_take(s, so, so->laddr, &so->lport);
+	if (!ret)
+		ret = sl_tcp_connect(s, so, addr->sin_addr.s_addr, addr->sin_port, sl_now(s));
+	nb = so->flags & SL_SF_NONBLOCK;
+	sl_unlock(s);
+	ret = (int)checked(s, ret);
+	if (ret != -EINPROGRESS || nb)
+		return ret;
+	/* Blocking connect: wait for the handshake to finish or fail. */
+	ret = wait_for(s, sd, POLLOUT);
+	if (ret)
+		return ret;
+	ret = sock_get(s, sd, &so);
+	if (ret)
+		return ret;
+	ret = so->error ? -sl_sock_error(s, so) : 0;
+	so->error = 0;
+	sl_unlock(s);
+	return ret;
+}
+
+/*
+ * Large sends and receives copy without the stack lock (tcp.c, "lending"):
+ * both are entered and left with the lock held, as sl_tcp_send/_recv.
+ * Below SL_LEND_MIN bytes the second lock costs more than the copy.
+ */
+#define SL_LEND_MIN	16384u
+
+static long tcp_send_lent(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,
+			  int flags, bool *locked)
+{
+	const uint8_t *p = buf;
+	uint32_t gen = so->kp.gen, head, tail = sl_tcp_send_tail_room(s, so);
+	size_t n = 0, off;
+	long ret, done = 0;
+
+	/* First top up the unsent tail, so the lent buffers start on a
+	 * segment boundary. */
+	if (tail) {
+		done = sl_tcp_send(s, so, buf, tail < len ? tail : len, flags, sl_now(s));
+		if (done <= 0 || (size_t)done == len)
+			return done;
+	}
+	head = sl_tcp_send_lend(s, so, len - (size_t)done, &n);
+	if (head == SLUICE_IDX_NONE)
+		return done ? done : sl_tcp_send(s, so, p + done, len - (size_t)done, flags,
+						  sl_now(s));
+	sl_unlock(s);
+	off = (size_t)done;
+	/* Bounded by what was lent, whatever another process writes into
+	 * the buffers' metadata meanwhile (a scribble is found at return). */
+	for (uint32_t idx = head, steps = 0; off < len && sl_buf_next(s, idx, &steps);
+	     idx = sl_buf(s, idx)->next_idx) {
+		size_t chunk = SL_ONCE(sl_buf(s, idx)->aux);
+
+		if (chunk > len - off)
+			chunk = len - off;
+		if (chunk > SL_TCP_BUF_PAYLOAD(s))
+			chunk = SL_TCP_BUF_PAYLOAD(s);
+		memcpy(sl_buf_base(s, idx) + SL_TCP_DATA_OFF, p + off, chunk);
+		off += chunk;
+	}
+	if (sl_lock(s)) {
+		*locked = false;	/* lock.c found the stack broken */
+		return done ? done : -EPIPE;
+	}
+	sl_kp_note(s, so);
+	ret = sl_tcp_send_return(s, so, gen, head, sl_now(s));
+	if (ret < 0)
+		return done ? done : ret;
+	return done + ret;
+}
+
+static long tcp_recv_lent(struct sl_stack *s, struct sl_sock *so, void *buf, size_t len,
+			  bool *locked)
+{
+	uint8_t *p = buf;
+	uint32_t gen = so->kp.gen, head;
+	size_t n = 0, off = 0;
+
+	head = sl_tcp_recv_lend(s, so, len, &n);
+	if (head == SLUICE_IDX_NONE)
+		return -EAGAIN;
+	sl_unlock(s);
+	for (uint32_t idx = head, steps = 0; off < n && sl_buf_next(s, idx, &steps);
+	     idx = sl_buf(s, idx)->next_idx) {
+		size_t chunk = SL_ONCE(sl_buf(s, idx)->len);
+
+		if (chunk > n - off)
+			chunk = n - off;
+		memcpy(p + off, sl_buf_data(s, idx), chunk);
+		off += chunk;
+	}
+	if (sl_lock(s)) {
+		/* The data is the caller's; the buffers die with the stack. */
+		*locked = false;
+		return (long)n;
+	}
+	sl_kp_note(s, so);
+	sl_tcp_recv_return(s, so, gen, head, sl_now(s));
+	return (long)n;
+}
+
+long sluice_sendto(struct sluice_stack *st, int sd, const void *buf, size_t len, int flags,
+		   const struct sockaddr_in *to)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	long ret;
+	bool nb, locked;
+
+	for (;;) {
+		ret = sock_get(s, sd, &so);
+		if (ret)
+			return ret;
+		locked = true;
+		nb = (so->flags & SL_SF_NONBLOCK) || (flags & MSG_DONTWAIT);
+		if (so->type == SL_SOCK_UDP) {
+			if (to && to->sin_family != AF_INET)
+				ret = -EAFNOSUPPORT;
+			else if (!to && !(so->flags & SL_SF_CONNECTED))
+				ret = -EDESTADDRREQ;
+			else
+				ret = sl_udp_sendto(s, so, buf, len, flags,
+						    to ? to->sin_addr.s_addr : so->raddr,
+						    to ? to->sin_port : so->rport);
+		} else if (len >= SL_LEND_MIN) {
+			ret = tcp_send_lent(s, so, buf, len, flags, &locked);
+		} else {
+			ret = sl_tcp_send(s, so, buf, len, flags, sl_now(s));
+		}
+		if (locked)
+			sl_unlock(s);
+		ret = checked(s, ret);
+		if (ret != -EAGAIN || nb)
+			return ret;
+		ret = wait_for(s, sd, POLLOUT);
+		if (ret)
+			return ret;
+	}
+}
+
+long sluice_send(struct sluice_stack *st, int sd, const void *buf, size_t len, int flags)
+{
+	return sluice_sendto(st, sd, buf, len, flags, NULL);
+}
+
+/*
+ * Without the lock: is there certainly nothing to receive?  The reads race
+ * with other processes, but a stale "nothing" only costs one more spin and
+ * a stale "something" takes the lock and finds out.
+ */
+static bool rx_nothing(const struct sl_stack *s, int sd)
+{
+	const volatile struct sl_sock *v;
+
+	if (sd < 0 || (uint32_t)sd >= s->max_sockets)
+		return false;
+	/* Broken by another process: take the lock path, which says so. */
+	if (s->r->state != SLUICE_STATE_READY)
+		return false;
+	v = sl_sock(s, sd);
+	if (v->rxq_count || v->rxq_bytes || v->error || (v->flags & SL_SF_SHUT_RD))
+		return false;
+	if (v->type == SL_SOCK_UDP)
+		return true;
+	/* An in-order FIN moves ESTABLISHED to CLOSE-WAIT in the same input
+	 * call, so the state alone says it: only the slot's first cache line
+	 * is read, the one a delivery writes last (rxq_*). */
+	return v->type == SL_SOCK_TCP && v->state == SL_TCP_ESTABLISHED;
+}
+
+long sluice_recvfrom(struct sluice_stack *st, int sd, void *buf, size_t len, int flags,
+		     struct sockaddr_in *from)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	uint32_t saddr = 0;
+	uint16_t sport = 0;
+	long ret;
+	bool nb, locked;
+
+	for (;;) {
+		if ((flags & MSG_DONTWAIT) && len && !s->corrupt && rx_nothing(s, sd)) {
+			/* A spinning caller comes straight back: pause so its
+			 * reads do not fight the writer for the socket's lines. */
+			sl_wait_backoff();
+			return -EAGAIN;
+		}
+		ret = sock_get(s, sd, &so);
+		if (ret)
+			return ret;
+		locked = true;
+		nb = (so->flags & SL_SF_NONBLOCK) || (flags & MSG_DONTWAIT);
+		if (so->type == SL_SOCK_UDP) {
+			ret = sl_udp_recvfrom(s, so, buf, len, flags, &saddr, &sport);
+		} else {
+			ret = -EAGAIN;
+			if (len >= SL_LEND_MIN && !(flags & (MSG_PEEK | MSG_OOB)))
+				ret = tcp_recv_lent(s, so, buf, len, &locked);
+			if (ret == -EAGAIN)
+				ret = sl_tcp_recv(s, so, buf, len, flags, sl_now(s));
+			saddr = so->raddr;
+			sport = so->rport;
+		}
+		if (locked)
+			sl_unlock(s);
+		ret = checked(s, ret);
+		if (ret >= 0 && from) {
+			memset(from, 0, sizeof(*from));
+			from->sin_family = AF_INET;
+			from->sin_addr.s_addr = saddr;
+			from->sin_port = sport;
+		}
+		if (ret != -EAGAIN || nb)
+			return ret;
+		ret = wait_for(s, sd, POLLIN);
+		if (ret)
+			return ret;
+	}
+}
+
+long sluice_recv(struct sluice_stack *st, int sd, void *buf, size_t len, int flags)
+{
+	return sluice_recvfrom(st, sd, buf, len, flags, NULL);
+}
+
+int sluice_shutdown(struct sluice_stack *st, int sd, int how)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	int ret;
+
+	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
+		return -EINVAL;
+	ret = sock_get(s, sd, &so);
+	if (ret)
+		return ret;
+	if (so->type == SL_SOCK_TCP) {
+		ret = sl_tcp_shutdown(s, so, how, sl_now(s));
+	} else {
+		so->flags |= how == SHUT_WR ? SL_SF_SHUT_WR :
+			     how == SHUT_RD ? SL_SF_SHUT_RD : SL_SF_SHUT_RD | SL_SF_SHUT_WR;
+		sl_sock_wake(s, so);
+	}
+	sl_unlock(s);
+	return ret;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * SO_LINGER with a time: close waits until what was queued, and the FIN,
+ * are acknowledged, or the time is up (socket(7); Linux then goes on
+ * closing in the background and returns 0 either way, even for a
+ * non-blocking socket).
+ */
+static void linger_wait(struct sl_stack *s, int sd, uint32_t gen, uint32_t secs)
+{
+	double end = mono_s() + secs;
+	unsigned int spins = 0;
+
+	for (;;) {
+		struct sl_sock *so = sl_sock(s, (uint32_t)sd);
+		bool busy;
+
+		if (sl_lock(s))
+			return;
+		busy = so->kp.gen == gen && so->type == SL_SOCK_TCP &&
+		       (so->state == SL_TCP_FIN_WAIT_1 || so->state == SL_TCP_CLOSING ||
+			so->state == SL_TCP_LAST_ACK);
+		sl_unlock(s);
+		if (!busy || mono_s() >= end)
+			return;
+		sl_run_poll(s);
+		if (++spins > 1000) {
+			struct timespec nap = { 0, 200000 };
+
+			nanosleep(&nap, NULL);
+		}
+	}
+}
+
+int sluice_close(struct sluice_stack *st, int sd)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	int ret = sock_get(s, sd, &so);
+	uint32_t gen, linger = 0;
+
+	if (ret)
+		return ret;
+	gen = so->kp.gen;
+	if ((so->flags & SL_SF_LINGER) && so->type == SL_SOCK_TCP)
+		linger = so->linger_s ? so->linger_s : UINT32_MAX;
+	if (so->type == SL_SOCK_TCP)
+		sl_tcp_close(s, so, sl_now(s));
+	else
+		sl_sock_free(s, so);
+	sl_unlock(s);
+	if (linger && linger != UINT32_MAX)
+		linger_wait(s, sd, gen, linger);
+	return (int)checked(s, 0);
+}
+
+static int name_of(struct sl_stack *s, int sd, struct sockaddr_in *addr, bool peer)
+{
+	struct sl_sock *so;
+	int ret;
+
+	if (!addr)
+		return -EFAULT;
+	ret = sock_get(s, sd, &so);
+	if (ret)
+		return ret;
+	if (peer && !so->rport) {
+		sl_unlock(s);
+		return -ENOTCONN;
+	}
+	memset(addr, 0, sizeof(*addr));
+	addr->sin_family = AF_INET;
+	addr->sin_addr.s_addr = peer ? so->raddr : so->laddr;
+	addr->sin_port = peer ? so->rport : so->lport;
+	sl_unlock(s);
+	return 0;
+}
+
+int sluice_getsockname(struct sluice_stack *st, int sd, struct sockaddr_in *addr)
+{
+	return name_of(S(st), sd, addr, false);
+}
+
+int sluice_getpeername(struct sluice_stack *st, int sd, struct sockaddr_in *addr)
+{
+	return name_of(S(st), sd, addr, true);
+}
+
+static int flag_opt(struct sl_sock *so, uint16_t flag, const void *val, unsigned int len)
+{
+	int v;
+
+	if (!val || len < sizeof(int))
+		return -EINVAL;
+	memcpy(&v, val, sizeof(v));
+	if (v)
+		so->flags |= flag;
+	else
+		so->flags &= ~flag;
+	return 0;
+}
+
+/* IP_ADD_MEMBERSHIP / IP_DROP_MEMBERSHIP: a struct ip_mreqn or ip_mreq,
+ * as ip(7) takes them. */
+static int mc_opt(struct sl_stack *s, struct sl_sock *so, int name, const void *val,
+		  unsigned int len)
+{
+	struct ip_mreqn mr;
+	int ret = sl_ip_mreqn(val, len, sizeof(struct ip_mreq), &mr);
+
+	if (ret)
+		return ret;
+	if (mr.imr_ifindex && s->ifindex && (unsigned int)mr.imr_ifindex != s->ifindex)
+		return -ENODEV;
+	return name == IP_ADD_MEMBERSHIP ?
+	       sl_udp_mc_join(s, so, mr.imr_multiaddr.s_addr, mr.imr_address.s_addr) :
+	       sl_udp_mc_drop(s, so, mr.imr_multiaddr.s_addr, mr.imr_address.s_addr);
+}
+
+int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, const void *val,
+		      unsigned int len)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	int ret = sock_get(s, sd, &so), v = 0;
+
+	if (ret)
+		return ret;
+	if (val && len >= sizeof(int))
+		memcpy(&v, val, sizeof(v));
+	if (level == SOL_SOCKET && name == SO_REUSEADDR) {
+		ret = flag_opt(so, SL_SF_REUSEADDR, val, len);
+	} else if (level == SOL_SOCKET && name == SO_BROADCAST) {
+		ret = flag_opt(so, SL_SF_BROADCAST, val, len);
+	} else if (level == SOL_SOCKET && name == SO_REUSEPORT) {
+		/* As Linux: set before bind to join a group. */
+		ret = flag_opt(so, SL_SF_REUSEPORT, val, len);
+	} else if (level == SOL_SOCKET && name == SO_LINGER) {
+		struct linger lg;
+
+		if (!val || len < sizeof(lg)) {
+			ret = -EINVAL;
+		} else {
+			memcpy(&lg, val, sizeof(lg));
+			so->flags = lg.l_onoff ? so->flags | SL_SF_LINGER : so->flags & ~SL_SF_LINGER;
+			/* Linux caps the time at MAX_SCHEDULE_TIMEOUT / HZ. */
+			so->linger_s = lg.l_linger < 0 ? 0 : (uint32_t)lg.l_linger;
+		}
+	} else if (level == SOL_SOCKET && (name == SO_RCVBUF || name == SO_SNDBUF)) {
+		/* As Linux: the value is doubled for bookkeeping, with a floor. */
+		if (!val || len < sizeof(int))
+			ret = -EINVAL;
+		else if (name == SO_RCVBUF)
+			so->rcvbuf = v < 1152 ? 2304 : (uint32_t)v * 2;
+		else
+			so->sndbuf = v < 2304 ? 4608 : (uint32_t)v * 2;
+	} else if (level == IPPROTO_IP &&
+		   (name == IP_ADD_MEMBERSHIP || name == IP_DROP_MEMBERSHIP)) {
+		ret = mc_opt(s, so, name, val, len);
+	} else if (level == IPPROTO_IP && (name == IP_MULTICAST_TTL || name == IP_MULTICAST_LOOP ||
+					   name == IP_MULTICAST_IF)) {
+		ret = sl_udp_mc_setopt(s, so, name, val, len);
+	} else if (so->type == SL_SOCK_TCP) {
+		ret = sl_tcp_setsockopt(s, so, level, name, val, len);
+	} else {
+		ret = -ENOPROTOOPT;
+	}
+	sl_unlock(s);
+	return ret;
+}
+
+int sluice_getsockopt(struct sluice_stack *st, int sd, int level, int name, void *val,
+		      unsigned int *len)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	int ret = sock_get(s, sd, &so), v;
+
+	if (ret)
+		return ret;
+	if (!val || !len || *len < sizeof(int)) {
+		ret = -EINVAL;
+	} else if (level == SOL_SOCKET && name == SO_ERROR) {
+		v = sl_sock_error(s, so);
+		so->error = 0;
+		memcpy(val, &v, sizeof(v));
+		*len = sizeof(v);
+	} else if (level == SOL_SOCKET && (name == SO_RCVBUF || name == SO_SNDBUF)) {
+		v = (int)(name == SO_RCVBUF ? so->rcvbuf : so->sndbuf);
+		memcpy(val, &v, sizeof(v));
+		*len = sizeof(v);
+	} else if (level == SOL_SOCKET && (name == SO_REUSEADDR || name == SO_BROADCAST ||
+					   name == SO_REUSEPORT)) {
+		v = !!(so->flags & (name == SO_REUSEADDR ? SL_SF_REUSEADDR :
+				    name == SO_BROADCAST ? SL_SF_BROADCAST : SL_SF_REUSEPORT));
+		memcpy(val, &v, sizeof(v));
+		*len = sizeof(v);
+	} else if (level == SOL_SOCKET && name == SO_LINGER) {
+		struct linger lg = {
+			.l_onoff = !!(so->flags & SL_SF_LINGER), .l_linger = (int)so->linger_s,
+		};
+
+		if (*len < sizeof(lg)) {
+			ret = -EINVAL;
+		} else {
+			memcpy(val, &lg, sizeof(lg));
+			*len = sizeof(lg);
+		}
+	} else if (level == SOL_SOCKET && name == SO_TYPE) {
+		v = so->type == SL_SOCK_TCP ? SOCK_STREAM : SOCK_DGRAM;
+		memcpy(val, &v, sizeof(v));
+		*len = sizeof(v);
+	} else if (level == IPPROTO_IP && (name == IP_MULTICAST_TTL || name == IP_MULTICAST_LOOP ||
+					   name == IP_MULTICAST_IF)) {
+		ret = sl_udp_mc_getopt(s, so, name, val, len);
+	} else if (so->type == SL_SOCK_TCP) {
+		ret = sl_tcp_getsockopt(s, so, level, name, val, len);
+	} else {
+		ret = -ENOPROTOOPT;
+	}
+	sl_unlock(s);
+	return ret;
+}

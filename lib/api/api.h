@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * api/: the native API (include/sluice/sluice.h: stacks by name, socket
+ * calls, readiness and waiting) and the per-stack helper process; this
+ * header holds what the preload library and the tool need besides.
+ */
+#ifndef SLUICE_API_H
+#define SLUICE_API_H
+
+#include "link/link.h"
+
+/*
+ * Attach to stack name to look at it only (sluice dump, sluice stacks):
+ * as sluice_stack_attach(), but a broken stack is attached too, so what
+ * broke it can be shown.  Close with sluice_stack_close().
+ */
+int sl_stack_inspect(const char *name, struct sluice_stack **out);
+/* The helper that finishes orphaned connections (helper.c). */
+uint32_t sl_orphans(struct sl_stack *s);
+void sl_helper_ensure(struct sl_stack *s);
+
+#endif /* SLUICE_API_H */

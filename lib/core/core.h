@@ -1,0 +1,471 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * core/: the per-process handle on a shared region (struct sl_stack), its
+ * checked geometry and offset helpers, packet buffers, counters, the lock,
+ * the link interface (struct sl_link_ops) and the region itself.  Nothing
+ * here knows a protocol; every layer above includes this header.
+ *
+ * Everything in the region is reached through an offset or an index from
+ * r (the mapped header); nothing stored in the region is a pointer, so a
+ * parent and a forked child, or unrelated processes, may map it anywhere.
+ */
+#ifndef SLUICE_CORE_H
+#define SLUICE_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <sluice/sluice.h>
+
+#include "core/wire.h"
+
+struct sl_stack;
+struct sl_sock;
+
+/* Counters in sluice_region.counters; X(name, description). */
+#define SL_COUNTERS(X)							\
+	X(ip_rx, "IPv4 packets received")				\
+	X(ip_tx, "IPv4 packets sent")					\
+	X(ip_rx_bad_hdr, "dropped: bad IPv4 header or length")		\
+	X(ip_rx_bad_csum, "dropped: bad IPv4 header checksum")		\
+	X(ip_rx_not_ours, "dropped: not addressed to this stack")	\
+	X(ip_rx_martian, "dropped: our own source address from a link")	\
+	X(ip_rx_frag, "dropped: IPv4 fragments (no reassembly)")	\
+	X(ip_rx_options, "IPv4 packets with options (skipped)")		\
+	X(ip_rx_proto, "dropped: unknown protocol")			\
+	X(ip_tx_noroute, "not sent: no route or link")			\
+	X(ip_tx_nobuf, "not sent: no packet buffer")			\
+	X(loopback, "packets delivered within the stack")		\
+	X(loopback_left, "unlocks that left loopback packets for later")	\
+	X(loopback_chain, "segments within the stack spanning buffers")	\
+	X(loopback_unchained, "spanning segments cut to their first buffer")	\
+	X(icmp_rx, "ICMP messages received")				\
+	X(icmp_rx_bad, "dropped: bad ICMP message")			\
+	X(icmp_echo_replied, "ICMP echo requests answered")		\
+	X(icmp_unreach_rx, "ICMP destination unreachable received")	\
+	X(icmp_unreach_tx, "ICMP destination unreachable sent")		\
+	X(udp_rx, "UDP datagrams received")				\
+	X(udp_tx, "UDP datagrams sent")					\
+	X(udp_rx_bad, "dropped: bad UDP length or checksum")		\
+	X(udp_rx_noport, "dropped: UDP to a closed port")		\
+	X(udp_rx_full, "dropped: UDP receive queue full")		\
+	X(tcp_rx, "TCP segments received")				\
+	X(tcp_tx, "TCP segments sent")					\
+	X(tcp_rx_bad, "dropped: bad TCP header or checksum")		\
+	X(tcp_tw_recycled, "TIME-WAIT connections ended early by connect()")	\
+	X(tcp_rx_noport, "TCP segments to no socket (RST sent)")	\
+	X(tcp_retransmit, "TCP segments retransmitted")			\
+	X(tcp_rto, "TCP retransmission timeouts")			\
+	X(tcp_fast_retransmit, "TCP fast retransmits")			\
+	X(tcp_challenge_ack, "TCP challenge ACKs sent (RFC 5961)")	\
+	X(tcp_syn_dropped, "SYNs dropped: backlog full, or no socket")	\
+	X(tcp_syncookies_sent, "SYN queue full: SYNs answered with a cookie")	\
+	X(tcp_syncookies_ok, "connections made from a valid SYN cookie")	\
+	X(tcp_syncookies_failed, "ACKs at a listener with a bad cookie")	\
+	X(tcp_active_open, "TCP active opens")				\
+	X(tcp_passive_open, "TCP passive opens")			\
+	X(tcp_reset_rx, "TCP resets received")				\
+	X(tcp_reset_tx, "TCP resets sent")				\
+	X(tcp_ooo, "TCP segments queued out of order")			\
+	X(tcp_rx_pressure, "TCP payload dropped: pool or socket buffers full") \
+	X(arp_rx, "ARP packets received")				\
+	X(arp_tx, "ARP packets sent")					\
+	X(arp_rx_bad, "dropped: bad ARP packet")			\
+	X(arp_hold_dropped, "packets dropped waiting for ARP")	\
+	X(eth_rx_bad, "dropped: bad or foreign Ethernet frame")		\
+	X(link_rx, "frames received from the link")			\
+	X(link_tx, "frames sent on the link")				\
+	X(link_tx_err, "frames the link failed to send")		\
+	X(nobuf, "packet buffer allocations that failed")		\
+	X(nosock, "socket allocations that failed")			\
+	X(lock_broken, "lock found held by a dead process")		\
+	X(kring_rx_bad, "kring rx descriptors refused (bad index, length or buffer)") \
+	X(kring_tx_full, "kring tx ring found full (kicked early)")	\
+	X(kring_kick, "kring tx kicks (SLUICE_IOC_KRING_KICK)")		\
+	X(kring_fill_low, "kring fill ring left short: pool too low")	\
+	X(kring_dev_change, "kring device changes seen (dev_seq)")	\
+	X(filter_add, "filters added (ports reserved in the kernel)")	\
+	X(filter_del, "filters removed")				\
+	X(filter_err, "filter ioctls that failed")			\
+	X(corrupt_buf_idx, "region corrupt: a buffer index out of range") \
+	X(corrupt_buf_len, "region corrupt: a buffer offset or length past its buffer") \
+	X(corrupt_sock_idx, "region corrupt: a socket index out of range") \
+	X(corrupt_sock_state, "region corrupt: a socket's sizes or queues impossible") \
+	X(corrupt_chain, "region corrupt: a chain longer than its pool (a cycle)") \
+	X(corrupt_ring, "region corrupt: kring indices past the ring") \
+	X(corrupt_lock, "region corrupt: the lock word names no process") \
+	X(corrupt_header, "region corrupt: header state impossible") \
+	X(sockfd_wake, "SLUICE_IOC_SOCK_WAKE calls for armed socket fds")	\
+	X(sockfd_released, "sockets closed after their last socket fd went") \
+	X(udp_mc_join, "multicast groups joined by UDP sockets (IP_ADD_MEMBERSHIP)") \
+	X(udp_mc_tx, "UDP datagrams sent to a multicast group")	\
+	X(udp_mc_looped, "of those, copies delivered inside the stack (IP_MULTICAST_LOOP)") \
+	X(ip_rx_mcast, "multicast datagrams taken in")			\
+	X(tcp_rx_paws, "TCP segments dropped by PAWS (timestamp too old)")	\
+	X(tcp_rx_no_ts, "TCP segments dropped: no timestamp where one is due") \
+	X(tcp_rx_oow, "TCP segments outside the receive window (ACKed, dropped)")
+
+enum sl_counter {
+#define SL_COUNTER_ENUM(n, d) SL_C_##n,
+	SL_COUNTERS(SL_COUNTER_ENUM)
+#undef SL_COUNTER_ENUM
+	SL_C_COUNT
+};
+
+_Static_assert(SL_C_COUNT <= SLUICE_COUNTERS_MAX, "counters fit sluice_counters");
+
+extern const char *const sl_counter_names[SL_C_COUNT];
+extern const char *const sl_counter_desc[SL_C_COUNT];
+
+/* A link: how frames reach the wire.  tx borrows the buffer; it never
+ * keeps it past return (TCP keeps sent data for retransmission). */
+struct sl_link;
+struct sl_link_ops {
+	const char *name;
+	/* Send the IPv4 packet in buffer idx to next hop nh (network order). */
+	int (*tx)(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint32_t nh);
+	/* Receive up to budget frames, feeding each to the stack; returns count. */
+	int (*rx)(struct sl_link *l, struct sl_stack *s, int budget);
+	/* An fd that polls readable when frames wait, or -1. */
+	int (*fd)(struct sl_link *l);
+	/* Hand what tx queued to the wire (one system call for a batch).
+	 * sl_unlock() calls it, lock held, when tx_pending is set. */
+	void (*flush)(struct sl_link *l, struct sl_stack *s);
+	void (*close)(struct sl_link *l);
+	/* Optional: the module added filter f (its id set) / deleted filter
+	 * id for this stack (filter.c, lock held); a link that steers in the
+	 * device (enhanced IPoIB flow rules) follows. */
+	void (*filter_add)(struct sl_link *l, struct sl_stack *s, const struct sluice_filter *f);
+	void (*filter_del)(struct sl_link *l, struct sl_stack *s, uint32_t id);
+};
+
+struct sl_link {
+	const struct sl_link_ops *ops;
+	unsigned int mtu;
+	bool tx_pending;		/* tx queued packets flush has not sent */
+};
+
+#define SL_KP_NOTES	64	/* sockets noted a holder, then a full scan */
+#define SL_KP_SCAN	(SL_KP_NOTES + 1)
+#define SL_KP_WAKES	256	/* slots one SOCK_WAKE names at most */
+
+/* The per-process handle on a mapped stack (not in the region). */
+struct sl_stack {
+	struct sluice_region *r;
+	uint8_t *base;
+	size_t size;
+	int region_fd;
+	pid_t pid;
+	bool locked;			/* this process holds the lock */
+	bool wake_pending;		/* wake the stack's sleepers after unlock */
+	bool module_backed;		/* region_fd is a module stack fd */
+	bool filters;			/* ports taken need module filters (kring) */
+	uint32_t ifindex;		/* the stack's device (module stacks), or 0 */
+	/* Shared futexes work on the region (sl_futex_usable(), probed when
+	 * mapped): lock waiters and link-less sleepers use them, else nap or
+	 * poll the stack fd. */
+	bool futex_ok;
+	bool wake_poll;			/* wake_pending: pollers too (api.c) */
+	struct sl_link *link;
+	uint64_t (*clock)(void *arg);	/* now, microseconds */
+	void *clock_arg;
+	unsigned int spin_us;
+	unsigned int poll_calls;	/* sluice_stack_poll() calls, for pacing */
+	uint64_t batch_now_us;		/* sl_batch_begin(): the time of a batch */
+	struct sluice_counters *ctr;	/* our counter block in the region */
+	pid_t ctr_pid;			/* the process that block was claimed for */
+	/* Stack-local loopback queue (buffer indices), drained under the lock. */
+	uint32_t lo_head, lo_tail;
+	char name[SLUICE_NAME_MAX];
+	/*
+	 * The region's geometry, checked once when it is mapped (region.c,
+	 * set_geometry()) and kept here: the region's own copies can
+	 * be overwritten by any process that maps it.  Every index read from
+	 * the region is checked against these before use (sl_buf(),
+	 * sl_sock()); once the stack is found corrupt, n_bufs and max_sockets
+	 * drop to 0, so every later index is out of range and every walk
+	 * ends at its first step.
+	 */
+	uint32_t n_bufs, max_sockets, buf_size, sock_size, hash_buckets;
+	struct sluice_buf *bufmeta;
+	uint8_t *bufdata, *socks;
+	uint32_t *hash, *wheel;
+	/* A value read from the region was impossible (sl_corrupt()): every
+	 * call fails with -ENOTRECOVERABLE from then on; why and the value
+	 * are kept for a debugger (the region has the counter). */
+	bool corrupt;
+	bool inspect;			/* attached to look only (sl_stack_inspect()) */
+	enum sl_counter corrupt_why;
+	uint64_t corrupt_val;
+	/*
+	 * Socket fds (proto/sockfd.c): sockets with a socket fd whose readiness
+	 * changed under this holder (sl_sock_wake()), published at unlock;
+	 * kp_n == SL_KP_SCAN says more changed: look at every slot.
+	 */
+	unsigned int kp_n;
+	uint32_t kp_note[SL_KP_NOTES];
+};
+
+/*
+ * sluice_buf.flags bit for a packet delivered inside the stack (loopback):
+ * its sender computed no TCP checksum and its receiver checks none, as on
+ * Linux's loopback device.  Input that keeps the buffer sets its own flags.
+ */
+#define SL_BUF_LOCAL	0x8000
+/*
+ * Received from a link that vouches for the TCP/UDP checksum (a device
+ * that verified it, or a local sender that left it to offload and never
+ * filled it in): input checks none, as for SL_BUF_LOCAL, but the packet
+ * is still from the wire (martian checks apply).
+ */
+#define SL_BUF_CSUM_OK	0x4000
+/* Given to the module on the kring fill ring (link_kring.c). */
+#define SL_BUF_ON_FILL	0x2000
+/*
+ * A TCP segment inside the stack whose payload goes on past this buffer
+ * (SL_BUF_LOCAL only; tcp_output.c sends them, as Linux's loopback takes
+ * 64 KiB GSO packets): aux counts the further payload buffers, linked by
+ * next_idx from this one.  On the loopback queue the last one's next_idx
+ * leads on to the next packet; sl_stack_drain_loopback() cuts the chain
+ * off, checks it and leaves its payload byte count in seq for input.
+ */
+#define SL_BUF_CHAIN	0x1000
+#define SL_CHAIN_MAX	32	/* payload buffers in one chained segment */
+
+static inline bool sl_buf_flags_chained(unsigned int flags)
+{
+	return (flags & (SL_BUF_LOCAL | SL_BUF_CHAIN)) == (SL_BUF_LOCAL | SL_BUF_CHAIN);
+}
+
+static inline bool sl_buf_chained(const struct sluice_buf *b)
+{
+	return sl_buf_flags_chained(b->flags);
+}
+
+/* 224.0.0.0/4, network order (RFC 5771). */
+#define SL_IN_MULTICAST(a)	((ntohl(a) & 0xf0000000u) == 0xe0000000u)
+
+/* Headroom left in front of every packet for link headers (Ethernet 14,
+ * IPoIB 4 + 40 GRH room), so headers are prepended in place. */
+#define SL_HEADROOM	64
+
+/* Offset helpers (off: checked by the caller, e.g. a kring area). */
+static inline void *sl_at(const struct sl_stack *s, uint64_t off)
+{
+	return s->base + off;
+}
+
+/*
+ * The region is corrupt: a value read from it is impossible (which: a
+ * corrupt_* counter; val: the value).  Marks the stack broken for every
+ * process (SLUICE_STATE_BROKEN, broken_pid 0), counts, and from then on
+ * this process's accessors hand out sinks and its calls fail with
+ * -ENOTRECOVERABLE.  Never a system call; safe with or without the lock
+ * (lock.c).
+ */
+void sl_corrupt(struct sl_stack *s, enum sl_counter why, uint64_t val);
+/* Out-of-range indices: mark the stack corrupt and return a process-local
+ * sink the caller may read and write (its links are SLUICE_IDX_NONE, its
+ * data area is as large as any offset a buffer can name), so no caller
+ * faults; they see the corruption at their next call (lock.c). */
+struct sluice_buf *sl_buf_bad(const struct sl_stack *s, uint32_t idx);
+uint8_t *sl_buf_base_bad(const struct sl_stack *s, uint32_t idx);
+uint8_t *sl_buf_data_bad(const struct sl_stack *s, uint32_t idx);
+
+/* Buffer idx's metadata; idx must be < n_bufs (else the stack is corrupt). */
+static inline struct sluice_buf *sl_buf(const struct sl_stack *s, uint32_t idx)
+{
+	if (__builtin_expect(idx >= s->n_bufs, 0))
+		return sl_buf_bad(s, idx);
+	return s->bufmeta + idx;
+}
+
+/* Start of buffer idx's data area (buf_size bytes). */
+static inline uint8_t *sl_buf_base(const struct sl_stack *s, uint32_t idx)
+{
+	if (__builtin_expect(idx >= s->n_bufs, 0))
+		return sl_buf_base_bad(s, idx);
+	return s->bufdata + (uint64_t)idx * s->buf_size;
+}
+
+/*
+ * Start of the packet data in buffer idx: off and len must lie inside the
+ * buffer.  (A region made by this library has SL_REGION_SLACK bytes after
+ * the last buffer, more than any u16 offset plus length: a value changed
+ * after this check still stays inside the mapping.)
+ */
+static inline uint8_t *sl_buf_data(const struct sl_stack *s, uint32_t idx)
+{
+	const struct sluice_buf *b;
+
+	if (__builtin_expect(idx >= s->n_bufs, 0))
+		return sl_buf_data_bad(s, idx);
+	b = s->bufmeta + idx;
+	if (__builtin_expect((uint32_t)b->off + b->len > s->buf_size, 0))
+		return sl_buf_data_bad(s, idx);
+	return s->bufdata + (uint64_t)idx * s->buf_size + b->off;
+}
+
+/*
+ * A value read from the region, read exactly once: the compiler may not
+ * load it again, so the copy that was checked is the one that is used
+ * (another process may write the region between two loads).
+ */
+#define SL_ONCE(x)	(*(const volatile __typeof__(x) *)&(x))
+
+/* The stack's MTU (r->mtu, which anyone may change): a packet of that
+ * size must fit a buffer after the headroom, else the stack is corrupt. */
+static inline uint32_t sl_mtu(const struct sl_stack *s)
+{
+	uint32_t mtu = *(const volatile uint32_t *)&s->r->mtu;
+
+	if (__builtin_expect(mtu < SLUICE_STACK_MIN_MTU || mtu > s->buf_size - SL_HEADROOM, 0)) {
+		sl_corrupt((struct sl_stack *)s, SL_C_corrupt_header, mtu);
+		return SLUICE_STACK_MIN_MTU;
+	}
+	return mtu;
+}
+
+/* Bytes after the last packet buffer: more than any u16 offset plus u16
+ * length plus TCP's data offset can reach past a buffer's start. */
+#define SL_REGION_SLACK	(4u * 65536u)
+
+/*
+ * Walking a chain of buffers (or sockets): go on to idx?  Yes while idx
+ * names one and the walk has taken at most n_bufs (max_sockets) steps;
+ * no at SLUICE_IDX_NONE, the end.  Any other index, or a longer walk (a
+ * cycle), marks the stack corrupt: no.  Used as the loop condition:
+ *   for (idx = head, steps = 0; sl_buf_next(s, idx, &steps); idx = ...)
+ */
+bool sl_walk_end(struct sl_stack *s, uint32_t idx, uint32_t n, uint32_t steps, bool socks);
+static inline bool sl_buf_next(struct sl_stack *s, uint32_t idx, uint32_t *steps)
+{
+	if (__builtin_expect(idx < s->n_bufs && ++*steps <= s->n_bufs, 1))
+		return true;
+	if (idx == SLUICE_IDX_NONE)
+		return false;
+	return sl_walk_end(s, idx, s->n_bufs, *steps, false);
+}
+
+static inline bool sl_sock_next(struct sl_stack *s, uint32_t idx, uint32_t *steps)
+{
+	if (__builtin_expect(idx < s->max_sockets && ++*steps <= s->max_sockets, 1))
+		return true;
+	if (idx == SLUICE_IDX_NONE)
+		return false;
+	return sl_walk_end(s, idx, s->max_sockets, *steps, true);
+}
+
+
+/*
+ * Does idx, read from the region, name a buffer (socket)?  Yes if in
+ * range; no for SLUICE_IDX_NONE (an empty queue, no link); anything else
+ * marks the stack corrupt: no.  For tests of a head or tail before use.
+ */
+static inline bool sl_buf_some(struct sl_stack *s, uint32_t idx)
+{
+	if (__builtin_expect(idx < s->n_bufs, 1))
+		return true;
+	return idx != SLUICE_IDX_NONE && sl_walk_end(s, idx, s->n_bufs, 0, false);
+}
+
+static inline bool sl_sock_some(struct sl_stack *s, uint32_t idx)
+{
+	if (__builtin_expect(idx < s->max_sockets, 1))
+		return true;
+	return idx != SLUICE_IDX_NONE && sl_walk_end(s, idx, s->max_sockets, 0, true);
+}
+
+/* The error every call on a broken stack returns: -ENOTRECOVERABLE if it
+ * was found corrupt (by any process), -EPIPE if a process died holding
+ * its lock (lock.c). */
+int sl_broken_err(const struct sl_stack *s);
+
+/* Lock held: the block is this process's (see sl_counters_claim()). */
+static inline void sl_count(struct sl_stack *s, enum sl_counter c)
+{
+	s->ctr->c[c]++;
+}
+
+/* Can shared futexes live in this region's pages? (lock.c)  A probe,
+ * made once per mapping: see sl_stack.futex_ok. */
+bool sl_futex_usable(struct sl_stack *s);
+
+/* Point s->ctr at a counter block of this process's own (lock held). */
+void sl_counters_claim(struct sl_stack *s);
+/* A stack-wide counter: the sum over every process's block. */
+uint64_t sl_counter_sum(const struct sl_stack *s, enum sl_counter c);
+
+static inline uint64_t sl_now(struct sl_stack *s)
+{
+	return s->batch_now_us ? s->batch_now_us : s->clock(s->clock_arg);
+}
+
+/* Packets handled in one batch (a loopback drain, a link read) share one
+ * clock reading: it costs more than the rest of a small packet's input. */
+static inline void sl_batch_begin(struct sl_stack *s)
+{
+	s->batch_now_us = 0;
+	s->batch_now_us = s->clock(s->clock_arg);
+}
+
+static inline void sl_batch_end(struct sl_stack *s)
+{
+	s->batch_now_us = 0;
+}
+
+/* buf.c: the buffer pool; callers hold the lock. */
+uint32_t sl_buf_alloc(struct sl_stack *s);	/* SLUICE_IDX_NONE when empty */
+void sl_buf_free(struct sl_stack *s, uint32_t idx);
+void sl_buf_free_chain(struct sl_stack *s, uint32_t idx);
+
+/* lock.c: the stack lock.  sl_lock() waits for it (0, or the broken
+ * stack's error); the end of a turn that held it is sl_unlock() in run/,
+ * which runs what the holder left and wakes waiters before it releases. */
+int sl_lock(struct sl_stack *s);
+bool sl_trylock(struct sl_stack *s);
+/* Let go of the lock as it is (run/ calls it at the end of a turn): wakes
+ * one lock waiter.  Returns the lock word it released. */
+uint32_t sl_lock_release(struct sl_stack *s);
+/* Let go of the lock of a stack found corrupt, waking every lock waiter
+ * and every sleeper, so each finds it broken (sl_lock()). */
+void sl_lock_release_broken(struct sl_stack *s);
+/* Wake every sleeper on the region's wake_seq futex. */
+void sl_wake_sleepers(struct sl_stack *s);
+pid_t sl_self_pid(void);
+/* Gone, or a zombie: it will never run again (lock.c). */
+bool sl_pid_dead(pid_t pid);
+/* A holder pid read while the lock was held: did it die holding it? */
+bool sl_lock_holder_dead(struct sl_stack *s, pid_t seen);
+
+/*
+ * The library's layout version (sluice_region.lib_layout): everything in
+ * a region that the module does not read is this library's own (socket
+ * slots, the counters' order, neighbour entries, what each field means).
+ * Two builds that lay it out differently must never share a stack: a
+ * process attaches only to a stack whose version is its own, else
+ * sl_region_attach() fails with -EPROTO and says which two versions met.
+ * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
+ * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
+ */
+#define SL_LAYOUT_VERSION	2
+
+/*
+ * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents
+ * are proto/'s (struct sl_sock, which must fit); its size is part of the
+ * library's layout, so a change here is a change of SL_LAYOUT_VERSION.
+ */
+#define SL_SOCK_SIZE	960
+
+/* region.c.  Create: init lays out what the layers above keep in the
+ * region (the socket table), before the region is published. */
+int sl_region_create(struct sl_stack *s, const char *name, const struct sluice_stack_config *cfg,
+		     void (*init)(struct sl_stack *s));
+int sl_region_attach(struct sl_stack *s, const char *name);
+int sl_region_destroy(const char *name);
+int sl_region_path(const char *name, char *buf, size_t len);
+void sl_region_detach(struct sl_stack *s);
+
+#endif /* SLUICE_CORE_H */

@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The stack lock: a futex word in the region shared by every process that
+ * runs the stack.  Taking it is here; the end of a turn that held it (run
+ * what the holder left, then release and wake) is sl_unlock() in run/,
+ * which lets go through sl_lock_release().  A process that dies
+ * holding the lock is found by the waiters (its pid no longer exists) and
+ * the stack is marked broken: every later call fails with -EPIPE instead
+ * of hanging or running on half-updated state.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "os/os.h"
+
+#define LOCKW(s)	((_Atomic uint32_t *)&(s)->r->lock)
+/*
+ * The holder's pid is in the lock word itself (SLUICE_LOCK_PID_SHIFT):
+ * taking the lock and naming the holder are one compare-and-swap.  With
+ * the pid only in lock_owner, written after the swap, a process killed
+ * between the two left a held lock that named nobody, and every waiter
+ * slept on it forever (test_death, "killed before naming itself").
+ * lock_owner is still written, for people reading dumps.
+ */
+#define LOCK_FLAGS	SLUICE_LOCK_WAITERS
+#define OWNERW(s)	((_Atomic int32_t *)&(s)->r->lock_owner)
+#define SPIN_TRIES	2000
+/* A sleeper re-checks the holder's liveness this often. */
+#define CHECK_NS	(20 * 1000 * 1000)
+
+static pid_t cached_pid;
+
+static uint32_t lock_word_held(uint32_t v);
+static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
+
+static void pid_refresh(void)
+{
+	cached_pid = getpid();
+}
+
+static void pid_init(void)
+{
+	pid_refresh();
+	pthread_atfork(NULL, NULL, pid_refresh);
+}
+
+/* This process's pid without a system call on the hot path. */
+pid_t sl_self_pid(void)
+{
+	pthread_once(&pid_once, pid_init);
+	return cached_pid;
+}
+
+static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, (uint32_t *)w, op, val, ts, NULL, 0);
+}
+
+static bool stack_broken(struct sl_stack *s)
+{
+	return atomic_load_explicit((_Atomic uint32_t *)&s->r->state,
+				    memory_order_acquire) == SLUICE_STATE_BROKEN;
+}
+
+int sl_broken_err(const struct sl_stack *s)
+{
+	/* broken_pid 0: no process died, a value in the region was found
+	 * impossible (sl_corrupt()).  ENOTRECOVERABLE as a robust mutex
+	 * whose state was left inconsistent; and no SIGPIPE from a send. */
+	if (s->corrupt || !s->r->broken_pid)
+		return -ENOTRECOVERABLE;
+	return -EPIPE;
+}
+
+/*
+ * Sinks for out-of-range indices (see sl_buf_bad()): process-local, shared
+ * by every stack and thread of the process.  Whatever a caller writes
+ * there is garbage nobody reads back for anything but more garbage; the
+ * links are put back to SLUICE_IDX_NONE on every hand-out so walks end,
+ * field by field (never zeroed as a whole: another thread may be dividing
+ * by the sink socket's mss).
+ */
+static struct sluice_buf sink_buf;
+static uint8_t sink_data[SLUICE_STACK_MAX_BUF_SIZE + SL_REGION_SLACK] __attribute__((aligned(64)));
+
+void sl_corrupt(struct sl_stack *s, enum sl_counter why, uint64_t val)
+{
+	if (s->corrupt)
+		return;
+	s->corrupt = true;
+	s->corrupt_why = why;
+	s->corrupt_val = val;
+	/* Every index is out of range from now on: walks end at once. */
+	s->n_bufs = 0;
+	s->max_sockets = 0;
+	/* Someone only looking (sluice dump) leaves the region alone. */
+	if (s->inspect)
+		return;
+	if (s->ctr)
+		s->ctr->c[why]++;
+	s->r->broken_pid = 0;
+	atomic_store_explicit((_Atomic uint32_t *)&s->r->state, SLUICE_STATE_BROKEN,
+			      memory_order_release);
+}
+
+struct sluice_buf *sl_buf_bad(const struct sl_stack *s, uint32_t idx)
+{
+	sl_corrupt((struct sl_stack *)s, SL_C_corrupt_buf_idx, idx);
+	sink_buf.next_idx = SLUICE_IDX_NONE;
+	sink_buf.off = SL_HEADROOM;
+	sink_buf.len = 0;
+	return &sink_buf;
+}
+
+uint8_t *sl_buf_base_bad(const struct sl_stack *s, uint32_t idx)
+{
+	sl_corrupt((struct sl_stack *)s, SL_C_corrupt_buf_idx, idx);
+	return sink_data;
+}
+
+uint8_t *sl_buf_data_bad(const struct sl_stack *s, uint32_t idx)
+{
+	sl_corrupt((struct sl_stack *)s,
+		   idx < s->n_bufs ? SL_C_corrupt_buf_len : SL_C_corrupt_buf_idx, idx);
+	return sink_data + SL_HEADROOM;
+}
+
+bool sl_walk_end(struct sl_stack *s, uint32_t idx, uint32_t n, uint32_t steps, bool socks)
+{
+	if (idx == SLUICE_IDX_NONE)
+		return false;
+	if (idx >= n)
+		sl_corrupt(s, socks ? SL_C_corrupt_sock_idx : SL_C_corrupt_buf_idx, idx);
+	else
+		sl_corrupt(s, SL_C_corrupt_chain, steps);
+	return false;
+}
+
+/* The holder is gone: mark the stack broken and wake everyone. */
+static void mark_broken(struct sl_stack *s, pid_t owner)
+{
+	s->r->broken_pid = owner;
+	sl_count(s, SL_C_lock_broken);
+	atomic_store_explicit((_Atomic uint32_t *)&s->r->state, SLUICE_STATE_BROKEN,
+			      memory_order_release);
+	futex(LOCKW(s), FUTEX_WAKE, INT_MAX, NULL);
+}
+
+/* Gone, or a zombie nobody has reaped yet: either way it will never
+ * release the lock. */
+bool sl_pid_dead(pid_t owner)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	if (owner <= 0)
+		return false;
+	if (kill(owner, 0) && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)owner);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	n = sl_sys_read(fd, buf, sizeof(buf) - 1);
+	sl_sys_close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* "pid (comm) S ...": the state follows the last ')'. */
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+static void took_lock(struct sl_stack *s)
+{
+	pid_t self = sl_self_pid();
+
+	atomic_store_explicit(OWNERW(s), self, memory_order_relaxed);
+	s->locked = true;
+	if (s->ctr_pid != self)
+		sl_counters_claim(s);	/* first lock, or a forked child */
+}
+
+void sl_counters_claim(struct sl_stack *s)
+{
+	struct sluice_region *r = s->r;
+	uint32_t self = (uint32_t)sl_self_pid();
+	int i, pick = -1;
+
+	/* Ours already, else a free block, else one whose process is gone
+	 * (its counts stay: the sums only grow), else the last block. */
+	for (i = 0; i < SLUICE_PROC_MAX; i++)
+		if (r->counter_pid[i] == self)
+			pick = i;
+	for (i = 0; pick < 0 && i < SLUICE_PROC_MAX; i++)
+		if (!r->counter_pid[i])
+			pick = i;
+	for (i = 0; pick < 0 && i < SLUICE_PROC_MAX; i++)
+		if (sl_pid_dead((pid_t)r->counter_pid[i]) || kill((pid_t)r->counter_pid[i], 0))
+			pick = i;
+	if (pick < 0)
+		pick = SLUICE_PROC_MAX - 1;
+	r->counter_pid[pick] = self;
+	s->ctr = &r->counters[pick];
+	s->ctr_pid = (pid_t)self;
+}
+
+bool sl_futex_usable(struct sl_stack *s)
+{
+	/*
+	 * A shared futex is keyed by the page's file and offset (or its
+	 * anonymous mm).  /dev/shm pages have one, and so have the module's
+	 * regions now (shmem pages); pages that an older module mapped from
+	 * vmalloc memory have no file mapping and every futex call on them
+	 * fails with EFAULT.  A wake on a word nobody waits on tells.
+	 */
+	return futex(LOCKW(s), FUTEX_WAKE, 0, NULL) >= 0 || errno != EFAULT;
+}
+
+uint64_t sl_counter_sum(const struct sl_stack *s, enum sl_counter c)
+{
+	uint64_t sum = 0;
+
+	for (int i = 0; i < SLUICE_PROC_MAX; i++)
+		sum += s->r->counters[i].c[c];
+	return sum;
+}
+
+bool sl_trylock(struct sl_stack *s)
+{
+	uint32_t v = atomic_load_explicit(LOCKW(s), memory_order_relaxed);
+
+	if (s->corrupt)
+		return false;
+	while (!(v & SLUICE_LOCK_HELD)) {
+		/* Acquire: the holder's writes to the region are visible. */
+		if (atomic_compare_exchange_weak_explicit(LOCKW(s), &v, lock_word_held(v),
+							  memory_order_acquire,
+							  memory_order_relaxed)) {
+			took_lock(s);
+			return true;
+		}
+	}
+	return false;
+}
+
+int sl_lock(struct sl_stack *s)
+{
+	struct timespec ts = { 0, CHECK_NS };
+	uint32_t v;
+	int i;
+
+	if (s->corrupt || stack_broken(s))
+		return sl_broken_err(s);
+	for (i = 0; i < SPIN_TRIES; i++) {
+		if (sl_trylock(s))
+			return 0;
+		__builtin_ia32_pause();
+	}
+	/* Bumped by any waiter of any process: atomic. */
+	atomic_fetch_add_explicit((_Atomic uint64_t *)&s->r->lock_contended, 1, memory_order_relaxed);
+	for (;;) {
+		v = atomic_load_explicit(LOCKW(s), memory_order_relaxed);
+		if (!(v & SLUICE_LOCK_HELD)) {
+			/* Taken after sleeping: others may sleep too, keep WAITERS. */
+			if (atomic_compare_exchange_weak_explicit(
+				    LOCKW(s), &v, lock_word_held(v) | SLUICE_LOCK_WAITERS,
+				    memory_order_acquire, memory_order_relaxed)) {
+				took_lock(s);
+				return 0;
+			}
+			continue;
+		}
+		if (!(v & SLUICE_LOCK_WAITERS) &&
+		    !atomic_compare_exchange_weak_explicit(LOCKW(s), &v, v | SLUICE_LOCK_WAITERS,
+							   memory_order_relaxed,
+							   memory_order_relaxed))
+			continue;
+		if (!s->futex_ok ||
+		    (futex(LOCKW(s), FUTEX_WAIT, v | SLUICE_LOCK_WAITERS, &ts) && errno == EFAULT)) {
+			/* The region's pages cannot key a shared futex (a
+			 * module before shmem regions, see sl_futex_usable()):
+			 * sleep a little instead. */
+			struct timespec nap = { 0, 50 * 1000 };
+
+			s->futex_ok = false;
+			nanosleep(&nap, NULL);
+		}
+		if (stack_broken(s))
+			return sl_broken_err(s);
+		v = atomic_load_explicit(LOCKW(s), memory_order_relaxed);
+		if (v & SLUICE_LOCK_HELD) {
+			pid_t owner = (pid_t)(v >> SLUICE_LOCK_PID_SHIFT);
+
+			/* Held, naming no process there can be (pid_max is
+			 * at most 2^22; taking the lock names the taker). */
+			if (owner <= 0 || owner > (1 << 22)) {
+				sl_corrupt(s, SL_C_corrupt_lock, v);
+				return sl_broken_err(s);
+			}
+			if (sl_lock_holder_dead(s, owner)) {
+				mark_broken(s, owner);
+				return -EPIPE;
+			}
+		}
+	}
+}
+
+/* The lock word that takes a free word @v for this process. */
+static uint32_t lock_word_held(uint32_t v)
+{
+	return (v & LOCK_FLAGS) | SLUICE_LOCK_HELD |
+	       (uint32_t)sl_self_pid() << SLUICE_LOCK_PID_SHIFT;
+}
+
+/*
+ * Did @seen, read as the holder's pid while the lock looked held, die
+ * holding it?  Being dead is not enough: the holder may have released
+ * the lock and exited between our two loads.  A dead process writes
+ * nothing more, so once @seen is known dead, a held word still naming it
+ * means it never released.
+ */
+bool sl_lock_holder_dead(struct sl_stack *s, pid_t seen)
+{
+	uint32_t v;
+
+	if (!sl_pid_dead(seen))
+		return false;
+	/* Acquire: pairs with nothing in the dead process; orders this load
+	 * after the liveness check above. */
+	v = atomic_load_explicit(LOCKW(s), memory_order_acquire);
+	return (v & SLUICE_LOCK_HELD) && (pid_t)(v >> SLUICE_LOCK_PID_SHIFT) == seen;
+}
+
+uint32_t sl_lock_release(struct sl_stack *s)
+{
+	uint32_t v;
+
+	/* Cleared before the release: see sl_lock_holder_dead(). */
+	atomic_store_explicit(OWNERW(s), 0, memory_order_relaxed);
+	/* Release: our writes to the region are visible to the next holder.
+	 * Waiters only ever add WAITERS to a held word: whatever they set is
+	 * in what the exchange returns. */
+	v = atomic_exchange_explicit(LOCKW(s), 0, memory_order_release);
+	s->locked = false;
+	if (v & SLUICE_LOCK_WAITERS)
+		futex(LOCKW(s), FUTEX_WAKE, 1, NULL);
+	return v;
+}
+
+void sl_lock_release_broken(struct sl_stack *s)
+{
+	atomic_store_explicit(OWNERW(s), 0, memory_order_relaxed);
+	atomic_exchange_explicit(LOCKW(s), 0, memory_order_release);
+	s->locked = false;
+	s->wake_pending = s->wake_poll = false;
+	futex(LOCKW(s), FUTEX_WAKE, INT_MAX, NULL);
+	futex((_Atomic uint32_t *)&s->r->wake_seq, FUTEX_WAKE, INT_MAX, NULL);
+}
+
+void sl_wake_sleepers(struct sl_stack *s)
+{
+	futex((_Atomic uint32_t *)&s->r->wake_seq, FUTEX_WAKE, INT_MAX, NULL);
+}

@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Ethernet framing and ARP (RFC 826) for links that carry Ethernet frames
+ * and have no kernel module to resolve neighbours (TAP).  The neighbour
+ * table lives in the region, so every process of a stack shares it.  A
+ * packet to an unresolved neighbour is held (one per neighbour, the newest)
+ * while requests go out once a second, three times at most; a packet that
+ * is dropped for that is counted, never lost silently.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "link/eth.h"
+
+#define ARP_RETRY_MS	1000
+#define ARP_TRIES	3
+#define ARP_VALID_MS	(60 * 1000)	/* re-resolve after a minute */
+
+static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+static struct sluice_neigh *neigh_find(struct sl_stack *s, uint32_t ip)
+{
+	for (int i = 0; i < SLUICE_NEIGH_MAX; i++)
+		if (s->r->neigh[i].state != SLUICE_NEIGH_FREE && s->r->neigh[i].ip == ip)
+			return &s->r->neigh[i];
+	return NULL;
+}
+
+/* A free entry, or the least recently updated one. */
+static struct sluice_neigh *neigh_new(struct sl_stack *s, uint32_t ip)
+{
+	struct sluice_neigh *n = &s->r->neigh[0];
+
+	for (int i = 0; i < SLUICE_NEIGH_MAX; i++) {
+		struct sluice_neigh *c = &s->r->neigh[i];
+
+		if (c->state == SLUICE_NEIGH_FREE) {
+			n = c;
+			break;
+		}
+		if (c->updated_ms < n->updated_ms)
+			n = c;
+	}
+	if (n->hold_idx != SLUICE_IDX_NONE) {
+		sl_buf_free(s, n->hold_idx);
+		sl_count(s, SL_C_arp_hold_dropped);
+	}
+	memset(n, 0, sizeof(*n));
+	n->ip = ip;
+	n->hold_idx = SLUICE_IDX_NONE;
+	return n;
+}
+
+/* Prepend an Ethernet header in the headroom of idx, send, restore. */
+static int eth_send(struct sl_stack *s, const struct sl_eth_link *el, uint32_t idx,
+		    const uint8_t *dst, uint16_t type)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+	struct sl_eth *eh;
+	int ret;
+
+	if (b->off < sizeof(*eh))
+		return -EINVAL;
+	b->off -= sizeof(*eh);
+	b->len += sizeof(*eh);
+	eh = (struct sl_eth *)sl_buf_data(s, idx);
+	memcpy(eh->dst, dst, 6);
+	memcpy(eh->src, s->r->mac, 6);
+	eh->type = htons(type);
+	ret = el->xmit(el->link, sl_buf_data(s, idx), b->len);
+	b->off += sizeof(*eh);
+	b->len -= sizeof(*eh);
+	return ret;
+}
+
+static void arp_send(struct sl_stack *s, const struct sl_eth_link *el, uint16_t op,
+		     const uint8_t *tha, uint32_t tpa)
+{
+	uint32_t idx = sl_buf_alloc(s);
+	struct sl_arp *a;
+
+	if (idx == SLUICE_IDX_NONE)
+		return;
+	a = (struct sl_arp *)sl_buf_data(s, idx);
+	a->htype = htons(1);
+	a->ptype = htons(ETHERTYPE_IP_);
+	a->hlen = 6;
+	a->plen = 4;
+	a->op = htons(op);
+	memcpy(a->sha, s->r->mac, 6);
+	a->spa = s->r->ip_addr;
+	memcpy(a->tha, op == 1 ? (const uint8_t *)"\0\0\0\0\0\0" : tha, 6);
+	a->tpa = tpa;
+	sl_buf(s, idx)->len = sizeof(*a);
+	sl_count(s, SL_C_arp_tx);
+	eth_send(s, el, idx, op == 1 ? bcast : tha, ETHERTYPE_ARP_);
+	sl_buf_free(s, idx);
+}
+
+int sl_eth_tx(struct sl_stack *s, const struct sl_eth_link *el, uint32_t idx, uint32_t nh)
+{
+	uint64_t now_ms = sl_now(s) / 1000;
+	struct sluice_neigh *n;
+
+	if (nh == INADDR_BROADCAST ||
+	    (s->r->ip_mask && s->r->ip_mask != 0xffffffffu && nh == (s->r->ip_addr | ~s->r->ip_mask)))
+		return eth_send(s, el, idx, bcast, ETHERTYPE_IP_);
+	if (SL_IN_MULTICAST(nh)) {
+		/* RFC 1112 6.4: 01-00-5E and the group's low 23 bits; no ARP. */
+		uint32_t g = ntohl(nh);
+		uint8_t mac[6] = { 0x01, 0x00, 0x5e, (uint8_t)((g >> 16) & 0x7f),
+				   (uint8_t)(g >> 8), (uint8_t)g };
+
+		return eth_send(s, el, idx, mac, ETHERTYPE_IP_);
+	}
+	n = neigh_find(s, nh);
+	if (n && n->state == SLUICE_NEIGH_VALID && now_ms - n->updated_ms < ARP_VALID_MS)
+		return eth_send(s, el, idx, n->mac, ETHERTYPE_IP_);
+	if (!n)
+		n = neigh_new(s, nh);
+	if (n->state != SLUICE_NEIGH_PENDING) {
+		n->state = SLUICE_NEIGH_PENDING;
+		n->tries = 0;
+	}
+	/* Hold a copy of the newest packet; the buffer itself is borrowed. */
+	sl_pkt_hold(s, &n->hold_idx, idx);
+	if (n->tries == 0 || now_ms - n->updated_ms >= ARP_RETRY_MS) {
+		n->tries++;
+		n->updated_ms = now_ms;
+		arp_send(s, el, 1, NULL, nh);
+	}
+	return 0;
+}
+
+static void neigh_confirm(struct sl_stack *s, const struct sl_eth_link *el,
+			  struct sluice_neigh *n, const uint8_t *mac)
+{
+	memcpy(n->mac, mac, 6);
+	n->state = SLUICE_NEIGH_VALID;
+	n->updated_ms = sl_now(s) / 1000;
+	n->tries = 0;
+	if (n->hold_idx != SLUICE_IDX_NONE) {
+		uint32_t h = n->hold_idx;
+
+		n->hold_idx = SLUICE_IDX_NONE;
+		eth_send(s, el, h, n->mac, ETHERTYPE_IP_);
+		sl_buf_free(s, h);
+	}
+}
+
+static void arp_input(struct sl_stack *s, const struct sl_eth_link *el, uint32_t idx)
+{
+	const struct sl_arp *a = (const struct sl_arp *)sl_buf_data(s, idx);
+	struct sluice_neigh *n;
+	uint8_t sha[6];
+	uint32_t spa;
+	uint16_t op;
+
+	sl_count(s, SL_C_arp_rx);
+	if (sl_buf(s, idx)->len < sizeof(*a) || a->htype != htons(1) ||
+	    a->ptype != htons(ETHERTYPE_IP_) || a->hlen != 6 || a->plen != 4 ||
+	    (a->sha[0] & 1)) {
+		sl_count(s, SL_C_arp_rx_bad);
+		goto out;
+	}
+	op = ntohs(a->op);
+	spa = a->spa;
+	memcpy(sha, a->sha, 6);
+	/* RFC 826 "merge": update an entry we already have. */
+	n = spa ? neigh_find(s, spa) : NULL;
+	if (n)
+		neigh_confirm(s, el, n, sha);
+	if (!s->r->ip_addr || a->tpa != s->r->ip_addr)
+		goto out;
+	if (!n && spa)
+		neigh_confirm(s, el, neigh_new(s, spa), sha);
+	if (op == 1)
+		arp_send(s, el, 2, sha, spa);
+out:
+	sl_buf_free(s, idx);
+}
+
+void sl_eth_input(struct sl_stack *s, const struct sl_eth_link *el, uint32_t idx)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+	const struct sl_eth *eh = (const struct sl_eth *)sl_buf_data(s, idx);
+	uint16_t type;
+
+	sl_count(s, SL_C_link_rx);
+	if (b->len < sizeof(*eh) ||
+	    (memcmp(eh->dst, s->r->mac, 6) && memcmp(eh->dst, bcast, 6))) {
+		sl_count(s, SL_C_eth_rx_bad);
+		sl_buf_free(s, idx);
+		return;
+	}
+	type = ntohs(eh->type);
+	b->off += sizeof(*eh);
+	b->len -= sizeof(*eh);
+	if (type == ETHERTYPE_IP_) {
+		sl_ip_input(s, idx);
+	} else if (type == ETHERTYPE_ARP_) {
+		arp_input(s, el, idx);
+	} else {
+		sl_count(s, SL_C_eth_rx_bad);
+		sl_buf_free(s, idx);
+	}
+}
+
+void sl_eth_timer(struct sl_stack *s, const struct sl_eth_link *el)
+{
+	uint64_t now_ms = sl_now(s) / 1000;
+
+	for (int i = 0; i < SLUICE_NEIGH_MAX; i++) {
+		struct sluice_neigh *n = &s->r->neigh[i];
+
+		if (n->state != SLUICE_NEIGH_PENDING || now_ms - n->updated_ms < ARP_RETRY_MS)
+			continue;
+		if (n->tries >= ARP_TRIES) {
+			/* Unreachable: drop what waited, counted, and forget. */
+			if (n->hold_idx != SLUICE_IDX_NONE) {
+				sl_buf_free(s, n->hold_idx);
+				sl_count(s, SL_C_arp_hold_dropped);
+			}
+			n->hold_idx = SLUICE_IDX_NONE;
+			n->state = SLUICE_NEIGH_FREE;
+			continue;
+		}
+		n->tries++;
+		n->updated_ms = now_ms;
+		arp_send(s, el, 1, NULL, n->ip);
+	}
+}

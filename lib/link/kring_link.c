@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The kring link: a module-backed stack on a network device.  The module
+ * steers the stack's ports (filter.c) from the device's receive path into
+ * the rx ring, in packet buffers we keep on the fill ring; we put IP
+ * packets on the tx ring and kick once per batch (flush, from sl_unlock()),
+ * and the module sends them through the kernel's neighbour layer.  The
+ * kernel keeps the device's address and answers ARP and ping for it; only
+ * the filtered ports are the stack's (as Onload shares an interface).
+ *
+ * Buffers on the fill ring belong to the stack, not to the process that
+ * put them there: any process of the stack receives into them and tops the
+ * ring up, a process that closes its link leaves them for the others, and
+ * they go with the region when the last process has gone (the module frees
+ * rings and region together).  The ring's share is bounded (kring.c) and
+ * never takes the pool's last SL_KRING_FILL_FLOOR buffers.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+#include "os/os.h"
+#include "link/kring.h"
+#include "link/link.h"
+
+#define KRING_RX_MAX	1024u
+#define KRING_TX	256u
+#define RX_BUDGET	64
+
+struct kring_link {
+	struct sl_link link;
+	struct sl_stack *stack;
+	struct sl_kring k;
+	void *map;
+	size_t map_size;
+	uint32_t dev_seq;	/* last device change handled */
+	bool gone;		/* the device was unregistered */
+};
+
+static void kick(struct kring_link *kl, struct sl_stack *s)
+{
+	struct sluice_kring_kick kk = { .size = sizeof(kk) };
+
+	kl->link.tx_pending = false;
+	sl_count(s, SL_C_kring_kick);
+	if (sl_sys_ioctl(s->region_fd, SLUICE_IOC_KRING_KICK, &kk) && errno == ENODEV)
+		kl->gone = true;
+}
+
+static int kring_tx(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint32_t nh)
+{
+	struct kring_link *kl = (struct kring_link *)l;
+	const struct sluice_buf *b = sl_buf(s, idx);
+	int ret;
+
+	if (kl->gone)
+		return -ENETDOWN;
+	if (b->len > l->mtu)
+		return -EMSGSIZE;
+	ret = sl_kring_tx_put(&kl->k, sl_buf_data(s, idx), b->len, nh);
+	if (ret == -ENOBUFS) {
+		/* Full: send what is there now, then ours. */
+		sl_count(s, SL_C_kring_tx_full);
+		kick(kl, s);
+		ret = kl->gone ? -ENETDOWN : sl_kring_tx_put(&kl->k, sl_buf_data(s, idx), b->len, nh);
+	}
+	if (!ret)
+		l->tx_pending = true;
+	return ret;
+}
+
+static void kring_flush(struct sl_link *l, struct sl_stack *s)
+{
+	struct kring_link *kl = (struct kring_link *)l;
+
+	if (sl_kring_tx_queued(&kl->k))
+		kick(kl, s);
+	l->tx_pending = false;
+}
+
+/* The MTU the stack may use on a device of MTU dev_mtu: the region's
+ * layout rules (a buffer holds it, 576 at least) and a tx slot bound it. */
+static uint32_t stack_mtu(const struct sl_stack *s, const struct kring_link *kl, uint32_t dev_mtu)
+{
+	uint32_t mtu = dev_mtu;
+
+	if (mtu > s->buf_size - SL_HEADROOM)
+		mtu = s->buf_size - SL_HEADROOM;
+	if (mtu > kl->k.slot_size)
+		mtu = kl->k.slot_size;
+	return mtu < 576 ? 576 : mtu;
+}
+
+static bool on_device(const struct sl_sock *so)
+{
+	return (ntohl(so->laddr) >> 24) != 127 && (ntohl(so->raddr) >> 24) != 127;
+}
+
+/* The device has gone: every socket on it fails, none hangs. */
+static void fail_sockets(struct sl_stack *s)
+{
+	for (uint32_t i = 0; i < s->max_sockets; i++) {
+		struct sl_sock *so = sl_sock(s, i);
+
+		if (so->type == SL_SOCK_FREE || !(so->flags & SL_SF_BOUND) || !on_device(so))
+			continue;
+		if (so->type == SL_SOCK_TCP && so->state > SL_TCP_LISTEN) {
+			sl_tcp_done(s, so, so->state == SL_TCP_TIME_WAIT ? 0 : ENETDOWN);
+			continue;
+		}
+		/* Listeners and UDP sockets report it (accept, recv, poll). */
+		so->error = ENETDOWN;
+		sl_sock_wake(s, so);
+	}
+}
+
+/* Lock held: act on a device change the module published (dev_seq). */
+static void dev_check(struct kring_link *kl, struct sl_stack *s)
+{
+	struct sluice_kring *h = kl->k.h;
+	uint32_t seq = __atomic_load_n(&h->dev_seq, __ATOMIC_ACQUIRE), mtu;
+
+	if (seq == kl->dev_seq)
+		return;
+	kl->dev_seq = seq;
+	sl_count(s, SL_C_kring_dev_change);
+	if (__atomic_load_n(&h->dev_state, __ATOMIC_RELAXED) == SLUICE_KRING_DEV_GONE) {
+		if (!kl->gone) {
+			kl->gone = true;
+			fail_sockets(s);
+		}
+		return;
+	}
+	/* New connections take the new MTU (sl_tcp_set_mss reads r->mtu). */
+	mtu = stack_mtu(s, kl, __atomic_load_n(&h->dev_mtu, __ATOMIC_RELAXED));
+	s->r->mtu = mtu;
+	kl->link.mtu = mtu;
+}
+
+static int kring_rx(struct sl_link *l, struct sl_stack *s, int budget)
+{
+	struct kring_link *kl = (struct kring_link *)l;
+
+	dev_check(kl, s);
+	return sl_kring_rx(s, &kl->k, budget < RX_BUDGET ? budget : RX_BUDGET);
+}
+
+static int kring_fd(struct sl_link *l)
+{
+	/* Sleepers wait on the stack fd, which the module wakes for rx. */
+	(void)l;
+	return -1;
+}
+
+static void kring_close(struct sl_link *l)
+{
+	struct kring_link *kl = (struct kring_link *)l;
+
+	kl->stack->link = NULL;
+	munmap(kl->map, kl->map_size);
+	free(kl);
+}
+
+static const struct sl_link_ops kring_ops = {
+	.name = "kring",
+	.tx = kring_tx,
+	.rx = kring_rx,
+	.fd = kring_fd,
+	.flush = kring_flush,
+	.close = kring_close,
+};
+
+static uint32_t pow2_floor(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p * 2 <= v)
+		p *= 2;
+	return p;
+}
+
+/* Describe the stack's rings, making them if nobody has (-EEXIST: another
+ * process made them first, so describe again). */
+static int rings_setup(struct sl_stack *s, struct sluice_kring_setup *ks)
+{
+	uint32_t rx = pow2_floor(s->n_bufs / 4);
+
+	for (int tries = 0; tries < 3; tries++) {
+		memset(ks, 0, sizeof(*ks));
+		ks->size = sizeof(*ks);
+		if (!sl_sys_ioctl(s->region_fd, SLUICE_IOC_KRING_SETUP, ks))
+			return 0;
+		if (errno != ENOENT)
+			return errno == ENOTTY ? -EOPNOTSUPP : -errno;
+		memset(ks, 0, sizeof(*ks));
+		ks->size = sizeof(*ks);
+		ks->flags = SLUICE_KRING_CREATE;
+		ks->rx_entries = rx < KRING_RX_MAX ? rx : KRING_RX_MAX;
+		ks->tx_entries = KRING_TX;
+		/* Any packet the stack sends fits: at most buf_size - headroom. */
+		ks->tx_slot_size = (s->buf_size - SL_HEADROOM + 63) & ~63u;
+		if (!sl_sys_ioctl(s->region_fd, SLUICE_IOC_KRING_SETUP, ks))
+			return 0;
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EAGAIN;
+}
+
+int sluice_link_kring(struct sluice_stack *st)
+{
+	struct sl_stack *s = (struct sl_stack *)st;
+	struct sluice_kring_setup ks;
+	struct kring_link *kl;
+	void *map;
+	int ret;
+
+	if (!s->module_backed)
+		return -EOPNOTSUPP;
+	if (!s->ifindex)
+		return -ENODEV;
+	if (s->link)
+		return -EBUSY;
+	ret = rings_setup(s, &ks);
+	if (ret)
+		return ret;
+	if (!ks.mmap_size || ks.mmap_size > SIZE_MAX)
+		return -EPROTO;
+	map = mmap(NULL, ks.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, s->region_fd,
+		   SLUICE_MMAP_KRING);
+	if (map == MAP_FAILED)
+		return -errno;
+	kl = calloc(1, sizeof(*kl));
+	if (!kl) {
+		ret = -ENOMEM;
+		goto err_unmap;
+	}
+	kl->map = map;
+	kl->map_size = ks.mmap_size;
+	kl->stack = s;
+	kl->link.ops = &kring_ops;
+	ret = sl_kring_init(&kl->k, map, ks.mmap_size, s);
+	if (ret)
+		goto err_free;
+	if (kl->k.h->ifindex != s->ifindex) {
+		ret = -EPROTO;
+		goto err_free;
+	}
+	ret = sl_lock(s);
+	if (ret)
+		goto err_free;
+	kl->dev_seq = __atomic_load_n(&kl->k.h->dev_seq, __ATOMIC_ACQUIRE);
+	if (kl->k.h->dev_state == SLUICE_KRING_DEV_GONE) {
+		sl_unlock(s);
+		ret = -ENODEV;
+		goto err_free;
+	}
+	kl->link.mtu = sl_mtu(s);
+	if (kl->link.mtu > kl->k.slot_size)
+		kl->link.mtu = kl->k.slot_size;
+	sl_kring_refill(s, &kl->k);
+	s->filters = true;
+	s->link = &kl->link;
+	sl_unlock(s);
+	return 0;
+
+err_free:
+	free(kl);
+err_unmap:
+	munmap(map, ks.mmap_size);
+	return ret;
+}

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * link/: the drivers that carry a stack's packets (loop, tap, kring,
+ * verbs, and the Ethernet and IPoIB framing they need).  A link is handed
+ * IPv4 packets through its struct sl_link_ops (core.h) and gives what it
+ * receives to sl_ip_input() (proto/); it takes the lock only to set itself
+ * up or when it has its own reason to run the stack (run/).  Its
+ * constructors are the public API (include/sluice/sluice.h,
+ * sluice_link_*); this header holds what the layers above need besides.
+ */
+#ifndef SLUICE_LINK_H
+#define SLUICE_LINK_H
+
+#include "run/run.h"
+
+/* The TAP device of a TAP link, or NULL for another link (tap.c). */
+const char *sl_link_tap_name(struct sl_link *l);
+
+#endif /* SLUICE_LINK_H */

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The TAP link: Ethernet frames through a TUN/TAP device, so the host's
+ * own kernel stack is the peer.  Frames are read straight into packet
+ * buffers, the IP header landing at SL_HEADROOM.  Several processes of one
+ * stack may each open a queue of a multi-queue TAP device; whoever reads a
+ * frame runs it through the shared stack.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if.h>
+#include <linux/if_tun.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "os/os.h"
+#include "link/eth.h"
+
+struct tap_link {
+	struct sl_link link;
+	struct sl_eth_link eth;
+	struct sl_stack *stack;
+	int fd;
+	uint64_t last_timer_ms;
+	char ifname[IFNAMSIZ];
+};
+
+static int tap_xmit(struct sl_link *l, const void *frame, size_t len)
+{
+	struct tap_link *t = (struct tap_link *)l;
+	ssize_t n = sl_sys_write(t->fd, frame, len);
+
+	return n == (ssize_t)len ? 0 : (n < 0 ? -errno : -EIO);
+}
+
+static int tap_tx(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint32_t nh)
+{
+	return sl_eth_tx(s, &((struct tap_link *)l)->eth, idx, nh);
+}
+
+static int tap_rx(struct sl_link *l, struct sl_stack *s, int budget)
+{
+	struct tap_link *t = (struct tap_link *)l;
+	const unsigned int lead = SL_HEADROOM - ETH_HLEN_;
+	uint64_t now_ms = sl_now(s) / 1000;
+	int n = 0;
+
+	if (now_ms - t->last_timer_ms >= 100) {
+		t->last_timer_ms = now_ms;
+		sl_eth_timer(s, &t->eth);
+	}
+	sl_batch_begin(s);
+	while (n < budget) {
+		uint32_t idx = sl_buf_alloc(s);
+		ssize_t len;
+
+		if (idx == SLUICE_IDX_NONE)
+			break;
+		len = sl_sys_read(t->fd, sl_buf_base(s, idx) + lead, s->buf_size - lead);
+		if (len <= 0) {
+			sl_buf_free(s, idx);
+			break;
+		}
+		sl_buf(s, idx)->off = lead;
+		sl_buf(s, idx)->len = (uint16_t)len;
+		sl_eth_input(s, &t->eth, idx);
+		n++;
+	}
+	sl_batch_end(s);
+	return n;
+}
+
+static int tap_fd(struct sl_link *l)
+{
+	return ((struct tap_link *)l)->fd;
+}
+
+static void tap_close(struct sl_link *l)
+{
+	struct tap_link *t = (struct tap_link *)l;
+
+	t->stack->link = NULL;
+	sl_sys_close(t->fd);
+	free(t);
+}
+
+static const struct sl_link_ops tap_ops;
+
+const char *sl_link_tap_name(struct sl_link *l)
+{
+	return l && l->ops == &tap_ops ? ((struct tap_link *)l)->ifname : NULL;
+}
+
+static const struct sl_link_ops tap_ops = {
+	.name = "tap",
+	.tx = tap_tx,
+	.rx = tap_rx,
+	.fd = tap_fd,
+	.close = tap_close,
+};
+
+int sluice_link_tap(struct sluice_stack *st, const char *ifname)
+{
+	struct sl_stack *s = (struct sl_stack *)st;
+	struct tap_link *t;
+	struct ifreq ifr;
+	int fd, ret;
+
+	if (s->link)
+		return -EBUSY;
+	if (!ifname || strlen(ifname) >= IFNAMSIZ)
+		return -EINVAL;
+	fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	memset(&ifr, 0, sizeof(ifr));
+	strncpy(ifr.ifr_name, ifname, IFNAMSIZ - 1);
+	/* A multi-queue device lets each process of the stack have a queue. */
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_MULTI_QUEUE;
+	if (sl_sys_ioctl(fd, TUNSETIFF, &ifr)) {
+		ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+		if (sl_sys_ioctl(fd, TUNSETIFF, &ifr)) {
+			ret = -errno;
+			sl_sys_close(fd);
+			return ret;
+		}
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		sl_sys_close(fd);
+		return -ENOMEM;
+	}
+	t->link.ops = &tap_ops;
+	t->link.mtu = sl_mtu(s);
+	t->eth.link = &t->link;
+	t->eth.xmit = tap_xmit;
+	t->stack = s;
+	t->fd = fd;
+	memcpy(t->ifname, ifr.ifr_name, sizeof(t->ifname));
+	ret = sl_lock(s);
+	if (ret) {
+		sl_sys_close(fd);
+		free(t);
+		return ret;
+	}
+	if (!memcmp(s->r->mac, "\0\0\0\0\0\0", 6)) {
+		/* A random locally administered unicast address. */
+		if (getrandom(s->r->mac, 6, 0) != 6)
+			memcpy(s->r->mac, &s->r->tcp_isn_secret[0], 6);
+		s->r->mac[0] = (s->r->mac[0] & 0xfe) | 0x02;
+	}
+	sl_unlock(s);
+	s->link = &t->link;
+	return 0;
+}

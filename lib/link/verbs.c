@@ -1,0 +1,911 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The verbs link, plain UD mode (DESIGN.md "Data path" 1, issue 6): IPv4
+ * framed as IPoIB (RFC 4391) over a UD QP of this process, through
+ * rdma-core.  It is what Soft-RoCE (rxe) can run: no source QPN, no flow
+ * steering, no checksum offload, so the stack demultiplexes and checks
+ * everything itself.  The enhanced IPoIB mode (link_verbs_enh.c) reuses
+ * everything here but the QP's creation and the neighbours' source.
+ *
+ * Receive is zero copy: one MR covers the region's packet-buffer data, so
+ * receive WRs point into pool buffers, placed so that after the 40-byte
+ * GRH and the 4-byte IPoIB header the IP header lands at SL_HEADROOM.
+ *
+ * Send copies: a link's tx only borrows the buffer (stack.h), and TCP
+ * frees what it sent on ACK, UDP at once, so a buffer the device still
+ * reads could be reused and rewritten under it.  tx copies the packet
+ * behind a 4-byte IPoIB header into a slot of the link's own send ring
+ * (its own MR) and queues the WR; flush, which sl_unlock() calls, posts
+ * the queued WRs with one post_send, only the last one signalled, and
+ * reaps completions without waiting.  A ring slot is reused only after a
+ * completion at or past it was polled; when the ring is full, tx waits
+ * for the oldest (bounded: VERBS_TX_TIMEOUT_NS).  The copy (a packet's
+ * length, in cache) replaced a completion round trip per packet.
+ *
+ * Neighbours: IPoIB ARP (hardware type 32, 20-byte addresses) over the
+ * P_Key's broadcast group when the QP can attach to it, plus static
+ * entries; or, on a module stack on an IPoIB interface (kneigh), the
+ * module's neighbour table and SA path records (NEIGH_RESOLVE), which an
+ * InfiniBand link layer needs for its address handles (DLID, SL, rate).
+ * One address handle per neighbour, made when it is resolved and reused
+ * for every packet; a resolved entry is asked again after
+ * VERBS_NEIGH_REACHABLE_MS and dropped (with its AH) if no answer comes.
+ * The table is this process's: address handles belong to its PD.
+ *
+ * Resources: everything verbs made is released by verbs_close(), and by
+ * the kernel (uverbs) when the process dies.  Receive buffers posted from
+ * the shared pool go back to it on close; those of a process killed with
+ * buffers posted are marked with its pid and taken back by the next link
+ * set up on the stack (sl_verbs_reclaim()).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+
+#include "os/os.h"
+#include "link/verbs_int.h"
+
+#define VERBS_TX_TIMEOUT_NS	2000000000ll	/* a send that never completes */
+#define ARP_RETRY_MS		1000
+#define ARP_TRIES		3
+#define KNEIGH_RETRY_MS		100	/* asking the module again */
+#define KNEIGH_TRIES		30
+/* A resolved neighbour is asked again after this long (Linux's
+ * base_reachable_time is 30 s) and dropped ARP_TRIES retries later. */
+#define VERBS_NEIGH_REACHABLE_MS 30000
+#define RX_LEAD			VERBS_RX_LEAD
+#define VERBS_RX_REFILL_MIN	16
+
+_Static_assert(SL_HEADROOM >= SL_IPOIB_GRH_LEN + SL_IPOIB_HLEN, "headroom holds GRH + IPoIB");
+_Static_assert(VERBS_TX_BATCH <= VERBS_SQ_DEFAULT, "a batch fits the default send queue");
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static struct verbs_link *V(struct sl_link *l)
+{
+	return (struct verbs_link *)l;
+}
+
+/* ---- address handles and neighbours ---------------------------------- */
+
+/*
+ * An AH to gid: global (GRH) always on RoCE and for multicast; on an
+ * InfiniBand link layer from the path record nr (DLID, SL, rate, a GRH
+ * only if the path needs one: hop_limit > 0).
+ */
+struct ibv_ah *sl_verbs_ah_make(struct verbs_link *v, const uint8_t gid[16],
+				 const struct sluice_neigh_resolve *nr)
+{
+	struct ibv_ah_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.port_num = v->port;
+	if (nr) {
+		a.dlid = nr->dlid;
+		a.sl = nr->sl & 0xf;
+		a.static_rate = nr->rate;
+		if (!nr->hop_limit)
+			return VB->create_ah(v->pd, &a);
+		a.grh.hop_limit = nr->hop_limit;
+		a.grh.traffic_class = nr->traffic_class;
+		a.grh.flow_label = nr->flow_label & 0xfffff;
+	} else {
+		a.grh.hop_limit = 64;
+	}
+	a.is_global = 1;
+	memcpy(a.grh.dgid.raw, gid, 16);
+	a.grh.sgid_index = (uint8_t)v->gid_index;
+	return VB->create_ah(v->pd, &a);
+}
+
+static struct verbs_neigh *neigh_find(struct verbs_link *v, uint32_t ip)
+{
+	for (int i = 0; i < VERBS_NEIGH_MAX; i++)
+		if (v->neigh[i].state != VN_FREE && v->neigh[i].ip == ip)
+			return &v->neigh[i];
+	return NULL;
+}
+
+static void neigh_clear(struct verbs_link *v, struct sl_stack *s, struct verbs_neigh *n)
+{
+	if (n->ah)
+		VB->destroy_ah(n->ah);
+	if (n->hold_idx != SLUICE_IDX_NONE && s) {
+		sl_buf_free(s, n->hold_idx);
+		sl_count(s, SL_C_arp_hold_dropped);
+	}
+	(void)v;
+	memset(n, 0, sizeof(*n));
+	n->hold_idx = SLUICE_IDX_NONE;
+}
+
+/* A free entry, or the least recently updated dynamic one. */
+static struct verbs_neigh *neigh_new(struct verbs_link *v, struct sl_stack *s, uint32_t ip)
+{
+	struct verbs_neigh *n = NULL;
+
+	for (int i = 0; i < VERBS_NEIGH_MAX; i++) {
+		struct verbs_neigh *c = &v->neigh[i];
+
+		if (c->state == VN_FREE) {
+			n = c;
+			break;
+		}
+		if (c->state != VN_STATIC && (!n || c->updated_ms < n->updated_ms))
+			n = c;
+	}
+	if (!n)
+		return NULL;
+	neigh_clear(v, s, n);
+	n->ip = ip;
+	return n;
+}
+
+/* Point n at qpn/gid (an AH made only if the GID or path changed, or
+ * always with a path record); 0 or -errno. */
+static int neigh_set(struct verbs_link *v, struct verbs_neigh *n, uint32_t qpn,
+		     const uint8_t gid[16], const struct sluice_neigh_resolve *nr, uint64_t now_ms)
+{
+	if (!n->ah || nr || memcmp(n->gid, gid, 16)) {
+		struct ibv_ah *ah = sl_verbs_ah_make(v, gid, nr);
+
+		if (!ah)
+			return errno ? -errno : -ENOMEM;
+		if (n->ah)
+			VB->destroy_ah(n->ah);
+		n->ah = ah;
+		memcpy(n->gid, gid, 16);
+	}
+	n->qpn = qpn & SL_IPOIB_QPN_MASK;
+	n->updated_ms = now_ms;
+	n->probe_ms = 0;
+	n->tries = 0;
+	return 0;
+}
+
+/* ---- sending ---------------------------------------------------------- */
+
+/*
+ * A fork()ed child inherits this struct but not the use of what verbs made:
+ * the QP, CQs and their state here are the parent's (rdma-core maps their
+ * buffers MADV_DONTFORK), and destroying them through the inherited uverbs
+ * fd would destroy the parent's.  The child's stack drops to the kring
+ * link underneath (its rings are shared across fork), or to no link, and
+ * leaves everything verbs made, posted buffers included, to the parent.
+ */
+static bool verbs_forked(struct verbs_link *v)
+{
+	if (v->owner == sl_self_pid())
+		return false;
+	if (v->stack->link == &v->link)
+		v->stack->link = v->under;
+	return true;
+}
+
+/* Take completions; with wait, until at least one ring slot is free.
+ * 0, or -ETIMEDOUT / -EIO. */
+static int tx_reap(struct verbs_link *v, bool wait)
+{
+	struct ibv_wc wc[8];
+	int64_t deadline = 0;
+	unsigned int spins = 0;
+
+	for (;;) {
+		int k = VB->poll_cq(v->scq, 8, wc);
+
+		if (k < 0)
+			return -EIO;
+		for (int i = 0; i < k; i++) {
+			uint64_t seq = wc[i].wr_id;
+
+			if (wc[i].status != IBV_WC_SUCCESS) {
+				v->tx_wc_err++;
+				v->last_wc_status = wc[i].status;
+			}
+			/* In order: every slot up to seq is the device's no more. */
+			if (seq >= v->tx_tail && seq < v->tx_head)
+				v->tx_tail = seq + 1;
+		}
+		if (k == 8)
+			continue;
+		if (!wait || v->tx_head - v->tx_tail < v->sq_size)
+			return 0;
+		/* Soft-RoCE runs the send in a kernel work item: let it. */
+		if (++spins < 64)
+			continue;
+		if (!deadline)
+			deadline = mono_ns() + VERBS_TX_TIMEOUT_NS;
+		else if (mono_ns() > deadline) {
+			v->tx_timeout++;
+			return -ETIMEDOUT;
+		}
+		sched_yield();
+	}
+}
+
+/* Post what tx queued: one post_send, the last WR signalled. */
+static int tx_post(struct verbs_link *v)
+{
+	struct ibv_send_wr *bad = NULL;
+	unsigned int n = v->tx_npend;
+	int ret;
+
+	if (!n)
+		return 0;
+	v->tx_npend = 0;
+	v->link.tx_pending = false;
+	for (unsigned int i = 0; i < n; i++)
+		v->tx_wr[i].next = i + 1 < n ? &v->tx_wr[i + 1] : NULL;
+	v->tx_wr[n - 1].send_flags |= IBV_SEND_SIGNALED;
+	v->tx_posts++;
+	ret = VB->post_send(v->qp, v->tx_wr, &bad);
+	if (!ret) {
+		v->tx_wrs += n;
+		return 0;
+	}
+	/*
+	 * Those from bad on were not posted (they count as lost packets).
+	 * When none was, their slots go back at once.  Otherwise the ones
+	 * before bad went unsignalled: their slots come back with the next
+	 * signalled completion (a later one covers every earlier slot), and
+	 * the unposted slots with them; until then they only cost room.
+	 */
+	v->tx_post_err++;
+	if (bad == v->tx_wr)
+		v->tx_head -= n;
+	return -ret;
+}
+
+void sl_verbs_flush(struct sl_link *l, struct sl_stack *s)
+{
+	struct verbs_link *v = V(l);
+
+	if (verbs_forked(v)) {
+		l->tx_pending = false;
+		if (v->under && v->under->tx_pending && v->under->ops->flush)
+			v->under->ops->flush(v->under, s);
+		return;
+	}
+	if (tx_post(v))
+		sl_count(s, SL_C_link_tx_err);
+	tx_reap(v, false);
+	if (v->under && v->under->tx_pending && v->under->ops->flush)
+		v->under->ops->flush(v->under, s);
+	l->tx_pending = v->under && v->under->tx_pending;
+}
+
+/* Queue buffer idx's data (copied) as ethertype to qpn through ah. */
+static int verbs_send(struct verbs_link *v, struct sl_stack *s, uint32_t idx,
+		      uint16_t ethertype, struct ibv_ah *ah, uint32_t qpn)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+	/* Read once: checked against the slot, then copied into it (read
+	 * again, up to 64 KiB went into a slot of ud_mtu bytes). */
+	uint32_t len = SL_ONCE(b->len);
+	struct ibv_send_wr *wr;
+	struct ibv_sge *sge;
+	uint8_t *slot;
+	int ret;
+
+	if (b->off + len > s->buf_size)
+		return -EINVAL;
+	if (len > v->ud_mtu)
+		return -EMSGSIZE;
+	if (v->tx_npend == VERBS_TX_BATCH) {
+		ret = tx_post(v);
+		if (ret)
+			return ret;
+	}
+	if (v->tx_head - v->tx_tail >= v->sq_size) {
+		ret = tx_post(v);
+		if (!ret)
+			ret = tx_reap(v, true);
+		if (ret)
+			return ret;
+	}
+	slot = v->tx_ring + (size_t)(v->tx_head % v->sq_size) * v->tx_slot_size;
+	sl_ipoib_hdr_put(slot, ethertype);
+	memcpy(slot + SL_IPOIB_HLEN, sl_buf_data(s, idx), len);
+	wr = &v->tx_wr[v->tx_npend];
+	sge = &v->tx_sge[v->tx_npend];
+	sge->addr = (uintptr_t)slot;
+	sge->length = len + SL_IPOIB_HLEN;
+	sge->lkey = v->tx_mr->lkey;
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = v->tx_head++;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->opcode = IBV_WR_SEND;
+	/* Ask for the IPv4 (and TCP/UDP) checksum only where it is offered. */
+	if (v->tx_csum && ethertype == ETHERTYPE_IP_)
+		wr->send_flags = IBV_SEND_IP_CSUM;
+	wr->wr.ud.ah = ah;
+	wr->wr.ud.remote_qpn = qpn;
+	wr->wr.ud.remote_qkey = v->qkey;
+	v->tx_npend++;
+	v->link.tx_pending = true;
+	return 0;
+}
+
+static void arp_send(struct verbs_link *v, struct sl_stack *s, uint16_t op,
+		     const struct verbs_neigh *to, uint32_t tpa)
+{
+	uint8_t tha[SL_IPOIB_HWLEN];
+	struct sl_ipoib_addr ta;
+	uint32_t idx;
+
+	if (op == 1 && !v->mcast)
+		return;
+	idx = sl_buf_alloc(s);
+	if (idx == SLUICE_IDX_NONE)
+		return;
+	if (to) {
+		ta.flags = 0;
+		ta.qpn = to->qpn;
+		memcpy(ta.gid, to->gid, 16);
+		sl_ipoib_hw_encode(tha, &ta);
+	}
+	sl_buf(s, idx)->len = (uint16_t)sl_ipoib_arp_build(sl_buf_data(s, idx), op, v->hw,
+							  s->r->ip_addr, to ? tha : NULL, tpa);
+	sl_count(s, SL_C_arp_tx);
+	if (op == 1)
+		verbs_send(v, s, idx, ETHERTYPE_ARP_, v->mcast_ah, SL_IPOIB_MCAST_QPN);
+	else
+		verbs_send(v, s, idx, ETHERTYPE_ARP_, to->ah, to->qpn);
+	sl_buf_free(s, idx);
+}
+
+static void neigh_release_hold(struct verbs_link *v, struct sl_stack *s, struct verbs_neigh *n)
+{
+	uint32_t h = n->hold_idx;
+
+	if (h == SLUICE_IDX_NONE)
+		return;
+	n->hold_idx = SLUICE_IDX_NONE;
+	if (verbs_send(v, s, h, ETHERTYPE_IP_, n->ah, n->qpn))
+		sl_count(s, SL_C_link_tx_err);
+	else
+		sl_count(s, SL_C_link_tx);
+	sl_buf_free(s, h);
+}
+
+static bool is_broadcast(const struct sl_stack *s, uint32_t nh)
+{
+	return nh == INADDR_BROADCAST ||
+	       (s->r->ip_mask && s->r->ip_mask != 0xffffffffu &&
+		nh == (s->r->ip_addr | ~s->r->ip_mask));
+}
+
+/*
+ * Ask the module for nh (kneigh): VALID makes n's AH from the path record
+ * and returns 0; PENDING -EINPROGRESS; else -errno (-EHOSTUNREACH for a
+ * failed resolution).
+ */
+static int kneigh_ask(struct verbs_link *v, struct sl_stack *s, struct verbs_neigh *n,
+		      uint64_t now_ms)
+{
+	struct sluice_neigh_resolve nr;
+	struct sl_ipoib_addr a;
+	int ret;
+
+	memset(&nr, 0, sizeof(nr));
+	nr.size = sizeof(nr);
+	nr.addr = n->ip;
+	ret = VB->neigh_resolve(s->region_fd, &nr);
+	if (ret)
+		return ret;
+	if (nr.state == SLUICE_NEIGH_RES_PENDING)
+		return -EINPROGRESS;
+	if (nr.state != SLUICE_NEIGH_RES_VALID || nr.addr_len != SL_IPOIB_HWLEN)
+		return -EHOSTUNREACH;
+	/* The path record comes a little after the address. */
+	if (v->ib && nr.path_state != SLUICE_NEIGH_RES_VALID)
+		return nr.path_state == SLUICE_NEIGH_RES_FAILED ? -EHOSTUNREACH : -EINPROGRESS;
+	sl_ipoib_hw_decode(nr.hwaddr, &a);
+	ret = neigh_set(v, n, a.qpn, a.gid, v->ib ? &nr : NULL, now_ms);
+	if (!ret)
+		n->state = VN_VALID;
+	return ret;
+}
+
+static int verbs_tx_resolve(struct verbs_link *v, struct sl_stack *s, uint32_t idx, uint32_t nh);
+
+static int verbs_tx(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint32_t nh)
+{
+	struct verbs_link *v = V(l);
+	int ret;
+
+	if (verbs_forked(v))
+		return v->under ? v->under->ops->tx(v->under, s, idx, nh) : -ENETDOWN;
+	ret = verbs_tx_resolve(v, s, idx, nh);
+
+	if (ret) {
+		v->tx_last_err = ret;
+		v->tx_last_err_len = sl_buf(s, idx)->len;
+	}
+	return ret;
+}
+
+/* Send IPv4 packet idx (borrowed) to next hop nh, resolving it first. */
+static int verbs_tx_resolve(struct verbs_link *v, struct sl_stack *s, uint32_t idx, uint32_t nh)
+{
+	uint64_t now_ms = sl_now(s) / 1000;
+	struct verbs_neigh *n;
+	int ret;
+
+	if (is_broadcast(s, nh))
+		return v->mcast ? verbs_send(v, s, idx, ETHERTYPE_IP_, v->mcast_ah,
+					     SL_IPOIB_MCAST_QPN) : -ENETUNREACH;
+	/* Sending to another group needs a send-only join of its MGID and
+	 * an address handle for it: not done (the kring link on the IPoIB
+	 * interface sends through ipoib, which does both). */
+	if (SL_IN_MULTICAST(nh))
+		return -ENETUNREACH;
+	n = neigh_find(v, nh);
+	if (n && (n->state == VN_VALID || n->state == VN_STATIC))
+		return verbs_send(v, s, idx, ETHERTYPE_IP_, n->ah, n->qpn);
+	if (!v->mcast && !v->kneigh) {
+		/* No broadcast group: only static neighbours are reachable. */
+		sl_count(s, SL_C_arp_hold_dropped);
+		return -EHOSTUNREACH;
+	}
+	if (!n) {
+		n = neigh_new(v, s, nh);
+		if (!n)
+			return -ENOBUFS;
+		n->state = VN_PENDING;
+	}
+	if (v->kneigh && n->tries == 0) {
+		n->tries++;
+		n->updated_ms = now_ms;
+		ret = kneigh_ask(v, s, n, now_ms);
+		if (!ret)
+			return verbs_send(v, s, idx, ETHERTYPE_IP_, n->ah, n->qpn);
+		/* Failed: the entry stays, so the next packets wait for the
+		 * timer's next question instead of asking (a syscall) each. */
+		if (ret != -EINPROGRESS)
+			return ret;
+	}
+	/* Hold a copy of the newest packet; the buffer itself is borrowed. */
+	sl_pkt_hold(s, &n->hold_idx, idx);
+	if (!v->kneigh && n->tries == 0) {
+		n->tries++;
+		n->updated_ms = now_ms;
+		arp_send(v, s, 1, NULL, nh);
+	}
+	return 0;
+}
+
+/* Retry or give up pending resolutions, re-ask old ones (about every
+ * 100 ms). */
+static void arp_timer(struct verbs_link *v, struct sl_stack *s, uint64_t now_ms)
+{
+	unsigned int tries = v->kneigh ? KNEIGH_TRIES : ARP_TRIES;
+	uint64_t retry = v->kneigh ? KNEIGH_RETRY_MS : ARP_RETRY_MS;
+
+	for (int i = 0; i < VERBS_NEIGH_MAX; i++) {
+		struct verbs_neigh *n = &v->neigh[i];
+		int ret;
+
+		if (n->state == VN_VALID && now_ms - n->updated_ms >= VERBS_NEIGH_REACHABLE_MS) {
+			/* Old: ask again, still using what we have; drop it
+			 * when nobody answers. */
+			if (n->probe_ms && now_ms - n->probe_ms < retry)
+				continue;
+			if (n->tries >= tries) {
+				neigh_clear(v, s, n);
+				continue;
+			}
+			n->tries++;
+			n->probe_ms = now_ms;
+			if (v->kneigh)
+				kneigh_ask(v, s, n, now_ms);
+			else
+				arp_send(v, s, 1, NULL, n->ip);
+			continue;
+		}
+		if (n->state != VN_PENDING || now_ms - n->updated_ms < retry)
+			continue;
+		if (n->tries >= tries) {
+			neigh_clear(v, s, n);
+			continue;
+		}
+		n->tries++;
+		n->updated_ms = now_ms;
+		if (!v->kneigh) {
+			arp_send(v, s, 1, NULL, n->ip);
+			continue;
+		}
+		/* Until it answers or the tries run out (then dropped above). */
+		ret = kneigh_ask(v, s, n, now_ms);
+		if (!ret)
+			neigh_release_hold(v, s, n);
+	}
+}
+
+/* ---- receiving -------------------------------------------------------- */
+
+
+void sl_verbs_buf_mark(struct sl_stack *s, uint32_t idx, pid_t pid)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+
+	b->flags = SL_VERBS_BUF_POSTED;
+	b->aux = SL_VERBS_BUF_MAGIC;
+	b->ts_us = (uint64_t)pid;
+}
+
+void sl_verbs_buf_unmark(struct sl_stack *s, uint32_t idx)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+
+	b->flags = 0;
+	b->aux = 0;
+	b->ts_us = 0;
+}
+
+unsigned int sl_verbs_reclaim(struct sl_stack *s)
+{
+	pid_t self = sl_self_pid();
+	unsigned int n = 0;
+
+	for (uint32_t i = 0; i < s->n_bufs; i++) {
+		struct sluice_buf *b = sl_buf(s, i);
+		pid_t pid = (pid_t)b->ts_us;
+
+		if (b->flags != SL_VERBS_BUF_POSTED || b->aux != SL_VERBS_BUF_MAGIC ||
+		    !b->ts_us || b->ts_us > INT_MAX || pid == self)
+			continue;
+		/* A zombie still counts as alive: its buffers wait for a later link. */
+		if (kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		sl_verbs_buf_unmark(s, i);
+		sl_buf_free(s, i);
+		n++;
+	}
+	return n;
+}
+
+static void arp_input(struct verbs_link *v, struct sl_stack *s, uint32_t idx)
+{
+	const struct sl_ipoib_arp *a = (const struct sl_ipoib_arp *)sl_buf_data(s, idx);
+	uint64_t now_ms = sl_now(s) / 1000;
+	struct sl_ipoib_addr sa;
+	struct verbs_neigh *n;
+	uint32_t spa, tpa;
+	uint16_t op;
+
+	sl_count(s, SL_C_arp_rx);
+	if (sl_ipoib_arp_check(a, sl_buf(s, idx)->len)) {
+		sl_count(s, SL_C_arp_rx_bad);
+		goto out;
+	}
+	sl_ipoib_hw_decode(a->sha, &sa);
+	spa = a->spa;
+	tpa = a->tpa;
+	op = ntohs(a->op);
+	if (!memcmp(a->sha + 1, v->hw + 1, SL_IPOIB_HWLEN - 1))
+		goto out;	/* our own request, back from the group */
+	/* RFC 826 "merge": update an entry we already have. */
+	n = spa ? neigh_find(v, spa) : NULL;
+	if (n && n->state != VN_STATIC) {
+		if (neigh_set(v, n, sa.qpn, sa.gid, NULL, now_ms) == 0) {
+			n->state = VN_VALID;
+			neigh_release_hold(v, s, n);
+		}
+	}
+	if (!s->r->ip_addr || tpa != s->r->ip_addr)
+		goto out;
+	if (!n && spa) {
+		n = neigh_new(v, s, spa);
+		if (n && neigh_set(v, n, sa.qpn, sa.gid, NULL, now_ms) == 0)
+			n->state = VN_VALID;
+		else if (n)
+			neigh_clear(v, s, n);
+	}
+	if (op == 1 && n && n->ah)
+		arp_send(v, s, 2, n, spa);
+out:
+	sl_buf_free(s, idx);
+}
+
+static void rx_one(struct verbs_link *v, struct sl_stack *s, const struct ibv_wc *wc)
+{
+	uint32_t slot = (uint32_t)wc->wr_id, idx, plen;
+	const uint8_t *frame;
+	struct sluice_buf *b;
+	int type;
+
+	if (wc->wr_id >= v->rq_size || v->rx_slot[slot] == SLUICE_IDX_NONE) {
+		sl_count(s, SL_C_eth_rx_bad);
+		return;
+	}
+	idx = v->rx_slot[slot];
+	v->rx_slot[slot] = SLUICE_IDX_NONE;
+	v->rx_free[v->rx_nfree++] = slot;
+	sl_verbs_buf_unmark(s, idx);
+	sl_count(s, SL_C_link_rx);
+	frame = sl_buf_base(s, idx) + RX_LEAD;
+	if (wc->status != IBV_WC_SUCCESS) {
+		v->rx_wc_err++;
+		v->last_wc_status = wc->status;
+		goto bad;
+	}
+	if (wc->opcode != IBV_WC_RECV || wc->byte_len > s->buf_size - RX_LEAD)
+		goto bad;
+	type = sl_ipoib_rx_parse(frame, wc->byte_len, &plen);
+	if (type < 0)
+		goto bad;
+	/* Our own multicast coming back (IBA: a member QP receives its own). */
+	if ((wc->src_qp & SL_IPOIB_QPN_MASK) == v->qpn && (wc->wc_flags & IBV_WC_GRH) &&
+	    !memcmp(sl_ipoib_grh_sgid(frame), v->gid.raw, 16)) {
+		sl_buf_free(s, idx);
+		return;
+	}
+	b = sl_buf(s, idx);
+	b->off = SL_HEADROOM;
+	b->len = (uint16_t)plen;
+	/* The device verified the IPv4 and TCP/UDP checksums: trusted only
+	 * where the module says the device offers it (SLUICE_IB_UD_CSUM). */
+	b->flags = v->rx_csum && (wc->wc_flags & IBV_WC_IP_CSUM_OK) ? SL_BUF_CSUM_OK : 0;
+	if (type == ETHERTYPE_IP_) {
+		sl_ip_input(s, idx);
+		return;
+	}
+	if (type == ETHERTYPE_ARP_) {
+		arp_input(v, s, idx);
+		return;
+	}
+bad:
+	/* eth_rx_bad counts bad link frames of any framing. */
+	sl_count(s, SL_C_eth_rx_bad);
+	sl_buf_free(s, idx);
+}
+
+/*
+ * Keep the receive queue full, a post_recv per VERBS_WC_BATCH WRs: only
+ * once VERBS_RX_REFILL_MIN slots are free (or at most half the queue is
+ * posted), so a trickle of frames does not cost a post each.
+ */
+static void rx_refill(struct verbs_link *v, struct sl_stack *s, bool force)
+{
+	struct ibv_recv_wr wr[VERBS_WC_BATCH], *bad;
+	struct ibv_sge sge[VERBS_WC_BATCH];
+	pid_t pid = sl_self_pid();
+
+	if (!force && v->rx_nfree < VERBS_RX_REFILL_MIN && v->rx_nfree < v->rq_size / 2)
+		return;
+	while (v->rx_nfree) {
+		unsigned int k = 0;
+
+		while (k < VERBS_WC_BATCH && v->rx_nfree) {
+			uint32_t idx = sl_buf_alloc(s), slot;
+
+			if (idx == SLUICE_IDX_NONE)
+				break;
+			slot = v->rx_free[--v->rx_nfree];
+			v->rx_slot[slot] = idx;
+			sl_verbs_buf_mark(s, idx, pid);
+			sge[k].addr = (uintptr_t)(sl_buf_base(s, idx) + RX_LEAD);
+			sge[k].length = s->buf_size - RX_LEAD;
+			sge[k].lkey = v->mr->lkey;
+			wr[k].wr_id = slot;
+			wr[k].sg_list = &sge[k];
+			wr[k].num_sge = 1;
+			wr[k].next = NULL;
+			if (k)
+				wr[k - 1].next = &wr[k];
+			k++;
+		}
+		if (!k)
+			return;
+		bad = NULL;
+		v->rx_posts++;
+		if (VB->post_recv(v->qp, wr, &bad)) {
+			v->rx_post_err++;
+			/* Take back what was not posted. */
+			for (struct ibv_recv_wr *w = bad; w; w = w->next) {
+				uint32_t slot = (uint32_t)w->wr_id;
+
+				sl_verbs_buf_unmark(s, v->rx_slot[slot]);
+				sl_buf_free(s, v->rx_slot[slot]);
+				v->rx_slot[slot] = SLUICE_IDX_NONE;
+				v->rx_free[v->rx_nfree++] = slot;
+			}
+			return;
+		}
+		if (k < VERBS_WC_BATCH)
+			return;
+	}
+}
+
+/* Lock held, in a batch: timers, then up to budget receive completions. */
+int sl_verbs_rx_cq(struct verbs_link *v, struct sl_stack *s, int budget)
+{
+	struct ibv_wc wc[VERBS_WC_BATCH];
+	uint64_t now_ms;
+	int n = 0;
+
+	now_ms = sl_now(s) / 1000;
+	if (now_ms - v->last_timer_ms >= 100) {
+		v->last_timer_ms = now_ms;
+		arp_timer(v, s, now_ms);
+		if (v->enhanced)
+			sl_verbs_flows_reconcile(v, s);
+	}
+	while (n < budget) {
+		int want = budget - n < VERBS_WC_BATCH ? budget - n : VERBS_WC_BATCH;
+		int k = VB->poll_cq(v->rcq, want, wc);
+
+		if (k <= 0)
+			break;
+		for (int i = 0; i < k; i++)
+			rx_one(v, s, &wc[i]);
+		n += k;
+		if (k < want)
+			break;
+	}
+	rx_refill(v, s, false);
+	return n;
+}
+
+static int verbs_rx(struct sl_link *l, struct sl_stack *s, int budget)
+{
+	struct verbs_link *v = V(l);
+	int n;
+
+	if (verbs_forked(v))
+		return v->under ? v->under->ops->rx(v->under, s, budget) : 0;
+	if (v->ev_signalled) {
+		uint64_t x;
+
+		v->ev_signalled = false;
+		if (sl_sys_read(v->evfd, &x, sizeof(x)) < 0)
+			x = 0;
+	}
+	sl_batch_begin(s);
+	n = sl_verbs_rx_cq(v, s, budget);
+	/* Enhanced: what no flow rule steered to us came the kernel's way,
+	 * through the module's filters, onto the rings. */
+	if (v->under && n < budget)
+		n += v->under->ops->rx(v->under, s, budget - n);
+	sl_batch_end(s);
+	return n;
+}
+
+/*
+ * The fd to sleep on: an epoll set of the completion channel and an
+ * eventfd.  Arming (ibv_req_notify_cq) only reports completions that come
+ * after it, so one that came between our last poll of the CQ and the arm
+ * would be slept through: after arming we poll once more (if the stack is
+ * free), and if that found frames the eventfd makes the fd readable at
+ * once, so the caller looks at its sockets again instead of sleeping.
+ */
+static int verbs_fd(struct sl_link *l)
+{
+	struct verbs_link *v = V(l);
+	struct ibv_cq *cq;
+	void *cq_ctx;
+	int guard = 64;
+
+	if (verbs_forked(v))
+		return v->under && v->under->ops->fd ? v->under->ops->fd(v->under) : -1;
+	while (guard-- > 0 && VB->get_cq_event(v->chan, &cq, &cq_ctx) == 0)
+		VB->ack_cq_events(cq, 1);
+	if (VB->req_notify_cq(v->rcq, 0))
+		return -1;
+	if (sl_trylock(v->stack)) {
+		int n = verbs_rx(l, v->stack, 64);
+
+		sl_unlock(v->stack);
+		if (n > 0 && !v->ev_signalled) {
+			uint64_t one = 1;
+
+			if (sl_sys_write(v->evfd, &one, sizeof(one)) == sizeof(one))
+				v->ev_signalled = true;
+		}
+	}
+	return v->epfd;
+}
+
+/* ---- the link's ops -------------------------------------------------- */
+
+static void verbs_close(struct sl_link *l)
+{
+	struct verbs_link *v = V(l);
+	struct sl_stack *s = v->stack;
+	struct sl_link *under = v->under;
+
+	s->link = NULL;
+	if (v->owner == sl_self_pid()) {
+		sl_verbs_destroy(v);
+		sl_verbs_return_bufs(v);
+	}
+	sl_verbs_free(v);
+	/* Enhanced: the kring link goes last, with the module filters. */
+	if (under) {
+		s->link = under;
+		under->ops->close(under);
+	}
+}
+
+const struct sl_link_ops sl_verbs_ops = {
+	.name = "verbs",
+	.tx = verbs_tx,
+	.rx = verbs_rx,
+	.fd = verbs_fd,
+	.flush = sl_verbs_flush,
+	.close = verbs_close,
+	.filter_add = sl_verbs_flow_add,
+	.filter_del = sl_verbs_flow_del,
+};
+
+/* Lock held: take back dead processes' buffers, fill the receive queue,
+ * lower the stack's MTU to the link's; 0 or -ENOBUFS. */
+int sl_verbs_start(struct verbs_link *v)
+{
+	struct sl_stack *s = v->stack;
+
+	/*
+	 * The stack's MTU follows the link's (TCP's MSS, UDP's largest
+	 * datagram); it only ever goes down, so what attached processes
+	 * validated (mtu + headroom fits a buffer) stays true.
+	 */
+	if (s->r->mtu > v->link.mtu)
+		s->r->mtu = v->link.mtu;
+	sl_verbs_reclaim(s);
+	rx_refill(v, s, true);
+	return v->rx_nfree == v->rq_size ? -ENOBUFS : 0;
+}
+
+static struct verbs_link *verbs_of(struct sl_stack *s)
+{
+	return s->link && s->link->ops == &sl_verbs_ops ? V(s->link) : NULL;
+}
+
+int sluice_verbs_neigh_add(struct sluice_stack *st, uint32_t ip,
+			   const uint8_t hwaddr[SLUICE_IPOIB_HWLEN])
+{
+	struct sl_stack *s = (struct sl_stack *)st;
+	struct verbs_link *v = verbs_of(s);
+	struct sl_ipoib_addr a;
+	struct verbs_neigh *n;
+	int ret;
+
+	if (!v)
+		return -ENODEV;
+	if (!ip || ip == INADDR_BROADCAST || !hwaddr)
+		return -EINVAL;
+	sl_ipoib_hw_decode(hwaddr, &a);
+	ret = sl_lock(s);
+	if (ret)
+		return ret;
+	n = neigh_find(v, ip);
+	if (!n)
+		n = neigh_new(v, s, ip);
+	ret = n ? neigh_set(v, n, a.qpn, a.gid, NULL, sl_now(s) / 1000) : -ENOSPC;
+	if (!ret) {
+		n->state = VN_STATIC;
+		neigh_release_hold(v, s, n);
+	} else if (n && !n->ah) {
+		neigh_clear(v, s, n);
+	}
+	sl_unlock(s);
+	return ret;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The verbs link's bookkeeping of pool buffers it posts for receive
+ * (link_verbs.c), apart so the host unit tests can drive it with no device.
+ */
+#ifndef SLUICE_LINK_VERBS_H
+#define SLUICE_LINK_VERBS_H
+
+#include "link/link.h"
+
+/*
+ * A buffer posted to a receive queue is marked with the poster's pid, so
+ * the buffers of a process killed with its link open (the kernel destroys
+ * its QP, nobody frees its buffers) can be taken back: flags and aux hold
+ * these two values, ts_us the pid, only while the buffer is the device's.
+ */
+#define SL_VERBS_BUF_POSTED	0x4000
+#define SL_VERBS_BUF_MAGIC	0x1b0b
+
+void sl_verbs_buf_mark(struct sl_stack *s, uint32_t idx, pid_t pid);
+void sl_verbs_buf_unmark(struct sl_stack *s, uint32_t idx);
+/* Lock held: free the posted buffers of processes that no longer exist;
+ * returns how many. */
+unsigned int sl_verbs_reclaim(struct sl_stack *s);
+
+#endif /* SLUICE_LINK_VERBS_H */

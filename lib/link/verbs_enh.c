@@ -1,0 +1,431 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The verbs link, enhanced IPoIB mode (issue 6): on an IPoIB interface of
+ * a device that offers it (mlx5, the module's SLUICE_IB_SOURCE_QPN), a UD
+ * QP of this process sends as the interface itself and receives what flow
+ * rules steer to it, bypassing the kernel both ways.
+ *
+ *  - The QP: ibv_create_qp_ex, IBV_QPT_UD, IBV_QP_CREATE_SOURCE_QPN with
+ *    source_qpn = the interface's QPN (uverbs wants CAP_NET_RAW for it:
+ *    -EPERM), then RESET -> INIT -> RTR -> RTS with IBV_QP_STATE alone:
+ *    mlx5 refuses any other attribute on an underlay QP (mlx5_ib_modify_qp:
+ *    "invalid attr_mask ... when underlay QP is used"); P_Key, port and
+ *    Q_Key are the interface's.  Sends name the Q_Key in each WR.
+ *  - Steering: one flow rule per module filter this process adds, made
+ *    and removed with it (filter.c calls the link; see filter_held() for
+ *    other processes' filters): IBV_FLOW_SPEC_IPV4 (the
+ *    local address, the remote one for a 5-tuple) + IBV_FLOW_SPEC_TCP or
+ *    _UDP (ports), no L2 spec (an IPoIB port has no Ethernet header to
+ *    match); 5-tuple rules at priority 0, before 3-tuple (listening,
+ *    bound) rules at 1 (mlx5: a lower priority is looked up first).
+ *    mlx5 matches the underlay QPN itself (bth_dst_qp).  Creating flows
+ *    needs CAP_NET_RAW too.
+ *  - Everything else keeps going through the kernel: this link runs on top
+ *    of the kring link of the same interface (the module's filters need
+ *    its rings and reserve the ports; what no rule steers, or a refused
+ *    rule would have, reaches the stack through them; ARP stays the
+ *    kernel's, and neighbours and path records come from the module).
+ *  - Checksums: IBV_SEND_IP_CSUM on IPv4 sends and IBV_WC_IP_CSUM_OK
+ *    trusted on receive only with SLUICE_IB_UD_CSUM; otherwise software.
+ *  - RSS: not used even with SLUICE_IB_RSS.  Verbs RSS is a
+ *    IBV_QPT_RAW_PACKET QP over an indirection table of WQs, and mlx5
+ *    refuses any create flag on such a QP (process_create_flags: -EINVAL
+ *    for a RAW_PACKET QP with rwq_ind_tbl), so it cannot carry the
+ *    interface's source QPN, and its flow rules match no underlay QPN.
+ *    One QP per process takes the stack's traffic (one stack lock anyway).
+ *
+ * Any failure returns the stack to the kring link on the same interface
+ * and says which capability was missing (sluice_link_device()).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+
+#include "link/verbs_int.h"
+#include "link/link.h"
+
+int sl_verbs_flow_rule(struct sl_verbs_flow_rule *r, const struct sluice_filter *f, uint8_t port)
+{
+	bool five = f->raddr || f->rport;
+
+	if (f->protocol != IPPROTO_TCP && f->protocol != IPPROTO_UDP)
+		return -EINVAL;
+	if (!f->lport || (five && (!f->raddr || !f->rport)))
+		return -EINVAL;
+	memset(r, 0, sizeof(*r));
+	r->attr.type = IBV_FLOW_ATTR_NORMAL;
+	r->attr.size = sizeof(*r);
+	r->attr.priority = five ? VERBS_FLOW_PRIO_5TUPLE : VERBS_FLOW_PRIO_3TUPLE;
+	r->attr.num_of_specs = 2;
+	r->attr.port = port;
+	r->ipv4.type = IBV_FLOW_SPEC_IPV4;
+	r->ipv4.size = sizeof(r->ipv4);
+	/* Packets to us: their destination is our side. */
+	r->ipv4.val.dst_ip = f->laddr;
+	r->ipv4.mask.dst_ip = f->laddr ? 0xffffffffu : 0;
+	r->ipv4.val.src_ip = f->raddr;
+	r->ipv4.mask.src_ip = f->raddr ? 0xffffffffu : 0;
+	r->l4.type = f->protocol == IPPROTO_TCP ? IBV_FLOW_SPEC_TCP : IBV_FLOW_SPEC_UDP;
+	r->l4.size = sizeof(r->l4);
+	r->l4.val.dst_port = f->lport;
+	r->l4.mask.dst_port = 0xffff;
+	r->l4.val.src_port = f->rport;
+	r->l4.mask.src_port = f->rport ? 0xffff : 0;
+	return 0;
+}
+
+static struct verbs_link *enh_of(struct sl_link *l)
+{
+	struct verbs_link *v = (struct verbs_link *)l;
+
+	/* A forked child's filters take the rings (link_verbs.c). */
+	return v->enhanced && v->flows && v->owner == sl_self_pid() ? v : NULL;
+}
+
+/* 0, or -errno of the device (the filter still works, through the rings). */
+static int flow_add(struct verbs_link *v, const struct sluice_filter *f)
+{
+	struct sl_verbs_flow_rule r;
+	struct verbs_flow *slot = NULL;
+	int ret;
+
+	for (uint32_t i = 0; i < VERBS_FLOWS_MAX; i++)
+		if (!v->flows[i].flow) {
+			slot = &v->flows[i];
+			break;
+		}
+	if (!slot)
+		return -ENOSPC;
+	ret = sl_verbs_flow_rule(&r, f, v->port);
+	if (ret)
+		return ret;
+	errno = 0;
+	slot->flow = VB->create_flow(v->qp, &r.attr);
+	if (!slot->flow)
+		return errno ? -errno : -EINVAL;
+	slot->filter_id = f->id;
+	slot->lport = f->lport;
+	slot->protocol = f->protocol;
+	return 0;
+}
+
+void sl_verbs_flow_add(struct sl_link *l, struct sl_stack *s, const struct sluice_filter *f)
+{
+	struct verbs_link *v = enh_of(l);
+
+	int ret;
+
+	(void)s;
+	if (!v)
+		return;
+	ret = flow_add(v, f);
+	if (ret) {
+		v->flow_err++;
+		v->flow_last_err = ret;
+	}
+}
+
+void sl_verbs_flow_del(struct sl_link *l, struct sl_stack *s, uint32_t id)
+{
+	struct verbs_link *v = enh_of(l);
+
+	(void)s;
+	if (!v)
+		return;
+	for (uint32_t i = 0; i < VERBS_FLOWS_MAX; i++)
+		if (v->flows[i].flow && v->flows[i].filter_id == id) {
+			if (VB->destroy_flow(v->flows[i].flow))
+				v->flow_err++;
+			v->flows[i].flow = NULL;
+			return;
+		}
+}
+
+/*
+ * Rules are per process: a process makes the rules of the filters it adds
+ * (a forked child's sockets keep the parent's until their filter goes),
+ * so no filter has two rules on two QPs (mlx5 would deliver to both).
+ * A filter deleted by another process (a listener's port taken over and
+ * then let go there) is noticed here, by the stack-wide count of
+ * deletions, and its rule dropped.  What has no rule in a live process
+ * reaches the stack through the rings.
+ */
+static bool filter_held(struct sl_stack *s, const struct verbs_flow *f)
+{
+	unsigned int guard = 0;
+	uint8_t type = f->protocol == IPPROTO_TCP ? SL_SOCK_TCP : SL_SOCK_UDP;
+
+	for (uint32_t i = sl_sock_port_head(s, f->lport);
+	     i < s->max_sockets && guard++ < s->max_sockets;) {
+		struct sl_sock *o = sl_sock(s, i);
+
+		i = o->port_next;
+		if (o->type == type && o->lport == f->lport && (o->flags & SL_SF_FILTER) &&
+		    o->filter_id == f->filter_id)
+			return true;
+	}
+	return false;
+}
+
+void sl_verbs_flows_reconcile(struct verbs_link *v, struct sl_stack *s)
+{
+	uint64_t dels = sl_counter_sum(s, SL_C_filter_del) + sl_counter_sum(s, SL_C_filter_err);
+
+	if (!v->flows || dels == v->filter_dels_seen)
+		return;
+	v->filter_dels_seen = dels;
+	for (uint32_t i = 0; i < VERBS_FLOWS_MAX; i++)
+		if (v->flows[i].flow && !filter_held(s, &v->flows[i])) {
+			if (VB->destroy_flow(v->flows[i].flow))
+				v->flow_err++;
+			v->flows[i].flow = NULL;
+		}
+}
+
+static void why(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void why(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!buf || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+/* The underlay QP: source QPN = the interface's, state-only transitions. */
+static int enh_qp_create(struct verbs_link *v, const struct sluice_ifinfo *ii, char *msg,
+			 size_t len)
+{
+	static const enum ibv_qp_state states[] = { IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS };
+	struct ibv_qp_init_attr_ex ia;
+	struct ibv_qp_attr a;
+	int ret;
+
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = IBV_QPT_UD;
+	ia.send_cq = v->scq;
+	ia.recv_cq = v->rcq;
+	ia.cap.max_send_wr = v->sq_size;
+	ia.cap.max_recv_wr = v->rq_size;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ia.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+	ia.pd = v->pd;
+	ia.create_flags = IBV_QP_CREATE_SOURCE_QPN;
+	ia.source_qpn = ii->qpn & SL_IPOIB_QPN_MASK;
+	errno = 0;
+	v->qp = VB->create_qp_ex(v->ctx, &ia);
+	if (!v->qp) {
+		ret = errno ? -errno : -ENOMEM;
+		if (ret == -EPERM)
+			why(msg, len, "a source-QPN QP needs CAP_NET_RAW");
+		else if (ret == -EOPNOTSUPP || ret == -EINVAL || ret == -ENOSYS)
+			why(msg, len, "device %s does not create source-QPN UD QPs (%s): "
+			    "enhanced IPoIB needs an mlx5 device", ii->ib_dev, strerror(-ret));
+		else
+			why(msg, len, "creating the source-QPN QP on %s: %s", ii->ib_dev,
+			    strerror(-ret));
+		return ret;
+	}
+	for (unsigned int i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+		memset(&a, 0, sizeof(a));
+		a.qp_state = states[i];
+		ret = VB->modify_qp(v->qp, &a, IBV_QP_STATE);
+		if (ret) {
+			why(msg, len, "moving the source-QPN QP to state %d: %s", (int)states[i],
+			    strerror(ret));
+			return -ret;
+		}
+	}
+	v->qpn = ii->qpn & SL_IPOIB_QPN_MASK;
+	return 0;
+}
+
+/*
+ * Enhanced mode on the stack's IPoIB interface ii, over the kring link
+ * under (already made, detached from the stack).  0, or -errno with msg
+ * saying what was missing.
+ */
+static int enh_setup(struct verbs_link *v, const struct sluice_ifinfo *ii, char *msg, size_t len)
+{
+	struct sl_stack *s = v->stack;
+	struct ibv_port_attr pa;
+	struct sl_ipoib_addr me;
+	int ret;
+
+	v->ctx = sl_verbs_open_device(ii->ib_dev);
+	if (!v->ctx) {
+		ret = errno ? -errno : -ENODEV;
+		why(msg, len, "opening ib device %s: %s", ii->ib_dev, strerror(-ret));
+		return ret;
+	}
+	v->port = (uint8_t)ii->ib_port;
+	ret = VB->query_port(v->ctx, v->port, &pa);
+	if (ret) {
+		why(msg, len, "ib device %s port %u: %s", ii->ib_dev, ii->ib_port, strerror(ret));
+		return -ret;
+	}
+	if (pa.link_layer != IBV_LINK_LAYER_INFINIBAND) {
+		why(msg, len, "ib device %s port %u is not InfiniBand", ii->ib_dev, ii->ib_port);
+		return -EOPNOTSUPP;
+	}
+	if (pa.state != IBV_PORT_ACTIVE) {
+		why(msg, len, "ib device %s port %u is not active", ii->ib_dev, ii->ib_port);
+		return -ENETDOWN;
+	}
+	v->ib = true;
+	v->kneigh = true;
+	v->enhanced = true;
+	v->ifindex = ii->ifindex;
+	v->pkey = ii->pkey;
+	v->pkey_index = ii->pkey_index;
+	v->qkey = ii->qkey;
+	memcpy(v->gid.raw, ii->gid, 16);
+	v->ib_mtu = ii->ud_mtu + SL_IPOIB_HLEN;
+	v->ud_mtu = ii->ud_mtu;
+	if (v->ud_mtu > s->buf_size - SL_HEADROOM)
+		v->ud_mtu = s->buf_size - SL_HEADROOM;
+	if (v->ud_mtu < 576) {
+		why(msg, len, "UD MTU %u of %s is below 576", ii->ud_mtu, ii->name);
+		return -EINVAL;
+	}
+	v->tx_csum = v->rx_csum = (ii->ib_flags & SLUICE_IB_UD_CSUM) != 0;
+	v->flows = calloc(VERBS_FLOWS_MAX, sizeof(*v->flows));
+	if (!v->flows)
+		return -ENOMEM;
+	ret = sl_verbs_common_setup(v);
+	if (ret) {
+		why(msg, len, "verbs resources on %s: %s", ii->ib_dev, strerror(-ret));
+		return ret;
+	}
+	ret = enh_qp_create(v, ii, msg, len);
+	if (ret)
+		return ret;
+	me.flags = 0;
+	me.qpn = v->qpn;
+	memcpy(me.gid, v->gid.raw, 16);
+	sl_ipoib_hw_encode(v->hw, &me);
+	ret = sl_verbs_wait_set(v);
+	if (ret) {
+		why(msg, len, "completion channel: %s", strerror(-ret));
+		return ret;
+	}
+	v->link.mtu = v->ud_mtu < v->under->mtu ? v->ud_mtu : v->under->mtu;
+	ret = VB->req_notify_cq(v->rcq, 0);
+	if (ret) {
+		why(msg, len, "arming the completion queue: %s", strerror(ret));
+		return -ret;
+	}
+	ret = sl_lock(s);
+	if (ret)
+		return ret;
+	v->filter_dels_seen = sl_counter_sum(s, SL_C_filter_del) +
+			      sl_counter_sum(s, SL_C_filter_err);
+	ret = sl_verbs_start(v);
+	if (ret)
+		why(msg, len, "no packet buffers for the receive queue");
+	else
+		s->link = &v->link;
+	sl_unlock(s);
+	return ret;
+}
+
+int sluice_link_device(struct sluice_stack *st, struct sluice_link_report *rep)
+{
+	struct sl_stack *s = (struct sl_stack *)st;
+	struct sluice_link_report dummy;
+	struct sluice_ifinfo ii;
+	struct verbs_link *v;
+	struct sl_link *under;
+	int ret;
+
+	if (!rep)
+		rep = &dummy;
+	memset(rep, 0, sizeof(*rep));
+	if (s->link)
+		return -EBUSY;
+	if (!s->module_backed || !s->ifindex)
+		return -EOPNOTSUPP;
+	memset(&ii, 0, sizeof(ii));
+	ii.size = sizeof(ii);
+	ii.ifindex = s->ifindex;
+	ret = VB->ifinfo(&ii);
+	rep->ipoib = !ret && (ii.ib_flags & SLUICE_IB_IPOIB);
+	/* What the module says is still checked before use. */
+	ii.ib_dev[sizeof(ii.ib_dev) - 1] = '\0';
+	ii.name[sizeof(ii.name) - 1] = '\0';
+	if (ret) {
+		why(rep->why, sizeof(rep->why), "interface facts (IFINFO): %s", strerror(-ret));
+		rep->verbs_err = ret;
+	} else if ((ii.ib_flags & SLUICE_IB_IPOIB) &&
+		   (!ii.ib_port || ii.ib_port > 255 || !ii.ib_dev[0] || ii.qpn > SL_IPOIB_QPN_MASK)) {
+		why(rep->why, sizeof(rep->why), "IFINFO: bad IPoIB facts (port %u, device \"%s\", "
+		    "QPN 0x%x)", ii.ib_port, ii.ib_dev, ii.qpn);
+		ret = -EPROTO;
+		rep->verbs_err = ret;
+	} else if (!(ii.ib_flags & SLUICE_IB_IPOIB)) {
+		/* Ethernet and the rest: kring is the link, nothing missing. */
+		why(rep->why, sizeof(rep->why), "%s is not an IPoIB interface", ii.name);
+		ret = -EOPNOTSUPP;
+	} else if (ii.ib_flags & SLUICE_IB_CONNECTED) {
+		why(rep->why, sizeof(rep->why), "%s is in connected mode (enhanced IPoIB is "
+		    "datagram only)", ii.name);
+		ret = -EOPNOTSUPP;
+	} else if (!(ii.ib_flags & SLUICE_IB_SOURCE_QPN)) {
+		why(rep->why, sizeof(rep->why), "%s is legacy IPoIB: %s offers no source-QPN "
+		    "UD QPs (enhanced IPoIB needs an mlx5 device)", ii.name, ii.ib_dev);
+		ret = -EOPNOTSUPP;
+	} else if (!(ii.ib_flags & SLUICE_IB_FLOW_STEER)) {
+		why(rep->why, sizeof(rep->why), "%s offers no flow steering", ii.ib_dev);
+		ret = -EOPNOTSUPP;
+	}
+	if (!ret)
+		rep->verbs_err = 0;
+	else if (!rep->verbs_err)
+		rep->verbs_err = ret;
+	/* Every path needs the rings: the fallback, and the filters of the
+	 * enhanced link. */
+	ret = VB->link_kring(st);
+	if (ret) {
+		rep->kring_err = ret;
+		return ret;
+	}
+	snprintf(rep->link, sizeof(rep->link), "kring");
+	if (rep->verbs_err)
+		return 0;
+	ret = sl_lock(s);
+	if (ret)
+		return 0;
+	under = s->link;
+	s->link = NULL;
+	sl_unlock(s);
+	v = sl_verbs_alloc(s, 0, 0);
+	if (!v) {
+		ret = -errno;
+		why(rep->why, sizeof(rep->why), "%s", strerror(-ret));
+		goto fallback;
+	}
+	v->under = under;
+	ret = enh_setup(v, &ii, rep->why, sizeof(rep->why));
+	if (!ret) {
+		snprintf(rep->link, sizeof(rep->link), "verbs-enhanced");
+		return 0;
+	}
+	/* The rules made go with the QP (sl_verbs_destroy()). */
+	sl_verbs_destroy(v);
+	sl_verbs_return_bufs(v);
+	sl_verbs_free(v);
+fallback:
+	rep->verbs_err = ret;
+	if (!rep->why[0])
+		why(rep->why, sizeof(rep->why), "%s", strerror(-ret));
+	s->link = under;
+	return 0;
+}

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Inside the verbs links: what link_verbs.c (plain UD, the shared send,
+ * receive and neighbour code) and link_verbs_enh.c (enhanced IPoIB) share.
+ */
+#ifndef SLUICE_LINK_VERBS_INT_H
+#define SLUICE_LINK_VERBS_INT_H
+
+#include <sluice/sluice.h>
+
+#include "link/ipoib.h"
+#include "link/verbs.h"
+#include "link/verbs_api.h"
+
+#define VB			sl_verbs
+#define VERBS_RQ_DEFAULT	512
+#define VERBS_SQ_DEFAULT	64
+#define VERBS_WC_BATCH		32
+#define VERBS_TX_BATCH		32	/* WRs a post_send carries at most */
+#define VERBS_NEIGH_MAX		64
+#define VERBS_FLOWS_MAX		1024	/* flow rules a link keeps */
+/* Receive SGEs start here in a buffer: GRH + IPoIB header end at SL_HEADROOM. */
+#define VERBS_RX_LEAD		(SL_HEADROOM - SL_IPOIB_GRH_LEN - SL_IPOIB_HLEN)
+
+enum vn_state { VN_FREE, VN_PENDING, VN_VALID, VN_STATIC };
+
+struct verbs_neigh {
+	uint32_t ip;			/* network order */
+	enum vn_state state;
+	uint32_t qpn;
+	uint8_t gid[16];
+	struct ibv_ah *ah;		/* VALID and STATIC: made once, reused */
+	uint32_t hold_idx;		/* one packet waiting for resolution */
+	unsigned int tries;
+	uint64_t updated_ms;		/* resolved (VALID) or last asked (PENDING) */
+	uint64_t probe_ms;		/* VALID past its time: last re-ask */
+};
+
+/* A flow rule mirroring one module filter (enhanced mode). */
+struct verbs_flow {
+	uint32_t filter_id;
+	uint16_t lport;			/* network order */
+	uint8_t protocol;
+	struct ibv_flow *flow;		/* NULL: slot free */
+};
+
+struct verbs_link {
+	struct sl_link link;
+	struct sl_stack *stack;
+	pid_t owner;			/* the process that made it (see verbs_forked()) */
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	struct ibv_comp_channel *chan;
+	struct ibv_cq *rcq, *scq;
+	struct ibv_qp *qp;
+	struct ibv_ah *mcast_ah;
+	union ibv_gid gid;
+	uint8_t mgid[16];
+	uint8_t hw[SL_IPOIB_HWLEN];
+	uint8_t port;
+	bool mcast;
+	bool ev_signalled;		/* evfd written by verbs_fd() */
+	bool roce;			/* Ethernet link layer (RoCE) */
+	bool ib;			/* InfiniBand link layer: AHs need path records */
+	bool kneigh;			/* neighbours from the module (NEIGH_RESOLVE) */
+	bool enhanced;			/* source-QPN QP of an IPoIB interface */
+	bool tx_csum;			/* IBV_SEND_IP_CSUM on sends (SLUICE_IB_UD_CSUM) */
+	bool rx_csum;			/* trust IBV_WC_IP_CSUM_OK (SLUICE_IB_UD_CSUM) */
+	int mcast_err;
+	int mc_sock;			/* RoCE: holds the IPv6 group join */
+	uint16_t pkey;
+	uint16_t pkey_index;
+	uint32_t gid_index;
+	uint32_t qkey;
+	uint32_t qpn;
+	unsigned int ib_mtu, ud_mtu;
+	int epfd, evfd;
+	uint32_t rq_size, sq_size;
+	/* Receive slots: wr_id is a slot, the slot names the posted buffer. */
+	uint32_t *rx_slot;
+	uint32_t *rx_free;
+	uint32_t rx_nfree;
+	/*
+	 * Sends: each packet is copied into a slot of a ring of sq_size slots
+	 * this link owns (tx_mr), so the stack's buffer is free again when tx
+	 * returns, as stack.h wants.  tx_head counts slots taken, tx_tail slots
+	 * the device is done with: a slot is reused only after a completion at
+	 * or past it was polled (a UD send queue completes in order).  WRs
+	 * wait in tx_wr until flush (sl_unlock()) posts them with one
+	 * post_send, the last one signalled.
+	 */
+	uint8_t *tx_ring;
+	struct ibv_mr *tx_mr;
+	uint32_t tx_slot_size;
+	uint64_t tx_head, tx_tail;
+	unsigned int tx_npend;
+	struct ibv_send_wr tx_wr[VERBS_TX_BATCH];
+	struct ibv_sge tx_sge[VERBS_TX_BATCH];
+	uint64_t last_timer_ms;
+	/* What went wrong, for sluice_verbs_info(). */
+	uint64_t tx_post_err, tx_wc_err, tx_timeout, rx_wc_err, rx_post_err;
+	uint64_t tx_posts, tx_wrs;	/* post_send calls, WRs they carried */
+	uint64_t rx_posts;		/* post_recv calls */
+	uint64_t flow_err;
+	int flow_last_err;
+	uint64_t filter_dels_seen;	/* stack-wide filter deletions handled */
+	int last_wc_status;
+	int tx_last_err;
+	unsigned int tx_last_err_len;
+	struct verbs_neigh neigh[VERBS_NEIGH_MAX];
+	/* Enhanced mode. */
+	struct sl_link *under;		/* the kring link on the same interface */
+	struct verbs_flow *flows;
+	uint32_t ifindex;
+};
+
+struct sluice_ifinfo;
+
+/* link_verbs.c and link_verbs_setup.c: the shared parts. */
+struct ibv_ah *sl_verbs_ah_make(struct verbs_link *v, const uint8_t gid[16],
+				 const struct sluice_neigh_resolve *nr);
+extern const struct sl_link_ops sl_verbs_ops;
+struct verbs_link *sl_verbs_alloc(struct sl_stack *s, uint32_t rq_size, uint32_t sq_size);
+void sl_verbs_free(struct verbs_link *v);
+struct ibv_context *sl_verbs_open_device(const char *name);
+/* PD, MR over the pool, channel, CQs, tx ring: 0 or -errno. */
+int sl_verbs_common_setup(struct verbs_link *v);
+int sl_verbs_wait_set(struct verbs_link *v);
+/* Lock held: reclaim, fill the receive queue; 0 or -ENOBUFS. */
+int sl_verbs_start(struct verbs_link *v);
+void sl_verbs_destroy(struct verbs_link *v);
+void sl_verbs_return_bufs(struct verbs_link *v);
+int sl_verbs_rx_cq(struct verbs_link *v, struct sl_stack *s, int budget);
+void sl_verbs_flush(struct sl_link *l, struct sl_stack *s);
+
+/* link_verbs_enh.c */
+/* Lock held, from the receive timer: drop rules whose filter went away
+ * in another process (filter.c told only that process's link). */
+void sl_verbs_flows_reconcile(struct verbs_link *v, struct sl_stack *s);
+void sl_verbs_flow_add(struct sl_link *l, struct sl_stack *s, const struct sluice_filter *f);
+void sl_verbs_flow_del(struct sl_link *l, struct sl_stack *s, uint32_t id);
+/* The attributes of one flow rule for filter f (exposed for the tests). */
+struct sl_verbs_flow_rule {
+	struct ibv_flow_attr attr;
+	struct ibv_flow_spec_ipv4 ipv4;
+	struct ibv_flow_spec_tcp_udp l4;
+};
+int sl_verbs_flow_rule(struct sl_verbs_flow_rule *r, const struct sluice_filter *f, uint8_t port);
+
+#define VERBS_FLOW_PRIO_5TUPLE	0	/* connected: matched first */
+#define VERBS_FLOW_PRIO_3TUPLE	1	/* listening / bound */
+
+#endif /* SLUICE_LINK_VERBS_INT_H */

@@ -1,0 +1,527 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The verbs links' setup and teardown (link_verbs.c has the data path and
+ * neighbours, link_verbs_enh.c the enhanced IPoIB mode): the device, the
+ * port's facts, PD, MRs, channel, CQs, the plain UD QP, the broadcast
+ * group, the fd to sleep on, and everything's release.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+
+#include "os/os.h"
+#include "link/verbs_int.h"
+
+/*
+ * The plain UD QP: created by this process, RESET -> INIT (P_Key index,
+ * port, Q_Key) -> RTR -> RTS (SQ PSN).  The enhanced one (source QPN,
+ * state-only transitions) is enh_qp_create() in link_verbs_enh.c;
+ * everything after the QP exists is shared.
+ */
+static int verbs_qp_create_plain(struct verbs_link *v)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr a;
+	int ret;
+
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = v->scq;
+	ia.recv_cq = v->rcq;
+	ia.qp_type = IBV_QPT_UD;
+	ia.cap.max_send_wr = v->sq_size;
+	ia.cap.max_recv_wr = v->rq_size;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	v->qp = VB->create_qp(v->pd, &ia);
+	if (!v->qp)
+		return errno ? -errno : -ENOMEM;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = v->pkey_index;
+	a.port_num = v->port;
+	a.qkey = v->qkey;
+	ret = VB->modify_qp(v->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			    IBV_QP_QKEY);
+	if (ret)
+		goto err_destroy_qp;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	ret = VB->modify_qp(v->qp, &a, IBV_QP_STATE);
+	if (ret)
+		goto err_destroy_qp;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	ret = VB->modify_qp(v->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	if (ret)
+		goto err_destroy_qp;
+	v->qpn = v->qp->qp_num & SL_IPOIB_QPN_MASK;
+	return 0;
+
+err_destroy_qp:
+	VB->destroy_qp(v->qp);
+	v->qp = NULL;
+	return -ret;
+}
+
+struct ibv_context *sl_verbs_open_device(const char *name)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx = NULL;
+	int n = 0;
+
+	list = VB->get_device_list(&n);
+	if (!list) {
+		if (!errno)
+			errno = ENODEV;
+		return NULL;
+	}
+	errno = ENODEV;
+	for (int i = 0; i < n; i++) {
+		if (name && strcmp(VB->get_device_name(list[i]), name))
+			continue;
+		ctx = VB->open_device(list[i]);
+		break;
+	}
+	VB->free_device_list(list);
+	return ctx;
+}
+
+static int verbs_roce_ip_join(struct verbs_link *v)
+{
+	struct ibv_gid_entry ge;
+	struct ipv6_mreq mr;
+	int ret;
+
+	ret = VB->query_gid_ex(v->ctx, v->port, v->gid_index, &ge);
+	if (ret)
+		return ret > 0 ? -ret : -EINVAL;
+	if (!ge.ndev_ifindex)
+		return -ENODEV;
+	v->mc_sock = sl_sys_socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (v->mc_sock < 0)
+		return -errno;
+	memcpy(&mr.ipv6mr_multiaddr, v->mgid, 16);
+	mr.ipv6mr_interface = ge.ndev_ifindex;
+	if (sl_sys_setsockopt(v->mc_sock, IPPROTO_IPV6, IPV6_JOIN_GROUP, &mr, sizeof(mr))) {
+		ret = -errno;
+		sl_sys_close(v->mc_sock);
+		v->mc_sock = -1;
+		return ret;
+	}
+	return 0;
+}
+
+/* Join the broadcast group (IPoIB ARP and IPv4 broadcast). */
+static void verbs_mcast_join(struct verbs_link *v)
+{
+	int ret;
+
+	sl_ipoib_bcast_mgid(v->mgid, v->pkey);
+	ret = VB->attach_mcast(v->qp, (const union ibv_gid *)v->mgid, 0);
+	if (ret) {
+		v->mcast_err = -ret;
+		return;
+	}
+	if (v->roce) {
+		ret = verbs_roce_ip_join(v);
+		if (ret) {
+			v->mcast_err = ret;
+			VB->detach_mcast(v->qp, (const union ibv_gid *)v->mgid, 0);
+			return;
+		}
+	}
+	v->mcast_ah = sl_verbs_ah_make(v, v->mgid, NULL);
+	if (!v->mcast_ah) {
+		v->mcast_err = errno ? -errno : -ENOMEM;
+		VB->detach_mcast(v->qp, (const union ibv_gid *)v->mgid, 0);
+		return;
+	}
+	v->mcast = true;
+}
+
+
+int sl_verbs_wait_set(struct verbs_link *v)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int fl = sl_sys_fcntl(v->chan->fd, F_GETFL, 0);
+
+	if (fl < 0 || sl_sys_fcntl(v->chan->fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	v->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (v->evfd < 0)
+		return -errno;
+	v->epfd = sl_sys_epoll_create1(EPOLL_CLOEXEC);
+	if (v->epfd < 0)
+		goto err_close_evfd;
+	ev.data.fd = v->chan->fd;
+	if (sl_sys_epoll_ctl(v->epfd, EPOLL_CTL_ADD, v->chan->fd, &ev))
+		goto err_close_epfd;
+	ev.data.fd = v->evfd;
+	if (sl_sys_epoll_ctl(v->epfd, EPOLL_CTL_ADD, v->evfd, &ev))
+		goto err_close_epfd;
+	return 0;
+
+err_close_epfd:
+	fl = -errno;
+	sl_sys_close(v->epfd);
+	v->epfd = -1;
+	sl_sys_close(v->evfd);
+	v->evfd = -1;
+	return fl;
+err_close_evfd:
+	fl = -errno;
+	sl_sys_close(v->evfd);
+	v->evfd = -1;
+	return fl;
+}
+
+/* Everything but the pool buffers (sl_verbs_return_bufs() gives those back). */
+void sl_verbs_destroy(struct verbs_link *v)
+{
+	struct ibv_cq *cq;
+	void *cq_ctx;
+
+	if (v->flows)
+		for (uint32_t i = 0; i < VERBS_FLOWS_MAX; i++)
+			if (v->flows[i].flow) {
+				VB->destroy_flow(v->flows[i].flow);
+				v->flows[i].flow = NULL;
+			}
+	if (v->mcast)
+		VB->detach_mcast(v->qp, (const union ibv_gid *)v->mgid, 0);
+	v->mcast = false;
+	if (v->mc_sock >= 0)
+		sl_sys_close(v->mc_sock);
+	v->mc_sock = -1;
+	if (v->qp)
+		VB->destroy_qp(v->qp);
+	v->qp = NULL;
+	for (int i = 0; i < VERBS_NEIGH_MAX; i++)
+		if (v->neigh[i].ah) {
+			VB->destroy_ah(v->neigh[i].ah);
+			v->neigh[i].ah = NULL;
+		}
+	if (v->mcast_ah)
+		VB->destroy_ah(v->mcast_ah);
+	v->mcast_ah = NULL;
+	if (v->epfd >= 0)
+		sl_sys_close(v->epfd);
+	if (v->evfd >= 0)
+		sl_sys_close(v->evfd);
+	v->epfd = v->evfd = -1;
+	/* Every event got must be acked before its CQ can go. */
+	while (v->chan && VB->get_cq_event(v->chan, &cq, &cq_ctx) == 0)
+		VB->ack_cq_events(cq, 1);
+	if (v->scq)
+		VB->destroy_cq(v->scq);
+	if (v->rcq)
+		VB->destroy_cq(v->rcq);
+	if (v->chan)
+		VB->destroy_comp_channel(v->chan);
+	if (v->tx_mr)
+		VB->dereg_mr(v->tx_mr);
+	if (v->mr)
+		VB->dereg_mr(v->mr);
+	if (v->pd)
+		VB->dealloc_pd(v->pd);
+	if (v->ctx)
+		VB->close_device(v->ctx);
+	v->scq = v->rcq = NULL;
+	v->chan = NULL;
+	v->tx_mr = v->mr = NULL;
+	v->pd = NULL;
+	v->ctx = NULL;
+}
+
+/* Give back the receive buffers and held packets (the QP is gone, so no
+ * buffer is the device's any more). */
+void sl_verbs_return_bufs(struct verbs_link *v)
+{
+	struct sl_stack *s = v->stack;
+	bool locked = sl_lock(s) == 0;
+
+	for (uint32_t i = 0; locked && i < v->rq_size; i++)
+		if (v->rx_slot[i] != SLUICE_IDX_NONE) {
+			sl_verbs_buf_unmark(s, v->rx_slot[i]);
+			sl_buf_free(s, v->rx_slot[i]);
+			v->rx_slot[i] = SLUICE_IDX_NONE;
+			v->rx_free[v->rx_nfree++] = i;
+		}
+	for (int i = 0; locked && i < VERBS_NEIGH_MAX; i++)
+		if (v->neigh[i].hold_idx != SLUICE_IDX_NONE) {
+			sl_buf_free(s, v->neigh[i].hold_idx);
+			v->neigh[i].hold_idx = SLUICE_IDX_NONE;
+		}
+	if (locked)
+		sl_unlock(s);
+}
+
+void sl_verbs_free(struct verbs_link *v)
+{
+	free(v->rx_slot);
+	free(v->rx_free);
+	free(v->tx_ring);
+	free(v->flows);
+	free(v);
+}
+
+struct verbs_link *sl_verbs_alloc(struct sl_stack *s, uint32_t rq_size, uint32_t sq_size)
+{
+	struct verbs_link *v = calloc(1, sizeof(*v));
+
+	if (!v)
+		return NULL;
+	v->link.ops = &sl_verbs_ops;
+	v->stack = s;
+	v->owner = sl_self_pid();
+	v->port = 1;
+	v->qkey = SL_IPOIB_QKEY_DEFAULT;
+	v->rq_size = rq_size ? rq_size : VERBS_RQ_DEFAULT;
+	if (!rq_size && v->rq_size > s->n_bufs / 4)
+		v->rq_size = s->n_bufs / 4;
+	v->sq_size = sq_size ? sq_size : VERBS_SQ_DEFAULT;
+	v->epfd = -1;
+	v->evfd = -1;
+	v->mc_sock = -1;
+	for (int i = 0; i < VERBS_NEIGH_MAX; i++)
+		v->neigh[i].hold_idx = SLUICE_IDX_NONE;
+	/* The receive queue holds pool buffers: leave most of the pool. */
+	if (v->rq_size > 4096 || v->rq_size > s->n_bufs / 4 || !v->rq_size ||
+	    v->sq_size > 4096 || v->sq_size < VERBS_TX_BATCH) {
+		free(v);
+		errno = EINVAL;
+		return NULL;
+	}
+	v->rx_slot = calloc(v->rq_size, sizeof(*v->rx_slot));
+	v->rx_free = calloc(v->rq_size, sizeof(*v->rx_free));
+	if (!v->rx_slot || !v->rx_free) {
+		sl_verbs_free(v);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (uint32_t i = 0; i < v->rq_size; i++) {
+		v->rx_slot[i] = SLUICE_IDX_NONE;
+		v->rx_free[v->rx_nfree++] = v->rq_size - 1 - i;
+	}
+	return v;
+}
+
+/* PD, MR over the pool's data, the send ring and its MR, the completion
+ * channel and both CQs (v->ctx open, v->ud_mtu set); 0 or -errno. */
+int sl_verbs_common_setup(struct verbs_link *v)
+{
+	struct sl_stack *s = v->stack;
+	uint64_t data_len = (uint64_t)s->n_bufs * s->buf_size;
+	size_t ring;
+
+	v->pd = VB->alloc_pd(v->ctx);
+	if (!v->pd)
+		goto err;
+	v->mr = VB->reg_mr(v->pd, s->bufdata, data_len, IBV_ACCESS_LOCAL_WRITE);
+	if (!v->mr)
+		goto err;
+	v->tx_slot_size = (SL_IPOIB_HLEN + v->ud_mtu + 63) & ~63u;
+	ring = (size_t)v->tx_slot_size * v->sq_size;
+	if (posix_memalign((void **)&v->tx_ring, 4096, ring)) {
+		v->tx_ring = NULL;
+		return -ENOMEM;
+	}
+	memset(v->tx_ring, 0, ring);
+	v->tx_mr = VB->reg_mr(v->pd, v->tx_ring, ring, IBV_ACCESS_LOCAL_WRITE);
+	if (!v->tx_mr)
+		goto err;
+	v->chan = VB->create_comp_channel(v->ctx);
+	if (!v->chan)
+		goto err;
+	v->rcq = VB->create_cq(v->ctx, (int)v->rq_size, v, v->chan, 0);
+	if (!v->rcq)
+		goto err;
+	v->scq = VB->create_cq(v->ctx, (int)v->sq_size, v, NULL, 0);
+	if (!v->scq)
+		goto err;
+	return 0;
+err:
+	return errno ? -errno : -ENOMEM;
+}
+
+/* The port's MTU, GID and P_Key (v->ctx open, v->port set); 0 or -errno. */
+static int verbs_port_setup(struct verbs_link *v, struct ibv_port_attr *pa)
+{
+	struct sl_stack *s = v->stack;
+	int ret;
+
+	ret = VB->query_port(v->ctx, v->port, pa);
+	if (ret)
+		return -ret;
+	v->roce = pa->link_layer == IBV_LINK_LAYER_ETHERNET;
+	v->ib = pa->link_layer == IBV_LINK_LAYER_INFINIBAND;
+	if (pa->state != IBV_PORT_ACTIVE)
+		return -ENETDOWN;
+	v->ib_mtu = sl_ipoib_ib_mtu_bytes(pa->active_mtu);
+	v->ud_mtu = sl_ipoib_ud_mtu(pa->active_mtu);
+	/* A receive must fit a buffer: GRH + header + packet after RX_LEAD. */
+	if (v->ud_mtu > s->buf_size - SL_HEADROOM)
+		v->ud_mtu = s->buf_size - SL_HEADROOM;
+	if (v->ud_mtu < 576)
+		return -EINVAL;
+	ret = VB->query_gid(v->ctx, v->port, (int)v->gid_index, &v->gid);
+	if (ret)
+		return ret < 0 ? -EINVAL : -ret;
+	ret = VB->query_pkey(v->ctx, v->port, v->pkey_index, &v->pkey);
+	if (ret)
+		return ret < 0 ? -EINVAL : -ret;
+	v->pkey = ntohs(v->pkey);
+	return 0;
+}
+
+/*
+ * On an InfiniBand link layer an address handle needs the peer's LID and
+ * path (SL, rate): the module's path records give them, for a stack on
+ * the IPoIB interface of this port.  0 if the stack can use them.
+ */
+static int verbs_ib_kneigh(struct verbs_link *v)
+{
+	struct sl_stack *s = v->stack;
+	struct sluice_ifinfo ii;
+	int ret;
+
+	if (!s->module_backed || !s->ifindex)
+		return -EOPNOTSUPP;
+	memset(&ii, 0, sizeof(ii));
+	ii.size = sizeof(ii);
+	ii.ifindex = s->ifindex;
+	ret = VB->ifinfo(&ii);
+	if (ret)
+		return ret;
+	if (!(ii.ib_flags & SLUICE_IB_IPOIB) || ii.ib_port != v->port)
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+int sluice_link_verbs(struct sluice_stack *st, const struct sluice_verbs_config *cfg)
+{
+	struct sl_stack *s = (struct sl_stack *)st;
+	struct sluice_verbs_config c = { 0 };
+	struct ibv_port_attr pa;
+	struct sl_ipoib_addr me;
+	struct verbs_link *v;
+	int ret;
+
+	if (s->link)
+		return -EBUSY;
+	if (cfg)
+		c = *cfg;
+	if (c.flags & ~SLUICE_VERBS_NO_MCAST || c.gid_index > 255)
+		return -EINVAL;
+	v = sl_verbs_alloc(s, c.rq_size, c.sq_size);
+	if (!v)
+		return -errno;
+	v->port = c.port ? c.port : 1;
+	v->pkey_index = c.pkey_index;
+	v->gid_index = c.gid_index;
+	if (c.qkey)
+		v->qkey = c.qkey;
+
+	v->ctx = sl_verbs_open_device(c.device);
+	if (!v->ctx) {
+		ret = -errno;
+		goto err_free;
+	}
+	ret = verbs_port_setup(v, &pa);
+	if (ret)
+		goto err_destroy;
+	if (v->ib) {
+		/* InfiniBand: neighbours and paths from the module, or nothing. */
+		ret = verbs_ib_kneigh(v);
+		if (ret)
+			goto err_destroy;
+		v->kneigh = true;
+	}
+	ret = sl_verbs_common_setup(v);
+	if (ret)
+		goto err_destroy;
+	ret = verbs_qp_create_plain(v);
+	if (ret)
+		goto err_destroy;
+	me.flags = 0;
+	me.qpn = v->qpn;
+	memcpy(me.gid, v->gid.raw, 16);
+	sl_ipoib_hw_encode(v->hw, &me);
+	if (!(c.flags & SLUICE_VERBS_NO_MCAST) && !v->kneigh)
+		verbs_mcast_join(v);
+	ret = sl_verbs_wait_set(v);
+	if (ret)
+		goto err_destroy;
+	v->link.mtu = v->ud_mtu;
+
+	ret = sl_lock(s);
+	if (ret)
+		goto err_destroy;
+	ret = sl_verbs_start(v);
+	sl_unlock(s);
+	if (ret)
+		goto err_return_bufs;
+	ret = VB->req_notify_cq(v->rcq, 0);
+	if (ret) {
+		ret = -ret;
+		goto err_return_bufs;
+	}
+	s->link = &v->link;
+	return 0;
+
+err_return_bufs:
+	sl_verbs_destroy(v);
+	sl_verbs_return_bufs(v);
+	goto err_free;
+err_destroy:
+	sl_verbs_destroy(v);
+err_free:
+	sl_verbs_free(v);
+	return ret;
+}
+
+static struct verbs_link *verbs_of(struct sl_stack *s)
+{
+	return s->link && s->link->ops == &sl_verbs_ops ? (struct verbs_link *)s->link : NULL;
+}
+
+int sluice_verbs_info(struct sluice_stack *st, struct sluice_verbs_info *info)
+{
+	struct verbs_link *v = verbs_of((struct sl_stack *)st);
+
+	if (!v)
+		return -ENODEV;
+	memset(info, 0, sizeof(*info));
+	memcpy(info->hwaddr, v->hw, SL_IPOIB_HWLEN);
+	info->qpn = v->qpn;
+	info->ib_mtu = v->ib_mtu;
+	info->ud_mtu = v->ud_mtu;
+	info->mcast = v->mcast;
+	info->mcast_err = v->mcast_err;
+	info->tx_post_err = v->tx_post_err;
+	info->tx_wc_err = v->tx_wc_err;
+	info->tx_timeout = v->tx_timeout;
+	info->rx_wc_err = v->rx_wc_err;
+	info->last_wc_status = v->last_wc_status;
+	info->tx_last_err = v->tx_last_err;
+	info->rx_post_err = v->rx_post_err;
+	info->rx_posted = v->rq_size - v->rx_nfree;
+	info->tx_last_err_len = v->tx_last_err_len;
+	info->tx_posts = v->tx_posts;
+	info->tx_wrs = v->tx_wrs;
+	info->rx_posts = v->rx_posts;
+	info->enhanced = v->enhanced;
+	info->flow_err = v->flow_err;
+	info->flow_last_err = v->flow_last_err;
+	for (uint32_t i = 0; v->flows && i < VERBS_FLOWS_MAX; i++)
+		info->flows += v->flows[i].flow != NULL;
+	return 0;
+}

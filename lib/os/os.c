@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The one door to the operating system (os.h says why): direct system
+ * calls, and libc's sigaction resolved once.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "os/os.h"
+
+ssize_t sl_sys_read(int fd, void *buf, size_t len)
+{
+	return syscall(SYS_read, fd, buf, len);
+}
+
+ssize_t sl_sys_write(int fd, const void *buf, size_t len)
+{
+	return syscall(SYS_write, fd, buf, len);
+}
+
+int sl_sys_close(int fd)
+{
+	return (int)syscall(SYS_close, fd);
+}
+
+int sl_sys_dup2(int oldfd, int newfd)
+{
+	/* dup3(2) refuses old == new; dup2(2) then only checks old. */
+	if (oldfd == newfd)
+		return sl_sys_fcntl(oldfd, F_GETFD, 0) < 0 ? -1 : newfd;
+	return (int)syscall(SYS_dup3, oldfd, newfd, 0);
+}
+
+int sl_sys_fcntl(int fd, int cmd, long arg)
+{
+	return (int)syscall(SYS_fcntl, fd, cmd, arg);
+}
+
+int sl_sys_ioctl(int fd, unsigned long req, void *arg)
+{
+	return (int)syscall(SYS_ioctl, fd, req, arg);
+}
+
+int sl_sys_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+	struct timespec ts = { timeout_ms / 1000, (timeout_ms % 1000) * 1000000L };
+
+	/* ppoll: the one poll every architecture has. */
+	return (int)syscall(SYS_ppoll, fds, n, timeout_ms < 0 ? NULL : &ts, NULL, 0);
+}
+
+int sl_sys_socket(int domain, int type, int protocol)
+{
+	return (int)syscall(SYS_socket, domain, type, protocol);
+}
+
+int sl_sys_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	return (int)syscall(SYS_setsockopt, fd, level, name, val, len);
+}
+
+ssize_t sl_sys_send(int fd, const void *buf, size_t len, int flags)
+{
+	return syscall(SYS_sendto, fd, buf, len, flags, NULL, 0);
+}
+
+int sl_sys_epoll_create1(int flags)
+{
+	return (int)syscall(SYS_epoll_create1, flags);
+}
+
+int sl_sys_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	return (int)syscall(SYS_epoll_ctl, epfd, op, fd, ev);
+}
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+
+int sl_sys_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	static _Atomic(sigaction_fn) real;
+	sigaction_fn fn = atomic_load_explicit(&real, memory_order_acquire);
+
+	/* The next definition after ours (libc's), never the preload's.
+	 * Racing first calls resolve the same pointer. */
+	if (!fn) {
+		fn = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
+		if (!fn) {
+			errno = ENOSYS;
+			return -1;
+		}
+		atomic_store_explicit(&real, fn, memory_order_release);
+	}
+	return fn(sig, act, old);
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * os/: the library's one door to the operating system.
+ *
+ * libsluice-preload.so interposes close, read, write, ioctl, poll, fcntl,
+ * socket and the rest of the BSD sockets API (preload/preload.map).  The
+ * stack's own calls must never enter those wrappers: its descriptors
+ * (region, TAP device, rings, epoll sets) are not the application's, and a
+ * wrapper would look them up in the socket table meant for the program.
+ * So every such call the library makes goes through here, where it is a
+ * direct system call (syscall(2)) or, for sigaction(2), libc's own entry
+ * point resolved once with dlsym(RTLD_NEXT): names the preload exports can
+ * never capture them.  tests/host/test_layers.sh checks with nm(1) that no
+ * object outside os/ and preload/ refers to an interposed name.
+ *
+ * Each call has libc's contract (the result, or -1 with errno set), so a
+ * caller reads as it would with the libc call of the same name; none of
+ * them is a cancellation point.
+ */
+#ifndef SLUICE_OS_H
+#define SLUICE_OS_H
+
+#include <poll.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+ssize_t sl_sys_read(int fd, void *buf, size_t len);
+ssize_t sl_sys_write(int fd, const void *buf, size_t len);
+int sl_sys_close(int fd);
+/* dup2(2): newfd is closed first if open; old == new checks old. */
+int sl_sys_dup2(int oldfd, int newfd);
+/* fcntl(2) for the commands that take an int or nothing (F_GETFL,
+ * F_SETFL, F_GETFD, F_SETFD, F_DUPFD_CLOEXEC). */
+int sl_sys_fcntl(int fd, int cmd, long arg);
+int sl_sys_ioctl(int fd, unsigned long req, void *arg);
+/* poll(2), timeout in milliseconds, negative: no timeout. */
+int sl_sys_poll(struct pollfd *fds, nfds_t n, int timeout_ms);
+int sl_sys_socket(int domain, int type, int protocol);
+int sl_sys_setsockopt(int fd, int level, int name, const void *val, socklen_t len);
+ssize_t sl_sys_send(int fd, const void *buf, size_t len, int flags);
+int sl_sys_epoll_create1(int flags);
+int sl_sys_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
+/* sigaction(2) through libc's own entry point (it supplies the restorer). */
+int sl_sys_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+#endif /* SLUICE_OS_H */

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Module filters for a kring stack's ports.  A socket that takes a local
+ * port on the device (bind, listen, connect, the implicit bind of a UDP
+ * send) adds a 3-tuple filter with SLUICE_IOC_FILTER_ADD: the module then
+ * steers that port's packets to the stack and reserves the port in the
+ * kernel, so kernel sockets and Sluice sockets never share one.  Ephemeral
+ * ports are the kernel's pick (lport 0), for the same reason.
+ *
+ * One filter per (protocol, local address, port).  The socket that added
+ * it holds it (SL_SF_FILTER, filter_id, filter_laddr in its shared slot);
+ * others on the same port (a listener's children, SO_REUSEADDR siblings)
+ * share it.  When the holder lets the port go, the filter passes to
+ * another socket still on the port, else it is deleted, by whichever
+ * process that is: filter ids belong to the stack, not to a process.
+ * Loopback addresses need no filter.  Runs under the stack lock.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "os/os.h"
+#include "proto/proto.h"
+
+/* Ephemeral picks the kernel may hand us that the stack already uses for
+ * a loopback socket before we give up. */
+#define EPHEMERAL_TRIES	16
+
+int (*sl_filter_ioctl)(int fd, unsigned long req, void *arg);
+
+/* The module's FILTER_ADD / _DEL: 0 or -1 with errno, as ioctl(2). */
+static int filter_ioctl(struct sl_stack *s, unsigned long req, struct sluice_filter *f)
+{
+	return sl_filter_ioctl ? sl_filter_ioctl(s->region_fd, req, f) :
+				 sl_sys_ioctl(s->region_fd, req, f);
+}
+
+static uint8_t proto_of(const struct sl_sock *so)
+{
+	return so->type == SL_SOCK_TCP ? IPPROTO_TCP : IPPROTO_UDP;
+}
+
+static bool is_loopback(uint32_t addr)
+{
+	return (ntohl(addr) >> 24) == 127;
+}
+
+static int filter_add(struct sl_stack *s, uint8_t proto, uint32_t laddr, uint16_t *lport,
+		      uint32_t *id)
+{
+	struct sluice_filter f;
+
+	memset(&f, 0, sizeof(f));
+	f.size = sizeof(f);
+	f.protocol = proto;
+	f.laddr = laddr;
+	f.lport = *lport;
+	if (filter_ioctl(s, SLUICE_IOC_FILTER_ADD, &f)) {
+		int err = errno;
+
+		sl_count(s, SL_C_filter_err);
+		/* The stack has this filter already: the port is taken. */
+		return err == EEXIST ? -EADDRINUSE : -err;
+	}
+	/* Only what we asked for, or a real pick when we asked for one. */
+	if (!f.lport || (*lport && f.lport != *lport)) {
+		struct sluice_filter d = { .size = sizeof(d), .id = f.id };
+
+		filter_ioctl(s, SLUICE_IOC_FILTER_DEL, &d);
+		sl_count(s, SL_C_filter_err);
+		return -EPROTO;
+	}
+	sl_count(s, SL_C_filter_add);
+	*lport = f.lport;
+	*id = f.id;
+	if (s->link && s->link->ops->filter_add)
+		s->link->ops->filter_add(s->link, s, &f);
+	return 0;
+}
+
+static void filter_del(struct sl_stack *s, uint32_t id)
+{
+	struct sluice_filter f;
+
+	if (s->link && s->link->ops->filter_del)
+		s->link->ops->filter_del(s->link, s, id);
+	memset(&f, 0, sizeof(f));
+	f.size = sizeof(f);
+	f.id = id;
+	/* -ENOENT: gone with the device already; nothing more to do. */
+	if (filter_ioctl(s, SLUICE_IOC_FILTER_DEL, &f))
+		sl_count(s, SL_C_filter_err);
+	else
+		sl_count(s, SL_C_filter_del);
+}
+
+/* The socket holding a filter that covers (type, laddr, lport), if any. */
+static struct sl_sock *filter_holder(struct sl_stack *s, uint8_t type, uint32_t laddr,
+				     uint16_t lport)
+{
+	uint32_t guard = 0;
+
+	for (uint32_t i = sl_sock_port_head(s, lport);
+	     sl_sock_next(s, i, &guard);) {
+		struct sl_sock *o = sl_sock(s, i);
+
+		i = o->port_next;
+		if (o->type == type && o->lport == lport && (o->flags & SL_SF_FILTER) &&
+		    (!o->filter_laddr || o->filter_laddr == laddr))
+			return o;
+	}
+	return NULL;
+}
+
+static void hold(struct sl_sock *so, uint32_t id, uint32_t laddr)
+{
+	so->flags |= SL_SF_FILTER;
+	so->filter_id = id;
+	so->filter_laddr = laddr;
+}
+
+int sl_filter_take(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t *lport)
+{
+	uint32_t id, flt_laddr = laddr == INADDR_BROADCAST ? 0 : laddr;
+	uint16_t p;
+	int ret;
+
+	if (!s->filters || !s->module_backed || is_loopback(laddr))
+		return 0;
+	if (*lport) {
+		if (filter_holder(s, so->type, flt_laddr, *lport))
+			return 0;	/* shared: the stack's rules allowed it */
+		ret = filter_add(s, proto_of(so), flt_laddr, lport, &id);
+		if (!ret)
+			hold(so, id, flt_laddr);
+		return ret;
+	}
+	for (int i = 0; i < EPHEMERAL_TRIES; i++) {
+		p = 0;
+		ret = filter_add(s, proto_of(so), flt_laddr, &p, &id);
+		if (ret)
+			return ret;
+		/* Free in the kernel; in the stack only a loopback socket
+		 * (which has no filter) could have it. */
+		if (sl_sock_port_free(s, so, laddr, p)) {
+			hold(so, id, flt_laddr);
+			*lport = p;
+			return 0;
+		}
+		filter_del(s, id);
+	}
+	return -EADDRINUSE;
+}
+
+void sl_filter_release(struct sl_stack *s, struct sl_sock *so)
+{
+	unsigned int guard = 0;
+
+	if (!(so->flags & SL_SF_FILTER))
+		return;
+	so->flags &= ~SL_SF_FILTER;
+	/* Another socket still on the port (so is unhashed already) takes
+	 * the filter over: a listener closed under its children, say. */
+	for (uint32_t i = sl_sock_port_head(s, so->lport);
+	     sl_sock_next(s, i, &guard);) {
+		struct sl_sock *o = sl_sock(s, i);
+
+		i = o->port_next;
+		if (o != so && o->type == so->type && o->lport == so->lport &&
+		    !(o->flags & SL_SF_FILTER) &&
+		    (!so->filter_laddr || o->laddr == so->filter_laddr)) {
+			hold(o, so->filter_id, so->filter_laddr);
+			return;
+		}
+	}
+	if (s->module_backed)
+		filter_del(s, so->filter_id);
+}

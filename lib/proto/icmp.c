@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * ICMP (RFC 792, RFC 1122 3.2.2): echo replies, destination-unreachable
+ * handling for TCP and UDP, and sending port/protocol unreachable.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "proto/proto.h"
+
+/* Map an unreachable code to the errno a socket reports (RFC 1122 4.2.3.9). */
+static int unreach_errno(uint8_t code)
+{
+	switch (code) {
+	case ICMP_UNREACH_NET_:
+		return ENETUNREACH;
+	case ICMP_UNREACH_PROTO_:
+		return ENOPROTOOPT;
+	case ICMP_UNREACH_PORT_:
+		return ECONNREFUSED;
+	case ICMP_UNREACH_NEEDFRAG_:
+		return EMSGSIZE;
+	default:
+		return EHOSTUNREACH;
+	}
+}
+
+void sl_icmp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+	struct sl_icmp *ic = (struct sl_icmp *)((uint8_t *)ip + hlen);
+	/* Read once: sl_ip_input() checked its own read against hlen; one
+	 * below it now would wrap len to ~4 GiB for the checksum and move. */
+	unsigned int blen = SL_ONCE(b->len), len = blen - hlen;
+	uint32_t tmp;
+
+	sl_count(s, SL_C_icmp_rx);
+	if (blen < hlen + sizeof(*ic) || sl_csum_fold(sl_csum_add(0, ic, len)) != 0) {
+		sl_count(s, SL_C_icmp_rx_bad);
+		goto drop;
+	}
+	switch (ic->type) {
+	case ICMP_ECHO_:
+		/* RFC 1122 3.2.2.6: not for broadcast requests. */
+		if (ip->daddr == INADDR_BROADCAST || !sl_ip_is_local(s, ip->daddr))
+			goto drop;
+		/* Answer in place: swap addresses, drop options, new checksums. */
+		tmp = ip->saddr;
+		if (hlen != sizeof(*ip)) {
+			memmove((uint8_t *)ip + sizeof(*ip), ic, len);
+			ic = (struct sl_icmp *)((uint8_t *)ip + sizeof(*ip));
+			ip->ver_ihl = 0x45;
+			b->len = sizeof(*ip) + len;
+		}
+		ic->type = ICMP_ECHOREPLY_;
+		ic->csum = 0;
+		ic->csum = sl_csum_fold(sl_csum_add(0, ic, len));
+		sl_ip_build(s, idx, IPPROTO_ICMP_, ip->daddr, tmp, len);
+		sl_count(s, SL_C_icmp_echo_replied);
+		sl_ip_output(s, idx, false);
+		return;
+	case ICMP_UNREACH_: {
+		const struct sl_ip *q = (const struct sl_ip *)(ic + 1);
+		unsigned int qlen = len - sizeof(*ic), qhl;
+
+		sl_count(s, SL_C_icmp_unreach_rx);
+		/* The quoted header plus the first 8 bytes of its payload. */
+		if (qlen < sizeof(*q) || (q->ver_ihl >> 4) != 4)
+			goto bad;
+		qhl = (q->ver_ihl & 0xf) * 4;
+		if (qhl < sizeof(*q) || qlen < qhl + 8 || !sl_ip_is_local(s, q->saddr))
+			goto bad;
+		if (q->proto == IPPROTO_TCP_)
+			sl_tcp_icmp_error(s, q, unreach_errno(ic->code));
+		else if (q->proto == IPPROTO_UDP_)
+			sl_udp_icmp_error(s, q, unreach_errno(ic->code));
+		goto drop;
+	}
+	default:
+		goto drop;
+	}
+bad:
+	sl_count(s, SL_C_icmp_rx_bad);
+drop:
+	sl_buf_free(s, idx);
+}
+
+void sl_icmp_send_unreach(struct sl_stack *s, uint32_t orig_idx, uint8_t code)
+{
+	const struct sl_ip *oip = (const struct sl_ip *)sl_buf_data(s, orig_idx);
+	unsigned int ohl = (oip->ver_ihl & 0xf) * 4, qlen, len;
+	struct sl_icmp *ic;
+	uint32_t idx;
+
+	/* RFC 1122 3.2.2: never about ICMP errors or broadcasts. */
+	if (oip->proto == IPPROTO_ICMP_ || oip->daddr == INADDR_BROADCAST ||
+	    !sl_ip_is_local(s, oip->daddr))
+		return;
+	qlen = sl_buf(s, orig_idx)->len;
+	if (qlen > ohl + 8)
+		qlen = ohl + 8;
+	idx = sl_buf_alloc(s);
+	if (idx == SLUICE_IDX_NONE)
+		return;
+	ic = (struct sl_icmp *)(sl_buf_data(s, idx) + sizeof(struct sl_ip));
+	memset(ic, 0, sizeof(*ic));
+	ic->type = ICMP_UNREACH_;
+	ic->code = code;
+	memcpy(ic + 1, oip, qlen);
+	len = sizeof(*ic) + qlen;
+	ic->csum = sl_csum_fold(sl_csum_add(0, ic, len));
+	sl_ip_build(s, idx, IPPROTO_ICMP_, oip->daddr, oip->saddr, len);
+	sl_count(s, SL_C_icmp_unreach_tx);
+	sl_ip_output(s, idx, false);
+}

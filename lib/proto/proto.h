@@ -1,0 +1,406 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * proto/: sockets in the region's socket table, the 4-tuple hash, the
+ * timer wheel, IPv4, ICMP, UDP, the module's port filters, and (in tcp/,
+ * whose header this one includes) TCP: the protocol entry points the run
+ * loop, the links and the native API call.  Everything here runs with the
+ * stack lock held and never waits.
+ */
+#ifndef SLUICE_PROTO_H
+#define SLUICE_PROTO_H
+
+#include "core/core.h"
+#include "proto/tcp/tcp.h"
+
+/* sl_sock.type */
+#define SL_SOCK_FREE	0
+#define SL_SOCK_UDP	1
+#define SL_SOCK_TCP	2
+
+/* sl_sock.flags */
+#define SL_SF_BOUND		0x0001
+#define SL_SF_CONNECTED		0x0002	/* UDP: has a default peer */
+#define SL_SF_REUSEADDR		0x0004
+#define SL_SF_BROADCAST		0x0008
+#define SL_SF_NONBLOCK		0x0010
+#define SL_SF_SHUT_RD		0x0020
+#define SL_SF_SHUT_WR		0x0040
+#define SL_SF_HASHED		0x0080	/* on a hash chain */
+#define SL_SF_NODELAY		0x0100
+#define SL_SF_KEEPALIVE		0x0200
+#define SL_SF_ORPHAN		0x0400	/* closed by the user, finishing */
+#define SL_SF_FILTER		0x0800	/* holds module filter filter_id */
+#define SL_SF_REUSEPORT		0x1000	/* SO_REUSEPORT: shares its port with a group */
+#define SL_SF_LINGER		0x2000	/* SO_LINGER on, for linger_s seconds */
+#define SL_SF_AUTOBIND		0x4000	/* port picked by connect(): shared by 4-tuple */
+
+/* Readiness, as poll(2) bits. */
+#define SL_EV_IN	0x001
+#define SL_EV_OUT	0x004
+#define SL_EV_ERR	0x008
+#define SL_EV_HUP	0x010
+#define SL_EV_RDHUP	0x2000
+
+/*
+ * One socket slot.  Common part first; the protocol part is a union so a
+ * slot has one fixed size (sluice_region.sock_size).
+ */
+/* IPv4 multicast groups a UDP socket joined (IP_ADD_MEMBERSHIP), network
+ * order; Linux allows 20 a socket (igmp_max_memberships), Sluice 8. */
+#define SL_UDP_MC_MAX	8
+struct sl_udp_sock {
+	uint32_t mc_n;
+	uint32_t mc_group[SL_UDP_MC_MAX];
+	/* Sending to groups (ip(7)): IP_MULTICAST_TTL + 1 once set (0: the
+	 * default TTL, 1), IP_MULTICAST_LOOP off, IP_MULTICAST_IF set to the
+	 * stack's address. */
+	uint16_t mc_ttl;
+	uint8_t mc_noloop, mc_if;
+};
+
+struct sl_sock {
+	/*
+	 * What the module reads (uapi struct sluice_sock_kpoll, at offset 0
+	 * of every slot): the readiness published for socket fds (events),
+	 * the generation (gen, bumped on every allocation: the one copy),
+	 * whether a socket fd's poller is armed, and the module's kstate.
+	 */
+	struct sluice_sock_kpoll kp;
+	uint8_t type;			/* SL_SOCK_* */
+	uint8_t state;			/* TCP: SL_TCP_* ; UDP: 0 */
+	uint16_t flags;			/* SL_SF_* */
+	uint32_t idx;			/* own index */
+	uint32_t next_idx;		/* free list, accept queue, ... */
+	uint32_t hash_next;		/* 4-tuple / bound hash chain */
+	uint32_t parent_idx;		/* TCP child: its listener */
+	uint32_t laddr, raddr;		/* network order */
+	uint16_t lport, rport;		/* network order */
+	int32_t error;			/* pending error, positive errno (SO_ERROR) */
+
+	/* Received data or datagrams: a chain of buffers. */
+	uint32_t rxq_head, rxq_tail;
+	uint32_t rxq_bytes;		/* payload bytes queued */
+	uint32_t rxq_count;		/* buffers queued */
+	uint32_t rcvbuf, sndbuf;	/* limits in bytes (SO_RCVBUF/SO_SNDBUF) */
+
+	/* Timer wheel linkage: one deadline a socket (its poll_at). */
+	uint32_t wheel_next, wheel_prev;
+	uint64_t wheel_due_ms;		/* 0: not on the wheel */
+
+	uint32_t wake_seq;		/* bumped on every readiness change */
+	uint32_t owner_pid;		/* process that created it */
+	uint32_t port_next;		/* local-port hash chain */
+	/* Local address of the module filter this socket holds (with
+	 * SL_SF_FILTER; what was padding). */
+	uint32_t filter_laddr;
+
+	/* Per-socket counters. */
+	uint64_t rx_pkts, tx_pkts, rx_bytes, tx_bytes;
+	uint32_t retransmits;		/* TCP segments sent again */
+	/* The module filter (SLUICE_IOC_FILTER_ADD id) for this socket's
+	 * local port, with SL_SF_FILTER: whichever process frees the port
+	 * deletes it (filter.c).  Sockets sharing the port share the filter;
+	 * one of them holds it. */
+	uint32_t filter_id;
+	/*
+	 * Buffers lent to a caller copying without the lock (tcp.c,
+	 * "lending"): received data taken off the receive queue, and send
+	 * buffers being filled before they join the send queue.  The chain's
+	 * first buffer carries the borrower's pid in ts_us, so a borrower that
+	 * dies leaks nothing: the next borrower or sl_sock_free() takes the
+	 * chain back.
+	 */
+	uint32_t rx_lent_idx, rx_lent_bytes, rx_lent_count;
+	uint32_t tx_lent_idx, tx_lent_bytes;
+	uint32_t linger_s;		/* SO_LINGER time, with SL_SF_LINGER */
+	/* Socket fds (sockfd.c): rx_bytes (a listener: wake_seq) when the
+	 * events were last published, so new data or a new connection wakes
+	 * an edge-triggered poller even if EPOLLIN was up. */
+	uint32_t kp_rx_mark;
+
+	union {
+		struct sl_tcp_sock tcp;
+		struct sl_udp_sock udp;
+		uint8_t proto_space[SL_SOCK_PROTO_SPACE];
+	};
+};
+
+_Static_assert(offsetof(struct sl_sock, kp) == 0, "the module's part opens the slot");
+_Static_assert(sizeof(struct sl_udp_sock) <= SL_SOCK_PROTO_SPACE, "UDP state fits the slot");
+_Static_assert(sizeof(struct sl_tcp_sock) <= SL_SOCK_PROTO_SPACE,
+	       "TCP state fits the socket slot");
+/* Issue 3's target: at most 1 KiB of shared state per idle connection. */
+_Static_assert(sizeof(struct sl_sock) <= SL_SOCK_SIZE && SL_SOCK_SIZE <= 1024,
+	       "a socket slot is at most 1 KiB, and the socket fits its slot");
+
+/* Socket idx's slot; idx must be < max_sockets (else the stack is corrupt
+ * and this is a process-local sink: see sl_buf()). */
+struct sl_sock *sl_sock_bad(const struct sl_stack *s, uint32_t idx);
+static inline struct sl_sock *sl_sock(const struct sl_stack *s, uint32_t idx)
+{
+	if (__builtin_expect(idx >= s->max_sockets, 0))
+		return sl_sock_bad(s, idx);
+	return (struct sl_sock *)(s->socks + (uint64_t)idx * s->sock_size);
+}
+
+
+
+/* Out of line: mark the stack corrupt for so; false. */
+bool sl_sock_insane(struct sl_stack *s, struct sl_sock *so);
+
+/* An index into a pool of n, or SLUICE_IDX_NONE: bad if 1.  (NONE + 1
+ * wraps to 0; every valid x has x + 1 <= n.)  Branch-free, to be or-ed. */
+static inline unsigned int sl_idx_bad(uint32_t x, uint32_t n)
+{
+	return x + 1 > n;
+}
+
+/*
+ * Are so's links, queue heads and sizes possible (lock held, before a
+ * timer runs on it: nobody called for it)?  Its own idx names its slot (it is handed out and linked
+ * into chains), error is an errno (handed back negated), a TCP segment
+ * (mss after SL_TCP_DATA_OFF) fits a buffer, window scales are shift
+ * counts.  If not, marks the stack corrupt: false.  One branch.
+ */
+static inline bool sl_sock_sane(struct sl_stack *s, struct sl_sock *so)
+{
+	const struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t nb = s->n_bufs, ns = s->max_sockets;
+	unsigned int bad;
+
+	bad = so->idx >= ns || sl_sock(s, so->idx) != so;
+	bad |= so->type > SL_SOCK_TCP;
+	bad |= (uint32_t)so->error > 4095;
+	bad |= sl_idx_bad(so->rxq_head, nb) | sl_idx_bad(so->rxq_tail, nb);
+	bad |= sl_idx_bad(so->parent_idx, ns) | sl_idx_bad(so->next_idx, ns);
+	bad |= sl_idx_bad(so->hash_next, ns) | sl_idx_bad(so->port_next, ns);
+	bad |= sl_idx_bad(so->wheel_next, ns) | sl_idx_bad(so->wheel_prev, ns);
+	if (so->type == SL_SOCK_TCP) {
+		bad |= so->state > SL_TCP_TIME_WAIT;
+		bad |= tp->mss > SL_TCP_BUF_PAYLOAD(s);
+		bad |= tp->snd_wscale > SL_TCP_WSCALE_MAX;
+		bad |= tp->rcv_wscale > SL_TCP_WSCALE_MAX;
+		bad |= (uint32_t)tp->soft_err > 4095;
+		bad |= sl_idx_bad(tp->sndq_head, nb) | sl_idx_bad(tp->sndq_tail, nb);
+		bad |= sl_idx_bad(tp->sndq_hint, nb) | sl_idx_bad(tp->ooo_head, nb);
+		bad |= sl_idx_bad(tp->acc_head, ns) | sl_idx_bad(tp->acc_tail, ns);
+	}
+	if (__builtin_expect(bad, 0))
+		return sl_sock_insane(s, so);
+	return true;
+}
+
+/*
+ * The cheap part of sl_sock_sane(), for every call on a socket (api.c):
+ * its own idx names its slot (it is handed out as the descriptor and
+ * linked into chains).  Its queues and links are checked where they are
+ * followed (sl_buf_some(), sl_buf_next(), ...).
+ */
+static inline bool sl_sock_ok(struct sl_stack *s, struct sl_sock *so)
+{
+	if (__builtin_expect(so->idx < s->max_sockets &&
+			     so == (struct sl_sock *)(s->socks + (uint64_t)so->idx * s->sock_size), 1))
+		return true;
+	return sl_sock_insane(s, so);
+}
+
+/* so's pending error (SO_ERROR), a positive errno; one that is not
+ * marks the stack corrupt and reads as ENOTRECOVERABLE. */
+static inline int sl_sock_error(struct sl_stack *s, struct sl_sock *so)
+{
+	int e = so->error;
+
+	if (__builtin_expect((uint32_t)e > 4095, 0)) {
+		sl_sock_insane(s, so);
+		return -sl_broken_err(s);
+	}
+	return e;
+}
+
+/* A window scale read from the socket (a shift count): at most 14
+ * (RFC 7323 2.3), or the stack is corrupt and it reads as 0. */
+static inline unsigned int sl_tcp_ws(struct sl_stack *s, uint8_t ws)
+{
+	if (__builtin_expect(ws > SL_TCP_WSCALE_MAX, 0)) {
+		sl_corrupt(s, SL_C_corrupt_sock_state, ws);
+		return 0;
+	}
+	return ws;
+}
+
+/* TCP entry points: tcp.h. */
+
+/* UDP (udp.c) */
+ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,
+		      int flags, uint32_t daddr, uint16_t dport);
+ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_t len,
+			int flags, uint32_t *saddr, uint16_t *sport);
+uint32_t sl_udp_poll(struct sl_stack *s, struct sl_sock *so);
+/* IP_ADD_MEMBERSHIP / IP_DROP_MEMBERSHIP (udp.c); 0 or -errno. */
+int sl_udp_mc_join(struct sl_stack *s, struct sl_sock *so, uint32_t group, uint32_t ifaddr);
+/* IP_MULTICAST_TTL, IP_MULTICAST_LOOP, IP_MULTICAST_IF (udp.c): as Linux
+ * takes and gives them; a TCP socket keeps none (ip(7): they act on
+ * datagrams). */
+/* A struct ip_mreqn, ip_mreq or (IP_MULTICAST_IF) in_addr option value of
+ * at least min bytes, as an ip_mreqn (udp.c). */
+struct ip_mreqn;
+int sl_ip_mreqn(const void *val, unsigned int len, unsigned int min, struct ip_mreqn *mr);
+int sl_udp_mc_setopt(struct sl_stack *s, struct sl_sock *so, int name, const void *val,
+		     unsigned int len);
+int sl_udp_mc_getopt(struct sl_stack *s, const struct sl_sock *so, int name, void *val,
+		     unsigned int *len);
+int sl_udp_mc_drop(struct sl_stack *s, struct sl_sock *so, uint32_t group, uint32_t ifaddr);
+void sl_udp_mc_leave_all(struct sl_stack *s, struct sl_sock *so);
+bool sl_udp_mc_member(const struct sl_sock *so, uint32_t group);
+
+/* sock.c: table, hash, ports (callers hold the lock) */
+/* A new region's socket table: every slot free (sl_region_create()). */
+void sl_sock_table_init(struct sl_stack *s);
+struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type);	/* NULL: -ENFILE */
+void sl_sock_free(struct sl_stack *s, struct sl_sock *so);
+void sl_sock_hash(struct sl_stack *s, struct sl_sock *so);
+void sl_sock_unhash(struct sl_stack *s, struct sl_sock *so);
+/*
+ * Find the socket for a received packet: an exact 4-tuple match first, then
+ * one connected to the peer but bound to INADDR_ANY, then a socket bound to
+ * (laddr or INADDR_ANY, lport) with no peer.
+ */
+struct sl_sock *sl_sock_lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
+			       uint16_t lport, uint32_t raddr, uint16_t rport);
+/* Bind checks: -EADDRINUSE per the SO_REUSEADDR rules; lport 0 picks an
+ * ephemeral port.  On success sets laddr/lport and SL_SF_BOUND and hashes. */
+int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport);
+/* Would (laddr, lport) be free for so under the stack's bind rules? */
+bool sl_sock_port_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport);
+/* connect() on an unbound TCP socket of a stack without filters: an
+ * ephemeral port whose 4-tuple with (raddr, rport) no socket has, shared
+ * with other connect()s' connections as Linux's __inet_hash_connect() does.
+ * laddr is the source address the connection will use.  On success sets
+ * laddr/lport, SL_SF_BOUND and SL_SF_AUTOBIND and hashes; -EADDRNOTAVAIL
+ * when no port is left. */
+int sl_sock_bind_connect(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint32_t raddr,
+			 uint16_t rport, uint64_t now_us);
+/* First socket on lport's chain of the local-port hash (port_next links). */
+uint32_t sl_sock_port_head(struct sl_stack *s, uint16_t lport);
+/* Readiness changed: wake sleepers (and, for a socket with a socket fd,
+ * note it: its events are published at unlock, sockfd.c). */
+void sl_sock_wake(struct sl_stack *s, struct sl_sock *so);
+/*
+ * Lock held: if so has a socket fd (kstate set by the module), publish
+ * its readiness at unlock.  Called for every readiness change and by
+ * every user call on a socket (which may lower its readiness: data
+ * read, send space used).  A socket without one costs one load.
+ */
+void sl_kp_note_slow(struct sl_stack *s, struct sl_sock *so);
+static inline void sl_kp_note(struct sl_stack *s, struct sl_sock *so)
+{
+	if (__builtin_expect(so->kp.kstate != SLUICE_KSOCK_NONE, 0) && s->module_backed)
+		sl_kp_note_slow(s, so);
+}
+/* Readiness (SL_EV_* = poll bits) of a socket now; lock held. */
+uint32_t sl_sock_events(struct sl_stack *s, struct sl_sock *so);
+/*
+ * Socket fds (sockfd.c).  Publish so's readiness for its socket fds now
+ * (after SOCK_FD made one) and note it for a wake at unlock if armed.
+ */
+void sl_kp_publish(struct sl_stack *s, struct sl_sock *so);
+/*
+ * The module released socket sd of generation gen (its last socket fd
+ * closed): close it as close() would, if not done already.  Lock held.
+ * Returns whether this call closed it.
+ */
+bool sl_ksock_close_released(struct sl_stack *s, uint32_t sd, uint32_t gen);
+/* Close every released socket if ksock_released moved; lock held. */
+void sl_ksock_reap(struct sl_stack *s);
+/* Lock held: publish the readiness sl_sock_wake() noted (run/ calls it
+ * at the end of a turn). */
+void sl_kp_publish_noted(struct sl_stack *s);
+/*
+ * The slots whose pollers were armed, for one SOCK_WAKE after the unlock.
+ * Per thread, not in the stack handle: another thread of this process may
+ * take the lock, and write the handle, as soon as we let go.  Initial-exec
+ * TLS: no __tls_get_addr call on the unlock path.
+ */
+struct sl_kp_wakes {
+	struct sl_stack *s;
+	unsigned int n;
+	uint32_t idx[SL_KP_WAKES];
+};
+extern __thread struct sl_kp_wakes sl_kp_w __attribute__((tls_model("initial-exec")));
+/* After the unlock, if sl_kp_w.n: the one SOCK_WAKE. */
+void sl_kp_wake_flush(void);
+/* Tests stand in for the module's SOCK_WAKE here (NULL: ioctl(2)). */
+extern int (*sl_sockfd_ioctl)(int fd, unsigned long req, void *arg);
+/* Append buffer idx to the receive queue. */
+void sl_sock_rxq_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint32_t bytes);
+
+/* timer.c: the wheel (1 ms ticks, SLUICE_WHEEL_SLOTS slots, longer
+ * deadlines go round again).  sl_timer_set() never moves an entry later:
+ * a socket may be called before its deadline and must re-arm itself. */
+void sl_timer_set(struct sl_stack *s, struct sl_sock *so, uint64_t due_ms);
+void sl_timer_cancel(struct sl_stack *s, struct sl_sock *so);
+/* Fire every deadline up to now; returns how many fired. */
+int sl_timer_run(struct sl_stack *s, uint64_t now_us);
+/* The stack's clock changed (tests): move the wheel to now_ms, keeping
+ * every pending deadline the same distance ahead. */
+void sl_timer_rebase(struct sl_stack *s, uint64_t now_ms);
+
+/* Loopback packets one unlock delivers at most (see sl_unlock()). */
+#define SL_LO_BUDGET	4096
+
+/*
+ * Deliver packets queued for the stack's own addresses, at most *budget of
+ * them (counted down); lock held.  Returns true if some are left: they wait
+ * for the next holder (sl_unlock() and sluice_stack_poll() go on), so no
+ * loop of packets begetting packets can keep one process in the stack.
+ */
+bool sl_stack_drain_loopback(struct sl_stack *s, unsigned int *budget);
+
+/* ip.c */
+void sl_ip_input(struct sl_stack *s, uint32_t idx);
+/* Send the IPv4 packet in idx (header filled except id/csum/ttl when
+ * fill_hdr); consumes idx unless keep is set. */
+int sl_ip_output(struct sl_stack *s, uint32_t idx, bool keep);
+/* Queue packet first (a chained segment ending with last, or first again)
+ * for delivery inside the stack. */
+void sl_ip_loopback(struct sl_stack *s, uint32_t first, uint32_t last);
+/* Queue the one-buffer packet idx (SL_BUF_LOCAL) for delivery inside the
+ * stack. */
+void sl_ip_loopback_one(struct sl_stack *s, uint32_t idx);
+/* Copy packet idx (from its off, len bytes) into a fresh buffer; returns
+ * it, or SLUICE_IDX_NONE. */
+uint32_t sl_pkt_copy(struct sl_stack *s, uint32_t idx);
+/* Set the TTL of the IPv4 packet in idx (sl_ip_build() gave it 64). */
+void sl_ip_set_ttl(struct sl_stack *s, uint32_t idx, uint8_t ttl);
+/* A packet waiting for its neighbour: keep a copy of idx in *hold, the
+ * packet held before dropped and counted (one a neighbour, as Linux's
+ * default queue of one). */
+void sl_pkt_hold(struct sl_stack *s, uint32_t *hold, uint32_t idx);
+/* Free a received packet, all of a chained segment's buffers. */
+void sl_pkt_free(struct sl_stack *s, uint32_t idx);
+/* Fill an IPv4 header at the front of buffer idx, whose data already holds
+ * the transport header and payload at off + 20. */
+void sl_ip_build(struct sl_stack *s, uint32_t idx, uint8_t proto, uint32_t saddr,
+		 uint32_t daddr, uint16_t payload_len);
+bool sl_ip_is_local(const struct sl_stack *s, uint32_t addr);
+
+/* icmp.c */
+void sl_icmp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen);
+void sl_icmp_send_unreach(struct sl_stack *s, uint32_t orig_idx, uint8_t code);
+
+/* udp.c */
+void sl_udp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen);
+/* An ICMP error quoted this UDP header; err is a positive errno.  (TCP's
+ * input and ICMP entry points are in tcp.h.) */
+void sl_udp_icmp_error(struct sl_stack *s, const struct sl_ip *quoted, int err);
+
+/* filter.c: module filters for the ports of a kring stack (lock held).
+ * Take: so is about to hold (laddr, *lport); *lport 0 asks the kernel for
+ * an ephemeral port.  0 or -errno (-EADDRINUSE, -EACCES, ...).
+ * Release: so no longer holds its port (unhashed for good). */
+int sl_filter_take(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t *lport);
+void sl_filter_release(struct sl_stack *s, struct sl_sock *so);
+/* Tests stand in for the module's filter ioctls here (NULL: ioctl(2)). */
+extern int (*sl_filter_ioctl)(int fd, unsigned long req, void *arg);
+
+#endif /* SLUICE_PROTO_H */

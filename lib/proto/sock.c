@@ -1,0 +1,467 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The socket table: allocation, the two hashes (by 4-tuple for delivery,
+ * by local port for bind conflicts), lookup, binding and wakeups.  All of
+ * it runs under the stack lock.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "proto/proto.h"
+
+static uint32_t *tuple_bucket(struct sl_stack *s, uint32_t laddr, uint16_t lport,
+			      uint32_t raddr, uint16_t rport)
+{
+	uint32_t h = laddr * 0x9e3779b1u;
+
+	h ^= raddr * 0x85ebca6bu;
+	h ^= ((uint32_t)lport << 16 | rport) * 0xc2b2ae35u;
+	h ^= h >> 15;
+	return s->hash + (h & (s->hash_buckets - 1));
+}
+
+static uint32_t *port_bucket(struct sl_stack *s, uint16_t lport)
+{
+	uint32_t h = lport * 0x9e3779b1u;
+
+	return s->hash + s->hash_buckets +
+	       ((h >> 16) & (s->hash_buckets - 1));
+}
+
+uint32_t sl_sock_port_head(struct sl_stack *s, uint16_t lport)
+{
+	return *port_bucket(s, lport);
+}
+
+struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type)
+{
+	struct sluice_region *r = s->r;
+	uint32_t idx = r->sock_free_idx, gen;
+	struct sl_sock *so;
+
+	if (idx >= s->max_sockets) {
+		if (idx != SLUICE_IDX_NONE)
+			sl_corrupt(s, SL_C_corrupt_sock_idx, idx);
+		sl_count(s, SL_C_nosock);
+		return NULL;
+	}
+	so = sl_sock(s, idx);
+	r->sock_free_idx = so->next_idx;
+	r->sock_used++;
+	gen = so->kp.gen;
+	/* Resets the module's part too: events, armed, kstate NONE. */
+	memset(so, 0, s->sock_size);
+	so->idx = idx;
+	so->kp.gen = gen + 1;
+	so->type = type;
+	so->next_idx = so->hash_next = so->port_next = SLUICE_IDX_NONE;
+	so->parent_idx = SLUICE_IDX_NONE;
+	so->rxq_head = so->rxq_tail = SLUICE_IDX_NONE;
+	so->rx_lent_idx = so->tx_lent_idx = SLUICE_IDX_NONE;
+	so->wheel_next = so->wheel_prev = SLUICE_IDX_NONE;
+	/* A TCP socket closed before connect() or listen() frees its queues:
+	 * they must be empty, not buffer 0. */
+	so->tcp.sndq_head = so->tcp.sndq_tail = so->tcp.sndq_hint = SLUICE_IDX_NONE;
+	so->tcp.ooo_head = so->tcp.acc_head = so->tcp.acc_tail = SLUICE_IDX_NONE;
+	if (type == SL_SOCK_UDP)
+		memset(&so->udp, 0, sizeof(so->udp));
+	so->rcvbuf = 256 * 1024;
+	so->sndbuf = 256 * 1024;
+	so->owner_pid = sl_self_pid();
+	return so;
+}
+
+void sl_sock_free(struct sl_stack *s, struct sl_sock *so)
+{
+	sl_timer_cancel(s, so);
+	sl_sock_unhash(s, so);
+	sl_filter_release(s, so);
+	sl_buf_free_chain(s, so->rxq_head);
+	so->rxq_head = so->rxq_tail = SLUICE_IDX_NONE;
+	/* A borrower still copying sees the generation change and gives
+	 * nothing back (tcp.c). */
+	sl_buf_free_chain(s, so->rx_lent_idx);
+	sl_buf_free_chain(s, so->tx_lent_idx);
+	so->rx_lent_idx = so->tx_lent_idx = SLUICE_IDX_NONE;
+	so->rx_lent_bytes = so->rx_lent_count = so->tx_lent_bytes = 0;
+	if (so->type == SL_SOCK_UDP)
+		sl_udp_mc_leave_all(s, so);
+	so->type = SL_SOCK_FREE;
+	/* A socket fd still open on it now reports ERR | HUP (sockfd.c). */
+	if (so->kp.kstate != SLUICE_KSOCK_NONE)
+		sl_sock_wake(s, so);
+	so->next_idx = s->r->sock_free_idx;
+	s->r->sock_free_idx = so->idx;
+	s->r->sock_used--;
+}
+
+/* Remove so from the chain starting at *head, linked through the field at
+ * offset link_off. */
+static void chain_remove(struct sl_stack *s, uint32_t *head, struct sl_sock *so, size_t link_off)
+{
+	uint32_t *pp = head, steps = 0;
+
+	while (sl_sock_next(s, *pp, &steps)) {
+		struct sl_sock *c = sl_sock(s, *pp);
+		uint32_t *link = (uint32_t *)((uint8_t *)c + link_off);
+
+		if (c == so) {
+			*pp = *link;
+			*link = SLUICE_IDX_NONE;
+			return;
+		}
+		pp = link;
+	}
+}
+
+void sl_sock_hash(struct sl_stack *s, struct sl_sock *so)
+{
+	uint32_t *b;
+
+	if (so->flags & SL_SF_HASHED)
+		return;
+	b = tuple_bucket(s, so->laddr, so->lport, so->raddr, so->rport);
+	so->hash_next = *b;
+	*b = so->idx;
+	b = port_bucket(s, so->lport);
+	so->port_next = *b;
+	*b = so->idx;
+	so->flags |= SL_SF_HASHED;
+}
+
+void sl_sock_unhash(struct sl_stack *s, struct sl_sock *so)
+{
+	if (!(so->flags & SL_SF_HASHED))
+		return;
+	chain_remove(s, tuple_bucket(s, so->laddr, so->lport, so->raddr, so->rport), so,
+		     offsetof(struct sl_sock, hash_next));
+	chain_remove(s, port_bucket(s, so->lport), so, offsetof(struct sl_sock, port_next));
+	so->flags &= ~SL_SF_HASHED;
+}
+
+static struct sl_sock *chain_find(struct sl_stack *s, uint32_t idx, uint8_t type, uint32_t laddr,
+				  uint16_t lport, uint32_t raddr, uint16_t rport)
+{
+	uint32_t guard = 0;
+
+	while (sl_sock_next(s, idx, &guard)) {
+		struct sl_sock *so = sl_sock(s, idx);
+
+		if (so->type == type && so->lport == lport && so->laddr == laddr &&
+		    so->raddr == raddr && so->rport == rport)
+			return so;
+		idx = so->hash_next;
+	}
+	return NULL;
+}
+
+/*
+ * SO_REUSEPORT: so is the first socket of a group bound to one address and
+ * port; pick the member for this peer by a hash of its address and port,
+ * so one peer's packets (and a TCP handshake's) always reach the same one.
+ */
+static struct sl_sock *reuseport_pick(struct sl_stack *s, struct sl_sock *so, uint32_t raddr,
+				      uint16_t rport)
+{
+	uint32_t n = 0, pick, h = (raddr ^ ((uint32_t)rport << 16) ^ rport) * 0x9e3779b1u;
+	struct sl_sock *o;
+
+	for (uint32_t idx = so->idx, steps = 0; sl_sock_next(s, idx, &steps);
+	     idx = o->hash_next) {
+		o = sl_sock(s, idx);
+		if (o->type == so->type && o->lport == so->lport && o->laddr == so->laddr &&
+		    !o->raddr && !o->rport && (o->flags & SL_SF_REUSEPORT) &&
+		    (o->type != SL_SOCK_TCP || o->state == SL_TCP_LISTEN))
+			n++;
+	}
+	if (n < 2)
+		return so;
+	pick = (h >> 16) % n;
+	for (uint32_t idx = so->idx, steps = 0; sl_sock_next(s, idx, &steps);
+	     idx = o->hash_next) {
+		o = sl_sock(s, idx);
+		if (o->type == so->type && o->lport == so->lport && o->laddr == so->laddr &&
+		    !o->raddr && !o->rport && (o->flags & SL_SF_REUSEPORT) &&
+		    (o->type != SL_SOCK_TCP || o->state == SL_TCP_LISTEN) && !pick--)
+			return o;
+	}
+	return so;
+}
+
+struct sl_sock *sl_sock_lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
+			       uint16_t lport, uint32_t raddr, uint16_t rport)
+{
+	struct sl_sock *so;
+
+	so = chain_find(s, *tuple_bucket(s, laddr, lport, raddr, rport), type, laddr, lport,
+			raddr, rport);
+	if (so)
+		return so;
+	/* Connected to the peer but bound to INADDR_ANY. */
+	so = chain_find(s, *tuple_bucket(s, 0, lport, raddr, rport), type, 0, lport, raddr, rport);
+	if (so)
+		return so;
+	so = chain_find(s, *tuple_bucket(s, laddr, lport, 0, 0), type, laddr, lport, 0, 0);
+	if (!so)
+		so = chain_find(s, *tuple_bucket(s, 0, lport, 0, 0), type, 0, lport, 0, 0);
+	if (so && (so->flags & SL_SF_REUSEPORT))
+		so = reuseport_pick(s, so, raddr, rport);
+	return so;
+}
+
+/*
+ * May so take (laddr, lport)?  As Linux: another socket of the same type
+ * on that port conflicts if the addresses overlap (equal, or either is
+ * INADDR_ANY), unless both set SO_REUSEADDR and the other is not a TCP
+ * listener, or both set SO_REUSEPORT; a TCP socket in TIME_WAIT never
+ * blocks a SO_REUSEADDR bind.
+ */
+bool sl_sock_port_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport)
+{
+	uint32_t idx = *port_bucket(s, lport), guard = 0;
+
+	while (sl_sock_next(s, idx, &guard)) {
+		struct sl_sock *o = sl_sock(s, idx);
+
+		idx = o->port_next;
+		if (o == so || o->type != so->type || o->lport != lport)
+			continue;
+		if (o->laddr && laddr && o->laddr != laddr)
+			continue;
+		if ((so->flags & SL_SF_REUSEADDR) && (o->flags & SL_SF_REUSEADDR) &&
+		    !(o->type == SL_SOCK_TCP && o->state == SL_TCP_LISTEN))
+			continue;
+		if ((so->flags & SL_SF_REUSEADDR) && o->type == SL_SOCK_TCP &&
+		    o->state == SL_TCP_TIME_WAIT)
+			continue;
+		/* SO_REUSEPORT on both (a stack is one user's: Linux's same
+		 * effective uid rule holds by construction). */
+		if ((so->flags & SL_SF_REUSEPORT) && (o->flags & SL_SF_REUSEPORT))
+			continue;
+		return false;
+	}
+	return true;
+}
+
+int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport)
+{
+	struct sluice_region *r = s->r;
+	const uint32_t lo = 32768, n = 60999 - 32768 + 1;
+	uint32_t i;
+
+	if (so->flags & SL_SF_BOUND)
+		return -EINVAL;
+	/* As Linux: a UDP socket may bind a multicast group's address, to
+	 * get that group's datagrams only. */
+	if (laddr && !sl_ip_is_local(s, laddr) && laddr != INADDR_BROADCAST &&
+	    !(so->type == SL_SOCK_UDP && SL_IN_MULTICAST(laddr)))
+		return -EADDRNOTAVAIL;
+	if (lport) {
+		if (!sl_sock_port_free(s, so, laddr, lport))
+			return -EADDRINUSE;
+	}
+	/* A kring stack reserves the port in the kernel (an ephemeral one
+	 * is the kernel's pick there, so the two never collide). */
+	if (s->filters) {
+		int ret = sl_filter_take(s, so, laddr, &lport);
+
+		if (ret)
+			return ret;
+	}
+	if (!lport) {
+		for (i = 0; i < n; i++) {
+			uint16_t p = htons(lo + (r->ephemeral_next - lo + i) % n);
+
+			if (sl_sock_port_free(s, so, laddr, p)) {
+				lport = p;
+				r->ephemeral_next = lo + (ntohs(p) - lo + 1) % n;
+				break;
+			}
+		}
+		if (!lport)
+			return -EADDRINUSE;
+	}
+	so->laddr = laddr;
+	so->lport = lport;
+	so->flags |= SL_SF_BOUND;
+	sl_sock_hash(s, so);
+	return 0;
+}
+
+/*
+ * Linux's tcp_tw_reuse = 2 (its default): a TIME-WAIT connection whose peer
+ * is a socket of this stack (so no old duplicate is out on a wire), with
+ * timestamps, in TIME-WAIT for a second or more, gives its 4-tuple to a new
+ * connect().  The peer's listener takes the new SYN (RFC 6191, sync_input).
+ */
+static bool tw_recyclable(struct sl_stack *s, const struct sl_sock *o, uint64_t now_us)
+{
+	return o->state == SL_TCP_TIME_WAIT && (o->tcp.tflags & SL_TF_TS) &&
+	       sl_ip_is_local(s, o->raddr) && o->tcp.t_close &&
+	       now_us + SL_TCP_TIME_WAIT_US >= o->tcp.t_close + SL_TCP_TW_REUSE_US;
+}
+
+/* May a connect() to (raddr, rport) from laddr take port p?  Not if a
+ * socket bound or listening there with bind()/listen() overlaps laddr,
+ * nor if a connection has the 4-tuple already (one that may be recycled
+ * is left in *tw). */
+static bool connect_port_ok(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t p,
+			    uint32_t raddr, uint16_t rport, uint64_t now_us, struct sl_sock **tw)
+{
+	uint32_t idx = *port_bucket(s, p), guard = 0;
+
+	*tw = NULL;
+	while (sl_sock_next(s, idx, &guard)) {
+		struct sl_sock *o = sl_sock(s, idx);
+
+		idx = o->port_next;
+		if (o == so || o->type != SL_SOCK_TCP || o->lport != p)
+			continue;
+		if (o->laddr && o->laddr != laddr)
+			continue;
+		if (!(o->flags & SL_SF_AUTOBIND))
+			return false;
+		if (o->raddr != raddr || o->rport != rport)
+			continue;
+		if (!tw_recyclable(s, o, now_us))
+			return false;
+		*tw = o;
+	}
+	return true;
+}
+
+int sl_sock_bind_connect(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint32_t raddr,
+			 uint16_t rport, uint64_t now_us)
+{
+	struct sluice_region *r = s->r;
+	const uint32_t lo = 32768, n = 60999 - 32768 + 1;
+
+	if (so->flags & SL_SF_BOUND)
+		return -EINVAL;
+	for (uint32_t i = 0; i < n; i++) {
+		uint16_t p = htons(lo + (r->ephemeral_next - lo + i) % n);
+		struct sl_sock *tw;
+
+		if (!connect_port_ok(s, so, laddr, p, raddr, rport, now_us, &tw))
+			continue;
+		if (tw) {
+			sl_count(s, SL_C_tcp_tw_recycled);
+			tw->tcp.t_close = 0;
+			sl_tcp_done(s, tw, 0);
+		}
+		r->ephemeral_next = lo + (ntohs(p) - lo + 1) % n;
+		so->laddr = laddr;
+		so->lport = p;
+		so->flags |= SL_SF_BOUND | SL_SF_AUTOBIND;
+		sl_sock_hash(s, so);
+		return 0;
+	}
+	return -EADDRNOTAVAIL;
+}
+
+void sl_kp_note_slow(struct sl_stack *s, struct sl_sock *so)
+{
+	unsigned int i;
+
+	if (s->kp_n == SL_KP_SCAN)
+		return;
+	for (i = 0; i < s->kp_n && s->kp_note[i] != so->idx; i++)
+		;
+	if (i < s->kp_n)
+		return;
+	if (s->kp_n < SL_KP_NOTES)
+		s->kp_note[s->kp_n++] = so->idx;
+	else
+		s->kp_n = SL_KP_SCAN;
+}
+
+void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
+{
+	/* Under the lock.  The stack-wide futex word moves only while some
+	 * process sleeps on it (api.c), so busy-polling processes never
+	 * bounce it; the futex wake itself happens after the unlock. */
+	so->wake_seq++;
+	/* A socket fd exists (or did): its events go out at unlock.  Others
+	 * cost this one load, on the line just written. */
+	sl_kp_note(s, so);
+	if (atomic_load_explicit((_Atomic uint32_t *)&s->r->sleepers, memory_order_seq_cst)) {
+		atomic_fetch_add_explicit((_Atomic uint32_t *)&s->r->wake_seq, 1,
+					  memory_order_release);
+		s->wake_pending = true;
+		/* A sleeper counts itself in poll_sleepers before sleepers,
+		 * both before its last look under the lock. */
+		if (atomic_load_explicit((_Atomic uint32_t *)&s->r->poll_sleepers,
+					 memory_order_relaxed))
+			s->wake_poll = true;
+	}
+}
+
+uint32_t sl_sock_events(struct sl_stack *s, struct sl_sock *so)
+{
+	return so->type == SL_SOCK_TCP ? sl_tcp_poll(s, so) : sl_udp_poll(s, so);
+}
+
+void sl_sock_rxq_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint32_t bytes)
+{
+	sl_buf(s, idx)->next_idx = SLUICE_IDX_NONE;
+	if (sl_buf_some(s, so->rxq_tail))
+		sl_buf(s, so->rxq_tail)->next_idx = idx;
+	else
+		so->rxq_head = idx;
+	so->rxq_tail = idx;
+	so->rxq_bytes += bytes;
+	so->rxq_count++;
+	so->rx_pkts++;
+	so->rx_bytes += bytes;
+}
+
+bool sl_sock_insane(struct sl_stack *s, struct sl_sock *so)
+{
+	sl_corrupt(s, SL_C_corrupt_sock_state,
+		   (uint64_t)so->type << 48 | (uint64_t)so->state << 32 | so->idx);
+	return false;
+}
+
+/*
+ * The sink socket for out-of-range indices (see sl_buf_bad() in core/):
+ * process-local; its links are put back to SLUICE_IDX_NONE on every
+ * hand-out so walks end, field by field (never zeroed as a whole: another
+ * thread may be dividing by its mss).
+ */
+static union {
+	struct sl_sock so;
+	uint8_t bytes[1024];
+} sink_sock __attribute__((aligned(64)));
+
+_Static_assert(sizeof(struct sl_sock) <= sizeof(sink_sock), "the sink holds a socket slot");
+
+struct sl_sock *sl_sock_bad(const struct sl_stack *s, uint32_t idx)
+{
+	struct sl_sock *so = &sink_sock.so;
+
+	sl_corrupt((struct sl_stack *)s, SL_C_corrupt_sock_idx, idx);
+	so->type = SL_SOCK_FREE;
+	so->idx = so->next_idx = so->hash_next = so->parent_idx = SLUICE_IDX_NONE;
+	so->rxq_head = so->rxq_tail = SLUICE_IDX_NONE;
+	so->wheel_next = so->wheel_prev = so->port_next = SLUICE_IDX_NONE;
+	so->wheel_due_ms = 0;
+	so->tcp.sndq_head = so->tcp.sndq_tail = so->tcp.sndq_hint = SLUICE_IDX_NONE;
+	so->tcp.ooo_head = so->tcp.acc_head = so->tcp.acc_tail = SLUICE_IDX_NONE;
+	so->tcp.mss = 536;
+	so->tcp.cwnd = 536;
+	return so;
+}
+
+void sl_sock_table_init(struct sl_stack *s)
+{
+	uint32_t n = s->max_sockets;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct sl_sock *so = sl_sock(s, i);
+
+		so->idx = i;
+		so->next_idx = i + 1 < n ? i + 1 : SLUICE_IDX_NONE;
+	}
+	s->r->sock_free_idx = n ? 0 : SLUICE_IDX_NONE;
+}

@@ -1,0 +1,1057 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * TCP lifecycle and user calls: connect, listen, accept, send, recv,
+ * shutdown, close, poll and socket options; the RFC 6528 ISN; teardown.
+ * Segment arrival is tcp_input.c, transmission tcp_output.c.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "proto/proto.h"
+
+/* ---- RFC 6528 ISN: a keyed hash of the 4-tuple plus a 4 us clock ---- */
+
+static inline uint64_t rotl64(uint64_t x, int b)
+{
+	return (x << b) | (x >> (64 - b));
+}
+
+#define SIPROUND(v0, v1, v2, v3)					\
+	do {								\
+		v0 += v1; v1 = rotl64(v1, 13); v1 ^= v0; v0 = rotl64(v0, 32); \
+		v2 += v3; v3 = rotl64(v3, 16); v3 ^= v2;		\
+		v0 += v3; v3 = rotl64(v3, 21); v3 ^= v0;		\
+		v2 += v1; v1 = rotl64(v1, 17); v1 ^= v2; v2 = rotl64(v2, 32); \
+	} while (0)
+
+/* SipHash-2-4 of two 64-bit words (a 16-byte message). */
+static uint64_t siphash_2w(const uint64_t key[2], uint64_t m0, uint64_t m1)
+{
+	uint64_t v0 = key[0] ^ 0x736f6d6570736575ull, v1 = key[1] ^ 0x646f72616e646f6dull;
+	uint64_t v2 = key[0] ^ 0x6c7967656e657261ull, v3 = key[1] ^ 0x7465646279746573ull;
+	uint64_t b = (uint64_t)16 << 56;
+
+	v3 ^= m0;
+	SIPROUND(v0, v1, v2, v3);
+	SIPROUND(v0, v1, v2, v3);
+	v0 ^= m0;
+	v3 ^= m1;
+	SIPROUND(v0, v1, v2, v3);
+	SIPROUND(v0, v1, v2, v3);
+	v0 ^= m1;
+	v3 ^= b;
+	SIPROUND(v0, v1, v2, v3);
+	SIPROUND(v0, v1, v2, v3);
+	v0 ^= b;
+	v2 ^= 0xff;
+	for (int i = 0; i < 4; i++)
+		SIPROUND(v0, v1, v2, v3);
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+static uint64_t tuple_hash(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
+			   uint16_t rport, uint32_t domain)
+{
+	uint64_t m0 = (uint64_t)laddr << 32 | raddr;
+	uint64_t m1 = (uint64_t)lport << 48 | (uint64_t)rport << 32 | domain;
+
+	const uint64_t key[2] = { s->r->tcp_isn_secret[0], s->r->tcp_isn_secret[1] };
+
+	return siphash_2w(key, m0, m1);
+}
+
+/* RFC 6528 3: ISN = M + F(localip, localport, remoteip, remoteport, key),
+ * M a timer ticking every 4 microseconds. */
+uint32_t sl_tcp_isn(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
+		    uint16_t rport, uint64_t now_us)
+{
+	return (uint32_t)tuple_hash(s, laddr, lport, raddr, rport, 1) + (uint32_t)(now_us / 4);
+}
+
+/*
+ * SYN cookies (RFC 4987 3.6), the layout ours: bits 31-30 the cookie
+ * clock's tick (64 s) mod 4, bits 29-27 an index into cookie_mss, bits 26-0
+ * a SipHash MAC over the 4-tuple, the peer's ISN, the tick and the index.
+ * A forger guesses 27 bits per try; a cookie lives one to two ticks.
+ */
+static const uint16_t cookie_mss[8] = { 536, 1024, 1220, 1440, 1460, 1880, 4012, 8960 };
+
+static uint32_t cookie_mac(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
+			   uint16_t rport, uint32_t peer_isn, uint32_t tick, unsigned int mi)
+{
+	const uint64_t key[2] = { s->r->tcp_isn_secret[0], s->r->tcp_isn_secret[1] };
+	uint64_t h = tuple_hash(s, laddr, lport, raddr, rport, 3);
+
+	return (uint32_t)siphash_2w(key, h, (uint64_t)peer_isn << 32 | tick << 3 | mi) &
+	       0x07ffffffu;
+}
+
+uint32_t sl_tcp_cookie_make(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
+			    uint16_t rport, uint32_t peer_isn, uint16_t peer_mss, uint64_t now_us)
+{
+	uint32_t tick = (uint32_t)(now_us / SL_TCP_COOKIE_TICK_US);
+	unsigned int mi = 0;
+
+	while (mi < 7 && cookie_mss[mi + 1] <= peer_mss)
+		mi++;
+	return (tick & 3) << 30 | mi << 27 |
+	       cookie_mac(s, laddr, lport, raddr, rport, peer_isn, tick, mi);
+}
+
+uint16_t sl_tcp_cookie_check(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
+			     uint16_t rport, uint32_t peer_isn, uint32_t cookie, uint64_t now_us)
+{
+	uint32_t now_tick = (uint32_t)(now_us / SL_TCP_COOKIE_TICK_US);
+	unsigned int mi = (cookie >> 27) & 7;
+
+	for (uint32_t age = 0; age < 2; age++) {
+		uint32_t tick = now_tick - age;
+
+		if ((tick & 3) == cookie >> 30 &&
+		    cookie_mac(s, laddr, lport, raddr, rport, peer_isn, tick, mi) ==
+			    (cookie & 0x07ffffffu))
+			return cookie_mss[mi];
+	}
+	return 0;
+}
+
+/* RFC 7323 7.1: a per-connection random offset for TSval. */
+uint32_t sl_tcp_ts_offset(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
+			  uint16_t rport)
+{
+	return (uint32_t)tuple_hash(s, laddr, lport, raddr, rport, 2);
+}
+
+/* ---- TCB helpers ---------------------------------------------------- */
+
+/* Inside the stack the limit is a packet buffer, not the link's MTU. */
+static uint32_t path_mtu(struct sl_stack *s, const struct sl_sock *so)
+{
+	if (sl_ip_is_local(s, so->raddr))
+		return SL_TCP_BUF_PAYLOAD(s) + 40;
+	return sl_mtu(s);
+}
+
+uint16_t sl_tcp_our_mss(struct sl_stack *s, const struct sl_sock *so)
+{
+	uint32_t mss = path_mtu(s, so) - 40;	/* RFC 9293 3.7.1: MTU - IP - TCP */
+
+	if (so->tcp.user_mss && so->tcp.user_mss < mss)
+		mss = so->tcp.user_mss;
+	return (uint16_t)mss;
+}
+
+void sl_tcp_set_mss(struct sl_stack *s, struct sl_sock *so)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t mss = tp->peer_mss ? tp->peer_mss : SL_TCP_MSS_DEFAULT;
+	uint32_t cap = SL_TCP_BUF_PAYLOAD(s), pmss = path_mtu(s, so) - 40;
+
+	if (mss > pmss)
+		mss = pmss;
+	if (tp->user_mss && tp->user_mss < mss)
+		mss = tp->user_mss;
+	/* Linux TCP_MIN_MSS: a tiny MSS option is raised, before the options
+	 * are taken off; the path still has the last word. */
+	if (mss < SL_TCP_MSS_MIN)
+		mss = SL_TCP_MSS_MIN;
+	if (mss > pmss)
+		mss = pmss;
+	/* RFC 9293 3.7.1: the MSS counts no TCP options; ours take room. */
+	if (tp->tflags & SL_TF_TS)
+		mss = mss > 12 + 1 ? mss - 12 : 1;
+	if (mss > cap)
+		mss = cap;
+	tp->mss = (uint16_t)mss;
+}
+
+uint32_t sl_tcp_rcv_space(struct sl_stack *s, const struct sl_sock *so)
+{
+	/* Half the buffer is payload, the rest covers buffer overhead (as
+	 * Linux's tcp_adv_win_scale = 1). */
+	uint32_t lim = so->rcvbuf / 2;
+	uint32_t used = so->rxq_bytes + so->tcp.ooo_bytes + so->rx_lent_bytes;
+	uint32_t free_bufs = s->r->buf_free_count, reserve = s->n_bufs / 8, cap;
+	uint64_t held = (uint64_t)(so->rxq_count + so->tcp.ooo_count + so->rx_lent_count) *
+			s->buf_size;
+	/* A segment takes a buffer of its own, whatever its length: the
+	 * room is in buffers, each good for a segment of at most our MSS
+	 * (or what a buffer holds, inside the stack).  Counted in bytes of
+	 * buffer instead, a small MSS (968 on Soft-RoCE's IPoIB) offered a
+	 * window that took more buffers than rcvbuf allows, and the last
+	 * segments of every full window were dropped and sent again. */
+	uint32_t per = sl_tcp_our_mss(s, so), bufs, room;
+
+	if (per > SL_TCP_BUF_PAYLOAD(s))
+		per = SL_TCP_BUF_PAYLOAD(s);
+	/* As rx_over_budget() (tcp_input.c) takes a buffer while the held
+	 * ones are short of rcvbuf: rounded up. */
+	bufs = held < so->rcvbuf ?
+		       (so->rcvbuf - (uint32_t)held + s->buf_size - 1) / s->buf_size : 0;
+	room = bufs * per;
+
+	/* The pool is shared by every connection: offer no more than half
+	 * of what is free beyond the reserve (in full segments). */
+	cap = free_bufs > reserve ? (free_bufs - reserve) / 2 * sl_tcp_our_mss(s, so) : 0;
+	if (lim > used + cap)
+		lim = used + cap;
+	if (used >= lim)
+		return 0;
+	/* Buffers are charged whole against rcvbuf (Linux's truesize). */
+	return lim - used < room ? lim - used : room;
+}
+
+uint32_t sl_tcp_synq_cap(const struct sl_stack *s)
+{
+	uint32_t cap = s->max_sockets / SL_TCP_SYNQ_SHARE;
+
+	if (cap < SL_TCP_SYNQ_MIN)
+		cap = SL_TCP_SYNQ_MIN;
+	return cap > 65535 ? 65535 : cap;
+}
+
+static uint8_t wscale_for(uint32_t space)
+{
+	uint8_t ws = 0;
+
+	while (ws < SL_TCP_WSCALE_MAX && (space >> ws) > 65535)
+		ws++;
+	return ws;
+}
+
+void sl_tcp_init_tcb(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint16_t user_mss = tp->user_mss, ki = tp->keep_idle_s, kv = tp->keep_intvl_s;
+	uint8_t kc = tp->keep_cnt;
+
+	memset(tp, 0, sizeof(*tp));
+	tp->user_mss = user_mss;
+	tp->keep_idle_s = ki ? ki : SL_TCP_KEEPIDLE_S;
+	tp->keep_intvl_s = kv ? kv : SL_TCP_KEEPINTVL_S;
+	tp->keep_cnt = kc ? kc : SL_TCP_KEEPCNT;
+	tp->sndq_head = tp->sndq_tail = tp->sndq_hint = SLUICE_IDX_NONE;
+	tp->ooo_head = SLUICE_IDX_NONE;
+	tp->acc_head = tp->acc_tail = SLUICE_IDX_NONE;
+	tp->iss = sl_tcp_isn(s, so->laddr, so->lport, so->raddr, so->rport, now_us);
+	tp->snd_una = tp->snd_nxt = tp->snd_max = tp->iss;
+	tp->snd_end = tp->iss + 1;
+	tp->recover = tp->iss;		/* RFC 6582 3.2 step 1 */
+	tp->ts_offset = sl_tcp_ts_offset(s, so->laddr, so->lport, so->raddr, so->rport);
+	tp->rto_us = SL_TCP_RTO_INIT_US;
+	tp->rcv_wscale = wscale_for(so->rcvbuf / 2);
+	tp->last_rx_us = now_us;
+	sl_tcp_set_mss(s, so);
+	sl_tcp_cc_init(tp);
+}
+
+void sl_tcp_set_state(struct sl_stack *s, struct sl_sock *so, enum sl_tcp_state st)
+{
+	if (st == SL_TCP_ESTABLISHED)
+		so->tcp.tflags |= SL_TF_CONNECTED;
+	so->state = (uint8_t)st;
+	sl_sock_wake(s, so);
+}
+
+static void free_queues(struct sl_stack *s, struct sl_sock *so)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	sl_buf_free_chain(s, tp->sndq_head);
+	tp->sndq_head = tp->sndq_tail = tp->sndq_hint = SLUICE_IDX_NONE;
+	tp->sndq_bytes = 0;
+	sl_buf_free_chain(s, tp->ooo_head);
+	tp->ooo_head = SLUICE_IDX_NONE;
+	tp->ooo_bytes = 0;
+	tp->ooo_count = 0;
+	tp->t_rexmt = tp->t_dack = tp->t_persist = tp->t_keep = tp->t_close = 0;
+}
+
+/* Abort every child of listener lso that the user has not accepted. */
+static void abort_children(struct sl_stack *s, struct sl_sock *lso, uint64_t now_us)
+{
+	for (uint32_t i = 0; i < s->max_sockets; i++) {
+		struct sl_sock *c = sl_sock(s, i);
+
+		if (c->type != SL_SOCK_TCP || c == lso || c->parent_idx != lso->idx)
+			continue;
+		/* Linux: a listener's close resets its unaccepted children. */
+		if (c->state >= SL_TCP_SYN_RECEIVED && c->state != SL_TCP_TIME_WAIT)
+			sl_tcp_send_ctl(s, c, TH_RST_ | TH_ACK_, c->tcp.snd_nxt, now_us);
+		c->parent_idx = SLUICE_IDX_NONE;
+		c->tcp.tflags &= ~(SL_TF_ACCQ | SL_TF_PASSIVE);
+		sl_tcp_destroy(s, c);
+	}
+	lso->tcp.acc_head = lso->tcp.acc_tail = SLUICE_IDX_NONE;
+	lso->tcp.acc_len = lso->tcp.syn_len = 0;
+}
+
+static struct sl_sock *parent_of(struct sl_stack *s, const struct sl_sock *so)
+{
+	struct sl_sock *p;
+
+	if (!sl_sock_some(s, so->parent_idx))
+		return NULL;
+	p = sl_sock(s, so->parent_idx);
+	return p->type == SL_SOCK_TCP && p->state == SL_TCP_LISTEN ? p : NULL;
+}
+
+void sl_tcp_embryo_done(struct sl_stack *s, struct sl_sock *so)
+{
+	if (!(so->tcp.tflags & SL_TF_EMBRYO))
+		return;
+	so->tcp.tflags &= ~SL_TF_EMBRYO;
+	if (s->r->tcp_embryos)
+		s->r->tcp_embryos--;
+}
+
+void sl_tcp_destroy(struct sl_stack *s, struct sl_sock *so)
+{
+	struct sl_sock *p = parent_of(s, so);
+
+	sl_tcp_embryo_done(s, so);
+	if (p && (so->tcp.tflags & SL_TF_PASSIVE) && !(so->tcp.tflags & SL_TF_ACCQ) &&
+	    so->state == SL_TCP_SYN_RECEIVED && p->tcp.syn_len)
+		p->tcp.syn_len--;
+	free_queues(s, so);
+	sl_sock_free(s, so);
+}
+
+void sl_tcp_done(struct sl_stack *s, struct sl_sock *so, int err)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	bool embryo = (tp->tflags & SL_TF_PASSIVE) && !(tp->tflags & SL_TF_ACCQ);
+
+	if (err)
+		so->error = err;
+	if (embryo || (so->flags & SL_SF_ORPHAN)) {
+		sl_tcp_destroy(s, so);
+		return;
+	}
+	free_queues(s, so);
+	so->state = SL_TCP_CLOSED;
+	so->flags |= SL_SF_SHUT_WR;
+	/* Linux releases the port when a connection ends (inet_put_port). */
+	sl_sock_unhash(s, so);
+	sl_filter_release(s, so);
+	sl_timer_cancel(s, so);
+	sl_sock_wake(s, so);
+}
+
+/* ---- User calls ----------------------------------------------------- */
+
+uint32_t sl_tcp_src_addr(const struct sl_stack *s, uint32_t raddr)
+{
+	if ((ntohl(raddr) >> 24) == 127)
+		return htonl(INADDR_LOOPBACK);
+	return s->r->ip_addr;
+}
+
+int sl_tcp_connect(struct sl_stack *s, struct sl_sock *so, uint32_t raddr, uint16_t rport,
+		   uint64_t now_us)
+{
+	if (so->state == SL_TCP_SYN_SENT || so->state == SL_TCP_SYN_RECEIVED)
+		return -EALREADY;
+	if (so->state == SL_TCP_LISTEN)
+		return -EINVAL;
+	if (so->state != SL_TCP_CLOSED || (so->tcp.tflags & SL_TF_CONNECTED))
+		return -EISCONN;
+	if (!raddr || raddr == INADDR_BROADCAST || !rport)
+		return -EINVAL;
+	sl_sock_unhash(s, so);
+	if (!so->laddr) {
+		so->laddr = sl_tcp_src_addr(s, raddr);
+		if (!so->laddr)
+			return -ENETUNREACH;
+	}
+	so->raddr = raddr;
+	so->rport = rport;
+	so->error = 0;
+	so->flags &= ~(SL_SF_SHUT_RD | SL_SF_SHUT_WR);
+	sl_sock_hash(s, so);
+	sl_tcp_init_tcb(s, so, now_us);
+	/* Offer what we implement; the SYN-ACK says what the peer agrees. */
+	so->tcp.tflags |= SL_TF_WS | SL_TF_TS | SL_TF_SACK;
+	so->state = SL_TCP_SYN_SENT;
+	sl_count(s, SL_C_tcp_active_open);
+	sl_tcp_send_syn(s, so, now_us);
+	so->tcp.t_rexmt = now_us + so->tcp.rto_us;
+	sl_tcp_arm(s, so);
+	return -EINPROGRESS;
+}
+
+int sl_tcp_listen(struct sl_stack *s, struct sl_sock *so, int backlog)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	if (so->state != SL_TCP_CLOSED && so->state != SL_TCP_LISTEN)
+		return -EINVAL;
+	if (backlog < 1)
+		backlog = 1;
+	if (backlog > SL_TCP_SOMAXCONN)
+		backlog = SL_TCP_SOMAXCONN;
+	if (so->state == SL_TCP_CLOSED) {
+		uint16_t um = tp->user_mss;
+
+		memset(tp, 0, sizeof(*tp));
+		tp->user_mss = um;
+		tp->acc_head = tp->acc_tail = SLUICE_IDX_NONE;
+		tp->sndq_head = tp->sndq_tail = tp->ooo_head = tp->sndq_hint = SLUICE_IDX_NONE;
+		if (!(so->flags & SL_SF_HASHED))
+			sl_sock_hash(s, so);
+	}
+	tp->backlog = (uint16_t)backlog;
+	tp->syn_max = backlog < SL_TCP_SYNQ_MIN ? SL_TCP_SYNQ_MIN : (uint16_t)backlog;
+	if (tp->syn_max > sl_tcp_synq_cap(s))
+		tp->syn_max = (uint16_t)sl_tcp_synq_cap(s);
+	sl_tcp_set_state(s, so, SL_TCP_LISTEN);
+	return 0;
+}
+
+int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **child)
+{
+	struct sl_tcp_sock *tp = &lso->tcp;
+	struct sl_sock *c;
+
+	if (lso->state != SL_TCP_LISTEN)
+		return -EINVAL;
+	if (!sl_sock_some(s, tp->acc_head))
+		/* A listener whose device went away says so (link_kring.c). */
+		return lso->error ? -sl_sock_error(s, lso) : -EAGAIN;
+	c = sl_sock(s, tp->acc_head);
+	tp->acc_head = c->next_idx;
+	if (tp->acc_head == SLUICE_IDX_NONE)
+		tp->acc_tail = SLUICE_IDX_NONE;
+	tp->acc_len--;
+	c->next_idx = SLUICE_IDX_NONE;
+	c->parent_idx = SLUICE_IDX_NONE;
+	c->tcp.tflags &= ~(SL_TF_ACCQ | SL_TF_PASSIVE);
+	*child = c;
+	return 0;
+}
+
+/* Buffers send queues may not take: whatever the sockets' sndbuf says,
+ * the pool keeps room for received segments, or ACKs that would free
+ * send buffers could not be received at all (Linux: tcp_mem pressure). */
+static bool pool_has_room(const struct sl_stack *s)
+{
+	uint32_t reserve = s->n_bufs / 8;
+
+	if (reserve < 16)
+		reserve = 16;
+	return s->r->buf_free_count > reserve;
+}
+
+/* Put buffer idx at the tail of the send queue, numbered from snd_end. */
+static void sndq_append(struct sl_stack *s, struct sl_tcp_sock *tp, uint32_t idx)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+
+	b->seq = tp->snd_end;
+	b->next_idx = SLUICE_IDX_NONE;
+	if (sl_buf_some(s, tp->sndq_tail))
+		sl_buf(s, tp->sndq_tail)->next_idx = idx;
+	else
+		tp->sndq_head = idx;
+	tp->sndq_tail = idx;
+}
+
+static bool can_send(const struct sl_sock *so)
+{
+	return (so->state == SL_TCP_ESTABLISHED || so->state == SL_TCP_CLOSE_WAIT) &&
+	       !(so->flags & SL_SF_SHUT_WR);
+}
+
+ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,
+		    int flags, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	const uint8_t *p = buf;
+	size_t done = 0;
+	uint32_t mss;
+
+	(void)flags;
+	if (so->error) {
+		int e = sl_sock_error(s, so);
+
+		so->error = 0;
+		return -e;
+	}
+	if (so->state == SL_TCP_SYN_SENT || so->state == SL_TCP_SYN_RECEIVED)
+		return (so->flags & SL_SF_SHUT_WR) ? -EPIPE : -EAGAIN;
+	if (!can_send(so)) {
+		if (so->state == SL_TCP_LISTEN ||
+		    (so->state == SL_TCP_CLOSED && !(tp->tflags & SL_TF_CONNECTED)))
+			return -ENOTCONN;
+		return -EPIPE;
+	}
+	if (!len)
+		return 0;
+	/* A segment's payload (after SL_TCP_DATA_OFF) must fit a buffer.
+	 * Read once: the copy below is bounded by this value (and the
+	 * division by it is by the value found non-zero). */
+	mss = SL_ONCE(tp->mss);
+	if (__builtin_expect(mss > SL_TCP_BUF_PAYLOAD(s), 0)) {
+		sl_sock_insane(s, so);
+		return sl_broken_err(s);
+	}
+	while (done < len) {
+		uint32_t queued = tp->sndq_bytes + so->tx_lent_bytes;
+		uint32_t room = so->sndbuf > queued ? so->sndbuf - queued : 0;
+		uint32_t idx = tp->sndq_tail, n, aux = mss;
+		struct sluice_buf *b;
+
+		if (!room)
+			break;
+		/* No send queue takes more than a quarter of the pool. */
+		if (!mss || tp->sndq_bytes / mss >= s->n_bufs / 4)
+			break;
+		/* Fill the unsent tail buffer first (what Nagle holds back).
+		 * Its length read once: checked below the MSS, it is where
+		 * the copy starts and what bounds it (read again, mss - aux
+		 * wrapped to ~4 GiB and the copy ran past the buffer). */
+		if (sl_buf_some(s, idx) && !(sl_buf(s, idx)->flags & SL_TBF_SENT))
+			aux = SL_ONCE(sl_buf(s, idx)->aux);
+		if (aux >= mss) {
+			if (!pool_has_room(s))
+				break;
+			idx = sl_buf_alloc(s);
+			if (idx == SLUICE_IDX_NONE)
+				break;
+			sl_buf(s, idx)->aux = 0;
+			aux = 0;
+			sndq_append(s, tp, idx);
+		}
+		b = sl_buf(s, idx);
+		n = mss - aux;
+		if (n > room)
+			n = room;
+		if (n > len - done)
+			n = (uint32_t)(len - done);
+		memcpy(sl_buf_base(s, idx) + SL_TCP_DATA_OFF + aux, p + done, n);
+		b->aux = (uint16_t)(aux + n);
+		tp->snd_end += n;
+		tp->sndq_bytes += n;
+		done += n;
+	}
+	if (done) {
+		so->tx_bytes += done;
+		sl_tcp_output(s, so, now_us);
+		return (ssize_t)done;
+	}
+	/* Nothing queued: the send buffer is full, or the pool is low (other
+	 * connections' ACKs give buffers back; poll shows OUT once they do,
+	 * as Linux waits in sk_stream_wait_memory()). */
+	return -EAGAIN;
+}
+
+/*
+ * Lending: a large send or receive copies its data without the stack lock,
+ * so one process's copy runs while another process runs the stack (a
+ * receiver copying out no longer stops the sender, and the other way
+ * round).  Under the lock, whole buffers are taken off the receive queue,
+ * or allocated for the send queue, and recorded in the socket; the caller
+ * unlocks, copies, locks again and gives them back (sl_tcp_*_return()).
+ * Only one chain a direction a socket is out at a time; a chain whose
+ * borrower died is taken back by the next borrower.
+ */
+static bool lent_free(struct sl_stack *s, uint32_t *lent)
+{
+	uint32_t idx = *lent;
+
+	if (!sl_buf_some(s, idx))
+		return true;
+	if (!sl_pid_dead((pid_t)sl_buf(s, idx)->ts_us))
+		return false;
+	sl_buf_free_chain(s, idx);
+	*lent = SLUICE_IDX_NONE;
+	return true;
+}
+
+void sl_tcp_lent_reap(struct sl_stack *s, struct sl_sock *so)
+{
+	if (lent_free(s, &so->rx_lent_idx))
+		so->rx_lent_bytes = so->rx_lent_count = 0;
+	if (lent_free(s, &so->tx_lent_idx))
+		so->tx_lent_bytes = 0;
+}
+
+uint32_t sl_tcp_recv_lend(struct sl_stack *s, struct sl_sock *so, size_t len, size_t *bytes)
+{
+	uint32_t head = so->rxq_head, idx = head, last = SLUICE_IDX_NONE, count = 0;
+	size_t n = 0;
+
+	if (so->state == SL_TCP_LISTEN || !lent_free(s, &so->rx_lent_idx))
+		return SLUICE_IDX_NONE;
+	so->rx_lent_bytes = so->rx_lent_count = 0;
+	for (uint32_t steps = 0; sl_buf_next(s, idx, &steps);) {
+		const struct sluice_buf *b = sl_buf(s, idx);
+		/* Read once: n bounds the caller's copy into a buffer of len
+		 * bytes (read again, n could pass len). */
+		uint16_t blen = SL_ONCE(b->len);
+
+		if (n + blen > len)
+			break;
+		n += blen;
+		count++;
+		last = idx;
+		idx = b->next_idx;
+	}
+	if (last == SLUICE_IDX_NONE)
+		return SLUICE_IDX_NONE;
+	so->rxq_head = idx;
+	if (!sl_buf_some(s, idx))
+		so->rxq_head = so->rxq_tail = SLUICE_IDX_NONE;
+	sl_buf(s, last)->next_idx = SLUICE_IDX_NONE;
+	so->rxq_bytes -= (uint32_t)n;
+	so->rxq_count -= count;
+	so->rx_lent_idx = head;
+	so->rx_lent_bytes = (uint32_t)n;
+	so->rx_lent_count = count;
+	sl_buf(s, head)->ts_us = (uint64_t)sl_self_pid();
+	*bytes = n;
+	return head;
+}
+
+static void window_update(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
+
+void sl_tcp_recv_return(struct sl_stack *s, struct sl_sock *so, uint32_t gen, uint32_t head,
+			uint64_t now_us)
+{
+	if (so->kp.gen != gen || so->rx_lent_idx != head)
+		return;		/* the socket went meanwhile, and the chain with it */
+	sl_buf_free_chain(s, head);
+	so->rx_lent_idx = SLUICE_IDX_NONE;
+	so->rx_lent_bytes = so->rx_lent_count = 0;
+	window_update(s, so, now_us);
+}
+
+uint32_t sl_tcp_send_lend(struct sl_stack *s, struct sl_sock *so, size_t len, size_t *bytes)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t queued = tp->sndq_bytes + so->tx_lent_bytes, mss = tp->mss;
+	uint32_t room = so->sndbuf > queued ? so->sndbuf - queued : 0;
+	uint32_t head = SLUICE_IDX_NONE, tail = SLUICE_IDX_NONE, nbufs;
+	size_t n = 0;
+
+	if (!can_send(so) || so->error || !mss || !lent_free(s, &so->tx_lent_idx))
+		return SLUICE_IDX_NONE;
+	if (len > room)
+		len = room;
+	/* No send queue takes more than a quarter of the pool (sl_tcp_send). */
+	nbufs = tp->sndq_bytes / mss;
+	while (n < len && nbufs < s->n_bufs / 4 && pool_has_room(s)) {
+		uint32_t idx = sl_buf_alloc(s), chunk = len - n < mss ? (uint32_t)(len - n) : mss;
+		struct sluice_buf *b;
+
+		if (idx == SLUICE_IDX_NONE)
+			break;
+		b = sl_buf(s, idx);
+		b->aux = (uint16_t)chunk;
+		b->flags = 0;
+		b->next_idx = SLUICE_IDX_NONE;
+		if (tail == SLUICE_IDX_NONE)
+			head = idx;
+		else
+			sl_buf(s, tail)->next_idx = idx;
+		tail = idx;
+		n += chunk;
+		nbufs++;
+	}
+	if (head == SLUICE_IDX_NONE)
+		return SLUICE_IDX_NONE;
+	sl_buf(s, head)->ts_us = (uint64_t)sl_self_pid();
+	so->tx_lent_idx = head;
+	so->tx_lent_bytes = (uint32_t)n;
+	*bytes = n;
+	return head;
+}
+
+ssize_t sl_tcp_send_return(struct sl_stack *s, struct sl_sock *so, uint32_t gen, uint32_t head,
+			   uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	size_t done = 0;
+
+	if (so->kp.gen != gen || so->tx_lent_idx != head)
+		return -EPIPE;	/* the socket went meanwhile, and the chain with it */
+	so->tx_lent_idx = SLUICE_IDX_NONE;
+	so->tx_lent_bytes = 0;
+	if (!can_send(so) || so->error) {
+		/* Reset or shut meanwhile: as if the call came after that. */
+		int e = so->error ? sl_sock_error(s, so) : EPIPE;
+
+		sl_buf_free_chain(s, head);
+		so->error = 0;
+		return -e;
+	}
+	for (uint32_t idx = head, steps = 0; sl_buf_next(s, idx, &steps);) {
+		struct sluice_buf *b = sl_buf(s, idx);
+		uint32_t next = b->next_idx;
+
+		b->ts_us = 0;
+		sndq_append(s, tp, idx);
+		tp->snd_end += b->aux;
+		tp->sndq_bytes += b->aux;
+		done += b->aux;
+		idx = next;
+	}
+	so->tx_bytes += done;
+	sl_tcp_output(s, so, now_us);
+	return (ssize_t)done;
+}
+
+/* Bytes a send can put into the unsent tail buffer (what Nagle holds back). */
+uint32_t sl_tcp_send_tail_room(struct sl_stack *s, const struct sl_sock *so)
+{
+	const struct sl_tcp_sock *tp = &so->tcp;
+	const struct sluice_buf *b;
+
+	if (!sl_buf_some(s, tp->sndq_tail))
+		return 0;
+	b = sl_buf(s, tp->sndq_tail);
+	if ((b->flags & SL_TBF_SENT) || b->aux >= tp->mss)
+		return 0;
+	return tp->mss - b->aux;
+}
+
+/* Tell the peer about space freed by reading, if it is worth it
+ * (RFC 9293 3.8.6.2.2, receiver side of SWS avoidance). */
+static void window_update(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t adv = SEQ_GT(tp->rcv_adv, tp->rcv_nxt) ? tp->rcv_adv - tp->rcv_nxt : 0;
+	uint32_t win = sl_tcp_rcv_window(s, so);
+
+	if (so->state < SL_TCP_ESTABLISHED || (tp->tflags & SL_TF_FIN_RCVD))
+		return;
+	if (win >= adv + 2u * tp->mss || (adv < tp->mss && win >= tp->mss))
+		sl_tcp_send_ack(s, so, now_us);
+}
+
+ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t len, int flags,
+		    uint64_t now_us)
+{
+	uint8_t *p = buf;
+	size_t done = 0;
+	uint32_t idx = so->rxq_head, steps = 0;
+
+	if (so->state == SL_TCP_LISTEN)
+		return -ENOTCONN;
+	while (done < len && sl_buf_next(s, idx, &steps)) {
+		struct sluice_buf *b = sl_buf(s, idx);
+		uint32_t n = SL_ONCE(b->len);	/* once: it bounds the copy */
+
+		if (n > len - done)
+			n = (uint32_t)(len - done);
+		memcpy(p + done, sl_buf_data(s, idx), n);
+		done += n;
+		if (flags & MSG_PEEK) {
+			idx = b->next_idx;
+			continue;
+		}
+		b->off += n;
+		b->len -= n;
+		b->seq += n;
+		so->rxq_bytes -= n;
+		if (!b->len) {
+			so->rxq_head = b->next_idx;
+			if (so->rxq_head == SLUICE_IDX_NONE)
+				so->rxq_tail = SLUICE_IDX_NONE;
+			so->rxq_count--;
+			sl_buf_free(s, idx);
+		}
+		idx = so->rxq_head;
+	}
+	if (done) {
+		if (!(flags & MSG_PEEK))
+			window_update(s, so, now_us);
+		return (ssize_t)done;
+	}
+	if (!len)
+		return 0;
+	if (so->error) {
+		int e = sl_sock_error(s, so);
+
+		so->error = 0;
+		return -e;
+	}
+	if ((so->tcp.tflags & SL_TF_FIN_RCVD) || (so->flags & SL_SF_SHUT_RD))
+		return 0;
+	if (so->state == SL_TCP_CLOSED)
+		return (so->tcp.tflags & SL_TF_CONNECTED) ? 0 : -ENOTCONN;
+	return -EAGAIN;
+}
+
+/* Queue our FIN (RFC 9293 3.10.4 CLOSE / shutdown(SHUT_WR)). */
+static void queue_fin(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	so->flags |= SL_SF_SHUT_WR;
+	if (tp->tflags & SL_TF_FIN_Q)
+		return;
+	switch (so->state) {
+	case SL_TCP_ESTABLISHED:
+		tp->tflags |= SL_TF_FIN_Q;
+		sl_tcp_set_state(s, so, SL_TCP_FIN_WAIT_1);
+		break;
+	case SL_TCP_CLOSE_WAIT:
+		tp->tflags |= SL_TF_FIN_Q;
+		sl_tcp_set_state(s, so, SL_TCP_LAST_ACK);
+		break;
+	case SL_TCP_SYN_RECEIVED:
+		/* Sent once the handshake completes (tcp_input.c). */
+		return;
+	default:
+		return;
+	}
+	sl_tcp_output(s, so, now_us);
+}
+
+int sl_tcp_shutdown(struct sl_stack *s, struct sl_sock *so, int how, uint64_t now_us)
+{
+	if (so->state == SL_TCP_LISTEN || so->state == SL_TCP_CLOSED) {
+		if (!(so->tcp.tflags & SL_TF_CONNECTED))
+			return -ENOTCONN;
+	}
+	if (how == SHUT_RD || how == SHUT_RDWR)
+		so->flags |= SL_SF_SHUT_RD;
+	if (how == SHUT_WR || how == SHUT_RDWR) {
+		if (so->state == SL_TCP_SYN_SENT)
+			sl_tcp_done(s, so, 0);
+		else
+			queue_fin(s, so, now_us);
+	}
+	sl_sock_wake(s, so);
+	return 0;
+}
+
+void sl_tcp_close(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	/* A child not yet accepted belongs to its listener. */
+	if (tp->tflags & (SL_TF_PASSIVE | SL_TF_ACCQ))
+		return;
+	switch (so->state) {
+	case SL_TCP_LISTEN:
+		abort_children(s, so, now_us);
+		sl_tcp_destroy(s, so);
+		return;
+	case SL_TCP_CLOSED:
+	case SL_TCP_SYN_SENT:
+		sl_tcp_destroy(s, so);
+		return;
+	default:
+		break;
+	}
+	so->flags |= SL_SF_ORPHAN | SL_SF_SHUT_RD;
+	if ((so->rxq_bytes || ((so->flags & SL_SF_LINGER) && !so->linger_s)) &&
+	    so->state != SL_TCP_TIME_WAIT) {
+		/* RFC 2525 2.17 and Linux: unread data is lost, say so.
+		 * SO_LINGER with a zero time: an abortive close (socket(7)),
+		 * no FIN, no TIME-WAIT. */
+		sl_tcp_send_ctl(s, so, TH_RST_ | TH_ACK_, tp->snd_nxt, now_us);
+		sl_count(s, SL_C_tcp_reset_tx);
+		sl_tcp_destroy(s, so);
+		return;
+	}
+	if (so->state == SL_TCP_SYN_RECEIVED) {
+		/* Simultaneous open not yet finished: nothing was sent. */
+		sl_tcp_send_ctl(s, so, TH_RST_ | TH_ACK_, tp->snd_nxt, now_us);
+		sl_tcp_destroy(s, so);
+		return;
+	}
+	queue_fin(s, so, now_us);
+	if (so->state == SL_TCP_FIN_WAIT_2 && !tp->t_close)
+		tp->t_close = now_us + SL_TCP_FIN_TIMEOUT_US;
+	sl_tcp_arm(s, so);
+}
+
+uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t ev = 0;
+
+	if (so->state == SL_TCP_LISTEN)
+		return (tp->acc_len ? SL_EV_IN : 0) | (so->error ? SL_EV_ERR : 0);
+	if (so->error)
+		ev |= SL_EV_ERR;
+	if (so->rxq_bytes || (tp->tflags & SL_TF_FIN_RCVD) || (so->flags & SL_SF_SHUT_RD))
+		ev |= SL_EV_IN;
+	if (tp->tflags & SL_TF_FIN_RCVD || (so->flags & SL_SF_SHUT_RD))
+		ev |= SL_EV_RDHUP;
+	if (so->state == SL_TCP_CLOSED) {
+		ev |= SL_EV_HUP | SL_EV_IN | SL_EV_OUT;
+	} else if (can_send(so)) {
+		uint32_t mss = SL_ONCE(tp->mss);	/* once: the divisor tested */
+
+		if (so->sndbuf > tp->sndq_bytes + so->sndbuf / 8 && pool_has_room(s) &&
+		    tp->sndq_bytes / (mss ? mss : 1) < s->n_bufs / 4)
+			ev |= SL_EV_OUT;
+	} else if (so->state > SL_TCP_SYN_RECEIVED) {
+		/* Write side shut: a write would fail at once (EPIPE). */
+		ev |= SL_EV_OUT;
+	}
+	if ((so->flags & SL_SF_SHUT_WR) && (tp->tflags & SL_TF_FIN_RCVD))
+		ev |= SL_EV_HUP;
+	return ev;
+}
+
+static int get_int(const void *val, unsigned int len, int *v)
+{
+	if (!val || len < sizeof(int))
+		return -EINVAL;
+	memcpy(v, val, sizeof(*v));
+	return 0;
+}
+
+int sl_tcp_setsockopt(struct sl_stack *s, struct sl_sock *so, int level, int name,
+		      const void *val, unsigned int len)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint64_t now_us = s->r->wheel_now_ms * 1000;
+	int v, ret = get_int(val, len, &v);
+
+	if (ret)
+		return ret;
+	if (level == SOL_SOCKET && name == SO_KEEPALIVE) {
+		if (v)
+			so->flags |= SL_SF_KEEPALIVE;
+		else
+			so->flags &= ~SL_SF_KEEPALIVE;
+		if (so->state >= SL_TCP_ESTABLISHED) {
+			sl_tcp_keep_reset(so, now_us);
+			sl_tcp_arm(s, so);
+		}
+		return 0;
+	}
+	if (level != IPPROTO_TCP)
+		return -ENOPROTOOPT;
+	switch (name) {
+	case TCP_NODELAY:
+		if (v) {
+			so->flags |= SL_SF_NODELAY;
+			if (so->state >= SL_TCP_ESTABLISHED)
+				sl_tcp_output(s, so, now_us);
+		} else {
+			so->flags &= ~SL_SF_NODELAY;
+		}
+		return 0;
+	case TCP_MAXSEG:
+		if (v && (v < SL_TCP_MSS_MIN || v > 65535))
+			return -EINVAL;
+		tp->user_mss = (uint16_t)v;
+		if (so->state >= SL_TCP_ESTABLISHED)
+			sl_tcp_set_mss(s, so);
+		return 0;
+	case TCP_KEEPIDLE:
+	case TCP_KEEPINTVL:
+		if (v < 1 || v > 32767)
+			return -EINVAL;
+		if (name == TCP_KEEPIDLE)
+			tp->keep_idle_s = (uint16_t)v;
+		else
+			tp->keep_intvl_s = (uint16_t)v;
+		if (so->state >= SL_TCP_ESTABLISHED) {
+			sl_tcp_keep_reset(so, now_us);
+			sl_tcp_arm(s, so);
+		}
+		return 0;
+	case TCP_KEEPCNT:
+		if (v < 1 || v > 127)
+			return -EINVAL;
+		tp->keep_cnt = (uint8_t)v;
+		return 0;
+	default:
+		return -ENOPROTOOPT;
+	}
+}
+
+int sl_tcp_getsockopt(struct sl_stack *s, struct sl_sock *so, int level, int name, void *val,
+		      unsigned int *len)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	int v;
+
+	(void)s;
+	if (!val || !len || *len < sizeof(int))
+		return -EINVAL;
+	if (level == SOL_SOCKET && name == SO_KEEPALIVE) {
+		v = !!(so->flags & SL_SF_KEEPALIVE);
+	} else if (level != IPPROTO_TCP) {
+		return -ENOPROTOOPT;
+	} else if (name == TCP_INFO) {
+		struct tcp_info ti;
+		unsigned int n = *len < sizeof(ti) ? *len : sizeof(ti);
+		uint32_t mss = SL_ONCE(tp->mss), div = mss ? mss : 1;	/* once: a divisor */
+
+		memset(&ti, 0, sizeof(ti));
+		ti.tcpi_state = so->state;
+		ti.tcpi_rto = tp->rto_us;
+		ti.tcpi_snd_mss = mss;
+		ti.tcpi_rcv_mss = sl_tcp_our_mss(s, so);
+		ti.tcpi_rtt = tp->srtt_us;
+		ti.tcpi_rttvar = tp->rttvar_us;
+		ti.tcpi_snd_ssthresh = tp->ssthresh / div;
+		ti.tcpi_snd_cwnd = tp->cwnd / div;
+		ti.tcpi_backoff = tp->backoff;
+		ti.tcpi_snd_wscale = tp->snd_wscale;
+		ti.tcpi_rcv_wscale = tp->rcv_wscale;
+		ti.tcpi_unacked = (tp->snd_max - tp->snd_una) / div;
+		memcpy(val, &ti, n);
+		*len = n;
+		return 0;
+	} else {
+		switch (name) {
+		case TCP_NODELAY:
+			v = !!(so->flags & SL_SF_NODELAY);
+			break;
+		case TCP_MAXSEG:
+			v = so->state >= SL_TCP_ESTABLISHED ? tp->mss :
+				(tp->user_mss ? tp->user_mss : SL_TCP_MSS_DEFAULT);
+			break;
+		case TCP_KEEPIDLE:
+			v = tp->keep_idle_s ? tp->keep_idle_s : SL_TCP_KEEPIDLE_S;
+			break;
+		case TCP_KEEPINTVL:
+			v = tp->keep_intvl_s ? tp->keep_intvl_s : SL_TCP_KEEPINTVL_S;
+			break;
+		case TCP_KEEPCNT:
+			v = tp->keep_cnt ? tp->keep_cnt : SL_TCP_KEEPCNT;
+			break;
+		default:
+			return -ENOPROTOOPT;
+		}
+	}
+	memcpy(val, &v, sizeof(v));
+	*len = sizeof(v);
+	return 0;
+}
+
+/* ICMP destination unreachable quoting one of our segments (RFC 1122
+ * 4.2.3.9, RFC 5927 4.1: check the quoted sequence number first). */
+void sl_tcp_icmp_error(struct sl_stack *s, const struct sl_ip *q, int err)
+{
+	const struct sl_tcph *th = (const struct sl_tcph *)((const uint8_t *)q +
+							    (q->ver_ihl & 0xf) * 4);
+	struct sl_sock *so = sl_sock_lookup(s, SL_SOCK_TCP, q->saddr, th->sport, q->daddr,
+					    th->dport);
+	uint32_t seq = ntohl(th->seq);
+
+	if (!so || so->raddr != q->daddr || so->rport != th->dport ||
+	    so->state < SL_TCP_SYN_SENT)
+		return;
+	if (SEQ_LT(seq, so->tcp.snd_una) || SEQ_GT(seq, so->tcp.snd_max))
+		return;
+	/* Fragmentation needed is path-MTU news, never fatal (RFC 5927). */
+	if (so->state == SL_TCP_SYN_SENT && err != EMSGSIZE) {
+		sl_tcp_done(s, so, err);
+		return;
+	}
+	so->tcp.soft_err = err;
+}

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Congestion control: slow start and the loss responses of RFC 5681,
+ * with CUBIC (RFC 9438) for congestion avoidance, including its
+ * Reno-friendly region.  Fast recovery itself (NewReno, RFC 6582) is in
+ * tcp_input.c; this file only moves cwnd and ssthresh.
+ */
+#include "proto/proto.h"
+
+/* RFC 9438 4.1 and 4.6: C = 0.4, beta_cubic = 0.7, in fixed point /1024. */
+#define CUBIC_C_NUM	4	/* C = 4/10 */
+#define CUBIC_C_DEN	10
+#define CUBIC_BETA	717	/* 0.7 * 1024 */
+/* RFC 9438 4.3: alpha_cubic = 3 (1 - beta) / (1 + beta) = 0.529..., /1024 */
+#define CUBIC_ALPHA	542
+/* |t - K| beyond which W(t) is held: (2e6 ms)^3 = 8e18 still fits an
+ * int64_t, and 33 minutes past K the window is far beyond any cwnd. */
+#define CUBIC_D_MAX_MS	2000000
+
+static uint32_t max_u32(uint32_t a, uint32_t b)
+{
+	return a > b ? a : b;
+}
+
+/* Integer cube root (Newton's method). */
+static uint64_t cbrt_u64(uint64_t x)
+{
+	uint64_t r, y;
+
+	if (x < 2)
+		return x;
+	r = 1;
+	/* Stop at 2^21 (cubed, 2^63): no wrap past 2^64, whatever x is. */
+	while (r < (1ull << 21) && r * r * r < x)
+		r <<= 1;
+	for (int i = 0; i < 64; i++) {
+		y = (2 * r + x / (r * r)) / 3;
+		if (y >= r)
+			break;
+		r = y;
+	}
+	while (r * r * r > x)
+		r--;
+	return r;
+}
+
+/* RFC 6928 2: IW = min(10 MSS, max(2 MSS, 14600)). */
+static uint32_t initial_window(const struct sl_tcp_sock *tp)
+{
+	uint32_t mss = tp->mss ? tp->mss : SL_TCP_MSS_DEFAULT;
+	uint32_t iw = max_u32(2 * mss, 14600);
+
+	return iw > 10 * mss ? 10 * mss : iw;
+}
+
+void sl_tcp_cc_init(struct sl_tcp_sock *tp)
+{
+	tp->cwnd = initial_window(tp);
+	tp->ssthresh = 0x7fffffff;	/* RFC 5681 3.1: arbitrarily high */
+	tp->cc_wmax = 0;
+	tp->cc_epoch_us = 0;
+	tp->cc_acc = 0;
+}
+
+/* Window (bytes) the cubic function gives t_us after the epoch began. */
+static uint64_t cubic_w(const struct sl_tcp_sock *tp, uint64_t t_us)
+{
+	/* W(t) = C (t - K)^3 + W_max, t and K in seconds, W in segments;
+	 * worked in milliseconds and bytes. */
+	int64_t d = (int64_t)(t_us / 1000) - (int64_t)tp->cc_k_ms;
+	int64_t cube;
+
+	/* Saturate: an epoch of more than ~35 minutes overflowed d^3. */
+	if (d > CUBIC_D_MAX_MS)
+		d = CUBIC_D_MAX_MS;
+	if (d < -CUBIC_D_MAX_MS)
+		d = -CUBIC_D_MAX_MS;
+	cube = d * d * d;	/* ms^3 */
+	int64_t w = (int64_t)tp->cc_wmax +
+		    cube / 1000000000 * CUBIC_C_NUM * (int64_t)tp->mss / CUBIC_C_DEN +
+		    (cube % 1000000000) * CUBIC_C_NUM * (int64_t)tp->mss / CUBIC_C_DEN /
+			    1000000000;
+
+	return w < (int64_t)tp->mss ? tp->mss : (uint64_t)w;
+}
+
+static void cubic_start_epoch(struct sl_tcp_sock *tp, uint32_t mss, uint64_t now_us)
+{
+	tp->cc_epoch_us = now_us ? now_us : 1;
+	tp->cc_west = tp->cwnd;
+	tp->cc_acc = 0;
+	if (tp->cwnd < tp->cc_wmax) {
+		/* K = cbrt((W_max - cwnd) / C), in segments then seconds. */
+		uint64_t seg = (uint64_t)(tp->cc_wmax - tp->cwnd) * CUBIC_C_DEN /
+			       CUBIC_C_NUM / mss;
+
+		tp->cc_k_ms = (uint32_t)(cbrt_u64(seg * 1000000000ull));
+	} else {
+		tp->cc_k_ms = 0;
+		tp->cc_wmax = tp->cwnd;
+	}
+}
+
+void sl_tcp_cc_ack(struct sl_tcp_sock *tp, uint32_t acked, uint64_t now_us)
+{
+	uint64_t target, t;
+	/* Divisors, read once: the values found non-zero are the ones
+	 * divided by (the socket is in the shared region). */
+	uint32_t mss = SL_ONCE(tp->mss), cwnd = SL_ONCE(tp->cwnd);
+
+	if (!acked || !mss || !cwnd)
+		return;
+	if (cwnd < tp->ssthresh) {
+		/* RFC 5681 3.1, with RFC 3465 L = 2 */
+		tp->cwnd += acked < 2 * mss ? acked : 2 * mss;
+		return;
+	}
+	if (!tp->cc_epoch_us)
+		cubic_start_epoch(tp, mss, now_us);
+	t = now_us - tp->cc_epoch_us + tp->srtt_us;	/* RFC 9438 4.2: t + RTT */
+	target = cubic_w(tp, t);
+	if (target < tp->cwnd)
+		target = tp->cwnd;
+	if (target > tp->cwnd + tp->cwnd / 2)
+		target = tp->cwnd + tp->cwnd / 2;
+
+	/* RFC 9438 4.3: the Reno-friendly estimate; alpha becomes 1 once it
+	 * has grown back to W_max. */
+	tp->cc_west += (uint32_t)((uint64_t)(tp->cc_west >= tp->cc_wmax ? 1024 : CUBIC_ALPHA) *
+				  acked / 1024 * mss / cwnd);
+	if (cubic_w(tp, now_us - tp->cc_epoch_us) < tp->cc_west) {
+		if (tp->cc_west > tp->cwnd)
+			tp->cwnd = tp->cc_west;
+		return;
+	}
+	/* RFC 9438 4.4/4.5: grow by (target - cwnd) / cwnd per acked MSS. */
+	tp->cc_acc += (uint32_t)((target - tp->cwnd) * acked / cwnd);
+	/* At the plateau, still one MSS per 100 RTTs (as Linux's cubic). */
+	if (target == tp->cwnd)
+		tp->cc_acc += (uint32_t)((uint64_t)acked * mss / 100 / cwnd);
+	if (tp->cc_acc >= mss) {
+		tp->cwnd += tp->cc_acc / mss * mss;
+		tp->cc_acc %= mss;
+	}
+}
+
+void sl_tcp_cc_idle(struct sl_tcp_sock *tp)
+{
+	uint32_t rw = initial_window(tp);
+
+	/* RFC 5681 4.1: RW = min(IW, cwnd).  cwnd was not validated while
+	 * idle, so CUBIC starts a new epoch when it gets back to
+	 * congestion avoidance (RFC 9438 5.8; Linux resets it on
+	 * CA_EVENT_TX_START too). */
+	if (tp->cwnd > rw)
+		tp->cwnd = rw;
+	tp->cc_epoch_us = 0;
+	tp->cc_acc = 0;
+}
+
+/* RFC 9438 4.6-4.7: multiplicative decrease and fast convergence. */
+static void cubic_reduce(struct sl_tcp_sock *tp)
+{
+	uint32_t mss = tp->mss ? tp->mss : SL_TCP_MSS_DEFAULT;
+	uint32_t flight = sl_tcp_flight(tp);
+	uint32_t w = tp->cwnd;
+
+	if (w < tp->cc_wmax)
+		tp->cc_wmax = (uint32_t)((uint64_t)w * (1024 + CUBIC_BETA) / 2048);
+	else
+		tp->cc_wmax = w;
+	if (flight < w)
+		w = flight > mss ? flight : w;
+	tp->ssthresh = max_u32((uint32_t)((uint64_t)w * CUBIC_BETA / 1024), 2 * mss);
+	tp->cc_epoch_us = 0;
+}
+
+void sl_tcp_cc_loss(struct sl_tcp_sock *tp, uint64_t now_us)
+{
+	(void)now_us;
+	cubic_reduce(tp);
+	tp->cwnd = tp->ssthresh;
+}
+
+void sl_tcp_cc_rto(struct sl_tcp_sock *tp, uint64_t now_us)
+{
+	(void)now_us;
+	/* RFC 5681 3.1 eq. 4: ssthresh only on the first timeout in a row. */
+	if (tp->backoff <= 1)
+		cubic_reduce(tp);
+	tp->cwnd = tp->mss;		/* RFC 5681 3.1: LW = 1 SMSS */
+}

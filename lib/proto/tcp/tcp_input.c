@@ -1,0 +1,1303 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * TCP input: checks, demultiplexing and the segment-arrival rules of
+ * RFC 9293 3.10.7 with RFC 5961 (challenge ACKs), RFC 7323 (PAWS),
+ * RFC 2018 (SACK), RFC 5681/6582 (fast retransmit, NewReno recovery).
+ * Received payload stays in its buffer: trimmed in place, queued.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "proto/proto.h"
+
+struct seg_opts {
+	uint16_t mss;
+	int8_t ws;		/* -1: absent */
+	bool sack_ok, ts;
+	uint32_t tsval, tsecr;
+	uint8_t nsack;
+	uint32_t sack[SL_TCP_SACK_MAX][2];
+};
+
+/* One arriving segment, in host order. */
+struct seg {
+	uint32_t seq, ack, end;	/* end: seq + payload + SYN + FIN */
+	uint32_t wnd;
+	uint8_t flags;
+	uint8_t oflags;		/* flags as they arrived (SYN may be taken off) */
+	uint16_t plen;		/* payload bytes */
+	uint16_t poff;		/* payload offset from the buffer's off */
+	uint16_t more;		/* of plen, bytes in a chain's further buffers */
+	uint32_t chain;		/* the first of those buffers (SL_BUF_CHAIN) */
+	uint16_t nchain;	/* how many there are */
+	struct seg_opts o;
+};
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return ntohl(v);
+}
+
+/* RFC 9293 3.1: options; a malformed list stops parsing. */
+static void parse_opts(const uint8_t *p, unsigned int len, bool syn, struct seg_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->ws = -1;
+	while (len) {
+		unsigned int k = p[0], l;
+
+		if (k == 0)
+			break;
+		if (k == 1) {
+			p++;
+			len--;
+			continue;
+		}
+		if (len < 2 || (l = p[1]) < 2 || l > len)
+			break;
+		switch (k) {
+		case 2:
+			if (l == 4 && syn)
+				o->mss = (uint16_t)(p[2] << 8 | p[3]);
+			break;
+		case 3:
+			if (l == 3 && syn)
+				o->ws = (int8_t)(p[2] > SL_TCP_WSCALE_MAX ? SL_TCP_WSCALE_MAX : p[2]);
+			break;
+		case 4:
+			if (l == 2 && syn)
+				o->sack_ok = true;
+			break;
+		case 5:
+			if (!syn && l >= 10 && (l - 2) % 8 == 0) {
+				for (unsigned int i = 0; i < (l - 2) / 8 && i < SL_TCP_SACK_MAX; i++) {
+					o->sack[i][0] = get32(p + 2 + 8 * i);
+					o->sack[i][1] = get32(p + 6 + 8 * i);
+					o->nsack = (uint8_t)(i + 1);
+				}
+			}
+			break;
+		case 8:
+			if (l == 10) {
+				o->ts = true;
+				o->tsval = get32(p + 2);
+				o->tsecr = get32(p + 6);
+			}
+			break;
+		default:
+			break;
+		}
+		p += l;
+		len -= l;
+	}
+}
+
+static bool is_bcast(const struct sl_stack *s, uint32_t a)
+{
+	uint32_t h = ntohl(a);
+
+	return a == INADDR_BROADCAST || (h >> 28) == 0xe ||
+	       (s->r->ip_mask && s->r->ip_mask != 0xffffffffu &&
+		a == (s->r->ip_addr | ~s->r->ip_mask));
+}
+
+/* ---- queues ---------------------------------------------------------- */
+
+/* Buffers received payload may not take: the last few stay free so that
+ * segments carrying ACKs (which free send buffers) can still arrive. */
+static bool rx_pool_low(const struct sl_stack *s)
+{
+	uint32_t reserve = s->n_bufs / 64;
+
+	return s->r->buf_free_count < (reserve < 8 ? 8 : reserve);
+}
+
+/* Trim buffer idx (a received segment) to its payload and stamp it. */
+static void to_payload(struct sl_stack *s, uint32_t idx, const struct seg *g)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+
+	b->off = (uint16_t)(b->off + g->poff);
+	b->len = (uint16_t)(g->plen - g->more);
+	b->seq = g->seq;
+	b->flags = (g->flags & TH_FIN_) ? SL_TBF_FIN : 0;
+	b->next_idx = SLUICE_IDX_NONE;
+}
+
+/* In-order payload of len bytes would be copied into the receive queue's
+ * tail buffer: it is at most half a buffer and fits the tail's room. */
+static bool rx_tail_fits(struct sl_stack *s, const struct sl_sock *so, uint32_t len)
+{
+	const struct sluice_buf *tb;
+
+	if (!sl_buf_some(s, so->rxq_tail) || len > s->buf_size / 2)
+		return false;
+	tb = sl_buf(s, so->rxq_tail);
+	return (uint32_t)tb->off + tb->len + len <= s->buf_size;
+}
+
+/* The connection holds its receive buffer's worth of packet buffers
+ * (Linux charges truesize against sk_rcvbuf): a peer sending tiny
+ * segments cannot pin more of the shared pool than that. */
+static bool rx_over_budget(const struct sl_stack *s, const struct sl_sock *so)
+{
+	uint64_t held = (uint64_t)(so->rxq_count + so->tcp.ooo_count) * s->buf_size;
+
+	return held >= so->rcvbuf;
+}
+
+/* Append in-order payload to the receive queue, copying a segment of up
+ * to half a buffer into the tail buffer's spare room instead (saves a
+ * buffer, as Linux's tcp_try_coalesce).  Returns true if idx was freed. */
+static bool rx_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+	uint32_t t = so->rxq_tail;
+
+	if (rx_tail_fits(s, so, b->len)) {
+		struct sluice_buf *tb = sl_buf(s, t);
+
+		memcpy(sl_buf_data(s, t) + tb->len, sl_buf_data(s, idx), b->len);
+		tb->len = (uint16_t)(tb->len + b->len);
+		so->rxq_bytes += b->len;
+		so->rx_bytes += b->len;
+		sl_buf_free(s, idx);
+		return true;
+	}
+	sl_sock_rxq_append(s, so, idx, b->len);
+	return false;
+}
+
+/* Deliver in-order segment buffer idx (already trimmed to start at
+ * rcv_nxt), then whatever the out-of-order queue now continues. */
+static void deliver(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t steps = 0;
+
+	for (;;) {
+		struct sluice_buf *b = sl_buf(s, idx);
+		bool fin = b->flags & SL_TBF_FIN;
+
+		tp->rcv_nxt += b->len;
+		if (b->len)
+			rx_append(s, so, idx);
+		else
+			sl_buf_free(s, idx);
+		if (fin) {
+			tp->rcv_nxt++;
+			tp->tflags |= SL_TF_FIN_RCVD;
+			sl_buf_free_chain(s, tp->ooo_head);
+			tp->ooo_head = SLUICE_IDX_NONE;
+			tp->ooo_bytes = 0;
+			tp->ooo_count = 0;
+			return;
+		}
+		/* Pull the next out-of-order segment if it now fits. */
+		for (;;) {
+			uint32_t h = tp->ooo_head, d;
+			struct sluice_buf *hb;
+
+			if (!sl_buf_next(s, h, &steps))
+				return;
+			hb = sl_buf(s, h);
+			if (SEQ_GT(hb->seq, tp->rcv_nxt))
+				return;
+			tp->ooo_head = hb->next_idx;
+			tp->ooo_bytes -= hb->len;
+			tp->ooo_count--;
+			d = tp->rcv_nxt - hb->seq;
+			if (d > hb->len || (d == hb->len && !(hb->flags & SL_TBF_FIN))) {
+				sl_buf_free(s, h);
+				continue;
+			}
+			hb->off = (uint16_t)(hb->off + d);
+			hb->len = (uint16_t)(hb->len - d);
+			hb->seq += d;
+			hb->next_idx = SLUICE_IDX_NONE;
+			idx = h;
+			break;
+		}
+	}
+}
+
+/* Append the further buffers of a chained segment whose first buffer
+ * deliver() just took (in order, nothing out of order: chain_ok()). */
+static void deliver_more(struct sl_stack *s, struct sl_sock *so, const struct seg *g)
+{
+	uint32_t idx = g->chain, steps = 0;
+
+	while (sl_buf_next(s, idx, &steps)) {
+		struct sluice_buf *b = sl_buf(s, idx);
+		uint32_t next = b->next_idx;
+
+		b->seq = so->tcp.rcv_nxt;
+		b->flags = 0;
+		so->tcp.rcv_nxt += b->len;
+		sl_sock_rxq_append(s, so, idx, b->len);
+		idx = next;
+	}
+}
+
+/*
+ * A chained segment (one from a socket of this stack, spanning several
+ * buffers) is taken whole only where it simply continues the stream:
+ * everything else about it then holds as for a one-buffer segment, with no
+ * trimming.  Any other is cut to its first buffer and goes the usual way;
+ * the sender sends the rest again, one buffer a segment.
+ */
+static bool chain_ok(struct sl_stack *s, const struct sl_sock *so, const struct seg *g)
+{
+	const struct sl_tcp_sock *tp = &so->tcp;
+	uint64_t held = (uint64_t)(so->rxq_count + tp->ooo_count + so->rx_lent_count + 1 +
+				   g->nchain) * s->buf_size;
+
+	return so->state >= SL_TCP_ESTABLISHED && so->state <= SL_TCP_FIN_WAIT_2 &&
+	       so->state != SL_TCP_CLOSE_WAIT && !(tp->tflags & SL_TF_FIN_RCVD) &&
+	       !(so->flags & SL_SF_ORPHAN) &&
+	       (g->flags & (TH_SYN_ | TH_RST_ | TH_FIN_ | TH_URG_ | TH_ACK_)) == TH_ACK_ &&
+	       g->seq == tp->rcv_nxt && SEQ_GT(tp->rcv_adv, tp->rcv_nxt) &&
+	       SEQ_LEQ(g->seq + g->plen, tp->rcv_adv) && !sl_buf_some(s, tp->ooo_head) &&
+	       !rx_pool_low(s) && held <= so->rcvbuf;
+}
+
+/* Queue an out-of-order segment sorted by seq (RFC 9293 3.10.7.4 seventh,
+ * RFC 5681 4.2).  Returns false if it was dropped (idx freed). */
+static bool ooo_insert(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	struct sluice_buf *b = sl_buf(s, idx);
+	uint32_t *pp = &tp->ooo_head, end = b->seq + b->len, steps = 0;
+
+	if (tp->ooo_count >= SL_TCP_OOO_MAX || rx_pool_low(s) || rx_over_budget(s, so)) {
+		sl_buf_free(s, idx);
+		return false;
+	}
+	while (sl_buf_next(s, *pp, &steps)) {
+		struct sluice_buf *c = sl_buf(s, *pp);
+
+		if (SEQ_LEQ(c->seq, b->seq) && SEQ_GEQ(c->seq + c->len, end) &&
+		    (c->flags & SL_TBF_FIN) >= (b->flags & SL_TBF_FIN)) {
+			/* Already held. */
+			tp->sack_last = b->seq;
+			sl_buf_free(s, idx);
+			return true;
+		}
+		if (SEQ_GT(c->seq, b->seq))
+			break;
+		pp = &c->next_idx;
+	}
+	b->next_idx = *pp;
+	*pp = idx;
+	tp->ooo_bytes += b->len;
+	tp->ooo_count++;
+	tp->sack_last = b->seq;
+	sl_count(s, SL_C_tcp_ooo);
+	return true;
+}
+
+/* ---- acknowledgements ------------------------------------------------ */
+
+/* Free send-queue data below snd_una; returns bytes newly acknowledged. */
+static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t steps = 0;
+
+	while (sl_buf_next(s, tp->sndq_head, &steps)) {
+		uint32_t idx = tp->sndq_head;
+		struct sluice_buf *b = sl_buf(s, idx);
+		uint32_t end = b->seq + b->aux;
+
+		if (SEQ_GT(end, tp->snd_una) || !(b->flags & SL_TBF_SENT))
+			break;
+		tp->sndq_head = b->next_idx;
+		if (tp->sndq_head == SLUICE_IDX_NONE)
+			tp->sndq_tail = SLUICE_IDX_NONE;
+		if (tp->sndq_hint == idx)
+			tp->sndq_hint = SLUICE_IDX_NONE;
+		tp->sndq_bytes -= b->aux;
+		sl_buf_free(s, idx);
+	}
+	/* SND.UNA inside the head buffer (the peer took only part of a
+	 * segment, e.g. into a window it shrank): drop the acknowledged
+	 * front, so a retransmission starts at SND.UNA and can be cut to
+	 * what the window allows (RFC 9293 3.8.6.2.1). */
+	if (sl_buf_some(s, tp->sndq_head)) {
+		struct sluice_buf *b = sl_buf(s, tp->sndq_head);
+		uint8_t *p = sl_buf_base(s, tp->sndq_head) + SL_TCP_DATA_OFF;
+		/* Read once: checked, then the offset and length of the move
+		 * (read again, d or aux - d could be anything up to 4 GiB). */
+		uint32_t seq = SL_ONCE(b->seq), aux = SL_ONCE(b->aux), una = SL_ONCE(tp->snd_una);
+
+		if (aux > SL_TCP_BUF_PAYLOAD(s)) {
+			sl_corrupt(s, SL_C_corrupt_buf_len, tp->sndq_head);
+		} else if ((b->flags & SL_TBF_SENT) && SEQ_GT(una, seq) && SEQ_LT(una, seq + aux)) {
+			uint32_t d = una - seq;
+
+			memmove(p, p + d, aux - d);
+			b->aux = (uint16_t)(aux - d);
+			b->seq = una;
+			tp->sndq_bytes -= d;
+		}
+	}
+	(void)now_us;
+}
+
+static void mark_sacked(struct sl_stack *s, struct sl_sock *so, const struct seg_opts *o)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	for (unsigned int i = 0; i < o->nsack; i++) {
+		uint32_t st = o->sack[i][0], en = o->sack[i][1];
+
+		/* RFC 2018 / RFC 6675: ignore blocks outside (UNA, MAX]. */
+		if (!SEQ_LT(st, en) || SEQ_LEQ(en, tp->snd_una) || SEQ_GT(en, tp->snd_max))
+			continue;
+		uint32_t steps = 0;
+
+		for (uint32_t idx = tp->sndq_head;
+		     sl_buf_next(s, idx, &steps);) {
+			struct sluice_buf *b = sl_buf(s, idx);
+
+			if (SEQ_GEQ(b->seq, en))
+				break;
+			if (SEQ_GEQ(b->seq, st) && SEQ_LEQ(b->seq + b->aux, en) &&
+			    (b->flags & SL_TBF_SENT))
+				b->flags |= SL_TBF_SACKED;
+			idx = b->next_idx;
+		}
+	}
+}
+
+/* Retransmit the first hole below the highest SACKed data, or the head. */
+static void retransmit_hole(struct sl_stack *s, struct sl_sock *so, uint64_t now_us,
+			    bool head)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t idx, cand = SLUICE_IDX_NONE, steps = 0;
+	bool sacked_after = false;
+
+	for (idx = tp->sndq_head; sl_buf_next(s, idx, &steps);
+	     idx = sl_buf(s, idx)->next_idx) {
+		struct sluice_buf *b = sl_buf(s, idx);
+
+		if (!(b->flags & SL_TBF_SENT) || !SEQ_LT(b->seq, tp->snd_max))
+			break;
+		if (b->flags & SL_TBF_SACKED) {
+			if (cand != SLUICE_IDX_NONE)
+				sacked_after = true;
+			continue;
+		}
+		if (cand == SLUICE_IDX_NONE && !(b->flags & SL_TBF_RECOV))
+			cand = idx;
+		if (cand != SLUICE_IDX_NONE && sacked_after)
+			break;
+	}
+	if (cand == SLUICE_IDX_NONE || (!head && !sacked_after))
+		return;
+	sl_buf(s, cand)->flags |= SL_TBF_RECOV;
+	tp->tflags &= ~SL_TF_TIMING;	/* Karn */
+	sl_tcp_xmit_buf(s, so, cand, now_us);
+}
+
+/* RFC 9293 3.10.7.4 fifth, ESTABLISHED: process an acceptable ACK.
+ * Returns false if the segment is to be dropped. */
+static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg *g,
+			uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	/* RFC 7323 2.2: the window of a segment with SYN is never scaled. */
+	uint32_t ack = g->ack, acked;
+	uint32_t wnd = (g->oflags & TH_SYN_) ? g->wnd : g->wnd << sl_tcp_ws(s, tp->snd_wscale);
+	bool dup;
+
+	/* RFC 5961 5.2: acceptable if SND.UNA - MAX.SND.WND <= SEG.ACK <= SND.NXT. */
+	if (SEQ_GT(ack, tp->snd_max) || SEQ_LT(ack, tp->snd_una - tp->max_sndwnd)) {
+		sl_tcp_challenge_ack(s, so, now_us);
+		return false;
+	}
+	if (tp->tflags & SL_TF_SACK)
+		mark_sacked(s, so, &g->o);
+	if (tp->tflags & SL_TF_PROBE)
+		tp->keep_probes = 0;	/* the peer answers our window probes */
+
+	dup = ack == tp->snd_una && g->plen == 0 && !(g->flags & (TH_SYN_ | TH_FIN_)) &&
+	      tp->snd_una != tp->snd_max && SEQ_LEQ(tp->snd_wl1, g->seq) &&
+	      wnd == tp->snd_wnd;
+
+	/* Window update (RFC 9293 3.10.7.4: SND.WL1/WL2), not from old ACKs. */
+	if (SEQ_GEQ(ack, tp->snd_una) &&
+	    (SEQ_LT(tp->snd_wl1, g->seq) ||
+	     (tp->snd_wl1 == g->seq && SEQ_LEQ(tp->snd_wl2, ack)))) {
+		/* Persist ends when the window opens enough to send into:
+		 * then tcp_output.c clears the probes' backoff as it sends
+		 * (Linux tcp_ack_probe).  A window that opens by less than the
+		 * sender may use (RFC 9293 3.8.6.2.1 SWS avoidance: a receiver
+		 * that never reads keeps the edge it advertised) leaves the
+		 * backoff running, or probes would go every 2 RTO forever. */
+		tp->snd_wnd = wnd;
+		tp->snd_wl1 = g->seq;
+		tp->snd_wl2 = ack;
+		if (wnd > tp->max_sndwnd)
+			tp->max_sndwnd = wnd;
+	}
+
+	if (SEQ_GT(ack, tp->snd_una)) {
+		/* RFC 7661 flavour (Linux tcp_is_cwnd_limited): grow cwnd only
+		 * while it is what limits the sender. */
+		bool cwnd_limited = 2 * (tp->snd_max - tp->snd_una) >= tp->cwnd;
+
+		acked = ack - tp->snd_una;
+		/* RTT: one timed segment (Karn), or the echoed timestamp. */
+		if ((tp->tflags & SL_TF_TIMING) && SEQ_GEQ(ack, tp->rtt_seq)) {
+			tp->tflags &= ~SL_TF_TIMING;
+			sl_tcp_rtt_sample(tp, (uint32_t)(now_us - tp->rtt_start_us));
+		} else if (tp->backoff && (tp->tflags & SL_TF_TS) && g->o.ts && g->o.tsecr) {
+			uint32_t r = (uint32_t)(now_us / 1000) + tp->ts_offset - g->o.tsecr;
+
+			if (r < 60000)
+				sl_tcp_rtt_sample(tp, r * 1000);
+		}
+		tp->snd_una = ack;
+		if (SEQ_LT(tp->snd_nxt, ack))
+			tp->snd_nxt = ack;
+		drop_acked(s, so, now_us);
+		tp->backoff = 0;
+		tp->keep_probes = 0;
+
+		if (tp->tflags & SL_TF_RECOVERY) {
+			if (SEQ_GEQ(ack, tp->recover)) {
+				/* RFC 6582 3.2 step 3: full ACK. */
+				uint32_t f = sl_tcp_flight(tp) + tp->mss;
+
+				tp->cwnd = tp->ssthresh < f ? tp->ssthresh : f;
+				tp->tflags &= ~SL_TF_RECOVERY;
+				tp->dupacks = 0;
+			} else {
+				/* Partial ACK: retransmit the next hole, deflate. */
+				retransmit_hole(s, so, now_us, true);
+				tp->cwnd = tp->cwnd > acked ? tp->cwnd - acked : tp->mss;
+				if (acked >= tp->mss)
+					tp->cwnd += tp->mss;
+			}
+		} else {
+			tp->dupacks = 0;
+			if (cwnd_limited)
+				sl_tcp_cc_ack(tp, acked, now_us);
+		}
+		sl_tcp_rearm_rexmt(so, now_us);
+		sl_sock_wake(s, so);
+	} else if (dup) {
+		tp->dupacks++;
+		if (tp->tflags & SL_TF_RECOVERY) {
+			/* RFC 6582 3.2 step 4: inflate; RFC 6675: fill holes. */
+			tp->cwnd += tp->mss;
+			retransmit_hole(s, so, now_us, false);
+		} else if (tp->dupacks == SL_TCP_DUPACK_THRESH &&
+			   SEQ_GT(ack, tp->recover)) {
+			/* RFC 6582 3.2 step 2: fast retransmit.  Tested as
+			 * FreeBSD's SEG.ACK > snd_recover: recover starts at ISS
+			 * (step 1), so a lost first segment (duplicate ACKs of
+			 * ISS + 1) qualifies, which "ACK - 1 > recover" missed. */
+			sl_count(s, SL_C_tcp_fast_retransmit);
+			uint32_t steps = 0;
+
+			for (uint32_t i = tp->sndq_head;
+			     sl_buf_next(s, i, &steps);
+			     i = sl_buf(s, i)->next_idx)
+				sl_buf(s, i)->flags &= ~SL_TBF_RECOV;
+			sl_tcp_cc_loss(tp, now_us);
+			tp->recover = tp->snd_max;
+			tp->tflags |= SL_TF_RECOVERY;
+			retransmit_hole(s, so, now_us, true);
+			tp->cwnd = tp->ssthresh + SL_TCP_DUPACK_THRESH * tp->mss;
+			tp->t_rexmt = now_us + tp->rto_us;
+		}
+	} else if (ack == tp->snd_una) {
+		tp->dupacks = 0;
+	}
+	return true;
+}
+
+/* ---- states ---------------------------------------------------------- */
+
+static void enter_time_wait(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	sl_tcp_set_state(s, so, SL_TCP_TIME_WAIT);
+	sl_buf_free_chain(s, tp->sndq_head);
+	tp->sndq_head = tp->sndq_tail = tp->sndq_hint = SLUICE_IDX_NONE;
+	tp->sndq_bytes = 0;
+	/* A dead process's borrowed buffers would wait out TIME-WAIT. */
+	sl_tcp_lent_reap(s, so);
+	tp->t_rexmt = tp->t_persist = tp->t_keep = 0;
+	tp->t_close = now_us + SL_TCP_TIME_WAIT_US;
+}
+
+/* Negotiated options of a SYN or SYN-ACK (RFC 7323, RFC 2018). */
+static void take_syn_opts(struct sl_stack *s, struct sl_sock *so, const struct seg *g,
+			  uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	tp->peer_mss = g->o.mss ? g->o.mss : SL_TCP_MSS_DEFAULT;
+	if (g->o.ws >= 0 && (tp->tflags & SL_TF_WS)) {
+		tp->snd_wscale = (uint8_t)g->o.ws;
+	} else {
+		tp->tflags &= ~SL_TF_WS;
+		tp->snd_wscale = tp->rcv_wscale = 0;
+	}
+	if (g->o.ts && (tp->tflags & SL_TF_TS)) {
+		tp->ts_recent = g->o.tsval;
+		tp->ts_recent_s = (uint32_t)(now_us / 1000000);
+	} else
+		tp->tflags &= ~SL_TF_TS;
+	if (!g->o.sack_ok)
+		tp->tflags &= ~SL_TF_SACK;
+	sl_tcp_set_mss(s, so);
+	sl_tcp_cc_init(tp);
+}
+
+static void established(struct sl_stack *s, struct sl_sock *so, const struct seg *g)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	/* RFC 6298 5.7: a retransmitted SYN leaves no sample; start at 3 s. */
+	if (tp->backoff && !tp->srtt_us)
+		tp->rto_us = 3000000;
+
+	/* RFC 7323 2.2: the window of a SYN-ACK (also one that completes a
+	 * simultaneous open) is never scaled; the third ACK's is. */
+	tp->snd_wnd = (g->oflags & TH_SYN_) ? g->wnd : g->wnd << sl_tcp_ws(s, tp->snd_wscale);
+	tp->max_sndwnd = tp->snd_wnd;
+	tp->snd_wl1 = g->seq;
+	tp->snd_wl2 = g->ack;
+	tp->backoff = 0;
+	tp->t_rexmt = 0;
+	sl_tcp_set_state(s, so, SL_TCP_ESTABLISHED);
+}
+
+/* The stack holds as many embryonic connections as it may: a count in
+ * the region (SL_TF_EMBRYO marks who is in it), so a SYN costs O(1). */
+static bool embryos_full(const struct sl_stack *s)
+{
+	return s->r->tcp_embryos >= sl_tcp_synq_cap(s);
+}
+
+/* A socket for a connection to listener lso, hashed, its TCB fresh. */
+static struct sl_sock *child_new(struct sl_stack *s, struct sl_sock *lso, const struct sl_ip *ip,
+				 const struct sl_tcph *th, uint64_t now_us)
+{
+	struct sl_tcp_sock *ltp = &lso->tcp, *tp;
+	struct sl_sock *c = sl_sock_alloc(s, SL_SOCK_TCP);
+
+	if (!c) {
+		sl_count(s, SL_C_tcp_syn_dropped);
+		return NULL;
+	}
+	c->laddr = ip->daddr;
+	c->lport = th->dport;
+	c->raddr = ip->saddr;
+	c->rport = th->sport;
+	/* As Linux: options are inherited (SO_REUSEADDR too, so a server can
+	 * bind its port again while its children close), O_NONBLOCK is not. */
+	c->flags |= SL_SF_BOUND |
+		    (lso->flags & (SL_SF_NODELAY | SL_SF_KEEPALIVE | SL_SF_REUSEADDR));
+	c->rcvbuf = lso->rcvbuf;
+	c->sndbuf = lso->sndbuf;
+	c->parent_idx = lso->idx;
+	c->owner_pid = lso->owner_pid;
+	tp = &c->tcp;
+	tp->user_mss = ltp->user_mss;
+	tp->keep_idle_s = ltp->keep_idle_s;
+	tp->keep_intvl_s = ltp->keep_intvl_s;
+	tp->keep_cnt = ltp->keep_cnt;
+	sl_sock_hash(s, c);
+	sl_tcp_init_tcb(s, c, now_us);
+	tp->tflags |= SL_TF_PASSIVE;
+	return c;
+}
+
+/* A passive child in SYN-RECEIVED: on its listener's SYN queue. */
+static void child_embryo(struct sl_stack *s, struct sl_sock *lso, struct sl_sock *c)
+{
+	c->state = SL_TCP_SYN_RECEIVED;
+	lso->tcp.syn_len++;
+	c->tcp.tflags |= SL_TF_EMBRYO;
+	s->r->tcp_embryos++;
+	sl_count(s, SL_C_tcp_passive_open);
+}
+
+/* Low 6 bits of a cookie SYN-ACK's TSval, echoed in the ACK's TSecr: what
+ * the SYN offered that the cookie has no room for (as Linux does). */
+#define COOKIE_TS_WS_NONE	0x0f
+#define COOKIE_TS_SACK		0x10
+#define COOKIE_TS_MASK		0x3f
+
+/*
+ * The SYN queue is full: answer the SYN with a SYN-ACK whose ISN is a
+ * cookie (RFC 4987 3.6) and keep nothing.  The SYN-ACK is what a child
+ * would send, made on a socket on the C stack; window scaling and SACK
+ * ride in the TSval's low bits, so without timestamps they are off.
+ */
+static void cookie_synack(struct sl_stack *s, struct sl_sock *lso, const struct sl_ip *ip,
+			  const struct sl_tcph *th, const struct seg *g, uint64_t now_us)
+{
+	struct sl_sock tmp;
+	struct sl_tcp_sock *tp = &tmp.tcp;
+
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.type = SL_SOCK_TCP;
+	tmp.laddr = ip->daddr;
+	tmp.lport = th->dport;
+	tmp.raddr = ip->saddr;
+	tmp.rport = th->sport;
+	tmp.rcvbuf = lso->rcvbuf;
+	tmp.sndbuf = lso->sndbuf;
+	tp->user_mss = lso->tcp.user_mss;
+	sl_tcp_init_tcb(s, &tmp, now_us);
+	tp->tflags |= SL_TF_WS | SL_TF_TS | SL_TF_SACK;
+	take_syn_opts(s, &tmp, g, now_us);
+	if (tp->tflags & SL_TF_TS) {
+		uint32_t now_ms = (uint32_t)(now_us / 1000), ts = now_ms + tp->ts_offset;
+		uint32_t want = (ts & ~(uint32_t)COOKIE_TS_MASK) |
+				((tp->tflags & SL_TF_WS) ? tp->snd_wscale : COOKIE_TS_WS_NONE) |
+				((tp->tflags & SL_TF_SACK) ? COOKIE_TS_SACK : 0);
+
+		if (SEQ_GT(want, ts))
+			want -= COOKIE_TS_MASK + 1;
+		tp->ts_offset = want - now_ms;
+	} else {
+		tp->tflags &= ~(SL_TF_WS | SL_TF_SACK);
+		tp->rcv_wscale = 0;
+	}
+	tp->irs = g->seq;
+	tp->rcv_nxt = tp->rcv_adv = g->seq + 1;
+	tp->iss = sl_tcp_cookie_make(s, tmp.laddr, tmp.lport, tmp.raddr, tmp.rport, g->seq,
+				     g->o.mss ? g->o.mss : SL_TCP_MSS_DEFAULT, now_us);
+	tmp.state = SL_TCP_SYN_RECEIVED;
+	sl_tcp_send_syn(s, &tmp, now_us);
+	lso->tcp.cookie_s = (uint32_t)(now_us / 1000000) + 1;
+	sl_count(s, SL_C_tcp_syncookies_sent);
+}
+
+static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
+		       const struct sl_ip *ip, const struct sl_tcph *th, struct seg *g,
+		       uint64_t now_us);
+
+/*
+ * An ACK at listener lso: the third segment of a handshake answered with a
+ * cookie?  If its cookie is good, the connection is made as its SYN would
+ * have made it, in SYN-RECEIVED, and the ACK goes through the usual path
+ * (which completes it and takes any data).  Returns false if the segment
+ * is not that (idx untouched), true if it was taken (idx consumed).
+ */
+static bool cookie_ack(struct sl_stack *s, struct sl_sock *lso, uint32_t idx,
+		       const struct sl_ip *ip, const struct sl_tcph *th, const struct seg *g,
+		       uint64_t now_us)
+{
+	struct sl_tcp_sock *ltp = &lso->tcp, *tp;
+	uint32_t now_s = (uint32_t)(now_us / 1000000) + 1;
+	struct seg g2 = *g;
+	struct sl_sock *c;
+	uint16_t mss;
+
+	if (!ltp->cookie_s || now_s - ltp->cookie_s > SL_TCP_COOKIE_LISTEN_S ||
+	    (g->flags & (TH_SYN_ | TH_RST_)))
+		return false;
+	mss = sl_tcp_cookie_check(s, ip->daddr, th->dport, ip->saddr, th->sport, g->seq - 1,
+				  g->ack - 1, now_us);
+	if (!mss) {
+		sl_count(s, SL_C_tcp_syncookies_failed);
+		return false;
+	}
+	if (ltp->acc_len >= ltp->backlog || !(c = child_new(s, lso, ip, th, now_us))) {
+		/* As Linux: no reset; the peer sends again. */
+		if (ltp->acc_len >= ltp->backlog)
+			sl_count(s, SL_C_tcp_syn_dropped);
+		sl_pkt_free(s, idx);
+		return true;
+	}
+	tp = &c->tcp;
+	if (g->o.ts) {
+		unsigned int ws = g->o.tsecr & COOKIE_TS_WS_NONE;
+
+		tp->tflags |= SL_TF_TS;
+		tp->ts_recent = g->o.tsval;
+		tp->ts_recent_s = now_s - 1;
+		if (ws != COOKIE_TS_WS_NONE) {
+			tp->tflags |= SL_TF_WS;
+			tp->snd_wscale = (uint8_t)(ws > SL_TCP_WSCALE_MAX ? SL_TCP_WSCALE_MAX : ws);
+		}
+		if (g->o.tsecr & COOKIE_TS_SACK)
+			tp->tflags |= SL_TF_SACK;
+	}
+	if (!(tp->tflags & SL_TF_WS))
+		tp->rcv_wscale = 0;
+	tp->peer_mss = mss;
+	sl_tcp_set_mss(s, c);
+	sl_tcp_cc_init(tp);
+	tp->irs = g->seq - 1;
+	tp->rcv_nxt = g->seq;
+	tp->iss = g->ack - 1;
+	tp->snd_una = tp->recover = tp->iss;
+	tp->snd_nxt = tp->snd_max = tp->snd_end = tp->iss + 1;
+	/* What our SYN-ACK offered: the window of a SYN, never scaled. */
+	tp->rcv_adv = tp->rcv_nxt;
+	tp->rcv_adv += sl_tcp_rcv_window(s, c) < 65535 ? sl_tcp_rcv_window(s, c) : 65535;
+	tp->rtt_start_us = now_us;
+	/* Should the ACK not complete it, the SYN-ACK goes again, as for any
+	 * embryo, until the connection is made or given up. */
+	tp->t_rexmt = now_us + tp->rto_us;
+	child_embryo(s, lso, c);
+	sl_count(s, SL_C_tcp_syncookies_ok);
+	sync_input(s, c, idx, ip, th, &g2, now_us);
+	return true;
+}
+
+/* A listener got a segment (RFC 9293 3.10.7.2). */
+static void listen_input(struct sl_stack *s, struct sl_sock *lso, uint32_t idx,
+			 const struct sl_ip *ip, const struct sl_tcph *th, const struct seg *g,
+			 uint64_t now_us)
+{
+	struct sl_tcp_sock *ltp = &lso->tcp;
+	struct sl_sock *c;
+	struct sl_tcp_sock *tp;
+
+	if (g->flags & TH_RST_)
+		goto drop;
+	if (g->flags & TH_ACK_) {
+		if (cookie_ack(s, lso, idx, ip, th, g, now_us))
+			return;
+		sl_tcp_send_reset(s, ip, th, g->plen);
+		goto drop;
+	}
+	if (!(g->flags & TH_SYN_))
+		goto drop;
+	if (ltp->acc_len >= ltp->backlog) {
+		sl_count(s, SL_C_tcp_syn_dropped);
+		goto drop;
+	}
+	if (ltp->syn_len >= ltp->syn_max || embryos_full(s)) {
+		cookie_synack(s, lso, ip, th, g, now_us);
+		goto drop;
+	}
+	c = child_new(s, lso, ip, th, now_us);
+	if (!c)
+		goto drop;
+	tp = &c->tcp;
+	tp->tflags |= SL_TF_WS | SL_TF_TS | SL_TF_SACK;
+	tp->irs = g->seq;
+	tp->rcv_nxt = g->seq + 1;
+	tp->rcv_adv = tp->rcv_nxt;
+	take_syn_opts(s, c, g, now_us);
+	tp->snd_wnd = g->wnd;	/* RFC 7323 2.2: a SYN's window is not scaled */
+	tp->snd_wl1 = g->seq;
+	child_embryo(s, lso, c);
+	sl_tcp_send_syn(s, c, now_us);
+	tp->t_rexmt = now_us + tp->rto_us;
+	sl_tcp_arm(s, c);
+drop:
+	sl_buf_free(s, idx);
+}
+
+/* SYN-SENT (RFC 9293 3.10.7.3). */
+static void syn_sent_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
+			   const struct sl_ip *ip, const struct sl_tcph *th, const struct seg *g,
+			   uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	if (g->flags & TH_ACK_) {
+		if (SEQ_LEQ(g->ack, tp->iss) || SEQ_GT(g->ack, tp->snd_max)) {
+			if (!(g->flags & TH_RST_))
+				sl_tcp_send_reset(s, ip, th, g->plen);
+			goto drop;
+		}
+	}
+	if (g->flags & TH_RST_) {
+		/* RFC 5961 3.2 allows only an RST that ACKs our SYN here. */
+		if (g->flags & TH_ACK_) {
+			sl_count(s, SL_C_tcp_reset_rx);
+			sl_buf_free(s, idx);
+			sl_tcp_done(s, so, ECONNREFUSED);
+			return;
+		}
+		goto drop;
+	}
+	if (!(g->flags & TH_SYN_))
+		goto drop;
+	tp->irs = g->seq;
+	tp->rcv_nxt = g->seq + 1;
+	tp->rcv_adv = tp->rcv_nxt;
+	take_syn_opts(s, so, g, now_us);
+	if (g->flags & TH_ACK_) {
+		tp->snd_una = g->ack;
+		tp->snd_wscale = (tp->tflags & SL_TF_WS) ? tp->snd_wscale : 0;
+		tp->tflags &= ~SL_TF_TIMING;
+		if (!tp->backoff)	/* Karn: only an unrepeated SYN */
+			sl_tcp_rtt_sample(tp, (uint32_t)(now_us - tp->rtt_start_us));
+		established(s, so, g);
+		sl_tcp_keep_reset(so, now_us);
+		/* RFC 9293: <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>, then any data. */
+		tp->tflags |= SL_TF_ACKNOW;
+		sl_tcp_output(s, so, now_us);
+		goto drop;
+	}
+	/* Simultaneous open (RFC 9293 figure 7): SYN-RECEIVED, send SYN-ACK. */
+	tp->snd_wnd = g->wnd;
+	tp->snd_wl1 = g->seq;
+	so->state = SL_TCP_SYN_RECEIVED;
+	sl_tcp_send_syn(s, so, now_us);
+	tp->t_rexmt = now_us + tp->rto_us;
+	sl_tcp_arm(s, so);
+drop:
+	sl_buf_free(s, idx);
+}
+
+static bool seq_acceptable(const struct sl_tcp_sock *tp, const struct seg *g)
+{
+	uint32_t wnd = SEQ_GT(tp->rcv_adv, tp->rcv_nxt) ? tp->rcv_adv - tp->rcv_nxt : 0;
+	uint32_t len = g->end - g->seq;
+
+	/* RFC 9293 3.10.7.4 first: the four cases, but a segment of no
+	 * length may sit at the window's right edge, as Linux takes it
+	 * (tcp_sequence(): !after(seq, rcv_nxt + window)).  A peer that has
+	 * filled the window sends its pure ACKs there; refused, their ACKs
+	 * were lost until our RCV.NXT caught up with the edge.  (Not an RST:
+	 * RFC 5961 3.2 keeps to the window proper.) */
+	if (!len)
+		return wnd ? SEQ_GEQ(g->seq, tp->rcv_nxt) &&
+				     (SEQ_LT(g->seq, tp->rcv_nxt + wnd) ||
+				      (g->seq == tp->rcv_nxt + wnd && !(g->flags & TH_RST_))) :
+			     g->seq == tp->rcv_nxt;
+	if (!wnd)
+		return false;
+	return (SEQ_GEQ(g->seq, tp->rcv_nxt) && SEQ_LT(g->seq, tp->rcv_nxt + wnd)) ||
+	       (SEQ_GEQ(g->end - 1, tp->rcv_nxt) && SEQ_LT(g->end - 1, tp->rcv_nxt + wnd));
+}
+
+/* The listener of a passive child, while it is not yet accepted. */
+static struct sl_sock *listener_of(struct sl_stack *s, struct sl_sock *so)
+{
+	struct sl_sock *p;
+
+	if (!(so->tcp.tflags & SL_TF_PASSIVE) || !sl_sock_some(s, so->parent_idx))
+		return NULL;
+	p = sl_sock(s, so->parent_idx);
+	return p->type == SL_SOCK_TCP && p->state == SL_TCP_LISTEN ? p : NULL;
+}
+
+/* A passive child finished its handshake: onto the accept queue. */
+static bool child_ready(struct sl_stack *s, struct sl_sock *so)
+{
+	struct sl_sock *p = listener_of(s, so);
+	struct sl_tcp_sock *ptp;
+
+	if (!p)
+		return !(so->tcp.tflags & SL_TF_PASSIVE);
+	ptp = &p->tcp;
+	if (ptp->acc_len >= ptp->backlog) {
+		/* As Linux: ignore the ACK; our SYN-ACK will be retransmitted. */
+		sl_count(s, SL_C_tcp_syn_dropped);
+		return false;
+	}
+	if (ptp->syn_len)
+		ptp->syn_len--;
+	sl_tcp_embryo_done(s, so);
+	so->next_idx = SLUICE_IDX_NONE;
+	if (sl_sock_some(s, ptp->acc_tail))
+		sl_sock(s, ptp->acc_tail)->next_idx = so->idx;
+	else
+		ptp->acc_head = so->idx;
+	ptp->acc_tail = so->idx;
+	ptp->acc_len++;
+	so->tcp.tflags |= SL_TF_ACCQ;
+	sl_sock_wake(s, p);
+	return true;
+}
+
+/* Synchronized states and SYN-RECEIVED (RFC 9293 3.10.7.4). */
+static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
+		       const struct sl_ip *ip, const struct sl_tcph *th, struct seg *g,
+		       uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	bool queued = false, fin_acked, syn, with_data, ts_stale;
+	uint32_t gen = so->kp.gen, seg_seq;
+
+	/* A retransmitted SYN while our SYN-ACK is unanswered. */
+	if (so->state == SL_TCP_SYN_RECEIVED && (g->flags & TH_SYN_) &&
+	    !(g->flags & (TH_ACK_ | TH_RST_)) && g->seq == tp->irs) {
+		sl_tcp_send_syn(s, so, now_us);
+		goto drop;
+	}
+
+	/* Simultaneous open (RFC 9293 figure 8): the peer's SYN-ACK answers
+	 * our SYN; take it as the ACK that completes the handshake. */
+	if (so->state == SL_TCP_SYN_RECEIVED && !(tp->tflags & SL_TF_PASSIVE) &&
+	    (g->flags & (TH_SYN_ | TH_ACK_ | TH_RST_)) == (TH_SYN_ | TH_ACK_) &&
+	    g->seq == tp->irs && g->ack == tp->iss + 1) {
+		g->flags &= (uint8_t)~TH_SYN_;
+		g->seq++;
+		tp->tflags |= SL_TF_ACKNOW;
+	}
+	syn = g->flags & TH_SYN_;
+	/* RFC 5961 3.2 tests the SEG.SEQ that arrived; the trim below moves
+	 * g->seq up to RCV.NXT. */
+	seg_seq = g->seq;
+	/* Linux tcp_oow_rate_limited(): a segment with payload or FIN and no
+	 * SYN is always answered; pure ACKs and SYNs at a limited rate. */
+	with_data = g->end != g->seq && !syn;
+	/* RFC 7323 5.5: a TS.Recent older than 24 days is no longer valid
+	 * (the peer's clock may have wrapped half its space since). */
+	ts_stale = (uint32_t)(now_us / 1000000) - tp->ts_recent_s > SL_TCP_PAWS_IDLE_S;
+
+	/* RFC 7323 3.2: once both sides sent TSopt, a non-RST segment
+	 * without one SHOULD be dropped silently (an RST MUST NOT be). */
+	if ((tp->tflags & SL_TF_TS) && !g->o.ts && !(g->flags & TH_RST_)) {
+		sl_count(s, SL_C_tcp_rx_no_ts);
+		goto drop;
+	}
+
+	/* RFC 7323 5.3: PAWS. */
+	if ((tp->tflags & SL_TF_TS) && g->o.ts && !(g->flags & TH_RST_) &&
+	    SEQ_LT(g->o.tsval, tp->ts_recent) && !ts_stale) {
+		sl_count(s, SL_C_tcp_rx_paws);
+		sl_tcp_oow_ack(s, so, with_data, now_us);
+		goto drop;
+	}
+
+	/* First: sequence number. */
+	if (!seq_acceptable(tp, g)) {
+		bool zero_wnd_ok = g->seq == tp->rcv_nxt && !(g->flags & (TH_SYN_ | TH_RST_));
+
+		if (!zero_wnd_ok) {
+			sl_count(s, SL_C_tcp_rx_oow);
+			if (!(g->flags & TH_RST_)) {
+				if (so->state == SL_TCP_TIME_WAIT && (g->flags & TH_FIN_))
+					tp->t_close = now_us + SL_TCP_TIME_WAIT_US;
+				sl_tcp_oow_ack(s, so, with_data, now_us);
+				sl_tcp_arm(s, so);
+			}
+			goto drop;
+		}
+		/* RCV.WND = 0: take the ACK and RST of a segment at RCV.NXT
+		 * but none of its data (RFC 9293: "special allowance"); a bare
+		 * FIN is taken too, as Linux does (it costs no buffer space). */
+		if (g->plen)
+			g->flags &= (uint8_t)~TH_FIN_;
+		g->plen = 0;
+		g->end = g->seq + !!(g->flags & TH_FIN_);
+		tp->tflags |= SL_TF_ACKNOW;
+	}
+	/* Trim to the window: the front below RCV.NXT, the tail past it. */
+	if (SEQ_LT(g->seq, tp->rcv_nxt)) {
+		uint32_t d = tp->rcv_nxt - g->seq;
+
+		if (g->flags & TH_SYN_) {
+			g->flags &= (uint8_t)~TH_SYN_;
+			g->seq++;
+			d--;
+		}
+		if (d >= g->plen) {
+			if (d > g->plen)
+				g->flags &= (uint8_t)~TH_FIN_;
+			d = g->plen;
+		}
+		g->seq += d;
+		g->poff = (uint16_t)(g->poff + d);
+		g->plen = (uint16_t)(g->plen - d);
+		tp->tflags |= SL_TF_ACKNOW;
+	}
+	{
+		uint32_t wnd = SEQ_GT(tp->rcv_adv, tp->rcv_nxt) ? tp->rcv_adv - tp->rcv_nxt : 0;
+		uint32_t room = tp->rcv_nxt + wnd - g->seq;
+
+		if (SEQ_GT(g->seq + g->plen, tp->rcv_nxt + wnd)) {
+			g->plen = (uint16_t)(SEQ_GT(tp->rcv_nxt + wnd, g->seq) ? room : 0);
+			g->flags &= (uint8_t)~TH_FIN_;
+			tp->tflags |= SL_TF_ACKNOW;
+		}
+	}
+
+	/* Second: RST (RFC 5961 3.2). */
+	if (g->flags & TH_RST_) {
+		if (seg_seq != tp->rcv_nxt) {
+			sl_tcp_challenge_ack(s, so, now_us);
+			goto drop;
+		}
+		sl_count(s, SL_C_tcp_reset_rx);
+		sl_pkt_free(s, idx);
+		if (so->state == SL_TCP_SYN_RECEIVED)
+			sl_tcp_done(s, so, (tp->tflags & SL_TF_PASSIVE) ? 0 : ECONNREFUSED);
+		else if (so->state >= SL_TCP_CLOSING)
+			sl_tcp_done(s, so, 0);
+		else
+			sl_tcp_done(s, so, so->state == SL_TCP_CLOSE_WAIT ? EPIPE : ECONNRESET);
+		return;
+	}
+
+	/* Fourth: SYN in a synchronized state (RFC 5961 4.2). */
+	if (syn) {
+		sl_tcp_challenge_ack(s, so, now_us);
+		goto drop;
+	}
+
+	/* Fifth: ACK. */
+	if (!(g->flags & TH_ACK_))
+		goto drop;
+	if (so->state == SL_TCP_SYN_RECEIVED) {
+		if (!SEQ_LT(tp->snd_una, g->ack) || SEQ_GT(g->ack, tp->snd_max)) {
+			sl_tcp_send_reset(s, ip, th, g->plen);
+			goto drop;
+		}
+		if (!child_ready(s, so))
+			goto drop;
+		tp->snd_una = g->ack;
+		tp->snd_wscale = (tp->tflags & SL_TF_WS) ? tp->snd_wscale : 0;
+		if (!tp->backoff && !tp->srtt_us)	/* Karn */
+			sl_tcp_rtt_sample(tp, (uint32_t)(now_us - tp->rtt_start_us));
+		established(s, so, g);
+		sl_tcp_keep_reset(so, now_us);
+		if (so->flags & SL_SF_SHUT_WR) {
+			tp->tflags |= SL_TF_FIN_Q;
+			so->state = SL_TCP_FIN_WAIT_1;
+		}
+	}
+	if (!ack_process(s, so, g, now_us))
+		goto out_ack;	/* RFC 5961 5.2: ACK it and drop it */
+	/* RFC 7323 4.3: remember the timestamp to echo, only from a segment
+	 * whose ACK was acceptable (as Linux since 2013: tcp_replace_ts_recent
+	 * after tcp_ack).  Taken before the RST, SYN and ACK checks, a blind
+	 * in-window segment with a huge TSval and a bad ACK would move
+	 * TS.Recent ahead of the real peer, whose segments PAWS then drops
+	 * (test_hostile_link: test_ack_flood_bad_seq). */
+	if ((tp->tflags & SL_TF_TS) && g->o.ts && SEQ_LEQ(g->seq, tp->last_ack_sent) &&
+	    (SEQ_GEQ(g->o.tsval, tp->ts_recent) || ts_stale)) {
+		tp->ts_recent = g->o.tsval;
+		tp->ts_recent_s = (uint32_t)(now_us / 1000000);
+	}
+	fin_acked = (tp->tflags & SL_TF_FIN_Q) && SEQ_GT(tp->snd_una, tp->snd_end);
+	switch (so->state) {
+	case SL_TCP_FIN_WAIT_1:
+		if (fin_acked) {
+			sl_tcp_set_state(s, so, SL_TCP_FIN_WAIT_2);
+			if (so->flags & SL_SF_ORPHAN)
+				tp->t_close = now_us + SL_TCP_FIN_TIMEOUT_US;
+		}
+		break;
+	case SL_TCP_CLOSING:
+		if (fin_acked)
+			enter_time_wait(s, so, now_us);
+		break;
+	case SL_TCP_LAST_ACK:
+		if (fin_acked) {
+			sl_pkt_free(s, idx);
+			sl_tcp_done(s, so, 0);
+			return;
+		}
+		break;
+	case SL_TCP_TIME_WAIT:
+		if (g->flags & TH_FIN_) {
+			tp->t_close = now_us + SL_TCP_TIME_WAIT_US;
+			tp->tflags |= SL_TF_ACKNOW;
+		}
+		break;
+	default:
+		break;
+	}
+
+	/* Seventh: segment text (ESTABLISHED, FIN-WAIT-1, FIN-WAIT-2). */
+	if ((g->plen || (g->flags & TH_FIN_)) && so->state >= SL_TCP_ESTABLISHED &&
+	    so->state <= SL_TCP_FIN_WAIT_2 && !(tp->tflags & SL_TF_FIN_RCVD)) {
+		bool in_order = g->seq == tp->rcv_nxt;
+
+		if ((so->flags & SL_SF_ORPHAN) && g->plen) {
+			/* Linux: new data for a closed socket resets it. */
+			sl_tcp_send_ctl(s, so, TH_RST_ | TH_ACK_, tp->snd_nxt, now_us);
+			sl_pkt_free(s, idx);
+			sl_tcp_done(s, so, 0);
+			return;
+		}
+		if (g->plen && in_order && sl_buf_some(s, tp->ooo_head) &&
+		    (rx_pool_low(s) || rx_over_budget(s, so))) {
+			/* The segment the out-of-order queue waits for, and
+			 * no room for it: renege on the queue (RFC 2018 8,
+			 * Linux tcp_prune_ofo_queue), or it would wait for
+			 * ever. */
+			sl_buf_free_chain(s, tp->ooo_head);
+			tp->ooo_head = SLUICE_IDX_NONE;
+			tp->ooo_bytes = 0;
+			tp->ooo_count = 0;
+		}
+		if (g->plen && (rx_pool_low(s) ||
+				(rx_over_budget(s, so) && !(in_order && rx_tail_fits(s, so, g->plen))))) {
+			/* Taken again when the peer retransmits. */
+			sl_count(s, SL_C_tcp_rx_pressure);
+			tp->tflags |= SL_TF_ACKNOW;
+			goto out_ack;
+		}
+		to_payload(s, idx, g);
+		queued = true;
+		if (in_order) {
+			bool had_ooo = sl_buf_some(s, tp->ooo_head);
+
+			deliver(s, so, idx);
+			if (g->more)
+				deliver_more(s, so, g);
+			if (had_ooo || (tp->tflags & SL_TF_FIN_RCVD))
+				tp->tflags |= SL_TF_ACKNOW;
+			else if ((tp->delack_segs += 1 + g->nchain) >= 2)
+				/* RFC 5681 4.2; a chain counts a segment a
+				 * buffer, as Linux acks GSO by size. */
+				tp->tflags |= SL_TF_ACKNOW;
+			else if (!tp->t_dack)
+				tp->t_dack = now_us + SL_TCP_DELACK_US;
+			sl_sock_wake(s, so);
+		} else {
+			/* RFC 5681 4.2: an immediate duplicate ACK. */
+			ooo_insert(s, so, idx);
+			tp->tflags |= SL_TF_ACKNOW;
+		}
+	}
+
+	/* Eighth: FIN, once it is in order (deliver() consumed it). */
+	if ((tp->tflags & SL_TF_FIN_RCVD) && so->state >= SL_TCP_SYN_RECEIVED &&
+	    so->state <= SL_TCP_FIN_WAIT_2) {
+		switch (so->state) {
+		case SL_TCP_ESTABLISHED:
+			sl_tcp_set_state(s, so, SL_TCP_CLOSE_WAIT);
+			break;
+		case SL_TCP_FIN_WAIT_1:
+			if (SEQ_GT(tp->snd_una, tp->snd_end))
+				enter_time_wait(s, so, now_us);
+			else
+				sl_tcp_set_state(s, so, SL_TCP_CLOSING);
+			break;
+		case SL_TCP_FIN_WAIT_2:
+			enter_time_wait(s, so, now_us);
+			break;
+		default:
+			break;
+		}
+		tp->tflags |= SL_TF_ACKNOW;
+	}
+out_ack:
+	if (!queued)
+		sl_pkt_free(s, idx);
+	if (so->type != SL_SOCK_TCP || so->kp.gen != gen)
+		return;
+	sl_tcp_output(s, so, now_us);
+	sl_tcp_arm(s, so);
+	return;
+drop:
+	sl_pkt_free(s, idx);
+}
+
+/* RFC 6191 2: may this SYN start a new incarnation of a TIME-WAIT
+ * connection?  With timestamps on both, if its TSval is newer than
+ * TS.Recent; otherwise if its ISN is above RCV.NXT. */
+static bool tw_syn_ok(const struct sl_tcp_sock *tp, const struct seg *g)
+{
+	if ((tp->tflags & SL_TF_TS) && g->o.ts)
+		return SEQ_GT(g->o.tsval, tp->ts_recent);
+	return SEQ_GT(g->seq, tp->rcv_nxt);
+}
+
+void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen,
+		  uint64_t now_us)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+	struct sl_tcph *th = (struct sl_tcph *)((uint8_t *)ip + hlen);
+	/*
+	 * Length, flags and (chained) further length read once: what is
+	 * checked here is what the checksum covers.  Read again, a length
+	 * below hlen after the check wrapped len to ~4 GiB for the checksum.
+	 */
+	unsigned int blen = SL_ONCE(b->len), bflags = SL_ONCE(b->flags);
+	/* A chained segment: sl_ip_input() checked its length (b->seq). */
+	unsigned int more = sl_buf_flags_chained(bflags) ? SL_ONCE(b->seq) : 0;
+	unsigned int len, thl;
+	struct sl_sock *so;
+	struct seg g;
+
+	sl_count(s, SL_C_tcp_rx);
+	if (blen < hlen + sizeof(*th) || more > 65535 - blen)
+		goto bad;
+	len = blen + more - hlen;
+	thl = (th->off >> 4) * 4u;
+	if (thl < sizeof(*th) || thl > blen - hlen)
+		goto bad;
+	if (!(bflags & (SL_BUF_LOCAL | SL_BUF_CSUM_OK)) &&
+	    sl_csum_fold(sl_csum_add(sl_csum_pseudo(ip->saddr, ip->daddr, IPPROTO_TCP_,
+						    (uint16_t)len), th, len)) != 0)
+		goto bad;
+	/* RFC 1122 4.2.3.10 / RFC 9293 3.9.2.3: no broadcast or multicast. */
+	if (is_bcast(s, ip->daddr) || is_bcast(s, ip->saddr) || !th->sport || !th->dport)
+		goto drop;
+
+	g.seq = ntohl(th->seq);
+	g.ack = ntohl(th->ack);
+	g.flags = th->flags & (TH_FIN_ | TH_SYN_ | TH_RST_ | TH_PSH_ | TH_ACK_ | TH_URG_);
+	g.oflags = g.flags;
+	g.wnd = ntohs(th->win);
+	g.plen = (uint16_t)(len - thl);
+	g.poff = (uint16_t)(hlen + thl);
+	g.more = (uint16_t)more;
+	g.chain = more ? b->next_idx : SLUICE_IDX_NONE;
+	g.nchain = more ? b->aux : 0;
+	g.end = g.seq + g.plen + !!(g.flags & TH_SYN_) + !!(g.flags & TH_FIN_);
+	parse_opts((const uint8_t *)(th + 1), thl - sizeof(*th), g.flags & TH_SYN_, &g.o);
+
+	so = sl_sock_lookup(s, SL_SOCK_TCP, ip->daddr, th->dport, ip->saddr, th->sport);
+	/* RFC 6191: a new SYN beyond a TIME-WAIT connection's timestamps (or,
+	 * without them, its sequence space) ends it and goes to the listener. */
+	if (so && so->state == SL_TCP_TIME_WAIT && (g.flags & TH_SYN_) &&
+	    !(g.flags & (TH_ACK_ | TH_RST_)) && tw_syn_ok(&so->tcp, &g)) {
+		struct sl_tcp_sock *tp = &so->tcp;
+
+		tp->t_close = 0;
+		sl_tcp_done(s, so, 0);
+		so = sl_sock_lookup(s, SL_SOCK_TCP, ip->daddr, th->dport, ip->saddr, th->sport);
+	}
+	if (!so || so->state == SL_TCP_CLOSED) {
+		sl_count(s, SL_C_tcp_rx_noport);
+		sl_tcp_send_reset(s, ip, th, g.plen);
+		goto drop;
+	}
+	if (more && !chain_ok(s, so, &g)) {
+		sl_buf_free_chain(s, g.chain);
+		b->flags &= (uint16_t)~SL_BUF_CHAIN;
+		g.plen = (uint16_t)(g.plen - more);
+		g.end -= more;
+		g.more = 0;
+		g.chain = SLUICE_IDX_NONE;
+		g.nchain = 0;
+		sl_count(s, SL_C_loopback_unchained);
+	}
+	so->rx_pkts++;
+	so->tcp.last_rx_us = now_us;
+	if (so->state >= SL_TCP_ESTABLISHED && so->state <= SL_TCP_CLOSE_WAIT)
+		sl_tcp_keep_reset(so, now_us);
+	switch (so->state) {
+	case SL_TCP_LISTEN:
+		listen_input(s, so, idx, ip, th, &g, now_us);
+		return;
+	case SL_TCP_SYN_SENT:
+		syn_sent_input(s, so, idx, ip, th, &g, now_us);
+		return;
+	default:
+		sync_input(s, so, idx, ip, th, &g, now_us);
+		return;
+	}
+bad:
+	sl_count(s, SL_C_tcp_rx_bad);
+drop:
+	sl_pkt_free(s, idx);
+}

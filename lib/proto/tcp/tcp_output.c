@@ -1,0 +1,706 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * TCP output: the send loop (what the windows, Nagle and SWS avoidance
+ * allow), headers written in place in front of queued payload, options,
+ * control segments, and resets for segments that match no connection.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "proto/proto.h"
+
+/* Option kinds (RFC 9293 3.2, RFC 7323, RFC 2018). */
+#define OPT_EOL		0
+#define OPT_NOP		1
+#define OPT_MSS		2
+#define OPT_WS		3
+#define OPT_SACK_PERM	4
+#define OPT_SACK	5
+#define OPT_TS		8
+
+static uint32_t ts_now(const struct sl_tcp_sock *tp, uint64_t now_us)
+{
+	/* RFC 7323 5.4: a clock of 1 ms ticks, offset per connection. */
+	return (uint32_t)(now_us / 1000) + tp->ts_offset;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	v = htonl(v);
+	memcpy(p, &v, 4);
+}
+
+/* Merge the out-of-order queue into SACK blocks, the block holding the
+ * newest arrival first (RFC 2018 4). */
+static unsigned int sack_blocks(struct sl_stack *s, const struct sl_tcp_sock *tp,
+				uint32_t out[][2], unsigned int max)
+{
+	uint32_t r[16][2], idx = tp->ooo_head, steps = 0;
+	unsigned int n = 0, i, k = 0;
+
+	while (sl_buf_next(s, idx, &steps)) {
+		const struct sluice_buf *b = sl_buf(s, idx);
+		uint32_t start = b->seq, end = b->seq + b->len;
+
+		if (start == end) {
+			/* A bare FIN out of order: RFC 2018 blocks cover data
+			 * only, and an empty one is malformed. */
+			idx = b->next_idx;
+			continue;
+		}
+		if (n && SEQ_LEQ(start, r[n - 1][1])) {
+			if (SEQ_GT(end, r[n - 1][1]))
+				r[n - 1][1] = end;
+		} else if (n < 16) {
+			r[n][0] = start;
+			r[n][1] = end;
+			n++;
+		}
+		idx = b->next_idx;
+	}
+	for (i = 0; i < n; i++)
+		if (SEQ_GEQ(tp->sack_last, r[i][0]) && SEQ_LT(tp->sack_last, r[i][1]))
+			break;
+	if (i < n) {
+		out[k][0] = r[i][0];
+		out[k][1] = r[i][1];
+		k++;
+	}
+	for (unsigned int j = n; j-- > 0 && k < max;) {
+		if (j == i)
+			continue;
+		out[k][0] = r[j][0];
+		out[k][1] = r[j][1];
+		k++;
+	}
+	return k;
+}
+
+/* Options for a segment with these flags, in at most room bytes (40, or
+ * what a full-sized data segment leaves under the MTU: the MSS counts the
+ * timestamp option only, so SACK blocks take what fits); returns their
+ * length (a multiple of 4). */
+static unsigned int build_opts(struct sl_stack *s, struct sl_sock *so, uint8_t flags,
+			       uint8_t *o, uint64_t now_us, unsigned int room)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	unsigned int n = 0;
+
+	if (flags & TH_RST_)
+		return 0;
+	if (flags & TH_SYN_) {
+		uint16_t mss = htons(sl_tcp_our_mss(s, so));
+
+		o[n++] = OPT_MSS;
+		o[n++] = 4;
+		memcpy(o + n, &mss, 2);
+		n += 2;
+		if (tp->tflags & SL_TF_SACK) {
+			if (!(tp->tflags & SL_TF_TS)) {
+				o[n++] = OPT_NOP;
+				o[n++] = OPT_NOP;
+			}
+			o[n++] = OPT_SACK_PERM;
+			o[n++] = 2;
+		} else if (tp->tflags & SL_TF_TS) {
+			o[n++] = OPT_NOP;
+			o[n++] = OPT_NOP;
+		}
+		if (tp->tflags & SL_TF_TS) {
+			o[n++] = OPT_TS;
+			o[n++] = 10;
+			put32(o + n, ts_now(tp, now_us));
+			put32(o + n + 4, (flags & TH_ACK_) ? tp->ts_recent : 0);
+			n += 8;
+		}
+		if (tp->tflags & SL_TF_WS) {
+			o[n++] = OPT_NOP;
+			o[n++] = OPT_WS;
+			o[n++] = 3;
+			o[n++] = tp->rcv_wscale;
+		}
+		return n;
+	}
+	if (tp->tflags & SL_TF_TS) {
+		o[n++] = OPT_NOP;
+		o[n++] = OPT_NOP;
+		o[n++] = OPT_TS;
+		o[n++] = 10;
+		put32(o + n, ts_now(tp, now_us));
+		put32(o + n + 4, tp->ts_recent);
+		n += 8;
+	}
+	if (room > 40)
+		room = 40;
+	if ((tp->tflags & SL_TF_SACK) && (flags & TH_ACK_) && tp->ooo_bytes && room >= n + 12) {
+		uint32_t blk[SL_TCP_SACK_MAX][2];
+		unsigned int nb = sack_blocks(s, tp, blk, (room - n - 4) / 8);
+
+		if (nb) {
+			o[n++] = OPT_NOP;
+			o[n++] = OPT_NOP;
+			o[n++] = OPT_SACK;
+			o[n++] = (uint8_t)(2 + 8 * nb);
+			for (unsigned int i = 0; i < nb; i++) {
+				put32(o + n, blk[i][0]);
+				put32(o + n + 4, blk[i][1]);
+				n += 8;
+			}
+		}
+	}
+	return n;
+}
+
+uint32_t sl_tcp_rcv_window(struct sl_stack *s, const struct sl_sock *so)
+{
+	const struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t space = sl_tcp_rcv_space(s, so);
+	uint32_t cap = (tp->tflags & SL_TF_WS) ? 65535u << sl_tcp_ws(s, tp->rcv_wscale) : 65535u;
+	uint32_t old = SEQ_GT(tp->rcv_adv, tp->rcv_nxt) ? tp->rcv_adv - tp->rcv_nxt : 0;
+	uint32_t step = so->rcvbuf / 4;
+
+	if (space > cap)
+		space = cap;
+	/* RFC 9293 3.8.6.2.2: never shrink the window ... */
+	if (space <= old)
+		return old;
+	/* ... and move its right edge only by min(buffer fraction, MSS). */
+	if (step > sl_tcp_our_mss(s, so))
+		step = sl_tcp_our_mss(s, so);
+	if (space - old < step)
+		return old;
+	return space;
+}
+
+uint16_t sl_tcp_window_field(struct sl_stack *s, struct sl_sock *so)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t win = sl_tcp_rcv_window(s, so), field;
+	uint8_t ws = (tp->tflags & SL_TF_WS) ? sl_tcp_ws(s, tp->rcv_wscale) : 0;
+
+	/* Round up so the advertised right edge never moves left. */
+	field = (win + (1u << ws) - 1) >> ws;
+	if (field > 65535)
+		field = 65535;
+	if (SEQ_GT(tp->rcv_nxt + (field << ws), tp->rcv_adv))
+		tp->rcv_adv = tp->rcv_nxt + (field << ws);
+	return (uint16_t)field;
+}
+
+/* Checksum the segment at th (tcp_len bytes, all in buffer idx unless it
+ * stays in the stack) and fill the IPv4 header in front of it.  The TCP
+ * header may start anywhere after the IPv4 header room. */
+static bool emit_prep(struct sl_stack *s, uint32_t idx, struct sl_tcph *th,
+		      unsigned int tcp_len, uint32_t saddr, uint32_t daddr)
+{
+	uint8_t *base = sl_buf_base(s, idx);
+	unsigned int hoff = (unsigned int)((uint8_t *)th - base);
+	uint32_t sum;
+
+	/* th was found in buffer idx; if the stack was found corrupt since
+	 * (sl_corrupt() points every buffer at a sink), base is the sink's
+	 * and th is not in it: nothing is written or sent. */
+	if (__builtin_expect(s->corrupt || hoff < SL_HEADROOM + 20 || hoff >= s->buf_size, 0))
+		return false;
+	th->csum = 0;
+	/* Inside the stack nobody checks it (SL_BUF_LOCAL). */
+	if (!sl_ip_is_local(s, daddr)) {
+		sum = sl_csum_pseudo(saddr, daddr, IPPROTO_TCP_, (uint16_t)tcp_len);
+		th->csum = sl_csum_fold(sl_csum_add(sum, th, tcp_len));
+	}
+	sl_ip_build(s, idx, IPPROTO_TCP_, saddr, daddr, (uint16_t)tcp_len);
+	if (hoff != SL_HEADROOM + 20) {
+		/* Move the 20-byte IPv4 header up against the TCP header. */
+		memmove(base + hoff - 20, base + SL_HEADROOM, 20);
+		sl_buf(s, idx)->off = (uint16_t)(hoff - 20);
+	}
+	return true;
+}
+
+/* Send the segment at th (see emit_prep()). */
+static int emit(struct sl_stack *s, struct sl_sock *so, uint32_t idx, struct sl_tcph *th,
+		unsigned int tcp_len, uint32_t saddr, uint32_t daddr, bool keep)
+{
+	if (!emit_prep(s, idx, th, tcp_len, saddr, daddr)) {
+		if (!keep)
+			sl_buf_free(s, idx);
+		return -ENOTRECOVERABLE;
+	}
+	sl_count(s, SL_C_tcp_tx);
+	if (so)
+		so->tx_pkts++;
+	return sl_ip_output(s, idx, keep);
+}
+
+/* Fill the fixed header; an ACK carries our window and rcv_nxt. */
+static void fill_hdr(struct sl_stack *s, struct sl_sock *so, struct sl_tcph *th, uint8_t flags,
+		     uint32_t seq, unsigned int optlen)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	th->sport = so->lport;
+	th->dport = so->rport;
+	th->seq = htonl(seq);
+	th->ack = (flags & TH_ACK_) ? htonl(tp->rcv_nxt) : 0;
+	th->off = (uint8_t)(((20 + optlen) / 4) << 4);
+	th->flags = flags;
+	th->urp = 0;
+	if (flags & TH_RST_)
+		th->win = 0;
+	else if (flags & TH_SYN_) {
+		/* RFC 7323 2.2: the window in a SYN is never scaled. */
+		uint32_t w = sl_tcp_rcv_window(s, so);
+
+		if (w > 65535)
+			w = 65535;
+		th->win = htons((uint16_t)w);
+		if (SEQ_GT(tp->rcv_nxt + w, tp->rcv_adv))
+			tp->rcv_adv = tp->rcv_nxt + w;
+	} else {
+		th->win = htons(sl_tcp_window_field(s, so));
+	}
+	if (flags & TH_ACK_) {
+		tp->last_ack_sent = tp->rcv_nxt;
+		tp->tflags &= ~SL_TF_ACKNOW;
+		tp->delack_segs = 0;
+		tp->t_dack = 0;
+	}
+}
+
+int sl_tcp_send_ctl(struct sl_stack *s, struct sl_sock *so, uint8_t flags, uint32_t seq,
+		    uint64_t now_us)
+{
+	uint32_t idx = sl_buf_alloc(s);
+	uint8_t opts[40];
+	unsigned int optlen;
+	struct sl_tcph *th;
+
+	if (idx == SLUICE_IDX_NONE)
+		return -ENOBUFS;
+	optlen = build_opts(s, so, flags, opts, now_us, 40);
+	th = (struct sl_tcph *)(sl_buf_base(s, idx) + SL_HEADROOM + 20);
+	fill_hdr(s, so, th, flags, seq, optlen);
+	memcpy(th + 1, opts, optlen);
+	if (flags & TH_RST_)
+		sl_count(s, SL_C_tcp_reset_tx);
+	return emit(s, so, idx, th, 20 + optlen, so->laddr, so->raddr, false);
+}
+
+/*
+ * A pure ACK carries SND.MAX, the highest sequence sent, not SND.NXT: an
+ * RTO pulls SND.NXT back to SND.UNA (go_back()), and the peer may hold
+ * everything we sent, so a sequence number below its RCV.NXT would make it
+ * drop the ACK as out of window (RFC 9293 3.10.7.4).  Two ends both backed
+ * off that way ignored each other's ACKs for ever.  Linux's SND.NXT never
+ * goes back, so its ACKs carry the same.
+ *
+ * But never past the right edge of the peer's window as we know it
+ * (SND.UNA + SND.WND): Linux's tcp_acceptable_seq().  Data sent up to an
+ * edge the peer then held still (its receive buffer full, its reader
+ * blocked writing to us), SND.MAX can lie past what its RCV.NXT + RCV.WND
+ * allows, and every pure ACK was dropped as out of window; our ACKs then
+ * reached it only on RTO retransmissions, backed off exponentially, while
+ * its send queue (and so its reader, and so its window) waited for them:
+ * the verbs echo test's stall (test_tcp_stall).  At the edge itself the
+ * peer takes it (tcp_input.c seq_acceptable()).
+ */
+int sl_tcp_send_ack(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	const struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t seq = tp->snd_max, end = tp->snd_una + tp->snd_wnd;
+
+	if (SEQ_GT(seq, end))
+		seq = end;
+	return sl_tcp_send_ctl(s, so, TH_ACK_, seq, now_us);
+}
+
+void sl_tcp_challenge_ack(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t sec = (uint32_t)(now_us / 1000000);
+
+	if (sec != tp->chal_sec) {
+		tp->chal_sec = sec;
+		tp->chal_cnt = 0;
+	}
+	if (tp->chal_cnt >= SL_TCP_CHALLENGE_MAX)
+		return;
+	tp->chal_cnt++;
+	sl_count(s, SL_C_tcp_challenge_ack);
+	sl_tcp_send_ack(s, so, now_us);
+}
+
+void sl_tcp_oow_ack(struct sl_stack *s, struct sl_sock *so, bool with_data, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint16_t ms = (uint16_t)(now_us / 1000);
+
+	/* Linux tcp_oow_rate_limited(): data is not likely part of a loop. */
+	if (!with_data) {
+		if (tp->oow_ack_ms && (uint16_t)(ms - tp->oow_ack_ms) < SL_TCP_OOW_LIMIT_MS)
+			return;
+		tp->oow_ack_ms = ms ? ms : 1;
+	}
+	sl_tcp_send_ack(s, so, now_us);
+}
+
+int sl_tcp_send_syn(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint8_t flags = so->state == SL_TCP_SYN_SENT ? TH_SYN_ : TH_SYN_ | TH_ACK_;
+
+	if (!tp->backoff)
+		tp->rtt_start_us = now_us;	/* Karn: time only the first SYN */
+	tp->snd_nxt = tp->iss + 1;
+	if (SEQ_LT(tp->snd_max, tp->snd_nxt))
+		tp->snd_max = tp->snd_nxt;
+	return sl_tcp_send_ctl(s, so, flags, tp->iss, now_us);
+}
+
+void sl_tcp_send_reset(struct sl_stack *s, const struct sl_ip *ip, const void *thv,
+		       unsigned int plen)
+{
+	const struct sl_tcph *in = thv;
+	struct sl_tcph *th;
+	uint32_t idx;
+
+	/* RFC 9293 3.10.7.1: never answer a reset. */
+	if (in->flags & TH_RST_)
+		return;
+	idx = sl_buf_alloc(s);
+	if (idx == SLUICE_IDX_NONE)
+		return;
+	th = (struct sl_tcph *)(sl_buf_base(s, idx) + SL_HEADROOM + 20);
+	memset(th, 0, sizeof(*th));
+	th->sport = in->dport;
+	th->dport = in->sport;
+	if (in->flags & TH_ACK_) {
+		/* <SEQ=SEG.ACK><CTL=RST> */
+		th->seq = in->ack;
+		th->flags = TH_RST_;
+	} else {
+		/* <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK> */
+		uint32_t len = plen + !!(in->flags & TH_SYN_) + !!(in->flags & TH_FIN_);
+
+		th->ack = htonl(ntohl(in->seq) + len);
+		th->flags = TH_RST_ | TH_ACK_;
+	}
+	th->off = 5 << 4;
+	sl_count(s, SL_C_tcp_reset_tx);
+	emit(s, NULL, idx, th, 20, ip->daddr, ip->saddr, false);
+}
+
+/* Write the header of a segment whose payload starts in send buffer idx
+ * and ends in buffer last; returns it, its length in *hlen. */
+static struct sl_tcph *data_hdr(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
+				uint32_t last, unsigned int plen, uint64_t now_us,
+				unsigned int *hlen)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	const struct sluice_buf *lb = sl_buf(s, last);
+	uint8_t opts[40], flags = TH_ACK_;
+	unsigned int optlen, mtu;
+	struct sl_tcph *th;
+
+	if (last == tp->sndq_tail || (sl_buf_some(s, lb->next_idx) &&
+				      !(sl_buf(s, lb->next_idx)->flags & SL_TBF_SENT)))
+		flags |= TH_PSH_;
+	/* Inside the stack a buffer, not the MTU, bounds a segment. */
+	mtu = sl_ip_is_local(s, so->raddr) ? 40 + 40 + plen : sl_mtu(s);
+	optlen = build_opts(s, so, flags, opts, now_us, mtu > 40 + plen ? mtu - 40 - plen : 0);
+	th = (struct sl_tcph *)(sl_buf_base(s, idx) + SL_TCP_DATA_OFF - 20 - optlen);
+	fill_hdr(s, so, th, flags, sl_buf(s, idx)->seq, optlen);
+	memcpy(th + 1, opts, optlen);
+	*hlen = 20 + optlen;
+	return th;
+}
+
+int sl_tcp_xmit_buf(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint64_t now_us)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+	unsigned int plen = b->aux, hlen;
+	struct sl_tcph *th;
+
+	/* Read once: checked here, it is what the checksum covers. */
+	if (plen > SL_TCP_BUF_PAYLOAD(s)) {
+		sl_corrupt(s, SL_C_corrupt_buf_len, idx);
+		return -ENOTRECOVERABLE;
+	}
+	th = data_hdr(s, so, idx, idx, plen, now_us, &hlen);
+	if (b->flags & SL_TBF_SENT) {
+		b->flags |= SL_TBF_REXMIT;
+		sl_count(s, SL_C_tcp_retransmit);
+		so->retransmits++;
+	}
+	b->flags |= SL_TBF_SENT;
+	b->ts_us = now_us;
+	return emit(s, so, idx, th, hlen + plen, so->laddr, so->raddr, true);
+}
+
+/*
+ * Send new data from send buffer idx and the n after it as one segment to
+ * a socket of this stack, as Linux's loopback carries 64 KiB GSO packets:
+ * one header, one trip through input and one ACK per plen bytes, not per
+ * buffer.  The copy is a chain (SL_BUF_CHAIN): the headers and idx's
+ * payload, then each further payload in a buffer of its own.
+ */
+static int xmit_chain(struct sl_stack *s, struct sl_sock *so, uint32_t idx, unsigned int n,
+		      uint32_t last, unsigned int plen, uint64_t now_us)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+	unsigned int hlen, i;
+	struct sl_tcph *th = data_hdr(s, so, idx, last, plen, now_us, &hlen);
+	uint32_t head, tail, j = b->next_idx;
+
+	if (!emit_prep(s, idx, th, hlen + plen, so->laddr, so->raddr))
+		return -ENOTRECOVERABLE;
+	/* The IPv4 length counts it all; this buffer holds the first part. */
+	b->len = (uint16_t)(b->len - (plen - b->aux));
+	head = sl_pkt_copy(s, idx);
+	if (head == SLUICE_IDX_NONE)
+		goto nobuf;
+	tail = head;
+	for (i = 0; i < n; i++) {
+		const struct sluice_buf *sb = sl_buf(s, j);
+		uint16_t len = sb->aux;	/* read once: checked, then copied */
+		uint32_t c;
+
+		if (len > SL_TCP_BUF_PAYLOAD(s)) {
+			sl_corrupt(s, SL_C_corrupt_buf_len, j);
+			sl_buf_free_chain(s, head);
+			return -ENOTRECOVERABLE;
+		}
+		c = sl_buf_alloc(s);
+		if (c == SLUICE_IDX_NONE) {
+			sl_buf_free_chain(s, head);
+			goto nobuf;
+		}
+		sl_buf(s, c)->off = SL_TCP_DATA_OFF;
+		sl_buf(s, c)->len = len;
+		memcpy(sl_buf_base(s, c) + SL_TCP_DATA_OFF, sl_buf_base(s, j) + SL_TCP_DATA_OFF,
+		       len);
+		sl_buf(s, tail)->next_idx = c;
+		tail = c;
+		j = sb->next_idx;
+	}
+	sl_buf(s, head)->flags = SL_BUF_LOCAL | SL_BUF_CHAIN;
+	sl_buf(s, head)->aux = (uint16_t)n;
+	sl_ip_loopback(s, head, tail);
+	for (i = 0, j = idx; i <= n; i++, j = sl_buf(s, j)->next_idx) {
+		sl_buf(s, j)->flags |= SL_TBF_SENT;
+		sl_buf(s, j)->ts_us = now_us;
+	}
+	sl_count(s, SL_C_ip_tx);
+	sl_count(s, SL_C_tcp_tx);
+	sl_count(s, SL_C_loopback_chain);
+	so->tx_pkts++;
+	return 0;
+nobuf:
+	sl_count(s, SL_C_ip_tx_nobuf);
+	return -ENOBUFS;
+}
+
+/* How many unsent buffers after idx (its payload len, within usable)
+ * can go with it in one segment inside the stack; their last in *last
+ * and the segment's payload in *plen. */
+static unsigned int chain_more(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
+			       uint32_t usable, uint32_t *last, uint32_t *plen)
+{
+	const struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t j = sl_buf(s, idx)->next_idx, total = *plen;
+	unsigned int n = 0;
+
+	*last = idx;
+	while (n < SL_CHAIN_MAX && sl_buf_some(s, j)) {
+		const struct sluice_buf *b = sl_buf(s, j);
+		/* Read once: the sum is checked as it is made (it is the
+		 * segment's length, which the checksum and IPv4 length cover). */
+		uint32_t aux = SL_ONCE(b->aux);
+
+		if ((b->flags & SL_TBF_SENT) || !aux || aux > SL_TCP_BUF_PAYLOAD(s) ||
+		    total + aux > usable || total + aux > SL_TCP_CHAIN_BYTES)
+			break;
+		/* Nagle holds a short last buffer back as it would alone. */
+		if (aux < tp->mss && j == tp->sndq_tail && !(so->flags & SL_SF_NODELAY) &&
+		    !(tp->tflags & SL_TF_FIN_Q))
+			break;
+		total += aux;
+		*last = j;
+		j = b->next_idx;
+		n++;
+	}
+	*plen = total;
+	return n;
+}
+
+/* Cut buffer idx after at payload bytes; the tail goes to a new buffer
+ * behind it.  The one copy on the send path, taken only when the peer's
+ * window is smaller than a queued segment. */
+static int split_buf(struct sl_stack *s, struct sl_tcp_sock *tp, uint32_t idx, uint32_t at)
+{
+	struct sluice_buf *b = sl_buf(s, idx), *nb;
+	uint32_t n = sl_buf_alloc(s);
+
+	if (n == SLUICE_IDX_NONE)
+		return -ENOBUFS;
+	nb = sl_buf(s, n);
+	nb->seq = b->seq + at;
+	nb->aux = (uint16_t)(b->aux - at);
+	/* A retransmission may be split too: the tail was sent as well. */
+	nb->flags = b->flags & (SL_TBF_SENT | SL_TBF_REXMIT);
+	nb->ts_us = b->ts_us;
+	memcpy(sl_buf_base(s, n) + SL_TCP_DATA_OFF, sl_buf_base(s, idx) + SL_TCP_DATA_OFF + at,
+	       nb->aux);
+	b->aux = (uint16_t)at;
+	nb->next_idx = b->next_idx;
+	b->next_idx = n;
+	if (tp->sndq_tail == idx)
+		tp->sndq_tail = n;
+	return 0;
+}
+
+uint32_t sl_tcp_flight(const struct sl_tcp_sock *tp)
+{
+	return tp->snd_nxt - tp->snd_una;
+}
+
+void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t idx = tp->sndq_head, last = SLUICE_IDX_NONE, steps = 0, chain_last, clen;
+	bool sent = false, local = sl_ip_is_local(s, so->raddr);
+	unsigned int n;
+
+	if (so->state < SL_TCP_ESTABLISHED)
+		return;
+	if (SEQ_LT(tp->snd_nxt, tp->snd_una))
+		tp->snd_nxt = tp->snd_una;
+	/* RFC 5681 4.1: nothing in flight, data to send, and no segment
+	 * received for more than an RTO: restart from the restart window. */
+	if (tp->snd_una == tp->snd_max && SEQ_LT(tp->snd_nxt, tp->snd_end) &&
+	    now_us - tp->last_rx_us > tp->rto_us)
+		sl_tcp_cc_idle(tp);
+	/* Resume where the last pass stopped: buffers before it are sent. */
+	if (sl_buf_some(s, tp->sndq_hint) && SEQ_LEQ(sl_buf(s, tp->sndq_hint)->seq, tp->snd_nxt))
+		idx = tp->sndq_hint;
+	while (sl_buf_next(s, idx, &steps)) {
+		last = idx;
+		struct sluice_buf *b = sl_buf(s, idx);
+		uint32_t end = b->seq + b->aux, len = b->aux, wnd, usable, rwnd_left;
+		bool rexmit;
+
+		if (SEQ_LEQ(end, tp->snd_nxt)) {
+			idx = b->next_idx;
+			continue;
+		}
+		rexmit = SEQ_LT(b->seq, tp->snd_max);
+		if (rexmit && (b->flags & SL_TBF_SACKED)) {
+			tp->snd_nxt = end;
+			idx = b->next_idx;
+			continue;
+		}
+		/* A length no buffer holds (another process scribbled on
+		 * the region) would copy or checksum past the buffer. */
+		if (len > SL_TCP_BUF_PAYLOAD(s)) {
+			sl_corrupt(s, SL_C_corrupt_buf_len, idx);
+			break;
+		}
+		if (len > tp->mss && tp->mss && !local) {
+			/* The MSS shrank after this was queued (TCP_MAXSEG, a
+			 * smaller path MTU): no segment may exceed it (RFC 9293
+			 * 3.7.1), and one larger than a cwnd of one MSS would
+			 * never go (fuzz_tcp found the stall). */
+			if (split_buf(s, tp, idx, tp->mss))
+				break;
+			len = tp->mss;
+			end = b->seq + len;
+		}
+		wnd = tp->snd_wnd < tp->cwnd ? tp->snd_wnd : tp->cwnd;
+		usable = SEQ_GT(tp->snd_una + wnd, tp->snd_nxt) ? tp->snd_una + wnd - tp->snd_nxt : 0;
+		rwnd_left = SEQ_GT(tp->snd_una + tp->snd_wnd, tp->snd_nxt) ?
+				    tp->snd_una + tp->snd_wnd - tp->snd_nxt : 0;
+		if (len > usable && rexmit && usable && rwnd_left < len && b->seq == tp->snd_nxt) {
+			/* RFC 9293 3.8.6.2.1: the peer's window shrank below a
+			 * segment we must send again; send what fits. */
+			if (split_buf(s, tp, idx, usable))
+				break;
+			len = usable;
+			end = b->seq + len;
+		} else if (len > usable) {
+			/* RFC 9293 3.8.6.2.1: with nothing in flight and a peer
+			 * window smaller than the segment, send what fits. */
+			if (rexmit || usable == 0 || rwnd_left >= len ||
+			    tp->snd_nxt != tp->snd_una ||
+			    (usable < (tp->max_sndwnd / 2 < tp->mss ? tp->max_sndwnd / 2 : tp->mss) &&
+			     !(tp->tflags & SL_TF_OVERRIDE)) ||
+			    split_buf(s, tp, idx, usable))
+				break;
+			len = usable;
+			end = b->seq + len;
+		}
+		/* Nagle (RFC 896, RFC 9293 3.7.4): a short last segment waits
+		 * while data is unacknowledged, unless TCP_NODELAY or FIN. */
+		if (!rexmit && len < tp->mss && idx == tp->sndq_tail &&
+		    tp->snd_nxt != tp->snd_una && !(so->flags & SL_SF_NODELAY) &&
+		    !(tp->tflags & SL_TF_FIN_Q))
+			break;
+		n = 0;
+		clen = len;
+		if (!rexmit && local)
+			n = chain_more(s, so, idx, usable, &chain_last, &clen);
+		if (n && !xmit_chain(s, so, idx, n, chain_last, clen, now_us)) {
+			b = sl_buf(s, chain_last);
+			end = b->seq + b->aux;
+			idx = chain_last;
+			last = idx;
+		} else {
+			int ret = sl_tcp_xmit_buf(s, so, idx, now_us);
+
+			if (ret == -ENOBUFS || ret == -ENOTRECOVERABLE)
+				break;
+		}
+		if (!rexmit && !(tp->tflags & SL_TF_TIMING)) {
+			tp->tflags |= SL_TF_TIMING;
+			tp->rtt_seq = end;
+			tp->rtt_start_us = now_us;
+		}
+		tp->snd_nxt = end;
+		if (SEQ_GT(end, tp->snd_max))
+			tp->snd_max = end;
+		if (!tp->t_rexmt)
+			tp->t_rexmt = now_us + tp->rto_us;
+		sent = true;
+		idx = b->next_idx;
+	}
+	tp->sndq_hint = idx < s->n_bufs ? idx : last;
+	/* The FIN follows the last byte (RFC 9293 3.10.4). */
+	if ((tp->tflags & SL_TF_FIN_Q) && tp->snd_nxt == tp->snd_end && idx >= s->n_bufs) {
+		sl_tcp_send_ctl(s, so, TH_FIN_ | TH_ACK_, tp->snd_end, now_us);
+		tp->snd_nxt = tp->snd_end + 1;
+		if (SEQ_GT(tp->snd_nxt, tp->snd_max))
+			tp->snd_max = tp->snd_nxt;
+		if (!tp->t_rexmt)
+			tp->t_rexmt = now_us + tp->rto_us;
+		sent = true;
+	}
+	if (sent) {
+		/* A persist episode is over: its backoff must not count as
+		 * RTOs (SL_TCP_DATA_RETRIES, RFC 5681 eq. 4 in cc_rto). */
+		if ((tp->tflags & SL_TF_PROBE) && tp->t_persist)
+			tp->backoff = 0;
+		tp->t_persist = 0;
+		tp->tflags &= ~SL_TF_PROBE;
+	} else if (SEQ_LT(tp->snd_nxt, tp->snd_end) && tp->snd_una == tp->snd_max &&
+		   !tp->t_persist) {
+		/* RFC 9293 3.8.6.1: a zero window is probed. */
+		uint64_t d = tp->rto_us < SL_TCP_RTO_MIN_US ? SL_TCP_RTO_MIN_US : tp->rto_us;
+
+		tp->t_persist = now_us + d;
+		tp->tflags |= SL_TF_PROBE;
+		tp->keep_probes = 0;
+		tp->backoff = 0;
+	}
+	if (tp->tflags & SL_TF_ACKNOW)
+		sl_tcp_send_ack(s, so, now_us);
+	sl_tcp_arm(s, so);
+}

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * TCP timers: one wheel deadline per socket, the earliest of its RTO,
+ * delayed-ACK, persist, keepalive and close (TIME-WAIT, FIN-WAIT-2)
+ * deadlines (smoltcp's poll_at); RFC 6298 RTT estimation and backoff.
+ */
+#include <errno.h>
+
+#include "proto/proto.h"
+
+void sl_tcp_arm(struct sl_stack *s, struct sl_sock *so)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint64_t t[5] = { tp->t_rexmt, tp->t_dack, tp->t_persist, tp->t_keep, tp->t_close };
+	uint64_t due = 0;
+
+	for (int i = 0; i < 5; i++)
+		if (t[i] && (!due || t[i] < due))
+			due = t[i];
+	if (!due) {
+		sl_timer_cancel(s, so);
+		return;
+	}
+	/* Round up: the wheel fires at or after the millisecond. */
+	due = (due + 999) / 1000;
+	if (so->wheel_due_ms != due)
+		sl_timer_set(s, so, due);
+}
+
+/* RFC 6298 2.2-2.4 (G, the clock granularity, is 1 us here). */
+void sl_tcp_rtt_sample(struct sl_tcp_sock *tp, uint32_t r)
+{
+	uint64_t rto;
+
+	if (!r)
+		r = 1;
+	if (!tp->srtt_us) {
+		tp->srtt_us = r;
+		tp->rttvar_us = r / 2;
+	} else {
+		uint32_t d = tp->srtt_us > r ? tp->srtt_us - r : r - tp->srtt_us;
+
+		tp->rttvar_us = (3 * tp->rttvar_us + d) / 4;	/* beta 1/4 */
+		tp->srtt_us = (7 * tp->srtt_us + r) / 8;	/* alpha 1/8 */
+	}
+	rto = (uint64_t)tp->srtt_us + (4ull * tp->rttvar_us > 1 ? 4ull * tp->rttvar_us : 1);
+	if (rto < SL_TCP_RTO_MIN_US)
+		rto = SL_TCP_RTO_MIN_US;
+	if (rto > SL_TCP_RTO_MAX_US)
+		rto = SL_TCP_RTO_MAX_US;
+	tp->rto_us = (uint32_t)rto;
+	tp->backoff = 0;
+}
+
+/* RFC 6298 5.1/5.3: restart the timer if data is outstanding. */
+void sl_tcp_rearm_rexmt(struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	tp->t_rexmt = tp->snd_una != tp->snd_max ? now_us + tp->rto_us : 0;
+}
+
+void sl_tcp_keep_reset(struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	tp->keep_probes = (tp->tflags & SL_TF_PROBE) ? tp->keep_probes : 0;
+	if ((so->flags & SL_SF_KEEPALIVE) && so->state >= SL_TCP_ESTABLISHED &&
+	    so->state <= SL_TCP_CLOSE_WAIT)
+		tp->t_keep = now_us + (uint64_t)tp->keep_idle_s * 1000000;
+	else
+		tp->t_keep = 0;
+}
+
+static void backoff_rto(struct sl_tcp_sock *tp)
+{
+	uint64_t rto = (uint64_t)tp->rto_us * 2;	/* RFC 6298 5.5 */
+
+	tp->rto_us = rto > SL_TCP_RTO_MAX_US ? SL_TCP_RTO_MAX_US : (uint32_t)rto;
+	if (tp->backoff < 255)
+		tp->backoff++;
+}
+
+/* RFC 2018 8, RFC 6298 5.4: go back to the first unacknowledged byte;
+ * SACK marks are dropped (the receiver may have discarded SACKed data). */
+static void go_back(struct sl_stack *s, struct sl_tcp_sock *tp)
+{
+	uint32_t steps = 0;
+
+	for (uint32_t i = tp->sndq_head; sl_buf_next(s, i, &steps);
+	     i = sl_buf(s, i)->next_idx)
+		sl_buf(s, i)->flags &= ~(SL_TBF_SACKED | SL_TBF_RECOV);
+	tp->snd_nxt = tp->snd_una;
+	tp->sndq_hint = SLUICE_IDX_NONE;
+	tp->tflags &= ~(SL_TF_TIMING | SL_TF_RECOVERY);	/* Karn */
+	tp->recover = tp->snd_max;
+	tp->dupacks = 0;
+}
+
+/* The peer shrank its window to zero under data in flight (RFC 9293
+ * 3.8.6.2.1 lets it, if it should not).  Nothing may be sent again, so
+ * the RTO sends a zero-window probe instead, and, as the persist timer
+ * (RFC 1122 4.2.2.17; Linux tcp_retransmit_timer), the connection ends
+ * only when probes go unanswered, not after so many RTOs.  An orphan is
+ * timed out as usual. */
+static void on_rexmt_zero_window(struct sl_stack *s, struct sl_sock *so, unsigned int limit,
+				 uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint64_t rto = (uint64_t)tp->rto_us * 2;
+
+	if (tp->keep_probes >= limit) {
+		sl_tcp_send_ctl(s, so, TH_RST_ | TH_ACK_, tp->snd_nxt, now_us);
+		sl_tcp_done(s, so, tp->soft_err ? tp->soft_err : ETIMEDOUT);
+		return;
+	}
+	go_back(s, tp);
+	sl_tcp_send_ctl(s, so, TH_ACK_, tp->snd_una - 1, now_us);
+	tp->keep_probes++;		/* reset by any acceptable ACK (tcp_input.c) */
+	tp->tflags |= SL_TF_PROBE;
+	tp->rto_us = rto > SL_TCP_RTO_MAX_US ? SL_TCP_RTO_MAX_US : (uint32_t)rto;
+	tp->t_rexmt = now_us + tp->rto_us;
+}
+
+/* The retransmission timer expired (RFC 6298 5.4-5.7). */
+static void on_rexmt(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	unsigned int limit;
+
+	tp->t_rexmt = 0;
+	if (so->state == SL_TCP_SYN_SENT || so->state == SL_TCP_SYN_RECEIVED) {
+		limit = so->state == SL_TCP_SYN_SENT ? SL_TCP_SYN_RETRIES : SL_TCP_SYNACK_RETRIES;
+		if (tp->backoff >= limit) {
+			sl_tcp_done(s, so, tp->soft_err ? tp->soft_err : ETIMEDOUT);
+			return;
+		}
+		sl_count(s, SL_C_tcp_rto);
+		sl_count(s, SL_C_tcp_retransmit);
+		so->retransmits++;
+		backoff_rto(tp);
+		/* RFC 6298 5.7: after a lost SYN, restart from 3 s would apply;
+		 * like Linux we keep doubling from 1 s. */
+		sl_tcp_send_syn(s, so, now_us);
+		tp->t_rexmt = now_us + tp->rto_us;
+		return;
+	}
+	if (tp->snd_una == tp->snd_max)
+		return;
+	limit = (so->flags & SL_SF_ORPHAN) ? SL_TCP_ORPHAN_RETRIES : SL_TCP_DATA_RETRIES;
+	/* Data outstanding: a FIN alone is sent into a zero window (and
+	 * taken there, as Linux does), so it is retransmitted as usual. */
+	if (!tp->snd_wnd && !(so->flags & SL_SF_ORPHAN) && SEQ_LT(tp->snd_una, tp->snd_end)) {
+		on_rexmt_zero_window(s, so, limit, now_us);
+		return;
+	}
+	if (tp->backoff >= limit) {
+		sl_tcp_send_ctl(s, so, TH_RST_ | TH_ACK_, tp->snd_nxt, now_us);
+		sl_tcp_done(s, so, tp->soft_err ? tp->soft_err : ETIMEDOUT);
+		return;
+	}
+	sl_count(s, SL_C_tcp_rto);
+	backoff_rto(tp);
+	sl_tcp_cc_rto(tp, now_us);
+	go_back(s, tp);
+	sl_tcp_output(s, so, now_us);
+	tp->t_rexmt = now_us + tp->rto_us;
+}
+
+/* The persist interval: the RTO (at least RTO_MIN) doubled per backoff.
+ * The shift is bounded (the backoff, from the region, may be anything). */
+static uint64_t persist_delay(const struct sl_tcp_sock *tp)
+{
+	uint8_t shift = SL_ONCE(tp->backoff);
+
+	return (uint64_t)(tp->rto_us < SL_TCP_RTO_MIN_US ? SL_TCP_RTO_MIN_US : tp->rto_us)
+	       << (shift > 16 ? 16 : shift);
+}
+
+static void on_persist(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint64_t d;
+
+	tp->t_persist = 0;
+	if (!SEQ_LT(tp->snd_nxt, tp->snd_end) || tp->snd_una != tp->snd_max) {
+		tp->tflags &= ~SL_TF_PROBE;
+		tp->backoff = 0;	/* that was persist's, not the RTO's */
+		return;
+	}
+	d = persist_delay(tp);
+	/* Unanswered probes end the connection as unanswered retransmissions
+	 * do (Linux tcp_probe_timer); a peer that answers keeps it open.  An
+	 * orphan (its program has closed it) goes once its backoff reaches
+	 * RTO_MAX, answered or not (Linux tcp_probe_timer with
+	 * tcp_orphan_retries 0), or a peer that never reads would pin its
+	 * send queue for ever (test_hostile_link: test_never_reading_peer). */
+	if (tp->keep_probes >= ((so->flags & SL_SF_ORPHAN) ? SL_TCP_ORPHAN_RETRIES :
+							      SL_TCP_DATA_RETRIES) ||
+	    ((so->flags & SL_SF_ORPHAN) && d >= SL_TCP_RTO_MAX_US)) {
+		sl_tcp_send_ctl(s, so, TH_RST_ | TH_ACK_, tp->snd_nxt, now_us);
+		sl_tcp_done(s, so, tp->soft_err ? tp->soft_err : ETIMEDOUT);
+		return;
+	}
+	/* A window that is open, but too small for sender SWS avoidance
+	 * to use (RFC 9293 3.8.6.2.1: less than a segment and less than
+	 * half the largest the peer offered), would hold the data for ever
+	 * if the peer's window never grows (a tiny SO_RCVBUF): the override
+	 * timeout of RFC 1122 4.2.3.4 (4) sends what fits, as Linux's
+	 * window probe does (tcp_write_wakeup). */
+	if (SEQ_GT(tp->snd_una + tp->snd_wnd, tp->snd_nxt)) {
+		uint8_t backoff = tp->backoff, probes = tp->keep_probes;
+
+		tp->tflags |= SL_TF_OVERRIDE;
+		sl_tcp_output(s, so, now_us);
+		tp->tflags &= ~SL_TF_OVERRIDE;
+		if (tp->snd_una != tp->snd_max)
+			return;	/* sent: the RTO covers it now */
+		/* Nothing went, and output armed persist afresh: it is still
+		 * this episode, whose backoff must grow (or an orphan that
+		 * cannot send would probe for ever: fuzz_tcp found it). */
+		tp->backoff = backoff;
+		tp->keep_probes = probes;
+	}
+	/* A probe below the window makes the peer answer with its window
+	 * (RFC 9293 3.8.6.1; the form Linux and BSD send). */
+	sl_tcp_send_ctl(s, so, TH_ACK_, tp->snd_una - 1, now_us);
+	tp->keep_probes++;
+	if (tp->backoff < 16)
+		tp->backoff++;
+	d = persist_delay(tp);
+	if (d > SL_TCP_RTO_MAX_US)
+		d = SL_TCP_RTO_MAX_US;
+	tp->t_persist = now_us + d;
+}
+
+static void on_keep(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	tp->t_keep = 0;
+	if (!(so->flags & SL_SF_KEEPALIVE) || so->state < SL_TCP_ESTABLISHED ||
+	    so->state > SL_TCP_CLOSE_WAIT)
+		return;
+	if (tp->snd_una != tp->snd_max || tp->t_persist) {
+		/* Data in flight: the RTO watches the peer. */
+		tp->t_keep = now_us + (uint64_t)tp->keep_idle_s * 1000000;
+		return;
+	}
+	if (tp->keep_probes >= tp->keep_cnt) {
+		sl_tcp_send_ctl(s, so, TH_RST_ | TH_ACK_, tp->snd_nxt, now_us);
+		sl_tcp_done(s, so, tp->soft_err ? tp->soft_err : ETIMEDOUT);
+		return;
+	}
+	/* RFC 1122 4.2.3.6: SEG.SEQ = SND.NXT - 1, no data. */
+	sl_tcp_send_ctl(s, so, TH_ACK_, tp->snd_una - 1, now_us);
+	tp->keep_probes++;
+	tp->t_keep = now_us + (uint64_t)tp->keep_intvl_s * 1000000;
+}
+
+void sl_tcp_timer(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t gen = so->kp.gen;
+
+	if (so->state == SL_TCP_CLOSED || so->state == SL_TCP_LISTEN)
+		return;
+	if (tp->t_close && tp->t_close <= now_us) {
+		/* TIME-WAIT over (RFC 9293 3.6), or an orphan's FIN-WAIT-2. */
+		tp->t_close = 0;
+		sl_tcp_done(s, so, 0);
+		return;
+	}
+	if (tp->t_rexmt && tp->t_rexmt <= now_us) {
+		on_rexmt(s, so, now_us);
+		if (so->type != SL_SOCK_TCP || so->kp.gen != gen || so->state == SL_TCP_CLOSED)
+			return;
+	}
+	if (tp->t_persist && tp->t_persist <= now_us) {
+		on_persist(s, so, now_us);
+		if (so->type != SL_SOCK_TCP || so->kp.gen != gen || so->state == SL_TCP_CLOSED)
+			return;
+	}
+	if (tp->t_dack && tp->t_dack <= now_us) {
+		tp->t_dack = 0;
+		sl_tcp_send_ack(s, so, now_us);
+	}
+	if (tp->t_keep && tp->t_keep <= now_us) {
+		on_keep(s, so, now_us);
+		if (so->type != SL_SOCK_TCP || so->kp.gen != gen || so->state == SL_TCP_CLOSED)
+			return;
+	}
+	sl_tcp_arm(s, so);
+}

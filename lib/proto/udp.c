@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * UDP (RFC 768, RFC 1122 4.1): datagrams stay in their receive buffers on
+ * the socket's queue (IP header included, so recvfrom finds the source);
+ * sending builds the datagram in one buffer.  No fragmentation: a datagram
+ * larger than the MTU allows is -EMSGSIZE.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include "os/os.h"
+#include "proto/proto.h"
+
+/* Buffer aux holds the offset of the UDP payload from the buffer's off. */
+
+static bool is_broadcast(const struct sl_stack *s, uint32_t daddr)
+{
+	return daddr == INADDR_BROADCAST ||
+	       (s->r->ip_mask && s->r->ip_mask != 0xffffffffu &&
+		daddr == (s->r->ip_addr | ~s->r->ip_mask));
+}
+
+/*
+ * A queued datagram holds a whole packet buffer whatever its length, so
+ * that is what it is charged against SO_RCVBUF (as Linux charges an skb's
+ * truesize): counting payload bytes alone let one socket of small
+ * datagrams hold the whole pool.  As on Linux, the queue takes a datagram
+ * while what it holds is below the limit, so one always fits.
+ */
+static bool rxq_full(const struct sl_stack *s, const struct sl_sock *so)
+{
+	return (uint64_t)so->rxq_count * s->buf_size >= so->rcvbuf;
+}
+
+static void queue_datagram(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
+			   unsigned int pay_off, unsigned int pay_len)
+{
+	if (rxq_full(s, so) || so->flags & SL_SF_SHUT_RD) {
+		sl_count(s, SL_C_udp_rx_full);
+		sl_buf_free(s, idx);
+		return;
+	}
+	sl_buf(s, idx)->aux = pay_off;
+	sl_buf(s, idx)->seq = pay_len;
+	sl_sock_rxq_append(s, so, idx, pay_len);
+	sl_sock_wake(s, so);
+}
+
+/* ---- Multicast (RFC 1112) ------------------------------------------------ */
+
+/* Groups so joined: mc_n read once and cut to the array, so no scribbled
+ * count (read again after a check) indexes past mc_group. */
+static uint32_t mc_count(const struct sl_sock *so)
+{
+	uint32_t n = SL_ONCE(so->udp.mc_n);
+
+	return n < SL_UDP_MC_MAX ? n : SL_UDP_MC_MAX;
+}
+
+bool sl_udp_mc_member(const struct sl_sock *so, uint32_t group)
+{
+	uint32_t n = mc_count(so);
+
+	for (uint32_t i = 0; i < n; i++)
+		if (so->udp.mc_group[i] == group)
+			return true;
+	return false;
+}
+
+/* Does a socket of the stack other than so hold group? */
+static bool mc_held_elsewhere(struct sl_stack *s, const struct sl_sock *so, uint32_t group)
+{
+	for (uint32_t i = 0; i < s->max_sockets; i++) {
+		const struct sl_sock *o = sl_sock(s, i);
+
+		if (o != so && o->type == SL_SOCK_UDP && sl_udp_mc_member(o, group))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * On a module stack with a device, the module makes the device a member
+ * (IGMP, the device's filter, the ipoib driver's SA join): the stack joins
+ * once, whatever number of its sockets hold the group, and leaves with
+ * the last.  Elsewhere (a TAP or loop link, in-stack loopback) there is no
+ * device to join; the stack's own input is filter enough.
+ */
+static int mc_module(struct sl_stack *s, uint32_t group, bool join)
+{
+	struct sluice_mcast m = { .size = sizeof(m), .group = group };
+
+	if (!s->module_backed || !s->filters)
+		return 0;
+	if (sl_sys_ioctl(s->region_fd, join ? SLUICE_IOC_MCAST_JOIN : SLUICE_IOC_MCAST_LEAVE, &m) < 0) {
+		if ((join && errno == EALREADY) || (!join && errno == ENOENT))
+			return 0;
+		return -errno;
+	}
+	return 0;
+}
+
+static int mc_check(const struct sl_stack *s, const struct sl_sock *so, uint32_t group,
+		    uint32_t ifaddr)
+{
+	if (so->type != SL_SOCK_UDP)
+		return -EPROTO;
+	if (!SL_IN_MULTICAST(group))
+		return -EINVAL;
+	/* The interface: any, or the stack's own address (it has one). */
+	if (ifaddr && ifaddr != s->r->ip_addr)
+		return -ENODEV;
+	return 0;
+}
+
+int sl_udp_mc_join(struct sl_stack *s, struct sl_sock *so, uint32_t group, uint32_t ifaddr)
+{
+	int ret = mc_check(s, so, group, ifaddr);
+	uint32_t n;
+
+	if (ret)
+		return ret;
+	if (sl_udp_mc_member(so, group))
+		return -EADDRINUSE;		/* as Linux */
+	n = mc_count(so);
+	if (n >= SL_UDP_MC_MAX)
+		return -ENOBUFS;		/* as Linux past igmp_max_memberships */
+	ret = mc_module(s, group, true);
+	if (ret)
+		return ret;
+	so->udp.mc_group[n] = group;
+	so->udp.mc_n = n + 1;
+	sl_count(s, SL_C_udp_mc_join);
+	return 0;
+}
+
+/* Leave group i of the n (mc_count()) so holds; i < n. */
+static void mc_remove(struct sl_stack *s, struct sl_sock *so, uint32_t i, uint32_t n)
+{
+	uint32_t group = so->udp.mc_group[i];
+
+	so->udp.mc_group[i] = so->udp.mc_group[n - 1];
+	so->udp.mc_n = n - 1;
+	if (!mc_held_elsewhere(s, so, group))
+		mc_module(s, group, false);
+}
+
+int sl_udp_mc_drop(struct sl_stack *s, struct sl_sock *so, uint32_t group, uint32_t ifaddr)
+{
+	int ret = mc_check(s, so, group, ifaddr);
+	uint32_t n = mc_count(so);
+
+	if (ret)
+		return ret;
+	for (uint32_t i = 0; i < n; i++)
+		if (so->udp.mc_group[i] == group) {
+			mc_remove(s, so, i, n);
+			return 0;
+		}
+	return -EADDRNOTAVAIL;			/* as Linux: not a member */
+}
+
+void sl_udp_mc_leave_all(struct sl_stack *s, struct sl_sock *so)
+{
+	/* A scribbled count: what fits. */
+	for (uint32_t n = mc_count(so); n; n--)
+		mc_remove(s, so, n - 1, n);
+}
+
+/* Does socket o take a datagram to daddr:dport sent to many? */
+static bool takes_group(const struct sl_sock *o, uint32_t daddr, uint16_t dport, bool mcast)
+{
+	if (o->type != SL_SOCK_UDP || o->lport != dport || o->rport ||
+	    (o->laddr && o->laddr != daddr))
+		return false;
+	/* Multicast: only sockets that joined the group (as Linux with
+	 * IP_MULTICAST_ALL off; Linux's default also hands it to sockets on
+	 * the port that did not join, when another socket of the host did). */
+	return !mcast || sl_udp_mc_member(o, daddr);
+}
+
+void sl_udp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+	struct sl_udp *uh = (struct sl_udp *)((uint8_t *)ip + hlen);
+	unsigned int len = b->len - hlen, ulen;
+	struct sl_sock *so;
+
+	sl_count(s, SL_C_udp_rx);
+	if (len < sizeof(*uh))
+		goto bad;
+	ulen = ntohs(uh->len);
+	if (ulen < sizeof(*uh) || ulen > len)
+		goto bad;
+	/* A link that vouches for the checksum (SL_BUF_CSUM_OK) skips it. */
+	if (uh->csum && !(b->flags & SL_BUF_CSUM_OK) &&
+	    sl_csum_fold(sl_csum_add(sl_csum_pseudo(ip->saddr, ip->daddr, IPPROTO_UDP_, ulen),
+				     uh, ulen)) != 0)
+		goto bad;
+	b->len = hlen + ulen;
+
+	if (is_broadcast(s, ip->daddr) || SL_IN_MULTICAST(ip->daddr)) {
+		/* Every socket bound to the port on INADDR_ANY (or the broadcast
+		 * or group address) gets a copy; for a group, every one that
+		 * joined it.  Rare enough for a table scan. */
+		bool mcast = SL_IN_MULTICAST(ip->daddr);
+		uint32_t i, last = SLUICE_IDX_NONE;
+
+		for (i = 0; i < s->max_sockets; i++) {
+			struct sl_sock *o = sl_sock(s, i);
+
+			if (!takes_group(o, ip->daddr, uh->dport, mcast))
+				continue;
+			if (last != SLUICE_IDX_NONE) {
+				uint32_t c = sl_buf_alloc(s);
+
+				if (c != SLUICE_IDX_NONE) {
+					sl_buf(s, c)->len = b->len;
+					memcpy(sl_buf_data(s, c), ip, b->len);
+					queue_datagram(s, sl_sock(s, last), c, hlen + sizeof(*uh),
+						       ulen - sizeof(*uh));
+				}
+			}
+			last = i;
+		}
+		if (last == SLUICE_IDX_NONE) {
+			sl_count(s, SL_C_udp_rx_noport);
+			sl_buf_free(s, idx);
+			return;
+		}
+		queue_datagram(s, sl_sock(s, last), idx, hlen + sizeof(*uh), ulen - sizeof(*uh));
+		return;
+	}
+
+	so = sl_sock_lookup(s, SL_SOCK_UDP, ip->daddr, uh->dport, ip->saddr, uh->sport);
+	if (!so) {
+		sl_count(s, SL_C_udp_rx_noport);
+		sl_icmp_send_unreach(s, idx, ICMP_UNREACH_PORT_);
+		sl_buf_free(s, idx);
+		return;
+	}
+	queue_datagram(s, so, idx, hlen + sizeof(*uh), ulen - sizeof(*uh));
+	return;
+bad:
+	sl_count(s, SL_C_udp_rx_bad);
+	sl_buf_free(s, idx);
+}
+
+void sl_udp_icmp_error(struct sl_stack *s, const struct sl_ip *q, int err)
+{
+	const struct sl_udp *uh = (const struct sl_udp *)((const uint8_t *)q +
+							  (q->ver_ihl & 0xf) * 4);
+	struct sl_sock *so = sl_sock_lookup(s, SL_SOCK_UDP, q->saddr, uh->sport, q->daddr,
+					    uh->dport);
+
+	/* Only connected sockets hear about errors, as on Linux. */
+	if (so && (so->flags & SL_SF_CONNECTED) && so->raddr == q->daddr &&
+	    so->rport == uh->dport) {
+		so->error = err;
+		sl_sock_wake(s, so);
+	}
+}
+
+/*
+ * A datagram to a group (packet idx, built): its TTL is IP_MULTICAST_TTL
+ * (1 by default, RFC 1112 6.1), and with IP_MULTICAST_LOOP (on by
+ * default) a copy goes to the group's members inside the stack, as Linux
+ * loops it to local members.  Returns true if it is done with idx (a stack
+ * with no link: only its own members hear it).
+ */
+static bool mc_send(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
+{
+	uint8_t ttl = 1;
+
+	if (so->udp.mc_ttl)
+		ttl = (uint8_t)(so->udp.mc_ttl - 1);
+	sl_ip_set_ttl(s, idx, ttl);
+	sl_count(s, SL_C_udp_mc_tx);
+	if (!so->udp.mc_noloop) {
+		uint32_t n = sl_pkt_copy(s, idx);
+
+		if (n != SLUICE_IDX_NONE) {
+			sl_ip_loopback_one(s, n);
+			sl_count(s, SL_C_udp_mc_looped);
+		}
+	}
+	if (s->link)
+		return false;
+	sl_buf_free(s, idx);
+	return true;
+}
+
+int sl_ip_mreqn(const void *val, unsigned int len, unsigned int min, struct ip_mreqn *mr)
+{
+	memset(mr, 0, sizeof(*mr));
+	if (!val)
+		return -EFAULT;
+	if (len < min)
+		return -EINVAL;
+	/* ip_mreq's imr_interface lands on imr_address, as in Linux. */
+	if (len >= sizeof(*mr))
+		memcpy(mr, val, sizeof(*mr));
+	else if (len >= sizeof(struct ip_mreq))
+		memcpy(mr, val, sizeof(struct ip_mreq));
+	else
+		memcpy(&mr->imr_address, val, sizeof(struct in_addr));
+	return 0;
+}
+
+static int opt_int(const void *val, unsigned int len, int *v)
+{
+	unsigned char c;
+
+	/* ip(7): an int, or for these options a single byte too. */
+	if (!val || len < 1)
+		return -EINVAL;
+	if (len >= sizeof(int)) {
+		memcpy(v, val, sizeof(*v));
+	} else {
+		memcpy(&c, val, 1);
+		*v = c;
+	}
+	return 0;
+}
+
+int sl_udp_mc_setopt(struct sl_stack *s, struct sl_sock *so, int name, const void *val,
+		     unsigned int len)
+{
+	struct ip_mreqn mr;
+	int v = 0, ret;
+
+	if (name == IP_MULTICAST_IF) {
+		ret = sl_ip_mreqn(val, len, sizeof(struct in_addr), &mr);
+		if (ret)
+			return ret;
+		/* The stack has one interface: any, or it by address or index. */
+		if (mr.imr_ifindex ? (!s->ifindex || (unsigned int)mr.imr_ifindex != s->ifindex) :
+				     (mr.imr_address.s_addr &&
+				      mr.imr_address.s_addr != s->r->ip_addr))
+			return -EADDRNOTAVAIL;
+		if (so->type == SL_SOCK_UDP)
+			so->udp.mc_if = mr.imr_ifindex || mr.imr_address.s_addr;
+		return 0;
+	}
+	ret = opt_int(val, len, &v);
+	if (ret)
+		return ret;
+	if (name == IP_MULTICAST_TTL) {
+		if (v == -1)
+			v = 1;
+		if (v < 0 || v > 255)
+			return -EINVAL;
+		if (so->type == SL_SOCK_UDP)
+			so->udp.mc_ttl = (uint16_t)(v + 1);
+		return 0;
+	}
+	if (so->type == SL_SOCK_UDP)
+		so->udp.mc_noloop = !v;
+	return 0;
+}
+
+int sl_udp_mc_getopt(struct sl_stack *s, const struct sl_sock *so, int name, void *val,
+		     unsigned int *len)
+{
+	bool udp = so->type == SL_SOCK_UDP;
+	int v;
+
+	if (name == IP_MULTICAST_IF) {
+		struct in_addr a = { udp && so->udp.mc_if ? s->r->ip_addr : 0 };
+
+		if (*len < sizeof(a))
+			return -EINVAL;
+		memcpy(val, &a, sizeof(a));
+		*len = sizeof(a);
+		return 0;
+	}
+	if (name == IP_MULTICAST_TTL)
+		v = udp && so->udp.mc_ttl ? so->udp.mc_ttl - 1 : 1;
+	else
+		v = !(udp && so->udp.mc_noloop);
+	memcpy(val, &v, sizeof(v));
+	*len = sizeof(v);
+	return 0;
+}
+
+ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,
+		      int flags, uint32_t daddr, uint16_t dport)
+{
+	struct sl_udp *uh;
+	uint32_t idx, saddr;
+	size_t max = sl_mtu(s) - sizeof(struct sl_ip) - sizeof(*uh);
+	int ret;
+
+	(void)flags;
+	if (so->flags & SL_SF_SHUT_WR)
+		return -EPIPE;
+	if (!dport)
+		return -EINVAL;
+	if (len > max)
+		return -EMSGSIZE;
+	if (is_broadcast(s, daddr) && !(so->flags & SL_SF_BROADCAST))
+		return -EACCES;
+	if (!(so->flags & SL_SF_BOUND)) {
+		ret = sl_sock_bind(s, so, 0, 0);
+		if (ret)
+			return ret;
+	}
+	saddr = so->laddr && so->laddr != INADDR_BROADCAST ? so->laddr : s->r->ip_addr;
+	if ((ntohl(daddr) >> 24) == 127 && !so->laddr)
+		saddr = htonl(0x7f000001);
+	idx = sl_buf_alloc(s);
+	if (idx == SLUICE_IDX_NONE)
+		return -ENOBUFS;
+	uh = (struct sl_udp *)(sl_buf_data(s, idx) + sizeof(struct sl_ip));
+	uh->sport = so->lport;
+	uh->dport = dport;
+	uh->len = htons(sizeof(*uh) + len);
+	uh->csum = 0;
+	memcpy(uh + 1, buf, len);
+	uh->csum = sl_csum_fold(sl_csum_add(sl_csum_pseudo(saddr, daddr, IPPROTO_UDP_,
+							   sizeof(*uh) + len),
+					    uh, sizeof(*uh) + len));
+	if (uh->csum == 0)
+		uh->csum = 0xffff;	/* RFC 768: zero means no checksum */
+	sl_ip_build(s, idx, IPPROTO_UDP_, saddr, daddr, sizeof(*uh) + len);
+	sl_count(s, SL_C_udp_tx);
+	so->tx_pkts++;
+	so->tx_bytes += len;
+	if (SL_IN_MULTICAST(daddr) && mc_send(s, so, idx))
+		return (ssize_t)len;
+	ret = sl_ip_output(s, idx, false);
+	return ret ? ret : (ssize_t)len;
+}
+
+ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_t len,
+			int flags, uint32_t *saddr, uint16_t *sport)
+{
+	uint32_t idx = so->rxq_head;
+	struct sluice_buf *b;
+	const struct sl_ip *ip;
+	const struct sl_udp *uh;
+	size_t dlen, n;
+
+	if (so->error) {
+		int e = sl_sock_error(s, so);
+
+		so->error = 0;
+		return -e;
+	}
+	if (!sl_buf_some(s, idx))
+		return so->flags & SL_SF_SHUT_RD ? 0 : -EAGAIN;
+	b = sl_buf(s, idx);
+	ip = (const struct sl_ip *)sl_buf_data(s, idx);
+	/* The datagram (seq bytes at aux, after the UDP header) lies inside
+	 * the packet, or the buffer was written by someone else. */
+	dlen = SL_ONCE(b->seq);	/* once: checked, it bounds the copy */
+	if (b->aux < sizeof(struct sl_ip) + sizeof(*uh) || b->aux + dlen > b->len) {
+		sl_corrupt(s, SL_C_corrupt_buf_len, idx);
+		return sl_broken_err(s);
+	}
+	uh = (const struct sl_udp *)((const uint8_t *)ip + b->aux - sizeof(*uh));
+	n = dlen < len ? dlen : len;
+	memcpy(buf, (const uint8_t *)ip + b->aux, n);
+	if (saddr)
+		*saddr = ip->saddr;
+	if (sport)
+		*sport = uh->sport;
+	if (!(flags & MSG_PEEK)) {
+		so->rxq_head = b->next_idx;
+		if (so->rxq_head == SLUICE_IDX_NONE)
+			so->rxq_tail = SLUICE_IDX_NONE;
+		so->rxq_bytes -= dlen;
+		so->rxq_count--;
+		sl_buf_free(s, idx);
+	}
+	return (flags & MSG_TRUNC) ? (ssize_t)dlen : (ssize_t)n;
+}
+
+uint32_t sl_udp_poll(struct sl_stack *s, struct sl_sock *so)
+{
+	uint32_t ev = SL_EV_OUT;
+
+	if (sl_buf_some(s, so->rxq_head) || (so->flags & SL_SF_SHUT_RD))
+		ev |= SL_EV_IN;
+	if (so->error)
+		ev |= SL_EV_ERR;
+	return ev;
+}

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The run loop (run.h has its picture): the links' input and the timers
+ * at the start of a turn, and at its end everything the holder left for
+ * others to see, before and after the lock is let go.
+ */
+#include <stdatomic.h>
+
+#include "os/os.h"
+#include "run/run.h"
+
+int sl_run(struct sl_stack *s)
+{
+	int n = 0;
+
+	if (s->link && s->link->ops->rx)
+		n += s->link->ops->rx(s->link, s, 64);
+	n += sl_timer_run(s, sl_now(s));
+	return n;
+}
+
+/* After the release: sleepers waiting for readiness this turn changed. */
+static void wake_sleepers(struct sl_stack *s)
+{
+	s->wake_pending = false;
+	/* Sleepers on the futex (wait.c). */
+	if (s->futex_ok)
+		sl_wake_sleepers(s);
+	/* Sleepers in poll on a stack fd: they watch a link fd too, or the
+	 * module's regions take no futex. */
+	if (s->wake_poll && s->module_backed) {
+		struct sluice_stack_wake w = {
+			.size = sizeof(w), .flags = SLUICE_WAKE_SIGNAL,
+		};
+
+		sl_sys_ioctl(s->region_fd, SLUICE_IOC_STACK_WAKE, &w);
+	}
+	s->wake_poll = false;
+}
+
+void sl_unlock(struct sl_stack *s)
+{
+	unsigned int budget = SL_LO_BUDGET;
+	bool lo_left;
+
+	/* Sockets whose last socket fd went (a killed process's too). */
+	if (s->module_backed)
+		sl_ksock_reap(s);
+	/* Packets for the stack itself; delivering them may queue more, so
+	 * again while any budget is left.  What is left waits for the next
+	 * holder: no loop of packets begetting packets keeps us here. */
+	do {
+		/* A corrupt stack runs nothing more: let go, and wake every
+		 * waiter and sleeper to find it broken (sl_lock()). */
+		if (s->corrupt) {
+			sl_lock_release_broken(s);
+			return;
+		}
+		lo_left = sl_stack_drain_loopback(s, &budget);
+	} while (lo_left && budget);
+	if (lo_left)
+		sl_count(s, SL_C_loopback_left);
+	/* Readiness of sockets with socket fds, for their pollers. */
+	if (s->kp_n)
+		sl_kp_publish_noted(s);
+	/* What this holder queued on the link leaves in one batch, before
+	 * the next holder can queue behind it. */
+	if (s->link && s->link->tx_pending && s->link->ops->flush)
+		s->link->ops->flush(s->link, s);
+	sl_lock_release(s);
+	/* One SOCK_WAKE for every armed socket fd this holder changed. */
+	if (__builtin_expect(sl_kp_w.n != 0, 0))
+		sl_kp_wake_flush();
+	if (s->wake_pending)
+		wake_sleepers(s);
+}
+
+int sl_run_poll(struct sl_stack *s)
+{
+	int n;
+
+	if (s->corrupt || atomic_load_explicit((_Atomic uint32_t *)&s->r->state,
+					       memory_order_acquire) == SLUICE_STATE_BROKEN)
+		return sl_broken_err(s);
+	/* With no link and no loopback packets left over (sl_unlock()), only
+	 * timers need running: look at the clock every 16th call (reading it
+	 * costs more than the rest of a spin). */
+	if (!s->link && *(volatile uint32_t *)&s->r->lo_head == SLUICE_IDX_NONE &&
+	    ((++s->poll_calls & 15) || sl_now(s) / 1000 <= s->r->wheel_now_ms))
+		return 0;
+	if (!sl_trylock(s))
+		return 0;
+	n = sl_run(s);
+	sl_unlock(s);
+	return n;
+}

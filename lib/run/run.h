@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * run/: the run loop, the one place the stack is driven from.  Whoever
+ * holds the lock runs it; there is no thread of the stack's own.
+ *
+ *   sl_lock()                        core/: take the stack lock
+ *   sl_run()                         the links' input, then due timers
+ *     ... the caller's own work on its sockets (api/, preload/) ...
+ *   sl_unlock()                      the end of the turn:
+ *       sockets whose last socket fd went are closed
+ *       packets for the stack itself are delivered (loopback, budgeted)
+ *       readiness for socket fds is published
+ *       what the holder queued on the link leaves in one batch
+ *       the lock is released (one lock waiter woken)
+ *       armed socket-fd pollers and sleepers are woken
+ *
+ * Waiting (wait.c): a blocking call spins (sl_run_poll()) for the stack's
+ * spin time, then sleeps in sl_wait_sleep() until something may have
+ * changed.
+ */
+#ifndef SLUICE_RUN_H
+#define SLUICE_RUN_H
+
+#include "proto/proto.h"
+
+/* One round of the stack's own work, lock held: input from the link (at
+ * most a budget of frames), then every timer due.  Returns the work done. */
+int sl_run(struct sl_stack *s);
+/* The end of a turn that held the lock (see above); never fails. */
+void sl_unlock(struct sl_stack *s);
+/*
+ * Run the stack if it may have work (a link to read, loopback packets
+ * left over, a timer tick passed) and nobody holds it (a holder runs it
+ * already).  Cheap enough to call in every spin.  Returns the work done,
+ * or the broken stack's error.
+ */
+int sl_run_poll(struct sl_stack *s);
+
+/* wait.c */
+/* A spinning caller that found nothing backs off this long (calibrated). */
+void sl_wait_backoff(void);
+/* Does a sleeper of this process sleep in poll on the stack fd (module
+ * stacks), rather than on the region's futex? */
+bool sl_wait_on_fd(struct sl_stack *s);
+/* The module's wake sequence of a module-backed stack, read before the
+ * last look at readiness (sl_wait_sleep() arms with it). */
+uint32_t sl_wait_seq(struct sl_stack *s);
+/*
+ * Sleep until something may have changed, or deadline (microseconds of
+ * sl_now(), -1: none).  seq: the region's wake_seq (or, on_fd, the
+ * module's sequence) read before the caller's last look at readiness.
+ */
+void sl_wait_sleep(struct sl_stack *s, int64_t deadline, uint32_t seq, bool on_fd);
+
+#endif /* SLUICE_RUN_H */

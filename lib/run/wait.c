@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Waiting (run.h): backing off between spins, and sleeping until the
+ * stack may have changed: on the link's fd, on the module's stack fd, or
+ * on the region's wake_seq futex, which sl_sock_wake() bumps while anyone
+ * sleeps.
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "os/os.h"
+#include "run/run.h"
+
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + ts.tv_nsec / 1000;
+}
+
+/* Longest single sleep before re-checking readiness (other processes may
+ * have received what we wait for: without the module nobody wakes us). */
+#define SLEEP_SLICE_MS	2
+/* How long a spinning caller that found nothing backs off (sl_wait_backoff()). */
+#define SPIN_BACKOFF_NS	200
+/* Longest futex sleep: someone has to run the stack's timers when every
+ * process sleeps, and the wheel does not say when its next deadline is. */
+#define SLEEP_MAX_MS	10
+
+/*
+ * A caller spinning on a non-blocking receive comes straight back.  Reading
+ * the socket's first cache line in a tight loop fights the process that is
+ * delivering into it for that line; backing off about SPIN_BACKOFF_NS
+ * between looks measured a quarter off the ping-pong latency here (pause
+ * is ~14 ns on these VMs, ~45 ns on newer Xeons, so it is calibrated).
+ */
+static unsigned int backoff_pauses;
+static pthread_once_t backoff_once = PTHREAD_ONCE_INIT;
+
+static void backoff_calibrate(void)
+{
+	uint64_t t0 = mono_us(), dt;
+
+	for (int i = 0; i < 1000; i++)
+		__builtin_ia32_pause();
+	dt = mono_us() - t0;	/* microseconds for 1000 pauses */
+	backoff_pauses = dt ? (unsigned int)(SPIN_BACKOFF_NS / dt) : SPIN_BACKOFF_NS / 10;
+	if (backoff_pauses < 1)
+		backoff_pauses = 1;
+	if (backoff_pauses > 64)
+		backoff_pauses = 64;
+}
+
+void sl_wait_backoff(void)
+{
+	pthread_once(&backoff_once, backoff_calibrate);
+	for (unsigned int i = 0; i < backoff_pauses; i++)
+		__builtin_ia32_pause();
+}
+
+static long futex_wait(uint32_t *w, uint32_t val, int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	return syscall(SYS_futex, w, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
+/* The module's wake sequence of a module-backed stack (uapi
+ * struct sluice_stack_wake); ARM with seq, or just read it. */
+static uint32_t module_wake(struct sl_stack *s, uint32_t flags, uint32_t seq)
+{
+	struct sluice_stack_wake w = { .size = sizeof(w), .flags = flags, .seq = seq };
+
+	if (sl_sys_ioctl(s->region_fd, SLUICE_IOC_STACK_WAKE, &w))
+		return seq;
+	return w.seq;
+}
+
+static int link_fd(struct sl_stack *s)
+{
+	return s->link && s->link->ops->fd ? s->link->ops->fd(s->link) : -1;
+}
+
+/*
+ * Does a sleeper of this process sleep in poll on the stack fd?  Only on a
+ * module's stack, and only when it has a link fd to watch as well (one
+ * poll for both) or the region takes no futex (an older module).  Every
+ * other sleeper waits on the futex, the region's wake_seq.
+ */
+bool sl_wait_on_fd(struct sl_stack *s)
+{
+	return s->module_backed && (link_fd(s) >= 0 || !s->futex_ok);
+}
+
+/*
+ * Sleep until something may have changed.  With a link fd and no module,
+ * poll(2) on it in slices (another process may take in what we wait for,
+ * and nothing can wake a poll on our fd then).  On the stack fd with a
+ * module (sl_wait_on_fd()).  Otherwise a futex wait on the stack's
+ * wake sequence, which sl_sock_wake() bumps while anyone sleeps.
+ */
+void sl_wait_sleep(struct sl_stack *s, int64_t deadline, uint32_t seq, bool on_fd)
+{
+	int64_t now = (int64_t)sl_now(s);
+	int ms = SLEEP_MAX_MS, fd;
+	struct pollfd pfd[2];
+
+	fd = link_fd(s);
+	if (fd >= 0 && !s->module_backed)
+		ms = SLEEP_SLICE_MS;
+	if (deadline >= 0 && now + ms * 1000 > deadline)
+		ms = deadline > now ? (int)((deadline - now + 999) / 1000) : 0;
+	if (!ms)
+		return;
+	if (on_fd) {
+		/* One wait for both: the stack fd reports the module's wake
+		 * sequence moving away from the value seen before our last
+		 * look (armed here), the link fd its frames. */
+		module_wake(s, SLUICE_WAKE_ARM, seq);
+		pfd[0].fd = s->region_fd;
+		pfd[0].events = POLLIN;
+		pfd[1].fd = fd;
+		pfd[1].events = POLLIN;
+		sl_sys_poll(pfd, fd >= 0 ? 2 : 1, ms);
+	} else if (fd >= 0 && !s->module_backed) {
+		pfd[0].fd = fd;
+		pfd[0].events = POLLIN;
+		sl_sys_poll(pfd, 1, ms);
+	} else if (futex_wait(&s->r->wake_seq, seq, ms) && errno == EFAULT) {
+		/* No futex on these pages after all (sl_futex_usable()). */
+		s->futex_ok = false;
+		usleep(ms * 1000 < 1000 ? ms * 1000 : 1000);
+	}
+}
+
+uint32_t sl_wait_seq(struct sl_stack *s)
+{
+	return module_wake(s, 0, 0);
+}
