@@ -111,6 +111,38 @@ static void test_attach_validates(void)
 	       -EPIPE, "broken stack is -EPIPE");
 }
 
+/*
+ * A stack laid out by another build of the library (another layout
+ * version) is never attached silently: -EPROTO, and one line on stderr
+ * naming both versions.
+ */
+static void test_layout_version(void)
+{
+	char msg[512] = "", want[64];
+	int err, saved, ret;
+	FILE *f = tmpfile();
+
+	fflush(stderr);
+	saved = dup(2);
+	err = fileno(f);
+	dup2(err, 2);
+	ret = attach_corrupted(offsetof(struct sluice_region, lib_layout), SL_LAYOUT_VERSION + 1, 4);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(f);
+	if (!fgets(msg, sizeof(msg), f))
+		msg[0] = '\0';
+	fclose(f);
+	tap_eq(ret, -EPROTO, "a stack of another library layout is -EPROTO");
+	snprintf(want, sizeof(want), "layout version %u;", SL_LAYOUT_VERSION + 1);
+	tap_ok(strstr(msg, want) != NULL, "the message names the stack's layout (%s)", want);
+	snprintf(want, sizeof(want), "has layout version %u", SL_LAYOUT_VERSION);
+	tap_ok(strstr(msg, want) != NULL, "and this library's (%s)", want);
+	snprintf(want, sizeof(want), "stack t-corrupt-%d ", (int)getpid());
+	tap_ok(strstr(msg, want) != NULL, "and the stack's name (%s)", want);
+}
+
 static void test_idle_socket_size(void)
 {
 	tap_ok(sizeof(struct sl_sock) <= 1024, "socket slot is %zu bytes (<= 1024)",
@@ -123,6 +155,7 @@ int main(void)
 	test_bad_config();
 	test_create_attach();
 	test_attach_validates();
+	test_layout_version();
 	test_idle_socket_size();
 	return tap_done();
 }
