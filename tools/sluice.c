@@ -116,13 +116,13 @@ static int cmd_info(void)
 	return 0;
 }
 
-static const char *state_name(const struct sluice_region *r)
+static const char *state_name(const struct sl_stack *s)
 {
-	switch (r->state) {
+	switch (s->r->state) {
 	case SLUICE_STATE_INIT: return "init";
 	case SLUICE_STATE_READY: return "ready";
 	/* broken_pid 0: a process found the region corrupt (lib/core/lock.c). */
-	case SLUICE_STATE_BROKEN: return r->broken_pid ? "BROKEN" : "corrupt";
+	case SLUICE_STATE_BROKEN: return s->lib->broken_pid ? "BROKEN" : "corrupt";
 	default: return "?";
 	}
 }
@@ -138,9 +138,9 @@ static void stack_row(const char *name, const char *where)
 	}
 	s = (struct sl_stack *)st;
 	printf("%-24s %-7s %-6s %4u/%-4u %5u/%-5u %10llu %7d\n", s->r->name,
-	       state_name(s->r), where, s->r->sock_used, s->r->max_sockets,
-	       s->r->n_bufs - s->r->buf_free_count, s->r->n_bufs,
-	       (unsigned long long)s->r->region_size, s->r->helper_pid);
+	       state_name(s), where, s->r->sock_used, s->r->max_sockets,
+	       s->r->n_bufs - s->lib->buf_free_count, s->r->n_bufs,
+	       (unsigned long long)s->r->region_size, s->lib->helper_pid);
 	sluice_stack_close(st);
 }
 
@@ -290,16 +290,16 @@ static int cmd_dump(const char *name)
 		return 1;
 	}
 	s = (struct sl_stack *)st;
-	inet_ntop(AF_INET, &s->r->ip_addr, ip, sizeof(ip));
-	inet_ntop(AF_INET, &s->r->ip_mask, mask, sizeof(mask));
+	inet_ntop(AF_INET, &s->lib->ip_addr, ip, sizeof(ip));
+	inet_ntop(AF_INET, &s->lib->ip_mask, mask, sizeof(mask));
 	printf("stack %s: %s, %s/%s mtu %u, mac %02x:%02x:%02x:%02x:%02x:%02x\n", s->r->name,
-	       state_name(s->r), ip, mask, s->r->mtu, s->r->mac[0], s->r->mac[1],
-	       s->r->mac[2], s->r->mac[3], s->r->mac[4], s->r->mac[5]);
+	       state_name(s), ip, mask, s->r->mtu, s->lib->mac[0], s->lib->mac[1],
+	       s->lib->mac[2], s->lib->mac[3], s->lib->mac[4], s->lib->mac[5]);
 	if (s->ifindex)
 		printf("  on device ifindex %u (kring)\n", s->ifindex);
-	if (s->r->state == SLUICE_STATE_BROKEN && s->r->broken_pid)
-		printf("  broken: process %u died holding the stack lock\n", s->r->broken_pid);
-	if (s->r->state == SLUICE_STATE_BROKEN && !s->r->broken_pid) {
+	if (s->r->state == SLUICE_STATE_BROKEN && s->lib->broken_pid)
+		printf("  broken: process %u died holding the stack lock\n", s->lib->broken_pid);
+	if (s->r->state == SLUICE_STATE_BROKEN && !s->lib->broken_pid) {
 		printf("  corrupt: a process found impossible values in the region; every call fails (ENOTRECOVERABLE):\n");
 		for (unsigned int i = SL_C_corrupt_buf_idx; i <= SL_C_corrupt_header; i++)
 			if (sl_counter_sum(s, i))
@@ -308,14 +308,14 @@ static int cmd_dump(const char *name)
 	}
 	printf("  region %llu bytes; sockets %u/%u (%u bytes each); buffers %u/%u of %u bytes\n",
 	       (unsigned long long)s->r->region_size, s->r->sock_used, s->r->max_sockets,
-	       s->r->sock_size, s->r->n_bufs - s->r->buf_free_count, s->r->n_bufs,
+	       s->r->sock_size, s->r->n_bufs - s->lib->buf_free_count, s->r->n_bufs,
 	       s->r->buf_size);
-	if (s->r->helper_pid)
-		printf("  helper: process %d finishes orphaned connections%s\n", s->r->helper_pid,
-		       sl_pid_dead(s->r->helper_pid) ? " (gone: stale)" : "");
+	if (s->lib->helper_pid)
+		printf("  helper: process %d finishes orphaned connections%s\n", s->lib->helper_pid,
+		       sl_pid_dead(s->lib->helper_pid) ? " (gone: stale)" : "");
 	printf("  lock: word 0x%x owner %d contended %llu\n", s->r->lock,
-	       s->r->lock_owner, (unsigned long long)s->r->lock_contended);
-	printf("  layout: abi %u, library layout %u\n", s->r->abi_version, s->r->lib_layout);
+	       s->r->lock_owner, (unsigned long long)s->lib->lock_contended);
+	printf("  layout: abi %u, library layout %u\n", s->r->abi_version, s->lib->lib_layout);
 	printf("counters:\n");
 	for (unsigned int i = 0; i < SL_C_COUNT; i++)
 		if (sl_counter_sum(s, i))

@@ -24,7 +24,7 @@
 #define SLUICE_DEVICE_PATH	"/dev/sluice"
 
 /* Bumped on an incompatible change; compatible growth uses @size. */
-#define SLUICE_ABI_VERSION	1
+#define SLUICE_ABI_VERSION	2
 
 #define SLUICE_IOC_MAGIC	0xB5
 
@@ -79,7 +79,9 @@ struct sluice_version {
  * (c) set once at creation.  The module never trusts any field (u) writes.
  *
  *   +-------------------+ 0
- *   | sluice_region     |  header, configuration, lock, counters
+ *   | sluice_region     |  header: configuration, lock, what the module reads
+ *   +-------------------+ SLUICE_REGION_LIB_OFF
+ *   | library header    |  the library's own (state, neighbours, counters)
  *   +-------------------+ sock_off
  *   | socket table      |  max_sockets slots of sock_size bytes (lib-private)
  *   +-------------------+ hash_off
@@ -135,38 +137,6 @@ struct sluice_buf {
 	__u64 ts_us;
 };
 
-#define SLUICE_NEIGH_MAX	64
-#define SLUICE_PROC_MAX		16
-#define SLUICE_COUNTERS_MAX	128
-
-struct sluice_counters {
-	__u64 c[SLUICE_COUNTERS_MAX];
-};
-
-/* sluice_neigh.state */
-#define SLUICE_NEIGH_FREE	0
-#define SLUICE_NEIGH_PENDING	1	/* request sent, no answer yet */
-#define SLUICE_NEIGH_VALID	2
-
-/**
- * struct sluice_neigh - one neighbour (ARP) entry, for stacks that resolve
- * addresses themselves (no module)
- * @ip:		network order (u)
- * @state:	SLUICE_NEIGH_* (u)
- * @hold_idx:	one packet waiting for resolution, or SLUICE_IDX_NONE (u)
- * @mac:	link address (u)
- * @tries:	requests sent while pending (u)
- * @updated_ms:	last confirmation or request (u)
- */
-struct sluice_neigh {
-	__u32 ip;
-	__u32 state;
-	__u32 hold_idx;
-	__u8 mac[6];
-	__u16 tries;
-	__u64 updated_ms;
-};
-
 /**
  * struct sluice_region - the header at offset 0 of a stack region
  *
@@ -192,91 +162,41 @@ struct sluice_region {
 	__u64 wheel_off;		/* (c) */
 	__u64 bufmeta_off;		/* (c) */
 	__u64 bufdata_off;		/* (c) */
-	__u32 ip_addr;			/* (u) network order */
-	__u32 ip_mask;			/* (u) network order */
-	__u32 ip_gateway;		/* (u) network order, 0 for none */
-	__u8 mac[6];			/* (u) link address, Ethernet-style links */
-	__u16 reserved0;
 
 	/* The stack lock, on its own cache line. */
 	__u32 lock __attribute__((aligned(64)));	/* (u) SLUICE_LOCK_* */
 	__s32 lock_owner;		/* (u) holder's pid, informational (see lock) */
-	__u32 broken_pid;		/* (u) pid found dead holding the lock */
 	__u32 wake_seq;			/* (u) futex, see sleepers */
 	/*
-	 * (u) the layout version of the library that laid out everything
-	 * past this header (its socket slots, counters, neighbour entries):
-	 * a library attaches only to a stack of its own layout.  The module
-	 * never reads it.
-	 */
-	__u32 lib_layout;
-	__u32 reserved1;
-	__u64 lock_contended;		/* (u) times the lock was found held */
-	__u64 reserved2;
-	/*
 	 * (u) processes asleep until the stack changes: while non-zero,
-	 * every readiness change bumps wake_seq and wakes them, with a shared
-	 * futex wake on wake_seq and, while @poll_sleepers is non-zero,
-	 * SLUICE_WAKE_SIGNAL on a stack fd
+	 * every readiness change bumps wake_seq and wakes them (a shared
+	 * futex wake on wake_seq, and SLUICE_WAKE_SIGNAL on a stack fd for
+	 * those asleep in poll on one); the module also wakes the stack fd
+	 * when its rings take packets while it is non-zero
 	 */
 	__u32 sleepers;
-	/*
-	 * (u) those of @sleepers that sleep in poll on a stack fd (with a
-	 * link fd to watch as well) rather than on the futex; counted before
-	 * @sleepers, so whoever sees them in @sleepers sees them here
-	 */
-	__u32 poll_sleepers;
 	/*
 	 * (k) bumped by the module each time the last file of a socket fd
 	 * (SLUICE_IOC_SOCK_FD) is released, after it set that slot's
 	 * sluice_sock_kpoll.kstate to SLUICE_KSOCK_RELEASED: user space
 	 * (whoever holds the lock next) closes such sockets as close() would
-	 * have.  Lives in the lock line's spare bytes: nothing else moves.
+	 * have.
 	 */
 	__u32 ksock_released;
-	/*
-	 * (u) the value of @ksock_released up to which a lock holder has
-	 * closed the released sockets, so one holder, not every process,
-	 * looks for them after each release.  The module never reads it.
-	 */
-	__u32 ksock_handled;
-
-	/* Stack-wide state, written only under the lock. */
-	__u32 buf_free_idx __attribute__((aligned(64)));	/* (u) */
-	__u32 buf_free_count;		/* (u) */
-	__u32 sock_free_idx;		/* (u) */
-	__u32 sock_used;		/* (u) */
-	__u32 wheel_slot_idx;		/* (u) slot the wheel has run up to */
-	__u32 ephemeral_next;		/* (u) next ephemeral port to try */
-	__u64 wheel_now_ms;		/* (u) time the wheel has run up to */
-	__u32 ip_id_next;		/* (u) */
-	__u32 attach_count;		/* (u) processes that attached */
-	__u32 tcp_embryos;		/* (u) TCP connections in SYN-RECEIVED from a listener */
-	/*
-	 * (u) pid of the stack's helper process, which finishes orphaned
-	 * connections after their programs have gone (lib/api/helper.c), or 0;
-	 * claimed by compare-and-swap, taken over when its process is dead.
-	 * The module never reads it.
-	 */
-	__s32 helper_pid;
-	__u64 tcp_isn_secret[2];	/* (c) RFC 6528 keyed ISN */
-
-	/* The loopback queue (buffer idx), on a line of its own. */
-	__u32 lo_head __attribute__((aligned(64)));	/* (u) */
-	__u32 lo_tail;					/* (u) */
-
-	struct sluice_neigh neigh[SLUICE_NEIGH_MAX] __attribute__((aligned(64)));	/* (u) */
-
-	/* Which process counts in which block of counters (below). */
-	__u32 counter_pid[SLUICE_PROC_MAX] __attribute__((aligned(64)));	/* (u) */
-
-	/*
-	 * Counters (u), only ever incremented, under the lock, by the process
-	 * that owns the block: a stack's counter is the sum over the blocks,
-	 * so no counter line moves between cores with every packet.
-	 */
-	struct sluice_counters counters[SLUICE_PROC_MAX] __attribute__((aligned(64)));
+	__u32 attach_count;		/* (u) processes that attached (debugfs shows it) */
+	__u32 sock_used;		/* (u) sockets in use (sysfs shows it) */
+	__u32 reserved0;
 };
+
+/*
+ * Everything else in the region is the library's own and the module never
+ * reads it: from offset SLUICE_REGION_LIB_OFF up to sock_off, the
+ * library's private header (its stack-wide state, neighbours, counters),
+ * and the contents of the socket slots past struct sluice_sock_kpoll.
+ * Its layout has its own version, kept by the library in that header.
+ */
+#define SLUICE_REGION_LIB_OFF	256
+
 
 /*
  * Stacks.

@@ -211,7 +211,7 @@ int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int
 {
 	struct sl_stack *s = S(st);
 	_Atomic uint32_t *sleepers = (_Atomic uint32_t *)&s->r->sleepers;
-	_Atomic uint32_t *poll_sleepers = (_Atomic uint32_t *)&s->r->poll_sleepers;
+	_Atomic uint32_t *poll_sleepers = (_Atomic uint32_t *)&s->lib->poll_sleepers;
 	uint64_t start = sl_now(s);
 	int64_t deadline = deadline_after(s, timeout_ms);
 	bool asleep = false, on_fd = false;

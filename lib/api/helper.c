@@ -58,7 +58,7 @@ static bool helper_self;		/* this process is a helper: it spawns none */
 
 static _Atomic int32_t *helper_word(struct sl_stack *s)
 {
-	return (_Atomic int32_t *)&s->r->helper_pid;
+	return (_Atomic int32_t *)&s->lib->helper_pid;
 }
 
 static bool env_on(const char *name)

@@ -7,7 +7,7 @@
 
 uint32_t sl_buf_alloc(struct sl_stack *s)
 {
-	struct sluice_region *r = s->r;
+	struct sl_region *r = s->lib;
 	uint32_t idx = r->buf_free_idx;
 	struct sluice_buf *b;
 
@@ -37,7 +37,7 @@ uint32_t sl_buf_alloc(struct sl_stack *s)
 
 void sl_buf_free(struct sl_stack *s, uint32_t idx)
 {
-	struct sluice_region *r = s->r;
+	struct sl_region *r = s->lib;
 	struct sluice_buf *b;
 
 	if (idx >= s->n_bufs) {

@@ -24,7 +24,105 @@
 struct sl_stack;
 struct sl_sock;
 
-/* Counters in sluice_region.counters; X(name, description). */
+/* Counter blocks: one a process (SL_PROC_MAX processes count apart). */
+#define SL_NEIGH_MAX	64
+#define SL_PROC_MAX	16
+#define SL_COUNTERS_MAX	128
+
+struct sl_counters {
+	uint64_t c[SL_COUNTERS_MAX];
+};
+
+/* sl_neigh.state */
+#define SL_NEIGH_FREE		0
+#define SL_NEIGH_PENDING	1	/* request sent, no answer yet */
+#define SL_NEIGH_VALID		2
+
+/*
+ * One neighbour (ARP) entry, for stacks that resolve addresses themselves
+ * (no module): ip (network order), state, one packet waiting for the
+ * answer (hold_idx, or SLUICE_IDX_NONE), the link address, requests sent
+ * while pending, the last confirmation or request.
+ */
+struct sl_neigh {
+	uint32_t ip;
+	uint32_t state;
+	uint32_t hold_idx;
+	uint8_t mac[6];
+	uint16_t tries;
+	uint64_t updated_ms;
+};
+
+/*
+ * The library's own header in a region, at SLUICE_REGION_LIB_OFF (the
+ * module's struct sluice_region is before it; the module never reads
+ * this).  Its layout is SL_LAYOUT_VERSION's.
+ */
+struct sl_region {
+	/*
+	 * The layout version of the library that laid out the region past
+	 * the module's header (SL_LAYOUT_VERSION): first, at the same offset
+	 * in every version, so any build can read it and refuse another's.
+	 */
+	uint32_t lib_layout;
+	uint32_t broken_pid;		/* pid found dead holding the lock */
+	uint32_t ip_addr;		/* network order */
+	uint32_t ip_mask;		/* network order */
+	uint32_t ip_gateway;		/* network order, 0 for none */
+	uint8_t mac[6];			/* link address, Ethernet-style links */
+	uint16_t reserved0;
+	uint64_t lock_contended;	/* times the lock was found held (atomic) */
+	/*
+	 * Those of sluice_region.sleepers that sleep in poll on a stack fd
+	 * (with a link fd to watch as well) rather than on the futex; counted
+	 * before sleepers, so whoever sees them in sleepers sees them here.
+	 */
+	uint32_t poll_sleepers;
+	/*
+	 * The value of sluice_region.ksock_released up to which a lock
+	 * holder has closed the released sockets, so one holder, not every
+	 * process, looks for them after each release.
+	 */
+	uint32_t ksock_handled;
+
+	/* Stack-wide state, written only under the lock. */
+	uint32_t buf_free_idx __attribute__((aligned(64)));
+	uint32_t buf_free_count;
+	uint32_t sock_free_idx;
+	uint32_t wheel_slot_idx;	/* slot the wheel has run up to */
+	uint64_t wheel_now_ms;		/* time the wheel has run up to */
+	uint32_t ephemeral_next;	/* next ephemeral port to try */
+	uint32_t ip_id_next;
+	uint32_t tcp_embryos;		/* TCP connections in SYN-RECEIVED from a listener */
+	/*
+	 * The pid of the stack's helper process, which finishes orphaned
+	 * connections after their programs have gone (api/helper.c), or 0;
+	 * claimed by compare-and-swap, taken over when its process is dead.
+	 */
+	int32_t helper_pid;
+	uint64_t tcp_isn_secret[2];	/* RFC 6528 keyed ISN, set at creation */
+
+	/* The loopback queue (buffer idx), on a line of its own. */
+	uint32_t lo_head __attribute__((aligned(64)));
+	uint32_t lo_tail;
+
+	struct sl_neigh neigh[SL_NEIGH_MAX] __attribute__((aligned(64)));
+
+	/* Which process counts in which block of counters (below). */
+	uint32_t counter_pid[SL_PROC_MAX] __attribute__((aligned(64)));
+
+	/*
+	 * Counters, only ever incremented, under the lock, by the process
+	 * that owns the block: a stack's counter is the sum over the blocks,
+	 * so no counter line moves between cores with every packet.
+	 */
+	struct sl_counters counters[SL_PROC_MAX] __attribute__((aligned(64)));
+};
+
+_Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
+	       "the module's header ends before the library's");
+
+/* Counters in sl_region.counters; X(name, description). */
 #define SL_COUNTERS(X)							\
 	X(ip_rx, "IPv4 packets received")				\
 	X(ip_tx, "IPv4 packets sent")					\
@@ -114,7 +212,7 @@ enum sl_counter {
 	SL_C_COUNT
 };
 
-_Static_assert(SL_C_COUNT <= SLUICE_COUNTERS_MAX, "counters fit sluice_counters");
+_Static_assert(SL_C_COUNT <= SL_COUNTERS_MAX, "counters fit sl_counters");
 
 extern const char *const sl_counter_names[SL_C_COUNT];
 extern const char *const sl_counter_desc[SL_C_COUNT];
@@ -153,7 +251,8 @@ struct sl_link {
 
 /* The per-process handle on a mapped stack (not in the region). */
 struct sl_stack {
-	struct sluice_region *r;
+	struct sluice_region *r;	/* the module's header, at offset 0 */
+	struct sl_region *lib;		/* ours, at SLUICE_REGION_LIB_OFF */
 	uint8_t *base;
 	size_t size;
 	int region_fd;
@@ -174,7 +273,7 @@ struct sl_stack {
 	unsigned int spin_us;
 	unsigned int poll_calls;	/* sluice_stack_poll() calls, for pacing */
 	uint64_t batch_now_us;		/* sl_batch_begin(): the time of a batch */
-	struct sluice_counters *ctr;	/* our counter block in the region */
+	struct sl_counters *ctr;	/* our counter block in the region */
 	pid_t ctr_pid;			/* the process that block was claimed for */
 	/* Stack-local loopback queue (buffer indices), drained under the lock. */
 	uint32_t lo_head, lo_tail;

@@ -80,7 +80,7 @@ int sl_broken_err(const struct sl_stack *s)
 	/* broken_pid 0: no process died, a value in the region was found
 	 * impossible (sl_corrupt()).  ENOTRECOVERABLE as a robust mutex
 	 * whose state was left inconsistent; and no SIGPIPE from a send. */
-	if (s->corrupt || !s->r->broken_pid)
+	if (s->corrupt || !s->lib->broken_pid)
 		return -ENOTRECOVERABLE;
 	return -EPIPE;
 }
@@ -111,7 +111,7 @@ void sl_corrupt(struct sl_stack *s, enum sl_counter why, uint64_t val)
 		return;
 	if (s->ctr)
 		s->ctr->c[why]++;
-	s->r->broken_pid = 0;
+	s->lib->broken_pid = 0;
 	atomic_store_explicit((_Atomic uint32_t *)&s->r->state, SLUICE_STATE_BROKEN,
 			      memory_order_release);
 }
@@ -152,7 +152,7 @@ bool sl_walk_end(struct sl_stack *s, uint32_t idx, uint32_t n, uint32_t steps, b
 /* The holder is gone: mark the stack broken and wake everyone. */
 static void mark_broken(struct sl_stack *s, pid_t owner)
 {
-	s->r->broken_pid = owner;
+	s->lib->broken_pid = owner;
 	sl_count(s, SL_C_lock_broken);
 	atomic_store_explicit((_Atomic uint32_t *)&s->r->state, SLUICE_STATE_BROKEN,
 			      memory_order_release);
@@ -197,23 +197,23 @@ static void took_lock(struct sl_stack *s)
 
 void sl_counters_claim(struct sl_stack *s)
 {
-	struct sluice_region *r = s->r;
+	struct sl_region *r = s->lib;
 	uint32_t self = (uint32_t)sl_self_pid();
 	int i, pick = -1;
 
 	/* Ours already, else a free block, else one whose process is gone
 	 * (its counts stay: the sums only grow), else the last block. */
-	for (i = 0; i < SLUICE_PROC_MAX; i++)
+	for (i = 0; i < SL_PROC_MAX; i++)
 		if (r->counter_pid[i] == self)
 			pick = i;
-	for (i = 0; pick < 0 && i < SLUICE_PROC_MAX; i++)
+	for (i = 0; pick < 0 && i < SL_PROC_MAX; i++)
 		if (!r->counter_pid[i])
 			pick = i;
-	for (i = 0; pick < 0 && i < SLUICE_PROC_MAX; i++)
+	for (i = 0; pick < 0 && i < SL_PROC_MAX; i++)
 		if (sl_pid_dead((pid_t)r->counter_pid[i]) || kill((pid_t)r->counter_pid[i], 0))
 			pick = i;
 	if (pick < 0)
-		pick = SLUICE_PROC_MAX - 1;
+		pick = SL_PROC_MAX - 1;
 	r->counter_pid[pick] = self;
 	s->ctr = &r->counters[pick];
 	s->ctr_pid = (pid_t)self;
@@ -235,8 +235,8 @@ uint64_t sl_counter_sum(const struct sl_stack *s, enum sl_counter c)
 {
 	uint64_t sum = 0;
 
-	for (int i = 0; i < SLUICE_PROC_MAX; i++)
-		sum += s->r->counters[i].c[c];
+	for (int i = 0; i < SL_PROC_MAX; i++)
+		sum += s->lib->counters[i].c[c];
 	return sum;
 }
 
@@ -272,7 +272,7 @@ int sl_lock(struct sl_stack *s)
 		__builtin_ia32_pause();
 	}
 	/* Bumped by any waiter of any process: atomic. */
-	atomic_fetch_add_explicit((_Atomic uint64_t *)&s->r->lock_contended, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit((_Atomic uint64_t *)&s->lib->lock_contended, 1, memory_order_relaxed);
 	for (;;) {
 		v = atomic_load_explicit(LOCKW(s), memory_order_relaxed);
 		if (!(v & SLUICE_LOCK_HELD)) {

@@ -79,7 +79,8 @@ static int64_t layout(struct sluice_region *r, const struct sluice_stack_config 
 	r->sock_size = SL_SOCK_SIZE;
 	r->hash_buckets = pow2_at_least(r->max_sockets);
 
-	off = ALIGN_UP(sizeof(*r), 64);
+	/* The module's header, then ours (core.h, struct sl_region). */
+	off = ALIGN_UP(SLUICE_REGION_LIB_OFF + sizeof(struct sl_region), 64);
 	r->sock_off = off;
 	off += (uint64_t)r->max_sockets * r->sock_size;
 	r->hash_off = ALIGN_UP(off, 64);
@@ -100,35 +101,36 @@ static int64_t layout(struct sluice_region *r, const struct sluice_stack_config 
 
 static void init_region(struct sl_stack *s, const char *name, const struct sluice_stack_config *cfg)
 {
-	struct sluice_region *r = s->r;
+	struct sluice_region *k = s->r;
+	struct sl_region *r = s->lib;
 	uint32_t *h, i;
 	uint16_t eph;
 
-	r->magic = SLUICE_REGION_MAGIC;
-	r->abi_version = SLUICE_ABI_VERSION;
+	k->magic = SLUICE_REGION_MAGIC;
+	k->abi_version = SLUICE_ABI_VERSION;
+	strncpy(k->name, name, sizeof(k->name) - 1);
+	k->creator_uid = getuid();
 	r->lib_layout = SL_LAYOUT_VERSION;
-	strncpy(r->name, name, sizeof(r->name) - 1);
-	r->creator_uid = getuid();
 	r->ip_addr = cfg->ip_addr;
 	r->ip_mask = cfg->ip_mask;
 	r->ip_gateway = cfg->ip_gateway;
 	memcpy(r->mac, cfg->mac, sizeof(r->mac));
 
-	h = sl_at(s, r->hash_off);
-	for (i = 0; i < 2 * r->hash_buckets; i++)
+	h = sl_at(s, k->hash_off);
+	for (i = 0; i < 2 * k->hash_buckets; i++)
 		h[i] = SLUICE_IDX_NONE;
-	h = sl_at(s, r->wheel_off);
+	h = sl_at(s, k->wheel_off);
 	for (i = 0; i < SLUICE_WHEEL_SLOTS; i++)
 		h[i] = SLUICE_IDX_NONE;
-	for (i = 0; i < r->n_bufs; i++) {
+	for (i = 0; i < k->n_bufs; i++) {
 		struct sluice_buf *b = sl_buf(s, i);
 
-		b->next_idx = i + 1 < r->n_bufs ? i + 1 : SLUICE_IDX_NONE;
+		b->next_idx = i + 1 < k->n_bufs ? i + 1 : SLUICE_IDX_NONE;
 	}
 	r->buf_free_idx = 0;
-	r->buf_free_count = r->n_bufs;
+	r->buf_free_count = k->n_bufs;
 	r->lo_head = r->lo_tail = SLUICE_IDX_NONE;
-	for (i = 0; i < SLUICE_NEIGH_MAX; i++)
+	for (i = 0; i < SL_NEIGH_MAX; i++)
 		r->neigh[i].hold_idx = SLUICE_IDX_NONE;
 	if (getrandom(r->tcp_isn_secret, sizeof(r->tcp_isn_secret), 0) !=
 	    sizeof(r->tcp_isn_secret)) {
@@ -169,13 +171,14 @@ static int map_fd(struct sl_stack *s, int fd, size_t size)
 		return -errno;
 	s->base = p;
 	s->r = p;
+	s->lib = (struct sl_region *)((uint8_t *)p + SLUICE_REGION_LIB_OFF);
 	s->size = size;
 	s->region_fd = fd;
 	/* /dev/shm pages always key futexes; the module's since their
 	 * regions are shmem (uapi "Stacks"), not before. */
 	s->futex_ok = sl_futex_usable(s);
 	/* Until the first lock claims a block of our own (lock.c). */
-	s->ctr = &s->r->counters[SLUICE_PROC_MAX - 1];
+	s->ctr = &s->lib->counters[SL_PROC_MAX - 1];
 	s->ctr_pid = 0;
 	return 0;
 }
@@ -429,12 +432,12 @@ int sl_region_attach(struct sl_stack *s, const char *name)
 	size_t size = 0;
 	bool module = false;
 	int fd, ret, tries;
-	uint32_t state;
+	uint32_t state, lib_layout;
 
 	fd = region_open(name, &size, &module, &s->ifindex);
 	if (fd < 0)
 		return fd;
-	if (size < sizeof(struct sluice_region)) {
+	if (size < SLUICE_REGION_LIB_OFF + sizeof(uint32_t)) {
 		ret = -EPROTO;
 		goto err_close;
 	}
@@ -457,12 +460,14 @@ int sl_region_attach(struct sl_stack *s, const char *name)
 	/* One copy of the header, checked and then used: the region's own
 	 * may change under us at any time. */
 	memcpy(&hdr, (const void *)s->r, sizeof(hdr));
-	if (hdr.magic == SLUICE_REGION_MAGIC && hdr.lib_layout != SL_LAYOUT_VERSION) {
+	lib_layout = *(volatile uint32_t *)&s->lib->lib_layout;
+	if (hdr.magic == SLUICE_REGION_MAGIC && hdr.abi_version == SLUICE_ABI_VERSION &&
+	    lib_layout != SL_LAYOUT_VERSION) {
 		/* Another build of the library made it: never a silent attach
 		 * to socket slots and counters laid out differently. */
 		fprintf(stderr, "sluice: stack %.*s was laid out by a library of layout version %u; "
 			"this library (%s) has layout version %u: run every program on one stack "
-			"with one build of Sluice\n", SLUICE_NAME_MAX, name, hdr.lib_layout,
+			"with one build of Sluice\n", SLUICE_NAME_MAX, name, lib_layout,
 			SLUICE_LIB_VERSION, SL_LAYOUT_VERSION);
 		ret = -EPROTO;
 		goto err_unmap;

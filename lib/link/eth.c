@@ -18,23 +18,23 @@
 
 static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
-static struct sluice_neigh *neigh_find(struct sl_stack *s, uint32_t ip)
+static struct sl_neigh *neigh_find(struct sl_stack *s, uint32_t ip)
 {
-	for (int i = 0; i < SLUICE_NEIGH_MAX; i++)
-		if (s->r->neigh[i].state != SLUICE_NEIGH_FREE && s->r->neigh[i].ip == ip)
-			return &s->r->neigh[i];
+	for (int i = 0; i < SL_NEIGH_MAX; i++)
+		if (s->lib->neigh[i].state != SL_NEIGH_FREE && s->lib->neigh[i].ip == ip)
+			return &s->lib->neigh[i];
 	return NULL;
 }
 
 /* A free entry, or the least recently updated one. */
-static struct sluice_neigh *neigh_new(struct sl_stack *s, uint32_t ip)
+static struct sl_neigh *neigh_new(struct sl_stack *s, uint32_t ip)
 {
-	struct sluice_neigh *n = &s->r->neigh[0];
+	struct sl_neigh *n = &s->lib->neigh[0];
 
-	for (int i = 0; i < SLUICE_NEIGH_MAX; i++) {
-		struct sluice_neigh *c = &s->r->neigh[i];
+	for (int i = 0; i < SL_NEIGH_MAX; i++) {
+		struct sl_neigh *c = &s->lib->neigh[i];
 
-		if (c->state == SLUICE_NEIGH_FREE) {
+		if (c->state == SL_NEIGH_FREE) {
 			n = c;
 			break;
 		}
@@ -65,7 +65,7 @@ static int eth_send(struct sl_stack *s, const struct sl_eth_link *el, uint32_t i
 	b->len += sizeof(*eh);
 	eh = (struct sl_eth *)sl_buf_data(s, idx);
 	memcpy(eh->dst, dst, 6);
-	memcpy(eh->src, s->r->mac, 6);
+	memcpy(eh->src, s->lib->mac, 6);
 	eh->type = htons(type);
 	ret = el->xmit(el->link, sl_buf_data(s, idx), b->len);
 	b->off += sizeof(*eh);
@@ -87,8 +87,8 @@ static void arp_send(struct sl_stack *s, const struct sl_eth_link *el, uint16_t 
 	a->hlen = 6;
 	a->plen = 4;
 	a->op = htons(op);
-	memcpy(a->sha, s->r->mac, 6);
-	a->spa = s->r->ip_addr;
+	memcpy(a->sha, s->lib->mac, 6);
+	a->spa = s->lib->ip_addr;
 	memcpy(a->tha, op == 1 ? (const uint8_t *)"\0\0\0\0\0\0" : tha, 6);
 	a->tpa = tpa;
 	sl_buf(s, idx)->len = sizeof(*a);
@@ -100,10 +100,10 @@ static void arp_send(struct sl_stack *s, const struct sl_eth_link *el, uint16_t 
 int sl_eth_tx(struct sl_stack *s, const struct sl_eth_link *el, uint32_t idx, uint32_t nh)
 {
 	uint64_t now_ms = sl_now(s) / 1000;
-	struct sluice_neigh *n;
+	struct sl_neigh *n;
 
 	if (nh == INADDR_BROADCAST ||
-	    (s->r->ip_mask && s->r->ip_mask != 0xffffffffu && nh == (s->r->ip_addr | ~s->r->ip_mask)))
+	    (s->lib->ip_mask && s->lib->ip_mask != 0xffffffffu && nh == (s->lib->ip_addr | ~s->lib->ip_mask)))
 		return eth_send(s, el, idx, bcast, ETHERTYPE_IP_);
 	if (SL_IN_MULTICAST(nh)) {
 		/* RFC 1112 6.4: 01-00-5E and the group's low 23 bits; no ARP. */
@@ -114,12 +114,12 @@ int sl_eth_tx(struct sl_stack *s, const struct sl_eth_link *el, uint32_t idx, ui
 		return eth_send(s, el, idx, mac, ETHERTYPE_IP_);
 	}
 	n = neigh_find(s, nh);
-	if (n && n->state == SLUICE_NEIGH_VALID && now_ms - n->updated_ms < ARP_VALID_MS)
+	if (n && n->state == SL_NEIGH_VALID && now_ms - n->updated_ms < ARP_VALID_MS)
 		return eth_send(s, el, idx, n->mac, ETHERTYPE_IP_);
 	if (!n)
 		n = neigh_new(s, nh);
-	if (n->state != SLUICE_NEIGH_PENDING) {
-		n->state = SLUICE_NEIGH_PENDING;
+	if (n->state != SL_NEIGH_PENDING) {
+		n->state = SL_NEIGH_PENDING;
 		n->tries = 0;
 	}
 	/* Hold a copy of the newest packet; the buffer itself is borrowed. */
@@ -133,10 +133,10 @@ int sl_eth_tx(struct sl_stack *s, const struct sl_eth_link *el, uint32_t idx, ui
 }
 
 static void neigh_confirm(struct sl_stack *s, const struct sl_eth_link *el,
-			  struct sluice_neigh *n, const uint8_t *mac)
+			  struct sl_neigh *n, const uint8_t *mac)
 {
 	memcpy(n->mac, mac, 6);
-	n->state = SLUICE_NEIGH_VALID;
+	n->state = SL_NEIGH_VALID;
 	n->updated_ms = sl_now(s) / 1000;
 	n->tries = 0;
 	if (n->hold_idx != SLUICE_IDX_NONE) {
@@ -151,7 +151,7 @@ static void neigh_confirm(struct sl_stack *s, const struct sl_eth_link *el,
 static void arp_input(struct sl_stack *s, const struct sl_eth_link *el, uint32_t idx)
 {
 	const struct sl_arp *a = (const struct sl_arp *)sl_buf_data(s, idx);
-	struct sluice_neigh *n;
+	struct sl_neigh *n;
 	uint8_t sha[6];
 	uint32_t spa;
 	uint16_t op;
@@ -170,7 +170,7 @@ static void arp_input(struct sl_stack *s, const struct sl_eth_link *el, uint32_t
 	n = spa ? neigh_find(s, spa) : NULL;
 	if (n)
 		neigh_confirm(s, el, n, sha);
-	if (!s->r->ip_addr || a->tpa != s->r->ip_addr)
+	if (!s->lib->ip_addr || a->tpa != s->lib->ip_addr)
 		goto out;
 	if (!n && spa)
 		neigh_confirm(s, el, neigh_new(s, spa), sha);
@@ -188,7 +188,7 @@ void sl_eth_input(struct sl_stack *s, const struct sl_eth_link *el, uint32_t idx
 
 	sl_count(s, SL_C_link_rx);
 	if (b->len < sizeof(*eh) ||
-	    (memcmp(eh->dst, s->r->mac, 6) && memcmp(eh->dst, bcast, 6))) {
+	    (memcmp(eh->dst, s->lib->mac, 6) && memcmp(eh->dst, bcast, 6))) {
 		sl_count(s, SL_C_eth_rx_bad);
 		sl_buf_free(s, idx);
 		return;
@@ -210,10 +210,10 @@ void sl_eth_timer(struct sl_stack *s, const struct sl_eth_link *el)
 {
 	uint64_t now_ms = sl_now(s) / 1000;
 
-	for (int i = 0; i < SLUICE_NEIGH_MAX; i++) {
-		struct sluice_neigh *n = &s->r->neigh[i];
+	for (int i = 0; i < SL_NEIGH_MAX; i++) {
+		struct sl_neigh *n = &s->lib->neigh[i];
 
-		if (n->state != SLUICE_NEIGH_PENDING || now_ms - n->updated_ms < ARP_RETRY_MS)
+		if (n->state != SL_NEIGH_PENDING || now_ms - n->updated_ms < ARP_RETRY_MS)
 			continue;
 		if (n->tries >= ARP_TRIES) {
 			/* Unreachable: drop what waited, counted, and forget. */
@@ -222,7 +222,7 @@ void sl_eth_timer(struct sl_stack *s, const struct sl_eth_link *el)
 				sl_count(s, SL_C_arp_hold_dropped);
 			}
 			n->hold_idx = SLUICE_IDX_NONE;
-			n->state = SLUICE_NEIGH_FREE;
+			n->state = SL_NEIGH_FREE;
 			continue;
 		}
 		n->tries++;

@@ -122,7 +122,7 @@ unsigned int sl_kring_refill(struct sl_stack *s, struct sl_kring *k)
 	while (level < k->fill_target) {
 		uint32_t idx;
 
-		if (s->r->buf_free_count <= SL_KRING_FILL_FLOOR) {
+		if (s->lib->buf_free_count <= SL_KRING_FILL_FLOOR) {
 			sl_count(s, SL_C_kring_fill_low);
 			break;
 		}

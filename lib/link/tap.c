@@ -146,11 +146,11 @@ int sluice_link_tap(struct sluice_stack *st, const char *ifname)
 		free(t);
 		return ret;
 	}
-	if (!memcmp(s->r->mac, "\0\0\0\0\0\0", 6)) {
+	if (!memcmp(s->lib->mac, "\0\0\0\0\0\0", 6)) {
 		/* A random locally administered unicast address. */
-		if (getrandom(s->r->mac, 6, 0) != 6)
-			memcpy(s->r->mac, &s->r->tcp_isn_secret[0], 6);
-		s->r->mac[0] = (s->r->mac[0] & 0xfe) | 0x02;
+		if (getrandom(s->lib->mac, 6, 0) != 6)
+			memcpy(s->lib->mac, &s->lib->tcp_isn_secret[0], 6);
+		s->lib->mac[0] = (s->lib->mac[0] & 0xfe) | 0x02;
 	}
 	sl_unlock(s);
 	s->link = &t->link;

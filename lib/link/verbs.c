@@ -362,7 +362,7 @@ static void arp_send(struct verbs_link *v, struct sl_stack *s, uint16_t op,
 		sl_ipoib_hw_encode(tha, &ta);
 	}
 	sl_buf(s, idx)->len = (uint16_t)sl_ipoib_arp_build(sl_buf_data(s, idx), op, v->hw,
-							  s->r->ip_addr, to ? tha : NULL, tpa);
+							  s->lib->ip_addr, to ? tha : NULL, tpa);
 	sl_count(s, SL_C_arp_tx);
 	if (op == 1)
 		verbs_send(v, s, idx, ETHERTYPE_ARP_, v->mcast_ah, SL_IPOIB_MCAST_QPN);
@@ -388,8 +388,8 @@ static void neigh_release_hold(struct verbs_link *v, struct sl_stack *s, struct 
 static bool is_broadcast(const struct sl_stack *s, uint32_t nh)
 {
 	return nh == INADDR_BROADCAST ||
-	       (s->r->ip_mask && s->r->ip_mask != 0xffffffffu &&
-		nh == (s->r->ip_addr | ~s->r->ip_mask));
+	       (s->lib->ip_mask && s->lib->ip_mask != 0xffffffffu &&
+		nh == (s->lib->ip_addr | ~s->lib->ip_mask));
 }
 
 /*
@@ -610,7 +610,7 @@ static void arp_input(struct verbs_link *v, struct sl_stack *s, uint32_t idx)
 			neigh_release_hold(v, s, n);
 		}
 	}
-	if (!s->r->ip_addr || tpa != s->r->ip_addr)
+	if (!s->lib->ip_addr || tpa != s->lib->ip_addr)
 		goto out;
 	if (!n && spa) {
 		n = neigh_new(v, s, spa);

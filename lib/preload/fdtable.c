@@ -90,7 +90,7 @@ uint64_t pl_now_us(void)
 
 static uint64_t region_stamp(struct sl_stack *s)
 {
-	return s->r->tcp_isn_secret[0] ^ s->r->tcp_isn_secret[1] ^ 1;
+	return s->lib->tcp_isn_secret[0] ^ s->lib->tcp_isn_secret[1] ^ 1;
 }
 
 /* Open (creating or resetting) the stack's placeholder file; map its records. */

@@ -40,11 +40,11 @@ void pl_native_nonblock(uint32_t sd)
 bool pl_reachable(uint32_t daddr)
 {
 	struct sl_stack *s = pl_sl();
-	const struct sluice_region *r;
+	const struct sl_region *r;
 
 	if (!s)
 		return false;
-	r = s->r;
+	r = s->lib;
 	if ((ntohl(daddr) >> 24) == 127)
 		return pl_cfg.loopback;
 	if (sl_ip_is_local(s, daddr))

@@ -14,14 +14,14 @@
 
 bool sl_ip_is_local(const struct sl_stack *s, uint32_t addr)
 {
-	return (s->r->ip_addr && addr == s->r->ip_addr) ||
+	return (s->lib->ip_addr && addr == s->lib->ip_addr) ||
 	       (ntohl(addr) >> 24) == 127;
 }
 
 /* Addressed to us: our address, loopback, limited or subnet broadcast. */
 static bool ip_for_us(const struct sl_stack *s, uint32_t daddr)
 {
-	const struct sluice_region *r = s->r;
+	const struct sl_region *r = s->lib;
 
 	if (sl_ip_is_local(s, daddr) || daddr == INADDR_BROADCAST)
 		return true;
@@ -153,7 +153,7 @@ void sl_ip_build(struct sl_stack *s, uint32_t idx, uint8_t proto, uint32_t saddr
 	ip->ver_ihl = 0x45;
 	ip->tos = 0;
 	ip->tot_len = htons(b->len);
-	ip->id = htons((uint16_t)s->r->ip_id_next++);
+	ip->id = htons((uint16_t)s->lib->ip_id_next++);
 	ip->frag = htons(IP_DF_);
 	ip->ttl = IP_DEFTTL_;
 	ip->proto = proto;
@@ -176,7 +176,7 @@ uint32_t sl_pkt_copy(struct sl_stack *s, uint32_t idx)
 
 void sl_ip_loopback(struct sl_stack *s, uint32_t first, uint32_t last)
 {
-	struct sluice_region *r = s->r;
+	struct sl_region *r = s->lib;
 
 	if (sl_buf_some(s, r->lo_tail))
 		sl_buf(s, r->lo_tail)->next_idx = first;
@@ -194,7 +194,7 @@ void sl_ip_loopback_one(struct sl_stack *s, uint32_t idx)
 
 int sl_ip_output(struct sl_stack *s, uint32_t idx, bool keep)
 {
-	struct sluice_region *r = s->r;
+	struct sl_region *r = s->lib;
 	struct sl_ip *ip = (struct sl_ip *)sl_buf_data(s, idx);
 	uint32_t daddr = ip->daddr, nh;
 	int ret;
@@ -264,7 +264,7 @@ bad:
 
 bool sl_stack_drain_loopback(struct sl_stack *s, unsigned int *budget)
 {
-	struct sluice_region *r = s->r;
+	struct sl_region *r = s->lib;
 
 	if (r->lo_head >= s->n_bufs) {
 		if (r->lo_head != SLUICE_IDX_NONE)

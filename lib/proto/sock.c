@@ -36,7 +36,7 @@ uint32_t sl_sock_port_head(struct sl_stack *s, uint16_t lport)
 
 struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type)
 {
-	struct sluice_region *r = s->r;
+	struct sl_region *r = s->lib;
 	uint32_t idx = r->sock_free_idx, gen;
 	struct sl_sock *so;
 
@@ -48,7 +48,7 @@ struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type)
 	}
 	so = sl_sock(s, idx);
 	r->sock_free_idx = so->next_idx;
-	r->sock_used++;
+	s->r->sock_used++;
 	gen = so->kp.gen;
 	/* Resets the module's part too: events, armed, kstate NONE. */
 	memset(so, 0, s->sock_size);
@@ -91,8 +91,8 @@ void sl_sock_free(struct sl_stack *s, struct sl_sock *so)
 	/* A socket fd still open on it now reports ERR | HUP (sockfd.c). */
 	if (so->kp.kstate != SLUICE_KSOCK_NONE)
 		sl_sock_wake(s, so);
-	so->next_idx = s->r->sock_free_idx;
-	s->r->sock_free_idx = so->idx;
+	so->next_idx = s->lib->sock_free_idx;
+	s->lib->sock_free_idx = so->idx;
 	s->r->sock_used--;
 }
 
@@ -246,7 +246,7 @@ bool sl_sock_port_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, u
 
 int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport)
 {
-	struct sluice_region *r = s->r;
+	struct sl_region *r = s->lib;
 	const uint32_t lo = 32768, n = 60999 - 32768 + 1;
 	uint32_t i;
 
@@ -334,7 +334,7 @@ static bool connect_port_ok(struct sl_stack *s, struct sl_sock *so, uint32_t lad
 int sl_sock_bind_connect(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint32_t raddr,
 			 uint16_t rport, uint64_t now_us)
 {
-	struct sluice_region *r = s->r;
+	struct sl_region *r = s->lib;
 	const uint32_t lo = 32768, n = 60999 - 32768 + 1;
 
 	if (so->flags & SL_SF_BOUND)
@@ -391,7 +391,7 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 		s->wake_pending = true;
 		/* A sleeper counts itself in poll_sleepers before sleepers,
 		 * both before its last look under the lock. */
-		if (atomic_load_explicit((_Atomic uint32_t *)&s->r->poll_sleepers,
+		if (atomic_load_explicit((_Atomic uint32_t *)&s->lib->poll_sleepers,
 					 memory_order_relaxed))
 			s->wake_poll = true;
 	}
@@ -463,5 +463,5 @@ void sl_sock_table_init(struct sl_stack *s)
 		so->idx = i;
 		so->next_idx = i + 1 < n ? i + 1 : SLUICE_IDX_NONE;
 	}
-	s->r->sock_free_idx = n ? 0 : SLUICE_IDX_NONE;
+	s->lib->sock_free_idx = n ? 0 : SLUICE_IDX_NONE;
 }

@@ -130,9 +130,9 @@ static bool ksock_close(struct sl_stack *s, struct sl_sock *so)
 
 void sl_ksock_reap(struct sl_stack *s)
 {
-	struct sluice_region *r = s->r;
+	struct sl_region *r = s->lib;
 	/* Acquire: the module set kstate before it stored the count. */
-	uint32_t rel = atomic_load_explicit(KP_U32(&r->ksock_released), memory_order_acquire);
+	uint32_t rel = atomic_load_explicit(KP_U32(&s->r->ksock_released), memory_order_acquire);
 
 	if (rel == r->ksock_handled)
 		return;
@@ -143,7 +143,7 @@ void sl_ksock_reap(struct sl_stack *s)
 
 bool sl_ksock_close_released(struct sl_stack *s, uint32_t sd, uint32_t gen)
 {
-	struct sluice_region *r = s->r;
+	struct sl_region *r = s->lib;
 	struct sl_sock *so;
 	uint32_t rel;
 
@@ -152,7 +152,7 @@ bool sl_ksock_close_released(struct sl_stack *s, uint32_t sd, uint32_t gen)
 	so = sl_sock(s, sd);
 	if (so->kp.gen != gen)
 		return false;
-	rel = atomic_load_explicit(KP_U32(&r->ksock_released), memory_order_acquire);
+	rel = atomic_load_explicit(KP_U32(&s->r->ksock_released), memory_order_acquire);
 	if (!ksock_close(s, so))
 		return false;
 	/* Ours was the only release not handled: no scan needed for it. */

@@ -46,12 +46,12 @@ void sl_timer_set(struct sl_stack *s, struct sl_sock *so, uint64_t due_ms)
 	 * that off the wheel (and off other sockets' list links).
 	 */
 	if (so->wheel_due_ms && so->wheel_due_ms <= due_ms &&
-	    so->wheel_due_ms > s->r->wheel_now_ms)
+	    so->wheel_due_ms > s->lib->wheel_now_ms)
 		return;
 	sl_timer_cancel(s, so);
 	/* Never in a slot the wheel has passed: the earliest is the next tick. */
-	if (due_ms <= s->r->wheel_now_ms)
-		due_ms = s->r->wheel_now_ms + 1;
+	if (due_ms <= s->lib->wheel_now_ms)
+		due_ms = s->lib->wheel_now_ms + 1;
 	so->wheel_due_ms = due_ms;
 	wheel_insert(s, so);
 }
@@ -59,7 +59,7 @@ void sl_timer_set(struct sl_stack *s, struct sl_sock *so, uint64_t due_ms)
 int sl_timer_run(struct sl_stack *s, uint64_t now_us)
 {
 	uint64_t now_ms = now_us / 1000;
-	struct sluice_region *r = s->r;
+	struct sl_region *r = s->lib;
 	/* Read once: the bounds below come from one value (two reads of a
 	 * scribbled wheel_now_ms made a loop of up to 2^64 slots). */
 	uint64_t start = SL_ONCE(r->wheel_now_ms), ms, end;
@@ -108,7 +108,7 @@ int sl_timer_run(struct sl_stack *s, uint64_t now_us)
 
 void sl_timer_rebase(struct sl_stack *s, uint64_t now_ms)
 {
-	struct sluice_region *r = s->r;
+	struct sl_region *r = s->lib;
 	uint64_t old = r->wheel_now_ms;
 
 	for (uint32_t i = 0; i < s->max_sockets; i++) {

@@ -18,8 +18,8 @@
 static bool is_broadcast(const struct sl_stack *s, uint32_t daddr)
 {
 	return daddr == INADDR_BROADCAST ||
-	       (s->r->ip_mask && s->r->ip_mask != 0xffffffffu &&
-		daddr == (s->r->ip_addr | ~s->r->ip_mask));
+	       (s->lib->ip_mask && s->lib->ip_mask != 0xffffffffu &&
+		daddr == (s->lib->ip_addr | ~s->lib->ip_mask));
 }
 
 /*
@@ -110,7 +110,7 @@ static int mc_check(const struct sl_stack *s, const struct sl_sock *so, uint32_t
 	if (!SL_IN_MULTICAST(group))
 		return -EINVAL;
 	/* The interface: any, or the stack's own address (it has one). */
-	if (ifaddr && ifaddr != s->r->ip_addr)
+	if (ifaddr && ifaddr != s->lib->ip_addr)
 		return -ENODEV;
 	return 0;
 }
@@ -338,7 +338,7 @@ int sl_udp_mc_setopt(struct sl_stack *s, struct sl_sock *so, int name, const voi
 		/* The stack has one interface: any, or it by address or index. */
 		if (mr.imr_ifindex ? (!s->ifindex || (unsigned int)mr.imr_ifindex != s->ifindex) :
 				     (mr.imr_address.s_addr &&
-				      mr.imr_address.s_addr != s->r->ip_addr))
+				      mr.imr_address.s_addr != s->lib->ip_addr))
 			return -EADDRNOTAVAIL;
 		if (so->type == SL_SOCK_UDP)
 			so->udp.mc_if = mr.imr_ifindex || mr.imr_address.s_addr;
@@ -368,7 +368,7 @@ int sl_udp_mc_getopt(struct sl_stack *s, const struct sl_sock *so, int name, voi
 	int v;
 
 	if (name == IP_MULTICAST_IF) {
-		struct in_addr a = { udp && so->udp.mc_if ? s->r->ip_addr : 0 };
+		struct in_addr a = { udp && so->udp.mc_if ? s->lib->ip_addr : 0 };
 
 		if (*len < sizeof(a))
 			return -EINVAL;
@@ -407,7 +407,7 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 		if (ret)
 			return ret;
 	}
-	saddr = so->laddr && so->laddr != INADDR_BROADCAST ? so->laddr : s->r->ip_addr;
+	saddr = so->laddr && so->laddr != INADDR_BROADCAST ? so->laddr : s->lib->ip_addr;
 	if ((ntohl(daddr) >> 24) == 127 && !so->laddr)
 		saddr = htonl(0x7f000001);
 	idx = sl_buf_alloc(s);

@@ -85,8 +85,8 @@ int sl_run_poll(struct sl_stack *s)
 	/* With no link and no loopback packets left over (sl_unlock()), only
 	 * timers need running: look at the clock every 16th call (reading it
 	 * costs more than the rest of a spin). */
-	if (!s->link && *(volatile uint32_t *)&s->r->lo_head == SLUICE_IDX_NONE &&
-	    ((++s->poll_calls & 15) || sl_now(s) / 1000 <= s->r->wheel_now_ms))
+	if (!s->link && *(volatile uint32_t *)&s->lib->lo_head == SLUICE_IDX_NONE &&
+	    ((++s->poll_calls & 15) || sl_now(s) / 1000 <= s->lib->wheel_now_ms))
 		return 0;
 	if (!sl_trylock(s))
 		return 0;

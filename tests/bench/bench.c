@@ -208,7 +208,7 @@ static double sluice_pingpong(long rounds)
 	unpin();
 	if (getenv("BENCH_VERBOSE"))
 		fprintf(stderr, "pingpong: lock contended %llu times\n",
-			(unsigned long long)((struct sl_stack *)st)->r->lock_contended);
+			(unsigned long long)((struct sl_stack *)st)->lib->lock_contended);
 	sluice_close(st, c);
 	sluice_stack_close(st);
 	sluice_stack_destroy(name);
@@ -276,13 +276,11 @@ static double sluice_bulk(long mbytes)
 	if (!WIFEXITED(status) || WEXITSTATUS(status))
 		fail("receiver exit", -EIO);
 	if (getenv("BENCH_VERBOSE")) {
-		struct sluice_region *r = ((struct sl_stack *)st)->r;
-
 		fprintf(stderr, "bulk: retransmits %llu, RTOs %llu, nobuf %llu, lock contended %llu\n",
 			(unsigned long long)sl_counter_sum((struct sl_stack *)st, SL_C_tcp_retransmit),
 			(unsigned long long)sl_counter_sum((struct sl_stack *)st, SL_C_tcp_rto),
 			(unsigned long long)sl_counter_sum((struct sl_stack *)st, SL_C_nobuf),
-			(unsigned long long)r->lock_contended);
+			(unsigned long long)((struct sl_stack *)st)->lib->lock_contended);
 		for (unsigned int i = 0; i < SL_C_COUNT; i++) {
 			uint64_t v = sl_counter_sum((struct sl_stack *)st, i);
 
@@ -449,7 +447,7 @@ static void conns(long n)
 	       acc, acc, 2 * acc + 1, now_s() - t0);
 	printf("conns: socket slot %u bytes + 2 hash links (8 bytes): %u bytes of shared state "
 	       "per idle TCP endpoint, no data buffers held (%u of %u in use)\n",
-	       s->r->sock_size, s->r->sock_size + 8, s->r->n_bufs - s->r->buf_free_count,
+	       s->r->sock_size, s->r->sock_size + 8, s->r->n_bufs - s->lib->buf_free_count,
 	       s->r->n_bufs);
 	printf("conns: region %.1f MiB for %u socket slots\n", s->r->region_size / 1048576.0,
 	       s->r->max_sockets);

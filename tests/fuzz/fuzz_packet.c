@@ -91,11 +91,11 @@ static void build_states(void)
 {
 	struct sl_sock *udp, *l80, *l8080, *a, *b, *c, *e, *f, *tw, *fw2, *fw1;
 	struct fz_tcp_opts ts;
-	struct sluice_neigh *n = &F.s->r->neigh[0];
+	struct sl_neigh *n = &F.s->lib->neigh[0];
 
 	/* The peer is resolved; every other address needs ARP. */
 	n->ip = F.peer;
-	n->state = SLUICE_NEIGH_VALID;
+	n->state = SL_NEIGH_VALID;
 	n->hold_idx = SLUICE_IDX_NONE;
 	memcpy(n->mac, fz_mac_peer, 6);
 	n->updated_ms = F.now_us / 1000;

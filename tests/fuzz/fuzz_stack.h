@@ -214,9 +214,9 @@ static void fz_init(const char *tag, int use_eth)
 		abort();
 	sl_lock(F.s);
 	/* Deterministic: a fixed ISN key and first ephemeral port. */
-	F.s->r->tcp_isn_secret[0] = 0x0123456789abcdefull;
-	F.s->r->tcp_isn_secret[1] = 0xfedcba9876543210ull;
-	F.s->r->ephemeral_next = 40000;
+	F.s->lib->tcp_isn_secret[0] = 0x0123456789abcdefull;
+	F.s->lib->tcp_isn_secret[1] = 0xfedcba9876543210ull;
+	F.s->lib->ephemeral_next = 40000;
 	sl_timer_rebase(F.s, F.now_us / 1000);
 	sl_timer_run(F.s, F.now_us);
 }
@@ -392,12 +392,12 @@ static void fz_check(void)
 		fz_fail("free list holds %u buffers, buf_free_count says %u", nfree,
 			r->buf_free_count);
 	fz_mark_chain(r->lo_head, "loopback queue", &held);
-	for (int i = 0; i < SLUICE_NEIGH_MAX; i++) {
-		const struct sluice_neigh *n = &r->neigh[i];
+	for (int i = 0; i < SL_NEIGH_MAX; i++) {
+		const struct sl_neigh *n = &r->neigh[i];
 
 		if (n->hold_idx == SLUICE_IDX_NONE)
 			continue;
-		if (n->state != SLUICE_NEIGH_PENDING)
+		if (n->state != SL_NEIGH_PENDING)
 			fz_fail("neighbour %d holds a packet in state %u", i, n->state);
 		if (n->hold_idx >= r->n_bufs || F.seen[n->hold_idx])
 			fz_fail("neighbour %d holds bad or shared buffer %u", i, n->hold_idx);
@@ -471,7 +471,7 @@ static void fz_finish(void)
 			    (!due || so->wheel_due_ms < due))
 				due = so->wheel_due_ms;
 		}
-		for (int n = 0; n < SLUICE_NEIGH_MAX; n++)
+		for (int n = 0; n < SL_NEIGH_MAX; n++)
 			pending |= r->neigh[n].hold_idx != SLUICE_IDX_NONE;
 		if (r->sock_used == 0 && !pending)
 			break;
@@ -488,7 +488,7 @@ static void fz_finish(void)
 	if (r->sock_used != 0)
 		fz_fail("leak: %u sockets left after every timer ran out (%d steps)",
 			r->sock_used, i);
-	for (int n = 0; n < SLUICE_NEIGH_MAX; n++)
+	for (int n = 0; n < SL_NEIGH_MAX; n++)
 		if (r->neigh[n].hold_idx != SLUICE_IDX_NONE)
 			fz_fail("leak: neighbour %d still holds a packet", n);
 	if (r->lo_head != SLUICE_IDX_NONE)

@@ -262,7 +262,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	s = (struct sl_stack *)st;
-	free0 = s->r->buf_free_count;
+	free0 = s->lib->buf_free_count;
 	l = sluice_socket(st, SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
 	if (l < 0 || sluice_bind(st, l, &la) || sluice_listen(st, l, 128)) {
 		fprintf(stderr, "soak: listen\n");
@@ -313,9 +313,9 @@ int main(int argc, char **argv)
 	       fig->connect_err ? strerror(fig->connect_err) : "-", fig->fail_data,
 	       fig->fail_stuck, fig->serve_fail, bad, fig->table_full, fig->ports_full);
 	printf("sockets left %u, buffers out %u of %u\n", s->r->sock_used,
-	       free0 - s->r->buf_free_count, free0);
+	       free0 - s->lib->buf_free_count, free0);
 	bad += fig->fail_connect + fig->fail_data + fig->fail_stuck + fig->serve_fail;
-	bad += left + (int)s->r->sock_used + (s->r->buf_free_count != free0);
+	bad += left + (int)s->r->sock_used + (s->lib->buf_free_count != free0);
 	bad += fig->conns == 0;
 	sluice_stack_close(st);
 	sluice_stack_destroy(name);

@@ -120,7 +120,7 @@ static inline bool side_done(const struct side *a, const struct side *b)
 /* Every socket and buffer of stack x back, with the buffers free at start. */
 static inline bool ns_clean(struct sl_stack *x, uint32_t free0)
 {
-	return x->r->sock_used == 0 && x->r->tcp_embryos == 0 && x->r->buf_free_count == free0;
+	return x->r->sock_used == 0 && x->lib->tcp_embryos == 0 && x->lib->buf_free_count == free0;
 }
 
 static inline void ns_dump_sockets(struct sl_stack *x, char tag)
@@ -164,7 +164,7 @@ static inline bool ns_transfer(uint64_t seed, const struct sluice_loop_faults *f
 	struct sl_stack *b = fx_stack("simB", "10.9.0.2", NULL);
 	struct sluice_loop_faults ff = *f;
 	struct sockaddr_in srv = fx_addr("10.9.0.2", 80);
-	uint32_t freea = a->r->buf_free_count, freeb = b->r->buf_free_count;
+	uint32_t freea = a->lib->buf_free_count, freeb = b->lib->buf_free_count;
 	struct side sa = { 0 }, sb = { 0 };
 	int l, ret, rounds = 0;
 	bool ok;
@@ -226,8 +226,8 @@ static inline bool ns_transfer(uint64_t seed, const struct sluice_loop_faults *f
 	if (!tap_ok(ns_clean(a, freea) && ns_clean(b, freeb),
 		    "%s seed %llu: no socket or buffer left", what, (unsigned long long)seed)) {
 		printf("#   sockets %u %u, buffers missing %d %d\n", a->r->sock_used,
-		       b->r->sock_used, (int)(freea - a->r->buf_free_count),
-		       (int)(freeb - b->r->buf_free_count));
+		       b->r->sock_used, (int)(freea - a->lib->buf_free_count),
+		       (int)(freeb - b->lib->buf_free_count));
 		ns_dump_sockets(a, 'a');
 		ns_dump_sockets(b, 'b');
 	}

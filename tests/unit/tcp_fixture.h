@@ -112,7 +112,7 @@ static inline void tf_init(const char *tag)
 	T.s->link = &T.link;
 	sl_lock(T.s);
 	sl_timer_run(T.s, tf_now_us);
-	T.buf0 = T.s->r->buf_free_count;
+	T.buf0 = T.s->lib->buf_free_count;
 	T.sock0 = T.s->r->sock_used;
 }
 
@@ -342,8 +342,8 @@ static inline void tf_finish(void)
 	for (int i = 0; i < 2000 && T.s->r->sock_used != T.sock0; i++)
 		tf_advance_ms(1000);
 	tap_eq(T.s->r->sock_used, T.sock0, "leak check: every socket released");
-	tap_eq(T.s->r->buf_free_count, T.buf0, "leak check: every buffer back in the pool");
-	tap_eq(T.s->r->tcp_embryos, 0, "leak check: no embryonic connection counted");
+	tap_eq(T.s->lib->buf_free_count, T.buf0, "leak check: every buffer back in the pool");
+	tap_eq(T.s->lib->tcp_embryos, 0, "leak check: no embryonic connection counted");
 	sl_unlock(T.s);
 	T.s->link = NULL;
 	sluice_stack_close((struct sluice_stack *)T.s);

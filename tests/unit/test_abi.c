@@ -14,7 +14,18 @@
 
 int main(void)
 {
-	tap_eq(SLUICE_ABI_VERSION, 1, "ABI version is 1");
+	/* 2: the region header holds only what the module reads or writes;
+	 * the library's own header follows at SLUICE_REGION_LIB_OFF. */
+	tap_eq(SLUICE_ABI_VERSION, 2, "ABI version is 2");
+	tap_eq(offsetof(struct sluice_region, state), 48, "region state offset");
+	tap_eq(offsetof(struct sluice_region, bufdata_off), 112, "region bufdata_off offset");
+	tap_eq(offsetof(struct sluice_region, lock), 128, "region lock offset (its own line)");
+	tap_eq(offsetof(struct sluice_region, wake_seq), 136, "region wake_seq offset");
+	tap_eq(offsetof(struct sluice_region, sleepers), 140, "region sleepers offset");
+	tap_eq(offsetof(struct sluice_region, ksock_released), 144, "region ksock_released offset");
+	tap_eq(offsetof(struct sluice_region, sock_used), 152, "region sock_used offset");
+	tap_eq(sizeof(struct sluice_region), 192, "sizeof(struct sluice_region)");
+	tap_eq(SLUICE_REGION_LIB_OFF, 256, "the library's header starts at 256");
 	tap_eq(sizeof(struct sluice_version), 56, "sizeof(struct sluice_version)");
 	tap_eq(offsetof(struct sluice_version, size), 0, "size is the first field");
 	tap_eq(offsetof(struct sluice_version, flags), 4, "flags offset");

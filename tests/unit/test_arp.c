@@ -78,14 +78,14 @@ int main(void)
 	struct sl_stack *s = fx_stack("arp", "10.6.0.1", NULL);
 	struct wire w = { .link = { .mtu = 1500 } };
 	struct sl_eth_link el = { .link = &w.link, .xmit = wire_xmit };
-	uint32_t free0 = s->r->buf_free_count, nh;
+	uint32_t free0 = s->lib->buf_free_count, nh;
 	const struct sl_eth *eh;
 	const struct sl_arp *a;
 	uint8_t pkt[128];
 	size_t len;
 	int ret;
 
-	memcpy(s->r->mac, "\x02\x11\x22\x33\x44\x55", 6);
+	memcpy(s->lib->mac, "\x02\x11\x22\x33\x44\x55", 6);
 	inet_pton(AF_INET, "10.6.0.9", &nh);
 
 	/* An IP packet to an unknown neighbour: held, and a request goes out. */
@@ -99,9 +99,9 @@ int main(void)
 	tap_eq(ntohs(eh->type), ETHERTYPE_ARP_, "an ARP frame");
 	tap_eq(ntohs(a->op), 1, "a request");
 	tap_eq(a->tpa, nh, "asking for 10.6.0.9");
-	tap_eq(a->spa, s->r->ip_addr, "from our address");
-	tap_ok(!memcmp(a->sha, s->r->mac, 6), "with our MAC");
-	tap_eq(free0 - s->r->buf_free_count, 1, "one buffer held for the neighbour");
+	tap_eq(a->spa, s->lib->ip_addr, "from our address");
+	tap_ok(!memcmp(a->sha, s->lib->mac, 6), "with our MAC");
+	tap_eq(free0 - s->lib->buf_free_count, 1, "one buffer held for the neighbour");
 
 	/* The reply releases the held packet, addressed to the peer's MAC. */
 	arp_in(s, &el, 2, "10.6.0.9", peer_mac, "10.6.0.1");
@@ -110,7 +110,7 @@ int main(void)
 	tap_ok(!memcmp(eh->dst, peer_mac, 6), "to the neighbour's MAC");
 	tap_eq(ntohs(eh->type), ETHERTYPE_IP_, "as IPv4");
 	tap_ok(!memcmp(w.frame[1] + ETH_HLEN_ + 20, "payload!", 8), "with its payload");
-	tap_eq(s->r->buf_free_count, free0, "hold buffer returned");
+	tap_eq(s->lib->buf_free_count, free0, "hold buffer returned");
 
 	/* Resolved now: the next packet goes straight out. */
 	ip_out(s, &el, pkt, len, nh, &ret);
@@ -121,7 +121,7 @@ int main(void)
 	tap_eq(w.n, 4, "request for us answered");
 	a = (const struct sl_arp *)(w.frame[3] + ETH_HLEN_);
 	tap_eq(ntohs(a->op), 2, "with a reply");
-	tap_ok(!memcmp(a->sha, s->r->mac, 6), "giving our MAC");
+	tap_ok(!memcmp(a->sha, s->lib->mac, 6), "giving our MAC");
 	tap_ok(!memcmp(a->tha, peer_mac, 6), "to the asker");
 	/* A request for another address is not. */
 	arp_in(s, &el, 1, "10.6.0.21", peer_mac, "10.6.0.77");
@@ -147,7 +147,7 @@ int main(void)
 	tap_ok(!memcmp(eh->dst, "\x01\x00\x5e\x01\x02\x03", 6) &&
 	       ntohs(eh->type) == ETHERTYPE_IP_,
 	       "as IPv4 to 01:00:5e:01:02:03, no ARP request");
-	tap_eq(s->r->buf_free_count, free0, "nothing held for it");
+	tap_eq(s->lib->buf_free_count, free0, "nothing held for it");
 
 	/* A neighbour that never answers: 3 requests, then a counted drop. */
 	inet_pton(AF_INET, "10.6.0.99", &nh);
@@ -161,7 +161,7 @@ int main(void)
 	sl_unlock(s);
 	tap_eq(w.n, 3, "three requests in all");
 	tap_eq(fx_counter(s, "arp_hold_dropped"), 1, "the held packet is dropped and counted");
-	tap_eq(s->r->buf_free_count, free0, "no buffer leaked");
+	tap_eq(s->lib->buf_free_count, free0, "no buffer leaked");
 	fx_destroy(s);
 	return tap_done();
 }

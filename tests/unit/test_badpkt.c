@@ -39,7 +39,7 @@ int main(void)
 {
 	struct capture cap;
 	struct sl_stack *s = fx_stack("bad", "10.3.0.1", &cap);
-	uint32_t free0 = s->r->buf_free_count;
+	uint32_t free0 = s->lib->buf_free_count;
 	uint8_t pkt[2048], pay[1600];
 	struct sl_ip *ip = (struct sl_ip *)pkt;
 	size_t len;
@@ -166,7 +166,7 @@ int main(void)
 			sluice_stack_poll(ST(s));
 	}
 	tap_ok(c(s, "ip_rx") >= 200000, "all 200000 random packets were seen");
-	tap_eq(s->r->buf_free_count + 0, free0, "no buffer leaked");
+	tap_eq(s->lib->buf_free_count + 0, free0, "no buffer leaked");
 
 	/* And the stack still works. */
 	{
@@ -181,7 +181,7 @@ int main(void)
 	}
 	/* TCP state may still hold buffers for sockets random SYNs made; the
 	 * pool must be whole once they are gone. */
-	tap_eq(s->r->buf_free_count, free0, "pool whole at the end");
+	tap_eq(s->lib->buf_free_count, free0, "pool whole at the end");
 	fx_destroy(s);
 	return tap_done();
 }

@@ -36,7 +36,7 @@ static void conn_open(struct conn *k, const char *tag, uint32_t bufs)
 	struct sockaddr_in a = fx_addr("0.0.0.0", PORT);
 
 	k->s = fx_stack_sized(tag, IP, bufs, 16);
-	k->free0 = k->s->r->buf_free_count;
+	k->free0 = k->s->lib->buf_free_count;
 	k->l = sluice_socket(ST(k->s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
 	sluice_bind(ST(k->s), k->l, &a);
 	sluice_listen(ST(k->s), k->l, 4);
@@ -54,11 +54,11 @@ static bool conn_close(struct conn *k)
 	sluice_close(ST(k->s), k->c);
 	sluice_close(ST(k->s), k->d);
 	sluice_close(ST(k->s), k->l);
-	for (double end = fx_now_s() + 5; k->s->r->buf_free_count != k->free0 && fx_now_s() < end;)
+	for (double end = fx_now_s() + 5; k->s->lib->buf_free_count != k->free0 && fx_now_s() < end;)
 		sluice_stack_poll(ST(k->s));
-	whole = k->s->r->buf_free_count == k->free0;
+	whole = k->s->lib->buf_free_count == k->free0;
 	if (!whole)
-		printf("# %u of %u buffers free\n", k->s->r->buf_free_count, k->free0);
+		printf("# %u of %u buffers free\n", k->s->lib->buf_free_count, k->free0);
 	fx_destroy(k->s);
 	return whole;
 }

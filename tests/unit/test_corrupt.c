@@ -205,9 +205,9 @@ static void corrupt(struct net *n, enum kind k)
 	case K_BUF_NEXT: sl_buf(s, a->rxq_head)->next_idx = s->n_bufs + 7; break;
 	case K_BUF_CYCLE: sl_buf(s, a->rxq_head)->next_idx = a->rxq_head; break;
 	case K_BUF_OFFLEN: sl_buf(s, a->rxq_head)->off = (uint16_t)(s->buf_size - 8); break;
-	case K_FREE_IDX: r->buf_free_idx = s->n_bufs + 3; break;
-	case K_FREE_CYCLE: sl_buf(s, r->buf_free_idx)->next_idx = r->buf_free_idx; break;
-	case K_LO_HEAD: r->lo_head = s->n_bufs + 9; break;
+	case K_FREE_IDX: s->lib->buf_free_idx = s->n_bufs + 3; break;
+	case K_FREE_CYCLE: sl_buf(s, s->lib->buf_free_idx)->next_idx = s->lib->buf_free_idx; break;
+	case K_LO_HEAD: s->lib->lo_head = s->n_bufs + 9; break;
 	case K_RXQ_HEAD: a->rxq_head = s->n_bufs * 3; break;
 	case K_SNDQ: c->tcp.sndq_head = c->tcp.sndq_tail = 0x7ffffff0; break;
 	case K_OOO_HEAD: a->tcp.ooo_head = s->n_bufs; break;
@@ -233,7 +233,7 @@ static void corrupt(struct net *n, enum kind k)
 		break;
 	case K_WHEEL_LINK:
 		/* On the wheel (a deadline ahead), its next link bogus. */
-		c->wheel_due_ms = r->wheel_now_ms + 500;
+		c->wheel_due_ms = s->lib->wheel_now_ms + 500;
 		c->wheel_prev = SLUICE_IDX_NONE;
 		c->wheel_next = 0x12345678;
 		break;
@@ -283,9 +283,9 @@ static int child_case(enum kind k, const char *tag)
 	close(pfd[0]);
 	corrupt(&n, k);
 	bad = exercise(&n, kinds[k].what);
-	if (n.s->r->state != SLUICE_STATE_BROKEN || n.s->r->broken_pid != 0) {
+	if (n.s->r->state != SLUICE_STATE_BROKEN || n.s->lib->broken_pid != 0) {
 		printf("#   state %u broken_pid %u, want broken by corruption (0)\n",
-		       n.s->r->state, n.s->r->broken_pid);
+		       n.s->r->state, n.s->lib->broken_pid);
 		bad = 1;
 	}
 	if (!fx_counter(n.s, kinds[k].counter)) {

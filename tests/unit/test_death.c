@@ -333,7 +333,7 @@ static void one_round(int round, enum action a, uint32_t delay_us)
 	snprintf(tag, sizeof(tag), "death%u", (unsigned int)round % 100000u);
 	s = death_stack(tag);
 	sluice_stack_set_clock(ST(s), NULL, NULL);	/* real time: several processes */
-	free0 = s->r->buf_free_count;
+	free0 = s->lib->buf_free_count;
 	memset(sh, 0, sizeof(*sh));
 	u = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
 	if (u < 0 || sluice_bind(ST(s), u, &ua)) {
@@ -412,7 +412,7 @@ static void one_round(int round, enum action a, uint32_t delay_us)
 	if (held) {
 		tap_ok(broken, "round %d (%s): survivors' calls fail -EPIPE (%d) in %.0f ms",
 		       round, action_name[a], tx, (now_s() - t0) * 1e3);
-		tap_ok(s->r->state == SLUICE_STATE_BROKEN && s->r->broken_pid == (uint32_t)vp,
+		tap_ok(s->r->state == SLUICE_STATE_BROKEN && s->lib->broken_pid == (uint32_t)vp,
 		       "round %d: the stack is BROKEN, naming the dead pid", round);
 		rc = wait_bounded(sp, 5);
 		teq(rc, 32, "round %d: the sleeper wakes with -EPIPE, no hang", round);
@@ -468,7 +468,7 @@ static void one_round(int round, enum action a, uint32_t delay_us)
 	}
 	teq(s->r->sock_used, 0, "round %d: every socket slot back (%d closed for the dead)",
 	       round, closed);
-	teq(s->r->buf_free_count, free0, "round %d: every buffer back in the pool", round);
+	teq(s->lib->buf_free_count, free0, "round %d: every buffer back in the pool", round);
 	teq(s->r->lock, 0, "round %d: lock free", round);
 	fx_destroy(s);
 }

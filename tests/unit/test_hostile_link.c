@@ -114,8 +114,8 @@ static void pair_up(struct pair *p, const char *tag, const struct sluice_loop_fa
 	snprintf(tb, sizeof(tb), "%sB", tag);
 	p->a = fx_stack(ta, "10.9.0.1", NULL);
 	p->b = fx_stack(tb, "10.9.0.2", NULL);
-	p->freea = p->a->r->buf_free_count;
-	p->freeb = p->b->r->buf_free_count;
+	p->freea = p->a->lib->buf_free_count;
+	p->freeb = p->b->lib->buf_free_count;
 	vnow = 1000000;
 	sluice_stack_set_clock(ST(p->a), vclock, NULL);
 	sluice_stack_set_clock(ST(p->b), vclock, NULL);
@@ -154,8 +154,8 @@ static void pair_down(struct pair *p, const char *what)
 	if (!tap_ok(ns_clean(p->a, p->freea) && ns_clean(p->b, p->freeb),
 		    "%s: leak check: every socket and buffer back on both stacks", what)) {
 		printf("#   sockets %u %u, buffers missing %d %d\n", p->a->r->sock_used,
-		       p->b->r->sock_used, (int)(p->freea - p->a->r->buf_free_count),
-		       (int)(p->freeb - p->b->r->buf_free_count));
+		       p->b->r->sock_used, (int)(p->freea - p->a->lib->buf_free_count),
+		       (int)(p->freeb - p->b->lib->buf_free_count));
 		ns_dump_sockets(p->a, 'a');
 		ns_dump_sockets(p->b, 'b');
 	}
@@ -339,12 +339,12 @@ static void test_syn_flood(void)
 			pump(&sa2);
 		if (sb2.sd >= 0)
 			pump(&sb2);
-		if (p.b->r->tcp_embryos > max_emb)
-			max_emb = p.b->r->tcp_embryos;
+		if (p.b->lib->tcp_embryos > max_emb)
+			max_emb = p.b->lib->tcp_embryos;
 		if (p.b->r->sock_used > max_socks)
 			max_socks = p.b->r->sock_used;
-		min_free = min_u32(min_free, min_u32(p.a->r->buf_free_count,
-						     p.b->r->buf_free_count));
+		min_free = min_u32(min_free, min_u32(p.a->lib->buf_free_count,
+						     p.b->lib->buf_free_count));
 		if (!t_conn1_done && ms > 100 && side_done(&sa, &sb))
 			t_conn1_done = vnow;
 		if (ms > flood_ms && side_done(&sa, &sb) && sb2.sd >= 0 && side_done(&sa2, &sb2))
@@ -775,7 +775,7 @@ static void test_tiny_mss(void)
 			tiny_watch(p.a, sa.sd, &mrx, &mooo, &msnd, &bad);
 			tiny_watch(p.b, sb.sd, &mrx, &mooo, &msnd, &bad);
 		}
-		minfree = min_u32(minfree, min_u32(p.a->r->buf_free_count, p.b->r->buf_free_count));
+		minfree = min_u32(minfree, min_u32(p.a->lib->buf_free_count, p.b->lib->buf_free_count));
 		if (side_done(&sa, &sb))
 			break;
 		vnow += 1000;
@@ -835,7 +835,7 @@ static void zero_window_scripted(void)
 	/* The peer takes what came and closes its window. */
 	tf_seg(TF_LPORT, TH_ACK_, IRS + 1, c->tcp.snd_max, 0, NULL, 0);
 	tf_clear();
-	bufs = T.s->r->buf_free_count;
+	bufs = T.s->lib->buf_free_count;
 	sndq = c->tcp.sndq_bytes;
 	last = tf_now_us;
 	for (uint32_t ms = 0; ms < 30 * 60 * 1000; ms++) {
@@ -860,11 +860,11 @@ static void zero_window_scripted(void)
 	}
 	printf("# exact zero window, 30 min: %u probes, the longest interval %.1f s; buffers"
 	       " in use unchanged: %s\n", probes, (double)maxgap / 1e6,
-	       bufs == T.s->r->buf_free_count ? "yes" : "no");
+	       bufs == T.s->lib->buf_free_count ? "yes" : "no");
 	tap_ok(probes > SL_TCP_DATA_RETRIES && probes < 40 && !bad_gap,
 	       "test_zero_window_long: probes back off to RTO_MAX and go on while answered (%u)",
 	       probes);
-	tap_ok(c->state == SL_TCP_ESTABLISHED && bufs == T.s->r->buf_free_count &&
+	tap_ok(c->state == SL_TCP_ESTABLISHED && bufs == T.s->lib->buf_free_count &&
 	       c->tcp.sndq_bytes == sndq, "test_zero_window_long: connection and its queue kept,"
 	       " no buffer taken");
 	/* The window opens: take every segment, ACK it, until all is in. */
@@ -928,8 +928,8 @@ static void test_zero_window_long(void)
 	shim_on(&sh, p.a);
 	sh.hook = probe_hook;
 	probe_n = 0;
-	fa = p.a->r->buf_free_count;
-	fb = p.b->r->buf_free_count;
+	fa = p.a->lib->buf_free_count;
+	fb = p.b->lib->buf_free_count;
 	t0 = vnow;
 	/* 30 minutes in 10 ms steps: the timer wheel catches up each step. */
 	while (vnow - t0 < hold_us) {
@@ -950,7 +950,7 @@ static void test_zero_window_long(void)
 	printf("# 30 min of a window below one segment (B never reads): %u probes; intervals %.2f s first, at most %.1f s;"
 	       " buffers in use A %u B %u, unchanged: %s\n", probe_n, (double)firstgap / 1e6,
 	       (double)maxgap / 1e6, p.a->r->n_bufs - fa, p.b->r->n_bufs - fb,
-	       fa == p.a->r->buf_free_count && fb == p.b->r->buf_free_count ? "yes" : "no");
+	       fa == p.a->lib->buf_free_count && fb == p.b->lib->buf_free_count ? "yes" : "no");
 	tap_ok(probe_n > SL_TCP_DATA_RETRIES && probe_n < 60,
 	       "test_zero_window_long: probes go on past %u while answered, backed off (%u)",
 	       SL_TCP_DATA_RETRIES, probe_n);
@@ -963,10 +963,10 @@ static void test_zero_window_long(void)
 	/* The override sends the bytes B offered, once (A splits a segment
 	 * for it: one buffer); then the window is zero and only probes go.
 	 * B holds at most that one more buffer. */
-	tap_ok(p.a->r->buf_free_count + 1 >= fa && p.b->r->buf_free_count + 1 >= fb &&
+	tap_ok(p.a->lib->buf_free_count + 1 >= fa && p.b->lib->buf_free_count + 1 >= fb &&
 	       sl_sock(p.b, (uint32_t)sb.sd)->rxq_bytes <= sl_sock(p.b, (uint32_t)sb.sd)->rcvbuf,
 	       "test_zero_window_long: no buffer taken beyond the window B offered (A %d, B %d)",
-	       (int)fa - (int)p.a->r->buf_free_count, (int)fb - (int)p.b->r->buf_free_count);
+	       (int)fa - (int)p.a->lib->buf_free_count, (int)fb - (int)p.b->lib->buf_free_count);
 	/* The window opens: everything flows. */
 	sb.no_read = false;
 	sb.no_shut = false;
@@ -1016,7 +1016,7 @@ static void test_never_reading_peer(void)
 			max_sndq = so->tcp.sndq_bytes;
 		if (peer->rxq_count > max_rxb)
 			max_rxb = peer->rxq_count;
-		minfree = min_u32(minfree, min_u32(p.a->r->buf_free_count, p.b->r->buf_free_count));
+		minfree = min_u32(minfree, min_u32(p.a->lib->buf_free_count, p.b->lib->buf_free_count));
 	}
 	n = sluice_send(ST(p.a), sa.sd, "x", 1, MSG_DONTWAIT);
 	printf("# stuck: %zu bytes accepted from the application, send queue at most %u bytes"
@@ -1054,7 +1054,7 @@ static void test_never_reading_peer(void)
 		}
 		o = sl_sock(p.a, (uint32_t)sa3.sd);
 		gen = o->kp.gen;
-		free0 = p.a->r->buf_free_count;
+		free0 = p.a->lib->buf_free_count;
 		printf("# the sender closes with %u bytes queued, the reader holds %u unread\n",
 		       o->tcp.sndq_bytes, sl_sock(p.b, (uint32_t)sb3.sd)->rxq_bytes);
 		sluice_close(ST(p.a), sa3.sd);
@@ -1062,7 +1062,7 @@ static void test_never_reading_peer(void)
 		while (vnow - t0 < 30ull * 60 * 1000000 && o->kp.gen == gen && o->type != SL_SOCK_FREE)
 			ns_step(p.a, p.b, 10000);
 		printf("# the orphan went after %.1f s; %u buffers back\n", (double)(vnow - t0) / 1e6,
-		       p.a->r->buf_free_count - free0);
+		       p.a->lib->buf_free_count - free0);
 		tap_ok(o->kp.gen != gen || o->type == SL_SOCK_FREE,
 		       "test_never_reading_peer: the sender's orphan goes in bounded time");
 		tap_ok(vnow - t0 < 10ull * 60 * 1000000,

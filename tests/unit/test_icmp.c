@@ -10,7 +10,7 @@ int main(void)
 {
 	struct capture cap;
 	struct sl_stack *s = fx_stack("icmp", "10.4.0.1", &cap);
-	uint32_t free0 = s->r->buf_free_count;
+	uint32_t free0 = s->lib->buf_free_count;
 	uint8_t pkt[256], m[64];
 	struct sl_icmp *ic = (struct sl_icmp *)m;
 	const struct sl_ip *rip = (const struct sl_ip *)cap.frame[0];
@@ -43,7 +43,7 @@ int main(void)
 	len = fx_ip(pkt, "10.4.0.9", "255.255.255.255", IPPROTO_ICMP_, m, 24);
 	fx_input(s, pkt, len);
 	tap_eq(cap.n, 0, "broadcast echo is not answered");
-	tap_eq(s->r->buf_free_count, free0, "no buffer leaked");
+	tap_eq(s->lib->buf_free_count, free0, "no buffer leaked");
 	fx_destroy(s);
 	return tap_done();
 }

@@ -160,13 +160,13 @@ static void test_fill_rx(struct sl_stack *s)
 	sd = sluice_socket((struct sluice_stack *)s, SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
 	tap_eq(sluice_bind((struct sluice_stack *)s, sd, &a), 0, "a UDP socket on port 5000");
 
-	free0 = s->r->buf_free_count;
+	free0 = s->lib->buf_free_count;
 	sl_lock(s);
 	tap_eq(sl_kring_refill(s, &f.k), 32, "the first refill stocks the fill ring to its target");
 	tap_eq(sl_kring_refill(s, &f.k), 0, "a stocked ring takes no more");
 	sl_unlock(s);
 	tap_eq(f.h->fill.prod, 32, "fill prod published");
-	tap_eq(free0 - s->r->buf_free_count, 32, "the pool gave exactly those buffers");
+	tap_eq(free0 - s->lib->buf_free_count, 32, "the pool gave exactly those buffers");
 	tap_eq(sl_kring_held(&f.k), 32, "the rings hold 32 buffers");
 	for (uint32_t i = 0; i < 32; i++) {
 		idx = f.k.fill[i];
@@ -202,7 +202,7 @@ static void test_fill_rx(struct sl_stack *s)
 	tap_eq(fx_counter(s, "link_rx"), 3, "link_rx counts every packet fed to IP");
 
 	/* Hostile descriptors: none may be followed. */
-	free0 = s->r->buf_free_count;
+	free0 = s->lib->buf_free_count;
 	mod_rx(s, &f, s->r->n_bufs + 5, NULL, 60, 0);		/* outside the pool */
 	sl_lock(s);
 	idx = sl_buf_alloc(s);					/* someone else's */
@@ -224,7 +224,7 @@ static void test_fill_rx(struct sl_stack *s)
 	       "the too-long packet's buffer went back to the pool (and on to fill)");
 	/* Pool: -1 (the foreign buffer we allocated), +1 (too long, freed),
 	 * -1 (its replacement on the fill ring). */
-	tap_eq((int)(free0 - s->r->buf_free_count), 1, "no buffer leaked or freed twice");
+	tap_eq((int)(free0 - s->lib->buf_free_count), 1, "no buffer leaked or freed twice");
 	sl_lock(s);
 	sl_buf_free(s, idx);
 	sl_unlock(s);
@@ -239,7 +239,7 @@ static void test_fill_rx(struct sl_stack *s)
 
 	/* Leak check: the module holds none in flight here, so every buffer
 	 * is in the pool or on the fill ring. */
-	tap_eq(s->r->buf_free_count + (f.h->fill.prod - f.h->fill.cons), s->r->n_bufs,
+	tap_eq(s->lib->buf_free_count + (f.h->fill.prod - f.h->fill.cons), s->r->n_bufs,
 	       "every buffer is in the pool or on the fill ring");
 	sluice_close((struct sluice_stack *)s, sd);
 	free(f.map);
@@ -253,10 +253,10 @@ static void test_fill_floor(struct sl_stack *s)
 	fake_layout(&f);
 	sl_kring_init(&f.k, f.map, f.size, s);
 	sl_lock(s);
-	while (s->r->buf_free_count > SL_KRING_FILL_FLOOR + 3 && n < 512)
+	while (s->lib->buf_free_count > SL_KRING_FILL_FLOOR + 3 && n < 512)
 		hog[n++] = sl_buf_alloc(s);
 	tap_eq(sl_kring_refill(s, &f.k), 3, "a low pool gives the fill ring only what is above the floor");
-	tap_eq(s->r->buf_free_count, SL_KRING_FILL_FLOOR, "the floor stays in the pool");
+	tap_eq(s->lib->buf_free_count, SL_KRING_FILL_FLOOR, "the floor stays in the pool");
 	tap_ok(fx_counter(s, "kring_fill_low") >= 1, "the shortfall is counted");
 	while (n)
 		sl_buf_free(s, hog[--n]);

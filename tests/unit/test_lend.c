@@ -87,7 +87,7 @@ static void test_stream_two_processes(uint64_t seed)
 	static uint8_t buf[192 * 1024];
 	struct sl_stack *s = make_stack("lend", 2048);
 	struct sockaddr_in a = fx_addr("0.0.0.0", PORT);
-	uint32_t free0 = s->r->buf_free_count;
+	uint32_t free0 = s->lib->buf_free_count;
 	uint64_t sent = 0, x = seed * 7 + 1, lent0, t0;
 	int l = sluice_socket(ST(s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK), c, d, rc;
 	double start;
@@ -99,7 +99,7 @@ static void test_stream_two_processes(uint64_t seed)
 	pid = fork();
 	if (pid == 0)
 		_exit(receiver(ST(s), d, seed));
-	lent0 = s->r->lock_contended;
+	lent0 = s->lib->lock_contended;
 	start = fx_now_s();
 	while (sent < STREAM_BYTES && fx_now_s() < start + 60) {
 		size_t want = pick(&x);
@@ -118,7 +118,7 @@ static void test_stream_two_processes(uint64_t seed)
 			break;
 	}
 	rc = wait_child(pid);
-	t0 = s->r->lock_contended - lent0;
+	t0 = s->lib->lock_contended - lent0;
 	tap_ok(sent == STREAM_BYTES, "seed %llu: every byte sent", (unsigned long long)seed);
 	tap_ok(rc == 0, "seed %llu: the other process read %u MiB in order, byte for byte "
 	       "(exit %d; %.2f s, lock contended %llu times)", (unsigned long long)seed,
@@ -127,10 +127,10 @@ static void test_stream_two_processes(uint64_t seed)
 	sluice_close(ST(s), d);
 	sluice_close(ST(s), l);
 	/* The FIN exchange runs in-stack; TIME-WAIT holds no buffers. */
-	for (double end = fx_now_s() + 5; s->r->buf_free_count != free0 && fx_now_s() < end;)
+	for (double end = fx_now_s() + 5; s->lib->buf_free_count != free0 && fx_now_s() < end;)
 		sluice_stack_poll(ST(s));
-	tap_ok(s->r->buf_free_count == free0, "seed %llu: every buffer back in the pool (%u of %u)",
-	       (unsigned long long)seed, s->r->buf_free_count, free0);
+	tap_ok(s->lib->buf_free_count == free0, "seed %llu: every buffer back in the pool (%u of %u)",
+	       (unsigned long long)seed, s->lib->buf_free_count, free0);
 	fx_destroy(s);
 }
 
@@ -155,7 +155,7 @@ static void test_dead_borrower(void)
 {
 	struct sl_stack *s = make_stack("lenddead", 512);
 	struct sockaddr_in a = fx_addr("0.0.0.0", PORT);
-	uint32_t free0 = s->r->buf_free_count;
+	uint32_t free0 = s->lib->buf_free_count;
 	int l = sluice_socket(ST(s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK), c, d, rc;
 	static uint8_t buf[65536];
 	size_t n = 0;
@@ -203,9 +203,9 @@ static void test_dead_borrower(void)
 	sluice_close(ST(s), c);
 	sluice_close(ST(s), d);
 	sluice_close(ST(s), l);
-	for (int i = 0; i < 100 && s->r->buf_free_count != free0; i++)
+	for (int i = 0; i < 100 && s->lib->buf_free_count != free0; i++)
 		sluice_stack_poll(ST(s));
-	tap_eq(s->r->buf_free_count, free0, "every buffer back in the pool after close");
+	tap_eq(s->lib->buf_free_count, free0, "every buffer back in the pool after close");
 	fx_destroy(s);
 }
 
@@ -213,7 +213,7 @@ static void test_socket_gone_while_lent(void)
 {
 	struct sl_stack *s = make_stack("lendgone", 512);
 	struct sockaddr_in a = fx_addr("0.0.0.0", PORT);
-	uint32_t free0 = s->r->buf_free_count, head, gen, head2, gen2;
+	uint32_t free0 = s->lib->buf_free_count, head, gen, head2, gen2;
 	int l = sluice_socket(ST(s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK), c, d;
 	size_t n = 0;
 
@@ -241,17 +241,17 @@ static void test_socket_gone_while_lent(void)
 	/* Another thread closes the socket while the copy runs. */
 	sluice_close(ST(s), d);
 	sl_lock(s);
-	n = s->r->buf_free_count;
+	n = s->lib->buf_free_count;
 	sl_tcp_recv_return(s, sl_sock(s, (uint32_t)d), gen, head, sl_now(s));
-	tap_eq(s->r->buf_free_count, n,
+	tap_eq(s->lib->buf_free_count, n,
 	       "giving back to a socket that went frees nothing twice (close freed the chain)");
 	sl_unlock(s);
 
 	sluice_close(ST(s), c);
 	sluice_close(ST(s), l);
-	for (int i = 0; i < 100 && s->r->buf_free_count != free0; i++)
+	for (int i = 0; i < 100 && s->lib->buf_free_count != free0; i++)
 		sluice_stack_poll(ST(s));
-	tap_eq(s->r->buf_free_count, free0, "every buffer back in the pool");
+	tap_eq(s->lib->buf_free_count, free0, "every buffer back in the pool");
 	fx_destroy(s);
 }
 

@@ -30,7 +30,7 @@ static void test_mutual_exclusion(void)
 			for (int i = 0; i < rounds; i++) {
 				if (sl_lock(cs))
 					_exit(3);
-				cs->r->counters[0].c[SL_C_loopback]++;
+				cs->lib->counters[0].c[SL_C_loopback]++;
 				sl_unlock(cs);
 			}
 			_exit(0);
@@ -41,7 +41,7 @@ static void test_mutual_exclusion(void)
 		ok &= WIFEXITED(status) && WEXITSTATUS(status) == 0;
 	}
 	tap_ok(ok, "both children ran");
-	tap_eq(s->r->counters[0].c[SL_C_loopback], 2 * rounds, "no increment was lost");
+	tap_eq(s->lib->counters[0].c[SL_C_loopback], 2 * rounds, "no increment was lost");
 	tap_eq(s->r->lock, 0, "lock word is free afterwards");
 	fx_destroy(s);
 }
@@ -99,7 +99,7 @@ static void test_holder_dies(void)
 	ret = sl_lock(s);
 	tap_eq(ret, -EPIPE, "next locker gets -EPIPE, not a hang");
 	tap_eq(s->r->state, SLUICE_STATE_BROKEN, "stack is marked broken");
-	tap_eq(s->r->broken_pid, pid, "region names the dead holder");
+	tap_eq(s->lib->broken_pid, pid, "region names the dead holder");
 	tap_eq(sluice_stack_poll((struct sluice_stack *)s), -EPIPE, "stack calls fail with -EPIPE");
 	tap_eq(sluice_socket((struct sluice_stack *)s, SLUICE_SOCK_DGRAM), -EPIPE,
 	       "socket() on a broken stack is -EPIPE");
@@ -165,7 +165,7 @@ static void test_short_lived_holders(void)
 				for (int i = 0; i < rounds; i++) {
 					if (sl_lock(cs))
 						_exit(3);
-					cs->r->counters[0].c[SL_C_loopback]++;
+					cs->lib->counters[0].c[SL_C_loopback]++;
 					sl_unlock(cs);
 				}
 				_exit(0);

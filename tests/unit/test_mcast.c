@@ -212,12 +212,12 @@ static void test_group_send(void)
 	tap_ok(cap.n == 3 && !got(s, m, NULL), "the datagram goes out and the member gets none");
 	tap_eq(getint(s, tx, IP_MULTICAST_LOOP), 0, "and it reads back off");
 
-	ifa.s_addr = s->r->ip_addr;
+	ifa.s_addr = s->lib->ip_addr;
 	tap_eq(sluice_setsockopt(ST(s), tx, IPPROTO_IP, IP_MULTICAST_IF, &ifa, sizeof(ifa)), 0,
 	       "IP_MULTICAST_IF: the stack's address");
 	ifa.s_addr = 0;
 	sluice_getsockopt(ST(s), tx, IPPROTO_IP, IP_MULTICAST_IF, &ifa, &len);
-	tap_eq(ifa.s_addr, s->r->ip_addr, "reads back");
+	tap_eq(ifa.s_addr, s->lib->ip_addr, "reads back");
 	inet_pton(AF_INET, "10.0.0.77", &ifa);
 	tap_eq(sluice_setsockopt(ST(s), tx, IPPROTO_IP, IP_MULTICAST_IF, &ifa, sizeof(ifa)),
 	       -EADDRNOTAVAIL, "another address: EADDRNOTAVAIL");

@@ -55,14 +55,14 @@ static void test_create_attach(void)
 		if (sluice_stack_attach(s->name, &c))
 			_exit(2);
 		sl_lock((struct sl_stack *)c);
-		((struct sl_stack *)c)->r->counters[0].c[SL_C_loopback] = 4242;
+		((struct sl_stack *)c)->lib->counters[0].c[SL_C_loopback] = 4242;
 		sl_unlock((struct sl_stack *)c);
 		sluice_stack_close(c);
 		_exit(0);
 	}
 	waitpid(pid, &status, 0);
 	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "forked child attached");
-	tap_eq(s->r->counters[0].c[SL_C_loopback], 4242, "child's write is visible to the parent");
+	tap_eq(s->lib->counters[0].c[SL_C_loopback], 4242, "child's write is visible to the parent");
 	sluice_stack_close(st2);
 	fx_destroy(s);
 }
@@ -126,7 +126,8 @@ static void test_layout_version(void)
 	saved = dup(2);
 	err = fileno(f);
 	dup2(err, 2);
-	ret = attach_corrupted(offsetof(struct sluice_region, lib_layout), SL_LAYOUT_VERSION + 1, 4);
+	ret = attach_corrupted(SLUICE_REGION_LIB_OFF + offsetof(struct sl_region, lib_layout),
+			       SL_LAYOUT_VERSION + 1, 4);
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);

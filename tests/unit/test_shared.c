@@ -117,7 +117,7 @@ int main(int argc, char **argv)
 
 	s = fx_stack("shared", "10.5.0.1", NULL);
 	sluice_stack_set_clock(ST(s), NULL, NULL);	/* real time: two processes */
-	free0 = s->r->buf_free_count;
+	free0 = s->lib->buf_free_count;
 	l = sluice_socket(ST(s), SLUICE_SOCK_STREAM);
 	tap_eq(sluice_bind(ST(s), l, &a), 0, "listen socket bound");
 	tap_eq(sluice_listen(ST(s), l, 8), 0, "listening");
@@ -186,7 +186,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 100; i++)
 		sluice_stack_poll(ST(s));
 	tap_eq(s->r->lock, 0, "lock free at the end");
-	tap_eq(s->r->buf_free_count, free0, "every buffer returned to the pool");
+	tap_eq(s->lib->buf_free_count, free0, "every buffer returned to the pool");
 	fx_destroy(s);
 	return tap_done();
 }

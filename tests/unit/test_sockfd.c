@@ -249,7 +249,7 @@ static void test_released(struct sl_stack *s)
 	sl_lock(s);
 	sl_unlock(s);
 	tap_eq(sl_sock(s, (uint32_t)a)->type, SL_SOCK_FREE, "released: closed at the next unlock");
-	tap_eq(s->r->ksock_handled, s->r->ksock_released, "ksock_handled caught up");
+	tap_eq(s->lib->ksock_handled, s->r->ksock_released, "ksock_handled caught up");
 	tap_eq(sl_sock(s, (uint32_t)b)->type, SL_SOCK_UDP, "the others stay");
 	tap_eq(fx_counter(s, "sockfd_released"), before + 1, "counted");
 
@@ -260,7 +260,7 @@ static void test_released(struct sl_stack *s)
 	tap_ok(!sl_ksock_close_released(s, (uint32_t)b, gen + 1), "another generation: not closed");
 	closed = sl_ksock_close_released(s, (uint32_t)b, gen);
 	tap_ok(closed, "closer: its released socket closed");
-	tap_eq(s->r->ksock_handled, s->r->ksock_released, "... and the release handled");
+	tap_eq(s->lib->ksock_handled, s->r->ksock_released, "... and the release handled");
 	tap_ok(!sl_ksock_close_released(s, (uint32_t)b, gen), "closed once only");
 	sl_unlock(s);
 
@@ -269,9 +269,9 @@ static void test_released(struct sl_stack *s)
 	module_release(s, c);	/* a second count, as another socket's would */
 	sl_lock(s);
 	sl_ksock_close_released(s, (uint32_t)c, sl_sock(s, (uint32_t)c)->kp.gen);
-	tap_ok(s->r->ksock_handled != s->r->ksock_released, "two pending: left for a scan");
+	tap_ok(s->lib->ksock_handled != s->r->ksock_released, "two pending: left for a scan");
 	sl_unlock(s);
-	tap_eq(s->r->ksock_handled, s->r->ksock_released, "the unlock's scan handled the rest");
+	tap_eq(s->lib->ksock_handled, s->r->ksock_released, "the unlock's scan handled the rest");
 	tap_eq(fx_counter(s, "sockfd_released"), before + 3, "three closed in all");
 }
 

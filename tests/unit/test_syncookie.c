@@ -23,7 +23,7 @@ static void fill_synq(void)
 
 static void test_cookie_with_options(void)
 {
-	uint32_t socks = T.s->r->sock_used, embryos = T.s->r->tcp_embryos;
+	uint32_t socks = T.s->r->sock_used, embryos = T.s->lib->tcp_embryos;
 	uint64_t sent0 = tf_counter(SL_C_tcp_syncookies_sent);
 	struct tf_opts o = { .mss = 1460, .ws_on = 1, .ws = 7, .sack_ok = 1, .ts = 1,
 			     .tsval = 777000 };
@@ -36,7 +36,7 @@ static void test_cookie_with_options(void)
 	tap_ok(T.n == 1 && g.flags == (TH_SYN_ | TH_ACK_) && g.ack == IRS + 1,
 	       "queue full: the SYN is answered with a SYN-ACK");
 	tap_eq(tf_counter(SL_C_tcp_syncookies_sent) - sent0, 1, "counted in tcp_syncookies_sent");
-	tap_ok(T.s->r->sock_used == socks && T.s->r->tcp_embryos == embryos,
+	tap_ok(T.s->r->sock_used == socks && T.s->lib->tcp_embryos == embryos,
 	       "and nothing is kept: no socket, no embryo");
 	tap_ok(g.mss > 0 && g.ws >= 0 && g.sack_ok && g.ts && g.tsecr == o.tsval,
 	       "it offers MSS, window scale, SACK and timestamps as a child's would");

@@ -238,14 +238,14 @@ static void test_closed_bound_close(void)
 	uint32_t free0;
 
 	tf_init("cb");
-	free0 = T.s->r->buf_free_count;
+	free0 = T.s->lib->buf_free_count;
 	so = sl_sock_alloc(T.s, SL_SOCK_TCP);
 	tap_eq(sl_sock_bind(T.s, so, T.us, htons(7777)), 0, "closed: bound");
 	sl_tcp_close(T.s, so, tf_now_us);
-	tap_eq(T.s->r->buf_free_count, free0, "closed: closing it leaves the pool as it was");
+	tap_eq(T.s->lib->buf_free_count, free0, "closed: closing it leaves the pool as it was");
 	so = sl_sock_alloc(T.s, SL_SOCK_TCP);
 	sl_tcp_close(T.s, so, tf_now_us);
-	tap_eq(T.s->r->buf_free_count, free0, "closed: so does closing an unbound one");
+	tap_eq(T.s->lib->buf_free_count, free0, "closed: so does closing an unbound one");
 	tf_finish();
 }
 
@@ -260,7 +260,7 @@ static void test_closed_close_fresh(void)
 	tap_ok(so != NULL, "fresh socket");
 	sl_tcp_close(T.s, so, tf_now_us);
 	tap_eq(T.s->r->sock_used, T.sock0, "fresh socket released at once");
-	tap_eq(T.s->r->buf_free_count, T.buf0, "no buffer freed that was not taken");
+	tap_eq(T.s->lib->buf_free_count, T.buf0, "no buffer freed that was not taken");
 	tf_finish();
 }
 

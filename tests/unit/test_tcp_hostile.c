@@ -60,7 +60,7 @@ static void test_listen_syn_from_self(void)
 	tx = run_loopback(50);
 	printf("# %llu segments in 50 unlocks\n", (unsigned long long)tx);
 	tap_ok(tx <= 4, "SYN from self: a bounded number of segments, not a loop");
-	tap_ok(T.s->r->lo_head >= T.s->r->n_bufs, "SYN from self: the loopback queue drains");
+	tap_ok(T.s->lib->lo_head >= T.s->r->n_bufs, "SYN from self: the loopback queue drains");
 	for (int i = 0; i < 100; i++) {
 		tf_advance_ms(1000);
 		tx = run_loopback(5);

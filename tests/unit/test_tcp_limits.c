@@ -90,7 +90,7 @@ static void test_established_pool_exhausted(void)
 	so = tf_connect(IRS, &iss, NULL, 65535);
 	so->flags |= SL_SF_NODELAY;
 	/* Take the pool down to 4 free buffers. */
-	while (T.s->r->buf_free_count > 4) {
+	while (T.s->lib->buf_free_count > 4) {
 		idx = sl_buf_alloc(T.s);
 		sl_buf(T.s, idx)->next_idx = hog;
 		hog = idx;

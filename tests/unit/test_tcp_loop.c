@@ -67,8 +67,8 @@ static void pair_up(struct pair *p, const char *tag, const struct sluice_loop_fa
 	snprintf(p->nb, sizeof(p->nb), "t-tl%sB-%d", tag, (int)getpid());
 	p->a = mk(p->na, "10.7.0.1");
 	p->b = mk(p->nb, "10.7.0.2");
-	p->freea = ((struct sl_stack *)p->a)->r->buf_free_count;
-	p->freeb = ((struct sl_stack *)p->b)->r->buf_free_count;
+	p->freea = ((struct sl_stack *)p->a)->lib->buf_free_count;
+	p->freeb = ((struct sl_stack *)p->b)->lib->buf_free_count;
 	sluice_link_loop(p->a, p->b, f);
 }
 
@@ -86,7 +86,7 @@ static void pair_down(struct pair *p, const char *what)
 	for (int i = 0; i < 400000 && (a->r->sock_used || b->r->sock_used); i++)
 		step(p);
 	tap_ok(!a->r->sock_used && !b->r->sock_used, "%s: every socket released", what);
-	tap_ok(a->r->buf_free_count == p->freea && b->r->buf_free_count == p->freeb,
+	tap_ok(a->lib->buf_free_count == p->freea && b->lib->buf_free_count == p->freeb,
 	       "%s: every buffer back", what);
 	sluice_stack_close(p->a);
 	sluice_stack_close(p->b);

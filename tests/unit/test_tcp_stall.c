@@ -280,7 +280,7 @@ static void dump(struct sl_stack *s, int sd, const char *who)
 	       " rcv_nxt %u rcv_adv +%d rxq %u/%u ooo %u/%u free %u\n", who, so->state,
 	       tp->snd_una, tp->snd_nxt - tp->snd_una, tp->snd_max - tp->snd_una, tp->cwnd,
 	       tp->backoff, tp->rcv_nxt, (int)(tp->rcv_adv - tp->rcv_nxt), so->rxq_count,
-	       so->rxq_bytes, tp->ooo_count, tp->ooo_bytes, s->r->buf_free_count);
+	       so->rxq_bytes, tp->ooo_count, tp->ooo_bytes, s->lib->buf_free_count);
 	printf("#   %s: retransmit %llu rto %llu fast %llu ooo %llu\n", who,
 	       (unsigned long long)fx_counter(s, "tcp_retransmit"),
 	       (unsigned long long)fx_counter(s, "tcp_rto"),

@@ -44,7 +44,7 @@ static void run(int rounds)
  * 0 if no connection came. */
 static uint16_t open_from(uint16_t from, uint16_t port, int l, int *c, int *d)
 {
-	s->r->ephemeral_next = from;
+	s->lib->ephemeral_next = from;
 	if (fx_tcp_pair(s, IP, port, l, c, d)) {
 		printf("# no connection to port %u\n", port);
 		return 0;
@@ -166,7 +166,7 @@ int main(void)
 	uint32_t free0;
 
 	s = fx_stack("twreuse", IP, NULL);
-	free0 = s->r->buf_free_count;
+	free0 = s->lib->buf_free_count;
 	la = listener(PORT_A);
 	lb = listener(PORT_B);
 	test_ports_shared_by_tuple();
@@ -176,7 +176,7 @@ int main(void)
 	sluice_close(ST(s), lb);
 	fx_clock_us += 2 * SL_TCP_TIME_WAIT_US;
 	run(20);
-	tap_eq(s->r->buf_free_count, free0, "every buffer back in the pool");
+	tap_eq(s->lib->buf_free_count, free0, "every buffer back in the pool");
 	fx_destroy(s);
 	return tap_done();
 }

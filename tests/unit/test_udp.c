@@ -17,7 +17,7 @@ static void test_loopback_within_stack(void)
 	struct capture cap;
 	struct sl_stack *s = fx_stack("udplo", "10.1.0.1", &cap);
 	struct sockaddr_in a = fx_addr("10.1.0.1", 5000), from;
-	uint32_t free0 = s->r->buf_free_count;
+	uint32_t free0 = s->lib->buf_free_count;
 	int srv, cli;
 	char buf[64];
 	long n;
@@ -54,7 +54,7 @@ static void test_loopback_within_stack(void)
 	sluice_close(ST(s), srv);
 	sluice_close(ST(s), cli);
 	sluice_close(ST(s), lo);
-	tap_eq(s->r->buf_free_count, free0, "no buffer leaked");
+	tap_eq(s->lib->buf_free_count, free0, "no buffer leaked");
 	tap_eq(s->r->sock_used, 0, "no socket leaked");
 	fx_destroy(s);
 }
@@ -142,7 +142,7 @@ static void test_rcvbuf_counts_buffers(void)
 	struct sockaddr_in a = fx_addr("10.1.0.1", 7100);
 	int srv = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
 	int cli = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
-	uint32_t free0 = s->r->buf_free_count, cap, queued = 0;
+	uint32_t free0 = s->lib->buf_free_count, cap, queued = 0;
 	int rcvbuf = 64 * 1024, got;
 	unsigned int len = sizeof(got);
 	char buf[64];
@@ -160,7 +160,7 @@ static void test_rcvbuf_counts_buffers(void)
 	tap_ok(fx_counter(s, "udp_rx_full") >= free0 - cap - 1, "the rest were dropped and counted");
 	sluice_close(ST(s), srv);
 	sluice_close(ST(s), cli);
-	tap_eq(s->r->buf_free_count, free0, "no buffer leaked");
+	tap_eq(s->lib->buf_free_count, free0, "no buffer leaked");
 	fx_destroy(s);
 }
 

@@ -31,7 +31,7 @@ static void test_reclaim_dead_poster(void)
 	unsigned int n;
 
 	sl_lock(s);
-	free0 = s->r->buf_free_count;
+	free0 = s->lib->buf_free_count;
 	for (int i = 0; i < 8; i++) {
 		dead[i] = sl_buf_alloc(s);
 		sl_verbs_buf_mark(s, dead[i], gone);
@@ -46,11 +46,11 @@ static void test_reclaim_dead_poster(void)
 	odd = sl_buf_alloc(s);
 	sl_buf(s, odd)->flags = SL_VERBS_BUF_POSTED;
 	sl_buf(s, odd)->ts_us = (uint64_t)gone;
-	tap_eq(s->r->buf_free_count, free0 - 17, "17 buffers taken from the pool");
+	tap_eq(s->lib->buf_free_count, free0 - 17, "17 buffers taken from the pool");
 
 	n = sl_verbs_reclaim(s);
 	tap_eq(n, 8, "the dead process's 8 posted buffers are taken back");
-	tap_eq(s->r->buf_free_count, free0 - 9, "and are free again");
+	tap_eq(s->lib->buf_free_count, free0 - 9, "and are free again");
 	tap_eq(sl_buf(s, dead[0])->flags, 0, "a reclaimed buffer is unmarked");
 	tap_eq(sl_buf(s, mine[0])->flags, SL_VERBS_BUF_POSTED, "our own posted buffers stay");
 	tap_eq(sl_buf(s, live[0])->flags, SL_VERBS_BUF_POSTED, "a live process's stay");
@@ -68,7 +68,7 @@ static void test_reclaim_dead_poster(void)
 	}
 	sl_buf(s, odd)->flags = 0;
 	sl_buf_free(s, odd);
-	tap_eq(s->r->buf_free_count, free0, "leak check: every buffer back in the pool");
+	tap_eq(s->lib->buf_free_count, free0, "leak check: every buffer back in the pool");
 	sl_unlock(s);
 	fx_destroy(s);
 }

@@ -117,7 +117,7 @@ static void test_enhanced_attrs(void)
 	struct sluice_link_report rep;
 	struct sl_verbs_flow_rule *r;
 	struct sluice_verbs_info info;
-	uint32_t free0 = s->r->buf_free_count;
+	uint32_t free0 = s->lib->buf_free_count;
 	int lsd, usd, ret;
 
 	enh_device(SLUICE_IB_UD_CSUM | SLUICE_IB_RSS);
@@ -263,7 +263,7 @@ static void test_enhanced_attrs(void)
 	s->link->ops->close(s->link);
 	tap_eq(vd.kring_closed, 1, "enh: close closes the kring link under it");
 	tap_eq(vd.live, 0, "enh: close: every verbs object destroyed");
-	tap_eq(s->r->buf_free_count, free0, "enh: close: every buffer back in the pool");
+	tap_eq(s->lib->buf_free_count, free0, "enh: close: every buffer back in the pool");
 	mod_destroy(s);
 }
 
@@ -426,7 +426,7 @@ static void test_fallbacks(void)
 		const struct fallback_case *c = &cases[i];
 		struct sl_stack *s = mod_stack("vfb");
 		struct sockaddr_in any5000 = fx_addr("0.0.0.0", 5000);
-		uint32_t free0 = s->r->buf_free_count;
+		uint32_t free0 = s->lib->buf_free_count;
 		struct sluice_link_report rep;
 		int lsd = -1, ret;
 
@@ -454,8 +454,8 @@ static void test_fallbacks(void)
 		       vd.live);
 		if (lsd >= 0)
 			sluice_close(ST(s), lsd);
-		tap_ok(s->r->buf_free_count == free0, "fallback %s: every buffer back (%u of %u)",
-		       c->what, s->r->buf_free_count, free0);
+		tap_ok(s->lib->buf_free_count == free0, "fallback %s: every buffer back (%u of %u)",
+		       c->what, s->lib->buf_free_count, free0);
 		mod_destroy(s);
 	}
 	/* And no link at all when even the rings fail. */
@@ -479,7 +479,7 @@ static void test_plain_batching(void)
 	struct sluice_verbs_config cfg = { .flags = SLUICE_VERBS_NO_MCAST, .sq_size = 32 };
 	uint8_t hw[SL_IPOIB_HWLEN] = { 0, (PEER_QPN >> 16) & 0xff, (PEER_QPN >> 8) & 0xff,
 				       PEER_QPN & 0xff };
-	uint32_t peer = htonl(0x0a090002), free0 = s->r->buf_free_count;
+	uint32_t peer = htonl(0x0a090002), free0 = s->lib->buf_free_count;
 	struct sluice_verbs_info info;
 	int bad = 0;
 
@@ -566,7 +566,7 @@ static void test_plain_batching(void)
 	tap_ok(info.tx_timeout == 2 && info.tx_wrs == (uint64_t)vd.n_sent,
 	       "plain: info counts the 2 timeouts and every WR posted");
 	s->link->ops->close(s->link);
-	tap_ok(vd.live == 0 && s->r->buf_free_count == free0, "plain: close frees everything");
+	tap_ok(vd.live == 0 && s->lib->buf_free_count == free0, "plain: close frees everything");
 	fx_destroy(s);
 }
 

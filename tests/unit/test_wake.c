@@ -332,7 +332,7 @@ static void test_sleeper_with_link_wakeup(void)
 		if (!s->r->sleepers)
 			break;
 		if (!i)
-			pollers = (int)s->r->poll_sleepers;
+			pollers = (int)s->lib->poll_sleepers;
 		sleep_ms(2);
 		t0 = now_us();
 		if (sluice_sendto(ST(s), tx, "wake", 4, 0, &u) != 4 ||
@@ -354,7 +354,7 @@ static void test_sleeper_with_link_wakeup(void)
 			tap_ok(med < 5000, "the stack fd was signalled, not timed out (median %.0f us)",
 			       med);
 	}
-	tap_eq(s->r->poll_sleepers, 0, "no pollers left");
+	tap_eq(s->lib->poll_sleepers, 0, "no pollers left");
 	sluice_close(ST(s), us);
 	sluice_close(ST(s), tx);
 	close(back[0]);

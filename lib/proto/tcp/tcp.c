@@ -58,7 +58,7 @@ static uint64_t tuple_hash(struct sl_stack *s, uint32_t laddr, uint16_t lport, u
 	uint64_t m0 = (uint64_t)laddr << 32 | raddr;
 	uint64_t m1 = (uint64_t)lport << 48 | (uint64_t)rport << 32 | domain;
 
-	const uint64_t key[2] = { s->r->tcp_isn_secret[0], s->r->tcp_isn_secret[1] };
+	const uint64_t key[2] = { s->lib->tcp_isn_secret[0], s->lib->tcp_isn_secret[1] };
 
 	return siphash_2w(key, m0, m1);
 }
@@ -82,7 +82,7 @@ static const uint16_t cookie_mss[8] = { 536, 1024, 1220, 1440, 1460, 1880, 4012,
 static uint32_t cookie_mac(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
 			   uint16_t rport, uint32_t peer_isn, uint32_t tick, unsigned int mi)
 {
-	const uint64_t key[2] = { s->r->tcp_isn_secret[0], s->r->tcp_isn_secret[1] };
+	const uint64_t key[2] = { s->lib->tcp_isn_secret[0], s->lib->tcp_isn_secret[1] };
 	uint64_t h = tuple_hash(s, laddr, lport, raddr, rport, 3);
 
 	return (uint32_t)siphash_2w(key, h, (uint64_t)peer_isn << 32 | tick << 3 | mi) &
@@ -174,7 +174,7 @@ uint32_t sl_tcp_rcv_space(struct sl_stack *s, const struct sl_sock *so)
 	 * Linux's tcp_adv_win_scale = 1). */
 	uint32_t lim = so->rcvbuf / 2;
 	uint32_t used = so->rxq_bytes + so->tcp.ooo_bytes + so->rx_lent_bytes;
-	uint32_t free_bufs = s->r->buf_free_count, reserve = s->n_bufs / 8, cap;
+	uint32_t free_bufs = s->lib->buf_free_count, reserve = s->n_bufs / 8, cap;
 	uint64_t held = (uint64_t)(so->rxq_count + so->tcp.ooo_count + so->rx_lent_count) *
 			s->buf_size;
 	/* A segment takes a buffer of its own, whatever its length: the
@@ -304,8 +304,8 @@ void sl_tcp_embryo_done(struct sl_stack *s, struct sl_sock *so)
 	if (!(so->tcp.tflags & SL_TF_EMBRYO))
 		return;
 	so->tcp.tflags &= ~SL_TF_EMBRYO;
-	if (s->r->tcp_embryos)
-		s->r->tcp_embryos--;
+	if (s->lib->tcp_embryos)
+		s->lib->tcp_embryos--;
 }
 
 void sl_tcp_destroy(struct sl_stack *s, struct sl_sock *so)
@@ -347,7 +347,7 @@ uint32_t sl_tcp_src_addr(const struct sl_stack *s, uint32_t raddr)
 {
 	if ((ntohl(raddr) >> 24) == 127)
 		return htonl(INADDR_LOOPBACK);
-	return s->r->ip_addr;
+	return s->lib->ip_addr;
 }
 
 int sl_tcp_connect(struct sl_stack *s, struct sl_sock *so, uint32_t raddr, uint16_t rport,
@@ -442,7 +442,7 @@ static bool pool_has_room(const struct sl_stack *s)
 
 	if (reserve < 16)
 		reserve = 16;
-	return s->r->buf_free_count > reserve;
+	return s->lib->buf_free_count > reserve;
 }
 
 /* Put buffer idx at the tail of the send queue, numbered from snd_end. */
@@ -914,7 +914,7 @@ int sl_tcp_setsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 		      const void *val, unsigned int len)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	uint64_t now_us = s->r->wheel_now_ms * 1000;
+	uint64_t now_us = s->lib->wheel_now_ms * 1000;
 	int v, ret = get_int(val, len, &v);
 
 	if (ret)

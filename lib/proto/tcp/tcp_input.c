@@ -100,8 +100,8 @@ static bool is_bcast(const struct sl_stack *s, uint32_t a)
 	uint32_t h = ntohl(a);
 
 	return a == INADDR_BROADCAST || (h >> 28) == 0xe ||
-	       (s->r->ip_mask && s->r->ip_mask != 0xffffffffu &&
-		a == (s->r->ip_addr | ~s->r->ip_mask));
+	       (s->lib->ip_mask && s->lib->ip_mask != 0xffffffffu &&
+		a == (s->lib->ip_addr | ~s->lib->ip_mask));
 }
 
 /* ---- queues ---------------------------------------------------------- */
@@ -112,7 +112,7 @@ static bool rx_pool_low(const struct sl_stack *s)
 {
 	uint32_t reserve = s->n_bufs / 64;
 
-	return s->r->buf_free_count < (reserve < 8 ? 8 : reserve);
+	return s->lib->buf_free_count < (reserve < 8 ? 8 : reserve);
 }
 
 /* Trim buffer idx (a received segment) to its payload and stamp it. */
@@ -586,7 +586,7 @@ static void established(struct sl_stack *s, struct sl_sock *so, const struct seg
  * the region (SL_TF_EMBRYO marks who is in it), so a SYN costs O(1). */
 static bool embryos_full(const struct sl_stack *s)
 {
-	return s->r->tcp_embryos >= sl_tcp_synq_cap(s);
+	return s->lib->tcp_embryos >= sl_tcp_synq_cap(s);
 }
 
 /* A socket for a connection to listener lso, hashed, its TCB fresh. */
@@ -629,7 +629,7 @@ static void child_embryo(struct sl_stack *s, struct sl_sock *lso, struct sl_sock
 	c->state = SL_TCP_SYN_RECEIVED;
 	lso->tcp.syn_len++;
 	c->tcp.tflags |= SL_TF_EMBRYO;
-	s->r->tcp_embryos++;
+	s->lib->tcp_embryos++;
 	sl_count(s, SL_C_tcp_passive_open);
 }
 
