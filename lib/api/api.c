@@ -11,7 +11,6 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -81,8 +80,7 @@ int sluice_stack_attach(const char *name, struct sluice_stack **out)
 		return ret;
 	}
 	/* Not under the lock: attaching must work while another holds it. */
-	atomic_fetch_add_explicit((_Atomic uint32_t *)&s->r->attach_count, 1,
-				  memory_order_relaxed);
+	sl_fetch_add_relaxed(&s->r->attach_count, 1);
 	*out = (struct sluice_stack *)s;
 	return 0;
 }
@@ -210,8 +208,8 @@ int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int
 		int timeout_ms)
 {
 	struct sl_stack *s = S(st);
-	_Atomic uint32_t *sleepers = (_Atomic uint32_t *)&s->r->sleepers;
-	_Atomic uint32_t *poll_sleepers = (_Atomic uint32_t *)&s->lib->poll_sleepers;
+	uint32_t *sleepers = &s->r->sleepers;
+	uint32_t *poll_sleepers = &s->lib->poll_sleepers;
 	uint64_t start = sl_now(s);
 	int64_t deadline = deadline_after(s, timeout_ms);
 	bool asleep = false, on_fd = false;
@@ -225,9 +223,10 @@ int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int
 		 * A zero timeout only looks: it never sleeps, so never counts. */
 		if (!asleep && timeout_ms && sl_now(s) - start >= s->spin_us) {
 			on_fd = sl_wait_on_fd(s);
+			/* Counted before the look below (see sl_sock_wake()). */
 			if (on_fd)
-				atomic_fetch_add(poll_sleepers, 1);
-			atomic_fetch_add(sleepers, 1);
+				sl_fetch_add(poll_sleepers, 1);
+			sl_fetch_add(sleepers, 1);
 			asleep = true;
 		}
 		/* On the stack fd: the sequence before this look (see sl_wait_sleep()). */
@@ -269,9 +268,9 @@ int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int
 		}
 	}
 	if (asleep) {
-		atomic_fetch_sub(sleepers, 1);
+		sl_fetch_sub(sleepers, 1);
 		if (on_fd)
-			atomic_fetch_sub(poll_sleepers, 1);
+			sl_fetch_sub(poll_sleepers, 1);
 	}
 	return ret;
 }
@@ -477,7 +476,7 @@ static long tcp_send_lent(struct sl_stack *s, struct sl_sock *so, const void *bu
 	 * the buffers' metadata meanwhile (a scribble is found at return). */
 	for (uint32_t idx = head, steps = 0; off < len && sl_buf_next(s, idx, &steps);
 	     idx = sl_buf(s, idx)->next_idx) {
-		size_t chunk = SL_ONCE(sl_buf(s, idx)->aux);
+		size_t chunk = SL_READ_ONCE(sl_buf(s, idx)->aux);
 
 		if (chunk > len - off)
 			chunk = len - off;
@@ -510,7 +509,7 @@ static long tcp_recv_lent(struct sl_stack *s, struct sl_sock *so, void *buf, siz
 	sl_unlock(s);
 	for (uint32_t idx = head, steps = 0; off < n && sl_buf_next(s, idx, &steps);
 	     idx = sl_buf(s, idx)->next_idx) {
-		size_t chunk = SL_ONCE(sl_buf(s, idx)->len);
+		size_t chunk = SL_READ_ONCE(sl_buf(s, idx)->len);
 
 		if (chunk > n - off)
 			chunk = n - off;
@@ -578,22 +577,25 @@ long sluice_send(struct sluice_stack *st, int sd, const void *buf, size_t len, i
  */
 static bool rx_nothing(const struct sl_stack *s, int sd)
 {
-	const volatile struct sl_sock *v;
+	const struct sl_sock *v;
+	uint8_t type;
 
 	if (sd < 0 || (uint32_t)sd >= s->max_sockets)
 		return false;
 	/* Broken by another process: take the lock path, which says so. */
-	if (s->r->state != SLUICE_STATE_READY)
+	if (SL_READ_ONCE(s->r->state) != SLUICE_STATE_READY)
 		return false;
 	v = sl_sock(s, sd);
-	if (v->rxq_count || v->rxq_bytes || v->error || (v->flags & SL_SF_SHUT_RD))
+	if (SL_READ_ONCE(v->rxq_count) || SL_READ_ONCE(v->rxq_bytes) || SL_READ_ONCE(v->error) ||
+	    (SL_READ_ONCE(v->flags) & SL_SF_SHUT_RD))
 		return false;
-	if (v->type == SL_SOCK_UDP)
+	type = SL_READ_ONCE(v->type);
+	if (type == SL_SOCK_UDP)
 		return true;
 	/* An in-order FIN moves ESTABLISHED to CLOSE-WAIT in the same input
 	 * call, so the state alone says it: only the slot's first cache line
 	 * is read, the one a delivery writes last (rxq_*). */
-	return v->type == SL_SOCK_TCP && v->state == SL_TCP_ESTABLISHED;
+	return type == SL_SOCK_TCP && SL_READ_ONCE(v->state) == SL_TCP_ESTABLISHED;
 }
 
 long sluice_recvfrom(struct sluice_stack *st, int sd, void *buf, size_t len, int flags,

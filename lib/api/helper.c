@@ -34,7 +34,6 @@
 #include <net/if.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,9 +55,10 @@
 
 static bool helper_self;		/* this process is a helper: it spawns none */
 
-static _Atomic int32_t *helper_word(struct sl_stack *s)
+/* Claimed and given up with a compare-and-swap: any process may try. */
+static int32_t *helper_word(struct sl_stack *s)
 {
-	return (_Atomic int32_t *)&s->lib->helper_pid;
+	return &s->lib->helper_pid;
 }
 
 static bool env_on(const char *name)
@@ -106,9 +106,9 @@ static bool claim(struct sl_stack *s, int32_t self)
 	if (sl_lock(s))
 		return false;
 	if (sl_orphans(s)) {
-		cur = atomic_load(helper_word(s));
+		cur = SL_READ_ONCE(*helper_word(s));
 		if (cur <= 0 || cur == self || sl_pid_dead(cur))
-			won = atomic_compare_exchange_strong(helper_word(s), &cur, self);
+			won = sl_cmpxchg(helper_word(s), &cur, self);
 	}
 	sl_unlock(s);
 	return won;
@@ -228,7 +228,7 @@ static void helper_run(struct sl_stack *s, int32_t self)
 		if (!sl_orphans(s) || mono_ms() >= end || (!busy && shm_destroyed(s))) {
 			int32_t me = self;
 
-			atomic_compare_exchange_strong(helper_word(s), &me, 0);
+			sl_cmpxchg(helper_word(s), &me, 0);
 			sl_unlock(s);
 			return;
 		}
@@ -258,7 +258,7 @@ static void __attribute__((noreturn)) helper_main(struct sl_stack *ps, int32_t o
 	helper_self = true;
 	helper_signals();
 	/* The detacher is alive and waiting: its claim becomes ours. */
-	if (!atomic_compare_exchange_strong(helper_word(ps), &owner, self))
+	if (!sl_cmpxchg(helper_word(ps), &owner, self))
 		_exit(0);
 	memcpy(name, ps->name, sizeof(name));
 	snprintf(ifname, sizeof(ifname), "%s", tap);
@@ -330,12 +330,12 @@ void sl_helper_ensure(struct sl_stack *s)
 	if (ok)
 		return;
 	/* No helper took the claim: let the next detacher try. */
-	atomic_compare_exchange_strong(helper_word(s), &self, 0);
+	sl_cmpxchg(helper_word(s), &self, 0);
 	return;
 
 err_close_pipe:
 	sl_sys_close(fds[0]);
 	sl_sys_close(fds[1]);
 err_unclaim:
-	atomic_compare_exchange_strong(helper_word(s), &self, 0);
+	sl_cmpxchg(helper_word(s), &self, 0);
 }

@@ -19,6 +19,7 @@
 
 #include <sluice/sluice.h>
 
+#include "core/shm.h"
 #include "core/wire.h"
 
 struct sl_stack;
@@ -407,18 +408,11 @@ static inline uint8_t *sl_buf_data(const struct sl_stack *s, uint32_t idx)
 	return s->bufdata + (uint64_t)idx * s->buf_size + b->off;
 }
 
-/*
- * A value read from the region, read exactly once: the compiler may not
- * load it again, so the copy that was checked is the one that is used
- * (another process may write the region between two loads).
- */
-#define SL_ONCE(x)	(*(const volatile __typeof__(x) *)&(x))
-
 /* The stack's MTU (r->mtu, which anyone may change): a packet of that
  * size must fit a buffer after the headroom, else the stack is corrupt. */
 static inline uint32_t sl_mtu(const struct sl_stack *s)
 {
-	uint32_t mtu = *(const volatile uint32_t *)&s->r->mtu;
+	uint32_t mtu = SL_READ_ONCE(s->r->mtu);
 
 	if (__builtin_expect(mtu < SLUICE_STACK_MIN_MTU || mtu > s->buf_size - SL_HEADROOM, 0)) {
 		sl_corrupt((struct sl_stack *)s, SL_C_corrupt_header, mtu);

@@ -16,7 +16,6 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
@@ -26,7 +25,7 @@
 #include "core/core.h"
 #include "os/os.h"
 
-#define LOCKW(s)	((_Atomic uint32_t *)&(s)->r->lock)
+#define LOCKW(s)	(&(s)->r->lock)
 /*
  * The holder's pid is in the lock word itself (SLUICE_LOCK_PID_SHIFT):
  * taking the lock and naming the holder are one compare-and-swap.  With
@@ -36,7 +35,7 @@
  * lock_owner is still written, for people reading dumps.
  */
 #define LOCK_FLAGS	SLUICE_LOCK_WAITERS
-#define OWNERW(s)	((_Atomic int32_t *)&(s)->r->lock_owner)
+#define OWNERW(s)	(&(s)->r->lock_owner)
 #define SPIN_TRIES	2000
 /* A sleeper re-checks the holder's liveness this often. */
 #define CHECK_NS	(20 * 1000 * 1000)
@@ -64,15 +63,15 @@ pid_t sl_self_pid(void)
 	return cached_pid;
 }
 
-static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timespec *ts)
+static long futex(uint32_t *w, int op, uint32_t val, const struct timespec *ts)
 {
 	return syscall(SYS_futex, (uint32_t *)w, op, val, ts, NULL, 0);
 }
 
 static bool stack_broken(struct sl_stack *s)
 {
-	return atomic_load_explicit((_Atomic uint32_t *)&s->r->state,
-				    memory_order_acquire) == SLUICE_STATE_BROKEN;
+	/* Acquire: pairs with the release that marked it broken. */
+	return sl_load_acquire(&s->r->state) == SLUICE_STATE_BROKEN;
 }
 
 int sl_broken_err(const struct sl_stack *s)
@@ -112,8 +111,8 @@ void sl_corrupt(struct sl_stack *s, enum sl_counter why, uint64_t val)
 	if (s->ctr)
 		s->ctr->c[why]++;
 	s->lib->broken_pid = 0;
-	atomic_store_explicit((_Atomic uint32_t *)&s->r->state, SLUICE_STATE_BROKEN,
-			      memory_order_release);
+	/* Release: broken_pid is written before anyone sees BROKEN. */
+	sl_store_release(&s->r->state, SLUICE_STATE_BROKEN);
 }
 
 struct sluice_buf *sl_buf_bad(const struct sl_stack *s, uint32_t idx)
@@ -154,8 +153,8 @@ static void mark_broken(struct sl_stack *s, pid_t owner)
 {
 	s->lib->broken_pid = owner;
 	sl_count(s, SL_C_lock_broken);
-	atomic_store_explicit((_Atomic uint32_t *)&s->r->state, SLUICE_STATE_BROKEN,
-			      memory_order_release);
+	/* Release: broken_pid is written before anyone sees BROKEN. */
+	sl_store_release(&s->r->state, SLUICE_STATE_BROKEN);
 	futex(LOCKW(s), FUTEX_WAKE, INT_MAX, NULL);
 }
 
@@ -189,7 +188,7 @@ static void took_lock(struct sl_stack *s)
 {
 	pid_t self = sl_self_pid();
 
-	atomic_store_explicit(OWNERW(s), self, memory_order_relaxed);
+	SL_WRITE_ONCE(*OWNERW(s), self);
 	s->locked = true;
 	if (s->ctr_pid != self)
 		sl_counters_claim(s);	/* first lock, or a forked child */
@@ -242,15 +241,13 @@ uint64_t sl_counter_sum(const struct sl_stack *s, enum sl_counter c)
 
 bool sl_trylock(struct sl_stack *s)
 {
-	uint32_t v = atomic_load_explicit(LOCKW(s), memory_order_relaxed);
+	uint32_t v = SL_READ_ONCE(*LOCKW(s));
 
 	if (s->corrupt)
 		return false;
 	while (!(v & SLUICE_LOCK_HELD)) {
 		/* Acquire: the holder's writes to the region are visible. */
-		if (atomic_compare_exchange_weak_explicit(LOCKW(s), &v, lock_word_held(v),
-							  memory_order_acquire,
-							  memory_order_relaxed)) {
+		if (sl_cmpxchg_weak_acquire(LOCKW(s), &v, lock_word_held(v))) {
 			took_lock(s);
 			return true;
 		}
@@ -272,23 +269,20 @@ int sl_lock(struct sl_stack *s)
 		__builtin_ia32_pause();
 	}
 	/* Bumped by any waiter of any process: atomic. */
-	atomic_fetch_add_explicit((_Atomic uint64_t *)&s->lib->lock_contended, 1, memory_order_relaxed);
+	sl_fetch_add_relaxed(&s->lib->lock_contended, 1);
 	for (;;) {
-		v = atomic_load_explicit(LOCKW(s), memory_order_relaxed);
+		v = SL_READ_ONCE(*LOCKW(s));
 		if (!(v & SLUICE_LOCK_HELD)) {
 			/* Taken after sleeping: others may sleep too, keep WAITERS. */
-			if (atomic_compare_exchange_weak_explicit(
-				    LOCKW(s), &v, lock_word_held(v) | SLUICE_LOCK_WAITERS,
-				    memory_order_acquire, memory_order_relaxed)) {
+			if (sl_cmpxchg_weak_acquire(LOCKW(s), &v,
+						    lock_word_held(v) | SLUICE_LOCK_WAITERS)) {
 				took_lock(s);
 				return 0;
 			}
 			continue;
 		}
 		if (!(v & SLUICE_LOCK_WAITERS) &&
-		    !atomic_compare_exchange_weak_explicit(LOCKW(s), &v, v | SLUICE_LOCK_WAITERS,
-							   memory_order_relaxed,
-							   memory_order_relaxed))
+		    !sl_cmpxchg_weak_relaxed(LOCKW(s), &v, v | SLUICE_LOCK_WAITERS))
 			continue;
 		if (!s->futex_ok ||
 		    (futex(LOCKW(s), FUTEX_WAIT, v | SLUICE_LOCK_WAITERS, &ts) && errno == EFAULT)) {
@@ -302,7 +296,7 @@ int sl_lock(struct sl_stack *s)
 		}
 		if (stack_broken(s))
 			return sl_broken_err(s);
-		v = atomic_load_explicit(LOCKW(s), memory_order_relaxed);
+		v = SL_READ_ONCE(*LOCKW(s));
 		if (v & SLUICE_LOCK_HELD) {
 			pid_t owner = (pid_t)(v >> SLUICE_LOCK_PID_SHIFT);
 
@@ -342,7 +336,7 @@ bool sl_lock_holder_dead(struct sl_stack *s, pid_t seen)
 		return false;
 	/* Acquire: pairs with nothing in the dead process; orders this load
 	 * after the liveness check above. */
-	v = atomic_load_explicit(LOCKW(s), memory_order_acquire);
+	v = sl_load_acquire(LOCKW(s));
 	return (v & SLUICE_LOCK_HELD) && (pid_t)(v >> SLUICE_LOCK_PID_SHIFT) == seen;
 }
 
@@ -351,11 +345,11 @@ uint32_t sl_lock_release(struct sl_stack *s)
 	uint32_t v;
 
 	/* Cleared before the release: see sl_lock_holder_dead(). */
-	atomic_store_explicit(OWNERW(s), 0, memory_order_relaxed);
+	SL_WRITE_ONCE(*OWNERW(s), 0);
 	/* Release: our writes to the region are visible to the next holder.
 	 * Waiters only ever add WAITERS to a held word: whatever they set is
 	 * in what the exchange returns. */
-	v = atomic_exchange_explicit(LOCKW(s), 0, memory_order_release);
+	v = sl_xchg_release(LOCKW(s), 0);
 	s->locked = false;
 	if (v & SLUICE_LOCK_WAITERS)
 		futex(LOCKW(s), FUTEX_WAKE, 1, NULL);
@@ -364,15 +358,16 @@ uint32_t sl_lock_release(struct sl_stack *s)
 
 void sl_lock_release_broken(struct sl_stack *s)
 {
-	atomic_store_explicit(OWNERW(s), 0, memory_order_relaxed);
-	atomic_exchange_explicit(LOCKW(s), 0, memory_order_release);
+	SL_WRITE_ONCE(*OWNERW(s), 0);
+	/* Release: as sl_lock_release(). */
+	sl_xchg_release(LOCKW(s), 0);
 	s->locked = false;
 	s->wake_pending = s->wake_poll = false;
 	futex(LOCKW(s), FUTEX_WAKE, INT_MAX, NULL);
-	futex((_Atomic uint32_t *)&s->r->wake_seq, FUTEX_WAKE, INT_MAX, NULL);
+	futex(&s->r->wake_seq, FUTEX_WAKE, INT_MAX, NULL);
 }
 
 void sl_wake_sleepers(struct sl_stack *s)
 {
-	futex((_Atomic uint32_t *)&s->r->wake_seq, FUTEX_WAKE, INT_MAX, NULL);
+	futex(&s->r->wake_seq, FUTEX_WAKE, INT_MAX, NULL);
 }

@@ -12,7 +12,6 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <stdio.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -213,8 +212,7 @@ static void publish(struct sl_stack *s, const struct sluice_region *tmp, const c
 	init_region(s, name, cfg);
 	/* The layers above lay out their parts (the socket table). */
 	init(s);
-	atomic_store_explicit((_Atomic uint32_t *)&s->r->state, SLUICE_STATE_READY,
-			      memory_order_release);
+	sl_store_release(&s->r->state, SLUICE_STATE_READY);
 }
 
 static int create_in_module(struct sl_stack *s, int dev, const char *name,
@@ -447,8 +445,8 @@ int sl_region_attach(struct sl_stack *s, const char *name)
 	s->module_backed = module;
 	/* A creator may still be laying it out: wait up to a second. */
 	for (tries = 0; tries < 1000; tries++) {
-		state = atomic_load_explicit((_Atomic uint32_t *)&s->r->state,
-					     memory_order_acquire);
+		/* Acquire: pairs with publish(): the layout is written. */
+		state = sl_load_acquire(&s->r->state);
 		if (state != SLUICE_STATE_INIT)
 			break;
 		usleep(1000);
@@ -460,7 +458,7 @@ int sl_region_attach(struct sl_stack *s, const char *name)
 	/* One copy of the header, checked and then used: the region's own
 	 * may change under us at any time. */
 	memcpy(&hdr, (const void *)s->r, sizeof(hdr));
-	lib_layout = *(volatile uint32_t *)&s->lib->lib_layout;
+	lib_layout = SL_READ_ONCE(s->lib->lib_layout);
 	if (hdr.magic == SLUICE_REGION_MAGIC && hdr.abi_version == SLUICE_ABI_VERSION &&
 	    lib_layout != SL_LAYOUT_VERSION) {
 		/* Another build of the library made it: never a silent attach

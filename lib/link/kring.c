@@ -17,21 +17,21 @@
 /* Our own index: only we (under the stack lock) write it. */
 static inline uint32_t own_load(const uint32_t *p)
 {
-	return __atomic_load_n(p, __ATOMIC_RELAXED);
+	return SL_READ_ONCE(*p);
 }
 
 /* The other side's index: acquire orders our reads of the entries it
  * published before moving it. */
 static inline uint32_t peer_load(const uint32_t *p)
 {
-	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+	return sl_load_acquire(p);
 }
 
 /* Release: the entries (and buffer data) written before are visible to
  * the module once it sees the index. */
 static inline void publish(uint32_t *p, uint32_t v)
 {
-	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+	sl_store_release(p, v);
 }
 
 static bool pow2_ok(uint32_t v)

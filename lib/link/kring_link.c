@@ -120,13 +120,13 @@ static void fail_sockets(struct sl_stack *s)
 static void dev_check(struct kring_link *kl, struct sl_stack *s)
 {
 	struct sluice_kring *h = kl->k.h;
-	uint32_t seq = __atomic_load_n(&h->dev_seq, __ATOMIC_ACQUIRE), mtu;
+	uint32_t seq = sl_load_acquire(&h->dev_seq), mtu;
 
 	if (seq == kl->dev_seq)
 		return;
 	kl->dev_seq = seq;
 	sl_count(s, SL_C_kring_dev_change);
-	if (__atomic_load_n(&h->dev_state, __ATOMIC_RELAXED) == SLUICE_KRING_DEV_GONE) {
+	if (SL_READ_ONCE(h->dev_state) == SLUICE_KRING_DEV_GONE) {
 		if (!kl->gone) {
 			kl->gone = true;
 			fail_sockets(s);
@@ -134,7 +134,7 @@ static void dev_check(struct kring_link *kl, struct sl_stack *s)
 		return;
 	}
 	/* New connections take the new MTU (sl_tcp_set_mss reads r->mtu). */
-	mtu = stack_mtu(s, kl, __atomic_load_n(&h->dev_mtu, __ATOMIC_RELAXED));
+	mtu = stack_mtu(s, kl, SL_READ_ONCE(h->dev_mtu));
 	s->r->mtu = mtu;
 	kl->link.mtu = mtu;
 }
@@ -251,7 +251,7 @@ int sluice_link_kring(struct sluice_stack *st)
 	ret = sl_lock(s);
 	if (ret)
 		goto err_free;
-	kl->dev_seq = __atomic_load_n(&kl->k.h->dev_seq, __ATOMIC_ACQUIRE);
+	kl->dev_seq = sl_load_acquire(&kl->k.h->dev_seq);
 	if (kl->k.h->dev_state == SLUICE_KRING_DEV_GONE) {
 		sl_unlock(s);
 		ret = -ENODEV;

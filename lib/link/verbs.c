@@ -297,7 +297,7 @@ static int verbs_send(struct verbs_link *v, struct sl_stack *s, uint32_t idx,
 	struct sluice_buf *b = sl_buf(s, idx);
 	/* Read once: checked against the slot, then copied into it (read
 	 * again, up to 64 KiB went into a slot of ud_mtu bytes). */
-	uint32_t len = SL_ONCE(b->len);
+	uint32_t len = SL_READ_ONCE(b->len);
 	struct ibv_send_wr *wr;
 	struct ibv_sge *sge;
 	uint8_t *slot;

@@ -6,7 +6,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdatomic.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -81,20 +81,21 @@ int sl_sys_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 
+static sigaction_fn real_sigaction;
+static pthread_once_t real_once = PTHREAD_ONCE_INIT;
+
+/* The next definition after ours (libc's), never the preload's. */
+static void resolve(void)
+{
+	real_sigaction = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
+}
+
 int sl_sys_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	static _Atomic(sigaction_fn) real;
-	sigaction_fn fn = atomic_load_explicit(&real, memory_order_acquire);
-
-	/* The next definition after ours (libc's), never the preload's.
-	 * Racing first calls resolve the same pointer. */
-	if (!fn) {
-		fn = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
-		if (!fn) {
-			errno = ENOSYS;
-			return -1;
-		}
-		atomic_store_explicit(&real, fn, memory_order_release);
+	pthread_once(&real_once, resolve);
+	if (!real_sigaction) {
+		errno = ENOSYS;
+		return -1;
 	}
-	return fn(sig, act, old);
+	return real_sigaction(sig, act, old);
 }

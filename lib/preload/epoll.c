@@ -65,7 +65,7 @@ static struct pl_ep *ep_of(int epfd)
 {
 	if (epfd < 0 || epfd >= PL_EP_MAX)
 		return NULL;
-	return __atomic_load_n(&eps[epfd], __ATOMIC_ACQUIRE);
+	return sl_load_acquire(&eps[epfd]);
 }
 
 bool pl_epoll_is_emulated(int epfd)
@@ -91,7 +91,7 @@ void pl_epoll_close(int epfd)
 		return;
 	pthread_mutex_lock(&eps_mu);
 	ep = eps[epfd];
-	__atomic_store_n(&eps[epfd], NULL, __ATOMIC_RELEASE);
+	sl_store_release(&eps[epfd], NULL);
 	pthread_mutex_unlock(&eps_mu);
 	/* A thread still waiting on it keeps going on freed memory in the
 	 * kernel too (its epoll fd is gone): the same undefined case. */
@@ -153,7 +153,7 @@ static struct pl_ep *ep_get_or_make(int epfd)
 		ep = calloc(1, sizeof(*ep));
 		if (ep) {
 			pthread_mutex_init(&ep->mu, NULL);
-			__atomic_store_n(&eps[epfd], ep, __ATOMIC_RELEASE);
+			sl_store_release(&eps[epfd], ep);
 		}
 	}
 	pthread_mutex_unlock(&eps_mu);
@@ -229,8 +229,8 @@ static bool ep_khint(struct pl_ep *ep)
 	pthread_mutex_lock(&ep->mu);
 	for (unsigned int i = 0; !hint && i < ep->kn; i++)
 		if (ep->kitems[i].sd < s->r->max_sockets)
-			hint = __atomic_load_n(&sl_sock(s, ep->kitems[i].sd)->kp.events,
-					       __ATOMIC_RELAXED) & ep->kitems[i].mask;
+			hint = SL_READ_ONCE(sl_sock(s, ep->kitems[i].sd)->kp.events) &
+			       ep->kitems[i].mask;
 	pthread_mutex_unlock(&ep->mu);
 	return hint;
 }
@@ -281,7 +281,7 @@ static void ep_kctl(struct pl_ep *ep, int op, int fd, struct pl_sock *ps,
 	struct pl_kitem *it = NULL;
 
 	pthread_mutex_lock(&ep->mu);
-	__atomic_store_n(&ep->kfd, true, __ATOMIC_RELAXED);
+	SL_WRITE_ONCE(ep->kfd, true);
 	for (unsigned int i = 0; i < ep->kn; i++)
 		if (ep->kitems[i].fd == fd)
 			it = &ep->kitems[i];
@@ -309,8 +309,8 @@ static struct pl_ep *ep_kfd_set(int epfd)
 {
 	struct pl_ep *ep = ep_of(epfd);
 
-	return ep && __atomic_load_n(&ep->kfd, __ATOMIC_RELAXED) &&
-	       !__atomic_load_n(&ep->n, __ATOMIC_RELAXED) ? ep : NULL;
+	return ep && SL_READ_ONCE(ep->kfd) &&
+	       !SL_READ_ONCE(ep->n) ? ep : NULL;
 }
 
 EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
@@ -471,7 +471,7 @@ EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms
 
 	if (ep_kfd_set(epfd))
 		return (int)pl_ret(ep_wait_kfd(epfd, ep, evs, max, timeout_ms));
-	if (!ep || !__atomic_load_n(&ep->n, __ATOMIC_RELAXED))
+	if (!ep || !SL_READ_ONCE(ep->n))
 		return REAL(epoll_wait)(epfd, evs, max, timeout_ms);
 	return (int)pl_ret(ep_wait(epfd, ep, evs, max, timeout_ms));
 }
@@ -491,7 +491,7 @@ EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout_m
 			pthread_sigmask(SIG_SETMASK, &old, NULL);
 		return (int)pl_ret(ret);
 	}
-	if (!ep || !__atomic_load_n(&ep->n, __ATOMIC_RELAXED))
+	if (!ep || !SL_READ_ONCE(ep->n))
 		return REAL(epoll_pwait)(epfd, evs, max, timeout_ms, mask);
 	if (mask)
 		pthread_sigmask(SIG_SETMASK, mask, &old);
@@ -509,7 +509,7 @@ EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct
 	struct pl_ep *ep = ep_of(epfd);
 	long long ms;
 
-	if (!ep_kfd_set(epfd) && (!ep || !__atomic_load_n(&ep->n, __ATOMIC_RELAXED))) {
+	if (!ep_kfd_set(epfd) && (!ep || !SL_READ_ONCE(ep->n))) {
 		if (!REAL(epoll_pwait2))
 			return (int)pl_ret(-ENOSYS);
 		return REAL(epoll_pwait2)(epfd, evs, max, ts, mask);

@@ -103,7 +103,7 @@ EXPORT int fcntl(int fd, int cmd, ...)
 	if (ret >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
 		pl_fd_dup(fd, ret, ps);
 	else if (ret >= 0 && cmd == F_SETFL)
-		ps->nonblock = ((long)arg & O_NONBLOCK) != 0;
+		SL_WRITE_ONCE(ps->nonblock, ((long)arg & O_NONBLOCK) != 0);
 	else if (ret >= 0 && cmd == F_GETFL)
 		/* What a socket says: read-write, no O_LARGEFILE (the
 		 * kernel's bit; glibc's O_LARGEFILE is 0 on 64-bit). */
@@ -169,7 +169,7 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 			      REAL(fcntl)(fd, F_SETFL, v ? fl | O_NONBLOCK : fl & ~O_NONBLOCK) ?
 			      -errno : 0;
 			if (!ret)
-				ps->nonblock = v != 0;
+				SL_WRITE_ONCE(ps->nonblock, v != 0);
 		}
 	} else if (req == FIONREAD) {
 		ret = arg ? inq(ps) : -EFAULT;

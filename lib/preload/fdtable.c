@@ -127,7 +127,7 @@ int pl_fdtable_open(struct sl_stack *s)
 		memset(p, 0, size);
 		h->stamp = region_stamp(s);
 		h->nrec = max;
-		__atomic_store_n(&h->magic, PL_FD_MAGIC, __ATOMIC_RELEASE);
+		sl_store_release(&h->magic, PL_FD_MAGIC);
 	}
 	recs = (struct pl_rec *)((uint8_t *)p + PL_HDR_SIZE);
 	nrec = max;
@@ -144,7 +144,7 @@ struct pl_sock *pl_get(int fd)
 	struct pl_sock *ps = NULL;
 	struct pl_table *t;
 
-	if (fd < 0 || !__atomic_load_n(&table, __ATOMIC_RELAXED))
+	if (fd < 0 || !SL_READ_ONCE(table))
 		return NULL;
 	rcu_read_lock();
 	t = rcu_dereference(table);
@@ -153,7 +153,7 @@ struct pl_sock *pl_get(int fd)
 		/* Non-zero while published: the table's own reference is
 		 * dropped only after synchronize_rcu() (pl_fd_forget()). */
 		if (ps)
-			atomic_fetch_add_explicit(&ps->refs, 1, memory_order_relaxed);
+			sl_fetch_add_relaxed(&ps->refs, 1);
 	}
 	rcu_read_unlock();
 	return ps;
@@ -161,7 +161,8 @@ struct pl_sock *pl_get(int fd)
 
 void pl_put(struct pl_sock *ps)
 {
-	if (ps && atomic_fetch_sub_explicit(&ps->refs, 1, memory_order_acq_rel) == 1)
+	/* Fully ordered: every use of ps comes before its free. */
+	if (ps && sl_fetch_sub(&ps->refs, 1) == 1)
 		free(ps);
 }
 
@@ -170,7 +171,7 @@ bool pl_is_sluice(int fd)
 	struct pl_table *t;
 	bool ret = false;
 
-	if (fd < 0 || !__atomic_load_n(&table, __ATOMIC_RELAXED))
+	if (fd < 0 || !SL_READ_ONCE(table))
 		return false;
 	rcu_read_lock();
 	t = rcu_dereference(table);
@@ -220,7 +221,7 @@ struct pl_sock *pl_fd_forget(int fd)
 {
 	struct pl_sock *ps = NULL;
 
-	if (fd < 0 || !__atomic_load_n(&table, __ATOMIC_RELAXED))
+	if (fd < 0 || !SL_READ_ONCE(table))
 		return NULL;
 	pthread_mutex_lock(&table_mu);
 	if ((unsigned int)fd < table->n) {
@@ -236,7 +237,7 @@ struct pl_sock *pl_fd_forget(int fd)
 void pl_fd_dup(int fd, int newfd, struct pl_sock *ps)
 {
 	(void)fd;
-	atomic_fetch_add_explicit(&ps->refs, 1, memory_order_relaxed);
+	sl_fetch_add_relaxed(&ps->refs, 1);
 	if (table_set(newfd, ps))
 		pl_put(ps);
 }
@@ -270,7 +271,7 @@ static bool kfd_off;		/* the module has no SOCK_FD: placeholders */
 
 bool pl_kfds(void)
 {
-	return __atomic_load_n(&kfd_on, __ATOMIC_RELAXED);
+	return SL_READ_ONCE(kfd_on);
 }
 
 /* SOCK_FD for socket sd; the fd or -errno. */
@@ -317,7 +318,7 @@ static int kfd_install(struct sl_stack *s, struct pl_sock *ps, uint32_t sd, int 
 		pl_libc.close(fd);	/* released: closed at the next unlock */
 		return ret;
 	}
-	__atomic_store_n(&kfd_on, true, __ATOMIC_RELAXED);
+	SL_WRITE_ONCE(kfd_on, true);
 	pl_debug("fd %d is socket %u (%s), a socket fd", fd, sd,
 		 type == SOCK_STREAM ? "tcp" : "udp");
 	return fd;
@@ -367,7 +368,7 @@ static bool kfd_adopt(int fd)
 		free(ps);
 		return false;
 	}
-	__atomic_store_n(&kfd_on, true, __ATOMIC_RELAXED);
+	SL_WRITE_ONCE(kfd_on, true);
 	pl_debug("adopted fd %d as socket %u (socket fd)", fd, si.idx);
 	return true;
 }
@@ -375,7 +376,7 @@ static bool kfd_adopt(int fd)
 int pl_kfd_sleep(struct pollfd *fds, nfds_t n, int ms)
 {
 	struct sl_stack *s = pl_sl();
-	_Atomic uint32_t *sleepers = (_Atomic uint32_t *)&s->r->sleepers;
+	uint32_t *sleepers = &s->r->sleepers;
 	struct sluice_stack_wake w = { .size = sizeof(w) };
 	struct pollfd buf[65], *p = buf;
 	int ret;
@@ -389,7 +390,7 @@ int pl_kfd_sleep(struct pollfd *fds, nfds_t n, int ms)
 	 * on the stack fd armed with it returns at once.  Sluice readiness
 	 * comes through the socket fds themselves (armed by this poll).
 	 */
-	atomic_fetch_add(sleepers, 1);
+	sl_fetch_add(sleepers, 1);
 	REAL(ioctl)(s->region_fd, SLUICE_IOC_STACK_WAKE, &w);
 	sluice_stack_poll((struct sluice_stack *)s);
 	w.flags = SLUICE_WAKE_ARM;
@@ -399,7 +400,7 @@ int pl_kfd_sleep(struct pollfd *fds, nfds_t n, int ms)
 	p[n].events = POLLIN;
 	p[n].revents = 0;
 	ret = REAL(poll)(p, n + 1, ms);
-	atomic_fetch_sub(sleepers, 1);
+	sl_fetch_sub(sleepers, 1);
 	for (nfds_t i = 0; i < n; i++)
 		fds[i].revents = p[i].revents;
 	if (p != buf)
@@ -418,7 +419,7 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 		ret = -ENOMEM;
 		goto err_close_sock;
 	}
-	if (s->module_backed && !__atomic_load_n(&kfd_off, __ATOMIC_RELAXED)) {
+	if (s->module_backed && !SL_READ_ONCE(kfd_off)) {
 		fd = kfd_install(s, ps, sd, type, cloexec, nonblock);
 		if (fd >= 0)
 			return fd;
@@ -427,7 +428,7 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 			goto err_free;
 		}
 		/* A module without socket fds: placeholders from now on. */
-		__atomic_store_n(&kfd_off, true, __ATOMIC_RELAXED);
+		SL_WRITE_ONCE(kfd_off, true);
 	}
 	fd = open(fd_path, O_RDONLY | (cloexec ? O_CLOEXEC : 0));
 	if (fd < 0) {
@@ -447,7 +448,7 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 	recs[sd].gen = sl_sock(s, sd)->kp.gen;
 	recs[sd].pid = (uint32_t)getpid();
 	recs[sd].type = (uint32_t)type;
-	__atomic_store_n(&recs[sd].state, PL_REC_USED, __ATOMIC_RELEASE);
+	sl_store_release(&recs[sd].state, PL_REC_USED);
 	ps->sd = sd;
 	ps->gen = recs[sd].gen;
 	ps->type = type;
@@ -460,7 +461,7 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 	return fd;
 
 err_unrec:
-	__atomic_store_n(&recs[sd].state, PL_REC_FREE, __ATOMIC_RELEASE);
+	sl_store_release(&recs[sd].state, PL_REC_FREE);
 err_close_fd:
 	pl_libc.close(fd);
 err_free:
@@ -488,14 +489,14 @@ static void reap(uint32_t sd)
 		return;
 	if (ofd_lock(probe, F_WRLCK, sd, false))
 		goto out;		/* still held somewhere */
-	if (__atomic_load_n(&recs[sd].state, __ATOMIC_ACQUIRE) == PL_REC_USED) {
+	if (sl_load_acquire(&recs[sd].state) == PL_REC_USED) {
 		so = sl_sock(s, sd);
 		if (so->type != SL_SOCK_FREE && so->kp.gen == recs[sd].gen &&
 		    !(so->flags & SL_SF_ORPHAN)) {
 			pl_debug("closing socket %u", sd);
 			sluice_close(pl_stack(), (int)sd);
 		}
-		__atomic_store_n(&recs[sd].state, PL_REC_FREE, __ATOMIC_RELEASE);
+		sl_store_release(&recs[sd].state, PL_REC_FREE);
 	}
 out:
 	pl_libc.close(probe);	/* drops the write lock */
@@ -518,14 +519,14 @@ void pl_sweep(void)
 	struct flock fl;
 	int probe;
 
-	if (!recs || now - __atomic_load_n(&last_sweep_us, __ATOMIC_RELAXED) < PL_SWEEP_US)
+	if (!recs || now - SL_READ_ONCE(last_sweep_us) < PL_SWEEP_US)
 		return;
-	__atomic_store_n(&last_sweep_us, now, __ATOMIC_RELAXED);
+	SL_WRITE_ONCE(last_sweep_us, now);
 	probe = open(fd_path, O_RDWR | O_CLOEXEC);
 	if (probe < 0)
 		return;
 	for (uint32_t sd = 0; sd < nrec; sd++) {
-		if (__atomic_load_n(&recs[sd].state, __ATOMIC_ACQUIRE) != PL_REC_USED)
+		if (sl_load_acquire(&recs[sd].state) != PL_REC_USED)
 			continue;
 		memset(&fl, 0, sizeof(fl));
 		fl.l_type = F_WRLCK;
@@ -585,7 +586,7 @@ bool pl_fd_adopt(int fd)
 	sd = lseek(fd, 0, SEEK_CUR);
 	fl = REAL(fcntl)(fd, F_GETFL);
 	if (sd < 0 || sd >= nrec || fl < 0 ||
-	    __atomic_load_n(&recs[sd].state, __ATOMIC_ACQUIRE) != PL_REC_USED ||
+	    sl_load_acquire(&recs[sd].state) != PL_REC_USED ||
 	    sl_sock(s, (uint32_t)sd)->kp.gen != recs[sd].gen)
 		return false;
 	ps = calloc(1, sizeof(*ps));

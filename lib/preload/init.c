@@ -262,7 +262,7 @@ static int device_link(struct sl_stack *s)
 
 struct sluice_stack *pl_stack(void)
 {
-	struct sluice_stack *st = __atomic_load_n(&stack, __ATOMIC_ACQUIRE);
+	struct sluice_stack *st = sl_load_acquire(&stack);
 	int ret;
 
 	if (st || stack_failed)
@@ -301,7 +301,7 @@ struct sluice_stack *pl_stack(void)
 		}
 	}
 	pl_debug("attached to stack %s", pl_cfg.stack);
-	__atomic_store_n(&stack, st, __ATOMIC_RELEASE);
+	sl_store_release(&stack, st);
 	goto out;
 
 err_close:
@@ -314,7 +314,7 @@ out:
 
 struct sl_stack *pl_sl(void)
 {
-	return (struct sl_stack *)__atomic_load_n(&stack, __ATOMIC_ACQUIRE);
+	return (struct sl_stack *)sl_load_acquire(&stack);
 }
 
 __attribute__((constructor)) static void pl_constructor(void)

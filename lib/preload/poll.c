@@ -88,8 +88,7 @@ static uint32_t wake_sum(struct sl_stack *s, const struct sluice_pollfd *p, unsi
 
 	for (unsigned int i = 0; i < n; i++)
 		if (p[i].sd >= 0 && (uint32_t)p[i].sd < s->r->max_sockets)
-			sum += __atomic_load_n(&sl_sock(s, (uint32_t)p[i].sd)->wake_seq,
-					       __ATOMIC_ACQUIRE);
+			sum += sl_load_acquire(&sl_sock(s, (uint32_t)p[i].sd)->wake_seq);
 	return sum;
 }
 

@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -109,8 +108,10 @@ struct pl_sock {
 	uint32_t sd;			/* index in the stack's socket table */
 	uint32_t gen;			/* the slot's generation when we took it */
 	int type;			/* SOCK_STREAM or SOCK_DGRAM */
-	_Atomic int refs;		/* table slots + callers in flight */
-	_Atomic bool nonblock;		/* O_NONBLOCK of the open file description */
+	int refs;			/* table slots + callers in flight (atomic) */
+	/* O_NONBLOCK of the open file description: any thread may set it
+	 * (SL_READ_ONCE/SL_WRITE_ONCE). */
+	bool nonblock;
 	bool kfd;			/* the fd is the module's socket fd (SOCK_FD) */
 	bool used;			/* bound, connected or sent on: no fallback */
 	bool reuseaddr, reuseport, nodelay, keepalive;

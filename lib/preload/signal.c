@@ -25,7 +25,7 @@ static __thread bool tls_norestart;
 
 unsigned int pl_sig_count(void)
 {
-	return __atomic_load_n(&tls_count, __ATOMIC_RELAXED);
+	return SL_READ_ONCE(tls_count);
 }
 
 bool pl_sig_take_restart(void)
@@ -42,7 +42,7 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 
 	if (!(a.sa_flags & SA_RESTART))
 		tls_norestart = true;
-	__atomic_store_n(&tls_count, tls_count + 1, __ATOMIC_RELAXED);
+	SL_WRITE_ONCE(tls_count, tls_count + 1);
 	if (a.sa_flags & SA_RESETHAND) {
 		/* The kernel reset its disposition already: so do we. */
 		user_act[sig].sa_handler = SIG_DFL;

@@ -143,7 +143,7 @@ int pl_fallback(int fd, struct pl_sock *ps)
 		sopt(ks, SOL_SOCKET, SO_RCVTIMEO, &ps->rcvtimeo, sizeof(ps->rcvtimeo));
 	if (ps->sndtimeo.tv_sec || ps->sndtimeo.tv_usec)
 		sopt(ks, SOL_SOCKET, SO_SNDTIMEO, &ps->sndtimeo, sizeof(ps->sndtimeo));
-	if (ps->nonblock)
+	if (SL_READ_ONCE(ps->nonblock))
 		REAL(fcntl)(ks, F_SETFL, O_NONBLOCK);
 	if (ps->type == SOCK_DGRAM)
 		mc_opts_to(ks, ps);

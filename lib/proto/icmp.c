@@ -31,7 +31,7 @@ void sl_icmp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned 
 	struct sl_icmp *ic = (struct sl_icmp *)((uint8_t *)ip + hlen);
 	/* Read once: sl_ip_input() checked its own read against hlen; one
 	 * below it now would wrap len to ~4 GiB for the checksum and move. */
-	unsigned int blen = SL_ONCE(b->len), len = blen - hlen;
+	unsigned int blen = SL_READ_ONCE(b->len), len = blen - hlen;
 	uint32_t tmp;
 
 	sl_count(s, SL_C_icmp_rx);

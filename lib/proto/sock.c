@@ -5,7 +5,6 @@
  * it runs under the stack lock.
  */
 #include <errno.h>
-#include <stdatomic.h>
 #include <string.h>
 
 #include "proto/proto.h"
@@ -385,14 +384,16 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 	/* A socket fd exists (or did): its events go out at unlock.  Others
 	 * cost this one load, on the line just written. */
 	sl_kp_note(s, so);
-	if (atomic_load_explicit((_Atomic uint32_t *)&s->r->sleepers, memory_order_seq_cst)) {
-		atomic_fetch_add_explicit((_Atomic uint32_t *)&s->r->wake_seq, 1,
-					  memory_order_release);
+	/* A sleeper counts itself before its last look, which it takes
+	 * under the lock: we hold it, so either that look comes after us and
+	 * sees this change, or its count is visible to this load. */
+	if (SL_READ_ONCE(s->r->sleepers)) {
+		/* Read by futex waiters without the lock: an atomic RMW. */
+		sl_fetch_add(&s->r->wake_seq, 1);
 		s->wake_pending = true;
 		/* A sleeper counts itself in poll_sleepers before sleepers,
 		 * both before its last look under the lock. */
-		if (atomic_load_explicit((_Atomic uint32_t *)&s->lib->poll_sleepers,
-					 memory_order_relaxed))
+		if (SL_READ_ONCE(s->lib->poll_sleepers))
 			s->wake_poll = true;
 	}
 }

@@ -6,7 +6,6 @@
  * socket fd went (the module marks them released; the next holder closes
  * them as close() would).
  */
-#include <stdatomic.h>
 #include <sys/epoll.h>
 
 #include "os/os.h"
@@ -21,8 +20,6 @@ int (*sl_sockfd_ioctl)(int fd, unsigned long req, void *arg);
  * TLS: no __tls_get_addr call on the unlock path.
  */
 __thread struct sl_kp_wakes sl_kp_w __attribute__((tls_model("initial-exec")));
-
-#define KP_U32(p)	((_Atomic uint32_t *)(p))
 
 /* One SOCK_WAKE for the n slots at idx. */
 static void kp_wake(struct sl_stack *s, const uint32_t *idx, unsigned int n)
@@ -59,7 +56,7 @@ void sl_kp_publish(struct sl_stack *s, struct sl_sock *so)
 	 * these events or we see armed and wake it.  armed is read first and
 	 * exchanged only when set, so nobody polling costs no store.
 	 */
-	atomic_store_explicit(KP_U32(&so->kp.events), ev, memory_order_relaxed);
+	SL_WRITE_ONCE(so->kp.events, ev);
 	/*
 	 * A poller is woken for what it could not have seen: bits that came
 	 * up, or new data (an edge for EPOLLET, as a kernel socket's
@@ -70,9 +67,8 @@ void sl_kp_publish(struct sl_stack *s, struct sl_sock *so)
 	if (!(ev & ~old) && rx == so->kp_rx_mark)
 		return;
 	so->kp_rx_mark = rx;
-	atomic_thread_fence(memory_order_seq_cst);
-	if (!atomic_load_explicit(KP_U32(&so->kp.armed), memory_order_relaxed) ||
-	    !atomic_exchange_explicit(KP_U32(&so->kp.armed), 0, memory_order_relaxed))
+	sl_smp_mb();
+	if (!SL_READ_ONCE(so->kp.armed) || !sl_xchg_relaxed(&so->kp.armed, 0))
 		return;
 	/* Rare: so many at once, or another stack's left (a thread holding
 	 * two stacks): woken now, under the lock. */
@@ -95,8 +91,7 @@ void sl_kp_publish_noted(struct sl_stack *s)
 		for (uint32_t i = 0; i < max; i++) {
 			struct sl_sock *so = sl_sock(s, i);
 
-			if (atomic_load_explicit(KP_U32(&so->kp.kstate), memory_order_relaxed) !=
-			    SLUICE_KSOCK_NONE)
+			if (SL_READ_ONCE(so->kp.kstate) != SLUICE_KSOCK_NONE)
 				sl_kp_publish(s, so);
 		}
 	} else {
@@ -117,8 +112,7 @@ void sl_kp_wake_flush(void)
 static bool ksock_close(struct sl_stack *s, struct sl_sock *so)
 {
 	if (so->type == SL_SOCK_FREE || (so->flags & SL_SF_ORPHAN) ||
-	    atomic_load_explicit(KP_U32(&so->kp.kstate), memory_order_relaxed) !=
-	    SLUICE_KSOCK_RELEASED)
+	    SL_READ_ONCE(so->kp.kstate) != SLUICE_KSOCK_RELEASED)
 		return false;
 	sl_count(s, SL_C_sockfd_released);
 	if (so->type == SL_SOCK_TCP)
@@ -132,7 +126,7 @@ void sl_ksock_reap(struct sl_stack *s)
 {
 	struct sl_region *r = s->lib;
 	/* Acquire: the module set kstate before it stored the count. */
-	uint32_t rel = atomic_load_explicit(KP_U32(&s->r->ksock_released), memory_order_acquire);
+	uint32_t rel = sl_load_acquire(&s->r->ksock_released);
 
 	if (rel == r->ksock_handled)
 		return;
@@ -152,7 +146,7 @@ bool sl_ksock_close_released(struct sl_stack *s, uint32_t sd, uint32_t gen)
 	so = sl_sock(s, sd);
 	if (so->kp.gen != gen)
 		return false;
-	rel = atomic_load_explicit(KP_U32(&s->r->ksock_released), memory_order_acquire);
+	rel = sl_load_acquire(&s->r->ksock_released);
 	if (!ksock_close(s, so))
 		return false;
 	/* Ours was the only release not handled: no scan needed for it. */

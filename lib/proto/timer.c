@@ -62,7 +62,7 @@ int sl_timer_run(struct sl_stack *s, uint64_t now_us)
 	struct sl_region *r = s->lib;
 	/* Read once: the bounds below come from one value (two reads of a
 	 * scribbled wheel_now_ms made a loop of up to 2^64 slots). */
-	uint64_t start = SL_ONCE(r->wheel_now_ms), ms, end;
+	uint64_t start = SL_READ_ONCE(r->wheel_now_ms), ms, end;
 	int fired = 0;
 
 	if (now_ms <= start)

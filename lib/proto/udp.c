@@ -54,7 +54,7 @@ static void queue_datagram(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
  * count (read again after a check) indexes past mc_group. */
 static uint32_t mc_count(const struct sl_sock *so)
 {
-	uint32_t n = SL_ONCE(so->udp.mc_n);
+	uint32_t n = SL_READ_ONCE(so->udp.mc_n);
 
 	return n < SL_UDP_MC_MAX ? n : SL_UDP_MC_MAX;
 }
@@ -455,7 +455,7 @@ ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_
 	ip = (const struct sl_ip *)sl_buf_data(s, idx);
 	/* The datagram (seq bytes at aux, after the UDP header) lies inside
 	 * the packet, or the buffer was written by someone else. */
-	dlen = SL_ONCE(b->seq);	/* once: checked, it bounds the copy */
+	dlen = SL_READ_ONCE(b->seq);	/* once: checked, it bounds the copy */
 	if (b->aux < sizeof(struct sl_ip) + sizeof(*uh) || b->aux + dlen > b->len) {
 		sl_corrupt(s, SL_C_corrupt_buf_len, idx);
 		return sl_broken_err(s);

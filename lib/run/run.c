@@ -4,8 +4,6 @@
  * at the start of a turn, and at its end everything the holder left for
  * others to see, before and after the lock is let go.
  */
-#include <stdatomic.h>
-
 #include "os/os.h"
 #include "run/run.h"
 
@@ -79,13 +77,13 @@ int sl_run_poll(struct sl_stack *s)
 {
 	int n;
 
-	if (s->corrupt || atomic_load_explicit((_Atomic uint32_t *)&s->r->state,
-					       memory_order_acquire) == SLUICE_STATE_BROKEN)
+	/* Acquire: pairs with the release that marked it broken. */
+	if (s->corrupt || sl_load_acquire(&s->r->state) == SLUICE_STATE_BROKEN)
 		return sl_broken_err(s);
 	/* With no link and no loopback packets left over (sl_unlock()), only
 	 * timers need running: look at the clock every 16th call (reading it
 	 * costs more than the rest of a spin). */
-	if (!s->link && *(volatile uint32_t *)&s->lib->lo_head == SLUICE_IDX_NONE &&
+	if (!s->link && SL_READ_ONCE(s->lib->lo_head) == SLUICE_IDX_NONE &&
 	    ((++s->poll_calls & 15) || sl_now(s) / 1000 <= s->lib->wheel_now_ms))
 		return 0;
 	if (!sl_trylock(s))

@@ -7,6 +7,8 @@
 #    of a layer below it (os/os.h, core/core.h, proto/proto.h, run/run.h,
 #    link/link.h, api/api.h): never one above, never another layer's
 #    private header;
+#  - one style for shared memory: lib/core/shm.h's helpers; no _Atomic,
+#    <stdatomic.h>, volatile or __atomic builtin anywhere else in lib/;
 #  - one door to the OS: no object of the library outside os/ and preload/
 #    refers to a name that libsluice-preload.so interposes (nm -u), so the
 #    stack's own descriptors never enter the preload's wrappers.
@@ -52,6 +54,10 @@ while read -r f; do
 	done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "lib/$f")
 done < <(cd lib && find . -name '*.[ch]' | sed 's|^\./||' | sort)
 check "no include runs up a layer or into another layer's private header ($n checked)${bad:+:$bad}" [ -z "$bad" ]
+
+styles=$(grep -rnE '_Atomic|stdatomic\.h|volatile|__atomic_|__sync_' lib --include='*.[ch]' |
+	grep -v '^lib/core/shm\.h:' | grep -vE '^[^:]+:[0-9]+:\s*(/?\*|//)' | cut -d: -f1,2 | tr '\n' ' ')
+check "shared memory is touched only through core/shm.h${styles:+ (also: $styles)}" [ -z "$styles" ]
 
 # The names the preload interposes, from its version script.
 names=$(sed -n '/global:/,/local:/p' lib/preload/preload.map | tr -s ' \t;' '\n' |

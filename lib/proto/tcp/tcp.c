@@ -493,7 +493,7 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 	/* A segment's payload (after SL_TCP_DATA_OFF) must fit a buffer.
 	 * Read once: the copy below is bounded by this value (and the
 	 * division by it is by the value found non-zero). */
-	mss = SL_ONCE(tp->mss);
+	mss = SL_READ_ONCE(tp->mss);
 	if (__builtin_expect(mss > SL_TCP_BUF_PAYLOAD(s), 0)) {
 		sl_sock_insane(s, so);
 		return sl_broken_err(s);
@@ -514,7 +514,7 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 		 * the copy starts and what bounds it (read again, mss - aux
 		 * wrapped to ~4 GiB and the copy ran past the buffer). */
 		if (sl_buf_some(s, idx) && !(sl_buf(s, idx)->flags & SL_TBF_SENT))
-			aux = SL_ONCE(sl_buf(s, idx)->aux);
+			aux = SL_READ_ONCE(sl_buf(s, idx)->aux);
 		if (aux >= mss) {
 			if (!pool_has_room(s))
 				break;
@@ -591,7 +591,7 @@ uint32_t sl_tcp_recv_lend(struct sl_stack *s, struct sl_sock *so, size_t len, si
 		const struct sluice_buf *b = sl_buf(s, idx);
 		/* Read once: n bounds the caller's copy into a buffer of len
 		 * bytes (read again, n could pass len). */
-		uint16_t blen = SL_ONCE(b->len);
+		uint16_t blen = SL_READ_ONCE(b->len);
 
 		if (n + blen > len)
 			break;
@@ -743,7 +743,7 @@ ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t le
 		return -ENOTCONN;
 	while (done < len && sl_buf_next(s, idx, &steps)) {
 		struct sluice_buf *b = sl_buf(s, idx);
-		uint32_t n = SL_ONCE(b->len);	/* once: it bounds the copy */
+		uint32_t n = SL_READ_ONCE(b->len);	/* once: it bounds the copy */
 
 		if (n > len - done)
 			n = (uint32_t)(len - done);
@@ -888,7 +888,7 @@ uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so)
 	if (so->state == SL_TCP_CLOSED) {
 		ev |= SL_EV_HUP | SL_EV_IN | SL_EV_OUT;
 	} else if (can_send(so)) {
-		uint32_t mss = SL_ONCE(tp->mss);	/* once: the divisor tested */
+		uint32_t mss = SL_READ_ONCE(tp->mss);	/* once: the divisor tested */
 
 		if (so->sndbuf > tp->sndq_bytes + so->sndbuf / 8 && pool_has_room(s) &&
 		    tp->sndq_bytes / (mss ? mss : 1) < s->n_bufs / 4)
@@ -988,7 +988,7 @@ int sl_tcp_getsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 	} else if (name == TCP_INFO) {
 		struct tcp_info ti;
 		unsigned int n = *len < sizeof(ti) ? *len : sizeof(ti);
-		uint32_t mss = SL_ONCE(tp->mss), div = mss ? mss : 1;	/* once: a divisor */
+		uint32_t mss = SL_READ_ONCE(tp->mss), div = mss ? mss : 1;	/* once: a divisor */
 
 		memset(&ti, 0, sizeof(ti));
 		ti.tcpi_state = so->state;

@@ -106,7 +106,7 @@ void sl_tcp_cc_ack(struct sl_tcp_sock *tp, uint32_t acked, uint64_t now_us)
 	uint64_t target, t;
 	/* Divisors, read once: the values found non-zero are the ones
 	 * divided by (the socket is in the shared region). */
-	uint32_t mss = SL_ONCE(tp->mss), cwnd = SL_ONCE(tp->cwnd);
+	uint32_t mss = SL_READ_ONCE(tp->mss), cwnd = SL_READ_ONCE(tp->cwnd);
 
 	if (!acked || !mss || !cwnd)
 		return;

@@ -331,7 +331,7 @@ static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		uint8_t *p = sl_buf_base(s, tp->sndq_head) + SL_TCP_DATA_OFF;
 		/* Read once: checked, then the offset and length of the move
 		 * (read again, d or aux - d could be anything up to 4 GiB). */
-		uint32_t seq = SL_ONCE(b->seq), aux = SL_ONCE(b->aux), una = SL_ONCE(tp->snd_una);
+		uint32_t seq = SL_READ_ONCE(b->seq), aux = SL_READ_ONCE(b->aux), una = SL_READ_ONCE(tp->snd_una);
 
 		if (aux > SL_TCP_BUF_PAYLOAD(s)) {
 			sl_corrupt(s, SL_C_corrupt_buf_len, tp->sndq_head);
@@ -1220,9 +1220,9 @@ void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 	 * checked here is what the checksum covers.  Read again, a length
 	 * below hlen after the check wrapped len to ~4 GiB for the checksum.
 	 */
-	unsigned int blen = SL_ONCE(b->len), bflags = SL_ONCE(b->flags);
+	unsigned int blen = SL_READ_ONCE(b->len), bflags = SL_READ_ONCE(b->flags);
 	/* A chained segment: sl_ip_input() checked its length (b->seq). */
-	unsigned int more = sl_buf_flags_chained(bflags) ? SL_ONCE(b->seq) : 0;
+	unsigned int more = sl_buf_flags_chained(bflags) ? SL_READ_ONCE(b->seq) : 0;
 	unsigned int len, thl;
 	struct sl_sock *so;
 	struct seg g;

@@ -515,7 +515,7 @@ static unsigned int chain_more(struct sl_stack *s, struct sl_sock *so, uint32_t 
 		const struct sluice_buf *b = sl_buf(s, j);
 		/* Read once: the sum is checked as it is made (it is the
 		 * segment's length, which the checksum and IPv4 length cover). */
-		uint32_t aux = SL_ONCE(b->aux);
+		uint32_t aux = SL_READ_ONCE(b->aux);
 
 		if ((b->flags & SL_TBF_SENT) || !aux || aux > SL_TCP_BUF_PAYLOAD(s) ||
 		    total + aux > usable || total + aux > SL_TCP_CHAIN_BYTES)

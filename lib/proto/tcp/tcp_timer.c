@@ -171,7 +171,7 @@ static void on_rexmt(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
  * The shift is bounded (the backoff, from the region, may be anything). */
 static uint64_t persist_delay(const struct sl_tcp_sock *tp)
 {
-	uint8_t shift = SL_ONCE(tp->backoff);
+	uint8_t shift = SL_READ_ONCE(tp->backoff);
 
 	return (uint64_t)(tp->rto_us < SL_TCP_RTO_MIN_US ? SL_TCP_RTO_MIN_US : tp->rto_us)
 	       << (shift > 16 ? 16 : shift);
