@@ -197,7 +197,6 @@ struct sluice_region {
  */
 #define SLUICE_REGION_LIB_OFF	256
 
-
 /*
  * Stacks.
  *

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * The native API (include/sluice/sluice.h): stacks by name, BSD-like socket
- * calls and readiness.  Each call takes the stack lock around the protocol
- * code; blocking calls spin for the stack's spin time, then sleep in
- * poll(2) on the link's fd in short slices, re-checking readiness.
+ * calls and readiness.  A call on a socket takes the stack lock around the
+ * protocol code and ends its turn with sl_unlock() (run/); blocking calls
+ * spin for the stack's spin time, then sleep (run/wait.c) until the stack
+ * may have changed, re-checking readiness.
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -486,7 +487,7 @@ static long tcp_send_lent(struct sl_stack *s, struct sl_sock *so, const void *bu
 		off += chunk;
 	}
 	if (sl_lock(s)) {
-		*locked = false;	/* lock.c found the stack broken */
+		*locked = false;	/* sl_lock() found the stack broken */
 		return done ? done : -EPIPE;
 	}
 	sl_kp_note(s, so);

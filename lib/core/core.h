@@ -267,7 +267,7 @@ struct sl_stack {
 	 * mapped): lock waiters and link-less sleepers use them, else nap or
 	 * poll the stack fd. */
 	bool futex_ok;
-	bool wake_poll;			/* wake_pending: pollers too (api.c) */
+	bool wake_poll;			/* wake_pending: pollers too (run/run.c) */
 	struct sl_link *link;
 	uint64_t (*clock)(void *arg);	/* now, microseconds */
 	void *clock_arg;
@@ -276,8 +276,6 @@ struct sl_stack {
 	uint64_t batch_now_us;		/* sl_batch_begin(): the time of a batch */
 	struct sl_counters *ctr;	/* our counter block in the region */
 	pid_t ctr_pid;			/* the process that block was claimed for */
-	/* Stack-local loopback queue (buffer indices), drained under the lock. */
-	uint32_t lo_head, lo_tail;
 	char name[SLUICE_NAME_MAX];
 	/*
 	 * The region's geometry, checked once when it is mapped (region.c,
@@ -321,7 +319,7 @@ struct sl_stack {
  * is still from the wire (martian checks apply).
  */
 #define SL_BUF_CSUM_OK	0x4000
-/* Given to the module on the kring fill ring (link_kring.c). */
+/* Given to the module on the kring fill ring (link/kring_link.c). */
 #define SL_BUF_ON_FILL	0x2000
 /*
  * A TCP segment inside the stack whose payload goes on past this buffer

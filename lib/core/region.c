@@ -92,7 +92,7 @@ static int64_t layout(struct sluice_region *r, const struct sluice_stack_config 
 	off = r->bufdata_off + (uint64_t)r->n_bufs * r->buf_size;
 	/* Room past the last buffer for any offset and length a buffer's
 	 * metadata can hold, should another process have changed them
-	 * after they were checked (stack.h, sl_buf_data()). */
+	 * after they were checked (core.h, sl_buf_data()). */
 	off += SL_REGION_SLACK;
 	r->region_size = ALIGN_UP(off, 4096);
 	return (int64_t)r->region_size;

@@ -3,7 +3,7 @@
  * IPoIB wire formats (RFC 4391, RFC 4392): the 4-byte encapsulation header,
  * the 20-byte hardware address, ARP with hardware type 32, the broadcast
  * group's MGID and the UD MTU.  Pure encode/decode, no device: the verbs
- * link (link_verbs.c) uses it and the host unit tests drive it directly.
+ * link (link/verbs.c) uses it and the host unit tests drive it directly.
  */
 #ifndef SLUICE_IPOIB_H
 #define SLUICE_IPOIB_H

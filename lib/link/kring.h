@@ -2,7 +2,7 @@
 /*
  * The kring rings seen from user space (uapi struct sluice_kring): the
  * header validated once, then fill, rx and tx handled under the stack
- * lock.  Kept apart from the link (link_kring.c) so a test can drive the
+ * lock.  Kept apart from the link (link/kring_link.c) so a test can drive the
  * rings laid out in ordinary memory, playing the module's side.
  */
 #ifndef SLUICE_KRING_H

@@ -4,14 +4,14 @@
  * framed as IPoIB (RFC 4391) over a UD QP of this process, through
  * rdma-core.  It is what Soft-RoCE (rxe) can run: no source QPN, no flow
  * steering, no checksum offload, so the stack demultiplexes and checks
- * everything itself.  The enhanced IPoIB mode (link_verbs_enh.c) reuses
+ * everything itself.  The enhanced IPoIB mode (link/verbs_enh.c) reuses
  * everything here but the QP's creation and the neighbours' source.
  *
  * Receive is zero copy: one MR covers the region's packet-buffer data, so
  * receive WRs point into pool buffers, placed so that after the 40-byte
  * GRH and the 4-byte IPoIB header the IP header lands at SL_HEADROOM.
  *
- * Send copies: a link's tx only borrows the buffer (stack.h), and TCP
+ * Send copies: a link's tx only borrows the buffer (core.h), and TCP
  * frees what it sent on ACK, UDP at once, so a buffer the device still
  * reads could be reused and rewritten under it.  tx copies the packet
  * behind a 4-byte IPoIB header into a slot of the link's own send ring

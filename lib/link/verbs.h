@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The verbs link's bookkeeping of pool buffers it posts for receive
- * (link_verbs.c), apart so the host unit tests can drive it with no device.
+ * (link/verbs.c), apart so the host unit tests can drive it with no device.
  */
 #ifndef SLUICE_LINK_VERBS_H
 #define SLUICE_LINK_VERBS_H

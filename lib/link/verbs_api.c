@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The verbs links' calls into rdma-core and the module (link_verbs_api.h):
+ * The verbs links' calls into rdma-core and the module (link/verbs_api.h):
  * the real ones.  Several are inline functions of <infiniband/verbs.h>
  * (post_send, poll_cq, create_qp_ex, create_flow, ...), so they are
  * wrapped here to have an address.

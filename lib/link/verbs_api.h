@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Every rdma-core call the verbs links make (link_verbs.c, plain UD;
- * link_verbs_enh.c, enhanced IPoIB), through one table.  Production uses
+ * Every rdma-core call the verbs links make (link/verbs.c, plain UD;
+ * link/verbs_enh.c, enhanced IPoIB), through one table.  Production uses
  * sl_verbs_real (the library's calls, inline wrappers included); the host
  * unit tests swap in a test double (tests/unit/verbs_double.c) that
  * records and checks every attribute the links pass and injects errors,

@@ -81,7 +81,7 @@ static struct verbs_link *enh_of(struct sl_link *l)
 {
 	struct verbs_link *v = (struct verbs_link *)l;
 
-	/* A forked child's filters take the rings (link_verbs.c). */
+	/* A forked child's filters take the rings (link/verbs.c). */
 	return v->enhanced && v->flows && v->owner == sl_self_pid() ? v : NULL;
 }
 

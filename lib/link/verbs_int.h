@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Inside the verbs links: what link_verbs.c (plain UD, the shared send,
- * receive and neighbour code) and link_verbs_enh.c (enhanced IPoIB) share.
+ * Inside the verbs links: what link/verbs.c (plain UD, the shared send,
+ * receive and neighbour code) and link/verbs_enh.c (enhanced IPoIB) share.
  */
 #ifndef SLUICE_LINK_VERBS_INT_H
 #define SLUICE_LINK_VERBS_INT_H
@@ -84,7 +84,7 @@ struct verbs_link {
 	/*
 	 * Sends: each packet is copied into a slot of a ring of sq_size slots
 	 * this link owns (tx_mr), so the stack's buffer is free again when tx
-	 * returns, as stack.h wants.  tx_head counts slots taken, tx_tail slots
+	 * returns, as core.h wants.  tx_head counts slots taken, tx_tail slots
 	 * the device is done with: a slot is reused only after a completion at
 	 * or past it was polled (a UD send queue completes in order).  WRs
 	 * wait in tx_wr until flush (sl_unlock()) posts them with one
@@ -117,7 +117,7 @@ struct verbs_link {
 
 struct sluice_ifinfo;
 
-/* link_verbs.c and link_verbs_setup.c: the shared parts. */
+/* link/verbs.c and link/verbs_setup.c: the shared parts. */
 struct ibv_ah *sl_verbs_ah_make(struct verbs_link *v, const uint8_t gid[16],
 				 const struct sluice_neigh_resolve *nr);
 extern const struct sl_link_ops sl_verbs_ops;
@@ -134,7 +134,7 @@ void sl_verbs_return_bufs(struct verbs_link *v);
 int sl_verbs_rx_cq(struct verbs_link *v, struct sl_stack *s, int budget);
 void sl_verbs_flush(struct sl_link *l, struct sl_stack *s);
 
-/* link_verbs_enh.c */
+/* link/verbs_enh.c */
 /* Lock held, from the receive timer: drop rules whose filter went away
  * in another process (filter.c told only that process's link). */
 void sl_verbs_flows_reconcile(struct verbs_link *v, struct sl_stack *s);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The verbs links' setup and teardown (link_verbs.c has the data path and
- * neighbours, link_verbs_enh.c the enhanced IPoIB mode): the device, the
+ * The verbs links' setup and teardown (link/verbs.c has the data path and
+ * neighbours, link/verbs_enh.c the enhanced IPoIB mode): the device, the
  * port's facts, PD, MRs, channel, CQs, the plain UD QP, the broadcast
  * group, the fd to sleep on, and everything's release.
  */
@@ -21,7 +21,7 @@
 /*
  * The plain UD QP: created by this process, RESET -> INIT (P_Key index,
  * port, Q_Key) -> RTR -> RTS (SQ PSN).  The enhanced one (source QPN,
- * state-only transitions) is enh_qp_create() in link_verbs_enh.c;
+ * state-only transitions) is enh_qp_create() in link/verbs_enh.c;
  * everything after the QP exists is shared.
  */
 static int verbs_qp_create_plain(struct verbs_link *v)

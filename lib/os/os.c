@@ -64,11 +64,6 @@ int sl_sys_setsockopt(int fd, int level, int name, const void *val, socklen_t le
 	return (int)syscall(SYS_setsockopt, fd, level, name, val, len);
 }
 
-ssize_t sl_sys_send(int fd, const void *buf, size_t len, int flags)
-{
-	return syscall(SYS_sendto, fd, buf, len, flags, NULL, 0);
-}
-
 int sl_sys_epoll_create1(int flags)
 {
 	return (int)syscall(SYS_epoll_create1, flags);

@@ -7,7 +7,7 @@
  *
  * A stack on a network device (SLUICE_IFNAME, or any stack attached by
  * name that the module says is on one) runs through the module's rings:
- * every process links them itself when it opens the stack (link_kring.c
+ * every process links them itself when it opens the stack (link/kring_link.c
  * wants each process to).  A fork()ed child inherits the parent's link
  * with its memory (the ring mapping and the stack fd are shared, and the
  * rings keep no per-process state), so it links nothing again; an exec'd

@@ -191,7 +191,7 @@ static inline bool sl_sock_sane(struct sl_stack *s, struct sl_sock *so)
 }
 
 /*
- * The cheap part of sl_sock_sane(), for every call on a socket (api.c):
+ * The cheap part of sl_sock_sane(), for every call on a socket (api/api.c):
  * its own idx names its slot (it is handed out as the descriptor and
  * linked into chains).  Its queues and links are checked where they are
  * followed (sl_buf_some(), sl_buf_next(), ...).

@@ -378,7 +378,7 @@ void sl_kp_note_slow(struct sl_stack *s, struct sl_sock *so)
 void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 {
 	/* Under the lock.  The stack-wide futex word moves only while some
-	 * process sleeps on it (api.c), so busy-polling processes never
+	 * process sleeps on it (run/wait.c), so busy-polling processes never
 	 * bounce it; the futex wake itself happens after the unlock. */
 	so->wake_seq++;
 	/* A socket fd exists (or did): its events go out at unlock.  Others

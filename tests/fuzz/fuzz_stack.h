@@ -387,13 +387,13 @@ static void fz_check(void)
 	uint32_t held = 0, nfree = 0, used = 0, embryos = 0;
 
 	memset(F.seen, 0, r->n_bufs);
-	fz_mark_chain(r->buf_free_idx, "free list", &nfree);
-	if (nfree != r->buf_free_count)
+	fz_mark_chain(F.s->lib->buf_free_idx, "free list", &nfree);
+	if (nfree != F.s->lib->buf_free_count)
 		fz_fail("free list holds %u buffers, buf_free_count says %u", nfree,
-			r->buf_free_count);
-	fz_mark_chain(r->lo_head, "loopback queue", &held);
+			F.s->lib->buf_free_count);
+	fz_mark_chain(F.s->lib->lo_head, "loopback queue", &held);
 	for (int i = 0; i < SL_NEIGH_MAX; i++) {
-		const struct sl_neigh *n = &r->neigh[i];
+		const struct sl_neigh *n = &F.s->lib->neigh[i];
 
 		if (n->hold_idx == SLUICE_IDX_NONE)
 			continue;
@@ -439,8 +439,8 @@ static void fz_check(void)
 			r->n_bufs - held - nfree);
 	if (used != r->sock_used)
 		fz_fail("%u sockets in use, sock_used says %u", used, r->sock_used);
-	if (embryos != r->tcp_embryos)
-		fz_fail("%u embryonic connections, tcp_embryos says %u", embryos, r->tcp_embryos);
+	if (embryos != F.s->lib->tcp_embryos)
+		fz_fail("%u embryonic connections, tcp_embryos says %u", embryos, F.s->lib->tcp_embryos);
 }
 
 /* Close everything, let every timer run out: nothing may be left. */
@@ -472,7 +472,7 @@ static void fz_finish(void)
 				due = so->wheel_due_ms;
 		}
 		for (int n = 0; n < SL_NEIGH_MAX; n++)
-			pending |= r->neigh[n].hold_idx != SLUICE_IDX_NONE;
+			pending |= F.s->lib->neigh[n].hold_idx != SLUICE_IDX_NONE;
 		if (r->sock_used == 0 && !pending)
 			break;
 		if (!due && !pending)
@@ -489,14 +489,14 @@ static void fz_finish(void)
 		fz_fail("leak: %u sockets left after every timer ran out (%d steps)",
 			r->sock_used, i);
 	for (int n = 0; n < SL_NEIGH_MAX; n++)
-		if (r->neigh[n].hold_idx != SLUICE_IDX_NONE)
+		if (F.s->lib->neigh[n].hold_idx != SLUICE_IDX_NONE)
 			fz_fail("leak: neighbour %d still holds a packet", n);
-	if (r->lo_head != SLUICE_IDX_NONE)
+	if (F.s->lib->lo_head != SLUICE_IDX_NONE)
 		fz_fail("leak: packets left on the loopback queue");
-	if (r->buf_free_count != r->n_bufs)
-		fz_fail("leak: %u of %u buffers back in the pool", r->buf_free_count, r->n_bufs);
-	if (r->tcp_embryos)
-		fz_fail("leak: %u embryonic connections counted", r->tcp_embryos);
+	if (F.s->lib->buf_free_count != r->n_bufs)
+		fz_fail("leak: %u of %u buffers back in the pool", F.s->lib->buf_free_count, r->n_bufs);
+	if (F.s->lib->tcp_embryos)
+		fz_fail("leak: %u embryonic connections counted", F.s->lib->tcp_embryos);
 	fz_check();
 }
 

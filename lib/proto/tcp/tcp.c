@@ -419,7 +419,7 @@ int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **chil
 	if (lso->state != SL_TCP_LISTEN)
 		return -EINVAL;
 	if (!sl_sock_some(s, tp->acc_head))
-		/* A listener whose device went away says so (link_kring.c). */
+		/* A listener whose device went away says so (link/kring_link.c). */
 		return lso->error ? -sl_sock_error(s, lso) : -EAGAIN;
 	c = sl_sock(s, tp->acc_head);
 	tp->acc_head = c->next_idx;

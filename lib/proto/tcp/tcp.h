@@ -184,7 +184,7 @@ struct sl_tcp_sock {
 	uint32_t cookie_s;
 };
 
-/* ---- Entry points (sock.h and stack.h declare the same) ------------- */
+/* ---- Entry points (proto.h declares the rest) ------------- */
 void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen,
 		  uint64_t now_us);
 void sl_tcp_icmp_error(struct sl_stack *s, const struct sl_ip *quoted, int err);
