@@ -130,7 +130,7 @@ $(B)/tests/kselftest/%: tests/kselftest/%.c tests/kselftest/sluice_util.h tests/
 	$(CC) $(CPPFLAGS) -I$(KSELFTEST) -std=gnu11 -Wall -Wextra -Werror \
 		-Wno-unused-parameter -Wno-sign-compare $(CFLAGS) -o $@ $<
 
-# Fuzz targets (README.md, "Reliability"): the library again with clang-14,
+# Fuzz targets (tests/README.md, "Fuzzing"): the library again with clang-14,
 # the sanitizers and coverage for libFuzzer, in build/fuzz/.
 FUZZ_CC ?= clang-14
 FB := $(B)/fuzz

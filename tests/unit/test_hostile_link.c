@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Lossy and hostile links (issue 7), one named test per item, each
- * printing its figures as TAP diagnostics (README.md, "Reliability"):
+ * printing its figures as TAP diagnostics (tests/README.md, "Lossy and
+ * hostile links"):
  * long transfers through every fault of the loop link, a SYN flood, an
  * ACK flood with bad sequence numbers, blind RST and data injection
  * (RFC 5961), a tiny MSS, a zero window held for 30 minutes, and a peer

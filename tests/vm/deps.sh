@@ -7,7 +7,8 @@
 # busybox, the kselftest harness (linux-source-6.1) and the user-space
 # libraries (rdma-core, liburcu), clang-14 with libFuzzer for the fuzz
 # targets (make fuzz), and the programs the preload tests run under
-# sluice run (curl, python3, sockperf, iperf3, redis, nginx, wrk).
+# sluice run (curl, python3, sockperf, iperf3, redis, nginx, wrk), and man
+# and groff for the man page test (tests/host/test_man.sh).
 #
 #   tests/vm/deps.sh            install everything
 #   tests/vm/deps.sh --print    print the kernel versions that would be used
@@ -67,7 +68,8 @@ base=(build-essential make gcc pkg-config kmod cpio xz-utils perl
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1
 	libibverbs-dev librdmacm-dev rdma-core ibverbs-providers ibverbs-utils liburcu-dev
 	dkms openssl clang-14 libfuzzer-14-dev
-	curl python3 sockperf iperf3 redis-server nginx wrk)
+	curl python3 sockperf iperf3 redis-server nginx wrk
+	man-db groff-base)
 
 if [ "${1:-}" = --print ]; then
 	installed_612

@@ -218,7 +218,7 @@ check "a kernel curl (not under sluice run) still reaches the kernel httpd" \
 tcp2=$(ktcp)
 check "... and that one did go through the kernel's TCP ($tcp1 -> $tcp2)" [ "$tcp1" != "$tcp2" ]
 
-# 127.0.0.0/8 on a device stack is the kernel's by default (README: as
+# 127.0.0.0/8 on a device stack is the kernel's by default (tools/README.md: as
 # Onload's): a kernel server on 127.0.0.1 is reached through the kernel;
 # with SLUICE_LOOPBACK=1 the stack's own loopback, where nothing listens.
 $IP link set lo up
