@@ -46,7 +46,7 @@ TOOL := $(B)/tools/sluice
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/test_*.c))
 INTEROP := $(B)/tests/interop/peer $(B)/tests/interop/mkstack $(B)/tests/bench/bench \
 	$(B)/tests/interop/kpeer $(B)/tests/interop/kring_peer $(B)/tests/interop/scribble \
-	$(B)/tests/interop/soak $(B)/tests/interop/verbs_peer
+	$(B)/tests/interop/soak $(B)/tests/interop/verbs_peer $(B)/tests/interop/holdlock
 PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/fork_srv \
 	$(B)/tests/preload/sockfd_prog
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))

@@ -166,17 +166,24 @@ static long checked(const struct sl_stack *s, long ret)
 	return __builtin_expect(s->corrupt, 0) ? sl_broken_err(s) : ret;
 }
 
-/* Look up sd and take the lock; on success the caller must sl_unlock(). */
-static int sock_get(struct sl_stack *s, int sd, struct sl_sock **out)
+/*
+ * Look up sd and take the lock; on success the caller must sl_unlock().
+ * A data call that must not block (dontwait, or a non-blocking socket:
+ * read before the lock, as a hint) gets -EAGAIN at once when the lock's
+ * holder is stopped, rather than waiting for it to be continued.
+ */
+static int sock_get_nb(struct sl_stack *s, int sd, struct sl_sock **out, bool dontwait)
 {
 	struct sl_sock *so;
+	bool nb;
 	int ret;
 
 	if (s->corrupt)
 		return sl_broken_err(s);
 	if (sd < 0 || (uint32_t)sd >= s->max_sockets)
 		return -EBADF;
-	ret = sl_lock(s);
+	nb = dontwait || (SL_READ_ONCE(sl_sock(s, sd)->flags) & SL_SF_NONBLOCK);
+	ret = sl_lock_wait(s, -1, nb);
 	if (ret)
 		return ret;
 	so = sl_sock(s, sd);
@@ -193,6 +200,11 @@ static int sock_get(struct sl_stack *s, int sd, struct sl_sock **out)
 	sl_kp_note(s, so);
 	*out = so;
 	return 0;
+}
+
+static int sock_get(struct sl_stack *s, int sd, struct sl_sock **out)
+{
+	return sock_get_nb(s, sd, out, false);
 }
 
 static uint32_t sock_events(struct sl_stack *s, struct sl_sock *so)
@@ -233,7 +245,18 @@ int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int
 		/* On the stack fd: the sequence before this look (see sl_wait_sleep()). */
 		if (asleep && on_fd)
 			mseq = sl_wait_seq(s);
-		ret = sl_lock(s);
+		/*
+		 * A zero timeout waits for a running holder but not for a
+		 * stopped one; any other timeout waits no longer than itself
+		 * (a holder stopped by SIGSTOP keeps the lock meanwhile).
+		 */
+		ret = sl_lock_wait(s, timeout_ms > 0 ? deadline : -1, timeout_ms == 0);
+		if (ret == -ETIMEDOUT || ret == -EAGAIN) {
+			for (unsigned int i = 0; i < n; i++)
+				fds[i].revents = 0;
+			ret = 0;
+			break;
+		}
 		if (ret)
 			break;
 		sl_run(s);
@@ -352,7 +375,7 @@ int sluice_accept(struct sluice_stack *st, int sd, struct sockaddr_in *peer)
 	int ret;
 
 	for (;;) {
-		ret = sock_get(s, sd, &so);
+		ret = sock_get_nb(s, sd, &so, false);
 		if (ret)
 			return ret;
 		ret = so->type == SL_SOCK_TCP ? sl_tcp_accept(s, so, &child) : -EOPNOTSUPP;
@@ -536,7 +559,7 @@ long sluice_sendto(struct sluice_stack *st, int sd, const void *buf, size_t len,
 	bool nb, locked;
 
 	for (;;) {
-		ret = sock_get(s, sd, &so);
+		ret = sock_get_nb(s, sd, &so, flags & MSG_DONTWAIT);
 		if (ret)
 			return ret;
 		locked = true;
@@ -616,7 +639,7 @@ long sluice_recvfrom(struct sluice_stack *st, int sd, void *buf, size_t len, int
 			sl_wait_backoff();
 			return -EAGAIN;
 		}
-		ret = sock_get(s, sd, &so);
+		ret = sock_get_nb(s, sd, &so, flags & MSG_DONTWAIT);
 		if (ret)
 			return ret;
 		locked = true;

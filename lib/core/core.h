@@ -515,7 +515,17 @@ void sl_buf_free_chain(struct sl_stack *s, uint32_t idx);
 /* lock.c: the stack lock.  sl_lock() waits for it (0, or the broken
  * stack's error); the end of a turn that held it is sl_unlock() in run/,
  * which runs what the holder left and wakes waiters before it releases. */
-int sl_lock(struct sl_stack *s);
+/*
+ * Take the lock, waiting at most until deadline_us (sl_now() time; -1: no
+ * limit): 0, the broken stack's error, or -ETIMEDOUT.  nonblock: give up
+ * with -EAGAIN as soon as the holder is seen stopped (SIGSTOP), instead
+ * of waiting for it to run again.
+ */
+int sl_lock_wait(struct sl_stack *s, int64_t deadline_us, bool nonblock);
+static inline int sl_lock(struct sl_stack *s)
+{
+	return sl_lock_wait(s, -1, false);
+}
 bool sl_trylock(struct sl_stack *s);
 /* Let go of the lock as it is (run/ calls it at the end of a turn): wakes
  * one lock waiter.  Returns the lock word it released. */
@@ -528,6 +538,8 @@ void sl_wake_sleepers(struct sl_stack *s);
 pid_t sl_self_pid(void);
 /* Gone, or a zombie: it will never run again (lock.c). */
 bool sl_pid_dead(pid_t pid);
+/* Stopped (SIGSTOP, a debugger's stop): it runs again only when continued. */
+bool sl_pid_stopped(pid_t pid);
 /* A holder pid read while the lock was held: did it die holding it? */
 bool sl_lock_holder_dead(struct sl_stack *s, pid_t seen);
 

@@ -158,30 +158,52 @@ static void mark_broken(struct sl_stack *s, pid_t owner)
 	futex(LOCKW(s), FUTEX_WAKE, INT_MAX, NULL);
 }
 
-/* Gone, or a zombie nobody has reaped yet: either way it will never
- * release the lock. */
-bool sl_pid_dead(pid_t owner)
+/*
+ * The state letter of process pid from /proc/PID/stat ("R", "S", "T",
+ * "Z", ...), 'X' if it is gone, or 0 if that cannot be read.
+ */
+static char pid_state(pid_t pid)
 {
 	char path[64], buf[256], *p;
 	ssize_t n;
 	int fd;
 
-	if (owner <= 0)
-		return false;
-	if (kill(owner, 0) && errno == ESRCH)
-		return true;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)owner);
+	if (kill(pid, 0) && errno == ESRCH)
+		return 'X';
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ENOENT;
+		return errno == ENOENT ? 'X' : 0;
 	n = sl_sys_read(fd, buf, sizeof(buf) - 1);
 	sl_sys_close(fd);
 	if (n <= 0)
-		return false;
+		return 0;
 	buf[n] = '\0';
 	/* "pid (comm) S ...": the state follows the last ')'. */
 	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* Gone, or a zombie nobody has reaped yet: either way it will never
+ * release the lock. */
+bool sl_pid_dead(pid_t owner)
+{
+	char st;
+
+	if (owner <= 0)
+		return false;
+	st = pid_state(owner);
+	return st == 'X' || st == 'Z';
+}
+
+bool sl_pid_stopped(pid_t pid)
+{
+	char st;
+
+	if (pid <= 0)
+		return false;
+	st = pid_state(pid);
+	return st == 'T' || st == 't';
 }
 
 static void took_lock(struct sl_stack *s)
@@ -255,9 +277,11 @@ bool sl_trylock(struct sl_stack *s)
 	return false;
 }
 
-int sl_lock(struct sl_stack *s)
+int sl_lock_wait(struct sl_stack *s, int64_t deadline_us, bool nonblock)
 {
-	struct timespec ts = { 0, CHECK_NS };
+	struct timespec ts;
+	int64_t left;
+	pid_t owner;
 	uint32_t v;
 	int i;
 
@@ -281,9 +305,34 @@ int sl_lock(struct sl_stack *s)
 			}
 			continue;
 		}
+		owner = (pid_t)(v >> SLUICE_LOCK_PID_SHIFT);
+		/* Held, naming no process there can be (pid_max is at most
+		 * 2^22; taking the lock names the taker). */
+		if (owner <= 0 || owner > (1 << 22)) {
+			sl_corrupt(s, SL_C_corrupt_lock, v);
+			return sl_broken_err(s);
+		}
+		/*
+		 * A holder stopped (SIGSTOP, a debugger) keeps the lock for as
+		 * long as it stays stopped: a caller that must not block
+		 * gives up now, one with a deadline when it passes (issue 17:
+		 * nobody's timeout waits for another process).
+		 */
+		if (nonblock && sl_pid_stopped(owner))
+			return -EAGAIN;
+		left = CHECK_NS / 1000;
+		if (deadline_us >= 0) {
+			left = deadline_us - (int64_t)sl_now(s);
+			if (left <= 0)
+				return -ETIMEDOUT;
+			if (left > CHECK_NS / 1000)
+				left = CHECK_NS / 1000;
+		}
 		if (!(v & SLUICE_LOCK_WAITERS) &&
 		    !sl_cmpxchg_weak_relaxed(LOCKW(s), &v, v | SLUICE_LOCK_WAITERS))
 			continue;
+		ts.tv_sec = 0;
+		ts.tv_nsec = (long)left * 1000;
 		if (!s->futex_ok ||
 		    (futex(LOCKW(s), FUTEX_WAIT, v | SLUICE_LOCK_WAITERS, &ts) && errno == EFAULT)) {
 			/* The region's pages cannot key a shared futex (a
@@ -297,19 +346,10 @@ int sl_lock(struct sl_stack *s)
 		if (stack_broken(s))
 			return sl_broken_err(s);
 		v = SL_READ_ONCE(*LOCKW(s));
-		if (v & SLUICE_LOCK_HELD) {
-			pid_t owner = (pid_t)(v >> SLUICE_LOCK_PID_SHIFT);
-
-			/* Held, naming no process there can be (pid_max is
-			 * at most 2^22; taking the lock names the taker). */
-			if (owner <= 0 || owner > (1 << 22)) {
-				sl_corrupt(s, SL_C_corrupt_lock, v);
-				return sl_broken_err(s);
-			}
-			if (sl_lock_holder_dead(s, owner)) {
-				mark_broken(s, owner);
-				return -EPIPE;
-			}
+		if ((v & SLUICE_LOCK_HELD) && (pid_t)(v >> SLUICE_LOCK_PID_SHIFT) == owner &&
+		    sl_lock_holder_dead(s, owner)) {
+			mark_broken(s, owner);
+			return -EPIPE;
 		}
 	}
 }

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * A lock holder that is stopped (SIGSTOP) never makes another process
+ * overstay its own timeout (issue 17): a poll with a timeout returns when
+ * the timeout is up, a zero-timeout poll and a non-blocking receive or
+ * send return at once, and when the holder is continued everything goes
+ * on as before.
+ *
+ *   parent (these tests)              child
+ *   ---------------------             ----------------------
+ *                                     attach, sl_lock()
+ *                                     SIGSTOP itself, holding it
+ *   calls with timeouts: on time
+ *   SIGCONT  ------------------------>  sl_unlock(), exit
+ *   the same calls: the lock is free
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "stack_fixture.h"
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* A child attaches, takes the lock and stops itself holding it. */
+static pid_t stopped_holder(struct sl_stack *s)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct sluice_stack *st;
+
+		if (sluice_stack_attach(s->name, &st) || sl_lock((struct sl_stack *)st))
+			_exit(2);
+		raise(SIGSTOP);
+		sl_unlock((struct sl_stack *)st);
+		_exit(0);
+	}
+	if (waitpid(pid, &status, WUNTRACED) != pid || !WIFSTOPPED(status)) {
+		printf("Bail out! the child did not stop\n");
+		exit(1);
+	}
+	return pid;
+}
+
+static void test_stopped_holder_timeouts(void)
+{
+	struct sl_stack *s = fx_stack_sized("stop", "10.0.0.1", 256, 64);
+	struct sluice_stack *st = (struct sluice_stack *)s;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(4000) };
+	int u, nb, status, ret;
+	struct sluice_pollfd p;
+	double t0, dt;
+	char c = 'x';
+	pid_t pid;
+
+	inet_pton(AF_INET, "10.0.0.1", &a.sin_addr);
+	u = sluice_socket(st, SLUICE_SOCK_DGRAM);
+	nb = sluice_socket(st, SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	tap_ok(u >= 0 && nb >= 0, "two UDP sockets");
+	tap_eq(sluice_bind(st, u, &a), 0, "one bound to 10.0.0.1:4000");
+
+	pid = stopped_holder(s);
+	tap_ok(sl_pid_stopped(pid), "the holder is stopped, holding the lock");
+
+	p = (struct sluice_pollfd){ .sd = u, .events = POLLIN };
+	t0 = mono_ms();
+	ret = sluice_poll(st, &p, 1, 100);
+	dt = mono_ms() - t0;
+	tap_eq(ret, 0, "a 100 ms poll times out (nothing ready)");
+	tap_ok(dt >= 99 && dt < 110, "on time: %.1f ms", dt);
+
+	t0 = mono_ms();
+	ret = sluice_poll(st, &p, 1, 0);
+	dt = mono_ms() - t0;
+	tap_eq(ret, 0, "a zero-timeout poll says nothing is ready");
+	tap_ok(dt < 10, "at once: %.1f ms", dt);
+
+	t0 = mono_ms();
+	ret = (int)sluice_recv(st, u, &c, 1, MSG_DONTWAIT);
+	dt = mono_ms() - t0;
+	tap_eq(ret, -EAGAIN, "recv(MSG_DONTWAIT) is -EAGAIN");
+	tap_ok(dt < 10, "at once: %.1f ms", dt);
+
+	t0 = mono_ms();
+	ret = (int)sluice_recv(st, nb, &c, 1, 0);
+	dt = mono_ms() - t0;
+	tap_eq(ret, -EAGAIN, "recv on a non-blocking socket is -EAGAIN");
+	tap_ok(dt < 10, "at once: %.1f ms", dt);
+
+	t0 = mono_ms();
+	ret = (int)sluice_sendto(st, nb, &c, 1, 0, &a);
+	dt = mono_ms() - t0;
+	tap_eq(ret, -EAGAIN, "send on a non-blocking socket is -EAGAIN");
+	tap_ok(dt < 10, "at once: %.1f ms", dt);
+
+	kill(pid, SIGCONT);
+	tap_ok(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	       "continued, the holder lets go and exits");
+	tap_eq(s->r->state, SLUICE_STATE_READY, "the stack is still ready");
+	tap_eq((int)sluice_sendto(st, nb, &c, 1, 0, &a), 1, "the send goes now");
+	p.revents = 0;
+	tap_eq(sluice_poll(st, &p, 1, 100), 1, "and the bound socket has it");
+	tap_eq((int)sluice_recv(st, u, &c, 1, MSG_DONTWAIT), 1, "and receives it");
+	sluice_close(st, u);
+	sluice_close(st, nb);
+	fx_destroy(s);
+}
+
+/* A running holder is waited for, as before: only a stopped one is not. */
+static void test_running_holder_waited_for(void)
+{
+	struct sl_stack *s = fx_stack_sized("stoprun", "10.0.0.1", 256, 64);
+	struct sluice_stack *st = (struct sluice_stack *)s;
+	int nb, status, p2c[2];
+	double t0, dt;
+	char c = 'x';
+	pid_t pid;
+
+	nb = sluice_socket(st, SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	tap_ok(pipe(p2c) == 0, "pipe");
+	pid = fork();
+	if (pid == 0) {
+		struct sluice_stack *cst;
+
+		if (sluice_stack_attach(s->name, &cst) || sl_lock((struct sl_stack *)cst))
+			_exit(2);
+		/* Held, running, for 30 ms. */
+		(void)!write(p2c[1], "l", 1);
+		usleep(30000);
+		sl_unlock((struct sl_stack *)cst);
+		_exit(0);
+	}
+	tap_ok(read(p2c[0], &c, 1) == 1, "the child holds the lock");
+	t0 = mono_ms();
+	tap_eq((int)sluice_recv(st, nb, &c, 1, 0), -EAGAIN,
+	       "a non-blocking recv finds nothing to receive");
+	dt = mono_ms() - t0;
+	tap_ok(dt >= 20, "after waiting for the running holder to let go: %.1f ms", dt);
+	waitpid(pid, &status, 0);
+	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child exited");
+	close(p2c[0]);
+	close(p2c[1]);
+	sluice_close(st, nb);
+	fx_destroy(s);
+}
+
+int main(void)
+{
+	test_stopped_holder_timeouts();
+	test_running_holder_waited_for();
+	return tap_done();
+}
