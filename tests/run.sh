@@ -49,13 +49,40 @@ wanted() {
 	return 1
 }
 
+# Every suite's name, from the sources (what the runs below run).
+suite_names() {
+	local t
+	for t in tests/unit/test_*.c; do t=${t##*/}; echo "unit/${t%.c}"; done
+	for t in tests/unit/test_*.c; do t=${t##*/}; echo "asan/${t%.c}"; done
+	for t in tests/host/test_*.sh; do echo "host/$(basename "$t" .sh)"; done
+	[ $host_only = 1 ] || echo vm
+}
+if [ $list = 1 ]; then
+	suite_names
+	exit 0
+fi
+# A name in --only that matches no suite fails now, not after the build.
+for p in "${only[@]}"; do
+	m=0
+	while read -r n; do
+		# shellcheck disable=SC2053
+		[[ $n == $p ]] && { m=1; break; }
+	done < <(suite_names)
+	if [ $m = 0 ]; then
+		echo "not ok - no suite matches --only $p (tests/run.sh --list names them)"
+		echo "0 passed, 1 failed, 0 skipped"
+		exit 1
+	fi
+done
+
 t0=$SECONDS
-if [ $list = 0 ] && [ "${SLUICE_NO_DEPS:-0}" != 1 ]; then
+if [ "${SLUICE_NO_DEPS:-0}" != 1 ]; then
 	bash tests/vm/deps.sh || { echo "0 passed, 1 failed"; exit 1; }
 fi
 
 res=build/test-results
-rm -rf "$res"
+# A run of some suites keeps the other suites' results from before.
+[ ${#only[@]} -gt 0 ] || rm -rf "$res"
 mkdir -p "$res"
 
 passed=0 failed=0 skipped=0
@@ -67,19 +94,14 @@ times=()
 run_suite() {
 	local name=$1 rc p f s out t
 	shift
-	if [ $list = 1 ]; then
-		echo "$name"
-		return
-	fi
 	wanted "$name" || return 0
 	out="$res/${name//\//_}"
 	echo "# ---- $name"
-	t=$SECONDS
+	t=${EPOCHREALTIME/./}
 	"$@" >"$out.tap" 2>"$out.err"
 	rc=$?
-	t=$((SECONDS - t))
-	times+=("$t $name")
-	echo "# ---- $name: ${t} s"
+	t=$(( (${EPOCHREALTIME/./} - t) / 1000 ))
+	times+=("$(printf '%d.%03d' $((t / 1000)) $((t % 1000))) $name")
 	sed "s|^|[$name] |" "$out.tap"
 	p=$(grep -E '^ok ' "$out.tap" | grep -vc '# SKIP')
 	s=$(grep -cE '^ok .*# SKIP' "$out.tap")
@@ -90,16 +112,8 @@ run_suite() {
 		f=$((f + 1))
 	fi
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+	echo "# ---- $name: ${times[-1]%% *} s"
 }
-
-# With --list nothing is built: the names come from the sources.
-if [ $list = 1 ]; then
-	for t in tests/unit/test_*.c; do t=${t##*/}; echo "unit/${t%.c}"; done
-	for t in tests/unit/test_*.c; do t=${t##*/}; echo "asan/${t%.c}"; done
-	for t in tests/host/test_*.sh; do echo "host/$(basename "$t" .sh)"; done
-	[ $host_only = 1 ] || echo vm
-	exit 0
-fi
 
 if make -s -j2 all sanitize >"$res/build.log" 2>&1; then
 	for t in build/tests/unit/test_*; do
@@ -123,11 +137,7 @@ fi
 
 if [ ${#times[@]} -gt 0 ]; then
 	echo "# slowest suites (s):"
-	printf '%s\n' "${times[@]}" | sort -n | tail -n 8 | sed 's/^/#   /'
-fi
-if [ ${#only[@]} -gt 0 ] && [ ${#times[@]} = 0 ]; then
-	echo "not ok - no suite matches --only ${only[*]} (tests/run.sh --list names them)"
-	failed=$((failed + 1))
+	printf '%s\n' "${times[@]}" | sort -g | tail -n 8 | sed 's/^/#   /'
 fi
 echo "# wall time $((SECONDS - t0)) s; TAP in $res/"
 echo "$passed passed, $failed failed, $skipped skipped"

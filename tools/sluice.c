@@ -33,7 +33,7 @@ static void usage(FILE *f)
 		"  info        show the library, the loaded module, its sysfs and debugfs state\n"
 		"  stacks      list the stacks on this machine\n"
 		"  dump NAME   show a stack's configuration, counters and sockets\n"
-		"  run [--stack NAME] [--profile latency|throughput] [--ifname DEV] -- PROGRAM [ARGS]\n"
+		"  run [--stack NAME] [--profile latency|throughput] [--interface DEV] -- PROGRAM [ARGS]\n"
 		"              run PROGRAM with its IPv4 sockets on a Sluice stack (on DEV:\n"
 		"              through the module's rings; `sluice run` alone lists every option)\n"
 		"  fds [NAME]  list the processes' fds that are sockets of stack NAME (or any)\n"
