@@ -76,6 +76,19 @@ int sluice_stack_attach(const char *name, struct sluice_stack **out)
 	if (!s)
 		return -ENOMEM;
 	ret = sl_region_attach(s, name);
+	/*
+	 * A stack that can never run again (BROKEN, or its lock held by a
+	 * process that is gone) is not attached: a /dev/shm stack's name is
+	 * reclaimed and the caller told there is none (-ENOENT), so it makes
+	 * a fresh one, as `sluice run` does; a module's stays -EPIPE.
+	 */
+	if (!ret && sl_lock_dead_holder(s)) {
+		sl_region_detach(s);
+		ret = -EPIPE;
+	}
+	if ((ret == -EPIPE || ret == -ENOTRECOVERABLE) && !s->module_backed &&
+	    sl_region_reclaim(name))
+		ret = -ENOENT;
 	if (ret) {
 		free(s);
 		return ret;

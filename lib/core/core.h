@@ -542,6 +542,9 @@ bool sl_pid_dead(pid_t pid);
 bool sl_pid_stopped(pid_t pid);
 /* A holder pid read while the lock was held: did it die holding it? */
 bool sl_lock_holder_dead(struct sl_stack *s, pid_t seen);
+/* Is the lock held by a process that is gone?  If so the stack is marked
+ * BROKEN, as a waiter would find it (attach looks before anyone waits). */
+bool sl_lock_dead_holder(struct sl_stack *s);
 
 /*
  * The library's layout version (sluice_region.lib_layout): everything in
@@ -568,6 +571,15 @@ int sl_region_create(struct sl_stack *s, const char *name, const struct sluice_s
 		     void (*init)(struct sl_stack *s));
 int sl_region_attach(struct sl_stack *s, const char *name);
 int sl_region_destroy(const char *name);
+/*
+ * A /dev/shm stack found BROKEN: unlink its name, so that the next create
+ * makes a fresh stack (issue 17: a broken stack never blocks a restart).
+ * Processes that still map it keep it, and keep finding it broken.  True
+ * if the name no longer names a broken stack (this call or another
+ * process reclaimed it): create or attach again.  For /dev/shm stacks
+ * only; a module's stack goes when its last holder does.
+ */
+bool sl_region_reclaim(const char *name);
 int sl_region_path(const char *name, char *buf, size_t len);
 void sl_region_detach(struct sl_stack *s);
 

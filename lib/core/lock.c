@@ -354,6 +354,18 @@ int sl_lock_wait(struct sl_stack *s, int64_t deadline_us, bool nonblock)
 	}
 }
 
+bool sl_lock_dead_holder(struct sl_stack *s)
+{
+	uint32_t v = SL_READ_ONCE(*LOCKW(s));
+	pid_t owner = (pid_t)(v >> SLUICE_LOCK_PID_SHIFT);
+
+	if (!(v & SLUICE_LOCK_HELD) || owner <= 0 || owner > (1 << 22) ||
+	    !sl_lock_holder_dead(s, owner))
+		return false;
+	mark_broken(s, owner);
+	return true;
+}
+
 /* The lock word that takes a free word @v for this process. */
 static uint32_t lock_word_held(uint32_t v)
 {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -498,6 +499,50 @@ void sl_region_detach(struct sl_stack *s)
 	s->base = NULL;
 	s->r = NULL;
 	s->region_fd = -1;
+}
+
+bool sl_region_reclaim(const char *name)
+{
+	const struct sluice_region *r;
+	struct stat fst, pst;
+	char path[64];
+	bool gone = false;
+	void *p;
+	int fd;
+
+	if (sl_region_path(name, path, sizeof(path)))
+		return false;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;	/* reclaimed by another already */
+	if (fstat(fd, &fst) || (size_t)fst.st_size < sizeof(*r))
+		goto out_close;
+	p = mmap(NULL, sizeof(*r), PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		goto out_close;
+	r = p;
+	/*
+	 * One reclaimer at a time for this file, and only while the name
+	 * still names it: a second process that found the same broken stack
+	 * must not unlink the fresh one the first has made meanwhile (which
+	 * is not broken: the name is then the fresh one's, and so "gone").
+	 */
+	flock(fd, LOCK_EX);
+	if (SL_READ_ONCE(r->magic) != SLUICE_REGION_MAGIC)
+		gone = false;
+	else if (sl_load_acquire(&r->state) != SLUICE_STATE_BROKEN)
+		gone = true;
+	else if (stat(path, &pst))
+		gone = errno == ENOENT;
+	else if (pst.st_dev != fst.st_dev || pst.st_ino != fst.st_ino)
+		gone = true;
+	else
+		gone = unlink(path) == 0 || errno == ENOENT;
+	flock(fd, LOCK_UN);
+	munmap(p, sizeof(*r));
+out_close:
+	sl_sys_close(fd);
+	return gone;
 }
 
 int sl_region_destroy(const char *name)

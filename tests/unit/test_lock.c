@@ -103,7 +103,83 @@ static void test_holder_dies(void)
 	tap_eq(sluice_stack_poll((struct sluice_stack *)s), -EPIPE, "stack calls fail with -EPIPE");
 	tap_eq(sluice_socket((struct sluice_stack *)s, SLUICE_SOCK_DGRAM), -EPIPE,
 	       "socket() on a broken stack is -EPIPE");
-	tap_eq(sluice_stack_attach(s->name, &st), -EPIPE, "attach to a broken stack is -EPIPE");
+	/* Issue 17: the broken stack's name is reclaimed by the next attach. */
+	tap_eq(sluice_stack_attach(s->name, &st), -ENOENT,
+	       "attach to a broken /dev/shm stack reclaims its name: -ENOENT");
+	tap_eq(s->r->state, SLUICE_STATE_BROKEN, "the old stack stays broken for its users");
+	fx_destroy(s);
+}
+
+/* Open stack name as sluice run does: attach, else create (racing). */
+static int open_or_create(const char *name, struct sluice_stack **st)
+{
+	struct sluice_stack_config cfg = { .n_bufs = 256, .max_sockets = 64 };
+	int ret = -ENOENT;
+
+	inet_pton(AF_INET, "10.0.0.1", &cfg.ip_addr);
+	for (int tries = 0; tries < 3; tries++) {
+		ret = sluice_stack_attach(name, st);
+		if (ret != -ENOENT)
+			return ret;
+		ret = sluice_stack_create(name, &cfg, st);
+		if (ret != -EEXIST)
+			return ret;
+	}
+	return ret;
+}
+
+/*
+ * A process dies holding the lock and nobody takes it afterwards: the
+ * next processes to open the stack by name (four at once) find the dead
+ * holder, reclaim the name, and all end up on one fresh stack.
+ */
+static void test_dead_holder_reclaimed(void)
+{
+	struct sl_stack *s = fx_stack("lockrecl", "10.0.0.1", NULL);
+	uint64_t secret[4];
+	int status, p[2], ok = 1, n = 0;
+	char name[SLUICE_NAME_MAX];
+	pid_t pid;
+
+	memcpy(name, s->name, sizeof(name));
+	pid = fork();
+	if (pid == 0) {
+		struct sluice_stack *c;
+
+		if (sluice_stack_attach(name, &c) || sl_lock((struct sl_stack *)c))
+			_exit(2);
+		_exit(0);	/* dies holding the lock */
+	}
+	waitpid(pid, &status, 0);
+	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a child died holding the lock");
+	tap_ok(pipe(p) == 0, "pipe");
+	for (int c = 0; c < 4; c++) {
+		if (fork() == 0) {
+			struct sluice_stack *st;
+			uint64_t v;
+
+			if (open_or_create(name, &st))
+				_exit(3);
+			if (sl_lock((struct sl_stack *)st))
+				_exit(4);
+			v = ((struct sl_stack *)st)->lib->tcp_isn_secret[0];
+			sl_unlock((struct sl_stack *)st);
+			_exit(write(p[1], &v, sizeof(v)) == sizeof(v) ? 0 : 5);
+		}
+	}
+	for (int c = 0; c < 4; c++) {
+		wait(&status);
+		ok &= WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	}
+	close(p[1]);
+	while (n < 4 && read(p[0], &secret[n], sizeof(secret[n])) == sizeof(secret[n]))
+		n++;
+	close(p[0]);
+	tap_ok(ok && n == 4, "four processes opened the stack by name and took its lock");
+	tap_ok(n == 4 && secret[0] == secret[1] && secret[1] == secret[2] &&
+	       secret[2] == secret[3], "all four on one stack");
+	tap_ok(n == 4 && secret[0] != s->lib->tcp_isn_secret[0], "a fresh one, not the broken one");
+	tap_eq(s->r->state, SLUICE_STATE_BROKEN, "which the old handle sees broken");
 	fx_destroy(s);
 }
 
@@ -211,6 +287,7 @@ int main(void)
 	test_mutual_exclusion();
 	test_waiter_woken();
 	test_holder_dies();
+	test_dead_holder_reclaimed();
 	test_holder_exits_after_release();
 	test_short_lived_holders();
 	test_futex_keyed();
