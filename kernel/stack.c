@@ -248,6 +248,18 @@ void sluice_stack_file_add(struct sluice_stack *st)
 	mutex_unlock(&sluice_stacks_lock);
 }
 
+/* Take @st's name away: no longer found, shown or counted.  Under the lock. */
+static void sluice_stack_unlist(struct sluice_stack *st)
+{
+	lockdep_assert_held(&sluice_stacks_lock);
+	if (list_empty(&st->node))
+		return;		/* replaced already (SLUICE_STACK_CREATE_REPLACE) */
+	list_del_init(&st->node);
+	sluice_debugfs_stack_del(st);
+	sluice_sysfs_stack_del(st);
+	atomic_dec(&sluice_stats.stacks);
+}
+
 /*
  * A file of @st went away, or one reserved under the lock was never made:
  * the last one unlists the stack.  The caller still holds a reference.
@@ -258,10 +270,7 @@ void sluice_stack_file_gone(struct sluice_stack *st)
 
 	mutex_lock(&sluice_stacks_lock);
 	if (!WARN_ON_ONCE(!st->files) && !--st->files) {
-		list_del_init(&st->node);
-		sluice_debugfs_stack_del(st);
-		sluice_sysfs_stack_del(st);
-		atomic_dec(&sluice_stats.stacks);
+		sluice_stack_unlist(st);
 		last = true;
 	}
 	mutex_unlock(&sluice_stacks_lock);
@@ -537,11 +546,31 @@ static void sluice_stack_fd_abort(int fd, struct file *file)
 	fput(file);
 }
 
+/* The creator, or CAP_NET_ADMIN over the stack's network namespace. */
+static bool sluice_may_attach(struct sluice_stack *st)
+{
+	return uid_eq(current_euid(), st->creator) ||
+	       ns_capable(st->net->user_ns, CAP_NET_ADMIN);
+}
+
+/*
+ * May a create with @flags take @st's name?  Only a stack user space has
+ * marked broken (a hint from the region: any process that maps it can
+ * write it, and any such process could break the stack anyway), and only
+ * for a caller who may attach to it.  Under the lock.
+ */
+static bool sluice_stack_replaceable(struct sluice_stack *st, u32 flags)
+{
+	return (flags & SLUICE_STACK_CREATE_REPLACE) &&
+	       READ_ONCE(st->region->state) == SLUICE_STATE_BROKEN &&
+	       sluice_may_attach(st);
+}
+
 int sluice_ioc_stack_create(struct file *file, void __user *uarg)
 {
 	struct net *net = current->nsproxy->net_ns;
 	struct sluice_stack_create c;
-	struct sluice_stack *st;
+	struct sluice_stack *st, *old;
 	struct file *sfile;
 	int fd, ret;
 
@@ -549,7 +578,8 @@ int sluice_ioc_stack_create(struct file *file, void __user *uarg)
 						       reserved1), uarg);
 	if (ret)
 		return ret;
-	if (c.flags || c.reserved0 || c.reserved1 || !sluice_name_ok(c.name))
+	if ((c.flags & ~SLUICE_STACK_CREATE_REPLACE) || c.reserved0 || c.reserved1 ||
+	    !sluice_name_ok(c.name))
 		return -EINVAL;
 	ret = sluice_layout_check(&c, min_t(u64, (u64)READ_ONCE(max_region_mb) << 20,
 					    SIZE_MAX & PAGE_MASK));
@@ -560,6 +590,8 @@ int sluice_ioc_stack_create(struct file *file, void __user *uarg)
 	/* Refuse a duplicate before allocating; checked again below. */
 	mutex_lock(&sluice_stacks_lock);
 	st = sluice_stack_find(net, c.name);
+	if (st && sluice_stack_replaceable(st, c.flags))
+		st = NULL;
 	mutex_unlock(&sluice_stacks_lock);
 	if (st)
 		return -EEXIST;
@@ -569,10 +601,14 @@ int sluice_ioc_stack_create(struct file *file, void __user *uarg)
 		return PTR_ERR(st);
 
 	mutex_lock(&sluice_stacks_lock);
-	if (sluice_stack_find(net, c.name)) {
+	old = sluice_stack_find(net, c.name);
+	if (old && !sluice_stack_replaceable(old, c.flags)) {
 		ret = -EEXIST;
 		goto err_unlock;
 	}
+	/* The broken one lives on, by no name, for the files that hold it. */
+	if (old)
+		sluice_stack_unlist(old);
 	ret = sluice_sysfs_stack_add(st);
 	if (ret)
 		goto err_unlock;
@@ -602,13 +638,6 @@ err_unlock:
 err_put:
 	sluice_stack_put(st);
 	return ret;
-}
-
-/* The creator, or CAP_NET_ADMIN over the stack's network namespace. */
-static bool sluice_may_attach(struct sluice_stack *st)
-{
-	return uid_eq(current_euid(), st->creator) ||
-	       ns_capable(st->net->user_ns, CAP_NET_ADMIN);
 }
 
 int sluice_ioc_stack_attach(struct file *file, void __user *uarg)

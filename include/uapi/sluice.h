@@ -42,12 +42,13 @@
 #define SLUICE_FEATURE_IPOIB	0x20ULL	/* IFINFO ib_* fields, NEIGH_RESOLVE path record */
 #define SLUICE_FEATURE_MCAST	0x40ULL	/* MCAST_JOIN, _LEAVE */
 #define SLUICE_FEATURE_SOCKFD	0x80ULL	/* SOCK_FD, _WAKE, _INFO, sluice_sock_kpoll */
+#define SLUICE_FEATURE_REPLACE	0x100ULL	/* STACK_CREATE with SLUICE_STACK_CREATE_REPLACE */
 /* What this module implements; grows as the features above land. */
 #define SLUICE_FEATURES_ALL	(SLUICE_FEATURE_STACK | SLUICE_FEATURE_KRING | \
 				 SLUICE_FEATURE_FILTER | SLUICE_FEATURE_IFINFO | \
 				 SLUICE_FEATURE_NEIGH | \
 				 SLUICE_FEATURE_IPOIB | SLUICE_FEATURE_MCAST | \
-				 SLUICE_FEATURE_SOCKFD)
+				 SLUICE_FEATURE_SOCKFD | SLUICE_FEATURE_REPLACE)
 
 /**
  * struct sluice_version - SLUICE_IOC_VERSION argument
@@ -240,10 +241,18 @@ struct sluice_region {
 #define SLUICE_STACK_MIN_MTU		68u	/* RFC 791: every host takes 68 */
 #define SLUICE_STACK_ALIGN		64u	/* area offsets and sock_size */
 
+/* sluice_stack_create.flags */
+#define SLUICE_STACK_CREATE_REPLACE	0x1u
+
 /**
  * struct sluice_stack_create - SLUICE_IOC_STACK_CREATE argument
  * @size:	in: sizeof(struct sluice_stack_create) as the caller knows it
- * @flags:	in: must be zero
+ * @flags:	in: 0 or SLUICE_STACK_CREATE_REPLACE: a stack listed under
+ *		@name whose region's @state user space has set to
+ *		SLUICE_STATE_BROKEN, and which the caller may attach to, is
+ *		unlisted (its files and mappings keep it for its processes,
+ *		by no name) and the new stack takes the name; any other
+ *		listed stack of that name is still -EEXIST
  * @name:	in: the stack's name (rules above)
  * @ifindex:	in: network device in the caller's network namespace, or 0
  *		for none (-ENODEV if there is no such device)

@@ -78,16 +78,17 @@ int sluice_stack_attach(const char *name, struct sluice_stack **out)
 	ret = sl_region_attach(s, name);
 	/*
 	 * A stack that can never run again (BROKEN, or its lock held by a
-	 * process that is gone) is not attached: a /dev/shm stack's name is
-	 * reclaimed and the caller told there is none (-ENOENT), so it makes
-	 * a fresh one, as `sluice run` does; a module's stays -EPIPE.
+	 * process that is gone) is not attached: the caller is told there is
+	 * none (-ENOENT) and makes a fresh one, as `sluice run` does.  A
+	 * /dev/shm stack's name is reclaimed here; a module's is taken over
+	 * by that create (SLUICE_STACK_CREATE_REPLACE).
 	 */
 	if (!ret && sl_lock_dead_holder(s)) {
 		sl_region_detach(s);
 		ret = -EPIPE;
 	}
-	if ((ret == -EPIPE || ret == -ENOTRECOVERABLE) && !s->module_backed &&
-	    sl_region_reclaim(name))
+	if ((ret == -EPIPE || ret == -ENOTRECOVERABLE) &&
+	    (s->module_backed || sl_region_reclaim(name)))
 		ret = -ENOENT;
 	if (ret) {
 		free(s);

@@ -225,6 +225,9 @@ static int create_in_module(struct sl_stack *s, int dev, const char *name,
 
 	memset(&c, 0, sizeof(c));
 	c.size = sizeof(c);
+	/* A broken stack of this name gives its name up (every module of
+	 * this ABI has SLUICE_FEATURE_REPLACE); any other stays -EEXIST. */
+	c.flags = SLUICE_STACK_CREATE_REPLACE;
 	strncpy(c.name, name, sizeof(c.name) - 1);
 	c.ifindex = cfg->ifindex;
 	c.region_size = tmp->region_size;

@@ -289,6 +289,8 @@ TEST_F(stack, create_nonzero_reserved_or_flags_is_einval)
 	c.reserved1 = 0x80000000u;
 	EXPECT_EQ(-EINVAL, create(self->dev, &c));
 	for (int bit = 0; bit < 32; bit++) {
+		if (1u << bit == SLUICE_STACK_CREATE_REPLACE)
+			continue;
 		layout(&c, "t_resv", 16, 16);
 		c.flags = 1u << bit;
 		EXPECT_EQ(-EINVAL, create(self->dev, &c)) TH_LOG("flag bit %d", bit);
@@ -757,6 +759,59 @@ TEST_F(stack, create_duplicate_is_eexist_until_last_close)
 	fd = create_named(self->dev, "t_dup");
 	ASSERT_LE(0, fd);
 	close(fd);
+}
+
+/*
+ * SLUICE_STACK_CREATE_REPLACE: a stack user space marked broken gives its
+ * name to a new one, and lives on, by no name, for the files holding it.
+ */
+TEST_F(stack, create_replace_takes_a_broken_stacks_name)
+{
+	struct sluice_stack_create c;
+	struct sluice_region *r1, *r2;
+	int fd1, fd2, fd3;
+
+	layout(&c, "t_repl", 16, 16);
+	fd1 = create(self->dev, &c);
+	ASSERT_LE(0, fd1);
+	r1 = mmap(NULL, c.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd1, 0);
+	ASSERT_NE(MAP_FAILED, r1);
+	r1->state = SLUICE_STATE_READY;
+
+	layout(&c, "t_repl", 16, 16);
+	c.flags = SLUICE_STACK_CREATE_REPLACE;
+	EXPECT_EQ(-EEXIST, create(self->dev, &c)) TH_LOG("a stack not broken keeps its name");
+	r1->state = SLUICE_STATE_BROKEN;
+	layout(&c, "t_repl", 16, 16);
+	EXPECT_EQ(-EEXIST, create(self->dev, &c)) TH_LOG("without the flag, even a broken one");
+
+	layout(&c, "t_repl", 16, 16);
+	c.flags = SLUICE_STACK_CREATE_REPLACE;
+	fd2 = create(self->dev, &c);
+	ASSERT_LE(0, fd2);
+	EXPECT_EQ(1, info_value("stacks"));
+	EXPECT_EQ(2, info_value("regions"));
+	EXPECT_TRUE(stack_listed("t_repl"));
+
+	/* The name is the new stack's; the old one is still there for fd1. */
+	fd3 = attach(self->dev, "t_repl", NULL);
+	ASSERT_LE(0, fd3);
+	r2 = mmap(NULL, c.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd3, 0);
+	ASSERT_NE(MAP_FAILED, r2);
+	EXPECT_EQ(SLUICE_STATE_INIT, r2->state);
+	EXPECT_EQ(SLUICE_STATE_BROKEN, r1->state);
+
+	/* The old one goes with its last file and mapping, the name stays. */
+	close(fd1);
+	munmap(r1, c.region_size);
+	EXPECT_EQ(1, info_value("regions"));
+	EXPECT_TRUE(stack_listed("t_repl"));
+	EXPECT_TRUE(stack_in_debugfs("t_repl"));
+	close(fd2);
+	close(fd3);
+	munmap(r2, c.region_size);
+	EXPECT_FALSE(stack_listed("t_repl"));
+	EXPECT_FALSE(stack_in_debugfs("t_repl"));
 }
 
 TEST_F(stack, ioctls_belong_to_their_file)
