@@ -30,7 +30,13 @@
  *
  * The file also holds one record per socket slot (state, generation,
  * creator), so a socket whose holders all died without closing it is
- * found and closed by pl_sweep().
+ * found and closed by pl_sweep(); and one record per process using the
+ * stack, whose lock byte (PL_PROC_LOCK_BASE + record) the process holds
+ * from a description of its own for as long as it lives.  A process that
+ * dies drops it, so the sweep finds deaths by looking at those records
+ * (one probe a process, whatever the number of sockets) and looks at the
+ * sockets only after a death (issue 23: no per-tick cost that grows with
+ * the connection count).
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -49,17 +55,33 @@
 #include "preload.h"
 
 #define PL_FD_PREFIX	"/dev/shm/sluicefd-"
-#define PL_FD_MAGIC	0x534c554943454644ull	/* "SLUICEFD" */
-#define PL_HDR_SIZE	64
+#define PL_FD_MAGIC	0x534c554943454632ull	/* "SLUICEF2" */
 #define PL_REC_FREE	0
 #define PL_REC_USED	1
 #define PL_SWEEP_US	500000
+/* Process records: PL_PROCS, each with a lock byte far past the sockets'. */
+#define PL_PROCS	256
+#define PL_PROC_LOCK_BASE	((off_t)1 << 40)
+#define PL_PROC_FREE	0
+#define PL_PROC_CLAIMED	1	/* being registered or swept */
+#define PL_PROC_LIVE	2	/* its lock byte is held while it lives */
+
+struct pl_proc {
+	uint32_t state;		/* PL_PROC_*; compare-and-swap */
+	uint32_t pid;		/* for people reading the file */
+};
 
 struct pl_fdhdr {
 	uint64_t magic;
 	uint64_t stamp;		/* the region's creation secret: a stale file is reset */
 	uint32_t nrec;
+	uint32_t reserved;
+	uint8_t pad[40];
+	struct pl_proc procs[PL_PROCS];
 };
+
+#define PL_HDR_SIZE	sizeof(struct pl_fdhdr)
+_Static_assert(sizeof(struct pl_fdhdr) % 64 == 0, "records start on a cache line");
 
 struct pl_rec {
 	uint32_t state;		/* PL_REC_*; release-stored last */
@@ -76,9 +98,15 @@ struct pl_table {
 static struct pl_table *table;
 static pthread_mutex_t table_mu = PTHREAD_MUTEX_INITIALIZER;
 static char fd_path[96];
+static struct pl_fdhdr *hdr;
 static struct pl_rec *recs;
 static uint32_t nrec;
 static uint64_t last_sweep_us;
+/* This process's record (proc_register()), or -1; all records taken:
+ * every sweep looks at every socket, as before records. */
+static int reg_fd = -1, reg_slot = -1;
+static bool reg_full;
+static int sweep_probe = -1;	/* a description that takes no lock */
 
 uint64_t pl_now_us(void)
 {
@@ -91,6 +119,60 @@ uint64_t pl_now_us(void)
 static uint64_t region_stamp(struct sl_stack *s)
 {
 	return s->lib->tcp_isn_secret[0] ^ s->lib->tcp_isn_secret[1] ^ 1;
+}
+
+/* A lock on byte off of fd (OFD: owned by the description). */
+static int ofd_lock_at(int fd, short type, off_t off, bool wait)
+{
+	struct flock fl = {
+		.l_type = type, .l_whence = SEEK_SET, .l_start = off, .l_len = 1,
+	};
+
+	return pl_libc.fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) ? -errno : 0;
+}
+
+/*
+ * Take a process record: a description of our own holds a read lock on
+ * its byte while we live (forked children take their own: after fork the
+ * parent's description is shared, and would outlive a dead child).
+ */
+static void proc_register(void)
+{
+	int fd = open(fd_path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		reg_full = true;
+		return;
+	}
+	for (int i = 0; i < PL_PROCS; i++) {
+		uint32_t st = PL_PROC_FREE;
+
+		if (SL_READ_ONCE(hdr->procs[i].state) != PL_PROC_FREE ||
+		    !sl_cmpxchg(&hdr->procs[i].state, &st, PL_PROC_CLAIMED))
+			continue;
+		if (ofd_lock_at(fd, F_RDLCK, PL_PROC_LOCK_BASE + i, false)) {
+			sl_store_release(&hdr->procs[i].state, PL_PROC_FREE);
+			continue;
+		}
+		SL_WRITE_ONCE(hdr->procs[i].pid, (uint32_t)getpid());
+		/* Release: the lock is held before anyone sees LIVE. */
+		sl_store_release(&hdr->procs[i].state, PL_PROC_LIVE);
+		reg_fd = fd;
+		reg_slot = i;
+		return;
+	}
+	pl_libc.close(fd);
+	reg_full = true;
+}
+
+/* Give our record back (exit, or a child letting go of its parent's). */
+static void proc_unregister(void)
+{
+	if (reg_slot >= 0 && hdr)
+		sl_store_release(&hdr->procs[reg_slot].state, PL_PROC_FREE);
+	if (reg_fd >= 0)
+		pl_libc.close(reg_fd);
+	reg_fd = reg_slot = -1;
 }
 
 /* Open (creating or resetting) the stack's placeholder file; map its records. */
@@ -129,11 +211,14 @@ int pl_fdtable_open(struct sl_stack *s)
 		h->nrec = max;
 		sl_store_release(&h->magic, PL_FD_MAGIC);
 	}
+	hdr = h;
 	recs = (struct pl_rec *)((uint8_t *)p + PL_HDR_SIZE);
 	nrec = max;
 out:
 	flock(fd, LOCK_UN);
 	pl_libc.close(fd);
+	if (!ret)
+		proc_register();
 	return ret;
 }
 
@@ -513,18 +598,11 @@ void pl_sock_release(struct pl_sock *ps)
 	pl_put(ps);
 }
 
-void pl_sweep(void)
+/* Every used socket record: close those nobody holds any more. */
+static void sweep_sockets(int probe)
 {
-	uint64_t now = pl_now_us();
 	struct flock fl;
-	int probe;
 
-	if (!recs || now - SL_READ_ONCE(last_sweep_us) < PL_SWEEP_US)
-		return;
-	SL_WRITE_ONCE(last_sweep_us, now);
-	probe = open(fd_path, O_RDWR | O_CLOEXEC);
-	if (probe < 0)
-		return;
 	for (uint32_t sd = 0; sd < nrec; sd++) {
 		if (sl_load_acquire(&recs[sd].state) != PL_REC_USED)
 			continue;
@@ -536,7 +614,51 @@ void pl_sweep(void)
 		if (!pl_libc.fcntl(probe, F_OFD_GETLK, &fl) && fl.l_type == F_UNLCK)
 			reap(sd);
 	}
-	pl_libc.close(probe);
+}
+
+/* Is the lock byte at off free (its holders all gone)? */
+static bool lock_free_at(int probe, off_t off)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = off, .l_len = 1 };
+
+	return !pl_libc.fcntl(probe, F_OFD_GETLK, &fl) && fl.l_type == F_UNLCK;
+}
+
+void pl_sweep(void)
+{
+	uint64_t now = pl_now_us();
+	int dead[PL_PROCS], n = 0;
+
+	if (!recs || now - SL_READ_ONCE(last_sweep_us) < PL_SWEEP_US)
+		return;
+	SL_WRITE_ONCE(last_sweep_us, now);
+	if (sweep_probe < 0) {
+		sweep_probe = open(fd_path, O_RDWR | O_CLOEXEC);
+		if (sweep_probe < 0)
+			return;
+	}
+	if (reg_full) {
+		/* No process record of our own: look at every socket. */
+		sweep_sockets(sweep_probe);
+		return;
+	}
+	/* One probe a process: has any died (its record's lock dropped)? */
+	for (int i = 0; i < PL_PROCS; i++) {
+		uint32_t st = PL_PROC_LIVE;
+
+		if (i == reg_slot || SL_READ_ONCE(hdr->procs[i].state) != PL_PROC_LIVE ||
+		    !lock_free_at(sweep_probe, PL_PROC_LOCK_BASE + i))
+			continue;
+		/* Ours to sweep for (another sweeper may have it already). */
+		if (sl_cmpxchg(&hdr->procs[i].state, &st, PL_PROC_CLAIMED))
+			dead[n++] = i;
+	}
+	if (!n)
+		return;
+	pl_debug("%d process(es) of the stack gone: looking at their sockets", n);
+	sweep_sockets(sweep_probe);
+	for (int k = 0; k < n; k++)
+		sl_store_release(&hdr->procs[dead[k]].state, PL_PROC_FREE);
 }
 
 /* Exit: close this process's Sluice sockets as the kernel closes fds.  No
@@ -545,8 +667,10 @@ void pl_fdtable_close_all(void)
 {
 	struct pl_table *t = table;
 
-	if (!t)
+	if (!t) {
+		proc_unregister();
 		return;
+	}
 	for (unsigned int fd = 0; fd < t->n; fd++) {
 		struct pl_sock *ps = t->slot[fd];
 
@@ -559,6 +683,7 @@ void pl_fdtable_close_all(void)
 		else
 			reap(ps->sd);
 	}
+	proc_unregister();
 }
 
 bool pl_fd_adopt(int fd)
@@ -629,4 +754,10 @@ void pl_fdtable_atfork_child(void)
 {
 	/* Another thread may have held it at fork(): the child has one thread. */
 	pthread_mutex_init(&table_mu, NULL);
+	/* A record of its own: the parent's description is the parent's. */
+	if (reg_fd >= 0) {
+		pl_libc.close(reg_fd);
+		reg_fd = reg_slot = -1;
+		proc_register();
+	}
 }
