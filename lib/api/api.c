@@ -705,6 +705,10 @@ int sluice_shutdown(struct sluice_stack *st, int sd, int how)
 	if (so->type == SL_SOCK_TCP) {
 		ret = sl_tcp_shutdown(s, so, how, sl_now(s));
 	} else {
+		/* Linux: an unconnected datagram socket is ENOTCONN, but is
+		 * shut (and its waiters woken) all the same. */
+		if (!(so->flags & SL_SF_CONNECTED))
+			ret = -ENOTCONN;
 		so->flags |= how == SHUT_WR ? SL_SF_SHUT_WR :
 			     how == SHUT_RD ? SL_SF_SHUT_RD : SL_SF_SHUT_RD | SL_SF_SHUT_WR;
 		sl_sock_wake(s, so);

@@ -263,10 +263,13 @@ static int device_link(struct sl_stack *s)
 struct sluice_stack *pl_stack(void)
 {
 	struct sluice_stack *st = sl_load_acquire(&stack);
-	int ret;
+	int ret, saved_errno;
 
 	if (st || stack_failed)
 		return st;
+	/* The program's errno is its own: opening the stack (probing for
+	 * the module, for a stack to attach to, ...) leaves it as it was. */
+	saved_errno = errno;
 	pl_init();
 	pthread_mutex_lock(&stack_mu);
 	if (stack || stack_failed)
@@ -309,6 +312,7 @@ err_close:
 	stack_failed = true;
 out:
 	pthread_mutex_unlock(&stack_mu);
+	errno = saved_errno;
 	return stack;
 }
 

@@ -401,6 +401,85 @@ static void check_shutdown(void)
 	close(l);
 }
 
+static void *accept_blocked(void *arg)
+{
+	int l = *(int *)arg, r = accept(l, NULL, NULL);
+
+	return (void *)(long)(r < 0 ? -errno : r);
+}
+
+/*
+ * Linux (inet_shutdown()): a listener shut for reading stops listening
+ * and wakes a blocked accept() (EINVAL); shut for writing, nothing
+ * happens; a TCP socket neither listening nor connected is ENOTCONN, and
+ * so is an unconnected UDP socket, while a connected one succeeds.
+ */
+static void check_shutdown_unconnected(void)
+{
+	struct sockaddr_in a;
+	pthread_t t;
+	void *res;
+	uint16_t port;
+	int l, c, u;
+
+	l = listener(&port);
+	printf("listener_shutdown_wr: %s\n", rv(shutdown(l, SHUT_WR)));
+	pthread_create(&t, NULL, accept_blocked, &l);
+	usleep(100000);
+	printf("listener_shutdown_rd: %s\n", rv(shutdown(l, SHUT_RD)));
+	pthread_join(t, &res);
+	errno = (int)-(long)res;
+	printf("blocked_accept_after_shutdown: %s\n", rv((long)res < 0 ? -1 : (long)res));
+	printf("accept_after_shutdown: %s\n", rv(accept(l, NULL, NULL)));
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	a = lo(port);
+	printf("connect_to_shut_listener: %s\n", rv(connect(c, (struct sockaddr *)&a, sizeof(a))));
+	close(c);
+	close(l);
+
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	a = lo(0);
+	bind(c, (struct sockaddr *)&a, sizeof(a));
+	printf("bound_tcp_shutdown: %s\n", rv(shutdown(c, SHUT_RDWR)));
+	close(c);
+
+	u = socket(AF_INET, SOCK_DGRAM, 0);
+	printf("unconnected_udp_shutdown: %s\n", rv(shutdown(u, SHUT_RDWR)));
+	a = lo(9);
+	connect(u, (struct sockaddr *)&a, sizeof(a));
+	printf("connected_udp_shutdown: %s\n", rv(shutdown(u, SHUT_WR)));
+	close(u);
+}
+
+/*
+ * A call that succeeds leaves errno as it was (the first socket() of a
+ * process, which attaches a Sluice stack, included).
+ */
+static void check_errno_kept(void)
+{
+	struct sockaddr_in a = lo(0);
+	socklen_t al = sizeof(a);
+	int fd, one = 1, kept = 1;
+
+	errno = EDOM;
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	kept &= fd >= 0 && errno == EDOM;
+	printf("first_socket_keeps_errno: %d\n", fd >= 0 && errno == EDOM);
+	errno = EDOM;
+	kept &= !setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) && errno == EDOM;
+	errno = EDOM;
+	kept &= !bind(fd, (struct sockaddr *)&a, sizeof(a)) && errno == EDOM;
+	errno = EDOM;
+	kept &= !getsockname(fd, (struct sockaddr *)&a, &al) && errno == EDOM;
+	errno = EDOM;
+	kept &= !listen(fd, 4) && errno == EDOM;
+	errno = EDOM;
+	kept &= poll1(fd, POLLIN, 0) == 0 && errno == EDOM;
+	errno = EDOM;
+	kept &= !close(fd) && errno == EDOM;
+	printf("successful_calls_keep_errno: %d\n", kept);
+}
+
 static void on_sigpipe(int sig)
 {
 	(void)sig;
@@ -852,10 +931,13 @@ static void check_fortified(void)
 
 int main(void)
 {
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	struct stat st;
+	int fd;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* First: the first socket() of the process attaches the stack. */
+	check_errno_kept();
+	fd = socket(AF_INET, SOCK_STREAM, 0);
 	fstat(fd, &st);
 	printf("# backend: %s\n", S_ISSOCK(st.st_mode) ? "kernel" : "sluice");
 	close(fd);
@@ -867,6 +949,7 @@ int main(void)
 	check_waitall();
 	check_timeout();
 	check_shutdown();
+	check_shutdown_unconnected();
 	check_epipe();
 	check_connected_again();
 	check_rebind();

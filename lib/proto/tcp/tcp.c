@@ -814,10 +814,22 @@ static void queue_fin(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 
 int sl_tcp_shutdown(struct sl_stack *s, struct sl_sock *so, int how, uint64_t now_us)
 {
-	if (so->state == SL_TCP_LISTEN || so->state == SL_TCP_CLOSED) {
-		if (!(so->tcp.tflags & SL_TF_CONNECTED))
-			return -ENOTCONN;
+	if (so->state == SL_TCP_LISTEN) {
+		/*
+		 * As Linux (inet_shutdown()): shut for reading, a listener
+		 * stops listening (its unaccepted children are reset) and a
+		 * blocked accept() wakes to EINVAL; it stays bound and may
+		 * listen again.  Shut for writing only, nothing happens.
+		 */
+		if (how == SHUT_RD || how == SHUT_RDWR) {
+			abort_children(s, so, now_us);
+			sl_tcp_set_state(s, so, SL_TCP_CLOSED);
+			sl_sock_wake(s, so);
+		}
+		return 0;
 	}
+	if (so->state == SL_TCP_CLOSED && !(so->tcp.tflags & SL_TF_CONNECTED))
+		return -ENOTCONN;
 	if (how == SHUT_RD || how == SHUT_RDWR)
 		so->flags |= SL_SF_SHUT_RD;
 	if (how == SHUT_WR || how == SHUT_RDWR) {
