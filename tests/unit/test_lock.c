@@ -137,7 +137,7 @@ static void test_dead_holder_reclaimed(void)
 {
 	struct sl_stack *s = fx_stack("lockrecl", "10.0.0.1", NULL);
 	uint64_t secret[4];
-	int status, p[2], ok = 1, n = 0;
+	int status, p[2], go[2], ok = 1, n = 0;
 	char name[SLUICE_NAME_MAX];
 	pid_t pid;
 
@@ -152,28 +152,38 @@ static void test_dead_holder_reclaimed(void)
 	}
 	waitpid(pid, &status, 0);
 	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a child died holding the lock");
-	tap_ok(pipe(p) == 0, "pipe");
+	tap_ok(pipe(p) == 0 && pipe(go) == 0, "pipes");
 	for (int c = 0; c < 4; c++) {
 		if (fork() == 0) {
 			struct sluice_stack *st;
 			uint64_t v;
+			char x;
 
+			close(go[1]);
 			if (open_or_create(name, &st))
 				_exit(3);
 			if (sl_lock((struct sl_stack *)st))
 				_exit(4);
 			v = ((struct sl_stack *)st)->lib->tcp_isn_secret[0];
 			sl_unlock((struct sl_stack *)st);
-			_exit(write(p[1], &v, sizeof(v)) == sizeof(v) ? 0 : 5);
+			if (write(p[1], &v, sizeof(v)) != sizeof(v))
+				_exit(5);
+			close(p[1]);	/* the parent sees EOF if one of us fails */
+			/* Hold the stack until all four have looked: a module's
+			 * stack goes with the last process that holds it. */
+			(void)!read(go[0], &x, 1);
+			_exit(0);
 		}
 	}
+	close(p[1]);
+	close(go[0]);
+	while (n < 4 && read(p[0], &secret[n], sizeof(secret[n])) == sizeof(secret[n]))
+		n++;
+	close(go[1]);
 	for (int c = 0; c < 4; c++) {
 		wait(&status);
 		ok &= WIFEXITED(status) && WEXITSTATUS(status) == 0;
 	}
-	close(p[1]);
-	while (n < 4 && read(p[0], &secret[n], sizeof(secret[n])) == sizeof(secret[n]))
-		n++;
 	close(p[0]);
 	tap_ok(ok && n == 4, "four processes opened the stack by name and took its lock");
 	tap_ok(n == 4 && secret[0] == secret[1] && secret[1] == secret[2] &&
