@@ -7,6 +7,8 @@
  * may have changed, re-checking readiness.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -20,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "os/os.h"
 #include "api/api.h"
 
 static inline struct sl_stack *S(struct sluice_stack *st)
@@ -842,6 +845,32 @@ static int mc_opt(struct sl_stack *s, struct sl_sock *so, int name, const void *
 	       sl_udp_mc_drop(s, so, mr.imr_multiaddr.s_addr, mr.imr_address.s_addr);
 }
 
+/* net.core.rmem_max and wmem_max, read once (Linux's defaults if not). */
+static uint32_t rmem_max = 212992, wmem_max = 212992;
+static pthread_once_t mem_max_once = PTHREAD_ONCE_INIT;
+
+static uint32_t sysctl_u32(const char *path, uint32_t dflt)
+{
+	char buf[32];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return dflt;
+	n = sl_sys_read(fd, buf, sizeof(buf) - 1);
+	sl_sys_close(fd);
+	if (n <= 0)
+		return dflt;
+	buf[n] = '\0';
+	return (uint32_t)strtoul(buf, NULL, 10) ?: dflt;
+}
+
+static void mem_max_read(void)
+{
+	rmem_max = sysctl_u32("/proc/sys/net/core/rmem_max", rmem_max);
+	wmem_max = sysctl_u32("/proc/sys/net/core/wmem_max", wmem_max);
+}
+
 int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, const void *val,
 		      unsigned int len)
 {
@@ -872,13 +901,25 @@ int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, cons
 			so->linger_s = lg.l_linger < 0 ? 0 : (uint32_t)lg.l_linger;
 		}
 	} else if (level == SOL_SOCKET && (name == SO_RCVBUF || name == SO_SNDBUF)) {
-		/* As Linux: the value is doubled for bookkeeping, with a floor. */
+		/*
+		 * As Linux (sk_setsockopt()): the value, taken as unsigned, is
+		 * capped at net.core.rmem_max / wmem_max, then doubled for
+		 * bookkeeping, with a floor.  So INT_MAX or -1 gives twice the
+		 * cap, never a wrapped size.
+		 */
+		uint32_t u = (uint32_t)v, cap;
+
+		pthread_once(&mem_max_once, mem_max_read);
+		cap = name == SO_RCVBUF ? rmem_max : wmem_max;
+		if (cap > INT_MAX / 2)
+			cap = INT_MAX / 2;
+		u = (u > cap ? cap : u) * 2;
 		if (!val || len < sizeof(int))
 			ret = -EINVAL;
 		else if (name == SO_RCVBUF)
-			so->rcvbuf = v < 1152 ? 2304 : (uint32_t)v * 2;
+			so->rcvbuf = u < 2304 ? 2304 : u;
 		else
-			so->sndbuf = v < 2304 ? 4608 : (uint32_t)v * 2;
+			so->sndbuf = u < 4608 ? 4608 : u;
 	} else if (level == IPPROTO_IP &&
 		   (name == IP_ADD_MEMBERSHIP || name == IP_DROP_MEMBERSHIP)) {
 		ret = mc_opt(s, so, name, val, len);
@@ -894,18 +935,13 @@ int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, cons
 	return ret;
 }
 
-int sluice_getsockopt(struct sluice_stack *st, int sd, int level, int name, void *val,
-		      unsigned int *len)
+/* The option's whole value into val (*len bytes of room, at least 256). */
+static int getsockopt_whole(struct sl_stack *s, struct sl_sock *so, int level, int name,
+			    void *val, unsigned int *len)
 {
-	struct sl_stack *s = S(st);
-	struct sl_sock *so;
-	int ret = sock_get(s, sd, &so), v;
+	int ret = 0, v;
 
-	if (ret)
-		return ret;
-	if (!val || !len || *len < sizeof(int)) {
-		ret = -EINVAL;
-	} else if (level == SOL_SOCKET && name == SO_ERROR) {
+	if (level == SOL_SOCKET && name == SO_ERROR) {
 		v = sl_sock_error(s, so);
 		so->error = 0;
 		memcpy(val, &v, sizeof(v));
@@ -943,6 +979,34 @@ int sluice_getsockopt(struct sluice_stack *st, int sd, int level, int name, void
 	} else {
 		ret = -ENOPROTOOPT;
 	}
-	sl_unlock(s);
 	return ret;
+}
+
+int sluice_getsockopt(struct sluice_stack *st, int sd, int level, int name, void *val,
+		      unsigned int *len)
+{
+	struct sl_stack *s = S(st);
+	uint8_t whole[256] __attribute__((aligned(8)));
+	unsigned int n = sizeof(whole);
+	struct sl_sock *so;
+	int ret;
+
+	/* As Linux: a negative length is EINVAL; a short one gets the value
+	 * cut to it (an int option's first bytes, a struct's head). */
+	if (!len || *len > INT_MAX)
+		return -EINVAL;
+	if (*len && !val)
+		return -EFAULT;
+	ret = sock_get(s, sd, &so);
+	if (ret)
+		return ret;
+	ret = getsockopt_whole(s, so, level, name, whole, &n);
+	sl_unlock(s);
+	if (ret)
+		return ret;
+	if (n > *len)
+		n = *len;
+	memcpy(val, whole, n);
+	*len = n;
+	return 0;
 }

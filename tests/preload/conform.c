@@ -480,6 +480,60 @@ static void check_errno_kept(void)
 	printf("successful_calls_keep_errno: %d\n", kept);
 }
 
+/*
+ * getsockopt lengths as Linux: a short buffer gets the value cut to it, a
+ * negative length is EINVAL; SO_RCVBUF/SO_SNDBUF are capped (no wrapped
+ * sizes); TCP_INFO's state is Linux's number.
+ */
+static void check_option_lengths(void)
+{
+	int l, c, s, fd = socket(AF_INET, SOCK_STREAM, 0), v, big = 0x7fffffff, neg = -1;
+	unsigned char b[8];
+	struct tcp_info ti;
+	socklen_t len;
+	long r;
+
+	memset(b, 0xee, sizeof(b));
+	len = 1;
+	r = getsockopt(fd, SOL_SOCKET, SO_TYPE, b, &len);
+	printf("so_type_len1: %s len %u byte %d next %d\n", rv(r), len, b[0], b[1]);
+	len = 2;
+	r = getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, b, &len);
+	printf("nodelay_len2: %s len %u\n", rv(r), len);
+	len = 0;
+	r = getsockopt(fd, SOL_SOCKET, SO_TYPE, b, &len);
+	printf("so_type_len0: %s len %u\n", rv(r), len);
+	len = (socklen_t)-1;
+	r = getsockopt(fd, SOL_SOCKET, SO_TYPE, b, &len);
+	printf("so_type_len_negative: %s\n", rv(r));
+	len = 4;
+	r = getsockopt(fd, SOL_SOCKET, SO_LINGER, b, &len);
+	printf("linger_len4: %s len %u\n", rv(r), len);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	len = sizeof(v);
+	getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &len);
+	printf("rcvbuf_int_max: %d\n", v);
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &neg, sizeof(neg));
+	len = sizeof(v);
+	getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, &len);
+	printf("sndbuf_minus_one: %d\n", v);
+	len = sizeof(ti);
+	memset(&ti, 0, sizeof(ti));
+	getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len);
+	printf("tcp_info_state_new: %d\n", ti.tcpi_state);
+	len = 8;
+	r = getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len);
+	printf("tcp_info_len8: %s len %u\n", rv(r), len);
+	close(fd);
+	pair(&l, &c, &s);
+	len = sizeof(ti);
+	getsockopt(c, IPPROTO_TCP, TCP_INFO, &ti, &len);
+	printf("tcp_info_state_connected: %d\n", ti.tcpi_state);
+	close(c);
+	close(s);
+	close(l);
+}
+
 static void on_sigpipe(int sig)
 {
 	(void)sig;
@@ -943,6 +997,7 @@ int main(void)
 	close(fd);
 	check_socket_basics();
 	check_options();
+	check_option_lengths();
 	check_connect();
 	check_nonblocking();
 	check_data();

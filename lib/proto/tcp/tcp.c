@@ -984,6 +984,17 @@ int sl_tcp_setsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 	}
 }
 
+/* Our states as Linux numbers them (include/net/tcp_states.h), for
+ * TCP_INFO's tcpi_state, which programs compare with TCP_ESTABLISHED. */
+static const uint8_t linux_state[] = {
+	[SL_TCP_CLOSED] = 7, [SL_TCP_LISTEN] = 10, [SL_TCP_SYN_SENT] = 2,
+	[SL_TCP_SYN_RECEIVED] = 3, [SL_TCP_ESTABLISHED] = 1, [SL_TCP_FIN_WAIT_1] = 4,
+	[SL_TCP_FIN_WAIT_2] = 5, [SL_TCP_CLOSE_WAIT] = 8, [SL_TCP_CLOSING] = 11,
+	[SL_TCP_LAST_ACK] = 9, [SL_TCP_TIME_WAIT] = 6,
+};
+
+#define ARRAY_LEN(a)	(sizeof(a) / sizeof((a)[0]))
+
 int sl_tcp_getsockopt(struct sl_stack *s, struct sl_sock *so, int level, int name, void *val,
 		      unsigned int *len)
 {
@@ -1003,7 +1014,7 @@ int sl_tcp_getsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 		uint32_t mss = SL_READ_ONCE(tp->mss), div = mss ? mss : 1;	/* once: a divisor */
 
 		memset(&ti, 0, sizeof(ti));
-		ti.tcpi_state = so->state;
+		ti.tcpi_state = linux_state[so->state < ARRAY_LEN(linux_state) ? so->state : 0];
 		ti.tcpi_rto = tp->rto_us;
 		ti.tcpi_snd_mss = mss;
 		ti.tcpi_rcv_mss = sl_tcp_our_mss(s, so);
