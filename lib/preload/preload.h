@@ -140,11 +140,18 @@ static inline long pl_ret(long ret)
 	}
 	return ret;
 }
-/* SO_RCVTIMEO/SO_SNDTIMEO as a wait in ms: -1 (for ever) when zero. */
+/*
+ * SO_RCVTIMEO/SO_SNDTIMEO as a wait in ms: -1 (for ever) when zero; 0 (do
+ * not wait) when set with a negative tv_sec, which Linux takes as a zero
+ * timeout (sock_set_timeout()): kept as tv_usec -1 (PL_TIMEO_NOW).
+ */
+#define PL_TIMEO_NOW	(-1)
 static inline int pl_timeo_ms(const struct timeval *tv)
 {
 	long long ms;
 
+	if (tv->tv_usec == PL_TIMEO_NOW)
+		return 0;
 	if (!tv->tv_sec && !tv->tv_usec)
 		return -1;
 	ms = (long long)tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000;

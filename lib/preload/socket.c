@@ -139,10 +139,14 @@ int pl_fallback(int fd, struct pl_sock *ps)
 		sopt(ks, SOL_SOCKET, SO_SNDBUF, &ps->sndbuf, sizeof(int));
 	if (ps->linger.l_onoff)
 		sopt(ks, SOL_SOCKET, SO_LINGER, &ps->linger, sizeof(ps->linger));
-	if (ps->rcvtimeo.tv_sec || ps->rcvtimeo.tv_usec)
-		sopt(ks, SOL_SOCKET, SO_RCVTIMEO, &ps->rcvtimeo, sizeof(ps->rcvtimeo));
-	if (ps->sndtimeo.tv_sec || ps->sndtimeo.tv_usec)
-		sopt(ks, SOL_SOCKET, SO_SNDTIMEO, &ps->sndtimeo, sizeof(ps->sndtimeo));
+	for (int i = 0; i < 2; i++) {
+		struct timeval tv = i ? ps->sndtimeo : ps->rcvtimeo;
+
+		if (tv.tv_usec == PL_TIMEO_NOW)
+			tv = (struct timeval){ .tv_sec = -1 };	/* as it was set */
+		if (tv.tv_sec || tv.tv_usec)
+			sopt(ks, SOL_SOCKET, i ? SO_SNDTIMEO : SO_RCVTIMEO, &tv, sizeof(tv));
+	}
 	if (SL_READ_ONCE(ps->nonblock))
 		REAL(fcntl)(ks, F_SETFL, O_NONBLOCK);
 	if (ps->type == SOCK_DGRAM)
@@ -410,8 +414,10 @@ static int set_local(struct pl_sock *ps, int name, const void *val, socklen_t le
 		memcpy(&tv, val, sizeof(tv));
 		if (tv.tv_usec < 0 || tv.tv_usec >= 1000000)
 			return -EDOM;
-		if (tv.tv_sec < 0)
-			tv.tv_sec = tv.tv_usec = 0;
+		if (tv.tv_sec < 0) {
+			tv.tv_sec = 0;
+			tv.tv_usec = PL_TIMEO_NOW;
+		}
 		*(name == SO_RCVTIMEO ? &ps->rcvtimeo : &ps->sndtimeo) = tv;
 		return 0;
 	}
@@ -511,9 +517,13 @@ EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *lenp)
 			      sl_sock(s, ps->sd)->state == SL_TCP_LISTEN, val, lenp);
 	else if (level == SOL_SOCKET && name == SO_LINGER)
 		ret = put_blob(&ps->linger, sizeof(ps->linger), val, lenp);
-	else if (level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO))
-		ret = put_blob(name == SO_RCVTIMEO ? &ps->rcvtimeo : &ps->sndtimeo,
-			       sizeof(struct timeval), val, lenp);
+	else if (level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO)) {
+		struct timeval tv = name == SO_RCVTIMEO ? ps->rcvtimeo : ps->sndtimeo;
+
+		if (tv.tv_usec == PL_TIMEO_NOW)
+			tv.tv_usec = 0;		/* Linux shows a zero timeout as 0 */
+		ret = put_blob(&tv, sizeof(tv), val, lenp);
+	}
 	else if (!lenp)
 		ret = -EFAULT;
 	else {

@@ -56,6 +56,7 @@ static const char *en(int e)
 	case EAFNOSUPPORT: return "EAFNOSUPPORT";
 	case EDESTADDRREQ: return "EDESTADDRREQ";
 	case EOPNOTSUPP: return "EOPNOTSUPP";
+	case EDOM: return "EDOM";
 	}
 	snprintf(buf, sizeof(buf), "errno%d", e);
 	return buf;
@@ -375,6 +376,32 @@ static void check_timeout(void)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
 	printf("recv_rcvtimeo_waited_90_1000ms: %d\n", ms >= 90 && ms < 1000);
+	close(c);
+	close(s);
+	close(l);
+}
+
+/* Linux: a negative tv_sec is a zero timeout (a blocking socket's recv
+ * returns EAGAIN at once), shown as {0, 0}; tv_usec out of range is EDOM. */
+static void check_timeout_odd(void)
+{
+	int l, c, s;
+	struct timeval tv = { -1, 0 }, got = { 7, 7 }, bad = { 1, 1000000 };
+	struct timespec t0, t1;
+	socklen_t len = sizeof(got);
+	char buf[8];
+	long r, ms;
+
+	pair(&l, &c, &s);
+	printf("rcvtimeo_negative_set: %s\n", rv(setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv))));
+	r = getsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &got, &len);
+	printf("rcvtimeo_negative_get: %s %ld %ld\n", rv(r), (long)got.tv_sec, (long)got.tv_usec);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = recv(c, buf, sizeof(buf), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	printf("recv_rcvtimeo_negative: %s at_once %d\n", rv(r), ms < 50);
+	printf("rcvtimeo_usec_1e6: %s\n", rv(setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &bad, sizeof(bad))));
 	close(c);
 	close(s);
 	close(l);
@@ -1003,6 +1030,7 @@ int main(void)
 	check_data();
 	check_waitall();
 	check_timeout();
+	check_timeout_odd();
 	check_shutdown();
 	check_shutdown_unconnected();
 	check_epipe();
