@@ -428,18 +428,45 @@ static uint32_t implicit_laddr(const struct sl_stack *s, const struct sockaddr_i
 	return 0;
 }
 
+/*
+ * connect() to AF_UNSPEC (Linux: the protocol's disconnect): a datagram
+ * socket forgets its peer; a stream socket not connected stays as it is.
+ */
+static int disconnect(struct sl_stack *s, struct sl_sock *so)
+{
+	if (so->type == SL_SOCK_UDP) {
+		if (so->flags & SL_SF_CONNECTED) {
+			sl_sock_unhash(s, so);
+			so->raddr = 0;
+			so->rport = 0;
+			so->flags &= ~SL_SF_CONNECTED;
+			sl_sock_hash(s, so);
+		}
+		return 0;
+	}
+	if (so->state == SL_TCP_CLOSED && !(so->tcp.tflags & SL_TF_CONNECTED))
+		return 0;
+	/* Aborting a live connection this way is not done yet. */
+	return -EOPNOTSUPP;
+}
+
 int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *addr)
 {
 	struct sl_stack *s = S(st);
 	struct sl_sock *so;
 	bool nb;
-	int ret = addr_ok(addr);
+	int ret = addr && addr->sin_family == AF_UNSPEC ? 0 : addr_ok(addr);
 
 	if (ret)
 		return ret;
 	ret = sock_get(s, sd, &so);
 	if (ret)
 		return ret;
+	if (addr->sin_family == AF_UNSPEC) {
+		ret = disconnect(s, so);
+		sl_unlock(s);
+		return ret;
+	}
 	if (so->type == SL_SOCK_UDP) {
 		if (!(so->flags & SL_SF_BOUND))
 			ret = sl_sock_bind(s, so, implicit_laddr(s, addr), 0);
@@ -665,7 +692,7 @@ long sluice_recvfrom(struct sluice_stack *st, int sd, void *buf, size_t len, int
 			ret = sl_udp_recvfrom(s, so, buf, len, flags, &saddr, &sport);
 		} else {
 			ret = -EAGAIN;
-			if (len >= SL_LEND_MIN && !(flags & (MSG_PEEK | MSG_OOB)))
+			if (len >= SL_LEND_MIN && !(flags & (MSG_PEEK | MSG_OOB | MSG_TRUNC)))
 				ret = tcp_recv_lent(s, so, buf, len, &locked);
 			if (ret == -EAGAIN)
 				ret = sl_tcp_recv(s, so, buf, len, flags, sl_now(s));

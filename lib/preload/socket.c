@@ -76,6 +76,18 @@ static int get_sin(const struct sockaddr *a, socklen_t len, struct sockaddr_in *
 	return out->sin_family == AF_INET ? 0 : -EAFNOSUPPORT;
 }
 
+/* connect()'s address: AF_INET, or AF_UNSPEC (a disconnect; Linux reads
+ * only its family). */
+static int get_sin_or_unspec(const struct sockaddr *a, socklen_t len, struct sockaddr_in *out)
+{
+	if (a && len >= sizeof(sa_family_t) && a->sa_family == AF_UNSPEC) {
+		memset(out, 0, sizeof(*out));
+		out->sin_family = AF_UNSPEC;
+		return 0;
+	}
+	return get_sin(a, len, out);
+}
+
 static int put_sin(const struct sockaddr_in *sin, struct sockaddr *a, socklen_t *lenp)
 {
 	socklen_t len;
@@ -292,9 +304,13 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	if (!ps)
 		return REAL(connect)(fd, addr, len);
 	st = pl_stack();
-	ret = get_sin(addr, len, &sin);
+	ret = get_sin_or_unspec(addr, len, &sin);
 	if (ret)
 		goto out;
+	if (sin.sin_family == AF_UNSPEC) {
+		ret = sluice_connect(st, (int)ps->sd, &sin);
+		goto out;
+	}
 	if (sin.sin_addr.s_addr == INADDR_ANY)	/* as Linux: this host */
 		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (!pl_reachable(sin.sin_addr.s_addr)) {

@@ -407,6 +407,52 @@ static void check_timeout_odd(void)
 	close(l);
 }
 
+/* Odd corners of connecting, as Linux answers them. */
+static void check_connect_corners(void)
+{
+	struct sockaddr_in a = lo(0), me;
+	struct sockaddr_in6 un = { .sin6_family = AF_UNSPEC };
+	socklen_t ml = sizeof(me);
+	int fd, l, c, s;
+	char buf[8] = "abcdefg";
+	long r;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	printf("send_never_connected: %s\n", rv(send(fd, "x", 1, MSG_NOSIGNAL)));
+	printf("recv_never_connected: %s\n", rv(recv(fd, buf, 1, MSG_DONTWAIT)));
+	a = lo(0);
+	printf("connect_port_0: %s\n", rv(connect(fd, (struct sockaddr *)&a, sizeof(a))));
+	close(fd);
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	a = lo(closed_port());
+	printf("connect_refused: %s\n", rv(connect(fd, (struct sockaddr *)&a, sizeof(a))));
+	r = getsockname(fd, (struct sockaddr *)&me, &ml);
+	printf("name_after_refused: %s port_kept %d\n", rv(r), me.sin_port != 0);
+	printf("recv_after_refused: %s\n", rv(recv(fd, buf, 1, MSG_DONTWAIT)));
+	close(fd);
+
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	a = lo(9);
+	connect(fd, (struct sockaddr *)&a, sizeof(a));
+	printf("udp_disconnect: %s\n", rv(connect(fd, (struct sockaddr *)&un, sizeof(un))));
+	ml = sizeof(me);
+	printf("udp_peer_after_disconnect: %s\n", rv(getpeername(fd, (struct sockaddr *)&me, &ml)));
+	close(fd);
+
+	pair(&l, &c, &s);
+	send(s, "hello", 5, 0);
+	poll1(c, POLLIN, 2000);
+	memset(buf, 0, sizeof(buf));
+	r = recv(c, buf, 3, MSG_TRUNC);
+	printf("tcp_recv_trunc: %s buf_untouched %d\n", rv(r), buf[0] == 0);
+	r = recv(c, buf, sizeof(buf), 0);
+	printf("tcp_recv_after_trunc: %s %.2s\n", rv(r), buf);
+	close(c);
+	close(s);
+	close(l);
+}
+
 static void check_shutdown(void)
 {
 	int l, c, s;
@@ -1026,6 +1072,7 @@ int main(void)
 	check_options();
 	check_option_lengths();
 	check_connect();
+	check_connect_corners();
 	check_nonblocking();
 	check_data();
 	check_waitall();

@@ -359,7 +359,9 @@ int sl_tcp_connect(struct sl_stack *s, struct sl_sock *so, uint32_t raddr, uint1
 		return -EINVAL;
 	if (so->state != SL_TCP_CLOSED || (so->tcp.tflags & SL_TF_CONNECTED))
 		return -EISCONN;
-	if (!raddr || raddr == INADDR_BROADCAST || !rport)
+	/* Port 0 is not refused here: as on Linux the SYN goes, and finds
+	 * nobody (ECONNREFUSED). */
+	if (!raddr || raddr == INADDR_BROADCAST)
 		return -EINVAL;
 	sl_sock_unhash(s, so);
 	if (!so->laddr) {
@@ -482,12 +484,10 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 	}
 	if (so->state == SL_TCP_SYN_SENT || so->state == SL_TCP_SYN_RECEIVED)
 		return (so->flags & SL_SF_SHUT_WR) ? -EPIPE : -EAGAIN;
-	if (!can_send(so)) {
-		if (so->state == SL_TCP_LISTEN ||
-		    (so->state == SL_TCP_CLOSED && !(tp->tflags & SL_TF_CONNECTED)))
-			return -ENOTCONN;
+	/* Not connected, listening or shut: EPIPE, as Linux's
+	 * sk_stream_wait_connect() answers a socket that is not connecting. */
+	if (!can_send(so))
 		return -EPIPE;
-	}
 	if (!len)
 		return 0;
 	/* A segment's payload (after SL_TCP_DATA_OFF) must fit a buffer.
@@ -747,7 +747,9 @@ ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t le
 
 		if (n > len - done)
 			n = (uint32_t)(len - done);
-		memcpy(p + done, sl_buf_data(s, idx), n);
+		/* MSG_TRUNC on a stream: Linux discards the bytes, uncopied. */
+		if (!(flags & MSG_TRUNC))
+			memcpy(p + done, sl_buf_data(s, idx), n);
 		done += n;
 		if (flags & MSG_PEEK) {
 			idx = b->next_idx;

@@ -1238,8 +1238,11 @@ void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 	    sl_csum_fold(sl_csum_add(sl_csum_pseudo(ip->saddr, ip->daddr, IPPROTO_TCP_,
 						    (uint16_t)len), th, len)) != 0)
 		goto bad;
-	/* RFC 1122 4.2.3.10 / RFC 9293 3.9.2.3: no broadcast or multicast. */
-	if (is_bcast(s, ip->daddr) || is_bcast(s, ip->saddr) || !th->sport || !th->dport)
+	/* RFC 1122 4.2.3.10 / RFC 9293 3.9.2.3: no broadcast or multicast.
+	 * Port 0 is not special, as on Linux: a segment to it finds no
+	 * socket and is answered with a reset from it, which the connecting
+	 * socket takes (a connect() to port 0 is refused). */
+	if (is_bcast(s, ip->daddr) || is_bcast(s, ip->saddr))
 		goto drop;
 
 	g.seq = ntohl(th->seq);
