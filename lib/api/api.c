@@ -444,8 +444,12 @@ static int disconnect(struct sl_stack *s, struct sl_sock *so)
 		}
 		return 0;
 	}
-	if (so->state == SL_TCP_CLOSED && !(so->tcp.tflags & SL_TF_CONNECTED))
+	if (so->state == SL_TCP_CLOSED && !(so->tcp.tflags & SL_TF_CONNECTED)) {
+		/* tcp_disconnect(): a failed attempt is forgotten; reads
+		 * say ENOTCONN again. */
+		so->tcp.tflags &= ~SL_TF_DONE;
 		return 0;
+	}
 	/* Aborting a live connection this way is not done yet. */
 	return -EOPNOTSUPP;
 }
@@ -508,6 +512,10 @@ int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *ad
 		return ret;
 	ret = so->error ? -sl_sock_error(s, so) : 0;
 	so->error = 0;
+	/* A blocking connect that failed disconnects, as Linux's
+	 * __inet_stream_connect() does. */
+	if (ret && so->type == SL_SOCK_TCP)
+		disconnect(s, so);
 	sl_unlock(s);
 	return ret;
 }
@@ -819,7 +827,10 @@ static int name_of(struct sl_stack *s, int sd, struct sockaddr_in *addr, bool pe
 	ret = sock_get(s, sd, &so);
 	if (ret)
 		return ret;
-	if (peer && !so->rport) {
+	/* Linux (inet_getname()): no peer before the connection is up or
+	 * after it is gone. */
+	if (peer && (!so->rport || (so->type == SL_SOCK_TCP &&
+				    (so->state == SL_TCP_CLOSED || so->state == SL_TCP_SYN_SENT)))) {
 		sl_unlock(s);
 		return -ENOTCONN;
 	}

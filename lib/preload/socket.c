@@ -336,8 +336,14 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		goto out;
 	vlen = sizeof(err);
 	ret = sluice_getsockopt(st, (int)ps->sd, SOL_SOCKET, SO_ERROR, &err, &vlen);
-	if (!ret && err)
+	if (!ret && err) {
+		/* A blocking connect that failed disconnects (Linux's
+		 * __inet_stream_connect()): reads say ENOTCONN, not 0. */
+		struct sockaddr_in un = { .sin_family = AF_UNSPEC };
+
+		sluice_connect(st, (int)ps->sd, &un);
 		ret = -err;
+	}
 out:
 	pl_put(ps);
 	return (int)pl_ret(ret);

@@ -632,7 +632,53 @@ static void check_epipe(void)
 	e = (int)send(c, "x", 1, MSG_NOSIGNAL);
 	printf("send_epipe_nosignal: %s sigpipes %d\n", rv(e), (int)sigpipes);
 	signal(SIGPIPE, SIG_DFL);
+	{
+		struct sockaddr_in p;
+		socklen_t pl = sizeof(p);
+
+		printf("getpeername_after_reset: %s\n",
+		       rv(getpeername(c, (struct sockaddr *)&p, &pl)));
+	}
 	close(c);
+	close(l);
+}
+
+/* More corners: a refused non-blocking connect then read; two listeners
+ * with SO_REUSEADDR on one port; poll after shutdown(SHUT_RDWR). */
+static void check_more_corners(void)
+{
+	int fd, one = 1, a1, a2, l, c, s;
+	struct sockaddr_in a;
+	uint16_t port;
+	char buf[4];
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	a = lo(closed_port());
+	printf("nb_connect_refused: %s\n", rv(connect(fd, (struct sockaddr *)&a, sizeof(a))));
+	printf("nb_connect_refused_poll: %s\n", evs(poll1(fd, POLLOUT, 2000)));
+	printf("read_after_nb_refused: %s\n", rv(read(fd, buf, 1)));
+	printf("read_after_nb_refused_again: %s\n", rv(read(fd, buf, 1)));
+	close(fd);
+
+	a1 = socket(AF_INET, SOCK_STREAM, 0);
+	a2 = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(a1, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(a2, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	a = lo(0);
+	bind(a1, (struct sockaddr *)&a, sizeof(a));
+	port = port_of(a1);
+	a = lo(port);
+	printf("reuseaddr_second_bind: %s\n", rv(bind(a2, (struct sockaddr *)&a, sizeof(a))));
+	printf("reuseaddr_first_listen: %s\n", rv(listen(a1, 4)));
+	printf("reuseaddr_second_listen: %s\n", rv(listen(a2, 4)));
+	close(a1);
+	close(a2);
+
+	pair(&l, &c, &s);
+	shutdown(c, SHUT_RDWR);
+	printf("poll_after_shut_rdwr: %s\n", evs(poll1(c, POLLIN | POLLOUT | POLLRDHUP, 1000)));
+	close(c);
+	close(s);
 	close(l);
 }
 
@@ -1073,6 +1119,7 @@ int main(void)
 	check_option_lengths();
 	check_connect();
 	check_connect_corners();
+	check_more_corners();
 	check_nonblocking();
 	check_data();
 	check_waitall();

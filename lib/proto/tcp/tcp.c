@@ -334,6 +334,7 @@ void sl_tcp_done(struct sl_stack *s, struct sl_sock *so, int err)
 	free_queues(s, so);
 	so->state = SL_TCP_CLOSED;
 	so->flags |= SL_SF_SHUT_WR;
+	tp->tflags |= SL_TF_DONE;
 	/* Linux releases the port when a connection ends (inet_put_port). */
 	sl_sock_unhash(s, so);
 	sl_filter_release(s, so);
@@ -397,6 +398,13 @@ int sl_tcp_listen(struct sl_stack *s, struct sl_sock *so, int backlog)
 		backlog = SL_TCP_SOMAXCONN;
 	if (so->state == SL_TCP_CLOSED) {
 		uint16_t um = tp->user_mss;
+
+		/* Linux's listen-time port check (inet_csk_get_port() with the
+		 * socket already LISTEN): another listener on the port, or a
+		 * socket bound there without SO_REUSEADDR on both, is in the
+		 * way (SO_REUSEPORT on both: a group). */
+		if (!sl_sock_port_free(s, so, so->laddr, so->lport))
+			return -EADDRINUSE;
 
 		memset(tp, 0, sizeof(*tp));
 		tp->user_mss = um;
@@ -784,7 +792,7 @@ ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t le
 	if ((so->tcp.tflags & SL_TF_FIN_RCVD) || (so->flags & SL_SF_SHUT_RD))
 		return 0;
 	if (so->state == SL_TCP_CLOSED)
-		return (so->tcp.tflags & SL_TF_CONNECTED) ? 0 : -ENOTCONN;
+		return (so->tcp.tflags & (SL_TF_CONNECTED | SL_TF_DONE)) ? 0 : -ENOTCONN;
 	return -EAGAIN;
 }
 
@@ -899,6 +907,9 @@ uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so)
 		ev |= SL_EV_IN;
 	if (tp->tflags & SL_TF_FIN_RCVD || (so->flags & SL_SF_SHUT_RD))
 		ev |= SL_EV_RDHUP;
+	/* Shut both ways is a hangup too, as Linux's tcp_poll() says. */
+	if ((so->flags & (SL_SF_SHUT_RD | SL_SF_SHUT_WR)) == (SL_SF_SHUT_RD | SL_SF_SHUT_WR))
+		ev |= SL_EV_HUP;
 	if (so->state == SL_TCP_CLOSED) {
 		ev |= SL_EV_HUP | SL_EV_IN | SL_EV_OUT;
 	} else if (can_send(so)) {

@@ -117,6 +117,7 @@ enum sl_tcp_state {
 #define SL_TF_PROBE	0x0800	/* persist timer armed for a zero window */
 #define SL_TF_EMBRYO	0x1000	/* counted in sluice_region.tcp_embryos */
 #define SL_TF_OVERRIDE	0x2000	/* SWS override timeout: send what the window takes */
+#define SL_TF_DONE	0x4000	/* ended (reset, refused, closed): reads give 0 (Linux SOCK_DONE) */
 
 /* Per-connection TCP state (the TCB, RFC 9293 3.3.1). */
 struct sl_tcp_sock {
