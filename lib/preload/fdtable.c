@@ -589,13 +589,16 @@ out:
 
 void pl_sock_release(struct pl_sock *ps)
 {
+	int saved_errno = errno;
+
 	if (!ps)
 		return;
 	if (ps->kfd)
 		kfd_reap(ps);
 	else
-		reap(ps->sd);
+		reap(ps->sd);	/* probes a lock that may be held: EAGAIN */
 	pl_put(ps);
+	errno = saved_errno;	/* the program's close() succeeded */
 }
 
 /* Every used socket record: close those nobody holds any more. */
@@ -624,14 +627,26 @@ static bool lock_free_at(int probe, off_t off)
 	return !pl_libc.fcntl(probe, F_OFD_GETLK, &fl) && fl.l_type == F_UNLCK;
 }
 
+static void sweep(void);
+
+/* Rate-limited; the program's errno is left as it was. */
 void pl_sweep(void)
 {
 	uint64_t now = pl_now_us();
-	int dead[PL_PROCS], n = 0;
+	int saved_errno;
 
 	if (!recs || now - SL_READ_ONCE(last_sweep_us) < PL_SWEEP_US)
 		return;
 	SL_WRITE_ONCE(last_sweep_us, now);
+	saved_errno = errno;
+	sweep();
+	errno = saved_errno;
+}
+
+static void sweep(void)
+{
+	int dead[PL_PROCS], n = 0;
+
 	if (sweep_probe < 0) {
 		sweep_probe = open(fd_path, O_RDWR | O_CLOEXEC);
 		if (sweep_probe < 0)

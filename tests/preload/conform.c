@@ -553,6 +553,41 @@ static void check_errno_kept(void)
 	printf("successful_calls_keep_errno: %d\n", kept);
 }
 
+/* The same for the data path, epoll, select, dup and fcntl. */
+static void check_errno_kept_more(void)
+{
+	int l, c, s, ep, d, kept = 1, v;
+	struct epoll_event ev = { .events = EPOLLIN }, out;
+	socklen_t vl = sizeof(v);
+	fd_set r;
+	struct timeval tv = { 0, 0 };
+	char buf[4];
+
+	pair(&l, &c, &s);
+#define KEEP(call, ok) do { errno = EDOM; kept &= (call) ok && errno == EDOM; } while (0)
+	KEEP(send(c, "ab", 2, 0), == 2);
+	poll1(s, POLLIN, 2000);
+	KEEP(recv(s, buf, 1, 0), == 1);
+	KEEP(read(s, buf, 1), == 1);
+	KEEP(write(s, "z", 1), == 1);
+	KEEP(getsockopt(c, SOL_SOCKET, SO_ERROR, &v, &vl), == 0);
+	KEEP(fcntl(c, F_GETFL), >= 0);
+	KEEP((d = dup(c)), >= 0);
+	KEEP(close(d), == 0);
+	KEEP((ep = epoll_create1(0)), >= 0);
+	KEEP(epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev), == 0);
+	KEEP(epoll_wait(ep, &out, 1, 1000), == 1);
+	FD_ZERO(&r);
+	FD_SET(c, &r);
+	KEEP(select(c + 1, &r, NULL, NULL, &tv), == 1);
+	KEEP(close(ep), == 0);
+#undef KEEP
+	printf("data_calls_keep_errno: %d\n", kept);
+	close(c);
+	close(s);
+	close(l);
+}
+
 /*
  * getsockopt lengths as Linux: a short buffer gets the value cut to it, a
  * negative length is EINVAL; SO_RCVBUF/SO_SNDBUF are capped (no wrapped
@@ -1119,6 +1154,7 @@ int main(void)
 	check_option_lengths();
 	check_connect();
 	check_connect_corners();
+	check_errno_kept_more();
 	check_more_corners();
 	check_nonblocking();
 	check_data();
