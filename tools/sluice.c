@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <sluice/sluice.h>
 
@@ -125,6 +126,34 @@ static const char *state_name(const struct sl_stack *s)
 	case SLUICE_STATE_BROKEN: return s->lib->broken_pid ? "BROKEN" : "corrupt";
 	default: return "?";
 	}
+}
+
+/*
+ * Who holds the lock, in what state, and for how long: the lock word and
+ * its acquisition count watched for up to 200 ms (nothing in the region
+ * says when it was taken).
+ */
+static void lock_holder_line(struct sl_stack *s)
+{
+	uint32_t v = SL_READ_ONCE(s->r->lock), seq = SL_READ_ONCE(s->r->lock_seq);
+	pid_t pid = (pid_t)(v >> SLUICE_LOCK_PID_SHIFT);
+	int ms = 0;
+
+	if (!(v & SLUICE_LOCK_HELD)) {
+		printf("  lock: free\n");
+		return;
+	}
+	while (ms < 200 && SL_READ_ONCE(s->r->lock) == v && SL_READ_ONCE(s->r->lock_seq) == seq) {
+		usleep(10000);
+		ms += 10;
+	}
+	if (SL_READ_ONCE(s->r->lock) != v || SL_READ_ONCE(s->r->lock_seq) != seq)
+		printf("  lock: held by process %d, changing hands (busy)\n", (int)pid);
+	else
+		printf("  lock: held by process %d (%s) for at least %d ms\n", (int)pid,
+		       sl_pid_dead(pid) ? "gone: the stack is broken" :
+		       sl_pid_stopped(pid) ? "stopped: nobody's timeouts wait for it" : "running",
+		       ms);
 }
 
 static void stack_row(const char *name, const char *where)
@@ -315,6 +344,7 @@ static int cmd_dump(const char *name)
 		       sl_pid_dead(s->lib->helper_pid) ? " (gone: stale)" : "");
 	printf("  lock: word 0x%x owner %d contended %llu\n", s->r->lock,
 	       s->r->lock_owner, (unsigned long long)s->lib->lock_contended);
+	lock_holder_line(s);
 	printf("  layout: abi %u, library layout %u\n", s->r->abi_version, s->lib->lib_layout);
 	printf("counters:\n");
 	for (unsigned int i = 0; i < SL_C_COUNT; i++)

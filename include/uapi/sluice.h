@@ -186,7 +186,7 @@ struct sluice_region {
 	__u32 ksock_released;
 	__u32 attach_count;		/* (u) processes that attached (debugfs shows it) */
 	__u32 sock_used;		/* (u) sockets in use (sysfs shows it) */
-	__u32 reserved0;
+	__u32 lock_seq;			/* (u) times the lock was taken, for inspection */
 };
 
 /*

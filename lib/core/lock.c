@@ -211,6 +211,9 @@ static void took_lock(struct sl_stack *s)
 	pid_t self = sl_self_pid();
 
 	SL_WRITE_ONCE(*OWNERW(s), self);
+	/* Read by inspectors without the lock: a holder that keeps the same
+	 * count has held it all along. */
+	SL_WRITE_ONCE(s->r->lock_seq, s->r->lock_seq + 1);
 	s->locked = true;
 	if (s->ctr_pid != self)
 		sl_counters_claim(s);	/* first lock, or a forked child */

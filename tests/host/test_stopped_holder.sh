@@ -40,6 +40,7 @@ for i in \$(seq 200); do
 	sleep 0.01
 done
 echo "holder state \$(awk '{print \$3}' /proc/\$h/stat)"
+echo "dump \$("$sluice" dump "$st" | grep '^  lock: held' | sed "s/process \$h /process HOLDER /")"
 touch "$tmp/go"
 wait \$prog
 echo "program exit \$?"
@@ -49,6 +50,8 @@ echo "holder exit \$?"
 EOS
 out=$(timeout 60 unshare -n bash "$tmp/run.sh" 2>&1)
 check "the holder stopped holding the lock" grep -qx "holder state T" <<<"$out"
+check "sluice dump names the stopped holder" \
+	grep -qx "dump   lock: held by process HOLDER (stopped: nobody's timeouts wait for it) for at least 200 ms" <<<"$out"
 check "the program ran to the end (exit 0)" grep -qx "program exit 0" <<<"$out"
 check "the holder, continued, let go and exited" grep -qx "holder exit 0" <<<"$out"
 
