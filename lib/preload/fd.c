@@ -17,6 +17,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include "preload.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -145,6 +147,45 @@ static int inq(struct pl_sock *ps)
 	return (int)n;
 }
 
+/*
+ * Interface and routing requests (SIOCGIFCONF, SIOCGIFFLAGS, SIOCGIFADDR,
+ * SIOCETHTOOL, SIOCADDRT, SIOCGARP, ...: the sockios range): Linux's
+ * sock_ioctl() hands them to dev_ioctl() whatever the socket, so programs
+ * make them on whatever socket they hold.  Not the few that are about the
+ * socket itself (owner, time stamps, urgent mark, queues, namespace).
+ */
+static bool dev_request(unsigned long req)
+{
+	if (req < 0x8900 || req > 0x89ff)
+		return false;
+	switch (req) {
+	case 0x8901:	/* FIOSETOWN */
+	case 0x8902:	/* SIOCSPGRP */
+	case 0x8903:	/* FIOGETOWN */
+	case 0x8904:	/* SIOCGPGRP */
+	case 0x8905:	/* SIOCATMARK */
+	case 0x8906:	/* SIOCGSTAMP_OLD */
+	case 0x8907:	/* SIOCGSTAMPNS_OLD */
+	case 0x894b:	/* SIOCOUTQNSD */
+	case 0x894c:	/* SIOCGSKNS */
+		return false;
+	}
+	return true;
+}
+
+/* A dev_request() on a kernel socket of our own, made for it (a kept one
+ * could be closed under us by a program closing every fd). */
+static int dev_ioctl(unsigned long req, void *arg)
+{
+	int ks = REAL(socket)(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), ret;
+
+	if (ks < 0)
+		return -errno;
+	ret = REAL(ioctl)(ks, req, arg) ? -errno : 0;
+	REAL(close)(ks);
+	return ret;
+}
+
 EXPORT int ioctl(int fd, unsigned long req, ...)
 {
 	struct pl_sock *ps;
@@ -177,6 +218,10 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 			*(int *)arg = ret;
 			ret = 0;
 		}
+	} else if (dev_request(req)) {
+		/* The kernel answers these alike on any socket of the
+		 * namespace: ask it on one of its own. */
+		ret = dev_ioctl(req, arg);
 	} else {
 		ret = -ENOTTY;
 	}

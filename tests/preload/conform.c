@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -57,6 +58,8 @@ static const char *en(int e)
 	case EDESTADDRREQ: return "EDESTADDRREQ";
 	case EOPNOTSUPP: return "EOPNOTSUPP";
 	case EDOM: return "EDOM";
+	case ENODEV: return "ENODEV";
+	case ENOTTY: return "ENOTTY";
 	}
 	snprintf(buf, sizeof(buf), "errno%d", e);
 	return buf;
@@ -451,6 +454,34 @@ static void check_connect_corners(void)
 	close(c);
 	close(s);
 	close(l);
+}
+
+/* Interface requests on a TCP socket: answered as on any socket. */
+static void check_dev_ioctls(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct ifreq ifr;
+	struct ifconf ifc;
+	char buf[1024];
+	long r;
+
+	memset(&ifr, 0, sizeof(ifr));
+	strcpy(ifr.ifr_name, "lo");
+	r = ioctl(fd, SIOCGIFFLAGS, &ifr);
+	/* (Not IFF_UP: the Sluice run has lo down in its namespace.) */
+	printf("siocgifflags_lo: %s loopback %d\n", rv(r), !!(ifr.ifr_flags & IFF_LOOPBACK));
+	r = ioctl(fd, SIOCGIFINDEX, &ifr);
+	printf("siocgifindex_lo: %s %d\n", rv(r), ifr.ifr_ifindex);
+	r = ioctl(fd, SIOCGIFMTU, &ifr);
+	printf("siocgifmtu_lo: %s %d\n", rv(r), ifr.ifr_mtu);
+	ifc.ifc_len = sizeof(buf);
+	ifc.ifc_buf = buf;
+	r = ioctl(fd, SIOCGIFCONF, &ifc);
+	printf("siocgifconf: %s\n", rv(r));
+	strcpy(ifr.ifr_name, "nosuch0");
+	printf("siocgifflags_missing: %s\n", rv(ioctl(fd, SIOCGIFFLAGS, &ifr)));
+	printf("unknown_ioctl: %s\n", rv(ioctl(fd, 0x89ef + 0x10000, &ifr)));
+	close(fd);
 }
 
 static void check_shutdown(void)
@@ -1154,6 +1185,7 @@ int main(void)
 	check_option_lengths();
 	check_connect();
 	check_connect_corners();
+	check_dev_ioctls();
 	check_errno_kept_more();
 	check_more_corners();
 	check_nonblocking();
