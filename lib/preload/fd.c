@@ -10,6 +10,7 @@
  */
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <linux/sockios.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
@@ -148,6 +149,32 @@ static int inq(struct pl_sock *ps)
 }
 
 /*
+ * SIOCOUTQ: bytes not yet acknowledged; SIOCOUTQNSD: bytes not yet sent
+ * (Linux's tcp_ioctl(): write_seq - snd_una / - snd_nxt).  A datagram
+ * socket's leave at once: 0.
+ */
+static int outq(struct pl_sock *ps, bool unsent)
+{
+	struct sl_stack *s = pl_sl();
+	struct sl_sock *so;
+	long n;
+
+	if (ps->type == SOCK_DGRAM)
+		return 0;
+	if (sl_lock(s))
+		return -EPIPE;
+	so = sl_sock(s, ps->sd);
+	if (so->state == SL_TCP_LISTEN)
+		n = -EINVAL;
+	else if (so->state < SL_TCP_ESTABLISHED)
+		n = 0;
+	else
+		n = (long)(uint32_t)(so->tcp.snd_end - (unsent ? so->tcp.snd_max : so->tcp.snd_una));
+	sl_unlock(s);
+	return (int)n;
+}
+
+/*
  * Interface and routing requests (SIOCGIFCONF, SIOCGIFFLAGS, SIOCGIFADDR,
  * SIOCETHTOOL, SIOCADDRT, SIOCGARP, ...: the sockios range): Linux's
  * sock_ioctl() hands them to dev_ioctl() whatever the socket, so programs
@@ -218,6 +245,17 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 			*(int *)arg = ret;
 			ret = 0;
 		}
+	} else if (req == SIOCOUTQ || req == SIOCOUTQNSD) {
+		ret = arg ? outq(ps, req == SIOCOUTQNSD) : -EFAULT;
+		if (ret >= 0) {
+			*(int *)arg = ret;
+			ret = 0;
+		}
+	} else if (req == SIOCATMARK && ps->type == SOCK_STREAM) {
+		/* Never at an urgent mark: no urgent data is kept apart. */
+		if (arg)
+			*(int *)arg = 0;
+		ret = arg ? 0 : -EFAULT;
 	} else if (dev_request(req)) {
 		/* The kernel answers these alike on any socket of the
 		 * namespace: ask it on one of its own. */

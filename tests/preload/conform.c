@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/sendfile.h>
@@ -482,6 +483,27 @@ static void check_dev_ioctls(void)
 	printf("siocgifflags_missing: %s\n", rv(ioctl(fd, SIOCGIFFLAGS, &ifr)));
 	printf("unknown_ioctl: %s\n", rv(ioctl(fd, 0x89ef + 0x10000, &ifr)));
 	close(fd);
+	{
+		int l, c, sv, v = 7, u = socket(AF_INET, SOCK_DGRAM, 0);
+
+		pair(&l, &c, &sv);
+		r = ioctl(c, SIOCOUTQ, &v);
+		printf("siocoutq_idle: %s %d\n", rv(r), v);
+		v = 7;
+		r = ioctl(c, SIOCOUTQNSD, &v);
+		printf("siocoutqnsd_idle: %s %d\n", rv(r), v);
+		v = 7;
+		r = ioctl(c, SIOCATMARK, &v);
+		printf("siocatmark: %s %d\n", rv(r), v);
+		printf("siocoutq_listener: %s\n", rv(ioctl(l, SIOCOUTQ, &v)));
+		v = 7;
+		r = ioctl(u, SIOCOUTQ, &v);
+		printf("siocoutq_udp: %s %d\n", rv(r), v);
+		close(u);
+		close(c);
+		close(sv);
+		close(l);
+	}
 }
 
 static void check_shutdown(void)
