@@ -498,18 +498,45 @@ EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags,
 	unsigned int i;
 	ssize_t r;
 
+	uint64_t end = 0, now;
+
 	if (!pl_is_sluice(fd))
 		return REAL(recvmmsg)(fd, vec, vlen, flags, timeout);
+	/* As Linux (poll_select_set_timeout()): a timespec out of range is
+	 * EINVAL before anything is received. */
+	if (timeout) {
+		if (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000L) {
+			errno = EINVAL;
+			return -1;
+		}
+		end = pl_now_us() + (uint64_t)timeout->tv_sec * 1000000u +
+		      (uint64_t)timeout->tv_nsec / 1000;
+	}
 	if (vlen > UIO_MAXIOV)
 		vlen = UIO_MAXIOV;
-	/* The timeout is checked only between messages, as on Linux. */
+	/* The timeout is checked only between messages, as on Linux: the
+	 * first receive waits as the socket says. */
 	for (i = 0; i < vlen; i++) {
 		r = recvmsg(fd, &vec[i].msg_hdr, flags & ~MSG_WAITFORONE);
-		if (r < 0)
-			return i ? (int)i : -1;
+		if (r < 0) {
+			if (!i)
+				return -1;
+			break;
+		}
 		vec[i].msg_len = (unsigned int)r;
 		if (flags & MSG_WAITFORONE)
 			flags |= MSG_DONTWAIT;
+		if (timeout && pl_now_us() >= end) {
+			i++;
+			break;
+		}
+	}
+	/* What is left of the timeout, written back as Linux does. */
+	if (timeout) {
+		now = pl_now_us();
+		now = now < end ? end - now : 0;
+		timeout->tv_sec = (time_t)(now / 1000000u);
+		timeout->tv_nsec = (long)(now % 1000000u) * 1000;
 	}
 	return (int)i;
 }

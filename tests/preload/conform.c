@@ -1026,6 +1026,13 @@ static void check_udp(void)
 		iv[0].iov_len = iv[1].iov_len = 8;
 		r = recvmmsg(a, mv, 3, MSG_WAITFORONE, NULL);
 		printf("udp_recvmmsg: %s lens %u %u\n", rv(r), mv[0].msg_len, mv[1].msg_len);
+	{
+		struct timespec bad = { 0, 2000000000L };
+		struct mmsghdr one;
+
+		memset(&one, 0, sizeof(one));
+		printf("recvmmsg_bad_timeout: %s\n", rv(recvmmsg(b, &one, 1, 0, &bad)));
+	}
 	}
 	close(a);
 	close(b);
