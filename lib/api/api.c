@@ -958,6 +958,29 @@ int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, cons
 			so->rcvbuf = u < 2304 ? 2304 : u;
 		else
 			so->sndbuf = u < 4608 ? 4608 : u;
+	} else if (level == IPPROTO_IP && name == IP_TTL) {
+		/* ip(7): 1 to 255, or -1 for the default (64); an int, or
+		 * a byte (do_ip_setsockopt()). */
+		if (val && len && len < sizeof(int))
+			v = *(const uint8_t *)val;
+		if (!val || !len)
+			ret = -EINVAL;
+		else if (v == -1)
+			so->ip_ttl = 0;
+		else if (v < 1 || v > 255)
+			ret = -EINVAL;
+		else
+			so->ip_ttl = (uint8_t)v;
+	} else if (level == IPPROTO_IP && name == IP_TOS) {
+		/* Linux (do_ip_setsockopt()): a byte, or an int; on a stream
+		 * the two ECN bits stay TCP's (and TCP sets none). */
+		if (!val || !len)
+			ret = -EINVAL;
+		else {
+			uint8_t tos = len >= sizeof(int) ? (uint8_t)v : *(const uint8_t *)val;
+
+			so->ip_tos = so->type == SL_SOCK_TCP ? (uint8_t)(tos & ~3) : tos;
+		}
 	} else if (level == IPPROTO_IP &&
 		   (name == IP_ADD_MEMBERSHIP || name == IP_DROP_MEMBERSHIP)) {
 		ret = mc_opt(s, so, name, val, len);
@@ -1007,6 +1030,10 @@ static int getsockopt_whole(struct sl_stack *s, struct sl_sock *so, int level, i
 		}
 	} else if (level == SOL_SOCKET && name == SO_TYPE) {
 		v = so->type == SL_SOCK_TCP ? SOCK_STREAM : SOCK_DGRAM;
+		memcpy(val, &v, sizeof(v));
+		*len = sizeof(v);
+	} else if (level == IPPROTO_IP && (name == IP_TTL || name == IP_TOS)) {
+		v = name == IP_TTL ? (so->ip_ttl ? so->ip_ttl : 64) : so->ip_tos;
 		memcpy(val, &v, sizeof(v));
 		*len = sizeof(v);
 	} else if (level == IPPROTO_IP && (name == IP_MULTICAST_TTL || name == IP_MULTICAST_LOOP ||

@@ -116,6 +116,20 @@ void sl_ip_set_ttl(struct sl_stack *s, uint32_t idx, uint8_t ttl)
 	ip->csum = sl_ip_csum(ip);
 }
 
+void sl_ip_sock_hdr(struct sl_stack *s, uint32_t idx, const struct sl_sock *so)
+{
+	struct sl_ip *ip;
+
+	if (!so || (!so->ip_ttl && !so->ip_tos))
+		return;
+	ip = (struct sl_ip *)sl_buf_data(s, idx);
+	if (so->ip_ttl)
+		ip->ttl = so->ip_ttl;
+	ip->tos = so->ip_tos;
+	ip->csum = 0;
+	ip->csum = sl_ip_csum(ip);
+}
+
 void sl_pkt_hold(struct sl_stack *s, uint32_t *hold, uint32_t idx)
 {
 	uint32_t n = sl_pkt_copy(s, idx);

@@ -113,6 +113,8 @@ struct sl_sock {
 	uint32_t rx_lent_idx, rx_lent_bytes, rx_lent_count;
 	uint32_t tx_lent_idx, tx_lent_bytes;
 	uint32_t linger_s;		/* SO_LINGER time, with SL_SF_LINGER */
+	/* IP_TTL (0: the default, 64) and IP_TOS of the packets it sends. */
+	uint8_t ip_ttl, ip_tos;
 	/* Socket fds (sockfd.c): rx_bytes (a listener: wake_seq) when the
 	 * events were last published, so new data or a new connection wakes
 	 * an edge-triggered poller even if EPOLLIN was up. */
@@ -370,6 +372,8 @@ void sl_ip_loopback_one(struct sl_stack *s, uint32_t idx);
 /* Copy packet idx (from its off, len bytes) into a fresh buffer; returns
  * it, or SLUICE_IDX_NONE. */
 uint32_t sl_pkt_copy(struct sl_stack *s, uint32_t idx);
+/* The socket's IP_TTL and IP_TOS into the header sl_ip_build() made. */
+void sl_ip_sock_hdr(struct sl_stack *s, uint32_t idx, const struct sl_sock *so);
 /* Set the TTL of the IPv4 packet in idx (sl_ip_build() gave it 64). */
 void sl_ip_set_ttl(struct sl_stack *s, uint32_t idx, uint8_t ttl);
 /* A packet waiting for its neighbour: keep a copy of idx in *hold, the

@@ -425,6 +425,7 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 	if (uh->csum == 0)
 		uh->csum = 0xffff;	/* RFC 768: zero means no checksum */
 	sl_ip_build(s, idx, IPPROTO_UDP_, saddr, daddr, sizeof(*uh) + len);
+	sl_ip_sock_hdr(s, idx, so);
 	sl_count(s, SL_C_udp_tx);
 	so->tx_pkts++;
 	so->tx_bytes += len;

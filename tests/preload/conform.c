@@ -506,6 +506,53 @@ static void check_dev_ioctls(void)
 	}
 }
 
+/* IP_TTL and IP_TOS on TCP and UDP sockets. */
+static void check_ttl_tos(void)
+{
+	int t = socket(AF_INET, SOCK_STREAM, 0), u = socket(AF_INET, SOCK_DGRAM, 0), v;
+	socklen_t l = sizeof(v);
+	unsigned char byte = 9;
+	struct stat before, after;
+
+	fstat(t, &before);
+
+	getsockopt(t, IPPROTO_IP, IP_TTL, &v, &l);
+	printf("ttl_default: %d\n", v);
+	v = 7;
+	printf("ttl_set7: %s\n", rv(setsockopt(t, IPPROTO_IP, IP_TTL, &v, sizeof(v))));
+	l = sizeof(v);
+	getsockopt(t, IPPROTO_IP, IP_TTL, &v, &l);
+	printf("ttl_get: %d\n", v);
+	v = 0;
+	printf("ttl_set0: %s\n", rv(setsockopt(t, IPPROTO_IP, IP_TTL, &v, sizeof(v))));
+	v = 256;
+	printf("ttl_set256: %s\n", rv(setsockopt(t, IPPROTO_IP, IP_TTL, &v, sizeof(v))));
+	printf("ttl_set_byte: %s\n", rv(setsockopt(u, IPPROTO_IP, IP_TTL, &byte, 1)));
+	l = sizeof(v);
+	getsockopt(u, IPPROTO_IP, IP_TTL, &v, &l);
+	printf("ttl_get_byte: %d\n", v);
+	v = -1;
+	setsockopt(t, IPPROTO_IP, IP_TTL, &v, sizeof(v));
+	l = sizeof(v);
+	getsockopt(t, IPPROTO_IP, IP_TTL, &v, &l);
+	printf("ttl_back_to_default: %d\n", v);
+	v = 0x13;
+	printf("tos_set_tcp: %s\n", rv(setsockopt(t, IPPROTO_IP, IP_TOS, &v, sizeof(v))));
+	l = sizeof(v);
+	getsockopt(t, IPPROTO_IP, IP_TOS, &v, &l);
+	printf("tos_get_tcp: 0x%x\n", v);
+	v = 0x13;
+	setsockopt(u, IPPROTO_IP, IP_TOS, &v, sizeof(v));
+	l = sizeof(v);
+	getsockopt(u, IPPROTO_IP, IP_TOS, &v, &l);
+	printf("tos_get_udp: 0x%x\n", v);
+	/* Handled where the socket is: it did not move to the kernel. */
+	fstat(t, &after);
+	printf("ttl_tos_kept_the_socket: %d\n", (before.st_mode & S_IFMT) == (after.st_mode & S_IFMT));
+	close(t);
+	close(u);
+}
+
 static void check_shutdown(void)
 {
 	int l, c, s;
@@ -1214,6 +1261,7 @@ int main(void)
 	check_option_lengths();
 	check_connect();
 	check_connect_corners();
+	check_ttl_tos();
 	check_dev_ioctls();
 	check_errno_kept_more();
 	check_more_corners();

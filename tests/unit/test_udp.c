@@ -245,8 +245,44 @@ static void test_loopback_budget(void)
 	sluice_stack_destroy(name);
 }
 
+/* IP_TTL and IP_TOS reach the header of what the socket sends (ip(7)),
+ * and IP_MULTICAST_TTL still rules a group's datagrams. */
+static void test_ttl_tos_on_the_wire(void)
+{
+	static struct capture cap;
+	struct sl_stack *s = fx_stack("ttl", "10.0.0.1", &cap);
+	struct sluice_stack *st = (struct sluice_stack *)s;
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(9) };
+	const struct sl_ip *ip;
+	int u = sluice_socket(st, SLUICE_SOCK_DGRAM), v;
+
+	inet_pton(AF_INET, "10.0.0.2", &to.sin_addr);
+	v = 7;
+	tap_eq(sluice_setsockopt(st, u, IPPROTO_IP, IP_TTL, &v, sizeof(v)), 0, "IP_TTL 7");
+	v = 0x10;
+	tap_eq(sluice_setsockopt(st, u, IPPROTO_IP, IP_TOS, &v, sizeof(v)), 0, "IP_TOS 0x10");
+	tap_eq(sluice_sendto(st, u, "x", 1, 0, &to), 1, "a datagram to a neighbour");
+	tap_eq(cap.n, 1, "went out on the link");
+	ip = (const struct sl_ip *)cap.frame[0];
+	tap_eq(ip->ttl, 7, "with TTL 7");
+	tap_eq(ip->tos, 0x10, "and TOS 0x10");
+	tap_eq(sl_ip_csum(ip), 0, "and a header checksum that adds up");
+	v = -1;
+	sluice_setsockopt(st, u, IPPROTO_IP, IP_TTL, &v, sizeof(v));
+	sluice_sendto(st, u, "y", 1, 0, &to);
+	ip = (const struct sl_ip *)cap.frame[1];
+	tap_ok(cap.n == 2 && ip->ttl == 64, "IP_TTL -1: the default, 64, again");
+	inet_pton(AF_INET, "239.1.2.3", &to.sin_addr);
+	sluice_sendto(st, u, "z", 1, 0, &to);
+	ip = (const struct sl_ip *)cap.frame[2];
+	tap_ok(cap.n == 3 && ip->ttl == 1, "to a group: IP_MULTICAST_TTL's default, 1");
+	sluice_close(st, u);
+	fx_destroy(s);
+}
+
 int main(void)
 {
+	test_ttl_tos_on_the_wire();
 	test_loopback_within_stack();
 	test_bind_rules();
 	test_limits_and_errors();

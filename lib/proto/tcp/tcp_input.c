@@ -610,6 +610,8 @@ static struct sl_sock *child_new(struct sl_stack *s, struct sl_sock *lso, const 
 		    (lso->flags & (SL_SF_NODELAY | SL_SF_KEEPALIVE | SL_SF_REUSEADDR));
 	c->rcvbuf = lso->rcvbuf;
 	c->sndbuf = lso->sndbuf;
+	c->ip_ttl = lso->ip_ttl;
+	c->ip_tos = lso->ip_tos;
 	c->parent_idx = lso->idx;
 	c->owner_pid = lso->owner_pid;
 	tp = &c->tcp;

@@ -190,8 +190,8 @@ uint16_t sl_tcp_window_field(struct sl_stack *s, struct sl_sock *so)
 /* Checksum the segment at th (tcp_len bytes, all in buffer idx unless it
  * stays in the stack) and fill the IPv4 header in front of it.  The TCP
  * header may start anywhere after the IPv4 header room. */
-static bool emit_prep(struct sl_stack *s, uint32_t idx, struct sl_tcph *th,
-		      unsigned int tcp_len, uint32_t saddr, uint32_t daddr)
+static bool emit_prep(struct sl_stack *s, const struct sl_sock *so, uint32_t idx,
+		      struct sl_tcph *th, unsigned int tcp_len, uint32_t saddr, uint32_t daddr)
 {
 	uint8_t *base = sl_buf_base(s, idx);
 	unsigned int hoff = (unsigned int)((uint8_t *)th - base);
@@ -209,6 +209,7 @@ static bool emit_prep(struct sl_stack *s, uint32_t idx, struct sl_tcph *th,
 		th->csum = sl_csum_fold(sl_csum_add(sum, th, tcp_len));
 	}
 	sl_ip_build(s, idx, IPPROTO_TCP_, saddr, daddr, (uint16_t)tcp_len);
+	sl_ip_sock_hdr(s, idx, so);
 	if (hoff != SL_HEADROOM + 20) {
 		/* Move the 20-byte IPv4 header up against the TCP header. */
 		memmove(base + hoff - 20, base + SL_HEADROOM, 20);
@@ -221,7 +222,7 @@ static bool emit_prep(struct sl_stack *s, uint32_t idx, struct sl_tcph *th,
 static int emit(struct sl_stack *s, struct sl_sock *so, uint32_t idx, struct sl_tcph *th,
 		unsigned int tcp_len, uint32_t saddr, uint32_t daddr, bool keep)
 {
-	if (!emit_prep(s, idx, th, tcp_len, saddr, daddr)) {
+	if (!emit_prep(s, so, idx, th, tcp_len, saddr, daddr)) {
 		if (!keep)
 			sl_buf_free(s, idx);
 		return -ENOTRECOVERABLE;
@@ -452,7 +453,7 @@ static int xmit_chain(struct sl_stack *s, struct sl_sock *so, uint32_t idx, unsi
 	struct sl_tcph *th = data_hdr(s, so, idx, last, plen, now_us, &hlen);
 	uint32_t head, tail, j = b->next_idx;
 
-	if (!emit_prep(s, idx, th, hlen + plen, so->laddr, so->raddr))
+	if (!emit_prep(s, so, idx, th, hlen + plen, so->laddr, so->raddr))
 		return -ENOTRECOVERABLE;
 	/* The IPv4 length counts it all; this buffer holds the first part. */
 	b->len = (uint16_t)(b->len - (plen - b->aux));
