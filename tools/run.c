@@ -380,6 +380,11 @@ int cmd_fds(const char *name)
 				fclose(info);
 			if (!*stack || (name && strcmp(stack, name)))
 				continue;
+			/* The library's own descriptions of the file (its
+			 * process record, its probe) sit past every socket
+			 * index, at 2^40 and beyond (lib/preload/fdtable.c). */
+			if (!kfd && pos >= (1L << 40) - 1)
+				continue;
 			fds_describe(fds_attach(stacks, &nstacks, stack), pos, desc, sizeof(desc));
 			printf("%8s %5s %-20s %6ld  %s  %s\n", p->d_name, f->d_name, stack, pos, desc,
 			       comm);

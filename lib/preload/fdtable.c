@@ -61,7 +61,7 @@
 #define PL_SWEEP_US	500000
 /* Process records: PL_PROCS, each with a lock byte far past the sockets'. */
 #define PL_PROCS	256
-#define PL_PROC_LOCK_BASE	((off_t)1 << 40)
+#define PL_PROC_LOCK_BASE	((off_t)1 << 40)	/* also: positions of no socket */
 #define PL_PROC_FREE	0
 #define PL_PROC_CLAIMED	1	/* being registered or swept */
 #define PL_PROC_LIVE	2	/* its lock byte is held while it lives */
@@ -154,6 +154,9 @@ static void proc_register(void)
 			sl_store_release(&hdr->procs[i].state, PL_PROC_FREE);
 			continue;
 		}
+		/* Positioned past every socket index: not a placeholder
+		 * (sluice fds and pl_fd_adopt() go by the position). */
+		lseek(fd, PL_PROC_LOCK_BASE + i, SEEK_SET);
 		SL_WRITE_ONCE(hdr->procs[i].pid, (uint32_t)getpid());
 		/* Release: the lock is held before anyone sees LIVE. */
 		sl_store_release(&hdr->procs[i].state, PL_PROC_LIVE);
@@ -651,6 +654,7 @@ static void sweep(void)
 		sweep_probe = open(fd_path, O_RDWR | O_CLOEXEC);
 		if (sweep_probe < 0)
 			return;
+		lseek(sweep_probe, PL_PROC_LOCK_BASE - 1, SEEK_SET);	/* not a socket */
 	}
 	if (reg_full) {
 		/* No process record of our own: look at every socket. */
