@@ -118,14 +118,12 @@ enum sl_tcp_state {
 #define SL_TF_EMBRYO	0x1000	/* counted in sluice_region.tcp_embryos */
 #define SL_TF_OVERRIDE	0x2000	/* SWS override timeout: send what the window takes */
 #define SL_TF_DONE	0x4000	/* ended (reset, refused, closed): reads give 0 (Linux SOCK_DONE) */
-#define SL_TF_SML	0x8000	/* snd_sml names the end of a short segment sent */
 
 /* Per-connection TCP state (the TCB, RFC 9293 3.3.1). */
 struct sl_tcp_sock {
 	/* Send sequence space: una <= nxt <= max <= end (+1 with a FIN). */
 	uint32_t iss, snd_una, snd_nxt, snd_max, snd_end;
 	uint32_t snd_wnd, snd_wl1, snd_wl2, max_sndwnd;
-	uint32_t snd_sml;		/* end of the last short segment sent (SL_TF_SML) */
 	/* Receive sequence space; rcv_adv is the right edge advertised. */
 	uint32_t irs, rcv_nxt, rcv_adv, last_ack_sent;
 

@@ -504,23 +504,6 @@ nobuf:
 /* How many unsent buffers after idx (its payload len, within usable)
  * can go with it in one segment inside the stack; their last in *last
  * and the segment's payload in *plen. */
-/*
- * Does Nagle hold a short last segment back?  RFC 896 holds it while any
- * data is unacknowledged; Linux (tcp_nagle_check(), Minshall's variant)
- * only while a short segment is, so the tail of a write larger than the
- * MSS goes out with the rest instead of waiting for an ACK that a
- * delaying receiver may not send.  Never with TCP_NODELAY or a FIN queued.
- */
-static bool nagle_holds(const struct sl_sock *so)
-{
-	const struct sl_tcp_sock *tp = &so->tcp;
-
-	if ((so->flags & SL_SF_NODELAY) || (tp->tflags & SL_TF_FIN_Q))
-		return false;
-	return (tp->tflags & SL_TF_SML) && SEQ_GT(tp->snd_sml, tp->snd_una) &&
-	       SEQ_LEQ(tp->snd_sml, tp->snd_nxt);
-}
-
 static unsigned int chain_more(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 			       uint32_t usable, uint32_t *last, uint32_t *plen)
 {
@@ -539,7 +522,8 @@ static unsigned int chain_more(struct sl_stack *s, struct sl_sock *so, uint32_t 
 		    total + aux > usable || total + aux > SL_TCP_CHAIN_BYTES)
 			break;
 		/* Nagle holds a short last buffer back as it would alone. */
-		if (aux < tp->mss && j == tp->sndq_tail && nagle_holds(so))
+		if (aux < tp->mss && j == tp->sndq_tail && !(so->flags & SL_SF_NODELAY) &&
+		    !(tp->tflags & SL_TF_FIN_Q))
 			break;
 		total += aux;
 		*last = j;
@@ -655,9 +639,11 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 			len = usable;
 			end = b->seq + len;
 		}
-		/* Nagle (RFC 896, RFC 9293 3.7.4) as Linux keeps it: a short
-		 * last segment waits while a short one is unacknowledged. */
-		if (!rexmit && len < tp->mss && idx == tp->sndq_tail && nagle_holds(so))
+		/* Nagle (RFC 896, RFC 9293 3.7.4): a short last segment waits
+		 * while data is unacknowledged, unless TCP_NODELAY or FIN. */
+		if (!rexmit && len < tp->mss && idx == tp->sndq_tail &&
+		    tp->snd_nxt != tp->snd_una && !(so->flags & SL_SF_NODELAY) &&
+		    !(tp->tflags & SL_TF_FIN_Q))
 			break;
 		n = 0;
 		clen = len;
@@ -682,11 +668,6 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		tp->snd_nxt = end;
 		if (SEQ_GT(end, tp->snd_max))
 			tp->snd_max = end;
-		/* A short segment went (Linux's tcp_minshall_update()). */
-		if (clen < tp->mss) {
-			tp->snd_sml = end;
-			tp->tflags |= SL_TF_SML;
-		}
 		if (!tp->t_rexmt)
 			tp->t_rexmt = now_us + tp->rto_us;
 		sent = true;
