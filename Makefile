@@ -13,6 +13,7 @@
 #   make fuzz         libFuzzer targets (clang-14, ASan, UBSan) in build/fuzz
 #   make fuzz-long    each fuzz target for FUZZ_LONG_SECONDS (default 600)
 #   make soak         forking server soak, SOAK_SECONDS (default 120)
+#   make install      PREFIX (default /usr/local), DESTDIR; make uninstall
 
 VERSION := 0.1.0
 
@@ -51,7 +52,7 @@ PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/fork_srv \
 	$(B)/tests/preload/sockfd_prog
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
-.PHONY: all lib tools tests bench bench-programs sanitize unit-tests module module-clean check demo checkpatch clean \
+.PHONY: install uninstall all lib tools tests bench bench-programs sanitize unit-tests module module-clean check demo checkpatch clean \
 	fuzz fuzz-long soak
 
 all: lib tools tests
@@ -188,6 +189,55 @@ soak: all
 checkpatch:
 	$(CHECKPATCH) --no-tree --strict --terse --show-types -f \
 		kernel/*.c kernel/*.h include/uapi/sluice.h
+
+# Installing (PREFIX, DESTDIR as usual): the tool, the libraries (the
+# preload one where the tool looks for it: LIBDIR/sluice), the headers,
+# sluice.pc, the man pages, the udev rule and the module's DKMS source tree.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
+UDEVDIR ?= /lib/udev
+DKMSDIR ?= /usr/src/sluice-$(VERSION)
+SONAME := libsluice.so.0
+REALNAME := libsluice.so.$(VERSION)
+
+install: lib tools
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/sluice $(DESTDIR)$(LIBDIR)/pkgconfig \
+		$(DESTDIR)$(INCLUDEDIR)/sluice/uapi $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
+		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(UDEVDIR)/rules.d \
+		$(DESTDIR)$(DKMSDIR)/kernel $(DESTDIR)$(DKMSDIR)/include/uapi
+	install -m 755 $(TOOL) $(DESTDIR)$(BINDIR)/sluice
+	install -m 644 $(B)/libsluice.a $(DESTDIR)$(LIBDIR)/libsluice.a
+	install -m 755 $(B)/libsluice.so $(DESTDIR)$(LIBDIR)/$(REALNAME)
+	ln -sf $(REALNAME) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libsluice.so
+	install -m 755 $(PRELOAD) $(DESTDIR)$(LIBDIR)/sluice/libsluice-preload.so
+	install -m 644 include/sluice/sluice.h $(DESTDIR)$(INCLUDEDIR)/sluice/sluice.h
+	install -m 644 include/uapi/sluice.h $(DESTDIR)$(INCLUDEDIR)/sluice/uapi/sluice.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+		-e 's|@VERSION@|$(VERSION)|' -e '/^# SPDX/d' tools/pkg/sluice.pc.in \
+		>$(DESTDIR)$(LIBDIR)/pkgconfig/sluice.pc
+	install -m 644 tools/man/sluice.1 $(DESTDIR)$(MANDIR)/man1/sluice.1
+	install -m 644 tools/man/sluice.3 $(DESTDIR)$(MANDIR)/man3/sluice.3
+	install -m 644 tools/man/sluice.7 $(DESTDIR)$(MANDIR)/man7/sluice.7
+	install -m 644 tools/pkg/60-sluice.rules $(DESTDIR)$(UDEVDIR)/rules.d/60-sluice.rules
+	install -m 644 Kbuild dkms.conf $(DESTDIR)$(DKMSDIR)/
+	install -m 644 kernel/*.c kernel/*.h $(DESTDIR)$(DKMSDIR)/kernel/
+	install -m 644 include/uapi/sluice.h $(DESTDIR)$(DKMSDIR)/include/uapi/sluice.h
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/sluice $(DESTDIR)$(LIBDIR)/libsluice.a \
+		$(DESTDIR)$(LIBDIR)/$(REALNAME) $(DESTDIR)$(LIBDIR)/$(SONAME) \
+		$(DESTDIR)$(LIBDIR)/libsluice.so $(DESTDIR)$(LIBDIR)/sluice/libsluice-preload.so \
+		$(DESTDIR)$(INCLUDEDIR)/sluice/sluice.h $(DESTDIR)$(INCLUDEDIR)/sluice/uapi/sluice.h \
+		$(DESTDIR)$(LIBDIR)/pkgconfig/sluice.pc $(DESTDIR)$(MANDIR)/man1/sluice.1 \
+		$(DESTDIR)$(MANDIR)/man3/sluice.3 $(DESTDIR)$(MANDIR)/man7/sluice.7 \
+		$(DESTDIR)$(UDEVDIR)/rules.d/60-sluice.rules
+	rm -rf $(DESTDIR)$(DKMSDIR)
+	-rmdir $(DESTDIR)$(LIBDIR)/sluice $(DESTDIR)$(INCLUDEDIR)/sluice/uapi \
+		$(DESTDIR)$(INCLUDEDIR)/sluice 2>/dev/null
 
 clean: module-clean
 	rm -rf $(B)
