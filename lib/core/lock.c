@@ -283,7 +283,8 @@ bool sl_trylock(struct sl_stack *s)
 int sl_lock_wait(struct sl_stack *s, int64_t deadline_us, bool nonblock)
 {
 	struct timespec ts;
-	int64_t left;
+	bool waited = false;
+	int64_t left, slice;
 	pid_t owner;
 	uint32_t v;
 	int i;
@@ -318,18 +319,23 @@ int sl_lock_wait(struct sl_stack *s, int64_t deadline_us, bool nonblock)
 		/*
 		 * A holder stopped (SIGSTOP, a debugger) keeps the lock for as
 		 * long as it stays stopped: a caller that must not block
-		 * gives up now, one with a deadline when it passes (issue 17:
-		 * nobody's timeout waits for another process).
+		 * gives up, one with a deadline when it passes (issue 17:
+		 * nobody's timeout waits for another process).  The holder's
+		 * state is read only once the lock has stayed held through a
+		 * first short sleep (1 ms), woken early by any release: a
+		 * running holder lets go well before, and a contended lock
+		 * costs no /proc reads.
 		 */
-		if (nonblock && sl_pid_stopped(owner))
+		if (nonblock && waited && sl_pid_stopped(owner))
 			return -EAGAIN;
-		left = CHECK_NS / 1000;
+		slice = nonblock && !waited ? 1000 : CHECK_NS / 1000;
+		left = slice;
 		if (deadline_us >= 0) {
 			left = deadline_us - (int64_t)sl_now(s);
 			if (left <= 0)
 				return -ETIMEDOUT;
-			if (left > CHECK_NS / 1000)
-				left = CHECK_NS / 1000;
+			if (left > slice)
+				left = slice;
 		}
 		if (!(v & SLUICE_LOCK_WAITERS) &&
 		    !sl_cmpxchg_weak_relaxed(LOCKW(s), &v, v | SLUICE_LOCK_WAITERS))
@@ -346,6 +352,7 @@ int sl_lock_wait(struct sl_stack *s, int64_t deadline_us, bool nonblock)
 			s->futex_ok = false;
 			nanosleep(&nap, NULL);
 		}
+		waited = true;
 		if (stack_broken(s))
 			return sl_broken_err(s);
 		v = SL_READ_ONCE(*LOCKW(s));
