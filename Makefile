@@ -84,6 +84,18 @@ $(TOOL): $(B)/tools/sluice.o $(B)/tools/run.o $(B)/libsluice.a
 $(B)/tests/unit/%: $(B)/tests/unit/%.o $(B)/libsluice.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
+# The library again with its kill points live (lib/core/killpt.c), for
+# test_killpt only: every other build has none.
+KP_OBJS := $(LIB_SRCS:%.c=$(B)/kp/%.o)
+$(B)/kp/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -DSL_KILL_POINTS $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+$(B)/kp/libsluice.a: $(KP_OBJS)
+	$(AR) rcs $@ $^
+$(B)/tests/unit/test_killpt.o: CPPFLAGS += -DSL_KILL_POINTS
+$(B)/tests/unit/test_killpt: $(B)/tests/unit/test_killpt.o $(B)/kp/libsluice.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
 $(B)/tests/interop/%: $(B)/tests/interop/%.o $(B)/libsluice.a
 	$(CC) -o $@ $^ $(LIBS)
 

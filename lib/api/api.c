@@ -46,6 +46,7 @@ static struct sl_stack *stack_new(const char *name)
 	if (!s)
 		return NULL;
 	s->region_fd = -1;
+	s->recover = sl_stack_recover;
 	s->clock = real_clock;
 	s->spin_us = 50;
 	strncpy(s->name, name, sizeof(s->name) - 1);
@@ -212,6 +213,7 @@ static int sock_get_nb(struct sl_stack *s, int sd, struct sl_sock **out, bool do
 		sl_unlock(s);
 		return sl_broken_err(s);
 	}
+	sl_sock_busy(s, so);
 	/* The call may lower its readiness (read, accept, send space):
 	 * a socket fd's events are published again at unlock. */
 	sl_kp_note(s, so);

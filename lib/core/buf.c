@@ -19,6 +19,7 @@ uint32_t sl_buf_alloc(struct sl_stack *s)
 	}
 	b = sl_buf(s, idx);
 	r->buf_free_idx = b->next_idx;
+	SL_KILL_POINT("buf_alloc");
 	/* A free list looping on itself would hand this buffer out twice. */
 	if (__builtin_expect(b->next_idx == idx, 0)) {
 		sl_corrupt(s, SL_C_corrupt_chain, idx);
@@ -48,6 +49,7 @@ void sl_buf_free(struct sl_stack *s, uint32_t idx)
 	}
 	b = sl_buf(s, idx);
 	b->next_idx = r->buf_free_idx;
+	SL_KILL_POINT("buf_free");
 	r->buf_free_idx = idx;
 	r->buf_free_count++;
 }

@@ -96,6 +96,13 @@ struct sl_region {
 	uint32_t ip_id_next;
 	uint32_t tcp_embryos;		/* TCP connections in SYN-RECEIVED from a listener */
 	/*
+	 * Intent: the sockets (index + 1; 0 none) the holder is changing,
+	 * named before it starts (proto.h, sl_sock_busy()), so that the
+	 * process that takes the lock over from a dead holder knows which
+	 * may be half changed (proto/recover.c).
+	 */
+	uint32_t busy[2];
+	/*
 	 * The pid of the stack's helper process, which finishes orphaned
 	 * connections after their programs have gone (api/helper.c), or 0;
 	 * claimed by compare-and-swap, taken over when its process is dead.
@@ -204,7 +211,11 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(ip_rx_mcast, "multicast datagrams taken in")			\
 	X(tcp_rx_paws, "TCP segments dropped by PAWS (timestamp too old)")	\
 	X(tcp_rx_no_ts, "TCP segments dropped: no timestamp where one is due") \
-	X(tcp_rx_oow, "TCP segments outside the receive window (ACKed, dropped)")
+	X(tcp_rx_oow, "TCP segments outside the receive window (ACKed, dropped)") \
+	X(lock_recovered, "stacks brought back after a process died holding the lock") \
+	X(recover_sock_reset, "sockets reset by that: half changed, or not whole") \
+	X(recover_buf_reclaimed, "buffers taken back from a dead lock holder") \
+	X(recover_lo_dropped, "queued packets dropped by that (loopback, neighbour holds)")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,
@@ -269,6 +280,13 @@ struct sl_stack {
 	bool futex_ok;
 	bool wake_poll;			/* wake_pending: pollers too (run/run.c) */
 	struct sl_link *link;
+	/*
+	 * Bring the stack back after a process died holding its lock (the
+	 * lock taken over, held): 0, or an error and the stack is marked
+	 * broken.  Set by the layer that knows what the region holds
+	 * (api/, with proto/recover.c); NULL: a dead holder breaks it.
+	 */
+	int (*recover)(struct sl_stack *s, pid_t dead);
 	uint64_t (*clock)(void *arg);	/* now, microseconds */
 	void *clock_arg;
 	unsigned int spin_us;
@@ -331,6 +349,30 @@ struct sl_stack {
  */
 #define SL_BUF_CHAIN	0x1000
 #define SL_CHAIN_MAX	32	/* payload buffers in one chained segment */
+/*
+ * Held outside every shared queue by a process, across unlocks (a verbs
+ * receive queue's posted buffers): flags exactly SL_BUF_HELD, aux
+ * SL_BUF_HELD_MAGIC, ts_us the holder's pid.  Whoever finds the holder
+ * dead may take the buffer back (link/verbs.c, proto/recover.c).
+ */
+#define SL_BUF_HELD		0x4000
+#define SL_BUF_HELD_MAGIC	0x1b0b
+
+static inline void sl_buf_hold_mark(struct sluice_buf *b, pid_t pid)
+{
+	b->flags = SL_BUF_HELD;
+	b->aux = SL_BUF_HELD_MAGIC;
+	b->ts_us = (uint64_t)pid;
+}
+
+/* The pid holding b (SL_BUF_HELD), or 0. */
+static inline pid_t sl_buf_holder(const struct sluice_buf *b)
+{
+	if (b->flags != SL_BUF_HELD || b->aux != SL_BUF_HELD_MAGIC || !b->ts_us ||
+	    b->ts_us > (1u << 22))
+		return 0;
+	return (pid_t)b->ts_us;
+}
 
 static inline bool sl_buf_flags_chained(unsigned int flags)
 {
@@ -480,6 +522,11 @@ static inline void sl_count(struct sl_stack *s, enum sl_counter c)
 	s->ctr->c[c]++;
 }
 
+static inline void sl_count_n(struct sl_stack *s, enum sl_counter c, uint64_t n)
+{
+	s->ctr->c[c] += n;
+}
+
 /* Can shared futexes live in this region's pages? (lock.c)  A probe,
  * made once per mapping: see sl_stack.futex_ok. */
 bool sl_futex_usable(struct sl_stack *s);
@@ -506,6 +553,20 @@ static inline void sl_batch_end(struct sl_stack *s)
 {
 	s->batch_now_us = 0;
 }
+
+/*
+ * killpt.c: SL_KILL_POINT(name) marks a place inside a change to shared
+ * state where a test may have the process killed (SIGKILL, the lock held,
+ * the change half made).  Empty unless built with -DSL_KILL_POINTS.
+ */
+#ifdef SL_KILL_POINTS
+void sl_kill_point(const char *name);
+/* Die at the nth hit of point name (1: the next). */
+void sl_kill_arm(const char *name, unsigned long nth);
+#define SL_KILL_POINT(name)	sl_kill_point(name)
+#else
+#define SL_KILL_POINT(name)	do { } while (0)
+#endif
 
 /* buf.c: the buffer pool; callers hold the lock. */
 uint32_t sl_buf_alloc(struct sl_stack *s);	/* SLUICE_IDX_NONE when empty */
@@ -542,8 +603,9 @@ bool sl_pid_dead(pid_t pid);
 bool sl_pid_stopped(pid_t pid);
 /* A holder pid read while the lock was held: did it die holding it? */
 bool sl_lock_holder_dead(struct sl_stack *s, pid_t seen);
-/* Is the lock held by a process that is gone?  If so the stack is marked
- * BROKEN, as a waiter would find it (attach looks before anyone waits). */
+/* Is the lock held by a process that is gone?  If so it is taken over
+ * and the stack brought back, as a waiter would (attach looks before
+ * anyone waits); true only if that failed and the stack is BROKEN. */
 bool sl_lock_dead_holder(struct sl_stack *s);
 
 /*
@@ -556,7 +618,7 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
  * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
  */
-#define SL_LAYOUT_VERSION	3
+#define SL_LAYOUT_VERSION	4
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

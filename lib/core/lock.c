@@ -4,8 +4,10 @@
  * runs the stack.  Taking it is here; the end of a turn that held it (run
  * what the holder left, then release and wake) is sl_unlock() in run/,
  * which lets go through sl_lock_release().  A process that dies
- * holding the lock is found by the waiters (its pid no longer exists) and
- * the stack is marked broken: every later call fails with -EPIPE instead
+ * holding the lock is found by the waiters (its pid no longer exists);
+ * one of them takes the lock over and brings the stack back to a whole
+ * state (sl_stack.recover, proto/recover.c).  Only if that cannot be done
+ * is the stack marked broken: every later call fails with -EPIPE instead
  * of hanging or running on half-updated state.
  */
 #include <errno.h>
@@ -152,10 +154,47 @@ bool sl_walk_end(struct sl_stack *s, uint32_t idx, uint32_t n, uint32_t steps, b
 static void mark_broken(struct sl_stack *s, pid_t owner)
 {
 	s->lib->broken_pid = owner;
-	sl_count(s, SL_C_lock_broken);
+	if (s->ctr)
+		sl_count(s, SL_C_lock_broken);
 	/* Release: broken_pid is written before anyone sees BROKEN. */
 	sl_store_release(&s->r->state, SLUICE_STATE_BROKEN);
 	futex(LOCKW(s), FUTEX_WAKE, INT_MAX, NULL);
+}
+
+static uint32_t lock_word_held(uint32_t v);
+static void took_lock(struct sl_stack *s);
+
+/*
+ * Lock word v names owner, found dead holding it (sl_lock_holder_dead()):
+ * take the lock over, and bring the stack back (s->recover, issue 17).
+ * One process wins the exchange; the others go on waiting, for it.  0:
+ * taken over and recovered, the lock held; -EAGAIN: someone else took it
+ * (or the word moved): look again; else the stack is broken, that error.
+ */
+static int take_over(struct sl_stack *s, uint32_t v, pid_t owner)
+{
+	int ret;
+
+	if (!s->recover) {
+		mark_broken(s, owner);
+		return -EPIPE;
+	}
+	/* Waiters sleep on the word: the next release must wake one. */
+	if (!sl_cmpxchg_weak_acquire(LOCKW(s), &v, lock_word_held(v) | SLUICE_LOCK_WAITERS))
+		return -EAGAIN;
+	took_lock(s);
+	ret = s->recover(s, owner);
+	if (s->corrupt || stack_broken(s)) {
+		sl_lock_release_broken(s);
+		return sl_broken_err(s);
+	}
+	if (ret) {
+		mark_broken(s, owner);
+		sl_lock_release_broken(s);
+		return -EPIPE;
+	}
+	sl_count(s, SL_C_lock_recovered);
+	return 0;
 }
 
 /*
@@ -358,8 +397,10 @@ int sl_lock_wait(struct sl_stack *s, int64_t deadline_us, bool nonblock)
 		v = SL_READ_ONCE(*LOCKW(s));
 		if ((v & SLUICE_LOCK_HELD) && (pid_t)(v >> SLUICE_LOCK_PID_SHIFT) == owner &&
 		    sl_lock_holder_dead(s, owner)) {
-			mark_broken(s, owner);
-			return -EPIPE;
+			int ret = take_over(s, SL_READ_ONCE(*LOCKW(s)), owner);
+
+			if (ret != -EAGAIN)
+				return ret;
 		}
 	}
 }
@@ -372,8 +413,13 @@ bool sl_lock_dead_holder(struct sl_stack *s)
 	if (!(v & SLUICE_LOCK_HELD) || owner <= 0 || owner > (1 << 22) ||
 	    !sl_lock_holder_dead(s, owner))
 		return false;
-	mark_broken(s, owner);
-	return true;
+	if (take_over(s, v, owner) == -EAGAIN)
+		return false;	/* another process is bringing it back */
+	if (!s->locked)
+		return true;	/* broken */
+	sl_lock_release(s);
+	sl_wake_sleepers(s);
+	return false;
 }
 
 /* The lock word that takes a free word @v for this process. */

@@ -127,6 +127,7 @@ static void neigh_clear(struct verbs_link *v, struct sl_stack *s, struct verbs_n
 	if (n->ah)
 		VB->destroy_ah(n->ah);
 	if (n->hold_idx != SLUICE_IDX_NONE && s) {
+		sl_verbs_buf_unmark(s, n->hold_idx);
 		sl_buf_free(s, n->hold_idx);
 		sl_count(s, SL_C_arp_hold_dropped);
 	}
@@ -378,6 +379,7 @@ static void neigh_release_hold(struct verbs_link *v, struct sl_stack *s, struct 
 	if (h == SLUICE_IDX_NONE)
 		return;
 	n->hold_idx = SLUICE_IDX_NONE;
+	sl_verbs_buf_unmark(s, h);
 	if (verbs_send(v, s, h, ETHERTYPE_IP_, n->ah, n->qpn))
 		sl_count(s, SL_C_link_tx_err);
 	else
@@ -482,8 +484,15 @@ static int verbs_tx_resolve(struct verbs_link *v, struct sl_stack *s, uint32_t i
 		if (ret != -EINPROGRESS)
 			return ret;
 	}
-	/* Hold a copy of the newest packet; the buffer itself is borrowed. */
+	/* Hold a copy of the newest packet; the buffer itself is borrowed.
+	 * The copy is in no shared queue: marked as ours, as posted
+	 * receive buffers are, so a process that takes over the stack
+	 * lock from a dead holder leaves it alone (proto/recover.c). */
+	if (n->hold_idx != SLUICE_IDX_NONE)
+		sl_verbs_buf_unmark(s, n->hold_idx);
 	sl_pkt_hold(s, &n->hold_idx, idx);
+	if (n->hold_idx != SLUICE_IDX_NONE)
+		sl_verbs_buf_mark(s, n->hold_idx, sl_self_pid());
 	if (!v->kneigh && n->tries == 0) {
 		n->tries++;
 		n->updated_ms = now_ms;

@@ -14,8 +14,8 @@
  * its QP, nobody frees its buffers) can be taken back: flags and aux hold
  * these two values, ts_us the pid, only while the buffer is the device's.
  */
-#define SL_VERBS_BUF_POSTED	0x4000
-#define SL_VERBS_BUF_MAGIC	0x1b0b
+#define SL_VERBS_BUF_POSTED	SL_BUF_HELD
+#define SL_VERBS_BUF_MAGIC	SL_BUF_HELD_MAGIC
 
 void sl_verbs_buf_mark(struct sl_stack *s, uint32_t idx, pid_t pid);
 void sl_verbs_buf_unmark(struct sl_stack *s, uint32_t idx);

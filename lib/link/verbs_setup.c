@@ -257,6 +257,7 @@ void sl_verbs_return_bufs(struct verbs_link *v)
 		}
 	for (int i = 0; locked && i < VERBS_NEIGH_MAX; i++)
 		if (v->neigh[i].hold_idx != SLUICE_IDX_NONE) {
+			sl_verbs_buf_unmark(s, v->neigh[i].hold_idx);
 			sl_buf_free(s, v->neigh[i].hold_idx);
 			v->neigh[i].hold_idx = SLUICE_IDX_NONE;
 		}

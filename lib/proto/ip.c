@@ -196,6 +196,7 @@ void sl_ip_loopback(struct sl_stack *s, uint32_t first, uint32_t last)
 		sl_buf(s, r->lo_tail)->next_idx = first;
 	else
 		r->lo_head = first;
+	SL_KILL_POINT("lo_queue");
 	r->lo_tail = last;
 }
 
@@ -297,6 +298,7 @@ bool sl_stack_drain_loopback(struct sl_stack *s, unsigned int *budget)
 			break;
 		}
 		r->lo_head = sl_buf(s, last)->next_idx;
+		SL_KILL_POINT("lo_drain");
 		sl_buf(s, last)->next_idx = SLUICE_IDX_NONE;
 		if (r->lo_head == SLUICE_IDX_NONE)
 			r->lo_tail = SLUICE_IDX_NONE;

@@ -147,6 +147,28 @@ static inline struct sl_sock *sl_sock(const struct sl_stack *s, uint32_t idx)
 
 
 
+/*
+ * Intent, for recovery after a holder's death (recover.c): the holder is
+ * about to change so (one operation on it: a user call, a segment or
+ * datagram for it, its timer).  A second socket the same operation
+ * changes (a listener's new or accepted child) is named by
+ * sl_sock_busy2().  A store to a line the holder writes anyway.
+ */
+static inline void sl_sock_busy(struct sl_stack *s, const struct sl_sock *so)
+{
+	s->lib->busy[0] = so->idx + 1;
+	s->lib->busy[1] = 0;
+}
+
+static inline void sl_sock_busy2(struct sl_stack *s, const struct sl_sock *so)
+{
+	s->lib->busy[1] = so->idx + 1;
+}
+
+/* recover.c: bring the stack back after a process died holding its lock
+ * (sl_stack.recover); the lock held. */
+int sl_stack_recover(struct sl_stack *s, pid_t dead);
+
 /* Out of line: mark the stack corrupt for so; false. */
 bool sl_sock_insane(struct sl_stack *s, struct sl_sock *so);
 

@@ -46,11 +46,16 @@ struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type)
 		return NULL;
 	}
 	so = sl_sock(s, idx);
+	/* Off the free list from here: a holder that dies before its type is
+	 * set leaves a free slot recovery puts back; after, a socket named
+	 * as being changed. */
+	sl_sock_busy2(s, so);
 	r->sock_free_idx = so->next_idx;
 	s->r->sock_used++;
 	gen = so->kp.gen;
 	/* Resets the module's part too: events, armed, kstate NONE. */
 	memset(so, 0, s->sock_size);
+	SL_KILL_POINT("sock_alloc");
 	so->idx = idx;
 	so->kp.gen = gen + 1;
 	so->type = type;
@@ -86,6 +91,7 @@ void sl_sock_free(struct sl_stack *s, struct sl_sock *so)
 	so->rx_lent_bytes = so->rx_lent_count = so->tx_lent_bytes = 0;
 	if (so->type == SL_SOCK_UDP)
 		sl_udp_mc_leave_all(s, so);
+	SL_KILL_POINT("sock_free");
 	so->type = SL_SOCK_FREE;
 	/* A socket fd still open on it now reports ERR | HUP (sockfd.c). */
 	if (so->kp.kstate != SLUICE_KSOCK_NONE)
@@ -123,6 +129,7 @@ void sl_sock_hash(struct sl_stack *s, struct sl_sock *so)
 	b = tuple_bucket(s, so->laddr, so->lport, so->raddr, so->rport);
 	so->hash_next = *b;
 	*b = so->idx;
+	SL_KILL_POINT("sock_hash");
 	b = port_bucket(s, so->lport);
 	so->port_next = *b;
 	*b = so->idx;
@@ -135,6 +142,7 @@ void sl_sock_unhash(struct sl_stack *s, struct sl_sock *so)
 		return;
 	chain_remove(s, tuple_bucket(s, so->laddr, so->lport, so->raddr, so->rport), so,
 		     offsetof(struct sl_sock, hash_next));
+	SL_KILL_POINT("sock_unhash");
 	chain_remove(s, port_bucket(s, so->lport), so, offsetof(struct sl_sock, port_next));
 	so->flags &= ~SL_SF_HASHED;
 }
@@ -188,7 +196,7 @@ static struct sl_sock *reuseport_pick(struct sl_stack *s, struct sl_sock *so, ui
 	return so;
 }
 
-struct sl_sock *sl_sock_lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
+static struct sl_sock *lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
 			       uint16_t lport, uint32_t raddr, uint16_t rport)
 {
 	struct sl_sock *so;
@@ -206,6 +214,17 @@ struct sl_sock *sl_sock_lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
 		so = chain_find(s, *tuple_bucket(s, 0, lport, 0, 0), type, 0, lport, 0, 0);
 	if (so && (so->flags & SL_SF_REUSEPORT))
 		so = reuseport_pick(s, so, raddr, rport);
+	return so;
+}
+
+struct sl_sock *sl_sock_lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
+			       uint16_t lport, uint32_t raddr, uint16_t rport)
+{
+	struct sl_sock *so = lookup(s, type, laddr, lport, raddr, rport);
+
+	/* Input for so: it is the socket being changed. */
+	if (so)
+		sl_sock_busy(s, so);
 	return so;
 }
 
@@ -405,12 +424,15 @@ uint32_t sl_sock_events(struct sl_stack *s, struct sl_sock *so)
 
 void sl_sock_rxq_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint32_t bytes)
 {
+	/* (A datagram for several sockets changes each in turn.) */
+	sl_sock_busy2(s, so);
 	sl_buf(s, idx)->next_idx = SLUICE_IDX_NONE;
 	if (sl_buf_some(s, so->rxq_tail))
 		sl_buf(s, so->rxq_tail)->next_idx = idx;
 	else
 		so->rxq_head = idx;
 	so->rxq_tail = idx;
+	SL_KILL_POINT("rxq_append");
 	so->rxq_bytes += bytes;
 	so->rxq_count++;
 	so->rx_pkts++;

@@ -115,6 +115,7 @@ static bool ksock_close(struct sl_stack *s, struct sl_sock *so)
 	    SL_READ_ONCE(so->kp.kstate) != SLUICE_KSOCK_RELEASED)
 		return false;
 	sl_count(s, SL_C_sockfd_released);
+	sl_sock_busy(s, so);
 	if (so->type == SL_SOCK_TCP)
 		sl_tcp_close(s, so, sl_now(s));
 	else

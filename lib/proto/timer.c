@@ -18,6 +18,7 @@ static void wheel_insert(struct sl_stack *s, struct sl_sock *so)
 
 	so->wheel_prev = SLUICE_IDX_NONE;
 	so->wheel_next = *head;
+	SL_KILL_POINT("timer_insert");
 	if (sl_sock_some(s, *head))
 		sl_sock(s, *head)->wheel_prev = so->idx;
 	*head = so->idx;
@@ -86,6 +87,7 @@ int sl_timer_run(struct sl_stack *s, uint64_t now_us)
 			pending = so->idx;
 		}
 		r->wheel_now_ms = ms == end ? now_ms : ms;
+		SL_KILL_POINT("timer_run");
 		steps = 0;
 		while (sl_sock_next(s, pending, &steps)) {
 			struct sl_sock *so = sl_sock(s, pending);
@@ -95,8 +97,10 @@ int sl_timer_run(struct sl_stack *s, uint64_t now_us)
 				so->wheel_due_ms = 0;
 				so->wheel_next = so->wheel_prev = SLUICE_IDX_NONE;
 				fired++;
-				if (so->type == SL_SOCK_TCP && sl_sock_sane(s, so))
+				if (so->type == SL_SOCK_TCP && sl_sock_sane(s, so)) {
+					sl_sock_busy(s, so);
 					sl_tcp_timer(s, so, now_us);
+				}
 			} else {
 				wheel_insert(s, so);
 			}

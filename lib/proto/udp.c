@@ -473,6 +473,7 @@ ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_
 		if (so->rxq_head == SLUICE_IDX_NONE)
 			so->rxq_tail = SLUICE_IDX_NONE;
 		so->rxq_bytes -= dlen;
+		SL_KILL_POINT("udp_recv");
 		so->rxq_count--;
 		sl_buf_free(s, idx);
 	}

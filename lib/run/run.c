@@ -41,6 +41,9 @@ void sl_unlock(struct sl_stack *s)
 	unsigned int budget = SL_LO_BUDGET;
 	bool lo_left;
 
+	/* The holder's operations are done: what follows names its own
+	 * sockets (sl_sock_busy()). */
+	s->lib->busy[0] = s->lib->busy[1] = 0;
 	/* Sockets whose last socket fd went (a killed process's too). */
 	if (s->module_backed)
 		sl_ksock_reap(s);

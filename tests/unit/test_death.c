@@ -10,11 +10,11 @@
  *                               |   listener and sends, in a loop
  *                               +-- victim: the action, then SIGKILL
  *
- * If the victim died holding the lock, every survivor must see -EPIPE
- * (the stack is BROKEN) within a bounded time, never hang.  Otherwise the
- * survivors keep working (the sleeper gets a datagram, a TCP echo runs),
- * and once the dead process's sockets are closed for it every buffer and
- * socket slot is back (no leak).
+ * Whether or not the victim died holding the lock, the survivors keep
+ * working (the sleeper gets a datagram, a TCP echo runs): the next
+ * process to take the lock takes it over and brings the stack back
+ * (issue 17).  Once the dead process's sockets are closed for it every
+ * buffer and socket slot is back (no leak).
  *
  *   test_death [ROUNDS [SEED]]      (default 20 rounds, seed from the clock)
  */
@@ -410,20 +410,15 @@ static void one_round(int round, enum action a, uint32_t delay_us)
 	tx = rc == 0 ? sluice_socket(ST(s), SLUICE_SOCK_DGRAM) : -EPIPE;
 	broken = tx == -EPIPE;
 	if (held) {
-		tap_ok(broken, "round %d (%s): survivors' calls fail -EPIPE (%d) in %.0f ms",
+		uint64_t rec = 0;
+
+		/* Issue 17: whoever came next took the lock over and brought
+		 * the stack back; the rest of the round is as for any death. */
+		sluice_stack_counter(ST(s), "lock_recovered", &rec);
+		tap_ok(!broken && s->r->state == SLUICE_STATE_READY,
+		       "round %d (%s): the stack is brought back, not broken (%d), in %.0f ms",
 		       round, action_name[a], tx, (now_s() - t0) * 1e3);
-		tap_ok(s->r->state == SLUICE_STATE_BROKEN && s->lib->broken_pid == (uint32_t)vp,
-		       "round %d: the stack is BROKEN, naming the dead pid", round);
-		rc = wait_bounded(sp, 5);
-		teq(rc, 32, "round %d: the sleeper wakes with -EPIPE, no hang", round);
-		if (cp > 0) {
-			atomic_store(&sh->stop, 1);
-			rc = wait_bounded(cp, 5);
-			tap_ok(rc == 32 || rc == 0, "round %d: the connector ends (%d), no hang",
-			       round, rc);
-		}
-		fx_destroy(s);
-		return;
+		teq(rec, 1, "round %d: lock_recovered counts one recovery", round);
 	}
 	tap_ok(tx >= 0, "round %d (%s): the survivors keep working (socket %d)", round,
 	       action_name[a], tx);

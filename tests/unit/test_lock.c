@@ -79,14 +79,12 @@ static void test_waiter_woken(void)
 	fx_destroy(s);
 }
 
-static void test_holder_dies(void)
+/* A child of s's process attaches, takes the lock and exits holding it. */
+static pid_t die_holding(struct sl_stack *s)
 {
-	struct sl_stack *s = fx_stack("lockdie", "10.0.0.1", NULL);
-	struct sluice_stack *st;
-	int status, ret;
-	pid_t pid;
+	int status;
+	pid_t pid = fork();
 
-	pid = fork();
 	if (pid == 0) {
 		struct sluice_stack *c;
 
@@ -96,6 +94,42 @@ static void test_holder_dies(void)
 	}
 	waitpid(pid, &status, 0);
 	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child exited holding the lock");
+	return pid;
+}
+
+/* Issue 17: the next locker takes the lock over and brings the stack back. */
+static void test_holder_dies(void)
+{
+	struct sl_stack *s = fx_stack("lockdie", "10.0.0.1", NULL);
+	uint64_t n = 0;
+	pid_t pid;
+	int sd;
+
+	pid = die_holding(s);
+	tap_eq((pid_t)(s->r->lock >> SLUICE_LOCK_PID_SHIFT), pid, "the lock word names the dead child");
+	tap_eq(sl_lock(s), 0, "next locker takes the lock over: 0, not a hang or -EPIPE");
+	tap_eq((pid_t)(s->r->lock >> SLUICE_LOCK_PID_SHIFT), getpid(), "the lock word names us");
+	tap_eq(s->r->state, SLUICE_STATE_READY, "the stack stays READY");
+	sl_unlock(s);
+	sluice_stack_counter((struct sluice_stack *)s, "lock_recovered", &n);
+	tap_eq(n, 1, "lock_recovered counts the recovery");
+	sd = sluice_socket((struct sluice_stack *)s, SLUICE_SOCK_DGRAM);
+	tap_ok(sd >= 0, "socket() works afterwards (%d)", sd);
+	sluice_close((struct sluice_stack *)s, sd);
+	fx_destroy(s);
+}
+
+/* Without a way to recover (a handle whose recover is unset), a dead
+ * holder still breaks the stack, and attach reclaims its name. */
+static void test_holder_dies_unrecoverable(void)
+{
+	struct sl_stack *s = fx_stack("lockdie2", "10.0.0.1", NULL);
+	struct sluice_stack *st;
+	pid_t pid;
+	int ret;
+
+	pid = die_holding(s);
+	s->recover = NULL;
 	ret = sl_lock(s);
 	tap_eq(ret, -EPIPE, "next locker gets -EPIPE, not a hang");
 	tap_eq(s->r->state, SLUICE_STATE_BROKEN, "stack is marked broken");
@@ -131,27 +165,22 @@ static int open_or_create(const char *name, struct sluice_stack **st)
 /*
  * A process dies holding the lock and nobody takes it afterwards: the
  * next processes to open the stack by name (four at once) find the dead
- * holder, reclaim the name, and all end up on one fresh stack.
+ * holder; one takes the lock over and brings the stack back, and all four
+ * end up on it.  If the stack is also found corrupt (beyond repair), they
+ * reclaim the name instead, and all end up on one fresh stack.
  */
-static void test_dead_holder_reclaimed(void)
+static void test_dead_holder_reclaimed(bool corrupt)
 {
-	struct sl_stack *s = fx_stack("lockrecl", "10.0.0.1", NULL);
+	struct sl_stack *s = fx_stack(corrupt ? "lockcorr" : "lockrecl", "10.0.0.1", NULL);
 	uint64_t secret[4];
 	int status, p[2], go[2], ok = 1, n = 0;
 	char name[SLUICE_NAME_MAX];
-	pid_t pid;
 
 	memcpy(name, s->name, sizeof(name));
-	pid = fork();
-	if (pid == 0) {
-		struct sluice_stack *c;
-
-		if (sluice_stack_attach(name, &c) || sl_lock((struct sl_stack *)c))
-			_exit(2);
-		_exit(0);	/* dies holding the lock */
-	}
-	waitpid(pid, &status, 0);
-	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a child died holding the lock");
+	die_holding(s);
+	/* Found corrupt as well: beyond repair, so the name is reclaimed. */
+	if (corrupt)
+		sl_corrupt(s, SL_C_corrupt_header, 0);
 	tap_ok(pipe(p) == 0 && pipe(go) == 0, "pipes");
 	for (int c = 0; c < 4; c++) {
 		if (fork() == 0) {
@@ -188,8 +217,15 @@ static void test_dead_holder_reclaimed(void)
 	tap_ok(ok && n == 4, "four processes opened the stack by name and took its lock");
 	tap_ok(n == 4 && secret[0] == secret[1] && secret[1] == secret[2] &&
 	       secret[2] == secret[3], "all four on one stack");
-	tap_ok(n == 4 && secret[0] != s->lib->tcp_isn_secret[0], "a fresh one, not the broken one");
-	tap_eq(s->r->state, SLUICE_STATE_BROKEN, "which the old handle sees broken");
+	if (corrupt) {
+		tap_ok(n == 4 && secret[0] != s->lib->tcp_isn_secret[0],
+		       "a fresh one, not the broken one");
+		tap_eq(s->r->state, SLUICE_STATE_BROKEN, "which the old handle sees broken");
+	} else {
+		tap_ok(n == 4 && secret[0] == s->lib->tcp_isn_secret[0],
+		       "the same one, brought back by whichever came first");
+		tap_eq(s->r->state, SLUICE_STATE_READY, "which the old handle sees READY");
+	}
 	fx_destroy(s);
 }
 
@@ -297,7 +333,9 @@ int main(void)
 	test_mutual_exclusion();
 	test_waiter_woken();
 	test_holder_dies();
-	test_dead_holder_reclaimed();
+	test_holder_dies_unrecoverable();
+	test_dead_holder_reclaimed(false);
+	test_dead_holder_reclaimed(true);
 	test_holder_exits_after_release();
 	test_short_lived_holders();
 	test_futex_keyed();

@@ -432,9 +432,11 @@ int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **chil
 		/* A listener whose device went away says so (link/kring_link.c). */
 		return lso->error ? -sl_sock_error(s, lso) : -EAGAIN;
 	c = sl_sock(s, tp->acc_head);
+	sl_sock_busy2(s, c);
 	tp->acc_head = c->next_idx;
 	if (tp->acc_head == SLUICE_IDX_NONE)
 		tp->acc_tail = SLUICE_IDX_NONE;
+	SL_KILL_POINT("tcp_accept");
 	tp->acc_len--;
 	c->next_idx = SLUICE_IDX_NONE;
 	c->parent_idx = SLUICE_IDX_NONE;
@@ -541,6 +543,7 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 			n = (uint32_t)(len - done);
 		memcpy(sl_buf_base(s, idx) + SL_TCP_DATA_OFF + aux, p + done, n);
 		b->aux = (uint16_t)(aux + n);
+		SL_KILL_POINT("tcp_send");
 		tp->snd_end += n;
 		tp->sndq_bytes += n;
 		done += n;
@@ -765,6 +768,7 @@ ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t le
 		}
 		b->off += n;
 		b->len -= n;
+		SL_KILL_POINT("tcp_recv");
 		b->seq += n;
 		so->rxq_bytes -= n;
 		if (!b->len) {
@@ -872,6 +876,7 @@ void sl_tcp_close(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		break;
 	}
 	so->flags |= SL_SF_ORPHAN | SL_SF_SHUT_RD;
+	SL_KILL_POINT("tcp_close");
 	if ((so->rxq_bytes || ((so->flags & SL_SF_LINGER) && !so->linger_s)) &&
 	    so->state != SL_TCP_TIME_WAIT) {
 		/* RFC 2525 2.17 and Linux: unread data is lost, say so.

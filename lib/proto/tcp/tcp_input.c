@@ -236,6 +236,7 @@ static void deliver_more(struct sl_stack *s, struct sl_sock *so, const struct se
 
 		b->seq = so->tcp.rcv_nxt;
 		b->flags = 0;
+		SL_KILL_POINT("tcp_rx_data");
 		so->tcp.rcv_nxt += b->len;
 		sl_sock_rxq_append(s, so, idx, b->len);
 		idx = next;
@@ -320,6 +321,7 @@ static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		if (tp->sndq_hint == idx)
 			tp->sndq_hint = SLUICE_IDX_NONE;
 		tp->sndq_bytes -= b->aux;
+		SL_KILL_POINT("tcp_ack");
 		sl_buf_free(s, idx);
 	}
 	/* SND.UNA inside the head buffer (the peer took only part of a
@@ -614,6 +616,7 @@ static struct sl_sock *child_new(struct sl_stack *s, struct sl_sock *lso, const 
 	c->ip_tos = lso->ip_tos;
 	c->parent_idx = lso->idx;
 	c->owner_pid = lso->owner_pid;
+	SL_KILL_POINT("tcp_child");
 	tp = &c->tcp;
 	tp->user_mss = ltp->user_mss;
 	tp->keep_idle_s = ltp->keep_idle_s;
@@ -918,6 +921,7 @@ static bool child_ready(struct sl_stack *s, struct sl_sock *so)
 	else
 		ptp->acc_head = so->idx;
 	ptp->acc_tail = so->idx;
+	SL_KILL_POINT("tcp_accq");
 	ptp->acc_len++;
 	so->tcp.tflags |= SL_TF_ACCQ;
 	sl_sock_wake(s, p);
