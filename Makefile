@@ -13,6 +13,7 @@
 #   make fuzz         libFuzzer targets (clang-14, ASan, UBSan) in build/fuzz
 #   make fuzz-long    each fuzz target for FUZZ_LONG_SECONDS (default 600)
 #   make soak         forking server soak, SOAK_SECONDS (default 120)
+#   make soak-kill    pre-forking server under sluice run: 1000 worker kills
 #   make install      PREFIX (default /usr/local), DESTDIR; make uninstall
 
 VERSION := 0.1.0
@@ -48,12 +49,12 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/
 INTEROP := $(B)/tests/interop/peer $(B)/tests/interop/mkstack $(B)/tests/bench/bench \
 	$(B)/tests/interop/kpeer $(B)/tests/interop/kring_peer $(B)/tests/interop/scribble \
 	$(B)/tests/interop/soak $(B)/tests/interop/verbs_peer $(B)/tests/interop/holdlock
-PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/fork_srv \
+PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/fork_srv $(B)/tests/preload/killsoak \
 	$(B)/tests/preload/sockfd_prog
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
 .PHONY: install uninstall all lib tools tests bench bench-programs sanitize unit-tests module module-clean check demo checkpatch clean \
-	fuzz fuzz-long soak
+	fuzz fuzz-long soak soak-kill
 
 all: lib tools tests
 
@@ -197,6 +198,10 @@ demo:
 SOAK_SECONDS ?= 120
 soak: all
 	bash tests/soak.sh $(SOAK_SECONDS)
+
+# Issue 17: the suite's test_killsoak with 1000 worker and 250 client kills.
+soak-kill: all
+	bash tests/host/test_killsoak.sh 1000 250 100
 
 checkpatch:
 	$(CHECKPATCH) --no-tree --strict --terse --show-types -f \

@@ -797,9 +797,10 @@ static void linger_wait(struct sl_stack *s, int sd, uint32_t gen, uint32_t secs)
 	}
 }
 
-int sluice_close(struct sluice_stack *st, int sd)
+/* Close sd; with want_gen, only if it is still that generation (checked
+ * under the lock: the slot may have been freed and handed out again). */
+static int close_sd(struct sl_stack *s, int sd, bool want_gen, uint32_t want)
 {
-	struct sl_stack *s = S(st);
 	struct sl_sock *so;
 	int ret = sock_get(s, sd, &so);
 	uint32_t gen, linger = 0;
@@ -807,6 +808,10 @@ int sluice_close(struct sluice_stack *st, int sd)
 	if (ret)
 		return ret;
 	gen = so->kp.gen;
+	if (want_gen && gen != want) {
+		sl_unlock(s);
+		return -EBADF;
+	}
 	if ((so->flags & SL_SF_LINGER) && so->type == SL_SOCK_TCP)
 		linger = so->linger_s ? so->linger_s : UINT32_MAX;
 	if (so->type == SL_SOCK_TCP)
@@ -817,6 +822,16 @@ int sluice_close(struct sluice_stack *st, int sd)
 	if (linger && linger != UINT32_MAX)
 		linger_wait(s, sd, gen, linger);
 	return (int)checked(s, 0);
+}
+
+int sluice_close(struct sluice_stack *st, int sd)
+{
+	return close_sd(S(st), sd, false, 0);
+}
+
+int sl_close_gen(struct sluice_stack *st, int sd, uint32_t gen)
+{
+	return close_sd(S(st), sd, true, gen);
 }
 
 static int name_of(struct sl_stack *s, int sd, struct sockaddr_in *addr, bool peer)

@@ -15,6 +15,13 @@
  * broke it can be shown.  Close with sluice_stack_close().
  */
 int sl_stack_inspect(const char *name, struct sluice_stack **out);
+/*
+ * sluice_close(), but only if sd is still generation gen (its kp.gen),
+ * checked under the lock; -EBADF if the slot was freed and handed out
+ * again meanwhile.  For closing a socket on behalf of a process that is
+ * gone (the preload's sweep).
+ */
+int sl_close_gen(struct sluice_stack *st, int sd, uint32_t gen);
 /* The helper that finishes orphaned connections (helper.c). */
 uint32_t sl_orphans(struct sl_stack *s);
 void sl_helper_ensure(struct sl_stack *s);

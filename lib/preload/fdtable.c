@@ -579,10 +579,13 @@ static void reap(uint32_t sd)
 		goto out;		/* still held somewhere */
 	if (sl_load_acquire(&recs[sd].state) == PL_REC_USED) {
 		so = sl_sock(s, sd);
+		/* A first look without the lock; sl_close_gen() checks the
+		 * generation again under it (another process may free the
+		 * socket and take its slot in between). */
 		if (so->type != SL_SOCK_FREE && so->kp.gen == recs[sd].gen &&
 		    !(so->flags & SL_SF_ORPHAN)) {
 			pl_debug("closing socket %u", sd);
-			sluice_close(pl_stack(), (int)sd);
+			sl_close_gen(pl_stack(), (int)sd, recs[sd].gen);
 		}
 		sl_store_release(&recs[sd].state, PL_REC_FREE);
 	}
@@ -602,6 +605,34 @@ void pl_sock_release(struct pl_sock *ps)
 		reap(ps->sd);	/* probes a lock that may be held: EAGAIN */
 	pl_put(ps);
 	errno = saved_errno;	/* the program's close() succeeded */
+}
+
+/*
+ * Sockets a process got from the stack (socket(), accept()) but died
+ * before it made their fd and record: nobody else can close them.  Close
+ * those whose process is gone (the generation checked under the lock).
+ */
+static void sweep_unrecorded(void)
+{
+	struct sl_stack *s = pl_sl();
+
+	for (uint32_t sd = 0; s && sd < nrec && sd < s->max_sockets; sd++) {
+		struct sl_sock *so = sl_sock(s, sd);
+		uint32_t gen = SL_READ_ONCE(so->kp.gen);
+
+		if (sl_load_acquire(&recs[sd].state) == PL_REC_USED ||
+		    SL_READ_ONCE(so->type) == SL_SOCK_FREE ||
+		    (SL_READ_ONCE(so->flags) & SL_SF_ORPHAN) ||
+		    (so->type == SL_SOCK_TCP &&
+		     (SL_READ_ONCE(so->tcp.tflags) & (SL_TF_ACCQ | SL_TF_PASSIVE))) ||
+		    !sl_pid_dead((pid_t)SL_READ_ONCE(so->owner_pid)))
+			continue;
+		/* The record may have been made since the first look. */
+		if (sl_load_acquire(&recs[sd].state) == PL_REC_USED)
+			continue;
+		pl_debug("closing socket %u: its process died before it had an fd", sd);
+		sl_close_gen(pl_stack(), (int)sd, gen);
+	}
 }
 
 /* Every used socket record: close those nobody holds any more. */
@@ -676,6 +707,7 @@ static void sweep(void)
 		return;
 	pl_debug("%d process(es) of the stack gone: looking at their sockets", n);
 	sweep_sockets(sweep_probe);
+	sweep_unrecorded();
 	for (int k = 0; k < n; k++)
 		sl_store_release(&hdr->procs[dead[k]].state, PL_PROC_FREE);
 }

@@ -3,26 +3,90 @@
  * holdlock STACK: attach to a stack, take its lock and stop (SIGSTOP)
  * holding it; when continued, let go and exit 0.  For the tests of a
  * stopped lock holder (tests/host/test_stopped_holder.sh).
+ *
+ * holdlock STACK corrupt: take the lock and find the region corrupt (as a
+ * process that read an impossible value would): the stack is BROKEN for
+ * good (tests/host/test_reclaim.sh).
+ *
+ * holdlock STACK killholder N SPARE SECONDS: watch the lock word, and
+ * SIGKILL whichever process holds it (but never pid SPARE), until N of
+ * them died still holding it or SECONDS passed; print "killed K holders,
+ * H died holding the lock" (tests/host/test_killsoak.sh).
  */
 #include <signal.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "api/api.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Deaths with the lock held so far: recoveries made since rec0, and the
+ * one still waiting for its recovery if the word names a dead process. */
+static long held_deaths(struct sl_stack *s, uint64_t rec0)
+{
+	uint32_t v = __atomic_load_n(&s->r->lock, __ATOMIC_ACQUIRE);
+	long n = (long)(sl_counter_sum(s, SL_C_lock_recovered) - rec0);
+
+	if ((v & SLUICE_LOCK_HELD) && sl_pid_dead((pid_t)(v >> SLUICE_LOCK_PID_SHIFT)))
+		n++;
+	return n;
+}
+
+static int killholder(struct sl_stack *s, long n, pid_t spare, double seconds)
+{
+	uint64_t rec0 = sl_counter_sum(s, SL_C_lock_recovered);
+	pid_t self = getpid();
+	long killed = 0, held = 0;
+
+	for (double end = now_s() + seconds; held < n && now_s() < end;) {
+		struct timespec nap = { 0, 20 * 1000 * 1000 };
+		uint32_t v = __atomic_load_n(&s->r->lock, __ATOMIC_RELAXED);
+		pid_t owner = (pid_t)(v >> SLUICE_LOCK_PID_SHIFT);
+
+		if (!(v & SLUICE_LOCK_HELD) || owner <= 0 || owner == spare || owner == self ||
+		    kill(owner, SIGKILL))
+			continue;
+		killed++;
+		nanosleep(&nap, NULL);	/* let the others go on */
+		held = held_deaths(s, rec0);
+	}
+	printf("killed %ld holders, %ld died holding the lock\n", killed, held_deaths(s, rec0));
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
 	struct sluice_stack *st;
 	int ret;
 
-	if (argc != 2)
+	if (argc != 2 && !(argc == 3 && !strcmp(argv[2], "corrupt")) &&
+	    !(argc == 6 && !strcmp(argv[2], "killholder")))
 		return 2;
 	ret = sluice_stack_attach(argv[1], &st);
 	if (ret) {
 		fprintf(stderr, "holdlock: attach %s: %d\n", argv[1], ret);
 		return 1;
 	}
+	if (argc == 6)
+		return killholder((struct sl_stack *)st, atol(argv[3]), (pid_t)atol(argv[4]),
+				  atof(argv[5]));
 	if (sl_lock((struct sl_stack *)st))
 		return 1;
+	if (argc == 3) {
+		sl_corrupt((struct sl_stack *)st, SL_C_corrupt_header, 0);
+		sl_unlock((struct sl_stack *)st);
+		return 0;
+	}
 	raise(SIGSTOP);
 	sl_unlock((struct sl_stack *)st);
 	sluice_stack_close(st);

@@ -441,6 +441,8 @@ int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **chil
 	c->next_idx = SLUICE_IDX_NONE;
 	c->parent_idx = SLUICE_IDX_NONE;
 	c->tcp.tflags &= ~(SL_TF_ACCQ | SL_TF_PASSIVE);
+	/* Handed to the accepting process: its socket from now on. */
+	c->owner_pid = (uint32_t)sl_self_pid();
 	*child = c;
 	return 0;
 }

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# Processes killed at random under load never break the stack (issue 17):
+# a pre-forking echo server and four load generators, plain programs under
+# `sluice run` on one stack, while SIGKILL hits WORKER_KILLS random server
+# workers (the server replaces them) and CLIENT_KILLS random clients (a new
+# one takes each place).  Afterwards:
+#   - the stack is READY (never BROKEN), and a fresh client's connections
+#     all complete;
+#   - no byte came back wrong and no connection stalled (10 s);
+#   - every connection that ended early is accounted for: its worker was
+#     killed, or recovery reset it (the victim held the lock and was
+#     changing that connection; counter recover_sock_reset).
+#
+#   +----------- network namespace made here (lo DOWN) -----------+
+#   | sluice run killsoak server   (master + WORKERS workers)     |
+#   | sluice run killsoak client x4                  one stack   |
+#   +--------------------------------------------------------------+
+#
+# Meanwhile holdlock's killholder kills whichever process holds the stack
+# lock (never the master) until HOLDER_KILLS of them died holding it: each
+# of those is brought back by recovery (counter lock_recovered).
+#
+#   test_killsoak.sh [WORKER_KILLS [CLIENT_KILLS [HOLDER_KILLS]]]  (200 50 10)
+# `make soak-kill` runs it with 1000 worker, 250 client and 100 holder
+# kills.  Bounded by timeout(1).
+set -u
+. "$(dirname "$0")/lib.sh"
+sluice=$top/build/tools/sluice
+prog=$top/build/tests/preload/killsoak
+wkills=${1:-${SLUICE_KILLSOAK_WORKERS:-200}}
+ckills=${2:-${SLUICE_KILLSOAK_CLIENTS:-50}}
+hkills=${3:-${SLUICE_KILLSOAK_HOLDERS:-10}}
+hold=$top/build/tests/interop/holdlock
+tmp=$(mktemp -d)
+st=ts-ksoak-$$
+port=7950
+
+cleanup() {
+	rm -f "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st"
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+cat >"$tmp/run.sh" <<EOS
+set -u
+export SLUICE_NO_HELPER=1
+"$sluice" run --stack "$st" -- "$prog" server $port 8 >"$tmp/srv.out" 2>&1 &
+srv=\$!
+for i in \$(seq 200); do grep -q ready "$tmp/srv.out" 2>/dev/null && break; sleep 0.05; done
+declare -a cl
+n=0
+start_client() {
+	n=\$((n + 1))
+	"$sluice" run --stack "$st" -- "$prog" client $port \$((n * 7919)) "$tmp/c.\$n" \
+		>/dev/null 2>&1 &
+	cl[\$1]=\$!
+}
+for i in 0 1 2 3; do start_client \$i; done
+sleep 1
+# Meanwhile: kill whoever holds the stack lock (not the master), until
+# $hkills of them died holding it.
+"$hold" "$st" killholder $hkills \$srv 120 >"$tmp/holders" &
+kh=\$!
+wk=0 ck=0 t0=\$SECONDS
+# Kills spread through the run: a client kill after every few worker kills.
+while [ \$wk -lt $wkills -o \$ck -lt $ckills ] && [ \$((SECONDS - t0)) -lt 240 ]; do
+	if [ \$ck -lt $ckills ] && { [ \$wk -ge $wkills ] || [ \$((RANDOM % ($wkills / $ckills + 1))) = 0 ]; }; then
+		i=\$((RANDOM % 4))
+		kill -KILL \${cl[\$i]} 2>/dev/null && ck=\$((ck + 1))
+		wait \${cl[\$i]} 2>/dev/null
+		start_client \$i
+	else
+		w=\$(pgrep -P \$srv | shuf -n 1)
+		[ -n "\$w" ] && kill -KILL \$w 2>/dev/null && wk=\$((wk + 1))
+	fi
+	sleep 0.0\$((RANDOM % 5 + 1))
+	# A client the holder-killer hit: a new one takes its place.
+	for i in 0 1 2 3; do kill -0 \${cl[\$i]} 2>/dev/null || { wait \${cl[\$i]}; start_client \$i; }; done
+done
+wait \$kh
+cat "$tmp/holders"
+echo "killed \$wk workers \$ck clients in \$((SECONDS - t0)) s"
+for i in 0 1 2 3; do kill -TERM \${cl[\$i]}; done
+for i in 0 1 2 3; do wait \${cl[\$i]}; done
+# A fresh client on the stack the kills went through.
+"$sluice" run --stack "$st" -- "$prog" client $port 4242 "$tmp/fresh" >/dev/null 2>&1 &
+f=\$!
+sleep 2
+kill -TERM \$f
+wait \$f
+echo "fresh exit \$?"
+"$sluice" dump "$st" >"$tmp/dump"
+kill -TERM \$srv
+wait \$srv
+echo "server exit \$?"
+EOS
+out=$(timeout 300 unshare -n bash "$tmp/run.sh" 2>&1)
+echo "$out" | sed 's/^/# /'
+sum() { cat "$tmp"/c.* 2>/dev/null | awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) s += $(i + 1) } END { print s + 0 }'; }
+counter() { awk -v k="$1" '$1 == k { n = $2 } END { print n + 0 }' "$tmp/dump"; }
+okc=$(sum ok) reset=$(sum reset) corrupt=$(sum corrupt) stuck=$(sum stuck)
+wk=$(sed -n 's/^killed \([0-9]*\) workers.*/\1/p' <<<"$out")
+hkilled=$(sed -n 's/^killed \([0-9]*\) holders.*/\1/p' <<<"$out")
+ck=$(sed -n 's/^killed [0-9]* workers \([0-9]*\) clients.*/\1/p' <<<"$out")
+rec=$(counter lock_recovered) rreset=$(counter recover_sock_reset)
+echo "# connections: ok $okc, ended early $reset, corrupt $corrupt, stuck $stuck;" \
+	"recoveries ${rec:-?}, sockets reset by them ${rreset:-?}"
+echo "# fresh client: $(cat "$tmp/fresh" 2>/dev/null)"
+check "all $wkills worker kills and $ckills client kills were made" \
+	test "${wk:-0}" = "$wkills" -a "${ck:-0}" = "$ckills"
+hk=$(sed -n 's/^killed [0-9]* holders, \([0-9]*\) died holding.*/\1/p' <<<"$out")
+check "$hkills processes were killed holding the lock (${hk:-0})" test "${hk:-0}" -ge "$hkills"
+check "each was recovered from (lock_recovered $rec)" test "$rec" -ge "${hk:-0}"
+check "the stack is READY afterwards" grep -q "^stack $st: ready" "$tmp/dump"
+check "the clients completed connections ($okc)" test "$okc" -ge 200
+check "no byte came back wrong" test "$corrupt" = 0
+check "no connection stalled" test "$stuck" = 0
+check "every connection that ended early is a kill's ($reset <= $wk + ${hkilled:-0} + $rreset)" \
+	test "$reset" -le $(( ${wk:-0} + ${hkilled:-0} + ${rreset:-0} ))
+check "a fresh client's connections all complete" \
+	grep -Eq "^ok [1-9][0-9]* reset 0 corrupt 0 stuck 0" "$tmp/fresh"
+check "the server master survived and stopped cleanly" grep -qx "server exit 0" <<<"$out"
+done_testing
