@@ -50,6 +50,7 @@ INTEROP := $(B)/tests/interop/peer $(B)/tests/interop/mkstack $(B)/tests/bench/b
 	$(B)/tests/interop/kpeer $(B)/tests/interop/kring_peer $(B)/tests/interop/scribble \
 	$(B)/tests/interop/soak $(B)/tests/interop/verbs_peer $(B)/tests/interop/holdlock
 PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/fork_srv $(B)/tests/preload/killsoak \
+	$(B)/tests/bench/epoll_idle \
 	$(B)/tests/preload/sockfd_prog
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
@@ -103,6 +104,10 @@ $(B)/tests/interop/%: $(B)/tests/interop/%.o $(B)/libsluice.a
 $(B)/tests/bench/%: $(B)/tests/bench/%.o $(B)/libsluice.a
 	$(CC) -o $@ $^ $(LIBS)
 
+# A plain program (sluice run meets it through the preload), as tests/preload/.
+$(B)/tests/bench/epoll_idle: $(B)/tests/bench/epoll_idle.o
+	$(CC) -o $@ $^
+
 # The module's pure IPoIB functions (kernel/ipoib_addr.c), compiled
 # unchanged as user space against tests/fuzz/kshim, under test_kipoib.
 $(B)/tests/unit/test_kipoib.o: CPPFLAGS := -Itests/fuzz/kshim $(CPPFLAGS)
@@ -120,6 +125,7 @@ $(B)/tests/preload/%: $(B)/tests/preload/%.o
 
 bench: all
 	$(B)/tests/bench/bench all
+	bash tests/bench/epoll_idle.sh
 
 # Real programs (sockperf, iperf3, redis-benchmark, nginx + wrk) on the
 # kernel and under `sluice run`, side by side.

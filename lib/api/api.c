@@ -236,10 +236,11 @@ static int64_t deadline_after(struct sl_stack *s, int timeout_ms)
 	return timeout_ms < 0 ? -1 : (int64_t)(sl_now(s) + (uint64_t)timeout_ms * 1000);
 }
 
-int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
-		int timeout_ms)
+/* sluice_poll(), and with journal set, also done once the readiness
+ * journal (sl_region.chg_seq) has moved from *journal. */
+static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int n,
+		     int timeout_ms, const uint32_t *journal)
 {
-	struct sl_stack *s = S(st);
 	uint32_t *sleepers = &s->r->sleepers;
 	uint32_t *poll_sleepers = &s->lib->poll_sleepers;
 	uint64_t start = sl_now(s);
@@ -296,6 +297,8 @@ int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int
 			if (fds[i].revents)
 				ready++;
 		}
+		if (journal && SL_READ_ONCE(s->lib->chg_seq) != *journal)
+			ready++;
 		seq = s->r->wake_seq;
 		sl_unlock(s);
 		ret = (int)checked(s, ready);
@@ -316,6 +319,17 @@ int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int
 			sl_fetch_sub(poll_sleepers, 1);
 	}
 	return ret;
+}
+
+int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
+		int timeout_ms)
+{
+	return poll_loop(S(st), fds, n, timeout_ms, NULL);
+}
+
+int sl_wait_journal(struct sluice_stack *st, uint32_t seen, int timeout_ms)
+{
+	return poll_loop(S(st), NULL, 0, timeout_ms, &seen);
 }
 
 /* Block until sd shows one of events (or an error), or fail -EAGAIN if it

@@ -22,6 +22,12 @@ int sl_stack_inspect(const char *name, struct sluice_stack **out);
  * gone (the preload's sweep).
  */
 int sl_close_gen(struct sluice_stack *st, int sd, uint32_t gen);
+/*
+ * Wait up to timeout_ms (running the stack meanwhile, as sluice_poll())
+ * until the readiness journal (sl_region.chg_seq) is no longer at seen:
+ * 1 if it moved, 0 on timeout, or -errno.
+ */
+int sl_wait_journal(struct sluice_stack *st, uint32_t seen, int timeout_ms);
 /* The helper that finishes orphaned connections (helper.c). */
 uint32_t sl_orphans(struct sl_stack *s);
 void sl_helper_ensure(struct sl_stack *s);

@@ -25,6 +25,9 @@
 struct sl_stack;
 struct sl_sock;
 
+/* Entries in the readiness journal (sl_region.chg_ring): a power of 2. */
+#define SL_CHG_RING	1024
+
 /* Counter blocks: one a process (SL_PROC_MAX processes count apart). */
 #define SL_NEIGH_MAX	64
 #define SL_PROC_MAX	16
@@ -109,6 +112,17 @@ struct sl_region {
 	 */
 	int32_t helper_pid;
 	uint64_t tcp_isn_secret[2];	/* RFC 6528 keyed ISN, set at creation */
+
+	/*
+	 * The readiness journal: every readiness change (sl_sock_wake())
+	 * appends the socket's index, under the lock; chg_seq counts them.
+	 * Readers (the preload's epoll sets) read it without the lock and
+	 * look only at the sockets named since their last look: O(changes),
+	 * not O(sockets in the set).  A reader more than SL_CHG_RING behind
+	 * has lost entries and looks at everything once.
+	 */
+	uint32_t chg_seq __attribute__((aligned(64)));
+	uint32_t chg_ring[SL_CHG_RING];
 
 	/* The loopback queue (buffer idx), on a line of its own. */
 	uint32_t lo_head __attribute__((aligned(64)));
@@ -618,7 +632,7 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
  * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
  */
-#define SL_LAYOUT_VERSION	4
+#define SL_LAYOUT_VERSION	5
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

@@ -6,19 +6,27 @@
  * without the module:
  *
  * The epoll fd is a real one and holds the kernel fds.  The Sluice fds of
- * a set are kept here, in an interest list per epoll fd; epoll_wait looks
- * at them (one sluice_poll() over the list), then asks the real epoll with
- * a zero timeout, spinning for SLUICE_SPIN_US and then sleeping in slices
- * of PL_SLICE_MS on the side that was busy last (the stack, or the real
- * epoll_wait), looking at the other side after each slice.  Level-triggered
- * by default; EPOLLET reports a socket again only after its readiness changed (the
- * socket's wake sequence moved); EPOLLONESHOT disables the entry after one
- * report until EPOLL_CTL_MOD.  Limits: a set dup()ed or inherited by
- * fork shares the kernel part but each process keeps its own Sluice
- * part; a Sluice fd in a set is forgotten when that fd is closed, even if
- * a dup of it stays open; epoll fds above PL_EP_MAX hold kernel fds only
- * (adding a Sluice fd fails with ENOMEM); EPOLLEXCLUSIVE and
- * EPOLLWAKEUP are accepted and ignored.
+ * a set are kept here, per epoll fd, and looked at in O(ready) (issue 23):
+ * the stack appends every socket whose readiness changes to its journal
+ * (sl_region.chg_ring, proto/sock.c sl_sock_wake()); a set reads the
+ * journal from where it left off and checks only the items it names, plus
+ * those still on its check list (level-triggered items reported and still
+ * ready, items added or modified).  An item found not ready leaves the
+ * list until the journal names it again.  A set that fell more than the
+ * journal's length behind checks every item once.  When nothing is ready
+ * it sleeps until the journal moves (sl_wait_journal()), spinning first
+ * for SLUICE_SPIN_US; with kernel fds in the set too, it alternates in
+ * slices of PL_SLICE_MS between that and the real epoll_wait, on the side
+ * that was busy last.
+ *
+ * Level-triggered by default; EPOLLET reports a socket again only after
+ * its readiness changed (the socket's wake sequence moved); EPOLLONESHOT
+ * disables the entry after one report until EPOLL_CTL_MOD.  Limits: a set
+ * dup()ed or inherited by fork shares the kernel part but each process
+ * keeps its own Sluice part; a Sluice fd in a set is forgotten when that
+ * fd is closed, even if a dup of it stays open; epoll fds above PL_EP_MAX
+ * hold kernel fds only (adding a Sluice fd fails with ENOMEM);
+ * EPOLLEXCLUSIVE and EPOLLWAKEUP are accepted and ignored.
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -34,12 +42,15 @@
 #define PL_SLICE_MS	1
 
 struct pl_epitem {
-	int fd;
+	int fd;			/* -1: a free slot (next links the free list) */
 	uint32_t sd, gen;
 	struct epoll_event ev;
 	uint32_t seen_seq;	/* EPOLLET: wake sequence at the last report */
 	uint32_t seen_mask;
+	int32_t next;		/* next item of the same socket, or free slot */
+	uint32_t round;		/* the look (ep->round) that last took it */
 	bool disabled;		/* EPOLLONESHOT fired */
+	bool listed;		/* on the check list */
 };
 
 /* A module socket fd of a set, for the spin's look at the region. */
@@ -51,8 +62,17 @@ struct pl_kitem {
 
 struct pl_ep {
 	pthread_mutex_t mu;
-	unsigned int n, cap;
+	unsigned int n, cap;	/* items in use, slots */
 	struct pl_epitem *items;
+	int32_t free;		/* first free slot, or -1 */
+	int32_t *by_sd;		/* first item of each socket, or -1 */
+	int32_t *by_fd;		/* the item of each fd, or -1 */
+	uint32_t by_sd_n, by_fd_n;
+	uint32_t *check;	/* items that may be ready */
+	unsigned int nchk, chkcap;
+	uint32_t jseq;		/* journal read up to here */
+	bool jvalid;		/* jseq set: else look at every item */
+	uint32_t round;
 	unsigned int kn, kcap;	/* module socket fds (hints only: see ep_wait_kfd()) */
 	struct pl_kitem *kitems;
 	bool kfd;		/* the set ever held a module socket fd */
@@ -60,6 +80,9 @@ struct pl_ep {
 
 static struct pl_ep *eps[PL_EP_MAX];
 static pthread_mutex_t eps_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Above the highest epoll fd that ever had a Sluice part: closing a socket
+ * looks at the sets below it only. */
+static int eps_top;
 
 static struct pl_ep *ep_of(int epfd)
 {
@@ -97,24 +120,36 @@ void pl_epoll_close(int epfd)
 	 * kernel too (its epoll fd is gone): the same undefined case. */
 	if (ep) {
 		free(ep->items);
+		free(ep->by_sd);
+		free(ep->by_fd);
+		free(ep->check);
 		free(ep->kitems);
 		free(ep);
 	}
 }
 
+/* The item of fd in ep, or -1; ep->mu held. */
+static int32_t item_of_fd(const struct pl_ep *ep, int fd)
+{
+	return fd >= 0 && (uint32_t)fd < ep->by_fd_n ? ep->by_fd[fd] : -1;
+}
+
+static void item_del(struct pl_ep *ep, int32_t i);
+
 void pl_epoll_forget_fd(int fd)
 {
-	for (int e = 0; e < PL_EP_MAX; e++) {
+	int top = SL_READ_ONCE(eps_top);
+
+	for (int e = 0; e < top; e++) {
 		struct pl_ep *ep = ep_of(e);
+		int32_t i;
 
 		if (!ep)
 			continue;
 		pthread_mutex_lock(&ep->mu);
-		for (unsigned int i = 0; i < ep->n; i++)
-			if (ep->items[i].fd == fd) {
-				ep->items[i] = ep->items[--ep->n];
-				break;
-			}
+		i = item_of_fd(ep, fd);
+		if (i >= 0)
+			item_del(ep, i);
 		ep_kforget(ep, fd);
 		pthread_mutex_unlock(&ep->mu);
 	}
@@ -122,21 +157,23 @@ void pl_epoll_forget_fd(int fd)
 
 void pl_epoll_to_kernel(int fd)
 {
-	for (int e = 0; e < PL_EP_MAX; e++) {
+	int top = SL_READ_ONCE(eps_top);
+
+	for (int e = 0; e < top; e++) {
 		struct pl_ep *ep = ep_of(e);
+		int32_t i;
 
 		if (!ep)
 			continue;
 		pthread_mutex_lock(&ep->mu);
-		for (unsigned int i = 0; i < ep->n; i++)
-			if (ep->items[i].fd == fd) {
-				struct epoll_event ev = ep->items[i].ev;
+		i = item_of_fd(ep, fd);
+		if (i >= 0) {
+			struct epoll_event ev = ep->items[i].ev;
 
-				ep->items[i] = ep->items[--ep->n];
-				/* Now a kernel socket: the real set watches it. */
-				REAL(epoll_ctl)(e, EPOLL_CTL_ADD, fd, &ev);
-				break;
-			}
+			item_del(ep, i);
+			/* Now a kernel socket: the real set watches it. */
+			REAL(epoll_ctl)(e, EPOLL_CTL_ADD, fd, &ev);
+		}
 		pthread_mutex_unlock(&ep->mu);
 	}
 }
@@ -153,57 +190,145 @@ static struct pl_ep *ep_get_or_make(int epfd)
 		ep = calloc(1, sizeof(*ep));
 		if (ep) {
 			pthread_mutex_init(&ep->mu, NULL);
+			ep->free = -1;
 			sl_store_release(&eps[epfd], ep);
+			if (epfd >= eps_top)
+				SL_WRITE_ONCE(eps_top, epfd + 1);
 		}
 	}
 	pthread_mutex_unlock(&eps_mu);
 	return ep;
 }
 
+/* Make *arr (of *n int32) hold index idx, new entries -1. */
+static bool grow_map(int32_t **arr, uint32_t *n, uint32_t idx)
+{
+	uint32_t m = *n ? *n : 64;
+	int32_t *na;
+
+	if (idx < *n)
+		return true;
+	while (m <= idx)
+		m *= 2;
+	na = realloc(*arr, m * sizeof(*na));
+	if (!na)
+		return false;
+	memset(na + *n, 0xff, (m - *n) * sizeof(*na));
+	*arr = na;
+	*n = m;
+	return true;
+}
+
+/* Put item i on the check list (once); ep->mu held.  False: no memory
+ * (then every item is looked at next time). */
+static void check_push(struct pl_ep *ep, int32_t i)
+{
+	struct pl_epitem *it = &ep->items[i];
+
+	if (it->listed)
+		return;
+	if (ep->nchk == ep->chkcap) {
+		unsigned int cap = ep->chkcap ? ep->chkcap * 2 : 16;
+		uint32_t *nc = realloc(ep->check, cap * sizeof(*nc));
+
+		if (!nc) {
+			ep->jvalid = false;
+			return;
+		}
+		ep->check = nc;
+		ep->chkcap = cap;
+	}
+	it->listed = true;
+	ep->check[ep->nchk++] = (uint32_t)i;
+}
+
+static void check_all(struct pl_ep *ep)
+{
+	for (unsigned int i = 0; i < ep->cap; i++)
+		if (ep->items[i].fd >= 0)
+			check_push(ep, (int32_t)i);
+}
+
+static int item_add(struct pl_ep *ep, int fd, const struct pl_sock *ps,
+		    const struct epoll_event *ev)
+{
+	struct pl_epitem *it;
+	int32_t i;
+
+	if (!grow_map(&ep->by_fd, &ep->by_fd_n, (uint32_t)fd) ||
+	    !grow_map(&ep->by_sd, &ep->by_sd_n, ps->sd))
+		return -ENOMEM;
+	if (ep->free < 0) {
+		unsigned int cap = ep->cap ? ep->cap * 2 : 16;
+		struct pl_epitem *ni = realloc(ep->items, cap * sizeof(*ni));
+
+		if (!ni)
+			return -ENOMEM;
+		ep->items = ni;
+		for (unsigned int k = cap; k-- > ep->cap;) {
+			ni[k].fd = -1;
+			ni[k].next = ep->free;
+			ep->free = (int32_t)k;
+		}
+		ep->cap = cap;
+	}
+	i = ep->free;
+	it = &ep->items[i];
+	ep->free = it->next;
+	memset(it, 0, sizeof(*it));
+	it->fd = fd;
+	it->sd = ps->sd;
+	it->gen = ps->gen;
+	it->ev = *ev;
+	it->seen_seq = (uint32_t)-1;
+	it->next = ep->by_sd[ps->sd];
+	ep->by_sd[ps->sd] = i;
+	ep->by_fd[fd] = i;
+	ep->n++;
+	check_push(ep, i);
+	return 0;
+}
+
+static void item_del(struct pl_ep *ep, int32_t i)
+{
+	struct pl_epitem *it = &ep->items[i];
+	int32_t *pp = &ep->by_sd[it->sd];
+
+	while (*pp >= 0 && *pp != i)
+		pp = &ep->items[*pp].next;
+	if (*pp == i)
+		*pp = it->next;
+	ep->by_fd[it->fd] = -1;
+	/* A check list entry may still name it: fd -1 skips it there. */
+	it->fd = -1;
+	it->next = ep->free;
+	ep->free = i;
+	ep->n--;
+}
+
 static int ep_ctl(struct pl_ep *ep, int op, int fd, struct pl_sock *ps, struct epoll_event *ev)
 {
-	struct pl_epitem *it = NULL;
-	unsigned int i;
+	int32_t i = item_of_fd(ep, fd);
 
-	for (i = 0; i < ep->n; i++)
-		if (ep->items[i].fd == fd) {
-			it = &ep->items[i];
-			break;
-		}
 	if (op != EPOLL_CTL_DEL && !ev)
 		return -EFAULT;
 	switch (op) {
 	case EPOLL_CTL_ADD:
-		if (it)
+		if (i >= 0)
 			return -EEXIST;
-		if (ep->n == ep->cap) {
-			unsigned int cap = ep->cap ? ep->cap * 2 : 16;
-			struct pl_epitem *ni = realloc(ep->items, cap * sizeof(*ni));
-
-			if (!ni)
-				return -ENOMEM;
-			ep->items = ni;
-			ep->cap = cap;
-		}
-		it = &ep->items[ep->n++];
-		memset(it, 0, sizeof(*it));
-		it->fd = fd;
-		it->sd = ps->sd;
-		it->gen = ps->gen;
-		it->ev = *ev;
-		it->seen_seq = (uint32_t)-1;
-		return 0;
+		return item_add(ep, fd, ps, ev);
 	case EPOLL_CTL_MOD:
-		if (!it)
+		if (i < 0)
 			return -ENOENT;
-		it->ev = *ev;
-		it->disabled = false;
-		it->seen_seq = (uint32_t)-1;
+		ep->items[i].ev = *ev;
+		ep->items[i].disabled = false;
+		ep->items[i].seen_seq = (uint32_t)-1;
+		check_push(ep, i);
 		return 0;
 	case EPOLL_CTL_DEL:
-		if (!it)
+		if (i < 0)
 			return -ENOENT;
-		*it = ep->items[--ep->n];
+		item_del(ep, i);
 		return 0;
 	}
 	return -EINVAL;
@@ -343,38 +468,102 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	return (int)pl_ret(ret);
 }
 
-/* The Sluice part: fill out[] with up to max events; returns the count. */
+/*
+ * Read the stack's journal from ep->jseq: every item of a socket named
+ * there goes on the check list.  Without the lock, so the entries read
+ * are checked afterwards for having been overwritten (the count moved
+ * more than the ring's length past where we started): then, and when
+ * the set never read it, every item.  ep->mu held.
+ */
+static void ep_journal(struct pl_ep *ep, struct sl_stack *s)
+{
+	uint32_t from = ep->jseq, end = sl_load_acquire(&s->lib->chg_seq);
+
+	if (!ep->jvalid || end - from > SL_CHG_RING)
+		goto all;
+	for (uint32_t q = from; q != end; q++) {
+		uint32_t sd = SL_READ_ONCE(s->lib->chg_ring[q & (SL_CHG_RING - 1)]);
+
+		if (sd >= ep->by_sd_n)
+			continue;
+		for (int32_t i = ep->by_sd[sd]; i >= 0; i = ep->items[i].next)
+			check_push(ep, i);
+	}
+	/* Pairs with the release that published each count: the entries
+	 * were read before the count is read again. */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (SL_READ_ONCE(s->lib->chg_seq) - from <= SL_CHG_RING) {
+		ep->jseq = end;
+		return;
+	}
+all:
+	ep->jseq = end;
+	ep->jvalid = true;
+	check_all(ep);
+}
+
+/*
+ * The Sluice part: fill out[] with up to max events; returns the count.
+ * Looks only at the check list (after reading the journal).  An item
+ * found not ready, or edge-triggered with nothing new, or one-shot and
+ * reported, leaves the list; a level-triggered one reported stays while
+ * it is ready (reported again next time, as the kernel's ready list
+ * keeps it).
+ */
 static int ep_collect(struct pl_ep *ep, struct epoll_event *out, int max)
 {
 	struct sluice_pollfd pbuf[64], *p = pbuf;
+	uint32_t ibuf[64], *idx = ibuf;
 	struct sl_stack *s = pl_sl();
+	unsigned int n = 0, keep = 0, nrep = 0;
 	int got = 0, ret;
-	unsigned int n;
 
 	pthread_mutex_lock(&ep->mu);
-	n = ep->n;
-	if (!n || !s)
+	if (!ep->n || !s)
 		goto out;
-	if (n > 64 && !(p = malloc(n * sizeof(*p))))
+	ep_journal(ep, s);
+	if (!ep->nchk)
 		goto out;
-	for (unsigned int i = 0; i < n; i++) {
-		struct pl_epitem *it = &ep->items[i];
-
-		p[i].sd = it->disabled ? -1 : (int)it->sd;
-		p[i].events = (short)(it->ev.events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI));
+	if (ep->nchk > 64 && (!(p = malloc(ep->nchk * sizeof(*p))) ||
+			      !(idx = malloc(ep->nchk * sizeof(*idx))))) {
+		ep->jvalid = false;	/* look at all of them next time */
+		goto out;
 	}
-	ret = sluice_poll(pl_stack(), p, n, 0);
-	for (unsigned int i = 0; ret > 0 && i < n && got < max; i++) {
+	ep->round++;
+	for (unsigned int k = 0; k < ep->nchk; k++) {
+		uint32_t i = ep->check[k];
 		struct pl_epitem *it = &ep->items[i];
-		uint32_t rev = (uint32_t)(uint16_t)p[i].revents, seq;
 
-		if (it->disabled || !rev)
+		if (it->fd < 0 || it->round == ep->round)
+			continue;	/* gone, or named twice */
+		it->round = ep->round;
+		if (it->disabled) {
+			it->listed = false;
 			continue;
-		if (rev & POLLNVAL)
-			continue;	/* closed under us: nothing to report */
+		}
+		idx[n] = i;
+		p[n].sd = (int)it->sd;
+		p[n++].events = (short)(it->ev.events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI));
+	}
+	ret = n ? sluice_poll(pl_stack(), p, n, 0) : 0;
+	for (unsigned int k = 0; k < n; k++) {
+		struct pl_epitem *it = &ep->items[idx[k]];
+		uint32_t i = idx[k];
+		uint32_t rev = ret > 0 ? (uint32_t)(uint16_t)p[k].revents : 0, seq;
+
+		if (!rev || (rev & POLLNVAL)) {
+			it->listed = false;	/* back when the journal names it */
+			continue;
+		}
 		seq = sl_sock(s, it->sd)->wake_seq;
-		if ((it->ev.events & EPOLLET) && seq == it->seen_seq && !(rev & ~it->seen_mask))
-			continue;	/* edge-triggered: nothing new */
+		if ((it->ev.events & EPOLLET) && seq == it->seen_seq && !(rev & ~it->seen_mask)) {
+			it->listed = false;	/* edge-triggered: nothing new */
+			continue;
+		}
+		if (got >= max) {
+			ep->check[keep++] = i;	/* not reported yet: first next time */
+			continue;
+		}
 		it->seen_seq = seq;
 		it->seen_mask = rev;
 		out[got].events = rev;
@@ -382,46 +571,45 @@ static int ep_collect(struct pl_ep *ep, struct epoll_event *out, int max)
 		got++;
 		if (it->ev.events & EPOLLONESHOT)
 			it->disabled = true;
+		if (it->ev.events & (EPOLLET | EPOLLONESHOT))
+			it->listed = false;
+		else
+			idx[nrep++] = i;	/* (k >= nrep: idx[k] was read) */
 	}
+	/* Reported level-triggered items go to the end, as the kernel moves
+	 * them to the tail of its ready list: with maxevents smaller than
+	 * what is ready, every ready socket gets its turn. */
+	for (unsigned int k = 0; k < nrep; k++)
+		ep->check[keep++] = idx[k];
+	ep->nchk = keep;
+out:
 	if (p != pbuf)
 		free(p);
-out:
+	if (idx != ibuf)
+		free(idx);
 	pthread_mutex_unlock(&ep->mu);
 	return got;
 }
 
 /*
- * Sleep up to ms on the set's Sluice sockets (the stack wakes us when one
- * changes).  Only when none is ready now: an edge-triggered socket that is
- * ready but already reported would end every such sleep at once.  Returns
- * whether it slept.
+ * Sleep up to ms until the stack's journal moves past what the set has
+ * read (the stack wakes us when any socket's readiness changes).  Only
+ * when nothing on the check list is ready now: ep_collect() just emptied
+ * it of everything else.  Returns whether it slept.
  */
 static bool ep_sleep(struct pl_ep *ep, int ms)
 {
-	struct sluice_pollfd pbuf[64], *p = pbuf;
-	bool slept = false;
-	unsigned int n = 0;
+	uint32_t seen;
+	bool idle;
 
 	pthread_mutex_lock(&ep->mu);
-	if (ep->n > 64 && !(p = malloc(ep->n * sizeof(*p)))) {
-		pthread_mutex_unlock(&ep->mu);
-		return false;
-	}
-	for (unsigned int i = 0; i < ep->n; i++) {
-		if (ep->items[i].disabled)
-			continue;
-		p[n].sd = (int)ep->items[i].sd;
-		p[n++].events = (short)(ep->items[i].ev.events &
-					(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI));
-	}
+	idle = ep->jvalid && !ep->nchk;
+	seen = ep->jseq;
 	pthread_mutex_unlock(&ep->mu);
-	if (n && sluice_poll(pl_stack(), p, n, 0) == 0) {
-		sluice_poll(pl_stack(), p, n, ms);
-		slept = true;
-	}
-	if (p != pbuf)
-		free(p);
-	return slept;
+	if (!idle)
+		return false;
+	sl_wait_journal(pl_stack(), seen, ms);
+	return true;
 }
 
 static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max, int timeout_ms)

@@ -400,6 +400,9 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 	 * process sleeps on it (run/wait.c), so busy-polling processes never
 	 * bounce it; the futex wake itself happens after the unlock. */
 	so->wake_seq++;
+	/* The journal (core.h): the entry before the count that shows it. */
+	s->lib->chg_ring[s->lib->chg_seq & (SL_CHG_RING - 1)] = so->idx;
+	sl_store_release(&s->lib->chg_seq, s->lib->chg_seq + 1);
 	/* A socket fd exists (or did): its events go out at unlock.  Others
 	 * cost this one load, on the line just written. */
 	sl_kp_note(s, so);

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * epoll with idle connections (issue 23): a plain program, run on the
+ * kernel and under `sluice run` by tests/bench/epoll_idle.sh.
+ *
+ *   epoll_idle N ROUNDS
+ *
+ * The parent listens on 127.0.0.1, forks a client that opens N + 1
+ * connections, and serves them all from one level-triggered epoll set,
+ * echoing what it reads.  The client ping-pongs 64 bytes ROUNDS times over
+ * its first connection while the other N stay idle, and prints
+ *   N <n> one-way <us> us cpu <us> us/round-trip
+ * (half the mean round trip; the CPU time of both processes over the
+ * same round trips, after 1000 to warm up, per round trip).
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double cpu_s(int who)
+{
+	struct rusage ru;
+
+	getrusage(who, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+static int client(struct sockaddr_in *a, int n, long rounds, int report)
+{
+	int *fd = calloc((size_t)n + 1, sizeof(int)), one = 1;
+	char buf[64] = { 0 };
+	double t0, c0;
+
+	for (int i = 0; i <= n; i++) {
+		fd[i] = socket(AF_INET, SOCK_STREAM, 0);
+		if (fd[i] < 0 || connect(fd[i], (struct sockaddr *)a, sizeof(*a))) {
+			perror("client connect");
+			return 1;
+		}
+	}
+	setsockopt(fd[0], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	for (int i = 0; i < 1000; i++)	/* warm up */
+		if (write(fd[0], buf, 64) != 64 || read(fd[0], buf, 64) != 64)
+			return 1;
+	t0 = now_s();
+	c0 = cpu_s(RUSAGE_SELF);
+	for (long r = 0; r < rounds; r++) {
+		size_t got = 0;
+
+		if (write(fd[0], buf, 64) != 64)
+			return 1;
+		while (got < 64) {
+			ssize_t k = read(fd[0], buf + got, 64 - got);
+
+			if (k <= 0)
+				return 1;
+			got += (size_t)k;
+		}
+	}
+	t0 = now_s() - t0;
+	c0 = cpu_s(RUSAGE_SELF) - c0;
+	/* The client's figures go to the parent, which adds its own CPU. */
+	if (write(report, &t0, sizeof(t0)) != sizeof(t0) ||
+	    write(report, &c0, sizeof(c0)) != sizeof(c0))
+		return 1;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int n = argc > 1 ? atoi(argv[1]) : 0, l, ep, one = 1, pfd[2], status;
+	long rounds = argc > 2 ? atol(argv[2]) : 20000;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	struct epoll_event ev, evs[64];
+	double t, c_client, c_srv0, c_srv;
+	char buf[64];
+	pid_t pid;
+
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 4096) ||
+	    getsockname(l, (struct sockaddr *)&a, &al) || pipe(pfd)) {
+		perror("listen");
+		return 2;
+	}
+	pid = fork();
+	if (pid == 0) {
+		close(pfd[0]);
+		_exit(client(&a, n, rounds, pfd[1]));
+	}
+	close(pfd[1]);
+	ep = epoll_create1(0);
+	for (int i = 0; i <= n; i++) {
+		int fd = accept(l, NULL, NULL);
+
+		if (fd < 0) {
+			perror("accept");
+			return 2;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		ev.events = EPOLLIN;
+		ev.data.fd = fd;
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev)) {
+			perror("epoll_ctl");
+			return 2;
+		}
+	}
+	/* The server's CPU over the same echoes as the client's timing:
+	 * after the client's 1000 warm-up round trips, for ROUNDS more. */
+	c_srv0 = c_srv = 0;
+	for (long echoes = 0;;) {
+		int k = epoll_wait(ep, evs, 64, 1000);
+		bool done = false;
+
+		for (int i = 0; i < k; i++) {
+			ssize_t r = read(evs[i].data.fd, buf, sizeof(buf));
+
+			if (r <= 0) {
+				done = true;
+				continue;
+			}
+			if (write(evs[i].data.fd, buf, (size_t)r) != r)
+				done = true;
+			if (++echoes == 1000)
+				c_srv0 = cpu_s(RUSAGE_SELF);
+			else if (echoes == 1000 + rounds)
+				c_srv = cpu_s(RUSAGE_SELF) - c_srv0;
+		}
+		if (done || waitpid(pid, &status, WNOHANG) == pid)
+			break;
+	}
+	if (read(pfd[0], &t, sizeof(t)) != sizeof(t) ||
+	    read(pfd[0], &c_client, sizeof(c_client)) != sizeof(c_client)) {
+		fprintf(stderr, "client failed\n");
+		return 1;
+	}
+	printf("N %d one-way %.2f us cpu %.2f us/round-trip\n", n, t / rounds / 2 * 1e6,
+	       (c_client + c_srv) / rounds * 1e6);
+	return 0;
+}
