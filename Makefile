@@ -50,7 +50,7 @@ INTEROP := $(B)/tests/interop/peer $(B)/tests/interop/mkstack $(B)/tests/bench/b
 	$(B)/tests/interop/kpeer $(B)/tests/interop/kring_peer $(B)/tests/interop/scribble \
 	$(B)/tests/interop/soak $(B)/tests/interop/verbs_peer $(B)/tests/interop/holdlock
 PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/fork_srv $(B)/tests/preload/killsoak \
-	$(B)/tests/bench/epoll_idle \
+	$(B)/tests/bench/epoll_idle $(B)/tests/bench/conn_churn \
 	$(B)/tests/preload/sockfd_prog
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
@@ -106,6 +106,8 @@ $(B)/tests/bench/%: $(B)/tests/bench/%.o $(B)/libsluice.a
 
 # A plain program (sluice run meets it through the preload), as tests/preload/.
 $(B)/tests/bench/epoll_idle: $(B)/tests/bench/epoll_idle.o
+	$(CC) -o $@ $^
+$(B)/tests/bench/conn_churn: $(B)/tests/bench/conn_churn.o
 	$(CC) -o $@ $^
 
 # The module's pure IPoIB functions (kernel/ipoib_addr.c), compiled

@@ -305,9 +305,20 @@ static int table_set(int fd, struct pl_sock *ps)
 	return ret;
 }
 
+/*
+ * The table's references to sockets taken out of it, dropped after a
+ * grace period: one synchronize_rcu() (two membarrier calls and a signal
+ * mask round trip) for PL_DEFER_MAX closes, not one each (issue 23).
+ * table_mu held to touch them.
+ */
+#define PL_DEFER_MAX	64
+static struct pl_sock *deferred[PL_DEFER_MAX];
+static unsigned int ndeferred;
+
 struct pl_sock *pl_fd_forget(int fd)
 {
-	struct pl_sock *ps = NULL;
+	struct pl_sock *ps = NULL, *flush[PL_DEFER_MAX];
+	unsigned int nflush = 0;
 
 	if (fd < 0 || !SL_READ_ONCE(table))
 		return NULL;
@@ -316,9 +327,24 @@ struct pl_sock *pl_fd_forget(int fd)
 		ps = table->slot[fd];
 		rcu_assign_pointer(table->slot[fd], NULL);
 	}
+	if (ps) {
+		/* The caller's own reference (the table's is held, so the
+		 * count is not zero); the table's waits for readers that
+		 * found ps before it left the table. */
+		sl_fetch_add_relaxed(&ps->refs, 1);
+		if (ndeferred == PL_DEFER_MAX) {
+			memcpy(flush, deferred, sizeof(deferred));
+			nflush = ndeferred;
+			ndeferred = 0;
+		}
+		deferred[ndeferred++] = ps;
+	}
 	pthread_mutex_unlock(&table_mu);
-	if (ps)
-		synchronize_rcu();	/* no reader can find it now */
+	if (nflush) {
+		synchronize_rcu();	/* no reader can find those now */
+		for (unsigned int i = 0; i < nflush; i++)
+			pl_put(flush[i]);
+	}
 	return ps;
 }
 
@@ -534,7 +560,7 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 	if (ret)
 		goto err_close_fd;
 	recs[sd].gen = sl_sock(s, sd)->kp.gen;
-	recs[sd].pid = (uint32_t)getpid();
+	recs[sd].pid = (uint32_t)sl_self_pid();
 	recs[sd].type = (uint32_t)type;
 	sl_store_release(&recs[sd].state, PL_REC_USED);
 	ps->sd = sd;
@@ -564,6 +590,14 @@ err_close_sock:
  * The write lock taken from a fresh description makes the closer unique
  * (a racing close or sweep finds it taken, or the record already free).
  */
+/*
+ * The description reap() takes its write locks from: one a process, kept
+ * open (no open and close a socket); reap_mu makes this process's
+ * closers one at a time, as the description's locks do between processes.
+ */
+static int reap_probe = -1;
+static pthread_mutex_t reap_mu = PTHREAD_MUTEX_INITIALIZER;
+
 static void reap(uint32_t sd)
 {
 	struct sl_stack *s = pl_sl();
@@ -572,11 +606,14 @@ static void reap(uint32_t sd)
 
 	if (!s || sd >= nrec)
 		return;
-	probe = open(fd_path, O_RDWR | O_CLOEXEC);
+	pthread_mutex_lock(&reap_mu);
+	if (reap_probe < 0)
+		reap_probe = open(fd_path, O_RDWR | O_CLOEXEC);
+	probe = reap_probe;
 	if (probe < 0)
-		return;
+		goto unlock;
 	if (ofd_lock(probe, F_WRLCK, sd, false))
-		goto out;		/* still held somewhere */
+		goto unlock;		/* still held somewhere */
 	if (sl_load_acquire(&recs[sd].state) == PL_REC_USED) {
 		so = sl_sock(s, sd);
 		/* A first look without the lock; sl_close_gen() checks the
@@ -589,8 +626,9 @@ static void reap(uint32_t sd)
 		}
 		sl_store_release(&recs[sd].state, PL_REC_FREE);
 	}
-out:
-	pl_libc.close(probe);	/* drops the write lock */
+	ofd_lock(probe, F_UNLCK, sd, false);
+unlock:
+	pthread_mutex_unlock(&reap_mu);
 }
 
 void pl_sock_release(struct pl_sock *ps)
@@ -805,6 +843,13 @@ void pl_fdtable_atfork_child(void)
 {
 	/* Another thread may have held it at fork(): the child has one thread. */
 	pthread_mutex_init(&table_mu, NULL);
+	pthread_mutex_init(&reap_mu, NULL);
+	/* Its own probe: locks taken through the parent's description
+	 * would be the parent's too. */
+	if (reap_probe >= 0) {
+		pl_libc.close(reap_probe);
+		reap_probe = -1;
+	}
 	/* A record of its own: the parent's description is the parent's. */
 	if (reg_fd >= 0) {
 		pl_libc.close(reg_fd);
