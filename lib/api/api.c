@@ -190,7 +190,10 @@ static long checked(const struct sl_stack *s, long ret)
  * read before the lock, as a hint) gets -EAGAIN at once when the lock's
  * holder is stopped, rather than waiting for it to be continued.
  */
-static int sock_get_nb(struct sl_stack *s, int sd, struct sl_sock **out, bool dontwait)
+/* sock_get_nb()'s waits: as the socket's O_NONBLOCK says, never, always. */
+enum get_wait { GET_AS_SOCKET, GET_DONTWAIT, GET_WAIT };
+
+static int sock_get_mode(struct sl_stack *s, int sd, struct sl_sock **out, enum get_wait mode)
 {
 	struct sl_sock *so;
 	bool nb;
@@ -200,7 +203,8 @@ static int sock_get_nb(struct sl_stack *s, int sd, struct sl_sock **out, bool do
 		return sl_broken_err(s);
 	if (sd < 0 || (uint32_t)sd >= s->max_sockets)
 		return -EBADF;
-	nb = dontwait || (SL_READ_ONCE(sl_sock(s, sd)->flags) & SL_SF_NONBLOCK);
+	nb = mode == GET_DONTWAIT ||
+	     (mode == GET_AS_SOCKET && (SL_READ_ONCE(sl_sock(s, sd)->flags) & SL_SF_NONBLOCK));
 	ret = sl_lock_wait(s, -1, nb);
 	if (ret)
 		return ret;
@@ -219,6 +223,11 @@ static int sock_get_nb(struct sl_stack *s, int sd, struct sl_sock **out, bool do
 	sl_kp_note(s, so);
 	*out = so;
 	return 0;
+}
+
+static int sock_get_nb(struct sl_stack *s, int sd, struct sl_sock **out, bool dontwait)
+{
+	return sock_get_mode(s, sd, out, dontwait ? GET_DONTWAIT : GET_AS_SOCKET);
 }
 
 static int sock_get(struct sl_stack *s, int sd, struct sl_sock **out)
@@ -816,7 +825,10 @@ static void linger_wait(struct sl_stack *s, int sd, uint32_t gen, uint32_t secs)
 static int close_sd(struct sl_stack *s, int sd, bool want_gen, uint32_t want)
 {
 	struct sl_sock *so;
-	int ret = sock_get(s, sd, &so);
+	/* Closing never gives up, not even on a non-blocking socket whose
+	 * lock holder is stopped: the kernel's close() does not fail, and a
+	 * close given up would leave the socket open with nobody to close it. */
+	int ret = sock_get_mode(s, sd, &so, GET_WAIT);
 	uint32_t gen, linger = 0;
 
 	if (ret)

@@ -61,5 +61,8 @@
 
 /* A full barrier (the kernel's smp_mb()). */
 #define sl_smp_mb()		__atomic_thread_fence(__ATOMIC_SEQ_CST)
+/* Loads before it complete before loads after it (a seqlock reader's
+ * re-read of the count). */
+#define sl_smp_rmb()		__atomic_thread_fence(__ATOMIC_ACQUIRE)
 
 #endif /* SLUICE_SHM_H */

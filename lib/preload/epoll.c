@@ -491,7 +491,7 @@ static void ep_journal(struct pl_ep *ep, struct sl_stack *s)
 	}
 	/* Pairs with the release that published each count: the entries
 	 * were read before the count is read again. */
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	sl_smp_rmb();
 	if (SL_READ_ONCE(s->lib->chg_seq) - from <= SL_CHG_RING) {
 		ep->jseq = end;
 		return;

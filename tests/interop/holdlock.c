@@ -8,6 +8,10 @@
  * process that read an impossible value would): the stack is BROKEN for
  * good (tests/host/test_reclaim.sh).
  *
+ * holdlock STACK churn SECONDS: take the lock, hold it about 100 us, let
+ * go, again, for SECONDS (stopped and continued meanwhile by
+ * tests/host/test_stopped_holder.sh: a SIGSTOP storm).
+ *
  * holdlock STACK killholder N SPARE SECONDS: watch the lock word, and
  * SIGKILL whichever process holds it (but never pid SPARE), until N of
  * them died still holding it or SECONDS passed; print "killed K holders,
@@ -70,12 +74,27 @@ int main(int argc, char **argv)
 	int ret;
 
 	if (argc != 2 && !(argc == 3 && !strcmp(argv[2], "corrupt")) &&
+	    !(argc == 4 && !strcmp(argv[2], "churn")) &&
 	    !(argc == 6 && !strcmp(argv[2], "killholder")))
 		return 2;
 	ret = sluice_stack_attach(argv[1], &st);
 	if (ret) {
 		fprintf(stderr, "holdlock: attach %s: %d\n", argv[1], ret);
 		return 1;
+	}
+	if (argc == 4) {
+		for (double end = now_s() + atof(argv[3]); now_s() < end;) {
+			double t0;
+
+			if (sl_lock((struct sl_stack *)st))
+				return 1;
+			for (t0 = now_s(); now_s() < t0 + 100e-6;)
+				;
+			sl_unlock((struct sl_stack *)st);
+			for (t0 = now_s(); now_s() < t0 + 20e-6;)
+				;
+		}
+		return 0;
 	}
 	if (argc == 6)
 		return killholder((struct sl_stack *)st, atol(argv[3]), (pid_t)atol(argv[4]),

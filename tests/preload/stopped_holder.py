@@ -3,9 +3,15 @@
 # stopped (tests/host/test_stopped_holder.sh).  Makes its sockets, writes
 # READY_FILE, waits for GO_FILE (the holder is stopped by then), and prints
 # how long each timed call took, in seconds.
+#
+# With a third argument "storm": instead, writes READY_FILE, then makes
+# timed calls for about 3 s while another process holding and letting go
+# of the lock is stopped and continued over and over; prints the worst
+# overshoot of each kind, in seconds.
 import os, select, socket, struct, sys, time
 
 ready, go = sys.argv[1], sys.argv[2]
+storm = len(sys.argv) > 3 and sys.argv[3] == "storm"
 a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 a.bind(("127.0.0.1", 18090))
 b = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -14,6 +20,32 @@ b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 300000)
 c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 c.bind(("127.0.0.1", 18092))
 c.settimeout(0.25)
+if storm:
+    open(ready, "w").close()
+    ep = select.epoll()
+    ep.register(a.fileno(), select.EPOLLIN)
+    b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 30000))
+    worst = {"poll": 0.0, "epoll": 0.0, "select": 0.0, "rcvtimeo": 0.0}
+    n = 0
+    end = time.monotonic() + 3
+    while time.monotonic() < end:
+        p = select.poll(); p.register(a, select.POLLIN)
+        t = time.monotonic(); p.poll(20)
+        worst["poll"] = max(worst["poll"], time.monotonic() - t - 0.020)
+        t = time.monotonic(); ep.poll(0.020)
+        worst["epoll"] = max(worst["epoll"], time.monotonic() - t - 0.020)
+        t = time.monotonic(); select.select([a], [], [], 0.020)
+        worst["select"] = max(worst["select"], time.monotonic() - t - 0.020)
+        t = time.monotonic()
+        try:
+            b.recv(16)
+        except OSError:
+            pass
+        worst["rcvtimeo"] = max(worst["rcvtimeo"], time.monotonic() - t - 0.030)
+        n += 1
+    for k, v in worst.items():
+        print("storm %s %.4f %d" % (k, v, n), flush=True)
+    sys.exit(0)
 open(ready, "w").close()
 for _ in range(500):
     if os.path.exists(go):
@@ -25,6 +57,16 @@ p = select.poll()
 p.register(a, select.POLLIN)
 ev = p.poll(200)
 print("poll %.3f %d" % (time.monotonic() - t, len(ev)), flush=True)
+
+ep = select.epoll()
+ep.register(a.fileno(), select.EPOLLIN)
+t = time.monotonic()
+ev = ep.poll(0.150)
+print("epoll %.3f %d" % (time.monotonic() - t, len(ev)), flush=True)
+
+t = time.monotonic()
+r, _, _ = select.select([a], [], [], 0.150)
+print("select %.3f %d" % (time.monotonic() - t, len(r)), flush=True)
 
 t = time.monotonic()
 try:
