@@ -822,13 +822,10 @@ static void linger_wait(struct sl_stack *s, int sd, uint32_t gen, uint32_t secs)
 
 /* Close sd; with want_gen, only if it is still that generation (checked
  * under the lock: the slot may have been freed and handed out again). */
-static int close_sd(struct sl_stack *s, int sd, bool want_gen, uint32_t want)
+static int close_sd(struct sl_stack *s, int sd, bool want_gen, uint32_t want, enum get_wait mode)
 {
 	struct sl_sock *so;
-	/* Closing never gives up, not even on a non-blocking socket whose
-	 * lock holder is stopped: the kernel's close() does not fail, and a
-	 * close given up would leave the socket open with nobody to close it. */
-	int ret = sock_get_mode(s, sd, &so, GET_WAIT);
+	int ret = sock_get_mode(s, sd, &so, mode);
 	uint32_t gen, linger = 0;
 
 	if (ret)
@@ -852,12 +849,12 @@ static int close_sd(struct sl_stack *s, int sd, bool want_gen, uint32_t want)
 
 int sluice_close(struct sluice_stack *st, int sd)
 {
-	return close_sd(S(st), sd, false, 0);
+	return close_sd(S(st), sd, false, 0, GET_AS_SOCKET);
 }
 
 int sl_close_gen(struct sluice_stack *st, int sd, uint32_t gen)
 {
-	return close_sd(S(st), sd, true, gen);
+	return close_sd(S(st), sd, true, gen, GET_DONTWAIT);
 }
 
 static int name_of(struct sl_stack *s, int sd, struct sockaddr_in *addr, bool peer)

@@ -18,8 +18,10 @@ int sl_stack_inspect(const char *name, struct sluice_stack **out);
 /*
  * sluice_close(), but only if sd is still generation gen (its kp.gen),
  * checked under the lock; -EBADF if the slot was freed and handed out
- * again meanwhile.  For closing a socket on behalf of a process that is
- * gone (the preload's sweep).
+ * again meanwhile.  -EAGAIN, nothing closed, if the lock's holder is
+ * stopped (SIGSTOP): the caller tries again later, so that no close()
+ * waits for another process to be continued.  For the preload's closes,
+ * its own and on behalf of a process that is gone (the sweep).
  */
 int sl_close_gen(struct sluice_stack *st, int sd, uint32_t gen);
 /*

@@ -591,11 +591,14 @@ err_close_sock:
  * (a racing close or sweep finds it taken, or the record already free).
  */
 /*
- * The description reap() takes its write locks from: one a process, kept
- * open (no open and close a socket); reap_mu makes this process's
- * closers one at a time, as the description's locks do between processes.
+ * Sockets whose close found the stack lock held by a stopped process
+ * (sl_close_gen() -EAGAIN): their records stay used, and they are closed
+ * at this process's next sweep, or by whoever sweeps after it is gone.
+ * reap_mu held.
  */
-static int reap_probe = -1;
+#define PL_PEND_MAX	64
+static uint32_t pend[PL_PEND_MAX];
+static unsigned int npend;
 static pthread_mutex_t reap_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void reap(uint32_t sd)
@@ -606,14 +609,16 @@ static void reap(uint32_t sd)
 
 	if (!s || sd >= nrec)
 		return;
-	pthread_mutex_lock(&reap_mu);
-	if (reap_probe < 0)
-		reap_probe = open(fd_path, O_RDWR | O_CLOEXEC);
-	probe = reap_probe;
+	/*
+	 * A fresh description each time, not one kept open: a program may
+	 * close an fd it does not own (a double close, closefrom()), and a
+	 * kept probe's number could then name one of the program's files.
+	 */
+	probe = open(fd_path, O_RDWR | O_CLOEXEC);
 	if (probe < 0)
-		goto unlock;
+		return;
 	if (ofd_lock(probe, F_WRLCK, sd, false))
-		goto unlock;		/* still held somewhere */
+		goto out;		/* still held somewhere */
 	if (sl_load_acquire(&recs[sd].state) == PL_REC_USED) {
 		so = sl_sock(s, sd);
 		/* A first look without the lock; sl_close_gen() checks the
@@ -622,13 +627,23 @@ static void reap(uint32_t sd)
 		if (so->type != SL_SOCK_FREE && so->kp.gen == recs[sd].gen &&
 		    !(so->flags & SL_SF_ORPHAN)) {
 			pl_debug("closing socket %u", sd);
-			sl_close_gen(pl_stack(), (int)sd, recs[sd].gen);
+			if (sl_close_gen(pl_stack(), (int)sd, recs[sd].gen) == -EAGAIN) {
+				/* A stopped lock holder: later, not now. */
+				bool known = false;
+
+				pthread_mutex_lock(&reap_mu);
+				for (unsigned int i = 0; i < npend; i++)
+					known |= pend[i] == sd;
+				if (!known && npend < PL_PEND_MAX)
+					pend[npend++] = sd;
+				pthread_mutex_unlock(&reap_mu);
+				goto out;
+			}
 		}
 		sl_store_release(&recs[sd].state, PL_REC_FREE);
 	}
-	ofd_lock(probe, F_UNLCK, sd, false);
-unlock:
-	pthread_mutex_unlock(&reap_mu);
+out:
+	pl_libc.close(probe);	/* drops the write lock */
 }
 
 void pl_sock_release(struct pl_sock *ps)
@@ -702,6 +717,21 @@ static bool lock_free_at(int probe, off_t off)
 static void sweep(void);
 
 /* Rate-limited; the program's errno is left as it was. */
+/* Close again what a stopped lock holder kept us from closing. */
+static void reap_pending(void)
+{
+	uint32_t mine[PL_PEND_MAX];
+	unsigned int n;
+
+	pthread_mutex_lock(&reap_mu);
+	n = npend;
+	memcpy(mine, pend, n * sizeof(mine[0]));
+	npend = 0;
+	pthread_mutex_unlock(&reap_mu);
+	for (unsigned int i = 0; i < n; i++)
+		reap(mine[i]);
+}
+
 void pl_sweep(void)
 {
 	uint64_t now = pl_now_us();
@@ -711,6 +741,8 @@ void pl_sweep(void)
 		return;
 	SL_WRITE_ONCE(last_sweep_us, now);
 	saved_errno = errno;
+	if (SL_READ_ONCE(npend))
+		reap_pending();
 	sweep();
 	errno = saved_errno;
 }
@@ -772,6 +804,11 @@ void pl_fdtable_close_all(void)
 		else
 			reap(ps->sd);
 	}
+	/* Closes a stopped lock holder kept us from: our record stays, and
+	 * its lock goes with us, so the next process to sweep sees a death
+	 * and closes them. */
+	if (SL_READ_ONCE(npend))
+		return;
 	proc_unregister();
 }
 
@@ -844,12 +881,7 @@ void pl_fdtable_atfork_child(void)
 	/* Another thread may have held it at fork(): the child has one thread. */
 	pthread_mutex_init(&table_mu, NULL);
 	pthread_mutex_init(&reap_mu, NULL);
-	/* Its own probe: locks taken through the parent's description
-	 * would be the parent's too. */
-	if (reap_probe >= 0) {
-		pl_libc.close(reap_probe);
-		reap_probe = -1;
-	}
+	npend = 0;	/* the parent's to close; its records stay used */
 	/* A record of its own: the parent's description is the parent's. */
 	if (reg_fd >= 0) {
 		pl_libc.close(reg_fd);
