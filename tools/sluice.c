@@ -151,25 +151,41 @@ static void lock_holder_line(struct sl_stack *s)
 		printf("  lock: held by process %d, changing hands (busy)\n", (int)pid);
 	else
 		printf("  lock: held by process %d (%s) for at least %d ms\n", (int)pid,
-		       sl_pid_dead(pid) ? "gone: the stack is broken" :
+		       sl_pid_dead(pid) ? "gone: the next to want the lock brings the stack back" :
 		       sl_pid_stopped(pid) ? "stopped: nobody's timeouts wait for it" : "running",
 		       ms);
+}
+
+/* The LOCK column: free, or the holder's pid and what it is doing
+ * (one look; `sluice dump` watches it and says for how long). */
+static const char *lock_word(const struct sl_stack *s, char *buf, size_t len)
+{
+	uint32_t v = SL_READ_ONCE(s->r->lock);
+	pid_t pid = (pid_t)(v >> SLUICE_LOCK_PID_SHIFT);
+
+	if (!(v & SLUICE_LOCK_HELD))
+		return "free";
+	snprintf(buf, len, "%d%s", (int)pid,
+		 sl_pid_dead(pid) ? ",gone" : sl_pid_stopped(pid) ? ",stopped" : "");
+	return buf;
 }
 
 static void stack_row(const char *name, const char *where)
 {
 	struct sluice_stack *st;
 	struct sl_stack *s;
+	char lk[32];
 
 	if (sl_stack_inspect(name, &st)) {
 		printf("%-24s %-7s %-6s\n", name, "invalid", where);
 		return;
 	}
 	s = (struct sl_stack *)st;
-	printf("%-24s %-7s %-6s %4u/%-4u %5u/%-5u %10llu %7d\n", s->r->name,
+	printf("%-24s %-7s %-6s %4u/%-4u %5u/%-5u %10llu %7d %s\n", s->r->name,
 	       state_name(s), where, s->r->sock_used, s->r->max_sockets,
 	       s->r->n_bufs - s->lib->buf_free_count, s->r->n_bufs,
-	       (unsigned long long)s->r->region_size, s->lib->helper_pid);
+	       (unsigned long long)s->r->region_size, s->lib->helper_pid,
+	       lock_word(s, lk, sizeof(lk)));
 	sluice_stack_close(st);
 }
 
@@ -179,8 +195,8 @@ static int cmd_stacks(void)
 	DIR *d;
 	struct dirent *e;
 
-	printf("%-24s %-7s %-6s %9s %11s %10s %7s\n", "NAME", "STATE", "WHERE", "SOCKETS", "BUFFERS",
-	       "BYTES", "HELPER");
+	printf("%-24s %-7s %-6s %9s %11s %10s %7s %s\n", "NAME", "STATE", "WHERE", "SOCKETS",
+	       "BUFFERS", "BYTES", "HELPER", "LOCK");
 	d = opendir(SYSFS_DIR "/stacks");
 	if (d) {
 		while ((e = readdir(d)))

@@ -6,9 +6,10 @@
 # write, close), tests/bench/conn_churn, under `sluice run` on one stack,
 # counted with strace -f -c; the kernel's loopback beside them, same run.
 # Per connection = (calls for 300 connections - calls for 50) / 250, so
-# start-up does not count.  Bound: 11 a connection on each side (2026-12-04:
-# 8.6-9.8 each, varying with sched_yield and futex counts; 14.4 before the fd table's deferred reclamation; the kernel:
-# 5.0 client, 4.0 server).  The goal (fewer than the kernel) is not met yet.
+# start-up does not count.  Bound: 11 a connection on each side
+# (2026-12-04: 8.6-9.8 each, varying with the sched_yield and futex counts;
+# 14.4 before the fd table's deferred reclamation; the kernel: 5.0 client,
+# 4.0 server).  The goal (fewer than the kernel) is not met yet.
 #
 #   +------ network namespace made here ------+
 #   | conn_churn server / client (kernel lo)   |

@@ -41,6 +41,7 @@ for i in \$(seq 200); do
 done
 echo "holder state \$(awk '{print \$3}' /proc/\$h/stat)"
 echo "dump \$("$sluice" dump "$st" | grep '^  lock: held' | sed "s/process \$h /process HOLDER /")"
+echo "stacks \$("$sluice" stacks | awk -v s="$st" '\$1 == s { print \$NF }' | sed "s/^\$h,/HOLDER,/")"
 touch "$tmp/go"
 wait \$prog
 echo "program exit \$?"
@@ -52,6 +53,7 @@ out=$(timeout 60 unshare -n bash "$tmp/run.sh" 2>&1)
 check "the holder stopped holding the lock" grep -qx "holder state T" <<<"$out"
 check "sluice dump names the stopped holder" \
 	grep -qx "dump   lock: held by process HOLDER (stopped: nobody's timeouts wait for it) for at least 200 ms" <<<"$out"
+check "sluice stacks shows the stopped holder in its LOCK column" grep -qx "stacks HOLDER,stopped" <<<"$out"
 check "the program ran to the end (exit 0)" grep -qx "program exit 0" <<<"$out"
 check "the holder, continued, let go and exited" grep -qx "holder exit 0" <<<"$out"
 
@@ -73,6 +75,9 @@ check "select(150 ms): on time (${tsl:-none} s)" within 0.150 "${tsl:-9}"
 read -r _ tr rr < <(grep '^rcvtimeo ' "$tmp/out")
 check "SO_RCVTIMEO 300 ms: EAGAIN (${rr:-none})" [ "${rr:-}" = errno11 ]
 check "SO_RCVTIMEO 300 ms: on time (${tr:-none} s)" within 0.300 "${tr:-9}"
+read -r _ tsn rsn < <(grep '^sndtimeo ' "$tmp/out")
+check "SO_SNDTIMEO 200 ms on a full send buffer: EAGAIN (${rsn:-none})" [ "${rsn:-}" = errno11 ]
+check "SO_SNDTIMEO 200 ms: on time (${tsn:-none} s)" within 0.200 "${tsn:-9}"
 read -r _ ts rs < <(grep '^settimeout ' "$tmp/out")
 check "settimeout(0.25): socket.timeout (${rs:-none})" [ "${rs:-}" = timeout ]
 check "settimeout(0.25): on time (${ts:-none} s)" within 0.250 "${ts:-9}"
@@ -107,11 +112,11 @@ sout=$(timeout 60 unshare -n bash "$tmp/storm.sh" 2>&1)
 echo "$sout" | sed 's/^/# /'
 sed 's/^/# /' "$tmp/sout" "$tmp/serr"
 check "the storm program ran to the end" grep -q "^storm program exit 0 after [1-9]" <<<"$sout"
-# The issue asks 10 ms; 40 leaves room for a loaded CI, as above.
+# The issue's bound: no waiter overshoots its timeout by more than 10 ms.
 for k in poll epoll select rcvtimeo; do
 	read -r _ _ w n < <(grep "^storm $k " "$tmp/sout")
-	check "storm: $k never overshot its timeout by 40 ms or more (worst ${w:-none} s, ${n:-0} rounds)" \
-		awk -v w="${w:-9}" 'BEGIN { exit !(w < 0.040) }'
+	check "storm: $k never overshot its timeout by more than 10 ms (worst ${w:-none} s, ${n:-0} rounds)" \
+		awk -v w="${w:-9}" 'BEGIN { exit !(w <= 0.010) }'
 done
 [ "$tap_failed" = 0 ] || { sed 's/^/# /' "$tmp/out" "$tmp/err"; echo "$out" | sed 's/^/# /'; }
 done_testing

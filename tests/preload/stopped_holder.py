@@ -20,6 +20,21 @@ b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 300000)
 c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 c.bind(("127.0.0.1", 18092))
 c.settimeout(0.25)
+# TCP with a full send buffer, for SO_SNDTIMEO: nobody reads the far end.
+l = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+l.bind(("127.0.0.1", 18093))
+l.listen(1)
+d = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+d.connect(("127.0.0.1", 18093))
+e, _ = l.accept()
+d.setblocking(False)
+try:
+    while True:
+        d.send(b"x" * 65536)
+except BlockingIOError:
+    pass
+d.setblocking(True)
+d.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 0, 200000))
 if storm:
     open(ready, "w").close()
     ep = select.epoll()
@@ -83,6 +98,14 @@ try:
 except socket.timeout:
     r = "timeout"
 print("settimeout %.3f %s" % (time.monotonic() - t, r), flush=True)
+
+t = time.monotonic()
+try:
+    d.send(b"y" * 65536)
+    r = "sent"
+except OSError as ex:
+    r = "errno%d" % ex.errno
+print("sndtimeo %.3f %s" % (time.monotonic() - t, r), flush=True)
 
 a.setblocking(False)
 t = time.monotonic()
