@@ -123,7 +123,7 @@ done
 check "the helper exited by itself once the connection was done" [ $gone = 1 ]
 row=$("$sluice" stacks | grep -E "^$stack ")
 check "the stack has no sockets and no helper left ($row)" \
-	bash -c "grep -qE '^$stack +ready +shm +0/[0-9]+ .* 0\$' <<<'$row'"
+	bash -c "grep -qE '^$stack +ready +shm +0/[0-9]+ .* 0 free\$' <<<'$row'"
 
 # The same from an unmodified program under sluice run: the preload
 # library's exit path leaves the connection to a helper.
@@ -158,7 +158,7 @@ done
 check "sluice run: the helper exited by itself" [ $gone = 1 ]
 row=$("$sluice" stacks | grep -E "^$stack-p ")
 check "sluice run: the stack has no sockets and no helper left ($row)" \
-	bash -c "grep -qE '^$stack-p +ready +shm +0/[0-9]+ .* 0\$' <<<'$row'"
+	bash -c "grep -qE '^$stack-p +ready +shm +0/[0-9]+ .* 0 free\$' <<<'$row'"
 
 # A helper killed before it is done leaves a stale claim: the next
 # process that leaves with orphans takes over, and its helper finishes its

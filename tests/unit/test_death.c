@@ -28,7 +28,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "stack_fixture.h"
+#include "death_fixture.h"
 
 #define ST(s) ((struct sluice_stack *)(s))
 /* tap_eq with a formatted description. */
@@ -48,24 +48,6 @@ static const char *const action_name[A_COUNT] = {
 	"holding the lock", "holding the lock, before naming itself in lock_owner",
 	"mid-send", "mid-accept", "asleep in recv", "anywhere",
 };
-
-static uint64_t rng;
-
-static uint32_t rnd(void)
-{
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return (uint32_t)((rng * 2685821657736338717ull) >> 32);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* Shared between the processes of a round (MAP_SHARED anonymous). */
 struct shared {
@@ -279,38 +261,6 @@ static bool echo_works(struct sl_stack *s)
 		sluice_close(ST(s), d);
 	sluice_close(ST(s), l);
 	return ok;
-}
-
-static uint64_t vclock_us;
-
-static uint64_t vclock(void *arg)
-{
-	(void)arg;
-	return vclock_us;
-}
-
-/*
- * Close what the dead process left open, as its fd table's closing would
- * have: its listeners first (their unaccepted children go with them), then
- * its other sockets that are not already closing.
- */
-static int close_dead(struct sl_stack *s, pid_t dead)
-{
-	int closed = 0;
-
-	for (int pass = 0; pass < 2; pass++)
-		for (uint32_t i = 0; i < s->r->max_sockets; i++) {
-			struct sl_sock *so = sl_sock(s, i);
-
-			if (so->type == SL_SOCK_FREE || so->owner_pid != (uint32_t)dead ||
-			    (so->flags & SL_SF_ORPHAN))
-				continue;
-			if (pass == 0 && !(so->type == SL_SOCK_TCP && so->state == SL_TCP_LISTEN))
-				continue;
-			if (sluice_close(ST(s), (int)i) == 0)
-				closed++;
-		}
-	return closed;
 }
 
 /* fx_stack's, with room for the connector's TIME-WAIT sockets. */

@@ -30,7 +30,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "stack_fixture.h"
+#include "death_fixture.h"
 
 #define ST(s) ((struct sluice_stack *)(s))
 #define teq(got, want, ...)                                                   \
@@ -53,24 +53,6 @@ static const char *const points[] = {
 	"udp_recv",
 };
 #define N_POINTS (sizeof(points) / sizeof(points[0]))
-
-static uint64_t rng;
-
-static uint32_t rnd(void)
-{
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return (uint32_t)((rng * 2685821657736338717ull) >> 32);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static uint8_t pattern(size_t i, unsigned int salt)
 {
@@ -187,30 +169,6 @@ static void victim(const char *name, const char *point, unsigned long nth)
 		sluice_stack_poll(st);
 	}
 	_exit(0);
-}
-
-static uint64_t vclock_us;
-
-static uint64_t vclock(void *arg)
-{
-	(void)arg;
-	return vclock_us;
-}
-
-/* Close what the dead process left open, listeners first. */
-static void close_dead(struct sl_stack *s, pid_t dead)
-{
-	for (int pass = 0; pass < 2; pass++)
-		for (uint32_t i = 0; i < s->r->max_sockets; i++) {
-			struct sl_sock *so = sl_sock(s, i);
-
-			if (so->type == SL_SOCK_FREE || so->owner_pid != (uint32_t)dead ||
-			    (so->flags & SL_SF_ORPHAN))
-				continue;
-			if (pass == 0 && !(so->type == SL_SOCK_TCP && so->state == SL_TCP_LISTEN))
-				continue;
-			sluice_close(ST(s), (int)i);
-		}
 }
 
 /* Buffers on the free list, walked: -1 if it repeats one or runs past
