@@ -889,3 +889,24 @@ void pl_fdtable_atfork_child(void)
 		proc_register();
 	}
 }
+
+void pl_stack_files_chown(uid_t uid)
+{
+	struct sl_stack *s = pl_sl();
+	int fd;
+
+	if (!s || s->module_backed)
+		return;		/* a module's stack: its fds are open already */
+	if (s->region_fd >= 0 && fchown(s->region_fd, uid, (gid_t)-1))
+		pl_debug("cannot give the stack to uid %u: %s", (unsigned int)uid,
+			 strerror(errno));
+	if (!fd_path[0])
+		return;
+	fd = open(fd_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fchown(fd, uid, (gid_t)-1))
+		pl_debug("cannot give %s to uid %u: %s", fd_path, (unsigned int)uid,
+			 strerror(errno));
+	pl_libc.close(fd);
+}

@@ -76,6 +76,7 @@ static void resolve_libc(void)
 	RESOLVE(epoll_create1); RESOLVE(epoll_ctl); RESOLVE(epoll_wait);
 	RESOLVE(epoll_pwait); RESOLVE(epoll_pwait2); RESOLVE(sendfile); RESOLVE(sendfile64);
 	RESOLVE(sigaction); RESOLVE(sendmmsg); RESOLVE(recvmmsg);
+	RESOLVE(setuid); RESOLVE(seteuid); RESOLVE(setreuid); RESOLVE(setresuid);
 }
 
 static bool env_flag(const char *name, bool dflt)

@@ -71,6 +71,10 @@ struct pl_libc {
 	int (*sigaction)(int, const struct sigaction *, struct sigaction *);
 	int (*sendmmsg)(int, struct mmsghdr *, unsigned int, int);
 	int (*recvmmsg)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
+	int (*setuid)(uid_t);
+	int (*seteuid)(uid_t);
+	int (*setreuid)(uid_t, uid_t);
+	int (*setresuid)(uid_t, uid_t, uid_t);
 };
 extern struct pl_libc pl_libc;
 /* The real function; resolves libc first if a wrapper runs before the
@@ -262,5 +266,12 @@ int __poll_chk(struct pollfd *fds, nfds_t n, int timeout_ms, size_t fdslen);
 int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 		const sigset_t *mask, size_t fdslen);
 int fcntl64(int fd, int cmd, ...);
+
+/*
+ * creds.c: a root process about to become user uid (its effective uid):
+ * give the stack's /dev/shm files to uid first, so it can go on using the
+ * stack (fdtable.c).
+ */
+void pl_stack_files_chown(uid_t uid);
 
 #endif /* SLUICE_PRELOAD_H */

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * setuid, seteuid, setreuid, setresuid: a server started as root that
+ * drops to another user (nginx's workers become nobody, sshd's children
+ * the user) must go on using the stack.  A /dev/shm stack's files are
+ * created 0600 for their creator, so each placeholder a worker opens after
+ * the switch would fail (EACCES from every accept).  Before a root
+ * process's effective uid becomes another, the stack's files are given to
+ * that user: the stack belongs to whoever the program runs as, as its
+ * sockets do on the kernel.  Root processes still on the stack keep their
+ * access.  A module's stack needs nothing: its fds are open already.
+ */
+#include <unistd.h>
+
+#include "preload.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static void give_files(uid_t euid)
+{
+	if (euid == (uid_t)-1 || euid == 0 || geteuid() != 0)
+		return;
+	pl_stack_files_chown(euid);
+}
+
+EXPORT int setuid(uid_t uid)
+{
+	give_files(uid);
+	return REAL(setuid)(uid);
+}
+
+EXPORT int seteuid(uid_t euid)
+{
+	give_files(euid);
+	return REAL(seteuid)(euid);
+}
+
+EXPORT int setreuid(uid_t ruid, uid_t euid)
+{
+	give_files(euid);
+	return REAL(setreuid)(ruid, euid);
+}
+
+EXPORT int setresuid(uid_t ruid, uid_t euid, uid_t suid)
+{
+	give_files(euid);
+	return REAL(setresuid)(ruid, euid, suid);
+}
