@@ -31,6 +31,21 @@
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
+/*
+ * What is left of a socket timeout of tmo ms (SO_RCVTIMEO, SO_SNDTIMEO)
+ * started at t0: -1 for none, 0 when it has run out.  Every wait of one
+ * call takes from the same timeout, as Linux's sock_rcvtimeo() does.
+ */
+static int timeo_left(int tmo, uint64_t t0)
+{
+	uint64_t spent;
+
+	if (tmo < 0)
+		return -1;
+	spent = (pl_now_us() - t0) / 1000;
+	return spent >= (uint64_t)tmo ? 0 : tmo - (int)spent;
+}
+
 int pl_wait(struct pl_sock *ps, short events, int timeout_ms)
 {
 	struct sluice_pollfd p = { .sd = (int)ps->sd, .events = events };
@@ -70,8 +85,11 @@ static ssize_t pl_send(struct pl_sock *ps, const void *buf, size_t len, int flag
 
 	ps->used = true;
 	for (;;) {
+		/* With a timeout, the call itself never waits (not even for a
+		 * stopped lock holder): pl_wait() below waits what is left. */
 		ret = sluice_sendto(pl_stack(), (int)ps->sd, (const uint8_t *)buf + done,
-				    len - done, flags & MSG_DONTWAIT, to);
+				    len - done, (flags & MSG_DONTWAIT) | (tmo >= 0 ? MSG_DONTWAIT : 0),
+				    to);
 		if (ret >= 0) {
 			done += (size_t)ret;
 			/* A blocking stream send queues everything. */
@@ -94,7 +112,9 @@ static ssize_t pl_send(struct pl_sock *ps, const void *buf, size_t len, int flag
 		}
 		if (ret != -EAGAIN || nb)
 			return done ? (ssize_t)done : ret;
-		ret = pl_wait(ps, POLLOUT, tmo);
+		if (!timeo_left(tmo, t0))
+			return done ? (ssize_t)done : -EAGAIN;
+		ret = pl_wait(ps, POLLOUT, timeo_left(tmo, t0));
 		if (ret)
 			return done ? (ssize_t)done : ret;
 	}
@@ -107,11 +127,15 @@ static ssize_t pl_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
 	bool nb = ps->nonblock || (flags & MSG_DONTWAIT);
 	bool all = (flags & MSG_WAITALL) && !(flags & MSG_PEEK) && ps->type == SOCK_STREAM;
 	int tmo = pl_timeo_ms(&ps->rcvtimeo), nflags = flags & (MSG_PEEK | MSG_TRUNC);
+	uint64_t t0 = tmo >= 0 ? pl_now_us() : 0;
 	size_t done = 0;
 	long ret;
 
-	if (nb)
-		nflags |= MSG_DONTWAIT;	/* the native fast path for spinners */
+	/* Non-blocking: the native fast path for spinners.  With a timeout:
+	 * the call itself never waits (not even for a stopped lock holder);
+	 * pl_wait() below waits what is left of it. */
+	if (nb || tmo >= 0)
+		nflags |= MSG_DONTWAIT;
 	for (;;) {
 		ret = sluice_recvfrom(pl_stack(), (int)ps->sd, (uint8_t *)buf + done, len - done,
 				      nflags, from);
@@ -125,7 +149,9 @@ static ssize_t pl_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
 			return (ssize_t)(done + (size_t)ret);
 		if (ret != -EAGAIN || nb)
 			return done ? (ssize_t)done : ret;
-		ret = pl_wait(ps, POLLIN, tmo);
+		if (!timeo_left(tmo, t0))
+			return done ? (ssize_t)done : -EAGAIN;
+		ret = pl_wait(ps, POLLIN, timeo_left(tmo, t0));
 		if (ret)
 			return done ? (ssize_t)done : ret;
 	}
