@@ -190,8 +190,9 @@ static long checked(const struct sl_stack *s, long ret)
  * read before the lock, as a hint) gets -EAGAIN at once when the lock's
  * holder is stopped, rather than waiting for it to be continued.
  */
-/* sock_get_nb()'s waits: as the socket's O_NONBLOCK says, never, always. */
-enum get_wait { GET_AS_SOCKET, GET_DONTWAIT, GET_WAIT };
+/* sock_get_mode()'s lock wait: as the socket's O_NONBLOCK says, or
+ * giving up on a stopped holder (MSG_DONTWAIT, a put-off close). */
+enum get_wait { GET_AS_SOCKET, GET_DONTWAIT };
 
 static int sock_get_mode(struct sl_stack *s, int sd, struct sl_sock **out, enum get_wait mode)
 {

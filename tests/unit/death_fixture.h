@@ -62,4 +62,27 @@ static inline int close_dead(struct sl_stack *s, pid_t dead)
 	return closed;
 }
 
+/*
+ * Every process but this one gone: run every timer out (TIME-WAIT too) on
+ * a virtual clock pushed 300 s forward, and list what is left for a
+ * reader of a failure.
+ */
+static inline void run_out_timers(struct sl_stack *s)
+{
+	vclock_us = sl_now(s);
+	sluice_stack_set_clock((struct sluice_stack *)s, vclock, NULL);
+	for (int i = 0; i < 3000; i++) {
+		vclock_us += 100000;
+		sluice_stack_poll((struct sluice_stack *)s);
+	}
+	for (uint32_t i = 0; i < s->r->max_sockets; i++) {
+		struct sl_sock *so = sl_sock(s, i);
+
+		if (so->type != SL_SOCK_FREE)
+			printf("# left: sd %u type %u state %u flags 0x%x owner %u port %u->%u parent %u\n",
+			       i, so->type, so->state, so->flags, so->owner_pid, ntohs(so->lport),
+			       ntohs(so->rport), so->parent_idx);
+	}
+}
+
 #endif /* SLUICE_TESTS_DEATH_FIXTURE_H */

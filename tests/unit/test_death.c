@@ -402,20 +402,7 @@ static void one_round(int round, enum action a, uint32_t delay_us)
 	closed = close_dead(s, vp);
 	sluice_close(ST(s), tx);
 	sluice_close(ST(s), u);
-	vclock_us = sl_now(s);
-	sluice_stack_set_clock(ST(s), vclock, NULL);
-	for (int i = 0; i < 3000; i++) {
-		vclock_us += 100000;	/* 300 s in all */
-		sluice_stack_poll(ST(s));
-	}
-	for (uint32_t i = 0; i < s->r->max_sockets; i++) {
-		struct sl_sock *so = sl_sock(s, i);
-
-		if (so->type != SL_SOCK_FREE)
-			printf("# left: sd %u type %u state %u flags 0x%x owner %u port %u->%u parent %u\n",
-			       i, so->type, so->state, so->flags, so->owner_pid, ntohs(so->lport),
-			       ntohs(so->rport), so->parent_idx);
-	}
+	run_out_timers(s);
 	teq(s->r->sock_used, 0, "round %d: every socket slot back (%d closed for the dead)",
 	       round, closed);
 	teq(s->lib->buf_free_count, free0, "round %d: every buffer back in the pool", round);

@@ -330,20 +330,7 @@ static void one_point(const char *point, unsigned long nth)
 	sluice_close(ST(s), d);
 	sluice_close(ST(s), u);
 	sluice_close(ST(s), l);
-	vclock_us = sl_now(s);
-	sluice_stack_set_clock(ST(s), vclock, NULL);
-	for (int i = 0; i < 3000; i++) {
-		vclock_us += 100000;	/* 300 s in all */
-		sluice_stack_poll(ST(s));
-	}
-	for (uint32_t i = 0; i < s->r->max_sockets; i++) {
-		struct sl_sock *so = sl_sock(s, i);
-
-		if (so->type != SL_SOCK_FREE)
-			printf("# left: sd %u type %u state %u flags 0x%x owner %u port %u->%u\n", i,
-			       so->type, so->state, so->flags, so->owner_pid, ntohs(so->lport),
-			       ntohs(so->rport));
-	}
+	run_out_timers(s);
 	teq(s->r->sock_used, 0, "%s: every socket slot back", point);
 	teq(s->lib->buf_free_count, free0, "%s: every buffer back in the pool", point);
 	teq(free_list_len(s), free0, "%s: the free list is a list of them all", point);
