@@ -360,17 +360,22 @@ int cmd_fds(const char *name)
 				continue;
 			link[n] = '\0';
 			kfd = !strcmp(link, "anon_inode:[sluice-sock]");
-			if (!kfd && strncmp(link, prefix, sizeof(prefix) - 1))
+			/* A placeholder is the directory itself; its records
+			 * file ("NAME/recs") is the library's own. */
+			if (!kfd && (strncmp(link, prefix, sizeof(prefix) - 1) ||
+				     strchr(link + sizeof(prefix) - 1, '/')))
 				continue;
 			stack = kfd ? kstack : link + sizeof(prefix) - 1;
 			kstack[0] = '\0';
-			/* A placeholder's position, or a module socket fd's own
-			 * lines (kernel/sockfd.c), name the socket. */
+			/* The byte a placeholder's description locks, or a
+			 * module socket fd's own lines (kernel/sockfd.c), name
+			 * the socket. */
 			snprintf(path, sizeof(path), "/proc/%s/fdinfo/%s", p->d_name, f->d_name);
 			info = fopen(path, "re");
 			while (info && fgets(line, sizeof(line), info)) {
-				if (!kfd && !strncmp(line, "pos:", 4))
-					pos = strtol(line + 4, NULL, 10);
+				if (!kfd && sscanf(line, "lock: %*d: OFDLCK %*s READ %*d %*s %ld",
+						   &pos) == 1)
+					continue;
 				if (kfd && !strncmp(line, "sluice_idx:", 11))
 					pos = strtol(line + 11, NULL, 10);
 				if (kfd && sscanf(line, "sluice_stack: %31s", kstack) == 1)
@@ -380,11 +385,8 @@ int cmd_fds(const char *name)
 				fclose(info);
 			if (!*stack || (name && strcmp(stack, name)))
 				continue;
-			/* The library's own descriptions of the file (its
-			 * process record, its probe) sit past every socket
-			 * index, at 2^40 and beyond (lib/preload/fdtable.c). */
-			if (!kfd && pos >= (1L << 40) - 1)
-				continue;
+			if (pos < 0)
+				continue;	/* a probe: it holds no lock */
 			fds_describe(fds_attach(stacks, &nstacks, stack), pos, desc, sizeof(desc));
 			printf("%8s %5s %-20s %6ld  %s  %s\n", p->d_name, f->d_name, stack, pos, desc,
 			       comm);

@@ -832,7 +832,9 @@ static int close_sd(struct sl_stack *s, int sd, bool want_gen, uint32_t want, en
 	if (ret)
 		return ret;
 	gen = so->kp.gen;
-	if (want_gen && gen != want) {
+	/* A generation is closed once: a second closer of it (sweepers do
+	 * not exclude each other) finds it closed, or another socket. */
+	if (want_gen && (gen != want || (so->flags & SL_SF_ORPHAN))) {
 		sl_unlock(s);
 		return -EBADF;
 	}

@@ -197,7 +197,7 @@ static bool shm_destroyed(struct sl_stack *s)
 	char path[64];
 
 	if (s->module_backed || sl_region_path(s->name, path, sizeof(path)) ||
-	    fstat(s->region_fd, &a))
+	    sl_sys_fstat(s->region_fd, &a))
 		return false;
 	return stat(path, &b) || a.st_ino != b.st_ino || a.st_dev != b.st_dev;
 }

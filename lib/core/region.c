@@ -419,7 +419,7 @@ static int region_open(const char *name, size_t *size, bool *module, uint32_t *i
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st)) {
+	if (sl_sys_fstat(fd, &st)) {
 		ret = -errno;
 		sl_sys_close(fd);
 		return ret;
@@ -518,7 +518,7 @@ bool sl_region_reclaim(const char *name)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT;	/* reclaimed by another already */
-	if (fstat(fd, &fst) || (size_t)fst.st_size < sizeof(*r))
+	if (sl_sys_fstat(fd, &fst) || (size_t)fst.st_size < sizeof(*r))
 		goto out_close;
 	p = mmap(NULL, sizeof(*r), PROT_READ, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)

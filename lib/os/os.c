@@ -28,6 +28,11 @@ int sl_sys_close(int fd)
 	return (int)syscall(SYS_close, fd);
 }
 
+int sl_sys_fstat(int fd, struct stat *st)
+{
+	return (int)syscall(SYS_fstat, fd, st);
+}
+
 int sl_sys_dup2(int oldfd, int newfd)
 {
 	/* dup3(2) refuses old == new; dup2(2) then only checks old. */

@@ -25,11 +25,13 @@
 #include <stddef.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 ssize_t sl_sys_read(int fd, void *buf, size_t len);
 ssize_t sl_sys_write(int fd, const void *buf, size_t len);
 int sl_sys_close(int fd);
+int sl_sys_fstat(int fd, struct stat *st);
 /* dup2(2): newfd is closed first if open; old == new checks old. */
 int sl_sys_dup2(int oldfd, int newfd);
 /* fcntl(2) for the commands that take an int or nothing (F_GETFL,

@@ -14,7 +14,6 @@
 
 #include "preload.h"
 
-#define EXPORT __attribute__((visibility("default")))
 
 static void give_files(uid_t euid)
 {

@@ -37,7 +37,6 @@
 
 #include "preload.h"
 
-#define EXPORT __attribute__((visibility("default")))
 #define PL_EP_MAX	4096
 #define PL_SLICE_MS	1
 

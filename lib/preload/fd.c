@@ -22,7 +22,6 @@
 
 #include "preload.h"
 
-#define EXPORT __attribute__((visibility("default")))
 #define PL_KERNEL_O_LARGEFILE	0100000	/* asm-generic/fcntl.h */
 
 EXPORT int close(int fd)
@@ -109,8 +108,9 @@ EXPORT int fcntl(int fd, int cmd, ...)
 		SL_WRITE_ONCE(ps->nonblock, ((long)arg & O_NONBLOCK) != 0);
 	else if (ret >= 0 && cmd == F_GETFL)
 		/* What a socket says: read-write, no O_LARGEFILE (the
-		 * kernel's bit; glibc's O_LARGEFILE is 0 on 64-bit). */
-		ret = (ret & ~(O_ACCMODE | PL_KERNEL_O_LARGEFILE)) | O_RDWR;
+		 * kernel's bit; glibc's O_LARGEFILE is 0 on 64-bit), and
+		 * no O_DIRECTORY (the placeholder's, fdtable.c). */
+		ret = (ret & ~(O_ACCMODE | PL_KERNEL_O_LARGEFILE | O_DIRECTORY)) | O_RDWR;
 	pl_put(ps);
 	return ret;
 }
@@ -294,13 +294,18 @@ static ssize_t pl_sendfile(int out, int in, off64_t *off, size_t count)
 	size_t done = 0;
 	ssize_t n, w;
 	off64_t pos = off ? *off : 0;
+	bool from_sock = pl_is_sluice(in);
 
+	if (from_sock && off)
+		return -ESPIPE;		/* Linux: a socket has no offset */
 	if (!buf && !(buf = malloc(PL_SENDFILE_CHUNK)))
 		return -ENOMEM;
 	while (done < count) {
 		size_t want = count - done < PL_SENDFILE_CHUNK ? count - done : PL_SENDFILE_CHUNK;
 
-		n = off ? pread64(in, buf, want, pos) : REAL(read)(in, buf, want);
+		/* From a socket: peeked, and taken off once sent. */
+		n = from_sock ? recv(in, buf, want, MSG_PEEK | (done ? MSG_DONTWAIT : 0)) :
+		    off ? pread64(in, buf, want, pos) : REAL(read)(in, buf, want);
 		if (n < 0) {
 			if (!done)
 				return -errno;
@@ -310,13 +315,15 @@ static ssize_t pl_sendfile(int out, int in, off64_t *off, size_t count)
 			break;
 		w = send(out, buf, (size_t)n, 0);
 		if (w < 0) {
-			if (!off)	/* put back what was read but not sent */
+			if (!off && !from_sock)	/* put back what was read but not sent */
 				lseek64(in, -(off64_t)n, SEEK_CUR);
 			if (!done)
 				return -errno;
 			break;
 		}
-		if (w < n && !off)
+		if (from_sock)
+			recv(in, buf, (size_t)w, MSG_TRUNC | MSG_DONTWAIT);
+		else if (w < n && !off)
 			lseek64(in, -(off64_t)(n - w), SEEK_CUR);
 		done += (size_t)w;
 		pos += w;
@@ -333,9 +340,12 @@ EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
 	off64_t o;
 	ssize_t ret;
 
-	if (!pl_is_sluice(out))
-		return REAL(sendfile)(out, in, off, count);
 	o = off ? *off : 0;
+	if (!pl_is_sluice(out)) {
+		if (!pl_is_sluice(in))
+			return REAL(sendfile)(out, in, off, count);
+		return pl_ret(pl_sendfile_from_sock(out, in, off ? &o : NULL, count));
+	}
 	ret = pl_sendfile(out, in, off ? &o : NULL, count);
 	if (off)
 		*off = (off_t)o;
@@ -344,7 +354,10 @@ EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
 
 EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t count)
 {
-	if (!pl_is_sluice(out))
-		return REAL(sendfile64)(out, in, off, count);
+	if (!pl_is_sluice(out)) {
+		if (!pl_is_sluice(in))
+			return REAL(sendfile64)(out, in, off, count);
+		return pl_ret(pl_sendfile_from_sock(out, in, off, count));
+	}
 	return pl_ret(pl_sendfile(out, in, off, count));
 }

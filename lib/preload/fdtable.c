@@ -8,27 +8,33 @@
  * publish with rcu_assign_pointer and free after synchronize_rcu().  A
  * reader takes a reference on the pl_sock before it leaves the read side.
  *
- * Placeholders: a Sluice socket's fd is an open file description of
- * /dev/shm/sluicefd-STACK (one open() per socket, O_RDONLY, so a call that
- * bypasses the library cannot write into the file), positioned at
- * the socket's index and holding an OFD read lock on byte [index].  Why a
- * file and not an eventfd, a /dev/null dup or a kernel socket:
+ * Placeholders: a Sluice socket's fd is an open file description of the
+ * directory /dev/shm/sluicefd-STACK (one open() per socket, O_RDONLY),
+ * holding an OFD read lock on byte [index].  A directory, so that a call which bypasses the library
+ * (a raw system call, a function the library does not wrap) fails and can
+ * never read or write a byte of the stack's files: read and pread give
+ * EISDIR, write EBADF, mmap ENODEV, splice, sendfile and copy_file_range
+ * EINVAL or EISDIR (issue 24).  Why a file and not an eventfd, a /dev/null
+ * dup or a kernel socket:
  *  - the kernel itself counts who holds the socket.  An OFD lock belongs to
  *    the open file description and goes away only when its last fd is
  *    closed, in any process: dup, fork, SCM_RIGHTS and exec share it, and
  *    a process killed by SIGKILL drops it.  So "was that the last close?"
- *    is one F_OFD_SETLK of a write lock from a fresh description, and the
- *    Sluice socket is closed exactly when the kernel would close a socket.
- *  - the file position carries the socket index and the file status flags
- *    carry O_NONBLOCK, so a program exec()ed with the fd (no CLOEXEC)
- *    rebuilds its table from /proc/self/fd (pl_fdtable_inherit()).
+ *    is one F_OFD_GETLK from a fresh description, and the Sluice socket is
+ *    closed exactly when the kernel would close a socket.
+ *  - the locked byte carries the socket index (/proc/PID/fdinfo lists a
+ *    description's locks) and the file status flags carry O_NONBLOCK, so
+ *    a program exec()ed with the fd (no CLOEXEC) rebuilds its table from
+ *    /proc/self/fd (pl_fdtable_inherit()).
  *  - fd numbers come from the kernel, so they never collide with kernel
  *    fds, and a program that bypasses the library gets ENOTSOCK, not a
  *    silently different socket.
- * The price: fstat() says "regular file", and the kernel's poll/epoll
- * cannot see Sluice readiness, which poll.c and epoll.c emulate.
+ * The price: a raw fstat() says "directory" (the library's fstat says
+ * socket, files.c), and the kernel's poll/epoll cannot see Sluice
+ * readiness, which poll.c and epoll.c emulate.
  *
- * The file also holds one record per socket slot (state, generation,
+ * The file "recs" in that directory holds one record per socket slot
+ * (state, generation,
  * creator), so a socket whose holders all died without closing it is
  * found and closed by pl_sweep(); and one record per process using the
  * stack, whose lock byte (PL_PROC_LOCK_BASE + record) the process holds
@@ -55,13 +61,14 @@
 #include "preload.h"
 
 #define PL_FD_PREFIX	"/dev/shm/sluicefd-"
-#define PL_FD_MAGIC	0x534c554943454632ull	/* "SLUICEF2" */
+#define PL_FD_MAGIC	0x534c554943454633ull	/* "SLUICEF3" */
+#define PL_RECS_NAME	"/recs"
 #define PL_REC_FREE	0
 #define PL_REC_USED	1
 #define PL_SWEEP_US	500000
 /* Process records: PL_PROCS, each with a lock byte far past the sockets'. */
 #define PL_PROCS	256
-#define PL_PROC_LOCK_BASE	((off_t)1 << 40)	/* also: positions of no socket */
+#define PL_PROC_LOCK_BASE	((off_t)1 << 40)
 #define PL_PROC_FREE	0
 #define PL_PROC_CLAIMED	1	/* being registered or swept */
 #define PL_PROC_LIVE	2	/* its lock byte is held while it lives */
@@ -83,12 +90,21 @@ struct pl_fdhdr {
 #define PL_HDR_SIZE	sizeof(struct pl_fdhdr)
 _Static_assert(sizeof(struct pl_fdhdr) % 64 == 0, "records start on a cache line");
 
+/*
+ * key: PL_REC_* in the low half, the slot's generation when installed in
+ * the high half, one word so that a closer frees only the record of the
+ * socket it closed (compare-and-swap), never a newer socket's.
+ */
 struct pl_rec {
-	uint32_t state;		/* PL_REC_*; release-stored last */
-	uint32_t gen;		/* the slot's generation when installed */
+	uint64_t key;		/* release-stored last */
 	uint32_t pid;		/* the creating process */
 	uint32_t type;		/* SOCK_STREAM or SOCK_DGRAM */
 };
+
+#define REC_KEY(state, gen)	((uint64_t)(gen) << 32 | (state))
+#define REC_STATE(key)		((uint32_t)(key))
+#define REC_GEN(key)		((uint32_t)((key) >> 32))
+
 
 struct pl_table {
 	unsigned int n;
@@ -97,10 +113,16 @@ struct pl_table {
 
 static struct pl_table *table;
 static pthread_mutex_t table_mu = PTHREAD_MUTEX_INITIALIZER;
-static char fd_path[96];
+static char fd_path[96];	/* the placeholder directory */
+static char recs_path[104];	/* the records file in it */
 static struct pl_fdhdr *hdr;
 static struct pl_rec *recs;
 static uint32_t nrec;
+
+static uint32_t rec_state(uint32_t sd)
+{
+	return REC_STATE(sl_load_acquire(&recs[sd].key));
+}
 static uint64_t last_sweep_us;
 /* This process's record (proc_register()), or -1; all records taken:
  * every sweep looks at every socket, as before records. */
@@ -138,7 +160,7 @@ static int ofd_lock_at(int fd, short type, off_t off, bool wait)
  */
 static void proc_register(void)
 {
-	int fd = open(fd_path, O_RDONLY | O_CLOEXEC);
+	int fd = open(recs_path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0) {
 		reg_full = true;
@@ -154,9 +176,6 @@ static void proc_register(void)
 			sl_store_release(&hdr->procs[i].state, PL_PROC_FREE);
 			continue;
 		}
-		/* Positioned past every socket index: not a placeholder
-		 * (sluice fds and pl_fd_adopt() go by the position). */
-		lseek(fd, PL_PROC_LOCK_BASE + i, SEEK_SET);
 		SL_WRITE_ONCE(hdr->procs[i].pid, (uint32_t)getpid());
 		/* Release: the lock is held before anyone sees LIVE. */
 		sl_store_release(&hdr->procs[i].state, PL_PROC_LIVE);
@@ -178,7 +197,29 @@ static void proc_unregister(void)
 	reg_fd = reg_slot = -1;
 }
 
-/* Open (creating or resetting) the stack's placeholder file; map its records. */
+/*
+ * The placeholder directory, made if missing.  A regular file of that
+ * name is an earlier library's placeholder file (one file for both):
+ * replaced.
+ */
+static int make_dir(void)
+{
+	struct stat st;
+
+	if (!mkdir(fd_path, 0700))
+		return 0;
+	if (errno != EEXIST)
+		return -errno;
+	if (!lstat(fd_path, &st) && !S_ISDIR(st.st_mode)) {
+		unlink(fd_path);
+		if (mkdir(fd_path, 0700) && errno != EEXIST)
+			return -errno;
+	}
+	return 0;
+}
+
+/* Open (creating or resetting) the stack's placeholder directory and
+ * records file; map the records. */
 int pl_fdtable_open(struct sl_stack *s)
 {
 	/* The checked copy: the region's may change between the size mapped
@@ -191,7 +232,11 @@ int pl_fdtable_open(struct sl_stack *s)
 	int fd, ret = 0;
 
 	snprintf(fd_path, sizeof(fd_path), PL_FD_PREFIX "%s", s->name);
-	fd = open(fd_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	snprintf(recs_path, sizeof(recs_path), "%s" PL_RECS_NAME, fd_path);
+	ret = make_dir();
+	if (ret)
+		return ret;
+	fd = open(recs_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	/* flock() is a separate lock space from the OFD byte locks. */
@@ -544,27 +589,24 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 		/* A module without socket fds: placeholders from now on. */
 		SL_WRITE_ONCE(kfd_off, true);
 	}
-	fd = open(fd_path, O_RDONLY | (cloexec ? O_CLOEXEC : 0));
+	fd = open(fd_path, O_RDONLY | O_DIRECTORY | (cloexec ? O_CLOEXEC : 0) |
+		  (nonblock ? O_NONBLOCK : 0));
 	if (fd < 0) {
 		ret = -errno;
 		goto err_free;
 	}
-	/* The position names the socket (inherit after exec). */
-	if (lseek(fd, (off_t)sd, SEEK_SET) < 0 ||
-	    (nonblock && pl_libc.fcntl(fd, F_SETFL, O_NONBLOCK))) {
-		ret = -errno;
-		goto err_close_fd;
-	}
-	/* Waits only while a closer of the slot's previous socket finishes. */
-	ret = ofd_lock(fd, F_RDLCK, sd, true);
+	/* The lock's byte names the socket (inherit after exec, SCM_RIGHTS:
+	 * placeholder_sd()).  Nobody takes a write lock here (closers only
+	 * look): never waits. */
+	ret = ofd_lock(fd, F_RDLCK, sd, false);
 	if (ret)
 		goto err_close_fd;
-	recs[sd].gen = sl_sock(s, sd)->kp.gen;
+	ps->gen = sl_sock(s, sd)->kp.gen;
 	recs[sd].pid = (uint32_t)sl_self_pid();
 	recs[sd].type = (uint32_t)type;
-	sl_store_release(&recs[sd].state, PL_REC_USED);
+	/* After the lock: a closer that sees this key sees the lock too. */
+	sl_store_release(&recs[sd].key, REC_KEY(PL_REC_USED, ps->gen));
 	ps->sd = sd;
-	ps->gen = recs[sd].gen;
 	ps->type = type;
 	ps->refs = 1;
 	ps->nonblock = nonblock;
@@ -575,7 +617,7 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 	return fd;
 
 err_unrec:
-	sl_store_release(&recs[sd].state, PL_REC_FREE);
+	sl_store_release(&recs[sd].key, REC_KEY(PL_REC_FREE, ps->gen));
 err_close_fd:
 	pl_libc.close(fd);
 err_free:
@@ -601,49 +643,73 @@ static uint32_t pend[PL_PEND_MAX];
 static unsigned int npend;
 static pthread_mutex_t reap_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void reap(uint32_t sd)
+/* Does any description hold a placeholder of socket sd (probe: a
+ * description of the placeholder directory that holds none)? */
+static bool held(int probe, uint32_t sd)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t)sd, .l_len = 1 };
+
+	return pl_libc.fcntl(probe, F_OFD_GETLK, &fl) || fl.l_type != F_UNLCK;
+}
+
+/*
+ * Close socket sd if its record is used and no placeholder of it is held
+ * any more.  The record is read before the lock is looked at: an
+ * installer takes its lock before it publishes the record, so a record
+ * read here whose lock is free is the record of a socket nobody holds.
+ * Closers do not exclude each other: sl_close_gen() closes a generation
+ * once (the second finds it closed, or another socket in the slot), and
+ * the record is freed by compare-and-swap of the key read, so never a
+ * newer socket's.
+ */
+static void reap_with(int probe, uint32_t sd)
 {
 	struct sl_stack *s = pl_sl();
+	uint64_t key;
+	uint32_t gen;
 	struct sl_sock *so;
-	int probe;
 
 	if (!s || sd >= nrec)
 		return;
+	key = sl_load_acquire(&recs[sd].key);
+	if (REC_STATE(key) != PL_REC_USED || held(probe, sd))
+		return;
+	gen = REC_GEN(key);
+	so = sl_sock(s, sd);
+	/* A first look without the lock; sl_close_gen() checks again
+	 * under it (another process may free the socket and take its slot
+	 * in between). */
+	if (so->type != SL_SOCK_FREE && so->kp.gen == gen && !(so->flags & SL_SF_ORPHAN)) {
+		pl_debug("closing socket %u", sd);
+		if (sl_close_gen(pl_stack(), (int)sd, gen) == -EAGAIN) {
+			/* A stopped lock holder: later, not now. */
+			bool known = false;
+
+			pthread_mutex_lock(&reap_mu);
+			for (unsigned int i = 0; i < npend; i++)
+				known |= pend[i] == sd;
+			if (!known && npend < PL_PEND_MAX)
+				pend[npend++] = sd;
+			pthread_mutex_unlock(&reap_mu);
+			return;
+		}
+	}
+	sl_cmpxchg(&recs[sd].key, &key, REC_KEY(PL_REC_FREE, gen));
+}
+
+static void reap(uint32_t sd)
+{
 	/*
 	 * A fresh description each time, not one kept open: a program may
 	 * close an fd it does not own (a double close, closefrom()), and a
 	 * kept probe's number could then name one of the program's files.
 	 */
-	probe = open(fd_path, O_RDWR | O_CLOEXEC);
+	int probe = open(fd_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
 	if (probe < 0)
 		return;
-	if (ofd_lock(probe, F_WRLCK, sd, false))
-		goto out;		/* still held somewhere */
-	if (sl_load_acquire(&recs[sd].state) == PL_REC_USED) {
-		so = sl_sock(s, sd);
-		/* A first look without the lock; sl_close_gen() checks the
-		 * generation again under it (another process may free the
-		 * socket and take its slot in between). */
-		if (so->type != SL_SOCK_FREE && so->kp.gen == recs[sd].gen &&
-		    !(so->flags & SL_SF_ORPHAN)) {
-			pl_debug("closing socket %u", sd);
-			if (sl_close_gen(pl_stack(), (int)sd, recs[sd].gen) == -EAGAIN) {
-				/* A stopped lock holder: later, not now. */
-				bool known = false;
-
-				pthread_mutex_lock(&reap_mu);
-				for (unsigned int i = 0; i < npend; i++)
-					known |= pend[i] == sd;
-				if (!known && npend < PL_PEND_MAX)
-					pend[npend++] = sd;
-				pthread_mutex_unlock(&reap_mu);
-				goto out;
-			}
-		}
-		sl_store_release(&recs[sd].state, PL_REC_FREE);
-	}
-out:
-	pl_libc.close(probe);	/* drops the write lock */
+	reap_with(probe, sd);
+	pl_libc.close(probe);
 }
 
 void pl_sock_release(struct pl_sock *ps)
@@ -673,7 +739,7 @@ static void sweep_unrecorded(void)
 		struct sl_sock *so = sl_sock(s, sd);
 		uint32_t gen = SL_READ_ONCE(so->kp.gen);
 
-		if (sl_load_acquire(&recs[sd].state) == PL_REC_USED ||
+		if (rec_state(sd) == PL_REC_USED ||
 		    SL_READ_ONCE(so->type) == SL_SOCK_FREE ||
 		    (SL_READ_ONCE(so->flags) & SL_SF_ORPHAN) ||
 		    (so->type == SL_SOCK_TCP &&
@@ -681,7 +747,7 @@ static void sweep_unrecorded(void)
 		    !sl_pid_dead((pid_t)SL_READ_ONCE(so->owner_pid)))
 			continue;
 		/* The record may have been made since the first look. */
-		if (sl_load_acquire(&recs[sd].state) == PL_REC_USED)
+		if (rec_state(sd) == PL_REC_USED)
 			continue;
 		pl_debug("closing socket %u: its process died before it had an fd", sd);
 		sl_close_gen(pl_stack(), (int)sd, gen);
@@ -689,21 +755,15 @@ static void sweep_unrecorded(void)
 }
 
 /* Every used socket record: close those nobody holds any more. */
-static void sweep_sockets(int probe)
+static void sweep_sockets(void)
 {
-	struct flock fl;
+	int probe = open(fd_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-	for (uint32_t sd = 0; sd < nrec; sd++) {
-		if (sl_load_acquire(&recs[sd].state) != PL_REC_USED)
-			continue;
-		memset(&fl, 0, sizeof(fl));
-		fl.l_type = F_WRLCK;
-		fl.l_whence = SEEK_SET;
-		fl.l_start = (off_t)sd;
-		fl.l_len = 1;
-		if (!pl_libc.fcntl(probe, F_OFD_GETLK, &fl) && fl.l_type == F_UNLCK)
-			reap(sd);
-	}
+	if (probe < 0)
+		return;
+	for (uint32_t sd = 0; sd < nrec; sd++)
+		reap_with(probe, sd);
+	pl_libc.close(probe);
 }
 
 /* Is the lock byte at off free (its holders all gone)? */
@@ -752,14 +812,13 @@ static void sweep(void)
 	int dead[PL_PROCS], n = 0;
 
 	if (sweep_probe < 0) {
-		sweep_probe = open(fd_path, O_RDWR | O_CLOEXEC);
+		sweep_probe = open(recs_path, O_RDONLY | O_CLOEXEC);
 		if (sweep_probe < 0)
 			return;
-		lseek(sweep_probe, PL_PROC_LOCK_BASE - 1, SEEK_SET);	/* not a socket */
 	}
 	if (reg_full) {
 		/* No process record of our own: look at every socket. */
-		sweep_sockets(sweep_probe);
+		sweep_sockets();
 		return;
 	}
 	/* One probe a process: has any died (its record's lock dropped)? */
@@ -776,7 +835,7 @@ static void sweep(void)
 	if (!n)
 		return;
 	pl_debug("%d process(es) of the stack gone: looking at their sockets", n);
-	sweep_sockets(sweep_probe);
+	sweep_sockets();
 	sweep_unrecorded();
 	for (int k = 0; k < n; k++)
 		sl_store_release(&hdr->procs[dead[k]].state, PL_PROC_FREE);
@@ -812,6 +871,26 @@ void pl_fdtable_close_all(void)
 	proc_unregister();
 }
 
+/* The socket a placeholder fd holds: the byte its description locks,
+ * as /proc shows the description's locks; -1 if none. */
+static long placeholder_sd(int fd)
+{
+	char path[64], line[160];
+	long sd = -1, v;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		/* "lock:	1: OFDLCK ADVISORY  READ -1 00:1b:82395 77 77" */
+		if (sscanf(line, "lock: %*d: OFDLCK %*s READ %*d %*s %ld", &v) == 1)
+			sd = v;
+	fclose(f);
+	return sd;
+}
+
 bool pl_fd_adopt(int fd)
 {
 	char want[96], link[128], path[64];
@@ -833,18 +912,18 @@ bool pl_fd_adopt(int fd)
 		return false;
 	if (!pl_stack() || !(s = pl_sl()))
 		return false;
-	/* The position names the socket; the record says it is live. */
-	sd = lseek(fd, 0, SEEK_CUR);
+	/* The locked byte names the socket; the record says it is live. */
+	sd = placeholder_sd(fd);
 	fl = REAL(fcntl)(fd, F_GETFL);
 	if (sd < 0 || sd >= nrec || fl < 0 ||
-	    sl_load_acquire(&recs[sd].state) != PL_REC_USED ||
-	    sl_sock(s, (uint32_t)sd)->kp.gen != recs[sd].gen)
+	    rec_state((uint32_t)sd) != PL_REC_USED ||
+	    sl_sock(s, (uint32_t)sd)->kp.gen != REC_GEN(recs[sd].key))
 		return false;
 	ps = calloc(1, sizeof(*ps));
 	if (!ps)
 		return false;
 	ps->sd = (uint32_t)sd;
-	ps->gen = recs[sd].gen;
+	ps->gen = REC_GEN(recs[sd].key);
 	ps->type = (int)recs[sd].type;
 	ps->refs = 1;
 	ps->nonblock = fl & O_NONBLOCK;
@@ -902,11 +981,17 @@ void pl_stack_files_chown(uid_t uid)
 			 strerror(errno));
 	if (!fd_path[0])
 		return;
-	fd = open(fd_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	if (fchown(fd, uid, (gid_t)-1))
-		pl_debug("cannot give %s to uid %u: %s", fd_path, (unsigned int)uid,
-			 strerror(errno));
-	pl_libc.close(fd);
+	/* The directory (placeholders, whose number the user must open)
+	 * and the records in it. */
+	for (int i = 0; i < 2; i++) {
+		const char *path = i ? recs_path : fd_path;
+
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (fchown(fd, uid, (gid_t)-1))
+			pl_debug("cannot give %s to uid %u: %s", path, (unsigned int)uid,
+				 strerror(errno));
+		pl_libc.close(fd);
+	}
 }

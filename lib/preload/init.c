@@ -77,6 +77,12 @@ static void resolve_libc(void)
 	RESOLVE(epoll_pwait); RESOLVE(epoll_pwait2); RESOLVE(sendfile); RESOLVE(sendfile64);
 	RESOLVE(sigaction); RESOLVE(sendmmsg); RESOLVE(recvmmsg);
 	RESOLVE(setuid); RESOLVE(seteuid); RESOLVE(setreuid); RESOLVE(setresuid);
+	RESOLVE(lseek); RESOLVE(lseek64); RESOLVE(pread); RESOLVE(pread64);
+	RESOLVE(pwrite); RESOLVE(pwrite64); RESOLVE(preadv); RESOLVE(preadv64);
+	RESOLVE(pwritev); RESOLVE(pwritev64); RESOLVE(preadv2); RESOLVE(preadv64v2);
+	RESOLVE(pwritev2); RESOLVE(pwritev64v2); RESOLVE(fstat); RESOLVE(fstat64);
+	RESOLVE(fstatat); RESOLVE(fstatat64); RESOLVE(splice); RESOLVE(tee);
+	RESOLVE(vmsplice); RESOLVE(copy_file_range);
 }
 
 static bool env_flag(const char *name, bool dflt)

@@ -23,7 +23,6 @@
 
 #include "preload.h"
 
-#define EXPORT __attribute__((visibility("default")))
 /* A datagram gathered from or scattered to several iovecs. */
 #define PL_DGRAM_MAX	65536
 /* Stream writev/sendmsg gathers up to this much into one send. */

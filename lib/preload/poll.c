@@ -28,7 +28,6 @@
  */
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-#define EXPORT __attribute__((visibility("default")))
 #define PL_SLICE_MS	1
 #define PL_STACK_FDS	64
 /* A wait on Sluice sockets alone sleeps this long at most between looks at

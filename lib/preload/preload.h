@@ -21,6 +21,7 @@
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 
 #include "api/api.h"
@@ -75,8 +76,34 @@ struct pl_libc {
 	int (*seteuid)(uid_t);
 	int (*setreuid)(uid_t, uid_t);
 	int (*setresuid)(uid_t, uid_t, uid_t);
+	/* files.c */
+	off_t (*lseek)(int, off_t, int);
+	off64_t (*lseek64)(int, off64_t, int);
+	ssize_t (*pread)(int, void *, size_t, off_t);
+	ssize_t (*pread64)(int, void *, size_t, off64_t);
+	ssize_t (*pwrite)(int, const void *, size_t, off_t);
+	ssize_t (*pwrite64)(int, const void *, size_t, off64_t);
+	ssize_t (*preadv)(int, const struct iovec *, int, off_t);
+	ssize_t (*preadv64)(int, const struct iovec *, int, off64_t);
+	ssize_t (*pwritev)(int, const struct iovec *, int, off_t);
+	ssize_t (*pwritev64)(int, const struct iovec *, int, off64_t);
+	ssize_t (*preadv2)(int, const struct iovec *, int, off_t, int);
+	ssize_t (*preadv64v2)(int, const struct iovec *, int, off64_t, int);
+	ssize_t (*pwritev2)(int, const struct iovec *, int, off_t, int);
+	ssize_t (*pwritev64v2)(int, const struct iovec *, int, off64_t, int);
+	int (*fstat)(int, struct stat *);
+	int (*fstat64)(int, struct stat64 *);
+	int (*fstatat)(int, const char *, struct stat *, int);
+	int (*fstatat64)(int, const char *, struct stat64 *, int);
+	ssize_t (*splice)(int, off64_t *, int, off64_t *, size_t, unsigned int);
+	ssize_t (*tee)(int, int, size_t, unsigned int);
+	ssize_t (*vmsplice)(int, const struct iovec *, size_t, unsigned int);
+	ssize_t (*copy_file_range)(int, off64_t *, int, off64_t *, size_t, unsigned int);
 };
 extern struct pl_libc pl_libc;
+/* An interposed call: exported (the map file lists it). */
+#define EXPORT __attribute__((visibility("default")))
+
 /* The real function; resolves libc first if a wrapper runs before the
  * library's constructor (another library's constructor may). */
 #define REAL(f)	(*(__builtin_expect(pl_libc.f != NULL, 1) ? pl_libc.f : (pl_init(), pl_libc.f)))
@@ -170,6 +197,8 @@ struct pl_sock *pl_get(int fd);
 void pl_put(struct pl_sock *ps);
 /* Quick test without a reference (poll/select partitioning). */
 bool pl_is_sluice(int fd);
+/* sendfile() from a Sluice socket (files.c): -errno or the count. */
+ssize_t pl_sendfile_from_sock(int out, int in, off64_t *off, size_t count);
 /*
  * Give the new Sluice socket sd a placeholder fd; returns the fd or
  * -errno (the socket is closed on failure).  cloexec, nonblock: the

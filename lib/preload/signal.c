@@ -15,7 +15,6 @@
 
 #include "preload.h"
 
-#define EXPORT __attribute__((visibility("default")))
 
 static struct sigaction user_act[_NSIG];
 static bool wrapped[_NSIG];

@@ -25,7 +25,6 @@
 
 #include "preload.h"
 
-#define EXPORT __attribute__((visibility("default")))
 
 void pl_native_nonblock(uint32_t sd)
 {

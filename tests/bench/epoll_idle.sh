@@ -18,5 +18,5 @@ printf '%-8s %-8s %s\n' N path result
 for n in $ns; do
 	printf '%-8s %-8s %s\n' "$n" kernel "$("$prog" "$n" "$rounds")"
 	printf '%-8s %-8s %s\n' "$n" sluice "$("$sluice" run --stack "bep-$$-$n" -- "$prog" "$n" "$rounds")"
-	rm -f "/dev/shm/sluice-bep-$$-$n" "/dev/shm/sluicefd-bep-$$-$n"
+	rm -rf "/dev/shm/sluice-bep-$$-$n" "/dev/shm/sluicefd-bep-$$-$n"
 done

@@ -36,7 +36,7 @@ st=bench-prog-$$
 cleanup() {
 	jobs -p | xargs -r kill 2>/dev/null
 	wait 2>/dev/null
-	rm -f "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st"
+	rm -rf "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -75,7 +75,7 @@ stop() {
 	for _ in $(seq 40); do kill -0 "$srv_pid" 2>/dev/null || break; sleep 0.05; done
 	kill -KILL "$srv_pid" 2>/dev/null
 	wait "$srv_pid" 2>/dev/null
-	rm -f "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st"
+	rm -rf "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st"
 }
 
 row() {	# what kernel sluice unit better(lower|higher)

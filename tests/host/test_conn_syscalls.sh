@@ -6,10 +6,15 @@
 # write, close), tests/bench/conn_churn, under `sluice run` on one stack,
 # counted with strace -f -c; the kernel's loopback beside them, same run.
 # Per connection = (calls for 300 connections - calls for 50) / 250, so
-# start-up does not count.  Bound: 11 a connection on each side
-# (2026-12-04: 8.6-9.8 each, varying with the sched_yield and futex counts;
-# 14.4 before the fd table's deferred reclamation; the kernel: 5.0 client,
-# 4.0 server).  The goal (fewer than the kernel) is not met yet.
+# start-up does not count.  Waiting (sched_yield, futex) varies with the
+# scheduling of the two processes on one stack lock, so it is bounded
+# apart: the other calls at most 7.5 a connection a side (2026-12-05:
+# 7.0: the placeholder's open and lock, the close, the probe's open, lock
+# test and close, a getpid), all calls at most 13 (8.0-8.1 here on a quiet
+# machine, 11.8 once on a loaded CI machine; 9.5 before the placeholder
+# lost its lseek, 14.4 before the fd table's deferred reclamation; the
+# kernel: 5.0 client, 4.0 server).  The goal (fewer than the kernel) is
+# not met yet.
 #
 #   +------ network namespace made here ------+
 #   | conn_churn server / client (kernel lo)   |
@@ -21,7 +26,7 @@ sluice=$top/build/tools/sluice
 prog=$top/build/tests/bench/conn_churn
 tmp=$(mktemp -d)
 st=ts-cs-$$
-trap 'rm -rf "$tmp"; rm -f /dev/shm/sluice-$st-* /dev/shm/sluicefd-$st-*' EXIT
+trap 'rm -rf "$tmp"; rm -rf /dev/shm/sluice-$st-* /dev/shm/sluicefd-$st-*' EXIT
 
 cat >"$tmp/run.sh" <<EOS
 ip link set lo up
@@ -33,7 +38,12 @@ count() {
 	for i in \$(seq 200); do grep -q ready "$tmp/ready" 2>/dev/null && break; sleep 0.02; done
 	strace -f -c -o "$tmp/cli" \$pre "$prog" client \$3 \$2 || echo "client failed"
 	wait
-	echo "\$1 \$2 \$(awk '\$NF == "total" { print \$(NF-2) }' "$tmp/srv") \$(awk '\$NF == "total" { print \$(NF-2) }' "$tmp/cli")"
+	echo "\$1 \$2 \$(calls "$tmp/srv") \$(calls "$tmp/cli")"
+}
+# calls FILE: all calls, and the waiting ones (sched_yield, futex)
+calls() {
+	awk '\$NF == "total" { t = \$(NF-2) } \$NF == "sched_yield" || \$NF == "futex" { w += \$4 }
+		END { printf "%d %d", t, w }' "\$1"
 }
 count kernel 50 7971
 count kernel 300 7972
@@ -42,16 +52,25 @@ count sluice 300 7974
 EOS
 out=$(timeout 120 unshare -n bash "$tmp/run.sh" 2>&1)
 echo "$out" | sed 's/^/# /'
-per() { # PATH SIDE(3 server, 4 client)
-	awk -v p="$1" -v f="$2" '$1 == p && $2 == 50 { a = $f } $1 == p && $2 == 300 { b = $f }
+# Lines: PATH N server-all server-waits client-all client-waits
+per() { # PATH SIDE(server, client) [work]: calls a connection, or waits taken off
+	awk -v p="$1" -v f=$([ "$2" = server ] && echo 3 || echo 5) -v work="${3:-}" '
+		$1 == p && $2 == 50 { a = $f - (work ? $(f+1) : 0) }
+		$1 == p && $2 == 300 { b = $f - (work ? $(f+1) : 0) }
 		END { if (a == "" || b == "") print "-"; else printf "%.2f", (b - a) / 250 }' <<<"$out"
 }
-ks=$(per kernel 3) kc=$(per kernel 4) ss=$(per sluice 3) sc=$(per sluice 4)
+le() { awk -v x="$1" -v m="$2" 'BEGIN { exit !(x != "-" && x <= m) }'; }
+ks=$(per kernel server) kc=$(per kernel client) ss=$(per sluice server) sc=$(per sluice client)
+ws=$(per sluice server work) wc=$(per sluice client work)
 echo "# per connection: kernel server $ks client $kc; sluice server $ss client $sc"
+echo "# per connection without waiting (sched_yield, futex): sluice server $ws client $wc"
 check "every run completed" test -z "$(grep 'client failed' <<<"$out")"
-check "sluice server: at most 11 system calls a connection ($ss)" \
-	awk -v x="$ss" 'BEGIN { exit !(x != "-" && x <= 11) }'
-check "sluice client: at most 11 system calls a connection ($sc)" \
-	awk -v x="$sc" 'BEGIN { exit !(x != "-" && x <= 11) }'
+for side in server client; do
+	all=$([ $side = server ] && echo "$ss" || echo "$sc")
+	work=$([ $side = server ] && echo "$ws" || echo "$wc")
+	check "sluice $side: at most 7.5 system calls a connection besides waiting ($work)" \
+		le "$work" 7.5
+	check "sluice $side: at most 13 system calls a connection in all ($all)" le "$all" 13
+done
 
 done_testing

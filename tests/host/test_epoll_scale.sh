@@ -16,7 +16,7 @@ set -u
 sluice=$top/build/tools/sluice
 prog=$top/build/tests/bench/epoll_idle
 st=ts-epsc-$$
-trap 'rm -f /dev/shm/sluice-$st-* /dev/shm/sluicefd-$st-*' EXIT
+trap 'rm -rf /dev/shm/sluice-$st-* /dev/shm/sluicefd-$st-*' EXIT
 
 run() { timeout 120 unshare -n "$sluice" run --stack "$st-$1" -- "$prog" "$1" 4000; }
 r0=$(run 0)

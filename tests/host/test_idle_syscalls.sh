@@ -22,7 +22,7 @@ tmp=$(mktemp -d)
 cleanup() {
 	jobs -p | xargs -r kill 2>/dev/null
 	wait 2>/dev/null
-	rm -f /dev/shm/sluice-ts-idle-*-"$$" /dev/shm/sluicefd-ts-idle-*-"$$"
+	rm -rf /dev/shm/sluice-ts-idle-*-"$$" /dev/shm/sluicefd-ts-idle-*-"$$"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

@@ -11,7 +11,7 @@ set -u
 cd "$top"
 tmp=$(mktemp -d)
 dest=$tmp/root
-trap 'rm -rf "$tmp"; rm -f /dev/shm/sluice-ti-$$ /dev/shm/sluicefd-ti-$$' EXIT
+trap 'rm -rf "$tmp"; rm -rf /dev/shm/sluice-ti-$$ /dev/shm/sluicefd-ti-$$' EXIT
 
 make -s install DESTDIR="$dest" PREFIX=/usr >"$tmp/install.log" 2>&1
 check "make install DESTDIR=... PREFIX=/usr succeeds" [ $? = 0 ]

@@ -38,7 +38,7 @@ st=ts-ksoak-$$
 port=7950
 
 cleanup() {
-	rm -f "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st"
+	rm -rf "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

@@ -45,7 +45,7 @@ cleanup() {
 	for p in "${helpers[@]}"; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	ip netns del "$ns" 2>/dev/null
-	rm -f "/dev/shm/sluice-$stack" "/dev/shm/sluice-$stack-n" "/dev/shm/sluice-$stack-p" \
+	rm -rf "/dev/shm/sluice-$stack" "/dev/shm/sluice-$stack-n" "/dev/shm/sluice-$stack-p" \
 		"/dev/shm/sluicefd-$stack-p" "/dev/shm/sluice-$stack-s"
 }
 trap cleanup EXIT

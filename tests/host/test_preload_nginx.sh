@@ -26,7 +26,7 @@ st=tn-nginx-$$
 cleanup() {
 	jobs -p | xargs -r kill 2>/dev/null
 	wait 2>/dev/null
-	rm -f "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st"
+	rm -rf "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -80,7 +80,7 @@ wait \$ngx
 echo "nginx rc \$?"
 EOS
 
-rm -f "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st"
+rm -rf "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st"
 timeout 60 unshare -n bash "$tmp/run.sh" sluice >"$tmp/sluice.out" 2>&1
 sed 's/^/# /' "$tmp/sluice.out"
 reqs=$(sed -n 's/^ *\([0-9]*\) requests in .*/\1/p' "$tmp/sluice.out")

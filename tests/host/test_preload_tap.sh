@@ -38,7 +38,7 @@ cleanup() {
 	jobs -p | xargs -r kill 2>/dev/null
 	wait 2>/dev/null
 	ip netns del "$ns" 2>/dev/null
-	rm -f "/dev/shm/sluice-$cst" "/dev/shm/sluicefd-$cst" \
+	rm -rf "/dev/shm/sluice-$cst" "/dev/shm/sluicefd-$cst" \
 		"/dev/shm/sluice-$sst" "/dev/shm/sluicefd-$sst"
 	rm -rf "$tmp"
 }
@@ -46,7 +46,7 @@ trap cleanup EXIT
 in_ns() { ip netns exec "$ns" "$@"; }
 counter() { "$sluice" dump "$1" 2>/dev/null | awk -v n="$2" '$1 == n { print $2 }'; }
 
-rm -f "/dev/shm/sluice-$cst" "/dev/shm/sluicefd-$cst" "/dev/shm/sluice-$sst" "/dev/shm/sluicefd-$sst"
+rm -rf "/dev/shm/sluice-$cst" "/dev/shm/sluicefd-$cst" "/dev/shm/sluice-$sst" "/dev/shm/sluicefd-$sst"
 ip netns add "$ns"
 in_ns ip link set lo up
 for i in 0 1; do

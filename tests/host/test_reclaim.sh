@@ -26,7 +26,7 @@ st=ts-recl-$$
 cleanup() {
 	jobs -p | xargs -r kill -9 2>/dev/null
 	wait 2>/dev/null
-	rm -f "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st"
+	rm -rf "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

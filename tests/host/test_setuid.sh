@@ -15,7 +15,7 @@ set -u
 sluice=$top/build/tools/sluice
 tmp=$(mktemp -d)
 st=ts-uid-$$
-trap 'rm -rf "$tmp"; rm -f /dev/shm/sluice-$st /dev/shm/sluicefd-$st' EXIT
+trap 'rm -rf "$tmp"; rm -rf /dev/shm/sluice-$st /dev/shm/sluicefd-$st' EXIT
 
 if [ "$(id -u)" != 0 ]; then
 	skip "setuid workers" "not root"

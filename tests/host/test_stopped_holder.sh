@@ -23,7 +23,7 @@ cleanup() {
 	jobs -p | xargs -r kill -CONT 2>/dev/null
 	jobs -p | xargs -r kill 2>/dev/null
 	wait 2>/dev/null
-	rm -f "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st"
+	rm -rf "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

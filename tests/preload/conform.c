@@ -27,7 +27,9 @@
 #include <sys/select.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -61,6 +63,7 @@ static const char *en(int e)
 	case EDOM: return "EDOM";
 	case ENODEV: return "ENODEV";
 	case ENOTTY: return "ENOTTY";
+	case ESPIPE: return "ESPIPE";
 	}
 	snprintf(buf, sizeof(buf), "errno%d", e);
 	return buf;
@@ -1172,6 +1175,107 @@ static void check_sendfile(void)
 	close(l);
 }
 
+/*
+ * File calls on a socket (issue 24, item 7): no position, fstat says
+ * socket, splice and sendfile move the socket's bytes through a pipe,
+ * tee/vmsplice/copy_file_range refuse it.  And a raw system call, which
+ * no library sees, fails on a socket: it never reads or writes the bytes
+ * of whatever file stands behind the fd.
+ */
+static void check_file_calls(void)
+{
+	char path[] = "/tmp/conform-XXXXXX", buf[64] = "";
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct stat st, st2, ust;
+	int l, c, s, p[2], f = mkstemp(path), u, un, d;
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+	off64_t off = 0;
+	long r;
+
+	if (f < 0 || pipe(p))
+		return;
+	unlink(path);
+	pair(&l, &c, &s);
+	u = socket(AF_INET, SOCK_STREAM, 0);
+	d = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+	printf("file_lseek: %s\n", rv(lseek(s, 0, SEEK_CUR)));
+	printf("file_pread: %s\n", rv(pread(s, buf, 4, 0)));
+	printf("file_pwrite: %s\n", rv(pwrite(s, "x", 1, 0)));
+	printf("file_preadv: %s\n", rv(preadv(s, &iov, 1, 0)));
+	printf("file_pwritev: %s\n", rv(pwritev(s, &iov, 1, 0)));
+	printf("file_preadv2_at_0: %s\n", rv(preadv2(s, &iov, 1, 0, 0)));
+	send(c, "hello", 5, 0);
+	poll1(s, POLLIN, 1000);
+	r = preadv2(s, &iov, 1, -1, 0);
+	printf("file_preadv2_here: %s %.5s\n", rv(r), buf);
+
+	/* fstat: a socket, as a kernel socket (a UNIX one) shows it. */
+	un = socket(AF_UNIX, SOCK_DGRAM, 0);
+	fstat(un, &ust);
+	r = fstat(s, &st);
+	printf("file_fstat: %s sock %d perm %o nlink %lu size %ld blksize %ld same_dev %d\n",
+	       rv(r), S_ISSOCK(st.st_mode), st.st_mode & 07777, (unsigned long)st.st_nlink,
+	       (long)st.st_size, (long)st.st_blksize, st.st_dev == ust.st_dev);
+	r = fstatat(c, "", &st2, AT_EMPTY_PATH);
+	printf("file_fstatat_empty: %s sock %d other_ino %d\n", rv(r), S_ISSOCK(st2.st_mode),
+	       st2.st_ino != st.st_ino);
+	close(un);
+
+	/* splice: socket -> pipe -> socket. */
+	send(c, "splice-data", 11, 0);
+	poll1(s, POLLIN, 1000);
+	r = splice(s, NULL, p[1], NULL, 100, 0);
+	memset(buf, 0, sizeof(buf));
+	printf("splice_sock_to_pipe: %s pipe %s %.11s\n", rv(r), rv(read(p[0], buf, sizeof(buf))),
+	       buf);
+	/* The socket's own O_NONBLOCK decides (SPLICE_F_NONBLOCK is the pipe's). */
+	fcntl(s, F_SETFL, O_NONBLOCK);
+	printf("splice_sock_empty_nonblock: %s\n", rv(splice(s, NULL, p[1], NULL, 100, 0)));
+	fcntl(s, F_SETFL, 0);
+	printf("splice_pipe_empty_nonblock: %s\n",
+	       rv(splice(p[0], NULL, s, NULL, 100, SPLICE_F_NONBLOCK)));
+	r = write(p[1], "back", 4);
+	r = splice(p[0], NULL, s, NULL, 100, 0);
+	memset(buf, 0, sizeof(buf));
+	printf("splice_pipe_to_sock: %s peer %s %.4s\n", rv(r), rv(recv(c, buf, 4, MSG_WAITALL)),
+	       buf);
+	printf("splice_offset: %s\n", rv(splice(s, &off, p[1], NULL, 10, 0)));
+	printf("splice_to_file: %s\n", rv(splice(s, NULL, f, NULL, 10, 0)));
+	printf("splice_unconnected: %s\n", rv(splice(u, NULL, p[1], NULL, 10, 0)));
+	printf("tee: %s\n", rv(tee(s, p[1], 10, 0)));
+	printf("vmsplice: %s\n", rv(vmsplice(s, &iov, 1, 0)));
+	printf("copy_file_range_from: %s\n", rv(copy_file_range(s, NULL, f, NULL, 10, 0)));
+	printf("copy_file_range_to: %s\n", rv(copy_file_range(f, NULL, s, NULL, 10, 0)));
+
+	/* sendfile from a socket: into a pipe; not into a file; no offset. */
+	send(c, "sendfile", 8, 0);
+	poll1(s, POLLIN, 1000);
+	printf("sendfile_from_sock_to_file: %s\n", rv(sendfile(f, s, NULL, 8)));
+	printf("sendfile_from_sock_offset: %s\n", rv(sendfile(p[1], s, (off_t *)&off, 8)));
+	r = sendfile(p[1], s, NULL, 8);
+	memset(buf, 0, sizeof(buf));
+	printf("sendfile_from_sock_to_pipe: %s pipe %s %.8s\n", rv(r),
+	       rv(read(p[0], buf, sizeof(buf))), buf);
+	printf("mmap_udp: %s\n", mmap(NULL, 4096, PROT_READ, MAP_SHARED, d, 0) == MAP_FAILED ?
+	       rv(-1) : "mapped");
+
+	/* Raw system calls: an error, whatever the fd stands for. */
+	sigaction(SIGPIPE, &ign, &old);
+	printf("raw_read_fails: %d\n", syscall(SYS_read, u, buf, sizeof(buf)) < 0);
+	printf("raw_write_fails: %d\n", syscall(SYS_write, u, "x", 1) < 0);
+	printf("raw_pread_fails: %d\n", syscall(SYS_pread64, u, buf, sizeof(buf), 0) < 0);
+	printf("raw_read_udp_fails: %d\n", syscall(SYS_read, d, buf, sizeof(buf)) < 0);
+	sigaction(SIGPIPE, &old, NULL);
+	close(f);
+	close(p[0]);
+	close(p[1]);
+	close(d);
+	close(u);
+	close(c);
+	close(s);
+	close(l);
+}
+
 /* close_range(2) closes Sluice sockets too: the peer sees the end. */
 static void check_close_range(void)
 {
@@ -1289,7 +1393,8 @@ int main(void)
 	/* First: the first socket() of the process attaches the stack. */
 	check_errno_kept();
 	fd = socket(AF_INET, SOCK_STREAM, 0);
-	fstat(fd, &st);
+	/* The kernel's own answer (the library's fstat says socket). */
+	syscall(SYS_fstat, fd, &st);
 	printf("# backend: %s\n", S_ISSOCK(st.st_mode) ? "kernel" : "sluice");
 	close(fd);
 	check_socket_basics();
@@ -1321,6 +1426,7 @@ int main(void)
 	check_fortified();
 	check_sendfile();
 	check_close_range();
+	check_file_calls();
 	check_signals();
 	printf("# done\n");
 	return 0;
