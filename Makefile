@@ -49,7 +49,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/
 INTEROP := $(B)/tests/interop/peer $(B)/tests/interop/mkstack $(B)/tests/bench/bench \
 	$(B)/tests/interop/kpeer $(B)/tests/interop/kring_peer $(B)/tests/interop/scribble \
 	$(B)/tests/interop/soak $(B)/tests/interop/verbs_peer $(B)/tests/interop/holdlock
-PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/fork_srv $(B)/tests/preload/killsoak \
+PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/dlopen_prog $(B)/tests/preload/fork_srv $(B)/tests/preload/killsoak \
 	$(B)/tests/bench/epoll_idle $(B)/tests/bench/conn_churn \
 	$(B)/tests/preload/sockfd_prog
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
@@ -76,8 +76,11 @@ $(B)/libsluice.so: $(LIB_OBJS) lib/libsluice.map
 
 # The BSD sockets interposition library (sluice run): the stack's objects,
 # the wrappers, urcu-bp for the fd table; exports only what preload.map lists.
+# -Bsymbolic-functions: a wrapper's call to another (sendmmsg to sendmsg)
+# stays in the library when it is dlopen()ed rather than preloaded.
 $(PRELOAD): $(LIB_OBJS) $(PRELOAD_OBJS) lib/preload/preload.map
-	$(CC) -shared $(LDFLAGS) -Wl,--version-script=lib/preload/preload.map -Wl,-z,defs -o $@ \
+	$(CC) -shared $(LDFLAGS) -Wl,--version-script=lib/preload/preload.map -Wl,-z,defs \
+		-Wl,-Bsymbolic-functions -o $@ \
 		$(LIB_OBJS) $(PRELOAD_OBJS) -lurcu-bp -ldl -lpthread $(LIBS)
 
 $(TOOL): $(B)/tools/sluice.o $(B)/tools/run.o $(B)/libsluice.a
