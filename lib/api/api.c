@@ -895,7 +895,7 @@ int sluice_getpeername(struct sluice_stack *st, int sd, struct sockaddr_in *addr
 	return name_of(S(st), sd, addr, true);
 }
 
-static int flag_opt(struct sl_sock *so, uint16_t flag, const void *val, unsigned int len)
+static int flag_opt(uint16_t *word, uint16_t flag, const void *val, unsigned int len)
 {
 	int v;
 
@@ -903,10 +903,48 @@ static int flag_opt(struct sl_sock *so, uint16_t flag, const void *val, unsigned
 		return -EINVAL;
 	memcpy(&v, val, sizeof(v));
 	if (v)
-		so->flags |= flag;
+		*word |= flag;
 	else
-		so->flags &= ~flag;
+		*word &= ~flag;
 	return 0;
+}
+
+/* Boolean SOL_SOCKET options kept in sl_sock.opt_flags; 0 if not one. */
+static uint16_t opt_flag_of(int name)
+{
+	switch (name) {
+	case SO_OOBINLINE: return SL_SO_OOBINLINE;
+	case SO_PASSCRED: return SL_SO_PASSCRED;
+	case SO_NO_CHECK: return SL_SO_NO_CHECK;
+	case SO_DEBUG: return SL_SO_DEBUG;
+	case SO_DONTROUTE: return SL_SO_DONTROUTE;
+	}
+	return 0;
+}
+
+/* Since Linux 6.16 SO_PASSCRED is refused (EOPNOTSUPP) on sockets other
+ * than AF_UNIX, AF_NETLINK and AF_BLUETOOTH: answer as this kernel does,
+ * asked once of a kernel socket of ours. */
+static pthread_once_t passcred_once = PTHREAD_ONCE_INIT;
+static bool passcred_refused;
+
+static void passcred_probe(void)
+{
+	int fd = sl_sys_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1;
+
+	if (fd < 0)
+		return;
+	passcred_refused = sl_sys_setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) &&
+			   errno == EOPNOTSUPP;
+	sl_sys_close(fd);
+}
+
+static bool opt_refused(int level, int name)
+{
+	if (level != SOL_SOCKET || name != SO_PASSCRED)
+		return false;
+	pthread_once(&passcred_once, passcred_probe);
+	return passcred_refused;
 }
 
 /* IP_ADD_MEMBERSHIP / IP_DROP_MEMBERSHIP: a struct ip_mreqn or ip_mreq,
@@ -963,13 +1001,17 @@ int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, cons
 		return ret;
 	if (val && len >= sizeof(int))
 		memcpy(&v, val, sizeof(v));
-	if (level == SOL_SOCKET && name == SO_REUSEADDR) {
-		ret = flag_opt(so, SL_SF_REUSEADDR, val, len);
+	if (opt_refused(level, name)) {
+		ret = -EOPNOTSUPP;
+	} else if (level == SOL_SOCKET && opt_flag_of(name)) {
+		ret = flag_opt(&so->opt_flags, opt_flag_of(name), val, len);
+	} else if (level == SOL_SOCKET && name == SO_REUSEADDR) {
+		ret = flag_opt(&so->flags, SL_SF_REUSEADDR, val, len);
 	} else if (level == SOL_SOCKET && name == SO_BROADCAST) {
-		ret = flag_opt(so, SL_SF_BROADCAST, val, len);
+		ret = flag_opt(&so->flags, SL_SF_BROADCAST, val, len);
 	} else if (level == SOL_SOCKET && name == SO_REUSEPORT) {
 		/* As Linux: set before bind to join a group. */
-		ret = flag_opt(so, SL_SF_REUSEPORT, val, len);
+		ret = flag_opt(&so->flags, SL_SF_REUSEPORT, val, len);
 	} else if (level == SOL_SOCKET && name == SO_LINGER) {
 		struct linger lg;
 
@@ -998,9 +1040,9 @@ int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, cons
 		if (!val || len < sizeof(int))
 			ret = -EINVAL;
 		else if (name == SO_RCVBUF)
-			so->rcvbuf = u < 2304 ? 2304 : u;
+			so->rcvbuf = u < SL_SO_RCVBUF_MIN ? SL_SO_RCVBUF_MIN : u;
 		else
-			so->sndbuf = u < 4608 ? 4608 : u;
+			so->sndbuf = u < SL_SO_SNDBUF_MIN ? SL_SO_SNDBUF_MIN : u;
 	} else if (level == IPPROTO_IP && name == IP_TTL) {
 		/* ip(7): 1 to 255, or -1 for the default (64); an int, or
 		 * a byte (do_ip_setsockopt()). */
@@ -1045,7 +1087,13 @@ static int getsockopt_whole(struct sl_stack *s, struct sl_sock *so, int level, i
 {
 	int ret = 0, v;
 
-	if (level == SOL_SOCKET && name == SO_ERROR) {
+	if (opt_refused(level, name)) {
+		ret = -EOPNOTSUPP;
+	} else if (level == SOL_SOCKET && opt_flag_of(name)) {
+		v = !!(so->opt_flags & opt_flag_of(name));
+		memcpy(val, &v, sizeof(v));
+		*len = sizeof(v);
+	} else if (level == SOL_SOCKET && name == SO_ERROR) {
 		v = sl_sock_error(s, so);
 		so->error = 0;
 		memcpy(val, &v, sizeof(v));

@@ -443,9 +443,6 @@ static int set_local(struct pl_sock *ps, int name, const void *val, socklen_t le
 		return 0;
 	}
 	case SO_PRIORITY:
-	case SO_OOBINLINE:
-	case SO_DEBUG:
-	case SO_DONTROUTE:
 		return int_opt(val, len, &v);	/* accepted, no effect */
 	}
 	return -ENOPROTOOPT;

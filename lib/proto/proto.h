@@ -34,6 +34,17 @@
 #define SL_SF_LINGER		0x2000	/* SO_LINGER on, for linger_s seconds */
 #define SL_SF_AUTOBIND		0x4000	/* port picked by connect(): shared by 4-tuple */
 
+/* sl_sock.opt_flags: socket options kept for what getsockopt answers. */
+#define SL_SO_OOBINLINE		0x0001	/* SO_OOBINLINE (no urgent data here yet) */
+#define SL_SO_PASSCRED		0x0002	/* SO_PASSCRED (nothing to pass on IPv4) */
+#define SL_SO_NO_CHECK		0x0004	/* SO_NO_CHECK: UDP sent without a checksum */
+#define SL_SO_DEBUG		0x0008	/* SO_DEBUG (Linux: a flag only) */
+#define SL_SO_DONTROUTE		0x0010	/* SO_DONTROUTE (one link: nothing to route) */
+
+/* The smallest SO_RCVBUF / SO_SNDBUF (Linux SOCK_MIN_RCVBUF/SNDBUF here). */
+#define SL_SO_RCVBUF_MIN	2304
+#define SL_SO_SNDBUF_MIN	4608
+
 /* Readiness, as poll(2) bits. */
 #define SL_EV_IN	0x001
 #define SL_EV_OUT	0x004
@@ -115,6 +126,7 @@ struct sl_sock {
 	uint32_t linger_s;		/* SO_LINGER time, with SL_SF_LINGER */
 	/* IP_TTL (0: the default, 64) and IP_TOS of the packets it sends. */
 	uint8_t ip_ttl, ip_tos;
+	uint16_t opt_flags;		/* SL_SO_* (what was padding) */
 	/* Socket fds (sockfd.c): rx_bytes (a listener: wake_seq) when the
 	 * events were last published, so new data or a new connection wakes
 	 * an edge-triggered poller even if EPOLLIN was up. */

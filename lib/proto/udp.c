@@ -419,11 +419,14 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 	uh->len = htons(sizeof(*uh) + len);
 	uh->csum = 0;
 	memcpy(uh + 1, buf, len);
-	uh->csum = sl_csum_fold(sl_csum_add(sl_csum_pseudo(saddr, daddr, IPPROTO_UDP_,
-							   sizeof(*uh) + len),
-					    uh, sizeof(*uh) + len));
-	if (uh->csum == 0)
-		uh->csum = 0xffff;	/* RFC 768: zero means no checksum */
+	/* SO_NO_CHECK: no checksum (RFC 768 lets IPv4 UDP go without). */
+	if (!(so->opt_flags & SL_SO_NO_CHECK)) {
+		uh->csum = sl_csum_fold(sl_csum_add(sl_csum_pseudo(saddr, daddr, IPPROTO_UDP_,
+								   sizeof(*uh) + len),
+						    uh, sizeof(*uh) + len));
+		if (uh->csum == 0)
+			uh->csum = 0xffff;	/* RFC 768: zero means no checksum */
+	}
 	sl_ip_build(s, idx, IPPROTO_UDP_, saddr, daddr, sizeof(*uh) + len);
 	sl_ip_sock_hdr(s, idx, so);
 	sl_count(s, SL_C_udp_tx);

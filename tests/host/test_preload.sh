@@ -349,17 +349,17 @@ a, b = socket.socketpair()
 a.sendall(b"unix"); print("unix", kind(a), b.recv(10).decode())
 print("inet6", kind(socket.socket(socket.AF_INET6)))
 print("inet", kind(socket.socket()))
-# TCP_CORK is not a Sluice option: before anything else, the kernel takes over.
+# TCP_FASTOPEN is not a Sluice option: before anything else, the kernel takes over.
 l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen()
-c = socket.socket(); c.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
-print("cork", kind(c), kind(l))
+c = socket.socket(); c.setsockopt(socket.IPPROTO_TCP, socket.TCP_FASTOPEN, 5)
+print("fastopen", kind(c), kind(l))
 EOS
 out=$(timeout 20 unshare -n "$sluice" run --stack "$st" -- "$py" "$tmp/fb.py" 2>&1)
 check "AF_UNIX stays in the kernel and works" grep -qx "unix kernel unix" <<<"$out"
 check "AF_INET6 stays in the kernel" grep -qx "inet6 kernel" <<<"$out"
 check "AF_INET TCP is a Sluice socket" grep -qx "inet sluice" <<<"$out"
 check "an option Sluice lacks hands a fresh socket to the kernel" \
-	grep -qx "cork kernel sluice" <<<"$out"
+	grep -qx "fastopen kernel sluice" <<<"$out"
 # A destination the stack does not reach (an address of the kernel's, here
 # on the namespace's lo): the fresh socket connects through the kernel.
 cat >"$tmp/fbc.sh" <<EOS

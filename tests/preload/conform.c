@@ -64,6 +64,7 @@ static const char *en(int e)
 	case ENODEV: return "ENODEV";
 	case ENOTTY: return "ENOTTY";
 	case ESPIPE: return "ESPIPE";
+	case ENOENT: return "ENOENT";
 	}
 	snprintf(buf, sizeof(buf), "errno%d", e);
 	return buf;
@@ -1276,6 +1277,129 @@ static void check_file_calls(void)
 	close(l);
 }
 
+static const char *iopt(int fd, int level, int name)
+{
+	static char b[4][48];
+	static int k;
+	char *o = b[k++ & 3];
+	socklen_t l = sizeof(int);
+	int v = -7;
+
+	if (getsockopt(fd, level, name, &v, &l))
+		snprintf(o, 48, "%s", rv(-1));
+	else
+		snprintf(o, 48, "%d len %u", v, (unsigned int)l);
+	return o;
+}
+
+static const char *setint(int fd, int level, int name, int v)
+{
+	return rv(setsockopt(fd, level, name, &v, sizeof(v)));
+}
+
+/*
+ * Options Linux keeps on a TCP socket (issue 24: ENOPROTOOPT under Sluice
+ * before): TCP_CORK and what it holds back, TCP_QUICKACK, TCP_USER_TIMEOUT,
+ * TCP_LINGER2, TCP_CONGESTION, TCP_WINDOW_CLAMP, and the SOL_SOCKET flags
+ * SO_OOBINLINE, SO_NO_CHECK, SO_DEBUG, SO_DONTROUTE.
+ */
+static void check_tcp_options(void)
+{
+	char ca[24], buf[64];
+	socklen_t cl = sizeof(ca);
+	int l, c, s, n, rmin = 0;
+	socklen_t rl = sizeof(rmin);
+	struct timespec t0, t1;
+	const char *r;
+	short ev;
+
+	pair(&l, &c, &s);
+	printf("tcp_cork_default: %s\n", iopt(c, IPPROTO_TCP, TCP_CORK));
+	r = setint(c, IPPROTO_TCP, TCP_CORK, 1);
+	printf("tcp_cork_on: %s %s\n", r, iopt(c, IPPROTO_TCP, TCP_CORK));
+	n = (int)send(c, "abc", 3, 0);
+	ev = poll1(s, POLLIN, 50);
+	printf("tcp_cork_holds: sent %d peer %s\n", n, evs(ev));
+	r = setint(c, IPPROTO_TCP, TCP_CORK, 0);
+	printf("tcp_cork_off: %s %s\n", r, iopt(c, IPPROTO_TCP, TCP_CORK));
+	ev = poll1(s, POLLIN, 1000);
+	printf("tcp_uncork_sends: peer %s got %s\n", evs(ev), rv(recv(s, buf, sizeof(buf), 0)));
+	/* Corked and left: the 200 ms ceiling lets the bytes go. */
+	setint(c, IPPROTO_TCP, TCP_CORK, 1);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	send(c, "defg", 4, 0);
+	ev = poll1(s, POLLIN, 2000);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	n = (int)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
+	printf("tcp_cork_ceiling: peer %s got %s after_150_1000ms %d\n", evs(ev),
+	       rv(recv(s, buf, sizeof(buf), 0)), n >= 150 && n <= 1000);
+	setint(c, IPPROTO_TCP, TCP_CORK, 0);
+
+	printf("tcp_quickack_default: %s\n", iopt(c, IPPROTO_TCP, TCP_QUICKACK));
+	r = setint(c, IPPROTO_TCP, TCP_QUICKACK, 0);
+	printf("tcp_quickack_off: %s %s\n", r, iopt(c, IPPROTO_TCP, TCP_QUICKACK));
+	r = setint(c, IPPROTO_TCP, TCP_QUICKACK, 1);
+	printf("tcp_quickack_on: %s %s\n", r, iopt(c, IPPROTO_TCP, TCP_QUICKACK));
+
+	printf("tcp_user_timeout_default: %s\n", iopt(c, IPPROTO_TCP, TCP_USER_TIMEOUT));
+	r = setint(c, IPPROTO_TCP, TCP_USER_TIMEOUT, -10);
+	printf("tcp_user_timeout_negative: %s %s\n", r, iopt(c, IPPROTO_TCP, TCP_USER_TIMEOUT));
+	r = setint(c, IPPROTO_TCP, TCP_USER_TIMEOUT, 10);
+	printf("tcp_user_timeout_10: %s %s\n", r, iopt(c, IPPROTO_TCP, TCP_USER_TIMEOUT));
+
+	printf("tcp_linger2_default: %s\n", iopt(c, IPPROTO_TCP, TCP_LINGER2));
+	r = setint(c, IPPROTO_TCP, TCP_LINGER2, -1234);
+	printf("tcp_linger2_negative: %s %s\n", r, iopt(c, IPPROTO_TCP, TCP_LINGER2));
+	r = setint(c, IPPROTO_TCP, TCP_LINGER2, 0);
+	printf("tcp_linger2_zero: %s %s\n", r, iopt(c, IPPROTO_TCP, TCP_LINGER2));
+	r = setint(c, IPPROTO_TCP, TCP_LINGER2, 121);
+	printf("tcp_linger2_above_max: %s %s\n", r, iopt(c, IPPROTO_TCP, TCP_LINGER2));
+	r = setint(c, IPPROTO_TCP, TCP_LINGER2, 59);
+	printf("tcp_linger2_59: %s %s\n", r, iopt(c, IPPROTO_TCP, TCP_LINGER2));
+
+	memset(ca, 'x', sizeof(ca));
+	n = getsockopt(c, IPPROTO_TCP, TCP_CONGESTION, ca, &cl);
+	/* The kernel's default is the host's sysctl (cubic, bbr): a name. */
+	printf("tcp_congestion_default: %s named %d len %u\n", rv(n), ca[0] >= 'a' && ca[0] <= 'z',
+	       (unsigned int)cl);
+	n = setsockopt(c, IPPROTO_TCP, TCP_CONGESTION, "reno", 4);
+	cl = sizeof(ca);
+	memset(ca, 'x', sizeof(ca));
+	getsockopt(c, IPPROTO_TCP, TCP_CONGESTION, ca, &cl);
+	printf("tcp_congestion_reno: %s %.16s len %u zero_padded %d\n", rv(n), ca,
+	       (unsigned int)cl, ca[4] == 0 && ca[15] == 0);
+	printf("tcp_congestion_unknown: %s\n",
+	       rv(setsockopt(c, IPPROTO_TCP, TCP_CONGESTION, "invalid_ca_cc", 13)));
+	cl = 6;
+	n = setsockopt(c, IPPROTO_TCP, TCP_CONGESTION, "cubic", 5);
+	getsockopt(c, IPPROTO_TCP, TCP_CONGESTION, ca, &cl);
+	printf("tcp_congestion_cubic_short: %s %.5s len %u\n", rv(n), ca, (unsigned int)cl);
+
+	setint(s, SOL_SOCKET, SO_RCVBUF, 0);
+	getsockopt(s, SOL_SOCKET, SO_RCVBUF, &rmin, &rl);
+	printf("tcp_window_clamp_zero_connected: %s\n", setint(s, IPPROTO_TCP, TCP_WINDOW_CLAMP, 0));
+	n = 0;
+	rl = sizeof(n);
+	r = setint(s, IPPROTO_TCP, TCP_WINDOW_CLAMP, rmin / 2 - 1);
+	printf("tcp_window_clamp_small: %s is_half_min_rcvbuf %d\n", r,
+	       !getsockopt(s, IPPROTO_TCP, TCP_WINDOW_CLAMP, &n, &rl) && n == rmin / 2);
+	r = setint(s, IPPROTO_TCP, TCP_WINDOW_CLAMP, 9000);
+	printf("tcp_window_clamp_9000: %s %s\n", r, iopt(s, IPPROTO_TCP, TCP_WINDOW_CLAMP));
+
+	for (int i = 0; i < 4; i++) {
+		static const int names[] = { SO_OOBINLINE, SO_NO_CHECK, SO_DEBUG, SO_DONTROUTE };
+		static const char *const nm[] = { "oobinline", "no_check", "debug", "dontroute" };
+		const char *d = iopt(c, SOL_SOCKET, names[i]);
+
+		r = setint(c, SOL_SOCKET, names[i], 1);
+		printf("so_%s: default %s set %s now %s\n", nm[i], d, r,
+		       iopt(c, SOL_SOCKET, names[i]));
+	}
+	close(c);
+	close(s);
+	close(l);
+}
+
 /* close_range(2) closes Sluice sockets too: the peer sees the end. */
 static void check_close_range(void)
 {
@@ -1427,6 +1551,7 @@ int main(void)
 	check_sendfile();
 	check_close_range();
 	check_file_calls();
+	check_tcp_options();
 	check_signals();
 	printf("# done\n");
 	return 0;

@@ -42,6 +42,73 @@ static void test_established_fin(void)
 	tf_finish();
 }
 
+/* TCP_LINGER2: an orphan's FIN-WAIT-2 lasts that long (tcp(7)), and with
+ * -1 it ends at once in a reset (Linux tcp_close()). */
+static void test_fin_wait2_linger2(void)
+{
+	struct sl_sock *so;
+	uint32_t iss;
+	int v = 5;
+
+	tf_init("l2");
+	so = tf_connect(IRS, &iss, NULL, 8192);
+	tap_eq(sl_tcp_setsockopt(T.s, so, IPPROTO_TCP, TCP_LINGER2, &v, sizeof(v)), 0,
+	       "TCP_LINGER2 5 s");
+	sl_tcp_close(T.s, so, tf_now_us);
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 2, 8192, NULL, 0);
+	tap_eq(so->state, SL_TCP_FIN_WAIT_2, "FIN ACKed: FIN-WAIT-2");
+	tf_advance_ms(4900);
+	tap_eq(so->state, SL_TCP_FIN_WAIT_2, "still FIN-WAIT-2 after 4.9 s");
+	tf_advance_ms(200);
+	tap_eq(T.s->r->sock_used, T.sock0, "gone after 5 s (the default is 60)");
+	tf_finish();
+
+	tf_init("l3");
+	so = tf_connect(IRS, &iss, NULL, 8192);
+	v = -1;
+	sl_tcp_setsockopt(T.s, so, IPPROTO_TCP, TCP_LINGER2, &v, sizeof(v));
+	sl_tcp_close(T.s, so, tf_now_us);
+	tf_clear();
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 2, 8192, NULL, 0);
+	tf_advance_ms(2);
+	tap_ok(T.n >= 1 && (tf_last().flags & TH_RST_), "TCP_LINGER2 -1: a reset at once");
+	tap_eq(T.s->r->sock_used, T.sock0, "and the socket is gone");
+	tf_finish();
+}
+
+/* TCP_CORK (tcp(7)): a short segment waits, even with TCP_NODELAY and
+ * nothing in flight, until uncorked or 200 ms pass; a full one goes. */
+static void test_cork(void)
+{
+	static uint8_t data[3000];
+	struct sl_sock *so;
+	uint32_t iss;
+	int one = 1, zero = 0;
+
+	tf_init("ck");
+	so = tf_connect(IRS, &iss, &(struct tf_opts){ .mss = 1000 }, 8192);
+	sl_tcp_setsockopt(T.s, so, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	sl_tcp_setsockopt(T.s, so, IPPROTO_TCP, TCP_CORK, &one, sizeof(one));
+	tf_clear();
+	sl_tcp_send(T.s, so, data, 100, 0, tf_now_us);
+	tap_eq(T.n, 0, "corked: 100 bytes wait");
+	sl_tcp_send(T.s, so, data, 1400, 0, tf_now_us);
+	tap_ok(T.n == 1 && tf_last().plen == 1000, "a full segment goes (%u)", T.n);
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, so->tcp.snd_nxt, 8192, NULL, 0);
+	tf_clear();
+	tf_advance_ms(150);
+	tap_ok(!T.n || !tf_last().plen, "the 500-byte rest still waits at 150 ms");
+	tf_advance_ms(60);
+	tap_ok(T.n && tf_last().plen == 500, "and goes at the 200 ms ceiling");
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, so->tcp.snd_nxt, 8192, NULL, 0);
+	tf_clear();
+	sl_tcp_send(T.s, so, data, 10, 0, tf_now_us);
+	tap_eq(T.n, 0, "corked again: 10 bytes wait");
+	sl_tcp_setsockopt(T.s, so, IPPROTO_TCP, TCP_CORK, &zero, sizeof(zero));
+	tap_ok(T.n == 1 && tf_last().plen == 10, "uncorking sends them (%u %u)", T.n, tf_last().plen);
+	tf_finish();
+}
+
 /* Active close: FIN-WAIT-1 -ACK-> FIN-WAIT-2 -FIN-> TIME-WAIT -2MSL-> gone. */
 static void test_fin_wait_active_close(void)
 {
@@ -296,6 +363,8 @@ int main(void)
 {
 	test_established_fin();
 	test_fin_wait_active_close();
+	test_fin_wait2_linger2();
+	test_cork();
 	test_fin_wait_simultaneous_close();
 	test_fin_wait_1_fin_ack();
 	test_fin_wait_2_half_close();

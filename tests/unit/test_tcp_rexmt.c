@@ -115,6 +115,67 @@ static void test_established_data_retries(void)
 	tf_finish();
 }
 
+/* TCP_USER_TIMEOUT (RFC 5482, tcp(7)): unacknowledged data ends the
+ * connection after the user's time, well before the retries run out,
+ * and the timer fires at that time, not at the next backed-off RTO. */
+static void test_established_user_timeout(void)
+{
+	struct sl_sock *so;
+	uint32_t iss;
+	int ut = 1500;
+	uint64_t start, ms;
+
+	tf_init("ut");
+	so = conn(&iss, false);
+	tap_eq(sl_tcp_setsockopt(T.s, so, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut)), 0,
+	       "TCP_USER_TIMEOUT 1500 ms set");
+	start = tf_now_us;
+	sl_tcp_send(T.s, so, pattern, 100, 0, tf_now_us);
+	tf_clear();
+	for (ms = 0; ms < 60000 && so->state != SL_TCP_CLOSED; ms++)
+		tf_advance_ms(1);
+	ms = (tf_now_us - start) / 1000;
+	tap_eq(so->state, SL_TCP_CLOSED, "gave up");
+	tap_eq(so->error, ETIMEDOUT, "ETIMEDOUT");
+	tap_ok(ms >= 1500 && ms <= 1510, "after the user timeout, 1500 ms (%llu)",
+	       (unsigned long long)ms);
+	tap_ok(tf_counter(SL_C_tcp_rto) < 5, "after a few retransmissions, not 15 (%llu)",
+	       (unsigned long long)tf_counter(SL_C_tcp_rto));
+	tap_ok(tf_last().flags & TH_RST_, "and a reset to the peer");
+	tf_finish();
+}
+
+/* TCP_CONGESTION "reno": one MSS an RTT in congestion avoidance, and the
+ * window halves on a loss (RFC 5681 3.1), where CUBIC keeps 0.7. */
+static void test_established_reno(void)
+{
+	struct sl_sock *so;
+	uint32_t iss, w0, flight;
+
+	tf_init("rn");
+	so = conn(&iss, false);
+	tap_eq(sl_tcp_setsockopt(T.s, so, IPPROTO_TCP, TCP_CONGESTION, "reno", 4), 0,
+	       "TCP_CONGESTION reno set");
+	so->tcp.ssthresh = so->tcp.cwnd;
+	w0 = so->tcp.cwnd;
+	for (int rtt = 0; rtt < 5; rtt++) {
+		uint32_t sent = 0;
+
+		while (so->tcp.sndq_bytes < so->tcp.cwnd && sent < 20000) {
+			sl_tcp_send(T.s, so, pattern, 1000, 0, tf_now_us);
+			sent += 1000;
+		}
+		tf_advance_ms(10);
+		ack(so, so->tcp.snd_nxt, NULL);
+	}
+	tap_eq(so->tcp.cwnd, w0 + 5 * 1000, "five RTTs: five MSS more");
+	sl_tcp_send(T.s, so, pattern, 5000, 0, tf_now_us);
+	flight = so->tcp.snd_max - so->tcp.snd_una;
+	sl_tcp_cc_loss(&so->tcp, tf_now_us);
+	tap_eq(so->tcp.ssthresh, flight / 2 > 2000 ? flight / 2 : 2000, "a loss halves the flight");
+	tf_finish();
+}
+
 /* RFC 5681 3.2 / RFC 6582 3.2: three duplicate ACKs retransmit at once. */
 static void test_established_fast_retransmit(void)
 {
@@ -336,6 +397,8 @@ int main(void)
 	test_established_fast_retransmit();
 	test_established_sack_recovery();
 	test_established_cubic_growth();
+	test_established_user_timeout();
+	test_established_reno();
 	test_established_first_segment_lost();
 	test_established_restart_after_idle();
 	test_established_ack_after_rto_carries_snd_max();

@@ -227,8 +227,16 @@ void sl_tcp_init_tcb(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	struct sl_tcp_sock *tp = &so->tcp;
 	uint16_t user_mss = tp->user_mss, ki = tp->keep_idle_s, kv = tp->keep_intvl_s;
 	uint8_t kc = tp->keep_cnt;
+	/* What setsockopt() set before connect() or listen() stays. */
+	uint32_t ut = tp->user_timeout_ms, clamp = tp->window_clamp;
+	uint32_t keep = tp->tflags & (SL_TF_CORK | SL_TF_NOQUICKACK | SL_TF_RENO);
+	int32_t l2 = tp->linger2_s;
 
 	memset(tp, 0, sizeof(*tp));
+	tp->tflags = keep;
+	tp->user_timeout_ms = ut;
+	tp->window_clamp = clamp;
+	tp->linger2_s = l2;
 	tp->user_mss = user_mss;
 	tp->keep_idle_s = ki ? ki : SL_TCP_KEEPIDLE_S;
 	tp->keep_intvl_s = kv ? kv : SL_TCP_KEEPINTVL_S;
@@ -267,7 +275,7 @@ static void free_queues(struct sl_stack *s, struct sl_sock *so)
 	tp->ooo_head = SLUICE_IDX_NONE;
 	tp->ooo_bytes = 0;
 	tp->ooo_count = 0;
-	tp->t_rexmt = tp->t_dack = tp->t_persist = tp->t_keep = tp->t_close = 0;
+	tp->t_rexmt = tp->t_dack = tp->t_persist = tp->t_keep = tp->t_close = tp->t_cork = 0;
 }
 
 /* Abort every child of listener lso that the user has not accepted. */
@@ -897,7 +905,7 @@ void sl_tcp_close(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	}
 	queue_fin(s, so, now_us);
 	if (so->state == SL_TCP_FIN_WAIT_2 && !tp->t_close)
-		tp->t_close = now_us + SL_TCP_FIN_TIMEOUT_US;
+		tp->t_close = sl_tcp_fin_wait2_end(tp, now_us);
 	sl_tcp_arm(s, so);
 }
 
@@ -942,13 +950,37 @@ static int get_int(const void *val, unsigned int len, int *v)
 	return 0;
 }
 
+/* TCP_CONGESTION: the algorithms this stack runs (tcp_cc.c), by Linux's
+ * names (TCP_CA_NAME_MAX bytes with the NUL). */
+#define SL_TCP_CA_NAME_MAX	16
+
+static int set_congestion(struct sl_tcp_sock *tp, const void *val, unsigned int len)
+{
+	char name[SL_TCP_CA_NAME_MAX] = "";
+
+	if (!val)
+		return -EFAULT;
+	/* Linux: at most TCP_CA_NAME_MAX - 1 bytes, up to a NUL. */
+	memcpy(name, val, len < sizeof(name) - 1 ? len : sizeof(name) - 1);
+	if (strcmp(name, "cubic") && strcmp(name, "reno"))
+		return -ENOENT;
+	tp->tflags = !strcmp(name, "reno") ? tp->tflags | SL_TF_RENO : tp->tflags & ~SL_TF_RENO;
+	/* Linux tcp_reinit_congestion_control(): the new one starts afresh. */
+	tp->cc_epoch_us = 0;
+	tp->cc_acc = 0;
+	return 0;
+}
+
 int sl_tcp_setsockopt(struct sl_stack *s, struct sl_sock *so, int level, int name,
 		      const void *val, unsigned int len)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	uint64_t now_us = s->lib->wheel_now_ms * 1000;
-	int v, ret = get_int(val, len, &v);
+	int v, ret;
 
+	if (level == IPPROTO_TCP && name == TCP_CONGESTION)
+		return set_congestion(tp, val, len);
+	ret = get_int(val, len, &v);
 	if (ret)
 		return ret;
 	if (level == SOL_SOCKET && name == SO_KEEPALIVE) {
@@ -998,6 +1030,54 @@ int sl_tcp_setsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 		if (v < 1 || v > 127)
 			return -EINVAL;
 		tp->keep_cnt = (uint8_t)v;
+		return 0;
+	case TCP_CORK:
+		if (v) {
+			tp->tflags |= SL_TF_CORK;
+		} else {
+			/* Uncorking pushes what the cork held (tcp(7)). */
+			tp->tflags &= ~SL_TF_CORK;
+			tp->t_cork = 0;
+			if (so->state >= SL_TCP_ESTABLISHED) {
+				sl_tcp_output(s, so, now_us);
+				sl_tcp_arm(s, so);
+			}
+		}
+		return 0;
+	case TCP_QUICKACK:
+		/* Linux: on, an ACK that waits goes now; off, ACKs may wait
+		 * (as they do here anyway: delayed ACKs, RFC 9293 3.8.6.3). */
+		if (v) {
+			tp->tflags &= ~SL_TF_NOQUICKACK;
+			if (tp->t_dack && so->state >= SL_TCP_ESTABLISHED) {
+				tp->t_dack = 0;
+				sl_tcp_send_ack(s, so, now_us);
+				sl_tcp_arm(s, so);
+			}
+		} else {
+			tp->tflags |= SL_TF_NOQUICKACK;
+		}
+		return 0;
+	case TCP_USER_TIMEOUT:
+		if (v < 0)
+			return -EINVAL;
+		tp->user_timeout_ms = (uint32_t)v;
+		return 0;
+	case TCP_LINGER2:
+		/* Linux: negative is -1 (no FIN-WAIT-2), 0 the default,
+		 * capped at TCP_FIN_TIMEOUT_MAX. */
+		tp->linger2_s = v < 0 ? -1 : v > SL_TCP_LINGER2_MAX_S ? SL_TCP_LINGER2_MAX_S : v;
+		return 0;
+	case TCP_WINDOW_CLAMP:
+		/* Linux tcp_set_window_clamp(): 0 only before a connection;
+		 * at least half the smallest receive buffer. */
+		if (!v) {
+			if (so->state != SL_TCP_CLOSED)
+				return -EINVAL;
+			tp->window_clamp = 0;
+		} else {
+			tp->window_clamp = v < SL_SO_RCVBUF_MIN / 2 ? SL_SO_RCVBUF_MIN / 2 : (uint32_t)v;
+		}
 		return 0;
 	default:
 		return -ENOPROTOOPT;
@@ -1067,6 +1147,33 @@ int sl_tcp_getsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 		case TCP_KEEPCNT:
 			v = tp->keep_cnt ? tp->keep_cnt : SL_TCP_KEEPCNT;
 			break;
+		case TCP_CORK:
+			v = !!(tp->tflags & SL_TF_CORK);
+			break;
+		case TCP_QUICKACK:
+			v = !(tp->tflags & SL_TF_NOQUICKACK);
+			break;
+		case TCP_USER_TIMEOUT:
+			v = (int)tp->user_timeout_ms;
+			break;
+		case TCP_LINGER2:
+			v = tp->linger2_s ? tp->linger2_s : (int)(SL_TCP_FIN_TIMEOUT_US / 1000000);
+			break;
+		case TCP_WINDOW_CLAMP:
+			/* Unset: what the window may reach (Linux shows its own
+			 * computed clamp). */
+			v = (int)(tp->window_clamp ? tp->window_clamp : so->rcvbuf);
+			break;
+		case TCP_CONGESTION: {
+			char ca[SL_TCP_CA_NAME_MAX] = "cubic";
+
+			if (tp->tflags & SL_TF_RENO)
+				memcpy(ca, "reno", sizeof("reno"));
+			/* Linux copies min(len, TCP_CA_NAME_MAX) bytes. */
+			memcpy(val, ca, sizeof(ca));
+			*len = sizeof(ca);
+			return 0;
+		}
 		default:
 			return -ENOPROTOOPT;
 		}

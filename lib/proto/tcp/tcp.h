@@ -66,6 +66,8 @@ enum sl_tcp_state {
 #define SL_TCP_COOKIE_TICK_US	(64ull * 1000000)
 #define SL_TCP_COOKIE_LISTEN_S	120
 #define SL_TCP_FIN_TIMEOUT_US	60000000ull	/* orphan FIN-WAIT-2 limit, Linux tcp_fin_timeout */
+#define SL_TCP_LINGER2_MAX_S	120		/* Linux TCP_FIN_TIMEOUT_MAX */
+#define SL_TCP_CORK_US		200000u		/* tcp(7): TCP_CORK's 200 ms ceiling */
 #define SL_TCP_DELACK_US	40000u		/* RFC 9293 3.8.6.3 (< 0.5 s); Linux TCP_DELACK_MIN */
 #define SL_TCP_KEEPIDLE_S	7200		/* RFC 1122 4.2.3.6: >= 2 hours */
 #define SL_TCP_KEEPINTVL_S	75		/* Linux tcp_keepalive_intvl */
@@ -118,6 +120,9 @@ enum sl_tcp_state {
 #define SL_TF_EMBRYO	0x1000	/* counted in sluice_region.tcp_embryos */
 #define SL_TF_OVERRIDE	0x2000	/* SWS override timeout: send what the window takes */
 #define SL_TF_DONE	0x4000	/* ended (reset, refused, closed): reads give 0 (Linux SOCK_DONE) */
+#define SL_TF_CORK	0x8000	/* TCP_CORK: partial segments wait (tcp(7)) */
+#define SL_TF_NOQUICKACK 0x10000 /* TCP_QUICKACK off: ACKs may be delayed */
+#define SL_TF_RENO	0x20000	/* TCP_CONGESTION "reno": Reno, not CUBIC, avoidance */
 
 /* Per-connection TCP state (the TCB, RFC 9293 3.3.1). */
 struct sl_tcp_sock {
@@ -183,7 +188,30 @@ struct sl_tcp_sock {
 	/* Listener: when (seconds, + 1) it last answered a SYN with a cookie;
 	 * 0 never.  Only then are cookies in ACKs looked at. */
 	uint32_t cookie_s;
+	/* TCP_USER_TIMEOUT, ms (0: off), and when the data the
+	 * retransmission timer is backing off for was first sent. */
+	uint32_t user_timeout_ms;
+	uint64_t rexmt_first_us;
+	/* TCP_CORK's ceiling (tcp(7): 200 ms) for a held partial segment. */
+	uint64_t t_cork;
+	/* TCP_LINGER2: an orphan's FIN-WAIT-2 time, s; 0 the default
+	 * (tcp_fin_timeout), -1 none (reset at once). */
+	int32_t linger2_s;
+	/* TCP_WINDOW_CLAMP, bytes; 0 none. */
+	uint32_t window_clamp;
 };
+
+/* When an orphan's FIN-WAIT-2 ends: TCP_LINGER2 seconds, or the default;
+ * with TCP_LINGER2 -1, at once (the timer then resets, as Linux's
+ * tcp_close() does for linger2 < 0). */
+static inline uint64_t sl_tcp_fin_wait2_end(const struct sl_tcp_sock *tp, uint64_t now_us)
+{
+	int32_t l = tp->linger2_s;
+
+	if (l < 0)
+		return now_us ? now_us : 1;
+	return now_us + (l ? (uint64_t)l * 1000000 : SL_TCP_FIN_TIMEOUT_US);
+}
 
 /* ---- Entry points (proto.h declares the rest) ------------- */
 void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen,

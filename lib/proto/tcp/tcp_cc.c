@@ -115,6 +115,15 @@ void sl_tcp_cc_ack(struct sl_tcp_sock *tp, uint32_t acked, uint64_t now_us)
 		tp->cwnd += acked < 2 * mss ? acked : 2 * mss;
 		return;
 	}
+	if (tp->tflags & SL_TF_RENO) {
+		/* RFC 5681 3.1 eq. 3: about one SMSS per RTT. */
+		tp->cc_acc += acked;
+		if (tp->cc_acc >= cwnd) {
+			tp->cc_acc -= cwnd;
+			tp->cwnd += mss;
+		}
+		return;
+	}
 	if (!tp->cc_epoch_us)
 		cubic_start_epoch(tp, mss, now_us);
 	t = now_us - tp->cc_epoch_us + tp->srtt_us;	/* RFC 9438 4.2: t + RTT */
@@ -158,12 +167,19 @@ void sl_tcp_cc_idle(struct sl_tcp_sock *tp)
 	tp->cc_acc = 0;
 }
 
-/* RFC 9438 4.6-4.7: multiplicative decrease and fast convergence. */
+/* RFC 9438 4.6-4.7: multiplicative decrease and fast convergence; or
+ * Reno's halving (RFC 5681 3.1 eq. 4). */
 static void cubic_reduce(struct sl_tcp_sock *tp)
 {
 	uint32_t mss = tp->mss ? tp->mss : SL_TCP_MSS_DEFAULT;
 	uint32_t flight = sl_tcp_flight(tp);
 	uint32_t w = tp->cwnd;
+
+	if (tp->tflags & SL_TF_RENO) {
+		tp->ssthresh = max_u32(flight / 2, 2 * mss);
+		tp->cc_acc = 0;
+		return;
+	}
 
 	if (w < tp->cc_wmax)
 		tp->cc_wmax = (uint32_t)((uint64_t)w * (1024 + CUBIC_BETA) / 2048);

@@ -614,6 +614,7 @@ static struct sl_sock *child_new(struct sl_stack *s, struct sl_sock *lso, const 
 	c->sndbuf = lso->sndbuf;
 	c->ip_ttl = lso->ip_ttl;
 	c->ip_tos = lso->ip_tos;
+	c->opt_flags = lso->opt_flags;
 	c->parent_idx = lso->idx;
 	c->owner_pid = lso->owner_pid;
 	SL_KILL_POINT("tcp_child");
@@ -622,9 +623,12 @@ static struct sl_sock *child_new(struct sl_stack *s, struct sl_sock *lso, const 
 	tp->keep_idle_s = ltp->keep_idle_s;
 	tp->keep_intvl_s = ltp->keep_intvl_s;
 	tp->keep_cnt = ltp->keep_cnt;
+	tp->user_timeout_ms = ltp->user_timeout_ms;
+	tp->linger2_s = ltp->linger2_s;
+	tp->window_clamp = ltp->window_clamp;
 	sl_sock_hash(s, c);
 	sl_tcp_init_tcb(s, c, now_us);
-	tp->tflags |= SL_TF_PASSIVE;
+	tp->tflags |= SL_TF_PASSIVE | (ltp->tflags & (SL_TF_CORK | SL_TF_NOQUICKACK | SL_TF_RENO));
 	return c;
 }
 
@@ -1095,7 +1099,7 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		if (fin_acked) {
 			sl_tcp_set_state(s, so, SL_TCP_FIN_WAIT_2);
 			if (so->flags & SL_SF_ORPHAN)
-				tp->t_close = now_us + SL_TCP_FIN_TIMEOUT_US;
+				tp->t_close = sl_tcp_fin_wait2_end(tp, now_us);
 		}
 		break;
 	case SL_TCP_CLOSING:

@@ -161,6 +161,9 @@ uint32_t sl_tcp_rcv_window(struct sl_stack *s, const struct sl_sock *so)
 
 	if (space > cap)
 		space = cap;
+	/* TCP_WINDOW_CLAMP */
+	if (tp->window_clamp && space > tp->window_clamp)
+		space = tp->window_clamp;
 	/* RFC 9293 3.8.6.2.2: never shrink the window ... */
 	if (space <= old)
 		return old;
@@ -521,8 +524,10 @@ static unsigned int chain_more(struct sl_stack *s, struct sl_sock *so, uint32_t 
 		if ((b->flags & SL_TBF_SENT) || !aux || aux > SL_TCP_BUF_PAYLOAD(s) ||
 		    total + aux > usable || total + aux > SL_TCP_CHAIN_BYTES)
 			break;
-		/* Nagle holds a short last buffer back as it would alone. */
-		if (aux < tp->mss && j == tp->sndq_tail && !(so->flags & SL_SF_NODELAY) &&
+		/* Nagle or a cork holds a short last buffer back as it would
+		 * alone. */
+		if (aux < tp->mss && j == tp->sndq_tail &&
+		    (!(so->flags & SL_SF_NODELAY) || (tp->tflags & SL_TF_CORK)) &&
 		    !(tp->tflags & SL_TF_FIN_Q))
 			break;
 		total += aux;
@@ -645,6 +650,15 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		    tp->snd_nxt != tp->snd_una && !(so->flags & SL_SF_NODELAY) &&
 		    !(tp->tflags & SL_TF_FIN_Q))
 			break;
+		/* TCP_CORK (tcp(7)): a short last segment waits even with
+		 * nothing in flight and TCP_NODELAY on, until uncorked, a
+		 * full segment, the FIN, or the 200 ms ceiling. */
+		if (!rexmit && len < tp->mss && idx == tp->sndq_tail &&
+		    (tp->tflags & SL_TF_CORK) && !(tp->tflags & SL_TF_FIN_Q)) {
+			if (!tp->t_cork)
+				tp->t_cork = now_us + SL_TCP_CORK_US;
+			break;
+		}
 		n = 0;
 		clen = len;
 		if (!rexmit && local)

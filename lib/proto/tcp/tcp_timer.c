@@ -11,10 +11,11 @@
 void sl_tcp_arm(struct sl_stack *s, struct sl_sock *so)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	uint64_t t[5] = { tp->t_rexmt, tp->t_dack, tp->t_persist, tp->t_keep, tp->t_close };
+	uint64_t t[6] = { tp->t_rexmt, tp->t_dack, tp->t_persist, tp->t_keep, tp->t_close,
+			  tp->t_cork };
 	uint64_t due = 0;
 
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		if (t[i] && (!due || t[i] < due))
 			due = t[i];
 	if (!due) {
@@ -97,6 +98,26 @@ static void go_back(struct sl_stack *s, struct sl_tcp_sock *tp)
 	tp->dupacks = 0;
 }
 
+/*
+ * TCP_USER_TIMEOUT (RFC 5482; tcp(7)): data unacknowledged for longer ends
+ * the connection, whatever the retry count, and the timer fires no later
+ * than that (Linux tcp_clamp_rto_to_user_timeout()).
+ */
+static bool user_timed_out(const struct sl_tcp_sock *tp, uint64_t now_us)
+{
+	uint32_t ut = SL_READ_ONCE(tp->user_timeout_ms);
+
+	return ut && tp->rexmt_first_us && now_us - tp->rexmt_first_us >= (uint64_t)ut * 1000;
+}
+
+static uint64_t clamp_to_user_timeout(const struct sl_tcp_sock *tp, uint64_t due)
+{
+	uint32_t ut = SL_READ_ONCE(tp->user_timeout_ms);
+	uint64_t end = tp->rexmt_first_us + (uint64_t)ut * 1000;
+
+	return ut && tp->rexmt_first_us && end < due ? end : due;
+}
+
 /* The peer shrank its window to zero under data in flight (RFC 9293
  * 3.8.6.2.1 lets it, if it should not).  Nothing may be sent again, so
  * the RTO sends a zero-window probe instead, and, as the persist timer
@@ -109,7 +130,7 @@ static void on_rexmt_zero_window(struct sl_stack *s, struct sl_sock *so, unsigne
 	struct sl_tcp_sock *tp = &so->tcp;
 	uint64_t rto = (uint64_t)tp->rto_us * 2;
 
-	if (tp->keep_probes >= limit) {
+	if (tp->keep_probes >= limit || user_timed_out(tp, now_us)) {
 		sl_tcp_send_ctl(s, so, TH_RST_ | TH_ACK_, tp->snd_nxt, now_us);
 		sl_tcp_done(s, so, tp->soft_err ? tp->soft_err : ETIMEDOUT);
 		return;
@@ -119,7 +140,7 @@ static void on_rexmt_zero_window(struct sl_stack *s, struct sl_sock *so, unsigne
 	tp->keep_probes++;		/* reset by any acceptable ACK (tcp_input.c) */
 	tp->tflags |= SL_TF_PROBE;
 	tp->rto_us = rto > SL_TCP_RTO_MAX_US ? SL_TCP_RTO_MAX_US : (uint32_t)rto;
-	tp->t_rexmt = now_us + tp->rto_us;
+	tp->t_rexmt = clamp_to_user_timeout(tp, now_us + tp->rto_us);
 }
 
 /* The retransmission timer expired (RFC 6298 5.4-5.7). */
@@ -147,6 +168,14 @@ static void on_rexmt(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	}
 	if (tp->snd_una == tp->snd_max)
 		return;
+	/* The first expiry of a series: the data went out one RTO ago. */
+	if (!tp->backoff && !(tp->tflags & SL_TF_PROBE))
+		tp->rexmt_first_us = now_us > tp->rto_us ? now_us - tp->rto_us : 0;
+	if (user_timed_out(tp, now_us)) {
+		sl_tcp_send_ctl(s, so, TH_RST_ | TH_ACK_, tp->snd_nxt, now_us);
+		sl_tcp_done(s, so, ETIMEDOUT);
+		return;
+	}
 	limit = (so->flags & SL_SF_ORPHAN) ? SL_TCP_ORPHAN_RETRIES : SL_TCP_DATA_RETRIES;
 	/* Data outstanding: a FIN alone is sent into a zero window (and
 	 * taken there, as Linux does), so it is retransmitted as usual. */
@@ -164,7 +193,7 @@ static void on_rexmt(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	sl_tcp_cc_rto(tp, now_us);
 	go_back(s, tp);
 	sl_tcp_output(s, so, now_us);
-	tp->t_rexmt = now_us + tp->rto_us;
+	tp->t_rexmt = clamp_to_user_timeout(tp, now_us + tp->rto_us);
 }
 
 /* The persist interval: the RTO (at least RTO_MIN) doubled per backoff.
@@ -266,8 +295,11 @@ void sl_tcp_timer(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	if (so->state == SL_TCP_CLOSED || so->state == SL_TCP_LISTEN)
 		return;
 	if (tp->t_close && tp->t_close <= now_us) {
-		/* TIME-WAIT over (RFC 9293 3.6), or an orphan's FIN-WAIT-2. */
+		/* TIME-WAIT over (RFC 9293 3.6), or an orphan's FIN-WAIT-2;
+		 * with TCP_LINGER2 -1 that one ends in a reset (Linux). */
 		tp->t_close = 0;
+		if (so->state == SL_TCP_FIN_WAIT_2 && tp->linger2_s < 0)
+			sl_tcp_send_ctl(s, so, TH_RST_ | TH_ACK_, tp->snd_nxt, now_us);
 		sl_tcp_done(s, so, 0);
 		return;
 	}
@@ -284,6 +316,17 @@ void sl_tcp_timer(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	if (tp->t_dack && tp->t_dack <= now_us) {
 		tp->t_dack = 0;
 		sl_tcp_send_ack(s, so, now_us);
+	}
+	if (tp->t_cork && tp->t_cork <= now_us) {
+		/* The cork's ceiling: what it held goes, as if uncorked once. */
+		tp->t_cork = 0;
+		if (tp->tflags & SL_TF_CORK) {
+			tp->tflags &= ~SL_TF_CORK;
+			sl_tcp_output(s, so, now_us);
+			tp->tflags |= SL_TF_CORK;
+			if (so->type != SL_SOCK_TCP || so->kp.gen != gen || so->state == SL_TCP_CLOSED)
+				return;
+		}
 	}
 	if (tp->t_keep && tp->t_keep <= now_us) {
 		on_keep(s, so, now_us);
