@@ -44,13 +44,17 @@ void sl_icmp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned 
 		/* RFC 1122 3.2.2.6: not for broadcast requests. */
 		if (ip->daddr == INADDR_BROADCAST || !sl_ip_is_local(s, ip->daddr))
 			goto drop;
-		/* Answer in place: swap addresses, drop options, new checksums. */
+		/* Answer in place: swap addresses, drop options, new checksums.
+		 * sl_ip_build() puts the header at the headroom; the message
+		 * moves to follow it (a link may have left the packet
+		 * elsewhere, and options shift it). */
 		tmp = ip->saddr;
-		if (hlen != sizeof(*ip)) {
-			memmove((uint8_t *)ip + sizeof(*ip), ic, len);
-			ic = (struct sl_icmp *)((uint8_t *)ip + sizeof(*ip));
-			ip->ver_ihl = 0x45;
-			b->len = sizeof(*ip) + len;
+		{
+			uint8_t *at = sl_buf_data(s, idx) - b->off + SL_HEADROOM + sizeof(*ip);
+
+			if (at != (uint8_t *)ic)
+				memmove(at, ic, len);
+			ic = (struct sl_icmp *)at;
 		}
 		ic->type = ICMP_ECHOREPLY_;
 		ic->csum = 0;

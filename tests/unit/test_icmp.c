@@ -39,6 +39,27 @@ int main(void)
 	tap_eq(sl_csum_fold(sl_csum_add(0, ric, 24)), 0, "ICMP checksum valid");
 	tap_eq(fx_counter(s, "icmp_echo_replied"), 1, "counted");
 
+	/* A link may leave the packet short of the headroom (IPoIB: its
+	 * 4-byte header where Ethernet's 14 would be).  The reply was built
+	 * with its header at the headroom, over the request's first bytes
+	 * (fuzz_packet, regress/fuzz_packet/icmp-echo-away-from-headroom). */
+	cap.n = 0;
+	len = fx_ip(pkt, "10.4.0.9", "10.4.0.1", IPPROTO_ICMP_, m, 24);
+	sl_lock(s);
+	{
+		uint32_t idx = sl_buf_alloc(s);
+
+		sl_buf(s, idx)->off = SL_HEADROOM - 10;
+		memcpy(sl_buf_data(s, idx), pkt, len);
+		sl_buf(s, idx)->len = (uint16_t)len;
+		sl_ip_input(s, idx);
+	}
+	sl_unlock(s);
+	tap_eq(cap.n, 1, "off the headroom: one reply");
+	tap_eq(ntohs(ric->id), 0x4242, "... with the same identifier");
+	tap_ok(!memcmp(cap.frame[0] + 28, "sluice-echo-data", 16), "... and data");
+	tap_eq(sl_csum_fold(sl_csum_add(0, ric, 24)), 0, "... and a valid ICMP checksum");
+
 	cap.n = 0;
 	len = fx_ip(pkt, "10.4.0.9", "255.255.255.255", IPPROTO_ICMP_, m, 24);
 	fx_input(s, pkt, len);

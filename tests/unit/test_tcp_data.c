@@ -64,26 +64,35 @@ static void test_established_send_nagle(void)
 	fill_pattern();
 	so = tf_connect(IRS, &iss, &(struct tf_opts){ .mss = 1000 }, 65535);
 	tap_eq(sl_tcp_send(T.s, so, pattern, 2100, 0, tf_now_us), 2100, "send 2100 bytes");
-	tap_eq(T.n, 2, "two full segments go out, the short tail waits (Nagle)");
+	/* Minshall's variant (Linux tcp_nagle_check()): full segments in
+	 * flight do not hold the short tail of a write. */
+	tap_eq(T.n, 3, "two full segments and the short tail go out (Nagle, Minshall)");
 	g = tf_parse(0);
 	tap_ok(g.seq == iss + 1 && g.plen == 1000 && !memcmp(g.data, pattern, 1000),
 	       "first segment: 1000 bytes from SND.UNA");
 	g = tf_parse(1);
 	tap_ok(g.seq == iss + 1001 && g.plen == 1000 && g.csum_ok, "second segment");
+	g = tf_parse(2);
+	tap_ok(g.seq == iss + 2001 && g.plen == 100 && (g.flags & TH_PSH_), "the 100-byte tail");
+	/* A short segment unacknowledged: the next short one waits. */
 	tf_clear();
+	sl_tcp_send(T.s, so, pattern, 50, 0, tf_now_us);
+	tap_eq(T.n, 0, "a second short write waits while the first is unacknowledged");
 	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 2001, 65535, NULL, 0);
-	g = tf_last();
-	tap_ok(T.n == 1 && g.seq == iss + 2001 && g.plen == 100 && (g.flags & TH_PSH_),
-	       "tail sent once everything is ACKed");
-	tap_eq(so->tcp.sndq_bytes, 100, "acked data freed from the send queue");
+	tap_eq(T.n, 0, "... still, while only the full segments are ACKed");
 	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 2101, 65535, NULL, 0);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.seq == iss + 2101 && g.plen == 50,
+	       "sent once the short one is ACKed");
+	tap_eq(so->tcp.sndq_bytes, 50, "acked data freed from the send queue");
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 2151, 65535, NULL, 0);
 	/* TCP_NODELAY: small writes leave at once. */
 	tf_clear();
 	sl_tcp_setsockopt(T.s, so, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
 	sl_tcp_send(T.s, so, "a", 1, 0, tf_now_us);
 	sl_tcp_send(T.s, so, "b", 1, 0, tf_now_us);
 	tap_eq(T.n, 2, "TCP_NODELAY: two 1-byte segments");
-	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 2103, 65535, NULL, 0);
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 2153, 65535, NULL, 0);
 	tf_finish();
 }
 

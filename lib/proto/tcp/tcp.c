@@ -245,7 +245,7 @@ void sl_tcp_init_tcb(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	tp->ooo_head = SLUICE_IDX_NONE;
 	tp->acc_head = tp->acc_tail = SLUICE_IDX_NONE;
 	tp->iss = sl_tcp_isn(s, so->laddr, so->lport, so->raddr, so->rport, now_us);
-	tp->snd_una = tp->snd_nxt = tp->snd_max = tp->iss;
+	tp->snd_una = tp->snd_nxt = tp->snd_max = tp->snd_sml = tp->iss;
 	tp->snd_end = tp->iss + 1;
 	tp->recover = tp->iss;		/* RFC 6582 3.2 step 1 */
 	tp->ts_offset = sl_tcp_ts_offset(s, so->laddr, so->lport, so->raddr, so->rport);

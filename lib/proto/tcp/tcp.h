@@ -199,6 +199,10 @@ struct sl_tcp_sock {
 	int32_t linger2_s;
 	/* TCP_WINDOW_CLAMP, bytes; 0 none. */
 	uint32_t window_clamp;
+	/* The end of the last short segment sent: Nagle holds a short one
+	 * back only while that one is unacknowledged (Minshall's variant,
+	 * as Linux's tcp_minshall_check()). */
+	uint32_t snd_sml;
 };
 
 /* When an orphan's FIN-WAIT-2 ends: TCP_LINGER2 seconds, or the default;

@@ -573,7 +573,7 @@ uint32_t sl_tcp_flight(const struct sl_tcp_sock *tp)
 void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	uint32_t idx = tp->sndq_head, last = SLUICE_IDX_NONE, steps = 0, chain_last, clen;
+	uint32_t idx = tp->sndq_head, last = SLUICE_IDX_NONE, steps = 0, chain_last, clen, seglen;
 	bool sent = false, local = sl_ip_is_local(s, so->raddr);
 	unsigned int n;
 
@@ -644,11 +644,14 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 			len = usable;
 			end = b->seq + len;
 		}
-		/* Nagle (RFC 896, RFC 9293 3.7.4): a short last segment waits
-		 * while data is unacknowledged, unless TCP_NODELAY or FIN. */
+		/* Nagle (RFC 896, RFC 9293 3.7.4) with Minshall's variant
+		 * (Linux tcp_nagle_check()): a short last segment waits while
+		 * an earlier short one is unacknowledged, unless TCP_NODELAY
+		 * or FIN.  Full segments in flight do not hold it: the tail of
+		 * a large write goes at once, not after the peer's delayed ACK. */
 		if (!rexmit && len < tp->mss && idx == tp->sndq_tail &&
-		    tp->snd_nxt != tp->snd_una && !(so->flags & SL_SF_NODELAY) &&
-		    !(tp->tflags & SL_TF_FIN_Q))
+		    SEQ_GT(tp->snd_sml, tp->snd_una) && SEQ_LEQ(tp->snd_sml, tp->snd_nxt) &&
+		    !(so->flags & SL_SF_NODELAY) && !(tp->tflags & SL_TF_FIN_Q))
 			break;
 		/* TCP_CORK (tcp(7)): a short last segment waits even with
 		 * nothing in flight and TCP_NODELAY on, until uncorked, a
@@ -663,7 +666,9 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		clen = len;
 		if (!rexmit && local)
 			n = chain_more(s, so, idx, usable, &chain_last, &clen);
+		seglen = len;
 		if (n && !xmit_chain(s, so, idx, n, chain_last, clen, now_us)) {
+			seglen = clen;
 			b = sl_buf(s, chain_last);
 			end = b->seq + b->aux;
 			idx = chain_last;
@@ -682,6 +687,8 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		tp->snd_nxt = end;
 		if (SEQ_GT(end, tp->snd_max))
 			tp->snd_max = end;
+		if (!rexmit && seglen < tp->mss)
+			tp->snd_sml = end;
 		if (!tp->t_rexmt)
 			tp->t_rexmt = now_us + tp->rto_us;
 		sent = true;
