@@ -631,6 +631,12 @@ static long tcp_recv_lent(struct sl_stack *s, struct sl_sock *so, void *buf, siz
 long sluice_sendto(struct sluice_stack *st, int sd, const void *buf, size_t len, int flags,
 		   const struct sockaddr_in *to)
 {
+	return sl_sendto_meta(st, sd, buf, len, flags, to, NULL);
+}
+
+long sl_sendto_meta(struct sluice_stack *st, int sd, const void *buf, size_t len, int flags,
+		    const struct sockaddr_in *to, const struct sl_tx_meta *tx)
+{
 	struct sl_stack *s = S(st);
 	struct sl_sock *so;
 	long ret;
@@ -650,7 +656,7 @@ long sluice_sendto(struct sluice_stack *st, int sd, const void *buf, size_t len,
 			else
 				ret = sl_udp_sendto(s, so, buf, len, flags,
 						    to ? to->sin_addr.s_addr : so->raddr,
-						    to ? to->sin_port : so->rport);
+						    to ? to->sin_port : so->rport, tx);
 		} else if (len >= SL_LEND_MIN) {
 			ret = tcp_send_lent(s, so, buf, len, flags, &locked);
 		} else {
@@ -703,6 +709,12 @@ static bool rx_nothing(const struct sl_stack *s, int sd)
 long sluice_recvfrom(struct sluice_stack *st, int sd, void *buf, size_t len, int flags,
 		     struct sockaddr_in *from)
 {
+	return sl_recvfrom_meta(st, sd, buf, len, flags, from, NULL);
+}
+
+long sl_recvfrom_meta(struct sluice_stack *st, int sd, void *buf, size_t len, int flags,
+		      struct sockaddr_in *from, struct sl_rx_meta *meta)
+{
 	struct sl_stack *s = S(st);
 	struct sl_sock *so;
 	uint32_t saddr = 0;
@@ -723,7 +735,7 @@ long sluice_recvfrom(struct sluice_stack *st, int sd, void *buf, size_t len, int
 		locked = true;
 		nb = (so->flags & SL_SF_NONBLOCK) || (flags & MSG_DONTWAIT);
 		if (so->type == SL_SOCK_UDP) {
-			ret = sl_udp_recvfrom(s, so, buf, len, flags, &saddr, &sport);
+			ret = sl_udp_recvfrom(s, so, buf, len, flags, &saddr, &sport, meta);
 		} else {
 			ret = -EAGAIN;
 			if (len >= SL_LEND_MIN && !(flags & (MSG_PEEK | MSG_OOB | MSG_TRUNC)))
@@ -909,9 +921,28 @@ static int flag_opt(uint16_t *word, uint16_t flag, const void *val, unsigned int
 	return 0;
 }
 
-/* Boolean SOL_SOCKET options kept in sl_sock.opt_flags; 0 if not one. */
-static uint16_t opt_flag_of(int name)
+/* An IPPROTO_IP boolean takes a byte too (Linux do_ip_setsockopt()). */
+static int ip_flag_opt(uint16_t *word, uint16_t flag, int level, const void *val, unsigned int len)
 {
+	if (level == IPPROTO_IP && val && len >= 1 && len < sizeof(int))
+		return flag_opt(word, flag, &(int){ *(const uint8_t *)val }, sizeof(int));
+	return flag_opt(word, flag, val, len);
+}
+
+/* Boolean options kept in sl_sock.opt_flags; 0 if not one. */
+static uint16_t opt_flag_of(int level, int name)
+{
+	if (level == IPPROTO_IP) {
+		switch (name) {
+		case IP_PKTINFO: return SL_SO_PKTINFO;
+		case IP_RECVTOS: return SL_SO_RECVTOS;
+		case IP_RECVTTL: return SL_SO_RECVTTL;
+		case IP_RECVORIGDSTADDR: return SL_SO_ORIGDST;
+		}
+		return 0;
+	}
+	if (level != SOL_SOCKET)
+		return 0;
 	switch (name) {
 	case SO_OOBINLINE: return SL_SO_OOBINLINE;
 	case SO_PASSCRED: return SL_SO_PASSCRED;
@@ -1003,8 +1034,8 @@ int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, cons
 		memcpy(&v, val, sizeof(v));
 	if (opt_refused(level, name)) {
 		ret = -EOPNOTSUPP;
-	} else if (level == SOL_SOCKET && opt_flag_of(name)) {
-		ret = flag_opt(&so->opt_flags, opt_flag_of(name), val, len);
+	} else if (opt_flag_of(level, name)) {
+		ret = ip_flag_opt(&so->opt_flags, opt_flag_of(level, name), level, val, len);
 	} else if (level == SOL_SOCKET && name == SO_REUSEADDR) {
 		ret = flag_opt(&so->flags, SL_SF_REUSEADDR, val, len);
 	} else if (level == SOL_SOCKET && name == SO_BROADCAST) {
@@ -1089,8 +1120,8 @@ static int getsockopt_whole(struct sl_stack *s, struct sl_sock *so, int level, i
 
 	if (opt_refused(level, name)) {
 		ret = -EOPNOTSUPP;
-	} else if (level == SOL_SOCKET && opt_flag_of(name)) {
-		v = !!(so->opt_flags & opt_flag_of(name));
+	} else if (opt_flag_of(level, name)) {
+		v = !!(so->opt_flags & opt_flag_of(level, name));
 		memcpy(val, &v, sizeof(v));
 		*len = sizeof(v);
 	} else if (level == SOL_SOCKET && name == SO_ERROR) {

@@ -24,6 +24,12 @@ int sl_stack_inspect(const char *name, struct sluice_stack **out);
  * its own and on behalf of a process that is gone (the sweep).
  */
 int sl_close_gen(struct sluice_stack *st, int sd, uint32_t gen);
+/* sluice_sendto/sluice_recvfrom with what sendmsg's control messages ask
+ * of a datagram, and what recvmsg's report of one (UDP; NULL: none). */
+long sl_sendto_meta(struct sluice_stack *st, int sd, const void *buf, size_t len, int flags,
+		    const struct sockaddr_in *to, const struct sl_tx_meta *tx);
+long sl_recvfrom_meta(struct sluice_stack *st, int sd, void *buf, size_t len, int flags,
+		      struct sockaddr_in *from, struct sl_rx_meta *meta);
 /*
  * Wait up to timeout_ms (running the stack meanwhile, as sluice_poll())
  * until the readiness journal (sl_region.chg_seq) is no longer at seen:

@@ -74,7 +74,7 @@ static void sigpipe(void)
 
 /* One buffer out; to may be NULL. */
 static ssize_t pl_send(struct pl_sock *ps, const void *buf, size_t len, int flags,
-		       const struct sockaddr_in *to)
+		       const struct sockaddr_in *to, const struct sl_tx_meta *tx)
 {
 	bool nb = ps->nonblock || (flags & MSG_DONTWAIT);
 	int tmo = pl_timeo_ms(&ps->sndtimeo);
@@ -86,9 +86,9 @@ static ssize_t pl_send(struct pl_sock *ps, const void *buf, size_t len, int flag
 	for (;;) {
 		/* With a timeout, the call itself never waits (not even for a
 		 * stopped lock holder): pl_wait() below waits what is left. */
-		ret = sluice_sendto(pl_stack(), (int)ps->sd, (const uint8_t *)buf + done,
-				    len - done, (flags & MSG_DONTWAIT) | (tmo >= 0 ? MSG_DONTWAIT : 0),
-				    to);
+		ret = sl_sendto_meta(pl_stack(), (int)ps->sd, (const uint8_t *)buf + done,
+				     len - done, (flags & MSG_DONTWAIT) | (tmo >= 0 ? MSG_DONTWAIT : 0),
+				     to, tx);
 		if (ret >= 0) {
 			done += (size_t)ret;
 			/* A blocking stream send queues everything. */
@@ -121,7 +121,7 @@ static ssize_t pl_send(struct pl_sock *ps, const void *buf, size_t len, int flag
 
 /* One buffer in; from may be NULL. */
 static ssize_t pl_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
-		       struct sockaddr_in *from)
+		       struct sockaddr_in *from, struct sl_rx_meta *meta)
 {
 	bool nb = ps->nonblock || (flags & MSG_DONTWAIT);
 	bool all = (flags & MSG_WAITALL) && !(flags & MSG_PEEK) && ps->type == SOCK_STREAM;
@@ -136,8 +136,8 @@ static ssize_t pl_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
 	if (nb || tmo >= 0)
 		nflags |= MSG_DONTWAIT;
 	for (;;) {
-		ret = sluice_recvfrom(pl_stack(), (int)ps->sd, (uint8_t *)buf + done, len - done,
-				      nflags, from);
+		ret = sl_recvfrom_meta(pl_stack(), (int)ps->sd, (uint8_t *)buf + done, len - done,
+				       nflags, from, meta);
 		if (ret > 0 && all) {
 			done += (size_t)ret;
 			if (done >= len)
@@ -195,7 +195,7 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 	if (d < 0) {
 		ret = d;
 	} else {
-		ret = pl_send(ps, buf, len, flags, d ? &sin : NULL);
+		ret = pl_send(ps, buf, len, flags, d ? &sin : NULL, NULL);
 	}
 	pl_put(ps);
 	return pl_ret(ret);
@@ -208,7 +208,7 @@ EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 
 	if (!ps)
 		return REAL(send)(fd, buf, len, flags);
-	ret = pl_send(ps, buf, len, flags, NULL);
+	ret = pl_send(ps, buf, len, flags, NULL, NULL);
 	pl_put(ps);
 	return pl_ret(ret);
 }
@@ -220,7 +220,7 @@ EXPORT ssize_t write(int fd, const void *buf, size_t len)
 
 	if (!ps)
 		return REAL(write)(fd, buf, len);
-	ret = pl_send(ps, buf, len, 0, NULL);
+	ret = pl_send(ps, buf, len, 0, NULL, NULL);
 	pl_put(ps);
 	return pl_ret(ret);
 }
@@ -235,7 +235,7 @@ EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockadd
 	if (!ps)
 		return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
 	memset(&sin, 0, sizeof(sin));
-	ret = pl_recv(ps, buf, len, flags, &sin);
+	ret = pl_recv(ps, buf, len, flags, &sin, NULL);
 	if (ret >= 0 && ps->type == SOCK_DGRAM)
 		put_from(&sin, from, fromlen);
 	else if (ret >= 0 && fromlen)
@@ -251,7 +251,7 @@ EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 
 	if (!ps)
 		return REAL(recv)(fd, buf, len, flags);
-	ret = pl_recv(ps, buf, len, flags, NULL);
+	ret = pl_recv(ps, buf, len, flags, NULL, NULL);
 	pl_put(ps);
 	return pl_ret(ret);
 }
@@ -263,7 +263,7 @@ EXPORT ssize_t read(int fd, void *buf, size_t len)
 
 	if (!ps)
 		return REAL(read)(fd, buf, len);
-	ret = pl_recv(ps, buf, len, 0, NULL);
+	ret = pl_recv(ps, buf, len, 0, NULL, NULL);
 	pl_put(ps);
 	return pl_ret(ret);
 }
@@ -279,7 +279,7 @@ static size_t iov_total(const struct iovec *iov, int n)
 
 /* Out from several iovecs: one datagram, or a stream gathered in chunks. */
 static ssize_t pl_sendv(struct pl_sock *ps, const struct iovec *iov, int n, int flags,
-			const struct sockaddr_in *to)
+			const struct sockaddr_in *to, const struct sl_tx_meta *tx)
 {
 	size_t total, off = 0, done = 0;
 	uint8_t *tmp;
@@ -290,7 +290,7 @@ static ssize_t pl_sendv(struct pl_sock *ps, const struct iovec *iov, int n, int 
 		return -EINVAL;
 	total = iov_total(iov, n);
 	if (n == 1 || total == 0)
-		return pl_send(ps, n ? iov[0].iov_base : NULL, n ? iov[0].iov_len : 0, flags, to);
+		return pl_send(ps, n ? iov[0].iov_base : NULL, n ? iov[0].iov_len : 0, flags, to, tx);
 	if (ps->type == SOCK_DGRAM && total > PL_DGRAM_MAX)
 		return -EMSGSIZE;
 	tmp = malloc(total < PL_GATHER_MAX ? total : PL_GATHER_MAX);
@@ -312,7 +312,7 @@ static ssize_t pl_sendv(struct pl_sock *ps, const struct iovec *iov, int n, int 
 				off = 0;
 			}
 		}
-		ret = pl_send(ps, tmp, chunk, flags, to);
+		ret = pl_send(ps, tmp, chunk, flags, to, tx);
 		if (ret < 0)
 			break;
 		done += (size_t)ret;
@@ -326,7 +326,7 @@ static ssize_t pl_sendv(struct pl_sock *ps, const struct iovec *iov, int n, int 
 /* In to several iovecs: the first waits (unless non-blocking), the rest
  * take what is there; a datagram is scattered whole. */
 static ssize_t pl_recvv(struct pl_sock *ps, const struct iovec *iov, int n, int flags,
-			struct sockaddr_in *from, bool *trunc)
+			struct sockaddr_in *from, bool *trunc, struct sl_rx_meta *meta)
 {
 	size_t total, done = 0;
 	ssize_t ret = 0;
@@ -341,7 +341,7 @@ static ssize_t pl_recvv(struct pl_sock *ps, const struct iovec *iov, int n, int 
 
 		if (!tmp)
 			return -ENOMEM;
-		ret = pl_recv(ps, tmp, cap, flags | MSG_TRUNC, from);
+		ret = pl_recv(ps, tmp, cap, flags | MSG_TRUNC, from, meta);
 		if (ret > (ssize_t)cap) {
 			*trunc = true;
 			if (!(flags & MSG_TRUNC))
@@ -364,7 +364,8 @@ static ssize_t pl_recvv(struct pl_sock *ps, const struct iovec *iov, int n, int 
 		if (!iov[i].iov_len)
 			continue;
 		ret = pl_recv(ps, iov[i].iov_base, iov[i].iov_len,
-			      done && !(flags & MSG_WAITALL) ? flags | MSG_DONTWAIT : flags, from);
+			      done && !(flags & MSG_WAITALL) ? flags | MSG_DONTWAIT : flags, from,
+			      NULL);
 		if (ret <= 0)
 			break;
 		done += (size_t)ret;
@@ -381,7 +382,7 @@ EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
 
 	if (!ps)
 		return REAL(writev)(fd, iov, n);
-	ret = pl_sendv(ps, iov, n, 0, NULL);
+	ret = pl_sendv(ps, iov, n, 0, NULL, NULL);
 	pl_put(ps);
 	return pl_ret(ret);
 }
@@ -394,15 +395,81 @@ EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 
 	if (!ps)
 		return REAL(readv)(fd, iov, n);
-	ret = pl_recvv(ps, iov, n, 0, NULL, &trunc);
+	ret = pl_recvv(ps, iov, n, 0, NULL, &trunc, NULL);
 	pl_put(ps);
 	return pl_ret(ret);
+}
+
+/*
+ * sendmsg's control messages (ip(7), socket(7)).  UDP: IP_PKTINFO (the
+ * source address), IP_TTL and IP_TOS for this datagram.  TCP takes the
+ * IP level's without looking, as Linux's tcp_sendmsg() does.  Anything
+ * else is EINVAL, as Linux answers what it does not know: nothing is
+ * dropped unread.
+ */
+static int tx_cmsgs(const struct pl_sock *ps, const struct msghdr *msg, struct sl_tx_meta *tx)
+{
+	struct cmsghdr *c;
+
+	tx->saddr = 0;
+	tx->ttl = tx->tos = -1;
+	if (!msg->msg_control || !msg->msg_controllen)
+		return 0;
+	if (msg->msg_controllen < sizeof(struct cmsghdr))
+		return -EINVAL;
+	for (c = CMSG_FIRSTHDR((struct msghdr *)msg); c; c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
+		size_t dlen = c->cmsg_len >= CMSG_LEN(0) ? c->cmsg_len - CMSG_LEN(0) : 0;
+		int v;
+
+		if (c->cmsg_len < CMSG_LEN(0) ||
+		    c->cmsg_len > msg->msg_controllen - ((uint8_t *)c - (uint8_t *)msg->msg_control))
+			return -EINVAL;
+		if (c->cmsg_level != IPPROTO_IP)
+			return -EINVAL;
+		if (ps->type == SOCK_STREAM)
+			continue;
+		switch (c->cmsg_type) {
+		case IP_PKTINFO: {
+			struct in_pktinfo pi;
+
+			if (dlen != sizeof(pi))
+				return -EINVAL;
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			tx->saddr = pi.ipi_spec_dst.s_addr;
+			break;
+		}
+		case IP_TTL:
+			if (dlen != sizeof(int))
+				return -EINVAL;
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			if (v < 1 || v > 255)
+				return -EINVAL;
+			tx->ttl = v;
+			break;
+		case IP_TOS:
+			/* Linux: an int, or a byte. */
+			if (dlen == sizeof(int))
+				memcpy(&v, CMSG_DATA(c), sizeof(v));
+			else if (dlen == 1)
+				v = *CMSG_DATA(c);
+			else
+				return -EINVAL;
+			if (v < 0 || v > 255)
+				return -EINVAL;
+			tx->tos = v;
+			break;
+		default:
+			return -EINVAL;
+		}
+	}
+	return 0;
 }
 
 EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	struct pl_sock *ps = pl_get(fd);
 	struct sockaddr_in sin;
+	struct sl_tx_meta tx;
 	ssize_t ret;
 	int d;
 
@@ -417,8 +484,10 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 			pl_put(ps);
 			return ret ? pl_ret(ret) : REAL(sendmsg)(fd, msg, flags);
 		}
-		ret = d < 0 ? d : pl_sendv(ps, msg->msg_iov, (int)msg->msg_iovlen, flags,
-					   d ? &sin : NULL);
+		ret = d < 0 ? d : tx_cmsgs(ps, msg, &tx);
+		if (!ret)
+			ret = pl_sendv(ps, msg->msg_iov, (int)msg->msg_iovlen, flags,
+				       d ? &sin : NULL, &tx);
 	}
 	pl_put(ps);
 	return pl_ret(ret);
@@ -443,6 +512,66 @@ static void adopt_rights(struct msghdr *msg)
 	}
 }
 
+/* One control message into msg, as Linux's put_cmsg(): cut to the room
+ * left, with MSG_CTRUNC, if it does not fit; *used grows. */
+static void put_cmsg(struct msghdr *msg, size_t *used, int level, int type, const void *data,
+		     size_t len)
+{
+	struct cmsghdr c = { .cmsg_len = CMSG_LEN(len), .cmsg_level = level, .cmsg_type = type };
+	size_t room = msg->msg_controllen > *used ? msg->msg_controllen - *used : 0;
+	size_t want = CMSG_LEN(len), n;
+	uint8_t *at = (uint8_t *)msg->msg_control + *used;
+
+	if (room < sizeof(c)) {
+		msg->msg_flags |= MSG_CTRUNC;
+		return;
+	}
+	if (room < want) {
+		msg->msg_flags |= MSG_CTRUNC;
+		want = room;
+	}
+	memcpy(at, &c, sizeof(c));
+	n = want - CMSG_LEN(0);
+	memcpy(at + CMSG_LEN(0), data, n < len ? n : len);
+	*used += CMSG_SPACE(len) < room ? CMSG_SPACE(len) : room;
+}
+
+/* What a UDP socket asked to be told of each datagram (ip(7)), in the
+ * order Linux's ip_cmsg_recv_offset() gives them. */
+static void rx_cmsgs(struct pl_sock *ps, struct msghdr *msg, const struct sl_rx_meta *m)
+{
+	uint16_t want = SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->opt_flags);
+	size_t used = 0;
+
+	if (ps->type == SOCK_DGRAM && msg->msg_control) {
+		if (want & SL_SO_PKTINFO) {
+			struct in_pktinfo pi = {
+				.ipi_ifindex = (int)m->ifindex,
+				.ipi_spec_dst.s_addr = m->daddr,
+				.ipi_addr.s_addr = m->daddr,
+			};
+
+			put_cmsg(msg, &used, IPPROTO_IP, IP_PKTINFO, &pi, sizeof(pi));
+		}
+		if (want & SL_SO_RECVTTL) {
+			int ttl = m->ttl;
+
+			put_cmsg(msg, &used, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl));
+		}
+		if (want & SL_SO_RECVTOS)
+			put_cmsg(msg, &used, IPPROTO_IP, IP_TOS, &m->tos, 1);
+		if (want & SL_SO_ORIGDST) {
+			struct sockaddr_in o = {
+				.sin_family = AF_INET, .sin_port = m->dport,
+				.sin_addr.s_addr = m->daddr,
+			};
+
+			put_cmsg(msg, &used, IPPROTO_IP, IP_ORIGDSTADDR, &o, sizeof(o));
+		}
+	}
+	msg->msg_controllen = used;
+}
+
 EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	struct pl_sock *ps = pl_get(fd);
@@ -460,14 +589,16 @@ EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 		ret = -EFAULT;
 	} else {
 		memset(&sin, 0, sizeof(sin));
-		ret = pl_recvv(ps, msg->msg_iov, (int)msg->msg_iovlen, flags, &sin, &trunc);
+		struct sl_rx_meta m = { 0 };
+
+		ret = pl_recvv(ps, msg->msg_iov, (int)msg->msg_iovlen, flags, &sin, &trunc, &m);
 		if (ret >= 0) {
 			if (ps->type == SOCK_DGRAM && msg->msg_name)
 				put_from(&sin, msg->msg_name, &msg->msg_namelen);
 			else
 				msg->msg_namelen = 0;
-			msg->msg_controllen = 0;
 			msg->msg_flags = trunc ? MSG_TRUNC : 0;
+			rx_cmsgs(ps, msg, &m);
 		}
 	}
 	pl_put(ps);

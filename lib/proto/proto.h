@@ -40,6 +40,10 @@
 #define SL_SO_NO_CHECK		0x0004	/* SO_NO_CHECK: UDP sent without a checksum */
 #define SL_SO_DEBUG		0x0008	/* SO_DEBUG (Linux: a flag only) */
 #define SL_SO_DONTROUTE		0x0010	/* SO_DONTROUTE (one link: nothing to route) */
+#define SL_SO_PKTINFO		0x0020	/* IP_PKTINFO: recvmsg tells the destination */
+#define SL_SO_RECVTOS		0x0040	/* IP_RECVTOS */
+#define SL_SO_RECVTTL		0x0080	/* IP_RECVTTL */
+#define SL_SO_ORIGDST		0x0100	/* IP_RECVORIGDSTADDR */
 
 /* The smallest SO_RCVBUF / SO_SNDBUF (Linux SOCK_MIN_RCVBUF/SNDBUF here). */
 #define SL_SO_RCVBUF_MIN	2304
@@ -266,11 +270,28 @@ static inline unsigned int sl_tcp_ws(struct sl_stack *s, uint8_t ws)
 
 /* TCP entry points: tcp.h. */
 
+/* What a datagram's headers said, for recvmsg's control messages
+ * (IP_PKTINFO, IP_RECVTOS, IP_RECVTTL, IP_RECVORIGDSTADDR). */
+struct sl_rx_meta {
+	uint32_t daddr;			/* the header's destination, network order */
+	uint16_t dport;			/* network order */
+	uint8_t ttl, tos;
+	uint32_t ifindex;		/* where it came in: 1 (lo) for 127/8 */
+};
+
+/* What sendmsg's control messages ask of one datagram (ip(7)):
+ * IP_PKTINFO's source address, IP_TTL, IP_TOS; 0 / -1 for "as set". */
+struct sl_tx_meta {
+	uint32_t saddr;			/* network order; 0: the socket's */
+	int ttl;			/* 1-255, or -1 */
+	int tos;			/* 0-255, or -1 */
+};
+
 /* UDP (udp.c) */
 ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,
-		      int flags, uint32_t daddr, uint16_t dport);
+		      int flags, uint32_t daddr, uint16_t dport, const struct sl_tx_meta *tx);
 ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_t len,
-			int flags, uint32_t *saddr, uint16_t *sport);
+			int flags, uint32_t *saddr, uint16_t *sport, struct sl_rx_meta *meta);
 uint32_t sl_udp_poll(struct sl_stack *s, struct sl_sock *so);
 /* IP_ADD_MEMBERSHIP / IP_DROP_MEMBERSHIP (udp.c); 0 or -errno. */
 int sl_udp_mc_join(struct sl_stack *s, struct sl_sock *so, uint32_t group, uint32_t ifaddr);

@@ -386,7 +386,7 @@ int sl_udp_mc_getopt(struct sl_stack *s, const struct sl_sock *so, int name, voi
 }
 
 ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,
-		      int flags, uint32_t daddr, uint16_t dport)
+		      int flags, uint32_t daddr, uint16_t dport, const struct sl_tx_meta *tx)
 {
 	struct sl_udp *uh;
 	uint32_t idx, saddr;
@@ -410,6 +410,12 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 	saddr = so->laddr && so->laddr != INADDR_BROADCAST ? so->laddr : s->lib->ip_addr;
 	if ((ntohl(daddr) >> 24) == 127 && !so->laddr)
 		saddr = htonl(0x7f000001);
+	/* IP_PKTINFO's ipi_spec_dst: a source of the stack's own (ip(7)). */
+	if (tx && tx->saddr) {
+		if (!sl_ip_is_local(s, tx->saddr))
+			return -EINVAL;
+		saddr = tx->saddr;
+	}
 	idx = sl_buf_alloc(s);
 	if (idx == SLUICE_IDX_NONE)
 		return -ENOBUFS;
@@ -429,6 +435,17 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 	}
 	sl_ip_build(s, idx, IPPROTO_UDP_, saddr, daddr, sizeof(*uh) + len);
 	sl_ip_sock_hdr(s, idx, so);
+	if (tx && (tx->ttl >= 0 || tx->tos >= 0)) {
+		/* IP_TTL / IP_TOS control messages: this datagram only. */
+		struct sl_ip *ip = (struct sl_ip *)sl_buf_data(s, idx);
+
+		if (tx->ttl >= 0)
+			ip->ttl = (uint8_t)tx->ttl;
+		if (tx->tos >= 0)
+			ip->tos = (uint8_t)tx->tos;
+		ip->csum = 0;
+		ip->csum = sl_ip_csum(ip);
+	}
 	sl_count(s, SL_C_udp_tx);
 	so->tx_pkts++;
 	so->tx_bytes += len;
@@ -439,7 +456,7 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 }
 
 ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_t len,
-			int flags, uint32_t *saddr, uint16_t *sport)
+			int flags, uint32_t *saddr, uint16_t *sport, struct sl_rx_meta *meta)
 {
 	uint32_t idx = so->rxq_head;
 	struct sluice_buf *b;
@@ -471,6 +488,15 @@ ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_
 		*saddr = ip->saddr;
 	if (sport)
 		*sport = uh->sport;
+	if (meta) {
+		meta->daddr = ip->daddr;
+		meta->dport = uh->dport;
+		meta->ttl = ip->ttl;
+		meta->tos = ip->tos;
+		/* The stack's own traffic went over "lo" as the kernel sees it;
+		 * the rest came in on the stack's device. */
+		meta->ifindex = (b->flags & SL_BUF_LOCAL) ? 1 : s->ifindex;
+	}
 	if (!(flags & MSG_PEEK)) {
 		so->rxq_head = b->next_idx;
 		if (so->rxq_head == SLUICE_IDX_NONE)

@@ -1400,6 +1400,134 @@ static void check_tcp_options(void)
 	close(l);
 }
 
+/*
+ * UDP control messages (ip(7)): IP_PKTINFO, IP_RECVTTL, IP_RECVTOS and
+ * IP_RECVORIGDSTADDR on recvmsg; IP_PKTINFO (the source), IP_TTL and
+ * IP_TOS on sendmsg; MSG_CTRUNC when the room runs out.
+ */
+static void check_udp_cmsgs(void)
+{
+	static const int opts[] = { IP_PKTINFO, IP_RECVTTL, IP_RECVTOS, IP_RECVORIGDSTADDR };
+	static const char *const names[] = { "pktinfo", "recvttl", "recvtos", "recvorigdstaddr" };
+	int a = socket(AF_INET, SOCK_DGRAM, 0), b = socket(AF_INET, SOCK_DGRAM, 0), v;
+	struct sockaddr_in ba = lo(0), from;
+	socklen_t l = sizeof(ba);
+	union { char buf[256]; struct cmsghdr align; } ctl;
+	char data[16];
+	struct iovec iov = { data, sizeof(data) };
+	struct msghdr m;
+	struct cmsghdr *c;
+	struct in_pktinfo pi;
+	long r;
+
+	bind(b, (struct sockaddr *)&ba, sizeof(ba));
+	getsockname(b, (struct sockaddr *)&ba, &l);
+	for (int i = 0; i < 4; i++) {
+		const char *d = iopt(b, IPPROTO_IP, opts[i]);
+		const char *sr = setint(b, IPPROTO_IP, opts[i], 1);
+
+		printf("udp_%s: default %s set %s now %s\n", names[i], d, sr,
+		       iopt(b, IPPROTO_IP, opts[i]));
+	}
+	/* Sent with a source of 127.0.0.2, TTL 33 and TOS 0x10 by cmsg. */
+	memset(&m, 0, sizeof(m));
+	memset(&ctl, 0, sizeof(ctl));
+	m.msg_name = &ba;
+	m.msg_namelen = sizeof(ba);
+	iov.iov_len = 5;
+	memcpy(data, "cmsgs", 5);
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = ctl.buf;
+	m.msg_controllen = CMSG_SPACE(sizeof(pi)) + CMSG_SPACE(sizeof(int)) * 2;
+	c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = IPPROTO_IP;
+	c->cmsg_type = IP_PKTINFO;
+	c->cmsg_len = CMSG_LEN(sizeof(pi));
+	memset(&pi, 0, sizeof(pi));
+	pi.ipi_spec_dst.s_addr = htonl(0x7f000002);
+	memcpy(CMSG_DATA(c), &pi, sizeof(pi));
+	c = CMSG_NXTHDR(&m, c);
+	c->cmsg_level = IPPROTO_IP;
+	c->cmsg_type = IP_TTL;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	v = 33;
+	memcpy(CMSG_DATA(c), &v, sizeof(v));
+	c = CMSG_NXTHDR(&m, c);
+	c->cmsg_level = IPPROTO_IP;
+	c->cmsg_type = IP_TOS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	v = 0x10;
+	memcpy(CMSG_DATA(c), &v, sizeof(v));
+	printf("udp_sendmsg_cmsgs: %s\n", rv(sendmsg(a, &m, 0)));
+	poll1(b, POLLIN, 1000);
+
+	memset(&m, 0, sizeof(m));
+	memset(&ctl, 0, sizeof(ctl));
+	iov.iov_len = sizeof(data);
+	m.msg_name = &from;
+	m.msg_namelen = sizeof(from);
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = ctl.buf;
+	m.msg_controllen = sizeof(ctl.buf);
+	r = recvmsg(b, &m, 0);
+	printf("udp_recvmsg_cmsgs: %s from_127_0_0_2 %d flags %x\n", rv(r),
+	       from.sin_addr.s_addr == htonl(0x7f000002), (unsigned int)m.msg_flags);
+	for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+		if (c->cmsg_type == IP_PKTINFO) {
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			printf("cmsg IP_PKTINFO len %zu ifindex_lo %d spec_dst %08x addr %08x\n",
+			       (size_t)c->cmsg_len, pi.ipi_ifindex == 1,
+			       ntohl(pi.ipi_spec_dst.s_addr), ntohl(pi.ipi_addr.s_addr));
+		} else if (c->cmsg_type == IP_TTL) {
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			printf("cmsg IP_TTL len %zu %d\n", (size_t)c->cmsg_len, v);
+		} else if (c->cmsg_type == IP_TOS) {
+			printf("cmsg IP_TOS len %zu 0x%x\n", (size_t)c->cmsg_len, *CMSG_DATA(c));
+		} else if (c->cmsg_type == IP_ORIGDSTADDR) {
+			struct sockaddr_in o;
+
+			memcpy(&o, CMSG_DATA(c), sizeof(o));
+			printf("cmsg IP_ORIGDSTADDR len %zu family %d port_ok %d addr %08x\n",
+			       (size_t)c->cmsg_len, o.sin_family, o.sin_port == ba.sin_port,
+			       ntohl(o.sin_addr.s_addr));
+		} else {
+			printf("cmsg level %d type %d\n", c->cmsg_level, c->cmsg_type);
+		}
+	}
+	/* Room for one: cut, MSG_CTRUNC. */
+	sendto(a, "x", 1, 0, (struct sockaddr *)&ba, sizeof(ba));
+	poll1(b, POLLIN, 1000);
+	memset(&m, 0, sizeof(m));
+	iov.iov_len = sizeof(data);
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = ctl.buf;
+	m.msg_controllen = CMSG_SPACE(sizeof(pi));
+	r = recvmsg(b, &m, 0);
+	printf("udp_recvmsg_ctrunc: %s ctrunc %d controllen %zu\n", rv(r),
+	       !!(m.msg_flags & MSG_CTRUNC), (size_t)m.msg_controllen);
+	/* An IP_TTL out of range in a control message. */
+	memset(&m, 0, sizeof(m));
+	m.msg_name = &ba;
+	m.msg_namelen = sizeof(ba);
+	iov.iov_len = 1;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = ctl.buf;
+	m.msg_controllen = CMSG_SPACE(sizeof(int));
+	c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = IPPROTO_IP;
+	c->cmsg_type = IP_TTL;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	v = 0;
+	memcpy(CMSG_DATA(c), &v, sizeof(v));
+	printf("udp_sendmsg_ttl_0: %s\n", rv(sendmsg(a, &m, 0)));
+	close(a);
+	close(b);
+}
+
 /* close_range(2) closes Sluice sockets too: the peer sees the end. */
 static void check_close_range(void)
 {
@@ -1552,6 +1680,7 @@ int main(void)
 	check_close_range();
 	check_file_calls();
 	check_tcp_options();
+	check_udp_cmsgs();
 	check_signals();
 	printf("# done\n");
 	return 0;

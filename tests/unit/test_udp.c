@@ -232,7 +232,7 @@ static void test_loopback_budget(void)
 	sl_lock(s);
 	sl_sock(s, rx)->rcvbuf = (uint32_t)big;
 	for (int i = 0; i < SL_LO_BUDGET + 1000; i++)
-		sl_udp_sendto(s, sl_sock(s, tx), "x", 1, 0, a.sin_addr.s_addr, a.sin_port);
+		sl_udp_sendto(s, sl_sock(s, tx), "x", 1, 0, a.sin_addr.s_addr, a.sin_port, NULL);
 	sl_unlock(s);
 	tap_eq(sl_sock(s, rx)->rxq_count, SL_LO_BUDGET, "one unlock delivered the budget");
 	tap_eq(fx_counter(s, "loopback_left"), 1, "and left the rest, counted");
