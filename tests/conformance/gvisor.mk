@@ -23,7 +23,7 @@ GV_CXX ?= g++
 GV_CXXFLAGS ?= -O1 -g0
 GV_ABSL := absl_flags_parse absl_strings absl_str_format absl_time absl_synchronization \
 	absl_status absl_statusor
-GV_ALL_CXXFLAGS = -std=c++17 -pthread -w -I$(GVISOR) $(GV_CXXFLAGS) \
+GV_ALL_CXXFLAGS = -std=c++17 -pthread -w -Itests/conformance/compat -I$(GVISOR) $(GV_CXXFLAGS) \
 	$(shell pkg-config --cflags gmock gtest $(GV_ABSL))
 GV_LIBS = $(shell pkg-config --libs gmock gtest $(GV_ABSL)) -pthread
 

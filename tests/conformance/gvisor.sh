@@ -152,15 +152,14 @@ missing=()
 for b in $all_bins; do
 	wanted_bin "$b" || continue
 	bin=$bindir/$b
+	list=''
+	[ -z "$subset" ] || list=$(grep -v '^#' "$subset" | awk -v b="$b" '$1 == b { print $2 }')
+	[ -z "$subset" ] || [ -n "$list" ] || continue
 	if [ ! -x "$bin" ]; then
 		missing+=("$b")
 		continue
 	fi
-	if [ -n "$subset" ]; then
-		list=$(grep -v '^#' "$subset" | awk -v b="$b" '$1 == b { print $2 }')
-	else
-		list=$(cases "$bin")
-	fi
+	[ -n "$subset" ] || list=$(cases "$bin")
 	[ -n "$list" ] || continue
 	first=$((n + 1))
 	tb=$SECONDS
