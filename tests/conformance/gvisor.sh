@@ -53,12 +53,14 @@ bindir=$(cd "$bindir" && pwd) || exit 2
 : "${outdir:=$bindir/out}"
 sluice=$top/build/tools/sluice
 [ -x "$sluice" ] || { echo "no $sluice: make lib tools" >&2; exit 2; }
-command -v unshare >/dev/null && command -v ip >/dev/null ||
-	{ echo "needs unshare and ip" >&2; exit 2; }
+if ! command -v unshare >/dev/null || ! command -v ip >/dev/null; then
+	echo "needs unshare and ip" >&2
+	exit 2
+fi
 
 # The binaries, in the order of tests/conformance/gvisor.mk.
 all_bins=$(sed -n '/^GV_BINS :=/,/^$/p' "$top/tests/conformance/gvisor.mk" |
-	tr ' \\\t' '\n\n\n' | grep '_test$')
+	tr -s ' \\\t' '\n' | grep '_test$')
 
 tmp=$(mktemp -d /tmp/sluice-gvisor.XXXXXX)
 stack_pfx=gv-$$

@@ -49,9 +49,8 @@ while read -r b c k s; do
 		skip "$b $c" "the kernel does not pass it either ($k)"
 	else
 		fail "$b $c: kernel pass, sluice $s"
-		for f in "$tmp/out/$b/${c//\//_}.txt"; do
-			[ -f "$f" ] && tail -n 30 "$f" | sed 's/^/#   /'
-		done
+		f=$tmp/out/$b/${c//\//_}.txt
+		[ ! -f "$f" ] || tail -n 30 "$f" | sed 's/^/#   /'
 	fi
 done <"$tmp/results.txt"
 done_testing
