@@ -14,6 +14,7 @@
 #   make fuzz-long    each fuzz target for FUZZ_LONG_SECONDS (default 600)
 #   make soak         forking server soak, SOAK_SECONDS (default 120)
 #   make soak-kill    pre-forking server under sluice run: 1000 worker kills
+#   make conformance  gVisor's socket syscall tests on the kernel and under sluice run (GVISOR=)
 #   make install      PREFIX (default /usr/local), DESTDIR; make uninstall
 
 VERSION := 0.1.0
@@ -271,3 +272,7 @@ clean: module-clean
 	rm -rf $(B)
 
 -include $(shell find $(B) -name '*.d' -type f 2>/dev/null)
+
+# gVisor's socket syscall tests, Sluice beside the kernel (make conformance
+# GVISOR=/path/to/gvisor): tests/conformance/README.md.
+include tests/conformance/gvisor.mk
