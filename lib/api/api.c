@@ -1088,12 +1088,12 @@ int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, cons
 		else
 			so->ip_ttl = (uint8_t)v;
 	} else if (level == IPPROTO_IP && name == IP_TOS) {
-		/* Linux (do_ip_setsockopt()): a byte, or an int; on a stream
-		 * the two ECN bits stay TCP's (and TCP sets none). */
-		if (!val || !len)
-			ret = -EINVAL;
+		/* Linux (do_ip_setsockopt()): a byte, or an int (no bytes: 0);
+		 * on a stream the two ECN bits stay TCP's (and TCP sets none). */
+		if (!val && len)
+			ret = -EFAULT;
 		else {
-			uint8_t tos = len >= sizeof(int) ? (uint8_t)v : *(const uint8_t *)val;
+			uint8_t tos = len >= sizeof(int) ? (uint8_t)v : len ? *(const uint8_t *)val : 0;
 
 			so->ip_tos = so->type == SL_SOCK_TCP ? (uint8_t)(tos & ~3) : tos;
 		}
@@ -1191,6 +1191,18 @@ int sluice_getsockopt(struct sluice_stack *st, int sd, int level, int name, void
 	sl_unlock(s);
 	if (ret)
 		return ret;
+	if (level == IPPROTO_IP && n == sizeof(int) && *len && *len < sizeof(int)) {
+		int v;
+
+		/* Linux do_ip_getsockopt(): an int from 0 to 255 asked for
+		 * in fewer bytes comes as one byte. */
+		memcpy(&v, whole, sizeof(v));
+		if (v >= 0 && v <= 255) {
+			*(uint8_t *)val = (uint8_t)v;
+			*len = 1;
+			return 0;
+		}
+	}
 	if (n > *len)
 		n = *len;
 	memcpy(val, whole, n);

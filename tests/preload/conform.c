@@ -65,6 +65,7 @@ static const char *en(int e)
 	case ENOTTY: return "ENOTTY";
 	case ESPIPE: return "ESPIPE";
 	case ENOENT: return "ENOENT";
+	case EFAULT: return "EFAULT";
 	}
 	snprintf(buf, sizeof(buf), "errno%d", e);
 	return buf;
@@ -1524,6 +1525,26 @@ static void check_udp_cmsgs(void)
 	v = 0;
 	memcpy(CMSG_DATA(c), &v, sizeof(v));
 	printf("udp_sendmsg_ttl_0: %s\n", rv(sendmsg(a, &m, 0)));
+	/* IP_TOS's sizes (Linux do_ip_setsockopt()/do_ip_getsockopt()):
+	 * no bytes set 0, fewer than an int come back as one byte, NULL is
+	 * EFAULT. */
+	v = 0xc0;
+	r = setsockopt(a, IPPROTO_IP, IP_TOS, &v, 0);
+	printf("ip_tos_set_len0: %s %s\n", rv(r), iopt(a, IPPROTO_IP, IP_TOS));
+	for (socklen_t n = 1; n < sizeof(int); n++) {
+		unsigned int got = 0xffffffffu;
+		socklen_t gl = n;
+
+		const char *sr = rv(setsockopt(a, IPPROTO_IP, IP_TOS, &v, n));
+		const char *gr = rv(getsockopt(a, IPPROTO_IP, IP_TOS, &got, &gl));
+
+		printf("ip_tos_len%u: set %s get %s len %u byte 0x%x\n", (unsigned int)n, sr, gr,
+		       (unsigned int)gl, got & 0xff);
+	}
+	printf("ip_tos_set_null: %s\n", rv(setsockopt(a, IPPROTO_IP, IP_TOS, NULL, sizeof(int))));
+	l = 0;
+	printf("ip_tos_get_len0: %s len %u\n", rv(getsockopt(a, IPPROTO_IP, IP_TOS, &v, &l)),
+	       (unsigned int)l);
 	close(a);
 	close(b);
 }
