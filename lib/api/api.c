@@ -9,11 +9,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <linux/futex.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -738,9 +740,11 @@ long sl_recvfrom_meta(struct sluice_stack *st, int sd, void *buf, size_t len, in
 			ret = sl_udp_recvfrom(s, so, buf, len, flags, &saddr, &sport, meta);
 		} else {
 			ret = -EAGAIN;
-			if (len >= SL_LEND_MIN && !(flags & (MSG_PEEK | MSG_OOB | MSG_TRUNC)))
+			if (!nb && sl_tcp_lowat_wait(so, len))
+				;	/* SO_RCVLOWAT: wait for the mark */
+			else if (len >= SL_LEND_MIN && !(flags & (MSG_PEEK | MSG_OOB | MSG_TRUNC)))
 				ret = tcp_recv_lent(s, so, buf, len, &locked);
-			if (ret == -EAGAIN)
+			if (ret == -EAGAIN && (nb || !sl_tcp_lowat_wait(so, len)))
 				ret = sl_tcp_recv(s, so, buf, len, flags, sl_now(s));
 			saddr = so->raddr;
 			sport = so->rport;
@@ -995,8 +999,9 @@ static int mc_opt(struct sl_stack *s, struct sl_sock *so, int name, const void *
 	       sl_udp_mc_drop(s, so, mr.imr_multiaddr.s_addr, mr.imr_address.s_addr);
 }
 
-/* net.core.rmem_max and wmem_max, read once (Linux's defaults if not). */
-static uint32_t rmem_max = 212992, wmem_max = 212992;
+/* net.core.rmem_max and wmem_max, and net.ipv4.tcp_rmem's largest, read
+ * once (Linux's defaults if not). */
+static uint32_t rmem_max = 212992, wmem_max = 212992, tcp_rmem_max = 6291456;
 static pthread_once_t mem_max_once = PTHREAD_ONCE_INIT;
 
 static uint32_t sysctl_u32(const char *path, uint32_t dflt)
@@ -1017,8 +1022,25 @@ static uint32_t sysctl_u32(const char *path, uint32_t dflt)
 
 static void mem_max_read(void)
 {
+	char buf[64];
+	ssize_t n;
+	int fd;
+
 	rmem_max = sysctl_u32("/proc/sys/net/core/rmem_max", rmem_max);
 	wmem_max = sysctl_u32("/proc/sys/net/core/wmem_max", wmem_max);
+	/* "min default max" */
+	fd = open("/proc/sys/net/ipv4/tcp_rmem", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = sl_sys_read(fd, buf, sizeof(buf) - 1);
+	sl_sys_close(fd);
+	if (n > 0) {
+		unsigned long a, b, c;
+
+		buf[n] = '\0';
+		if (sscanf(buf, "%lu %lu %lu", &a, &b, &c) == 3 && c && c <= UINT32_MAX)
+			tcp_rmem_max = (uint32_t)c;
+	}
 }
 
 int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, const void *val,
@@ -1054,6 +1076,36 @@ int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, cons
 			/* Linux caps the time at MAX_SCHEDULE_TIMEOUT / HZ. */
 			so->linger_s = lg.l_linger < 0 ? 0 : (uint32_t)lg.l_linger;
 		}
+	} else if (level == SOL_SOCKET && name == SO_RCVLOWAT) {
+		/* Linux: negative is INT_MAX, 0 is 1; TCP caps it at half the
+		 * receive buffer a user set, else half tcp_rmem's largest
+		 * (tcp_set_rcvlowat()). */
+		uint32_t u = v < 0 ? INT_MAX : (uint32_t)v, cap;
+
+		pthread_once(&mem_max_once, mem_max_read);
+		cap = (so->opt_flags & SL_SO_RCVBUF_SET) ? so->rcvbuf / 2 : tcp_rmem_max / 2;
+		if (so->type == SL_SOCK_TCP && u > cap)
+			u = cap;
+		if (!val || len < sizeof(int))
+			ret = -EINVAL;
+		else
+			so->rcvlowat = u ? u : 1;
+	} else if (level == SOL_SOCKET && (name == SO_RCVBUFFORCE || name == SO_SNDBUFFORCE)) {
+		/* Linux: CAP_NET_ADMIN passes the cap; still at most INT_MAX/2
+		 * (negative is 0), doubled, with the floor. */
+		int64_t u = v < 0 ? 0 : v > INT_MAX / 2 ? INT_MAX / 2 : v;
+
+		u *= 2;
+		if (!val || len < sizeof(int))
+			ret = -EINVAL;
+		else if (!sl_sys_capable(CAP_NET_ADMIN))
+			ret = -EPERM;
+		else if (name == SO_RCVBUFFORCE)
+			so->rcvbuf = u < SL_SO_RCVBUF_MIN ? SL_SO_RCVBUF_MIN : (uint32_t)u;
+		if (!ret && name == SO_RCVBUFFORCE)
+			so->opt_flags |= SL_SO_RCVBUF_SET;
+		else
+			so->sndbuf = u < SL_SO_SNDBUF_MIN ? SL_SO_SNDBUF_MIN : (uint32_t)u;
 	} else if (level == SOL_SOCKET && (name == SO_RCVBUF || name == SO_SNDBUF)) {
 		/*
 		 * As Linux (sk_setsockopt()): the value, taken as unsigned, is
@@ -1074,6 +1126,8 @@ int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, cons
 			so->rcvbuf = u < SL_SO_RCVBUF_MIN ? SL_SO_RCVBUF_MIN : u;
 		else
 			so->sndbuf = u < SL_SO_SNDBUF_MIN ? SL_SO_SNDBUF_MIN : u;
+		if (!ret && name == SO_RCVBUF)
+			so->opt_flags |= SL_SO_RCVBUF_SET;	/* Linux SOCK_RCVBUF_LOCK */
 	} else if (level == IPPROTO_IP && name == IP_TTL) {
 		/* ip(7): 1 to 255, or -1 for the default (64); an int, or
 		 * a byte (do_ip_setsockopt()). */
@@ -1122,6 +1176,10 @@ static int getsockopt_whole(struct sl_stack *s, struct sl_sock *so, int level, i
 		ret = -EOPNOTSUPP;
 	} else if (opt_flag_of(level, name)) {
 		v = !!(so->opt_flags & opt_flag_of(level, name));
+		memcpy(val, &v, sizeof(v));
+		*len = sizeof(v);
+	} else if (level == SOL_SOCKET && name == SO_RCVLOWAT) {
+		v = so->rcvlowat ? (int)so->rcvlowat : 1;
 		memcpy(val, &v, sizeof(v));
 		*len = sizeof(v);
 	} else if (level == SOL_SOCKET && name == SO_ERROR) {

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -26,6 +27,16 @@ ssize_t sl_sys_write(int fd, const void *buf, size_t len)
 int sl_sys_close(int fd)
 {
 	return (int)syscall(SYS_close, fd);
+}
+
+bool sl_sys_capable(int cap)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+	if (cap < 0 || cap >= 32 * _LINUX_CAPABILITY_U32S_3 || syscall(SYS_capget, &h, d))
+		return false;
+	return d[cap / 32].effective & (1u << (cap % 32));
 }
 
 int sl_sys_fstat(int fd, struct stat *st)

@@ -22,6 +22,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -32,6 +33,8 @@ ssize_t sl_sys_read(int fd, void *buf, size_t len);
 ssize_t sl_sys_write(int fd, const void *buf, size_t len);
 int sl_sys_close(int fd);
 int sl_sys_fstat(int fd, struct stat *st);
+/* Does this thread hold capability cap (linux/capability.h) effective? */
+bool sl_sys_capable(int cap);
 /* dup2(2): newfd is closed first if open; old == new checks old. */
 int sl_sys_dup2(int oldfd, int newfd);
 /* fcntl(2) for the commands that take an int or nothing (F_GETFL,

@@ -136,8 +136,15 @@ static ssize_t pl_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
 	if (nb || tmo >= 0)
 		nflags |= MSG_DONTWAIT;
 	for (;;) {
-		ret = sl_recvfrom_meta(pl_stack(), (int)ps->sd, (uint8_t *)buf + done, len - done,
-				       nflags, from, meta);
+		/* SO_RCVLOWAT on a blocking socket with a timeout: the call
+		 * below may not wait, so wait here until the mark is met or
+		 * the time is up (then what is there, as Linux). */
+		if (!nb && tmo >= 0 && ps->type == SOCK_STREAM && timeo_left(tmo, t0) &&
+		    sl_tcp_lowat_wait(sl_sock(pl_sl(), ps->sd), len - done))
+			ret = -EAGAIN;
+		else
+			ret = sl_recvfrom_meta(pl_stack(), (int)ps->sd, (uint8_t *)buf + done,
+					       len - done, nflags, from, meta);
 		if (ret > 0 && all) {
 			done += (size_t)ret;
 			if (done >= len)
@@ -151,6 +158,8 @@ static ssize_t pl_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
 		if (!timeo_left(tmo, t0))
 			return done ? (ssize_t)done : -EAGAIN;
 		ret = pl_wait(ps, POLLIN, timeo_left(tmo, t0));
+		if (ret == -EAGAIN && SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->rcvlowat) > 1)
+			continue;	/* timed out under SO_RCVLOWAT: read what is there */
 		if (ret)
 			return done ? (ssize_t)done : ret;
 	}

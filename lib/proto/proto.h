@@ -44,6 +44,7 @@
 #define SL_SO_RECVTOS		0x0040	/* IP_RECVTOS */
 #define SL_SO_RECVTTL		0x0080	/* IP_RECVTTL */
 #define SL_SO_ORIGDST		0x0100	/* IP_RECVORIGDSTADDR */
+#define SL_SO_RCVBUF_SET	0x0200	/* SO_RCVBUF set by the user (Linux SOCK_RCVBUF_LOCK) */
 
 /* The smallest SO_RCVBUF / SO_SNDBUF (Linux SOCK_MIN_RCVBUF/SNDBUF here). */
 #define SL_SO_RCVBUF_MIN	2304
@@ -131,6 +132,7 @@ struct sl_sock {
 	/* IP_TTL (0: the default, 64) and IP_TOS of the packets it sends. */
 	uint8_t ip_ttl, ip_tos;
 	uint16_t opt_flags;		/* SL_SO_* (what was padding) */
+	uint32_t rcvlowat;		/* SO_RCVLOWAT; 0: 1 */
 	/* Socket fds (sockfd.c): rx_bytes (a listener: wake_seq) when the
 	 * events were last published, so new data or a new connection wakes
 	 * an edge-triggered poller even if EPOLLIN was up. */
@@ -150,6 +152,31 @@ _Static_assert(sizeof(struct sl_tcp_sock) <= SL_SOCK_PROTO_SPACE,
 /* Issue 3's target: at most 1 KiB of shared state per idle connection. */
 _Static_assert(sizeof(struct sl_sock) <= SL_SOCK_SIZE && SL_SOCK_SIZE <= 1024,
 	       "a socket slot is at most 1 KiB, and the socket fits its slot");
+
+/*
+ * SO_RCVLOWAT (socket(7)): bytes a blocking read waits for, and that poll
+ * wants before it says readable.  Half the receive buffer will do too,
+ * as Linux's tcp_epollin_ready() lets a nearly closed window through, so
+ * a sender is never stuck behind a mark the buffer cannot reach.  Read
+ * without the lock (poll, the preload's waits): a hint, checked again.
+ */
+static inline bool sl_tcp_lowat_met(const struct sl_sock *so, size_t len)
+{
+	uint32_t lowat = SL_READ_ONCE(so->rcvlowat), have = SL_READ_ONCE(so->rxq_bytes);
+
+	if (lowat > len)
+		lowat = (uint32_t)len;
+	return have && (have >= lowat || have >= SL_READ_ONCE(so->rcvbuf) / 2);
+}
+
+/* A blocking read must wait for more: under the mark, and more can come. */
+static inline bool sl_tcp_lowat_wait(const struct sl_sock *so, size_t len)
+{
+	return SL_READ_ONCE(so->rcvlowat) > 1 && !sl_tcp_lowat_met(so, len) &&
+	       !SL_READ_ONCE(so->error) && !(SL_READ_ONCE(so->flags) & SL_SF_SHUT_RD) &&
+	       !(SL_READ_ONCE(so->tcp.tflags) & SL_TF_FIN_RCVD) &&
+	       SL_READ_ONCE(so->state) == SL_TCP_ESTABLISHED;
+}
 
 /* Socket idx's slot; idx must be < max_sockets (else the stack is corrupt
  * and this is a process-local sink: see sl_buf()). */

@@ -1387,6 +1387,36 @@ static void check_tcp_options(void)
 	r = setint(s, IPPROTO_TCP, TCP_WINDOW_CLAMP, 9000);
 	printf("tcp_window_clamp_9000: %s %s\n", r, iopt(s, IPPROTO_TCP, TCP_WINDOW_CLAMP));
 
+	/* SO_RCVLOWAT: poll and a blocking read wait for the mark; a
+	 * non-blocking read, or one whose timeout ends, gets what is there. */
+	printf("so_rcvlowat_default: %s\n", iopt(s, SOL_SOCKET, SO_RCVLOWAT));
+	r = setint(s, SOL_SOCKET, SO_RCVLOWAT, 0);
+	printf("so_rcvlowat_0: %s %s\n", r, iopt(s, SOL_SOCKET, SO_RCVLOWAT));
+	r = setint(s, SOL_SOCKET, SO_RCVLOWAT, -5);
+	printf("so_rcvlowat_negative: %s %s\n", r, iopt(s, SOL_SOCKET, SO_RCVLOWAT));
+	r = setint(s, SOL_SOCKET, SO_RCVLOWAT, 10);
+	printf("so_rcvlowat_10: %s %s\n", r, iopt(s, SOL_SOCKET, SO_RCVLOWAT));
+	send(c, "12345", 5, 0);
+	printf("so_rcvlowat_poll_5_bytes: %s\n", evs(poll1(s, POLLIN, 100)));
+	{
+		struct timeval tv = { 0, 150000 };
+
+		setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		r = rv(recv(s, buf, sizeof(buf), 0));
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		n = (int)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
+		printf("so_rcvlowat_timeout_read: %s waited_100_1000ms %d\n", r, n >= 100 && n <= 1000);
+		tv.tv_usec = 0;
+		setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	}
+	send(c, "123456789012", 12, 0);
+	printf("so_rcvlowat_poll_12_bytes: %s\n", evs(poll1(s, POLLIN, 1000)));
+	printf("so_rcvlowat_read: %s\n", rv(recv(s, buf, sizeof(buf), 0)));
+	send(c, "abc", 3, 0);
+	poll1(s, POLLIN, 100);
+	printf("so_rcvlowat_nonblock_read: %s\n", rv(recv(s, buf, sizeof(buf), MSG_DONTWAIT)));
+
 	for (int i = 0; i < 4; i++) {
 		static const int names[] = { SO_OOBINLINE, SO_NO_CHECK, SO_DEBUG, SO_DONTROUTE };
 		static const char *const nm[] = { "oobinline", "no_check", "debug", "dontroute" };

@@ -918,7 +918,8 @@ uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so)
 		return (tp->acc_len ? SL_EV_IN : 0) | (so->error ? SL_EV_ERR : 0);
 	if (so->error)
 		ev |= SL_EV_ERR;
-	if (so->rxq_bytes || (tp->tflags & SL_TF_FIN_RCVD) || (so->flags & SL_SF_SHUT_RD))
+	if (sl_tcp_lowat_met(so, SIZE_MAX) || (tp->tflags & SL_TF_FIN_RCVD) ||
+	    (so->flags & SL_SF_SHUT_RD))
 		ev |= SL_EV_IN;
 	if (tp->tflags & SL_TF_FIN_RCVD || (so->flags & SL_SF_SHUT_RD))
 		ev |= SL_EV_RDHUP;

@@ -615,6 +615,7 @@ static struct sl_sock *child_new(struct sl_stack *s, struct sl_sock *lso, const 
 	c->ip_ttl = lso->ip_ttl;
 	c->ip_tos = lso->ip_tos;
 	c->opt_flags = lso->opt_flags;
+	c->rcvlowat = lso->rcvlowat;
 	c->parent_idx = lso->idx;
 	c->owner_pid = lso->owner_pid;
 	SL_KILL_POINT("tcp_child");
