@@ -1387,6 +1387,39 @@ static void check_tcp_options(void)
 	r = setint(s, IPPROTO_TCP, TCP_WINDOW_CLAMP, 9000);
 	printf("tcp_window_clamp_9000: %s %s\n", r, iopt(s, IPPROTO_TCP, TCP_WINDOW_CLAMP));
 
+	/* TCP_SYNCNT; TCP_DEFER_ACCEPT, kept as SYN-ACK retransmissions
+	 * (5 s reads back 7), and a listener's connection ready to accept
+	 * only once data came. */
+	printf("tcp_syncnt_default: %s\n", iopt(c, IPPROTO_TCP, TCP_SYNCNT));
+	printf("tcp_syncnt_0: %s\n", setint(c, IPPROTO_TCP, TCP_SYNCNT, 0));
+	printf("tcp_syncnt_128: %s\n", setint(c, IPPROTO_TCP, TCP_SYNCNT, 128));
+	r = setint(c, IPPROTO_TCP, TCP_SYNCNT, 20);
+	printf("tcp_syncnt_20: %s %s\n", r, iopt(c, IPPROTO_TCP, TCP_SYNCNT));
+	printf("tcp_defer_accept_default: %s\n", iopt(c, IPPROTO_TCP, TCP_DEFER_ACCEPT));
+	for (int secs = -1; secs <= 7; secs += 2) {
+		r = setint(c, IPPROTO_TCP, TCP_DEFER_ACCEPT, secs);
+		printf("tcp_defer_accept_%d: %s %s\n", secs, r, iopt(c, IPPROTO_TCP, TCP_DEFER_ACCEPT));
+	}
+	{
+		uint16_t dport;
+		int dl = listener(&dport), dc = socket(AF_INET, SOCK_STREAM, 0), da;
+		struct sockaddr_in a = lo(dport);
+
+		setint(dl, IPPROTO_TCP, TCP_DEFER_ACCEPT, 3);
+		fcntl(dl, F_SETFL, O_NONBLOCK);
+		printf("tcp_defer_accept_connect: %s\n", rv(connect(dc, (struct sockaddr *)&a, sizeof(a))));
+		printf("tcp_defer_accept_no_data: poll %s accept %s\n", evs(poll1(dl, POLLIN, 300)),
+		       rv(accept(dl, NULL, NULL)));
+		send(dc, "d", 1, 0);
+		ev = poll1(dl, POLLIN, 2000);
+		da = accept(dl, NULL, NULL);
+		printf("tcp_defer_accept_data: poll %s accept_ok %d recv %s\n", evs(ev), da >= 0,
+		       rv(da >= 0 ? recv(da, buf, sizeof(buf), MSG_DONTWAIT) : -1));
+		close(da);
+		close(dc);
+		close(dl);
+	}
+
 	/* SO_RCVLOWAT: poll and a blocking read wait for the mark; a
 	 * non-blocking read, or one whose timeout ends, gets what is there. */
 	printf("so_rcvlowat_default: %s\n", iopt(s, SOL_SOCKET, SO_RCVLOWAT));

@@ -115,6 +115,30 @@ static void test_established_data_retries(void)
 	tf_finish();
 }
 
+/* TCP_SYNCNT: a connect gives up after that many SYN retransmissions,
+ * when the last one's timeout ends (1 + 2 + 4 s for 2), not after the
+ * default 6 (127 s). */
+static void test_syn_sent_syncnt(void)
+{
+	struct sl_sock *so = sl_sock_alloc((tf_init("sc"), T.s), SL_SOCK_TCP);
+	int two = 2;
+	uint64_t start;
+
+	tap_eq(sl_tcp_setsockopt(T.s, so, IPPROTO_TCP, TCP_SYNCNT, &two, sizeof(two)), 0,
+	       "TCP_SYNCNT 2");
+	sl_sock_bind(T.s, so, 0, 0);
+	start = tf_now_us;
+	sl_tcp_connect(T.s, so, T.peer, htons(TF_PPORT), tf_now_us);
+	for (int ms = 0; ms < 10000 && so->state != SL_TCP_CLOSED; ms++)
+		tf_advance_ms(1);
+	tap_eq(so->state, SL_TCP_CLOSED, "gave up");
+	tap_eq(so->error, ETIMEDOUT, "ETIMEDOUT");
+	tap_eq(T.n, 3, "the SYN and 2 retransmissions");
+	tap_ok((tf_now_us - start) / 1000 >= 7000 && (tf_now_us - start) / 1000 <= 7010,
+	       "after 7 s (%llu ms)", (unsigned long long)((tf_now_us - start) / 1000));
+	tf_finish();
+}
+
 /* TCP_USER_TIMEOUT (RFC 5482, tcp(7)): unacknowledged data ends the
  * connection after the user's time, well before the retries run out,
  * and the timer fires at that time, not at the next backed-off RTO. */
@@ -391,6 +415,7 @@ static void test_established_ack_after_rto_carries_snd_max(void)
 int main(void)
 {
 	test_syn_sent_retransmitted_rto();
+	test_syn_sent_syncnt();
 	test_established_rto_backoff();
 	test_established_rtt_estimate();
 	test_established_data_retries();

@@ -231,12 +231,15 @@ void sl_tcp_init_tcb(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	uint32_t ut = tp->user_timeout_ms, clamp = tp->window_clamp;
 	uint32_t keep = tp->tflags & (SL_TF_CORK | SL_TF_NOQUICKACK | SL_TF_RENO);
 	int32_t l2 = tp->linger2_s;
+	uint8_t synr = tp->syn_retries, defer = tp->defer_accept;
 
 	memset(tp, 0, sizeof(*tp));
 	tp->tflags = keep;
 	tp->user_timeout_ms = ut;
 	tp->window_clamp = clamp;
 	tp->linger2_s = l2;
+	tp->syn_retries = synr;
+	tp->defer_accept = defer;
 	tp->user_mss = user_mss;
 	tp->keep_idle_s = ki ? ki : SL_TCP_KEEPIDLE_S;
 	tp->keep_intvl_s = kv ? kv : SL_TCP_KEEPINTVL_S;
@@ -951,6 +954,39 @@ static int get_int(const void *val, unsigned int len, int *v)
 	return 0;
 }
 
+/*
+ * TCP_DEFER_ACCEPT is kept, as Linux keeps it, as a count of SYN-ACK
+ * retransmissions: the first after 1 s (RFC 6298's initial RTO), each
+ * interval doubling up to the largest RTO; seconds round up to the next
+ * whole count, so 3 reads back as 3 but 5 as 7.
+ */
+static uint8_t secs_to_retrans(int secs)
+{
+	uint32_t step = SL_TCP_RTO_INIT_US / 1000000, max = SL_TCP_RTO_MAX_US / 1000000;
+	uint32_t total = step, n = 1;
+
+	if (secs <= 0)
+		return 0;
+	while ((uint32_t)secs > total && n < 255) {
+		step = step * 2 > max ? max : step * 2;
+		total += step;
+		n++;
+	}
+	return (uint8_t)n;
+}
+
+static int retrans_to_secs(uint8_t n)
+{
+	uint32_t step = SL_TCP_RTO_INIT_US / 1000000, max = SL_TCP_RTO_MAX_US / 1000000;
+	uint32_t total = n ? step : 0;
+
+	while (n-- > 1) {
+		step = step * 2 > max ? max : step * 2;
+		total += step;
+	}
+	return (int)total;
+}
+
 /* TCP_CONGESTION: the algorithms this stack runs (tcp_cc.c), by Linux's
  * names (TCP_CA_NAME_MAX bytes with the NUL). */
 #define SL_TCP_CA_NAME_MAX	16
@@ -1059,6 +1095,14 @@ int sl_tcp_setsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 			tp->tflags |= SL_TF_NOQUICKACK;
 		}
 		return 0;
+	case TCP_SYNCNT:
+		if (v < 1 || v > SL_TCP_SYNCNT_MAX)
+			return -EINVAL;
+		tp->syn_retries = (uint8_t)v;
+		return 0;
+	case TCP_DEFER_ACCEPT:
+		tp->defer_accept = secs_to_retrans(v);
+		return 0;
 	case TCP_USER_TIMEOUT:
 		if (v < 0)
 			return -EINVAL;
@@ -1150,6 +1194,12 @@ int sl_tcp_getsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 			break;
 		case TCP_CORK:
 			v = !!(tp->tflags & SL_TF_CORK);
+			break;
+		case TCP_SYNCNT:
+			v = tp->syn_retries ? tp->syn_retries : SL_TCP_SYN_RETRIES;
+			break;
+		case TCP_DEFER_ACCEPT:
+			v = retrans_to_secs(tp->defer_accept);
 			break;
 		case TCP_QUICKACK:
 			v = !(tp->tflags & SL_TF_NOQUICKACK);

@@ -55,6 +55,7 @@ enum sl_tcp_state {
 #define SL_TCP_RTO_MAX_US	120000000u	/* Linux TCP_RTO_MAX; RFC 6298 2.5 allows >= 60 s */
 #define SL_TCP_SYN_RETRIES	6		/* Linux tcp_syn_retries; RFC 1122 4.2.3.5 R2 >= 3 min */
 #define SL_TCP_SYNACK_RETRIES	5		/* Linux tcp_synack_retries */
+#define SL_TCP_SYNCNT_MAX	127		/* Linux MAX_TCP_SYNCNT */
 #define SL_TCP_DATA_RETRIES	15		/* Linux tcp_retries2; RFC 1122 4.2.3.5 R2 */
 #define SL_TCP_ORPHAN_RETRIES	8		/* Linux tcp_orphan_retries (0 means 8) */
 #define SL_TCP_MSL_US		30000000ull	/* RFC 9293 3.4.2: MSL (2 min there; 30 s as BSD) */
@@ -203,6 +204,10 @@ struct sl_tcp_sock {
 	 * back only while that one is unacknowledged (Minshall's variant,
 	 * as Linux's tcp_minshall_check()). */
 	uint32_t snd_sml;
+	/* TCP_SYNCNT: SYN (a child: SYN-ACK) retransmissions, 0 the default;
+	 * TCP_DEFER_ACCEPT as Linux keeps it: SYN-ACK retransmissions a bare
+	 * ACK is ignored for, waiting for data (0: off). */
+	uint8_t syn_retries, defer_accept;
 };
 
 /* When an orphan's FIN-WAIT-2 ends: TCP_LINGER2 seconds, or the default;

@@ -627,6 +627,8 @@ static struct sl_sock *child_new(struct sl_stack *s, struct sl_sock *lso, const 
 	tp->user_timeout_ms = ltp->user_timeout_ms;
 	tp->linger2_s = ltp->linger2_s;
 	tp->window_clamp = ltp->window_clamp;
+	tp->syn_retries = ltp->syn_retries;
+	tp->defer_accept = ltp->defer_accept;
 	sl_sock_hash(s, c);
 	sl_tcp_init_tcb(s, c, now_us);
 	tp->tflags |= SL_TF_PASSIVE | (ltp->tflags & (SL_TF_CORK | SL_TF_NOQUICKACK | SL_TF_RENO));
@@ -1066,6 +1068,14 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 	if (so->state == SL_TCP_SYN_RECEIVED) {
 		if (!SEQ_LT(tp->snd_una, g->ack) || SEQ_GT(g->ack, tp->snd_max)) {
 			sl_tcp_send_reset(s, ip, th, g->plen);
+			goto drop;
+		}
+		/* TCP_DEFER_ACCEPT: a bare ACK does not complete the
+		 * connection until the SYN-ACK was sent that many times more;
+		 * data does (Linux tcp_check_req()). */
+		if ((tp->tflags & SL_TF_PASSIVE) && tp->backoff < tp->defer_accept && !g->plen &&
+		    !(g->flags & TH_FIN_)) {
+			sl_count(s, SL_C_tcp_defer_accept);
 			goto drop;
 		}
 		if (!child_ready(s, so))

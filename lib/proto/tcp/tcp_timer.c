@@ -151,7 +151,12 @@ static void on_rexmt(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 
 	tp->t_rexmt = 0;
 	if (so->state == SL_TCP_SYN_SENT || so->state == SL_TCP_SYN_RECEIVED) {
-		limit = so->state == SL_TCP_SYN_SENT ? SL_TCP_SYN_RETRIES : SL_TCP_SYNACK_RETRIES;
+		/* TCP_SYNCNT, else the defaults; a deferred child keeps
+		 * offering its SYN-ACK for as long as it defers. */
+		limit = tp->syn_retries ? tp->syn_retries :
+			so->state == SL_TCP_SYN_SENT ? SL_TCP_SYN_RETRIES : SL_TCP_SYNACK_RETRIES;
+		if (so->state == SL_TCP_SYN_RECEIVED && limit < tp->defer_accept)
+			limit = tp->defer_accept;
 		if (tp->backoff >= limit) {
 			sl_tcp_done(s, so, tp->soft_err ? tp->soft_err : ETIMEDOUT);
 			return;
