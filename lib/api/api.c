@@ -468,6 +468,20 @@ static int disconnect(struct sl_stack *s, struct sl_sock *so)
 			so->raddr = 0;
 			so->rport = 0;
 			so->flags &= ~SL_SF_CONNECTED;
+			/* An address connect() chose goes with the peer
+			 * (Linux: no SOCK_BINDADDR_LOCK, inet_reset_saddr()). */
+			if (so->opt_flags & SL_SO_LADDR_AUTO)
+				so->laddr = 0;
+			so->opt_flags &= ~SL_SO_LADDR_AUTO;
+			/* A port the stack chose is given back too (Linux
+			 * __udp_disconnect(): no SOCK_BINDPORT_LOCK); one a
+			 * module filter holds stays until close. */
+			if ((so->opt_flags & SL_SO_LPORT_AUTO) && !(so->flags & SL_SF_FILTER)) {
+				so->lport = 0;
+				so->flags &= ~(SL_SF_BOUND | SL_SF_AUTOBIND);
+				so->opt_flags &= ~SL_SO_LPORT_AUTO;
+				return 0;
+			}
 			sl_sock_hash(s, so);
 		}
 		return 0;
@@ -507,6 +521,13 @@ int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *ad
 			so->raddr = addr->sin_addr.s_addr;
 			so->rport = addr->sin_port;
 			so->flags |= SL_SF_CONNECTED;
+			/* Linux ip4_datagram_connect(): a socket bound to no
+			 * address takes the route's source for this peer. */
+			if (!so->laddr) {
+				so->laddr = (ntohl(so->raddr) >> 24) == 127 ? htonl(INADDR_LOOPBACK) :
+					    s->lib->ip_addr;
+				so->opt_flags |= SL_SO_LADDR_AUTO;
+			}
 			sl_sock_hash(s, so);
 		}
 		sl_unlock(s);
@@ -760,6 +781,8 @@ long sl_recvfrom_meta(struct sluice_stack *st, int sd, void *buf, size_t len, in
 		}
 		if (ret != -EAGAIN || nb)
 			return ret;
+		if (sl_udp_shut_empty(sl_sock(s, sd)))
+			return 0;
 		ret = wait_for(s, sd, POLLIN);
 		if (ret)
 			return ret;

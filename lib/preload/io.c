@@ -155,6 +155,8 @@ static ssize_t pl_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
 			return (ssize_t)(done + (size_t)ret);
 		if (ret != -EAGAIN || nb)
 			return done ? (ssize_t)done : ret;
+		if (sl_udp_shut_empty(sl_sock(pl_sl(), ps->sd)))
+			return 0;
 		if (!timeo_left(tmo, t0))
 			return done ? (ssize_t)done : -EAGAIN;
 		ret = pl_wait(ps, POLLIN, timeo_left(tmo, t0));

@@ -45,6 +45,8 @@
 #define SL_SO_RECVTTL		0x0080	/* IP_RECVTTL */
 #define SL_SO_ORIGDST		0x0100	/* IP_RECVORIGDSTADDR */
 #define SL_SO_RCVBUF_SET	0x0200	/* SO_RCVBUF set by the user (Linux SOCK_RCVBUF_LOCK) */
+#define SL_SO_LADDR_AUTO	0x0400	/* UDP: laddr chosen by connect(), reset by disconnect */
+#define SL_SO_LPORT_AUTO	0x0800	/* lport chosen by the stack, not the user */
 
 /* The smallest SO_RCVBUF / SO_SNDBUF (Linux SOCK_MIN_RCVBUF/SNDBUF here). */
 #define SL_SO_RCVBUF_MIN	2304
@@ -167,6 +169,13 @@ static inline bool sl_tcp_lowat_met(const struct sl_sock *so, size_t len)
 	if (lowat > len)
 		lowat = (uint32_t)len;
 	return have && (have >= lowat || have >= SL_READ_ONCE(so->rcvbuf) / 2);
+}
+
+/* UDP shut for reading with nothing queued: a blocking read returns 0. */
+static inline bool sl_udp_shut_empty(const struct sl_sock *so)
+{
+	return SL_READ_ONCE(so->type) == SL_SOCK_UDP && (SL_READ_ONCE(so->flags) & SL_SF_SHUT_RD) &&
+	       !SL_READ_ONCE(so->rxq_count);
 }
 
 /* A blocking read must wait for more: under the mark, and more can come. */

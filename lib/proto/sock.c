@@ -288,6 +288,7 @@ int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_
 			return ret;
 	}
 	if (!lport) {
+		so->opt_flags |= SL_SO_LPORT_AUTO;
 		for (i = 0; i < n; i++) {
 			uint16_t p = htons(lo + (r->ephemeral_next - lo + i) % n);
 

@@ -470,8 +470,11 @@ ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_
 		so->error = 0;
 		return -e;
 	}
+	/* Shut for reading and empty: a read that would wait gets 0, one
+	 * that may not wait EAGAIN (Linux __skb_wait_for_more_packets()):
+	 * the caller knows which (sl_udp_shut_empty()). */
 	if (!sl_buf_some(s, idx))
-		return so->flags & SL_SF_SHUT_RD ? 0 : -EAGAIN;
+		return -EAGAIN;
 	b = sl_buf(s, idx);
 	ip = (const struct sl_ip *)sl_buf_data(s, idx);
 	/* The datagram (seq bytes at aux, after the UDP header) lies inside

@@ -18,6 +18,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1612,6 +1613,58 @@ static void check_udp_cmsgs(void)
 	close(b);
 }
 
+static const char *ipport(int fd, bool peer)
+{
+	static char b[2][40];
+	static int k;
+	char *o = b[k++ & 1];
+	struct sockaddr_in a;
+	socklen_t l = sizeof(a);
+
+	if ((peer ? getpeername : getsockname)(fd, (struct sockaddr *)&a, &l))
+		snprintf(o, 40, "%s", rv(-1));
+	else
+		snprintf(o, 40, "%s port_set %d", inet_ntoa(a.sin_addr), a.sin_port != 0);
+	return o;
+}
+
+/*
+ * UDP connect() picks the source address for the peer (Linux
+ * ip4_datagram_connect()), disconnecting forgets it; shutdown(SHUT_RD)
+ * unconnected is ENOTCONN, and a read of a shut, empty socket is 0 if it
+ * would wait, EAGAIN if it may not.
+ */
+static void check_udp_connect_shut(void)
+{
+	int u = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in any = { .sin_family = AF_INET }, self, un = { .sin_family = AF_UNSPEC };
+	socklen_t l = sizeof(self);
+	char buf[8];
+	const char *r;
+
+	bind(u, (struct sockaddr *)&any, sizeof(any));
+	printf("udp_bound_any: %s\n", ipport(u, false));
+	printf("udp_shut_rd_unconnected: %s\n", rv(shutdown(u, SHUT_RD)));
+	printf("udp_shut_rd_unconnected_recv: %s\n", rv(recv(u, buf, sizeof(buf), MSG_DONTWAIT)));
+	getsockname(u, (struct sockaddr *)&self, &l);
+	self.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	r = rv(connect(u, (struct sockaddr *)&self, sizeof(self)));
+	printf("udp_connect_self: %s %s\n", r, ipport(u, false));
+	printf("udp_connected_recv: %s\n", rv(recv(u, buf, sizeof(buf), MSG_DONTWAIT)));
+	printf("udp_shut_rd: %s\n", rv(shutdown(u, SHUT_RD)));
+	printf("udp_shut_rd_recv_dontwait: %s\n", rv(recv(u, buf, sizeof(buf), MSG_DONTWAIT)));
+	printf("udp_shut_rd_recv_blocking: %s\n", rv(recv(u, buf, sizeof(buf), 0)));
+	printf("udp_shut_rd_poll: %s\n", evs(poll1(u, POLLIN, 0)));
+	r = rv(connect(u, (struct sockaddr *)&un, sizeof(un)));
+	printf("udp_disconnect_name: %s %s\n", r, ipport(u, false));
+	close(u);
+	/* Unbound, then connected: the port and the address are chosen. */
+	u = socket(AF_INET, SOCK_DGRAM, 0);
+	r = rv(connect(u, (struct sockaddr *)&self, sizeof(self)));
+	printf("udp_connect_unbound: %s %s\n", r, ipport(u, false));
+	close(u);
+}
+
 /* close_range(2) closes Sluice sockets too: the peer sees the end. */
 static void check_close_range(void)
 {
@@ -1765,6 +1818,7 @@ int main(void)
 	check_file_calls();
 	check_tcp_options();
 	check_udp_cmsgs();
+	check_udp_connect_shut();
 	check_signals();
 	printf("# done\n");
 	return 0;
