@@ -489,7 +489,7 @@ static int disconnect(struct sl_stack *s, struct sl_sock *so)
 	if (so->state == SL_TCP_CLOSED && !(so->tcp.tflags & SL_TF_CONNECTED)) {
 		/* tcp_disconnect(): a failed attempt is forgotten; reads
 		 * say ENOTCONN again. */
-		so->tcp.tflags &= ~SL_TF_DONE;
+		so->tcp.tflags &= ~(SL_TF_DONE | SL_TF_CONN_PEND);
 		return 0;
 	}
 	/* Aborting a live connection this way is not done yet. */
@@ -532,6 +532,11 @@ int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *ad
 		}
 		sl_unlock(s);
 		return ret;
+	}
+	ret = sl_tcp_connect_failed(s, so);
+	if (ret) {
+		sl_unlock(s);
+		return (int)checked(s, ret);
 	}
 	if (!(so->flags & SL_SF_BOUND) && !s->filters)
 		ret = sl_tcp_src_addr(s, addr->sin_addr.s_addr) ?

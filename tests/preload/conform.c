@@ -430,6 +430,7 @@ static void check_connect_corners(void)
 	fd = socket(AF_INET, SOCK_STREAM, 0);
 	printf("send_never_connected: %s\n", rv(send(fd, "x", 1, MSG_NOSIGNAL)));
 	printf("recv_never_connected: %s\n", rv(recv(fd, buf, 1, MSG_DONTWAIT)));
+	printf("recv0_never_connected: %s\n", rv(recv(fd, buf, 0, 0)));
 	a = lo(0);
 	printf("connect_port_0: %s\n", rv(connect(fd, (struct sockaddr *)&a, sizeof(a))));
 	close(fd);
@@ -799,6 +800,11 @@ static void check_more_corners(void)
 	printf("nb_connect_refused_poll: %s\n", evs(poll1(fd, POLLOUT, 2000)));
 	printf("read_after_nb_refused: %s\n", rv(read(fd, buf, 1)));
 	printf("read_after_nb_refused_again: %s\n", rv(read(fd, buf, 1)));
+	/* The next connect reports the failed attempt; the one after tries
+	 * again (and is refused again). */
+	printf("connect_after_nb_refused: %s\n", rv(connect(fd, (struct sockaddr *)&a, sizeof(a))));
+	printf("connect_after_nb_refused_again: %s\n",
+	       rv(connect(fd, (struct sockaddr *)&a, sizeof(a))));
 	close(fd);
 
 	a1 = socket(AF_INET, SOCK_STREAM, 0);
@@ -1331,6 +1337,7 @@ static void check_tcp_options(void)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	send(c, "defg", 4, 0);
 	ev = poll1(s, POLLIN, 2000);
+	printf("recv0_with_data: %s\n", rv(recv(s, buf, 0, 0)));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	n = (int)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
 	printf("tcp_cork_ceiling: peer %s got %s after_150_1000ms %d\n", evs(ev),
@@ -1542,23 +1549,23 @@ static void check_udp_cmsgs(void)
 	for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
 		if (c->cmsg_type == IP_PKTINFO) {
 			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
-			printf("cmsg IP_PKTINFO len %zu ifindex_lo %d spec_dst %08x addr %08x\n",
+			printf("udp_cmsg_pktinfo: len %zu ifindex_lo %d spec_dst %08x addr %08x\n",
 			       (size_t)c->cmsg_len, pi.ipi_ifindex == 1,
 			       ntohl(pi.ipi_spec_dst.s_addr), ntohl(pi.ipi_addr.s_addr));
 		} else if (c->cmsg_type == IP_TTL) {
 			memcpy(&v, CMSG_DATA(c), sizeof(v));
-			printf("cmsg IP_TTL len %zu %d\n", (size_t)c->cmsg_len, v);
+			printf("udp_cmsg_ttl: len %zu %d\n", (size_t)c->cmsg_len, v);
 		} else if (c->cmsg_type == IP_TOS) {
-			printf("cmsg IP_TOS len %zu 0x%x\n", (size_t)c->cmsg_len, *CMSG_DATA(c));
+			printf("udp_cmsg_tos: len %zu 0x%x\n", (size_t)c->cmsg_len, *CMSG_DATA(c));
 		} else if (c->cmsg_type == IP_ORIGDSTADDR) {
 			struct sockaddr_in o;
 
 			memcpy(&o, CMSG_DATA(c), sizeof(o));
-			printf("cmsg IP_ORIGDSTADDR len %zu family %d port_ok %d addr %08x\n",
+			printf("udp_cmsg_origdstaddr: len %zu family %d port_ok %d addr %08x\n",
 			       (size_t)c->cmsg_len, o.sin_family, o.sin_port == ba.sin_port,
 			       ntohl(o.sin_addr.s_addr));
 		} else {
-			printf("cmsg level %d type %d\n", c->cmsg_level, c->cmsg_type);
+			printf("udp_cmsg_other: level %d type %d\n", c->cmsg_level, c->cmsg_type);
 		}
 	}
 	/* Room for one: cut, MSG_CTRUNC. */

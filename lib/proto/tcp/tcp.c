@@ -261,8 +261,10 @@ void sl_tcp_init_tcb(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 
 void sl_tcp_set_state(struct sl_stack *s, struct sl_sock *so, enum sl_tcp_state st)
 {
-	if (st == SL_TCP_ESTABLISHED)
+	if (st == SL_TCP_ESTABLISHED) {
 		so->tcp.tflags |= SL_TF_CONNECTED;
+		so->tcp.tflags &= ~SL_TF_CONN_PEND;
+	}
 	so->state = (uint8_t)st;
 	sl_sock_wake(s, so);
 }
@@ -362,6 +364,21 @@ uint32_t sl_tcp_src_addr(const struct sl_stack *s, uint32_t raddr)
 	return s->lib->ip_addr;
 }
 
+int sl_tcp_connect_failed(struct sl_stack *s, struct sl_sock *so)
+{
+	int e;
+
+	/* A non-blocking attempt that failed: the next connect() reports it,
+	 * its error or ECONNABORTED, and only the one after tries again
+	 * (Linux __inet_stream_connect(), SS_CONNECTING). */
+	if (so->state != SL_TCP_CLOSED || !(so->tcp.tflags & SL_TF_CONN_PEND))
+		return 0;
+	e = so->error ? sl_sock_error(s, so) : ECONNABORTED;
+	so->error = 0;
+	so->tcp.tflags &= ~SL_TF_CONN_PEND;
+	return -e;
+}
+
 int sl_tcp_connect(struct sl_stack *s, struct sl_sock *so, uint32_t raddr, uint16_t rport,
 		   uint64_t now_us)
 {
@@ -369,6 +386,8 @@ int sl_tcp_connect(struct sl_stack *s, struct sl_sock *so, uint32_t raddr, uint1
 		return -EALREADY;
 	if (so->state == SL_TCP_LISTEN)
 		return -EINVAL;
+	if (sl_tcp_connect_failed(s, so))
+		return -ECONNABORTED;
 	if (so->state != SL_TCP_CLOSED || (so->tcp.tflags & SL_TF_CONNECTED))
 		return -EISCONN;
 	/* Port 0 is not refused here: as on Linux the SYN goes, and finds
@@ -388,7 +407,7 @@ int sl_tcp_connect(struct sl_stack *s, struct sl_sock *so, uint32_t raddr, uint1
 	sl_sock_hash(s, so);
 	sl_tcp_init_tcb(s, so, now_us);
 	/* Offer what we implement; the SYN-ACK says what the peer agrees. */
-	so->tcp.tflags |= SL_TF_WS | SL_TF_TS | SL_TF_SACK;
+	so->tcp.tflags |= SL_TF_WS | SL_TF_TS | SL_TF_SACK | SL_TF_CONN_PEND;
 	so->state = SL_TCP_SYN_SENT;
 	sl_count(s, SL_C_tcp_active_open);
 	sl_tcp_send_syn(s, so, now_us);
@@ -798,7 +817,9 @@ ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t le
 			window_update(s, so, now_us);
 		return (ssize_t)done;
 	}
-	if (!len)
+	/* Linux tcp_recvmsg(): a read of 0 bytes is 0 once there is data,
+	 * and otherwise answers as any read (ENOTCONN, EAGAIN, waits). */
+	if (!len && so->rxq_bytes)
 		return 0;
 	if (so->error) {
 		int e = sl_sock_error(s, so);

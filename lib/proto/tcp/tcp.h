@@ -124,6 +124,7 @@ enum sl_tcp_state {
 #define SL_TF_CORK	0x8000	/* TCP_CORK: partial segments wait (tcp(7)) */
 #define SL_TF_NOQUICKACK 0x10000 /* TCP_QUICKACK off: ACKs may be delayed */
 #define SL_TF_RENO	0x20000	/* TCP_CONGESTION "reno": Reno, not CUBIC, avoidance */
+#define SL_TF_CONN_PEND	0x40000	/* connect() began, its end not yet seen by connect() (Linux SS_CONNECTING) */
 
 /* Per-connection TCP state (the TCB, RFC 9293 3.3.1). */
 struct sl_tcp_sock {
@@ -228,6 +229,9 @@ void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 void sl_tcp_icmp_error(struct sl_stack *s, const struct sl_ip *quoted, int err);
 int sl_tcp_connect(struct sl_stack *s, struct sl_sock *so, uint32_t raddr, uint16_t rport,
 		   uint64_t now_us);
+/* connect() after a failed non-blocking attempt: that attempt's error
+ * (ECONNABORTED if it was read already), once; 0 otherwise. */
+int sl_tcp_connect_failed(struct sl_stack *s, struct sl_sock *so);
 int sl_tcp_listen(struct sl_stack *s, struct sl_sock *so, int backlog);
 int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **child);
 ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,
