@@ -66,7 +66,7 @@ tmp=$(mktemp -d /tmp/sluice-gvisor.XXXXXX)
 stack_pfx=gv-$$
 cleanup() {
 	rm -rf "$tmp"
-	rm -f /dev/shm/sluice*-"$stack_pfx"-*
+	rm -rf /dev/shm/sluice*-"$stack_pfx"-*
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -108,7 +108,7 @@ run_one() {
 	timeout -k 2 "$tlimit" unshare -n bash -c 'ip link set lo up && exec "$@"' _ \
 		"${pre[@]}" "$bin" --gtest_color=no --gtest_filter="$case" >"$out" 2>&1 </dev/null
 	rc=$?
-	[ "$mode" = sluice ] && rm -f "/dev/shm/sluice-$stack_pfx-$n" "/dev/shm/sluicefd-$stack_pfx-$n"
+	[ "$mode" = sluice ] && rm -rf "/dev/shm/sluice-$stack_pfx-$n" "/dev/shm/sluicefd-$stack_pfx-$n"
 	classify "$rc" "$out"
 }
 

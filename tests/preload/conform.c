@@ -1428,6 +1428,53 @@ static void check_tcp_options(void)
 		close(dl);
 	}
 
+	/* TCP_WINDOW_CLAMP before a connection: 0 is allowed, and unset. */
+	{
+		int f = socket(AF_INET, SOCK_STREAM, 0);
+
+		r = setint(f, IPPROTO_TCP, TCP_WINDOW_CLAMP, 0);
+		printf("tcp_window_clamp_fresh: %s %s\n", r, iopt(f, IPPROTO_TCP, TCP_WINDOW_CLAMP));
+		close(f);
+	}
+	/* shutdown() of a socket still connecting aborts it (Linux
+	 * tcp_disconnect()): POLLHUP and POLLERR.  The listener's queue is
+	 * full, so the SYN waits unanswered. */
+	{
+		uint16_t qport;
+		int ql = socket(AF_INET, SOCK_STREAM, 0), q1 = socket(AF_INET, SOCK_STREAM, 0);
+		int q2 = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		struct sockaddr_in qa = lo(0);
+		struct pollfd qp = { .fd = q2 };
+
+		bind(ql, (struct sockaddr *)&qa, sizeof(qa));
+		listen(ql, 0);
+		qport = port_of(ql);
+		qa = lo(qport);
+		connect(q1, (struct sockaddr *)&qa, sizeof(qa));
+		printf("tcp_connecting: %s\n", rv(connect(q2, (struct sockaddr *)&qa, sizeof(qa))));
+		printf("tcp_connecting_shutdown: %s\n", rv(shutdown(q2, SHUT_RD)));
+		r = rv(poll(&qp, 1, 0));
+		printf("tcp_connecting_shutdown_poll: %s %s\n", r, evs(qp.revents));
+		close(q2);
+		close(q1);
+		close(ql);
+	}
+	/* In TIME-WAIT a socket is closed to shutdown() (ENOTCONN). */
+	{
+		int tl, tc, ts;
+
+		pair(&tl, &tc, &ts);
+		shutdown(ts, SHUT_WR);
+		poll1(tc, POLLIN, 1000);
+		shutdown(tc, SHUT_RDWR);
+		poll1(ts, POLLIN, 1000);
+		usleep(100000);
+		printf("tcp_time_wait_shutdown: %s\n", rv(shutdown(ts, SHUT_WR)));
+		close(tc);
+		close(ts);
+		close(tl);
+	}
+
 	/* SO_RCVLOWAT: poll and a blocking read wait for the mark; a
 	 * non-blocking read, or one whose timeout ends, gets what is there. */
 	printf("so_rcvlowat_default: %s\n", iopt(s, SOL_SOCKET, SO_RCVLOWAT));

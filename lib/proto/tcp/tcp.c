@@ -876,16 +876,25 @@ int sl_tcp_shutdown(struct sl_stack *s, struct sl_sock *so, int how, uint64_t no
 		}
 		return 0;
 	}
-	if (so->state == SL_TCP_CLOSED && !(so->tcp.tflags & SL_TF_CONNECTED))
+	if (so->state == SL_TCP_SYN_SENT) {
+		/* Linux inet_shutdown(): tcp_disconnect() aborts the attempt
+		 * (POLLHUP, POLLERR with ECONNRESET) and the socket may
+		 * connect again. */
+		sl_tcp_done(s, so, ECONNRESET);
+		so->tcp.tflags &= ~(SL_TF_DONE | SL_TF_CONN_PEND);
+		return 0;
+	}
+	/* Closed, or in TIME-WAIT (Linux's full socket is closed there, a
+	 * time-wait sock stands in): ENOTCONN, the flags taken anyway. */
+	if (so->state == SL_TCP_CLOSED || so->state == SL_TCP_TIME_WAIT) {
+		so->flags |= (how == SHUT_WR ? 0 : SL_SF_SHUT_RD) | (how == SHUT_RD ? 0 : SL_SF_SHUT_WR);
+		sl_sock_wake(s, so);
 		return -ENOTCONN;
+	}
 	if (how == SHUT_RD || how == SHUT_RDWR)
 		so->flags |= SL_SF_SHUT_RD;
-	if (how == SHUT_WR || how == SHUT_RDWR) {
-		if (so->state == SL_TCP_SYN_SENT)
-			sl_tcp_done(s, so, 0);
-		else
-			queue_fin(s, so, now_us);
-	}
+	if (how == SHUT_WR || how == SHUT_RDWR)
+		queue_fin(s, so, now_us);
 	sl_sock_wake(s, so);
 	return 0;
 }
@@ -1232,9 +1241,11 @@ int sl_tcp_getsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 			v = tp->linger2_s ? tp->linger2_s : (int)(SL_TCP_FIN_TIMEOUT_US / 1000000);
 			break;
 		case TCP_WINDOW_CLAMP:
-			/* Unset: what the window may reach (Linux shows its own
-			 * computed clamp). */
-			v = (int)(tp->window_clamp ? tp->window_clamp : so->rcvbuf);
+			/* Unset: 0 before a connection, then what the window may
+			 * reach (Linux computes its clamp at connect time). */
+			v = (int)(tp->window_clamp ? tp->window_clamp :
+				  so->state == SL_TCP_CLOSED || so->state == SL_TCP_LISTEN ? 0 :
+				  so->rcvbuf);
 			break;
 		case TCP_CONGESTION: {
 			char ca[SL_TCP_CA_NAME_MAX] = "cubic";
