@@ -82,6 +82,8 @@ static ssize_t pl_send(struct pl_sock *ps, const void *buf, size_t len, int flag
 	size_t done = 0;
 	long ret;
 
+	if (pl_bad_buf(buf, len))
+		return -EFAULT;
 	ps->used = true;
 	for (;;) {
 		/* With a timeout, the call itself never waits (not even for a
@@ -130,6 +132,9 @@ static ssize_t pl_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
 	size_t done = 0;
 	long ret;
 
+	/* MSG_TRUNC on a stream copies nothing (Linux: no EFAULT). */
+	if (pl_bad_buf(buf, len) && !((flags & MSG_TRUNC) && ps->type == SOCK_STREAM))
+		return -EFAULT;
 	/* Non-blocking: the native fast path for spinners.  With a timeout:
 	 * the call itself never waits (not even for a stopped lock holder);
 	 * pl_wait() below waits what is left of it. */
@@ -288,6 +293,17 @@ static size_t iov_total(const struct iovec *iov, int n)
 	return t;
 }
 
+/* An iovec array, or one of its buffers, no process can own: EFAULT. */
+static bool iov_bad(const struct iovec *iov, int n)
+{
+	if (n > 0 && pl_bad_buf(iov, (size_t)n * sizeof(*iov)))
+		return true;
+	for (int i = 0; i < n; i++)
+		if (pl_bad_buf(iov[i].iov_base, iov[i].iov_len))
+			return true;
+	return false;
+}
+
 /* Out from several iovecs: one datagram, or a stream gathered in chunks. */
 static ssize_t pl_sendv(struct pl_sock *ps, const struct iovec *iov, int n, int flags,
 			const struct sockaddr_in *to, const struct sl_tx_meta *tx)
@@ -299,6 +315,8 @@ static ssize_t pl_sendv(struct pl_sock *ps, const struct iovec *iov, int n, int 
 
 	if (n < 0 || n > IOV_MAX)
 		return -EINVAL;
+	if (iov_bad(iov, n))
+		return -EFAULT;
 	total = iov_total(iov, n);
 	if (n == 1 || total == 0)
 		return pl_send(ps, n ? iov[0].iov_base : NULL, n ? iov[0].iov_len : 0, flags, to, tx);
@@ -344,6 +362,8 @@ static ssize_t pl_recvv(struct pl_sock *ps, const struct iovec *iov, int n, int 
 
 	if (n < 0 || n > IOV_MAX)
 		return -EINVAL;
+	if (iov_bad(iov, n))
+		return -EFAULT;
 	total = iov_total(iov, n);
 	if (ps->type == SOCK_DGRAM) {
 		size_t cap = total < PL_DGRAM_MAX ? total : PL_DGRAM_MAX;

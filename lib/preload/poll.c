@@ -321,6 +321,10 @@ out:
 
 static bool any_sluice(const struct pollfd *fds, nfds_t n)
 {
+	/* An array no process can own, or longer than any fd table: the
+	 * kernel's answer (EFAULT, EINVAL) without touching it here. */
+	if (n > (1u << 20) || pl_bad_buf(fds, n * sizeof(*fds)))
+		return false;
 	for (nfds_t i = 0; i < n; i++)
 		if (pl_is_sluice(fds[i].fd))
 			return true;

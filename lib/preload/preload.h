@@ -101,6 +101,21 @@ struct pl_libc {
 	ssize_t (*copy_file_range)(int, off64_t *, int, off64_t *, size_t, unsigned int);
 };
 extern struct pl_libc pl_libc;
+/*
+ * A buffer no process can own: in the null page, wrapping, or reaching
+ * into the kernel's half.  A call given one is EFAULT, as the kernel
+ * answers, found without touching it (issue 24: it used to be a SIGSEGV
+ * in the library).  Other bad pointers (unmapped, PROT_NONE) are not
+ * caught yet.
+ */
+#define PL_USER_TOP	((uintptr_t)1 << 56)
+static inline bool pl_bad_buf(const void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p;
+
+	return len && (a < 4096 || a + len < a || a + len > PL_USER_TOP);
+}
+
 /* An interposed call: exported (the map file lists it). */
 #define EXPORT __attribute__((visibility("default")))
 

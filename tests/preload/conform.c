@@ -1428,6 +1428,22 @@ static void check_tcp_options(void)
 		close(dl);
 	}
 
+	/* Buffers no process can own: EFAULT, not a crash (issue 24). */
+	{
+		/* Through a volatile: the compiler refuses a literal NULL. */
+		void *volatile nul = NULL;
+		struct iovec bad = { nul, 3 };
+
+		send(c, "xyz", 3, 0);
+		poll1(s, POLLIN, 1000);
+		printf("efault_read_null: %s\n", rv(read(s, nul, 3)));
+		printf("efault_recv_minus1: %s\n", rv(recv(s, (void *)-1, 3, 0)));
+		printf("efault_send_null: %s\n", rv(send(c, nul, 3, 0)));
+		printf("efault_writev_null_base: %s\n", rv(writev(c, &bad, 1)));
+		printf("efault_readv_null_iov: %s\n", rv(readv(s, nul, 1)));
+		printf("efault_poll_null: %s\n", rv(poll(nul, 1, 0)));
+		printf("efault_data_still_there: %s\n", rv(recv(s, buf, sizeof(buf), 0)));
+	}
 	/* TCP_WINDOW_CLAMP before a connection: 0 is allowed, and unset. */
 	{
 		int f = socket(AF_INET, SOCK_STREAM, 0);
