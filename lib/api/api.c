@@ -496,18 +496,31 @@ static int disconnect(struct sl_stack *s, struct sl_sock *so)
 	return -EOPNOTSUPP;
 }
 
-int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *addr)
+/* Linux: a destination of 0.0.0.0 is this host, by the socket's own
+ * address if it has one, else 127.0.0.1 (ip_route_output_key_hash()). */
+static uint32_t this_host(const struct sl_sock *so, uint32_t daddr)
+{
+	if (daddr != INADDR_ANY)
+		return daddr;
+	return so->laddr && so->laddr != INADDR_BROADCAST ? so->laddr : htonl(INADDR_LOOPBACK);
+}
+
+int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *given)
 {
 	struct sl_stack *s = S(st);
+	struct sockaddr_in a, *addr = &a;
 	struct sl_sock *so;
 	bool nb;
-	int ret = addr && addr->sin_family == AF_UNSPEC ? 0 : addr_ok(addr);
+	int ret = given && given->sin_family == AF_UNSPEC ? 0 : addr_ok(given);
 
 	if (ret)
 		return ret;
+	a = *given;
 	ret = sock_get(s, sd, &so);
 	if (ret)
 		return ret;
+	if (a.sin_family == AF_INET)
+		a.sin_addr.s_addr = this_host(so, a.sin_addr.s_addr);
 	if (addr->sin_family == AF_UNSPEC) {
 		ret = disconnect(s, so);
 		sl_unlock(s);
@@ -683,7 +696,7 @@ long sl_sendto_meta(struct sluice_stack *st, int sd, const void *buf, size_t len
 				ret = -EDESTADDRREQ;
 			else
 				ret = sl_udp_sendto(s, so, buf, len, flags,
-						    to ? to->sin_addr.s_addr : so->raddr,
+						    to ? this_host(so, to->sin_addr.s_addr) : so->raddr,
 						    to ? to->sin_port : so->rport, tx);
 		} else if (len >= SL_LEND_MIN) {
 			ret = tcp_send_lent(s, so, buf, len, flags, &locked);
@@ -1185,6 +1198,9 @@ int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, cons
 	} else if (level == IPPROTO_IP && (name == IP_MULTICAST_TTL || name == IP_MULTICAST_LOOP ||
 					   name == IP_MULTICAST_IF)) {
 		ret = sl_udp_mc_setopt(s, so, name, val, len);
+	} else if (so->type == SL_SOCK_UDP && level == SOL_SOCKET && name == SO_KEEPALIVE) {
+		/* Kept on any socket as Linux does (only TCP sends probes). */
+		ret = flag_opt(&so->flags, SL_SF_KEEPALIVE, val, len);
 	} else if (so->type == SL_SOCK_TCP) {
 		ret = sl_tcp_setsockopt(s, so, level, name, val, len);
 	} else {

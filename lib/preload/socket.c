@@ -44,7 +44,8 @@ bool pl_reachable(uint32_t daddr)
 	if (!s)
 		return false;
 	r = s->lib;
-	if ((ntohl(daddr) >> 24) == 127)
+	/* 0.0.0.0 is this host (Linux sends it over loopback). */
+	if ((ntohl(daddr) >> 24) == 127 || daddr == INADDR_ANY)
 		return pl_cfg.loopback;
 	if (sl_ip_is_local(s, daddr))
 		return true;
@@ -209,6 +210,13 @@ EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 	if (!ps)
 		return REAL(bind)(fd, addr, len);
 	ret = get_sin(addr, len, &sin);
+	/* Linux inet_bind(): AF_UNSPEC is taken as AF_INET if the address
+	 * is INADDR_ANY (old programs bind that way). */
+	if (ret == -EAFNOSUPPORT && sin.sin_family == AF_UNSPEC &&
+	    sin.sin_addr.s_addr == htonl(INADDR_ANY)) {
+		sin.sin_family = AF_INET;
+		ret = 0;
+	}
 	if (!ret && sin.sin_addr.s_addr != INADDR_ANY && !is_local(sin.sin_addr.s_addr)) {
 		if (!ps->used) {
 			/* An address of the host's, not the stack's. */
@@ -520,6 +528,13 @@ EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *lenp)
 	if (!ps)
 		return REAL(getsockopt)(fd, level, name, val, lenp);
 	s = pl_sl();
+	/* A level an IPv4 socket does not have: Linux's IP layer answers
+	 * EOPNOTSUPP (do_ip_getsockopt()). */
+	if (level != SOL_SOCKET && level != IPPROTO_IP &&
+	    level != (ps->type == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP)) {
+		pl_put(ps);
+		return (int)pl_ret(-EOPNOTSUPP);
+	}
 	if (level == SOL_SOCKET && name == SO_REUSEPORT)
 		ret = put_int(ps->reuseport, val, lenp);
 	else if (level == SOL_SOCKET && name == SO_KEEPALIVE)

@@ -394,6 +394,14 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 	int ret;
 
 	(void)flags;
+	/* A pending error (an ICMP unreachable for a connected socket) is
+	 * this send's (Linux sock_alloc_send_pskb()). */
+	if (so->error) {
+		int e = sl_sock_error(s, so);
+
+		so->error = 0;
+		return -e;
+	}
 	if (so->flags & SL_SF_SHUT_WR)
 		return -EPIPE;
 	if (!dport)

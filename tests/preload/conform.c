@@ -1444,6 +1444,19 @@ static void check_tcp_options(void)
 		printf("efault_poll_null: %s\n", rv(poll(nul, 1, 0)));
 		printf("efault_data_still_there: %s\n", rv(recv(s, buf, sizeof(buf), 0)));
 	}
+	/* Levels an IPv4 socket does not have. */
+	{
+		int u = socket(AF_INET, SOCK_DGRAM, 0), one = 1;
+
+		printf("level_ipv6_get_tcp: %s\n", iopt(c, IPPROTO_IPV6, IPV6_V6ONLY));
+		printf("level_udp_get_tcp: %s\n", iopt(c, IPPROTO_UDP, 1));
+		printf("level_tcp_get_udp: %s\n", iopt(u, IPPROTO_TCP, TCP_NODELAY));
+		printf("level_ipv6_get_udp: %s\n", iopt(u, IPPROTO_IPV6, IPV6_RECVERR));
+		printf("level_ipv6_set_udp: %s\n", setint(u, IPPROTO_IPV6, IPV6_RECVERR, 1));
+		r = rv(setsockopt(u, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)));
+		printf("so_keepalive_udp: %s %s\n", r, iopt(u, SOL_SOCKET, SO_KEEPALIVE));
+		close(u);
+	}
 	/* TCP_WINDOW_CLAMP before a connection: 0 is allowed, and unset. */
 	{
 		int f = socket(AF_INET, SOCK_STREAM, 0);
@@ -1733,6 +1746,63 @@ static void check_udp_connect_shut(void)
 	r = rv(connect(u, (struct sockaddr *)&self, sizeof(self)));
 	printf("udp_connect_unbound: %s %s\n", r, ipport(u, false));
 	close(u);
+
+	/* A connected socket whose peer is gone: the ICMP unreachable is
+	 * the next send's error (Linux sock_alloc_send_pskb()), once. */
+	{
+		int gone = socket(AF_INET, SOCK_DGRAM, 0);
+		struct sockaddr_in ga = lo(0);
+		socklen_t gl = sizeof(ga);
+		struct pollfd gp;
+
+		bind(gone, (struct sockaddr *)&ga, sizeof(ga));
+		getsockname(gone, (struct sockaddr *)&ga, &gl);
+		u = socket(AF_INET, SOCK_DGRAM, 0);
+		connect(u, (struct sockaddr *)&ga, sizeof(ga));
+		close(gone);
+		printf("udp_send_no_receiver: %s\n", rv(send(u, buf, 4, 0)));
+		gp = (struct pollfd){ .fd = u, .events = POLLERR };
+		r = rv(poll(&gp, 1, 1000));
+		printf("udp_send_no_receiver_poll: %s %s\n", r, evs(gp.revents));
+		printf("udp_send_after_unreachable: %s\n", rv(send(u, buf, 4, 0)));
+		printf("udp_send_again: %s\n", rv(send(u, buf, 4, 0)));
+		close(u);
+	}
+	/* bind(AF_UNSPEC, INADDR_ANY) is an AF_INET bind (Linux inet_bind()). */
+	u = socket(AF_INET, SOCK_DGRAM, 0);
+	un.sin_addr.s_addr = htonl(INADDR_ANY);
+	r = rv(bind(u, (struct sockaddr *)&un, sizeof(un)));
+	printf("udp_bind_unspec_any: %s %s\n", r, ipport(u, false));
+	/* 0.0.0.0 as a destination is this host. */
+	{
+		int rcv = socket(AF_INET, SOCK_DGRAM, 0);
+		struct sockaddr_in ra = lo(0), z;
+		socklen_t rl = sizeof(ra);
+
+		bind(rcv, (struct sockaddr *)&ra, sizeof(ra));
+		getsockname(rcv, (struct sockaddr *)&ra, &rl);
+		z = ra;
+		z.sin_addr.s_addr = htonl(INADDR_ANY);
+		printf("udp_sendto_any_addr: %s\n",
+		       rv(sendto(u, "any", 3, 0, (struct sockaddr *)&z, sizeof(z))));
+		poll1(rcv, POLLIN, 1000);
+		printf("udp_sendto_any_addr_recv: %s\n", rv(recv(rcv, buf, sizeof(buf), MSG_DONTWAIT)));
+		close(rcv);
+	}
+	close(u);
+	{
+		uint16_t tport;
+		int tl = listener(&tport), tc = socket(AF_INET, SOCK_STREAM, 0), ta;
+		struct sockaddr_in z = lo(tport);
+
+		z.sin_addr.s_addr = htonl(INADDR_ANY);
+		r = rv(connect(tc, (struct sockaddr *)&z, sizeof(z)));
+		ta = accept(tl, NULL, NULL);
+		printf("tcp_connect_any_addr: %s accepted %d peer %s\n", r, ta >= 0, ipport(tc, true));
+		close(ta);
+		close(tc);
+		close(tl);
+	}
 }
 
 /* close_range(2) closes Sluice sockets too: the peer sees the end. */
