@@ -27,6 +27,20 @@ static void ack(struct sl_sock *so, uint32_t a, const struct tf_opts *o)
 	tf_seg_full(TF_PPORT, ntohs(so->lport), TH_ACK_, IRS + 1, a, 65535, o, NULL, 0);
 }
 
+/* One round trip with the window full: 1000-byte segments up to cwnd
+ * (at most 20), 10 ms, then everything ACKed. */
+static void full_rtt(struct sl_sock *so)
+{
+	uint32_t sent = 0;
+
+	while (so->tcp.sndq_bytes < so->tcp.cwnd && sent < 20000) {
+		sl_tcp_send(T.s, so, pattern, 1000, 0, tf_now_us);
+		sent += 1000;
+	}
+	tf_advance_ms(10);
+	ack(so, so->tcp.snd_nxt, NULL);
+}
+
 /* Wait for the next frame; returns the ms waited. */
 static uint64_t wait_frame(uint64_t limit_ms)
 {
@@ -182,16 +196,8 @@ static void test_established_reno(void)
 	       "TCP_CONGESTION reno set");
 	so->tcp.ssthresh = so->tcp.cwnd;
 	w0 = so->tcp.cwnd;
-	for (int rtt = 0; rtt < 5; rtt++) {
-		uint32_t sent = 0;
-
-		while (so->tcp.sndq_bytes < so->tcp.cwnd && sent < 20000) {
-			sl_tcp_send(T.s, so, pattern, 1000, 0, tf_now_us);
-			sent += 1000;
-		}
-		tf_advance_ms(10);
-		ack(so, so->tcp.snd_nxt, NULL);
-	}
+	for (int rtt = 0; rtt < 5; rtt++)
+		full_rtt(so);
 	tap_eq(so->tcp.cwnd, w0 + 5 * 1000, "five RTTs: five MSS more");
 	sl_tcp_send(T.s, so, pattern, 5000, 0, tf_now_us);
 	flight = so->tcp.snd_max - so->tcp.snd_una;
@@ -295,14 +301,7 @@ static void test_established_cubic_growth(void)
 	w0 = so->tcp.cwnd;
 	una = iss + 1;
 	for (int rtt = 0; rtt < 20; rtt++) {
-		uint32_t sent = 0;
-
-		while (so->tcp.sndq_bytes < so->tcp.cwnd && sent < 20000) {
-			sl_tcp_send(T.s, so, pattern, 1000, 0, tf_now_us);
-			sent += 1000;
-		}
-		tf_advance_ms(10);
-		ack(so, so->tcp.snd_nxt, NULL);
+		full_rtt(so);
 		una = so->tcp.snd_una;
 	}
 	(void)una;
