@@ -1143,10 +1143,10 @@ int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, cons
 			ret = -EPERM;
 		else if (name == SO_RCVBUFFORCE)
 			so->rcvbuf = u < SL_SO_RCVBUF_MIN ? SL_SO_RCVBUF_MIN : (uint32_t)u;
-		if (!ret && name == SO_RCVBUFFORCE)
-			so->opt_flags |= SL_SO_RCVBUF_SET;
 		else
 			so->sndbuf = u < SL_SO_SNDBUF_MIN ? SL_SO_SNDBUF_MIN : (uint32_t)u;
+		if (!ret && name == SO_RCVBUFFORCE)
+			so->opt_flags |= SL_SO_RCVBUF_SET;
 	} else if (level == SOL_SOCKET && (name == SO_RCVBUF || name == SO_SNDBUF)) {
 		/*
 		 * As Linux (sk_setsockopt()): the value, taken as unsigned, is

@@ -263,8 +263,28 @@ static void test_linger_waits_for_ack(void)
 	fx_destroy(s);
 }
 
+/* SO_SNDBUFFORCE refused (a short value: EINVAL) leaves the send buffer
+ * as it was; it used to fall through to setting it. */
+static void test_bufforce_refused_keeps_buffer(void)
+{
+	struct sl_stack *s = stack("bufforce");
+	int u = sluice_socket(ST(s), SLUICE_SOCK_DGRAM), v = 100000, got = 0;
+	unsigned int len = sizeof(got);
+	uint16_t two = 2;
+
+	sluice_setsockopt(ST(s), u, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+	sluice_getsockopt(ST(s), u, SOL_SOCKET, SO_SNDBUF, &v, &len);
+	tap_eq(sluice_setsockopt(ST(s), u, SOL_SOCKET, SO_SNDBUFFORCE, &two, sizeof(two)), -EINVAL,
+	       "SO_SNDBUFFORCE shorter than an int: EINVAL");
+	len = sizeof(got);
+	sluice_getsockopt(ST(s), u, SOL_SOCKET, SO_SNDBUF, &got, &len);
+	tap_eq(got, v, "... and SO_SNDBUF is as it was");
+	sluice_close(ST(s), u);
+}
+
 int main(void)
 {
+	test_bufforce_refused_keeps_buffer();
 	test_reuseport_needs_both();
 	test_reuseport_tcp_spread();
 	test_reuseport_udp_spread();
