@@ -778,12 +778,13 @@ long sl_recvfrom_meta(struct sluice_stack *st, int sd, void *buf, size_t len, in
 		if (so->type == SL_SOCK_UDP) {
 			ret = sl_udp_recvfrom(s, so, buf, len, flags, &saddr, &sport, meta);
 		} else {
+			/* SO_RCVLOWAT: a blocking read waits for the mark. */
+			bool lowat = !nb && sl_tcp_lowat_wait(so, len);
+
 			ret = -EAGAIN;
-			if (!nb && sl_tcp_lowat_wait(so, len))
-				;	/* SO_RCVLOWAT: wait for the mark */
-			else if (len >= SL_LEND_MIN && !(flags & (MSG_PEEK | MSG_OOB | MSG_TRUNC)))
+			if (!lowat && len >= SL_LEND_MIN && !(flags & (MSG_PEEK | MSG_OOB | MSG_TRUNC)))
 				ret = tcp_recv_lent(s, so, buf, len, &locked);
-			if (ret == -EAGAIN && (nb || !sl_tcp_lowat_wait(so, len)))
+			if (ret == -EAGAIN && !lowat)
 				ret = sl_tcp_recv(s, so, buf, len, flags, sl_now(s));
 			saddr = so->raddr;
 			sport = so->rport;

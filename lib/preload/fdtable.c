@@ -10,12 +10,12 @@
  *
  * Placeholders: a Sluice socket's fd is an open file description of the
  * directory /dev/shm/sluicefd-STACK (one open() per socket, O_RDONLY),
- * holding an OFD read lock on byte [index].  A directory, so that a call which bypasses the library
- * (a raw system call, a function the library does not wrap) fails and can
- * never read or write a byte of the stack's files: read and pread give
- * EISDIR, write EBADF, mmap ENODEV, splice, sendfile and copy_file_range
- * EINVAL or EISDIR (issue 24).  Why a file and not an eventfd, a /dev/null
- * dup or a kernel socket:
+ * holding an OFD read lock on byte [index].  A directory, so that a call
+ * which bypasses the library (a raw system call, a function the library
+ * does not wrap) fails and can never read or write a byte of the stack's
+ * files: read and pread give EISDIR, write EBADF, mmap ENODEV, splice,
+ * sendfile and copy_file_range EINVAL or EISDIR (issue 24).  Why a file
+ * and not an eventfd, a /dev/null dup or a kernel socket:
  *  - the kernel itself counts who holds the socket.  An OFD lock belongs to
  *    the open file description and goes away only when its last fd is
  *    closed, in any process: dup, fork, SCM_RIGHTS and exec share it, and
@@ -34,8 +34,7 @@
  * readiness, which poll.c and epoll.c emulate.
  *
  * The file "recs" in that directory holds one record per socket slot
- * (state, generation,
- * creator), so a socket whose holders all died without closing it is
+ * (state, generation, creator), so a socket whose holders all died without closing it is
  * found and closed by pl_sweep(); and one record per process using the
  * stack, whose lock byte (PL_PROC_LOCK_BASE + record) the process holds
  * from a description of its own for as long as it lives.  A process that
@@ -105,7 +104,6 @@ struct pl_rec {
 #define REC_STATE(key)		((uint32_t)(key))
 #define REC_GEN(key)		((uint32_t)((key) >> 32))
 
-
 struct pl_table {
 	unsigned int n;
 	struct pl_sock *slot[];
@@ -151,6 +149,15 @@ static int ofd_lock_at(int fd, short type, off_t off, bool wait)
 	};
 
 	return pl_libc.fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) ? -errno : 0;
+}
+
+/* Is the lock byte at off free (its holders all gone)?  probe holds no
+ * lock there itself (OFD locks do not conflict with their own). */
+static bool lock_free_at(int probe, off_t off)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = off, .l_len = 1 };
+
+	return !pl_libc.fcntl(probe, F_OFD_GETLK, &fl) && fl.l_type == F_UNLCK;
 }
 
 /*
@@ -403,15 +410,6 @@ void pl_fd_dup(int fd, int newfd, struct pl_sock *ps)
 
 /* ---- placeholders ---- */
 
-static int ofd_lock(int fd, short type, uint32_t sd, bool wait)
-{
-	struct flock fl = {
-		.l_type = type, .l_whence = SEEK_SET, .l_start = (off_t)sd, .l_len = 1,
-	};
-
-	return pl_libc.fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) ? -errno : 0;
-}
-
 /* ---- module socket fds ---- */
 
 /*
@@ -598,7 +596,7 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 	/* The lock's byte names the socket (inherit after exec, SCM_RIGHTS:
 	 * placeholder_sd()).  Nobody takes a write lock here (closers only
 	 * look): never waits. */
-	ret = ofd_lock(fd, F_RDLCK, sd, false);
+	ret = ofd_lock_at(fd, F_RDLCK, (off_t)sd, false);
 	if (ret)
 		goto err_close_fd;
 	ps->gen = sl_sock(s, sd)->kp.gen;
@@ -643,15 +641,6 @@ static uint32_t pend[PL_PEND_MAX];
 static unsigned int npend;
 static pthread_mutex_t reap_mu = PTHREAD_MUTEX_INITIALIZER;
 
-/* Does any description hold a placeholder of socket sd (probe: a
- * description of the placeholder directory that holds none)? */
-static bool held(int probe, uint32_t sd)
-{
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t)sd, .l_len = 1 };
-
-	return pl_libc.fcntl(probe, F_OFD_GETLK, &fl) || fl.l_type != F_UNLCK;
-}
-
 /*
  * Close socket sd if its record is used and no placeholder of it is held
  * any more.  The record is read before the lock is looked at: an
@@ -672,7 +661,7 @@ static void reap_with(int probe, uint32_t sd)
 	if (!s || sd >= nrec)
 		return;
 	key = sl_load_acquire(&recs[sd].key);
-	if (REC_STATE(key) != PL_REC_USED || held(probe, sd))
+	if (REC_STATE(key) != PL_REC_USED || !lock_free_at(probe, (off_t)sd))
 		return;
 	gen = REC_GEN(key);
 	so = sl_sock(s, sd);
@@ -697,14 +686,20 @@ static void reap_with(int probe, uint32_t sd)
 	sl_cmpxchg(&recs[sd].key, &key, REC_KEY(PL_REC_FREE, gen));
 }
 
+/*
+ * A description of the placeholder directory that holds no lock, to look
+ * at the others' locks with.  A fresh one each time, not one kept open: a
+ * program may close an fd it does not own (a double close, closefrom()),
+ * and a kept probe's number could then name one of the program's files.
+ */
+static int open_probe(void)
+{
+	return open(fd_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
 static void reap(uint32_t sd)
 {
-	/*
-	 * A fresh description each time, not one kept open: a program may
-	 * close an fd it does not own (a double close, closefrom()), and a
-	 * kept probe's number could then name one of the program's files.
-	 */
-	int probe = open(fd_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int probe = open_probe();
 
 	if (probe < 0)
 		return;
@@ -757,21 +752,13 @@ static void sweep_unrecorded(void)
 /* Every used socket record: close those nobody holds any more. */
 static void sweep_sockets(void)
 {
-	int probe = open(fd_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int probe = open_probe();
 
 	if (probe < 0)
 		return;
 	for (uint32_t sd = 0; sd < nrec; sd++)
 		reap_with(probe, sd);
 	pl_libc.close(probe);
-}
-
-/* Is the lock byte at off free (its holders all gone)? */
-static bool lock_free_at(int probe, off_t off)
-{
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = off, .l_len = 1 };
-
-	return !pl_libc.fcntl(probe, F_OFD_GETLK, &fl) && fl.l_type == F_UNLCK;
 }
 
 static void sweep(void);
