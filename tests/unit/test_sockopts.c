@@ -280,6 +280,7 @@ static void test_bufforce_refused_keeps_buffer(void)
 	sluice_getsockopt(ST(s), u, SOL_SOCKET, SO_SNDBUF, &got, &len);
 	tap_eq(got, v, "... and SO_SNDBUF is as it was");
 	sluice_close(ST(s), u);
+	fx_destroy(s);
 }
 
 int main(void)
