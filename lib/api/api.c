@@ -188,13 +188,19 @@ static long checked(const struct sl_stack *s, long ret)
 
 /*
  * Look up sd and take the lock; on success the caller must sl_unlock().
- * A data call that must not block (dontwait, or a non-blocking socket:
- * read before the lock, as a hint) gets -EAGAIN at once when the lock's
- * holder is stopped, rather than waiting for it to be continued.
+ * How long it waits for the lock (enum get_wait):
+ *  - GET_WAIT: as long as it takes.  Control calls (bind, listen, connect,
+ *    shutdown, getsockname, getpeername, setsockopt, getsockopt) never
+ *    answer EAGAIN for a lock held by a stopped process: Linux never
+ *    does, and a program would take it for an error of its own.
+ *  - GET_AS_SOCKET: a data call (send, recv, accept, close) on a
+ *    non-blocking socket (read before the lock, as a hint) gets -EAGAIN
+ *    once the lock's holder is seen stopped, as it would with nothing to
+ *    read; a blocking one waits.
+ *  - GET_DONTWAIT: -EAGAIN for a stopped holder whatever the socket says
+ *    (MSG_DONTWAIT, a put-off close).
  */
-/* sock_get_mode()'s lock wait: as the socket's O_NONBLOCK says, or
- * giving up on a stopped holder (MSG_DONTWAIT, a put-off close). */
-enum get_wait { GET_AS_SOCKET, GET_DONTWAIT };
+enum get_wait { GET_WAIT, GET_AS_SOCKET, GET_DONTWAIT };
 
 static int sock_get_mode(struct sl_stack *s, int sd, struct sl_sock **out, enum get_wait mode)
 {
@@ -235,7 +241,7 @@ static int sock_get_nb(struct sl_stack *s, int sd, struct sl_sock **out, bool do
 
 static int sock_get(struct sl_stack *s, int sd, struct sl_sock **out)
 {
-	return sock_get_nb(s, sd, out, false);
+	return sock_get_mode(s, sd, out, GET_WAIT);
 }
 
 static uint32_t sock_events(struct sl_stack *s, struct sl_sock *so)
@@ -918,6 +924,64 @@ int sl_close_gen(struct sluice_stack *st, int sd, uint32_t gen)
 	return close_sd(S(st), sd, true, gen, GET_DONTWAIT);
 }
 
+/* Linux (inet_getname()): no peer before the connection is up or after
+ * it is gone. */
+static int name_put(uint8_t type, uint8_t state, uint32_t addr, uint16_t port, bool peer,
+		    struct sockaddr_in *out)
+{
+	if (peer && (!port || (type == SL_SOCK_TCP &&
+			       (state == SL_TCP_CLOSED || state == SL_TCP_SYN_SENT))))
+		return -ENOTCONN;
+	memset(out, 0, sizeof(*out));
+	out->sin_family = AF_INET;
+	out->sin_addr.s_addr = addr;
+	out->sin_port = port;
+	return 0;
+}
+
+static bool busy_names(const struct sl_stack *s, int sd)
+{
+	const uint32_t *busy = s->lib->busy;
+
+	return SL_READ_ONCE(busy[0]) == (uint32_t)sd + 1 || SL_READ_ONCE(busy[1]) == (uint32_t)sd + 1;
+}
+
+/*
+ * getsockname/getpeername while the lock's holder is stopped: the slot is
+ * read as it stands, which is whole unless the holder is in the middle of
+ * changing this very socket.  A holder names a socket in busy[] before it
+ * changes it (proto.h), so a read that finds it not named, and the same
+ * holding of the lock (lock word and acquisition count) after as before,
+ * saw no change half made.  -EAGAIN: the lock moved meanwhile, try it
+ * again; -EBUSY: the holder is changing this socket, wait for it.
+ */
+static int name_of_stopped(struct sl_stack *s, int sd, struct sockaddr_in *out, bool peer)
+{
+	const struct sl_sock *so = sl_sock(s, sd);
+	uint32_t seq = sl_load_acquire(&s->r->lock_seq), word = sl_load_acquire(&s->r->lock);
+	uint32_t addr, flags;
+	uint16_t port;
+	uint8_t type, state;
+
+	if (!(word & SLUICE_LOCK_HELD))
+		return -EAGAIN;
+	if (busy_names(s, sd))
+		return -EBUSY;
+	type = SL_READ_ONCE(so->type);
+	flags = SL_READ_ONCE(so->flags);
+	state = SL_READ_ONCE(so->state);
+	addr = peer ? SL_READ_ONCE(so->raddr) : SL_READ_ONCE(so->laddr);
+	port = peer ? SL_READ_ONCE(so->rport) : SL_READ_ONCE(so->lport);
+	sl_smp_rmb();
+	if (busy_names(s, sd))
+		return -EBUSY;
+	if (SL_READ_ONCE(s->r->lock) != word || SL_READ_ONCE(s->r->lock_seq) != seq)
+		return -EAGAIN;
+	if (type == SL_SOCK_FREE || (flags & SL_SF_ORPHAN))
+		return -EBADF;
+	return name_put(type, state, addr, port, peer, out);
+}
+
 static int name_of(struct sl_stack *s, int sd, struct sockaddr_in *addr, bool peer)
 {
 	struct sl_sock *so;
@@ -925,22 +989,28 @@ static int name_of(struct sl_stack *s, int sd, struct sockaddr_in *addr, bool pe
 
 	if (!addr)
 		return -EFAULT;
-	ret = sock_get(s, sd, &so);
+	if (sd < 0 || (uint32_t)sd >= s->max_sockets)
+		return -EBADF;
+	/* A read waits for no stopped process (Linux's never waits for
+	 * another process): as the slot stands, unless it is being changed. */
+	for (;;) {
+		ret = sock_get_mode(s, sd, &so, GET_DONTWAIT);
+		if (ret != -EAGAIN)
+			break;
+		ret = name_of_stopped(s, sd, addr, peer);
+		if (ret == -EBUSY) {
+			ret = sock_get(s, sd, &so);
+			break;
+		}
+		if (ret != -EAGAIN)
+			return ret;	/* answered without the lock */
+	}
 	if (ret)
 		return ret;
-	/* Linux (inet_getname()): no peer before the connection is up or
-	 * after it is gone. */
-	if (peer && (!so->rport || (so->type == SL_SOCK_TCP &&
-				    (so->state == SL_TCP_CLOSED || so->state == SL_TCP_SYN_SENT)))) {
-		sl_unlock(s);
-		return -ENOTCONN;
-	}
-	memset(addr, 0, sizeof(*addr));
-	addr->sin_family = AF_INET;
-	addr->sin_addr.s_addr = peer ? so->raddr : so->laddr;
-	addr->sin_port = peer ? so->rport : so->lport;
+	ret = name_put(so->type, so->state, peer ? so->raddr : so->laddr,
+		       peer ? so->rport : so->lport, peer, addr);
 	sl_unlock(s);
-	return 0;
+	return ret;
 }
 
 int sluice_getsockname(struct sluice_stack *st, int sd, struct sockaddr_in *addr)

@@ -43,6 +43,8 @@ echo "holder state \$(awk '{print \$3}' /proc/\$h/stat)"
 echo "dump \$("$sluice" dump "$st" | grep '^  lock: held' | sed "s/process \$h /process HOLDER /")"
 echo "stacks \$("$sluice" stacks | awk -v s="$st" '\$1 == s { print \$NF }' | sed "s/^\$h,/HOLDER,/")"
 touch "$tmp/go"
+# The control calls at the end wait for the lock: give it back after 3 s.
+( sleep 3; kill -CONT \$h ) &
 wait \$prog
 echo "program exit \$?"
 kill -CONT \$h
@@ -84,6 +86,18 @@ check "settimeout(0.25): on time (${ts:-none} s)" within 0.250 "${ts:-9}"
 read -r _ tn rn < <(grep '^nonblock ' "$tmp/out")
 check "a non-blocking recv: EAGAIN (${rn:-none})" [ "${rn:-}" = eagain ]
 check "a non-blocking recv: at once (${tn:-none} s)" within 0 "${tn:-9}"
+read -r _ tnm nm < <(grep '^names ' "$tmp/out")
+check "getsockname and getpeername of a connection: answered (${nm:-none})" \
+	grep -qE '^127\.0\.0\.1:[0-9]+ 127\.0\.0\.1:18093$' <<<"${nm:-x}"
+check "getsockname and getpeername: at once, not waiting for the holder (${tnm:-none} s)" within 0 "${tnm:-9}"
+for call in setsockopt getsockopt bind listen connect shutdown; do
+	r=$(sed -n "s/^control $call //p" "$tmp/out")
+	check "$call with the holder stopped: no EAGAIN, it waits for the lock (${r:-none})" \
+		[ "${r:-}" = ok ]
+done
+read -r _ _ tw < <(grep '^control waited ' "$tmp/out")
+check "the control calls waited for the holder to be continued (${tw:-none} s)" \
+	awk -v w="${tw:-0}" 'BEGIN { exit !(w >= 0.5) }'
 
 # A storm: a process that takes and lets go of the lock over and over is
 # stopped and continued every few milliseconds for 3 s, while the program

@@ -26,7 +26,7 @@ l.bind(("127.0.0.1", 18093))
 l.listen(1)
 d = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 d.connect(("127.0.0.1", 18093))
-e, _ = l.accept()
+acc, _ = l.accept()
 d.setblocking(False)
 try:
     while True:
@@ -35,6 +35,10 @@ except BlockingIOError:
     pass
 d.setblocking(True)
 d.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 0, 200000))
+# For the control calls: a fresh TCP socket and a non-blocking one.
+f = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+g = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+g.setblocking(False)
 if storm:
     open(ready, "w").close()
     ep = select.epoll()
@@ -115,3 +119,29 @@ try:
 except BlockingIOError:
     r = "eagain"
 print("nonblock %.3f %s" % (time.monotonic() - t, r), flush=True)
+
+# Reads of a socket the holder is not changing are answered at once.
+t = time.monotonic()
+r = "%s:%d %s:%d" % (d.getsockname() + d.getpeername())
+print("names %.3f %s" % (time.monotonic() - t, r), flush=True)
+
+# Control calls never answer EAGAIN because the lock's holder is stopped
+# (Linux never does, and programs take it for their own error): they wait
+# for the lock, which the test gives back after a while.
+t = time.monotonic()
+for name, call in (
+        ("setsockopt", lambda: f.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)),
+        ("getsockopt", lambda: f.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)),
+        ("bind", lambda: f.bind(("127.0.0.1", 18094))),
+        ("listen", lambda: f.listen(4)),
+        ("connect", lambda: g.connect(("127.0.0.1", 18094))),
+        ("shutdown", lambda: f.shutdown(socket.SHUT_WR))):
+    try:
+        call()
+        r = "ok"
+    except BlockingIOError as e:
+        r = "ok" if name == "connect" and e.errno == 115 else "errno%d" % e.errno
+    except OSError as e:
+        r = "errno%d" % e.errno
+    print("control %s %s" % (name, r), flush=True)
+print("control waited %.3f" % (time.monotonic() - t), flush=True)
