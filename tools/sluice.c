@@ -374,7 +374,8 @@ static int cmd_dump(const char *name)
 		struct sl_sock *so = sl_sock(s, i);
 		char l[32], r[32];
 
-		if (so->type == SL_SOCK_FREE)
+		/* Free slots, and the pool socket() takes from, are no sockets. */
+		if (so->type != SL_SOCK_TCP && so->type != SL_SOCK_UDP)
 			continue;
 		addr_str(l, sizeof(l), so->laddr, so->lport);
 		addr_str(r, sizeof(r), so->raddr, so->rport);

@@ -7,6 +7,7 @@
  * may have changed, re-checking readiness.
  */
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/capability.h>
@@ -214,17 +215,32 @@ static int sock_get_mode(struct sl_stack *s, int sd, struct sl_sock **out, enum 
 		return -EBADF;
 	nb = mode == GET_DONTWAIT ||
 	     (mode == GET_AS_SOCKET && (SL_READ_ONCE(sl_sock(s, sd)->flags) & SL_SF_NONBLOCK));
+again:
 	ret = sl_lock_wait(s, -1, nb);
 	if (ret)
 		return ret;
+	/* connect()s queued while a holder was stopped go first. */
+	sl_sock_pending_run(s);
 	so = sl_sock(s, sd);
-	if (so->type == SL_SOCK_FREE || (so->flags & SL_SF_ORPHAN)) {
+	if ((so->type != SL_SOCK_TCP && so->type != SL_SOCK_UDP) || (so->flags & SL_SF_ORPHAN)) {
 		sl_unlock(s);
 		return -EBADF;
 	}
 	if (!sl_sock_ok(s, so)) {
 		sl_unlock(s);
 		return sl_broken_err(s);
+	}
+	if ((so->life & SL_LIFE_PRIVATE) || SL_READ_ONCE(so->priv_lock)) {
+		/* The stack is to see it from now on: after any option call
+		 * or queued connect in flight (another thread's, under
+		 * priv_lock). */
+		if (!sl_sock_priv_trylock(so)) {
+			sl_unlock(s);
+			sched_yield();
+			goto again;
+		}
+		so->life &= (uint8_t)~SL_LIFE_PRIVATE;
+		sl_sock_priv_unlock(so);
 	}
 	sl_sock_busy(s, so);
 	/* The call may lower its readiness (read, accept, send space):
@@ -242,6 +258,30 @@ static int sock_get_nb(struct sl_stack *s, int sd, struct sl_sock **out, bool do
 static int sock_get(struct sl_stack *s, int sd, struct sl_sock **out)
 {
 	return sock_get_mode(s, sd, out, GET_WAIT);
+}
+
+/*
+ * A socket the stack does not see yet (SL_LIFE_PRIVATE: proto/sock.c):
+ * its option calls need only its own lock.  True with that lock held;
+ * false when the socket is the stack's (take the stack lock).
+ */
+static bool priv_get(struct sl_stack *s, int sd, struct sl_sock **out)
+{
+	struct sl_sock *so;
+
+	if (sd < 0 || (uint32_t)sd >= s->max_sockets || s->corrupt)
+		return false;
+	so = sl_sock(s, sd);
+	if (!(SL_READ_ONCE(so->life) & SL_LIFE_PRIVATE))
+		return false;
+	sl_sock_priv_lock(so);
+	if (!(SL_READ_ONCE(so->life) & SL_LIFE_PRIVATE) ||
+	    (so->type != SL_SOCK_TCP && so->type != SL_SOCK_UDP)) {
+		sl_sock_priv_unlock(so);
+		return false;
+	}
+	*out = so;
+	return true;
 }
 
 static uint32_t sock_events(struct sl_stack *s, struct sl_sock *so)
@@ -305,7 +345,7 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 
 			fds[i].revents = 0;
 			if (fds[i].sd < 0 || (uint32_t)fds[i].sd >= s->max_sockets ||
-			    (so = sl_sock(s, fds[i].sd))->type == SL_SOCK_FREE) {
+			    ((so = sl_sock(s, fds[i].sd))->type != SL_SOCK_TCP && so->type != SL_SOCK_UDP)) {
 				fds[i].revents = POLLNVAL;
 				ready++;
 				continue;
@@ -370,12 +410,24 @@ int sluice_socket(struct sluice_stack *st, int type)
 
 	if (base != SLUICE_SOCK_STREAM && base != SLUICE_SOCK_DGRAM)
 		return -EPROTONOSUPPORT;
+	/* From the ready pool, without the lock (proto/sock.c); a broken
+	 * stack's answer comes from the lock. */
+	so = s->corrupt || sl_load_acquire(&s->r->state) == SLUICE_STATE_BROKEN ? NULL :
+	     sl_sock_claim(s, base == SLUICE_SOCK_STREAM ? SL_SOCK_TCP : SL_SOCK_UDP);
+	if (so) {
+		if (type & SLUICE_SOCK_NONBLOCK)
+			so->flags |= SL_SF_NONBLOCK;
+		return (int)so->idx;
+	}
 	ret = sl_lock(s);
 	if (ret)
 		return ret;
 	so = sl_sock_alloc(s, base == SLUICE_SOCK_STREAM ? SL_SOCK_TCP : SL_SOCK_UDP);
-	if (so && (type & SLUICE_SOCK_NONBLOCK))
-		so->flags |= SL_SF_NONBLOCK;
+	if (so) {
+		so->life = SL_LIFE_PRIVATE;
+		if (type & SLUICE_SOCK_NONBLOCK)
+			so->flags |= SL_SF_NONBLOCK;
+	}
 	sl_unlock(s);
 	return (int)checked(s, so ? (int)so->idx : -ENFILE);
 }
@@ -451,18 +503,6 @@ int sluice_accept(struct sluice_stack *st, int sd, struct sockaddr_in *peer)
 }
 
 /*
- * The address an unbound socket's connect binds to.  On a kring stack a
- * connection to 127.0.0.0/8 takes its port on loopback, which needs no
- * module filter; everything else binds to any address, as before.
- */
-static uint32_t implicit_laddr(const struct sl_stack *s, const struct sockaddr_in *to)
-{
-	if (s->filters && (ntohl(to->sin_addr.s_addr) >> 24) == 127)
-		return htonl(INADDR_LOOPBACK);
-	return 0;
-}
-
-/*
  * connect() to AF_UNSPEC (Linux: the protocol's disconnect): a datagram
  * socket forgets its peer; a stream socket not connected stays as it is.
  */
@@ -511,6 +551,41 @@ static uint32_t this_host(const struct sl_sock *so, uint32_t daddr)
 	return so->laddr && so->laddr != INADDR_BROADCAST ? so->laddr : htonl(INADDR_LOOPBACK);
 }
 
+/*
+ * connect() while the lock's holder is stopped (proto/sock.c, "Sockets
+ * before the stack sees them"): a non-blocking TCP socket nothing was
+ * done with yet is queued in sl_region.pend[] for the next holder to
+ * connect, and this is -EINPROGRESS, as Linux's once its SYN is queued;
+ * the socket polls as connecting until then.  -EAGAIN: not such a
+ * socket, or the queue is full; wait for the lock.
+ */
+static int connect_pending(struct sl_stack *s, int sd, const struct sockaddr_in *a)
+{
+	struct sl_sock *so;
+
+	if (a->sin_family != AF_INET)
+		return -EAGAIN;
+	if (!priv_get(s, sd, &so))
+		return -EAGAIN;
+	if (so->type != SL_SOCK_TCP || !(so->flags & SL_SF_NONBLOCK)) {
+		sl_sock_priv_unlock(so);
+		return -EAGAIN;
+	}
+	so->raddr = this_host(so, a->sin_addr.s_addr);
+	so->rport = a->sin_port;
+	SL_WRITE_ONCE(so->life, SL_LIFE_PENDING);
+	if (!sl_sock_pend(s, so)) {
+		so->raddr = 0;
+		so->rport = 0;
+		SL_WRITE_ONCE(so->life, SL_LIFE_PRIVATE);
+		sl_sock_priv_unlock(so);
+		return -EAGAIN;
+	}
+	sl_sock_priv_unlock(so);
+	sl_count(s, SL_C_connect_queued);
+	return -EINPROGRESS;
+}
+
 int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *given)
 {
 	struct sl_stack *s = S(st);
@@ -522,7 +597,16 @@ int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *gi
 	if (ret)
 		return ret;
 	a = *given;
-	ret = sock_get(s, sd, &so);
+	ret = sock_get_mode(s, sd, &so, GET_DONTWAIT);
+	if (ret == -EAGAIN) {
+		/* The holder is stopped: a new non-blocking TCP socket's
+		 * connect waits for the next holder, as a SYN in a queue;
+		 * anything else waits for the lock. */
+		ret = connect_pending(s, sd, &a);
+		if (ret != -EAGAIN)
+			return ret;
+		ret = sock_get(s, sd, &so);
+	}
 	if (ret)
 		return ret;
 	if (a.sin_family == AF_INET)
@@ -534,7 +618,7 @@ int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *gi
 	}
 	if (so->type == SL_SOCK_UDP) {
 		if (!(so->flags & SL_SF_BOUND))
-			ret = sl_sock_bind(s, so, implicit_laddr(s, addr), 0);
+			ret = sl_sock_bind(s, so, sl_sock_implicit_laddr(s, addr->sin_addr.s_addr), 0);
 		if (!ret) {
 			sl_sock_unhash(s, so);
 			so->raddr = addr->sin_addr.s_addr;
@@ -557,20 +641,7 @@ int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *gi
 		sl_unlock(s);
 		return (int)checked(s, ret);
 	}
-	if (!(so->flags & SL_SF_BOUND) && !s->filters)
-		ret = sl_tcp_src_addr(s, addr->sin_addr.s_addr) ?
-			      sl_sock_bind_connect(s, so, sl_tcp_src_addr(s, addr->sin_addr.s_addr),
-						   addr->sin_addr.s_addr, addr->sin_port,
-						   sl_now(s)) :
-			      -ENETUNREACH;
-	else if (!(so->flags & SL_SF_BOUND))
-		ret = sl_sock_bind(s, so, implicit_laddr(s, addr), 0);
-	else if (s->filters && !(so->flags & SL_SF_HASHED))
-		/* Connecting again after a failed attempt released the port
-		 * (sl_tcp_done()): a kring stack reserves it again. */
-		ret = sl_filter_take(s, so, so->laddr, &so->lport);
-	if (!ret)
-		ret = sl_tcp_connect(s, so, addr->sin_addr.s_addr, addr->sin_port, sl_now(s));
+	ret = sl_tcp_open(s, so, addr->sin_addr.s_addr, addr->sin_port);
 	nb = so->flags & SL_SF_NONBLOCK;
 	sl_unlock(s);
 	ret = (int)checked(s, ret);
@@ -977,7 +1048,7 @@ static int name_of_stopped(struct sl_stack *s, int sd, struct sockaddr_in *out, 
 		return -EBUSY;
 	if (SL_READ_ONCE(s->r->lock) != word || SL_READ_ONCE(s->r->lock_seq) != seq)
 		return -EAGAIN;
-	if (type == SL_SOCK_FREE || (flags & SL_SF_ORPHAN))
+	if ((type != SL_SOCK_TCP && type != SL_SOCK_UDP) || (flags & SL_SF_ORPHAN))
 		return -EBADF;
 	return name_put(type, state, addr, port, peer, out);
 }
@@ -991,6 +1062,12 @@ static int name_of(struct sl_stack *s, int sd, struct sockaddr_in *addr, bool pe
 		return -EFAULT;
 	if (sd < 0 || (uint32_t)sd >= s->max_sockets)
 		return -EBADF;
+	if (priv_get(s, sd, &so)) {
+		ret = name_put(so->type, so->state, peer ? so->raddr : so->laddr,
+			       peer ? so->rport : so->lport, peer, addr);
+		sl_sock_priv_unlock(so);
+		return ret;
+	}
 	/* A read waits for no stopped process (Linux's never waits for
 	 * another process): as the slot stands, unless it is being changed. */
 	for (;;) {
@@ -1155,15 +1232,11 @@ static void mem_max_read(void)
 	}
 }
 
-int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, const void *val,
-		      unsigned int len)
+static int setsockopt_on(struct sl_stack *s, struct sl_sock *so, int level, int name,
+			 const void *val, unsigned int len)
 {
-	struct sl_stack *s = S(st);
-	struct sl_sock *so;
-	int ret = sock_get(s, sd, &so), v = 0;
+	int ret = 0, v = 0;
 
-	if (ret)
-		return ret;
 	if (val && len >= sizeof(int))
 		memcpy(&v, val, sizeof(v));
 	if (opt_refused(level, name)) {
@@ -1277,6 +1350,27 @@ int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, cons
 	} else {
 		ret = -ENOPROTOOPT;
 	}
+	return ret;
+}
+
+int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, const void *val,
+		      unsigned int len)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	int ret;
+
+	/* Joining a group changes the stack's multicast table. */
+	if (!(level == IPPROTO_IP && (name == IP_ADD_MEMBERSHIP || name == IP_DROP_MEMBERSHIP)) &&
+	    priv_get(s, sd, &so)) {
+		ret = setsockopt_on(s, so, level, name, val, len);
+		sl_sock_priv_unlock(so);
+		return ret;
+	}
+	ret = sock_get(s, sd, &so);
+	if (ret)
+		return ret;
+	ret = setsockopt_on(s, so, level, name, val, len);
 	sl_unlock(s);
 	return ret;
 }
@@ -1357,11 +1451,16 @@ int sluice_getsockopt(struct sluice_stack *st, int sd, int level, int name, void
 		return -EINVAL;
 	if (*len && !val)
 		return -EFAULT;
-	ret = sock_get(s, sd, &so);
-	if (ret)
-		return ret;
-	ret = getsockopt_whole(s, so, level, name, whole, &n);
-	sl_unlock(s);
+	if (priv_get(s, sd, &so)) {
+		ret = getsockopt_whole(s, so, level, name, whole, &n);
+		sl_sock_priv_unlock(so);
+	} else {
+		ret = sock_get(s, sd, &so);
+		if (ret)
+			return ret;
+		ret = getsockopt_whole(s, so, level, name, whole, &n);
+		sl_unlock(s);
+	}
 	if (ret)
 		return ret;
 	if (level == IPPROTO_IP && n == sizeof(int) && *len && *len < sizeof(int)) {

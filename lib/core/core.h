@@ -28,6 +28,12 @@ struct sl_sock;
 /* Entries in the readiness journal (sl_region.chg_ring): a power of 2. */
 #define SL_CHG_RING	1024
 
+/* Sockets socket() takes without the lock, and connect()s waiting for
+ * it (sl_region.ready[], pend[]). */
+#define SL_READY_N	8
+#define SL_READY_NONE	((uint64_t)SLUICE_IDX_NONE)
+#define SL_PEND_N	16
+
 /* Counter blocks: one a process (SL_PROC_MAX processes count apart). */
 #define SL_NEIGH_MAX	64
 #define SL_PROC_MAX	16
@@ -112,6 +118,20 @@ struct sl_region {
 	 */
 	int32_t helper_pid;
 	uint64_t tcp_isn_secret[2];	/* RFC 6528 keyed ISN, set at creation */
+
+	/*
+	 * Sockets before the stack sees them (proto/sock.c).  ready[]: slots
+	 * allocated under the lock (SL_SOCK_RESERVED) for socket() to take
+	 * without it; an entry is the index in its low half and, while a
+	 * process is taking it, that pid in its high half (SL_READY_NONE:
+	 * empty).  ready_want: a holder should fill the pool.  pend[]:
+	 * sockets whose connect() waits for the lock (SLUICE_IDX_NONE:
+	 * empty); pend_hint: one may be there.
+	 */
+	uint64_t ready[SL_READY_N] __attribute__((aligned(64)));
+	uint32_t ready_want;
+	uint32_t pend_hint;
+	uint32_t pend[SL_PEND_N];
 
 	/*
 	 * The readiness journal: every readiness change (sl_sock_wake())
@@ -230,7 +250,8 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(lock_recovered, "stacks brought back after a process died holding the lock") \
 	X(recover_sock_reset, "sockets reset by that: half changed, or not whole") \
 	X(recover_buf_reclaimed, "buffers taken back from a dead lock holder") \
-	X(recover_lo_dropped, "queued packets dropped by that (loopback, neighbour holds)")
+	X(recover_lo_dropped, "queued packets dropped by that (loopback, neighbour holds)") \
+	X(connect_queued, "connects queued while the lock's holder was stopped")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,
@@ -633,7 +654,7 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
  * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
  */
-#define SL_LAYOUT_VERSION	6
+#define SL_LAYOUT_VERSION	7
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

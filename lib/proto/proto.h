@@ -16,6 +16,9 @@
 #define SL_SOCK_FREE	0
 #define SL_SOCK_UDP	1
 #define SL_SOCK_TCP	2
+/* In the ready pool (sl_region.ready[]): allocated under the lock, handed
+ * out by socket() without it (sock.c, sl_sock_claim()). */
+#define SL_SOCK_RESERVED	3
 
 /* sl_sock.flags */
 #define SL_SF_BOUND		0x0001
@@ -139,6 +142,18 @@ struct sl_sock {
 	 * events were last published, so new data or a new connection wakes
 	 * an edge-triggered poller even if EPOLLIN was up. */
 	uint32_t kp_rx_mark;
+	/*
+	 * Before the stack sees it (SL_LIFE_PRIVATE: made, never bound,
+	 * connected, listened on or used for data), a socket is reachable
+	 * only through its descriptor, and its options are set and read
+	 * under priv_lock (the pid of the process in such a call, or 0)
+	 * rather than the stack lock; the first call that needs the stack
+	 * takes both and ends it.  SL_LIFE_PENDING: a connect() made while
+	 * the lock's holder was stopped, waiting in sl_region.pend[] for the
+	 * next holder (sock.c, "Sockets before the stack sees them").
+	 */
+	uint32_t priv_lock;
+	uint8_t life;			/* SL_LIFE_* */
 
 	union {
 		struct sl_tcp_sock tcp;
@@ -154,6 +169,9 @@ _Static_assert(sizeof(struct sl_tcp_sock) <= SL_SOCK_PROTO_SPACE,
 /* Issue 3's target: at most 1 KiB of shared state per idle connection. */
 _Static_assert(sizeof(struct sl_sock) <= SL_SOCK_SIZE && SL_SOCK_SIZE <= 1024,
 	       "a socket slot is at most 1 KiB, and the socket fits its slot");
+
+#define SL_LIFE_PRIVATE	0x01
+#define SL_LIFE_PENDING	0x02
 
 /*
  * SO_RCVLOWAT (socket(7)): bytes a blocking read waits for, and that poll
@@ -351,6 +369,26 @@ bool sl_udp_mc_member(const struct sl_sock *so, uint32_t group);
 void sl_sock_table_init(struct sl_stack *s);
 struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type);	/* NULL: -ENFILE */
 void sl_sock_free(struct sl_stack *s, struct sl_sock *so);
+
+/* Sockets before the stack sees them (sock.c).  Without the lock: a slot
+ * from the ready pool, typed and SL_LIFE_PRIVATE (NULL: the pool is
+ * empty); a private socket's own lock; a connect queued for the next
+ * holder (false: pend[] is full).  With it: fill the pool (when
+ * sl_region.ready_want says so); make the queued connects. */
+struct sl_sock *sl_sock_claim(struct sl_stack *s, uint8_t type);
+uint32_t sl_sock_implicit_laddr(const struct sl_stack *s, uint32_t daddr);
+void sl_sock_ready_fill(struct sl_stack *s);
+void sl_sock_priv_lock(struct sl_sock *so);
+bool sl_sock_priv_trylock(struct sl_sock *so);
+void sl_sock_priv_unlock(struct sl_sock *so);
+bool sl_sock_pend(struct sl_stack *s, struct sl_sock *so);
+void sl_sock_pending_run_slow(struct sl_stack *s);
+
+static inline void sl_sock_pending_run(struct sl_stack *s)
+{
+	if (__builtin_expect(SL_READ_ONCE(s->lib->pend_hint) != 0, 0))
+		sl_sock_pending_run_slow(s);
+}
 void sl_sock_hash(struct sl_stack *s, struct sl_sock *so);
 void sl_sock_unhash(struct sl_stack *s, struct sl_sock *so);
 /*

@@ -259,7 +259,11 @@ static void rebuild(struct rec *rc)
 			free_head = i;
 			continue;
 		}
-		used++;
+		/* The pool's slots are not counted (sock.c); a socket being
+		 * taken from it while this runs may be counted twice or not
+		 * at all: a figure for inspection, not a limit. */
+		if (so->type != SL_SOCK_RESERVED)
+			used++;
 		if (so->type == SL_SOCK_TCP && (so->tcp.tflags & SL_TF_EMBRYO))
 			embryos++;
 	}
@@ -335,6 +339,28 @@ static void rebuild_accept(struct rec *rc, struct sl_sock *l, uint8_t *seen)
 	ltp->syn_len = (uint16_t)syn;
 }
 
+/* Does the ready pool hold slot idx, free or being taken by a live
+ * process?  An entry for a dead taker, or for a slot that is not in the
+ * pool, is emptied (the holder that fills the pool next fills it). */
+static bool ready_holds(struct sl_stack *s, uint32_t idx)
+{
+	bool held = false;
+
+	for (unsigned int i = 0; i < SL_READY_N; i++) {
+		uint64_t e = SL_READ_ONCE(s->lib->ready[i]);
+		pid_t taker = (pid_t)(e >> 32);
+
+		if ((uint32_t)e != idx)
+			continue;
+		if (!held && (!taker || !sl_pid_dead(taker)))
+			held = true;
+		else
+			sl_cmpxchg(&s->lib->ready[i], &e, SL_READY_NONE);
+	}
+	SL_WRITE_ONCE(s->lib->ready_want, 1);
+	return held;
+}
+
 /* Resets go out once the stack is whole: RST to each reset connection's
  * peer, ECONNRESET to its users (or, an orphan, its slot freed). */
 static void send_resets(struct rec *rc, uint64_t now_us)
@@ -387,6 +413,14 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 		so->idx = i;
 		if (so->type == SL_SOCK_FREE)
 			continue;
+		if (so->type == SL_SOCK_RESERVED) {
+			/* A pool slot stays if the pool holds it; one the
+			 * holder was putting there, or a dead taker had, is
+			 * free again. */
+			if (!ready_holds(s, i))
+				so->type = SL_SOCK_FREE;
+			continue;
+		}
 		if (!fields_ok(s, so)) {
 			/* Out of range: nothing in it can be followed. */
 			if (so->type > SL_SOCK_TCP || so->state > SL_TCP_TIME_WAIT) {
@@ -412,7 +446,8 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 		for (uint32_t i = 0; i < s->max_sockets; i++) {
 			struct sl_sock *so = sl_sock(s, i);
 
-			if (so->type == SL_SOCK_FREE || claim_sock(&rc, so))
+			if (so->type == SL_SOCK_FREE || so->type == SL_SOCK_RESERVED ||
+			    claim_sock(&rc, so))
 				continue;
 			reset_sock(&rc, so);
 			rc.bad[i] = rc.bad[i] ? rc.bad[i] : 1;

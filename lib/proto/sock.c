@@ -4,7 +4,9 @@
  * by local port for bind conflicts), lookup, binding and wakeups.  All of
  * it runs under the stack lock.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 
 #include "proto/proto.h"
@@ -33,26 +35,28 @@ uint32_t sl_sock_port_head(struct sl_stack *s, uint16_t lport)
 	return *port_bucket(s, lport);
 }
 
-struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type)
+/* A slot of the ready pool for the lock's holder, taken back from the
+ * pool (the free list is empty); NONE if the pool has none either. */
+static uint32_t ready_take_back(struct sl_stack *s)
 {
-	struct sl_region *r = s->lib;
-	uint32_t idx = r->sock_free_idx, gen;
-	struct sl_sock *so;
+	for (unsigned int i = 0; i < SL_READY_N; i++) {
+		uint64_t e = SL_READ_ONCE(s->lib->ready[i]);
 
-	if (idx >= s->max_sockets) {
-		if (idx != SLUICE_IDX_NONE)
-			sl_corrupt(s, SL_C_corrupt_sock_idx, idx);
-		sl_count(s, SL_C_nosock);
-		return NULL;
+		if ((uint32_t)e < s->max_sockets && !(e >> 32) &&
+		    sl_sock(s, (uint32_t)e)->type == SL_SOCK_RESERVED &&
+		    sl_cmpxchg(&s->lib->ready[i], &e, SL_READY_NONE)) {
+			SL_WRITE_ONCE(s->lib->ready_want, 1);
+			return (uint32_t)e;
+		}
 	}
-	so = sl_sock(s, idx);
-	/* Off the free list from here: a holder that dies before its type is
-	 * set leaves a free slot recovery puts back; after, a socket named
-	 * as being changed. */
-	sl_sock_busy2(s, so);
-	r->sock_free_idx = so->next_idx;
-	s->r->sock_used++;
-	gen = so->kp.gen;
+	return SLUICE_IDX_NONE;
+}
+
+/* A fresh socket of type in slot so, which is the caller's alone. */
+static void sock_init(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint8_t type)
+{
+	uint32_t gen = so->kp.gen;
+
 	/* Resets the module's part too: events, armed, kstate NONE. */
 	memset(so, 0, s->sock_size);
 	SL_KILL_POINT("sock_alloc");
@@ -73,11 +77,230 @@ struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type)
 	so->rcvbuf = 256 * 1024;
 	so->sndbuf = 256 * 1024;
 	so->owner_pid = sl_self_pid();
+}
+
+struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type)
+{
+	struct sl_region *r = s->lib;
+	uint32_t idx = r->sock_free_idx;
+	struct sl_sock *so;
+
+	if (idx == SLUICE_IDX_NONE) {
+		idx = ready_take_back(s);
+		if (idx != SLUICE_IDX_NONE) {
+			so = sl_sock(s, idx);
+			sl_sock_busy2(s, so);
+			sock_init(s, so, idx, type);
+			sl_fetch_add(&s->r->sock_used, 1);
+			return so;
+		}
+	}
+	if (idx >= s->max_sockets) {
+		if (idx != SLUICE_IDX_NONE)
+			sl_corrupt(s, SL_C_corrupt_sock_idx, idx);
+		sl_count(s, SL_C_nosock);
+		return NULL;
+	}
+	so = sl_sock(s, idx);
+	/* Off the free list from here: a holder that dies before its type is
+	 * set leaves a free slot recovery puts back; after, a socket named
+	 * as being changed. */
+	sl_sock_busy2(s, so);
+	r->sock_free_idx = so->next_idx;
+	/* Atomic: socket() counts the slots it takes from the pool, which
+	 * are not counted until then, without the lock. */
+	if (type != SL_SOCK_RESERVED)
+		sl_fetch_add(&s->r->sock_used, 1);
+	sock_init(s, so, idx, type);
 	return so;
+}
+
+/*
+ * Sockets before the stack sees them.
+ *
+ * socket() takes a slot from the ready pool (sl_region.ready[]) without
+ * the stack lock, and until the socket is bound, connected, listened on
+ * or used for data (SL_LIFE_PRIVATE), only its descriptor reaches it:
+ * no hash, timer, queue or packet does.  Its options are then set and
+ * read under its own priv_lock.  So a program that makes a connection
+ * never waits for the stack lock before connect(), and while the lock's
+ * holder is stopped a non-blocking connect() is queued (pend[]) for the
+ * next holder to make, as Linux queues a SYN, rather than waiting for a
+ * process that may never run again.
+ *
+ * Death at any point: a pool slot being taken names its taker (high half
+ * of the entry); one whose taker died before it typed the slot goes back
+ * to the free list (sl_sock_ready_fill()); one typed is a socket of a dead
+ * process, which the sweep of dead processes' sockets closes.  A pending
+ * connect stays in pend[] until a holder has made it; one the holder died
+ * making is a socket named busy, which recovery resets.
+ */
+struct sl_sock *sl_sock_claim(struct sl_stack *s, uint8_t type)
+{
+	uint64_t me = (uint64_t)(uint32_t)sl_self_pid() << 32;
+
+	for (unsigned int i = 0; i < SL_READY_N; i++) {
+		uint64_t e = SL_READ_ONCE(s->lib->ready[i]);
+		struct sl_sock *so;
+		uint32_t idx = (uint32_t)e;
+
+		if (idx >= s->max_sockets || (e >> 32) ||
+		    !sl_cmpxchg(&s->lib->ready[i], &e, e | me))
+			continue;
+		so = sl_sock(s, idx);
+		if (sl_load_acquire(&so->type) != SL_SOCK_RESERVED || so->idx != idx) {
+			/* Not what the pool holds: leave it to the holder. */
+			SL_WRITE_ONCE(s->lib->ready_want, 1);
+			continue;
+		}
+		if (type == SL_SOCK_UDP)
+			memset(&so->udp, 0, sizeof(so->udp));
+		so->owner_pid = (uint32_t)(me >> 32);
+		so->life = SL_LIFE_PRIVATE;
+		sl_store_release(&so->type, type);
+		sl_fetch_add(&s->r->sock_used, 1);
+		sl_store_release(&s->lib->ready[i], SL_READY_NONE);
+		SL_WRITE_ONCE(s->lib->ready_want, 1);
+		return so;
+	}
+	return NULL;
+}
+
+void sl_sock_ready_fill(struct sl_stack *s)
+{
+	struct sl_region *r = s->lib;
+
+	SL_WRITE_ONCE(r->ready_want, 0);
+	for (unsigned int i = 0; i < SL_READY_N; i++) {
+		uint64_t e = SL_READ_ONCE(r->ready[i]);
+		uint32_t idx = (uint32_t)e;
+		pid_t taker = (pid_t)(e >> 32);
+		struct sl_sock *so;
+
+		if (idx != SLUICE_IDX_NONE && taker) {
+			/* Being taken: done soon, unless the taker died. */
+			if (!sl_pid_dead(taker)) {
+				SL_WRITE_ONCE(r->ready_want, 1);
+				continue;
+			}
+			if (!sl_cmpxchg(&r->ready[i], &e, SL_READY_NONE))
+				continue;
+			if (idx < s->max_sockets && sl_sock(s, idx)->type == SL_SOCK_RESERVED) {
+				so = sl_sock(s, idx);
+				sl_sock_busy2(s, so);
+				sl_sock_free(s, so);
+			}
+		} else if (idx != SLUICE_IDX_NONE) {
+			if (idx < s->max_sockets && sl_sock(s, idx)->type == SL_SOCK_RESERVED)
+				continue;
+			/* Names no pool slot (a scribble): emptied. */
+			if (!sl_cmpxchg(&r->ready[i], &e, SL_READY_NONE))
+				continue;
+		}
+		if (r->sock_free_idx == SLUICE_IDX_NONE)
+			return;	/* every slot is in use: the pool waits */
+		so = sl_sock_alloc(s, SL_SOCK_RESERVED);
+		if (!so)
+			return;
+		sl_store_release(&r->ready[i], (uint64_t)so->idx);
+	}
+}
+
+/* A process's own lock on a private socket (SL_LIFE_PRIVATE).  Held for
+ * a few stores; one whose holder died is taken over. */
+void sl_sock_priv_lock(struct sl_sock *so)
+{
+	uint32_t me = (uint32_t)sl_self_pid();
+
+	for (unsigned int n = 0;; n++) {
+		uint32_t v = 0;
+
+		if (sl_cmpxchg(&so->priv_lock, &v, me))
+			return;
+		if (v != me && n > 64 && sl_pid_dead((pid_t)v) &&
+		    sl_cmpxchg(&so->priv_lock, &v, me))
+			return;
+		if (n > 16)
+			sched_yield();
+	}
+}
+
+bool sl_sock_priv_trylock(struct sl_sock *so)
+{
+	uint32_t v = 0;
+
+	return sl_cmpxchg(&so->priv_lock, &v, (uint32_t)sl_self_pid()) ||
+	       (v != (uint32_t)sl_self_pid() && sl_pid_dead((pid_t)v) &&
+		sl_cmpxchg(&so->priv_lock, &v, (uint32_t)sl_self_pid()));
+}
+
+void sl_sock_priv_unlock(struct sl_sock *so)
+{
+	sl_store_release(&so->priv_lock, 0);
+}
+
+bool sl_sock_pend(struct sl_stack *s, struct sl_sock *so)
+{
+	for (unsigned int i = 0; i < SL_PEND_N; i++) {
+		uint32_t v = SLUICE_IDX_NONE;
+
+		if (sl_cmpxchg(&s->lib->pend[i], &v, so->idx)) {
+			sl_store_release(&s->lib->pend_hint, 1);
+			return true;
+		}
+	}
+	return false;
+}
+
+void sl_sock_pending_run_slow(struct sl_stack *s)
+{
+	struct sl_region *r = s->lib;
+
+	sl_xchg(&r->pend_hint, 0);
+	for (unsigned int i = 0; i < SL_PEND_N; i++) {
+		uint32_t idx = sl_load_acquire(&r->pend[i]);
+		struct sl_sock *so;
+
+		if (idx == SLUICE_IDX_NONE)
+			continue;
+		so = idx < s->max_sockets ? sl_sock(s, idx) : NULL;
+		if (so && so->type == SL_SOCK_TCP && (so->life & SL_LIFE_PENDING)) {
+			uint32_t daddr = so->raddr;
+			uint16_t dport = so->rport;
+			int ret;
+
+			sl_sock_busy(s, so);
+			so->life &= (uint8_t)~SL_LIFE_PENDING;
+			so->raddr = 0;
+			so->rport = 0;
+			ret = sl_tcp_open(s, so, daddr, dport);
+			if (ret && ret != -EINPROGRESS) {
+				/* As a SYN that failed: the error, POLLERR. */
+				so->error = -ret;
+				sl_sock_wake(s, so);
+			}
+		}
+		/* The slot is empty only once its socket was seen to. */
+		sl_store_release(&r->pend[i], SLUICE_IDX_NONE);
+	}
+}
+
+/*
+ * The address an unbound socket's connect binds to.  On a kring stack a
+ * connection to 127.0.0.0/8 takes its port on loopback, which needs no
+ * module filter; everything else binds to any address, as before.
+ */
+uint32_t sl_sock_implicit_laddr(const struct sl_stack *s, uint32_t daddr)
+{
+	if (s->filters && (ntohl(daddr) >> 24) == 127)
+		return htonl(INADDR_LOOPBACK);
+	return 0;
 }
 
 void sl_sock_free(struct sl_stack *s, struct sl_sock *so)
 {
+	uint8_t type = so->type;
+
 	sl_timer_cancel(s, so);
 	sl_sock_unhash(s, so);
 	sl_filter_release(s, so);
@@ -98,7 +321,8 @@ void sl_sock_free(struct sl_stack *s, struct sl_sock *so)
 		sl_sock_wake(s, so);
 	so->next_idx = s->lib->sock_free_idx;
 	s->lib->sock_free_idx = so->idx;
-	s->r->sock_used--;
+	if (type != SL_SOCK_RESERVED)
+		sl_fetch_sub(&s->r->sock_used, 1);
 }
 
 /* Remove so from the chain starting at *head, linked through the field at
@@ -423,6 +647,9 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 
 uint32_t sl_sock_events(struct sl_stack *s, struct sl_sock *so)
 {
+	/* A connect() waiting for the lock is connecting: nothing yet. */
+	if (__builtin_expect(SL_READ_ONCE(so->life) & SL_LIFE_PENDING, 0))
+		return 0;
 	return so->type == SL_SOCK_TCP ? sl_tcp_poll(s, so) : sl_udp_poll(s, so);
 }
 
@@ -491,4 +718,9 @@ void sl_sock_table_init(struct sl_stack *s)
 		so->next_idx = i + 1 < n ? i + 1 : SLUICE_IDX_NONE;
 	}
 	s->lib->sock_free_idx = n ? 0 : SLUICE_IDX_NONE;
+	for (unsigned int i = 0; i < SL_READY_N; i++)
+		s->lib->ready[i] = SL_READY_NONE;
+	for (unsigned int i = 0; i < SL_PEND_N; i++)
+		s->lib->pend[i] = SLUICE_IDX_NONE;
+	s->lib->ready_want = 1;
 }

@@ -41,6 +41,13 @@ void sl_unlock(struct sl_stack *s)
 	unsigned int budget = SL_LO_BUDGET;
 	bool lo_left;
 
+	/* connect()s queued while a holder was stopped, and the pool that
+	 * socket() takes slots from without the lock (proto/sock.c). */
+	if (!s->corrupt) {
+		sl_sock_pending_run(s);
+		if (__builtin_expect(SL_READ_ONCE(s->lib->ready_want) != 0, 0))
+			sl_sock_ready_fill(s);
+	}
 	/* The holder's operations are done: what follows names its own
 	 * sockets (sl_sock_busy()). */
 	s->lib->busy[0] = s->lib->busy[1] = 0;

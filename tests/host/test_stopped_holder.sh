@@ -42,6 +42,11 @@ done
 echo "holder state \$(awk '{print \$3}' /proc/\$h/stat)"
 echo "dump \$("$sluice" dump "$st" | grep '^  lock: held' | sed "s/process \$h /process HOLDER /")"
 echo "stacks \$("$sluice" stacks | awk -v s="$st" '\$1 == s { print \$NF }' | sed "s/^\$h,/HOLDER,/")"
+# A real client's own limit fires: curl's connect is queued, and it gives
+# up after its --max-time (exit 28), as with a server that never answers.
+t0=\$(date +%s%N)
+"$sluice" run --stack "$st" -- curl -s -o /dev/null --max-time 1 http://127.0.0.1:18093/ ; rc=\$?
+echo "curl exit \$rc after \$(( (\$(date +%s%N) - t0) / 1000000 )) ms"
 touch "$tmp/go"
 # The control calls at the end wait for the lock: give it back after 3 s.
 ( sleep 3; kill -CONT \$h ) &
@@ -90,6 +95,16 @@ read -r _ tnm nm < <(grep '^names ' "$tmp/out")
 check "getsockname and getpeername of a connection: answered (${nm:-none})" \
 	grep -qE '^127\.0\.0\.1:[0-9]+ 127\.0\.0\.1:18093$' <<<"${nm:-x}"
 check "getsockname and getpeername: at once, not waiting for the holder (${tnm:-none} s)" within 0 "${tnm:-9}"
+read -r _ tf rf nf hf < <(grep '^fresh ' "$tmp/out")
+check "socket(), setsockopt, getsockopt, getsockname and a non-blocking connect: at once (${tf:-none} s)" \
+	within 0 "${tf:-9}"
+check "the connect: EINPROGRESS (${rf:-none}), the option read back (${nf:-none}), no name yet (${hf:-none})" \
+	[ "${rf:-}/${nf:-}/${hf:-}" = "115/1/0.0.0.0:0" ]
+check "the queued connect completed once the holder went on, and carried data" \
+	grep -qx "queued writable 0 queued" "$tmp/out"
+read -r _ _ crc _ cms _ < <(grep '^curl exit ' <<<"$out")
+check "curl --max-time 1 with the holder stopped: gives up on time (exit ${crc:-none} after ${cms:-none} ms)" \
+	awk -v r="${crc:-0}" -v m="${cms:-0}" 'BEGIN { exit !(r == 28 && m >= 990 && m < 1500) }'
 for call in setsockopt getsockopt bind listen connect shutdown; do
 	r=$(sed -n "s/^control $call //p" "$tmp/out")
 	check "$call with the holder stopped: no EAGAIN, it waits for the lock (${r:-none})" \

@@ -120,6 +120,19 @@ except BlockingIOError:
     r = "eagain"
 print("nonblock %.3f %s" % (time.monotonic() - t, r), flush=True)
 
+# A new connection's start needs no lock: socket(), its options and a
+# non-blocking connect (queued for the next holder, as a SYN) return at once.
+t = time.monotonic()
+h = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+h.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+h.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+h.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 60)
+nd = h.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+hn = "%s:%d" % h.getsockname()
+h.setblocking(False)
+rc = h.connect_ex(("127.0.0.1", 18093))
+print("fresh %.3f %d %d %s" % (time.monotonic() - t, rc, nd, hn), flush=True)
+
 # Reads of a socket the holder is not changing are answered at once.
 t = time.monotonic()
 r = "%s:%d %s:%d" % (d.getsockname() + d.getpeername())
@@ -145,3 +158,15 @@ for name, call in (
         r = "errno%d" % e.errno
     print("control %s %s" % (name, r), flush=True)
 print("control waited %.3f" % (time.monotonic() - t), flush=True)
+
+# The queued connect was made by the next holder: it completes and carries data.
+_, w, _ = select.select([], [h], [], 5)
+err = h.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+h.setblocking(True)
+# (curl's queued connection, closed meanwhile, may come first.)
+for _ in range(4):
+    m, peer = l.accept()
+    if peer[1] == h.getsockname()[1]:
+        break
+h.sendall(b"queued")
+print("queued %s %d %s" % ("writable" if w else "not-writable", err, m.recv(16).decode()), flush=True)

@@ -1017,6 +1017,26 @@ static int retrans_to_secs(uint8_t n)
 	return (int)total;
 }
 
+int sl_tcp_open(struct sl_stack *s, struct sl_sock *so, uint32_t daddr, uint16_t dport)
+{
+	uint32_t src;
+	int ret = 0;
+
+	if (!(so->flags & SL_SF_BOUND) && !s->filters) {
+		src = sl_tcp_src_addr(s, daddr);
+		ret = src ? sl_sock_bind_connect(s, so, src, daddr, dport, sl_now(s)) : -ENETUNREACH;
+	} else if (!(so->flags & SL_SF_BOUND)) {
+		ret = sl_sock_bind(s, so, sl_sock_implicit_laddr(s, daddr), 0);
+	} else if (s->filters && !(so->flags & SL_SF_HASHED)) {
+		/* Connecting again after a failed attempt released the port
+		 * (sl_tcp_done()): a kring stack reserves it again. */
+		ret = sl_filter_take(s, so, so->laddr, &so->lport);
+	}
+	if (!ret)
+		ret = sl_tcp_connect(s, so, daddr, dport, sl_now(s));
+	return ret;
+}
+
 /* TCP_CONGESTION: the algorithms this stack runs (tcp_cc.c), by Linux's
  * names (TCP_CA_NAME_MAX bytes with the NUL). */
 #define SL_TCP_CA_NAME_MAX	16

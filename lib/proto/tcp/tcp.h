@@ -22,7 +22,7 @@ struct sl_sock;
 struct sl_ip;
 
 /* Bytes of a socket slot available to the protocol part. */
-#define SL_SOCK_PROTO_SPACE	768
+#define SL_SOCK_PROTO_SPACE	760
 
 /* RFC 9293 section 3.3.2, ordered so that predicates are comparisons. */
 enum sl_tcp_state {
@@ -232,6 +232,9 @@ int sl_tcp_connect(struct sl_stack *s, struct sl_sock *so, uint32_t raddr, uint1
 /* connect() after a failed non-blocking attempt: that attempt's error
  * (ECONNABORTED if it was read already), once; 0 otherwise. */
 int sl_tcp_connect_failed(struct sl_stack *s, struct sl_sock *so);
+/* connect()'s work once the socket is looked at: its implicit bind (or a
+ * kring stack's port again) and the SYN; -EINPROGRESS once that is out. */
+int sl_tcp_open(struct sl_stack *s, struct sl_sock *so, uint32_t daddr, uint16_t dport);
 int sl_tcp_listen(struct sl_stack *s, struct sl_sock *so, int backlog);
 int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **child);
 ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,
