@@ -410,6 +410,19 @@ static void fz_check(void)
 
 		if (so->type == SL_SOCK_FREE)
 			continue;
+		if (so->type == SL_SOCK_RESERVED) {
+			/* The pool socket() takes from (proto/sock.c): held by
+			 * ready[], owning nothing, not counted in sock_used. */
+			bool pooled = false;
+
+			for (unsigned int k = 0; k < SL_READY_N; k++)
+				pooled |= (uint32_t)F.s->lib->ready[k] == i;
+			if (!pooled)
+				fz_fail("socket %u: reserved, but not in the pool", i);
+			if (so->rxq_head != SLUICE_IDX_NONE || so->wheel_due_ms)
+				fz_fail("socket %u: reserved, but holds buffers or a timer", i);
+			continue;
+		}
 		used++;
 		if (so->type != SL_SOCK_UDP && so->type != SL_SOCK_TCP)
 			fz_fail("socket %u: type %u", i, so->type);

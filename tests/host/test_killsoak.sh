@@ -22,6 +22,11 @@
 # lock (never the master) until HOLDER_KILLS of them died holding it: each
 # of those is brought back by recovery (counter lock_recovered).
 #
+# Then a SIGSTOP storm: for 4 s random workers and clients are stopped for
+# 2-10 ms and continued, while `killsoak probe` on the same stack times its
+# poll(20 ms): none may overshoot by more than 10 ms (the issue's bound),
+# and the clients' connections go on with every byte checked.
+#
 #   test_killsoak.sh [WORKER_KILLS [CLIENT_KILLS [HOLDER_KILLS]]]  (200 50 10)
 # `make soak-kill` runs it with 1000 worker, 250 client and 100 holder
 # kills.  Bounded by timeout(1).
@@ -82,6 +87,23 @@ done
 wait \$kh
 cat "$tmp/holders"
 echo "killed \$wk workers \$ck clients in \$((SECONDS - t0)) s"
+# A SIGSTOP storm: for 4 s a random worker or client is stopped for 2-10 ms
+# and continued, again and again, while a probe on the stack times its
+# poll(20 ms) calls.
+"$sluice" run --stack "$st" -- "$prog" probe $port 4 >"$tmp/probe" 2>&1 &
+pr=\$!
+stops=0
+while kill -0 \$pr 2>/dev/null; do
+	v=\$( { pgrep -P \$srv; printf '%s\\n' \${cl[@]}; } | shuf -n 1)
+	if [ -n "\$v" ] && kill -STOP \$v 2>/dev/null; then
+		stops=\$((stops + 1))
+		sleep 0.00\$((RANDOM % 9 + 2))
+		kill -CONT \$v
+	fi
+	sleep 0.00\$((RANDOM % 5 + 1))
+done
+wait \$pr
+echo "probe exit \$? after \$stops stops"
 for i in 0 1 2 3; do kill -TERM \${cl[\$i]}; done
 for i in 0 1 2 3; do wait \${cl[\$i]}; done
 # A fresh client on the stack the kills went through.
@@ -122,4 +144,11 @@ check "every connection that ended early is a kill's ($reset <= $wk + ${hkilled:
 check "a fresh client's connections all complete" \
 	grep -Eq "^ok [1-9][0-9]* reset 0 corrupt 0 stuck 0" "$tmp/fresh"
 check "the server master survived and stopped cleanly" grep -qx "server exit 0" <<<"$out"
+# The issue's bound for a SIGSTOP storm: no waiter's timeout overshoots by
+# more than 10 ms.
+read -r _ _ pw _ pn < "$tmp/probe"
+echo "# SIGSTOP storm: $(grep '^probe exit' <<<"$out"); probe worst ${pw:-none} s in ${pn:-0} polls"
+check "the storm ran (stops made, the probe ended well)" grep -q "^probe exit 0 after [1-9]" <<<"$out"
+check "storm: the probe's poll(20 ms) never overshot by more than 10 ms (worst ${pw:-none} s)" \
+	awk -v w="${pw:-9}" 'BEGIN { exit !(w <= 0.010) }'
 done_testing

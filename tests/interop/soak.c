@@ -301,7 +301,8 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < s->r->max_sockets; i++) {
 		struct sl_sock *so = sl_sock(s, i);
 
-		if (so->type == SL_SOCK_FREE)
+		/* Free, or in the pool socket() takes from: no socket. */
+		if (so->type == SL_SOCK_FREE || so->type == SL_SOCK_RESERVED)
 			continue;
 		if (left++ < 10)
 			printf("# left: sd %u type %u state %u flags 0x%x port %u->%u\n", i,

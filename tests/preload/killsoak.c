@@ -234,12 +234,49 @@ static int client(int port, uint64_t seed, const char *file)
 	return 0;
 }
 
+/*
+ * killsoak probe PORT SECONDS: connect, then for SECONDS wait for input
+ * that never comes with poll(20 ms), and print the worst overshoot of that
+ * timeout: "probe worst SECONDS rounds N" (a SIGSTOP storm over the stack's
+ * other processes must not make it late, issue 17).
+ */
+static int probe(int port, double seconds)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), rounds = 0;
+	double worst = 0, end;
+
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		perror("probe connect");
+		return 2;
+	}
+	for (end = now_s() + seconds; now_s() < end; rounds++) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		double t = now_s(), late;
+
+		if (poll(&p, 1, 20) != 0) {
+			fprintf(stderr, "probe: poll returned early\n");
+			return 1;
+		}
+		late = now_s() - t - 0.020;
+		if (late > worst)
+			worst = late;
+	}
+	printf("probe worst %.4f rounds %d\n", worst, rounds);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "probe"))
+		return probe(atoi(argv[2]), atof(argv[3]));
 	if (argc == 4 && !strcmp(argv[1], "server"))
 		return server(atoi(argv[2]), atoi(argv[3]));
 	if (argc == 5 && !strcmp(argv[1], "client"))
 		return client(atoi(argv[2]), strtoull(argv[3], NULL, 0), argv[4]);
-	fprintf(stderr, "usage: killsoak server PORT WORKERS | client PORT SEED FILE\n");
+	fprintf(stderr, "usage: killsoak server PORT WORKERS | client PORT SEED FILE | "
+		"probe PORT SECONDS\n");
 	return 2;
 }

@@ -78,7 +78,7 @@ static inline void run_out_timers(struct sl_stack *s)
 	for (uint32_t i = 0; i < s->r->max_sockets; i++) {
 		struct sl_sock *so = sl_sock(s, i);
 
-		if (so->type != SL_SOCK_FREE)
+		if (so->type != SL_SOCK_FREE && so->type != SL_SOCK_RESERVED)
 			printf("# left: sd %u type %u state %u flags 0x%x owner %u port %u->%u parent %u\n",
 			       i, so->type, so->state, so->flags, so->owner_pid, ntohs(so->lport),
 			       ntohs(so->rport), so->parent_idx);

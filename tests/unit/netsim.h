@@ -128,7 +128,7 @@ static inline void ns_dump_sockets(struct sl_stack *x, char tag)
 	for (uint32_t i = 0; i < x->r->max_sockets; i++) {
 		struct sl_sock *so = sl_sock(x, i);
 
-		if (so->type != SL_SOCK_FREE)
+		if (so->type != SL_SOCK_FREE && so->type != SL_SOCK_RESERVED)
 			printf("#   %c: socket %u type %u state %u flags 0x%x due %llu\n", tag, i,
 			       so->type, so->state, so->flags, (unsigned long long)so->wheel_due_ms);
 	}
