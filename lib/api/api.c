@@ -7,7 +7,6 @@
  * may have changed, re-checking readiness.
  */
 #include <errno.h>
-#include <sched.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/capability.h>
@@ -236,7 +235,7 @@ again:
 		 * priv_lock). */
 		if (!sl_sock_priv_trylock(so)) {
 			sl_unlock(s);
-			sched_yield();
+			sl_sys_yield();
 			goto again;
 		}
 		so->life &= (uint8_t)~SL_LIFE_PRIVATE;
@@ -1417,6 +1416,10 @@ static int getsockopt_whole(struct sl_stack *s, struct sl_sock *so, int level, i
 			memcpy(val, &lg, sizeof(lg));
 			*len = sizeof(lg);
 		}
+	} else if (level == SOL_SOCKET && name == SO_BINDTODEVICE) {
+		/* Bound to no device: Linux answers an empty name (sshd asks,
+		 * for its routing domain). */
+		*len = 0;
 	} else if (level == SOL_SOCKET && name == SO_TYPE) {
 		v = so->type == SL_SOCK_TCP ? SOCK_STREAM : SOCK_DGRAM;
 		memcpy(val, &v, sizeof(v));

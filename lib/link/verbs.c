@@ -236,7 +236,7 @@ static int tx_reap(struct verbs_link *v, bool wait)
 			v->tx_timeout++;
 			return -ETIMEDOUT;
 		}
-		sched_yield();
+		sl_sys_yield();
 	}
 }
 

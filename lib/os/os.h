@@ -50,4 +50,18 @@ int sl_sys_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
 /* sigaction(2) through libc's own entry point (it supplies the restorer). */
 int sl_sys_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
+/*
+ * Sandboxes (issue 18).  A process that installed a seccomp filter may be
+ * killed for a system call its own socket calls would never make on the
+ * kernel stack; the preload sets sl_sys_sandboxed when it sees one go in
+ * (prctl(PR_SET_SECCOMP), seccomp(2) through syscall(3), or "Seccomp: 2"
+ * in /proc/self/status at start), and from then on the library makes only
+ * calls that common filters allow (OpenSSH's pre-authentication one is the
+ * yardstick: futex, clock_gettime, poll, read, write, close, getpid).
+ */
+extern bool sl_sys_sandboxed;
+/* Let another thread run: sched_yield(2), or in a sandbox a futex wait of
+ * a few tens of microseconds on a word nobody wakes. */
+void sl_sys_yield(void);
+
 #endif /* SLUICE_OS_H */

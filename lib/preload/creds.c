@@ -9,7 +9,15 @@
  * that user: the stack belongs to whoever the program runs as, as its
  * sockets do on the kernel.  Root processes still on the stack keep their
  * access.  A module's stack needs nothing: its fds are open already.
+ *
+ * prctl(PR_SET_SECCOMP): a process that sandboxes itself (sshd's
+ * pre-authentication child) is noted before its filter applies, and the
+ * library makes only the calls common filters allow from then on
+ * (os.h, sl_sys_sandboxed; issue 18).
  */
+#include <linux/seccomp.h>
+#include <stdarg.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -44,4 +52,19 @@ EXPORT int setresuid(uid_t ruid, uid_t euid, uid_t suid)
 {
 	give_files(euid);
 	return REAL(setresuid)(ruid, euid, suid);
+}
+
+EXPORT int prctl(int option, ...)
+{
+	unsigned long a[4];
+	va_list ap;
+
+	va_start(ap, option);
+	for (int i = 0; i < 4; i++)
+		a[i] = va_arg(ap, unsigned long);
+	va_end(ap);
+	/* Before the filter: once it is in, it may be too late to ask. */
+	if (option == PR_SET_SECCOMP && a[0] == SECCOMP_MODE_FILTER)
+		sl_sys_sandboxed = true;
+	return REAL(prctl)(option, a[0], a[1], a[2], a[3]);
 }

@@ -267,18 +267,51 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 	return (int)pl_ret(ret);
 }
 
-/* close_range(2) without the library knowing would leave stale entries. */
+/*
+ * close_range(2) without the library knowing would leave stale entries,
+ * and would close the library's own descriptors under it (sshd closes
+ * every fd above 5 when it re-executes itself): the number of one could
+ * then be the program's next file, which the library would treat as its
+ * own.  So the range is closed around them, as if they were not there.
+ */
+static int close_range_keeping(unsigned int first, unsigned int last, int flags)
+{
+	unsigned int lo = first;
+	long ret = 0;
+
+	if (pl_vfork_child())
+		return (int)syscall(SYS_close_range, first, last, flags);
+	if (!(flags & CLOSE_RANGE_CLOEXEC))
+		for (unsigned int fd = first; fd <= last && fd < 65536; fd++)
+			if (pl_is_sluice((int)fd) || pl_epoll_is_emulated((int)fd))
+				close((int)fd);
+	for (unsigned int fd = first; fd <= last && fd < 65536; fd++) {
+		if (!pl_fd_is_own((int)fd))
+			continue;
+		if (fd > lo && syscall(SYS_close_range, lo, fd - 1, flags))
+			ret = -1;
+		lo = fd + 1;
+		if (!lo)
+			return (int)ret;
+	}
+	if (lo <= last && lo >= first && syscall(SYS_close_range, lo, last, flags))
+		ret = -1;
+	return (int)ret;
+}
+
 EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 {
-	long ret;
+	if (first > last)
+		return (int)syscall(SYS_close_range, first, last, flags);	/* EINVAL */
+	return close_range_keeping(first, last, flags);
+}
 
-	if ((flags & CLOSE_RANGE_CLOEXEC) || pl_vfork_child())
-		return (int)syscall(SYS_close_range, first, last, flags);
-	for (unsigned int fd = first; fd <= last && fd < 65536; fd++)
-		if (pl_is_sluice((int)fd) || pl_epoll_is_emulated((int)fd))
-			close((int)fd);
-	ret = syscall(SYS_close_range, first, last, flags);
-	return (int)ret;
+/* glibc's closefrom() calls close_range without our wrapper. */
+EXPORT void closefrom(int lowfd)
+{
+	if (lowfd < 0)
+		lowfd = 0;
+	close_range_keeping((unsigned int)lowfd, ~0U, 0);
 }
 
 /*

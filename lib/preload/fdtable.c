@@ -128,6 +128,19 @@ static int reg_fd = -1, reg_slot = -1;
 static bool reg_full;
 static int sweep_probe = -1;	/* a description that takes no lock */
 
+bool pl_fd_is_own(int fd)
+{
+	struct sl_stack *s = pl_sl();
+
+	if (fd < 0)
+		return false;
+	if (fd == SL_READ_ONCE(reg_fd) || fd == SL_READ_ONCE(sweep_probe))
+		return true;
+	if (!s)
+		return false;
+	return fd == s->region_fd || (s->link && s->link->ops->fd && fd == s->link->ops->fd(s->link));
+}
+
 uint64_t pl_now_us(void)
 {
 	struct timespec ts;
@@ -784,7 +797,9 @@ void pl_sweep(void)
 	uint64_t now = pl_now_us();
 	int saved_errno;
 
-	if (!recs || now - SL_READ_ONCE(last_sweep_us) < PL_SWEEP_US)
+	/* A sandboxed process may not lock-test files (fcntl): it leaves
+	 * dead processes' sockets to the others on the stack (os.h). */
+	if (!recs || sl_sys_sandboxed || now - SL_READ_ONCE(last_sweep_us) < PL_SWEEP_US)
 		return;
 	SL_WRITE_ONCE(last_sweep_us, now);
 	saved_errno = errno;

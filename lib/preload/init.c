@@ -24,6 +24,8 @@
  */
 #include <arpa/inet.h>
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <net/if.h>
@@ -77,6 +79,7 @@ static void resolve_libc(void)
 	RESOLVE(epoll_pwait); RESOLVE(epoll_pwait2); RESOLVE(sendfile); RESOLVE(sendfile64);
 	RESOLVE(sigaction); RESOLVE(sendmmsg); RESOLVE(recvmmsg);
 	RESOLVE(setuid); RESOLVE(seteuid); RESOLVE(setreuid); RESOLVE(setresuid);
+	RESOLVE(prctl);
 	RESOLVE(lseek); RESOLVE(lseek64); RESOLVE(pread); RESOLVE(pread64);
 	RESOLVE(pwrite); RESOLVE(pwrite64); RESOLVE(preadv); RESOLVE(preadv64);
 	RESOLVE(pwritev); RESOLVE(pwritev64); RESOLVE(preadv2); RESOLVE(preadv64v2);
@@ -183,11 +186,32 @@ static void atfork_child(void)
 	pl_fdtable_atfork_child();
 }
 
+/* Started under a seccomp filter already (a service manager's, kept
+ * across exec): "Seccomp: 2" in /proc/self/status (os.h). */
+static void note_sandbox(void)
+{
+	char buf[2048], *p;
+	ssize_t n;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	n = sl_sys_read(fd, buf, sizeof(buf) - 1);
+	sl_sys_close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	p = strstr(buf, "\nSeccomp:");
+	if (p && strtol(p + 9, NULL, 10) == SECCOMP_MODE_FILTER)
+		sl_sys_sandboxed = true;
+}
+
 static void do_init(void)
 {
 	resolve_libc();
 	self_pid = getpid();
 	read_config();
+	note_sandbox();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 

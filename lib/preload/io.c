@@ -108,7 +108,7 @@ static ssize_t pl_send(struct pl_sock *ps, const void *buf, size_t len, int flag
 				return -EAGAIN;
 			if (tmo >= 0 && pl_now_us() - t0 >= (uint64_t)tmo * 1000)
 				return -EAGAIN;
-			sched_yield();
+			sl_sys_yield();
 			continue;
 		}
 		if (ret != -EAGAIN || nb)

@@ -141,7 +141,7 @@ int pl_sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, bool
 			 * cores) gets it now and then, or every hand-over
 			 * would cost a whole spin time. */
 			if (!(++spins & 63))
-				sched_yield();
+				sl_sys_yield();
 			for (int i = 0; i < 16; i++)
 				__builtin_ia32_pause();
 			look = !(spins % PL_LOOK_EVERY) || wake_sum(s, p, n) != seen ||

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 
+#include "os/os.h"
 #include "api/api.h"
 
 /* The real libc functions, resolved once (init.c). */
@@ -76,6 +77,7 @@ struct pl_libc {
 	int (*seteuid)(uid_t);
 	int (*setreuid)(uid_t, uid_t);
 	int (*setresuid)(uid_t, uid_t, uid_t);
+	int (*prctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);
 	/* files.c */
 	off_t (*lseek)(int, off_t, int);
 	off64_t (*lseek64)(int, off64_t, int);
@@ -177,6 +179,10 @@ bool pl_vfork_child(void);
 /* The process's stack, attached (or created) on first use; NULL if none. */
 struct sluice_stack *pl_stack(void);
 struct sl_stack *pl_sl(void);		/* the same, as the library's own handle */
+/* One of the library's own descriptors (its process record, its probe, the
+ * stack's region or device, the link's): a program's close_range() and
+ * closefrom() leave them open (fd.c). */
+bool pl_fd_is_own(int fd);
 /* errno for a native result: ret >= 0 passes through, -e sets errno = e. */
 static inline long pl_ret(long ret)
 {

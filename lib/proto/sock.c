@@ -6,9 +6,9 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <sched.h>
 #include <string.h>
 
+#include "os/os.h"
 #include "proto/proto.h"
 
 static uint32_t *tuple_bucket(struct sl_stack *s, uint32_t laddr, uint16_t lport,
@@ -221,7 +221,7 @@ void sl_sock_priv_lock(struct sl_sock *so)
 		    sl_cmpxchg(&so->priv_lock, &v, me))
 			return;
 		if (n > 16)
-			sched_yield();
+			sl_sys_yield();
 	}
 }
 

@@ -182,6 +182,13 @@ static void check_socket_basics(void)
 
 	r = getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &l);
 	printf("so_type: %s %d len %u\n", rv(r), v, l);
+	{
+		char dev[16] = "x";
+		socklen_t dl = sizeof(dev);
+
+		r = getsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, dev, &dl);
+		printf("so_bindtodevice_unbound: %s len %u\n", rv(r), dl);
+	}
 	l = sizeof(p);
 	printf("getpeername_unconnected: %s\n", rv(getpeername(fd, (struct sockaddr *)&p, &l)));
 	printf("shutdown_unconnected: %s\n", rv(shutdown(fd, SHUT_RDWR)));

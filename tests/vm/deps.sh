@@ -69,7 +69,7 @@ base=(build-essential make gcc pkg-config kmod cpio xz-utils perl
 	libibverbs-dev librdmacm-dev rdma-core ibverbs-providers ibverbs-utils liburcu-dev
 	dkms openssl clang-14 libfuzzer-14-dev
 	curl python3 sockperf iperf3 redis-server nginx wrk
-	man-db groff-base strace)
+	man-db groff-base strace openssh-server)
 
 if [ "${1:-}" = --print ]; then
 	installed_612
