@@ -18,6 +18,7 @@
 #include <linux/seccomp.h>
 #include <stdarg.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -66,5 +67,7 @@ EXPORT int prctl(int option, ...)
 	/* Before the filter: once it is in, it may be too late to ask. */
 	if (option == PR_SET_SECCOMP && a[0] == SECCOMP_MODE_FILTER)
 		sl_sys_sandboxed = true;
-	return REAL(prctl)(option, a[0], a[1], a[2], a[3]);
+	/* glibc's prctl is the bare system call; called directly, this needs
+	 * no setup (sanitizer runtimes call prctl while they start). */
+	return (int)syscall(SYS_prctl, option, a[0], a[1], a[2], a[3]);
 }

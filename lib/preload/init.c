@@ -79,7 +79,6 @@ static void resolve_libc(void)
 	RESOLVE(epoll_pwait); RESOLVE(epoll_pwait2); RESOLVE(sendfile); RESOLVE(sendfile64);
 	RESOLVE(sigaction); RESOLVE(sendmmsg); RESOLVE(recvmmsg);
 	RESOLVE(setuid); RESOLVE(seteuid); RESOLVE(setreuid); RESOLVE(setresuid);
-	RESOLVE(prctl);
 	RESOLVE(lseek); RESOLVE(lseek64); RESOLVE(pread); RESOLVE(pread64);
 	RESOLVE(pwrite); RESOLVE(pwrite64); RESOLVE(preadv); RESOLVE(preadv64);
 	RESOLVE(pwritev); RESOLVE(pwritev64); RESOLVE(preadv2); RESOLVE(preadv64v2);
@@ -211,7 +210,6 @@ static void do_init(void)
 	resolve_libc();
 	self_pid = getpid();
 	read_config();
-	note_sandbox();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
@@ -357,6 +355,9 @@ __attribute__((constructor)) static void pl_constructor(void)
 	char path[96];
 
 	pl_init();
+	/* Here, not in pl_init(): a wrapper may run that while a sanitizer
+	 * runtime starts, when its string functions may not be called. */
+	note_sandbox();
 	/* Sockets inherited through exec exist only if the stack's
 	 * placeholder file does: most programs skip the /proc scan. */
 	snprintf(path, sizeof(path), "/dev/shm/sluicefd-%s", pl_cfg.stack);

@@ -77,7 +77,6 @@ struct pl_libc {
 	int (*seteuid)(uid_t);
 	int (*setreuid)(uid_t, uid_t);
 	int (*setresuid)(uid_t, uid_t, uid_t);
-	int (*prctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);
 	/* files.c */
 	off_t (*lseek)(int, off_t, int);
 	off64_t (*lseek64)(int, off64_t, int);
@@ -258,8 +257,8 @@ void pl_fdtable_atfork_child(void);
 /* ---- socket.c ---- */
 /* Set the socket's SL_SF_NONBLOCK at the native level (all of ours are). */
 void pl_native_nonblock(uint32_t sd);
-/* Is this destination reached through the stack? */
-bool pl_reachable(uint32_t daddr);
+/* Is this destination reached through the stack (from ps, if given)? */
+bool pl_reachable(const struct pl_sock *ps, uint32_t daddr);
 /* fd becomes a kernel socket with ps's settings (ps still to be put). */
 int pl_fallback(int fd, struct pl_sock *ps);
 

@@ -327,9 +327,18 @@ static void one_round(int round, enum action a, uint32_t delay_us)
 	}
 	/* Held when it died: the word still names it, or a survivor (the
 	 * sleeper, blocked on the lock) has already taken over. */
-	sluice_stack_counter(ST(s), "lock_recovered", &rec0);
-	held = ((s->r->lock & SLUICE_LOCK_HELD) &&
-		(pid_t)(s->r->lock >> SLUICE_LOCK_PID_SHIFT) == vp) || rec0;
+	for (t0 = now_s();; usleep(1000)) {
+		uint32_t w = __atomic_load_n(&s->r->lock, __ATOMIC_ACQUIRE);
+
+		sluice_stack_counter(ST(s), "lock_recovered", &rec0);
+		held = ((w & SLUICE_LOCK_HELD) && (pid_t)(w >> SLUICE_LOCK_PID_SHIFT) == vp) ||
+		       rec0;
+		/* A survivor that took the lock over counts its recovery
+		 * only when done: wait for that, a while. */
+		if (held || !(w & SLUICE_LOCK_HELD) || (a != A_LOCK && a != A_UNNAMED) ||
+		    now_s() > t0 + 2)
+			break;
+	}
 	printf("# round %d: killed %s after %u us: %s; sent %ld, accepted %ld, connects %ld\n",
 	       round, action_name[a], delay_us, held ? "it held the lock" : "lock not held",
 	       atomic_load(&sh->sent), atomic_load(&sh->accepted), atomic_load(&sh->connects));
