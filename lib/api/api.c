@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <net/if.h>
 #include <linux/capability.h>
 #include <linux/futex.h>
 #include <netinet/in.h>
@@ -1175,13 +1176,22 @@ static bool opt_refused(int level, int name)
 static int mc_opt(struct sl_stack *s, struct sl_sock *so, int name, const void *val,
 		  unsigned int len)
 {
+	char name_buf[IF_NAMESIZE];
 	struct ip_mreqn mr;
 	int ret = sl_ip_mreqn(val, len, sizeof(struct ip_mreq), &mr);
 
 	if (ret)
 		return ret;
-	if (mr.imr_ifindex && s->ifindex && (unsigned int)mr.imr_ifindex != s->ifindex)
+	/* An index: lo, the stack's device, or (a stack with none) one the
+	 * host has. */
+	if (mr.imr_ifindex && mr.imr_ifindex != SL_LO_IFINDEX &&
+	    (s->ifindex ? (unsigned int)mr.imr_ifindex != s->ifindex :
+			  !if_indextoname((unsigned int)mr.imr_ifindex, name_buf)))
 		return -ENODEV;
+	/* Linux (ip_mc_find_dev()): an index names the interface, whatever
+	 * the address says. */
+	if (mr.imr_ifindex)
+		mr.imr_address.s_addr = mr.imr_ifindex == SL_LO_IFINDEX ? htonl(INADDR_LOOPBACK) : 0;
 	return name == IP_ADD_MEMBERSHIP ?
 	       sl_udp_mc_join(s, so, mr.imr_multiaddr.s_addr, mr.imr_address.s_addr) :
 	       sl_udp_mc_drop(s, so, mr.imr_multiaddr.s_addr, mr.imr_address.s_addr);
@@ -1339,6 +1349,7 @@ static int setsockopt_on(struct sl_stack *s, struct sl_sock *so, int level, int 
 		   (name == IP_ADD_MEMBERSHIP || name == IP_DROP_MEMBERSHIP)) {
 		ret = mc_opt(s, so, name, val, len);
 	} else if (level == IPPROTO_IP && (name == IP_MULTICAST_TTL || name == IP_MULTICAST_LOOP ||
+					   name == IP_MULTICAST_ALL ||
 					   name == IP_MULTICAST_IF)) {
 		ret = sl_udp_mc_setopt(s, so, name, val, len);
 	} else if (so->type == SL_SOCK_UDP && level == SOL_SOCKET && name == SO_KEEPALIVE) {
@@ -1429,6 +1440,7 @@ static int getsockopt_whole(struct sl_stack *s, struct sl_sock *so, int level, i
 		memcpy(val, &v, sizeof(v));
 		*len = sizeof(v);
 	} else if (level == IPPROTO_IP && (name == IP_MULTICAST_TTL || name == IP_MULTICAST_LOOP ||
+					   name == IP_MULTICAST_ALL ||
 					   name == IP_MULTICAST_IF)) {
 		ret = sl_udp_mc_getopt(s, so, name, val, len);
 	} else if (so->type == SL_SOCK_TCP) {

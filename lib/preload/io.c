@@ -202,7 +202,7 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 		return REAL(sendto)(fd, buf, len, flags, to, tolen);
 	/* A stream socket ignores the address, as Linux does once connected. */
 	d = ps->type == SOCK_DGRAM ? dest(to, tolen, &sin) : 0;
-	if (d > 0 && !ps->used && !pl_reachable(sin.sin_addr.s_addr)) {
+	if (d > 0 && !ps->used && !pl_reachable(ps, sin.sin_addr.s_addr)) {
 		/* A fresh datagram socket sending where the stack does not reach. */
 		ret = pl_fallback(fd, ps);
 		pl_put(ps);
@@ -510,7 +510,7 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 		ret = -EFAULT;
 	} else {
 		d = ps->type == SOCK_DGRAM ? dest(msg->msg_name, msg->msg_namelen, &sin) : 0;
-		if (d > 0 && !ps->used && !pl_reachable(sin.sin_addr.s_addr)) {
+		if (d > 0 && !ps->used && !pl_reachable(ps, sin.sin_addr.s_addr)) {
 			ret = pl_fallback(fd, ps);
 			pl_put(ps);
 			return ret ? pl_ret(ret) : REAL(sendmsg)(fd, msg, flags);
@@ -578,7 +578,13 @@ static void rx_cmsgs(struct pl_sock *ps, struct msghdr *msg, const struct sl_rx_
 		if (want & SL_SO_PKTINFO) {
 			struct in_pktinfo pi = {
 				.ipi_ifindex = (int)m->ifindex,
-				.ipi_spec_dst.s_addr = m->daddr,
+				/* Linux: to a group or broadcast, the address
+				 * of the interface it came in on. */
+				.ipi_spec_dst.s_addr = !SL_IN_MULTICAST(m->daddr) &&
+							       m->daddr != INADDR_BROADCAST ? m->daddr :
+						       m->ifindex == SL_LO_IFINDEX ?
+							       htonl(INADDR_LOOPBACK) :
+							       pl_sl()->lib->ip_addr,
 				.ipi_addr.s_addr = m->daddr,
 			};
 

@@ -36,7 +36,7 @@ void pl_native_nonblock(uint32_t sd)
 	sl_unlock(s);
 }
 
-bool pl_reachable(uint32_t daddr)
+bool pl_reachable(const struct pl_sock *ps, uint32_t daddr)
 {
 	struct sl_stack *s = pl_sl();
 	const struct sl_region *r;
@@ -44,6 +44,10 @@ bool pl_reachable(uint32_t daddr)
 	if (!s)
 		return false;
 	r = s->lib;
+	/* A group on loopback (IP_MULTICAST_IF): the stack's own members. */
+	if (SL_IN_MULTICAST(daddr) && ps && ps->type == SOCK_DGRAM && pl_cfg.loopback &&
+	    SL_READ_ONCE(sl_sock(s, ps->sd)->udp.mc_if) == SL_MC_IF_LO)
+		return true;
 	/* 0.0.0.0 is this host (Linux sends it over loopback). */
 	if ((ntohl(daddr) >> 24) == 127 || daddr == INADDR_ANY)
 		return pl_cfg.loopback;
@@ -217,7 +221,9 @@ EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 		sin.sin_family = AF_INET;
 		ret = 0;
 	}
-	if (!ret && sin.sin_addr.s_addr != INADDR_ANY && !is_local(sin.sin_addr.s_addr)) {
+	/* A datagram socket may bind a group's address, to hear only it. */
+	if (!ret && sin.sin_addr.s_addr != INADDR_ANY && !is_local(sin.sin_addr.s_addr) &&
+	    !(ps->type == SOCK_DGRAM && SL_IN_MULTICAST(sin.sin_addr.s_addr))) {
 		if (!ps->used) {
 			/* An address of the host's, not the stack's. */
 			ret = pl_fallback(fd, ps);
@@ -320,7 +326,7 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	}
 	if (sin.sin_addr.s_addr == INADDR_ANY)	/* as Linux: this host */
 		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (!pl_reachable(sin.sin_addr.s_addr)) {
+	if (!pl_reachable(ps, sin.sin_addr.s_addr)) {
 		if (!ps->used) {
 			ret = pl_fallback(fd, ps);
 			pl_put(ps);

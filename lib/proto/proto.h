@@ -73,11 +73,26 @@ struct sl_udp_sock {
 	uint32_t mc_n;
 	uint32_t mc_group[SL_UDP_MC_MAX];
 	/* Sending to groups (ip(7)): IP_MULTICAST_TTL + 1 once set (0: the
-	 * default TTL, 1), IP_MULTICAST_LOOP off, IP_MULTICAST_IF set to the
-	 * stack's address. */
+	 * default TTL, 1), IP_MULTICAST_LOOP off, IP_MULTICAST_IF (SL_MC_IF_*)
+	 * and the address it was given (what getsockopt answers). */
 	uint16_t mc_ttl;
 	uint8_t mc_noloop, mc_if;
+	uint32_t mc_if_addr;
+	uint8_t mc_all_off;		/* IP_MULTICAST_ALL off */
 };
+
+/*
+ * IP_MULTICAST_IF: any interface, the stack's own (its address or
+ * device), or loopback (127.0.0.0/8, or index SL_LO_IFINDEX: Linux's lo,
+ * which is 1 in every network namespace).  A datagram sent to a group on
+ * loopback goes to the stack's own members and nowhere else, and even
+ * with IP_MULTICAST_LOOP off, as on Linux, where it goes out lo and comes
+ * back in.  Memberships may name loopback too.
+ */
+#define SL_MC_IF_ANY	0
+#define SL_MC_IF_STACK	1
+#define SL_MC_IF_LO	2
+#define SL_LO_IFINDEX	1
 
 struct sl_sock {
 	/*

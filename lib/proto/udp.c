@@ -109,8 +109,9 @@ static int mc_check(const struct sl_stack *s, const struct sl_sock *so, uint32_t
 		return -EPROTO;
 	if (!SL_IN_MULTICAST(group))
 		return -EINVAL;
-	/* The interface: any, or the stack's own address (it has one). */
-	if (ifaddr && ifaddr != s->lib->ip_addr)
+	/* The interface: any, the stack's own address (it has one), or
+	 * loopback's. */
+	if (ifaddr && ifaddr != s->lib->ip_addr && (ntohl(ifaddr) >> 24) != 127)
 		return -ENODEV;
 	return 0;
 }
@@ -169,16 +170,30 @@ void sl_udp_mc_leave_all(struct sl_stack *s, struct sl_sock *so)
 		mc_remove(s, so, n - 1, n);
 }
 
-/* Does socket o take a datagram to daddr:dport sent to many? */
-static bool takes_group(const struct sl_sock *o, uint32_t daddr, uint16_t dport, bool mcast)
+/*
+ * Does socket o take a datagram to daddr:dport sent to many?  Multicast:
+ * a socket that joined the group, and (IP_MULTICAST_ALL, on by default as
+ * on Linux) any socket on the port when some socket of the stack did.
+ */
+static bool takes_group(const struct sl_sock *o, uint32_t daddr, uint16_t dport, bool mcast,
+			bool joined)
 {
 	if (o->type != SL_SOCK_UDP || o->lport != dport || o->rport ||
 	    (o->laddr && o->laddr != daddr))
 		return false;
-	/* Multicast: only sockets that joined the group (as Linux with
-	 * IP_MULTICAST_ALL off; Linux's default also hands it to sockets on
-	 * the port that did not join, when another socket of the host did). */
-	return !mcast || sl_udp_mc_member(o, daddr);
+	return !mcast || sl_udp_mc_member(o, daddr) || (joined && !o->udp.mc_all_off);
+}
+
+/* Has any socket of the stack joined group? */
+static bool group_joined(struct sl_stack *s, uint32_t group)
+{
+	for (uint32_t i = 0; i < s->max_sockets; i++) {
+		const struct sl_sock *o = sl_sock(s, i);
+
+		if (o->type == SL_SOCK_UDP && sl_udp_mc_member(o, group))
+			return true;
+	}
+	return false;
 }
 
 void sl_udp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen)
@@ -206,12 +221,13 @@ void sl_udp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 		 * or group address) gets a copy; for a group, every one that
 		 * joined it.  Rare enough for a table scan. */
 		bool mcast = SL_IN_MULTICAST(ip->daddr);
+		bool joined = mcast && group_joined(s, ip->daddr);
 		uint32_t i, last = SLUICE_IDX_NONE;
 
 		for (i = 0; i < s->max_sockets; i++) {
 			struct sl_sock *o = sl_sock(s, i);
 
-			if (!takes_group(o, ip->daddr, uh->dport, mcast))
+			if (!takes_group(o, ip->daddr, uh->dport, mcast, joined))
 				continue;
 			if (last != SLUICE_IDX_NONE) {
 				uint32_t c = sl_buf_alloc(s);
@@ -278,6 +294,13 @@ static bool mc_send(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
 		ttl = (uint8_t)(so->udp.mc_ttl - 1);
 	sl_ip_set_ttl(s, idx, ttl);
 	sl_count(s, SL_C_udp_mc_tx);
+	if (so->udp.mc_if == SL_MC_IF_LO) {
+		/* Out of loopback and back in: to the stack's members alone,
+		 * whatever IP_MULTICAST_LOOP says. */
+		sl_ip_loopback_one(s, idx);
+		sl_count(s, SL_C_udp_mc_looped);
+		return true;
+	}
 	if (!so->udp.mc_noloop) {
 		uint32_t n = sl_pkt_copy(s, idx);
 
@@ -335,13 +358,23 @@ int sl_udp_mc_setopt(struct sl_stack *s, struct sl_sock *so, int name, const voi
 		ret = sl_ip_mreqn(val, len, sizeof(struct in_addr), &mr);
 		if (ret)
 			return ret;
-		/* The stack has one interface: any, or it by address or index. */
-		if (mr.imr_ifindex ? (!s->ifindex || (unsigned int)mr.imr_ifindex != s->ifindex) :
-				     (mr.imr_address.s_addr &&
-				      mr.imr_address.s_addr != s->lib->ip_addr))
+		uint8_t to;
+
+		/* Any, loopback, or the stack's one interface, by index or
+		 * address (Linux: the index wins). */
+		if (mr.imr_ifindex == SL_LO_IFINDEX ||
+		    (!mr.imr_ifindex && (ntohl(mr.imr_address.s_addr) >> 24) == 127))
+			to = SL_MC_IF_LO;
+		else if (mr.imr_ifindex ? (!s->ifindex || (unsigned int)mr.imr_ifindex != s->ifindex) :
+					  (mr.imr_address.s_addr &&
+					   mr.imr_address.s_addr != s->lib->ip_addr))
 			return -EADDRNOTAVAIL;
-		if (so->type == SL_SOCK_UDP)
-			so->udp.mc_if = mr.imr_ifindex || mr.imr_address.s_addr;
+		else
+			to = mr.imr_ifindex || mr.imr_address.s_addr ? SL_MC_IF_STACK : SL_MC_IF_ANY;
+		if (so->type == SL_SOCK_UDP) {
+			so->udp.mc_if = to;
+			so->udp.mc_if_addr = mr.imr_address.s_addr;
+		}
 		return 0;
 	}
 	ret = opt_int(val, len, &v);
@@ -356,6 +389,11 @@ int sl_udp_mc_setopt(struct sl_stack *s, struct sl_sock *so, int name, const voi
 			so->udp.mc_ttl = (uint16_t)(v + 1);
 		return 0;
 	}
+	if (name == IP_MULTICAST_ALL) {
+		if (so->type == SL_SOCK_UDP)
+			so->udp.mc_all_off = !v;
+		return 0;
+	}
 	if (so->type == SL_SOCK_UDP)
 		so->udp.mc_noloop = !v;
 	return 0;
@@ -368,7 +406,10 @@ int sl_udp_mc_getopt(struct sl_stack *s, const struct sl_sock *so, int name, voi
 	int v;
 
 	if (name == IP_MULTICAST_IF) {
-		struct in_addr a = { udp && so->udp.mc_if ? s->lib->ip_addr : 0 };
+		/* Linux: the address it was given (0 if an index was). */
+		struct in_addr a = { udp ? so->udp.mc_if_addr : 0 };
+
+		(void)s;
 
 		if (*len < sizeof(a))
 			return -EINVAL;
@@ -378,6 +419,8 @@ int sl_udp_mc_getopt(struct sl_stack *s, const struct sl_sock *so, int name, voi
 	}
 	if (name == IP_MULTICAST_TTL)
 		v = udp && so->udp.mc_ttl ? so->udp.mc_ttl - 1 : 1;
+	else if (name == IP_MULTICAST_ALL)
+		v = !(udp && so->udp.mc_all_off);
 	else
 		v = !(udp && so->udp.mc_noloop);
 	memcpy(val, &v, sizeof(v));
@@ -415,9 +458,16 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 		if (ret)
 			return ret;
 	}
-	saddr = so->laddr && so->laddr != INADDR_BROADCAST ? so->laddr : s->lib->ip_addr;
-	if ((ntohl(daddr) >> 24) == 127 && !so->laddr)
-		saddr = htonl(0x7f000001);
+	/* Bound to a broadcast or group address: the source is the route's,
+	 * as Linux's inet_bind() leaves inet_saddr 0 for those. */
+	saddr = so->laddr == INADDR_BROADCAST || SL_IN_MULTICAST(so->laddr) ? 0 : so->laddr;
+	/* Out of loopback (127/8, or a group with IP_MULTICAST_IF there):
+	 * loopback's address, as Linux picks lo's. */
+	if (!saddr && ((ntohl(daddr) >> 24) == 127 ||
+		       (SL_IN_MULTICAST(daddr) && so->udp.mc_if == SL_MC_IF_LO)))
+		saddr = htonl(INADDR_LOOPBACK);
+	else if (!saddr)
+		saddr = s->lib->ip_addr;
 	/* IP_PKTINFO's ipi_spec_dst: a source of the stack's own (ip(7)). */
 	if (tx && tx->saddr) {
 		if (!sl_ip_is_local(s, tx->saddr))

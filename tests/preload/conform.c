@@ -1920,6 +1920,54 @@ static void check_fortified(void)
 	close(l);
 }
 
+/*
+ * Multicast on loopback (issue 24, gVisor's IpMulticastLoopback* cases):
+ * a membership and IP_MULTICAST_IF naming lo by index or address, a group
+ * heard by its member even with IP_MULTICAST_LOOP off (it goes out lo and
+ * back in), IP_MULTICAST_ALL, and the answers getsockopt gives.
+ */
+static void check_mcast_lo(void)
+{
+	int tx = socket(AF_INET, SOCK_DGRAM, 0), rx = socket(AF_INET, SOCK_DGRAM, 0), v = -1;
+	struct sockaddr_in any = { .sin_family = AF_INET }, to = { .sin_family = AF_INET };
+	struct ip_mreqn join = { .imr_ifindex = 1 };
+	struct in_addr ifa = { htonl(INADDR_LOOPBACK) }, got = { 1 };
+	socklen_t l = sizeof(got);
+	char buf[16] = "";
+	long r;
+
+	inet_pton(AF_INET, "224.0.2.1", &join.imr_multiaddr);
+	bind(rx, (struct sockaddr *)&any, sizeof(any));
+	printf("mcast_lo_join_by_index: %s\n",
+	       rv(setsockopt(rx, IPPROTO_IP, IP_ADD_MEMBERSHIP, &join, sizeof(join))));
+	printf("mcast_lo_join_again: %s\n",
+	       rv(setsockopt(rx, IPPROTO_IP, IP_ADD_MEMBERSHIP, &join, sizeof(join))));
+	printf("mcast_lo_if_by_address: %s\n",
+	       rv(setsockopt(tx, IPPROTO_IP, IP_MULTICAST_IF, &ifa, sizeof(ifa))));
+	r = getsockopt(tx, IPPROTO_IP, IP_MULTICAST_IF, &got, &l);
+	printf("mcast_lo_if_get: %s loopback %d len %u\n", rv(r),
+	       got.s_addr == htonl(INADDR_LOOPBACK), l);
+	v = 0;
+	setsockopt(tx, IPPROTO_IP, IP_MULTICAST_LOOP, &v, sizeof(v));
+	l = sizeof(v);
+	v = -1;
+	r = getsockopt(rx, IPPROTO_IP, IP_MULTICAST_ALL, &v, &l);
+	printf("mcast_all_default: %s %d\n", rv(r), v);
+	l = sizeof(to);
+	getsockname(rx, (struct sockaddr *)&to, &l);
+	to.sin_addr = join.imr_multiaddr;
+	printf("mcast_lo_send: %s\n", rv(sendto(tx, "grp", 3, 0, (struct sockaddr *)&to,
+						  sizeof(to))));
+	poll1(rx, POLLIN, 2000);
+	r = recv(rx, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+	printf("mcast_lo_heard_with_loop_off: %s %s\n", rv(r), r > 0 ? buf : "-");
+	join.imr_ifindex = 9999;
+	printf("mcast_join_no_such_index: %s\n",
+	       rv(setsockopt(rx, IPPROTO_IP, IP_ADD_MEMBERSHIP, &join, sizeof(join))));
+	close(tx);
+	close(rx);
+}
+
 int main(void)
 {
 	struct stat st;
@@ -1958,6 +2006,7 @@ int main(void)
 	check_select();
 	check_epoll();
 	check_udp();
+	check_mcast_lo();
 	check_nonblock_fill();
 	check_fortified();
 	check_sendfile();
