@@ -99,7 +99,7 @@ static void test_group_delivery(void)
 {
 	struct sl_stack *s = fx_stack("mc-rx", "10.0.0.1", &cap);
 	int a = udp_on(s, "0.0.0.0"), b = udp_on(s, "0.0.0.0"), c = udp_on(s, "0.0.0.0");
-	int g = udp_on(s, "239.1.2.3"), other = udp_on(s, "239.9.9.9");
+	int g = udp_on(s, "239.1.2.3"), other = udp_on(s, "239.9.9.9"), zero = 0;
 	char tag = 0;
 
 	tap_ok(a >= 0 && b >= 0 && c >= 0, "three sockets on port %d", PORT);
@@ -112,14 +112,22 @@ static void test_group_delivery(void)
 	tap_ok(got(s, a, &tag) && tag == 'x', "a member on INADDR_ANY gets the group's datagram");
 	tap_ok(got(s, b, NULL), "so does a second one: every member gets a copy");
 	tap_ok(got(s, g, NULL), "and one bound to the group's address");
-	tap_ok(!got(s, c, NULL), "a socket on the port that did not join gets nothing");
-	tap_ok(!got(s, other, NULL), "nor one bound to another group");
+	tap_ok(got(s, c, NULL), "a socket on the port that did not join gets it too, as Linux's "
+	       "IP_MULTICAST_ALL (on by default) gives it");
+	tap_ok(!got(s, other, NULL), "not one bound to another group");
+	tap_eq(sluice_setsockopt(ST(s), c, IPPROTO_IP, IP_MULTICAST_ALL, &zero, sizeof(zero)), 0,
+	       "IP_MULTICAST_ALL off");
+	send_to(s, "239.1.2.3", 'v');
+	tap_ok(got(s, a, NULL) && got(s, b, NULL) && got(s, g, NULL) && !got(s, c, NULL),
+	       "with it off, only the members get the group's datagram");
 	send_to(s, "239.1.2.4", 'y');
 	tap_ok(!got(s, a, NULL) && !got(s, b, NULL), "a group nobody joined: dropped");
 	tap_eq(cap.n, 0, "no ICMP port unreachable for multicast (RFC 1122 3.2.2)");
 	join(s, a, IP_DROP_MEMBERSHIP, "239.1.2.3", sizeof(struct ip_mreqn));
 	send_to(s, "239.1.2.3", 'z');
-	tap_ok(!got(s, a, NULL) && got(s, b, NULL), "after IP_DROP_MEMBERSHIP only the others get it");
+	tap_ok(got(s, a, NULL) && got(s, b, NULL),
+	       "after a drops the group it still hears it while b holds it (IP_MULTICAST_ALL)");
+	got(s, g, NULL);
 	sluice_close(ST(s), b);
 	sluice_close(ST(s), g);
 	send_to(s, "239.1.2.3", 'w');
