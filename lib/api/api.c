@@ -840,6 +840,10 @@ long sl_recvfrom_meta(struct sluice_stack *st, int sd, void *buf, size_t len, in
 	long ret;
 	bool nb, locked;
 
+	/* MSG_ERRQUEUE: the stack queues no errors, and Linux answers an
+	 * empty error queue at once, whatever the socket's blocking mode. */
+	if (flags & MSG_ERRQUEUE)
+		return sd < 0 || (uint32_t)sd >= s->max_sockets ? -EBADF : -EAGAIN;
 	for (;;) {
 		if ((flags & MSG_DONTWAIT) && len && !s->corrupt && rx_nothing(s, sd)) {
 			/* A spinning caller comes straight back: pause so its

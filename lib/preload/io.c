@@ -132,6 +132,10 @@ static ssize_t pl_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
 	size_t done = 0;
 	long ret;
 
+	/* The error queue (MSG_ERRQUEUE) is empty, and reading it never
+	 * waits (Linux). */
+	if (flags & MSG_ERRQUEUE)
+		return -EAGAIN;
 	/* MSG_TRUNC on a stream copies nothing (Linux: no EFAULT). */
 	if (pl_bad_buf(buf, len) && !((flags & MSG_TRUNC) && ps->type == SOCK_STREAM))
 		return -EFAULT;

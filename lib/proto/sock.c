@@ -149,7 +149,10 @@ struct sl_sock *sl_sock_claim(struct sl_stack *s, uint8_t type)
 			continue;
 		so = sl_sock(s, idx);
 		if (sl_load_acquire(&so->type) != SL_SOCK_RESERVED || so->idx != idx) {
-			/* Not what the pool holds: leave it to the holder. */
+			/* Not what the pool holds (a scribble): the entry is
+			 * emptied for the holder to fill. */
+			e |= me;
+			sl_cmpxchg(&s->lib->ready[i], &e, SL_READY_NONE);
 			SL_WRITE_ONCE(s->lib->ready_want, 1);
 			continue;
 		}

@@ -1136,6 +1136,10 @@ static void check_udp(void)
 		printf("recvmmsg_bad_timeout: %s\n", rv(recvmmsg(b, &one, 1, 0, &bad)));
 	}
 	}
+	/* The error queue is empty; reading it never waits, even on a
+	 * blocking socket (it hung here). */
+	m.msg_flags = 0;
+	printf("udp_errqueue_empty_blocking: %s\n", rv(recvmsg(a, &m, MSG_ERRQUEUE)));
 	close(a);
 	close(b);
 }
