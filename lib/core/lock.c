@@ -277,7 +277,8 @@ void sl_counters_claim(struct sl_stack *s)
 	for (i = 0; pick < 0 && i < SL_PROC_MAX; i++)
 		if (!r->counter_pid[i])
 			pick = i;
-	for (i = 0; pick < 0 && i < SL_PROC_MAX; i++)
+	/* (A sandboxed process may not ask: kill(2) can cost it its life.) */
+	for (i = 0; pick < 0 && !sl_sys_sandboxed && i < SL_PROC_MAX; i++)
 		if (sl_pid_dead((pid_t)r->counter_pid[i]) || kill((pid_t)r->counter_pid[i], 0))
 			pick = i;
 	if (pick < 0)

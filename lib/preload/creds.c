@@ -16,6 +16,7 @@
  * (os.h, sl_sys_sandboxed; issue 18).
  */
 #include <linux/seccomp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -65,8 +66,17 @@ EXPORT int prctl(int option, ...)
 		a[i] = va_arg(ap, unsigned long);
 	va_end(ap);
 	/* Before the filter: once it is in, it may be too late to ask. */
-	if (option == PR_SET_SECCOMP && a[0] == SECCOMP_MODE_FILTER)
+	if (option == PR_SET_SECCOMP && a[0] == SECCOMP_MODE_FILTER) {
+		struct sigaction pipe_act;
+
+		/* Asked while it still may be: in the sandbox a SIGPIPE the
+		 * library raises (io.c) costs a tgkill(2), which is made only
+		 * if SIGPIPE is not ignored. */
+		if (!sl_sys_sigaction(SIGPIPE, NULL, &pipe_act))
+			pl_sigpipe_ignored = !(pipe_act.sa_flags & SA_SIGINFO) &&
+					     pipe_act.sa_handler == SIG_IGN;
 		sl_sys_sandboxed = true;
+	}
 	/* glibc's prctl is the bare system call; called directly, this needs
 	 * no setup (sanitizer runtimes call prctl while they start). */
 	return (int)syscall(SYS_prctl, option, a[0], a[1], a[2], a[3]);

@@ -67,8 +67,13 @@ short pl_sock_revents(struct pl_sock *ps, short events)
 	return p.revents;
 }
 
+bool pl_sigpipe_ignored;
+
 static void sigpipe(void)
 {
+	/* In a sandbox, only if it does something (creds.c). */
+	if (sl_sys_sandboxed && pl_sigpipe_ignored)
+		return;
 	pthread_kill(pthread_self(), SIGPIPE);
 }
 

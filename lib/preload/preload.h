@@ -182,6 +182,8 @@ struct sl_stack *pl_sl(void);		/* the same, as the library's own handle */
  * stack's region or device, the link's): a program's close_range() and
  * closefrom() leave them open (fd.c). */
 bool pl_fd_is_own(int fd);
+/* SIGPIPE was ignored when the process sandboxed itself (creds.c). */
+extern bool pl_sigpipe_ignored;
 /* errno for a native result: ret >= 0 passes through, -e sets errno = e. */
 static inline long pl_ret(long ret)
 {

@@ -120,9 +120,18 @@ void sl_ip_sock_hdr(struct sl_stack *s, uint32_t idx, const struct sl_sock *so)
 {
 	struct sl_ip *ip;
 
+	const struct sluice_buf *b;
+
 	if (!so || (!so->ip_ttl && !so->ip_tos))
 		return;
-	ip = (struct sl_ip *)sl_buf_data(s, idx);
+	/* The header alone: a chained segment's first part says a length
+	 * past its buffer (sl_ip_build()), which sl_buf_data() refuses. */
+	b = sl_buf(s, idx);
+	if ((uint32_t)b->off + sizeof(*ip) > s->buf_size) {
+		sl_corrupt(s, SL_C_corrupt_buf_len, idx);
+		return;
+	}
+	ip = (struct sl_ip *)(sl_buf_base(s, idx) + b->off);
 	if (so->ip_ttl)
 		ip->ttl = so->ip_ttl;
 	ip->tos = so->ip_tos;

@@ -45,6 +45,8 @@ if [ ! -x "$sshd" ] || ! getent passwd sshd >/dev/null; then
 	done_testing
 	exit
 fi
+py=/usr/bin/python3
+head -c 2000000 /dev/urandom >"$tmp/big"
 ssh-keygen -q -t ed25519 -N '' -f "$tmp/host_key"
 ssh-keygen -q -t ed25519 -N '' -f "$tmp/user_key"
 cp "$tmp/user_key.pub" "$tmp/authorized_keys"
@@ -59,6 +61,7 @@ StrictModes no
 PasswordAuthentication no
 KbdInteractiveAuthentication no
 PermitRootLogin prohibit-password
+Subsystem sftp internal-sftp
 LogLevel VERBOSE
 EOC
 # sshd's privilege-separation directory (Debian's service makes it).
@@ -80,8 +83,19 @@ else
 fi
 s=\$!
 for i in \$(seq 100); do grep -q "Server listening" "$tmp/sshd-\$1.log" && break; sleep 0.05; done
+# More processes than the stack has counter blocks (16) used it first: a
+# sandboxed child must not look for a dead one's block (kill(2) is not
+# in its filter).
+for i in \$(seq 17); do \$pre "$py" -c 'import socket; socket.socket().bind(("127.0.0.1", 0))'; done
 ssh_cmd "\$pre"
 echo "ssh exit \$?"
+# An upload (scp speaks SFTP to sshd's internal-sftp; ssh sets IP_TOS, and
+# its bulk data inside the stack went out as a chained segment the TOS
+# was written into: the stack was found corrupt).
+timeout 30 \$pre scp -F /dev/null -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+	-o BatchMode=yes -i "$tmp/user_key" -P 2322 "$tmp/big" root@127.0.0.1:"$tmp/up-\$1"
+echo "scp exit \$?"
+cmp -s "$tmp/big" "$tmp/up-\$1" && echo "upload same"
 [ "\$1" = sluice ] && "$sluice" dump $st-ssh >"$tmp/dump"
 kill \$s
 wait \$s
@@ -91,8 +105,11 @@ check "kernel: ssh logs in to sshd and runs a command" \
 	bash -c 'grep -qx login-ok <<<"$0" && grep -qx 42 <<<"$0" && grep -qx "ssh exit 0" <<<"$0"' "$kout"
 sout=$(timeout 60 unshare -n bash "$tmp/run.sh" sluice 2>&1)
 echo "$sout" | sed 's/^/# /'
-check "sluice run: ssh logs in to sshd and runs a command" \
+check "sluice run: ssh logs in to sshd and runs a command (after 17 other processes used the stack)" \
 	bash -c 'grep -qx login-ok <<<"$0" && grep -qx 42 <<<"$0" && grep -qx "ssh exit 0" <<<"$0"' "$sout"
+check "kernel: scp uploads 2 MB whole" bash -c 'grep -qx "scp exit 0" <<<"$0" && grep -qx "upload same" <<<"$0"' "$kout"
+check "sluice run: scp uploads 2 MB whole" bash -c 'grep -qx "scp exit 0" <<<"$0" && grep -qx "upload same" <<<"$0"' "$sout"
+check "sluice run: the stack is still ready afterwards" grep -q "^stack $st-ssh: ready" "$tmp/dump"
 check "sshd's sandboxed child was not killed (no SIGSYS, no sandbox violation)" \
 	bash -c '! grep -Eqi "SIGSYS|sandbox violation|signal 31|killed" "$0"' "$tmp/sshd-sluice.log"
 check "sshd and ssh met in the stack (its active and passive opens counted)" \

@@ -1925,6 +1925,37 @@ static void check_fortified(void)
 }
 
 /*
+ * A TCP connection with IP_TOS set (ssh sets it) carrying more than one
+ * buffer at a time: inside the stack that goes as one chained segment,
+ * whose header the TOS is written into (the stack was found corrupt).
+ */
+static void check_tos_bulk(void)
+{
+	int l = socket(AF_INET, SOCK_STREAM, 0), c = socket(AF_INET, SOCK_STREAM, 0), a, tos = 0x10;
+	static char out[60000], in[60000];
+	struct sockaddr_in sa = lo(0);
+	long sent, got = 0, r;
+
+	for (size_t i = 0; i < sizeof(out); i++)
+		out[i] = (char)(i * 7);
+	bind(l, (struct sockaddr *)&sa, sizeof(sa));
+	listen(l, 1);
+	sa = lo(port_of(l));
+	setsockopt(c, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+	connect(c, (struct sockaddr *)&sa, sizeof(sa));
+	a = accept(l, NULL, NULL);
+	sent = send(c, out, sizeof(out), 0);
+	while (got < (long)sizeof(in) && poll1(a, POLLIN, 2000) > 0 &&
+	       (r = recv(a, in + got, sizeof(in) - got, 0)) > 0)
+		got += r;
+	printf("tos_bulk: sent %s got %ld same %d\n", rv(sent), got,
+	       got == (long)sizeof(in) && !memcmp(in, out, sizeof(in)));
+	close(a);
+	close(c);
+	close(l);
+}
+
+/*
  * Multicast on loopback (issue 24, gVisor's IpMulticastLoopback* cases):
  * a membership and IP_MULTICAST_IF naming lo by index or address, a group
  * heard by its member even with IP_MULTICAST_LOOP off (it goes out lo and
@@ -1991,6 +2022,7 @@ int main(void)
 	check_connect();
 	check_connect_corners();
 	check_ttl_tos();
+	check_tos_bulk();
 	check_dev_ioctls();
 	check_errno_kept_more();
 	check_more_corners();
