@@ -31,7 +31,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: sluice COMMAND\n"
-		"  info        show the library, the loaded module, its sysfs and debugfs state\n"
+		"  info        show the library, who holds each stack's lock, and the loaded\n"
+		"              module with its sysfs and debugfs state\n"
 		"  stacks      list the stacks on this machine\n"
 		"  dump NAME   show a stack's configuration, counters and sockets\n"
 		"  run [--stack NAME] [--profile latency|throughput] [--interface DEV] -- PROGRAM [ARGS]\n"
@@ -78,12 +79,43 @@ static int print_debugfs(const char *name)
 	return 0;
 }
 
+static void lock_holder_line(struct sl_stack *s);
+
+/* Each stack (the module's, then /dev/shm's) and who holds its lock, for
+ * how long, and whether that process runs, is stopped or is gone. */
+static void info_locks(void)
+{
+	const char *const dirs[] = { SYSFS_DIR "/stacks", "/dev/shm" };
+
+	for (unsigned int i = 0; i < 2; i++) {
+		DIR *d = opendir(dirs[i]);
+		struct dirent *e;
+
+		while (d && (e = readdir(d))) {
+			const char *name = i ? e->d_name + 7 : e->d_name;
+			struct sluice_stack *st;
+
+			if (i ? strncmp(e->d_name, "sluice-", 7) != 0 :
+				e->d_name[0] == '.' || strchr(e->d_name, '@'))
+				continue;
+			if (sl_stack_inspect(name, &st))
+				continue;
+			printf("stack    %s (%s)\n", name, i ? "shm" : "module");
+			lock_holder_line((struct sl_stack *)st);
+			sluice_stack_close(st);
+		}
+		if (d)
+			closedir(d);
+	}
+}
+
 static int cmd_info(void)
 {
 	struct sluice_module_info info;
 	int ret, err;
 
 	printf("library  %s (ABI %u)\n", SLUICE_LIB_VERSION, SLUICE_ABI_VERSION);
+	info_locks();
 	ret = sluice_module_query(NULL, &info);
 	if (ret == -ENOENT) {
 		fprintf(stderr, "sluice: %s: not present: the sluice module is not loaded\n",

@@ -42,6 +42,7 @@ done
 echo "holder state \$(awk '{print \$3}' /proc/\$h/stat)"
 echo "dump \$("$sluice" dump "$st" | grep '^  lock: held' | sed "s/process \$h /process HOLDER /")"
 echo "stacks \$("$sluice" stacks | awk -v s="$st" '\$1 == s { print \$NF }' | sed "s/^\$h,/HOLDER,/")"
+echo "info \$("$sluice" info 2>/dev/null | grep -A1 "^stack    $st (shm)" | tail -1 | sed "s/process \$h /process HOLDER /")"
 # A real client's own limit fires: curl's connect is queued, and it gives
 # up after its --max-time (exit 28), as with a server that never answers.
 t0=\$(date +%s%N)
@@ -61,6 +62,8 @@ check "the holder stopped holding the lock" grep -qx "holder state T" <<<"$out"
 check "sluice dump names the stopped holder" \
 	grep -qx "dump   lock: held by process HOLDER (stopped: nobody's timeouts wait for it) for at least 200 ms" <<<"$out"
 check "sluice stacks shows the stopped holder in its LOCK column" grep -qx "stacks HOLDER,stopped" <<<"$out"
+check "sluice info names the stopped holder and for how long" \
+	grep -qx "info   lock: held by process HOLDER (stopped: nobody's timeouts wait for it) for at least 200 ms" <<<"$out"
 check "the program ran to the end (exit 0)" grep -qx "program exit 0" <<<"$out"
 check "the holder, continued, let go and exited" grep -qx "holder exit 0" <<<"$out"
 
