@@ -77,6 +77,13 @@ static void setup(const char *name, const char *cidr, const char *tap)
 	if (ret)
 		die("create stack", ret);
 	ret = sluice_link_tap(st, tap);
+	/* A single-queue TAP is held by the previous run's helper (finishing
+	 * its orphans) until it sees that stack destroyed, just above: it
+	 * naps 50 ms at a time, so give it up to 2 s. */
+	for (int i = 0; ret == -EBUSY && i < 200; i++) {
+		usleep(10000);
+		ret = sluice_link_tap(st, tap);
+	}
 	if (ret)
 		die("open tap", ret);
 }
