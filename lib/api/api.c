@@ -206,6 +206,7 @@ enum get_wait { GET_WAIT, GET_AS_SOCKET, GET_DONTWAIT };
 static int sock_get_mode(struct sl_stack *s, int sd, struct sl_sock **out, enum get_wait mode)
 {
 	struct sl_sock *so;
+	unsigned int tries = 0;
 	bool nb;
 	int ret;
 
@@ -235,7 +236,12 @@ again:
 		 * or queued connect in flight (another thread's, under
 		 * priv_lock). */
 		if (!sl_sock_priv_trylock(so)) {
+			/* Another thread's option call: a few stores.  One
+			 * that does not end (its process stopped) is waited
+			 * for only by a call that may wait. */
 			sl_unlock(s);
+			if (mode != GET_WAIT && ++tries > 1000)
+				return -EAGAIN;
 			sl_sys_yield();
 			goto again;
 		}

@@ -209,8 +209,16 @@ void sl_sock_ready_fill(struct sl_stack *s)
 	}
 }
 
+/* A holder of a private socket's lock that will never let go: a dead
+ * process, or a value no process can have (a scribble; pids stop below
+ * 2^22). */
+static bool priv_holder_gone(uint32_t v)
+{
+	return v > (1u << 22) || sl_pid_dead((pid_t)v);
+}
+
 /* A process's own lock on a private socket (SL_LIFE_PRIVATE).  Held for
- * a few stores; one whose holder died is taken over. */
+ * a few stores; one whose holder is gone is taken over. */
 void sl_sock_priv_lock(struct sl_sock *so)
 {
 	uint32_t me = (uint32_t)sl_self_pid();
@@ -220,8 +228,7 @@ void sl_sock_priv_lock(struct sl_sock *so)
 
 		if (sl_cmpxchg(&so->priv_lock, &v, me))
 			return;
-		if (v != me && n > 64 && sl_pid_dead((pid_t)v) &&
-		    sl_cmpxchg(&so->priv_lock, &v, me))
+		if (v != me && n > 64 && priv_holder_gone(v) && sl_cmpxchg(&so->priv_lock, &v, me))
 			return;
 		if (n > 16)
 			sl_sys_yield();
@@ -230,11 +237,10 @@ void sl_sock_priv_lock(struct sl_sock *so)
 
 bool sl_sock_priv_trylock(struct sl_sock *so)
 {
-	uint32_t v = 0;
+	uint32_t v = 0, me = (uint32_t)sl_self_pid();
 
-	return sl_cmpxchg(&so->priv_lock, &v, (uint32_t)sl_self_pid()) ||
-	       (v != (uint32_t)sl_self_pid() && sl_pid_dead((pid_t)v) &&
-		sl_cmpxchg(&so->priv_lock, &v, (uint32_t)sl_self_pid()));
+	return sl_cmpxchg(&so->priv_lock, &v, me) ||
+	       (v != me && priv_holder_gone(v) && sl_cmpxchg(&so->priv_lock, &v, me));
 }
 
 void sl_sock_priv_unlock(struct sl_sock *so)
