@@ -81,32 +81,19 @@ static int print_debugfs(const char *name)
 
 static void lock_holder_line(struct sl_stack *s);
 
-/* Each stack (the module's, then /dev/shm's) and who holds its lock, for
- * how long, and whether that process runs, is stopped or is gone. */
-static void info_locks(void)
+static int for_each_stack(void (*fn)(const char *name, const char *where));
+
+/* A stack and who holds its lock, for how long, and whether that process
+ * runs, is stopped or is gone. */
+static void info_lock_row(const char *name, const char *where)
 {
-	const char *const dirs[] = { SYSFS_DIR "/stacks", "/dev/shm" };
+	struct sluice_stack *st;
 
-	for (unsigned int i = 0; i < 2; i++) {
-		DIR *d = opendir(dirs[i]);
-		struct dirent *e;
-
-		while (d && (e = readdir(d))) {
-			const char *name = i ? e->d_name + 7 : e->d_name;
-			struct sluice_stack *st;
-
-			if (i ? strncmp(e->d_name, "sluice-", 7) != 0 :
-				e->d_name[0] == '.' || strchr(e->d_name, '@'))
-				continue;
-			if (sl_stack_inspect(name, &st))
-				continue;
-			printf("stack    %s (%s)\n", name, i ? "shm" : "module");
-			lock_holder_line((struct sl_stack *)st);
-			sluice_stack_close(st);
-		}
-		if (d)
-			closedir(d);
-	}
+	if (sl_stack_inspect(name, &st))
+		return;
+	printf("stack    %s (%s)\n", name, where);
+	lock_holder_line((struct sl_stack *)st);
+	sluice_stack_close(st);
 }
 
 static int cmd_info(void)
@@ -115,7 +102,7 @@ static int cmd_info(void)
 	int ret, err;
 
 	printf("library  %s (ABI %u)\n", SLUICE_LIB_VERSION, SLUICE_ABI_VERSION);
-	info_locks();
+	for_each_stack(info_lock_row);
 	ret = sluice_module_query(NULL, &info);
 	if (ret == -ENOENT) {
 		fprintf(stderr, "sluice: %s: not present: the sluice module is not loaded\n",
@@ -221,31 +208,39 @@ static void stack_row(const char *name, const char *where)
 	sluice_stack_close(st);
 }
 
-/* Stacks the module holds (sysfs) and stacks in /dev/shm. */
-static int cmd_stacks(void)
+/* fn(name, where) for each stack the module holds (sysfs), then each in
+ * /dev/shm; -1 (errno set) if /dev/shm cannot be read. */
+static int for_each_stack(void (*fn)(const char *name, const char *where))
 {
 	DIR *d;
 	struct dirent *e;
 
-	printf("%-24s %-7s %-6s %9s %11s %10s %7s %s\n", "NAME", "STATE", "WHERE", "SOCKETS",
-	       "BUFFERS", "BYTES", "HELPER", "LOCK");
 	d = opendir(SYSFS_DIR "/stacks");
 	if (d) {
 		while ((e = readdir(d)))
 			/* NAME@NETNS entries belong to other namespaces. */
 			if (e->d_name[0] != '.' && !strchr(e->d_name, '@'))
-				stack_row(e->d_name, "module");
+				fn(e->d_name, "module");
 		closedir(d);
 	}
 	d = opendir("/dev/shm");
-	if (!d) {
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "sluice-", 7))
+			fn(e->d_name + 7, "shm");
+	closedir(d);
+	return 0;
+}
+
+static int cmd_stacks(void)
+{
+	printf("%-24s %-7s %-6s %9s %11s %10s %7s %s\n", "NAME", "STATE", "WHERE", "SOCKETS",
+	       "BUFFERS", "BYTES", "HELPER", "LOCK");
+	if (for_each_stack(stack_row)) {
 		perror("sluice: /dev/shm");
 		return 1;
 	}
-	while ((e = readdir(d)))
-		if (!strncmp(e->d_name, "sluice-", 7))
-			stack_row(e->d_name + 7, "shm");
-	closedir(d);
 	return 0;
 }
 
@@ -407,7 +402,7 @@ static int cmd_dump(const char *name)
 		char l[32], r[32];
 
 		/* Free slots, and the pool socket() takes from, are no sockets. */
-		if (so->type != SL_SOCK_TCP && so->type != SL_SOCK_UDP)
+		if (!sl_sock_type_live(so->type))
 			continue;
 		addr_str(l, sizeof(l), so->laddr, so->lport);
 		addr_str(r, sizeof(r), so->raddr, so->rport);

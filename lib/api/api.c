@@ -223,7 +223,7 @@ again:
 	/* connect()s queued while a holder was stopped go first. */
 	sl_sock_pending_run(s);
 	so = sl_sock(s, sd);
-	if ((so->type != SL_SOCK_TCP && so->type != SL_SOCK_UDP) || (so->flags & SL_SF_ORPHAN)) {
+	if (!sl_sock_type_live(so->type) || (so->flags & SL_SF_ORPHAN)) {
 		sl_unlock(s);
 		return -EBADF;
 	}
@@ -281,8 +281,7 @@ static bool priv_get(struct sl_stack *s, int sd, struct sl_sock **out)
 	if (!(SL_READ_ONCE(so->life) & SL_LIFE_PRIVATE))
 		return false;
 	sl_sock_priv_lock(so);
-	if (!(SL_READ_ONCE(so->life) & SL_LIFE_PRIVATE) ||
-	    (so->type != SL_SOCK_TCP && so->type != SL_SOCK_UDP)) {
+	if (!(SL_READ_ONCE(so->life) & SL_LIFE_PRIVATE) || !sl_sock_type_live(so->type)) {
 		sl_sock_priv_unlock(so);
 		return false;
 	}
@@ -351,7 +350,7 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 
 			fds[i].revents = 0;
 			if (fds[i].sd < 0 || (uint32_t)fds[i].sd >= s->max_sockets ||
-			    ((so = sl_sock(s, fds[i].sd))->type != SL_SOCK_TCP && so->type != SL_SOCK_UDP)) {
+			    !sl_sock_type_live((so = sl_sock(s, fds[i].sd))->type)) {
 				fds[i].revents = POLLNVAL;
 				ready++;
 				continue;
@@ -1058,7 +1057,7 @@ static int name_of_stopped(struct sl_stack *s, int sd, struct sockaddr_in *out, 
 		return -EBUSY;
 	if (SL_READ_ONCE(s->r->lock) != word || SL_READ_ONCE(s->r->lock_seq) != seq)
 		return -EAGAIN;
-	if ((type != SL_SOCK_TCP && type != SL_SOCK_UDP) || (flags & SL_SF_ORPHAN))
+	if (!sl_sock_type_live(type) || (flags & SL_SF_ORPHAN))
 		return -EBADF;
 	return name_put(type, state, addr, port, peer, out);
 }

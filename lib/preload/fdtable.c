@@ -748,7 +748,7 @@ static void sweep_unrecorded(void)
 		uint32_t gen = SL_READ_ONCE(so->kp.gen);
 
 		if (rec_state(sd) == PL_REC_USED ||
-		    (SL_READ_ONCE(so->type) != SL_SOCK_TCP && SL_READ_ONCE(so->type) != SL_SOCK_UDP) ||
+		    !sl_sock_type_live(SL_READ_ONCE(so->type)) ||
 		    (SL_READ_ONCE(so->flags) & SL_SF_ORPHAN) ||
 		    (so->type == SL_SOCK_TCP &&
 		     (SL_READ_ONCE(so->tcp.tflags) & (SL_TF_ACCQ | SL_TF_PASSIVE))) ||

@@ -20,6 +20,12 @@
  * out by socket() without it (sock.c, sl_sock_claim()). */
 #define SL_SOCK_RESERVED	3
 
+/* A slot that is a socket: not free, not in the ready pool. */
+static inline bool sl_sock_type_live(uint8_t type)
+{
+	return type == SL_SOCK_TCP || type == SL_SOCK_UDP;
+}
+
 /* sl_sock.flags */
 #define SL_SF_BOUND		0x0001
 #define SL_SF_CONNECTED		0x0002	/* UDP: has a default peer */
