@@ -349,6 +349,20 @@ static void print_kring(const struct sl_stack *s)
 	munmap(map, ks.mmap_size);
 }
 
+static uint64_t tw_now_us;
+
+/* A TIME-WAIT entry, as a socket line (ss lists them among sockets). */
+static void print_tw(const struct sl_tw *tw, void *arg)
+{
+	char l[32], r[32];
+
+	(void)arg;
+	addr_str(l, sizeof(l), tw->laddr, tw->lport);
+	addr_str(r, sizeof(r), tw->raddr, tw->rport);
+	printf("  %5s %-4s %-11s %-21s %-21s  expires in %.1f s\n", "-", "tcp", "TIME_WAIT", l, r,
+	       tw->expire_us > tw_now_us ? (double)(tw->expire_us - tw_now_us) / 1e6 : 0.0);
+}
+
 static int cmd_dump(const char *name)
 {
 	struct sluice_stack *st;
@@ -382,6 +396,8 @@ static int cmd_dump(const char *name)
 	       (unsigned long long)s->r->region_size, s->r->sock_used, s->r->max_sockets,
 	       s->r->sock_size, s->r->n_bufs - s->lib->buf_free_count, s->r->n_bufs,
 	       s->r->buf_size);
+	printf("  time-wait: %u entries (at most %u so far) of %u (%u bytes each)\n",
+	       s->lib->tw_count, s->lib->tw_peak, s->tw_max, SL_TW_SIZE);
 	if (s->lib->helper_pid)
 		printf("  helper: process %d finishes orphaned connections%s\n", s->lib->helper_pid,
 		       sl_pid_dead(s->lib->helper_pid) ? " (gone: stale)" : "");
@@ -419,6 +435,8 @@ static int cmd_dump(const char *name)
 		if (so->type == SL_SOCK_TCP)
 			print_tcp(s, so);
 	}
+	tw_now_us = sl_now(s);
+	sl_tw_list(s, print_tw, NULL);
 	sluice_stack_close(st);
 	return 0;
 }

@@ -68,10 +68,11 @@ static bool env_on(const char *name)
 	return v && *v && strcmp(v, "0") && strcmp(v, "no") && strcmp(v, "off");
 }
 
-/* TCP sockets closed by their program and still finishing.  Lock held. */
+/* TCP sockets closed by their program and still finishing, and
+ * connections waiting in TIME-WAIT (proto/tcp/tcp_tw.c).  Lock held. */
 uint32_t sl_orphans(struct sl_stack *s)
 {
-	uint32_t n = 0;
+	uint32_t n = s->tw_max ? s->lib->tw_count : 0;
 
 	for (uint32_t i = 0; i < s->max_sockets; i++) {
 		struct sl_sock *so = sl_sock(s, i);

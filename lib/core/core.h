@@ -105,6 +105,13 @@ struct sl_region {
 	uint32_t ip_id_next;
 	uint32_t tcp_embryos;		/* TCP connections in SYN-RECEIVED from a listener */
 	/*
+	 * TIME-WAIT (proto/tcp/tcp_tw.c): a ring of s->tw_max entries past
+	 * the timer wheel, written at tw_head and expired from tw_tail (both
+	 * run free; the entry is the position mod tw_max), tw_count of them
+	 * live, tw_peak the most there were at once.
+	 */
+	uint32_t tw_head, tw_tail, tw_count, tw_peak;
+	/*
 	 * Intent: the sockets (index + 1; 0 none) the holder is changing,
 	 * named before it starts (proto.h, sl_sock_busy()), so that the
 	 * process that takes the lock over from a dead holder knows which
@@ -195,6 +202,9 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(tcp_tx, "TCP segments sent")					\
 	X(tcp_rx_bad, "dropped: bad TCP header or checksum")		\
 	X(tcp_tw_recycled, "TIME-WAIT connections ended early by connect()")	\
+	X(tcp_tw_overflow, "TIME-WAIT entries dropped, oldest first, the table full") \
+	X(tcp_tw_killed, "TIME-WAIT entries ended by a reset or a new SYN")	\
+	X(tcp_tw_table_reset, "TIME-WAIT table found inconsistent and emptied") \
 	X(tcp_rx_noport, "TCP segments to no socket (RST sent)")	\
 	X(tcp_retransmit, "TCP segments retransmitted")			\
 	X(tcp_rto, "TCP retransmission timeouts")			\
@@ -344,6 +354,11 @@ struct sl_stack {
 	struct sluice_buf *bufmeta;
 	uint8_t *bufdata, *socks;
 	uint32_t *hash, *wheel;
+	/* TIME-WAIT (proto/tcp/tcp_tw.c): tw_max entries, then tw_max
+	 * 4-tuple buckets and tw_max local-port buckets; 0 once corrupt. */
+	uint32_t tw_max;
+	uint8_t *tw;
+	uint32_t *tw_hash;
 	/* A value read from the region was impossible (sl_corrupt()): every
 	 * call fails with -ENOTRECOVERABLE from then on; why and the value
 	 * are kept for a debugger (the region has the counter). */
@@ -654,7 +669,7 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
  * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
  */
-#define SL_LAYOUT_VERSION	8
+#define SL_LAYOUT_VERSION	9
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents
@@ -662,6 +677,21 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * library's layout, so a change here is a change of SL_LAYOUT_VERSION.
  */
 #define SL_SOCK_SIZE	960
+
+/*
+ * A TIME-WAIT entry's bytes (struct sl_tw, proto/tcp/tcp.h), and how many
+ * a stack has: four a socket slot, a power of two from 1,024 to 262,144
+ * (Linux's tcp_max_tw_buckets is 262,144 on a machine of some memory).
+ */
+#define SL_TW_SIZE	72
+static inline uint32_t sl_tw_entries(uint32_t max_sockets)
+{
+	uint32_t n = 1024;
+
+	while (n < 262144 && n < 4 * max_sockets)
+		n <<= 1;
+	return n;
+}
 
 /* region.c.  Create: init lays out what the layers above keep in the
  * region (the socket table), before the region is published. */

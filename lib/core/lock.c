@@ -107,6 +107,7 @@ void sl_corrupt(struct sl_stack *s, enum sl_counter why, uint64_t val)
 	/* Every index is out of range from now on: walks end at once. */
 	s->n_bufs = 0;
 	s->max_sockets = 0;
+	s->tw_max = 0;
 	/* Someone only looking (sluice dump) leaves the region alone. */
 	if (s->inspect)
 		return;

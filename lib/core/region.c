@@ -87,6 +87,9 @@ static int64_t layout(struct sluice_region *r, const struct sluice_stack_config 
 	off = r->hash_off + 2ull * r->hash_buckets * sizeof(uint32_t);
 	r->wheel_off = ALIGN_UP(off, 64);
 	off = r->wheel_off + SLUICE_WHEEL_SLOTS * sizeof(uint32_t);
+	/* TIME-WAIT entries and their two hashes: the library's own, in a
+	 * gap of the module's layout (tw_area()). */
+	off = ALIGN_UP(off, 64) + (uint64_t)sl_tw_entries(r->max_sockets) * (SL_TW_SIZE + 8);
 	r->bufmeta_off = ALIGN_UP(off, 64);
 	off = r->bufmeta_off + (uint64_t)r->n_bufs * sizeof(struct sluice_buf);
 	r->bufdata_off = ALIGN_UP(off, 4096);
@@ -97,6 +100,12 @@ static int64_t layout(struct sluice_region *r, const struct sluice_stack_config 
 	off += SL_REGION_SLACK;
 	r->region_size = ALIGN_UP(off, 4096);
 	return (int64_t)r->region_size;
+}
+
+/* Where the TIME-WAIT entries start: after the timer wheel. */
+static uint64_t tw_area(const struct sluice_region *hdr)
+{
+	return ALIGN_UP(hdr->wheel_off + SLUICE_WHEEL_SLOTS * sizeof(uint32_t), 64);
 }
 
 static void init_region(struct sl_stack *s, const char *name, const struct sluice_stack_config *cfg)
@@ -121,6 +130,9 @@ static void init_region(struct sl_stack *s, const char *name, const struct sluic
 		h[i] = SLUICE_IDX_NONE;
 	h = sl_at(s, k->wheel_off);
 	for (i = 0; i < SLUICE_WHEEL_SLOTS; i++)
+		h[i] = SLUICE_IDX_NONE;
+	h = sl_at(s, tw_area(k) + (uint64_t)sl_tw_entries(k->max_sockets) * SL_TW_SIZE);
+	for (i = 0; i < 2 * sl_tw_entries(k->max_sockets); i++)
 		h[i] = SLUICE_IDX_NONE;
 	for (i = 0; i < k->n_bufs; i++) {
 		struct sluice_buf *b = sl_buf(s, i);
@@ -160,6 +172,9 @@ static void set_geometry(struct sl_stack *s, const struct sluice_region *hdr)
 	s->socks = s->base + hdr->sock_off;
 	s->hash = (uint32_t *)(s->base + hdr->hash_off);
 	s->wheel = (uint32_t *)(s->base + hdr->wheel_off);
+	s->tw_max = sl_tw_entries(hdr->max_sockets);
+	s->tw = s->base + tw_area(hdr);
+	s->tw_hash = (uint32_t *)(s->tw + (uint64_t)s->tw_max * SL_TW_SIZE);
 	s->corrupt = false;
 }
 

@@ -113,6 +113,13 @@ static struct sl_sock *filter_holder(struct sl_stack *s, uint8_t type, uint32_t 
 	return NULL;
 }
 
+/* Does a socket or a TIME-WAIT entry hold a filter covering the port? */
+static bool filter_held(struct sl_stack *s, uint8_t type, uint32_t laddr, uint16_t lport)
+{
+	return filter_holder(s, type, laddr, lport) ||
+	       (type == SL_SOCK_TCP && sl_tw_filter_held(s, lport, laddr));
+}
+
 static void hold(struct sl_sock *so, uint32_t id, uint32_t laddr)
 {
 	so->flags |= SL_SF_FILTER;
@@ -129,7 +136,7 @@ int sl_filter_take(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint1
 	if (!s->filters || !s->module_backed || is_loopback(laddr))
 		return 0;
 	if (*lport) {
-		if (filter_holder(s, so->type, flt_laddr, *lport))
+		if (filter_held(s, so->type, flt_laddr, *lport))
 			return 0;	/* shared: the stack's rules allowed it */
 		ret = filter_add(s, proto_of(so), flt_laddr, lport, &id);
 		if (!ret)
@@ -153,27 +160,37 @@ int sl_filter_take(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint1
 	return -EADDRINUSE;
 }
 
-void sl_filter_release(struct sl_stack *s, struct sl_sock *so)
+void sl_filter_pass(struct sl_stack *s, uint8_t type, uint16_t lport, uint32_t id,
+		    uint32_t flt_laddr)
 {
 	unsigned int guard = 0;
 
-	if (!(so->flags & SL_SF_FILTER))
-		return;
-	so->flags &= ~SL_SF_FILTER;
-	/* Another socket still on the port (so is unhashed already) takes
-	 * the filter over: a listener closed under its children, say. */
-	for (uint32_t i = sl_sock_port_head(s, so->lport);
-	     sl_sock_next(s, i, &guard);) {
+	/* Another socket still on the port takes the filter over: a
+	 * listener closed under its children, say ... */
+	for (uint32_t i = sl_sock_port_head(s, lport); sl_sock_next(s, i, &guard);) {
 		struct sl_sock *o = sl_sock(s, i);
 
 		i = o->port_next;
-		if (o != so && o->type == so->type && o->lport == so->lport &&
-		    !(o->flags & SL_SF_FILTER) &&
-		    (!so->filter_laddr || o->laddr == so->filter_laddr)) {
-			hold(o, so->filter_id, so->filter_laddr);
+		if (o->type == type && o->lport == lport && !(o->flags & SL_SF_FILTER) &&
+		    (!flt_laddr || o->laddr == flt_laddr)) {
+			hold(o, id, flt_laddr);
 			return;
 		}
 	}
+	/* ... or a connection waiting in TIME-WAIT (Linux's keep the port
+	 * bound as long) ... */
+	if (type == SL_SOCK_TCP && sl_tw_filter_take(s, lport, flt_laddr, id))
+		return;
+	/* ... or nobody needs it. */
 	if (s->module_backed)
-		filter_del(s, so->filter_id);
+		filter_del(s, id);
+}
+
+void sl_filter_release(struct sl_stack *s, struct sl_sock *so)
+{
+	if (!(so->flags & SL_SF_FILTER))
+		return;
+	so->flags &= ~SL_SF_FILTER;
+	/* so is unhashed already: it is not on the port's chain. */
+	sl_filter_pass(s, so->type, so->lport, so->filter_id, so->filter_laddr);
 }

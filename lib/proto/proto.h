@@ -417,6 +417,9 @@ void sl_sock_unhash(struct sl_stack *s, struct sl_sock *so);
  * one connected to the peer but bound to INADDR_ANY, then a socket bound to
  * (laddr or INADDR_ANY, lport) with no peer.
  */
+/* A connected socket only (sl_sock_lookup() falls back to bound ones). */
+struct sl_sock *sl_sock_lookup_conn(struct sl_stack *s, uint8_t type, uint32_t laddr,
+				    uint16_t lport, uint32_t raddr, uint16_t rport);
 struct sl_sock *sl_sock_lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
 			       uint16_t lport, uint32_t raddr, uint16_t rport);
 /* Bind checks: -EADDRINUSE per the SO_REUSEADDR rules; lport 0 picks an
@@ -554,6 +557,10 @@ void sl_udp_icmp_error(struct sl_stack *s, const struct sl_ip *quoted, int err);
  * Release: so no longer holds its port (unhashed for good). */
 int sl_filter_take(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t *lport);
 void sl_filter_release(struct sl_stack *s, struct sl_sock *so);
+/* Filter id (of type, lport, flt_laddr) lost its holder: to another socket
+ * on the port, else a TIME-WAIT entry there, else deleted. */
+void sl_filter_pass(struct sl_stack *s, uint8_t type, uint16_t lport, uint32_t id,
+		    uint32_t flt_laddr);
 /* Tests stand in for the module's filter ioctls here (NULL: ioctl(2)). */
 extern int (*sl_filter_ioctl)(int fd, unsigned long req, void *arg);
 

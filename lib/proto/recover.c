@@ -404,6 +404,9 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 	}
 	seen = rc.bad + s->max_sockets;
 	r->busy[0] = r->busy[1] = 0;
+	/* TIME-WAIT entries: relinked from the ring, whatever the holder was
+	 * doing to them. */
+	sl_tw_rebuild(s);
 
 	/* Slots: own index (a slot being allocated was zeroed before it was
 	 * named), fields, then the sockets the holder was changing. */

@@ -429,8 +429,9 @@ static struct sl_sock *reuseport_pick(struct sl_stack *s, struct sl_sock *so, ui
 	return so;
 }
 
-static struct sl_sock *lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
-			       uint16_t lport, uint32_t raddr, uint16_t rport)
+/* The socket connected to (raddr, rport) from (laddr or any, lport). */
+static struct sl_sock *lookup_conn(struct sl_stack *s, uint8_t type, uint32_t laddr,
+				   uint16_t lport, uint32_t raddr, uint16_t rport)
 {
 	struct sl_sock *so;
 
@@ -439,7 +440,15 @@ static struct sl_sock *lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
 	if (so)
 		return so;
 	/* Connected to the peer but bound to INADDR_ANY. */
-	so = chain_find(s, *tuple_bucket(s, 0, lport, raddr, rport), type, 0, lport, raddr, rport);
+	return chain_find(s, *tuple_bucket(s, 0, lport, raddr, rport), type, 0, lport, raddr,
+			  rport);
+}
+
+static struct sl_sock *lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
+			       uint16_t lport, uint32_t raddr, uint16_t rport)
+{
+	struct sl_sock *so = lookup_conn(s, type, laddr, lport, raddr, rport);
+
 	if (so)
 		return so;
 	so = chain_find(s, *tuple_bucket(s, laddr, lport, 0, 0), type, laddr, lport, 0, 0);
@@ -447,6 +456,16 @@ static struct sl_sock *lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
 		so = chain_find(s, *tuple_bucket(s, 0, lport, 0, 0), type, 0, lport, 0, 0);
 	if (so && (so->flags & SL_SF_REUSEPORT))
 		so = reuseport_pick(s, so, raddr, rport);
+	return so;
+}
+
+struct sl_sock *sl_sock_lookup_conn(struct sl_stack *s, uint8_t type, uint32_t laddr,
+				    uint16_t lport, uint32_t raddr, uint16_t rport)
+{
+	struct sl_sock *so = lookup_conn(s, type, laddr, lport, raddr, rport);
+
+	if (so)
+		sl_sock_busy(s, so);
 	return so;
 }
 
@@ -465,12 +484,16 @@ struct sl_sock *sl_sock_lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
  * May so take (laddr, lport)?  As Linux: another socket of the same type
  * on that port conflicts if the addresses overlap (equal, or either is
  * INADDR_ANY), unless both set SO_REUSEADDR and the other is not a TCP
- * listener, or both set SO_REUSEPORT; a TCP socket in TIME_WAIT never
- * blocks a SO_REUSEADDR bind.
+ * listener, or both set SO_REUSEPORT; a TCP connection in TIME_WAIT
+ * (tcp_tw.c) blocks only a bind without SO_REUSEADDR.
  */
 bool sl_sock_port_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport)
 {
 	uint32_t idx = *port_bucket(s, lport), guard = 0;
+
+	if (so->type == SL_SOCK_TCP && !(so->flags & SL_SF_REUSEADDR) &&
+	    sl_tw_port_used(s, laddr, lport))
+		return false;
 
 	while (sl_sock_next(s, idx, &guard)) {
 		struct sl_sock *o = sl_sock(s, idx);
@@ -541,29 +564,15 @@ int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_
 	return 0;
 }
 
-/*
- * Linux's tcp_tw_reuse = 2 (its default): a TIME-WAIT connection whose peer
- * is a socket of this stack (so no old duplicate is out on a wire), with
- * timestamps, in TIME-WAIT for a second or more, gives its 4-tuple to a new
- * connect().  The peer's listener takes the new SYN (RFC 6191, sync_input).
- */
-static bool tw_recyclable(struct sl_stack *s, const struct sl_sock *o, uint64_t now_us)
-{
-	return o->state == SL_TCP_TIME_WAIT && (o->tcp.tflags & SL_TF_TS) &&
-	       sl_ip_is_local(s, o->raddr) && o->tcp.t_close &&
-	       now_us + SL_TCP_TIME_WAIT_US >= o->tcp.t_close + SL_TCP_TW_REUSE_US;
-}
-
 /* May a connect() to (raddr, rport) from laddr take port p?  Not if a
  * socket bound or listening there with bind()/listen() overlaps laddr,
- * nor if a connection has the 4-tuple already (one that may be recycled
- * is left in *tw). */
+ * nor if a connection or a TIME-WAIT entry has the 4-tuple already (an
+ * entry that may be recycled is left in *tw). */
 static bool connect_port_ok(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t p,
-			    uint32_t raddr, uint16_t rport, uint64_t now_us, struct sl_sock **tw)
+			    uint32_t raddr, uint16_t rport, uint64_t now_us, struct sl_tw **tw)
 {
 	uint32_t idx = *port_bucket(s, p), guard = 0;
 
-	*tw = NULL;
 	while (sl_sock_next(s, idx, &guard)) {
 		struct sl_sock *o = sl_sock(s, idx);
 
@@ -574,13 +583,10 @@ static bool connect_port_ok(struct sl_stack *s, struct sl_sock *so, uint32_t lad
 			continue;
 		if (!(o->flags & SL_SF_AUTOBIND))
 			return false;
-		if (o->raddr != raddr || o->rport != rport)
-			continue;
-		if (!tw_recyclable(s, o, now_us))
+		if (o->raddr == raddr && o->rport == rport)
 			return false;
-		*tw = o;
 	}
-	return true;
+	return sl_tw_connect_ok(s, laddr, p, raddr, rport, now_us, tw);
 }
 
 int sl_sock_bind_connect(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint32_t raddr,
@@ -593,14 +599,13 @@ int sl_sock_bind_connect(struct sl_stack *s, struct sl_sock *so, uint32_t laddr,
 		return -EINVAL;
 	for (uint32_t i = 0; i < n; i++) {
 		uint16_t p = htons(lo + (r->ephemeral_next - lo + i) % n);
-		struct sl_sock *tw;
+		struct sl_tw *tw;
 
 		if (!connect_port_ok(s, so, laddr, p, raddr, rport, now_us, &tw))
 			continue;
 		if (tw) {
 			sl_count(s, SL_C_tcp_tw_recycled);
-			tw->tcp.t_close = 0;
-			sl_tcp_done(s, tw, 0);
+			sl_tw_kill(s, tw);
 		}
 		r->ephemeral_next = lo + (ntohs(p) - lo + 1) % n;
 		so->laddr = laddr;

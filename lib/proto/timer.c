@@ -68,6 +68,7 @@ int sl_timer_run(struct sl_stack *s, uint64_t now_us)
 
 	if (now_ms <= start)
 		return 0;
+	sl_tw_expire(s, now_us);
 	/* A jump longer than a turn visits every slot once. */
 	end = now_ms - start > SLUICE_WHEEL_SLOTS ? start + SLUICE_WHEEL_SLOTS : now_ms;
 	for (ms = start + 1; ms <= end; ms++) {

@@ -1,20 +1,64 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Short connections (issue 23): a plain program, run on the kernel and
- * under `sluice run` (tests/bench/conn_churn.sh counts system calls).
+ * Short connections (issues 16 and 23): a plain program, run on the kernel
+ * and under `sluice run` (tests/host/test_conn_syscalls.sh counts its
+ * system calls, tests/host/test_churn.sh times it).
  *
  *   conn_churn server PORT N	accept, read 1 byte, write it back, close; N times
- *   conn_churn client PORT N	connect, write 1 byte, read it back, close; N times
+ *   conn_churn client PORT N [K]	connect, write 1 byte, read it back, close;
+ *				N times in all, from K processes (default 1)
  *
- * Both sides on 127.0.0.1; exit 0 if all N went through.
+ * Both sides on 127.0.0.1; exit 0 if all N went through.  The client
+ * prints one line: "connections N seconds S per_s R max_ms M over_100ms C"
+ * (M: the longest single connection, C: how many took over 100 ms).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The worst of all client processes, in a shared page. */
+struct worst {
+	double max_s;
+	long over;
+};
+
+static int client(const struct sockaddr_in *a, long n, struct worst *w)
+{
+	char c = 'x';
+
+	for (long i = 0; i < n; i++) {
+		double t0 = now_s(), d;
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+		if (fd < 0 || connect(fd, (const struct sockaddr *)a, sizeof(*a)) ||
+		    write(fd, &c, 1) != 1 || read(fd, &c, 1) != 1) {
+			perror("client");
+			return 1;
+		}
+		close(fd);
+		d = now_s() - t0;
+		if (d > w->max_s)
+			w->max_s = d;
+		if (d > 0.1)
+			w->over++;
+	}
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -22,7 +66,7 @@ int main(int argc, char **argv)
 	long n;
 	char c = 'x';
 
-	if (argc != 4)
+	if (argc != 4 && !(argc == 5 && !strcmp(argv[1], "client")))
 		return 2;
 	a.sin_port = htons((uint16_t)atoi(argv[2]));
 	n = atol(argv[3]);
@@ -46,13 +90,36 @@ int main(int argc, char **argv)
 		close(l);
 		return 0;
 	}
-	for (long i = 0; i < n; i++) {
-		int fd = socket(AF_INET, SOCK_STREAM, 0);
+	{
+		long k = argc == 5 ? atol(argv[4]) : 1, fails = 0;
+		struct worst *w = mmap(NULL, (size_t)(k > 0 ? k : 1) * sizeof(*w),
+				       PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		struct worst all = { 0, 0 };
+		double t0 = now_s(), t;
 
-		if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) ||
-		    write(fd, &c, 1) != 1 || read(fd, &c, 1) != 1)
-			return 1;
-		close(fd);
+		if (k < 1 || w == MAP_FAILED)
+			return 2;
+		if (k == 1) {
+			fails = client(&a, n, w);
+		} else {
+			for (long j = 0; j < k; j++) {
+				pid_t p = fork();
+
+				if (p == 0)
+					_exit(client(&a, n / k + (j < n % k), &w[j]));
+				if (p < 0)
+					return 2;
+			}
+			for (int st; wait(&st) > 0;)
+				fails += !WIFEXITED(st) || WEXITSTATUS(st);
+		}
+		t = now_s() - t0;
+		for (long j = 0; j < k; j++) {
+			all.max_s = w[j].max_s > all.max_s ? w[j].max_s : all.max_s;
+			all.over += w[j].over;
+		}
+		printf("connections %ld seconds %.3f per_s %.0f max_ms %.2f over_100ms %ld\n", n, t,
+		       (double)n / t, all.max_s * 1e3, all.over);
+		return fails ? 1 : 0;
 	}
-	return 0;
 }

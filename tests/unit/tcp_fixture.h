@@ -355,4 +355,12 @@ static inline uint64_t tf_counter(enum sl_counter c)
 	return sl_counter_sum(T.s, c);
 }
 
+/* The TIME-WAIT entry of so's connection, if it has one.  so's slot is
+ * free once it entered TIME-WAIT (orphaned) or closed (the user's); its
+ * addresses stay until the slot is used again. */
+static inline struct sl_tw *tf_tw(const struct sl_sock *so)
+{
+	return sl_tw_find(T.s, so->laddr, so->lport, so->raddr, so->rport);
+}
+
 #endif /* SLUICE_TESTS_TCP_FIXTURE_H */

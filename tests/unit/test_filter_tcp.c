@@ -40,7 +40,7 @@ static void test_time_wait_keeps_the_filter(void)
 	sl_tcp_close(T.s, so, tf_now_us);
 	tf_seg(port, TH_ACK_, IRS + 1, iss + 2, 8192, NULL, 0);
 	tf_seg(port, TH_ACK_ | TH_FIN_, IRS + 1, iss + 2, 8192, NULL, 0);
-	tap_eq(so->state, SL_TCP_TIME_WAIT, "closed actively: TIME-WAIT");
+	tap_ok(tf_tw(so) != NULL, "closed actively: TIME-WAIT");
 	tap_ok(has_filter(IPPROTO_TCP, port), "TIME-WAIT keeps the port's filter");
 	tf_advance_ms(59000);
 	tap_ok(has_filter(IPPROTO_TCP, port), "... still there just before 2 MSL");

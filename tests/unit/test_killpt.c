@@ -50,7 +50,7 @@ static const char *const points[] = {
 	"buf_alloc", "buf_free", "sock_alloc", "sock_free", "sock_hash", "sock_unhash",
 	"rxq_append", "timer_insert", "timer_run", "lo_queue", "lo_drain", "tcp_rx_data",
 	"tcp_ack", "tcp_child", "tcp_accq", "tcp_accept", "tcp_send", "tcp_recv", "tcp_close",
-	"udp_recv",
+	"udp_recv", "tw_put", "tw_enter",
 };
 #define N_POINTS (sizeof(points) / sizeof(points[0]))
 
@@ -164,6 +164,13 @@ static void victim(const char *name, const char *point, unsigned long nth)
 		sluice_close(st, c);
 		if (p >= 0)
 			sluice_close(st, p);
+		/* An orderly close: the side that closes first (the accepted
+		 * one) waits in TIME-WAIT. */
+		if (!pair(s, l, PORT_V, &c, &d))
+			_exit(4);
+		sluice_close(st, d);
+		sluice_stack_poll(st);
+		sluice_close(st, c);
 		/* Let delayed ACKs and timers run. */
 		usleep(1000);
 		sluice_stack_poll(st);

@@ -161,7 +161,7 @@ static void test_time_wait_new_syn(void)
 	c = tf_accept(l, IRS, &iss, NULL, 8192);
 	sl_tcp_close(T.s, c, tf_now_us);
 	tf_seg(TF_LPORT, TH_ACK_ | TH_FIN_, IRS + 1, iss + 2, 8192, NULL, 0);
-	tap_eq(c->state, SL_TCP_TIME_WAIT, "server side in TIME-WAIT");
+	tap_ok(tf_tw(c) != NULL, "server side in TIME-WAIT");
 	tf_clear();
 	tf_seg(TF_LPORT, TH_SYN_, IRS + 100000, 0, 8192, NULL, 0);
 	g = tf_last();

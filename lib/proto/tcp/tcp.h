@@ -224,6 +224,67 @@ static inline uint64_t sl_tcp_fin_wait2_end(const struct sl_tcp_sock *tp, uint64
 }
 
 /* ---- Entry points (proto.h declares the rest) ------------- */
+/*
+ * TIME-WAIT (tcp_tw.c).  A connection that enters TIME-WAIT leaves its
+ * socket slot and buffers at once (the user's fd, if it still has one,
+ * sees the socket closed, as on Linux) and lives on as one of these in the
+ * region's ring of s->tw_max entries, the kernel's inet_timewait_sock:
+ * what answering a late segment needs, and nothing else.  Entries run
+ * oldest to newest from tw_tail to tw_head; all wait the same 2 MSL, so
+ * the oldest expires first, and a full ring drops its oldest
+ * (tcp_tw_overflow, Linux's TCPTimeWaitOverflow) rather than refuse or
+ * delay a connection.  Two hashes find them: by 4-tuple for input and
+ * connect(), by local port (doubly linked) for bind().
+ */
+struct sl_tw {
+	uint64_t expire_us;
+	uint32_t laddr, raddr;		/* network order */
+	uint16_t lport, rport;		/* network order */
+	uint32_t snd_nxt, rcv_nxt;	/* what its ACKs carry */
+	uint32_t ts_recent, ts_recent_s;	/* RFC 7323, as the connection had them */
+	uint32_t ts_offset;		/* its TSval clock (tcp_output.c ts_now()) */
+	uint32_t hnext;			/* 4-tuple chain: an entry index */
+	uint32_t pnext, pprev;		/* local-port chain */
+	/* The module filter of its port, held with SL_TW_FILTER (filter.c):
+	 * the kernel must not hand the port out while it waits. */
+	uint32_t filter_id, filter_laddr;
+	uint16_t wnd;			/* window field of its ACKs, as last sent */
+	uint16_t oow_ms;		/* last out-of-window ACK (SL_TCP_OOW_LIMIT_MS) */
+	uint8_t flags;			/* SL_TW_* */
+	uint8_t pad[7];
+};
+
+#define SL_TW_LIVE	0x01
+#define SL_TW_TS	0x02		/* timestamps on */
+#define SL_TW_AUTOBIND	0x04		/* its port was picked by connect() */
+#define SL_TW_FILTER	0x08		/* holds filter_id */
+
+/* Turn so, which just entered TIME-WAIT, into an entry; so is done. */
+void sl_tw_enter(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
+struct sl_tw *sl_tw_find(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
+			 uint16_t rport);
+void sl_tw_kill(struct sl_stack *s, struct sl_tw *tw);
+/* Restart its 2 MSL: it moves to the newest end, and this is where. */
+struct sl_tw *sl_tw_rearm(struct sl_stack *s, struct sl_tw *tw, uint64_t now_us);
+/* End the entries whose time is up; O(those). */
+void sl_tw_expire(struct sl_stack *s, uint64_t now_us);
+/* Does an entry hold (laddr, lport) against a bind() without SO_REUSEADDR? */
+bool sl_tw_port_used(struct sl_stack *s, uint32_t laddr, uint16_t lport);
+/* May connect() from (laddr, lport) to (raddr, rport)?  An entry with that
+ * 4-tuple that may be recycled (Linux tcp_tw_reuse) is left in *reuse. */
+bool sl_tw_connect_ok(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
+		      uint16_t rport, uint64_t now_us, struct sl_tw **reuse);
+/* A live entry on lport (laddr: 0 any) that holds no filter takes filter
+ * id; false if there is none.  Is there one that holds one? */
+bool sl_tw_filter_take(struct sl_stack *s, uint16_t lport, uint32_t laddr, uint32_t id);
+bool sl_tw_filter_held(struct sl_stack *s, uint16_t lport, uint32_t laddr);
+/* After a holder died (recover.c): relink every entry; O(tw_max). */
+void sl_tw_rebuild(struct sl_stack *s);
+/* Entries newest first, for inspection; returns how many were given. */
+unsigned int sl_tw_list(struct sl_stack *s, void (*fn)(const struct sl_tw *tw, void *arg),
+			void *arg);
+int sl_tcp_send_tw_ack(struct sl_stack *s, const struct sl_tw *tw, uint64_t now_us);
+
 void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen,
 		  uint64_t now_us);
 void sl_tcp_icmp_error(struct sl_stack *s, const struct sl_ip *quoted, int err);

@@ -1215,6 +1215,11 @@ out_ack:
 	if (so->type != SL_SOCK_TCP || so->kp.gen != gen)
 		return;
 	sl_tcp_output(s, so, now_us);
+	/* Its last ACK sent, a connection in TIME-WAIT gives up its slot. */
+	if (so->state == SL_TCP_TIME_WAIT) {
+		sl_tw_enter(s, so, now_us);
+		return;
+	}
 	sl_tcp_arm(s, so);
 	return;
 drop:
@@ -1229,6 +1234,61 @@ static bool tw_syn_ok(const struct sl_tcp_sock *tp, const struct seg *g)
 	if ((tp->tflags & SL_TF_TS) && g->o.ts)
 		return SEQ_GT(g->o.tsval, tp->ts_recent);
 	return SEQ_GT(g->seq, tp->rcv_nxt);
+}
+
+/*
+ * A segment for a TIME-WAIT entry (RFC 9293 3.10.7.4, as Linux's
+ * tcp_timewait_state_process() reads it).  True if it ends here; false
+ * for a SYN that may start a new incarnation (RFC 6191: its timestamp, or
+ * without them its sequence number, is beyond the old connection's): the
+ * entry is gone and the listener gets the SYN.
+ */
+static bool tw_input(struct sl_stack *s, struct sl_tw *tw, const struct seg *g, uint64_t now_us)
+{
+	uint32_t now_s = (uint32_t)(now_us / 1000000);
+	bool ts = (tw->flags & SL_TW_TS) && g->o.ts;
+	bool paws = ts && !(g->flags & TH_RST_) && SEQ_LT(g->o.tsval, tw->ts_recent) &&
+		    now_s - tw->ts_recent_s <= SL_TCP_PAWS_IDLE_S;
+	uint16_t ms = (uint16_t)(now_us / 1000);
+
+	if (!paws && g->seq == tw->rcv_nxt && (g->end == g->seq || (g->flags & TH_RST_))) {
+		/* A reset at RCV.NXT ends it: RFC 1337's hazard, taken as
+		 * Linux takes it by default (tcp_rfc1337 = 0). */
+		if (g->flags & TH_RST_) {
+			sl_count(s, SL_C_tcp_tw_killed);
+			sl_tw_kill(s, tw);
+			return true;
+		}
+		/* A bare ACK at RCV.NXT: nothing to answer. */
+		if (ts) {
+			tw->ts_recent = g->o.tsval;
+			tw->ts_recent_s = now_s;
+		}
+		sl_tw_rearm(s, tw, now_us);
+		return true;
+	}
+	if ((g->flags & (TH_SYN_ | TH_RST_ | TH_ACK_)) == TH_SYN_ && !paws &&
+	    (SEQ_GT(g->seq, tw->rcv_nxt) || (ts && SEQ_GT(g->o.tsval, tw->ts_recent)))) {
+		sl_count(s, SL_C_tcp_tw_killed);
+		sl_tw_kill(s, tw);
+		return false;
+	}
+	if (paws)
+		sl_count(s, SL_C_tcp_rx_paws);
+	if (g->flags & TH_RST_)
+		return true;
+	/* Anything else (a FIN sent again, an old duplicate) is answered
+	 * with an ACK; data and FINs always, the rest at a limited rate
+	 * (Linux tcp_oow_rate_limited()). */
+	if ((paws || (g->flags & TH_ACK_)) && !(tw = sl_tw_rearm(s, tw, now_us)))
+		return true;
+	if (g->end == g->seq || (g->flags & TH_SYN_)) {
+		if (tw->oow_ms && (uint16_t)(ms - tw->oow_ms) < SL_TCP_OOW_LIMIT_MS)
+			return true;
+		tw->oow_ms = ms ? ms : 1;
+	}
+	sl_tcp_send_tw_ack(s, tw, now_us);
+	return true;
 }
 
 void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen,
@@ -1279,7 +1339,15 @@ void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 	g.end = g.seq + g.plen + !!(g.flags & TH_SYN_) + !!(g.flags & TH_FIN_);
 	parse_opts((const uint8_t *)(th + 1), thl - sizeof(*th), g.flags & TH_SYN_, &g.o);
 
-	so = sl_sock_lookup(s, SL_SOCK_TCP, ip->daddr, th->dport, ip->saddr, th->sport);
+	/* A connection, or else a TIME-WAIT entry, before a listener. */
+	so = sl_sock_lookup_conn(s, SL_SOCK_TCP, ip->daddr, th->dport, ip->saddr, th->sport);
+	if (!so) {
+		struct sl_tw *tw = sl_tw_find(s, ip->daddr, th->dport, ip->saddr, th->sport);
+
+		if (tw && tw_input(s, tw, &g, now_us))
+			goto drop;
+		so = sl_sock_lookup(s, SL_SOCK_TCP, ip->daddr, th->dport, ip->saddr, th->sport);
+	}
 	/* RFC 6191: a new SYN beyond a TIME-WAIT connection's timestamps (or,
 	 * without them, its sequence space) ends it and goes to the listener. */
 	if (so && so->state == SL_TCP_TIME_WAIT && (g.flags & TH_SYN_) &&

@@ -394,6 +394,38 @@ void sl_tcp_send_reset(struct sl_stack *s, const struct sl_ip *ip, const void *t
 	emit(s, NULL, idx, th, 20, ip->daddr, ip->saddr, false);
 }
 
+/* An ACK for a TIME-WAIT entry, as its connection would have sent it. */
+int sl_tcp_send_tw_ack(struct sl_stack *s, const struct sl_tw *tw, uint64_t now_us)
+{
+	uint32_t idx = sl_buf_alloc(s);
+	unsigned int optlen = 0;
+	struct sl_tcph *th;
+	uint8_t *o;
+
+	if (idx == SLUICE_IDX_NONE)
+		return -ENOBUFS;
+	th = (struct sl_tcph *)(sl_buf_base(s, idx) + SL_HEADROOM + 20);
+	memset(th, 0, sizeof(*th));
+	th->sport = tw->lport;
+	th->dport = tw->rport;
+	th->seq = htonl(tw->snd_nxt);
+	th->ack = htonl(tw->rcv_nxt);
+	th->flags = TH_ACK_;
+	th->win = htons(tw->wnd);
+	if (tw->flags & SL_TW_TS) {
+		o = (uint8_t *)(th + 1);
+		o[0] = OPT_NOP;
+		o[1] = OPT_NOP;
+		o[2] = OPT_TS;
+		o[3] = 10;
+		put32(o + 4, (uint32_t)(now_us / 1000) + tw->ts_offset);
+		put32(o + 8, tw->ts_recent);
+		optlen = 12;
+	}
+	th->off = (uint8_t)(((20 + optlen) / 4) << 4);
+	return emit(s, NULL, idx, th, 20 + optlen, tw->laddr, tw->raddr, false);
+}
+
 /* Write the header of a segment whose payload starts in send buffer idx
  * and ends in buffer last; returns it, its length in *hlen. */
 static struct sl_tcph *data_hdr(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
