@@ -299,6 +299,22 @@ static int64_t deadline_after(struct sl_stack *s, int timeout_ms)
 	return timeout_ms < 0 ? -1 : (int64_t)(sl_now(s) + (uint64_t)timeout_ms * 1000);
 }
 
+/* The wait channel all of fds's sockets are on, or NULL: they are on
+ * several (then the stack's own wake_seq). */
+static struct sl_wq *wait_channel(struct sl_stack *s, const struct sluice_pollfd *fds,
+				  unsigned int n)
+{
+	uint32_t c;
+
+	if (!n || fds[0].sd < 0)
+		return NULL;
+	c = (uint32_t)fds[0].sd & (SL_WQ_N - 1);
+	for (unsigned int i = 1; i < n; i++)
+		if (fds[i].sd < 0 || ((uint32_t)fds[i].sd & (SL_WQ_N - 1)) != c)
+			return NULL;
+	return &s->lib->wq[c];
+}
+
 /* sluice_poll(), and with journal set, also done once the readiness
  * journal (sl_region.chg_seq) has moved from *journal. */
 static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int n,
@@ -306,6 +322,7 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 {
 	uint32_t *sleepers = &s->r->sleepers;
 	uint32_t *poll_sleepers = &s->lib->poll_sleepers;
+	struct sl_wq *q = NULL;
 	uint64_t start = sl_now(s);
 	int64_t deadline = deadline_after(s, timeout_ms);
 	bool asleep = false, on_fd = false;
@@ -319,9 +336,14 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 		 * A zero timeout only looks: it never sleeps, so never counts. */
 		if (!asleep && timeout_ms && sl_now(s) - start >= s->spin_us) {
 			on_fd = sl_wait_on_fd(s);
+			/* Sockets all of one wait channel: sleep on it alone. */
+			if (!on_fd && !journal && s->futex_ok)
+				q = wait_channel(s, fds, n);
 			/* Counted before the look below (see sl_sock_wake()). */
 			if (on_fd)
 				sl_fetch_add(poll_sleepers, 1);
+			if (q)
+				sleepers = &q->sleepers;
 			sl_fetch_add(sleepers, 1);
 			asleep = true;
 		}
@@ -362,7 +384,7 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 		}
 		if (journal && SL_READ_ONCE(s->lib->chg_seq) != *journal)
 			ready++;
-		seq = s->r->wake_seq;
+		seq = q ? SL_READ_ONCE(q->seq) : s->r->wake_seq;
 		sl_unlock(s);
 		ret = (int)checked(s, ready);
 		if (ret < 0)
@@ -370,7 +392,7 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 		if (ready || (deadline >= 0 && (int64_t)sl_now(s) >= deadline))
 			break;
 		if (asleep) {
-			sl_wait_sleep(s, deadline, on_fd ? mseq : seq, on_fd);
+			sl_wait_sleep(s, deadline, on_fd ? mseq : seq, on_fd, q ? &q->seq : NULL);
 		} else {
 			sl_wait_backoff();
 			sl_run_poll(s);

@@ -72,7 +72,9 @@ static bool env_on(const char *name)
  * connections waiting in TIME-WAIT (proto/tcp/tcp_tw.c).  Lock held. */
 uint32_t sl_orphans(struct sl_stack *s)
 {
-	uint32_t n = s->tw_max ? s->lib->tw_count : 0;
+	uint32_t tw = SL_READ_ONCE(s->lib->tw_count);
+	/* (A count past the table is a scribble: nothing to wait for.) */
+	uint32_t n = tw <= s->tw_max ? tw : 0;
 
 	for (uint32_t i = 0; i < s->max_sockets; i++) {
 		struct sl_sock *so = sl_sock(s, i);

@@ -33,6 +33,8 @@ struct sl_sock;
 #define SL_READY_N	8
 #define SL_READY_NONE	((uint64_t)SLUICE_IDX_NONE)
 #define SL_PEND_N	16
+/* Wait channels (struct sl_region.wq): a power of two. */
+#define SL_WQ_N		256
 
 /* Counter blocks: one a process (SL_PROC_MAX processes count apart). */
 #define SL_NEIGH_MAX	64
@@ -148,6 +150,17 @@ struct sl_region {
 	 * not O(sockets in the set).  A reader more than SL_CHG_RING behind
 	 * has lost entries and looks at everything once.
 	 */
+	/*
+	 * Wait channels: a process that sleeps on sockets all of one channel
+	 * (socket index mod SL_WQ_N: a blocking call on one socket, a poll
+	 * of a few) counts itself in that channel's sleepers and sleeps on
+	 * its seq, so a readiness change wakes the sleepers of its own
+	 * channel, not every sleeper of the stack (run/README.md).
+	 */
+	struct sl_wq {
+		uint32_t seq, sleepers;
+	} wq[SL_WQ_N] __attribute__((aligned(64)));
+
 	uint32_t chg_seq __attribute__((aligned(64)));
 	uint32_t chg_ring[SL_CHG_RING];
 
@@ -325,6 +338,9 @@ struct sl_stack {
 	 * poll the stack fd. */
 	bool futex_ok;
 	bool wake_poll;			/* wake_pending: pollers too (run/run.c) */
+	bool wake_global;		/* wake_pending: the stack's futex too */
+	/* Wait channels whose sleepers to wake after unlock (sl_region.wq). */
+	uint64_t wq_pending[SL_WQ_N / 64];
 	struct sl_link *link;
 	/*
 	 * Bring the stack back after a process died holding its lock (the
@@ -647,6 +663,11 @@ uint32_t sl_lock_release(struct sl_stack *s);
 void sl_lock_release_broken(struct sl_stack *s);
 /* Wake every sleeper on the region's wake_seq futex. */
 void sl_wake_sleepers(struct sl_stack *s);
+/* Futex-wake whoever sleeps on word (a wait channel's seq). */
+void sl_wake_word(uint32_t *word);
+/* Every sleeper looks again: the stack's futex and every wait channel
+ * with sleepers (recovery, a broken stack). */
+void sl_wake_everyone(struct sl_stack *s);
 pid_t sl_self_pid(void);
 /* Gone, or a zombie: it will never run again (lock.c). */
 bool sl_pid_dead(pid_t pid);
@@ -669,7 +690,7 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
  * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
  */
-#define SL_LAYOUT_VERSION	9
+#define SL_LAYOUT_VERSION	10
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

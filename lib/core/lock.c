@@ -425,7 +425,7 @@ bool sl_lock_dead_holder(struct sl_stack *s)
 	if (!s->locked)
 		return true;	/* broken */
 	sl_lock_release(s);
-	sl_wake_sleepers(s);
+	sl_wake_everyone(s);
 	return false;
 }
 
@@ -477,12 +477,30 @@ void sl_lock_release_broken(struct sl_stack *s)
 	/* Release: as sl_lock_release(). */
 	sl_xchg_release(LOCKW(s), 0);
 	s->locked = false;
-	s->wake_pending = s->wake_poll = false;
+	s->wake_pending = s->wake_poll = s->wake_global = false;
+	memset(s->wq_pending, 0, sizeof(s->wq_pending));
 	futex(LOCKW(s), FUTEX_WAKE, INT_MAX, NULL);
-	futex(&s->r->wake_seq, FUTEX_WAKE, INT_MAX, NULL);
+	sl_wake_everyone(s);
 }
 
 void sl_wake_sleepers(struct sl_stack *s)
 {
 	futex(&s->r->wake_seq, FUTEX_WAKE, INT_MAX, NULL);
+}
+
+void sl_wake_everyone(struct sl_stack *s)
+{
+	for (unsigned int c = 0; c < SL_WQ_N; c++) {
+		if (!SL_READ_ONCE(s->lib->wq[c].sleepers))
+			continue;
+		sl_fetch_add(&s->lib->wq[c].seq, 1);
+		futex(&s->lib->wq[c].seq, FUTEX_WAKE, INT_MAX, NULL);
+	}
+	sl_fetch_add(&s->r->wake_seq, 1);
+	sl_wake_sleepers(s);
+}
+
+void sl_wake_word(uint32_t *word)
+{
+	futex(word, FUTEX_WAKE, INT_MAX, NULL);
 }

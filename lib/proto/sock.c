@@ -647,11 +647,23 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 	sl_kp_note(s, so);
 	/* A sleeper counts itself before its last look, which it takes
 	 * under the lock: we hold it, so either that look comes after us and
-	 * sees this change, or its count is visible to this load. */
+	 * sees this change, or its count is visible to this load.  Those
+	 * waiting on so's channel alone first, then everyone else. */
+	{
+		uint32_t c = so->idx & (SL_WQ_N - 1);
+		struct sl_wq *q = &s->lib->wq[c];
+
+		if (SL_READ_ONCE(q->sleepers)) {
+			sl_fetch_add(&q->seq, 1);
+			s->wq_pending[c / 64] |= 1ull << (c % 64);
+			s->wake_pending = true;
+		}
+	}
 	if (SL_READ_ONCE(s->r->sleepers)) {
 		/* Read by futex waiters without the lock: an atomic RMW. */
 		sl_fetch_add(&s->r->wake_seq, 1);
 		s->wake_pending = true;
+		s->wake_global = true;
 		/* A sleeper counts itself in poll_sleepers before sleepers,
 		 * both before its last look under the lock. */
 		if (SL_READ_ONCE(s->lib->poll_sleepers))

@@ -21,9 +21,22 @@ int sl_run(struct sl_stack *s)
 static void wake_sleepers(struct sl_stack *s)
 {
 	s->wake_pending = false;
-	/* Sleepers on the futex (wait.c). */
-	if (s->futex_ok)
+	/* Sleepers on a wait channel whose sockets changed ... */
+	for (unsigned int i = 0; i < SL_WQ_N / 64; i++) {
+		uint64_t m = s->wq_pending[i];
+
+		s->wq_pending[i] = 0;
+		while (m) {
+			unsigned int c = i * 64 + (unsigned int)__builtin_ctzll(m);
+
+			m &= m - 1;
+			sl_wake_word(&s->lib->wq[c].seq);
+		}
+	}
+	/* ... and those on the stack's futex (wait.c), if any. */
+	if (s->futex_ok && s->wake_global)
 		sl_wake_sleepers(s);
+	s->wake_global = false;
 	/* Sleepers in poll on a stack fd: they watch a link fd too, or the
 	 * module's regions take no futex. */
 	if (s->wake_poll && s->module_backed) {

@@ -47,9 +47,11 @@ bool sl_wait_on_fd(struct sl_stack *s);
 uint32_t sl_wait_seq(struct sl_stack *s);
 /*
  * Sleep until something may have changed, or deadline (microseconds of
- * sl_now(), -1: none).  seq: the region's wake_seq (or, on_fd, the
- * module's sequence) read before the caller's last look at readiness.
+ * sl_now(), -1: none).  seq: word's value (a wait channel's seq; NULL:
+ * the region's wake_seq), or on_fd the module's sequence, read before the
+ * caller's last look at readiness.
  */
-void sl_wait_sleep(struct sl_stack *s, int64_t deadline, uint32_t seq, bool on_fd);
+void sl_wait_sleep(struct sl_stack *s, int64_t deadline, uint32_t seq, bool on_fd,
+		   uint32_t *word);
 
 #endif /* SLUICE_RUN_H */

@@ -101,10 +101,12 @@ bool sl_wait_on_fd(struct sl_stack *s)
  * Sleep until something may have changed.  With a link fd and no module,
  * poll(2) on it in slices (another process may take in what we wait for,
  * and nothing can wake a poll on our fd then).  On the stack fd with a
- * module (sl_wait_on_fd()).  Otherwise a futex wait on the stack's
- * wake sequence, which sl_sock_wake() bumps while anyone sleeps.
+ * module (sl_wait_on_fd()).  Otherwise a futex wait on word, a wait
+ * channel's seq, or (NULL) the stack's wake sequence: sl_sock_wake()
+ * bumps them while anyone sleeps there.
  */
-void sl_wait_sleep(struct sl_stack *s, int64_t deadline, uint32_t seq, bool on_fd)
+void sl_wait_sleep(struct sl_stack *s, int64_t deadline, uint32_t seq, bool on_fd,
+		   uint32_t *word)
 {
 	int64_t now = (int64_t)sl_now(s);
 	int ms = SLEEP_MAX_MS, fd;
@@ -131,7 +133,7 @@ void sl_wait_sleep(struct sl_stack *s, int64_t deadline, uint32_t seq, bool on_f
 		pfd[0].fd = fd;
 		pfd[0].events = POLLIN;
 		sl_sys_poll(pfd, 1, ms);
-	} else if (futex_wait(&s->r->wake_seq, seq, ms) && errno == EFAULT) {
+	} else if (futex_wait(word ? word : &s->r->wake_seq, seq, ms) && errno == EFAULT) {
 		/* No futex on these pages after all (sl_futex_usable()). */
 		s->futex_ok = false;
 		usleep(ms * 1000 < 1000 ? ms * 1000 : 1000);

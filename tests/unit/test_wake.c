@@ -28,6 +28,13 @@
 #define ROUNDS		30
 #define HOLD_MS		200
 
+/* Processes asleep on socket sd: on its wait channel (a blocking call on
+ * it alone), or on the stack's futex. */
+static uint32_t sleepers_of(struct sl_stack *s, int sd)
+{
+	return SL_READ_ONCE(s->lib->wq[sd & (SL_WQ_N - 1)].sleepers) + SL_READ_ONCE(s->r->sleepers);
+}
+
 static double now_us(void)
 {
 	struct timespec ts;
@@ -237,9 +244,9 @@ static void test_sleeper_wakeup(void)
 	for (int i = 0; i < ROUNDS; i++) {
 		int waited = 0;
 
-		while (!s->r->sleepers && waited++ < 2000)
+		while (!sleepers_of(s, us) && waited++ < 2000)
 			sleep_ms(1);
-		if (!s->r->sleepers)
+		if (!sleepers_of(s, us))
 			break;
 		sleep_ms(2);	/* from "counted" to asleep in the kernel */
 		t0 = now_us();
@@ -256,7 +263,7 @@ static void test_sleeper_wakeup(void)
 		/* A missed wake would sleep out the 10 ms cap. */
 		tap_ok(med < 5000, "the sleeper is woken, not timed out (median %.0f us)", med);
 	}
-	tap_eq(s->r->sleepers, 0, "no sleepers left");
+	tap_eq(sleepers_of(s, us), 0, "no sleepers left");
 	sluice_close(ST(s), us);
 	sluice_close(ST(s), tx);
 	close(back[0]);
@@ -327,9 +334,9 @@ static void test_sleeper_with_link_wakeup(void)
 	for (int i = 0; i < ROUNDS; i++) {
 		int waited = 0;
 
-		while (!s->r->sleepers && waited++ < 2000)
+		while (!sleepers_of(s, us) && waited++ < 2000)
 			sleep_ms(1);
-		if (!s->r->sleepers)
+		if (!sleepers_of(s, us))
 			break;
 		if (!i)
 			pollers = (int)s->lib->poll_sleepers;

@@ -165,6 +165,10 @@ while [ $i -lt 100 ] && { [ "$(info stacks)" != 0 ] || [ "$(info regions)" != 0 
 	sleep 0.1
 	i=$((i + 1))
 done
+# What is left, if anything: its helper, sockets and TIME-WAIT entries.
+[ "$(info stacks)" = 0 ] || sluice stacks 2>&1 | sed 's/^/# left: /'
+[ "$(info stacks)" = 0 ] || sluice dump hq 2>&1 | grep -E 'helper|time-wait|^  +[0-9]+ tcp|TIME_WAIT' |
+	head -20 | sed 's/^/# left: /'
 check "no stack left (stacks $(info stacks))" [ "$(info stacks)" = 0 ]
 check "no region left (regions $(info regions))" [ "$(info regions)" = 0 ]
 expect 0 "the kernel can bind TCP port 17 again (hx's)" kpeer bind tcp 17
