@@ -454,6 +454,17 @@ int sl_region_attach(struct sl_stack *s, const char *name)
 	fd = region_open(name, &size, &module, &s->ifindex);
 	if (fd < 0)
 		return fd;
+	/* A creator makes the file, then sizes it: one that is still empty
+	 * is being made (as the INIT state below, up to a second). */
+	for (tries = 0; !module && size < SLUICE_REGION_LIB_OFF + sizeof(uint32_t) &&
+	     tries < 1000; tries++) {
+		struct stat st;
+
+		usleep(1000);
+		if (sl_sys_fstat(fd, &st))
+			break;
+		size = (size_t)st.st_size;
+	}
 	if (size < SLUICE_REGION_LIB_OFF + sizeof(uint32_t)) {
 		ret = -EPROTO;
 		goto err_close;
