@@ -315,10 +315,17 @@ static struct sl_wq *wait_channel(struct sl_stack *s, const struct sluice_pollfd
 	return &s->lib->wq[c];
 }
 
+/* What ends a wait early besides readiness (sl_poll_signals()). */
+struct poll_intr {
+	unsigned int (*count)(void);	/* the thread's signal count */
+	unsigned int seen;		/* its value when the caller looked */
+};
+
 /* sluice_poll(), and with journal set, also done once the readiness
- * journal (sl_region.chg_seq) has moved from *journal. */
+ * journal (sl_region.chg_seq) has moved from *journal; with intr, -EINTR
+ * once the thread's signal count moves from intr->seen. */
 static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int n,
-		     int timeout_ms, const uint32_t *journal)
+		     int timeout_ms, const uint32_t *journal, const struct poll_intr *intr)
 {
 	uint32_t *sleepers = &s->r->sleepers;
 	uint32_t *poll_sleepers = &s->lib->poll_sleepers;
@@ -342,10 +349,17 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 			/* Counted before the look below (see sl_sock_wake()). */
 			if (on_fd)
 				sl_fetch_add(poll_sleepers, 1);
-			if (q)
+			if (q) {
 				sleepers = &q->sleepers;
+				sl_fetch_add(&s->lib->wq_sleepers, 1);
+			}
 			sl_fetch_add(sleepers, 1);
 			asleep = true;
+			/* Before the word's value is read (below): a signal
+			 * from here on either moves it or is seen by the check
+			 * before the sleep. */
+			if (intr && !on_fd)
+				sl_wait_word = q ? &q->seq : &s->r->wake_seq;
 		}
 		/* On the stack fd: the sequence before this look (see sl_wait_sleep()). */
 		if (asleep && on_fd)
@@ -391,6 +405,10 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 			break;
 		if (ready || (deadline >= 0 && (int64_t)sl_now(s) >= deadline))
 			break;
+		if (intr && intr->count() != intr->seen) {
+			ret = -EINTR;
+			break;
+		}
 		if (asleep) {
 			sl_wait_sleep(s, deadline, on_fd ? mseq : seq, on_fd, q ? &q->seq : NULL);
 		} else {
@@ -399,7 +417,10 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 		}
 	}
 	if (asleep) {
+		sl_wait_word = NULL;
 		sl_fetch_sub(sleepers, 1);
+		if (q)
+			sl_fetch_sub(&s->lib->wq_sleepers, 1);
 		if (on_fd)
 			sl_fetch_sub(poll_sleepers, 1);
 	}
@@ -409,12 +430,23 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
 		int timeout_ms)
 {
-	return poll_loop(S(st), fds, n, timeout_ms, NULL);
+	return poll_loop(S(st), fds, n, timeout_ms, NULL, NULL);
 }
 
-int sl_wait_journal(struct sluice_stack *st, uint32_t seen, int timeout_ms)
+int sl_poll_signals(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
+		    int timeout_ms, unsigned int (*count)(void), unsigned int seen)
 {
-	return poll_loop(S(st), NULL, 0, timeout_ms, &seen);
+	const struct poll_intr intr = { count, seen };
+
+	return poll_loop(S(st), fds, n, timeout_ms, NULL, &intr);
+}
+
+int sl_wait_journal(struct sluice_stack *st, uint32_t seen, int timeout_ms,
+		    unsigned int (*count)(void), unsigned int sigs)
+{
+	const struct poll_intr intr = { count, sigs };
+
+	return poll_loop(S(st), NULL, 0, timeout_ms, &seen, count ? &intr : NULL);
 }
 
 /* Block until sd shows one of events (or an error), or fail -EAGAIN if it

@@ -33,9 +33,16 @@ long sl_recvfrom_meta(struct sluice_stack *st, int sd, void *buf, size_t len, in
 /*
  * Wait up to timeout_ms (running the stack meanwhile, as sluice_poll())
  * until the readiness journal (sl_region.chg_seq) is no longer at seen:
- * 1 if it moved, 0 on timeout, or -errno.
+ * 1 if it moved, 0 on timeout, or -errno; with count, -EINTR once count()
+ * moves from sigs (as sl_poll_signals()).
  */
-int sl_wait_journal(struct sluice_stack *st, uint32_t seen, int timeout_ms);
+int sl_wait_journal(struct sluice_stack *st, uint32_t seen, int timeout_ms,
+		    unsigned int (*count)(void), unsigned int sigs);
+/* sluice_poll() that also ends, -EINTR, once count() moves from seen (a
+ * thread's signal count): a waiter that must see signals need not wake
+ * in slices to look (run.h, sl_wait_word). */
+int sl_poll_signals(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
+		    int timeout_ms, unsigned int (*count)(void), unsigned int seen);
 /* The helper that finishes orphaned connections (helper.c). */
 uint32_t sl_orphans(struct sl_stack *s);
 void sl_helper_ensure(struct sl_stack *s);

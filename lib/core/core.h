@@ -103,6 +103,9 @@ struct sl_region {
 	uint32_t sock_free_idx;
 	uint32_t wheel_slot_idx;	/* slot the wheel has run up to */
 	uint64_t wheel_now_ms;		/* time the wheel has run up to */
+	/* Sockets on the wheel: with none, nobody need wake to run timers
+	 * (run/wait.c sleeps long). */
+	uint32_t timers_armed;
 	uint32_t ephemeral_next;	/* next ephemeral port to try */
 	uint32_t ip_id_next;
 	uint32_t tcp_embryos;		/* TCP connections in SYN-RECEIVED from a listener */
@@ -160,6 +163,7 @@ struct sl_region {
 	struct sl_wq {
 		uint32_t seq, sleepers;
 	} wq[SL_WQ_N] __attribute__((aligned(64)));
+	uint32_t wq_sleepers;		/* the sum of wq[].sleepers */
 
 	uint32_t chg_seq __attribute__((aligned(64)));
 	uint32_t chg_ring[SL_CHG_RING];
@@ -339,6 +343,9 @@ struct sl_stack {
 	bool futex_ok;
 	bool wake_poll;			/* wake_pending: pollers too (run/run.c) */
 	bool wake_global;		/* wake_pending: the stack's futex too */
+	/* The wheel went from empty to armed: sleepers sleeping long must
+	 * look at the clock again (run/run.c). */
+	bool timer_kick;
 	/* Wait channels whose sleepers to wake after unlock (sl_region.wq). */
 	uint64_t wq_pending[SL_WQ_N / 64];
 	struct sl_link *link;
@@ -690,7 +697,7 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
  * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
  */
-#define SL_LAYOUT_VERSION	10
+#define SL_LAYOUT_VERSION	11
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

@@ -78,6 +78,15 @@ struct pl_ep {
 };
 
 static struct pl_ep *eps[PL_EP_MAX];
+/*
+ * Sets that hold no kernel fd for sure: made by epoll_create() in this
+ * process, since no fork (another process could add to it), and never
+ * given a kernel fd here.  Such a set sleeps on the stack alone, as long
+ * as its wait allows (PL_PURE_SLICE_MS); any other alternates in
+ * PL_SLICE_MS slices with the kernel's epoll_wait.
+ */
+static bool ep_pure[PL_EP_MAX];
+#define PL_PURE_SLICE_MS	500
 static pthread_mutex_t eps_mu = PTHREAD_MUTEX_INITIALIZER;
 /* Above the highest epoll fd that ever had a Sluice part: closing a socket
  * looks at the sets below it only. */
@@ -111,6 +120,7 @@ void pl_epoll_close(int epfd)
 
 	if (epfd < 0 || epfd >= PL_EP_MAX)
 		return;
+	SL_WRITE_ONCE(ep_pure[epfd], false);
 	pthread_mutex_lock(&eps_mu);
 	ep = eps[epfd];
 	sl_store_release(&eps[epfd], NULL);
@@ -445,13 +455,19 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 
 	if (ps && ps->kfd) {
 		ret = REAL(epoll_ctl)(epfd, op, fd, ev);
+		if (!ret && epfd >= 0 && epfd < PL_EP_MAX)
+			SL_WRITE_ONCE(ep_pure[epfd], false);
 		if (!ret && (ep = ep_get_or_make(epfd)))
 			ep_kctl(ep, op, fd, ps, ev);
 		pl_put(ps);
 		return ret;
 	}
-	if (!ps)
-		return REAL(epoll_ctl)(epfd, op, fd, ev);
+	if (!ps) {
+		ret = REAL(epoll_ctl)(epfd, op, fd, ev);
+		if (!ret && op == EPOLL_CTL_ADD && epfd >= 0 && epfd < PL_EP_MAX)
+			SL_WRITE_ONCE(ep_pure[epfd], false);
+		return ret;
+	}
 	if (epfd == fd) {
 		ret = -EINVAL;
 	} else if (REAL(fcntl)(epfd, F_GETFD) < 0) {
@@ -596,7 +612,7 @@ out:
  * when nothing on the check list is ready now: ep_collect() just emptied
  * it of everything else.  Returns whether it slept.
  */
-static bool ep_sleep(struct pl_ep *ep, int ms)
+static bool ep_sleep(struct pl_ep *ep, int ms, unsigned int sigs)
 {
 	uint32_t seen;
 	bool idle;
@@ -607,8 +623,21 @@ static bool ep_sleep(struct pl_ep *ep, int ms)
 	pthread_mutex_unlock(&ep->mu);
 	if (!idle)
 		return false;
-	sl_wait_journal(pl_stack(), seen, ms);
+	/* A signal ends it at once (run.h, sl_wait_word). */
+	sl_wait_journal(pl_stack(), seen, ms, pl_sig_count, sigs);
 	return true;
+}
+
+/* A pure set's sleep: up to its deadline, at most PL_PURE_SLICE_MS (the
+ * dead-process sweep runs between, pl_waiter_next()). */
+static int pure_slice(const struct pl_waiter *w)
+{
+	int64_t left;
+
+	if (w->deadline_us < 0)
+		return PL_PURE_SLICE_MS;
+	left = (w->deadline_us - (int64_t)pl_now_us() + 999) / 1000;
+	return left < 1 ? 1 : left < PL_PURE_SLICE_MS ? (int)left : PL_PURE_SLICE_MS;
 }
 
 static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max, int timeout_ms)
@@ -616,6 +645,7 @@ static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max,
 	struct pl_waiter w;
 	unsigned int sigs;
 	int got, sgot, k, sleep_ms;
+	bool pure, skip_kernel;
 
 	if (max <= 0)
 		return -EINVAL;
@@ -626,12 +656,20 @@ static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max,
 		sleep_ms = 0;
 		if (!got && !pl_waiter_next(&w, &sleep_ms))
 			sleep_ms = 0;
-		if (!got && sleep_ms && !pl_mixed_kernel_side && ep_sleep(ep, sleep_ms)) {
+		/* No kernel fd to watch: the whole wait on the stack, and
+		 * nothing to ask the kernel (but a set that could not sleep
+		 * on the stack naps there, as a mixed one does). */
+		pure = SL_READ_ONCE(ep_pure[epfd]) && !ep->kfd;
+		skip_kernel = pure && !sleep_ms;
+		if (!got && sleep_ms && (pure || !pl_mixed_kernel_side) &&
+		    ep_sleep(ep, pure ? pure_slice(&w) : sleep_ms, sigs)) {
 			got = ep_collect(ep, evs, max);
 			sleep_ms = 0;
+			skip_kernel = pure;
 		}
 		sgot = got;
-		k = got < max ? REAL(epoll_wait)(epfd, evs + got, max - got, got ? 0 : sleep_ms) : 0;
+		k = got < max && !skip_kernel ?
+		    REAL(epoll_wait)(epfd, evs + got, max - got, got ? 0 : sleep_ms) : 0;
 		if (k < 0) {
 			if (errno == EINTR && got)
 				k = 0;
@@ -712,12 +750,24 @@ EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct
 /* Creation needs no emulation: the set's Sluice part is made on the first
  * EPOLL_CTL_ADD of a Sluice fd.  A stale part from an earlier epoll fd of
  * that number was dropped by close(). */
+static int made(int epfd)
+{
+	if (epfd >= 0 && epfd < PL_EP_MAX)
+		SL_WRITE_ONCE(ep_pure[epfd], true);
+	return epfd;
+}
+
 EXPORT int epoll_create(int size)
 {
-	return REAL(epoll_create)(size);
+	return made(REAL(epoll_create)(size));
 }
 
 EXPORT int epoll_create1(int flags)
 {
-	return REAL(epoll_create1)(flags);
+	return made(REAL(epoll_create1)(flags));
+}
+
+void pl_epoll_atfork(void)
+{
+	memset(ep_pure, 0, sizeof(ep_pure));
 }

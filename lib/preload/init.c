@@ -171,6 +171,7 @@ static void atfork_prepare(void)
 static void atfork_parent(void)
 {
 	urcu_bp_after_fork_parent();
+	pl_epoll_atfork();
 }
 
 bool pl_vfork_child(void)
@@ -183,6 +184,7 @@ static void atfork_child(void)
 	self_pid = getpid();
 	urcu_bp_after_fork_child();
 	pl_fdtable_atfork_child();
+	pl_epoll_atfork();
 }
 
 /* Started under a seccomp filter already (a service manager's, kept

@@ -30,9 +30,10 @@
 
 #define PL_SLICE_MS	1
 #define PL_STACK_FDS	64
-/* A wait on Sluice sockets alone sleeps this long at most between looks at
- * the signal count (the stack wakes it sooner when a socket changes). */
-#define PL_SIG_SLICE_MS	20
+/* A wait on Sluice sockets alone sleeps this long at most: a signal ends
+ * it at once (sl_poll_signals()), a socket's change too; the slice only
+ * lets the sweep for dead processes' sockets run (pl_sweep()). */
+#define PL_SIG_SLICE_MS	500
 /* A kernel sleep on module socket fds lasts this long at most: someone has
  * to run the stack's timers when every process sleeps. */
 #define PL_KFD_SLICE_MS	10
@@ -125,8 +126,9 @@ int pl_sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, bool
 			/* Spinning: look once; else the stack sleeps (its
 			 * own spin is 0), woken by a change. */
 			seen = wake_sum(s, p, n);
-			ret = sluice_poll(st, p, n, slice);
-			if (ret)
+			ret = slice ? sl_poll_signals(st, p, n, slice, pl_sig_count, sigs) :
+				      sluice_poll(st, p, n, 0);
+			if (ret && ret != -EINTR)
 				return ret;
 		}
 		if (pl_sig_count() != sigs) {

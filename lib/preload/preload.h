@@ -307,6 +307,8 @@ void pl_epoll_forget_fd(int fd);
 void pl_epoll_to_kernel(int fd);
 bool pl_epoll_is_emulated(int epfd);
 void pl_epoll_close(int epfd);
+/* After fork: no set is known to hold Sluice sockets alone any more. */
+void pl_epoll_atfork(void);
 
 /* _FORTIFY_SOURCE entry points (glibc declares them only internally). */
 ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags);

@@ -39,9 +39,15 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 {
 	struct sigaction a = user_act[sig];
 
+	uint32_t *w = sl_wait_word;
+
 	if (!(a.sa_flags & SA_RESTART))
 		tls_norestart = true;
 	SL_WRITE_ONCE(tls_count, tls_count + 1);
+	/* A Sluice wait of this thread about to sleep on w returns at once
+	 * (run.h, sl_wait_word). */
+	if (w)
+		sl_fetch_add(w, 1);
 	if (a.sa_flags & SA_RESETHAND) {
 		/* The kernel reset its disposition already: so do we. */
 		user_act[sig].sa_handler = SIG_DFL;

@@ -247,6 +247,7 @@ static void rebuild(struct rec *rc)
 
 	memset(s->hash, 0xff, 2ull * s->hash_buckets * sizeof(uint32_t));
 	memset(s->wheel, 0xff, SLUICE_WHEEL_SLOTS * sizeof(uint32_t));
+	r->timers_armed = 0;	/* counted again as they are armed, below */
 	free_head = SLUICE_IDX_NONE;
 	for (uint32_t i = s->max_sockets; i-- > 0;) {
 		struct sl_sock *so = sl_sock(s, i);

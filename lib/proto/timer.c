@@ -16,6 +16,8 @@ static void wheel_insert(struct sl_stack *s, struct sl_sock *so)
 {
 	uint32_t *head = slot_head(s, so->wheel_due_ms);
 
+	s->lib->timers_armed++;
+
 	so->wheel_prev = SLUICE_IDX_NONE;
 	so->wheel_next = *head;
 	SL_KILL_POINT("timer_insert");
@@ -36,6 +38,8 @@ void sl_timer_cancel(struct sl_stack *s, struct sl_sock *so)
 		sl_sock(s, so->wheel_next)->wheel_prev = so->wheel_prev;
 	so->wheel_next = so->wheel_prev = SLUICE_IDX_NONE;
 	so->wheel_due_ms = 0;
+	if (s->lib->timers_armed)
+		s->lib->timers_armed--;
 }
 
 void sl_timer_set(struct sl_stack *s, struct sl_sock *so, uint64_t due_ms)
@@ -54,6 +58,10 @@ void sl_timer_set(struct sl_stack *s, struct sl_sock *so, uint64_t due_ms)
 	if (due_ms <= s->lib->wheel_now_ms)
 		due_ms = s->lib->wheel_now_ms + 1;
 	so->wheel_due_ms = due_ms;
+	/* The first deadline of an idle stack: sleepers may be sleeping
+	 * past it (run/wait.c). */
+	if (!s->lib->timers_armed)
+		s->timer_kick = true;
 	wheel_insert(s, so);
 }
 
@@ -86,6 +94,9 @@ int sl_timer_run(struct sl_stack *s, uint64_t now_us)
 			idx = so->wheel_next;
 			so->wheel_next = pending;
 			pending = so->idx;
+			/* Off the wheel until put back (wheel_insert()). */
+			if (r->timers_armed)
+				r->timers_armed--;
 		}
 		r->wheel_now_ms = ms == end ? now_ms : ms;
 		SL_KILL_POINT("timer_run");

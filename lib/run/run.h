@@ -53,5 +53,13 @@ uint32_t sl_wait_seq(struct sl_stack *s);
  */
 void sl_wait_sleep(struct sl_stack *s, int64_t deadline, uint32_t seq, bool on_fd,
 		   uint32_t *word);
+/*
+ * The futex word this thread is about to sleep on while a wait that a
+ * signal must end is under way (sl_poll_signals()), or NULL.  A signal
+ * handler that counts the signal bumps it (the preload's trampoline), so
+ * a signal between the waiter's last look at its count and its futex wait
+ * makes that wait return at once instead of sleeping through.
+ */
+extern __thread uint32_t *volatile sl_wait_word;
 
 #endif /* SLUICE_RUN_H */

@@ -28,9 +28,15 @@ static uint64_t mono_us(void)
 #define SLEEP_SLICE_MS	2
 /* How long a spinning caller that found nothing backs off (sl_wait_backoff()). */
 #define SPIN_BACKOFF_NS	200
-/* Longest futex sleep: someone has to run the stack's timers when every
- * process sleeps, and the wheel does not say when its next deadline is. */
+/* Longest futex sleep while the wheel holds a deadline: someone has to
+ * run the stack's timers when every process sleeps, and the wheel does
+ * not say when its next deadline is. */
 #define SLEEP_MAX_MS	10
+/* With nothing on the wheel: a change wakes the sleeper, the first
+ * deadline set too (sl_timer_set(), timer_kick); this only bounds it. */
+#define SLEEP_IDLE_MS	1000
+
+__thread uint32_t *volatile sl_wait_word;
 
 /*
  * A caller spinning on a non-blocking receive comes straight back.  Reading
@@ -115,6 +121,8 @@ void sl_wait_sleep(struct sl_stack *s, int64_t deadline, uint32_t seq, bool on_f
 	fd = link_fd(s);
 	if (fd >= 0 && !s->module_backed)
 		ms = SLEEP_SLICE_MS;
+	else if (!on_fd && s->futex_ok && !SL_READ_ONCE(s->lib->timers_armed))
+		ms = SLEEP_IDLE_MS;
 	if (deadline >= 0 && now + ms * 1000 > deadline)
 		ms = deadline > now ? (int)((deadline - now + 999) / 1000) : 0;
 	if (!ms)

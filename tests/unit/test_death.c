@@ -310,7 +310,8 @@ static void one_round(int round, enum action a, uint32_t delay_us)
 		for (t0 = now_s(); !atomic_load(&sh->victim_ready) && now_s() < t0 + 10;)
 			usleep(100);
 	if (a == A_SLEEP)
-		for (t0 = now_s(); s->r->sleepers < 2 && now_s() < t0 + 10;)
+		for (t0 = now_s();
+		     s->r->sleepers + s->lib->wq_sleepers < 2 && now_s() < t0 + 10;)
 			usleep(100);
 	usleep(delay_us);
 	/* Attached once it is ready ("anywhere" may be killed before). */
