@@ -12,16 +12,33 @@
 #
 #   bash tests/bench/programs.sh [-t SECONDS] [-r ROUNDS] [-o WHAT,...]
 #   WHAT: sockperf-tcp sockperf-udp sockperf-tput iperf3 redis nginx
+#         pgbench java-tpc churn
 #
 # Spinning on both sides: sockperf runs with --nonblocked (a busy loop
 # on recvfrom, the kernel's equivalent of Sluice's busy-polling), Sluice
 # with --profile latency for ping-pong and throughput for the rest.
+#
+# pgbench, java-tpc and churn also give the CPU time per transaction
+# (request, connection) beside each rate: user + system time of both
+# ends over the run, the server's whole process tree (/proc/PID/stat,
+# with the children it reaped) and the client's (/usr/bin/time), in µs.
+#   pgbench   PostgreSQL (fsync off, 32 MB shared_buffers, TCP on
+#             127.0.0.1 only, its own user when run as root), pgbench
+#             -s 4: select-only (-S) and TPC-B-like, 1, 8 and 32 clients,
+#             and both with -C (a connection per transaction), 8 clients.
+#             Under Sluice the server and pgbench share one stack.
+#   java-tpc  tests/bench/TpcHttp.java, a thread per connection, blocking
+#             java.net sockets, keep-alive HTTP/1.1; wrk, 16 and 64
+#             connections, after a 1 s warm-up (the JIT).
+#   churn     new connections: build/tests/bench/conn_churn, 50,000 in a
+#             row and from 32 client processes; nginx with wrk sending
+#             "Connection: close".
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 sluice=$top/build/tools/sluice
 secs=3
 rounds=2
-only=sockperf-tcp,sockperf-udp,sockperf-tput,iperf3,redis,nginx
+only=sockperf-tcp,sockperf-udp,sockperf-tput,iperf3,redis,nginx,pgbench,java-tpc,churn
 while getopts t:r:o: o; do
 	case $o in
 	t) secs=$OPTARG ;;
@@ -32,12 +49,14 @@ while getopts t:r:o: o; do
 done
 [ -x "$sluice" ] || { echo "build first: make" >&2; exit 2; }
 tmp=$(mktemp -d)
+pg=""	# PostgreSQL's directory, made on first use
 st=bench-prog-$$
+churn_bin=$top/build/tests/bench/conn_churn
 cleanup() {
 	jobs -p | xargs -r kill 2>/dev/null
 	wait 2>/dev/null
 	rm -rf "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st"
-	rm -rf "$tmp"
+	rm -rf "$tmp" ${pg:+"$pg"}
 }
 trap cleanup EXIT
 . "$top/tests/host/nginx_conf.sh"
@@ -82,6 +101,42 @@ row() {	# what kernel sluice unit better(lower|higher)
 	local r
 	r=$(awk -v k="$2" -v s="$3" 'BEGIN { if (k > 0 && s > 0) printf "%.2f", s / k; else print "-" }')
 	printf '| %s | %s %s | %s %s | %s |\n' "$1" "$2" "$4" "$3" "$4" "$r"
+}
+
+rowc() {	# what kernel kernel-cpu sluice sluice-cpu unit: a rate, CPU µs per transaction
+	local r
+	r=$(awk -v k="$2" -v s="$4" -v kc="$3" -v sc="$5" 'BEGIN {
+		if (k > 0 && s > 0) printf "%.2f", s / k; else printf "-"
+		if (kc > 0 && sc > 0) printf " (CPU %.2f)", sc / kc }')
+	printf '| %s | %s %s, %s µs CPU | %s %s, %s µs CPU | %s |\n' "$1" "$2" "$6" "$3" "$4" "$6" "$5" "$r"
+}
+
+# ticks PID: clock ticks used so far by PID and its descendants, each
+# with the children it has reaped (utime stime cutime cstime)
+ticks() {
+	cat /proc/[0-9]*/stat 2>/dev/null | awk -v root="$1" '
+		{ pid = $1; sub(/^.*\) /, ""); up[pid] = $2; t[pid] = $12 + $13 + $14 + $15 }
+		END {
+			for (p in t) {
+				for (q = p; q != root && q > 1; q = up[q])
+					;
+				if (q == root)
+					n += t[p]
+			}
+			print n + 0
+		}'
+}
+
+# timed CMD...: run the client, its user + system seconds to $tmp/time
+timed() {
+	/usr/bin/time -f '%U %S' -o "$tmp/time" "$@"
+}
+
+# per_tx TICKS N: µs of CPU per transaction, the server's TICKS and the
+# client's time (timed) over N transactions
+per_tx() {
+	awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" '
+		END { if (n > 0) printf "%.1f", (t / hz + $1 + $2) / n * 1e6; else print 0 }' "$tmp/time"
 }
 
 sockperf_pp() {	# MODE tcp|udp -> one-way latency in usec
@@ -148,6 +203,130 @@ nginx_rps() {	# MODE -> requests per second (wrk, 1 thread, 16 connections)
 	sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' "$tmp/client.log"
 }
 
+# PostgreSQL runs as its own user when we are root (it refuses root), in a
+# data directory of its own made on first use, pgbench as the same user.
+pg_as=()
+pg_ok=""
+pg_init() {	# once: initdb, pgbench -i -s 4 (on the kernel); false if that failed
+	local p u
+	case $pg_ok in yes) return 0 ;; no) return 1 ;; esac
+	pg_ok=no
+	pg=$(mktemp -d)
+	pg_bin=$(dirname "$(readlink -f "$(command -v postgres)")")
+	if [ "$(id -u)" = 0 ]; then
+		id -u postgres >/dev/null 2>&1 && u=postgres || u=nobody
+		chown "$u" "$pg"
+		pg_as=(setpriv --reuid="$u" --regid="$(id -g "$u")" --clear-groups)
+	fi
+	(cd "$pg" && "${pg_as[@]}" "$pg_bin/initdb" -D "$pg/data" -U postgres -A trust --no-sync \
+		>"$tmp/initdb.log" 2>&1) || { sed 's/^/# /' "$tmp/initdb.log"; return 1; }
+	p=$((20300 + RANDOM % 500))
+	pg_serve kernel "$p" || { stop; return 1; }
+	if (cd "$pg" && timeout 300 "${pg_as[@]}" pgbench -i -q -s 4 -h 127.0.0.1 -p "$p" \
+		-U postgres postgres >"$tmp/client.log" 2>&1); then
+		pg_ok=yes
+	else
+		sed 's/^/# /' "$tmp/client.log"
+	fi
+	stop
+	[ "$pg_ok" = yes ]
+}
+
+pg_serve() {	# MODE PORT: PostgreSQL on 127.0.0.1:PORT, no unix socket
+	local mode=$1 p=$2 pre
+	pre=$(prefix "$mode" throughput)
+	serve "$mode" "$p" "${pg_as[@]}" $pre "$pg_bin/postgres" -D "$pg/data" -h 127.0.0.1 -p "$p" -k "" \
+		-c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+		-c shared_buffers=32MB -c max_connections=100 -c autovacuum=off
+	for _ in $(seq 100); do	# up: listening, and past recovery
+		(cd "$pg" && "${pg_as[@]}" $pre pg_isready -q -h 127.0.0.1 -p "$p" -U postgres) && return 0
+		sleep 0.1
+	done
+	echo "# postgres did not start ($mode)" >&2
+	tail -n 5 "$tmp/server.log" | sed 's/^/# /' >&2
+	false
+}
+
+pgbench_tps() {	# MODE CLIENTS [pgbench flags] -> "tps cpu-µs-per-transaction"
+	local mode=$1 c=$2 p pre t0 n tps
+	shift 2
+	p=$((20300 + RANDOM % 500))
+	pre=$(prefix "$mode" throughput)
+	pg_serve "$mode" "$p" || { stop; echo "0 0"; return; }
+	t0=$(ticks "$srv_pid")
+	(cd "$pg" && timed timeout $((secs + 60)) taskset -c 0 "${pg_as[@]}" $pre pgbench \
+		-h 127.0.0.1 -p "$p" -U postgres -c "$c" -j $((c < 2 ? 1 : 2)) -T "$secs" "$@" postgres \
+		>"$tmp/client.log" 2>&1)
+	t0=$(($(ticks "$srv_pid") - t0))
+	stop
+	n=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$tmp/client.log")
+	# "without initial connection time" where pgbench says so; with -C
+	# connecting is part of each transaction
+	tps=$(awk '/^tps = / { v[++i] = $3 } /^tps = .*without/ { w = $3 }
+		END { print w != "" ? w : (i ? v[1] : 0) }' "$tmp/client.log")
+	[ -n "$n" ] || tail -n 3 "$tmp/client.log" "$tmp/server.log" | sed 's/^/# /' >&2
+	echo "$(printf '%.0f' "$tps") $(per_tx "$t0" "${n:-0}")"
+}
+
+# wrk_cpu MODE PORT CONNECTIONS [wrk flags]: wrk (1 thread) on CPU 0
+# against $srv_pid -> "requests/s cpu-µs-per-request"
+wrk_cpu() {
+	local mode=$1 p=$2 c=$3 pre t0 n rps
+	shift 3
+	pre=$(prefix "$mode" throughput)
+	t0=$(ticks "$srv_pid")
+	timed timeout $((secs + 60)) taskset -c 0 $pre wrk -t 1 -c "$c" -d "${secs}s" "$@" \
+		"http://127.0.0.1:$p/" >"$tmp/client.log" 2>&1
+	t0=$(($(ticks "$srv_pid") - t0))
+	n=$(awk '/ requests in / { print $1 }' "$tmp/client.log")
+	rps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' "$tmp/client.log")
+	grep -E 'errors|Non-2xx' "$tmp/client.log" | sed "s/^ */# $mode: /" >&2
+	[ -n "$n" ] || tail -n 3 "$tmp/client.log" "$tmp/server.log" | sed 's/^/# /' >&2
+	echo "$(printf '%.0f' "${rps:-0}") $(per_tx "$t0" "${n:-0}")"
+}
+
+java_rps() {	# MODE CONNECTIONS -> "requests/s cpu-µs-per-request"
+	local mode=$1 c=$2 p pre
+	p=$((21300 + RANDOM % 500))
+	pre=$(prefix "$mode" throughput)
+	if [ ! -e "$tmp/java/TpcHttp.class" ]; then
+		javac -d "$tmp/java" "$top/tests/bench/TpcHttp.java" || { echo "0 0"; return; }
+	fi
+	# The JVM's sockets are AF_INET6 unless told otherwise, and Sluice
+	# accelerates only AF_INET: without this the server stays in the kernel.
+	serve "$mode" "$p" $pre java -Djava.net.preferIPv4Stack=true -cp "$tmp/java" TpcHttp "$p"
+	taskset -c 0 $pre wrk -t 1 -c "$c" -d 1s "http://127.0.0.1:$p/" >/dev/null 2>&1	# warm-up
+	wrk_cpu "$mode" "$p" "$c"
+	stop
+}
+
+nginx_close() {	# MODE -> "requests/s cpu-µs-per-request", a connection a request
+	local mode=$1 p pre
+	p=$((18300 + RANDOM % 500))
+	pre=$(prefix "$mode" throughput)
+	nginx_conf "$tmp" "$p" 1
+	serve "$mode" "$p" $pre nginx -c "$tmp/nginx.conf" -p "$tmp"
+	wrk_cpu "$mode" "$p" 16 -H "Connection: close"
+	stop
+}
+
+churn() {	# MODE N K -> "connections/s cpu-µs-per-connection"
+	local mode=$1 n=$2 k=$3 p pre t0 r
+	p=$((22300 + RANDOM % 500))
+	pre=$(prefix "$mode" throughput)
+	# The server takes more than N, so it is still there to be measured.
+	serve "$mode" "$p" $pre "$churn_bin" server "$p" $((n * 10))
+	t0=$(ticks "$srv_pid")
+	timed timeout 300 taskset -c 0 $pre "$churn_bin" client "$p" "$n" "$k" >"$tmp/client.log" 2>&1
+	t0=$(($(ticks "$srv_pid") - t0))
+	stop
+	r=$(awk '/^connections / { print $6 }' "$tmp/client.log")
+	[ -n "$r" ] || tail -n 3 "$tmp/client.log" "$tmp/server.log" | sed 's/^/# /' >&2
+	grep -q ' over_100ms 0$' "$tmp/client.log" ||
+		sed "s/^/# $mode K=$k: /" "$tmp/client.log" >&2
+	echo "${r:-0} $(per_tx "$t0" "$([ -n "$r" ] && echo "$n" || echo 0)")"
+}
+
 echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg);" \
 	"${secs}s a run, $rounds rounds, kernel and Sluice alternating"
 echo "| what | kernel | Sluice | Sluice / kernel |"
@@ -179,5 +358,37 @@ for ((r = 1; r <= rounds; r++)); do
 	if want nginx && have nginx && have wrk; then
 		k=$(nginx_rps kernel); s=$(nginx_rps sluice)
 		row "nginx (1 worker) + wrk (1 thread, 16 connections)" "${k:-0}" "${s:-0}" req/s
+	fi
+	if want pgbench && have postgres && have pgbench && pg_init; then
+		for args in "1 -S" "8 -S" "32 -S" "1" "8" "32" "8 -S -C" "8 -C"; do
+			read -r c flags <<<"$args"
+			# shellcheck disable=SC2086 # flags: words
+			{ read -r k kc <<<"$(pgbench_tps kernel "$c" $flags)"
+			  read -r s sc <<<"$(pgbench_tps sluice "$c" $flags)"; }
+			what="select-only (-S)"
+			[[ " $flags " == *" -S "* ]] || what="TPC-B-like"
+			[[ " $flags " == *" -C "* ]] && what="$what, a connection per transaction (-C)"
+			n="$c clients"
+			[ "$c" = 1 ] && n="1 client"
+			rowc "pgbench -s 4 $what, $n" "$k" "$kc" "$s" "$sc" tps
+		done
+	fi
+	if want java-tpc && have java && have javac && have wrk; then
+		for c in 16 64; do
+			read -r k kc <<<"$(java_rps kernel "$c")"; read -r s sc <<<"$(java_rps sluice "$c")"
+			rowc "Java thread per connection (TpcHttp) + wrk (1 thread, $c connections)" \
+				"$k" "$kc" "$s" "$sc" req/s
+		done
+	fi
+	if want churn && [ -x "$churn_bin" ]; then
+		read -r k kc <<<"$(churn kernel 50000 1)"; read -r s sc <<<"$(churn sluice 50000 1)"
+		rowc "conn_churn 50,000 connections in a row (1 B each way)" "$k" "$kc" "$s" "$sc" conn/s
+		read -r k kc <<<"$(churn kernel 50000 32)"; read -r s sc <<<"$(churn sluice 50000 32)"
+		rowc "conn_churn 50,000 connections from 32 client processes" "$k" "$kc" "$s" "$sc" conn/s
+		if have nginx && have wrk; then
+			read -r k kc <<<"$(nginx_close kernel)"; read -r s sc <<<"$(nginx_close sluice)"
+			rowc "nginx (1 worker) + wrk (1 thread, 16 connections), Connection: close" \
+				"$k" "$kc" "$s" "$sc" req/s
+		fi
 	fi
 done
