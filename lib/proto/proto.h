@@ -334,6 +334,17 @@ static inline int sl_sock_error(struct sl_stack *s, struct sl_sock *so)
 
 /* A window scale read from the socket (a shift count): at most 14
  * (RFC 7323 2.3), or the stack is corrupt and it reads as 0. */
+/* A 4-tuple's hash, for the socket table's buckets and TIME-WAIT's. */
+static inline uint32_t sl_tuple_hash(uint32_t laddr, uint16_t lport, uint32_t raddr,
+				     uint16_t rport)
+{
+	uint32_t h = laddr * 0x9e3779b1u;
+
+	h ^= raddr * 0x85ebca6bu;
+	h ^= ((uint32_t)lport << 16 | rport) * 0xc2b2ae35u;
+	return h ^ (h >> 15);
+}
+
 static inline unsigned int sl_tcp_ws(struct sl_stack *s, uint8_t ws)
 {
 	if (__builtin_expect(ws > SL_TCP_WSCALE_MAX, 0)) {

@@ -14,12 +14,7 @@
 static uint32_t *tuple_bucket(struct sl_stack *s, uint32_t laddr, uint16_t lport,
 			      uint32_t raddr, uint16_t rport)
 {
-	uint32_t h = laddr * 0x9e3779b1u;
-
-	h ^= raddr * 0x85ebca6bu;
-	h ^= ((uint32_t)lport << 16 | rport) * 0xc2b2ae35u;
-	h ^= h >> 15;
-	return s->hash + (h & (s->hash_buckets - 1));
+	return s->hash + (sl_tuple_hash(laddr, lport, raddr, rport) & (s->hash_buckets - 1));
 }
 
 static uint32_t *port_bucket(struct sl_stack *s, uint16_t lport)
@@ -459,25 +454,24 @@ static struct sl_sock *lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
 	return so;
 }
 
-struct sl_sock *sl_sock_lookup_conn(struct sl_stack *s, uint8_t type, uint32_t laddr,
-				    uint16_t lport, uint32_t raddr, uint16_t rport)
+/* Input for so: it is the socket being changed. */
+static struct sl_sock *found(struct sl_stack *s, struct sl_sock *so)
 {
-	struct sl_sock *so = lookup_conn(s, type, laddr, lport, raddr, rport);
-
 	if (so)
 		sl_sock_busy(s, so);
 	return so;
 }
 
+struct sl_sock *sl_sock_lookup_conn(struct sl_stack *s, uint8_t type, uint32_t laddr,
+				    uint16_t lport, uint32_t raddr, uint16_t rport)
+{
+	return found(s, lookup_conn(s, type, laddr, lport, raddr, rport));
+}
+
 struct sl_sock *sl_sock_lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
 			       uint16_t lport, uint32_t raddr, uint16_t rport)
 {
-	struct sl_sock *so = lookup(s, type, laddr, lport, raddr, rport);
-
-	/* Input for so: it is the socket being changed. */
-	if (so)
-		sl_sock_busy(s, so);
-	return so;
+	return found(s, lookup(s, type, laddr, lport, raddr, rport));
 }
 
 /*

@@ -31,12 +31,7 @@ static uint32_t tw_index(struct sl_stack *s, const struct sl_tw *tw)
 static uint32_t *tuple_head(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
 			    uint16_t rport)
 {
-	uint32_t h = laddr * 0x9e3779b1u;
-
-	h ^= raddr * 0x85ebca6bu;
-	h ^= ((uint32_t)lport << 16 | rport) * 0xc2b2ae35u;
-	h ^= h >> 15;
-	return s->tw_hash + (h & (s->tw_max - 1));
+	return s->tw_hash + (sl_tuple_hash(laddr, lport, raddr, rport) & (s->tw_max - 1));
 }
 
 static uint32_t *port_head(struct sl_stack *s, uint16_t lport)
