@@ -359,7 +359,7 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 			 * from here on either moves it or is seen by the check
 			 * before the sleep. */
 			if (intr && !on_fd)
-				sl_wait_word = q ? &q->seq : &s->r->wake_seq;
+				SL_WRITE_ONCE(sl_wait_word, q ? &q->seq : &s->r->wake_seq);
 		}
 		/* On the stack fd: the sequence before this look (see sl_wait_sleep()). */
 		if (asleep && on_fd)
@@ -417,7 +417,7 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 		}
 	}
 	if (asleep) {
-		sl_wait_word = NULL;
+		SL_WRITE_ONCE(sl_wait_word, NULL);
 		sl_fetch_sub(sleepers, 1);
 		if (q)
 			sl_fetch_sub(&s->lib->wq_sleepers, 1);

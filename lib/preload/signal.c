@@ -39,7 +39,7 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 {
 	struct sigaction a = user_act[sig];
 
-	uint32_t *w = sl_wait_word;
+	uint32_t *w = SL_READ_ONCE(sl_wait_word);
 
 	if (!(a.sa_flags & SA_RESTART))
 		tls_norestart = true;

@@ -60,6 +60,6 @@ void sl_wait_sleep(struct sl_stack *s, int64_t deadline, uint32_t seq, bool on_f
  * a signal between the waiter's last look at its count and its futex wait
  * makes that wait return at once instead of sleeping through.
  */
-extern __thread uint32_t *volatile sl_wait_word;
+extern __thread uint32_t *sl_wait_word;
 
 #endif /* SLUICE_RUN_H */

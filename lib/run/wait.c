@@ -36,7 +36,7 @@ static uint64_t mono_us(void)
  * deadline set too (sl_timer_set(), timer_kick); this only bounds it. */
 #define SLEEP_IDLE_MS	1000
 
-__thread uint32_t *volatile sl_wait_word;
+__thread uint32_t *sl_wait_word;
 
 /*
  * A caller spinning on a non-blocking receive comes straight back.  Reading
