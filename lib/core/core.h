@@ -33,6 +33,11 @@ struct sl_sock;
 #define SL_READY_N	8
 #define SL_READY_NONE	((uint64_t)SLUICE_IDX_NONE)
 #define SL_PEND_N	16
+/* A wheel empty this long lets sleepers sleep long (run/wait.c); a busy
+ * stack's wheel empties and fills between packets, and a long sleeper
+ * must be woken when it fills again (the timer kick), so only a quiet
+ * one counts. */
+#define SL_WHEEL_QUIET_MS	1000
 /* Wait channels (struct sl_region.wq): a power of two. */
 #define SL_WQ_N		256
 
@@ -103,9 +108,11 @@ struct sl_region {
 	uint32_t sock_free_idx;
 	uint32_t wheel_slot_idx;	/* slot the wheel has run up to */
 	uint64_t wheel_now_ms;		/* time the wheel has run up to */
-	/* Sockets on the wheel: with none, nobody need wake to run timers
-	 * (run/wait.c sleeps long). */
+	/* Sockets on the wheel, and the wheel time it last became empty:
+	 * empty for a second (SL_WHEEL_QUIET_MS), nobody need wake to run
+	 * timers (run/wait.c sleeps long). */
 	uint32_t timers_armed;
+	uint64_t wheel_empty_ms;
 	uint32_t ephemeral_next;	/* next ephemeral port to try */
 	uint32_t ip_id_next;
 	uint32_t tcp_embryos;		/* TCP connections in SYN-RECEIVED from a listener */
@@ -697,7 +704,7 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
  * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
  */
-#define SL_LAYOUT_VERSION	11
+#define SL_LAYOUT_VERSION	12
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

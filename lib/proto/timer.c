@@ -12,6 +12,16 @@ static uint32_t *slot_head(struct sl_stack *s, uint64_t ms)
 	return s->wheel + (ms % SLUICE_WHEEL_SLOTS);
 }
 
+/* One socket off the wheel; the time the wheel went empty, if it did
+ * (the clock, not the wheel's time, which lags while nobody runs it). */
+static void wheel_dec(struct sl_stack *s)
+{
+	struct sl_region *r = s->lib;
+
+	if (r->timers_armed && !--r->timers_armed)
+		r->wheel_empty_ms = sl_now(s) / 1000;
+}
+
 static void wheel_insert(struct sl_stack *s, struct sl_sock *so)
 {
 	uint32_t *head = slot_head(s, so->wheel_due_ms);
@@ -38,8 +48,7 @@ void sl_timer_cancel(struct sl_stack *s, struct sl_sock *so)
 		sl_sock(s, so->wheel_next)->wheel_prev = so->wheel_prev;
 	so->wheel_next = so->wheel_prev = SLUICE_IDX_NONE;
 	so->wheel_due_ms = 0;
-	if (s->lib->timers_armed)
-		s->lib->timers_armed--;
+	wheel_dec(s);
 }
 
 void sl_timer_set(struct sl_stack *s, struct sl_sock *so, uint64_t due_ms)
@@ -58,9 +67,10 @@ void sl_timer_set(struct sl_stack *s, struct sl_sock *so, uint64_t due_ms)
 	if (due_ms <= s->lib->wheel_now_ms)
 		due_ms = s->lib->wheel_now_ms + 1;
 	so->wheel_due_ms = due_ms;
-	/* The first deadline of an idle stack: sleepers may be sleeping
-	 * past it (run/wait.c). */
-	if (!s->lib->timers_armed)
+	/* The first deadline after a quiet second: sleepers may be
+	 * sleeping past it (run/wait.c). */
+	if (!s->lib->timers_armed &&
+	    sl_now(s) / 1000 - s->lib->wheel_empty_ms >= SL_WHEEL_QUIET_MS)
 		s->timer_kick = true;
 	wheel_insert(s, so);
 }
@@ -95,8 +105,7 @@ int sl_timer_run(struct sl_stack *s, uint64_t now_us)
 			so->wheel_next = pending;
 			pending = so->idx;
 			/* Off the wheel until put back (wheel_insert()). */
-			if (r->timers_armed)
-				r->timers_armed--;
+			wheel_dec(s);
 		}
 		r->wheel_now_ms = ms == end ? now_ms : ms;
 		SL_KILL_POINT("timer_run");

@@ -32,8 +32,9 @@ static uint64_t mono_us(void)
  * run the stack's timers when every process sleeps, and the wheel does
  * not say when its next deadline is. */
 #define SLEEP_MAX_MS	10
-/* With nothing on the wheel: a change wakes the sleeper, the first
- * deadline set too (sl_timer_set(), timer_kick); this only bounds it. */
+/* With nothing on the wheel for SL_WHEEL_QUIET_MS: a change wakes the
+ * sleeper, the first deadline set too (sl_timer_set(), timer_kick); this
+ * only bounds it. */
 #define SLEEP_IDLE_MS	1000
 
 __thread uint32_t *sl_wait_word;
@@ -121,7 +122,8 @@ void sl_wait_sleep(struct sl_stack *s, int64_t deadline, uint32_t seq, bool on_f
 	fd = link_fd(s);
 	if (fd >= 0 && !s->module_backed)
 		ms = SLEEP_SLICE_MS;
-	else if (!on_fd && s->futex_ok && !SL_READ_ONCE(s->lib->timers_armed))
+	else if (!on_fd && s->futex_ok && !SL_READ_ONCE(s->lib->timers_armed) &&
+		 (uint64_t)now / 1000 - SL_READ_ONCE(s->lib->wheel_empty_ms) >= SL_WHEEL_QUIET_MS)
 		ms = SLEEP_IDLE_MS;
 	if (deadline >= 0 && now + ms * 1000 > deadline)
 		ms = deadline > now ? (int)((deadline - now + 999) / 1000) : 0;

@@ -44,7 +44,7 @@ calls() {
 	"$tmp/ready.$n" 6 $mode >"$tmp/out.$n" 2>&1 &
 p=\$!
 for i in \$(seq 300); do [ -e "$tmp/ready.$n" ] && break; sleep 0.05; done
-sleep 0.6	# past one sweep period after the last connection
+sleep 1.2	# past one sweep period, and a quiet second of the timer wheel
 timeout -s INT 2 strace -c -f -p \$p -o "$tmp/strace.$n" 2>/dev/null
 wait \$p
 EOS
