@@ -349,18 +349,17 @@ static void print_kring(const struct sl_stack *s)
 	munmap(map, ks.mmap_size);
 }
 
-static uint64_t tw_now_us;
-
-/* A TIME-WAIT entry, as a socket line (ss lists them among sockets). */
+/* A TIME-WAIT entry, as a socket line (ss lists them among sockets);
+ * arg: the time now (sl_now()). */
 static void print_tw(const struct sl_tw *tw, void *arg)
 {
+	uint64_t now_us = *(const uint64_t *)arg;
 	char l[32], r[32];
 
-	(void)arg;
 	addr_str(l, sizeof(l), tw->laddr, tw->lport);
 	addr_str(r, sizeof(r), tw->raddr, tw->rport);
 	printf("  %5s %-4s %-11s %-21s %-21s  expires in %.1f s\n", "-", "tcp", "TIME_WAIT", l, r,
-	       tw->expire_us > tw_now_us ? (double)(tw->expire_us - tw_now_us) / 1e6 : 0.0);
+	       tw->expire_us > now_us ? (double)(tw->expire_us - now_us) / 1e6 : 0.0);
 }
 
 static int cmd_dump(const char *name)
@@ -368,6 +367,7 @@ static int cmd_dump(const char *name)
 	struct sluice_stack *st;
 	struct sl_stack *s;
 	char ip[INET_ADDRSTRLEN], mask[INET_ADDRSTRLEN];
+	uint64_t now_us;
 	int ret = sl_stack_inspect(name, &st);
 
 	if (ret) {
@@ -435,8 +435,8 @@ static int cmd_dump(const char *name)
 		if (so->type == SL_SOCK_TCP)
 			print_tcp(s, so);
 	}
-	tw_now_us = sl_now(s);
-	sl_tw_list(s, print_tw, NULL);
+	now_us = sl_now(s);
+	sl_tw_list(s, print_tw, &now_us);
 	sluice_stack_close(st);
 	return 0;
 }

@@ -350,9 +350,10 @@ struct sl_stack {
 	bool futex_ok;
 	bool wake_poll;			/* wake_pending: pollers too (run/run.c) */
 	bool wake_global;		/* wake_pending: the stack's futex too */
-	/* The wheel went from empty to armed: sleepers sleeping long must
-	 * look at the clock again (run/run.c). */
-	bool timer_kick;
+	/* Every sleeper must look again after unlock (sl_wake_everyone()):
+	 * the wheel armed after a quiet second (sleepers may be sleeping
+	 * long), or a dead holder's state brought back. */
+	bool wake_all;
 	/* Wait channels whose sleepers to wake after unlock (sl_region.wq). */
 	uint64_t wq_pending[SL_WQ_N / 64];
 	struct sl_link *link;

@@ -477,7 +477,7 @@ void sl_lock_release_broken(struct sl_stack *s)
 	/* Release: as sl_lock_release(). */
 	sl_xchg_release(LOCKW(s), 0);
 	s->locked = false;
-	s->wake_pending = s->wake_poll = s->wake_global = false;
+	s->wake_pending = s->wake_poll = s->wake_global = s->wake_all = false;
 	memset(s->wq_pending, 0, sizeof(s->wq_pending));
 	futex(LOCKW(s), FUTEX_WAKE, INT_MAX, NULL);
 	sl_wake_everyone(s);
@@ -485,7 +485,7 @@ void sl_lock_release_broken(struct sl_stack *s)
 
 void sl_wake_sleepers(struct sl_stack *s)
 {
-	futex(&s->r->wake_seq, FUTEX_WAKE, INT_MAX, NULL);
+	sl_wake_word(&s->r->wake_seq);
 }
 
 void sl_wake_everyone(struct sl_stack *s)

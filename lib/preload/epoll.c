@@ -82,7 +82,8 @@ static struct pl_ep *eps[PL_EP_MAX];
  * Sets that hold no kernel fd for sure: made by epoll_create() in this
  * process, since no fork (another process could add to it), and never
  * given a kernel fd here.  Such a set sleeps on the stack alone, as long
- * as its wait allows (PL_PURE_SLICE_MS); any other alternates in
+ * as its wait allows (PL_PURE_SLICE_MS: the dead-process sweep runs
+ * between, pl_waiter_next()); any other alternates in
  * PL_SLICE_MS slices with the kernel's epoll_wait.
  */
 static bool ep_pure[PL_EP_MAX];
@@ -628,18 +629,6 @@ static bool ep_sleep(struct pl_ep *ep, int ms, unsigned int sigs)
 	return true;
 }
 
-/* A pure set's sleep: up to its deadline, at most PL_PURE_SLICE_MS (the
- * dead-process sweep runs between, pl_waiter_next()). */
-static int pure_slice(const struct pl_waiter *w)
-{
-	int64_t left;
-
-	if (w->deadline_us < 0)
-		return PL_PURE_SLICE_MS;
-	left = (w->deadline_us - (int64_t)pl_now_us() + 999) / 1000;
-	return left < 1 ? 1 : left < PL_PURE_SLICE_MS ? (int)left : PL_PURE_SLICE_MS;
-}
-
 static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max, int timeout_ms)
 {
 	struct pl_waiter w;
@@ -662,7 +651,7 @@ static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max,
 		pure = SL_READ_ONCE(ep_pure[epfd]) && !ep->kfd;
 		skip_kernel = pure && !sleep_ms;
 		if (!got && sleep_ms && (pure || !pl_mixed_kernel_side) &&
-		    ep_sleep(ep, pure ? pure_slice(&w) : sleep_ms, sigs)) {
+		    ep_sleep(ep, pure ? pl_waiter_slice(&w, PL_PURE_SLICE_MS) : sleep_ms, sigs)) {
 			got = ep_collect(ep, evs, max);
 			sleep_ms = 0;
 			skip_kernel = pure;

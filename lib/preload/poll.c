@@ -172,15 +172,21 @@ static short from_sluice(short rev, short asked)
 	return rev & (asked | POLLERR | POLLHUP | POLLNVAL);
 }
 
-/* A kernel sleep on socket fds: up to the deadline, at most PL_KFD_SLICE_MS. */
-int pl_kfd_slice(const struct pl_waiter *w)
+/* A sleep of w's: up to its deadline, at least 1 ms, at most cap_ms. */
+int pl_waiter_slice(const struct pl_waiter *w, int cap_ms)
 {
 	int64_t left;
 
 	if (w->deadline_us < 0)
-		return PL_KFD_SLICE_MS;
+		return cap_ms;
 	left = (w->deadline_us - (int64_t)pl_now_us() + 999) / 1000;
-	return left < 1 ? 1 : left < PL_KFD_SLICE_MS ? (int)left : PL_KFD_SLICE_MS;
+	return left < 1 ? 1 : left < cap_ms ? (int)left : cap_ms;
+}
+
+/* A kernel sleep on socket fds: at most PL_KFD_SLICE_MS. */
+int pl_kfd_slice(const struct pl_waiter *w)
+{
+	return pl_waiter_slice(w, PL_KFD_SLICE_MS);
 }
 
 /* The shared core of poll/ppoll/select: returns the count or -errno. */

@@ -292,6 +292,7 @@ struct pl_waiter {
 void pl_waiter_init(struct pl_waiter *w, int timeout_ms);
 /* How long one kernel sleep on module socket fds may last (ms, >= 1). */
 int pl_kfd_slice(const struct pl_waiter *w);
+int pl_waiter_slice(const struct pl_waiter *w, int cap_ms);
 /* How long the next kernel wait may sleep (ms): 0 while spinning; false
  * when the deadline has passed. */
 bool pl_waiter_next(struct pl_waiter *w, int *sleep_ms);

@@ -531,14 +531,8 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 	free(rc.claim);
 	free(rc.bad);
 	/* Everyone asleep looks again: their sockets may have changed. */
-	for (unsigned int c = 0; c < SL_WQ_N; c++)
-		if (SL_READ_ONCE(s->lib->wq[c].sleepers)) {
-			sl_fetch_add(&s->lib->wq[c].seq, 1);
-			s->wq_pending[c / 64] |= 1ull << (c % 64);
-		}
-	sl_fetch_add(&s->r->wake_seq, 1);
+	s->wake_all = true;
 	s->wake_pending = true;
-	s->wake_global = true;
 	s->wake_poll = true;
 	return 0;
 }

@@ -71,7 +71,7 @@ void sl_timer_set(struct sl_stack *s, struct sl_sock *so, uint64_t due_ms)
 	 * sleeping past it (run/wait.c). */
 	if (!s->lib->timers_armed &&
 	    sl_now(s) / 1000 - s->lib->wheel_empty_ms >= SL_WHEEL_QUIET_MS)
-		s->timer_kick = true;
+		s->wake_all = true;
 	wheel_insert(s, so);
 }
 

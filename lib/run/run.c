@@ -94,9 +94,10 @@ void sl_unlock(struct sl_stack *s)
 		sl_kp_wake_flush();
 	if (s->wake_pending)
 		wake_sleepers(s);
-	/* An idle stack's first deadline: whoever sleeps long looks again. */
-	if (__builtin_expect(s->timer_kick, 0)) {
-		s->timer_kick = false;
+	/* An idle stack's first deadline, or a recovery: every sleeper looks
+	 * again. */
+	if (__builtin_expect(s->wake_all, 0)) {
+		s->wake_all = false;
 		if (s->futex_ok && (SL_READ_ONCE(s->r->sleepers) ||
 				    SL_READ_ONCE(s->lib->wq_sleepers)))
 			sl_wake_everyone(s);

@@ -33,7 +33,7 @@ static uint64_t mono_us(void)
  * not say when its next deadline is. */
 #define SLEEP_MAX_MS	10
 /* With nothing on the wheel for SL_WHEEL_QUIET_MS: a change wakes the
- * sleeper, the first deadline set too (sl_timer_set(), timer_kick); this
+ * sleeper, the first deadline set too (sl_timer_set(), wake_all); this
  * only bounds it. */
 #define SLEEP_IDLE_MS	1000
 
