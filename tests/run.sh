@@ -90,7 +90,7 @@ passed=0 failed=0 skipped=0
 # run_suite NAME COMMAND...: run it, show its TAP, count its results.  A
 # suite that exits non-zero without a failing result counts as one failure,
 # and so does one that reports no result at all.
-times=()
+times=() fails=()
 run_suite() {
 	local name=$1 rc p f s out t
 	shift
@@ -111,6 +111,8 @@ run_suite() {
 		sed "s|^|[$name] # |" "$out.err" | tail -n 20
 		f=$((f + 1))
 	fi
+	# Named again at the end, where a log cut to its tail still shows it.
+	[ "$f" = 0 ] || fails+=("$name: $(grep -m1 -E '^not ok ' "$out.tap" || echo "exit status $rc")")
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 	echo "# ---- $name: ${times[-1]%% *} s"
 }
@@ -139,6 +141,9 @@ if [ ${#times[@]} -gt 0 ]; then
 	echo "# slowest suites (s):"
 	printf '%s\n' "${times[@]}" | sort -g | tail -n 8 | sed 's/^/#   /'
 fi
+for f in "${fails[@]}"; do
+	echo "# failed: $f"
+done
 echo "# wall time $((SECONDS - t0)) s; TAP in $res/"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

@@ -396,6 +396,7 @@ static int cmd_dump(const char *name)
 	       (unsigned long long)s->r->region_size, s->r->sock_used, s->r->max_sockets,
 	       s->r->sock_size, s->r->n_bufs - s->lib->buf_free_count, s->r->n_bufs,
 	       s->r->buf_size);
+	printf("  at most so far: sockets %u, buffers %u\n", s->lib->sock_peak, s->lib->buf_peak);
 	printf("  time-wait: %u entries (at most %u so far) of %u (%u bytes each)\n",
 	       s->lib->tw_count, s->lib->tw_peak, s->tw_max, SL_TW_SIZE);
 	if (s->lib->helper_pid)

@@ -42,6 +42,55 @@ static uint64_t real_clock(void *arg)
 	return (uint64_t)ts.tv_sec * 1000000u + ts.tv_nsec / 1000;
 }
 
+/* A sysctl's text, NUL-ended, in buf (len > 1): its length, or -1. */
+static ssize_t sysctl_read(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	n = sl_sys_read(fd, buf, len - 1);
+	sl_sys_close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
+/*
+ * The ephemeral port range (net.ipv4.ip_local_port_range, "low high")
+ * and the ports taken out of it (net.ipv4.ip_local_reserved_ports,
+ * "8080,9000-9010"), read as each handle is made, in the caller's network
+ * namespace: proto/sock.c picks from them as Linux does.  Unreadable
+ * (a sandbox, no /proc) or out of Linux's own bounds: Linux's default.
+ */
+static void port_range_read(struct sl_stack *s)
+{
+	char buf[4096], *p, *end;
+	unsigned long lo, hi;
+
+	if (sysctl_read("/proc/sys/net/ipv4/ip_local_port_range", buf, 64) > 0 &&
+	    sscanf(buf, "%lu %lu", &lo, &hi) == 2 && lo >= 1 && lo <= hi && hi <= 65535) {
+		s->port_lo = (uint16_t)lo;
+		s->port_hi = (uint16_t)hi;
+	}
+	if (sysctl_read("/proc/sys/net/ipv4/ip_local_reserved_ports", buf, sizeof(buf)) <= 0)
+		return;
+	for (p = buf; *p && *p != '\n'; p = end + (*end == ',')) {
+		lo = strtoul(p, &end, 10);
+		hi = lo;
+		if (end == p)
+			break;
+		if (*end == '-')
+			hi = strtoul(end + 1, &end, 10);
+		for (; lo <= hi && hi <= 65535; lo++) {
+			s->port_reserved[lo / 64] |= 1ull << (lo % 64);
+			s->port_reserved_any = true;
+		}
+	}
+}
+
 static struct sl_stack *stack_new(const char *name)
 {
 	struct sl_stack *s = calloc(1, sizeof(*s));
@@ -53,6 +102,7 @@ static struct sl_stack *stack_new(const char *name)
 	s->clock = real_clock;
 	s->spin_us = 50;
 	strncpy(s->name, name, sizeof(s->name) - 1);
+	port_range_read(s);
 	return s;
 }
 
@@ -1268,40 +1318,23 @@ static pthread_once_t mem_max_once = PTHREAD_ONCE_INIT;
 static uint32_t sysctl_u32(const char *path, uint32_t dflt)
 {
 	char buf[32];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0)
+	if (sysctl_read(path, buf, sizeof(buf)) <= 0)
 		return dflt;
-	n = sl_sys_read(fd, buf, sizeof(buf) - 1);
-	sl_sys_close(fd);
-	if (n <= 0)
-		return dflt;
-	buf[n] = '\0';
 	return (uint32_t)strtoul(buf, NULL, 10) ?: dflt;
 }
 
 static void mem_max_read(void)
 {
 	char buf[64];
-	ssize_t n;
-	int fd;
+	unsigned long a, b, c;
 
 	rmem_max = sysctl_u32("/proc/sys/net/core/rmem_max", rmem_max);
 	wmem_max = sysctl_u32("/proc/sys/net/core/wmem_max", wmem_max);
 	/* "min default max" */
-	fd = open("/proc/sys/net/ipv4/tcp_rmem", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = sl_sys_read(fd, buf, sizeof(buf) - 1);
-	sl_sys_close(fd);
-	if (n > 0) {
-		unsigned long a, b, c;
-
-		buf[n] = '\0';
-		if (sscanf(buf, "%lu %lu %lu", &a, &b, &c) == 3 && c && c <= UINT32_MAX)
-			tcp_rmem_max = (uint32_t)c;
-	}
+	if (sysctl_read("/proc/sys/net/ipv4/tcp_rmem", buf, sizeof(buf)) > 0 &&
+	    sscanf(buf, "%lu %lu %lu", &a, &b, &c) == 3 && c && c <= UINT32_MAX)
+		tcp_rmem_max = (uint32_t)c;
 }
 
 static int setsockopt_on(struct sl_stack *s, struct sl_sock *so, int level, int name,

@@ -26,6 +26,8 @@ uint32_t sl_buf_alloc(struct sl_stack *s)
 		return SLUICE_IDX_NONE;
 	}
 	r->buf_free_count--;
+	if (s->n_bufs - r->buf_free_count > r->buf_peak)
+		r->buf_peak = s->n_bufs - r->buf_free_count;
 	b->next_idx = SLUICE_IDX_NONE;
 	b->off = SL_HEADROOM;
 	b->len = 0;

@@ -40,6 +40,9 @@ struct sl_sock;
 #define SL_WHEEL_QUIET_MS	1000
 /* Wait channels (struct sl_region.wq): a power of two. */
 #define SL_WQ_N		256
+/* connect()'s port perturbation buckets (sl_region.port_perturb): a
+ * power of two. */
+#define SL_PORT_PERTURB	256
 
 /* Counter blocks: one a process (SL_PROC_MAX processes count apart). */
 #define SL_NEIGH_MAX	64
@@ -113,7 +116,10 @@ struct sl_region {
 	 * timers (run/wait.c sleeps long). */
 	uint32_t timers_armed;
 	uint64_t wheel_empty_ms;
-	uint32_t ephemeral_next;	/* next ephemeral port to try */
+	/* Ephemeral ports (proto/sock.c): bind(0) draws its start from
+	 * port_seq; connect() adds port_perturb[] of its destination's
+	 * bucket to a keyed hash, as Linux's table_perturb. */
+	uint32_t port_seq;
 	uint32_t ip_id_next;
 	uint32_t tcp_embryos;		/* TCP connections in SYN-RECEIVED from a listener */
 	/*
@@ -123,6 +129,9 @@ struct sl_region {
 	 * live, tw_peak the most there were at once.
 	 */
 	uint32_t tw_head, tw_tail, tw_count, tw_peak;
+	/* High-water marks of the socket slots and buffers in use (sluice
+	 * info), for sizing a stack to its load. */
+	uint32_t sock_peak, buf_peak;
 	/*
 	 * Intent: the sockets (index + 1; 0 none) the holder is changing,
 	 * named before it starts (proto.h, sl_sock_busy()), so that the
@@ -171,6 +180,8 @@ struct sl_region {
 		uint32_t seq, sleepers;
 	} wq[SL_WQ_N] __attribute__((aligned(64)));
 	uint32_t wq_sleepers;		/* the sum of wq[].sleepers */
+
+	uint16_t port_perturb[SL_PORT_PERTURB];
 
 	uint32_t chg_seq __attribute__((aligned(64)));
 	uint32_t chg_ring[SL_CHG_RING];
@@ -390,6 +401,12 @@ struct sl_stack {
 	uint32_t tw_max;
 	uint8_t *tw;
 	uint32_t *tw_hash;
+	/* Ephemeral ports (proto/sock.c, sl_port_range_load()): the range
+	 * of ip_local_port_range and ip_local_reserved_ports, as read when
+	 * this handle was made (0, 0: Linux's default). */
+	uint16_t port_lo, port_hi;
+	bool port_reserved_any;
+	uint64_t port_reserved[65536 / 64];
 	/* A value read from the region was impossible (sl_corrupt()): every
 	 * call fails with -ENOTRECOVERABLE from then on; why and the value
 	 * are kept for a debugger (the region has the counter). */
@@ -705,7 +722,7 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
  * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
  */
-#define SL_LAYOUT_VERSION	12
+#define SL_LAYOUT_VERSION	13
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

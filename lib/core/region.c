@@ -113,7 +113,6 @@ static void init_region(struct sl_stack *s, const char *name, const struct sluic
 	struct sluice_region *k = s->r;
 	struct sl_region *r = s->lib;
 	uint32_t *h, i;
-	uint16_t eph;
 
 	k->magic = SLUICE_REGION_MAGIC;
 	k->abi_version = SLUICE_ABI_VERSION;
@@ -152,9 +151,6 @@ static void init_region(struct sl_stack *s, const char *name, const struct sluic
 		r->tcp_isn_secret[0] = ts.tv_nsec ^ ((uint64_t)getpid() << 32);
 		r->tcp_isn_secret[1] = ts.tv_sec * 0x9e3779b97f4a7c15ull;
 	}
-	/* Ephemeral ports as Linux: 32768..60999, starting at random. */
-	eph = (uint16_t)(r->tcp_isn_secret[1] % (60999 - 32768 + 1));
-	r->ephemeral_next = 32768 + eph;
 	r->wheel_now_ms = sl_now(s) / 1000;
 }
 

@@ -59,6 +59,14 @@
 	__atomic_compare_exchange_n((p), (oldp), (new), 1, __ATOMIC_RELAXED,	\
 				    __ATOMIC_RELAXED)
 
+/* *p = max(*p, v), for high-water marks kept without the lock. */
+#define sl_store_max(p, v)							\
+	do {									\
+		__typeof__(*(p)) o_ = SL_READ_ONCE(*(p)), v_ = (v);		\
+		while (o_ < v_ && !sl_cmpxchg_weak_relaxed((p), &o_, v_))	\
+			;							\
+	} while (0)
+
 /* A full barrier (the kernel's smp_mb()). */
 #define sl_smp_mb()		__atomic_thread_fence(__ATOMIC_SEQ_CST)
 /* Loads before it complete before loads after it (a seqlock reader's

@@ -86,7 +86,7 @@ struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type)
 			so = sl_sock(s, idx);
 			sl_sock_busy2(s, so);
 			sock_init(s, so, idx, type);
-			sl_fetch_add(&s->r->sock_used, 1);
+			sl_store_max(&s->lib->sock_peak, sl_fetch_add(&s->r->sock_used, 1) + 1);
 			return so;
 		}
 	}
@@ -105,7 +105,7 @@ struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type)
 	/* Atomic: socket() counts the slots it takes from the pool, which
 	 * are not counted until then, without the lock. */
 	if (type != SL_SOCK_RESERVED)
-		sl_fetch_add(&s->r->sock_used, 1);
+		sl_store_max(&s->lib->sock_peak, sl_fetch_add(&s->r->sock_used, 1) + 1);
 	sock_init(s, so, idx, type);
 	return so;
 }
@@ -156,7 +156,7 @@ struct sl_sock *sl_sock_claim(struct sl_stack *s, uint8_t type)
 		so->owner_pid = (uint32_t)(me >> 32);
 		so->life = SL_LIFE_PRIVATE;
 		sl_store_release(&so->type, type);
-		sl_fetch_add(&s->r->sock_used, 1);
+		sl_store_max(&s->lib->sock_peak, sl_fetch_add(&s->r->sock_used, 1) + 1);
 		sl_store_release(&s->lib->ready[i], SL_READY_NONE);
 		SL_WRITE_ONCE(s->lib->ready_want, 1);
 		return so;
@@ -512,11 +512,51 @@ bool sl_sock_port_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, u
 	return true;
 }
 
+/* ---- ephemeral ports ------------------------------------------------ */
+
+/*
+ * As Linux picks them (net/ipv4/inet_hashtables.c __inet_hash_connect(),
+ * inet_connection_sock.c inet_csk_find_open_port()): from
+ * ip_local_port_range less ip_local_reserved_ports (api.c reads both), an
+ * even count of them.  connect() starts at a keyed hash of its
+ * destination (RFC 6056 3.3.4) plus that hash's bucket of port_perturb,
+ * and tries the ports of the range's low parity first; bind(0) starts at
+ * random and tries the other parity first, so the two seldom meet.
+ */
+struct eph {
+	uint32_t lo, n;
+};
+
+static struct eph eph_range(const struct sl_stack *s)
+{
+	struct eph e = { 32768, 60999 - 32768 + 1 };
+
+	if (s->port_lo) {
+		e.lo = s->port_lo;
+		e.n = s->port_hi - s->port_lo + 1u;
+	}
+	if (e.n > 1)
+		e.n &= ~1u;
+	return e;
+}
+
+/* The k-th port to try (k < e.n) from start: those of start's parity,
+ * then the others; 0 for a reserved one. */
+static uint16_t eph_port(const struct sl_stack *s, struct eph e, uint32_t start, uint32_t k)
+{
+	uint32_t half = e.n / 2, off = start % e.n, port;
+
+	off = k < half ? off + 2 * k : (off ^ 1) + 2 * (k - half);
+	port = e.lo + off % e.n;
+	if (s->port_reserved_any && (s->port_reserved[port / 64] >> (port % 64) & 1))
+		return 0;
+	return htons((uint16_t)port);
+}
+
 int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport)
 {
-	struct sl_region *r = s->lib;
-	const uint32_t lo = 32768, n = 60999 - 32768 + 1;
-	uint32_t i;
+	struct eph e = eph_range(s);
+	uint32_t start;
 
 	if (so->flags & SL_SF_BOUND)
 		return -EINVAL;
@@ -539,12 +579,12 @@ int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_
 	}
 	if (!lport) {
 		so->opt_flags |= SL_SO_LPORT_AUTO;
-		for (i = 0; i < n; i++) {
-			uint16_t p = htons(lo + (r->ephemeral_next - lo + i) % n);
+		start = (uint32_t)sl_tcp_port_hash(s, 0, s->lib->port_seq++, 0) | 1;
+		for (uint32_t k = 0; k < e.n; k++) {
+			uint16_t p = eph_port(s, e, start, k);
 
-			if (sl_sock_port_free(s, so, laddr, p)) {
+			if (p && sl_sock_port_free(s, so, laddr, p)) {
 				lport = p;
-				r->ephemeral_next = lo + (ntohs(p) - lo + 1) % n;
 				break;
 			}
 		}
@@ -586,22 +626,28 @@ static bool connect_port_ok(struct sl_stack *s, struct sl_sock *so, uint32_t lad
 int sl_sock_bind_connect(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint32_t raddr,
 			 uint16_t rport, uint64_t now_us)
 {
-	struct sl_region *r = s->lib;
-	const uint32_t lo = 32768, n = 60999 - 32768 + 1;
+	struct eph e = eph_range(s);
+	uint64_t h = sl_tcp_port_hash(s, laddr, raddr, rport);
+	uint16_t *perturb = &s->lib->port_perturb[h & (SL_PORT_PERTURB - 1)];
+	uint32_t start = ((uint32_t)(h >> 32) + *perturb) & ~1u;
 
 	if (so->flags & SL_SF_BOUND)
 		return -EINVAL;
-	for (uint32_t i = 0; i < n; i++) {
-		uint16_t p = htons(lo + (r->ephemeral_next - lo + i) % n);
+	for (uint32_t k = 0; k < e.n; k++) {
+		uint16_t p = eph_port(s, e, start, k);
 		struct sl_tw *tw;
 
-		if (!connect_port_ok(s, so, laddr, p, raddr, rport, now_us, &tw))
+		if (!p || !connect_port_ok(s, so, laddr, p, raddr, rport, now_us, &tw))
 			continue;
 		if (tw) {
 			sl_count(s, SL_C_tcp_tw_recycled);
 			sl_tw_kill(s, tw);
 		}
-		r->ephemeral_next = lo + (ntohs(p) - lo + 1) % n;
+		/* The next connect() to there starts past this port (2k on
+		 * from the start, its parity), or when this one found its
+		 * port at once, past it by a little at random. */
+		h = (sl_tcp_port_hash(s, 0, s->lib->port_seq++, 0) & 7) * 2;
+		*perturb += (uint16_t)((2 * k > h ? 2 * k : h) + 2);
 		so->laddr = laddr;
 		so->lport = p;
 		so->flags |= SL_SF_BOUND | SL_SF_AUTOBIND;

@@ -213,10 +213,11 @@ static void fz_init(const char *tag, int use_eth)
 	if (!F.seen)
 		abort();
 	sl_lock(F.s);
-	/* Deterministic: a fixed ISN key and first ephemeral port. */
+	/* Deterministic: a fixed ISN key, so fixed ephemeral ports. */
 	F.s->lib->tcp_isn_secret[0] = 0x0123456789abcdefull;
 	F.s->lib->tcp_isn_secret[1] = 0xfedcba9876543210ull;
-	F.s->lib->ephemeral_next = 40000;
+	F.s->lib->port_seq = 0;
+	memset(F.s->lib->port_perturb, 0, sizeof(F.s->lib->port_perturb));
 	sl_timer_rebase(F.s, F.now_us / 1000);
 	sl_timer_run(F.s, F.now_us);
 }

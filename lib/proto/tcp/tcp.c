@@ -125,6 +125,14 @@ uint32_t sl_tcp_ts_offset(struct sl_stack *s, uint32_t laddr, uint16_t lport, ui
 	return (uint32_t)tuple_hash(s, laddr, lport, raddr, rport, 2);
 }
 
+/* RFC 6056 3.3.4 (Linux's secure_ipv4_port_ephemeral()): where
+ * connect()'s search for a port to (raddr, rport) from laddr starts,
+ * keyed so an off-path attacker cannot guess it. */
+uint64_t sl_tcp_port_hash(struct sl_stack *s, uint32_t laddr, uint32_t raddr, uint16_t rport)
+{
+	return tuple_hash(s, laddr, 0, raddr, rport, 4);
+}
+
 /* ---- TCB helpers ---------------------------------------------------- */
 
 /* Inside the stack the limit is a packet buffer, not the link's MTU. */

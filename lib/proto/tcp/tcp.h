@@ -325,6 +325,7 @@ int sl_tcp_getsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 /* tcp.c */
 uint32_t sl_tcp_isn(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
 		    uint16_t rport, uint64_t now_us);
+uint64_t sl_tcp_port_hash(struct sl_stack *s, uint32_t laddr, uint32_t raddr, uint16_t rport);
 uint32_t sl_tcp_ts_offset(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
 			  uint16_t rport);
 /* Fresh TCB for a connection from so's addresses; sets mss, rto, cwnd. */
