@@ -57,8 +57,11 @@ c400=$(calls 400)
 check "the server held 20 connections through the stack" grep -qx "open 20" "$tmp/out.20"
 check "and 400" grep -qx "open 400" "$tmp/out.400"
 check "strace counted both runs ($c20, $c400 calls)" [ "$c20" -ge 0 -a "$c400" -ge 0 ]
-check "idle with 400 connections: no more system calls than with 20, give or take 20 ($c400 vs $c20)" \
-	[ "$c400" -le $((c20 + 20)) ]
+# Bounded by the count with 20, not equal to it: two idle runs of the
+# same program differ by 20 or more on a busy host (38 and 59 in one
+# session); growth with the connections was 10,800 a second before.
+check "idle with 400 connections: at most twice the system calls with 20, plus 20 ($c400 vs $c20)" \
+	[ "$c400" -le $((2 * c20 + 20)) ]
 # What is left is waiting itself: a sleeper with no timer on the wheel
 # sleeps until woken, a signal comes or its timeout (run/wait.c); the
 # sweep for dead processes runs every 0.5 s.  2026-12-05: 56-59 in 2 s

@@ -34,6 +34,21 @@ static double mono_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* dt: the quickest of three tries of expr, which changes nothing (ret:
+ * its value): a process preempted once on a busy machine is not a
+ * wait, a wait for the holder would be in every try. */
+#define QUICKEST(dt, ret, expr)						\
+	do {								\
+		(dt) = 1e9;						\
+		for (int i_ = 0; i_ < 3; i_++) {			\
+			double t_ = mono_ms();				\
+									\
+			(ret) = (expr);					\
+			t_ = mono_ms() - t_;				\
+			(dt) = t_ < (dt) ? t_ : (dt);			\
+		}							\
+	} while (0)
+
 /* A child attaches, takes the lock and stops itself holding it. */
 static pid_t stopped_holder(struct sl_stack *s)
 {
@@ -63,7 +78,7 @@ static void test_stopped_holder_timeouts(void)
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(4000) };
 	int u, nb, status, ret;
 	struct sluice_pollfd p;
-	double t0, dt;
+	double dt;
 	char c = 'x';
 	pid_t pid;
 
@@ -77,33 +92,23 @@ static void test_stopped_holder_timeouts(void)
 	tap_ok(sl_pid_stopped(pid), "the holder is stopped, holding the lock");
 
 	p = (struct sluice_pollfd){ .sd = u, .events = POLLIN };
-	t0 = mono_ms();
-	ret = sluice_poll(st, &p, 1, 100);
-	dt = mono_ms() - t0;
+	QUICKEST(dt, ret, sluice_poll(st, &p, 1, 100));
 	tap_eq(ret, 0, "a 100 ms poll times out (nothing ready)");
-	tap_ok(dt >= 99 && dt < 110, "on time: %.1f ms", dt);
+	tap_ok(dt >= 99 && dt < 120, "on time: %.1f ms", dt);
 
-	t0 = mono_ms();
-	ret = sluice_poll(st, &p, 1, 0);
-	dt = mono_ms() - t0;
+	QUICKEST(dt, ret, sluice_poll(st, &p, 1, 0));
 	tap_eq(ret, 0, "a zero-timeout poll says nothing is ready");
 	tap_ok(dt < 10, "at once: %.1f ms", dt);
 
-	t0 = mono_ms();
-	ret = (int)sluice_recv(st, u, &c, 1, MSG_DONTWAIT);
-	dt = mono_ms() - t0;
+	QUICKEST(dt, ret, (int)sluice_recv(st, u, &c, 1, MSG_DONTWAIT));
 	tap_eq(ret, -EAGAIN, "recv(MSG_DONTWAIT) is -EAGAIN");
 	tap_ok(dt < 10, "at once: %.1f ms", dt);
 
-	t0 = mono_ms();
-	ret = (int)sluice_recv(st, nb, &c, 1, 0);
-	dt = mono_ms() - t0;
+	QUICKEST(dt, ret, (int)sluice_recv(st, nb, &c, 1, 0));
 	tap_eq(ret, -EAGAIN, "recv on a non-blocking socket is -EAGAIN");
 	tap_ok(dt < 10, "at once: %.1f ms", dt);
 
-	t0 = mono_ms();
-	ret = (int)sluice_sendto(st, nb, &c, 1, 0, &a);
-	dt = mono_ms() - t0;
+	QUICKEST(dt, ret, (int)sluice_sendto(st, nb, &c, 1, 0, &a));
 	tap_eq(ret, -EAGAIN, "send on a non-blocking socket is -EAGAIN");
 	tap_ok(dt < 10, "at once: %.1f ms", dt);
 
@@ -157,7 +162,9 @@ static void test_stopped_holder_new_connection(void)
 	       "getsockname: not bound yet");
 	tap_eq(sluice_connect(st, c, &a), -EINPROGRESS, "a non-blocking connect is queued");
 	dt = mono_ms() - t0;
-	tap_ok(dt < 20, "none of it waited for the stopped holder: %.1f ms", dt);
+	/* Waiting for the holder would be waiting for ever (it is stopped
+	 * until the SIGCONT below); the bound leaves room for a busy host. */
+	tap_ok(dt < 100, "none of it waited for the stopped holder: %.1f ms", dt);
 	tap_ok(sluice_stack_counter(st, "connect_queued", &queued) == 0 && queued == 1,
 	       "counted: connect_queued %llu", (unsigned long long)queued);
 	p = (struct sluice_pollfd){ .sd = c, .events = POLLOUT };
@@ -227,7 +234,7 @@ static void test_running_holder_waited_for(void)
 	struct sl_stack *s = fx_stack_sized("stoprun", "10.0.0.1", 256, 64);
 	struct sluice_stack *st = (struct sluice_stack *)s;
 	int nb, status, p2c[2];
-	double t0, dt;
+	double t_unlock = 0, t_done;
 	char c = 'x';
 	pid_t pid;
 
@@ -239,18 +246,25 @@ static void test_running_holder_waited_for(void)
 
 		if (sluice_stack_attach(s->name, &cst) || sl_lock((struct sl_stack *)cst))
 			_exit(2);
-		/* Held, running, for 30 ms. */
+		/* Held, running, for 30 ms; then the time it lets go. */
 		(void)!write(p2c[1], "l", 1);
 		usleep(30000);
+		t_unlock = mono_ms();
 		sl_unlock((struct sl_stack *)cst);
+		(void)!write(p2c[1], &t_unlock, sizeof(t_unlock));
 		_exit(0);
 	}
 	tap_ok(read(p2c[0], &c, 1) == 1, "the child holds the lock");
-	t0 = mono_ms();
 	tap_eq((int)sluice_recv(st, nb, &c, 1, 0), -EAGAIN,
 	       "a non-blocking recv finds nothing to receive");
-	dt = mono_ms() - t0;
-	tap_ok(dt >= 20, "after waiting for the running holder to let go: %.1f ms", dt);
+	t_done = mono_ms();
+	/* Measured against the holder's own clock reading, not a span: a
+	 * parent preempted for 30 ms after the child's signal would find
+	 * the lock free and be right not to wait. */
+	if (read(p2c[0], &t_unlock, sizeof(t_unlock)) != sizeof(t_unlock))
+		t_unlock = 1e18;
+	tap_ok(t_done >= t_unlock, "it returned after the running holder let go (%.1f ms after)",
+	       t_done - t_unlock);
 	waitpid(pid, &status, 0);
 	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child exited");
 	close(p2c[0]);
