@@ -349,6 +349,21 @@ static void print_kring(const struct sl_stack *s)
 	munmap(map, ks.mmap_size);
 }
 
+/* TIME-WAIT entries whose time is not up, at now_us.  Those whose time
+ * is up are still in the table until a process of the stack runs its
+ * timers (an idle stack's may wait); they are not shown. */
+struct tw_count {
+	uint64_t now_us;
+	unsigned int n;
+};
+
+static void count_tw(const struct sl_tw *tw, void *arg)
+{
+	struct tw_count *c = arg;
+
+	c->n += tw->expire_us > c->now_us;
+}
+
 /* A TIME-WAIT entry, as a socket line (ss lists them among sockets);
  * arg: the time now (sl_now()). */
 static void print_tw(const struct sl_tw *tw, void *arg)
@@ -356,10 +371,12 @@ static void print_tw(const struct sl_tw *tw, void *arg)
 	uint64_t now_us = *(const uint64_t *)arg;
 	char l[32], r[32];
 
+	if (tw->expire_us <= now_us)
+		return;
 	addr_str(l, sizeof(l), tw->laddr, tw->lport);
 	addr_str(r, sizeof(r), tw->raddr, tw->rport);
 	printf("  %5s %-4s %-11s %-21s %-21s  expires in %.1f s\n", "-", "tcp", "TIME_WAIT", l, r,
-	       tw->expire_us > now_us ? (double)(tw->expire_us - now_us) / 1e6 : 0.0);
+	       (double)(tw->expire_us - now_us) / 1e6);
 }
 
 static int cmd_dump(const char *name)
@@ -367,6 +384,7 @@ static int cmd_dump(const char *name)
 	struct sluice_stack *st;
 	struct sl_stack *s;
 	char ip[INET_ADDRSTRLEN], mask[INET_ADDRSTRLEN];
+	struct tw_count tw;
 	uint64_t now_us;
 	int ret = sl_stack_inspect(name, &st);
 
@@ -397,8 +415,15 @@ static int cmd_dump(const char *name)
 	       s->r->sock_size, s->r->n_bufs - s->lib->buf_free_count, s->r->n_bufs,
 	       s->r->buf_size);
 	printf("  at most so far: sockets %u, buffers %u\n", s->lib->sock_peak, s->lib->buf_peak);
-	printf("  time-wait: %u entries (at most %u so far) of %u (%u bytes each)\n",
-	       s->lib->tw_count, s->lib->tw_peak, s->tw_max, SL_TW_SIZE);
+	tw.now_us = sl_now(s);
+	tw.n = 0;
+	sl_tw_list(s, count_tw, &tw);
+	printf("  time-wait: %u entries (at most %u so far) of %u (%u bytes each)", tw.n,
+	       s->lib->tw_peak, s->tw_max, SL_TW_SIZE);
+	if (s->lib->tw_count > tw.n)
+		printf("; %u more past their time, gone at the stack's next timer turn",
+		       s->lib->tw_count - tw.n);
+	printf("\n");
 	if (s->lib->helper_pid)
 		printf("  helper: process %d finishes orphaned connections%s\n", s->lib->helper_pid,
 		       sl_pid_dead(s->lib->helper_pid) ? " (gone: stale)" : "");

@@ -247,6 +247,8 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(tcp_challenge_ack, "TCP challenge ACKs sent (RFC 5961)")	\
 	X(tcp_defer_accept, "bare ACKs a TCP_DEFER_ACCEPT listener's child waited past for data")	\
 	X(tcp_syn_dropped, "SYNs dropped: backlog full, or no socket")	\
+	X(tcp_syn_parked, "connections of this stack held for a full accept queue") \
+	X(tcp_syn_unparked, "held connections sent again when accept() made room") \
 	X(tcp_syncookies_sent, "SYN queue full: SYNs answered with a cookie")	\
 	X(tcp_syncookies_ok, "connections made from a valid SYN cookie")	\
 	X(tcp_syncookies_failed, "ACKs at a listener with a bad cookie")	\

@@ -125,6 +125,11 @@ static void test_listen_backlog_full(void)
 	tap_eq(l->tcp.acc_len, 1, "backlog 1: one connection waits for accept");
 	tf_clear();
 	tf_seg_full(5002, TF_LPORT, TH_SYN_, 200, 0, 8192, NULL, NULL, 0);
+	iss = tf_last().seq;
+	tf_seg_full(5002, TF_LPORT, TH_ACK_, 201, iss + 1, 8192, NULL, NULL, 0);
+	tap_eq(l->tcp.acc_len, 2, "and a second: Linux's queue holds backlog + 1");
+	tf_clear();
+	tf_seg_full(5003, TF_LPORT, TH_SYN_, 300, 0, 8192, NULL, NULL, 0);
 	tap_eq(T.n, 0, "backlog full: SYN dropped silently");
 	tap_eq(tf_counter(SL_C_tcp_syn_dropped), 1, "backlog full: counted tcp_syn_dropped");
 	tf_finish();

@@ -430,9 +430,10 @@ int sl_tcp_listen(struct sl_stack *s, struct sl_sock *so, int backlog)
 
 	if (so->state != SL_TCP_CLOSED && so->state != SL_TCP_LISTEN)
 		return -EINVAL;
-	if (backlog < 1)
-		backlog = 1;
-	if (backlog > SL_TCP_SOMAXCONN)
+	/* As Linux's __sys_listen(): a negative backlog, or one above
+	 * somaxconn, is somaxconn; 0 is 0.  The queue holds one more than
+	 * the backlog (sl_tcp_acceptq_full()). */
+	if ((unsigned int)backlog > SL_TCP_SOMAXCONN)
 		backlog = SL_TCP_SOMAXCONN;
 	if (so->state == SL_TCP_CLOSED) {
 		uint16_t um = tp->user_mss;
@@ -482,7 +483,74 @@ int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **chil
 	/* Handed to the accepting process: its socket from now on. */
 	c->owner_pid = (uint32_t)sl_self_pid();
 	*child = c;
+	if (tp->park_len)
+		sl_tcp_unpark(s, lso, sl_now(s));
 	return 0;
+}
+
+/*
+ * Connections of this stack that met listener lso's full accept queue:
+ * a client's SYN (the client in SYN-SENT) or a child's last ACK of the
+ * handshake (the child in SYN-RECEIVED).  Linux drops both and the client
+ * tries again after its retransmission timeout, 1 s for a SYN; a client
+ * in the same stack makes connections faster than a slow server accepts
+ * them, so it would wait out that second far more often than on the
+ * kernel.  Parked here (by index and generation, at most SL_TCP_PARK,
+ * more left to their timers), each is sent again as accept() makes room:
+ * the SYN, or the SYN-ACK that the client answers with its ACK.
+ */
+void sl_tcp_park(struct sl_stack *s, struct sl_sock *lso, struct sl_sock *so)
+{
+	struct sl_tcp_sock *ltp = &lso->tcp;
+	unsigned int n = ltp->park_len, i;
+
+	(void)s;
+	if (n >= SL_TCP_PARK || ltp->park_head >= SL_TCP_PARK)
+		return;
+	for (i = 0; i < n; i++) {
+		unsigned int j = (ltp->park_head + i) % SL_TCP_PARK;
+
+		if (ltp->park_idx[j] == so->idx && ltp->park_gen[j] == so->kp.gen)
+			return;
+	}
+	i = (ltp->park_head + n) % SL_TCP_PARK;
+	ltp->park_idx[i] = so->idx;
+	ltp->park_gen[i] = so->kp.gen;
+	ltp->park_len = (uint8_t)(n + 1);
+	sl_count(s, SL_C_tcp_syn_parked);
+}
+
+void sl_tcp_unpark(struct sl_stack *s, struct sl_sock *lso, uint64_t now_us)
+{
+	struct sl_tcp_sock *ltp = &lso->tcp;
+
+	while (ltp->park_len) {
+		uint32_t idx, gen;
+		struct sl_sock *c;
+
+		/* Shared memory: a ring that cannot be is emptied (the
+		 * connections in it still have their timers). */
+		if (ltp->park_len > SL_TCP_PARK || ltp->park_head >= SL_TCP_PARK) {
+			ltp->park_len = ltp->park_head = 0;
+			return;
+		}
+		idx = ltp->park_idx[ltp->park_head];
+		gen = ltp->park_gen[ltp->park_head];
+		ltp->park_head = (uint8_t)((ltp->park_head + 1) % SL_TCP_PARK);
+		ltp->park_len--;
+		if (!sl_sock_some(s, idx))
+			continue;
+		c = sl_sock(s, idx);
+		/* Still the same connection, still waiting for this listener. */
+		if (c->kp.gen != gen || c->type != SL_SOCK_TCP ||
+		    !((c->state == SL_TCP_SYN_SENT && c->rport == lso->lport &&
+		       (!lso->laddr || c->raddr == lso->laddr)) ||
+		      (c->state == SL_TCP_SYN_RECEIVED && c->parent_idx == lso->idx)))
+			continue;
+		sl_count(s, SL_C_tcp_syn_unparked);
+		sl_tcp_send_syn(s, c, now_us);
+		return;
+	}
 }
 
 /* Buffers send queues may not take: whatever the sockets' sndbuf says,

@@ -76,6 +76,7 @@ enum sl_tcp_state {
 #define SL_TCP_WSCALE_MAX	14		/* RFC 7323 2.3 */
 #define SL_TCP_SOMAXCONN	4096		/* Linux SOMAXCONN */
 #define SL_TCP_SYNQ_MIN		8		/* SYN queue floor for tiny backlogs */
+#define SL_TCP_PARK		16		/* a listener's parked connections */
 #define SL_TCP_SYNQ_SHARE	4		/* embryos, all listeners: <= max_sockets / 4 */
 #define SL_TCP_OOO_MAX		64		/* out-of-order buffers a connection may hold */
 #define SL_TCP_DUPACK_THRESH	3		/* RFC 5681 3.2 */
@@ -209,6 +210,10 @@ struct sl_tcp_sock {
 	 * TCP_DEFER_ACCEPT as Linux keeps it: SYN-ACK retransmissions a bare
 	 * ACK is ignored for, waiting for data (0: off). */
 	uint8_t syn_retries, defer_accept;
+	/* Listener: connections of this stack that met its full accept
+	 * queue, a ring of SL_TCP_PARK (tcp.c, sl_tcp_park()). */
+	uint8_t park_head, park_len;
+	uint32_t park_idx[SL_TCP_PARK], park_gen[SL_TCP_PARK];
 };
 
 /* When an orphan's FIN-WAIT-2 ends: TCP_LINGER2 seconds, or the default;
@@ -325,6 +330,16 @@ int sl_tcp_getsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 /* tcp.c */
 uint32_t sl_tcp_isn(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
 		    uint16_t rport, uint64_t now_us);
+/* Linux's sk_acceptq_is_full(): the queue holds backlog + 1. */
+static inline bool sl_tcp_acceptq_full(const struct sl_tcp_sock *ltp)
+{
+	return ltp->acc_len > ltp->backlog;
+}
+
+/* A connection of this stack met listener lso's full accept queue; and
+ * accept() made room (tcp.c). */
+void sl_tcp_park(struct sl_stack *s, struct sl_sock *lso, struct sl_sock *so);
+void sl_tcp_unpark(struct sl_stack *s, struct sl_sock *lso, uint64_t now_us);
 uint64_t sl_tcp_port_hash(struct sl_stack *s, uint32_t laddr, uint32_t raddr, uint16_t rport);
 uint32_t sl_tcp_ts_offset(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
 			  uint16_t rport);

@@ -728,9 +728,9 @@ static bool cookie_ack(struct sl_stack *s, struct sl_sock *lso, uint32_t idx,
 		sl_count(s, SL_C_tcp_syncookies_failed);
 		return false;
 	}
-	if (ltp->acc_len >= ltp->backlog || !(c = child_new(s, lso, ip, th, now_us))) {
+	if (sl_tcp_acceptq_full(ltp) || !(c = child_new(s, lso, ip, th, now_us))) {
 		/* As Linux: no reset; the peer sends again. */
-		if (ltp->acc_len >= ltp->backlog)
+		if (sl_tcp_acceptq_full(ltp))
 			sl_count(s, SL_C_tcp_syn_dropped);
 		sl_pkt_free(s, idx);
 		return true;
@@ -791,8 +791,16 @@ static void listen_input(struct sl_stack *s, struct sl_sock *lso, uint32_t idx,
 	}
 	if (!(g->flags & TH_SYN_))
 		goto drop;
-	if (ltp->acc_len >= ltp->backlog) {
+	if (sl_tcp_acceptq_full(ltp)) {
+		/* As Linux (ListenOverflows); a client in this stack waits
+		 * for accept() to make room rather than for its timer. */
 		sl_count(s, SL_C_tcp_syn_dropped);
+		if (SL_READ_ONCE(sl_buf(s, idx)->flags) & SL_BUF_LOCAL) {
+			c = sl_sock_lookup_conn(s, SL_SOCK_TCP, ip->saddr, th->sport, ip->daddr,
+						th->dport);
+			if (c && c->state == SL_TCP_SYN_SENT)
+				sl_tcp_park(s, lso, c);
+		}
 		goto drop;
 	}
 	if (ltp->syn_len >= ltp->syn_max || embryos_full(s)) {
@@ -914,9 +922,11 @@ static bool child_ready(struct sl_stack *s, struct sl_sock *so)
 	if (!p)
 		return !(so->tcp.tflags & SL_TF_PASSIVE);
 	ptp = &p->tcp;
-	if (ptp->acc_len >= ptp->backlog) {
-		/* As Linux: ignore the ACK; our SYN-ACK will be retransmitted. */
+	if (sl_tcp_acceptq_full(ptp)) {
+		/* As Linux: ignore the ACK; our SYN-ACK will be retransmitted,
+		 * and at the latest when accept() makes room. */
 		sl_count(s, SL_C_tcp_syn_dropped);
+		sl_tcp_park(s, p, so);
 		return false;
 	}
 	if (ptp->syn_len)

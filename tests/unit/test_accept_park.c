@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * A full accept queue, as Linux keeps it, and what a client in the same
+ * stack does about it (lib/proto/tcp/tcp.c, sl_tcp_park()).  The queue
+ * holds backlog + 1 connections (Linux's sk_acceptq_is_full()); a SYN
+ * that finds it full is dropped, and so is a handshake's last ACK, with
+ * no reset.  A client of this stack then waits for accept() to make room,
+ * not for its 1 s retransmission timeout: the stack's clock never moves
+ * here, so every connection below is made without any timer.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "stack_fixture.h"
+#include "proto/proto.h"
+
+#define ST(s) ((struct sluice_stack *)(s))
+#define IP "10.8.0.1"
+
+static struct sl_stack *s;
+
+static void run(int rounds)
+{
+	for (int i = 0; i < rounds; i++)
+		sluice_stack_poll(ST(s));
+}
+
+static int listener(uint16_t port, int backlog)
+{
+	struct sockaddr_in a = fx_addr("0.0.0.0", port);
+	int l = sluice_socket(ST(s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
+
+	sluice_bind(ST(s), l, &a);
+	sluice_listen(ST(s), l, backlog);
+	return l;
+}
+
+static int client(uint16_t port)
+{
+	struct sockaddr_in a = fx_addr(IP, port);
+	int c = sluice_socket(ST(s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
+
+	sluice_connect(ST(s), c, &a);
+	return c;
+}
+
+static uint8_t state(int sd)
+{
+	return sl_sock(s, (uint32_t)sd)->state;
+}
+
+/* backlog 2: three wait for accept(), the fourth's SYN is dropped and
+ * the client waits in SYN-SENT until an accept(). */
+static void test_syn_waits_for_room(void)
+{
+	int l = listener(7501, 2), c[4], a[4];
+	uint64_t parked0 = fx_counter(s, "tcp_syn_parked");
+	uint64_t t0 = fx_clock_us;
+
+	for (int i = 0; i < 3; i++) {
+		c[i] = client(7501);
+		run(6);
+	}
+	tap_eq(sl_sock(s, (uint32_t)l)->tcp.acc_len, 3,
+	       "backlog 2: three connections wait for accept() (Linux: backlog + 1)");
+	c[3] = client(7501);
+	run(6);
+	tap_eq(state(c[3]), SL_TCP_SYN_SENT, "the fourth SYN found the queue full: still SYN-SENT");
+	tap_eq(fx_counter(s, "tcp_syn_parked") - parked0, 1, "held for room (tcp_syn_parked)");
+	a[0] = sluice_accept(ST(s), l, NULL);
+	run(6);
+	tap_ok(a[0] >= 0 && state(c[3]) == SL_TCP_ESTABLISHED,
+	       "one accept(): the fourth is established at once");
+	for (int i = 1; i < 4; i++)
+		a[i] = sluice_accept(ST(s), l, NULL);
+	tap_ok(a[1] >= 0 && a[2] >= 0 && a[3] >= 0, "and accepted with the others");
+	tap_eq(sluice_accept(ST(s), l, NULL), -EAGAIN, "then the queue is empty");
+	tap_eq(fx_clock_us - t0, 0, "no timer was needed");
+	for (int i = 0; i < 4; i++) {
+		sluice_close(ST(s), a[i]);
+		sluice_close(ST(s), c[i]);
+	}
+	sluice_close(ST(s), l);
+	run(10);
+}
+
+/* backlog 0 holds one; three connect at once, so all three SYNs are
+ * answered before any handshake ends: the second and third children's
+ * last ACKs find the queue full and wait, each sent its SYN-ACK again
+ * (and answered) as accept() makes room. */
+static void test_handshake_waits_for_room(void)
+{
+	int l = listener(7502, 0), c[3], a[3];
+	uint64_t parked0 = fx_counter(s, "tcp_syn_parked"), rst0 = fx_counter(s, "tcp_reset_tx");
+
+	for (int i = 0; i < 3; i++)
+		c[i] = client(7502);
+	run(10);
+	tap_eq(sl_sock(s, (uint32_t)l)->tcp.acc_len, 1, "backlog 0: one connection waits");
+	tap_eq(fx_counter(s, "tcp_syn_parked") - parked0, 2,
+	       "two handshakes held for room (their last ACKs dropped, as Linux)");
+	for (int i = 0; i < 3; i++) {
+		a[i] = sluice_accept(ST(s), l, NULL);
+		run(10);
+	}
+	tap_ok(a[0] >= 0 && a[1] >= 0 && a[2] >= 0, "three accept()s take all three, no timer run");
+	tap_eq(fx_counter(s, "tcp_reset_tx") - rst0, 0, "and no reset was sent");
+	for (int i = 0; i < 3; i++) {
+		char buf[4];
+
+		tap_eq((int)sluice_send(ST(s), c[i], "x", 1, 0), 1, "a client sends");
+		run(6);
+		tap_eq((int)sluice_recv(ST(s), a[i], buf, sizeof(buf), MSG_DONTWAIT), 1,
+		       "its accepted peer reads");
+	}
+	for (int i = 0; i < 3; i++) {
+		sluice_close(ST(s), a[i]);
+		sluice_close(ST(s), c[i]);
+	}
+	sluice_close(ST(s), l);
+	run(10);
+}
+
+int main(void)
+{
+	uint32_t free0;
+
+	s = fx_stack("park", IP, NULL);
+	free0 = s->lib->buf_free_count;
+	test_syn_waits_for_room();
+	test_handshake_waits_for_room();
+	fx_clock_us += 2 * SL_TCP_TIME_WAIT_US;
+	run(20);
+	tap_eq(s->lib->buf_free_count, free0, "every buffer back in the pool");
+	fx_destroy(s);
+	return tap_done();
+}
