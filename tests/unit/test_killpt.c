@@ -312,8 +312,9 @@ static void one_point(const char *point, unsigned long nth)
 			    "%s: queued datagram %d is there", point, i))
 			printf("#   recv %ld\n", n);
 	}
-	/* Our listener: what the victim left queued, then a new connection. */
-	for (int i = 0; i < 64; i++) {
+	/* Our listener: what the victim left queued (at most its backlog of
+	 * 64, plus one as Linux), then a new connection. */
+	for (int i = 0; i < 65; i++) {
 		int a = sluice_accept(ST(s), l, NULL);
 
 		if (a < 0)
