@@ -183,8 +183,11 @@ int cmd_run(int argc, char **argv)
 	}
 	/* Profiles, as Onload's and VMA's: how long blocking calls and
 	 * epoll busy-poll before they sleep. */
-	if (profile && !strcmp(profile, "latency"))
+	if (profile && !strcmp(profile, "latency")) {
+		/* Busy-polling on cores of its own: every waiter spins. */
 		setenv("SLUICE_SPIN_US", "100000", 1);
+		setenv("SLUICE_SPIN_CAP", "64", 1);
+	}
 	else if (profile && !strcmp(profile, "throughput"))
 		setenv("SLUICE_SPIN_US", "20", 1);
 	else if (profile) {

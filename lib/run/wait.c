@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,6 +40,47 @@ static uint64_t mono_us(void)
 #define SLEEP_IDLE_MS	1000
 
 __thread uint32_t *sl_wait_word;
+
+bool sl_spin_hold(struct sl_stack *s, struct sl_spin *sp, unsigned int cap, uint64_t now_us)
+{
+	uint32_t now = (uint32_t)now_us, until = (now + SL_SPIN_LEASE_US) | 1;
+	uint32_t *lease = s->lib->spin_lease;
+
+	if (cap > SL_SPIN_SLOTS)
+		cap = SL_SPIN_SLOTS;
+	if (sp->slot >= 0 && (unsigned int)sp->slot < SL_SPIN_SLOTS &&
+	    SL_READ_ONCE(lease[sp->slot]) == sp->until) {
+		uint32_t v = sp->until;
+
+		/* Still ours: renewed once half gone. */
+		if ((int32_t)(v - now) > SL_SPIN_LEASE_US / 2)
+			return true;
+		if (sl_cmpxchg(&lease[sp->slot], &v, until)) {
+			sp->until = until;
+			return true;
+		}
+	}
+	sp->slot = -1;
+	for (unsigned int i = 0; i < cap; i++) {
+		uint32_t v = SL_READ_ONCE(lease[i]);
+
+		if ((!v || (int32_t)(now - v) >= 0) && sl_cmpxchg(&lease[i], &v, until)) {
+			sp->slot = (int)i;
+			sp->until = until;
+			return true;
+		}
+	}
+	return false;
+}
+
+void sl_spin_drop(struct sl_stack *s, struct sl_spin *sp)
+{
+	uint32_t v = sp->until;
+
+	if (sp->slot >= 0 && (unsigned int)sp->slot < SL_SPIN_SLOTS)
+		sl_cmpxchg(&s->lib->spin_lease[sp->slot], &v, 0);
+	sp->slot = -1;
+}
 
 /*
  * A caller spinning on a non-blocking receive comes straight back.  Reading
@@ -75,6 +118,94 @@ static long futex_wait(uint32_t *w, uint32_t val, int ms)
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
 
 	return syscall(SYS_futex, w, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
+/*
+ * The cost of a wake-up on this machine: half the median round trip of two
+ * threads handing a futex word back and forth, each sleeping in between
+ * (the waker's FUTEX_WAKE, the sleeper's way back out of FUTEX_WAIT).
+ * Measured when a stack is made (sluice_stack_create()) and kept in its
+ * region for every process: a spin longer than a wake-up costs more than
+ * the sleep it saves (the preload's default spin time, lib/README.md
+ * "Waiting").
+ */
+#define WAKE_ROUNDS	64
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The other thread: waits for each odd value, answers with the next. */
+static void *wake_echo(void *arg)
+{
+	uint32_t *w = arg;
+
+	for (uint32_t v = 1; v < 2 * WAKE_ROUNDS; v += 2) {
+		while (SL_READ_ONCE(*w) != v)
+			futex_wait(w, v - 1, 100);
+		SL_WRITE_ONCE(*w, v + 1);
+		sl_wake_word(w);
+	}
+	return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+unsigned int sl_wake_cost_ns(void)
+{
+	uint64_t rt[WAKE_ROUNDS];
+	uint32_t w = 0;
+	pthread_t t;
+
+	cpu_set_t all, one;
+	bool pinned = false;
+
+	/* Two CPUs, if it may use two: peers in a stack are usually on two
+	 * cores, and a wake-up across cores (an interrupt to a sleeping
+	 * core) is what a spin saves; on one CPU a hand-off is a context
+	 * switch, several times cheaper. */
+	if (pthread_create(&t, NULL, wake_echo, &w))
+		return 0;
+	if (!sched_getaffinity(0, sizeof(all), &all) && CPU_COUNT(&all) > 1) {
+		int first = -1;
+
+		for (int c = 0; c < CPU_SETSIZE; c++) {
+			if (!CPU_ISSET(c, &all))
+				continue;
+			CPU_ZERO(&one);
+			CPU_SET(c, &one);
+			if (first < 0) {
+				first = c;
+				pinned = !pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+			} else {
+				pthread_setaffinity_np(t, sizeof(one), &one);
+				break;
+			}
+		}
+	}
+	for (uint32_t i = 0; i < WAKE_ROUNDS; i++) {
+		uint64_t t0 = mono_ns();
+
+		SL_WRITE_ONCE(w, 2 * i + 1);
+		sl_wake_word(&w);
+		while (SL_READ_ONCE(w) != 2 * i + 2)
+			futex_wait(&w, 2 * i + 1, 100);
+		rt[i] = mono_ns() - t0;
+	}
+	pthread_join(t, NULL);
+	if (pinned)
+		pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
+	qsort(rt, WAKE_ROUNDS, sizeof(rt[0]), cmp_u64);
+	return rt[WAKE_ROUNDS / 2] / 2 < UINT32_MAX ? (unsigned int)(rt[WAKE_ROUNDS / 2] / 2) : 0;
 }
 
 /* The module's wake sequence of a module-backed stack (uapi
