@@ -183,11 +183,8 @@ int cmd_run(int argc, char **argv)
 	}
 	/* Profiles, as Onload's and VMA's: how long blocking calls and
 	 * epoll busy-poll before they sleep. */
-	if (profile && !strcmp(profile, "latency")) {
-		/* Busy-polling on cores of its own: every waiter spins. */
+	if (profile && !strcmp(profile, "latency"))
 		setenv("SLUICE_SPIN_US", "100000", 1);
-		setenv("SLUICE_SPIN_CAP", "64", 1);
-	}
 	else if (profile && !strcmp(profile, "throughput"))
 		setenv("SLUICE_SPIN_US", "20", 1);
 	else if (profile) {
@@ -196,6 +193,17 @@ int cmd_run(int argc, char **argv)
 	}
 	if (spin)
 		setenv("SLUICE_SPIN_US", spin, 1);
+	/* What a wake-up costs here, for the default spin time (lib/README.md
+	 * "Waiting"); a sluice run inside one hands its own figure on. */
+	if (!getenv("SLUICE_WAKE_NS")) {
+		unsigned int ns = sl_wake_cost_ns();
+		char wake[16];
+
+		if (ns) {
+			snprintf(wake, sizeof(wake), "%u", ns);
+			setenv("SLUICE_WAKE_NS", wake, 1);
+		}
+	}
 	if (ifname && !*ifname)
 		ifname = NULL;
 	if (ifname && tap) {

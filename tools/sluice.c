@@ -416,7 +416,7 @@ static int cmd_dump(const char *name)
 	       s->r->buf_size);
 	printf("  at most so far: sockets %u, buffers %u\n", s->lib->sock_peak, s->lib->buf_peak);
 	if (s->lib->wake_cost_ns)
-		printf("  a wake-up costs %.1f us here (measured as the stack was made): "
+		printf("  a wake-up costs %.1f us here (as sluice run measured it): "
 		       "blocking calls spin %u us before they sleep, unless told\n",
 		       s->lib->wake_cost_ns / 1e3, sl_spin_budget_us(s->lib->wake_cost_ns));
 	tw.now_us = sl_now(s);

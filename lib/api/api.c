@@ -120,7 +120,6 @@ int sluice_stack_create(const char *name, const struct sluice_stack_config *cfg,
 		free(s);
 		return ret;
 	}
-	SL_WRITE_ONCE(s->lib->wake_cost_ns, sl_wake_cost_ns());
 	s->r->attach_count++;
 	*out = (struct sluice_stack *)s;
 	return 0;

@@ -43,8 +43,6 @@ struct sl_sock;
 /* connect()'s port perturbation buckets (sl_region.port_perturb): a
  * power of two. */
 #define SL_PORT_PERTURB	256
-/* Spin leases (sl_region.spin_lease): the most waiters that spin at once. */
-#define SL_SPIN_SLOTS	64
 
 /* Counter blocks: one a process (SL_PROC_MAX processes count apart). */
 #define SL_NEIGH_MAX	64
@@ -185,11 +183,10 @@ struct sl_region {
 
 	uint16_t port_perturb[SL_PORT_PERTURB];
 
-	/* What a wake-up costs on this machine, ns, measured as the stack
-	 * was made (run/wait.c, sl_wake_cost_ns()); 0 unknown. */
+	/* What a wake-up costs on this machine, ns, as `sluice run`
+	 * measured it for the first program that attached (run/wait.c,
+	 * sl_wake_cost_ns()), for sluice info; 0 unknown. */
 	uint32_t wake_cost_ns;
-	/* Spin leases (run/wait.c, sl_spin_hold()): deadlines, 0 free. */
-	uint32_t spin_lease[SL_SPIN_SLOTS] __attribute__((aligned(64)));
 
 	uint32_t chg_seq __attribute__((aligned(64)));
 	uint32_t chg_ring[SL_CHG_RING];

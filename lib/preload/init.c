@@ -126,14 +126,8 @@ static void read_config(void)
 	v = getenv("SLUICE_SPIN_US");
 	pl_cfg.spin_set = v && *v;
 	pl_cfg.spin_us = v && *v ? (unsigned int)strtoul(v, NULL, 10) : 50;
-	v = getenv("SLUICE_SPIN_CAP");
-	if (v && *v) {
-		pl_cfg.spin_cap = (unsigned int)strtoul(v, NULL, 10);
-	} else {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-		pl_cfg.spin_cap = n > 1 ? (unsigned int)(n - 1) : 0;
-	}
+	v = getenv("SLUICE_WAKE_NS");
+	pl_cfg.wake_ns = v && *v ? (uint32_t)strtoul(v, NULL, 10) : 0;
 	pl_cfg.disabled = env_flag("SLUICE_DISABLE", false);
 	pl_cfg.udp = env_flag("SLUICE_UDP", true);
 	v = getenv("SLUICE_LOOPBACK");
@@ -195,7 +189,6 @@ static void atfork_child(void)
 	urcu_bp_after_fork_child();
 	pl_fdtable_atfork_child();
 	pl_epoll_atfork();
-	pl_spin_forget();
 }
 
 /* Started under a seccomp filter already (a service manager's, kept
@@ -325,10 +318,16 @@ struct sluice_stack *pl_stack(void)
 	/* This layer spins (pl_sluice_wait()): the stack's own waits sleep at
 	 * once, in slices short enough to notice signals. */
 	sluice_stack_set_spin(st, 0);
-	/* Unless told, spin as long as a wake-up here costs (measured when
-	 * the stack was made): longer costs more than the sleep it saves. */
-	if (!pl_cfg.spin_set && ((struct sl_stack *)st)->lib->wake_cost_ns)
-		pl_cfg.spin_us = sl_spin_budget_us(((struct sl_stack *)st)->lib->wake_cost_ns);
+	/* Unless told, spin for what a wake-up here costs (`sluice run`
+	 * measured it, SLUICE_WAKE_NS): longer costs more than the sleep it
+	 * saves.  Kept in the region for `sluice info`. */
+	if (pl_cfg.wake_ns) {
+		uint32_t none = 0;
+
+		if (!pl_cfg.spin_set)
+			pl_cfg.spin_us = sl_spin_budget_us(pl_cfg.wake_ns);
+		sl_cmpxchg(&((struct sl_stack *)st)->lib->wake_cost_ns, &none, pl_cfg.wake_ns);
+	}
 	ret = pl_fdtable_open((struct sl_stack *)st);
 	if (ret) {
 		pl_log("stack %s: placeholder file: %s; sockets stay in the kernel",

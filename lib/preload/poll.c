@@ -20,7 +20,6 @@
 #include <string.h>
 
 #include "preload.h"
-#include "run/run.h"
 
 /*
  * glibc declares poll()'s and ppoll()'s fds write_only (__attr_access), so
@@ -41,34 +40,6 @@
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
-/*
- * This thread's spin lease (run/wait.c, sl_spin_hold()): a wait spins only
- * while it holds one, so no more threads of the stack spin at once than
- * there are cores to spare (pl_cfg.spin_cap); the others sleep at once.
- * Past SL_SPIN_SLOTS the cap is no cap (the latency profile).
- */
-static __thread struct sl_spin pl_spin = { -1, 0 };
-
-bool pl_spin_ok(uint64_t now_us)
-{
-	struct sl_stack *s = pl_sl();
-
-	return !s || pl_cfg.spin_cap >= SL_SPIN_SLOTS ||
-	       sl_spin_hold(s, &pl_spin, pl_cfg.spin_cap, now_us);
-}
-
-void pl_spin_stop(void)
-{
-	if (pl_spin.slot >= 0 && pl_sl())
-		sl_spin_drop(pl_sl(), &pl_spin);
-}
-
-/* A child of fork(): the parent's lease is the parent's. */
-void pl_spin_forget(void)
-{
-	pl_spin.slot = -1;
-}
-
 void pl_waiter_init(struct pl_waiter *w, int timeout_ms)
 {
 	w->start_us = pl_now_us();
@@ -84,11 +55,10 @@ bool pl_waiter_next(struct pl_waiter *w, int *sleep_ms)
 	w->rounds++;
 	if (w->deadline_us >= 0 && (int64_t)now >= w->deadline_us)
 		return false;
-	if (now - w->start_us < pl_cfg.spin_us && pl_spin_ok(now)) {
+	if (now - w->start_us < pl_cfg.spin_us) {
 		*sleep_ms = 0;
 		return true;
 	}
-	pl_spin_stop();
 	pl_sweep();	/* rate-limited: sockets of processes that died */
 	*sleep_ms = PL_SLICE_MS;
 	if (w->deadline_us >= 0) {
@@ -145,8 +115,7 @@ int pl_sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, bool
 	for (;;) {
 		now = pl_now_us();
 		slice = 0;
-		if (now - start >= pl_cfg.spin_us || !pl_spin_ok(now)) {
-			pl_spin_stop();
+		if (now - start >= pl_cfg.spin_us) {
 			slice = PL_SIG_SLICE_MS;
 			if (deadline >= 0 && (int64_t)now + slice * 1000 > deadline)
 				slice = deadline > (int64_t)now ?

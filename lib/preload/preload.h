@@ -132,9 +132,7 @@ struct pl_config {
 	char stack[SLUICE_NAME_MAX];	/* SLUICE_STACK */
 	unsigned int spin_us;		/* SLUICE_SPIN_US */
 	bool spin_set;			/* given, not derived (init.c) */
-	/* SLUICE_SPIN_CAP: at most this many threads of the stack spin at
-	 * once (sl_spin_hold()); default the CPUs online less one. */
-	unsigned int spin_cap;
+	uint32_t wake_ns;		/* SLUICE_WAKE_NS: a wake-up's cost (sluice run) */
 	bool disabled;			/* SLUICE_DISABLE=1: everything in the kernel */
 	bool udp;			/* SLUICE_UDP (default 1) */
 	bool loopback;			/* SLUICE_LOOPBACK (default 1): 127/8 on the stack */
@@ -301,10 +299,6 @@ int pl_waiter_slice(const struct pl_waiter *w, int cap_ms);
  * when the deadline has passed. */
 bool pl_waiter_next(struct pl_waiter *w, int *sleep_ms);
 uint64_t pl_now_us(void);
-/* May this thread spin on (a spin lease, poll.c)?  And it stops. */
-bool pl_spin_ok(uint64_t now_us);
-void pl_spin_stop(void);
-void pl_spin_forget(void);
 /* The side a mixed set sleeps on (poll.c): kernel if it was busy last. */
 extern __thread bool pl_mixed_kernel_side;
 void pl_mixed_note(int sluice_ready, int kernel_ready);

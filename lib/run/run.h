@@ -39,35 +39,21 @@ int sl_run_poll(struct sl_stack *s);
 /* wait.c */
 /* A spinning caller that found nothing backs off this long (calibrated). */
 void sl_wait_backoff(void);
-/*
- * Spinning that leaves the cores to those who work (issue 18): a waiter
- * spins only while it holds one of the stack's spin leases, at most cap
- * of which are out at once (the preload: the CPUs online less one, so
- * one is always left for whoever would answer).  A lease is a deadline,
- * microseconds mod 2^32, in sl_region.spin_lease[]: renewed while its
- * holder spins, handed back when it stops, free once past; so a process
- * that dies spinning, or returns without handing it back, holds nothing
- * for longer than SL_SPIN_LEASE_US.
- */
-#define SL_SPIN_LEASE_US	200
-struct sl_spin {
-	int slot;		/* the lease held, or -1 */
-	uint32_t until;		/* its deadline, as written */
-};
-/* May the holder of sp spin on at now_us?  Renews or takes a lease. */
-bool sl_spin_hold(struct sl_stack *s, struct sl_spin *sp, unsigned int cap, uint64_t now_us);
-/* It stops spinning: the lease goes back. */
-void sl_spin_drop(struct sl_stack *s, struct sl_spin *sp);
-/* What a wake-up costs here, nanoseconds (a futex hand-off between two
- * threads, measured now: about a millisecond); 0 if it cannot be. */
+/* What a wake-up costs here, nanoseconds (futex hand-offs between two
+ * threads on two CPUs, measured now: a few milliseconds); 0 if it cannot
+ * be (one CPU, no thread). */
 unsigned int sl_wake_cost_ns(void);
-/* The spin time that a wake-up's cost buys: as long as the wake-up, at
- * least SL_SPIN_MIN_US, at most SL_SPIN_MAX_US. */
+/*
+ * The spin time a wake-up's cost buys: two and a half wake-ups (a sleep
+ * costs the waker's wake-up, the sleeper's way back out and the cache it
+ * comes back to; measured, lib/README.md "Waiting"), at least
+ * SL_SPIN_MIN_US, at most SL_SPIN_MAX_US.
+ */
 #define SL_SPIN_MIN_US	10
-#define SL_SPIN_MAX_US	100
+#define SL_SPIN_MAX_US	200
 static inline unsigned int sl_spin_budget_us(unsigned int wake_cost_ns)
 {
-	unsigned int us = (wake_cost_ns + 999) / 1000;
+	unsigned int us = (unsigned int)(((uint64_t)wake_cost_ns * 5 / 2 + 999) / 1000);
 
 	return us < SL_SPIN_MIN_US ? SL_SPIN_MIN_US : us > SL_SPIN_MAX_US ? SL_SPIN_MAX_US : us;
 }

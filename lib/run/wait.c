@@ -41,47 +41,6 @@ static uint64_t mono_us(void)
 
 __thread uint32_t *sl_wait_word;
 
-bool sl_spin_hold(struct sl_stack *s, struct sl_spin *sp, unsigned int cap, uint64_t now_us)
-{
-	uint32_t now = (uint32_t)now_us, until = (now + SL_SPIN_LEASE_US) | 1;
-	uint32_t *lease = s->lib->spin_lease;
-
-	if (cap > SL_SPIN_SLOTS)
-		cap = SL_SPIN_SLOTS;
-	if (sp->slot >= 0 && (unsigned int)sp->slot < SL_SPIN_SLOTS &&
-	    SL_READ_ONCE(lease[sp->slot]) == sp->until) {
-		uint32_t v = sp->until;
-
-		/* Still ours: renewed once half gone. */
-		if ((int32_t)(v - now) > SL_SPIN_LEASE_US / 2)
-			return true;
-		if (sl_cmpxchg(&lease[sp->slot], &v, until)) {
-			sp->until = until;
-			return true;
-		}
-	}
-	sp->slot = -1;
-	for (unsigned int i = 0; i < cap; i++) {
-		uint32_t v = SL_READ_ONCE(lease[i]);
-
-		if ((!v || (int32_t)(now - v) >= 0) && sl_cmpxchg(&lease[i], &v, until)) {
-			sp->slot = (int)i;
-			sp->until = until;
-			return true;
-		}
-	}
-	return false;
-}
-
-void sl_spin_drop(struct sl_stack *s, struct sl_spin *sp)
-{
-	uint32_t v = sp->until;
-
-	if (sp->slot >= 0 && (unsigned int)sp->slot < SL_SPIN_SLOTS)
-		sl_cmpxchg(&s->lib->spin_lease[sp->slot], &v, 0);
-	sp->slot = -1;
-}
-
 /*
  * A caller spinning on a non-blocking receive comes straight back.  Reading
  * the socket's first cache line in a tight loop fights the process that is
@@ -124,10 +83,8 @@ static long futex_wait(uint32_t *w, uint32_t val, int ms)
  * The cost of a wake-up on this machine: half the median round trip of two
  * threads handing a futex word back and forth, each sleeping in between
  * (the waker's FUTEX_WAKE, the sleeper's way back out of FUTEX_WAIT).
- * Measured when a stack is made (sluice_stack_create()) and kept in its
- * region for every process: a spin longer than a wake-up costs more than
- * the sleep it saves (the preload's default spin time, lib/README.md
- * "Waiting").
+ * `sluice run` measures it and hands it to the preload, whose default
+ * spin time follows from it (lib/README.md "Waiting").
  */
 #define WAKE_ROUNDS	64
 
@@ -163,35 +120,32 @@ static int cmp_u64(const void *a, const void *b)
 unsigned int sl_wake_cost_ns(void)
 {
 	uint64_t rt[WAKE_ROUNDS];
+	cpu_set_t all, one[2];
+	unsigned int got = 0;
 	uint32_t w = 0;
 	pthread_t t;
 
-	cpu_set_t all, one;
-	bool pinned = false;
-
-	/* Two CPUs, if it may use two: peers in a stack are usually on two
-	 * cores, and a wake-up across cores (an interrupt to a sleeping
-	 * core) is what a spin saves; on one CPU a hand-off is a context
-	 * switch, several times cheaper. */
-	if (pthread_create(&t, NULL, wake_echo, &w))
+	/* On two CPUs: peers in a stack are on two cores, and a wake-up
+	 * across cores (an interrupt to a sleeping core) is what a spin
+	 * saves; on one CPU a hand-off is a context switch, twenty times
+	 * cheaper here, and would make every spin too short.  A creator
+	 * that may use one CPU measures nothing (0: the default spin). */
+	if (sched_getaffinity(0, sizeof(all), &all) || CPU_COUNT(&all) < 2)
 		return 0;
-	if (!sched_getaffinity(0, sizeof(all), &all) && CPU_COUNT(&all) > 1) {
-		int first = -1;
-
-		for (int c = 0; c < CPU_SETSIZE; c++) {
-			if (!CPU_ISSET(c, &all))
-				continue;
-			CPU_ZERO(&one);
-			CPU_SET(c, &one);
-			if (first < 0) {
-				first = c;
-				pinned = !pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
-			} else {
-				pthread_setaffinity_np(t, sizeof(one), &one);
-				break;
-			}
+	for (int c = 0; c < CPU_SETSIZE && got < 2; c++) {
+		if (CPU_ISSET(c, &all)) {
+			CPU_ZERO(&one[got]);
+			CPU_SET(c, &one[got]);
+			got++;
 		}
 	}
+	if (pthread_setaffinity_np(pthread_self(), sizeof(one[0]), &one[0]))
+		return 0;
+	if (pthread_create(&t, NULL, wake_echo, &w)) {
+		pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
+		return 0;
+	}
+	pthread_setaffinity_np(t, sizeof(one[1]), &one[1]);
 	for (uint32_t i = 0; i < WAKE_ROUNDS; i++) {
 		uint64_t t0 = mono_ns();
 
@@ -202,8 +156,7 @@ unsigned int sl_wake_cost_ns(void)
 		rt[i] = mono_ns() - t0;
 	}
 	pthread_join(t, NULL);
-	if (pinned)
-		pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
+	pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
 	qsort(rt, WAKE_ROUNDS, sizeof(rt[0]), cmp_u64);
 	return rt[WAKE_ROUNDS / 2] / 2 < UINT32_MAX ? (unsigned int)(rt[WAKE_ROUNDS / 2] / 2) : 0;
 }

@@ -233,6 +233,15 @@ check "a pre-forking server (4 children in accept) answers 40 clients" \
 	[ "$out" = "answers 40 children True" ] || sed 's/^/# /' <<<"$out"
 po=$(counter "$st" tcp_passive_open)
 check "the children accepted on the shared stack (tcp_passive_open ${po:-?})" [ "${po:-0}" = 40 ]
+# sluice run measured what a wake-up costs (on two CPUs or more) and the
+# preload spins for two and a half of them (lib/README.md "Waiting").
+wk=$("$sluice" dump "$st" 2>/dev/null | grep -m1 'a wake-up costs')
+if [ "$(nproc)" -ge 2 ]; then
+	check "sluice run measured a wake-up; the spin follows (${wk# *})" \
+		grep -qE 'costs [0-9.]+ us here .* spin [0-9]+ us' <<<"$wk"
+else
+	skip "sluice run measured a wake-up" "one CPU"
+fi
 
 st=$(newstack epollet)
 out=$(timeout 60 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/epoll_et.py" 2>&1)

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The spin time follows what a wake-up costs (lib/run/wait.c,
+ * sl_wake_cost_ns(); lib/README.md "Waiting"): `sluice run` times futex
+ * hand-offs between two threads on two CPUs; a process that may use one
+ * CPU measures nothing, since there a hand-off is a context switch and
+ * every spin would come out too short.
+ */
+#include <sched.h>
+
+#include "stack_fixture.h"
+#include "run/run.h"
+
+int main(void)
+{
+	cpu_set_t all, one;
+	unsigned int ns;
+	int first = -1;
+
+	tap_eq(sl_spin_budget_us(20000), 50, "a 20 us wake-up buys a 50 us spin");
+	tap_eq(sl_spin_budget_us(1000), SL_SPIN_MIN_US, "a cheap one: the least spin");
+	tap_eq(sl_spin_budget_us(1000000), SL_SPIN_MAX_US, "a dear one: the most");
+
+	if (sched_getaffinity(0, sizeof(all), &all) || CPU_COUNT(&all) < 2) {
+		tap_ok(1, "wake-up timing # SKIP one CPU here: nothing to time across two");
+		return tap_done();
+	}
+	ns = sl_wake_cost_ns();
+	tap_ok(ns > 0 && ns < 50000000, "timed across two CPUs: %u ns", ns);
+
+	for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
+		if (CPU_ISSET(c, &all))
+			first = c;
+	CPU_ZERO(&one);
+	CPU_SET(first, &one);
+	tap_ok(!sched_setaffinity(0, sizeof(one), &one), "this process on one CPU");
+	tap_eq(sl_wake_cost_ns(), 0, "then nothing is measured");
+	sched_setaffinity(0, sizeof(all), &all);
+	tap_ok(CPU_COUNT(&all) == (sched_getaffinity(0, sizeof(one), &one), CPU_COUNT(&one)),
+	       "and its CPUs are given back");
+	return tap_done();
+}
