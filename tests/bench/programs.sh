@@ -12,7 +12,8 @@
 #
 #   bash tests/bench/programs.sh [-t SECONDS] [-r ROUNDS] [-o WHAT,...]
 #   WHAT: sockperf-tcp sockperf-udp sockperf-tput iperf3 redis nginx
-#         pgbench java-tpc churn
+#         pgbench java-tpc churn churn-long (not by default: -t is its
+#         whole length, e.g. -t 1200 -o churn-long for ten minutes each)
 #
 # Spinning on both sides: sockperf runs with --nonblocked (a busy loop
 # on recvfrom, the kernel's equivalent of Sluice's busy-polling), Sluice
@@ -331,6 +332,43 @@ churn() {	# MODE N K -> "connections/s cpu-µs-per-connection"
 	echo "${r:-0} $(per_tx "$t0" "$([ -n "$r" ] && echo "$n" || echo 0)")"
 }
 
+# churn-long: -t SECONDS of conn_churn from 32 client processes, in
+# batches of 20,000 alternating between a kernel server and a Sluice one,
+# each kept running the whole time (so anything that grows shows); a line
+# a pair of batches: both rates, the Sluice stack's slots, buffers and
+# TIME-WAIT entries in use, the kernel's (/proc/net/sockstat: sockets in
+# use, TIME-WAIT, pages), and both servers' resident memory.
+churn_long() {
+	local kp=$((22800 + RANDOM % 100)) sp=$((22900 + RANDOM % 100)) pre ksrv ssrv
+	local end=$((SECONDS + secs)) k s use ks krss srss
+	pre=$(prefix sluice throughput)
+	taskset -c 1 "$churn_bin" server "$kp" 2000000000 >"$tmp/kserver.log" 2>&1 &
+	ksrv=$!
+	taskset -c 1 $pre "$churn_bin" server "$sp" 2000000000 >"$tmp/sserver.log" 2>&1 &
+	ssrv=$!
+	for _ in $(seq 100); do
+		grep -q ready "$tmp/kserver.log" && grep -q ready "$tmp/sserver.log" && break
+		sleep 0.05
+	done
+	echo "# churn-long: s; conn/s kernel, Sluice; Sluice sockets buffers time-wait;" \
+		"kernel sockets time-wait pages; server RSS KiB kernel, Sluice"
+	while [ "$SECONDS" -lt "$end" ]; do
+		k=$(taskset -c 0 "$churn_bin" client "$kp" 20000 32 | awk '{ print $6 }')
+		s=$(taskset -c 0 $pre "$churn_bin" client "$sp" 20000 32 | awk '{ print $6 }')
+		use=$("$sluice" dump "$st" 2>/dev/null | awk '
+			/ sockets [0-9]+\// { split($0, a, "sockets "); split(a[2], b, "/"); so = b[1]
+				split($0, c, "buffers "); split(c[2], d, "/"); bu = d[1] }
+			/time-wait:/ { tw = $2 } END { print so, bu, tw }')
+		ks=$(awk '/^TCP:/ { print $3, $7, $11 }' /proc/net/sockstat)
+		krss=$(awk '/^VmRSS/ { print $2 }' "/proc/$ksrv/status" 2>/dev/null)
+		srss=$(awk '/^VmRSS/ { print $2 }' "/proc/$ssrv/status" 2>/dev/null)
+		echo "# $SECONDS; ${k:-0} ${s:-0}; $use; $ks; ${krss:-?} ${srss:-?}"
+	done
+	kill -KILL "$ksrv" "$ssrv" 2>/dev/null
+	wait "$ksrv" "$ssrv" 2>/dev/null
+	rm -rf "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st"
+}
+
 echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg);" \
 	"${secs}s a run, $rounds rounds, kernel and Sluice alternating"
 echo "| what | kernel | Sluice | Sluice / kernel |"
@@ -394,5 +432,8 @@ for ((r = 1; r <= rounds; r++)); do
 			rowc "nginx (1 worker) + wrk (1 thread, 16 connections), Connection: close" \
 				"$k" "$kc" "$s" "$sc" req/s
 		fi
+	fi
+	if want churn-long && [ -x "$churn_bin" ] && [ "$r" = 1 ]; then
+		churn_long
 	fi
 done
