@@ -377,4 +377,7 @@ __attribute__((destructor)) static void pl_destructor(void)
 	/* The stack stays mapped (other threads may still run), but what
 	 * we closed may still have data to send: leave it to the helper. */
 	sl_helper_ensure(s);
+	/* Our counter block, for the next process (a forking server's
+	 * next child takes it without looking for a dead one). */
+	sl_counters_release(s);
 }
