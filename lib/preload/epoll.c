@@ -39,6 +39,8 @@
 
 #define PL_EP_MAX	4096
 #define PL_SLICE_MS	1
+/* Sets up to this many item slots may sleep on a wait channel (ep_channel()). */
+#define PL_EP_CHAN_CAP	16
 
 struct pl_epitem {
 	int fd;			/* -1: a free slot (next links the free list) */
@@ -608,6 +610,31 @@ out:
 }
 
 /*
+ * The wait channel (proto: socket index mod SL_WQ_N) all of a small set's
+ * sockets are on, as one of them, or -1: a set of one socket (a forking
+ * server's worker watching its client beside a latch and a pipe) sleeps
+ * on its channel and is woken by its own socket's changes, not by every
+ * change in the stack as a sleeper on the journal is.  ep->mu held.
+ */
+static int ep_channel(const struct pl_ep *ep)
+{
+	int sd = -1;
+
+	if (!ep->n || ep->cap > PL_EP_CHAN_CAP)
+		return -1;
+	for (unsigned int i = 0; i < ep->cap; i++) {
+		const struct pl_epitem *it = &ep->items[i];
+
+		if (it->fd < 0)
+			continue;
+		if (sd >= 0 && ((it->sd ^ (uint32_t)sd) & (SL_WQ_N - 1)))
+			return -1;
+		sd = (int)it->sd;
+	}
+	return sd;
+}
+
+/*
  * Sleep up to ms until the stack's journal moves past what the set has
  * read (the stack wakes us when any socket's readiness changes).  Only
  * when nothing on the check list is ready now: ep_collect() just emptied
@@ -617,15 +644,17 @@ static bool ep_sleep(struct pl_ep *ep, int ms, unsigned int sigs)
 {
 	uint32_t seen;
 	bool idle;
+	int chan;
 
 	pthread_mutex_lock(&ep->mu);
 	idle = ep->jvalid && !ep->nchk;
 	seen = ep->jseq;
+	chan = ep_channel(ep);
 	pthread_mutex_unlock(&ep->mu);
 	if (!idle)
 		return false;
 	/* A signal ends it at once (run.h, sl_wait_word). */
-	sl_wait_journal(pl_stack(), seen, ms, pl_sig_count, sigs);
+	sl_wait_journal(pl_stack(), seen, chan, ms, pl_sig_count, sigs);
 	return true;
 }
 
