@@ -79,9 +79,12 @@ $(B)/libsluice.so: $(LIB_OBJS) lib/libsluice.map
 # the wrappers, urcu-bp for the fd table; exports only what preload.map lists.
 # -Bsymbolic-functions: a wrapper's call to another (sendmmsg to sendmsg)
 # stays in the library when it is dlopen()ed rather than preloaded.
+# -z now: its calls into libc are bound once as a program starts; lazily,
+# each child of a forking server bound again the ones its parent had not
+# made yet (the dynamic linker's lookups, at every connection).
 $(PRELOAD): $(LIB_OBJS) $(PRELOAD_OBJS) lib/preload/preload.map
 	$(CC) -shared $(LDFLAGS) -Wl,--version-script=lib/preload/preload.map -Wl,-z,defs \
-		-Wl,-Bsymbolic-functions -o $@ \
+		-Wl,-Bsymbolic-functions -Wl,-z,now -o $@ \
 		$(LIB_OBJS) $(PRELOAD_OBJS) -lurcu-bp -ldl -lpthread $(LIBS)
 
 $(TOOL): $(B)/tools/sluice.o $(B)/tools/run.o $(B)/libsluice.a
