@@ -165,6 +165,9 @@ static void read_config(void)
 
 static void atfork_prepare(void)
 {
+	/* Once, in the parent: its children inherit the calibration (1000
+	 * pauses timed) instead of each making its own at its first spin. */
+	sl_wait_calibrate();
 	urcu_bp_before_fork();
 }
 

@@ -39,6 +39,9 @@ int sl_run_poll(struct sl_stack *s);
 /* wait.c */
 /* A spinning caller that found nothing backs off this long (calibrated). */
 void sl_wait_backoff(void);
+/* Calibrate that now (once a process, inherited by fork()): a forking
+ * server does it before it forks, not each child at its first spin. */
+void sl_wait_calibrate(void);
 /* Does a sleeper of this process sleep in poll on the stack fd (module
  * stacks), rather than on the region's futex? */
 bool sl_wait_on_fd(struct sl_stack *s);
