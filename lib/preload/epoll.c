@@ -89,6 +89,9 @@ static struct pl_ep *eps[PL_EP_MAX];
  * PL_SLICE_MS slices with the kernel's epoll_wait.
  */
 static bool ep_pure[PL_EP_MAX];
+/* Above every set marked pure since the last fork: what a fork clears (a
+ * page of memset in parent and child cost a copy-on-write fault each). */
+static int ep_pure_top;
 #define PL_PURE_SLICE_MS	500
 static pthread_mutex_t eps_mu = PTHREAD_MUTEX_INITIALIZER;
 /* Above the highest epoll fd that ever had a Sluice part: closing a socket
@@ -770,8 +773,11 @@ EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct
  * that number was dropped by close(). */
 static int made(int epfd)
 {
-	if (epfd >= 0 && epfd < PL_EP_MAX)
+	if (epfd >= 0 && epfd < PL_EP_MAX) {
 		SL_WRITE_ONCE(ep_pure[epfd], true);
+		if (epfd >= SL_READ_ONCE(ep_pure_top))
+			SL_WRITE_ONCE(ep_pure_top, epfd + 1);
+	}
 	return epfd;
 }
 
@@ -787,5 +793,10 @@ EXPORT int epoll_create1(int flags)
 
 void pl_epoll_atfork(void)
 {
-	memset(ep_pure, 0, sizeof(ep_pure));
+	int top = SL_READ_ONCE(ep_pure_top);
+
+	if (top > 0 && top <= PL_EP_MAX) {
+		memset(ep_pure, 0, (size_t)top * sizeof(ep_pure[0]));
+		SL_WRITE_ONCE(ep_pure_top, 0);
+	}
 }
