@@ -666,7 +666,7 @@ static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max,
 	struct pl_waiter w;
 	unsigned int sigs;
 	int got, sgot, k, sleep_ms;
-	bool pure, skip_kernel;
+	bool pure, skip_kernel, klook;
 
 	if (max <= 0)
 		return -EINVAL;
@@ -675,19 +675,25 @@ static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max,
 	for (;;) {
 		got = ep_collect(ep, evs, max);
 		sleep_ms = 0;
+		klook = true;
 		if (!got && !pl_waiter_next(&w, &sleep_ms))
 			sleep_ms = 0;
+		else if (!got && !sleep_ms)
+			klook = pl_waiter_kernel(&w);
 		/* No kernel fd to watch: the whole wait on the stack, and
 		 * nothing to ask the kernel (but a set that could not sleep
-		 * on the stack naps there, as a mixed one does). */
+		 * on the stack naps there, as a mixed one does).  Spinning,
+		 * the kernel part is asked only now and then (pl_waiter_kernel()). */
 		pure = SL_READ_ONCE(ep_pure[epfd]) && !ep->kfd;
-		skip_kernel = pure && !sleep_ms;
+		skip_kernel = (pure && !sleep_ms) || !klook;
 		if (!got && sleep_ms && (pure || !pl_mixed_kernel_side) &&
 		    ep_sleep(ep, pure ? pl_waiter_slice(&w, PL_PURE_SLICE_MS) : sleep_ms, sigs)) {
 			got = ep_collect(ep, evs, max);
 			sleep_ms = 0;
 			skip_kernel = pure;
 		}
+		if (!klook && !pure)
+			sl_wait_backoff();	/* as the kernel call spaced rounds */
 		sgot = got;
 		k = got < max && !skip_kernel ?
 		    REAL(epoll_wait)(epfd, evs + got, max - got, got ? 0 : sleep_ms) : 0;
