@@ -814,10 +814,14 @@ void pl_sweep(void)
 	 * The stack's sweep: whoever finds the last one PL_SWEEP_US old (or
 	 * in the future: a scribbled or reset time only brings the next one
 	 * forward) and moves it to now.  A process that lost notes the
-	 * winner's time, and looks again PL_SWEEP_US after it.
+	 * winner's time, and looks again PL_SWEEP_US after it.  A process
+	 * without a record of its own sweeps on its own time, as before: the
+	 * others' sweeps, one probe a record, would not see such a process
+	 * die, its own looks at every socket do.
 	 */
 	last = sl_load_acquire(&hdr->last_sweep_us);
-	if (now - last >= PL_SWEEP_US && sl_cmpxchg(&hdr->last_sweep_us, &last, now))
+	if (reg_full || (now - last >= PL_SWEEP_US &&
+			 sl_cmpxchg(&hdr->last_sweep_us, &last, now)))
 		sweep();
 	else if (now - last < PL_SWEEP_US)
 		SL_WRITE_ONCE(last_sweep_us, last);
