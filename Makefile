@@ -79,10 +79,22 @@ $(B)/libsluice.so: $(LIB_OBJS) lib/libsluice.map
 # the wrappers, urcu-bp for the fd table; exports only what preload.map lists.
 # -Bsymbolic-functions: a wrapper's call to another (sendmmsg to sendmsg)
 # stays in the library when it is dlopen()ed rather than preloaded.
+# -z now: its calls into libc are bound once as a program starts; lazily,
+# each child of a forking server bound again the ones its parent had not
+# made yet (the dynamic linker's lookups, at every connection).
+# rdma-core is not linked: the verbs links' calls to it go (--wrap) to
+# lib/preload/verbs.c, which loads it on first use; -z defs fails the link
+# if they name a function this list lacks.
+PRELOAD_VERBS := ibv_get_device_list ibv_free_device_list ibv_get_device_name \
+	ibv_open_device ibv_close_device ibv_query_device ibv_query_port ibv_query_gid \
+	_ibv_query_gid_ex ibv_query_pkey ibv_alloc_pd ibv_dealloc_pd ibv_reg_mr_iova2 \
+	ibv_dereg_mr ibv_create_comp_channel ibv_destroy_comp_channel ibv_create_cq \
+	ibv_destroy_cq ibv_create_qp ibv_modify_qp ibv_destroy_qp ibv_attach_mcast \
+	ibv_detach_mcast ibv_create_ah ibv_destroy_ah ibv_get_cq_event ibv_ack_cq_events
 $(PRELOAD): $(LIB_OBJS) $(PRELOAD_OBJS) lib/preload/preload.map
 	$(CC) -shared $(LDFLAGS) -Wl,--version-script=lib/preload/preload.map -Wl,-z,defs \
-		-Wl,-Bsymbolic-functions -o $@ \
-		$(LIB_OBJS) $(PRELOAD_OBJS) -lurcu-bp -ldl -lpthread $(LIBS)
+		-Wl,-Bsymbolic-functions -Wl,-z,now $(PRELOAD_VERBS:%=-Wl,--wrap=%) -o $@ \
+		$(LIB_OBJS) $(PRELOAD_OBJS) -lurcu-bp -ldl -lpthread
 
 $(TOOL): $(B)/tools/sluice.o $(B)/tools/run.o $(B)/libsluice.a
 	$(CC) -o $@ $^ $(LIBS)

@@ -371,12 +371,35 @@ struct poll_intr {
 	unsigned int seen;		/* its value when the caller looked */
 };
 
+/*
+ * With a journal wait on one channel (lock held): has the journal named a
+ * socket of channel c since seen?  *from is where the last look stopped
+ * (each entry is read once); a journal that moved more than its length
+ * may have dropped one: yes.
+ */
+static bool journal_names(struct sl_stack *s, uint32_t seen, uint32_t *from, uint32_t c)
+{
+	uint32_t end = SL_READ_ONCE(s->lib->chg_seq);
+
+	if (end - seen > SL_CHG_RING)
+		return true;
+	for (; *from != end; (*from)++)
+		if ((SL_READ_ONCE(s->lib->chg_ring[*from & (SL_CHG_RING - 1)]) &
+		     (SL_WQ_N - 1)) == c)
+			return true;
+	return false;
+}
+
 /* sluice_poll(), and with journal set, also done once the readiness
- * journal (sl_region.chg_seq) has moved from *journal; with intr, -EINTR
+ * journal (sl_region.chg_seq) has moved from *journal (with chan >= 0,
+ * once it names a socket of chan's wait channel, whose sleepers alone
+ * are then woken; the caller's sockets are all on it); with intr, -EINTR
  * once the thread's signal count moves from intr->seen. */
 static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int n,
-		     int timeout_ms, const uint32_t *journal, const struct poll_intr *intr)
+		     int timeout_ms, const uint32_t *journal, int chan,
+		     const struct poll_intr *intr)
 {
+	uint32_t jfrom = journal ? *journal : 0;
 	uint32_t *sleepers = &s->r->sleepers;
 	uint32_t *poll_sleepers = &s->lib->poll_sleepers;
 	struct sl_wq *q = NULL;
@@ -396,6 +419,8 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 			/* Sockets all of one wait channel: sleep on it alone. */
 			if (!on_fd && !journal && s->futex_ok)
 				q = wait_channel(s, fds, n);
+			else if (!on_fd && chan >= 0 && s->futex_ok)
+				q = &s->lib->wq[(uint32_t)chan & (SL_WQ_N - 1)];
 			/* Counted before the look below (see sl_sock_wake()). */
 			if (on_fd)
 				sl_fetch_add(poll_sleepers, 1);
@@ -446,7 +471,8 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 			if (fds[i].revents)
 				ready++;
 		}
-		if (journal && SL_READ_ONCE(s->lib->chg_seq) != *journal)
+		if (journal && (q ? journal_names(s, *journal, &jfrom, (uint32_t)(q - s->lib->wq)) :
+				SL_READ_ONCE(s->lib->chg_seq) != *journal))
 			ready++;
 		seq = q ? SL_READ_ONCE(q->seq) : s->r->wake_seq;
 		sl_unlock(s);
@@ -480,7 +506,7 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
 		int timeout_ms)
 {
-	return poll_loop(S(st), fds, n, timeout_ms, NULL, NULL);
+	return poll_loop(S(st), fds, n, timeout_ms, NULL, -1, NULL);
 }
 
 int sl_poll_signals(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
@@ -488,15 +514,15 @@ int sl_poll_signals(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned
 {
 	const struct poll_intr intr = { count, seen };
 
-	return poll_loop(S(st), fds, n, timeout_ms, NULL, &intr);
+	return poll_loop(S(st), fds, n, timeout_ms, NULL, -1, &intr);
 }
 
-int sl_wait_journal(struct sluice_stack *st, uint32_t seen, int timeout_ms,
+int sl_wait_journal(struct sluice_stack *st, uint32_t seen, int chan_sd, int timeout_ms,
 		    unsigned int (*count)(void), unsigned int sigs)
 {
 	const struct poll_intr intr = { count, sigs };
 
-	return poll_loop(S(st), NULL, 0, timeout_ms, &seen, count ? &intr : NULL);
+	return poll_loop(S(st), NULL, 0, timeout_ms, &seen, chan_sd, count ? &intr : NULL);
 }
 
 /* Block until sd shows one of events (or an error), or fail -EAGAIN if it

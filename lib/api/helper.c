@@ -290,10 +290,12 @@ void sl_helper_ensure(struct sl_stack *s)
 	uint64_t end;
 	pid_t child;
 
-	if (helper_self || !s || !s->r || s->inspect || s->corrupt || env_on("SLUICE_NO_HELPER"))
+	if (helper_self || !s || !s->r || s->inspect || s->corrupt)
 		return;
+	/* The link first: most stacks have none to open again, and every
+	 * exiting process (a forking server's child) comes here. */
 	t = sl_link_tap_name(s->link);
-	if (!t && !s->ifindex)
+	if ((!t && !s->ifindex) || env_on("SLUICE_NO_HELPER"))
 		return;
 	if (t)
 		snprintf(tap, sizeof(tap), "%s", t);

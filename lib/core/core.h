@@ -639,6 +639,8 @@ bool sl_futex_usable(struct sl_stack *s);
 
 /* Point s->ctr at a counter block of this process's own (lock held). */
 void sl_counters_claim(struct sl_stack *s);
+/* Give that block back for the next process (detach, exit; no lock). */
+void sl_counters_release(struct sl_stack *s);
 /* A stack-wide counter: the sum over every process's block. */
 uint64_t sl_counter_sum(const struct sl_stack *s, enum sl_counter c);
 

@@ -270,23 +270,42 @@ void sl_counters_claim(struct sl_stack *s)
 	uint32_t self = (uint32_t)sl_self_pid();
 	int i, pick = -1;
 
-	/* Ours already, else a free block, else one whose process is gone
-	 * (its counts stay: the sums only grow), else the last block. */
+	/*
+	 * Ours already, else a free block (a process gives its block back as
+	 * it detaches or exits: sl_counters_release()), else the block our
+	 * pid hashes to, shared with whoever counts there: every increment is
+	 * made under the lock, so sharing loses no count (its cost is only a
+	 * line that moves between cores).  No system call here: this runs
+	 * with the lock held, at a forked child's first lock, and asking
+	 * whether each block's process still lives (kill(2), /proc) cost a
+	 * forking server's children up to 16 of each under the lock.
+	 */
 	for (i = 0; i < SL_PROC_MAX; i++)
-		if (r->counter_pid[i] == self)
+		if (SL_READ_ONCE(r->counter_pid[i]) == self)
 			pick = i;
 	for (i = 0; pick < 0 && i < SL_PROC_MAX; i++)
-		if (!r->counter_pid[i])
-			pick = i;
-	/* (A sandboxed process may not ask: kill(2) can cost it its life.) */
-	for (i = 0; pick < 0 && !sl_sys_sandboxed && i < SL_PROC_MAX; i++)
-		if (sl_pid_dead((pid_t)r->counter_pid[i]) || kill((pid_t)r->counter_pid[i], 0))
+		if (!SL_READ_ONCE(r->counter_pid[i]))
 			pick = i;
 	if (pick < 0)
-		pick = SL_PROC_MAX - 1;
-	r->counter_pid[pick] = self;
+		pick = (int)(self % SL_PROC_MAX);
+	SL_WRITE_ONCE(r->counter_pid[pick], self);
 	s->ctr = &r->counters[pick];
 	s->ctr_pid = (pid_t)self;
+}
+
+void sl_counters_release(struct sl_stack *s)
+{
+	uint32_t self = (uint32_t)sl_self_pid();
+	uint32_t *w;
+
+	/* A forked child that never locked points at its parent's block. */
+	if (!s || !s->r || s->ctr_pid != (pid_t)self)
+		return;
+	w = &s->lib->counter_pid[s->ctr - s->lib->counters];
+	/* Without the lock: only if it still names us (a claimer may have
+	 * taken it over); our later counts, if any, land in a block shared
+	 * with its next owner, which the lock keeps exact. */
+	sl_cmpxchg(w, &self, 0);
 }
 
 bool sl_futex_usable(struct sl_stack *s)

@@ -517,6 +517,8 @@ err_close:
 
 void sl_region_detach(struct sl_stack *s)
 {
+	if (s->r)
+		sl_counters_release(s);
 	if (s->base)
 		munmap(s->base, s->size);
 	if (s->region_fd >= 0)

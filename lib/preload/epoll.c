@@ -39,6 +39,8 @@
 
 #define PL_EP_MAX	4096
 #define PL_SLICE_MS	1
+/* Sets up to this many item slots may sleep on a wait channel (ep_channel()). */
+#define PL_EP_CHAN_CAP	16
 
 struct pl_epitem {
 	int fd;			/* -1: a free slot (next links the free list) */
@@ -87,6 +89,9 @@ static struct pl_ep *eps[PL_EP_MAX];
  * PL_SLICE_MS slices with the kernel's epoll_wait.
  */
 static bool ep_pure[PL_EP_MAX];
+/* Above every set marked pure since the last fork: what a fork clears (a
+ * page of memset in parent and child cost a copy-on-write fault each). */
+static int ep_pure_top;
 #define PL_PURE_SLICE_MS	500
 static pthread_mutex_t eps_mu = PTHREAD_MUTEX_INITIALIZER;
 /* Above the highest epoll fd that ever had a Sluice part: closing a socket
@@ -608,6 +613,31 @@ out:
 }
 
 /*
+ * The wait channel (proto: socket index mod SL_WQ_N) all of a small set's
+ * sockets are on, as one of them, or -1: a set of one socket (a forking
+ * server's worker watching its client beside a latch and a pipe) sleeps
+ * on its channel and is woken by its own socket's changes, not by every
+ * change in the stack as a sleeper on the journal is.  ep->mu held.
+ */
+static int ep_channel(const struct pl_ep *ep)
+{
+	int sd = -1;
+
+	if (!ep->n || ep->cap > PL_EP_CHAN_CAP)
+		return -1;
+	for (unsigned int i = 0; i < ep->cap; i++) {
+		const struct pl_epitem *it = &ep->items[i];
+
+		if (it->fd < 0)
+			continue;
+		if (sd >= 0 && ((it->sd ^ (uint32_t)sd) & (SL_WQ_N - 1)))
+			return -1;
+		sd = (int)it->sd;
+	}
+	return sd;
+}
+
+/*
  * Sleep up to ms until the stack's journal moves past what the set has
  * read (the stack wakes us when any socket's readiness changes).  Only
  * when nothing on the check list is ready now: ep_collect() just emptied
@@ -617,15 +647,17 @@ static bool ep_sleep(struct pl_ep *ep, int ms, unsigned int sigs)
 {
 	uint32_t seen;
 	bool idle;
+	int chan;
 
 	pthread_mutex_lock(&ep->mu);
 	idle = ep->jvalid && !ep->nchk;
 	seen = ep->jseq;
+	chan = ep_channel(ep);
 	pthread_mutex_unlock(&ep->mu);
 	if (!idle)
 		return false;
 	/* A signal ends it at once (run.h, sl_wait_word). */
-	sl_wait_journal(pl_stack(), seen, ms, pl_sig_count, sigs);
+	sl_wait_journal(pl_stack(), seen, chan, ms, pl_sig_count, sigs);
 	return true;
 }
 
@@ -634,7 +666,7 @@ static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max,
 	struct pl_waiter w;
 	unsigned int sigs;
 	int got, sgot, k, sleep_ms;
-	bool pure, skip_kernel;
+	bool pure, skip_kernel, klook;
 
 	if (max <= 0)
 		return -EINVAL;
@@ -643,19 +675,25 @@ static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max,
 	for (;;) {
 		got = ep_collect(ep, evs, max);
 		sleep_ms = 0;
+		klook = true;
 		if (!got && !pl_waiter_next(&w, &sleep_ms))
 			sleep_ms = 0;
+		else if (!got && !sleep_ms)
+			klook = pl_waiter_kernel(&w);
 		/* No kernel fd to watch: the whole wait on the stack, and
 		 * nothing to ask the kernel (but a set that could not sleep
-		 * on the stack naps there, as a mixed one does). */
+		 * on the stack naps there, as a mixed one does).  Spinning,
+		 * the kernel part is asked only now and then (pl_waiter_kernel()). */
 		pure = SL_READ_ONCE(ep_pure[epfd]) && !ep->kfd;
-		skip_kernel = pure && !sleep_ms;
+		skip_kernel = (pure && !sleep_ms) || !klook;
 		if (!got && sleep_ms && (pure || !pl_mixed_kernel_side) &&
 		    ep_sleep(ep, pure ? pl_waiter_slice(&w, PL_PURE_SLICE_MS) : sleep_ms, sigs)) {
 			got = ep_collect(ep, evs, max);
 			sleep_ms = 0;
 			skip_kernel = pure;
 		}
+		if (!klook && !pure)
+			sl_wait_backoff();	/* as the kernel call spaced rounds */
 		sgot = got;
 		k = got < max && !skip_kernel ?
 		    REAL(epoll_wait)(epfd, evs + got, max - got, got ? 0 : sleep_ms) : 0;
@@ -741,8 +779,11 @@ EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct
  * that number was dropped by close(). */
 static int made(int epfd)
 {
-	if (epfd >= 0 && epfd < PL_EP_MAX)
+	if (epfd >= 0 && epfd < PL_EP_MAX) {
 		SL_WRITE_ONCE(ep_pure[epfd], true);
+		if (epfd >= SL_READ_ONCE(ep_pure_top))
+			SL_WRITE_ONCE(ep_pure_top, epfd + 1);
+	}
 	return epfd;
 }
 
@@ -758,5 +799,10 @@ EXPORT int epoll_create1(int flags)
 
 void pl_epoll_atfork(void)
 {
-	memset(ep_pure, 0, sizeof(ep_pure));
+	int top = SL_READ_ONCE(ep_pure_top);
+
+	if (top > 0 && top <= PL_EP_MAX) {
+		memset(ep_pure, 0, (size_t)top * sizeof(ep_pure[0]));
+		SL_WRITE_ONCE(ep_pure_top, 0);
+	}
 }

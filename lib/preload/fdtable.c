@@ -82,7 +82,12 @@ struct pl_fdhdr {
 	uint64_t stamp;		/* the region's creation secret: a stale file is reset */
 	uint32_t nrec;
 	uint32_t reserved;
-	uint8_t pad[40];
+	/* When some process of the stack last swept (CLOCK_MONOTONIC µs,
+	 * compare-and-swap): one sweep every PL_SWEEP_US for the stack, not
+	 * one for each process (a forking server's children each inherited
+	 * an old time and swept as soon as they waited). */
+	uint64_t last_sweep_us;
+	uint8_t pad[32];
 	struct pl_proc procs[PL_PROCS];
 };
 
@@ -794,7 +799,7 @@ static void reap_pending(void)
 
 void pl_sweep(void)
 {
-	uint64_t now = pl_now_us();
+	uint64_t now = pl_now_us(), last;
 	int saved_errno;
 
 	/* A sandboxed process may not lock-test files (fcntl): it leaves
@@ -805,7 +810,21 @@ void pl_sweep(void)
 	saved_errno = errno;
 	if (SL_READ_ONCE(npend))
 		reap_pending();
-	sweep();
+	/*
+	 * The stack's sweep: whoever finds the last one PL_SWEEP_US old (or
+	 * in the future: a scribbled or reset time only brings the next one
+	 * forward) and moves it to now.  A process that lost notes the
+	 * winner's time, and looks again PL_SWEEP_US after it.  A process
+	 * without a record of its own sweeps on its own time, as before: the
+	 * others' sweeps, one probe a record, would not see such a process
+	 * die, its own looks at every socket do.
+	 */
+	last = sl_load_acquire(&hdr->last_sweep_us);
+	if (reg_full || (now - last >= PL_SWEEP_US &&
+			 sl_cmpxchg(&hdr->last_sweep_us, &last, now)))
+		sweep();
+	else if (now - last < PL_SWEEP_US)
+		SL_WRITE_ONCE(last_sweep_us, last);
 	errno = saved_errno;
 }
 

@@ -169,6 +169,9 @@ static void read_config(void)
 
 static void atfork_prepare(void)
 {
+	/* Once, in the parent: its children inherit the calibration (1000
+	 * pauses timed) instead of each making its own at its first spin. */
+	sl_wait_calibrate();
 	urcu_bp_before_fork();
 }
 
@@ -391,4 +394,7 @@ __attribute__((destructor)) static void pl_destructor(void)
 	/* The stack stays mapped (other threads may still run), but what
 	 * we closed may still have data to send: leave it to the helper. */
 	sl_helper_ensure(s);
+	/* Our counter block, for the next process (a forking server's
+	 * next child takes it without looking for a dead one). */
+	sl_counters_release(s);
 }

@@ -70,6 +70,23 @@ bool pl_waiter_next(struct pl_waiter *w, int *sleep_ms)
 }
 
 /*
+ * An epoll set of both kinds spinning (no sleep this round, the wait not
+ * over): is this a round to ask the kernel about its part?  The first
+ * round and every PL_SPIN_KLOOK-th, or every round if the kernel side was
+ * the busy one last time.  A zero-timeout epoll_wait each round was most
+ * of what a forking server's workers spent spinning (PostgreSQL waits for
+ * its client in such a set), and asleep the kernel part is looked at only
+ * once a millisecond anyway.  (poll() asks every round: its rounds look
+ * at the Sluice part under the stack lock, which the kernel call spaces.)
+ */
+#define PL_SPIN_KLOOK	16
+
+bool pl_waiter_kernel(const struct pl_waiter *w)
+{
+	return pl_mixed_kernel_side || w->rounds % PL_SPIN_KLOOK == 1;
+}
+
+/*
  * Which side a mixed set sleeps on: the one that was busy last time in
  * this thread.  The other side is looked at after each slice, so it is
  * seen at most PL_SLICE_MS late; the busy side wakes the sleeper at once.

@@ -298,6 +298,8 @@ int pl_waiter_slice(const struct pl_waiter *w, int cap_ms);
 /* How long the next kernel wait may sleep (ms): 0 while spinning; false
  * when the deadline has passed. */
 bool pl_waiter_next(struct pl_waiter *w, int *sleep_ms);
+/* Spinning on a mixed set: ask the kernel about its part this round? */
+bool pl_waiter_kernel(const struct pl_waiter *w);
 uint64_t pl_now_us(void);
 /* The side a mixed set sleeps on (poll.c): kernel if it was busy last. */
 extern __thread bool pl_mixed_kernel_side;

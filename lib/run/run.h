@@ -39,6 +39,9 @@ int sl_run_poll(struct sl_stack *s);
 /* wait.c */
 /* A spinning caller that found nothing backs off this long (calibrated). */
 void sl_wait_backoff(void);
+/* Calibrate that now (once a process, inherited by fork()): a forking
+ * server does it before it forks, not each child at its first spin. */
+void sl_wait_calibrate(void);
 /* What a wake-up costs here, nanoseconds (futex hand-offs between two
  * threads on two CPUs, measured now: a few milliseconds); 0 if it cannot
  * be (one CPU, no thread). */

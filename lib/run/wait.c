@@ -65,6 +65,11 @@ static void backoff_calibrate(void)
 		backoff_pauses = 64;
 }
 
+void sl_wait_calibrate(void)
+{
+	pthread_once(&backoff_once, backoff_calibrate);
+}
+
 void sl_wait_backoff(void)
 {
 	pthread_once(&backoff_once, backoff_calibrate);
