@@ -132,6 +132,39 @@ static int ensure_stack(const char *name, const char *addr, const char *gw, cons
 	return 0;
 }
 
+/*
+ * What a wake-up costs here, for the default spin time (lib/README.md
+ * "Waiting"), in SLUICE_WAKE_NS: the stack's figure if a sluice run
+ * before this one measured it, else measured now (a few ms) and kept in
+ * the stack.  Not when the spin is given, nor inside a sluice run that
+ * already handed its figure on.
+ */
+static void wake_cost_env(const char *name)
+{
+	const char *spin = getenv("SLUICE_SPIN_US"), *have = getenv("SLUICE_WAKE_NS");
+	struct sluice_stack *st;
+	uint32_t ns = 0, none = 0;
+	char wake[16];
+
+	if ((spin && *spin) || (have && *have))
+		return;
+	if (!sluice_stack_attach(name, &st)) {
+		ns = SL_READ_ONCE(((struct sl_stack *)st)->lib->wake_cost_ns);
+		if (!ns) {
+			ns = sl_wake_cost_ns();
+			if (ns)
+				sl_cmpxchg(&((struct sl_stack *)st)->lib->wake_cost_ns, &none, ns);
+		}
+		sluice_stack_close(st);
+	} else {
+		ns = sl_wake_cost_ns();	/* a module's stack, made again by the program */
+	}
+	if (ns) {
+		snprintf(wake, sizeof(wake), "%u", ns);
+		setenv("SLUICE_WAKE_NS", wake, 1);
+	}
+}
+
 int cmd_run(int argc, char **argv)
 {
 	const char *stack = getenv("SLUICE_STACK"), *profile = NULL, *spin = NULL;
@@ -193,17 +226,7 @@ int cmd_run(int argc, char **argv)
 	}
 	if (spin)
 		setenv("SLUICE_SPIN_US", spin, 1);
-	/* What a wake-up costs here, for the default spin time (lib/README.md
-	 * "Waiting"); a sluice run inside one hands its own figure on. */
-	if (!getenv("SLUICE_WAKE_NS")) {
-		unsigned int ns = sl_wake_cost_ns();
-		char wake[16];
 
-		if (ns) {
-			snprintf(wake, sizeof(wake), "%u", ns);
-			setenv("SLUICE_WAKE_NS", wake, 1);
-		}
-	}
 	if (ifname && !*ifname)
 		ifname = NULL;
 	if (ifname && tap) {
@@ -244,6 +267,7 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "sluice run: stack '%s': %s\n", stack, strerror(-ret));
 		return 1;
 	}
+	wake_cost_env(stack);
 	old = getenv("LD_PRELOAD");
 	if (old && *old) {
 		pre = malloc(strlen(lib) + strlen(old) + 2);

@@ -62,8 +62,9 @@ static ssize_t sysctl_read(const char *path, char *buf, size_t len)
  * The ephemeral port range (net.ipv4.ip_local_port_range, "low high")
  * and the ports taken out of it (net.ipv4.ip_local_reserved_ports,
  * "8080,9000-9010"), read as each handle is made, in the caller's network
- * namespace: proto/sock.c picks from them as Linux does.  Unreadable
- * (a sandbox, no /proc) or out of Linux's own bounds: Linux's default.
+ * namespace: proto/sock.c picks from them as Linux does.  Also the SYN
+ * and SYN-ACK retries.  Unreadable (a sandbox, no /proc) or out of
+ * Linux's own bounds: Linux's default.
  */
 static void port_range_read(struct sl_stack *s)
 {
@@ -75,6 +76,14 @@ static void port_range_read(struct sl_stack *s)
 		s->port_lo = (uint16_t)lo;
 		s->port_hi = (uint16_t)hi;
 	}
+	/* How often a SYN and a SYN-ACK are sent again (tcp(7); TCP_SYNCNT
+	 * overrides it a socket): 1-127 as Linux allows. */
+	if (sysctl_read("/proc/sys/net/ipv4/tcp_syn_retries", buf, 64) > 0 &&
+	    sscanf(buf, "%lu", &lo) == 1 && lo >= 1 && lo <= 127)
+		s->tcp_syn_retries = (uint8_t)lo;
+	if (sysctl_read("/proc/sys/net/ipv4/tcp_synack_retries", buf, 64) > 0 &&
+	    sscanf(buf, "%lu", &lo) == 1 && lo >= 1 && lo <= 127)
+		s->tcp_synack_retries = (uint8_t)lo;
 	if (sysctl_read("/proc/sys/net/ipv4/ip_local_reserved_ports", buf, sizeof(buf)) <= 0)
 		return;
 	for (p = buf; *p && *p != '\n'; p = end + (*end == ',')) {

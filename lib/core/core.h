@@ -251,7 +251,7 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(tcp_fast_retransmit, "TCP fast retransmits")			\
 	X(tcp_challenge_ack, "TCP challenge ACKs sent (RFC 5961)")	\
 	X(tcp_defer_accept, "bare ACKs a TCP_DEFER_ACCEPT listener's child waited past for data")	\
-	X(tcp_syn_dropped, "SYNs dropped: backlog full, or no socket")	\
+	X(tcp_syn_dropped, "SYNs dropped for the peer to send again: backlog full, or no socket") \
 	X(tcp_syn_parked, "connections of this stack held for a full accept queue") \
 	X(tcp_syn_unparked, "held connections sent again when accept() made room") \
 	X(tcp_syncookies_sent, "SYN queue full: SYNs answered with a cookie")	\
@@ -412,6 +412,9 @@ struct sl_stack {
 	 * of ip_local_port_range and ip_local_reserved_ports, as read when
 	 * this handle was made (0, 0: Linux's default). */
 	uint16_t port_lo, port_hi;
+	/* net.ipv4.tcp_syn_retries and tcp_synack_retries, read with them
+	 * (0: Linux's defaults, SL_TCP_SYN_RETRIES and _SYNACK_). */
+	uint8_t tcp_syn_retries, tcp_synack_retries;
 	bool port_reserved_any;
 	uint64_t port_reserved[65536 / 64];
 	/* A value read from the region was impossible (sl_corrupt()): every

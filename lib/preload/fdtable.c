@@ -797,15 +797,22 @@ static void reap_pending(void)
 		reap(mine[i]);
 }
 
+/* This program has not swept yet (a new image: not inherited across
+ * exec, and a forked child inherits its parent's false). */
+static bool swept_never = true;
+
 void pl_sweep(void)
 {
 	uint64_t now = pl_now_us(), last;
+	bool first = SL_READ_ONCE(swept_never);
 	int saved_errno;
 
 	/* A sandboxed process may not lock-test files (fcntl): it leaves
 	 * dead processes' sockets to the others on the stack (os.h). */
-	if (!recs || sl_sys_sandboxed || now - SL_READ_ONCE(last_sweep_us) < PL_SWEEP_US)
+	if (!recs || sl_sys_sandboxed ||
+	    (!first && now - SL_READ_ONCE(last_sweep_us) < PL_SWEEP_US))
 		return;
+	SL_WRITE_ONCE(swept_never, false);
 	SL_WRITE_ONCE(last_sweep_us, now);
 	saved_errno = errno;
 	if (SL_READ_ONCE(npend))
@@ -820,8 +827,12 @@ void pl_sweep(void)
 	 * die, its own looks at every socket do.
 	 */
 	last = sl_load_acquire(&hdr->last_sweep_us);
-	if (reg_full || (now - last >= PL_SWEEP_US &&
-			 sl_cmpxchg(&hdr->last_sweep_us, &last, now)))
+	/* A program's first look sweeps whatever the stack's time says: a
+	 * server killed just after another process's sweep still holds its
+	 * listener, and a client started now would be let in and reset
+	 * where the kernel refuses it. */
+	if (first || reg_full || (now - last >= PL_SWEEP_US &&
+				  sl_cmpxchg(&hdr->last_sweep_us, &last, now)))
 		sweep();
 	else if (now - last < PL_SWEEP_US)
 		SL_WRITE_ONCE(last_sweep_us, last);

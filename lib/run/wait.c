@@ -91,7 +91,7 @@ static long futex_wait(uint32_t *w, uint32_t val, int ms)
  * `sluice run` measures it and hands it to the preload, whose default
  * spin time follows from it (lib/README.md "Waiting").
  */
-#define WAKE_ROUNDS	64
+#define WAKE_ROUNDS	32
 
 static uint64_t mono_ns(void)
 {

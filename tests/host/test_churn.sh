@@ -49,6 +49,10 @@ sysctl -qw net.ipv4.ip_local_port_range="40000 40099"
 sysctl -qw net.ipv4.ip_local_reserved_ports=40010
 echo "ports kernel \$(timeout 60 python3 "$top/tests/preload/port_range.py" 7985 40000 40099 40010)"
 echo "ports sluice \$(timeout 60 $sluice run --stack $st-p -- python3 "$top/tests/preload/port_range.py" 7986 40000 40099 40010)"
+# SYN retries from this namespace's sysctl, with no option on the socket.
+sysctl -qw net.ipv4.tcp_syn_retries=2
+echo "synr kernel \$(timeout 30 python3 "$top/tests/preload/syn_retries.py")"
+echo "synr sluice \$(timeout 30 $sluice run --stack $st-p -- python3 "$top/tests/preload/syn_retries.py")"
 EOS
 out=$(timeout 400 unshare -n bash "$tmp/run.sh" 2>&1)
 echo "$out" | sed 's/^/# /'
@@ -77,6 +81,9 @@ check "TIME-WAIT entries within the table ($tw)" \
 kp=$(grep '^ports kernel ' <<<"$out"); sp=$(grep '^ports sluice ' <<<"$out")
 check "ip_local_port_range 40000-40099 less 40010: as many connections to one peer as the kernel, the same error, no port outside" \
 	test -n "$kp" -a "${kp#ports kernel }" = "${sp#ports sluice }" -a -n "$(grep -F 'in_range True reserved_used False' <<<"$sp")"
+check "tcp_syn_retries 2: a connect to a full queue gives up as the kernel's does ($(grep '^synr ' <<<"$out" | tr '\n' ';'))" \
+	awk '/^synr (kernel|sluice) Connection timed out after / { t[$2] = $NF }
+	     END { exit !(t["kernel"] >= 6.5 && t["sluice"] >= 6.5 && t["sluice"] <= t["kernel"] + 1.5) }' <<<"$out"
 echo "# per second: sluice $(field 'sluice K=1 ' per_s), kernel $(field 'kernel K=1 ' per_s) in a row;" \
 	"sluice $(field 'sluice K=32 ' per_s), kernel $(field 'kernel K=32 ' per_s) from 32 clients"
 

@@ -194,6 +194,31 @@ check "sluice fds shows the server's listening socket" grep -qE " python3$" "$tm
 po=$(counter "$st" tcp_passive_open)
 check "the stack accepted both connections (tcp_passive_open ${po:-?})" [ "${po:-0}" = 2 ]
 
+# A server killed just after another program's sweep: a client started
+# next is refused, as on the kernel, not let in and then reset (its first
+# look sweeps whatever the stack's sweep time says).
+st=$(newstack dead)
+cat >"$tmp/dead.sh" <<EOS
+"$sluice" run --stack "$st" -- "$py" "$tp/fork_echo.py" 18082 "$tmp/dead.ready" >/dev/null 2>&1 &
+srv=\$!
+for i in \$(seq 50); do [ -s "$tmp/dead.ready" ] && break; sleep 0.1; done
+timeout 10 "$sluice" run --stack "$st" -- "$py" "$tp/line_client.py" 18082 before
+kill -KILL \$(cat "$tmp/dead.ready") \$srv 2>/dev/null
+wait
+timeout 10 "$sluice" run --stack "$st" -- "$py" -c '
+import socket
+try:
+    socket.create_connection(("127.0.0.1", 18082), timeout=5)
+    print("after: connected")
+except ConnectionRefusedError:
+    print("after: refused")
+except OSError as e:
+    print("after:", e)'
+EOS
+out=$(timeout 60 unshare -n bash "$tmp/dead.sh")
+check "a killed server's port: the next client is refused at once ($(tail -n 1 <<<"$out"))" \
+	grep -qx "after: refused" <<<"$out"
+
 st=$(newstack fork)
 cat >"$tmp/fork.sh" <<EOS
 "$sluice" run --stack "$st" -- "$py" "$tp/fork_echo.py" 18081 "$tmp/fork.ready" >"$tmp/fork.log" 2>&1 &

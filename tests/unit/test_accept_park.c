@@ -56,6 +56,7 @@ static void test_syn_waits_for_room(void)
 {
 	int l = listener(7501, 2), c[4], a[4];
 	uint64_t parked0 = fx_counter(s, "tcp_syn_parked");
+	uint64_t dropped0 = fx_counter(s, "tcp_syn_dropped");
 	uint64_t t0 = fx_clock_us;
 
 	for (int i = 0; i < 3; i++) {
@@ -68,6 +69,8 @@ static void test_syn_waits_for_room(void)
 	run(6);
 	tap_eq(state(c[3]), SL_TCP_SYN_SENT, "the fourth SYN found the queue full: still SYN-SENT");
 	tap_eq(fx_counter(s, "tcp_syn_parked") - parked0, 1, "held for room (tcp_syn_parked)");
+	tap_eq(fx_counter(s, "tcp_syn_dropped") - dropped0, 0,
+	       "not counted as dropped: nothing is left to a retransmission");
 	a[0] = sluice_accept(ST(s), l, NULL);
 	run(6);
 	tap_ok(a[0] >= 0 && state(c[3]) == SL_TCP_ESTABLISHED,

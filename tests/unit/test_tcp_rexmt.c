@@ -153,6 +153,27 @@ static void test_syn_sent_syncnt(void)
 	tf_finish();
 }
 
+/* net.ipv4.tcp_syn_retries 2 (read as the stack's handle is made, in
+ * s->tcp_syn_retries): the same 7 s, with no option on the socket. */
+static void test_syn_sent_sysctl(void)
+{
+	struct sl_sock *so = sl_sock_alloc((tf_init("ss"), T.s), SL_SOCK_TCP);
+	uint64_t start;
+
+	T.s->tcp_syn_retries = 2;
+	sl_sock_bind(T.s, so, 0, 0);
+	start = tf_now_us;
+	sl_tcp_connect(T.s, so, T.peer, htons(TF_PPORT), tf_now_us);
+	for (int ms = 0; ms < 10000 && so->state != SL_TCP_CLOSED; ms++)
+		tf_advance_ms(1);
+	tap_eq(so->error, ETIMEDOUT, "tcp_syn_retries 2: ETIMEDOUT");
+	tap_eq(T.n, 3, "the SYN and 2 retransmissions");
+	tap_ok((tf_now_us - start) / 1000 >= 7000 && (tf_now_us - start) / 1000 <= 7010,
+	       "after 7 s (%llu ms)", (unsigned long long)((tf_now_us - start) / 1000));
+	T.s->tcp_syn_retries = 0;
+	tf_finish();
+}
+
 /* TCP_USER_TIMEOUT (RFC 5482, tcp(7)): unacknowledged data ends the
  * connection after the user's time, well before the retries run out,
  * and the timer fires at that time, not at the next backed-off RTO. */
@@ -415,6 +436,7 @@ int main(void)
 {
 	test_syn_sent_retransmitted_rto();
 	test_syn_sent_syncnt();
+	test_syn_sent_sysctl();
 	test_established_rto_backoff();
 	test_established_rtt_estimate();
 	test_established_data_retries();

@@ -499,25 +499,25 @@ int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **chil
  * more left to their timers), each is sent again as accept() makes room:
  * the SYN, or the SYN-ACK that the client answers with its ACK.
  */
-void sl_tcp_park(struct sl_stack *s, struct sl_sock *lso, struct sl_sock *so)
+bool sl_tcp_park(struct sl_stack *s, struct sl_sock *lso, struct sl_sock *so)
 {
 	struct sl_tcp_sock *ltp = &lso->tcp;
 	unsigned int n = ltp->park_len, i;
 
-	(void)s;
 	if (n >= SL_TCP_PARK || ltp->park_head >= SL_TCP_PARK)
-		return;
+		return false;
 	for (i = 0; i < n; i++) {
 		unsigned int j = (ltp->park_head + i) % SL_TCP_PARK;
 
 		if (ltp->park_idx[j] == so->idx && ltp->park_gen[j] == so->kp.gen)
-			return;
+			return true;
 	}
 	i = (ltp->park_head + n) % SL_TCP_PARK;
 	ltp->park_idx[i] = so->idx;
 	ltp->park_gen[i] = so->kp.gen;
 	ltp->park_len = (uint8_t)(n + 1);
 	sl_count(s, SL_C_tcp_syn_parked);
+	return true;
 }
 
 void sl_tcp_unpark(struct sl_stack *s, struct sl_sock *lso, uint64_t now_us)

@@ -336,9 +336,10 @@ static inline bool sl_tcp_acceptq_full(const struct sl_tcp_sock *ltp)
 	return ltp->acc_len > ltp->backlog;
 }
 
-/* A connection of this stack met listener lso's full accept queue; and
- * accept() made room (tcp.c). */
-void sl_tcp_park(struct sl_stack *s, struct sl_sock *lso, struct sl_sock *so);
+/* A connection of this stack met listener lso's full accept queue
+ * (false: no room to hold it, its timer will do); and accept() made room
+ * (tcp.c). */
+bool sl_tcp_park(struct sl_stack *s, struct sl_sock *lso, struct sl_sock *so);
 void sl_tcp_unpark(struct sl_stack *s, struct sl_sock *lso, uint64_t now_us);
 uint64_t sl_tcp_port_hash(struct sl_stack *s, uint32_t laddr, uint32_t raddr, uint16_t rport);
 uint32_t sl_tcp_ts_offset(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,

@@ -793,14 +793,14 @@ static void listen_input(struct sl_stack *s, struct sl_sock *lso, uint32_t idx,
 		goto drop;
 	if (sl_tcp_acceptq_full(ltp)) {
 		/* As Linux (ListenOverflows); a client in this stack waits
-		 * for accept() to make room rather than for its timer. */
-		sl_count(s, SL_C_tcp_syn_dropped);
-		if (SL_READ_ONCE(sl_buf(s, idx)->flags) & SL_BUF_LOCAL) {
+		 * for accept() to make room rather than for its timer, and is
+		 * counted as parked, not dropped. */
+		c = NULL;
+		if (SL_READ_ONCE(sl_buf(s, idx)->flags) & SL_BUF_LOCAL)
 			c = sl_sock_lookup_conn(s, SL_SOCK_TCP, ip->saddr, th->sport, ip->daddr,
 						th->dport);
-			if (c && c->state == SL_TCP_SYN_SENT)
-				sl_tcp_park(s, lso, c);
-		}
+		if (!c || c->state != SL_TCP_SYN_SENT || !sl_tcp_park(s, lso, c))
+			sl_count(s, SL_C_tcp_syn_dropped);
 		goto drop;
 	}
 	if (ltp->syn_len >= ltp->syn_max || embryos_full(s)) {
@@ -924,9 +924,9 @@ static bool child_ready(struct sl_stack *s, struct sl_sock *so)
 	ptp = &p->tcp;
 	if (sl_tcp_acceptq_full(ptp)) {
 		/* As Linux: ignore the ACK; our SYN-ACK will be retransmitted,
-		 * and at the latest when accept() makes room. */
-		sl_count(s, SL_C_tcp_syn_dropped);
-		sl_tcp_park(s, p, so);
+		 * or sent again when accept() makes room. */
+		if (!sl_tcp_park(s, p, so))
+			sl_count(s, SL_C_tcp_syn_dropped);
 		return false;
 	}
 	if (ptp->syn_len)

@@ -154,7 +154,9 @@ static void on_rexmt(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		/* TCP_SYNCNT, else the defaults; a deferred child keeps
 		 * offering its SYN-ACK for as long as it defers. */
 		limit = tp->syn_retries ? tp->syn_retries :
-			so->state == SL_TCP_SYN_SENT ? SL_TCP_SYN_RETRIES : SL_TCP_SYNACK_RETRIES;
+			so->state == SL_TCP_SYN_SENT ?
+			(s->tcp_syn_retries ? s->tcp_syn_retries : SL_TCP_SYN_RETRIES) :
+			(s->tcp_synack_retries ? s->tcp_synack_retries : SL_TCP_SYNACK_RETRIES);
 		if (so->state == SL_TCP_SYN_RECEIVED && limit < tp->defer_accept)
 			limit = tp->defer_accept;
 		if (tp->backoff >= limit) {
