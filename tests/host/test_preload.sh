@@ -148,7 +148,7 @@ elif [ -f "$alib" ] && [ -f "$asan" ] && [ -f "$ubsan" ] && [ -s "$tmp/kernel.ou
 		cmp -s <(grep -v '^#' "$tmp/kernel.out") <(grep -v '^#' "$tmp/asan.out")
 	bad=$(grep -cE 'ERROR: AddressSanitizer|runtime error' "$tmp/asan.err")
 	check "no AddressSanitizer or UBSan report ($bad)" [ "$bad" = 0 ]
-	for p in "prefork:answers 40 children True" "epoll_et:echoes 1000 of 1000" \
+	for p in "prefork:answers 40 children [1-4]" "epoll_et:echoes 1000 of 1000" \
 		"scm_rights:via-scm-rights eof"; do
 		want=${p#*:}
 		p=${p%%:*}
@@ -254,8 +254,12 @@ check "sockets survive subprocess.run (vfork and close_range in the child)" \
 
 st=$(newstack prefork)
 out=$(timeout 60 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/prefork.py" 2>&1)
-check "a pre-forking server (4 children in accept) answers 40 clients" \
-	[ "$out" = "answers 40 children True" ] || sed 's/^/# /' <<<"$out"
+# Every answer from one of the children; how they spread is the
+# scheduler's (the kernel wakes one sleeper in turn; here the child that
+# has just answered may still be spinning and take the next one, issue
+# 18), so it is shown, not checked.
+check "a pre-forking server (4 children in accept) answers 40 clients ($(tail -n 1 <<<"$out"))" \
+	grep -qxE 'answers 40 children [1-4]' <<<"$out"
 po=$(counter "$st" tcp_passive_open)
 check "the children accepted on the shared stack (tcp_passive_open ${po:-?})" [ "${po:-0}" = 40 ]
 # sluice run measured what a wake-up costs (on two CPUs or more) and the
