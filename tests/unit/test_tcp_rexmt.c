@@ -129,47 +129,43 @@ static void test_established_data_retries(void)
 	tf_finish();
 }
 
-/* TCP_SYNCNT: a connect gives up after that many SYN retransmissions,
- * when the last one's timeout ends (1 + 2 + 4 s for 2), not after the
- * default 6 (127 s). */
+/* A connect of so to the silent peer gives up after 2 SYN
+ * retransmissions, when the last one's timeout ends: 1 + 2 + 4 s. */
+static void syn_gives_up_after_two(struct sl_sock *so, const char *why)
+{
+	uint64_t start;
+
+	sl_sock_bind(T.s, so, 0, 0);
+	start = tf_now_us;
+	sl_tcp_connect(T.s, so, T.peer, htons(TF_PPORT), tf_now_us);
+	for (int ms = 0; ms < 10000 && so->state != SL_TCP_CLOSED; ms++)
+		tf_advance_ms(1);
+	tap_ok(so->state == SL_TCP_CLOSED && so->error == ETIMEDOUT, "%s: gave up, ETIMEDOUT", why);
+	tap_eq(T.n, 3, "the SYN and 2 retransmissions");
+	tap_ok((tf_now_us - start) / 1000 >= 7000 && (tf_now_us - start) / 1000 <= 7010,
+	       "after 7 s (%llu ms)", (unsigned long long)((tf_now_us - start) / 1000));
+}
+
+/* TCP_SYNCNT 2: that, not the default 6 retransmissions (127 s). */
 static void test_syn_sent_syncnt(void)
 {
 	struct sl_sock *so = sl_sock_alloc((tf_init("sc"), T.s), SL_SOCK_TCP);
 	int two = 2;
-	uint64_t start;
 
 	tap_eq(sl_tcp_setsockopt(T.s, so, IPPROTO_TCP, TCP_SYNCNT, &two, sizeof(two)), 0,
 	       "TCP_SYNCNT 2");
-	sl_sock_bind(T.s, so, 0, 0);
-	start = tf_now_us;
-	sl_tcp_connect(T.s, so, T.peer, htons(TF_PPORT), tf_now_us);
-	for (int ms = 0; ms < 10000 && so->state != SL_TCP_CLOSED; ms++)
-		tf_advance_ms(1);
-	tap_eq(so->state, SL_TCP_CLOSED, "gave up");
-	tap_eq(so->error, ETIMEDOUT, "ETIMEDOUT");
-	tap_eq(T.n, 3, "the SYN and 2 retransmissions");
-	tap_ok((tf_now_us - start) / 1000 >= 7000 && (tf_now_us - start) / 1000 <= 7010,
-	       "after 7 s (%llu ms)", (unsigned long long)((tf_now_us - start) / 1000));
+	syn_gives_up_after_two(so, "TCP_SYNCNT 2");
 	tf_finish();
 }
 
 /* net.ipv4.tcp_syn_retries 2 (read as the stack's handle is made, in
- * s->tcp_syn_retries): the same 7 s, with no option on the socket. */
+ * s->tcp_syn_retries): the same, with no option on the socket. */
 static void test_syn_sent_sysctl(void)
 {
 	struct sl_sock *so = sl_sock_alloc((tf_init("ss"), T.s), SL_SOCK_TCP);
-	uint64_t start;
 
 	T.s->tcp_syn_retries = 2;
-	sl_sock_bind(T.s, so, 0, 0);
-	start = tf_now_us;
-	sl_tcp_connect(T.s, so, T.peer, htons(TF_PPORT), tf_now_us);
-	for (int ms = 0; ms < 10000 && so->state != SL_TCP_CLOSED; ms++)
-		tf_advance_ms(1);
-	tap_eq(so->error, ETIMEDOUT, "tcp_syn_retries 2: ETIMEDOUT");
-	tap_eq(T.n, 3, "the SYN and 2 retransmissions");
-	tap_ok((tf_now_us - start) / 1000 >= 7000 && (tf_now_us - start) / 1000 <= 7010,
-	       "after 7 s (%llu ms)", (unsigned long long)((tf_now_us - start) / 1000));
+	syn_gives_up_after_two(so, "tcp_syn_retries 2");
 	T.s->tcp_syn_retries = 0;
 	tf_finish();
 }
