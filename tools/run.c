@@ -75,6 +75,33 @@ static void run_usage(void)
 
 /* Create the stack now (the library would on first use) so the address
  * configuration given here is the one it gets. */
+/*
+ * What a wake-up costs here, for the default spin time (lib/README.md
+ * "Waiting"), in SLUICE_WAKE_NS: stack st's figure if a sluice run before
+ * this one measured it, else measured now (a few ms) and kept in st (NULL:
+ * only measured).  Not when the spin is given, nor inside a sluice run
+ * that already handed its figure on.
+ */
+static void wake_cost_env(struct sluice_stack *st)
+{
+	const char *spin = getenv("SLUICE_SPIN_US"), *have = getenv("SLUICE_WAKE_NS");
+	uint32_t *kept = st ? &((struct sl_stack *)st)->lib->wake_cost_ns : NULL;
+	uint32_t ns = kept ? SL_READ_ONCE(*kept) : 0, none = 0;
+	char wake[16];
+
+	if ((spin && *spin) || (have && *have))
+		return;
+	if (!ns) {
+		ns = sl_wake_cost_ns();
+		if (ns && kept)
+			sl_cmpxchg(kept, &none, ns);
+	}
+	if (ns) {
+		snprintf(wake, sizeof(wake), "%u", ns);
+		setenv("SLUICE_WAKE_NS", wake, 1);
+	}
+}
+
 static int ensure_stack(const char *name, const char *addr, const char *gw, const char *ifname)
 {
 	struct sluice_stack_config cfg = { 0 };
@@ -86,6 +113,7 @@ static int ensure_stack(const char *name, const char *addr, const char *gw, cons
 
 	ret = sluice_stack_attach(name, &st);
 	if (!ret) {
+		wake_cost_env(st);
 		sluice_stack_close(st);
 		return 0;
 	}
@@ -122,47 +150,19 @@ static int ensure_stack(const char *name, const char *addr, const char *gw, cons
 	 * only to report a missing module or device now, the program makes
 	 * it again (the preload library, from the same environment). */
 	ret = sluice_stack_create(name, &cfg, &st);
-	if (ret == -EEXIST)
+	if (ret == -EEXIST) {
+		wake_cost_env(NULL);	/* made by another meanwhile */
 		return 0;
+	}
 	if (ret)
 		return ret;
+	/* (A module's stack is made again by the program: its copy of the
+	 * figure is the preload's to keep.) */
+	wake_cost_env(st);
 	/* The region stays (in /dev/shm, or held by the programs that attach
 	 * to it in the module) after we let go. */
 	sluice_stack_close(st);
 	return 0;
-}
-
-/*
- * What a wake-up costs here, for the default spin time (lib/README.md
- * "Waiting"), in SLUICE_WAKE_NS: the stack's figure if a sluice run
- * before this one measured it, else measured now (a few ms) and kept in
- * the stack.  Not when the spin is given, nor inside a sluice run that
- * already handed its figure on.
- */
-static void wake_cost_env(const char *name)
-{
-	const char *spin = getenv("SLUICE_SPIN_US"), *have = getenv("SLUICE_WAKE_NS");
-	struct sluice_stack *st;
-	uint32_t ns = 0, none = 0;
-	char wake[16];
-
-	if ((spin && *spin) || (have && *have))
-		return;
-	if (!sluice_stack_attach(name, &st)) {
-		ns = SL_READ_ONCE(((struct sl_stack *)st)->lib->wake_cost_ns);
-		if (!ns) {
-			ns = sl_wake_cost_ns();
-			if (ns)
-				sl_cmpxchg(&((struct sl_stack *)st)->lib->wake_cost_ns, &none, ns);
-		}
-		sluice_stack_close(st);
-	} else {
-		ns = sl_wake_cost_ns();	/* a module's stack, made again by the program */
-	}
-	if (ns) {
-		snprintf(wake, sizeof(wake), "%u", ns);
-		setenv("SLUICE_WAKE_NS", wake, 1);
-	}
 }
 
 int cmd_run(int argc, char **argv)
@@ -226,7 +226,6 @@ int cmd_run(int argc, char **argv)
 	}
 	if (spin)
 		setenv("SLUICE_SPIN_US", spin, 1);
-
 	if (ifname && !*ifname)
 		ifname = NULL;
 	if (ifname && tap) {
@@ -267,7 +266,6 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "sluice run: stack '%s': %s\n", stack, strerror(-ret));
 		return 1;
 	}
-	wake_cost_env(stack);
 	old = getenv("LD_PRELOAD");
 	if (old && *old) {
 		pre = malloc(strlen(lib) + strlen(old) + 2);

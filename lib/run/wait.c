@@ -17,12 +17,17 @@
 #include "os/os.h"
 #include "run/run.h"
 
-static uint64_t mono_us(void)
+static uint64_t mono_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + ts.tv_nsec / 1000;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t mono_us(void)
+{
+	return mono_ns() / 1000;
 }
 
 /* Longest single sleep before re-checking readiness (other processes may
@@ -72,7 +77,7 @@ void sl_wait_calibrate(void)
 
 void sl_wait_backoff(void)
 {
-	pthread_once(&backoff_once, backoff_calibrate);
+	sl_wait_calibrate();
 	for (unsigned int i = 0; i < backoff_pauses; i++)
 		__builtin_ia32_pause();
 }
@@ -92,14 +97,6 @@ static long futex_wait(uint32_t *w, uint32_t val, int ms)
  * spin time follows from it (lib/README.md "Waiting").
  */
 #define WAKE_ROUNDS	32
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The other thread: waits for each odd value, answers with the next. */
 static void *wake_echo(void *arg)
