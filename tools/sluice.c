@@ -385,7 +385,6 @@ static int cmd_dump(const char *name)
 	struct sl_stack *s;
 	char ip[INET_ADDRSTRLEN], mask[INET_ADDRSTRLEN];
 	struct tw_count tw;
-	uint64_t now_us;
 	int ret = sl_stack_inspect(name, &st);
 
 	if (ret) {
@@ -465,8 +464,7 @@ static int cmd_dump(const char *name)
 		if (so->type == SL_SOCK_TCP)
 			print_tcp(s, so);
 	}
-	now_us = sl_now(s);
-	sl_tw_list(s, print_tw, &now_us);
+	sl_tw_list(s, print_tw, &tw.now_us);
 	sluice_stack_close(st);
 	return 0;
 }
