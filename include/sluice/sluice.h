@@ -246,6 +246,10 @@ struct sluice_pollfd {
 	short events;	/* POLLIN, POLLOUT, ... */
 	short revents;
 };
+/* In events of a lone pollfd: wait as an exclusive waiter (accept()): of
+ * the exclusive waiters on a socket, a change wakes only the one waiting
+ * longest, which passes it on if it does not take what woke it. */
+#define SLUICE_POLLEXCL	0x4000
 /* Wait until a socket is ready: spin for the stack's spin time, then sleep;
  * timeout_ms < 0 waits for ever.  Returns the number ready, 0 on timeout. */
 int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,

@@ -412,9 +412,11 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 	uint32_t *sleepers = &s->r->sleepers;
 	uint32_t *poll_sleepers = &s->lib->poll_sleepers;
 	struct sl_wq *q = NULL;
+	/* An exclusive waiter (SLUICE_POLLEXCL: accept()) on one socket. */
+	struct sl_sock *xso = NULL;
 	uint64_t start = sl_now(s);
 	int64_t deadline = deadline_after(s, timeout_ms);
-	bool asleep = false, on_fd = false;
+	bool asleep = false, on_fd = false, unlooked = false;
 	uint32_t seq, mseq = 0;
 	int ready, ret;
 
@@ -425,11 +427,19 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 		 * A zero timeout only looks: it never sleeps, so never counts. */
 		if (!asleep && timeout_ms && sl_now(s) - start >= s->spin_us) {
 			on_fd = sl_wait_on_fd(s);
-			/* Sockets all of one wait channel: sleep on it alone. */
-			if (!on_fd && !journal && s->futex_ok)
+			/* One socket, exclusively: sleep on the socket's own
+			 * word, woken one at a time (sl_sock_wake_one()). */
+			if (!on_fd && !journal && s->futex_ok && n == 1 &&
+			    (fds[0].events & SLUICE_POLLEXCL) && fds[0].sd >= 0 &&
+			    (uint32_t)fds[0].sd < s->max_sockets) {
+				xso = sl_sock(s, (uint32_t)fds[0].sd);
+				sleepers = &xso->xsleepers;
+			} else if (!on_fd && !journal && s->futex_ok) {
+				/* Sockets all of one wait channel: sleep on it alone. */
 				q = wait_channel(s, fds, n);
-			else if (!on_fd && chan >= 0 && s->futex_ok)
+			} else if (!on_fd && chan >= 0 && s->futex_ok) {
 				q = &s->lib->wq[(uint32_t)chan & (SL_WQ_N - 1)];
+			}
 			/* Counted before the look below (see sl_sock_wake()). */
 			if (on_fd)
 				sl_fetch_add(poll_sleepers, 1);
@@ -443,7 +453,8 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 			 * from here on either moves it or is seen by the check
 			 * before the sleep. */
 			if (intr && !on_fd)
-				SL_WRITE_ONCE(sl_wait_word, q ? &q->seq : &s->r->wake_seq);
+				SL_WRITE_ONCE(sl_wait_word, xso ? &xso->xseq :
+					      q ? &q->seq : &s->r->wake_seq);
 		}
 		/* On the stack fd: the sequence before this look (see sl_wait_sleep()). */
 		if (asleep && on_fd)
@@ -457,6 +468,7 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 		if (ret == -ETIMEDOUT || ret == -EAGAIN) {
 			for (unsigned int i = 0; i < n; i++)
 				fds[i].revents = 0;
+			unlooked = asleep;
 			ret = 0;
 			break;
 		}
@@ -483,7 +495,7 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 		if (journal && (q ? journal_names(s, *journal, &jfrom, (uint32_t)(q - s->lib->wq)) :
 				SL_READ_ONCE(s->lib->chg_seq) != *journal))
 			ready++;
-		seq = q ? SL_READ_ONCE(q->seq) : s->r->wake_seq;
+		seq = xso ? SL_READ_ONCE(xso->xseq) : q ? SL_READ_ONCE(q->seq) : s->r->wake_seq;
 		sl_unlock(s);
 		ret = (int)checked(s, ready);
 		if (ret < 0)
@@ -495,7 +507,8 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 			break;
 		}
 		if (asleep) {
-			sl_wait_sleep(s, deadline, on_fd ? mseq : seq, on_fd, q ? &q->seq : NULL);
+			sl_wait_sleep(s, deadline, on_fd ? mseq : seq, on_fd,
+				      xso ? &xso->xseq : q ? &q->seq : NULL);
 		} else {
 			sl_wait_backoff();
 			sl_run_poll(s);
@@ -504,6 +517,12 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 	if (asleep) {
 		SL_WRITE_ONCE(sl_wait_word, NULL);
 		sl_fetch_sub(sleepers, 1);
+		/* An exclusive sleeper always looks after a wake-up, and
+		 * returns what it saw, unless its time ran out waiting for the
+		 * lock: then the wake-up may have been meant for a connection
+		 * still queued, and the next sleeper looks. */
+		if (xso && unlooked && SL_READ_ONCE(xso->xsleepers))
+			sl_wake_word_n(&xso->xseq, 1);
 		if (q)
 			sl_fetch_sub(&s->lib->wq_sleepers, 1);
 		if (on_fd)
@@ -626,6 +645,12 @@ int sluice_accept(struct sluice_stack *st, int sd, struct sockaddr_in *peer)
 		if (ret)
 			return ret;
 		ret = so->type == SL_SOCK_TCP ? sl_tcp_accept(s, so, &child) : -EOPNOTSUPP;
+		/* Exclusive sleepers are woken one a change: pass it on if a
+		 * connection is left, or this call fails for good (a listener
+		 * shut down fails every accept()). */
+		if (SL_READ_ONCE(so->xsleepers) && ret != -EAGAIN &&
+		    (ret || (sl_sock_events(s, so) & POLLIN)))
+			sl_sock_wake_one(s, so);
 		if (!ret && peer) {
 			memset(peer, 0, sizeof(*peer));
 			peer->sin_family = AF_INET;
@@ -640,7 +665,7 @@ int sluice_accept(struct sluice_stack *st, int sd, struct sockaddr_in *peer)
 			return (int)child->idx;
 		if (ret != -EAGAIN || nb)
 			return ret;
-		ret = wait_for(s, sd, POLLIN);
+		ret = wait_for(s, sd, POLLIN | SLUICE_POLLEXCL);
 		if (ret)
 			return ret;
 	}

@@ -40,6 +40,7 @@ struct sl_sock;
 #define SL_WHEEL_QUIET_MS	1000
 /* Wait channels (struct sl_region.wq): a power of two. */
 #define SL_WQ_N		256
+#define SL_XWAKE_N	16
 /* connect()'s port perturbation buckets (sl_region.port_perturb): a
  * power of two. */
 #define SL_PORT_PERTURB	256
@@ -374,6 +375,10 @@ struct sl_stack {
 	bool wake_all;
 	/* Wait channels whose sleepers to wake after unlock (sl_region.wq). */
 	uint64_t wq_pending[SL_WQ_N / 64];
+	/* Sockets one of whose exclusive sleepers to wake after unlock
+	 * (sl_sock_wake_one(); more in one turn are woken at once). */
+	uint32_t xwake[SL_XWAKE_N];
+	unsigned int xwake_n;
 	struct sl_link *link;
 	/*
 	 * Bring the stack back after a process died holding its lock (the
@@ -707,6 +712,8 @@ uint32_t sl_lock_release(struct sl_stack *s);
 void sl_lock_release_broken(struct sl_stack *s);
 /* Wake every sleeper on the region's wake_seq futex. */
 void sl_wake_sleepers(struct sl_stack *s);
+/* Wake up to n sleepers on word. */
+void sl_wake_word_n(uint32_t *word, int n);
 /* Futex-wake whoever sleeps on word (a wait channel's seq). */
 void sl_wake_word(uint32_t *word);
 /* Every sleeper looks again: the stack's futex and every wait channel
@@ -734,7 +741,7 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
  * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
  */
-#define SL_LAYOUT_VERSION	13
+#define SL_LAYOUT_VERSION	14
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

@@ -498,6 +498,7 @@ void sl_lock_release_broken(struct sl_stack *s)
 	s->locked = false;
 	s->wake_pending = s->wake_poll = s->wake_global = s->wake_all = false;
 	memset(s->wq_pending, 0, sizeof(s->wq_pending));
+	s->xwake_n = 0;
 	futex(LOCKW(s), FUTEX_WAKE, INT_MAX, NULL);
 	sl_wake_everyone(s);
 }
@@ -522,4 +523,9 @@ void sl_wake_everyone(struct sl_stack *s)
 void sl_wake_word(uint32_t *word)
 {
 	futex(word, FUTEX_WAKE, INT_MAX, NULL);
+}
+
+void sl_wake_word_n(uint32_t *word, int n)
+{
+	futex(word, FUTEX_WAKE, (uint32_t)n, NULL);
 }

@@ -270,7 +270,8 @@ static int do_accept(int fd, struct sockaddr *addr, socklen_t *lenp, int flags)
 		ret = sluice_accept(pl_stack(), (int)ps->sd, &peer);
 		if (ret != -EAGAIN || ps->nonblock)
 			break;
-		ret = pl_wait(ps, POLLIN, pl_timeo_ms(&ps->rcvtimeo));
+		/* One waiter woken a connection, as Linux wakes accept(). */
+		ret = pl_wait(ps, POLLIN | SLUICE_POLLEXCL, pl_timeo_ms(&ps->rcvtimeo));
 		if (ret)
 			break;
 	}

@@ -164,6 +164,15 @@ struct sl_sock {
 	 * an edge-triggered poller even if EPOLLIN was up. */
 	uint32_t kp_rx_mark;
 	/*
+	 * Exclusive sleepers (a blocking accept(), which Linux queues as
+	 * exclusive waiters and wakes one at a time): they count themselves
+	 * in xsleepers and sleep on xseq, which sl_sock_wake() moves while
+	 * any sleeps, waking only the longest waiting at unlock
+	 * (sl_sock_wake_one()).  Kept across a slot's reuse (sock_init()):
+	 * a sleeper that outlives its socket still counts itself out.
+	 */
+	uint32_t xseq, xsleepers;
+	/*
 	 * Before the stack sees it (SL_LIFE_PRIVATE: made, never bound,
 	 * connected, listened on or used for data), a socket is reachable
 	 * only through its descriptor, and its options are set and read
@@ -451,6 +460,12 @@ uint32_t sl_sock_port_head(struct sl_stack *s, uint16_t lport);
 /* Readiness changed: wake sleepers (and, for a socket with a socket fd,
  * note it: its events are published at unlock, sockfd.c). */
 void sl_sock_wake(struct sl_stack *s, struct sl_sock *so);
+/* Lock held: one more of so's exclusive sleepers should look (an accept()
+ * that left connections queued, or failed for good): wake it at unlock. */
+void sl_sock_wake_one(struct sl_stack *s, struct sl_sock *so);
+/* Wake every exclusive sleeper of every socket (a recovery, a broken
+ * stack: everything may have changed).  O(sockets): not for hot paths. */
+void sl_sock_wake_exclusive_all(struct sl_stack *s);
 /*
  * Lock held: if so has a socket fd (kstate set by the module), publish
  * its readiness at unlock.  Called for every readiness change and by

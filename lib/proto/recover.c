@@ -530,7 +530,9 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 		sl_count_n(s, SL_C_recover_lo_dropped, rc.lo_dropped);
 	free(rc.claim);
 	free(rc.bad);
-	/* Everyone asleep looks again: their sockets may have changed. */
+	/* Everyone asleep looks again: their sockets may have changed
+	 * (blocked accept()s, each asleep on its listener, at once). */
+	sl_sock_wake_exclusive_all(s);
 	s->wake_all = true;
 	s->wake_pending = true;
 	s->wake_poll = true;

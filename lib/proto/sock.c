@@ -6,6 +6,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 
 #include "os/os.h"
@@ -50,13 +51,15 @@ static uint32_t ready_take_back(struct sl_stack *s)
 /* A fresh socket of type in slot so, which is the caller's alone. */
 static void sock_init(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint8_t type)
 {
-	uint32_t gen = so->kp.gen;
+	uint32_t gen = so->kp.gen, xseq = so->xseq, xsleepers = so->xsleepers;
 
 	/* Resets the module's part too: events, armed, kstate NONE. */
 	memset(so, 0, s->sock_size);
 	SL_KILL_POINT("sock_alloc");
 	so->idx = idx;
 	so->kp.gen = gen + 1;
+	so->xseq = xseq;
+	so->xsleepers = xsleepers;
 	so->type = type;
 	so->next_idx = so->hash_next = so->port_next = SLUICE_IDX_NONE;
 	so->parent_idx = SLUICE_IDX_NONE;
@@ -679,6 +682,8 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 	 * process sleeps on it (run/wait.c), so busy-polling processes never
 	 * bounce it; the futex wake itself happens after the unlock. */
 	so->wake_seq++;
+	if (SL_READ_ONCE(so->xsleepers))
+		sl_sock_wake_one(s, so);
 	/* The journal (core.h): the entry before the count that shows it. */
 	s->lib->chg_ring[s->lib->chg_seq & (SL_CHG_RING - 1)] = so->idx;
 	sl_store_release(&s->lib->chg_seq, s->lib->chg_seq + 1);
@@ -708,6 +713,42 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 		 * both before its last look under the lock. */
 		if (SL_READ_ONCE(s->lib->poll_sleepers))
 			s->wake_poll = true;
+	}
+}
+
+void sl_sock_wake_one(struct sl_stack *s, struct sl_sock *so)
+{
+	unsigned int i;
+
+	/* As sl_sock_wake(): an exclusive sleeper counts itself before its
+	 * last look, taken under the lock, so it either sees this change or
+	 * is counted here; moving xseq stops one that has not slept yet. */
+	if (!SL_READ_ONCE(so->xsleepers))
+		return;
+	sl_fetch_add(&so->xseq, 1);
+	for (i = 0; i < s->xwake_n && s->xwake[i] != so->idx; i++)
+		;
+	if (i < s->xwake_n)
+		return;
+	if (s->xwake_n == SL_XWAKE_N) {
+		/* More listeners than the list holds changed in one turn:
+		 * wake this one now, with the lock held. */
+		sl_wake_word_n(&so->xseq, 1);
+		return;
+	}
+	s->xwake[s->xwake_n++] = so->idx;
+	s->wake_pending = true;
+}
+
+void sl_sock_wake_exclusive_all(struct sl_stack *s)
+{
+	for (uint32_t i = 0; i < s->max_sockets; i++) {
+		struct sl_sock *so = sl_sock(s, i);
+
+		if (SL_READ_ONCE(so->xsleepers)) {
+			sl_fetch_add(&so->xseq, 1);
+			sl_wake_word_n(&so->xseq, INT_MAX);
+		}
 	}
 }
 

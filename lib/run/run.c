@@ -33,6 +33,11 @@ static void wake_sleepers(struct sl_stack *s)
 			sl_wake_word(&s->lib->wq[c].seq);
 		}
 	}
+	/* ... one exclusive sleeper (accept()) of each socket noted ... */
+	for (unsigned int i = 0; i < s->xwake_n; i++)
+		if (s->xwake[i] < s->max_sockets)
+			sl_wake_word_n(&sl_sock(s, s->xwake[i])->xseq, 1);
+	s->xwake_n = 0;
 	/* ... and those on the stack's futex (wait.c), if any. */
 	if (s->futex_ok && s->wake_global)
 		sl_wake_sleepers(s);

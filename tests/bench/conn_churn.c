@@ -7,17 +7,26 @@
  *   conn_churn server PORT N	accept, read 1 byte, write it back, close; N times
  *   conn_churn client PORT N [K]	connect, write 1 byte, read it back, close;
  *				N times in all, from K processes (default 1)
+ *   conn_churn prefork PORT N K	the server's work in K forked children,
+ *				all blocked in accept() on one listener
+ *				(issue 18); N connections in all
  *
  * Both sides on 127.0.0.1; exit 0 if all N went through.  The client
  * prints one line: "connections N seconds S per_s R max_ms M over_100ms C"
  * (M: the longest single connection, C: how many took over 100 ms).
+ * The pre-forking server prints, once N are served, how many each child
+ * took, the children's CPU time per connection and their voluntary
+ * context switches per connection (a herd of woken children shows there):
+ * "served N spread A/B/... cpu_us C csw_per_conn W".
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -60,17 +69,68 @@ static int client(const struct sockaddr_in *a, long n, struct worst *w)
 	return 0;
 }
 
+/* K children in accept() on l until N are served between them. */
+static int prefork(int l, long n, long k)
+{
+	long *served = mmap(NULL, (size_t)(k + 1) * sizeof(long), PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pid_t *kids = calloc((size_t)k, sizeof(pid_t));
+	struct rusage ru;
+	double t0;
+	char c;
+
+	if (served == MAP_FAILED || !kids)
+		return 2;
+	for (long j = 0; j < k; j++) {
+		kids[j] = fork();
+		if (kids[j] < 0)
+			return 2;
+		if (kids[j])
+			continue;
+		for (;;) {
+			int fd = accept(l, NULL, NULL);
+
+			if (fd < 0 || read(fd, &c, 1) != 1 || write(fd, &c, 1) != 1)
+				_exit(1);
+			close(fd);
+			served[j + 1]++;
+			__atomic_fetch_add(&served[0], 1, __ATOMIC_RELAXED);
+		}
+	}
+	printf("ready\n");
+	fflush(stdout);
+	/* Bounded: a minute without all N served is a failure. */
+	t0 = now_s();
+	while (__atomic_load_n(&served[0], __ATOMIC_RELAXED) < n && now_s() - t0 < 60)
+		usleep(10000);
+	for (long j = 0; j < k; j++)
+		kill(kids[j], SIGKILL);
+	for (int st; wait(&st) > 0;)
+		;
+	getrusage(RUSAGE_CHILDREN, &ru);
+	printf("served %ld spread ", served[0]);
+	for (long j = 0; j < k; j++)
+		printf("%s%ld", j ? "/" : "", served[j + 1]);
+	printf(" cpu_us %.1f csw_per_conn %.2f\n",
+	       ((double)ru.ru_utime.tv_sec * 1e6 + (double)ru.ru_utime.tv_usec +
+		(double)ru.ru_stime.tv_sec * 1e6 + (double)ru.ru_stime.tv_usec) /
+		       (double)(served[0] ? served[0] : 1),
+	       (double)ru.ru_nvcsw / (double)(served[0] ? served[0] : 1));
+	return served[0] >= n ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	long n;
 	char c = 'x';
 
-	if (argc != 4 && !(argc == 5 && !strcmp(argv[1], "client")))
+	if (argc != 4 && !(argc == 5 && (!strcmp(argv[1], "client") ||
+					     !strcmp(argv[1], "prefork"))))
 		return 2;
 	a.sin_port = htons((uint16_t)atoi(argv[2]));
 	n = atol(argv[3]);
-	if (!strcmp(argv[1], "server")) {
+	if (!strcmp(argv[1], "server") || !strcmp(argv[1], "prefork")) {
 		int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
 
 		if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
@@ -78,6 +138,8 @@ int main(int argc, char **argv)
 			perror("server");
 			return 2;
 		}
+		if (argc == 5)
+			return prefork(l, n, atol(argv[4]));
 		printf("ready\n");
 		fflush(stdout);
 		for (long i = 0; i < n; i++) {

@@ -4,7 +4,9 @@
 # Connection churn (issue 16): 100,000 short connections in a row (connect,
 # 1 byte each way, close), a plain client and server in two processes under
 # `sluice run` on one stack with default settings, tests/bench/conn_churn;
-# then 20,000 from 32 client processes at once; then connections held open
+# then 20,000 from 32 client processes at once; then 400 in a row to a
+# pre-forking server whose 16 children sleep in accept(), which must wake
+# one child a connection, each in turn (issue 18); then connections held open
 # to one peer until connect() fails, with a narrowed ip_local_port_range.  Every connection goes
 # through, none takes over 100 ms, and the stack ends as it began: no
 # socket slot or buffer held, TIME-WAIT within its table.  Before the
@@ -22,7 +24,7 @@ sluice=$top/build/tools/sluice
 prog=$top/build/tests/bench/conn_churn
 tmp=$(mktemp -d)
 st=ts-churn-$$
-trap 'rm -rf "$tmp"; rm -rf /dev/shm/sluice-$st /dev/shm/sluicefd-$st /dev/shm/sluice-$st-p /dev/shm/sluicefd-$st-p' EXIT
+trap 'rm -rf "$tmp"; rm -rf /dev/shm/sluice-$st /dev/shm/sluicefd-$st /dev/shm/sluice-$st-[pf] /dev/shm/sluicefd-$st-[pf]' EXIT
 
 cat >"$tmp/run.sh" <<EOS
 ip link set lo up
@@ -44,6 +46,19 @@ churn kernel 100000 1 7982
 churn sluice 20000 32 7983
 churn kernel 20000 32 7984
 $sluice dump $st >"$tmp/dump" 2>&1
+# A pre-forking server: 16 children asleep in accept() (no spin), and
+# 400 connections in a row; one child should wake for each, in turn.
+pf() {
+	local pre=""
+	[ "\$1" = sluice ] && pre="$sluice run --stack $st-f --spin 0 --"
+	\$pre "$prog" prefork \$2 400 16 >"$tmp/pf" &
+	for i in \$(seq 200); do grep -q ready "$tmp/pf" 2>/dev/null && break; sleep 0.02; done
+	timeout 60 \$pre "$prog" client \$2 400 >/dev/null
+	wait
+	echo "pf \$1 \$(grep served "$tmp/pf")"
+}
+pf kernel 7988
+pf sluice 7989
 # Ephemeral ports from this namespace's range, less a reserved port.
 sysctl -qw net.ipv4.ip_local_port_range="40000 40099"
 sysctl -qw net.ipv4.ip_local_reserved_ports=40010
@@ -79,6 +94,13 @@ tw=$(awk '/time-wait:/ { print $2, $10 }' <<<"$dump")
 check "TIME-WAIT entries within the table ($tw)" \
 	awk -v n="${tw% *}" -v m="${tw#* }" 'BEGIN { exit !(n != "" && n + 0 <= m + 0 && n + 0 > 0) }'
 kp=$(grep '^ports kernel ' <<<"$out"); sp=$(grep '^ports sluice ' <<<"$out")
+pfk=$(grep '^pf kernel ' <<<"$out"); pfs=$(grep '^pf sluice ' <<<"$out")
+check "a pre-forking server's 16 children in accept() serve 400 connections (kernel: ${pfk#pf kernel })" \
+	test -n "$(grep -F 'served 400 ' <<<"$pfk")" -a -n "$(grep -F 'served 400 ' <<<"$pfs")"
+check "one child wakes for each connection, not all 16 (voluntary switches a connection $(field 'pf sluice' csw_per_conn), at most 3)" \
+	awk -v w="$(field 'pf sluice' csw_per_conn)" 'BEGIN { exit !(w != "" && w + 0 <= 3) }'
+check "each of the 16 children takes its turn, as on the kernel ($(field 'pf sluice' spread))" \
+	awk -v p="$(field 'pf sluice' spread)" 'BEGIN { n = split(p, a, "/"); z = 0; for (i = 1; i <= n; i++) z += (a[i] + 0 == 0); exit !(n == 16 && z == 0) }'
 check "ip_local_port_range 40000-40099 less 40010: as many connections to one peer as the kernel, the same error, no port outside" \
 	test -n "$kp" -a "${kp#ports kernel }" = "${sp#ports sluice }" -a -n "$(grep -F 'in_range True reserved_used False' <<<"$sp")"
 check "tcp_syn_retries 2: a connect to a full queue gives up as the kernel's does ($(grep '^synr ' <<<"$out" | tr '\n' ';'))" \
