@@ -604,19 +604,25 @@ static void *accept_blocked(void *arg)
 static void check_shutdown_unconnected(void)
 {
 	struct sockaddr_in a;
-	pthread_t t;
+	pthread_t t[3];
 	void *res;
 	uint16_t port;
 	int l, c, u;
 
 	l = listener(&port);
 	printf("listener_shutdown_wr: %s\n", rv(shutdown(l, SHUT_WR)));
-	pthread_create(&t, NULL, accept_blocked, &l);
+	/* Three of them: accept()s wait as exclusive waiters, woken one at
+	 * a time, and each that fails for good wakes the next. */
+	for (int i = 0; i < 3; i++)
+		pthread_create(&t[i], NULL, accept_blocked, &l);
 	usleep(100000);
 	printf("listener_shutdown_rd: %s\n", rv(shutdown(l, SHUT_RD)));
-	pthread_join(t, &res);
-	errno = (int)-(long)res;
-	printf("blocked_accept_after_shutdown: %s\n", rv((long)res < 0 ? -1 : (long)res));
+	for (int i = 0; i < 3; i++) {
+		pthread_join(t[i], &res);
+		errno = (int)-(long)res;
+		printf("blocked_accept_after_shutdown %d: %s\n", i,
+		       rv((long)res < 0 ? -1 : (long)res));
+	}
 	printf("accept_after_shutdown: %s\n", rv(accept(l, NULL, NULL)));
 	c = socket(AF_INET, SOCK_STREAM, 0);
 	a = lo(port);
