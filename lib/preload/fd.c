@@ -29,8 +29,13 @@ EXPORT int close(int fd)
 	struct pl_sock *ps;
 	int ret;
 
-	if (!pl_is_sluice(fd) && !pl_epoll_is_emulated(fd))
+	if (!pl_is_sluice(fd) && !pl_epoll_is_emulated(fd)) {
+		if (__builtin_expect(pl_fd_is_probe(fd), 0)) {
+			errno = EBADF;	/* not the program's to close */
+			return -1;
+		}
 		return REAL(close)(fd);
+	}
 	if (pl_vfork_child())
 		return REAL(close)(fd);
 	if (pl_epoll_is_emulated(fd))
@@ -66,6 +71,8 @@ static int dup_onto(int fd, int newfd, int flags, bool three)
 
 	if ((fd == newfd && !three) || pl_vfork_child())
 		return three ? REAL(dup3)(fd, newfd, flags) : REAL(dup2)(fd, newfd);
+	if (pl_fd_is_probe(newfd))
+		pl_fd_probe_lost(newfd);
 	ps = pl_get(fd);
 	old = fd != newfd ? pl_fd_forget(newfd) : NULL;
 	if (old)

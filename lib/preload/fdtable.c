@@ -20,7 +20,8 @@
  *    the open file description and goes away only when its last fd is
  *    closed, in any process: dup, fork, SCM_RIGHTS and exec share it, and
  *    a process killed by SIGKILL drops it.  So "was that the last close?"
- *    is one F_OFD_GETLK from a fresh description, and the Sluice socket is
+ *    is one F_OFD_GETLK from a description holding no lock (kept open:
+ *    open_probe()), and the Sluice socket is
  *    closed exactly when the kernel would close a socket.
  *  - the locked byte carries the socket index (/proc/PID/fdinfo lists a
  *    description's locks) and the file status flags carry O_NONBLOCK, so
@@ -132,6 +133,7 @@ static uint64_t last_sweep_us;
 static int reg_fd = -1, reg_slot = -1;
 static bool reg_full;
 static int sweep_probe = -1;	/* a description that takes no lock */
+static int sock_probe = -1;	/* the same, of the placeholder directory */
 
 bool pl_fd_is_own(int fd)
 {
@@ -139,11 +141,26 @@ bool pl_fd_is_own(int fd)
 
 	if (fd < 0)
 		return false;
-	if (fd == SL_READ_ONCE(reg_fd) || fd == SL_READ_ONCE(sweep_probe))
+	if (fd == SL_READ_ONCE(reg_fd) || fd == SL_READ_ONCE(sweep_probe) ||
+	    fd == SL_READ_ONCE(sock_probe))
 		return true;
 	if (!s)
 		return false;
 	return fd == s->region_fd || (s->link && s->link->ops->fd && fd == s->link->ops->fd(s->link));
+}
+
+bool pl_fd_is_probe(int fd)
+{
+	return fd >= 0 && (fd == SL_READ_ONCE(sweep_probe) || fd == SL_READ_ONCE(sock_probe));
+}
+
+void pl_fd_probe_lost(int fd)
+{
+	/* Opened again when next needed (open_probe(), sweep()). */
+	if (fd == SL_READ_ONCE(sock_probe))
+		SL_WRITE_ONCE(sock_probe, -1);
+	if (fd == SL_READ_ONCE(sweep_probe))
+		SL_WRITE_ONCE(sweep_probe, -1);
 }
 
 uint64_t pl_now_us(void)
@@ -706,23 +723,35 @@ static void reap_with(int probe, uint32_t sd)
 
 /*
  * A description of the placeholder directory that holds no lock, to look
- * at the others' locks with.  A fresh one each time, not one kept open: a
- * program may close an fd it does not own (a double close, closefrom()),
- * and a kept probe's number could then name one of the program's files.
+ * at the others' locks with: opened once, kept (a forked child shares it,
+ * which is harmless: nobody ever locks through it), and one of the
+ * library's own fds (pl_fd_is_own()), which close() and close_range()
+ * leave alone, so its number never names a file of the program.
  */
+static pthread_mutex_t probe_mu = PTHREAD_MUTEX_INITIALIZER;
+
 static int open_probe(void)
 {
-	return open(fd_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = SL_READ_ONCE(sock_probe);
+
+	if (fd >= 0)
+		return fd;
+	pthread_mutex_lock(&probe_mu);
+	fd = sock_probe;
+	if (fd < 0) {
+		fd = open(fd_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		SL_WRITE_ONCE(sock_probe, fd);
+	}
+	pthread_mutex_unlock(&probe_mu);
+	return fd;
 }
 
 static void reap(uint32_t sd)
 {
 	int probe = open_probe();
 
-	if (probe < 0)
-		return;
-	reap_with(probe, sd);
-	pl_libc.close(probe);
+	if (probe >= 0)
+		reap_with(probe, sd);
 }
 
 void pl_sock_release(struct pl_sock *ps)
@@ -776,7 +805,6 @@ static void sweep_sockets(void)
 		return;
 	for (uint32_t sd = 0; sd < nrec; sd++)
 		reap_with(probe, sd);
-	pl_libc.close(probe);
 }
 
 static void sweep(void);
@@ -992,6 +1020,7 @@ void pl_fdtable_atfork_child(void)
 	/* Another thread may have held it at fork(): the child has one thread. */
 	pthread_mutex_init(&table_mu, NULL);
 	pthread_mutex_init(&reap_mu, NULL);
+	pthread_mutex_init(&probe_mu, NULL);
 	npend = 0;	/* the parent's to close; its records stay used */
 	/* A record of its own: the parent's description is the parent's. */
 	if (reg_fd >= 0) {

@@ -184,6 +184,11 @@ struct sl_stack *pl_sl(void);		/* the same, as the library's own handle */
  * stack's region or device, the link's): a program's close_range() and
  * closefrom() leave them open (fd.c). */
 bool pl_fd_is_own(int fd);
+/* The library's lock probes (fdtable.c), kept open: close() says EBADF
+ * for them, as for a number not open; a dup2() onto one makes the
+ * library forget it (pl_fd_probe_lost()) and open another. */
+bool pl_fd_is_probe(int fd);
+void pl_fd_probe_lost(int fd);
 /* SIGPIPE was ignored when the process sandboxed itself (creds.c). */
 extern bool pl_sigpipe_ignored;
 /* errno for a native result: ret >= 0 passes through, -e sets errno = e. */

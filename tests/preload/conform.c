@@ -1837,6 +1837,34 @@ static void check_close_range(void)
 	close(l);
 }
 
+/*
+ * A program that closes every descriptor it does not know of (a daemon
+ * tidying up, a double close): the library's own stay (close() says
+ * EBADF for them, as for a number not open), and sockets made afterwards
+ * still end as they should when closed.
+ */
+static void check_stray_closes(void)
+{
+	int l, c, s, l2, c2, s2;
+	char b;
+
+	pair(&l, &c, &s);
+	close(s);	/* the library looks at who else holds it */
+	for (int fd = 3; fd < 1024; fd++)
+		if (fd != l && fd != c)
+			close(fd);
+	pair(&l2, &c2, &s2);
+	printf("stray_closes_send: %s\n", rv(send(s2, "y", 1, MSG_NOSIGNAL)));
+	printf("stray_closes_recv: %s\n", rv(recv(c2, &b, 1, 0)));
+	close(s2);
+	printf("stray_closes_peer_eof: %s\n", evs(poll1(c2, POLLIN, 2000)));
+	printf("stray_closes_peer_recv: %s\n", rv(recv(c2, &b, 1, 0)));
+	close(c2);
+	close(l2);
+	close(c);
+	close(l);
+}
+
 static void *much_later_send(void *arg)
 {
 	usleep(200000);
@@ -2058,6 +2086,8 @@ int main(void)
 	check_udp_cmsgs();
 	check_udp_connect_shut();
 	check_signals();
+	/* Last: it closes every descriptor it did not open. */
+	check_stray_closes();
 	printf("# done\n");
 	return 0;
 }
