@@ -41,6 +41,10 @@ struct sl_sock;
 /* Wait channels (struct sl_region.wq): a power of two. */
 #define SL_WQ_N		256
 #define SL_XWAKE_N	16
+#define SL_BELLS	256
+#define SL_BELL_ANY	0xffffffffu
+#define SL_BELL_FREE	0u
+#define SL_BELL_CLAIMED	2u
 /* connect()'s port perturbation buckets (sl_region.port_perturb): a
  * power of two. */
 #define SL_PORT_PERTURB	256
@@ -179,8 +183,26 @@ struct sl_region {
 	 */
 	struct sl_wq {
 		uint32_t seq, sleepers;
+		uint32_t bells;		/* mixed sleepers on it (bells[]) */
 	} wq[SL_WQ_N] __attribute__((aligned(64)));
 	uint32_t wq_sleepers;		/* the sum of wq[].sleepers */
+	/*
+	 * Mixed sleepers (run/bell.c): a thread waiting in poll or epoll on
+	 * Sluice and kernel fds at once, without the module, sleeps in the
+	 * kernel with its thread's bell (a datagram socket with an abstract
+	 * name) among the fds, and registers here: the channel of its Sluice
+	 * sockets (counted in wq[chan].bells), or SL_BELL_ANY (counted in
+	 * bells_any: woken by every change).  The holder that changes a
+	 * socket of that channel rings the bell after unlock: one datagram.
+	 */
+	struct sl_bell {
+		uint32_t state;		/* SL_BELL_FREE, _CLAIMED, or its generation (odd) */
+		uint32_t chan;		/* wait channel, or SL_BELL_ANY */
+		uint32_t pid, tid;	/* whose bell (its name) */
+	} bells[SL_BELLS];
+	uint32_t bells_top;		/* entries ever used: the scans' bound */
+	uint32_t bells_gen;		/* the next generation, less its odd bit */
+	uint32_t bells_any;		/* entries of SL_BELL_ANY */
 
 	uint16_t port_perturb[SL_PORT_PERTURB];
 
@@ -379,6 +401,10 @@ struct sl_stack {
 	 * (sl_sock_wake_one(); more in one turn are woken at once). */
 	uint32_t xwake[SL_XWAKE_N];
 	unsigned int xwake_n;
+	/* Channels whose mixed sleepers' bells to ring after unlock, and
+	 * whether the SL_BELL_ANY ones too (run/bell.c). */
+	uint64_t bell_pending[SL_WQ_N / 64];
+	bool bell_any_pending;
 	struct sl_link *link;
 	/*
 	 * Bring the stack back after a process died holding its lock (the

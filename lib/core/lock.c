@@ -499,6 +499,8 @@ void sl_lock_release_broken(struct sl_stack *s)
 	s->wake_pending = s->wake_poll = s->wake_global = s->wake_all = false;
 	memset(s->wq_pending, 0, sizeof(s->wq_pending));
 	s->xwake_n = 0;
+	memset(s->bell_pending, 0, sizeof(s->bell_pending));
+	s->bell_any_pending = false;
 	futex(LOCKW(s), FUTEX_WAKE, INT_MAX, NULL);
 	sl_wake_everyone(s);
 }

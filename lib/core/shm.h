@@ -38,6 +38,8 @@
 /* Read-modify-write; each returns the old value. */
 #define sl_fetch_add(p, v)	__atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
 #define sl_fetch_sub(p, v)	__atomic_fetch_sub((p), (v), __ATOMIC_SEQ_CST)
+#define sl_fetch_or(p, v)	__atomic_fetch_or((p), (v), __ATOMIC_SEQ_CST)
+#define sl_fetch_and(p, v)	__atomic_fetch_and((p), (v), __ATOMIC_SEQ_CST)
 /* Statistics only: orders nothing. */
 #define sl_fetch_add_relaxed(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
 #define sl_xchg(p, v)		__atomic_exchange_n((p), (v), __ATOMIC_SEQ_CST)

@@ -101,6 +101,17 @@ int sl_sys_setsockopt(int fd, int level, int name, const void *val, socklen_t le
 	return (int)syscall(SYS_setsockopt, fd, level, name, val, len);
 }
 
+int sl_sys_bind(int fd, const struct sockaddr *a, socklen_t len)
+{
+	return (int)syscall(SYS_bind, fd, a, len);
+}
+
+ssize_t sl_sys_sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *a,
+		      socklen_t alen)
+{
+	return syscall(SYS_sendto, fd, buf, len, flags, a, alen);
+}
+
 int sl_sys_epoll_create1(int flags)
 {
 	return (int)syscall(SYS_epoll_create1, flags);

@@ -45,6 +45,9 @@ int sl_sys_ioctl(int fd, unsigned long req, void *arg);
 int sl_sys_poll(struct pollfd *fds, nfds_t n, int timeout_ms);
 int sl_sys_socket(int domain, int type, int protocol);
 int sl_sys_setsockopt(int fd, int level, int name, const void *val, socklen_t len);
+int sl_sys_bind(int fd, const struct sockaddr *a, socklen_t len);
+ssize_t sl_sys_sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *a,
+		      socklen_t alen);
 int sl_sys_epoll_create1(int flags);
 int sl_sys_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
 /* sigaction(2) through libc's own entry point (it supplies the restorer). */

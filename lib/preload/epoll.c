@@ -15,9 +15,11 @@
  * list until the journal names it again.  A set that fell more than the
  * journal's length behind checks every item once.  When nothing is ready
  * it sleeps until the journal moves (sl_wait_journal()), spinning first
- * for SLUICE_SPIN_US; with kernel fds in the set too, it alternates in
- * slices of PL_SLICE_MS between that and the real epoll_wait, on the side
- * that was busy last.
+ * for SLUICE_SPIN_US; with kernel fds in the set too, it sleeps in the
+ * real epoll_wait with the thread's bell in the kernel set (bell.c,
+ * ep_bell_arm()), rung by whoever changes one of its Sluice sockets, or
+ * where there is no bell (a sandbox, a TAP stack) alternates in slices of
+ * PL_SLICE_MS between the two, on the side that was busy last.
  *
  * Level-triggered by default; EPOLLET reports a socket again only after
  * its readiness changed (the socket's wake sequence moved); EPOLLONESHOT
@@ -41,6 +43,8 @@
 #define PL_SLICE_MS	1
 /* Sets up to this many item slots may sleep on a wait channel (ep_channel()). */
 #define PL_EP_CHAN_CAP	16
+/* Bells a set remembers being in it (threads sleeping on it). */
+#define PL_EP_BELLS	4
 
 struct pl_epitem {
 	int fd;			/* -1: a free slot (next links the free list) */
@@ -77,6 +81,16 @@ struct pl_ep {
 	unsigned int kn, kcap;	/* module socket fds (hints only: see ep_wait_kfd()) */
 	struct pl_kitem *kitems;
 	bool kfd;		/* the set ever held a module socket fd */
+	/* Bells put in the kernel set (ep_bell_arm()) and left there: a
+	 * sleep costs no epoll_ctl while its thread's bell stays in it. */
+	struct {
+		int fd;
+		uint32_t id;	/* pl_bell_id(): the same bell, not its number */
+	} bells[PL_EP_BELLS];
+	int epfd;		/* the kernel set's fd */
+	/* A bell was ever put in (maybe by a parent before fork): the
+	 * kernel's answers are filtered even with no Sluice fd left. */
+	bool had_bells;
 };
 
 static struct pl_ep *eps[PL_EP_MAX];
@@ -206,6 +220,7 @@ static struct pl_ep *ep_get_or_make(int epfd)
 		if (ep) {
 			pthread_mutex_init(&ep->mu, NULL);
 			ep->free = -1;
+			ep->epfd = epfd;
 			sl_store_release(&eps[epfd], ep);
 			if (epfd >= eps_top)
 				SL_WRITE_ONCE(eps_top, epfd + 1);
@@ -318,7 +333,17 @@ static void item_del(struct pl_ep *ep, int32_t i)
 	it->fd = -1;
 	it->next = ep->free;
 	ep->free = i;
-	ep->n--;
+	/* No Sluice fd left: epoll_wait() goes straight to the kernel, which
+	 * must not report a bell to the program. */
+	if (!--ep->n) {
+		for (int b = 0; b < PL_EP_BELLS; b++) {
+			/* Only a number that is still a bell: another could
+			 * be a file of the program's by now. */
+			if (ep->bells[b].id && pl_bell_is(ep->bells[b].fd))
+				REAL(epoll_ctl)(ep->epfd, EPOLL_CTL_DEL, ep->bells[b].fd, NULL);
+			ep->bells[b].id = 0;
+		}
+	}
 }
 
 static int ep_ctl(struct pl_ep *ep, int op, int fd, struct pl_sock *ps, struct epoll_event *ev)
@@ -661,12 +686,88 @@ static bool ep_sleep(struct pl_ep *ep, int ms, unsigned int sigs)
 	return true;
 }
 
+/*
+ * A mixed set's sleep with the thread's bell (bell.c): register it for the
+ * set's channel (or any change), look at the journal once more under the
+ * stack lock, and if nothing moved put the bell in the kernel set.
+ * Returns 1 (armed: sleep in epoll_wait, then ep_bell_done()), 0 (the
+ * journal moved: collect again) or -1 (no bell: sleep in slices).
+ */
+static int ep_bell_arm(int epfd, struct pl_ep *ep, struct pl_bellreg *bell)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	uint32_t seen;
+	bool idle;
+	int chan;
+
+	pthread_mutex_lock(&ep->mu);
+	idle = ep->jvalid && !ep->nchk;
+	seen = ep->jseq;
+	chan = ep_channel(ep);
+	pthread_mutex_unlock(&ep->mu);
+	if (!idle || pl_bell_begin(chan, bell) < 0)
+		return -1;
+	if (sl_wait_journal(pl_stack(), seen, chan, 0, NULL, 0) != 0) {
+		pl_bell_end(bell, false);
+		return 0;
+	}
+	/* Put in once and left (a ring while the thread is away only makes
+	 * its next wait look once more); a closed bell leaves the kernel set
+	 * by itself, and a new one with its number has a new id. */
+	{
+		uint32_t id = pl_bell_id();
+		int slot = -1, i;
+
+		pthread_mutex_lock(&ep->mu);
+		for (i = 0; i < PL_EP_BELLS; i++) {
+			if (ep->bells[i].fd == bell->fd && ep->bells[i].id == id)
+				break;
+			if (slot < 0 && (ep->bells[i].fd == bell->fd || !ep->bells[i].id))
+				slot = i;
+		}
+		pthread_mutex_unlock(&ep->mu);
+		if (i < PL_EP_BELLS)
+			return 1;
+		ev.data.u64 = PL_BELL_TAG | (uint32_t)bell->fd;
+		if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, bell->fd, &ev) && errno != EEXIST) {
+			pl_bell_end(bell, false);
+			return -1;
+		}
+		pthread_mutex_lock(&ep->mu);
+		if (slot < 0)
+			slot = (int)(id % PL_EP_BELLS);	/* forget one: it is added again */
+		ep->bells[slot].fd = bell->fd;
+		ep->bells[slot].id = id;
+		SL_WRITE_ONCE(ep->had_bells, true);
+		pthread_mutex_unlock(&ep->mu);
+	}
+	return 1;
+}
+
+/* Leave out bells (this thread's or another's sharing the set): returns
+ * how many events are left; *rang: this thread's was among them. */
+static int ep_unbell(struct epoll_event *evs, int n, int mine, bool *rang)
+{
+	int k = 0;
+
+	for (int i = 0; i < n; i++) {
+		if ((evs[i].data.u64 & ~0xffffffffull) == PL_BELL_TAG) {
+			if ((int)(uint32_t)evs[i].data.u64 == mine)
+				*rang = true;
+			continue;
+		}
+		evs[k++] = evs[i];
+	}
+	return k;
+}
+
 static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max, int timeout_ms)
 {
 	struct pl_waiter w;
+	struct pl_bellreg bell;
 	unsigned int sigs;
-	int got, sgot, k, sleep_ms;
-	bool pure, skip_kernel, klook;
+	int got, sgot, k, sleep_ms, armed;
+	bool pure, skip_kernel, klook, rang;
 
 	if (max <= 0)
 		return -EINVAL;
@@ -686,7 +787,17 @@ static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max,
 		 * the kernel part is asked only now and then (pl_waiter_kernel()). */
 		pure = SL_READ_ONCE(ep_pure[epfd]) && !ep->kfd;
 		skip_kernel = (pure && !sleep_ms) || !klook;
-		if (!got && sleep_ms && (pure || !pl_mixed_kernel_side) &&
+		armed = -1;
+		rang = false;
+		if (!got && sleep_ms && !pure) {
+			/* Both sides in one kernel sleep, rung from the stack. */
+			armed = ep_bell_arm(epfd, ep, &bell);
+			if (armed == 0)
+				continue;	/* the journal moved: look */
+			if (armed > 0)
+				sleep_ms = pl_bell_sleep_ms(&w);
+		}
+		if (armed < 0 && !got && sleep_ms && (pure || !pl_mixed_kernel_side) &&
 		    ep_sleep(ep, pure ? pl_waiter_slice(&w, PL_PURE_SLICE_MS) : sleep_ms, sigs)) {
 			got = ep_collect(ep, evs, max);
 			sleep_ms = 0;
@@ -698,10 +809,22 @@ static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max,
 		k = got < max && !skip_kernel ?
 		    REAL(epoll_wait)(epfd, evs + got, max - got, got ? 0 : sleep_ms) : 0;
 		if (k < 0) {
-			if (errno == EINTR && got)
+			k = -errno;
+			if (armed > 0)
+				pl_bell_end(&bell, false);
+			if (k == -EINTR && got)
 				k = 0;
 			else
-				return -errno;
+				return k;
+		}
+		/* Bells are never the program's: this thread's own says the
+		 * Sluice side changed. */
+		k = ep_unbell(evs + got, k, armed > 0 ? bell.fd : -1, &rang);
+		if (armed > 0) {
+			pl_bell_end(&bell, rang);
+			/* After the kernel's events: what rang it, if anything. */
+			if (got + k < max)
+				got += ep_collect(ep, evs + got + k, max - got - k);
 		}
 		got += k;
 		if (got) {
@@ -717,14 +840,38 @@ static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max,
 	}
 }
 
+/* A set with no Sluice fd left that may still hold a bell (a thread's,
+ * or a parent's before fork): the kernel's answer without bells. */
+static int ep_wait_unbelled(int epfd, struct epoll_event *evs, int max, int timeout_ms)
+{
+	struct pl_waiter w;
+	bool rang = false;
+	int k, ms;
+
+	pl_waiter_init(&w, timeout_ms);
+	for (;;) {
+		ms = timeout_ms < 0 ? -1 : timeout_ms ? pl_waiter_slice(&w, timeout_ms) : 0;
+		k = REAL(epoll_wait)(epfd, evs, max, ms);
+		if (k <= 0)
+			return k;
+		k = ep_unbell(evs, k, -1, &rang);
+		if (k || !timeout_ms ||
+		    (w.deadline_us >= 0 && (int64_t)pl_now_us() >= w.deadline_us))
+			return k;
+	}
+}
+
 EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms)
 {
 	struct pl_ep *ep = ep_of(epfd);
 
 	if (ep_kfd_set(epfd))
 		return (int)pl_ret(ep_wait_kfd(epfd, ep, evs, max, timeout_ms));
-	if (!ep || !SL_READ_ONCE(ep->n))
+	if (!ep || !SL_READ_ONCE(ep->n)) {
+		if (ep && SL_READ_ONCE(ep->had_bells))
+			return ep_wait_unbelled(epfd, evs, max, timeout_ms);
 		return REAL(epoll_wait)(epfd, evs, max, timeout_ms);
+	}
 	return (int)pl_ret(ep_wait(epfd, ep, evs, max, timeout_ms));
 }
 
@@ -743,11 +890,14 @@ EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout_m
 			pthread_sigmask(SIG_SETMASK, &old, NULL);
 		return (int)pl_ret(ret);
 	}
-	if (!ep || !SL_READ_ONCE(ep->n))
+	if ((!ep || !SL_READ_ONCE(ep->n)) && !(ep && SL_READ_ONCE(ep->had_bells)))
 		return REAL(epoll_pwait)(epfd, evs, max, timeout_ms, mask);
 	if (mask)
 		pthread_sigmask(SIG_SETMASK, mask, &old);
-	ret = ep_wait(epfd, ep, evs, max, timeout_ms);
+	ret = SL_READ_ONCE(ep->n) ? ep_wait(epfd, ep, evs, max, timeout_ms) :
+				    ep_wait_unbelled(epfd, evs, max, timeout_ms);
+	if (ret < 0 && !SL_READ_ONCE(ep->n))
+		ret = -errno;
 	if (mask)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return (int)pl_ret(ret);
@@ -761,7 +911,8 @@ EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct
 	struct pl_ep *ep = ep_of(epfd);
 	long long ms;
 
-	if (!ep_kfd_set(epfd) && (!ep || !SL_READ_ONCE(ep->n))) {
+	if (!ep_kfd_set(epfd) && (!ep || !SL_READ_ONCE(ep->n)) &&
+	    !(ep && SL_READ_ONCE(ep->had_bells))) {
 		if (!REAL(epoll_pwait2))
 			return (int)pl_ret(-ENOSYS);
 		return REAL(epoll_pwait2)(epfd, evs, max, ts, mask);

@@ -141,8 +141,7 @@ bool pl_fd_is_own(int fd)
 
 	if (fd < 0)
 		return false;
-	if (fd == SL_READ_ONCE(reg_fd) || fd == SL_READ_ONCE(sweep_probe) ||
-	    fd == SL_READ_ONCE(sock_probe))
+	if (fd == SL_READ_ONCE(reg_fd) || pl_fd_is_probe(fd))
 		return true;
 	if (!s)
 		return false;
@@ -151,7 +150,8 @@ bool pl_fd_is_own(int fd)
 
 bool pl_fd_is_probe(int fd)
 {
-	return fd >= 0 && (fd == SL_READ_ONCE(sweep_probe) || fd == SL_READ_ONCE(sock_probe));
+	return fd >= 0 && (fd == SL_READ_ONCE(sweep_probe) || fd == SL_READ_ONCE(sock_probe) ||
+			   fd == sl_bell_tx_fd() || pl_bell_is(fd));
 }
 
 void pl_fd_probe_lost(int fd)
@@ -161,6 +161,10 @@ void pl_fd_probe_lost(int fd)
 		SL_WRITE_ONCE(sock_probe, -1);
 	if (fd == SL_READ_ONCE(sweep_probe))
 		SL_WRITE_ONCE(sweep_probe, -1);
+	if (fd == sl_bell_tx_fd())
+		sl_bell_tx_lost();
+	if (pl_bell_is(fd))
+		pl_bell_lost(fd);
 }
 
 uint64_t pl_now_us(void)

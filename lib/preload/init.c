@@ -191,6 +191,7 @@ static void atfork_child(void)
 	self_pid = getpid();
 	urcu_bp_after_fork_child();
 	pl_fdtable_atfork_child();
+	pl_bell_atfork_child();
 	pl_epoll_atfork();
 }
 

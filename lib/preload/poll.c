@@ -6,10 +6,13 @@
  * A set with no Sluice fd goes straight to the kernel.  A set of Sluice
  * fds only waits in pl_sluice_wait(): it looks for SLUICE_SPIN_US, then
  * sleeps on the stack (woken by whoever changes a socket) in slices of
- * PL_SIG_SLICE_MS.  A mixed set alternates: the Sluice part is looked at,
- * then the kernel part is polled, with a zero timeout while spinning and
- * then in slices of PL_SLICE_MS.  Limits (documented in the README): in a
- * mixed set asleep, Sluice readiness is seen up to PL_SLICE_MS late; a
+ * PL_SIG_SLICE_MS.  A mixed set looks at the Sluice part, then polls the
+ * kernel part with a zero timeout while spinning; then it sleeps in the
+ * kernel's poll with the thread's bell as one more fd (bell.c), rung by
+ * whoever changes one of its Sluice sockets, or, with no bell (a sandbox,
+ * a TAP stack), in slices of PL_SLICE_MS.  Limits (documented in the
+ * README): without a bell, in a mixed set asleep, Sluice readiness is
+ * seen up to PL_SLICE_MS late; a
  * signal handler ends a wait with EINTR (signal.c), seen up to
  * PL_SIG_SLICE_MS late; ppoll/pselect install their signal mask around the
  * whole wait, not atomically with the sleep.
@@ -206,13 +209,24 @@ int pl_kfd_slice(const struct pl_waiter *w)
 	return pl_waiter_slice(w, PL_KFD_SLICE_MS);
 }
 
+/* The wait channel all of p's sockets are on, as one of them, or -1. */
+static int sluice_channel(const struct sluice_pollfd *p, unsigned int n)
+{
+	for (unsigned int i = 1; i < n; i++)
+		if ((p[i].sd ^ p[0].sd) & (SL_WQ_N - 1))
+			return -1;
+	return n && p[0].sd >= 0 ? p[0].sd : -1;
+}
+
 /* The shared core of poll/ppoll/select: returns the count or -errno. */
 static int poll_core(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
 	struct sluice_pollfd sbuf[PL_STACK_FDS], *sp = sbuf;
-	struct pollfd kbuf[PL_STACK_FDS], *kp = kbuf;
+	/* One more: the thread's bell (bell.c), while it sleeps. */
+	struct pollfd kbuf[PL_STACK_FDS + 1], *kp = kbuf;
 	nfds_t *kmap, kmbuf[PL_STACK_FDS], *smap, smbuf[PL_STACK_FDS];
 	struct pl_waiter w;
+	struct pl_bellreg bell = { .idx = -1 };
 	unsigned int ns = 0, nk = 0, sigs;
 	int ready = 0, ret, sleep_ms;
 	struct sluice_stack *st = pl_stack();
@@ -222,7 +236,7 @@ static int poll_core(struct pollfd *fds, nfds_t n, int timeout_ms)
 	smap = smbuf;
 	if (n > PL_STACK_FDS) {
 		sp = malloc(n * sizeof(*sp));
-		kp = malloc(n * sizeof(*kp));
+		kp = malloc((n + 1) * sizeof(*kp));
 		kmap = malloc(n * sizeof(*kmap));
 		smap = malloc(n * sizeof(*smap));
 		if (!sp || !kp || !kmap || !smap) {
@@ -293,21 +307,49 @@ static int poll_core(struct pollfd *fds, nfds_t n, int timeout_ms)
 			sleep_ms = 0;
 			if (!ready && !pl_waiter_next(&w, &sleep_ms))
 				sleep_ms = 0;
-			if (!ready && sleep_ms && !pl_mixed_kernel_side) {
+			bell.idx = -1;
+			if (!ready && sleep_ms &&
+			    pl_bell_begin(sluice_channel(sp, ns), &bell) >= 0) {
+				/* Both sides in one sleep: the kernel's, with
+				 * the bell that a change of these Sluice
+				 * sockets rings.  Registered before this last
+				 * look, under the stack lock. */
+				ready = sluice_poll(st, sp, ns, 0);
+				if (ready) {
+					pl_bell_end(&bell, false);
+					sleep_ms = 0;
+				} else {
+					kp[nk].fd = bell.fd;
+					kp[nk].events = POLLIN;
+					kp[nk].revents = 0;
+					sleep_ms = pl_bell_sleep_ms(&w);
+				}
+			} else if (!ready && sleep_ms && !pl_mixed_kernel_side) {
 				/* Sluice was the busy side: sleep on the stack
 				 * (woken at once), then look at the kernel. */
 				ready = sluice_poll(st, sp, ns, sleep_ms);
 				sleep_ms = 0;
-				if (ready < 0) {
-					ret = ready;
-					goto out;
-				}
 			}
-			ret = REAL(poll)(kp, nk, ready ? 0 : sleep_ms);
-			if (ret < 0) {
-				ret = -errno;
+			if (ready < 0) {
+				pl_bell_end(&bell, false);
+				ret = ready;
 				goto out;
 			}
+			ret = REAL(poll)(kp, nk + (bell.idx >= 0), ready ? 0 : sleep_ms);
+			if (ret < 0)
+				ret = -errno;
+			if (bell.idx >= 0) {
+				bool rang = ret > 0 && kp[nk].revents;
+
+				pl_bell_end(&bell, rang);
+				if (rang) {
+					ret--;
+					if (!ready)	/* what rang it */
+						ready = sluice_poll(st, sp, ns, 0);
+				}
+			}
+			if (ret < 0)
+				goto out;
 			if (ret && !ready)	/* catch Sluice changes of the same moment */
 				ready = sluice_poll(st, sp, ns, 0);
 			if (ready < 0) {

@@ -189,6 +189,35 @@ bool pl_fd_is_own(int fd);
  * library forget it (pl_fd_probe_lost()) and open another. */
 bool pl_fd_is_probe(int fd);
 void pl_fd_probe_lost(int fd);
+
+/* Bells (bell.c; run/bell.c): a thread's socket that other processes ring
+ * when its Sluice sockets change while it sleeps in the kernel on Sluice
+ * and kernel fds at once (poll, select, epoll). */
+bool pl_bell_usable(struct sl_stack *s);
+int pl_bell_fd(void);			/* this thread's, or -1 */
+uint32_t pl_bell_tid(void);
+uint32_t pl_bell_id(void);		/* this thread's bell's, never 0 */
+void pl_bell_drain(int fd);
+bool pl_bell_is(int fd);		/* a bell of any thread of ours */
+void pl_bell_lost(int fd);		/* its number is being taken (dup2) */
+void pl_bell_atfork_child(void);
+/*
+ * A sleep with this thread's bell: pl_bell_begin() registers it for wait
+ * channel chan (-1: any change) and returns its fd to sleep on, or -1 (no
+ * bell: sleep in slices); then the caller's last look at the Sluice side,
+ * under the stack lock; pl_bell_end() after the sleep (rang: it was
+ * readable, drain it).  pl_bell_sleep_ms(): how long such a sleep may be.
+ */
+struct pl_bellreg {
+	int idx, fd;
+	uint32_t gen;
+};
+struct pl_waiter;
+int pl_bell_begin(int chan, struct pl_bellreg *reg);
+void pl_bell_end(struct pl_bellreg *reg, bool rang);
+int pl_bell_sleep_ms(const struct pl_waiter *w);
+/* epoll_event.data of a bell in a set: never reported to the program. */
+#define PL_BELL_TAG	0x534c424c00000000ull
 /* SIGPIPE was ignored when the process sandboxed itself (creds.c). */
 extern bool pl_sigpipe_ignored;
 /* errno for a native result: ret >= 0 passes through, -e sets errno = e. */

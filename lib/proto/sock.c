@@ -703,6 +703,16 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 			s->wq_pending[c / 64] |= 1ull << (c % 64);
 			s->wake_pending = true;
 		}
+		/* Mixed sleepers (run/bell.c): the same rule, their bells
+		 * rung after unlock. */
+		if (SL_READ_ONCE(q->bells)) {
+			s->bell_pending[c / 64] |= 1ull << (c % 64);
+			s->wake_pending = true;
+		}
+	}
+	if (SL_READ_ONCE(s->lib->bells_any)) {
+		s->bell_any_pending = true;
+		s->wake_pending = true;
 	}
 	if (SL_READ_ONCE(s->r->sleepers)) {
 		/* Read by futex waiters without the lock: an atomic RMW. */

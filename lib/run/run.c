@@ -38,6 +38,8 @@ static void wake_sleepers(struct sl_stack *s)
 		if (s->xwake[i] < s->max_sockets)
 			sl_wake_word_n(&sl_sock(s, s->xwake[i])->xseq, 1);
 	s->xwake_n = 0;
+	/* ... the bells of mixed sleepers (poll, epoll) ... */
+	sl_bell_ring_pending(s, false);
 	/* ... and those on the stack's futex (wait.c), if any. */
 	if (s->futex_ok && s->wake_global)
 		sl_wake_sleepers(s);
@@ -106,6 +108,7 @@ void sl_unlock(struct sl_stack *s)
 		if (s->futex_ok && (SL_READ_ONCE(s->r->sleepers) ||
 				    SL_READ_ONCE(s->lib->wq_sleepers)))
 			sl_wake_everyone(s);
+		sl_bell_ring_pending(s, true);
 	}
 }
 

@@ -74,6 +74,28 @@ uint32_t sl_wait_seq(struct sl_stack *s);
  */
 void sl_wait_sleep(struct sl_stack *s, int64_t deadline, uint32_t seq, bool on_fd,
 		   uint32_t *word);
+/* How long a sleeper with nobody to wake it for the stack's timers may
+ * sleep at most now (10 ms while timers are armed, else a second). */
+int sl_wait_bound_ms(struct sl_stack *s);
+
+/*
+ * Bells (run/bell.c): waking a thread asleep in the kernel on Sluice and
+ * kernel fds at once.  sl_bell_name() fills the abstract name of pid's
+ * thread tid's bell; sl_bell_register() enters it for wait channel chan
+ * (or SL_BELL_ANY) before the caller's last look at readiness, returning
+ * the entry (and *gen) or -1 (all taken); sl_bell_unregister() ends it.
+ * sl_bell_ring_pending() rings, after unlock, the bells of the channels a
+ * turn changed (all of them with all).  sl_bell_tx_fd(): the process's
+ * sending socket, or -1 (the library's own fd).
+ */
+struct sockaddr_un;
+socklen_t sl_bell_name(struct sockaddr_un *a, uint32_t pid, uint32_t tid);
+int sl_bell_register(struct sl_stack *s, uint32_t chan, uint32_t pid, uint32_t tid,
+		     uint32_t *gen);
+void sl_bell_unregister(struct sl_stack *s, int i, uint32_t gen);
+void sl_bell_ring_pending(struct sl_stack *s, bool all);
+int sl_bell_tx_fd(void);
+void sl_bell_tx_lost(void);	/* its number is being taken (dup2) */
 /*
  * The futex word this thread is about to sleep on while a wait that a
  * signal must end is under way (sl_poll_signals()), or NULL.  A signal

@@ -236,6 +236,16 @@ void sl_wait_sleep(struct sl_stack *s, int64_t deadline, uint32_t seq, bool on_f
 	}
 }
 
+int sl_wait_bound_ms(struct sl_stack *s)
+{
+	uint64_t now = sl_now(s);
+
+	if (!SL_READ_ONCE(s->lib->timers_armed) &&
+	    now / 1000 - SL_READ_ONCE(s->lib->wheel_empty_ms) >= SL_WHEEL_QUIET_MS)
+		return SLEEP_IDLE_MS;
+	return SLEEP_MAX_MS;
+}
+
 uint32_t sl_wait_seq(struct sl_stack *s)
 {
 	return module_wake(s, 0, 0);

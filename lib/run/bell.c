@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Bells: waking a thread that sleeps in the kernel on Sluice and kernel fds
+ * at once (a poll or an epoll set of both kinds, without the module).
+ *
+ * A futex cannot be waited on together with fds, and a Sluice socket has
+ * no fd the kernel can watch without the module.  So such a thread owns a
+ * bell: a datagram socket of its own, bound to an abstract name made of
+ * its pid and thread id (sl_bell_name()), which it puts among the fds it
+ * sleeps on.  Before its last look at the Sluice side it registers in the
+ * region (sl_region.bells[]): the wait channel of its Sluice sockets
+ * (counted in wq[chan].bells) or SL_BELL_ANY (counted in bells_any).  A
+ * holder that changes a socket of that channel (sl_sock_wake()) notes it
+ * and, after unlock, sends one byte to each registered bell of the channel
+ * (sl_bell_ring_pending()): the sleeper's poll or epoll_wait returns.
+ *
+ * The order is the futex sleepers' (lib/README.md, "Waiting"): the count
+ * before the last look, taken under the lock; a change after that look
+ * sees the count and rings.  A bell whose name is gone (its thread or
+ * process ended) is freed by the ringer; so is one in another network
+ * namespace (abstract names are per namespace), whose sleeper then wakes
+ * on its time bound as before bells.  The entry's generation makes a free
+ * happen once, whoever does it.  Costs: a registration and its end, two
+ * atomic operations each, a scan of the entries ever used (at most
+ * SL_BELLS) by a holder whose turn changed a socket of a channel with a
+ * bell, and one sendto(2) a bell rung.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/un.h>
+
+#include "os/os.h"
+#include "run/run.h"
+
+socklen_t sl_bell_name(struct sockaddr_un *a, uint32_t pid, uint32_t tid)
+{
+	int n;
+
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	/* Abstract (a leading NUL): nothing in the file system to clean. */
+	n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "sluice-bell-%u-%u", pid, tid);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+static uint32_t *bell_count(struct sl_stack *s, uint32_t chan)
+{
+	return chan == SL_BELL_ANY ? &s->lib->bells_any : &s->lib->wq[chan & (SL_WQ_N - 1)].bells;
+}
+
+int sl_bell_register(struct sl_stack *s, uint32_t chan, uint32_t pid, uint32_t tid,
+		     uint32_t *gen)
+{
+	struct sl_region *r = s->lib;
+
+	if (chan != SL_BELL_ANY)
+		chan &= SL_WQ_N - 1;
+	for (unsigned int i = 0; i < SL_BELLS; i++) {
+		struct sl_bell *b = &r->bells[i];
+		uint32_t st = SL_READ_ONCE(b->state), want;
+
+		if (st != SL_BELL_FREE || !sl_cmpxchg(&b->state, &st, SL_BELL_CLAIMED))
+			continue;
+		SL_WRITE_ONCE(b->chan, chan);
+		SL_WRITE_ONCE(b->pid, pid);
+		SL_WRITE_ONCE(b->tid, tid);
+		/* Generations are odd (never FREE or CLAIMED) and new each
+		 * time, so an entry is freed once, by whoever finds it with
+		 * the generation it read. */
+		want = sl_fetch_add(&r->bells_gen, 2) | 1;
+		/* Release: a ringer that reads this generation reads the
+		 * fields above. */
+		sl_store_release(&b->state, want);
+		sl_store_max(&r->bells_top, i + 1);
+		/* Counted before the caller's last look (see sl_sock_wake()). */
+		sl_fetch_add(bell_count(s, chan), 1);
+		*gen = want;
+		return (int)i;
+	}
+	return -1;
+}
+
+/* Free entry i if it still has generation gen: once, by whoever. */
+static bool bell_free(struct sl_stack *s, unsigned int i, uint32_t gen)
+{
+	struct sl_bell *b = &s->lib->bells[i];
+	uint32_t chan = SL_READ_ONCE(b->chan), st = gen;
+
+	if (!sl_cmpxchg(&b->state, &st, SL_BELL_FREE))
+		return false;
+	sl_fetch_sub(bell_count(s, chan), 1);
+	return true;
+}
+
+void sl_bell_unregister(struct sl_stack *s, int i, uint32_t gen)
+{
+	if (i >= 0 && i < SL_BELLS)
+		bell_free(s, (unsigned int)i, gen);
+}
+
+/* The process's sending socket, made when first needed; kept. */
+static int tx_fd = -1;
+
+int sl_bell_tx_fd(void)
+{
+	return SL_READ_ONCE(tx_fd);
+}
+
+void sl_bell_tx_lost(void)
+{
+	SL_WRITE_ONCE(tx_fd, -1);
+}
+
+static void ring(struct sl_stack *s, unsigned int i, uint32_t gen)
+{
+	const struct sl_bell *b = &s->lib->bells[i];
+	struct sockaddr_un a;
+	socklen_t len;
+	int fd = SL_READ_ONCE(tx_fd);
+
+	if (fd < 0) {
+		int nfd = sl_sys_socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		int none = -1;
+
+		if (nfd < 0)
+			return;
+		if (!sl_cmpxchg(&tx_fd, &none, nfd)) {
+			sl_sys_close(nfd);	/* another thread made it first */
+			nfd = none;
+		}
+		fd = nfd;
+	}
+	len = sl_bell_name(&a, SL_READ_ONCE(b->pid), SL_READ_ONCE(b->tid));
+	/* The fields are the generation's only if it is still there. */
+	if (sl_load_acquire(&b->state) != gen)
+		return;
+	/* Nobody bound there (the thread or process ended) or not in this
+	 * namespace: the entry is stale for us. */
+	if (sl_sys_sendto(fd, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a, len) < 0 &&
+	    (errno == ECONNREFUSED || errno == ENOENT))
+		bell_free(s, i, gen);
+	/* EAGAIN: its queue is full of rings not read yet; it will wake. */
+}
+
+void sl_bell_ring_pending(struct sl_stack *s, bool all)
+{
+	struct sl_region *r = s->lib;
+	uint32_t top = SL_READ_ONCE(r->bells_top);
+	bool any = s->bell_any_pending || all;
+	uint64_t pend[SL_WQ_N / 64];
+	bool some = all;
+	int saved = errno;
+
+	memcpy(pend, s->bell_pending, sizeof(pend));
+	memset(s->bell_pending, 0, sizeof(s->bell_pending));
+	s->bell_any_pending = false;
+	for (unsigned int k = 0; k < SL_WQ_N / 64; k++)
+		some |= pend[k] != 0;
+	if ((!some && !any) || sl_sys_sandboxed)
+		return;
+	if (top > SL_BELLS)
+		top = SL_BELLS;
+	for (unsigned int i = 0; i < top; i++) {
+		const struct sl_bell *b = &r->bells[i];
+		uint32_t gen = sl_load_acquire(&b->state), chan;
+
+		if (!(gen & 1))
+			continue;	/* free, or being claimed */
+		chan = SL_READ_ONCE(b->chan);
+		if (all || (chan == SL_BELL_ANY ? any :
+			    (chan < SL_WQ_N && (pend[chan / 64] >> (chan % 64) & 1))))
+			ring(s, i, gen);
+	}
+	errno = saved;
+}
