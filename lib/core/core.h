@@ -41,6 +41,7 @@ struct sl_sock;
 /* Wait channels (struct sl_region.wq): a power of two. */
 #define SL_WQ_N		256
 #define SL_XWAKE_N	16
+#define SL_SPIN_SLOTS	16
 #define SL_BELLS	256
 #define SL_BELL_ANY	0xffffffffu
 #define SL_BELL_FREE	0u
@@ -103,6 +104,15 @@ struct sl_region {
 	 * before sleepers, so whoever sees them in sleepers sees them here.
 	 */
 	uint32_t poll_sleepers;
+	/*
+	 * Spinners (run/wait.c, sl_spin_claim()): each slot holds the time
+	 * (CLOCK_MONOTONIC, µs) until which a thread of the stack spins, or
+	 * 0.  At most as many threads spin at once as the machine has CPUs:
+	 * more take the CPU the thread that would end their wait needs.  A
+	 * slot frees itself when its time is up (a process that dies while
+	 * spinning leaks nothing).
+	 */
+	uint64_t spin_until[SL_SPIN_SLOTS];
 	/*
 	 * The value of sluice_region.ksock_released up to which a lock
 	 * holder has closed the released sockets, so one holder, not every

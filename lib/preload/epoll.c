@@ -761,7 +761,22 @@ static int ep_unbell(struct epoll_event *evs, int n, int mine, bool *rang)
 	return k;
 }
 
+static int ep_wait_spin(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max,
+			int timeout_ms);
+
+/* A wait, and its length told to the thread's spin (pl_spin_note()). */
 static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max, int timeout_ms)
+{
+	uint64_t t0 = pl_now_us();
+	int ret = ep_wait_spin(epfd, ep, evs, max, timeout_ms);
+
+	if (timeout_ms)
+		pl_spin_note(t0);
+	return ret;
+}
+
+static int ep_wait_spin(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max,
+			int timeout_ms)
 {
 	struct pl_waiter w;
 	struct pl_bellreg bell;

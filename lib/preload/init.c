@@ -126,6 +126,11 @@ static void read_config(void)
 	v = getenv("SLUICE_SPIN_US");
 	pl_cfg.spin_set = v && *v;
 	pl_cfg.spin_us = v && *v ? (unsigned int)strtoul(v, NULL, 10) : 50;
+	{
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		pl_cfg.spinners = n < 1 ? 1 : n > SL_SPIN_SLOTS ? SL_SPIN_SLOTS : (unsigned int)n;
+	}
 	v = getenv("SLUICE_WAKE_NS");
 	pl_cfg.wake_ns = v && *v ? (uint32_t)strtoul(v, NULL, 10) : 0;
 	pl_cfg.disabled = env_flag("SLUICE_DISABLE", false);

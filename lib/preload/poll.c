@@ -43,11 +43,73 @@
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
+/*
+ * How long this thread spins before it sleeps (issue 18: wait without
+ * stealing the CPU a peer needs).  The configured spin (pl_cfg.spin_us)
+ * while the thread's waits end within it; each wait that lasts longer
+ * halves it for the next, down to nothing, and the first that ends
+ * within the configured spin again (measured whether it spun or slept)
+ * restores it.  A thread whose waits are long (a backend waiting for its
+ * client's next connection step, a worker in accept()) stops spinning
+ * for them; one in a request-response loop keeps its spin.
+ */
+static __thread unsigned int spin_now;
+static __thread bool spin_set;
+
+unsigned int pl_spin_us(void)
+{
+	if (!spin_set) {
+		spin_now = pl_cfg.spin_us;
+		spin_set = true;
+	}
+	return spin_now < pl_cfg.spin_us ? spin_now : pl_cfg.spin_us;
+}
+
+static __thread int spin_slot = -1;
+
+void pl_spin_end(void)
+{
+	if (spin_slot >= 0)
+		sl_spin_release(pl_sl(), spin_slot);
+	spin_slot = -1;
+}
+
+/*
+ * A blocking wait's spin: this thread's (pl_spin_us()), if one of the
+ * stack's spin slots is free (sl_spin_claim(): at most as many threads
+ * of the stack spin at once as the machine has CPUs), else none.
+ * pl_spin_end() when the spin is over, whether the wait is or not.
+ */
+unsigned int pl_spin_begin(void)
+{
+	unsigned int us = pl_spin_us();
+	struct sl_stack *s = pl_sl();
+
+	pl_spin_end();
+	if (!us || !s)
+		return 0;
+	spin_slot = sl_spin_claim(s, pl_cfg.spinners ? pl_cfg.spinners : 1, us);
+	return spin_slot >= 0 ? us : 0;
+}
+
+void pl_spin_note(uint64_t start_us)
+{
+	uint64_t waited = pl_now_us() - start_us;
+
+	pl_spin_end();
+	if (waited <= pl_cfg.spin_us)
+		spin_now = pl_cfg.spin_us;
+	else
+		spin_now = pl_spin_us() / 2;
+	spin_set = true;
+}
+
 void pl_waiter_init(struct pl_waiter *w, int timeout_ms)
 {
 	w->start_us = pl_now_us();
 	w->deadline_us = timeout_ms < 0 ? -1 : (int64_t)(w->start_us + (uint64_t)timeout_ms * 1000);
 	w->rounds = 0;
+	w->spin_us = timeout_ms ? pl_spin_begin() : 0;
 }
 
 bool pl_waiter_next(struct pl_waiter *w, int *sleep_ms)
@@ -58,10 +120,11 @@ bool pl_waiter_next(struct pl_waiter *w, int *sleep_ms)
 	w->rounds++;
 	if (w->deadline_us >= 0 && (int64_t)now >= w->deadline_us)
 		return false;
-	if (now - w->start_us < pl_cfg.spin_us) {
+	if (now - w->start_us < w->spin_us) {
 		*sleep_ms = 0;
 		return true;
 	}
+	pl_spin_end();
 	pl_sweep();	/* rate-limited: sockets of processes that died */
 	*sleep_ms = PL_SLICE_MS;
 	if (w->deadline_us >= 0) {
@@ -121,11 +184,27 @@ static uint32_t wake_sum(struct sl_stack *s, const struct sluice_pollfd *p, unsi
  */
 #define PL_LOOK_EVERY	64
 
+static int sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, bool restartable,
+		       uint64_t start, unsigned int spin_us);
+
 int pl_sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, bool restartable)
+{
+	uint64_t start = pl_now_us();
+	int ret;
+
+	if (!timeout_ms)
+		return sluice_wait(p, n, 0, restartable, start, 0);
+	ret = sluice_wait(p, n, timeout_ms, restartable, start, pl_spin_begin());
+	pl_spin_note(start);
+	return ret;
+}
+
+static int sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, bool restartable,
+		       uint64_t start, unsigned int spin_us)
 {
 	struct sluice_stack *st = pl_stack();
 	struct sl_stack *s = pl_sl();
-	uint64_t start = pl_now_us(), now;
+	uint64_t now;
 	int64_t deadline = timeout_ms < 0 ? -1 : (int64_t)(start + (uint64_t)timeout_ms * 1000);
 	unsigned int sigs = pl_sig_count(), spins = 0;
 	uint32_t seen = 0;
@@ -135,7 +214,8 @@ int pl_sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, bool
 	for (;;) {
 		now = pl_now_us();
 		slice = 0;
-		if (now - start >= pl_cfg.spin_us) {
+		if (now - start >= spin_us) {
+			pl_spin_end();
 			slice = PL_SIG_SLICE_MS;
 			if (deadline >= 0 && (int64_t)now + slice * 1000 > deadline)
 				slice = deadline > (int64_t)now ?
@@ -218,8 +298,20 @@ static int sluice_channel(const struct sluice_pollfd *p, unsigned int n)
 	return n && p[0].sd >= 0 ? p[0].sd : -1;
 }
 
+static int poll_wait(struct pollfd *fds, nfds_t n, int timeout_ms);
+
 /* The shared core of poll/ppoll/select: returns the count or -errno. */
 static int poll_core(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+	uint64_t t0 = pl_now_us();
+	int ret = poll_wait(fds, n, timeout_ms);
+
+	if (timeout_ms)
+		pl_spin_note(t0);
+	return ret;
+}
+
+static int poll_wait(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
 	struct sluice_pollfd sbuf[PL_STACK_FDS], *sp = sbuf;
 	/* One more: the thread's bell (bell.c), while it sleeps. */

@@ -131,6 +131,9 @@ static inline bool pl_bad_buf(const void *p, size_t len)
 struct pl_config {
 	char stack[SLUICE_NAME_MAX];	/* SLUICE_STACK */
 	unsigned int spin_us;		/* SLUICE_SPIN_US */
+	/* How many threads of the stack may spin at once: the CPUs online,
+	 * read at start (a sandbox may not read them later). */
+	unsigned int spinners;
 	bool spin_set;			/* given, not derived (init.c) */
 	uint32_t wake_ns;		/* SLUICE_WAKE_NS: a wake-up's cost (sluice run) */
 	bool disabled;			/* SLUICE_DISABLE=1: everything in the kernel */
@@ -324,7 +327,15 @@ struct pl_waiter {
 	uint64_t start_us;
 	int64_t deadline_us;		/* -1: none */
 	unsigned int rounds;
+	unsigned int spin_us;		/* this wait's spin (pl_spin_us()) */
 };
+/* This thread's spin now, and a blocking wait that began at start_us
+ * ended (poll.c: the spin adapts to how long waits last). */
+unsigned int pl_spin_us(void);
+unsigned int pl_spin_begin(void);
+void pl_spin_end(void);
+unsigned int pl_xyield_mask(void);
+void pl_spin_note(uint64_t start_us);
 void pl_waiter_init(struct pl_waiter *w, int timeout_ms);
 /* How long one kernel sleep on module socket fds may last (ms, >= 1). */
 int pl_kfd_slice(const struct pl_waiter *w);

@@ -77,6 +77,11 @@ void sl_wait_sleep(struct sl_stack *s, int64_t deadline, uint32_t seq, bool on_f
 /* How long a sleeper with nobody to wake it for the stack's timers may
  * sleep at most now (10 ms while timers are armed, else a second). */
 int sl_wait_bound_ms(struct sl_stack *s);
+/* A slot to spin in for spin_us, among the first cap of the stack's
+ * (sl_region.spin_until): its index, or -1 (as many spin already: sleep
+ * at once).  sl_spin_release() gives it back early. */
+int sl_spin_claim(struct sl_stack *s, unsigned int cap, unsigned int spin_us);
+void sl_spin_release(struct sl_stack *s, int slot);
 
 /*
  * Bells (run/bell.c): waking a thread asleep in the kernel on Sluice and

@@ -236,6 +236,28 @@ void sl_wait_sleep(struct sl_stack *s, int64_t deadline, uint32_t seq, bool on_f
 	}
 }
 
+int sl_spin_claim(struct sl_stack *s, unsigned int cap, unsigned int spin_us)
+{
+	uint64_t now = mono_us();
+
+	if (cap > SL_SPIN_SLOTS)
+		cap = SL_SPIN_SLOTS;
+	for (unsigned int i = 0; i < cap; i++) {
+		uint64_t *w = &s->lib->spin_until[i], v = SL_READ_ONCE(*w);
+
+		/* Free, or its spinner's time is up (or it died). */
+		if (v <= now && sl_cmpxchg(w, &v, now + spin_us + 1))
+			return (int)i;
+	}
+	return -1;
+}
+
+void sl_spin_release(struct sl_stack *s, int slot)
+{
+	if (slot >= 0 && slot < SL_SPIN_SLOTS)
+		SL_WRITE_ONCE(s->lib->spin_until[slot], 0);
+}
+
 int sl_wait_bound_ms(struct sl_stack *s)
 {
 	uint64_t now = sl_now(s);

@@ -4,7 +4,9 @@
  * sl_wake_cost_ns(); lib/README.md "Waiting"): `sluice run` times futex
  * hand-offs between two threads on two CPUs; a process that may use one
  * CPU measures nothing, since there a hand-off is a context switch and
- * every spin would come out too short.
+ * every spin would come out too short.  And at most as many threads of
+ * a stack spin at once as the caller allows (sl_spin_claim()): a slot
+ * frees itself when its time is up, so a spinner that died leaks none.
  */
 #include <sched.h>
 
@@ -20,6 +22,25 @@ int main(void)
 	tap_eq(sl_spin_budget_us(20000), 50, "a 20 us wake-up buys a 50 us spin");
 	tap_eq(sl_spin_budget_us(1000), SL_SPIN_MIN_US, "a cheap one: the least spin");
 	tap_eq(sl_spin_budget_us(1000000), SL_SPIN_MAX_US, "a dear one: the most");
+
+	{
+		struct sl_stack *s = fx_stack("spinslots", "10.5.9.1", NULL);
+		int a, b, c;
+
+		a = sl_spin_claim(s, 2, 200000);
+		b = sl_spin_claim(s, 2, 200000);
+		c = sl_spin_claim(s, 2, 200000);
+		tap_ok(a >= 0 && b >= 0 && a != b, "two spinners of a cap of two get slots (%d, %d)", a, b);
+		tap_eq(c, -1, "a third sleeps at once");
+		sl_spin_release(s, a);
+		c = sl_spin_claim(s, 2, 20);
+		tap_eq(c, a, "a slot given back is taken again");
+		usleep(2000);
+		tap_ok(sl_spin_claim(s, 2, 20) >= 0,
+		       "a slot whose time is up is free again (a spinner that died leaks it for its spin only)");
+		tap_ok(sl_spin_claim(s, SL_SPIN_SLOTS + 5, 20) >= 0, "a cap above the slots is the slots");
+		fx_destroy(s);
+	}
 
 	if (sched_getaffinity(0, sizeof(all), &all) || CPU_COUNT(&all) < 2) {
 		tap_ok(1, "wake-up timing # SKIP one CPU here: nothing to time across two");
