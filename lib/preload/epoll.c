@@ -663,23 +663,33 @@ static int ep_channel(const struct pl_ep *ep)
 }
 
 /*
+ * May the set sleep: nothing on its check list is ready now (ep_collect()
+ * just emptied it of everything else)?  Then *seen is how far it read the
+ * journal and *chan its wait channel (ep_channel()).
+ */
+static bool ep_idle(struct pl_ep *ep, uint32_t *seen, int *chan)
+{
+	bool idle;
+
+	pthread_mutex_lock(&ep->mu);
+	idle = ep->jvalid && !ep->nchk;
+	*seen = ep->jseq;
+	*chan = ep_channel(ep);
+	pthread_mutex_unlock(&ep->mu);
+	return idle;
+}
+
+/*
  * Sleep up to ms until the stack's journal moves past what the set has
- * read (the stack wakes us when any socket's readiness changes).  Only
- * when nothing on the check list is ready now: ep_collect() just emptied
- * it of everything else.  Returns whether it slept.
+ * read (the stack wakes us when any socket's readiness changes), if the
+ * set is idle.  Returns whether it slept.
  */
 static bool ep_sleep(struct pl_ep *ep, int ms, unsigned int sigs)
 {
 	uint32_t seen;
-	bool idle;
 	int chan;
 
-	pthread_mutex_lock(&ep->mu);
-	idle = ep->jvalid && !ep->nchk;
-	seen = ep->jseq;
-	chan = ep_channel(ep);
-	pthread_mutex_unlock(&ep->mu);
-	if (!idle)
+	if (!ep_idle(ep, &seen, &chan))
 		return false;
 	/* A signal ends it at once (run.h, sl_wait_word). */
 	sl_wait_journal(pl_stack(), seen, chan, ms, pl_sig_count, sigs);
@@ -690,22 +700,16 @@ static bool ep_sleep(struct pl_ep *ep, int ms, unsigned int sigs)
  * A mixed set's sleep with the thread's bell (bell.c): register it for the
  * set's channel (or any change), look at the journal once more under the
  * stack lock, and if nothing moved put the bell in the kernel set.
- * Returns 1 (armed: sleep in epoll_wait, then ep_bell_done()), 0 (the
+ * Returns 1 (armed: sleep in epoll_wait, then pl_bell_end()), 0 (the
  * journal moved: collect again) or -1 (no bell: sleep in slices).
  */
 static int ep_bell_arm(int epfd, struct pl_ep *ep, struct pl_bellreg *bell)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	uint32_t seen;
-	bool idle;
 	int chan;
 
-	pthread_mutex_lock(&ep->mu);
-	idle = ep->jvalid && !ep->nchk;
-	seen = ep->jseq;
-	chan = ep_channel(ep);
-	pthread_mutex_unlock(&ep->mu);
-	if (!idle || pl_bell_begin(chan, bell) < 0)
+	if (!ep_idle(ep, &seen, &chan) || pl_bell_begin(chan, bell) < 0)
 		return -1;
 	if (sl_wait_journal(pl_stack(), seen, chan, 0, NULL, 0) != 0) {
 		pl_bell_end(bell, false);
