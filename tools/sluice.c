@@ -3,7 +3,7 @@
  * The sluice command.  Subcommands:
  *   sluice info         library, module, sysfs and debugfs state
  *   sluice stacks       the stacks on this machine
- *   sluice dump NAME    a stack's configuration, counters, rings and sockets
+ *   sluice dump [--all] NAME  a stack's configuration, counters, rings and sockets
  *   sluice run ...      run a program on a stack (run.c)
  *   sluice fds [NAME]   the processes' fds on a stack, or on any (run.c)
  *   sluice version      the library's version
@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,9 @@ static void usage(FILE *f)
 		"  info        show the library, who holds each stack's lock, and the loaded\n"
 		"              module with its sysfs and debugfs state\n"
 		"  stacks      list the stacks on this machine\n"
-		"  dump NAME   show a stack's configuration, counters and sockets\n"
+		"  dump [--all] NAME\n"
+		"              show a stack's configuration, counters and sockets (the first\n"
+		"              TIME-WAIT entries only, unless --all)\n"
 		"  run [--stack NAME] [--profile latency|throughput] [--interface DEV] -- PROGRAM [ARGS]\n"
 		"              run PROGRAM with its IPv4 sockets on a Sluice stack (on DEV:\n"
 		"              through the module's rings; `sluice run` alone lists every option)\n"
@@ -352,9 +355,13 @@ static void print_kring(const struct sl_stack *s)
 /* TIME-WAIT entries whose time is not up, at now_us.  Those whose time
  * is up are still in the table until a process of the stack runs its
  * timers (an idle stack's may wait); they are not shown. */
+/* TIME-WAIT entries `sluice dump` lists without --all. */
+#define DUMP_TW_SHOWN	20
+
 struct tw_count {
 	uint64_t now_us;
 	unsigned int n;
+	unsigned int left;	/* print_tw(): how many more to print */
 };
 
 static void count_tw(const struct sl_tw *tw, void *arg)
@@ -368,18 +375,20 @@ static void count_tw(const struct sl_tw *tw, void *arg)
  * arg: the time now (sl_now()). */
 static void print_tw(const struct sl_tw *tw, void *arg)
 {
-	uint64_t now_us = *(const uint64_t *)arg;
+	struct tw_count *c = arg;
+	uint64_t now_us = c->now_us;
 	char l[32], r[32];
 
-	if (tw->expire_us <= now_us)
+	if (tw->expire_us <= now_us || !c->left)
 		return;
+	c->left--;
 	addr_str(l, sizeof(l), tw->laddr, tw->lport);
 	addr_str(r, sizeof(r), tw->raddr, tw->rport);
 	printf("  %5s %-4s %-11s %-21s %-21s  expires in %.1f s\n", "-", "tcp", "TIME_WAIT", l, r,
 	       (double)(tw->expire_us - now_us) / 1e6);
 }
 
-static int cmd_dump(const char *name)
+static int cmd_dump(const char *name, bool all)
 {
 	struct sluice_stack *st;
 	struct sl_stack *s;
@@ -456,6 +465,10 @@ static int cmd_dump(const char *name)
 		       so->type == SL_SOCK_TCP ? tcp_state_name(so->state) : "-", l, r,
 		       so->rxq_bytes, (unsigned long long)so->rx_pkts,
 		       (unsigned long long)so->tx_pkts, so->owner_pid);
+		/* Its creator is gone: the socket waits for the sweep that
+		 * sees the death, unless a process it forked still holds it. */
+		if (so->owner_pid && sl_pid_dead((pid_t)so->owner_pid))
+			printf("        process %u has exited\n", so->owner_pid);
 		if (so->flags & SL_SF_FILTER) {
 			addr_str(l, sizeof(l), so->filter_laddr, so->lport);
 			printf("        module filter %u: %s %s\n", so->filter_id,
@@ -464,7 +477,11 @@ static int cmd_dump(const char *name)
 		if (so->type == SL_SOCK_TCP)
 			print_tcp(s, so);
 	}
-	sl_tw_list(s, print_tw, &tw.now_us);
+	tw.left = all ? UINT_MAX : DUMP_TW_SHOWN;
+	sl_tw_list(s, print_tw, &tw);
+	if (tw.n > DUMP_TW_SHOWN && !all)
+		printf("  ... and %u more TIME-WAIT entries (sluice dump --all %s lists them)\n",
+		       tw.n - DUMP_TW_SHOWN, name);
 	sluice_stack_close(st);
 	return 0;
 }
@@ -475,8 +492,17 @@ int main(int argc, char **argv)
 	 * programs still may: they keep the environment they were given). */
 	if (argc >= 2 && strcmp(argv[1], "run"))
 		setenv("SLUICE_NO_HELPER", "1", 1);
-	if (argc == 3 && !strcmp(argv[1], "dump"))
-		return cmd_dump(argv[2]);
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "dump")) {
+		if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+			usage(stdout);
+			return 0;
+		}
+		if (argc == 4 && strcmp(argv[2], "--all")) {
+			usage(stderr);
+			return 2;
+		}
+		return cmd_dump(argv[argc - 1], argc == 4);
+	}
 	if (argc >= 2 && !strcmp(argv[1], "run"))
 		return cmd_run(argc, argv);
 	if ((argc == 2 || argc == 3) && !strcmp(argv[1], "fds"))

@@ -46,6 +46,7 @@ churn kernel 100000 1 7982
 churn sluice 20000 32 7983
 churn kernel 20000 32 7984
 $sluice dump $st >"$tmp/dump" 2>&1
+$sluice dump --all $st >"$tmp/dumpall" 2>&1
 # A pre-forking server: 16 children asleep in accept() (no spin), and
 # 400 connections in a row; one child should wake for each, in turn.
 pf() {
@@ -90,6 +91,9 @@ check "afterwards no socket slot and no buffer is held" \
 peak=$(awk '/at most so far:/ { print $6, $8 }' <<<"$dump")
 check "sluice info shows the high-water marks of slots and buffers ($peak)" \
 	awk -v p="$peak" 'BEGIN { split(p, a, " "); exit !(a[1] + 0 >= 2 && a[2] + 0 >= 2) }'
+twl=$(grep -c ' TIME_WAIT ' <<<"$dump"); twa=$(grep -c ' TIME_WAIT ' "$tmp/dumpall")
+check "sluice dump lists 20 TIME-WAIT entries and says how many more; --all lists them all ($twl, $twa; $(grep -o 'and [0-9]* more TIME-WAIT entries' <<<"$dump"))" \
+	test "$twl" = 20 -a "$twa" -gt 20 -a -n "$(grep -F "and $((twa - 20)) more TIME-WAIT entries" <<<"$dump")"
 tw=$(awk '/time-wait:/ { print $2, $10 }' <<<"$dump")
 check "TIME-WAIT entries within the table ($tw)" \
 	awk -v n="${tw% *}" -v m="${tw#* }" 'BEGIN { exit !(n != "" && n + 0 <= m + 0 && n + 0 > 0) }'

@@ -205,6 +205,7 @@ for i in \$(seq 50); do [ -s "$tmp/dead.ready" ] && break; sleep 0.1; done
 timeout 10 "$sluice" run --stack "$st" -- "$py" "$tp/line_client.py" 18082 before
 kill -KILL \$(cat "$tmp/dead.ready") \$srv 2>/dev/null
 wait
+echo "exited marks \$("$sluice" dump "$st" | grep -c 'has exited$')"
 timeout 10 "$sluice" run --stack "$st" -- "$py" -c '
 import socket
 try:
@@ -218,6 +219,8 @@ EOS
 out=$(timeout 60 unshare -n bash "$tmp/dead.sh")
 check "a killed server's port: the next client is refused at once ($(tail -n 1 <<<"$out"))" \
 	grep -qx "after: refused" <<<"$out"
+check "sluice dump marks the killed server's sockets: their process has exited ($(grep '^exited marks' <<<"$out"))" \
+	grep -qE "^exited marks [1-9]" <<<"$out"
 
 st=$(newstack fork)
 cat >"$tmp/fork.sh" <<EOS
