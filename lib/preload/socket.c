@@ -221,9 +221,13 @@ EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 		sin.sin_family = AF_INET;
 		ret = 0;
 	}
-	/* A datagram socket may bind a group's address, to hear only it. */
+	/* A datagram socket may bind a group's address, to hear only it, or
+	 * the limited broadcast address, to hear only broadcasts: it hears
+	 * what a socket bound to INADDR_ANY on the stack would (Linux
+	 * inet_bind() takes both, RTN_MULTICAST and RTN_BROADCAST). */
 	if (!ret && sin.sin_addr.s_addr != INADDR_ANY && !is_local(sin.sin_addr.s_addr) &&
-	    !(ps->type == SOCK_DGRAM && SL_IN_MULTICAST(sin.sin_addr.s_addr))) {
+	    !(ps->type == SOCK_DGRAM && (SL_IN_MULTICAST(sin.sin_addr.s_addr) ||
+					 sin.sin_addr.s_addr == INADDR_BROADCAST))) {
 		if (!ps->used) {
 			/* An address of the host's, not the stack's. */
 			ret = pl_fallback(fd, ps);

@@ -315,6 +315,32 @@ static bool mc_send(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
 	return true;
 }
 
+/*
+ * A datagram to a broadcast address (packet idx, built, source saddr).
+ * From a loopback source it goes out lo and no further, as Linux routes a
+ * limited broadcast by its source's device (ip_route_output_key_hash()):
+ * the stack's own sockets on the port hear it.  Out of the link, a copy
+ * goes to them too, as Linux gives every broadcast it sends to its own
+ * sockets as well (ip_mc_output(), whatever IP_MULTICAST_LOOP says).
+ * Returns true if it is done with idx; false leaves it to sl_ip_output(),
+ * which refuses it with ENETUNREACH on a stack with no link.
+ */
+static bool bcast_send(struct sl_stack *s, uint32_t idx, uint32_t saddr)
+{
+	uint32_t n;
+
+	if ((ntohl(saddr) >> 24) == 127) {
+		sl_ip_loopback_one(s, idx);
+		return true;
+	}
+	if (!s->link)
+		return false;
+	n = sl_pkt_copy(s, idx);
+	if (n != SLUICE_IDX_NONE)
+		sl_ip_loopback_one(s, n);
+	return false;
+}
+
 int sl_ip_mreqn(const void *val, unsigned int len, unsigned int min, struct ip_mreqn *mr)
 {
 	memset(mr, 0, sizeof(*mr));
@@ -508,6 +534,8 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 	so->tx_pkts++;
 	so->tx_bytes += len;
 	if (SL_IN_MULTICAST(daddr) && mc_send(s, so, idx))
+		return (ssize_t)len;
+	if (is_broadcast(s, daddr) && bcast_send(s, idx, saddr))
 		return (ssize_t)len;
 	ret = sl_ip_output(s, idx, false);
 	return ret ? ret : (ssize_t)len;

@@ -2037,6 +2037,56 @@ static void check_mcast_lo(void)
 	close(rx);
 }
 
+/*
+ * Broadcast on loopback (issue 24, gVisor's TestBindToBcastThen* cases):
+ * a socket bound to 255.255.255.255 hears a broadcast sent from
+ * 127.0.0.1 (Linux routes it out lo, its source's device), and can send
+ * itself, from 127.0.0.1.
+ */
+static void check_bcast_lo(void)
+{
+	int rx = socket(AF_INET, SOCK_DGRAM, 0), tx = socket(AF_INET, SOCK_DGRAM, 0);
+	int rx2 = socket(AF_INET, SOCK_DGRAM, 0), one = 1;
+	struct sockaddr_in bc = { .sin_family = AF_INET, .sin_addr.s_addr = INADDR_BROADCAST };
+	struct sockaddr_in any = { .sin_family = AF_INET }, loa = lo(0), got, from;
+	socklen_t l = sizeof(got);
+	char buf[16] = "";
+	long r;
+
+	printf("bcast_bind: %s\n", rv(bind(rx, (struct sockaddr *)&bc, sizeof(bc))));
+	r = getsockname(rx, (struct sockaddr *)&got, &l);
+	printf("bcast_bind_name: %s %s\n", rv(r),
+	       got.sin_addr.s_addr == INADDR_BROADCAST ? "255.255.255.255" : "other");
+	bind(tx, (struct sockaddr *)&loa, sizeof(loa));
+	bc.sin_port = got.sin_port;
+	printf("bcast_send_no_so_broadcast: %s\n",
+	       rv(sendto(tx, "b", 1, 0, (struct sockaddr *)&bc, sizeof(bc))));
+	setsockopt(tx, SOL_SOCKET, SO_BROADCAST, &one, sizeof(one));
+	printf("bcast_send_from_lo: %s\n",
+	       rv(sendto(tx, "bc", 2, 0, (struct sockaddr *)&bc, sizeof(bc))));
+	poll1(rx, POLLIN, 2000);
+	l = sizeof(from);
+	r = recvfrom(rx, buf, sizeof(buf) - 1, MSG_DONTWAIT, (struct sockaddr *)&from, &l);
+	printf("bcast_heard: %s %s from_lo %d\n", rv(r), r > 0 ? buf : "-",
+	       r > 0 && from.sin_addr.s_addr == htonl(INADDR_LOOPBACK));
+	/* The socket on 255.255.255.255 sends to 127.0.0.1. */
+	bind(rx2, (struct sockaddr *)&any, sizeof(any));
+	l = sizeof(got);
+	getsockname(rx2, (struct sockaddr *)&got, &l);
+	loa.sin_port = got.sin_port;
+	printf("bcast_bound_send: %s\n",
+	       rv(sendto(rx, "up", 2, 0, (struct sockaddr *)&loa, sizeof(loa))));
+	poll1(rx2, POLLIN, 2000);
+	memset(buf, 0, sizeof(buf));
+	l = sizeof(from);
+	r = recvfrom(rx2, buf, sizeof(buf) - 1, MSG_DONTWAIT, (struct sockaddr *)&from, &l);
+	printf("bcast_bound_heard: %s %s from_lo %d\n", rv(r), r > 0 ? buf : "-",
+	       r > 0 && from.sin_addr.s_addr == htonl(INADDR_LOOPBACK));
+	close(rx2);
+	close(tx);
+	close(rx);
+}
+
 int main(void)
 {
 	struct stat st;
@@ -2077,6 +2127,7 @@ int main(void)
 	check_epoll();
 	check_udp();
 	check_mcast_lo();
+	check_bcast_lo();
 	check_nonblock_fill();
 	check_fortified();
 	check_sendfile();

@@ -280,12 +280,82 @@ static void test_ttl_tos_on_the_wire(void)
 	fx_destroy(s);
 }
 
+/*
+ * Broadcast (Linux: a limited broadcast is routed by its source's device,
+ * and every broadcast sent is given to the host's own sockets too):
+ * from 127.0.0.1 it stays in the stack; out of the link a copy comes
+ * back to the stack's sockets on the port, those bound to INADDR_ANY or
+ * to 255.255.255.255 and no other.
+ */
+static void test_broadcast_send(void)
+{
+	struct capture cap;
+	struct sl_stack *s = fx_stack("udpbc", "10.1.0.1", &cap);
+	struct sockaddr_in any = fx_addr("0.0.0.0", 7100), bca = fx_addr("255.255.255.255", 7100);
+	struct sockaddr_in uni = fx_addr("10.1.0.1", 7100), lo = fx_addr("127.0.0.1", 0);
+	struct sockaddr_in from;
+	int on_any = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	int on_bc = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	int on_uni = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	int tx = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	int tx_lo = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	int one = 1;
+	char buf[16];
+
+	sluice_setsockopt(ST(s), on_any, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	sluice_setsockopt(ST(s), on_bc, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	sluice_setsockopt(ST(s), on_uni, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	tap_eq(sluice_bind(ST(s), on_any, &any), 0, "bind 0.0.0.0:7100");
+	tap_eq(sluice_bind(ST(s), on_bc, &bca), 0, "bind 255.255.255.255:7100");
+	tap_eq(sluice_bind(ST(s), on_uni, &uni), 0, "bind 10.1.0.1:7100");
+	sluice_setsockopt(ST(s), tx, SOL_SOCKET, SO_BROADCAST, &one, sizeof(one));
+	sluice_setsockopt(ST(s), tx_lo, SOL_SOCKET, SO_BROADCAST, &one, sizeof(one));
+
+	tap_eq(sluice_sendto(ST(s), tx, "L", 1, 0, &bca), 1, "broadcast out of the link");
+	tap_eq(cap.n, 1, "one frame on the link");
+	tap_ok(sluice_recvfrom(ST(s), on_any, buf, sizeof(buf), 0, &from) == 1 && buf[0] == 'L',
+	       "a copy for the socket on 0.0.0.0 (Linux ip_mc_output())");
+	tap_ok(sluice_recvfrom(ST(s), on_bc, buf, sizeof(buf), 0, &from) == 1 && buf[0] == 'L',
+	       "and for the one on 255.255.255.255");
+	tap_eq(from.sin_addr.s_addr, s->lib->ip_addr, "from the stack's address");
+	tap_eq(sluice_recv(ST(s), on_uni, buf, sizeof(buf), 0), -EAGAIN,
+	       "none for the one on 10.1.0.1");
+
+	tap_eq(sluice_bind(ST(s), tx_lo, &lo), 0, "bind 127.0.0.1");
+	tap_eq(sluice_sendto(ST(s), tx_lo, "O", 1, 0, &bca), 1, "broadcast from 127.0.0.1");
+	tap_eq(cap.n, 1, "nothing on the link: it went out lo");
+	tap_ok(sluice_recvfrom(ST(s), on_bc, buf, sizeof(buf), 0, &from) == 1 && buf[0] == 'O',
+	       "the socket on 255.255.255.255 hears it");
+	tap_eq(from.sin_addr.s_addr, htonl(INADDR_LOOPBACK), "from 127.0.0.1");
+	tap_ok(sluice_recv(ST(s), on_any, buf, sizeof(buf), 0) == 1 && buf[0] == 'O',
+	       "so does the one on 0.0.0.0");
+	fx_destroy(s);
+
+	/* No link: a broadcast from loopback is delivered, any other has
+	 * no route, as on a Linux host with only lo. */
+	s = fx_stack("udpbcnl", "10.1.0.1", NULL);
+	on_bc = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	tx = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	tx_lo = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	sluice_bind(ST(s), on_bc, &bca);
+	sluice_bind(ST(s), tx_lo, &lo);
+	sluice_setsockopt(ST(s), tx, SOL_SOCKET, SO_BROADCAST, &one, sizeof(one));
+	sluice_setsockopt(ST(s), tx_lo, SOL_SOCKET, SO_BROADCAST, &one, sizeof(one));
+	tap_eq(sluice_sendto(ST(s), tx, "N", 1, 0, &bca), -ENETUNREACH,
+	       "no link: a broadcast from the stack's address is ENETUNREACH");
+	tap_eq(sluice_sendto(ST(s), tx_lo, "O", 1, 0, &bca), 1, "no link: from 127.0.0.1 it goes");
+	tap_ok(sluice_recv(ST(s), on_bc, buf, sizeof(buf), 0) == 1 && buf[0] == 'O',
+	       "and is heard");
+	fx_destroy(s);
+}
+
 int main(void)
 {
 	test_ttl_tos_on_the_wire();
 	test_loopback_within_stack();
 	test_bind_rules();
 	test_limits_and_errors();
+	test_broadcast_send();
 	test_rcvbuf_counts_buffers();
 	test_two_stacks_over_loop();
 	test_loopback_budget();
