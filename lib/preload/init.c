@@ -383,6 +383,9 @@ __attribute__((constructor)) static void pl_constructor(void)
 	/* Here, not in pl_init(): a wrapper may run that while a sanitizer
 	 * runtime starts, when its string functions may not be called. */
 	note_sandbox();
+	/* Before the program can enter a sandbox that forbids sigaction. */
+	if (!pl_cfg.disabled)
+		pl_fault_init();
 	/* Sockets inherited through exec exist only if the stack's
 	 * placeholder file does: most programs skip the /proc scan. */
 	snprintf(path, sizeof(path), "/dev/shm/sluicefd-%s", pl_cfg.stack);

@@ -77,6 +77,13 @@ static void sigpipe(void)
 	pthread_kill(pthread_self(), SIGPIPE);
 }
 
+/* A buffer the kernel would answer EFAULT for: one no process can own,
+ * or one not mapped readable here (found by touching it, pl_readable()). */
+static bool buf_fault(const void *p, size_t len)
+{
+	return pl_bad_buf(p, len) || !pl_readable(p, len);
+}
+
 /* One buffer out; to may be NULL. */
 static ssize_t pl_send(struct pl_sock *ps, const void *buf, size_t len, int flags,
 		       const struct sockaddr_in *to, const struct sl_tx_meta *tx)
@@ -87,7 +94,7 @@ static ssize_t pl_send(struct pl_sock *ps, const void *buf, size_t len, int flag
 	size_t done = 0;
 	long ret;
 
-	if (pl_bad_buf(buf, len))
+	if (buf_fault(buf, len))
 		return -EFAULT;
 	ps->used = true;
 	for (;;) {
@@ -142,7 +149,7 @@ static ssize_t pl_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
 	if (flags & MSG_ERRQUEUE)
 		return -EAGAIN;
 	/* MSG_TRUNC on a stream copies nothing (Linux: no EFAULT). */
-	if (pl_bad_buf(buf, len) && !((flags & MSG_TRUNC) && ps->type == SOCK_STREAM))
+	if (!((flags & MSG_TRUNC) && ps->type == SOCK_STREAM) && buf_fault(buf, len))
 		return -EFAULT;
 	/* Non-blocking: the native fast path for spinners.  With a timeout:
 	 * the call itself never waits (not even for a stopped lock holder);
@@ -305,10 +312,10 @@ static size_t iov_total(const struct iovec *iov, int n)
 /* An iovec array, or one of its buffers, no process can own: EFAULT. */
 static bool iov_bad(const struct iovec *iov, int n)
 {
-	if (n > 0 && pl_bad_buf(iov, (size_t)n * sizeof(*iov)))
+	if (n > 0 && buf_fault(iov, (size_t)n * sizeof(*iov)))
 		return true;
 	for (int i = 0; i < n; i++)
-		if (pl_bad_buf(iov[i].iov_base, iov[i].iov_len))
+		if (buf_fault(iov[i].iov_base, iov[i].iov_len))
 			return true;
 	return false;
 }

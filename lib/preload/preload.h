@@ -106,8 +106,8 @@ extern struct pl_libc pl_libc;
  * A buffer no process can own: in the null page, wrapping, or reaching
  * into the kernel's half.  A call given one is EFAULT, as the kernel
  * answers, found without touching it (issue 24: it used to be a SIGSEGV
- * in the library).  Other bad pointers (unmapped, PROT_NONE) are not
- * caught yet.
+ * in the library).  Other bad pointers (unmapped, PROT_NONE) are found
+ * by touching them (pl_readable(); io.c, buf_fault()).
  */
 #define PL_USER_TOP	((uintptr_t)1 << 56)
 static inline bool pl_bad_buf(const void *p, size_t len)
@@ -322,6 +322,11 @@ int pl_sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, bool
 /* ---- signal.c ---- */
 unsigned int pl_sig_count(void);	/* handlers run in this thread */
 bool pl_sig_take_restart(void);		/* did they all have SA_RESTART? (resets) */
+/* SIGSEGV and SIGBUS handled by the library too (the constructor). */
+void pl_fault_init(void);
+/* Can len bytes at p be read?  Touches them (a byte a page) with the
+ * library's handler ready to catch a fault: no system call. */
+bool pl_readable(const void *p, size_t len);
 /* Spin/sleep pacing shared by poll, select and epoll (poll.c). */
 struct pl_waiter {
 	uint64_t start_us;

@@ -17,6 +17,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -2087,6 +2089,104 @@ static void check_bcast_lo(void)
 	close(rx);
 }
 
+static sigjmp_buf segv_jb;
+static int *volatile nowhere;
+static volatile sig_atomic_t segvs;
+
+static void on_segv(int sig)
+{
+	(void)sig;
+	segvs++;
+	siglongjmp(segv_jb, 1);
+}
+
+/*
+ * A buffer that is mapped but not readable (PROT_NONE) or not mapped at
+ * all: EFAULT, as the kernel's copy answers (issue 24, gVisor's
+ * SendWithProtNoneBufEfaults), not a SIGSEGV inside the library.  And
+ * the program's own SIGSEGV is still its own: the default kills, a
+ * handler it installs runs and reads back, a fault outside any call
+ * reaches it.
+ */
+static void check_efault_mapped(void)
+{
+	int tx = socket(AF_INET, SOCK_DGRAM, 0), rx = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in a = lo(0);
+	socklen_t l = sizeof(a);
+	uint8_t *page = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			     -1, 0);
+	struct iovec iov = { page, 897 };
+	struct msghdr mh = { .msg_name = &a, .msg_namelen = sizeof(a), .msg_iov = &iov,
+			     .msg_iovlen = 1 };
+	struct mmsghdr mm = { .msg_hdr = mh };
+	struct sigaction sa, old;
+	int status, c, sv, l_fd;
+	pid_t pid;
+
+	bind(rx, (struct sockaddr *)&a, sizeof(a));
+	getsockname(rx, (struct sockaddr *)&a, &l);
+	mh.msg_name = &a;
+	mm.msg_hdr = mh;
+	/* The second page stays readable: a buffer across both is bad too. */
+	mprotect(page, 4096, PROT_NONE);
+	printf("efault_sendto_prot_none: %s\n",
+	       rv(sendto(tx, page, 100, 0, (struct sockaddr *)&a, sizeof(a))));
+	printf("efault_sendto_across_pages: %s\n",
+	       rv(sendto(tx, page + 4000, 200, 0, (struct sockaddr *)&a, sizeof(a))));
+	printf("efault_sendmsg_prot_none: %s\n", rv(sendmsg(tx, &mh, 0)));
+	printf("efault_sendmmsg_prot_none: %s\n", rv(sendmmsg(tx, &mm, 1, 0)));
+	printf("efault_sendto_readable_page: %s\n",
+	       rv(sendto(tx, page + 4096, 100, 0, (struct sockaddr *)&a, sizeof(a))));
+	/* A datagram is there: the copy out is what fails. */
+	poll1(rx, POLLIN, 2000);
+	printf("efault_recv_prot_none: %s\n", rv(recv(rx, page, 100, MSG_DONTWAIT)));
+	munmap(page, 4096);
+	printf("efault_sendto_unmapped: %s\n",
+	       rv(sendto(tx, page, 100, 0, (struct sockaddr *)&a, sizeof(a))));
+	munmap(page + 4096, 4096);
+	/* The same on a stream. */
+	pair(&l_fd, &c, &sv);
+	printf("efault_tcp_send_unmapped: %s\n", rv(send(c, page, 10, MSG_NOSIGNAL)));
+	close(l_fd);
+	close(c);
+	close(sv);
+	close(tx);
+	close(rx);
+
+	/* SIGSEGV: what the program set is what it reads back (set first: a
+	 * sanitizer's runtime has a handler there already). */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGSEGV, NULL, &old);
+	printf("segv_disposition_default: %s\n",
+	       old.sa_handler == SIG_DFL && !(old.sa_flags & SA_SIGINFO) ? "SIG_DFL" : "other");
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_segv;
+	sa.sa_flags = SA_NODEFER;
+	printf("segv_handler_set: %s\n", rv(sigaction(SIGSEGV, &sa, NULL)));
+	sigaction(SIGSEGV, NULL, &old);
+	printf("segv_handler_reads_back: %s\n", old.sa_handler == on_segv ? "yes" : "no");
+	if (!sigsetjmp(segv_jb, 0))
+		*nowhere = 1;	/* a fault of the program's */
+	printf("segv_handler_ran: %d\n", (int)segvs);
+	sa.sa_handler = SIG_DFL;
+	sa.sa_flags = 0;
+	sigaction(SIGSEGV, &sa, NULL);
+	/* And the default still kills (a child, with a core not wanted). */
+	pid = fork();
+	if (pid == 0) {
+		struct rlimit none = { 0, 0 };
+
+		setrlimit(RLIMIT_CORE, &none);
+		*nowhere = 1;
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	printf("segv_default_kills: %s\n",
+	       WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV ? "SIGSEGV" : "no");
+}
+
 int main(void)
 {
 	struct stat st;
@@ -2128,6 +2228,7 @@ int main(void)
 	check_udp();
 	check_mcast_lo();
 	check_bcast_lo();
+	check_efault_mapped();
 	check_nonblock_fill();
 	check_fortified();
 	check_sendfile();
