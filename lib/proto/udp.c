@@ -15,9 +15,11 @@
 
 /* Buffer aux holds the offset of the UDP payload from the buffer's off. */
 
+/* Limited broadcast, lo's (127.255.255.255: Linux's lo is 127.0.0.1/8
+ * in every namespace) or the stack's subnet's. */
 static bool is_broadcast(const struct sl_stack *s, uint32_t daddr)
 {
-	return daddr == INADDR_BROADCAST ||
+	return daddr == INADDR_BROADCAST || daddr == htonl(0x7fffffffu) ||
 	       (s->lib->ip_mask && s->lib->ip_mask != 0xffffffffu &&
 		daddr == (s->lib->ip_addr | ~s->lib->ip_mask));
 }
@@ -486,7 +488,7 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 	}
 	/* Bound to a broadcast or group address: the source is the route's,
 	 * as Linux's inet_bind() leaves inet_saddr 0 for those. */
-	saddr = so->laddr == INADDR_BROADCAST || SL_IN_MULTICAST(so->laddr) ? 0 : so->laddr;
+	saddr = is_broadcast(s, so->laddr) || SL_IN_MULTICAST(so->laddr) ? 0 : so->laddr;
 	/* Out of loopback (127/8, or a group with IP_MULTICAST_IF there):
 	 * loopback's address, as Linux picks lo's. */
 	if (!saddr && ((ntohl(daddr) >> 24) == 127 ||

@@ -2040,6 +2040,57 @@ static void check_mcast_lo(void)
 }
 
 /*
+ * lo's own broadcast address, 127.255.255.255: SO_BROADCAST needed, every
+ * socket on the port hears it (two on 0.0.0.0 with SO_REUSEADDR and one
+ * bound to it), and one bound to it sends from 127.0.0.1.
+ */
+static void check_bcast_lo_subnet(void)
+{
+	int r1 = socket(AF_INET, SOCK_DGRAM, 0), r2 = socket(AF_INET, SOCK_DGRAM, 0);
+	int rb = socket(AF_INET, SOCK_DGRAM, 0), tx = socket(AF_INET, SOCK_DGRAM, 0), one = 1;
+	struct sockaddr_in a = { .sin_family = AF_INET }, from;
+	int socks[3] = { r1, r2, rb };
+	socklen_t l = sizeof(a);
+	char buf[16];
+	long r;
+
+	setsockopt(r1, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(r2, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(rb, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	bind(r1, (struct sockaddr *)&a, sizeof(a));
+	getsockname(r1, (struct sockaddr *)&a, &l);
+	bind(r2, (struct sockaddr *)&a, sizeof(a));
+	a.sin_addr.s_addr = htonl(0x7fffffffu);
+	printf("lo_bcast_bind: %s\n", rv(bind(rb, (struct sockaddr *)&a, sizeof(a))));
+	printf("lo_bcast_send_no_so_broadcast: %s\n",
+	       rv(sendto(tx, "n", 1, 0, (struct sockaddr *)&a, sizeof(a))));
+	setsockopt(tx, SOL_SOCKET, SO_BROADCAST, &one, sizeof(one));
+	printf("lo_bcast_send: %s\n", rv(sendto(tx, "lb", 2, 0, (struct sockaddr *)&a, sizeof(a))));
+	for (int i = 0; i < 3; i++) {
+		memset(buf, 0, sizeof(buf));
+		poll1(socks[i], POLLIN, 2000);
+		r = recv(socks[i], buf, sizeof(buf) - 1, MSG_DONTWAIT);
+		printf("lo_bcast_heard_%d: %s %s\n", i, rv(r), r > 0 ? buf : "-");
+	}
+	/* From the socket bound to it: the source is 127.0.0.1. */
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sendto(rb, "s", 1, 0, (struct sockaddr *)&a, sizeof(a));
+	poll1(r1, POLLIN, 2000);
+	l = sizeof(from);
+	r = recvfrom(r1, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&from, &l);
+	if (r <= 0) {
+		poll1(r2, POLLIN, 100);
+		r = recvfrom(r2, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&from, &l);
+	}
+	printf("lo_bcast_bound_sends_from_lo: %s %d\n", rv(r),
+	       r > 0 && from.sin_addr.s_addr == htonl(INADDR_LOOPBACK));
+	close(tx);
+	close(rb);
+	close(r2);
+	close(r1);
+}
+
+/*
  * Broadcast on loopback (issue 24, gVisor's TestBindToBcastThen* cases):
  * a socket bound to 255.255.255.255 hears a broadcast sent from
  * 127.0.0.1 (Linux routes it out lo, its source's device), and can send
@@ -2087,6 +2138,7 @@ static void check_bcast_lo(void)
 	close(rx2);
 	close(tx);
 	close(rx);
+	check_bcast_lo_subnet();
 }
 
 static sigjmp_buf segv_jb;

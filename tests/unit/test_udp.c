@@ -285,7 +285,7 @@ static void test_ttl_tos_on_the_wire(void)
  * and every broadcast sent is given to the host's own sockets too):
  * from 127.0.0.1 it stays in the stack; out of the link a copy comes
  * back to the stack's sockets on the port, those bound to INADDR_ANY or
- * to 255.255.255.255 and no other.
+ * to 255.255.255.255 and no other; 127.255.255.255 (lo's) stays in it.
  */
 static void test_broadcast_send(void)
 {
@@ -293,7 +293,7 @@ static void test_broadcast_send(void)
 	struct sl_stack *s = fx_stack("udpbc", "10.1.0.1", &cap);
 	struct sockaddr_in any = fx_addr("0.0.0.0", 7100), bca = fx_addr("255.255.255.255", 7100);
 	struct sockaddr_in uni = fx_addr("10.1.0.1", 7100), lo = fx_addr("127.0.0.1", 0);
-	struct sockaddr_in from;
+	struct sockaddr_in lob, from;
 	int on_any = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
 	int on_bc = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
 	int on_uni = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
@@ -329,6 +329,20 @@ static void test_broadcast_send(void)
 	tap_eq(from.sin_addr.s_addr, htonl(INADDR_LOOPBACK), "from 127.0.0.1");
 	tap_ok(sluice_recv(ST(s), on_any, buf, sizeof(buf), 0) == 1 && buf[0] == 'O',
 	       "so does the one on 0.0.0.0");
+
+	/* lo's broadcast address: a broadcast too, never on the link. */
+	lob = fx_addr("127.255.255.255", 7100);
+	tx = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	tap_eq(sluice_sendto(ST(s), tx, "b", 1, 0, &lob), -EACCES,
+	       "127.255.255.255 needs SO_BROADCAST");
+	sluice_setsockopt(ST(s), tx, SOL_SOCKET, SO_BROADCAST, &one, sizeof(one));
+	tap_eq(sluice_sendto(ST(s), tx, "B", 1, 0, &lob), 1, "a broadcast to 127.255.255.255");
+	tap_eq(cap.n, 1, "nothing on the link");
+	tap_ok(sluice_recvfrom(ST(s), on_any, buf, sizeof(buf), 0, &from) == 1 && buf[0] == 'B',
+	       "the socket on 0.0.0.0 hears it");
+	tap_eq(from.sin_addr.s_addr, htonl(INADDR_LOOPBACK), "from 127.0.0.1");
+	tap_eq(sluice_recv(ST(s), on_bc, buf, sizeof(buf), 0), -EAGAIN,
+	       "the one on 255.255.255.255 does not");
 	fx_destroy(s);
 
 	/* No link: a broadcast from loopback is delivered, any other has
