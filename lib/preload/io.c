@@ -309,7 +309,8 @@ static size_t iov_total(const struct iovec *iov, int n)
 	return t;
 }
 
-/* An iovec array, or one of its buffers, no process can own: EFAULT. */
+/* An iovec array, or one of its buffers, the kernel would answer EFAULT
+ * for (buf_fault()). */
 static bool iov_bad(const struct iovec *iov, int n)
 {
 	if (n > 0 && buf_fault(iov, (size_t)n * sizeof(*iov)))
