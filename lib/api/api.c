@@ -786,7 +786,11 @@ int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *gi
 		return ret;
 	}
 	if (so->type == SL_SOCK_UDP) {
-		if (!(so->flags & SL_SF_BOUND))
+		/* Linux ip4_datagram_connect(): a broadcast peer needs
+		 * SO_BROADCAST. */
+		if (sl_ip_is_bcast(s, addr->sin_addr.s_addr) && !(so->flags & SL_SF_BROADCAST))
+			ret = -EACCES;
+		else if (!(so->flags & SL_SF_BOUND))
 			ret = sl_sock_bind(s, so, sl_sock_implicit_laddr(s, addr->sin_addr.s_addr), 0);
 		if (!ret) {
 			sl_sock_unhash(s, so);

@@ -18,6 +18,14 @@ bool sl_ip_is_local(const struct sl_stack *s, uint32_t addr)
 	       (ntohl(addr) >> 24) == 127;
 }
 
+bool sl_ip_is_bcast(const struct sl_stack *s, uint32_t addr)
+{
+	const struct sl_region *r = s->lib;
+
+	return addr == INADDR_BROADCAST || addr == htonl(0x7fffffffu) ||
+	       (r->ip_mask && r->ip_mask != 0xffffffffu && addr == (r->ip_addr | ~r->ip_mask));
+}
+
 /* Addressed to us: our address, loopback, limited or subnet broadcast. */
 static bool ip_for_us(const struct sl_stack *s, uint32_t daddr)
 {

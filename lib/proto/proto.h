@@ -566,6 +566,9 @@ void sl_pkt_free(struct sl_stack *s, uint32_t idx);
 void sl_ip_build(struct sl_stack *s, uint32_t idx, uint8_t proto, uint32_t saddr,
 		 uint32_t daddr, uint16_t payload_len);
 bool sl_ip_is_local(const struct sl_stack *s, uint32_t addr);
+/* A broadcast address: limited, lo's (127.255.255.255: Linux's lo is
+ * 127.0.0.1/8 in every namespace) or the stack's subnet's (ip.c). */
+bool sl_ip_is_bcast(const struct sl_stack *s, uint32_t addr);
 
 /* icmp.c */
 void sl_icmp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen);

@@ -15,13 +15,9 @@
 
 /* Buffer aux holds the offset of the UDP payload from the buffer's off. */
 
-/* Limited broadcast, lo's (127.255.255.255: Linux's lo is 127.0.0.1/8
- * in every namespace) or the stack's subnet's. */
 static bool is_broadcast(const struct sl_stack *s, uint32_t daddr)
 {
-	return daddr == INADDR_BROADCAST || daddr == htonl(0x7fffffffu) ||
-	       (s->lib->ip_mask && s->lib->ip_mask != 0xffffffffu &&
-		daddr == (s->lib->ip_addr | ~s->lib->ip_mask));
+	return sl_ip_is_bcast(s, daddr);
 }
 
 /*

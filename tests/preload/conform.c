@@ -2084,6 +2084,19 @@ static void check_bcast_lo_subnet(void)
 	}
 	printf("lo_bcast_bound_sends_from_lo: %s %d\n", rv(r),
 	       r > 0 && from.sin_addr.s_addr == htonl(INADDR_LOOPBACK));
+	/* connect(): a datagram socket needs SO_BROADCAST for it, a stream
+	 * socket has no route to a broadcast address. */
+	a.sin_addr.s_addr = htonl(0x7fffffffu);
+	a.sin_port = htons(9);
+	close(tx);
+	tx = socket(AF_INET, SOCK_DGRAM, 0);
+	printf("lo_bcast_udp_connect: %s\n", rv(connect(tx, (struct sockaddr *)&a, sizeof(a))));
+	setsockopt(tx, SOL_SOCKET, SO_BROADCAST, &one, sizeof(one));
+	printf("lo_bcast_udp_connect_so_broadcast: %s\n",
+	       rv(connect(tx, (struct sockaddr *)&a, sizeof(a))));
+	close(tx);
+	tx = socket(AF_INET, SOCK_STREAM, 0);
+	printf("lo_bcast_tcp_connect: %s\n", rv(connect(tx, (struct sockaddr *)&a, sizeof(a))));
 	close(tx);
 	close(rb);
 	close(r2);

@@ -343,6 +343,17 @@ static void test_broadcast_send(void)
 	tap_eq(from.sin_addr.s_addr, htonl(INADDR_LOOPBACK), "from 127.0.0.1");
 	tap_eq(sluice_recv(ST(s), on_bc, buf, sizeof(buf), 0), -EAGAIN,
 	       "the one on 255.255.255.255 does not");
+	tx = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	tap_eq(sluice_connect(ST(s), tx, &lob), -EACCES,
+	       "connect to a broadcast address needs SO_BROADCAST (Linux)");
+	sluice_setsockopt(ST(s), tx, SOL_SOCKET, SO_BROADCAST, &one, sizeof(one));
+	tap_eq(sluice_connect(ST(s), tx, &lob), 0, "with it, connect");
+	tx = sluice_socket(ST(s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
+	tap_eq(sluice_connect(ST(s), tx, &lob), -ENETUNREACH,
+	       "TCP to a broadcast address: ENETUNREACH (Linux tcp_v4_connect())");
+	lob = fx_addr("10.1.0.255", 80);
+	tx = sluice_socket(ST(s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
+	tap_eq(sluice_connect(ST(s), tx, &lob), -ENETUNREACH, "and to the subnet's");
 	fx_destroy(s);
 
 	/* No link: a broadcast from loopback is delivered, any other has

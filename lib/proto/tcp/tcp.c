@@ -400,8 +400,12 @@ int sl_tcp_connect(struct sl_stack *s, struct sl_sock *so, uint32_t raddr, uint1
 		return -EISCONN;
 	/* Port 0 is not refused here: as on Linux the SYN goes, and finds
 	 * nobody (ECONNREFUSED). */
-	if (!raddr || raddr == INADDR_BROADCAST)
+	if (!raddr)
 		return -EINVAL;
+	/* Linux tcp_v4_connect(): a broadcast or multicast route is
+	 * ENETUNREACH. */
+	if (sl_ip_is_bcast(s, raddr) || SL_IN_MULTICAST(raddr))
+		return -ENETUNREACH;
 	sl_sock_unhash(s, so);
 	if (!so->laddr) {
 		so->laddr = sl_tcp_src_addr(s, raddr);
