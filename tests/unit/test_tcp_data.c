@@ -28,6 +28,7 @@ static void test_established_data_delayed_ack(void)
 	tf_init("da");
 	l = tf_listener(TF_LPORT, 8);
 	c = tf_accept(l, IRS, &iss, NULL, 8192);
+	c->tcp.quickacks = 0;	/* past the quick-ACK start (below) */
 	tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, IRS + 1, iss + 1, 8192, pattern, 100);
 	tap_eq(T.n, 0, "one segment: ACK delayed");
 	tap_eq(sl_tcp_poll(T.s, c) & SL_EV_IN, SL_EV_IN, "readable");
@@ -51,6 +52,48 @@ static void test_established_data_delayed_ack(void)
 	g = tf_last();
 	tap_ok(T.n == 1 && g.ack == IRS + 301, "old data: immediate ACK of RCV.NXT");
 	tap_eq(c->rxq_bytes, 0, "old data not queued again");
+	tf_finish();
+}
+
+/*
+ * Linux's quick-ACK start (tcp_event_data_recv(), TCP_MAX_QUICKACKS 16):
+ * a new connection's first data segments are ACKed at once, one by one;
+ * then the delayed ACK; and an end that has sent data acks with it.
+ */
+static void test_established_data_quick_ack_start(void)
+{
+	struct sl_sock *l, *c;
+	uint8_t buf[100];
+	struct tf_seg g;
+	uint32_t iss, seq = IRS + 1;
+	int i, quick = 0;
+
+	tf_init("qa");
+	l = tf_listener(TF_LPORT, 8);
+	c = tf_accept(l, IRS, &iss, NULL, 65535);
+	for (i = 0; i < SL_TCP_QUICKACKS; i++) {
+		tf_clear();
+		tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, seq, iss + 1, 8192, pattern, 10);
+		seq += 10;
+		g = tf_last();
+		quick += T.n == 1 && g.flags == TH_ACK_ && g.ack == seq;
+		sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us);
+	}
+	tap_eq(quick, SL_TCP_QUICKACKS, "the first 16 data segments: each ACKed at once");
+	tf_clear();
+	tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, seq, iss + 1, 8192, pattern, 10);
+	tap_eq(T.n, 0, "the 17th: ACK delayed");
+	tf_advance_ms(40);
+	tap_eq(T.n, 1, "delayed ACK at 40 ms");
+	tf_finish();
+
+	tf_init("qb");
+	l = tf_listener(TF_LPORT, 8);
+	c = tf_accept(l, IRS, &iss, NULL, 65535);
+	tap_eq(sl_tcp_send(T.s, c, pattern, 10, 0, tf_now_us), 10, "this end sends data");
+	tf_clear();
+	tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, IRS + 1, iss + 11, 8192, pattern, 10);
+	tap_eq(T.n, 0, "then data from the peer waits for the delayed ACK");
 	tf_finish();
 }
 
@@ -567,6 +610,7 @@ int main(void)
 {
 	fill_pattern();
 	test_established_data_delayed_ack();
+	test_established_data_quick_ack_start();
 	test_established_send_nagle();
 	test_established_ooo_sack();
 	test_established_sack_fits_mtu();

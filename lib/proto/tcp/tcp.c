@@ -252,6 +252,7 @@ void sl_tcp_init_tcb(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	tp->keep_idle_s = ki ? ki : SL_TCP_KEEPIDLE_S;
 	tp->keep_intvl_s = kv ? kv : SL_TCP_KEEPINTVL_S;
 	tp->keep_cnt = kc ? kc : SL_TCP_KEEPCNT;
+	tp->quickacks = SL_TCP_QUICKACKS;
 	tp->sndq_head = tp->sndq_tail = tp->sndq_hint = SLUICE_IDX_NONE;
 	tp->ooo_head = SLUICE_IDX_NONE;
 	tp->acc_head = tp->acc_tail = SLUICE_IDX_NONE;
@@ -1176,9 +1177,10 @@ int sl_tcp_setsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 	case TCP_MAXSEG:
 		if (v && (v < SL_TCP_MSS_MIN || v > 65535))
 			return -EINVAL;
+		/* As Linux: the MSS a connection will take; one already
+		 * established keeps its own (do_tcp_setsockopt() sets
+		 * user_mss alone, read when a SYN is sent or answered). */
 		tp->user_mss = (uint16_t)v;
-		if (so->state >= SL_TCP_ESTABLISHED)
-			sl_tcp_set_mss(s, so);
 		return 0;
 	case TCP_KEEPIDLE:
 	case TCP_KEEPINTVL:

@@ -70,6 +70,7 @@ enum sl_tcp_state {
 #define SL_TCP_LINGER2_MAX_S	120		/* Linux TCP_FIN_TIMEOUT_MAX */
 #define SL_TCP_CORK_US		200000u		/* tcp(7): TCP_CORK's 200 ms ceiling */
 #define SL_TCP_DELACK_US	40000u		/* RFC 9293 3.8.6.3 (< 0.5 s); Linux TCP_DELACK_MIN */
+#define SL_TCP_QUICKACKS	16		/* Linux TCP_MAX_QUICKACKS */
 #define SL_TCP_KEEPIDLE_S	7200		/* RFC 1122 4.2.3.6: >= 2 hours */
 #define SL_TCP_KEEPINTVL_S	75		/* Linux tcp_keepalive_intvl */
 #define SL_TCP_KEEPCNT		9		/* Linux tcp_keepalive_probes */
@@ -185,6 +186,10 @@ struct sl_tcp_sock {
 	/* Keepalive (RFC 1122 4.2.3.6) */
 	uint16_t keep_idle_s, keep_intvl_s;
 	uint8_t keep_cnt;
+	/* Data segments still ACKed at once as a connection starts (Linux
+	 * quick-ACK mode); 0 once this end sends data (an exchange: its
+	 * ACKs ride on its data) or when spent.  What was padding. */
+	uint8_t quickacks;
 	/* RFC 7323 5.5: when ts_recent was taken, seconds (what was padding). */
 	uint32_t ts_recent_s;
 	uint64_t last_rx_us;

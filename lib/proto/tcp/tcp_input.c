@@ -616,6 +616,7 @@ static struct sl_sock *child_new(struct sl_stack *s, struct sl_sock *lso, const 
 	c->ip_tos = lso->ip_tos;
 	c->opt_flags = lso->opt_flags;
 	c->rcvlowat = lso->rcvlowat;
+	c->pmtudisc = lso->pmtudisc;
 	c->parent_idx = lso->idx;
 	c->owner_pid = lso->owner_pid;
 	SL_KILL_POINT("tcp_child");
@@ -633,6 +634,22 @@ static struct sl_sock *child_new(struct sl_stack *s, struct sl_sock *lso, const 
 	sl_tcp_init_tcb(s, c, now_us);
 	tp->tflags |= SL_TF_PASSIVE | (ltp->tflags & (SL_TF_CORK | SL_TF_NOQUICKACK | SL_TF_RENO));
 	return c;
+}
+
+/*
+ * Linux's quick-ACK start (tcp_event_data_recv(), TCP_MAX_QUICKACKS): the
+ * first data segments of a connection are ACKed at once, so a sender
+ * held by Nagle, or in slow start, waits for no delayed-ACK timer (one
+ * that here runs only while some process is in the stack).  Spent, or
+ * ended when this end sends data (its ACKs ride on it), or with
+ * TCP_QUICKACK off.
+ */
+static bool quick_ack(struct sl_tcp_sock *tp)
+{
+	if (!tp->quickacks || (tp->tflags & SL_TF_NOQUICKACK))
+		return false;
+	tp->quickacks--;
+	return true;
 }
 
 /* A passive child in SYN-RECEIVED: on its listener's SYN queue. */
@@ -1187,6 +1204,8 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 			else if ((tp->delack_segs += 1 + g->nchain) >= 2)
 				/* RFC 5681 4.2; a chain counts a segment a
 				 * buffer, as Linux acks GSO by size. */
+				tp->tflags |= SL_TF_ACKNOW;
+			else if (quick_ack(tp))
 				tp->tflags |= SL_TF_ACKNOW;
 			else if (!tp->t_dack)
 				tp->t_dack = now_us + SL_TCP_DELACK_US;

@@ -717,6 +717,7 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 			tp->rtt_start_us = now_us;
 		}
 		tp->snd_nxt = end;
+		tp->quickacks = 0;	/* its ACKs go with its data now */
 		if (SEQ_GT(end, tp->snd_max))
 			tp->snd_max = end;
 		if (!rexmit && seglen < tp->mss)
