@@ -1401,8 +1401,17 @@ static void mem_max_read(void)
 		tcp_rmem_max = (uint32_t)c;
 }
 
+/* SO_RCVBUFFORCE / SO_SNDBUFFORCE need CAP_NET_ADMIN in the user
+ * namespace that owns the network namespace (Linux sk_setsockopt()), not
+ * merely in the caller's own: the kernel is asked, on a socket of ours,
+ * before the stack lock is taken. */
+static bool force_opt(int level, int name)
+{
+	return level == SOL_SOCKET && (name == SO_RCVBUFFORCE || name == SO_SNDBUFFORCE);
+}
+
 static int setsockopt_on(struct sl_stack *s, struct sl_sock *so, int level, int name,
-			 const void *val, unsigned int len)
+			 const void *val, unsigned int len, bool net_admin)
 {
 	int ret = 0, v = 0;
 
@@ -1410,6 +1419,24 @@ static int setsockopt_on(struct sl_stack *s, struct sl_sock *so, int level, int 
 		memcpy(&v, val, sizeof(v));
 	if (opt_refused(level, name)) {
 		ret = -EOPNOTSUPP;
+	} else if (level == SOL_SOCKET && name == SO_TIMESTAMP && so->type == SL_SOCK_UDP) {
+		/* UDP only: a TCP socket's goes to the kernel while it can. */
+		ret = flag_opt(&so->opt_flags, SL_SO_TIMESTAMP, val, len);
+	} else if (level == IPPROTO_TCP && name == TCP_INQ && so->type == SL_SOCK_TCP) {
+		/* Linux do_tcp_setsockopt(): 0 or 1. */
+		if (val && len >= sizeof(int) && (v < 0 || v > 1))
+			ret = -EINVAL;
+		else
+			ret = flag_opt(&so->opt_flags, SL_SO_TCP_INQ, val, len);
+	} else if (level == IPPROTO_IP && name == IP_MTU_DISCOVER) {
+		/* An int, or a byte (do_ip_setsockopt()); IP_PMTUDISC_DONT
+		 * to IP_PMTUDISC_OMIT. */
+		if (val && len && len < sizeof(int))
+			v = *(const uint8_t *)val;
+		if (!val || !len || v < IP_PMTUDISC_DONT || v > IP_PMTUDISC_OMIT)
+			ret = -EINVAL;
+		else
+			so->pmtudisc = (uint8_t)(v + 1);
 	} else if (opt_flag_of(level, name)) {
 		ret = ip_flag_opt(&so->opt_flags, opt_flag_of(level, name), level, val, len);
 	} else if (level == SOL_SOCKET && name == SO_REUSEADDR) {
@@ -1452,7 +1479,7 @@ static int setsockopt_on(struct sl_stack *s, struct sl_sock *so, int level, int 
 		u *= 2;
 		if (!val || len < sizeof(int))
 			ret = -EINVAL;
-		else if (!sl_sys_capable(CAP_NET_ADMIN))
+		else if (!net_admin)
 			ret = -EPERM;
 		else if (name == SO_RCVBUFFORCE)
 			so->rcvbuf = u < SL_SO_RCVBUF_MIN ? SL_SO_RCVBUF_MIN : (uint32_t)u;
@@ -1527,20 +1554,21 @@ int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, cons
 		      unsigned int len)
 {
 	struct sl_stack *s = S(st);
+	bool net_admin = force_opt(level, name) && sl_sys_net_admin();
 	struct sl_sock *so;
 	int ret;
 
 	/* Joining a group changes the stack's multicast table. */
 	if (!(level == IPPROTO_IP && (name == IP_ADD_MEMBERSHIP || name == IP_DROP_MEMBERSHIP)) &&
 	    priv_get(s, sd, &so)) {
-		ret = setsockopt_on(s, so, level, name, val, len);
+		ret = setsockopt_on(s, so, level, name, val, len, net_admin);
 		sl_sock_priv_unlock(so);
 		return ret;
 	}
 	ret = sock_get(s, sd, &so);
 	if (ret)
 		return ret;
-	ret = setsockopt_on(s, so, level, name, val, len);
+	ret = setsockopt_on(s, so, level, name, val, len, net_admin);
 	sl_unlock(s);
 	return ret;
 }
@@ -1553,6 +1581,15 @@ static int getsockopt_whole(struct sl_stack *s, struct sl_sock *so, int level, i
 
 	if (opt_refused(level, name)) {
 		ret = -EOPNOTSUPP;
+	} else if ((level == SOL_SOCKET && name == SO_TIMESTAMP) ||
+		   (level == IPPROTO_TCP && name == TCP_INQ && so->type == SL_SOCK_TCP)) {
+		v = !!(so->opt_flags & (name == TCP_INQ ? SL_SO_TCP_INQ : SL_SO_TIMESTAMP));
+		memcpy(val, &v, sizeof(v));
+		*len = sizeof(v);
+	} else if (level == IPPROTO_IP && name == IP_MTU_DISCOVER) {
+		v = so->pmtudisc ? so->pmtudisc - 1 : IP_PMTUDISC_WANT;
+		memcpy(val, &v, sizeof(v));
+		*len = sizeof(v);
 	} else if (opt_flag_of(level, name)) {
 		v = !!(so->opt_flags & opt_flag_of(level, name));
 		memcpy(val, &v, sizeof(v));

@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -28,16 +27,6 @@ ssize_t sl_sys_write(int fd, const void *buf, size_t len)
 int sl_sys_close(int fd)
 {
 	return (int)syscall(SYS_close, fd);
-}
-
-bool sl_sys_capable(int cap)
-{
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
-
-	if (cap < 0 || cap >= 32 * _LINUX_CAPABILITY_U32S_3 || syscall(SYS_capget, &h, d))
-		return false;
-	return d[cap / 32].effective & (1u << (cap % 32));
 }
 
 int sl_sys_fstat(int fd, struct stat *st)
@@ -110,6 +99,18 @@ ssize_t sl_sys_sendto(int fd, const void *buf, size_t len, int flags, const stru
 		      socklen_t alen)
 {
 	return syscall(SYS_sendto, fd, buf, len, flags, a, alen);
+}
+
+bool sl_sys_net_admin(void)
+{
+	int fd = sl_sys_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), v = 0;
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = !sl_sys_setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v));
+	sl_sys_close(fd);
+	return ok;
 }
 
 int sl_sys_epoll_create1(int flags)

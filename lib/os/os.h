@@ -33,8 +33,9 @@ ssize_t sl_sys_read(int fd, void *buf, size_t len);
 ssize_t sl_sys_write(int fd, const void *buf, size_t len);
 int sl_sys_close(int fd);
 int sl_sys_fstat(int fd, struct stat *st);
-/* Does this thread hold capability cap (linux/capability.h) effective? */
-bool sl_sys_capable(int cap);
+/* May this process set SO_RCVBUFFORCE: CAP_NET_ADMIN over its network
+ * namespace, as the kernel answers on a socket made to ask it. */
+bool sl_sys_net_admin(void);
 /* dup2(2): newfd is closed first if open; old == new checks old. */
 int sl_sys_dup2(int oldfd, int newfd);
 /* fcntl(2) for the commands that take an int or nothing (F_GETFL,

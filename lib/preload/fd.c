@@ -13,9 +13,12 @@
 #include <linux/sockios.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <pthread.h>
@@ -182,6 +185,60 @@ static int outq(struct pl_sock *ps, bool unsent)
 }
 
 /*
+ * The stack's clock (µs) on the wall clock, for SO_TIMESTAMP and
+ * SIOCGSTAMP: the offset between the two taken once a process, so a
+ * stamp read twice reads the same, as Linux keeps it.
+ */
+static pthread_once_t stamp_once = PTHREAD_ONCE_INIT;
+static int64_t stamp_off_us;
+
+static void stamp_offset(void)
+{
+	struct sl_stack *s = pl_sl();
+	struct timespec real;
+
+	clock_gettime(CLOCK_REALTIME, &real);
+	stamp_off_us = (int64_t)real.tv_sec * 1000000 + real.tv_nsec / 1000 -
+		       (int64_t)s->clock(s->clock_arg);
+}
+
+int64_t pl_stamp_real_us(uint64_t stamp_us)
+{
+	pthread_once(&stamp_once, stamp_offset);
+	return (int64_t)stamp_us + stamp_off_us;
+}
+
+/*
+ * SIOCGSTAMP / SIOCGSTAMPNS (0x8906 / 0x8907, the 64-bit time forms):
+ * when the last datagram read without SO_TIMESTAMP arrived; ENOENT if
+ * none was (a stream's never is: Linux sock_gettstamp()).
+ */
+static int stamp(struct pl_sock *ps, unsigned long req, void *arg)
+{
+	struct sl_stack *s = pl_sl();
+	uint64_t at = 0;
+	int64_t us;
+
+	if (ps->type == SOCK_DGRAM)
+		at = SL_READ_ONCE(sl_sock(s, ps->sd)->udp.stamp_us);
+	if (!at)
+		return -ENOENT;
+	if (!arg)
+		return -EFAULT;
+	us = pl_stamp_real_us(at);
+	if (req == 0x8906) {
+		struct timeval tv = { .tv_sec = us / 1000000, .tv_usec = us % 1000000 };
+
+		memcpy(arg, &tv, sizeof(tv));
+	} else {
+		struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = us % 1000000 * 1000 };
+
+		memcpy(arg, &ts, sizeof(ts));
+	}
+	return 0;
+}
+
+/*
  * Interface and routing requests (SIOCGIFCONF, SIOCGIFFLAGS, SIOCGIFADDR,
  * SIOCETHTOOL, SIOCADDRT, SIOCGARP, ...: the sockios range): Linux's
  * sock_ioctl() hands them to dev_ioctl() whatever the socket, so programs
@@ -263,6 +320,8 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 		if (arg)
 			*(int *)arg = 0;
 		ret = arg ? 0 : -EFAULT;
+	} else if (req == 0x8906 || req == 0x8907) {	/* SIOCGSTAMP, SIOCGSTAMPNS */
+		ret = stamp(ps, req, arg);
 	} else if (dev_request(req)) {
 		/* The kernel answers these alike on any socket of the
 		 * namespace: ask it on one of its own. */

@@ -15,10 +15,12 @@
  */
 #include <limits.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -584,13 +586,43 @@ static void put_cmsg(struct msghdr *msg, size_t *used, int level, int type, cons
 	*used += CMSG_SPACE(len) < room ? CMSG_SPACE(len) : room;
 }
 
-/* What a UDP socket asked to be told of each datagram (ip(7)), in the
- * order Linux's ip_cmsg_recv_offset() gives them. */
+/*
+ * TCP_INQ (tcp(7)): the bytes left to read after this call, or 1 once the
+ * peer's FIN is in and nothing is (Linux tcp_inq_hint()), read as poll
+ * reads the queue.
+ */
+static void inq_cmsg(struct pl_sock *ps, struct msghdr *msg, size_t *used)
+{
+	const struct sl_sock *so = sl_sock(pl_sl(), ps->sd);
+	int inq = (int)SL_READ_ONCE(so->rxq_bytes);
+
+	if (!inq && (SL_READ_ONCE(so->tcp.tflags) & SL_TF_FIN_RCVD))
+		inq = 1;
+	put_cmsg(msg, used, IPPROTO_TCP, TCP_CM_INQ, &inq, sizeof(inq));
+}
+
+/* SO_TIMESTAMP (socket(7)): when the datagram arrived, as a timeval. */
+static void stamp_cmsg(struct msghdr *msg, size_t *used, uint64_t stamp_us)
+{
+	int64_t us = pl_stamp_real_us(stamp_us);
+	struct timeval tv = { .tv_sec = us / 1000000, .tv_usec = us % 1000000 };
+
+	put_cmsg(msg, used, SOL_SOCKET, SO_TIMESTAMP, &tv, sizeof(tv));
+}
+
+/* What a socket asked to be told of what it reads: of each datagram
+ * (ip(7)), its arrival first (Linux udp_recvmsg(): sock_recv_cmsgs()),
+ * then in the order Linux's ip_cmsg_recv_offset() gives them; of a
+ * stream, TCP_INQ. */
 static void rx_cmsgs(struct pl_sock *ps, struct msghdr *msg, const struct sl_rx_meta *m)
 {
 	uint16_t want = SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->opt_flags);
 	size_t used = 0;
 
+	if (ps->type == SOCK_STREAM && (want & SL_SO_TCP_INQ))
+		inq_cmsg(ps, msg, &used);
+	if (ps->type == SOCK_DGRAM && (want & SL_SO_TIMESTAMP))
+		stamp_cmsg(msg, &used, m->stamp_us);
 	if (ps->type == SOCK_DGRAM && msg->msg_control) {
 		if (want & SL_SO_PKTINFO) {
 			struct in_pktinfo pi = {

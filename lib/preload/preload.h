@@ -282,6 +282,9 @@ bool pl_kfds(void);
  * at most ms.  Returns poll(2)'s result.
  */
 int pl_kfd_sleep(struct pollfd *fds, nfds_t n, int ms);
+/* A time on the stack's clock (µs) as wall-clock µs (fd.c): SO_TIMESTAMP
+ * and SIOCGSTAMP. */
+int64_t pl_stamp_real_us(uint64_t stamp_us);
 /* Sweep sockets whose placeholders are gone (killed processes). */
 void pl_sweep(void);
 /* Open the stack's placeholder file (init.c, on attach): 0 or -errno. */

@@ -8,6 +8,7 @@
  * reassembly is not implemented.  Options are skipped, never acted on.
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <string.h>
 
 #include "proto/proto.h"
@@ -124,13 +125,28 @@ void sl_ip_set_ttl(struct sl_stack *s, uint32_t idx, uint8_t ttl)
 	ip->csum = sl_ip_csum(ip);
 }
 
+/*
+ * Whether so's packets say "don't fragment" (DF), by IP_MTU_DISCOVER as
+ * Linux decides it: WANT (the default) and DO, and for datagrams PROBE
+ * too (ip_dont_fragment(), __ip_make_skb()); never DONT, INTERFACE or
+ * OMIT.  Sluice fragments nothing and learns no path MTU, so DF is all
+ * the option changes on the wire.
+ */
+bool sl_ip_df(const struct sl_sock *so)
+{
+	int v = so->pmtudisc ? so->pmtudisc - 1 : IP_PMTUDISC_WANT;
+
+	return v == IP_PMTUDISC_WANT || v == IP_PMTUDISC_DO ||
+	       (v == IP_PMTUDISC_PROBE && so->type == SL_SOCK_UDP);
+}
+
 void sl_ip_sock_hdr(struct sl_stack *s, uint32_t idx, const struct sl_sock *so)
 {
 	struct sl_ip *ip;
 
 	const struct sluice_buf *b;
 
-	if (!so || (!so->ip_ttl && !so->ip_tos))
+	if (!so || (!so->ip_ttl && !so->ip_tos && !so->pmtudisc))
 		return;
 	/* The header alone: a chained segment's first part says a length
 	 * past its buffer (sl_ip_build()), which sl_buf_data() refuses. */
@@ -143,6 +159,8 @@ void sl_ip_sock_hdr(struct sl_stack *s, uint32_t idx, const struct sl_sock *so)
 	if (so->ip_ttl)
 		ip->ttl = so->ip_ttl;
 	ip->tos = so->ip_tos;
+	if (so->pmtudisc && !sl_ip_df(so))
+		ip->frag &= (uint16_t)~htons(IP_DF_);
 	ip->csum = 0;
 	ip->csum = sl_ip_csum(ip);
 }

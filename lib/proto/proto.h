@@ -56,6 +56,8 @@ static inline bool sl_sock_type_live(uint8_t type)
 #define SL_SO_RCVBUF_SET	0x0200	/* SO_RCVBUF set by the user (Linux SOCK_RCVBUF_LOCK) */
 #define SL_SO_LADDR_AUTO	0x0400	/* UDP: laddr chosen by connect(), reset by disconnect */
 #define SL_SO_LPORT_AUTO	0x0800	/* lport chosen by the stack, not the user */
+#define SL_SO_TCP_INQ		0x1000	/* TCP_INQ: recvmsg tells what is left to read */
+#define SL_SO_TIMESTAMP		0x2000	/* SO_TIMESTAMP: UDP recvmsg tells each arrival time */
 
 /* The smallest SO_RCVBUF / SO_SNDBUF (Linux SOCK_MIN_RCVBUF/SNDBUF here). */
 #define SL_SO_RCVBUF_MIN	2304
@@ -85,6 +87,9 @@ struct sl_udp_sock {
 	uint8_t mc_noloop, mc_if;
 	uint32_t mc_if_addr;
 	uint8_t mc_all_off;		/* IP_MULTICAST_ALL off */
+	/* SIOCGSTAMP: when the last datagram read without SO_TIMESTAMP
+	 * arrived (the stack's clock, µs); 0: none read yet. */
+	uint64_t stamp_us;
 };
 
 /*
@@ -184,6 +189,9 @@ struct sl_sock {
 	 */
 	uint32_t priv_lock;
 	uint8_t life;			/* SL_LIFE_* */
+	/* IP_MTU_DISCOVER + 1 once set (what was padding); 0: the default,
+	 * IP_PMTUDISC_WANT.  Only the DF bit follows it (sl_ip_sock_hdr()). */
+	uint8_t pmtudisc;
 
 	union {
 		struct sl_tcp_sock tcp;
@@ -372,6 +380,8 @@ struct sl_rx_meta {
 	uint16_t dport;			/* network order */
 	uint8_t ttl, tos;
 	uint32_t ifindex;		/* where it came in: 1 (lo) for 127/8 */
+	/* SO_TIMESTAMP: when it arrived (the stack's clock, µs), if asked. */
+	uint64_t stamp_us;
 };
 
 /* What sendmsg's control messages ask of one datagram (ip(7)):
@@ -553,6 +563,8 @@ void sl_ip_loopback_one(struct sl_stack *s, uint32_t idx);
 uint32_t sl_pkt_copy(struct sl_stack *s, uint32_t idx);
 /* The socket's IP_TTL and IP_TOS into the header sl_ip_build() made. */
 void sl_ip_sock_hdr(struct sl_stack *s, uint32_t idx, const struct sl_sock *so);
+/* Whether so's packets carry DF, by its IP_MTU_DISCOVER (ip.c). */
+bool sl_ip_df(const struct sl_sock *so);
 /* Set the TTL of the IPv4 packet in idx (sl_ip_build() gave it 64). */
 void sl_ip_set_ttl(struct sl_stack *s, uint32_t idx, uint8_t ttl);
 /* A packet waiting for its neighbour: keep a copy of idx in *hold, the

@@ -13,7 +13,8 @@
 #include "os/os.h"
 #include "proto/proto.h"
 
-/* Buffer aux holds the offset of the UDP payload from the buffer's off. */
+/* Buffer aux holds the offset of the UDP payload from the buffer's off;
+ * ts_us, on the receive queue, when it arrived (the stack's clock). */
 
 static bool is_broadcast(const struct sl_stack *s, uint32_t daddr)
 {
@@ -42,6 +43,7 @@ static void queue_datagram(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 	}
 	sl_buf(s, idx)->aux = pay_off;
 	sl_buf(s, idx)->seq = pay_len;
+	sl_buf(s, idx)->ts_us = sl_now(s);	/* SO_TIMESTAMP, SIOCGSTAMP */
 	sl_sock_rxq_append(s, so, idx, pay_len);
 	sl_sock_wake(s, so);
 }
@@ -583,6 +585,14 @@ ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_
 		/* The stack's own traffic went over "lo" as the kernel sees it;
 		 * the rest came in on the stack's device. */
 		meta->ifindex = (b->flags & SL_BUF_LOCAL) ? 1 : s->ifindex;
+	}
+	/* SO_TIMESTAMP: the arrival goes with the datagram; else it is what
+	 * SIOCGSTAMP answers next (Linux sock_recv_timestamp()). */
+	if (so->opt_flags & SL_SO_TIMESTAMP) {
+		if (meta)
+			meta->stamp_us = b->ts_us;
+	} else {
+		so->udp.stamp_us = b->ts_us;
 	}
 	if (!(flags & MSG_PEEK)) {
 		so->rxq_head = b->next_idx;

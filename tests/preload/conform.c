@@ -18,6 +18,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -69,6 +70,7 @@ static const char *en(int e)
 	case ESPIPE: return "ESPIPE";
 	case ENOENT: return "ENOENT";
 	case EFAULT: return "EFAULT";
+	case EPERM: return "EPERM";
 	}
 	snprintf(buf, sizeof(buf), "errno%d", e);
 	return buf;
@@ -2252,6 +2254,154 @@ static void check_efault_mapped(void)
 	       WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV ? "SIGSEGV" : "no");
 }
 
+/* Read from fd until n bytes are queued (FIONREAD) or a second passes. */
+static int wait_inq(int fd, int n)
+{
+	int q = -1;
+
+	for (int i = 0; i < 100; i++) {
+		if (ioctl(fd, FIONREAD, &q) || q >= n)
+			break;
+		usleep(10000);
+	}
+	return q;
+}
+
+/*
+ * Issue 24, the options gVisor's suite found missing or different:
+ * IP_MTU_DISCOVER on both kinds; TCP_INQ and its control message; two
+ * small writes that one read takes whole (the quick-ACK start: Nagle's
+ * second write waits for no delayed ACK); TCP_MAXSEG on an established
+ * connection (Linux keeps the MSS); SIOCGSTAMP and SO_TIMESTAMP on UDP;
+ * SO_RCVBUFFORCE from a user namespace that does not own the network
+ * namespace.
+ */
+static void check_issue24_opts(void)
+{
+	static const int pmtu[] = { IP_PMTUDISC_DONT, IP_PMTUDISC_WANT, IP_PMTUDISC_DO,
+				    IP_PMTUDISC_PROBE, IP_PMTUDISC_INTERFACE, IP_PMTUDISC_OMIT };
+	union { char buf[128]; struct cmsghdr align; } ctl;
+	int l, c, s, u, b, inq = -1, one = 1;
+	char data[1024] = { 0 };
+	struct iovec iov = { data, 512 };
+	struct sockaddr_in ba = lo(0);
+	socklen_t sl = sizeof(ba);
+	struct timeval tv = { 0 }, tv2 = { 0 };
+	struct msghdr m;
+	struct cmsghdr *cm;
+	long r;
+	pid_t pid;
+
+	pair(&l, &c, &s);
+	tv.tv_sec = 2;	/* every read below is bounded */
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	tv.tv_sec = 0;
+	u = socket(AF_INET, SOCK_DGRAM, 0);
+	printf("pmtudisc_default: tcp %s", iopt(s, IPPROTO_IP, IP_MTU_DISCOVER));
+	printf(" udp %s\n", iopt(u, IPPROTO_IP, IP_MTU_DISCOVER));
+	for (unsigned int i = 0; i < sizeof(pmtu) / sizeof(pmtu[0]); i++) {
+		printf("pmtudisc_%d: tcp %s", pmtu[i], setint(s, IPPROTO_IP, IP_MTU_DISCOVER, pmtu[i]));
+		printf(" %s", iopt(s, IPPROTO_IP, IP_MTU_DISCOVER));
+		printf(" udp %s", setint(u, IPPROTO_IP, IP_MTU_DISCOVER, pmtu[i]));
+		printf(" %s\n", iopt(u, IPPROTO_IP, IP_MTU_DISCOVER));
+	}
+	printf("pmtudisc_99: tcp %s", setint(s, IPPROTO_IP, IP_MTU_DISCOVER, 99));
+	printf(" udp %s\n", setint(u, IPPROTO_IP, IP_MTU_DISCOVER, -1));
+
+	/* Two 5-byte writes, one read of 10. */
+	send(c, data, 5, 0);
+	send(c, data, 5, 0);
+	wait_inq(s, 10);
+	printf("tcp_coalesced: %s\n", rv(recv(s, data, 10, 0)));
+
+	printf("tcp_inq: default %s", iopt(s, IPPROTO_TCP, TCP_INQ));
+	printf(" set %s", setint(s, IPPROTO_TCP, TCP_INQ, 1));
+	printf(" now %s", iopt(s, IPPROTO_TCP, TCP_INQ));
+	printf(" bad %s", setint(s, IPPROTO_TCP, TCP_INQ, 2));
+	printf(" udp %s\n", setint(u, IPPROTO_TCP, TCP_INQ, 1));
+	for (int i = 0; i < 4; i++)
+		send(c, data, 256, 0);
+	inq = wait_inq(s, 1024);
+	for (int i = 0; i < 2; i++) {
+		memset(&m, 0, sizeof(m));
+		m.msg_iov = &iov;
+		m.msg_iovlen = 1;
+		m.msg_control = ctl.buf;
+		m.msg_controllen = CMSG_SPACE(sizeof(int));
+		r = recvmsg(s, &m, 0);
+		cm = CMSG_FIRSTHDR(&m);
+		inq = -1;
+		if (cm && cm->cmsg_level == IPPROTO_TCP && cm->cmsg_type == TCP_CM_INQ)
+			memcpy(&inq, CMSG_DATA(cm), sizeof(inq));
+		printf("tcp_inq_cmsg_%d: %s inq %d len %zu flags %x\n", i, rv(r), inq,
+		       cm ? (size_t)cm->cmsg_len : 0, (unsigned int)m.msg_flags);
+	}
+	setint(s, IPPROTO_TCP, TCP_INQ, 0);
+	printf("tcp_siocgstamp: %s\n", rv(ioctl(s, SIOCGSTAMP, &tv)));
+
+	/* TCP_MAXSEG 1024 under TCP_CORK: 1024 bytes go as one write. */
+	printf("tcp_maxseg_established: cork %s", setint(c, IPPROTO_TCP, TCP_CORK, 1));
+	printf(" maxseg %s\n", setint(c, IPPROTO_TCP, TCP_MAXSEG, 1024));
+	send(c, data, 1024, 0);
+	poll1(s, POLLIN, 1000);
+	printf("tcp_maxseg_corked_read: %s\n", rv(recv(s, data, 1024, MSG_WAITALL)));
+	close(c);
+	close(s);
+	close(l);
+
+	/* SIOCGSTAMP before and after a read; SO_TIMESTAMP. */
+	b = socket(AF_INET, SOCK_DGRAM, 0);
+	bind(b, (struct sockaddr *)&ba, sizeof(ba));
+	getsockname(b, (struct sockaddr *)&ba, &sl);
+	connect(u, (struct sockaddr *)&ba, sizeof(ba));
+	printf("udp_timestamp: default %s\n", iopt(b, SOL_SOCKET, SO_TIMESTAMP));
+	printf("udp_siocgstamp_none: %s\n", rv(ioctl(b, SIOCGSTAMP, &tv)));
+	send(u, "ab", 2, 0);
+	poll1(b, POLLIN, 1000);
+	r = recv(b, data, sizeof(data), 0);
+	printf("udp_siocgstamp_read: %s", rv(r));
+	printf(" %s", rv(ioctl(b, SIOCGSTAMP, &tv)));
+	printf(" within_5s %d\n", labs(tv.tv_sec - time(NULL)) <= 5);
+	printf("udp_timestamp_set: %s", setint(b, SOL_SOCKET, SO_TIMESTAMP, 1));
+	printf(" now %s\n", iopt(b, SOL_SOCKET, SO_TIMESTAMP));
+	send(u, "cd", 2, 0);
+	poll1(b, POLLIN, 1000);
+	memset(&m, 0, sizeof(m));
+	iov.iov_len = sizeof(data);
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = ctl.buf;
+	m.msg_controllen = sizeof(ctl.buf);
+	r = recvmsg(b, &m, 0);
+	cm = CMSG_FIRSTHDR(&m);
+	if (cm)
+		memcpy(&tv2, CMSG_DATA(cm), sizeof(tv2));
+	printf("udp_timestamp_cmsg: %s level_socket %d type_timestamp %d len %zu within_5s %d\n",
+	       rv(r), cm && cm->cmsg_level == SOL_SOCKET, cm && cm->cmsg_type == SO_TIMESTAMP,
+	       cm ? (size_t)cm->cmsg_len : 0, labs(tv2.tv_sec - time(NULL)) <= 5);
+	tv2 = tv;
+	ioctl(b, SIOCGSTAMP, &tv);
+	printf("udp_siocgstamp_kept: %d\n", tv.tv_sec == tv2.tv_sec && tv.tv_usec == tv2.tv_usec);
+	close(b);
+
+	/* CAP_NET_ADMIN in a new user namespace is not over this network
+	 * namespace: SO_RCVBUFFORCE is EPERM. */
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		int v = 1 << 20;
+
+		if (unshare(CLONE_NEWUSER))
+			_exit(3);
+		_exit(setsockopt(u, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)) ? errno : 0);
+	}
+	waitpid(pid, &one, 0);
+	printf("rcvbufforce_userns: %s\n",
+	       WIFEXITED(one) ? WEXITSTATUS(one) == 3 ? "no-userns" : en(WEXITSTATUS(one)) :
+				"killed");
+	close(u);
+}
+
 int main(void)
 {
 	struct stat st;
@@ -2302,6 +2452,7 @@ int main(void)
 	check_tcp_options();
 	check_udp_cmsgs();
 	check_udp_connect_shut();
+	check_issue24_opts();
 	check_signals();
 	/* Last: it closes every descriptor it did not open. */
 	check_stray_closes();
