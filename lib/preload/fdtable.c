@@ -764,18 +764,53 @@ static void reap(uint32_t sd)
 		reap_with(probe, sd);
 }
 
-void pl_sock_release(struct pl_sock *ps)
+static void sock_release_now(struct pl_sock *ps)
 {
 	int saved_errno = errno;
 
-	if (!ps)
-		return;
 	if (ps->kfd)
 		kfd_reap(ps);
 	else
 		reap(ps->sd);	/* probes a lock that may be held: EAGAIN */
 	pl_put(ps);
 	errno = saved_errno;	/* the program's close() succeeded */
+}
+
+/* Make the releases that waited for calls in flight, once none is. */
+static void sock_release_pending(struct pl_sock *ps)
+{
+	int v;
+
+	sl_fetch_add_relaxed(&ps->refs, 1);	/* ps outlives the releases */
+	for (;;) {
+		v = sl_load_acquire(&ps->calls);
+		if ((v & PL_CALLS_INFL) || v < PL_CALLS_REL)
+			break;	/* a call ends later and makes them; or none */
+		if (sl_cmpxchg(&ps->calls, &v, v - PL_CALLS_REL))
+			sock_release_now(ps);
+	}
+	pl_put(ps);
+}
+
+void pl_sock_release(struct pl_sock *ps)
+{
+	if (!ps)
+		return;
+	if (!(sl_fetch_add(&ps->calls, PL_CALLS_REL) & PL_CALLS_INFL))
+		sock_release_pending(ps);
+}
+
+void pl_call_begin(struct pl_sock *ps)
+{
+	sl_fetch_add(&ps->calls, 1);
+}
+
+void pl_call_end(struct pl_sock *ps)
+{
+	int old = sl_fetch_sub(&ps->calls, 1);
+
+	if ((old & PL_CALLS_INFL) == 1 && old >= PL_CALLS_REL)
+		sock_release_pending(ps);
 }
 
 /*
@@ -1032,6 +1067,13 @@ void pl_fdtable_atfork_child(void)
 	pthread_mutex_init(&reap_mu, NULL);
 	pthread_mutex_init(&probe_mu, NULL);
 	npend = 0;	/* the parent's to close; its records stay used */
+	/* The parent's calls in flight are not the child's: it has only the
+	 * thread that forked, which is in none (nor are the parent's
+	 * waiting releases). */
+	if (table)
+		for (unsigned int fd = 0; fd < table->n; fd++)
+			if (table->slot[fd])
+				table->slot[fd]->calls = 0;
 	/* A record of its own: the parent's description is the parent's. */
 	if (reg_fd >= 0) {
 		pl_libc.close(reg_fd);

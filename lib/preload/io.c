@@ -87,8 +87,8 @@ static bool buf_fault(const void *p, size_t len)
 }
 
 /* One buffer out; to may be NULL. */
-static ssize_t pl_send(struct pl_sock *ps, const void *buf, size_t len, int flags,
-		       const struct sockaddr_in *to, const struct sl_tx_meta *tx)
+static ssize_t send_loop(struct pl_sock *ps, const void *buf, size_t len, int flags,
+			 const struct sockaddr_in *to, const struct sl_tx_meta *tx)
 {
 	bool nb = ps->nonblock || (flags & MSG_DONTWAIT);
 	int tmo = pl_timeo_ms(&ps->sndtimeo);
@@ -135,9 +135,24 @@ static ssize_t pl_send(struct pl_sock *ps, const void *buf, size_t len, int flag
 	}
 }
 
+/* A call that may block keeps its socket through another thread's
+ * close() (pl_call_begin()). */
+static ssize_t pl_send(struct pl_sock *ps, const void *buf, size_t len, int flags,
+		       const struct sockaddr_in *to, const struct sl_tx_meta *tx)
+{
+	ssize_t ret;
+
+	if (SL_READ_ONCE(ps->nonblock) || (flags & MSG_DONTWAIT))
+		return send_loop(ps, buf, len, flags, to, tx);
+	pl_call_begin(ps);
+	ret = send_loop(ps, buf, len, flags, to, tx);
+	pl_call_end(ps);
+	return ret;
+}
+
 /* One buffer in; from may be NULL. */
-static ssize_t pl_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
-		       struct sockaddr_in *from, struct sl_rx_meta *meta)
+static ssize_t recv_loop(struct pl_sock *ps, void *buf, size_t len, int flags,
+			 struct sockaddr_in *from, struct sl_rx_meta *meta)
 {
 	bool nb = ps->nonblock || (flags & MSG_DONTWAIT);
 	bool all = (flags & MSG_WAITALL) && !(flags & MSG_PEEK) && ps->type == SOCK_STREAM;
@@ -188,6 +203,19 @@ static ssize_t pl_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
 		if (ret)
 			return done ? (ssize_t)done : ret;
 	}
+}
+
+static ssize_t pl_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
+		       struct sockaddr_in *from, struct sl_rx_meta *meta)
+{
+	ssize_t ret;
+
+	if (SL_READ_ONCE(ps->nonblock) || (flags & MSG_DONTWAIT))
+		return recv_loop(ps, buf, len, flags, from, meta);
+	pl_call_begin(ps);
+	ret = recv_loop(ps, buf, len, flags, from, meta);
+	pl_call_end(ps);
+	return ret;
 }
 
 static int dest(const struct sockaddr *a, socklen_t len, struct sockaddr_in *out)

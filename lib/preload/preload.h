@@ -161,6 +161,10 @@ struct pl_sock {
 	uint32_t gen;			/* the slot's generation when we took it */
 	int type;			/* SOCK_STREAM or SOCK_DGRAM */
 	int refs;			/* table slots + callers in flight (atomic) */
+	/* Blocking calls in flight (low bits) and releases waiting for them
+	 * (PL_CALLS_REL each: a close() of one of its fds meanwhile); atomic,
+	 * pl_call_begin(). */
+	int calls;
 	/* O_NONBLOCK of the open file description: any thread may set it
 	 * (SL_READ_ONCE/SL_WRITE_ONCE). */
 	bool nonblock;
@@ -171,6 +175,18 @@ struct pl_sock {
 	struct linger linger;
 	struct timeval rcvtimeo, sndtimeo;
 };
+
+#define PL_CALLS_REL	0x10000
+#define PL_CALLS_INFL	0xffff
+/*
+ * A blocking call on ps begins and ends.  As on Linux, where a call holds
+ * the file, a close() from another thread meanwhile does not end the
+ * socket under it: the call goes on (to its data, its timeout or its
+ * error), and the release that close() would have made is made when the
+ * last such call ends.
+ */
+void pl_call_begin(struct pl_sock *ps);
+void pl_call_end(struct pl_sock *ps);
 
 /* ---- init.c ---- */
 void pl_init(void);			/* libc and configuration; cheap after once */

@@ -2402,6 +2402,69 @@ static void check_issue24_opts(void)
 	close(u);
 }
 
+struct blocked_call {
+	int fd;
+	bool send;
+	long ret;
+	int err;
+};
+
+static void *blocked_call_run(void *arg)
+{
+	struct blocked_call *b = arg;
+	char c = 0;
+
+	b->ret = b->send ? send(b->fd, &c, 1, 0) : recv(b->fd, &c, 1, 0);
+	b->err = errno;
+	return NULL;
+}
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/*
+ * A read, and a write to full buffers, blocked with a 400 ms timeout
+ * while another thread closes the fd after 100 ms: as on Linux the call
+ * holds the socket and runs to its timeout (EAGAIN), the close succeeds.
+ */
+static void check_close_under_blocked_call(void)
+{
+	struct timeval tv = { .tv_usec = 400000 };
+	struct blocked_call b;
+	struct timespec t0;
+	pthread_t th;
+	int l, c, s, fl, n = 0;
+	char buf[4096] = { 0 };
+
+	for (int i = 0; i < 2; i++) {
+		pair(&l, &c, &s);
+		b = (struct blocked_call){ .fd = c, .send = i == 1 };
+		if (b.send) {
+			fl = fcntl(c, F_GETFL);
+			fcntl(c, F_SETFL, fl | O_NONBLOCK);
+			for (int k = 0; k < 100000 && send(c, buf, sizeof(buf), 0) > 0; k++)
+				n++;
+			fcntl(c, F_SETFL, fl);
+		}
+		setsockopt(c, SOL_SOCKET, b.send ? SO_SNDTIMEO : SO_RCVTIMEO, &tv, sizeof(tv));
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		pthread_create(&th, NULL, blocked_call_run, &b);
+		usleep(100000);
+		printf("close_under_blocked_%s: close %s", b.send ? "send" : "recv", rv(close(c)));
+		pthread_join(th, NULL);
+		errno = b.err;
+		printf(" call %s waited_timeout %d filled %d\n", rv(b.ret), ms_since(&t0) >= 390,
+		       !b.send || n > 0);
+		close(s);
+		close(l);
+	}
+}
+
 int main(void)
 {
 	struct stat st;
@@ -2453,6 +2516,7 @@ int main(void)
 	check_udp_cmsgs();
 	check_udp_connect_shut();
 	check_issue24_opts();
+	check_close_under_blocked_call();
 	check_signals();
 	/* Last: it closes every descriptor it did not open. */
 	check_stray_closes();
