@@ -90,7 +90,7 @@ void sl_ip_input(struct sl_stack *s, uint32_t idx)
 	}
 	if (hlen > sizeof(*ip))
 		sl_count(s, SL_C_ip_rx_options);
-	if (chain && ip->proto != IPPROTO_TCP_)
+	if (chain && ip->proto != IPPROTO_TCP_ && ip->proto != IPPROTO_UDP_)
 		goto bad_hdr;
 
 	switch (ip->proto) {

@@ -393,6 +393,7 @@ struct sl_tx_meta {
 };
 
 /* UDP (udp.c) */
+#define SL_UDP_MAX	(65535 - 20 - 8)	/* payload of the largest IPv4 datagram */
 ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,
 		      int flags, uint32_t daddr, uint16_t dport, const struct sl_tx_meta *tx);
 ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_t len,

@@ -2,8 +2,12 @@
 /*
  * UDP (RFC 768, RFC 1122 4.1): datagrams stay in their receive buffers on
  * the socket's queue (IP header included, so recvfrom finds the source);
- * sending builds the datagram in one buffer.  No fragmentation: a datagram
- * larger than the MTU allows is -EMSGSIZE.
+ * sending builds the datagram in one buffer.  Inside the stack (127/8 and
+ * its own address) a datagram larger than one packet goes as a chain of
+ * buffers, as Linux's loopback, 64 KiB of MTU, carries it whole
+ * (lib/README.md, "Segments that span buffers"); on the queue its further
+ * buffers follow its first.  No fragmentation: one larger than the MTU to
+ * a link is -EMSGSIZE.
  */
 #include <errno.h>
 #include <string.h>
@@ -33,18 +37,43 @@ static bool rxq_full(const struct sl_stack *s, const struct sl_sock *so)
 	return (uint64_t)so->rxq_count * s->buf_size >= so->rcvbuf;
 }
 
+/* Datagram idx dropped: with its further buffers if it is a chain. */
+static void drop(struct sl_stack *s, uint32_t idx)
+{
+	if (sl_buf_chained(sl_buf(s, idx)))
+		sl_buf_free_chain(s, idx);
+	else
+		sl_buf_free(s, idx);
+}
+
+/* Datagram idx (with its further buffers if chained, linked from it, the
+ * last one's next_idx NONE) onto so's receive queue, or dropped. */
 static void queue_datagram(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 			   unsigned int pay_off, unsigned int pay_len)
 {
+	struct sluice_buf *b = sl_buf(s, idx);
+	/* A chain's further buffers: aux of them from next_idx, the last
+	 * one's next_idx NONE (sl_stack_drain_loopback() checked them). */
+	uint32_t more = sl_buf_chained(b) ? b->aux : 0, first = b->next_idx, last = first;
+
 	if (rxq_full(s, so) || so->flags & SL_SF_SHUT_RD) {
 		sl_count(s, SL_C_udp_rx_full);
-		sl_buf_free(s, idx);
+		drop(s, idx);
 		return;
 	}
-	sl_buf(s, idx)->aux = pay_off;
-	sl_buf(s, idx)->seq = pay_len;
-	sl_buf(s, idx)->ts_us = sl_now(s);	/* SO_TIMESTAMP, SIOCGSTAMP */
+	b->aux = pay_off;
+	b->seq = pay_len;
+	b->ts_us = sl_now(s);	/* SO_TIMESTAMP, SIOCGSTAMP */
 	sl_sock_rxq_append(s, so, idx, pay_len);
+	if (more) {
+		/* They follow the first on the queue, each a buffer held
+		 * (rxq_count), so SO_RCVBUF is charged for all of them. */
+		for (uint32_t i = 1; i < more; i++)
+			last = sl_buf(s, last)->next_idx;
+		b->next_idx = first;
+		so->rxq_tail = last;
+		so->rxq_count += more;
+	}
 	sl_sock_wake(s, so);
 }
 
@@ -201,22 +230,30 @@ void sl_udp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 	struct sluice_buf *b = sl_buf(s, idx);
 	struct sl_udp *uh = (struct sl_udp *)((uint8_t *)ip + hlen);
 	unsigned int len = b->len - hlen, ulen;
+	/* A chain (from this stack, to one of its addresses): the payload
+	 * bytes in its further buffers, checked by the loopback drain. */
+	unsigned int more = sl_buf_chained(b) ? b->seq : 0;
 	struct sl_sock *so;
 
 	sl_count(s, SL_C_udp_rx);
 	if (len < sizeof(*uh))
 		goto bad;
 	ulen = ntohs(uh->len);
-	if (ulen < sizeof(*uh) || ulen > len)
+	if (ulen < sizeof(*uh) || ulen > len + more || (more && ulen != len + more))
 		goto bad;
-	/* A link that vouches for the checksum (SL_BUF_CSUM_OK) skips it. */
+	/* A link that vouches for the checksum (SL_BUF_CSUM_OK) skips it; a
+	 * chain never left the stack and carries none. */
 	if (uh->csum && !(b->flags & SL_BUF_CSUM_OK) &&
-	    sl_csum_fold(sl_csum_add(sl_csum_pseudo(ip->saddr, ip->daddr, IPPROTO_UDP_, ulen),
-				     uh, ulen)) != 0)
+	    (more || sl_csum_fold(sl_csum_add(sl_csum_pseudo(ip->saddr, ip->daddr, IPPROTO_UDP_,
+							      ulen),
+					      uh, ulen)) != 0))
 		goto bad;
-	b->len = hlen + ulen;
+	if (!more)
+		b->len = hlen + ulen;
 
 	if (is_broadcast(s, ip->daddr) || SL_IN_MULTICAST(ip->daddr)) {
+		if (more)
+			goto bad;	/* never sent as a chain */
 		/* Every socket bound to the port on INADDR_ANY (or the broadcast
 		 * or group address) gets a copy; for a group, every one that
 		 * joined it.  Rare enough for a table scan. */
@@ -254,14 +291,14 @@ void sl_udp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 	if (!so) {
 		sl_count(s, SL_C_udp_rx_noport);
 		sl_icmp_send_unreach(s, idx, ICMP_UNREACH_PORT_);
-		sl_buf_free(s, idx);
+		drop(s, idx);
 		return;
 	}
 	queue_datagram(s, so, idx, hlen + sizeof(*uh), ulen - sizeof(*uh));
 	return;
 bad:
 	sl_count(s, SL_C_udp_rx_bad);
-	sl_buf_free(s, idx);
+	drop(s, idx);
 }
 
 void sl_udp_icmp_error(struct sl_stack *s, const struct sl_ip *q, int err)
@@ -454,6 +491,81 @@ int sl_udp_mc_getopt(struct sl_stack *s, const struct sl_sock *so, int name, voi
 	return 0;
 }
 
+/* The socket's IP_TTL and IP_TOS, then those of this datagram's control
+ * messages, into the header sl_ip_build() made. */
+static void ip_hdr(struct sl_stack *s, uint32_t idx, const struct sl_sock *so,
+		   const struct sl_tx_meta *tx)
+{
+	struct sl_ip *ip;
+
+	sl_ip_sock_hdr(s, idx, so);
+	if (!tx || (tx->ttl < 0 && tx->tos < 0))
+		return;
+	ip = (struct sl_ip *)(sl_buf_base(s, idx) + sl_buf(s, idx)->off);
+	if (tx->ttl >= 0)
+		ip->ttl = (uint8_t)tx->ttl;
+	if (tx->tos >= 0)
+		ip->tos = (uint8_t)tx->tos;
+	ip->csum = 0;
+	ip->csum = sl_ip_csum(ip);
+}
+
+/*
+ * A datagram of len bytes (more than max, one packet's) to an address of
+ * the stack's own: a chain of buffers on the loopback queue, the headers
+ * and the first part in one marked SL_BUF_LOCAL | SL_BUF_CHAIN whose aux
+ * counts the rest, each further part filling a buffer.  It never leaves
+ * the stack, so it carries no UDP checksum.  All or nothing: -ENOBUFS if
+ * the pool cannot hold it.
+ */
+static ssize_t send_chain(struct sl_stack *s, struct sl_sock *so, const uint8_t *buf,
+			  size_t len, uint32_t saddr, uint32_t daddr, uint16_t dport,
+			  const struct sl_tx_meta *tx, size_t max)
+{
+	uint32_t head = sl_buf_alloc(s), tail = head, n = 0;
+	size_t done = max;
+	struct sl_udp *uh;
+
+	if (head == SLUICE_IDX_NONE)
+		return -ENOBUFS;
+	while (done < len) {
+		uint32_t c = sl_buf_alloc(s);
+		size_t part = len - done < s->buf_size ? len - done : s->buf_size;
+
+		if (c == SLUICE_IDX_NONE) {
+			sl_buf_free_chain(s, head);
+			sl_count(s, SL_C_ip_tx_nobuf);
+			return -ENOBUFS;
+		}
+		sl_buf(s, c)->off = 0;
+		sl_buf(s, c)->len = (uint16_t)part;
+		memcpy(sl_buf_base(s, c), buf + done, part);
+		sl_buf(s, tail)->next_idx = c;
+		tail = c;
+		done += part;
+		n++;
+	}
+	uh = (struct sl_udp *)(sl_buf_data(s, head) + sizeof(struct sl_ip));
+	uh->sport = so->lport;
+	uh->dport = dport;
+	uh->len = htons((uint16_t)(sizeof(*uh) + len));
+	uh->csum = 0;
+	memcpy(uh + 1, buf, max);
+	sl_ip_build(s, head, IPPROTO_UDP_, saddr, daddr, (uint16_t)(sizeof(*uh) + len));
+	ip_hdr(s, head, so, tx);
+	/* The IPv4 length counts it all; this buffer holds the first part. */
+	sl_buf(s, head)->len = (uint16_t)(sizeof(struct sl_ip) + sizeof(*uh) + max);
+	sl_buf(s, head)->flags = SL_BUF_LOCAL | SL_BUF_CHAIN;
+	sl_buf(s, head)->aux = (uint16_t)n;
+	sl_count(s, SL_C_ip_tx);
+	sl_count(s, SL_C_udp_tx);
+	sl_count(s, SL_C_loopback_chain);
+	so->tx_pkts++;
+	so->tx_bytes += len;
+	sl_ip_loopback(s, head, tail);
+	return (ssize_t)len;
+}
+
 ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,
 		      int flags, uint32_t daddr, uint16_t dport, const struct sl_tx_meta *tx)
 {
@@ -475,7 +587,10 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 		return -EPIPE;
 	if (!dport)
 		return -EINVAL;
-	if (len > max)
+	/* Larger than a packet: inside the stack as a chain (up to IPv4's
+	 * 65535 bytes, as Linux's loopback takes it); elsewhere too big. */
+	if (len > max && (len > SL_UDP_MAX || !sl_ip_is_local(s, daddr) ||
+			  len > max + (size_t)SL_CHAIN_MAX * s->buf_size))
 		return -EMSGSIZE;
 	if (is_broadcast(s, daddr) && !(so->flags & SL_SF_BROADCAST))
 		return -EACCES;
@@ -500,6 +615,8 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 			return -EINVAL;
 		saddr = tx->saddr;
 	}
+	if (len > max)
+		return send_chain(s, so, buf, len, saddr, daddr, dport, tx, max);
 	idx = sl_buf_alloc(s);
 	if (idx == SLUICE_IDX_NONE)
 		return -ENOBUFS;
@@ -518,18 +635,7 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 			uh->csum = 0xffff;	/* RFC 768: zero means no checksum */
 	}
 	sl_ip_build(s, idx, IPPROTO_UDP_, saddr, daddr, sizeof(*uh) + len);
-	sl_ip_sock_hdr(s, idx, so);
-	if (tx && (tx->ttl >= 0 || tx->tos >= 0)) {
-		/* IP_TTL / IP_TOS control messages: this datagram only. */
-		struct sl_ip *ip = (struct sl_ip *)sl_buf_data(s, idx);
-
-		if (tx->ttl >= 0)
-			ip->ttl = (uint8_t)tx->ttl;
-		if (tx->tos >= 0)
-			ip->tos = (uint8_t)tx->tos;
-		ip->csum = 0;
-		ip->csum = sl_ip_csum(ip);
-	}
+	ip_hdr(s, idx, so, tx);
 	sl_count(s, SL_C_udp_tx);
 	so->tx_pkts++;
 	so->tx_bytes += len;
@@ -541,14 +647,51 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 	return ret ? ret : (ssize_t)len;
 }
 
+/*
+ * A chained datagram's further buffers, after head idx on the queue: the
+ * first want of their rest bytes into out; *last the datagram's last
+ * buffer, *nbufs its buffers.  Buffers that do not add up to rest mean
+ * the queue was written by someone else.
+ */
+static int chain_copy(struct sl_stack *s, uint32_t idx, uint8_t *out, size_t want, size_t rest,
+		      uint32_t *last, uint32_t *nbufs)
+{
+	uint32_t steps = 0;
+
+	for (idx = sl_buf(s, idx)->next_idx; rest; idx = sl_buf(s, idx)->next_idx) {
+		const struct sluice_buf *c;
+		size_t l;
+
+		if (!sl_buf_next(s, idx, &steps) || *nbufs > SL_CHAIN_MAX)
+			goto bad;
+		c = sl_buf(s, idx);
+		l = SL_READ_ONCE(c->len);
+		if (!l || l > rest || (uint32_t)c->off + l > s->buf_size)
+			goto bad;
+		if (want) {
+			memcpy(out, sl_buf_base(s, idx) + c->off, l < want ? l : want);
+			out += l < want ? l : want;
+			want -= l < want ? l : want;
+		}
+		rest -= l;
+		*last = idx;
+		++*nbufs;
+	}
+	return 0;
+bad:
+	sl_corrupt(s, SL_C_corrupt_chain, idx);
+	return sl_broken_err(s);
+}
+
 ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_t len,
 			int flags, uint32_t *saddr, uint16_t *sport, struct sl_rx_meta *meta)
 {
-	uint32_t idx = so->rxq_head;
+	uint32_t idx = so->rxq_head, last = idx, nbufs = 1;
 	struct sluice_buf *b;
 	const struct sl_ip *ip;
 	const struct sl_udp *uh;
-	size_t dlen, n;
+	size_t dlen, n, head;
+	int ret;
 
 	if (so->error) {
 		int e = sl_sock_error(s, so);
@@ -566,13 +709,23 @@ ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_
 	/* The datagram (seq bytes at aux, after the UDP header) lies inside
 	 * the packet, or the buffer was written by someone else. */
 	dlen = SL_READ_ONCE(b->seq);	/* once: checked, it bounds the copy */
-	if (b->aux < sizeof(struct sl_ip) + sizeof(*uh) || b->aux + dlen > b->len) {
+	head = dlen;
+	if (sl_buf_chained(b))
+		head = b->len > b->aux ? b->len - b->aux : 0;
+	if (b->aux < sizeof(struct sl_ip) + sizeof(*uh) || b->aux + head > b->len ||
+	    head > dlen) {
 		sl_corrupt(s, SL_C_corrupt_buf_len, idx);
 		return sl_broken_err(s);
 	}
 	uh = (const struct sl_udp *)((const uint8_t *)ip + b->aux - sizeof(*uh));
 	n = dlen < len ? dlen : len;
-	memcpy(buf, (const uint8_t *)ip + b->aux, n);
+	memcpy(buf, (const uint8_t *)ip + b->aux, n < head ? n : head);
+	if (head < dlen) {
+		ret = chain_copy(s, idx, (uint8_t *)buf + head, n > head ? n - head : 0,
+				 dlen - head, &last, &nbufs);
+		if (ret)
+			return ret;
+	}
 	if (saddr)
 		*saddr = ip->saddr;
 	if (sport)
@@ -595,13 +748,14 @@ ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_
 		so->udp.stamp_us = b->ts_us;
 	}
 	if (!(flags & MSG_PEEK)) {
-		so->rxq_head = b->next_idx;
+		so->rxq_head = sl_buf(s, last)->next_idx;
 		if (so->rxq_head == SLUICE_IDX_NONE)
 			so->rxq_tail = SLUICE_IDX_NONE;
 		so->rxq_bytes -= dlen;
 		SL_KILL_POINT("udp_recv");
-		so->rxq_count--;
-		sl_buf_free(s, idx);
+		so->rxq_count -= nbufs;
+		sl_buf(s, last)->next_idx = SLUICE_IDX_NONE;
+		drop(s, idx);
 	}
 	return (flags & MSG_TRUNC) ? (ssize_t)dlen : (ssize_t)n;
 }

@@ -71,6 +71,7 @@ static const char *en(int e)
 	case ENOENT: return "ENOENT";
 	case EFAULT: return "EFAULT";
 	case EPERM: return "EPERM";
+	case EMSGSIZE: return "EMSGSIZE";
 	}
 	snprintf(buf, sizeof(buf), "errno%d", e);
 	return buf;
@@ -2465,6 +2466,43 @@ static void check_close_under_blocked_call(void)
 	}
 }
 
+/* UDP datagrams larger than a packet, over 127.0.0.1 (Linux's loopback
+ * takes 65507 bytes whole): sent, read whole, cut, and the limit. */
+static void check_udp_large(void)
+{
+	static char out[65536], in[65536];
+	int a = socket(AF_INET, SOCK_DGRAM, 0), b = socket(AF_INET, SOCK_DGRAM, 0), q = -1;
+	struct sockaddr_in ba = lo(0);
+	socklen_t l = sizeof(ba);
+	struct iovec iov = { in, 100 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct timeval tv = { .tv_sec = 2 };
+	long r;
+
+	for (unsigned int i = 0; i < sizeof(out); i++)
+		out[i] = (char)(i * 7 + (i >> 8));
+	bind(b, (struct sockaddr *)&ba, sizeof(ba));
+	getsockname(b, (struct sockaddr *)&ba, &l);
+	setsockopt(b, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	connect(a, (struct sockaddr *)&ba, sizeof(ba));
+	printf("udp_large_10k: send %s", rv(send(a, out, 10240, 0)));
+	poll1(b, POLLIN, 1000);
+	ioctl(b, FIONREAD, &q);
+	printf(" fionread %d", q);
+	r = recv(b, in, sizeof(in), 0);
+	printf(" recv %s same %d\n", rv(r), r == 10240 && !memcmp(in, out, 10240));
+	printf("udp_large_max: send %s", rv(send(a, out, 65507, 0)));
+	r = recv(b, in, sizeof(in), 0);
+	printf(" recv %s same %d", rv(r), r == 65507 && !memcmp(in, out, 65507));
+	printf(" over %s\n", rv(send(a, out, 65508, 0)));
+	send(a, out + 1, 16384, 0);
+	r = recvmsg(b, &m, 0);
+	printf("udp_large_cut: %s trunc %d same %d\n", rv(r), !!(m.msg_flags & MSG_TRUNC),
+	       !memcmp(in, out + 1, 100));
+	close(a);
+	close(b);
+}
+
 int main(void)
 {
 	struct stat st;
@@ -2517,6 +2555,7 @@ int main(void)
 	check_udp_connect_shut();
 	check_issue24_opts();
 	check_close_under_blocked_call();
+	check_udp_large();
 	check_signals();
 	/* Last: it closes every descriptor it did not open. */
 	check_stray_closes();

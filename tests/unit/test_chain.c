@@ -255,14 +255,15 @@ static void test_forged_out_of_order(void)
 static void test_forged_malformed(void)
 {
 	struct conn k;
-	struct forge f = { .extra = 2, .linked = 2, .chunk = 800, .proto = IPPROTO_UDP_ };
+	struct forge f = { .extra = 2, .linked = 2, .chunk = 800, .proto = IPPROTO_ICMP_ };
 	uint64_t bad0;
 
 	conn_open(&k, "chainbad", 256);
 	bad0 = fx_counter(k.s, "ip_rx_bad_hdr");
 	f.seq = rcv_nxt(&k);
 	inject(&k, &f);
-	tap_eq(fx_counter(k.s, "ip_rx_bad_hdr") - bad0, 1, "a chain that is not TCP is dropped");
+	tap_eq(fx_counter(k.s, "ip_rx_bad_hdr") - bad0, 1,
+	       "a chain that is neither TCP nor UDP (large datagrams) is dropped");
 	f.proto = IPPROTO_TCP_;
 	f.tot_delta = -1;
 	inject(&k, &f);

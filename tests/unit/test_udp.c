@@ -98,8 +98,12 @@ static void test_limits_and_errors(void)
 	int one = 1, small = 1, sent = 0;
 	char buf[64];
 
+	struct sockaddr_in peer = fx_addr("10.1.0.2", 7000);
+
 	sluice_bind(ST(s), srv, &a);
-	tap_eq(sluice_sendto(ST(s), cli, big, 1473, 0, &a), -EMSGSIZE, "more than MTU-28 is -EMSGSIZE");
+	tap_eq(sluice_sendto(ST(s), cli, big, 1473, 0, &peer), -EMSGSIZE,
+	       "to the link, more than MTU-28 is -EMSGSIZE (no fragmentation)");
+	tap_eq(cap.n, 0, "nothing went");
 	tap_eq(sluice_sendto(ST(s), cli, big, 1472, 0, &a), 1472, "exactly MTU-28 goes");
 	sluice_recv(ST(s), srv, buf, sizeof(buf), 0);
 	tap_eq(sluice_sendto(ST(s), cli, "b", 1, 0, &bc), -EACCES, "broadcast needs SO_BROADCAST");
@@ -161,6 +165,69 @@ static void test_rcvbuf_counts_buffers(void)
 	sluice_close(ST(s), srv);
 	sluice_close(ST(s), cli);
 	tap_eq(s->lib->buf_free_count, free0, "no buffer leaked");
+	fx_destroy(s);
+}
+
+/*
+ * Datagrams larger than a packet, inside the stack: a chain of buffers on
+ * the loopback queue and on the receive queue, whole or cut by the
+ * reader, up to IPv4's 65507 bytes (Linux's loopback: MTU 65536).
+ */
+static void test_large_datagrams_within_stack(void)
+{
+	struct capture cap;
+	struct sl_stack *s = fx_stack("udpbig", "10.1.0.1", &cap);
+	struct sockaddr_in a = fx_addr("127.0.0.1", 7200), own = fx_addr("10.1.0.1", 7201);
+	int srv = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	int srv2 = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	int cli = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	uint32_t free0 = s->lib->buf_free_count;
+	static uint8_t out[SL_UDP_MAX + 1], in[SL_UDP_MAX + 1];
+	int small = 1, ok = 1;
+	long n;
+
+	for (unsigned int i = 0; i < sizeof(out); i++)
+		out[i] = (uint8_t)(i * 13 + (i >> 9));
+	tap_eq(sluice_bind(ST(s), srv, &a), 0, "bind 127.0.0.1");
+	tap_eq(sluice_bind(ST(s), srv2, &own), 0, "bind the stack's own address");
+	tap_eq(sluice_sendto(ST(s), cli, out, 10240, 0, &a), 10240, "10 KiB to 127.0.0.1 goes");
+	tap_ok(fx_counter(s, "loopback_chain") >= 1, "as one chain");
+	tap_eq(sluice_recv(ST(s), srv, in, 100, MSG_PEEK), 100, "peek its first 100 bytes");
+	n = sluice_recv(ST(s), srv, in, sizeof(in), 0);
+	tap_ok(n == 10240 && !memcmp(in, out, 10240), "read whole, the bytes sent (%ld)", n);
+	tap_eq(sluice_sendto(ST(s), cli, out, SL_UDP_MAX, 0, &own), SL_UDP_MAX,
+	       "65507 bytes to the stack's own address go");
+	n = sluice_recv(ST(s), srv2, in, sizeof(in), 0);
+	tap_ok(n == SL_UDP_MAX && !memcmp(in, out, SL_UDP_MAX), "read whole (%ld)", n);
+	tap_eq(sluice_sendto(ST(s), cli, out, SL_UDP_MAX + 1, 0, &a), -EMSGSIZE,
+	       "65508 bytes are -EMSGSIZE");
+	for (int i = 0; i < 3; i++)
+		ok &= sluice_sendto(ST(s), cli, out + i, 5000, 0, &a) == 5000;
+	tap_ok(ok, "three of 5000 bytes queued");
+	tap_eq(sluice_recv(ST(s), srv, in, 10, 0), 10, "a short read takes 10 bytes of the first");
+	tap_ok(!memcmp(in, out, 10), "its first 10");
+	tap_eq(sluice_recv(ST(s), srv, in, 3000, MSG_TRUNC), 5000,
+	       "MSG_TRUNC: the second's whole length");
+	tap_ok(!memcmp(in, out + 1, 3000), "and its first 3000 bytes");
+	n = sluice_recv(ST(s), srv, in, sizeof(in), 0);
+	tap_ok(n == 5000 && !memcmp(in, out + 2, 5000), "the third whole");
+	tap_eq(sluice_recv(ST(s), srv, in, sizeof(in), 0), -EAGAIN, "then nothing");
+
+	/* SO_RCVBUF at its least: an empty queue takes one, the next drops. */
+	sluice_setsockopt(ST(s), srv, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	sluice_sendto(ST(s), cli, out, 9000, 0, &a);
+	sluice_sendto(ST(s), cli, out, 9000, 0, &a);
+	tap_eq(sluice_recv(ST(s), srv, in, sizeof(in), 0), 9000, "an empty queue takes one");
+	tap_eq(sluice_recv(ST(s), srv, in, sizeof(in), 0), -EAGAIN,
+	       "the next is dropped: its buffers are charged");
+	tap_eq(cap.n, 0, "nothing went to the link");
+	sluice_close(ST(s), srv);
+	sluice_sendto(ST(s), cli, out, 9000, 0, &own);	/* left queued */
+	sluice_sendto(ST(s), cli, out, 9000, 0, &a);	/* to a closed port */
+	sluice_close(ST(s), srv2);
+	sluice_close(ST(s), cli);
+	tap_eq(s->lib->buf_free_count, free0, "no buffer leaked");
+	tap_eq(s->r->sock_used, 0, "no socket leaked");
 	fx_destroy(s);
 }
 
@@ -382,6 +449,7 @@ int main(void)
 	test_limits_and_errors();
 	test_broadcast_send();
 	test_rcvbuf_counts_buffers();
+	test_large_datagrams_within_stack();
 	test_two_stacks_over_loop();
 	test_loopback_budget();
 	return tap_done();
