@@ -830,9 +830,12 @@ int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *gi
 	ret = so->error ? -sl_sock_error(s, so) : 0;
 	so->error = 0;
 	/* A blocking connect that failed disconnects, as Linux's
-	 * __inet_stream_connect() does. */
+	 * __inet_stream_connect() does; one that got through has told its
+	 * caller (the next connect() is EISCONN). */
 	if (ret && so->type == SL_SOCK_TCP)
 		disconnect(s, so);
+	else if (so->type == SL_SOCK_TCP)
+		so->tcp.tflags &= ~SL_TF_CONN_PEND;
 	sl_unlock(s);
 	return ret;
 }

@@ -354,6 +354,10 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		goto out;
 	vlen = sizeof(err);
 	ret = sluice_getsockopt(st, (int)ps->sd, SOL_SOCKET, SO_ERROR, &err, &vlen);
+	if (!ret && !err && SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->state) >= SL_TCP_ESTABLISHED)
+		/* Through: this connect() has told it, so the next one is
+		 * EISCONN (asked again, the stack reports the connect done). */
+		sluice_connect(st, (int)ps->sd, &sin);
 	if (!ret && err) {
 		/* A blocking connect that failed disconnects (Linux's
 		 * __inet_stream_connect()): reads say ENOTCONN, not 0. */

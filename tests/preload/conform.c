@@ -2503,6 +2503,55 @@ static void check_udp_large(void)
 	close(b);
 }
 
+/* A non-blocking connect that got through, the peer closing at once: the
+ * next connect() reports it (0), the one after is EISCONN; after a
+ * blocking connect, EISCONN at once. */
+static void check_connect_reported(void)
+{
+	uint16_t port;
+	int l = listener(&port), c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), a;
+	struct sockaddr_in sa = lo(port);
+
+	printf("connect_nb: %s", rv(connect(c, (struct sockaddr *)&sa, sizeof(sa))));
+	a = accept(l, NULL, NULL);
+	close(a);
+	printf(" poll %s", evs(poll1(c, POLLOUT, 1000)));
+	printf(" again %s", rv(connect(c, (struct sockaddr *)&sa, sizeof(sa))));
+	printf(" third %s\n", rv(connect(c, (struct sockaddr *)&sa, sizeof(sa))));
+	close(c);
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	printf("connect_blocking: %s", rv(connect(c, (struct sockaddr *)&sa, sizeof(sa))));
+	printf(" again %s\n", rv(connect(c, (struct sockaddr *)&sa, sizeof(sa))));
+	close(c);
+	close(accept(l, NULL, NULL));
+	close(l);
+
+	/* Reset, and refused: shut both ways, RDHUP too. */
+	{
+		struct linger lg = { 1, 0 };
+		int s2, e = 0;
+		socklen_t el = sizeof(e);
+
+		pair(&l, &c, &s2);
+		setsockopt(s2, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		close(s2);
+		poll1(c, POLLERR, 1000);
+		getsockopt(c, SOL_SOCKET, SO_ERROR, &e, &el);
+		printf("poll_reset_rdhup: so_error %s events %s\n", en(e),
+		       evs(poll1(c, POLLIN | POLLOUT | POLLRDHUP, 0)));
+		close(c);
+		close(l);
+		c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		sa = lo(closed_port());
+		connect(c, (struct sockaddr *)&sa, sizeof(sa));
+		poll1(c, POLLOUT, 1000);
+		getsockopt(c, SOL_SOCKET, SO_ERROR, &e, &el);
+		printf("poll_refused_rdhup: so_error %s events %s\n", en(e),
+		       evs(poll1(c, POLLIN | POLLOUT | POLLRDHUP, 0)));
+		close(c);
+	}
+}
+
 int main(void)
 {
 	struct stat st;
@@ -2556,6 +2605,7 @@ int main(void)
 	check_issue24_opts();
 	check_close_under_blocked_call();
 	check_udp_large();
+	check_connect_reported();
 	check_signals();
 	/* Last: it closes every descriptor it did not open. */
 	check_stray_closes();

@@ -270,10 +270,8 @@ void sl_tcp_init_tcb(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 
 void sl_tcp_set_state(struct sl_stack *s, struct sl_sock *so, enum sl_tcp_state st)
 {
-	if (st == SL_TCP_ESTABLISHED) {
+	if (st == SL_TCP_ESTABLISHED)
 		so->tcp.tflags |= SL_TF_CONNECTED;
-		so->tcp.tflags &= ~SL_TF_CONN_PEND;
-	}
 	so->state = (uint8_t)st;
 	sl_sock_wake(s, so);
 }
@@ -397,6 +395,13 @@ int sl_tcp_connect(struct sl_stack *s, struct sl_sock *so, uint32_t raddr, uint1
 		return -EINVAL;
 	if (sl_tcp_connect_failed(s, so))
 		return -ECONNABORTED;
+	/* A non-blocking connect that got through, whatever came after (the
+	 * peer's FIN): the next connect() reports it, 0, and only the one
+	 * after is EISCONN (Linux __inet_stream_connect(), SS_CONNECTING). */
+	if ((so->tcp.tflags & SL_TF_CONN_PEND) && so->state >= SL_TCP_ESTABLISHED) {
+		so->tcp.tflags &= ~SL_TF_CONN_PEND;
+		return 0;
+	}
 	if (so->state != SL_TCP_CLOSED || (so->tcp.tflags & SL_TF_CONNECTED))
 		return -EISCONN;
 	/* Port 0 is not refused here: as on Linux the SYN goes, and finds
@@ -1042,6 +1047,10 @@ uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so)
 		ev |= SL_EV_HUP;
 	if (so->state == SL_TCP_CLOSED) {
 		ev |= SL_EV_HUP | SL_EV_IN | SL_EV_OUT;
+		/* Ended (reset, refused): shut both ways, so the read side's
+		 * hangup too (Linux tcp_done() sets SHUTDOWN_MASK). */
+		if (tp->tflags & SL_TF_DONE)
+			ev |= SL_EV_RDHUP;
 	} else if (can_send(so)) {
 		uint32_t mss = SL_READ_ONCE(tp->mss);	/* once: the divisor tested */
 
