@@ -414,10 +414,22 @@ static ssize_t pl_recvv(struct pl_sock *ps, const struct iovec *iov, int n, int 
 	total = iov_total(iov, n);
 	if (ps->type == SOCK_DGRAM) {
 		size_t cap = total < PL_DGRAM_MAX ? total : PL_DGRAM_MAX;
-		uint8_t *tmp = malloc(cap ? cap : 1);
+		uint8_t sbuf[2048], *tmp = sbuf;
 		size_t off = 0;
 
-		if (!tmp)
+		/* One buffer with room for it all (the usual recvmsg): straight
+		 * in.  Else through a bounce buffer, on the stack when the
+		 * datagram fits one packet buffer (no allocation a call). */
+		if (cap && cap == iov[0].iov_len) {
+			ret = pl_recv(ps, iov[0].iov_base, cap, flags | MSG_TRUNC, from, meta);
+			if (ret > (ssize_t)cap) {
+				*trunc = true;
+				if (!(flags & MSG_TRUNC))
+					ret = (ssize_t)cap;
+			}
+			return ret;
+		}
+		if (cap > sizeof(sbuf) && !(tmp = malloc(cap)))
 			return -ENOMEM;
 		ret = pl_recv(ps, tmp, cap, flags | MSG_TRUNC, from, meta);
 		if (ret > (ssize_t)cap) {
@@ -435,7 +447,8 @@ static ssize_t pl_recvv(struct pl_sock *ps, const struct iovec *iov, int n, int 
 			memcpy(iov[i].iov_base, tmp + off, take);
 			off += take;
 		}
-		free(tmp);
+		if (tmp != sbuf)
+			free(tmp);
 		return ret;
 	}
 	for (int i = 0; i < n; i++) {
