@@ -198,6 +198,16 @@ bool sl_wait_on_fd(struct sl_stack *s)
  * channel's seq, or (NULL) the stack's wake sequence: sl_sock_wake()
  * bumps them while anyone sleeps there.
  */
+/* A sleep's bound at now (µs of sl_now()): SLEEP_IDLE_MS after the wheel
+ * has been empty for a quiet second, else SLEEP_MAX_MS. */
+static int bound_ms(struct sl_stack *s, uint64_t now)
+{
+	if (!SL_READ_ONCE(s->lib->timers_armed) &&
+	    now / 1000 - SL_READ_ONCE(s->lib->wheel_empty_ms) >= SL_WHEEL_QUIET_MS)
+		return SLEEP_IDLE_MS;
+	return SLEEP_MAX_MS;
+}
+
 void sl_wait_sleep(struct sl_stack *s, int64_t deadline, uint32_t seq, bool on_fd,
 		   uint32_t *word)
 {
@@ -208,9 +218,8 @@ void sl_wait_sleep(struct sl_stack *s, int64_t deadline, uint32_t seq, bool on_f
 	fd = link_fd(s);
 	if (fd >= 0 && !s->module_backed)
 		ms = SLEEP_SLICE_MS;
-	else if (!on_fd && s->futex_ok && !SL_READ_ONCE(s->lib->timers_armed) &&
-		 (uint64_t)now / 1000 - SL_READ_ONCE(s->lib->wheel_empty_ms) >= SL_WHEEL_QUIET_MS)
-		ms = SLEEP_IDLE_MS;
+	else if (!on_fd && s->futex_ok)
+		ms = bound_ms(s, (uint64_t)now);
 	if (deadline >= 0 && now + ms * 1000 > deadline)
 		ms = deadline > now ? (int)((deadline - now + 999) / 1000) : 0;
 	if (!ms)
@@ -260,12 +269,7 @@ void sl_spin_release(struct sl_stack *s, int slot)
 
 int sl_wait_bound_ms(struct sl_stack *s)
 {
-	uint64_t now = sl_now(s);
-
-	if (!SL_READ_ONCE(s->lib->timers_armed) &&
-	    now / 1000 - SL_READ_ONCE(s->lib->wheel_empty_ms) >= SL_WHEEL_QUIET_MS)
-		return SLEEP_IDLE_MS;
-	return SLEEP_MAX_MS;
+	return bound_ms(s, sl_now(s));
 }
 
 uint32_t sl_wait_seq(struct sl_stack *s)
