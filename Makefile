@@ -51,7 +51,7 @@ INTEROP := $(B)/tests/interop/peer $(B)/tests/interop/mkstack $(B)/tests/bench/b
 	$(B)/tests/interop/kpeer $(B)/tests/interop/kring_peer $(B)/tests/interop/scribble \
 	$(B)/tests/interop/soak $(B)/tests/interop/verbs_peer $(B)/tests/interop/holdlock
 PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/dlopen_prog $(B)/tests/preload/fork_srv $(B)/tests/preload/killsoak \
-	$(B)/tests/bench/epoll_idle $(B)/tests/bench/conn_churn \
+	$(B)/tests/bench/epoll_idle $(B)/tests/bench/conn_churn $(B)/tests/bench/conn_many \
 	$(B)/tests/preload/sockfd_prog $(B)/tests/preload/sandboxed
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
@@ -125,6 +125,8 @@ $(B)/tests/bench/epoll_idle: $(B)/tests/bench/epoll_idle.o
 	$(CC) -o $@ $^
 $(B)/tests/bench/conn_churn: $(B)/tests/bench/conn_churn.o
 	$(CC) -o $@ $^
+$(B)/tests/bench/conn_many: $(B)/tests/bench/conn_many.o
+	$(CC) -o $@ $^
 
 # The module's pure IPoIB functions (kernel/ipoib_addr.c), compiled
 # unchanged as user space against tests/fuzz/kshim, under test_kipoib.
@@ -144,6 +146,7 @@ $(B)/tests/preload/%: $(B)/tests/preload/%.o
 bench: all
 	$(B)/tests/bench/bench all
 	bash tests/bench/epoll_idle.sh
+	bash tests/bench/conn_many.sh
 
 # Real programs (sockperf, iperf3, redis-benchmark, nginx + wrk) on the
 # kernel and under `sluice run`, side by side.

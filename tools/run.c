@@ -121,7 +121,7 @@ static int ensure_stack(const char *name, const char *addr, const char *gw, cons
 		return ret;
 	/* The library's sizes for stacks it creates itself (init.c). */
 	cfg.max_sockets = getenv("SLUICE_MAX_SOCKETS") ?
-			  (uint32_t)strtoul(getenv("SLUICE_MAX_SOCKETS"), NULL, 10) : 8192;
+			  (uint32_t)strtoul(getenv("SLUICE_MAX_SOCKETS"), NULL, 10) : 0;
 	if (getenv("SLUICE_BUFS"))
 		cfg.n_bufs = (uint32_t)strtoul(getenv("SLUICE_BUFS"), NULL, 10);
 	if (addr) {
@@ -393,11 +393,20 @@ int cmd_fds(const char *name)
 				continue;
 			link[n] = '\0';
 			kfd = !strcmp(link, "anon_inode:[sluice-sock]");
-			/* A placeholder is the directory itself; its records
-			 * file ("NAME/recs") is the library's own. */
-			if (!kfd && (strncmp(link, prefix, sizeof(prefix) - 1) ||
-				     strchr(link + sizeof(prefix) - 1, '/')))
-				continue;
+			/* A placeholder is a shard directory in the stack's
+			 * ("NAME/N"); its records file ("NAME/recs") is the
+			 * library's own. */
+			if (!kfd) {
+				char *slash;
+
+				if (strncmp(link, prefix, sizeof(prefix) - 1))
+					continue;
+				slash = strchr(link + sizeof(prefix) - 1, '/');
+				if (!slash || !slash[1] ||
+				    strspn(slash + 1, "0123456789") != strlen(slash + 1))
+					continue;
+				*slash = '\0';
+			}
 			stack = kfd ? kstack : link + sizeof(prefix) - 1;
 			kstack[0] = '\0';
 			/* The byte a placeholder's description locks, or a

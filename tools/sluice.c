@@ -451,7 +451,7 @@ static int cmd_dump(const char *name, bool all)
 	print_kring(s);
 	printf("sockets:\n  %5s %-4s %-11s %-21s %-21s %8s %8s %8s %8s\n", "IDX", "TYPE",
 	       "STATE", "LOCAL", "REMOTE", "RXQ", "RX_PKTS", "TX_PKTS", "PID");
-	for (uint32_t i = 0; i < s->max_sockets; i++) {
+	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
 		struct sl_sock *so = sl_sock(s, i);
 		char l[32], r[32];
 

@@ -47,7 +47,9 @@ struct sockaddr_in;
 
 /* Sizes and addresses of a new stack; zero fields take the defaults. */
 struct sluice_stack_config {
-	uint32_t max_sockets;	/* default 1024 */
+	/* default 262144 in /dev/shm, whose memory is committed as slots
+	 * are first used; 8192 in the module, which pins the region */
+	uint32_t max_sockets;
 	uint32_t n_bufs;	/* packet buffers, default 4096 */
 	uint32_t buf_size;	/* bytes each, power of two, default 2048 */
 	uint32_t mtu;		/* default 1500 */

@@ -76,7 +76,7 @@ uint32_t sl_orphans(struct sl_stack *s)
 	/* (A count past the table is a scribble: nothing to wait for.) */
 	uint32_t n = tw <= s->tw_max ? tw : 0;
 
-	for (uint32_t i = 0; i < s->max_sockets; i++) {
+	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
 		struct sl_sock *so = sl_sock(s, i);
 
 		if (so->type == SL_SOCK_TCP && (so->flags & SL_SF_ORPHAN))
@@ -90,7 +90,7 @@ static uint32_t orphans_busy(struct sl_stack *s)
 {
 	uint32_t n = 0;
 
-	for (uint32_t i = 0; i < s->max_sockets; i++) {
+	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
 		struct sl_sock *so = sl_sock(s, i);
 
 		if (so->type == SL_SOCK_TCP && (so->flags & SL_SF_ORPHAN) &&

@@ -114,6 +114,14 @@ struct sl_region {
 	 */
 	uint64_t spin_until[SL_SPIN_SLOTS];
 	/*
+	 * The timer keeper (run/wait.c, bound_ms()): the sleeper that wakes
+	 * every SLEEP_MAX_MS to run the stack's timers while any is armed,
+	 * so the others need not.  Its token (low half) and the time, in ms
+	 * of sl_now() modulo 2^32, until which its claim holds (high half);
+	 * compare-and-swap.  A keeper that stops sleeping lets it lapse.
+	 */
+	uint64_t keeper;
+	/*
 	 * The value of sluice_region.ksock_released up to which a lock
 	 * holder has closed the released sockets, so one holder, not every
 	 * process, looks for them after each release.
@@ -124,6 +132,10 @@ struct sl_region {
 	uint32_t buf_free_idx __attribute__((aligned(64)));
 	uint32_t buf_free_count;
 	uint32_t sock_free_idx;
+	/* Slots from here up have never been used: their memory is the
+	 * file's holes, not committed until a socket takes one
+	 * (sl_sock_alloc()); walks over the table stop here (sl_sock_top()). */
+	uint32_t sock_fresh;
 	uint32_t wheel_slot_idx;	/* slot the wheel has run up to */
 	uint64_t wheel_now_ms;		/* time the wheel has run up to */
 	/* Sockets on the wheel, and the wheel time it last became empty:
@@ -777,7 +789,7 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
  * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
  */
-#define SL_LAYOUT_VERSION	14
+#define SL_LAYOUT_VERSION	15
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

@@ -63,6 +63,11 @@ static bool is_pow2(uint32_t v)
 	return v && !(v & (v - 1));
 }
 
+/* Default socket slots (sluice_stack_config): a region in /dev/shm, one
+ * in the module. */
+#define SL_SOCKETS_SHM		262144
+#define SL_SOCKETS_PINNED	8192
+
 /* Fill the configuration and offsets of r from cfg; returns the size. */
 static int64_t layout(struct sluice_region *r, const struct sluice_stack_config *cfg)
 {
@@ -320,6 +325,11 @@ int sl_region_create(struct sl_stack *s, const char *name, const struct sluice_s
 	if (memchr(ucfg->ifname, 0, sizeof(ucfg->ifname)) == NULL)
 		return -EINVAL;
 	dev = module_open();
+	/* Slots cost only address space in /dev/shm, where a page is
+	 * committed when a socket first takes a slot on it (the free list
+	 * starts empty: sl_sock_alloc()); the module pins all of its region. */
+	if (!ucfg->max_sockets)
+		cfg->max_sockets = dev >= 0 ? SL_SOCKETS_PINNED : SL_SOCKETS_SHM;
 	if (on_dev) {
 		/* Only the module can put a stack on a device. */
 		if (dev < 0)
@@ -348,6 +358,13 @@ int sl_region_create(struct sl_stack *s, const char *name, const struct sluice_s
 		 */
 		if (ret != -ENOMEM || on_dev)
 			return ret;
+		if (!ucfg->max_sockets) {
+			cfg->max_sockets = SL_SOCKETS_SHM;
+			memset(&tmp, 0, sizeof(tmp));
+			size = layout(&tmp, cfg);
+			if (size < 0)
+				return (int)size;
+		}
 	}
 
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);

@@ -101,7 +101,7 @@ static bool on_device(const struct sl_sock *so)
 /* The device has gone: every socket on it fails, none hangs. */
 static void fail_sockets(struct sl_stack *s)
 {
-	for (uint32_t i = 0; i < s->max_sockets; i++) {
+	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
 		struct sl_sock *so = sl_sock(s, i);
 
 		if (so->type == SL_SOCK_FREE || !(so->flags & SL_SF_BOUND) || !on_device(so))

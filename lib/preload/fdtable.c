@@ -133,7 +133,27 @@ static uint64_t last_sweep_us;
 static int reg_fd = -1, reg_slot = -1;
 static bool reg_full;
 static int sweep_probe = -1;	/* a description that takes no lock */
-static int sock_probe = -1;	/* the same, of the placeholder directory */
+/*
+ * Descriptions of placeholder directories that take no lock (open_probe()):
+ * the last few shards this process looked at.  A closer's probe must be of
+ * the socket's own shard; sockets are reused lowest slot first, so a
+ * process that makes and closes connections keeps finding its shard here.
+ */
+#define PL_PROBES	4
+static struct {
+	int fd;
+	uint32_t shard;
+} probes[PL_PROBES] = { { -1, 0 }, { -1, 0 }, { -1, 0 }, { -1, 0 } };
+static unsigned int probe_next;
+
+/*
+ * Placeholders of PL_SHARD consecutive socket indices share one directory,
+ * fd_path/N with N = sd / PL_SHARD.  Every OFD lock operation walks the
+ * list of its inode's locks (Linux, posix_lock_inode()): with one
+ * directory for all sockets, each socket() and close() cost O(sockets),
+ * and opening 20,000 connections took 30 s (issue 23).
+ */
+#define PL_SHARD	64u
 
 bool pl_fd_is_own(int fd)
 {
@@ -148,17 +168,26 @@ bool pl_fd_is_own(int fd)
 	return fd == s->region_fd || (s->link && s->link->ops->fd && fd == s->link->ops->fd(s->link));
 }
 
+static bool is_sock_probe(int fd)
+{
+	for (unsigned int i = 0; i < PL_PROBES; i++)
+		if (fd == SL_READ_ONCE(probes[i].fd))
+			return true;
+	return false;
+}
+
 bool pl_fd_is_probe(int fd)
 {
-	return fd >= 0 && (fd == SL_READ_ONCE(sweep_probe) || fd == SL_READ_ONCE(sock_probe) ||
+	return fd >= 0 && (fd == SL_READ_ONCE(sweep_probe) || is_sock_probe(fd) ||
 			   fd == sl_bell_tx_fd() || pl_bell_is(fd));
 }
 
 void pl_fd_probe_lost(int fd)
 {
 	/* Opened again when next needed (open_probe(), sweep()). */
-	if (fd == SL_READ_ONCE(sock_probe))
-		SL_WRITE_ONCE(sock_probe, -1);
+	for (unsigned int i = 0; i < PL_PROBES; i++)
+		if (fd == SL_READ_ONCE(probes[i].fd))
+			SL_WRITE_ONCE(probes[i].fd, -1);
 	if (fd == SL_READ_ONCE(sweep_probe))
 		SL_WRITE_ONCE(sweep_probe, -1);
 	if (fd == sl_bell_tx_fd())
@@ -299,8 +328,11 @@ int pl_fdtable_open(struct sl_stack *s)
 	h = p;
 	if (h->magic != PL_FD_MAGIC || h->stamp != region_stamp(s) ||
 	    h->nrec != max) {
-		/* Left by an earlier stack of this name: nothing in it is ours. */
-		memset(p, 0, size);
+		/* Left by an earlier stack of this name: nothing in it is
+		 * ours.  A new file is zero already, and stays unwritten
+		 * (uncommitted) where no socket's record is. */
+		if (stt.st_size)
+			memset(p, 0, size);
 		h->stamp = region_stamp(s);
 		h->nrec = max;
 		sl_store_release(&h->magic, PL_FD_MAGIC);
@@ -604,6 +636,22 @@ int pl_kfd_sleep(struct pollfd *fds, nfds_t n, int ms)
 	return ret;
 }
 
+/* A new description of the placeholder directory of socket sd's shard,
+ * made when its first socket is. */
+static int open_shard(uint32_t sd, int flags)
+{
+	char path[sizeof(fd_path) + 16];
+	int fd, saved_errno = errno;
+
+	snprintf(path, sizeof(path), "%s/%u", fd_path, sd / PL_SHARD);
+	fd = open(path, O_RDONLY | O_DIRECTORY | flags);
+	if (fd < 0 && errno == ENOENT && (!mkdir(path, 0700) || errno == EEXIST))
+		fd = open(path, O_RDONLY | O_DIRECTORY | flags);
+	if (fd >= 0)
+		errno = saved_errno;	/* a call that succeeds leaves it alone */
+	return fd;
+}
+
 int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 {
 	struct sl_stack *s = pl_sl();
@@ -626,8 +674,7 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 		/* A module without socket fds: placeholders from now on. */
 		SL_WRITE_ONCE(kfd_off, true);
 	}
-	fd = open(fd_path, O_RDONLY | O_DIRECTORY | (cloexec ? O_CLOEXEC : 0) |
-		  (nonblock ? O_NONBLOCK : 0));
+	fd = open_shard(sd, (cloexec ? O_CLOEXEC : 0) | (nonblock ? O_NONBLOCK : 0));
 	if (fd < 0) {
 		ret = -errno;
 		goto err_free;
@@ -690,17 +737,22 @@ static pthread_mutex_t reap_mu = PTHREAD_MUTEX_INITIALIZER;
  * the record is freed by compare-and-swap of the key read, so never a
  * newer socket's.
  */
-static void reap_with(int probe, uint32_t sd)
+static bool nobody_holds(uint32_t sd);
+
+static void reap(uint32_t sd)
 {
 	struct sl_stack *s = pl_sl();
 	uint64_t key;
 	uint32_t gen;
 	struct sl_sock *so;
 
-	if (!s || sd >= nrec)
+	/* A sandboxed process may not lock-test files (fcntl, os.h): the
+	 * socket is closed by the sweep that sees this process die, or by
+	 * another holder's close. */
+	if (!s || sd >= nrec || sl_sys_sandboxed)
 		return;
 	key = sl_load_acquire(&recs[sd].key);
-	if (REC_STATE(key) != PL_REC_USED || !lock_free_at(probe, (off_t)sd))
+	if (REC_STATE(key) != PL_REC_USED || !nobody_holds(sd))
 		return;
 	gen = REC_GEN(key);
 	so = sl_sock(s, sd);
@@ -726,42 +778,42 @@ static void reap_with(int probe, uint32_t sd)
 }
 
 /*
- * A description of the placeholder directory that holds no lock, to look
- * at the others' locks with: opened once, kept (a forked child shares it,
- * which is harmless: nobody ever locks through it), and one of the
- * library's own fds (pl_fd_is_own()), which close() and close_range()
- * leave alone, so its number never names a file of the program.
+ * Does no description hold socket sd's lock byte any more?  Looked at from
+ * a description of its shard that holds no lock (probes[]): kept open (a
+ * forked child shares them, which is harmless: nobody ever locks through
+ * them), and the library's own fds (pl_fd_is_own()), which close() and
+ * close_range() leave alone, so their numbers never name a program's file.
+ * probe_mu is held across the look: a probe is replaced (closed) only
+ * under it.
  */
 static pthread_mutex_t probe_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static int open_probe(void)
+static bool nobody_holds(uint32_t sd)
 {
-	int fd = SL_READ_ONCE(sock_probe);
+	uint32_t shard = sd / PL_SHARD;
+	int fd = -1;
+	bool free_now;
 
-	if (fd >= 0)
-		return fd;
 	pthread_mutex_lock(&probe_mu);
-	fd = sock_probe;
+	for (unsigned int i = 0; i < PL_PROBES && fd < 0; i++)
+		if (probes[i].fd >= 0 && probes[i].shard == shard)
+			fd = probes[i].fd;
 	if (fd < 0) {
-		fd = open(fd_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		SL_WRITE_ONCE(sock_probe, fd);
+		unsigned int v = probe_next++ % PL_PROBES;
+
+		fd = open_shard(sd, O_CLOEXEC);
+		if (fd < 0) {
+			pthread_mutex_unlock(&probe_mu);
+			return false;	/* cannot tell: the sweep will */
+		}
+		if (probes[v].fd >= 0)
+			pl_libc.close(probes[v].fd);
+		probes[v].shard = shard;
+		SL_WRITE_ONCE(probes[v].fd, fd);
 	}
+	free_now = lock_free_at(fd, (off_t)sd);
 	pthread_mutex_unlock(&probe_mu);
-	return fd;
-}
-
-static void reap(uint32_t sd)
-{
-	int probe;
-
-	/* A sandboxed process may not lock-test files (fcntl, os.h): the
-	 * socket is closed by the sweep that sees this process die, or by
-	 * another holder's close. */
-	if (sl_sys_sandboxed)
-		return;
-	probe = open_probe();
-	if (probe >= 0)
-		reap_with(probe, sd);
+	return free_now;
 }
 
 static void sock_release_now(struct pl_sock *ps)
@@ -822,7 +874,7 @@ static void sweep_unrecorded(void)
 {
 	struct sl_stack *s = pl_sl();
 
-	for (uint32_t sd = 0; s && sd < nrec && sd < s->max_sockets; sd++) {
+	for (uint32_t sd = 0; s && sd < nrec && sd < sl_sock_top(s); sd++) {
 		struct sl_sock *so = sl_sock(s, sd);
 		uint32_t gen = SL_READ_ONCE(so->kp.gen);
 
@@ -844,12 +896,10 @@ static void sweep_unrecorded(void)
 /* Every used socket record: close those nobody holds any more. */
 static void sweep_sockets(void)
 {
-	int probe = open_probe();
+	struct sl_stack *s = pl_sl();
 
-	if (probe < 0)
-		return;
-	for (uint32_t sd = 0; sd < nrec; sd++)
-		reap_with(probe, sd);
+	for (uint32_t sd = 0; s && sd < nrec && sd < sl_sock_top(s); sd++)
+		reap(sd);
 }
 
 static void sweep(void);
@@ -1012,8 +1062,10 @@ bool pl_fd_adopt(int fd)
 	link[n] = '\0';
 	if (!strcmp(link, "anon_inode:[sluice-sock]"))
 		return !pl_is_sluice(fd) && kfd_adopt(fd);
-	snprintf(want, sizeof(want), PL_FD_PREFIX "%s", pl_cfg.stack);
-	if (strcmp(link, want) || pl_is_sluice(fd))
+	/* A placeholder is a shard directory of the stack's (open_shard()). */
+	n = snprintf(want, sizeof(want), PL_FD_PREFIX "%s/", pl_cfg.stack);
+	if (n <= 0 || strncmp(link, want, (size_t)n) || !link[n] ||
+	    strspn(link + n, "0123456789") != strlen(link + n) || pl_is_sluice(fd))
 		return false;
 	if (!pl_stack() || !(s = pl_sl()))
 		return false;
@@ -1085,6 +1137,8 @@ void pl_fdtable_atfork_child(void)
 void pl_stack_files_chown(uid_t uid)
 {
 	struct sl_stack *s = pl_sl();
+	struct dirent *e;
+	DIR *d;
 	int fd;
 
 	if (!s || s->module_backed)
@@ -1107,4 +1161,13 @@ void pl_stack_files_chown(uid_t uid)
 				 strerror(errno));
 		pl_libc.close(fd);
 	}
+	/* And the shards made so far (open_shard()). */
+	d = opendir(fd_path);
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] >= '0' && e->d_name[0] <= '9' &&
+		    fchownat(dirfd(d), e->d_name, uid, (gid_t)-1, AT_SYMLINK_NOFOLLOW))
+			pl_debug("cannot give shard %s to uid %u: %s", e->d_name,
+				 (unsigned int)uid, strerror(errno));
+	if (d)
+		closedir(d);
 }

@@ -124,8 +124,9 @@ static inline bool pl_bad_buf(const void *p, size_t len)
  * library's constructor (another library's constructor may). */
 #define REAL(f)	(*(__builtin_expect(pl_libc.f != NULL, 1) ? pl_libc.f : (pl_init(), pl_libc.f)))
 
-/* A new stack's socket slots unless SLUICE_MAX_SOCKETS says otherwise. */
-#define PL_MAX_SOCKETS	8192
+/* A new stack's socket slots unless SLUICE_MAX_SOCKETS says otherwise:
+ * 0, the library's default (sluice_stack_config). */
+#define PL_MAX_SOCKETS	0
 
 /* Settings from the environment (README, "sluice run"). */
 struct pl_config {

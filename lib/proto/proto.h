@@ -253,6 +253,15 @@ static inline struct sl_sock *sl_sock(const struct sl_stack *s, uint32_t idx)
 	return (struct sl_sock *)(s->socks + (uint64_t)idx * s->sock_size);
 }
 
+/* Above every slot ever used: a walk over the table stops here and never
+ * touches (commits) the memory of slots no socket has had. */
+static inline uint32_t sl_sock_top(const struct sl_stack *s)
+{
+	uint32_t top = SL_READ_ONCE(s->lib->sock_fresh);
+
+	return top < s->max_sockets ? top : s->max_sockets;
+}
+
 
 
 /*

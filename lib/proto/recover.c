@@ -249,7 +249,7 @@ static void rebuild(struct rec *rc)
 	memset(s->wheel, 0xff, SLUICE_WHEEL_SLOTS * sizeof(uint32_t));
 	r->timers_armed = 0;	/* counted again as they are armed, below */
 	free_head = SLUICE_IDX_NONE;
-	for (uint32_t i = s->max_sockets; i-- > 0;) {
+	for (uint32_t i = sl_sock_top(s); i-- > 0;) {
 		struct sl_sock *so = sl_sock(s, i);
 
 		so->wheel_next = so->wheel_prev = SLUICE_IDX_NONE;
@@ -272,7 +272,7 @@ static void rebuild(struct rec *rc)
 	s->r->sock_used = used;
 	r->tcp_embryos = embryos;
 
-	for (uint32_t i = 0; i < s->max_sockets; i++) {
+	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
 		struct sl_sock *so = sl_sock(s, i);
 
 		if (so->type == SL_SOCK_FREE)
@@ -368,7 +368,7 @@ static void send_resets(struct rec *rc, uint64_t now_us)
 {
 	struct sl_stack *s = rc->s;
 
-	for (uint32_t i = 0; i < s->max_sockets; i++) {
+	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
 		struct sl_sock *so = sl_sock(s, i);
 
 		if (!rc->bad[i] || so->type != SL_SOCK_TCP)
@@ -411,7 +411,7 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 
 	/* Slots: own index (a slot being allocated was zeroed before it was
 	 * named), fields, then the sockets the holder was changing. */
-	for (uint32_t i = 0; i < s->max_sockets; i++) {
+	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
 		struct sl_sock *so = sl_sock(s, i);
 
 		so->idx = i;
@@ -447,7 +447,7 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 	do {
 		again = false;
 		memset(rc.claim, 0, s->n_bufs * sizeof(*rc.claim));
-		for (uint32_t i = 0; i < s->max_sockets; i++) {
+		for (uint32_t i = 0; i < sl_sock_top(s); i++) {
 			struct sl_sock *so = sl_sock(s, i);
 
 			if (so->type == SL_SOCK_FREE || so->type == SL_SOCK_RESERVED ||
@@ -499,7 +499,7 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 	}
 
 	rebuild(&rc);
-	for (uint32_t i = 0; i < s->max_sockets; i++) {
+	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
 		struct sl_sock *so = sl_sock(s, i);
 
 		if (so->type == SL_SOCK_TCP && so->state == SL_TCP_LISTEN && !rc.bad[i])
@@ -507,7 +507,7 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 	}
 	memset(seen, 0, s->max_sockets);
 	/* Children of a listener that is gone cannot be accepted. */
-	for (uint32_t i = 0; i < s->max_sockets; i++) {
+	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
 		struct sl_sock *so = sl_sock(s, i), *p;
 
 		if (so->type != SL_SOCK_TCP || so->parent_idx == SLUICE_IDX_NONE)

@@ -83,7 +83,14 @@ struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type)
 	uint32_t idx = r->sock_free_idx;
 	struct sl_sock *so;
 
-	if (idx == SLUICE_IDX_NONE) {
+	if (idx == SLUICE_IDX_NONE && r->sock_fresh < s->max_sockets) {
+		/* A slot no socket has had: its memory is committed now. */
+		idx = r->sock_fresh;
+		so = sl_sock(s, idx);
+		so->idx = idx;
+		so->next_idx = SLUICE_IDX_NONE;
+		SL_WRITE_ONCE(r->sock_fresh, idx + 1);
+	} else if (idx == SLUICE_IDX_NONE) {
 		idx = ready_take_back(s);
 		if (idx != SLUICE_IDX_NONE) {
 			so = sl_sock(s, idx);
@@ -198,7 +205,7 @@ void sl_sock_ready_fill(struct sl_stack *s)
 			if (!sl_cmpxchg(&r->ready[i], &e, SL_READY_NONE))
 				continue;
 		}
-		if (r->sock_free_idx == SLUICE_IDX_NONE)
+		if (r->sock_free_idx == SLUICE_IDX_NONE && r->sock_fresh >= s->max_sockets)
 			return;	/* every slot is in use: the pool waits */
 		so = sl_sock_alloc(s, SL_SOCK_RESERVED);
 		if (!so)
@@ -752,7 +759,7 @@ void sl_sock_wake_one(struct sl_stack *s, struct sl_sock *so)
 
 void sl_sock_wake_exclusive_all(struct sl_stack *s)
 {
-	for (uint32_t i = 0; i < s->max_sockets; i++) {
+	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
 		struct sl_sock *so = sl_sock(s, i);
 
 		if (SL_READ_ONCE(so->xsleepers)) {
@@ -826,15 +833,9 @@ struct sl_sock *sl_sock_bad(const struct sl_stack *s, uint32_t idx)
 
 void sl_sock_table_init(struct sl_stack *s)
 {
-	uint32_t n = s->max_sockets;
-
-	for (uint32_t i = 0; i < n; i++) {
-		struct sl_sock *so = sl_sock(s, i);
-
-		so->idx = i;
-		so->next_idx = i + 1 < n ? i + 1 : SLUICE_IDX_NONE;
-	}
-	s->lib->sock_free_idx = n ? 0 : SLUICE_IDX_NONE;
+	/* No slot is touched: each is laid out when first taken. */
+	s->lib->sock_free_idx = SLUICE_IDX_NONE;
+	s->lib->sock_fresh = 0;
 	for (unsigned int i = 0; i < SL_READY_N; i++)
 		s->lib->ready[i] = SL_READY_NONE;
 	for (unsigned int i = 0; i < SL_PEND_N; i++)

@@ -88,7 +88,7 @@ void sl_kp_publish_noted(struct sl_stack *s)
 	uint32_t max = s->max_sockets;
 
 	if (s->kp_n == SL_KP_SCAN) {
-		for (uint32_t i = 0; i < max; i++) {
+		for (uint32_t i = 0; i < sl_sock_top(s); i++) {
 			struct sl_sock *so = sl_sock(s, i);
 
 			if (SL_READ_ONCE(so->kp.kstate) != SLUICE_KSOCK_NONE)
@@ -132,7 +132,7 @@ void sl_ksock_reap(struct sl_stack *s)
 	if (rel == r->ksock_handled)
 		return;
 	r->ksock_handled = rel;
-	for (uint32_t i = 0; i < s->max_sockets; i++)
+	for (uint32_t i = 0; i < sl_sock_top(s); i++)
 		ksock_close(s, sl_sock(s, i));
 }
 

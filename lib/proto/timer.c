@@ -136,7 +136,7 @@ void sl_timer_rebase(struct sl_stack *s, uint64_t now_ms)
 	struct sl_region *r = s->lib;
 	uint64_t old = r->wheel_now_ms;
 
-	for (uint32_t i = 0; i < s->max_sockets; i++) {
+	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
 		struct sl_sock *so = sl_sock(s, i);
 		uint64_t due = so->wheel_due_ms;
 

@@ -101,7 +101,7 @@ bool sl_udp_mc_member(const struct sl_sock *so, uint32_t group)
 /* Does a socket of the stack other than so hold group? */
 static bool mc_held_elsewhere(struct sl_stack *s, const struct sl_sock *so, uint32_t group)
 {
-	for (uint32_t i = 0; i < s->max_sockets; i++) {
+	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
 		const struct sl_sock *o = sl_sock(s, i);
 
 		if (o != so && o->type == SL_SOCK_UDP && sl_udp_mc_member(o, group))
@@ -216,7 +216,7 @@ static bool takes_group(const struct sl_sock *o, uint32_t daddr, uint16_t dport,
 /* Has any socket of the stack joined group? */
 static bool group_joined(struct sl_stack *s, uint32_t group)
 {
-	for (uint32_t i = 0; i < s->max_sockets; i++) {
+	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
 		const struct sl_sock *o = sl_sock(s, i);
 
 		if (o->type == SL_SOCK_UDP && sl_udp_mc_member(o, group))
@@ -261,7 +261,7 @@ void sl_udp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 		bool joined = mcast && group_joined(s, ip->daddr);
 		uint32_t i, last = SLUICE_IDX_NONE;
 
-		for (i = 0; i < s->max_sockets; i++) {
+		for (i = 0; i < sl_sock_top(s); i++) {
 			struct sl_sock *o = sl_sock(s, i);
 
 			if (!takes_group(o, ip->daddr, uh->dport, mcast, joined))

@@ -35,10 +35,16 @@ static uint64_t mono_us(void)
 #define SLEEP_SLICE_MS	2
 /* How long a spinning caller that found nothing backs off (sl_wait_backoff()). */
 #define SPIN_BACKOFF_NS	200
-/* Longest futex sleep while the wheel holds a deadline: someone has to
- * run the stack's timers when every process sleeps, and the wheel does
- * not say when its next deadline is. */
+/* Longest futex sleep while the wheel holds a deadline, for the timer
+ * keeper: someone has to run the stack's timers when every process
+ * sleeps, and the wheel does not say when its next deadline is. */
 #define SLEEP_MAX_MS	10
+/* The other sleepers' longest, then: they take the keeper's place if it
+ * stopped sleeping, so a timer is late by this much at worst when the
+ * keeper returned to its program and nobody else enters the stack. */
+#define SLEEP_SPARE_MS	100
+/* A keeper's claim outlasts its sleep by this much (it renews it each time). */
+#define KEEPER_HOLD_MS	(2 * SLEEP_MAX_MS)
 /* With nothing on the wheel for SL_WHEEL_QUIET_MS: a change wakes the
  * sleeper, the first deadline set too (sl_timer_set(), wake_all); this
  * only bounds it. */
@@ -200,12 +206,48 @@ bool sl_wait_on_fd(struct sl_stack *s)
  */
 /* A sleep's bound at now (µs of sl_now()): SLEEP_IDLE_MS after the wheel
  * has been empty for a quiet second, else SLEEP_MAX_MS. */
+/*
+ * This thread's keeper token: its process's pid and a number of its own
+ * (a forked child's thread gets a new one with its pid).
+ */
+static __thread uint32_t keeper_token, keeper_token_pid;
+static uint32_t keeper_threads;
+
+static uint32_t my_token(void)
+{
+	uint32_t pid = (uint32_t)sl_self_pid();
+
+	if (keeper_token_pid != pid) {
+		keeper_token_pid = pid;
+		keeper_token = pid << 10 | (sl_fetch_add_relaxed(&keeper_threads, 1) & 1023);
+	}
+	return keeper_token;
+}
+
+/*
+ * Is this sleeper the timer keeper (claiming or renewing the place when
+ * it is free, lapsed or already ours)?  One sleeper of the stack wakes
+ * every SLEEP_MAX_MS while timers are armed, not every one (issue 18: 32
+ * children of a pre-forking server each woke 100 times a second while
+ * one connection was open).
+ */
+static bool keeper_claim(struct sl_stack *s, uint64_t now)
+{
+	uint32_t now_ms = (uint32_t)(now / 1000), me = my_token();
+	uint64_t cur = SL_READ_ONCE(s->lib->keeper);
+	uint64_t mine = (uint64_t)(now_ms + KEEPER_HOLD_MS) << 32 | me;
+
+	if ((uint32_t)cur != me && (int32_t)((uint32_t)(cur >> 32) - now_ms) > 0)
+		return false;	/* another's claim holds */
+	return sl_cmpxchg(&s->lib->keeper, &cur, mine);
+}
+
 static int bound_ms(struct sl_stack *s, uint64_t now)
 {
 	if (!SL_READ_ONCE(s->lib->timers_armed) &&
 	    now / 1000 - SL_READ_ONCE(s->lib->wheel_empty_ms) >= SL_WHEEL_QUIET_MS)
 		return SLEEP_IDLE_MS;
-	return SLEEP_MAX_MS;
+	return keeper_claim(s, now) ? SLEEP_MAX_MS : SLEEP_SPARE_MS;
 }
 
 void sl_wait_sleep(struct sl_stack *s, int64_t deadline, uint32_t seq, bool on_fd,

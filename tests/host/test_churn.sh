@@ -32,6 +32,8 @@ ip link set lo up
 churn() {
 	local pre=""
 	[ "\$1" = sluice ] && pre="$sluice run --stack $st --"
+	# Emptied first: the last run's "ready" is not this server's.
+	rm -f "$tmp/ready"
 	\$pre "$prog" server \$4 \$2 >"$tmp/ready" &
 	for i in \$(seq 200); do grep -q ready "$tmp/ready" 2>/dev/null && break; sleep 0.02; done
 	echo "\$1 K=\$3 \$(timeout 120 \$pre "$prog" client \$4 \$2 \$3) rc=\$?"
@@ -52,6 +54,7 @@ $sluice dump --all $st >"$tmp/dumpall" 2>&1
 pf() {
 	local pre=""
 	[ "\$1" = sluice ] && pre="$sluice run --stack $st-f --spin 0 --"
+	rm -f "$tmp/pf"
 	\$pre "$prog" prefork \$2 400 16 >"$tmp/pf" &
 	for i in \$(seq 200); do grep -q ready "$tmp/pf" 2>/dev/null && break; sleep 0.02; done
 	timeout 60 \$pre "$prog" client \$2 400 >/dev/null

@@ -293,7 +293,7 @@ static void free_queues(struct sl_stack *s, struct sl_sock *so)
 /* Abort every child of listener lso that the user has not accepted. */
 static void abort_children(struct sl_stack *s, struct sl_sock *lso, uint64_t now_us)
 {
-	for (uint32_t i = 0; i < s->max_sockets; i++) {
+	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
 		struct sl_sock *c = sl_sock(s, i);
 
 		if (c->type != SL_SOCK_TCP || c == lso || c->parent_idx != lso->idx)
