@@ -122,6 +122,13 @@ struct sl_region {
 	 */
 	uint64_t keeper;
 	/*
+	 * Until when (CLOCK_MONOTONIC, µs) nobody of the stack spins: a
+	 * spinner found it had been taken off its CPU mid-spin (run/wait.c,
+	 * sl_spin_gap()), so runnable threads outnumber the CPUs and a spin
+	 * takes the CPU a peer needs.
+	 */
+	uint64_t crowded_until;
+	/*
 	 * The value of sluice_region.ksock_released up to which a lock
 	 * holder has closed the released sockets, so one holder, not every
 	 * process, looks for them after each release.
@@ -348,7 +355,8 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(recover_sock_reset, "sockets reset by that: half changed, or not whole") \
 	X(recover_buf_reclaimed, "buffers taken back from a dead lock holder") \
 	X(recover_lo_dropped, "queued packets dropped by that (loopback, neighbour holds)") \
-	X(connect_queued, "connects queued while the lock's holder was stopped")
+	X(connect_queued, "connects queued while the lock's holder was stopped") \
+	X(spin_crowded, "spins stopped: a spinner was taken off its CPU (more runnable threads than CPUs)")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,

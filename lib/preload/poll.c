@@ -66,6 +66,8 @@ unsigned int pl_spin_us(void)
 }
 
 static __thread int spin_slot = -1;
+/* When this thread's spin last looked (pl_spin_tick()), or 0. */
+static __thread uint64_t spin_last;
 
 void pl_spin_end(void)
 {
@@ -89,7 +91,19 @@ unsigned int pl_spin_begin(void)
 	if (!us || !s)
 		return 0;
 	spin_slot = sl_spin_claim(s, pl_cfg.spinners ? pl_cfg.spinners : 1, us);
+	spin_last = 0;
 	return spin_slot >= 0 ? us : 0;
+}
+
+/* A round of a spin at now: a long gap since the last stops the stack's
+ * spins for a while (sl_spin_gap()). */
+void pl_spin_tick(uint64_t now)
+{
+	if (spin_slot < 0)
+		return;
+	if (spin_last)
+		sl_spin_gap(pl_sl(), spin_last, now);
+	spin_last = now;
 }
 
 void pl_spin_note(uint64_t start_us)
@@ -121,6 +135,7 @@ bool pl_waiter_next(struct pl_waiter *w, int *sleep_ms)
 	if (w->deadline_us >= 0 && (int64_t)now >= w->deadline_us)
 		return false;
 	if (now - w->start_us < w->spin_us) {
+		pl_spin_tick(now);
 		*sleep_ms = 0;
 		return true;
 	}
@@ -214,6 +229,8 @@ static int sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, 
 	for (;;) {
 		now = pl_now_us();
 		slice = 0;
+		if (now - start < spin_us)
+			pl_spin_tick(now);
 		if (now - start >= spin_us) {
 			pl_spin_end();
 			slice = PL_SIG_SLICE_MS;

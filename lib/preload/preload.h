@@ -358,6 +358,7 @@ struct pl_waiter {
  * ended (poll.c: the spin adapts to how long waits last). */
 unsigned int pl_spin_us(void);
 unsigned int pl_spin_begin(void);
+void pl_spin_tick(uint64_t now);
 void pl_spin_end(void);
 unsigned int pl_xyield_mask(void);
 void pl_spin_note(uint64_t start_us);

@@ -81,6 +81,9 @@ int sl_wait_bound_ms(struct sl_stack *s);
  * (sl_region.spin_until): its index, or -1 (as many spin already: sleep
  * at once).  sl_spin_release() gives it back early. */
 int sl_spin_claim(struct sl_stack *s, unsigned int cap, unsigned int spin_us);
+/* A spinner's clock between two looks (last_us, now_us): a long gap stops
+ * the stack's spins for a while (runnable threads outnumber the CPUs). */
+void sl_spin_gap(struct sl_stack *s, uint64_t last_us, uint64_t now_us);
 void sl_spin_release(struct sl_stack *s, int slot);
 
 /*
