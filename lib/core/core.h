@@ -163,6 +163,11 @@ struct sl_region {
 	 * live, tw_peak the most there were at once.
 	 */
 	uint32_t tw_head, tw_tail, tw_count, tw_peak;
+	/* TCP sockets closed by their program and still finishing
+	 * (SL_SF_ORPHAN): the helper's count, kept here so that it does not
+	 * walk the table every turn (api/helper.c).  Lock held; recovery
+	 * counts them again. */
+	uint32_t tcp_orphans;
 	/* High-water marks of the socket slots and buffers in use (sluice
 	 * info), for sizing a stack to its load. */
 	uint32_t sock_peak, buf_peak;

@@ -530,6 +530,15 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 		sl_count_n(s, SL_C_recover_lo_dropped, rc.lo_dropped);
 	free(rc.claim);
 	free(rc.bad);
+	/* The orphans, counted again: a holder may have died between a
+	 * socket's flag and the count. */
+	r->tcp_orphans = 0;
+	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
+		struct sl_sock *so = sl_sock(s, i);
+
+		if (so->type == SL_SOCK_TCP && (so->flags & SL_SF_ORPHAN))
+			r->tcp_orphans++;
+	}
 	/* Everyone asleep looks again: their sockets may have changed
 	 * (blocked accept()s, each asleep on its listener, at once). */
 	sl_sock_wake_exclusive_all(s);

@@ -329,6 +329,8 @@ void sl_sock_free(struct sl_stack *s, struct sl_sock *so)
 	if (so->type == SL_SOCK_UDP)
 		sl_udp_mc_leave_all(s, so);
 	SL_KILL_POINT("sock_free");
+	if (type == SL_SOCK_TCP && (so->flags & SL_SF_ORPHAN) && s->lib->tcp_orphans)
+		s->lib->tcp_orphans--;
 	so->type = SL_SOCK_FREE;
 	/* A socket fd still open on it now reports ERR | HUP (sockfd.c). */
 	if (so->kp.kstate != SLUICE_KSOCK_NONE)

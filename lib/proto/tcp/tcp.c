@@ -1004,6 +1004,8 @@ void sl_tcp_close(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	default:
 		break;
 	}
+	if (!(so->flags & SL_SF_ORPHAN))
+		s->lib->tcp_orphans++;
 	so->flags |= SL_SF_ORPHAN | SL_SF_SHUT_RD;
 	SL_KILL_POINT("tcp_close");
 	if ((so->rxq_bytes || ((so->flags & SL_SF_LINGER) && !so->linger_s)) &&
