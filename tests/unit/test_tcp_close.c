@@ -123,6 +123,7 @@ static void test_fin_wait_active_close(void)
 	tap_ok(T.n == 1 && g.flags == (TH_FIN_ | TH_ACK_) && g.seq == iss + 1, "close: FIN");
 	tap_eq(so->state, SL_TCP_FIN_WAIT_1, "FIN-WAIT-1");
 	tap_ok(so->flags & SL_SF_ORPHAN, "orphaned");
+	tap_eq(T.s->lib->tcp_orphans, 1, "counted as an orphan (the helper's count)");
 	tf_clear();
 	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 1, 8192, NULL, 0);
 	tap_eq(so->state, SL_TCP_FIN_WAIT_1, "ACK not covering the FIN: still FIN-WAIT-1");
@@ -134,6 +135,7 @@ static void test_fin_wait_active_close(void)
 	tap_ok(T.n == 1 && g.flags == TH_ACK_ && g.ack == IRS + 2, "peer FIN ACKed");
 	tap_ok(tf_tw(so) != NULL, "TIME-WAIT");
 	tap_eq(T.s->r->sock_used, T.sock0, "... its socket slot released at once");
+	tap_eq(T.s->lib->tcp_orphans, 0, "... and no longer counted as an orphan");
 	/* RFC 9293 3.10.7.4: a retransmitted FIN is ACKed and restarts 2 MSL. */
 	tf_advance_ms(30000);
 	tf_clear();
@@ -273,8 +275,10 @@ static void test_fin_wait_2_orphan_timeout(void)
 	tap_eq(so->state, SL_TCP_FIN_WAIT_2, "FIN-WAIT-2");
 	tf_advance_ms(59000);
 	tap_eq(T.s->r->sock_used, T.sock0 + 1, "still there at 59 s");
+	tap_eq(T.s->lib->tcp_orphans, 1, "an orphan until then");
 	tf_advance_ms(1001);
 	tap_eq(T.s->r->sock_used, T.sock0, "released at 60 s");
+	tap_eq(T.s->lib->tcp_orphans, 0, "and no orphan after");
 	tf_finish();
 }
 
