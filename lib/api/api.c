@@ -671,6 +671,36 @@ int sluice_accept(struct sluice_stack *st, int sd, struct sockaddr_in *peer)
 	}
 }
 
+int sl_listen_os_ready(struct sluice_stack *st, int sd, uint32_t gen, int how)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	int ret;
+
+	if (sd < 0 || (uint32_t)sd >= s->max_sockets)
+		return -EBADF;
+	ret = sl_lock(s);
+	if (ret)
+		return ret;
+	so = sl_sock(s, (uint32_t)sd);
+	if (so->kp.gen != gen || so->type != SL_SOCK_TCP || so->state != SL_TCP_LISTEN) {
+		ret = -EBADF;
+	} else if (how == SL_OSR_CLEAR) {
+		so->tcp.tflags &= ~SL_TF_OSREADY;
+	} else {
+		so->tcp.tflags |= SL_TF_OSREADY;
+		/* A new connection wakes as a queued one does (every poller,
+		 * one exclusive sleeper); "more may wait" only passes the
+		 * turn to the next exclusive sleeper, as sluice_accept(). */
+		if (how == SL_OSR_EDGE)
+			sl_sock_wake(s, so);
+		else
+			sl_sock_wake_one(s, so);
+	}
+	sl_unlock(s);
+	return (int)checked(s, ret);
+}
+
 /*
  * connect() to AF_UNSPEC (Linux: the protocol's disconnect): a datagram
  * socket forgets its peer; a stream socket not connected stays as it is.

@@ -45,6 +45,20 @@ int sl_wait_journal(struct sluice_stack *st, uint32_t seen, int chan_sd, int tim
  * in slices to look (run.h, sl_wait_word). */
 int sl_poll_signals(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
 		    int timeout_ms, unsigned int (*count)(void), unsigned int seen);
+/*
+ * OS-backed listeners (lib/preload/twin.c): listener sd, if still of
+ * generation gen, may have a connection waiting in its kernel twin.
+ * SL_OSR_EDGE: one came (the twin's watcher saw it): the listener polls
+ * readable and its waiters are woken as for a queued connection.
+ * SL_OSR_MORE: one was just taken and more may wait: readable, and one
+ * exclusive sleeper (a blocking accept()) woken to look.  SL_OSR_CLEAR:
+ * about to look at the twin: not readable for it any more.  0 or -errno
+ * (-EBADF: not that listener any more).
+ */
+#define SL_OSR_CLEAR	0
+#define SL_OSR_EDGE	1
+#define SL_OSR_MORE	2
+int sl_listen_os_ready(struct sluice_stack *st, int sd, uint32_t gen, int how);
 /* The helper that finishes orphaned connections (helper.c). */
 uint32_t sl_orphans(struct sl_stack *s);
 void sl_helper_ensure(struct sl_stack *s);

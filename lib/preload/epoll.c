@@ -772,7 +772,10 @@ static int ep_wait_spin(int epfd, struct pl_ep *ep, struct epoll_event *evs, int
 static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max, int timeout_ms)
 {
 	uint64_t t0 = pl_now_us();
-	int ret = ep_wait_spin(epfd, ep, evs, max, timeout_ms);
+	int ret;
+
+	pl_twin_watch_check();	/* a forked child's listeners (twin.c) */
+	ret = ep_wait_spin(epfd, ep, evs, max, timeout_ms);
 
 	if (timeout_ms)
 		pl_spin_note(t0);

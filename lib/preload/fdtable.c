@@ -179,7 +179,7 @@ static bool is_sock_probe(int fd)
 bool pl_fd_is_probe(int fd)
 {
 	return fd >= 0 && (fd == SL_READ_ONCE(sweep_probe) || is_sock_probe(fd) ||
-			   fd == sl_bell_tx_fd() || pl_bell_is(fd));
+			   fd == sl_bell_tx_fd() || pl_bell_is(fd) || pl_twin_is(fd));
 }
 
 void pl_fd_probe_lost(int fd)
@@ -194,6 +194,8 @@ void pl_fd_probe_lost(int fd)
 		sl_bell_tx_lost();
 	if (pl_bell_is(fd))
 		pl_bell_lost(fd);
+	if (pl_twin_is(fd))
+		pl_twin_lost(fd);
 }
 
 uint64_t pl_now_us(void)
@@ -422,10 +424,31 @@ static int table_set(int fd, struct pl_sock *ps)
 
 	pthread_mutex_lock(&table_mu);
 	ret = table_grow(fd);
-	if (!ret)
+	if (!ret) {
 		rcu_assign_pointer(table->slot[fd], ps);
+		SL_WRITE_ONCE(ps->nfd, ps->nfd + 1);
+	}
 	pthread_mutex_unlock(&table_mu);
 	return ret;
+}
+
+bool pl_fd_twin_moved(int from, int to)
+{
+	bool found = false;
+
+	if (!SL_READ_ONCE(table))
+		return false;
+	pthread_mutex_lock(&table_mu);
+	for (unsigned int fd = 0; fd < table->n && !found; fd++) {
+		struct pl_sock *ps = table->slot[fd];
+		int want = from + 1;
+
+		/* (Several fds may share ps: the first swap moves it.) */
+		if (ps && SL_READ_ONCE(ps->twin) == want)
+			found = sl_cmpxchg(&ps->twin, &want, to + 1);
+	}
+	pthread_mutex_unlock(&table_mu);
+	return found;
 }
 
 /*
@@ -451,6 +474,7 @@ struct pl_sock *pl_fd_forget(int fd)
 		rcu_assign_pointer(table->slot[fd], NULL);
 	}
 	if (ps) {
+		SL_WRITE_ONCE(ps->nfd, ps->nfd - 1);
 		/* The caller's own reference (the table's is held, so the
 		 * count is not zero); the table's waits for readers that
 		 * found ps before it left the table. */
@@ -820,6 +844,10 @@ static void sock_release_now(struct pl_sock *ps)
 {
 	int saved_errno = errno;
 
+	/* The last fd of it here: its kernel twin goes (twin.c); a forked
+	 * process that still has the listener keeps its own fd of it. */
+	if (SL_READ_ONCE(ps->twin) && !SL_READ_ONCE(ps->nfd))
+		pl_twin_close(ps);
 	if (ps->kfd)
 		kfd_reap(ps);
 	else

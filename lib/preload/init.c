@@ -139,6 +139,7 @@ static void read_config(void)
 	pl_cfg.loopback_set = v && *v;
 	pl_cfg.loopback = env_flag("SLUICE_LOOPBACK", true);
 	pl_cfg.debug = env_flag("SLUICE_DEBUG", false);
+	pl_cfg.kernel_listen = env_flag("SLUICE_KERNEL_LISTEN", true);
 	v = getenv("SLUICE_TAP");
 	if (v)
 		snprintf(pl_cfg.tap, sizeof(pl_cfg.tap), "%s", v);
@@ -197,6 +198,7 @@ static void atfork_child(void)
 	urcu_bp_after_fork_child();
 	pl_fdtable_atfork_child();
 	pl_bell_atfork_child();
+	pl_twin_atfork_child();
 	pl_epoll_atfork();
 }
 

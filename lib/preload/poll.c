@@ -321,7 +321,10 @@ static int poll_wait(struct pollfd *fds, nfds_t n, int timeout_ms);
 static int poll_core(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
 	uint64_t t0 = pl_now_us();
-	int ret = poll_wait(fds, n, timeout_ms);
+	int ret;
+
+	pl_twin_watch_check();	/* a forked child's listeners (twin.c) */
+	ret = poll_wait(fds, n, timeout_ms);
 
 	if (timeout_ms)
 		pl_spin_note(t0);

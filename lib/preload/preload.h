@@ -141,6 +141,7 @@ struct pl_config {
 	bool udp;			/* SLUICE_UDP (default 1) */
 	bool loopback;			/* SLUICE_LOOPBACK (default 1): 127/8 on the stack */
 	bool loopback_set;		/* ... given explicitly (else 0 on a device stack) */
+	bool kernel_listen;		/* SLUICE_KERNEL_LISTEN (default 1): kernel twins (twin.c) */
 	bool debug;			/* SLUICE_DEBUG=1: say what happens on stderr */
 	char tap[32];			/* SLUICE_TAP: a TAP device as this process's link */
 	char ifname[16];		/* SLUICE_IFNAME: a new stack's device (kring link) */
@@ -172,6 +173,12 @@ struct pl_sock {
 	bool kfd;			/* the fd is the module's socket fd (SOCK_FD) */
 	bool used;			/* bound, connected or sent on: no fallback */
 	bool reuseaddr, reuseport, nodelay, keepalive;
+	/* The kernel twin's fd + 1 (twin.c), 0: none.  Any thread may
+	 * read it; set at bind() or listen(), cleared by pl_twin_close(). */
+	int twin;
+	/* Fds of this process that name it (table slots; fdtable.c,
+	 * table_mu): its twin goes with the last. */
+	int nfd;
 	int rcvbuf, sndbuf;		/* 0: never set */
 	struct linger linger;
 	struct timeval rcvtimeo, sndtimeo;
@@ -314,6 +321,44 @@ bool pl_fd_adopt(int fd);
 /* Rebuild the table from inherited fds (after exec). */
 void pl_fdtable_inherit(void);
 void pl_fdtable_atfork_child(void);
+
+/*
+ * A stack listener's kernel twin moved from fd from to fd to (-1: lost) by
+ * a dup2() onto its number (twin.c): returns whether a socket had it.
+ */
+bool pl_fd_twin_moved(int from, int to);
+
+/* ---- twin.c: OS-backed listeners ---- */
+/*
+ * bind() of a stream socket: make its kernel twin, bound to sin (port 0:
+ * the kernel's choice, written into sin), before the stack's bind.  0 (a
+ * twin made, or none possible: the stack alone, as before) or
+ * -EADDRINUSE (a kernel socket holds the port).
+ */
+int pl_twin_bind(struct pl_sock *ps, struct sockaddr_in *sin);
+/* listen(): the twin listens too, before the stack (0 or -EADDRINUSE);
+ * pl_twin_listening() once the stack's listen() succeeded, else
+ * pl_twin_stop(). */
+int pl_twin_listen(struct pl_sock *ps, int backlog);
+void pl_twin_listening(struct pl_sock *ps);
+void pl_twin_stop(struct pl_sock *ps);
+/* A connection from the twin, if its watcher saw one come: the new
+ * kernel fd, or -EAGAIN (none), or the kernel's -errno. */
+int pl_twin_accept(struct pl_sock *ps, struct sockaddr *addr, socklen_t *lenp, int flags);
+void pl_twin_close(struct pl_sock *ps);
+/* SO_REUSEADDR and SO_REUSEPORT set after bind() go to the twin too. */
+void pl_twin_setopt(struct pl_sock *ps, int name, const void *val, socklen_t len);
+bool pl_twin_is(int fd);		/* a twin, or the watcher's set */
+void pl_twin_lost(int fd);		/* its number is being taken (dup2) */
+void pl_twin_atfork_child(void);
+/* A forked child holding twins has no watcher yet: the waits start one. */
+extern bool pl_twin_unwatched;
+void pl_twin_watch(void);
+static inline void pl_twin_watch_check(void)
+{
+	if (__builtin_expect(SL_READ_ONCE(pl_twin_unwatched), 0))
+		pl_twin_watch();
+}
 
 /* ---- socket.c ---- */
 /* Set the socket's SL_SF_NONBLOCK at the native level (all of ours are). */

@@ -205,6 +205,35 @@ EXPORT int socket(int domain, int type, int protocol)
 	return (int)pl_ret(fd);
 }
 
+/*
+ * A bind in the stack and, for a stream socket, of its kernel twin
+ * (twin.c) first: the kernel's answer about the port is the one a program
+ * would get beside kernel sockets.  Port 0: the kernel's choice, taken by
+ * the stack too; if a stack socket holds that port (one connect() chose),
+ * another, PL_TWIN_TRIES times, then the stack's choice without a twin.
+ */
+#define PL_TWIN_TRIES	8
+
+static int bind_both(struct pl_sock *ps, struct sockaddr_in *sin)
+{
+	bool pick = !sin->sin_port;
+	int ret;
+
+	for (int i = 0; i < PL_TWIN_TRIES; i++) {
+		ret = pl_twin_bind(ps, sin);
+		if (ret)
+			return ret;
+		ret = sluice_bind(pl_stack(), (int)ps->sd, sin);
+		if (!ret || !SL_READ_ONCE(ps->twin))
+			return ret;
+		pl_twin_close(ps);
+		if (ret != -EADDRINUSE || !pick)
+			return ret;
+		sin->sin_port = 0;
+	}
+	return sluice_bind(pl_stack(), (int)ps->sd, sin);
+}
+
 EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	struct pl_sock *ps = pl_get(fd);
@@ -237,7 +266,7 @@ EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 		ret = -EADDRNOTAVAIL;
 	}
 	if (!ret)
-		ret = sluice_bind(pl_stack(), (int)ps->sd, &sin);
+		ret = bind_both(ps, &sin);
 	if (!ret)
 		ps->used = true;
 	pl_put(ps);
@@ -251,9 +280,25 @@ EXPORT int listen(int fd, int backlog)
 
 	if (!ps)
 		return REAL(listen)(fd, backlog);
-	ret = sluice_listen(pl_stack(), (int)ps->sd, backlog);
+	ret = 0;
+	if (ps->type == SOCK_STREAM && !SL_READ_ONCE(ps->twin) &&
+	    !(SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->flags) & SL_SF_BOUND)) {
+		/* Not bound: a port the kernel's twin and the stack agree on,
+		 * as bind() to port 0 (Linux's listen() binds INADDR_ANY). */
+		struct sockaddr_in any = { .sin_family = AF_INET };
+
+		ret = bind_both(ps, &any);
+	}
 	if (!ret)
+		ret = pl_twin_listen(ps, backlog);
+	if (!ret)
+		ret = sluice_listen(pl_stack(), (int)ps->sd, backlog);
+	if (!ret) {
 		ps->used = true;
+		pl_twin_listening(ps);
+	} else {
+		pl_twin_stop(ps);
+	}
 	pl_put(ps);
 	return (int)pl_ret(ret);
 }
@@ -272,8 +317,16 @@ static int do_accept(int fd, struct sockaddr *addr, socklen_t *lenp, int flags)
 	}
 	for (;;) {
 		ret = sluice_accept(pl_stack(), (int)ps->sd, &peer);
+		/* None in the stack: one its kernel twin was seen to get
+		 * (twin.c), a plain kernel fd from now on. */
+		if (ret == -EAGAIN && SL_READ_ONCE(ps->twin)) {
+			ret = pl_twin_accept(ps, addr, lenp, flags);
+			if (ret != -EAGAIN)
+				goto out;
+		}
 		if (ret != -EAGAIN || ps->nonblock)
 			break;
+		pl_twin_watch_check();
 		/* One waiter woken a connection, as Linux wakes accept(). */
 		ret = pl_wait(ps, POLLIN | SLUICE_POLLEXCL, pl_timeo_ms(&ps->rcvtimeo));
 		if (ret)
@@ -374,11 +427,17 @@ out:
 EXPORT int shutdown(int fd, int how)
 {
 	struct pl_sock *ps = pl_get(fd);
+	bool lis;
 	int ret;
 
 	if (!ps)
 		return REAL(shutdown)(fd, how);
+	lis = SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->state) == SL_TCP_LISTEN;
 	ret = sluice_shutdown(pl_stack(), (int)ps->sd, how);
+	/* A listener shut for reading stops listening (Linux: a
+	 * disconnect); so does its twin, which keeps the port as it does. */
+	if (!ret && lis && SL_READ_ONCE(ps->twin) && (how == SHUT_RD || how == SHUT_RDWR))
+		pl_twin_stop(ps);
 	pl_put(ps);
 	return (int)pl_ret(ret);
 }
@@ -434,8 +493,10 @@ static int set_local(struct pl_sock *ps, int name, const void *val, socklen_t le
 		ret = int_opt(val, len, &v);
 		if (!ret)
 			ret = sluice_setsockopt(pl_stack(), (int)ps->sd, SOL_SOCKET, name, val, len);
-		if (!ret)
+		if (!ret) {
 			ps->reuseport = v;
+			pl_twin_setopt(ps, name, val, len);
+		}
 		return ret;
 	case SO_LINGER:
 		if (!val)
@@ -483,8 +544,10 @@ EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		ret = sluice_setsockopt(pl_stack(), (int)ps->sd, level, name, val, len);
 		if (!ret && val && len >= sizeof(int))
 			memcpy(&v, val, sizeof(v));
-		if (!ret && level == SOL_SOCKET && name == SO_REUSEADDR)
+		if (!ret && level == SOL_SOCKET && name == SO_REUSEADDR) {
 			ps->reuseaddr = v;
+			pl_twin_setopt(ps, name, val, len);
+		}
 		else if (!ret && level == SOL_SOCKET && name == SO_KEEPALIVE)
 			ps->keepalive = v;
 		else if (!ret && level == SOL_SOCKET && name == SO_RCVBUF)

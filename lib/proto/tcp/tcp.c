@@ -1036,7 +1036,8 @@ uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so)
 	uint32_t ev = 0;
 
 	if (so->state == SL_TCP_LISTEN)
-		return (tp->acc_len ? SL_EV_IN : 0) | (so->error ? SL_EV_ERR : 0);
+		return (tp->acc_len || (tp->tflags & SL_TF_OSREADY) ? SL_EV_IN : 0) |
+		       (so->error ? SL_EV_ERR : 0);
 	if (so->error)
 		ev |= SL_EV_ERR;
 	if (sl_tcp_lowat_met(so, SIZE_MAX) || (tp->tflags & SL_TF_FIN_RCVD) ||

@@ -127,6 +127,9 @@ enum sl_tcp_state {
 #define SL_TF_NOQUICKACK 0x10000 /* TCP_QUICKACK off: ACKs may be delayed */
 #define SL_TF_RENO	0x20000	/* TCP_CONGESTION "reno": Reno, not CUBIC, avoidance */
 #define SL_TF_CONN_PEND	0x40000	/* connect() began, its end not yet seen by connect() (Linux SS_CONNECTING) */
+/* A listener whose kernel twin (the preload's OS-backed listener,
+ * lib/preload/twin.c) may have a connection waiting: it polls readable. */
+#define SL_TF_OSREADY	0x80000
 
 /* Per-connection TCP state (the TCB, RFC 9293 3.3.1). */
 struct sl_tcp_sock {

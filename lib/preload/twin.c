@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * OS-backed listeners (issue 15): a stack's TCP socket bound to an address
+ * the host's kernel also has (127.0.0.1, INADDR_ANY, ...) gets a *twin*, a
+ * kernel TCP socket bound to the same address and port, and listening
+ * when the stack socket listens.  A client whose socket is the kernel's (a
+ * program not under Sluice, an AF_INET6 socket, one that fell back) then
+ * reaches the server through the twin, and accept() hands it that
+ * connection as a plain kernel fd.  The twin also holds the port in the
+ * kernel, so a kernel bind() to a port a stack socket holds fails as it
+ * would beside another kernel socket, and a stack bind() to a port a kernel
+ * socket holds fails (the twin's bind decides, with the SO_REUSEADDR and
+ * SO_REUSEPORT the program set before it; bind() to port 0 takes the
+ * port the kernel chooses).
+ *
+ * Readiness: the twin is never put in the program's poll, select or epoll
+ * sets, and a blocking accept() never sleeps on it.  Instead one thread of
+ * the process (the watcher) sleeps in epoll_wait() on every twin of the
+ * process, edge-triggered: a connection coming to a twin sets the
+ * listener's SL_TF_OSREADY in the stack, under the lock, and wakes the
+ * listener's waiters as a connection queued in the stack does
+ * (sl_listen_os_ready(): the journal, wait channels, bells, one exclusive
+ * sleeper).  So poll, select, epoll (level, edge, one-shot) and the
+ * exclusive wake-one accept see "a connection waiting" on the listener
+ * whichever side it is on, and a server whose clients are all in the
+ * stack makes no system call more than before: accept() looks at the
+ * twin only while SL_TF_OSREADY is set (it clears it, then accept4()s the
+ * twin; a connection taken sets it again, as more may wait).
+ *
+ * The twins and the watcher's epoll fd are the library's own fds: close()
+ * says EBADF for them, close_range() leaves them, a dup2() onto one moves
+ * it to another number first (pl_twin_lost()).  A forked child shares them
+ * as it shares the listener, and starts a watcher of its own (on the same
+ * epoll set) the first time it waits; the twin is closed when the last fd
+ * of the listener in the process is (sock_release_now(), fdtable.c).
+ */
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "preload.h"
+
+#define PL_TWIN_FDS	65536
+#define PL_WATCH_EVS	32
+#define PL_WATCH_STACK	(256 * 1024)
+
+/* Which fds are twins or the watcher's set (close() and dup2() ask). */
+static uint64_t own_bits[PL_TWIN_FDS / 64];
+static int watch_fd = -1;	/* the watcher's epoll set; kept across fork */
+static pid_t watch_pid;		/* the process whose watcher runs */
+static pthread_mutex_t watch_mu = PTHREAD_MUTEX_INITIALIZER;
+static int twin_count;		/* twins this process holds */
+bool pl_twin_unwatched;
+
+static bool bit(int fd)
+{
+	return fd >= 0 && fd < PL_TWIN_FDS &&
+	       (SL_READ_ONCE(own_bits[fd / 64]) >> (fd % 64) & 1);
+}
+
+static void set_bit(int fd, bool on)
+{
+	uint64_t m = 1ull << (fd % 64);
+
+	if (fd < 0 || fd >= PL_TWIN_FDS)
+		return;
+	if (on)
+		sl_fetch_or(&own_bits[fd / 64], m);
+	else
+		sl_fetch_and(&own_bits[fd / 64], ~m);
+}
+
+bool pl_twin_is(int fd)
+{
+	return bit(fd);
+}
+
+/* May ps have a twin: a stream socket, on a stack in /dev/shm (a module's
+ * stack keeps its ports in its filters), outside a sandbox. */
+static bool usable(const struct pl_sock *ps)
+{
+	struct sl_stack *s = pl_sl();
+
+	return pl_cfg.kernel_listen && ps->type == SOCK_STREAM && !ps->kfd && s &&
+	       !s->module_backed && !sl_sys_sandboxed;
+}
+
+int pl_twin_bind(struct pl_sock *ps, struct sockaddr_in *sin)
+{
+	struct sockaddr_in got;
+	socklen_t len = sizeof(got);
+	int fd, one = 1, e;
+
+	if (SL_READ_ONCE(ps->twin) || !usable(ps) ||
+	    (SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->flags) & SL_SF_BOUND))
+		return 0;	/* bound already: the stack says EINVAL */
+	fd = REAL(socket)(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;	/* no twin: the stack alone, as before */
+	if (fd >= PL_TWIN_FDS)
+		goto none;
+	/* Before bind(), where they decide (Linux inet_csk_get_port()). */
+	if (ps->reuseaddr)
+		REAL(setsockopt)(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ps->reuseport)
+		REAL(setsockopt)(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	if (REAL(bind)(fd, (const struct sockaddr *)sin, sizeof(*sin))) {
+		e = errno;
+		REAL(close)(fd);
+		/* A kernel socket holds the port: as beside it.  Any other
+		 * refusal (an address only the stack has, as a TAP link's; a
+		 * port below 1024 for a user) leaves the stack's rules alone. */
+		return e == EADDRINUSE ? -EADDRINUSE : 0;
+	}
+	if (!sin->sin_port) {
+		if (REAL(getsockname)(fd, (struct sockaddr *)&got, &len))
+			goto none;
+		sin->sin_port = got.sin_port;	/* the kernel's choice, for both */
+	}
+	set_bit(fd, true);
+	sl_fetch_add(&twin_count, 1);
+	SL_WRITE_ONCE(ps->twin, fd + 1);
+	pl_debug("socket %u: kernel twin fd %d on port %u", ps->sd, fd,
+		 (unsigned int)ntohs(sin->sin_port));
+	return 0;
+none:
+	REAL(close)(fd);
+	return 0;
+}
+
+void pl_twin_close(struct pl_sock *ps)
+{
+	int fd = sl_xchg(&ps->twin, 0) - 1;
+
+	if (fd < 0)
+		return;
+	set_bit(fd, false);
+	REAL(close)(fd);
+	sl_fetch_sub(&twin_count, 1);
+	pl_debug("socket %u: kernel twin fd %d closed", ps->sd, fd);
+}
+
+/* ---- the watcher ---- */
+
+static void watch_nap(void)
+{
+	struct timespec ts = { 0, 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static void *watch_main(void *arg)
+{
+	struct epoll_event evs[PL_WATCH_EVS];
+	struct sluice_stack *st = pl_stack();
+
+	(void)arg;
+	for (;;) {
+		int n = REAL(epoll_wait)(SL_READ_ONCE(watch_fd), evs, PL_WATCH_EVS, -1);
+
+		if (n < 0) {
+			/* A number moved under us (pl_twin_lost()): again. */
+			if (errno != EINTR)
+				watch_nap();
+			continue;
+		}
+		/* Once the process is in a sandbox, nothing but the call it
+		 * made before (its filter may allow no more). */
+		if (sl_sys_sandboxed)
+			continue;
+		for (int i = 0; i < n; i++)
+			sl_listen_os_ready(st, (int)(uint32_t)evs[i].data.u64,
+					   (uint32_t)(evs[i].data.u64 >> 32), SL_OSR_EDGE);
+	}
+	return NULL;
+}
+
+/* Make sure this process has a watcher thread (watch_mu held). */
+static void watch_start_locked(void)
+{
+	pid_t self = sl_self_pid();
+	sigset_t all, old;
+	pthread_attr_t at;
+	pthread_t t;
+	int fd;
+
+	if (watch_pid == self || sl_sys_sandboxed)
+		return;
+	if (watch_fd < 0) {
+		fd = REAL(epoll_create1)(EPOLL_CLOEXEC);
+		if (fd < 0)
+			return;
+		if (fd >= PL_TWIN_FDS) {
+			REAL(close)(fd);
+			return;
+		}
+		set_bit(fd, true);
+		SL_WRITE_ONCE(watch_fd, fd);
+	}
+	/* Every signal blocked: the program's go to its own threads, and
+	 * the library's EINTR counts stay theirs. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, PL_WATCH_STACK);
+	if (!pthread_create(&t, &at, watch_main, NULL))
+		watch_pid = self;
+	pthread_attr_destroy(&at);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void pl_twin_watch(void)
+{
+	SL_WRITE_ONCE(pl_twin_unwatched, false);
+	if (sl_sys_sandboxed)
+		return;
+	pthread_mutex_lock(&watch_mu);
+	watch_start_locked();
+	pthread_mutex_unlock(&watch_mu);
+}
+
+int pl_twin_listen(struct pl_sock *ps, int backlog)
+{
+	int fd = SL_READ_ONCE(ps->twin) - 1;
+
+	if (fd < 0)
+		return 0;
+	if (REAL(listen)(fd, backlog)) {
+		int e = errno;
+
+		/* Another kernel socket listens there (both SO_REUSEADDR:
+		 * the binds were allowed, listen() is not). */
+		if (e == EADDRINUSE)
+			return -EADDRINUSE;
+		pl_twin_close(ps);
+	}
+	return 0;
+}
+
+void pl_twin_listening(struct pl_sock *ps)
+{
+	struct epoll_event ev = {
+		.events = EPOLLIN | EPOLLET,
+		.data.u64 = (uint64_t)ps->gen << 32 | ps->sd,
+	};
+	int fd = SL_READ_ONCE(ps->twin) - 1;
+
+	if (fd < 0)
+		return;
+	pthread_mutex_lock(&watch_mu);
+	watch_start_locked();
+	if (watch_pid != sl_self_pid() ||
+	    (REAL(epoll_ctl)(watch_fd, EPOLL_CTL_ADD, fd, &ev) && errno != EEXIST)) {
+		pthread_mutex_unlock(&watch_mu);
+		/* Nobody would see its connections: no twin then. */
+		REAL(shutdown)(fd, SHUT_RD);
+		pl_twin_close(ps);
+		return;
+	}
+	/* (Connections already queued, after a listen() again: an item
+	 * added to an epoll set reports what is ready at once.) */
+	pthread_mutex_unlock(&watch_mu);
+}
+
+void pl_twin_stop(struct pl_sock *ps)
+{
+	int fd = SL_READ_ONCE(ps->twin) - 1;
+
+	if (fd >= 0)
+		REAL(shutdown)(fd, SHUT_RD);	/* stops listening; keeps the port */
+}
+
+int pl_twin_accept(struct pl_sock *ps, struct sockaddr *addr, socklen_t *lenp, int flags)
+{
+	struct sluice_stack *st = pl_stack();
+	int fd, tw, e = EAGAIN;
+
+	if (!(SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->tcp.tflags) & SL_TF_OSREADY))
+		return -EAGAIN;
+	pl_call_begin(ps);	/* the twin stays open until this ends */
+	tw = SL_READ_ONCE(ps->twin) - 1;
+	if (tw >= 0) {
+		/* Cleared first: a connection that comes after the kernel's
+		 * answer sets it again (the watcher). */
+		sl_listen_os_ready(st, (int)ps->sd, ps->gen, SL_OSR_CLEAR);
+		fd = REAL(accept4)(tw, addr, lenp, flags);
+		e = fd < 0 ? errno : 0;
+		if (e != EAGAIN && e != EWOULDBLOCK)
+			/* One taken (more may wait), or an error the next
+			 * accept() is to see again, as the kernel's. */
+			sl_listen_os_ready(st, (int)ps->sd, ps->gen, SL_OSR_MORE);
+		if (fd >= 0)
+			pl_debug("socket %u: connection fd %d from the kernel twin", ps->sd, fd);
+	}
+	pl_call_end(ps);
+	if (!e)
+		return fd;
+	return e == EWOULDBLOCK ? -EAGAIN : -e;
+}
+
+void pl_twin_setopt(struct pl_sock *ps, int name, const void *val, socklen_t len)
+{
+	int fd = SL_READ_ONCE(ps->twin) - 1;
+
+	if (fd >= 0 && (name == SO_REUSEADDR || name == SO_REUSEPORT))
+		REAL(setsockopt)(fd, SOL_SOCKET, name, val, len);
+}
+
+void pl_twin_lost(int fd)
+{
+	int nfd;
+
+	if (!bit(fd))
+		return;
+	/* Its number is being taken (dup2): the file goes on under another,
+	 * so the twin keeps its port and queue, and the watcher's set its
+	 * items (an epoll item lives as long as its file). */
+	nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 0);
+	if (nfd >= PL_TWIN_FDS) {
+		REAL(close)(nfd);
+		nfd = -1;
+	}
+	set_bit(fd, false);
+	if (nfd >= 0)
+		set_bit(nfd, true);
+	pthread_mutex_lock(&watch_mu);
+	if (fd == watch_fd) {
+		SL_WRITE_ONCE(watch_fd, nfd);
+		if (nfd < 0)
+			watch_pid = 0;
+		pthread_mutex_unlock(&watch_mu);
+		return;
+	}
+	pthread_mutex_unlock(&watch_mu);
+	if (!pl_fd_twin_moved(fd, nfd)) {
+		if (nfd >= 0) {
+			set_bit(nfd, false);
+			REAL(close)(nfd);
+		}
+	} else if (nfd < 0) {
+		sl_fetch_sub(&twin_count, 1);	/* gone with its number */
+	}
+}
+
+void pl_twin_atfork_child(void)
+{
+	pthread_mutex_init(&watch_mu, NULL);
+	/* The parent's watcher is not here: the child starts its own when
+	 * it first waits (on the same epoll set, which it shares). */
+	watch_pid = 0;
+	SL_WRITE_ONCE(pl_twin_unwatched, SL_READ_ONCE(twin_count) > 0);
+}
