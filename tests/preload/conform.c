@@ -871,6 +871,70 @@ static void check_rebind(void)
 	close(c);
 }
 
+/*
+ * Ports held both ways (issue 15): an AF_INET socket (the stack's under
+ * sluice run, with its kernel twin) and an AF_INET6 one (always the
+ * kernel's) on one port, either first, with no option, SO_REUSEADDR or
+ * SO_REUSEPORT, the first listening or not: the second's bind() and
+ * listen() answer as between two kernel sockets.
+ */
+static int any_sock(int fam, int opt, uint16_t port)
+{
+	int fd = socket(fam, SOCK_STREAM, 0), one = 1;
+	struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons(port) };
+
+	if (opt)
+		setsockopt(fd, SOL_SOCKET, opt == 1 ? SO_REUSEADDR : SO_REUSEPORT, &one, sizeof(one));
+	if (fam == AF_INET ? bind(fd, (struct sockaddr *)&a4, sizeof(a4)) :
+			     bind(fd, (struct sockaddr *)&a6, sizeof(a6))) {
+		printf("bind %s ", rv(-1));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static uint16_t any_port(int fd)
+{
+	struct sockaddr_in6 a;
+	socklen_t l = sizeof(a);
+
+	if (getsockname(fd, (struct sockaddr *)&a, &l))
+		return 0;
+	return ntohs(a.sin6_port);	/* the same place in sockaddr_in */
+}
+
+static void check_port_rows(void)
+{
+	static const char *const opts[] = { "none", "reuseaddr", "reuseport" };
+
+	for (int opt = 0; opt < 3; opt++)
+		for (int lis = 0; lis < 2; lis++)
+			for (int v6first = 0; v6first < 2; v6first++) {
+				int f1 = v6first ? AF_INET6 : AF_INET;
+				int f2 = v6first ? AF_INET : AF_INET6;
+				int a, b;
+
+				printf("ports_%s_first_%s_%s: ", v6first ? "v6" : "v4", opts[opt],
+				       lis ? "listening" : "bound");
+				a = any_sock(f1, opt, 0);
+				if (a < 0) {
+					printf("\n");
+					continue;
+				}
+				if (lis)
+					listen(a, 4);
+				b = any_sock(f2, opt, any_port(a));
+				if (b >= 0) {
+					printf("bind 0 listen %s", rv(listen(b, 4)));
+					close(b);
+				}
+				printf("\n");
+				close(a);
+			}
+}
+
 static void check_connected_again(void)
 {
 	int l, c, s;
@@ -2585,6 +2649,7 @@ int main(void)
 	check_epipe();
 	check_connected_again();
 	check_rebind();
+	check_port_rows();
 	check_accept4();
 	check_dup();
 	check_fork();
