@@ -296,8 +296,8 @@ EXPORT int listen(int fd, int backlog)
 	if (!ret) {
 		ps->used = true;
 		pl_twin_listening(ps);
-	} else {
-		pl_twin_stop(ps);
+	} else if (SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->state) != SL_TCP_LISTEN) {
+		pl_twin_stop(ps);	/* not listening in the stack: nor there */
 	}
 	pl_put(ps);
 	return (int)pl_ret(ret);
@@ -547,15 +547,15 @@ EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		if (!ret && level == SOL_SOCKET && name == SO_REUSEADDR) {
 			ps->reuseaddr = v;
 			pl_twin_setopt(ps, name, val, len);
-		}
-		else if (!ret && level == SOL_SOCKET && name == SO_KEEPALIVE)
+		} else if (!ret && level == SOL_SOCKET && name == SO_KEEPALIVE) {
 			ps->keepalive = v;
-		else if (!ret && level == SOL_SOCKET && name == SO_RCVBUF)
+		} else if (!ret && level == SOL_SOCKET && name == SO_RCVBUF) {
 			ps->rcvbuf = v;
-		else if (!ret && level == SOL_SOCKET && name == SO_SNDBUF)
+		} else if (!ret && level == SOL_SOCKET && name == SO_SNDBUF) {
 			ps->sndbuf = v;
-		else if (!ret && level == IPPROTO_TCP && name == TCP_NODELAY)
+		} else if (!ret && level == IPPROTO_TCP && name == TCP_NODELAY) {
 			ps->nodelay = v;
+		}
 	}
 	/* Levels an IPv4 socket has (others fail as Linux: ENOPROTOOPT). */
 	if (ret == -ENOPROTOOPT && !ps->used &&
