@@ -176,6 +176,7 @@ struct pl_sock {
 	/* The kernel twin's fd + 1 (twin.c), 0: none.  Any thread may
 	 * read it; set at bind() or listen(), cleared by pl_twin_close(). */
 	int twin;
+	bool twin_shut;			/* ... shut down since it listened (twin.c) */
 	/* Fds of this process that name it (table slots; fdtable.c,
 	 * table_mu): its twin goes with the last. */
 	int nfd;

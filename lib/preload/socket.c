@@ -435,7 +435,7 @@ EXPORT int shutdown(int fd, int how)
 	lis = SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->state) == SL_TCP_LISTEN;
 	ret = sluice_shutdown(pl_stack(), (int)ps->sd, how);
 	/* A listener shut for reading stops listening (Linux: a
-	 * disconnect); so does its twin, which keeps the port as it does. */
+	 * disconnect); so does its twin (twin.c, pl_twin_stop()). */
 	if (!ret && lis && SL_READ_ONCE(ps->twin) && (how == SHUT_RD || how == SHUT_RDWR))
 		pl_twin_stop(ps);
 	pl_put(ps);

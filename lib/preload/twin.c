@@ -228,9 +228,24 @@ void pl_twin_watch(void)
 int pl_twin_listen(struct pl_sock *ps, int backlog)
 {
 	int fd = SL_READ_ONCE(ps->twin) - 1;
+	struct sockaddr_in me;
 
 	if (fd < 0)
 		return 0;
+	/* A listener shut for reading lets go of a port the kernel chose
+	 * (Linux's tcp_set_state(TCP_CLOSE) without SOCK_BINDPORT_LOCK:
+	 * getsockname() still shows it, listen() would pick another); the
+	 * stack kept it.  Listening again, the twin takes it back (EINVAL:
+	 * it had kept it, bound by the program's own port), or there is no
+	 * twin any more. */
+	if (SL_READ_ONCE(ps->twin_shut)) {
+		SL_WRITE_ONCE(ps->twin_shut, false);
+		if (sluice_getsockname(pl_stack(), (int)ps->sd, &me) ||
+		    (REAL(bind)(fd, (const struct sockaddr *)&me, sizeof(me)) && errno != EINVAL)) {
+			pl_twin_close(ps);
+			return 0;
+		}
+	}
 	if (REAL(listen)(fd, backlog)) {
 		int e = errno;
 
@@ -272,8 +287,8 @@ void pl_twin_stop(struct pl_sock *ps)
 {
 	int fd = SL_READ_ONCE(ps->twin) - 1;
 
-	if (fd >= 0)
-		REAL(shutdown)(fd, SHUT_RD);	/* stops listening; keeps the port */
+	if (fd >= 0 && !REAL(shutdown)(fd, SHUT_RD))	/* stops listening */
+		SL_WRITE_ONCE(ps->twin_shut, true);
 }
 
 int pl_twin_accept(struct pl_sock *ps, struct sockaddr *addr, socklen_t *lenp, int flags)

@@ -169,6 +169,8 @@ check "... still listening: a kernel client accepted" \
 check "getsockname() is the stack's, unchanged" grep -qx 'fds getsockname True' <<<"$out"
 check "shutdown(SHUT_RD) of the listener stops the twin: refused" \
 	grep -qx 'fds after shutdown(SHUT_RD): kernel client ECONNREFUSED' <<<"$out"
+check "listen() again after shutdown(SHUT_RD): a kernel client accepted, the same port" \
+	grep -qx 'fds listening again: kernel client accepted True True' <<<"$out"
 check "close() of the listener: refused, no kernel listener left" \
 	grep -qx 'fds after close: twin left None' <<<"$out"
 check "after close, a kernel bind with SO_REUSEADDR beside the TIME-WAIT left (as on Linux)" \

@@ -6,7 +6,8 @@
 #   os_listen.py fds      the twin is the library's: close() EBADF, a
 #                         dup2() onto its number keeps it listening;
 #                         shutdown(SHUT_RD) and close() of the listener
-#                         stop it and a close frees the port for the kernel
+#                         stop it (a listen() again starts it again), and
+#                         a close frees the port for the kernel
 #   os_listen.py daemon   listen, fork, the parent exits; the child (with
 #                         no watcher inherited) serves 3 connections; the
 #                         port is printed first
@@ -76,6 +77,16 @@ def fds():
     print("getsockname", s.getsockname() == ("127.0.0.1", port))
     s.shutdown(socket.SHUT_RD)
     print("after shutdown(SHUT_RD): kernel client", kernel_client(port, b"y"))
+    # Listening again (Linux: a port the kernel chose was let go by the
+    # shutdown; the stack kept it, and the twin takes it back).
+    s.listen(8)
+    c = kernel_client(port, b"z")
+    a, _ = s.accept()
+    print("listening again: kernel client accepted", a.recv(1) == b"z",
+          s.getsockname()[1] == port)
+    a.close()
+    c.close()
+    s.shutdown(socket.SHUT_RD)
     s.close()
     print("after close: kernel client", kernel_client(port, b"y"))
     print("after close: twin left", twin_fd(port))
