@@ -347,8 +347,9 @@ void pl_twin_stop(struct pl_sock *ps);
  * kernel fd, or -EAGAIN (none), or the kernel's -errno. */
 int pl_twin_accept(struct pl_sock *ps, struct sockaddr *addr, socklen_t *lenp, int flags);
 void pl_twin_close(struct pl_sock *ps);
-/* SO_REUSEADDR and SO_REUSEPORT set after bind() go to the twin too. */
-void pl_twin_setopt(struct pl_sock *ps, int name, const void *val, socklen_t len);
+/* An option the stack took, set on a bound or listening socket: on its
+ * twin too (a kernel connection inherits its listener's options). */
+void pl_twin_setopt(struct pl_sock *ps, int level, int name, const void *val, socklen_t len);
 bool pl_twin_is(int fd);		/* a twin, or the watcher's set */
 void pl_twin_lost(int fd);		/* its number is being taken (dup2) */
 void pl_twin_atfork_child(void);
@@ -366,6 +367,9 @@ static inline void pl_twin_watch_check(void)
 void pl_native_nonblock(uint32_t sd);
 /* Is this destination reached through the stack (from ps, if given)? */
 bool pl_reachable(const struct pl_sock *ps, uint32_t daddr);
+/* The options ps keeps for a kernel socket (SO_REUSEADDR, SO_REUSEPORT,
+ * SO_KEEPALIVE, TCP_NODELAY, SO_RCVBUF, SO_SNDBUF, SO_LINGER) set on ks. */
+void pl_opts_to_kernel(int ks, const struct pl_sock *ps);
 /* fd becomes a kernel socket with ps's settings (ps still to be put). */
 int pl_fallback(int fd, struct pl_sock *ps);
 

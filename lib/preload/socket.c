@@ -133,14 +133,10 @@ static void mc_opts_to(int ks, const struct pl_sock *ps)
 	}
 }
 
-int pl_fallback(int fd, struct pl_sock *ps)
+void pl_opts_to_kernel(int ks, const struct pl_sock *ps)
 {
-	struct pl_sock *old;
-	int ks, fdfl, one = 1, ret = 0;
+	int one = 1;
 
-	ks = REAL(socket)(AF_INET, ps->type | SOCK_CLOEXEC, 0);
-	if (ks < 0)
-		return -errno;
 	if (ps->reuseaddr)
 		sopt(ks, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (ps->reuseport)
@@ -155,6 +151,17 @@ int pl_fallback(int fd, struct pl_sock *ps)
 		sopt(ks, SOL_SOCKET, SO_SNDBUF, &ps->sndbuf, sizeof(int));
 	if (ps->linger.l_onoff)
 		sopt(ks, SOL_SOCKET, SO_LINGER, &ps->linger, sizeof(ps->linger));
+}
+
+int pl_fallback(int fd, struct pl_sock *ps)
+{
+	struct pl_sock *old;
+	int ks, fdfl, ret = 0;
+
+	ks = REAL(socket)(AF_INET, ps->type | SOCK_CLOEXEC, 0);
+	if (ks < 0)
+		return -errno;
+	pl_opts_to_kernel(ks, ps);
 	for (int i = 0; i < 2; i++) {
 		struct timeval tv = i ? ps->sndtimeo : ps->rcvtimeo;
 
@@ -493,10 +500,8 @@ static int set_local(struct pl_sock *ps, int name, const void *val, socklen_t le
 		ret = int_opt(val, len, &v);
 		if (!ret)
 			ret = sluice_setsockopt(pl_stack(), (int)ps->sd, SOL_SOCKET, name, val, len);
-		if (!ret) {
+		if (!ret)
 			ps->reuseport = v;
-			pl_twin_setopt(ps, name, val, len);
-		}
 		return ret;
 	case SO_LINGER:
 		if (!val)
@@ -546,7 +551,6 @@ EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 			memcpy(&v, val, sizeof(v));
 		if (!ret && level == SOL_SOCKET && name == SO_REUSEADDR) {
 			ps->reuseaddr = v;
-			pl_twin_setopt(ps, name, val, len);
 		} else if (!ret && level == SOL_SOCKET && name == SO_KEEPALIVE) {
 			ps->keepalive = v;
 		} else if (!ret && level == SOL_SOCKET && name == SO_RCVBUF) {
@@ -557,6 +561,12 @@ EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 			ps->nodelay = v;
 		}
 	}
+	/* What a kernel connection accepted from the twin inherits, as a
+	 * child inherits its listener's options (TCP_USER_TIMEOUT,
+	 * TCP_DEFER_ACCEPT, TCP_NODELAY, ...): set on the twin too, while
+	 * the socket is not connected (twin.c). */
+	if (!ret && SL_READ_ONCE(ps->twin))
+		pl_twin_setopt(ps, level, name, val, len);
 	/* Levels an IPv4 socket has (others fail as Linux: ENOPROTOOPT). */
 	if (ret == -ENOPROTOOPT && !ps->used &&
 	    (level == SOL_SOCKET || level == IPPROTO_IP ||

@@ -94,7 +94,7 @@ int pl_twin_bind(struct pl_sock *ps, struct sockaddr_in *sin)
 {
 	struct sockaddr_in got;
 	socklen_t len = sizeof(got);
-	int fd, one = 1, e;
+	int fd, e;
 
 	if (SL_READ_ONCE(ps->twin) || !usable(ps) ||
 	    (SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->flags) & SL_SF_BOUND))
@@ -104,11 +104,10 @@ int pl_twin_bind(struct pl_sock *ps, struct sockaddr_in *sin)
 		return 0;	/* no twin: the stack alone, as before */
 	if (fd >= PL_TWIN_FDS)
 		goto none;
-	/* Before bind(), where they decide (Linux inet_csk_get_port()). */
-	if (ps->reuseaddr)
-		REAL(setsockopt)(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (ps->reuseport)
-		REAL(setsockopt)(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	/* The options set so far, before bind() (SO_REUSEADDR and
+	 * SO_REUSEPORT decide there: Linux inet_csk_get_port()); later ones
+	 * follow (pl_twin_setopt()). */
+	pl_opts_to_kernel(fd, ps);
 	if (REAL(bind)(fd, (const struct sockaddr *)sin, sizeof(*sin))) {
 		e = errno;
 		REAL(close)(fd);
@@ -319,12 +318,18 @@ int pl_twin_accept(struct pl_sock *ps, struct sockaddr *addr, socklen_t *lenp, i
 	return e == EWOULDBLOCK ? -EAGAIN : -e;
 }
 
-void pl_twin_setopt(struct pl_sock *ps, int name, const void *val, socklen_t len)
+void pl_twin_setopt(struct pl_sock *ps, int level, int name, const void *val, socklen_t len)
 {
 	int fd = SL_READ_ONCE(ps->twin) - 1;
+	uint8_t st;
 
-	if (fd >= 0 && (name == SO_REUSEADDR || name == SO_REUSEPORT))
-		REAL(setsockopt)(fd, SOL_SOCKET, name, val, len);
+	if (fd < 0)
+		return;
+	/* A bound or listening socket only: one that connected (after an
+	 * explicit bind()) pays no system call more for its options. */
+	st = SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->state);
+	if (st == SL_TCP_LISTEN || st == SL_TCP_CLOSED)
+		REAL(setsockopt)(fd, level, name, val, len);	/* the stack's answer stands */
 }
 
 void pl_twin_lost(int fd)

@@ -167,6 +167,8 @@ check "... and the twin goes on under another" grep -qx 'fds twin moved True' <<
 check "... still listening: a kernel client accepted" \
 	grep -qx 'fds kernel client accepted after dup2 True 127.0.0.1' <<<"$out"
 check "getsockname() is the stack's, unchanged" grep -qx 'fds getsockname True' <<<"$out"
+check "an option set on the listener after listen() is inherited by a kernel connection" \
+	grep -qx 'fds kernel connection inherits TCP_USER_TIMEOUT 4321' <<<"$out"
 check "shutdown(SHUT_RD) of the listener stops the twin: refused" \
 	grep -qx 'fds after shutdown(SHUT_RD): kernel client ECONNREFUSED' <<<"$out"
 check "listen() again after shutdown(SHUT_RD): a kernel client accepted, the same port" \

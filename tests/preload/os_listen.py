@@ -75,6 +75,15 @@ def fds():
     a.close()
     c.close()
     print("getsockname", s.getsockname() == ("127.0.0.1", port))
+    # Options set on the listener after listen() reach what the twin
+    # accepts, as a Linux child inherits them.
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, 4321)
+    c = kernel_client(port, b"o")
+    a, _ = s.accept()
+    print("kernel connection inherits TCP_USER_TIMEOUT",
+          a.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT))
+    a.close()
+    c.close()
     s.shutdown(socket.SHUT_RD)
     print("after shutdown(SHUT_RD): kernel client", kernel_client(port, b"y"))
     # Listening again (Linux: a port the kernel chose was let go by the
