@@ -217,7 +217,10 @@ static void watch_start_locked(void)
 void pl_twin_watch(void)
 {
 	SL_WRITE_ONCE(pl_twin_unwatched, false);
-	if (sl_sys_sandboxed)
+	/* A child that closed the listeners it inherited (a forking
+	 * server's worker: PostgreSQL's backends close the postmaster's
+	 * at once) has nothing to watch: no thread for it. */
+	if (sl_sys_sandboxed || !SL_READ_ONCE(twin_count))
 		return;
 	pthread_mutex_lock(&watch_mu);
 	watch_start_locked();
