@@ -291,3 +291,4 @@ clean: module-clean
 # gVisor's socket syscall tests, Sluice beside the kernel (make conformance
 # GVISOR=/path/to/gvisor): tests/conformance/README.md.
 include tests/conformance/gvisor.mk
+include tests/conformance/packetdrill.mk
