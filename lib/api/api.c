@@ -63,7 +63,7 @@ static ssize_t sysctl_read(const char *path, char *buf, size_t len)
  * and the ports taken out of it (net.ipv4.ip_local_reserved_ports,
  * "8080,9000-9010"), read as each handle is made, in the caller's network
  * namespace: proto/sock.c picks from them as Linux does.  Also the SYN
- * and SYN-ACK retries.  Unreadable (a sandbox, no /proc) or out of
+ * and SYN-ACK retries and the largest receive buffer.  Unreadable (a sandbox, no /proc) or out of
  * Linux's own bounds: Linux's default.
  */
 static void port_range_read(struct sl_stack *s)
@@ -84,6 +84,13 @@ static void port_range_read(struct sl_stack *s)
 	if (sysctl_read("/proc/sys/net/ipv4/tcp_synack_retries", buf, 64) > 0 &&
 	    sscanf(buf, "%lu", &lo) == 1 && lo >= 1 && lo <= 127)
 		s->tcp_synack_retries = (uint8_t)lo;
+	/* "min default max", and the largest SO_RCVBUF (the window scale's). */
+	if (sysctl_read("/proc/sys/net/ipv4/tcp_rmem", buf, 64) > 0 &&
+	    sscanf(buf, "%*u %*u %lu", &hi) == 1 && hi <= UINT32_MAX)
+		s->tcp_rmem_max = (uint32_t)hi;
+	if (sysctl_read("/proc/sys/net/core/rmem_max", buf, 64) > 0 &&
+	    sscanf(buf, "%lu", &hi) == 1 && hi <= UINT32_MAX && hi > s->tcp_rmem_max)
+		s->tcp_rmem_max = (uint32_t)hi;
 	if (sysctl_read("/proc/sys/net/ipv4/ip_local_reserved_ports", buf, sizeof(buf)) <= 0)
 		return;
 	for (p = buf; *p && *p != '\n'; p = end + (*end == ',')) {

@@ -481,6 +481,11 @@ struct sl_stack {
 	/* net.ipv4.tcp_syn_retries and tcp_synack_retries, read with them
 	 * (0: Linux's defaults, SL_TCP_SYN_RETRIES and _SYNACK_). */
 	uint8_t tcp_syn_retries, tcp_synack_retries;
+	/* The most a receive buffer may grow to, read with them: the larger
+	 * of net.ipv4.tcp_rmem's max and net.core.rmem_max.  The window
+	 * scale is chosen for it (proto/tcp/tcp.c, wscale_for()); 0: for
+	 * the socket's own buffer. */
+	uint32_t tcp_rmem_max;
 	bool port_reserved_any;
 	uint64_t port_reserved[65536 / 64];
 	/* A value read from the region was impossible (sl_corrupt()): every

@@ -125,9 +125,12 @@ relaxed() {
 	[ "$v" != pass ] || { echo pass; return; }
 	w=$(sed -n 's/.*expected: wscale [0-9]* actual: wscale \([0-9]*\).*/\1/p' "$log" | head -n 1)
 	[ -n "$w" ] || { echo "$v"; return; }
-	dir=$tmp/tcp/$(dirname "$path")
+	# The copy sits where the original's relative paths (../common,
+	# ../../common) still lead to the checkout's files.
+	dir=$tmp/net/tcp/$(dirname "$path")
 	mkdir -p "$dir"
-	ln -sfn "$tcp/common" "$tmp/tcp/common"
+	ln -sfn "$tcp/common" "$tmp/net/tcp/common"
+	ln -sfn "$tcp/../common" "$tmp/net/common"
 	copy=$dir/$(basename "$path")
 	sed -E "/^[[:space:]]*[-+*0-9.~]*[[:space:]]*>/s/wscale [0-9]+/wscale $w/g" \
 		"$tcp/$path" >"$copy"

@@ -78,8 +78,9 @@ struct pd {
 	pthread_cond_t changed;		/* the stack ran or took input */
 	pthread_t main;			/* packetdrill's script thread */
 	uint64_t main_calls;		/* calls from it, for the idle test */
-	struct sluice_stack *st;
+	struct sluice_stack *st;	/* NULL until the first call needs it */
 	struct sl_stack *s;
+	struct sluice_stack_config cfg;
 	char name[32];
 	uint64_t now_us;		/* the virtual clock */
 	bool debug;
@@ -115,11 +116,40 @@ static int pd_tx(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint32_t n
 
 static const struct sl_link_ops pd_link_ops = { .name = "packetdrill", .tx = pd_tx };
 
+static void pd_die(const char *what, int err)
+{
+	fprintf(stderr, "sluice-pd: %s: %s\n", what, strerror(err));
+	exit(1);
+}
+
+/*
+ * The stack, made at the first call that needs it: after the script's
+ * first lines, which set the namespace's sysctls (its defaults.sh) that a
+ * new handle reads, as a kernel socket made then would see them.
+ */
+static void pd_stack(struct pd *p)
+{
+	int ret;
+
+	if (p->st)
+		return;
+	sluice_stack_destroy(p->name);
+	ret = sluice_stack_create(p->name, &p->cfg, &p->st);
+	if (ret)
+		pd_die("sluice_stack_create", -ret);
+	p->s = (struct sl_stack *)p->st;
+	sluice_stack_set_clock(p->st, pd_clock, p);
+	p->link.ops = &pd_link_ops;
+	p->link.mtu = 1500;
+	p->s->link = &p->link;
+}
+
 static void pd_enter(struct pd *p)
 {
 	pthread_mutex_lock(&p->mu);
 	if (pthread_equal(pthread_self(), p->main))
 		p->main_calls++;
+	pd_stack(p);
 }
 
 static void pd_leave(struct pd *p)
@@ -342,6 +372,13 @@ static int pd_connect(void *u, int fd, const struct sockaddr *addr, socklen_t le
 	return (int)pd_ret(ret);
 }
 
+/* A buffer in the null page: EFAULT, as the preload refuses it
+ * (lib/README.md, "Bad buffers"); the native API copies without looking. */
+static bool pd_bad_buf(const void *buf, size_t len)
+{
+	return len && (uintptr_t)buf < 4096;
+}
+
 /* recv on fd into one buffer, blocking as the script's socket does. */
 static long pd_recv_locked(struct pd *p, int fd, void *buf, size_t len, int flags,
 			   struct sockaddr_in *from)
@@ -351,6 +388,8 @@ static long pd_recv_locked(struct pd *p, int fd, void *buf, size_t len, int flag
 
 	if (!f)
 		return -EBADF;
+	if (pd_bad_buf(buf, len))
+		return -EFAULT;
 	for (;;) {
 		ret = sluice_recvfrom(p->st, f->sd, buf, len, flags | MSG_DONTWAIT, from);
 		if (ret != -EAGAIN || f->nonblock || (flags & MSG_DONTWAIT) ||
@@ -370,12 +409,17 @@ static long pd_send_locked(struct pd *p, int fd, const void *buf, size_t len, in
 
 	if (!f)
 		return -EBADF;
+	if (pd_bad_buf(buf, len))
+		return -EFAULT;
 	nb = f->nonblock || (flags & MSG_DONTWAIT);
 	for (;;) {
 		ret = sluice_sendto(p->st, f->sd, (const char *)buf + done, len - done,
 				    flags | MSG_DONTWAIT, to);
 		if (ret > 0)
 			done += (size_t)ret;
+		if (p->debug)
+			fprintf(stderr, "sluice-pd: %.6f send fd %d: %ld, %zu of %zu\n",
+				p->now_us / 1e6, fd, ret, done, len);
 		if (ret < 0 && ret != -EAGAIN)
 			return done ? (long)done : ret;
 		if (done == len || nb)
@@ -410,12 +454,18 @@ static ssize_t pd_read(void *u, int fd, void *buf, size_t len)
 	return pd_recvfrom(u, fd, buf, len, 0, NULL, NULL);
 }
 
+/* The bytes an iovec array holds; SIZE_MAX for a bad one. */
 static size_t pd_iov_len(const struct iovec *iov, int n)
 {
 	size_t len = 0;
 
-	for (int i = 0; i < n; i++)
+	if (n < 0 || (n && pd_bad_buf(iov, (size_t)n * sizeof(*iov))))
+		return SIZE_MAX;
+	for (int i = 0; i < n; i++) {
+		if (pd_bad_buf(iov[i].iov_base, iov[i].iov_len))
+			return SIZE_MAX;
 		len += iov[i].iov_len;
+	}
 	return len;
 }
 
@@ -424,9 +474,12 @@ static ssize_t pd_recviov(struct pd *p, int fd, const struct iovec *iov, int n, 
 			  struct sockaddr_in *from)
 {
 	size_t len = pd_iov_len(iov, n), off = 0;
-	char *buf = malloc(len ? len : 1);
+	char *buf;
 	long ret;
 
+	if (len == SIZE_MAX)
+		return -EFAULT;
+	buf = malloc(len ? len : 1);
 	if (!buf)
 		return -ENOMEM;
 	ret = pd_recv_locked(p, fd, buf, len, flags, from);
@@ -444,9 +497,12 @@ static ssize_t pd_sendiov(struct pd *p, int fd, const struct iovec *iov, int n, 
 			  const struct sockaddr_in *to)
 {
 	size_t len = pd_iov_len(iov, n), off = 0;
-	char *buf = malloc(len ? len : 1);
+	char *buf;
 	long ret;
 
+	if (len == SIZE_MAX)
+		return -EFAULT;
+	buf = malloc(len ? len : 1);
 	if (!buf)
 		return -ENOMEM;
 	for (int i = 0; i < n; i++) {
@@ -757,8 +813,13 @@ static int pd_usleep(void *u, useconds_t us)
 {
 	struct pd *p = u;
 
-	pd_enter(p);
-	pd_advance_to(p, p->now_us + us);
+	pthread_mutex_lock(&p->mu);
+	if (pd_on_main(p))
+		p->main_calls++;
+	if (p->st)
+		pd_advance_to(p, p->now_us + us);
+	else
+		p->now_us += us;
 	pd_leave(p);
 	return 0;
 }
@@ -771,7 +832,9 @@ static int pd_gettimeofday(void *u, struct timeval *tv, struct timezone *tz)
 	struct pd *p = u;
 
 	(void)tz;
-	pd_enter(p);
+	pthread_mutex_lock(&p->mu);
+	if (pd_on_main(p))
+		p->main_calls++;
 	p->now_us++;
 	tv->tv_sec = (time_t)(p->now_us / 1000000);
 	tv->tv_usec = (suseconds_t)(p->now_us % 1000000);
@@ -820,21 +883,17 @@ static void pd_free(void *u)
 	if (p->q_dropped)
 		fprintf(stderr, "sluice-pd: %llu outbound packets dropped (queue full)\n",
 			(unsigned long long)p->q_dropped);
-	if (p->debug && !sluice_stack_counter(p->st, "tcp_rx_drop", &v))
-		fprintf(stderr, "sluice-pd: tcp_rx_drop %llu\n", (unsigned long long)v);
-	p->s->link = NULL;
-	sluice_stack_close(p->st);
-	sluice_stack_destroy(p->name);
+	if (p->st) {
+		if (p->debug && !sluice_stack_counter(p->st, "tcp_rx_drop", &v))
+			fprintf(stderr, "sluice-pd: tcp_rx_drop %llu\n", (unsigned long long)v);
+		p->s->link = NULL;
+		sluice_stack_close(p->st);
+		sluice_stack_destroy(p->name);
+	}
 	free(p->q);
 	pthread_cond_destroy(&p->changed);
 	pthread_mutex_destroy(&p->mu);
 	free(p);
-}
-
-static void pd_die(const char *what, int err)
-{
-	fprintf(stderr, "sluice-pd: %s: %s\n", what, strerror(err));
-	exit(1);
 }
 
 static void pd_flags(struct pd *p, const char *flags, struct sluice_stack_config *cfg)
@@ -859,33 +918,26 @@ void packetdrill_interface_init(const char *flags, struct packetdrill_interface 
 
 void packetdrill_interface_init(const char *flags, struct packetdrill_interface *ifc)
 {
-	struct sluice_stack_config cfg = { .max_sockets = 64, .n_bufs = 4096 };
 	struct pd *p = calloc(1, sizeof(*p));
-	int ret;
+	struct sluice_stack_config *cfg;
 
 	if (!p || !(p->q = calloc(PD_QUEUE, sizeof(*p->q))))
 		pd_die("calloc", ENOMEM);
-	inet_pton(AF_INET, "192.168.0.1", &cfg.ip_addr);
-	inet_pton(AF_INET, "255.255.0.0", &cfg.ip_mask);
-	pd_flags(p, flags, &cfg);
+	cfg = &p->cfg;
+	cfg->max_sockets = 64;
+	cfg->n_bufs = 4096;
+	inet_pton(AF_INET, "192.168.0.1", &cfg->ip_addr);
+	inet_pton(AF_INET, "255.255.0.0", &cfg->ip_mask);
+	pd_flags(p, flags, cfg);
 	/* Off-link peers (192.0.2.1) go to a gateway; this link carries every
 	 * packet to packetdrill whatever its next hop. */
-	cfg.ip_gateway = (cfg.ip_addr & cfg.ip_mask) | htonl(0xfffe);
+	cfg->ip_gateway = (cfg->ip_addr & cfg->ip_mask) | htonl(0xfffe);
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->changed, NULL);
 	p->main = pthread_self();
 	/* Any start will do; Linux's jiffies start far from zero too. */
 	p->now_us = 1000000000ull;
 	snprintf(p->name, sizeof(p->name), "pd-%d", (int)getpid());
-	sluice_stack_destroy(p->name);
-	ret = sluice_stack_create(p->name, &cfg, &p->st);
-	if (ret)
-		pd_die("sluice_stack_create", -ret);
-	p->s = (struct sl_stack *)p->st;
-	sluice_stack_set_clock(p->st, pd_clock, p);
-	p->link.ops = &pd_link_ops;
-	p->link.mtu = 1500;
-	p->s->link = &p->link;
 
 	memset(ifc, 0, sizeof(*ifc));
 	ifc->userdata = p;

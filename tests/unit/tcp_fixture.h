@@ -106,6 +106,9 @@ static inline void tf_init(const char *tag)
 		exit(1);
 	}
 	T.s = (struct sl_stack *)st;
+	/* The window scale follows the socket's buffer, not this host's
+	 * net.ipv4.tcp_rmem, unless a test sets it. */
+	T.s->tcp_rmem_max = 0;
 	sluice_stack_set_clock(st, tf_clock, NULL);
 	T.link.ops = &tf_ops;
 	T.link.mtu = 1500;

@@ -255,24 +255,27 @@ static void test_established_receive_window(void)
  * buffer took more
  * buffers than SO_RCVBUF allows, and the last segments of every full
  * window were dropped (tcp_rx_pressure) and sent again. */
-static void test_established_receive_window_small_mss(void)
+static void receive_window_small_mss(uint32_t rmem_max)
 {
 	struct sl_sock *l, *c;
 	uint32_t iss, b = IRS + 1, end;
 	uint64_t drops = 0;
-	unsigned int segs = 0;
+	unsigned int segs = 0, ws;
 	bool all_acked = true;
 	struct tf_seg g;
 
 	tf_init("rm");
 	fill_pattern();
 	T.s->r->mtu = 1020;
+	T.s->tcp_rmem_max = rmem_max;
 	l = tf_listener(TF_LPORT, 8);
 	l->rcvbuf = 262144;	/* 128 buffers */
 	c = tf_accept(l, IRS, &iss, &(struct tf_opts){ .ws_on = 1, .ws = 7 }, 8192);
+	ws = c->tcp.rcv_wscale;
+	tap_eq(ws, rmem_max ? 10 : 2, "our window scale");
 	drops = sl_counter_sum(T.s, SL_C_tcp_rx_pressure);
-	/* The peer fills the window with full segments as it opens (the
-	 * SYN's is not scaled); nobody reads. */
+	/* The peer fills the window each ACK offers with full segments as it
+	 * opens (the SYN's is not scaled); nobody reads. */
 	end = c->tcp.rcv_adv;
 	while (SEQ_LT(b, end) && segs < 1000) {
 		unsigned int n = end - b < 980 ? end - b : 980;
@@ -284,7 +287,8 @@ static void test_established_receive_window_small_mss(void)
 		b += n;
 		segs++;
 		all_acked &= !T.n || g.ack == b;
-		end = c->tcp.rcv_adv;
+		if (T.n && SEQ_GT(g.ack + ((uint32_t)g.win << ws), end))
+			end = g.ack + ((uint32_t)g.win << ws);
 	}
 	tap_ok(end - IRS - 1 > 100000 && end - IRS - 1 <= 131072,
 	       "window offered in all: %u bytes (half of SO_RCVBUF, at most)", end - IRS - 1);
@@ -300,6 +304,14 @@ static void test_established_receive_window_small_mss(void)
 	       "then the window is 0, and a segment past it is refused");
 	sl_tcp_recv(T.s, c, pattern + 10000, sizeof(pattern) - 10000, 0, tf_now_us);
 	tf_finish();
+}
+
+static void test_established_receive_window_small_mss(void)
+{
+	receive_window_small_mss(0);
+	/* The shift Linux picks for 32 MiB (tcp_rmem's max): a window field
+	 * rounded up ACK after ACK offered more than the buffer holds. */
+	receive_window_small_mss(32u << 20);
 }
 
 /* A pure ACK at the right edge of our window is taken (Linux's
@@ -504,6 +516,37 @@ static void test_established_paws(void)
 	tf_finish();
 }
 
+/* RFC 7323 2.2: the shift is ours to pick; as Linux, one for the largest
+ * buffer the socket may grow to (net.ipv4.tcp_rmem's max, 15 MiB as
+ * packetdrill's scripts set it: 8), unless SO_RCVBUF fixed the buffer. */
+static void test_listen_window_scale_rmem_max(void)
+{
+	struct tf_opts o = { .ws_on = 1, .ws = 7 };
+	struct sl_sock *l;
+	struct tf_seg g;
+	int v = 65536;
+
+	tf_init("wr");
+	T.s->tcp_rmem_max = 15u << 20;
+	l = tf_listener(TF_LPORT, 8);
+	tf_seg_full(TF_PPORT, TF_LPORT, TH_SYN_, IRS, 0, 8192, &o, NULL, 0);
+	g = tf_last();
+	tap_eq(g.ws, 8, "15 MiB to grow to: shift 8, as Linux");
+	tap_eq(g.win, 65535, "the SYN-ACK's window is not scaled");
+	tf_finish();
+
+	tf_init("wr");
+	T.s->tcp_rmem_max = 15u << 20;
+	l = tf_listener(TF_LPORT, 8);
+	/* What SO_RCVBUF of 64 KiB leaves (api.c, setsockopt_on(): doubled). */
+	l->rcvbuf = 2 * v;
+	l->opt_flags |= SL_SO_RCVBUF_SET;
+	tf_seg_full(TF_PPORT, TF_LPORT, TH_SYN_, IRS, 0, 8192, &o, NULL, 0);
+	g = tf_last();
+	tap_eq(g.ws, 1, "SO_RCVBUF set: the shift is for that buffer (64 KiB of 128)");
+	tf_finish();
+}
+
 /* RFC 7323 2.3: our window field is shifted by our scale. */
 static void test_established_window_scale(void)
 {
@@ -628,5 +671,6 @@ int main(void)
 	test_established_ooo_bare_fin_sack();
 	test_established_ts_missing();
 	test_established_window_scale();
+	test_listen_window_scale_rmem_max();
 	return tap_done();
 }

@@ -230,6 +230,25 @@ static uint8_t wscale_for(uint32_t space)
 	return ws;
 }
 
+/*
+ * The window scale to offer (RFC 7323 2.2: the receiver's choice): as
+ * Linux's tcp_select_initial_window(), one for the largest window the
+ * receive buffer may grow to (net.ipv4.tcp_rmem's max, net.core.rmem_max)
+ * unless SO_RCVBUF fixed the buffer or TCP_WINDOW_CLAMP the window.  A
+ * shift larger than the window needs costs only its granularity; one too
+ * small would cap the window.
+ */
+static uint8_t wscale_for_sock(const struct sl_stack *s, const struct sl_sock *so)
+{
+	uint32_t space = so->rcvbuf / 2;
+
+	if (!(so->opt_flags & SL_SO_RCVBUF_SET) && s->tcp_rmem_max > space)
+		space = s->tcp_rmem_max;
+	if (so->tcp.window_clamp && space > so->tcp.window_clamp)
+		space = so->tcp.window_clamp;
+	return wscale_for(space);
+}
+
 void sl_tcp_init_tcb(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
@@ -262,7 +281,7 @@ void sl_tcp_init_tcb(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	tp->recover = tp->iss;		/* RFC 6582 3.2 step 1 */
 	tp->ts_offset = sl_tcp_ts_offset(s, so->laddr, so->lport, so->raddr, so->rport);
 	tp->rto_us = SL_TCP_RTO_INIT_US;
-	tp->rcv_wscale = wscale_for(so->rcvbuf / 2);
+	tp->rcv_wscale = wscale_for_sock(s, so);
 	tp->last_rx_us = now_us;
 	sl_tcp_set_mss(s, so);
 	sl_tcp_cc_init(tp);

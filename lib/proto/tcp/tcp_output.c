@@ -181,8 +181,17 @@ uint16_t sl_tcp_window_field(struct sl_stack *s, struct sl_sock *so)
 	uint32_t win = sl_tcp_rcv_window(s, so), field;
 	uint8_t ws = (tp->tflags & SL_TF_WS) ? sl_tcp_ws(s, tp->rcv_wscale) : 0;
 
-	/* Round up so the advertised right edge never moves left. */
-	field = (win + (1u << ws) - 1) >> ws;
+	/*
+	 * Rounded down: never more than the buffer takes.  Rounded up, to
+	 * keep the edge offered before where it was, the rounding added up
+	 * ACK after ACK (up to 2^shift - 1 bytes each: rcv_nxt moves by
+	 * segments, not by granules), and with the shift Linux picks (7 and
+	 * more) a receiver that does not read offered far more than SO_RCVBUF
+	 * holds.  So the field may fall short of the edge by less than a
+	 * granule, the retraction RFC 7323 appendix F describes; the edge
+	 * itself (rcv_adv, what seq_acceptable() takes data to) stays.
+	 */
+	field = win >> ws;
 	if (field > 65535)
 		field = 65535;
 	if (SEQ_GT(tp->rcv_nxt + (field << ws), tp->rcv_adv))
