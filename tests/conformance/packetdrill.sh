@@ -118,6 +118,15 @@ run_once() {
 	fi
 }
 
+# The file of a listed script: own/NAME is ours (tests/conformance/pd/),
+# anything else is gtests/net/tcp's.
+script_file() {
+	case $1 in
+	own/*) echo "$top/tests/conformance/pd/${1#own/}" ;;
+	*) echo "$tcp/$1" ;;
+	esac
+}
+
 # relaxed SIDE PATH STRICT-VERDICT STRICT-LOG: the verdict with the
 # script's outbound wscale set to what the stack sent.
 relaxed() {
@@ -126,14 +135,23 @@ relaxed() {
 	w=$(sed -n 's/.*expected: wscale [0-9]* actual: wscale \([0-9]*\).*/\1/p' "$log" | head -n 1)
 	[ -n "$w" ] || { echo "$v"; return; }
 	# The copy sits where the original's relative paths (../common,
-	# ../../common) still lead to the checkout's files.
-	dir=$tmp/net/tcp/$(dirname "$path")
-	mkdir -p "$dir"
-	ln -sfn "$tcp/common" "$tmp/net/tcp/common"
-	ln -sfn "$tcp/../common" "$tmp/net/common"
+	# ../../common, ./settings.sh) still lead to the same files.
+	case $path in
+	own/*)
+		dir=$tmp/own
+		mkdir -p "$dir"
+		ln -sfn "$top/tests/conformance/pd/settings.sh" "$dir/settings.sh"
+		;;
+	*)
+		dir=$tmp/net/tcp/$(dirname "$path")
+		mkdir -p "$dir"
+		ln -sfn "$tcp/common" "$tmp/net/tcp/common"
+		ln -sfn "$tcp/../common" "$tmp/net/common"
+		;;
+	esac
 	copy=$dir/$(basename "$path")
 	sed -E "/^[[:space:]]*[-+*0-9.~]*[[:space:]]*>/s/wscale [0-9]+/wscale $w/g" \
-		"$tcp/$path" >"$copy"
+		"$(script_file "$path")" >"$copy"
 	run_one "$s" "$dir" "$(basename "$path")" "${log%.log}.relaxed.log"
 }
 
@@ -159,12 +177,13 @@ while read -r path; do
 	n=$((n + 1))
 	base=$outdir/${path//\//_}
 	ks=- kr=- ss=- sr=-
+	file=$(script_file "$path")
 	if [ "$side" != sluice ]; then
-		ks=$(run_one kernel "$tcp/$(dirname "$path")" "$(basename "$path")" "$base.kernel.log")
+		ks=$(run_one kernel "$(dirname "$file")" "$(basename "$file")" "$base.kernel.log")
 		kr=$(relaxed kernel "$path" "$ks" "$base.kernel.log")
 	fi
 	if [ "$side" != kernel ]; then
-		ss=$(run_one sluice "$tcp/$(dirname "$path")" "$(basename "$path")" "$base.sluice.log")
+		ss=$(run_one sluice "$(dirname "$file")" "$(basename "$file")" "$base.sluice.log")
 		sr=$(relaxed sluice "$path" "$ss" "$base.sluice.log")
 	fi
 	for k in ks kr ss sr; do

@@ -226,6 +226,45 @@ static void test_established_close_unread(void)
 	tf_finish();
 }
 
+/* RFC 7323 3.2: with timestamps agreed our RST carries TSopt, a current
+ * TSval and TS.Recent echoed, as Linux's (packetdrill ts_recent/
+ * reset_tsval.pkt); without them, no option. */
+static void test_established_close_unread_timestamps(void)
+{
+	struct tf_opts o = { .ts = 1, .tsval = 100 };
+	struct sl_sock *so;
+	struct tf_seg g;
+	uint32_t iss, tsval0;
+
+	tf_init("ct");
+	so = tf_connect(IRS, &iss, &o, 8192);
+	tap_ok(so->tcp.tflags & SL_TF_TS, "timestamps agreed");
+	tf_seg_full(TF_PPORT, ntohs(so->lport), TH_ACK_, IRS + 1, iss + 1, 8192,
+		    &(struct tf_opts){ .ts = 1, .tsval = 201 }, "unread", 6);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.ts && g.ack == IRS + 7, "the data ACKed at once, with TSopt");
+	tsval0 = g.tsval;
+	tf_advance_ms(1000);
+	tf_clear();
+	sl_tcp_close(T.s, so, tf_now_us);
+	g = tf_last();
+	tap_ok(T.n == 1 && (g.flags & TH_RST_), "close with unread data: RST");
+	tap_ok(g.ts && g.tsecr == 201, "the RST carries TSopt, TS.Recent echoed");
+	tap_ok(g.tsval - tsval0 >= 1000 && g.tsval - tsval0 <= 1001,
+	       "its TSval is current: %u ms after the last ACK's", g.tsval - tsval0);
+	tap_ok(g.nsack == 0 && g.mss == 0 && g.ws < 0, "and no other option");
+	tf_finish();
+
+	tf_init("cn");
+	so = tf_connect(IRS, &iss, NULL, 8192);
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 1, 8192, "unread", 6);
+	tf_clear();
+	sl_tcp_close(T.s, so, tf_now_us);
+	g = tf_last();
+	tap_ok(T.n == 1 && (g.flags & TH_RST_) && !g.ts, "no timestamps agreed: an RST without TSopt");
+	tf_finish();
+}
+
 /* LAST-ACK / CLOSING + RST: closed (RFC 9293 3.10.7.4 second). */
 static void test_last_ack_rst(void)
 {
@@ -375,6 +414,7 @@ int main(void)
 	test_fin_wait_1_fin_ack();
 	test_fin_wait_2_half_close();
 	test_established_close_unread();
+	test_established_close_unread_timestamps();
 	test_last_ack_rst();
 	test_fin_wait_1_fin_retransmit();
 	test_fin_wait_2_orphan_timeout();

@@ -86,8 +86,6 @@ static unsigned int build_opts(struct sl_stack *s, struct sl_sock *so, uint8_t f
 	struct sl_tcp_sock *tp = &so->tcp;
 	unsigned int n = 0;
 
-	if (flags & TH_RST_)
-		return 0;
 	if (flags & TH_SYN_) {
 		uint16_t mss = htons(sl_tcp_our_mss(s, so));
 
@@ -130,6 +128,10 @@ static unsigned int build_opts(struct sl_stack *s, struct sl_sock *so, uint8_t f
 		put32(o + n + 4, tp->ts_recent);
 		n += 8;
 	}
+	/* RFC 7323 3.2: an RST may carry TSopt, and Linux's do (the peer's
+	 * PAWS sees a current TSval); nothing else. */
+	if (flags & TH_RST_)
+		return n;
 	if (room > 40)
 		room = 40;
 	if ((tp->tflags & SL_TF_SACK) && (flags & TH_ACK_) && tp->ooo_bytes && room >= n + 12) {
