@@ -275,7 +275,7 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(ip_rx_bad_hdr, "dropped: bad IPv4 header or length")		\
 	X(ip_rx_bad_csum, "dropped: bad IPv4 header checksum")		\
 	X(ip_rx_not_ours, "dropped: not addressed to this stack")	\
-	X(ip_rx_martian, "dropped: our own source address from a link")	\
+	X(ip_rx_martian, "dropped: martian source (ours or 127/8 from a link, 0/8)") \
 	X(ip_rx_frag, "dropped: IPv4 fragments (no reassembly)")	\
 	X(ip_rx_options, "IPv4 packets with options (skipped)")		\
 	X(ip_rx_proto, "dropped: unknown protocol")			\
@@ -361,7 +361,11 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(recover_buf_reclaimed, "buffers taken back from a dead lock holder") \
 	X(recover_lo_dropped, "queued packets dropped by that (loopback, neighbour holds)") \
 	X(connect_queued, "connects queued while the lock's holder was stopped") \
-	X(spin_crowded, "spins stopped: a spinner was taken off its CPU (more runnable threads than CPUs)")
+	X(spin_crowded, "spins stopped: a spinner was taken off its CPU (more runnable threads than CPUs)") \
+	X(tcp_rx_bcast, "dropped: TCP to or from broadcast or multicast, or in a link-layer broadcast frame") \
+	X(tcp_rx_synfin, "dropped: SYN with FIN at a listener") \
+	X(tcp_rx_state, "dropped: TCP segment its state takes nothing from (a listener's RST or non-SYN, no ACK, ...)") \
+	X(tcp_ooo_drop, "TCP out-of-order segments dropped: queue or pool full")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,
@@ -519,6 +523,12 @@ struct sl_stack {
 #define SL_BUF_CSUM_OK	0x4000
 /* Given to the module on the kring fill ring (link/kring_link.c). */
 #define SL_BUF_ON_FILL	0x2000
+/*
+ * Arrived in a link-layer broadcast or multicast frame (Linux's
+ * PACKET_BROADCAST / PACKET_MULTICAST): TCP takes none, whatever the IP
+ * destination (tcp_v4_rcv() drops what is not PACKET_HOST).
+ */
+#define SL_BUF_L2_BCAST	0x0800
 /*
  * A TCP segment inside the stack whose payload goes on past this buffer
  * (SL_BUF_LOCAL only; tcp_output.c sends them, as Linux's loopback takes

@@ -194,6 +194,8 @@ void sl_eth_input(struct sl_stack *s, const struct sl_eth_link *el, uint32_t idx
 		return;
 	}
 	type = ntohs(eh->type);
+	if (eh->dst[0] & 1)
+		b->flags |= SL_BUF_L2_BCAST;
 	b->off += sizeof(*eh);
 	b->len -= sizeof(*eh);
 	if (type == ETHERTYPE_IP_) {

@@ -81,6 +81,14 @@ void sl_ip_input(struct sl_stack *s, uint32_t idx)
 		sl_count(s, SL_C_ip_rx_not_ours);
 		goto drop;
 	}
+	/* RFC 1122 3.2.1.3 (a): "this network" (0/8) only as a host's source
+	 * while it learns its address, so only to the limited broadcast (a
+	 * DHCP client's); Linux's ip_route_input_slow() takes 0.0.0.0 no
+	 * other way. A SYN from 0.0.0.0 was answered. */
+	if ((src >> 24) == 0 && ip->daddr != INADDR_BROADCAST && !(b->flags & SL_BUF_LOCAL)) {
+		sl_count(s, SL_C_ip_rx_martian);
+		goto drop;
+	}
 	/* From a link, our own address (or 127/8) as the source is a martian
 	 * (RFC 1812 5.3.7): only the stack itself sends those, on loopback.
 	 * A spoofed one could make a socket talk to itself. */

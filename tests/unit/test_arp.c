@@ -3,7 +3,7 @@
  * ARP (RFC 826) for Ethernet-style links without the module: requests for
  * unresolved neighbours with the packet held, the reply releasing it,
  * answering requests for our address, retries, and a counted drop when a
- * neighbour never answers.
+ * neighbour never answers; TCP in a broadcast frame is not taken.
  */
 #include "link/eth.h"
 #include "stack_fixture.h"
@@ -71,6 +71,40 @@ static void arp_in(struct sl_stack *s, struct sl_eth_link *el, uint16_t op, cons
 	sl_buf(s, idx)->len = sizeof(*eh) + sizeof(*a);
 	sl_eth_input(s, el, idx);
 	sl_unlock(s);
+}
+
+/* Feed IPv4 packet pkt to the stack in an Ethernet frame to dst. */
+static void ip_in(struct sl_stack *s, struct sl_eth_link *el, const uint8_t *dst,
+		  const uint8_t *pkt, size_t len)
+{
+	uint32_t idx;
+	struct sl_eth *eh;
+
+	sl_lock(s);
+	idx = sl_buf_alloc(s);
+	sl_buf(s, idx)->off = SL_HEADROOM - ETH_HLEN_;
+	eh = (struct sl_eth *)sl_buf_data(s, idx);
+	memcpy(eh->dst, dst, 6);
+	memcpy(eh->src, peer_mac, 6);
+	eh->type = htons(ETHERTYPE_IP_);
+	memcpy(eh + 1, pkt, len);
+	sl_buf(s, idx)->len = (uint16_t)(sizeof(*eh) + len);
+	sl_eth_input(s, el, idx);
+	sl_unlock(s);
+}
+
+/* A SYN from 10.6.0.9:4000 to 10.6.0.1:port, IPv4 and TCP, in out. */
+static size_t syn_pkt(uint8_t *out, uint16_t port)
+{
+	struct sl_tcph th = { .sport = htons(4000), .dport = htons(port), .seq = htonl(1),
+			      .off = 5 << 4, .flags = TH_SYN_, .win = htons(8192) };
+	size_t len = fx_ip(out, "10.6.0.9", "10.6.0.1", IPPROTO_TCP_, &th, sizeof(th));
+	struct sl_ip *ip = (struct sl_ip *)out;
+	struct sl_tcph *t = (struct sl_tcph *)(ip + 1);
+
+	t->csum = sl_csum_fold(sl_csum_add(sl_csum_pseudo(ip->saddr, ip->daddr, IPPROTO_TCP_,
+							  sizeof(*t)), t, sizeof(*t)));
+	return len;
 }
 
 int main(void)
@@ -148,6 +182,18 @@ int main(void)
 	       ntohs(eh->type) == ETHERTYPE_IP_,
 	       "as IPv4 to 01:00:5e:01:02:03, no ARP request");
 	tap_eq(s->lib->buf_free_count, free0, "nothing held for it");
+
+	/* Unicast TCP in a link-layer broadcast frame is dropped and counted
+	 * (Linux's tcp_v4_rcv() takes only PACKET_HOST); in a frame to our
+	 * MAC the same SYN, to a closed port, is answered with a reset. */
+	len = syn_pkt(pkt, 7);
+	ip_in(s, &el, (const uint8_t *)"\xff\xff\xff\xff\xff\xff", pkt, len);
+	tap_eq(fx_counter(s, "tcp_rx_bcast"), 1, "a SYN in a broadcast frame: dropped, tcp_rx_bcast");
+	tap_eq(fx_counter(s, "tcp_reset_tx"), 0, "not answered");
+	ip_in(s, &el, s->lib->mac, pkt, len);
+	tap_eq(fx_counter(s, "tcp_reset_tx"), 1, "in a frame to our MAC: answered with a reset");
+	tap_eq(fx_counter(s, "tcp_rx_bcast"), 1, "and not counted as broadcast");
+	tap_eq(s->lib->buf_free_count, free0, "no buffer leaked");
 
 	/* A neighbour that never answers: 3 requests, then a counted drop. */
 	inet_pton(AF_INET, "10.6.0.99", &nh);

@@ -2,7 +2,8 @@
 /*
  * TCP against hostile or pathological peers: ACK loops (a segment from our
  * own address to our own listener, a connection to itself, out-of-window
- * floods), blind resets (RFC 5961), SYN floods and receive-buffer pinning.
+ * floods), blind resets (RFC 5961), SYN floods and receive-buffer pinning,
+ * and the segments a listener must drop (martian source, SYN+FIN, ...).
  *
  *   test (peer 10.0.0.2:5000, or 10.0.0.1 spoofed) --> TCP core --> capture
  *                                        loopback <--'
@@ -254,6 +255,58 @@ static void test_established_tiny_segments_ooo(void)
 	tf_finish();
 }
 
+/* Segments a listener takes nothing from are dropped, each counted under
+ * a name `sluice dump` shows, and never open a connection: a SYN from
+ * 0.0.0.0 (a martian source, RFC 1122 3.2.1.3), a SYN with FIN (a
+ * scanner's probe; Linux drops it), an RST, a segment with neither SYN
+ * nor ACK.  The same SYN from the peer, the control, is answered. */
+static void test_listen_hostile_syns(void)
+{
+	uint32_t peer = T.peer;
+	uint64_t tx0;
+
+	tf_init("hs");
+	tf_listener(TF_LPORT, 8);
+	peer = T.peer;
+	tx0 = tf_counter(SL_C_tcp_tx);
+
+	T.peer = 0;
+	tf_seg(TF_LPORT, TH_SYN_, IRS, 0, 8192, NULL, 0);
+	T.peer = peer;
+	tap_eq(tf_counter(SL_C_ip_rx_martian), 1, "SYN from 0.0.0.0: dropped as a martian");
+	tap_eq(tf_counter(SL_C_tcp_tx), tx0, "and not answered");
+
+	tf_seg(TF_LPORT, TH_SYN_ | TH_FIN_, IRS, 0, 8192, NULL, 0);
+	tap_eq(tf_counter(SL_C_tcp_rx_synfin), 1, "SYN+FIN: dropped, tcp_rx_synfin");
+	tap_eq(tf_counter(SL_C_tcp_tx), tx0, "and not answered");
+	tap_eq(T.s->r->sock_used, T.sock0 + 1, "no connection made (the listener only)");
+
+	tf_seg(TF_LPORT, TH_RST_, IRS, 0, 8192, NULL, 0);
+	tf_seg(TF_LPORT, TH_FIN_, IRS, 0, 8192, NULL, 0);
+	tf_seg(TF_LPORT, 0, IRS, 0, 8192, "x", 1);
+	tap_eq(tf_counter(SL_C_tcp_rx_state), 3, "RST, FIN, no flags: dropped, tcp_rx_state");
+	tap_eq(tf_counter(SL_C_tcp_tx), tx0, "none answered");
+
+	tf_seg(TF_LPORT, TH_SYN_, IRS, 0, 8192, NULL, 0);
+	tap_eq(tf_counter(SL_C_tcp_tx), tx0 + 1, "the same SYN from the peer: a SYN-ACK");
+	tf_finish();
+}
+
+/* A segment without ACK on a connection is dropped (RFC 9293 3.10.7.4
+ * fifth), counted. */
+static void test_established_no_ack_counted(void)
+{
+	struct sl_sock *so;
+	uint32_t iss;
+
+	tf_init("na");
+	so = tf_connect(IRS, &iss, NULL, 8192);
+	tf_seg(ntohs(so->lport), TH_PSH_, IRS + 1, 0, 8192, "data", 4);
+	tap_eq(tf_counter(SL_C_tcp_rx_state), 1, "data without ACK: dropped, tcp_rx_state");
+	tap_eq(so->rxq_bytes, 0, "nothing queued");
+	tf_finish();
+}
+
 int main(void)
 {
 	test_listen_syn_from_self();
@@ -263,5 +316,7 @@ int main(void)
 	test_listen_syn_flood();
 	test_established_tiny_segments_unread();
 	test_established_tiny_segments_ooo();
+	test_listen_hostile_syns();
+	test_established_no_ack_counted();
 	return tap_done();
 }

@@ -274,6 +274,7 @@ static bool ooo_insert(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
 	uint32_t *pp = &tp->ooo_head, end = b->seq + b->len, steps = 0;
 
 	if (tp->ooo_count >= SL_TCP_OOO_MAX || rx_pool_low(s) || rx_over_budget(s, so)) {
+		sl_count(s, SL_C_tcp_ooo_drop);
 		sl_buf_free(s, idx);
 		return false;
 	}
@@ -798,16 +799,28 @@ static void listen_input(struct sl_stack *s, struct sl_sock *lso, uint32_t idx,
 	struct sl_sock *c;
 	struct sl_tcp_sock *tp;
 
-	if (g->flags & TH_RST_)
+	/* RFC 9293 3.10.7.2: an RST is ignored, an ACK reset, and anything
+	 * else without SYN dropped. */
+	if (g->flags & TH_RST_) {
+		sl_count(s, SL_C_tcp_rx_state);
 		goto drop;
+	}
 	if (g->flags & TH_ACK_) {
 		if (cookie_ack(s, lso, idx, ip, th, g, now_us))
 			return;
 		sl_tcp_send_reset(s, ip, th, g->plen);
 		goto drop;
 	}
-	if (!(g->flags & TH_SYN_))
+	if (!(g->flags & TH_SYN_)) {
+		sl_count(s, SL_C_tcp_rx_state);
 		goto drop;
+	}
+	/* SYN with FIN opens nothing: no host sends it, scanners do (nmap's
+	 * FIN-SYN probe), and Linux's tcp_rcv_state_process() drops it. */
+	if (g->flags & TH_FIN_) {
+		sl_count(s, SL_C_tcp_rx_synfin);
+		goto drop;
+	}
 	if (sl_tcp_acceptq_full(ltp)) {
 		/* As Linux (ListenOverflows); a client in this stack waits
 		 * for accept() to make room rather than for its timer, and is
@@ -865,10 +878,13 @@ static void syn_sent_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 			sl_tcp_done(s, so, ECONNREFUSED);
 			return;
 		}
+		sl_count(s, SL_C_tcp_rx_state);
 		goto drop;
 	}
-	if (!(g->flags & TH_SYN_))
+	if (!(g->flags & TH_SYN_)) {
+		sl_count(s, SL_C_tcp_rx_state);
 		goto drop;
+	}
 	tp->irs = g->seq;
 	tp->rcv_nxt = g->seq + 1;
 	tp->rcv_adv = tp->rcv_nxt;
@@ -1090,8 +1106,10 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 	}
 
 	/* Fifth: ACK. */
-	if (!(g->flags & TH_ACK_))
+	if (!(g->flags & TH_ACK_)) {
+		sl_count(s, SL_C_tcp_rx_state);
 		goto drop;
+	}
 	if (so->state == SL_TCP_SYN_RECEIVED) {
 		if (!SEQ_LT(tp->snd_una, g->ack) || SEQ_GT(g->ack, tp->snd_max)) {
 			sl_tcp_send_reset(s, ip, th, g->plen);
@@ -1352,8 +1370,10 @@ void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 	 * Port 0 is not special, as on Linux: a segment to it finds no
 	 * socket and is answered with a reset from it, which the connecting
 	 * socket takes (a connect() to port 0 is refused). */
-	if (is_bcast(s, ip->daddr) || is_bcast(s, ip->saddr))
+	if (is_bcast(s, ip->daddr) || is_bcast(s, ip->saddr) || (bflags & SL_BUF_L2_BCAST)) {
+		sl_count(s, SL_C_tcp_rx_bcast);
 		goto drop;
+	}
 
 	g.seq = ntohl(th->seq);
 	g.ack = ntohl(th->ack);
