@@ -259,6 +259,82 @@ static void test_established_fast_retransmit(void)
 	tf_finish();
 }
 
+/* RFC 3042 Limited Transmit: each of the first two duplicate ACKs sends
+ * one new segment past cwnd (cwnd itself unchanged, and no PSH from the
+ * middle of a write, as Linux); then the ACK that shows it was
+ * reordering grows cwnd by what it delivered, not by what the duplicate
+ * ACKs (or SACK blocks) already stood for: one segment, so two go out
+ * (packetdrill limited_transmit/limited-transmit-*.pkt). */
+static void limited_transmit(bool sack)
+{
+	struct tf_opts o = { .nsack = sack };
+	struct sl_sock *so;
+	struct tf_seg g;
+	uint32_t iss, cwnd, bytes = 0;
+
+	tf_init(sack ? "lts" : "ltn");
+	so = conn(&iss, sack);
+	tap_eq(sl_tcp_send(T.s, so, pattern, 15000, 0, tf_now_us), 15000, "write 15 segments");
+	tap_eq(T.n, 10, "ten go: the initial window");
+	cwnd = so->tcp.cwnd;
+	tf_clear();
+	o.sack[0][0] = iss + 1001;
+	o.sack[0][1] = iss + 2001;
+	ack(so, iss + 1, &o);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.seq == iss + 10001 && g.plen == 1000,
+	       "%s first duplicate ACK: one new segment", sack ? "SACK," : "no SACK,");
+	tap_ok(!(g.flags & TH_PSH_), "without PSH");
+	tf_clear();
+	o.sack[0][1] = iss + 3001;
+	ack(so, iss + 1, &o);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.seq == iss + 11001 && g.plen == 1000, "second: one more");
+	tap_eq(so->tcp.cwnd, cwnd, "cwnd unchanged by them");
+	tap_ok(!(so->tcp.tflags & SL_TF_RECOVERY), "no recovery yet");
+	tf_clear();
+	ack(so, iss + 3001, NULL);
+	for (unsigned int i = 0; i < T.n; i++)
+		bytes += tf_parse(i).plen;
+	tap_eq(so->tcp.cwnd, cwnd + 1000, "reordering after all: cwnd grows by the one segment delivered");
+	tap_eq(bytes, 2000, "and two segments go (flight 9 of 11)");
+	tf_finish();
+}
+
+static void test_established_limited_transmit(void)
+{
+	limited_transmit(false);
+	limited_transmit(true);
+}
+
+/* RFC 6675 2: with SACK a duplicate ACK is one that SACKs new data, even
+ * if its window moved (a receiver reading as the holes wait); counted
+ * only with the window unchanged, recovery waited for the RTO. */
+static void test_established_sack_dupacks_window_moves(void)
+{
+	struct tf_opts o = { .nsack = 1 };
+	struct sl_sock *so;
+	struct tf_seg g;
+	uint32_t iss;
+
+	tf_init("sw");
+	so = conn(&iss, true);
+	sl_tcp_send(T.s, so, pattern, 5000, 0, tf_now_us);
+	tf_clear();
+	for (int i = 0; i < 3; i++) {
+		o.sack[0][0] = iss + 1001;
+		o.sack[0][1] = iss + 2001 + 1000 * (uint32_t)i;
+		tf_seg_full(TF_PPORT, ntohs(so->lport), TH_ACK_, IRS + 1, iss + 1,
+			    (uint16_t)(60000 + 1000 * i), &o, NULL, 0);
+	}
+	g = tf_last();
+	tap_ok(T.n == 1 && g.seq == iss + 1 && g.plen == 1000,
+	       "three ACKs SACKing new data, each with another window: fast retransmit");
+	tap_ok(so->tcp.tflags & SL_TF_RECOVERY, "in recovery");
+	ack(so, iss + 5001, NULL);
+	tf_finish();
+}
+
 /* SACK scoreboard: holes below SACKed data are retransmitted; SACKed
  * segments are not (RFC 2018, RFC 6675). */
 static void test_established_sack_recovery(void)
@@ -437,6 +513,8 @@ int main(void)
 	test_established_rtt_estimate();
 	test_established_data_retries();
 	test_established_fast_retransmit();
+	test_established_limited_transmit();
+	test_established_sack_dupacks_window_moves();
 	test_established_sack_recovery();
 	test_established_cubic_growth();
 	test_established_user_timeout();

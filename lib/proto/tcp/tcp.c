@@ -302,6 +302,7 @@ static void free_queues(struct sl_stack *s, struct sl_sock *so)
 	sl_buf_free_chain(s, tp->sndq_head);
 	tp->sndq_head = tp->sndq_tail = tp->sndq_hint = SLUICE_IDX_NONE;
 	tp->sndq_bytes = 0;
+	tp->sacked_bytes = 0;
 	sl_buf_free_chain(s, tp->ooo_head);
 	tp->ooo_head = SLUICE_IDX_NONE;
 	tp->ooo_bytes = 0;

@@ -160,6 +160,10 @@ struct sl_tcp_sock {
 
 	/* Congestion control (tcp_cc.c), bytes */
 	uint32_t cwnd, ssthresh, recover;
+	/* Payload above SND.UNA the peer has SACKed (the SL_TBF_SACKED
+	 * buffers'): delivered already, so not counted again when the
+	 * cumulative ACK covers it (tcp_input.c, ack_process()). */
+	uint32_t sacked_bytes;
 	uint32_t cc_wmax, cc_west, cc_k_ms, cc_acc;
 	uint64_t cc_epoch_us;
 

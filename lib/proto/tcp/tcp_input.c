@@ -322,6 +322,8 @@ static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		if (tp->sndq_hint == idx)
 			tp->sndq_hint = SLUICE_IDX_NONE;
 		tp->sndq_bytes -= b->aux;
+		if (b->flags & SL_TBF_SACKED)
+			tp->sacked_bytes -= b->aux < tp->sacked_bytes ? b->aux : tp->sacked_bytes;
 		SL_KILL_POINT("tcp_ack");
 		sl_buf_free(s, idx);
 	}
@@ -345,14 +347,19 @@ static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 			b->aux = (uint16_t)(aux - d);
 			b->seq = una;
 			tp->sndq_bytes -= d;
+			if (b->flags & SL_TBF_SACKED)
+				tp->sacked_bytes -= d < tp->sacked_bytes ? d : tp->sacked_bytes;
 		}
 	}
 	(void)now_us;
 }
 
-static void mark_sacked(struct sl_stack *s, struct sl_sock *so, const struct seg_opts *o)
+/* Mark the send-queue buffers o's SACK blocks cover; returns the bytes
+ * newly SACKed. */
+static uint32_t mark_sacked(struct sl_stack *s, struct sl_sock *so, const struct seg_opts *o)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t newly = 0;
 
 	for (unsigned int i = 0; i < o->nsack; i++) {
 		uint32_t st = o->sack[i][0], en = o->sack[i][1];
@@ -369,11 +376,15 @@ static void mark_sacked(struct sl_stack *s, struct sl_sock *so, const struct seg
 			if (SEQ_GEQ(b->seq, en))
 				break;
 			if (SEQ_GEQ(b->seq, st) && SEQ_LEQ(b->seq + b->aux, en) &&
-			    (b->flags & SL_TBF_SENT))
+			    (b->flags & (SL_TBF_SENT | SL_TBF_SACKED)) == SL_TBF_SENT) {
 				b->flags |= SL_TBF_SACKED;
+				newly += b->aux;
+			}
 			idx = b->next_idx;
 		}
 	}
+	tp->sacked_bytes += newly;
+	return newly;
 }
 
 /* Retransmit the first hole below the highest SACKed data, or the head. */
@@ -416,6 +427,7 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 	/* RFC 7323 2.2: the window of a segment with SYN is never scaled. */
 	uint32_t ack = g->ack, acked;
 	uint32_t wnd = (g->oflags & TH_SYN_) ? g->wnd : g->wnd << sl_tcp_ws(s, tp->snd_wscale);
+	uint32_t newly_sacked = 0;
 	bool dup;
 
 	/* RFC 5961 5.2: acceptable if SND.UNA - MAX.SND.WND <= SEG.ACK <= SND.NXT. */
@@ -424,13 +436,16 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 		return false;
 	}
 	if (tp->tflags & SL_TF_SACK)
-		mark_sacked(s, so, &g->o);
+		newly_sacked = mark_sacked(s, so, &g->o);
 	if (tp->tflags & SL_TF_PROBE)
 		tp->keep_probes = 0;	/* the peer answers our window probes */
 
+	/* RFC 5681 2: a duplicate ACK leaves the window as it was; RFC 6675
+	 * 2: one that SACKs new data is one whatever its window (a receiver
+	 * reading meanwhile moves it). */
 	dup = ack == tp->snd_una && g->plen == 0 && !(g->flags & (TH_SYN_ | TH_FIN_)) &&
 	      tp->snd_una != tp->snd_max && SEQ_LEQ(tp->snd_wl1, g->seq) &&
-	      wnd == tp->snd_wnd;
+	      (wnd == tp->snd_wnd || newly_sacked);
 
 	/* Window update (RFC 9293 3.10.7.4: SND.WL1/WL2), not from old ACKs. */
 	if (SEQ_GEQ(ack, tp->snd_una) &&
@@ -453,6 +468,7 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 		/* RFC 7661 flavour (Linux tcp_is_cwnd_limited): grow cwnd only
 		 * while it is what limits the sender. */
 		bool cwnd_limited = 2 * (tp->snd_max - tp->snd_una) >= tp->cwnd;
+		uint32_t sacked0 = tp->sacked_bytes, delivered;
 
 		acked = ack - tp->snd_una;
 		/* RTT: one timed segment (Karn), or the echoed timestamp. */
@@ -471,6 +487,19 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 		drop_acked(s, so, now_us);
 		tp->backoff = 0;
 		tp->keep_probes = 0;
+		/* What this ACK delivered, for cwnd to grow by (as Linux counts
+		 * delivered segments): data SACKed before was delivered then;
+		 * without SACK each duplicate ACK stood for a segment that
+		 * arrived (Linux's tcp_add_reno_sack()), at least one segment
+		 * of what is newly acknowledged is new. */
+		if (tp->tflags & SL_TF_SACK)
+			delivered = acked - (sacked0 - tp->sacked_bytes) + newly_sacked;
+		else if (acked > (uint32_t)tp->dupacks * tp->mss + tp->mss)
+			delivered = acked - (uint32_t)tp->dupacks * tp->mss;
+		else
+			delivered = acked < tp->mss ? acked : tp->mss;
+		if (delivered > acked)
+			delivered = acked;
 
 		if (tp->tflags & SL_TF_RECOVERY) {
 			if (SEQ_GEQ(ack, tp->recover)) {
@@ -490,7 +519,7 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 		} else {
 			tp->dupacks = 0;
 			if (cwnd_limited)
-				sl_tcp_cc_ack(tp, acked, now_us);
+				sl_tcp_cc_ack(tp, delivered, now_us);
 		}
 		sl_tcp_rearm_rexmt(so, now_us);
 		sl_sock_wake(s, so);
@@ -536,6 +565,7 @@ static void enter_time_wait(struct sl_stack *s, struct sl_sock *so, uint64_t now
 	sl_buf_free_chain(s, tp->sndq_head);
 	tp->sndq_head = tp->sndq_tail = tp->sndq_hint = SLUICE_IDX_NONE;
 	tp->sndq_bytes = 0;
+	tp->sacked_bytes = 0;
 	/* A dead process's borrowed buffers would wait out TIME-WAIT. */
 	sl_tcp_lent_reap(s, so);
 	tp->t_rexmt = tp->t_persist = tp->t_keep = 0;

@@ -449,8 +449,12 @@ static struct sl_tcph *data_hdr(struct sl_stack *s, struct sl_sock *so, uint32_t
 	unsigned int optlen, mtu;
 	struct sl_tcph *th;
 
-	if (last == tp->sndq_tail || (sl_buf_some(s, lb->next_idx) &&
-				      !(sl_buf(s, lb->next_idx)->flags & SL_TBF_SENT)))
+	/* PSH ends what was written, and a burst; but not a segment Limited
+	 * Transmit sends past cwnd (RFC 3042), from the middle of a write,
+	 * as Linux's carries none. */
+	if (last == tp->sndq_tail ||
+	    (sl_buf_some(s, lb->next_idx) && !(sl_buf(s, lb->next_idx)->flags & SL_TBF_SENT) &&
+	     !SEQ_GT(lb->seq + lb->aux, tp->snd_una + tp->cwnd)))
 		flags |= TH_PSH_;
 	/* Inside the stack a buffer, not the MTU, bounds a segment. */
 	mtu = sl_ip_is_local(s, so->raddr) ? 40 + 40 + plen : sl_mtu(s);
@@ -664,7 +668,16 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 			len = tp->mss;
 			end = b->seq + len;
 		}
-		wnd = tp->snd_wnd < tp->cwnd ? tp->snd_wnd : tp->cwnd;
+		wnd = tp->cwnd;
+		/* RFC 3042 Limited Transmit: each of the first two duplicate
+		 * ACKs lets one new segment go beyond cwnd (cwnd itself
+		 * unchanged): it left the network, and the ACKs its sending
+		 * brings back may reach the fast retransmit threshold. */
+		if (!rexmit && tp->dupacks && tp->dupacks < SL_TCP_DUPACK_THRESH &&
+		    !(tp->tflags & SL_TF_RECOVERY) && tp->snd_nxt == tp->snd_max)
+			wnd += (uint32_t)tp->dupacks * tp->mss;
+		if (tp->snd_wnd < wnd)
+			wnd = tp->snd_wnd;
 		usable = SEQ_GT(tp->snd_una + wnd, tp->snd_nxt) ? tp->snd_una + wnd - tp->snd_nxt : 0;
 		rwnd_left = SEQ_GT(tp->snd_una + tp->snd_wnd, tp->snd_nxt) ?
 				    tp->snd_una + tp->snd_wnd - tp->snd_nxt : 0;

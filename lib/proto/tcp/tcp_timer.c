@@ -91,6 +91,7 @@ static void go_back(struct sl_stack *s, struct sl_tcp_sock *tp)
 	for (uint32_t i = tp->sndq_head; sl_buf_next(s, i, &steps);
 	     i = sl_buf(s, i)->next_idx)
 		sl_buf(s, i)->flags &= ~(SL_TBF_SACKED | SL_TBF_RECOV);
+	tp->sacked_bytes = 0;
 	tp->snd_nxt = tp->snd_una;
 	tp->sndq_hint = SLUICE_IDX_NONE;
 	tp->tflags &= ~(SL_TF_TIMING | SL_TF_RECOVERY);	/* Karn */
