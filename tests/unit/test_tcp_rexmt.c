@@ -256,6 +256,8 @@ static void test_established_fast_retransmit(void)
 	ack(so, iss + 5001, NULL);
 	tap_ok(!(so->tcp.tflags & SL_TF_RECOVERY), "full ACK ends recovery");
 	tap_ok(so->tcp.cwnd <= so->tcp.ssthresh, "cwnd deflated to at most ssthresh");
+	tap_eq(so->tcp.cwnd, so->tcp.ssthresh,
+	       "and to ssthresh, not one segment, though the pipe is empty (RFC 6937, Linux)");
 	tf_finish();
 }
 

@@ -503,10 +503,14 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 
 		if (tp->tflags & SL_TF_RECOVERY) {
 			if (SEQ_GEQ(ack, tp->recover)) {
-				/* RFC 6582 3.2 step 3: full ACK. */
-				uint32_t f = sl_tcp_flight(tp) + tp->mss;
-
-				tp->cwnd = tp->ssthresh < f ? tp->ssthresh : f;
+				/* RFC 6582 3.2 step 3, its second choice, as
+				 * Linux (tcp_end_cwnd_reduction()) and RFC 6937
+				 * end a recovery: cwnd = ssthresh.  The first,
+				 * min(ssthresh, FlightSize + SMSS), left one
+				 * segment when the full ACK emptied the pipe
+				 * (the usual case), and a receiver delaying its
+				 * ACK of that one segment stalled the sender. */
+				tp->cwnd = tp->ssthresh;
 				tp->tflags &= ~SL_TF_RECOVERY;
 				tp->dupacks = 0;
 			} else {
