@@ -337,8 +337,48 @@ static void test_established_sack_dupacks_window_moves(void)
 	tf_finish();
 }
 
-/* SACK scoreboard: holes below SACKed data are retransmitted; SACKed
- * segments are not (RFC 2018, RFC 6675). */
+/* RFC 6675 5 (4) and RFC 6937: a cumulative ACK whose SACK blocks leave
+ * the holes below them lost (IsLost()) starts recovery, and with the pipe
+ * empty PRR's slow-start bound lets every lost segment go at once, the
+ * SACKed ones not (packetdrill sack/sack-route-refresh-ip-tos.pkt); one
+ * hole a duplicate ACK, it was, and the rest waited for the RTO. */
+static void test_established_prr_holes_at_once(void)
+{
+	struct tf_opts o = { .nsack = 2 };
+	struct sl_sock *so;
+	uint32_t iss, lost = 0, other = 0;
+
+	tf_init("ph");
+	so = conn(&iss, true);
+	sl_tcp_send(T.s, so, pattern, 10000, 0, tf_now_us);
+	tf_advance_ms(10);
+	tf_clear();
+	o.sack[0][0] = iss + 3001;
+	o.sack[0][1] = iss + 4001;
+	o.sack[1][0] = iss + 6001;
+	o.sack[1][1] = iss + 10001;
+	ack(so, iss + 2001, &o);
+	for (unsigned int i = 0; i < T.n; i++) {
+		struct tf_seg g = tf_parse(i);
+
+		if (g.seq == iss + 2001 || g.seq == iss + 4001 || g.seq == iss + 5001)
+			lost++;
+		else if (g.plen)
+			other++;
+	}
+	tap_ok(so->tcp.tflags & SL_TF_RECOVERY, "an advancing ACK with SACK blocks: recovery");
+	tap_eq(lost, 3, "the three lost segments retransmitted at once");
+	tap_eq(other, 0, "nothing SACKed sent again");
+	tap_eq(so->tcp.ssthresh, 8000 * 717 / 1024, "ssthresh from the flight");
+	ack(so, iss + 10001, NULL);
+	tap_ok(!(so->tcp.tflags & SL_TF_RECOVERY) && so->tcp.cwnd == so->tcp.ssthresh,
+	       "the full ACK ends it, cwnd = ssthresh");
+	tf_finish();
+}
+
+/* SACK scoreboard: holes below SACKed data are retransmitted once
+ * RFC 6675's IsLost() holds (more than two segments SACKed above them);
+ * SACKed segments are not (RFC 2018, RFC 6675). */
 static void test_established_sack_recovery(void)
 {
 	struct sl_sock *so;
@@ -349,10 +389,10 @@ static void test_established_sack_recovery(void)
 	tf_init("sr");
 	so = conn(&iss, true);
 	tap_ok(so->tcp.tflags & SL_TF_SACK, "SACK agreed");
-	sl_tcp_send(T.s, so, pattern, 6000, 0, tf_now_us);
+	sl_tcp_send(T.s, so, pattern, 7000, 0, tf_now_us);
 	ack(so, iss + 1001, NULL);
 	tf_clear();
-	/* Segments 2 and 4 lost: blocks 3, then 3 and 5-6. */
+	/* Segments 2 and 4 lost: blocks 3, then 3 and 5-7. */
 	o.nsack = 1;
 	o.sack[0][0] = iss + 2001;
 	o.sack[0][1] = iss + 3001;
@@ -363,6 +403,7 @@ static void test_established_sack_recovery(void)
 	ack(so, iss + 1001, &o);
 	o.sack[1][1] = iss + 6001;
 	ack(so, iss + 1001, &o);
+	o.sack[1][1] = iss + 7001;
 	ack(so, iss + 1001, &o);
 	for (unsigned int i = 0; i < T.n; i++) {
 		struct tf_seg g = tf_parse(i);
@@ -379,7 +420,7 @@ static void test_established_sack_recovery(void)
 	tap_eq(rexmit_1001, 1, "first hole retransmitted once");
 	tap_eq(rexmit_3001, 1, "second hole retransmitted from the SACK information");
 	tap_eq(rexmit_sacked, 0, "SACKed segments not retransmitted");
-	ack(so, iss + 6001, NULL);
+	ack(so, iss + 7001, NULL);
 	tap_eq(so->tcp.sndq_bytes, 0, "all acknowledged");
 	tf_finish();
 }
@@ -517,6 +558,7 @@ int main(void)
 	test_established_fast_retransmit();
 	test_established_limited_transmit();
 	test_established_sack_dupacks_window_moves();
+	test_established_prr_holes_at_once();
 	test_established_sack_recovery();
 	test_established_cubic_growth();
 	test_established_user_timeout();

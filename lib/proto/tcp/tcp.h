@@ -164,6 +164,10 @@ struct sl_tcp_sock {
 	 * buffers'): delivered already, so not counted again when the
 	 * cumulative ACK covers it (tcp_input.c, ack_process()). */
 	uint32_t sacked_bytes;
+	/* RFC 6937 PRR, in a SACK recovery: data delivered and sent since it
+	 * began, the flight it began with (RecoverFS), and what the last ACK
+	 * leaves sl_tcp_output() to send (cwnd - pipe). */
+	uint32_t prr_delivered, prr_out, recover_fs, prr_room;
 	uint32_t cc_wmax, cc_west, cc_k_ms, cc_acc;
 	uint64_t cc_epoch_us;
 

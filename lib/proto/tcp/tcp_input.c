@@ -418,6 +418,123 @@ static void retransmit_hole(struct sl_stack *s, struct sl_sock *so, uint64_t now
 	sl_tcp_xmit_buf(s, so, cand, now_us);
 }
 
+/* RFC 6675 4 IsLost(), its byte rule: a segment is taken for lost once
+ * more than (DupThresh - 1) * SMSS bytes above it are SACKed. */
+static bool sack_lost(const struct sl_tcp_sock *tp, uint32_t sacked_above)
+{
+	return sacked_above > (SL_TCP_DUPACK_THRESH - 1) * (uint32_t)tp->mss;
+}
+
+/* RFC 6675 4 SetPipe(): what is still in the network, in bytes: sent,
+ * neither SACKed nor lost, and once more for each retransmission. */
+static uint32_t sack_pipe(struct sl_stack *s, const struct sl_tcp_sock *tp)
+{
+	uint32_t pipe = 0, above = tp->sacked_bytes, steps = 0;
+
+	for (uint32_t idx = tp->sndq_head; sl_buf_next(s, idx, &steps);
+	     idx = sl_buf(s, idx)->next_idx) {
+		const struct sluice_buf *b = sl_buf(s, idx);
+
+		if (!(b->flags & SL_TBF_SENT) || !SEQ_LT(b->seq, tp->snd_max))
+			break;
+		if (b->flags & SL_TBF_SACKED) {
+			above -= b->aux < above ? b->aux : above;
+			continue;
+		}
+		if (!sack_lost(tp, above))
+			pipe += b->aux;
+		if (b->flags & SL_TBF_RECOV)
+			pipe += b->aux;
+	}
+	return pipe;
+}
+
+/*
+ * RFC 6937 Proportional Rate Reduction, on each ACK of a SACK recovery
+ * (the one that starts it too): cwnd = pipe + what this ACK lets out,
+ * proportional to what was delivered while pipe is above ssthresh, and
+ * slow start back up to it below (PRR-SSRB). The lost segments go first
+ * (RFC 6675 NextSeg() rule 1: every segment IsLost() and not yet sent
+ * again, in order); what room is left goes to new data in
+ * sl_tcp_output() (prr_room). The first ACK always sends one (Linux:
+ * the fast retransmit is forced).
+ */
+static void prr_ack(struct sl_stack *s, struct sl_sock *so, uint32_t delivered, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t pipe = sack_pipe(s, tp), above = tp->sacked_bytes, steps = 0;
+	int64_t sndcnt;
+
+	tp->prr_delivered += delivered;
+	if (pipe > tp->ssthresh) {
+		uint64_t fs = tp->recover_fs ? tp->recover_fs : 1;
+
+		sndcnt = (int64_t)(((uint64_t)tp->prr_delivered * tp->ssthresh + fs - 1) / fs) -
+			 tp->prr_out;
+	} else {
+		int64_t limit = (int64_t)tp->prr_delivered - tp->prr_out;
+
+		if (limit < (int64_t)delivered)
+			limit = delivered;
+		limit += tp->mss;
+		sndcnt = (int64_t)tp->ssthresh - pipe < limit ? (int64_t)tp->ssthresh - pipe : limit;
+	}
+	if (sndcnt < 0)
+		sndcnt = 0;
+	if (!tp->prr_out && sndcnt < tp->mss)
+		sndcnt = tp->mss;
+	tp->cwnd = pipe + (uint32_t)sndcnt;
+	for (uint32_t idx = tp->sndq_head; sl_buf_next(s, idx, &steps);
+	     idx = sl_buf(s, idx)->next_idx) {
+		struct sluice_buf *b = sl_buf(s, idx);
+
+		if (!(b->flags & SL_TBF_SENT) || !SEQ_LT(b->seq, tp->snd_max))
+			break;
+		if (b->flags & SL_TBF_SACKED) {
+			above -= b->aux < above ? b->aux : above;
+			continue;
+		}
+		if (!sack_lost(tp, above))
+			break;	/* nor is any later one: less is SACKed above it */
+		if (b->flags & SL_TBF_RECOV)
+			continue;
+		if (pipe + b->aux > tp->cwnd)
+			break;
+		b->flags |= SL_TBF_RECOV;
+		tp->tflags &= ~SL_TF_TIMING;	/* Karn */
+		if (sl_tcp_xmit_buf(s, so, idx, now_us))
+			break;
+		pipe += b->aux;
+		tp->prr_out += b->aux;
+	}
+	tp->prr_room = tp->cwnd > pipe ? tp->cwnd - pipe : 0;
+}
+
+/* Enter fast recovery (RFC 6582 3.2 step 2; with SACK, RFC 6675 5 and
+ * RFC 6937), this ACK having delivered delivered bytes. */
+static void enter_recovery(struct sl_stack *s, struct sl_sock *so, uint32_t delivered,
+			   uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t steps = 0;
+
+	sl_count(s, SL_C_tcp_fast_retransmit);
+	for (uint32_t i = tp->sndq_head; sl_buf_next(s, i, &steps); i = sl_buf(s, i)->next_idx)
+		sl_buf(s, i)->flags &= ~SL_TBF_RECOV;
+	sl_tcp_cc_loss(tp, now_us);
+	tp->recover = tp->snd_max;
+	tp->tflags |= SL_TF_RECOVERY;
+	if (tp->tflags & SL_TF_SACK) {
+		tp->prr_delivered = tp->prr_out = 0;
+		tp->recover_fs = tp->snd_max - tp->snd_una;
+		prr_ack(s, so, delivered, now_us);
+	} else {
+		retransmit_hole(s, so, now_us, true);
+		tp->cwnd = tp->ssthresh + SL_TCP_DUPACK_THRESH * tp->mss;
+	}
+	tp->t_rexmt = now_us + tp->rto_us;
+}
+
 /* RFC 9293 3.10.7.4 fifth, ESTABLISHED: process an acceptable ACK.
  * Returns false if the segment is to be dropped. */
 static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg *g,
@@ -427,8 +544,8 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 	/* RFC 7323 2.2: the window of a segment with SYN is never scaled. */
 	uint32_t ack = g->ack, acked;
 	uint32_t wnd = (g->oflags & TH_SYN_) ? g->wnd : g->wnd << sl_tcp_ws(s, tp->snd_wscale);
-	uint32_t newly_sacked = 0;
-	bool dup;
+	uint32_t newly_sacked = 0, sacked_pre = tp->sacked_bytes;
+	bool dup, sack = tp->tflags & SL_TF_SACK;
 
 	/* RFC 5961 5.2: acceptable if SND.UNA - MAX.SND.WND <= SEG.ACK <= SND.NXT. */
 	if (SEQ_GT(ack, tp->snd_max) || SEQ_LT(ack, tp->snd_una - tp->max_sndwnd)) {
@@ -468,7 +585,7 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 		/* RFC 7661 flavour (Linux tcp_is_cwnd_limited): grow cwnd only
 		 * while it is what limits the sender. */
 		bool cwnd_limited = 2 * (tp->snd_max - tp->snd_una) >= tp->cwnd;
-		uint32_t sacked0 = tp->sacked_bytes, delivered;
+		uint32_t delivered;
 
 		acked = ack - tp->snd_una;
 		/* RTT: one timed segment (Karn), or the echoed timestamp. */
@@ -492,14 +609,12 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 		 * without SACK each duplicate ACK stood for a segment that
 		 * arrived (Linux's tcp_add_reno_sack()), at least one segment
 		 * of what is newly acknowledged is new. */
-		if (tp->tflags & SL_TF_SACK)
-			delivered = acked - (sacked0 - tp->sacked_bytes) + newly_sacked;
+		if (sack)
+			delivered = acked + tp->sacked_bytes - sacked_pre;
 		else if (acked > (uint32_t)tp->dupacks * tp->mss + tp->mss)
 			delivered = acked - (uint32_t)tp->dupacks * tp->mss;
 		else
 			delivered = acked < tp->mss ? acked : tp->mss;
-		if (delivered > acked)
-			delivered = acked;
 
 		if (tp->tflags & SL_TF_RECOVERY) {
 			if (SEQ_GEQ(ack, tp->recover)) {
@@ -513,6 +628,8 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 				tp->cwnd = tp->ssthresh;
 				tp->tflags &= ~SL_TF_RECOVERY;
 				tp->dupacks = 0;
+			} else if (sack) {
+				prr_ack(s, so, delivered, now_us);
 			} else {
 				/* Partial ACK: retransmit the next hole, deflate. */
 				retransmit_hole(s, so, now_us, true);
@@ -524,37 +641,39 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 			tp->dupacks = 0;
 			if (cwnd_limited)
 				sl_tcp_cc_ack(tp, delivered, now_us);
+			/* RFC 6675 5 (4): a cumulative ACK that leaves IsLost()
+			 * true of the next segment starts recovery too. */
+			if (sack && sack_lost(tp, tp->sacked_bytes) && SEQ_GT(ack, tp->recover))
+				enter_recovery(s, so, delivered, now_us);
 		}
 		sl_tcp_rearm_rexmt(so, now_us);
 		sl_sock_wake(s, so);
 	} else if (dup) {
 		tp->dupacks++;
-		if (tp->tflags & SL_TF_RECOVERY) {
+		if ((tp->tflags & SL_TF_RECOVERY) && sack) {
+			prr_ack(s, so, newly_sacked, now_us);
+		} else if (tp->tflags & SL_TF_RECOVERY) {
 			/* RFC 6582 3.2 step 4: inflate; RFC 6675: fill holes. */
 			tp->cwnd += tp->mss;
 			retransmit_hole(s, so, now_us, false);
-		} else if (tp->dupacks == SL_TCP_DUPACK_THRESH &&
+		} else if ((tp->dupacks == SL_TCP_DUPACK_THRESH ||
+			    (sack && sack_lost(tp, tp->sacked_bytes))) &&
 			   SEQ_GT(ack, tp->recover)) {
-			/* RFC 6582 3.2 step 2: fast retransmit.  Tested as
+			/* RFC 6582 3.2 step 2: fast retransmit, or with SACK
+			 * RFC 6675 5 (4): DupThresh duplicates, or IsLost() of
+			 * the first unacknowledged segment.  Tested as
 			 * FreeBSD's SEG.ACK > snd_recover: recover starts at ISS
 			 * (step 1), so a lost first segment (duplicate ACKs of
 			 * ISS + 1) qualifies, which "ACK - 1 > recover" missed. */
-			sl_count(s, SL_C_tcp_fast_retransmit);
-			uint32_t steps = 0;
-
-			for (uint32_t i = tp->sndq_head;
-			     sl_buf_next(s, i, &steps);
-			     i = sl_buf(s, i)->next_idx)
-				sl_buf(s, i)->flags &= ~SL_TBF_RECOV;
-			sl_tcp_cc_loss(tp, now_us);
-			tp->recover = tp->snd_max;
-			tp->tflags |= SL_TF_RECOVERY;
-			retransmit_hole(s, so, now_us, true);
-			tp->cwnd = tp->ssthresh + SL_TCP_DUPACK_THRESH * tp->mss;
-			tp->t_rexmt = now_us + tp->rto_us;
+			enter_recovery(s, so, newly_sacked, now_us);
 		}
 	} else if (ack == tp->snd_una) {
 		tp->dupacks = 0;
+	} else if (newly_sacked && (tp->tflags & SL_TF_RECOVERY) && sack) {
+		/* An ACK below SND.UNA (reordered on the way) still brings
+		 * SACK information: what it delivered lets PRR send, as
+		 * Linux's tcp_ack() takes an old ACK's SACK blocks. */
+		prr_ack(s, so, newly_sacked, now_us);
 	}
 	return true;
 }

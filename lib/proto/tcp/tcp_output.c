@@ -437,6 +437,29 @@ int sl_tcp_send_tw_ack(struct sl_stack *s, const struct sl_tw *tw, uint64_t now_
 	return emit(s, NULL, idx, th, 20 + optlen, tw->laddr, tw->raddr, false);
 }
 
+/*
+ * A retransmission past SND.UNA followed by SACKed data to the end of the
+ * queue: it ends what the peer lacks of the write, and carries the
+ * write's PSH, as Linux's retransmissions show (packetdrill
+ * sack-route-refresh-ip-tos.pkt); the head's own retransmission does not
+ * (fr-4pkt-sack.pkt). PSH is advisory (RFC 9293 3.9.1); this only keeps
+ * the segments the same as Linux's.
+ */
+static bool sacked_to_tail(struct sl_stack *s, const struct sl_tcp_sock *tp, uint32_t first,
+			   uint32_t last)
+{
+	uint32_t idx = sl_buf(s, last)->next_idx, steps = 0;
+
+	if (!tp->sacked_bytes || idx == SLUICE_IDX_NONE || sl_buf(s, first)->seq == tp->snd_una)
+		return false;
+	while (sl_buf_next(s, idx, &steps)) {
+		if (!(sl_buf(s, idx)->flags & SL_TBF_SACKED))
+			return false;
+		idx = sl_buf(s, idx)->next_idx;
+	}
+	return true;
+}
+
 /* Write the header of a segment whose payload starts in send buffer idx
  * and ends in buffer last; returns it, its length in *hlen. */
 static struct sl_tcph *data_hdr(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
@@ -454,7 +477,8 @@ static struct sl_tcph *data_hdr(struct sl_stack *s, struct sl_sock *so, uint32_t
 	 * as Linux's carries none. */
 	if (last == tp->sndq_tail ||
 	    (sl_buf_some(s, lb->next_idx) && !(sl_buf(s, lb->next_idx)->flags & SL_TBF_SENT) &&
-	     !SEQ_GT(lb->seq + lb->aux, tp->snd_una + tp->cwnd)))
+	     !SEQ_GT(lb->seq + lb->aux, tp->snd_una + tp->cwnd)) ||
+	    sacked_to_tail(s, tp, idx, last))
 		flags |= TH_PSH_;
 	/* Inside the stack a buffer, not the MTU, bounds a segment. */
 	mtu = sl_ip_is_local(s, so->raddr) ? 40 + 40 + plen : sl_mtu(s);
@@ -681,6 +705,10 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		usable = SEQ_GT(tp->snd_una + wnd, tp->snd_nxt) ? tp->snd_una + wnd - tp->snd_nxt : 0;
 		rwnd_left = SEQ_GT(tp->snd_una + tp->snd_wnd, tp->snd_nxt) ?
 				    tp->snd_una + tp->snd_wnd - tp->snd_nxt : 0;
+		/* A SACK recovery sends what PRR left it (tcp_input.c,
+		 * prr_ack()): cwnd there counts the pipe, not the flight. */
+		if ((tp->tflags & (SL_TF_RECOVERY | SL_TF_SACK)) == (SL_TF_RECOVERY | SL_TF_SACK))
+			usable = tp->prr_room < rwnd_left ? tp->prr_room : rwnd_left;
 		if (len > usable && rexmit && usable && rwnd_left < len && b->seq == tp->snd_nxt) {
 			/* RFC 9293 3.8.6.2.1: the peer's window shrank below a
 			 * segment we must send again; send what fits. */
@@ -742,6 +770,10 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		}
 		tp->snd_nxt = end;
 		tp->quickacks = 0;	/* its ACKs go with its data now */
+		if ((tp->tflags & (SL_TF_RECOVERY | SL_TF_SACK)) == (SL_TF_RECOVERY | SL_TF_SACK)) {
+			tp->prr_room -= seglen < tp->prr_room ? seglen : tp->prr_room;
+			tp->prr_out += seglen;
+		}
 		if (SEQ_GT(end, tp->snd_max))
 			tp->snd_max = end;
 		if (!rexmit && seglen < tp->mss)
