@@ -376,6 +376,55 @@ static void test_established_prr_holes_at_once(void)
 	tf_finish();
 }
 
+/* RFC 8985 7 Tail Loss Probe: with SACK, data outstanding and no ACK,
+ * the last segment goes again after PTO = 2 SRTT + 2 ms (Linux), long
+ * before the RTO, once; the RTO then runs from the probe. Without SACK,
+ * no probe (as Linux). */
+static void tail_loss_probe(bool sack)
+{
+	struct sl_sock *so;
+	struct tf_seg g;
+	uint32_t iss;
+	uint64_t ms;
+
+	tf_init(sack ? "tlp" : "tln");
+	so = conn(&iss, sack);
+	tf_advance_ms(100);
+	so->tcp.srtt_us = 20000;	/* a 20 ms path */
+	so->tcp.rttvar_us = 10000;
+	so->tcp.rto_us = 200000;
+	sl_tcp_send(T.s, so, pattern, 4000, 0, tf_now_us);
+	tf_clear();
+	ms = wait_frame(1000);
+	g = tf_last();
+	if (!sack) {
+		tap_ok(ms >= 199 && ms <= 201 && g.seq == iss + 1,
+		       "no SACK: no probe; the RTO sends the first segment at %llu ms",
+		       (unsigned long long)ms);
+		tf_finish();
+		return;
+	}
+	tap_ok(ms >= 42 && ms <= 43, "SACK: a probe after 2 SRTT + 2 ms (%llu ms)",
+	       (unsigned long long)ms);
+	tap_ok(T.n == 1 && g.seq == iss + 3001 && g.plen == 1000, "the last segment again");
+	tap_eq(tf_counter(SL_C_tcp_loss_probe), 1, "counted tcp_loss_probe");
+	tap_eq(tf_counter(SL_C_tcp_rto), 0, "no RTO yet");
+	tf_clear();
+	ms = wait_frame(1000);
+	g = tf_last();
+	tap_ok(ms >= 199 && ms <= 201 && g.seq == iss + 1,
+	       "one probe only: the RTO, from the probe, %llu ms later", (unsigned long long)ms);
+	ack(so, iss + 4001, NULL);
+	tap_ok(!(so->tcp.tflags & SL_TF_TLP) && !so->tcp.t_tlp, "all ACKed: no probe pending");
+	tf_finish();
+}
+
+static void test_established_tail_loss_probe(void)
+{
+	tail_loss_probe(true);
+	tail_loss_probe(false);
+}
+
 /* SACK scoreboard: holes below SACKed data are retransmitted once
  * RFC 6675's IsLost() holds (more than two segments SACKed above them);
  * SACKed segments are not (RFC 2018, RFC 6675). */
@@ -559,6 +608,7 @@ int main(void)
 	test_established_limited_transmit();
 	test_established_sack_dupacks_window_moves();
 	test_established_prr_holes_at_once();
+	test_established_tail_loss_probe();
 	test_established_sack_recovery();
 	test_established_cubic_growth();
 	test_established_user_timeout();

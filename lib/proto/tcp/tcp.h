@@ -52,6 +52,7 @@ enum sl_tcp_state {
 #define SL_TCP_MSS_MIN		88		/* Linux TCP_MIN_MSS */
 #define SL_TCP_RTO_INIT_US	1000000u	/* RFC 6298 2.1: 1 s */
 #define SL_TCP_RTO_MIN_US	200000u		/* Linux TCP_RTO_MIN (RFC 6298 2.4 says 1 s) */
+#define SL_TCP_TLP_MIN_US	2000u		/* added to a PTO: Linux TCP_TIMEOUT_MIN (2 ms) */
 #define SL_TCP_RTO_MAX_US	120000000u	/* Linux TCP_RTO_MAX; RFC 6298 2.5 allows >= 60 s */
 #define SL_TCP_SYN_RETRIES	6		/* Linux tcp_syn_retries; RFC 1122 4.2.3.5 R2 >= 3 min */
 #define SL_TCP_SYNACK_RETRIES	5		/* Linux tcp_synack_retries */
@@ -127,9 +128,11 @@ enum sl_tcp_state {
 #define SL_TF_NOQUICKACK 0x10000 /* TCP_QUICKACK off: ACKs may be delayed */
 #define SL_TF_RENO	0x20000	/* TCP_CONGESTION "reno": Reno, not CUBIC, avoidance */
 #define SL_TF_CONN_PEND	0x40000	/* connect() began, its end not yet seen by connect() (Linux SS_CONNECTING) */
+#define SL_TF_TLP	0x80000	/* a tail loss probe is out, up to tlp_high (RFC 8985 7) */
+#define SL_TF_PROBING	0x100000 /* sl_tcp_output() is sending that probe's new segment */
 /* A listener whose kernel twin (the preload's OS-backed listener,
  * lib/preload/twin.c) may have a connection waiting: it polls readable. */
-#define SL_TF_OSREADY	0x80000
+#define SL_TF_OSREADY	0x200000
 
 /* Per-connection TCP state (the TCB, RFC 9293 3.3.1). */
 struct sl_tcp_sock {
@@ -168,6 +171,10 @@ struct sl_tcp_sock {
 	 * began, the flight it began with (RecoverFS), and what the last ACK
 	 * leaves sl_tcp_output() to send (cwnd - pipe). */
 	uint32_t prr_delivered, prr_out, recover_fs, prr_room;
+	/* RFC 8985 7 Tail Loss Probe: when the probe is due (0: none), and
+	 * SND.MAX when one was sent (SL_TF_TLP until an ACK passes it). */
+	uint64_t t_tlp;
+	uint32_t tlp_high;
 	uint32_t cc_wmax, cc_west, cc_k_ms, cc_acc;
 	uint64_t cc_epoch_us;
 
@@ -418,6 +425,7 @@ uint32_t sl_tcp_rcv_window(struct sl_stack *s, const struct sl_sock *so);
 void sl_tcp_arm(struct sl_stack *s, struct sl_sock *so);
 void sl_tcp_rtt_sample(struct sl_tcp_sock *tp, uint32_t rtt_us);
 void sl_tcp_rearm_rexmt(struct sl_sock *so, uint64_t now_us);
+void sl_tcp_tlp_arm(struct sl_sock *so, uint64_t now_us);
 void sl_tcp_keep_reset(struct sl_sock *so, uint64_t now_us);
 
 /* tcp_cc.c */

@@ -524,6 +524,7 @@ static void enter_recovery(struct sl_stack *s, struct sl_sock *so, uint32_t deli
 	sl_tcp_cc_loss(tp, now_us);
 	tp->recover = tp->snd_max;
 	tp->tflags |= SL_TF_RECOVERY;
+	tp->t_tlp = 0;
 	if (tp->tflags & SL_TF_SACK) {
 		tp->prr_delivered = tp->prr_out = 0;
 		tp->recover_fs = tp->snd_max - tp->snd_una;
@@ -647,6 +648,10 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 				enter_recovery(s, so, delivered, now_us);
 		}
 		sl_tcp_rearm_rexmt(so, now_us);
+		/* RFC 8985 7.4: an ACK past the probe ends its episode. */
+		if ((tp->tflags & SL_TF_TLP) && SEQ_GEQ(tp->snd_una, tp->tlp_high))
+			tp->tflags &= ~SL_TF_TLP;
+		sl_tcp_tlp_arm(so, now_us);
 		sl_sock_wake(s, so);
 	} else if (dup) {
 		tp->dupacks++;

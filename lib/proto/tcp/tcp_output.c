@@ -473,11 +473,11 @@ static struct sl_tcph *data_hdr(struct sl_stack *s, struct sl_sock *so, uint32_t
 	struct sl_tcph *th;
 
 	/* PSH ends what was written, and a burst; but not a segment Limited
-	 * Transmit sends past cwnd (RFC 3042), from the middle of a write,
-	 * as Linux's carries none. */
+	 * Transmit sends past cwnd (RFC 3042) nor a loss probe's (RFC 8985
+	 * 7.3), from the middle of a write, as Linux's carry none. */
 	if (last == tp->sndq_tail ||
 	    (sl_buf_some(s, lb->next_idx) && !(sl_buf(s, lb->next_idx)->flags & SL_TBF_SENT) &&
-	     !SEQ_GT(lb->seq + lb->aux, tp->snd_una + tp->cwnd)) ||
+	     !SEQ_GT(lb->seq + lb->aux, tp->snd_una + tp->cwnd) && !(tp->tflags & SL_TF_PROBING)) ||
 	    sacked_to_tail(s, tp, idx, last))
 		flags |= TH_PSH_;
 	/* Inside the stack a buffer, not the MTU, bounds a segment. */
@@ -795,6 +795,7 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		sent = true;
 	}
 	if (sent) {
+		sl_tcp_tlp_arm(so, now_us);
 		/* A persist episode is over: its backoff must not count as
 		 * RTOs (SL_TCP_DATA_RETRIES, RFC 5681 eq. 4 in cc_rto). */
 		if ((tp->tflags & SL_TF_PROBE) && tp->t_persist)

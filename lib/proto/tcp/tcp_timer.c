@@ -11,11 +11,11 @@
 void sl_tcp_arm(struct sl_stack *s, struct sl_sock *so)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	uint64_t t[6] = { tp->t_rexmt, tp->t_dack, tp->t_persist, tp->t_keep, tp->t_close,
-			  tp->t_cork };
+	uint64_t t[7] = { tp->t_rexmt, tp->t_dack, tp->t_persist, tp->t_keep, tp->t_close,
+			  tp->t_cork, tp->t_tlp };
 	uint64_t due = 0;
 
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 7; i++)
 		if (t[i] && (!due || t[i] < due))
 			due = t[i];
 	if (!due) {
@@ -61,6 +61,31 @@ void sl_tcp_rearm_rexmt(struct sl_sock *so, uint64_t now_us)
 	tp->t_rexmt = tp->snd_una != tp->snd_max ? now_us + tp->rto_us : 0;
 }
 
+/*
+ * RFC 8985 7.2: schedule a tail loss probe, PTO after now, for a SACK
+ * connection with data outstanding, not in recovery and with no probe
+ * out. PTO as Linux's tcp_schedule_loss_probe(): 2 SRTT plus 2 ms, plus
+ * RTO_MIN (the receiver's delayed ACK) with one segment out; none if the
+ * RTO comes first.
+ */
+void sl_tcp_tlp_arm(struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint64_t pto;
+
+	tp->t_tlp = 0;
+	if ((tp->tflags & (SL_TF_SACK | SL_TF_RECOVERY)) != SL_TF_SACK || (tp->tflags & SL_TF_TLP) ||
+	    !tp->srtt_us || tp->backoff || tp->snd_una == tp->snd_max || !tp->snd_wnd ||
+	    so->state < SL_TCP_ESTABLISHED)
+		return;
+	pto = 2ull * tp->srtt_us + SL_TCP_TLP_MIN_US;
+	if (tp->snd_max - tp->snd_una <= tp->mss)
+		pto += SL_TCP_RTO_MIN_US;
+	if (tp->t_rexmt && now_us + pto >= tp->t_rexmt)
+		return;
+	tp->t_tlp = now_us + pto;
+}
+
 void sl_tcp_keep_reset(struct sl_sock *so, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
@@ -92,6 +117,8 @@ static void go_back(struct sl_stack *s, struct sl_tcp_sock *tp)
 	     i = sl_buf(s, i)->next_idx)
 		sl_buf(s, i)->flags &= ~(SL_TBF_SACKED | SL_TBF_RECOV);
 	tp->sacked_bytes = 0;
+	tp->t_tlp = 0;
+	tp->tflags &= ~SL_TF_TLP;
 	tp->snd_nxt = tp->snd_una;
 	tp->sndq_hint = SLUICE_IDX_NONE;
 	tp->tflags &= ~(SL_TF_TIMING | SL_TF_RECOVERY);	/* Karn */
@@ -204,6 +231,46 @@ static void on_rexmt(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	tp->t_rexmt = clamp_to_user_timeout(tp, now_us + tp->rto_us);
 }
 
+/* RFC 8985 7.3: the probe. New data if the peer's window takes a
+ * segment of it (cwnd notwithstanding), else the last segment sent
+ * again; then the RTO runs from now. */
+static void on_tlp(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t idx, last = SLUICE_IDX_NONE, steps = 0, cwnd = tp->cwnd;
+
+	tp->t_tlp = 0;
+	if ((tp->tflags & (SL_TF_SACK | SL_TF_RECOVERY | SL_TF_TLP)) != SL_TF_SACK ||
+	    tp->snd_una == tp->snd_max)
+		return;
+	sl_count(s, SL_C_tcp_loss_probe);
+	tp->tflags |= SL_TF_TLP;
+	if (tp->snd_nxt == tp->snd_max && SEQ_LT(tp->snd_nxt, tp->snd_end) &&
+	    SEQ_GEQ(tp->snd_una + tp->snd_wnd, tp->snd_nxt + tp->mss)) {
+		tp->cwnd = tp->snd_nxt - tp->snd_una + tp->mss;
+		tp->tflags |= SL_TF_PROBING;
+		sl_tcp_output(s, so, now_us);
+		tp->tflags &= ~SL_TF_PROBING;
+		tp->cwnd = cwnd;
+	} else {
+		for (idx = tp->sndq_head; sl_buf_next(s, idx, &steps); idx = sl_buf(s, idx)->next_idx) {
+			const struct sluice_buf *b = sl_buf(s, idx);
+
+			if (!(b->flags & SL_TBF_SENT) || !SEQ_LT(b->seq, tp->snd_max))
+				break;
+			if (!(b->flags & SL_TBF_SACKED))
+				last = idx;
+		}
+		if (last != SLUICE_IDX_NONE) {
+			tp->tflags &= ~SL_TF_TIMING;	/* Karn */
+			sl_tcp_xmit_buf(s, so, last, now_us);
+		}
+	}
+	tp->tlp_high = tp->snd_max;
+	tp->t_tlp = 0;
+	tp->t_rexmt = clamp_to_user_timeout(tp, now_us + tp->rto_us);
+}
+
 /* The persist interval: the RTO (at least RTO_MIN) doubled per backoff.
  * The shift is bounded (the backoff, from the region, may be anything). */
 static uint64_t persist_delay(const struct sl_tcp_sock *tp)
@@ -313,6 +380,11 @@ void sl_tcp_timer(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	}
 	if (tp->t_rexmt && tp->t_rexmt <= now_us) {
 		on_rexmt(s, so, now_us);
+		if (so->type != SL_SOCK_TCP || so->kp.gen != gen || so->state == SL_TCP_CLOSED)
+			return;
+	}
+	if (tp->t_tlp && tp->t_tlp <= now_us) {
+		on_tlp(s, so, now_us);
 		if (so->type != SL_SOCK_TCP || so->kp.gen != gen || so->state == SL_TCP_CLOSED)
 			return;
 	}
