@@ -55,6 +55,10 @@ tcp=$pd/gtests/net/tcp
 	{ echo "no packetdrill binary at $bin (make packetdrill-build PACKETDRILL=...)" >&2; exit 2; }
 [ "$side" = kernel ] || [ -f "$plugin" ] || { echo "no plugin $plugin" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 2; }
+# packetdrill runs in each script's folder: absolute paths.
+plugin=$(realpath "$plugin")
+bin=$(realpath "$bin")
+tcp=$(realpath "$tcp")
 
 tmp=$(mktemp -d)
 [ -n "$outdir" ] || outdir=$tmp/out
