@@ -366,7 +366,8 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(tcp_rx_synfin, "dropped: SYN with FIN at a listener") \
 	X(tcp_rx_state, "dropped: TCP segment its state takes nothing from (a listener's RST or non-SYN, no ACK, ...)") \
 	X(tcp_ooo_drop, "TCP out-of-order segments dropped: queue or pool full") \
-	X(tcp_loss_probe, "TCP tail loss probes sent (RFC 8985 7)")
+	X(tcp_loss_probe, "TCP tail loss probes sent (RFC 8985 7)") \
+	X(icmp_rx_ignored, "ICMP messages dropped unanswered: a type not handled, an echo to broadcast")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,

@@ -43,7 +43,7 @@ void sl_icmp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned 
 	case ICMP_ECHO_:
 		/* RFC 1122 3.2.2.6: not for broadcast requests. */
 		if (ip->daddr == INADDR_BROADCAST || !sl_ip_is_local(s, ip->daddr))
-			goto drop;
+			goto ignored;
 		/* Answer in place: swap addresses, drop options, new checksums.
 		 * sl_ip_build() puts the header at the headroom; the message
 		 * moves to follow it (a link may have left the packet
@@ -81,8 +81,11 @@ void sl_icmp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned 
 		goto drop;
 	}
 	default:
-		goto drop;
+		goto ignored;
 	}
+ignored:
+	sl_count(s, SL_C_icmp_rx_ignored);
+	goto drop;
 bad:
 	sl_count(s, SL_C_icmp_rx_bad);
 drop:

@@ -884,8 +884,10 @@ static void pd_free(void *u)
 		fprintf(stderr, "sluice-pd: %llu outbound packets dropped (queue full)\n",
 			(unsigned long long)p->q_dropped);
 	if (p->st) {
-		if (p->debug && !sluice_stack_counter(p->st, "tcp_rx_drop", &v))
-			fprintf(stderr, "sluice-pd: tcp_rx_drop %llu\n", (unsigned long long)v);
+		for (unsigned int i = 0; p->debug && i < SL_C_COUNT; i++)
+			if (!sluice_stack_counter(p->st, sl_counter_names[i], &v) && v)
+				fprintf(stderr, "sluice-pd: %s %llu\n", sl_counter_names[i],
+					(unsigned long long)v);
 		p->s->link = NULL;
 		sluice_stack_close(p->st);
 		sluice_stack_destroy(p->name);

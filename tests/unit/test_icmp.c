@@ -64,6 +64,14 @@ int main(void)
 	len = fx_ip(pkt, "10.4.0.9", "255.255.255.255", IPPROTO_ICMP_, m, 24);
 	fx_input(s, pkt, len);
 	tap_eq(cap.n, 0, "broadcast echo is not answered");
+	tap_eq(fx_counter(s, "icmp_rx_ignored"), 1, "counted: icmp_rx_ignored");
+	ic->type = 13;	/* a timestamp request: not a type the stack answers */
+	ic->csum = 0;
+	ic->csum = sl_csum_fold(sl_csum_add(0, m, 24));
+	len = fx_ip(pkt, "10.4.0.9", "10.4.0.1", IPPROTO_ICMP_, m, 24);
+	fx_input(s, pkt, len);
+	tap_ok(cap.n == 0 && fx_counter(s, "icmp_rx_ignored") == 2 &&
+	       fx_counter(s, "icmp_rx_bad") == 0, "a timestamp request: unanswered, counted");
 	tap_eq(s->lib->buf_free_count, free0, "no buffer leaked");
 	fx_destroy(s);
 	return tap_done();
