@@ -402,6 +402,12 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	}
 	ps->used = true;
 	ret = sluice_connect(st, (int)ps->sd, &sin);
+	/* A socket bound before it connects needs its kernel twin no more
+	 * (twin.c): a connection's port is not held in the kernel, as the
+	 * ports connect() picks are not, and a twin for each would cost the
+	 * program an fd the kernel would not (EMFILE at half the limit). */
+	if (ret == 0 || ret == -EINPROGRESS)
+		pl_twin_close(ps);
 	if (ret != -EINPROGRESS || ps->nonblock)
 		goto out;
 	/* Blocking connect: wait for the handshake to end either way. */
