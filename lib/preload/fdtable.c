@@ -20,8 +20,8 @@
  *    the open file description and goes away only when its last fd is
  *    closed, in any process: dup, fork, SCM_RIGHTS and exec share it, and
  *    a process killed by SIGKILL drops it.  So "was that the last close?"
- *    is one F_OFD_GETLK from a description holding no lock (kept open:
- *    open_probe()), and the Sluice socket is
+ *    is one F_OFD_GETLK from a description of its shard holding no lock
+ *    (kept open: nobody_holds()), and the Sluice socket is
  *    closed exactly when the kernel would close a socket.
  *  - the locked byte carries the socket index (/proc/PID/fdinfo lists a
  *    description's locks) and the file status flags carry O_NONBLOCK, so
@@ -134,7 +134,7 @@ static int reg_fd = -1, reg_slot = -1;
 static bool reg_full;
 static int sweep_probe = -1;	/* a description that takes no lock */
 /*
- * Descriptions of placeholder directories that take no lock (open_probe()):
+ * Descriptions of placeholder directories that take no lock (nobody_holds()):
  * the last few shards this process looked at.  A closer's probe must be of
  * the socket's own shard; sockets are reused lowest slot first, so a
  * process that makes and closes connections keeps finding its shard here.
@@ -184,7 +184,7 @@ bool pl_fd_is_probe(int fd)
 
 void pl_fd_probe_lost(int fd)
 {
-	/* Opened again when next needed (open_probe(), sweep()). */
+	/* Opened again when next needed (nobody_holds(), sweep()). */
 	for (unsigned int i = 0; i < PL_PROBES; i++)
 		if (fd == SL_READ_ONCE(probes[i].fd))
 			SL_WRITE_ONCE(probes[i].fd, -1);

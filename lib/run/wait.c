@@ -197,16 +197,6 @@ bool sl_wait_on_fd(struct sl_stack *s)
 }
 
 /*
- * Sleep until something may have changed.  With a link fd and no module,
- * poll(2) on it in slices (another process may take in what we wait for,
- * and nothing can wake a poll on our fd then).  On the stack fd with a
- * module (sl_wait_on_fd()).  Otherwise a futex wait on word, a wait
- * channel's seq, or (NULL) the stack's wake sequence: sl_sock_wake()
- * bumps them while anyone sleeps there.
- */
-/* A sleep's bound at now (µs of sl_now()): SLEEP_IDLE_MS after the wheel
- * has been empty for a quiet second, else SLEEP_MAX_MS. */
-/*
  * This thread's keeper token: its process's pid and a number of its own
  * (a forked child's thread gets a new one with its pid).
  */
@@ -242,6 +232,9 @@ static bool keeper_claim(struct sl_stack *s, uint64_t now)
 	return sl_cmpxchg(&s->lib->keeper, &cur, mine);
 }
 
+/* A sleep's bound at now (µs of sl_now()): SLEEP_IDLE_MS after the wheel
+ * has been empty for a quiet second; else SLEEP_MAX_MS for the timer
+ * keeper and SLEEP_SPARE_MS for the other sleepers. */
 static int bound_ms(struct sl_stack *s, uint64_t now)
 {
 	if (!SL_READ_ONCE(s->lib->timers_armed) &&
@@ -250,6 +243,14 @@ static int bound_ms(struct sl_stack *s, uint64_t now)
 	return keeper_claim(s, now) ? SLEEP_MAX_MS : SLEEP_SPARE_MS;
 }
 
+/*
+ * Sleep until something may have changed.  With a link fd and no module,
+ * poll(2) on it in slices (another process may take in what we wait for,
+ * and nothing can wake a poll on our fd then).  On the stack fd with a
+ * module (sl_wait_on_fd()).  Otherwise a futex wait on word, a wait
+ * channel's seq, or (NULL) the stack's wake sequence: sl_sock_wake()
+ * bumps them while anyone sleeps there.
+ */
 void sl_wait_sleep(struct sl_stack *s, int64_t deadline, uint32_t seq, bool on_fd,
 		   uint32_t *word)
 {
