@@ -16,10 +16,13 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sluice/sluice.h>
@@ -286,6 +289,8 @@ int cmd_run(int argc, char **argv)
 struct fds_stack {
 	char name[SLUICE_NAME_MAX];
 	struct sluice_stack *st;	/* NULL: could not attach */
+	const struct sl_fdhdr *recs;	/* its placeholder records, or NULL */
+	size_t recs_len;
 };
 
 #define FDS_STACKS	32
@@ -302,7 +307,67 @@ static struct sluice_stack *fds_attach(struct fds_stack *tab, unsigned int *n, c
 	memcpy(tab[*n].name, name, strlen(name) + 1);
 	if (sluice_stack_attach(name, &tab[*n].st))
 		tab[*n].st = NULL;
+	tab[*n].recs = NULL;
 	return tab[(*n)++].st;
+}
+
+/*
+ * A placeholder that holds no lock is a private socket's (lib/preload/
+ * fdtable.c) or a probe: the records say which, by the process, its fd
+ * when the socket was made and the shard; a dup of it (another fd) by
+ * the process and shard, if one of its private sockets alone is there.
+ */
+static long fds_private(struct fds_stack *tab, unsigned int n, const char *name, long pid,
+			long fd, long shard)
+{
+	struct fds_stack *e = NULL;
+	const struct sl_fdrec *r;
+	long found = -1, only = -1;
+	unsigned int others = 0;
+
+	for (unsigned int i = 0; i < n && !e; i++)
+		if (!strcmp(tab[i].name, name))
+			e = &tab[i];
+	if (!e || shard < 0)
+		return -1;
+	if (!e->recs) {
+		char path[160];
+		struct stat sb;
+		void *m;
+		int rfd;
+
+		snprintf(path, sizeof(path), "/dev/shm/sluicefd-%s/recs", name);
+		rfd = open(path, O_RDONLY | O_CLOEXEC);
+		if (rfd < 0)
+			return -1;
+		m = fstat(rfd, &sb) || (size_t)sb.st_size < sizeof(struct sl_fdhdr) ? MAP_FAILED :
+		    mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, rfd, 0);
+		close(rfd);
+		if (m == MAP_FAILED)
+			return -1;
+		e->recs = m;
+		e->recs_len = (size_t)sb.st_size;
+		if (e->recs->magic != SL_FDREC_MAGIC) {
+			munmap(m, e->recs_len);
+			e->recs = NULL;
+			return -1;
+		}
+	}
+	r = (const struct sl_fdrec *)(e->recs + 1);
+	for (long sd = shard * SL_FDREC_SHARD; sd < (shard + 1) * SL_FDREC_SHARD; sd++) {
+		if (sizeof(*e->recs) + (size_t)(sd + 1) * sizeof(*r) > e->recs_len ||
+		    (uint32_t)sd >= e->recs->nrec)
+			break;
+		if (SL_FDREC_STATE(r[sd].key) != SL_FDREC_PRIV || r[sd].pid != (uint32_t)pid)
+			continue;
+		if (r[sd].fd == fd)
+			found = sd;
+		else if (only < 0)
+			only = sd;
+		else
+			others++;
+	}
+	return found >= 0 ? found : others ? -1 : only;
 }
 
 static const char *fds_tcp_state(uint8_t st)
@@ -383,7 +448,7 @@ int cmd_fds(const char *name)
 			bool kfd;
 			ssize_t n;
 			FILE *info;
-			long pos = -1;
+			long pos = -1, shard = -1;
 
 			if (f->d_name[0] < '0' || f->d_name[0] > '9')
 				continue;
@@ -406,6 +471,7 @@ int cmd_fds(const char *name)
 				    strspn(slash + 1, "0123456789") != strlen(slash + 1))
 					continue;
 				*slash = '\0';
+				shard = strtol(slash + 1, NULL, 10);
 			}
 			stack = kfd ? kstack : link + sizeof(prefix) - 1;
 			kstack[0] = '\0';
@@ -427,6 +493,9 @@ int cmd_fds(const char *name)
 				fclose(info);
 			if (!*stack || (name && strcmp(stack, name)))
 				continue;
+			if (pos < 0 && !kfd && fds_attach(stacks, &nstacks, stack))
+				pos = fds_private(stacks, nstacks, stack, strtol(p->d_name, NULL, 10),
+						  strtol(f->d_name, NULL, 10), shard);
 			if (pos < 0)
 				continue;	/* a probe: it holds no lock */
 			fds_describe(fds_attach(stacks, &nstacks, stack), pos, desc, sizeof(desc));

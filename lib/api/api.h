@@ -63,4 +63,62 @@ int sl_listen_os_ready(struct sluice_stack *st, int sd, uint32_t gen, int how);
 uint32_t sl_orphans(struct sl_stack *s);
 void sl_helper_ensure(struct sl_stack *s);
 
+
+/*
+ * The placeholder records file, /dev/shm/sluicefd-STACK/recs: written by
+ * libsluice-preload.so (preload/fdtable.c, which says what each field is
+ * for), read by `sluice fds` (a private socket's placeholder holds no
+ * lock that names it; its record does).  A header, then one record per
+ * socket slot at offset sizeof(struct sl_fdhdr).
+ */
+#define SL_FDREC_MAGIC	0x534c554943454634ull	/* "SLUICEF4" */
+#define SL_FDREC_FREE	0
+#define SL_FDREC_USED	1	/* held: its lock byte [index] says by whom */
+#define SL_FDREC_PRIV	2	/* held by its creator alone (fd, proc), no lock */
+#define SL_FDREC_PROCS	256
+#define SL_FDREC_SHARD	64	/* sockets a placeholder directory: STACK/(index / 64) */
+#define SL_FDREC_LOCK_BASE	((off_t)1 << 40)	/* process i's lock byte: + i */
+#define SL_FDPROC_FREE	0
+#define SL_FDPROC_CLAIMED	1	/* being registered or swept */
+#define SL_FDPROC_LIVE	2	/* its lock byte is held while it lives */
+
+struct sl_fdproc {
+	uint32_t state;		/* SL_FDPROC_*; compare-and-swap */
+	uint32_t pid;
+};
+
+struct sl_fdhdr {
+	uint64_t magic;
+	uint64_t stamp;		/* the region's creation secret: a stale file is reset */
+	uint32_t nrec;
+	uint32_t reserved;
+	/* When some process of the stack last swept (CLOCK_MONOTONIC µs,
+	 * compare-and-swap): one sweep every PL_SWEEP_US for the stack, not
+	 * one for each process (a forking server's children each inherited
+	 * an old time and swept as soon as they waited). */
+	uint64_t last_sweep_us;
+	uint8_t pad[32];
+	struct sl_fdproc procs[SL_FDREC_PROCS];
+};
+
+_Static_assert(sizeof(struct sl_fdhdr) % 64 == 0, "records start on a cache line");
+
+/*
+ * key: SL_FDREC_* in the low half, the slot's generation when installed
+ * in the high half, one word so that a closer frees only the record of
+ * the socket it closed (compare-and-swap), never a newer socket's.
+ */
+struct sl_fdrec {
+	uint64_t key;		/* release-stored last */
+	uint32_t pid;		/* the creating process */
+	int32_t fd;		/* its fd there when made (SL_FDREC_PRIV: sluice fds) */
+	uint16_t type;		/* SOCK_STREAM or SOCK_DGRAM */
+	uint16_t proc;		/* SL_FDREC_PRIV: its creator's process record + 1 */
+	uint32_t reserved;
+};
+
+#define SL_FDREC_KEY(state, gen)	((uint64_t)(gen) << 32 | (state))
+#define SL_FDREC_STATE(key)		((uint32_t)(key))
+#define SL_FDREC_GEN(key)		((uint32_t)((key) >> 32))
+
 #endif /* SLUICE_API_H */

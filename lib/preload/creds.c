@@ -75,6 +75,9 @@ EXPORT int prctl(int option, ...)
 		if (!sl_sys_sigaction(SIGPIPE, NULL, &pipe_act))
 			pl_sigpipe_ignored = !(pipe_act.sa_flags & SA_SIGINFO) &&
 					     pipe_act.sa_handler == SIG_IGN;
+		/* Private sockets take their locks while they may
+		 * (fdtable.c): a sandbox may forbid fcntl later, at a fork. */
+		pl_fd_share_all();
 		sl_sys_sandboxed = true;
 	}
 	/* glibc's prctl is the bare system call; called directly, this needs

@@ -59,9 +59,13 @@ EXPORT int dup(int fd)
 
 	if (!ps)
 		return REAL(dup)(fd);
+	/* A close() of fd meanwhile waits for the new fd to be counted
+	 * (a private socket's last fd closes it: fdtable.c). */
+	pl_call_begin(ps);
 	nfd = REAL(dup)(fd);
 	if (nfd >= 0)
 		pl_fd_dup(fd, nfd, ps);
+	pl_call_end(ps);
 	pl_put(ps);
 	return nfd;
 }
@@ -80,9 +84,13 @@ static int dup_onto(int fd, int newfd, int flags, bool three)
 	old = fd != newfd ? pl_fd_forget(newfd) : NULL;
 	if (old)
 		pl_epoll_forget_fd(newfd);
+	if (ps)
+		pl_call_begin(ps);	/* as dup() */
 	ret = three ? REAL(dup3)(fd, newfd, flags) : REAL(dup2)(fd, newfd);
 	if (ret >= 0 && ps)
 		pl_fd_dup(fd, ret, ps);
+	if (ps)
+		pl_call_end(ps);
 	pl_sock_release(old);
 	pl_put(ps);
 	return ret;
@@ -111,10 +119,17 @@ EXPORT int fcntl(int fd, int cmd, ...)
 	ps = pl_get(fd);
 	if (!ps)
 		return REAL(fcntl)(fd, cmd, arg);
+	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
+		pl_call_begin(ps);	/* as dup() */
+		ret = REAL(fcntl)(fd, cmd, arg);
+		if (ret >= 0)
+			pl_fd_dup(fd, ret, ps);
+		pl_call_end(ps);
+		pl_put(ps);
+		return ret;
+	}
 	ret = REAL(fcntl)(fd, cmd, arg);
-	if (ret >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
-		pl_fd_dup(fd, ret, ps);
-	else if (ret >= 0 && cmd == F_SETFL)
+	if (ret >= 0 && cmd == F_SETFL)
 		SL_WRITE_ONCE(ps->nonblock, ((long)arg & O_NONBLOCK) != 0);
 	else if (ret >= 0 && cmd == F_GETFL)
 		/* What a socket says: read-write, no O_LARGEFILE (the

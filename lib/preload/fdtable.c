@@ -52,6 +52,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,54 +62,10 @@
 #include "preload.h"
 
 #define PL_FD_PREFIX	"/dev/shm/sluicefd-"
-#define PL_FD_MAGIC	0x534c554943454633ull	/* "SLUICEF3" */
 #define PL_RECS_NAME	"/recs"
-#define PL_REC_FREE	0
-#define PL_REC_USED	1
 #define PL_SWEEP_US	500000
-/* Process records: PL_PROCS, each with a lock byte far past the sockets'. */
-#define PL_PROCS	256
-#define PL_PROC_LOCK_BASE	((off_t)1 << 40)
-#define PL_PROC_FREE	0
-#define PL_PROC_CLAIMED	1	/* being registered or swept */
-#define PL_PROC_LIVE	2	/* its lock byte is held while it lives */
-
-struct pl_proc {
-	uint32_t state;		/* PL_PROC_*; compare-and-swap */
-	uint32_t pid;		/* for people reading the file */
-};
-
-struct pl_fdhdr {
-	uint64_t magic;
-	uint64_t stamp;		/* the region's creation secret: a stale file is reset */
-	uint32_t nrec;
-	uint32_t reserved;
-	/* When some process of the stack last swept (CLOCK_MONOTONIC µs,
-	 * compare-and-swap): one sweep every PL_SWEEP_US for the stack, not
-	 * one for each process (a forking server's children each inherited
-	 * an old time and swept as soon as they waited). */
-	uint64_t last_sweep_us;
-	uint8_t pad[32];
-	struct pl_proc procs[PL_PROCS];
-};
-
-#define PL_HDR_SIZE	sizeof(struct pl_fdhdr)
-_Static_assert(sizeof(struct pl_fdhdr) % 64 == 0, "records start on a cache line");
-
-/*
- * key: PL_REC_* in the low half, the slot's generation when installed in
- * the high half, one word so that a closer frees only the record of the
- * socket it closed (compare-and-swap), never a newer socket's.
- */
-struct pl_rec {
-	uint64_t key;		/* release-stored last */
-	uint32_t pid;		/* the creating process */
-	uint32_t type;		/* SOCK_STREAM or SOCK_DGRAM */
-};
-
-#define REC_KEY(state, gen)	((uint64_t)(gen) << 32 | (state))
-#define REC_STATE(key)		((uint32_t)(key))
-#define REC_GEN(key)		((uint32_t)((key) >> 32))
+#define PL_PROC_LOCK_BASE	SL_FDREC_LOCK_BASE
+#define PL_HDR_SIZE	sizeof(struct sl_fdhdr)
 
 struct pl_table {
 	unsigned int n;
@@ -119,13 +76,13 @@ static struct pl_table *table;
 static pthread_mutex_t table_mu = PTHREAD_MUTEX_INITIALIZER;
 static char fd_path[96];	/* the placeholder directory */
 static char recs_path[104];	/* the records file in it */
-static struct pl_fdhdr *hdr;
-static struct pl_rec *recs;
+static struct sl_fdhdr *hdr;
+static struct sl_fdrec *recs;
 static uint32_t nrec;
 
 static uint32_t rec_state(uint32_t sd)
 {
-	return REC_STATE(sl_load_acquire(&recs[sd].key));
+	return SL_FDREC_STATE(sl_load_acquire(&recs[sd].key));
 }
 static uint64_t last_sweep_us;
 /* This process's record (proc_register()), or -1; all records taken:
@@ -153,7 +110,7 @@ static unsigned int probe_next;
  * directory for all sockets, each socket() and close() cost O(sockets),
  * and opening 20,000 connections took 30 s (issue 23).
  */
-#define PL_SHARD	64u
+#define PL_SHARD	((uint32_t)SL_FDREC_SHARD)
 
 bool pl_fd_is_own(int fd)
 {
@@ -243,19 +200,19 @@ static void proc_register(void)
 		reg_full = true;
 		return;
 	}
-	for (int i = 0; i < PL_PROCS; i++) {
-		uint32_t st = PL_PROC_FREE;
+	for (int i = 0; i < SL_FDREC_PROCS; i++) {
+		uint32_t st = SL_FDPROC_FREE;
 
-		if (SL_READ_ONCE(hdr->procs[i].state) != PL_PROC_FREE ||
-		    !sl_cmpxchg(&hdr->procs[i].state, &st, PL_PROC_CLAIMED))
+		if (SL_READ_ONCE(hdr->procs[i].state) != SL_FDPROC_FREE ||
+		    !sl_cmpxchg(&hdr->procs[i].state, &st, SL_FDPROC_CLAIMED))
 			continue;
 		if (ofd_lock_at(fd, F_RDLCK, PL_PROC_LOCK_BASE + i, false)) {
-			sl_store_release(&hdr->procs[i].state, PL_PROC_FREE);
+			sl_store_release(&hdr->procs[i].state, SL_FDPROC_FREE);
 			continue;
 		}
 		SL_WRITE_ONCE(hdr->procs[i].pid, (uint32_t)getpid());
 		/* Release: the lock is held before anyone sees LIVE. */
-		sl_store_release(&hdr->procs[i].state, PL_PROC_LIVE);
+		sl_store_release(&hdr->procs[i].state, SL_FDPROC_LIVE);
 		reg_fd = fd;
 		reg_slot = i;
 		return;
@@ -268,7 +225,7 @@ static void proc_register(void)
 static void proc_unregister(void)
 {
 	if (reg_slot >= 0 && hdr)
-		sl_store_release(&hdr->procs[reg_slot].state, PL_PROC_FREE);
+		sl_store_release(&hdr->procs[reg_slot].state, SL_FDPROC_FREE);
 	if (reg_fd >= 0)
 		pl_libc.close(reg_fd);
 	reg_fd = reg_slot = -1;
@@ -302,8 +259,8 @@ int pl_fdtable_open(struct sl_stack *s)
 	/* The checked copy: the region's may change between the size mapped
 	 * here and the record count kept (recs[sd] past the mapping). */
 	uint32_t max = s->max_sockets;
-	size_t size = PL_HDR_SIZE + (size_t)max * sizeof(struct pl_rec);
-	struct pl_fdhdr *h;
+	size_t size = PL_HDR_SIZE + (size_t)max * sizeof(struct sl_fdrec);
+	struct sl_fdhdr *h;
 	struct stat stt;
 	void *p;
 	int fd, ret = 0;
@@ -328,7 +285,7 @@ int pl_fdtable_open(struct sl_stack *s)
 		goto out;
 	}
 	h = p;
-	if (h->magic != PL_FD_MAGIC || h->stamp != region_stamp(s) ||
+	if (h->magic != SL_FDREC_MAGIC || h->stamp != region_stamp(s) ||
 	    h->nrec != max) {
 		/* Left by an earlier stack of this name: nothing in it is
 		 * ours.  A new file is zero already, and stays unwritten
@@ -337,10 +294,10 @@ int pl_fdtable_open(struct sl_stack *s)
 			memset(p, 0, size);
 		h->stamp = region_stamp(s);
 		h->nrec = max;
-		sl_store_release(&h->magic, PL_FD_MAGIC);
+		sl_store_release(&h->magic, SL_FDREC_MAGIC);
 	}
 	hdr = h;
-	recs = (struct pl_rec *)((uint8_t *)p + PL_HDR_SIZE);
+	recs = (struct sl_fdrec *)((uint8_t *)p + PL_HDR_SIZE);
 	nrec = max;
 out:
 	flock(fd, LOCK_UN);
@@ -676,10 +633,113 @@ static int open_shard(uint32_t sd, int flags)
 	return fd;
 }
 
+/*
+ * Private sockets (issue 23: a short connection in fewer system calls than
+ * the kernel's).  A socket this process made (socket(), accept()) whose
+ * description no other process can hold yet needs neither the lock on
+ * its byte nor the probe at close: the table counts its fds here
+ * (ps->nfd), and the last one's close() closes it.  Its record says
+ * SL_FDREC_PRIV and names the creator's process record, so a sweep closes
+ * it when that process dies, and not before.  The moment another process
+ * could come to hold the description, the socket takes its lock and
+ * becomes an ordinary one (make_shared()): before a fork (atfork
+ * prepare), an exec, a spawn (posix_spawn, system, popen), a clone, a
+ * send with SCM_RIGHTS, a seccomp sandbox (which may forbid the lock
+ * later).  A socket made while a fork is under way is made shared at
+ * once (fork_busy, fork_gen).  What cannot be seen: a raw clone/fork/
+ * execve system call that bypasses libc, and another process's
+ * pidfd_getfd(2) of the fd; lib/preload/README.md.
+ */
+static unsigned int fork_gen;	/* forks, execs and spawns begun (atomic) */
+static unsigned int fork_busy;	/* ... and not ended (atomic) */
+static int npriv;		/* private sockets in the table: 0 skips the walk */
+
+/* Take the lock and publish the record as used; table_mu held. */
+static void make_shared(int fd, struct pl_sock *ps)
+{
+	uint64_t key = SL_FDREC_KEY(SL_FDREC_PRIV, ps->gen);
+
+	if (!SL_READ_ONCE(ps->priv) || ofd_lock_at(fd, F_RDLCK, (off_t)ps->sd, false))
+		return;
+	/* After the lock, as pl_sock_install(): a closer that sees USED
+	 * sees the lock too. */
+	sl_cmpxchg(&recs[ps->sd].key, &key, SL_FDREC_KEY(SL_FDREC_USED, ps->gen));
+	SL_WRITE_ONCE(ps->priv, false);
+	sl_fetch_sub(&npriv, 1);
+}
+
+void pl_fd_share_all(void)
+{
+	if (!sl_load_acquire(&npriv) || !SL_READ_ONCE(table))
+		return;
+	pthread_mutex_lock(&table_mu);
+	for (unsigned int fd = 0; fd < table->n; fd++)
+		if (table->slot[fd])
+			make_shared((int)fd, table->slot[fd]);
+	pthread_mutex_unlock(&table_mu);
+}
+
+void pl_fd_share(int fd)
+{
+	struct pl_sock *ps;
+
+	if (!sl_load_acquire(&npriv) || !(ps = pl_get(fd)))
+		return;
+	pthread_mutex_lock(&table_mu);
+	make_shared(fd, ps);
+	pthread_mutex_unlock(&table_mu);
+	pl_put(ps);
+}
+
+/* Sockets about to be sent with SCM_RIGHTS: the receiver will hold them.
+ * The message is the program's: looked at only where it can be read (a
+ * bad one is the kernel's EFAULT to give). */
+void pl_fd_share_rights(const struct msghdr *msg)
+{
+	if (!sl_load_acquire(&npriv) || !msg || !pl_readable(msg, sizeof(*msg)) ||
+	    !msg->msg_control || msg->msg_controllen < sizeof(struct cmsghdr) ||
+	    !pl_readable(msg->msg_control, msg->msg_controllen))
+		return;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
+		size_t n;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+		    c->cmsg_len < CMSG_LEN(0))
+			continue;
+		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
+			pl_fd_share(fd);
+		}
+	}
+}
+
+void pl_fd_fork_begin(void)
+{
+	sl_fetch_add(&fork_busy, 1);
+	sl_fetch_add(&fork_gen, 1);
+	pl_fd_share_all();
+}
+
+void pl_fd_fork_end(void)
+{
+	sl_fetch_sub(&fork_busy, 1);
+}
+
+/* Has a fork, exec or spawn begun since gen, or is one under way? */
+static bool fork_since(unsigned int gen, unsigned int busy)
+{
+	return busy || sl_load_acquire(&fork_busy) || sl_load_acquire(&fork_gen) != gen;
+}
+
 int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 {
 	struct sl_stack *s = pl_sl();
+	unsigned int gen0, busy0;
 	struct pl_sock *ps;
+	bool priv;
 	int fd, ret;
 
 	ps = calloc(1, sizeof(*ps));
@@ -698,6 +758,11 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 		/* A module without socket fds: placeholders from now on. */
 		SL_WRITE_ONCE(kfd_off, true);
 	}
+	/* Private needs a process record of ours (the sweep's test of its
+	 * creator) and a process that may still take locks later. */
+	priv = reg_slot >= 0 && !sl_sys_sandboxed;
+	gen0 = sl_load_acquire(&fork_gen);
+	busy0 = sl_load_acquire(&fork_busy);
 	fd = open_shard(sd, (cloexec ? O_CLOEXEC : 0) | (nonblock ? O_NONBLOCK : 0));
 	if (fd < 0) {
 		ret = -errno;
@@ -706,14 +771,21 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 	/* The lock's byte names the socket (inherit after exec, SCM_RIGHTS:
 	 * placeholder_sd()).  Nobody takes a write lock here (closers only
 	 * look): never waits. */
-	ret = ofd_lock_at(fd, F_RDLCK, (off_t)sd, false);
-	if (ret)
-		goto err_close_fd;
+	if (!priv) {
+		ret = ofd_lock_at(fd, F_RDLCK, (off_t)sd, false);
+		if (ret)
+			goto err_close_fd;
+	}
 	ps->gen = sl_sock(s, sd)->kp.gen;
+	ps->priv = priv;
 	recs[sd].pid = (uint32_t)sl_self_pid();
-	recs[sd].type = (uint32_t)type;
+	recs[sd].type = (uint16_t)type;
+	recs[sd].fd = fd;
+	recs[sd].proc = priv ? (uint16_t)(reg_slot + 1) : 0;
 	/* After the lock: a closer that sees this key sees the lock too. */
-	sl_store_release(&recs[sd].key, REC_KEY(PL_REC_USED, ps->gen));
+	sl_store_release(&recs[sd].key, SL_FDREC_KEY(priv ? SL_FDREC_PRIV : SL_FDREC_USED, ps->gen));
+	if (priv)
+		sl_fetch_add(&npriv, 1);
 	ps->sd = sd;
 	ps->type = type;
 	ps->refs = 1;
@@ -721,11 +793,21 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 	ret = table_set(fd, ps);
 	if (ret)
 		goto err_unrec;
-	pl_debug("fd %d is socket %u (%s)", fd, sd, type == SOCK_STREAM ? "tcp" : "udp");
+	/* A fork that began before the table had it may have copied the
+	 * fd without making it shared: do it now. */
+	if (priv && fork_since(gen0, busy0)) {
+		pthread_mutex_lock(&table_mu);
+		make_shared(fd, ps);
+		pthread_mutex_unlock(&table_mu);
+	}
+	pl_debug("fd %d is socket %u (%s%s)", fd, sd, type == SOCK_STREAM ? "tcp" : "udp",
+		 SL_READ_ONCE(ps->priv) ? ", private" : "");
 	return fd;
 
 err_unrec:
-	sl_store_release(&recs[sd].key, REC_KEY(PL_REC_FREE, ps->gen));
+	sl_store_release(&recs[sd].key, SL_FDREC_KEY(SL_FDREC_FREE, ps->gen));
+	if (priv)
+		sl_fetch_sub(&npriv, 1);
 err_close_fd:
 	pl_libc.close(fd);
 err_free:
@@ -763,7 +845,19 @@ static pthread_mutex_t reap_mu = PTHREAD_MUTEX_INITIALIZER;
  */
 static bool nobody_holds(uint32_t sd);
 
-static void reap(uint32_t sd)
+/* Is the creator of private socket sd gone (its process record lapsed:
+ * being swept, free, or another process's)? */
+static bool creator_gone(uint32_t sd)
+{
+	uint32_t p = SL_READ_ONCE(recs[sd].proc);
+
+	return !p || p > SL_FDREC_PROCS ||
+	       SL_READ_ONCE(hdr->procs[p - 1].state) != SL_FDPROC_LIVE ||
+	       SL_READ_ONCE(hdr->procs[p - 1].pid) != SL_READ_ONCE(recs[sd].pid);
+}
+
+/* owner: the caller closed the last fd of its private socket sd. */
+static void reap(uint32_t sd, bool owner)
 {
 	struct sl_stack *s = pl_sl();
 	uint64_t key;
@@ -776,9 +870,13 @@ static void reap(uint32_t sd)
 	if (!s || sd >= nrec || sl_sys_sandboxed)
 		return;
 	key = sl_load_acquire(&recs[sd].key);
-	if (REC_STATE(key) != PL_REC_USED || !nobody_holds(sd))
+	if (SL_FDREC_STATE(key) == SL_FDREC_PRIV) {
+		if (!owner && !creator_gone(sd))
+			return;
+	} else if (SL_FDREC_STATE(key) != SL_FDREC_USED || !nobody_holds(sd)) {
 		return;
-	gen = REC_GEN(key);
+	}
+	gen = SL_FDREC_GEN(key);
 	so = sl_sock(s, sd);
 	/* A first look without the lock; sl_close_gen() checks again
 	 * under it (another process may free the socket and take its slot
@@ -798,7 +896,7 @@ static void reap(uint32_t sd)
 			return;
 		}
 	}
-	sl_cmpxchg(&recs[sd].key, &key, REC_KEY(PL_REC_FREE, gen));
+	sl_cmpxchg(&recs[sd].key, &key, SL_FDREC_KEY(SL_FDREC_FREE, gen));
 }
 
 /*
@@ -848,10 +946,19 @@ static void sock_release_now(struct pl_sock *ps)
 	 * process that still has the listener keeps its own fd of it. */
 	if (SL_READ_ONCE(ps->twin) && !SL_READ_ONCE(ps->nfd))
 		pl_twin_close(ps);
-	if (ps->kfd)
+	if (ps->kfd) {
 		kfd_reap(ps);
-	else
-		reap(ps->sd);	/* probes a lock that may be held: EAGAIN */
+	} else if (SL_READ_ONCE(ps->priv)) {
+		/* table_mu orders this with make_shared(): a socket made
+		 * shared after this fd left the table is seen so here. */
+		if (!SL_READ_ONCE(ps->nfd)) {
+			SL_WRITE_ONCE(ps->priv, false);
+			sl_fetch_sub(&npriv, 1);
+			reap(ps->sd, true);
+		}
+	} else {
+		reap(ps->sd, false);	/* probes a lock that may be held: EAGAIN */
+	}
 	pl_put(ps);
 	errno = saved_errno;	/* the program's close() succeeded */
 }
@@ -906,7 +1013,7 @@ static void sweep_unrecorded(void)
 		struct sl_sock *so = sl_sock(s, sd);
 		uint32_t gen = SL_READ_ONCE(so->kp.gen);
 
-		if (rec_state(sd) == PL_REC_USED ||
+		if (rec_state(sd) != SL_FDREC_FREE ||
 		    !sl_sock_type_live(SL_READ_ONCE(so->type)) ||
 		    (SL_READ_ONCE(so->flags) & SL_SF_ORPHAN) ||
 		    (so->type == SL_SOCK_TCP &&
@@ -914,7 +1021,7 @@ static void sweep_unrecorded(void)
 		    !sl_pid_dead((pid_t)SL_READ_ONCE(so->owner_pid)))
 			continue;
 		/* The record may have been made since the first look. */
-		if (rec_state(sd) == PL_REC_USED)
+		if (rec_state(sd) != SL_FDREC_FREE)
 			continue;
 		pl_debug("closing socket %u: its process died before it had an fd", sd);
 		sl_close_gen(pl_stack(), (int)sd, gen);
@@ -927,7 +1034,7 @@ static void sweep_sockets(void)
 	struct sl_stack *s = pl_sl();
 
 	for (uint32_t sd = 0; s && sd < nrec && sd < sl_sock_top(s); sd++)
-		reap(sd);
+		reap(sd, false);
 }
 
 static void sweep(void);
@@ -944,8 +1051,9 @@ static void reap_pending(void)
 	memcpy(mine, pend, n * sizeof(mine[0]));
 	npend = 0;
 	pthread_mutex_unlock(&reap_mu);
+	/* A private socket's is ours (its creator's) to close. */
 	for (unsigned int i = 0; i < n; i++)
-		reap(mine[i]);
+		reap(mine[i], true);
 }
 
 /* This program has not swept yet (a new image: not inherited across
@@ -992,7 +1100,7 @@ void pl_sweep(void)
 
 static void sweep(void)
 {
-	int dead[PL_PROCS], n = 0;
+	int dead[SL_FDREC_PROCS], n = 0;
 
 	if (sweep_probe < 0) {
 		sweep_probe = open(recs_path, O_RDONLY | O_CLOEXEC);
@@ -1005,14 +1113,14 @@ static void sweep(void)
 		return;
 	}
 	/* One probe a process: has any died (its record's lock dropped)? */
-	for (int i = 0; i < PL_PROCS; i++) {
-		uint32_t st = PL_PROC_LIVE;
+	for (int i = 0; i < SL_FDREC_PROCS; i++) {
+		uint32_t st = SL_FDPROC_LIVE;
 
-		if (i == reg_slot || SL_READ_ONCE(hdr->procs[i].state) != PL_PROC_LIVE ||
+		if (i == reg_slot || SL_READ_ONCE(hdr->procs[i].state) != SL_FDPROC_LIVE ||
 		    !lock_free_at(sweep_probe, PL_PROC_LOCK_BASE + i))
 			continue;
 		/* Ours to sweep for (another sweeper may have it already). */
-		if (sl_cmpxchg(&hdr->procs[i].state, &st, PL_PROC_CLAIMED))
+		if (sl_cmpxchg(&hdr->procs[i].state, &st, SL_FDPROC_CLAIMED))
 			dead[n++] = i;
 	}
 	if (!n)
@@ -1021,7 +1129,7 @@ static void sweep(void)
 	sweep_sockets();
 	sweep_unrecorded();
 	for (int k = 0; k < n; k++)
-		sl_store_release(&hdr->procs[dead[k]].state, PL_PROC_FREE);
+		sl_store_release(&hdr->procs[dead[k]].state, SL_FDPROC_FREE);
 }
 
 /* Exit: close this process's Sluice sockets as the kernel closes fds.  No
@@ -1044,7 +1152,7 @@ void pl_fdtable_close_all(void)
 		if (ps->kfd)
 			kfd_reap(ps);
 		else
-			reap(ps->sd);
+			reap(ps->sd, SL_READ_ONCE(ps->priv));
 	}
 	/* Closes a stopped lock holder kept us from: our record stays, and
 	 * its lock goes with us, so the next process to sweep sees a death
@@ -1101,14 +1209,14 @@ bool pl_fd_adopt(int fd)
 	sd = placeholder_sd(fd);
 	fl = REAL(fcntl)(fd, F_GETFL);
 	if (sd < 0 || sd >= nrec || fl < 0 ||
-	    rec_state((uint32_t)sd) != PL_REC_USED ||
-	    sl_sock(s, (uint32_t)sd)->kp.gen != REC_GEN(recs[sd].key))
+	    rec_state((uint32_t)sd) != SL_FDREC_USED ||
+	    sl_sock(s, (uint32_t)sd)->kp.gen != SL_FDREC_GEN(recs[sd].key))
 		return false;
 	ps = calloc(1, sizeof(*ps));
 	if (!ps)
 		return false;
 	ps->sd = (uint32_t)sd;
-	ps->gen = REC_GEN(recs[sd].key);
+	ps->gen = SL_FDREC_GEN(recs[sd].key);
 	ps->type = (int)recs[sd].type;
 	ps->refs = 1;
 	ps->nonblock = fl & O_NONBLOCK;
@@ -1147,13 +1255,20 @@ void pl_fdtable_atfork_child(void)
 	pthread_mutex_init(&reap_mu, NULL);
 	pthread_mutex_init(&probe_mu, NULL);
 	npend = 0;	/* the parent's to close; its records stay used */
+	/* One thread: no fork under way here.  The parent made its private
+	 * sockets shared before the fork (pl_fd_fork_begin()), or makes one
+	 * it was making meanwhile shared right after (fork_since()). */
+	fork_busy = 0;
+	npriv = 0;
 	/* The parent's calls in flight are not the child's: it has only the
 	 * thread that forked, which is in none (nor are the parent's
 	 * waiting releases). */
 	if (table)
 		for (unsigned int fd = 0; fd < table->n; fd++)
-			if (table->slot[fd])
+			if (table->slot[fd]) {
 				table->slot[fd]->calls = 0;
+				table->slot[fd]->priv = false;
+			}
 	/* A record of its own: the parent's description is the parent's. */
 	if (reg_fd >= 0) {
 		pl_libc.close(reg_fd);

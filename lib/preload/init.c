@@ -178,18 +178,22 @@ static void atfork_prepare(void)
 	/* Once, in the parent: its children inherit the calibration (1000
 	 * pauses timed) instead of each making its own at its first spin. */
 	sl_wait_calibrate();
+	/* The child will hold our fds: private sockets take their locks. */
+	pl_fd_fork_begin();
 	urcu_bp_before_fork();
 }
 
 static void atfork_parent(void)
 {
 	urcu_bp_after_fork_parent();
+	pl_fd_fork_end();
 	pl_epoll_atfork();
 }
 
+/* getpid() only while a vfork() of ours is under way (spawn.c). */
 bool pl_vfork_child(void)
 {
-	return self_pid && getpid() != self_pid;
+	return pl_vfork_maybe() && self_pid && getpid() != self_pid;
 }
 
 static void atfork_child(void)

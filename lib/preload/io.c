@@ -564,8 +564,10 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	ssize_t ret;
 	int d;
 
-	if (!ps)
+	if (!ps) {
+		pl_fd_share_rights(msg);
 		return REAL(sendmsg)(fd, msg, flags);
+	}
 	if (!msg) {
 		ret = -EFAULT;
 	} else {
@@ -762,8 +764,11 @@ EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
 	unsigned int i;
 	ssize_t r;
 
-	if (!pl_is_sluice(fd))
+	if (!pl_is_sluice(fd)) {
+		for (i = 0; vec && i < vlen && pl_readable(&vec[i], sizeof(vec[i])); i++)
+			pl_fd_share_rights(&vec[i].msg_hdr);
 		return REAL(sendmmsg)(fd, vec, vlen, flags);
+	}
 	if (vlen > UIO_MAXIOV)
 		vlen = UIO_MAXIOV;
 	for (i = 0; i < vlen; i++) {

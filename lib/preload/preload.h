@@ -172,6 +172,9 @@ struct pl_sock {
 	bool nonblock;
 	bool kfd;			/* the fd is the module's socket fd (SOCK_FD) */
 	bool used;			/* bound, connected or sent on: no fallback */
+	/* No other process can hold its description: no lock, no probe at
+	 * close (fdtable.c, "Private sockets"); cleared once, under table_mu. */
+	bool priv;
 	bool reuseaddr, reuseport, nodelay, keepalive;
 	/* The kernel twin's fd + 1 (twin.c), 0: none.  Any thread may
 	 * read it; set at bind() or listen(), cleared by pl_twin_close(). */
@@ -205,6 +208,8 @@ void pl_init(void);			/* libc and configuration; cheap after once */
  * straight to the kernel (posix_spawn and Python's subprocess do that).
  */
 bool pl_vfork_child(void);
+/* ---- spawn.c ---- */
+bool pl_vfork_maybe(void);		/* a vfork() of ours may be under way */
 /* The process's stack, attached (or created) on first use; NULL if none. */
 struct sluice_stack *pl_stack(void);
 struct sl_stack *pl_sl(void);		/* the same, as the library's own handle */
@@ -293,6 +298,14 @@ ssize_t pl_sendfile_from_sock(int out, int in, off64_t *off, size_t count);
 int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock);
 /* fd was dup()ed to newfd (replacing whatever newfd was). */
 void pl_fd_dup(int fd, int newfd, struct pl_sock *ps);
+/* Another process may come to hold fds of this process (fork, exec,
+ * spawn, clone, sandbox: all sockets) or fd (SCM_RIGHTS): private sockets
+ * take their locks (fdtable.c).  begin/end bracket a fork or spawn. */
+void pl_fd_share_all(void);
+void pl_fd_share(int fd);
+void pl_fd_share_rights(const struct msghdr *msg);
+void pl_fd_fork_begin(void);
+void pl_fd_fork_end(void);
 /* Forget fd (before the real close()); returns its socket (a reference)
  * or NULL.  pl_sock_release() after the real close. */
 struct pl_sock *pl_fd_forget(int fd);

@@ -255,6 +255,18 @@ out=$(timeout 30 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/subprocess
 check "sockets survive subprocess.run (vfork and close_range in the child)" \
 	[ "$out" = "after-subprocess" ]
 
+# A child that comes to hold a connection keeps it open past the
+# parent's close(): each socket starts private to its process and is
+# made shared first (lib/preload/fdtable.c, "Private sockets").
+want=$(timeout 30 unshare -n bash -c 'ip link set lo up; exec "$0" "$1"' "$py" "$tp/child_holds.py" 2>&1)
+st=$(newstack holds)
+out=$(timeout 60 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/child_holds.py" 2>&1)
+for how in spawn system popen fork_exec fork_only; do
+	k=$(grep "^$how " <<<"$want") s=$(grep "^$how " <<<"$out")
+	check "a child holds the connection past the parent's close ($how): '${s:-none}' as the kernel's" \
+		[ "${k:-no kernel line}" = "$s" ]
+done
+
 st=$(newstack prefork)
 out=$(timeout 60 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/prefork.py" 2>&1)
 # Every answer from one of the children; how they spread is the
