@@ -10,7 +10,8 @@
  *
  * Placeholders: a Sluice socket's fd is an open file description of the
  * directory /dev/shm/sluicefd-STACK (one open() per socket, O_RDONLY),
- * holding an OFD read lock on byte [index].  A directory, so that a call
+ * holding an OFD read lock on byte [index] once another process may hold
+ * it (until then it is private: "Private sockets" below).  A directory, so that a call
  * which bypasses the library (a raw system call, a function the library
  * does not wrap) fails and can never read or write a byte of the stack's
  * files: read and pread give EISDIR, write EBADF, mmap ENODEV, splice,
