@@ -118,6 +118,31 @@ static __poll_t sluice_sock_poll(struct file *file, poll_table *wait)
 }
 
 /*
+ * Put slot @idx on the region's list of released slots (uapi: struct
+ * sluice_region.ksock_rel_head), as index + 1.  User space may write the
+ * head at any time, so the exchange is tried a bounded number of times;
+ * a push given up is found by user space from ksock_released, which then
+ * runs ahead of the list.  A successful exchange orders the @kstate store
+ * before it.
+ */
+#define SLUICE_REL_PUSH_TRIES	16
+
+static void sluice_sock_push_released(struct sluice_stack *st,
+				      struct sluice_sock_kpoll *kp, u32 idx)
+{
+	u32 *head = &st->region->ksock_rel_head;
+	int i;
+
+	for (i = 0; i < SLUICE_REL_PUSH_TRIES; i++) {
+		u32 old = READ_ONCE(*head);
+
+		WRITE_ONCE(kp->rel_next, old);
+		if (cmpxchg(head, old, idx + 1) == old)
+			return;
+	}
+}
+
+/*
  * The last file of socket @idx of generation @gen went: mark the slot
  * released (if the socket is still that one) and tell user space.
  */
@@ -128,6 +153,7 @@ static void sluice_sock_released(struct sluice_stack *st, u32 idx, u32 gen)
 	if (READ_ONCE(kp->gen) != gen)
 		return;
 	WRITE_ONCE(kp->kstate, SLUICE_KSOCK_RELEASED);
+	sluice_sock_push_released(st, kp, idx);
 	/*
 	 * The module's own count, stored (never read back from the region):
 	 * release orders the kstate store before it, for a lock holder that

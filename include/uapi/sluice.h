@@ -24,7 +24,7 @@
 #define SLUICE_DEVICE_PATH	"/dev/sluice"
 
 /* Bumped on an incompatible change; compatible growth uses @size. */
-#define SLUICE_ABI_VERSION	2
+#define SLUICE_ABI_VERSION	3
 
 #define SLUICE_IOC_MAGIC	0xB5
 
@@ -187,6 +187,18 @@ struct sluice_region {
 	__u32 attach_count;		/* (u) processes that attached (debugfs shows it) */
 	__u32 sock_used;		/* (u) sockets in use (sysfs shows it) */
 	__u32 lock_seq;			/* (u) times the lock was taken, for inspection */
+	/*
+	 * (k) pushes, (u) takes: the slots released since user space last
+	 * took them (ksock_released counts them), as slot index + 1, linked
+	 * by sluice_sock_kpoll.rel_next; 0: none.  The module links a slot
+	 * and swaps it in (compare-and-exchange) before it bumps
+	 * ksock_released; user space exchanges the head with 0 and walks
+	 * what it took, so a release costs it the released slots, not a
+	 * scan of every slot.  The module gives up a push that keeps losing
+	 * to writes of the head (user space may write anything here): the
+	 * count then runs ahead of what the list gave, and user space scans.
+	 */
+	__u32 ksock_rel_head __attribute__((aligned(64)));
 };
 
 /*
@@ -838,7 +850,8 @@ struct sluice_mcast {
  * socket is gone) or the stack is broken.  read/write/mmap on it fail.
  * dup, fork and SCM_RIGHTS share the file as for any fd; when its last
  * reference goes the module sets @kstate to SLUICE_KSOCK_RELEASED (if
- * @gen still matches) and bumps sluice_region.ksock_released.
+ * @gen still matches), pushes the slot on sluice_region.ksock_rel_head
+ * (@rel_next links it) and bumps sluice_region.ksock_released.
  *
  * Waking without a syscall per change: poll, each time it is called, sets
  * @armed to 1 and then (full barrier) reads @events.  User space, after
@@ -853,6 +866,7 @@ struct sluice_sock_kpoll {
 	__u32 gen;	/* (u) generation of the socket in this slot */
 	__u32 armed;	/* (k) sets, (u) clears: someone polls this socket */
 	__u32 kstate;	/* (k) SLUICE_KSOCK_*, (u) resets to 0 on allocation */
+	__u32 rel_next;	/* (k) next on sluice_region.ksock_rel_head's list, + 1 */
 };
 
 /* sluice_sock_kpoll.kstate */

@@ -349,6 +349,7 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(corrupt_header, "region corrupt: header state impossible") \
 	X(sockfd_wake, "SLUICE_IOC_SOCK_WAKE calls for armed socket fds")	\
 	X(sockfd_released, "sockets closed after their last socket fd went") \
+	X(sockfd_scan, "scans of every slot for released socket fds (the module's list fell short)") \
 	X(udp_mc_join, "multicast groups joined by UDP sockets (IP_ADD_MEMBERSHIP)") \
 	X(udp_mc_tx, "UDP datagrams sent to a multicast group")	\
 	X(udp_mc_looped, "of those, copies delivered inside the stack (IP_MULTICAST_LOOP)") \
@@ -819,7 +820,7 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
  * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
  */
-#define SL_LAYOUT_VERSION	16
+#define SL_LAYOUT_VERSION	17
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

@@ -123,36 +123,59 @@ static bool ksock_close(struct sl_stack *s, struct sl_sock *so)
 	return true;
 }
 
-void sl_ksock_reap(struct sl_stack *s)
+/*
+ * The slots the module released since the last look: its list (uapi
+ * struct sluice_region.ksock_rel_head), taken whole and walked, each
+ * closed if still released; O(released).  The count (ksock_released) is
+ * read first: every push before a count read is in the list taken after
+ * it.  If the list gave fewer closes than the count moved (a push the
+ * module gave up, a list scribbled on, a module without the list), every
+ * slot is looked at once, as before the list.  Lock held.
+ */
+static void ksock_take_released(struct sl_stack *s)
 {
 	struct sl_region *r = s->lib;
-	/* Acquire: the module set kstate before it stored the count. */
+	/* Acquire: the module pushed, and set kstate, before it stored it. */
 	uint32_t rel = sl_load_acquire(&s->r->ksock_released);
+	uint32_t next = sl_xchg(&s->r->ksock_rel_head, 0), max = s->max_sockets, n = 0;
 
-	if (rel == r->ksock_handled)
+	while (next && next <= max && n++ < max) {
+		struct sl_sock *so = sl_sock(s, next - 1);
+
+		next = SL_READ_ONCE(so->kp.rel_next);	/* before the close reuses it */
+		if (ksock_close(s, so))
+			r->ksock_handled++;
+	}
+	/* Behind (signed: the list may hold pushes counted only later)? */
+	if ((int32_t)(rel - r->ksock_handled) <= 0)
 		return;
+	sl_count(s, SL_C_sockfd_scan);
 	r->ksock_handled = rel;
 	for (uint32_t i = 0; i < sl_sock_top(s); i++)
 		ksock_close(s, sl_sock(s, i));
 }
 
+void sl_ksock_reap(struct sl_stack *s)
+{
+	if (sl_load_acquire(&s->r->ksock_released) != s->lib->ksock_handled ||
+	    SL_READ_ONCE(s->r->ksock_rel_head))
+		ksock_take_released(s);
+}
+
 bool sl_ksock_close_released(struct sl_stack *s, uint32_t sd, uint32_t gen)
 {
-	struct sl_region *r = s->lib;
 	struct sl_sock *so;
-	uint32_t rel;
+	bool released;
 
 	if (sd >= s->max_sockets)
 		return false;
 	so = sl_sock(s, sd);
 	if (so->kp.gen != gen)
 		return false;
-	rel = sl_load_acquire(&s->r->ksock_released);
-	if (!ksock_close(s, so))
-		return false;
-	/* Ours was the only release not handled: no scan needed for it. */
-	if (rel == r->ksock_handled + 1)
-		r->ksock_handled = rel;
-	return true;
+	released = so->type != SL_SOCK_FREE &&
+		   SL_READ_ONCE(so->kp.kstate) == SLUICE_KSOCK_RELEASED;
+	/* Its release is on the list with any others': all closed now. */
+	ksock_take_released(s);
+	return released;
 }
 

@@ -81,6 +81,11 @@ static volatile __u32 *released(FIXTURE_DATA(sockfd) *self)
 	return &((struct sluice_region *)self->m)->ksock_released;
 }
 
+static volatile __u32 *rel_head(FIXTURE_DATA(sockfd) *self)
+{
+	return &((struct sluice_region *)self->m)->ksock_rel_head;
+}
+
 /* SOCK_FD: the new fd, or -errno. */
 static int sock_fd(int st, __u32 idx, __u32 gen, __u32 flags)
 {
@@ -126,7 +131,8 @@ static long long sysfs_sockfds(void)
 
 TEST(abi_struct_layouts)
 {
-	EXPECT_EQ(16, sizeof(struct sluice_sock_kpoll));
+	EXPECT_EQ(20, sizeof(struct sluice_sock_kpoll));
+	EXPECT_EQ(16, offsetof(struct sluice_sock_kpoll, rel_next));
 	EXPECT_EQ(4, offsetof(struct sluice_sock_kpoll, gen));
 	EXPECT_EQ(8, offsetof(struct sluice_sock_kpoll, armed));
 	EXPECT_EQ(12, offsetof(struct sluice_sock_kpoll, kstate));
@@ -138,6 +144,7 @@ TEST(abi_struct_layouts)
 	EXPECT_EQ(offsetof(struct sluice_region, lock) + 16,
 		  offsetof(struct sluice_region, ksock_released));
 	EXPECT_GE(SLUICE_REGION_LIB_OFF, sizeof(struct sluice_region));
+	EXPECT_EQ(192, offsetof(struct sluice_region, ksock_rel_head));
 	EXPECT_EQ(0x0c, _IOC_NR(SLUICE_IOC_SOCK_FD));
 	EXPECT_EQ(0x0d, _IOC_NR(SLUICE_IOC_SOCK_WAKE));
 	EXPECT_EQ(0x0e, _IOC_NR(SLUICE_IOC_SOCK_INFO));
@@ -596,6 +603,41 @@ TEST_F(sockfd, two_files_of_one_socket_release_at_the_last)
 	close(b);
 	EXPECT_EQ(SLUICE_KSOCK_RELEASED, kp(self, 10)->kstate);
 	EXPECT_EQ(before + 1, *released(self));
+}
+
+/* Releases are pushed on the region's list, newest first, as index + 1
+ * (uapi: struct sluice_region.ksock_rel_head); user space takes it whole. */
+TEST_F(sockfd, releases_are_listed_newest_first)
+{
+	__u32 before = *released(self);
+	int a, b;
+
+	*rel_head(self) = 0;	/* taken, as user space takes it */
+	kp(self, 12)->gen = 1;
+	kp(self, 13)->gen = 1;
+	a = sock_fd(self->st, 12, 1, 0);
+	b = sock_fd(self->st, 13, 1, 0);
+	ASSERT_LE(0, a);
+	ASSERT_LE(0, b);
+	EXPECT_EQ(0, *rel_head(self));
+	close(a);
+	EXPECT_EQ(13, *rel_head(self));
+	EXPECT_EQ(0, kp(self, 12)->rel_next);
+	close(b);
+	EXPECT_EQ(14, *rel_head(self));
+	EXPECT_EQ(13, kp(self, 13)->rel_next);
+	EXPECT_EQ(before + 2, *released(self));
+	/* A head user space scribbled on is linked as it is: the module
+	 * never follows the list, only the count tells what happened. */
+	*rel_head(self) = 0xdeadbeef;
+	kp(self, 14)->gen = 1;
+	a = sock_fd(self->st, 14, 1, 0);
+	ASSERT_LE(0, a);
+	close(a);
+	EXPECT_EQ(15, *rel_head(self));
+	EXPECT_EQ(0xdeadbeef, kp(self, 14)->rel_next);
+	EXPECT_EQ(SLUICE_KSOCK_RELEASED, kp(self, 14)->kstate);
+	EXPECT_EQ(before + 3, *released(self));
 }
 
 TEST_F(sockfd, stale_release_leaves_the_new_socket)

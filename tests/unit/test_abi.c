@@ -15,8 +15,9 @@
 int main(void)
 {
 	/* 2: the region header holds only what the module reads or writes;
-	 * the library's own header follows at SLUICE_REGION_LIB_OFF. */
-	tap_eq(SLUICE_ABI_VERSION, 2, "ABI version is 2");
+	 * the library's own header follows at SLUICE_REGION_LIB_OFF.  3: the
+	 * module lists the slots it released (ksock_rel_head, rel_next). */
+	tap_eq(SLUICE_ABI_VERSION, 3, "ABI version is 3");
 	tap_eq(offsetof(struct sluice_region, state), 48, "region state offset");
 	tap_eq(offsetof(struct sluice_region, bufdata_off), 112, "region bufdata_off offset");
 	tap_eq(offsetof(struct sluice_region, lock), 128, "region lock offset (its own line)");
@@ -24,7 +25,9 @@ int main(void)
 	tap_eq(offsetof(struct sluice_region, sleepers), 140, "region sleepers offset");
 	tap_eq(offsetof(struct sluice_region, ksock_released), 144, "region ksock_released offset");
 	tap_eq(offsetof(struct sluice_region, sock_used), 152, "region sock_used offset");
-	tap_eq(sizeof(struct sluice_region), 192, "sizeof(struct sluice_region)");
+	tap_eq(offsetof(struct sluice_region, ksock_rel_head), 192,
+	       "region ksock_rel_head offset (a line of its own)");
+	tap_eq(sizeof(struct sluice_region), 256, "sizeof(struct sluice_region)");
 	tap_eq(SLUICE_REGION_LIB_OFF, 256, "the library's header starts at 256");
 	tap_eq(sizeof(struct sluice_version), 56, "sizeof(struct sluice_version)");
 	tap_eq(offsetof(struct sluice_version, size), 0, "size is the first field");

@@ -102,8 +102,23 @@ static void module_poll(struct sl_stack *s, int sd)
 	__atomic_store_n(&sl_sock(s, (uint32_t)sd)->kp.armed, 1, __ATOMIC_SEQ_CST);
 }
 
-/* What the release of the last socket fd does. */
+/* What the release of the last socket fd does (kernel/sockfd.c): the
+ * state, the push on the released list, the count. */
 static void module_release(struct sl_stack *s, int sd)
+{
+	struct sl_sock *so = sl_sock(s, (uint32_t)sd);
+	uint32_t old = __atomic_load_n(&s->r->ksock_rel_head, __ATOMIC_RELAXED);
+
+	so->kp.kstate = SLUICE_KSOCK_RELEASED;
+	do
+		so->kp.rel_next = old;
+	while (!__atomic_compare_exchange_n(&s->r->ksock_rel_head, &old, (uint32_t)sd + 1, false,
+					    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+	__atomic_add_fetch(&s->r->ksock_released, 1, __ATOMIC_RELEASE);
+}
+
+/* ... when its push lost to user space's writes of the head: counted only. */
+static void module_release_unlisted(struct sl_stack *s, int sd)
 {
 	sl_sock(s, (uint32_t)sd)->kp.kstate = SLUICE_KSOCK_RELEASED;
 	__atomic_add_fetch(&s->r->ksock_released, 1, __ATOMIC_RELEASE);
@@ -232,7 +247,8 @@ static void test_overflow_scans(struct sl_stack *s)
 static void test_released(struct sl_stack *s)
 {
 	int a = udp_bound(s, 7000), b = udp_bound(s, 7001), c = udp_bound(s, 7002);
-	uint64_t before = fx_counter(s, "sockfd_released");
+	uint64_t before = fx_counter(s, "sockfd_released"), scans = fx_counter(s, "sockfd_scan");
+	int d = udp_bound(s, 7003), e = udp_bound(s, 7004), f = udp_bound(s, 7005);
 	uint32_t gen;
 	bool closed;
 
@@ -264,15 +280,32 @@ static void test_released(struct sl_stack *s)
 	tap_ok(!sl_ksock_close_released(s, (uint32_t)b, gen), "closed once only");
 	sl_unlock(s);
 
-	/* Two releases pending: the closer's own is not enough, a scan runs. */
-	module_release(s, c);
-	module_release(s, c);	/* a second count, as another socket's would */
+	/* Three released at once (killed holders, other processes): the
+	 * module's list names them, no slot is scanned. */
+	module_sock_fd(s, d);
+	module_sock_fd(s, e);
+	module_sock_fd(s, f);
+	module_release(s, d);
+	module_release(s, f);
+	module_release(s, e);
 	sl_lock(s);
-	sl_ksock_close_released(s, (uint32_t)c, sl_sock(s, (uint32_t)c)->kp.gen);
-	tap_ok(s->lib->ksock_handled != s->r->ksock_released, "two pending: left for a scan");
 	sl_unlock(s);
-	tap_eq(s->lib->ksock_handled, s->r->ksock_released, "the unlock's scan handled the rest");
-	tap_eq(fx_counter(s, "sockfd_released"), before + 3, "three closed in all");
+	tap_ok(sl_sock(s, (uint32_t)d)->type == SL_SOCK_FREE &&
+	       sl_sock(s, (uint32_t)e)->type == SL_SOCK_FREE &&
+	       sl_sock(s, (uint32_t)f)->type == SL_SOCK_FREE, "three released: all closed at one unlock");
+	tap_eq(s->lib->ksock_handled, s->r->ksock_released, "... handled");
+	tap_eq(fx_counter(s, "sockfd_scan"), scans, "... from the module's list, no scan");
+	tap_eq(s->r->ksock_rel_head, 0, "... which was taken whole");
+
+	/* A release the list does not hold (a push the module gave up):
+	 * the count runs ahead of what the list gave, and a scan finds it. */
+	module_release_unlisted(s, c);
+	sl_lock(s);
+	sl_unlock(s);
+	tap_eq(sl_sock(s, (uint32_t)c)->type, SL_SOCK_FREE, "an unlisted release: closed all the same");
+	tap_eq(s->lib->ksock_handled, s->r->ksock_released, "... handled");
+	tap_eq(fx_counter(s, "sockfd_scan"), scans + 1, "... by a scan (sockfd_scan)");
+	tap_eq(fx_counter(s, "sockfd_released"), before + 6, "six closed in all");
 }
 
 int main(void)
