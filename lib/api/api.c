@@ -792,7 +792,37 @@ static int connect_pending(struct sl_stack *s, int sd, const struct sockaddr_in 
 	return -EINPROGRESS;
 }
 
+static int connect_in(struct sluice_stack *st, int sd, const struct sockaddr_in *given,
+		      bool kpeer);
+
 int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *given)
+{
+	return connect_in(st, sd, given, false);
+}
+
+int sl_connect_kpeer(struct sluice_stack *st, int sd, const struct sockaddr_in *addr)
+{
+	return connect_in(st, sd, addr, true);
+}
+
+/*
+ * Would a TCP socket's SYN to daddr find nobody in this stack, where the
+ * host's kernel may have a listener?  Decided under the lock, so that
+ * a stack listener is either seen here or appears after: then this
+ * connection goes to the kernel, and the next one to the stack.  Only a
+ * socket that never connected (nothing has flowed: it can become a
+ * kernel socket), to an address of this host.
+ */
+static bool kpeer_wanted(struct sl_stack *s, const struct sl_sock *so, uint32_t daddr,
+			 uint16_t dport)
+{
+	return so->type == SL_SOCK_TCP && so->state == SL_TCP_CLOSED &&
+	       !(so->tcp.tflags & (SL_TF_CONN_PEND | SL_TF_CONNECTED)) &&
+	       sl_ip_is_local(s, daddr) && !sl_sock_listener_at(s, daddr, dport);
+}
+
+static int connect_in(struct sluice_stack *st, int sd, const struct sockaddr_in *given,
+		      bool kpeer)
 {
 	struct sl_stack *s = S(st);
 	struct sockaddr_in a, *addr = &a;
@@ -821,6 +851,10 @@ int sluice_connect(struct sluice_stack *st, int sd, const struct sockaddr_in *gi
 		ret = disconnect(s, so);
 		sl_unlock(s);
 		return ret;
+	}
+	if (kpeer && kpeer_wanted(s, so, addr->sin_addr.s_addr, addr->sin_port)) {
+		sl_unlock(s);
+		return -EREMOTE;	/* left as it was */
 	}
 	if (so->type == SL_SOCK_UDP) {
 		/* Linux ip4_datagram_connect(): a broadcast peer needs

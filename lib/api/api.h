@@ -59,6 +59,15 @@ int sl_poll_signals(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned
 #define SL_OSR_EDGE	1
 #define SL_OSR_MORE	2
 int sl_listen_os_ready(struct sluice_stack *st, int sd, uint32_t gen, int how);
+/*
+ * sluice_connect() for the preload: a TCP socket that never connected,
+ * whose destination is an address of this host where no listener of the
+ * stack is, is left as it was and the answer is -EREMOTE: the preload
+ * hands it to the kernel, where a kernel listener may be (a program not
+ * under Sluice, an AF_INET6 socket on ::), and the kernel answers
+ * (lib/preload/README.md, "Kernel peers").
+ */
+int sl_connect_kpeer(struct sluice_stack *st, int sd, const struct sockaddr_in *addr);
 /* The helper that finishes orphaned connections (helper.c). */
 uint32_t sl_orphans(struct sl_stack *s);
 void sl_helper_ensure(struct sl_stack *s);

@@ -158,6 +158,8 @@ extern struct pl_config pl_cfg;
  * fields below @refs are settings the socket had before anything was
  * done with it, replayed on a kernel socket if it falls back (socket.c).
  */
+#define PL_OPTS_KEPT	8
+
 struct pl_sock {
 	uint32_t sd;			/* index in the stack's socket table */
 	uint32_t gen;			/* the slot's generation when we took it */
@@ -186,6 +188,16 @@ struct pl_sock {
 	int rcvbuf, sndbuf;		/* 0: never set */
 	struct linger linger;
 	struct timeval rcvtimeo, sndtimeo;
+	/* connect() was called on it: options are no longer logged. */
+	bool connecting;
+	/* Int options the stack took before it connected (TCP_MAXSEG,
+	 * IP_TTL, TCP_KEEPIDLE, ...), the last value of each, replayed on
+	 * the kernel socket it may become (pl_opts_to_kernel()); one more
+	 * than fits is not kept (lib/preload/README.md, "Kernel peers"). */
+	uint8_t nopts;
+	struct pl_opt {
+		int level, name, val;
+	} opts[PL_OPTS_KEPT];
 };
 
 #define PL_CALLS_REL	0x10000
@@ -385,6 +397,9 @@ bool pl_reachable(const struct pl_sock *ps, uint32_t daddr);
 void pl_opts_to_kernel(int ks, const struct pl_sock *ps);
 /* fd becomes a kernel socket with ps's settings (ps still to be put). */
 int pl_fallback(int fd, struct pl_sock *ps);
+/* A bound TCP socket's kernel twin, taken from the library's own fds to
+ * be the socket itself (connect() hands it to the kernel), or -1. */
+int pl_twin_take(struct pl_sock *ps);
 
 /* ---- io.c / poll.c ---- */
 /*

@@ -151,17 +151,45 @@ void pl_opts_to_kernel(int ks, const struct pl_sock *ps)
 		sopt(ks, SOL_SOCKET, SO_SNDBUF, &ps->sndbuf, sizeof(int));
 	if (ps->linger.l_onoff)
 		sopt(ks, SOL_SOCKET, SO_LINGER, &ps->linger, sizeof(ps->linger));
+	for (unsigned int i = 0; i < ps->nopts && i < PL_OPTS_KEPT; i++)
+		sopt(ks, ps->opts[i].level, ps->opts[i].name, &ps->opts[i].val, sizeof(int));
 }
 
-int pl_fallback(int fd, struct pl_sock *ps)
+/* An int option the stack took before the socket connected, kept for the
+ * kernel socket it may become (those kept in fields of their own above
+ * are not logged). */
+static void opt_log(struct pl_sock *ps, int level, int name, const void *val, socklen_t len)
+{
+	unsigned int i;
+	int v;
+
+	if (ps->connecting || !val || len != sizeof(int) ||
+	    (level == SOL_SOCKET && (name == SO_REUSEADDR || name == SO_REUSEPORT ||
+				     name == SO_KEEPALIVE || name == SO_RCVBUF ||
+				     name == SO_SNDBUF)) ||
+	    (level == IPPROTO_TCP && name == TCP_NODELAY))
+		return;
+	memcpy(&v, val, sizeof(v));
+	for (i = 0; i < ps->nopts && i < PL_OPTS_KEPT; i++)
+		if (ps->opts[i].level == level && ps->opts[i].name == name)
+			break;
+	if (i == PL_OPTS_KEPT)
+		return;		/* full: not kept (README) */
+	ps->opts[i] = (struct pl_opt){ .level = level, .name = name, .val = v };
+	if (i == ps->nopts)
+		ps->nopts++;
+}
+
+/* fd, a Sluice socket, becomes kernel socket ks (closed here): the
+ * settings kept in ps go to ks, ks takes fd's number (close-on-exec as fd
+ * was), and the Sluice socket is let go unless another fd holds it.  ks
+ * non-blocking (a twin) or not. */
+static int become_kernel(int fd, struct pl_sock *ps, int ks, bool ks_nonblock)
 {
 	struct pl_sock *old;
-	int ks, fdfl, ret = 0;
+	int fdfl, ret = 0;
+	bool nb = SL_READ_ONCE(ps->nonblock);
 
-	ks = REAL(socket)(AF_INET, ps->type | SOCK_CLOEXEC, 0);
-	if (ks < 0)
-		return -errno;
-	pl_opts_to_kernel(ks, ps);
 	for (int i = 0; i < 2; i++) {
 		struct timeval tv = i ? ps->sndtimeo : ps->rcvtimeo;
 
@@ -170,8 +198,8 @@ int pl_fallback(int fd, struct pl_sock *ps)
 		if (tv.tv_sec || tv.tv_usec)
 			sopt(ks, SOL_SOCKET, i ? SO_SNDTIMEO : SO_RCVTIMEO, &tv, sizeof(tv));
 	}
-	if (SL_READ_ONCE(ps->nonblock))
-		REAL(fcntl)(ks, F_SETFL, O_NONBLOCK);
+	if (nb != ks_nonblock)
+		REAL(fcntl)(ks, F_SETFL, nb ? O_NONBLOCK : 0);
 	if (ps->type == SOCK_DGRAM)
 		mc_opts_to(ks, ps);
 	fdfl = REAL(fcntl)(fd, F_GETFD);
@@ -186,6 +214,65 @@ int pl_fallback(int fd, struct pl_sock *ps)
 	pl_debug("fd %d falls back to the kernel", fd);
 	pl_sock_release(old);
 	return ret;
+}
+
+int pl_fallback(int fd, struct pl_sock *ps)
+{
+	int ks = REAL(socket)(AF_INET, ps->type | SOCK_CLOEXEC, 0);
+
+	if (ks < 0)
+		return -errno;
+	pl_opts_to_kernel(ks, ps);
+	return become_kernel(fd, ps, ks, false);
+}
+
+/*
+ * Kernel peers: connect() from a TCP socket that never connected, to an
+ * address of this host where the stack has no listener (decided under the
+ * stack lock: sl_connect_kpeer() said -EREMOTE).  A kernel socket may
+ * listen there (a program not under Sluice, one that fell back, an
+ * AF_INET6 socket on ::), and Linux would connect to it: the socket
+ * becomes a kernel socket, bound as it was (its twin, which holds that
+ * port in the kernel and has its options, or a kernel socket bound to the
+ * stack's address and port), and the kernel connects it and answers
+ * (ECONNREFUSED where nobody listens, EINPROGRESS and its readiness).
+ * 0, fd is the kernel's; or -errno, fd still the stack's.
+ */
+static int kpeer_handoff(int fd, struct pl_sock *ps)
+{
+	struct sl_sock *so = sl_sock(pl_sl(), ps->sd);
+	struct sockaddr_in me;
+	int ks = -1;
+
+	if (SL_READ_ONCE(so->flags) & SL_SF_BOUND) {
+		ks = pl_twin_take(ps);
+		if (ks >= 0) {
+			pl_opts_to_kernel(ks, ps);	/* those set before its bind() */
+			return become_kernel(fd, ps, ks, true);
+		}
+		if (sluice_getsockname(pl_stack(), (int)ps->sd, &me))
+			return -EINVAL;
+	}
+	ks = REAL(socket)(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (ks < 0)
+		return -errno;
+	pl_opts_to_kernel(ks, ps);
+	if ((SL_READ_ONCE(so->flags) & SL_SF_BOUND) &&
+	    REAL(bind)(ks, (const struct sockaddr *)&me, sizeof(me))) {
+		int e = errno;
+
+		REAL(close)(ks);
+		return -e;
+	}
+	return become_kernel(fd, ps, ks, false);
+}
+
+/* May connect() hand ps to the kernel?  One fd of it in this process (a
+ * dup()ed fd would stay the stack's), twins allowed, not in a sandbox. */
+static bool kpeer_ok(const struct pl_sock *ps)
+{
+	return ps->type == SOCK_STREAM && pl_cfg.kernel_listen && !sl_sys_sandboxed &&
+	       SL_READ_ONCE(ps->nfd) == 1;
 }
 
 EXPORT int socket(int domain, int type, int protocol)
@@ -401,7 +488,21 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		goto out;
 	}
 	ps->used = true;
-	ret = sluice_connect(st, (int)ps->sd, &sin);
+	ps->connecting = true;
+	if (kpeer_ok(ps)) {
+		int saved = errno;
+
+		ret = sl_connect_kpeer(st, (int)ps->sd, &sin);
+		if (ret == -EREMOTE && !kpeer_handoff(fd, ps)) {
+			pl_put(ps);
+			errno = saved;	/* the kernel's answer alone */
+			return REAL(connect)(fd, addr, len);
+		}
+		if (ret == -EREMOTE)	/* no kernel socket: the stack answers */
+			ret = sluice_connect(st, (int)ps->sd, &sin);
+	} else {
+		ret = sluice_connect(st, (int)ps->sd, &sin);
+	}
 	/* A socket bound before it connects needs its kernel twin no more
 	 * (twin.c): a connection's port is not held in the kernel, as the
 	 * ports connect() picks are not, and a twin for each would cost the
@@ -567,6 +668,8 @@ EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 			ps->nodelay = v;
 		}
 	}
+	if (!ret)
+		opt_log(ps, level, name, val, len);
 	/* What a kernel connection accepted from the twin inherits, as a
 	 * child inherits its listener's options (TCP_USER_TIMEOUT,
 	 * TCP_DEFER_ACCEPT, TCP_NODELAY, ...): set on the twin too, while

@@ -144,6 +144,25 @@ void pl_twin_close(struct pl_sock *ps)
 	pl_debug("socket %u: kernel twin fd %d closed", ps->sd, fd);
 }
 
+int pl_twin_take(struct pl_sock *ps)
+{
+	int fd;
+
+	/* Shut from listening once (in the watcher's set, and it may have
+	 * let its port go): a fresh kernel socket is bound instead. */
+	if (SL_READ_ONCE(ps->twin_shut)) {
+		pl_twin_close(ps);
+		return -1;
+	}
+	fd = sl_xchg(&ps->twin, 0) - 1;
+	if (fd < 0)
+		return -1;
+	set_bit(fd, false);
+	sl_fetch_sub(&twin_count, 1);
+	pl_debug("socket %u: kernel twin fd %d becomes the socket", ps->sd, fd);
+	return fd;
+}
+
 /* ---- the watcher ---- */
 
 static void watch_nap(void)

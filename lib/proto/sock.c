@@ -524,6 +524,27 @@ bool sl_sock_port_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, u
 	return true;
 }
 
+/*
+ * Is a TCP listener of this stack where a SYN to (addr, port) would go: a
+ * listening socket on that port bound to addr or to INADDR_ANY?  The
+ * whole port chain is looked at, not only the first bound socket the SYN
+ * path's lookup() meets, so the answer does not hang on the chain's order.
+ */
+bool sl_sock_listener_at(struct sl_stack *s, uint32_t addr, uint16_t port)
+{
+	uint32_t idx = *port_bucket(s, port), guard = 0;
+
+	while (sl_sock_next(s, idx, &guard)) {
+		struct sl_sock *o = sl_sock(s, idx);
+
+		idx = o->port_next;
+		if (o->type == SL_SOCK_TCP && o->lport == port && o->state == SL_TCP_LISTEN &&
+		    (!o->laddr || o->laddr == addr))
+			return true;
+	}
+	return false;
+}
+
 /* ---- ephemeral ports ------------------------------------------------ */
 
 /*
