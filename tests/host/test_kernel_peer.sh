@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# Kernel peers (issue 15; lib/preload/README.md, "Kernel peers"): a stack
+# client that connect()s to this host where the stack has no listener
+# becomes a kernel socket before its SYN, and the kernel connects it, as
+# Linux would; a stack listener still gets its stack clients in the stack.
+#
+#   +-------------- network namespace made here (lo up) ---------------+
+#   |  kconnect serve 4 127.0.0.1   (kernel listener, not under Sluice) |
+#   |  kconnect serve 6 ::          (kernel AF_INET6, dual stack)       |
+#   |  sluice run kconnect serve 4  (stack listener)                    |
+#   |     ^ kconnect client CASE 127.0.0.1, on the kernel and under     |
+#   |       sluice run, the same expectations                           |
+#   +------------------------------------------------------------------+
+#
+# 1. The kernel's own client against a kernel listener: the reference.
+# 2. Stack clients (blocking, non-blocking, in an epoll set before
+#    connect(), options and bind(port 0) before connect()) against the
+#    kernel listener and a dual-stack AF_INET6 one on ::: every case as
+#    the kernel's, the fd a kernel socket afterwards, data both ways; the
+#    stack sent no SYN for them (tcp_active_open in `sluice dump`).
+# 3. A port nobody listens on: ECONNREFUSED, blocking and non-blocking.
+# 4. A stack listener: stack clients stay in the stack (both ends Sluice
+#    fds, 4 SYNs more in the stack's counters); one that starts listening
+#    after a refused connect gets the next client in the stack.
+# 5. SLUICE_KERNEL_LISTEN=0: refused, as before.
+set -u
+. "$(dirname "$0")/lib.sh"
+sluice=$top/build/tools/sluice
+prog=$top/build/tests/preload/kconnect
+tmp=$(mktemp -d)
+st=tkp-$$
+trap 'jobs -p | xargs -r kill 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp" /dev/shm/sluice-$st* /dev/shm/sluicefd-$st*' EXIT
+
+if ! unshare -n true 2>/dev/null; then
+	skip "kernel peers" "no network namespaces here"
+	done_testing
+	exit
+fi
+
+cat >"$tmp/run.sh" <<'EOS'
+set -u
+ip link set lo up
+sluice=$1 prog=$2 st=$3 tmp=$4
+R=(env SLUICE_NO_HELPER=1 "$sluice" run --stack "$st" --)
+waitfor() { for _ in $(seq 200); do grep -q "$1" "$2" 2>/dev/null && return 0; sleep 0.02; done; return 1; }
+opens() { "$sluice" dump "$st" 2>/dev/null | awk '$1 == "tcp_active_open" { print $2; f = 1 } END { if (!f) print 0 }'; }
+cases="block nonblock epoll opts"
+
+# One kernel or stack server for the four cases; clients on the kernel
+# or under sluice run.  Prints "TAG CASE RESULT" and "TAG served ...".
+round() {
+	local tag=$1 family=$2 addr=$3 port=$4 srv=() cli=()
+	[ "$5" = stack ] && srv=("${R[@]}")
+	[ "$6" = stack ] && cli=("${R[@]}")
+	timeout 30 "${srv[@]}" "$prog" serve "$family" "$addr" "$port" 4 >"$tmp/srv" 2>&1 &
+	waitfor ready "$tmp/srv" || echo "$tag: no ready"
+	for c in $cases; do
+		echo "$tag $c $(timeout 20 "${cli[@]}" "$prog" client "$c" 127.0.0.1 "$port" 2>&1)"
+	done
+	wait
+	echo "$tag $(grep served "$tmp/srv")"
+}
+
+"${R[@]}" python3 -c 'import socket; socket.socket()'
+round ref 4 127.0.0.1 7401 kernel kernel
+o0=$(opens)
+round k4 4 127.0.0.1 7402 kernel stack
+round k6 6 :: 7403 kernel stack
+o1=$(opens)
+echo "syns for kernel peers $((o1 - o0))"
+echo "refused kernel $("$prog" client refused 127.0.0.1 7499 2>&1)"
+echo "refused stack $(timeout 20 "${R[@]}" "$prog" client refused 127.0.0.1 7499 2>&1)"
+round s4 4 127.0.0.1 7404 stack stack
+o2=$(opens)
+echo "syns for stack peers $((o2 - o1))"
+
+# A stack listener that comes after a refused connect.
+echo "later before $(timeout 20 "${R[@]}" "$prog" client refused 127.0.0.2 7405 2>&1)"
+timeout 30 "${R[@]}" "$prog" serve 4 127.0.0.2 7405 1 >"$tmp/srv" 2>&1 &
+waitfor ready "$tmp/srv"
+echo "later $(timeout 20 "${R[@]}" "$prog" client block 127.0.0.2 7405 2>&1)"
+wait
+echo "later $(grep served "$tmp/srv")"
+
+# SLUICE_KERNEL_LISTEN=0: the stack alone, as before.
+timeout 30 "$prog" serve 4 127.0.0.1 7407 1 >"$tmp/srv" 2>&1 &
+waitfor ready "$tmp/srv"
+echo "off $(SLUICE_KERNEL_LISTEN=0 timeout 20 "${R[@]}" "$prog" client block 127.0.0.1 7407 2>&1 | head -1)"
+"$prog" client block 127.0.0.1 7407 >/dev/null 2>&1
+wait
+EOS
+out=$(timeout 300 unshare -n bash "$tmp/run.sh" "$sluice" "$prog" "$st" "$tmp" 2>&1)
+echo "$out" | sed 's/^/# /'
+
+for c in block nonblock epoll opts; do
+	check "reference: kernel client to a kernel listener, $c" grep -qx "ref $c ok $c kernel" <<<"$out"
+	check "stack client to a kernel listener, $c: as the kernel's, a kernel fd after connect()" \
+		grep -qx "k4 $c ok $c kernel" <<<"$out"
+	check "stack client to a kernel AF_INET6 listener on :: via 127.0.0.1, $c" \
+		grep -qx "k6 $c ok $c kernel" <<<"$out"
+	check "stack client to a stack listener, $c: stays in the stack" \
+		grep -qx "s4 $c ok $c stack" <<<"$out"
+done
+check "the kernel listeners served the stack's clients" \
+	[ "$(grep -cx 'k[46] served 4 kernel 4 stack 0' <<<"$out")" = 2 ]
+check "the stack sent no SYN for them (handed over before it)" \
+	grep -qx 'syns for kernel peers 0' <<<"$out"
+check "refused port, on the kernel: ECONNREFUSED blocking and non-blocking" \
+	grep -qx 'refused kernel ok refused kernel' <<<"$out"
+check "refused port, from the stack: the same answers" \
+	grep -qx 'refused stack ok refused kernel' <<<"$out"
+check "a stack listener accepts its stack clients as Sluice fds" \
+	grep -qx 's4 served 4 kernel 0 stack 4' <<<"$out"
+check "... through the stack (4 SYNs in its counters)" \
+	grep -qx 'syns for stack peers 4' <<<"$out"
+check "refused before a stack listener exists" \
+	grep -qx 'later before ok refused kernel' <<<"$out"
+check "a stack listener that came later gets the next stack client in the stack" \
+	grep -qx 'later ok block stack' <<<"$out"
+check "... and accepts it as a Sluice fd" grep -qx 'later served 1 kernel 0 stack 1' <<<"$out"
+check "SLUICE_KERNEL_LISTEN=0: refused, as before" \
+	grep -q '^off FAIL block: connect (errno Connection refused)' <<<"$out"
+
+done_testing
