@@ -821,6 +821,20 @@ static bool kpeer_wanted(struct sl_stack *s, const struct sl_sock *so, uint32_t 
 	       sl_ip_is_local(s, daddr) && !sl_sock_listener_at(s, daddr, dport);
 }
 
+bool sl_udp_kpeer(struct sluice_stack *st, uint32_t daddr, uint16_t dport)
+{
+	struct sl_stack *s = S(st);
+	bool ret;
+
+	if (daddr == INADDR_ANY)
+		daddr = htonl(INADDR_LOOPBACK);	/* as Linux: this host */
+	if (!sl_ip_is_local(s, daddr) || sl_lock(s))
+		return false;
+	ret = !sl_sock_udp_at(s, daddr, dport);
+	sl_unlock(s);
+	return ret;
+}
+
 static int connect_in(struct sluice_stack *st, int sd, const struct sockaddr_in *given,
 		      bool kpeer)
 {

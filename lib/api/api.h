@@ -68,6 +68,10 @@ int sl_listen_os_ready(struct sluice_stack *st, int sd, uint32_t gen, int how);
  * (lib/preload/README.md, "Kernel peers").
  */
 int sl_connect_kpeer(struct sluice_stack *st, int sd, const struct sockaddr_in *addr);
+/* A datagram to (daddr, dport) would find no socket of this stack, and
+ * daddr is this host's: a kernel socket may be bound there (the preload
+ * hands a UDP socket nothing was done with to the kernel). */
+bool sl_udp_kpeer(struct sluice_stack *st, uint32_t daddr, uint16_t dport);
 /* The helper that finishes orphaned connections (helper.c). */
 uint32_t sl_orphans(struct sl_stack *s);
 void sl_helper_ensure(struct sl_stack *s);

@@ -248,8 +248,9 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 		return REAL(sendto)(fd, buf, len, flags, to, tolen);
 	/* A stream socket ignores the address, as Linux does once connected. */
 	d = ps->type == SOCK_DGRAM ? dest(to, tolen, &sin) : 0;
-	if (d > 0 && !ps->used && !pl_reachable(ps, sin.sin_addr.s_addr)) {
-		/* A fresh datagram socket sending where the stack does not reach. */
+	if (d > 0 && !ps->used && pl_dgram_to_kernel(ps, &sin)) {
+		/* A fresh datagram socket sending where the stack does not
+		 * reach, or to a port of this host the stack does not have. */
 		ret = pl_fallback(fd, ps);
 		pl_put(ps);
 		return ret ? pl_ret(ret) : REAL(sendto)(fd, buf, len, flags, to, tolen);
@@ -572,7 +573,7 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 		ret = -EFAULT;
 	} else {
 		d = ps->type == SOCK_DGRAM ? dest(msg->msg_name, msg->msg_namelen, &sin) : 0;
-		if (d > 0 && !ps->used && !pl_reachable(ps, sin.sin_addr.s_addr)) {
+		if (d > 0 && !ps->used && pl_dgram_to_kernel(ps, &sin)) {
 			ret = pl_fallback(fd, ps);
 			pl_put(ps);
 			return ret ? pl_ret(ret) : REAL(sendmsg)(fd, msg, flags);

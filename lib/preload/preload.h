@@ -397,6 +397,11 @@ bool pl_reachable(const struct pl_sock *ps, uint32_t daddr);
 void pl_opts_to_kernel(int ks, const struct pl_sock *ps);
 /* fd becomes a kernel socket with ps's settings (ps still to be put). */
 int pl_fallback(int fd, struct pl_sock *ps);
+/* Must datagram socket ps, nothing done with it yet, become a kernel
+ * socket to send to (or connect to) to?  Not reached by the stack, or an
+ * address of this host where no stack socket is bound (a kernel one may
+ * be: lib/preload/README.md, "Kernel peers"). */
+bool pl_dgram_to_kernel(const struct pl_sock *ps, const struct sockaddr_in *to);
 /* A bound TCP socket's kernel twin, taken from the library's own fds to
  * be the socket itself (connect() hands it to the kernel), or -1. */
 int pl_twin_take(struct pl_sock *ps);

@@ -218,12 +218,15 @@ static int become_kernel(int fd, struct pl_sock *ps, int ks, bool ks_nonblock)
 
 int pl_fallback(int fd, struct pl_sock *ps)
 {
-	int ks = REAL(socket)(AF_INET, ps->type | SOCK_CLOEXEC, 0);
+	int ks = REAL(socket)(AF_INET, ps->type | SOCK_CLOEXEC, 0), saved = errno, ret;
 
 	if (ks < 0)
 		return -errno;
 	pl_opts_to_kernel(ks, ps);
-	return become_kernel(fd, ps, ks, false);
+	ret = become_kernel(fd, ps, ks, false);
+	if (!ret)
+		errno = saved;	/* an option the kernel refused is not the call's error */
+	return ret;
 }
 
 /*
@@ -265,6 +268,18 @@ static int kpeer_handoff(int fd, struct pl_sock *ps)
 		return -e;
 	}
 	return become_kernel(fd, ps, ks, false);
+}
+
+bool pl_dgram_to_kernel(const struct pl_sock *ps, const struct sockaddr_in *to)
+{
+	if (!pl_reachable(ps, to->sin_addr.s_addr))
+		return true;
+	/* This host's, and no stack socket there: a kernel one may be, and
+	 * Linux would deliver to it (decided under the stack lock; a stack
+	 * socket bound there later gets the next fresh socket's). */
+	return ps->type == SOCK_DGRAM && pl_cfg.kernel_listen && !sl_sys_sandboxed &&
+	       SL_READ_ONCE(ps->nfd) == 1 && !SL_IN_MULTICAST(to->sin_addr.s_addr) &&
+	       sl_udp_kpeer(pl_stack(), to->sin_addr.s_addr, to->sin_port);
 }
 
 /* May connect() hand ps to the kernel?  One fd of it in this process (a
@@ -478,6 +493,11 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	}
 	if (sin.sin_addr.s_addr == INADDR_ANY)	/* as Linux: this host */
 		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (ps->type == SOCK_DGRAM && !ps->used && pl_dgram_to_kernel(ps, &sin)) {
+		ret = pl_fallback(fd, ps);
+		pl_put(ps);
+		return ret ? (int)pl_ret(ret) : REAL(connect)(fd, addr, len);
+	}
 	if (!pl_reachable(ps, sin.sin_addr.s_addr)) {
 		if (!ps->used) {
 			ret = pl_fallback(fd, ps);

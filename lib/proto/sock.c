@@ -545,6 +545,22 @@ bool sl_sock_listener_at(struct sl_stack *s, uint32_t addr, uint16_t port)
 	return false;
 }
 
+/* Is a UDP socket of this stack bound where a datagram to (addr, port)
+ * would go (addr or INADDR_ANY, that port)? */
+bool sl_sock_udp_at(struct sl_stack *s, uint32_t addr, uint16_t port)
+{
+	uint32_t idx = *port_bucket(s, port), guard = 0;
+
+	while (sl_sock_next(s, idx, &guard)) {
+		struct sl_sock *o = sl_sock(s, idx);
+
+		idx = o->port_next;
+		if (o->type == SL_SOCK_UDP && o->lport == port && (!o->laddr || o->laddr == addr))
+			return true;
+	}
+	return false;
+}
+
 /* ---- ephemeral ports ------------------------------------------------ */
 
 /*
