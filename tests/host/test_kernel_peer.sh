@@ -24,7 +24,11 @@
 # 4. A stack listener: stack clients stay in the stack (both ends Sluice
 #    fds, 4 SYNs more in the stack's counters); one that starts listening
 #    after a refused connect gets the next client in the stack.
-# 5. SLUICE_KERNEL_LISTEN=0: refused, as before.
+# 5. UDP: a fresh stack socket sending (sendto, or connect and send) to a
+#    port of this host where only a kernel socket is bound becomes a
+#    kernel socket and gets the answers; a stack UDP socket keeps its
+#    stack clients.
+# 6. SLUICE_KERNEL_LISTEN=0: refused, as before.
 set -u
 . "$(dirname "$0")/lib.sh"
 sluice=$top/build/tools/sluice
@@ -84,6 +88,18 @@ echo "later $(timeout 20 "${R[@]}" "$prog" client block 127.0.0.2 7405 2>&1)"
 wait
 echo "later $(grep served "$tmp/srv")"
 
+# UDP: a kernel socket bound on this host, a stack one; two datagrams a client.
+for pair in "kernel kernel 7410" "kernel stack 7411" "stack stack 7412"; do
+	set -- $pair
+	srv=() cli=()
+	[ "$1" = stack ] && srv=("${R[@]}")
+	[ "$2" = stack ] && cli=("${R[@]}")
+	timeout 30 "${srv[@]}" "$prog" userve 127.0.0.1 "$3" 2 >"$tmp/srv" 2>&1 &
+	waitfor ready "$tmp/srv" || echo "udp $1: no ready"
+	echo "udp $1 $2 $(timeout 20 "${cli[@]}" "$prog" client udp 127.0.0.1 "$3" 2>&1)"
+	wait
+done
+
 # SLUICE_KERNEL_LISTEN=0: the stack alone, as before.
 timeout 30 "$prog" serve 4 127.0.0.1 7407 1 >"$tmp/srv" 2>&1 &
 waitfor ready "$tmp/srv"
@@ -120,6 +136,11 @@ check "refused before a stack listener exists" \
 check "a stack listener that came later gets the next stack client in the stack" \
 	grep -qx 'later ok block stack' <<<"$out"
 check "... and accepts it as a Sluice fd" grep -qx 'later served 1 kernel 0 stack 1' <<<"$out"
+check "UDP reference: a kernel client and a kernel socket" grep -qx 'udp kernel kernel ok udp kernel' <<<"$out"
+check "UDP: a fresh stack socket's datagrams reach a kernel socket of this host, answers back" \
+	grep -qx 'udp kernel stack ok udp kernel' <<<"$out"
+check "UDP: a stack socket bound there keeps its stack clients" \
+	grep -qx 'udp stack stack ok udp stack' <<<"$out"
 check "SLUICE_KERNEL_LISTEN=0: refused, as before" \
 	grep -q '^off FAIL block: connect (errno Connection refused)' <<<"$out"
 

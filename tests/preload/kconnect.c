@@ -11,6 +11,9 @@
  *	answer every byte xor 0x5a, close; then print "served N kernel K
  *	stack S" (K, S: accepted fds that were kernel sockets, a raw fstat
  *	says socket, or Sluice placeholders).
+ *   kconnect userve ADDR PORT N
+ *	a UDP socket bound there: print "ready", answer N datagrams (each
+ *	byte xor 0x5a) to their senders, print "userved N".
  *   kconnect client CASE ADDR PORT
  *	one case; prints "ok CASE kernel" or "ok CASE stack" (what the
  *	connected fd is) or "FAIL CASE: why" and exits 1:
@@ -22,6 +25,8 @@
  *	opts      SO_REUSEADDR, SO_KEEPALIVE, TCP_NODELAY, TCP_KEEPIDLE,
  *		  IP_TTL set and bind(127.0.0.1:0) before connect: the
  *		  port and the options are the same after it, data
+ *	udp       a fresh UDP socket's sendto(), then a connected one's
+ *		  send(): each answer comes back (from a kernel UDP socket)
  *	refused   nobody on PORT: blocking ECONNREFUSED; non-blocking
  *		  EINPROGRESS then SO_ERROR ECONNREFUSED
  *
@@ -229,6 +234,23 @@ static int client(const char *c, const struct sockaddr_in *to)
 		    get_int(fd, IPPROTO_TCP, TCP_KEEPIDLE) != 77 ||
 		    get_int(fd, IPPROTO_IP, IP_TTL) != 33)
 			fail("an option set before connect() was lost");
+	} else if (!strcmp(c, "udp")) {
+		char b[16];
+
+		for (int i = 0; i < 2; i++) {
+			fd = socket(AF_INET, SOCK_DGRAM, 0);
+			if (i ? connect(fd, a, sizeof(*to)) || send(fd, "ping", 4, 0) != 4 :
+				sendto(fd, "ping", 4, 0, a, sizeof(*to)) != 4)
+				fail("send %d", i);
+			wait_fd(fd, POLLIN);
+			if (recv(fd, b, sizeof(b), 0) != 4 || memcmp(b, "\x2a\x33\x34\x3d", 4))
+				fail("answer %d", i);
+			if (i)
+				break;
+			close(fd);
+		}
+		printf("ok %s %s\n", c, is_kernel(fd) ? "kernel" : "stack");
+		return 0;
 	} else if (!strcmp(c, "refused")) {
 		fd = socket(AF_INET, SOCK_STREAM, 0);
 		r = connect(fd, a, sizeof(*to));
@@ -306,9 +328,41 @@ static int serve(int family, const char *addr, int port, int n)
 	return 0;
 }
 
+static int userve(const char *addr, int port, int n)
+{
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	struct sockaddr_in from;
+	socklen_t len;
+	uint8_t b[2048];
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	cname = "userve";
+	if (inet_pton(AF_INET, addr, &me.sin_addr) != 1 || fd < 0 ||
+	    bind(fd, (struct sockaddr *)&me, sizeof(me)))
+		fail("bind");
+	printf("ready\n");
+	fflush(stdout);
+	for (int i = 0; i < n; i++) {
+		ssize_t r;
+
+		len = sizeof(from);
+		r = recvfrom(fd, b, sizeof(b), 0, (struct sockaddr *)&from, &len);
+		if (r < 0)
+			fail("recvfrom");
+		for (ssize_t j = 0; j < r; j++)
+			b[j] ^= 0x5a;
+		if (sendto(fd, b, (size_t)r, 0, (struct sockaddr *)&from, len) != r)
+			fail("sendto");
+	}
+	printf("userved %d\n", n);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	alarm(30);
+	if (argc == 5 && !strcmp(argv[1], "userve"))
+		return userve(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc == 6 && !strcmp(argv[1], "serve"))
 		return serve(atoi(argv[2]), argv[3], atoi(argv[4]), atoi(argv[5]));
 	if (argc == 5 && !strcmp(argv[1], "client")) {
@@ -319,6 +373,6 @@ int main(int argc, char **argv)
 			return 2;
 		return client(argv[2], &to);
 	}
-	fprintf(stderr, "usage: kconnect serve FAMILY ADDR PORT N | client CASE ADDR PORT\n");
+	fprintf(stderr, "usage: kconnect serve FAMILY ADDR PORT N | userve ADDR PORT N | client CASE ADDR PORT\n");
 	return 2;
 }
