@@ -9,7 +9,11 @@
  * on) becomes a kernel socket, transparently and with the options it was
  * given, when it connects or sends to a destination the stack does not
  * reach, binds to an address that is not the stack's, or is given an
- * option Sluice does not have (pl_fallback()).
+ * option Sluice does not have (pl_fallback()).  One not yet connected
+ * that connects to this host where the stack has no listener becomes a
+ * kernel socket too, bound as it was (kernel peers: kpeer_handoff()), as
+ * does a fresh datagram socket sending to a port of this host no stack
+ * socket has (pl_dgram_to_kernel()).
  *
  * Every Sluice socket is non-blocking at the native level; blocking is
  * done here (io.c: pl_wait()), so O_NONBLOCK stays a property of the open
