@@ -72,10 +72,10 @@ round ref 4 127.0.0.1 7401 kernel kernel
 o0=$(opens)
 round k4 4 127.0.0.1 7402 kernel stack
 round k6 6 :: 7403 kernel stack
-o1=$(opens)
-echo "syns for kernel peers $((o1 - o0))"
 echo "refused kernel $("$prog" client refused 127.0.0.1 7499 2>&1)"
 echo "refused stack $(timeout 20 "${R[@]}" "$prog" client refused 127.0.0.1 7499 2>&1)"
+o1=$(opens)
+echo "syns for kernel peers $((o1 - o0))"
 round s4 4 127.0.0.1 7404 stack stack
 o2=$(opens)
 echo "syns for stack peers $((o2 - o1))"
