@@ -243,14 +243,17 @@ int pl_fallback(int fd, struct pl_sock *ps)
  * port in the kernel and has its options, or a kernel socket bound to the
  * stack's address and port), and the kernel connects it and answers
  * (ECONNREFUSED where nobody listens, EINPROGRESS and its readiness).
- * 0, fd is the kernel's; or -errno, fd still the stack's.
+ * 0, fd is the kernel's; or -errno: with *gone, fd is neither (the
+ * replacing dup3() failed, the stack socket was let go), else fd is still
+ * the stack's.
  */
-static int kpeer_handoff(int fd, struct pl_sock *ps)
+static int kpeer_handoff(int fd, struct pl_sock *ps, bool *gone)
 {
 	struct sl_sock *so = sl_sock(pl_sl(), ps->sd);
 	struct sockaddr_in me;
 	int ks = -1;
 
+	*gone = true;
 	if (SL_READ_ONCE(so->flags) & SL_SF_BOUND) {
 		ks = pl_twin_take(ps);
 		if (ks >= 0) {
@@ -260,6 +263,7 @@ static int kpeer_handoff(int fd, struct pl_sock *ps)
 		if (sluice_getsockname(pl_stack(), (int)ps->sd, &me))
 			return -EINVAL;
 	}
+	*gone = false;
 	ks = REAL(socket)(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (ks < 0)
 		return -errno;
@@ -271,6 +275,7 @@ static int kpeer_handoff(int fd, struct pl_sock *ps)
 		REAL(close)(ks);
 		return -e;
 	}
+	*gone = true;
 	return become_kernel(fd, ps, ks, false);
 }
 
@@ -515,15 +520,21 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	ps->connecting = true;
 	if (kpeer_ok(ps)) {
 		int saved = errno;
+		bool gone;
 
 		ret = sl_connect_kpeer(st, (int)ps->sd, &sin);
-		if (ret == -EREMOTE && !kpeer_handoff(fd, ps)) {
-			pl_put(ps);
-			errno = saved;	/* the kernel's answer alone */
-			return REAL(connect)(fd, addr, len);
-		}
-		if (ret == -EREMOTE)	/* no kernel socket: the stack answers */
+		if (ret == -EREMOTE) {
+			ret = kpeer_handoff(fd, ps, &gone);
+			if (!ret || gone) {
+				pl_put(ps);
+				if (ret)
+					return (int)pl_ret(ret);
+				errno = saved;	/* the kernel's answer alone */
+				return REAL(connect)(fd, addr, len);
+			}
+			/* No kernel socket bound as it was: the stack answers. */
 			ret = sluice_connect(st, (int)ps->sd, &sin);
+		}
 	} else {
 		ret = sluice_connect(st, (int)ps->sd, &sin);
 	}
