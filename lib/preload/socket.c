@@ -291,6 +291,33 @@ bool pl_dgram_to_kernel(const struct pl_sock *ps, const struct sockaddr_in *to)
 	       sl_udp_kpeer(pl_stack(), to->sin_addr.s_addr, to->sin_port);
 }
 
+/* Hand fd to the kernel and connect() there: with *done, connect()'s
+ * return (errno set); without it, -errno and fd is still the stack's.
+ * saved: errno when the program's call began. */
+static int kpeer_connect(int fd, struct pl_sock *ps, const struct sockaddr *addr, socklen_t len,
+			 int saved, bool *done)
+{
+	bool gone;
+	int ret = kpeer_handoff(fd, ps, &gone);
+
+	*done = !ret || gone;
+	if (!*done)
+		return ret;
+	if (ret)
+		return (int)pl_ret(ret);
+	errno = saved;	/* the kernel's answer alone */
+	return REAL(connect)(fd, addr, len);
+}
+
+/* A stream socket that never connected (bound, or not: used or not)? */
+static bool kpeer_fresh(const struct pl_sock *ps)
+{
+	const struct sl_sock *so = sl_sock(pl_sl(), ps->sd);
+
+	return SL_READ_ONCE(so->state) == SL_TCP_CLOSED &&
+	       !(SL_READ_ONCE(so->tcp.tflags) & (SL_TF_CONN_PEND | SL_TF_CONNECTED));
+}
+
 /* May connect() hand ps to the kernel?  One fd of it in this process (a
  * dup()ed fd would stay the stack's), twins allowed, not in a sandbox. */
 static bool kpeer_ok(const struct pl_sock *ps)
@@ -484,10 +511,12 @@ EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *lenp, int flags)
 
 EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
+	int saved = errno;
 	struct pl_sock *ps = pl_get(fd);
 	struct sockaddr_in sin;
 	struct sluice_stack *st;
 	unsigned int vlen;
+	bool done;
 	int ret, err;
 
 	if (!ps)
@@ -513,24 +542,27 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 			pl_put(ps);
 			return ret ? (int)pl_ret(ret) : REAL(connect)(fd, addr, len);
 		}
+		/* Bound but never connected: the kernel reaches it, bound as
+		 * it was (kernel peers). */
+		if (kpeer_ok(ps) && kpeer_fresh(ps)) {
+			ret = kpeer_connect(fd, ps, addr, len, saved, &done);
+			if (done) {
+				pl_put(ps);
+				return ret;
+			}
+		}
 		ret = -ENETUNREACH;
 		goto out;
 	}
 	ps->used = true;
 	ps->connecting = true;
 	if (kpeer_ok(ps)) {
-		int saved = errno;
-		bool gone;
-
 		ret = sl_connect_kpeer(st, (int)ps->sd, &sin);
 		if (ret == -EREMOTE) {
-			ret = kpeer_handoff(fd, ps, &gone);
-			if (!ret || gone) {
+			ret = kpeer_connect(fd, ps, addr, len, saved, &done);
+			if (done) {
 				pl_put(ps);
-				if (ret)
-					return (int)pl_ret(ret);
-				errno = saved;	/* the kernel's answer alone */
-				return REAL(connect)(fd, addr, len);
+				return ret;
 			}
 			/* No kernel socket bound as it was: the stack answers. */
 			ret = sluice_connect(st, (int)ps->sd, &sin);
