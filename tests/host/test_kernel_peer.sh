@@ -24,11 +24,13 @@
 # 4. A stack listener: stack clients stay in the stack (both ends Sluice
 #    fds, 4 SYNs more in the stack's counters); one that starts listening
 #    after a refused connect gets the next client in the stack.
-# 5. UDP: a fresh stack socket sending (sendto, or connect and send) to a
+# 5. A client bound to INADDR_ANY:0 connecting to an address of the
+#    host's the stack does not reach: handed over bound as it was.
+# 6. UDP: a fresh stack socket sending (sendto, or connect and send) to a
 #    port of this host where only a kernel socket is bound becomes a
 #    kernel socket and gets the answers; a stack UDP socket keeps its
 #    stack clients.
-# 6. SLUICE_KERNEL_LISTEN=0: refused, as before.
+# 7. SLUICE_KERNEL_LISTEN=0: refused, as before.
 set -u
 . "$(dirname "$0")/lib.sh"
 sluice=$top/build/tools/sluice
@@ -88,6 +90,18 @@ echo "later $(timeout 20 "${R[@]}" "$prog" client block 127.0.0.2 7405 2>&1)"
 wait
 echo "later $(grep served "$tmp/srv")"
 
+# A bound client to an address of the host's that the stack does not
+# reach (a loopback-only stack; the kernel has 10.77.0.1 on lo).
+ip addr add 10.77.0.1/32 dev lo
+for who in kernel stack; do
+	cli=()
+	[ "$who" = stack ] && cli=("${R[@]}")
+	timeout 30 "$prog" serve 4 10.77.0.1 7420 1 >"$tmp/srv" 2>&1 &
+	waitfor ready "$tmp/srv" || echo "far: no ready"
+	echo "far $who $(timeout 20 "${cli[@]}" "$prog" client bindany 10.77.0.1 7420 2>&1)"
+	wait
+done
+
 # UDP: a kernel socket bound on this host, a stack one; two datagrams a client.
 for pair in "kernel kernel 7410" "kernel stack 7411" "stack stack 7412"; do
 	set -- $pair
@@ -136,6 +150,10 @@ check "refused before a stack listener exists" \
 check "a stack listener that came later gets the next stack client in the stack" \
 	grep -qx 'later ok block stack' <<<"$out"
 check "... and accepts it as a Sluice fd" grep -qx 'later served 1 kernel 0 stack 1' <<<"$out"
+check "reference: a kernel client bound to INADDR_ANY:0 reaches a host address" \
+	grep -qx 'far kernel ok bindany kernel' <<<"$out"
+check "a stack client bound to INADDR_ANY:0 reaches a host address the stack does not (was ENETUNREACH)" \
+	grep -qx 'far stack ok bindany kernel' <<<"$out"
 check "UDP reference: a kernel client and a kernel socket" grep -qx 'udp kernel kernel ok udp kernel' <<<"$out"
 check "UDP: a fresh stack socket's datagrams reach a kernel socket of this host, answers back" \
 	grep -qx 'udp kernel stack ok udp kernel' <<<"$out"

@@ -25,6 +25,7 @@
  *	opts      SO_REUSEADDR, SO_KEEPALIVE, TCP_NODELAY, TCP_KEEPIDLE,
  *		  IP_TTL set and bind(127.0.0.1:0) before connect: the
  *		  port and the options are the same after it, data
+ *	bindany   bind(INADDR_ANY:0) before connect(): the port kept, data
  *	udp       a fresh UDP socket's sendto(), then a connected one's
  *		  send(): each answer comes back (from a kernel UDP socket)
  *	refused   nobody on PORT: blocking ECONNREFUSED; non-blocking
@@ -126,12 +127,16 @@ static void exchange(int fd)
 
 static void check_names(int fd, const struct sockaddr_in *to, uint16_t want_port)
 {
+	/* Linux's source for this host: 127.0.0.1 for 127/8, else the
+	 * destination itself. */
+	uint32_t want = (ntohl(to->sin_addr.s_addr) >> 24) == 127 ? htonl(INADDR_LOOPBACK) :
+								    to->sin_addr.s_addr;
 	struct sockaddr_in me, peer;
 	socklen_t len = sizeof(me);
 
 	if (getsockname(fd, (struct sockaddr *)&me, &len) || len != sizeof(me))
 		fail("getsockname");
-	if (me.sin_family != AF_INET || me.sin_addr.s_addr != htonl(INADDR_LOOPBACK) ||
+	if (me.sin_family != AF_INET || me.sin_addr.s_addr != want ||
 	    !me.sin_port || (want_port && me.sin_port != want_port))
 		fail("getsockname says %s:%u", inet_ntoa(me.sin_addr), ntohs(me.sin_port));
 	len = sizeof(peer);
@@ -251,6 +256,17 @@ static int client(const char *c, const struct sockaddr_in *to)
 		}
 		printf("ok %s %s\n", c, is_kernel(fd) ? "kernel" : "stack");
 		return 0;
+	} else if (!strcmp(c, "bindany")) {
+		struct sockaddr_in me = { .sin_family = AF_INET };
+		socklen_t len = sizeof(me);
+
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (bind(fd, (struct sockaddr *)&me, sizeof(me)) ||
+		    getsockname(fd, (struct sockaddr *)&me, &len))
+			fail("bind");
+		if (connect(fd, a, sizeof(*to)))
+			fail("connect");
+		check_names(fd, to, me.sin_port);
 	} else if (!strcmp(c, "refused")) {
 		fd = socket(AF_INET, SOCK_STREAM, 0);
 		r = connect(fd, a, sizeof(*to));
