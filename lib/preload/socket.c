@@ -21,10 +21,12 @@
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -234,6 +236,29 @@ int pl_fallback(int fd, struct pl_sock *ps)
 }
 
 /*
+ * Can a kernel socket of this host be reached at all: is the kernel's
+ * loopback up?  In a network namespace whose lo is down none can (Linux
+ * says ENETUNREACH), and the stack, whose own loopback is up, answers
+ * itself as before.  ks: any kernel socket (-1: make one).  One ioctl,
+ * only where a socket would be handed over; errno left as it was.
+ */
+static bool kernel_lo_up(int ks)
+{
+	struct ifreq ifr;
+	int saved = errno, fd = ks >= 0 ? ks : REAL(socket)(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool up = true;		/* cannot tell: the kernel decides */
+
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, "lo", 3);
+	if (fd >= 0 && !REAL(ioctl)(fd, SIOCGIFFLAGS, &ifr))
+		up = ifr.ifr_flags & IFF_UP;
+	if (fd >= 0 && ks < 0)
+		REAL(close)(fd);
+	errno = saved;
+	return up;
+}
+
+/*
  * Kernel peers: connect() from a TCP socket that never connected, to an
  * address of this host where the stack has no listener (decided under the
  * stack lock: sl_connect_kpeer() said -EREMOTE).  A kernel socket may
@@ -253,8 +278,11 @@ static int kpeer_handoff(int fd, struct pl_sock *ps, bool *gone)
 	struct sockaddr_in me;
 	int ks = -1;
 
-	*gone = true;
+	*gone = false;
 	if (SL_READ_ONCE(so->flags) & SL_SF_BOUND) {
+		if (!kernel_lo_up(SL_READ_ONCE(ps->twin) - 1))
+			return -ENETDOWN;
+		*gone = true;
 		ks = pl_twin_take(ps);
 		if (ks >= 0) {
 			pl_opts_to_kernel(ks, ps);	/* those set before its bind() */
@@ -267,6 +295,10 @@ static int kpeer_handoff(int fd, struct pl_sock *ps, bool *gone)
 	ks = REAL(socket)(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (ks < 0)
 		return -errno;
+	if (!kernel_lo_up(ks)) {
+		REAL(close)(ks);
+		return -ENETDOWN;
+	}
 	pl_opts_to_kernel(ks, ps);
 	if ((SL_READ_ONCE(so->flags) & SL_SF_BOUND) &&
 	    REAL(bind)(ks, (const struct sockaddr *)&me, sizeof(me))) {
@@ -288,7 +320,7 @@ bool pl_dgram_to_kernel(const struct pl_sock *ps, const struct sockaddr_in *to)
 	 * socket bound there later gets the next fresh socket's). */
 	return ps->type == SOCK_DGRAM && pl_cfg.kernel_listen && !sl_sys_sandboxed &&
 	       SL_READ_ONCE(ps->nfd) == 1 && !SL_IN_MULTICAST(to->sin_addr.s_addr) &&
-	       sl_udp_kpeer(pl_stack(), to->sin_addr.s_addr, to->sin_port);
+	       sl_udp_kpeer(pl_stack(), to->sin_addr.s_addr, to->sin_port) && kernel_lo_up(-1);
 }
 
 /* Hand fd to the kernel and connect() there: with *done, connect()'s
