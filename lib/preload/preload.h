@@ -158,7 +158,9 @@ extern struct pl_config pl_cfg;
  * fields below @refs are settings the socket had before anything was
  * done with it, replayed on a kernel socket if it falls back (socket.c).
  */
-#define PL_OPTS_KEPT	8
+/* Options kept for a hand-over to the kernel: 8 bytes each in every
+ * socket of the process, so few. */
+#define PL_OPTS_KEPT	6
 
 struct pl_sock {
 	uint32_t sd;			/* index in the stack's socket table */
@@ -196,7 +198,8 @@ struct pl_sock {
 	 * than fits is not kept (lib/preload/README.md, "Kernel peers"). */
 	uint8_t nopts;
 	struct pl_opt {
-		int level, name, val;
+		int val;
+		uint8_t level, name;	/* all of those levels' names fit */
 	} opts[PL_OPTS_KEPT];
 };
 

@@ -169,7 +169,8 @@ static void opt_log(struct pl_sock *ps, int level, int name, const void *val, so
 	unsigned int i;
 	int v;
 
-	if (ps->connecting || !val || len != sizeof(int) ||
+	if (ps->connecting || !val || len != sizeof(int) || (unsigned int)level > 255 ||
+	    (unsigned int)name > 255 ||
 	    (level == SOL_SOCKET && (name == SO_REUSEADDR || name == SO_REUSEPORT ||
 				     name == SO_KEEPALIVE || name == SO_RCVBUF ||
 				     name == SO_SNDBUF)) ||
@@ -181,7 +182,7 @@ static void opt_log(struct pl_sock *ps, int level, int name, const void *val, so
 			break;
 	if (i == PL_OPTS_KEPT)
 		return;		/* full: not kept (README) */
-	ps->opts[i] = (struct pl_opt){ .level = level, .name = name, .val = v };
+	ps->opts[i] = (struct pl_opt){ .val = v, .level = (uint8_t)level, .name = (uint8_t)name };
 	if (i == ps->nopts)
 		ps->nopts++;
 }
