@@ -524,41 +524,46 @@ bool sl_sock_port_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, u
 	return true;
 }
 
-/*
- * Is a TCP listener of this stack where a SYN to (addr, port) would go: a
- * listening socket on that port bound to addr or to INADDR_ANY?  The
- * whole port chain is looked at, not only the first bound socket the SYN
- * path's lookup() meets, so the answer does not hang on the chain's order.
- */
-bool sl_sock_listener_at(struct sl_stack *s, uint32_t addr, uint16_t port)
+/* A socket of this type on chain idx bound to exactly (laddr, lport) with
+ * no peer, and (TCP) listening: the sockets a packet's lookup() falls
+ * back to, not the connections that share the port. */
+static bool unconnected_on(struct sl_stack *s, uint32_t idx, uint8_t type, uint32_t laddr,
+			   uint16_t lport)
 {
-	uint32_t idx = *port_bucket(s, port), guard = 0;
+	uint32_t guard = 0;
 
 	while (sl_sock_next(s, idx, &guard)) {
 		struct sl_sock *o = sl_sock(s, idx);
 
-		idx = o->port_next;
-		if (o->type == SL_SOCK_TCP && o->lport == port && o->state == SL_TCP_LISTEN &&
-		    (!o->laddr || o->laddr == addr))
+		idx = o->hash_next;
+		if (o->type == type && o->lport == lport && o->laddr == laddr && !o->raddr &&
+		    !o->rport && (type != SL_SOCK_TCP || o->state == SL_TCP_LISTEN))
 			return true;
 	}
 	return false;
 }
 
+/*
+ * Is a TCP listener of this stack where a SYN to (addr, port) would go: a
+ * listening socket on that port bound to addr or to INADDR_ANY?  The two
+ * chains of unconnected sockets lookup() reads, walked whole, so the
+ * answer does not hang on which bound socket comes first; not the port's
+ * chain, which holds every connection of a busy server's port too.
+ */
+bool sl_sock_listener_at(struct sl_stack *s, uint32_t addr, uint16_t port)
+{
+	return unconnected_on(s, *tuple_bucket(s, addr, port, 0, 0), SL_SOCK_TCP, addr, port) ||
+	       unconnected_on(s, *tuple_bucket(s, 0, port, 0, 0), SL_SOCK_TCP, 0, port);
+}
+
 /* Is a UDP socket of this stack bound where a datagram to (addr, port)
- * would go (addr or INADDR_ANY, that port)? */
+ * would go (addr or INADDR_ANY, that port, no peer)?  A connected UDP
+ * socket there takes only its peer's datagrams: a datagram from a fresh
+ * socket finds it only if it is that peer, which a fresh socket is not. */
 bool sl_sock_udp_at(struct sl_stack *s, uint32_t addr, uint16_t port)
 {
-	uint32_t idx = *port_bucket(s, port), guard = 0;
-
-	while (sl_sock_next(s, idx, &guard)) {
-		struct sl_sock *o = sl_sock(s, idx);
-
-		idx = o->port_next;
-		if (o->type == SL_SOCK_UDP && o->lport == port && (!o->laddr || o->laddr == addr))
-			return true;
-	}
-	return false;
+	return unconnected_on(s, *tuple_bucket(s, addr, port, 0, 0), SL_SOCK_UDP, addr, port) ||
+	       unconnected_on(s, *tuple_bucket(s, 0, port, 0, 0), SL_SOCK_UDP, 0, port);
 }
 
 /* ---- ephemeral ports ------------------------------------------------ */
