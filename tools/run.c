@@ -28,7 +28,8 @@
 #include <sluice/sluice.h>
 
 #include "api/api.h"
-#include "run.h"
+#include "cmds.h"
+#include "json.h"
 
 #define PRELOAD_NAME	"libsluice-preload.so"
 
@@ -370,38 +371,69 @@ static long fds_private(struct fds_stack *tab, unsigned int n, const char *name,
 	return found >= 0 ? found : others ? -1 : only;
 }
 
-static const char *fds_tcp_state(uint8_t st)
-{
-	static const char *const n[] = {
-		"CLOSED", "LISTEN", "SYN_SENT", "SYN_RECV", "ESTABLISHED", "FIN_WAIT1",
-		"FIN_WAIT2", "CLOSE_WAIT", "CLOSING", "LAST_ACK", "TIME_WAIT",
-	};
+/* What fds says of a socket. */
+struct fds_sock {
+	const char *proto;	/* "tcp", "udp", "free"; NULL: unknown */
+	const char *state;	/* TCP's; NULL for UDP or unknown */
+	char local[INET_ADDRSTRLEN], remote[INET_ADDRSTRLEN];
+	unsigned int lport, rport;
+};
 
-	return st < sizeof(n) / sizeof(n[0]) ? n[st] : "?";
-}
-
-/* "tcp ESTABLISHED 10.0.0.1:80 10.0.0.2:4711" for socket idx of st: read
- * from the region without its lock, so a snapshot that may be torn. */
-static void fds_describe(struct sluice_stack *st, long idx, char *out, size_t len)
+/* Socket idx of st, read from the region without its lock, so a snapshot
+ * that may be torn; st NULL or idx out of range: all unknown. */
+static void fds_describe(struct sluice_stack *st, long idx, struct fds_sock *d)
 {
 	const struct sl_stack *s = (const struct sl_stack *)st;
 	const struct sl_sock *so;
-	char l[INET_ADDRSTRLEN], r[INET_ADDRSTRLEN];
 	uint32_t la, ra;
 
-	if (!st || idx < 0 || (unsigned long)idx >= s->max_sockets) {
-		snprintf(out, len, "%-5s %-11s %21s %21s", "?", "?", "?", "?");
+	memset(d, 0, sizeof(*d));
+	if (!st || idx < 0 || (unsigned long)idx >= s->max_sockets)
 		return;
-	}
 	so = sl_sock(s, (uint32_t)idx);
 	la = so->laddr;
 	ra = so->raddr;
-	inet_ntop(AF_INET, &la, l, sizeof(l));
-	inet_ntop(AF_INET, &ra, r, sizeof(r));
-	snprintf(out, len, "%-5s %-11s %15s:%-5u %15s:%-5u",
-		 so->type == SL_SOCK_TCP ? "tcp" : so->type == SL_SOCK_UDP ? "udp" : "free",
-		 so->type == SL_SOCK_TCP ? fds_tcp_state(so->state) : "-", l, ntohs(so->lport),
-		 r, ntohs(so->rport));
+	inet_ntop(AF_INET, &la, d->local, sizeof(d->local));
+	inet_ntop(AF_INET, &ra, d->remote, sizeof(d->remote));
+	d->lport = ntohs(so->lport);
+	d->rport = ntohs(so->rport);
+	d->proto = so->type == SL_SOCK_TCP ? "tcp" : so->type == SL_SOCK_UDP ? "udp" : "free";
+	d->state = so->type == SL_SOCK_TCP ? tcp_state_name(so->state) : NULL;
+}
+
+/* "tcp ESTABLISHED 10.0.0.1:80 10.0.0.2:4711", in columns. */
+static void fds_text(const struct fds_sock *d, char *out, size_t len)
+{
+	if (!d->proto)
+		snprintf(out, len, "%-5s %-11s %21s %21s", "?", "?", "?", "?");
+	else
+		snprintf(out, len, "%-5s %-11s %15s:%-5u %15s:%-5u", d->proto,
+			 d->state ? d->state : "-", d->local, d->lport, d->remote, d->rport);
+}
+
+static void fds_json(struct jw *w, const char *pid, const char *fd, const char *stack, long pos,
+		     const struct fds_sock *d, const char *comm)
+{
+	char a[32];
+
+	jw_obj(w, NULL);
+	jw_i64(w, "pid", strtol(pid, NULL, 10));
+	jw_i64(w, "fd", strtol(fd, NULL, 10));
+	jw_str(w, "stack", stack);
+	jw_i64(w, "socket", pos);
+	jw_str(w, "proto", d->proto);
+	jw_str(w, "state", d->state);
+	if (d->proto) {
+		snprintf(a, sizeof(a), "%s:%u", d->local, d->lport);
+		jw_str(w, "local", a);
+		snprintf(a, sizeof(a), "%s:%u", d->remote, d->rport);
+		jw_str(w, "remote", a);
+	} else {
+		jw_null(w, "local");
+		jw_null(w, "remote");
+	}
+	jw_str(w, "command", comm);
+	jw_obj_end(w);
 }
 
 /*
@@ -409,11 +441,13 @@ static void fds_describe(struct sluice_stack *st, long idx, char *out, size_t le
  * of any stack when name is NULL: the socket index is the file position,
  * and the socket's protocol, state and addresses come from the region.
  */
-int cmd_fds(const char *name)
+int cmd_fds(const char *name, bool json)
 {
 	static const char prefix[] = "/dev/shm/sluicefd-";
 	char path[600], link[128], line[128], desc[96];
 	struct fds_stack stacks[FDS_STACKS];
+	struct fds_sock sock;
+	struct jw w;
 	unsigned int nstacks = 0;
 	struct dirent *p, *f;
 	DIR *proc, *fdd;
@@ -423,8 +457,14 @@ int cmd_fds(const char *name)
 		perror("sluice: /proc");
 		return 1;
 	}
-	printf("%8s %5s %-20s %6s  %-5s %-11s %21s %21s  %s\n", "PID", "FD", "STACK", "SOCKET",
-	       "PROTO", "STATE", "LOCAL", "REMOTE", "COMMAND");
+	if (json) {
+		jw_init(&w, stdout);
+		jw_obj(&w, NULL);
+		jw_arr(&w, "fds");
+	} else {
+		printf("%8s %5s %-20s %6s  %-5s %-11s %21s %21s  %s\n", "PID", "FD", "STACK",
+		       "SOCKET", "PROTO", "STATE", "LOCAL", "REMOTE", "COMMAND");
+	}
 	while ((p = readdir(proc))) {
 		char comm[64] = "?";
 		FILE *c;
@@ -498,13 +538,23 @@ int cmd_fds(const char *name)
 						  strtol(f->d_name, NULL, 10), shard);
 			if (pos < 0)
 				continue;	/* a probe: it holds no lock */
-			fds_describe(fds_attach(stacks, &nstacks, stack), pos, desc, sizeof(desc));
+			fds_describe(fds_attach(stacks, &nstacks, stack), pos, &sock);
+			if (json) {
+				fds_json(&w, p->d_name, f->d_name, stack, pos, &sock, comm);
+				continue;
+			}
+			fds_text(&sock, desc, sizeof(desc));
 			printf("%8s %5s %-20s %6ld  %s  %s\n", p->d_name, f->d_name, stack, pos, desc,
 			       comm);
 		}
 		closedir(fdd);
 	}
 	closedir(proc);
+	if (json) {
+		jw_arr_end(&w);
+		jw_obj_end(&w);
+		jw_done(&w);
+	}
 	for (unsigned int i = 0; i < nstacks; i++)
 		if (stacks[i].st)
 			sluice_stack_close(stacks[i].st);

@@ -6,7 +6,10 @@
  *   sluice dump [--all] NAME  a stack's configuration, counters, rings and sockets
  *   sluice run ...      run a program on a stack (run.c)
  *   sluice fds [NAME]   the processes' fds on a stack, or on any (run.c)
+ *   sluice metrics ...  every stack's counters in OpenMetrics text (metrics.c)
  *   sluice version      the library's version
+ * info, stacks, dump, fds and version take --json: one JSON document, its
+ * schema in tools/README.md ("JSON output").
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -23,7 +26,8 @@
 #include <sluice/sluice.h>
 
 #include "api/api.h"
-#include "run.h"
+#include "cmds.h"
+#include "json.h"
 
 #define SYSFS_DIR	"/sys/class/misc/" SLUICE_DEVICE_NAME
 #define DEBUGFS_DIR	"/sys/kernel/debug/" SLUICE_DEVICE_NAME
@@ -32,41 +36,59 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: sluice COMMAND\n"
-		"  info        show the library, who holds each stack's lock, and the loaded\n"
+		"  info [--json]\n"
+		"              show the library, who holds each stack's lock, and the loaded\n"
 		"              module with its sysfs and debugfs state\n"
-		"  stacks      list the stacks on this machine\n"
-		"  dump [--all] NAME\n"
+		"  stacks [--json]\n"
+		"              list the stacks on this machine\n"
+		"  dump [--all] [--json] NAME\n"
 		"              show a stack's configuration, counters and sockets (the first\n"
 		"              TIME-WAIT entries only, unless --all)\n"
 		"  run [--stack NAME] [--profile latency|throughput] [--interface DEV] -- PROGRAM [ARGS]\n"
 		"              run PROGRAM with its IPv4 sockets on a Sluice stack (on DEV:\n"
 		"              through the module's rings; `sluice run` alone lists every option)\n"
-		"  fds [NAME]  list the processes' fds that are sockets of stack NAME (or any)\n"
-		"  version     show the library version\n");
+		"  fds [--json] [NAME]\n"
+		"              list the processes' fds that are sockets of stack NAME (or any)\n"
+		"  metrics [--interval SECONDS] [--output FILE]\n"
+		"              every stack's counters in the OpenMetrics text format; FILE is\n"
+		"              replaced atomically (a textfile collector's .prom file)\n"
+		"  version [--json]\n"
+		"              show the library version\n"
+		"--json prints one JSON document (schemas: tools/README.md, sluice(1)).\n");
 }
 
-/* Print one sysfs value; returns 0 or -errno. */
-static int print_sysfs(const char *name)
+/* Read one sysfs value into buf (its newline taken off); 0 or -errno. */
+static int read_sysfs(const char *name, char *buf, size_t len)
 {
-	char path[256], buf[128];
+	char path[256];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/%s", SYSFS_DIR, name);
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
-	if (!fgets(buf, sizeof(buf), f)) {
+	if (!fgets(buf, (int)len, f)) {
 		fclose(f);
 		return -EIO;
 	}
 	fclose(f);
 	buf[strcspn(buf, "\n")] = '\0';
-	printf("sysfs    %s = %s\n", path, buf);
 	return 0;
 }
 
-/* Copy a debugfs dump to stdout, indented; returns 0 or -errno. */
-static int print_debugfs(const char *name)
+/* Print one sysfs value; returns 0 or -errno. */
+static int print_sysfs(const char *name)
+{
+	char buf[128];
+	int err = read_sysfs(name, buf, sizeof(buf));
+
+	if (!err)
+		printf("sysfs    %s/%s = %s\n", SYSFS_DIR, name, buf);
+	return err;
+}
+
+/* Copy a debugfs dump to out, each line after indent; 0 or -errno. */
+static int copy_debugfs(const char *name, FILE *out, const char *indent)
 {
 	char path[256], line[512];
 	FILE *f;
@@ -75,37 +97,178 @@ static int print_debugfs(const char *name)
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
-	printf("debugfs  %s:\n", path);
+	if (*indent)
+		fprintf(out, "debugfs  %s:\n", path);
 	while (fgets(line, sizeof(line), f))
-		printf("  %s", line);
+		fprintf(out, "%s%s", indent, line);
 	fclose(f);
 	return 0;
 }
 
-static void lock_holder_line(struct sl_stack *s);
+/* Who holds a stack's lock (lock_look()). */
+struct lock_view {
+	bool held;
+	pid_t pid;
+	/* "running", "stopped", "gone", or "busy" (changing hands while
+	 * watched); NULL when free */
+	const char *holder;
+	int ms;			/* watched this long unchanged; -1: not watched */
+};
 
-static int for_each_stack(void (*fn)(const char *name, const char *where));
+/*
+ * Who holds the lock and what that process is doing; watch: for how long,
+ * the lock word and its acquisition count watched for up to 200 ms
+ * (nothing in the region says when it was taken).
+ */
+static void lock_look(struct sl_stack *s, bool watch, struct lock_view *lv)
+{
+	uint32_t v = SL_READ_ONCE(s->r->lock), seq = SL_READ_ONCE(s->r->lock_seq);
+
+	lv->held = v & SLUICE_LOCK_HELD;
+	lv->pid = (pid_t)(v >> SLUICE_LOCK_PID_SHIFT);
+	lv->holder = NULL;
+	lv->ms = -1;
+	if (!lv->held)
+		return;
+	if (watch) {
+		lv->ms = 0;
+		while (lv->ms < 200 && SL_READ_ONCE(s->r->lock) == v &&
+		       SL_READ_ONCE(s->r->lock_seq) == seq) {
+			usleep(10000);
+			lv->ms += 10;
+		}
+		if (SL_READ_ONCE(s->r->lock) != v || SL_READ_ONCE(s->r->lock_seq) != seq) {
+			lv->holder = "busy";
+			return;
+		}
+	}
+	lv->holder = sl_pid_dead(lv->pid) ? "gone" : sl_pid_stopped(lv->pid) ? "stopped" : "running";
+}
+
+static void lock_holder_line(struct sl_stack *s)
+{
+	struct lock_view lv;
+
+	lock_look(s, true, &lv);
+	if (!lv.held)
+		printf("  lock: free\n");
+	else if (!strcmp(lv.holder, "busy"))
+		printf("  lock: held by process %d, changing hands (busy)\n", (int)lv.pid);
+	else
+		printf("  lock: held by process %d (%s) for at least %d ms\n", (int)lv.pid,
+		       !strcmp(lv.holder, "gone") ?
+		       "gone: the next to want the lock brings the stack back" :
+		       !strcmp(lv.holder, "stopped") ? "stopped: nobody's timeouts wait for it" :
+		       "running", lv.ms);
+}
+
+/* The "lock" object of every schema: held, pid, holder, held_ms. */
+static void json_lock(struct jw *w, struct sl_stack *s, bool watch)
+{
+	struct lock_view lv;
+
+	lock_look(s, watch, &lv);
+	jw_obj(w, "lock");
+	jw_bool(w, "held", lv.held);
+	if (lv.held)
+		jw_i64(w, "pid", lv.pid);
+	else
+		jw_null(w, "pid");
+	jw_str(w, "holder", lv.holder);
+	if (lv.held && lv.ms >= 0)
+		jw_i64(w, "held_ms", lv.ms);
+	else
+		jw_null(w, "held_ms");
+	jw_obj_end(w);
+}
 
 /* A stack and who holds its lock, for how long, and whether that process
- * runs, is stopped or is gone. */
-static void info_lock_row(const char *name, const char *where)
+ * runs, is stopped or is gone; arg: the JSON writer, or NULL for text. */
+static void info_lock_row(const char *name, const char *where, void *arg)
 {
 	struct sluice_stack *st;
+	struct jw *w = arg;
+	int ret = sl_stack_inspect(name, &st);
 
-	if (sl_stack_inspect(name, &st))
+	if (w) {
+		jw_obj(w, NULL);
+		jw_str(w, "name", name);
+		jw_str(w, "where", where);
+		jw_bool(w, "valid", !ret);
+		if (!ret)
+			json_lock(w, (struct sl_stack *)st, true);
+		jw_obj_end(w);
+	}
+	if (ret)
 		return;
-	printf("stack    %s (%s)\n", name, where);
-	lock_holder_line((struct sl_stack *)st);
+	if (!w) {
+		printf("stack    %s (%s)\n", name, where);
+		lock_holder_line((struct sl_stack *)st);
+	}
 	sluice_stack_close(st);
 }
 
-static int cmd_info(void)
+/*
+ * info --json: the same facts as one document.  It is printed whether or
+ * not the module is there ("module": null, "module_error" says why), and
+ * exits 0 unless it cannot be written.
+ */
+static int info_json(void)
+{
+	struct sluice_module_info info;
+	char buf[128];
+	struct jw w;
+	int ret;
+
+	jw_init(&w, stdout);
+	jw_obj(&w, NULL);
+	jw_obj(&w, "library");
+	jw_str(&w, "version", SLUICE_LIB_VERSION);
+	jw_u64(&w, "abi", SLUICE_ABI_VERSION);
+	jw_obj_end(&w);
+	jw_arr(&w, "stacks");
+	for_each_stack(info_lock_row, &w);
+	jw_arr_end(&w);
+	ret = sluice_module_query(NULL, &info);
+	if (ret && ret != -EPROTONOSUPPORT) {
+		jw_null(&w, "module");
+		jw_str(&w, "module_error", ret == -ENOENT ? "not loaded" : strerror(-ret));
+	} else {
+		char *dbg = NULL;
+		size_t dlen = 0;
+		FILE *m = open_memstream(&dbg, &dlen);
+
+		jw_obj(&w, "module");
+		jw_str(&w, "version", info.module_version);
+		jw_u64(&w, "abi", info.abi_version);
+		jw_u64(&w, "features", info.features);
+		jw_bool(&w, "compatible", !ret);
+		jw_obj(&w, "sysfs");
+		jw_str(&w, "abi_version", read_sysfs("abi_version", buf, sizeof(buf)) ? NULL : buf);
+		jw_str(&w, "features", read_sysfs("features", buf, sizeof(buf)) ? NULL : buf);
+		jw_obj_end(&w);
+		if (m && !copy_debugfs("info", m, "") && !fclose(m))
+			jw_str(&w, "debugfs_info", dbg);
+		else
+			jw_null(&w, "debugfs_info");
+		free(dbg);
+		jw_obj_end(&w);
+		jw_null(&w, "module_error");
+	}
+	jw_obj_end(&w);
+	jw_done(&w);
+	return ferror(stdout) ? 1 : 0;
+}
+
+static int cmd_info(bool json)
 {
 	struct sluice_module_info info;
 	int ret, err;
 
+	if (json)
+		return info_json();
 	printf("library  %s (ABI %u)\n", SLUICE_LIB_VERSION, SLUICE_ABI_VERSION);
-	for_each_stack(info_lock_row);
+	for_each_stack(info_lock_row, NULL);
 	ret = sluice_module_query(NULL, &info);
 	if (ret == -ENOENT) {
 		fprintf(stderr, "sluice: %s: not present: the sluice module is not loaded\n",
@@ -131,7 +294,7 @@ static int cmd_info(void)
 		fprintf(stderr, "sluice: %s: %s\n", SYSFS_DIR, strerror(-err));
 		return 1;
 	}
-	err = print_debugfs("info");
+	err = copy_debugfs("info", stdout, "  ");
 	if (err)
 		/* debugfs may simply not be mounted: say so, it is not fatal. */
 		fprintf(stderr, "sluice: %s/info: %s (is debugfs mounted?)\n",
@@ -139,7 +302,7 @@ static int cmd_info(void)
 	return 0;
 }
 
-static const char *state_name(const struct sl_stack *s)
+const char *stack_state_name(const struct sl_stack *s)
 {
 	switch (s->r->state) {
 	case SLUICE_STATE_INIT: return "init";
@@ -150,70 +313,68 @@ static const char *state_name(const struct sl_stack *s)
 	}
 }
 
-/*
- * Who holds the lock, in what state, and for how long: the lock word and
- * its acquisition count watched for up to 200 ms (nothing in the region
- * says when it was taken).
- */
-static void lock_holder_line(struct sl_stack *s)
-{
-	uint32_t v = SL_READ_ONCE(s->r->lock), seq = SL_READ_ONCE(s->r->lock_seq);
-	pid_t pid = (pid_t)(v >> SLUICE_LOCK_PID_SHIFT);
-	int ms = 0;
-
-	if (!(v & SLUICE_LOCK_HELD)) {
-		printf("  lock: free\n");
-		return;
-	}
-	while (ms < 200 && SL_READ_ONCE(s->r->lock) == v && SL_READ_ONCE(s->r->lock_seq) == seq) {
-		usleep(10000);
-		ms += 10;
-	}
-	if (SL_READ_ONCE(s->r->lock) != v || SL_READ_ONCE(s->r->lock_seq) != seq)
-		printf("  lock: held by process %d, changing hands (busy)\n", (int)pid);
-	else
-		printf("  lock: held by process %d (%s) for at least %d ms\n", (int)pid,
-		       sl_pid_dead(pid) ? "gone: the next to want the lock brings the stack back" :
-		       sl_pid_stopped(pid) ? "stopped: nobody's timeouts wait for it" : "running",
-		       ms);
-}
-
 /* The LOCK column: free, or the holder's pid and what it is doing
  * (one look; `sluice dump` watches it and says for how long). */
-static const char *lock_word(const struct sl_stack *s, char *buf, size_t len)
+static const char *lock_word(struct sl_stack *s, char *buf, size_t len)
 {
-	uint32_t v = SL_READ_ONCE(s->r->lock);
-	pid_t pid = (pid_t)(v >> SLUICE_LOCK_PID_SHIFT);
+	struct lock_view lv;
 
-	if (!(v & SLUICE_LOCK_HELD))
+	lock_look(s, false, &lv);
+	if (!lv.held)
 		return "free";
-	snprintf(buf, len, "%d%s", (int)pid,
-		 sl_pid_dead(pid) ? ",gone" : sl_pid_stopped(pid) ? ",stopped" : "");
+	snprintf(buf, len, "%d%s", (int)lv.pid, !strcmp(lv.holder, "gone") ? ",gone" :
+		 !strcmp(lv.holder, "stopped") ? ",stopped" : "");
 	return buf;
 }
 
-static void stack_row(const char *name, const char *where)
+/* A row of `sluice stacks`; arg: the JSON writer, or NULL for text. */
+static void stack_row(const char *name, const char *where, void *arg)
 {
 	struct sluice_stack *st;
 	struct sl_stack *s;
+	struct jw *w = arg;
 	char lk[32];
 
 	if (sl_stack_inspect(name, &st)) {
-		printf("%-24s %-7s %-6s\n", name, "invalid", where);
+		if (!w) {
+			printf("%-24s %-7s %-6s\n", name, "invalid", where);
+			return;
+		}
+		jw_obj(w, NULL);
+		jw_str(w, "name", name);
+		jw_str(w, "state", "invalid");
+		jw_str(w, "where", where);
+		jw_obj_end(w);
 		return;
 	}
 	s = (struct sl_stack *)st;
-	printf("%-24s %-7s %-6s %4u/%-4u %5u/%-5u %10llu %7d %s\n", s->r->name,
-	       state_name(s), where, s->r->sock_used, s->r->max_sockets,
-	       s->r->n_bufs - s->lib->buf_free_count, s->r->n_bufs,
-	       (unsigned long long)s->r->region_size, s->lib->helper_pid,
-	       lock_word(s, lk, sizeof(lk)));
+	if (!w) {
+		printf("%-24s %-7s %-6s %4u/%-4u %5u/%-5u %10llu %7d %s\n", s->r->name,
+		       stack_state_name(s), where, s->r->sock_used, s->r->max_sockets,
+		       s->r->n_bufs - s->lib->buf_free_count, s->r->n_bufs,
+		       (unsigned long long)s->r->region_size, s->lib->helper_pid,
+		       lock_word(s, lk, sizeof(lk)));
+	} else {
+		jw_obj(w, NULL);
+		jw_str(w, "name", name);
+		jw_str(w, "state", stack_state_name(s));
+		jw_str(w, "where", where);
+		jw_u64(w, "sockets_used", s->r->sock_used);
+		jw_u64(w, "sockets_max", s->r->max_sockets);
+		jw_u64(w, "buffers_used", s->r->n_bufs - s->lib->buf_free_count);
+		jw_u64(w, "buffers_max", s->r->n_bufs);
+		jw_u64(w, "region_bytes", s->r->region_size);
+		if (s->lib->helper_pid)
+			jw_i64(w, "helper_pid", s->lib->helper_pid);
+		else
+			jw_null(w, "helper_pid");
+		json_lock(w, s, false);
+		jw_obj_end(w);
+	}
 	sluice_stack_close(st);
 }
 
-/* fn(name, where) for each stack the module holds (sysfs), then each in
- * /dev/shm; -1 (errno set) if /dev/shm cannot be read. */
-static int for_each_stack(void (*fn)(const char *name, const char *where))
+int for_each_stack(void (*fn)(const char *name, const char *where, void *arg), void *arg)
 {
 	DIR *d;
 	struct dirent *e;
@@ -223,7 +384,7 @@ static int for_each_stack(void (*fn)(const char *name, const char *where))
 		while ((e = readdir(d)))
 			/* NAME@NETNS entries belong to other namespaces. */
 			if (e->d_name[0] != '.' && !strchr(e->d_name, '@'))
-				fn(e->d_name, "module");
+				fn(e->d_name, "module", arg);
 		closedir(d);
 	}
 	d = opendir("/dev/shm");
@@ -231,30 +392,46 @@ static int for_each_stack(void (*fn)(const char *name, const char *where))
 		return -1;
 	while ((e = readdir(d)))
 		if (!strncmp(e->d_name, "sluice-", 7))
-			fn(e->d_name + 7, "shm");
+			fn(e->d_name + 7, "shm", arg);
 	closedir(d);
 	return 0;
 }
 
-static int cmd_stacks(void)
+static int cmd_stacks(bool json)
 {
-	printf("%-24s %-7s %-6s %9s %11s %10s %7s %s\n", "NAME", "STATE", "WHERE", "SOCKETS",
-	       "BUFFERS", "BYTES", "HELPER", "LOCK");
-	if (for_each_stack(stack_row)) {
-		perror("sluice: /dev/shm");
-		return 1;
+	struct jw w;
+	int ret;
+
+	if (!json) {
+		printf("%-24s %-7s %-6s %9s %11s %10s %7s %s\n", "NAME", "STATE", "WHERE",
+		       "SOCKETS", "BUFFERS", "BYTES", "HELPER", "LOCK");
+		if (for_each_stack(stack_row, NULL)) {
+			perror("sluice: /dev/shm");
+			return 1;
+		}
+		return 0;
 	}
-	return 0;
+	jw_init(&w, stdout);
+	jw_obj(&w, NULL);
+	jw_arr(&w, "stacks");
+	ret = for_each_stack(stack_row, &w);
+	jw_arr_end(&w);
+	jw_obj_end(&w);
+	jw_done(&w);
+	if (ret)
+		perror("sluice: /dev/shm");
+	return ret ? 1 : 0;
 }
 
-static const char *tcp_state_name(uint8_t st)
+const char *tcp_state_name(unsigned int st)
 {
 	static const char *const n[] = {
 		"CLOSED", "LISTEN", "SYN_SENT", "SYN_RECV", "ESTABLISHED", "FIN_WAIT1",
 		"FIN_WAIT2", "CLOSE_WAIT", "CLOSING", "LAST_ACK", "TIME_WAIT",
 	};
 
-	return st < sizeof(n) / sizeof(n[0]) ? n[st] : "?";
+	_Static_assert(sizeof(n) / sizeof(n[0]) == TCP_STATES, "every TCP state named");
+	return st < TCP_STATES ? n[st] : "?";
 }
 
 static void addr_str(char *buf, size_t len, uint32_t a, uint16_t p)
@@ -301,30 +478,66 @@ static void print_tcp(struct sl_stack *s, const struct sl_sock *so)
 	}
 }
 
-/* The rings of a stack on a device (uapi struct sluice_kring), if it has
- * them: sizes, device state, ring indices and the module's counters. */
-static void print_kring(const struct sl_stack *s)
+/*
+ * Map the rings of a stack on a device (uapi struct sluice_kring) to read
+ * them: the mapping (*len bytes; munmap() it), or NULL with *why saying
+ * why not (NULL why: the stack is on no device).
+ */
+static const struct sluice_kring *kring_map(const struct sl_stack *s, size_t *len,
+					    char *why, size_t wlen)
 {
 	struct sluice_kring_setup ks = { .size = sizeof(ks) };
-	const struct sluice_kring *k;
 	void *map;
 
+	*why = '\0';
 	if (!s->module_backed || !s->ifindex)
-		return;
+		return NULL;
 	if (ioctl(s->region_fd, SLUICE_IOC_KRING_SETUP, &ks)) {
-		printf("kring: none (%s)\n", errno == ENOENT ? "not set up" : strerror(errno));
-		return;
+		snprintf(why, wlen, "none (%s)", errno == ENOENT ? "not set up" : strerror(errno));
+		return NULL;
 	}
 	map = mmap(NULL, ks.mmap_size, PROT_READ, MAP_SHARED, s->region_fd, SLUICE_MMAP_KRING);
 	if (map == MAP_FAILED)
 		map = mmap(NULL, ks.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, s->region_fd,
 			   SLUICE_MMAP_KRING);
 	if (map == MAP_FAILED) {
-		printf("kring: cannot map %llu bytes: %s\n", (unsigned long long)ks.mmap_size,
-		       strerror(errno));
+		snprintf(why, wlen, "cannot map %llu bytes: %s", (unsigned long long)ks.mmap_size,
+			 strerror(errno));
+		return NULL;
+	}
+	*len = ks.mmap_size;
+	return map;
+}
+
+/* The module's counters in a kring, with what each counts. */
+#define KRING_COUNTERS(X)						\
+	X(rx_packets, "steered to rx")					\
+	X(rx_bytes, "bytes steered to rx")				\
+	X(rx_drop_ring, "dropped: rx ring full")			\
+	X(rx_drop_fill, "dropped: no buffer on the fill ring")		\
+	X(rx_drop_size, "dropped: longer than a buffer holds")		\
+	X(tx_packets, "handed to the device")				\
+	X(tx_bytes, "bytes handed to the device")			\
+	X(tx_drop, "refused by the device or neighbour layer")		\
+	X(bad_index, "producer index too far ahead")			\
+	X(bad_buf, "fill entries outside the region")			\
+	X(bad_desc, "tx descriptors with bad length or flags")		\
+	X(kicks, "tx kicks")
+
+/* The rings, if the stack has them: sizes, device state, ring indices and
+ * the module's counters. */
+static void print_kring(const struct sl_stack *s)
+{
+	const struct sluice_kring *k;
+	char why[128];
+	size_t len;
+
+	k = kring_map(s, &len, why, sizeof(why));
+	if (!k) {
+		if (*why)
+			printf("kring: %s\n", why);
 		return;
 	}
-	k = map;
 	printf("kring: ifindex %u, device %s, mtu %u, changes %u; %llu bytes mapped%s\n",
 	       k->ifindex, k->dev_state == SLUICE_KRING_DEV_UP ? "up" :
 	       k->dev_state == SLUICE_KRING_DEV_GONE ? "GONE" : "?", k->dev_mtu, k->dev_seq,
@@ -335,21 +548,52 @@ static void print_kring(const struct sl_stack *s)
 	       k->fill.prod, k->fill.cons, k->fill.prod - k->fill.cons);
 	printf("  tx   %5u entries  prod %10u cons %10u  waiting %u (slots of %u bytes)\n",
 	       k->tx_entries, k->tx.prod, k->tx.cons, k->tx.prod - k->tx.cons, k->tx_slot_size);
-#define KCTR(f, d) printf("  %-13s %12llu  %s\n", #f, (unsigned long long)k->f, d)
-	KCTR(rx_packets, "steered to rx");
-	KCTR(rx_bytes, "bytes steered to rx");
-	KCTR(rx_drop_ring, "dropped: rx ring full");
-	KCTR(rx_drop_fill, "dropped: no buffer on the fill ring");
-	KCTR(rx_drop_size, "dropped: longer than a buffer holds");
-	KCTR(tx_packets, "handed to the device");
-	KCTR(tx_bytes, "bytes handed to the device");
-	KCTR(tx_drop, "refused by the device or neighbour layer");
-	KCTR(bad_index, "producer index too far ahead");
-	KCTR(bad_buf, "fill entries outside the region");
-	KCTR(bad_desc, "tx descriptors with bad length or flags");
-	KCTR(kicks, "tx kicks");
+#define KCTR(f, d) printf("  %-13s %12llu  %s\n", #f, (unsigned long long)k->f, d);
+	KRING_COUNTERS(KCTR)
 #undef KCTR
-	munmap(map, ks.mmap_size);
+	munmap((void *)k, len);
+}
+
+/* The "kring" member of dump --json: null on no device, else its state and
+ * the module's counters. */
+static void json_kring(struct jw *w, const struct sl_stack *s)
+{
+	const struct sluice_kring *k;
+	char why[128];
+	size_t len;
+
+	k = kring_map(s, &len, why, sizeof(why));
+	if (!k) {
+		if (!*why) {
+			jw_null(w, "kring");
+			return;
+		}
+		jw_obj(w, "kring");
+		jw_str(w, "error", why);
+		jw_obj_end(w);
+		return;
+	}
+	jw_obj(w, "kring");
+	jw_null(w, "error");
+	jw_u64(w, "ifindex", k->ifindex);
+	jw_str(w, "device", k->dev_state == SLUICE_KRING_DEV_UP ? "up" :
+	       k->dev_state == SLUICE_KRING_DEV_GONE ? "gone" : "?");
+	jw_u64(w, "mtu", k->dev_mtu);
+	jw_u64(w, "changes", k->dev_seq);
+	jw_u64(w, "mapped_bytes", k->size);
+	jw_bool(w, "magic_ok", k->magic == SLUICE_KRING_MAGIC);
+	jw_u64(w, "rx_entries", k->rx_entries);
+	jw_u64(w, "tx_entries", k->tx_entries);
+	jw_u64(w, "rx_waiting", k->rx.prod - k->rx.cons);
+	jw_u64(w, "fill_buffers", k->fill.prod - k->fill.cons);
+	jw_u64(w, "tx_waiting", k->tx.prod - k->tx.cons);
+	jw_obj(w, "counters");
+#define KCTR(f, d) jw_u64(w, #f, k->f);
+	KRING_COUNTERS(KCTR)
+#undef KCTR
+	jw_obj_end(w);
+	jw_obj_end(w);
+	munmap((void *)k, len);
 }
 
 /* TIME-WAIT entries whose time is not up, at now_us.  Those whose time
@@ -362,6 +606,7 @@ struct tw_count {
 	uint64_t now_us;
 	unsigned int n;
 	unsigned int left;	/* print_tw(): how many more to print */
+	struct jw *w;		/* print_tw(): JSON, or NULL for text */
 };
 
 static void count_tw(const struct sl_tw *tw, void *arg)
@@ -384,16 +629,181 @@ static void print_tw(const struct sl_tw *tw, void *arg)
 	c->left--;
 	addr_str(l, sizeof(l), tw->laddr, tw->lport);
 	addr_str(r, sizeof(r), tw->raddr, tw->rport);
+	if (c->w) {
+		jw_obj(c->w, NULL);
+		jw_str(c->w, "local", l);
+		jw_str(c->w, "remote", r);
+		jw_dbl(c->w, "expires_in_s", (double)(tw->expire_us - now_us) / 1e6);
+		jw_obj_end(c->w);
+		return;
+	}
 	printf("  %5s %-4s %-11s %-21s %-21s  expires in %.1f s\n", "-", "tcp", "TIME_WAIT", l, r,
 	       (double)(tw->expire_us - now_us) / 1e6);
 }
 
-static int cmd_dump(const char *name, bool all)
+/* A socket's TCP details in dump --json: listener queues, or the
+ * connection's sequence space, windows, timers and buffers. */
+static void json_tcp(struct jw *w, const struct sl_sock *so)
+{
+	const struct sl_tcp_sock *tp = &so->tcp;
+
+	jw_obj(w, "tcp");
+	if (so->state == SL_TCP_LISTEN) {
+		jw_u64(w, "accept_queue", tp->acc_len);
+		jw_u64(w, "syn_queue", tp->syn_len);
+		jw_u64(w, "syn_max", tp->syn_max);
+		jw_u64(w, "backlog", tp->backlog);
+		jw_obj_end(w);
+		return;
+	}
+	jw_u64(w, "snd_una", tp->snd_una - tp->iss);
+	jw_u64(w, "snd_nxt", tp->snd_nxt - tp->iss);
+	jw_u64(w, "snd_wnd", tp->snd_wnd);
+	jw_u64(w, "snd_wscale", tp->snd_wscale);
+	jw_u64(w, "cwnd", tp->cwnd);
+	jw_u64(w, "ssthresh", tp->ssthresh);
+	jw_u64(w, "sndq_bytes", tp->sndq_bytes);
+	jw_u64(w, "rcv_nxt", tp->rcv_nxt - tp->irs);
+	jw_u64(w, "rcv_adv", tp->rcv_adv - tp->rcv_nxt);
+	jw_u64(w, "rcv_wscale", tp->rcv_wscale);
+	jw_u64(w, "ooo_bytes", tp->ooo_bytes);
+	jw_u64(w, "mss", tp->mss);
+	jw_u64(w, "srtt_us", tp->srtt_us);
+	jw_u64(w, "rto_us", tp->rto_us);
+	jw_u64(w, "backoff", tp->backoff);
+	jw_u64(w, "retransmits", so->retransmits);
+	jw_u64(w, "rxq_buffers", so->rxq_count);
+	jw_u64(w, "ooo_buffers", tp->ooo_count);
+	jw_u64(w, "lent_buffers", so->rx_lent_count);
+	jw_u64(w, "rcvbuf", so->rcvbuf);
+	jw_u64(w, "sndbuf", so->sndbuf);
+	jw_obj_end(w);
+}
+
+/* dump --json: the region as one document (tools/README.md has the schema). */
+static void dump_json(struct sl_stack *s, const char *name, bool all)
+{
+	char ip[INET_ADDRSTRLEN], mask[INET_ADDRSTRLEN], mac[18], l[32], r[32];
+	struct tw_count tw = { .now_us = sl_now(s) };
+	struct jw w;
+
+	inet_ntop(AF_INET, &s->lib->ip_addr, ip, sizeof(ip));
+	inet_ntop(AF_INET, &s->lib->ip_mask, mask, sizeof(mask));
+	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", s->lib->mac[0],
+		 s->lib->mac[1], s->lib->mac[2], s->lib->mac[3], s->lib->mac[4], s->lib->mac[5]);
+	sl_tw_list(s, count_tw, &tw);
+	jw_init(&w, stdout);
+	jw_obj(&w, NULL);
+	jw_str(&w, "name", name);
+	jw_str(&w, "state", stack_state_name(s));
+	jw_str(&w, "where", s->module_backed ? "module" : "shm");
+	jw_str(&w, "addr", ip);
+	jw_str(&w, "mask", mask);
+	jw_u64(&w, "mtu", s->r->mtu);
+	jw_str(&w, "mac", mac);
+	if (s->ifindex)
+		jw_u64(&w, "ifindex", s->ifindex);
+	else
+		jw_null(&w, "ifindex");
+	if (s->r->state == SLUICE_STATE_BROKEN && s->lib->broken_pid)
+		jw_u64(&w, "broken_pid", s->lib->broken_pid);
+	else
+		jw_null(&w, "broken_pid");
+	jw_u64(&w, "region_bytes", s->r->region_size);
+	jw_obj(&w, "slots");
+	jw_u64(&w, "used", s->r->sock_used);
+	jw_u64(&w, "max", s->r->max_sockets);
+	jw_u64(&w, "peak", s->lib->sock_peak);
+	jw_u64(&w, "bytes_each", s->r->sock_size);
+	jw_obj_end(&w);
+	jw_obj(&w, "buffers");
+	jw_u64(&w, "used", s->r->n_bufs - s->lib->buf_free_count);
+	jw_u64(&w, "max", s->r->n_bufs);
+	jw_u64(&w, "peak", s->lib->buf_peak);
+	jw_u64(&w, "bytes_each", s->r->buf_size);
+	jw_obj_end(&w);
+	if (s->lib->wake_cost_ns) {
+		jw_u64(&w, "wake_cost_ns", s->lib->wake_cost_ns);
+		jw_u64(&w, "spin_us", sl_spin_budget_us(s->lib->wake_cost_ns));
+	} else {
+		jw_null(&w, "wake_cost_ns");
+		jw_null(&w, "spin_us");
+	}
+	if (s->lib->helper_pid)
+		jw_i64(&w, "helper_pid", s->lib->helper_pid);
+	else
+		jw_null(&w, "helper_pid");
+	json_lock(&w, s, true);
+	jw_obj(&w, "lock_word");
+	jw_u64(&w, "word", s->r->lock);
+	jw_i64(&w, "owner", s->r->lock_owner);
+	jw_u64(&w, "contended", s->lib->lock_contended);
+	jw_obj_end(&w);
+	jw_u64(&w, "abi", s->r->abi_version);
+	jw_u64(&w, "lib_layout", s->lib->lib_layout);
+	/* Every counter, zero or not: a reader sees the full set. */
+	jw_obj(&w, "counters");
+	for (unsigned int i = 0; i < SL_C_COUNT; i++)
+		jw_u64(&w, sl_counter_names[i], sl_counter_sum(s, i));
+	jw_obj_end(&w);
+	json_kring(&w, s);
+	jw_arr(&w, "sockets");
+	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
+		struct sl_sock *so = sl_sock(s, i);
+
+		if (!sl_sock_type_live(so->type))
+			continue;
+		addr_str(l, sizeof(l), so->laddr, so->lport);
+		addr_str(r, sizeof(r), so->raddr, so->rport);
+		jw_obj(&w, NULL);
+		jw_u64(&w, "idx", i);
+		jw_str(&w, "type", so->type == SL_SOCK_TCP ? "tcp" : "udp");
+		jw_str(&w, "state", so->type == SL_SOCK_TCP ? tcp_state_name(so->state) : NULL);
+		jw_str(&w, "local", l);
+		jw_str(&w, "remote", r);
+		jw_u64(&w, "rxq_bytes", so->rxq_bytes);
+		jw_u64(&w, "rx_pkts", so->rx_pkts);
+		jw_u64(&w, "tx_pkts", so->tx_pkts);
+		jw_u64(&w, "pid", so->owner_pid);
+		jw_bool(&w, "pid_exited", so->owner_pid && sl_pid_dead((pid_t)so->owner_pid));
+		if (so->flags & SL_SF_FILTER) {
+			addr_str(l, sizeof(l), so->filter_laddr, so->lport);
+			jw_obj(&w, "filter");
+			jw_u64(&w, "id", so->filter_id);
+			jw_str(&w, "local", l);
+			jw_obj_end(&w);
+		} else {
+			jw_null(&w, "filter");
+		}
+		if (so->type == SL_SOCK_TCP)
+			json_tcp(&w, so);
+		else
+			jw_null(&w, "tcp");
+		jw_obj_end(&w);
+	}
+	jw_arr_end(&w);
+	jw_obj(&w, "time_wait");
+	jw_u64(&w, "entries", tw.n);
+	jw_u64(&w, "peak", s->lib->tw_peak);
+	jw_u64(&w, "max", s->tw_max);
+	jw_u64(&w, "expired", s->lib->tw_count > tw.n ? s->lib->tw_count - tw.n : 0);
+	tw.left = all ? UINT_MAX : DUMP_TW_SHOWN;
+	tw.w = &w;
+	jw_arr(&w, "list");
+	sl_tw_list(s, print_tw, &tw);
+	jw_arr_end(&w);
+	jw_bool(&w, "complete", all || tw.n <= DUMP_TW_SHOWN);
+	jw_obj_end(&w);
+	jw_obj_end(&w);
+	jw_done(&w);
+}
+
+static int cmd_dump(const char *name, bool all, bool json)
 {
 	struct sluice_stack *st;
 	struct sl_stack *s;
 	char ip[INET_ADDRSTRLEN], mask[INET_ADDRSTRLEN];
-	struct tw_count tw;
+	struct tw_count tw = { .w = NULL };
 	int ret = sl_stack_inspect(name, &st);
 
 	if (ret) {
@@ -402,10 +812,15 @@ static int cmd_dump(const char *name, bool all)
 		return 1;
 	}
 	s = (struct sl_stack *)st;
+	if (json) {
+		dump_json(s, name, all);
+		sluice_stack_close(st);
+		return 0;
+	}
 	inet_ntop(AF_INET, &s->lib->ip_addr, ip, sizeof(ip));
 	inet_ntop(AF_INET, &s->lib->ip_mask, mask, sizeof(mask));
 	printf("stack %s: %s, %s/%s mtu %u, mac %02x:%02x:%02x:%02x:%02x:%02x\n", s->r->name,
-	       state_name(s), ip, mask, s->r->mtu, s->lib->mac[0], s->lib->mac[1],
+	       stack_state_name(s), ip, mask, s->r->mtu, s->lib->mac[0], s->lib->mac[1],
 	       s->lib->mac[2], s->lib->mac[3], s->lib->mac[4], s->lib->mac[5]);
 	if (s->ifindex)
 		printf("  on device ifindex %u (kring)\n", s->ifindex);
@@ -486,44 +901,91 @@ static int cmd_dump(const char *name, bool all)
 	return 0;
 }
 
+/* The options of the inspection subcommands: --json, --all (dump),
+ * --help; the rest are operands.  -1 for an unknown option. */
+struct opts {
+	bool json, all, help;
+	int nargs;
+	char **args;
+};
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->args = argv;
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			o->json = true;
+		else if (!strcmp(argv[i], "--all"))
+			o->all = true;
+		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			o->help = true;
+		else if (argv[i][0] == '-')
+			return -1;
+		else
+			o->args[o->nargs++] = argv[i];
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	const char *cmd = argc >= 2 ? argv[1] : NULL;
+	struct opts o;
+
 	/* Looking at a stack spawns no helper when we let go of it (run's
 	 * programs still may: they keep the environment they were given). */
-	if (argc >= 2 && strcmp(argv[1], "run"))
+	if (cmd && strcmp(cmd, "run"))
 		setenv("SLUICE_NO_HELPER", "1", 1);
-	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "dump")) {
-		if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
-			usage(stdout);
-			return 0;
-		}
-		if (argc == 4 && strcmp(argv[2], "--all")) {
-			usage(stderr);
-			return 2;
-		}
-		return cmd_dump(argv[argc - 1], argc == 4);
-	}
-	if (argc >= 2 && !strcmp(argv[1], "run"))
+	if (cmd && !strcmp(cmd, "run"))
 		return cmd_run(argc, argv);
-	if ((argc == 2 || argc == 3) && !strcmp(argv[1], "fds"))
-		return cmd_fds(argc == 3 ? argv[2] : NULL);
-	if (argc != 2) {
+	if (cmd && !strcmp(cmd, "metrics"))
+		return cmd_metrics(argc - 1, argv + 1);
+	if (!cmd) {
 		usage(stderr);
 		return 2;
 	}
-	if (!strcmp(argv[1], "info"))
-		return cmd_info();
-	if (!strcmp(argv[1], "stacks"))
-		return cmd_stacks();
-	if (!strcmp(argv[1], "version")) {
-		printf("sluice %s (ABI %u)\n", SLUICE_LIB_VERSION, SLUICE_ABI_VERSION);
-		return 0;
-	}
-	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help")) {
+	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
 		usage(stdout);
 		return 0;
 	}
-	fprintf(stderr, "sluice: unknown command '%s'\n", argv[1]);
-	usage(stderr);
-	return 2;
+	if (strcmp(cmd, "info") && strcmp(cmd, "stacks") && strcmp(cmd, "dump") &&
+	    strcmp(cmd, "fds") && strcmp(cmd, "version")) {
+		fprintf(stderr, "sluice: unknown command '%s'\n", cmd);
+		usage(stderr);
+		return 2;
+	}
+	/* dump takes a stack's name, fds may, the others take none. */
+	if (parse_opts(argc - 2, argv + 2, &o) || (o.all && strcmp(cmd, "dump")) ||
+	    (!o.help && !strcmp(cmd, "dump") && o.nargs != 1) ||
+	    (!strcmp(cmd, "fds") && o.nargs > 1) ||
+	    (strcmp(cmd, "dump") && strcmp(cmd, "fds") && o.nargs)) {
+		usage(stderr);
+		return 2;
+	}
+	if (o.help) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "dump"))
+		return cmd_dump(o.args[0], o.all, o.json);
+	if (!strcmp(cmd, "fds"))
+		return cmd_fds(o.nargs ? o.args[0] : NULL, o.json);
+	if (!strcmp(cmd, "info"))
+		return cmd_info(o.json);
+	if (!strcmp(cmd, "stacks"))
+		return cmd_stacks(o.json);
+	if (o.json) {
+		struct jw w;
+
+		jw_init(&w, stdout);
+		jw_obj(&w, NULL);
+		jw_str(&w, "version", SLUICE_LIB_VERSION);
+		jw_u64(&w, "abi", SLUICE_ABI_VERSION);
+		jw_obj_end(&w);
+		jw_done(&w);
+		return 0;
+	}
+	printf("sluice %s (ABI %u)\n", SLUICE_LIB_VERSION, SLUICE_ABI_VERSION);
+	return 0;
 }

@@ -24,34 +24,82 @@ for f in usr/bin/sluice usr/lib/libsluice.a usr/lib/libsluice.so.0.1.0 usr/lib/l
 	check "installed $f" [ -e "$dest/$f" ]
 done
 
+# A real program: a stack in /dev/shm, a TCP listener and a client on its
+# loopback, 64 KiB each way through the installed library.
 cat >"$tmp/hello.c" <<'EOC'
+#include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sluice/sluice.h>
+
+#define N 65536
+static char out[N], in[N], ret[N];
+
+/* A call that would block: run the stack once (timers, loopback). */
+static long again(struct sluice_stack *st, long r)
+{
+	if (r == -EAGAIN)
+		sluice_stack_poll(st);
+	return r;
+}
 
 int main(int argc, char **argv)
 {
-	struct sluice_stack_config cfg = { .max_sockets = 16, .n_bufs = 64 };
+	struct sluice_stack_config cfg = { .max_sockets = 16, .n_bufs = 256 };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(4711) };
 	struct sluice_stack *st;
-	int sd;
+	size_t sent = 0, got = 0, back = 0, echoed = 0;
+	int l, c, s = -EAGAIN, tries;
+	long r;
 
 	if (argc != 2 || sluice_stack_create(argv[1], &cfg, &st))
 		return 1;
-	sd = sluice_socket(st, SLUICE_SOCK_DGRAM);
-	printf("socket %d, library %s\n", sd, SLUICE_LIB_VERSION);
-	sluice_close(st, sd);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	l = sluice_socket(st, SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
+	c = sluice_socket(st, SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
+	if (l < 0 || c < 0 || sluice_bind(st, l, &a) || sluice_listen(st, l, 4))
+		return 2;
+	r = sluice_connect(st, c, &a);
+	if (r && r != -EINPROGRESS)
+		return 3;
+	for (tries = 0; s < 0 && tries < 100000; tries++)
+		s = (int)again(st, sluice_accept(st, l, NULL));
+	if (s < 0)
+		return 4;
+	for (size_t i = 0; i < N; i++)
+		out[i] = (char)(i * 7 + i / 251);
+	/* client -> server -> back to the client, all at once */
+	for (tries = 0; echoed < N && tries < 1000000; tries++) {
+		if (sent < N && (r = again(st, sluice_send(st, c, out + sent, N - sent, 0))) > 0)
+			sent += (size_t)r;
+		if (got < N && (r = again(st, sluice_recv(st, s, in + got, N - got, 0))) > 0)
+			got += (size_t)r;
+		if (back < got && (r = again(st, sluice_send(st, s, in + back, got - back, 0))) > 0)
+			back += (size_t)r;
+		if ((r = again(st, sluice_recv(st, c, ret + echoed, N - echoed, 0))) > 0)
+			echoed += (size_t)r;
+	}
+	if (echoed != N || memcmp(in, out, N) || memcmp(ret, out, N))
+		return 5;
+	printf("echoed %zu bytes over TCP, library %s\n", echoed, SLUICE_LIB_VERSION);
+	sluice_close(st, c);
+	sluice_close(st, s);
+	sluice_close(st, l);
 	sluice_stack_close(st);
-	return sluice_stack_destroy(argv[1]) ? 1 : 0;
+	return sluice_stack_destroy(argv[1]) ? 7 : 0;
 }
 EOC
-pc="PKG_CONFIG_PATH=$dest/usr/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$dest"
 flags=$(env PKG_CONFIG_PATH="$dest/usr/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest" \
 	pkg-config --cflags --libs sluice 2>&1)
 check "pkg-config knows sluice ($flags)" grep -q -- '-lsluice' <<<"$flags"
 # shellcheck disable=SC2086
-cc -o "$tmp/hello" "$tmp/hello.c" $flags >"$tmp/cc.log" 2>&1
+cc -Wall -Wextra -Werror -o "$tmp/hello" "$tmp/hello.c" $flags >"$tmp/cc.log" 2>&1
 check "a program builds against the installed headers and library" [ -x "$tmp/hello" ]
-out=$(LD_LIBRARY_PATH="$dest/usr/lib" timeout 10 "$tmp/hello" "ti-$$" 2>&1)
-check "and runs on the installed shared library ($out)" [ "$out" = "socket 0, library 0.1.0" ]
+out=$(LD_LIBRARY_PATH="$dest/usr/lib" timeout 20 "$tmp/hello" "ti-$$" 2>&1; echo "exit $?")
+check "and runs on the installed shared library: a TCP echo in a stack ($out)" \
+	[ "$out" = "echoed 65536 bytes over TCP, library 0.1.0
+exit 0" ]
 check "it ran on libsluice.so.0, not a static copy" \
 	sh -c "LD_LIBRARY_PATH='$dest/usr/lib' ldd '$tmp/hello' | grep -q 'libsluice.so.0 => $dest/usr/lib/libsluice.so.0'"
 out=$("$dest/usr/bin/sluice" version 2>&1)
@@ -60,6 +108,18 @@ out=$(SLUICE_STACK="ti-$$" timeout 10 "$dest/usr/bin/sluice" run -- \
 	/usr/bin/env sh -c 'echo "$LD_PRELOAD"' 2>&1)
 check "sluice run preloads the installed library ($out)" \
 	[ "$out" = "$dest/usr/lib/sluice/libsluice-preload.so" ]
+# The installed man pages, as man finds them: each renders, man-db and
+# groff say nothing.
+for p in "$dest"/usr/share/man/man?/*; do
+	name=${p#"$dest"/usr/share/man/}
+	warn=$(MANWIDTH=80 LC_ALL=C.UTF-8 man --warnings -l "$p" 2>&1 >/dev/null)
+	lines=$(MANWIDTH=80 LC_ALL=C.UTF-8 man -l "$p" 2>/dev/null | wc -l)
+	check "installed $name renders ($lines lines)" [ "$lines" -gt 10 ]
+	check "installed $name: man --warnings is silent${warn:+ (said: $warn)}" [ -z "$warn" ]
+done
+sec=$(MANPATH="$dest/usr/share/man" man -w sluice 2>/dev/null)
+check "man finds sluice(1) under the installed MANPATH ($sec)" [ "$sec" = "$dest/usr/share/man/man1/sluice.1" ]
+
 kdir=$(ls -d /lib/modules/*/build 2>/dev/null | sort -V | tail -n 1)
 if [ -n "$kdir" ]; then
 	cp -r "$dest/usr/src/sluice-0.1.0" "$tmp/dkms"
