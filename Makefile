@@ -16,6 +16,7 @@
 #   make soak-kill    pre-forking server under sluice run: 1000 worker kills
 #   make conformance  gVisor's socket syscall tests on the kernel and under sluice run (GVISOR=)
 #   make install      PREFIX (default /usr/local), DESTDIR; make uninstall
+#   make deb          Debian packages sluice, libsluice-dev, sluice-dkms in build/deb/
 
 VERSION := 0.1.0
 
@@ -56,7 +57,7 @@ PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/dlopen_prog $(B)/
 	$(B)/tests/preload/kconnect
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
-.PHONY: install uninstall all lib tools tests bench bench-programs sanitize unit-tests module module-clean check demo checkpatch clean \
+.PHONY: install uninstall deb all lib tools tests bench bench-programs sanitize unit-tests module module-clean check demo checkpatch clean \
 	fuzz fuzz-long soak soak-kill
 
 all: lib tools tests
@@ -73,7 +74,7 @@ $(B)/libsluice.a: $(LIB_OBJS)
 	$(AR) rcs $@ $^
 
 $(B)/libsluice.so: $(LIB_OBJS) lib/libsluice.map
-	$(CC) -shared -Wl,-soname,libsluice.so.0 -Wl,--version-script=lib/libsluice.map \
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libsluice.so.0 -Wl,--version-script=lib/libsluice.map \
 		-Wl,-z,defs -o $@ $(LIB_OBJS) $(LIBS)
 
 # The BSD sockets interposition library (sluice run): the stack's objects,
@@ -98,7 +99,7 @@ $(PRELOAD): $(LIB_OBJS) $(PRELOAD_OBJS) lib/preload/preload.map
 		$(LIB_OBJS) $(PRELOAD_OBJS) -lurcu-bp -ldl -lpthread
 
 $(TOOL): $(B)/tools/sluice.o $(B)/tools/run.o $(B)/tools/json.o $(B)/tools/metrics.o $(B)/libsluice.a
-	$(CC) -o $@ $^ $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 $(B)/tests/unit/%: $(B)/tests/unit/%.o $(B)/libsluice.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
@@ -236,11 +237,13 @@ checkpatch:
 		kernel/*.c kernel/*.h include/uapi/sluice.h
 
 # Installing (PREFIX, DESTDIR as usual): the tool, the libraries (the
-# preload one where the tool looks for it: LIBDIR/sluice), the headers,
+# preload one where the tool looks for it: PKGLIBDIR, LIBDIR/sluice
+# unless told), the headers,
 # sluice.pc, the man pages, the udev rule and the module's DKMS source tree.
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
+PKGLIBDIR ?= $(LIBDIR)/sluice
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
 UDEVDIR ?= /lib/udev
@@ -249,7 +252,7 @@ SONAME := libsluice.so.0
 REALNAME := libsluice.so.$(VERSION)
 
 install: lib tools
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/sluice $(DESTDIR)$(LIBDIR)/pkgconfig \
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
 		$(DESTDIR)$(INCLUDEDIR)/sluice/uapi $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
 		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(UDEVDIR)/rules.d \
 		$(DESTDIR)$(DKMSDIR)/kernel $(DESTDIR)$(DKMSDIR)/include/uapi
@@ -258,7 +261,7 @@ install: lib tools
 	install -m 755 $(B)/libsluice.so $(DESTDIR)$(LIBDIR)/$(REALNAME)
 	ln -sf $(REALNAME) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libsluice.so
-	install -m 755 $(PRELOAD) $(DESTDIR)$(LIBDIR)/sluice/libsluice-preload.so
+	install -m 755 $(PRELOAD) $(DESTDIR)$(PKGLIBDIR)/libsluice-preload.so
 	install -m 644 include/sluice/sluice.h $(DESTDIR)$(INCLUDEDIR)/sluice/sluice.h
 	install -m 644 include/uapi/sluice.h $(DESTDIR)$(INCLUDEDIR)/sluice/uapi/sluice.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
@@ -275,14 +278,20 @@ install: lib tools
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/sluice $(DESTDIR)$(LIBDIR)/libsluice.a \
 		$(DESTDIR)$(LIBDIR)/$(REALNAME) $(DESTDIR)$(LIBDIR)/$(SONAME) \
-		$(DESTDIR)$(LIBDIR)/libsluice.so $(DESTDIR)$(LIBDIR)/sluice/libsluice-preload.so \
+		$(DESTDIR)$(LIBDIR)/libsluice.so $(DESTDIR)$(PKGLIBDIR)/libsluice-preload.so \
 		$(DESTDIR)$(INCLUDEDIR)/sluice/sluice.h $(DESTDIR)$(INCLUDEDIR)/sluice/uapi/sluice.h \
 		$(DESTDIR)$(LIBDIR)/pkgconfig/sluice.pc $(DESTDIR)$(MANDIR)/man1/sluice.1 \
 		$(DESTDIR)$(MANDIR)/man3/sluice.3 $(DESTDIR)$(MANDIR)/man7/sluice.7 \
 		$(DESTDIR)$(UDEVDIR)/rules.d/60-sluice.rules
 	rm -rf $(DESTDIR)$(DKMSDIR)
-	-rmdir $(DESTDIR)$(LIBDIR)/sluice $(DESTDIR)$(INCLUDEDIR)/sluice/uapi \
+	-rmdir $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(INCLUDEDIR)/sluice/uapi \
 		$(DESTDIR)$(INCLUDEDIR)/sluice 2>/dev/null
+
+# Debian packages from a build of their own (build/deb/, Debian's
+# hardening flags): tools/pkg/deb/README.md.  As root or not (dpkg-deb
+# --root-owner-group: no fakeroot needed).
+deb:
+	bash tools/pkg/deb/mkdeb.sh
 
 clean: module-clean
 	rm -rf $(B)

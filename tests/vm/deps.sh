@@ -7,8 +7,10 @@
 # busybox, the kselftest harness (linux-source-6.1) and the user-space
 # libraries (rdma-core, liburcu), clang-14 with libFuzzer for the fuzz
 # targets (make fuzz), and the programs the preload tests run under
-# sluice run (curl, python3, sockperf, iperf3, redis, nginx, wrk), and man
-# and groff for the man page test (tests/host/test_man.sh).
+# sluice run (curl, python3, sockperf, iperf3, redis, nginx, wrk), man
+# and groff for the man page test (tests/host/test_man.sh), dpkg-dev and
+# lintian for make deb (tests/host/test_deb.sh), and the Prometheus client
+# library whose parser reads sluice metrics (tests/host/test_json_metrics.sh).
 #
 #   tests/vm/deps.sh            install everything
 #   tests/vm/deps.sh --print    print the kernel versions that would be used
@@ -69,7 +71,8 @@ base=(build-essential make gcc pkg-config kmod cpio xz-utils perl
 	libibverbs-dev librdmacm-dev rdma-core ibverbs-providers ibverbs-utils liburcu-dev
 	dkms openssl clang-14 libfuzzer-14-dev
 	curl python3 sockperf iperf3 redis-server nginx wrk
-	man-db groff-base strace openssh-server)
+	man-db groff-base strace openssh-server
+	dpkg-dev lintian python3-prometheus-client)
 
 if [ "${1:-}" = --print ]; then
 	installed_612
