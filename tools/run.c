@@ -23,7 +23,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/capability.h>
 
 #include <sluice/sluice.h>
 
@@ -66,6 +69,57 @@ static int find_preload(char *out, size_t len)
 			return 0;
 		}
 	return -ENOENT;
+}
+
+/*
+ * Capabilities the tool was given as file capabilities (setcap
+ * cap_net_raw,cap_ipc_lock,cap_net_admin+p) go on to PROGRAM as ambient
+ * capabilities (capabilities(7)).  Its loader then does not run it in
+ * secure-execution mode, which would drop LD_PRELOAD silently: only caps
+ * a file grants beyond the ambient set make an exec secure (issue 14,
+ * item 2).  Only what Sluice's links need is passed: CAP_NET_RAW (verbs
+ * flow rules), CAP_IPC_LOCK (memory a module stack pins), CAP_NET_ADMIN
+ * (a TAP device).  Root needs none of this.
+ */
+static void pass_caps(void)
+{
+	static const struct { int cap; const char *name; } caps[] = {
+		{ CAP_NET_RAW, "CAP_NET_RAW" },
+		{ CAP_IPC_LOCK, "CAP_IPC_LOCK" },
+		{ CAP_NET_ADMIN, "CAP_NET_ADMIN" },
+	};
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+	bool any = false;
+
+	if (getuid() == 0 || syscall(SYS_capget, &h, d))
+		return;
+	/* A capability becomes ambient only when it is permitted and
+	 * inheritable. */
+	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+		unsigned int c = (unsigned int)caps[i].cap;
+
+		if (d[c / 32].permitted & (1u << (c % 32))) {
+			d[c / 32].inheritable |= 1u << (c % 32);
+			any = true;
+		}
+	}
+	if (!any)
+		return;
+	if (syscall(SYS_capset, &h, d)) {
+		fprintf(stderr, "sluice run: cannot make capabilities inheritable: %s\n",
+			strerror(errno));
+		return;
+	}
+	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+		unsigned int c = (unsigned int)caps[i].cap;
+
+		if (!(d[c / 32].permitted & (1u << (c % 32))))
+			continue;
+		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0))
+			fprintf(stderr, "sluice run: %s cannot pass to the program (%s): "
+				"it will not have it\n", caps[i].name, strerror(errno));
+	}
 }
 
 static void run_usage(void)
@@ -281,6 +335,7 @@ int cmd_run(int argc, char **argv)
 	} else {
 		setenv("LD_PRELOAD", lib, 1);
 	}
+	pass_caps();
 	execvp(argv[i], argv + i);
 	fprintf(stderr, "sluice run: %s: %s\n", argv[i], strerror(errno));
 	return 127;

@@ -85,6 +85,8 @@ for pkg in sluice libsluice-dev sluice-dkms; do
 	subst "$here/changelog" | gzip -9n >"$root/usr/share/doc/$pkg/changelog.gz"
 	find "$root" -type d -exec chmod 0755 {} +
 	find "$root" -type f -exec chmod go-w {} +
+	# Shared objects are not executables (lintian: shlib-with-executable-bit).
+	find "$root" -type f -name '*.so*' -exec chmod 0644 {} +
 	if [ "$pkg" = sluice ]; then
 		# What the ELF files need, as dpkg-shlibdeps finds it (it
 		# wants a debian/control to stand in).
