@@ -82,8 +82,8 @@ check "every file is root/root ($owners)" [ "$owners" = root/root ]
 dpkg-deb -e "$deb_s" "$tmp/ctl-s"
 dpkg-deb -e "$deb_k" "$tmp/ctl-k"
 check "sluice's postinst makes the system group sluice" grep -q 'addgroup --system' "$tmp/ctl-s/postinst"
-check "sluice has shlibs and the ldconfig trigger" \
-	grep -q "^libsluice 0 sluice (>= $ver)" "$tmp/ctl-s/shlibs"
+check "sluice has shlibs" grep -q "^libsluice 0 sluice (>= $ver)" "$tmp/ctl-s/shlibs"
+check "sluice activates the ldconfig trigger" grep -qx 'activate-noawait ldconfig' "$tmp/ctl-s/triggers"
 check "sluice-dkms's postinst adds and builds the module" \
 	sh -c "grep -q 'dkms add' '$tmp/ctl-k/postinst' && grep -q 'dkms build' '$tmp/ctl-k/postinst'"
 check "sluice-dkms's prerm removes it" grep -q 'dkms remove' "$tmp/ctl-k/prerm"
@@ -119,6 +119,20 @@ flags=$(PKG_CONFIG_PATH="$x/usr/lib/$ma/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$x" \
 cc -include errno.h -o "$tmp/p" "$tmp/p.c" $flags >"$tmp/cc.log" 2>&1
 out1=$(LD_LIBRARY_PATH="$x/usr/lib/$ma" "$tmp/p" 2>&1)
 check "a program builds with pkg-config against libsluice-dev and runs ($out1)" [ "$out1" = "$ver" ]
+
+# The packaged module source builds with dkms (in a private DKMS tree, for
+# the newest kernel with headers here), as sluice-dkms's postinst has it.
+k=$(ls -d /lib/modules/*/build 2>/dev/null | sort -V | tail -n 1 | cut -d/ -f4)
+if [ -z "$k" ] || ! command -v dkms >/dev/null; then
+	skip "dkms builds the packaged source" "no kernel headers or no dkms"
+else
+	dpkg-deb -x "$deb_k" "$tmp/k"
+	mkdir -p "$tmp/dkms"
+	timeout 600 dkms build -m sluice -v "$ver" -k "$k" --sourcetree "$tmp/k/usr/src" \
+		--dkmstree "$tmp/dkms" >"$tmp/dkms.log" 2>&1
+	check "dkms builds sluice.ko for $k from the packaged source" \
+		sh -c "ls '$tmp/dkms/sluice/$ver/$k/'*/module/sluice.ko* >/dev/null 2>&1"
+fi
 
 # Not root: a copy of the tree owned by an unprivileged user.
 user=nobody

@@ -78,7 +78,7 @@ for pkg in sluice libsluice-dev sluice-dkms; do
 	# changelog, the copyright file, modes 0755/0644.
 	find "$root" -type f \( -name '*.so*' -o -path '*/bin/*' \) -exec strip --strip-unneeded \
 		--remove-section=.comment --remove-section=.note {} +
-	find "$root" -type f -name '*.a' -exec strip --strip-debug {} +
+	find "$root" -type f -name '*.a' -exec strip --strip-debug --remove-section=.comment {} +
 	find "$root/usr/share/man" -type f -exec gzip -9n {} + 2>/dev/null || true
 	mkdir -p "$root/usr/share/doc/$pkg" "$root/DEBIAN"
 	cp "$here/copyright" "$root/usr/share/doc/$pkg/copyright"
