@@ -13,7 +13,7 @@
 #   tests/run.sh --host          host suites only (no VM)
 #   tests/run.sh --only SUITE    only the suites named (repeatable): a
 #                                suite's name as printed ("unit/test_tcp",
-#                                "host/test_layers", "vm"), or a shell
+#                                "host/test_layers", "vm", "vm_deb"), or a shell
 #                                pattern ("unit/*", "asan/test_tcp*")
 #   tests/run.sh --list          the suites' names, nothing run
 # Each suite's wall time follows its results; the slowest come last.
@@ -55,7 +55,7 @@ suite_names() {
 	for t in tests/unit/test_*.c; do t=${t##*/}; echo "unit/${t%.c}"; done
 	for t in tests/unit/test_*.c; do t=${t##*/}; echo "asan/${t%.c}"; done
 	for t in tests/host/test_*.sh; do echo "host/$(basename "$t" .sh)"; done
-	[ $host_only = 1 ] || echo vm
+	[ $host_only = 1 ] || printf '%s\n' vm vm_deb
 }
 if [ $list = 1 ]; then
 	suite_names
@@ -131,6 +131,8 @@ if make -s -j2 all sanitize >"$res/build.log" 2>&1; then
 		run_suite "host/$(basename "$t" .sh)" bash "$t"
 	done
 	[ $host_only = 1 ] || run_suite vm bash tests/vm/run.sh
+	# The Debian packages on a fresh Debian guest (tests/vm/deb.sh).
+	[ $host_only = 1 ] || run_suite vm_deb bash tests/vm/deb.sh
 else
 	sed 's/^/# /' "$res/build.log" | tail -n 40
 	echo "not ok - make all"

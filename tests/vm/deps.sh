@@ -9,7 +9,8 @@
 # targets (make fuzz), and the programs the preload tests run under
 # sluice run (curl, python3, sockperf, iperf3, redis, nginx, wrk), man
 # and groff for the man page test (tests/host/test_man.sh), dpkg-dev and
-# lintian for make deb (tests/host/test_deb.sh), and the Prometheus client
+# lintian for make deb (tests/host/test_deb.sh), debootstrap for the guest
+# that installs the packages (tests/vm/deb.sh), and the Prometheus client
 # library whose parser reads sluice metrics (tests/host/test_json_metrics.sh).
 #
 #   tests/vm/deps.sh            install everything
@@ -72,7 +73,7 @@ base=(build-essential make gcc pkg-config kmod cpio xz-utils perl
 	dkms openssl clang-14 libfuzzer-14-dev
 	curl python3 sockperf iperf3 redis-server nginx wrk
 	man-db groff-base strace openssh-server
-	dpkg-dev lintian python3-prometheus-client)
+	dpkg-dev lintian python3-prometheus-client debootstrap e2fsprogs)
 
 if [ "${1:-}" = --print ]; then
 	installed_612
