@@ -316,8 +316,18 @@ int cmd_run(int argc, char **argv)
 	}
 	ret = ensure_stack(stack, addr, gw, ifname);
 	if (ret == -EOPNOTSUPP && ifname) {
-		fprintf(stderr, "sluice run: stack '%s' on %s: a stack on a device needs the "
-			"sluice module (is sluice.ko loaded?)\n", stack, ifname);
+		int fd = sluice_dev_open(NULL);
+
+		/* The module is there but not for this user: say how to get it. */
+		if (fd == -EACCES || fd == -EPERM)
+			fprintf(stderr, "sluice run: stack '%s' on %s: %s: %s: a member of group "
+				"sluice may use it (adduser $USER sluice, then log in again)\n",
+				stack, ifname, SLUICE_DEVICE_PATH, strerror(-fd));
+		else
+			fprintf(stderr, "sluice run: stack '%s' on %s: a stack on a device needs the "
+				"sluice module (is sluice.ko loaded?)\n", stack, ifname);
+		if (fd >= 0)
+			close(fd);
 		return 1;
 	}
 	if (ret) {

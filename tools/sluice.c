@@ -276,7 +276,9 @@ static int cmd_info(bool json)
 		return 1;
 	}
 	if (ret && ret != -EPROTONOSUPPORT) {
-		fprintf(stderr, "sluice: %s: %s\n", SLUICE_DEVICE_PATH, strerror(-ret));
+		fprintf(stderr, "sluice: %s: %s%s\n", SLUICE_DEVICE_PATH, strerror(-ret),
+			ret == -EACCES || ret == -EPERM ?
+			" (a member of group sluice may use it: adduser $USER sluice)" : "");
 		return 1;
 	}
 	printf("module   %s (ABI %u), features 0x%" PRIx64 "\n",

@@ -54,7 +54,12 @@ out=$(as bob sluice info 2>&1)
 rc=$?
 echo "$out" >$log/info-bob.txt
 check "bob (not in the group): sluice info exits 1" [ "$rc" = 1 ]
-check "bob is told /dev/sluice refused him (Permission denied)" has "$out" 'sluice: .*Permission denied'
+check "bob is told /dev/sluice refused him and how to get it" has "$out" "sluice: .*Permission denied .*group sluice.*adduser"
+out=$(as bob sluice run --interface lo -- true 2>&1)
+rc=$?
+echo "$out" >$log/run-bob.txt
+check "bob's sluice run --interface exits 1 and says which group he lacks (exit $rc)" \
+	has "$rc $out" "^1 sluice run: .*Permission denied: a member of group sluice"
 
 
 # A TCP ping-pong on the stack's loopback, in one Perl process under
