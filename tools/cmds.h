@@ -4,6 +4,7 @@
 #define SLUICE_TOOLS_CMDS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct sl_stack;
 
@@ -21,5 +22,29 @@ const char *stack_state_name(const struct sl_stack *s);
 /* "CLOSED", "LISTEN", ... "TIME_WAIT" */
 const char *tcp_state_name(unsigned int st);
 #define TCP_STATES	11
+
+struct sluice_kring;
+/*
+ * Map the rings of a stack on a device (uapi struct sluice_kring) to read
+ * them: the mapping (*len bytes; munmap() it), or NULL with *why saying
+ * why not (*why empty: the stack is on no device).
+ */
+const struct sluice_kring *kring_map(const struct sl_stack *s, size_t *len, char *why,
+				     size_t wlen);
+/* The module's counters in a kring, with what each counts. */
+#define KRING_COUNTERS(X)						\
+	X(rx_packets, "steered to rx")					\
+	X(rx_bytes, "bytes steered to rx")				\
+	X(rx_drop_ring, "dropped: rx ring full")			\
+	X(rx_drop_fill, "dropped: no buffer on the fill ring")		\
+	X(rx_drop_size, "dropped: longer than a buffer holds")		\
+	X(tx_packets, "handed to the device")				\
+	X(tx_bytes, "bytes handed to the device")			\
+	X(tx_drop, "refused by the device or neighbour layer")		\
+	X(bad_index, "producer index too far ahead")			\
+	X(bad_buf, "fill entries outside the region")			\
+	X(bad_desc, "tx descriptors with bad length or flags")		\
+	X(kicks, "tx kicks")
+#define KRING_N		12
 
 #endif /* SLUICE_TOOLS_CMDS_H */

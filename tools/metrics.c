@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <sluice/sluice.h>
@@ -29,6 +30,8 @@ struct mstack {
 	unsigned int tcp[TCP_STATES];	/* connections by state */
 	unsigned int udp;
 	unsigned int tw;		/* TIME-WAIT entries not yet expired */
+	bool kring;			/* on a device: the module's counters */
+	uint64_t kctr[KRING_N];
 };
 
 struct scrape {
@@ -41,6 +44,31 @@ static void tw_counted(const struct sl_tw *tw, void *arg)
 	uint64_t *now_tw = arg;	/* [0] now, [1] count */
 
 	now_tw[1] += tw->expire_us > now_tw[0];
+}
+
+/* The kring's names and meanings, and its counters for a stack. */
+#define KNAME(f, d) #f,
+static const char *const kring_names[KRING_N] = { KRING_COUNTERS(KNAME) };
+#undef KNAME
+#define KDESC(f, d) d,
+static const char *const kring_desc[KRING_N] = { KRING_COUNTERS(KDESC) };
+#undef KDESC
+
+static void add_kring(struct mstack *m, const struct sl_stack *s)
+{
+	const struct sluice_kring *k;
+	char why[128];
+	size_t len;
+	unsigned int i = 0;
+
+	k = kring_map(s, &len, why, sizeof(why));
+	if (!k)
+		return;
+#define KCOPY(f, d) m->kctr[i++] = k->f;
+	KRING_COUNTERS(KCOPY)
+#undef KCOPY
+	m->kring = true;
+	munmap((void *)k, len);
 }
 
 static void add_stack(const char *name, const char *where, void *arg)
@@ -83,6 +111,7 @@ static void add_stack(const char *name, const char *where, void *arg)
 	now_tw[1] = 0;
 	sl_tw_list(s, tw_counted, now_tw);
 	m->tw = (unsigned int)now_tw[1];
+	add_kring(m, s);
 }
 
 /* A HELP text or a label value, escaped as OpenMetrics wants. */
@@ -225,6 +254,16 @@ static void render(FILE *f, const struct scrape *sc)
 			if (!strncmp(sl_counter_desc[i], "dropped", 7))
 				sample(f, "sluice_dropped", "_total", m->name, "reason",
 				       sl_counter_names[i], sl_counter_sum(s, i));
+	}
+	/* Per link: the module's counters of a stack on a device (kring). */
+	for (m = sc->v; m < end && !m->kring; m++)
+		;
+	for (unsigned int i = 0; m < end && i < KRING_N; i++) {
+		snprintf(name, sizeof(name), "sluice_kring_%s", kring_names[i]);
+		family(f, name, "counter", kring_desc[i]);
+		for (const struct mstack *k = sc->v; k < end; k++)
+			if (k->kring)
+				sample(f, name, "_total", k->name, "link", "kring", k->kctr[i]);
 	}
 	/* Every counter of the stack (sluice dump's), a family each. */
 	for (unsigned int i = 0; i < SL_C_COUNT; i++) {

@@ -480,13 +480,9 @@ static void print_tcp(struct sl_stack *s, const struct sl_sock *so)
 	}
 }
 
-/*
- * Map the rings of a stack on a device (uapi struct sluice_kring) to read
- * them: the mapping (*len bytes; munmap() it), or NULL with *why saying
- * why not (NULL why: the stack is on no device).
- */
-static const struct sluice_kring *kring_map(const struct sl_stack *s, size_t *len,
-					    char *why, size_t wlen)
+/* Map the rings of a stack on a device to read them (cmds.h). */
+const struct sluice_kring *kring_map(const struct sl_stack *s, size_t *len, char *why,
+				     size_t wlen)
 {
 	struct sluice_kring_setup ks = { .size = sizeof(ks) };
 	void *map;
@@ -510,21 +506,6 @@ static const struct sluice_kring *kring_map(const struct sl_stack *s, size_t *le
 	*len = ks.mmap_size;
 	return map;
 }
-
-/* The module's counters in a kring, with what each counts. */
-#define KRING_COUNTERS(X)						\
-	X(rx_packets, "steered to rx")					\
-	X(rx_bytes, "bytes steered to rx")				\
-	X(rx_drop_ring, "dropped: rx ring full")			\
-	X(rx_drop_fill, "dropped: no buffer on the fill ring")		\
-	X(rx_drop_size, "dropped: longer than a buffer holds")		\
-	X(tx_packets, "handed to the device")				\
-	X(tx_bytes, "bytes handed to the device")			\
-	X(tx_drop, "refused by the device or neighbour layer")		\
-	X(bad_index, "producer index too far ahead")			\
-	X(bad_buf, "fill entries outside the region")			\
-	X(bad_desc, "tx descriptors with bad length or flags")		\
-	X(kicks, "tx kicks")
 
 /* The rings, if the stack has them: sizes, device state, ring indices and
  * the module's counters. */

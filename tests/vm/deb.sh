@@ -80,28 +80,31 @@ else
 	die "apt-get install the packages' dependencies in the guest's root" "$work/apt-deps.log"
 fi
 
-# A fresh image every run: the cached root, the packages, the guest's init.
-mkdir -p "$work/root"
-cp -a "$root/." "$work/root/"
-mkdir -p "$work/root/opt/sluice/debs"
-cp build/deb/out/*.deb "$work/root/opt/sluice/debs/"
-install -m 755 tests/vm/deb_guest.sh "$work/root/opt/sluice/guest.sh"
-size=$(( $(du -sm "$work/root" | cut -f1) + 1024 ))
-mkfs.ext4 -q -F -L sluiceroot -d "$work/root" "$work/disk.img" "${size}M" >"$work/mkfs.log" 2>&1 ||
+# A fresh image every run: the cached root, the packages, the guest's init
+# (staged outside build/, as the root is).
+stage=$(mktemp -d /var/tmp/sluice-deb-vm.XXXXXX)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/root"
+cp -a "$root/." "$stage/root/"
+mkdir -p "$stage/root/opt/sluice/debs"
+cp build/deb/out/*.deb "$stage/root/opt/sluice/debs/"
+install -m 755 tests/vm/deb_guest.sh "$stage/root/opt/sluice/guest.sh"
+size=$(( $(du -sm "$stage/root" | cut -f1) + 1024 ))
+mkfs.ext4 -q -F -L sluiceroot -d "$stage/root" "$stage/disk.img" "${size}M" >"$work/mkfs.log" 2>&1 ||
 	die "an ext4 image of the guest's root" "$work/mkfs.log"
-rm -rf "$work/root"
+rm -rf "$stage/root"
 
 t0=$SECONDS
 timeout "${SLUICE_VM_TIMEOUT:-1500}" qemu-system-x86_64 -accel tcg,thread=multi -smp 2 -m 2048 \
 	-display none -monitor none -no-reboot -nic none \
 	-kernel "$root/boot/vmlinuz-$k" -initrd "$root/boot/initrd.img-$k" \
 	-append "root=/dev/vda rw console=ttyS0 init=/opt/sluice/guest.sh panic=-1 quiet" \
-	-drive "file=$work/disk.img,format=raw,if=virtio" \
+	-drive "file=$stage/disk.img,format=raw,if=virtio" \
 	-serial "file:$work/console.log" -serial "file:$work/results.log" \
 	</dev/null >"$work/qemu.log" 2>&1
 rc=$?
 echo "# guest ran $((SECONDS - t0)) s, qemu exit $rc"
-rm -f "$work/disk.img"
+rm -f "$stage/disk.img"
 if ! grep -q '^1\.\.' "$work/results.log" 2>/dev/null; then
 	sed 's/^/# /' "$work/results.log" 2>/dev/null
 	die "the guest finished its checks (console: $work/console.log)" "$work/console.log"

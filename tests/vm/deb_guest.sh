@@ -86,6 +86,7 @@ for my $i (1 .. 100) {
 print "pingpong $got\n";
 system("sluice stacks --json");
 system("sluice dump --json sluice-$<");
+system("sluice metrics");
 EOP
 # A small stack, under the default RLIMIT_MEMLOCK, so the module holds it.
 out=$(as alice env SLUICE_MAX_SOCKETS=64 SLUICE_BUFS=512 timeout 120 sluice run -- \
@@ -97,6 +98,11 @@ check "its stack is held by the module (sluice stacks --json: where module)" \
 	has "$out" '"name":"sluice-1000","state":"ready","where":"module"'
 lb=$(echo "$out" | grep -o '"loopback":[0-9]*' | head -n 1 | cut -d: -f2)
 check "and its loopback carried the traffic (loopback counter ${lb:-?})" [ "${lb:-0}" -ge 200 ]
+check "sluice metrics shows the module stack" \
+	has "$out" '^sluice_stack_state\{stack="sluice-1000",where="module",state="ready"\} 1$'
+check "with its TCP traffic counted" has "$out" '^sluice_tcp_rx_total\{stack="sluice-1000"\} [1-9][0-9]{2,}$'
+check "and the metrics end with # EOF" has "$out" '^# EOF$'
+
 echo "1..$n" >&3
 for f in $log/*.txt; do echo "== $f"; tail -n 20 "$f"; done
 sync
