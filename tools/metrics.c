@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -331,6 +332,8 @@ int cmd_metrics(int argc, char **argv)
 	struct scrape sc = { 0 };
 	const char *out = NULL;
 	double interval = 0;
+	struct timespec ts;
+	sigset_t stop;
 	char *end;
 
 	for (int i = 1; i < argc; i++) {
@@ -350,6 +353,17 @@ int cmd_metrics(int argc, char **argv)
 			return 2;
 		}
 	}
+	/*
+	 * SIGTERM, SIGINT and SIGHUP wait while a file is written and end
+	 * the sleep between writes: the command stops between two files,
+	 * never leaving a temporary one behind.
+	 */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGHUP);
+	if (interval)
+		sigprocmask(SIG_BLOCK, &stop, NULL);
 	for (;;) {
 		char *text = NULL;
 		size_t len = 0;
@@ -381,12 +395,9 @@ int cmd_metrics(int argc, char **argv)
 		 * a failed write is said and tried again next time. */
 		if (!interval)
 			return err ? 1 : 0;
-		{
-			struct timespec ts = { .tv_sec = (time_t)interval,
-					       .tv_nsec = (long)((interval - (double)(time_t)interval) * 1e9) };
-
-			while (nanosleep(&ts, &ts) && errno == EINTR)
-				;
-		}
+		ts.tv_sec = (time_t)interval;
+		ts.tv_nsec = (long)((interval - (double)(time_t)interval) * 1e9);
+		if (sigtimedwait(&stop, NULL, &ts) > 0)
+			return 0;
 	}
 }

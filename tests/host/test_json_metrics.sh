@@ -282,15 +282,21 @@ mkdir -p "$tmp/out"
 "$sluice" metrics --interval 0.2 --output "$prom" &
 mpid=$!
 for _ in $(seq 50); do [ -s "$prom" ] && break; sleep 0.1; done
-i1=$(stat -c %i "$prom" 2>/dev/null)
+# Hold the file open: its inode cannot be reused, so a new one at the path
+# means it was replaced, and what we hold stays whole.
+exec {held}<"$prom"
+i1=$(stat -L -c %i "/proc/$$/fd/$held" 2>/dev/null)
 sleep 0.7
 i2=$(stat -c %i "$prom" 2>/dev/null)
 kill "$mpid"
 wait "$mpid" 2>/dev/null
+whole=$(tail -n 1 <&"$held")
+exec {held}<&-
 check "--output writes the file ($prom)" [ -s "$prom" ]
 replaced=0
 [ -n "$i1" ] && [ -n "$i2" ] && [ "$i1" != "$i2" ] && replaced=1
 check "--interval replaces it by rename (inode $i1 -> $i2)" [ "$replaced" = 1 ]
+check "the replaced file, still held open, is whole (last line: $whole)" [ "$whole" = "# EOF" ]
 check "the file parses as OpenMetrics" grep -q '^families ' <<<"$(om "$prom")"
 perm=$(stat -c %a "$prom")
 check "the file is readable by a collector running as another user ($perm)" [ "$perm" = 644 ]
