@@ -129,6 +129,21 @@ else
 	skip "the installed DKMS tree builds the module" "no kernel headers"
 fi
 
+# Not root: with DESTDIR nothing needs privileges (the build is done).
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
+	mkdir -m 777 "$tmp/nr"
+	chmod 755 "$tmp"
+	setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups \
+		make -s -C "$top" install DESTDIR="$tmp/nr/root" PREFIX=/usr >"$tmp/nr.log" 2>&1
+	rc=$?
+	n=$(find "$tmp/nr/root" -type f 2>/dev/null | wc -l)
+	want=$(find "$dest" -type f | wc -l)
+	check "make install DESTDIR=... as nobody succeeds ($n files of $want, exit $rc)" \
+		[ "$rc/$n" = "0/$want" ]
+else
+	skip "make install DESTDIR=... as a user who is not root" "not root, or no nobody/setpriv"
+fi
+
 make -s uninstall DESTDIR="$dest" PREFIX=/usr >"$tmp/uninstall.log" 2>&1
 check "make uninstall succeeds" [ $? = 0 ]
 left=$(find "$dest" -type f -o -type l | sed "s|^$dest/||" | tr '\n' ' ')

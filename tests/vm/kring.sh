@@ -200,6 +200,13 @@ k=$(kctr kicks) v=$(kctr tx_packets)
 check "tx kicks are batched ($k kicks for $v packets)" [ $(( ${k:-0} * 2 )) -lt "${v:-0}" -a "${k:-0}" -gt 0 ]
 v=$(kctr rx_packets)
 check "the module steered packets to the rings (rx_packets $v)" [ "${v:-0}" -gt 1000 ]
+# The same counters through sluice metrics, per link, and dump --json.
+m=$(sluice metrics 2>/dev/null |
+	sed -n 's/^sluice_kring_rx_packets_total{stack="kr",link="kring"} \([0-9]*\)$/\1/p')
+check "sluice metrics has the ring's counters (sluice_kring_rx_packets_total ${m:-none})" \
+	[ "${m:-0}" -ge "${v:-1}" ]
+j=$(sluice dump --json kr 2>/dev/null | grep -o '"rx_packets":[0-9]*' | cut -d: -f2)
+check "and dump --json (kring.counters.rx_packets ${j:-none})" [ "${j:-0}" -ge "${v:-1}" ]
 v=$(grep -c 'module filter [0-9]*: udp' $dump)
 check "UDP filters: only the server's port 7 is left once the UDP client closed ($v)" [ "$v" = 1 ]
 
