@@ -18,7 +18,7 @@
 # apt, and a few minutes: DKMS compiles the module under TCG. Prints TAP.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$top"
+cd "$top" || exit 1
 
 k=
 [ "${1:-}" = --kernel ] && k=$2
