@@ -6,7 +6,7 @@ set -u
 sluice=$top/build/tools/sluice
 
 out=$("$sluice" version)
-check "sluice version prints the library version" [ "$out" = "sluice 0.1.0 (ABI 2)" ]
+check "sluice version prints the library version" [ "$out" = "sluice 0.1.0 (ABI 3)" ]
 
 "$sluice" >/dev/null 2>&1
 check "no command is a usage error (exit 2)" [ $? = 2 ]
