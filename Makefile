@@ -55,6 +55,7 @@ PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/dlopen_prog $(B)/
 	$(B)/tests/bench/epoll_idle $(B)/tests/bench/conn_churn $(B)/tests/bench/conn_many \
 	$(B)/tests/preload/sockfd_prog $(B)/tests/preload/sandboxed $(B)/tests/preload/oslisten \
 	$(B)/tests/preload/kconnect
+	$(B)/tests/preload/fork_start
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
 .PHONY: install uninstall deb all lib tools tests bench bench-programs sanitize unit-tests module module-clean check demo checkpatch clean \
@@ -144,6 +145,9 @@ $(B)/tests/unit/test_kipoib: $(B)/tests/unit/test_kipoib.o $(B)/kshim/kernel/ipo
 $(B)/tests/preload/%.o: CPPFLAGS += -D_FORTIFY_SOURCE=2
 $(B)/tests/preload/%: $(B)/tests/preload/%.o
 	$(CC) -o $@ $^ -lpthread
+# Its pthread_create() is to be the one the preload library calls.
+$(B)/tests/preload/fork_start: $(B)/tests/preload/fork_start.o
+	$(CC) -rdynamic -o $@ $^ -lpthread
 
 bench: all
 	$(B)/tests/bench/bench all

@@ -175,6 +175,8 @@ static void read_config(void)
 
 static void atfork_prepare(void)
 {
+	/* First: its wait takes no other lock of ours. */
+	pl_twin_atfork_prepare();
 	/* Once, in the parent: its children inherit the calibration (1000
 	 * pauses timed) instead of each making its own at its first spin. */
 	sl_wait_calibrate();
@@ -187,6 +189,7 @@ static void atfork_parent(void)
 {
 	urcu_bp_after_fork_parent();
 	pl_fd_fork_end();
+	pl_twin_atfork_parent();
 	pl_epoll_atfork();
 }
 

@@ -380,6 +380,10 @@ void pl_twin_close(struct pl_sock *ps);
 void pl_twin_setopt(struct pl_sock *ps, int level, int name, const void *val, socklen_t len);
 bool pl_twin_is(int fd);		/* a twin, or the watcher's set */
 void pl_twin_lost(int fd);		/* its number is being taken (dup2) */
+/* fork(): a watcher just made has started before the fork (twin.c);
+ * watch_mu is held across it. */
+void pl_twin_atfork_prepare(void);
+void pl_twin_atfork_parent(void);
 void pl_twin_atfork_child(void);
 /* A forked child holding twins has no watcher yet: the waits start one. */
 extern bool pl_twin_unwatched;

@@ -27,6 +27,15 @@
  * twin only while SL_TF_OSREADY is set (it clears it, then accept4()s the
  * twin; a connection taken sets it again, as more may wait).
  *
+ * fork() waits until a watcher just made has reached its function
+ * (pl_twin_atfork_prepare()): a runtime that wraps thread start, as
+ * AddressSanitizer does, takes locks of its own there (allocator, stack
+ * depot) that it does not take around fork(), and a child forked in that
+ * window inherits them held by a thread it does not have.  Its next thread,
+ * or its next allocation of that size, then waits for ever: a
+ * pre-forking server that forks right after listen() (epoll_et.py, under
+ * the sanitized library) stopped mid-echo.
+ *
  * The twins and the watcher's epoll fd are the library's own fds: close()
  * says EBADF for them, close_range() leaves them, a dup2() onto one moves
  * it to another number first (pl_twin_lost()).  A forked child shares them
@@ -53,6 +62,10 @@
 static uint64_t own_bits[PL_TWIN_FDS / 64];
 static int watch_fd = -1;	/* the watcher's epoll set; kept across fork */
 static pid_t watch_pid;		/* the process whose watcher runs */
+/* That watcher reached watch_main(), past its start (written by it). */
+static bool watch_up;
+/* Held across fork() (pl_twin_atfork_prepare()), so no watcher is made
+ * while one is. */
 static pthread_mutex_t watch_mu = PTHREAD_MUTEX_INITIALIZER;
 static int twin_count;		/* twins this process holds */
 bool pl_twin_unwatched;
@@ -178,6 +191,9 @@ static void *watch_main(void *arg)
 	struct sluice_stack *st = pl_stack();
 
 	(void)arg;
+	/* Its start is over (a runtime's, too): fork() may go on.  Release:
+	 * pairs with the acquire in pl_twin_atfork_prepare(). */
+	sl_store_release(&watch_up, true);
 	for (;;) {
 		int n = REAL(epoll_wait)(SL_READ_ONCE(watch_fd), evs, PL_WATCH_EVS, -1);
 
@@ -227,6 +243,7 @@ static void watch_start_locked(void)
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&at, PL_WATCH_STACK);
+	SL_WRITE_ONCE(watch_up, false);
 	if (!pthread_create(&t, &at, watch_main, NULL))
 		watch_pid = self;
 	pthread_attr_destroy(&at);
@@ -390,8 +407,33 @@ void pl_twin_lost(int fd)
 	}
 }
 
+/* How long fork() waits for a watcher's start, at most (in naps of 0.1
+ * ms): a runtime that takes its own locks before fork() runs these
+ * handlers (one that intercepts fork() itself) keeps the thread from
+ * starting until the fork is over; it needs no wait, and gets this one,
+ * once, then the fork as before. */
+#define PL_WATCH_START_WAIT_MS	1000
+
+void pl_twin_atfork_prepare(void)
+{
+	pthread_mutex_lock(&watch_mu);
+	if (watch_pid != sl_self_pid())
+		return;	/* no watcher here (a forked child's comes at its first wait) */
+	for (int i = 0; !sl_load_acquire(&watch_up) && i < PL_WATCH_START_WAIT_MS * 10; i++) {
+		struct timespec ts = { 0, 100000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+void pl_twin_atfork_parent(void)
+{
+	pthread_mutex_unlock(&watch_mu);
+}
+
 void pl_twin_atfork_child(void)
 {
+	/* Held by the thread that forked, which is this one. */
 	pthread_mutex_init(&watch_mu, NULL);
 	/* The parent's watcher is not here: the child starts its own when
 	 * it first waits (on the same epoll set, which it shares). */
