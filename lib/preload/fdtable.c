@@ -53,7 +53,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -692,29 +691,10 @@ void pl_fd_share(int fd)
 	pl_put(ps);
 }
 
-/* Sockets about to be sent with SCM_RIGHTS: the receiver will hold them.
- * The message is the program's: looked at only where it can be read (a
- * bad one is the kernel's EFAULT to give). */
-void pl_fd_share_rights(const struct msghdr *msg)
+/* Has this process a private socket (the walks above are skipped without)? */
+bool pl_fd_any_private(void)
 {
-	if (!sl_load_acquire(&npriv) || !msg || !pl_readable(msg, sizeof(*msg)) ||
-	    !msg->msg_control || msg->msg_controllen < sizeof(struct cmsghdr) ||
-	    !pl_readable(msg->msg_control, msg->msg_controllen))
-		return;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
-		size_t n;
-
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
-		    c->cmsg_len < CMSG_LEN(0))
-			continue;
-		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < n; i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
-			pl_fd_share(fd);
-		}
-	}
+	return sl_load_acquire(&npriv) != 0;
 }
 
 void pl_fd_fork_begin(void)

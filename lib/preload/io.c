@@ -557,6 +557,44 @@ static int tx_cmsgs(const struct pl_sock *ps, const struct msghdr *msg, struct s
 	return 0;
 }
 
+/* Each fd msg passes with SCM_RIGHTS, to fn. */
+static void each_right(const struct msghdr *msg, void (*fn)(int fd))
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
+		size_t n;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+		    c->cmsg_len < CMSG_LEN(0))
+			continue;
+		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
+			fn(fd);
+		}
+	}
+}
+
+/* Sluice sockets passed with SCM_RIGHTS (over a kernel AF_UNIX socket)
+ * arrive as placeholder fds: enter them in the table. */
+static void adopt_one(int fd)
+{
+	pl_fd_adopt(fd);
+}
+
+/* Sluice sockets about to be sent with SCM_RIGHTS: the receiver will hold
+ * them, so private ones take their locks (fdtable.c).  The message is the
+ * program's: looked at only where it can be read (a bad one is the
+ * kernel's EFAULT to give). */
+static void share_rights(const struct msghdr *msg)
+{
+	if (pl_fd_any_private() && msg && pl_readable(msg, sizeof(*msg)) && msg->msg_control &&
+	    msg->msg_controllen >= sizeof(struct cmsghdr) &&
+	    pl_readable(msg->msg_control, msg->msg_controllen))
+		each_right(msg, pl_fd_share);
+}
+
 EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	struct pl_sock *ps = pl_get(fd);
@@ -566,7 +604,7 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	int d;
 
 	if (!ps) {
-		pl_fd_share_rights(msg);
+		share_rights(msg);
 		return REAL(sendmsg)(fd, msg, flags);
 	}
 	if (!msg) {
@@ -585,25 +623,6 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	}
 	pl_put(ps);
 	return pl_ret(ret);
-}
-
-/* Sluice sockets passed with SCM_RIGHTS (over a kernel AF_UNIX socket)
- * arrive as placeholder fds: enter them in the table. */
-static void adopt_rights(struct msghdr *msg)
-{
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
-		size_t n;
-
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < n; i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
-			pl_fd_adopt(fd);
-		}
-	}
 }
 
 /* One control message into msg, as Linux's put_cmsg(): cut to the room
@@ -712,7 +731,7 @@ EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	if (!ps) {
 		ret = REAL(recvmsg)(fd, msg, flags);
 		if (ret >= 0 && msg && msg->msg_controllen && !pl_cfg.disabled)
-			adopt_rights(msg);
+			each_right(msg, adopt_one);
 		return ret;
 	}
 	if (!msg) {
@@ -767,7 +786,7 @@ EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
 
 	if (!pl_is_sluice(fd)) {
 		for (i = 0; vec && i < vlen && pl_readable(&vec[i], sizeof(vec[i])); i++)
-			pl_fd_share_rights(&vec[i].msg_hdr);
+			share_rights(&vec[i].msg_hdr);
 		return REAL(sendmmsg)(fd, vec, vlen, flags);
 	}
 	if (vlen > UIO_MAXIOV)

@@ -318,7 +318,7 @@ void pl_fd_dup(int fd, int newfd, struct pl_sock *ps);
  * take their locks (fdtable.c).  begin/end bracket a fork or spawn. */
 void pl_fd_share_all(void);
 void pl_fd_share(int fd);
-void pl_fd_share_rights(const struct msghdr *msg);
+bool pl_fd_any_private(void);
 void pl_fd_fork_begin(void);
 void pl_fd_fork_end(void);
 /* Forget fd (before the real close()); returns its socket (a reference)
