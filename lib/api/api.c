@@ -818,7 +818,7 @@ static bool kpeer_wanted(struct sl_stack *s, const struct sl_sock *so, uint32_t 
 {
 	return so->type == SL_SOCK_TCP && so->state == SL_TCP_CLOSED &&
 	       !(so->tcp.tflags & (SL_TF_CONN_PEND | SL_TF_CONNECTED)) &&
-	       sl_ip_is_local(s, daddr) && !sl_sock_listener_at(s, daddr, dport);
+	       sl_ip_is_local(s, daddr) && !sl_sock_unconnected_at(s, SL_SOCK_TCP, daddr, dport);
 }
 
 bool sl_udp_kpeer(struct sluice_stack *st, uint32_t daddr, uint16_t dport)
@@ -830,7 +830,7 @@ bool sl_udp_kpeer(struct sluice_stack *st, uint32_t daddr, uint16_t dport)
 		daddr = htonl(INADDR_LOOPBACK);	/* as Linux: this host */
 	if (!sl_ip_is_local(s, daddr) || sl_lock(s))
 		return false;
-	ret = !sl_sock_udp_at(s, daddr, dport);
+	ret = !sl_sock_unconnected_at(s, SL_SOCK_UDP, daddr, dport);
 	sl_unlock(s);
 	return ret;
 }

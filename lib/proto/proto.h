@@ -467,11 +467,11 @@ struct sl_sock *sl_sock_lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
 int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport);
 /* Would (laddr, lport) be free for so under the stack's bind rules? */
 bool sl_sock_port_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport);
-/* A TCP listener of this stack for a SYN to (addr, port)?  (connect()
- * hands a socket with none to the kernel: lib/preload, "Kernel peers".) */
-bool sl_sock_listener_at(struct sl_stack *s, uint32_t addr, uint16_t port);
-/* A UDP socket of this stack where a datagram to (addr, port) goes? */
-bool sl_sock_udp_at(struct sl_stack *s, uint32_t addr, uint16_t port);
+/* A TCP listener (SL_SOCK_TCP) or UDP socket (SL_SOCK_UDP) of this stack
+ * where a SYN or datagram to (addr, port) goes?  (connect() and a fresh
+ * datagram socket hand themselves to the kernel where there is none:
+ * lib/preload, "Kernel peers".) */
+bool sl_sock_unconnected_at(struct sl_stack *s, uint8_t type, uint32_t addr, uint16_t port);
 /* connect() on an unbound TCP socket of a stack without filters: an
  * ephemeral port whose 4-tuple with (raddr, rport) no socket has, shared
  * with other connect()s' connections as Linux's __inet_hash_connect() does.

@@ -544,26 +544,19 @@ static bool unconnected_on(struct sl_stack *s, uint32_t idx, uint8_t type, uint3
 }
 
 /*
- * Is a TCP listener of this stack where a SYN to (addr, port) would go: a
- * listening socket on that port bound to addr or to INADDR_ANY?  The two
- * chains of unconnected sockets lookup() reads, walked whole, so the
- * answer does not hang on which bound socket comes first; not the port's
- * chain, which holds every connection of a busy server's port too.
+ * Is a socket of this type bound where a packet to (addr, port) would go:
+ * on that port, to addr or to INADDR_ANY, with no peer, and for TCP
+ * listening?  The two chains of unconnected sockets lookup() reads, walked
+ * whole, so the answer does not hang on which bound socket comes first;
+ * not the port's chain, which holds every connection of a busy server's
+ * port too.  A connected UDP socket there takes only its peer's
+ * datagrams: one from a fresh socket finds it only if it is that peer,
+ * which a fresh socket is not.
  */
-bool sl_sock_listener_at(struct sl_stack *s, uint32_t addr, uint16_t port)
+bool sl_sock_unconnected_at(struct sl_stack *s, uint8_t type, uint32_t addr, uint16_t port)
 {
-	return unconnected_on(s, *tuple_bucket(s, addr, port, 0, 0), SL_SOCK_TCP, addr, port) ||
-	       unconnected_on(s, *tuple_bucket(s, 0, port, 0, 0), SL_SOCK_TCP, 0, port);
-}
-
-/* Is a UDP socket of this stack bound where a datagram to (addr, port)
- * would go (addr or INADDR_ANY, that port, no peer)?  A connected UDP
- * socket there takes only its peer's datagrams: a datagram from a fresh
- * socket finds it only if it is that peer, which a fresh socket is not. */
-bool sl_sock_udp_at(struct sl_stack *s, uint32_t addr, uint16_t port)
-{
-	return unconnected_on(s, *tuple_bucket(s, addr, port, 0, 0), SL_SOCK_UDP, addr, port) ||
-	       unconnected_on(s, *tuple_bucket(s, 0, port, 0, 0), SL_SOCK_UDP, 0, port);
+	return unconnected_on(s, *tuple_bucket(s, addr, port, 0, 0), type, addr, port) ||
+	       unconnected_on(s, *tuple_bucket(s, 0, port, 0, 0), type, 0, port);
 }
 
 /* ---- ephemeral ports ------------------------------------------------ */
