@@ -16,7 +16,8 @@
 # build/vm/VERSION/ (console.log, results.log, the initramfs tree).
 #
 # Environment: SLUICE_VM_TIMEOUT (seconds per boot, default 600),
-# SLUICE_VM_MEM (MiB, default 1024), SLUICE_VM_ONLY (run just that suite).
+# SLUICE_VM_MEM (MiB, default 1024), SLUICE_VM_ONLY (run just that suite),
+# SLUICE_SEED (passed to the suites, for hostile.sh's replays).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -190,7 +191,12 @@ run_kernel() { # run_kernel VERSION
 	else
 		# One suite per line: NAME COMMAND..., and the modules it needs.
 		grep -v '^#' tests/vm/suites | grep . |
-			awk -v only="${SLUICE_VM_ONLY:-}" 'only == "" || $1 == only' >"$root/etc/sluice/suites"
+			awk -v only="${SLUICE_VM_ONLY:-}" -v seed="${SLUICE_SEED:-}" '
+				only == "" || $1 == only {
+					# SLUICE_SEED replays a seeded suite (hostile.sh)
+					if (seed != "") { $1 = $1 " env SLUICE_SEED=" seed }
+					print
+				}' >"$root/etc/sluice/suites"
 		mapfile -t kmods < <(sed -n 's/^# kmods: *//p' tests/vm/suites | tr ' ' '\n' | grep .)
 	fi
 	# sluice.ko needs ib_core (the ib_client, SA path records): loaded
