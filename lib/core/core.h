@@ -129,6 +129,12 @@ struct sl_region {
 	 */
 	uint64_t crowded_until;
 	/*
+	 * When (CLOCK_MONOTONIC, µs) a would-be spinner last counted the
+	 * machine's runnable threads (run/wait.c, runq_crowded()): one count
+	 * a stack each RUNQ_EVERY_US at most, claimed by compare-and-swap.
+	 */
+	uint64_t runq_at;
+	/*
 	 * The value of sluice_region.ksock_released up to which a lock
 	 * holder has closed the released sockets, so one holder, not every
 	 * process, looks for them after each release.
@@ -363,6 +369,7 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(recover_lo_dropped, "queued packets dropped by that (loopback, neighbour holds)") \
 	X(connect_queued, "connects queued while the lock's holder was stopped") \
 	X(spin_crowded, "spins stopped: a spinner was taken off its CPU (more runnable threads than CPUs)") \
+	X(spin_runq, "spins stopped: more runnable threads than CPUs when a spin began") \
 	X(tcp_rx_bcast, "dropped: TCP to or from broadcast or multicast, or in a link-layer broadcast frame") \
 	X(tcp_rx_synfin, "dropped: SYN with FIN at a listener") \
 	X(tcp_rx_state, "dropped: TCP segment its state takes nothing from (a listener's RST or non-SYN, no ACK, ...)") \
@@ -820,7 +827,7 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
  * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
  */
-#define SL_LAYOUT_VERSION	17
+#define SL_LAYOUT_VERSION	18
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

@@ -49,6 +49,10 @@ int sl_sys_setsockopt(int fd, int level, int name, const void *val, socklen_t le
 int sl_sys_bind(int fd, const struct sockaddr *a, socklen_t len);
 ssize_t sl_sys_sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *a,
 		      socklen_t alen);
+/* Take every datagram queued on a non-blocking socket: one recvmmsg(2)
+ * for up to 16 (a bell's one byte each), where a read(2) a datagram needs
+ * one more to see the queue empty. */
+void sl_sys_drain_dgrams(int fd);
 int sl_sys_epoll_create1(int flags);
 int sl_sys_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
 /* sigaction(2) through libc's own entry point (it supplies the restorer). */
@@ -64,6 +68,10 @@ int sl_sys_sigaction(int sig, const struct sigaction *act, struct sigaction *old
  * yardstick: futex, clock_gettime, poll, read, write, close, getpid).
  */
 extern bool sl_sys_sandboxed;
+/* How many threads of the machine are runnable now, the caller among them
+ * (the kernel's nr_running(): /proc/loadavg's fourth field, "R/T"), or
+ * -1 (none in a sandbox, or no /proc).  Three system calls. */
+int sl_sys_runnable(void);
 /* Let another thread run: sched_yield(2), or in a sandbox a futex wait of
  * a few tens of microseconds on a word nobody wakes. */
 void sl_sys_yield(void);

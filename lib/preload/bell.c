@@ -129,10 +129,7 @@ uint32_t pl_bell_id(void)
 
 void pl_bell_drain(int fd)
 {
-	char b[64];
-
-	while (sl_sys_read(fd, b, sizeof(b)) > 0)
-		;
+	sl_sys_drain_dgrams(fd);
 }
 
 bool pl_bell_is(int fd)

@@ -129,6 +129,7 @@ static void read_config(void)
 	{
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 
+		pl_cfg.cpus = n < 1 ? 1 : (unsigned int)n;
 		pl_cfg.spinners = n < 1 ? 1 : n > SL_SPIN_SLOTS ? SL_SPIN_SLOTS : (unsigned int)n;
 	}
 	v = getenv("SLUICE_WAKE_NS");

@@ -90,7 +90,7 @@ unsigned int pl_spin_begin(void)
 	pl_spin_end();
 	if (!us || !s)
 		return 0;
-	spin_slot = sl_spin_claim(s, pl_cfg.spinners ? pl_cfg.spinners : 1, us);
+	spin_slot = sl_spin_claim(s, pl_cfg.spinners ? pl_cfg.spinners : 1, pl_cfg.cpus, us);
 	spin_last = 0;
 	return spin_slot >= 0 ? us : 0;
 }

@@ -135,6 +135,7 @@ struct pl_config {
 	/* How many threads of the stack may spin at once: the CPUs online,
 	 * read at start (a sandbox may not read them later). */
 	unsigned int spinners;
+	unsigned int cpus;	/* online at start (sysconf) */
 	bool spin_set;			/* given, not derived (init.c) */
 	uint32_t wake_ns;		/* SLUICE_WAKE_NS: a wake-up's cost (sluice run) */
 	bool disabled;			/* SLUICE_DISABLE=1: everything in the kernel */

@@ -78,9 +78,10 @@ void sl_wait_sleep(struct sl_stack *s, int64_t deadline, uint32_t seq, bool on_f
  * sleep at most now (10 ms while timers are armed, else a second). */
 int sl_wait_bound_ms(struct sl_stack *s);
 /* A slot to spin in for spin_us, among the first cap of the stack's
- * (sl_region.spin_until): its index, or -1 (as many spin already: sleep
- * at once).  sl_spin_release() gives it back early. */
-int sl_spin_claim(struct sl_stack *s, unsigned int cap, unsigned int spin_us);
+ * (sl_region.spin_until): its index, or -1 (as many spin already, or
+ * runnable threads outnumber the machine's cpus: sleep at once).
+ * sl_spin_release() gives it back early. */
+int sl_spin_claim(struct sl_stack *s, unsigned int cap, unsigned int cpus, unsigned int spin_us);
 /* A spinner's clock between two looks (last_us, now_us): a long gap stops
  * the stack's spins for a while (runnable threads outnumber the CPUs). */
 void sl_spin_gap(struct sl_stack *s, uint64_t last_us, uint64_t now_us);

@@ -312,11 +312,39 @@ void sl_spin_gap(struct sl_stack *s, uint64_t last_us, uint64_t now_us)
 	}
 }
 
-int sl_spin_claim(struct sl_stack *s, unsigned int cap, unsigned int spin_us)
+/*
+ * Before a spin: are there more runnable threads than CPUs, the would-be
+ * spinner counted?  Then its spin would take a CPU from a thread that
+ * waits for one, perhaps the one that would end its wait, and nobody of
+ * the stack spins for RUNQ_CROWDED_US.  The kernel's count (sl_sys_runnable())
+ * costs three system calls, so it is read by one spinner of the stack
+ * each RUNQ_EVERY_US at most; between counts, and in a sandbox, where it
+ * is never read, sl_spin_gap() still sees a spinner taken off its CPU,
+ * but only after the fact.
+ */
+#define RUNQ_EVERY_US		1000
+#define RUNQ_CROWDED_US		2000
+
+static bool runq_crowded(struct sl_stack *s, uint64_t now, unsigned int cpus)
+{
+	uint64_t at = SL_READ_ONCE(s->lib->runq_at);
+	int n;
+
+	if (now - at < RUNQ_EVERY_US || !sl_cmpxchg(&s->lib->runq_at, &at, now))
+		return false;
+	n = sl_sys_runnable();
+	if (n < 0 || (unsigned int)n <= cpus)
+		return false;
+	SL_WRITE_ONCE(s->lib->crowded_until, now + RUNQ_CROWDED_US);
+	sl_count(s, SL_C_spin_runq);
+	return true;
+}
+
+int sl_spin_claim(struct sl_stack *s, unsigned int cap, unsigned int cpus, unsigned int spin_us)
 {
 	uint64_t now = mono_us();
 
-	if (now < SL_READ_ONCE(s->lib->crowded_until))
+	if (now < SL_READ_ONCE(s->lib->crowded_until) || runq_crowded(s, now, cpus))
 		return -1;
 	if (cap > SL_SPIN_SLOTS)
 		cap = SL_SPIN_SLOTS;

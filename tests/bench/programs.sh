@@ -10,7 +10,9 @@
 #   one machine, 2 CPUs:  [ server  CPU 1 ] <-- 127.0.0.1 --> [ client  CPU 0 ]
 #                          kernel: lo          Sluice: one stack, both ends
 #
-#   bash tests/bench/programs.sh [-t SECONDS] [-r ROUNDS] [-o WHAT,...]
+#   bash tests/bench/programs.sh [-t SECONDS] [-r ROUNDS] [-o WHAT,...] [-u]
+#   -u: unpinned, as users run programs (the scheduler places both ends;
+#       with more runnable threads than CPUs they preempt each other)
 #   WHAT: sockperf-tcp sockperf-udp sockperf-tput iperf3 redis nginx
 #         pgbench java-tpc churn churn-long (not by default: -t is its
 #         whole length, e.g. -t 1200 -o churn-long for ten minutes each)
@@ -43,14 +45,19 @@ sluice=$top/build/tools/sluice
 secs=3
 rounds=2
 only=sockperf-tcp,sockperf-udp,sockperf-tput,iperf3,redis,nginx,pgbench,java-tpc,churn
-while getopts t:r:o: o; do
+pinned=yes
+while getopts t:r:o:u o; do
 	case $o in
 	t) secs=$OPTARG ;;
 	r) rounds=$OPTARG ;;
 	o) only=$OPTARG ;;
-	*) echo "usage: $0 [-t SECONDS] [-r ROUNDS] [-o WHAT,...]" >&2; exit 2 ;;
+	u) pinned=no ;;
+	*) echo "usage: $0 [-t SECONDS] [-r ROUNDS] [-o WHAT,...] [-u]" >&2; exit 2 ;;
 	esac
 done
+# $pin0, $pin1: the client's and the server's CPU (words before a command)
+pin0="taskset -c 0" pin1="taskset -c 1"
+[ "$pinned" = yes ] || pin0="" pin1=""
 [ -x "$sluice" ] || { echo "build first: make" >&2; exit 2; }
 tmp=$(mktemp -d)
 pg=""	# PostgreSQL's directory, made on first use
@@ -81,7 +88,7 @@ prefix() {
 serve() {
 	local mode=$1 port=$2
 	shift 2
-	taskset -c 1 "$@" >"$tmp/server.log" 2>&1 &
+	$pin1 "$@" >"$tmp/server.log" 2>&1 &
 	srv_pid=$!
 	for _ in $(seq 100); do
 		if [ "$mode" = sluice ]; then
@@ -153,7 +160,7 @@ sockperf_pp() {	# MODE tcp|udp -> one-way latency in usec
 	# One second at most: sockperf sizes its sequence table for the
 	# kernel's rates, and Sluice's UDP ping-pong overruns it in 3 s
 	# ("_seqN > m_maxSequenceNo").
-	taskset -c 0 $pre sockperf ping-pong -i 127.0.0.1 -p "$p" "${flags[@]}" \
+	$pin0 $pre sockperf ping-pong -i 127.0.0.1 -p "$p" "${flags[@]}" \
 		-m 64 -t 1 >"$tmp/client.log" 2>&1
 	stop
 	sed -n 's/.*avg-latency=\([0-9.]*\).*/\1/p' "$tmp/client.log" | tail -1
@@ -165,7 +172,7 @@ sockperf_tput() {	# MODE -> messages received per second (64-byte UDP)
 	p=$((12100 + RANDOM % 800))
 	pre=$(prefix "$mode" throughput)
 	serve "$mode" "$p" $pre sockperf server -i 127.0.0.1 -p "$p" --nonblocked
-	taskset -c 0 $pre sockperf throughput -i 127.0.0.1 -p "$p" -m 64 -t "$secs" \
+	$pin0 $pre sockperf throughput -i 127.0.0.1 -p "$p" -m 64 -t "$secs" \
 		>"$tmp/client.log" 2>&1
 	sleep 0.2
 	stop
@@ -178,7 +185,7 @@ iperf3_bulk() {	# MODE -> Gbit/s received
 	p=$((15300 + RANDOM % 500))
 	pre=$(prefix "$mode" throughput)
 	serve "$mode" "$p" $pre iperf3 -s -1 -p "$p" -B 127.0.0.1
-	taskset -c 0 $pre iperf3 -c 127.0.0.1 -p "$p" -t "$secs" -f g >"$tmp/client.log" 2>&1
+	$pin0 $pre iperf3 -c 127.0.0.1 -p "$p" -t "$secs" -f g >"$tmp/client.log" 2>&1
 	stop
 	awk '/receiver/ { for (i = 1; i < NF; i++) if ($(i + 1) == "Gbits/sec") v = $i } END { print v }' \
 		"$tmp/client.log"
@@ -190,7 +197,7 @@ redis_rps() {	# MODE -> "SET GET" requests per second
 	pre=$(prefix "$mode" throughput)
 	serve "$mode" "$p" $pre redis-server --port "$p" --bind 127.0.0.1 --save "" \
 		--appendonly no
-	taskset -c 0 $pre redis-benchmark -h 127.0.0.1 -p "$p" -t set,get -n $((secs * 20000)) \
+	$pin0 $pre redis-benchmark -h 127.0.0.1 -p "$p" -t set,get -n $((secs * 20000)) \
 		-c 10 -q >"$tmp/client.log" 2>&1
 	stop
 	tr '\r' '\n' <"$tmp/client.log" |
@@ -203,7 +210,7 @@ nginx_rps() {	# MODE -> requests per second (wrk, 1 thread, 16 connections)
 	pre=$(prefix "$mode" throughput)
 	nginx_conf "$tmp" "$p" 1
 	serve "$mode" "$p" $pre nginx -c "$tmp/nginx.conf" -p "$tmp"
-	taskset -c 0 $pre wrk -t 1 -c 16 -d "${secs}s" "http://127.0.0.1:$p/" >"$tmp/client.log" 2>&1
+	$pin0 $pre wrk -t 1 -c 16 -d "${secs}s" "http://127.0.0.1:$p/" >"$tmp/client.log" 2>&1
 	stop
 	sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' "$tmp/client.log"
 }
@@ -259,7 +266,7 @@ pgbench_tps() {	# MODE CLIENTS [pgbench flags] -> "tps cpu-µs-per-transaction"
 	pre=$(prefix "$mode")
 	pg_serve "$mode" "$p" || { stop; echo "0 0"; return; }
 	t0=$(ticks "$srv_pid")
-	(cd "$pg" && timed timeout $((secs + 60)) taskset -c 0 "${pg_as[@]}" $pre pgbench \
+	(cd "$pg" && timed timeout $((secs + 60)) $pin0 "${pg_as[@]}" $pre pgbench \
 		-h 127.0.0.1 -p "$p" -U postgres -c "$c" -j $((c < 2 ? 1 : 2)) -T "$secs" "$@" postgres \
 		>"$tmp/client.log" 2>&1)
 	t0=$(($(ticks "$srv_pid") - t0))
@@ -280,7 +287,7 @@ wrk_cpu() {
 	shift 3
 	pre=$(prefix "$mode" throughput)
 	t0=$(ticks "$srv_pid")
-	timed timeout $((secs + 60)) taskset -c 0 $pre wrk -t 1 -c "$c" -d "${secs}s" "$@" \
+	timed timeout $((secs + 60)) $pin0 $pre wrk -t 1 -c "$c" -d "${secs}s" "$@" \
 		"http://127.0.0.1:$p/" >"$tmp/client.log" 2>&1
 	t0=$(($(ticks "$srv_pid") - t0))
 	n=$(awk '/ requests in / { print $1 }' "$tmp/client.log")
@@ -300,7 +307,7 @@ java_rps() {	# MODE CONNECTIONS -> "requests/s cpu-µs-per-request"
 	# The JVM's sockets are AF_INET6 unless told otherwise, and Sluice
 	# accelerates only AF_INET: without this the server stays in the kernel.
 	serve "$mode" "$p" $pre java -Djava.net.preferIPv4Stack=true -cp "$tmp/java" TpcHttp "$p"
-	taskset -c 0 $pre wrk -t 1 -c "$c" -d 1s "http://127.0.0.1:$p/" >/dev/null 2>&1	# warm-up
+	$pin0 $pre wrk -t 1 -c "$c" -d 1s "http://127.0.0.1:$p/" >/dev/null 2>&1	# warm-up
 	wrk_cpu "$mode" "$p" "$c"
 	stop
 }
@@ -322,7 +329,7 @@ churn() {	# MODE N K -> "connections/s cpu-µs-per-connection"
 	# The server takes more than N, so it is still there to be measured.
 	serve "$mode" "$p" $pre "$churn_bin" server "$p" $((n * 10))
 	t0=$(ticks "$srv_pid")
-	timed timeout 300 taskset -c 0 $pre "$churn_bin" client "$p" "$n" "$k" >"$tmp/client.log" 2>&1
+	timed timeout 300 $pin0 $pre "$churn_bin" client "$p" "$n" "$k" >"$tmp/client.log" 2>&1
 	t0=$(($(ticks "$srv_pid") - t0))
 	stop
 	r=$(awk '/^connections / { print $6 }' "$tmp/client.log")
@@ -342,9 +349,9 @@ churn_long() {
 	local kp=$((22800 + RANDOM % 100)) sp=$((22900 + RANDOM % 100)) pre ksrv ssrv
 	local end=$((SECONDS + secs)) k s use ks krss srss
 	pre=$(prefix sluice throughput)
-	taskset -c 1 "$churn_bin" server "$kp" 2000000000 >"$tmp/kserver.log" 2>&1 &
+	$pin1 "$churn_bin" server "$kp" 2000000000 >"$tmp/kserver.log" 2>&1 &
 	ksrv=$!
-	taskset -c 1 $pre "$churn_bin" server "$sp" 2000000000 >"$tmp/sserver.log" 2>&1 &
+	$pin1 $pre "$churn_bin" server "$sp" 2000000000 >"$tmp/sserver.log" 2>&1 &
 	ssrv=$!
 	for _ in $(seq 100); do
 		grep -q ready "$tmp/kserver.log" && grep -q ready "$tmp/sserver.log" && break
@@ -353,8 +360,8 @@ churn_long() {
 	echo "# churn-long: s; conn/s kernel, Sluice; Sluice sockets buffers time-wait;" \
 		"kernel sockets time-wait pages; server RSS KiB kernel, Sluice"
 	while [ "$SECONDS" -lt "$end" ]; do
-		k=$(taskset -c 0 "$churn_bin" client "$kp" 20000 32 | awk '{ print $6 }')
-		s=$(taskset -c 0 $pre "$churn_bin" client "$sp" 20000 32 | awk '{ print $6 }')
+		k=$($pin0 "$churn_bin" client "$kp" 20000 32 | awk '{ print $6 }')
+		s=$($pin0 $pre "$churn_bin" client "$sp" 20000 32 | awk '{ print $6 }')
 		use=$("$sluice" dump "$st" 2>/dev/null | awk '
 			/ sockets [0-9]+\// { split($0, a, "sockets "); split(a[2], b, "/"); so = b[1]
 				split($0, c, "buffers "); split(c[2], d, "/"); bu = d[1] }

@@ -12,6 +12,7 @@
 
 #include "stack_fixture.h"
 #include "run/run.h"
+#include "os/os.h"
 
 int main(void)
 {
@@ -27,18 +28,41 @@ int main(void)
 		struct sl_stack *s = fx_stack("spinslots", "10.5.9.1", NULL);
 		int a, b, c;
 
-		a = sl_spin_claim(s, 2, 200000);
-		b = sl_spin_claim(s, 2, 200000);
-		c = sl_spin_claim(s, 2, 200000);
+		a = sl_spin_claim(s, 2, 1u << 20, 200000);
+		b = sl_spin_claim(s, 2, 1u << 20, 200000);
+		c = sl_spin_claim(s, 2, 1u << 20, 200000);
 		tap_ok(a >= 0 && b >= 0 && a != b, "two spinners of a cap of two get slots (%d, %d)", a, b);
 		tap_eq(c, -1, "a third sleeps at once");
 		sl_spin_release(s, a);
-		c = sl_spin_claim(s, 2, 20);
+		c = sl_spin_claim(s, 2, 1u << 20, 20);
 		tap_eq(c, a, "a slot given back is taken again");
 		usleep(2000);
-		tap_ok(sl_spin_claim(s, 2, 20) >= 0,
+		tap_ok(sl_spin_claim(s, 2, 1u << 20, 20) >= 0,
 		       "a slot whose time is up is free again (a spinner that died leaks it for its spin only)");
-		tap_ok(sl_spin_claim(s, SL_SPIN_SLOTS + 5, 20) >= 0, "a cap above the slots is the slots");
+		tap_ok(sl_spin_claim(s, SL_SPIN_SLOTS + 5, 1u << 20, 20) >= 0, "a cap above the slots is the slots");
+		fx_destroy(s);
+	}
+
+	{
+		/* More runnable threads than CPUs: this one at least, runnable
+		 * as it asks, against a machine of no CPUs.  Counted once a
+		 * millisecond a stack, by compare-and-swap. */
+		struct sl_stack *s = fx_stack("spinrunq", "10.5.9.2", NULL);
+		uint64_t before = s->ctr->c[SL_C_spin_runq];
+
+		tap_ok(sl_sys_runnable() >= 1, "the kernel counts this thread runnable (%d)",
+		       sl_sys_runnable());
+		tap_eq(sl_spin_claim(s, 2, 0, 200), -1, "more runnable threads than CPUs: no spin");
+		tap_eq(s->ctr->c[SL_C_spin_runq] - before, 1, "... counted in spin_runq");
+		tap_eq(sl_spin_claim(s, 2, 1u << 20, 200), -1,
+		       "... and nobody of the stack spins for a while after");
+		usleep(2500);
+		tap_ok(sl_spin_claim(s, 2, 1u << 20, 200) >= 0, "a count with CPUs to spare lets it spin");
+		sl_sys_sandboxed = true;
+		usleep(1500);
+		tap_ok(sl_spin_claim(s, 2, 0, 200) >= 0 && s->ctr->c[SL_C_spin_runq] - before == 1,
+		       "a sandboxed process never counts (its filter may forbid the open)");
+		sl_sys_sandboxed = false;
 		fx_destroy(s);
 	}
 
