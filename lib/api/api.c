@@ -381,6 +381,33 @@ static struct sl_wq *wait_channel(struct sl_stack *s, const struct sluice_pollfd
 	return &s->lib->wq[c];
 }
 
+/* The wait channels of fds's sockets, when they are on at most
+ * SL_WAITV_MAX and a sleep can wait on all (sl_wait_sleep_v()): how many,
+ * else 0. */
+static unsigned int wait_channels(struct sl_stack *s, const struct sluice_pollfd *fds,
+				  unsigned int n, struct sl_wq **qv)
+{
+	unsigned int nq = 0, j;
+
+	if (!SL_READ_ONCE(sl_waitv_ok) || sl_sys_sandboxed)
+		return 0;
+	for (unsigned int i = 0; i < n; i++) {
+		struct sl_wq *q;
+
+		if (fds[i].sd < 0)
+			return 0;
+		q = &s->lib->wq[(uint32_t)fds[i].sd & (SL_WQ_N - 1)];
+		for (j = 0; j < nq && qv[j] != q; j++)
+			;
+		if (j < nq)
+			continue;
+		if (nq == SL_WAITV_MAX)
+			return 0;
+		qv[nq++] = q;
+	}
+	return nq > 1 ? nq : 0;
+}
+
 /* What ends a wait early besides readiness (sl_poll_signals()). */
 struct poll_intr {
 	unsigned int (*count)(void);	/* the thread's signal count */
@@ -419,6 +446,11 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 	uint32_t *sleepers = &s->r->sleepers;
 	uint32_t *poll_sleepers = &s->lib->poll_sleepers;
 	struct sl_wq *q = NULL;
+	/* Or on several channels at once (qv[0] is then the one counted in
+	 * sleepers, the others in their own). */
+	struct sl_wq *qv[SL_WAITV_MAX];
+	uint32_t *wv[SL_WAITV_MAX], seqv[SL_WAITV_MAX];
+	unsigned int nqv = 0;
 	/* An exclusive waiter (SLUICE_POLLEXCL: accept()) on one socket. */
 	struct sl_sock *xso = NULL;
 	uint64_t start = sl_now(s);
@@ -442,8 +474,11 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 				xso = sl_sock(s, (uint32_t)fds[0].sd);
 				sleepers = &xso->xsleepers;
 			} else if (!on_fd && !journal && s->futex_ok) {
-				/* Sockets all of one wait channel: sleep on it alone. */
+				/* Sockets all of one wait channel: sleep on it
+				 * alone; on a few, on each of them. */
 				q = wait_channel(s, fds, n);
+				if (!q && (nqv = wait_channels(s, fds, n, qv)))
+					q = qv[0];
 			} else if (!on_fd && chan >= 0 && s->futex_ok) {
 				q = &s->lib->wq[(uint32_t)chan & (SL_WQ_N - 1)];
 			}
@@ -452,8 +487,10 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 				sl_fetch_add(poll_sleepers, 1);
 			if (q) {
 				sleepers = &q->sleepers;
-				sl_fetch_add(&s->lib->wq_sleepers, 1);
+				sl_fetch_add(&s->lib->wq_sleepers, nqv ? nqv : 1);
 			}
+			for (unsigned int i = 1; i < nqv; i++)
+				sl_fetch_add(&qv[i]->sleepers, 1);
 			sl_fetch_add(sleepers, 1);
 			asleep = true;
 			/* Before the word's value is read (below): a signal
@@ -503,6 +540,10 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 				SL_READ_ONCE(s->lib->chg_seq) != *journal))
 			ready++;
 		seq = xso ? SL_READ_ONCE(xso->xseq) : q ? SL_READ_ONCE(q->seq) : s->r->wake_seq;
+		for (unsigned int i = 0; i < nqv; i++) {
+			wv[i] = &qv[i]->seq;
+			seqv[i] = SL_READ_ONCE(qv[i]->seq);
+		}
 		sl_unlock(s);
 		ret = (int)checked(s, ready);
 		if (ret < 0)
@@ -513,7 +554,9 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 			ret = -EINTR;
 			break;
 		}
-		if (asleep) {
+		if (asleep && nqv) {
+			sl_wait_sleep_v(s, deadline, wv, seqv, nqv);
+		} else if (asleep) {
 			sl_wait_sleep(s, deadline, on_fd ? mseq : seq, on_fd,
 				      xso ? &xso->xseq : q ? &q->seq : NULL);
 		} else {
@@ -531,7 +574,9 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 		if (xso && unlooked && SL_READ_ONCE(xso->xsleepers))
 			sl_wake_word_n(&xso->xseq, 1);
 		if (q)
-			sl_fetch_sub(&s->lib->wq_sleepers, 1);
+			sl_fetch_sub(&s->lib->wq_sleepers, nqv ? nqv : 1);
+		for (unsigned int i = 1; i < nqv; i++)
+			sl_fetch_sub(&qv[i]->sleepers, 1);
 		if (on_fd)
 			sl_fetch_sub(poll_sleepers, 1);
 	}

@@ -74,6 +74,18 @@ uint32_t sl_wait_seq(struct sl_stack *s);
  */
 void sl_wait_sleep(struct sl_stack *s, int64_t deadline, uint32_t seq, bool on_fd,
 		   uint32_t *word);
+/*
+ * A sleep on several wait channels at once (a poll of sockets on a few
+ * channels): one futex_waitv(2) on each channel's seq, each with the value
+ * read at the last look, so a change on any of them ends it, and changes
+ * on other channels do not.  Where the kernel has no futex_waitv (before
+ * 5.16) or in a sandbox (a filter may not know it), sl_waitv_ok is false
+ * and such sleeps go to the stack's wake_seq as before.
+ */
+#define SL_WAITV_MAX	8
+extern bool sl_waitv_ok;
+void sl_wait_sleep_v(struct sl_stack *s, int64_t deadline, uint32_t *const *words,
+		     const uint32_t *vals, unsigned int n);
 /* How long a sleeper with nobody to wake it for the stack's timers may
  * sleep at most now (10 ms while timers are armed, else a second). */
 int sl_wait_bound_ms(struct sl_stack *s);

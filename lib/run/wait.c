@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -286,6 +287,46 @@ void sl_wait_sleep(struct sl_stack *s, int64_t deadline, uint32_t seq, bool on_f
 		s->futex_ok = false;
 		usleep(ms * 1000 < 1000 ? ms * 1000 : 1000);
 	}
+}
+
+bool sl_waitv_ok = true;
+
+void sl_wait_sleep_v(struct sl_stack *s, int64_t deadline, uint32_t *const *words,
+		     const uint32_t *vals, unsigned int n)
+{
+	int64_t now = (int64_t)sl_now(s);
+	int ms = bound_ms(s, (uint64_t)now);
+	struct futex_waitv wv[SL_WAITV_MAX];
+	struct timespec ts;
+
+	if (deadline >= 0 && now + ms * 1000 > deadline)
+		ms = deadline > now ? (int)((deadline - now + 999) / 1000) : 0;
+	if (!ms || !n || n > SL_WAITV_MAX)
+		return;
+	memset(wv, 0, sizeof(wv));
+	for (unsigned int i = 0; i < n; i++) {
+		wv[i].val = vals[i];
+		wv[i].uaddr = (uintptr_t)words[i];
+		wv[i].flags = FUTEX_32;	/* shared: the words are in the region */
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	if (!syscall(SYS_futex_waitv, wv, n, 0, &ts, CLOCK_MONOTONIC) || errno == EAGAIN ||
+	    errno == ETIMEDOUT || errno == EINTR)
+		return;
+	if (errno == EFAULT) {
+		s->futex_ok = false;	/* as sl_wait_sleep() */
+		return;
+	}
+	/* ENOSYS (before 5.16), or refused: this wait on its first word
+	 * in a short slice, and later ones on the stack's wake_seq. */
+	SL_WRITE_ONCE(sl_waitv_ok, false);
+	futex_wait(words[0], vals[0], 1);
 }
 
 /*
