@@ -420,27 +420,33 @@ struct poll_intr {
  * (each entry is read once); a journal that moved more than its length
  * may have dropped one: yes.
  */
-static bool journal_names(struct sl_stack *s, uint32_t seen, uint32_t *from, uint32_t c)
+static bool journal_names(struct sl_stack *s, uint32_t seen, uint32_t *from,
+			  struct sl_wq *const *qv, unsigned int nq)
 {
 	uint32_t end = SL_READ_ONCE(s->lib->chg_seq);
 
 	if (end - seen > SL_CHG_RING)
 		return true;
-	for (; *from != end; (*from)++)
-		if ((SL_READ_ONCE(s->lib->chg_ring[*from & (SL_CHG_RING - 1)]) &
-		     (SL_WQ_N - 1)) == c)
-			return true;
+	for (; *from != end; (*from)++) {
+		struct sl_wq *e = &s->lib->wq[SL_READ_ONCE(s->lib->chg_ring[*from &
+							(SL_CHG_RING - 1)]) & (SL_WQ_N - 1)];
+
+		for (unsigned int i = 0; i < nq; i++)
+			if (qv[i] == e)
+				return true;
+	}
 	return false;
 }
 
 /* sluice_poll(), and with journal set, also done once the readiness
- * journal (sl_region.chg_seq) has moved from *journal (with chan >= 0,
- * once it names a socket of chan's wait channel, whose sleepers alone
- * are then woken; the caller's sockets are all on it); with intr, -EINTR
- * once the thread's signal count moves from intr->seen. */
+ * journal (sl_region.chg_seq) has moved from *journal (with nchan > 0,
+ * once it names a socket of one of the wait channels of chans' sockets,
+ * whose sleepers alone are then woken; the caller's sockets are all on
+ * them); with intr, -EINTR once the thread's signal count moves from
+ * intr->seen. */
 static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int n,
-		     int timeout_ms, const uint32_t *journal, int chan,
-		     const struct poll_intr *intr)
+		     int timeout_ms, const uint32_t *journal, const int *chans,
+		     unsigned int nchan, const struct poll_intr *intr)
 {
 	uint32_t jfrom = journal ? *journal : 0;
 	uint32_t *sleepers = &s->r->sleepers;
@@ -479,8 +485,13 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 				q = wait_channel(s, fds, n);
 				if (!q && (nqv = wait_channels(s, fds, n, qv)))
 					q = qv[0];
-			} else if (!on_fd && chan >= 0 && s->futex_ok) {
-				q = &s->lib->wq[(uint32_t)chan & (SL_WQ_N - 1)];
+			} else if (!on_fd && nchan == 1 && s->futex_ok) {
+				q = &s->lib->wq[(uint32_t)chans[0] & (SL_WQ_N - 1)];
+			} else if (!on_fd && nchan > 1 && nchan <= SL_WAITV_MAX && s->futex_ok &&
+				   SL_READ_ONCE(sl_waitv_ok) && !sl_sys_sandboxed) {
+				for (nqv = 0; nqv < nchan; nqv++)
+					qv[nqv] = &s->lib->wq[(uint32_t)chans[nqv] & (SL_WQ_N - 1)];
+				q = qv[0];
 			}
 			/* Counted before the look below (see sl_sock_wake()). */
 			if (on_fd)
@@ -536,7 +547,7 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 			if (fds[i].revents)
 				ready++;
 		}
-		if (journal && (q ? journal_names(s, *journal, &jfrom, (uint32_t)(q - s->lib->wq)) :
+		if (journal && (q ? journal_names(s, *journal, &jfrom, nqv ? qv : &q, nqv ? nqv : 1) :
 				SL_READ_ONCE(s->lib->chg_seq) != *journal))
 			ready++;
 		seq = xso ? SL_READ_ONCE(xso->xseq) : q ? SL_READ_ONCE(q->seq) : s->r->wake_seq;
@@ -586,7 +597,7 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
 		int timeout_ms)
 {
-	return poll_loop(S(st), fds, n, timeout_ms, NULL, -1, NULL);
+	return poll_loop(S(st), fds, n, timeout_ms, NULL, NULL, 0, NULL);
 }
 
 int sl_poll_signals(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
@@ -594,15 +605,17 @@ int sl_poll_signals(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned
 {
 	const struct poll_intr intr = { count, seen };
 
-	return poll_loop(S(st), fds, n, timeout_ms, NULL, -1, &intr);
+	return poll_loop(S(st), fds, n, timeout_ms, NULL, NULL, 0, &intr);
 }
 
-int sl_wait_journal(struct sluice_stack *st, uint32_t seen, int chan_sd, int timeout_ms,
-		    unsigned int (*count)(void), unsigned int sigs)
+int sl_wait_journal(struct sluice_stack *st, uint32_t seen, const int *chan_sds,
+		    unsigned int nchan, int timeout_ms, unsigned int (*count)(void),
+		    unsigned int sigs)
 {
 	const struct poll_intr intr = { count, sigs };
 
-	return poll_loop(S(st), NULL, 0, timeout_ms, &seen, chan_sd, count ? &intr : NULL);
+	return poll_loop(S(st), NULL, 0, timeout_ms, &seen, chan_sds, nchan,
+			 count ? &intr : NULL);
 }
 
 /* Block until sd shows one of events (or an error), or fail -EAGAIN if it

@@ -34,12 +34,14 @@ long sl_recvfrom_meta(struct sluice_stack *st, int sd, void *buf, size_t len, in
  * Wait up to timeout_ms (running the stack meanwhile, as sluice_poll())
  * until the readiness journal (sl_region.chg_seq) is no longer at seen:
  * 1 if it moved, 0 on timeout, or -errno; with count, -EINTR once count()
- * moves from sigs (as sl_poll_signals()).  chan_sd >= 0: the waiter's
- * sockets are all on that socket's wait channel; it sleeps there, and
- * waits for the journal to name a socket of that channel, not any.
+ * moves from sigs (as sl_poll_signals()).  nchan > 0: the waiter's
+ * sockets are all on the wait channels of the sockets chan_sds names
+ * (distinct channels, at most SL_WAITV_MAX); it sleeps on those channels
+ * and waits for the journal to name a socket of one of them, not any.
  */
-int sl_wait_journal(struct sluice_stack *st, uint32_t seen, int chan_sd, int timeout_ms,
-		    unsigned int (*count)(void), unsigned int sigs);
+int sl_wait_journal(struct sluice_stack *st, uint32_t seen, const int *chan_sds,
+		    unsigned int nchan, int timeout_ms, unsigned int (*count)(void),
+		    unsigned int sigs);
 /* sluice_poll() that also ends, -EINTR, once count() moves from seen (a
  * thread's signal count): a waiter that must see signals need not wake
  * in slices to look (run.h, sl_wait_word). */

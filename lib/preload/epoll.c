@@ -663,11 +663,41 @@ static int ep_channel(const struct pl_ep *ep)
 }
 
 /*
+ * The wait channels of a small set's sockets, one socket each, when they
+ * are at most SL_WAITV_MAX: how many (chans[]), else 0 (any change).  The
+ * set then sleeps on each of them (futex_waitv), woken by its own
+ * sockets' changes.  ep->mu held.
+ */
+static unsigned int ep_channels(const struct pl_ep *ep, int *chans)
+{
+	unsigned int nc = 0, j;
+
+	if (!ep->n || ep->cap > PL_EP_CHAN_CAP)
+		return 0;
+	for (unsigned int i = 0; i < ep->cap; i++) {
+		const struct pl_epitem *it = &ep->items[i];
+
+		if (it->fd < 0)
+			continue;
+		for (j = 0; j < nc && ((it->sd ^ (uint32_t)chans[j]) & (SL_WQ_N - 1)); j++)
+			;
+		if (j < nc)
+			continue;
+		if (nc == SL_WAITV_MAX)
+			return 0;
+		chans[nc++] = (int)it->sd;
+	}
+	return nc;
+}
+
+/*
  * May the set sleep: nothing on its check list is ready now (ep_collect()
  * just emptied it of everything else)?  Then *seen is how far it read the
- * journal and *chan its wait channel (ep_channel()).
+ * journal, *chan its wait channel (ep_channel(), for a bell) and, with
+ * chans, *nchan its channels (ep_channels(), for a sleep on the stack).
  */
-static bool ep_idle(struct pl_ep *ep, uint32_t *seen, int *chan)
+static bool ep_idle(struct pl_ep *ep, uint32_t *seen, int *chan, int *chans,
+		    unsigned int *nchan)
 {
 	bool idle;
 
@@ -675,6 +705,8 @@ static bool ep_idle(struct pl_ep *ep, uint32_t *seen, int *chan)
 	idle = ep->jvalid && !ep->nchk;
 	*seen = ep->jseq;
 	*chan = ep_channel(ep);
+	if (chans)
+		*nchan = ep_channels(ep, chans);
 	pthread_mutex_unlock(&ep->mu);
 	return idle;
 }
@@ -687,12 +719,13 @@ static bool ep_idle(struct pl_ep *ep, uint32_t *seen, int *chan)
 static bool ep_sleep(struct pl_ep *ep, int ms, unsigned int sigs)
 {
 	uint32_t seen;
-	int chan;
+	int chan, chans[SL_WAITV_MAX];
+	unsigned int nchan = 0;
 
-	if (!ep_idle(ep, &seen, &chan))
+	if (!ep_idle(ep, &seen, &chan, chans, &nchan))
 		return false;
 	/* A signal ends it at once (run.h, sl_wait_word). */
-	sl_wait_journal(pl_stack(), seen, chan, ms, pl_sig_count, sigs);
+	sl_wait_journal(pl_stack(), seen, chans, nchan, ms, pl_sig_count, sigs);
 	return true;
 }
 
@@ -709,9 +742,9 @@ static int ep_bell_arm(int epfd, struct pl_ep *ep, struct pl_bellreg *bell)
 	uint32_t seen;
 	int chan;
 
-	if (!ep_idle(ep, &seen, &chan) || pl_bell_begin(chan, bell) < 0)
+	if (!ep_idle(ep, &seen, &chan, NULL, NULL) || pl_bell_begin(chan, bell) < 0)
 		return -1;
-	if (sl_wait_journal(pl_stack(), seen, chan, 0, NULL, 0) != 0) {
+	if (sl_wait_journal(pl_stack(), seen, &chan, chan >= 0, 0, NULL, 0) != 0) {
 		pl_bell_end(bell, false);
 		return 0;
 	}

@@ -295,6 +295,19 @@ out=$(timeout 60 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/epoll_et.p
 check "an edge-triggered epoll server echoes 50 connections x 20 messages" \
 	[ "$out" = "echoes 1000 of 1000" ]
 
+# A waiter on two sockets of two wait channels is woken by its own
+# sockets' changes, not by 200 datagrams to a third (chan_wake.py): the
+# kernel wakes it about once; a waiter on the stack's wake_seq ~200 times.
+for m in poll epoll; do
+	k=$(timeout 30 unshare -n bash -c 'ip link set lo up; exec "$0" "$1" "$2"' "$py" \
+		"$tp/chan_wake.py" "$m" 2>&1 | sed -n 's/^ctxsw //p')
+	st=$(newstack chanwake)
+	out=$(timeout 30 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/chan_wake.py" "$m" 2>&1)
+	n=$(sed -n 's/^ctxsw //p' <<<"$out")
+	check "$m on two channels: woken for its own sockets only (${n:-?} wake-ups; kernel ${k:-?})" \
+		test "$(head -1 <<<"$out")" = "ready 1 y" -a "${n:-999}" -lt 20 -a "${k:-999}" -lt 20
+done
+
 # fork() right after listen() (a pre-forking server) never catches the
 # library's watcher thread in its start, where a runtime such as ASan holds
 # locks the child would inherit held (fork_start.c plays one).
