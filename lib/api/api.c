@@ -457,6 +457,9 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 	struct sl_wq *qv[SL_WAITV_MAX];
 	uint32_t *wv[SL_WAITV_MAX], seqv[SL_WAITV_MAX];
 	unsigned int nqv = 0;
+	/* The channels whose sockets end a journal wait (all: none listed). */
+	struct sl_wq *jq[SL_WAITV_MAX];
+	unsigned int njq = 0;
 	/* An exclusive waiter (SLUICE_POLLEXCL: accept()) on one socket. */
 	struct sl_sock *xso = NULL;
 	uint64_t start = sl_now(s);
@@ -465,6 +468,9 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 	uint32_t seq, mseq = 0;
 	int ready, ret;
 
+	if (journal && nchan <= SL_WAITV_MAX)
+		for (njq = 0; njq < nchan; njq++)
+			jq[njq] = &s->lib->wq[(uint32_t)chans[njq] & (SL_WQ_N - 1)];
 	for (;;) {
 		/* Past the spin time: count as a sleeper before the last look,
 		 * so a change after that look bumps wake_seq and ends the wait
@@ -547,7 +553,7 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 			if (fds[i].revents)
 				ready++;
 		}
-		if (journal && (q ? journal_names(s, *journal, &jfrom, nqv ? qv : &q, nqv ? nqv : 1) :
+		if (journal && (njq ? journal_names(s, *journal, &jfrom, jq, njq) :
 				SL_READ_ONCE(s->lib->chg_seq) != *journal))
 			ready++;
 		seq = xso ? SL_READ_ONCE(xso->xseq) : q ? SL_READ_ONCE(q->seq) : s->r->wake_seq;

@@ -163,28 +163,46 @@ void pl_bell_atfork_child(void)
 	bell_tid = 0;	/* the child's thread has an id of its own */
 }
 
-int pl_bell_begin(int chan, struct pl_bellreg *reg)
+int pl_bell_begin(const int *chans, unsigned int nchan, struct pl_bellreg *reg)
 {
 	struct sl_stack *s = pl_sl();
+	uint32_t pid, tid;
 	int fd;
 
-	reg->idx = -1;
+	reg->n = 0;
 	if (!pl_bell_usable(s) || (fd = pl_bell_fd()) < 0)
 		return -1;
-	reg->idx = sl_bell_register(s, chan < 0 ? SL_BELL_ANY : (uint32_t)chan,
-				    (uint32_t)sl_self_pid(), thread_id(), &reg->gen);
-	if (reg->idx < 0)
-		return -1;	/* every entry taken: slices, as before */
+	pid = (uint32_t)sl_self_pid();
+	tid = thread_id();
+	/* An entry per channel: a change on any of them rings the bell
+	 * once, changes elsewhere not at all. */
+	for (unsigned int i = 0; i < nchan && i < SL_WAITV_MAX; i++) {
+		reg->idx[reg->n] = sl_bell_register(s, (uint32_t)chans[i], pid, tid,
+						    &reg->gen[reg->n]);
+		if (reg->idx[reg->n] < 0) {
+			pl_bell_end(reg, false);	/* the entries ran out: any */
+			nchan = 0;
+			break;
+		}
+		reg->n++;
+	}
+	if (!nchan || nchan > SL_WAITV_MAX) {
+		reg->idx[0] = sl_bell_register(s, SL_BELL_ANY, pid, tid, &reg->gen[0]);
+		if (reg->idx[0] < 0)
+			return -1;	/* every entry taken: slices, as before */
+		reg->n = 1;
+	}
 	reg->fd = fd;
 	return fd;
 }
 
 void pl_bell_end(struct pl_bellreg *reg, bool rang)
 {
-	if (reg->idx < 0)
+	if (!reg->n)
 		return;
-	sl_bell_unregister(pl_sl(), reg->idx, reg->gen);
-	reg->idx = -1;
+	for (unsigned int i = 0; i < reg->n; i++)
+		sl_bell_unregister(pl_sl(), reg->idx[i], reg->gen[i]);
+	reg->n = 0;
 	if (rang)
 		pl_bell_drain(reg->fd);
 }

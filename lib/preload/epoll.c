@@ -740,11 +740,12 @@ static int ep_bell_arm(int epfd, struct pl_ep *ep, struct pl_bellreg *bell)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	uint32_t seen;
-	int chan;
+	int chan, chans[SL_WAITV_MAX];
+	unsigned int nchan = 0;
 
-	if (!ep_idle(ep, &seen, &chan, NULL, NULL) || pl_bell_begin(chan, bell) < 0)
+	if (!ep_idle(ep, &seen, &chan, chans, &nchan) || pl_bell_begin(chans, nchan, bell) < 0)
 		return -1;
-	if (sl_wait_journal(pl_stack(), seen, &chan, chan >= 0, 0, NULL, 0) != 0) {
+	if (sl_wait_journal(pl_stack(), seen, chans, nchan, 0, NULL, 0) != 0) {
 		pl_bell_end(bell, false);
 		return 0;
 	}

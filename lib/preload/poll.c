@@ -306,13 +306,24 @@ int pl_kfd_slice(const struct pl_waiter *w)
 	return pl_waiter_slice(w, PL_KFD_SLICE_MS);
 }
 
-/* The wait channel all of p's sockets are on, as one of them, or -1. */
-static int sluice_channel(const struct sluice_pollfd *p, unsigned int n)
+/* The wait channels of p's sockets, a socket of each, when they are at
+ * most SL_WAITV_MAX: how many, else 0 (any change). */
+static unsigned int sluice_channels(const struct sluice_pollfd *p, unsigned int n, int *chans)
 {
-	for (unsigned int i = 1; i < n; i++)
-		if ((p[i].sd ^ p[0].sd) & (SL_WQ_N - 1))
-			return -1;
-	return n && p[0].sd >= 0 ? p[0].sd : -1;
+	unsigned int nc = 0, j;
+
+	for (unsigned int i = 0; i < n; i++) {
+		if (p[i].sd < 0)
+			return 0;
+		for (j = 0; j < nc && ((p[i].sd ^ chans[j]) & (SL_WQ_N - 1)); j++)
+			;
+		if (j < nc)
+			continue;
+		if (nc == SL_WAITV_MAX)
+			return 0;
+		chans[nc++] = p[i].sd;
+	}
+	return nc;
 }
 
 static int poll_wait(struct pollfd *fds, nfds_t n, int timeout_ms);
@@ -336,9 +347,10 @@ static int poll_wait(struct pollfd *fds, nfds_t n, int timeout_ms)
 	struct sluice_pollfd sbuf[PL_STACK_FDS], *sp = sbuf;
 	/* One more: the thread's bell (bell.c), while it sleeps. */
 	struct pollfd kbuf[PL_STACK_FDS + 1], *kp = kbuf;
+	int chans[SL_WAITV_MAX];
 	nfds_t *kmap, kmbuf[PL_STACK_FDS], *smap, smbuf[PL_STACK_FDS];
 	struct pl_waiter w;
-	struct pl_bellreg bell = { .idx = -1 };
+	struct pl_bellreg bell = { .n = 0 };
 	unsigned int ns = 0, nk = 0, sigs;
 	int ready = 0, ret, sleep_ms;
 	struct sluice_stack *st = pl_stack();
@@ -419,9 +431,9 @@ static int poll_wait(struct pollfd *fds, nfds_t n, int timeout_ms)
 			sleep_ms = 0;
 			if (!ready && !pl_waiter_next(&w, &sleep_ms))
 				sleep_ms = 0;
-			bell.idx = -1;
+			bell.n = 0;
 			if (!ready && sleep_ms &&
-			    pl_bell_begin(sluice_channel(sp, ns), &bell) >= 0) {
+			    pl_bell_begin(chans, sluice_channels(sp, ns, chans), &bell) >= 0) {
 				/* Both sides in one sleep: the kernel's, with
 				 * the bell that a change of these Sluice
 				 * sockets rings.  Registered before this last
@@ -447,10 +459,10 @@ static int poll_wait(struct pollfd *fds, nfds_t n, int timeout_ms)
 				ret = ready;
 				goto out;
 			}
-			ret = REAL(poll)(kp, nk + (bell.idx >= 0), ready ? 0 : sleep_ms);
+			ret = REAL(poll)(kp, nk + (bell.n > 0), ready ? 0 : sleep_ms);
 			if (ret < 0)
 				ret = -errno;
-			if (bell.idx >= 0) {
+			if (bell.n) {
 				bool rang = ret > 0 && kp[nk].revents;
 
 				pl_bell_end(&bell, rang);

@@ -257,12 +257,19 @@ void pl_bell_atfork_child(void);
  * under the stack lock; pl_bell_end() after the sleep (rang: it was
  * readable, drain it).  pl_bell_sleep_ms(): how long such a sleep may be.
  */
+/* A bell's registration: an entry per wait channel (run/bell.c), or one
+ * for any change; n 0: none. */
 struct pl_bellreg {
-	int idx, fd;
-	uint32_t gen;
+	unsigned int n;
+	int fd;
+	int idx[SL_WAITV_MAX];
+	uint32_t gen[SL_WAITV_MAX];
 };
 struct pl_waiter;
-int pl_bell_begin(int chan, struct pl_bellreg *reg);
+/* Register this thread's bell for the wait channels of the sockets chans
+ * names (distinct, at most SL_WAITV_MAX; nchan 0: any change): its fd, or
+ * -1 (no bell: sleep in slices). */
+int pl_bell_begin(const int *chans, unsigned int nchan, struct pl_bellreg *reg);
 void pl_bell_end(struct pl_bellreg *reg, bool rang);
 int pl_bell_sleep_ms(const struct pl_waiter *w);
 /* epoll_event.data of a bell in a set: never reported to the program. */

@@ -1,14 +1,18 @@
 # SPDX-License-Identifier: BSD-2-Clause
-# chan_wake.py poll|epoll: sleep (no timeout) on two UDP sockets while
+# chan_wake.py poll|epoll [mixed]: sleep (no timeout) on two UDP sockets while
 # another process sends 200 datagrams, 1 ms apart, to a third socket of
 # the same process, then one to the second socket.  Print "ctxsw N": the
 # voluntary context switches of the wait, that is how often the sleeper
 # was woken.  The kernel wakes a sleeper for its own sockets only (~1);
 # a sleeper woken by every change in the stack shows ~200.  The set is
-# made after the fork, as a thread's own set is.
+# made after the fork, as a thread's own set is.  With "mixed" the set
+# also holds a pipe's read end (a kernel fd: the waiter then sleeps in the
+# kernel with its bell, run/bell.c).
 import os, select, socket, sys, time
 
 mode = sys.argv[1]
+mixed = len(sys.argv) > 2 and sys.argv[2] == "mixed"
+rd, wr = os.pipe()
 socks = []
 for _ in range(3):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -37,10 +41,14 @@ if mode == "epoll":
     p = select.epoll()
     p.register(a, select.EPOLLIN)
     p.register(b, select.EPOLLIN)
+    if mixed:
+        p.register(rd, select.EPOLLIN)
 else:
     p = select.poll()
     p.register(a, select.POLLIN)
     p.register(b, select.POLLIN)
+    if mixed:
+        p.register(rd, select.POLLIN)
 v0 = vol()
 ev = p.poll(-1)
 v1 = vol()
