@@ -4,7 +4,9 @@
  *
  *   bench pingpong [ROUNDS]   64-byte TCP ping-pong between two processes,
  *                             busy-polling: Sluice (one stack, loopback
- *                             inside the stack) and kernel 127.0.0.1
+ *                             inside the stack) and kernel 127.0.0.1;
+ *                             and the floor: one cache line handed back
+ *                             and forth between the same two CPUs
  *   bench bulk [MBYTES]       single-stream TCP bulk between two processes
  *   bench conns [N]           N established connections in one stack:
  *                             shared bytes per connection
@@ -26,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -153,6 +156,47 @@ static int sl_connect_pair(struct sluice_stack *st, const char *name, int *srv_o
 	(void)name;
 	*srv_out = l;
 	return 0;
+}
+
+/*
+ * The floor under any ping-pong between two processes on two CPUs: one
+ * cache line, written in turn by each (a counter the other waits to see
+ * move), in shared memory.  One way, in ns: what a message would cost if
+ * moving it took nothing but the line that says it is there.
+ */
+static double cacheline_pingpong(long rounds)
+{
+	uint64_t *line = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	double t0, t1, give_up = now_s() + 20;
+	int status;
+	pid_t pid;
+
+	if (line == MAP_FAILED)
+		fail("mmap", -errno);
+	pid = fork();
+	if (pid == 0) {
+		pin(1);
+		for (uint64_t i = 1; i < (uint64_t)rounds * 2; i += 2) {
+			while (__atomic_load_n(line, __ATOMIC_ACQUIRE) != i)
+				if (now_s() > give_up)
+					_exit(1);
+			__atomic_store_n(line, i + 1, __ATOMIC_RELEASE);
+		}
+		_exit(0);
+	}
+	pin(0);
+	t0 = now_s();
+	for (uint64_t i = 0; i < (uint64_t)rounds * 2; i += 2) {
+		__atomic_store_n(line, i + 1, __ATOMIC_RELEASE);
+		while (__atomic_load_n(line, __ATOMIC_ACQUIRE) != i + 2)
+			if (now_s() > give_up)
+				fail("cache-line ping-pong", -ETIMEDOUT);
+	}
+	t1 = now_s();
+	waitpid(pid, &status, 0);
+	unpin();
+	munmap(line, 4096);
+	return (t1 - t0) / rounds / 2 * 1e9;
 }
 
 static double sluice_pingpong(long rounds)
@@ -533,8 +577,12 @@ int main(int argc, char **argv)
 		double k = only && !strcmp(only, "sluice") ? 1 : kernel_pingpong(rounds);
 		double s = sluice_pingpong(rounds);
 
+		double f = cacheline_pingpong(rounds * 10);
+
 		printf("pingpong: TCP 64 B, busy-poll, %ld round trips: one-way latency "
 		       "kernel %.2f us, sluice %.2f us, sluice/kernel %.2f\n", rounds, k, s, s / k);
+		printf("pingpong: the floor, one cache line between the same two CPUs: %.0f ns one way; "
+		       "sluice %.1fx the floor, kernel %.1fx\n", f, s * 1000 / f, k * 1000 / f);
 	}
 	if (!strcmp(what, "bulk") || !strcmp(what, "all")) {
 		long mb = arg > 0 && strcmp(what, "all") ? arg : 1024;
