@@ -14,7 +14,7 @@
 #   -u: unpinned, as users run programs (the scheduler places both ends;
 #       with more runnable threads than CPUs they preempt each other)
 #   WHAT: sockperf-tcp sockperf-udp sockperf-tput iperf3 redis nginx
-#         pgbench java-tpc churn churn-long (not by default: -t is its
+#         pgbench java-tpc apache churn churn-long (not by default: -t is its
 #         whole length, e.g. -t 1200 -o churn-long for ten minutes each)
 #
 # Spinning on both sides: sockperf runs with --nonblocked (a busy loop
@@ -36,6 +36,11 @@
 #   java-tpc  tests/bench/TpcHttp.java, a thread per connection, blocking
 #             java.net sockets, keep-alive HTTP/1.1; wrk, 16 and 64
 #             connections, after a 1 s warm-up (the JIT).
+#   apache    Apache httpd (Debian's apache2-bin), blocking I/O, a static
+#             file: mpm_prefork (a process a connection, as a forking
+#             server) and mpm_worker (a thread a connection), wrk with 16
+#             and 64 keep-alive connections, and prefork with
+#             "Connection: close"; the default profile, as a new user.
 #   churn     new connections: build/tests/bench/conn_churn, 50,000 in a
 #             row and from 32 client processes; nginx with wrk sending
 #             "Connection: close".
@@ -44,7 +49,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 sluice=$top/build/tools/sluice
 secs=3
 rounds=2
-only=sockperf-tcp,sockperf-udp,sockperf-tput,iperf3,redis,nginx,pgbench,java-tpc,churn
+only=sockperf-tcp,sockperf-udp,sockperf-tput,iperf3,redis,nginx,pgbench,java-tpc,apache,churn
 pinned=yes
 while getopts t:r:o:u o; do
 	case $o in
@@ -73,7 +78,35 @@ trap cleanup EXIT
 . "$top/tests/host/nginx_conf.sh"
 
 want() { [[ ",$only," == *",$1,"* ]]; }
-have() { command -v "$1" >/dev/null || { echo "# $1 not installed: skipped (tests/vm/deps.sh)"; false; }; }
+# PostgreSQL's programs live in /usr/lib/postgresql/VERSION/bin on Debian,
+# not on PATH (its wrappers are for clusters made by pg_createcluster).
+for d in /usr/lib/postgresql/*/bin; do
+	[ -x "$d/postgres" ] && pg_path=$d
+done
+[ -n "${pg_path:-}" ] && PATH=$PATH:$pg_path
+
+# The Debian package of each program, installed when missing (as root; as
+# another user the row is skipped with a note).
+declare -A pkg_of=([sockperf]=sockperf [iperf3]=iperf3 [redis-server]=redis-server
+	[redis-benchmark]=redis-tools [nginx]=nginx [wrk]=wrk [postgres]=postgresql
+	[pgbench]=postgresql [java]=default-jdk-headless [javac]=default-jdk-headless
+	[apache2]=apache2-bin)
+apt_updated=""
+have() {
+	local p=${pkg_of[$1]:-}
+	command -v "$1" >/dev/null && return 0
+	if [ -n "$p" ] && [ "$(id -u)" = 0 ]; then
+		[ -n "$apt_updated" ] || { apt-get update -qq >&2; apt_updated=1; }
+		echo "# installing $p (for $1)" >&2
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$p" >&2
+		for d in /usr/lib/postgresql/*/bin; do
+			[ -x "$d/postgres" ] && [[ ":$PATH:" != *":$d:"* ]] && PATH=$PATH:$d
+		done
+		command -v "$1" >/dev/null && return 0
+	fi
+	echo "# $1 not installed: skipped (Debian package ${p:-?})"
+	false
+}
 
 # prefix MODE [PROFILE]: how to start a program in MODE (kernel or sluice);
 # no PROFILE: the default, as a new user runs it.
@@ -312,6 +345,51 @@ java_rps() {	# MODE CONNECTIONS -> "requests/s cpu-µs-per-request"
 	stop
 }
 
+# apache_rps MODE MPM CONNECTIONS [wrk flags] -> "requests/s cpu-µs-per-request"
+apache_rps() {
+	local mode=$1 mpm=$2 c=$3 p pre d
+	shift 3
+	p=$((18900 + RANDOM % 500))
+	pre=$(prefix "$mode")
+	d=$tmp/apache
+	mkdir -p "$d/htdocs" "$d/logs"
+	echo "hello from apache" >"$d/htdocs/index.html"
+	# Its children run as nobody when we are root: a way in for them.
+	chmod a+x "$tmp"
+	chmod -R a+rX "$d"
+	[ "$(id -u)" = 0 ] && chown nobody "$d/logs"
+	cat >"$d/httpd.conf" <<EOC
+ServerRoot $d
+Listen 127.0.0.1:$p
+LoadModule mpm_${mpm}_module /usr/lib/apache2/modules/mod_mpm_$mpm.so
+LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
+LoadModule dir_module /usr/lib/apache2/modules/mod_dir.so
+ServerName localhost
+PidFile $d/httpd.pid
+ErrorLog $d/logs/error.log
+Mutex file:$d/logs
+DocumentRoot $d/htdocs
+DirectoryIndex index.html
+KeepAlive On
+MaxKeepAliveRequests 0
+MaxRequestWorkers 128
+ServerLimit 128
+EOC
+	if [ "$mpm" = prefork ]; then
+		printf 'StartServers 16\nMinSpareServers 16\nMaxSpareServers 80\n' >>"$d/httpd.conf"
+	else
+		printf 'StartServers 2\nThreadsPerChild 64\nMinSpareThreads 64\nMaxSpareThreads 128\n' \
+			>>"$d/httpd.conf"
+	fi
+	[ "$(id -u)" = 0 ] && printf 'User nobody\nGroup %s\n' "$(id -gn nobody)" >>"$d/httpd.conf"
+	# A session of its own: stopping, it signals its whole process group.
+	serve "$mode" "$p" setsid $pre apache2 -f "$d/httpd.conf" -DFOREGROUND
+	$pin0 $pre wrk -t 1 -c "$c" -d 1s "$@" "http://127.0.0.1:$p/" >/dev/null 2>&1	# warm-up
+	wrk_cpu "$mode" "$p" "$c" "$@"
+	stop
+	sleep 0.3	# its children see the parent gone
+}
+
 nginx_close() {	# MODE -> "requests/s cpu-µs-per-request", a connection a request
 	local mode=$1 p pre
 	p=$((18300 + RANDOM % 500))
@@ -427,6 +505,19 @@ for ((r = 1; r <= rounds; r++)); do
 			read -r k kc <<<"$(java_rps kernel "$c")"; read -r s sc <<<"$(java_rps sluice "$c")"
 			rowc "Java thread per connection (TpcHttp) + wrk (1 thread, $c connections)" \
 				"$k" "$kc" "$s" "$sc" req/s
+		done
+	fi
+	if want apache && have apache2 && have wrk; then
+		for args in "prefork 16" "prefork 64" "worker 16" "worker 64" \
+			"prefork 16 -H Connection:close"; do
+			# shellcheck disable=SC2086 # args: words
+			{ read -r k kc <<<"$(apache_rps kernel $args)"
+			  read -r s sc <<<"$(apache_rps sluice $args)"; }
+			read -r m c more <<<"$args"
+			what="a process a connection (mpm_prefork)"
+			[ "$m" = worker ] && what="a thread a connection (mpm_worker)"
+			[ -n "$more" ] && what="$what, Connection: close"
+			rowc "Apache httpd, $what + wrk (1 thread, $c connections)" "$k" "$kc" "$s" "$sc" req/s
 		done
 	fi
 	if want churn && [ -x "$churn_bin" ]; then
