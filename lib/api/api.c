@@ -446,7 +446,8 @@ static bool journal_names(struct sl_stack *s, uint32_t seen, uint32_t *from,
  * intr->seen. */
 static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int n,
 		     int timeout_ms, const uint32_t *journal, const int *chans,
-		     unsigned int nchan, const struct poll_intr *intr)
+		     unsigned int nchan, const struct poll_intr *intr,
+		     const uint32_t *stop, uint32_t stop_seen)
 {
 	uint32_t jfrom = journal ? *journal : 0;
 	uint32_t *sleepers = &s->r->sleepers;
@@ -565,6 +566,12 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 		ret = (int)checked(s, ready);
 		if (ret < 0)
 			break;
+		/* After the words' values were read: a kick that moved stop
+		 * before them is seen here, one after them moves them too. */
+		if (stop && sl_load_acquire(stop) != stop_seen) {
+			ret = 1;
+			break;
+		}
 		if (ready || (deadline >= 0 && (int64_t)sl_now(s) >= deadline))
 			break;
 		if (intr && intr->count() != intr->seen) {
@@ -603,7 +610,7 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
 		int timeout_ms)
 {
-	return poll_loop(S(st), fds, n, timeout_ms, NULL, NULL, 0, NULL);
+	return poll_loop(S(st), fds, n, timeout_ms, NULL, NULL, 0, NULL, NULL, 0);
 }
 
 int sl_poll_signals(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
@@ -611,7 +618,7 @@ int sl_poll_signals(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned
 {
 	const struct poll_intr intr = { count, seen };
 
-	return poll_loop(S(st), fds, n, timeout_ms, NULL, NULL, 0, &intr);
+	return poll_loop(S(st), fds, n, timeout_ms, NULL, NULL, 0, &intr, NULL, 0);
 }
 
 int sl_wait_journal(struct sluice_stack *st, uint32_t seen, const int *chan_sds,
@@ -621,7 +628,50 @@ int sl_wait_journal(struct sluice_stack *st, uint32_t seen, const int *chan_sds,
 	const struct poll_intr intr = { count, sigs };
 
 	return poll_loop(S(st), NULL, 0, timeout_ms, &seen, chan_sds, nchan,
-			 count ? &intr : NULL);
+			 count ? &intr : NULL, NULL, 0);
+}
+
+int sl_wait_journal_stop(struct sluice_stack *st, uint32_t seen, const int *chan_sds,
+			 unsigned int nchan, int timeout_ms, unsigned int (*count)(void),
+			 unsigned int sigs, const uint32_t *stop, uint32_t stop_seen)
+{
+	const struct poll_intr intr = { count, sigs };
+
+	return poll_loop(S(st), NULL, 0, timeout_ms, &seen, chan_sds, nchan,
+			 count ? &intr : NULL, stop, stop_seen);
+}
+
+void sl_wait_kick(struct sluice_stack *st, const int *chan_sds, unsigned int nchan)
+{
+	struct sl_stack *s = S(st);
+
+	if (sl_lock(s))
+		return;
+	/* As sl_sock_wake() marks them: woken after the unlock. */
+	for (unsigned int i = 0; i < nchan; i++) {
+		uint32_t c = (uint32_t)chan_sds[i] & (SL_WQ_N - 1);
+		struct sl_wq *q = &s->lib->wq[c];
+
+		if (SL_READ_ONCE(q->sleepers)) {
+			sl_fetch_add(&q->seq, 1);
+			s->wq_pending[c / 64] |= 1ull << (c % 64);
+			s->wake_pending = true;
+		}
+		if (SL_READ_ONCE(q->bells)) {
+			s->bell_pending[c / 64] |= 1ull << (c % 64);
+			s->wake_pending = true;
+		}
+	}
+	if (SL_READ_ONCE(s->lib->bells_any)) {
+		s->bell_any_pending = true;
+		s->wake_pending = true;
+	}
+	if (SL_READ_ONCE(s->r->sleepers)) {
+		sl_fetch_add(&s->r->wake_seq, 1);
+		s->wake_pending = true;
+		s->wake_global = true;
+	}
+	sl_unlock(s);
 }
 
 /* Block until sd shows one of events (or an error), or fail -EAGAIN if it

@@ -42,6 +42,19 @@ long sl_recvfrom_meta(struct sluice_stack *st, int sd, void *buf, size_t len, in
 int sl_wait_journal(struct sluice_stack *st, uint32_t seen, const int *chan_sds,
 		    unsigned int nchan, int timeout_ms, unsigned int (*count)(void),
 		    unsigned int sigs);
+/*
+ * sl_wait_journal() with stop: also done (1) once *stop moves from
+ * stop_seen.  The caller that moves it then calls sl_wait_kick() with the
+ * same channels, so a sleeper on them wakes to see it (an epoll_ctl from
+ * another thread while a thread sleeps on the set).
+ */
+int sl_wait_journal_stop(struct sluice_stack *st, uint32_t seen, const int *chan_sds,
+			 unsigned int nchan, int timeout_ms, unsigned int (*count)(void),
+			 unsigned int sigs, const uint32_t *stop, uint32_t stop_seen);
+/* Wake whoever sleeps on the wait channels of chan_sds' sockets, on the
+ * stack's wake_seq, or with a bell for those channels or any change, as a
+ * readiness change on those channels would (no journal entry). */
+void sl_wait_kick(struct sluice_stack *st, const int *chan_sds, unsigned int nchan);
 /* sluice_poll() that also ends, -EINTR, once count() moves from seen (a
  * thread's signal count): a waiter that must see signals need not wake
  * in slices to look (run.h, sl_wait_word). */

@@ -91,6 +91,12 @@ struct pl_ep {
 	/* A bell was ever put in (maybe by a parent before fork): the
 	 * kernel's answers are filtered even with no Sluice fd left. */
 	bool had_bells;
+	/* Threads of this process asleep on the set (on its channels or with
+	 * a bell), counted under mu with the look that found it idle; and the
+	 * count of epoll_ctl ADD/MOD calls, which end such a sleep
+	 * (ep_ctl_kick()): Linux wakes a waiter when a ready fd is added. */
+	uint32_t sleeping;
+	uint32_t ctl_seq;
 };
 
 static struct pl_ep *eps[PL_EP_MAX];
@@ -470,6 +476,22 @@ out:
 	pthread_mutex_unlock(&ep->mu);
 }
 
+/*
+ * An item added (or changed) while a thread of this process sleeps on the
+ * set: Linux wakes such a waiter when the fd is ready, and nothing else
+ * may change to wake ours (the socket was ready before, on a channel the
+ * sleeper does not watch).  ctl_seq moved under mu; the sleepers' words
+ * and bells for the channels they sleep on are moved here, and each wakes
+ * to see ctl_seq and look at its list (sl_wait_journal_stop()).
+ */
+static unsigned int ep_channels(const struct pl_ep *ep, int *chans);
+
+static void ep_ctl_kick(const int *chans, unsigned int nchan)
+{
+	if (pl_stack())
+		sl_wait_kick(pl_stack(), chans, nchan);
+}
+
 static struct pl_ep *ep_kfd_set(int epfd)
 {
 	struct pl_ep *ep = ep_of(epfd);
@@ -506,9 +528,18 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	} else if (!(ep = ep_get_or_make(epfd))) {
 		ret = -ENOMEM;
 	} else {
+		int chans[SL_WAITV_MAX];
+		unsigned int nchan;
+
 		pthread_mutex_lock(&ep->mu);
+		/* The channels a sleeper of the set sleeps on, before this. */
+		nchan = ep_channels(ep, chans);
 		ret = ep_ctl(ep, op, fd, ps, ev);
+		if (!ret && op != EPOLL_CTL_DEL)
+			sl_fetch_add(&ep->ctl_seq, 1);
 		pthread_mutex_unlock(&ep->mu);
+		if (!ret && op != EPOLL_CTL_DEL && SL_READ_ONCE(ep->sleeping))
+			ep_ctl_kick(chans, nchan);
 	}
 	pl_put(ps);
 	return (int)pl_ret(ret);
@@ -697,7 +728,7 @@ static unsigned int ep_channels(const struct pl_ep *ep, int *chans)
  * chans, *nchan its channels (ep_channels(), for a sleep on the stack).
  */
 static bool ep_idle(struct pl_ep *ep, uint32_t *seen, int *chan, int *chans,
-		    unsigned int *nchan)
+		    unsigned int *nchan, uint32_t *ctl)
 {
 	bool idle;
 
@@ -707,8 +738,18 @@ static bool ep_idle(struct pl_ep *ep, uint32_t *seen, int *chan, int *chans,
 	*chan = ep_channel(ep);
 	if (chans)
 		*nchan = ep_channels(ep, chans);
+	/* Counted as asleep with this look: an epoll_ctl after it kicks
+	 * (ep_ctl_kick()), one before it left an item on the list. */
+	*ctl = ep->ctl_seq;
+	if (idle)
+		sl_fetch_add(&ep->sleeping, 1);
 	pthread_mutex_unlock(&ep->mu);
 	return idle;
+}
+
+static void ep_awake(struct pl_ep *ep)
+{
+	sl_fetch_sub(&ep->sleeping, 1);
 }
 
 /*
@@ -718,14 +759,17 @@ static bool ep_idle(struct pl_ep *ep, uint32_t *seen, int *chan, int *chans,
  */
 static bool ep_sleep(struct pl_ep *ep, int ms, unsigned int sigs)
 {
-	uint32_t seen;
+	uint32_t seen, ctl;
 	int chan, chans[SL_WAITV_MAX];
 	unsigned int nchan = 0;
 
-	if (!ep_idle(ep, &seen, &chan, chans, &nchan))
+	if (!ep_idle(ep, &seen, &chan, chans, &nchan, &ctl))
 		return false;
-	/* A signal ends it at once (run.h, sl_wait_word). */
-	sl_wait_journal(pl_stack(), seen, chans, nchan, ms, pl_sig_count, sigs);
+	/* A signal ends it at once (run.h, sl_wait_word); so does an
+	 * epoll_ctl on the set (ep_ctl_kick()). */
+	sl_wait_journal_stop(pl_stack(), seen, chans, nchan, ms, pl_sig_count, sigs,
+			     &ep->ctl_seq, ctl);
+	ep_awake(ep);
 	return true;
 }
 
@@ -739,14 +783,22 @@ static bool ep_sleep(struct pl_ep *ep, int ms, unsigned int sigs)
 static int ep_bell_arm(int epfd, struct pl_ep *ep, struct pl_bellreg *bell)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
-	uint32_t seen;
+	uint32_t seen, ctl;
 	int chan, chans[SL_WAITV_MAX];
 	unsigned int nchan = 0;
 
-	if (!ep_idle(ep, &seen, &chan, chans, &nchan) || pl_bell_begin(chans, nchan, bell) < 0)
+	if (!ep_idle(ep, &seen, &chan, chans, &nchan, &ctl))
 		return -1;
-	if (sl_wait_journal(pl_stack(), seen, chans, nchan, 0, NULL, 0) != 0) {
+	if (pl_bell_begin(chans, nchan, bell) < 0) {
+		ep_awake(ep);
+		return -1;
+	}
+	/* The last look, the bell registered: the journal, and an epoll_ctl
+	 * since ep_idle() (a kick before the registration rang nothing). */
+	if (sl_wait_journal_stop(pl_stack(), seen, chans, nchan, 0, NULL, 0,
+				 &ep->ctl_seq, ctl) != 0) {
 		pl_bell_end(bell, false);
+		ep_awake(ep);
 		return 0;
 	}
 	/* Put in once and left (a ring while the thread is away only makes
@@ -769,6 +821,7 @@ static int ep_bell_arm(int epfd, struct pl_ep *ep, struct pl_bellreg *bell)
 		ev.data.u64 = PL_BELL_TAG | (uint32_t)bell->fd;
 		if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, bell->fd, &ev) && errno != EEXIST) {
 			pl_bell_end(bell, false);
+			ep_awake(ep);
 			return -1;
 		}
 		pthread_mutex_lock(&ep->mu);
@@ -864,6 +917,8 @@ static int ep_wait_spin(int epfd, struct pl_ep *ep, struct epoll_event *evs, int
 		sgot = got;
 		k = got < max && !skip_kernel ?
 		    REAL(epoll_wait)(epfd, evs + got, max - got, got ? 0 : sleep_ms) : 0;
+		if (armed > 0)
+			ep_awake(ep);
 		if (k < 0) {
 			k = -errno;
 			if (armed > 0)

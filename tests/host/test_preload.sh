@@ -312,6 +312,20 @@ for m in "poll" "epoll" "poll mixed" "epoll mixed"; do
 		test "$(head -1 <<<"$out")" = "ready 1 y" -a "${n:-999}" -lt 20 -a "${k:-999}" -lt 20
 done
 
+# Another thread adds a socket that is ready already to a set a thread
+# sleeps on: Linux wakes the sleeper at the add (ctl_wake.py), on a set of
+# sockets alone and on one with a pipe (a bell's sleep).
+for m in "" mixed; do
+	k=$(timeout 30 unshare -n bash -c 'ip link set lo up; exec "$0" "$1" $2' "$py" \
+		"$tp/ctl_wake.py" $m 2>&1 | sed -n 's/^late_ms //p')
+	st=$(newstack ctlwake)
+	# shellcheck disable=SC2086 # $m: the option or nothing
+	out=$(timeout 30 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/ctl_wake.py" $m 2>&1)
+	n=$(sed -n 's/^late_ms //p' <<<"$out")
+	check "epoll_ctl ADD of a ready socket wakes a sleeper of the set${m:+ ($m)}: ${n:-?} ms after (kernel ${k:-?})" \
+		test "$(head -1 <<<"$out")" = "events b" -a "${n:-999}" -lt 50 -a "${k:-999}" -lt 50
+done
+
 # fork() right after listen() (a pre-forking server) never catches the
 # library's watcher thread in its start, where a runtime such as ASan holds
 # locks the child would inherit held (fork_start.c plays one).
