@@ -92,7 +92,8 @@ PRELOAD_VERBS := ibv_get_device_list ibv_free_device_list ibv_get_device_name \
 	_ibv_query_gid_ex ibv_query_pkey ibv_alloc_pd ibv_dealloc_pd ibv_reg_mr_iova2 \
 	ibv_dereg_mr ibv_create_comp_channel ibv_destroy_comp_channel ibv_create_cq \
 	ibv_destroy_cq ibv_create_qp ibv_modify_qp ibv_destroy_qp ibv_attach_mcast \
-	ibv_detach_mcast ibv_create_ah ibv_destroy_ah ibv_get_cq_event ibv_ack_cq_events
+	ibv_detach_mcast ibv_create_ah ibv_destroy_ah ibv_get_cq_event ibv_ack_cq_events \
+	ibv_get_async_event ibv_ack_async_event
 $(PRELOAD): $(LIB_OBJS) $(PRELOAD_OBJS) lib/preload/preload.map
 	$(CC) -shared $(LDFLAGS) -Wl,--version-script=lib/preload/preload.map -Wl,-z,defs \
 		-Wl,-Bsymbolic-functions -Wl,-z,now $(PRELOAD_VERBS:%=-Wl,--wrap=%) -o $@ \

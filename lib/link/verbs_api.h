@@ -55,6 +55,8 @@ struct sl_verbs_api {
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
 	int (*get_cq_event)(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **cq_ctx);
 	void (*ack_cq_events)(struct ibv_cq *cq, unsigned int n);
+	int (*get_async_event)(struct ibv_context *ctx, struct ibv_async_event *e);
+	void (*ack_async_event)(struct ibv_async_event *e);
 	/* The module: SLUICE_IOC_IFINFO on /dev/sluice for @ii->ifindex, and
 	 * SLUICE_IOC_NEIGH_RESOLVE on the stack fd; 0 or -errno. */
 	int (*ifinfo)(struct sluice_ifinfo *ii);

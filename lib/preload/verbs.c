@@ -36,7 +36,8 @@
 	X(ibv_create_cq) X(ibv_destroy_cq) X(ibv_create_qp)		\
 	X(ibv_modify_qp) X(ibv_destroy_qp) X(ibv_attach_mcast)		\
 	X(ibv_detach_mcast) X(ibv_create_ah) X(ibv_destroy_ah)		\
-	X(ibv_get_cq_event) X(ibv_ack_cq_events)
+	X(ibv_get_cq_event) X(ibv_ack_cq_events)			\
+	X(ibv_get_async_event) X(ibv_ack_async_event)
 
 static struct {
 #define PL_VERBS_PTR(f)	__typeof__(f) *f;
@@ -151,3 +152,5 @@ PL_FWD_INT(ibv_destroy_ah, (struct ibv_ah *ah), (ah))
 PL_FWD_INT(ibv_get_cq_event, (struct ibv_comp_channel *ch, struct ibv_cq **cq, void **cq_ctx),
 	   (ch, cq, cq_ctx))
 PL_FWD_VOID(ibv_ack_cq_events, (struct ibv_cq *cq, unsigned int n), (cq, n))
+PL_FWD_INT(ibv_get_async_event, (struct ibv_context *ctx, struct ibv_async_event *e), (ctx, e))
+PL_FWD_VOID(ibv_ack_async_event, (struct ibv_async_event *e), (e))

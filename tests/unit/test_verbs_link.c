@@ -693,6 +693,8 @@ int main(void)
 	test_plain_batching();
 	test_neigh_expiry();
 	test_plain_ib();
+	tap_ok(vd.violations == 0, "model: no call the verbs rules refuse was made (%s)",
+	       vd.last_violation);
 	sl_verbs = &sl_verbs_real;
 	return tap_done();
 }

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * A test double of the verbs device for the verbs links (lib/link_verbs*.c),
+ * A strict model of the verbs device for the verbs links (lib/link/verbs*.c),
  * installed with sl_verbs = &vd_api: every rdma-core call the links make
- * lands here (link_verbs_api.h), with the module's IFINFO / NEIGH_RESOLVE
- * and the kring fallback.  It
+ * lands here (link/verbs_api.h), with the module's IFINFO / NEIGH_RESOLVE
+ * and the kring fallback.  It enforces the rules a real device and kernel
+ * do (each cites its source where it is checked; tests/README.md lists
+ * them): a call the rules refuse fails as the kernel would and counts in
+ * vd.violations, so a test also sees what it did not look for.  It
  *  - records the attributes asked for: QP init attributes (plain and _ex),
  *    every modify_qp's state and mask, every flow rule, every AH, every
  *    send WR (flags, QPN, Q_Key, the bytes the device would read, copied
@@ -17,7 +20,10 @@
  *    between post and completion a corruption;
  *  - fails the call a test names (vd.fail[VD_x] = errno) once;
  *  - counts live objects, so every failure path can be checked to free
- *    everything it made.
+ *    everything it made;
+ *  - injects what a fabric does: error completions, the QP falling into
+ *    the error state, async events (vd_event()), a process without
+ *    CAP_NET_RAW (vd.no_net_raw).
  */
 #ifndef SLUICE_TESTS_VERBS_DOUBLE_H
 #define SLUICE_TESTS_VERBS_DOUBLE_H
@@ -36,7 +42,7 @@ enum vd_call {
 	VD_alloc_pd, VD_reg_mr, VD_create_comp_channel, VD_create_cq, VD_create_qp,
 	VD_create_qp_ex, VD_modify_qp, VD_modify_qp_rtr, VD_modify_qp_rts, VD_attach_mcast,
 	VD_create_ah, VD_create_flow, VD_post_send, VD_post_recv, VD_req_notify_cq,
-	VD_ifinfo, VD_neigh_resolve, VD_link_kring, VD_NCALLS
+	VD_ifinfo, VD_neigh_resolve, VD_link_kring, VD_destroy_qp, VD_NCALLS
 };
 
 #define VD_SENT_MAX	512
@@ -52,6 +58,7 @@ struct vd_sent {
 	int num_sge;
 	uint32_t lkey;
 	uint32_t remote_qpn, remote_qkey;
+	uint32_t wire_qkey;		/* the Q_Key the packet carries (vd_post_send) */
 	struct ibv_ah *ah;
 	uint32_t len;
 	uint8_t data[2100];
@@ -67,6 +74,21 @@ struct vd_state {
 	struct sluice_neigh_resolve nr;		/* the answer to any NEIGH_RESOLVE */
 	int fail[VD_NCALLS];			/* errno to fail that call with, once */
 	bool hold_completions;			/* the device is slow: no send completes */
+	bool no_net_raw;			/* the process lacks CAP_NET_RAW */
+	bool privileged_qkey;			/* rdma netlink privileged_qkey mode on */
+	/* The QP (one at a time, as the links make): the model's state. */
+	enum ibv_qp_state qp_state;
+	bool qp_underlay;			/* IBV_QP_CREATE_SOURCE_QPN */
+	uint32_t qp_qkey;			/* 0 until set (an underlay QP: never) */
+	uint16_t qp_pkey_index;
+	uint32_t qp_max_recv_sge, qp_max_recv_wr, qp_max_send_wr;
+	int qp_users;				/* flows + multicast attachments */
+	int violations;				/* calls the rules refused */
+	char last_violation[160];
+	/* Async events waiting for ibv_get_async_event(). */
+	struct ibv_async_event ev[16];
+	int n_ev, n_ev_acked, n_ev_got;
+	struct ibv_context *ctx;
 	/* What the links asked for. */
 	int calls[VD_NCALLS];
 	int live;				/* objects made and not destroyed */
@@ -88,10 +110,13 @@ struct vd_state {
 	int reuse_violations, corrupt_violations;
 	uint64_t completed;
 	/* Receive WRs posted and not used. */
-	struct { uint64_t wr_id, addr; uint32_t len; } rq[VD_RQ_MAX];
+	struct { uint64_t wr_id, addr; uint32_t len; int nsge;
+		 struct { uint64_t addr; uint32_t len; } sge[4]; } rq[VD_RQ_MAX];
 	int n_rq, n_post_recv;
-	struct ibv_wc rwc[64];
+	struct ibv_wc rwc[VD_RQ_MAX];
 	int n_rwc;
+	struct ibv_wc swc[VD_OUT_MAX];		/* send errors and flushes waiting */
+	int n_swc;
 	struct ibv_cq *rcq, *scq;
 	struct ibv_pd *pd;
 	struct ibv_qp *qp;
@@ -124,6 +149,15 @@ static inline bool vd_failing(enum vd_call c)
 	return true;
 }
 
+/* A call the rules refuse: noted, and the errno the kernel gives. */
+static inline int vd_violation(int err, const char *what)
+{
+	vd.violations++;
+	snprintf(vd.last_violation, sizeof(vd.last_violation), "%s", what);
+	errno = err;
+	return err;
+}
+
 static inline void *vd_obj(size_t size)
 {
 	void *p = calloc(1, size);
@@ -143,6 +177,9 @@ static inline int vd_free(void *p)
 
 static int vd_close_device(struct ibv_context *c)
 {
+	if (c == vd.ctx)
+		vd.ctx = NULL;
+	close(c->async_fd);
 	return vd_free(c);
 }
 
@@ -185,7 +222,10 @@ static struct ibv_context *vd_open_device(struct ibv_device *d)
 	(void)d;
 	if (vd_failing(VD_open_device))
 		return NULL;
-	return vd_obj(sizeof(struct ibv_context));
+	vd.ctx = vd_obj(sizeof(struct ibv_context));
+	/* ibv_get_async_event(3): async events are read from async_fd. */
+	vd.ctx->async_fd = eventfd(0, EFD_CLOEXEC);
+	return vd.ctx;
 }
 
 static int vd_query_device_ex(struct ibv_context *c, struct ibv_device_attr_ex *a)
@@ -310,12 +350,25 @@ static int vd_destroy_cq(struct ibv_cq *cq)
 	return vd_free(cq);
 }
 
-static struct ibv_qp *vd_new_qp(struct ibv_pd *pd, uint32_t num)
+static struct ibv_qp *vd_new_qp(struct ibv_pd *pd, const struct ibv_qp_cap *cap, bool underlay,
+				uint32_t num)
 {
+	if (vd.qp)
+		vd_violation(0, "a second QP while one lives (the links make one)");
 	vd.qp = vd_obj(sizeof(*vd.qp));
 	vd.qp->pd = pd;
 	vd.qp->qp_num = num;
 	vd.qp->qp_type = IBV_QPT_UD;
+	vd.qp->context = pd->context;
+	vd.qp->state = IBV_QPS_RESET;
+	/* ibv_create_qp(3): a new QP is in the RESET state. */
+	vd.qp_state = IBV_QPS_RESET;
+	vd.qp_underlay = underlay;
+	vd.qp_qkey = 0;
+	vd.qp_users = 0;
+	vd.qp_max_recv_sge = cap->max_recv_sge;
+	vd.qp_max_recv_wr = cap->max_recv_wr;
+	vd.qp_max_send_wr = cap->max_send_wr;
 	vd.n_rq = 0;
 	return vd.qp;
 }
@@ -325,7 +378,7 @@ static struct ibv_qp *vd_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a
 	if (vd_failing(VD_create_qp))
 		return NULL;
 	vd.qp_attr = *a;
-	return vd_new_qp(pd, 0x2a);
+	return vd_new_qp(pd, &a->cap, false, 0x2a);
 }
 
 static struct ibv_qp *vd_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a)
@@ -334,13 +387,58 @@ static struct ibv_qp *vd_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_
 	if (vd_failing(VD_create_qp_ex))
 		return NULL;
 	vd.qp_attr_ex = *a;
+	/*
+	 * No CAP_NET_RAW check here for a UD QP with a source QPN: rdma-core
+	 * creates QPs through the ioctl method (kernel 6.1
+	 * drivers/infiniband/core/uverbs_std_types_qp.c,
+	 * UVERBS_METHOD_QP_CREATE), which checks the capability only for
+	 * IB_UVERBS_QPT_RAW_PACKET; only the legacy write command
+	 * (uverbs_cmd.c, ib_uverbs_ex_create_qp) checks it for
+	 * IB_QP_CREATE_SOURCE_QPN.  The check that bites is create_flow's.
+	 */
 	/* An underlay QP has a QPN of its own; it sends as source_qpn. */
-	return vd_new_qp(a->pd, 0x3b);
+	return vd_new_qp(a->pd, &a->cap, (a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+			 (a->create_flags & IBV_QP_CREATE_SOURCE_QPN), 0x3b);
 }
+
+/*
+ * UD transitions and their attributes: kernel 6.1
+ * drivers/infiniband/core/verbs.c, qp_state_table and ib_modify_qp_is_ok()
+ * (ibv_modify_qp(3) lists the same required ones): RESET->INIT needs
+ * P_Key index, port and Q_Key; INIT->RTR nothing (P_Key index, Q_Key
+ * optional); RTR->RTS the SQ PSN (Q_Key optional); RESET and ERR from any
+ * state but RESET->ERR, with the state alone; nothing else.
+ */
+static bool vd_ud_transition_ok(enum ibv_qp_state cur, enum ibv_qp_state next, int mask)
+{
+	int req = 0, opt = 0;
+
+	mask &= ~IBV_QP_STATE;
+	if (next == IBV_QPS_RESET)
+		return mask == 0;
+	if (next == IBV_QPS_ERR)
+		return cur != IBV_QPS_RESET && mask == 0;
+	if (cur == IBV_QPS_RESET && next == IBV_QPS_INIT)
+		req = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+	else if (cur == IBV_QPS_INIT && next == IBV_QPS_INIT)
+		opt = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+	else if (cur == IBV_QPS_INIT && next == IBV_QPS_RTR)
+		opt = IBV_QP_PKEY_INDEX | IBV_QP_QKEY;
+	else if (cur == IBV_QPS_RTR && next == IBV_QPS_RTS)
+		req = IBV_QP_SQ_PSN, opt = IBV_QP_CUR_STATE | IBV_QP_QKEY;
+	else if (cur == IBV_QPS_RTS && next == IBV_QPS_RTS)
+		opt = IBV_QP_CUR_STATE | IBV_QP_QKEY;
+	else
+		return false;
+	return (mask & req) == req && !(mask & ~(req | opt));
+}
+
+static void vd_flush_rq(void);
 
 static int vd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 {
-	(void)qp;
+	enum ibv_qp_state next = mask & IBV_QP_STATE ? a->qp_state : vd.qp_state;
+
 	if (vd.n_modify < 8) {
 		vd.modify_state[vd.n_modify] = a->qp_state;
 		vd.modify_mask[vd.n_modify] = mask;
@@ -350,24 +448,67 @@ static int vd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 	    (a->qp_state == IBV_QPS_RTR && vd_failing(VD_modify_qp_rtr)) ||
 	    (a->qp_state == IBV_QPS_RTS && vd_failing(VD_modify_qp_rts)))
 		return errno;
+	if (qp != vd.qp)
+		return vd_violation(EINVAL, "modify_qp of a QP that is not alive");
+	if (vd.qp_underlay) {
+		/* mlx5: drivers/infiniband/hw/mlx5/qp.c, mlx5_ib_modify_qp():
+		 * "invalid attr_mask ... when underlay QP is used": only
+		 * IB_QP_STATE (and CUR_STATE) on a source-QPN QP. */
+		if (mask & ~(IBV_QP_STATE | IBV_QP_CUR_STATE))
+			return vd_violation(EINVAL, "underlay QP: an attribute besides the state");
+	} else if (!vd_ud_transition_ok(vd.qp_state, next, mask)) {
+		return vd_violation(EINVAL, "UD transition or attribute mask not allowed");
+	}
+	/* Kernel 6.1 uverbs_cmd.c, modify_qp(): a Q_Key with bit 31 set
+	 * (IB_QP_SET_QKEY, a controlled Q_Key, IBA 10.2.4) is -EPERM unless
+	 * rdma netlink's privileged_qkey mode is on. */
+	if ((mask & IBV_QP_QKEY) && (a->qkey & 0x80000000u) && !vd.privileged_qkey)
+		return vd_violation(EPERM, "a controlled Q_Key set without privilege");
+	if (mask & IBV_QP_QKEY)
+		vd.qp_qkey = a->qkey;
+	if (mask & IBV_QP_PKEY_INDEX)
+		vd.qp_pkey_index = a->pkey_index;
+	if (next == IBV_QPS_RESET) {
+		/* IBA 10.3.1 (Reset): the work queues are emptied, no
+		 * completions. */
+		vd.n_rq = 0;
+		vd.n_out = 0;
+	}
+	vd.qp_state = next;
+	qp->state = next;
+	if (next == IBV_QPS_ERR)
+		vd_flush_rq();
 	return 0;
 }
 
 static int vd_destroy_qp(struct ibv_qp *qp)
 {
-	if (qp == vd.qp)
+	if (vd_failing(VD_destroy_qp))
+		return errno;
+	/* Kernel 6.1 verbs.c, ib_destroy_qp_user(): -EBUSY while the QP's
+	 * usecnt is held: flow rules (ib_uverbs_ex_create_flow) and
+	 * multicast attachments (ib_attach_mcast) take it. */
+	if (qp == vd.qp && vd.qp_users)
+		return vd_violation(EBUSY, "destroy_qp with flows or multicast attached");
+	if (qp == vd.qp) {
 		vd.qp = NULL;
+		vd.n_rq = 0;
+	}
 	return vd_free(qp);
 }
 
 static int vd_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
-	(void)qp;
 	(void)gid;
 	(void)lid;
 	if (vd_failing(VD_attach_mcast))
 		return errno;
+	/* mlx5: drivers/infiniband/hw/mlx5/main.c, mlx5_ib_mcg_attach():
+	 * -EOPNOTSUPP on a source-QPN (underlay) QP. */
+	if (qp == vd.qp && vd.qp_underlay)
+		return vd_violation(EOPNOTSUPP, "multicast attach on the underlay QP");
 	vd.mcast_attached++;
+	vd.qp_users++;
 	return 0;
 }
 
@@ -377,6 +518,7 @@ static int vd_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t
 	(void)gid;
 	(void)lid;
 	vd.mcast_attached--;
+	vd.qp_users--;
 	return 0;
 }
 
@@ -405,10 +547,21 @@ static struct ibv_flow *vd_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *
 {
 	struct ibv_flow *f;
 
-	(void)qp;
 	if (vd_failing(VD_create_flow))
 		return NULL;
+	/* Kernel 6.1 uverbs_cmd.c, ib_uverbs_ex_create_flow(): -EPERM
+	 * without CAP_NET_RAW, whatever the QP. */
+	if (vd.no_net_raw) {
+		errno = EPERM;
+		return NULL;
+	}
+	/* ibv_create_flow(3): UD and RAW_PACKET QPs; ours is UD. */
+	if (qp != vd.qp) {
+		vd_violation(EINVAL, "create_flow on a QP that is not alive");
+		return NULL;
+	}
 	f = vd_obj(sizeof(*f));
+	f->context = qp->context;
 	if (vd.n_flows < VD_FLOWS_MAX) {
 		/* The specs follow the attribute, as rdma-core reads them. */
 		memcpy(&vd.flows[vd.n_flows], a,
@@ -417,6 +570,7 @@ static struct ibv_flow *vd_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *
 	}
 	vd.n_flows++;
 	vd.n_flows_live++;
+	vd.qp_users++;
 	return f;
 }
 
@@ -427,21 +581,36 @@ static int vd_destroy_flow(struct ibv_flow *f)
 			vd.flow_obj[i] = NULL;
 	vd.n_flows_destroyed++;
 	vd.n_flows_live--;
+	vd.qp_users--;
 	return vd_free(f);
 }
 
 static int vd_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
-	(void)qp;
 	if (vd_failing(VD_post_send)) {
 		*bad = wr;
 		return errno;
+	}
+	/* IBA vol 1 10.3.1 (QP states): send WRs are taken in RTS; posting
+	 * in Reset, Init or RTR is an immediate error; in Error they are
+	 * taken and complete flushed (below). */
+	if (qp != vd.qp || (vd.qp_state != IBV_QPS_RTS && vd.qp_state != IBV_QPS_ERR)) {
+		*bad = wr;
+		return vd_violation(EINVAL, "post_send to a QP not in RTS");
 	}
 	vd.n_post_send++;
 	for (; wr; wr = wr->next) {
 		uint64_t a = wr->sg_list[0].addr;
 		uint32_t len = wr->sg_list[0].length;
 
+		if (vd.qp_state == IBV_QPS_ERR) {
+			if (vd.n_swc < VD_OUT_MAX) {
+				memset(&vd.swc[vd.n_swc], 0, sizeof(vd.swc[0]));
+				vd.swc[vd.n_swc].wr_id = wr->wr_id;
+				vd.swc[vd.n_swc++].status = IBV_WC_WR_FLUSH_ERR;
+			}
+			continue;
+		}
 		for (int i = 0; i < vd.n_out; i++)
 			if (a < vd.out[i].addr + vd.out[i].len && vd.out[i].addr < a + len)
 				vd.reuse_violations++;
@@ -455,6 +624,10 @@ static int vd_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 			x->lkey = wr->sg_list[0].lkey;
 			x->remote_qpn = wr->wr.ud.remote_qpn;
 			x->remote_qkey = wr->wr.ud.remote_qkey;
+			/* IBA vol 1 10.2.5 (Q_Keys): a WR Q_Key with its high
+			 * bit set is replaced by the QP's own Q_Key. */
+			x->wire_qkey = wr->wr.ud.remote_qkey & 0x80000000u ? vd.qp_qkey :
+				       wr->wr.ud.remote_qkey;
 			x->ah = wr->wr.ud.ah;
 			x->len = len < sizeof(x->data) ? len : sizeof(x->data);
 			memcpy(x->data, (void *)(uintptr_t)a, x->len);
@@ -474,22 +647,88 @@ static int vd_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 	return 0;
 }
 
+static void vd_rwc_push(uint64_t wr_id, enum ibv_wc_status st)
+{
+	struct ibv_wc *wc;
+
+	if (vd.n_rwc >= VD_RQ_MAX)
+		return;
+	wc = &vd.rwc[vd.n_rwc++];
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = wr_id;
+	wc->status = st;
+	wc->opcode = IBV_WC_RECV;
+}
+
 static int vd_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	(void)qp;
 	if (vd_failing(VD_post_recv)) {
 		*bad = wr;
 		return errno;
 	}
+	/* IBA vol 1 10.3.1: receive WRs are taken from Init on; posting in
+	 * Reset is an immediate error; in Error they complete flushed. */
+	if (qp != vd.qp || vd.qp_state == IBV_QPS_RESET) {
+		*bad = wr;
+		return vd_violation(EINVAL, "post_recv to a QP in RESET");
+	}
 	vd.n_post_recv++;
-	for (; wr; wr = wr->next)
-		if (vd.n_rq < VD_RQ_MAX) {
-			vd.rq[vd.n_rq].wr_id = wr->wr_id;
-			vd.rq[vd.n_rq].addr = wr->sg_list[0].addr;
-			vd.rq[vd.n_rq].len = wr->sg_list[0].length;
-			vd.n_rq++;
+	for (; wr; wr = wr->next) {
+		uint32_t total = 0;
+
+		/* ibv_post_recv(3): at most max_recv_sge SGEs, max_recv_wr WRs. */
+		if (wr->num_sge < 1 || (uint32_t)wr->num_sge > vd.qp_max_recv_sge ||
+		    wr->num_sge > 4 || (uint32_t)vd.n_rq >= vd.qp_max_recv_wr) {
+			*bad = wr;
+			return vd_violation(EINVAL, "post_recv: SGEs or WRs past the QP's caps");
 		}
+		if (vd.qp_state == IBV_QPS_ERR) {
+			vd_rwc_push(wr->wr_id, IBV_WC_WR_FLUSH_ERR);
+			continue;
+		}
+		if (vd.n_rq >= VD_RQ_MAX)
+			continue;
+		vd.rq[vd.n_rq].wr_id = wr->wr_id;
+		vd.rq[vd.n_rq].addr = wr->sg_list[0].addr;
+		vd.rq[vd.n_rq].nsge = wr->num_sge;
+		for (int i = 0; i < wr->num_sge; i++) {
+			vd.rq[vd.n_rq].sge[i].addr = wr->sg_list[i].addr;
+			vd.rq[vd.n_rq].sge[i].len = wr->sg_list[i].length;
+			total += wr->sg_list[i].length;
+		}
+		vd.rq[vd.n_rq].len = total;
+		vd.n_rq++;
+	}
 	return 0;
+}
+
+/* IBA vol 1 10.3.1 (Error): every outstanding WR completes with a flush
+ * error; so do sends. */
+static void vd_flush_rq(void)
+{
+	for (int i = 0; i < vd.n_rq; i++)
+		vd_rwc_push(vd.rq[i].wr_id, IBV_WC_WR_FLUSH_ERR);
+	vd.n_rq = 0;
+	for (int i = 0; i < vd.n_out && vd.n_swc < VD_OUT_MAX; i++) {
+		memset(&vd.swc[vd.n_swc], 0, sizeof(vd.swc[0]));
+		vd.swc[vd.n_swc].wr_id = vd.out[i].wr_id;
+		vd.swc[vd.n_swc++].status = IBV_WC_WR_FLUSH_ERR;
+	}
+	vd.n_out = 0;
+}
+
+/* The QP falls into the error state (a fabric or device fault), with
+ * IBV_EVENT_QP_FATAL (ibv_get_async_event(3)) when event is set. */
+static void vd_event(enum ibv_event_type type, uint8_t port);
+
+static inline void vd_qp_error(bool event)
+{
+	vd.qp_state = IBV_QPS_ERR;
+	if (vd.qp)
+		vd.qp->state = IBV_QPS_ERR;
+	vd_flush_rq();
+	if (event)
+		vd_event(IBV_EVENT_QP_FATAL, 0);
 }
 
 /* The send queue: the device reads a WR's bytes until it completes; a
@@ -525,8 +764,13 @@ static int vd_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 {
 	int k;
 
-	if (cq == vd.scq)
-		return vd_poll_scq(n, wc);
+	if (cq == vd.scq) {
+		k = vd.n_swc < n ? vd.n_swc : n;
+		memcpy(wc, vd.swc, sizeof(*wc) * (size_t)k);
+		memmove(vd.swc, vd.swc + k, sizeof(*wc) * (size_t)(vd.n_swc - k));
+		vd.n_swc -= k;
+		return k + vd_poll_scq(n - k, wc + k);
+	}
 	k = vd.n_rwc < n ? vd.n_rwc : n;
 	memcpy(wc, vd.rwc, sizeof(*wc) * (size_t)k);
 	memmove(vd.rwc, vd.rwc + k, sizeof(*wc) * (size_t)(vd.n_rwc - k));
@@ -554,6 +798,54 @@ static void vd_ack_cq_events(struct ibv_cq *cq, unsigned int n)
 {
 	(void)cq;
 	(void)n;
+}
+
+static void vd_event(enum ibv_event_type type, uint8_t port)
+{
+	uint64_t one = 1;
+
+	if (vd.n_ev >= 16)
+		return;
+	memset(&vd.ev[vd.n_ev], 0, sizeof(vd.ev[0]));
+	vd.ev[vd.n_ev].event_type = type;
+	if (type == IBV_EVENT_QP_FATAL)
+		vd.ev[vd.n_ev].element.qp = vd.qp;
+	else
+		vd.ev[vd.n_ev].element.port_num = port;
+	vd.n_ev++;
+	/* The port's state follows its events. */
+	if (type == IBV_EVENT_PORT_ERR)
+		vd.port.state = IBV_PORT_DOWN;
+	else if (type == IBV_EVENT_PORT_ACTIVE)
+		vd.port.state = IBV_PORT_ACTIVE;
+	if (vd.ctx && write(vd.ctx->async_fd, &one, sizeof(one)) != sizeof(one))
+		vd.violations++;
+}
+
+/* ibv_get_async_event(3): one event, or EAGAIN with async_fd non-blocking;
+ * each must be acked (ibv_ack_async_event) before its object is destroyed. */
+static int vd_get_async_event(struct ibv_context *c, struct ibv_async_event *e)
+{
+	uint64_t x;
+
+	(void)c;
+	if (!vd.n_ev) {
+		errno = EAGAIN;
+		return -1;
+	}
+	*e = vd.ev[0];
+	memmove(vd.ev, vd.ev + 1, sizeof(vd.ev[0]) * (size_t)(vd.n_ev - 1));
+	vd.n_ev--;
+	vd.n_ev_got++;
+	if (!vd.n_ev && vd.ctx && read(vd.ctx->async_fd, &x, sizeof(x)) < 0)
+		vd.violations++;
+	return 0;
+}
+
+static void vd_ack_async_event(struct ibv_async_event *e)
+{
+	(void)e;
+	vd.n_ev_acked++;
 }
 
 static int vd_ifinfo(struct sluice_ifinfo *ii)
@@ -656,6 +948,8 @@ static const struct sl_verbs_api vd_api = {
 	.req_notify_cq = vd_req_notify_cq,
 	.get_cq_event = vd_get_cq_event,
 	.ack_cq_events = vd_ack_cq_events,
+	.get_async_event = vd_get_async_event,
+	.ack_async_event = vd_ack_async_event,
 	.ifinfo = vd_ifinfo,
 	.neigh_resolve = vd_neigh_resolve,
 	.link_kring = vd_link_kring,
@@ -675,33 +969,73 @@ static inline void vd_reset(uint8_t ll)
 	sl_verbs = &vd_api;
 }
 
+/* Copy len bytes of src to offset off of the oldest posted WR's SGEs. */
+static inline void vd_scatter(uint32_t off, const void *src, uint32_t len)
+{
+	const uint8_t *b = src;
+
+	for (int i = 0; i < vd.rq[0].nsge && len; i++) {
+		uint32_t sl = vd.rq[0].sge[i].len, n;
+
+		if (off >= sl) {
+			off -= sl;
+			continue;
+		}
+		n = sl - off < len ? sl - off : len;
+		memcpy((uint8_t *)(uintptr_t)vd.rq[0].sge[i].addr + off, b, n);
+		b += n;
+		len -= n;
+		off = 0;
+	}
+}
+
 /*
  * The device received frame (IPoIB header + packet, len bytes) for the
- * oldest posted receive WR: GRH (sgid) in its first 40 bytes, then the
- * frame; a completion with wc_flags.  0, or -1 if nothing is posted.
+ * oldest posted receive WR.  ibv_post_recv(3): on a UD QP the first 40
+ * bytes of the buffers are the GRH's place whether or not one came; the
+ * data starts after them.  A GRH came when sgid is given (IB: routed and
+ * multicast packets; RoCE: always), and only then is IBV_WC_GRH set
+ * (ibv_poll_cq(3)); otherwise the 40 bytes are undefined (here 0xa5).
+ * A frame longer than the WR's buffers completes it with
+ * IBV_WC_LOC_LEN_ERR and puts the QP in the error state (IBA vol 1 9.9.3,
+ * responder local length error), flushing the rest.
+ * 0, 1 for a length error, or -1 if nothing is posted (or not in RTR/RTS:
+ * IBA 10.3.1, nothing is received before RTR).
  */
 static inline int vd_rx(const void *frame, uint32_t len, unsigned int wc_flags, uint32_t src_qp,
 			const uint8_t sgid[16])
 {
-	uint8_t *p;
+	uint8_t grh[SL_IPOIB_GRH_LEN];
 	struct ibv_wc *wc;
 
-	if (!vd.n_rq || vd.n_rwc >= 64 || len + SL_IPOIB_GRH_LEN > vd.rq[0].len)
+	if (!vd.n_rq || vd.n_rwc >= VD_RQ_MAX ||
+	    (vd.qp_state != IBV_QPS_RTR && vd.qp_state != IBV_QPS_RTS))
 		return -1;
-	p = (uint8_t *)(uintptr_t)vd.rq[0].addr;
-	memset(p, 0, SL_IPOIB_GRH_LEN);
-	p[0] = 0x60;
-	if (sgid)
-		memcpy(p + 8, sgid, 16);
-	memcpy(p + SL_IPOIB_GRH_LEN, frame, len);
+	if (len + SL_IPOIB_GRH_LEN > vd.rq[0].len) {
+		uint64_t id = vd.rq[0].wr_id;
+
+		memmove(vd.rq, vd.rq + 1, sizeof(vd.rq[0]) * (size_t)(vd.n_rq - 1));
+		vd.n_rq--;
+		vd_rwc_push(id, IBV_WC_LOC_LEN_ERR);
+		vd_qp_error(false);
+		return 1;
+	}
+	memset(grh, sgid ? 0 : 0xa5, sizeof(grh));
+	if (sgid) {
+		grh[0] = 0x60;
+		memcpy(grh + 8, sgid, 16);
+	}
+	vd_scatter(0, grh, sizeof(grh));
+	vd_scatter(SL_IPOIB_GRH_LEN, frame, len);
 	wc = &vd.rwc[vd.n_rwc++];
 	memset(wc, 0, sizeof(*wc));
 	wc->wr_id = vd.rq[0].wr_id;
 	wc->status = IBV_WC_SUCCESS;
 	wc->opcode = IBV_WC_RECV;
 	wc->byte_len = len + SL_IPOIB_GRH_LEN;
-	wc->wc_flags = wc_flags | IBV_WC_GRH;
+	wc->wc_flags = wc_flags | (sgid ? IBV_WC_GRH : 0);
 	wc->src_qp = src_qp;
+	wc->qp_num = vd.qp ? vd.qp->qp_num : 0;
 	memmove(vd.rq, vd.rq + 1, sizeof(vd.rq[0]) * (size_t)(vd.n_rq - 1));
 	vd.n_rq--;
 	return 0;
