@@ -375,7 +375,12 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(tcp_rx_state, "dropped: TCP segment its state takes nothing from (a listener's RST or non-SYN, no ACK, ...)") \
 	X(tcp_ooo_drop, "TCP out-of-order segments dropped: queue or pool full") \
 	X(tcp_loss_probe, "TCP tail loss probes sent (RFC 8985 7)") \
-	X(icmp_rx_ignored, "ICMP messages dropped unanswered: a type not handled, an echo to broadcast")
+	X(icmp_rx_ignored, "ICMP messages dropped unanswered: a type not handled, an echo to broadcast") \
+	X(verbs_qp_reset, "verbs QP found in error, reset and brought back to RTS") \
+	X(verbs_async_event, "verbs async events taken (port, LID, SM, P_Key, QP)") \
+	X(verbs_port_down, "verbs port down events") \
+	X(verbs_path_flush, "verbs neighbours dropped to ask their paths again (port, LID, SM change)") \
+	X(verbs_rx_too_big, "verbs receives longer than a packet buffer (dropped, the QP kept)")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,

@@ -218,6 +218,10 @@ static int tx_reap(struct verbs_link *v, bool wait)
 			if (wc[i].status != IBV_WC_SUCCESS) {
 				v->tx_wc_err++;
 				v->last_wc_status = wc[i].status;
+				/* A completion in error: the QP is in the
+				 * error state (IBA 10.10.2.x), flushing the
+				 * rest; sl_verbs_rx_cq() resets it. */
+				v->need_reset = true;
 			}
 			/* In order: every slot up to seq is the device's no more. */
 			if (seq >= v->tx_tail && seq < v->tx_head)
@@ -451,12 +455,21 @@ static int verbs_tx_resolve(struct verbs_link *v, struct sl_stack *s, uint32_t i
 	struct verbs_neigh *n;
 	int ret;
 
+	/*
+	 * Enhanced mode: the underlay QP may not attach to a group (mlx5:
+	 * mlx5_ib_mcg_attach() refuses a source-QPN QP) and a send to a
+	 * group needs its join (an SA MCMemberRecord) and MLID: broadcast
+	 * and multicast go out through the interface, whose ipoib joins
+	 * (send-only for a group it is not in) and sends, over the kring
+	 * link underneath.
+	 */
+	if (v->under && (is_broadcast(s, nh) || SL_IN_MULTICAST(nh)))
+		return v->under->ops->tx(v->under, s, idx, nh);
 	if (is_broadcast(s, nh))
 		return v->mcast ? verbs_send(v, s, idx, ETHERTYPE_IP_, v->mcast_ah,
 					     SL_IPOIB_MCAST_QPN) : -ENETUNREACH;
-	/* Sending to another group needs a send-only join of its MGID and
-	 * an address handle for it: not done (the kring link on the IPoIB
-	 * interface sends through ipoib, which does both). */
+	/* Plain UD: sending to another group needs a send-only join of its
+	 * MGID and an address handle for it: not done. */
 	if (SL_IN_MULTICAST(nh))
 		return -ENETUNREACH;
 	n = neigh_find(v, nh);
@@ -654,10 +667,18 @@ static void rx_one(struct verbs_link *v, struct sl_stack *s, const struct ibv_wc
 	if (wc->status != IBV_WC_SUCCESS) {
 		v->rx_wc_err++;
 		v->last_wc_status = wc->status;
+		/* Flushed or failed: either way the QP is in the error state. */
+		v->need_reset = true;
 		goto bad;
 	}
-	if (wc->opcode != IBV_WC_RECV || wc->byte_len > s->buf_size - RX_LEAD)
+	if (wc->opcode != IBV_WC_RECV)
 		goto bad;
+	if (wc->byte_len > s->buf_size - RX_LEAD) {
+		/* Into the spill area: more than a packet buffer holds. */
+		sl_count(s, SL_C_verbs_rx_too_big);
+		sl_buf_free(s, idx);
+		return;
+	}
 	type = sl_ipoib_rx_parse(frame, wc->byte_len, &plen);
 	if (type < 0)
 		goto bad;
@@ -695,7 +716,7 @@ bad:
 static void rx_refill(struct verbs_link *v, struct sl_stack *s, bool force)
 {
 	struct ibv_recv_wr wr[VERBS_WC_BATCH], *bad;
-	struct ibv_sge sge[VERBS_WC_BATCH];
+	struct ibv_sge sge[VERBS_WC_BATCH][2];
 	pid_t pid = sl_self_pid();
 
 	if (!force && v->rx_nfree < VERBS_RX_REFILL_MIN && v->rx_nfree < v->rq_size / 2)
@@ -711,12 +732,19 @@ static void rx_refill(struct verbs_link *v, struct sl_stack *s, bool force)
 			slot = v->rx_free[--v->rx_nfree];
 			v->rx_slot[slot] = idx;
 			sl_verbs_buf_mark(s, idx, pid);
-			sge[k].addr = (uintptr_t)(sl_buf_base(s, idx) + RX_LEAD);
-			sge[k].length = s->buf_size - RX_LEAD;
-			sge[k].lkey = v->mr->lkey;
-			wr[k].wr_id = slot;
-			wr[k].sg_list = &sge[k];
+			sge[k][0].addr = (uintptr_t)(sl_buf_base(s, idx) + RX_LEAD);
+			sge[k][0].length = s->buf_size - RX_LEAD;
+			sge[k][0].lkey = v->mr->lkey;
 			wr[k].num_sge = 1;
+			if (v->rx_spill) {
+				sge[k][1].addr = (uintptr_t)(v->rx_spill +
+							     (size_t)slot * v->rx_spill_len);
+				sge[k][1].length = v->rx_spill_len;
+				sge[k][1].lkey = v->rx_spill_mr->lkey;
+				wr[k].num_sge = 2;
+			}
+			wr[k].wr_id = slot;
+			wr[k].sg_list = sge[k];
 			wr[k].next = NULL;
 			if (k)
 				wr[k - 1].next = &wr[k];
@@ -744,6 +772,99 @@ static void rx_refill(struct verbs_link *v, struct sl_stack *s, bool force)
 	}
 }
 
+/*
+ * The QP fell into the error state (an error completion, or
+ * IBV_EVENT_QP_FATAL): take every completion left (the flushed receives
+ * give their buffers back), RESET (IBA 10.3.1: the work queues emptied;
+ * rdma-core's providers clean the CQ of the QP's entries), free what was
+ * still posted, and up again to RTS; then the receive queue is filled.
+ * Flow rules and multicast attachments belong to the QP object and stay.
+ * Sends the device held are gone: their ring slots are free.  0, or the
+ * error of a modify (tried again at the next timer).
+ */
+static int verbs_qp_reset(struct verbs_link *v, struct sl_stack *s)
+{
+	struct ibv_wc wc[VERBS_WC_BATCH];
+	struct ibv_qp_attr a;
+	int k, ret, guard = 1024;
+
+	while (guard-- > 0 && (k = VB->poll_cq(v->rcq, VERBS_WC_BATCH, wc)) > 0)
+		for (int i = 0; i < k; i++)
+			rx_one(v, s, &wc[i]);
+	while (guard-- > 0 && VB->poll_cq(v->scq, VERBS_WC_BATCH, wc) > 0)
+		;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RESET;
+	ret = VB->modify_qp(v->qp, &a, IBV_QP_STATE);
+	if (ret)
+		return ret;
+	for (uint32_t i = 0; i < v->rq_size; i++)
+		if (v->rx_slot[i] != SLUICE_IDX_NONE) {
+			sl_verbs_buf_unmark(s, v->rx_slot[i]);
+			sl_buf_free(s, v->rx_slot[i]);
+			v->rx_slot[i] = SLUICE_IDX_NONE;
+			v->rx_free[v->rx_nfree++] = i;
+		}
+	v->tx_tail = v->tx_head - v->tx_npend;
+	ret = sl_verbs_qp_up(v, NULL);
+	if (ret)
+		return ret;
+	v->need_reset = false;
+	sl_count(s, SL_C_verbs_qp_reset);
+	rx_refill(v, s, true);
+	return 0;
+}
+
+/*
+ * The port's events (ibv_get_async_event(3)), without waiting: a QP
+ * error resets the QP; a port going down is noted; the port coming back,
+ * a LID, SM or P_Key change and a client reregister make every
+ * neighbour's path stale (a new DLID, SL or route): resolved neighbours
+ * are dropped, with their AHs, and asked again at their next packet.
+ * The broadcast group's SA join is the interface's (ipoib rejoins on
+ * these events); the QP's attachment to it does not change.
+ */
+void sl_verbs_async(struct verbs_link *v, struct sl_stack *s)
+{
+	struct ibv_async_event e;
+	int guard = 64;
+
+	while (guard-- > 0 && VB->get_async_event(v->ctx, &e) == 0) {
+		enum ibv_event_type t = e.event_type;
+
+		VB->ack_async_event(&e);
+		sl_count(s, SL_C_verbs_async_event);
+		switch (t) {
+		case IBV_EVENT_QP_FATAL:
+		case IBV_EVENT_QP_REQ_ERR:
+		case IBV_EVENT_QP_ACCESS_ERR:
+			v->need_reset = true;
+			break;
+		case IBV_EVENT_PORT_ERR:
+			v->port_down = true;
+			sl_count(s, SL_C_verbs_port_down);
+			break;
+		case IBV_EVENT_PORT_ACTIVE:
+		case IBV_EVENT_LID_CHANGE:
+		case IBV_EVENT_SM_CHANGE:
+		case IBV_EVENT_PKEY_CHANGE:
+		case IBV_EVENT_CLIENT_REREGISTER:
+		case IBV_EVENT_GID_CHANGE:
+			if (t == IBV_EVENT_PORT_ACTIVE)
+				v->port_down = false;
+			if (!v->ib)
+				break;
+			for (int i = 0; i < VERBS_NEIGH_MAX; i++)
+				if (v->neigh[i].state == VN_VALID)
+					neigh_clear(v, s, &v->neigh[i]);
+			sl_count(s, SL_C_verbs_path_flush);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
 /* Lock held, in a batch: timers, then up to budget receive completions. */
 int sl_verbs_rx_cq(struct verbs_link *v, struct sl_stack *s, int budget)
 {
@@ -757,6 +878,7 @@ int sl_verbs_rx_cq(struct verbs_link *v, struct sl_stack *s, int budget)
 		arp_timer(v, s, now_ms);
 		if (v->enhanced)
 			sl_verbs_flows_reconcile(v, s);
+		sl_verbs_async(v, s);
 	}
 	while (n < budget) {
 		int want = budget - n < VERBS_WC_BATCH ? budget - n : VERBS_WC_BATCH;
@@ -770,7 +892,10 @@ int sl_verbs_rx_cq(struct verbs_link *v, struct sl_stack *s, int budget)
 		if (k < want)
 			break;
 	}
-	rx_refill(v, s, false);
+	if (v->need_reset)
+		verbs_qp_reset(v, s);
+	else
+		rx_refill(v, s, false);
 	return n;
 }
 
@@ -820,7 +945,12 @@ static int verbs_fd(struct sl_link *l)
 	if (VB->req_notify_cq(v->rcq, 0))
 		return -1;
 	if (sl_trylock(v->stack)) {
-		int n = verbs_rx(l, v->stack, 64);
+		int n;
+
+		/* Before sleeping: the async fd is in the set, so an event
+		 * left unread would wake us at once, again and again. */
+		sl_verbs_async(v, v->stack);
+		n = verbs_rx(l, v->stack, 64);
 
 		sl_unlock(v->stack);
 		if (n > 0 && !v->ev_signalled) {

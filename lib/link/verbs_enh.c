@@ -203,9 +203,8 @@ static void why(char *buf, size_t len, const char *fmt, ...)
 static int enh_qp_create(struct verbs_link *v, const struct sluice_ifinfo *ii, char *msg,
 			 size_t len)
 {
-	static const enum ibv_qp_state states[] = { IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS };
 	struct ibv_qp_init_attr_ex ia;
-	struct ibv_qp_attr a;
+	enum ibv_qp_state failed = IBV_QPS_RESET;
 	int ret;
 
 	memset(&ia, 0, sizeof(ia));
@@ -215,7 +214,7 @@ static int enh_qp_create(struct verbs_link *v, const struct sluice_ifinfo *ii, c
 	ia.cap.max_send_wr = v->sq_size;
 	ia.cap.max_recv_wr = v->rq_size;
 	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
+	ia.cap.max_recv_sge = v->rx_spill ? 2 : 1;
 	ia.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
 	ia.pd = v->pd;
 	ia.create_flags = IBV_QP_CREATE_SOURCE_QPN;
@@ -234,18 +233,58 @@ static int enh_qp_create(struct verbs_link *v, const struct sluice_ifinfo *ii, c
 			    strerror(-ret));
 		return ret;
 	}
-	for (unsigned int i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
-		memset(&a, 0, sizeof(a));
-		a.qp_state = states[i];
-		ret = VB->modify_qp(v->qp, &a, IBV_QP_STATE);
-		if (ret) {
-			why(msg, len, "moving the source-QPN QP to state %d: %s", (int)states[i],
-			    strerror(ret));
-			return -ret;
-		}
+	ret = sl_verbs_qp_up(v, &failed);
+	if (ret) {
+		why(msg, len, "moving the source-QPN QP to state %d: %s", (int)failed,
+		    strerror(ret));
+		return -ret;
 	}
 	v->qpn = ii->qpn & SL_IPOIB_QPN_MASK;
 	return 0;
+}
+
+/*
+ * A trial rule, made and removed at once (as libvma did): the kernel checks
+ * CAP_NET_RAW when a rule is made (ib_uverbs_ex_create_flow), not when the
+ * source-QPN QP is (rdma-core's ioctl path checks nothing for a UD QP), so
+ * without this the link would come up enhanced with every rule refused.
+ * It matches UDP to port 9 of 0.0.0.0, which no packet has as its
+ * destination, and lives for two system calls.  0, or -errno with msg.
+ */
+static int enh_trial_rule(struct verbs_link *v, char *msg, size_t len)
+{
+	struct sl_verbs_flow_rule r;
+	struct ibv_flow *flow;
+	int ret;
+
+	memset(&r, 0, sizeof(r));
+	r.attr.type = IBV_FLOW_ATTR_NORMAL;
+	r.attr.size = sizeof(r);
+	r.attr.priority = VERBS_FLOW_PRIO_3TUPLE;
+	r.attr.num_of_specs = 2;
+	r.attr.port = v->port;
+	r.ipv4.type = IBV_FLOW_SPEC_IPV4;
+	r.ipv4.size = sizeof(r.ipv4);
+	r.ipv4.mask.dst_ip = 0xffffffffu;
+	r.l4.type = IBV_FLOW_SPEC_UDP;
+	r.l4.size = sizeof(r.l4);
+	r.l4.val.dst_port = htons(9);
+	r.l4.mask.dst_port = 0xffff;
+	errno = 0;
+	flow = VB->create_flow(v->qp, &r.attr);
+	if (flow) {
+		VB->destroy_flow(flow);
+		return 0;
+	}
+	ret = errno ? -errno : -EINVAL;
+	if (ret == -EPERM)
+		why(msg, len, "making flow rules needs CAP_NET_RAW, which this process lacks: "
+		    "give it to the sluice tool (setcap cap_net_raw+p on it) and start the "
+		    "program with `sluice run`, which passes it on as an ambient capability");
+	else
+		why(msg, len, "a trial flow rule was refused: %s (flow steering unusable)",
+		    strerror(-ret));
+	return ret;
 }
 
 /*
@@ -280,6 +319,18 @@ static int enh_setup(struct verbs_link *v, const struct sluice_ifinfo *ii, char 
 		why(msg, len, "ib device %s port %u is not active", ii->ib_dev, ii->ib_port);
 		return -ENETDOWN;
 	}
+	/*
+	 * A controlled Q_Key (bit 31, IBA 10.2.4): a send WR naming one
+	 * makes the device send the QP's own Q_Key instead (IBA 10.2.5), and
+	 * an underlay QP has none (mlx5 takes only the state in its
+	 * modify_qp).  Our packets would carry the wrong key and be dropped:
+	 * the interface's ipoib, whose QP holds the key, carries them.
+	 */
+	if (ii->qkey & 0x80000000u) {
+		why(msg, len, "the broadcast group's Q_Key 0x%08x of %s is a controlled one "
+		    "(top bit set), which a source-QPN QP cannot send with", ii->qkey, ii->name);
+		return -EOPNOTSUPP;
+	}
 	v->ib = true;
 	v->kneigh = true;
 	v->enhanced = true;
@@ -306,6 +357,9 @@ static int enh_setup(struct verbs_link *v, const struct sluice_ifinfo *ii, char 
 		return ret;
 	}
 	ret = enh_qp_create(v, ii, msg, len);
+	if (ret)
+		return ret;
+	ret = enh_trial_rule(v, msg, len);
 	if (ret)
 		return ret;
 	me.flags = 0;

@@ -65,6 +65,8 @@ struct verbs_link {
 	bool ib;			/* InfiniBand link layer: AHs need path records */
 	bool kneigh;			/* neighbours from the module (NEIGH_RESOLVE) */
 	bool enhanced;			/* source-QPN QP of an IPoIB interface */
+	bool need_reset;		/* the QP is in the error state: reset it */
+	bool port_down;			/* IBV_EVENT_PORT_ERR, no PORT_ACTIVE since */
 	bool tx_csum;			/* IBV_SEND_IP_CSUM on sends (SLUICE_IB_UD_CSUM) */
 	bool rx_csum;			/* trust IBV_WC_IP_CSUM_OK (SLUICE_IB_UD_CSUM) */
 	int mcast_err;
@@ -95,6 +97,17 @@ struct verbs_link {
 	uint32_t tx_slot_size;
 	uint64_t tx_head, tx_tail;
 	unsigned int tx_npend;
+	/*
+	 * Receives: a UD receive needs IB MTU + the 40-byte GRH area
+	 * (ibv_post_recv(3)); what a pool buffer cannot hold after RX_LEAD
+	 * goes to a second SGE in this link's spill area (rx_spill_len bytes
+	 * a slot), so a message the stack cannot take is dropped and counted
+	 * instead of failing its WR with a length error, which puts the QP
+	 * in the error state.
+	 */
+	uint8_t *rx_spill;
+	struct ibv_mr *rx_spill_mr;
+	uint32_t rx_spill_len;
 	struct ibv_send_wr tx_wr[VERBS_TX_BATCH];
 	struct ibv_sge tx_sge[VERBS_TX_BATCH];
 	uint64_t last_timer_ms;
@@ -133,6 +146,11 @@ void sl_verbs_destroy(struct verbs_link *v);
 void sl_verbs_return_bufs(struct verbs_link *v);
 int sl_verbs_rx_cq(struct verbs_link *v, struct sl_stack *s, int budget);
 void sl_verbs_flush(struct sl_link *l, struct sl_stack *s);
+/* Lock held: take the device's async events (without waiting). */
+void sl_verbs_async(struct verbs_link *v, struct sl_stack *s);
+/* RESET -> INIT -> RTR -> RTS with what the link was made with; 0 or the
+ * failing modify's error. */
+int sl_verbs_qp_up(struct verbs_link *v, enum ibv_qp_state *failed);
 
 /* link/verbs_enh.c */
 /* Lock held, from the receive timer: drop rules whose filter went away

@@ -27,7 +27,6 @@
 static int verbs_qp_create_plain(struct verbs_link *v)
 {
 	struct ibv_qp_init_attr ia;
-	struct ibv_qp_attr a;
 	int ret;
 
 	memset(&ia, 0, sizeof(ia));
@@ -37,29 +36,12 @@ static int verbs_qp_create_plain(struct verbs_link *v)
 	ia.cap.max_send_wr = v->sq_size;
 	ia.cap.max_recv_wr = v->rq_size;
 	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
+	ia.cap.max_recv_sge = v->rx_spill ? 2 : 1;
 	v->qp = VB->create_qp(v->pd, &ia);
 	if (!v->qp)
 		return errno ? -errno : -ENOMEM;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.pkey_index = v->pkey_index;
-	a.port_num = v->port;
-	a.qkey = v->qkey;
-	ret = VB->modify_qp(v->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			    IBV_QP_QKEY);
-	if (ret)
-		goto err_destroy_qp;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	ret = VB->modify_qp(v->qp, &a, IBV_QP_STATE);
-	if (ret)
-		goto err_destroy_qp;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0;
-	ret = VB->modify_qp(v->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	ret = sl_verbs_qp_up(v, NULL);
 	if (ret)
 		goto err_destroy_qp;
 	v->qpn = v->qp->qp_num & SL_IPOIB_QPN_MASK;
@@ -69,6 +51,42 @@ err_destroy_qp:
 	VB->destroy_qp(v->qp);
 	v->qp = NULL;
 	return -ret;
+}
+
+/*
+ * From RESET to RTS.  Plain UD (ibv_modify_qp(3), UD): INIT with P_Key
+ * index, port and Q_Key, RTR, RTS with the SQ PSN.  The enhanced underlay
+ * QP: the state alone each time (mlx5_ib_modify_qp() refuses anything
+ * else on a source-QPN QP; P_Key, port and Q_Key are the interface's).
+ */
+int sl_verbs_qp_up(struct verbs_link *v, enum ibv_qp_state *failed)
+{
+	static const enum ibv_qp_state states[] = { IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS };
+	struct ibv_qp_attr a;
+	int ret;
+
+	for (unsigned int i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+		int mask = IBV_QP_STATE;
+
+		memset(&a, 0, sizeof(a));
+		a.qp_state = states[i];
+		if (!v->enhanced && states[i] == IBV_QPS_INIT) {
+			a.pkey_index = v->pkey_index;
+			a.port_num = v->port;
+			a.qkey = v->qkey;
+			mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+		} else if (!v->enhanced && states[i] == IBV_QPS_RTS) {
+			a.sq_psn = 0;
+			mask |= IBV_QP_SQ_PSN;
+		}
+		ret = VB->modify_qp(v->qp, &a, mask);
+		if (ret) {
+			if (failed)
+				*failed = states[i];
+			return ret;
+		}
+	}
+	return 0;
 }
 
 struct ibv_context *sl_verbs_open_device(const char *name)
@@ -167,6 +185,14 @@ int sl_verbs_wait_set(struct verbs_link *v)
 	ev.data.fd = v->evfd;
 	if (sl_sys_epoll_ctl(v->epfd, EPOLL_CTL_ADD, v->evfd, &ev))
 		goto err_close_epfd;
+	/* Async events (port, LID, SM, QP errors) wake a sleeper too;
+	 * ibv_get_async_event(3): non-blocking once the fd is. */
+	fl = sl_sys_fcntl(v->ctx->async_fd, F_GETFL, 0);
+	if (fl < 0 || sl_sys_fcntl(v->ctx->async_fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		goto err_close_epfd;
+	ev.data.fd = v->ctx->async_fd;
+	if (sl_sys_epoll_ctl(v->epfd, EPOLL_CTL_ADD, v->ctx->async_fd, &ev))
+		goto err_close_epfd;
 	return 0;
 
 err_close_epfd:
@@ -228,6 +254,9 @@ void sl_verbs_destroy(struct verbs_link *v)
 		VB->destroy_comp_channel(v->chan);
 	if (v->tx_mr)
 		VB->dereg_mr(v->tx_mr);
+	if (v->rx_spill_mr)
+		VB->dereg_mr(v->rx_spill_mr);
+	v->rx_spill_mr = NULL;
 	if (v->mr)
 		VB->dereg_mr(v->mr);
 	if (v->pd)
@@ -270,6 +299,7 @@ void sl_verbs_free(struct verbs_link *v)
 	free(v->rx_slot);
 	free(v->rx_free);
 	free(v->tx_ring);
+	free(v->rx_spill);
 	free(v->flows);
 	free(v);
 }
@@ -339,6 +369,18 @@ int sl_verbs_common_setup(struct verbs_link *v)
 	v->tx_mr = VB->reg_mr(v->pd, v->tx_ring, ring, IBV_ACCESS_LOCAL_WRITE);
 	if (!v->tx_mr)
 		goto err;
+	if (v->ib_mtu + SL_IPOIB_GRH_LEN > s->buf_size - VERBS_RX_LEAD) {
+		v->rx_spill_len = (v->ib_mtu + SL_IPOIB_GRH_LEN - (s->buf_size - VERBS_RX_LEAD) +
+				   63) & ~63u;
+		ring = (size_t)v->rx_spill_len * v->rq_size;
+		if (posix_memalign((void **)&v->rx_spill, 4096, ring)) {
+			v->rx_spill = NULL;
+			return -ENOMEM;
+		}
+		v->rx_spill_mr = VB->reg_mr(v->pd, v->rx_spill, ring, IBV_ACCESS_LOCAL_WRITE);
+		if (!v->rx_spill_mr)
+			goto err;
+	}
 	v->chan = VB->create_comp_channel(v->ctx);
 	if (!v->chan)
 		goto err;

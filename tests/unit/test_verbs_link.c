@@ -62,7 +62,9 @@ static void enh_device(uint32_t caps)
 	snprintf(vd.ifinfo.name, sizeof(vd.ifinfo.name), "ib0");
 	vd.ifinfo.pkey = 0xffff;
 	vd.ifinfo.pkey_index = 0;
-	vd.ifinfo.qkey = 0x80010000;
+	/* The usual IPoIB broadcast group's Q_Key (not a controlled one:
+	 * see test_controlled_qkey()). */
+	vd.ifinfo.qkey = 0x00000b1b;
 	vd.ifinfo.qpn = OUR_QPN;
 	vd.ifinfo.ud_mtu = 2044;
 	memcpy(vd.ifinfo.gid, vd.gid.raw, 16);
@@ -141,8 +143,8 @@ static void test_enhanced_attrs(void)
 	       "enh: our PD, send CQ and receive CQ (with the channel)");
 	tap_ok(vd.qp_attr_ex.cap.max_send_wr == VERBS_SQ_DEFAULT &&
 	       vd.qp_attr_ex.cap.max_recv_wr == s->r->n_bufs / 4 &&
-	       vd.qp_attr_ex.cap.max_send_sge == 1 && vd.qp_attr_ex.cap.max_recv_sge == 1,
-	       "enh: caps: %u send, %u recv WRs (a quarter of the pool), 1 SGE each",
+	       vd.qp_attr_ex.cap.max_send_sge == 1 && vd.qp_attr_ex.cap.max_recv_sge == 2,
+	       "enh: caps: %u send, %u recv WRs (a quarter of the pool), 1 send SGE, 2 receive",
 	       vd.qp_attr_ex.cap.max_send_wr, vd.qp_attr_ex.cap.max_recv_wr);
 	tap_eq(vd.qp_attr_ex.rwq_ind_tbl, NULL, "enh: no RSS indirection table (see link_verbs_enh.c)");
 	tap_eq(vd.n_modify, 3, "enh: three modify_qp");
@@ -158,16 +160,20 @@ static void test_enhanced_attrs(void)
 					   s->r->bufdata_off) / s->r->buf_size),
 	       SL_HEADROOM - SL_IPOIB_GRH_LEN - SL_IPOIB_HLEN,
 	       "enh: a receive SGE starts 44 bytes before the IP header's place");
-	tap_eq(vd.rq[0].len, s->r->buf_size - (SL_HEADROOM - 44), "enh: and runs to the buffer's end");
+	tap_eq(vd.rq[0].sge[0].len, s->r->buf_size - (SL_HEADROOM - 44),
+	       "enh: and runs to the buffer's end");
+	tap_ok(vd.rq[0].nsge == 2 && vd.rq[0].len >= 2048 + 40 && vd.qp_attr_ex.cap.max_recv_sge == 2,
+	       "enh: a second SGE makes it IB MTU + GRH (2 SGEs, %u bytes)", vd.rq[0].len);
 	tap_eq(vd.n_post_recv, (int)((s->r->n_bufs / 4 + VERBS_WC_BATCH - 1) / VERBS_WC_BATCH),
 	       "enh: the queue filled with one post_recv per 32 WRs");
 
-	tap_eq(vd.n_flows, 0, "enh: no flow rule before a filter");
+	tap_ok(vd.n_flows == 1 && vd.n_flows_live == 0,
+	       "enh: no flow rule before a filter (only the trial one, gone at once)");
 	lsd = sluice_socket(ST(s), SLUICE_SOCK_STREAM);
 	tap_ok(sluice_bind(ST(s), lsd, &any5000) == 0 && sluice_listen(ST(s), lsd, 8) == 0,
 	       "enh: a listener on *:5000 (module filter)");
-	tap_eq(vd.n_flows, 1, "enh: one flow rule for the listener's filter");
-	r = &vd.flows[0];
+	tap_eq(vd.n_flows, 2, "enh: one flow rule for the listener's filter");
+	r = &vd.flows[1];
 	tap_ok(r->attr.type == IBV_FLOW_ATTR_NORMAL && r->attr.size == sizeof(*r) &&
 	       r->attr.num_of_specs == 2 && r->attr.port == 1 && r->attr.flags == 0 &&
 	       r->attr.comp_mask == 0, "enh: rule: NORMAL, 2 specs, port 1, no flags");
@@ -183,8 +189,8 @@ static void test_enhanced_attrs(void)
 	/* A UDP socket bound later: its rule follows the module filter. */
 	usd = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
 	tap_eq(sluice_bind(ST(s), usd, &us6000), 0, "enh: UDP bind 10.9.0.1:6000");
-	tap_eq(vd.n_flows, 2, "enh: a rule made with the filter");
-	r = &vd.flows[1];
+	tap_eq(vd.n_flows, 3, "enh: a rule made with the filter");
+	r = &vd.flows[2];
 	tap_ok(r->l4.type == IBV_FLOW_SPEC_UDP && r->l4.val.dst_port == htons(6000) &&
 	       r->ipv4.val.dst_ip == us6000.sin_addr.s_addr && r->ipv4.mask.dst_ip == 0xffffffffu &&
 	       r->ipv4.mask.src_ip == 0 && r->attr.priority == VERBS_FLOW_PRIO_3TUPLE,
@@ -202,7 +208,8 @@ static void test_enhanced_attrs(void)
 	       vd.ahs[0].port_num == 1, "enh: AH from the path record: DLID, SL, rate, no GRH");
 	tap_eq(vd.n_sent, 1, "enh: one send WR");
 	tap_ok(vd.sent[0].opcode == IBV_WR_SEND && vd.sent[0].num_sge == 1 &&
-	       vd.sent[0].remote_qpn == PEER_QPN && vd.sent[0].remote_qkey == 0x80010000,
+	       vd.sent[0].remote_qpn == PEER_QPN && vd.sent[0].remote_qkey == 0x0b1b &&
+	       vd.sent[0].wire_qkey == 0x0b1b,
 	       "enh: SEND to the peer's QPN with the interface's Q_Key");
 	tap_eq(vd.sent[0].send_flags, IBV_SEND_IP_CSUM | IBV_SEND_SIGNALED,
 	       "enh: send_flags IP_CSUM (offered) | SIGNALED (last of its batch)");
@@ -229,7 +236,7 @@ static void test_enhanced_attrs(void)
 
 	/* Closing the UDP socket removes its rule, and only it. */
 	sluice_close(ST(s), usd);
-	tap_ok(vd.n_flows_destroyed == 1 && vd.flow_obj[1] == NULL && vd.flow_obj[0] != NULL,
+	tap_ok(vd.n_flows_destroyed == 2 && vd.flow_obj[2] == NULL && vd.flow_obj[1] != NULL,
 	       "enh: close: the UDP rule destroyed, the listener's kept");
 	/* A rule the device refuses: the filter still works (rings). */
 	vd.fail[VD_create_flow] = EPERM;
@@ -253,7 +260,7 @@ static void test_enhanced_attrs(void)
 		tap_eq(vd.n_flows_destroyed, before, "enh: reconcile waits for the 100 ms timer");
 		fx_clock_us += 200000;
 		sluice_stack_poll(ST(s));
-		tap_ok(vd.n_flows_destroyed == before + 1 && vd.flow_obj[0] == NULL,
+		tap_ok(vd.n_flows_destroyed == before + 1 && vd.flow_obj[1] == NULL,
 		       "enh: a rule whose filter went elsewhere is dropped");
 		sl_lock(s);
 		so->flags |= SL_SF_FILTER;
@@ -288,7 +295,7 @@ static void test_enhanced_fork(void)
 	pid = fork();
 	if (pid == 0) {
 		/* In the child: every verbs call counted from here is a defect. */
-		int calls = 0, bad = 0, s2;
+		int calls = 0, bad = 0, s2, destroyed0 = vd.n_flows_destroyed;
 		struct sockaddr_in us2 = fx_addr("10.9.0.1", 6101);
 
 		memset(vd.calls, 0, sizeof(vd.calls));
@@ -303,7 +310,7 @@ static void test_enhanced_fork(void)
 		s->link->ops->close(s->link);
 		for (int i = 0; i < VD_NCALLS; i++)
 			calls += vd.calls[i];
-		if (calls || vd.n_post_send || vd.n_post_recv || vd.n_flows_destroyed)
+		if (calls || vd.n_post_send || vd.n_post_recv || vd.n_flows_destroyed != destroyed0)
 			bad |= 2;
 		_exit(bad);
 	}
@@ -683,6 +690,209 @@ static void test_plain_ib(void)
 	fx_destroy(s);
 }
 
+/*
+ * Issue 14 item 3: CAP_NET_RAW is checked when a flow rule is made
+ * (ib_uverbs_ex_create_flow), not when the source-QPN QP is: without it
+ * the link must not come up "enhanced" with every rule failing.  A trial
+ * rule at setup finds out, says which capability and how to get it, and
+ * leaves the kring path.
+ */
+static void test_trial_rule_no_net_raw(void)
+{
+	struct sl_stack *s = mod_stack("vtrial");
+	struct sluice_link_report rep;
+	uint32_t free0 = s->lib->buf_free_count;
+
+	enh_device(0);
+	vd.no_net_raw = true;
+	tap_eq(sluice_link_device(ST(s), &rep), 0, "trial: sluice_link_device succeeds");
+	tap_ok(!strcmp(rep.link, "kring") && s->link == &vd.kring,
+	       "trial: no CAP_NET_RAW: the kring path, not enhanced (%s)", rep.link);
+	tap_ok(rep.verbs_err == -EPERM && strstr(rep.why, "CAP_NET_RAW") &&
+	       strstr(rep.why, "sluice run"),
+	       "trial: the reason names CAP_NET_RAW and how to get it (\"%s\")", rep.why);
+	tap_ok(vd.live == 0 && vd.n_flows_live == 0, "trial: nothing left of the verbs link");
+	tap_eq(s->lib->buf_free_count, free0, "trial: every buffer back");
+	mod_destroy(s);
+	/* With the capability the trial rule is made and removed at once. */
+	s = mod_stack("vtrial2");
+	enh_device(0);
+	tap_eq(sluice_link_device(ST(s), &rep), 0, "trial: with CAP_NET_RAW linked");
+	tap_ok(!strcmp(rep.link, "verbs-enhanced") && vd.n_flows_live == 0,
+	       "trial: enhanced, no rule left over from the trial (%s, %d live)", rep.link,
+	       vd.n_flows_live);
+	mod_destroy(s);
+	tap_eq(vd.live, 0, "trial: close frees everything");
+}
+
+/* Item 4: broadcast and multicast sends in enhanced mode go out (through
+ * the interface: ipoib joins the group and sends). */
+static void test_enh_bcast_mcast(void)
+{
+	struct sl_stack *s = mod_stack("vbc");
+	struct sockaddr_in us = fx_addr("10.9.0.1", 6200), bc = fx_addr("255.255.255.255", 7);
+	struct sockaddr_in sbc = fx_addr("10.9.0.255", 7), mc = fx_addr("224.1.2.3", 7);
+	struct sluice_link_report rep;
+	int one = 1, usd;
+
+	enh_device(0);
+	tap_eq(sluice_link_device(ST(s), &rep), 0, "bcast: linked");
+	tap_ok(!strcmp(rep.link, "verbs-enhanced"), "bcast: enhanced (%s)", rep.why);
+	usd = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
+	sluice_bind(ST(s), usd, &us);
+	sluice_setsockopt(ST(s), usd, SOL_SOCKET, SO_BROADCAST, &one, sizeof(one));
+	tap_eq(sluice_sendto(ST(s), usd, "b", 1, 0, &bc), 1, "bcast: 255.255.255.255 sent");
+	tap_eq(sluice_sendto(ST(s), usd, "s", 1, 0, &sbc), 1, "bcast: subnet broadcast sent");
+	tap_eq(sluice_sendto(ST(s), usd, "m", 1, 0, &mc), 1, "bcast: 224.1.2.3 sent");
+	tap_ok(vd.kring_tx == 3 && vd.kring_tx_nh[2] == mc.sin_addr.s_addr,
+	       "bcast: all three through the interface (kring): %d", vd.kring_tx);
+	tap_eq(vd.violations, 0, "bcast: no multicast attach tried on the underlay QP");
+	sluice_close(ST(s), usd);
+	mod_destroy(s);
+}
+
+/* Item 9: receive buffers hold IB MTU + the 40-byte GRH area: a full-size
+ * datagram from a peer at the interface MTU (2044) must not be a length
+ * error (which puts the QP in the error state). */
+static void test_rx_buffer_size(void)
+{
+	struct sl_stack *s = mod_stack("vrxsz");
+	struct sluice_link_report rep;
+	uint8_t f[2100];
+	int small = 0;
+
+	enh_device(0);
+	tap_eq(sluice_link_device(ST(s), &rep), 0, "rxsize: linked");
+	for (int i = 0; i < vd.n_rq; i++)
+		small += vd.rq[i].len < 2048 + SL_IPOIB_GRH_LEN;
+	tap_ok(small == 0, "rxsize: every receive WR holds IB MTU 2048 + GRH 40 (%u)", vd.rq[0].len);
+	/* 2048 bytes: IPoIB header + a 2044-byte IPv4 packet. */
+	memset(f, 0, sizeof(f));
+	sl_ipoib_hdr_put(f, ETHERTYPE_IP_);
+	fx_ip(f + SL_IPOIB_HLEN, "10.9.0.2", "10.9.0.1", IPPROTO_UDP, f + 100, 2044 - 20);
+	tap_eq(vd_rx(f, 2048, 0, PEER_QPN, NULL), 0, "rxsize: a 2048-byte message is received");
+	sluice_stack_poll(ST(s));
+	tap_eq(vd.qp_state, IBV_QPS_RTS, "rxsize: the QP stays in RTS");
+	tap_ok(vd.n_rq > 0 && vd.violations == 0, "rxsize: receives still posted");
+	mod_destroy(s);
+	tap_eq(vd.live, 0, "rxsize: close frees everything");
+}
+
+/* Item 12: a controlled Q_Key (bit 31, IBA 10.2.4): a WR naming it sends
+ * the QP's own Q_Key instead (10.2.5), and an underlay QP takes no Q_Key
+ * (state-only modify): enhanced mode would send with the wrong key. */
+static void test_controlled_qkey(void)
+{
+	struct sl_stack *s = mod_stack("vqk");
+	struct sockaddr_in us = fx_addr("10.9.0.1", 6300), peer = fx_addr("10.9.0.2", 7);
+	struct sluice_link_report rep;
+	int usd, bad = 0;
+
+	enh_device(0);
+	vd.ifinfo.qkey = 0x80010000;
+	tap_eq(sluice_link_device(ST(s), &rep), 0, "qkey: linked");
+	usd = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
+	sluice_bind(ST(s), usd, &us);
+	sluice_sendto(ST(s), usd, "q", 1, 0, &peer);
+	for (int i = 0; i < vd.n_sent; i++)
+		bad += vd.sent[i].wire_qkey != 0x80010000;
+	tap_ok(bad == 0 && (vd.n_sent > 0 || (!strcmp(rep.link, "kring") &&
+					      strstr(rep.why, "Q_Key"))),
+	       "qkey: packets carry the group's Q_Key, or the kring path is used and says "
+	       "why (%d sent, %d wrong, %s: %s)", vd.n_sent, bad, rep.link, rep.why);
+	sluice_close(ST(s), usd);
+	mod_destroy(s);
+	/* Plain UD: setting a controlled Q_Key on the QP needs privilege. */
+	{
+		struct sl_stack *p = fx_stack("vqk2", "10.9.0.1", NULL);
+		struct sluice_verbs_config cfg = { .flags = SLUICE_VERBS_NO_MCAST,
+						   .qkey = 0x80010000 };
+
+		vd_reset(IBV_LINK_LAYER_ETHERNET);
+		tap_eq(sluice_link_verbs(ST(p), &cfg), -EPERM,
+		       "qkey: plain UD with a controlled Q_Key and no privilege: -EPERM");
+		tap_eq(vd.live, 0, "qkey: nothing left");
+		fx_destroy(p);
+	}
+}
+
+/*
+ * Item 5: the QP falls into the error state (IBV_EVENT_QP_FATAL; every
+ * posted receive flushed): the link resets it, posts receives again,
+ * re-makes its rules, and traffic flows without a restart.
+ */
+static void test_qp_error_recovery(void)
+{
+	struct sl_stack *s = mod_stack("vrec");
+	struct sockaddr_in us = fx_addr("10.9.0.1", 6000);
+	struct sluice_link_report rep;
+	uint32_t free0 = s->lib->buf_free_count;
+	uint8_t f[128], got[32];
+	int usd, rq;
+	size_t n;
+
+	enh_device(0);
+	tap_eq(sluice_link_device(ST(s), &rep), 0, "recover: linked");
+	usd = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
+	sluice_bind(ST(s), usd, &us);
+	rq = vd.n_rq;
+	vd_qp_error(true);
+	sluice_stack_poll(ST(s));
+	fx_clock_us += 200000;
+	sluice_stack_poll(ST(s));
+	tap_eq(vd.qp_state, IBV_QPS_RTS, "recover: the QP is back in RTS");
+	tap_eq(vd.n_rq, rq, "recover: the receive queue is full again");
+	tap_ok(vd.n_flows_live == 1, "recover: the socket's rule is there (%d)", vd.n_flows_live);
+	tap_ok(vd.n_ev_got == 1 && vd.n_ev_acked == 1, "recover: the event got and acked");
+	n = udp_frame(f, 6000, "again", true);
+	vd_rx(f, (uint32_t)n, 0, PEER_QPN, NULL);
+	sluice_stack_poll(ST(s));
+	tap_eq(sluice_recvfrom(ST(s), usd, got, sizeof(got), MSG_DONTWAIT, NULL), 5,
+	       "recover: a datagram after it is delivered");
+	tap_ok(sl_counter_sum(s, SL_C_verbs_qp_reset) == 1 &&
+	       sl_counter_sum(s, SL_C_verbs_async_event) == 1,
+	       "recover: counted: verbs_qp_reset 1, verbs_async_event 1");
+	/* A length error (no event): the completion says it, same recovery. */
+	{
+		static uint8_t big[4200];
+
+		memset(big, 0, sizeof(big));
+		sl_ipoib_hdr_put(big, ETHERTYPE_IP_);
+		vd_rx(big, 4100, 0, PEER_QPN, NULL);
+		sluice_stack_poll(ST(s));
+		fx_clock_us += 200000;
+		sluice_stack_poll(ST(s));
+		tap_ok(vd.qp_state == IBV_QPS_RTS && vd.n_rq == rq,
+		       "recover: after an error completion too (state %d, %d posted)",
+		       (int)vd.qp_state, vd.n_rq);
+	}
+	/* A port flap: down, then active: the port's events are taken, the
+	 * neighbours' paths asked again, and the socket still works. */
+	/* Events are taken by the 100 ms timer (and before sleeping). */
+	vd_event(IBV_EVENT_PORT_ERR, 1);
+	fx_clock_us += 200000;
+	sluice_stack_poll(ST(s));
+	vd_event(IBV_EVENT_PORT_ACTIVE, 1);
+	vd_event(IBV_EVENT_CLIENT_REREGISTER, 1);
+	fx_clock_us += 200000;
+	sluice_stack_poll(ST(s));
+	tap_ok(vd.n_ev == 0 && vd.n_ev_got == 4 && vd.n_ev_acked == vd.n_ev_got,
+	       "recover: port events taken and acked (%d)", vd.n_ev_got);
+	tap_ok(sl_counter_sum(s, SL_C_verbs_port_down) == 1 &&
+	       sl_counter_sum(s, SL_C_verbs_path_flush) == 2,
+	       "recover: counted: verbs_port_down 1, verbs_path_flush 2");
+	n = udp_frame(f, 6000, "flap", true);
+	vd_rx(f, (uint32_t)n, 0, PEER_QPN, NULL);
+	sluice_stack_poll(ST(s));
+	tap_eq(sluice_recvfrom(ST(s), usd, got, sizeof(got), MSG_DONTWAIT, NULL), 4,
+	       "recover: received after the flap");
+	sluice_close(ST(s), usd);
+	s->link->ops->close(s->link);
+	tap_ok(vd.live == 0 && s->lib->buf_free_count == free0,
+	       "recover: close frees everything, every buffer back");
+	mod_destroy(s);
+}
+
 int main(void)
 {
 	test_enhanced_attrs();
@@ -693,6 +903,11 @@ int main(void)
 	test_plain_batching();
 	test_neigh_expiry();
 	test_plain_ib();
+	test_trial_rule_no_net_raw();
+	test_enh_bcast_mcast();
+	test_rx_buffer_size();
+	test_controlled_qkey();
+	test_qp_error_recovery();
 	tap_ok(vd.violations == 0, "model: no call the verbs rules refuse was made (%s)",
 	       vd.last_violation);
 	sl_verbs = &sl_verbs_real;

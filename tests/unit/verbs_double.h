@@ -125,6 +125,8 @@ struct vd_state {
 	/* The kring fallback. */
 	struct sl_link kring;
 	int kring_closed;
+	int kring_tx;				/* packets the kring link was given */
+	uint32_t kring_tx_nh[16];
 };
 
 static struct vd_state vd;
@@ -876,7 +878,9 @@ static int vd_kring_tx(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint
 	(void)l;
 	(void)s;
 	(void)idx;
-	(void)nh;
+	if (vd.kring_tx < 16)
+		vd.kring_tx_nh[vd.kring_tx] = nh;
+	vd.kring_tx++;
 	return 0;
 }
 
