@@ -152,6 +152,30 @@ static bool sluice_ipoib_connected(const struct net_device *dev)
 	return cm;
 }
 
+/*
+ * Enhanced IPoIB, as the interface itself was made, not as its device
+ * could: ipoib asks the device's driver for the netdev's insides
+ * (ipoib_intf_init(), rdma_init_netdev()) and, when the driver has none
+ * to give (no rdma_netdev_get_params, or mlx5 firmware without
+ * ipoib_enhanced_offloads: mlx5_rdma_rn_get_params() says -EOPNOTSUPP),
+ * fills the struct rdma_netdev at netdev_priv() itself with its own
+ * datagram path and no set_id.  The driver's (mlx5: mlx5_rdma_setup_rn())
+ * sets set_id, which ipoib then calls (ipoib_ib_dev_open_default()).
+ * Only then do user QPs with the interface's source QPN reach the wire
+ * as the interface.  Both ipoib's parents and its P_Key children carry
+ * its link ops (kind "ipoib"), which make netdev_priv() an rdma_netdev.
+ */
+static bool sluice_ipoib_enhanced(const struct net_device *dev)
+{
+	const struct rtnl_link_ops *ops = dev->rtnl_link_ops;
+	const struct rdma_netdev *rn;
+
+	if (!ops || strcmp(ops->kind, "ipoib"))
+		return false;
+	rn = netdev_priv(dev);
+	return rn->set_id;
+}
+
 /**
  * sluice_ipoib_ifinfo - the ib_* fields of IFINFO for @dev
  * @dev:	the interface, under RTNL
@@ -193,8 +217,9 @@ void sluice_ipoib_ifinfo(struct net_device *dev, struct sluice_ifinfo *info)
 		d.qkey_sa = true;
 	}
 	d.connected = sluice_ipoib_connected(dev);
-	/* Enhanced IPoIB: the driver offers a netdev of its own, whose UD QPs take a source QPN. */
-	d.source_qpn = !!ibdev->ops.rdma_netdev_get_params;
+	/* Enhanced IPoIB: the interface is the driver's netdev, not ipoib's
+	 * own (the device offering one is not enough: see above). */
+	d.source_qpn = ibdev->ops.rdma_netdev_get_params && sluice_ipoib_enhanced(dev);
 	d.ud_csum = !!(ibdev->attrs.device_cap_flags & IB_DEVICE_UD_IP_CSUM);
 	d.flow_steer = !!(ibdev->attrs.device_cap_flags &
 			  IB_DEVICE_MANAGED_FLOW_STEERING);

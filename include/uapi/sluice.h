@@ -740,7 +740,7 @@ struct sluice_ifinfo {
 #define SLUICE_IB_IPOIB		0x1u	/* an IPoIB interface matched to an ib_device */
 #define SLUICE_IB_QKEY_SA	0x2u	/* @qkey read from the broadcast MCMemberRecord */
 #define SLUICE_IB_CONNECTED	0x4u	/* interface in connected (RC) mode */
-#define SLUICE_IB_SOURCE_QPN	0x8u	/* UD QPs with a source QPN (enhanced IPoIB) */
+#define SLUICE_IB_SOURCE_QPN	0x8u	/* interface in enhanced mode: source-QPN UD QPs */
 #define SLUICE_IB_FLOW_STEER	0x10u	/* flow steering rules (ibv_create_flow) */
 #define SLUICE_IB_UD_CSUM	0x20u	/* UD IPv4 checksum offload */
 #define SLUICE_IB_RSS		0x40u	/* RSS over several receive QPs */

@@ -433,8 +433,10 @@ int sluice_link_device(struct sluice_stack *st, struct sluice_link_report *rep)
 		    "datagram only)", ii.name);
 		ret = -EOPNOTSUPP;
 	} else if (!(ii.ib_flags & SLUICE_IB_SOURCE_QPN)) {
-		why(rep->why, sizeof(rep->why), "%s is legacy IPoIB: %s offers no source-QPN "
-		    "UD QPs (enhanced IPoIB needs an mlx5 device)", ii.name, ii.ib_dev);
+		why(rep->why, sizeof(rep->why), "%s is legacy IPoIB: ipoib runs it itself, not "
+		    "%s's driver, so no source-QPN QP can send as it (enhanced IPoIB needs an "
+		    "mlx5 device whose firmware has enhanced IPoIB offloads on)", ii.name,
+		    ii.ib_dev);
 		ret = -EOPNOTSUPP;
 	} else if (!(ii.ib_flags & SLUICE_IB_FLOW_STEER)) {
 		why(rep->why, sizeof(rep->why), "%s offers no flow steering", ii.ib_dev);
