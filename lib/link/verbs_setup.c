@@ -425,30 +425,6 @@ static int verbs_port_setup(struct verbs_link *v, struct ibv_port_attr *pa)
 	return 0;
 }
 
-/*
- * On an InfiniBand link layer an address handle needs the peer's LID and
- * path (SL, rate): the module's path records give them, for a stack on
- * the IPoIB interface of this port.  0 if the stack can use them.
- */
-static int verbs_ib_kneigh(struct verbs_link *v)
-{
-	struct sl_stack *s = v->stack;
-	struct sluice_ifinfo ii;
-	int ret;
-
-	if (!s->module_backed || !s->ifindex)
-		return -EOPNOTSUPP;
-	memset(&ii, 0, sizeof(ii));
-	ii.size = sizeof(ii);
-	ii.ifindex = s->ifindex;
-	ret = VB->ifinfo(&ii);
-	if (ret)
-		return ret;
-	if (!(ii.ib_flags & SLUICE_IB_IPOIB) || ii.ib_port != v->port)
-		return -EOPNOTSUPP;
-	return 0;
-}
-
 int sluice_link_verbs(struct sluice_stack *st, const struct sluice_verbs_config *cfg)
 {
 	struct sl_stack *s = (struct sl_stack *)st;
@@ -482,11 +458,16 @@ int sluice_link_verbs(struct sluice_stack *st, const struct sluice_verbs_config 
 	if (ret)
 		goto err_destroy;
 	if (v->ib) {
-		/* InfiniBand: neighbours and paths from the module, or nothing. */
-		ret = verbs_ib_kneigh(v);
-		if (ret)
-			goto err_destroy;
-		v->kneigh = true;
+		/*
+		 * InfiniBand: peers learn our IPv4 address from the IPoIB
+		 * interface's ARP and answer its QPN, never this QP's own, so
+		 * a plain UD link would send and never hear a reply (issue
+		 * 14 item 11).  The way onto IB is sluice_link_device(): the
+		 * enhanced link (source QPN = the interface's), else the
+		 * kring path.
+		 */
+		ret = -EOPNOTSUPP;
+		goto err_destroy;
 	}
 	ret = sl_verbs_common_setup(v);
 	if (ret)

@@ -638,12 +638,21 @@ static void test_neigh_expiry(void)
 	fx_destroy(s);
 }
 
-/* InfiniBand link layer, plain UD: needs the module's path records. */
+/*
+ * InfiniBand link layer, plain UD (issue 14 item 11): peers learn our
+ * address from the interface's ARP, so they answer the interface's QPN,
+ * never a plain QP's own: such a link could send and never receive a
+ * reply.  It is refused; the enhanced link (source QPN = the
+ * interface's) is the way onto IB.  Its neighbours come from the
+ * module's path records, checked here.
+ */
 static void test_plain_ib(void)
 {
 	struct sl_stack *s = fx_stack("vib", "10.9.0.1", NULL);
 	struct sockaddr_in peer = fx_addr("10.9.0.2", 7);
-	int usd;
+	struct sluice_link_report rep;
+	struct sluice_verbs_info info;
+	int usd, ret;
 
 	enh_device(0);
 	tap_eq(sluice_link_verbs(ST(s), NULL), -EOPNOTSUPP,
@@ -651,17 +660,31 @@ static void test_plain_ib(void)
 	tap_eq(vd.live, 0, "ib plain: nothing left");
 	s->module_backed = true;
 	s->ifindex = 7;
-	tap_eq(sluice_link_verbs(ST(s), NULL), 0, "ib plain: up on a module stack on ib0");
-	tap_eq(vd.calls[VD_attach_mcast], 0, "ib plain: no ARP group (the module resolves)");
+	memset(&info, 0, sizeof(info));
+	ret = sluice_link_verbs(ST(s), NULL);
+	if (!ret)
+		sluice_verbs_info(ST(s), &info);
+	tap_ok(ret != 0 || info.qpn == vd.ifinfo.qpn,
+	       "ib plain: no link under a QPN peers do not answer (ret %d, QPN 0x%x, the "
+	       "interface's 0x%x)", ret, info.qpn, vd.ifinfo.qpn);
+	tap_ok(ret == -EOPNOTSUPP && vd.live == 0, "ib plain: -EOPNOTSUPP, nothing left (%d)", ret);
+	if (!ret)
+		s->link->ops->close(s->link);
+	fx_destroy(s);
+	/* The module's neighbours and paths, on the enhanced link. */
+	s = mod_stack("vib2");
+	enh_device(0);
+	tap_eq(sluice_link_device(ST(s), &rep), 0, "ib kneigh: enhanced link up on ib0");
+	tap_eq(vd.calls[VD_attach_mcast], 0, "ib kneigh: no ARP group (the module resolves)");
 	usd = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
 	vd.nr.path_state = SLUICE_NEIGH_RES_PENDING;
 	sluice_sendto(ST(s), usd, "a", 1, 0, &peer);
-	tap_eq(vd.n_sent, 0, "ib plain: path pending: held");
+	tap_eq(vd.n_sent, 0, "ib kneigh: path pending: held");
 	vd.nr.path_state = SLUICE_NEIGH_RES_VALID;
 	fx_clock_us += 150000;
 	sluice_stack_poll(ST(s));
 	tap_ok(vd.n_sent == 1 && vd.sent[0].remote_qpn == PEER_QPN && vd.ahs[0].dlid == 0x17 &&
-	       vd.ahs[0].sl == 3, "ib plain: path valid: sent through an AH with DLID and SL");
+	       vd.ahs[0].sl == 3, "ib kneigh: path valid: sent through an AH with DLID and SL");
 	/* A neighbour the module fails: asked once, not for every packet;
 	 * asked again by the timer, dropped after its tries. */
 	{
@@ -672,22 +695,20 @@ static void test_plain_ib(void)
 		for (int i = 0; i < 5; i++)
 			sluice_sendto(ST(s), usd, "z", 1, 0, &gone);
 		tap_eq(vd.calls[VD_neigh_resolve] - asked, 1,
-		       "ib plain: a failed neighbour is asked once for 5 packets");
+		       "ib kneigh: a failed neighbour is asked once for 5 packets");
 		for (int i = 0; i < 40; i++) {
 			fx_clock_us += 110000;
 			sluice_stack_poll(ST(s));
 		}
 		tap_eq(vd.calls[VD_neigh_resolve] - asked, 30,
-		       "ib plain: asked again by the timer, 30 times in all, then given up");
+		       "ib kneigh: asked again by the timer, 30 times in all, then given up");
 		for (int i = 0; i < 3; i++)
 			sluice_sendto(ST(s), usd, "z", 1, 0, &gone);
-		tap_eq(vd.calls[VD_neigh_resolve] - asked, 31, "ib plain: given up: the next packet asks afresh");
+		tap_eq(vd.calls[VD_neigh_resolve] - asked, 31, "ib kneigh: given up: the next packet asks afresh");
 	}
 	sluice_close(ST(s), usd);
-	s->link->ops->close(s->link);
-	s->module_backed = false;
-	tap_eq(vd.live, 0, "ib plain: close frees everything");
-	fx_destroy(s);
+	mod_destroy(s);
+	tap_eq(vd.live, 0, "ib kneigh: close frees everything");
 }
 
 /*
