@@ -101,20 +101,58 @@ static unsigned int sluice_path_count;
 
 static struct ib_sa_client sluice_sa_client;
 
-/* The ib device and port of an IPoIB netdev, or NULL.  Under sluice_ib_lock. */
+/*
+ * The hardware device and dev_port that name @dev's port: @dev's own, or
+ * for a P_Key child (ib0.8001, ipoib_vlan_add()) its parent's.  ipoib sets
+ * the device parent and dev_port on a parent interface only
+ * (ipoib_parent_init(); a child's ipoib_child_init() sets neither) and
+ * gives a child's parent as its iflink (ipoib_get_iflink()).  The parent
+ * is looked up under RCU: some callers do not hold RTNL.
+ */
+static bool sluice_ipoib_port_of(const struct net_device *dev,
+				 const struct device **hw, u16 *dev_port)
+{
+	const struct rtnl_link_ops *ops = dev->rtnl_link_ops;
+	const struct net_device *parent;
+	int iflink;
+
+	*hw = dev->dev.parent;
+	*dev_port = dev->dev_port;
+	if (*hw || !ops || strcmp(ops->kind, "ipoib"))
+		return *hw;
+	iflink = dev_get_iflink(dev);
+	if (iflink == dev->ifindex)
+		return false;
+	rcu_read_lock();
+	parent = dev_get_by_index_rcu(dev_net(dev), iflink);
+	if (parent && parent->type == ARPHRD_INFINIBAND) {
+		*hw = parent->dev.parent;
+		*dev_port = parent->dev_port;
+	}
+	rcu_read_unlock();
+	return *hw;
+}
+
+/*
+ * The ib device and port of an IPoIB netdev (a P_Key child's: its
+ * parent's), or NULL.  Under sluice_ib_lock.
+ */
 static struct ib_device *sluice_ib_match(const struct net_device *dev,
 					 u32 *port)
 {
+	const struct device *hw;
 	struct sluice_ibdev *e;
+	u16 dev_port;
 	u32 p;
 
 	lockdep_assert_held(&sluice_ib_lock);
 	if (dev->type != ARPHRD_INFINIBAND ||
-	    dev->addr_len != SLUICE_IPOIB_ALEN || !dev->dev.parent)
+	    dev->addr_len != SLUICE_IPOIB_ALEN ||
+	    !sluice_ipoib_port_of(dev, &hw, &dev_port))
 		return NULL;
-	p = (u32)dev->dev_port + 1;
+	p = (u32)dev_port + 1;
 	list_for_each_entry(e, &sluice_ib_devs, node) {
-		if (e->ibdev->dev.parent != dev->dev.parent ||
+		if (e->ibdev->dev.parent != hw ||
 		    !rdma_is_port_valid(e->ibdev, p) ||
 		    !rdma_protocol_ib(e->ibdev, p))
 			continue;
@@ -217,8 +255,10 @@ void sluice_ipoib_ifinfo(struct net_device *dev, struct sluice_ifinfo *info)
 		d.qkey_sa = true;
 	}
 	d.connected = sluice_ipoib_connected(dev);
-	/* Enhanced IPoIB: the interface is the driver's netdev, not ipoib's
-	 * own (the device offering one is not enough: see above). */
+	/*
+	 * Enhanced IPoIB: the interface is the driver's netdev, not ipoib's
+	 * own (the device offering one is not enough: see above).
+	 */
 	d.source_qpn = ibdev->ops.rdma_netdev_get_params && sluice_ipoib_enhanced(dev);
 	d.ud_csum = !!(ibdev->attrs.device_cap_flags & IB_DEVICE_UD_IP_CSUM);
 	d.flow_steer = !!(ibdev->attrs.device_cap_flags &
