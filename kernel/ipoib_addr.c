@@ -144,7 +144,13 @@ int sluice_ipoib_fill(struct sluice_ifinfo *info,
 	if (d->addr_len != SLUICE_IPOIB_ALEN || !d->hwaddr || !d->broadcast ||
 	    !d->port)
 		return -EINVAL;
-	if (d->qkey_sa)
+	/*
+	 * While ipoib joins the broadcast group again (a client reregister,
+	 * an SM change), ib_sa holds a fresh group whose record is still
+	 * zero: a Q_Key of 0 is no answer (issue 14 item 8), and IPoIB
+	 * groups never use it.
+	 */
+	if (d->qkey_sa && d->qkey)
 		flags |= SLUICE_IB_QKEY_SA;
 	if (d->connected)
 		flags |= SLUICE_IB_CONNECTED;
@@ -161,7 +167,7 @@ int sluice_ipoib_fill(struct sluice_ifinfo *info,
 	sluice_copy_name(info->ib_dev, sizeof(info->ib_dev), d->ib_dev);
 	info->pkey = d->pkey;
 	info->pkey_index = d->pkey_index;
-	info->qkey = d->qkey_sa ? d->qkey : SLUICE_IPOIB_DEFAULT_QKEY;
+	info->qkey = flags & SLUICE_IB_QKEY_SA ? d->qkey : SLUICE_IPOIB_DEFAULT_QKEY;
 	info->qpn = sluice_ipoib_qpn(d->hwaddr);
 	info->ud_mtu = mtu ? mtu - SLUICE_IPOIB_HLEN : 0;
 	sluice_ipoib_gid(d->hwaddr, info->gid);

@@ -701,7 +701,7 @@ struct sluice_filter {
  * @pkey:	out: the interface's P_Key (full member bit as configured)
  * @pkey_index:	out: its index in the port's P_Key table
  * @qkey:	out: the broadcast group's Q_Key (SLUICE_IB_QKEY_SA), else
- *		the IPoIB default 0x0B1B
+ *		(no record, or one being rejoined) the IPoIB default 0x0B1B
  * @qpn:	out: the interface's own QPN (hwaddr bytes 1..3)
  * @ud_mtu:	out: IPoIB UD MTU: the port's active IB MTU minus the
  *		4-byte IPoIB header (2044, 4092, ...)

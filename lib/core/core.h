@@ -380,7 +380,8 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(verbs_async_event, "verbs async events taken (port, LID, SM, P_Key, QP)") \
 	X(verbs_port_down, "verbs port down events") \
 	X(verbs_path_flush, "verbs neighbours dropped to ask their paths again (port, LID, SM change)") \
-	X(verbs_rx_too_big, "verbs receives longer than a packet buffer (dropped, the QP kept)")
+	X(verbs_rx_too_big, "verbs receives longer than a packet buffer (dropped, the QP kept)") \
+	X(verbs_qkey_change, "enhanced IPoIB: the broadcast group's Q_Key changed after a rejoin")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,

@@ -65,6 +65,7 @@
 #define VERBS_NEIGH_REACHABLE_MS 30000
 #define RX_LEAD			VERBS_RX_LEAD
 #define VERBS_RX_REFILL_MIN	16
+#define VERBS_IFINFO_TRIES	100	/* timer ticks (10 s) to wait for a rejoin */
 
 _Static_assert(SL_HEADROOM >= SL_IPOIB_GRH_LEN + SL_IPOIB_HLEN, "headroom holds GRH + IPoIB");
 _Static_assert(VERBS_TX_BATCH <= VERBS_SQ_DEFAULT, "a batch fits the default send queue");
@@ -852,6 +853,10 @@ void sl_verbs_async(struct verbs_link *v, struct sl_stack *s)
 		case IBV_EVENT_GID_CHANGE:
 			if (t == IBV_EVENT_PORT_ACTIVE)
 				v->port_down = false;
+			/* ipoib joins the broadcast group again: its Q_Key
+			 * may change, and reads as unknown until it is done. */
+			if (v->enhanced)
+				v->ifinfo_stale = VERBS_IFINFO_TRIES;
 			if (!v->ib)
 				break;
 			for (int i = 0; i < VERBS_NEIGH_MAX; i++)
@@ -863,6 +868,29 @@ void sl_verbs_async(struct verbs_link *v, struct sl_stack *s)
 			break;
 		}
 	}
+}
+
+/*
+ * Enhanced, after a port event: the interface's Q_Key again (IFINFO), once
+ * the module has the group's record (SLUICE_IB_QKEY_SA: not while ipoib is
+ * still rejoining, when ib_sa's record reads zero).  Sends carry it in
+ * every WR.  A controlled one is kept out (see enh_setup()).
+ */
+static void verbs_ifinfo_refresh(struct verbs_link *v, struct sl_stack *s)
+{
+	struct sluice_ifinfo ii;
+
+	memset(&ii, 0, sizeof(ii));
+	ii.size = sizeof(ii);
+	ii.ifindex = v->ifindex;
+	v->ifinfo_stale--;
+	if (VB->ifinfo(&ii) || !(ii.ib_flags & SLUICE_IB_QKEY_SA) || !ii.qkey ||
+	    (ii.qkey & 0x80000000u))
+		return;
+	if (ii.qkey != v->qkey)
+		sl_count(s, SL_C_verbs_qkey_change);
+	v->qkey = ii.qkey;
+	v->ifinfo_stale = 0;
 }
 
 /* Lock held, in a batch: timers, then up to budget receive completions. */
@@ -879,6 +907,8 @@ int sl_verbs_rx_cq(struct verbs_link *v, struct sl_stack *s, int budget)
 		if (v->enhanced)
 			sl_verbs_flows_reconcile(v, s);
 		sl_verbs_async(v, s);
+		if (v->ifinfo_stale)
+			verbs_ifinfo_refresh(v, s);
 	}
 	while (n < budget) {
 		int want = budget - n < VERBS_WC_BATCH ? budget - n : VERBS_WC_BATCH;

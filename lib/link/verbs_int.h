@@ -67,6 +67,7 @@ struct verbs_link {
 	bool enhanced;			/* source-QPN QP of an IPoIB interface */
 	bool need_reset;		/* the QP is in the error state: reset it */
 	bool port_down;			/* IBV_EVENT_PORT_ERR, no PORT_ACTIVE since */
+	unsigned int ifinfo_stale;	/* enhanced: timer ticks left to re-read the Q_Key */
 	bool tx_csum;			/* IBV_SEND_IP_CSUM on sends (SLUICE_IB_UD_CSUM) */
 	bool rx_csum;			/* trust IBV_WC_IP_CSUM_OK (SLUICE_IB_UD_CSUM) */
 	int mcast_err;

@@ -140,6 +140,15 @@ static void test_ifinfo_fill(void)
 	tap_eq(info.pkey_index, 3, "P_Key index");
 	tap_ok(info.ib_dev[63] == 0 && strlen(info.ib_dev) == 63, "long name cut, NUL-terminated");
 
+	/* Issue 14 item 8: mid-rejoin, ib_sa's record of the group is zero. */
+	d.qkey = 0;
+	memset(&info, 0, sizeof(info));
+	sluice_ipoib_fill(&info, &d);
+	tap_ok(!(info.ib_flags & SLUICE_IB_QKEY_SA) && info.qkey == 0x0B1B,
+	       "a zero Q_Key in the SA record (a rejoin) is no answer: default 0x%x, flags 0x%x",
+	       info.qkey, info.ib_flags);
+	d.qkey = 0x12345678;
+
 	d.active_mtu = 0;
 	memset(&info, 0, sizeof(info));
 	sluice_ipoib_fill(&info, &d);

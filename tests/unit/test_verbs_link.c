@@ -65,6 +65,7 @@ static void enh_device(uint32_t caps)
 	/* The usual IPoIB broadcast group's Q_Key (not a controlled one:
 	 * see test_controlled_qkey()). */
 	vd.ifinfo.qkey = 0x00000b1b;
+	vd.ifinfo.ib_flags |= SLUICE_IB_QKEY_SA;
 	vd.ifinfo.qpn = OUR_QPN;
 	vd.ifinfo.ud_mtu = 2044;
 	memcpy(vd.ifinfo.gid, vd.gid.raw, 16);
@@ -907,6 +908,28 @@ static void test_qp_error_recovery(void)
 	sluice_stack_poll(ST(s));
 	tap_eq(sluice_recvfrom(ST(s), usd, got, sizeof(got), MSG_DONTWAIT, NULL), 4,
 	       "recover: received after the flap");
+	/* Issue 14 item 8: the SM changes, ipoib rejoins the broadcast group
+	 * under a new Q_Key; mid-rejoin the module knows none (no
+	 * SLUICE_IB_QKEY_SA): the old key is kept until the new one shows. */
+	{
+		struct sockaddr_in peer = fx_addr("10.9.0.2", 7);
+
+		vd.ifinfo.ib_flags &= ~SLUICE_IB_QKEY_SA;
+		vd.ifinfo.qkey = 0x0b1b;
+		vd_event(IBV_EVENT_SM_CHANGE, 1);
+		fx_clock_us += 200000;
+		sluice_stack_poll(ST(s));
+		sluice_sendto(ST(s), usd, "k1", 2, 0, &peer);
+		tap_eq(vd.sent[vd.n_sent - 1].wire_qkey, 0x0b1b, "rejoin: mid-rejoin the old Q_Key");
+		vd.ifinfo.ib_flags |= SLUICE_IB_QKEY_SA;
+		vd.ifinfo.qkey = 0x00002c2c;
+		fx_clock_us += 200000;
+		sluice_stack_poll(ST(s));
+		sluice_sendto(ST(s), usd, "k2", 2, 0, &peer);
+		tap_eq(vd.sent[vd.n_sent - 1].wire_qkey, 0x2c2c,
+		       "rejoin: once the group's record is back, its new Q_Key");
+		tap_eq(sl_counter_sum(s, SL_C_verbs_qkey_change), 1, "rejoin: counted: verbs_qkey_change");
+	}
 	sluice_close(ST(s), usd);
 	s->link->ops->close(s->link);
 	tap_ok(vd.live == 0 && s->lib->buf_free_count == free0,
