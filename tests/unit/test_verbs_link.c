@@ -791,7 +791,11 @@ static void test_rx_buffer_size(void)
 	/* 2048 bytes: IPoIB header + a 2044-byte IPv4 packet. */
 	memset(f, 0, sizeof(f));
 	sl_ipoib_hdr_put(f, ETHERTYPE_IP_);
-	fx_ip(f + SL_IPOIB_HLEN, "10.9.0.2", "10.9.0.1", IPPROTO_UDP, f + 100, 2044 - 20);
+	{
+		static const uint8_t zero[2048];
+
+		fx_ip(f + SL_IPOIB_HLEN, "10.9.0.2", "10.9.0.1", IPPROTO_UDP, zero, 2044 - 20);
+	}
 	tap_eq(vd_rx(f, 2048, 0, PEER_QPN, NULL), 0, "rxsize: a 2048-byte message is received");
 	sluice_stack_poll(ST(s));
 	tap_eq(vd.qp_state, IBV_QPS_RTS, "rxsize: the QP stays in RTS");
