@@ -362,13 +362,20 @@ int ib_sa_path_rec_get_int_prs(struct ib_sa_client *client,
 					  &ib_sa_path_rec_get_int_prs),	\
 			      sluice_path_done_int, sluice_path_done_uint)
 
-/* Ask the SA for @p's path.  Under sluice_ib_lock, which keeps @ibdev. */
-static void sluice_path_query(struct sluice_path *p, struct ib_device *ibdev)
+/*
+ * Ask the SA for @p's path, in the broadcast group's traffic class
+ * @tclass (as ipoib's path_rec_start() does: the query's comp_mask names
+ * TRAFFIC_CLASS, so a 0 there asks for class 0, which the subnet may not
+ * route).  Under sluice_ib_lock, which keeps @ibdev.
+ */
+static void sluice_path_query(struct sluice_path *p, struct ib_device *ibdev,
+			      u8 tclass)
 {
 	struct sa_path_rec rec = { };
 	struct ib_sa_query *query;
 	int id;
 
+	rec.traffic_class = tclass;
 	memcpy(rec.dgid.raw, p->dgid, 16);
 	memcpy(rec.sgid.raw, p->sgid, 16);
 	rec.pkey = cpu_to_be16(p->pkey);
@@ -485,8 +492,16 @@ void sluice_ipoib_path(struct net_device *dev, struct sluice_neigh_resolve *res)
 	if (p->s.state == SLUICE_NEIGH_RES_VALID)
 		sluice_path_fill(res, &p->s.rec);
 	spin_unlock_irq(&sluice_path_lock);
-	if (start)
-		sluice_path_query(p, ibdev);
+	if (start) {
+		struct ib_sa_mcmember_rec mc;
+		union ib_gid mgid;
+		u8 tclass = 0;
+
+		sluice_ipoib_gid(bc, mgid.raw);
+		if (!ib_sa_get_mcmember_rec(ibdev, port, &mgid, &mc))
+			tclass = mc.traffic_class;
+		sluice_path_query(p, ibdev, tclass);
+	}
 out:
 	mutex_unlock(&sluice_ib_lock);
 	kfree(fresh);
