@@ -220,8 +220,8 @@ static int tx_reap(struct verbs_link *v, bool wait)
 				v->tx_wc_err++;
 				v->last_wc_status = wc[i].status;
 				/* A completion in error: the QP is in the
-				 * error state (IBA 10.10.2.x), flushing the
-				 * rest; sl_verbs_rx_cq() resets it. */
+				 * error state (IBA vol 1 10.3.1), flushing
+				 * the rest; sl_verbs_rx_cq() resets it. */
 				v->need_reset = true;
 			}
 			/* In order: every slot up to seq is the device's no more. */

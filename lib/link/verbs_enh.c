@@ -224,7 +224,8 @@ static int enh_qp_create(struct verbs_link *v, const struct sluice_ifinfo *ii, c
 	if (!v->qp) {
 		ret = errno ? -errno : -ENOMEM;
 		if (ret == -EPERM)
-			why(msg, len, "a source-QPN QP needs CAP_NET_RAW");
+			why(msg, len, "a source-QPN QP needs CAP_NET_RAW: setcap cap_net_raw+p "
+			    "on the sluice tool, then start the program with `sluice run`");
 		else if (ret == -EOPNOTSUPP || ret == -EINVAL || ret == -ENOSYS)
 			why(msg, len, "device %s does not create source-QPN UD QPs (%s): "
 			    "enhanced IPoIB needs an mlx5 device", ii->ib_dev, strerror(-ret));
@@ -278,9 +279,8 @@ static int enh_trial_rule(struct verbs_link *v, char *msg, size_t len)
 	}
 	ret = errno ? -errno : -EINVAL;
 	if (ret == -EPERM)
-		why(msg, len, "making flow rules needs CAP_NET_RAW, which this process lacks: "
-		    "give it to the sluice tool (setcap cap_net_raw+p on it) and start the "
-		    "program with `sluice run`, which passes it on as an ambient capability");
+		why(msg, len, "flow rules need CAP_NET_RAW, which this process lacks: setcap "
+		    "cap_net_raw+p on the sluice tool, then start the program with `sluice run`");
 	else
 		why(msg, len, "a trial flow rule was refused: %s (flow steering unusable)",
 		    strerror(-ret));
@@ -433,10 +433,9 @@ int sluice_link_device(struct sluice_stack *st, struct sluice_link_report *rep)
 		    "datagram only)", ii.name);
 		ret = -EOPNOTSUPP;
 	} else if (!(ii.ib_flags & SLUICE_IB_SOURCE_QPN)) {
-		why(rep->why, sizeof(rep->why), "%s is legacy IPoIB: ipoib runs it itself, not "
-		    "%s's driver, so no source-QPN QP can send as it (enhanced IPoIB needs an "
-		    "mlx5 device whose firmware has enhanced IPoIB offloads on)", ii.name,
-		    ii.ib_dev);
+		why(rep->why, sizeof(rep->why), "%s is legacy IPoIB (ipoib's own datagram path, "
+		    "not %s's driver): enhanced IPoIB needs mlx5 with its IPoIB offloads on",
+		    ii.name, ii.ib_dev);
 		ret = -EOPNOTSUPP;
 	} else if (!(ii.ib_flags & SLUICE_IB_FLOW_STEER)) {
 		why(rep->why, sizeof(rep->why), "%s offers no flow steering", ii.ib_dev);
