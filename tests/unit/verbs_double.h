@@ -98,6 +98,7 @@ struct vd_state {
 	int modify_state[8], modify_mask[8];
 	struct sl_verbs_flow_rule flows[VD_FLOWS_MAX];
 	struct ibv_flow *flow_obj[VD_FLOWS_MAX];
+	pid_t flow_pid[VD_FLOWS_MAX];		/* the process that made each rule */
 	int n_flows, n_flows_destroyed, n_flows_live;
 	struct ibv_ah_attr ahs[VD_AH_MAX];
 	int n_ah, n_ah_live;
@@ -569,6 +570,7 @@ static struct ibv_flow *vd_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *
 		memcpy(&vd.flows[vd.n_flows], a,
 		       a->size < sizeof(vd.flows[0]) ? a->size : sizeof(vd.flows[0]));
 		vd.flow_obj[vd.n_flows] = f;
+		vd.flow_pid[vd.n_flows] = getpid();
 	}
 	vd.n_flows++;
 	vd.n_flows_live++;
@@ -579,8 +581,15 @@ static struct ibv_flow *vd_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *
 static int vd_destroy_flow(struct ibv_flow *f)
 {
 	for (int i = 0; i < vd.n_flows && i < VD_FLOWS_MAX; i++)
-		if (vd.flow_obj[i] == f)
+		if (vd.flow_obj[i] == f) {
+			/* A rule is an object of the uverbs context that made
+			 * it (ib_uverbs_ex_destroy_flow() looks it up in the
+			 * caller's file): a forked child reaching it through
+			 * the inherited fd would destroy the parent's. */
+			if (vd.flow_pid[i] != getpid())
+				vd_violation(EPERM, "destroy_flow of another process's rule");
 			vd.flow_obj[i] = NULL;
+		}
 	vd.n_flows_destroyed++;
 	vd.n_flows_live--;
 	vd.qp_users--;
