@@ -1792,6 +1792,17 @@ static int getsockopt_whole(struct sl_stack *s, struct sl_sock *so, int level, i
 		v = so->pmtudisc ? so->pmtudisc - 1 : IP_PMTUDISC_WANT;
 		memcpy(val, &v, sizeof(v));
 		*len = sizeof(v);
+	} else if (level == IPPROTO_IP && name == IP_MTU) {
+		/* Linux: the connected route's MTU (learnt path MTU included;
+		 * lo's, capped at IP_MAX_MTU 65535, to an address of our own), else ENOTCONN.  A TCP
+		 * socket keeps its route after the connection ends. */
+		if (!so->raddr || (so->type != SL_SOCK_TCP && !(so->flags & SL_SF_CONNECTED))) {
+			ret = -ENOTCONN;
+		} else {
+			v = sl_ip_is_local(s, so->raddr) ? 65535 : (int)sl_pmtu_get(s, so->raddr);
+			memcpy(val, &v, sizeof(v));
+			*len = sizeof(v);
+		}
 	} else if (opt_flag_of(level, name)) {
 		v = !!(so->opt_flags & opt_flag_of(level, name));
 		memcpy(val, &v, sizeof(v));

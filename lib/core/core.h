@@ -59,6 +59,44 @@ struct sl_counters {
 	uint64_t c[SL_COUNTERS_MAX];
 };
 
+/*
+ * A path MTU below the link's, learnt for one destination from an ICMP
+ * "fragmentation needed" (RFC 1191), forgotten at expires_ms (Linux
+ * ip_rt_mtu_expires, 10 min).  daddr 0: free.
+ */
+#define SL_PMTU_N	64
+struct sl_pmtu {
+	uint32_t daddr;
+	uint32_t mtu;
+	uint64_t expires_ms;
+};
+
+/* ICMP errors to one destination (Linux inet_peer rate_tokens/rate_last). */
+#define SL_ICMP_RL_N	64
+struct sl_icmp_rl {
+	uint32_t daddr;
+	uint32_t tokens_ms;
+	uint64_t last_ms;
+};
+
+/*
+ * One datagram being reassembled (RFC 791, RFC 815): its fragments are
+ * buffers linked by next_idx from head in offset order, each with its
+ * payload offset in seq and its IP header length in aux.  len: the
+ * payload's length once the last fragment came (0 before), meat the bytes
+ * held, bufs the buffers.  daddr 0: free.
+ */
+#define SL_FRAGQ_N	32
+#define SL_FRAGQ_LAST	0x01	/* the fragment without MF came */
+#define SL_FRAGQ_FIRST	0x02	/* the fragment at offset 0 came */
+struct sl_fragq {
+	uint32_t saddr, daddr;
+	uint16_t id;
+	uint8_t proto, flags;
+	uint32_t len, meat, head, bufs;
+	uint64_t expires_ms;
+};
+
 /* sl_neigh.state */
 #define SL_NEIGH_FREE		0
 #define SL_NEIGH_PENDING	1	/* request sent, no answer yet */
@@ -260,6 +298,21 @@ struct sl_region {
 
 	struct sl_neigh neigh[SL_NEIGH_MAX] __attribute__((aligned(64)));
 
+	/* Path MTUs learnt from ICMP (proto/ip.c, RFC 1191), per destination. */
+	struct sl_pmtu pmtu[SL_PMTU_N] __attribute__((aligned(64)));
+	uint32_t pmtu_gen;		/* changes when an entry does */
+	uint64_t ip_expire_ms;		/* the next look for what expired */
+	/* ICMP errors sent: the global token bucket (proto/icmp.c; credit,
+	 * last refill in ms) and one a destination. */
+	uint32_t icmp_credit;
+	uint64_t icmp_stamp_ms;
+	struct sl_icmp_rl icmp_rl[SL_ICMP_RL_N];
+	/* IPv4 reassembly (proto/ip.c): the queues and the bytes of the
+	 * buffers they hold (truesize, as Linux's ipfrag_high_thresh counts). */
+	struct sl_fragq fragq[SL_FRAGQ_N];
+	uint32_t frag_mem;
+	uint32_t frag_queues;
+
 	/* Which process counts in which block of counters (below). */
 	uint32_t counter_pid[SL_PROC_MAX] __attribute__((aligned(64)));
 
@@ -282,7 +335,19 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(ip_rx_bad_csum, "dropped: bad IPv4 header checksum")		\
 	X(ip_rx_not_ours, "dropped: not addressed to this stack")	\
 	X(ip_rx_martian, "dropped: martian source (ours or 127/8 from a link, 0/8)") \
-	X(ip_rx_frag, "dropped: IPv4 fragments (no reassembly)")	\
+	X(ip_rx_frag, "IPv4 fragments received (Linux ReasmReqds)")	\
+	X(ip_reasm_ok, "IPv4 datagrams reassembled")			\
+	X(ip_reasm_timeout, "reassemblies given up after ipfrag_time, 30 s")	\
+	X(ip_reasm_overlap, "reassemblies dropped: overlapping fragments (RFC 5722)") \
+	X(ip_reasm_dup, "dropped: duplicate IPv4 fragments")		\
+	X(ip_reasm_mem, "dropped: fragments over ipfrag_high_thresh or the queues") \
+	X(ip_reasm_bad, "reassemblies dropped: bad fragment length or end")	\
+	X(ip_frag_ok, "datagrams sent in fragments (Linux FragOKs)")	\
+	X(ip_frag_create, "fragments sent (Linux FragCreates)")		\
+	X(ip_tx_toobig, "not sent: larger than the path MTU with DF (EMSGSIZE)") \
+	X(pmtu_learnt, "path MTUs lowered by ICMP fragmentation needed")	\
+	X(pmtu_expired, "learnt path MTUs forgotten after 10 min")	\
+	X(pmtu_ignored, "ignored: fragmentation needed not below the path MTU") \
 	X(ip_rx_options, "IPv4 packets with options (skipped)")		\
 	X(ip_rx_proto, "dropped: unknown protocol")			\
 	X(ip_tx_noroute, "not sent: no route or link")			\
@@ -296,6 +361,9 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(icmp_echo_replied, "ICMP echo requests answered")		\
 	X(icmp_unreach_rx, "ICMP destination unreachable received")	\
 	X(icmp_unreach_tx, "ICMP destination unreachable sent")		\
+	X(icmp_ratelimit_global, "ICMP errors not sent: icmp_msgs_per_sec/burst") \
+	X(icmp_ratelimit_host, "ICMP errors not sent: icmp_ratelimit to one host") \
+	X(icmp_rx_oow, "ignored: ICMP quoting a TCP sequence outside the window") \
 	X(udp_rx, "UDP datagrams received")				\
 	X(udp_tx, "UDP datagrams sent")					\
 	X(udp_rx_bad, "dropped: bad UDP length or checksum")		\
@@ -311,6 +379,8 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(tcp_rx_noport, "TCP segments to no socket (RST sent)")	\
 	X(tcp_retransmit, "TCP segments retransmitted")			\
 	X(tcp_rto, "TCP retransmission timeouts")			\
+	X(tcp_mtu_reduced, "TCP MSS lowered to a new path MTU, in flight resent") \
+	X(tcp_mtup_blackhole, "TCP MSS lowered to tcp_base_mss after RTOs (black hole)") \
 	X(tcp_fast_retransmit, "TCP fast retransmits")			\
 	X(tcp_challenge_ack, "TCP challenge ACKs sent (RFC 5961)")	\
 	X(tcp_defer_accept, "bare ACKs a TCP_DEFER_ACCEPT listener's child waited past for data")	\
@@ -833,7 +903,7 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
  * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
  */
-#define SL_LAYOUT_VERSION	18
+#define SL_LAYOUT_VERSION	19
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * ICMP (RFC 792, RFC 1122 3.2.2): echo replies, destination-unreachable
- * handling for TCP and UDP, and sending port/protocol unreachable.
+ * handling for TCP and UDP (fragmentation needed: path MTU, RFC 1191),
+ * and sending port/protocol unreachable, rate-limited as Linux limits
+ * its ICMP errors.
  */
 #include <errno.h>
 #include <string.h>
@@ -74,6 +76,22 @@ void sl_icmp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned 
 		qhl = (q->ver_ihl & 0xf) * 4;
 		if (qhl < sizeof(*q) || qlen < qhl + 8 || !sl_ip_is_local(s, q->saddr))
 			goto bad;
+		/* RFC 1191: the next-hop MTU in the second word's low half
+		 * (0 from an old router: Linux then takes ip_rt_min_pmtu). */
+		if (ic->code == ICMP_UNREACH_NEEDFRAG_) {
+			uint32_t mtu = ntohs(ic->seq);
+
+			if (q->proto == IPPROTO_TCP_) {
+				sl_tcp_icmp_frag(s, q, mtu);
+			} else {
+				/* Linux's __udp4_lib_err(): the path MTU for any
+				 * protocol; EMSGSIZE for a connected UDP socket. */
+				sl_pmtu_update(s, q->daddr, mtu);
+				if (q->proto == IPPROTO_UDP_)
+					sl_udp_icmp_error(s, q, EMSGSIZE);
+			}
+			goto drop;
+		}
 		if (q->proto == IPPROTO_TCP_)
 			sl_tcp_icmp_error(s, q, unreach_errno(ic->code));
 		else if (q->proto == IPPROTO_UDP_)
@@ -92,6 +110,81 @@ drop:
 	sl_buf_free(s, idx);
 }
 
+/*
+ * Linux's limits on the ICMP errors it sends (icmp_ratemask 0x1818:
+ * destination unreachable but fragmentation needed, source quench, time
+ * exceeded, parameter problem), in its order: first the host-wide bucket
+ * (icmp_global_allow(): icmp_msgs_per_sec 1000 a second, icmp_msgs_burst
+ * 50), then one bucket a destination (inet_peer_xrlim_allow():
+ * icmp_ratelimit 1000 ms a message, up to 6 saved up).  A destination of
+ * the stack's own (Linux: the loopback device) is never limited.
+ */
+#define ICMP_RATEMASK		0x1818u
+#define ICMP_MSGS_PER_SEC	1000u
+#define ICMP_MSGS_BURST		50u
+#define ICMP_RATELIMIT_MS	1000u
+#define XRLIM_BURST_FACTOR	6u
+
+bool sl_icmp_allow(struct sl_stack *s, uint8_t type, uint8_t code, uint32_t daddr)
+{
+	struct sl_region *r = s->lib;
+	uint64_t now = sl_now(s) / 1000;
+	struct sl_icmp_rl *e = NULL, *old = NULL;
+	uint32_t tokens;
+
+	if (type > 18 || !(ICMP_RATEMASK & (1u << type)) ||
+	    (type == ICMP_UNREACH_ && code == ICMP_UNREACH_NEEDFRAG_) ||
+	    sl_ip_is_local(s, daddr))
+		return true;
+	/* The host-wide bucket, refilled by the ms gone since its last look. */
+	if (now > r->icmp_stamp_ms || !r->icmp_stamp_ms) {
+		uint64_t add = r->icmp_stamp_ms ? (now - r->icmp_stamp_ms) * ICMP_MSGS_PER_SEC / 1000
+						: ICMP_MSGS_BURST;
+
+		if (add) {
+			r->icmp_credit = (uint32_t)(r->icmp_credit + add > ICMP_MSGS_BURST ?
+						    ICMP_MSGS_BURST : r->icmp_credit + add);
+			r->icmp_stamp_ms = now;
+		}
+	}
+	if (!r->icmp_credit) {
+		sl_count(s, SL_C_icmp_ratelimit_global);
+		return false;
+	}
+	for (unsigned int i = 0; i < SL_ICMP_RL_N; i++) {
+		struct sl_icmp_rl *c = &r->icmp_rl[i];
+
+		if (c->daddr == daddr) {
+			e = c;
+			break;
+		}
+		if (!old || c->last_ms < old->last_ms)
+			old = c;
+	}
+	if (!e) {
+		/* A new peer starts with a full bucket (inet_getpeer()). */
+		e = old;
+		e->daddr = daddr;
+		e->tokens_ms = XRLIM_BURST_FACTOR * ICMP_RATELIMIT_MS;
+		e->last_ms = now;
+	}
+	tokens = e->tokens_ms;
+	tokens += now > e->last_ms ? (uint32_t)(now - e->last_ms > XRLIM_BURST_FACTOR *
+						ICMP_RATELIMIT_MS ? XRLIM_BURST_FACTOR *
+						ICMP_RATELIMIT_MS : now - e->last_ms) : 0;
+	if (tokens > XRLIM_BURST_FACTOR * ICMP_RATELIMIT_MS)
+		tokens = XRLIM_BURST_FACTOR * ICMP_RATELIMIT_MS;
+	e->last_ms = now;
+	if (tokens < ICMP_RATELIMIT_MS) {
+		e->tokens_ms = tokens;
+		sl_count(s, SL_C_icmp_ratelimit_host);
+		return false;
+	}
+	e->tokens_ms = tokens - ICMP_RATELIMIT_MS;
+	r->icmp_credit--;
+	return true;
+}
+
 void sl_icmp_send_unreach(struct sl_stack *s, uint32_t orig_idx, uint8_t code)
 {
 	const struct sl_ip *oip = (const struct sl_ip *)sl_buf_data(s, orig_idx);
@@ -102,6 +195,8 @@ void sl_icmp_send_unreach(struct sl_stack *s, uint32_t orig_idx, uint8_t code)
 	/* RFC 1122 3.2.2: never about ICMP errors or broadcasts. */
 	if (oip->proto == IPPROTO_ICMP_ || oip->daddr == INADDR_BROADCAST ||
 	    !sl_ip_is_local(s, oip->daddr))
+		return;
+	if (!sl_icmp_allow(s, ICMP_UNREACH_, code, oip->saddr))
 		return;
 	qlen = sl_buf(s, orig_idx)->len;
 	if (qlen > ohl + 8)

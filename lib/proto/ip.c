@@ -3,9 +3,11 @@
  * IPv4 (RFC 791, RFC 1122 3.2.1): input checks and demultiplexing, output
  * with routing to the link or to the stack itself.
  *
- * Fragments are dropped and counted (ip_rx_frag): Sluice sets DF on what
- * it sends and its peers on the accelerated path do path-MTU discovery;
- * reassembly is not implemented.  Options are skipped, never acted on.
+ * Path MTU discovery's table (RFC 1191), reassembly of fragments (RFC
+ * 791, RFC 815, with RFC 5722's rule on overlaps as Linux applies it to
+ * IPv4) and fragmentation of datagrams sent without DF.  Options are
+ * skipped, never acted on.  The limits are Linux's (lib/proto/README.md,
+ * "Path MTU and fragments").
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -38,6 +40,9 @@ static bool ip_for_us(const struct sl_stack *s, uint32_t daddr)
 	       daddr == (r->ip_addr | ~r->ip_mask);
 }
 
+static void deliver(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen);
+static void frag_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen);
+
 void sl_ip_input(struct sl_stack *s, uint32_t idx)
 {
 	struct sluice_buf *b = sl_buf(s, idx);
@@ -62,10 +67,6 @@ void sl_ip_input(struct sl_stack *s, uint32_t idx)
 	}
 	/* Trim link padding (Ethernet minimum frame size). */
 	b->len = (uint16_t)(tot - chain);
-	if (ntohs(ip->frag) & (IP_MF_ | IP_OFFMASK_)) {
-		sl_count(s, SL_C_ip_rx_frag);
-		goto drop;
-	}
 	if (!ip_for_us(s, ip->daddr)) {
 		/* A group's datagrams go to UDP, which hands them only to
 		 * sockets that joined (udp.c); nothing else takes multicast. */
@@ -100,7 +101,27 @@ void sl_ip_input(struct sl_stack *s, uint32_t idx)
 		sl_count(s, SL_C_ip_rx_options);
 	if (chain && ip->proto != IPPROTO_TCP_ && ip->proto != IPPROTO_UDP_)
 		goto bad_hdr;
+	/* Linux reassembles at local delivery (ip_local_deliver()), after
+	 * the checks above. */
+	if (ntohs(ip->frag) & (IP_MF_ | IP_OFFMASK_)) {
+		if (chain)
+			goto bad_hdr;
+		sl_count(s, SL_C_ip_rx_frag);
+		frag_input(s, idx, ip, hlen);
+		return;
+	}
+	deliver(s, idx, ip, hlen);
+	return;
 
+bad_hdr:
+	sl_count(s, SL_C_ip_rx_bad_hdr);
+drop:
+	sl_pkt_free(s, idx);
+}
+
+/* A whole datagram for us, to its protocol. */
+static void deliver(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen)
+{
 	switch (ip->proto) {
 	case IPPROTO_TCP_:
 		sl_tcp_input(s, idx, ip, hlen, sl_now(s));
@@ -115,13 +136,8 @@ void sl_ip_input(struct sl_stack *s, uint32_t idx)
 		sl_count(s, SL_C_ip_rx_proto);
 		if (ip->daddr != INADDR_BROADCAST)
 			sl_icmp_send_unreach(s, idx, ICMP_UNREACH_PROTO_);
-		goto drop;
+		sl_pkt_free(s, idx);
 	}
-
-bad_hdr:
-	sl_count(s, SL_C_ip_rx_bad_hdr);
-drop:
-	sl_pkt_free(s, idx);
 }
 
 void sl_ip_set_ttl(struct sl_stack *s, uint32_t idx, uint8_t ttl)
@@ -350,4 +366,468 @@ bool sl_stack_drain_loopback(struct sl_stack *s, unsigned int *budget)
 	}
 	sl_batch_end(s);
 	return r->lo_head < s->n_bufs;
+}
+
+/* ---- Path MTU (RFC 1191) ---------------------------------------------- */
+
+static uint64_t now_ms(struct sl_stack *s)
+{
+	return sl_now(s) / 1000;
+}
+
+/* The entry for daddr, or NULL; one past its time is freed first. */
+static struct sl_pmtu *pmtu_find(struct sl_stack *s, uint32_t daddr)
+{
+	struct sl_region *r = s->lib;
+
+	for (unsigned int i = 0; i < SL_PMTU_N; i++) {
+		struct sl_pmtu *p = &r->pmtu[i];
+
+		if (!p->daddr || p->daddr != daddr)
+			continue;
+		/* Past its time, or not a value sl_pmtu_update() leaves. */
+		if (now_ms(s) >= p->expires_ms || p->mtu < SL_PMTU_MIN) {
+			p->daddr = 0;
+			r->pmtu_gen++;
+			sl_count(s, SL_C_pmtu_expired);
+			return NULL;
+		}
+		return p;
+	}
+	return NULL;
+}
+
+uint32_t sl_pmtu_get(struct sl_stack *s, uint32_t daddr)
+{
+	uint32_t mtu = sl_mtu(s);
+	const struct sl_pmtu *p;
+
+	if (sl_ip_is_local(s, daddr))
+		return mtu;
+	p = pmtu_find(s, daddr);
+	return p && p->mtu < mtu ? p->mtu : mtu;
+}
+
+/*
+ * An ICMP "fragmentation needed" says daddr's path takes mtu bytes, as
+ * Linux's __ip_rt_update_pmtu() takes it: not above what is known (then
+ * ignored); below ip_rt_min_pmtu (552) it is 552; the same value again
+ * keeps the entry for another ip_rt_mtu_expires.  True if it fell.
+ */
+bool sl_pmtu_update(struct sl_stack *s, uint32_t daddr, uint32_t mtu)
+{
+	struct sl_region *r = s->lib;
+	uint32_t old = sl_pmtu_get(s, daddr);
+	struct sl_pmtu *p, *pick = NULL;
+
+	if (mtu < SL_PMTU_MIN)
+		mtu = old < SL_PMTU_MIN ? old : SL_PMTU_MIN;
+	if (mtu > old || sl_ip_is_local(s, daddr)) {
+		sl_count(s, SL_C_pmtu_ignored);
+		return false;
+	}
+	p = pmtu_find(s, daddr);
+	if (!p) {
+		/* A free entry, else the one that would go first. */
+		for (unsigned int i = 0; i < SL_PMTU_N; i++) {
+			struct sl_pmtu *q = &r->pmtu[i];
+
+			if (!q->daddr) {
+				pick = q;
+				break;
+			}
+			if (!pick || q->expires_ms < pick->expires_ms)
+				pick = q;
+		}
+		p = pick;
+		p->daddr = daddr;
+		p->mtu = sl_mtu(s);
+	}
+	p->expires_ms = now_ms(s) + SL_PMTU_EXPIRES_MS;
+	if (mtu == p->mtu)
+		return false;
+	p->mtu = mtu;
+	r->pmtu_gen++;
+	sl_count(s, SL_C_pmtu_learnt);
+	return true;
+}
+
+/* ---- Reassembly (RFC 791 3.2, RFC 815) ----------------------------------- */
+
+static uint32_t frag_off(const struct sl_ip *ip)
+{
+	return (uint32_t)(ntohs(ip->frag) & IP_OFFMASK_) * 8;
+}
+
+static void fragq_kill(struct sl_stack *s, struct sl_fragq *q)
+{
+	struct sl_region *r = s->lib;
+	uint32_t idx = q->head, steps = 0;
+
+	while (sl_buf_next(s, idx, &steps)) {
+		uint32_t next = sl_buf(s, idx)->next_idx;
+
+		sl_buf_free(s, idx);
+		idx = next;
+	}
+	r->frag_mem -= r->frag_mem < q->bufs * s->buf_size ? r->frag_mem : q->bufs * s->buf_size;
+	if (r->frag_queues)
+		r->frag_queues--;
+	memset(q, 0, sizeof(*q));
+	q->head = SLUICE_IDX_NONE;
+}
+
+/* Queues older than ipfrag_time go (Linux ip_expire(); no ICMP time
+ * exceeded is sent: see lib/proto/README.md). */
+static void frag_expire(struct sl_stack *s)
+{
+	struct sl_region *r = s->lib;
+	uint64_t now = now_ms(s);
+
+	if (!r->frag_queues)
+		return;
+	for (unsigned int i = 0; i < SL_FRAGQ_N; i++) {
+		struct sl_fragq *q = &r->fragq[i];
+
+		if (q->daddr && now >= q->expires_ms) {
+			sl_count(s, SL_C_ip_reasm_timeout);
+			fragq_kill(s, q);
+		}
+	}
+}
+
+void sl_ip_expire(struct sl_stack *s)
+{
+	struct sl_region *r = s->lib;
+
+	frag_expire(s);
+	for (unsigned int i = 0; i < SL_PMTU_N; i++)
+		if (r->pmtu[i].daddr)
+			pmtu_find(s, r->pmtu[i].daddr);
+}
+
+/* The datagram of q, whole: one packet, or (UDP) a chain as the stack's
+ * own large datagrams are (udp.c); its header the first fragment's. */
+static uint32_t frag_join(struct sl_stack *s, struct sl_fragq *q)
+{
+	uint32_t first = q->head, steps = 0, head, tail, idx, total;
+	const struct sl_ip *fip = (const struct sl_ip *)sl_buf_data(s, first);
+	unsigned int hlen = sl_buf(s, first)->aux, room, n = 0, at;
+	struct sl_ip *ip;
+	uint8_t *dst;
+
+	total = hlen + q->len;
+	if (total > 65535)
+		return SLUICE_IDX_NONE;
+	head = sl_buf_alloc(s);
+	if (head == SLUICE_IDX_NONE)
+		return head;
+	sl_buf(s, head)->off = SL_HEADROOM;
+	room = s->buf_size - SL_HEADROOM;
+	if (total > room && q->proto != IPPROTO_UDP_)
+		goto fail;
+	sl_buf(s, head)->len = (uint16_t)hlen;
+	ip = (struct sl_ip *)sl_buf_data(s, head);
+	memcpy(ip, fip, hlen);
+	ip->tot_len = htons((uint16_t)total);
+	ip->frag = 0;
+	ip->csum = 0;
+	ip->csum = sl_ip_csum(ip);
+	tail = head;
+	dst = (uint8_t *)ip + hlen;
+	at = hlen;
+	for (idx = first; sl_buf_next(s, idx, &steps); idx = sl_buf(s, idx)->next_idx) {
+		const struct sluice_buf *f = sl_buf(s, idx);
+		const uint8_t *src = sl_buf_data(s, idx) + f->aux;
+		unsigned int left = f->len - f->aux;
+
+		while (left) {
+			unsigned int part;
+
+			if (at == room) {
+				uint32_t c = n < SL_CHAIN_MAX ? sl_buf_alloc(s) : SLUICE_IDX_NONE;
+
+				if (c == SLUICE_IDX_NONE)
+					goto fail_chain;
+				n++;
+				sl_buf(s, c)->off = 0;
+				sl_buf(s, c)->len = 0;
+				sl_buf(s, c)->next_idx = SLUICE_IDX_NONE;
+				sl_buf(s, tail)->next_idx = c;
+				tail = c;
+				dst = sl_buf_base(s, c);
+				at = 0;
+				room = s->buf_size;
+			}
+			part = room - at < left ? room - at : left;
+			memcpy(dst, src, part);
+			dst += part;
+			src += part;
+			at += part;
+			left -= part;
+			sl_buf(s, tail)->len = (uint16_t)(sl_buf(s, tail)->len + part);
+		}
+	}
+	sl_buf(s, tail)->next_idx = SLUICE_IDX_NONE;
+	if (n) {
+		sl_buf(s, head)->flags = SL_BUF_LOCAL | SL_BUF_CHAIN;
+		sl_buf(s, head)->aux = (uint16_t)n;
+		sl_buf(s, head)->seq = total - sl_buf(s, head)->len;
+	} else {
+		sl_buf(s, head)->flags = 0;
+	}
+	return head;
+fail_chain:
+	if (tail != head) {
+		sl_buf(s, tail)->next_idx = SLUICE_IDX_NONE;
+		idx = sl_buf(s, head)->next_idx;
+		steps = 0;
+		while (sl_buf_next(s, idx, &steps)) {
+			uint32_t next = sl_buf(s, idx)->next_idx;
+
+			sl_buf_free(s, idx);
+			idx = next;
+		}
+	}
+fail:
+	sl_buf_free(s, head);
+	return SLUICE_IDX_NONE;
+}
+
+/* A reassembled UDP datagram spanning buffers: its checksum, which UDP
+ * checks on a single packet but not on a chain (udp.c). */
+static bool udp_chain_csum_ok(struct sl_stack *s, uint32_t head)
+{
+	const struct sl_ip *ip = (const struct sl_ip *)sl_buf_data(s, head);
+	unsigned int hlen = (ip->ver_ihl & 0xf) * 4, ulen = ntohs(ip->tot_len) - hlen;
+	const struct sl_udp *uh = (const struct sl_udp *)((const uint8_t *)ip + hlen);
+	uint32_t sum, idx, steps = 0, odd = 0;
+
+	if (ulen < sizeof(*uh) || ntohs(uh->len) != ulen)
+		return false;
+	if (!uh->csum)
+		return true;
+	sum = sl_csum_pseudo(ip->saddr, ip->daddr, IPPROTO_UDP_, (uint16_t)ulen);
+	sum = sl_csum_add(sum, uh, sl_buf(s, head)->len - hlen);
+	odd = (sl_buf(s, head)->len - hlen) & 1;
+	for (idx = sl_buf(s, head)->next_idx; sl_buf_next(s, idx, &steps);
+	     idx = sl_buf(s, idx)->next_idx) {
+		const struct sluice_buf *c = sl_buf(s, idx);
+		const uint8_t *d = sl_buf_base(s, idx) + c->off;
+
+		if (!odd) {
+			sum = sl_csum_add(sum, d, c->len);
+		} else {
+			/* Starting at an odd byte: its sum byte-swapped. */
+			uint32_t part = sl_csum_add(0, d, c->len);
+
+			part = (part & 0xffff) + (part >> 16);
+			part = (part & 0xffff) + (part >> 16);
+			part = ((part & 0xff) << 8) | (part >> 8);
+			sum = sl_csum_add(sum, &(uint16_t){ (uint16_t)part }, 2);
+		}
+		odd ^= c->len & 1;
+	}
+	return sl_csum_fold(sum) == 0;
+}
+
+static struct sl_fragq *fragq_get(struct sl_stack *s, const struct sl_ip *ip)
+{
+	struct sl_region *r = s->lib;
+	struct sl_fragq *free_q = NULL;
+
+	for (unsigned int i = 0; i < SL_FRAGQ_N; i++) {
+		struct sl_fragq *q = &r->fragq[i];
+
+		if (!q->daddr) {
+			if (!free_q)
+				free_q = q;
+			continue;
+		}
+		if (q->saddr == ip->saddr && q->daddr == ip->daddr && q->id == ip->id &&
+		    q->proto == ip->proto)
+			return q;
+	}
+	if (!free_q)
+		return NULL;
+	memset(free_q, 0, sizeof(*free_q));
+	free_q->saddr = ip->saddr;
+	free_q->daddr = ip->daddr;
+	free_q->id = ip->id;
+	free_q->proto = ip->proto;
+	free_q->head = SLUICE_IDX_NONE;
+	free_q->expires_ms = now_ms(s) + SL_IPFRAG_TIME_MS;
+	r->frag_queues++;
+	return free_q;
+}
+
+/*
+ * Fragment idx into its queue, as Linux's ip_frag_queue() and
+ * inet_frag_queue_insert(): a fragment wholly inside what is held is a
+ * duplicate, dropped alone; any other overlap drops the whole datagram
+ * (RFC 5722, ReasmOverlaps); an end past a known last, or a last that
+ * contradicts the length, drops it too.  Whole: delivered.
+ */
+static void frag_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen)
+{
+	struct sl_region *r = s->lib;
+	struct sluice_buf *b = sl_buf(s, idx);
+	uint32_t off = frag_off(ip), plen = b->len - hlen, end = off + plen;
+	bool more = ntohs(ip->frag) & IP_MF_;
+	uint32_t prev = SLUICE_IDX_NONE, cur, steps = 0, covered = 0, whole;
+	struct sl_fragq *q;
+
+	frag_expire(s);
+	if (r->frag_mem + s->buf_size > SL_IPFRAG_HIGH_THRESH ||
+	    r->frag_mem / s->buf_size + 1 > s->n_bufs / 4 || !(q = fragq_get(s, ip))) {
+		sl_count(s, SL_C_ip_reasm_mem);
+		goto drop;
+	}
+	if (end > 65535 - hlen)
+		goto bad_q;
+	if (!more) {
+		/* The last: its end is the length; another last must agree. */
+		if (end < q->len || ((q->flags & SL_FRAGQ_LAST) && end != q->len))
+			goto bad_q;
+		q->flags |= SL_FRAGQ_LAST;
+		q->len = end;
+	} else {
+		/* All but the last carry a multiple of 8 (Linux trims). */
+		if (plen & 7) {
+			plen &= ~7u;
+			end = off + plen;
+		}
+		if (end > q->len) {
+			if (q->flags & SL_FRAGQ_LAST)
+				goto bad_q;
+			q->len = end;
+		}
+	}
+	if (end == off) {
+		sl_count(s, SL_C_ip_reasm_bad);
+		goto drop_kept;
+	}
+	/* Where it goes, and what it meets: the held ones never overlap. */
+	for (cur = q->head; sl_buf_next(s, cur, &steps); cur = sl_buf(s, cur)->next_idx) {
+		const struct sluice_buf *f = sl_buf(s, cur);
+		uint32_t fo = f->seq, fe = fo + (f->len - f->aux);
+
+		if (fe <= off) {
+			prev = cur;
+			continue;
+		}
+		if (fo >= end)
+			break;
+		covered += (fe < end ? fe : end) - (fo > off ? fo : off);
+	}
+	if (covered == end - off) {
+		sl_count(s, SL_C_ip_reasm_dup);
+		goto drop_kept;
+	}
+	if (covered) {
+		sl_count(s, SL_C_ip_reasm_overlap);
+		goto kill_q;
+	}
+	b->seq = off;
+	b->aux = (uint16_t)hlen;
+	b->len = (uint16_t)(hlen + plen);
+	b->flags = 0;
+	if (prev == SLUICE_IDX_NONE) {
+		b->next_idx = q->head;
+		q->head = idx;
+	} else {
+		b->next_idx = sl_buf(s, prev)->next_idx;
+		sl_buf(s, prev)->next_idx = idx;
+	}
+	if (!off)
+		q->flags |= SL_FRAGQ_FIRST;	/* its header is the datagram's */
+	q->meat += plen;
+	q->bufs++;
+	r->frag_mem += s->buf_size;
+	if (!(q->flags & SL_FRAGQ_LAST) || !(q->flags & SL_FRAGQ_FIRST) || q->meat != q->len)
+		return;
+	whole = frag_join(s, q);
+	if (whole == SLUICE_IDX_NONE) {
+		sl_count(s, SL_C_ip_reasm_bad);
+		fragq_kill(s, q);
+		return;
+	}
+	fragq_kill(s, q);
+	ip = (struct sl_ip *)sl_buf_data(s, whole);
+	if (sl_buf_chained(sl_buf(s, whole))) {
+		if (!udp_chain_csum_ok(s, whole)) {
+			sl_count(s, SL_C_udp_rx_bad);
+			sl_pkt_free(s, whole);
+			return;
+		}
+		/* Whole and checked: into UDP as the stack's own chains go. */
+		sl_buf(s, whole)->flags |= SL_BUF_CSUM_OK;
+	}
+	sl_count(s, SL_C_ip_reasm_ok);
+	deliver(s, whole, ip, (ip->ver_ihl & 0xf) * 4);
+	return;
+bad_q:
+	sl_count(s, SL_C_ip_reasm_bad);
+kill_q:
+	fragq_kill(s, q);
+	goto drop;
+drop_kept:
+	/* A queue this fragment alone made is not kept empty. */
+	if (q->head == SLUICE_IDX_NONE)
+		fragq_kill(s, q);
+drop:
+	sl_buf_free(s, idx);
+}
+
+/*
+ * Datagram idx (built, larger than mtu, DF clear) out in fragments of at
+ * most mtu bytes, as Linux's ip_fragment(): each a multiple of 8 payload
+ * bytes but the last, the header copied (options too: Sluice sends none).
+ * The buffer is consumed.  Used for UDP, whose payload the caller has put
+ * past the header in parts (sl_udp_sendto()).
+ */
+int sl_ip_output_frags(struct sl_stack *s, const struct sl_ip *hdr, const uint8_t *l4,
+		       size_t l4len, const uint8_t *data, size_t dlen, uint32_t mtu)
+{
+	size_t total = l4len + dlen, at = 0, per = (mtu - sizeof(*hdr)) & ~(size_t)7;
+	unsigned int nfrag = 0;
+	int ret = 0;
+
+	while (at < total) {
+		uint32_t idx = sl_buf_alloc(s);
+		size_t part = total - at < per ? total - at : per, done = 0;
+		struct sl_ip *ip;
+		uint8_t *p;
+
+		if (idx == SLUICE_IDX_NONE) {
+			sl_count(s, SL_C_ip_tx_nobuf);
+			return nfrag ? ret : -ENOBUFS;
+		}
+		sl_buf(s, idx)->off = SL_HEADROOM;
+		sl_buf(s, idx)->len = (uint16_t)(sizeof(*ip) + part);
+		ip = (struct sl_ip *)sl_buf_data(s, idx);
+		memcpy(ip, hdr, sizeof(*ip));
+		ip->tot_len = htons((uint16_t)(sizeof(*ip) + part));
+		ip->frag = htons((uint16_t)((at / 8) | (at + part < total ? IP_MF_ : 0)));
+		ip->csum = 0;
+		ip->csum = sl_ip_csum(ip);
+		p = (uint8_t *)(ip + 1);
+		/* From the transport header, then the payload. */
+		if (at < l4len) {
+			size_t h = l4len - at < part ? l4len - at : part;
+
+			memcpy(p, l4 + at, h);
+			done = h;
+		}
+		if (done < part)
+			memcpy(p + done, data + (at + done - l4len), part - done);
+		at += part;
+		nfrag++;
+		sl_count(s, SL_C_ip_frag_create);
+		ret = sl_ip_output(s, idx, false);
+		if (ret)
+			return ret;
+	}
+	sl_count(s, SL_C_ip_frag_ok);
+	return 0;
 }

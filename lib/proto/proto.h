@@ -600,6 +600,26 @@ bool sl_ip_is_bcast(const struct sl_stack *s, uint32_t addr);
 /* icmp.c */
 void sl_icmp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen);
 void sl_icmp_send_unreach(struct sl_stack *s, uint32_t orig_idx, uint8_t code);
+/* Whether an ICMP error of type and code to daddr may go now (Linux
+ * icmpv4_xrlim_allow(), icmp_global_allow()); counts the refusals. */
+bool sl_icmp_allow(struct sl_stack *s, uint8_t type, uint8_t code, uint32_t daddr);
+
+/* Path MTU (proto/ip.c): Linux's ip_rt_min_pmtu, ip_rt_mtu_expires, and
+ * reassembly's ipfrag_time and ipfrag_high_thresh. */
+#define SL_PMTU_MIN		552
+#define SL_PMTU_EXPIRES_MS	(10 * 60 * 1000)
+#define SL_IPFRAG_TIME_MS	(30 * 1000)
+#define SL_IPFRAG_HIGH_THRESH	(4u << 20)
+/* The path MTU to daddr: the link's, or lower if ICMP said so. */
+uint32_t sl_pmtu_get(struct sl_stack *s, uint32_t daddr);
+/* An ICMP fragmentation needed's MTU for daddr; true if the path MTU fell. */
+bool sl_pmtu_update(struct sl_stack *s, uint32_t daddr, uint32_t mtu);
+/* Forget path MTUs and fragments past their time. */
+void sl_ip_expire(struct sl_stack *s);
+/* Send the datagram of header hdr, transport header l4 and payload data in
+ * fragments of at most mtu bytes (DF clear). */
+int sl_ip_output_frags(struct sl_stack *s, const struct sl_ip *hdr, const uint8_t *l4,
+		       size_t l4len, const uint8_t *data, size_t dlen, uint32_t mtu);
 
 /* udp.c */
 void sl_udp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen);

@@ -471,6 +471,11 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 			walk(&rc, r->lo_head, r->lo_tail, true, TAG_LO, true, &n, &len, &aux);
 		}
 	}
+	/* Fragments being reassembled are dropped: their buffers go back
+	 * to the pool (their senders' upper layers send again). */
+	memset(r->fragq, 0, sizeof(r->fragq));
+	r->frag_mem = 0;
+	r->frag_queues = 0;
 	for (unsigned int i = 0; i < SL_NEIGH_MAX; i++) {
 		uint32_t h = r->neigh[i].hold_idx;
 

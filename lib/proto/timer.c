@@ -128,6 +128,11 @@ int sl_timer_run(struct sl_stack *s, uint64_t now_us)
 		}
 	}
 	r->wheel_now_ms = now_ms;
+	/* Fragments and learnt path MTUs past their time (proto/ip.c). */
+	if (now_ms >= r->ip_expire_ms) {
+		r->ip_expire_ms = now_ms + 1000;
+		sl_ip_expire(s);
+	}
 	return fired;
 }
 

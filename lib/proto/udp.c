@@ -6,8 +6,10 @@
  * its own address) a datagram larger than one packet goes as a chain of
  * buffers, as Linux's loopback, 64 KiB of MTU, carries it whole
  * (lib/README.md, "Segments that span buffers"); on the queue its further
- * buffers follow its first.  No fragmentation: one larger than the MTU to
- * a link is -EMSGSIZE.
+ * buffers follow its first.  One larger than the path MTU to a link goes
+ * in IPv4 fragments unless IP_MTU_DISCOVER says DO or PROBE (then
+ * -EMSGSIZE), as Linux's ip_append_data() decides; a reassembled one
+ * arrives as a chain (proto/ip.c).
  */
 #include <errno.h>
 #include <string.h>
@@ -566,13 +568,56 @@ static ssize_t send_chain(struct sl_stack *s, struct sl_sock *so, const uint8_t 
 	return (ssize_t)len;
 }
 
+/*
+ * A datagram of len bytes, more than the path MTU mtu takes, to a host
+ * elsewhere: its header and checksum made for the whole, then sent in
+ * fragments without DF (Linux __ip_make_skb() sets DF only on what fits).
+ */
+static ssize_t send_frags(struct sl_stack *s, struct sl_sock *so, const uint8_t *buf,
+			  size_t len, uint32_t saddr, uint32_t daddr, uint16_t dport,
+			  const struct sl_tx_meta *tx, uint32_t mtu)
+{
+	uint32_t idx = sl_buf_alloc(s);
+	struct sl_udp uh;
+	struct sl_ip hdr;
+	int ret;
+
+	if (idx == SLUICE_IDX_NONE)
+		return -ENOBUFS;
+	uh.sport = so->lport;
+	uh.dport = dport;
+	uh.len = htons((uint16_t)(sizeof(uh) + len));
+	uh.csum = 0;
+	if (!(so->opt_flags & SL_SO_NO_CHECK)) {
+		uint32_t sum = sl_csum_pseudo(saddr, daddr, IPPROTO_UDP_,
+					      (uint16_t)(sizeof(uh) + len));
+
+		sum = sl_csum_add(sum, &uh, sizeof(uh));
+		uh.csum = sl_csum_fold(sl_csum_add(sum, buf, len));
+		if (uh.csum == 0)
+			uh.csum = 0xffff;
+	}
+	/* The header as a single packet's would be (TTL, TOS), DF off. */
+	sl_ip_build(s, idx, IPPROTO_UDP_, saddr, daddr, (uint16_t)(sizeof(uh) + len));
+	ip_hdr(s, idx, so, tx);
+	memcpy(&hdr, sl_buf_base(s, idx) + sl_buf(s, idx)->off, sizeof(hdr));
+	sl_buf_free(s, idx);
+	hdr.frag = 0;
+	sl_count(s, SL_C_udp_tx);
+	so->tx_pkts++;
+	so->tx_bytes += len;
+	ret = sl_ip_output_frags(s, &hdr, (const uint8_t *)&uh, sizeof(uh), buf, len, mtu);
+	return ret ? ret : (ssize_t)len;
+}
+
 ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,
 		      int flags, uint32_t daddr, uint16_t dport, const struct sl_tx_meta *tx)
 {
 	struct sl_udp *uh;
-	uint32_t idx, saddr;
-	size_t max = sl_mtu(s) - sizeof(struct sl_ip) - sizeof(*uh);
-	int ret;
+	uint32_t idx, saddr, mtu;
+	size_t max;
+	bool local = sl_ip_is_local(s, daddr);
+	int ret, disc = so->pmtudisc ? so->pmtudisc - 1 : IP_PMTUDISC_WANT;
 
 	(void)flags;
 	/* A pending error (an ICMP unreachable for a connected socket) is
@@ -587,11 +632,22 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 		return -EPIPE;
 	if (!dport)
 		return -EINVAL;
+	/* The path MTU below DO (Linux ip_sk_use_pmtu()), else the link's. */
+	mtu = local || disc >= IP_PMTUDISC_PROBE || is_broadcast(s, daddr) ||
+	      SL_IN_MULTICAST(daddr) ? sl_mtu(s) : sl_pmtu_get(s, daddr);
+	max = mtu - sizeof(struct sl_ip) - sizeof(*uh);
 	/* Larger than a packet: inside the stack as a chain (up to IPv4's
-	 * 65535 bytes, as Linux's loopback takes it); elsewhere too big. */
-	if (len > max && (len > SL_UDP_MAX || !sl_ip_is_local(s, daddr) ||
-			  len > max + (size_t)SL_CHAIN_MAX * s->buf_size))
+	 * 65535 bytes, as Linux's loopback takes it); to a host elsewhere in
+	 * fragments unless DF is asked for (Linux ip_sk_ignore_df()). */
+	if (len > max && (len > SL_UDP_MAX ||
+			  (local && len > max + (size_t)SL_CHAIN_MAX * s->buf_size) ||
+			  (!local && (disc == IP_PMTUDISC_DO || disc == IP_PMTUDISC_PROBE ||
+				      disc == IP_PMTUDISC_INTERFACE ||
+				      is_broadcast(s, daddr) || SL_IN_MULTICAST(daddr))))) {
+		if (!local)
+			sl_count(s, SL_C_ip_tx_toobig);
 		return -EMSGSIZE;
+	}
 	if (is_broadcast(s, daddr) && !(so->flags & SL_SF_BROADCAST))
 		return -EACCES;
 	if (!(so->flags & SL_SF_BOUND)) {
@@ -615,8 +671,10 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 			return -EINVAL;
 		saddr = tx->saddr;
 	}
-	if (len > max)
+	if (len > max && local)
 		return send_chain(s, so, buf, len, saddr, daddr, dport, tx, max);
+	if (len > max)
+		return send_frags(s, so, buf, len, saddr, daddr, dport, tx, mtu);
 	idx = sl_buf_alloc(s);
 	if (idx == SLUICE_IDX_NONE)
 		return -ENOBUFS;
@@ -737,7 +795,10 @@ ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_
 		meta->tos = ip->tos;
 		/* The stack's own traffic went over "lo" as the kernel sees it;
 		 * the rest came in on the stack's device. */
-		meta->ifindex = (b->flags & SL_BUF_LOCAL) ? 1 : s->ifindex;
+		/* A datagram reassembled from a link's fragments is a local
+		 * chain marked checked (proto/ip.c): the link's. */
+		meta->ifindex = (b->flags & (SL_BUF_LOCAL | SL_BUF_CSUM_OK)) == SL_BUF_LOCAL ?
+				1 : s->ifindex;
 	}
 	/* SO_TIMESTAMP: the arrival goes with the datagram; else it is what
 	 * SIOCGSTAMP answers next (Linux sock_recv_timestamp()). */

@@ -101,9 +101,21 @@ static void test_limits_and_errors(void)
 	struct sockaddr_in peer = fx_addr("10.1.0.2", 7000);
 
 	sluice_bind(ST(s), srv, &a);
-	tap_eq(sluice_sendto(ST(s), cli, big, 1473, 0, &peer), -EMSGSIZE,
-	       "to the link, more than MTU-28 is -EMSGSIZE (no fragmentation)");
-	tap_eq(cap.n, 0, "nothing went");
+	/* IP_PMTUDISC_WANT, the default: fragments without DF (ip.c). */
+	tap_eq(sluice_sendto(ST(s), cli, big, 1473, 0, &peer), 1473,
+	       "to the link, more than MTU-28 goes (IP_PMTUDISC_WANT: fragments)");
+	tap_eq(cap.n, 2, "in two fragments");
+	cap.n = 0;
+	{
+		int v = IP_PMTUDISC_DO;
+
+		sluice_setsockopt(ST(s), cli, IPPROTO_IP, IP_MTU_DISCOVER, &v, sizeof(v));
+		tap_eq(sluice_sendto(ST(s), cli, big, 1473, 0, &peer), -EMSGSIZE,
+		       "with IP_PMTUDISC_DO it is -EMSGSIZE");
+		tap_eq(cap.n, 0, "nothing went");
+		v = IP_PMTUDISC_WANT;
+		sluice_setsockopt(ST(s), cli, IPPROTO_IP, IP_MTU_DISCOVER, &v, sizeof(v));
+	}
 	tap_eq(sluice_sendto(ST(s), cli, big, 1472, 0, &a), 1472, "exactly MTU-28 goes");
 	sluice_recv(ST(s), srv, buf, sizeof(buf), 0);
 	tap_eq(sluice_sendto(ST(s), cli, "b", 1, 0, &bc), -EACCES, "broadcast needs SO_BROADCAST");

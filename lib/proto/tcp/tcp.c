@@ -135,12 +135,13 @@ uint64_t sl_tcp_port_hash(struct sl_stack *s, uint32_t laddr, uint32_t raddr, ui
 
 /* ---- TCB helpers ---------------------------------------------------- */
 
-/* Inside the stack the limit is a packet buffer, not the link's MTU. */
+/* Inside the stack the limit is a packet buffer, not the link's MTU;
+ * elsewhere the path's (learnt from ICMP, proto/ip.c). */
 static uint32_t path_mtu(struct sl_stack *s, const struct sl_sock *so)
 {
 	if (sl_ip_is_local(s, so->raddr))
 		return SL_TCP_BUF_PAYLOAD(s) + 40;
-	return sl_mtu(s);
+	return sl_pmtu_get(s, so->raddr);
 }
 
 uint16_t sl_tcp_our_mss(struct sl_stack *s, const struct sl_sock *so)
@@ -156,8 +157,20 @@ void sl_tcp_set_mss(struct sl_stack *s, struct sl_sock *so)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	uint32_t mss = tp->peer_mss ? tp->peer_mss : SL_TCP_MSS_DEFAULT;
-	uint32_t cap = SL_TCP_BUF_PAYLOAD(s), pmss = path_mtu(s, so) - 40;
+	uint32_t cap = SL_TCP_BUF_PAYLOAD(s), pmtu = path_mtu(s, so), pmss = pmtu - 40;
 
+	tp->pmtu = (uint16_t)(pmtu > 65535 ? 65535 : pmtu);
+	tp->pmtu_gen = (uint16_t)s->lib->pmtu_gen;
+	/* A black hole found (tcp_timer.c): tcp_base_mss, then halved at
+	 * each RTO more, not below tcp_mtu_probe_floor. */
+	if (tp->mtup) {
+		uint32_t bh = SL_TCP_BASE_MSS >> (tp->mtup - 1);
+
+		if (bh < SL_TCP_MTU_PROBE_FLOOR)
+			bh = SL_TCP_MTU_PROBE_FLOOR;
+		if (pmss > bh)
+			pmss = bh;
+	}
 	if (mss > pmss)
 		mss = pmss;
 	if (tp->user_mss && tp->user_mss < mss)
@@ -1422,4 +1435,49 @@ void sl_tcp_icmp_error(struct sl_stack *s, const struct sl_ip *q, int err)
 		return;
 	}
 	so->tcp.soft_err = err;
+}
+
+/*
+ * Fragmentation needed for one of our segments (RFC 1191), believed as
+ * Linux's tcp_v4_err() believes it (RFC 5927 4.1): only for a connection
+ * (not a listener) and a quoted sequence number from SND.UNA to SND.NXT.
+ * The destination's path MTU falls for every socket (sl_pmtu_update());
+ * this connection's MSS follows and what is in flight goes again at the
+ * new size at once, as tcp_v4_mtu_reduced() and tcp_simple_retransmit()
+ * do, without a congestion response.  IP_PMTUDISC_DONT (and INTERFACE,
+ * OMIT) keep the MSS.
+ */
+void sl_tcp_icmp_frag(struct sl_stack *s, const struct sl_ip *q, uint32_t mtu)
+{
+	const struct sl_tcph *th = (const struct sl_tcph *)((const uint8_t *)q +
+							    (q->ver_ihl & 0xf) * 4);
+	struct sl_sock *so = sl_sock_lookup(s, SL_SOCK_TCP, q->saddr, th->sport, q->daddr,
+					    th->dport);
+	struct sl_tcp_sock *tp;
+	uint32_t seq = ntohl(th->seq), pmtu;
+	int disc;
+
+	if (!so || so->raddr != q->daddr || so->rport != th->dport ||
+	    so->state < SL_TCP_SYN_SENT)
+		return;
+	tp = &so->tcp;
+	if (SEQ_LT(seq, tp->snd_una) || SEQ_GT(seq, tp->snd_nxt)) {
+		sl_count(s, SL_C_icmp_rx_oow);
+		return;
+	}
+	sl_sock_busy(s, so);
+	sl_pmtu_update(s, so->raddr, mtu);
+	pmtu = sl_pmtu_get(s, so->raddr);
+	disc = so->pmtudisc ? so->pmtudisc - 1 : IP_PMTUDISC_WANT;
+	if (pmtu < tp->pmtu && sl_ip_df(so))
+		tp->soft_err = EMSGSIZE;
+	if (disc == IP_PMTUDISC_DONT || disc == IP_PMTUDISC_INTERFACE ||
+	    disc == IP_PMTUDISC_OMIT || pmtu >= tp->pmtu)
+		return;
+	sl_tcp_set_mss(s, so);
+	sl_count(s, SL_C_tcp_mtu_reduced);
+	if (so->state < SL_TCP_ESTABLISHED || tp->snd_una == tp->snd_nxt)
+		return;
+	sl_tcp_go_back(s, tp);
+	sl_tcp_output(s, so, sl_now(s));
 }

@@ -237,6 +237,12 @@ struct sl_tcp_sock {
 	 * queue, a ring of SL_TCP_PARK (tcp.c, sl_tcp_park()). */
 	uint8_t park_head, park_len;
 	uint32_t park_idx[SL_TCP_PARK], park_gen[SL_TCP_PARK];
+	/* Path MTU (RFC 1191): the one mss was made for (Linux
+	 * icsk_pmtu_cookie) and sl_region.pmtu_gen then; mtup set once a
+	 * black hole was found (RFC 4821, Linux icsk_mtup.enabled with
+	 * tcp_mtu_probing=1): the path is taken as tcp_base_mss's. */
+	uint16_t pmtu, pmtu_gen;
+	uint8_t mtup;
 };
 
 /* When an orphan's FIN-WAIT-2 ends: TCP_LINGER2 seconds, or the default;
@@ -316,6 +322,15 @@ int sl_tcp_send_tw_ack(struct sl_stack *s, const struct sl_tw *tw, uint64_t now_
 void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen,
 		  uint64_t now_us);
 void sl_tcp_icmp_error(struct sl_stack *s, const struct sl_ip *quoted, int err);
+/* ICMP fragmentation needed quoting a segment of ours: next-hop MTU mtu. */
+void sl_tcp_icmp_frag(struct sl_stack *s, const struct sl_ip *quoted, uint32_t mtu);
+/* Go back to snd_una and send again (RFC 6298 5.4; tcp_timer.c). */
+void sl_tcp_go_back(struct sl_stack *s, struct sl_tcp_sock *tp);
+/* Linux tcp_base_mss: the MSS a black-holed path is taken to carry. */
+#define SL_TCP_BASE_MSS		1024
+/* Linux tcp_retries1: RTOs before a black hole is suspected. */
+#define SL_TCP_RETRIES1		3
+#define SL_TCP_MTU_PROBE_FLOOR	48
 int sl_tcp_connect(struct sl_stack *s, struct sl_sock *so, uint32_t raddr, uint16_t rport,
 		   uint64_t now_us);
 /* connect() after a failed non-blocking attempt: that attempt's error

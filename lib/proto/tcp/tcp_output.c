@@ -650,6 +650,10 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 
 	if (so->state < SL_TCP_ESTABLISHED)
 		return;
+	/* A path MTU changed (learnt by another socket, or forgotten): the
+	 * MSS follows, as Linux's tcp_current_mss() checks dst_mtu(). */
+	if (tp->pmtu_gen != (uint16_t)s->lib->pmtu_gen && !local)
+		sl_tcp_set_mss(s, so);
 	if (SEQ_LT(tp->snd_nxt, tp->snd_una))
 		tp->snd_nxt = tp->snd_una;
 	/* RFC 5681 4.1: nothing in flight, data to send, and no segment

@@ -109,7 +109,7 @@ static void backoff_rto(struct sl_tcp_sock *tp)
 
 /* RFC 2018 8, RFC 6298 5.4: go back to the first unacknowledged byte;
  * SACK marks are dropped (the receiver may have discarded SACKed data). */
-static void go_back(struct sl_stack *s, struct sl_tcp_sock *tp)
+void sl_tcp_go_back(struct sl_stack *s, struct sl_tcp_sock *tp)
 {
 	uint32_t steps = 0;
 
@@ -163,12 +163,33 @@ static void on_rexmt_zero_window(struct sl_stack *s, struct sl_sock *so, unsigne
 		sl_tcp_done(s, so, tp->soft_err ? tp->soft_err : ETIMEDOUT);
 		return;
 	}
-	go_back(s, tp);
+	sl_tcp_go_back(s, tp);
 	sl_tcp_send_ctl(s, so, TH_ACK_, tp->snd_una - 1, now_us);
 	tp->keep_probes++;		/* reset by any acceptable ACK (tcp_input.c) */
 	tp->tflags |= SL_TF_PROBE;
 	tp->rto_us = rto > SL_TCP_RTO_MAX_US ? SL_TCP_RTO_MAX_US : (uint32_t)rto;
 	tp->t_rexmt = clamp_to_user_timeout(tp, now_us + tp->rto_us);
+}
+
+/*
+ * Black-hole detection (RFC 4821 as Linux's tcp_mtu_probing=1 does it,
+ * tcp_write_timeout() and tcp_mtu_probing()): data unacknowledged for as
+ * long as tcp_retries1 (3) RTOs from the 200 ms minimum take (3 s) and
+ * no ICMP, so the path may drop large packets silently.  The first time
+ * the MSS falls to tcp_base_mss (1024), each RTO after that halves it,
+ * down to tcp_mtu_probe_floor (48).  Searching back up is not done.
+ */
+static void blackhole(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint64_t wait = ((2u << SL_TCP_RETRIES1) - 1) * (uint64_t)SL_TCP_RTO_MIN_US;
+
+	if (sl_ip_is_local(s, so->raddr) || !tp->rexmt_first_us ||
+	    now_us - tp->rexmt_first_us < wait || tp->mtup >= 6)
+		return;
+	tp->mtup++;
+	sl_tcp_set_mss(s, so);
+	sl_count(s, SL_C_tcp_mtup_blackhole);
 }
 
 /* The retransmission timer expired (RFC 6298 5.4-5.7). */
@@ -224,9 +245,10 @@ static void on_rexmt(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		return;
 	}
 	sl_count(s, SL_C_tcp_rto);
+	blackhole(s, so, now_us);
 	backoff_rto(tp);
 	sl_tcp_cc_rto(tp, now_us);
-	go_back(s, tp);
+	sl_tcp_go_back(s, tp);
 	sl_tcp_output(s, so, now_us);
 	tp->t_rexmt = clamp_to_user_timeout(tp, now_us + tp->rto_us);
 }
