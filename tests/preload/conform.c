@@ -2372,6 +2372,16 @@ static void check_issue24_opts(void)
 	}
 	printf("pmtudisc_99: tcp %s", setint(s, IPPROTO_IP, IP_MTU_DISCOVER, 99));
 	printf(" udp %s\n", setint(u, IPPROTO_IP, IP_MTU_DISCOVER, -1));
+	/* IP_MTU: the route's MTU when connected (loopback: 65535, IP_MAX_MTU), else
+	 * ENOTCONN (listener, unconnected UDP). */
+	printf("ip_mtu: tcp %s listener %s udp %s", iopt(s, IPPROTO_IP, IP_MTU),
+	       iopt(l, IPPROTO_IP, IP_MTU), iopt(u, IPPROTO_IP, IP_MTU));
+	{
+		struct sockaddr_in to = lo(9);
+
+		connect(u, (struct sockaddr *)&to, sizeof(to));
+		printf(" connected %s\n", iopt(u, IPPROTO_IP, IP_MTU));
+	}
 
 	/* Two 5-byte writes, one read of 10. */
 	send(c, data, 5, 0);
