@@ -361,6 +361,7 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(icmp_echo_replied, "ICMP echo requests answered")		\
 	X(icmp_unreach_rx, "ICMP destination unreachable received")	\
 	X(icmp_unreach_tx, "ICMP destination unreachable sent")		\
+	X(icmp_timxceed_tx, "ICMP time exceeded sent (fragment reassembly)")	\
 	X(icmp_ratelimit_global, "ICMP errors not sent: icmp_msgs_per_sec/burst") \
 	X(icmp_ratelimit_host, "ICMP errors not sent: icmp_ratelimit to one host") \
 	X(icmp_rx_oow, "ignored: ICMP quoting a TCP sequence outside the window") \

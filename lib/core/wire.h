@@ -75,6 +75,7 @@ struct sl_icmp {
 #define ICMP_UNREACH_PROTO_	2
 #define ICMP_UNREACH_PORT_	3
 #define ICMP_UNREACH_NEEDFRAG_	4
+#define ICMP_TIMXCEED_REASS_	1	/* fragment reassembly time exceeded */
 
 /* RFC 768 */
 struct sl_udp {

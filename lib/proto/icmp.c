@@ -2,8 +2,8 @@
 /*
  * ICMP (RFC 792, RFC 1122 3.2.2): echo replies, destination-unreachable
  * handling for TCP and UDP (fragmentation needed: path MTU, RFC 1191),
- * and sending port/protocol unreachable, rate-limited as Linux limits
- * its ICMP errors.
+ * and sending port/protocol unreachable and reassembly time exceeded,
+ * rate-limited as Linux limits its ICMP errors.
  */
 #include <errno.h>
 #include <string.h>
@@ -187,6 +187,11 @@ bool sl_icmp_allow(struct sl_stack *s, uint8_t type, uint8_t code, uint32_t dadd
 
 void sl_icmp_send_unreach(struct sl_stack *s, uint32_t orig_idx, uint8_t code)
 {
+	sl_icmp_send_error(s, orig_idx, ICMP_UNREACH_, code);
+}
+
+void sl_icmp_send_error(struct sl_stack *s, uint32_t orig_idx, uint8_t type, uint8_t code)
+{
 	const struct sl_ip *oip = (const struct sl_ip *)sl_buf_data(s, orig_idx);
 	unsigned int ohl = (oip->ver_ihl & 0xf) * 4, qlen, len;
 	struct sl_icmp *ic;
@@ -196,7 +201,7 @@ void sl_icmp_send_unreach(struct sl_stack *s, uint32_t orig_idx, uint8_t code)
 	if (oip->proto == IPPROTO_ICMP_ || oip->daddr == INADDR_BROADCAST ||
 	    !sl_ip_is_local(s, oip->daddr))
 		return;
-	if (!sl_icmp_allow(s, ICMP_UNREACH_, code, oip->saddr))
+	if (!sl_icmp_allow(s, type, code, oip->saddr))
 		return;
 	qlen = sl_buf(s, orig_idx)->len;
 	if (qlen > ohl + 8)
@@ -206,12 +211,12 @@ void sl_icmp_send_unreach(struct sl_stack *s, uint32_t orig_idx, uint8_t code)
 		return;
 	ic = (struct sl_icmp *)(sl_buf_data(s, idx) + sizeof(struct sl_ip));
 	memset(ic, 0, sizeof(*ic));
-	ic->type = ICMP_UNREACH_;
+	ic->type = type;
 	ic->code = code;
 	memcpy(ic + 1, oip, qlen);
 	len = sizeof(*ic) + qlen;
 	ic->csum = sl_csum_fold(sl_csum_add(0, ic, len));
 	sl_ip_build(s, idx, IPPROTO_ICMP_, oip->daddr, oip->saddr, len);
-	sl_count(s, SL_C_icmp_unreach_tx);
+	sl_count(s, type == ICMP_UNREACH_ ? SL_C_icmp_unreach_tx : SL_C_icmp_timxceed_tx);
 	sl_ip_output(s, idx, false);
 }

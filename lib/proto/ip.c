@@ -477,8 +477,9 @@ static void fragq_kill(struct sl_stack *s, struct sl_fragq *q)
 	q->head = SLUICE_IDX_NONE;
 }
 
-/* Queues older than ipfrag_time go (Linux ip_expire(); no ICMP time
- * exceeded is sent: see lib/proto/README.md). */
+/* Queues older than ipfrag_time go; one that holds its first fragment
+ * sends its source an ICMP time exceeded quoting it (RFC 792, Linux's
+ * ip_expire()), rate-limited as any ICMP error. */
 static void frag_expire(struct sl_stack *s)
 {
 	struct sl_region *r = s->lib;
@@ -491,6 +492,8 @@ static void frag_expire(struct sl_stack *s)
 
 		if (q->daddr && now >= q->expires_ms) {
 			sl_count(s, SL_C_ip_reasm_timeout);
+			if ((q->flags & SL_FRAGQ_FIRST) && sl_buf_some(s, q->head))
+				sl_icmp_send_error(s, q->head, ICMP_TIMXCEED_, ICMP_TIMXCEED_REASS_);
 			fragq_kill(s, q);
 		}
 	}

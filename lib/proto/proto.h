@@ -600,6 +600,8 @@ bool sl_ip_is_bcast(const struct sl_stack *s, uint32_t addr);
 /* icmp.c */
 void sl_icmp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen);
 void sl_icmp_send_unreach(struct sl_stack *s, uint32_t orig_idx, uint8_t code);
+/* An ICMP error of type and code about the packet in orig_idx (kept). */
+void sl_icmp_send_error(struct sl_stack *s, uint32_t orig_idx, uint8_t type, uint8_t code);
 /* Whether an ICMP error of type and code to daddr may go now (Linux
  * icmpv4_xrlim_allow(), icmp_global_allow()); counts the refusals. */
 bool sl_icmp_allow(struct sl_stack *s, uint8_t type, uint8_t code, uint32_t daddr);

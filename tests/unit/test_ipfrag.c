@@ -4,7 +4,8 @@
  * - reassembly (ip_fragment.c): out of order, a datagram larger than a
  *   packet buffer arrives whole; a duplicate fragment is dropped alone; an
  *   overlapping one drops the whole datagram (RFC 5722); a datagram not
- *   whole after ipfrag_time (30 s) is dropped; more queues than the table
+ *   whole after ipfrag_time (30 s) is dropped, and an ICMP time exceeded
+ *   sent if its first fragment came; more queues than the table
  *   holds are refused; a bad UDP checksum over the whole is caught;
  * - fragmentation (ip_fragment()): a UDP datagram larger than the path MTU
  *   goes in fragments without DF under IP_PMTUDISC_WANT, multiples of 8,
@@ -136,6 +137,7 @@ static void test_reassembly(void)
 	/* Not whole in 30 s (ipfrag_time): dropped, its buffers back. */
 	n = dgram(whole, 3000, false);
 	frag_in(T.peer, 5, whole, 0, 1480, true);
+	tf_clear();
 	tf_advance_ms(29000);
 	tap_eq(tf_counter(SL_C_ip_reasm_timeout), 0, "reasm: still waiting at 29 s");
 	tf_advance_ms(2000);
@@ -143,6 +145,23 @@ static void test_reassembly(void)
 	 * its queue was dropped and began another (Linux: the same). */
 	tap_eq(tf_counter(SL_C_ip_reasm_timeout), 2, "reasm: given up after 30 s");
 	tap_eq(T.s->lib->frag_queues, 0, "reasm: no queue left");
+	/* Its source hears of it, quoting the first fragment (ip_expire());
+	 * the overlapped tail had no first fragment: nothing for that. */
+	{
+		unsigned int te = 0;
+
+		for (unsigned int i = 0; i < T.n; i++) {
+			const uint8_t *f = T.f[i].data;
+			const struct sl_ip *q = (const struct sl_ip *)(f + 28);
+
+			if (f[9] == IPPROTO_ICMP_ && f[20] == ICMP_TIMXCEED_ && f[21] == 1 &&
+			    q->id == htons(5) && !(ntohs(q->frag) & IP_OFFMASK_))
+				te++;
+		}
+		tap_eq(te, 1, "reasm: one ICMP time exceeded, quoting the first fragment");
+		tap_eq(T.n, 1, "reasm: ... and nothing else");
+		tap_eq(tf_counter(SL_C_icmp_timxceed_tx), 1, "reasm: icmp_timxceed_tx counted");
+	}
 
 	/* More datagrams at once than the table holds: refused, counted. */
 	for (unsigned int i = 0; i < SL_FRAGQ_N + 1; i++)
