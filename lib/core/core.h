@@ -301,6 +301,7 @@ struct sl_region {
 	/* Path MTUs learnt from ICMP (proto/ip.c, RFC 1191), per destination. */
 	struct sl_pmtu pmtu[SL_PMTU_N] __attribute__((aligned(64)));
 	uint32_t pmtu_gen;		/* changes when an entry does */
+	uint32_t pmtu_n;		/* entries in use */
 	uint64_t ip_expire_ms;		/* the next look for what expired */
 	/* ICMP errors sent: the global token bucket (proto/icmp.c; credit,
 	 * last refill in ms) and one a destination. */

@@ -389,6 +389,8 @@ static struct sl_pmtu *pmtu_find(struct sl_stack *s, uint32_t daddr)
 		if (now_ms(s) >= p->expires_ms || p->mtu < SL_PMTU_MIN) {
 			p->daddr = 0;
 			r->pmtu_gen++;
+			if (r->pmtu_n)
+				r->pmtu_n--;
 			sl_count(s, SL_C_pmtu_expired);
 			return NULL;
 		}
@@ -402,7 +404,8 @@ uint32_t sl_pmtu_get(struct sl_stack *s, uint32_t daddr)
 	uint32_t mtu = sl_mtu(s);
 	const struct sl_pmtu *p;
 
-	if (sl_ip_is_local(s, daddr))
+	/* No entry (the usual case): no scan on a datagram's way out. */
+	if (!s->lib->pmtu_n || sl_ip_is_local(s, daddr))
 		return mtu;
 	p = pmtu_find(s, daddr);
 	return p && p->mtu < mtu ? p->mtu : mtu;
@@ -434,6 +437,7 @@ bool sl_pmtu_update(struct sl_stack *s, uint32_t daddr, uint32_t mtu)
 
 			if (!q->daddr) {
 				pick = q;
+				r->pmtu_n++;
 				break;
 			}
 			if (!pick || q->expires_ms < pick->expires_ms)
@@ -504,7 +508,7 @@ void sl_ip_expire(struct sl_stack *s)
 	struct sl_region *r = s->lib;
 
 	frag_expire(s);
-	for (unsigned int i = 0; i < SL_PMTU_N; i++)
+	for (unsigned int i = 0; i < SL_PMTU_N && r->pmtu_n; i++)
 		if (r->pmtu[i].daddr)
 			pmtu_find(s, r->pmtu[i].daddr);
 }
