@@ -443,11 +443,13 @@ static bool journal_names(struct sl_stack *s, uint32_t seen, uint32_t *from,
  * once it names a socket of one of the wait channels of chans' sockets,
  * whose sleepers alone are then woken; the caller's sockets are all on
  * them); with intr, -EINTR once the thread's signal count moves from
- * intr->seen. */
+ * intr->seen; with stop, 1 once *stop moves from stop_seen; with tell, a
+ * zero timeout that could not look (the lock's holder is stopped) returns
+ * -EAGAIN rather than 0, for a caller that must look again later. */
 static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int n,
 		     int timeout_ms, const uint32_t *journal, const int *chans,
 		     unsigned int nchan, const struct poll_intr *intr,
-		     const uint32_t *stop, uint32_t stop_seen)
+		     const uint32_t *stop, uint32_t stop_seen, bool tell)
 {
 	uint32_t jfrom = journal ? *journal : 0;
 	uint32_t *sleepers = &s->r->sleepers;
@@ -531,7 +533,7 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 			for (unsigned int i = 0; i < n; i++)
 				fds[i].revents = 0;
 			unlooked = asleep;
-			ret = 0;
+			ret = tell && !timeout_ms ? -EAGAIN : 0;
 			break;
 		}
 		if (ret)
@@ -610,7 +612,12 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
 		int timeout_ms)
 {
-	return poll_loop(S(st), fds, n, timeout_ms, NULL, NULL, 0, NULL, NULL, 0);
+	return poll_loop(S(st), fds, n, timeout_ms, NULL, NULL, 0, NULL, NULL, 0, false);
+}
+
+int sl_poll_look(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n)
+{
+	return poll_loop(S(st), fds, n, 0, NULL, NULL, 0, NULL, NULL, 0, true);
 }
 
 int sl_poll_signals(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
@@ -618,7 +625,7 @@ int sl_poll_signals(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned
 {
 	const struct poll_intr intr = { count, seen };
 
-	return poll_loop(S(st), fds, n, timeout_ms, NULL, NULL, 0, &intr, NULL, 0);
+	return poll_loop(S(st), fds, n, timeout_ms, NULL, NULL, 0, &intr, NULL, 0, false);
 }
 
 int sl_wait_journal(struct sluice_stack *st, uint32_t seen, const int *chan_sds,
@@ -628,7 +635,7 @@ int sl_wait_journal(struct sluice_stack *st, uint32_t seen, const int *chan_sds,
 	const struct poll_intr intr = { count, sigs };
 
 	return poll_loop(S(st), NULL, 0, timeout_ms, &seen, chan_sds, nchan,
-			 count ? &intr : NULL, NULL, 0);
+			 count ? &intr : NULL, NULL, 0, false);
 }
 
 int sl_wait_journal_stop(struct sluice_stack *st, uint32_t seen, const int *chan_sds,
@@ -638,7 +645,7 @@ int sl_wait_journal_stop(struct sluice_stack *st, uint32_t seen, const int *chan
 	const struct poll_intr intr = { count, sigs };
 
 	return poll_loop(S(st), NULL, 0, timeout_ms, &seen, chan_sds, nchan,
-			 count ? &intr : NULL, stop, stop_seen);
+			 count ? &intr : NULL, stop, stop_seen, false);
 }
 
 void sl_wait_kick(struct sluice_stack *st, const int *chan_sds, unsigned int nchan)

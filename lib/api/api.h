@@ -60,6 +60,10 @@ void sl_wait_kick(struct sluice_stack *st, const int *chan_sds, unsigned int nch
  * in slices to look (run.h, sl_wait_word). */
 int sl_poll_signals(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
 		    int timeout_ms, unsigned int (*count)(void), unsigned int seen);
+/* sluice_poll(..., 0), but -EAGAIN when it could not look (the stack
+ * lock's holder is stopped): a caller that consumed something to choose
+ * what it asks (epoll's journal) keeps it for the next look. */
+int sl_poll_look(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n);
 /*
  * OS-backed listeners (lib/preload/twin.c): listener sd, if still of
  * generation gen, may have a connection waiting in its kernel twin.

@@ -583,7 +583,8 @@ all:
  * The Sluice part: fill out[] with up to max events; returns the count.
  * Looks only at the check list (after reading the journal).  An item
  * found not ready, or edge-triggered with nothing new, or one-shot and
- * reported, leaves the list; a level-triggered one reported stays while
+ * reported, leaves the list (but none does when the look could not be
+ * made: the stack lock's holder is stopped); a level-triggered one reported stays while
  * it is ready (reported again next time, as the kernel's ready list
  * keeps it).
  */
@@ -622,7 +623,15 @@ static int ep_collect(struct pl_ep *ep, struct epoll_event *out, int max)
 		p[n].sd = (int)it->sd;
 		p[n++].events = (short)(it->ev.events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI));
 	}
-	ret = n ? sluice_poll(pl_stack(), p, n, 0) : 0;
+	ret = n ? sl_poll_look(pl_stack(), p, n) : 0;
+	if (ret == -EAGAIN) {
+		/* Not looked at (the lock's holder is stopped): what the
+		 * journal named stays listed, for the next look; the set does
+		 * not sleep on the journal meanwhile (ep_idle()). */
+		memcpy(ep->check, idx, n * sizeof(*idx));
+		ep->nchk = n;
+		goto out;
+	}
 	for (unsigned int k = 0; k < n; k++) {
 		struct pl_epitem *it = &ep->items[idx[k]];
 		uint32_t i = idx[k];

@@ -150,5 +150,37 @@ for k in poll epoll select rcvtimeo; do
 	check "storm: $k never overshot its timeout by more than 10 ms (worst ${w:-none} s, ${n:-0} rounds)" \
 		awk -v w="${w:-9}" 'BEGIN { exit !(w <= 0.010) }'
 done
+# epoll's journal (issue 24): readiness recorded before the holder stopped
+# is reported once it goes on, though nothing changes in the stack then.
+cat >"$tmp/journal.sh" <<EOS
+"$sluice" run --stack "$st" -- "$py" "$top/tests/preload/stopped_holder.py" \
+	"$tmp/jready" "$tmp/jgo" journal >"$tmp/jout" 2>"$tmp/jerr" &
+prog=\$!
+for i in \$(seq 200); do [ -e "$tmp/jready" ] && break; sleep 0.05; done
+"$hold" "$st" &
+h=\$!
+for i in \$(seq 200); do
+	[ "\$(awk '{print \$3}' /proc/\$h/stat 2>/dev/null)" = T ] && break
+	sleep 0.01
+done
+echo "holder state \$(awk '{print \$3}' /proc/\$h/stat)"
+touch "$tmp/jgo"
+for i in \$(seq 200); do [ -e "$tmp/jgo.looked" ] && break; sleep 0.01; done
+sleep 0.1
+kill -CONT \$h
+wait \$prog
+echo "program exit \$?"
+wait \$h
+EOS
+jout=$(timeout 60 unshare -n bash "$tmp/journal.sh" 2>&1)
+echo "$jout" | sed 's/^/# /'
+sed 's/^/# /' "$tmp/jout" "$tmp/jerr"
+check "journal: the holder was stopped while the set looked" grep -qx "holder state T" <<<"$jout"
+read -r _ _ jf _ jb _ jd _ ja _ jt < <(grep '^journal ' "$tmp/jout")
+check "journal: nothing ready at first, the datagram seen by poll() before the stop (${jf:-none} ${jb:-none})" \
+	[ "${jf:-}/${jb:-}" = 0/1 ]
+check "journal: epoll_wait(0) with the holder stopped reports nothing (${jd:-none})" [ "${jd:-}" = 0 ]
+check "journal: once the holder went on, epoll_wait reports the socket (${ja:-none} in ${jt:-none} s)" \
+	awk -v n="${ja:-0}" -v t="${jt:-9}" 'BEGIN { exit !(n == 1 && t < 1) }'
 [ "$tap_failed" = 0 ] || { sed 's/^/# /' "$tmp/out" "$tmp/err"; echo "$out" | sed 's/^/# /'; }
 done_testing
