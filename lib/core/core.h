@@ -117,6 +117,8 @@ struct sl_neigh {
 	uint64_t updated_ms;
 };
 
+#define SL_MC_GROUPS	64	/* groups counted in the region (sl_region.mc_groups) */
+
 /*
  * The library's own header in a region, at SLUICE_REGION_LIB_OFF (the
  * module's struct sluice_region is before it; the module never reads
@@ -212,6 +214,18 @@ struct sl_region {
 	 * walk the table every turn (api/helper.c).  Lock held; recovery
 	 * counts them again. */
 	uint32_t tcp_orphans;
+	/*
+	 * Multicast groups the stack's UDP sockets hold (proto/udp.c): each
+	 * group with its count of memberships, so a datagram to a group and
+	 * a socket's leave ask here rather than walk every slot.  Memberships
+	 * of groups past the table's SL_MC_GROUPS are counted in mc_over
+	 * (while any are, a group not found here is looked for in the
+	 * table of sockets).  Lock held; recovery counts them again.
+	 */
+	uint32_t mc_over;
+	struct sl_mc_group {
+		uint32_t group, n;	/* n == 0: a free entry */
+	} mc_groups[SL_MC_GROUPS];
 	/* High-water marks of the socket slots and buffers in use (sluice
 	 * info), for sizing a stack to its load. */
 	uint32_t sock_peak, buf_peak;
@@ -453,7 +467,8 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(verbs_port_down, "verbs port down events") \
 	X(verbs_path_flush, "verbs neighbours dropped to ask their paths again (port, LID, SM change)") \
 	X(verbs_rx_too_big, "verbs receives longer than a packet buffer (dropped, the QP kept)") \
-	X(verbs_qkey_change, "enhanced IPoIB: the broadcast group's Q_Key changed after a rejoin")
+	X(verbs_qkey_change, "enhanced IPoIB: the broadcast group's Q_Key changed after a rejoin") \
+	X(sock_walked, "sockets looked at by a listener's close (its children) and datagrams to many (the port's)")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,

@@ -450,8 +450,20 @@ static inline void sl_sock_pending_run(struct sl_stack *s)
 	if (__builtin_expect(SL_READ_ONCE(s->lib->pend_hint) != 0, 0))
 		sl_sock_pending_run_slow(s);
 }
+/* The region's count of multicast memberships, counted again from the
+ * sockets (recovery). */
+void sl_udp_mc_recount(struct sl_stack *s);
 void sl_sock_hash(struct sl_stack *s, struct sl_sock *so);
 void sl_sock_unhash(struct sl_stack *s, struct sl_sock *so);
+/* Child c (its parent_idx set to lso) onto listener lso's list of
+ * children; off its listener's list (parent_idx left as it is). */
+void sl_sock_kid_link(struct sl_stack *s, struct sl_sock *lso, struct sl_sock *c);
+void sl_sock_kid_unlink(struct sl_stack *s, struct sl_sock *c);
+/* The chains where a datagram to (addr, port) finds its unconnected
+ * sockets: bound to addr and to INADDR_ANY (heads[]); returns 1 or 2
+ * (one when both hash to the same chain), walked through hash_next. */
+unsigned int sl_sock_unconnected_chains(struct sl_stack *s, uint32_t addr, uint16_t port,
+					uint32_t heads[2]);
 /*
  * Find the socket for a received packet: an exact 4-tuple match first, then
  * one connected to the peer but bound to INADDR_ANY, then a socket bound to

@@ -528,6 +528,21 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 			}
 		}
 	}
+	/* Each listener's list of children, again from parent_idx: a dead
+	 * holder may have left one half changed. */
+	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
+		struct sl_sock *so = sl_sock(s, i);
+
+		if (so->type == SL_SOCK_TCP)
+			so->tcp.kid_next = so->tcp.kid_prev = so->tcp.kid_head = SLUICE_IDX_NONE;
+	}
+	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
+		struct sl_sock *so = sl_sock(s, i);
+
+		if (so->type == SL_SOCK_TCP && so->parent_idx != SLUICE_IDX_NONE)
+			sl_sock_kid_link(s, sl_sock(s, so->parent_idx), so);
+	}
+	sl_udp_mc_recount(s);
 	send_resets(&rc, sl_now(s));
 	if (rc.resets)
 		sl_count_n(s, SL_C_recover_sock_reset, rc.resets);

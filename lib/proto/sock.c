@@ -70,6 +70,7 @@ static void sock_init(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint
 	 * they must be empty, not buffer 0. */
 	so->tcp.sndq_head = so->tcp.sndq_tail = so->tcp.sndq_hint = SLUICE_IDX_NONE;
 	so->tcp.ooo_head = so->tcp.acc_head = so->tcp.acc_tail = SLUICE_IDX_NONE;
+	so->tcp.kid_next = so->tcp.kid_prev = so->tcp.kid_head = SLUICE_IDX_NONE;
 	if (type == SL_SOCK_UDP)
 		memset(&so->udp, 0, sizeof(so->udp));
 	so->rcvbuf = 256 * 1024;
@@ -328,6 +329,10 @@ void sl_sock_free(struct sl_stack *s, struct sl_sock *so)
 	so->rx_lent_bytes = so->rx_lent_count = so->tx_lent_bytes = 0;
 	if (so->type == SL_SOCK_UDP)
 		sl_udp_mc_leave_all(s, so);
+	if (so->type == SL_SOCK_TCP && so->parent_idx != SLUICE_IDX_NONE) {
+		sl_sock_kid_unlink(s, so);
+		so->parent_idx = SLUICE_IDX_NONE;
+	}
 	SL_KILL_POINT("sock_free");
 	if (type == SL_SOCK_TCP && (so->flags & SL_SF_ORPHAN) && s->lib->tcp_orphans)
 		s->lib->tcp_orphans--;
@@ -385,6 +390,34 @@ void sl_sock_unhash(struct sl_stack *s, struct sl_sock *so)
 	SL_KILL_POINT("sock_unhash");
 	chain_remove(s, port_bucket(s, so->lport), so, offsetof(struct sl_sock, port_next));
 	so->flags &= ~SL_SF_HASHED;
+}
+
+void sl_sock_kid_link(struct sl_stack *s, struct sl_sock *lso, struct sl_sock *c)
+{
+	c->tcp.kid_prev = SLUICE_IDX_NONE;
+	c->tcp.kid_next = lso->tcp.kid_head;
+	if (sl_sock_some(s, lso->tcp.kid_head))
+		sl_sock(s, lso->tcp.kid_head)->tcp.kid_prev = c->idx;
+	lso->tcp.kid_head = c->idx;
+}
+
+/* Each link is changed only if it still names c: a list a dying holder
+ * left half changed is built again by recovery, never followed into a
+ * slot that is on another. */
+void sl_sock_kid_unlink(struct sl_stack *s, struct sl_sock *c)
+{
+	uint32_t next = c->tcp.kid_next, prev = c->tcp.kid_prev;
+
+	if (sl_sock_some(s, next) && sl_sock(s, next)->tcp.kid_prev == c->idx)
+		sl_sock(s, next)->tcp.kid_prev = prev;
+	if (sl_sock_some(s, prev)) {
+		if (sl_sock(s, prev)->tcp.kid_next == c->idx)
+			sl_sock(s, prev)->tcp.kid_next = next;
+	} else if (sl_sock_some(s, c->parent_idx) &&
+		   sl_sock(s, c->parent_idx)->tcp.kid_head == c->idx) {
+		sl_sock(s, c->parent_idx)->tcp.kid_head = next;
+	}
+	c->tcp.kid_next = c->tcp.kid_prev = SLUICE_IDX_NONE;
 }
 
 static struct sl_sock *chain_find(struct sl_stack *s, uint32_t idx, uint8_t type, uint32_t laddr,
@@ -557,6 +590,16 @@ bool sl_sock_unconnected_at(struct sl_stack *s, uint8_t type, uint32_t addr, uin
 {
 	return unconnected_on(s, *tuple_bucket(s, addr, port, 0, 0), type, addr, port) ||
 	       unconnected_on(s, *tuple_bucket(s, 0, port, 0, 0), type, 0, port);
+}
+
+unsigned int sl_sock_unconnected_chains(struct sl_stack *s, uint32_t addr, uint16_t port,
+					uint32_t heads[2])
+{
+	uint32_t *a = tuple_bucket(s, addr, port, 0, 0), *b = tuple_bucket(s, 0, port, 0, 0);
+
+	heads[0] = *a;
+	heads[1] = *b;
+	return a == b ? 1 : 2;
 }
 
 /* ---- ephemeral ports ------------------------------------------------ */
@@ -860,6 +903,7 @@ struct sl_sock *sl_sock_bad(const struct sl_stack *s, uint32_t idx)
 	so->idx = so->next_idx = so->hash_next = so->parent_idx = SLUICE_IDX_NONE;
 	so->rxq_head = so->rxq_tail = SLUICE_IDX_NONE;
 	so->wheel_next = so->wheel_prev = so->port_next = SLUICE_IDX_NONE;
+	so->tcp.kid_next = so->tcp.kid_prev = so->tcp.kid_head = SLUICE_IDX_NONE;
 	so->wheel_due_ms = 0;
 	so->tcp.sndq_head = so->tcp.sndq_tail = so->tcp.sndq_hint = SLUICE_IDX_NONE;
 	so->tcp.ooo_head = so->tcp.acc_head = so->tcp.acc_tail = SLUICE_IDX_NONE;

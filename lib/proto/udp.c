@@ -100,16 +100,78 @@ bool sl_udp_mc_member(const struct sl_sock *so, uint32_t group)
 	return false;
 }
 
-/* Does a socket of the stack other than so hold group? */
-static bool mc_held_elsewhere(struct sl_stack *s, const struct sl_sock *so, uint32_t group)
+/* Does a socket of the stack hold group?  The table of sockets, walked:
+ * only for groups the region's count could not hold (mc_over). */
+static bool mc_held_scan(struct sl_stack *s, uint32_t group)
 {
 	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
 		const struct sl_sock *o = sl_sock(s, i);
 
-		if (o != so && o->type == SL_SOCK_UDP && sl_udp_mc_member(o, group))
+		sl_count(s, SL_C_sock_walked);
+		if (o->type == SL_SOCK_UDP && sl_udp_mc_member(o, group))
 			return true;
 	}
 	return false;
+}
+
+/* group's entry in the region's count (sl_region.mc_groups), or NULL. */
+static struct sl_mc_group *mc_entry(struct sl_stack *s, uint32_t group)
+{
+	for (unsigned int i = 0; i < SL_MC_GROUPS; i++)
+		if (s->lib->mc_groups[i].n && s->lib->mc_groups[i].group == group)
+			return &s->lib->mc_groups[i];
+	return NULL;
+}
+
+/* One membership of group more. */
+static void mc_ref(struct sl_stack *s, uint32_t group)
+{
+	struct sl_mc_group *g = mc_entry(s, group);
+
+	for (unsigned int i = 0; !g && i < SL_MC_GROUPS; i++)
+		if (!s->lib->mc_groups[i].n) {
+			g = &s->lib->mc_groups[i];
+			g->group = group;
+		}
+	if (g)
+		g->n++;
+	else
+		s->lib->mc_over++;
+}
+
+/* One membership of group fewer (the socket has left it): does another
+ * socket of the stack still hold it? */
+static bool mc_unref(struct sl_stack *s, uint32_t group)
+{
+	struct sl_mc_group *g = mc_entry(s, group);
+
+	if (g)
+		return --g->n || (s->lib->mc_over && mc_held_scan(s, group));
+	if (s->lib->mc_over)
+		s->lib->mc_over--;
+	return mc_held_scan(s, group);
+}
+
+/* Has any socket of the stack joined group? */
+static bool group_joined(struct sl_stack *s, uint32_t group)
+{
+	if (mc_entry(s, group))
+		return true;
+	return s->lib->mc_over && mc_held_scan(s, group);
+}
+
+void sl_udp_mc_recount(struct sl_stack *s)
+{
+	memset(s->lib->mc_groups, 0, sizeof(s->lib->mc_groups));
+	s->lib->mc_over = 0;
+	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
+		const struct sl_sock *o = sl_sock(s, i);
+
+		if (o->type != SL_SOCK_UDP)
+			continue;
+		for (uint32_t k = 0, n = mc_count(o); k < n; k++)
+			mc_ref(s, o->udp.mc_group[k]);
+	}
 }
 
 /*
@@ -164,6 +226,7 @@ int sl_udp_mc_join(struct sl_stack *s, struct sl_sock *so, uint32_t group, uint3
 		return ret;
 	so->udp.mc_group[n] = group;
 	so->udp.mc_n = n + 1;
+	mc_ref(s, group);
 	sl_count(s, SL_C_udp_mc_join);
 	return 0;
 }
@@ -175,7 +238,7 @@ static void mc_remove(struct sl_stack *s, struct sl_sock *so, uint32_t i, uint32
 
 	so->udp.mc_group[i] = so->udp.mc_group[n - 1];
 	so->udp.mc_n = n - 1;
-	if (!mc_held_elsewhere(s, so, group))
+	if (!mc_unref(s, group))
 		mc_module(s, group, false);
 }
 
@@ -215,18 +278,6 @@ static bool takes_group(const struct sl_sock *o, uint32_t daddr, uint16_t dport,
 	return !mcast || sl_udp_mc_member(o, daddr) || (joined && !o->udp.mc_all_off);
 }
 
-/* Has any socket of the stack joined group? */
-static bool group_joined(struct sl_stack *s, uint32_t group)
-{
-	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
-		const struct sl_sock *o = sl_sock(s, i);
-
-		if (o->type == SL_SOCK_UDP && sl_udp_mc_member(o, group))
-			return true;
-	}
-	return false;
-}
-
 void sl_udp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen)
 {
 	struct sluice_buf *b = sl_buf(s, idx);
@@ -257,28 +308,37 @@ void sl_udp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 		if (more)
 			goto bad;	/* never sent as a chain */
 		/* Every socket bound to the port on INADDR_ANY (or the broadcast
-		 * or group address) gets a copy; for a group, every one that
-		 * joined it.  Rare enough for a table scan. */
+		 * or group address) with no peer gets a copy; for a group, every
+		 * one that joined it.  They are on the two chains of unconnected
+		 * sockets for the address and the port (not on any other). */
 		bool mcast = SL_IN_MULTICAST(ip->daddr);
 		bool joined = mcast && group_joined(s, ip->daddr);
-		uint32_t i, last = SLUICE_IDX_NONE;
+		uint32_t heads[2], last = SLUICE_IDX_NONE;
+		unsigned int nch = sl_sock_unconnected_chains(s, ip->daddr, uh->dport, heads);
 
-		for (i = 0; i < sl_sock_top(s); i++) {
-			struct sl_sock *o = sl_sock(s, i);
+		for (unsigned int ch = 0; ch < nch; ch++) {
+			uint32_t guard = 0;
 
-			if (!takes_group(o, ip->daddr, uh->dport, mcast, joined))
-				continue;
-			if (last != SLUICE_IDX_NONE) {
-				uint32_t c = sl_buf_alloc(s);
+			for (uint32_t i = heads[ch]; sl_sock_next(s, i, &guard);) {
+				struct sl_sock *o = sl_sock(s, i);
+				uint32_t here = i;
 
-				if (c != SLUICE_IDX_NONE) {
-					sl_buf(s, c)->len = b->len;
-					memcpy(sl_buf_data(s, c), ip, b->len);
-					queue_datagram(s, sl_sock(s, last), c, hlen + sizeof(*uh),
-						       ulen - sizeof(*uh));
+				i = o->hash_next;
+				sl_count(s, SL_C_sock_walked);
+				if (!takes_group(o, ip->daddr, uh->dport, mcast, joined))
+					continue;
+				if (last != SLUICE_IDX_NONE) {
+					uint32_t c = sl_buf_alloc(s);
+
+					if (c != SLUICE_IDX_NONE) {
+						sl_buf(s, c)->len = b->len;
+						memcpy(sl_buf_data(s, c), ip, b->len);
+						queue_datagram(s, sl_sock(s, last), c,
+							       hlen + sizeof(*uh), ulen - sizeof(*uh));
+					}
 				}
+				last = here;
 			}
-			last = i;
 		}
 		if (last == SLUICE_IDX_NONE) {
 			sl_count(s, SL_C_udp_rx_noport);

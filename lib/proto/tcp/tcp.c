@@ -272,8 +272,13 @@ void sl_tcp_init_tcb(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	uint32_t keep = tp->tflags & (SL_TF_CORK | SL_TF_NOQUICKACK | SL_TF_RENO);
 	int32_t l2 = tp->linger2_s;
 	uint8_t synr = tp->syn_retries, defer = tp->defer_accept;
+	/* A child is on its listener's list already (sl_sock_kid_link()). */
+	uint32_t kn = tp->kid_next, kp = tp->kid_prev, kh = tp->kid_head;
 
 	memset(tp, 0, sizeof(*tp));
+	tp->kid_next = kn;
+	tp->kid_prev = kp;
+	tp->kid_head = kh;
 	tp->tflags = keep;
 	tp->user_timeout_ms = ut;
 	tp->window_clamp = clamp;
@@ -326,11 +331,17 @@ static void free_queues(struct sl_stack *s, struct sl_sock *so)
 /* Abort every child of listener lso that the user has not accepted. */
 static void abort_children(struct sl_stack *s, struct sl_sock *lso, uint64_t now_us)
 {
-	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
+	uint32_t guard = 0;
+
+	/* Its own list (sl_sock_kid_link()), not the table. */
+	for (uint32_t i = lso->tcp.kid_head; sl_sock_next(s, i, &guard);) {
 		struct sl_sock *c = sl_sock(s, i);
 
+		i = c->tcp.kid_next;
+		sl_count(s, SL_C_sock_walked);
 		if (c->type != SL_SOCK_TCP || c == lso || c->parent_idx != lso->idx)
-			continue;
+			break;	/* not its child: a list left half changed */
+		c->tcp.kid_next = c->tcp.kid_prev = SLUICE_IDX_NONE;
 		/* Linux: a listener's close resets its unaccepted children. */
 		if (c->state >= SL_TCP_SYN_RECEIVED && c->state != SL_TCP_TIME_WAIT)
 			sl_tcp_send_ctl(s, c, TH_RST_ | TH_ACK_, c->tcp.snd_nxt, now_us);
@@ -338,6 +349,7 @@ static void abort_children(struct sl_stack *s, struct sl_sock *lso, uint64_t now
 		c->tcp.tflags &= ~(SL_TF_ACCQ | SL_TF_PASSIVE);
 		sl_tcp_destroy(s, c);
 	}
+	lso->tcp.kid_head = SLUICE_IDX_NONE;
 	lso->tcp.acc_head = lso->tcp.acc_tail = SLUICE_IDX_NONE;
 	lso->tcp.acc_len = lso->tcp.syn_len = 0;
 }
@@ -490,6 +502,7 @@ int sl_tcp_listen(struct sl_stack *s, struct sl_sock *so, int backlog)
 
 		memset(tp, 0, sizeof(*tp));
 		tp->user_mss = um;
+		tp->kid_next = tp->kid_prev = tp->kid_head = SLUICE_IDX_NONE;
 		tp->acc_head = tp->acc_tail = SLUICE_IDX_NONE;
 		tp->sndq_head = tp->sndq_tail = tp->ooo_head = tp->sndq_hint = SLUICE_IDX_NONE;
 		if (!(so->flags & SL_SF_HASHED))
@@ -521,6 +534,7 @@ int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **chil
 	SL_KILL_POINT("tcp_accept");
 	tp->acc_len--;
 	c->next_idx = SLUICE_IDX_NONE;
+	sl_sock_kid_unlink(s, c);
 	c->parent_idx = SLUICE_IDX_NONE;
 	c->tcp.tflags &= ~(SL_TF_ACCQ | SL_TF_PASSIVE);
 	/* Handed to the accepting process: its socket from now on. */

@@ -243,6 +243,14 @@ struct sl_tcp_sock {
 	 * tcp_mtu_probing=1): the path is taken as tcp_base_mss's. */
 	uint16_t pmtu, pmtu_gen;
 	uint8_t mtup;
+	/*
+	 * A listener's children not yet accepted (SL_TF_PASSIVE or
+	 * SL_TF_ACCQ, parent_idx the listener): a list through the slots
+	 * from the listener's kid_head, so its close visits its children
+	 * alone, not every slot.  A child is on it exactly while its
+	 * parent_idx names the listener; recovery builds the lists again.
+	 */
+	uint32_t kid_next, kid_prev, kid_head;
 };
 
 /* When an orphan's FIN-WAIT-2 ends: TCP_LINGER2 seconds, or the default;

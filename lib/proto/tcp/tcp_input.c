@@ -777,6 +777,7 @@ static struct sl_sock *child_new(struct sl_stack *s, struct sl_sock *lso, const 
 	c->rcvlowat = lso->rcvlowat;
 	c->pmtudisc = lso->pmtudisc;
 	c->parent_idx = lso->idx;
+	sl_sock_kid_link(s, lso, c);
 	c->owner_pid = lso->owner_pid;
 	SL_KILL_POINT("tcp_child");
 	tp = &c->tcp;
