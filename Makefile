@@ -8,6 +8,9 @@
 #   make check        every test: host unit tests, then the VM suite
 #   make demo         the embedded demo (no InfiniBand hardware needed)
 #   make bench        benchmarks, Sluice beside the kernel (not tests)
+#   make bench-many   costs with many connections (issue 23): the epoll
+#                     ping-pong beside 0 to 100,000 idle connections, nginx
+#                     with 10,000 keep-alive connections
 #   make sanitize     library and unit tests under ASan and UBSan (build/asan)
 #   make checkpatch   checkpatch.pl from linux-source-6.1 over kernel/ and uapi
 #   make fuzz         libFuzzer targets (clang-14, ASan, UBSan) in build/fuzz
@@ -57,7 +60,7 @@ PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/dlopen_prog $(B)/
 	$(B)/tests/preload/kconnect $(B)/tests/preload/fork_start
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
-.PHONY: install uninstall deb all lib tools tests bench bench-programs sanitize unit-tests module module-clean check demo checkpatch clean \
+.PHONY: install uninstall deb all lib tools tests bench bench-many bench-programs sanitize unit-tests module module-clean check demo checkpatch clean \
 	fuzz fuzz-long soak soak-kill
 
 all: lib tools tests
@@ -153,6 +156,10 @@ bench: all
 	$(B)/tests/bench/bench all
 	bash tests/bench/epoll_idle.sh
 	bash tests/bench/conn_many.sh
+
+bench-many: all
+	bash tests/bench/epoll_idle.sh 20000 0 1000 10000 100000
+	bash tests/bench/programs.sh -t 10 -r 2 -o nginx-10k
 
 # Real programs (sockperf, iperf3, redis-benchmark, nginx + wrk) on the
 # kernel and under `sluice run`, side by side.

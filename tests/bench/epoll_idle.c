@@ -12,6 +12,12 @@
  *   N <n> one-way <us> us cpu <us> us/round-trip
  * (half the mean round trip; the CPU time of both processes over the
  * same round trips, after 1000 to warm up, per round trip).
+ *
+ * Each process holds N + 2 fds or more: the program raises its own
+ * RLIMIT_NOFILE to N + 256 (root may raise the hard limit too).  Past
+ * IDLE_PER_ADDR connections the idle ones are bound to source addresses
+ * 127.0.0.10, .11, ... (IDLE_PER_ADDR each), since one source address
+ * has fewer ephemeral ports than 100,000 connections need.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -45,6 +51,28 @@ static double cpu_s(int who)
 	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
+#define IDLE_PER_ADDR	20000
+
+/* Room for n connections' fds (and some) in this process, or false. */
+static bool fds_for(int n)
+{
+	struct rlimit rl;
+	rlim_t want = (rlim_t)n + 256;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= want)
+		return true;
+	rl.rlim_cur = want;
+	if (rl.rlim_max < want)
+		rl.rlim_max = want;
+	if (!setrlimit(RLIMIT_NOFILE, &rl))
+		return true;
+	getrlimit(RLIMIT_NOFILE, &rl);
+	fprintf(stderr, "epoll_idle: N %d needs %llu fds a process; RLIMIT_NOFILE's hard limit "
+		"is %llu and cannot be raised here (CAP_SYS_RESOURCE)\n", n,
+		(unsigned long long)want, (unsigned long long)rl.rlim_max);
+	return false;
+}
+
 static int client(struct sockaddr_in *a, int n, long rounds, int report)
 {
 	int *fd = calloc((size_t)n + 1, sizeof(int)), one = 1;
@@ -52,7 +80,16 @@ static int client(struct sockaddr_in *a, int n, long rounds, int report)
 	double t0, c0;
 
 	for (int i = 0; i <= n; i++) {
+		struct sockaddr_in src = { .sin_family = AF_INET,
+					   .sin_addr.s_addr = htonl(INADDR_LOOPBACK + 10 +
+								    (uint32_t)(i / IDLE_PER_ADDR)) };
+
 		fd[i] = socket(AF_INET, SOCK_STREAM, 0);
+		if (fd[i] >= 0 && n > IDLE_PER_ADDR && i &&
+		    bind(fd[i], (struct sockaddr *)&src, sizeof(src))) {
+			perror("client bind");
+			return 1;
+		}
 		if (fd[i] < 0 || connect(fd[i], (struct sockaddr *)a, sizeof(*a))) {
 			perror("client connect");
 			return 1;
@@ -97,6 +134,8 @@ int main(int argc, char **argv)
 	char buf[64];
 	pid_t pid;
 
+	if (!fds_for(n))
+		return 2;
 	l = socket(AF_INET, SOCK_STREAM, 0);
 	if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 4096) ||

@@ -16,6 +16,8 @@
 #   WHAT: sockperf-tcp sockperf-udp sockperf-tput iperf3 redis nginx
 #         pgbench java-tpc apache churn churn-long (not by default: -t is its
 #         whole length, e.g. -t 1200 -o churn-long for ten minutes each)
+#         nginx-10k (not by default: nginx with 10,000 keep-alive
+#         connections, `make bench-many`)
 #
 # Spinning on both sides: sockperf runs with --nonblocked (a busy loop
 # on recvfrom, the kernel's equivalent of Sluice's busy-polling), Sluice
@@ -44,6 +46,13 @@
 #   churn     new connections: build/tests/bench/conn_churn, 50,000 in a
 #             row and from 32 client processes; nginx with wrk sending
 #             "Connection: close".
+#   nginx-10k nginx (1 worker, worker_connections 10240, its fd limit
+#             20480 by worker_rlimit_nofile, listen backlog 10240, which
+#             Linux cuts to net.core.somaxconn) and wrk (1 thread, 10,000
+#             keep-alive connections, --latency): requests/s, CPU µs a
+#             request, p99 latency.  wrk holds 10,000 fds: `ulimit -n`
+#             must allow it.  Under Sluice a /dev/shm stack has 262,144
+#             socket slots: no setting needed.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 sluice=$top/build/tools/sluice
@@ -246,6 +255,28 @@ nginx_rps() {	# MODE -> requests per second (wrk, 1 thread, 16 connections)
 	$pin0 $pre wrk -t 1 -c 16 -d "${secs}s" "http://127.0.0.1:$p/" >"$tmp/client.log" 2>&1
 	stop
 	sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' "$tmp/client.log"
+}
+
+nginx_many() {	# MODE CONNECTIONS -> "requests/s cpu-µs-per-request p99-ms"
+	local mode=$1 c=$2 p pre t0 n rps p99
+	p=$((18300 + RANDOM % 500))
+	pre=$(prefix "$mode" throughput)
+	nginx_conf "$tmp" "$p" 1 $((c + 240))
+	serve "$mode" "$p" $pre nginx -c "$tmp/nginx.conf" -p "$tmp"
+	t0=$(ticks "$srv_pid")
+	timed timeout $((secs + 120)) taskset -c 0 $pre wrk -t 1 -c "$c" -d "${secs}s" --latency \
+		--timeout 10s "http://127.0.0.1:$p/" >"$tmp/client.log" 2>&1
+	t0=$(($(ticks "$srv_pid") - t0))
+	stop
+	n=$(awk '/ requests in / { print $1 }' "$tmp/client.log")
+	rps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' "$tmp/client.log")
+	# "     99%    12.34ms" (us, ms or s) -> ms
+	p99=$(awk '$1 == "99%" { v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v)
+		if (u == "us") v /= 1000; else if (u == "s") v *= 1000; else if (u == "m") v *= 60000
+		printf "%.2f", v }' "$tmp/client.log")
+	grep -E 'errors|Non-2xx' "$tmp/client.log" | sed "s/^ */# $mode: /" >&2
+	[ -n "$n" ] || tail -n 3 "$tmp/client.log" "$tmp/server.log" | sed 's/^/# /' >&2
+	echo "$(printf '%.0f' "${rps:-0}") $(per_tx "$t0" "${n:-0}") ${p99:-0}"
 }
 
 # PostgreSQL runs as its own user when we are root (it refuses root), in a
@@ -485,6 +516,13 @@ for ((r = 1; r <= rounds; r++)); do
 	if want nginx && have nginx && have wrk; then
 		k=$(nginx_rps kernel); s=$(nginx_rps sluice)
 		row "nginx (1 worker) + wrk (1 thread, 16 connections)" "${k:-0}" "${s:-0}" req/s
+	fi
+	if want nginx-10k && have nginx && have wrk; then
+		read -r k kc kp <<<"$(nginx_many kernel 10000)"
+		read -r s sc sp <<<"$(nginx_many sluice 10000)"
+		rowc "nginx (1 worker) + wrk (1 thread, 10,000 keep-alive connections)" \
+			"$k" "$kc" "$s" "$sc" req/s
+		row "... its p99 latency (wrk --latency)" "${kp:-0}" "${sp:-0}" ms
 	fi
 	if want pgbench && have postgres && have pgbench && pg_init; then
 		for args in "1 -S" "8 -S" "32 -S" "1" "8" "32" "8 -S -C" "8 -C"; do

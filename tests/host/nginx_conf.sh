@@ -1,14 +1,22 @@
 # SPDX-License-Identifier: BSD-2-Clause
-# Sourced: nginx_conf DIR PORT WORKERS writes DIR/nginx.conf, a
-# configuration of the caller's own (every path in DIR, in the foreground,
-# serving DIR/www/index.html, 4000 random base64 bytes, on 127.0.0.1:PORT),
-# for tests/host/test_preload_nginx.sh and tests/bench/programs.sh.
+# Sourced: nginx_conf DIR PORT WORKERS [CONNECTIONS] writes DIR/nginx.conf,
+# a configuration of the caller's own (every path in DIR, in the
+# foreground, serving DIR/www/index.html, 4000 random base64 bytes, on
+# 127.0.0.1:PORT), for tests/host/test_preload_nginx.sh and
+# tests/bench/programs.sh.  CONNECTIONS (default 256): each worker's
+# worker_connections; given, the worker's fd limit (worker_rlimit_nofile)
+# is twice that and the listen backlog CONNECTIONS (Linux caps it at
+# net.core.somaxconn).
 nginx_conf() {
-	local dir=$1 port=$2 workers=$3 user=""
+	local dir=$1 port=$2 workers=$3 conns=${4:-256} user="" rl="" bl=""
 
 	mkdir -p "$dir/www" "$dir/logs"
 	head -c 4000 /dev/urandom | base64 >"$dir/www/index.html"
 	[ "$(id -u)" = 0 ] && user="user root;"
+	if [ -n "${4:-}" ]; then
+		rl="worker_rlimit_nofile $((conns * 2));"
+		bl=" backlog=$conns"
+	fi
 	cat >"$dir/nginx.conf" <<EOF
 $user
 daemon off;
@@ -16,7 +24,8 @@ master_process on;
 worker_processes $workers;
 pid $dir/nginx.pid;
 error_log $dir/logs/error.log notice;
-events { worker_connections 256; }
+$rl
+events { worker_connections $conns; }
 http {
 	access_log off;
 	sendfile on;
@@ -27,7 +36,7 @@ http {
 	uwsgi_temp_path $dir/uwsgi;
 	scgi_temp_path $dir/scgi;
 	server {
-		listen 127.0.0.1:$port;
+		listen 127.0.0.1:$port$bl;
 		root $dir/www;
 	}
 }
