@@ -5,16 +5,19 @@
 # 127.0.0.1:PORT), for tests/host/test_preload_nginx.sh and
 # tests/bench/programs.sh.  CONNECTIONS (default 256): each worker's
 # worker_connections; given, the worker's fd limit (worker_rlimit_nofile)
-# is twice that and the listen backlog CONNECTIONS (Linux caps it at
-# net.core.somaxconn).
+# is twice that (at most `ulimit -Hn`) and the listen backlog CONNECTIONS
+# (Linux caps it at net.core.somaxconn).
 nginx_conf() {
-	local dir=$1 port=$2 workers=$3 conns=${4:-256} user="" rl="" bl=""
+	local dir=$1 port=$2 workers=$3 conns=${4:-256} user="" rl="" bl="" hard fds
 
 	mkdir -p "$dir/www" "$dir/logs"
 	head -c 4000 /dev/urandom | base64 >"$dir/www/index.html"
 	[ "$(id -u)" = 0 ] && user="user root;"
 	if [ -n "${4:-}" ]; then
-		rl="worker_rlimit_nofile $((conns * 2));"
+		hard=$(ulimit -Hn)
+		fds=$((conns * 2))
+		[ "$hard" != unlimited ] && [ "$hard" -lt "$fds" ] && fds=$hard
+		rl="worker_rlimit_nofile $fds;"
 		bl=" backlog=$conns"
 	fi
 	cat >"$dir/nginx.conf" <<EOF
