@@ -271,6 +271,48 @@ static void many_groups(void)
 	tf_finish();
 }
 
+/*
+ * A holder that died half way through linking or unlinking a child, or a
+ * membership, leaves the list or the count wrong: recovery builds both
+ * again from each socket's parent_idx and groups.
+ */
+static void recovered(void)
+{
+	struct sl_sock *l, *kids[3], *u;
+	uint32_t used, n = 0, guard = 0;
+	struct sl_mc_group *g = NULL;
+
+	tf_max_sockets = 64;
+	tf_init("wcr");
+	l = tf_listener(80, 16);
+	for (int i = 0; i < 3; i++)
+		kids[i] = child(l, (uint16_t)(6000 + i), i < 2);
+	u = udp_at("0.0.0.0", 5353);
+	sl_udp_mc_join(T.s, u, group("239.1.2.3"), 0);
+	/* The scribbles: a list cut after its first child, a count gone. */
+	kids[2]->tcp.kid_next = SLUICE_IDX_NONE;
+	memset(T.s->lib->mc_groups, 0, sizeof(T.s->lib->mc_groups));
+	T.s->lib->mc_over = 7;
+	/* No socket named as being changed (recovery would reset it). */
+	T.s->lib->busy[0] = T.s->lib->busy[1] = 0;
+	tap_ok(!sl_stack_recover(T.s, 0), "recovery ran");
+	for (uint32_t i = l->tcp.kid_head; sl_sock_next(T.s, i, &guard); i = sl_sock(T.s, i)->tcp.kid_next)
+		n++;
+	tap_ok(n == 3, "the listener's list holds its three children again (%u)", n);
+	for (unsigned int i = 0; i < SL_MC_GROUPS; i++)
+		if (T.s->lib->mc_groups[i].n)
+			g = &T.s->lib->mc_groups[i];
+	tap_ok(g && g->group == group("239.1.2.3") && g->n == 1 && !T.s->lib->mc_over,
+	       "the group's count is one membership again, none past the table");
+	used = T.s->r->sock_used;
+	tf_clear();
+	sl_tcp_close(T.s, l, tf_now_us);
+	tap_ok(rsts() == 3 && T.s->r->sock_used == used - 4,
+	       "closing the listener resets and frees all three (%u resets)", rsts());
+	sl_sock_free(T.s, u);
+	tf_finish();
+}
+
 int main(void)
 {
 	uint64_t few, many;
@@ -287,5 +329,6 @@ int main(void)
 	       "datagrams to many look at the port's sockets only: %llu sockets beside 10 "
 	       "idle, %llu beside %u", (unsigned long long)few, (unsigned long long)many, MANY);
 	many_groups();
+	recovered();
 	return tap_done();
 }
