@@ -84,6 +84,10 @@ static void port_range_read(struct sl_stack *s)
 	if (sysctl_read("/proc/sys/net/ipv4/tcp_synack_retries", buf, 64) > 0 &&
 	    sscanf(buf, "%lu", &lo) == 1 && lo >= 1 && lo <= 127)
 		s->tcp_synack_retries = (uint8_t)lo;
+	/* ECN (tcp(7) tcp_ecn): 0-2; Linux's higher values (AccECN) are
+	 * taken as its 2, accept only. */
+	if (sysctl_read("/proc/sys/net/ipv4/tcp_ecn", buf, 64) > 0 && sscanf(buf, "%lu", &lo) == 1)
+		s->tcp_ecn = (uint8_t)(lo > 2 ? 3 : lo + 1);
 	/* "min default max", and the largest SO_RCVBUF (the window scale's). */
 	if (sysctl_read("/proc/sys/net/ipv4/tcp_rmem", buf, 64) > 0 &&
 	    sscanf(buf, "%*u %*u %lu", &hi) == 1 && hi <= UINT32_MAX)

@@ -398,6 +398,8 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(tcp_mtu_reduced, "TCP MSS lowered to a new path MTU, in flight resent") \
 	X(tcp_mtup_blackhole, "TCP MSS lowered to tcp_base_mss after RTOs (black hole)") \
 	X(tcp_fast_retransmit, "TCP fast retransmits")			\
+	X(tcp_ecn_ce_rx, "TCP data segments received CE-marked (ECN)")	\
+	X(tcp_ecn_reduce, "TCP cwnd reductions for an ECN-Echo")	\
 	X(tcp_challenge_ack, "TCP challenge ACKs sent (RFC 5961)")	\
 	X(tcp_defer_accept, "bare ACKs a TCP_DEFER_ACCEPT listener's child waited past for data")	\
 	X(tcp_syn_dropped, "SYNs dropped for the peer to send again: backlog full, or no socket") \
@@ -593,6 +595,10 @@ struct sl_stack {
 	 * scale is chosen for it (proto/tcp/tcp.c, wscale_for()); 0: for
 	 * the socket's own buffer. */
 	uint32_t tcp_rmem_max;
+	/* net.ipv4.tcp_ecn, read with them, plus one: 0 unread (Linux's
+	 * default, 2), then 0 no ECN, 1 asked for and accepted, 2
+	 * accepted only (proto/tcp/tcp.h, sl_tcp_ecn_mode()). */
+	uint8_t tcp_ecn;
 	bool port_reserved_any;
 	uint64_t port_reserved[65536 / 64];
 	/* A value read from the region was impossible (sl_corrupt()): every

@@ -471,6 +471,9 @@ int sl_tcp_connect(struct sl_stack *s, struct sl_sock *so, uint32_t raddr, uint1
 	sl_tcp_init_tcb(s, so, now_us);
 	/* Offer what we implement; the SYN-ACK says what the peer agrees. */
 	so->tcp.tflags |= SL_TF_WS | SL_TF_TS | SL_TF_SACK | SL_TF_CONN_PEND;
+	/* RFC 3168 6.1.1: ECN is asked for only with tcp_ecn 1. */
+	if (sl_tcp_ecn_mode(s) == 1)
+		so->tcp.ecn = SL_ECN_OK;
 	so->state = SL_TCP_SYN_SENT;
 	sl_count(s, SL_C_tcp_active_open);
 	sl_tcp_send_syn(s, so, now_us);

@@ -251,7 +251,30 @@ struct sl_tcp_sock {
 	 * parent_idx names the listener; recovery builds the lists again.
 	 */
 	uint32_t kid_next, kid_prev, kid_head;
+	/* RFC 3168 ECN (SL_ECN_*), and the end of the window a cwnd
+	 * reduction for an ECN-Echo covers (SL_ECN_CWR_WND until SND.UNA
+	 * passes it: one reduction a window, 6.1.2). */
+	uint8_t ecn;
+	uint32_t ecn_high;
 };
+
+/* The ECN field of the IPv4 TOS byte (RFC 3168 5). */
+#define SL_IP_ECN_MASK	0x03
+#define SL_IP_ECN_ECT0	0x02
+#define SL_IP_ECN_CE	0x03
+
+/* sl_tcp_sock.ecn */
+#define SL_ECN_OK	0x01	/* agreed (SYN_SENT: offered) */
+#define SL_ECN_QUEUE_CWR 0x02	/* the next new data segment carries CWR */
+#define SL_ECN_DEMAND_CWR 0x04	/* a CE arrived: ECE on every segment until a CWR */
+#define SL_ECN_CWR_WND	0x08	/* cwnd reduced for an ECE, until ecn_high is acked */
+#define SL_ECN_ECT	0x10	/* the segment being sent is new data: ECT(0) */
+
+/* net.ipv4.tcp_ecn as read (struct sl_stack.tcp_ecn): 0, 1 or 2. */
+static inline unsigned int sl_tcp_ecn_mode(const struct sl_stack *s)
+{
+	return s->tcp_ecn ? s->tcp_ecn - 1u : 2u;
+}
 
 /* When an orphan's FIN-WAIT-2 ends: TCP_LINGER2 seconds, or the default;
  * with TCP_LINGER2 -1, at once (the timer then resets, as Linux's

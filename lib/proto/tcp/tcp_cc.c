@@ -191,11 +191,21 @@ static void cubic_reduce(struct sl_tcp_sock *tp)
 	tp->cc_epoch_us = 0;
 }
 
+/* RFC 3168 6.1.2: with ECN, the first new data segment after any
+ * reduction of cwnd carries CWR (as Linux's tcp_ecn_queue_cwr() on entering
+ * CWR, recovery or loss). */
+static void ecn_queue_cwr(struct sl_tcp_sock *tp)
+{
+	if (tp->ecn & SL_ECN_OK)
+		tp->ecn |= SL_ECN_QUEUE_CWR;
+}
+
 void sl_tcp_cc_loss(struct sl_tcp_sock *tp, uint64_t now_us)
 {
 	(void)now_us;
 	cubic_reduce(tp);
 	tp->cwnd = tp->ssthresh;
+	ecn_queue_cwr(tp);
 }
 
 void sl_tcp_cc_rto(struct sl_tcp_sock *tp, uint64_t now_us)
@@ -205,4 +215,5 @@ void sl_tcp_cc_rto(struct sl_tcp_sock *tp, uint64_t now_us)
 	if (tp->backoff <= 1)
 		cubic_reduce(tp);
 	tp->cwnd = tp->mss;		/* RFC 5681 3.1: LW = 1 SMSS */
+	ecn_queue_cwr(tp);
 }

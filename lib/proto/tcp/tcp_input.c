@@ -30,6 +30,8 @@ struct seg {
 	uint16_t more;		/* of plen, bytes in a chain's further buffers */
 	uint32_t chain;		/* the first of those buffers (SL_BUF_CHAIN) */
 	uint16_t nchain;	/* how many there are */
+	uint8_t ecn;		/* TH_ECE_ and TH_CWR_ as they arrived */
+	uint8_t ipecn;		/* the IPv4 header's ECN field (SL_IP_ECN_*) */
 	struct seg_opts o;
 };
 
@@ -536,6 +538,46 @@ static void enter_recovery(struct sl_stack *s, struct sl_sock *so, uint32_t deli
 	tp->t_rexmt = now_us + tp->rto_us;
 }
 
+/*
+ * RFC 3168 6.1.3, receiver, for a data segment taken: a CWR ends the
+ * ECN-Echo, then a CE mark starts it (ECE on every segment until the
+ * peer's CWR) and is acknowledged at once, as Linux's
+ * tcp_ecn_accept_cwr() and tcp_ecn_check_ce().
+ */
+static void ecn_rx(struct sl_stack *s, struct sl_tcp_sock *tp, const struct seg *g)
+{
+	if (!(tp->ecn & SL_ECN_OK))
+		return;
+	if (g->ecn & TH_CWR_)
+		tp->ecn &= (uint8_t)~SL_ECN_DEMAND_CWR;
+	if (g->ipecn == SL_IP_ECN_CE) {
+		sl_count(s, SL_C_tcp_ecn_ce_rx);
+		tp->ecn |= SL_ECN_DEMAND_CWR;
+		tp->tflags |= SL_TF_ACKNOW;
+	}
+}
+
+/*
+ * RFC 3168 6.1.2, sender: an ECN-Echo reduces cwnd as a loss would
+ * (ssthresh by CUBIC's beta, cwnd to it, CWR on the next new data), at
+ * most once a window: until SND.UNA passes what was sent when it began
+ * (Linux's CWR state, to high_seq). None in a recovery, which reduced
+ * already. Linux brings cwnd down over the window (PRR, RFC 6937) where
+ * this does it at once, RFC 3168's own choice.
+ */
+static void ecn_echo(struct sl_stack *s, struct sl_tcp_sock *tp, const struct seg *g)
+{
+	if ((tp->ecn & SL_ECN_CWR_WND) && SEQ_GEQ(tp->snd_una, tp->ecn_high))
+		tp->ecn &= (uint8_t)~SL_ECN_CWR_WND;
+	if (!(tp->ecn & SL_ECN_OK) || !(g->ecn & TH_ECE_) || (g->oflags & TH_SYN_) ||
+	    (tp->ecn & SL_ECN_CWR_WND) || (tp->tflags & SL_TF_RECOVERY))
+		return;
+	sl_count(s, SL_C_tcp_ecn_reduce);
+	sl_tcp_cc_loss(tp, 0);
+	tp->ecn |= SL_ECN_CWR_WND;
+	tp->ecn_high = tp->snd_max;
+}
+
 /* RFC 9293 3.10.7.4 fifth, ESTABLISHED: process an acceptable ACK.
  * Returns false if the segment is to be dropped. */
 static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg *g,
@@ -680,6 +722,7 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 		 * Linux's tcp_ack() takes an old ACK's SACK blocks. */
 		prr_ack(s, so, newly_sacked, now_us);
 	}
+	ecn_echo(s, tp, g);
 	return true;
 }
 
@@ -720,6 +763,17 @@ static void take_syn_opts(struct sl_stack *s, struct sl_sock *so, const struct s
 		tp->tflags &= ~SL_TF_TS;
 	if (!g->o.sack_ok)
 		tp->tflags &= ~SL_TF_SACK;
+	/* RFC 3168 6.1.1: ECN is agreed by a SYN with ECE and CWR (not
+	 * itself ECT: Linux refuses one that is, as a middlebox's doing)
+	 * answered by a SYN-ACK with ECE alone. Passive: with tcp_ecn 1 or
+	 * 2; active: only what connect() offered. */
+	if (so->state == SL_TCP_SYN_SENT) {
+		if ((g->ecn & (TH_ECE_ | TH_CWR_)) != TH_ECE_)
+			tp->ecn = 0;
+	} else if (sl_tcp_ecn_mode(s) && (g->ecn & (TH_ECE_ | TH_CWR_)) == (TH_ECE_ | TH_CWR_) &&
+		   !g->ipecn) {
+		tp->ecn = SL_ECN_OK;
+	}
 	sl_tcp_set_mss(s, so);
 	sl_tcp_cc_init(tp);
 }
@@ -852,6 +906,8 @@ static void cookie_synack(struct sl_stack *s, struct sl_sock *lso, const struct 
 	sl_tcp_init_tcb(s, &tmp, now_us);
 	tp->tflags |= SL_TF_WS | SL_TF_TS | SL_TF_SACK;
 	take_syn_opts(s, &tmp, g, now_us);
+	/* A cookie keeps no ECN: the SYN-ACK does not agree to it. */
+	tp->ecn = 0;
 	if (tp->tflags & SL_TF_TS) {
 		uint32_t now_ms = (uint32_t)(now_us / 1000), ts = now_ms + tp->ts_offset;
 		uint32_t want = (ts & ~(uint32_t)COOKIE_TS_MASK) |
@@ -1370,6 +1426,8 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		}
 		to_payload(s, idx, g);
 		queued = true;
+		if (g->plen)
+			ecn_rx(s, tp, g);
 		if (in_order) {
 			bool had_ooo = sl_buf_some(s, tp->ooo_head);
 
@@ -1538,6 +1596,8 @@ void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 	g.ack = ntohl(th->ack);
 	g.flags = th->flags & (TH_FIN_ | TH_SYN_ | TH_RST_ | TH_PSH_ | TH_ACK_ | TH_URG_);
 	g.oflags = g.flags;
+	g.ecn = th->flags & (TH_ECE_ | TH_CWR_);
+	g.ipecn = ip->tos & SL_IP_ECN_MASK;
 	g.wnd = ntohs(th->win);
 	g.plen = (uint16_t)(len - thl);
 	g.poff = (uint16_t)(hlen + thl);

@@ -201,15 +201,50 @@ uint16_t sl_tcp_window_field(struct sl_stack *s, struct sl_sock *so)
 	return (uint16_t)field;
 }
 
+/* RFC 3168 5, 6.1.1: new data of a connection that agreed ECN goes out
+ * ECT(0), as Linux's (INET_ECN_xmit()); retransmissions, pure ACKs and
+ * control segments stay Not-ECT (6.1.5, 6.1.4). */
+static void ecn_mark_ect(struct sl_stack *s, uint32_t idx)
+{
+	struct sl_ip *ip = (struct sl_ip *)(sl_buf_base(s, idx) + SL_HEADROOM);
+
+	ip->tos = (uint8_t)((ip->tos & ~SL_IP_ECN_MASK) | SL_IP_ECN_ECT0);
+	ip->csum = 0;
+	ip->csum = sl_ip_csum(ip);
+}
+
+/* The ECN flags a segment carries (RFC 3168 6.1.1, 6.1.3): an
+ * ECN-setup SYN has ECE and CWR (not when sent again: Linux's
+ * tcp_ecn_clear_syn() falls back), an ECN-setup SYN-ACK ECE alone; once
+ * agreed, every segment has ECE while a CE mark waits for the peer's CWR.
+ * CWR on data is data_hdr()'s. */
+static uint8_t ecn_flags(const struct sl_tcp_sock *tp, uint8_t flags)
+{
+	if (!(tp->ecn & SL_ECN_OK) || (flags & TH_RST_))
+		return flags;
+	if (flags & TH_SYN_) {
+		if (flags & TH_ACK_)
+			return flags | TH_ECE_;
+		return tp->backoff ? flags : flags | TH_ECE_ | TH_CWR_;
+	}
+	if (tp->ecn & SL_ECN_DEMAND_CWR)
+		flags |= TH_ECE_;
+	return flags;
+}
+
 /* Checksum the segment at th (tcp_len bytes, all in buffer idx unless it
  * stays in the stack) and fill the IPv4 header in front of it.  The TCP
  * header may start anywhere after the IPv4 header room. */
-static bool emit_prep(struct sl_stack *s, const struct sl_sock *so, uint32_t idx,
+static bool emit_prep(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		      struct sl_tcph *th, unsigned int tcp_len, uint32_t saddr, uint32_t daddr)
 {
 	uint8_t *base = sl_buf_base(s, idx);
 	unsigned int hoff = (unsigned int)((uint8_t *)th - base);
+	bool ect = so && (so->tcp.ecn & SL_ECN_ECT);
 	uint32_t sum;
+
+	if (ect)
+		so->tcp.ecn &= (uint8_t)~SL_ECN_ECT;
 
 	/* th was found in buffer idx; if the stack was found corrupt since
 	 * (sl_corrupt() points every buffer at a sink), base is the sink's
@@ -224,6 +259,8 @@ static bool emit_prep(struct sl_stack *s, const struct sl_sock *so, uint32_t idx
 	}
 	sl_ip_build(s, idx, IPPROTO_TCP_, saddr, daddr, (uint16_t)tcp_len);
 	sl_ip_sock_hdr(s, idx, so);
+	if (ect)
+		ecn_mark_ect(s, idx);
 	if (hoff != SL_HEADROOM + 20) {
 		/* Move the 20-byte IPv4 header up against the TCP header. */
 		memmove(base + hoff - 20, base + SL_HEADROOM, 20);
@@ -258,7 +295,7 @@ static void fill_hdr(struct sl_stack *s, struct sl_sock *so, struct sl_tcph *th,
 	th->seq = htonl(seq);
 	th->ack = (flags & TH_ACK_) ? htonl(tp->rcv_nxt) : 0;
 	th->off = (uint8_t)(((20 + optlen) / 4) << 4);
-	th->flags = flags;
+	th->flags = ecn_flags(tp, flags);
 	th->urp = 0;
 	if (flags & TH_RST_)
 		th->win = 0;
@@ -480,6 +517,16 @@ static struct sl_tcph *data_hdr(struct sl_stack *s, struct sl_sock *so, uint32_t
 	     !SEQ_GT(lb->seq + lb->aux, tp->snd_una + tp->cwnd) && !(tp->tflags & SL_TF_PROBING)) ||
 	    sacked_to_tail(s, tp, idx, last))
 		flags |= TH_PSH_;
+	/* New data, with ECN agreed: ECT(0), and CWR on the first segment
+	 * after a reduction of cwnd (RFC 3168 6.1.2). Linux's test is the
+	 * same: seq at or past SND.NXT, i.e. never sent. */
+	if ((tp->ecn & SL_ECN_OK) && !(sl_buf(s, idx)->flags & SL_TBF_SENT)) {
+		tp->ecn |= SL_ECN_ECT;
+		if (tp->ecn & SL_ECN_QUEUE_CWR) {
+			tp->ecn &= (uint8_t)~SL_ECN_QUEUE_CWR;
+			flags |= TH_CWR_;
+		}
+	}
 	/* Inside the stack a buffer, not the MTU, bounds a segment. */
 	mtu = sl_ip_is_local(s, so->raddr) ? 40 + 40 + plen : sl_mtu(s);
 	optlen = build_opts(s, so, flags, opts, now_us, mtu > 40 + plen ? mtu - 40 - plen : 0);
