@@ -478,6 +478,7 @@ void sl_tcp_keep_reset(struct sl_sock *so, uint64_t now_us);
 void sl_tcp_cc_init(struct sl_tcp_sock *tp);
 void sl_tcp_cc_ack(struct sl_tcp_sock *tp, uint32_t acked, uint64_t now_us);
 void sl_tcp_cc_loss(struct sl_tcp_sock *tp, uint64_t now_us);
+void sl_tcp_cc_cwr(struct sl_tcp_sock *tp);
 void sl_tcp_cc_rto(struct sl_tcp_sock *tp, uint64_t now_us);
 /* Sending again after more than an RTO with nothing received (RFC 5681 4.1). */
 void sl_tcp_cc_idle(struct sl_tcp_sock *tp);

@@ -208,6 +208,14 @@ void sl_tcp_cc_loss(struct sl_tcp_sock *tp, uint64_t now_us)
 	ecn_queue_cwr(tp);
 }
 
+/* RFC 3168 6.1.2: an ECN-Echo: ssthresh as for a loss; cwnd comes down
+ * to it over the window (tcp_input.c, PRR as Linux's CWR state). */
+void sl_tcp_cc_cwr(struct sl_tcp_sock *tp)
+{
+	cubic_reduce(tp);
+	ecn_queue_cwr(tp);
+}
+
 void sl_tcp_cc_rto(struct sl_tcp_sock *tp, uint64_t now_us)
 {
 	(void)now_us;
@@ -215,5 +223,6 @@ void sl_tcp_cc_rto(struct sl_tcp_sock *tp, uint64_t now_us)
 	if (tp->backoff <= 1)
 		cubic_reduce(tp);
 	tp->cwnd = tp->mss;		/* RFC 5681 3.1: LW = 1 SMSS */
+	tp->ecn &= (uint8_t)~SL_ECN_CWR_WND;	/* the timeout's reduction replaces it */
 	ecn_queue_cwr(tp);
 }

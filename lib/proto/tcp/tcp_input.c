@@ -523,7 +523,14 @@ static void enter_recovery(struct sl_stack *s, struct sl_sock *so, uint32_t deli
 	sl_count(s, SL_C_tcp_fast_retransmit);
 	for (uint32_t i = tp->sndq_head; sl_buf_next(s, i, &steps); i = sl_buf(s, i)->next_idx)
 		sl_buf(s, i)->flags &= ~SL_TBF_RECOV;
-	sl_tcp_cc_loss(tp, now_us);
+	/* An ECN reduction under way set ssthresh already: not again (Linux's
+	 * tcp_enter_recovery() in CWR); the recovery takes it over. */
+	if (tp->ecn & SL_ECN_CWR_WND) {
+		tp->ecn &= (uint8_t)~SL_ECN_CWR_WND;
+		tp->cwnd = tp->ssthresh;
+	} else {
+		sl_tcp_cc_loss(tp, now_us);
+	}
 	tp->recover = tp->snd_max;
 	tp->tflags |= SL_TF_RECOVERY;
 	tp->t_tlp = 0;
@@ -541,41 +548,88 @@ static void enter_recovery(struct sl_stack *s, struct sl_sock *so, uint32_t deli
 /*
  * RFC 3168 6.1.3, receiver, for a data segment taken: a CWR ends the
  * ECN-Echo, then a CE mark starts it (ECE on every segment until the
- * peer's CWR) and is acknowledged at once, as Linux's
+ * peer's CWR) and it and the next are acknowledged at once, as Linux's
  * tcp_ecn_accept_cwr() and tcp_ecn_check_ce().
  */
 static void ecn_rx(struct sl_stack *s, struct sl_tcp_sock *tp, const struct seg *g)
 {
 	if (!(tp->ecn & SL_ECN_OK))
 		return;
-	if (g->ecn & TH_CWR_)
+	if (g->ecn & TH_CWR_) {
+		/* The sender has just cut cwnd, maybe to one segment: ACK now. */
 		tp->ecn &= (uint8_t)~SL_ECN_DEMAND_CWR;
+		tp->tflags |= SL_TF_ACKNOW;
+	}
 	if (g->ipecn == SL_IP_ECN_CE) {
 		sl_count(s, SL_C_tcp_ecn_ce_rx);
+		/* The sender's cwnd may be small: this segment and the next
+		 * are ACKed at once (Linux's quick-ACK mode for 2). */
+		if (!(tp->ecn & SL_ECN_DEMAND_CWR) && tp->quickacks < 2)
+			tp->quickacks = 2;
 		tp->ecn |= SL_ECN_DEMAND_CWR;
 		tp->tflags |= SL_TF_ACKNOW;
 	}
 }
 
 /*
- * RFC 3168 6.1.2, sender: an ECN-Echo reduces cwnd as a loss would
- * (ssthresh by CUBIC's beta, cwnd to it, CWR on the next new data), at
- * most once a window: until SND.UNA passes what was sent when it began
- * (Linux's CWR state, to high_seq). None in a recovery, which reduced
- * already. Linux brings cwnd down over the window (PRR, RFC 6937) where
- * this does it at once, RFC 3168's own choice.
+ * RFC 3168 6.1.2, sender, as Linux's CWR state: an ECN-Echo outside a
+ * recovery or another reduction sets ssthresh as a loss would (and CWR
+ * on the next new data, sl_tcp_cc_cwr()); cwnd then comes down to it
+ * over the window by PRR (below); once an ACK passes what had been sent
+ * when it began, cwnd = ssthresh. Called before the ACK moves SND.UNA.
  */
 static void ecn_echo(struct sl_stack *s, struct sl_tcp_sock *tp, const struct seg *g)
 {
-	if ((tp->ecn & SL_ECN_CWR_WND) && SEQ_GEQ(tp->snd_una, tp->ecn_high))
+	/* Linux holds CWR until something above high_seq is acked, so that
+	 * the CWR reached the peer. */
+	if ((tp->ecn & SL_ECN_CWR_WND) && SEQ_GT(g->ack, tp->ecn_high)) {
 		tp->ecn &= (uint8_t)~SL_ECN_CWR_WND;
+		tp->cwnd = tp->ssthresh;
+	}
 	if (!(tp->ecn & SL_ECN_OK) || !(g->ecn & TH_ECE_) || (g->oflags & TH_SYN_) ||
 	    (tp->ecn & SL_ECN_CWR_WND) || (tp->tflags & SL_TF_RECOVERY))
 		return;
 	sl_count(s, SL_C_tcp_ecn_reduce);
-	sl_tcp_cc_loss(tp, 0);
+	sl_tcp_cc_cwr(tp);
 	tp->ecn |= SL_ECN_CWR_WND;
-	tp->ecn_high = tp->snd_max;
+	tp->ecn_high = tp->snd_nxt;
+	tp->recover_fs = tp->cwnd;	/* PRR's divisor: the cwnd before */
+	tp->prr_delivered = tp->prr_out = 0;
+}
+
+/*
+ * RFC 6937 PRR for an ECN reduction, on each ACK of it, as Linux's
+ * tcp_cwnd_reduction(): while the flight is above ssthresh, send
+ * ssthresh/cwnd-before of what was delivered; below, slow start back up
+ * to it (PRR-SSRB, one segment more when SND.UNA moved). Whole
+ * segments, as Linux counts packets; the first ACK lets one out.
+ */
+static void ecn_prr(struct sl_tcp_sock *tp, uint32_t delivered, bool una_moved)
+{
+	uint32_t flight = sl_tcp_flight(tp), mss = tp->mss ? tp->mss : SL_TCP_MSS_DEFAULT;
+	uint32_t pipe = flight - (tp->sacked_bytes < flight ? tp->sacked_bytes : flight);
+	int64_t delta = (int64_t)tp->ssthresh - pipe, sndcnt;
+
+	if (!delivered)
+		return;
+	tp->prr_delivered += delivered;
+	if (delta < 0) {
+		uint64_t prior = tp->recover_fs ? tp->recover_fs : 1;
+		uint64_t due = ((uint64_t)tp->ssthresh * tp->prr_delivered + prior - 1) / prior;
+
+		sndcnt = (int64_t)((due + mss - 1) / mss * mss) - tp->prr_out;
+	} else {
+		sndcnt = (int64_t)tp->prr_delivered - tp->prr_out;
+		if (sndcnt < (int64_t)delivered)
+			sndcnt = delivered;
+		if (una_moved)
+			sndcnt += mss;
+		if (sndcnt > delta)
+			sndcnt = delta;
+	}
+	if (sndcnt < (tp->prr_out ? 0 : (int64_t)mss))
+		sndcnt = tp->prr_out ? 0 : mss;
+	tp->cwnd = pipe + (uint32_t)sndcnt;
 }
 
 /* RFC 9293 3.10.7.4 fifth, ESTABLISHED: process an acceptable ACK.
@@ -599,6 +653,7 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 		newly_sacked = mark_sacked(s, so, &g->o);
 	if (tp->tflags & SL_TF_PROBE)
 		tp->keep_probes = 0;	/* the peer answers our window probes */
+	ecn_echo(s, tp, g);
 
 	/* RFC 5681 2: a duplicate ACK leaves the window as it was; RFC 6675
 	 * 2: one that SACKs new data is one whatever its window (a receiver
@@ -682,7 +737,9 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 			}
 		} else {
 			tp->dupacks = 0;
-			if (cwnd_limited)
+			if (tp->ecn & SL_ECN_CWR_WND)
+				ecn_prr(tp, delivered, true);
+			else if (cwnd_limited)
 				sl_tcp_cc_ack(tp, delivered, now_us);
 			/* RFC 6675 5 (4): a cumulative ACK that leaves IsLost()
 			 * true of the next segment starts recovery too. */
@@ -713,6 +770,8 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 			 * (step 1), so a lost first segment (duplicate ACKs of
 			 * ISS + 1) qualifies, which "ACK - 1 > recover" missed. */
 			enter_recovery(s, so, newly_sacked, now_us);
+		} else if (tp->ecn & SL_ECN_CWR_WND) {
+			ecn_prr(tp, newly_sacked, false);
 		}
 	} else if (ack == tp->snd_una) {
 		tp->dupacks = 0;
@@ -722,7 +781,6 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 		 * Linux's tcp_ack() takes an old ACK's SACK blocks. */
 		prr_ack(s, so, newly_sacked, now_us);
 	}
-	ecn_echo(s, tp, g);
 	return true;
 }
 

@@ -824,6 +824,8 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		if ((tp->tflags & (SL_TF_RECOVERY | SL_TF_SACK)) == (SL_TF_RECOVERY | SL_TF_SACK)) {
 			tp->prr_room -= seglen < tp->prr_room ? seglen : tp->prr_room;
 			tp->prr_out += seglen;
+		} else if (tp->ecn & SL_ECN_CWR_WND) {
+			tp->prr_out += seglen;	/* an ECN reduction's PRR */
 		}
 		if (SEQ_GT(end, tp->snd_max))
 			tp->snd_max = end;
