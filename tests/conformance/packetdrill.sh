@@ -107,7 +107,7 @@ run_once() {
 	ip -n "$ns" link set lo up
 	if [ "$s" = sluice ]; then
 		ip -n "$ns" tuntap add dev tun0 mode tun
-		extra=(--so_filename="$plugin" --so_flags=ip=192.168.0.1)
+		extra=(--so_filename="$plugin" --so_flags=ip=192.168.0.1${PD_SO_FLAGS:+,$PD_SO_FLAGS})
 	fi
 	(cd "$dir" && timeout -k 5 120 ip netns exec "$ns" "$bin" "${args[@]}" "${extra[@]}" \
 		"$script") >"$log" 2>&1

@@ -111,6 +111,10 @@ static int pd_tx(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint32_t n
 	f->at_us = p->now_us;
 	f->len = len;
 	memcpy(f->data, sl_buf_data(s, idx), len);
+	if (p->debug && len >= 40 && f->data[9] == IPPROTO_TCP)
+		fprintf(stderr, "sluice-pd: %.6f tx seq %u len %u flags 0x%02x\n", p->now_us / 1e6,
+			ntohl(*(const uint32_t *)(f->data + 24)), len - 20u - (f->data[32] >> 4) * 4u,
+			f->data[33]);
 	return 0;
 }
 

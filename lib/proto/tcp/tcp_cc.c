@@ -111,9 +111,17 @@ void sl_tcp_cc_ack(struct sl_tcp_sock *tp, uint32_t acked, uint64_t now_us)
 	if (!acked || !mss || !cwnd)
 		return;
 	if (cwnd < tp->ssthresh) {
-		/* RFC 5681 3.1, with RFC 3465 L = 2 */
-		tp->cwnd += acked < 2 * mss ? acked : 2 * mss;
-		return;
+		/* RFC 5681 3.1 slow start by all that was acknowledged, as
+		 * Linux's tcp_slow_start() (no RFC 3465 limit L: a stretch ACK
+		 * of 10 segments opens 10), up to ssthresh; the rest goes to
+		 * congestion avoidance. */
+		uint32_t inc = tp->ssthresh - cwnd < acked ? tp->ssthresh - cwnd : acked;
+
+		tp->cwnd += inc;
+		acked -= inc;
+		cwnd = tp->cwnd;
+		if (!acked)
+			return;
 	}
 	if (tp->tflags & SL_TF_RENO) {
 		/* RFC 5681 3.1 eq. 3: about one SMSS per RTT. */
