@@ -639,6 +639,15 @@ static void sndq_append(struct sl_stack *s, struct sl_tcp_sock *tp, uint32_t idx
 	tp->sndq_tail = idx;
 }
 
+/* A write ends at the tail: Linux marks the tail of its write queue PSH
+ * at the end of each sendmsg (tcp_push()). The mark stays with the
+ * buffer's last byte (split_buf() moves it). */
+static void mark_push(struct sl_stack *s, struct sl_tcp_sock *tp)
+{
+	if (sl_buf_some(s, tp->sndq_tail))
+		sl_buf(s, tp->sndq_tail)->flags |= SL_TBF_PSH;
+}
+
 static bool can_send(const struct sl_sock *so)
 {
 	return (so->state == SL_TCP_ESTABLISHED || so->state == SL_TCP_CLOSE_WAIT) &&
@@ -691,8 +700,13 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 		 * Its length read once: checked below the MSS, it is where
 		 * the copy starts and what bounds it (read again, mss - aux
 		 * wrapped to ~4 GiB and the copy ran past the buffer). */
-		if (sl_buf_some(s, idx) && !(sl_buf(s, idx)->flags & SL_TBF_SENT))
+		if (sl_buf_some(s, idx) && !(sl_buf(s, idx)->flags & SL_TBF_SENT)) {
 			aux = SL_READ_ONCE(sl_buf(s, idx)->aux);
+			/* This write goes on past it: the mark moves on (as
+			 * Linux clears PSH of a tail skb it appends to). */
+			if (aux < mss)
+				sl_buf(s, idx)->flags &= (uint16_t)~SL_TBF_PSH;
+		}
 		if (aux >= mss) {
 			if (!pool_has_room(s))
 				break;
@@ -718,6 +732,7 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 	}
 	if (done) {
 		so->tx_bytes += done;
+		mark_push(s, tp);
 		sl_tcp_output(s, so, now_us);
 		return (ssize_t)done;
 	}
@@ -879,6 +894,7 @@ ssize_t sl_tcp_send_return(struct sl_stack *s, struct sl_sock *so, uint32_t gen,
 		idx = next;
 	}
 	so->tx_bytes += done;
+	mark_push(s, tp);
 	sl_tcp_output(s, so, now_us);
 	return (ssize_t)done;
 }

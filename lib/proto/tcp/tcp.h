@@ -107,6 +107,7 @@ enum sl_tcp_state {
 #define SL_TBF_SACKED	0x04	/* covered by a SACK block from the peer */
 #define SL_TBF_FIN	0x08	/* out-of-order queue: a FIN follows the payload */
 #define SL_TBF_RECOV	0x10	/* retransmitted in the current recovery */
+#define SL_TBF_PSH	0x20	/* send queue: a write ends here (Linux's tcp_mark_push()) */
 
 /* sl_tcp_sock.tflags */
 #define SL_TF_WS	0x0001	/* window scaling agreed (RFC 7323 2) */
@@ -255,6 +256,9 @@ struct sl_tcp_sock {
 	 * reduction for an ECN-Echo covers (SL_ECN_CWR_WND until SND.UNA
 	 * passes it: one reduction a window, 6.1.2). */
 	uint8_t ecn;
+	/* New segments sent so far in this sl_tcp_output() pass since the
+	 * last PSH: Linux's GSO packet being filled (tcp_output.c, psh()). */
+	uint8_t gso_cnt;
 	uint32_t ecn_high;
 };
 

@@ -497,6 +497,77 @@ static bool sacked_to_tail(struct sl_stack *s, const struct sl_tcp_sock *tp, uin
 	return true;
 }
 
+/*
+ * Segments of a GSO packet as Linux sizes them (tcp_tso_autosize()): about
+ * a millisecond at the pacing rate (200% of cwnd a round trip in slow
+ * start, 120% after, as tcp_pacing_ss_ratio and _ca_ratio), at least 2
+ * (tcp_min_tso_segs), at most 64 KiB.
+ */
+static unsigned int gso_segs(const struct sl_tcp_sock *tp)
+{
+	uint32_t mss = tp->mss ? tp->mss : SL_TCP_MSS_DEFAULT, fl = sl_tcp_flight(tp);
+	uint64_t cw = tp->cwnd > fl ? tp->cwnd : fl, per_ms, segs;
+
+	if (!tp->srtt_us)
+		return 2;
+	per_ms = cw * (tp->cwnd < tp->ssthresh / 2 ? 200 : 120) * 1000000 / 100 / tp->srtt_us /
+		 1024;
+	segs = per_ms / mss;
+	if (segs > 65535 / mss)
+		segs = 65535 / mss;
+	return segs < 2 ? 2 : (unsigned int)segs;
+}
+
+/* Will the buffer after lb go in the same sl_tcp_output() pass as the
+ * plen bytes being sent: unsent, and within cwnd and the peer's window
+ * (a SACK recovery: what PRR leaves)? */
+static bool next_goes(struct sl_stack *s, const struct sl_tcp_sock *tp,
+		      const struct sluice_buf *lb, uint32_t plen)
+{
+	const struct sluice_buf *nb;
+	uint32_t wnd = tp->cwnd < tp->snd_wnd ? tp->cwnd : tp->snd_wnd;
+
+	if (!sl_buf_some(s, lb->next_idx))
+		return false;
+	nb = sl_buf(s, lb->next_idx);
+	if (nb->flags & SL_TBF_SENT)
+		return false;
+	if ((tp->tflags & (SL_TF_RECOVERY | SL_TF_SACK)) == (SL_TF_RECOVERY | SL_TF_SACK))
+		return tp->prr_room >= plen + nb->aux;
+	return !SEQ_GT(nb->seq + nb->aux, tp->snd_una + wnd);
+}
+
+/*
+ * PSH as Linux sets it: on the segment that ends a write (SL_TBF_PSH),
+ * and on the last segment of every GSO packet of two or more segments
+ * (__tcp_transmit_skb() forces it there, for the receiver's GRO), never
+ * on a packet of one segment cut from a write. Sent one segment a packet
+ * here, new data is counted into packets of gso_segs() within a pass of
+ * sl_tcp_output(), a packet ending full, at a write's end or with the
+ * pass; retransmissions carry the mark alone. PSH is advisory (RFC 9293
+ * 3.9.1): this keeps the segments the same as Linux's.
+ */
+static bool psh(struct sl_stack *s, struct sl_tcp_sock *tp, uint32_t idx, uint32_t last,
+		uint32_t plen)
+{
+	const struct sluice_buf *lb = sl_buf(s, last);
+	bool fresh = !(sl_buf(s, idx)->flags & SL_TBF_SENT) && !(tp->tflags & SL_TF_PROBING);
+
+	if (lb->flags & SL_TBF_PSH) {
+		tp->gso_cnt = 0;
+		return true;
+	}
+	if (!fresh)
+		return false;
+	if (tp->gso_cnt < 255)
+		tp->gso_cnt++;
+	if (tp->gso_cnt >= gso_segs(tp) || (tp->gso_cnt >= 2 && !next_goes(s, tp, lb, plen))) {
+		tp->gso_cnt = 0;
+		return true;
+	}
+	return false;
+}
+
 /* Write the header of a segment whose payload starts in send buffer idx
  * and ends in buffer last; returns it, its length in *hlen. */
 static struct sl_tcph *data_hdr(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
@@ -504,18 +575,11 @@ static struct sl_tcph *data_hdr(struct sl_stack *s, struct sl_sock *so, uint32_t
 				unsigned int *hlen)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	const struct sluice_buf *lb = sl_buf(s, last);
 	uint8_t opts[40], flags = TH_ACK_;
 	unsigned int optlen, mtu;
 	struct sl_tcph *th;
 
-	/* PSH ends what was written, and a burst; but not a segment Limited
-	 * Transmit sends past cwnd (RFC 3042) nor a loss probe's (RFC 8985
-	 * 7.3), from the middle of a write, as Linux's carry none. */
-	if (last == tp->sndq_tail ||
-	    (sl_buf_some(s, lb->next_idx) && !(sl_buf(s, lb->next_idx)->flags & SL_TBF_SENT) &&
-	     !SEQ_GT(lb->seq + lb->aux, tp->snd_una + tp->cwnd) && !(tp->tflags & SL_TF_PROBING)) ||
-	    sacked_to_tail(s, tp, idx, last))
+	if (psh(s, tp, idx, last, plen) || sacked_to_tail(s, tp, idx, last))
 		flags |= TH_PSH_;
 	/* New data, with ECN agreed: ECT(0), and CWR on the first segment
 	 * after a reduction of cwnd (RFC 3168 6.1.2). Linux's test is the
@@ -671,7 +735,8 @@ static int split_buf(struct sl_stack *s, struct sl_tcp_sock *tp, uint32_t idx, u
 	nb->seq = b->seq + at;
 	nb->aux = (uint16_t)(b->aux - at);
 	/* A retransmission may be split too: the tail was sent as well. */
-	nb->flags = b->flags & (SL_TBF_SENT | SL_TBF_REXMIT);
+	nb->flags = b->flags & (SL_TBF_SENT | SL_TBF_REXMIT | SL_TBF_PSH);
+	b->flags &= (uint16_t)~SL_TBF_PSH;	/* the mark stays at the end */
 	nb->ts_us = b->ts_us;
 	memcpy(sl_buf_base(s, n) + SL_TCP_DATA_OFF, sl_buf_base(s, idx) + SL_TCP_DATA_OFF + at,
 	       nb->aux);
@@ -701,6 +766,7 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	 * MSS follows, as Linux's tcp_current_mss() checks dst_mtu(). */
 	if (tp->pmtu_gen != (uint16_t)s->lib->pmtu_gen && !local)
 		sl_tcp_set_mss(s, so);
+	tp->gso_cnt = 0;	/* a pass starts a GSO packet (psh()) */
 	if (SEQ_LT(tp->snd_nxt, tp->snd_una))
 		tp->snd_nxt = tp->snd_una;
 	/* RFC 5681 4.1: nothing in flight, data to send, and no segment
