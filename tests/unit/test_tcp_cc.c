@@ -152,6 +152,50 @@ static void test_cc_timeout(void)
 	tap_eq(tp.ssthresh, 50 * MSS * 717 / 1024, "second RTO in a row: ssthresh kept");
 }
 
+/* Linux's tcp_slow_start(): a stretch ACK (GRO, a receiver ACKing every
+ * few segments) opens cwnd by all it acknowledged, not RFC 3465's 2 SMSS,
+ * but never past ssthresh; what is left over goes to avoidance. */
+static void test_cc_slow_start_stretch_ack(void)
+{
+	struct sl_tcp_sock tp = tcb();
+
+	tp.snd_nxt = tp.cwnd;
+	sl_tcp_cc_ack(&tp, 10 * MSS, 1000000);
+	tap_eq(tp.cwnd, 20 * MSS, "a stretch ACK of 10 segments opens 10 in slow start");
+	tp.ssthresh = 24 * MSS;
+	tp.snd_nxt = tp.cwnd;
+	sl_tcp_cc_ack(&tp, 10 * MSS, 1010000);
+	tap_ok(tp.cwnd >= 24 * MSS && tp.cwnd < 26 * MSS,
+	       "slow start stops at ssthresh, the rest to avoidance (%u)", tp.cwnd);
+}
+
+/* RFC 3168 6.1.2: with ECN agreed, any reduction of cwnd (a loss, a
+ * timeout, an ECN-Echo) puts CWR on the next new data; an ECN-Echo sets
+ * ssthresh as a loss and leaves cwnd to PRR; without ECN nothing is
+ * queued. */
+static void test_cc_ecn_cwr(void)
+{
+	struct sl_tcp_sock tp = tcb();
+
+	tp.cwnd = 20 * MSS;
+	tp.snd_nxt = tp.cwnd;
+	sl_tcp_cc_loss(&tp, 1000000);
+	tap_ok(!(tp.ecn & SL_ECN_QUEUE_CWR), "no ECN: a loss queues no CWR");
+	tp = tcb();
+	tp.ecn = SL_ECN_OK;
+	tp.cwnd = 20 * MSS;
+	tp.snd_nxt = tp.cwnd;
+	sl_tcp_cc_cwr(&tp);
+	tap_ok(tp.ecn & SL_ECN_QUEUE_CWR, "ECN-Echo: CWR queued");
+	tap_eq(tp.ssthresh, 20 * MSS * 717 / 1024, "ECN-Echo: ssthresh as for a loss (beta 0.7)");
+	tap_eq(tp.cwnd, 20 * MSS, "ECN-Echo: cwnd left to PRR");
+	tp.ecn = SL_ECN_OK | SL_ECN_CWR_WND;
+	tp.backoff = 1;
+	sl_tcp_cc_rto(&tp, 2000000);
+	tap_ok((tp.ecn & (SL_ECN_QUEUE_CWR | SL_ECN_CWR_WND)) == SL_ECN_QUEUE_CWR,
+	       "RTO: CWR queued, the ECN reduction replaced by the timeout's");
+}
+
 /* RFC 9438 4.2: W(t) = C (t - K)^3 + W_max for any t.  An ACK 40 minutes
  * into an epoch (an application-limited or idle sender) overflowed the
  * int64_t (t - K)^3: undefined behaviour, caught by make sanitize.  The
@@ -186,5 +230,7 @@ int main(void)
 	test_cc_fast_convergence();
 	test_cc_timeout();
 	test_cc_cubic_long_epoch();
+	test_cc_slow_start_stretch_ack();
+	test_cc_ecn_cwr();
 	return tap_done();
 }
