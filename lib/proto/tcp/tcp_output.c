@@ -568,6 +568,19 @@ static bool psh(struct sl_stack *s, struct sl_tcp_sock *tp, uint32_t idx, uint32
 	return false;
 }
 
+/* A FIN queued after the data rides on the segment that carries the last
+ * byte, sent or sent again, as Linux's FIN is in its last skb (RFC 9293
+ * 3.10.4 lets a FIN share a segment with data); a chain inside the stack
+ * leaves it to a segment of its own. */
+static bool fin_rides(struct sl_stack *s, const struct sl_tcp_sock *tp, uint32_t idx,
+		      uint32_t last)
+{
+	const struct sluice_buf *lb = sl_buf(s, last);
+
+	return (tp->tflags & SL_TF_FIN_Q) && idx == last && last == tp->sndq_tail &&
+	       lb->seq + lb->aux == tp->snd_end;
+}
+
 /* Write the header of a segment whose payload starts in send buffer idx
  * and ends in buffer last; returns it, its length in *hlen. */
 static struct sl_tcph *data_hdr(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
@@ -581,6 +594,8 @@ static struct sl_tcph *data_hdr(struct sl_stack *s, struct sl_sock *so, uint32_t
 
 	if (psh(s, tp, idx, last, plen) || sacked_to_tail(s, tp, idx, last))
 		flags |= TH_PSH_;
+	if (fin_rides(s, tp, idx, last))
+		flags |= TH_FIN_;
 	/* New data, with ECN agreed: ECT(0), and CWR on the first segment
 	 * after a reduction of cwnd (RFC 3168 6.1.2). Linux's test is the
 	 * same: seq at or past SND.NXT, i.e. never sent. */
@@ -613,6 +628,9 @@ int sl_tcp_xmit_buf(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint64
 		return -ENOTRECOVERABLE;
 	}
 	th = data_hdr(s, so, idx, idx, plen, now_us, &hlen);
+	/* A FIN on it is sent: the peer may ACK it (fin_rides()). */
+	if ((th->flags & TH_FIN_) && SEQ_LT(so->tcp.snd_max, so->tcp.snd_end + 1))
+		so->tcp.snd_max = so->tcp.snd_end + 1;
 	if (b->flags & SL_TBF_SENT) {
 		b->flags |= SL_TBF_REXMIT;
 		sl_count(s, SL_C_tcp_retransmit);
@@ -759,6 +777,7 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	uint32_t idx = tp->sndq_head, last = SLUICE_IDX_NONE, steps = 0, chain_last, clen, seglen;
 	bool sent = false, local = sl_ip_is_local(s, so->raddr);
 	unsigned int n;
+	bool fin;
 
 	if (so->state < SL_TCP_ESTABLISHED)
 		return;
@@ -868,6 +887,7 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		if (!rexmit && local)
 			n = chain_more(s, so, idx, usable, &chain_last, &clen);
 		seglen = len;
+		fin = false;
 		if (n && !xmit_chain(s, so, idx, n, chain_last, clen, now_us)) {
 			seglen = clen;
 			b = sl_buf(s, chain_last);
@@ -875,8 +895,10 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 			idx = chain_last;
 			last = idx;
 		} else {
-			int ret = sl_tcp_xmit_buf(s, so, idx, now_us);
+			int ret;
 
+			fin = fin_rides(s, tp, idx, idx);
+			ret = sl_tcp_xmit_buf(s, so, idx, now_us);
 			if (ret == -ENOBUFS || ret == -ENOTRECOVERABLE)
 				break;
 		}
@@ -885,6 +907,8 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 			tp->rtt_seq = end;
 			tp->rtt_start_us = now_us;
 		}
+		/* A FIN that rode on the segment takes its sequence number. */
+		end += fin;
 		tp->snd_nxt = end;
 		tp->quickacks = 0;	/* its ACKs go with its data now */
 		if ((tp->tflags & (SL_TF_RECOVERY | SL_TF_SACK)) == (SL_TF_RECOVERY | SL_TF_SACK)) {
