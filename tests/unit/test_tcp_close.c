@@ -42,6 +42,43 @@ static void test_established_fin(void)
 	tf_finish();
 }
 
+/* A FIN queued behind data the window holds back rides on the segment
+ * with the last byte (RFC 9293 3.10.4 allows it; Linux's FIN is in its
+ * last skb), also when that segment is sent again; no FIN of its own. */
+static void test_fin_rides_last_data(void)
+{
+	struct sl_sock *so;
+	struct tf_seg g;
+	uint32_t iss;
+	uint8_t data[4 * 536];
+
+	memset(data, 'f', sizeof(data));
+	tf_init("fr");
+	so = tf_connect(IRS, &iss, NULL, 2 * 536);
+	tap_eq(sl_tcp_send(T.s, so, data, sizeof(data), 0, tf_now_us), (ssize_t)sizeof(data),
+	       "4 segments queued");
+	tap_eq(T.n, 2u, "the window lets 2 go");
+	tf_clear();
+	sl_tcp_close(T.s, so, tf_now_us);
+	tap_eq(T.n, 0u, "close: the FIN waits behind the data");
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 1 + 2 * 536, 8192, NULL, 0);
+	g = tf_last();
+	tap_ok(T.n == 2 && g.flags == (TH_FIN_ | TH_ACK_ | TH_PSH_) && g.seq == iss + 1 + 3 * 536 &&
+	       g.plen == 536, "the last data segment carries the FIN (%u segments, flags 0x%x)",
+	       T.n, g.flags);
+	tap_eq(so->state, SL_TCP_FIN_WAIT_1, "FIN-WAIT-1");
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 1 + 3 * 536, 8192, NULL, 0);
+	tf_clear();
+	tf_advance_ms(3000);
+	g = tf_parse(0);
+	tap_ok(T.n >= 1 && g.flags == (TH_FIN_ | TH_ACK_ | TH_PSH_) && g.seq == iss + 1 + 3 * 536 &&
+	       g.plen == 536, "sent again after the RTO: data and FIN together (flags 0x%x)",
+	       g.flags);
+	tf_seg(ntohs(so->lport), TH_ACK_, IRS + 1, iss + 2 + 4 * 536, 8192, NULL, 0);
+	tap_eq(so->state, SL_TCP_FIN_WAIT_2, "data and FIN ACKed: FIN-WAIT-2");
+	tf_finish();
+}
+
 /* TCP_LINGER2: an orphan's FIN-WAIT-2 lasts that long (tcp(7)), and with
  * -1 it ends at once in a reset (Linux tcp_close()). */
 static void test_fin_wait2_linger2(void)
@@ -407,6 +444,7 @@ static void test_established_keepalive(void)
 int main(void)
 {
 	test_established_fin();
+	test_fin_rides_last_data();
 	test_fin_wait_active_close();
 	test_fin_wait2_linger2();
 	test_cork();

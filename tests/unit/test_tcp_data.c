@@ -6,6 +6,8 @@
  */
 #include "tcp_fixture.h"
 
+#define PSH_IRS 30000u
+
 #define IRS 10000u
 
 static uint8_t pattern[65536];
@@ -18,6 +20,42 @@ static void fill_pattern(void)
 
 /* RFC 9293 3.10.7.4 seventh + RFC 5681 4.2: data is queued and ACKed, one
  * segment after a delay, every second one at once. */
+/* PSH as Linux sets it: a burst of new data is Linux's GSO packets, the
+ * last segment of each (of two or more) with PSH, as is the segment that
+ * ends a write; single segments cut from the middle of a write have none.
+ * Here the round trip is short, so a packet is the whole burst. */
+static void test_established_psh(void)
+{
+	struct sl_sock *so;
+	struct tf_seg g;
+	uint32_t iss, psh = 0, last_psh = 0;
+	uint8_t data[14 * 536];
+
+	memset(data, 'p', sizeof(data));
+	tf_init("ph");
+	so = tf_connect(PSH_IRS, &iss, NULL, 65535);
+	tap_eq(sl_tcp_send(T.s, so, data, sizeof(data), 0, tf_now_us), (ssize_t)sizeof(data),
+	       "14 segments queued");
+	for (unsigned int i = 0; i < T.n; i++) {
+		g = tf_parse(i);
+		if (g.flags & TH_PSH_) {
+			psh++;
+			last_psh = g.seq + g.plen;
+		}
+	}
+	tap_ok(T.n == 10 && psh == 1 && last_psh == iss + 1 + 10 * 536,
+	       "the initial window: PSH on its last segment alone (%u of %u)", psh, T.n);
+	tf_clear();
+	tf_seg(ntohs(so->lport), TH_ACK_, PSH_IRS + 1, iss + 1 + 10 * 536, 65535, NULL, 0);
+	g = tf_last();
+	psh = 0;
+	for (unsigned int i = 0; i < T.n; i++)
+		psh += !!(tf_parse(i).flags & TH_PSH_);
+	tap_ok(T.n == 4 && psh == 1 && g.seq + g.plen == iss + 1 + 14 * 536 && (g.flags & TH_PSH_),
+	       "the rest: PSH where the write ends alone (%u of %u)", psh, T.n);
+	tf_finish();
+}
+
 static void test_established_data_delayed_ack(void)
 {
 	struct sl_sock *l, *c;
@@ -651,6 +689,7 @@ static void test_established_ts_missing(void)
 
 int main(void)
 {
+	test_established_psh();
 	fill_pattern();
 	test_established_data_delayed_ack();
 	test_established_data_quick_ack_start();
