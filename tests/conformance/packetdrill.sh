@@ -113,6 +113,15 @@ run_once() {
 		"$script") >"$log" 2>&1
 	rc=$?
 	ip netns del "$ns"
+	# A script that fails ends packetdrill before the plugin's teardown,
+	# which leaves its stack (/dev/shm/sluice-pd-PID): remove those of
+	# runs that are gone (never one whose process lives).
+	if [ "$s" = sluice ]; then
+		for f in /dev/shm/sluice-pd-*; do
+			[ -e "$f" ] || continue
+			kill -0 "${f##*-}" 2>/dev/null || rm -f "$f" "/dev/shm/sluicefd-pd-${f##*-}"
+		done
+	fi
 	if [ $rc = 0 ]; then
 		echo pass
 	elif [ $rc = 124 ] || [ $rc = 137 ]; then
