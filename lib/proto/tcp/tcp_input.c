@@ -826,7 +826,12 @@ static void take_syn_opts(struct sl_stack *s, struct sl_sock *so, const struct s
 	 * answered by a SYN-ACK with ECE alone. Passive: with tcp_ecn 1 or
 	 * 2; active: only what connect() offered. */
 	if (so->state == SL_TCP_SYN_SENT) {
-		if ((g->ecn & (TH_ECE_ | TH_CWR_)) != TH_ECE_)
+		/* A SYN-ACK agrees with ECE alone; a SYN crossing ours
+		 * (simultaneous open) with ECE and CWR, as Linux's
+		 * tcp_ecn_rcv_syn(). */
+		uint8_t want = (g->oflags & TH_ACK_) ? TH_ECE_ : TH_ECE_ | TH_CWR_;
+
+		if ((g->ecn & (TH_ECE_ | TH_CWR_)) != want)
 			tp->ecn = 0;
 	} else if (sl_tcp_ecn_mode(s) && (g->ecn & (TH_ECE_ | TH_CWR_)) == (TH_ECE_ | TH_CWR_) &&
 		   !g->ipecn) {
