@@ -519,6 +519,7 @@ static int kfd_install(struct sl_stack *s, struct pl_sock *ps, uint32_t sd, int 
 	ps->sd = sd;
 	ps->gen = sl_sock(s, sd)->kp.gen;
 	ps->type = type;
+	ps->v6 = pl_sd_v6(sd);
 	ps->refs = 1;
 	ps->nonblock = nonblock;
 	ps->kfd = true;
@@ -569,6 +570,7 @@ static bool kfd_adopt(int fd)
 	ps->sd = si.idx;
 	ps->gen = si.gen;
 	ps->type = so->type == SL_SOCK_TCP ? SOCK_STREAM : SOCK_DGRAM;
+	ps->v6 = so->flags & SL_SF_V6;
 	ps->refs = 1;
 	ps->nonblock = fl & O_NONBLOCK;
 	ps->used = true;
@@ -769,6 +771,7 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 		sl_fetch_add(&npriv, 1);
 	ps->sd = sd;
 	ps->type = type;
+	ps->v6 = pl_sd_v6(sd);
 	ps->refs = 1;
 	ps->nonblock = nonblock;
 	ret = table_set(fd, ps);
@@ -1199,6 +1202,7 @@ bool pl_fd_adopt(int fd)
 	ps->sd = (uint32_t)sd;
 	ps->gen = SL_FDREC_GEN(recs[sd].key);
 	ps->type = (int)recs[sd].type;
+	ps->v6 = pl_sd_v6((uint32_t)sd);
 	ps->refs = 1;
 	ps->nonblock = fl & O_NONBLOCK;
 	ps->used = true;

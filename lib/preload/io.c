@@ -218,22 +218,21 @@ static ssize_t pl_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
 	return ret;
 }
 
-static int dest(const struct sockaddr *a, socklen_t len, struct sockaddr_in *out)
-{
-	if (!a)
-		return 0;
-	if (len < sizeof(*out))
-		return -EINVAL;
-	memcpy(out, a, sizeof(*out));
-	return out->sin_family == AF_INET ? 1 : -EAFNOSUPPORT;
-}
-
-static void put_from(const struct sockaddr_in *sin, struct sockaddr *a, socklen_t *lenp)
+static void put_from(const struct pl_sock *ps, const struct sockaddr_in *sin,
+		     struct sockaddr *a, socklen_t *lenp)
 {
 	if (!a || !lenp)
 		return;
-	memcpy(a, sin, *lenp < sizeof(*sin) ? *lenp : sizeof(*sin));
-	*lenp = sizeof(*sin);
+	pl_put_addr(ps, sin, false, a, lenp);
+}
+
+/* A datagram to send to where only the kernel reaches: a destination
+ * the stack does not reach (or a port of this host no stack socket has),
+ * or IPv6 itself on an AF_INET6 socket.  A fresh socket becomes the
+ * kernel's; d: pl_dest()'s answer. */
+static bool dgram_kernel(const struct pl_sock *ps, int d, const struct sockaddr_in *sin)
+{
+	return !ps->used && (d == PL_NATIVE6 || (d > 0 && pl_dgram_to_kernel(ps, sin)));
 }
 
 EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
@@ -247,16 +246,16 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 	if (!ps)
 		return REAL(sendto)(fd, buf, len, flags, to, tolen);
 	/* A stream socket ignores the address, as Linux does once connected. */
-	d = ps->type == SOCK_DGRAM ? dest(to, tolen, &sin) : 0;
-	if (d > 0 && !ps->used && pl_dgram_to_kernel(ps, &sin)) {
+	d = ps->type == SOCK_DGRAM ? pl_dest(ps, to, tolen, &sin) : 0;
+	if (dgram_kernel(ps, d, &sin)) {
 		/* A fresh datagram socket sending where the stack does not
 		 * reach, or to a port of this host the stack does not have. */
 		ret = pl_fallback(fd, ps);
 		pl_put(ps);
 		return ret ? pl_ret(ret) : REAL(sendto)(fd, buf, len, flags, to, tolen);
 	}
-	if (d < 0) {
-		ret = d;
+	if (d < 0 || d == PL_NATIVE6) {
+		ret = d < 0 ? d : -ENETUNREACH;	/* IPv6 from a used socket */
 	} else {
 		ret = pl_send(ps, buf, len, flags, d ? &sin : NULL, NULL);
 	}
@@ -300,7 +299,7 @@ EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockadd
 	memset(&sin, 0, sizeof(sin));
 	ret = pl_recv(ps, buf, len, flags, &sin, NULL);
 	if (ret >= 0 && ps->type == SOCK_DGRAM)
-		put_from(&sin, from, fromlen);
+		put_from(ps, &sin, from, fromlen);
 	else if (ret >= 0 && fromlen)
 		*fromlen = 0;	/* a stream socket: no address, as Linux */
 	pl_put(ps);
@@ -610,13 +609,14 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	if (!msg) {
 		ret = -EFAULT;
 	} else {
-		d = ps->type == SOCK_DGRAM ? dest(msg->msg_name, msg->msg_namelen, &sin) : 0;
-		if (d > 0 && !ps->used && pl_dgram_to_kernel(ps, &sin)) {
+		d = ps->type == SOCK_DGRAM ? pl_dest(ps, msg->msg_name, msg->msg_namelen, &sin) :
+					     0;
+		if (dgram_kernel(ps, d, &sin)) {
 			ret = pl_fallback(fd, ps);
 			pl_put(ps);
 			return ret ? pl_ret(ret) : REAL(sendmsg)(fd, msg, flags);
 		}
-		ret = d < 0 ? d : tx_cmsgs(ps, msg, &tx);
+		ret = d < 0 ? d : d == PL_NATIVE6 ? -ENETUNREACH : tx_cmsgs(ps, msg, &tx);
 		if (!ret)
 			ret = pl_sendv(ps, msg->msg_iov, (int)msg->msg_iovlen, flags,
 				       d ? &sin : NULL, &tx);
@@ -743,7 +743,7 @@ EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 		ret = pl_recvv(ps, msg->msg_iov, (int)msg->msg_iovlen, flags, &sin, &trunc, &m);
 		if (ret >= 0) {
 			if (ps->type == SOCK_DGRAM && msg->msg_name)
-				put_from(&sin, msg->msg_name, &msg->msg_namelen);
+				put_from(ps, &sin, msg->msg_name, &msg->msg_namelen);
 			else
 				msg->msg_namelen = 0;
 			msg->msg_flags = trunc ? MSG_TRUNC : 0;

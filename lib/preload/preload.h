@@ -143,6 +143,7 @@ struct pl_config {
 	bool loopback;			/* SLUICE_LOOPBACK (default 1): 127/8 on the stack */
 	bool loopback_set;		/* ... given explicitly (else 0 on a device stack) */
 	bool kernel_listen;		/* SLUICE_KERNEL_LISTEN (default 1): kernel twins (twin.c) */
+	bool inet6;			/* SLUICE_INET6 (default 1): AF_INET6 sockets in the stack */
 	bool debug;			/* SLUICE_DEBUG=1: say what happens on stderr */
 	char tap[32];			/* SLUICE_TAP: a TAP device as this process's link */
 	char ifname[16];		/* SLUICE_IFNAME: a new stack's device (kring link) */
@@ -181,6 +182,12 @@ struct pl_sock {
 	 * close (fdtable.c, "Private sockets"); cleared once, under table_mu. */
 	bool priv;
 	bool reuseaddr, reuseport, nodelay, keepalive;
+	/* An AF_INET6 socket talking IPv4 (the stack's SL_SF_V6, read when
+	 * the fd is made): addresses in and out are sockaddr_in6, v4-mapped
+	 * (socket.c, "AF_INET6"). v6only: IPV6_V6ONLY as the program set it
+	 * (always 0 here: 1 makes it the kernel's); mapped_any: bound to
+	 * ::ffff:0.0.0.0, which getsockname() shows so (not ::). */
+	bool v6, v6only, mapped_any;
 	/* The kernel twin's fd + 1 (twin.c), 0: none.  Any thread may
 	 * read it; set at bind() or listen(), cleared by pl_twin_close(). */
 	int twin;
@@ -403,6 +410,31 @@ static inline void pl_twin_watch_check(void)
 }
 
 /* ---- socket.c ---- */
+/* Is stack socket sd an AF_INET6 one (SL_SF_V6)? */
+static inline bool pl_sd_v6(uint32_t sd)
+{
+	struct sl_stack *s = pl_sl();
+
+	return s && (SL_READ_ONCE(sl_sock(s, sd)->flags) & SL_SF_V6);
+}
+/* A destination the stack cannot reach at all: a native IPv6 address on
+ * an AF_INET6 socket (pl_dest(), and the other address readers). */
+#define PL_NATIVE6	2
+/* sendto()/sendmsg()'s address for datagram socket ps: 1 and *out (an
+ * IPv4 destination), 0 (none), PL_NATIVE6, or -errno, as Linux reads it
+ * for the socket's family. */
+int pl_dest(const struct pl_sock *ps, const struct sockaddr *a, socklen_t len,
+	    struct sockaddr_in *out);
+/* An address for the program, as its socket's family shows it: sin as is
+ * (AF_INET), or as a v4-mapped sockaddr_in6 (local: an unspecified local
+ * address is ::, as Linux shows a socket bound to ::).  Returns the
+ * length; out has room for a sockaddr_in6. */
+socklen_t pl_addr_out(const struct pl_sock *ps, const struct sockaddr_in *sin, bool local,
+		      void *out);
+/* Copied to the program as Linux's move_addr_to_user(): cut to *lenp,
+ * *lenp set to the whole length. */
+void pl_put_addr(const struct pl_sock *ps, const struct sockaddr_in *sin, bool local,
+		 struct sockaddr *a, socklen_t *lenp);
 /* Set the socket's SL_SF_NONBLOCK at the native level (all of ours are). */
 void pl_native_nonblock(uint32_t sd);
 /* Is this destination reached through the stack (from ps, if given)? */

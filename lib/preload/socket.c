@@ -4,7 +4,8 @@
  * getsockname, getpeername, getsockopt, setsockopt.
  *
  * What is accelerated: AF_INET stream and datagram sockets (datagram
- * unless SLUICE_UDP=0).  Everything else is the kernel's from the start.
+ * unless SLUICE_UDP=0), and AF_INET6 ones talking IPv4 (below).
+ * Everything else is the kernel's from the start.
  * A Sluice socket nothing was done with yet (not bound, connected or sent
  * on) becomes a kernel socket, transparently and with the options it was
  * given, when it connects or sends to a destination the stack does not
@@ -98,17 +99,141 @@ static int get_sin_or_unspec(const struct sockaddr *a, socklen_t len, struct soc
 	return get_sin(a, len, out);
 }
 
-static int put_sin(const struct sockaddr_in *sin, struct sockaddr *a, socklen_t *lenp)
-{
-	socklen_t len;
+/*
+ * AF_INET6 sockets.  The stack speaks IPv4 only; an AF_INET6 socket lives
+ * in it as long as it talks IPv4, which is what a dual-stack socket
+ * (IPV6_V6ONLY 0, Linux's default) does with v4-mapped addresses
+ * (::ffff:a.b.c.d) and with :: (any IPv4 address; IPv6 ones through the
+ * kernel twin, twin.c).  Every address crossing the API is converted here:
+ * in, a sockaddr_in6 read with Linux's rules (at least SIN6_LEN_RFC2133,
+ * 24 bytes; family AF_INET6; for datagrams AF_INET and AF_UNSPEC too);
+ * out, v4-mapped, flowinfo and scope 0, 28 bytes.  An address that needs
+ * IPv6 itself (::1, any non-mapped one) is PL_NATIVE6: a fresh socket
+ * becomes the kernel's (pl_fallback(), kpeer_connect()), a used one is
+ * refused.
+ */
+#define PL_SIN6_MIN	24	/* Linux's SIN6_LEN_RFC2133 */
 
+static bool v4mapped(const struct in6_addr *a)
+{
+	static const uint8_t pre[12] = { [10] = 0xff, [11] = 0xff };
+
+	return !memcmp(a->s6_addr, pre, sizeof(pre));
+}
+
+/* Does ps's local address say IPv4 (Linux: sk_v6_rcv_saddr v4-mapped)?
+ * Bound to a v4-mapped address, or connected through one. */
+static bool local_mapped(const struct pl_sock *ps)
+{
+	struct sockaddr_in me;
+
+	return ps->mapped_any || (!sluice_getsockname(pl_stack(), (int)ps->sd, &me) &&
+				  me.sin_addr.s_addr != INADDR_ANY);
+}
+
+/* A sockaddr_in6 (family checked by the caller) to the stack's address:
+ * 0 and *out, or PL_NATIVE6.  ::, with any: INADDR_ANY (a bind);
+ * without, Linux's connect() and sendto() take it as loopback, ::1
+ * unless the socket's own address is v4-mapped. */
+static int sin6_to_sin(const struct pl_sock *ps, const struct sockaddr_in6 *s6, bool any,
+		       struct sockaddr_in *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->sin_family = AF_INET;
+	out->sin_port = s6->sin6_port;
+	if (v4mapped(&s6->sin6_addr)) {
+		memcpy(&out->sin_addr, &s6->sin6_addr.s6_addr[12], 4);
+		return 0;
+	}
+	if (!IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr))
+		return PL_NATIVE6;
+	if (any)
+		return 0;
+	if (!local_mapped(ps))
+		return PL_NATIVE6;
+	out->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return 0;
+}
+
+/* Read a sockaddr_in6 of at least PL_SIN6_MIN bytes (the rest zero). */
+static int get_sin6(const struct sockaddr *a, socklen_t len, struct sockaddr_in6 *s6)
+{
+	if (!a)
+		return -EFAULT;
+	if (len < PL_SIN6_MIN)
+		return -EINVAL;
+	memset(s6, 0, sizeof(*s6));
+	memcpy(s6, a, len < sizeof(*s6) ? len : sizeof(*s6));
+	return s6->sin6_family == AF_INET6 ? 0 : -EAFNOSUPPORT;
+}
+
+socklen_t pl_addr_out(const struct pl_sock *ps, const struct sockaddr_in *sin, bool local,
+		      void *out)
+{
+	struct sockaddr_in6 s6;
+
+	if (!ps->v6) {
+		memcpy(out, sin, sizeof(*sin));
+		return sizeof(*sin);
+	}
+	memset(&s6, 0, sizeof(s6));
+	s6.sin6_family = AF_INET6;
+	s6.sin6_port = sin->sin_port;
+	if (!local || sin->sin_addr.s_addr != INADDR_ANY || ps->mapped_any) {
+		s6.sin6_addr.s6_addr[10] = 0xff;
+		s6.sin6_addr.s6_addr[11] = 0xff;
+		memcpy(&s6.sin6_addr.s6_addr[12], &sin->sin_addr, 4);
+	}
+	memcpy(out, &s6, sizeof(s6));
+	return sizeof(s6);
+}
+
+void pl_put_addr(const struct pl_sock *ps, const struct sockaddr_in *sin, bool local,
+		 struct sockaddr *a, socklen_t *lenp)
+{
+	struct sockaddr_in6 buf;
+	socklen_t n = pl_addr_out(ps, sin, local, &buf);
+
+	memcpy(a, &buf, *lenp < n ? *lenp : n);
+	*lenp = n;
+}
+
+int pl_dest(const struct pl_sock *ps, const struct sockaddr *a, socklen_t len,
+	    struct sockaddr_in *out)
+{
+	struct sockaddr_in6 s6;
+	int ret;
+
+	if (!a)
+		return 0;
+	if (!ps->v6 || (len >= sizeof(sa_family_t) && a->sa_family == AF_INET)) {
+		/* Linux udpv6_sendmsg(): AF_INET is IPv4's sendmsg. */
+		if (len < sizeof(*out))
+			return -EINVAL;
+		memcpy(out, a, sizeof(*out));
+		return out->sin_family == AF_INET ? 1 : -EAFNOSUPPORT;
+	}
+	if (len < offsetof(struct sockaddr, sa_data))
+		return -EINVAL;
+	if (a->sa_family == AF_UNSPEC)
+		return 0;	/* as none (the connected peer) */
+	if (a->sa_family != AF_INET6)
+		return -EINVAL;
+	ret = get_sin6(a, len, &s6);
+	if (ret)
+		return ret;
+	ret = sin6_to_sin(ps, &s6, false, out);
+	return ret ? ret : 1;
+}
+
+static int put_sin(const struct pl_sock *ps, const struct sockaddr_in *sin, bool local,
+		   struct sockaddr *a, socklen_t *lenp)
+{
 	if (!a || !lenp)
 		return a || lenp ? -EFAULT : 0;
-	len = *lenp;
-	if ((int)len < 0)
+	if ((int)*lenp < 0)
 		return -EINVAL;
-	memcpy(a, sin, len < sizeof(*sin) ? len : sizeof(*sin));
-	*lenp = sizeof(*sin);
+	pl_put_addr(ps, sin, local, a, lenp);
 	return 0;
 }
 
@@ -141,7 +266,13 @@ static void mc_opts_to(int ks, const struct pl_sock *ps)
 
 void pl_opts_to_kernel(int ks, const struct pl_sock *ps)
 {
-	int one = 1;
+	int one = 1, v6only = ps->v6only;
+
+	/* Said, not left to the kernel's default (bindv6only may be 1 where
+	 * the program set 0); after a bind() the kernel refuses it, and the
+	 * socket has it already (a twin). */
+	if (ps->v6)
+		sopt(ks, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only));
 
 	if (ps->reuseaddr)
 		sopt(ks, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -225,7 +356,8 @@ static int become_kernel(int fd, struct pl_sock *ps, int ks, bool ks_nonblock)
 
 int pl_fallback(int fd, struct pl_sock *ps)
 {
-	int ks = REAL(socket)(AF_INET, ps->type | SOCK_CLOEXEC, 0), saved = errno, ret;
+	int ks = REAL(socket)(ps->v6 ? AF_INET6 : AF_INET, ps->type | SOCK_CLOEXEC, 0);
+	int saved = errno, ret;
 
 	if (ks < 0)
 		return -errno;
@@ -277,6 +409,8 @@ static int kpeer_handoff(int fd, struct pl_sock *ps, bool *gone)
 {
 	struct sl_sock *so = sl_sock(pl_sl(), ps->sd);
 	struct sockaddr_in me;
+	struct sockaddr_in6 mine;
+	socklen_t melen = 0;
 	int ks = -1;
 
 	*gone = false;
@@ -291,9 +425,10 @@ static int kpeer_handoff(int fd, struct pl_sock *ps, bool *gone)
 		}
 		if (sluice_getsockname(pl_stack(), (int)ps->sd, &me))
 			return -EINVAL;
+		melen = pl_addr_out(ps, &me, true, &mine);
 	}
 	*gone = false;
-	ks = REAL(socket)(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ks = REAL(socket)(ps->v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (ks < 0)
 		return -errno;
 	if (!kernel_lo_up(ks)) {
@@ -302,7 +437,7 @@ static int kpeer_handoff(int fd, struct pl_sock *ps, bool *gone)
 	}
 	pl_opts_to_kernel(ks, ps);
 	if ((SL_READ_ONCE(so->flags) & SL_SF_BOUND) &&
-	    REAL(bind)(ks, (const struct sockaddr *)&me, sizeof(me))) {
+	    REAL(bind)(ks, (const struct sockaddr *)&mine, melen)) {
 		int e = errno;
 
 		REAL(close)(ks);
@@ -359,13 +494,42 @@ static bool kpeer_ok(const struct pl_sock *ps)
 	       SL_READ_ONCE(ps->nfd) == 1;
 }
 
+/*
+ * May an AF_INET6 socket begin in the stack?  It is dual-stack when made
+ * (IPV6_V6ONLY 0) unless net.ipv6.bindv6only says 1: then it is IPv6-only
+ * from the start, which the stack cannot be.  Read once, at the first
+ * AF_INET6 socket (Linux reads the namespace's value at each socket());
+ * a kernel without IPv6 (no such file) answers socket() itself.
+ */
+static bool v6_in_stack(void)
+{
+	static int dual = -1;	/* unknown */
+	int d = SL_READ_ONCE(dual), saved = errno, f;
+	char c = '1';
+
+	if (d >= 0)
+		return d;
+	f = open("/proc/sys/net/ipv6/bindv6only", O_RDONLY | O_CLOEXEC);
+	if (f >= 0) {
+		if (read(f, &c, 1) != 1)
+			c = '1';
+		REAL(close)(f);
+	}
+	errno = saved;
+	d = c == '0';
+	SL_WRITE_ONCE(dual, d);
+	return d;
+}
+
 EXPORT int socket(int domain, int type, int protocol)
 {
 	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC), sd, fd;
 	struct sluice_stack *st;
+	struct sl_stack *s;
 
 	pl_init();
-	if (pl_cfg.disabled || domain != AF_INET ||
+	if (pl_cfg.disabled ||
+	    !(domain == AF_INET || (domain == AF_INET6 && pl_cfg.inet6 && v6_in_stack())) ||
 	    !((base == SOCK_STREAM && (!protocol || protocol == IPPROTO_TCP)) ||
 	      (base == SOCK_DGRAM && pl_cfg.udp && (!protocol || protocol == IPPROTO_UDP))))
 		return REAL(socket)(domain, type, protocol);
@@ -378,6 +542,11 @@ EXPORT int socket(int domain, int type, int protocol)
 	if (sd < 0) {
 		pl_debug("no Sluice socket (%s): a kernel one", strerror(-sd));
 		return REAL(socket)(domain, type, protocol);
+	}
+	s = pl_sl();
+	if (domain == AF_INET6 && !sl_lock(s)) {
+		sl_sock(s, (uint32_t)sd)->flags |= SL_SF_V6;	/* before the fd: pl_sd_v6() */
+		sl_unlock(s);
 	}
 	fd = pl_sock_install((uint32_t)sd, base, type & SOCK_CLOEXEC, type & SOCK_NONBLOCK);
 	return (int)pl_ret(fd);
@@ -412,14 +581,76 @@ static int bind_both(struct pl_sock *ps, struct sockaddr_in *sin)
 	return sluice_bind(pl_stack(), (int)ps->sd, sin);
 }
 
+/*
+ * bind() of ps to IPv4 address sin (the program's address: addr, len).
+ * With *done, the call's return (errno set), ps put; else -errno or 0.
+ */
+static int bind4(int fd, struct pl_sock *ps, struct sockaddr_in *sin,
+		 const struct sockaddr *addr, socklen_t len, bool *done)
+{
+	int ret = 0;
+
+	*done = false;
+	/* A datagram socket may bind a group's address, to hear only it, or
+	 * the limited broadcast address, to hear only broadcasts: it hears
+	 * what a socket bound to INADDR_ANY on the stack would (Linux
+	 * inet_bind() takes both, RTN_MULTICAST and RTN_BROADCAST). */
+	if (sin->sin_addr.s_addr != INADDR_ANY && !is_local(sin->sin_addr.s_addr) &&
+	    !(ps->type == SOCK_DGRAM && (SL_IN_MULTICAST(sin->sin_addr.s_addr) ||
+					 sin->sin_addr.s_addr == INADDR_BROADCAST))) {
+		if (!ps->used) {
+			/* An address of the host's, not the stack's. */
+			ret = pl_fallback(fd, ps);
+			pl_put(ps);
+			*done = true;
+			return ret ? (int)pl_ret(ret) : REAL(bind)(fd, addr, len);
+		}
+		ret = -EADDRNOTAVAIL;
+	}
+	if (!ret)
+		ret = bind_both(ps, sin);
+	if (!ret)
+		ps->used = true;
+	return ret;
+}
+
 EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	struct pl_sock *ps = pl_get(fd);
 	struct sockaddr_in sin;
+	bool done = false;
 	int ret;
 
 	if (!ps)
 		return REAL(bind)(fd, addr, len);
+	if (ps->v6) {
+		struct sockaddr_in6 s6;
+		bool was_any = ps->mapped_any;
+
+		ret = get_sin6(addr, len, &s6);
+		if (!ret)
+			ret = sin6_to_sin(ps, &s6, true, &sin);
+		if (ret == PL_NATIVE6) {
+			/* An IPv6 address (::1, ...): the kernel's socket, if
+			 * nothing was done with it yet (else Linux: bound
+			 * already). */
+			ret = ps->used ? -EINVAL : pl_fallback(fd, ps);
+			pl_put(ps);
+			return ret ? (int)pl_ret(ret) : REAL(bind)(fd, addr, len);
+		}
+		/* Before the twin's bind, which shows it (pl_addr_out()). */
+		if (!ret && !(SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->flags) & SL_SF_BOUND))
+			ps->mapped_any = v4mapped(&s6.sin6_addr) && sin.sin_addr.s_addr == INADDR_ANY;
+		if (!ret) {
+			ret = bind4(fd, ps, &sin, addr, len, &done);
+			if (done)
+				return ret;
+		}
+		if (ret)
+			ps->mapped_any = was_any;
+		pl_put(ps);
+		return (int)pl_ret(ret);
+	}
 	ret = get_sin(addr, len, &sin);
 	/* Linux inet_bind(): AF_UNSPEC is taken as AF_INET if the address
 	 * is INADDR_ANY (old programs bind that way). */
@@ -428,25 +659,11 @@ EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 		sin.sin_family = AF_INET;
 		ret = 0;
 	}
-	/* A datagram socket may bind a group's address, to hear only it, or
-	 * the limited broadcast address, to hear only broadcasts: it hears
-	 * what a socket bound to INADDR_ANY on the stack would (Linux
-	 * inet_bind() takes both, RTN_MULTICAST and RTN_BROADCAST). */
-	if (!ret && sin.sin_addr.s_addr != INADDR_ANY && !is_local(sin.sin_addr.s_addr) &&
-	    !(ps->type == SOCK_DGRAM && (SL_IN_MULTICAST(sin.sin_addr.s_addr) ||
-					 sin.sin_addr.s_addr == INADDR_BROADCAST))) {
-		if (!ps->used) {
-			/* An address of the host's, not the stack's. */
-			ret = pl_fallback(fd, ps);
-			pl_put(ps);
-			return ret ? (int)pl_ret(ret) : REAL(bind)(fd, addr, len);
-		}
-		ret = -EADDRNOTAVAIL;
+	if (!ret) {
+		ret = bind4(fd, ps, &sin, addr, len, &done);
+		if (done)
+			return ret;
 	}
-	if (!ret)
-		ret = bind_both(ps, &sin);
-	if (!ret)
-		ps->used = true;
 	pl_put(ps);
 	return (int)pl_ret(ret);
 }
@@ -522,7 +739,7 @@ static int do_accept(int fd, struct sockaddr *addr, socklen_t *lenp, int flags)
 			child->used = true;
 			pl_put(child);
 		}
-		put_sin(&peer, addr, lenp);
+		put_sin(ps, &peer, false, addr, lenp);
 	}
 	ret = nfd;
 out:
@@ -542,6 +759,23 @@ EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *lenp, int flags)
 	return do_accept(fd, addr, lenp, flags);
 }
 
+/* connect()'s address on an AF_INET6 socket, read as Linux does: AF_UNSPEC
+ * disconnects (its family alone is read); a datagram socket takes AF_INET
+ * too (__ip6_datagram_connect()); else a sockaddr_in6.  0 and *out (IPv4,
+ * or AF_UNSPEC), PL_NATIVE6, or -errno. */
+static int conn_addr6(const struct pl_sock *ps, const struct sockaddr *a, socklen_t len,
+		      struct sockaddr_in *out)
+{
+	struct sockaddr_in6 s6;
+	int ret;
+
+	if (a && len >= sizeof(sa_family_t) &&
+	    (a->sa_family == AF_UNSPEC || (a->sa_family == AF_INET && ps->type == SOCK_DGRAM)))
+		return get_sin_or_unspec(a, len, out);
+	ret = get_sin6(a, len, &s6);
+	return ret ? ret : sin6_to_sin(ps, &s6, false, out);
+}
+
 EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	int saved = errno;
@@ -555,7 +789,25 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	if (!ps)
 		return REAL(connect)(fd, addr, len);
 	st = pl_stack();
-	ret = get_sin_or_unspec(addr, len, &sin);
+	ret = ps->v6 ? conn_addr6(ps, addr, len, &sin) : get_sin_or_unspec(addr, len, &sin);
+	if (ret == PL_NATIVE6) {
+		/* IPv6 itself (::1, ...): a kernel socket, as a destination
+		 * the stack does not reach (below), bound as it was. */
+		if (!ps->used) {
+			ret = pl_fallback(fd, ps);
+			pl_put(ps);
+			return ret ? (int)pl_ret(ret) : REAL(connect)(fd, addr, len);
+		}
+		if (kpeer_ok(ps) && kpeer_fresh(ps)) {
+			ret = kpeer_connect(fd, ps, addr, len, saved, &done);
+			if (done) {
+				pl_put(ps);
+				return ret;
+			}
+		}
+		ret = -ENETUNREACH;
+		goto out;
+	}
 	if (ret)
 		goto out;
 	if (sin.sin_family == AF_UNSPEC) {
@@ -671,7 +923,7 @@ static int name_of(int fd, struct sockaddr *addr, socklen_t *lenp, bool peer)
 		ret = peer ? sluice_getpeername(pl_stack(), (int)ps->sd, &sin) :
 			     sluice_getsockname(pl_stack(), (int)ps->sd, &sin);
 		if (!ret)
-			ret = put_sin(&sin, addr, lenp);
+			ret = put_sin(ps, &sin, !peer, addr, lenp);
 	}
 	pl_put(ps);
 	return (int)pl_ret(ret);
@@ -744,13 +996,56 @@ static int set_local(struct pl_sock *ps, int name, const void *val, socklen_t le
 	return -ENOPROTOOPT;
 }
 
+/* Has ps a port (Linux: inet_num)?  Bound, or connected (a port picked). */
+static bool has_port(const struct pl_sock *ps)
+{
+	const struct sl_sock *so = sl_sock(pl_sl(), ps->sd);
+
+	return (SL_READ_ONCE(so->flags) & SL_SF_BOUND) || SL_READ_ONCE(so->state) != SL_TCP_CLOSED;
+}
+
+/*
+ * IPV6_V6ONLY on an AF_INET6 socket of the stack, with Linux's rules
+ * (do_ipv6_setsockopt()): EINVAL once it has a port.  0 is what it is;
+ * 1 makes it IPv6 only, which the stack cannot be: the kernel's socket
+ * (*done, the call's return; ps put), fresh as it must be.
+ */
+static int set_v6only(int fd, struct pl_sock *ps, const void *val, socklen_t len, bool *done)
+{
+	int v, ret = int_opt(val, len, &v);
+
+	*done = false;
+	if (ret)
+		return ret;
+	if (has_port(ps))
+		return -EINVAL;
+	if (!v) {
+		ps->v6only = false;
+		return 0;
+	}
+	if (ps->used)
+		return -EINVAL;	/* (not reached: used has a port) */
+	*done = true;
+	ret = pl_fallback(fd, ps);
+	pl_put(ps);
+	return ret ? (int)pl_ret(ret) : REAL(setsockopt)(fd, IPPROTO_IPV6, IPV6_V6ONLY, val, len);
+}
+
 EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
 	struct pl_sock *ps = pl_get(fd);
+	bool done;
 	int ret, v = 0;
 
 	if (!ps)
 		return REAL(setsockopt)(fd, level, name, val, len);
+	if (ps->v6 && level == IPPROTO_IPV6 && name == IPV6_V6ONLY) {
+		ret = set_v6only(fd, ps, val, len, &done);
+		if (done)
+			return ret;
+		pl_put(ps);
+		return (int)pl_ret(ret);
+	}
 	ret = level == SOL_SOCKET ? set_local(ps, name, val, len) : -ENOPROTOOPT;
 	if (ret == -ENOPROTOOPT) {
 		ret = sluice_setsockopt(pl_stack(), (int)ps->sd, level, name, val, len);
@@ -778,7 +1073,7 @@ EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		pl_twin_setopt(ps, level, name, val, len);
 	/* Levels an IPv4 socket has (others fail as Linux: ENOPROTOOPT). */
 	if (ret == -ENOPROTOOPT && !ps->used &&
-	    (level == SOL_SOCKET || level == IPPROTO_IP ||
+	    (level == SOL_SOCKET || level == IPPROTO_IP || (ps->v6 && level == IPPROTO_IPV6) ||
 	     level == (ps->type == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP))) {
 		/* Something Sluice does not do, before anything happened:
 		 * the kernel takes the socket, with this option. */
@@ -815,6 +1110,28 @@ static int put_blob(const void *p, socklen_t size, void *val, socklen_t *lenp)
 	return 0;
 }
 
+/*
+ * IPPROTO_IPV6 options of an AF_INET6 socket of the stack.  IPV6_V6ONLY
+ * is kept here; no other can have been set (setting one hands a fresh
+ * socket to the kernel, and is refused on a used one), so each has the
+ * value a new kernel socket of the same type has: asked of one, whose
+ * answer (value, length, error) is the program's.
+ */
+static int get_v6opt(const struct pl_sock *ps, int name, void *val, socklen_t *lenp)
+{
+	int ks, ret, saved = errno;
+
+	if (name == IPV6_V6ONLY)
+		return put_int(ps->v6only, val, lenp);
+	ks = REAL(socket)(AF_INET6, ps->type | SOCK_CLOEXEC, 0);
+	if (ks < 0)
+		return -errno;
+	ret = REAL(getsockopt)(ks, IPPROTO_IPV6, name, val, lenp) ? -errno : 0;
+	REAL(close)(ks);
+	errno = saved;
+	return ret;
+}
+
 EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *lenp)
 {
 	struct pl_sock *ps = pl_get(fd);
@@ -825,6 +1142,11 @@ EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *lenp)
 	if (!ps)
 		return REAL(getsockopt)(fd, level, name, val, lenp);
 	s = pl_sl();
+	if (ps->v6 && level == IPPROTO_IPV6) {
+		ret = get_v6opt(ps, name, val, lenp);
+		pl_put(ps);
+		return (int)pl_ret(ret);
+	}
 	/* A level an IPv4 socket does not have: Linux's IP layer answers
 	 * EOPNOTSUPP (do_ip_getsockopt()). */
 	if (level != SOL_SOCKET && level != IPPROTO_IP &&
@@ -837,7 +1159,7 @@ EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *lenp)
 	else if (level == SOL_SOCKET && name == SO_KEEPALIVE)
 		ret = put_int(ps->keepalive, val, lenp);
 	else if (level == SOL_SOCKET && name == SO_DOMAIN)
-		ret = put_int(AF_INET, val, lenp);
+		ret = put_int(ps->v6 ? AF_INET6 : AF_INET, val, lenp);
 	else if (level == SOL_SOCKET && name == SO_PROTOCOL)
 		ret = put_int(ps->type == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP, val, lenp);
 	else if (level == SOL_SOCKET && name == SO_TYPE)

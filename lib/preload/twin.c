@@ -105,14 +105,17 @@ static bool usable(const struct pl_sock *ps)
 
 int pl_twin_bind(struct pl_sock *ps, struct sockaddr_in *sin)
 {
-	struct sockaddr_in got;
-	socklen_t len = sizeof(got);
+	struct sockaddr_in6 got, at;
+	socklen_t len = sizeof(got), alen;
 	int fd, e;
 
 	if (SL_READ_ONCE(ps->twin) || !usable(ps) ||
 	    (SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->flags) & SL_SF_BOUND))
 		return 0;	/* bound already: the stack says EINVAL */
-	fd = REAL(socket)(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	/* An AF_INET6 socket's twin is an AF_INET6 kernel socket bound as
+	 * the program said (:: takes IPv6 clients too; IPV6_V6ONLY as the
+	 * socket has it, pl_opts_to_kernel()). */
+	fd = REAL(socket)(ps->v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return 0;	/* no twin: the stack alone, as before */
 	if (fd >= PL_TWIN_FDS)
@@ -121,7 +124,8 @@ int pl_twin_bind(struct pl_sock *ps, struct sockaddr_in *sin)
 	 * SO_REUSEPORT decide there: Linux inet_csk_get_port()); later ones
 	 * follow (pl_twin_setopt()). */
 	pl_opts_to_kernel(fd, ps);
-	if (REAL(bind)(fd, (const struct sockaddr *)sin, sizeof(*sin))) {
+	alen = pl_addr_out(ps, sin, true, &at);
+	if (REAL(bind)(fd, (const struct sockaddr *)&at, alen)) {
 		e = errno;
 		REAL(close)(fd);
 		/* A kernel socket holds the port: as beside it.  Any other
@@ -132,7 +136,7 @@ int pl_twin_bind(struct pl_sock *ps, struct sockaddr_in *sin)
 	if (!sin->sin_port) {
 		if (REAL(getsockname)(fd, (struct sockaddr *)&got, &len))
 			goto none;
-		sin->sin_port = got.sin_port;	/* the kernel's choice, for both */
+		sin->sin_port = got.sin6_port;	/* the kernel's choice, for both */
 	}
 	set_bit(fd, true);
 	sl_fetch_add(&twin_count, 1);
@@ -267,6 +271,7 @@ int pl_twin_listen(struct pl_sock *ps, int backlog)
 {
 	int fd = SL_READ_ONCE(ps->twin) - 1;
 	struct sockaddr_in me;
+	struct sockaddr_in6 at;
 
 	if (fd < 0)
 		return 0;
@@ -279,7 +284,8 @@ int pl_twin_listen(struct pl_sock *ps, int backlog)
 	if (SL_READ_ONCE(ps->twin_shut)) {
 		SL_WRITE_ONCE(ps->twin_shut, false);
 		if (sluice_getsockname(pl_stack(), (int)ps->sd, &me) ||
-		    (REAL(bind)(fd, (const struct sockaddr *)&me, sizeof(me)) && errno != EINVAL)) {
+		    (REAL(bind)(fd, (const struct sockaddr *)&at, pl_addr_out(ps, &me, true, &at)) &&
+		     errno != EINVAL)) {
 			pl_twin_close(ps);
 			return 0;
 		}

@@ -42,6 +42,10 @@ static inline bool sl_sock_type_live(uint8_t type)
 #define SL_SF_REUSEPORT		0x1000	/* SO_REUSEPORT: shares its port with a group */
 #define SL_SF_LINGER		0x2000	/* SO_LINGER on, for linger_s seconds */
 #define SL_SF_AUTOBIND		0x4000	/* port picked by connect(): shared by 4-tuple */
+/* The program's socket is AF_INET6, talking IPv4 (v4-mapped addresses):
+ * the stack ignores it; the preload shows its addresses as sockaddr_in6
+ * (lib/preload/README.md, "AF_INET6 sockets"). A child inherits it. */
+#define SL_SF_V6		0x8000
 
 /* sl_sock.opt_flags: socket options kept for what getsockopt answers. */
 #define SL_SO_OOBINLINE		0x0001	/* SO_OOBINLINE (no urgent data here yet) */

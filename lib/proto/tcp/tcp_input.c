@@ -885,7 +885,7 @@ static struct sl_sock *child_new(struct sl_stack *s, struct sl_sock *lso, const 
 	/* As Linux: options are inherited (SO_REUSEADDR too, so a server can
 	 * bind its port again while its children close), O_NONBLOCK is not. */
 	c->flags |= SL_SF_BOUND |
-		    (lso->flags & (SL_SF_NODELAY | SL_SF_KEEPALIVE | SL_SF_REUSEADDR));
+		    (lso->flags & (SL_SF_NODELAY | SL_SF_KEEPALIVE | SL_SF_REUSEADDR | SL_SF_V6));
 	c->rcvbuf = lso->rcvbuf;
 	c->sndbuf = lso->sndbuf;
 	c->ip_ttl = lso->ip_ttl;
