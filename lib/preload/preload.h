@@ -188,6 +188,12 @@ struct pl_sock {
 	 * (always 0 here: 1 makes it the kernel's); mapped_any: bound to
 	 * ::ffff:0.0.0.0, which getsockname() shows so (not ::). */
 	bool v6, v6only, mapped_any;
+	/* IPPROTO_IPV6 options without effect on IPv4 traffic (Linux's
+	 * neither), kept for getsockopt and a kernel socket it may become:
+	 * the value the kernel read back, bit i of v6set says set (socket.c,
+	 * v6_kept[]). */
+	uint8_t v6set;
+	int v6opt[5];
 	/* The kernel twin's fd + 1 (twin.c), 0: none.  Any thread may
 	 * read it; set at bind() or listen(), cleared by pl_twin_close(). */
 	int twin;

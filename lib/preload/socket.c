@@ -264,6 +264,53 @@ static void mc_opts_to(int ks, const struct pl_sock *ps)
 	}
 }
 
+/*
+ * IPPROTO_IPV6 options that have no effect on an AF_INET6 socket's IPv4
+ * traffic in Linux (its IPv4 packets take IP_TOS and IP_TTL, not these):
+ * a stack socket keeps their values, so that getsockopt answers them and
+ * a kernel socket it becomes, or its twin, has them.  Every other
+ * IPPROTO_IPV6 option changes what the kernel would do (IPV6_RECVPKTINFO
+ * gives v4-mapped datagrams control messages): a fresh socket becomes
+ * the kernel's, a used one is refused (setsockopt()).
+ */
+static const int v6_kept[] = { IPV6_TCLASS, IPV6_UNICAST_HOPS, IPV6_MULTICAST_HOPS,
+			       IPV6_MULTICAST_LOOP, IPV6_MULTICAST_IF };
+
+static int v6_kept_idx(int name)
+{
+	for (unsigned int i = 0; i < sizeof(v6_kept) / sizeof(v6_kept[0]); i++)
+		if (v6_kept[i] == name)
+			return (int)i;
+	return -1;
+}
+
+static void v6_kept_to(int ks, const struct pl_sock *ps)
+{
+	for (unsigned int i = 0; i < sizeof(v6_kept) / sizeof(v6_kept[0]); i++)
+		if (ps->v6set & (1u << i))
+			sopt(ks, IPPROTO_IPV6, v6_kept[i], &ps->v6opt[i], sizeof(int));
+}
+
+/* Set one of them: the kernel judges the value on a new socket of the
+ * same type (its errors, its checks: a stream socket has no multicast
+ * options) and the value it reads back is kept.  errno kept. */
+static int v6_kept_set(struct pl_sock *ps, int i, const void *val, socklen_t len)
+{
+	int ks = REAL(socket)(AF_INET6, ps->type | SOCK_CLOEXEC, 0), saved = errno, ret, v;
+	socklen_t vl = sizeof(v);
+
+	if (ks < 0)
+		return -errno;
+	ret = REAL(setsockopt)(ks, IPPROTO_IPV6, v6_kept[i], val, len) ? -errno : 0;
+	if (!ret && !REAL(getsockopt)(ks, IPPROTO_IPV6, v6_kept[i], &v, &vl)) {
+		ps->v6opt[i] = v;
+		ps->v6set |= (uint8_t)(1u << i);
+	}
+	REAL(close)(ks);
+	errno = saved;
+	return ret;
+}
+
 void pl_opts_to_kernel(int ks, const struct pl_sock *ps)
 {
 	int one = 1, v6only = ps->v6only;
@@ -290,6 +337,7 @@ void pl_opts_to_kernel(int ks, const struct pl_sock *ps)
 		sopt(ks, SOL_SOCKET, SO_LINGER, &ps->linger, sizeof(ps->linger));
 	for (unsigned int i = 0; i < ps->nopts && i < PL_OPTS_KEPT; i++)
 		sopt(ks, ps->opts[i].level, ps->opts[i].name, &ps->opts[i].val, sizeof(int));
+	v6_kept_to(ks, ps);
 }
 
 /* An int option the stack took before the socket connected, kept for the
@@ -1012,9 +1060,12 @@ static bool has_port(const struct pl_sock *ps)
  */
 static int set_v6only(int fd, struct pl_sock *ps, const void *val, socklen_t len, bool *done)
 {
-	int v, ret = int_opt(val, len, &v);
+	int v, ret;
 
 	*done = false;
+	if (len < sizeof(int))
+		return -EINVAL;		/* before the pointer is read, as Linux */
+	ret = int_opt(val, len, &v);
 	if (ret)
 		return ret;
 	if (has_port(ps))
@@ -1043,6 +1094,13 @@ EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		ret = set_v6only(fd, ps, val, len, &done);
 		if (done)
 			return ret;
+		pl_put(ps);
+		return (int)pl_ret(ret);
+	}
+	if (ps->v6 && level == IPPROTO_IPV6 && v6_kept_idx(name) >= 0) {
+		ret = v6_kept_set(ps, v6_kept_idx(name), val, len);
+		if (!ret && SL_READ_ONCE(ps->twin))
+			pl_twin_setopt(ps, level, name, val, len);
 		pl_put(ps);
 		return (int)pl_ret(ret);
 	}
@@ -1112,17 +1170,20 @@ static int put_blob(const void *p, socklen_t size, void *val, socklen_t *lenp)
 
 /*
  * IPPROTO_IPV6 options of an AF_INET6 socket of the stack.  IPV6_V6ONLY
- * is kept here; no other can have been set (setting one hands a fresh
- * socket to the kernel, and is refused on a used one), so each has the
- * value a new kernel socket of the same type has: asked of one, whose
- * answer (value, length, error) is the program's.
+ * and those of v6_kept[] are kept here; no other can have been set
+ * (setting one hands a fresh socket to the kernel, and is refused on a
+ * used one), so each has the value a new kernel socket of the same type
+ * has: asked of one, whose answer (value, length, error) is the
+ * program's.
  */
 static int get_v6opt(const struct pl_sock *ps, int name, void *val, socklen_t *lenp)
 {
-	int ks, ret, saved = errno;
+	int ks, ret, saved = errno, i = v6_kept_idx(name);
 
 	if (name == IPV6_V6ONLY)
 		return put_int(ps->v6only, val, lenp);
+	if (i >= 0 && (ps->v6set & (1u << i)))
+		return put_int(ps->v6opt[i], val, lenp);
 	ks = REAL(socket)(AF_INET6, ps->type | SOCK_CLOEXEC, 0);
 	if (ks < 0)
 		return -errno;

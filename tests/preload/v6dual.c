@@ -327,6 +327,15 @@ static void cases(int port)
 	printf("opts V6ONLY=1 after bind = %d\n",
 	       setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v, sizeof(v)) ? errno : 0);
 	printf("opts IPV6_V6ONLY after bind = %d\n", getint(fd, IPPROTO_IPV6, IPV6_V6ONLY));
+	v = 7;
+	printf("opts UNICAST_HOPS=7 bound = %d\n",
+	       setsockopt(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, &v, sizeof(v)) ? errno : 0);
+	printf("opts IPV6_UNICAST_HOPS = %d\n", getint(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS));
+	v = 300;
+	printf("opts UNICAST_HOPS=300 bound = %d\n",
+	       setsockopt(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, &v, sizeof(v)) ? errno : 0);
+	printf("opts MULTICAST_HOPS=3 on a stream socket = %d\n",
+	       setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_HOPS, &v, sizeof(v)) ? errno : 0);
 	say_where("bound", fd);
 	close(fd);
 	fd = sock(6, SOCK_STREAM);
@@ -340,6 +349,21 @@ static void cases(int port)
 	printf("opts IPV6_TCLASS = %d\n", getint(fd, IPPROTO_IPV6, IPV6_TCLASS));
 	printf("opts IPV6_V6ONLY = %d\n", getint(fd, IPPROTO_IPV6, IPV6_V6ONLY));
 	say_where("TCLASS", fd);
+	close(fd);
+	/* One that changes IPv4 traffic (control messages): the kernel's. */
+	fd = sock(6, SOCK_DGRAM);
+	v = 1;
+	printf("opts RECVPKTINFO fresh = %d\n",
+	       setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &v, sizeof(v)) ? errno : 0);
+	printf("opts IPV6_RECVPKTINFO = %d\n", getint(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO));
+	say_where("RECVPKTINFO", fd);
+	v = 5;
+	close(fd);
+	fd = sock(6, SOCK_DGRAM);
+	printf("opts udp MULTICAST_HOPS=5 fresh = %d\n",
+	       setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_HOPS, &v, sizeof(v)) ? errno : 0);
+	printf("opts udp IPV6_MULTICAST_HOPS = %d\n", getint(fd, IPPROTO_IPV6, IPV6_MULTICAST_HOPS));
+	say_where("udp MULTICAST_HOPS", fd);
 	close(fd);
 	fd = sock(6, SOCK_STREAM);
 	l = 8;
