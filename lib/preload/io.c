@@ -232,7 +232,19 @@ static void put_from(const struct pl_sock *ps, const struct sockaddr_in *sin,
  * kernel's; d: pl_dest()'s answer. */
 static bool dgram_kernel(const struct pl_sock *ps, int d, const struct sockaddr_in *sin)
 {
-	return !ps->used && (d == PL_NATIVE6 || (d > 0 && pl_dgram_to_kernel(ps, sin)));
+	if (d == PL_NATIVE6)	/* used without a port (a send that failed): fresh yet */
+		return !ps->used || !pl_has_port(ps);
+	return !ps->used && d > 0 && pl_dgram_to_kernel(ps, sin);
+}
+
+/* IPv6 itself from a used AF_INET6 datagram socket: handed over bound as
+ * it is, or ENETUNREACH.  With *done, the kernel's answer (or -errno). */
+static ssize_t native6_send(int fd, struct pl_sock *ps, bool *done)
+{
+	int ret = pl_dgram_v6_handoff(fd, ps, done);
+
+	*done = *done || !ret;
+	return ret;
 }
 
 EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
@@ -254,8 +266,16 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 		pl_put(ps);
 		return ret ? pl_ret(ret) : REAL(sendto)(fd, buf, len, flags, to, tolen);
 	}
-	if (d < 0 || d == PL_NATIVE6) {
-		ret = d < 0 ? d : -ENETUNREACH;	/* IPv6 from a used socket */
+	if (d == PL_NATIVE6) {
+		bool done;
+
+		ret = native6_send(fd, ps, &done);
+		if (done) {
+			pl_put(ps);
+			return ret ? pl_ret(ret) : REAL(sendto)(fd, buf, len, flags, to, tolen);
+		}
+	} else if (d < 0) {
+		ret = d;
 	} else {
 		ret = pl_send(ps, buf, len, flags, d ? &sin : NULL, NULL);
 	}
@@ -616,7 +636,16 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 			pl_put(ps);
 			return ret ? pl_ret(ret) : REAL(sendmsg)(fd, msg, flags);
 		}
-		ret = d < 0 ? d : d == PL_NATIVE6 ? -ENETUNREACH : tx_cmsgs(ps, msg, &tx);
+		if (d == PL_NATIVE6) {
+			bool done;
+
+			ret = native6_send(fd, ps, &done);
+			if (done) {
+				pl_put(ps);
+				return ret ? pl_ret(ret) : REAL(sendmsg)(fd, msg, flags);
+			}
+		}
+		ret = d < 0 ? d : d == PL_NATIVE6 ? ret : tx_cmsgs(ps, msg, &tx);
 		if (!ret)
 			ret = pl_sendv(ps, msg->msg_iov, (int)msg->msg_iovlen, flags,
 				       d ? &sin : NULL, &tx);
@@ -686,6 +715,16 @@ static void rx_cmsgs(struct pl_sock *ps, struct msghdr *msg, const struct sl_rx_
 		inq_cmsg(ps, msg, &used);
 	if (ps->type == SOCK_DGRAM && (want & SL_SO_TIMESTAMP))
 		stamp_cmsg(msg, &used, m->stamp_us);
+	if (ps->type == SOCK_DGRAM && ps->v6 && msg->msg_control && pl_v6_recvpktinfo(ps)) {
+		/* Linux ip6_datagram_recv_common_ctl() on an IPv4 datagram:
+		 * the v4-mapped destination, the interface it came in on. */
+		struct in6_pktinfo pi6 = { .ipi6_ifindex = (int)m->ifindex };
+
+		pi6.ipi6_addr.s6_addr[10] = 0xff;
+		pi6.ipi6_addr.s6_addr[11] = 0xff;
+		memcpy(&pi6.ipi6_addr.s6_addr[12], &m->daddr, 4);
+		put_cmsg(msg, &used, IPPROTO_IPV6, IPV6_PKTINFO, &pi6, sizeof(pi6));
+	}
 	if (ps->type == SOCK_DGRAM && msg->msg_control) {
 		if (want & SL_SO_PKTINFO) {
 			struct in_pktinfo pi = {

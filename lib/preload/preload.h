@@ -193,7 +193,7 @@ struct pl_sock {
 	 * the value the kernel read back, bit i of v6set says set (socket.c,
 	 * v6_kept[]). */
 	uint8_t v6set;
-	int v6opt[5];
+	int v6opt[8];
 	/* The kernel twin's fd + 1 (twin.c), 0: none.  Any thread may
 	 * read it; set at bind() or listen(), cleared by pl_twin_close(). */
 	int twin;
@@ -423,6 +423,16 @@ static inline bool pl_sd_v6(uint32_t sd)
 
 	return s && (SL_READ_ONCE(sl_sock(s, sd)->flags) & SL_SF_V6);
 }
+/* Has ps a port (Linux: inet_num)?  Bound, or connected (a port picked). */
+bool pl_has_port(const struct pl_sock *ps);
+/* A used AF_INET6 datagram socket bound to :: whose next destination is
+ * IPv6 itself: a kernel socket bound to the same port (socket.c).  0: fd
+ * is the kernel's; -errno and *gone: neither (ps let go); else still the
+ * stack's (ENETUNREACH). */
+int pl_dgram_v6_handoff(int fd, struct pl_sock *ps, bool *gone);
+/* IPV6_RECVPKTINFO on ps (an AF_INET6 datagram socket): its v4-mapped
+ * datagrams come with IPV6_PKTINFO, before the IPv4 ones (io.c). */
+bool pl_v6_recvpktinfo(const struct pl_sock *ps);
 /* A destination the stack cannot reach at all: a native IPv6 address on
  * an AF_INET6 socket (pl_dest(), and the other address readers). */
 #define PL_NATIVE6	2

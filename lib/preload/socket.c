@@ -155,6 +155,15 @@ static int sin6_to_sin(const struct pl_sock *ps, const struct sockaddr_in6 *s6, 
 	return 0;
 }
 
+bool pl_has_port(const struct pl_sock *ps)
+{
+	const struct sl_sock *so = sl_sock(pl_sl(), ps->sd);
+
+	return (SL_READ_ONCE(so->flags) & (SL_SF_BOUND | SL_SF_CONNECTED)) ||
+	       (ps->type == SOCK_STREAM && SL_READ_ONCE(so->state) != SL_TCP_CLOSED);
+}
+#define has_port pl_has_port
+
 /* Read a sockaddr_in6 of at least PL_SIN6_MIN bytes (the rest zero). */
 static int get_sin6(const struct sockaddr *a, socklen_t len, struct sockaddr_in6 *s6)
 {
@@ -265,16 +274,26 @@ static void mc_opts_to(int ks, const struct pl_sock *ps)
 }
 
 /*
- * IPPROTO_IPV6 options that have no effect on an AF_INET6 socket's IPv4
- * traffic in Linux (its IPv4 packets take IP_TOS and IP_TTL, not these):
- * a stack socket keeps their values, so that getsockopt answers them and
- * a kernel socket it becomes, or its twin, has them.  Every other
- * IPPROTO_IPV6 option changes what the kernel would do (IPV6_RECVPKTINFO
- * gives v4-mapped datagrams control messages): a fresh socket becomes
- * the kernel's, a used one is refused (setsockopt()).
+ * IPPROTO_IPV6 options a stack socket keeps: those without effect on an
+ * AF_INET6 socket's IPv4 traffic in Linux (its IPv4 packets take IP_TOS,
+ * IP_TTL, IP_MULTICAST_*; IPV6_RECVTCLASS and IPV6_RECVHOPLIMIT give
+ * control messages for IPv6 packets only, ip6_datagram_recv_specific_ctl()),
+ * and IPV6_RECVPKTINFO, which gives a v4-mapped datagram an IPV6_PKTINFO
+ * (ip6_datagram_recv_common_ctl(); io.c does the same).  The values are
+ * kept so that getsockopt answers them and a kernel socket it becomes,
+ * or its twin, has them.  Every other IPPROTO_IPV6 option would change
+ * what the kernel does: a fresh socket becomes the kernel's, a used one is
+ * refused (setsockopt()).  At most 8 (v6set's bits).
  */
 static const int v6_kept[] = { IPV6_TCLASS, IPV6_UNICAST_HOPS, IPV6_MULTICAST_HOPS,
-			       IPV6_MULTICAST_LOOP, IPV6_MULTICAST_IF };
+			       IPV6_MULTICAST_LOOP, IPV6_MULTICAST_IF, IPV6_RECVTCLASS,
+			       IPV6_RECVHOPLIMIT, IPV6_RECVPKTINFO };
+#define PL_V6_RECVPKTINFO	7	/* its index */
+
+bool pl_v6_recvpktinfo(const struct pl_sock *ps)
+{
+	return (ps->v6set & (1u << PL_V6_RECVPKTINFO)) && ps->v6opt[PL_V6_RECVPKTINFO];
+}
 
 static int v6_kept_idx(int name)
 {
@@ -495,6 +514,47 @@ static int kpeer_handoff(int fd, struct pl_sock *ps, bool *gone)
 	return become_kernel(fd, ps, ks, false);
 }
 
+/*
+ * A datagram socket bound to :: (in the stack: INADDR_ANY) that now talks
+ * to an IPv6 address (::1, ...), which Linux sends from the same port and
+ * the stack cannot: it becomes a kernel AF_INET6 socket bound to [::] and
+ * that port, as a TCP socket bound and never connected does (kernel
+ * peers).  Not when datagrams wait to be read (they would be lost), when
+ * it is connected, bound to a v4-mapped address (IPv4 only), held by
+ * another fd of this process, or in a sandbox: the stack answers
+ * ENETUNREACH.  The port is not held in the kernel while the socket is
+ * the stack's (no twin for datagrams): if a kernel socket took it
+ * meanwhile, the bind fails and so does the call.
+ */
+int pl_dgram_v6_handoff(int fd, struct pl_sock *ps, bool *gone)
+{
+	const struct sl_sock *so = sl_sock(pl_sl(), ps->sd);
+	struct sockaddr_in6 mine;
+	struct sockaddr_in me;
+	socklen_t ml;
+	int ks;
+
+	*gone = false;
+	if (ps->type != SOCK_DGRAM || !ps->v6 || ps->kfd || sl_sys_sandboxed ||
+	    SL_READ_ONCE(ps->nfd) != 1 || ps->mapped_any ||
+	    (SL_READ_ONCE(so->flags) & SL_SF_CONNECTED) || SL_READ_ONCE(so->rxq_bytes) ||
+	    sluice_getsockname(pl_stack(), (int)ps->sd, &me) || me.sin_addr.s_addr != INADDR_ANY)
+		return -ENETUNREACH;
+	ml = pl_addr_out(ps, &me, true, &mine);
+	ks = REAL(socket)(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (ks < 0)
+		return -ENETUNREACH;
+	pl_opts_to_kernel(ks, ps);
+	if (REAL(bind)(ks, (const struct sockaddr *)&mine, ml)) {
+		int e = errno;
+
+		REAL(close)(ks);
+		return -e;
+	}
+	*gone = true;
+	return become_kernel(fd, ps, ks, false);
+}
+
 bool pl_dgram_to_kernel(const struct pl_sock *ps, const struct sockaddr_in *to)
 {
 	if (!pl_reachable(ps, to->sin_addr.s_addr))
@@ -682,7 +742,7 @@ EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 			/* An IPv6 address (::1, ...): the kernel's socket, if
 			 * nothing was done with it yet (else Linux: bound
 			 * already). */
-			ret = ps->used ? -EINVAL : pl_fallback(fd, ps);
+			ret = ps->used && has_port(ps) ? -EINVAL : pl_fallback(fd, ps);
 			pl_put(ps);
 			return ret ? (int)pl_ret(ret) : REAL(bind)(fd, addr, len);
 		}
@@ -841,7 +901,7 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	if (ret == PL_NATIVE6) {
 		/* IPv6 itself (::1, ...): a kernel socket, as a destination
 		 * the stack does not reach (below), bound as it was. */
-		if (!ps->used) {
+		if (!ps->used || !has_port(ps)) {
 			ret = pl_fallback(fd, ps);
 			pl_put(ps);
 			return ret ? (int)pl_ret(ret) : REAL(connect)(fd, addr, len);
@@ -851,6 +911,16 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 			if (done) {
 				pl_put(ps);
 				return ret;
+			}
+		}
+		if (ps->type == SOCK_DGRAM) {
+			ret = pl_dgram_v6_handoff(fd, ps, &done);
+			if (!ret || done) {
+				pl_put(ps);
+				if (ret)
+					return (int)pl_ret(ret);
+				errno = saved;
+				return REAL(connect)(fd, addr, len);
 			}
 		}
 		ret = -ENETUNREACH;
@@ -1042,14 +1112,6 @@ static int set_local(struct pl_sock *ps, int name, const void *val, socklen_t le
 		return int_opt(val, len, &v);	/* accepted, no effect */
 	}
 	return -ENOPROTOOPT;
-}
-
-/* Has ps a port (Linux: inet_num)?  Bound, or connected (a port picked). */
-static bool has_port(const struct pl_sock *ps)
-{
-	const struct sl_sock *so = sl_sock(pl_sl(), ps->sd);
-
-	return (SL_READ_ONCE(so->flags) & SL_SF_BOUND) || SL_READ_ONCE(so->state) != SL_TCP_CLOSED;
 }
 
 /*
