@@ -274,6 +274,47 @@ static void udp_pair(const char *name, int sfam, const char *saddr, int cfam, co
 	close(s);
 }
 
+/* A dual-stack datagram socket with IPV6_RECVPKTINFO and IP_PKTINFO
+ * receiving from an IPv4 one: every control message, byte for byte. */
+static void udp_pktinfo(int port)
+{
+	union {
+		char buf[256];
+		struct cmsghdr align;
+	} ctl;
+	struct sockaddr_storage ss, from;
+	char data[16];
+	struct iovec iov = { data, sizeof(data) };
+	struct msghdr msg = { .msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov,
+			      .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
+	int s, c, one = 1;
+	socklen_t l;
+
+	cname = "udp-pktinfo";
+	s = udp_bound(6, "::", port);
+	if (setsockopt(s, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one)) ||
+	    setsockopt(s, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one)))
+		fail("pktinfo options");
+	say_where("server", s);
+	printf("%s IPV6_RECVPKTINFO = %d\n", cname, getint(s, IPPROTO_IPV6, IPV6_RECVPKTINFO));
+	c = sock(4, SOCK_DGRAM);
+	l = mk(4, "127.0.0.1", port, &ss);
+	if (sendto(c, "ping", 4, 0, (struct sockaddr *)&ss, l) != 4)
+		fail("sendto");
+	memset(ctl.buf, 0, sizeof(ctl.buf));
+	if (recvmsg(s, &msg, 0) != 4)
+		fail("recvmsg");
+	printf("%s controllen = %zu flags = %d\n", cname, (size_t)msg.msg_controllen, msg.msg_flags);
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+		char w[64];
+
+		snprintf(w, sizeof(w), "cmsg level %d type %d", cm->cmsg_level, cm->cmsg_type);
+		say_addr(w, CMSG_DATA(cm), (socklen_t)(cm->cmsg_len - CMSG_LEN(0)), 0);
+	}
+	close(c);
+	close(s);
+}
+
 static void cases(int port)
 {
 	struct sockaddr_storage ss;
@@ -290,6 +331,7 @@ static void cases(int port)
 	udp_pair("udp-v4-v6mapped", 4, "127.0.0.1", 6, "::ffff:127.0.0.1", port + 7);
 	udp_pair("udp-v6any-v6mapped", 6, "::", 6, "::ffff:127.0.0.1", port + 8);
 	udp_pair("udp-loopback6", 6, "::1", 6, "::1", port + 9);
+	udp_pktinfo(port + 13);
 
 	/* getsockname of a fresh socket, after bind(::, 0). */
 	cname = "names";
@@ -350,13 +392,13 @@ static void cases(int port)
 	printf("opts IPV6_V6ONLY = %d\n", getint(fd, IPPROTO_IPV6, IPV6_V6ONLY));
 	say_where("TCLASS", fd);
 	close(fd);
-	/* One that changes IPv4 traffic (control messages): the kernel's. */
+	/* One the stack does not do (an IPv6 error queue): the kernel's. */
 	fd = sock(6, SOCK_DGRAM);
 	v = 1;
-	printf("opts RECVPKTINFO fresh = %d\n",
-	       setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &v, sizeof(v)) ? errno : 0);
-	printf("opts IPV6_RECVPKTINFO = %d\n", getint(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO));
-	say_where("RECVPKTINFO", fd);
+	printf("opts RECVERR fresh = %d\n",
+	       setsockopt(fd, IPPROTO_IPV6, IPV6_RECVERR, &v, sizeof(v)) ? errno : 0);
+	printf("opts IPV6_RECVERR = %d\n", getint(fd, IPPROTO_IPV6, IPV6_RECVERR));
+	say_where("RECVERR", fd);
 	v = 5;
 	close(fd);
 	fd = sock(6, SOCK_DGRAM);
