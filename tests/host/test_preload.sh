@@ -443,6 +443,8 @@ def kind(s):
 a, b = socket.socketpair()
 a.sendall(b"unix"); print("unix", kind(a), b.recv(10).decode())
 print("inet6", kind(socket.socket(socket.AF_INET6)))
+s6 = socket.socket(socket.AF_INET6); s6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+print("v6only", kind(s6))
 print("inet", kind(socket.socket()))
 # TCP_FASTOPEN is not a Sluice option: before anything else, the kernel takes over.
 l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen()
@@ -451,7 +453,8 @@ print("fastopen", kind(c), kind(l))
 EOS
 out=$(timeout 20 unshare -n "$sluice" run --stack "$st" -- "$py" "$tmp/fb.py" 2>&1)
 check "AF_UNIX stays in the kernel and works" grep -qx "unix kernel unix" <<<"$out"
-check "AF_INET6 stays in the kernel" grep -qx "inet6 kernel" <<<"$out"
+check "AF_INET6 (dual-stack, talking IPv4) is a Sluice socket" grep -qx "inet6 sluice" <<<"$out"
+check "AF_INET6 made IPv6-only (IPV6_V6ONLY) is handed to the kernel" grep -qx "v6only kernel" <<<"$out"
 check "AF_INET TCP is a Sluice socket" grep -qx "inet sluice" <<<"$out"
 check "an option Sluice lacks hands a fresh socket to the kernel" \
 	grep -qx "fastopen kernel sluice" <<<"$out"
