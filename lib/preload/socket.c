@@ -109,8 +109,9 @@ static int get_sin_or_unspec(const struct sockaddr *a, socklen_t len, struct soc
  * 24 bytes; family AF_INET6; for datagrams AF_INET and AF_UNSPEC too);
  * out, v4-mapped, flowinfo and scope 0, 28 bytes.  An address that needs
  * IPv6 itself (::1, any non-mapped one) is PL_NATIVE6: a fresh socket
- * becomes the kernel's (pl_fallback(), kpeer_connect()), a used one is
- * refused.
+ * becomes the kernel's (pl_fallback()), a bound one that never connected
+ * too, bound as it was (kpeer_connect(), pl_dgram_v6_handoff()); any
+ * other is refused (lib/preload/README.md, "AF_INET6 sockets").
  */
 #define PL_SIN6_MIN	24	/* Linux's SIN6_LEN_RFC2133 */
 
@@ -162,7 +163,6 @@ bool pl_has_port(const struct pl_sock *ps)
 	return (SL_READ_ONCE(so->flags) & (SL_SF_BOUND | SL_SF_CONNECTED)) ||
 	       (ps->type == SOCK_STREAM && SL_READ_ONCE(so->state) != SL_TCP_CLOSED);
 }
-#define has_port pl_has_port
 
 /* Read a sockaddr_in6 of at least PL_SIN6_MIN bytes (the rest zero). */
 static int get_sin6(const struct sockaddr *a, socklen_t len, struct sockaddr_in6 *s6)
@@ -742,7 +742,7 @@ EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 			/* An IPv6 address (::1, ...): the kernel's socket, if
 			 * nothing was done with it yet (else Linux: bound
 			 * already). */
-			ret = ps->used && has_port(ps) ? -EINVAL : pl_fallback(fd, ps);
+			ret = ps->used && pl_has_port(ps) ? -EINVAL : pl_fallback(fd, ps);
 			pl_put(ps);
 			return ret ? (int)pl_ret(ret) : REAL(bind)(fd, addr, len);
 		}
@@ -901,7 +901,7 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	if (ret == PL_NATIVE6) {
 		/* IPv6 itself (::1, ...): a kernel socket, as a destination
 		 * the stack does not reach (below), bound as it was. */
-		if (!ps->used || !has_port(ps)) {
+		if (!ps->used || !pl_has_port(ps)) {
 			ret = pl_fallback(fd, ps);
 			pl_put(ps);
 			return ret ? (int)pl_ret(ret) : REAL(connect)(fd, addr, len);
@@ -1130,7 +1130,7 @@ static int set_v6only(int fd, struct pl_sock *ps, const void *val, socklen_t len
 	ret = int_opt(val, len, &v);
 	if (ret)
 		return ret;
-	if (has_port(ps))
+	if (pl_has_port(ps))
 		return -EINVAL;
 	if (!v) {
 		ps->v6only = false;
