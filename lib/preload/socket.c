@@ -535,8 +535,12 @@ int pl_dgram_v6_handoff(int fd, struct pl_sock *ps, bool *gone)
 	int ks;
 
 	*gone = false;
+	/* Its own address v4-mapped (bound so, or connected through one):
+	 * IPv4 only, Linux says EAFNOSUPPORT. */
+	if (ps->type == SOCK_DGRAM && local_mapped(ps))
+		return -EAFNOSUPPORT;
 	if (ps->type != SOCK_DGRAM || !ps->v6 || ps->kfd || sl_sys_sandboxed ||
-	    SL_READ_ONCE(ps->nfd) != 1 || ps->mapped_any ||
+	    SL_READ_ONCE(ps->nfd) != 1 ||
 	    (SL_READ_ONCE(so->flags) & SL_SF_CONNECTED) || SL_READ_ONCE(so->rxq_bytes) ||
 	    sluice_getsockname(pl_stack(), (int)ps->sd, &me) || me.sin_addr.s_addr != INADDR_ANY)
 		return -ENETUNREACH;
@@ -738,6 +742,12 @@ EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 		ret = get_sin6(addr, len, &s6);
 		if (!ret)
 			ret = sin6_to_sin(ps, &s6, true, &sin);
+		/* A datagram socket on :: takes IPv6 datagrams too, which only
+		 * the kernel gets (a TCP socket has its twin; a datagram one
+		 * has none): the kernel's, as an IPv6 address is. */
+		if (!ret && ps->type == SOCK_DGRAM && IN6_IS_ADDR_UNSPECIFIED(&s6.sin6_addr) &&
+		    !pl_has_port(ps))
+			ret = PL_NATIVE6;
 		if (ret == PL_NATIVE6) {
 			/* An IPv6 address (::1, ...): the kernel's socket, if
 			 * nothing was done with it yet (else Linux: bound
@@ -922,6 +932,7 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 				errno = saved;
 				return REAL(connect)(fd, addr, len);
 			}
+			goto out;	/* ENETUNREACH, or EAFNOSUPPORT */
 		}
 		ret = -ENETUNREACH;
 		goto out;

@@ -120,8 +120,12 @@ for c in tcp-v6any-v4 tcp-v6any-v6mapped tcp-v4-v6mapped tcp-v6mapped-v6mapped t
 	check "$c: listener, client and accepted socket in the stack" \
 		test "$(grep -c "^$c .* stack$" <<<"$swhere")" = 3
 done
-for c in udp-v6any-v4 udp-v4-v6mapped udp-v6any-v6mapped; do
+for c in udp-v4-v6mapped udp-v6mappedany-v4 udp-v6mapped-v6mapped; do
 	check "$c: both sockets in the stack" test "$(grep -c "^$c .* stack$" <<<"$swhere")" = 2
+done
+for c in udp-v6any-v4 udp-v6any-v6mapped; do
+	check "$c: a datagram socket on :: is the kernel's (it takes IPv6 too), its clients reach it" \
+		test "$(grep -c "^$c .* kernel$" <<<"$swhere")" = 2
 done
 check "tcp over ::1: the kernel's (native IPv6)" test "$(grep -c '^tcp-loopback6 .* kernel$' <<<"$swhere")" = 3
 check "udp over ::1: the kernel's" test "$(grep -c '^udp-loopback6 .* kernel$' <<<"$swhere")" = 2

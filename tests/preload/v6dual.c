@@ -291,7 +291,7 @@ static void udp_pktinfo(int port)
 	socklen_t l;
 
 	cname = "udp-pktinfo";
-	s = udp_bound(6, "::", port);
+	s = udp_bound(6, "::ffff:127.0.0.1", port);
 	if (setsockopt(s, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one)) ||
 	    setsockopt(s, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one)))
 		fail("pktinfo options");
@@ -330,6 +330,8 @@ static void cases(int port)
 	udp_pair("udp-v6any-v4", 6, "::", 4, "127.0.0.1", port + 6);
 	udp_pair("udp-v4-v6mapped", 4, "127.0.0.1", 6, "::ffff:127.0.0.1", port + 7);
 	udp_pair("udp-v6any-v6mapped", 6, "::", 6, "::ffff:127.0.0.1", port + 8);
+	udp_pair("udp-v6mappedany-v4", 6, "::ffff:0.0.0.0", 4, "127.0.0.1", port + 14);
+	udp_pair("udp-v6mapped-v6mapped", 6, "::ffff:127.0.0.1", 6, "::ffff:127.0.0.1", port + 15);
 	udp_pair("udp-loopback6", 6, "::1", 6, "::1", port + 9);
 	udp_pktinfo(port + 13);
 
