@@ -873,8 +873,9 @@ static void check_rebind(void)
 
 /*
  * Ports held both ways (issue 15): an AF_INET socket (the stack's under
- * sluice run, with its kernel twin) and an AF_INET6 one (always the
- * kernel's) on one port, either first, with no option, SO_REUSEADDR or
+ * sluice run, with its kernel twin) and an AF_INET6 one on :: (the
+ * stack's too since issue 20, with an AF_INET6 twin) on one port, either
+ * first, with no option, SO_REUSEADDR or
  * SO_REUSEPORT, the first listening or not: the second's bind() and
  * listen() answer as between two kernel sockets.
  */
