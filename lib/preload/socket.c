@@ -623,7 +623,7 @@ static bool v6_in_stack(void)
 		return d;
 	f = open("/proc/sys/net/ipv6/bindv6only", O_RDONLY | O_CLOEXEC);
 	if (f >= 0) {
-		if (read(f, &c, 1) != 1)
+		if (REAL(read)(f, &c, 1) != 1)
 			c = '1';
 		REAL(close)(f);
 	}
