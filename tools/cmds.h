@@ -11,6 +11,8 @@ struct sl_stack;
 /* run.c */
 int cmd_run(int argc, char **argv);
 int cmd_fds(const char *name, bool json);
+/* tcpdump.c */
+int cmd_tcpdump(int argc, char **argv);
 /* metrics.c */
 int cmd_metrics(int argc, char **argv);
 

@@ -52,6 +52,9 @@ static void usage(FILE *f)
 		"  metrics [--interval SECONDS] [--output FILE]\n"
 		"              every stack's counters in the OpenMetrics text format; FILE is\n"
 		"              replaced atomically (a textfile collector's .prom file)\n"
+		"  tcpdump NAME [-i any|lo|LINK] [-w FILE] [-c COUNT] [-s SNAPLEN] [EXPRESSION]\n"
+		"              capture the stack's packets on its link and its own loopback:\n"
+		"              a pcap file (-w; - for stdout) or one line a packet\n"
 		"  version [--json]\n"
 		"              show the library version\n"
 		"--json prints one JSON document (schemas: tools/README.md, sluice(1)).\n");
@@ -924,6 +927,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc, argv);
 	if (cmd && !strcmp(cmd, "metrics"))
 		return cmd_metrics(argc - 1, argv + 1);
+	if (cmd && !strcmp(cmd, "tcpdump"))
+		return cmd_tcpdump(argc - 2, argv + 2);
 	if (!cmd) {
 		usage(stderr);
 		return 2;

@@ -136,7 +136,12 @@ struct sl_region {
 	uint32_t ip_mask;		/* network order */
 	uint32_t ip_gateway;		/* network order, 0 for none */
 	uint8_t mac[6];			/* link address, Ethernet-style links */
-	uint16_t reserved0;
+	/*
+	 * Nonzero while `sluice tcpdump` captures (core/capture.c): the one
+	 * branch the packet paths take when nobody does, on a line they read
+	 * anyway (the addresses above).  Set after cap_pid, with release.
+	 */
+	uint16_t cap_on;
 	uint64_t lock_contended;	/* times the lock was found held (atomic) */
 	/*
 	 * Those of sluice_region.sleepers that sleep in poll on a stack fd
@@ -180,6 +185,14 @@ struct sl_region {
 	 * process, looks for them after each release.
 	 */
 	uint32_t ksock_handled;
+	/*
+	 * The capturing tool's pid (compare-and-swap, taken over when that
+	 * process is dead): its ring is /dev/shm/sluicecap-NAME-PID.
+	 */
+	int32_t cap_pid;
+	/* The TAP device of the stack's TAP link, if it has one, so that a
+	 * process that attaches by name opens a queue of its own (link/tap.c). */
+	char tap_name[16];
 
 	/* Stack-wide state, written only under the lock. */
 	uint32_t buf_free_idx __attribute__((aligned(64)));
@@ -338,6 +351,39 @@ struct sl_region {
 	 */
 	struct sl_counters counters[SL_PROC_MAX] __attribute__((aligned(64)));
 };
+
+/*
+ * A capture ring (core/capture.c, tools/tcpdump.c): a file in /dev/shm the
+ * tool makes and every process of the stack maps while sl_region.cap_on.
+ * Records of struct sl_cap_rec, each followed by its bytes and padded to
+ * 8, never split at the end of data[]: a record whose len is 0 says "go
+ * on at the start".  head and tail count bytes from the start (free
+ * running; position = count mod size).  The stack's lock holder writes
+ * at head and moves it with release; the tool reads up to head and moves
+ * tail; a record that does not fit in what the tool has not read yet is
+ * dropped and counted in drops.
+ */
+#define SL_CAP_MAGIC	0x50434c53u	/* "SLCP" */
+struct sl_cap_ring {
+	uint32_t magic;
+	uint32_t size;			/* bytes of data[], a power of two */
+	uint32_t snaplen;		/* bytes kept of each packet */
+	uint32_t reserved;
+	uint64_t head __attribute__((aligned(64)));
+	uint64_t drops;
+	uint64_t tail __attribute__((aligned(64)));
+	uint8_t data[] __attribute__((aligned(64)));
+};
+struct sl_cap_rec {
+	uint32_t len;			/* record bytes with header and padding; 0: wrap */
+	uint32_t caplen;		/* bytes of the packet that follow */
+	uint32_t origlen;		/* the packet's length */
+	uint16_t flags;			/* SL_CAP_* */
+	uint16_t reserved;
+	uint64_t ts_ns;			/* CLOCK_REALTIME */
+};
+#define SL_CAP_OUT	0x1		/* sent (else received) */
+#define SL_CAP_LO	0x2		/* the stack's own loopback (else its link) */
 
 _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	       "the module's header ends before the library's");
@@ -615,6 +661,13 @@ struct sl_stack {
 	 */
 	unsigned int kp_n;
 	uint32_t kp_note[SL_KP_NOTES];
+	/* This process's mapping of the capture ring of sl_region.cap_pid
+	 * (core/capture.c), or NULL; cap_pid: whose ring it is (or whose
+	 * failed to map, not tried again); cap_len: the mapping's bytes. */
+	struct sl_cap_ring *cap;
+	int32_t cap_pid;
+	uint32_t cap_size;		/* bytes of its data[] */
+	size_t cap_len;
 };
 
 /*
@@ -965,6 +1018,11 @@ int sl_region_destroy(const char *name);
  * only; a module's stack goes when its last holder does.
  */
 bool sl_region_reclaim(const char *name);
+/* capture.c: copy IPv4 packet idx into the capture ring (cap_on was
+ * seen set; lock held); let go of this process's mapping. */
+void sl_cap_packet(struct sl_stack *s, uint32_t idx, unsigned int flags);
+void sl_cap_unmap(struct sl_stack *s);
+int sl_cap_path(const char *name, int32_t pid, char *buf, size_t len);
 int sl_region_path(const char *name, char *buf, size_t len);
 void sl_region_detach(struct sl_stack *s);
 

@@ -536,6 +536,7 @@ void sl_region_detach(struct sl_stack *s)
 {
 	if (s->r)
 		sl_counters_release(s);
+	sl_cap_unmap(s);
 	if (s->base)
 		munmap(s->base, s->size);
 	if (s->region_fd >= 0)

@@ -16,4 +16,12 @@
 /* The TAP device of a TAP link, or NULL for another link (tap.c). */
 const char *sl_link_tap_name(struct sl_link *l);
 
+/*
+ * The TAP device a process of the stack opened its TAP link on (the
+ * region keeps its name), copied to name: true if there is one.  Another
+ * process that attaches opens a queue of its own on it with
+ * sluice_link_tap(), so that it sends without the first (README.md).
+ */
+bool sl_link_tap_of(struct sl_stack *s, char *name, size_t len);
+
 #endif /* SLUICE_LINK_H */

@@ -94,6 +94,18 @@ const char *sl_link_tap_name(struct sl_link *l)
 	return l && l->ops == &tap_ops ? ((struct tap_link *)l)->ifname : NULL;
 }
 
+bool sl_link_tap_of(struct sl_stack *s, char *name, size_t len)
+{
+	char n[sizeof(s->lib->tap_name)];
+
+	memcpy(n, s->lib->tap_name, sizeof(n));
+	n[sizeof(n) - 1] = '\0';
+	if (!n[0] || s->ifindex || len <= strlen(n))
+		return false;
+	memcpy(name, n, strlen(n) + 1);
+	return true;
+}
+
 static const struct sl_link_ops tap_ops = {
 	.name = "tap",
 	.tx = tap_tx,
@@ -152,6 +164,8 @@ int sluice_link_tap(struct sluice_stack *st, const char *ifname)
 			memcpy(s->lib->mac, &s->lib->tcp_isn_secret[0], 6);
 		s->lib->mac[0] = (s->lib->mac[0] & 0xfe) | 0x02;
 	}
+	/* For the processes that attach by name (sl_link_tap_of()). */
+	memcpy(s->lib->tap_name, t->ifname, sizeof(s->lib->tap_name));
 	sl_unlock(s);
 	s->link = &t->link;
 	return 0;

@@ -360,13 +360,22 @@ struct sluice_stack *pl_stack(void)
 		       strerror(-ret));
 		goto err_close;
 	}
+	/* Not told which TAP device: the one the stack's first process
+	 * opened, a queue of our own on it, so that we send ourselves. */
+	if (!pl_cfg.tap[0])
+		(void)sl_link_tap_of((struct sl_stack *)st, pl_cfg.tap, sizeof(pl_cfg.tap));
 	if (pl_cfg.tap[0]) {
 		ret = sluice_link_tap(st, pl_cfg.tap);
-		if (ret) {
+		if (ret == -EBUSY)
+			pl_log("stack %s: TAP %s is single-queue and another process has it: only "
+			       "a multi-queue device (ip tuntap add ... multi_queue) gives each "
+			       "process of a stack its own queue; sockets stay in the kernel",
+			       pl_cfg.stack, pl_cfg.tap);
+		else if (ret)
 			pl_log("stack %s: TAP %s: %s; sockets stay in the kernel", pl_cfg.stack,
 			       pl_cfg.tap, strerror(-ret));
+		if (ret)
 			goto err_close;
-		}
 	}
 	pl_debug("attached to stack %s", pl_cfg.stack);
 	sl_store_release(&stack, st);

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Packet capture for `sluice tcpdump` (tools/tcpdump.c): while the tool
+ * is attached (sl_region.cap_on), the lock holder copies every IPv4
+ * packet the stack sends or receives, on its link and on its own
+ * loopback, into the tool's ring (struct sl_cap_ring, core.h), a file in
+ * /dev/shm that each process maps the first time it has a packet to
+ * copy.  When nobody captures, the packet paths test cap_on and go on:
+ * nothing here runs.  A ring the tool does not empty fast enough drops
+ * what does not fit and counts it; the stack never waits for the tool.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "os/os.h"
+#include "core/core.h"
+#include "core/wire.h"
+
+int sl_cap_path(const char *name, int32_t pid, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "/dev/shm/sluicecap-%s-%d", name, (int)pid);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+void sl_cap_unmap(struct sl_stack *s)
+{
+	if (s->cap)
+		munmap(s->cap, s->cap_len);
+	s->cap = NULL;
+	s->cap_len = 0;
+	s->cap_pid = 0;
+}
+
+/* This process's mapping of the ring the region names, or NULL. */
+static struct sl_cap_ring *cap_map(struct sl_stack *s)
+{
+	int32_t pid = sl_load_acquire(&s->lib->cap_pid);
+	struct sl_cap_ring *c;
+	struct stat st;
+	char path[96];
+	int fd;
+
+	if (pid == s->cap_pid)
+		return s->cap;
+	sl_cap_unmap(s);
+	s->cap_pid = pid;	/* tried once, mapped or not */
+	if (pid <= 0 || sl_cap_path(s->name, pid, path, sizeof(path)))
+		return NULL;
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) || (size_t)st.st_size < sizeof(*c)) {
+		sl_sys_close(fd);
+		return NULL;
+	}
+	c = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	sl_sys_close(fd);
+	if (c == MAP_FAILED)
+		return NULL;
+	/* The geometry is checked here once; data[] is addressed modulo
+	 * size below, so a later scribble on the header moves nothing out
+	 * of the mapping but the size, kept here. */
+	if (c->magic != SL_CAP_MAGIC || !c->size || (c->size & (c->size - 1)) ||
+	    sizeof(*c) + c->size > (size_t)st.st_size) {
+		munmap(c, (size_t)st.st_size);
+		return NULL;
+	}
+	s->cap = c;
+	s->cap_len = (size_t)st.st_size;
+	s->cap_size = c->size;
+	return c;
+}
+
+void sl_cap_packet(struct sl_stack *s, uint32_t idx, unsigned int flags)
+{
+	struct sl_cap_ring *c = cap_map(s);
+	const struct sluice_buf *b;
+	struct sl_cap_rec rec;
+	uint32_t size, snap, caplen, origlen, reclen, off, skip, got, at, steps;
+	uint64_t head, tail;
+	struct timespec ts;
+
+	if (!c || !sl_buf_some(s, idx))
+		return;
+	size = s->cap_size;	/* as checked when mapped */
+	b = sl_buf(s, idx);
+	origlen = b->len;
+	if (b->len >= sizeof(struct sl_ip)) {
+		const struct sl_ip *ip = (const struct sl_ip *)sl_buf_data(s, idx);
+		uint32_t tot = ntohs(ip->tot_len);
+
+		if (tot > origlen)
+			origlen = tot;
+	}
+	snap = SL_READ_ONCE(c->snaplen);
+	caplen = origlen < snap ? origlen : snap;
+	reclen = (uint32_t)((sizeof(rec) + caplen + 7) & ~7u);
+	if (reclen > size / 2)
+		return;
+	head = c->head;
+	tail = sl_load_acquire(&c->tail);
+	off = (uint32_t)(head & (size - 1));
+	skip = size - off < reclen ? size - off : 0;
+	if (head + skip + reclen - tail > size) {
+		c->drops++;
+		return;
+	}
+	if (skip) {
+		memset(c->data + off, 0, sizeof(uint32_t));
+		head += skip;
+		off = 0;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	rec = (struct sl_cap_rec){ .len = reclen, .origlen = origlen, .flags = (uint16_t)flags,
+				   .ts_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec };
+	/* The packet's bytes: this buffer, then the ones chained after it. */
+	got = 0;
+	at = idx;
+	for (steps = 0; got < caplen && steps < s->n_bufs; steps++) {
+		uint32_t n;
+
+		b = sl_buf(s, at);
+		n = b->len < caplen - got ? b->len : caplen - got;
+		memcpy(c->data + off + sizeof(rec) + got, sl_buf_data(s, at), n);
+		got += n;
+		if (!sl_buf_chained(b) || !sl_buf_some(s, b->next_idx))
+			break;
+		at = b->next_idx;
+	}
+	rec.caplen = got;
+	memcpy(c->data + off, &rec, sizeof(rec));
+	sl_store_release(&c->head, head + reclen);
+}

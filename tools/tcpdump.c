@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * sluice tcpdump: a stack's IPv4 packets, on its link and on its own
+ * loopback, as the stack sends and receives them.  The tool makes a ring
+ * in /dev/shm (struct sl_cap_ring, lib/core/core.h), names itself in the
+ * region (cap_pid) and sets cap_on; the stack's lock holders copy each
+ * packet into the ring (lib/core/capture.c) and the tool reads them out,
+ * filters them with libpcap's BPF (compiled for raw IPv4, run here), and
+ * writes a pcap file or prints a line a packet.  Only the tool links
+ * libpcap; the library does not.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <pcap/pcap.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "core/wire.h"
+#include "cmds.h"
+
+#define RING_BYTES	(4u << 20)
+#define SNAPLEN		65535
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void usage_tcpdump(FILE *f)
+{
+	fprintf(f, "usage: sluice tcpdump STACK [-i any|lo|LINK] [-w FILE] [-c COUNT] "
+		   "[-s SNAPLEN] [EXPRESSION]\n");
+}
+
+/* The name of the stack's link for -i and the printed lines. */
+static void link_name(struct sl_stack *s, char *buf, size_t len)
+{
+	char ifn[IF_NAMESIZE];
+
+	memcpy(buf, s->lib->tap_name, len < sizeof(s->lib->tap_name) ? len : sizeof(s->lib->tap_name));
+	buf[len - 1] = '\0';
+	if (buf[0])
+		return;
+	if (s->ifindex && if_indextoname(s->ifindex, ifn)) {
+		snprintf(buf, len, "%s", ifn);
+		return;
+	}
+	snprintf(buf, len, "link");
+}
+
+/* Claim the stack's capture: ours, or a dead tool's. */
+static int claim(struct sl_stack *s, int32_t self)
+{
+	int32_t old = 0;
+
+	if (sl_cmpxchg(&s->lib->cap_pid, &old, self))
+		return 0;
+	if (old > 0 && kill(old, 0) && errno == ESRCH && sl_cmpxchg(&s->lib->cap_pid, &old, self))
+		return 0;
+	return old;
+}
+
+static void print_tcp(const uint8_t *p, unsigned int len, unsigned int paylen)
+{
+	char fl[16];
+	unsigned int n = 0;
+	uint8_t f = p[13];
+
+	/* tcpdump's order: S, F, R, P, then . for ACK. */
+	if (f & 0x02)
+		fl[n++] = 'S';
+	if (f & 0x01)
+		fl[n++] = 'F';
+	if (f & 0x04)
+		fl[n++] = 'R';
+	if (f & 0x08)
+		fl[n++] = 'P';
+	if (f & 0x20)
+		fl[n++] = 'U';
+	if (f & 0x40)
+		fl[n++] = 'E';
+	if (f & 0x80)
+		fl[n++] = 'W';
+	if (f & 0x10)
+		fl[n++] = '.';
+	if (!n)
+		fl[n++] = 'n', fl[n++] = 'o', fl[n++] = 'n', fl[n++] = 'e';
+	fl[n] = '\0';
+	printf("Flags [%s], seq %u", fl, ntohl(*(const uint32_t *)(const void *)(p + 4)));
+	if (paylen)
+		printf(":%u", ntohl(*(const uint32_t *)(const void *)(p + 4)) + paylen);
+	if (f & 0x10)
+		printf(", ack %u", ntohl(*(const uint32_t *)(const void *)(p + 8)));
+	printf(", win %u, length %u\n", (unsigned int)ntohs(*(const uint16_t *)(const void *)(p + 14)),
+	       paylen);
+	(void)len;
+}
+
+/* One line a packet, in the manner of tcpdump's. */
+static void print_pkt(const struct sl_cap_rec *rec, const uint8_t *p, const char *ifname)
+{
+	time_t secs = (time_t)(rec->ts_ns / 1000000000u);
+	const struct sl_ip *ip = (const void *)p;
+	unsigned int hlen, tot, plen;
+	char a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN];
+	struct tm tm;
+
+	localtime_r(&secs, &tm);
+	printf("%02d:%02d:%02d.%06u %s %s ", tm.tm_hour, tm.tm_min, tm.tm_sec,
+	       (unsigned int)(rec->ts_ns % 1000000000u / 1000u), ifname,
+	       rec->flags & SL_CAP_LO ? "  " : rec->flags & SL_CAP_OUT ? "Out" : "In ");
+	if (rec->caplen < sizeof(*ip) || (ip->ver_ihl >> 4) != 4) {
+		printf("not IPv4, length %u\n", rec->origlen);
+		return;
+	}
+	hlen = (ip->ver_ihl & 0xfu) * 4;
+	tot = ntohs(ip->tot_len);
+	inet_ntop(AF_INET, &ip->saddr, a, sizeof(a));
+	inet_ntop(AF_INET, &ip->daddr, b, sizeof(b));
+	plen = tot > hlen ? tot - hlen : 0;
+	if (ip->proto == 6 && rec->caplen >= hlen + 20) {
+		const uint8_t *t = p + hlen;
+		unsigned int doff = (t[12] >> 4) * 4u;
+
+		printf("IP %s.%u > %s.%u: ", a, ntohs(*(const uint16_t *)(const void *)t), b,
+		       ntohs(*(const uint16_t *)(const void *)(t + 2)));
+		print_tcp(t, rec->caplen - hlen, plen > doff ? plen - doff : 0);
+	} else if (ip->proto == 17 && rec->caplen >= hlen + 8) {
+		const uint8_t *u = p + hlen;
+
+		printf("IP %s.%u > %s.%u: UDP, length %u\n", a,
+		       ntohs(*(const uint16_t *)(const void *)u), b,
+		       ntohs(*(const uint16_t *)(const void *)(u + 2)), plen >= 8 ? plen - 8 : 0);
+	} else if (ip->proto == 1 && rec->caplen >= hlen + 8) {
+		const uint8_t *c = p + hlen;
+
+		printf("IP %s > %s: ICMP %s, length %u\n", a, b,
+		       c[0] == 8 ? "echo request" : c[0] == 0 ? "echo reply" : "type", plen);
+	} else {
+		printf("IP %s > %s: ip-proto-%u, length %u\n", a, b, ip->proto, plen);
+	}
+}
+
+struct cap {
+	struct sl_stack *s;
+	struct sl_cap_ring *ring;
+	size_t len;
+	char path[96];
+	int32_t self;
+};
+
+static int cap_start(struct cap *c, struct sl_stack *s, uint32_t snaplen)
+{
+	struct stat rst;
+	mode_t mode = 0600;
+	char rpath[96];
+	int32_t held;
+	int fd;
+
+	c->s = s;
+	c->self = (int32_t)getpid();
+	c->len = sizeof(*c->ring) + RING_BYTES;
+	if (sl_cap_path(s->name, c->self, c->path, sizeof(c->path)))
+		return -ENAMETOOLONG;
+	/* Readable and writable by whoever may use the stack itself. */
+	if (!s->module_backed && !sl_region_path(s->name, rpath, sizeof(rpath)) &&
+	    !stat(rpath, &rst))
+		mode = rst.st_mode & 0666;
+	unlink(c->path);
+	fd = open(c->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	if (fchmod(fd, mode) || ftruncate(fd, (off_t)c->len)) {
+		int ret = -errno;
+
+		close(fd);
+		unlink(c->path);
+		return ret;
+	}
+	c->ring = mmap(NULL, c->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (c->ring == MAP_FAILED) {
+		unlink(c->path);
+		return -ENOMEM;
+	}
+	c->ring->size = RING_BYTES;
+	c->ring->snaplen = snaplen;
+	sl_store_release(&c->ring->magic, SL_CAP_MAGIC);
+	held = claim(s, c->self);
+	if (held) {
+		fprintf(stderr, "sluice tcpdump: stack %s is being captured by process %d\n",
+			s->name, (int)held);
+		munmap(c->ring, c->len);
+		unlink(c->path);
+		return -EBUSY;
+	}
+	sl_store_release(&s->lib->cap_on, (uint16_t)1);
+	return 0;
+}
+
+static void cap_stop(struct cap *c)
+{
+	int32_t self = c->self;
+
+	sl_store_release(&c->s->lib->cap_on, (uint16_t)0);
+	(void)sl_cmpxchg(&c->s->lib->cap_pid, &self, 0);
+	unlink(c->path);
+}
+
+int cmd_tcpdump(int argc, char **argv)
+{
+	const char *name = NULL, *iface = "any", *wfile = NULL;
+	char expr[2048] = "", lname[32];
+	long count = -1, got = 0, seen = 0;
+	uint32_t snaplen = SNAPLEN;
+	struct bpf_program prog;
+	struct sluice_stack *st;
+	pcap_dumper_t *dump = NULL;
+	struct sigaction sa;
+	struct cap c;
+	pcap_t *dead;
+	int ret, i, want = 0;	/* 0 any, 1 lo, 2 the link */
+
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage_tcpdump(stdout);
+			return 0;
+		}
+		if ((!strcmp(a, "-i") || !strcmp(a, "-w") || !strcmp(a, "-c") ||
+		     !strcmp(a, "-s")) && i + 1 < argc) {
+			const char *v = argv[++i];
+			char *end;
+
+			if (a[1] == 'i') {
+				iface = v;
+			} else if (a[1] == 'w') {
+				wfile = v;
+			} else {
+				long n = strtol(v, &end, 10);
+
+				if (*end || n <= 0 || (a[1] == 's' && n > SNAPLEN)) {
+					usage_tcpdump(stderr);
+					return 2;
+				}
+				if (a[1] == 'c')
+					count = n;
+				else
+					snaplen = (uint32_t)n;
+			}
+		} else if (a[0] == '-' && a[1]) {
+			usage_tcpdump(stderr);
+			return 2;
+		} else if (!name) {
+			name = a;
+		} else {
+			size_t l = strlen(expr);
+
+			if (l + strlen(a) + 2 > sizeof(expr)) {
+				fprintf(stderr, "sluice tcpdump: expression too long\n");
+				return 2;
+			}
+			snprintf(expr + l, sizeof(expr) - l, "%s%s", l ? " " : "", a);
+		}
+	}
+	if (!name) {
+		usage_tcpdump(stderr);
+		return 2;
+	}
+	/* The filter, compiled for packets that begin with their IPv4 header. */
+	dead = pcap_open_dead(DLT_RAW, (int)snaplen);
+	if (!dead || pcap_compile(dead, &prog, expr, 1, PCAP_NETMASK_UNKNOWN)) {
+		fprintf(stderr, "sluice tcpdump: %s\n", dead ? pcap_geterr(dead) : "libpcap");
+		return 2;
+	}
+	ret = sl_stack_inspect(name, &st);
+	if (ret) {
+		fprintf(stderr, "sluice tcpdump: stack %s: %s\n", name, strerror(-ret));
+		return 1;
+	}
+	link_name((struct sl_stack *)st, lname, sizeof(lname));
+	if (!strcmp(iface, "lo"))
+		want = 1;
+	else if (!strcmp(iface, lname) || !strcmp(iface, "link"))
+		want = 2;
+	else if (strcmp(iface, "any")) {
+		fprintf(stderr, "sluice tcpdump: stack %s has no link %s (any, lo, %s)\n", name,
+			iface, lname);
+		return 2;
+	}
+	if (wfile) {
+		dump = pcap_dump_open(dead, wfile);
+		if (!dump) {
+			fprintf(stderr, "sluice tcpdump: %s\n", pcap_geterr(dead));
+			return 1;
+		}
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	ret = cap_start(&c, (struct sl_stack *)st, snaplen);
+	if (ret) {
+		if (ret != -EBUSY)
+			fprintf(stderr, "sluice tcpdump: capture ring: %s\n", strerror(-ret));
+		return 1;
+	}
+	fprintf(stderr, "sluice tcpdump: capturing on stack %s, %s (%s)\n", name, iface,
+		expr[0] ? expr : "every packet");
+	while (!stop && (count < 0 || got < count)) {
+		uint64_t tail = c.ring->tail, head = sl_load_acquire(&c.ring->head);
+		struct timespec nap = { 0, 2000000 };
+
+		if (tail == head) {
+			if (dump)
+				pcap_dump_flush(dump);
+			else
+				fflush(stdout);
+			nanosleep(&nap, NULL);
+			continue;
+		}
+		while (tail != head && (count < 0 || got < count)) {
+			uint32_t off = (uint32_t)(tail & (RING_BYTES - 1));
+			struct sl_cap_rec rec;
+			const uint8_t *pkt = c.ring->data + off + sizeof(rec);
+			struct pcap_pkthdr h;
+			int lo;
+
+			memcpy(&rec, c.ring->data + off, sizeof(uint32_t));
+			if (!rec.len) {		/* the rest of the ring is empty */
+				tail += RING_BYTES - off;
+				continue;
+			}
+			memcpy(&rec, c.ring->data + off, sizeof(rec));
+			if (rec.len < sizeof(rec) || rec.len > RING_BYTES - off ||
+			    rec.caplen > rec.len - sizeof(rec)) {
+				fprintf(stderr, "sluice tcpdump: ring damaged at %llu\n",
+					(unsigned long long)tail);
+				stop = 1;
+				break;
+			}
+			tail += rec.len;
+			seen++;
+			lo = !!(rec.flags & SL_CAP_LO);
+			if ((want == 1 && !lo) || (want == 2 && lo))
+				continue;
+			h.ts.tv_sec = (time_t)(rec.ts_ns / 1000000000u);
+			h.ts.tv_usec = (suseconds_t)(rec.ts_ns % 1000000000u / 1000u);
+			h.caplen = rec.caplen;
+			h.len = rec.origlen;
+			if (!pcap_offline_filter(&prog, &h, pkt))
+				continue;
+			got++;
+			if (dump)
+				pcap_dump((u_char *)dump, &h, pkt);
+			else
+				print_pkt(&rec, pkt, lo ? "lo" : lname);
+		}
+		sl_store_release(&c.ring->tail, tail);
+	}
+	cap_stop(&c);
+	if (dump)
+		pcap_dump_close(dump);
+	fflush(stdout);
+	fprintf(stderr, "%ld packets captured\n%ld packets seen\n%llu packets dropped by the ring\n",
+		got, seen, (unsigned long long)c.ring->drops);
+	pcap_freecode(&prog);
+	pcap_close(dead);
+	munmap(c.ring, c.len);
+	sluice_stack_close(st);
+	return 0;
+}
