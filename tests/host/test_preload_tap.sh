@@ -123,33 +123,38 @@ epid=$!
 for _ in $(seq 50); do grep -q ready "$tmp/echo.out" && break; sleep 0.1; done
 cat >"$tmp/pp.py" <<'EOF'
 import os, socket, statistics, sys, time
+def udp():
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.settimeout(2)
+    u.connect(("10.206.0.1", 18093))
+    ts = []
+    for i in range(300):
+        t = time.perf_counter()
+        u.send(b"u%d" % i)
+        assert u.recv(100) == b"u%d" % i
+        ts.append(time.perf_counter() - t)
+    return ts
+def tcp():
+    c = socket.create_connection(("10.206.0.1", 18092), timeout=2)
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    ts = []
+    for i in range(300):
+        t = time.perf_counter()
+        c.sendall(b"t%03d" % i)
+        d = b""
+        while len(d) < 4:
+            d += c.recv(4 - len(d))
+        assert d == b"t%03d" % i
+        ts.append(time.perf_counter() - t)
+    c.close()
+    return ts
 def pingpong(who):
-    try:
-        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        u.settimeout(2)
-        u.connect(("10.206.0.1", 18093))
-        ts = []
-        for i in range(300):
-            t = time.perf_counter()
-            u.send(b"u%d" % i)
-            assert u.recv(100) == b"u%d" % i
-            ts.append(time.perf_counter() - t)
-        mu = statistics.median(ts[50:]) * 1e6
-        c = socket.create_connection(("10.206.0.1", 18092), timeout=2)
-        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        ts = []
-        for i in range(300):
-            t = time.perf_counter()
-            c.sendall(b"t%03d" % i)
-            d = b""
-            while len(d) < 4:
-                d += c.recv(4 - len(d))
-            assert d == b"t%03d" % i
-            ts.append(time.perf_counter() - t)
-        c.close()
-        print("%s udp %.0f tcp %.0f" % (who, mu, statistics.median(ts[50:]) * 1e6), flush=True)
-    except Exception as e:
-        print("%s failed: %r" % (who, e), flush=True)
+    for name, f in (("udp", udp), ("tcp", tcp)):
+        try:
+            ts = f()
+            print("%s %s %.0f" % (who, name, statistics.median(ts[50:]) * 1e6), flush=True)
+        except Exception as e:
+            print("%s %s failed: %r" % (who, name, e), flush=True)
 who = sys.argv[1]
 pingpong(who)
 if who == "owner":
@@ -175,7 +180,7 @@ kill "$epid" 2>/dev/null
 cat "$tmp/owner.out" "$tmp/other.out" | sed 's/^/# /'
 # med WHO PROTO: WHO's median round trip, us.
 med() {
-	awk -v w="$1" -v p="$2" '$1 == w { for (i = 2; i < NF; i++) if ($i == p) print $(i + 1) }' \
+	awk -v w="$1" -v p="$2" '$1 == w && $2 == p && $3 ~ /^[0-9]+$/ { print $3 }' \
 		"$tmp/owner.out" "$tmp/other.out"
 }
 # within2 WHO PROTO: WHO's median is within 2x (+100 us) of the owner's.
