@@ -73,7 +73,8 @@ base=(build-essential make gcc pkg-config kmod cpio xz-utils perl
 	dkms openssl clang-14 libfuzzer-14-dev
 	curl python3 sockperf iperf3 redis-server nginx wrk
 	man-db groff-base strace openssh-server
-	dpkg-dev lintian python3-prometheus-client debootstrap e2fsprogs)
+	dpkg-dev lintian python3-prometheus-client debootstrap e2fsprogs
+	libpcap-dev tcpdump)
 
 if [ "${1:-}" = --print ]; then
 	installed_612
