@@ -67,8 +67,14 @@ static int claim(struct sl_stack *s, int32_t self)
 
 	if (sl_cmpxchg(&s->lib->cap_pid, &old, self))
 		return 0;
-	if (old > 0 && kill(old, 0) && errno == ESRCH && sl_cmpxchg(&s->lib->cap_pid, &old, self))
+	if (old > 0 && kill(old, 0) && errno == ESRCH && sl_cmpxchg(&s->lib->cap_pid, &old, self)) {
+		char path[96];
+
+		/* The dead tool's ring, left behind. */
+		if (!sl_cap_path(s->name, old, path, sizeof(path)))
+			unlink(path);
 		return 0;
+	}
 	return old;
 }
 

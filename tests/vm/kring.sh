@@ -70,6 +70,23 @@ expect "ok 20 x 65536" "20 concurrent kernel connections -> Sluice: 64 KiB each 
 expect "50/50 echoed" "UDP kernel -> Sluice: 50 datagrams echoed" \
 	in_ns timeout 60 kpeer udp-echo "$S" 7 50
 
+# sluice tcpdump on a stack whose region is the module's memory, its
+# packets on the rings: 10 datagrams in and their 10 echoes out.
+cap=/tmp/kring-cap.out
+timeout 120 sluice tcpdump kr -c 20 udp port 7 >$cap 2>$cap.err &
+capp=$!
+i=0
+while [ $i -lt 100 ] && ! grep -q capturing $cap.err; do sleep 0.1; i=$((i + 1)); done
+expect "10/10 echoed" "UDP kernel -> Sluice: 10 more datagrams echoed while captured" \
+	in_ns timeout 60 kpeer udp-echo "$S" 7 10
+wait $capp
+n_in=$(grep -c "slk0 In  IP $K\.[0-9]* > $S\.7: UDP" $cap)
+n_out=$(grep -c "slk0 Out IP $S\.7 > $K\.[0-9]*: UDP" $cap)
+check "sluice tcpdump on the rings: 10 datagrams in, 10 echoes out ($n_in, $n_out)" \
+	[ "$n_in" = 10 -a "$n_out" = 10 ]
+[ "$n_in" = 10 ] || sed 's/^/# tcpdump: /' $cap $cap.err
+check "... and its ring is gone from /dev/shm" sh -c '! ls /dev/shm/sluicecap-* 2>/dev/null'
+
 # Sluice clients (other processes of the same stack), kernel server.
 kout=/tmp/kring-kserve.out
 in_ns kpeer serve 7 300 >$kout 2>&1 &
