@@ -328,11 +328,15 @@ int cmd_tcpdump(int argc, char **argv)
 	}
 	fprintf(stderr, "sluice tcpdump: capturing on stack %s, %s (%s)\n", name, iface,
 		expr[0] ? expr : "every packet");
-	while (!stop && (count < 0 || got < count)) {
+	/* On a signal, what the ring holds still goes out, then it stops. */
+	while (count < 0 || got < count) {
+		bool last = stop;
 		uint64_t tail = c.ring->tail, head = sl_load_acquire(&c.ring->head);
 		struct timespec nap = { 0, 2000000 };
 
 		if (tail == head) {
+			if (last)
+				break;
 			if (dump)
 				pcap_dump_flush(dump);
 			else
@@ -357,7 +361,7 @@ int cmd_tcpdump(int argc, char **argv)
 			    rec.caplen > rec.len - sizeof(rec)) {
 				fprintf(stderr, "sluice tcpdump: ring damaged at %llu\n",
 					(unsigned long long)tail);
-				stop = 1;
+				count = got;	/* stop */
 				break;
 			}
 			tail += rec.len;

@@ -57,7 +57,7 @@ static struct sl_cap_ring *cap_map(struct sl_stack *s)
 	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) || (size_t)st.st_size < sizeof(*c)) {
+	if (sl_sys_fstat(fd, &st) || (size_t)st.st_size < sizeof(*c)) {
 		sl_sys_close(fd);
 		return NULL;
 	}
