@@ -20,7 +20,8 @@ const char *sl_link_tap_name(struct sl_link *l);
  * The TAP device a process of the stack opened its TAP link on (the
  * region keeps its name), copied to name: true if there is one.  Another
  * process that attaches opens a queue of its own on it with
- * sluice_link_tap(), so that it sends without the first (README.md).
+ * sluice_link_tap(), so that it sends without the first (README.md), if
+ * the device exists where it runs (TUNSETIFF would make a new one).
  */
 bool sl_link_tap_of(struct sl_stack *s, char *name, size_t len);
 

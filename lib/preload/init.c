@@ -362,8 +362,19 @@ struct sluice_stack *pl_stack(void)
 	}
 	/* Not told which TAP device: the one the stack's first process
 	 * opened, a queue of our own on it, so that we send ourselves. */
-	if (!pl_cfg.tap[0])
-		(void)sl_link_tap_of((struct sl_stack *)st, pl_cfg.tap, sizeof(pl_cfg.tap));
+	if (!pl_cfg.tap[0] &&
+	    sl_link_tap_of((struct sl_stack *)st, pl_cfg.tap, sizeof(pl_cfg.tap))) {
+		/* Not asked for: without it, this process still has the
+		 * stack, only no link of its own (as before).  Only a device
+		 * that exists here: TUNSETIFF would make a new one. */
+		ret = if_nametoindex(pl_cfg.tap) ? sluice_link_tap(st, pl_cfg.tap) : -ENODEV;
+		if (ret)
+			pl_log("stack %s: its TAP device %s: %s; this process cannot send on it%s",
+			       pl_cfg.stack, pl_cfg.tap, strerror(-ret),
+			       ret == -EBUSY ? " (the device is single-queue: ip tuntap add ... "
+					       "multi_queue gives each process a queue)" : "");
+		pl_cfg.tap[0] = '\0';
+	}
 	if (pl_cfg.tap[0]) {
 		ret = sluice_link_tap(st, pl_cfg.tap);
 		if (ret == -EBUSY)

@@ -190,6 +190,20 @@ within2() {
 	m=$(med "$1" "$2")
 	[ -n "$o" ] && [ -n "$m" ] && awk -v o="$o" -v m="$m" 'BEGIN { exit !(m <= 2 * o + 100) }'
 }
+# Outside the namespace the stack's TAP device does not exist: a process
+# attached there runs without a link and makes no device of that name.
+if ! ip link show pt2 >/dev/null 2>&1; then
+	out=$(timeout 20 "$sluice" run --stack "$mst" -- "$py" -c '
+import socket
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.bind(("127.0.0.1", 0))
+print("bound")' 2>"$tmp/absent.err")
+	made=$(ip link show pt2 2>/dev/null | head -n 1)
+	[ -n "$made" ] && ip link del pt2
+	check "where its TAP device is absent, a process attaches without making one ($out)" \
+		test -z "$made" -a "$out" = bound
+	check "... and is told why it cannot send on it" grep -q 'pt2: No such device' "$tmp/absent.err"
+fi
 check "the owner's UDP and TCP ping-pong over TAP ($(med owner udp) us, $(med owner tcp) us)" \
 	test -n "$(med owner tcp)"
 for w in child other; do
