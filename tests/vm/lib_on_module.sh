@@ -17,7 +17,7 @@ rm -f /dev/shm/sluice-*
 # The module's regions are shmem: test_lock and test_wake assert that
 # libsluice found shared futexes usable on them and took the futex paths.
 export SLUICE_EXPECT_FUTEX=1
-for t in test_region test_lock test_wake test_udp test_icmp test_shared test_death test_netsim test_tcp_loop; do
+for t in test_region test_lock test_wake test_udp test_icmp test_shared test_death test_netsim test_tcp_loop test_capture; do
 	echo "# $t on module-backed regions"
 	if "/opt/sluice/bin/$t" >"/tmp/$t.tap" 2>&1; then
 		cat "/tmp/$t.tap"
