@@ -48,6 +48,9 @@ sst=tp-s-$$
 mst=tp-m-$$
 tmp=$(mktemp -d)
 cleanup() {
+	# Every process in the namespace: a background job is the subshell
+	# of in_ns(), not the server it started.
+	ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null
 	jobs -p | xargs -r kill 2>/dev/null
 	wait 2>/dev/null
 	ip netns del "$ns" 2>/dev/null

@@ -36,6 +36,8 @@ K2=10.202.0.1
 C=10.202.0.2
 cleanup() {
 	[ -n "${srv:-}" ] && kill "$srv" 2>/dev/null
+	# Every process in the namespace (a job is in_ns()'s subshell).
+	ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null
 	wait 2>/dev/null
 	ip netns del "$ns" 2>/dev/null
 	rm -f "/dev/shm/sluice-$stack" "/dev/shm/sluice-$stack-c"
