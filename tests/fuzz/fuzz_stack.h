@@ -367,7 +367,9 @@ static void fz_check_tcp(const struct sl_sock *so)
 			tp->sndq_bytes, so->sndbuf);
 	if (tp->ooo_count > SL_TCP_OOO_MAX)
 		fz_fail("socket %u: %u out-of-order buffers", so->idx, tp->ooo_count);
-	if (tp->mss < SL_TCP_MSS_MIN / 2 || tp->mss > 65535 - 40)
+	/* The least: a black hole's floor (tcp_mtu_probe_floor) less the
+	 * timestamp option. */
+	if (tp->mss < SL_TCP_MTU_PROBE_FLOOR - 12 || tp->mss > 65535 - 40)
 		fz_fail("socket %u: mss %u", so->idx, tp->mss);
 	if (tp->snd_wscale > SL_TCP_WSCALE_MAX || tp->rcv_wscale > SL_TCP_WSCALE_MAX)
 		fz_fail("socket %u: window scale %u/%u", so->idx, tp->snd_wscale, tp->rcv_wscale);
@@ -404,6 +406,18 @@ static void fz_check(void)
 			fz_fail("neighbour %d holds bad or shared buffer %u", i, n->hold_idx);
 		F.seen[n->hold_idx] = 1;
 		held++;
+	}
+	/* Fragments waiting for the rest of their datagram (proto/ip.c). */
+	for (unsigned int i = 0; i < SL_FRAGQ_N; i++) {
+		const struct sl_fragq *q = &F.s->lib->fragq[i];
+		uint32_t fb = 0;
+
+		if (!q->daddr)
+			continue;
+		fz_mark_chain(q->head, "reassembly queue", &fb);
+		if (fb != q->bufs)
+			fz_fail("reassembly queue %u: %u buffers, bufs says %u", i, fb, q->bufs);
+		held += fb;
 	}
 	for (uint32_t i = 0; i < r->max_sockets; i++) {
 		const struct sl_sock *so = sl_sock(F.s, i);
