@@ -658,30 +658,11 @@ void sl_wait_kick(struct sluice_stack *st, const int *chan_sds, unsigned int nch
 
 	if (sl_lock(s))
 		return;
-	/* As sl_sock_wake() marks them: woken after the unlock. */
-	for (unsigned int i = 0; i < nchan; i++) {
-		uint32_t c = (uint32_t)chan_sds[i] & (SL_WQ_N - 1);
-		struct sl_wq *q = &s->lib->wq[c];
-
-		if (SL_READ_ONCE(q->sleepers)) {
-			sl_fetch_add(&q->seq, 1);
-			s->wq_pending[c / 64] |= 1ull << (c % 64);
-			s->wake_pending = true;
-		}
-		if (SL_READ_ONCE(q->bells)) {
-			s->bell_pending[c / 64] |= 1ull << (c % 64);
-			s->wake_pending = true;
-		}
-	}
-	if (SL_READ_ONCE(s->lib->bells_any)) {
-		s->bell_any_pending = true;
-		s->wake_pending = true;
-	}
-	if (SL_READ_ONCE(s->r->sleepers)) {
-		sl_fetch_add(&s->r->wake_seq, 1);
-		s->wake_pending = true;
-		s->wake_global = true;
-	}
+	/* As a readiness change on those channels marks them: woken after
+	 * the unlock. */
+	for (unsigned int i = 0; i < nchan; i++)
+		sl_wake_chan(s, (uint32_t)chan_sds[i] & (SL_WQ_N - 1));
+	sl_wake_any(s);
 	sl_unlock(s);
 }
 

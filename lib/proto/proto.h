@@ -501,6 +501,11 @@ uint32_t sl_sock_port_head(struct sl_stack *s, uint16_t lport);
 /* Readiness changed: wake sleepers (and, for a socket with a socket fd,
  * note it: its events are published at unlock, sockfd.c). */
 void sl_sock_wake(struct sl_stack *s, struct sl_sock *so);
+/* Lock held: what sl_sock_wake() does for the sleepers of wait channel c,
+ * and for those woken by any change (woken after unlock); for a wake
+ * with no socket change (api.c, sl_wait_kick()). */
+void sl_wake_chan(struct sl_stack *s, uint32_t c);
+void sl_wake_any(struct sl_stack *s);
 /* Lock held: one more of so's exclusive sleepers should look (an accept()
  * that left connections queued, or failed for good): wake it at unlock. */
 void sl_sock_wake_one(struct sl_stack *s, struct sl_sock *so);

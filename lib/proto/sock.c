@@ -781,22 +781,29 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 	 * under the lock: we hold it, so either that look comes after us and
 	 * sees this change, or its count is visible to this load.  Those
 	 * waiting on so's channel alone first, then everyone else. */
-	{
-		uint32_t c = so->idx & (SL_WQ_N - 1);
-		struct sl_wq *q = &s->lib->wq[c];
+	sl_wake_chan(s, so->idx & (SL_WQ_N - 1));
+	sl_wake_any(s);
+}
 
-		if (SL_READ_ONCE(q->sleepers)) {
-			sl_fetch_add(&q->seq, 1);
-			s->wq_pending[c / 64] |= 1ull << (c % 64);
-			s->wake_pending = true;
-		}
-		/* Mixed sleepers (run/bell.c): the same rule, their bells
-		 * rung after unlock. */
-		if (SL_READ_ONCE(q->bells)) {
-			s->bell_pending[c / 64] |= 1ull << (c % 64);
-			s->wake_pending = true;
-		}
+void sl_wake_chan(struct sl_stack *s, uint32_t c)
+{
+	struct sl_wq *q = &s->lib->wq[c];
+
+	if (SL_READ_ONCE(q->sleepers)) {
+		sl_fetch_add(&q->seq, 1);
+		s->wq_pending[c / 64] |= 1ull << (c % 64);
+		s->wake_pending = true;
 	}
+	/* Mixed sleepers (run/bell.c): the same rule, their bells rung
+	 * after unlock. */
+	if (SL_READ_ONCE(q->bells)) {
+		s->bell_pending[c / 64] |= 1ull << (c % 64);
+		s->wake_pending = true;
+	}
+}
+
+void sl_wake_any(struct sl_stack *s)
+{
 	if (SL_READ_ONCE(s->lib->bells_any)) {
 		s->bell_any_pending = true;
 		s->wake_pending = true;
