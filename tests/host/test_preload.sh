@@ -295,6 +295,18 @@ out=$(timeout 60 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/epoll_et.p
 check "an edge-triggered epoll server echoes 50 connections x 20 messages" \
 	[ "$out" = "echoes 1000 of 1000" ]
 
+# kernel_and_sluice STACK SCRIPT KEY [ARGS...]: tests/preload/SCRIPT on the
+# kernel (a namespace of its own, lo up) and under sluice run; sets k and n
+# to the number on each one's line "KEY N", out to Sluice's output.
+kernel_and_sluice() {
+	local name=$1 script=$2 key=$3 st
+	shift 3
+	k=$(in_netns UP timeout 30 "$py" "$tp/$script" "$@" 2>&1 | sed -n "s/^$key //p")
+	st=$(newstack "$name")
+	out=$(timeout 30 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/$script" "$@" 2>&1)
+	n=$(sed -n "s/^$key //p" <<<"$out")
+}
+
 # A waiter on two sockets of two wait channels is woken by its own
 # sockets' changes, not by 200 datagrams to a third (chan_wake.py): the
 # kernel wakes it about once; a waiter on the stack's wake_seq ~200 times.
@@ -302,12 +314,7 @@ check "an edge-triggered epoll server echoes 50 connections x 20 messages" \
 # rung for changes on its two channels alone.
 for m in "poll" "epoll" "poll mixed" "epoll mixed"; do
 	# shellcheck disable=SC2086 # $m: the mode and its option
-	k=$(timeout 30 unshare -n bash -c 'ip link set lo up; exec "$0" "$@"' "$py" \
-		"$tp/chan_wake.py" $m 2>&1 | sed -n 's/^ctxsw //p')
-	st=$(newstack chanwake)
-	# shellcheck disable=SC2086
-	out=$(timeout 30 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/chan_wake.py" $m 2>&1)
-	n=$(sed -n 's/^ctxsw //p' <<<"$out")
+	kernel_and_sluice chanwake chan_wake.py ctxsw $m
 	check "$m on two channels: woken for its own sockets only (${n:-?} wake-ups; kernel ${k:-?})" \
 		test "$(head -1 <<<"$out")" = "ready 1 y" -a "${n:-999}" -lt 20 -a "${k:-999}" -lt 20
 done
@@ -316,12 +323,8 @@ done
 # sleeps on: Linux wakes the sleeper at the add (ctl_wake.py), on a set of
 # sockets alone and on one with a pipe (a bell's sleep).
 for m in "" mixed; do
-	k=$(timeout 30 unshare -n bash -c 'ip link set lo up; exec "$0" "$1" $2' "$py" \
-		"$tp/ctl_wake.py" $m 2>&1 | sed -n 's/^late_ms //p')
-	st=$(newstack ctlwake)
 	# shellcheck disable=SC2086 # $m: the option or nothing
-	out=$(timeout 30 unshare -n "$sluice" run --stack "$st" -- "$py" "$tp/ctl_wake.py" $m 2>&1)
-	n=$(sed -n 's/^late_ms //p' <<<"$out")
+	kernel_and_sluice ctlwake ctl_wake.py late_ms $m
 	check "epoll_ctl ADD of a ready socket wakes a sleeper of the set${m:+ ($m)}: ${n:-?} ms after (kernel ${k:-?})" \
 		test "$(head -1 <<<"$out")" = "events b" -a "${n:-999}" -lt 50 -a "${k:-999}" -lt 50
 done
