@@ -894,6 +894,36 @@ static int conn_addr6(const struct pl_sock *ps, const struct sockaddr *a, sockle
 	return ret ? ret : sin6_to_sin(ps, &s6, false, out);
 }
 
+/*
+ * connect() to where the stack does not go (IPv6 itself, an address it
+ * does not reach): a fresh socket becomes a kernel one (pl_fallback()),
+ * one bound but never connected a kernel one bound as it was (kernel
+ * peers).  true: the kernel took the call, *ret is connect()'s return and
+ * ps is put; false: it could not, the socket is still the stack's.
+ */
+static bool connect_elsewhere(int fd, struct pl_sock *ps, bool fresh, const struct sockaddr *addr,
+			      socklen_t len, int saved, int *ret)
+{
+	bool done;
+	int r;
+
+	if (fresh) {
+		r = pl_fallback(fd, ps);
+		pl_put(ps);
+		*ret = r ? (int)pl_ret(r) : REAL(connect)(fd, addr, len);
+		return true;
+	}
+	if (kpeer_ok(ps) && kpeer_fresh(ps)) {
+		r = kpeer_connect(fd, ps, addr, len, saved, &done);
+		if (done) {
+			pl_put(ps);
+			*ret = r;
+			return true;
+		}
+	}
+	return false;
+}
+
 EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	int saved = errno;
@@ -911,18 +941,9 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	if (ret == PL_NATIVE6) {
 		/* IPv6 itself (::1, ...): a kernel socket, as a destination
 		 * the stack does not reach (below), bound as it was. */
-		if (!ps->used || !pl_has_port(ps)) {
-			ret = pl_fallback(fd, ps);
-			pl_put(ps);
-			return ret ? (int)pl_ret(ret) : REAL(connect)(fd, addr, len);
-		}
-		if (kpeer_ok(ps) && kpeer_fresh(ps)) {
-			ret = kpeer_connect(fd, ps, addr, len, saved, &done);
-			if (done) {
-				pl_put(ps);
-				return ret;
-			}
-		}
+		if (connect_elsewhere(fd, ps, !ps->used || !pl_has_port(ps), addr, len, saved,
+				      &ret))
+			return ret;
 		if (ps->type == SOCK_DGRAM) {
 			ret = pl_dgram_v6_handoff(fd, ps, &done);
 			if (!ret || done) {
@@ -951,20 +972,8 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		return ret ? (int)pl_ret(ret) : REAL(connect)(fd, addr, len);
 	}
 	if (!pl_reachable(ps, sin.sin_addr.s_addr)) {
-		if (!ps->used) {
-			ret = pl_fallback(fd, ps);
-			pl_put(ps);
-			return ret ? (int)pl_ret(ret) : REAL(connect)(fd, addr, len);
-		}
-		/* Bound but never connected: the kernel reaches it, bound as
-		 * it was (kernel peers). */
-		if (kpeer_ok(ps) && kpeer_fresh(ps)) {
-			ret = kpeer_connect(fd, ps, addr, len, saved, &done);
-			if (done) {
-				pl_put(ps);
-				return ret;
-			}
-		}
+		if (connect_elsewhere(fd, ps, !ps->used, addr, len, saved, &ret))
+			return ret;
 		ret = -ENETUNREACH;
 		goto out;
 	}
