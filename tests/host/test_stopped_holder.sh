@@ -28,11 +28,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cat >"$tmp/run.sh" <<EOS
+# stopped_start TAG [ARG]: the start of a script run in a namespace of its
+# own: stopped_holder.py (its files $tmp/TAGready, TAGgo, TAGout, TAGerr;
+# ARG its mode) under sluice run, then a holder that takes the stack lock
+# and stops; prints "holder state T" once stopped ($prog, $h: their pids).
+stopped_start() {
+	cat <<EOS
 "$sluice" run --stack "$st" -- "$py" "$top/tests/preload/stopped_holder.py" \
-	"$tmp/ready" "$tmp/go" >"$tmp/out" 2>"$tmp/err" &
+	"$tmp/${1}ready" "$tmp/${1}go" ${2:-} >"$tmp/${1}out" 2>"$tmp/${1}err" &
 prog=\$!
-for i in \$(seq 200); do [ -e "$tmp/ready" ] && break; sleep 0.05; done
+for i in \$(seq 200); do [ -e "$tmp/${1}ready" ] && break; sleep 0.05; done
 "$hold" "$st" &
 h=\$!
 for i in \$(seq 200); do
@@ -40,6 +45,10 @@ for i in \$(seq 200); do
 	sleep 0.01
 done
 echo "holder state \$(awk '{print \$3}' /proc/\$h/stat)"
+EOS
+}
+
+{ stopped_start ""; cat <<EOS
 echo "dump \$("$sluice" dump "$st" | grep '^  lock: held' | sed "s/process \$h /process HOLDER /")"
 echo "stacks \$("$sluice" stacks | awk -v s="$st" '\$1 == s { print \$NF }' | sed "s/^\$h,/HOLDER,/")"
 echo "info \$("$sluice" info 2>/dev/null | grep -A1 "^stack    $st (shm)" | tail -1 | sed "s/process \$h /process HOLDER /")"
@@ -57,6 +66,7 @@ kill -CONT \$h
 wait \$h
 echo "holder exit \$?"
 EOS
+} >"$tmp/run.sh"
 out=$(timeout 60 unshare -n bash "$tmp/run.sh" 2>&1)
 check "the holder stopped holding the lock" grep -qx "holder state T" <<<"$out"
 check "sluice dump names the stopped holder" \
@@ -152,18 +162,7 @@ for k in poll epoll select rcvtimeo; do
 done
 # epoll's journal (issue 24): readiness recorded before the holder stopped
 # is reported once it goes on, though nothing changes in the stack then.
-cat >"$tmp/journal.sh" <<EOS
-"$sluice" run --stack "$st" -- "$py" "$top/tests/preload/stopped_holder.py" \
-	"$tmp/jready" "$tmp/jgo" journal >"$tmp/jout" 2>"$tmp/jerr" &
-prog=\$!
-for i in \$(seq 200); do [ -e "$tmp/jready" ] && break; sleep 0.05; done
-"$hold" "$st" &
-h=\$!
-for i in \$(seq 200); do
-	[ "\$(awk '{print \$3}' /proc/\$h/stat 2>/dev/null)" = T ] && break
-	sleep 0.01
-done
-echo "holder state \$(awk '{print \$3}' /proc/\$h/stat)"
+{ stopped_start j journal; cat <<EOS
 touch "$tmp/jgo"
 for i in \$(seq 200); do [ -e "$tmp/jgo.looked" ] && break; sleep 0.01; done
 sleep 0.1
@@ -172,6 +171,7 @@ wait \$prog
 echo "program exit \$?"
 wait \$h
 EOS
+} >"$tmp/journal.sh"
 jout=$(timeout 60 unshare -n bash "$tmp/journal.sh" 2>&1)
 echo "$jout" | sed 's/^/# /'
 sed 's/^/# /' "$tmp/jout" "$tmp/jerr"
