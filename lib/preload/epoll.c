@@ -41,7 +41,7 @@
 
 #define PL_EP_MAX	4096
 #define PL_SLICE_MS	1
-/* Sets up to this many item slots may sleep on a wait channel (ep_channel()). */
+/* Sets up to this many item slots may sleep on their wait channels (ep_channels()). */
 #define PL_EP_CHAN_CAP	16
 /* Bells a set remembers being in it (threads sleeping on it). */
 #define PL_EP_BELLS	4
@@ -529,16 +529,20 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		ret = -ENOMEM;
 	} else {
 		int chans[SL_WAITV_MAX];
-		unsigned int nchan;
+		unsigned int nchan = 0;
+		bool kick;
 
 		pthread_mutex_lock(&ep->mu);
-		/* The channels a sleeper of the set sleeps on, before this. */
-		nchan = ep_channels(ep, chans);
+		/* The channels a sleeper of the set sleeps on, before this
+		 * (looked for only while one sleeps: counted under mu). */
+		kick = op != EPOLL_CTL_DEL && SL_READ_ONCE(ep->sleeping);
+		if (kick)
+			nchan = ep_channels(ep, chans);
 		ret = ep_ctl(ep, op, fd, ps, ev);
 		if (!ret && op != EPOLL_CTL_DEL)
 			sl_fetch_add(&ep->ctl_seq, 1);
 		pthread_mutex_unlock(&ep->mu);
-		if (!ret && op != EPOLL_CTL_DEL && SL_READ_ONCE(ep->sleeping))
+		if (!ret && kick)
 			ep_ctl_kick(chans, nchan);
 	}
 	pl_put(ps);
@@ -678,35 +682,13 @@ out:
 }
 
 /*
- * The wait channel (proto: socket index mod SL_WQ_N) all of a small set's
- * sockets are on, as one of them, or -1: a set of one socket (a forking
- * server's worker watching its client beside a latch and a pipe) sleeps
- * on its channel and is woken by its own socket's changes, not by every
- * change in the stack as a sleeper on the journal is.  ep->mu held.
- */
-static int ep_channel(const struct pl_ep *ep)
-{
-	int sd = -1;
-
-	if (!ep->n || ep->cap > PL_EP_CHAN_CAP)
-		return -1;
-	for (unsigned int i = 0; i < ep->cap; i++) {
-		const struct pl_epitem *it = &ep->items[i];
-
-		if (it->fd < 0)
-			continue;
-		if (sd >= 0 && ((it->sd ^ (uint32_t)sd) & (SL_WQ_N - 1)))
-			return -1;
-		sd = (int)it->sd;
-	}
-	return sd;
-}
-
-/*
- * The wait channels of a small set's sockets, one socket each, when they
- * are at most SL_WAITV_MAX: how many (chans[]), else 0 (any change).  The
- * set then sleeps on each of them (futex_waitv), woken by its own
- * sockets' changes.  ep->mu held.
+ * The wait channels (proto: socket index mod SL_WQ_N) of a small set's
+ * sockets, one socket each, when they are at most SL_WAITV_MAX: how many
+ * (chans[]), else 0 (any change).  The set then sleeps on them (one
+ * futex, or futex_waitv), or registers its bell for them, woken by its
+ * own sockets' changes, not by every change in the stack (a forking
+ * server's worker watching its client beside a latch and a pipe: one).
+ * ep->mu held.
  */
 static unsigned int ep_channels(const struct pl_ep *ep, int *chans)
 {
@@ -733,20 +715,17 @@ static unsigned int ep_channels(const struct pl_ep *ep, int *chans)
 /*
  * May the set sleep: nothing on its check list is ready now (ep_collect()
  * just emptied it of everything else)?  Then *seen is how far it read the
- * journal, *chan its wait channel (ep_channel(), for a bell) and, with
- * chans, *nchan its channels (ep_channels(), for a sleep on the stack).
+ * journal and *nchan its channels (ep_channels()).
  */
-static bool ep_idle(struct pl_ep *ep, uint32_t *seen, int *chan, int *chans,
-		    unsigned int *nchan, uint32_t *ctl)
+static bool ep_idle(struct pl_ep *ep, uint32_t *seen, int *chans, unsigned int *nchan,
+		    uint32_t *ctl)
 {
 	bool idle;
 
 	pthread_mutex_lock(&ep->mu);
 	idle = ep->jvalid && !ep->nchk;
 	*seen = ep->jseq;
-	*chan = ep_channel(ep);
-	if (chans)
-		*nchan = ep_channels(ep, chans);
+	*nchan = ep_channels(ep, chans);
 	/* Counted as asleep with this look: an epoll_ctl after it kicks
 	 * (ep_ctl_kick()), one before it left an item on the list. */
 	*ctl = ep->ctl_seq;
@@ -769,10 +748,10 @@ static void ep_awake(struct pl_ep *ep)
 static bool ep_sleep(struct pl_ep *ep, int ms, unsigned int sigs)
 {
 	uint32_t seen, ctl;
-	int chan, chans[SL_WAITV_MAX];
+	int chans[SL_WAITV_MAX];
 	unsigned int nchan = 0;
 
-	if (!ep_idle(ep, &seen, &chan, chans, &nchan, &ctl))
+	if (!ep_idle(ep, &seen, chans, &nchan, &ctl))
 		return false;
 	/* A signal ends it at once (run.h, sl_wait_word); so does an
 	 * epoll_ctl on the set (ep_ctl_kick()). */
@@ -793,10 +772,10 @@ static int ep_bell_arm(int epfd, struct pl_ep *ep, struct pl_bellreg *bell)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	uint32_t seen, ctl;
-	int chan, chans[SL_WAITV_MAX];
+	int chans[SL_WAITV_MAX];
 	unsigned int nchan = 0;
 
-	if (!ep_idle(ep, &seen, &chan, chans, &nchan, &ctl))
+	if (!ep_idle(ep, &seen, chans, &nchan, &ctl))
 		return -1;
 	if (pl_bell_begin(chans, nchan, bell) < 0) {
 		ep_awake(ep);
