@@ -385,30 +385,38 @@ static struct sl_wq *wait_channel(struct sl_stack *s, const struct sluice_pollfd
 	return &s->lib->wq[c];
 }
 
-/* The wait channels of fds's sockets, when they are on at most
+unsigned int sl_poll_channels(const struct sluice_pollfd *fds, unsigned int n, int *chan_sds)
+{
+	unsigned int nc = 0, j;
+
+	for (unsigned int i = 0; i < n; i++) {
+		if (fds[i].sd < 0)
+			return 0;
+		for (j = 0; j < nc && ((fds[i].sd ^ chan_sds[j]) & (SL_WQ_N - 1)); j++)
+			;
+		if (j < nc)
+			continue;
+		if (nc == SL_WAITV_MAX)
+			return 0;
+		chan_sds[nc++] = fds[i].sd;
+	}
+	return nc;
+}
+
+/* The wait channels of fds's sockets, when they are on two to
  * SL_WAITV_MAX and a sleep can wait on all (sl_wait_sleep_v()): how many,
  * else 0. */
 static unsigned int wait_channels(struct sl_stack *s, const struct sluice_pollfd *fds,
 				  unsigned int n, struct sl_wq **qv)
 {
-	unsigned int nq = 0, j;
+	int chans[SL_WAITV_MAX];
+	unsigned int nq;
 
 	if (!SL_READ_ONCE(sl_waitv_ok) || sl_sys_sandboxed)
 		return 0;
-	for (unsigned int i = 0; i < n; i++) {
-		struct sl_wq *q;
-
-		if (fds[i].sd < 0)
-			return 0;
-		q = &s->lib->wq[(uint32_t)fds[i].sd & (SL_WQ_N - 1)];
-		for (j = 0; j < nq && qv[j] != q; j++)
-			;
-		if (j < nq)
-			continue;
-		if (nq == SL_WAITV_MAX)
-			return 0;
-		qv[nq++] = q;
-	}
+	nq = sl_poll_channels(fds, n, chans);
+	for (unsigned int i = 0; i < nq; i++)
+		qv[i] = &s->lib->wq[(uint32_t)chans[i] & (SL_WQ_N - 1)];
 	return nq > 1 ? nq : 0;
 }
 

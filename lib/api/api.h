@@ -51,6 +51,9 @@ int sl_wait_journal(struct sluice_stack *st, uint32_t seen, const int *chan_sds,
 int sl_wait_journal_stop(struct sluice_stack *st, uint32_t seen, const int *chan_sds,
 			 unsigned int nchan, int timeout_ms, unsigned int (*count)(void),
 			 unsigned int sigs, const uint32_t *stop, uint32_t stop_seen);
+/* The wait channels of fds's sockets, a socket of each (chan_sds[]), when
+ * they are at most SL_WAITV_MAX: how many, else 0 (then: any change). */
+unsigned int sl_poll_channels(const struct sluice_pollfd *fds, unsigned int n, int *chan_sds);
 /* Wake whoever sleeps on the wait channels of chan_sds' sockets, on the
  * stack's wake_seq, or with a bell for those channels or any change, as a
  * readiness change on those channels would (no journal entry). */

@@ -306,26 +306,6 @@ int pl_kfd_slice(const struct pl_waiter *w)
 	return pl_waiter_slice(w, PL_KFD_SLICE_MS);
 }
 
-/* The wait channels of p's sockets, a socket of each, when they are at
- * most SL_WAITV_MAX: how many, else 0 (any change). */
-static unsigned int sluice_channels(const struct sluice_pollfd *p, unsigned int n, int *chans)
-{
-	unsigned int nc = 0, j;
-
-	for (unsigned int i = 0; i < n; i++) {
-		if (p[i].sd < 0)
-			return 0;
-		for (j = 0; j < nc && ((p[i].sd ^ chans[j]) & (SL_WQ_N - 1)); j++)
-			;
-		if (j < nc)
-			continue;
-		if (nc == SL_WAITV_MAX)
-			return 0;
-		chans[nc++] = p[i].sd;
-	}
-	return nc;
-}
-
 static int poll_wait(struct pollfd *fds, nfds_t n, int timeout_ms);
 
 /* The shared core of poll/ppoll/select: returns the count or -errno. */
@@ -433,7 +413,7 @@ static int poll_wait(struct pollfd *fds, nfds_t n, int timeout_ms)
 				sleep_ms = 0;
 			bell.n = 0;
 			if (!ready && sleep_ms &&
-			    pl_bell_begin(chans, sluice_channels(sp, ns, chans), &bell) >= 0) {
+			    pl_bell_begin(chans, sl_poll_channels(sp, ns, chans), &bell) >= 0) {
 				/* Both sides in one sleep: the kernel's, with
 				 * the bell that a change of these Sluice
 				 * sockets rings.  Registered before this last
