@@ -755,6 +755,14 @@ int sluice_listen(struct sluice_stack *st, int sd, int backlog)
 	return (int)checked(s, ret);
 }
 
+/* Lock held: connection so is this process's to run (connect, accept): a
+ * link that steers in the device steers it here (link/README.md). */
+static void conn_own(struct sl_stack *s, const struct sl_sock *so)
+{
+	if (s->link && s->link->ops->conn_own)
+		s->link->ops->conn_own(s->link, s, so);
+}
+
 int sluice_accept(struct sluice_stack *st, int sd, struct sockaddr_in *peer)
 {
 	struct sl_stack *s = S(st);
@@ -772,6 +780,8 @@ int sluice_accept(struct sluice_stack *st, int sd, struct sockaddr_in *peer)
 		if (SL_READ_ONCE(so->xsleepers) && ret != -EAGAIN &&
 		    (ret || (sl_sock_events(s, so) & POLLIN)))
 			sl_sock_wake_one(s, so);
+		if (!ret)
+			conn_own(s, child);
 		if (!ret && peer) {
 			memset(peer, 0, sizeof(*peer));
 			peer->sin_family = AF_INET;
@@ -1004,6 +1014,7 @@ static int connect_in(struct sluice_stack *st, int sd, const struct sockaddr_in 
 				so->opt_flags |= SL_SO_LADDR_AUTO;
 			}
 			sl_sock_hash(s, so);
+			conn_own(s, so);
 		}
 		sl_unlock(s);
 		return ret;
@@ -1014,6 +1025,8 @@ static int connect_in(struct sluice_stack *st, int sd, const struct sockaddr_in 
 		return (int)checked(s, ret);
 	}
 	ret = sl_tcp_open(s, so, addr->sin_addr.s_addr, addr->sin_port);
+	if (!ret || ret == -EINPROGRESS)
+		conn_own(s, so);
 	nb = so->flags & SL_SF_NONBLOCK;
 	sl_unlock(s);
 	ret = (int)checked(s, ret);

@@ -550,6 +550,10 @@ struct sl_link_ops {
 	 * device (enhanced IPoIB flow rules) follows. */
 	void (*filter_add)(struct sl_link *l, struct sl_stack *s, const struct sluice_filter *f);
 	void (*filter_del)(struct sl_link *l, struct sl_stack *s, uint32_t id);
+	/* Optional: this process runs connection so, which has its 5-tuple
+	 * (connect, accept; lock held): a link that steers in the device
+	 * steers the connection to this process (link/README.md). */
+	void (*conn_own)(struct sl_link *l, struct sl_stack *s, const struct sl_sock *so);
 };
 
 struct sl_link {

@@ -189,7 +189,9 @@ static int neigh_set(struct verbs_link *v, struct verbs_neigh *n, uint32_t qpn,
  * buffers MADV_DONTFORK), and destroying them through the inherited uverbs
  * fd would destroy the parent's.  The child's stack drops to the kring
  * link underneath (its rings are shared across fork), or to no link, and
- * leaves everything verbs made, posted buffers included, to the parent.
+ * leaves everything verbs made, posted buffers included, to the parent;
+ * at the fork it let go of its references to the parent's uverbs file
+ * (link/verbs_setup.c), so the parent's death destroys them.
  */
 static bool verbs_forked(struct verbs_link *v)
 {
@@ -1021,8 +1023,7 @@ const struct sl_link_ops sl_verbs_ops = {
 	.fd = verbs_fd,
 	.flush = sl_verbs_flush,
 	.close = verbs_close,
-	.filter_add = sl_verbs_flow_add,
-	.filter_del = sl_verbs_flow_del,
+	.conn_own = sl_verbs_conn_own,
 };
 
 /* Lock held: take back dead processes' buffers, fill the receive queue,

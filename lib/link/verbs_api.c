@@ -130,6 +130,8 @@ const struct sl_verbs_api sl_verbs_real = {
 	.ifinfo = r_ifinfo,
 	.neigh_resolve = r_neigh_resolve,
 	.link_kring = sluice_link_kring,
+	/* rdma-core opens /dev/infiniband/uverbsN (verbs_open_device()). */
+	.uverbs_path = "/dev/infiniband/uverbs",
 };
 
 const struct sl_verbs_api *sl_verbs = &sl_verbs_real;

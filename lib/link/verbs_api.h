@@ -63,6 +63,9 @@ struct sl_verbs_api {
 	int (*neigh_resolve)(int stack_fd, struct sluice_neigh_resolve *nr);
 	/* The fallback link (sluice_link_kring()). */
 	int (*link_kring)(struct sluice_stack *st);
+	/* Where the device's command files are: a forked child unmaps what
+	 * it inherited of them (link/verbs_setup.c, verbs_atfork_child()). */
+	const char *uverbs_path;
 };
 
 extern const struct sl_verbs_api sl_verbs_real;

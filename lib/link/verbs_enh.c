@@ -11,13 +11,13 @@
  *    mlx5 refuses any other attribute on an underlay QP (mlx5_ib_modify_qp:
  *    "invalid attr_mask ... when underlay QP is used"); P_Key, port and
  *    Q_Key are the interface's.  Sends name the Q_Key in each WR.
- *  - Steering: one flow rule per module filter this process adds, made
- *    and removed with it (filter.c calls the link; see filter_held() for
- *    other processes' filters): IBV_FLOW_SPEC_IPV4 (the
- *    local address, the remote one for a 5-tuple) + IBV_FLOW_SPEC_TCP or
- *    _UDP (ports), no L2 spec (an IPoIB port has no Ethernet header to
- *    match); 5-tuple rules at priority 0, before 3-tuple (listening,
- *    bound) rules at 1 (mlx5: a lower priority is looked up first).
+ *  - Steering: one 5-tuple flow rule per connection this process made
+ *    or accepted (sl_verbs_conn_own(), from the API), dropped when the
+ *    connection goes (the timer's reconcile) and before a fork (the
+ *    child shares it then): IBV_FLOW_SPEC_IPV4 (local and remote
+ *    address) + IBV_FLOW_SPEC_TCP or _UDP (ports), no L2 spec (an IPoIB
+ *    port has no Ethernet header to match), priority 0.  No 3-tuple
+ *    rules: a port's packets may be any process's (link/README.md).
  *    mlx5 matches the underlay QPN itself (bth_dst_qp).  Creating flows
  *    needs CAP_NET_RAW too.
  *  - Everything else keeps going through the kernel: this link runs on top
@@ -81,108 +81,115 @@ static struct verbs_link *enh_of(struct sl_link *l)
 {
 	struct verbs_link *v = (struct verbs_link *)l;
 
-	/* A forked child's filters take the rings (link/verbs.c). */
+	/* A forked child's connections take the rings (link/verbs.c). */
 	return v->enhanced && v->flows && v->owner == sl_self_pid() ? v : NULL;
 }
 
-/* 0, or -errno of the device (the filter still works, through the rings). */
-static int flow_add(struct verbs_link *v, const struct sluice_filter *f)
+static bool flow_is(const struct verbs_flow *fl, const struct sl_sock *so)
 {
-	struct sl_verbs_flow_rule r;
-	struct verbs_flow *slot = NULL;
-	int ret;
+	uint8_t type = fl->protocol == IPPROTO_TCP ? SL_SOCK_TCP : SL_SOCK_UDP;
 
-	for (uint32_t i = 0; i < VERBS_FLOWS_MAX; i++)
-		if (!v->flows[i].flow) {
-			slot = &v->flows[i];
-			break;
-		}
-	if (!slot)
-		return -ENOSPC;
-	ret = sl_verbs_flow_rule(&r, f, v->port);
-	if (ret)
-		return ret;
-	errno = 0;
-	slot->flow = VB->create_flow(v->qp, &r.attr);
-	if (!slot->flow)
-		return errno ? -errno : -EINVAL;
-	slot->filter_id = f->id;
-	slot->lport = f->lport;
-	slot->protocol = f->protocol;
-	return 0;
+	return so->type == type && so->lport == fl->lport && so->rport == fl->rport &&
+	       so->raddr == fl->raddr && (!fl->laddr || so->laddr == fl->laddr) &&
+	       (type == SL_SOCK_TCP || (so->flags & SL_SF_CONNECTED));
 }
 
-void sl_verbs_flow_add(struct sl_link *l, struct sl_stack *s, const struct sluice_filter *f)
+static void flow_destroy(struct verbs_link *v, struct verbs_flow *fl)
 {
-	struct verbs_link *v = enh_of(l);
-
-	int ret;
-
-	(void)s;
-	if (!v)
-		return;
-	ret = flow_add(v, f);
-	if (ret) {
+	if (VB->destroy_flow(fl->flow))
 		v->flow_err++;
-		v->flow_last_err = ret;
-	}
-}
-
-void sl_verbs_flow_del(struct sl_link *l, struct sl_stack *s, uint32_t id)
-{
-	struct verbs_link *v = enh_of(l);
-
-	(void)s;
-	if (!v)
-		return;
-	for (uint32_t i = 0; i < VERBS_FLOWS_MAX; i++)
-		if (v->flows[i].flow && v->flows[i].filter_id == id) {
-			if (VB->destroy_flow(v->flows[i].flow))
-				v->flow_err++;
-			v->flows[i].flow = NULL;
-			return;
-		}
+	fl->flow = NULL;
 }
 
 /*
- * Rules are per process: a process makes the rules of the filters it adds
- * (a forked child's sockets keep the parent's until their filter goes),
- * so no filter has two rules on two QPs (mlx5 would deliver to both).
- * A filter deleted by another process (a listener's port taken over and
- * then let go there) is noticed here, by the stack-wide count of
- * deletions, and its rule dropped.  What has no rule in a live process
- * reaches the stack through the rings.
+ * Stacks shared by several processes (issue 14 item 1; link/README.md):
+ * rules are made only for connections, 5-tuple, to the QP of the process
+ * that connected or accepted, which is the one that waits on them.  What
+ * a port's 3-tuple would take (listeners, bound and unconnected datagram
+ * sockets, any socket two processes may use) reaches the stack through
+ * the module's filters and the rings, which every process of the stack
+ * reads: no other process's QP stands in the way.
  */
-static bool filter_held(struct sl_stack *s, const struct verbs_flow *f)
+void sl_verbs_conn_own(struct sl_link *l, struct sl_stack *s, const struct sl_sock *so)
 {
-	unsigned int guard = 0;
-	uint8_t type = f->protocol == IPPROTO_TCP ? SL_SOCK_TCP : SL_SOCK_UDP;
+	struct verbs_link *v = enh_of(l);
+	struct verbs_flow *slot = NULL;
+	struct sl_verbs_flow_rule r;
+	struct sluice_filter f;
+	int ret;
 
-	for (uint32_t i = sl_sock_port_head(s, f->lport);
-	     i < s->max_sockets && guard++ < s->max_sockets;) {
-		struct sl_sock *o = sl_sock(s, i);
+	(void)s;
+	if (!v || !so->lport || !so->rport || !so->raddr ||
+	    (ntohl(so->raddr) >> 24) == 127 || (so->laddr && (ntohl(so->laddr) >> 24) == 127))
+		return;
+	for (uint32_t i = 0; i < VERBS_FLOWS_MAX; i++) {
+		struct verbs_flow *fl = &v->flows[i];
 
-		i = o->port_next;
-		if (o->type == type && o->lport == f->lport && (o->flags & SL_SF_FILTER) &&
-		    o->filter_id == f->filter_id)
-			return true;
+		if (fl->flow && fl->sock == so->idx) {
+			if (flow_is(fl, so))
+				return;		/* made already */
+			flow_destroy(v, fl);	/* the slot's former connection */
+		}
+		if (!fl->flow && !slot)
+			slot = fl;
 	}
-	return false;
+	if (!slot) {
+		v->flow_err++;
+		v->flow_last_err = -ENOSPC;
+		return;
+	}
+	memset(&f, 0, sizeof(f));
+	f.protocol = so->type == SL_SOCK_TCP ? IPPROTO_TCP : IPPROTO_UDP;
+	f.laddr = so->laddr;
+	f.raddr = so->raddr;
+	f.lport = so->lport;
+	f.rport = so->rport;
+	ret = sl_verbs_flow_rule(&r, &f, v->port);
+	if (!ret) {
+		errno = 0;
+		slot->flow = VB->create_flow(v->qp, &r.attr);
+		if (!slot->flow)
+			ret = errno ? -errno : -EINVAL;
+	}
+	if (ret) {
+		/* Its packets take the rings. */
+		v->flow_err++;
+		v->flow_last_err = ret;
+		return;
+	}
+	slot->sock = so->idx;
+	slot->protocol = f.protocol;
+	slot->laddr = f.laddr;
+	slot->raddr = f.raddr;
+	slot->lport = f.lport;
+	slot->rport = f.rport;
 }
 
+/*
+ * A connection closes in whichever process runs the stack then, and only
+ * this process can destroy its rule (the rule is an object of its uverbs
+ * file): each timer tick drops the rules whose socket is no longer that
+ * connection.
+ */
 void sl_verbs_flows_reconcile(struct verbs_link *v, struct sl_stack *s)
 {
-	uint64_t dels = sl_counter_sum(s, SL_C_filter_del) + sl_counter_sum(s, SL_C_filter_err);
-
-	if (!v->flows || dels == v->filter_dels_seen)
+	if (!v->flows || v->owner != sl_self_pid())
 		return;
-	v->filter_dels_seen = dels;
+	for (uint32_t i = 0; i < VERBS_FLOWS_MAX; i++) {
+		struct verbs_flow *fl = &v->flows[i];
+
+		if (fl->flow && (fl->sock >= s->max_sockets || !flow_is(fl, sl_sock(s, fl->sock))))
+			flow_destroy(v, fl);
+	}
+}
+
+void sl_verbs_flows_drop(struct verbs_link *v)
+{
+	if (!v->flows || v->owner != sl_self_pid())
+		return;
 	for (uint32_t i = 0; i < VERBS_FLOWS_MAX; i++)
-		if (v->flows[i].flow && !filter_held(s, &v->flows[i])) {
-			if (VB->destroy_flow(v->flows[i].flow))
-				v->flow_err++;
-			v->flows[i].flow = NULL;
-		}
+		if (v->flows[i].flow)
+			flow_destroy(v, &v->flows[i]);
 }
 
 static void why(char *buf, size_t len, const char *fmt, ...)
@@ -380,8 +387,6 @@ static int enh_setup(struct verbs_link *v, const struct sluice_ifinfo *ii, char 
 	ret = sl_lock(s);
 	if (ret)
 		return ret;
-	v->filter_dels_seen = sl_counter_sum(s, SL_C_filter_del) +
-			      sl_counter_sum(s, SL_C_filter_err);
 	ret = sl_verbs_start(v);
 	if (ret)
 		why(msg, len, "no packet buffers for the receive queue");

@@ -36,10 +36,12 @@ struct verbs_neigh {
 	uint64_t probe_ms;		/* VALID past its time: last re-ask */
 };
 
-/* A flow rule mirroring one module filter (enhanced mode). */
+/* A 5-tuple flow rule for one connection this process runs (enhanced
+ * mode; link/README.md "Stacks shared by several processes"). */
 struct verbs_flow {
-	uint32_t filter_id;
-	uint16_t lport;			/* network order */
+	uint32_t sock;			/* the socket's slot */
+	uint32_t laddr, raddr;		/* network order */
+	uint16_t lport, rport;		/* network order */
 	uint8_t protocol;
 	struct ibv_flow *flow;		/* NULL: slot free */
 };
@@ -118,7 +120,6 @@ struct verbs_link {
 	uint64_t rx_posts;		/* post_recv calls */
 	uint64_t flow_err;
 	int flow_last_err;
-	uint64_t filter_dels_seen;	/* stack-wide filter deletions handled */
 	int last_wc_status;
 	int tx_last_err;
 	unsigned int tx_last_err_len;
@@ -154,11 +155,19 @@ void sl_verbs_async(struct verbs_link *v, struct sl_stack *s);
 int sl_verbs_qp_up(struct verbs_link *v, enum ibv_qp_state *failed);
 
 /* link/verbs_enh.c */
-/* Lock held, from the receive timer: drop rules whose filter went away
- * in another process (filter.c told only that process's link). */
+/* Lock held, from the receive timer: drop rules whose connection is gone
+ * or is another one now (closed or freed by whichever process). */
 void sl_verbs_flows_reconcile(struct verbs_link *v, struct sl_stack *s);
-void sl_verbs_flow_add(struct sl_link *l, struct sl_stack *s, const struct sluice_filter *f);
-void sl_verbs_flow_del(struct sl_link *l, struct sl_stack *s, uint32_t id);
+/* Lock held: this process runs connection so (connect, accept): a 5-tuple
+ * rule steers it to this process's QP. */
+void sl_verbs_conn_own(struct sl_link *l, struct sl_stack *s, const struct sl_sock *so);
+/* Lock held: drop every rule of v (its connections are about to be shared
+ * by a fork). */
+void sl_verbs_flows_drop(struct verbs_link *v);
+
+/* link/verbs_setup.c: the verbs links of this process, for fork. */
+void sl_verbs_register(struct verbs_link *v);
+void sl_verbs_unregister(struct verbs_link *v);
 /* The attributes of one flow rule for filter f (exposed for the tests). */
 struct sl_verbs_flow_rule {
 	struct ibv_flow_attr attr;

@@ -7,13 +7,17 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 
 #include "os/os.h"
 #include "link/verbs_int.h"
@@ -294,8 +298,144 @@ void sl_verbs_return_bufs(struct verbs_link *v)
 		sl_unlock(s);
 }
 
+/*
+ * fork() and the verbs links (issue 14 items 1 and 6).
+ *
+ * The kernel destroys a process's QP, rules and the rest when the last
+ * reference to its uverbs command file goes (uverbs_main.c,
+ * ib_uverbs_close(): uverbs_destroy_ufile_hw()).  A forked child holds
+ * two kinds of reference: the descriptor (fork keeps it, close-on-exec
+ * or not) and every mapping of the file, doorbells and UARs
+ * (uverbs_main.c: rdma_umap_close() says a VMA holds a reference on the
+ * file that made it, and rdma_umap_open() keeps the copy fork makes).
+ * The parent could mark the mappings MADV_DONTFORK, but rdma-core maps
+ * more as it makes objects, after any mark.  ibv_fork_init(3) only
+ * protects registered memory; it makes no resource the child's.  So a
+ * dead parent's QP and rules would live as long as any child did,
+ * steering the parent's flows to a QP nobody polls.  The child cannot use
+ * any of it anyway (verbs_forked()), so at once after the fork it lets
+ * go of all of it: it closes the inherited descriptors of its verbs
+ * links and unmaps every mapping of the device's command files.  The
+ * parent's death then releases its objects at once, as without a child.
+ *
+ * Before the fork the parent drops its connections' rules: the child
+ * shares those sockets from then on, and a rule would take their packets
+ * to the parent alone (the rings carry them to both).
+ */
+#define VERBS_PROC_LINKS	16
+
+static pthread_mutex_t links_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t links_once = PTHREAD_ONCE_INIT;
+static struct verbs_link *links[VERBS_PROC_LINKS];
+
+static void verbs_atfork_prepare(void)
+{
+	pthread_mutex_lock(&links_mu);
+	for (int i = 0; i < VERBS_PROC_LINKS; i++) {
+		struct verbs_link *v = links[i];
+
+		if (!v || !v->enhanced || v->owner != sl_self_pid() || sl_lock(v->stack))
+			continue;
+		sl_verbs_flows_drop(v);
+		sl_unlock(v->stack);
+	}
+}
+
+static void verbs_atfork_parent(void)
+{
+	pthread_mutex_unlock(&links_mu);
+}
+
+#define VERBS_UNMAP_MAX	64
+
+/* Unmap what this process maps of files whose path starts with prefix
+ * (the ranges gathered first: unmapping changes the list). */
+static void unmap_files(const char *prefix)
+{
+	struct { unsigned long lo, hi; } r[VERBS_UNMAP_MAX];
+	char buf[4096], line[512];
+	size_t plen = strlen(prefix), ll = 0;
+	int fd, nr = 0;
+	ssize_t n;
+
+	fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while ((n = sl_sys_read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n; i++) {
+			const char *path;
+
+			if (buf[i] != '\n') {
+				if (ll < sizeof(line) - 1)
+					line[ll++] = buf[i];
+				continue;
+			}
+			line[ll] = '\0';
+			ll = 0;
+			path = strchr(line, '/');
+			if (path && !strncmp(path, prefix, plen) && nr < VERBS_UNMAP_MAX &&
+			    sscanf(line, "%lx-%lx", &r[nr].lo, &r[nr].hi) == 2 && r[nr].hi > r[nr].lo)
+				nr++;
+		}
+	}
+	sl_sys_close(fd);
+	for (int i = 0; i < nr; i++)
+		munmap((void *)r[i].lo, r[i].hi - r[i].lo);
+}
+
+static void verbs_atfork_child(void)
+{
+	bool any = false;
+
+	for (int i = 0; i < VERBS_PROC_LINKS; i++) {
+		struct verbs_link *v = links[i];
+
+		if (!v)
+			continue;
+		/* The parent's: never used here again (verbs_forked()). */
+		if (v->ctx) {
+			sl_sys_close(v->ctx->cmd_fd);
+			sl_sys_close(v->ctx->async_fd);
+			any = true;
+		}
+		if (v->chan)
+			sl_sys_close(v->chan->fd);
+		links[i] = NULL;
+	}
+	if (any && VB->uverbs_path)
+		unmap_files(VB->uverbs_path);
+	pthread_mutex_unlock(&links_mu);
+}
+
+static void links_init(void)
+{
+	pthread_atfork(verbs_atfork_prepare, verbs_atfork_parent, verbs_atfork_child);
+}
+
+void sl_verbs_register(struct verbs_link *v)
+{
+	pthread_once(&links_once, links_init);
+	pthread_mutex_lock(&links_mu);
+	for (int i = 0; i < VERBS_PROC_LINKS; i++)
+		if (!links[i]) {
+			links[i] = v;
+			break;
+		}
+	pthread_mutex_unlock(&links_mu);
+}
+
+void sl_verbs_unregister(struct verbs_link *v)
+{
+	pthread_mutex_lock(&links_mu);
+	for (int i = 0; i < VERBS_PROC_LINKS; i++)
+		if (links[i] == v)
+			links[i] = NULL;
+	pthread_mutex_unlock(&links_mu);
+}
+
 void sl_verbs_free(struct verbs_link *v)
 {
+	sl_verbs_unregister(v);
 	free(v->rx_slot);
 	free(v->rx_free);
 	free(v->tx_ring);
@@ -342,6 +482,7 @@ struct verbs_link *sl_verbs_alloc(struct sl_stack *s, uint32_t rq_size, uint32_t
 		v->rx_slot[i] = SLUICE_IDX_NONE;
 		v->rx_free[v->rx_nfree++] = v->rq_size - 1 - i;
 	}
+	sl_verbs_register(v);
 	return v;
 }
 

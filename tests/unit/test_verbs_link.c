@@ -5,10 +5,10 @@
  * hardware is not there.  What we ask the hardware for is checked exactly,
  * so a regression there fails here:
  *  - enhanced IPoIB: the source-QPN UD QP (create flags, source QPN, type,
- *    sizes), state-only transitions, one flow rule per module filter
- *    (specs, masks, priorities: 5-tuple before 3-tuple, no L2 spec) made
- *    and removed with the filters, IP_CSUM on sends only with the
- *    capability, IBV_WC_IP_CSUM_OK trusted only then, receive buffers
+ *    sizes), state-only transitions, one 5-tuple flow rule per
+ *    connection (specs, masks, priority, no L2 spec), none for listeners
+ *    and bound sockets, removed with the connection, IP_CSUM on sends
+ *    only with the capability, IBV_WC_IP_CSUM_OK trusted only then, receive buffers
  *    that leave 40 bytes for the GRH, AHs from the path record;
  *  - every failure (each call failing, a missing capability) gives the
  *    exact error and reason, frees everything and leaves the kring link;
@@ -18,6 +18,8 @@
  *    for completions; neighbours re-asked after 30 s and dropped (AH
  *    destroyed) when unanswered, ARP again after.
  */
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -116,12 +118,12 @@ static void test_enhanced_attrs(void)
 {
 	struct sl_stack *s = mod_stack("venh");
 	struct sockaddr_in any5000 = fx_addr("0.0.0.0", 5000), us6000 = fx_addr("10.9.0.1", 6000);
-	struct sockaddr_in peer = fx_addr("10.9.0.2", 7);
+	struct sockaddr_in peer = fx_addr("10.9.0.2", 7), peer80 = fx_addr("10.9.0.2", 80);
 	struct sluice_link_report rep;
 	struct sl_verbs_flow_rule *r;
 	struct sluice_verbs_info info;
 	uint32_t free0 = s->lib->buf_free_count;
-	int lsd, usd, ret;
+	int lsd, usd, csd, ret;
 
 	enh_device(SLUICE_IB_UD_CSUM | SLUICE_IB_RSS);
 	ret = sluice_link_device(ST(s), &rep);
@@ -173,29 +175,38 @@ static void test_enhanced_attrs(void)
 	lsd = sluice_socket(ST(s), SLUICE_SOCK_STREAM);
 	tap_ok(sluice_bind(ST(s), lsd, &any5000) == 0 && sluice_listen(ST(s), lsd, 8) == 0,
 	       "enh: a listener on *:5000 (module filter)");
-	tap_eq(vd.n_flows, 2, "enh: one flow rule for the listener's filter");
+	/* Issue 14 item 1: a port's 3-tuple may be any process's (link/README.md). */
+	tap_eq(vd.n_flows, 1, "enh: no rule for the listener (its SYNs take the rings)");
+	usd = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
+	tap_eq(sluice_bind(ST(s), usd, &us6000), 0, "enh: UDP bind 10.9.0.1:6000");
+	tap_eq(vd.n_flows, 1, "enh: no rule for a bound datagram socket");
+	/* A connection this process makes: a 5-tuple rule to its QP. */
+	csd = sluice_socket(ST(s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
+	tap_eq(sluice_connect(ST(s), csd, &peer80), -EINPROGRESS, "enh: connect 10.9.0.2:80");
+	tap_eq(vd.n_flows, 2, "enh: one flow rule for the connection");
 	r = &vd.flows[1];
 	tap_ok(r->attr.type == IBV_FLOW_ATTR_NORMAL && r->attr.size == sizeof(*r) &&
 	       r->attr.num_of_specs == 2 && r->attr.port == 1 && r->attr.flags == 0 &&
 	       r->attr.comp_mask == 0, "enh: rule: NORMAL, 2 specs, port 1, no flags");
-	tap_eq(r->attr.priority, VERBS_FLOW_PRIO_3TUPLE, "enh: listener rule at the 3-tuple priority");
+	tap_eq(r->attr.priority, VERBS_FLOW_PRIO_5TUPLE, "enh: connection rule at the 5-tuple priority");
 	tap_ok(r->ipv4.type == IBV_FLOW_SPEC_IPV4 && r->ipv4.size == sizeof(r->ipv4),
 	       "enh: first spec IPv4 (no L2 spec)");
-	tap_ok(r->ipv4.mask.dst_ip == 0 && r->ipv4.mask.src_ip == 0,
-	       "enh: *:5000 matches any local and remote address");
+	tap_ok(r->ipv4.val.dst_ip == us6000.sin_addr.s_addr && r->ipv4.mask.dst_ip == 0xffffffffu &&
+	       r->ipv4.val.src_ip == peer80.sin_addr.s_addr && r->ipv4.mask.src_ip == 0xffffffffu,
+	       "enh: 10.9.0.2 -> 10.9.0.1 exact");
 	tap_ok(r->l4.type == IBV_FLOW_SPEC_TCP && r->l4.size == sizeof(r->l4) &&
-	       r->l4.val.dst_port == htons(5000) && r->l4.mask.dst_port == 0xffff &&
-	       r->l4.mask.src_port == 0, "enh: TCP spec: dst port 5000 exact, any src port");
-
-	/* A UDP socket bound later: its rule follows the module filter. */
-	usd = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
-	tap_eq(sluice_bind(ST(s), usd, &us6000), 0, "enh: UDP bind 10.9.0.1:6000");
-	tap_eq(vd.n_flows, 3, "enh: a rule made with the filter");
+	       r->l4.val.dst_port == sl_sock(s, (uint32_t)csd)->lport &&
+	       r->l4.mask.dst_port == 0xffff && r->l4.val.src_port == htons(80) &&
+	       r->l4.mask.src_port == 0xffff, "enh: TCP spec: both ports exact");
+	/* A connected datagram socket: a UDP 5-tuple rule. */
+	tap_eq(sluice_connect(ST(s), usd, &peer), 0, "enh: UDP connect to 10.9.0.2:7");
+	tap_eq(vd.n_flows, 3, "enh: a rule made with the connect");
 	r = &vd.flows[2];
 	tap_ok(r->l4.type == IBV_FLOW_SPEC_UDP && r->l4.val.dst_port == htons(6000) &&
-	       r->ipv4.val.dst_ip == us6000.sin_addr.s_addr && r->ipv4.mask.dst_ip == 0xffffffffu &&
-	       r->ipv4.mask.src_ip == 0 && r->attr.priority == VERBS_FLOW_PRIO_3TUPLE,
-	       "enh: UDP spec, dst 10.9.0.1 exact, port 6000, 3-tuple priority");
+	       r->l4.val.src_port == htons(7) && r->ipv4.val.dst_ip == us6000.sin_addr.s_addr &&
+	       r->ipv4.mask.dst_ip == 0xffffffffu && r->ipv4.mask.src_ip == 0xffffffffu &&
+	       r->attr.priority == VERBS_FLOW_PRIO_5TUPLE,
+	       "enh: UDP spec, 10.9.0.2:7 -> 10.9.0.1:6000, 5-tuple priority");
 	sluice_verbs_info(ST(s), &info);
 	tap_ok(info.enhanced == 1 && info.flows == 2 && info.qpn == OUR_QPN,
 	       "enh: sluice_verbs_info: enhanced, 2 flows, our QPN is the interface's");
@@ -207,15 +218,15 @@ static void test_enhanced_attrs(void)
 	tap_ok(vd.ahs[0].dlid == 0x17 && vd.ahs[0].sl == 3 &&
 	       vd.ahs[0].static_rate == IBV_RATE_100_GBPS && vd.ahs[0].is_global == 0 &&
 	       vd.ahs[0].port_num == 1, "enh: AH from the path record: DLID, SL, rate, no GRH");
-	tap_eq(vd.n_sent, 1, "enh: one send WR");
-	tap_ok(vd.sent[0].opcode == IBV_WR_SEND && vd.sent[0].num_sge == 1 &&
-	       vd.sent[0].remote_qpn == PEER_QPN && vd.sent[0].remote_qkey == 0x0b1b &&
-	       vd.sent[0].wire_qkey == 0x0b1b,
+	tap_eq(vd.n_sent, 2, "enh: one send WR (after the SYN)");
+	tap_ok(vd.sent[1].opcode == IBV_WR_SEND && vd.sent[1].num_sge == 1 &&
+	       vd.sent[1].remote_qpn == PEER_QPN && vd.sent[1].remote_qkey == 0x0b1b &&
+	       vd.sent[1].wire_qkey == 0x0b1b,
 	       "enh: SEND to the peer's QPN with the interface's Q_Key");
-	tap_eq(vd.sent[0].send_flags, IBV_SEND_IP_CSUM | IBV_SEND_SIGNALED,
+	tap_eq(vd.sent[1].send_flags, IBV_SEND_IP_CSUM | IBV_SEND_SIGNALED,
 	       "enh: send_flags IP_CSUM (offered) | SIGNALED (last of its batch)");
-	tap_ok(vd.sent[0].len == SL_IPOIB_HLEN + 20 + 8 + 4 && vd.sent[0].data[0] == 0x08 &&
-	       vd.sent[0].data[1] == 0x00 && vd.sent[0].data[4] == 0x45,
+	tap_ok(vd.sent[1].len == SL_IPOIB_HLEN + 20 + 8 + 4 && vd.sent[1].data[0] == 0x08 &&
+	       vd.sent[1].data[1] == 0x00 && vd.sent[1].data[4] == 0x45,
 	       "enh: IPoIB header 0x0800 then the IPv4 packet");
 
 	/* Receive: IBV_WC_IP_CSUM_OK is trusted with SLUICE_IB_UD_CSUM. */
@@ -235,38 +246,23 @@ static void test_enhanced_attrs(void)
 		tap_eq(k, -EAGAIN, "enh: without IBV_WC_IP_CSUM_OK a bad checksum is dropped");
 	}
 
-	/* Closing the UDP socket removes its rule, and only it. */
+	/* Closing the UDP socket removes its rule at the next timer, and only it. */
 	sluice_close(ST(s), usd);
+	sluice_stack_poll(ST(s));
+	fx_clock_us += 200000;
+	sluice_stack_poll(ST(s));
 	tap_ok(vd.n_flows_destroyed == 2 && vd.flow_obj[2] == NULL && vd.flow_obj[1] != NULL,
-	       "enh: close: the UDP rule destroyed, the listener's kept");
-	/* A rule the device refuses: the filter still works (rings). */
+	       "enh: close: the UDP rule destroyed, the TCP connection's kept");
+	/* A rule the device refuses: the connection still works (rings). */
 	vd.fail[VD_create_flow] = EPERM;
 	usd = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
-	tap_eq(sluice_bind(ST(s), usd, &us6000), 0, "enh: a bind whose rule is refused succeeds");
+	tap_ok(sluice_bind(ST(s), usd, &us6000) == 0 && sluice_connect(ST(s), usd, &peer) == 0,
+	       "enh: a connect whose rule is refused succeeds");
 	sluice_verbs_info(ST(s), &info);
 	tap_ok(info.flow_err == 1 && info.flow_last_err == -EPERM,
 	       "enh: counted as flow_err, -EPERM kept (its packets take the rings)");
 	sluice_close(ST(s), usd);
-	/* Another process deletes the listener's filter (its port passed to
-	 * a socket there, then let go): our rule goes at the next timer. */
-	{
-		struct sl_sock *so = sl_sock(s, (uint32_t)lsd);
-		int before = vd.n_flows_destroyed;
-
-		sl_lock(s);
-		so->flags &= ~SL_SF_FILTER;
-		s->ctr->c[SL_C_filter_del]++;
-		sl_unlock(s);
-		sluice_stack_poll(ST(s));
-		tap_eq(vd.n_flows_destroyed, before, "enh: reconcile waits for the 100 ms timer");
-		fx_clock_us += 200000;
-		sluice_stack_poll(ST(s));
-		tap_ok(vd.n_flows_destroyed == before + 1 && vd.flow_obj[1] == NULL,
-		       "enh: a rule whose filter went elsewhere is dropped");
-		sl_lock(s);
-		so->flags |= SL_SF_FILTER;
-		sl_unlock(s);
-	}
+	sluice_close(ST(s), csd);
 	sluice_close(ST(s), lsd);
 	s->link->ops->close(s->link);
 	tap_eq(vd.kring_closed, 1, "enh: close closes the kring link under it");
@@ -852,7 +848,7 @@ static void test_controlled_qkey(void)
 static void test_qp_error_recovery(void)
 {
 	struct sl_stack *s = mod_stack("vrec");
-	struct sockaddr_in us = fx_addr("10.9.0.1", 6000);
+	struct sockaddr_in us = fx_addr("10.9.0.1", 6000), peer7 = fx_addr("10.9.0.2", 7);
 	struct sluice_link_report rep;
 	uint32_t free0 = s->lib->buf_free_count;
 	uint8_t f[128], got[32];
@@ -863,6 +859,7 @@ static void test_qp_error_recovery(void)
 	tap_eq(sluice_link_device(ST(s), &rep), 0, "recover: linked");
 	usd = sluice_socket(ST(s), SLUICE_SOCK_DGRAM);
 	sluice_bind(ST(s), usd, &us);
+	sluice_connect(ST(s), usd, &peer7);
 	rq = vd.n_rq;
 	vd_qp_error(true);
 	sluice_stack_poll(ST(s));
@@ -943,6 +940,283 @@ static void test_qp_error_recovery(void)
 	mod_destroy(s);
 }
 
+/* ---- stacks shared by several processes (issue 14 items 1 and 6) ---- */
+
+#define IP_US	htonl(0x0a090001)	/* 10.9.0.1 */
+#define IP_PEER	htonl(0x0a090002)	/* 10.9.0.2 */
+
+static uint16_t lport_of(struct sl_stack *s, int sd)
+{
+	return sl_sock(s, (uint32_t)sd)->lport;
+}
+
+/* A process of the test that waits for a byte on fd, then exits with code. */
+static void hold_until(int fd, int code)
+{
+	char c;
+
+	while (read(fd, &c, 1) < 0 && errno == EINTR)
+		;
+	_exit(code);
+}
+
+/*
+ * Item 1, fork: a parent with the enhanced link, a listener and a
+ * connection forks (a pre-forking server).  While the parent is busy
+ * elsewhere (it runs no stack code), whatever the child may wait on must
+ * not be steered to the parent's QP: the shared listener's SYNs and the
+ * connection both now hold go through the rings, which either reads; the
+ * child's own connection likewise.  A connection the parent makes after
+ * the fork is its own: a 5-tuple rule to its QP, taking that connection
+ * only.
+ */
+static void test_shared_fork(void)
+{
+	struct sl_stack *s = mod_stack("vshf");
+	struct sockaddr_in any = fx_addr("0.0.0.0", 5100), p80 = fx_addr("10.9.0.2", 80);
+	struct sockaddr_in p81 = fx_addr("10.9.0.2", 81), p82 = fx_addr("10.9.0.2", 82);
+	struct sluice_link_report rep;
+	int lsd, c1, c3, rep_p[2], go[2], status = -1;
+	uint16_t c2_port = 0;
+	pid_t pid;
+
+	enh_device(0);
+	tap_eq(sluice_link_device(ST(s), &rep), 0, "shared fork: linked");
+	lsd = sluice_socket(ST(s), SLUICE_SOCK_STREAM);
+	sluice_bind(ST(s), lsd, &any);
+	sluice_listen(ST(s), lsd, 8);
+	c1 = sluice_socket(ST(s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
+	sluice_connect(ST(s), c1, &p80);
+	tap_eq(vd_steer(IPPROTO_TCP, IP_PEER, htons(80), IP_US, lport_of(s, c1)), getpid(),
+	       "shared fork: before the fork, the parent's connection reaches its QP");
+	if (pipe(rep_p) || pipe(go))
+		return;
+	pid = fork();
+	if (pid == 0) {
+		int c2 = sluice_socket(ST(s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
+		uint16_t p;
+
+		sluice_connect(ST(s), c2, &p81);
+		p = lport_of(s, c2);
+		if (write(rep_p[1], &p, sizeof(p)) != sizeof(p))
+			_exit(2);
+		hold_until(go[0], 0);
+	}
+	if (read(rep_p[0], &c2_port, sizeof(c2_port)) != sizeof(c2_port))
+		c2_port = 0;
+	/* The parent runs no stack code from here to the checks. */
+	tap_eq(vd_steer(IPPROTO_TCP, IP_PEER, htons(40000), IP_US, htons(5100)), 0,
+	       "shared fork: a SYN to the shared listener takes the rings (not the parent's QP)");
+	tap_eq(vd_steer(IPPROTO_TCP, IP_PEER, htons(80), IP_US, lport_of(s, c1)), 0,
+	       "shared fork: the connection both now hold takes the rings");
+	tap_ok(c2_port && vd_steer(IPPROTO_TCP, IP_PEER, htons(81), IP_US, c2_port) != getpid(),
+	       "shared fork: the child's own connection is not steered to the parent");
+	c3 = sluice_socket(ST(s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
+	sluice_connect(ST(s), c3, &p82);
+	tap_eq(vd_steer(IPPROTO_TCP, IP_PEER, htons(82), IP_US, lport_of(s, c3)), getpid(),
+	       "shared fork: a connection the parent makes after the fork reaches its QP");
+	tap_eq(vd_steer(IPPROTO_TCP, IP_PEER, htons(83), IP_US, lport_of(s, c3)), 0,
+	       "shared fork: its rule is a 5-tuple one (another peer port to that port: rings)");
+	if (write(go[1], "x", 1) != 1)
+		kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "shared fork: the child ran (%d)",
+	       status);
+	close(rep_p[0]);
+	close(rep_p[1]);
+	close(go[0]);
+	close(go[1]);
+	sluice_close(ST(s), c3);
+	sluice_close(ST(s), c1);
+	sluice_close(ST(s), lsd);
+	mod_destroy(s);
+	tap_eq(vd.live, 0, "shared fork: the parent's close frees everything");
+}
+
+/* In a forked process: attach to stack name, as a process that came by
+ * name does, and make its own enhanced link (SIGKILLed or released). */
+static struct sl_stack *attach_linked(const char *name)
+{
+	struct sluice_stack *st;
+	struct sluice_link_report rep;
+	struct sl_stack *s;
+
+	if (sluice_stack_attach(name, &st))
+		_exit(3);
+	s = (struct sl_stack *)st;
+	s->module_backed = true;
+	s->filters = true;
+	s->ifindex = 7;
+	if (sluice_link_device(st, &rep) || strcmp(rep.link, "verbs-enhanced"))
+		_exit(4);
+	return s;
+}
+
+/* In a forked process: a TCP connection from us:lport to the peer's rport. */
+static void connect_from(struct sl_stack *s, uint16_t lport, uint16_t rport)
+{
+	struct sockaddr_in us = fx_addr("10.9.0.1", lport), to = fx_addr("10.9.0.2", rport);
+	int sd = sluice_socket(ST(s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
+
+	if (sluice_bind(ST(s), sd, &us) || sluice_connect(ST(s), sd, &to) != -EINPROGRESS)
+		_exit(5);
+}
+
+/*
+ * Item 1, by name: A and B attach to one stack by name, each with its own
+ * enhanced link; A has a listener and a connection, B a connection.
+ * Each connection reaches its own process's QP; A's listener takes the
+ * rings (B may share the port with it); A's death leaves B's traffic
+ * where it was.
+ */
+static void test_shared_by_name(void)
+{
+	struct sl_stack *s = mod_stack("vshn");
+	int go_a[2], go_b[2], ready[2], status = -1;
+	pid_t a, b;
+	char c;
+
+	enh_device(0);
+	if (pipe(go_a) || pipe(go_b) || pipe(ready))
+		return;
+	a = fork();
+	if (a == 0) {
+		struct sl_stack *sa = attach_linked(s->name);
+		struct sockaddr_in any = fx_addr("0.0.0.0", 5200);
+		int lsd = sluice_socket(ST(sa), SLUICE_SOCK_STREAM);
+
+		if (sluice_bind(ST(sa), lsd, &any) || sluice_listen(ST(sa), lsd, 8))
+			_exit(6);
+		connect_from(sa, 6200, 90);
+		if (write(ready[1], "a", 1) != 1)
+			_exit(2);
+		hold_until(go_a[0], 0);
+	}
+	if (read(ready[0], &c, 1) != 1)
+		c = 0;
+	b = fork();
+	if (b == 0) {
+		struct sl_stack *sb = attach_linked(s->name);
+
+		connect_from(sb, 6300, 91);
+		if (write(ready[1], "b", 1) != 1)
+			_exit(2);
+		hold_until(go_b[0], 0);
+	}
+	if (read(ready[0], &c, 1) != 1)
+		c = 0;
+	tap_eq(vd_steer(IPPROTO_TCP, IP_PEER, htons(90), IP_US, htons(6200)), a,
+	       "by name: A's connection reaches A's QP");
+	tap_eq(vd_steer(IPPROTO_TCP, IP_PEER, htons(91), IP_US, htons(6300)), b,
+	       "by name: B's connection reaches B's QP");
+	tap_eq(vd_steer(IPPROTO_TCP, IP_PEER, htons(99), IP_US, htons(6300)), 0,
+	       "by name: B's rule is a 5-tuple one");
+	tap_eq(vd_steer(IPPROTO_TCP, IP_PEER, htons(40000), IP_US, htons(5200)), 0,
+	       "by name: A's listener takes the rings (any process may hold its port)");
+	kill(a, SIGKILL);
+	waitpid(a, &status, 0);
+	tap_eq(vd_steer(IPPROTO_TCP, IP_PEER, htons(91), IP_US, htons(6300)), b,
+	       "by name: A killed, B's connection still reaches B's QP");
+	tap_eq(vd_steer(IPPROTO_TCP, IP_PEER, htons(90), IP_US, htons(6200)), 0,
+	       "by name: A's rule went with A");
+	if (write(go_b[1], "x", 1) != 1)
+		kill(b, SIGKILL);
+	status = -1;
+	waitpid(b, &status, 0);
+	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "by name: B ran (%d)", status);
+	close(go_a[0]);
+	close(go_a[1]);
+	close(go_b[0]);
+	close(go_b[1]);
+	close(ready[0]);
+	close(ready[1]);
+	mod_destroy(s);
+}
+
+/*
+ * Item 6: a parent with the enhanced link and a connection forks a child
+ * and dies; the child lives on.  The dead parent's QP and rules must go
+ * at once (the child holds nothing of its uverbs file), and a new process
+ * using the same port and peer (another stack on the interface) gets the
+ * traffic, not the dead parent's QP.
+ */
+static void test_dead_parent_child_lives(void)
+{
+	struct sl_stack *s = mod_stack("vsh6");
+	int ready[2], go_k[2], go_n[2], status = -1;
+	pid_t p, k = 0, n;
+
+	enh_device(0);
+	if (pipe(ready) || pipe(go_k) || pipe(go_n))
+		return;
+	p = fork();
+	if (p == 0) {
+		struct sluice_link_report rep;
+		pid_t kid;
+
+		if (sluice_link_device(ST(s), &rep))
+			_exit(4);
+		kid = fork();
+		if (kid == 0)
+			hold_until(go_k[0], 0);
+		/* After the fork: the parent's alone, its rule kept. */
+		connect_from(s, 6400, 92);
+		if (write(ready[1], &kid, sizeof(kid)) != sizeof(kid))
+			_exit(2);
+		hold_until(go_k[0], 0);
+	}
+	if (read(ready[0], &k, sizeof(k)) != sizeof(k))
+		k = 0;
+	tap_eq(vd_steer(IPPROTO_TCP, IP_PEER, htons(92), IP_US, htons(6400)), p,
+	       "dead parent: its connection reaches its QP while it lives");
+	kill(p, SIGKILL);
+	waitpid(p, &status, 0);
+	tap_ok(k > 0 && kill(k, 0) == 0, "dead parent: its child lives on");
+	tap_eq(vd_steer(IPPROTO_TCP, IP_PEER, htons(92), IP_US, htons(6400)), 0,
+	       "dead parent: its rule is gone with it, though its child lives");
+	n = fork();
+	if (n == 0) {
+		struct sl_stack *s2 = mod_stack("vsh6n");
+		struct sluice_link_report rep;
+
+		if (sluice_link_device(ST(s2), &rep))
+			_exit(4);
+		char c;
+
+		connect_from(s2, 6400, 92);
+		if (write(ready[1], "n", 1) != 1)
+			_exit(2);
+		while (read(go_n[0], &c, 1) < 0 && errno == EINTR)
+			;
+		mod_destroy(s2);
+		_exit(0);
+	}
+	{
+		char c;
+
+		if (read(ready[0], &c, 1) != 1)
+			c = 0;
+	}
+	tap_eq(vd_steer(IPPROTO_TCP, IP_PEER, htons(92), IP_US, htons(6400)), n,
+	       "dead parent: a new process on the same port and peer gets the traffic");
+	if (write(go_k[1], "x", 1) != 1 || write(go_n[1], "x", 1) != 1) {
+		kill(n, SIGKILL);
+		kill(k, SIGKILL);
+	}
+	status = -1;
+	waitpid(n, &status, 0);
+	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "dead parent: the new process ran");
+	if (k > 0)
+		waitpid(k, NULL, 0);	/* ours: the test is the subreaper */
+	close(ready[0]);
+	close(ready[1]);
+	close(go_k[0]);
+	close(go_k[1]);
+	close(go_n[0]);
+	close(go_n[1]);
+	mod_destroy(s);
+}
+
 int main(void)
 {
 	test_enhanced_attrs();
@@ -958,6 +1232,12 @@ int main(void)
 	test_rx_buffer_size();
 	test_controlled_qkey();
 	test_qp_error_recovery();
+	/* Several processes: the device's rules seen by all of them. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	vd_fabric_init();
+	test_shared_fork();
+	test_shared_by_name();
+	test_dead_parent_child_lives();
 	tap_ok(vd.violations == 0, "model: no call the verbs rules refuse was made (%s)",
 	       vd.last_violation);
 	sl_verbs = &sl_verbs_real;

@@ -32,7 +32,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "link/verbs_int.h"
@@ -99,6 +102,10 @@ struct vd_state {
 	struct sl_verbs_flow_rule flows[VD_FLOWS_MAX];
 	struct ibv_flow *flow_obj[VD_FLOWS_MAX];
 	pid_t flow_pid[VD_FLOWS_MAX];		/* the process that made each rule */
+	int flow_fab[VD_FLOWS_MAX];		/* its index in the fabric, or -1 */
+	int cmd_fd;				/* the context's command file (a memfd) */
+	unsigned long cmd_ino;
+	void *uar;				/* its page mapped, as rdma-core maps doorbells */
 	int n_flows, n_flows_destroyed, n_flows_live;
 	struct ibv_ah_attr ahs[VD_AH_MAX];
 	int n_ah, n_ah_live;
@@ -131,6 +138,38 @@ struct vd_state {
 };
 
 static struct vd_state vd;
+
+/*
+ * The fabric several processes share (issue 14 items 1, 6): every flow
+ * rule made on the device by any process of a test, in shared memory
+ * made before the test forks (vd_fabric_init()), so a test can ask where
+ * the device would steer a packet (vd_steer()).  A rule is the object of
+ * its process's uverbs command file, destroyed with the file's last
+ * reference (kernel uverbs_main.c, ib_uverbs_close() ->
+ * uverbs_destroy_ufile_hw()); a reference is a descriptor or a mapping
+ * of the file (uverbs_main.c, rdma_umap_close(): "The vma holds a
+ * reference on the struct file that created it"), and fork() copies both
+ * (rdma_umap_open() keeps the child's copy).  The model's command file is
+ * a memfd with one page mapped (the doorbell page), and whether it is
+ * still referenced is read from /proc: any process with a descriptor of
+ * it or a mapping of it keeps its rules.
+ */
+#define VD_FAB_RULES	256
+#define VD_UVERBS_PATH	"/memfd:sl-vd-uverbs"
+
+struct vd_fab_rule {
+	pid_t pid;
+	unsigned long ino;		/* the command file's inode */
+	bool live;			/* not destroyed (by the process or the file's release) */
+	struct sl_verbs_flow_rule r;
+};
+
+struct vd_fabric {
+	int n;
+	struct vd_fab_rule rule[VD_FAB_RULES];
+};
+
+static struct vd_fabric *vd_fab;
 
 static inline uint32_t vd_sum(const void *p, uint32_t len)
 {
@@ -183,6 +222,14 @@ static int vd_close_device(struct ibv_context *c)
 	if (c == vd.ctx)
 		vd.ctx = NULL;
 	close(c->async_fd);
+	/* The file's release destroys what is left of its objects. */
+	for (int i = 0; vd_fab && i < vd_fab->n && i < VD_FAB_RULES; i++)
+		if (vd_fab->rule[i].ino == vd.cmd_ino && vd_fab->rule[i].pid == getpid())
+			vd_fab->rule[i].live = false;
+	if (vd.uar)
+		munmap(vd.uar, 4096);
+	vd.uar = NULL;
+	close(c->cmd_fd);
 	return vd_free(c);
 }
 
@@ -228,6 +275,18 @@ static struct ibv_context *vd_open_device(struct ibv_device *d)
 	vd.ctx = vd_obj(sizeof(struct ibv_context));
 	/* ibv_get_async_event(3): async events are read from async_fd. */
 	vd.ctx->async_fd = eventfd(0, EFD_CLOEXEC);
+	/* The command file: rdma-core opens it O_CLOEXEC and maps pages of
+	 * it (doorbells, UARs). */
+	vd.ctx->cmd_fd = memfd_create("sl-vd-uverbs", MFD_CLOEXEC);
+	if (vd.ctx->cmd_fd >= 0 && !ftruncate(vd.ctx->cmd_fd, 4096)) {
+		struct stat st;
+
+		vd.uar = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, vd.ctx->cmd_fd, 0);
+		if (vd.uar == MAP_FAILED)
+			vd.uar = NULL;
+		if (!fstat(vd.ctx->cmd_fd, &st))
+			vd.cmd_ino = (unsigned long)st.st_ino;
+	}
 	return vd.ctx;
 }
 
@@ -571,6 +630,16 @@ static struct ibv_flow *vd_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *
 		       a->size < sizeof(vd.flows[0]) ? a->size : sizeof(vd.flows[0]));
 		vd.flow_obj[vd.n_flows] = f;
 		vd.flow_pid[vd.n_flows] = getpid();
+		vd.flow_fab[vd.n_flows] = -1;
+		if (vd_fab && vd_fab->n < VD_FAB_RULES) {
+			struct vd_fab_rule *fr = &vd_fab->rule[vd_fab->n];
+
+			fr->pid = getpid();
+			fr->ino = vd.cmd_ino;
+			fr->r = vd.flows[vd.n_flows];
+			fr->live = true;
+			vd.flow_fab[vd.n_flows] = vd_fab->n++;
+		}
 	}
 	vd.n_flows++;
 	vd.n_flows_live++;
@@ -588,6 +657,8 @@ static int vd_destroy_flow(struct ibv_flow *f)
 			 * the inherited fd would destroy the parent's. */
 			if (vd.flow_pid[i] != getpid())
 				vd_violation(EPERM, "destroy_flow of another process's rule");
+			if (vd_fab && vd.flow_fab[i] >= 0)
+				vd_fab->rule[vd.flow_fab[i]].live = false;
 			vd.flow_obj[i] = NULL;
 		}
 	vd.n_flows_destroyed++;
@@ -966,6 +1037,7 @@ static const struct sl_verbs_api vd_api = {
 	.ifinfo = vd_ifinfo,
 	.neigh_resolve = vd_neigh_resolve,
 	.link_kring = vd_link_kring,
+	.uverbs_path = VD_UVERBS_PATH,
 };
 
 /* A fresh device: an active port of link layer ll, MTU 2048, a GID. */
@@ -1052,6 +1124,111 @@ static inline int vd_rx(const void *frame, uint32_t len, unsigned int wc_flags, 
 	memmove(vd.rq, vd.rq + 1, sizeof(vd.rq[0]) * (size_t)(vd.n_rq - 1));
 	vd.n_rq--;
 	return 0;
+}
+
+/* The fabric, shared with the processes this one forks from now on. */
+static inline void vd_fabric_init(void)
+{
+	vd_fab = mmap(NULL, sizeof(*vd_fab), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		      -1, 0);
+	if (vd_fab == MAP_FAILED)
+		vd_fab = NULL;
+	else
+		memset(vd_fab, 0, sizeof(*vd_fab));
+}
+
+/* Does a process hold a descriptor or a mapping of the command file ino? */
+static inline bool vd_file_held(unsigned long ino)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *p;
+	bool held = false;
+
+	while (proc && !held && (p = readdir(proc))) {
+		char path[300], line[512];
+		DIR *fds;
+		FILE *m;
+
+		if (p->d_name[0] < '0' || p->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/fd", p->d_name);
+		fds = opendir(path);
+		for (struct dirent *e; fds && !held && (e = readdir(fds));) {
+			char fp[600], target[256];
+			struct stat st;
+			ssize_t n;
+
+			snprintf(fp, sizeof(fp), "%s/%s", path, e->d_name);
+			n = readlink(fp, target, sizeof(target) - 1);
+			if (n <= 0)
+				continue;
+			target[n] = '\0';
+			if (strstr(target, "sl-vd-uverbs") && !stat(fp, &st) &&
+			    (unsigned long)st.st_ino == ino)
+				held = true;
+		}
+		if (fds)
+			closedir(fds);
+		snprintf(path, sizeof(path), "/proc/%s/maps", p->d_name);
+		m = fopen(path, "r");
+		while (m && !held && fgets(line, sizeof(line), m)) {
+			unsigned long i;
+
+			if (strstr(line, "sl-vd-uverbs") &&
+			    sscanf(line, "%*s %*s %*s %*s %lu", &i) == 1 && i == ino)
+				held = true;
+		}
+		if (m)
+			fclose(m);
+	}
+	if (proc)
+		closedir(proc);
+	return held;
+}
+
+/* Does rule r take a packet proto saddr:sport -> daddr:dport (network order)? */
+static inline bool vd_rule_takes(const struct sl_verbs_flow_rule *r, uint8_t proto, uint32_t saddr,
+				 uint16_t sport, uint32_t daddr, uint16_t dport)
+{
+	int l4 = proto == IPPROTO_TCP ? IBV_FLOW_SPEC_TCP : IBV_FLOW_SPEC_UDP;
+
+	return r->ipv4.type == IBV_FLOW_SPEC_IPV4 && (int)r->l4.type == l4 &&
+	       (daddr & r->ipv4.mask.dst_ip) == (r->ipv4.val.dst_ip & r->ipv4.mask.dst_ip) &&
+	       (saddr & r->ipv4.mask.src_ip) == (r->ipv4.val.src_ip & r->ipv4.mask.src_ip) &&
+	       (dport & r->l4.mask.dst_port) == (r->l4.val.dst_port & r->l4.mask.dst_port) &&
+	       (sport & r->l4.mask.src_port) == (r->l4.val.src_port & r->l4.mask.src_port);
+}
+
+/*
+ * Where the device puts a packet: the pid of the process whose QP a rule
+ * steers it to (the lowest priority number that matches first: mlx5 looks
+ * up priorities in order), 0 when no rule takes it (ipoib receives it, the
+ * module's filter hands it to the stack's rings, which every process of
+ * the stack reads), or -2 when rules of two processes take it at the same
+ * priority.  A rule whose command file nobody holds is gone.
+ */
+static inline int vd_steer(uint8_t proto, uint32_t saddr, uint16_t sport, uint32_t daddr,
+			   uint16_t dport)
+{
+	int best = -1, who = 0;
+
+	for (int i = 0; vd_fab && i < vd_fab->n && i < VD_FAB_RULES; i++) {
+		struct vd_fab_rule *fr = &vd_fab->rule[i];
+
+		if (!fr->live || !vd_rule_takes(&fr->r, proto, saddr, sport, daddr, dport))
+			continue;
+		if (!vd_file_held(fr->ino)) {
+			fr->live = false;
+			continue;
+		}
+		if (best < 0 || (int)fr->r.attr.priority < best) {
+			best = fr->r.attr.priority;
+			who = fr->pid;
+		} else if ((int)fr->r.attr.priority == best && fr->pid != who) {
+			who = -2;
+		}
+	}
+	return who;
 }
 
 #endif /* SLUICE_TESTS_VERBS_DOUBLE_H */
