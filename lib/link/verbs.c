@@ -1003,6 +1003,8 @@ static void verbs_close(struct sl_link *l)
 	struct sl_stack *s = v->stack;
 	struct sl_link *under = v->under;
 
+	/* First: a fork in another thread finishes with it before we go on. */
+	sl_verbs_unregister(v);
 	s->link = NULL;
 	if (v->owner == sl_self_pid()) {
 		sl_verbs_destroy(v);
