@@ -102,7 +102,8 @@ $(PRELOAD): $(LIB_OBJS) $(PRELOAD_OBJS) lib/preload/preload.map
 		-Wl,-Bsymbolic-functions -Wl,-z,now $(PRELOAD_VERBS:%=-Wl,--wrap=%) -o $@ \
 		$(LIB_OBJS) $(PRELOAD_OBJS) -lurcu-bp -ldl -lpthread
 
-$(TOOL): $(B)/tools/sluice.o $(B)/tools/run.o $(B)/tools/json.o $(B)/tools/metrics.o $(B)/tools/tcpdump.o $(B)/libsluice.a
+$(TOOL): $(B)/tools/sluice.o $(B)/tools/run.o $(B)/tools/json.o $(B)/tools/metrics.o $(B)/tools/tcpdump.o \
+		$(B)/tools/doctor.o $(B)/libsluice.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lpcap
 
 $(B)/tests/unit/%: $(B)/tests/unit/%.o $(B)/libsluice.a

@@ -15,6 +15,8 @@ int cmd_fds(const char *name, bool json);
 int cmd_tcpdump(int argc, char **argv);
 /* metrics.c */
 int cmd_metrics(int argc, char **argv);
+/* doctor.c */
+int cmd_doctor(int argc, char **argv);
 
 /* sluice.c: fn(name, where, arg) for each stack the module holds ("module"),
  * then each in /dev/shm ("shm"); -1 (errno set) if /dev/shm cannot be read. */

@@ -55,7 +55,10 @@ static void usage(FILE *f)
 		"  tcpdump NAME [-i any|lo|LINK] [-w FILE] [-c COUNT] [-s SNAPLEN] [EXPRESSION]\n"
 		"              capture the stack's packets on its link and its own loopback:\n"
 		"              a pcap file (-w; - for stdout) or one line a packet\n"
-		"  version [--json]\n"
+		"  doctor --interface IF\n"
+		"              check what Sluice's path on IF needs (driver, IPoIB mode,\n"
+		"              capabilities, module facts, device limits) and say what Sluice\n"
+		"              will do there\n"		"  version [--json]\n"
 		"              show the library version\n"
 		"--json prints one JSON document (schemas: tools/README.md, sluice(1)).\n");
 }
@@ -929,6 +932,8 @@ int main(int argc, char **argv)
 		return cmd_metrics(argc - 1, argv + 1);
 	if (cmd && !strcmp(cmd, "tcpdump"))
 		return cmd_tcpdump(argc - 2, argv + 2);
+	if (cmd && !strcmp(cmd, "doctor"))
+		return cmd_doctor(argc - 2, argv + 2);
 	if (!cmd) {
 		usage(stderr);
 		return 2;

@@ -78,6 +78,19 @@ $rdma link show | sed 's/^/# /'
 sleep 1
 /usr/bin/ibv_devinfo -d rxe0 -v | grep -E 'link_layer|active_mtu|max_mtu|GID\[' | sed 's/^/# rxe0: /'
 
+# sluice doctor on a Soft-RoCE interface (issue 14 item 4), with the real
+# sysfs, module and rdma-core the host's test cannot have.
+out=$(sluice doctor --interface va 2>&1)
+echo "$out" | sed 's/^/# doctor: /'
+dcheck() {
+	if echo "$out" | grep -qF -- "$2"; then tap ok "doctor: $1"; else tap fail "doctor: $1"; fi
+}
+dcheck "va is Ethernet, driver veth" "kind: Ethernet (link type 1), MTU 1500, state up, driver veth"
+dcheck "rxe0 on va, named Soft-RoCE, its port active" "RDMA device: rxe0 port 1 (Soft-RoCE"
+dcheck "rxe0's limits read through rdma-core" "device limits (rxe0"
+dcheck "the module's facts: va is not IPoIB" "module: loaded; the interface is not IPoIB to it"
+dcheck "a stack on va takes the kring path" "the kring path: the module steers"
+
 run_round() { # run_round MODE(arp|static)
 	mode=$1
 	rm -rf "$dir" && mkdir -p "$dir"
