@@ -53,7 +53,7 @@ struct sl_sock;
 /* Counter blocks: one a process (SL_PROC_MAX processes count apart). */
 #define SL_NEIGH_MAX	64
 #define SL_PROC_MAX	16
-#define SL_COUNTERS_MAX	128
+#define SL_COUNTERS_MAX	160
 
 struct sl_counters {
 	uint64_t c[SL_COUNTERS_MAX];
@@ -516,7 +516,11 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(verbs_path_flush, "verbs neighbours dropped to ask their paths again (port, LID, SM change)") \
 	X(verbs_rx_too_big, "verbs receives longer than a packet buffer (dropped, the QP kept)") \
 	X(verbs_qkey_change, "enhanced IPoIB: the broadcast group's Q_Key changed after a rejoin") \
-	X(sock_walked, "sockets looked at by a listener's close (its children) and datagrams to many (the port's)")
+	X(sock_walked, "sockets looked at by a listener's close (its children) and datagrams to many (the port's)") \
+	X(tcp_rack_lost, "TCP segments RACK took for lost (RFC 8985 6.2)") \
+	X(tcp_rack_reo_timeout, "TCP RACK reordering timer expiries (RFC 8985 6.3)") \
+	X(tcp_rack_reord, "TCP reordering seen: a SACK or ACK below the highest SACKed") \
+	X(tcp_dsack_rx, "TCP DSACK blocks received (RFC 2883): a segment arrived twice")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,
@@ -983,7 +987,7 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
  * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
  */
-#define SL_LAYOUT_VERSION	20
+#define SL_LAYOUT_VERSION	21
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

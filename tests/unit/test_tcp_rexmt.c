@@ -19,6 +19,9 @@ static struct sl_sock *conn(uint32_t *iss, bool sack)
 	int one = 1;
 
 	sl_tcp_setsockopt(T.s, so, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* The handshake took no time here: give the path a 10 ms round trip
+	 * for RACK's reordering window (min_RTT/4), as a real one has. */
+	so->tcp.min_rtt_us = 10000;
 	return so;
 }
 
@@ -474,6 +477,137 @@ static void test_established_sack_recovery(void)
 	tf_finish();
 }
 
+/* A SACK connection over a 10 ms path, the round trip known. */
+static struct sl_sock *rack_conn(uint32_t *iss)
+{
+	struct sl_sock *so = conn(iss, true);
+
+	so->tcp.srtt_us = 10000;
+	so->tcp.rttvar_us = 5000;
+	so->tcp.rto_us = 200000;
+	return so;
+}
+
+static unsigned int frames_at(uint32_t seq)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < T.n; i++) {
+		struct tf_seg g = tf_parse(i);
+
+		n += g.plen && g.seq == seq;
+	}
+	return n;
+}
+
+/* RFC 8985 6.3: one segment SACKed above three holes is not DupThresh;
+ * RACK waits a reordering window (min_RTT/4) past the round trip, then
+ * its timer takes the three for lost and recovery starts, PRR sending
+ * one (packetdrill fast_retransmit/fr-4pkt-fack-last-mss.pkt, Linux
+ * 2 ms later). The probe (2 SRTT) is not sent. */
+static void test_established_rack_reo_timer(void)
+{
+	struct tf_opts o = { .nsack = 1 };
+	struct sl_sock *so;
+	struct tf_seg g;
+	uint32_t iss;
+	uint64_t ms;
+
+	tf_init("rr");
+	so = rack_conn(&iss);
+	sl_tcp_send(T.s, so, pattern, 4000, 0, tf_now_us);
+	tf_advance_ms(10);
+	tf_clear();
+	o.sack[0][0] = iss + 3001;
+	o.sack[0][1] = iss + 4001;
+	ack(so, iss + 1, &o);
+	tap_ok(T.n == 0 && !(so->tcp.tflags & SL_TF_RECOVERY), "one SACKed segment: nothing yet");
+	tap_ok(so->tcp.t_reo == tf_now_us + 2500 + 2000, "the reordering timer: 2.5 + 2 ms");
+	ms = wait_frame(1000);
+	g = tf_last();
+	tap_ok(ms == 5 && T.n == 1 && g.seq == iss + 1 && g.plen == 1000,
+	       "%llu ms later the first hole goes, alone", (unsigned long long)ms);
+	tap_ok(so->tcp.tflags & SL_TF_RECOVERY, "in recovery");
+	tap_eq(tf_counter(SL_C_tcp_rack_reo_timeout), 1, "counted tcp_rack_reo_timeout");
+	tap_eq(tf_counter(SL_C_tcp_rack_lost), 3, "three taken for lost (tcp_rack_lost)");
+	tap_eq(tf_counter(SL_C_tcp_loss_probe), 0, "no tail loss probe");
+	ack(so, iss + 4001, NULL);
+	tf_finish();
+}
+
+/* RFC 8985 6.2: a retransmission is lost too once a segment sent after
+ * it is delivered and RACK.rtt has passed since it left: it goes again
+ * at once, where the scoreboard alone waited for the RTO. */
+static void test_established_rack_lost_retransmit(void)
+{
+	struct tf_opts o = { .nsack = 1 };
+	struct sl_sock *so;
+	uint32_t iss;
+
+	tf_init("rl");
+	so = rack_conn(&iss);
+	sl_tcp_send(T.s, so, pattern, 10000, 0, tf_now_us);
+	tf_advance_ms(10);
+	tf_clear();
+	o.sack[0][0] = iss + 4001;
+	o.sack[0][1] = iss + 10001;
+	ack(so, iss + 1, &o);
+	tap_ok((so->tcp.tflags & SL_TF_RECOVERY) && frames_at(iss + 1) == 1 &&
+	       frames_at(iss + 3001) == 1, "six SACKed: the four holes lost, all sent again");
+	tap_eq(tf_counter(SL_C_tcp_rack_lost), 4, "four taken for lost");
+	tf_advance_ms(5);
+	tf_clear();
+	sl_tcp_send(T.s, so, pattern, 1000, 0, tf_now_us);
+	tap_ok(T.n == 1 && tf_last().seq == iss + 10001, "new data after them, 5 ms on");
+	tf_advance_ms(10);
+	tf_clear();
+	o.sack[0][1] = iss + 11001;
+	ack(so, iss + 1, &o);
+	tap_ok(frames_at(iss + 1) == 1, "it is SACKed 10 ms later: the retransmissions, 15 ms "
+	       "old, are lost and the first goes again");
+	tap_eq(tf_counter(SL_C_tcp_rto), 0, "no RTO");
+	tap_ok(tf_counter(SL_C_tcp_rack_lost) > 4, "counted again (%llu)",
+	       (unsigned long long)tf_counter(SL_C_tcp_rack_lost));
+	ack(so, iss + 11001, NULL);
+	tf_finish();
+}
+
+/* Reordering (a segment never sent again delivered below the highest
+ * SACKed one) keeps RACK's window at min_RTT/4 even with DupThresh
+ * segments SACKed (Linux's reord_seen); a DSACK widens it by a step. */
+static void test_established_rack_reordering(void)
+{
+	struct tf_opts o = { .nsack = 1 };
+	struct sl_sock *so;
+	uint32_t iss;
+	uint64_t ms;
+
+	tf_init("ro");
+	so = rack_conn(&iss);
+	sl_tcp_send(T.s, so, pattern, 6000, 0, tf_now_us);
+	tf_advance_ms(10);
+	tf_clear();
+	o.sack[0][0] = iss + 2001;
+	o.sack[0][1] = iss + 3001;
+	ack(so, iss + 1, &o);
+	ack(so, iss + 1001, &o);
+	tap_eq(tf_counter(SL_C_tcp_rack_reord), 1, "1:1001 came after 2001:3001: reordering");
+	o.sack[0][1] = iss + 5001;
+	ack(so, iss + 1001, &o);
+	tap_ok(frames_at(iss + 1001) == 0 && !(so->tcp.tflags & SL_TF_RECOVERY),
+	       "three SACKed above the hole, but reordering seen: it waits");
+	ms = wait_frame(1000);
+	tap_ok(ms == 5 && frames_at(iss + 1001) == 1, "the timer sends it %llu ms later",
+	       (unsigned long long)ms);
+	tap_eq(so->tcp.reo_steps, 0, "no DSACK yet: one step");
+	o.sack[0][0] = iss + 1001;
+	o.sack[0][1] = iss + 2001;
+	ack(so, iss + 6001, &o);
+	tap_eq(tf_counter(SL_C_tcp_dsack_rx), 1, "a block below the ACK: DSACK (tcp_dsack_rx)");
+	tap_eq(so->tcp.reo_steps, 2, "the window widened to two steps");
+	tf_finish();
+}
+
 /* CUBIC grows cwnd in congestion avoidance and never below Reno's. */
 static void test_established_cubic_growth(void)
 {
@@ -610,6 +744,9 @@ int main(void)
 	test_established_prr_holes_at_once();
 	test_established_tail_loss_probe();
 	test_established_sack_recovery();
+	test_established_rack_reo_timer();
+	test_established_rack_lost_retransmit();
+	test_established_rack_reordering();
 	test_established_cubic_growth();
 	test_established_user_timeout();
 	test_established_reno();

@@ -108,6 +108,11 @@ enum sl_tcp_state {
 #define SL_TBF_FIN	0x08	/* out-of-order queue: a FIN follows the payload */
 #define SL_TBF_RECOV	0x10	/* retransmitted in the current recovery */
 #define SL_TBF_PSH	0x20	/* send queue: a write ends here (Linux's tcp_mark_push()) */
+/* SACK connections: taken for lost by RACK (RFC 8985 6.2), until it is
+ * acknowledged, SACKed or the RTO goes back. Sent again: SL_TBF_RECOV as
+ * well, cleared when RACK finds that retransmission lost too (Linux's
+ * TCPCB_LOST and TCPCB_SACKED_RETRANS). */
+#define SL_TBF_LOST	0x40
 
 /* sl_tcp_sock.tflags */
 #define SL_TF_WS	0x0001	/* window scaling agreed (RFC 7323 2) */
@@ -260,7 +265,30 @@ struct sl_tcp_sock {
 	 * last PSH: Linux's GSO packet being filled (tcp_output.c, psh()). */
 	uint8_t gso_cnt;
 	uint32_t ecn_high;
+	/*
+	 * RACK (RFC 8985 6, as Linux's tcp_recovery.c), SACK connections:
+	 * the send time (sluice_buf.ts_us) and end of the segment sent last
+	 * among those delivered (RACK.xmit_ts, RACK.end_seq), the RTT it
+	 * gave (RACK.rtt), the least RTT seen (Linux's min_rtt filter, here
+	 * over the connection's life), the reordering timer's deadline (0:
+	 * off), the highest SACKed sequence (reordering is a delivery below
+	 * it), the reordering window in min_RTT/4 steps (grown on DSACK) and
+	 * the recoveries it is kept for, and SL_RACK_* flags.
+	 */
+	uint64_t rack_xmit_us, t_reo;
+	uint32_t rack_end_seq, rack_rtt_us, min_rtt_us, sack_high;
+	uint8_t reo_steps, reo_persist, rack;
 };
+
+/* sl_tcp_sock.rack */
+#define SL_RACK_ADVANCED	0x01	/* RACK.xmit_ts moved: look for losses */
+#define SL_RACK_REORD		0x02	/* reordering seen (Linux reord_seen) */
+#define SL_RACK_DSACK		0x04	/* a DSACK came: widen the window once */
+#define SL_RACK_HIGH		0x08	/* sack_high holds a SACKed sequence */
+/* Linux TCP_RACK_RECOVERY_THRESH: recoveries a widened window is kept for. */
+#define SL_RACK_PERSIST		16
+/* Linux TCP_TIMEOUT_MIN_US: added to a reordering timeout. */
+#define SL_TCP_REO_SLACK_US	2000u
 
 /* The ECN field of the IPv4 TOS byte (RFC 3168 5). */
 #define SL_IP_ECN_MASK	0x03
@@ -476,6 +504,8 @@ void sl_tcp_arm(struct sl_stack *s, struct sl_sock *so);
 void sl_tcp_rtt_sample(struct sl_tcp_sock *tp, uint32_t rtt_us);
 void sl_tcp_rearm_rexmt(struct sl_sock *so, uint64_t now_us);
 void sl_tcp_tlp_arm(struct sl_sock *so, uint64_t now_us);
+/* tcp_input.c: RACK's reordering timer ran out (RFC 8985 6.3). */
+void sl_tcp_rack_timeout(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
 void sl_tcp_keep_reset(struct sl_sock *so, uint64_t now_us);
 
 /* tcp_cc.c */

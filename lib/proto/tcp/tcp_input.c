@@ -305,6 +305,146 @@ static bool ooo_insert(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
 
 /* ---- acknowledgements ------------------------------------------------ */
 
+/* ---- RACK (RFC 8985 6, as Linux's tcp_recovery.c) -------------------- */
+
+/* Was the segment sent at ta, ending at ea, sent after the one sent at tb
+ * ending at eb?  One send time (a burst): the later in sequence
+ * (Linux's tcp_skb_sent_after()). */
+static bool sent_after(uint64_t ta, uint32_t ea, uint64_t tb, uint32_t eb)
+{
+	return ta > tb || (ta == tb && SEQ_GT(ea, eb));
+}
+
+/*
+ * Send-queue buffer b was delivered (newly SACKed, or acknowledged
+ * without having been SACKed): RFC 8985 6.2 step 2 (Linux's
+ * tcp_rack_advance()) and reordering (a never-resent segment delivered
+ * below the highest SACKed one, Linux's tcp_check_sack_reordering()).
+ */
+static void rack_delivered(struct sl_stack *s, struct sl_tcp_sock *tp, const struct sluice_buf *b,
+			   uint64_t now_us)
+{
+	uint64_t rtt = now_us > b->ts_us ? now_us - b->ts_us : 0;
+	uint32_t end = b->seq + b->aux;
+
+	if (!(tp->tflags & SL_TF_SACK))
+		return;
+	if (!(b->flags & SL_TBF_REXMIT) && (tp->rack & SL_RACK_HIGH) &&
+	    SEQ_LT(b->seq, tp->sack_high) && !(tp->rack & SL_RACK_REORD)) {
+		tp->rack |= SL_RACK_REORD;
+		sl_count(s, SL_C_tcp_rack_reord);
+	}
+	/* Sent again and back sooner than any RTT seen: the original's
+	 * delivery, maybe; no sample (RFC 8985 6.2 step 2, Linux). */
+	if ((b->flags & SL_TBF_REXMIT) && (!tp->min_rtt_us || rtt < tp->min_rtt_us))
+		return;
+	tp->rack |= SL_RACK_ADVANCED;
+	tp->rack_rtt_us = rtt > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt;
+	if (sent_after(b->ts_us, end, tp->rack_xmit_us, tp->rack_end_seq)) {
+		tp->rack_xmit_us = b->ts_us;
+		tp->rack_end_seq = end;
+	}
+}
+
+/* RFC 8985 6.2 step 4, as Linux's tcp_rack_reo_wnd(): none while no
+ * reordering was seen and a recovery is on or DupThresh segments are
+ * SACKed; else min_RTT/4 a step, at most SRTT. */
+static uint32_t rack_reo_wnd(const struct sl_tcp_sock *tp, unsigned int sacked_segs)
+{
+	uint64_t w;
+
+	if (!(tp->rack & SL_RACK_REORD) &&
+	    ((tp->tflags & SL_TF_RECOVERY) || tp->backoff || sacked_segs >= SL_TCP_DUPACK_THRESH))
+		return 0;
+	w = (uint64_t)(tp->min_rtt_us / 4) * (tp->reo_steps ? tp->reo_steps : 1);
+	return w < tp->srtt_us ? (uint32_t)w : tp->srtt_us;
+}
+
+/*
+ * RFC 8985 6.2 step 5 (Linux's tcp_rack_detect_loss()): a segment sent
+ * before RACK.xmit_ts, neither delivered nor waiting to be sent again, is
+ * lost once RACK.rtt + the reordering window have passed since it left
+ * (a retransmission too: it loses SL_TBF_RECOV and goes again). Returns
+ * how long until the next one would be (0: none); *newly: marked now,
+ * *lost: every segment marked and not yet delivered.
+ */
+static uint64_t rack_detect(struct sl_stack *s, struct sl_tcp_sock *tp, uint64_t now_us,
+			    uint32_t *newly, uint32_t *lost)
+{
+	uint32_t idx, steps = 0, reo;
+	unsigned int sacked = 0;
+	uint64_t wait = 0;
+
+	*newly = *lost = 0;
+	for (idx = tp->sndq_head; sl_buf_next(s, idx, &steps); idx = sl_buf(s, idx)->next_idx) {
+		const struct sluice_buf *b = sl_buf(s, idx);
+
+		if (!(b->flags & SL_TBF_SENT) || !SEQ_LT(b->seq, tp->snd_max))
+			break;
+		sacked += !!(b->flags & SL_TBF_SACKED);
+	}
+	reo = rack_reo_wnd(tp, sacked);
+	steps = 0;
+	for (idx = tp->sndq_head; sl_buf_next(s, idx, &steps); idx = sl_buf(s, idx)->next_idx) {
+		struct sluice_buf *b = sl_buf(s, idx);
+		int64_t left;
+
+		if (!(b->flags & SL_TBF_SENT) || !SEQ_LT(b->seq, tp->snd_max))
+			break;
+		if (b->flags & SL_TBF_SACKED)
+			continue;
+		if ((b->flags & (SL_TBF_LOST | SL_TBF_RECOV)) == SL_TBF_LOST) {
+			(*lost)++;
+			continue;
+		}
+		/* A retransmission left after the originals of its instant,
+		 * whatever their sequence (a clock that did not move). */
+		if (!sent_after(tp->rack_xmit_us, tp->rack_end_seq, b->ts_us, b->seq + b->aux) ||
+		    ((b->flags & SL_TBF_REXMIT) && b->ts_us == tp->rack_xmit_us)) {
+			*lost += !!(b->flags & SL_TBF_LOST);
+			continue;
+		}
+		left = (int64_t)tp->rack_rtt_us + reo - (int64_t)(now_us - b->ts_us);
+		if (left <= 0) {
+			b->flags = (uint16_t)((b->flags | SL_TBF_LOST) & ~SL_TBF_RECOV);
+			(*newly)++;
+			(*lost)++;
+			sl_count(s, SL_C_tcp_rack_lost);
+		} else {
+			*lost += !!(b->flags & SL_TBF_LOST);
+			if ((uint64_t)left > wait)
+				wait = (uint64_t)left;
+		}
+	}
+	return wait;
+}
+
+/* After an ACK: look for losses if RACK.xmit_ts moved, and set the
+ * reordering timer for the segment that may yet be (RFC 8985 6.2 step
+ * 5, Linux's tcp_rack_mark_lost(): the wait plus 2 ms). */
+static void rack_mark(struct sl_stack *s, struct sl_tcp_sock *tp, uint64_t now_us, uint32_t *newly,
+		      uint32_t *lost)
+{
+	uint64_t wait;
+
+	*newly = *lost = 0;
+	if (!(tp->tflags & SL_TF_SACK))
+		return;
+	if (!(tp->rack & SL_RACK_ADVANCED)) {
+		/* Still count what is marked, for recovery to start. */
+		uint32_t steps = 0;
+
+		for (uint32_t i = tp->sndq_head; sl_buf_next(s, i, &steps); i = sl_buf(s, i)->next_idx)
+			*lost += !!(sl_buf(s, i)->flags & SL_TBF_LOST);
+		return;
+	}
+	tp->rack &= (uint8_t)~SL_RACK_ADVANCED;
+	wait = rack_detect(s, tp, now_us, newly, lost);
+	tp->t_reo = wait ? now_us + wait + SL_TCP_REO_SLACK_US : 0;
+	if (tp->t_reo)
+		tp->t_tlp = 0;
+}
+
 /* Free send-queue data below snd_una; returns bytes newly acknowledged. */
 static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
@@ -318,6 +458,8 @@ static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 
 		if (SEQ_GT(end, tp->snd_una) || !(b->flags & SL_TBF_SENT))
 			break;
+		if (!(b->flags & SL_TBF_SACKED))
+			rack_delivered(s, tp, b, now_us);
 		tp->sndq_head = b->next_idx;
 		if (tp->sndq_head == SLUICE_IDX_NONE)
 			tp->sndq_tail = SLUICE_IDX_NONE;
@@ -353,15 +495,28 @@ static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 				tp->sacked_bytes -= d < tp->sacked_bytes ? d : tp->sacked_bytes;
 		}
 	}
-	(void)now_us;
 }
 
 /* Mark the send-queue buffers o's SACK blocks cover; returns the bytes
  * newly SACKed. */
-static uint32_t mark_sacked(struct sl_stack *s, struct sl_sock *so, const struct seg_opts *o)
+static uint32_t mark_sacked(struct sl_stack *s, struct sl_sock *so, const struct seg_opts *o,
+			    uint32_t ack, uint32_t *high_out, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	uint32_t newly = 0;
+	uint32_t newly = 0, high = (tp->rack & SL_RACK_HIGH) ? tp->sack_high : tp->snd_una;
+
+	*high_out = high;
+
+	/* RFC 2883: a first block at or below the ACK, or inside the
+	 * second, reports a segment that arrived twice (Linux's
+	 * tcp_check_dsack()). */
+	if (o->nsack && SEQ_LT(o->sack[0][0], o->sack[0][1]) &&
+	    (SEQ_LEQ(o->sack[0][1], ack) ||
+	     (o->nsack > 1 && SEQ_GEQ(o->sack[0][0], o->sack[1][0]) &&
+	      SEQ_LEQ(o->sack[0][1], o->sack[1][1])))) {
+		sl_count(s, SL_C_tcp_dsack_rx);
+		tp->rack |= SL_RACK_DSACK;
+	}
 
 	for (unsigned int i = 0; i < o->nsack; i++) {
 		uint32_t st = o->sack[i][0], en = o->sack[i][1];
@@ -381,10 +536,16 @@ static uint32_t mark_sacked(struct sl_stack *s, struct sl_sock *so, const struct
 			    (b->flags & (SL_TBF_SENT | SL_TBF_SACKED)) == SL_TBF_SENT) {
 				b->flags |= SL_TBF_SACKED;
 				newly += b->aux;
+				rack_delivered(s, tp, b, now_us);
+				if (SEQ_GT(b->seq + b->aux, high))
+					high = b->seq + b->aux;
 			}
 			idx = b->next_idx;
 		}
 	}
+	/* Taken as the highest SACKed once the ACK is done (ack_process()):
+	 * what this ACK delivers is judged against the one before. */
+	*high_out = high;
 	tp->sacked_bytes += newly;
 	return newly;
 }
@@ -420,18 +581,13 @@ static void retransmit_hole(struct sl_stack *s, struct sl_sock *so, uint64_t now
 	sl_tcp_xmit_buf(s, so, cand, now_us);
 }
 
-/* RFC 6675 4 IsLost(), its byte rule: a segment is taken for lost once
- * more than (DupThresh - 1) * SMSS bytes above it are SACKed. */
-static bool sack_lost(const struct sl_tcp_sock *tp, uint32_t sacked_above)
-{
-	return sacked_above > (SL_TCP_DUPACK_THRESH - 1) * (uint32_t)tp->mss;
-}
-
-/* RFC 6675 4 SetPipe(): what is still in the network, in bytes: sent,
- * neither SACKed nor lost, and once more for each retransmission. */
+/* RFC 6675 4 SetPipe(), with RACK's losses (Linux's
+ * tcp_packets_in_flight()): what is still in the network, in bytes: sent,
+ * neither SACKed nor taken for lost, and once more for each retransmission
+ * still out. */
 static uint32_t sack_pipe(struct sl_stack *s, const struct sl_tcp_sock *tp)
 {
-	uint32_t pipe = 0, above = tp->sacked_bytes, steps = 0;
+	uint32_t pipe = 0, steps = 0;
 
 	for (uint32_t idx = tp->sndq_head; sl_buf_next(s, idx, &steps);
 	     idx = sl_buf(s, idx)->next_idx) {
@@ -439,11 +595,9 @@ static uint32_t sack_pipe(struct sl_stack *s, const struct sl_tcp_sock *tp)
 
 		if (!(b->flags & SL_TBF_SENT) || !SEQ_LT(b->seq, tp->snd_max))
 			break;
-		if (b->flags & SL_TBF_SACKED) {
-			above -= b->aux < above ? b->aux : above;
+		if (b->flags & SL_TBF_SACKED)
 			continue;
-		}
-		if (!sack_lost(tp, above))
+		if (!(b->flags & SL_TBF_LOST))
 			pipe += b->aux;
 		if (b->flags & SL_TBF_RECOV)
 			pipe += b->aux;
@@ -451,54 +605,21 @@ static uint32_t sack_pipe(struct sl_stack *s, const struct sl_tcp_sock *tp)
 	return pipe;
 }
 
-/*
- * RFC 6937 Proportional Rate Reduction, on each ACK of a SACK recovery
- * (the one that starts it too): cwnd = pipe + what this ACK lets out,
- * proportional to what was delivered while pipe is above ssthresh, and
- * slow start back up to it below (PRR-SSRB). The lost segments go first
- * (RFC 6675 NextSeg() rule 1: every segment IsLost() and not yet sent
- * again, in order); what room is left goes to new data in
- * sl_tcp_output() (prr_room). The first ACK always sends one (Linux:
- * the fast retransmit is forced).
- */
-static void prr_ack(struct sl_stack *s, struct sl_sock *so, uint32_t delivered, uint64_t now_us)
+/* Send again, in sequence order, the segments taken for lost and not yet
+ * resent, while the pipe stays within cwnd (RFC 6675 NextSeg() rule 1;
+ * Linux's tcp_xmit_retransmit_queue()); returns the pipe after. */
+static uint32_t send_lost(struct sl_stack *s, struct sl_sock *so, uint32_t pipe, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	uint32_t pipe = sack_pipe(s, tp), above = tp->sacked_bytes, steps = 0;
-	int64_t sndcnt;
+	uint32_t steps = 0;
 
-	tp->prr_delivered += delivered;
-	if (pipe > tp->ssthresh) {
-		uint64_t fs = tp->recover_fs ? tp->recover_fs : 1;
-
-		sndcnt = (int64_t)(((uint64_t)tp->prr_delivered * tp->ssthresh + fs - 1) / fs) -
-			 tp->prr_out;
-	} else {
-		int64_t limit = (int64_t)tp->prr_delivered - tp->prr_out;
-
-		if (limit < (int64_t)delivered)
-			limit = delivered;
-		limit += tp->mss;
-		sndcnt = (int64_t)tp->ssthresh - pipe < limit ? (int64_t)tp->ssthresh - pipe : limit;
-	}
-	if (sndcnt < 0)
-		sndcnt = 0;
-	if (!tp->prr_out && sndcnt < tp->mss)
-		sndcnt = tp->mss;
-	tp->cwnd = pipe + (uint32_t)sndcnt;
 	for (uint32_t idx = tp->sndq_head; sl_buf_next(s, idx, &steps);
 	     idx = sl_buf(s, idx)->next_idx) {
 		struct sluice_buf *b = sl_buf(s, idx);
 
 		if (!(b->flags & SL_TBF_SENT) || !SEQ_LT(b->seq, tp->snd_max))
 			break;
-		if (b->flags & SL_TBF_SACKED) {
-			above -= b->aux < above ? b->aux : above;
-			continue;
-		}
-		if (!sack_lost(tp, above))
-			break;	/* nor is any later one: less is SACKed above it */
-		if (b->flags & SL_TBF_RECOV)
+		if ((b->flags & (SL_TBF_SACKED | SL_TBF_LOST | SL_TBF_RECOV)) != SL_TBF_LOST)
 			continue;
 		if (pipe + b->aux > tp->cwnd)
 			break;
@@ -509,20 +630,63 @@ static void prr_ack(struct sl_stack *s, struct sl_sock *so, uint32_t delivered, 
 		pipe += b->aux;
 		tp->prr_out += b->aux;
 	}
+	return pipe;
+}
+
+/*
+ * RFC 6937 Proportional Rate Reduction, on each ACK of a SACK recovery
+ * (the one that starts it too), as Linux's tcp_cwnd_reduction(): cwnd =
+ * pipe + what this ACK lets out, ssthresh/cwnd-before of what was
+ * delivered while pipe is above ssthresh (whole segments), and slow start
+ * back up to it below (PRR-SSRB, one segment more when SND.UNA moved and
+ * nothing was newly lost). The lost segments go first (send_lost()); what
+ * room is left goes to new data in sl_tcp_output() (prr_room). The first
+ * ACK always sends one (Linux: the fast retransmit is forced).
+ */
+static void prr_ack(struct sl_stack *s, struct sl_sock *so, uint32_t delivered, bool una_moved,
+		    uint32_t newly_lost, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t pipe = sack_pipe(s, tp), mss = tp->mss ? tp->mss : SL_TCP_MSS_DEFAULT;
+	int64_t sndcnt;
+
+	tp->prr_delivered += delivered;
+	if (pipe > tp->ssthresh) {
+		uint64_t fs = tp->recover_fs ? tp->recover_fs : 1;
+		uint64_t due = ((uint64_t)tp->prr_delivered * tp->ssthresh + fs - 1) / fs;
+
+		sndcnt = (int64_t)((due + mss - 1) / mss * mss) - tp->prr_out;
+	} else {
+		int64_t limit = (int64_t)tp->prr_delivered - tp->prr_out;
+
+		if (limit < (int64_t)delivered)
+			limit = delivered;
+		if (una_moved && !newly_lost)
+			limit += mss;
+		sndcnt = (int64_t)tp->ssthresh - pipe < limit ? (int64_t)tp->ssthresh - pipe : limit;
+	}
+	if (sndcnt < 0)
+		sndcnt = 0;
+	if (!tp->prr_out && sndcnt < mss)
+		sndcnt = mss;
+	tp->cwnd = pipe + (uint32_t)sndcnt;
+	pipe = send_lost(s, so, pipe, now_us);
 	tp->prr_room = tp->cwnd > pipe ? tp->cwnd - pipe : 0;
 }
 
 /* Enter fast recovery (RFC 6582 3.2 step 2; with SACK, RFC 6675 5 and
- * RFC 6937), this ACK having delivered delivered bytes. */
+ * RFC 6937 on RACK's losses), this ACK having delivered delivered bytes. */
 static void enter_recovery(struct sl_stack *s, struct sl_sock *so, uint32_t delivered,
-			   uint64_t now_us)
+			   uint32_t newly_lost, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	uint32_t steps = 0;
+	uint32_t steps = 0, cwnd = tp->cwnd;
 
 	sl_count(s, SL_C_tcp_fast_retransmit);
-	for (uint32_t i = tp->sndq_head; sl_buf_next(s, i, &steps); i = sl_buf(s, i)->next_idx)
-		sl_buf(s, i)->flags &= ~SL_TBF_RECOV;
+	if (!(tp->tflags & SL_TF_SACK))
+		for (uint32_t i = tp->sndq_head; sl_buf_next(s, i, &steps);
+		     i = sl_buf(s, i)->next_idx)
+			sl_buf(s, i)->flags &= ~SL_TBF_RECOV;
 	/* An ECN reduction under way set ssthresh already: not again (Linux's
 	 * tcp_enter_recovery() in CWR); the recovery takes it over. */
 	if (tp->ecn & SL_ECN_CWR_WND) {
@@ -536,13 +700,45 @@ static void enter_recovery(struct sl_stack *s, struct sl_sock *so, uint32_t deli
 	tp->t_tlp = 0;
 	if (tp->tflags & SL_TF_SACK) {
 		tp->prr_delivered = tp->prr_out = 0;
-		tp->recover_fs = tp->snd_max - tp->snd_una;
-		prr_ack(s, so, delivered, now_us);
+		/* PRR's divisor: the cwnd before (Linux's prior_cwnd). */
+		tp->recover_fs = cwnd;
+		prr_ack(s, so, delivered, false, newly_lost, now_us);
 	} else {
 		retransmit_hole(s, so, now_us, true);
 		tp->cwnd = tp->ssthresh + SL_TCP_DUPACK_THRESH * tp->mss;
 	}
 	tp->t_rexmt = now_us + tp->rto_us;
+}
+
+/* RACK's reordering timer ran out (RFC 8985 6.3, Linux's
+ * tcp_rack_reo_timeout()): look again; what is lost now starts a
+ * recovery (as if a segment was delivered) or goes within cwnd. */
+void sl_tcp_rack_timeout(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t newly, lost;
+	uint64_t wait;
+
+	tp->t_reo = 0;
+	if (!(tp->tflags & SL_TF_SACK) || tp->snd_una == tp->snd_max ||
+	    so->state < SL_TCP_ESTABLISHED)
+		return;
+	sl_count(s, SL_C_tcp_rack_reo_timeout);
+	wait = rack_detect(s, tp, now_us, &newly, &lost);
+	if (newly) {
+		if (!(tp->tflags & SL_TF_RECOVERY) && SEQ_GT(tp->snd_una, tp->recover)) {
+			enter_recovery(s, so, tp->mss, newly, now_us);
+		} else if (tp->tflags & SL_TF_RECOVERY) {
+			uint32_t pipe = send_lost(s, so, sack_pipe(s, tp), now_us);
+
+			tp->prr_room = tp->cwnd > pipe ? tp->cwnd - pipe : 0;
+		}
+		sl_tcp_output(s, so, now_us);
+	}
+	if (wait)
+		tp->t_reo = now_us + wait + SL_TCP_REO_SLACK_US;
+	else if (!tp->t_rexmt)
+		sl_tcp_rearm_rexmt(so, now_us);
 }
 
 /*
@@ -632,6 +828,39 @@ static void ecn_prr(struct sl_tcp_sock *tp, uint32_t delivered, bool una_moved)
 	tp->cwnd = pipe + (uint32_t)sndcnt;
 }
 
+/* A recovery ended: a window widened by DSACKs is kept for
+ * SL_RACK_PERSIST recoveries, then back to min_RTT/4 (Linux's
+ * tcp_rack_update_reo_wnd()); a DSACK seen widens it by a step. */
+static void rack_recovery_end(struct sl_tcp_sock *tp)
+{
+	if (tp->reo_persist)
+		tp->reo_persist--;
+	else
+		tp->reo_steps = 1;
+}
+
+/* On each ACK: a DSACK that came with it widens the reordering window by
+ * min_RTT/4 (RFC 8985 6.2 step 4; Linux widens at most once a round
+ * trip). */
+static void rack_dsack(struct sl_tcp_sock *tp)
+{
+	if (!(tp->rack & SL_RACK_DSACK))
+		return;
+	tp->rack &= (uint8_t)~SL_RACK_DSACK;
+	if (tp->reo_steps < 255)
+		tp->reo_steps = (uint8_t)(tp->reo_steps ? tp->reo_steps + 1 : 2);
+	tp->reo_persist = SL_RACK_PERSIST;
+}
+
+/* The highest SACKed sequence after an ACK's blocks (mark_sacked()). */
+static void sack_high_set(struct sl_tcp_sock *tp, uint32_t high)
+{
+	if (!(tp->tflags & SL_TF_SACK) || SEQ_LEQ(high, tp->snd_una))
+		return;
+	tp->sack_high = high;
+	tp->rack |= SL_RACK_HIGH;
+}
+
 /* RFC 9293 3.10.7.4 fifth, ESTABLISHED: process an acceptable ACK.
  * Returns false if the segment is to be dropped. */
 static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg *g,
@@ -641,7 +870,8 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 	/* RFC 7323 2.2: the window of a segment with SYN is never scaled. */
 	uint32_t ack = g->ack, acked;
 	uint32_t wnd = (g->oflags & TH_SYN_) ? g->wnd : g->wnd << sl_tcp_ws(s, tp->snd_wscale);
-	uint32_t newly_sacked = 0, sacked_pre = tp->sacked_bytes;
+	uint32_t newly_sacked = 0, sacked_pre = tp->sacked_bytes, newly_lost, lost;
+	uint32_t high = tp->sack_high;
 	bool dup, sack = tp->tflags & SL_TF_SACK;
 
 	/* RFC 5961 5.2: acceptable if SND.UNA - MAX.SND.WND <= SEG.ACK <= SND.NXT. */
@@ -649,8 +879,10 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 		sl_tcp_challenge_ack(s, so, now_us);
 		return false;
 	}
-	if (tp->tflags & SL_TF_SACK)
-		newly_sacked = mark_sacked(s, so, &g->o);
+	if (tp->tflags & SL_TF_SACK) {
+		newly_sacked = mark_sacked(s, so, &g->o, ack, &high, now_us);
+		rack_dsack(tp);
+	}
 	if (tp->tflags & SL_TF_PROBE)
 		tp->keep_probes = 0;	/* the peer answers our window probes */
 	ecn_echo(s, tp, g);
@@ -700,6 +932,7 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 		if (SEQ_LT(tp->snd_nxt, ack))
 			tp->snd_nxt = ack;
 		drop_acked(s, so, now_us);
+		sack_high_set(tp, high);
 		tp->backoff = 0;
 		tp->keep_probes = 0;
 		/* What this ACK delivered, for cwnd to grow by (as Linux counts
@@ -713,6 +946,7 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 			delivered = acked - (uint32_t)tp->dupacks * tp->mss;
 		else
 			delivered = acked < tp->mss ? acked : tp->mss;
+		rack_mark(s, tp, now_us, &newly_lost, &lost);
 
 		if (tp->tflags & SL_TF_RECOVERY) {
 			if (SEQ_GEQ(ack, tp->recover)) {
@@ -726,8 +960,9 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 				tp->cwnd = tp->ssthresh;
 				tp->tflags &= ~SL_TF_RECOVERY;
 				tp->dupacks = 0;
+				rack_recovery_end(tp);
 			} else if (sack) {
-				prr_ack(s, so, delivered, now_us);
+				prr_ack(s, so, delivered, true, newly_lost, now_us);
 			} else {
 				/* Partial ACK: retransmit the next hole, deflate. */
 				retransmit_hole(s, so, now_us, true);
@@ -741,27 +976,28 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 				ecn_prr(tp, delivered, true);
 			else if (cwnd_limited)
 				sl_tcp_cc_ack(tp, delivered, now_us);
-			/* RFC 6675 5 (4): a cumulative ACK that leaves IsLost()
-			 * true of the next segment starts recovery too. */
-			if (sack && sack_lost(tp, tp->sacked_bytes) && SEQ_GT(ack, tp->recover))
-				enter_recovery(s, so, delivered, now_us);
+			/* RACK took a segment for lost (Linux's
+			 * tcp_time_to_recover(): the loss is proven). */
+			if (sack && lost && SEQ_GT(ack, tp->recover))
+				enter_recovery(s, so, delivered, newly_lost, now_us);
 		}
 		sl_tcp_rearm_rexmt(so, now_us);
 		/* RFC 8985 7.4: an ACK past the probe ends its episode. */
 		if ((tp->tflags & SL_TF_TLP) && SEQ_GEQ(tp->snd_una, tp->tlp_high))
 			tp->tflags &= ~SL_TF_TLP;
-		sl_tcp_tlp_arm(so, now_us);
+		if (!tp->t_reo)
+			sl_tcp_tlp_arm(so, now_us);
 		sl_sock_wake(s, so);
 	} else if (dup) {
 		tp->dupacks++;
+		rack_mark(s, tp, now_us, &newly_lost, &lost);
 		if ((tp->tflags & SL_TF_RECOVERY) && sack) {
-			prr_ack(s, so, newly_sacked, now_us);
+			prr_ack(s, so, newly_sacked, false, newly_lost, now_us);
 		} else if (tp->tflags & SL_TF_RECOVERY) {
 			/* RFC 6582 3.2 step 4: inflate; RFC 6675: fill holes. */
 			tp->cwnd += tp->mss;
 			retransmit_hole(s, so, now_us, false);
-		} else if ((tp->dupacks == SL_TCP_DUPACK_THRESH ||
-			    (sack && sack_lost(tp, tp->sacked_bytes))) &&
+		} else if ((sack ? lost != 0 : tp->dupacks == SL_TCP_DUPACK_THRESH) &&
 			   SEQ_GT(ack, tp->recover)) {
 			/* RFC 6582 3.2 step 2: fast retransmit, or with SACK
 			 * RFC 6675 5 (4): DupThresh duplicates, or IsLost() of
@@ -769,18 +1005,28 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 			 * FreeBSD's SEG.ACK > snd_recover: recover starts at ISS
 			 * (step 1), so a lost first segment (duplicate ACKs of
 			 * ISS + 1) qualifies, which "ACK - 1 > recover" missed. */
-			enter_recovery(s, so, newly_sacked, now_us);
+			enter_recovery(s, so, newly_sacked, newly_lost, now_us);
 		} else if (tp->ecn & SL_ECN_CWR_WND) {
 			ecn_prr(tp, newly_sacked, false);
 		}
+		if (tp->t_reo)
+			tp->t_tlp = 0;
 	} else if (ack == tp->snd_una) {
 		tp->dupacks = 0;
-	} else if (newly_sacked && (tp->tflags & SL_TF_RECOVERY) && sack) {
+		rack_mark(s, tp, now_us, &newly_lost, &lost);
+		if (sack && lost && !(tp->tflags & SL_TF_RECOVERY) && SEQ_GT(ack, tp->recover))
+			enter_recovery(s, so, newly_sacked, newly_lost, now_us);
+	} else if (newly_sacked && sack) {
 		/* An ACK below SND.UNA (reordered on the way) still brings
 		 * SACK information: what it delivered lets PRR send, as
 		 * Linux's tcp_ack() takes an old ACK's SACK blocks. */
-		prr_ack(s, so, newly_sacked, now_us);
+		rack_mark(s, tp, now_us, &newly_lost, &lost);
+		if (tp->tflags & SL_TF_RECOVERY)
+			prr_ack(s, so, newly_sacked, false, newly_lost, now_us);
+		else if (lost && SEQ_GT(tp->snd_una, tp->recover))
+			enter_recovery(s, so, newly_sacked, newly_lost, now_us);
 	}
+	sack_high_set(tp, high);
 	return true;
 }
 

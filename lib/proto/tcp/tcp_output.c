@@ -475,20 +475,29 @@ int sl_tcp_send_tw_ack(struct sl_stack *s, const struct sl_tw *tw, uint64_t now_
 }
 
 /*
- * A retransmission past SND.UNA followed by SACKed data to the end of the
- * queue: it ends what the peer lacks of the write, and carries the
- * write's PSH, as Linux's retransmissions show (packetdrill
- * sack-route-refresh-ip-tos.pkt); the head's own retransmission does not
- * (fr-4pkt-sack.pkt). PSH is advisory (RFC 9293 3.9.1); this only keeps
- * the segments the same as Linux's.
+ * The last segment of a retransmitted GSO packet of two or more past
+ * SND.UNA, followed by SACKed data to the end of the queue: it ends what
+ * the peer lacks of the write, and carries the write's PSH, as Linux's
+ * retransmissions show (packetdrill sack-route-refresh-ip-tos.pkt); the
+ * head's own retransmission does not (fr-4pkt-sack.pkt), nor one of a
+ * single segment (prr-ss-30pkt-lost1_4.pkt). "Of two or more": the
+ * segment before went in the same instant, not SACKed. PSH is advisory
+ * (RFC 9293 3.9.1); this only keeps the segments the same as Linux's.
  */
 static bool sacked_to_tail(struct sl_stack *s, const struct sl_tcp_sock *tp, uint32_t first,
-			   uint32_t last)
+			   uint32_t last, uint64_t now_us)
 {
-	uint32_t idx = sl_buf(s, last)->next_idx, steps = 0;
+	uint32_t idx = sl_buf(s, last)->next_idx, steps = 0, prev = SLUICE_IDX_NONE;
 
 	if (!tp->sacked_bytes || idx == SLUICE_IDX_NONE || sl_buf(s, first)->seq == tp->snd_una)
 		return false;
+	for (uint32_t i = tp->sndq_head; sl_buf_next(s, i, &steps) && i != first;
+	     i = sl_buf(s, i)->next_idx)
+		prev = i;
+	if (prev == SLUICE_IDX_NONE || sl_buf(s, prev)->ts_us != now_us ||
+	    (sl_buf(s, prev)->flags & (SL_TBF_SACKED | SL_TBF_REXMIT)) != SL_TBF_REXMIT)
+		return false;
+	steps = 0;
 	while (sl_buf_next(s, idx, &steps)) {
 		if (!(sl_buf(s, idx)->flags & SL_TBF_SACKED))
 			return false;
@@ -592,7 +601,7 @@ static struct sl_tcph *data_hdr(struct sl_stack *s, struct sl_sock *so, uint32_t
 	unsigned int optlen, mtu;
 	struct sl_tcph *th;
 
-	if (psh(s, tp, idx, last, plen) || sacked_to_tail(s, tp, idx, last))
+	if (psh(s, tp, idx, last, plen) || sacked_to_tail(s, tp, idx, last, now_us))
 		flags |= TH_PSH_;
 	if (fin_rides(s, tp, idx, last))
 		flags |= TH_FIN_;

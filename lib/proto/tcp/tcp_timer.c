@@ -11,11 +11,11 @@
 void sl_tcp_arm(struct sl_stack *s, struct sl_sock *so)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	uint64_t t[7] = { tp->t_rexmt, tp->t_dack, tp->t_persist, tp->t_keep, tp->t_close,
-			  tp->t_cork, tp->t_tlp };
+	uint64_t t[8] = { tp->t_rexmt, tp->t_dack, tp->t_persist, tp->t_keep, tp->t_close,
+			  tp->t_cork, tp->t_tlp, tp->t_reo };
 	uint64_t due = 0;
 
-	for (int i = 0; i < 7; i++)
+	for (int i = 0; i < 8; i++)
 		if (t[i] && (!due || t[i] < due))
 			due = t[i];
 	if (!due) {
@@ -35,6 +35,8 @@ void sl_tcp_rtt_sample(struct sl_tcp_sock *tp, uint32_t r)
 
 	if (!r)
 		r = 1;
+	if (!tp->min_rtt_us || r < tp->min_rtt_us)
+		tp->min_rtt_us = r;
 	if (!tp->srtt_us) {
 		tp->srtt_us = r;
 		tp->rttvar_us = r / 2;
@@ -115,9 +117,11 @@ void sl_tcp_go_back(struct sl_stack *s, struct sl_tcp_sock *tp)
 
 	for (uint32_t i = tp->sndq_head; sl_buf_next(s, i, &steps);
 	     i = sl_buf(s, i)->next_idx)
-		sl_buf(s, i)->flags &= ~(SL_TBF_SACKED | SL_TBF_RECOV);
+		sl_buf(s, i)->flags &= ~(SL_TBF_SACKED | SL_TBF_RECOV | SL_TBF_LOST);
 	tp->sacked_bytes = 0;
 	tp->t_tlp = 0;
+	tp->t_reo = 0;
+	tp->rack &= (uint8_t)~(SL_RACK_HIGH | SL_RACK_ADVANCED);
 	tp->tflags &= ~SL_TF_TLP;
 	tp->snd_nxt = tp->snd_una;
 	tp->sndq_hint = SLUICE_IDX_NONE;
@@ -402,6 +406,11 @@ void sl_tcp_timer(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	}
 	if (tp->t_rexmt && tp->t_rexmt <= now_us) {
 		on_rexmt(s, so, now_us);
+		if (so->type != SL_SOCK_TCP || so->kp.gen != gen || so->state == SL_TCP_CLOSED)
+			return;
+	}
+	if (tp->t_reo && tp->t_reo <= now_us) {
+		sl_tcp_rack_timeout(s, so, now_us);
 		if (so->type != SL_SOCK_TCP || so->kp.gen != gen || so->state == SL_TCP_CLOSED)
 			return;
 	}
