@@ -520,7 +520,8 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(tcp_rack_lost, "TCP segments RACK took for lost (RFC 8985 6.2)") \
 	X(tcp_rack_reo_timeout, "TCP RACK reordering timer expiries (RFC 8985 6.3)") \
 	X(tcp_rack_reord, "TCP reordering seen: a SACK or ACK below the highest SACKed") \
-	X(tcp_dsack_rx, "TCP DSACK blocks received (RFC 2883): a segment arrived twice")
+	X(tcp_dsack_rx, "TCP DSACK blocks received (RFC 2883): a segment arrived twice") \
+	X(tcp_tlp_recovery, "TCP loss probes that repaired a loss: cwnd reduced (RFC 8985 7.4)")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,

@@ -608,6 +608,75 @@ static void test_established_rack_reordering(void)
 	tf_finish();
 }
 
+/* RFC 8985 7.4 (Linux's tcp_process_tlp_ack()): a probe that sent the
+ * last segment again and is followed by an ACK past its end with no
+ * DSACK repaired a loss: cwnd comes down as for one. A DSACK of the
+ * probe says both copies arrived: no reduction. */
+static void tlp_episode(bool dsack)
+{
+	struct tf_opts o = { .nsack = 1 };
+	struct sl_sock *so;
+	uint32_t iss, cwnd;
+	uint64_t ms;
+
+	tf_init(dsack ? "td" : "tr");
+	so = rack_conn(&iss);
+	sl_tcp_send(T.s, so, pattern, 4000, 0, tf_now_us);
+	tf_clear();
+	ms = wait_frame(1000);
+	tap_ok(ms == 22 && tf_last().seq == iss + 3001, "%s: the probe after 2 SRTT + 2 ms (%llu)",
+	       dsack ? "DSACK" : "no DSACK", (unsigned long long)ms);
+	o.sack[0][0] = iss + 3001;
+	o.sack[0][1] = iss + 4001;
+	ack(so, iss + 4001, dsack ? &o : NULL);
+	tap_ok(!!(so->tcp.tflags & SL_TF_TLP) == !dsack,
+	       dsack ? "the DSACK ends the episode" : "an ACK at its end leaves it open");
+	sl_tcp_send(T.s, so, pattern, 1000, 0, tf_now_us);
+	cwnd = so->tcp.cwnd;
+	tf_advance_ms(10);
+	ack(so, iss + 5001, NULL);
+	tap_ok(!(so->tcp.tflags & SL_TF_TLP), "an ACK past it ends it");
+	if (dsack) {
+		tap_eq(tf_counter(SL_C_tcp_tlp_recovery), 0, "no loss: no reduction");
+		tap_ok(so->tcp.cwnd >= cwnd, "cwnd not cut (%u)", so->tcp.cwnd);
+	} else {
+		tap_eq(tf_counter(SL_C_tcp_tlp_recovery), 1, "a loss repaired (tcp_tlp_recovery)");
+		tap_ok(so->tcp.cwnd < cwnd && so->tcp.cwnd == so->tcp.ssthresh,
+		       "cwnd cut to ssthresh (%u from %u)", so->tcp.cwnd, cwnd);
+	}
+	tf_finish();
+}
+
+static void test_established_tlp_episode(void)
+{
+	tlp_episode(false);
+	tlp_episode(true);
+}
+
+/* RFC 8985 7.2: with one segment out PTO = 2 SRTT + RTO_MIN, later than
+ * the RTO here: the probe goes at the RTO's time in its place, and the
+ * RTO runs again from it, not backed off (packetdrill own/tlp-at-rto). */
+static void test_established_tlp_at_rto(void)
+{
+	struct sl_sock *so;
+	uint32_t iss;
+	uint64_t ms;
+
+	tf_init("ta");
+	so = rack_conn(&iss);
+	sl_tcp_send(T.s, so, pattern, 1000, 0, tf_now_us);
+	tf_clear();
+	ms = wait_frame(1000);
+	tap_ok(ms == 200 && tf_counter(SL_C_tcp_loss_probe) == 1 && tf_counter(SL_C_tcp_rto) == 0,
+	       "the probe at the RTO's time (%llu ms), no RTO", (unsigned long long)ms);
+	tf_clear();
+	ms = wait_frame(1000);
+	tap_ok(ms == 200 && tf_counter(SL_C_tcp_rto) == 1, "the RTO 200 ms later (%llu ms)",
+	       (unsigned long long)ms);
+	ack(so, iss + 1001, NULL);
+	tf_finish();
+}
+
 /* CUBIC grows cwnd in congestion avoidance and never below Reno's. */
 static void test_established_cubic_growth(void)
 {
@@ -747,6 +816,8 @@ int main(void)
 	test_established_rack_reo_timer();
 	test_established_rack_lost_retransmit();
 	test_established_rack_reordering();
+	test_established_tlp_episode();
+	test_established_tlp_at_rto();
 	test_established_cubic_growth();
 	test_established_user_timeout();
 	test_established_reno();

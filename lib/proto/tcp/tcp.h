@@ -139,6 +139,8 @@ enum sl_tcp_state {
 /* A listener whose kernel twin (the preload's OS-backed listener,
  * lib/preload/twin.c) may have a connection waiting: it polls readable. */
 #define SL_TF_OSREADY	0x200000
+#define SL_TF_TLP_RETX	0x400000 /* that probe sent a segment again (Linux tlp_retrans) */
+#define SL_TF_FIN_ALONE	0x800000 /* the FIN left in a segment of its own (Linux: its own skb) */
 
 /* Per-connection TCP state (the TCB, RFC 9293 3.3.1). */
 struct sl_tcp_sock {

@@ -697,6 +697,9 @@ static void enter_recovery(struct sl_stack *s, struct sl_sock *so, uint32_t deli
 	}
 	tp->recover = tp->snd_max;
 	tp->tflags |= SL_TF_RECOVERY;
+	/* A reduction ends a probe's episode (Linux's
+	 * tcp_init_cwnd_reduction()). */
+	tp->tflags &= ~(SL_TF_TLP | SL_TF_TLP_RETX);
 	tp->t_tlp = 0;
 	if (tp->tflags & SL_TF_SACK) {
 		tp->prr_delivered = tp->prr_out = 0;
@@ -852,6 +855,30 @@ static void rack_dsack(struct sl_tcp_sock *tp)
 	tp->reo_persist = SL_RACK_PERSIST;
 }
 
+/*
+ * RFC 8985 7.4, as Linux's tcp_process_tlp_ack(): was the probe's episode
+ * a loss? A probe of new data, one the peer reports twice (DSACK) or a
+ * pure duplicate ACK at its end: no. An ACK past the end of a probe that
+ * was a retransmission, with no DSACK: it repaired a loss, and cwnd comes
+ * down as for one (Linux: CWR, ended at once: cwnd = ssthresh).
+ */
+static void tlp_ack(struct sl_stack *s, struct sl_tcp_sock *tp, uint32_t ack, bool una_moved,
+		    bool sacked, bool dsack_tlp, uint64_t now_us)
+{
+	if (!(tp->tflags & SL_TF_TLP) || SEQ_LT(ack, tp->tlp_high))
+		return;
+	if (!(tp->tflags & SL_TF_TLP_RETX) || dsack_tlp) {
+		tp->tflags &= ~(SL_TF_TLP | SL_TF_TLP_RETX);
+	} else if (SEQ_GT(ack, tp->tlp_high)) {
+		tp->tflags &= ~(SL_TF_TLP | SL_TF_TLP_RETX);
+		sl_count(s, SL_C_tcp_tlp_recovery);
+		tp->ecn &= (uint8_t)~SL_ECN_CWR_WND;
+		sl_tcp_cc_loss(tp, now_us);
+	} else if (!una_moved && !sacked) {
+		tp->tflags &= ~(SL_TF_TLP | SL_TF_TLP_RETX);
+	}
+}
+
 /* The highest SACKed sequence after an ACK's blocks (mark_sacked()). */
 static void sack_high_set(struct sl_tcp_sock *tp, uint32_t high)
 {
@@ -871,7 +898,8 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 	uint32_t ack = g->ack, acked;
 	uint32_t wnd = (g->oflags & TH_SYN_) ? g->wnd : g->wnd << sl_tcp_ws(s, tp->snd_wscale);
 	uint32_t newly_sacked = 0, sacked_pre = tp->sacked_bytes, newly_lost, lost;
-	uint32_t high = tp->sack_high;
+	uint32_t high = tp->sack_high, snd_una0 = tp->snd_una;
+	bool dsack_tlp = false;
 	bool dup, sack = tp->tflags & SL_TF_SACK;
 
 	/* RFC 5961 5.2: acceptable if SND.UNA - MAX.SND.WND <= SEG.ACK <= SND.NXT. */
@@ -881,6 +909,10 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 	}
 	if (tp->tflags & SL_TF_SACK) {
 		newly_sacked = mark_sacked(s, so, &g->o, ack, &high, now_us);
+		/* A DSACK at or below the probe's end: the probe arrived
+		 * with what it sent again (Linux's FLAG_DSACK_TLP). */
+		dsack_tlp = (tp->rack & SL_RACK_DSACK) && (tp->tflags & SL_TF_TLP) &&
+			    SEQ_LEQ(g->o.sack[0][1], tp->tlp_high);
 		rack_dsack(tp);
 	}
 	if (tp->tflags & SL_TF_PROBE)
@@ -982,9 +1014,7 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 				enter_recovery(s, so, delivered, newly_lost, now_us);
 		}
 		sl_tcp_rearm_rexmt(so, now_us);
-		/* RFC 8985 7.4: an ACK past the probe ends its episode. */
-		if ((tp->tflags & SL_TF_TLP) && SEQ_GEQ(tp->snd_una, tp->tlp_high))
-			tp->tflags &= ~SL_TF_TLP;
+		tlp_ack(s, tp, ack, true, newly_sacked != 0, dsack_tlp, now_us);
 		if (!tp->t_reo)
 			sl_tcp_tlp_arm(so, now_us);
 		sl_sock_wake(s, so);
@@ -1026,6 +1056,8 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 		else if (lost && SEQ_GT(tp->snd_una, tp->recover))
 			enter_recovery(s, so, newly_sacked, newly_lost, now_us);
 	}
+	if (tp->snd_una == snd_una0)
+		tlp_ack(s, tp, ack, false, newly_sacked != 0, dsack_tlp, now_us);
 	sack_high_set(tp, high);
 	return true;
 }

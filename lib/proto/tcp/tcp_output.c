@@ -939,6 +939,7 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	/* The FIN follows the last byte (RFC 9293 3.10.4). */
 	if ((tp->tflags & SL_TF_FIN_Q) && tp->snd_nxt == tp->snd_end && idx >= s->n_bufs) {
 		sl_tcp_send_ctl(s, so, TH_FIN_ | TH_ACK_, tp->snd_end, now_us);
+		tp->tflags |= SL_TF_FIN_ALONE;
 		tp->snd_nxt = tp->snd_end + 1;
 		if (SEQ_GT(tp->snd_nxt, tp->snd_max))
 			tp->snd_max = tp->snd_nxt;

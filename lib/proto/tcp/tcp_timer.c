@@ -66,9 +66,10 @@ void sl_tcp_rearm_rexmt(struct sl_sock *so, uint64_t now_us)
 /*
  * RFC 8985 7.2: schedule a tail loss probe, PTO after now, for a SACK
  * connection with data outstanding, not in recovery and with no probe
- * out. PTO as Linux's tcp_schedule_loss_probe(): 2 SRTT plus 2 ms, plus
- * RTO_MIN (the receiver's delayed ACK) with one segment out; none if the
- * RTO comes first.
+ * out. PTO as Linux's tcp_schedule_loss_probe(): 2 SRTT plus 2 ms, or
+ * plus RTO_MIN (the receiver's delayed ACK) with one segment out; at most
+ * when the RTO would fire, which the probe then replaces (the RTO runs
+ * again from the probe, not backed off).
  */
 void sl_tcp_tlp_arm(struct sl_sock *so, uint64_t now_us)
 {
@@ -80,11 +81,15 @@ void sl_tcp_tlp_arm(struct sl_sock *so, uint64_t now_us)
 	    !tp->srtt_us || tp->backoff || tp->snd_una == tp->snd_max || !tp->snd_wnd ||
 	    so->state < SL_TCP_ESTABLISHED)
 		return;
-	pto = 2ull * tp->srtt_us + SL_TCP_TLP_MIN_US;
+	pto = 2ull * tp->srtt_us;
 	if (tp->snd_max - tp->snd_una <= tp->mss)
 		pto += SL_TCP_RTO_MIN_US;
+	else
+		pto += SL_TCP_TLP_MIN_US;
+	/* The RTO sooner: the probe goes at its time, in its place (Linux's
+	 * one timer; sl_tcp_timer() runs the probe first). */
 	if (tp->t_rexmt && now_us + pto >= tp->t_rexmt)
-		return;
+		pto = tp->t_rexmt > now_us ? tp->t_rexmt - now_us : 0;
 	tp->t_tlp = now_us + pto;
 }
 
@@ -122,7 +127,7 @@ void sl_tcp_go_back(struct sl_stack *s, struct sl_tcp_sock *tp)
 	tp->t_tlp = 0;
 	tp->t_reo = 0;
 	tp->rack &= (uint8_t)~(SL_RACK_HIGH | SL_RACK_ADVANCED);
-	tp->tflags &= ~SL_TF_TLP;
+	tp->tflags &= ~(SL_TF_TLP | SL_TF_TLP_RETX);
 	tp->snd_nxt = tp->snd_una;
 	tp->sndq_hint = SLUICE_IDX_NONE;
 	tp->tflags &= ~(SL_TF_TIMING | SL_TF_RECOVERY);	/* Karn */
@@ -271,6 +276,7 @@ static void on_tlp(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		return;
 	sl_count(s, SL_C_tcp_loss_probe);
 	tp->tflags |= SL_TF_TLP;
+	tp->tflags &= ~SL_TF_TLP_RETX;
 	if (tp->snd_nxt == tp->snd_max && SEQ_LT(tp->snd_nxt, tp->snd_end) &&
 	    SEQ_GEQ(tp->snd_una + tp->snd_wnd, tp->snd_nxt + tp->mss)) {
 		tp->cwnd = tp->snd_nxt - tp->snd_una + tp->mss;
@@ -278,6 +284,13 @@ static void on_tlp(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		sl_tcp_output(s, so, now_us);
 		tp->tflags &= ~SL_TF_PROBING;
 		tp->cwnd = cwnd;
+	} else if ((tp->tflags & (SL_TF_FIN_Q | SL_TF_FIN_ALONE)) == (SL_TF_FIN_Q | SL_TF_FIN_ALONE) &&
+		   tp->snd_max == tp->snd_end + 1) {
+		/* The last segment sent was a FIN alone: it is the probe. */
+		tp->tflags &= ~SL_TF_TIMING;	/* Karn */
+		tp->tflags |= SL_TF_TLP_RETX;
+		sl_count(s, SL_C_tcp_retransmit);
+		sl_tcp_send_ctl(s, so, TH_FIN_ | TH_ACK_, tp->snd_end, now_us);
 	} else {
 		for (idx = tp->sndq_head; sl_buf_next(s, idx, &steps); idx = sl_buf(s, idx)->next_idx) {
 			const struct sluice_buf *b = sl_buf(s, idx);
@@ -289,6 +302,7 @@ static void on_tlp(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		}
 		if (last != SLUICE_IDX_NONE) {
 			tp->tflags &= ~SL_TF_TIMING;	/* Karn */
+			tp->tflags |= SL_TF_TLP_RETX;
 			sl_tcp_xmit_buf(s, so, last, now_us);
 		}
 	}
@@ -404,6 +418,13 @@ void sl_tcp_timer(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		sl_tcp_done(s, so, 0);
 		return;
 	}
+	/* A probe due with the RTO goes in its place (on_tlp() moves the
+	 * RTO on). */
+	if (tp->t_tlp && tp->t_tlp <= now_us) {
+		on_tlp(s, so, now_us);
+		if (so->type != SL_SOCK_TCP || so->kp.gen != gen || so->state == SL_TCP_CLOSED)
+			return;
+	}
 	if (tp->t_rexmt && tp->t_rexmt <= now_us) {
 		on_rexmt(s, so, now_us);
 		if (so->type != SL_SOCK_TCP || so->kp.gen != gen || so->state == SL_TCP_CLOSED)
@@ -411,11 +432,6 @@ void sl_tcp_timer(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	}
 	if (tp->t_reo && tp->t_reo <= now_us) {
 		sl_tcp_rack_timeout(s, so, now_us);
-		if (so->type != SL_SOCK_TCP || so->kp.gen != gen || so->state == SL_TCP_CLOSED)
-			return;
-	}
-	if (tp->t_tlp && tp->t_tlp <= now_us) {
-		on_tlp(s, so, now_us);
 		if (so->type != SL_SOCK_TCP || so->kp.gen != gen || so->state == SL_TCP_CLOSED)
 			return;
 	}
