@@ -932,6 +932,13 @@ void packetdrill_interface_init(const char *flags, struct packetdrill_interface 
 	cfg = &p->cfg;
 	cfg->max_sockets = 64;
 	cfg->n_bufs = 4096;
+	/* The scripts hand in segments larger than the MSS announced and than
+	 * the 1,500-byte MTU (blocking-read's 2,040 bytes: a peer's GSO/GRO
+	 * aggregate), which Linux takes. Sluice's links never deliver more
+	 * than MTU + headroom, which a 2,048-byte buffer holds; this link
+	 * stands for one that aggregates, so its buffers are 4,096 bytes (up
+	 * to 4,032-byte packets), as a stack on a jumbo or IPoIB link has. */
+	cfg->buf_size = 4096;
 	inet_pton(AF_INET, "192.168.0.1", &cfg->ip_addr);
 	inet_pton(AF_INET, "255.255.0.0", &cfg->ip_mask);
 	pd_flags(p, flags, cfg);
