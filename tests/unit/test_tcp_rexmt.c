@@ -3,7 +3,8 @@
  * TCP retransmission: RFC 6298 (RTT estimate, RTO, backoff, Karn), give-up
  * after the data retries, RFC 5681 fast retransmit on three duplicate
  * ACKs, RFC 6582 NewReno recovery, SACK-driven retransmission (RFC 2018,
- * RFC 6675), slow start and the CUBIC decrease (RFC 9438).
+ * RFC 6675) with RACK's loss detection and the tail loss probe (RFC
+ * 8985), slow start and the CUBIC decrease (RFC 9438).
  */
 #include "tcp_fixture.h"
 
@@ -340,8 +341,9 @@ static void test_established_sack_dupacks_window_moves(void)
 	tf_finish();
 }
 
-/* RFC 6675 5 (4) and RFC 6937: a cumulative ACK whose SACK blocks leave
- * the holes below them lost (IsLost()) starts recovery, and with the pipe
+/* RFC 8985 6 and RFC 6937: a cumulative ACK whose SACK blocks leave the
+ * holes below them lost (RACK: DupThresh SACKed, sent before the newest
+ * delivered one and a round trip old) starts recovery, and with the pipe
  * empty PRR's slow-start bound lets every lost segment go at once, the
  * SACKed ones not (packetdrill sack/sack-route-refresh-ip-tos.pkt); one
  * hole a duplicate ACK, it was, and the rest waited for the RTO. */

@@ -2,8 +2,9 @@
 /*
  * TCP input: checks, demultiplexing and the segment-arrival rules of
  * RFC 9293 3.10.7 with RFC 5961 (challenge ACKs), RFC 7323 (PAWS),
- * RFC 2018 (SACK), RFC 5681/6582 (fast retransmit, NewReno recovery).
- * Received payload stays in its buffer: trimmed in place, queued.
+ * RFC 2018 (SACK), RFC 5681/6582 (fast retransmit, NewReno recovery),
+ * with SACK RFC 8985 (RACK loss detection; the tail loss probe's end) and
+ * RFC 6937 (PRR). Received payload stays in its buffer: trimmed in place, queued.
  */
 #include <errno.h>
 #include <string.h>
@@ -366,7 +367,10 @@ static uint32_t rack_reo_wnd(const struct sl_tcp_sock *tp, unsigned int sacked_s
  * lost once RACK.rtt + the reordering window have passed since it left
  * (a retransmission too: it loses SL_TBF_RECOV and goes again). Returns
  * how long until the next one would be (0: none); *newly: marked now,
- * *lost: every segment marked and not yet delivered.
+ * *lost: every segment marked and not yet delivered. The walk is in
+ * sequence order and stops at the first segment never resent that left
+ * after RACK.xmit_ts (Linux's walks its send-time list to the same
+ * point), so an ACK with nothing lost looks at one segment.
  */
 static uint64_t rack_detect(struct sl_stack *s, struct sl_tcp_sock *tp, uint64_t now_us,
 			    uint32_t *newly, uint32_t *lost)
@@ -376,7 +380,9 @@ static uint64_t rack_detect(struct sl_stack *s, struct sl_tcp_sock *tp, uint64_t
 	uint64_t wait = 0;
 
 	*newly = *lost = 0;
-	for (idx = tp->sndq_head; sl_buf_next(s, idx, &steps); idx = sl_buf(s, idx)->next_idx) {
+	/* SACKed segments, as far as DupThresh (all reo_wnd asks). */
+	for (idx = tp->sndq_head; tp->sacked_bytes && sacked < SL_TCP_DUPACK_THRESH &&
+	     sl_buf_next(s, idx, &steps); idx = sl_buf(s, idx)->next_idx) {
 		const struct sluice_buf *b = sl_buf(s, idx);
 
 		if (!(b->flags & SL_TBF_SENT) || !SEQ_LT(b->seq, tp->snd_max))
@@ -401,6 +407,11 @@ static uint64_t rack_detect(struct sl_stack *s, struct sl_tcp_sock *tp, uint64_t
 		 * whatever their sequence (a clock that did not move). */
 		if (!sent_after(tp->rack_xmit_us, tp->rack_end_seq, b->ts_us, b->seq + b->aux) ||
 		    ((b->flags & SL_TBF_REXMIT) && b->ts_us == tp->rack_xmit_us)) {
+			/* A segment never sent again, sent after RACK.xmit_ts:
+			 * every later one left later still (first sends go in
+			 * sequence order, resends after them): none is due. */
+			if (!(b->flags & SL_TBF_REXMIT))
+				break;
 			*lost += !!(b->flags & SL_TBF_LOST);
 			continue;
 		}
@@ -428,16 +439,9 @@ static void rack_mark(struct sl_stack *s, struct sl_tcp_sock *tp, uint64_t now_u
 	uint64_t wait;
 
 	*newly = *lost = 0;
-	if (!(tp->tflags & SL_TF_SACK))
+	/* Nothing newly delivered: nothing new to judge by. */
+	if (!(tp->tflags & SL_TF_SACK) || !(tp->rack & SL_RACK_ADVANCED))
 		return;
-	if (!(tp->rack & SL_RACK_ADVANCED)) {
-		/* Still count what is marked, for recovery to start. */
-		uint32_t steps = 0;
-
-		for (uint32_t i = tp->sndq_head; sl_buf_next(s, i, &steps); i = sl_buf(s, i)->next_idx)
-			*lost += !!(sl_buf(s, i)->flags & SL_TBF_LOST);
-		return;
-	}
 	tp->rack &= (uint8_t)~SL_RACK_ADVANCED;
 	wait = rack_detect(s, tp, now_us, newly, lost);
 	tp->t_reo = wait ? now_us + wait + SL_TCP_REO_SLACK_US : 0;
