@@ -49,7 +49,7 @@ static bool stack_failed;
 
 void pl_log(const char *fmt, ...)
 {
-	char buf[256];
+	char buf[512];	/* a hint may run long (tap_hint()) */
 	va_list ap;
 	int n;
 
@@ -244,6 +244,28 @@ void pl_init(void)
 	pthread_once(&init_once, do_init);
 }
 
+/*
+ * What a user can do when a TAP device could not be had: the tun driver
+ * lets a process without CAP_NET_ADMIN attach only to a device that
+ * exists and belongs to its user or group (tun_not_capable()), and gives
+ * a single-queue device to one file at a time.
+ */
+static const char *tap_hint(int err, char *buf, size_t len)
+{
+	if (err == -EBUSY)
+		return " (the device is single-queue and another process has it: only a "
+		       "multi-queue device, ip tuntap add ... multi_queue, gives each process "
+		       "of a stack a queue of its own)";
+	if (err != -EPERM && err != -EACCES)
+		return "";
+	snprintf(buf, len, " (making or taking a TAP device needs CAP_NET_ADMIN: root can "
+		 "make one for this user, ip tuntap add dev %s mode tap multi_queue user %u, "
+		 "then ip link set %s up; or give the tool the capability, setcap "
+		 "cap_net_admin+p on sluice: sluice(1), CAPABILITIES)", pl_cfg.tap,
+		 (unsigned int)getuid(), pl_cfg.tap);
+	return buf;
+}
+
 static int stack_open(struct sluice_stack **out)
 {
 	struct sluice_stack_config cfg = {
@@ -319,6 +341,7 @@ struct sluice_stack *pl_stack(void)
 {
 	struct sluice_stack *st = sl_load_acquire(&stack);
 	int ret, saved_errno;
+	char hint[320];
 
 	if (st || stack_failed)
 		return st;
@@ -370,21 +393,15 @@ struct sluice_stack *pl_stack(void)
 		ret = if_nametoindex(pl_cfg.tap) ? sluice_link_tap(st, pl_cfg.tap) : -ENODEV;
 		if (ret)
 			pl_log("stack %s: its TAP device %s: %s; this process cannot send on it%s",
-			       pl_cfg.stack, pl_cfg.tap, strerror(-ret),
-			       ret == -EBUSY ? " (the device is single-queue: ip tuntap add ... "
-					       "multi_queue gives each process a queue)" : "");
+			       pl_cfg.stack, pl_cfg.tap, strerror(-ret), tap_hint(ret, hint,
+										 sizeof(hint)));
 		pl_cfg.tap[0] = '\0';
 	}
 	if (pl_cfg.tap[0]) {
 		ret = sluice_link_tap(st, pl_cfg.tap);
-		if (ret == -EBUSY)
-			pl_log("stack %s: TAP %s is single-queue and another process has it: only "
-			       "a multi-queue device (ip tuntap add ... multi_queue) gives each "
-			       "process of a stack its own queue; sockets stay in the kernel",
-			       pl_cfg.stack, pl_cfg.tap);
-		else if (ret)
-			pl_log("stack %s: TAP %s: %s; sockets stay in the kernel", pl_cfg.stack,
-			       pl_cfg.tap, strerror(-ret));
+		if (ret)
+			pl_log("stack %s: TAP %s: %s%s; sockets stay in the kernel", pl_cfg.stack,
+			       pl_cfg.tap, strerror(-ret), tap_hint(ret, hint, sizeof(hint)));
 		if (ret)
 			goto err_close;
 	}
