@@ -79,6 +79,43 @@ static struct sl_cap_ring *cap_map(struct sl_stack *s)
 	return c;
 }
 
+/*
+ * A TCP segment inside the stack carries no checksum (nobody checks it:
+ * SL_BUF_LOCAL); the copy at pkt (caplen bytes) gets the one it would
+ * have on a link, so tcpdump does not call it "incorrect".  The packet
+ * itself is not touched.
+ */
+static void lo_tcp_csum(struct sl_stack *s, uint32_t idx, uint8_t *pkt, uint32_t caplen)
+{
+	const struct sluice_buf *b = sl_buf(s, idx);
+	const struct sl_ip *ip = (const struct sl_ip *)sl_buf_data(s, idx);
+	unsigned int hlen = (ip->ver_ihl & 0xf) * 4u, tot = ntohs(ip->tot_len), len = b->len;
+	const struct sl_tcph *th = (const struct sl_tcph *)((const uint8_t *)ip + hlen);
+	uint32_t sum, odd = 0, steps, at, got;
+	uint16_t csum;
+
+	if (ip->proto != IPPROTO_TCP_ || (ip->frag & htons(IP_MF_ | 0x1fff)) || hlen < sizeof(*ip) ||
+	    len < hlen + sizeof(*th) || tot < len || caplen < hlen + 18 || th->csum)
+		return;
+	sum = sl_csum_pseudo(ip->saddr, ip->daddr, IPPROTO_TCP_, (uint16_t)(tot - hlen));
+	sum = sl_csum_add_at(sum, th, len - hlen, &odd);
+	/* The rest of the segment, in the buffers chained after this one. */
+	got = len;
+	for (at = idx, steps = 0; got < tot && steps < s->n_bufs; steps++) {
+		if (!sl_buf_chained(b) || !sl_buf_some(s, b->next_idx))
+			return;
+		at = b->next_idx;
+		b = sl_buf(s, at);
+		len = b->len < tot - got ? b->len : tot - got;
+		sum = sl_csum_add_at(sum, sl_buf_data(s, at), len, &odd);
+		got += len;
+	}
+	if (got != tot)
+		return;
+	csum = sl_csum_fold(sum);
+	memcpy(pkt + hlen + 16, &csum, sizeof(csum));
+}
+
 void sl_cap_packet(struct sl_stack *s, uint32_t idx, unsigned int flags)
 {
 	struct sl_cap_ring *c = cap_map(s);
@@ -136,6 +173,8 @@ void sl_cap_packet(struct sl_stack *s, uint32_t idx, unsigned int flags)
 		at = b->next_idx;
 	}
 	rec.caplen = got;
+	if (flags & SL_CAP_LO)
+		lo_tcp_csum(s, idx, c->data + off + sizeof(rec), got);
 	memcpy(c->data + off, &rec, sizeof(rec));
 	sl_store_release(&c->head, head + reclen);
 }

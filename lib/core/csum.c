@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * The Internet checksum (RFC 1071), summed 64 bits at a time.  Only the
- * last piece of a checksummed message may have an odd length.
+ * last piece given to sl_csum_add() may have an odd length; a message in
+ * pieces of any length (a buffer chain) goes through sl_csum_add_at().
  */
 #include <string.h>
 
@@ -52,6 +53,24 @@ uint32_t sl_csum_add(uint32_t sum, const void *data, size_t len)
 	a0 = (a0 & 0xffffffffu) + (a0 >> 32);
 	a0 = (a0 & 0xffffffffu) + (a0 >> 32);
 	return (uint32_t)a0;
+}
+
+uint32_t sl_csum_add_at(uint32_t sum, const void *data, size_t len, uint32_t *odd)
+{
+	uint32_t part;
+
+	if (!*odd) {
+		sum = sl_csum_add(sum, data, len);
+	} else {
+		/* Starting at an odd byte of the message: its sum byte-swapped. */
+		part = sl_csum_add(0, data, len);
+		part = (part & 0xffff) + (part >> 16);
+		part = (part & 0xffff) + (part >> 16);
+		part = ((part & 0xff) << 8) | (part >> 8);
+		sum = sl_csum_add(sum, &(uint16_t){ (uint16_t)part }, 2);
+	}
+	*odd ^= (uint32_t)(len & 1);
+	return sum;
 }
 
 uint16_t sl_csum_fold(uint32_t sum)

@@ -109,6 +109,9 @@ struct sl_tcph {
 
 /* One's-complement sum of a buffer, folded to 16 bits later. */
 uint32_t sl_csum_add(uint32_t sum, const void *data, size_t len);
+/* sum plus data's len bytes, which follow pieces whose lengths added up to
+ * an odd number if *odd (updated): a message in pieces of any length. */
+uint32_t sl_csum_add_at(uint32_t sum, const void *data, size_t len, uint32_t *odd);
 uint16_t sl_csum_fold(uint32_t sum);
 /* The IPv4 pseudo-header sum for a TCP or UDP checksum (RFC 9293 3.1). */
 uint32_t sl_csum_pseudo(uint32_t saddr, uint32_t daddr, uint8_t proto, uint16_t len);

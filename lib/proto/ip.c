@@ -619,25 +619,12 @@ static bool udp_chain_csum_ok(struct sl_stack *s, uint32_t head)
 	if (!uh->csum)
 		return true;
 	sum = sl_csum_pseudo(ip->saddr, ip->daddr, IPPROTO_UDP_, (uint16_t)ulen);
-	sum = sl_csum_add(sum, uh, sl_buf(s, head)->len - hlen);
-	odd = (sl_buf(s, head)->len - hlen) & 1;
+	sum = sl_csum_add_at(sum, uh, sl_buf(s, head)->len - hlen, &odd);
 	for (idx = sl_buf(s, head)->next_idx; sl_buf_next(s, idx, &steps);
 	     idx = sl_buf(s, idx)->next_idx) {
 		const struct sluice_buf *c = sl_buf(s, idx);
-		const uint8_t *d = sl_buf_base(s, idx) + c->off;
 
-		if (!odd) {
-			sum = sl_csum_add(sum, d, c->len);
-		} else {
-			/* Starting at an odd byte: its sum byte-swapped. */
-			uint32_t part = sl_csum_add(0, d, c->len);
-
-			part = (part & 0xffff) + (part >> 16);
-			part = (part & 0xffff) + (part >> 16);
-			part = ((part & 0xff) << 8) | (part >> 8);
-			sum = sl_csum_add(sum, &(uint16_t){ (uint16_t)part }, 2);
-		}
-		odd ^= c->len & 1;
+		sum = sl_csum_add_at(sum, sl_buf_base(s, idx) + c->off, c->len, &odd);
 	}
 	return sl_csum_fold(sum) == 0;
 }

@@ -121,6 +121,11 @@ s2c=$(awk '/127.0.0.1.7001 > .*Flags/ { for (i = 1; i <= NF; i++) if ($i == "len
 check "TCP payload: 12 bytes to the server, 3000 back ($c2s, $s2c)" test "$c2s" = 12 -a "$s2c" = 3000
 check "the client's bytes are in the capture (tcpdump -A)" \
 	grep -q 'hello sluice' <("$td" -nn -A -r "$tmp/all.pcap" 2>/dev/null)
+# The stack's own loopback checks no TCP checksum, so its segments carry
+# none; the capture fills in what they would carry on a link.
+ncs=$("$td" -nn -vv -r "$tmp/all.pcap" 'tcp' 2>/dev/null | grep -c 'cksum 0x[0-9a-f]* (correct)')
+check "every TCP segment's checksum is right in the capture (tcpdump -vv: $ncs of $(rd "$tmp/all.pcap" 'tcp' | wc -l) correct)" \
+	test "$ncs" -gt 0 -a "$ncs" = "$(rd "$tmp/all.pcap" 'tcp' | wc -l)"
 # The payload bytes themselves, of the server's segments as tcpdump picks
 # them (-w again), cut out by their headers' lengths.
 "$td" -r "$tmp/all.pcap" -w "$tmp/srv.pcap" 'tcp src port 7001' 2>/dev/null
