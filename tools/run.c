@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/capability.h>
@@ -328,6 +329,20 @@ int cmd_run(int argc, char **argv)
 				"sluice module (is sluice.ko loaded?)\n", stack, ifname);
 		if (fd >= 0)
 			close(fd);
+		return 1;
+	}
+	if (ret == -ENOMEM && ifname) {
+		struct rlimit rl = { 0 };
+
+		/* kernel/stack.c sluice_mem_charge(): pinned, so charged. */
+		getrlimit(RLIMIT_MEMLOCK, &rl);
+		fprintf(stderr, "sluice run: stack '%s' on %s: %s: a stack on a device is memory "
+			"the module pins, charged to RLIMIT_MEMLOCK (%llu KiB here: ulimit -l) "
+			"unless the process has CAP_IPC_LOCK: raise the limit (memlock in "
+			"limits.conf(5)), ask for a smaller stack (SLUICE_MAX_SOCKETS, "
+			"SLUICE_BUFS: sluice(7)) or give the tool cap_ipc_lock+p (sluice(1), "
+			"CAPABILITIES)\n", stack, ifname, strerror(-ret),
+			rl.rlim_cur == RLIM_INFINITY ? 0ull : (unsigned long long)rl.rlim_cur / 1024);
 		return 1;
 	}
 	if (ret) {

@@ -7,6 +7,8 @@
 #   tests/vm/run.sh                    every installed kernel series (newest of each)
 #   tests/vm/run.sh --kernel VERSION   just that kernel (repeatable)
 #   tests/vm/run.sh --demo             load the module and show what it reports
+#   tests/vm/run.sh --bench NAME       run tests/vm/bench_NAME.sh in the VM and
+#                                      print its output (a benchmark, not a test)
 #   tests/vm/run.sh --list             print the kernels that would be used
 #
 # Per kernel it checks that sluice.ko builds warning-free against that
@@ -32,6 +34,8 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel) kernels+=("$2"); shift 2 ;;
 	--demo) mode=demo; shift ;;
+	--bench) mode=bench; bench=$2; shift 2
+		[ -f "tests/vm/bench_$bench.sh" ] || { echo "run.sh: no tests/vm/bench_$bench.sh" >&2; exit 2; } ;;
 	--list) mode=list; shift ;;
 	-h|--help) sed -n '3,20p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
@@ -58,7 +62,7 @@ if [ ${#kernels[@]} = 0 ]; then
 	echo "run.sh: no kernel with headers installed: run tests/vm/deps.sh" >&2
 	exit 1
 fi
-[ "$mode" = demo ] && kernels=("${kernels[0]}")
+[ "$mode" = demo ] || [ "$mode" = bench ] && kernels=("${kernels[0]}")
 
 make -s -j2 all >&2
 
@@ -140,6 +144,7 @@ run_kernel() { # run_kernel VERSION
 		add_binary "$root" "$t" /opt/sluice/bin
 	done
 	cp tests/vm/demo.sh "$root/opt/sluice/bin/demo.sh"
+	[ "$mode" = bench ] && cp "tests/vm/bench_$bench.sh" "$root/opt/sluice/bin/bench.sh"
 	# TAP helpers the suites source.
 	cp tests/vm/tap.sh "$root/opt/sluice/bin/tap.sh"
 	# The kring interop suite: both peers, and iproute2 and tc, which
@@ -181,13 +186,18 @@ run_kernel() { # run_kernel VERSION
 	cp tests/vm/verbs.sh "$root/opt/sluice/bin/verbs.sh"
 	add_binary "$root" build/tests/interop/verbs_peer /opt/sluice/bin
 	add_binary "$root" /usr/bin/rdma /usr/bin
+	# run_kring.sh drops CAP_IPC_LOCK from root with util-linux's setpriv
+	# (busybox's has no --bounding-set), kept apart from busybox's applets.
+	add_binary "$root" /usr/bin/setpriv /opt/sluice/util-linux
 	add_binary "$root" /usr/sbin/tc /usr/sbin
 	add_binary "$root" /usr/bin/ibv_devinfo /usr/bin
 	add_binary "$root" /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so \
 		/usr/lib/x86_64-linux-gnu/libibverbs
 	install -D -m 0644 /etc/libibverbs.d/rxe.driver "$root/etc/libibverbs.d/rxe.driver"
-	if [ "$mode" = demo ]; then
-		echo "demo sh /opt/sluice/bin/demo.sh" >"$root/etc/sluice/suites"
+	if [ "$mode" = demo ] || [ "$mode" = bench ]; then
+		echo "$mode sh /opt/sluice/bin/$mode.sh" >"$root/etc/sluice/suites"
+		[ "$mode" = bench ] &&
+			mapfile -t kmods < <(sed -n 's/^# kmods: *//p' "tests/vm/bench_$bench.sh" | tr ' ' '\n' | grep .)
 	else
 		# One suite per line: NAME COMMAND..., and the modules it needs.
 		grep -v '^#' tests/vm/suites | grep . |
@@ -216,9 +226,9 @@ run_kernel() { # run_kernel VERSION
 		</dev/null >"$work/qemu.log" 2>&1 || rc=$?
 	echo "# $ver: VM ran $((SECONDS - t0)) s, qemu exit $rc" >&2
 
-	if [ "$mode" = demo ]; then
-		sed -n '/^### BEGIN demo/,/^### END demo/p' "$work/results.log" | sed '1d;$d' | tr -d '\r'
-		grep -q '^### END demo 0' "$work/results.log"
+	if [ "$mode" = demo ] || [ "$mode" = bench ]; then
+		sed -n "/^### BEGIN $mode/,/^### END $mode/p" "$work/results.log" | sed '1d;$d' | tr -d '\r'
+		grep -q "^### END $mode 0" "$work/results.log"
 		return
 	fi
 
@@ -271,6 +281,6 @@ status=0
 for k in "${kernels[@]}"; do
 	run_kernel "$k" || status=1
 done
-[ "$mode" = demo ] && exit $status
+{ [ "$mode" = demo ] || [ "$mode" = bench ]; } && exit $status
 echo "1..$tap_n"
 [ "$tap_fail" = 0 ] && [ $status = 0 ]

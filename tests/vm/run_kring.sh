@@ -267,6 +267,24 @@ check "... and curl's socket stayed in the kernel: it still fetched the file (rc
 	sh -c "[ $rc = 0 ] && cmp -s /tmp/got /tmp/www/blob"
 check "... through the kernel's TCP ($tcp1 -> $tcp2), not the rings (+$((rxb - rxb0)))" \
 	[ "$tcp1" != "$tcp2" -a $((rxb - rxb0)) -lt 1531000 ]
+
+# A device stack is memory the module pins, charged to RLIMIT_MEMLOCK
+# unless the process has CAP_IPC_LOCK (kernel/stack.c): past the limit
+# without it, sluice run exits 1 naming the limit and the ways out
+# (issue 21 item 3).  Root without CAP_IPC_LOCK: dropped from the
+# bounding set, so the exec'd tool does not have it.
+$IP addr add 10.79.9.1/24 dev slr2
+$IP link set slr2 up
+out=$(/opt/sluice/util-linux/setpriv --bounding-set=-ipc_lock sh -c \
+	'ulimit -l 64 && exec timeout 60 sluice run --stack rkm --ifname slr2 -- true' 2>&1)
+rc=$?
+echo "$out" | sed 's/^/# memlock: /'
+check "past RLIMIT_MEMLOCK without CAP_IPC_LOCK, sluice run exits 1 naming the limit (exit $rc)" \
+	sh -c '[ "$1" = 1 ] && printf "%s\n" "$2" |
+		grep -q "Cannot allocate memory: .*RLIMIT_MEMLOCK (64 KiB here"' _ "$rc" "$out"
+check "... and the three ways out (the memlock limit, a smaller stack, cap_ipc_lock+p)" \
+	sh -c 'printf "%s\n" "$1" | grep -q "memlock in limits.conf.*SLUICE_MAX_SOCKETS.*cap_ipc_lock+p"' \
+	_ "$out"
 $IP link del slr2
 
 kill $srv 2>/dev/null
