@@ -8,6 +8,7 @@
 #   make check        every test: host unit tests, then the VM suite
 #   make demo         the embedded demo (no InfiniBand hardware needed)
 #   make bench        benchmarks, Sluice beside the kernel (not tests)
+#   make bench-lossy  bulk TCP goodput over netem loss (0.1/1/5%, 10 ms), in the VM
 #   make bench-many   costs with many connections (issue 23): the epoll
 #                     ping-pong beside 0 to 100,000 idle connections, nginx
 #                     with 10,000 keep-alive connections
@@ -60,7 +61,7 @@ PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/dlopen_prog $(B)/
 	$(B)/tests/preload/kconnect $(B)/tests/preload/fork_start $(B)/tests/preload/v6dual
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
-.PHONY: install uninstall deb all lib tools tests bench bench-many bench-programs sanitize unit-tests module module-clean check demo checkpatch clean \
+.PHONY: install uninstall deb all lib tools tests bench bench-lossy bench-many bench-programs sanitize unit-tests module module-clean check demo checkpatch clean \
 	fuzz fuzz-long soak soak-kill
 
 all: lib tools tests
@@ -157,6 +158,11 @@ bench: all
 	$(B)/tests/bench/bench all
 	bash tests/bench/epoll_idle.sh
 	bash tests/bench/conn_many.sh
+
+# Bulk TCP goodput over a lossy 10 ms path (netem), Sluice beside the
+# kernel, in the QEMU VM (tests/vm/bench_lossy.sh; a few minutes).
+bench-lossy: all
+	bash tests/vm/run.sh --bench lossy
 
 bench-many: all
 	bash tests/bench/epoll_idle.sh 20000 0 1000 10000 100000

@@ -1,0 +1,100 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# A benchmark, not a test (issue 19 item 6; `make bench-lossy`, which runs
+# it in the VM with tests/vm/run.sh --bench lossy): bulk TCP goodput over a
+# lossy path, Sluice beside the kernel in the same run.  iperf3 (Debian's,
+# unmodified) sends for BENCH_SECS seconds over a veth whose two ends both
+# have netem "delay 5ms loss X%" (a 10 ms round trip, X% loss each way) for
+# X in BENCH_LOSS; the goodput is what iperf3's receiving side counted.
+#
+#   send:    iperf3 -c from the VM's root namespace, the kernel's TCP or a
+#            Sluice stack on the veth (sluice run --ifname, kring), to a
+#            kernel iperf3 -s in the peer namespace
+#   receive: a kernel iperf3 -c in the peer namespace to an iperf3 -s in the
+#            root namespace, the kernel's or one under sluice run
+#
+# Kernel and Sluice runs alternate, BENCH_ROUNDS times each.  QEMU (TCG)
+# emulates the CPUs, so these are the protocols' figures at a modest rate,
+# not the machine's: what loss recovery makes of a lossy 10 ms path.
+# kmods: veth sch_netem
+PATH=/opt/sluice/bin:$PATH
+NETNS_NS=slb-peer NETNS_DEV=slb0 NETNS_PEER=slb1 NETNS_S=10.81.0.1 NETNS_K=10.81.0.2
+. /opt/sluice/bin/netns.sh
+ST=lb
+SECS=${BENCH_SECS:-8}
+LOSS=${BENCH_LOSS:-0.1 1 5}
+ROUNDS=${BENCH_ROUNDS:-2}
+cleanup() {
+	for p in $ssrv $ksrv $kpsrv; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	netns_down
+}
+trap cleanup EXIT
+
+lsmod | grep -q '^sluice ' || insmod /lib/modules/sluice.ko
+command -v iperf3 >/dev/null || { echo "no iperf3 in the VM"; exit 1; }
+netns_up || { echo "the veth pair and the peer namespace did not come up"; exit 1; }
+i=0
+while [ $i -lt 100 ] && ! dmesg | grep -q 'crng init done'; do sleep 0.2; i=$((i + 1)); done
+
+# Servers: the kernel's in the peer namespace (5202) and in the root
+# namespace (5203); one under sluice run (5201), which holds the stack.
+in_ns iperf3 -s -p 5202 >/tmp/kp-srv.log 2>&1 &
+kpsrv=$!
+iperf3 -s -4 -p 5203 >/tmp/k-srv.log 2>&1 &
+ksrv=$!
+sluice run --stack $ST --ifname "$NETNS_DEV" -- iperf3 -s -4 -p 5201 >/tmp/s-srv.log 2>&1 &
+ssrv=$!
+i=0
+while [ $i -lt 150 ] && ! sluice fds $ST 2>/dev/null | grep -q iperf3; do sleep 0.2; i=$((i + 1)); done
+sluice fds $ST 2>/dev/null | grep -q iperf3 || { echo "iperf3 -s under sluice run did not start"; exit 1; }
+sleep 1
+
+# goodput COMMAND...: the receiver's Mbit/s of one iperf3 client run ("-"
+# if it failed); COMMAND ends with iperf3's own arguments.
+goodput() {
+	timeout $((SECS + 60)) "$@" -t "$SECS" -f m 2>&1 |
+		awk '/receiver/ { for (i = 2; i <= NF; i++) if ($i == "Mbits/sec") v = $(i - 1) }
+			END { print (v == "" ? "-" : v) }'
+}
+SRUN="sluice run --stack $ST --ifname $NETNS_DEV --"
+PEER="$IP netns exec $NETNS_NS"
+
+echo "# bulk TCP goodput, Mbit/s at the receiver, iperf3 -t $SECS; netem on both veth ends:"
+echo "# delay 5ms loss X% (10 ms round trip); kernel $(uname -r); $ROUNDS rounds, kernel and Sluice alternating"
+printf '%-6s %-8s %-22s %-22s %s\n' loss dir kernel sluice "sluice/kernel (medians)"
+for x in $LOSS; do
+	netem_on delay 5ms loss "$x%" || { echo "netem refused loss $x%"; exit 1; }
+	for dir in send receive; do
+		ks="" ss=""
+		r=0
+		while [ $r -lt "$ROUNDS" ]; do
+			if [ $dir = send ]; then
+				k=$(goodput iperf3 -c "$NETNS_K" -p 5202)
+				s=$(goodput $SRUN iperf3 -c "$NETNS_K" -p 5202)
+			else
+				k=$(goodput $PEER iperf3 -c "$NETNS_S" -p 5203)
+				s=$(goodput $PEER iperf3 -c "$NETNS_S" -p 5201)
+			fi
+			ks="$ks $k" ss="$ss $s"
+			r=$((r + 1))
+		done
+		# The median of each side's rounds, and their ratio.
+		ratio=$(printf '%s\n%s\n' "$ks" "$ss" | awk '
+			function med(s,   a, n, i, j, t) {
+				n = split(s, a, " ")
+				for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+					if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+				return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+			}
+			/-/ { bad = 1 }
+			NR == 1 { k = med($0) } NR == 2 { s = med($0) }
+			END { if (k > 0 && !bad) printf "%.2f (%.1f / %.1f)", s / k, s, k; else print "-" }')
+		printf '%-6s %-8s %-22s %-22s %s\n' "$x%" $dir "$ks" "$ss" "$ratio"
+	done
+	netem_off
+done
+sluice dump $ST 2>/dev/null | grep -E '^  tcp_(retransmit|fast_retransmit|rto|rack|tlp|sack|ooo|ecn)' |
+	sed 's/^/# Sluice counters, all runs: /'
+exit 0
