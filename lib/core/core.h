@@ -79,6 +79,14 @@ struct sl_icmp_rl {
 	uint64_t last_ms;
 };
 
+/* ICMPv6 errors to one destination: as sl_icmp_rl, keyed by IPv6
+ * address (all zero: free). */
+struct sl_icmp6_rl {
+	uint8_t daddr[16];
+	uint32_t tokens_ms;
+	uint64_t last_ms;
+};
+
 /*
  * One datagram being reassembled (RFC 791, RFC 815): its fragments are
  * buffers linked by next_idx from head in offset order, each with its
@@ -341,6 +349,14 @@ struct sl_region {
 	uint32_t frag_mem;
 	uint32_t frag_queues;
 
+	/* IPv6 (proto/ip6.c): the stack's own address besides ::1 (all
+	 * zero: none), its prefix length, and ICMPv6 errors sent per
+	 * destination (the host-wide bucket is icmp_credit's, shared with
+	 * ICMP as Linux shares it). */
+	uint8_t ip6_addr[16];
+	uint32_t ip6_plen;
+	struct sl_icmp6_rl icmp6_rl[SL_ICMP_RL_N];
+
 	/* Which process counts in which block of counters (below). */
 	uint32_t counter_pid[SL_PROC_MAX] __attribute__((aligned(64)));
 
@@ -521,7 +537,29 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(tcp_rack_reo_timeout, "TCP RACK reordering timer expiries (RFC 8985 6.3)") \
 	X(tcp_rack_reord, "TCP reordering seen: a SACK or ACK below the highest SACKed") \
 	X(tcp_dsack_rx, "TCP DSACK blocks received (RFC 2883): a segment arrived twice") \
-	X(tcp_tlp_recovery, "TCP loss probes that repaired a loss: cwnd reduced (RFC 8985 7.4)")
+	X(tcp_tlp_recovery, "TCP loss probes that repaired a loss: cwnd reduced (RFC 8985 7.4)") \
+	X(ip6_rx, "IPv6 packets received")				\
+	X(ip6_tx, "IPv6 packets sent")					\
+	X(ip6_rx_bad_hdr, "dropped: bad IPv6 header, length or extension header chain") \
+	X(ip6_rx_not_ours, "dropped: IPv6 not addressed to this stack")	\
+	X(ip6_rx_martian, "dropped: IPv6 source multicast, v4-mapped, or ::1 from a link") \
+	X(ip6_rx_bad_opt, "dropped: IPv6 options malformed (length, padding, too many)") \
+	X(ip6_rx_unknown_opt, "dropped: IPv6 option of an unknown type that says discard (RFC 8200 4.2)") \
+	X(ip6_rx_rthdr, "dropped: IPv6 routing header with segments left (type 0: RFC 5095)") \
+	X(ip6_rx_unknown_nh, "dropped: IPv6 unknown next header (parameter problem sent)") \
+	X(ip6_rx_frag, "dropped: IPv6 fragments (no reassembly yet)")	\
+	X(ip6_rx_nonext, "IPv6 packets with no next header (59), dropped") \
+	X(ip6_tx_noroute, "IPv6 not sent: no route or no IPv6 on the link") \
+	X(icmp6_rx, "ICMPv6 messages received")			\
+	X(icmp6_rx_bad, "dropped: bad ICMPv6 length or checksum")	\
+	X(icmp6_rx_ignored, "ICMPv6 messages dropped unanswered (a type not handled)") \
+	X(icmp6_echo_replied, "ICMPv6 echo requests answered")		\
+	X(icmp6_err_tx, "ICMPv6 errors sent (unreachable, parameter problem)") \
+	X(icmp6_ratelimit, "ICMPv6 errors not sent: rate limits")	\
+	X(udp6_rx_bad, "dropped: bad UDP over IPv6 length or checksum (0 included)") \
+	X(udp6_rx_noport, "dropped: UDP over IPv6 to a closed port")	\
+	X(tcp6_rx_bad, "dropped: bad TCP over IPv6 header or checksum")	\
+	X(tcp6_rx_noport, "TCP over IPv6 segments to no socket (RST sent)")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,
@@ -542,6 +580,9 @@ struct sl_link_ops {
 	const char *name;
 	/* Send the IPv4 packet in buffer idx to next hop nh (network order). */
 	int (*tx)(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint32_t nh);
+	/* Optional: send the IPv6 packet in idx to next hop nh (16 bytes);
+	 * a link without it carries no IPv6 (proto/ip6.c). */
+	int (*tx6)(struct sl_link *l, struct sl_stack *s, uint32_t idx, const uint8_t *nh);
 	/* Receive up to budget frames, feeding each to the stack; returns count. */
 	int (*rx)(struct sl_link *l, struct sl_stack *s, int budget);
 	/* An fd that polls readable when frames wait, or -1. */

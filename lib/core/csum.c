@@ -88,3 +88,12 @@ uint32_t sl_csum_pseudo(uint32_t saddr, uint32_t daddr, uint8_t proto, uint16_t 
 	acc = (acc & 0xffffffffu) + (acc >> 32);
 	return (uint32_t)acc;
 }
+
+uint32_t sl_csum_pseudo6(const uint8_t *saddr, const uint8_t *daddr, uint8_t nxt, uint32_t len)
+{
+	uint32_t tail[2] = { htonl(len), htonl(nxt) };
+	uint32_t sum = sl_csum_add(0, saddr, 16);
+
+	sum = sl_csum_add(sum, daddr, 16);
+	return sl_csum_add(sum, tail, sizeof(tail));
+}

@@ -200,6 +200,8 @@ void sl_eth_input(struct sl_stack *s, const struct sl_eth_link *el, uint32_t idx
 	b->len -= sizeof(*eh);
 	if (type == ETHERTYPE_IP_) {
 		sl_ip_input(s, idx);
+	} else if (type == ETHERTYPE_IPV6_) {
+		sl_ip6_input(s, idx);
 	} else if (type == ETHERTYPE_ARP_) {
 		arp_input(s, el, idx);
 	} else {

@@ -123,19 +123,11 @@ drop:
 #define ICMP_MSGS_PER_SEC	1000u
 #define ICMP_MSGS_BURST		50u
 #define ICMP_RATELIMIT_MS	1000u
-#define XRLIM_BURST_FACTOR	6u
 
-bool sl_icmp_allow(struct sl_stack *s, uint8_t type, uint8_t code, uint32_t daddr)
+bool sl_icmp_global_ok(struct sl_stack *s, uint64_t now)
 {
 	struct sl_region *r = s->lib;
-	uint64_t now = sl_now(s) / 1000;
-	struct sl_icmp_rl *e = NULL, *old = NULL;
-	uint32_t tokens;
 
-	if (type > 18 || !(ICMP_RATEMASK & (1u << type)) ||
-	    (type == ICMP_UNREACH_ && code == ICMP_UNREACH_NEEDFRAG_) ||
-	    sl_ip_is_local(s, daddr))
-		return true;
 	/* The host-wide bucket, refilled by the ms gone since its last look. */
 	if (now > r->icmp_stamp_ms || !r->icmp_stamp_ms) {
 		uint64_t add = r->icmp_stamp_ms ? (now - r->icmp_stamp_ms) * ICMP_MSGS_PER_SEC / 1000
@@ -147,7 +139,36 @@ bool sl_icmp_allow(struct sl_stack *s, uint8_t type, uint8_t code, uint32_t dadd
 			r->icmp_stamp_ms = now;
 		}
 	}
-	if (!r->icmp_credit) {
+	return r->icmp_credit != 0;
+}
+
+bool sl_icmp_peer_ok(uint32_t *tokens_ms, uint64_t *last_ms, uint64_t now, uint32_t tmo)
+{
+	uint32_t tokens = *tokens_ms, cap = SL_XRLIM_BURST * tmo;
+
+	tokens += now > *last_ms ? (uint32_t)(now - *last_ms > cap ? cap : now - *last_ms) : 0;
+	if (tokens > cap)
+		tokens = cap;
+	*last_ms = now;
+	if (tokens < tmo) {
+		*tokens_ms = tokens;
+		return false;
+	}
+	*tokens_ms = tokens - tmo;
+	return true;
+}
+
+bool sl_icmp_allow(struct sl_stack *s, uint8_t type, uint8_t code, uint32_t daddr)
+{
+	struct sl_region *r = s->lib;
+	uint64_t now = sl_now(s) / 1000;
+	struct sl_icmp_rl *e = NULL, *old = NULL;
+
+	if (type > 18 || !(ICMP_RATEMASK & (1u << type)) ||
+	    (type == ICMP_UNREACH_ && code == ICMP_UNREACH_NEEDFRAG_) ||
+	    sl_ip_is_local(s, daddr))
+		return true;
+	if (!sl_icmp_global_ok(s, now)) {
 		sl_count(s, SL_C_icmp_ratelimit_global);
 		return false;
 	}
@@ -165,22 +186,13 @@ bool sl_icmp_allow(struct sl_stack *s, uint8_t type, uint8_t code, uint32_t dadd
 		/* A new peer starts with a full bucket (inet_getpeer()). */
 		e = old;
 		e->daddr = daddr;
-		e->tokens_ms = XRLIM_BURST_FACTOR * ICMP_RATELIMIT_MS;
+		e->tokens_ms = SL_XRLIM_BURST * ICMP_RATELIMIT_MS;
 		e->last_ms = now;
 	}
-	tokens = e->tokens_ms;
-	tokens += now > e->last_ms ? (uint32_t)(now - e->last_ms > XRLIM_BURST_FACTOR *
-						ICMP_RATELIMIT_MS ? XRLIM_BURST_FACTOR *
-						ICMP_RATELIMIT_MS : now - e->last_ms) : 0;
-	if (tokens > XRLIM_BURST_FACTOR * ICMP_RATELIMIT_MS)
-		tokens = XRLIM_BURST_FACTOR * ICMP_RATELIMIT_MS;
-	e->last_ms = now;
-	if (tokens < ICMP_RATELIMIT_MS) {
-		e->tokens_ms = tokens;
+	if (!sl_icmp_peer_ok(&e->tokens_ms, &e->last_ms, now, ICMP_RATELIMIT_MS)) {
 		sl_count(s, SL_C_icmp_ratelimit_host);
 		return false;
 	}
-	e->tokens_ms = tokens - ICMP_RATELIMIT_MS;
 	r->icmp_credit--;
 	return true;
 }

@@ -50,6 +50,13 @@ void sl_ip_input(struct sl_stack *s, uint32_t idx)
 	unsigned int hlen, tot, chain;
 	uint32_t src;
 
+	/* IPv6 on the stack's own loopback (a link hands it over by its
+	 * type: eth.c; from a link, version 6 here is a bad IPv4 header). */
+	if (__builtin_expect((ip->ver_ihl & 0xf0) != 0x40, 0) && (b->flags & SL_BUF_LOCAL) &&
+	    b->len && (ip->ver_ihl >> 4) == 6) {
+		sl_ip6_input(s, idx);
+		return;
+	}
 	sl_count(s, SL_C_ip_rx);
 	if (__builtin_expect(s->lib->cap_on != 0, 0))
 		sl_cap_packet(s, idx, b->flags & SL_BUF_LOCAL ? SL_CAP_LO : 0);

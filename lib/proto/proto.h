@@ -626,6 +626,33 @@ void sl_icmp_send_error(struct sl_stack *s, uint32_t orig_idx, uint8_t type, uin
 /* Whether an ICMP error of type and code to daddr may go now (Linux
  * icmpv4_xrlim_allow(), icmp_global_allow()); counts the refusals. */
 bool sl_icmp_allow(struct sl_stack *s, uint8_t type, uint8_t code, uint32_t daddr);
+/* The two halves of that, shared with ICMPv6 (ip6.c): the host-wide
+ * bucket refilled to now (ms) and not empty (the caller takes its token
+ * once the peer's bucket allows); a peer's bucket of one message each
+ * tmo ms, SL_XRLIM_BURST saved up (inet_peer_xrlim_allow()). */
+#define SL_XRLIM_BURST	6u
+bool sl_icmp_global_ok(struct sl_stack *s, uint64_t now);
+bool sl_icmp_peer_ok(uint32_t *tokens_ms, uint64_t *last_ms, uint64_t now, uint32_t tmo);
+
+/* ip6.c: IPv6 (RFC 8200) and ICMPv6 (RFC 4443), lib/proto/README.md "IPv6".
+ * Input of the IPv6 packet in idx (consumed). */
+void sl_ip6_input(struct sl_stack *s, uint32_t idx);
+/* ::1 or the stack's own IPv6 address. */
+bool sl_ip6_is_local(const struct sl_stack *s, const uint8_t *a);
+/* Fill an IPv6 header at the headroom of idx, whose data holds plen bytes
+ * of next header nxt at off + 40 (hlim 0: 64). */
+void sl_ip6_build(struct sl_stack *s, uint32_t idx, uint8_t nxt, const uint8_t *saddr,
+		  const uint8_t *daddr, uint16_t plen, uint8_t tclass, uint32_t flow, uint8_t hlim);
+/* Send the IPv6 packet in idx (consumed): to the stack itself, or on the
+ * link to its on-link destination. */
+int sl_ip6_output(struct sl_stack *s, uint32_t idx);
+/* Linux's automatic flow label (auto_flowlabels 1) for a flow: keyed
+ * hash, 20 bits, never 0. */
+uint32_t sl_ip6_flowlabel(const struct sl_stack *s, const uint8_t *saddr, const uint8_t *daddr,
+			  uint8_t nxt, uint32_t ports);
+/* An ICMPv6 error about the packet in orig_idx (kept), RFC 4443 2.4. */
+void sl_icmp6_send_error(struct sl_stack *s, uint32_t orig_idx, uint8_t type, uint8_t code,
+			 uint32_t info);
 
 /* Path MTU (proto/ip.c): Linux's ip_rt_min_pmtu, ip_rt_mtu_expires, and
  * reassembly's ipfrag_time and ipfrag_high_thresh. */

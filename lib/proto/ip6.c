@@ -1,0 +1,591 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * IPv6 (RFC 8200): the header in and out, extension headers on input,
+ * ICMPv6 (RFC 4443) echo and errors, and the answers a host gives for
+ * TCP and UDP over IPv6 to ports nobody holds.  The stack has no IPv6
+ * sockets yet: every TCP segment gets a reset and every UDP datagram a
+ * port unreachable, as Linux answers a closed port.
+ *
+ * What Linux does is the reference (net/ipv6/ip6_input.c ipv6_rcv(),
+ * exthdrs.c ip6_parse_tlv(), icmp.c icmp6_send()); lib/proto/README.md,
+ * "IPv6", says what is kept and what is not there yet.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "proto/proto.h"
+
+static const uint8_t ip6_loopback[16] = { [15] = 1 };
+
+static bool ip6_is_zero(const uint8_t *a)
+{
+	static const uint8_t zero[16];
+
+	return !memcmp(a, zero, 16);
+}
+
+static bool ip6_is_v4mapped(const uint8_t *a)
+{
+	static const uint8_t pre[12] = { [10] = 0xff, [11] = 0xff };
+
+	return !memcmp(a, pre, 12);
+}
+
+bool sl_ip6_is_local(const struct sl_stack *s, const uint8_t *a)
+{
+	return !memcmp(a, ip6_loopback, 16) ||
+	       (!ip6_is_zero(s->lib->ip6_addr) && !memcmp(a, s->lib->ip6_addr, 16));
+}
+
+/* A multicast group the stack is in: all-nodes (link- and interface-local
+ * scope) and the solicited-node group of its address (RFC 4291 2.7.1). */
+static bool ip6_mcast_ours(const struct sl_stack *s, const uint8_t *a)
+{
+	static const uint8_t all_nodes[15] = { 0xff, 0x02 };
+	static const uint8_t sol[13] = { 0xff, 0x02, [11] = 0x01, [12] = 0xff };
+	const uint8_t *me = s->lib->ip6_addr;
+
+	if ((a[1] == 0x01 || a[1] == 0x02) && !memcmp(a + 2, all_nodes + 2, 13) && a[15] == 1)
+		return true;
+	return !ip6_is_zero(me) && !memcmp(a, sol, 13) && !memcmp(a + 13, me + 13, 3);
+}
+
+/*
+ * The flow label Linux's net.ipv6.auto_flowlabels (1, the default) puts
+ * on packets that set none: a hash of the flow, never 0 (RFC 6437 3),
+ * keyed by the stack's secret so others cannot predict it.
+ */
+uint32_t sl_ip6_flowlabel(const struct sl_stack *s, const uint8_t *saddr, const uint8_t *daddr,
+			  uint8_t nxt, uint32_t ports)
+{
+	uint64_t h = s->lib->tcp_isn_secret[1] ^ ((uint64_t)nxt << 32 | ports);
+	uint64_t w;
+
+	for (unsigned int i = 0; i < 16; i += 8) {
+		memcpy(&w, saddr + i, 8);
+		h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+		h ^= h >> 29;
+		memcpy(&w, daddr + i, 8);
+		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+		h ^= h >> 32;
+	}
+	h = (h ^ s->lib->tcp_isn_secret[0]) * 0x94d049bb133111ebull;
+	h ^= h >> 31;
+	return (uint32_t)h & IP6_FLOWLABEL_MASK_ ? (uint32_t)h & IP6_FLOWLABEL_MASK_ : 1;
+}
+
+void sl_ip6_build(struct sl_stack *s, uint32_t idx, uint8_t nxt, const uint8_t *saddr,
+		  const uint8_t *daddr, uint16_t plen, uint8_t tclass, uint32_t flow, uint8_t hlim)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+	struct sl_ip6 *ip6;
+
+	b->off = SL_HEADROOM;
+	b->len = sizeof(*ip6);
+	ip6 = (struct sl_ip6 *)sl_buf_data(s, idx);
+	b->len = (uint16_t)(sizeof(*ip6) + plen);
+	ip6->vtcfl = htonl(6u << 28 | (uint32_t)tclass << 20 | (flow & IP6_FLOWLABEL_MASK_));
+	ip6->plen = htons(plen);
+	ip6->nxt = nxt;
+	ip6->hlim = hlim ? hlim : IP6_DEFHLIM_;
+	memcpy(ip6->saddr, saddr, 16);
+	memcpy(ip6->daddr, daddr, 16);
+}
+
+int sl_ip6_output(struct sl_stack *s, uint32_t idx)
+{
+	const struct sl_ip6 *ip6 = (const struct sl_ip6 *)sl_buf_data(s, idx);
+	int ret;
+
+	sl_count(s, SL_C_ip6_tx);
+	if (sl_ip6_is_local(s, ip6->daddr)) {
+		sl_ip_loopback_one(s, idx);
+		return 0;
+	}
+	/* On-link only: the destination is the next hop (no router yet). */
+	if (!s->link || !s->link->ops->tx6 || ip6_is_zero(s->lib->ip6_addr)) {
+		sl_count(s, SL_C_ip6_tx_noroute);
+		ret = -ENETUNREACH;
+	} else {
+		if (__builtin_expect(s->lib->cap_on != 0, 0))
+			sl_cap_packet(s, idx, SL_CAP_OUT);
+		ret = s->link->ops->tx6(s->link, s, idx, ip6->daddr);
+		sl_count(s, ret ? SL_C_link_tx_err : SL_C_link_tx);
+	}
+	sl_buf_free(s, idx);
+	return ret;
+}
+
+/* ---- ICMPv6 errors (RFC 4443 2.4) --------------------------------------- */
+
+/*
+ * Linux's limit on ICMPv6 errors (icmpv6_xrlim_allow()): informational
+ * messages and Packet Too Big go free; others take a token from the
+ * host-wide bucket ICMP uses and one from the destination's, whose
+ * interval is net.ipv6.icmp.ratelimit (1000 ms) shortened by the route's
+ * prefix length (>> (128 - plen) / 32: 250 ms on a /64).  None for the
+ * stack's own addresses.
+ */
+static bool icmp6_allow(struct sl_stack *s, uint8_t type, const uint8_t *daddr)
+{
+	struct sl_region *r = s->lib;
+	uint64_t now = sl_now(s) / 1000;
+	struct sl_icmp6_rl *e = NULL, *old = NULL;
+	uint32_t plen = r->ip6_plen && r->ip6_plen <= 128 ? r->ip6_plen : 64;
+	uint32_t tmo = 1000u >> ((128 - plen) >> 5);
+
+	if ((type & 0x80) || type == ICMP6_PACKET_TOO_BIG_ || sl_ip6_is_local(s, daddr))
+		return true;
+	if (!sl_icmp_global_ok(s, now)) {
+		sl_count(s, SL_C_icmp6_ratelimit);
+		return false;
+	}
+	for (unsigned int i = 0; i < SL_ICMP_RL_N; i++) {
+		struct sl_icmp6_rl *c = &r->icmp6_rl[i];
+
+		if (!memcmp(c->daddr, daddr, 16)) {
+			e = c;
+			break;
+		}
+		if (!old || c->last_ms < old->last_ms)
+			old = c;
+	}
+	if (!e) {
+		e = old;
+		memcpy(e->daddr, daddr, 16);
+		e->tokens_ms = SL_XRLIM_BURST * tmo;
+		e->last_ms = now;
+	}
+	if (!sl_icmp_peer_ok(&e->tokens_ms, &e->last_ms, now, tmo)) {
+		sl_count(s, SL_C_icmp6_ratelimit);
+		return false;
+	}
+	r->icmp_credit--;
+	return true;
+}
+
+/*
+ * The upper-layer header of the packet ip6 (len bytes), past any
+ * extension headers: its next-header value in *nxt and its offset, or -1
+ * if the chain does not end inside the packet (ipv6_skip_exthdr()).
+ */
+static int ip6_skip_ext(const uint8_t *pkt, unsigned int len, uint8_t *nxt)
+{
+	unsigned int off = sizeof(struct sl_ip6);
+	uint8_t n = ((const struct sl_ip6 *)pkt)->nxt;
+
+	for (;;) {
+		unsigned int hl;
+
+		if (n != IPPROTO_HOPOPTS_ && n != IPPROTO_ROUTING_ && n != IPPROTO_DSTOPTS_ &&
+		    n != IPPROTO_FRAGMENT_)
+			break;
+		if (off + 8 > len)
+			return -1;
+		if (n == IPPROTO_FRAGMENT_) {
+			const struct sl_ip6_frag *fh = (const struct sl_ip6_frag *)(pkt + off);
+
+			/* Only the first fragment shows what follows. */
+			if (ntohs(fh->off) & ~7u)
+				return -1;
+			hl = 8;
+		} else {
+			hl = ((unsigned int)pkt[off + 1] + 1) * 8;
+		}
+		n = pkt[off];
+		off += hl;
+	}
+	*nxt = n;
+	return off <= len ? (int)off : -1;
+}
+
+/*
+ * An ICMPv6 error of type and code (info: the pointer, the MTU) about the
+ * packet in orig_idx, which stays the caller's.  Not about an ICMPv6
+ * error, nor a packet from :: or a group; to a group (or in a link-layer
+ * multicast frame) only Packet Too Big and an unknown option that asked
+ * for it (RFC 4443 2.4 (e)).  From the address the packet was sent to if
+ * it is ours, else the stack's; quoting as much of it as keeps the error
+ * within the minimum MTU, 1280.
+ */
+void sl_icmp6_send_error(struct sl_stack *s, uint32_t orig_idx, uint8_t type, uint8_t code,
+			 uint32_t info)
+{
+	const struct sluice_buf *ob = sl_buf(s, orig_idx);
+	const uint8_t *pkt = sl_buf_data(s, orig_idx);
+	const struct sl_ip6 *oip = (const struct sl_ip6 *)pkt;
+	unsigned int qlen = ob->len, room;
+	const uint8_t *src;
+	struct sl_icmp6 *ic;
+	uint32_t idx, sum;
+	uint8_t unxt;
+	int uoff;
+
+	if (ip6_is_zero(oip->saddr) || sl_ip6_is_mcast(oip->saddr))
+		return;
+	if ((sl_ip6_is_mcast(oip->daddr) || (ob->flags & SL_BUF_L2_BCAST)) &&
+	    type != ICMP6_PACKET_TOO_BIG_ &&
+	    !(type == ICMP6_PARAM_PROB_ && code == ICMP6_PARAMPROB_OPTION_))
+		return;
+	uoff = ip6_skip_ext(pkt, qlen, &unxt);
+	if (uoff >= 0 && unxt == IPPROTO_ICMPV6_ &&
+	    ((unsigned int)uoff + 1 > qlen || !(pkt[uoff] & 0x80)))
+		return;
+	src = sl_ip6_is_local(s, oip->daddr) ? oip->daddr : s->lib->ip6_addr;
+	if (ip6_is_zero(src))
+		return;
+	if (!icmp6_allow(s, type, oip->saddr))
+		return;
+	room = s->buf_size - SL_HEADROOM - sizeof(struct sl_ip6) - sizeof(*ic);
+	if (room > IP6_MIN_MTU_ - sizeof(struct sl_ip6) - sizeof(*ic))
+		room = IP6_MIN_MTU_ - sizeof(struct sl_ip6) - sizeof(*ic);
+	if (qlen > room)
+		qlen = room;
+	idx = sl_buf_alloc(s);
+	if (idx == SLUICE_IDX_NONE)
+		return;
+	ic = (struct sl_icmp6 *)(sl_buf_base(s, idx) + SL_HEADROOM + sizeof(struct sl_ip6));
+	ic->type = type;
+	ic->code = code;
+	ic->csum = 0;
+	ic->data = htonl(info);
+	memcpy(ic + 1, pkt, qlen);
+	sum = sl_csum_pseudo6(src, oip->saddr, IPPROTO_ICMPV6_, sizeof(*ic) + qlen);
+	ic->csum = sl_csum_fold(sl_csum_add(sum, ic, sizeof(*ic) + qlen));
+	sl_ip6_build(s, idx, IPPROTO_ICMPV6_, src, oip->saddr, (uint16_t)(sizeof(*ic) + qlen), 0,
+		     sl_ip6_flowlabel(s, src, oip->saddr, IPPROTO_ICMPV6_, type), 0);
+	sl_count(s, SL_C_icmp6_err_tx);
+	sl_ip6_output(s, idx);
+}
+
+/* ---- Upper layers ------------------------------------------------------- */
+
+/* The upper-layer checksum of len bytes at off (RFC 8200 8.1): true if
+ * right, or not to be checked (the stack's own loopback, as IPv4's). */
+static bool ip6_csum_ok(struct sl_stack *s, uint32_t idx, const struct sl_ip6 *ip6,
+			unsigned int off, unsigned int len, uint8_t nxt)
+{
+	const struct sluice_buf *b = sl_buf(s, idx);
+
+	if (b->flags & (SL_BUF_LOCAL | SL_BUF_CSUM_OK))
+		return true;
+	return sl_csum_fold(sl_csum_add(sl_csum_pseudo6(ip6->saddr, ip6->daddr, nxt, len),
+					(const uint8_t *)ip6 + off, len)) == 0;
+}
+
+static void icmp6_input(struct sl_stack *s, uint32_t idx, const struct sl_ip6 *ip6,
+			unsigned int off)
+{
+	const struct sluice_buf *b = sl_buf(s, idx);
+	unsigned int len = b->len - off;
+	const struct sl_icmp6 *ic = (const struct sl_icmp6 *)((const uint8_t *)ip6 + off);
+	const uint8_t *src;
+	struct sl_icmp6 *rc;
+	uint32_t r, sum;
+
+	sl_count(s, SL_C_icmp6_rx);
+	/* Even the stack's own: ICMPv6's checksum is always checked. */
+	if (len < sizeof(*ic) ||
+	    sl_csum_fold(sl_csum_add(sl_csum_pseudo6(ip6->saddr, ip6->daddr, IPPROTO_ICMPV6_, len),
+				     ic, len)) != 0) {
+		sl_count(s, SL_C_icmp6_rx_bad);
+		goto drop;
+	}
+	if (ic->type != ICMP6_ECHO_REQUEST_ || ic->code != 0) {
+		/* Errors would go to the sockets they quote: none yet. */
+		sl_count(s, SL_C_icmp6_rx_ignored);
+		goto drop;
+	}
+	/* Linux answers a group's echo too (icmpv6_echo_ignore_multicast
+	 * 0), from the stack's own address; the traffic class is the
+	 * request's (icmpv6_echo_reply()). */
+	src = sl_ip6_is_mcast(ip6->daddr) ? s->lib->ip6_addr : ip6->daddr;
+	if (ip6_is_zero(src) || ip6_is_zero(ip6->saddr) || sl_ip6_is_mcast(ip6->saddr) ||
+	    len > s->buf_size - SL_HEADROOM - sizeof(*ip6)) {
+		sl_count(s, SL_C_icmp6_rx_ignored);
+		goto drop;
+	}
+	r = sl_buf_alloc(s);
+	if (r == SLUICE_IDX_NONE)
+		goto drop;
+	rc = (struct sl_icmp6 *)(sl_buf_base(s, r) + SL_HEADROOM + sizeof(*ip6));
+	memcpy(rc, ic, len);
+	rc->type = ICMP6_ECHO_REPLY_;
+	rc->csum = 0;
+	sum = sl_csum_pseudo6(src, ip6->saddr, IPPROTO_ICMPV6_, len);
+	rc->csum = sl_csum_fold(sl_csum_add(sum, rc, len));
+	sl_ip6_build(s, r, IPPROTO_ICMPV6_, src, ip6->saddr, (uint16_t)len,
+		     (uint8_t)(ntohl(ip6->vtcfl) >> 20),
+		     sl_ip6_flowlabel(s, src, ip6->saddr, IPPROTO_ICMPV6_, ic->data), 0);
+	sl_count(s, SL_C_icmp6_echo_replied);
+	sl_ip6_output(s, r);
+drop:
+	sl_buf_free(s, idx);
+}
+
+/* UDP (RFC 768, RFC 8200 8.1): a checksum of 0 is an error over IPv6. */
+static void udp6_input(struct sl_stack *s, uint32_t idx, const struct sl_ip6 *ip6,
+		       unsigned int off)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+	const struct sl_udp *uh = (const struct sl_udp *)((const uint8_t *)ip6 + off);
+	unsigned int ulen;
+
+	sl_count(s, SL_C_udp_rx);
+	if (b->len < off + sizeof(*uh))
+		goto bad;
+	ulen = ntohs(uh->len);
+	if (ulen < sizeof(*uh) || off + ulen > b->len || !uh->csum)
+		goto bad;
+	b->len = (uint16_t)(off + ulen);	/* as Linux trims past uh->len */
+	if (!ip6_csum_ok(s, idx, ip6, off, ulen, IPPROTO_UDP_))
+		goto bad;
+	sl_count(s, SL_C_udp6_rx_noport);
+	if (!sl_ip6_is_mcast(ip6->daddr))
+		sl_icmp6_send_error(s, idx, ICMP6_DST_UNREACH_, ICMP6_UNREACH_PORT_, 0);
+	goto drop;
+bad:
+	sl_count(s, SL_C_udp6_rx_bad);
+drop:
+	sl_buf_free(s, idx);
+}
+
+/* TCP to no socket: a reset (RFC 9293 3.10.7.1), never to a group.  Its
+ * traffic class the segment's less ECN, as tcp_v6_send_reset(). */
+static void tcp6_input(struct sl_stack *s, uint32_t idx, const struct sl_ip6 *ip6,
+		       unsigned int off)
+{
+	const struct sluice_buf *b = sl_buf(s, idx);
+	const struct sl_tcph *in = (const struct sl_tcph *)((const uint8_t *)ip6 + off);
+	unsigned int len = b->len - off, doff;
+	struct sl_tcph *th;
+	uint32_t r, sum;
+
+	sl_count(s, SL_C_tcp_rx);
+	if (sl_ip6_is_mcast(ip6->daddr) || (b->flags & SL_BUF_L2_BCAST)) {
+		sl_count(s, SL_C_tcp_rx_bcast);
+		goto drop;
+	}
+	doff = len >= sizeof(*in) ? (unsigned int)(in->off >> 4) * 4 : 0;
+	if (doff < sizeof(*in) || doff > len || !ip6_csum_ok(s, idx, ip6, off, len, IPPROTO_TCP_)) {
+		sl_count(s, SL_C_tcp6_rx_bad);
+		goto drop;
+	}
+	sl_count(s, SL_C_tcp6_rx_noport);
+	if (in->flags & TH_RST_)
+		goto drop;
+	r = sl_buf_alloc(s);
+	if (r == SLUICE_IDX_NONE)
+		goto drop;
+	th = (struct sl_tcph *)(sl_buf_base(s, r) + SL_HEADROOM + sizeof(*ip6));
+	memset(th, 0, sizeof(*th));
+	th->sport = in->dport;
+	th->dport = in->sport;
+	if (in->flags & TH_ACK_) {
+		th->seq = in->ack;
+		th->flags = TH_RST_;
+	} else {
+		uint32_t seglen = len - doff + !!(in->flags & TH_SYN_) + !!(in->flags & TH_FIN_);
+
+		th->ack = htonl(ntohl(in->seq) + seglen);
+		th->flags = TH_RST_ | TH_ACK_;
+	}
+	th->off = 5 << 4;
+	sum = sl_csum_pseudo6(ip6->daddr, ip6->saddr, IPPROTO_TCP_, sizeof(*th));
+	th->csum = sl_csum_fold(sl_csum_add(sum, th, sizeof(*th)));
+	sl_ip6_build(s, r, IPPROTO_TCP_, ip6->daddr, ip6->saddr, sizeof(*th),
+		     (uint8_t)((ntohl(ip6->vtcfl) >> 20) & 0xfc),
+		     sl_ip6_flowlabel(s, ip6->daddr, ip6->saddr, IPPROTO_TCP_,
+				      (uint32_t)th->sport << 16 | th->dport), 0);
+	sl_count(s, SL_C_tcp_reset_tx);
+	sl_ip6_output(s, r);
+drop:
+	sl_buf_free(s, idx);
+}
+
+/* ---- Input (RFC 8200 4) ------------------------------------------------- */
+
+/* Linux's max_hbh_opts_cnt and max_dst_opts_cnt: options other than
+ * padding one header may carry. */
+#define IP6_MAX_OPTS	8
+
+/*
+ * The options of the hop-by-hop or destination options header at off
+ * (hl bytes), as ip6_parse_tlv(): padding at most 7 bytes in a row and
+ * PadN all zero; a router alert (hop-by-hop) is known; any other option's
+ * type says in its two high bits what to do (RFC 8200 4.2): skip it, or
+ * drop the packet and tell nobody, tell the source, or tell the source
+ * unless the packet went to a group.  True: go on.
+ */
+static bool ip6_opts(struct sl_stack *s, uint32_t idx, const uint8_t *pkt, unsigned int off,
+		     unsigned int hl, bool hbh)
+{
+	const struct sl_ip6 *ip6 = (const struct sl_ip6 *)pkt;
+	unsigned int p = off + 2, end = off + hl, pad = 0, n = 0;
+
+	while (p < end) {
+		uint8_t t = pkt[p];
+		unsigned int ol;
+
+		if (t == IP6_OPT_PAD1_) {
+			if (++pad > 7)
+				goto bad;
+			p++;
+			continue;
+		}
+		if (p + 2 > end || p + 2 + pkt[p + 1] > end)
+			goto bad;
+		ol = 2u + pkt[p + 1];
+		if (t == IP6_OPT_PADN_) {
+			pad += ol;
+			if (pad > 7)
+				goto bad;
+			for (unsigned int i = 2; i < ol; i++)
+				if (pkt[p + i])
+					goto bad;
+			p += ol;
+			continue;
+		}
+		pad = 0;
+		if (++n > IP6_MAX_OPTS)
+			goto bad;
+		if (hbh && t == IP6_OPT_RA_ && ol == 4) {
+			p += ol;
+			continue;
+		}
+		switch (t >> 6) {
+		case 0:
+			break;
+		case 3:
+			if (sl_ip6_is_mcast(ip6->daddr))
+				goto unknown;
+			/* fall through */
+		case 2:
+			sl_icmp6_send_error(s, idx, ICMP6_PARAM_PROB_, ICMP6_PARAMPROB_OPTION_, p);
+			/* fall through */
+		default:
+			goto unknown;
+		}
+		p += ol;
+	}
+	return true;
+unknown:
+	sl_count(s, SL_C_ip6_rx_unknown_opt);
+	return false;
+bad:
+	sl_count(s, SL_C_ip6_rx_bad_opt);
+	return false;
+}
+
+void sl_ip6_input(struct sl_stack *s, uint32_t idx)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+	const uint8_t *pkt = sl_buf_data(s, idx);
+	const struct sl_ip6 *ip6 = (const struct sl_ip6 *)pkt;
+	bool local = b->flags & SL_BUF_LOCAL;
+	unsigned int off = sizeof(*ip6), nhoff = 6, len;
+	uint8_t nxt;
+
+	sl_count(s, SL_C_ip6_rx);
+	if (__builtin_expect(s->lib->cap_on != 0, 0))
+		sl_cap_packet(s, idx, local ? SL_CAP_LO : 0);
+	if (b->len < sizeof(*ip6) || (ntohl(ip6->vtcfl) >> 28) != 6 || sl_buf_chained(b) ||
+	    sizeof(*ip6) + ntohs(ip6->plen) > b->len)
+		goto bad_hdr;
+	/* Trim link padding; jumbograms (RFC 2675) are not taken. */
+	b->len = (uint16_t)(sizeof(*ip6) + ntohs(ip6->plen));
+	len = b->len;
+	/* RFC 4291 2.5.3: ::1 never from or to a link; 2.7: no group as a
+	 * source; a v4-mapped source is IPv4's (RFC 4038 6.2). */
+	if (sl_ip6_is_mcast(ip6->saddr) || ip6_is_v4mapped(ip6->saddr) ||
+	    (!local && (!memcmp(ip6->saddr, ip6_loopback, 16) ||
+			!memcmp(ip6->daddr, ip6_loopback, 16)))) {
+		sl_count(s, SL_C_ip6_rx_martian);
+		goto drop;
+	}
+	if (!sl_ip6_is_local(s, ip6->daddr) && !ip6_mcast_ours(s, ip6->daddr)) {
+		sl_count(s, SL_C_ip6_rx_not_ours);
+		goto drop;
+	}
+	nxt = ip6->nxt;
+	for (;;) {
+		unsigned int hl;
+
+		switch (nxt) {
+		case IPPROTO_TCP_:
+			tcp6_input(s, idx, ip6, off);
+			return;
+		case IPPROTO_UDP_:
+			udp6_input(s, idx, ip6, off);
+			return;
+		case IPPROTO_ICMPV6_:
+			icmp6_input(s, idx, ip6, off);
+			return;
+		case IPPROTO_NONE_:
+			sl_count(s, SL_C_ip6_rx_nonext);
+			goto drop;
+		case IPPROTO_HOPOPTS_:
+		case IPPROTO_DSTOPTS_:
+			/* Hop-by-hop only right after the header (4.3). */
+			if (nxt == IPPROTO_HOPOPTS_ && off != sizeof(*ip6))
+				goto unknown_nh;
+			if (off + 8 > len)
+				goto bad_hdr;
+			hl = ((unsigned int)pkt[off + 1] + 1) * 8;
+			if (off + hl > len)
+				goto bad_hdr;
+			if (!ip6_opts(s, idx, pkt, off, hl, nxt == IPPROTO_HOPOPTS_))
+				goto drop;
+			break;
+		case IPPROTO_ROUTING_: {
+			const struct sl_ip6_rthdr *rh = (const struct sl_ip6_rthdr *)(pkt + off);
+
+			if (off + 8 > len)
+				goto bad_hdr;
+			hl = ((unsigned int)rh->len + 1) * 8;
+			if (off + hl > len)
+				goto bad_hdr;
+			/* 4.4: with no segments left it is skipped, whatever
+			 * its type; with some, a host routes none of them
+			 * (type 0 is deprecated, RFC 5095 3): a parameter
+			 * problem at the type. */
+			if (rh->segleft) {
+				sl_count(s, SL_C_ip6_rx_rthdr);
+				sl_icmp6_send_error(s, idx, ICMP6_PARAM_PROB_,
+						    ICMP6_PARAMPROB_HEADER_, off + 2);
+				goto drop;
+			}
+			break;
+		}
+		case IPPROTO_FRAGMENT_: {
+			const struct sl_ip6_frag *fh = (const struct sl_ip6_frag *)(pkt + off);
+
+			if (off + 8 > len)
+				goto bad_hdr;
+			/* An atomic fragment (offset 0, no more) is the whole
+			 * packet (RFC 6946 4); others are not reassembled yet. */
+			if (ntohs(fh->off) & 0xfff9u) {
+				sl_count(s, SL_C_ip6_rx_frag);
+				goto drop;
+			}
+			hl = 8;
+			break;
+		}
+		default:
+			goto unknown_nh;
+		}
+		nhoff = off;
+		nxt = pkt[off];
+		off += hl;
+	}
+unknown_nh:
+	/* 4: a next header not recognized: parameter problem, code 1,
+	 * pointing at the field that named it. */
+	sl_count(s, SL_C_ip6_rx_unknown_nh);
+	sl_icmp6_send_error(s, idx, ICMP6_PARAM_PROB_, ICMP6_PARAMPROB_NEXTHDR_, nhoff);
+	goto drop;
+bad_hdr:
+	sl_count(s, SL_C_ip6_rx_bad_hdr);
+drop:
+	sl_pkt_free(s, idx);
+}

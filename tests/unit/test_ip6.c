@@ -1,0 +1,450 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * IPv6 input and output (RFC 8200) and ICMPv6 (RFC 4443) in the stack:
+ * the header built on the way out, extension headers on the way in
+ * (options by their type's high bits, routing headers, fragments, an
+ * unknown next header), upper-layer checksums with the pseudo-header, a
+ * closed port answered as Linux answers it, errors rate-limited, and the
+ * stack's own loopback.
+ */
+#include "stack_fixture.h"
+
+static int cap_tx6(struct sl_link *l, struct sl_stack *s, uint32_t idx, const uint8_t *nh)
+{
+	(void)nh;
+	return cap_tx(l, s, idx, 0);
+}
+
+static const struct sl_link_ops cap6_ops = { .name = "capture6", .tx = cap_tx, .tx6 = cap_tx6 };
+
+static const char *ME = "2001:db8::1", *PEER = "2001:db8::9";
+
+/* An IPv6 header and payload into out; returns the length. */
+static size_t ip6(uint8_t *out, const char *src, const char *dst, uint8_t nxt, uint32_t tcfl,
+		  const void *payload, size_t plen)
+{
+	struct sl_ip6 *h = (struct sl_ip6 *)out;
+
+	memset(h, 0, sizeof(*h));
+	h->vtcfl = htonl(6u << 28 | tcfl);
+	h->plen = htons((uint16_t)plen);
+	h->nxt = nxt;
+	h->hlim = 64;
+	inet_pton(AF_INET6, src, h->saddr);
+	inet_pton(AF_INET6, dst, h->daddr);
+	memcpy(h + 1, payload, plen);
+	return sizeof(*h) + plen;
+}
+
+/* The upper-layer checksum of packet pkt's last ulen bytes, filled in at
+ * csum_at (from the upper-layer header). */
+static void ul_csum(uint8_t *pkt, size_t len, size_t ulen, uint8_t nxt, size_t csum_at)
+{
+	const struct sl_ip6 *h = (const struct sl_ip6 *)pkt;
+	uint8_t *ul = pkt + len - ulen;
+
+	ul[csum_at] = ul[csum_at + 1] = 0;
+	uint16_t c = sl_csum_fold(sl_csum_add(sl_csum_pseudo6(h->saddr, h->daddr, nxt,
+							      (uint32_t)ulen), ul, ulen));
+	memcpy(ul + csum_at, &c, 2);
+}
+
+static bool ul_csum_ok(const uint8_t *pkt, size_t len, size_t off, uint8_t nxt)
+{
+	const struct sl_ip6 *h = (const struct sl_ip6 *)pkt;
+
+	return sl_csum_fold(sl_csum_add(sl_csum_pseudo6(h->saddr, h->daddr, nxt,
+							(uint32_t)(len - off)),
+					pkt + off, len - off)) == 0;
+}
+
+/* ext (elen bytes of extension headers, the first named by first, the
+ * last's next header ICMPv6), then an echo request with 16 bytes. */
+static size_t echo(uint8_t *out, const char *src, const char *dst, uint8_t first,
+		   const uint8_t *ext, size_t elen, uint32_t tcfl)
+{
+	uint8_t m[256];
+	struct sl_icmp6 *ic = (struct sl_icmp6 *)(m + elen);
+	size_t len;
+
+	memcpy(m, ext, elen);
+	memset(ic, 0, sizeof(*ic));
+	ic->type = ICMP6_ECHO_REQUEST_;
+	ic->data = htonl(0x42420007);
+	memcpy(ic + 1, "sluice-echo6-dat", 16);
+	len = ip6(out, src, dst, elen ? first : IPPROTO_ICMPV6_, tcfl, m, elen + 24);
+	ul_csum(out, len, 24, IPPROTO_ICMPV6_, 2);
+	return len;
+}
+
+/* Each packet in comes 300 ms after the last (one error a peer each
+ * 250 ms is allowed), but while rate limits are tested. */
+static bool tick = true;
+
+static void in6(struct sl_stack *s, const uint8_t *pkt, size_t len, uint16_t flags)
+{
+	uint32_t idx;
+
+	if (tick)
+		fx_clock_us += 300000;
+	sl_lock(s);
+	idx = sl_buf_alloc(s);
+	if (idx != SLUICE_IDX_NONE) {
+		memcpy(sl_buf_data(s, idx), pkt, len);
+		sl_buf(s, idx)->len = (uint16_t)len;
+		sl_buf(s, idx)->flags = flags;
+		sl_ip6_input(s, idx);
+	}
+	sl_unlock(s);
+}
+
+/* Frame i of cap an ICMPv6 message of type and code to dst, its
+ * checksum right: its data word (-1 if not). */
+static int64_t icmp6_of(const struct capture *cap, unsigned int i, uint8_t type, uint8_t code)
+{
+	const uint8_t *f = cap->frame[i];
+	const struct sl_ip6 *h = (const struct sl_ip6 *)f;
+	const struct sl_icmp6 *ic = (const struct sl_icmp6 *)(f + 40);
+
+	if (i >= cap->n || cap->len[i] < 48 || (ntohl(h->vtcfl) >> 28) != 6 ||
+	    h->nxt != IPPROTO_ICMPV6_ || ntohs(h->plen) + 40u != cap->len[i] ||
+	    ic->type != type || ic->code != code || !ul_csum_ok(f, cap->len[i], 40, IPPROTO_ICMPV6_))
+		return -1;
+	return ntohl(ic->data);
+}
+
+int main(void)
+{
+	static struct capture cap;
+	struct sl_stack *s = fx_stack("ip6", "10.6.0.1", &cap);
+	uint32_t free0 = s->lib->buf_free_count;
+	uint8_t pkt[1600], ext[64], pay[64], me[16], peer[16];
+	const struct sl_ip6 *rh = (const struct sl_ip6 *)cap.frame[0];
+	size_t len;
+
+	cap.link.ops = &cap6_ops;
+	inet_pton(AF_INET6, ME, me);
+	inet_pton(AF_INET6, PEER, peer);
+	memcpy(s->lib->ip6_addr, me, 16);
+	s->lib->ip6_plen = 64;
+
+	/* 1. Echo: the header built as RFC 8200 3 and Linux fill it. */
+	len = echo(pkt, PEER, ME, 0, NULL, 0, 0xb8u << 20 | 0x12345);
+	in6(s, pkt, len, 0);
+	tap_eq(cap.n, 1, "echo request: one reply");
+	tap_eq(icmp6_of(&cap, 0, ICMP6_ECHO_REPLY_, 0), 0x42420007, "an echo reply, same id and sequence, checksum right");
+	tap_eq(cap.len[0], len, "as long as the request");
+	tap_ok(!memcmp(rh->saddr, me, 16) && !memcmp(rh->daddr, peer, 16), "from our address to the requester");
+	tap_eq(rh->hlim, 64, "hop limit 64");
+	tap_eq(ntohl(rh->vtcfl) >> 20 & 0xff, 0xb8, "traffic class the request's (icmpv6_echo_reply)");
+	tap_ok((ntohl(rh->vtcfl) & 0xfffff) != 0, "a flow label (auto_flowlabels)");
+	tap_ok(!memcmp(cap.frame[0] + 48, "sluice-echo6-dat", 16), "same data");
+	tap_eq(fx_counter(s, "icmp6_echo_replied"), 1, "counted");
+
+	/* Link padding past the payload length is trimmed. */
+	cap.n = 0;
+	memset(pkt + len, 0xee, 20);
+	in6(s, pkt, len + 20, 0);
+	tap_ok(cap.n == 1 && cap.len[0] == len, "padding after the payload: trimmed");
+
+	/* 2. Bad packets, each dropped and counted. */
+	cap.n = 0;
+	len = echo(pkt, PEER, ME, 0, NULL, 0, 0);
+	pkt[len - 1] ^= 1;
+	in6(s, pkt, len, 0);
+	tap_ok(cap.n == 0 && fx_counter(s, "icmp6_rx_bad") == 1, "bad ICMPv6 checksum: dropped, counted");
+	len = echo(pkt, PEER, ME, 0, NULL, 0, 0);
+	in6(s, pkt, len - 1, 0);
+	tap_ok(cap.n == 0 && fx_counter(s, "ip6_rx_bad_hdr") == 1, "shorter than its payload length: bad header");
+	in6(s, pkt, 39, 0);
+	tap_eq(fx_counter(s, "ip6_rx_bad_hdr"), 2, "shorter than a header: bad header");
+	len = echo(pkt, "::1", ME, 0, NULL, 0, 0);
+	in6(s, pkt, len, 0);
+	len = echo(pkt, "ff02::1", ME, 0, NULL, 0, 0);
+	in6(s, pkt, len, 0);
+	len = echo(pkt, "::ffff:10.6.0.9", ME, 0, NULL, 0, 0);
+	in6(s, pkt, len, 0);
+	tap_ok(cap.n == 0 && fx_counter(s, "ip6_rx_martian") == 3, "::1, a group, v4-mapped as source: martians");
+	len = echo(pkt, PEER, "2001:db8::2", 0, NULL, 0, 0);
+	in6(s, pkt, len, 0);
+	tap_ok(cap.n == 0 && fx_counter(s, "ip6_rx_not_ours") == 1, "to another address: not ours");
+
+	/* 3. Groups: all-nodes and our solicited-node group are ours;
+	 * echo to them answered from our address. */
+	len = echo(pkt, PEER, "ff02::1", 0, NULL, 0, 0);
+	in6(s, pkt, len, SL_BUF_L2_BCAST);
+	tap_ok(cap.n == 1 && !memcmp(rh->saddr, me, 16), "echo to ff02::1: answered from our address");
+	cap.n = 0;
+	len = echo(pkt, PEER, "ff02::1:ff00:1", 0, NULL, 0, 0);
+	in6(s, pkt, len, SL_BUF_L2_BCAST);
+	tap_eq(cap.n, 1, "echo to our solicited-node group: answered");
+	cap.n = 0;
+	len = echo(pkt, PEER, "ff02::1:ff00:2", 0, NULL, 0, 0);
+	in6(s, pkt, len, SL_BUF_L2_BCAST);
+	tap_eq(cap.n, 0, "another solicited-node group: not ours");
+
+	/* 4. Options (RFC 8200 4.2), in a hop-by-hop header. */
+	cap.n = 0;
+	memset(ext, 0, sizeof(ext));
+	ext[0] = IPPROTO_ICMPV6_;
+	ext[1] = 0;
+	ext[2] = IP6_OPT_PADN_;
+	ext[3] = 4;
+	len = echo(pkt, PEER, ME, IPPROTO_HOPOPTS_, ext, 8, 0);
+	in6(s, pkt, len, 0);
+	tap_eq(icmp6_of(&cap, 0, ICMP6_ECHO_REPLY_, 0), 0x42420007, "hop-by-hop with PadN: answered");
+	const uint8_t acts[4] = { 0x1e, 0x5e, 0x9e, 0xde };
+	for (unsigned int a = 0; a < 4; a++) {
+		cap.n = 0;
+		ext[2] = acts[a];
+		ext[3] = 4;
+		len = echo(pkt, PEER, ME, IPPROTO_HOPOPTS_, ext, 8, 0);
+		in6(s, pkt, len, 0);
+		if (a == 0)
+			tap_eq(icmp6_of(&cap, 0, ICMP6_ECHO_REPLY_, 0), 0x42420007, "unknown option 00xxxxxx: skipped, answered");
+		else if (a == 1)
+			tap_ok(cap.n == 0 && fx_counter(s, "ip6_rx_unknown_opt") == 1, "unknown option 01xxxxxx: dropped silently");
+		else
+			tap_eq(icmp6_of(&cap, 0, ICMP6_PARAM_PROB_, ICMP6_PARAMPROB_OPTION_), 42,
+			       a == 2 ? "unknown option 10xxxxxx: parameter problem code 2 at the option"
+				      : "unknown option 11xxxxxx to us: parameter problem code 2 at the option");
+	}
+	tap_ok(cap.n == 1 && cap.len[0] == 48 + len && !memcmp(cap.frame[0] + 48, pkt, len),
+	       "the error quotes the whole packet");
+	tap_ok(!memcmp(rh->saddr, me, 16) && !memcmp(rh->daddr, peer, 16), "... from us to the source");
+	cap.n = 0;
+	len = echo(pkt, PEER, "ff02::1", IPPROTO_HOPOPTS_, ext, 8, 0);
+	in6(s, pkt, len, SL_BUF_L2_BCAST);
+	tap_eq(cap.n, 0, "unknown option 11xxxxxx to a group: dropped, no error");
+	ext[2] = 0x9e;
+	len = echo(pkt, PEER, "ff02::1", IPPROTO_HOPOPTS_, ext, 8, 0);
+	in6(s, pkt, len, SL_BUF_L2_BCAST);
+	tap_eq(icmp6_of(&cap, 0, ICMP6_PARAM_PROB_, ICMP6_PARAMPROB_OPTION_), 42,
+	       "unknown option 10xxxxxx to a group: the error still goes (RFC 4443 2.4 e.3)");
+	cap.n = 0;
+	ext[2] = IP6_OPT_PADN_;
+	ext[4] = 1;
+	len = echo(pkt, PEER, ME, IPPROTO_HOPOPTS_, ext, 8, 0);
+	in6(s, pkt, len, 0);
+	tap_ok(cap.n == 0 && fx_counter(s, "ip6_rx_bad_opt") == 1, "PadN not all zero: dropped (as Linux)");
+	memset(ext, 0, sizeof(ext));
+	ext[0] = IPPROTO_ICMPV6_;
+	ext[1] = 1;
+	ext[2] = IP6_OPT_PADN_;
+	ext[3] = 12;
+	len = echo(pkt, PEER, ME, IPPROTO_HOPOPTS_, ext, 16, 0);
+	in6(s, pkt, len, 0);
+	tap_ok(cap.n == 0 && fx_counter(s, "ip6_rx_bad_opt") == 2, "14 bytes of padding in a row: dropped");
+	memset(ext, 0, sizeof(ext));
+	ext[0] = IPPROTO_ICMPV6_;
+	ext[1] = 2;
+	for (unsigned int i = 0; i < 9; i++)
+		ext[2 + 2 * i] = 0x1e;
+	ext[20] = IP6_OPT_PADN_;
+	ext[21] = 2;
+	len = echo(pkt, PEER, ME, IPPROTO_HOPOPTS_, ext, 24, 0);
+	in6(s, pkt, len, 0);
+	tap_ok(cap.n == 0 && fx_counter(s, "ip6_rx_bad_opt") == 3, "9 options in one header: dropped (max_hbh_opts_cnt 8)");
+	ext[2 + 2 * 8] = IP6_OPT_PADN_;
+	len = echo(pkt, PEER, ME, IPPROTO_HOPOPTS_, ext, 24, 0);
+	in6(s, pkt, len, 0);
+	tap_eq(cap.n, 1, "8 options and two PadN (6 bytes): answered");
+	for (unsigned int i = 18; i < 24; i++)
+		ext[i] = IP6_OPT_PAD1_;
+	len = echo(pkt, PEER, ME, IPPROTO_HOPOPTS_, ext, 24, 0);
+	in6(s, pkt, len, 0);
+	tap_eq(cap.n, 2, "8 options and 6 Pad1: answered");
+
+	/* Destination options, then hop-by-hop: 4.3 allows it first only. */
+	cap.n = 0;
+	memset(ext, 0, sizeof(ext));
+	ext[0] = IPPROTO_HOPOPTS_;
+	ext[8] = IPPROTO_ICMPV6_;
+	len = echo(pkt, PEER, ME, IPPROTO_DSTOPTS_, ext, 16, 0);
+	in6(s, pkt, len, 0);
+	tap_eq(icmp6_of(&cap, 0, ICMP6_PARAM_PROB_, ICMP6_PARAMPROB_NEXTHDR_), 40,
+	       "hop-by-hop after destination options: parameter problem code 1 at the field naming it");
+	cap.n = 0;
+	ext[0] = IPPROTO_ICMPV6_;
+	len = echo(pkt, PEER, ME, IPPROTO_DSTOPTS_, ext, 8, 0);
+	in6(s, pkt, len, 0);
+	tap_eq(icmp6_of(&cap, 0, ICMP6_ECHO_REPLY_, 0), 0x42420007, "destination options (Pad1s): answered");
+	cap.n = 0;
+	ext[1] = 5;	/* 48 bytes where 32 are left */
+	len = echo(pkt, PEER, ME, IPPROTO_DSTOPTS_, ext, 8, 0);
+	in6(s, pkt, len, 0);
+	tap_ok(cap.n == 0 && fx_counter(s, "ip6_rx_bad_hdr") == 3, "an extension header past the packet: bad header");
+
+	/* 5. Routing headers (4.4, RFC 5095). */
+	memset(ext, 0, sizeof(ext));
+	ext[0] = IPPROTO_ICMPV6_;
+	ext[1] = 2;		/* type 0: reserved word, one address */
+	ext[2] = 0;
+	ext[3] = 1;		/* segments left */
+	cap.n = 0;
+	len = echo(pkt, PEER, ME, IPPROTO_ROUTING_, ext, 24, 0);
+	in6(s, pkt, len, 0);
+	tap_eq(icmp6_of(&cap, 0, ICMP6_PARAM_PROB_, ICMP6_PARAMPROB_HEADER_), 42,
+	       "routing type 0 with segments left: parameter problem code 0 at the type");
+	tap_eq(fx_counter(s, "ip6_rx_rthdr"), 1, "counted");
+	cap.n = 0;
+	ext[3] = 0;
+	len = echo(pkt, PEER, ME, IPPROTO_ROUTING_, ext, 24, 0);
+	in6(s, pkt, len, 0);
+	tap_eq(icmp6_of(&cap, 0, ICMP6_ECHO_REPLY_, 0), 0x42420007, "routing header, no segments left: skipped, answered");
+
+	/* 6. Fragments: atomic ones are whole packets (RFC 6946). */
+	memset(ext, 0, sizeof(ext));
+	ext[0] = IPPROTO_ICMPV6_;
+	ext[4] = 0x12;
+	cap.n = 0;
+	len = echo(pkt, PEER, ME, IPPROTO_FRAGMENT_, ext, 8, 0);
+	in6(s, pkt, len, 0);
+	tap_eq(icmp6_of(&cap, 0, ICMP6_ECHO_REPLY_, 0), 0x42420007, "atomic fragment: answered");
+	cap.n = 0;
+	ext[3] = 1;		/* M */
+	len = echo(pkt, PEER, ME, IPPROTO_FRAGMENT_, ext, 8, 0);
+	in6(s, pkt, len, 0);
+	tap_ok(cap.n == 0 && fx_counter(s, "ip6_rx_frag") == 1, "a first fragment: dropped, counted (no reassembly yet)");
+
+	/* 7. Next headers. */
+	cap.n = 0;
+	len = ip6(pkt, PEER, ME, 253, 0, "abcdefgh", 8);
+	in6(s, pkt, len, 0);
+	tap_eq(icmp6_of(&cap, 0, ICMP6_PARAM_PROB_, ICMP6_PARAMPROB_NEXTHDR_), 6,
+	       "unknown next header: parameter problem code 1 at offset 6");
+	tap_eq(fx_counter(s, "ip6_rx_unknown_nh"), 2, "counted (with the hop-by-hop above)");
+	cap.n = 0;
+	len = ip6(pkt, PEER, ME, IPPROTO_NONE_, 0, "abcdefgh", 8);
+	in6(s, pkt, len, 0);
+	tap_ok(cap.n == 0 && fx_counter(s, "ip6_rx_nonext") == 1, "no next header: dropped quietly");
+	/* Never an error about an ICMPv6 error. */
+	memset(ext, 0, sizeof(ext));
+	ext[0] = IPPROTO_ICMPV6_;
+	ext[2] = 0x9e;
+	ext[3] = 4;
+	memset(pay, 0, sizeof(pay));
+	memcpy(pay, ext, 8);
+	pay[8] = ICMP6_DST_UNREACH_;
+	len = ip6(pkt, PEER, ME, IPPROTO_HOPOPTS_, 0, pay, 8 + 48);
+	ul_csum(pkt, len, 48, IPPROTO_ICMPV6_, 2);
+	in6(s, pkt, len, 0);
+	tap_eq(cap.n, 0, "unknown option before an ICMPv6 error: no error about it");
+
+	/* 8. UDP (checksum 0 is an error, 8.1) and TCP to closed ports. */
+	struct sl_udp *uh = (struct sl_udp *)pay;
+
+	memset(pay, 0, sizeof(pay));
+	uh->sport = htons(5000);
+	uh->dport = htons(9);
+	uh->len = htons(12);
+	memcpy(uh + 1, "ping", 4);
+	len = ip6(pkt, PEER, ME, IPPROTO_UDP_, 0, pay, 12);
+	in6(s, pkt, len, 0);
+	tap_ok(cap.n == 0 && fx_counter(s, "udp6_rx_bad") == 1, "UDP checksum 0: dropped");
+	ul_csum(pkt, len, 12, IPPROTO_UDP_, 6);
+	pkt[len - 1] ^= 1;
+	in6(s, pkt, len, 0);
+	tap_ok(cap.n == 0 && fx_counter(s, "udp6_rx_bad") == 2, "UDP checksum wrong: dropped");
+	pkt[len - 1] ^= 1;
+	in6(s, pkt, len, 0);
+	tap_eq(icmp6_of(&cap, 0, ICMP6_DST_UNREACH_, ICMP6_UNREACH_PORT_), 0,
+	       "UDP to a closed port: port unreachable");
+	tap_ok(cap.len[0] == 48 + len && !memcmp(cap.frame[0] + 48, pkt, len), "... quoting the datagram");
+	tap_eq(fx_counter(s, "udp6_rx_noport"), 1, "counted");
+
+	struct sl_tcph *th = (struct sl_tcph *)pay;
+	const struct sl_tcph *rt = (const struct sl_tcph *)(cap.frame[1] + 40);
+
+	memset(pay, 0, sizeof(pay));
+	th->sport = htons(5001);
+	th->dport = htons(80);
+	th->seq = htonl(1000);
+	th->off = 5 << 4;
+	th->flags = TH_SYN_;
+	len = ip6(pkt, PEER, ME, IPPROTO_TCP_, 0x2bu << 20, pay, 20);
+	ul_csum(pkt, len, 20, IPPROTO_TCP_, 16);
+	in6(s, pkt, len, 0);
+	th = (struct sl_tcph *)(pkt + 40);
+	tap_eq(cap.n, 2, "TCP SYN to a closed port: one answer");
+	tap_ok(((const struct sl_ip6 *)cap.frame[1])->nxt == IPPROTO_TCP_ && cap.len[1] == 60 &&
+	       ul_csum_ok(cap.frame[1], 60, 40, IPPROTO_TCP_), "a TCP segment, checksum right");
+	tap_ok(rt->flags == (TH_RST_ | TH_ACK_) && rt->seq == 0 && ntohl(rt->ack) == 1001 &&
+	       rt->sport == htons(80) && rt->dport == htons(5001), "RST|ACK, seq 0, ack SYN's + 1");
+	tap_eq(ntohl(((const struct sl_ip6 *)cap.frame[1])->vtcfl) >> 20 & 0xff, 0x28,
+	       "traffic class the segment's without ECN");
+	th->flags = TH_ACK_;
+	th->ack = htonl(77);
+	ul_csum(pkt, len, 20, IPPROTO_TCP_, 16);
+	in6(s, pkt, len, 0);
+	rt = (const struct sl_tcph *)(cap.frame[2] + 40);
+	tap_ok(cap.n == 3 && rt->flags == TH_RST_ && ntohl(rt->seq) == 77, "ACK to a closed port: RST, seq its ack");
+	th->flags = TH_RST_;
+	ul_csum(pkt, len, 20, IPPROTO_TCP_, 16);
+	in6(s, pkt, len, 0);
+	tap_eq(cap.n, 3, "a RST: unanswered");
+	th->flags = TH_SYN_;
+	ul_csum(pkt, len, 20, IPPROTO_TCP_, 16);
+	pkt[len - 1] ^= 1;
+	in6(s, pkt, len, 0);
+	tap_ok(cap.n == 3 && fx_counter(s, "tcp6_rx_bad") == 1, "TCP checksum wrong: dropped");
+	pkt[len - 1] ^= 1;
+	inet_pton(AF_INET6, "ff02::1", ((struct sl_ip6 *)pkt)->daddr);
+	ul_csum(pkt, len, 20, IPPROTO_TCP_, 16);
+	in6(s, pkt, len, SL_BUF_L2_BCAST);
+	tap_eq(cap.n, 3, "TCP to a group: dropped");
+
+	/* 9. Errors rate-limited: 6 at once to a peer on a /64, then one
+	 * each 250 ms (net.ipv6.icmp.ratelimit >> 2). */
+	cap.n = 0;
+	tick = false;
+	memset(pay, 0, sizeof(pay));
+	uh->sport = htons(5000);
+	uh->dport = htons(9);
+	uh->len = htons(12);
+	len = ip6(pkt, "2001:db8::77", ME, IPPROTO_UDP_, 0, pay, 12);
+	ul_csum(pkt, len, 12, IPPROTO_UDP_, 6);
+	for (int i = 0; i < 20; i++)
+		in6(s, pkt, len, 0);
+	tap_eq(cap.n, 6, "20 datagrams to a closed port: 6 errors");
+	fx_clock_us += 250000;
+	for (int i = 0; i < 5; i++)
+		in6(s, pkt, len, 0);
+	tap_eq(cap.n, 7, "250 ms later: one more");
+	tap_eq(fx_counter(s, "icmp6_ratelimit"), 18, "the rest counted");
+
+	/* 10. The stack's own loopback: ::1 to ::1 through the loopback
+	 * queue, answered in the stack, nothing on the link. */
+	cap.n = 0;
+	len = echo(pkt, "::1", "::1", 0, NULL, 0, 0);
+	sl_lock(s);
+	{
+		uint32_t idx = sl_buf_alloc(s);
+
+		memcpy(sl_buf_data(s, idx), pkt, len);
+		sl_buf(s, idx)->len = (uint16_t)len;
+		sl_ip_loopback_one(s, idx);
+	}
+	sl_unlock(s);
+	tap_eq(fx_counter(s, "icmp6_echo_replied"), 12, "echo on ::1: answered");
+	tap_ok(cap.n == 0 && fx_counter(s, "loopback") == 2 && fx_counter(s, "icmp6_rx_ignored") == 1,
+	       "... inside the stack: request and reply on the loopback queue, the reply taken in");
+	len = ip6(pkt, "::1", "::1", IPPROTO_UDP_, 0, pay, 12);
+	ul_csum(pkt, len, 12, IPPROTO_UDP_, 6);
+	for (int i = 0; i < 20; i++)
+		in6(s, pkt, len, SL_BUF_LOCAL);
+	tap_eq(fx_counter(s, "icmp6_ratelimit"), 18, "to ourselves: errors not limited");
+	/* From a link, version 6 in an IPv4 frame is a bad IPv4 header. */
+	len = echo(pkt, PEER, ME, 0, NULL, 0, 0);
+	fx_input(s, pkt, len);
+	tap_ok(fx_counter(s, "ip_rx_bad_hdr") == 1 && cap.n == 0, "version 6 in an IPv4 frame: bad IPv4 header");
+
+	/* 11. No IPv6 address, no link for IPv6: not sent, counted. */
+	memset(s->lib->ip6_addr, 0, 16);
+	len = echo(pkt, PEER, "ff02::1", 0, NULL, 0, 0);
+	in6(s, pkt, len, SL_BUF_L2_BCAST);
+	tap_eq(cap.n, 0, "no address of our own: a group's echo unanswered");
+	tap_eq(s->lib->buf_free_count, free0, "no buffer leaked");
+	fx_destroy(s);
+	return tap_done();
+}
