@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * sluice run [--stack NAME] [--profile latency|throughput] [--spin US]
- *            [--tap IFNAME --addr A.B.C.D/LEN [--gateway A.B.C.D]]
+ *            [--tap IFNAME --addr A.B.C.D/LEN [--gateway A.B.C.D] [--addr6 ADDR/LEN]]
  *            [--interface IFNAME] -- PROGRAM ARGS
  *   runs PROGRAM with libsluice-preload.so: its IPv4 TCP and UDP sockets
  *   live on stack NAME (created here if it does not exist).  --interface
@@ -127,7 +127,8 @@ static void run_usage(void)
 {
 	fprintf(stderr,
 		"usage: sluice run [--stack NAME] [--profile latency|throughput] [--spin US]\n"
-		"                  [--tap IFNAME --addr A.B.C.D/LEN [--gateway A.B.C.D]]\n"
+		"                  [--tap IFNAME --addr A.B.C.D/LEN [--gateway A.B.C.D]\n"
+		"                   [--addr6 ADDR/LEN]]\n"
 		"                  [--interface IFNAME] [--debug]\n"
 		"                  -- PROGRAM [ARGS...]\n");
 }
@@ -261,6 +262,8 @@ int cmd_run(int argc, char **argv)
 			addr = argv[++i];
 		else if (!strcmp(a, "--gateway"))
 			gw = argv[++i];
+		else if (!strcmp(a, "--addr6"))
+			setenv("SLUICE_ADDR6", argv[++i], 1);
 		else if (!strcmp(a, "--interface") || !strcmp(a, "--ifname"))
 			ifname = argv[++i];
 		else {

@@ -85,6 +85,13 @@ int sluice_stack_destroy(const char *name);
 
 /* Use another clock (microseconds), for tests: NULL restores the real one. */
 void sluice_stack_set_clock(struct sluice_stack *st, uint64_t (*clock)(void *), void *arg);
+/*
+ * The stack's IPv6 address (16 bytes, network order) and prefix length
+ * (1-128), besides ::1: answered for on its link (Neighbour Discovery,
+ * ICMPv6 echo, closed ports; lib/proto/README.md "IPv6").  0 or -EINVAL
+ * (a group, ::, ::1, a v4-mapped address, a bad length).
+ */
+int sluice_stack_set_addr6(struct sluice_stack *st, const void *addr, unsigned int plen);
 /* How long blocking calls spin before they sleep, in microseconds. */
 void sluice_stack_set_spin(struct sluice_stack *st, unsigned int spin_us);
 /* Run the stack once: receive from the link, run due timers.  Returns the

@@ -213,6 +213,25 @@ int sluice_stack_destroy(const char *name)
 	return sl_region_destroy(name);
 }
 
+int sluice_stack_set_addr6(struct sluice_stack *st, const void *addr, unsigned int plen)
+{
+	static const uint8_t zero[16], v4m[12] = { [10] = 0xff, [11] = 0xff };
+	struct sl_stack *s = S(st);
+	const uint8_t *a = addr;
+	int ret;
+
+	if (!a || plen < 1 || plen > 128 || a[0] == 0xff || !memcmp(a, zero, 15) ||
+	    !memcmp(a, v4m, 12))
+		return -EINVAL;
+	ret = sl_lock(s);
+	if (ret)
+		return ret;
+	memcpy(s->lib->ip6_addr, a, 16);
+	s->lib->ip6_plen = plen;
+	sl_unlock(s);
+	return 0;
+}
+
 void sluice_stack_set_clock(struct sluice_stack *st, uint64_t (*clock)(void *), void *arg)
 {
 	struct sl_stack *s = S(st);

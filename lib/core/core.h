@@ -79,6 +79,26 @@ struct sl_icmp_rl {
 	uint64_t last_ms;
 };
 
+/*
+ * One IPv6 neighbour (RFC 4861 7.3.2, proto/ip6.c): its address, link
+ * address and state (SL_ND_*), probes sent in this state, when the state
+ * was entered or last confirmed.  No packet waits for an answer: one
+ * sent to an unresolved neighbour is dropped (nd_unres_drop).
+ */
+#define SL_ND_FREE		0
+#define SL_ND_INCOMPLETE	1
+#define SL_ND_REACHABLE		2
+#define SL_ND_STALE		3
+#define SL_ND_DELAY		4
+#define SL_ND_PROBE		5
+struct sl_neigh6 {
+	uint8_t ip[16];
+	uint8_t mac[6];
+	uint8_t state;
+	uint8_t tries;
+	uint64_t updated_ms;
+};
+
 /* ICMPv6 errors to one destination: as sl_icmp_rl, keyed by IPv6
  * address (all zero: free). */
 struct sl_icmp6_rl {
@@ -356,6 +376,7 @@ struct sl_region {
 	uint8_t ip6_addr[16];
 	uint32_t ip6_plen;
 	struct sl_icmp6_rl icmp6_rl[SL_ICMP_RL_N];
+	struct sl_neigh6 neigh6[SL_NEIGH_MAX];
 
 	/* Which process counts in which block of counters (below). */
 	uint32_t counter_pid[SL_PROC_MAX] __attribute__((aligned(64)));
@@ -559,7 +580,14 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(udp6_rx_bad, "dropped: bad UDP over IPv6 length or checksum (0 included)") \
 	X(udp6_rx_noport, "dropped: UDP over IPv6 to a closed port")	\
 	X(tcp6_rx_bad, "dropped: bad TCP over IPv6 header or checksum")	\
-	X(tcp6_rx_noport, "TCP over IPv6 segments to no socket (RST sent)")
+	X(tcp6_rx_noport, "TCP over IPv6 segments to no socket (RST sent)") \
+	X(nd_ns_rx, "neighbour solicitations received")		\
+	X(nd_ns_tx, "neighbour solicitations sent")			\
+	X(nd_na_rx, "neighbour advertisements received")		\
+	X(nd_na_tx, "neighbour advertisements sent")			\
+	X(nd_rx_bad, "dropped: neighbour discovery message invalid (RFC 4861 7.1)") \
+	X(nd_unres_drop, "IPv6 packets dropped: neighbour not resolved yet") \
+	X(nd_failed, "IPv6 neighbours given up: no answer to 3 solicitations")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,

@@ -180,6 +180,18 @@ out:
 	sl_buf_free(s, idx);
 }
 
+int sl_eth_tx6(struct sl_stack *s, const struct sl_eth_link *el, uint32_t idx, const uint8_t *nh)
+{
+	uint8_t mac[6] = { 0x33, 0x33 };
+
+	/* RFC 2464 7: a group is 33-33 and its last four bytes. */
+	if (nh[0] == 0xff)
+		memcpy(mac + 2, nh + 12, 4);
+	else if (sl_nd_resolve(s, nh, mac))
+		return 0;	/* dropped, counted: nd_unres_drop */
+	return eth_send(s, el, idx, mac, ETHERTYPE_IPV6_);
+}
+
 void sl_eth_input(struct sl_stack *s, const struct sl_eth_link *el, uint32_t idx)
 {
 	struct sluice_buf *b = sl_buf(s, idx);
@@ -187,8 +199,10 @@ void sl_eth_input(struct sl_stack *s, const struct sl_eth_link *el, uint32_t idx
 	uint16_t type;
 
 	sl_count(s, SL_C_link_rx);
+	/* IPv6 groups' frames (33-33-...) too: IPv6 input keeps its own. */
 	if (b->len < sizeof(*eh) ||
-	    (memcmp(eh->dst, s->lib->mac, 6) && memcmp(eh->dst, bcast, 6))) {
+	    (memcmp(eh->dst, s->lib->mac, 6) && memcmp(eh->dst, bcast, 6) &&
+	     !(eh->dst[0] == 0x33 && eh->dst[1] == 0x33 && eh->type == htons(ETHERTYPE_IPV6_)))) {
 		sl_count(s, SL_C_eth_rx_bad);
 		sl_buf_free(s, idx);
 		return;
@@ -233,4 +247,5 @@ void sl_eth_timer(struct sl_stack *s, const struct sl_eth_link *el)
 		n->updated_ms = now_ms;
 		arp_send(s, el, 1, NULL, n->ip);
 	}
+	sl_nd_timer(s);
 }

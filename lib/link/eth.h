@@ -15,6 +15,10 @@ struct sl_eth_link {
 
 /* Send IPv4 packet idx (borrowed) to next hop nh, resolving it first. */
 int sl_eth_tx(struct sl_stack *s, const struct sl_eth_link *el, uint32_t idx, uint32_t nh);
+/* Send IPv6 packet idx (borrowed) to on-link nh: a group's address, or
+ * a neighbour Neighbour Discovery knows (else dropped, a solicitation
+ * sent: proto/ip6.c). */
+int sl_eth_tx6(struct sl_stack *s, const struct sl_eth_link *el, uint32_t idx, const uint8_t *nh);
 /* An Ethernet frame at idx's data; consumes idx. */
 void sl_eth_input(struct sl_stack *s, const struct sl_eth_link *el, uint32_t idx);
 /* Retry or give up pending resolutions; call about once a second or more. */

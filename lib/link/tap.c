@@ -41,6 +41,11 @@ static int tap_tx(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint32_t 
 	return sl_eth_tx(s, &((struct tap_link *)l)->eth, idx, nh);
 }
 
+static int tap_tx6(struct sl_link *l, struct sl_stack *s, uint32_t idx, const uint8_t *nh)
+{
+	return sl_eth_tx6(s, &((struct tap_link *)l)->eth, idx, nh);
+}
+
 static int tap_rx(struct sl_link *l, struct sl_stack *s, int budget)
 {
 	struct tap_link *t = (struct tap_link *)l;
@@ -109,6 +114,7 @@ bool sl_link_tap_of(struct sl_stack *s, char *name, size_t len)
 static const struct sl_link_ops tap_ops = {
 	.name = "tap",
 	.tx = tap_tx,
+	.tx6 = tap_tx6,
 	.rx = tap_rx,
 	.fd = tap_fd,
 	.close = tap_close,

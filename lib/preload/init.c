@@ -162,6 +162,22 @@ static void read_config(void)
 	v = getenv("SLUICE_ADDR");
 	if (v && *v)
 		parse_addr(v);
+	v = getenv("SLUICE_ADDR6");
+	if (v && *v && pl_cfg.inet6) {
+		char buf[64], *slash;
+		long len = 64;
+
+		snprintf(buf, sizeof(buf), "%s", v);
+		slash = strchr(buf, '/');
+		if (slash) {
+			*slash = '\0';
+			len = strtol(slash + 1, NULL, 10);
+		}
+		if (inet_pton(AF_INET6, buf, pl_cfg.addr6) == 1 && len >= 1 && len <= 128)
+			pl_cfg.plen6 = (unsigned int)len;
+		else
+			pl_log("ignoring SLUICE_ADDR6=%s", v);
+	}
 	v = getenv("SLUICE_GATEWAY");
 	if (v && *v && inet_aton(v, &a))
 		pl_cfg.gateway = a.s_addr;
@@ -404,6 +420,11 @@ struct sluice_stack *pl_stack(void)
 			       pl_cfg.tap, strerror(-ret), tap_hint(ret, hint, sizeof(hint)));
 		if (ret)
 			goto err_close;
+	}
+	if (pl_cfg.plen6) {
+		ret = sluice_stack_set_addr6(st, pl_cfg.addr6, pl_cfg.plen6);
+		if (ret)
+			pl_log("stack %s: SLUICE_ADDR6: %s", pl_cfg.stack, strerror(-ret));
 	}
 	pl_debug("attached to stack %s", pl_cfg.stack);
 	sl_store_release(&stack, st);

@@ -144,6 +144,9 @@ struct pl_config {
 	bool loopback_set;		/* ... given explicitly (else 0 on a device stack) */
 	bool kernel_listen;		/* SLUICE_KERNEL_LISTEN (default 1): kernel twins (twin.c) */
 	bool inet6;			/* SLUICE_INET6 (default 1): AF_INET6 sockets in the stack */
+	/* SLUICE_ADDR6=addr/len: the stack's IPv6 address (plen6 0: none). */
+	uint8_t addr6[16];
+	unsigned int plen6;
 	bool debug;			/* SLUICE_DEBUG=1: say what happens on stderr */
 	char tap[32];			/* SLUICE_TAP: a TAP device as this process's link */
 	char ifname[16];		/* SLUICE_IFNAME: a new stack's device (kring link) */

@@ -258,6 +258,296 @@ void sl_icmp6_send_error(struct sl_stack *s, uint32_t orig_idx, uint8_t type, ui
 	sl_ip6_output(s, idx);
 }
 
+/* ---- Neighbour Discovery (RFC 4861) ------------------------------------- */
+
+/* Linux's defaults: base_reachable_time (not randomized here),
+ * delay_first_probe_time, retrans_time, mcast_solicit and ucast_solicit. */
+#define ND_REACHABLE_MS		30000
+#define ND_DELAY_MS		5000
+#define ND_RETRANS_MS		1000
+#define ND_TRIES		3
+
+#define ND_NS_		135
+#define ND_NA_		136
+#define ND_OPT_SLLA_	1
+#define ND_OPT_TLLA_	2
+#define ND_NA_ROUTER_	0x80000000u
+#define ND_NA_SOLICITED_ 0x40000000u
+#define ND_NA_OVERRIDE_	0x20000000u
+
+static uint64_t nd_now(struct sl_stack *s)
+{
+	return sl_now(s) / 1000;
+}
+
+static struct sl_neigh6 *nd_find(struct sl_stack *s, const uint8_t *ip)
+{
+	for (unsigned int i = 0; i < SL_NEIGH_MAX; i++) {
+		struct sl_neigh6 *n = &s->lib->neigh6[i];
+
+		if (n->state != SL_ND_FREE && !memcmp(n->ip, ip, 16))
+			return n;
+	}
+	return NULL;
+}
+
+/* A free entry, else the least recently updated one. */
+static struct sl_neigh6 *nd_new(struct sl_stack *s, const uint8_t *ip, uint8_t state)
+{
+	struct sl_neigh6 *pick = NULL;
+
+	for (unsigned int i = 0; i < SL_NEIGH_MAX; i++) {
+		struct sl_neigh6 *n = &s->lib->neigh6[i];
+
+		if (n->state == SL_ND_FREE) {
+			pick = n;
+			break;
+		}
+		if (!pick || n->updated_ms < pick->updated_ms)
+			pick = n;
+	}
+	memset(pick, 0, sizeof(*pick));
+	memcpy(pick->ip, ip, 16);
+	pick->state = state;
+	pick->updated_ms = nd_now(s);
+	return pick;
+}
+
+static void nd_state(struct sl_stack *s, struct sl_neigh6 *n, uint8_t state)
+{
+	n->state = state;
+	n->tries = 0;
+	n->updated_ms = nd_now(s);
+}
+
+/* An ND message of len bytes (built at m) from the stack's address to
+ * dst, hop limit 255 (RFC 4861 7.1: receivers check it). */
+static void nd_send(struct sl_stack *s, uint32_t idx, const uint8_t *src, const uint8_t *dst,
+		    unsigned int len)
+{
+	struct sl_icmp6 *ic = (struct sl_icmp6 *)(sl_buf_base(s, idx) + SL_HEADROOM +
+						  sizeof(struct sl_ip6));
+
+	ic->csum = 0;
+	ic->csum = sl_csum_fold(sl_csum_add(sl_csum_pseudo6(src, dst, IPPROTO_ICMPV6_, len), ic,
+					    len));
+	sl_ip6_build(s, idx, IPPROTO_ICMPV6_, src, dst, (uint16_t)len, 0, 0, 255);
+	sl_ip6_output(s, idx);
+}
+
+/* A solicitation for target: to its solicited-node group (resolving), or
+ * to it (probing a known neighbour); with our link address (4.3). */
+static void nd_send_ns(struct sl_stack *s, const uint8_t *target, bool unicast)
+{
+	uint8_t dst[16] = { 0xff, 0x02, [11] = 0x01, [12] = 0xff };
+	uint32_t idx = sl_buf_alloc(s);
+	struct sl_icmp6 *ic;
+	uint8_t *p;
+
+	if (idx == SLUICE_IDX_NONE || ip6_is_zero(s->lib->ip6_addr)) {
+		if (idx != SLUICE_IDX_NONE)
+			sl_buf_free(s, idx);
+		return;
+	}
+	if (unicast)
+		memcpy(dst, target, 16);
+	else
+		memcpy(dst + 13, target + 13, 3);
+	ic = (struct sl_icmp6 *)(sl_buf_base(s, idx) + SL_HEADROOM + sizeof(struct sl_ip6));
+	memset(ic, 0, sizeof(*ic));
+	ic->type = ND_NS_;
+	p = (uint8_t *)(ic + 1);
+	memcpy(p, target, 16);
+	p[16] = ND_OPT_SLLA_;
+	p[17] = 1;
+	memcpy(p + 18, s->lib->mac, 6);
+	sl_count(s, SL_C_nd_ns_tx);
+	nd_send(s, idx, s->lib->ip6_addr, dst, sizeof(*ic) + 16 + 8);
+}
+
+int sl_nd_resolve(struct sl_stack *s, const uint8_t *nh, uint8_t *mac)
+{
+	struct sl_neigh6 *n = nd_find(s, nh);
+	uint64_t now = nd_now(s);
+
+	if (!n) {
+		n = nd_new(s, nh, SL_ND_INCOMPLETE);
+		n->tries = 1;
+		nd_send_ns(s, nh, false);
+	}
+	switch (n->state) {
+	case SL_ND_INCOMPLETE:
+		sl_count(s, SL_C_nd_unres_drop);
+		return -EAGAIN;
+	case SL_ND_REACHABLE:
+	case SL_ND_STALE:
+		/* 7.3.3: the first packet to a stale entry (a reachable
+		 * one past its time is stale) starts DELAY. */
+		if (n->state == SL_ND_STALE || now - n->updated_ms >= ND_REACHABLE_MS)
+			nd_state(s, n, SL_ND_DELAY);
+		break;
+	default:
+		break;
+	}
+	memcpy(mac, n->mac, 6);
+	return 0;
+}
+
+void sl_nd_timer(struct sl_stack *s)
+{
+	uint64_t now = nd_now(s);
+
+	for (unsigned int i = 0; i < SL_NEIGH_MAX; i++) {
+		struct sl_neigh6 *n = &s->lib->neigh6[i];
+		uint64_t age = now - n->updated_ms;
+
+		switch (n->state) {
+		case SL_ND_REACHABLE:
+			if (age >= ND_REACHABLE_MS)
+				nd_state(s, n, SL_ND_STALE);
+			break;
+		case SL_ND_DELAY:
+			if (age < ND_DELAY_MS)
+				break;
+			nd_state(s, n, SL_ND_PROBE);
+			n->tries = 1;
+			nd_send_ns(s, n->ip, true);
+			break;
+		case SL_ND_INCOMPLETE:
+		case SL_ND_PROBE:
+			if (age < ND_RETRANS_MS)
+				break;
+			if (n->tries >= ND_TRIES) {
+				sl_count(s, SL_C_nd_failed);
+				memset(n, 0, sizeof(*n));
+				break;
+			}
+			n->tries++;
+			n->updated_ms = now;
+			nd_send_ns(s, n->ip, n->state == SL_ND_PROBE);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+/*
+ * The options after an NS or NA's target (at p, len bytes): each at least
+ * 8 bytes (7.1.1: a length of 0 makes the message invalid).  The link
+ * address of the option of type want, or NULL.  False: invalid.
+ */
+static bool nd_opts(const uint8_t *p, unsigned int len, uint8_t want, const uint8_t **lla)
+{
+	*lla = NULL;
+	while (len) {
+		unsigned int ol;
+
+		if (len < 2 || !p[1] || (ol = p[1] * 8u) > len)
+			return false;
+		if (p[0] == want && ol >= 8)
+			*lla = p + 2;
+		p += ol;
+		len -= ol;
+	}
+	return true;
+}
+
+/* 7.2.3 / 7.2.4: a solicitation; answered if its target is ours. */
+static void nd_ns_input(struct sl_stack *s, const struct sl_ip6 *ip6, const uint8_t *body,
+			unsigned int len)
+{
+	const uint8_t *target = body + 8, *slla;
+	static const uint8_t all_nodes[16] = { 0xff, 0x02, [15] = 1 };
+	bool dad = ip6_is_zero(ip6->saddr), inc = sl_ip6_is_mcast(ip6->daddr);
+	struct sl_neigh6 *n;
+	struct sl_icmp6 *ic;
+	uint32_t idx;
+	uint8_t *p;
+
+	sl_count(s, SL_C_nd_ns_rx);
+	if (ip6->hlim != 255 || body[1] != 0 || len < 24 || sl_ip6_is_mcast(target) ||
+	    !nd_opts(body + 24, len - 24, ND_OPT_SLLA_, &slla) ||
+	    (dad && (slla || !inc))) {
+		sl_count(s, SL_C_nd_rx_bad);
+		return;
+	}
+	if (ip6_is_zero(s->lib->ip6_addr) || memcmp(target, s->lib->ip6_addr, 16)) {
+		sl_count(s, SL_C_icmp6_rx_ignored);
+		return;
+	}
+	/* 7.2.3: the sender's link address makes or refreshes its entry. */
+	if (slla) {
+		n = nd_find(s, ip6->saddr);
+		if (!n || memcmp(n->mac, slla, 6) || n->state == SL_ND_INCOMPLETE) {
+			if (!n)
+				n = nd_new(s, ip6->saddr, SL_ND_STALE);
+			memcpy(n->mac, slla, 6);
+			nd_state(s, n, SL_ND_STALE);
+		}
+	}
+	idx = sl_buf_alloc(s);
+	if (idx == SLUICE_IDX_NONE)
+		return;
+	/* As Linux's ndisc_recv_ns(): solicited unless for DAD (then to all
+	 * nodes); override and our link address only when the solicitation
+	 * went to a group (a unicast one is a reachability probe). */
+	ic = (struct sl_icmp6 *)(sl_buf_base(s, idx) + SL_HEADROOM + sizeof(struct sl_ip6));
+	memset(ic, 0, sizeof(*ic));
+	ic->type = ND_NA_;
+	ic->data = htonl((dad ? 0 : ND_NA_SOLICITED_) | (inc ? ND_NA_OVERRIDE_ : 0));
+	p = (uint8_t *)(ic + 1);
+	memcpy(p, target, 16);
+	if (inc) {
+		p[16] = ND_OPT_TLLA_;
+		p[17] = 1;
+		memcpy(p + 18, s->lib->mac, 6);
+	}
+	sl_count(s, SL_C_nd_na_tx);
+	nd_send(s, idx, target, dad ? all_nodes : ip6->saddr, sizeof(*ic) + 16 + (inc ? 8 : 0));
+}
+
+/* 7.2.5: an advertisement for a neighbour we have an entry for. */
+static void nd_na_input(struct sl_stack *s, const struct sl_ip6 *ip6, const uint8_t *body,
+			unsigned int len)
+{
+	const struct sl_icmp6 *ic = (const struct sl_icmp6 *)body;
+	uint32_t flags = ntohl(ic->data);
+	bool sol = flags & ND_NA_SOLICITED_, ovr = flags & ND_NA_OVERRIDE_;
+	const uint8_t *tlla;
+	struct sl_neigh6 *n;
+
+	sl_count(s, SL_C_nd_na_rx);
+	if (ip6->hlim != 255 || ic->code != 0 || len < 24 || sl_ip6_is_mcast(body + 8) ||
+	    (sol && sl_ip6_is_mcast(ip6->daddr)) ||
+	    !nd_opts(body + 24, len - 24, ND_OPT_TLLA_, &tlla)) {
+		sl_count(s, SL_C_nd_rx_bad);
+		return;
+	}
+	n = nd_find(s, body + 8);
+	if (!n)
+		return;
+	if (n->state == SL_ND_INCOMPLETE) {
+		if (!tlla)
+			return;
+		memcpy(n->mac, tlla, 6);
+		nd_state(s, n, sol ? SL_ND_REACHABLE : SL_ND_STALE);
+		return;
+	}
+	if (!ovr && tlla && memcmp(tlla, n->mac, 6)) {
+		if (n->state == SL_ND_REACHABLE)
+			nd_state(s, n, SL_ND_STALE);
+		return;
+	}
+	if (tlla && memcmp(tlla, n->mac, 6)) {
+		memcpy(n->mac, tlla, 6);
+		if (!sol)
+			nd_state(s, n, SL_ND_STALE);
+	}
+	if (sol)
+		nd_state(s, n, SL_ND_REACHABLE);
+}
+
 /* ---- Upper layers ------------------------------------------------------- */
 
 /* The upper-layer checksum of len bytes at off (RFC 8200 8.1): true if
@@ -289,6 +579,13 @@ static void icmp6_input(struct sl_stack *s, uint32_t idx, const struct sl_ip6 *i
 	    sl_csum_fold(sl_csum_add(sl_csum_pseudo6(ip6->saddr, ip6->daddr, IPPROTO_ICMPV6_, len),
 				     ic, len)) != 0) {
 		sl_count(s, SL_C_icmp6_rx_bad);
+		goto drop;
+	}
+	if (ic->type == ND_NS_ || ic->type == ND_NA_) {
+		if (ic->type == ND_NS_)
+			nd_ns_input(s, ip6, (const uint8_t *)ic, len);
+		else
+			nd_na_input(s, ip6, (const uint8_t *)ic, len);
 		goto drop;
 	}
 	if (ic->type != ICMP6_ECHO_REQUEST_ || ic->code != 0) {

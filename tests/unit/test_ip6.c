@@ -9,9 +9,15 @@
  */
 #include "stack_fixture.h"
 
+/* With nd_on, as an Ethernet link: a unicast next hop is resolved first
+ * (its link address in last_mac), or the packet dropped. */
+static bool nd_on;
+static uint8_t last_mac[6];
+
 static int cap_tx6(struct sl_link *l, struct sl_stack *s, uint32_t idx, const uint8_t *nh)
 {
-	(void)nh;
+	if (nd_on && nh[0] != 0xff && sl_nd_resolve(s, nh, last_mac))
+		return 0;
 	return cap_tx(l, s, idx, 0);
 }
 
@@ -439,8 +445,134 @@ int main(void)
 	fx_input(s, pkt, len);
 	tap_ok(fx_counter(s, "ip_rx_bad_hdr") == 1 && cap.n == 0, "version 6 in an IPv4 frame: bad IPv4 header");
 
-	/* 11. No IPv6 address, no link for IPv6: not sent, counted. */
+	/* 11. Neighbour Discovery (RFC 4861). */
+	{
+		static const uint8_t pmac[6] = { 2, 0, 0, 0, 0, 0x20 };
+		uint8_t m[64], p3[16];
+		struct sl_icmp6 *ic = (struct sl_icmp6 *)m;
+		const struct sl_icmp6 *ric = (const struct sl_icmp6 *)(cap.frame[0] + 40);
+		const uint8_t *rb = cap.frame[0] + 48;
+		size_t mlen;
+
+		tick = true;
+		inet_pton(AF_INET6, "2001:db8::30", p3);
+		/* An NS for us to our solicited-node group, with the sender's
+		 * link address: an NA, solicited and override, with ours. */
+		memset(m, 0, sizeof(m));
+		ic->type = 135;
+		memcpy(m + 8, me, 16);
+		m[24] = 1;
+		m[25] = 1;
+		memcpy(m + 26, pmac, 6);
+		mlen = 32;
+		cap.n = 0;
+		len = ip6(pkt, "2001:db8::20", "ff02::1:ff00:1", IPPROTO_ICMPV6_, 0, m, mlen);
+		((struct sl_ip6 *)pkt)->hlim = 255;
+		ul_csum(pkt, len, mlen, IPPROTO_ICMPV6_, 2);
+		in6(s, pkt, len, SL_BUF_L2_BCAST);
+		tap_eq(icmp6_of(&cap, 0, 136, 0), 0x60000000, "NS to our group: NA, solicited and override");
+		tap_ok(cap.len[0] == 72 && !memcmp(rb, me, 16) && rb[16] == 2 && rb[17] == 1 &&
+		       !memcmp(rb + 18, s->lib->mac, 6), "... for our address, with our link address");
+		tap_ok(rh->hlim == 255 && !memcmp(rh->saddr, me, 16) && ric->type == 136 &&
+		       cap.frame[0][39] == 0x20, "... hop limit 255, from us to the sender");
+		tap_ok(s->lib->neigh6[0].state == SL_ND_STALE && !memcmp(s->lib->neigh6[0].mac, pmac, 6),
+		       "the sender's entry: STALE, its link address (7.2.3)");
+		/* A unicast NS (a reachability probe): Linux's NA has neither
+		 * override nor our link address. */
+		cap.n = 0;
+		len = ip6(pkt, "2001:db8::20", ME, IPPROTO_ICMPV6_, 0, m, mlen);
+		((struct sl_ip6 *)pkt)->hlim = 255;
+		ul_csum(pkt, len, mlen, IPPROTO_ICMPV6_, 2);
+		in6(s, pkt, len, 0);
+		tap_eq(icmp6_of(&cap, 0, 136, 0), 0x40000000, "unicast NS: NA, solicited only");
+		tap_eq(cap.len[0], 64, "... no link-address option");
+		cap.n = 0;
+		((struct sl_ip6 *)pkt)->hlim = 64;
+		in6(s, pkt, len, 0);
+		tap_ok(cap.n == 0 && fx_counter(s, "nd_rx_bad") == 1, "hop limit not 255: invalid, dropped");
+		/* DAD: from ::, no option: answered to all nodes, not solicited. */
+		len = ip6(pkt, "::", "ff02::1:ff00:1", IPPROTO_ICMPV6_, 0, m, 24);
+		((struct sl_ip6 *)pkt)->hlim = 255;
+		ul_csum(pkt, len, 24, IPPROTO_ICMPV6_, 2);
+		in6(s, pkt, len, SL_BUF_L2_BCAST);
+		tap_eq(icmp6_of(&cap, 0, 136, 0), 0x20000000, "DAD NS for our address: NA, override, not solicited");
+		tap_ok(cap.frame[0][24] == 0xff && cap.frame[0][25] == 0x02 && cap.frame[0][39] == 1,
+		       "... to all nodes");
+		cap.n = 0;
+		m[23] ^= 1;
+		len = ip6(pkt, "2001:db8::20", ME, IPPROTO_ICMPV6_, 0, m, mlen);
+		((struct sl_ip6 *)pkt)->hlim = 255;
+		ul_csum(pkt, len, mlen, IPPROTO_ICMPV6_, 2);
+		in6(s, pkt, len, 0);
+		tap_eq(cap.n, 0, "NS for another address: unanswered");
+
+		/* Resolving: a reply to an unknown neighbour is dropped and an
+		 * NS goes to its solicited-node group (7.2.2). */
+		nd_on = true;
+		cap.n = 0;
+		len = echo(pkt, "2001:db8::30", ME, 0, NULL, 0, 0);
+		in6(s, pkt, len, 0);
+		tap_eq(icmp6_of(&cap, 0, 135, 0), 0, "echo from an unknown neighbour: an NS first");
+		tap_ok(cap.len[0] == 72 && !memcmp(rb, p3, 16) && rb[16] == 1 &&
+		       !memcmp(rb + 18, s->lib->mac, 6) && cap.frame[0][24] == 0xff &&
+		       cap.frame[0][35] == 0x01 && cap.frame[0][36] == 0xff && cap.frame[0][39] == 0x30,
+		       "... for it, to its solicited-node group, with our link address");
+		tap_eq(fx_counter(s, "nd_unres_drop"), 1, "... the reply dropped, counted");
+		/* Its NA (solicited, override, its link address). */
+		memset(m, 0, sizeof(m));
+		ic->type = 136;
+		ic->data = htonl(0x60000000);
+		memcpy(m + 8, p3, 16);
+		m[24] = 2;
+		m[25] = 1;
+		memcpy(m + 26, pmac, 5);
+		m[31] = 0x30;
+		cap.n = 0;
+		len = ip6(pkt, "2001:db8::30", ME, IPPROTO_ICMPV6_, 0, m, 32);
+		((struct sl_ip6 *)pkt)->hlim = 255;
+		ul_csum(pkt, len, 32, IPPROTO_ICMPV6_, 2);
+		in6(s, pkt, len, 0);
+		len = echo(pkt, "2001:db8::30", ME, 0, NULL, 0, 0);
+		in6(s, pkt, len, 0);
+		tap_ok(cap.n == 1 && icmp6_of(&cap, 0, ICMP6_ECHO_REPLY_, 0) == 0x42420007 &&
+		       last_mac[5] == 0x30, "after its NA (REACHABLE): the reply goes to its link address");
+		/* NUD (7.3.3): 30 s on, stale; the next use delays, 5 s on a
+		 * unicast probe, then two more a second apart, then gone. */
+		fx_clock_us += 31000000;
+		sl_lock(s);
+		sl_nd_timer(s);
+		sl_unlock(s);
+		cap.n = 0;
+		in6(s, pkt, len, 0);
+		tap_eq(cap.n, 1, "30 s later (STALE): the reply still goes");
+		tick = false;
+		cap.n = 0;
+		for (int i = 0; i < 4; i++) {
+			fx_clock_us += i ? 1000000 : 5000000;
+			sl_lock(s);
+			sl_nd_timer(s);
+			sl_unlock(s);
+		}
+		tap_ok(cap.n == 3 && icmp6_of(&cap, 0, 135, 0) == 0 && !memcmp(cap.frame[0] + 24, p3, 16) &&
+		       icmp6_of(&cap, 2, 135, 0) == 0, "no confirmation: 3 unicast probes, DELAY 5 s then 1 s apart");
+		tap_eq(fx_counter(s, "nd_failed"), 1, "then the entry is given up");
+		cap.n = 0;
+		in6(s, pkt, len, 0);
+		for (int i = 0; i < 3; i++) {
+			fx_clock_us += 1000000;
+			sl_lock(s);
+			sl_nd_timer(s);
+			sl_unlock(s);
+		}
+		tap_ok(cap.n == 3 && icmp6_of(&cap, 2, 135, 0) == 0 && cap.frame[2][24] == 0xff,
+		       "unresolved: 3 multicast solicitations a second apart");
+		tap_eq(fx_counter(s, "nd_failed"), 2, "then given up");
+		nd_on = false;
+	}
+
+	/* 12. No IPv6 address, no link for IPv6: not sent, counted. */
 	memset(s->lib->ip6_addr, 0, 16);
+	cap.n = 0;
 	len = echo(pkt, PEER, "ff02::1", 0, NULL, 0, 0);
 	in6(s, pkt, len, SL_BUF_L2_BCAST);
 	tap_eq(cap.n, 0, "no address of our own: a group's echo unanswered");

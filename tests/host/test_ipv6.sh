@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# IPv6 on a TAP link: a Sluice stack with an IPv6 address beside the
+# kernel, both answering the same kernel peer, in namespaces this test
+# creates (and deletes):
+#
+#   netns sl-v6-PID                                  netns sl-v6k-PID
+#   kernel fd00:20::1, ::3 on TAP sl0 <--> Sluice fd00:20::2 (sluice run)
+#   kernel fd00:21::1 on veth v0    <-------------> kernel fd00:21::2 (v1)
+#
+# Each probe runs against both targets and the answers are compared:
+# ping6 (Neighbour Discovery first: the kernel's neighbour table must
+# hold the stack's link address), UDP and TCP to a closed port (port
+# unreachable, RST: refused), a peer the stack has to resolve itself
+# (its own solicitation).  Last, with SLUICE_INET6=0 the stack takes no
+# IPv6 address and ping6 goes unanswered: the behaviour before IPv6.
+# The stack has no IPv6 sockets yet (lib/proto/README.md, "IPv6").
+set -u
+. "$(dirname "$0")/lib.sh"
+sluice=$top/build/tools/sluice
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+
+if ! ip netns add "sl-probe-$$" 2>/dev/null; then
+	skip "IPv6 on TAP" "cannot create network namespaces here"
+	done_testing
+	exit
+fi
+ip netns del "sl-probe-$$"
+
+ns=sl-v6-$$ kns=sl-v6k-$$ stack=v6-$$
+S=fd00:20::2 K=fd00:21::2
+tmp=$(mktemp -d)
+cleanup() {
+	for n in "$ns" "$kns"; do ip netns pids "$n" 2>/dev/null | xargs -r kill 2>/dev/null; done
+	jobs -p | xargs -r kill 2>/dev/null
+	wait 2>/dev/null
+	for n in "$ns" "$kns"; do ip netns del "$n" 2>/dev/null; done
+	rm -rf "/dev/shm/sluice-$stack" "/dev/shm/sluicefd-$stack" "$tmp"
+}
+trap cleanup EXIT
+in_ns() { ip netns exec "$ns" "$@"; }
+counter() { "$sluice" dump "$stack" 2>/dev/null | awk -v n="$1" '$1 == n { print $2 }'; }
+
+ip netns add "$ns"
+ip netns add "$kns"
+in_ns ip link set lo up
+ip netns exec "$kns" ip link set lo up
+in_ns ip tuntap add dev sl0 mode tap multi_queue
+in_ns ip addr add 10.203.0.1/24 dev sl0
+in_ns ip -6 addr add fd00:20::1/64 dev sl0 nodad
+in_ns ip -6 addr add fd00:20::3/64 dev sl0 nodad
+in_ns ip link set sl0 up
+ip link add name v0 netns "$ns" type veth peer name v1 netns "$kns"
+in_ns ip -6 addr add fd00:21::1/64 dev v0 nodad
+ip netns exec "$kns" ip -6 addr add "$K/64" dev v1 nodad
+in_ns ip link set v0 up
+ip netns exec "$kns" ip link set v1 up
+
+# The stack's holder: a program under sluice run with an IPv4 socket in
+# the stack, so that the stack has a process taking its frames.
+cat >"$tmp/holder.py" <<'PY'
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("10.203.0.2", 9999))
+print("ready", flush=True)
+s.settimeout(1)
+end = time.time() + float(sys.argv[1])
+while time.time() < end:
+    try:
+        s.recvfrom(100)
+    except socket.timeout:
+        pass
+PY
+# A kernel client's probe of a closed port: what the program sees.
+cat >"$tmp/probe.py" <<'PY'
+import socket, sys
+kind, t = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM if kind == "udp" else socket.SOCK_STREAM)
+s.settimeout(3)
+try:
+    s.connect((t, 9))
+    if kind == "udp":
+        s.send(b"x")
+        s.recv(10)
+    print("answered")
+except ConnectionRefusedError:
+    print("refused")
+except socket.timeout:
+    print("timeout")
+PY
+holder() { # seconds, extra env
+	in_ns env "$@" timeout 60 "$sluice" run --stack "$stack" --tap sl0 \
+		--addr 10.203.0.2/24 --addr6 "$S/64" -- "$py" "$tmp/holder.py" 30 \
+		>"$tmp/holder.out" 2>&1 &
+	for _ in $(seq 100); do grep -qx ready "$tmp/holder.out" && return 0; sleep 0.1; done
+	return 1
+}
+
+check "the stack's holder is up on sl0" holder SLUICE_INET6=1
+
+# ping6 from the kernel: Neighbour Discovery, then echo.
+pings() { in_ns timeout 20 busybox ping6 -c 3 -i 0.3 -W 2 "$@" 2>&1 | grep -c "bytes from"; }
+ps=$(pings "$S") pk=$(pings "$K")
+check "ping6 to the stack: 3 of 3 (kernel: $pk)" test "$ps" = 3 -a "$pk" = 3
+hl() { in_ns timeout 10 busybox ping6 -c 1 -W 2 "$1" 2>&1 | sed -n 's/.*ttl=\([0-9]*\).*/\1/p'; }
+hs=$(hl "$S") hk=$(hl "$K")
+check "echo replies' hop limit as the kernel's ($hs, kernel $hk)" test -n "$hs" -a "$hs" = "$hk"
+neigh=$(in_ns ip -6 neigh show "$S" dev sl0)
+mac=$(in_ns cat /sys/class/net/sl0/address)
+check "the kernel's neighbour table has the stack (NA answered NS): $neigh" \
+	eval 'echo "$neigh" | grep -Eq "lladdr ([0-9a-f]{2}:){5}[0-9a-f]{2} (REACHABLE|STALE|DELAY|PROBE)"'
+check "... with a link address not the TAP device's own ($mac)" eval '! echo "$neigh" | grep -q "$mac"'
+check "NS received, NA sent by the stack" test "$(counter nd_ns_rx)" -ge 1 -a "$(counter nd_na_tx)" -ge 1
+check "echo requests answered: 4 (counted)" test "$(counter icmp6_echo_replied)" = 4
+
+# Closed ports, as Linux answers them.
+for kind in udp tcp; do
+	as=$(in_ns timeout 10 "$py" "$tmp/probe.py" "$kind" "$S")
+	ak=$(in_ns timeout 10 "$py" "$tmp/probe.py" "$kind" "$K")
+	check "$kind to a closed port: $as (kernel: $ak)" test "$as" = refused -a "$ak" = refused
+done
+check "counted: udp6_rx_noport 1, tcp6_rx_noport 1" \
+	test "$(counter udp6_rx_noport)" = 1 -a "$(counter tcp6_rx_noport)" = 1
+
+# A source the stack does not know, the kernel's entry for the target
+# made permanent (so it never solicits it, teaching it the source): the
+# target solicits the source itself.  The kernel holds the first reply
+# while it resolves (unres_qlen); the stack drops it (nd_unres_drop), so
+# it answers 2 of 3 where the kernel answers 3.
+smac=$(echo "$neigh" | sed -n 's/.*lladdr \([0-9a-f:]*\).*/\1/p')
+kmac=$(ip netns exec "$kns" cat /sys/class/net/v1/address)
+in_ns ip -6 neigh replace "$S" lladdr "$smac" dev sl0 nud permanent
+in_ns ip -6 neigh replace "$K" lladdr "$kmac" dev v0 nud permanent
+in_ns ip -6 addr add fd00:20::4/64 dev sl0 nodad
+in_ns ip -6 addr add fd00:21::4/64 dev v0 nodad
+ps=$(pings -I fd00:20::4 "$S") pk=$(pings -I fd00:21::4 "$K")
+check "ping6 from an address the target must resolve: $ps of 3 (kernel: $pk of 3)" \
+	test "$ps" = 2 -a "$pk" = 3
+check "... the stack sent NS and took the NA (nd_ns_tx $(counter nd_ns_tx), nd_na_rx $(counter nd_na_rx))" \
+	test "$(counter nd_ns_tx)" -ge 1 -a "$(counter nd_na_rx)" -ge 1
+check "... the first reply dropped while resolving (nd_unres_drop $(counter nd_unres_drop))" \
+	test "$(counter nd_unres_drop)" = 1
+# ICMPv6 errors rate-limited as Linux limits them: 50 datagrams at once
+# to a closed port from a fresh source (resolved first by a ping), the
+# port unreachables counted by a raw socket for 1 s.
+cat >"$tmp/flood.py" <<'PY'
+import socket, sys, time
+src, t = sys.argv[1], sys.argv[2]
+raw = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+raw.settimeout(0.1)
+u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+u.bind((src, 0))
+for _ in range(50):
+    u.sendto(b"x", (t, 9))
+n, end = 0, time.time() + 1
+dst = socket.inet_pton(socket.AF_INET6, t)
+while time.time() < end:
+    try:
+        m, a = raw.recvfrom(2000)
+    except socket.timeout:
+        continue
+    # type 1 code 4, quoting our datagram to t (its destination at 8 + 24)
+    n += m[0] == 1 and m[1] == 4 and m[32:48] == dst
+print(n)
+PY
+in_ns ip -6 addr add fd00:20::5/64 dev sl0 nodad
+in_ns ip -6 addr add fd00:21::5/64 dev v0 nodad
+pings -I fd00:20::5 "$S" >/dev/null
+pings -I fd00:21::5 "$K" >/dev/null
+es=$(in_ns timeout 10 "$py" "$tmp/flood.py" fd00:20::5 "$S")
+ek=$(in_ns timeout 10 "$py" "$tmp/flood.py" fd00:21::5 "$K")
+check "50 datagrams to a closed port: $es port unreachables (kernel: $ek)" \
+	test -n "$es" -a "$es" = "$ek"
+check "... the rest not sent, counted (icmp6_ratelimit $(counter icmp6_ratelimit))" \
+	test "$(counter icmp6_ratelimit)" = "$((50 - ${es:-0}))"
+
+# SLUICE_INET6=0: the stack has no IPv6 address (as before IPv6).
+ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null
+wait 2>/dev/null
+rm -rf "/dev/shm/sluice-$stack" "/dev/shm/sluicefd-$stack"
+in_ns ip -6 neigh flush dev sl0
+check "the holder is up again with SLUICE_INET6=0" holder SLUICE_INET6=0
+ps=$(pings "$S")
+check "SLUICE_INET6=0: ping6 to the stack unanswered ($ps)" test "$ps" = 0
+
+done_testing
