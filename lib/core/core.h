@@ -82,8 +82,8 @@ struct sl_icmp_rl {
 /*
  * One IPv6 neighbour (RFC 4861 7.3.2, proto/ip6.c): its address, link
  * address and state (SL_ND_*), probes sent in this state, when the state
- * was entered or last confirmed.  No packet waits for an answer: one
- * sent to an unresolved neighbour is dropped (nd_unres_drop).
+ * was entered or last confirmed, and while INCOMPLETE the newest packet
+ * waiting for the answer (hold_idx, or SLUICE_IDX_NONE), as sl_neigh.
  */
 #define SL_ND_FREE		0
 #define SL_ND_INCOMPLETE	1
@@ -96,6 +96,7 @@ struct sl_neigh6 {
 	uint8_t mac[6];
 	uint8_t state;
 	uint8_t tries;
+	uint32_t hold_idx;
 	uint64_t updated_ms;
 };
 
@@ -586,7 +587,7 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(nd_na_rx, "neighbour advertisements received")		\
 	X(nd_na_tx, "neighbour advertisements sent")			\
 	X(nd_rx_bad, "dropped: neighbour discovery message invalid (RFC 4861 7.1)") \
-	X(nd_unres_drop, "IPv6 packets dropped: neighbour not resolved yet") \
+	X(nd_unres_drop, "IPv6 packets dropped waiting for a neighbour (a newer one, or no answer)") \
 	X(nd_failed, "IPv6 neighbours given up: no answer to 3 solicitations")
 
 enum sl_counter {

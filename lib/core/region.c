@@ -146,8 +146,10 @@ static void init_region(struct sl_stack *s, const char *name, const struct sluic
 	r->buf_free_idx = 0;
 	r->buf_free_count = k->n_bufs;
 	r->lo_head = r->lo_tail = SLUICE_IDX_NONE;
-	for (i = 0; i < SL_NEIGH_MAX; i++)
+	for (i = 0; i < SL_NEIGH_MAX; i++) {
 		r->neigh[i].hold_idx = SLUICE_IDX_NONE;
+		r->neigh6[i].hold_idx = SLUICE_IDX_NONE;
+	}
 	if (getrandom(r->tcp_isn_secret, sizeof(r->tcp_isn_secret), 0) !=
 	    sizeof(r->tcp_isn_secret)) {
 		struct timespec ts;

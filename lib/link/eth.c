@@ -187,8 +187,8 @@ int sl_eth_tx6(struct sl_stack *s, const struct sl_eth_link *el, uint32_t idx, c
 	/* RFC 2464 7: a group is 33-33 and its last four bytes. */
 	if (nh[0] == 0xff)
 		memcpy(mac + 2, nh + 12, 4);
-	else if (sl_nd_resolve(s, nh, mac))
-		return 0;	/* dropped, counted: nd_unres_drop */
+	else if (sl_nd_resolve(s, nh, mac, idx))
+		return 0;	/* a copy waits for the neighbour's answer */
 	return eth_send(s, el, idx, mac, ETHERTYPE_IPV6_);
 }
 

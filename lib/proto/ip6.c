@@ -291,6 +291,34 @@ static struct sl_neigh6 *nd_find(struct sl_stack *s, const uint8_t *ip)
 	return NULL;
 }
 
+/* Free n, and the packet it held (counted). */
+static void nd_forget(struct sl_stack *s, struct sl_neigh6 *n)
+{
+	if (n->hold_idx != SLUICE_IDX_NONE) {
+		if (sl_buf_some(s, n->hold_idx))
+			sl_buf_free(s, n->hold_idx);
+		sl_count(s, SL_C_nd_unres_drop);
+	}
+	memset(n, 0, sizeof(*n));
+	n->hold_idx = SLUICE_IDX_NONE;
+}
+
+/* n has a link address now: the packet it held goes (through the link,
+ * which finds n resolved). */
+static void nd_release(struct sl_stack *s, struct sl_neigh6 *n)
+{
+	uint32_t h = n->hold_idx;
+
+	if (h == SLUICE_IDX_NONE)
+		return;
+	n->hold_idx = SLUICE_IDX_NONE;
+	if (!sl_buf_some(s, h))
+		return;
+	if (s->link && s->link->ops->tx6 && !s->link->ops->tx6(s->link, s, h, n->ip))
+		sl_count(s, SL_C_link_tx);
+	sl_buf_free(s, h);
+}
+
 /* A free entry, else the least recently updated one. */
 static struct sl_neigh6 *nd_new(struct sl_stack *s, const uint8_t *ip, uint8_t state)
 {
@@ -306,7 +334,7 @@ static struct sl_neigh6 *nd_new(struct sl_stack *s, const uint8_t *ip, uint8_t s
 		if (!pick || n->updated_ms < pick->updated_ms)
 			pick = n;
 	}
-	memset(pick, 0, sizeof(*pick));
+	nd_forget(s, pick);
 	memcpy(pick->ip, ip, 16);
 	pick->state = state;
 	pick->updated_ms = nd_now(s);
@@ -365,7 +393,7 @@ static void nd_send_ns(struct sl_stack *s, const uint8_t *target, bool unicast)
 	nd_send(s, idx, s->lib->ip6_addr, dst, sizeof(*ic) + 16 + 8);
 }
 
-int sl_nd_resolve(struct sl_stack *s, const uint8_t *nh, uint8_t *mac)
+int sl_nd_resolve(struct sl_stack *s, const uint8_t *nh, uint8_t *mac, uint32_t idx)
 {
 	struct sl_neigh6 *n = nd_find(s, nh);
 	uint64_t now = nd_now(s);
@@ -376,9 +404,23 @@ int sl_nd_resolve(struct sl_stack *s, const uint8_t *nh, uint8_t *mac)
 		nd_send_ns(s, nh, false);
 	}
 	switch (n->state) {
-	case SL_ND_INCOMPLETE:
-		sl_count(s, SL_C_nd_unres_drop);
+	case SL_ND_INCOMPLETE: {
+		/* A copy of the newest packet waits (Linux keeps more:
+		 * unres_qlen); the one it replaces is dropped. */
+		uint32_t c = sl_pkt_copy(s, idx);
+
+		if (c == SLUICE_IDX_NONE) {
+			sl_count(s, SL_C_nd_unres_drop);
+			return -EAGAIN;
+		}
+		if (n->hold_idx != SLUICE_IDX_NONE) {
+			if (sl_buf_some(s, n->hold_idx))
+				sl_buf_free(s, n->hold_idx);
+			sl_count(s, SL_C_nd_unres_drop);
+		}
+		n->hold_idx = c;
 		return -EAGAIN;
+	}
 	case SL_ND_REACHABLE:
 	case SL_ND_STALE:
 		/* 7.3.3: the first packet to a stale entry (a reachable
@@ -419,7 +461,7 @@ void sl_nd_timer(struct sl_stack *s)
 				break;
 			if (n->tries >= ND_TRIES) {
 				sl_count(s, SL_C_nd_failed);
-				memset(n, 0, sizeof(*n));
+				nd_forget(s, n);
 				break;
 			}
 			n->tries++;
@@ -484,6 +526,7 @@ static void nd_ns_input(struct sl_stack *s, const struct sl_ip6 *ip6, const uint
 				n = nd_new(s, ip6->saddr, SL_ND_STALE);
 			memcpy(n->mac, slla, 6);
 			nd_state(s, n, SL_ND_STALE);
+			nd_release(s, n);
 		}
 	}
 	idx = sl_buf_alloc(s);
@@ -532,6 +575,7 @@ static void nd_na_input(struct sl_stack *s, const struct sl_ip6 *ip6, const uint
 			return;
 		memcpy(n->mac, tlla, 6);
 		nd_state(s, n, sol ? SL_ND_REACHABLE : SL_ND_STALE);
+		nd_release(s, n);
 		return;
 	}
 	if (!ovr && tlla && memcmp(tlla, n->mac, 6)) {

@@ -651,9 +651,10 @@ int sl_ip6_output(struct sl_stack *s, uint32_t idx);
 uint32_t sl_ip6_flowlabel(const struct sl_stack *s, const uint8_t *saddr, const uint8_t *daddr,
 			  uint8_t nxt, uint32_t ports);
 /* Neighbour Discovery (RFC 4861): the link address of on-link nh in
- * mac (0), or -EAGAIN (not known yet: a solicitation goes, the caller
- * drops its packet); the NUD timers, every 100 ms or so. */
-int sl_nd_resolve(struct sl_stack *s, const uint8_t *nh, uint8_t *mac);
+ * mac (0), or -EAGAIN (not known yet: a solicitation goes, a copy of
+ * packet idx waits for the answer, the caller keeps idx); the NUD timers,
+ * every 100 ms or so. */
+int sl_nd_resolve(struct sl_stack *s, const uint8_t *nh, uint8_t *mac, uint32_t idx);
 void sl_nd_timer(struct sl_stack *s);
 /* An ICMPv6 error about the packet in orig_idx (kept), RFC 4443 2.4. */
 void sl_icmp6_send_error(struct sl_stack *s, uint32_t orig_idx, uint8_t type, uint8_t code,

@@ -489,6 +489,19 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 			rc.lo_dropped++;
 		}
 	}
+	for (unsigned int i = 0; i < SL_NEIGH_MAX; i++) {
+		uint32_t h = r->neigh6[i].hold_idx;
+
+		if (h == SLUICE_IDX_NONE)
+			continue;
+		if (h < s->n_bufs && rc.claim[h] == TAG_NONE &&
+		    r->neigh6[i].state == SL_ND_INCOMPLETE) {
+			rc.claim[h] = TAG_NEIGH;
+		} else {
+			r->neigh6[i].hold_idx = SLUICE_IDX_NONE;
+			rc.lo_dropped++;
+		}
+	}
 	for (uint32_t i = 0; i < s->n_bufs; i++) {
 		const struct sluice_buf *b = s->bufmeta + i;
 		pid_t holder;

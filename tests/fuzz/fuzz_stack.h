@@ -407,6 +407,18 @@ static void fz_check(void)
 		F.seen[n->hold_idx] = 1;
 		held++;
 	}
+	for (int i = 0; i < SL_NEIGH_MAX; i++) {
+		const struct sl_neigh6 *n = &F.s->lib->neigh6[i];
+
+		if (n->hold_idx == SLUICE_IDX_NONE)
+			continue;
+		if (n->state != SL_ND_INCOMPLETE)
+			fz_fail("IPv6 neighbour %d holds a packet in state %u", i, n->state);
+		if (n->hold_idx >= r->n_bufs || F.seen[n->hold_idx])
+			fz_fail("IPv6 neighbour %d holds bad or shared buffer %u", i, n->hold_idx);
+		F.seen[n->hold_idx] = 1;
+		held++;
+	}
 	/* Fragments waiting for the rest of their datagram (proto/ip.c). */
 	for (unsigned int i = 0; i < SL_FRAGQ_N; i++) {
 		const struct sl_fragq *q = &F.s->lib->fragq[i];
@@ -500,7 +512,8 @@ static void fz_finish(void)
 				due = so->wheel_due_ms;
 		}
 		for (int n = 0; n < SL_NEIGH_MAX; n++)
-			pending |= F.s->lib->neigh[n].hold_idx != SLUICE_IDX_NONE;
+			pending |= F.s->lib->neigh[n].hold_idx != SLUICE_IDX_NONE ||
+				   F.s->lib->neigh6[n].hold_idx != SLUICE_IDX_NONE;
 		if (r->sock_used == 0 && !pending)
 			break;
 		if (!due && !pending)
@@ -517,7 +530,8 @@ static void fz_finish(void)
 		fz_fail("leak: %u sockets left after every timer ran out (%d steps)",
 			r->sock_used, i);
 	for (int n = 0; n < SL_NEIGH_MAX; n++)
-		if (F.s->lib->neigh[n].hold_idx != SLUICE_IDX_NONE)
+		if (F.s->lib->neigh[n].hold_idx != SLUICE_IDX_NONE ||
+		    F.s->lib->neigh6[n].hold_idx != SLUICE_IDX_NONE)
 			fz_fail("leak: neighbour %d still holds a packet", n);
 	if (F.s->lib->lo_head != SLUICE_IDX_NONE)
 		fz_fail("leak: packets left on the loopback queue");
