@@ -142,6 +142,56 @@ check "... the stack sent NS and took the NA (nd_ns_tx $(counter nd_ns_tx), nd_n
 	test "$(counter nd_ns_tx)" -ge 1 -a "$(counter nd_na_rx)" -ge 1
 check "... no reply dropped while resolving (nd_unres_drop ${nd_drop:-0})" \
 	test -z "$nd_drop"
+# The answers' IPv6 headers, as the kernel's: traffic class (a RST's and
+# an echo reply's reflect the request's, less ECN for the RST; an error's
+# is 0), a flow label (auto_flowlabels), hop limit; seen on the wire.
+cat >"$tmp/hdrs.py" <<'PY'
+import socket, struct, sys, time
+dev, src, t = sys.argv[1], sys.argv[2], sys.argv[3]
+cap = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x86dd))
+cap.bind((dev, 0))
+cap.settimeout(0.2)
+me = socket.inet_pton(socket.AF_INET6, src)
+def show(tag, nh, typ=None):
+    end = time.time() + 3
+    while time.time() < end:
+        try:
+            f = cap.recv(4000)
+        except socket.timeout:
+            continue
+        ip = f[14:]
+        if len(ip) < 41 or ip[24:40] != me or ip[6] != nh or (typ is not None and ip[40] != typ):
+            continue
+        w = struct.unpack("!I", ip[:4])[0]
+        print("%s tclass=0x%02x flow=%s hlim=%d" % (tag, (w >> 20) & 0xff,
+              "set" if w & 0xfffff else "0", ip[7]))
+        return
+    print(tag, "none")
+s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, 0x2b)
+s.bind((src, 0))
+s.settimeout(2)
+try:
+    s.connect((t, 9))
+except OSError:
+    pass
+show("rst", 6)
+u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+u.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, 0x2b)
+u.bind((src, 0))
+u.sendto(b"x", (t, 9))
+show("unreachable", 58, 1)
+e = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+e.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, 0xb8)
+e.bind((src, 0))
+e.sendto(struct.pack("!BBHHH", 128, 0, 0, 77, 1) + b"hdrs", (t, 0))
+show("echo-reply", 58, 129)
+PY
+hs=$(in_ns timeout 20 "$py" "$tmp/hdrs.py" sl0 fd00:20::1 "$S" | tr '\n' ' ')
+hk=$(in_ns timeout 20 "$py" "$tmp/hdrs.py" v0 fd00:21::1 "$K" | tr '\n' ' ')
+check "answers' headers as the kernel's: $hs(kernel: $hk)" \
+	test -n "$hs" -a "$hs" = "$hk" -a -z "$(echo "$hs" | grep none)"
+
 # ICMPv6 errors rate-limited as Linux limits them: 50 datagrams at once
 # to a closed port from a fresh source (resolved first by a ping), the
 # port unreachables counted by a raw socket for 1 s.
