@@ -114,6 +114,37 @@ static void print_tcp(const uint8_t *p, unsigned int len, unsigned int paylen)
 	(void)len;
 }
 
+/* An IPv6 packet's line: addresses, the first next header, ICMPv6's
+ * type by name for echo and Neighbour Discovery (extension headers are
+ * named, not followed). */
+static void print_ip6(const struct sl_cap_rec *rec, const uint8_t *p)
+{
+	const struct sl_ip6 *ip6 = (const void *)p;
+	char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN];
+	unsigned int plen = ntohs(ip6->plen);
+
+	inet_ntop(AF_INET6, ip6->saddr, a, sizeof(a));
+	inet_ntop(AF_INET6, ip6->daddr, b, sizeof(b));
+	if (ip6->nxt == IPPROTO_ICMPV6_ && rec->caplen >= sizeof(*ip6) + 4) {
+		uint8_t t = p[sizeof(*ip6)];
+
+		printf("IP6 %s > %s: ICMP6, %s, length %u\n", a, b,
+		       t == 128 ? "echo request" : t == 129 ? "echo reply" :
+		       t == 133 ? "router solicitation" : t == 135 ? "neighbor solicitation" : t == 136 ? "neighbor advertisement" :
+		       t == 1 ? "destination unreachable" : t == 4 ? "parameter problem" : "type",
+		       plen);
+	} else if ((ip6->nxt == 6 || ip6->nxt == 17) && rec->caplen >= sizeof(*ip6) + 4) {
+		const uint8_t *t = p + sizeof(*ip6);
+
+		printf("IP6 %s.%u > %s.%u: %s, length %u\n", a,
+		       ntohs(*(const uint16_t *)(const void *)t), b,
+		       ntohs(*(const uint16_t *)(const void *)(t + 2)),
+		       ip6->nxt == 6 ? "tcp" : "UDP", plen);
+	} else {
+		printf("IP6 %s > %s: next-header %u, length %u\n", a, b, ip6->nxt, plen);
+	}
+}
+
 /* One line a packet, in the manner of tcpdump's. */
 static void print_pkt(const struct sl_cap_rec *rec, const uint8_t *p, const char *ifname)
 {
@@ -127,6 +158,10 @@ static void print_pkt(const struct sl_cap_rec *rec, const uint8_t *p, const char
 	printf("%02d:%02d:%02d.%06u %s %s ", tm.tm_hour, tm.tm_min, tm.tm_sec,
 	       (unsigned int)(rec->ts_ns % 1000000000u / 1000u), ifname,
 	       rec->flags & SL_CAP_LO ? "  " : rec->flags & SL_CAP_OUT ? "Out" : "In ");
+	if (rec->caplen >= sizeof(struct sl_ip6) && (ip->ver_ihl >> 4) == 6) {
+		print_ip6(rec, p);
+		return;
+	}
 	if (rec->caplen < sizeof(*ip) || (ip->ver_ihl >> 4) != 4) {
 		printf("not IPv4, length %u\n", rec->origlen);
 		return;

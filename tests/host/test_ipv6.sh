@@ -115,6 +115,17 @@ check "... with a link address not the TAP device's own ($mac)" eval '! echo "$n
 check "NS received, NA sent by the stack" test "$(counter nd_ns_rx)" -ge 1 -a "$(counter nd_na_tx)" -ge 1
 check "echo requests answered: 4 (counted)" test "$(counter icmp6_echo_replied)" = 4
 
+# sluice tcpdump names IPv6 packets (the capture hook sees them too).
+in_ns timeout 15 "$sluice" tcpdump "$stack" -c 2 "icmp6 and ip6 host fd00:20::1" >"$tmp/dump.out" 2>&1 &
+dump=$!
+sleep 1
+in_ns timeout 10 busybox ping6 -c 1 -W 2 -I fd00:20::1 "$S" >/dev/null 2>&1
+wait "$dump" 2>/dev/null
+check "sluice tcpdump: the echo request and reply, as IP6 lines" eval \
+	'grep -q "In  IP6 fd00:20::1 > $S: ICMP6, echo request" "$tmp/dump.out" &&
+	 grep -q "Out IP6 $S > fd00:20::1: ICMP6, echo reply" "$tmp/dump.out"'
+[ "$tap_failed" = 0 ] || sed 's/^/# /' "$tmp/dump.out"
+
 # Closed ports, as Linux answers them.
 for kind in udp tcp; do
 	as=$(in_ns timeout 10 "$py" "$tmp/probe.py" "$kind" "$S")
