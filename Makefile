@@ -57,8 +57,10 @@ INTEROP := $(B)/tests/interop/peer $(B)/tests/interop/mkstack $(B)/tests/bench/b
 	$(B)/tests/interop/soak $(B)/tests/interop/verbs_peer $(B)/tests/interop/holdlock
 PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/dlopen_prog $(B)/tests/preload/fork_srv $(B)/tests/preload/killsoak \
 	$(B)/tests/bench/epoll_idle $(B)/tests/bench/conn_churn $(B)/tests/bench/conn_many \
+	$(B)/tests/bench/http_many \
 	$(B)/tests/preload/sockfd_prog $(B)/tests/preload/sandboxed $(B)/tests/preload/oslisten \
-	$(B)/tests/preload/kconnect $(B)/tests/preload/fork_start $(B)/tests/preload/v6dual
+	$(B)/tests/preload/kconnect $(B)/tests/preload/fork_start $(B)/tests/preload/v6dual \
+	$(B)/tests/preload/pool_many
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 
 .PHONY: install uninstall deb all lib tools tests bench bench-lossy bench-many bench-programs sanitize unit-tests module module-clean check demo checkpatch clean \
@@ -134,6 +136,8 @@ $(B)/tests/bench/epoll_idle: $(B)/tests/bench/epoll_idle.o
 $(B)/tests/bench/conn_churn: $(B)/tests/bench/conn_churn.o
 	$(CC) -o $@ $^
 $(B)/tests/bench/conn_many: $(B)/tests/bench/conn_many.o
+	$(CC) -o $@ $^
+$(B)/tests/bench/http_many: $(B)/tests/bench/http_many.o
 	$(CC) -o $@ $^
 
 # The module's pure IPoIB functions (kernel/ipoib_addr.c), compiled

@@ -498,6 +498,7 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(tcp_reset_tx, "TCP resets sent")				\
 	X(tcp_ooo, "TCP segments queued out of order")			\
 	X(tcp_rx_pressure, "TCP payload dropped: pool or socket buffers full") \
+	X(tcp_tx_pool_wait, "TCP sends the buffer pool refused (the writer is woken when it has room)") \
 	X(arp_rx, "ARP packets received")				\
 	X(arp_tx, "ARP packets sent")					\
 	X(arp_rx_bad, "dropped: bad ARP packet")			\

@@ -67,6 +67,17 @@ static bool is_pow2(uint32_t v)
  * in the module. */
 #define SL_SOCKETS_SHM		262144
 #define SL_SOCKETS_PINNED	8192
+/*
+ * Default packet buffers of a region in /dev/shm (a module stack keeps
+ * the layout's 4,096: the module pins its region).  The pool is every
+ * connection's send and receive memory: 4,096 buffers (8 MiB) held the
+ * responses in flight of about 1,300 connections of nginx with 10,000
+ * keep-alive clients, and the rest waited on windows the pool had shut
+ * (issue 23).  A buffer's data page is committed when first used (the
+ * free list hands out the most recently freed first); its 24 bytes of
+ * metadata are written at creation (1.5 MiB).
+ */
+#define SL_BUFS_SHM		65536
 
 /* Fill the configuration and offsets of r from cfg; returns the size. */
 static int64_t layout(struct sluice_region *r, const struct sluice_stack_config *cfg)
@@ -332,6 +343,8 @@ int sl_region_create(struct sl_stack *s, const char *name, const struct sluice_s
 	 * starts empty: sl_sock_alloc()); the module pins all of its region. */
 	if (!ucfg->max_sockets)
 		cfg->max_sockets = dev >= 0 ? SL_SOCKETS_PINNED : SL_SOCKETS_SHM;
+	if (!ucfg->n_bufs && dev < 0)
+		cfg->n_bufs = SL_BUFS_SHM;
 	if (on_dev) {
 		/* Only the module can put a stack on a device. */
 		if (dev < 0)
@@ -360,8 +373,11 @@ int sl_region_create(struct sl_stack *s, const char *name, const struct sluice_s
 		 */
 		if (ret != -ENOMEM || on_dev)
 			return ret;
-		if (!ucfg->max_sockets) {
-			cfg->max_sockets = SL_SOCKETS_SHM;
+		if (!ucfg->max_sockets || !ucfg->n_bufs) {
+			if (!ucfg->max_sockets)
+				cfg->max_sockets = SL_SOCKETS_SHM;
+			if (!ucfg->n_bufs)
+				cfg->n_bufs = SL_BUFS_SHM;
 			memset(&tmp, 0, sizeof(tmp));
 			size = layout(&tmp, cfg);
 			if (size < 0)

@@ -219,6 +219,7 @@ static void reset_sock(struct rec *rc, struct sl_sock *so)
 	tp->tflags &= ~(SL_TF_FIN_Q | SL_TF_RECOVERY | SL_TF_TIMING | SL_TF_PROBE);
 	tp->t_rexmt = tp->t_dack = tp->t_persist = tp->t_keep = tp->t_close = tp->t_cork = 0;
 	tp->t_tlp = tp->t_reo = 0;
+	tp->t_pool = 0;
 }
 
 /* Rebuild the free lists, hashes, wheel and accept queues. */

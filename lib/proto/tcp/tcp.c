@@ -326,6 +326,7 @@ static void free_queues(struct sl_stack *s, struct sl_sock *so)
 	tp->ooo_bytes = 0;
 	tp->ooo_count = 0;
 	tp->t_rexmt = tp->t_dack = tp->t_persist = tp->t_keep = tp->t_close = tp->t_cork = 0;
+	tp->t_pool = 0;
 }
 
 /* Abort every child of listener lso that the user has not accepted. */
@@ -625,6 +626,60 @@ static bool pool_has_room(const struct sl_stack *s)
 	return s->lib->buf_free_count > reserve;
 }
 
+static bool can_send(const struct sl_sock *so)
+{
+	return (so->state == SL_TCP_ESTABLISHED || so->state == SL_TCP_CLOSE_WAIT) &&
+	       !(so->flags & SL_SF_SHUT_WR);
+}
+
+/*
+ * Room for the next send buffer of socket so: the pool's (above), or, for
+ * a socket with nothing queued or lent, one buffer from below that
+ * reserve down to a sixteenth of the pool, as Linux forces the memory of
+ * the first skb when the write and retransmit queues are empty
+ * (tcp_stream_alloc_skb(), sk_forced_mem_schedule()).
+ */
+static bool send_room(struct sl_stack *s, const struct sl_sock *so)
+{
+	uint32_t floor = s->n_bufs / 16;
+
+	if (pool_has_room(s))
+		return true;
+	return !sl_buf_some(s, so->tcp.sndq_head) && !so->tx_lent_bytes &&
+	       s->lib->buf_free_count > (floor < 16 ? 16 : floor);
+}
+
+/*
+ * A write the pool refused (all or part): the writer learns that it may
+ * write again from a wake of this socket, and the pool's room coming back
+ * is no event of it (a socket with nothing in flight has no ACK to come;
+ * one whose ACK comes while the pool is still short wakes without
+ * POLLOUT).  An edge-triggered writer (nginx) waited for ever, or until
+ * something else moved the socket.  So the socket looks at the pool again
+ * every SL_TCP_POOL_US until it has room, and then wakes its writers
+ * (sl_tcp_pool_look(), from its timer): O(refused sockets), no walk.
+ */
+static void pool_refused(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	sl_count(s, SL_C_tcp_tx_pool_wait);
+	if (!tp->t_pool) {
+		tp->t_pool = now_us + SL_TCP_POOL_US;
+		sl_tcp_arm(s, so);
+	}
+}
+
+void sl_tcp_pool_look(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	if (!can_send(so))
+		return;
+	if (send_room(s, so))
+		sl_sock_wake(s, so);
+	else
+		so->tcp.t_pool = now_us + SL_TCP_POOL_US;
+}
+
 /* Put buffer idx at the tail of the send queue, numbered from snd_end. */
 static void sndq_append(struct sl_stack *s, struct sl_tcp_sock *tp, uint32_t idx)
 {
@@ -648,18 +703,13 @@ static void mark_push(struct sl_stack *s, struct sl_tcp_sock *tp)
 		sl_buf(s, tp->sndq_tail)->flags |= SL_TBF_PSH;
 }
 
-static bool can_send(const struct sl_sock *so)
-{
-	return (so->state == SL_TCP_ESTABLISHED || so->state == SL_TCP_CLOSE_WAIT) &&
-	       !(so->flags & SL_SF_SHUT_WR);
-}
-
 ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,
 		    int flags, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	const uint8_t *p = buf;
 	size_t done = 0;
+	bool refused = false;
 	uint32_t mss;
 
 	(void)flags;
@@ -708,11 +758,11 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 				sl_buf(s, idx)->flags &= (uint16_t)~SL_TBF_PSH;
 		}
 		if (aux >= mss) {
-			if (!pool_has_room(s))
+			idx = send_room(s, so) ? sl_buf_alloc(s) : SLUICE_IDX_NONE;
+			if (idx == SLUICE_IDX_NONE) {
+				refused = true;
 				break;
-			idx = sl_buf_alloc(s);
-			if (idx == SLUICE_IDX_NONE)
-				break;
+			}
 			sl_buf(s, idx)->aux = 0;
 			aux = 0;
 			sndq_append(s, tp, idx);
@@ -730,6 +780,8 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 		tp->sndq_bytes += n;
 		done += n;
 	}
+	if (refused)
+		pool_refused(s, so, now_us);
 	if (done) {
 		so->tx_bytes += done;
 		mark_push(s, tp);
@@ -738,7 +790,8 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 	}
 	/* Nothing queued: the send buffer is full, or the pool is low (other
 	 * connections' ACKs give buffers back; poll shows OUT once they do,
-	 * as Linux waits in sk_stream_wait_memory()). */
+	 * as Linux waits in sk_stream_wait_memory(), and pool_refused() wakes
+	 * this socket's writers then). */
 	return -EAGAIN;
 }
 
@@ -837,12 +890,16 @@ uint32_t sl_tcp_send_lend(struct sl_stack *s, struct sl_sock *so, size_t len, si
 		len = room;
 	/* No send queue takes more than a quarter of the pool (sl_tcp_send). */
 	nbufs = tp->sndq_bytes / mss;
-	while (n < len && nbufs < s->n_bufs / 4 && pool_has_room(s)) {
-		uint32_t idx = sl_buf_alloc(s), chunk = len - n < mss ? (uint32_t)(len - n) : mss;
+	while (n < len && nbufs < s->n_bufs / 4) {
+		uint32_t idx = pool_has_room(s) || (!n && send_room(s, so)) ? sl_buf_alloc(s) :
+									     SLUICE_IDX_NONE;
+		uint32_t chunk = len - n < mss ? (uint32_t)(len - n) : mss;
 		struct sluice_buf *b;
 
-		if (idx == SLUICE_IDX_NONE)
+		if (idx == SLUICE_IDX_NONE) {
+			pool_refused(s, so, sl_now(s));
 			break;
+		}
 		b = sl_buf(s, idx);
 		b->aux = (uint16_t)chunk;
 		b->flags = 0;
@@ -1123,7 +1180,7 @@ uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so)
 	} else if (can_send(so)) {
 		uint32_t mss = SL_READ_ONCE(tp->mss);	/* once: the divisor tested */
 
-		if (so->sndbuf > tp->sndq_bytes + so->sndbuf / 8 && pool_has_room(s) &&
+		if (so->sndbuf > tp->sndq_bytes + so->sndbuf / 8 && send_room(s, so) &&
 		    tp->sndq_bytes / (mss ? mss : 1) < s->n_bufs / 4)
 			ev |= SL_EV_OUT;
 	} else if (so->state > SL_TCP_SYN_RECEIVED) {

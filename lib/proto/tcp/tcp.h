@@ -70,6 +70,7 @@ enum sl_tcp_state {
 #define SL_TCP_FIN_TIMEOUT_US	60000000ull	/* orphan FIN-WAIT-2 limit, Linux tcp_fin_timeout */
 #define SL_TCP_LINGER2_MAX_S	120		/* Linux TCP_FIN_TIMEOUT_MAX */
 #define SL_TCP_CORK_US		200000u		/* tcp(7): TCP_CORK's 200 ms ceiling */
+#define SL_TCP_POOL_US		5000u		/* a send the pool refused: looked at again */
 #define SL_TCP_DELACK_US	40000u		/* RFC 9293 3.8.6.3 (< 0.5 s); Linux TCP_DELACK_MIN */
 #define SL_TCP_QUICKACKS	16		/* Linux TCP_MAX_QUICKACKS */
 #define SL_TCP_KEEPIDLE_S	7200		/* RFC 1122 4.2.3.6: >= 2 hours */
@@ -280,6 +281,10 @@ struct sl_tcp_sock {
 	uint64_t rack_xmit_us, t_reo;
 	uint32_t rack_end_seq, rack_rtt_us, min_rtt_us, sack_high;
 	uint8_t reo_steps, reo_persist, rack;
+	/* A send the buffer pool refused (tcp.c, pool_refused()): when to
+	 * look again whether the pool has room, and then wake the writer
+	 * (0: none). */
+	uint64_t t_pool;
 };
 
 /* sl_tcp_sock.rack */
@@ -422,6 +427,7 @@ int sl_tcp_shutdown(struct sl_stack *s, struct sl_sock *so, int how, uint64_t no
 void sl_tcp_close(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
 uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so);
 void sl_tcp_timer(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
+void sl_tcp_pool_look(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
 void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
 int sl_tcp_setsockopt(struct sl_stack *s, struct sl_sock *so, int level, int name,
 		      const void *val, unsigned int len);

@@ -11,11 +11,11 @@
 void sl_tcp_arm(struct sl_stack *s, struct sl_sock *so)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	uint64_t t[8] = { tp->t_rexmt, tp->t_dack, tp->t_persist, tp->t_keep, tp->t_close,
-			  tp->t_cork, tp->t_tlp, tp->t_reo };
+	uint64_t t[9] = { tp->t_rexmt, tp->t_dack, tp->t_persist, tp->t_keep, tp->t_close,
+			  tp->t_cork, tp->t_tlp, tp->t_reo, tp->t_pool };
 	uint64_t due = 0;
 
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < 9; i++)
 		if (t[i] && (!due || t[i] < due))
 			due = t[i];
 	if (!due) {
@@ -454,6 +454,10 @@ void sl_tcp_timer(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 			if (so->type != SL_SOCK_TCP || so->kp.gen != gen || so->state == SL_TCP_CLOSED)
 				return;
 		}
+	}
+	if (tp->t_pool && tp->t_pool <= now_us) {
+		tp->t_pool = 0;
+		sl_tcp_pool_look(s, so, now_us);
 	}
 	if (tp->t_keep && tp->t_keep <= now_us) {
 		on_keep(s, so, now_us);
