@@ -53,7 +53,7 @@ struct sl_sock;
 /* Counter blocks: one a process (SL_PROC_MAX processes count apart). */
 #define SL_NEIGH_MAX	64
 #define SL_PROC_MAX	16
-#define SL_COUNTERS_MAX	160
+#define SL_COUNTERS_MAX	192
 
 struct sl_counters {
 	uint64_t c[SL_COUNTERS_MAX];
@@ -1059,7 +1059,7 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
  * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
  */
-#define SL_LAYOUT_VERSION	21
+#define SL_LAYOUT_VERSION	22
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents
