@@ -72,4 +72,10 @@ extern const struct sl_verbs_api sl_verbs_real;
 /* What the links call: &sl_verbs_real unless a test swapped it. */
 extern const struct sl_verbs_api *sl_verbs;
 
+/* link/verbs_trace.c: with SLUICE_VERBS_TRACE=FILE in the environment,
+ * swap sl_verbs for a table that appends a line a call to FILE and calls
+ * the one it replaced (link/README.md "The verbs trace").  The verbs
+ * links' constructors call it; without the variable nothing changes. */
+void sl_verbs_trace_check(void);
+
 #endif /* SLUICE_LINK_VERBS_API_H */

@@ -405,6 +405,7 @@ int sluice_link_device(struct sluice_stack *st, struct sluice_link_report *rep)
 	struct sl_link *under;
 	int ret;
 
+	sl_verbs_trace_check();
 	if (!rep)
 		rep = &dummy;
 	memset(rep, 0, sizeof(*rep));

@@ -575,6 +575,7 @@ int sluice_link_verbs(struct sluice_stack *st, const struct sluice_verbs_config 
 	struct verbs_link *v;
 	int ret;
 
+	sl_verbs_trace_check();
 	if (s->link)
 		return -EBUSY;
 	if (cfg)
