@@ -2,7 +2,7 @@
 /*
  * sluice run [--stack NAME] [--profile latency|throughput] [--spin US]
  *            [--tap IFNAME --addr A.B.C.D/LEN [--gateway A.B.C.D] [--addr6 ADDR/LEN]]
- *            [--interface IFNAME] -- PROGRAM ARGS
+ *            [--interface IFNAME] [--verbs-trace FILE] -- PROGRAM ARGS
  *   runs PROGRAM with libsluice-preload.so: its IPv4 TCP and UDP sockets
  *   live on stack NAME (created here if it does not exist).  --interface
  *   (or --ifname, its older name): a stack on that device, sharing the
@@ -129,7 +129,7 @@ static void run_usage(void)
 		"usage: sluice run [--stack NAME] [--profile latency|throughput] [--spin US]\n"
 		"                  [--tap IFNAME --addr A.B.C.D/LEN [--gateway A.B.C.D]\n"
 		"                   [--addr6 ADDR/LEN]]\n"
-		"                  [--interface IFNAME] [--debug]\n"
+		"                  [--interface IFNAME] [--verbs-trace FILE] [--debug]\n"
 		"                  -- PROGRAM [ARGS...]\n");
 }
 
@@ -229,6 +229,7 @@ int cmd_run(int argc, char **argv)
 {
 	const char *stack = getenv("SLUICE_STACK"), *profile = NULL, *spin = NULL;
 	const char *tap = NULL, *addr = NULL, *gw = NULL, *ifname = getenv("SLUICE_IFNAME");
+	const char *vtrace = NULL;
 	char lib[PATH_MAX], name[SLUICE_NAME_MAX], *pre;
 	const char *old;
 	int i, ret;
@@ -266,6 +267,8 @@ int cmd_run(int argc, char **argv)
 			setenv("SLUICE_ADDR6", argv[++i], 1);
 		else if (!strcmp(a, "--interface") || !strcmp(a, "--ifname"))
 			ifname = argv[++i];
+		else if (!strcmp(a, "--verbs-trace"))
+			vtrace = argv[++i];
 		else {
 			fprintf(stderr, "sluice run: unknown option '%s'\n", a);
 			run_usage();
@@ -312,6 +315,19 @@ int cmd_run(int argc, char **argv)
 		setenv("SLUICE_GATEWAY", gw, 1);
 	if (ifname)
 		setenv("SLUICE_IFNAME", ifname, 1);
+	/* Absolute, so a program that changes directory writes the same file. */
+	if (vtrace && *vtrace) {
+		char *abs = NULL;
+
+		if (vtrace[0] != '/') {
+			char cwd[PATH_MAX];
+
+			if (getcwd(cwd, sizeof(cwd)) && asprintf(&abs, "%s/%s", cwd, vtrace) > 0)
+				vtrace = abs;
+		}
+		setenv("SLUICE_VERBS_TRACE", vtrace, 1);
+		free(abs);
+	}
 	ret = find_preload(lib, sizeof(lib));
 	if (ret) {
 		fprintf(stderr, "sluice run: %s not found next to the tool or installed "

@@ -92,6 +92,8 @@ check "sluice run sets the stack, the profile's spin and LD_PRELOAD" \
 	[ "$out" = "$st 100000 $(readlink -f "$lib")" ]
 "$sluice" dump "$st" >/dev/null 2>&1
 check "sluice run created the stack" [ $? = 0 ]
+out=$(cd /tmp && "$sluice" run --stack "$st" --verbs-trace vt.trace -- sh -c 'echo "$SLUICE_VERBS_TRACE"')
+check "sluice run --verbs-trace passes the file on, made absolute" [ "$out" = /tmp/vt.trace ]
 
 # ---- 2. conformance
 chk=$(nm -u "$conform" | grep -oE '__(recv|recvfrom|read|poll)_chk' | sort -u | wc -l)

@@ -152,7 +152,11 @@ run_round() { # run_round MODE(arp|static)
 	$tc qdisc del dev va root
 
 	# Round 3: resources go on close, while the process lives on.
-	SLUICE_VERBS_LINGER=5 timeout 100 $peer client va3 rxe0 10.77.0.4/24 "$dir" 10.77.0.2 \
+	# Its verbs calls are traced (SLUICE_VERBS_TRACE, lib/link/README.md
+	# "The verbs trace"): a real rdma-core and kernel's answers.
+	rm -f /tmp/vt-$mode.trace
+	SLUICE_VERBS_TRACE=/tmp/vt-$mode.trace SLUICE_VERBS_LINGER=5 \
+		timeout 100 $peer client va3 rxe0 10.77.0.4/24 "$dir" 10.77.0.2 \
 		tcp:1:65536 >/tmp/c3.log 2>&1 &
 	cpid=$!
 	i=0
@@ -169,6 +173,18 @@ run_round() { # run_round MODE(arp|static)
 		tap fail "$mode: close releases the QP, CQs, MR and PD (process alive)"
 	fi
 	wait $cpid
+	vt=/tmp/vt-$mode.trace
+	calls=$(cut -d' ' -f3 $vt 2>/dev/null | sort | uniq -c | tr -s ' \n' ' ')
+	echo "# $mode: verbs trace of A: $(wc -l <$vt 2>/dev/null) lines:$calls"
+	if grep -q ' create_qp .* = qp1' $vt 2>/dev/null && grep -q ' post_send .* = 0$' $vt &&
+	   grep -q ' poll_cq ' $vt && grep -q ' destroy_qp qp1 = 0$' $vt &&
+	   [ "$(cut -d' ' -f1 $vt | sort -u | wc -l)" = 1 ]; then
+		tap ok "$mode: the verbs trace has A's QP made, sends, completions and teardown"
+	else
+		tap fail "$mode: the verbs trace has A's QP made, sends, completions and teardown"
+	fi
+	# The host keeps one as a fixture of unit/test_verbs_replay.
+	[ "$mode" = static ] && sed 's/^/#vtrace /' $vt
 
 	# A second process on B's stack, with its own verbs link, killed with
 	# its receive buffers posted: they stay out of the pool until the next
