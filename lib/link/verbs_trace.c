@@ -46,6 +46,7 @@ struct tr_obj {
 
 static const struct sl_verbs_api *tr_inner;
 static struct tr_obj tr_obj[TR_OBJS];
+static int tr_top;			/* entries in use are below it */
 static uint32_t tr_next[TK_N];
 static int tr_fd = -1;
 static unsigned long tr_seq;
@@ -76,7 +77,7 @@ static struct tr_obj *tr_find(const void *p)
 {
 	if (!p)
 		return NULL;
-	for (int i = 0; i < TR_OBJS; i++)
+	for (int i = 0; i < tr_top; i++)
 		if (tr_obj[i].p == p)
 			return &tr_obj[i];
 	return NULL;
@@ -92,6 +93,8 @@ static struct tr_obj *tr_new(enum tr_kind k, const void *p)
 			tr_obj[i].p = p;
 			tr_obj[i].kind = (uint8_t)k;
 			tr_obj[i].id = ++tr_next[k];
+			if (i >= tr_top)
+				tr_top = i + 1;
 			return &tr_obj[i];
 		}
 	return NULL;
@@ -130,7 +133,7 @@ static void tb_obj(struct tr_buf *b, const char *key, const void *p)
 /* An SGE as the MR it is in and the offset there: mr2+4096/2048. */
 static void tb_sge(struct tr_buf *b, const struct ibv_sge *s)
 {
-	for (int i = 0; i < TR_OBJS; i++) {
+	for (int i = 0; i < tr_top; i++) {
 		const struct tr_obj *o = &tr_obj[i];
 
 		if (o->p && o->kind == TK_MR && o->lkey == s->lkey && s->addr >= o->addr &&
@@ -204,7 +207,8 @@ static void tb_end(struct tr_buf *b)
 	tb_end(b);			\
 	pthread_mutex_unlock(&tr_mu)
 
-static __thread struct tr_buf tr_line;
+/* Written only under tr_mu. */
+static struct tr_buf tr_line;
 
 static struct ibv_device **t_get_device_list(int *n)
 {

@@ -866,6 +866,167 @@ static void rp_expect_fail(const char *text, const char *what, const char *call,
 	free(alt);
 }
 
+/*
+ * The tracer itself (lib/link/verbs_trace.c), with the model as the
+ * device: off, the links' table is left alone; on, every call through
+ * the table is one line of the documented format, and the file replays
+ * against the model with no mismatch.
+ */
+static void rp_roundtrip(void)
+{
+	char path[] = "/tmp/sl-vtrace-XXXXXX";
+	const char *keep = getenv("RP_KEEP");
+	const struct sl_verbs_api *t;
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *rcq, *scq;
+	struct ibv_qp *qp;
+	struct ibv_ah *ah;
+	struct ibv_flow *flow;
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+	struct ibv_ah_attr aa;
+	struct ibv_recv_wr rwr[4], *rbad;
+	struct ibv_send_wr swr, *sbad;
+	struct ibv_sge rsge[4], ssge;
+	struct ibv_wc wc[8];
+	struct sl_verbs_flow_rule fr;
+	static uint8_t buf[65536], frame[100];
+	char *text, want[160];
+	int fd = mkstemp(path), n = 0, calls = 0, lines = 0, m;
+	bool pids = true;
+
+	if (fd >= 0)
+		close(fd);
+	vd_reset(IBV_LINK_LAYER_INFINIBAND);
+	unsetenv("SLUICE_VERBS_TRACE");
+	sl_verbs_trace_check();
+	tap_ok(sl_verbs == &vd_api, "tracer: without SLUICE_VERBS_TRACE the links' table is left as it was");
+	setenv("SLUICE_VERBS_TRACE", path, 1);
+	sl_verbs_trace_check();
+	t = sl_verbs;
+	tap_ok(t != &vd_api, "tracer: with it, the table is wrapped");
+
+	list = t->get_device_list(&n), calls++;
+	ctx = t->open_device(list[0]), calls++;
+	t->free_device_list(list);
+	pd = t->alloc_pd(ctx), calls++;
+	mr = t->reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE), calls++;
+	ch = t->create_comp_channel(ctx), calls++;
+	rcq = t->create_cq(ctx, 64, NULL, ch, 0), calls++;
+	scq = t->create_cq(ctx, 64, NULL, NULL, 0), calls++;
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = IBV_QPT_UD;
+	ia.send_cq = scq;
+	ia.recv_cq = rcq;
+	ia.cap.max_send_wr = ia.cap.max_recv_wr = 16;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	qp = t->create_qp(pd, &ia), calls++;
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_state = IBV_QPS_INIT;
+	qa.port_num = 1;
+	qa.qkey = 0xb1b;
+	t->modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), calls++;
+	qa.qp_state = IBV_QPS_RTR;
+	t->modify_qp(qp, &qa, IBV_QP_STATE), calls++;
+	qa.qp_state = IBV_QPS_RTS;
+	t->modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_SQ_PSN), calls++;
+	/* Refused by the rules (RTS -> INIT): recorded as refused. */
+	qa.qp_state = IBV_QPS_INIT;
+	t->modify_qp(qp, &qa, IBV_QP_STATE), calls++;
+	vd.violations = 0;
+	for (int i = 0; i < 4; i++) {
+		memset(&rwr[i], 0, sizeof(rwr[i]));
+		rwr[i].wr_id = (uint64_t)i;
+		rsge[i].addr = (uintptr_t)(buf + 2048 * i);
+		rsge[i].length = 2048;
+		rsge[i].lkey = mr->lkey;
+		rwr[i].sg_list = &rsge[i];
+		rwr[i].num_sge = 1;
+		rwr[i].next = i < 3 ? &rwr[i + 1] : NULL;
+	}
+	t->post_recv(qp, rwr, &rbad), calls++;
+	t->poll_cq(rcq, 8, wc);		/* nothing yet: counted, not written */
+	vd_rx(frame, sizeof(frame), 0, 0x55, NULL);
+	t->poll_cq(rcq, 8, wc), calls++;
+	memset(&aa, 0, sizeof(aa));
+	aa.dlid = 0x17;
+	aa.port_num = 1;
+	ah = t->create_ah(pd, &aa), calls++;
+	memset(&swr, 0, sizeof(swr));
+	swr.wr_id = 9;
+	swr.opcode = IBV_WR_SEND;
+	swr.send_flags = IBV_SEND_SIGNALED;
+	ssge.addr = (uintptr_t)(buf + 32768);
+	ssge.length = 64;
+	ssge.lkey = mr->lkey;
+	swr.sg_list = &ssge;
+	swr.num_sge = 1;
+	swr.wr.ud.ah = ah;
+	swr.wr.ud.remote_qpn = 0x456;
+	swr.wr.ud.remote_qkey = 0xb1b;
+	t->post_send(qp, &swr, &sbad), calls++;
+	t->poll_cq(scq, 8, wc), calls++;
+	memset(&fr, 0, sizeof(fr));
+	fr.attr.size = sizeof(fr);
+	fr.attr.num_of_specs = 2;
+	fr.attr.port = 1;
+	fr.ipv4.type = IBV_FLOW_SPEC_IPV4;
+	fr.ipv4.size = sizeof(fr.ipv4);
+	fr.ipv4.val.dst_ip = htonl(0x0a090001);
+	fr.ipv4.mask.dst_ip = 0xffffffff;
+	fr.l4.type = IBV_FLOW_SPEC_UDP;
+	fr.l4.size = sizeof(fr.l4);
+	fr.l4.val.dst_port = htons(6000);
+	fr.l4.mask.dst_port = 0xffff;
+	flow = t->create_flow(qp, &fr.attr), calls++;
+	t->destroy_flow(flow), calls++;
+	t->destroy_qp(qp), calls++;
+	t->destroy_ah(ah), calls++;
+	t->destroy_cq(scq), calls++;
+	t->destroy_cq(rcq), calls++;
+	t->destroy_comp_channel(ch), calls++;
+	t->dereg_mr(mr), calls++;
+	t->dealloc_pd(pd), calls++;
+	t->close_device(ctx), calls++;
+	unsetenv("SLUICE_VERBS_TRACE");
+
+	text = rp_read(path);
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : "") {
+		lines++;
+		pids = pids && atoi(p) == (int)getpid();
+	}
+	tap_ok(text && lines == calls && pids, "tracer: one line a call (%d of %d), each with the pid",
+	       lines, calls);
+	tap_ok(text && strstr(text, " create_qp pd1 type=4 send_cq=cq2 recv_cq=cq1 max_send_wr=16 "
+			      "max_recv_wr=16 max_send_sge=1 max_recv_sge=1 max_inline=0 "
+			      "sq_sig_all=0 = qp1 qpn=0x2a\n"),
+	       "tracer: objects as small ids, the QP's init attributes and number");
+	tap_ok(text && strstr(text, " modify_qp qp1 mask=0x71 state=1 pkey_index=0 port=1 qkey=0xb1b = 0\n") &&
+	       strstr(text, " modify_qp qp1 mask=0x1 state=1 = -EINVAL\n"),
+	       "tracer: modify_qp's mask, attributes and result, a refusal by its errno's name");
+	tap_ok(text && strstr(text, " post_recv qp1 n=4 wr=0,mr1+0/2048 wr=1,mr1+2048/2048 ") &&
+	       strstr(text, " post_send qp1 n=1 wr=9,2,0x2,ah1,0x456,0xb1b,mr1+32768/64 = 0\n"),
+	       "tracer: work requests with their flags and SGEs as MR and offset");
+	snprintf(want, sizeof(want), " poll_cq cq1 n=8 empty=1 = 1 wc=0,0,128,%u,0x0,0x55\n",
+		 (unsigned int)sizeof(frame) + SL_IPOIB_GRH_LEN);
+	tap_ok(text && strstr(text, want) && strstr(text, " poll_cq cq2 n=8 empty=0 = 1 wc=9,0,0,0,0x0,0x0\n"),
+	       "tracer: completions with status, length and source QP; empty polls counted");
+	tap_ok(text && strstr(text, " create_flow qp1 type=0 priority=0 port=1 flags=0x0 specs=2 "
+			      "ipv4=0.0.0.0/0.0.0.0>10.9.0.1/255.255.255.255 udp=0/0x0>6000/0xffff = flow1\n"),
+	       "tracer: a flow rule's specs");
+	m = text ? rp_replay("roundtrip", text) : -1;
+	tap_ok(m == 0, "tracer: its file replays against the model with no mismatch (%d calls)%s%s",
+	       rp_calls, rp_first[0] ? ": " : "", rp_first);
+	if (keep && text)
+		fputs(text, stdout);
+	free(text);
+	unlink(path);
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const fixtures[] = { "enhanced-unit.trace", "recovery-unit.trace",
@@ -885,6 +1046,7 @@ int main(int argc, char **argv)
 		}
 		return tap_done();
 	}
+	rp_roundtrip();
 	for (size_t i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++) {
 		int m;
 
