@@ -580,7 +580,8 @@ static int t_destroy_ah(struct ibv_ah *ah)
 }
 
 /* A flow rule: the attribute, then each spec (ipv4 and tcp/udp in
- * words, any other type in hex). */
+ * words, any other type in hex).  Specs follow the attribute packed, so
+ * each is copied out before it is read. */
 static void tb_flow(struct tr_buf *b, const struct ibv_flow_attr *a)
 {
 	const uint8_t *p = (const uint8_t *)(a + 1);
@@ -588,30 +589,33 @@ static void tb_flow(struct tr_buf *b, const struct ibv_flow_attr *a)
 	tb_add(b, " type=%d priority=%u port=%u flags=0x%x specs=%u", a->type, a->priority,
 	       a->port, a->flags, a->num_of_specs);
 	for (unsigned int i = 0; i < a->num_of_specs && i < 8; i++) {
-		const struct ibv_flow_spec *s = (const void *)p;
+		struct { enum ibv_flow_spec_type type; uint16_t size; } h;
 		char x[4][INET_ADDRSTRLEN];
 
-		if (s->hdr.type == IBV_FLOW_SPEC_IPV4) {
-			const struct ibv_flow_spec_ipv4 *v = &s->ipv4;
+		memcpy(&h, p, sizeof(h));
+		if (h.type == IBV_FLOW_SPEC_IPV4) {
+			struct ibv_flow_spec_ipv4 v;
 
+			memcpy(&v, p, sizeof(v));
 			tb_add(b, " ipv4=%s/%s>%s/%s",
-			       inet_ntop(AF_INET, &v->val.src_ip, x[0], sizeof(x[0])),
-			       inet_ntop(AF_INET, &v->mask.src_ip, x[1], sizeof(x[1])),
-			       inet_ntop(AF_INET, &v->val.dst_ip, x[2], sizeof(x[2])),
-			       inet_ntop(AF_INET, &v->mask.dst_ip, x[3], sizeof(x[3])));
-		} else if (s->hdr.type == IBV_FLOW_SPEC_TCP || s->hdr.type == IBV_FLOW_SPEC_UDP) {
-			const struct ibv_flow_spec_tcp_udp *t = &s->tcp_udp;
+			       inet_ntop(AF_INET, &v.val.src_ip, x[0], sizeof(x[0])),
+			       inet_ntop(AF_INET, &v.mask.src_ip, x[1], sizeof(x[1])),
+			       inet_ntop(AF_INET, &v.val.dst_ip, x[2], sizeof(x[2])),
+			       inet_ntop(AF_INET, &v.mask.dst_ip, x[3], sizeof(x[3])));
+		} else if (h.type == IBV_FLOW_SPEC_TCP || h.type == IBV_FLOW_SPEC_UDP) {
+			struct ibv_flow_spec_tcp_udp t;
 
-			tb_add(b, " %s=%u/0x%x>%u/0x%x", s->hdr.type == IBV_FLOW_SPEC_TCP ? "tcp" : "udp",
-			       ntohs(t->val.src_port), ntohs(t->mask.src_port),
-			       ntohs(t->val.dst_port), ntohs(t->mask.dst_port));
+			memcpy(&t, p, sizeof(t));
+			tb_add(b, " %s=%u/0x%x>%u/0x%x", h.type == IBV_FLOW_SPEC_TCP ? "tcp" : "udp",
+			       ntohs(t.val.src_port), ntohs(t.mask.src_port),
+			       ntohs(t.val.dst_port), ntohs(t.mask.dst_port));
 		} else {
-			tb_add(b, " spec=0x%x:", s->hdr.type);
-			tb_hex(b, p, s->hdr.size);
+			tb_add(b, " spec=0x%x:", h.type);
+			tb_hex(b, p, h.size);
 		}
-		if (!s->hdr.size)
+		if (!h.size)
 			break;
-		p += s->hdr.size;
+		p += h.size;
 	}
 }
 

@@ -659,7 +659,7 @@ static void rp_one(struct rp_line *l)
 	} else if (!strcmp(c, "destroy_ah")) {
 		rp_check(l, want, rp_ret(rp_gone(rp_arg(l, 0), vd_destroy_ah(rp_obj(rp_arg(l, 0))))));
 	} else if (!strcmp(c, "create_flow")) {
-		static uint8_t attr[1024];
+		static uint8_t attr[1024] __attribute__((aligned(8)));
 
 		rp_flow(l, attr, sizeof(attr));
 		/* A rule refused with EPERM: the process lacked CAP_NET_RAW. */
