@@ -906,8 +906,16 @@ static struct sl_verbs_api sl_verbs_trace_api = {
 	.link_kring = t_link_kring,
 };
 
+/* A fork while another thread held the mutex (writing a line) would
+ * leave it held in the child for good. */
+static void tr_atfork_child(void)
+{
+	pthread_mutex_init(&tr_mu, NULL);
+}
+
 void sl_verbs_trace_check(void)
 {
+	static bool atfork;
 	const char *path;
 
 	if (sl_verbs == &sl_verbs_trace_api)
@@ -921,6 +929,8 @@ void sl_verbs_trace_check(void)
 	pthread_mutex_unlock(&tr_mu);
 	if (tr_fd < 0)
 		return;
+	if (!atfork)
+		atfork = !pthread_atfork(NULL, NULL, tr_atfork_child);
 	tr_inner = sl_verbs;
 	sl_verbs_trace_api.uverbs_path = tr_inner->uverbs_path;
 	sl_verbs = &sl_verbs_trace_api;
