@@ -372,6 +372,12 @@ int cmd_tcpdump(int argc, char **argv)
 		if (tail == head) {
 			if (last)
 				break;
+			/* A copier that found the last tool dead clears cap_on
+			 * (capture.c, tool_alive()); if that was as we took
+			 * the stack over, the stack is still ours: on again. */
+			if (!sl_load_acquire(&c.s->lib->cap_on) &&
+			    sl_load_acquire(&c.s->lib->cap_pid) == c.self)
+				sl_store_release(&c.s->lib->cap_on, (uint16_t)1);
 			if (dump)
 				pcap_dump_flush(dump);
 			else

@@ -80,6 +80,37 @@ static struct sl_cap_ring *cap_map(struct sl_stack *s)
 }
 
 /*
+ * A tool killed (SIGKILL: no cap_stop()) would leave cap_on set, and the
+ * stack copying every packet into a ring nobody reads.  Once a second a
+ * copier asks whether the tool lives (/proc, as for a lock holder); if
+ * not, it ends the capture and removes the ring: cap_pid first, by
+ * compare-and-exchange, so a tool that has just taken the stack over
+ * keeps it (and sets cap_on again if it finds it cleared: tcpdump.c).
+ */
+static bool tool_alive(struct sl_stack *s)
+{
+	uint64_t now = sl_now(s);
+	int32_t pid;
+
+	if (now - s->cap_alive_us < 1000000)
+		return true;
+	s->cap_alive_us = now;
+	pid = s->cap_pid;
+	if (!sl_pid_dead(pid))
+		return true;
+	if (sl_cmpxchg(&s->lib->cap_pid, &pid, 0)) {
+		char path[96];
+
+		sl_store_release(&s->lib->cap_on, (uint16_t)0);
+		/* Its ring too: nobody else would remove it. */
+		if (!sl_cap_path(s->name, pid, path, sizeof(path)))
+			unlink(path);
+	}
+	sl_cap_unmap(s);
+	return false;
+}
+
+/*
  * A TCP segment inside the stack carries no checksum (nobody checks it:
  * SL_BUF_LOCAL); the copy at pkt (caplen bytes) gets the one it would
  * have on a link, so tcpdump does not call it "incorrect".  The packet
@@ -125,7 +156,7 @@ void sl_cap_packet(struct sl_stack *s, uint32_t idx, unsigned int flags)
 	uint64_t head, tail;
 	struct timespec ts;
 
-	if (!c || !sl_buf_some(s, idx))
+	if (!c || !sl_buf_some(s, idx) || !tool_alive(s))
 		return;
 	size = s->cap_size;	/* as checked when mapped */
 	b = sl_buf(s, idx);

@@ -748,6 +748,7 @@ struct sl_stack {
 	int32_t cap_pid;
 	uint32_t cap_size;		/* bytes of its data[] */
 	size_t cap_len;
+	uint64_t cap_alive_us;		/* when the tool was last seen alive */
 };
 
 /*

@@ -58,7 +58,7 @@ l = socket.socket()
 l.bind(("127.0.0.1", 7001))
 l.listen(4)
 print("ready", flush=True)
-for k in (1, 2, 3):
+for k in (1, 2, 3, 4):
     for _ in range(100):
         if os.path.exists("%s/go%d" % (d, k)):
             break
@@ -170,6 +170,20 @@ out=$(timeout 5 "$sluice" tcpdump "$lst" 'tcp port' 2>&1)
 check "a bad expression is refused with libpcap's message" grep -qi 'syntax' <<<"$out"
 ls /dev/shm/sluicecap-"$lst"-* >/dev/null 2>&1
 check "no capture ring is left in /dev/shm" test $? != 0
+# A tool killed outright runs no cleanup: the stack finds it gone within
+# a second of traffic and stops copying, its ring removed.
+"$sluice" tcpdump "$lst" -w /dev/null >/dev/null 2>"$tmp/cap4.err" &	# killed below
+kpid=$!
+wait_for "$tmp/cap4.err" capturing
+kill -KILL "$kpid"
+wait "$kpid" 2>/dev/null
+sleep 1.2
+touch "$tmp/go4"
+wait_for "$tmp/lo.out" done4
+ls /dev/shm/sluicecap-"$lst"-"$kpid" >/dev/null 2>&1
+check "a SIGKILLed capture's ring is removed by the stack's next packets" test $? != 0
+out=$(timeout 5 "$sluice" tcpdump "$lst" -c 1 2>&1 </dev/null & sleep 1; kill -INT $! 2>/dev/null; wait)
+check "and a new capture starts ($out)" grep -q capturing <<<"$out"
 wait
 
 # --- 2. a TAP stack against the kernel --------------------------------------
