@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,11 +38,18 @@
 
 #define PRELOAD_NAME	"libsluice-preload.so"
 
-/* Next to the tool (build/tools/sluice -> build/), beside it, or installed. */
+/*
+ * Next to the tool (build/tools/sluice -> build/), beside it, or installed:
+ * PKGLIBDIR under the tool's PREFIX, whatever LIBDIR was (lib, lib64, a
+ * multiarch lib/x86_64-linux-gnu; make install's PKGLIBDIR is LIBDIR/sluice
+ * unless told), then the usual places.
+ */
 static int find_preload(char *out, size_t len)
 {
 	static const char *const rel[] = { "/../" PRELOAD_NAME, "/" PRELOAD_NAME,
-					   "/../lib/sluice/" PRELOAD_NAME };
+					   "/../lib/sluice/" PRELOAD_NAME,
+					   "/../lib*/sluice/" PRELOAD_NAME,
+					   "/../lib/*/sluice/" PRELOAD_NAME };
 	static const char *const abs_[] = { "/usr/local/lib/sluice/" PRELOAD_NAME,
 					    "/usr/lib/sluice/" PRELOAD_NAME };
 	char exe[PATH_MAX], *slash, cand[PATH_MAX + 64];
@@ -59,8 +67,17 @@ static int find_preload(char *out, size_t len)
 		if (slash)
 			*slash = '\0';
 		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+			glob_t g;
+			bool found = false;
+
 			snprintf(cand, sizeof(cand), "%s%s", exe, rel[i]);
-			if (!access(cand, R_OK) && realpath(cand, out))
+			if (!glob(cand, GLOB_NOSORT, NULL, &g)) {
+				for (size_t j = 0; j < g.gl_pathc && !found; j++)
+					found = !access(g.gl_pathv[j], R_OK) &&
+						realpath(g.gl_pathv[j], out);
+				globfree(&g);
+			}
+			if (found)
 				return 0;
 		}
 	}

@@ -108,6 +108,13 @@ out=$(SLUICE_STACK="ti-$$" timeout 10 "$dest/usr/bin/sluice" run -- \
 	/usr/bin/env sh -c 'echo "$LD_PRELOAD"' 2>&1)
 check "sluice run preloads the installed library ($out)" \
 	[ "$out" = "$dest/usr/lib/sluice/libsluice-preload.so" ]
+# Another LIBDIR (lib64 under another prefix): the tool still finds the
+# preload library in PKGLIBDIR, LIBDIR/sluice.
+make -s install DESTDIR="$tmp/l64" PREFIX=/opt/sl2 LIBDIR=/opt/sl2/lib64 >"$tmp/l64.log" 2>&1
+out=$(SLUICE_STACK="ti-$$" timeout 10 "$tmp/l64/opt/sl2/bin/sluice" run -- \
+	/usr/bin/env sh -c 'echo "$LD_PRELOAD"' 2>&1)
+check "with LIBDIR=/opt/sl2/lib64 the tool finds its preload there ($out)" \
+	[ "$out" = "$tmp/l64/opt/sl2/lib64/sluice/libsluice-preload.so" ]
 # The installed man pages, as man finds them: each renders, man-db and
 # groff say nothing.
 for p in "$dest"/usr/share/man/man?/*; do
