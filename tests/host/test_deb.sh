@@ -87,6 +87,9 @@ check "sluice activates the ldconfig trigger" grep -qx 'activate-noawait ldconfi
 check "sluice-dkms's postinst adds and builds the module" \
 	sh -c "grep -q 'dkms add' '$tmp/ctl-k/postinst' && grep -q 'dkms build' '$tmp/ctl-k/postinst'"
 check "sluice-dkms's prerm removes it" grep -q 'dkms remove' "$tmp/ctl-k/prerm"
+check "sluice-dkms's postinst loads it once installed" grep -q 'modprobe "$NAME"' "$tmp/ctl-k/postinst"
+mload=$(dpkg-deb --fsys-tarfile "$deb_k" | tar -xOf - ./usr/lib/modules-load.d/sluice.conf 2>/dev/null)
+check "sluice-dkms has modules-load.d/sluice.conf, so it loads at boot ($mload)" [ "$mload" = sluice ]
 rule=$(dpkg-deb --fsys-tarfile "$deb_s" | tar -xOf - ./lib/udev/rules.d/60-sluice.rules | grep -v '^#')
 check "the udev rule: group sluice, mode 0660 ($rule)" \
 	grep -q 'KERNEL=="sluice".*GROUP="sluice".*MODE="0660"' <<<"$rule"

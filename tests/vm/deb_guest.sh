@@ -35,6 +35,7 @@ check "the group sluice exists (sluice's postinst)" getent group sluice
 check "DKMS built and installed sluice for $k" \
 	sh -c "dkms status -m sluice -k $k 2>/dev/null | grep -q installed"
 check "the module is where modprobe finds it" sh -c "modinfo -n sluice >/dev/null 2>&1"
+check "sluice-dkms's postinst loaded it" sh -c "grep -q '^sluice ' /proc/modules"
 
 /lib/systemd/systemd-udevd --daemon >$log/udevd.txt 2>&1
 modprobe sluice >$log/modprobe.txt 2>&1

@@ -11,7 +11,8 @@
 #   libsluice-dev  the headers, libsluice.a, the libsluice.so link,
 #                  sluice.pc, sluice(3)
 #   sluice-dkms    the module's source in /usr/src/sluice-VERSION with
-#                  dkms.conf; postinst adds, builds and installs it
+#                  dkms.conf, and modules-load.d/sluice.conf; postinst
+#                  adds, builds, installs and loads it
 # Files are owned by root in the packages without fakeroot (dpkg-deb
 # --root-owner-group), so this runs as any user.  Then lintian, when
 # installed, on the three: any error fails.
@@ -59,6 +60,9 @@ take sluice usr/bin/sluice "$libdir/libsluice.so.$version" "$libdir/libsluice.so
 take libsluice-dev usr/include "$libdir/libsluice.a" "$libdir/libsluice.so" "$libdir/pkgconfig" \
 	usr/share/man/man3
 take sluice-dkms "usr/src/sluice-$version"
+# Loaded at boot (systemd-modules-load), and by the postinst at once.
+mkdir -p "$B/pkg/sluice-dkms/usr/lib/modules-load.d"
+printf 'sluice\n' >"$B/pkg/sluice-dkms/usr/lib/modules-load.d/sluice.conf"
 left=$(cd "$stage" && find . -type f -o -type l)
 if [ -n "$left" ]; then
 	echo "mkdeb: installed but in no package: $left" >&2
