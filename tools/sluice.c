@@ -335,6 +335,14 @@ static const char *lock_word(struct sl_stack *s, char *buf, size_t len)
 	return buf;
 }
 
+/* Why a stack could not be looked at (sl_stack_inspect()'s error). */
+static const char *inspect_err(int err)
+{
+	/* region.c: not a region, or one another build of Sluice laid out. */
+	return err == -EPROTO ? "not a valid Sluice stack, or one made by another build of Sluice"
+			      : strerror(-err);
+}
+
 /* A row of `sluice stacks`; arg: the JSON writer, or NULL for text. */
 static void stack_row(const char *name, const char *where, void *arg)
 {
@@ -342,16 +350,18 @@ static void stack_row(const char *name, const char *where, void *arg)
 	struct sl_stack *s;
 	struct jw *w = arg;
 	char lk[32];
+	int ret = sl_stack_inspect(name, &st);
 
-	if (sl_stack_inspect(name, &st)) {
+	if (ret) {
 		if (!w) {
-			printf("%-24s %-7s %-6s\n", name, "invalid", where);
+			printf("%-24s %-7s %-6s (%s)\n", name, "invalid", where, inspect_err(ret));
 			return;
 		}
 		jw_obj(w, NULL);
 		jw_str(w, "name", name);
 		jw_str(w, "state", "invalid");
 		jw_str(w, "where", where);
+		jw_str(w, "error", inspect_err(ret));
 		jw_obj_end(w);
 		return;
 	}
@@ -796,8 +806,7 @@ static int cmd_dump(const char *name, bool all, bool json)
 	int ret = sl_stack_inspect(name, &st);
 
 	if (ret) {
-		fprintf(stderr, "sluice: stack '%s': %s\n", name,
-			ret == -EPROTO ? "not a valid Sluice stack" : strerror(-ret));
+		fprintf(stderr, "sluice: stack '%s': %s\n", name, inspect_err(ret));
 		return 1;
 	}
 	s = (struct sl_stack *)st;

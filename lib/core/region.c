@@ -523,11 +523,13 @@ int sl_region_attach(struct sl_stack *s, const char *name)
 	if (hdr.magic == SLUICE_REGION_MAGIC && hdr.abi_version == SLUICE_ABI_VERSION &&
 	    lib_layout != SL_LAYOUT_VERSION) {
 		/* Another build of the library made it: never a silent attach
-		 * to socket slots and counters laid out differently. */
-		fprintf(stderr, "sluice: stack %.*s was laid out by a library of layout version %u; "
-			"this library (%s) has layout version %u: run every program on one stack "
-			"with one build of Sluice\n", SLUICE_NAME_MAX, name, lib_layout,
-			SLUICE_LIB_VERSION, SL_LAYOUT_VERSION);
+		 * to socket slots and counters laid out differently.  (The
+		 * tools that only look say so their own way, once.) */
+		if (!s->inspect)
+			fprintf(stderr, "sluice: stack %.*s was laid out by a library of layout "
+				"version %u; this library (%s) has layout version %u: run every "
+				"program on one stack with one build of Sluice\n", SLUICE_NAME_MAX,
+				name, lib_layout, SLUICE_LIB_VERSION, SL_LAYOUT_VERSION);
 		ret = -EPROTO;
 		goto err_unmap;
 	}

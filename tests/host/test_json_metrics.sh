@@ -73,7 +73,7 @@ SCHEMAS = {
                            "sockets_used?": "int", "sockets_max?": "int",
                            "buffers_used?": "int", "buffers_max?": "int",
                            "region_bytes?": "int", "helper_pid?": "int?",
-                           "lock?": LOCK}]},
+                           "lock?": LOCK, "error?": "str"}]},
     "dump": {"name": "str", "state": "str", "where": "str", "addr": "str", "mask": "str",
              "mtu": "int", "mac": "str", "ifindex": "int?", "broken_pid": "int?",
              "region_bytes": "int",
@@ -175,6 +175,19 @@ s = [s for s in d["stacks"] if s["name"] == sys.argv[2]]
 sys.exit(not (s and s[0]["state"] == "ready" and s[0]["where"] == "shm"
               and s[0]["sockets_used"] >= 1 and s[0]["sockets_max"] > 0))' \
 	"$tmp/stacks.json" "$stack"
+# A stack the user may not read: invalid, saying why (root's is 0600).
+if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
+	setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups "$sluice" stacks --json \
+		>"$tmp/stacks-nobody.json" 2>"$tmp/stacks-nobody.err"
+	json_ok stacks "$tmp/stacks-nobody.json"
+	check "stacks --json as nobody: root's stack is invalid, Permission denied" "$py" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = [s for s in d["stacks"] if s["name"] == sys.argv[2]]
+sys.exit(not (s and s[0]["state"] == "invalid" and s[0]["error"] == "Permission denied"))' \
+		"$tmp/stacks-nobody.json" "$stack"
+	check "and nothing on stderr" test ! -s "$tmp/stacks-nobody.err"
+fi
 "$sluice" dump --json "$stack" >"$tmp/dump.json"
 json_ok dump "$tmp/dump.json"
 "$sluice" dump --all --json "$stack" >"$tmp/dumpall.json"
