@@ -266,12 +266,20 @@ void pl_init(void)
  * exists and belongs to its user or group (tun_not_capable()), and gives
  * a single-queue device to one file at a time.
  */
-static const char *tap_hint(int err, char *buf, size_t len)
+static const char *tap_hint(struct sluice_stack *st, int err, char *buf, size_t len)
 {
+	int32_t helper = SL_READ_ONCE(((struct sl_stack *)st)->lib->helper_pid);
+
+	/* The stack's helper keeps the link while it finishes connections
+	 * their programs closed (lib/api/helper.c): at most TIME-WAIT. */
 	if (err == -EBUSY)
-		return " (the device is single-queue and another process has it: only a "
-		       "multi-queue device, ip tuntap add ... multi_queue, gives each process "
-		       "of a stack a queue of its own)";
+		return snprintf(buf, len, " (the device is single-queue and another process has "
+				"it%s%.0d%s: only a multi-queue device, ip tuntap add ... "
+				"multi_queue, gives each process of a stack a queue of its own)",
+				helper > 0 ? ", maybe the stack's helper, pid " : "",
+				helper > 0 ? (int)helper : 0,
+				helper > 0 ? ", which goes once the connections closed before "
+					     "have ended, within a minute" : "") < 0 ? "" : buf;
 	if (err != -EPERM && err != -EACCES)
 		return "";
 	snprintf(buf, len, " (making or taking a TAP device needs CAP_NET_ADMIN: root can "
@@ -409,7 +417,7 @@ struct sluice_stack *pl_stack(void)
 		ret = if_nametoindex(pl_cfg.tap) ? sluice_link_tap(st, pl_cfg.tap) : -ENODEV;
 		if (ret)
 			pl_log("stack %s: its TAP device %s: %s; this process cannot send on it%s",
-			       pl_cfg.stack, pl_cfg.tap, strerror(-ret), tap_hint(ret, hint,
+			       pl_cfg.stack, pl_cfg.tap, strerror(-ret), tap_hint(st, ret, hint,
 										 sizeof(hint)));
 		pl_cfg.tap[0] = '\0';
 	}
@@ -417,7 +425,7 @@ struct sluice_stack *pl_stack(void)
 		ret = sluice_link_tap(st, pl_cfg.tap);
 		if (ret)
 			pl_log("stack %s: TAP %s: %s%s; sockets stay in the kernel", pl_cfg.stack,
-			       pl_cfg.tap, strerror(-ret), tap_hint(ret, hint, sizeof(hint)));
+			       pl_cfg.tap, strerror(-ret), tap_hint(st, ret, hint, sizeof(hint)));
 		if (ret)
 			goto err_close;
 	}
