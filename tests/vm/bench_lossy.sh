@@ -6,7 +6,8 @@
 # lossy path, Sluice beside the kernel in the same run.  iperf3 (Debian's,
 # unmodified) sends for BENCH_SECS seconds over a veth whose two ends both
 # have netem "delay 5ms loss X%" (a 10 ms round trip, X% loss each way) for
-# X in BENCH_LOSS; the goodput is what iperf3's receiving side counted.
+# X in BENCH_LOSS (0, 0.1, 1, 5: 0 shows what the emulated CPUs allow); the
+# goodput is what iperf3's receiving side counted.
 #
 #   send:    iperf3 -c from the VM's root namespace, the kernel's TCP or a
 #            Sluice stack on the veth (sluice run --ifname, kring), to a
@@ -23,7 +24,7 @@ NETNS_NS=slb-peer NETNS_DEV=slb0 NETNS_PEER=slb1 NETNS_S=10.81.0.1 NETNS_K=10.81
 . /opt/sluice/bin/netns.sh
 ST=lb
 SECS=${BENCH_SECS:-8}
-LOSS=${BENCH_LOSS:-0.1 1 5}
+LOSS=${BENCH_LOSS:-0 0.1 1 5}
 ROUNDS=${BENCH_ROUNDS:-2}
 cleanup() {
 	for p in $ssrv $ksrv $kpsrv; do kill "$p" 2>/dev/null; done
@@ -65,6 +66,7 @@ echo "# bulk TCP goodput, Mbit/s at the receiver, iperf3 -t $SECS; netem on both
 echo "# delay 5ms loss X% (10 ms round trip); kernel $(uname -r); $ROUNDS rounds, kernel and Sluice alternating"
 printf '%-6s %-8s %-22s %-22s %s\n' loss dir kernel sluice "sluice/kernel (medians)"
 for x in $LOSS; do
+	# (0: the path's own rate, for what the emulated CPUs allow.)
 	netem_on delay 5ms loss "$x%" || { echo "netem refused loss $x%"; exit 1; }
 	for dir in send receive; do
 		ks="" ss=""
