@@ -71,6 +71,8 @@ static const struct sluice_ioctl sluice_ioctls[SLUICE_NR_COUNT] = {
 				  "sock_wake", sluice_ioc_sock_wake },
 	[SLUICE_NR_SOCK_INFO] = { SLUICE_IOC_SOCK_INFO, SLUICE_ON_SOCK,
 				  "sock_info", sluice_ioc_sock_info },
+	[SLUICE_NR_HANDOFF] = { SLUICE_IOC_HANDOFF, SLUICE_ON_STACK,
+				"handoff", sluice_ioc_handoff },
 };
 
 const char *sluice_cmd_name(unsigned int nr)

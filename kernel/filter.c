@@ -44,6 +44,7 @@
 #include <linux/xarray.h>
 #include <net/net_namespace.h>
 #include <net/sock.h>
+#include <net/tcp.h>
 
 #include "sluice.h"
 
@@ -96,7 +97,14 @@ struct sluice_kfilter {
 	struct rhash_head node;
 	struct sluice_filter_key key;
 	struct sluice_stack_filters *fs;
-	struct sluice_resv *resv;
+	struct sluice_resv *resv;	/* NULL for a hand-off entry */
+	/*
+	 * A hand-off entry (SLUICE_IOC_HANDOFF): the kernel socket that took
+	 * the connection, held.  TCP sockets are SLAB_TYPESAFE_BY_RCU, so a
+	 * reader that found the entry may read its state until the grace
+	 * period after the unhashing even if the last reference went.
+	 */
+	struct sock *ksk;
 	u32 id;
 	atomic64_t matches;
 	struct rcu_head rcu;
@@ -136,7 +144,17 @@ static void sluice_filter_key_make(struct sluice_filter_key *k,
 	k->rport = rport;
 }
 
-/* Under rcu_read_lock(). */
+/* A hand-off entry whose kernel socket still holds the connection. */
+static bool sluice_handoff_live(const struct sluice_kfilter *f)
+{
+	return READ_ONCE(f->ksk->sk_state) != TCP_CLOSE;
+}
+
+/*
+ * Under rcu_read_lock().  The 5-tuple first; a hand-off entry whose kernel
+ * socket is closed is passed over (the stack's 3-tuple filters take the
+ * tuple again), a live one is returned as it is.
+ */
 static struct sluice_kfilter *sluice_filter_find(struct net *net, int ifindex,
 						 u8 protocol,
 						 __be32 saddr, __be16 sport,
@@ -150,7 +168,7 @@ static struct sluice_kfilter *sluice_filter_find(struct net *net, int ifindex,
 	sluice_filter_key_make(&k, net, ifindex, protocol, daddr, dport,
 			       saddr, sport);
 	f = rhashtable_lookup(&sluice_filter_ht, &k, sluice_filter_params);
-	if (f)
+	if (f && (!f->ksk || sluice_handoff_live(f)))
 		return f;
 	k.raddr = 0;
 	k.rport = 0;
@@ -173,7 +191,8 @@ struct sluice_stack *sluice_filter_match(struct net *net, int ifindex, u8 protoc
 		return NULL;
 	atomic64_inc(&f->matches);
 	atomic64_inc(&f->fs->matches);
-	return f->fs->st;
+	/* Handed off: the kernel's receive path takes it. */
+	return f->ksk ? NULL : f->fs->st;
 }
 
 /* The stack's filter state, made if @make; NULL if none (or no memory). */
@@ -338,7 +357,10 @@ static void sluice_filter_drop(struct sluice_stack_filters *fs,
 {
 	rhashtable_remove_fast(&sluice_filter_ht, &f->node,
 			       sluice_filter_params);
-	sluice_resv_put(f->resv);
+	if (f->resv)
+		sluice_resv_put(f->resv);
+	if (f->ksk)
+		sock_put(f->ksk);
 	WRITE_ONCE(fs->count, fs->count - 1);
 	atomic64_inc(&fs->dels);
 	kfree_rcu(f, rcu);
@@ -474,6 +496,163 @@ int sluice_ioc_filter_add(struct file *file, void __user *uarg)
 	return ret;
 }
 
+static int sluice_handoff_check(const struct sluice_handoff *a)
+{
+	if (a->flags || a->reserved0[0] || a->reserved0[1] ||
+	    a->reserved0[2] || a->reserved1)
+		return -EINVAL;
+	if (a->protocol != IPPROTO_TCP)
+		return -EINVAL;
+	if (!a->laddr || !a->raddr || !a->lport || !a->rport)
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * Is @sk a TCP socket of the stack's netns in repair mode, connected, with
+ * the tuple of @a?  Under lock_sock().
+ */
+static int sluice_handoff_sock_ok(struct sluice_stack *st, struct sock *sk,
+				  const struct sluice_handoff *a)
+{
+	const struct inet_sock *inet = inet_sk(sk);
+
+	if (sk->sk_family != AF_INET || sk->sk_type != SOCK_STREAM ||
+	    sk->sk_protocol != IPPROTO_TCP)
+		return -EPROTONOSUPPORT;
+	if (!net_eq(sock_net(sk), st->net))
+		return -EXDEV;
+	if (!tcp_sk(sk)->repair)
+		return -EPERM;
+	if (sk->sk_state == TCP_CLOSE || sk->sk_state == TCP_LISTEN)
+		return -ENOTCONN;
+	if (inet->inet_rcv_saddr != (__force __be32)a->laddr ||
+	    inet->inet_daddr != (__force __be32)a->raddr ||
+	    inet->inet_sport != (__force __be16)a->lport ||
+	    inet->inet_dport != (__force __be16)a->rport)
+		return -EINVAL;
+	return 0;
+}
+
+/* Under fs->lock: hash a hand-off entry for @a holding @sk. */
+static int sluice_handoff_add(struct sluice_stack *st,
+			      struct sluice_stack_filters *fs,
+			      struct sluice_handoff *a, struct sock *sk)
+{
+	unsigned int max = clamp_t(unsigned int, READ_ONCE(filter_max), 1,
+				   SLUICE_FILTER_MAX);
+	struct sluice_kfilter *f, *g;
+	struct sluice_filter_key k;
+	bool dup;
+	int ret;
+
+	lockdep_assert_held(&fs->lock);
+	if (fs->count >= max)
+		return -ENOSPC;
+	sluice_filter_key_make(&k, st->net, st->ifindex, IPPROTO_TCP,
+			       (__force __be32)a->laddr,
+			       (__force __be16)a->lport,
+			       (__force __be32)a->raddr,
+			       (__force __be16)a->rport);
+	rcu_read_lock();
+	g = rhashtable_lookup(&sluice_filter_ht, &k, sluice_filter_params);
+	/* Any entry of this tuple but one of ours whose socket closed. */
+	dup = g && !(g->fs == fs && g->ksk && !sluice_handoff_live(g));
+	/* Only a tuple this stack's own filters steer is the stack's. */
+	f = sluice_filter_find(st->net, st->ifindex, IPPROTO_TCP,
+			       k.raddr, k.rport, k.laddr, k.lport);
+	ret = dup ? -EEXIST : (!f || f->fs != fs) ? -ENOENT : 0;
+	rcu_read_unlock();
+	if (ret)
+		return ret;
+	if (g) {
+		/* A hand-off entry whose socket closed: this one replaces it. */
+		xa_erase(&fs->ids, g->id);
+		sluice_filter_drop(fs, g);
+	}
+
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (!f)
+		return -ENOMEM;
+	f->fs = fs;
+	f->key = k;
+	atomic64_set(&f->matches, 0);
+	ret = xa_alloc_cyclic(&fs->ids, &f->id, f, xa_limit_32b, &fs->next_id,
+			      GFP_KERNEL);
+	if (ret < 0)
+		goto err_free;
+	sock_hold(sk);
+	f->ksk = sk;
+	/* From here the tuple's packets go to the kernel's receive path. */
+	ret = rhashtable_lookup_insert_fast(&sluice_filter_ht, &f->node,
+					    sluice_filter_params);
+	if (ret)
+		goto err_id;
+	fs->published = true;
+	WRITE_ONCE(fs->count, fs->count + 1);
+	atomic64_inc(&fs->adds);
+	a->id = f->id;
+	return 0;
+
+err_id:
+	sock_put(sk);
+	xa_erase(&fs->ids, f->id);
+err_free:
+	kfree(f);
+	return ret;
+}
+
+int sluice_ioc_handoff(struct file *file, void __user *uarg)
+{
+	struct sluice_stack *st = sluice_stack_of(file);
+	struct sluice_stack_filters *fs;
+	struct sluice_kfilter *f;
+	struct sluice_handoff a;
+	struct socket *sock;
+	int ret;
+
+	ret = sluice_arg_in(&a, sizeof(a), offsetofend(struct sluice_handoff,
+						       reserved1), uarg);
+	if (ret)
+		return ret;
+	ret = sluice_handoff_check(&a);
+	if (ret)
+		return ret;
+	if (!st->ifindex)
+		return -ENODEV;
+	if (!net_eq(current->nsproxy->net_ns, st->net))
+		return -EXDEV;
+	sock = sockfd_lookup(a.fd, &ret);
+	if (!sock)
+		return ret;	/* -EBADF, -ENOTSOCK */
+	lock_sock(sock->sk);
+	ret = sluice_handoff_sock_ok(st, sock->sk, &a);
+	release_sock(sock->sk);
+	if (ret)
+		goto out;
+	fs = sluice_filters_get(st, false);
+	if (!fs) {
+		ret = -ENOENT;
+		goto out;
+	}
+	mutex_lock(&fs->lock);
+	ret = sluice_handoff_add(st, fs, &a, sock->sk);
+	mutex_unlock(&fs->lock);
+	if (ret)
+		goto out;
+	ret = sluice_arg_out(uarg, &a, sizeof(a));
+	if (ret) {
+		mutex_lock(&fs->lock);
+		f = xa_erase(&fs->ids, a.id);
+		if (!WARN_ON_ONCE(!f))
+			sluice_filter_drop(fs, f);
+		mutex_unlock(&fs->lock);
+	}
+out:
+	sockfd_put(sock);
+	return ret;
+}
+
 int sluice_ioc_filter_del(struct file *file, void __user *uarg)
 {
 	struct sluice_stack *st = sluice_stack_of(file);
@@ -550,7 +729,8 @@ void sluice_filter_show(struct seq_file *m, struct sluice_stack *st)
 		   (long long)atomic64_read(&fs->dels),
 		   (long long)atomic64_read(&fs->matches));
 	xa_for_each(&fs->ids, id, f)
-		seq_printf(m, "filter %u %s %pI4:%u %pI4:%u matches %lld\n",
+		seq_printf(m, "%s %u %s %pI4:%u %pI4:%u matches %lld\n",
+			   f->ksk ? "handoff" : "filter",
 			   f->id, sluice_proto_name(f->key.protocol),
 			   &f->key.laddr, ntohs(f->key.lport),
 			   &f->key.raddr, ntohs(f->key.rport),
@@ -562,6 +742,7 @@ void sluice_filter_show(struct seq_file *m, struct sluice_stack *st)
  * debugfs "match" (root only): write "tcp|udp IFINDEX SADDR SPORT DADDR
  * DPORT" (a packet's source is the remote end), read back "NAME ID" of
  * the stack and filter sluice_filter_match() picks in the writer's netns,
+ * "kernel ID" for a hand-off entry that gives the packet to the kernel,
  * or "none".  The lookup is the receive path's own, counters included, so
  * tests can check matching before any packet is steered.
  */
@@ -615,8 +796,9 @@ static ssize_t match_write(struct file *file, const char __user *ubuf,
 		/* The same effect as the receive path's lookup. */
 		atomic64_inc(&f->matches);
 		atomic64_inc(&f->fs->matches);
-		snprintf(out, SLUICE_MATCH_RESULT, "%s %u\n", f->fs->st->name,
-			 f->id);
+		/* A live hand-off entry: the kernel's, named by its id. */
+		snprintf(out, SLUICE_MATCH_RESULT, "%s %u\n",
+			 f->ksk ? "kernel" : f->fs->st->name, f->id);
 	} else {
 		strscpy(out, "none\n", SLUICE_MATCH_RESULT);
 	}

@@ -43,12 +43,14 @@
 #define SLUICE_FEATURE_MCAST	0x40ULL	/* MCAST_JOIN, _LEAVE */
 #define SLUICE_FEATURE_SOCKFD	0x80ULL	/* SOCK_FD, _WAKE, _INFO, sluice_sock_kpoll */
 #define SLUICE_FEATURE_REPLACE	0x100ULL	/* STACK_CREATE with SLUICE_STACK_CREATE_REPLACE */
+#define SLUICE_FEATURE_HANDOFF	0x200ULL	/* HANDOFF: a connection to a kernel socket */
 /* What this module implements; grows as the features above land. */
 #define SLUICE_FEATURES_ALL	(SLUICE_FEATURE_STACK | SLUICE_FEATURE_KRING | \
 				 SLUICE_FEATURE_FILTER | SLUICE_FEATURE_IFINFO | \
 				 SLUICE_FEATURE_NEIGH | \
 				 SLUICE_FEATURE_IPOIB | SLUICE_FEATURE_MCAST | \
-				 SLUICE_FEATURE_SOCKFD | SLUICE_FEATURE_REPLACE)
+				 SLUICE_FEATURE_SOCKFD | SLUICE_FEATURE_REPLACE | \
+				 SLUICE_FEATURE_HANDOFF)
 
 /**
  * struct sluice_version - SLUICE_IOC_VERSION argument
@@ -937,6 +939,51 @@ struct sluice_sock_info {
 	char name[SLUICE_NAME_MAX];
 };
 
+/**
+ * struct sluice_handoff - SLUICE_IOC_HANDOFF argument (stack fd)
+ * @size:	in: sizeof(struct sluice_handoff) as the caller knows it
+ * @flags:	in: must be zero
+ * @fd:		in: the caller's kernel TCP socket (AF_INET) that takes the
+ *		connection: in repair mode (TCP_REPAIR), connected, with the
+ *		4-tuple below as its own
+ * @protocol:	in: IPPROTO_TCP
+ * @reserved0:	must be zero
+ * @laddr:	in: the connection's local address, network order
+ * @raddr:	in: its remote address, network order
+ * @lport:	in: its local port, network order
+ * @rport:	in: its remote port, network order
+ * @id:		out: the entry's id (SLUICE_IOC_FILTER_DEL removes it)
+ * @reserved1:	must be zero
+ *
+ * Live hand-off of a stack's TCP connection to the kernel: the module
+ * stops steering the connection's packets to the stack, and the kernel's
+ * own receive path gives them to the socket that holds that 4-tuple
+ * (@fd).  The entry lives until FILTER_DEL or the stack's end; once the
+ * kernel socket is closed it no longer takes the tuple from the stack's
+ * other filters.
+ *
+ * -EINVAL: flags, reserved fields, protocol, a zero address or port, or
+ * @fd's tuple is not this one; -EBADF: @fd is no open file; -ENOTSOCK:
+ * not a socket; -EPROTONOSUPPORT: not an AF_INET TCP socket; -EPERM: not
+ * in repair mode; -ENOTCONN: not connected; -EXDEV: @fd or the caller is
+ * not in the stack's network namespace; -ENODEV: the stack has no
+ * device; -ENOENT: the stack does not steer this tuple; -EEXIST: already
+ * handed off; -ENOSPC: past the stack's filter limit.
+ */
+struct sluice_handoff {
+	__u32 size;
+	__u32 flags;
+	__s32 fd;
+	__u8 protocol;
+	__u8 reserved0[3];
+	__u32 laddr;
+	__u32 raddr;
+	__u16 lport;
+	__u16 rport;
+	__u32 id;
+	__u32 reserved1;
+};
+
 #define SLUICE_IOC_KRING_SETUP	_IOWR(SLUICE_IOC_MAGIC, 0x04, struct sluice_kring_setup)
 #define SLUICE_IOC_KRING_KICK	_IOWR(SLUICE_IOC_MAGIC, 0x05, struct sluice_kring_kick)
 #define SLUICE_IOC_FILTER_ADD	_IOWR(SLUICE_IOC_MAGIC, 0x06, struct sluice_filter)
@@ -948,5 +995,6 @@ struct sluice_sock_info {
 #define SLUICE_IOC_SOCK_FD	_IOWR(SLUICE_IOC_MAGIC, 0x0c, struct sluice_sock_fd)
 #define SLUICE_IOC_SOCK_WAKE	_IOWR(SLUICE_IOC_MAGIC, 0x0d, struct sluice_sock_wake)
 #define SLUICE_IOC_SOCK_INFO	_IOWR(SLUICE_IOC_MAGIC, 0x0e, struct sluice_sock_info)
+#define SLUICE_IOC_HANDOFF	_IOWR(SLUICE_IOC_MAGIC, 0x0f, struct sluice_handoff)
 
 #endif /* _UAPI_SLUICE_H */

@@ -28,6 +28,7 @@
 #include <net/if.h>
 #include <net/if_arp.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -282,6 +283,7 @@ TEST(version_reports_the_features)
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_FILTER);
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_IFINFO);
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_NEIGH);
+	EXPECT_TRUE(v.features & SLUICE_FEATURE_HANDOFF);
 	close(dev);
 }
 
@@ -847,6 +849,262 @@ TEST_F(filter, match_order)
 	ASSERT_EQ(0, match(out, sizeof(out), "udp", lo, "127.0.0.5", 7000,
 			   "127.0.0.3", 41181));
 	EXPECT_STREQ("none", out);
+}
+
+/*
+ * SLUICE_IOC_HANDOFF.  The kernel socket that takes a connection is made
+ * here as the library makes it: TCP_REPAIR on, bound to the stack's
+ * address and port, connected in repair mode (no SYN is sent).
+ */
+static void handoff_init(struct sluice_handoff *h, int fd, __u16 lport,
+			 __u16 rport)
+{
+	memset(h, 0, sizeof(*h));
+	h->size = sizeof(*h);
+	h->fd = fd;
+	h->protocol = IPPROTO_TCP;
+	h->laddr = inet_addr("127.0.0.1");
+	h->raddr = inet_addr("127.0.0.5");
+	h->lport = htons(lport);
+	h->rport = htons(rport);
+}
+
+/* A TCP socket 127.0.0.1:@lport -> 127.0.0.5:@rport, in repair mode
+ * unless !@repair (then only bound); its fd or -errno. */
+static int repair_sock(__u16 lport, __u16 rport, bool repair, bool do_connect)
+{
+	struct sockaddr_in me = {
+		.sin_family = AF_INET, .sin_port = htons(lport),
+		.sin_addr.s_addr = inet_addr("127.0.0.1"),
+	};
+	struct sockaddr_in peer = {
+		.sin_family = AF_INET, .sin_port = htons(rport),
+		.sin_addr.s_addr = inet_addr("127.0.0.5"),
+	};
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, e;
+
+	if (s < 0)
+		return -errno;
+	if ((repair && setsockopt(s, IPPROTO_TCP, TCP_REPAIR, &one, sizeof(one))) ||
+	    (repair && bind(s, (struct sockaddr *)&me, sizeof(me))) ||
+	    (do_connect && connect(s, (struct sockaddr *)&peer, sizeof(peer)))) {
+		e = errno;
+		close(s);
+		return -e;
+	}
+	return s;
+}
+
+static int handoff(int st, struct sluice_handoff *h)
+{
+	return xioctl(st, SLUICE_IOC_HANDOFF, h);
+}
+
+TEST(handoff_struct_layout)
+{
+	EXPECT_EQ(36, sizeof(struct sluice_handoff));
+	EXPECT_EQ(8, offsetof(struct sluice_handoff, fd));
+	EXPECT_EQ(12, offsetof(struct sluice_handoff, protocol));
+	EXPECT_EQ(16, offsetof(struct sluice_handoff, laddr));
+	EXPECT_EQ(24, offsetof(struct sluice_handoff, lport));
+	EXPECT_EQ(28, offsetof(struct sluice_handoff, id));
+	EXPECT_EQ(0x0f, _IOC_NR(SLUICE_IOC_HANDOFF));
+}
+
+TEST_F(filter, handoff_argument_rules)
+{
+	struct sluice_handoff h;
+	int ks;
+
+	ASSERT_EQ(0, add(self->st, IPPROTO_TCP, NULL, 41300, NULL, 0, NULL));
+	ks = repair_sock(41300, 7000, true, true);
+	ASSERT_LE(0, ks);
+	handoff_init(&h, ks, 41300, 7000);
+	EXPECT_EQ(-EINVAL, sized_ioctl(self->st, SLUICE_IOC_HANDOFF, &h,
+				       sizeof(h), sizeof(h) - 1, 0));
+	EXPECT_EQ(-E2BIG, sized_ioctl(self->st, SLUICE_IOC_HANDOFF, &h,
+				      sizeof(h), sizeof(h) + TAIL, 0xff));
+	h.flags = 1;
+	EXPECT_EQ(-EINVAL, handoff(self->st, &h));
+	handoff_init(&h, ks, 41300, 7000);
+	h.reserved0[1] = 1;
+	EXPECT_EQ(-EINVAL, handoff(self->st, &h));
+	handoff_init(&h, ks, 41300, 7000);
+	h.reserved1 = 1;
+	EXPECT_EQ(-EINVAL, handoff(self->st, &h));
+	handoff_init(&h, ks, 41300, 7000);
+	h.protocol = IPPROTO_UDP;
+	EXPECT_EQ(-EINVAL, handoff(self->st, &h));
+	handoff_init(&h, ks, 41300, 0);
+	EXPECT_EQ(-EINVAL, handoff(self->st, &h));
+	handoff_init(&h, ks, 0, 7000);
+	EXPECT_EQ(-EINVAL, handoff(self->st, &h));
+	handoff_init(&h, ks, 41300, 7000);
+	h.raddr = 0;
+	EXPECT_EQ(-EINVAL, handoff(self->st, &h));
+	/* Not the socket's own tuple. */
+	handoff_init(&h, ks, 41300, 7001);
+	EXPECT_EQ(-EINVAL, handoff(self->st, &h));
+	/* The stack fd's command: -ENOTTY on /dev/sluice. */
+	handoff_init(&h, ks, 41300, 7000);
+	EXPECT_EQ(-ENOTTY, handoff(self->dev, &h));
+	EXPECT_EQ(1, stack_attr_ll("t_f", "filters"));
+	close(ks);
+}
+
+TEST_F(filter, handoff_bad_fd)
+{
+	struct sluice_handoff h;
+	int nul = open("/dev/null", O_RDONLY | O_CLOEXEC), u, ks;
+
+	ASSERT_LE(0, nul);
+	ASSERT_EQ(0, add(self->st, IPPROTO_TCP, NULL, 41301, NULL, 0, NULL));
+	handoff_init(&h, -1, 41301, 7000);
+	EXPECT_EQ(-EBADF, handoff(self->st, &h));
+	handoff_init(&h, 1000000, 41301, 7000);
+	EXPECT_EQ(-EBADF, handoff(self->st, &h));
+	handoff_init(&h, nul, 41301, 7000);
+	EXPECT_EQ(-ENOTSOCK, handoff(self->st, &h));
+	u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ASSERT_LE(0, u);
+	handoff_init(&h, u, 41301, 7000);
+	EXPECT_EQ(-EPROTONOSUPPORT, handoff(self->st, &h));
+	close(u);
+	u = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (u >= 0) {
+		handoff_init(&h, u, 41301, 7000);
+		EXPECT_EQ(-EPROTONOSUPPORT, handoff(self->st, &h));
+		close(u);
+	}
+	/* A plain TCP socket: no repair mode, so no CAP_NET_ADMIN shown. */
+	ks = repair_sock(41301, 7000, false, false);
+	ASSERT_LE(0, ks);
+	handoff_init(&h, ks, 41301, 7000);
+	EXPECT_EQ(-EPERM, handoff(self->st, &h));
+	close(ks);
+	/* In repair mode, bound, not connected. */
+	ks = repair_sock(41301, 7000, true, false);
+	ASSERT_LE(0, ks);
+	handoff_init(&h, ks, 41301, 7000);
+	EXPECT_EQ(-ENOTCONN, handoff(self->st, &h));
+	close(ks);
+	close(nul);
+	EXPECT_EQ(1, stack_attr_ll("t_f", "filters"));
+}
+
+TEST_F(filter, handoff_of_a_tuple_the_stack_does_not_steer_is_enoent)
+{
+	struct sluice_handoff h;
+	int st2, ks;
+
+	ks = repair_sock(41302, 7000, true, true);
+	ASSERT_LE(0, ks);
+	handoff_init(&h, ks, 41302, 7000);
+	EXPECT_EQ(-ENOENT, handoff(self->st, &h));
+	close(ks);
+	/* Another stack's port is not this one's either. */
+	st2 = create_stack(self->dev, "t_f2", self->lo);
+	ASSERT_LE(0, st2);
+	ASSERT_EQ(0, add(st2, IPPROTO_TCP, NULL, 41302, NULL, 0, NULL));
+	ks = repair_sock(41302, 7000, true, true);
+	ASSERT_LE(0, ks);
+	handoff_init(&h, ks, 41302, 7000);
+	EXPECT_EQ(-ENOENT, handoff(self->st, &h));
+	EXPECT_EQ(0, handoff(st2, &h));
+	close(st2);
+	close(ks);
+}
+
+TEST_F(filter, handoff_without_device_is_enodev)
+{
+	struct sluice_handoff h;
+	int st0, ks;
+
+	st0 = create_stack(self->dev, "t_f0", 0);
+	ASSERT_LE(0, st0);
+	ks = repair_sock(41303, 7000, true, true);
+	ASSERT_LE(0, ks);
+	handoff_init(&h, ks, 41303, 7000);
+	EXPECT_EQ(-ENODEV, handoff(st0, &h));
+	close(ks);
+	close(st0);
+}
+
+TEST_F(filter, handoff_caller_in_another_netns_is_exdev)
+{
+	struct sluice_handoff h;
+	pid_t pid;
+	int ks;
+
+	ASSERT_EQ(0, add(self->st, IPPROTO_TCP, NULL, 41304, NULL, 0, NULL));
+	ks = repair_sock(41304, 7000, true, true);
+	ASSERT_LE(0, ks);
+	handoff_init(&h, ks, 41304, 7000);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(unshare(CLONE_NEWNET) ? 2 :
+		      handoff(self->st, &h) == -EXDEV ? 0 : 1);
+	EXPECT_EQ(0, child_status(pid));
+	close(ks);
+}
+
+/* The tuple goes to the kernel while its socket lives, and comes back to
+ * the stack's filters when the socket closes; one hand-off a tuple. */
+TEST_F(filter, handoff_passes_the_tuple_while_the_socket_lives)
+{
+	struct sluice_handoff h;
+	char out[64], want[64], buf[16384];
+	__u32 any;
+	int ks, ks2;
+
+	ASSERT_EQ(0, add(self->st, IPPROTO_TCP, NULL, 41305, NULL, 0, &any));
+	ks = repair_sock(41305, 7000, true, true);
+	ASSERT_LE(0, ks);
+	handoff_init(&h, ks, 41305, 7000);
+	ASSERT_EQ(0, handoff(self->st, &h));
+	EXPECT_NE(0, h.id);
+	EXPECT_NE(any, h.id);
+	EXPECT_EQ(2, stack_attr_ll("t_f", "filters"));
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", self->lo, "127.0.0.5",
+			   7000, "127.0.0.1", 41305));
+	snprintf(want, sizeof(want), "kernel %u", h.id);
+	EXPECT_STREQ(want, out);
+	/* Another remote port: still the stack's. */
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", self->lo, "127.0.0.5",
+			   7001, "127.0.0.1", 41305));
+	snprintf(want, sizeof(want), "t_f %u", any);
+	EXPECT_STREQ(want, out);
+	ASSERT_LT(0, stack_dump("t_f", buf, sizeof(buf)));
+	snprintf(want, sizeof(want), "handoff %u tcp 127.0.0.1:41305 127.0.0.5:7000", h.id);
+	EXPECT_NE(NULL, strstr(buf, want)) TH_LOG("%s", buf);
+	/* Once is all. */
+	ks2 = repair_sock(41305, 7000, true, false);
+	EXPECT_EQ(-EEXIST, handoff(self->st, &h));
+	/* Closed (repair mode: no RST), the tuple is the stack's again. */
+	close(ks);
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", self->lo, "127.0.0.5",
+			   7000, "127.0.0.1", 41305));
+	snprintf(want, sizeof(want), "t_f %u", any);
+	EXPECT_STREQ(want, out);
+	/* A new hand-off of the tuple replaces the dead entry. */
+	if (ks2 >= 0) {
+		struct sockaddr_in peer = {
+			.sin_family = AF_INET, .sin_port = htons(7000),
+			.sin_addr.s_addr = inet_addr("127.0.0.5"),
+		};
+		__u32 old = h.id;
+
+		ASSERT_EQ(0, connect(ks2, (struct sockaddr *)&peer, sizeof(peer)));
+		handoff_init(&h, ks2, 41305, 7000);
+		ASSERT_EQ(0, handoff(self->st, &h));
+		EXPECT_NE(old, h.id);
+		EXPECT_EQ(-ENOENT, del(self->st, old));
+		EXPECT_EQ(2, stack_attr_ll("t_f", "filters"));
+		EXPECT_EQ(0, del(self->st, h.id));
+		close(ks2);
+	}
+	EXPECT_EQ(1, stack_attr_ll("t_f", "filters"));
 }
 
 /* Filters are looked up in the namespace they were made in. */
