@@ -243,6 +243,17 @@ long sluice_recvfrom(struct sluice_stack *st, int sd, void *buf, size_t len, int
 		     struct sockaddr_in *from);
 int sluice_shutdown(struct sluice_stack *st, int sd, int how);
 int sluice_close(struct sluice_stack *st, int sd);
+/*
+ * Live hand-off: the established TCP connection sd becomes a kernel
+ * socket (TCP repair; needs CAP_NET_ADMIN and a stack on a device the
+ * module steers).  Returns the new kernel socket's fd (close-on-exec,
+ * blocking), with the unread and unacknowledged bytes, windows, options
+ * and timestamps of the connection; sd is left ended in the stack, to be
+ * closed (silently).  -errno and sd unchanged and working otherwise:
+ * -EOPNOTSUPP (not ESTABLISHED, not a module stack, both ends in the
+ * stack), -EPERM (no CAP_NET_ADMIN), -EBUSY (buffers lent), ...
+ */
+int sluice_handoff(struct sluice_stack *st, int sd);
 int sluice_getsockname(struct sluice_stack *st, int sd, struct sockaddr_in *addr);
 int sluice_getpeername(struct sluice_stack *st, int sd, struct sockaddr_in *addr);
 int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name,

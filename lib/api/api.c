@@ -1327,6 +1327,20 @@ int sluice_shutdown(struct sluice_stack *st, int sd, int how)
 	return ret;
 }
 
+int sluice_handoff(struct sluice_stack *st, int sd)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	int ret, kfd = -1;
+
+	ret = sock_get(s, sd, &so);
+	if (ret)
+		return ret;
+	ret = sl_tcp_handoff(s, so, &kfd, sl_now(s));
+	sl_unlock(s);
+	return ret ? ret : kfd;
+}
+
 static double mono_s(void)
 {
 	struct timespec ts;

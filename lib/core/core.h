@@ -589,7 +589,8 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(nd_na_tx, "neighbour advertisements sent")			\
 	X(nd_rx_bad, "dropped: neighbour discovery message invalid (RFC 4861 7.1)") \
 	X(nd_unres_drop, "IPv6 packets dropped waiting for a neighbour (a newer one, or no answer)") \
-	X(nd_failed, "IPv6 neighbours given up: no answer to 3 solicitations")
+	X(nd_failed, "IPv6 neighbours given up: no answer to 3 solicitations") \
+	X(tcp_handoff, "connections handed to a kernel socket (TCP repair)")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,

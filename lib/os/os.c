@@ -146,6 +146,16 @@ int sl_sys_bind(int fd, const struct sockaddr *a, socklen_t len)
 	return (int)syscall(SYS_bind, fd, a, len);
 }
 
+int sl_sys_connect(int fd, const struct sockaddr *a, socklen_t len)
+{
+	return (int)syscall(SYS_connect, fd, a, len);
+}
+
+int sl_sys_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	return (int)syscall(SYS_getsockopt, fd, level, name, val, len);
+}
+
 ssize_t sl_sys_sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *a,
 		      socklen_t alen)
 {

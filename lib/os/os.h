@@ -47,6 +47,8 @@ int sl_sys_poll(struct pollfd *fds, nfds_t n, int timeout_ms);
 int sl_sys_socket(int domain, int type, int protocol);
 int sl_sys_setsockopt(int fd, int level, int name, const void *val, socklen_t len);
 int sl_sys_bind(int fd, const struct sockaddr *a, socklen_t len);
+int sl_sys_connect(int fd, const struct sockaddr *a, socklen_t len);
+int sl_sys_getsockopt(int fd, int level, int name, void *val, socklen_t *len);
 ssize_t sl_sys_sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *a,
 		      socklen_t alen);
 /* Take every datagram queued on a non-blocking socket: one recvmmsg(2)

@@ -362,9 +362,11 @@ struct sl_tw {
 #define SL_TW_TS	0x02		/* timestamps on */
 #define SL_TW_AUTOBIND	0x04		/* its port was picked by connect() */
 #define SL_TW_FILTER	0x08		/* holds filter_id */
+#define SL_TW_GONE	0x10		/* handed to a kernel socket: segments are dropped */
 
 /* Turn so, which just entered TIME-WAIT, into an entry; so is done. */
 void sl_tw_enter(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
+void sl_tw_gone(struct sl_stack *s, const struct sl_sock *so, uint64_t now_us);
 struct sl_tw *sl_tw_find(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
 			 uint16_t rport);
 void sl_tw_kill(struct sl_stack *s, struct sl_tw *tw);
@@ -398,6 +400,11 @@ void sl_tcp_icmp_frag(struct sl_stack *s, const struct sl_ip *quoted, uint32_t m
 void sl_tcp_go_back(struct sl_stack *s, struct sl_tcp_sock *tp);
 /* Linux tcp_base_mss: the MSS a black-holed path is taken to carry. */
 #define SL_TCP_BASE_MSS		1024
+
+/* tcp_handoff.c: a connection to a kernel socket (TCP repair).  Lock held;
+ * 0 and *kfd, a kernel socket that holds it (the stack's socket is left
+ * closed, silently), or -errno and the connection is still the stack's. */
+int sl_tcp_handoff(struct sl_stack *s, struct sl_sock *so, int *kfd, uint64_t now_us);
 /* Linux tcp_retries1: RTOs before a black hole is suspected. */
 #define SL_TCP_RETRIES1		3
 #define SL_TCP_MTU_PROBE_FLOOR	48

@@ -1860,6 +1860,9 @@ static bool tw_input(struct sl_stack *s, struct sl_tw *tw, const struct seg *g, 
 		    now_s - tw->ts_recent_s <= SL_TCP_PAWS_IDLE_S;
 	uint16_t ms = (uint16_t)(now_us / 1000);
 
+	/* The kernel's connection now: not a word from the stack. */
+	if (tw->flags & SL_TW_GONE)
+		return true;
 	if (!paws && g->seq == tw->rcv_nxt && (g->end == g->seq || (g->flags & TH_RST_))) {
 		/* A reset at RCV.NXT ends it: RFC 1337's hazard, taken as
 		 * Linux takes it by default (tcp_rfc1337 = 0). */

@@ -211,6 +211,29 @@ void sl_tw_enter(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	sl_tcp_done(s, so, 0);
 }
 
+/*
+ * A connection handed to a kernel socket (tcp_handoff.c): an entry that
+ * drops what still reaches the stack for its 4-tuple (segments the module
+ * steered before it stopped, in the rx ring), where no entry would have
+ * the stack answer with a reset and end the kernel's connection.  It
+ * holds no filter and lasts as TIME-WAIT does.
+ */
+void sl_tw_gone(struct sl_stack *s, const struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tw tw;
+
+	memset(&tw, 0, sizeof(tw));
+	tw.laddr = so->laddr;
+	tw.raddr = so->raddr;
+	tw.lport = so->lport;
+	tw.rport = so->rport;
+	tw.snd_nxt = so->tcp.snd_max;
+	tw.rcv_nxt = so->tcp.rcv_nxt;
+	tw.expire_us = now_us + SL_TCP_TIME_WAIT_US;
+	tw.flags = SL_TW_GONE;
+	put(s, &tw);
+}
+
 struct sl_tw *sl_tw_find(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
 			 uint16_t rport)
 {
