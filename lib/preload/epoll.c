@@ -63,6 +63,7 @@ struct pl_kitem {
 	int fd;
 	uint32_t sd;
 	uint32_t mask;		/* events asked for, ERR and HUP always */
+	struct epoll_event ev;	/* as the program gave it: for a hand-off */
 };
 
 struct pl_ep {
@@ -208,6 +209,16 @@ void pl_epoll_to_kernel(int fd)
 			item_del(ep, i);
 			/* Now a kernel socket: the real set watches it. */
 			REAL(epoll_ctl)(e, EPOLL_CTL_ADD, fd, &ev);
+		}
+		/* A module socket fd the real set held: the item went with
+		 * its file (replaced at the same number); the kernel socket
+		 * takes one with the program's events and data. */
+		for (unsigned int k = 0; k < ep->kn; k++) {
+			if (ep->kitems[k].fd != fd)
+				continue;
+			REAL(epoll_ctl)(e, EPOLL_CTL_ADD, fd, &ep->kitems[k].ev);
+			ep_kforget(ep, fd);
+			break;
 		}
 		pthread_mutex_unlock(&ep->mu);
 	}
@@ -460,6 +471,7 @@ static void ep_kctl(struct pl_ep *ep, int op, int fd, struct pl_sock *ps,
 		ep_kforget(ep, fd);
 	} else if (it) {
 		it->mask = mask;
+		it->ev = *ev;
 	} else if (op == EPOLL_CTL_ADD) {
 		if (ep->kn == ep->kcap) {
 			unsigned int cap = ep->kcap ? ep->kcap * 2 : 16;
@@ -470,7 +482,8 @@ static void ep_kctl(struct pl_ep *ep, int op, int fd, struct pl_sock *ps,
 			ep->kitems = ni;
 			ep->kcap = cap;
 		}
-		ep->kitems[ep->kn++] = (struct pl_kitem){ .fd = fd, .sd = ps->sd, .mask = mask };
+		ep->kitems[ep->kn++] = (struct pl_kitem){ .fd = fd, .sd = ps->sd, .mask = mask,
+							   .ev = *ev };
 	}
 out:
 	pthread_mutex_unlock(&ep->mu);

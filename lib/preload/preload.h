@@ -143,6 +143,7 @@ struct pl_config {
 	bool loopback;			/* SLUICE_LOOPBACK (default 1): 127/8 on the stack */
 	bool loopback_set;		/* ... given explicitly (else 0 on a device stack) */
 	bool kernel_listen;		/* SLUICE_KERNEL_LISTEN (default 1): kernel twins (twin.c) */
+	bool handoff;			/* SLUICE_HANDOFF (default 1): live hand-off (socket.c) */
 	bool inet6;			/* SLUICE_INET6 (default 1): AF_INET6 sockets in the stack */
 	/* SLUICE_ADDR6=addr/len: the stack's IPv6 address (plen6 0: none). */
 	uint8_t addr6[16];
@@ -463,6 +464,7 @@ bool pl_reachable(const struct pl_sock *ps, uint32_t daddr);
 void pl_opts_to_kernel(int ks, const struct pl_sock *ps);
 /* fd becomes a kernel socket with ps's settings (ps still to be put). */
 int pl_fallback(int fd, struct pl_sock *ps);
+int pl_handoff(int fd, struct pl_sock *ps);
 /* Must datagram socket ps, nothing done with it yet, become a kernel
  * socket to send to (or connect to) to?  Not reached by the stack, or an
  * address of this host where no stack socket is bound (a kernel one may

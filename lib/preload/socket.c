@@ -436,6 +436,45 @@ int pl_fallback(int fd, struct pl_sock *ps)
 }
 
 /*
+ * Live hand-off (lib/preload/README.md, "Live hand-off"): an established
+ * TCP connection becomes a kernel socket at the same fd number, moved with
+ * TCP repair by sluice_handoff() (proto/tcp/tcp_handoff.c), with the
+ * options kept here, O_NONBLOCK, close-on-exec and its epoll items.  One
+ * fd of it in this process, an IPv4 socket (an AF_INET6 one would become
+ * an AF_INET kernel socket), no other thread blocked in a call on it, not
+ * in a sandbox.  0, fd is the kernel's; or
+ * -errno and the connection is the stack's, working.
+ */
+int pl_handoff(int fd, struct pl_sock *ps)
+{
+	int ks;
+
+	if (ps->type != SOCK_STREAM)
+		return -EOPNOTSUPP;
+	if (ps->v6 || sl_sys_sandboxed || SL_READ_ONCE(ps->nfd) != 1)
+		return -EOPNOTSUPP;
+	/* Another thread blocked in a call on it would wake to the stack
+	 * socket's end (0, EPIPE): not while one is. */
+	if (SL_READ_ONCE(ps->calls) & PL_CALLS_INFL)
+		return -EBUSY;
+	ks = sluice_handoff(pl_stack(), (int)ps->sd);
+	if (ks < 0)
+		return ks;
+	pl_opts_to_kernel(ks, ps);
+	pl_debug("fd %d handed to the kernel, live", fd);
+	return become_kernel(fd, ps, ks, false);
+}
+
+/* setsockopt() of what the stack does not have, on a connection: may it
+ * go to the kernel, live?  Then the kernel answers the option. */
+static bool handoff_for_opt(const struct pl_sock *ps)
+{
+	return pl_cfg.handoff && ps->type == SOCK_STREAM && !ps->v6 && !sl_sys_sandboxed &&
+	       SL_READ_ONCE(ps->nfd) == 1 &&
+	       SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->state) == SL_TCP_ESTABLISHED;
+}
+
+/*
  * Can a kernel socket of this host be reached at all: is the kernel's
  * loopback up?  In a network namespace whose lo is down none can (Linux
  * says ENETUNREACH), and the stack, whose own loopback is up, answers
@@ -1220,6 +1259,20 @@ EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		ret = pl_fallback(fd, ps);
 		pl_put(ps);
 		return ret ? (int)pl_ret(ret) : REAL(setsockopt)(fd, level, name, val, len);
+	}
+	/* Something Sluice does not do, on a connection (TCP_ULP, a socket
+	 * filter, ...): the connection goes to the kernel, live, and the
+	 * kernel answers.  If it cannot go, the stack's answer stands. */
+	if (ret == -ENOPROTOOPT && ps->used && handoff_for_opt(ps) &&
+	    (level == SOL_SOCKET || level == IPPROTO_IP || level == IPPROTO_TCP)) {
+		int saved = errno, r = pl_handoff(fd, ps);
+
+		if (!r) {
+			pl_put(ps);
+			errno = saved;
+			return REAL(setsockopt)(fd, level, name, val, len);
+		}
+		pl_debug("fd %d: no hand-off for option %d/%d (%d)", fd, level, name, r);
 	}
 	pl_put(ps);
 	return (int)pl_ret(ret);
