@@ -164,6 +164,10 @@ run_kernel() { # run_kernel VERSION
 	cp tests/vm/run_kring.sh "$root/opt/sluice/bin/run_kring.sh"
 	add_binary "$root" build/libsluice-preload.so /opt/sluice
 	add_binary "$root" build/tests/preload/fork_srv /opt/sluice/bin
+	# Live hand-off to the kernel (handoff.sh), and ss to show it.
+	cp tests/vm/handoff.sh "$root/opt/sluice/bin/handoff.sh"
+	add_binary "$root" build/tests/preload/handoff_prog /opt/sluice/bin
+	[ -x /usr/bin/ss ] && add_binary "$root" /usr/bin/ss /usr/bin
 	# Socket fds under sluice run (sockfd.sh).
 	cp tests/vm/sockfd.sh "$root/opt/sluice/bin/sockfd.sh"
 	add_binary "$root" build/tests/preload/sockfd_prog /opt/sluice/bin

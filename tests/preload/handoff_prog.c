@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Live hand-off of a connection to the kernel, mid-stream (tests/vm/handoff.sh).
+ *
+ *   handoff_prog peer PORT                 kernel side (not under Sluice), listening
+ *   handoff_prog dialer ADDR PORT          kernel side, connecting
+ *   handoff_prog client ADDR PORT MODE     under sluice run, on a module stack
+ *   handoff_prog server PORT MODE          the same end, accepting
+ *
+ * Both ends send TOTAL bytes of a pattern that depends on the direction
+ * and the offset, and check every byte they receive.  The peer sends
+ * EARLY bytes at once and then reads nothing for PAUSE_MS, so that at the
+ * hand-off the client has bytes it has not read and bytes sent, unsent
+ * or unacknowledged in its stack.  MODE:
+ *   handoff  setsockopt(SO_ATTACH_FILTER) mid-stream: the stack has no
+ *            socket filters, so the connection must go to the kernel, live,
+ *            and the kernel take the filter; then TCP_INFO of the kernel
+ *            socket, `ss -tin` (to SS_OUT if set), and the rest of the stream
+ *   nocap    the same without CAP_NET_ADMIN in the effective set (TCP repair
+ *            needs it): the option fails as the stack answers, the
+ *            connection stays the stack's and the stream goes on there
+ * Exit 0 when every byte arrived in order and each check held; each step
+ * prints a line.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TOTAL		(6u << 20)
+#define EARLY		(48u << 10)
+#define PAUSE_MS	1500
+#define CHUNK		65536
+
+static uint8_t pat(int dir, uint64_t i)
+{
+	return (uint8_t)(i * 131 + (i >> 11) * 7 + (uint64_t)dir * 29);
+}
+
+static void fill(uint8_t *b, int dir, uint64_t off, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = pat(dir, off + i);
+}
+
+static int check(const uint8_t *b, int dir, uint64_t off, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != pat(dir, off + i)) {
+			fprintf(stderr, "byte %llu: got %u want %u\n",
+				(unsigned long long)(off + i), b[i], pat(dir, off + i));
+			return -1;
+		}
+	return 0;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Send until *tx == txend and receive until *rx == TOTAL, checking; then
+ * shut the sending side and wait for the peer's end.  0 or -1. */
+static int pump(int fd, int txdir, uint64_t *tx, uint64_t txend, uint64_t *rx)
+{
+	static uint8_t buf[CHUNK];
+	bool shut = false;
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (*tx < txend)
+			p.events |= POLLOUT;
+		else if (!shut && txend == TOTAL) {
+			shutdown(fd, SHUT_WR);
+			shut = true;
+		}
+		if (*rx == TOTAL && (shut || txend < TOTAL) && *tx >= txend)
+			break;
+		if (poll(&p, 1, 30000) <= 0) {
+			fprintf(stderr, "stalled: tx %llu rx %llu\n", (unsigned long long)*tx,
+				(unsigned long long)*rx);
+			return -1;
+		}
+		if (p.revents & POLLIN) {
+			n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+			if (n == 0 && *rx < TOTAL) {
+				fprintf(stderr, "early end at %llu\n", (unsigned long long)*rx);
+				return -1;
+			}
+			if (n > 0) {
+				if (*rx + (uint64_t)n > TOTAL || check(buf, !txdir, *rx, (size_t)n))
+					return -1;
+				*rx += (uint64_t)n;
+			} else if (n < 0 && errno != EAGAIN) {
+				perror("recv");
+				return -1;
+			}
+		}
+		if ((p.revents & POLLOUT) && *tx < txend) {
+			size_t want = txend - *tx > CHUNK ? CHUNK : txend - *tx;
+
+			fill(buf, txdir, *tx, want);
+			n = send(fd, buf, want, MSG_DONTWAIT | MSG_NOSIGNAL);
+			if (n > 0)
+				*tx += (uint64_t)n;
+			else if (n < 0 && errno != EAGAIN) {
+				perror("send");
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+static void show_info(int fd, const char *when);
+
+/* A connection accepted on PORT ("ready" once listening), or -1. */
+static int listen_accept(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1, fd;
+
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 4)) {
+		perror("listen");
+		return -1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	fd = accept(l, NULL, NULL);
+	close(l);
+	return fd;
+}
+
+static int dial(const char *addr, int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	inet_pton(AF_INET, addr, &a.sin_addr);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		perror("connect");
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The kernel's end. */
+static int peer(int fd)
+{
+	uint64_t tx = 0, rx = 0;
+	static uint8_t buf[EARLY];
+
+	if (fd < 0)
+		return 1;
+	show_info(fd, "peer");
+	fill(buf, 1, 0, EARLY);
+	if (send(fd, buf, EARLY, 0) != (ssize_t)EARLY)
+		return 1;
+	tx = EARLY;
+	sleep_ms(PAUSE_MS);	/* reads nothing: the client's sends pile up */
+	if (pump(fd, 1, &tx, TOTAL, &rx))
+		return 1;
+	printf("peer ok rx %llu tx %llu\n", (unsigned long long)rx, (unsigned long long)tx);
+	return 0;
+}
+
+/* Is fd a module socket fd (the stack's) rather than a kernel socket? */
+static int is_stack_fd(int fd)
+{
+	char p[64], l[128];
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	n = readlink(p, l, sizeof(l) - 1);
+	if (n < 0)
+		return -1;
+	l[n] = '\0';
+	return strncmp(l, "socket:", 7) != 0;
+}
+
+static int cap_net_admin(int on)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d))
+		return -1;
+	if (on)
+		d[0].effective |= 1u << CAP_NET_ADMIN;
+	else
+		d[0].effective &= ~(1u << CAP_NET_ADMIN);
+	return (int)syscall(SYS_capset, &h, d);
+}
+
+static void show_info(int fd, const char *when)
+{
+	struct tcp_info ti;
+	socklen_t tl = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tl)) {
+		printf("info %s: none (%d)\n", when, errno);
+		return;
+	}
+	printf("info %s: state %u options%s%s%s wscale %u,%u mss %u\n", when, ti.tcpi_state,
+	       (ti.tcpi_options & TCPI_OPT_TIMESTAMPS) ? " ts" : "",
+	       (ti.tcpi_options & TCPI_OPT_SACK) ? " sack" : "",
+	       (ti.tcpi_options & TCPI_OPT_WSCALE) ? " wscale" : "",
+	       ti.tcpi_snd_wscale, ti.tcpi_rcv_wscale, ti.tcpi_snd_mss);
+}
+
+/* The end in the stack (a client or an accepted connection). */
+static int client(int fd, const char *mode)
+{
+	/* A classic BPF program that accepts every packet whole. */
+	struct sock_filter code[] = { { BPF_RET | BPF_K, 0, 0, 0xffffffffu } };
+	struct sock_fprog prog = { .len = 1, .filter = code };
+	static uint8_t buf[CHUNK];
+	uint64_t tx = 0, rx = 0;
+	int nocap = !strcmp(mode, "nocap"), r, e;
+	struct sockaddr_in pa;
+	socklen_t pl = sizeof(pa);
+	char addr[INET_ADDRSTRLEN] = "";
+	struct epoll_event ev;
+	struct timespec t0, t1;
+	int flags, ep, r2;
+
+	if (fd < 0)
+		return 1;
+	if (!getpeername(fd, (struct sockaddr *)&pa, &pl))
+		inet_ntop(AF_INET, &pa.sin_addr, addr, sizeof(addr));
+	printf("connected, stack fd %d\n", is_stack_fd(fd));
+	flags = fcntl(fd, F_GETFL);
+	fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+	sleep_ms(400);		/* the peer's EARLY bytes arrive, unread */
+	/* Sends until the stack takes no more: the peer is not reading. */
+	for (int i = 0; i < 2000 && tx < TOTAL / 2; i++) {
+		ssize_t n;
+
+		fill(buf, 0, tx, CHUNK);
+		n = send(fd, buf, CHUNK, MSG_NOSIGNAL);
+		if (n > 0)
+			tx += (uint64_t)n;
+		else
+			break;
+	}
+	fcntl(fd, F_SETFL, flags);
+	printf("before: sent %llu, stack fd %d\n", (unsigned long long)tx, is_stack_fd(fd));
+	show_info(fd, "before");
+	/* An epoll set that holds the fd must keep its item (unread bytes:
+	 * EPOLLIN) with the program's data. */
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	ev.events = EPOLLIN;
+	ev.data.u64 = 0x5eed;
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev)) {
+		perror("epoll");
+		return 1;
+	}
+	if (nocap && cap_net_admin(0)) {
+		perror("capset");
+		return 1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog));
+	e = errno;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("setsockopt took %ld us\n",
+	       (long)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000));
+	printf("SO_ATTACH_FILTER: %d errno %d, stack fd %d, nonblock %d\n", r, r ? e : 0,
+	       is_stack_fd(fd), !!(fcntl(fd, F_GETFL) & O_NONBLOCK));
+	memset(&ev, 0, sizeof(ev));
+	r2 = epoll_wait(ep, &ev, 1, 3000);
+	printf("epoll after: %d data %llx in %d\n", r2, (unsigned long long)ev.data.u64,
+	       !!(ev.events & EPOLLIN));
+	if (nocap) {
+		if (!r || e != ENOPROTOOPT || is_stack_fd(fd) != 1) {
+			printf("FAIL: refused hand-off changed the socket\n");
+			return 1;
+		}
+	} else {
+		char cmd[128], *ss = getenv("SS_OUT");
+
+		if (r || is_stack_fd(fd) != 0) {
+			printf("FAIL: no hand-off\n");
+			return 1;
+		}
+		show_info(fd, "after");
+		if (ss) {
+			snprintf(cmd, sizeof(cmd), "ss -tin dst %s > %s 2>&1", addr, ss);
+			if (system(cmd))
+				printf("ss failed\n");
+		}
+	}
+	if (pump(fd, 0, &tx, TOTAL, &rx)) {
+		printf("FAIL: stream\n");
+		return 1;
+	}
+	printf("client ok rx %llu tx %llu stack fd %d\n", (unsigned long long)rx,
+	       (unsigned long long)tx, is_stack_fd(fd));
+	close(fd);
+	close(ep);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 3 && !strcmp(argv[1], "peer"))
+		return peer(listen_accept(atoi(argv[2])));
+	if (argc == 4 && !strcmp(argv[1], "dialer"))
+		return peer(dial(argv[2], atoi(argv[3])));
+	if (argc == 5 && !strcmp(argv[1], "client"))
+		return client(dial(argv[2], atoi(argv[3])), argv[4]);
+	if (argc == 4 && !strcmp(argv[1], "server"))
+		return client(listen_accept(atoi(argv[2])), argv[3]);
+	fprintf(stderr, "usage: %s peer PORT | dialer ADDR PORT | "
+		"client ADDR PORT handoff|nocap | server PORT handoff|nocap\n", argv[0]);
+	return 2;
+}
