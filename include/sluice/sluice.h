@@ -250,7 +250,7 @@ int sluice_close(struct sluice_stack *st, int sd);
  * blocking), with the unread and unacknowledged bytes, windows, options
  * and timestamps of the connection; sd is left ended in the stack, to be
  * closed (silently).  -errno and sd unchanged and working otherwise:
- * -EOPNOTSUPP (not ESTABLISHED, not a module stack, both ends in the
+ * -EOPNOTSUPP (not ESTABLISHED or CLOSE_WAIT, not a module stack, both ends in the
  * stack), -EPERM (no CAP_NET_ADMIN), -EBUSY (buffers lent), ...
  */
 int sluice_handoff(struct sluice_stack *st, int sd);

@@ -471,7 +471,8 @@ static bool handoff_for_opt(const struct pl_sock *ps)
 {
 	return pl_cfg.handoff && ps->type == SOCK_STREAM && !ps->v6 && !sl_sys_sandboxed &&
 	       SL_READ_ONCE(ps->nfd) == 1 &&
-	       SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->state) == SL_TCP_ESTABLISHED;
+	       (SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->state) == SL_TCP_ESTABLISHED ||
+		SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->state) == SL_TCP_CLOSE_WAIT);
 }
 
 /*

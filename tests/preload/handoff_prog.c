@@ -2,7 +2,7 @@
 /*
  * Live hand-off of a connection to the kernel, mid-stream (tests/vm/handoff.sh).
  *
- *   handoff_prog peer PORT                 kernel side (not under Sluice), listening
+ *   handoff_prog peer PORT [closewait]     kernel side (not under Sluice), listening
  *   handoff_prog dialer ADDR PORT          kernel side, connecting
  *   handoff_prog client ADDR PORT MODE     under sluice run, on a module stack
  *   handoff_prog server PORT MODE          the same end, accepting
@@ -16,6 +16,8 @@
  *            socket filters, so the connection must go to the kernel, live,
  *            and the kernel take the filter; then TCP_INFO of the kernel
  *            socket, `ss -tin` (to SS_OUT if set), and the rest of the stream
+ *   closewait  as handoff, the peer having sent its FIN before (CLOSE_WAIT):
+ *            the FIN moves too (the client reads the peer's bytes, then 0)
  *   nocap    the same without CAP_NET_ADMIN in the effective set (TCP repair
  *            needs it): the option fails as the stack answers, the
  *            connection stays the stack's and the stream goes on there
@@ -75,9 +77,9 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-/* Send until *tx == txend and receive until *rx == TOTAL, checking; then
- * shut the sending side and wait for the peer's end.  0 or -1. */
-static int pump(int fd, int txdir, uint64_t *tx, uint64_t txend, uint64_t *rx)
+/* Send until *tx == txend, then shut the sending side; receive until
+ * *rx == rxend, checking.  0 or -1. */
+static int pump(int fd, int txdir, uint64_t *tx, uint64_t txend, uint64_t *rx, uint64_t rxend)
 {
 	static uint8_t buf[CHUNK];
 	bool shut = false;
@@ -88,11 +90,11 @@ static int pump(int fd, int txdir, uint64_t *tx, uint64_t txend, uint64_t *rx)
 
 		if (*tx < txend)
 			p.events |= POLLOUT;
-		else if (!shut && txend == TOTAL) {
+		else if (!shut) {
 			shutdown(fd, SHUT_WR);
 			shut = true;
 		}
-		if (*rx == TOTAL && (shut || txend < TOTAL) && *tx >= txend)
+		if (*rx == rxend && shut)
 			break;
 		if (poll(&p, 1, 30000) <= 0) {
 			fprintf(stderr, "stalled: tx %llu rx %llu\n", (unsigned long long)*tx,
@@ -101,12 +103,12 @@ static int pump(int fd, int txdir, uint64_t *tx, uint64_t txend, uint64_t *rx)
 		}
 		if (p.revents & POLLIN) {
 			n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-			if (n == 0 && *rx < TOTAL) {
+			if (n == 0 && *rx < rxend) {
 				fprintf(stderr, "early end at %llu\n", (unsigned long long)*rx);
 				return -1;
 			}
 			if (n > 0) {
-				if (*rx + (uint64_t)n > TOTAL || check(buf, !txdir, *rx, (size_t)n))
+				if (*rx + (uint64_t)n > rxend || check(buf, !txdir, *rx, (size_t)n))
 					return -1;
 				*rx += (uint64_t)n;
 			} else if (n < 0 && errno != EAGAIN) {
@@ -164,8 +166,9 @@ static int dial(const char *addr, int port)
 	return fd;
 }
 
-/* The kernel's end. */
-static int peer(int fd)
+/* The kernel's end; with closewait it sends EARLY bytes only, then its
+ * FIN, before the other end's hand-off. */
+static int peer(int fd, bool closewait)
 {
 	uint64_t tx = 0, rx = 0;
 	static uint8_t buf[EARLY];
@@ -177,8 +180,10 @@ static int peer(int fd)
 	if (send(fd, buf, EARLY, 0) != (ssize_t)EARLY)
 		return 1;
 	tx = EARLY;
+	if (closewait)
+		shutdown(fd, SHUT_WR);
 	sleep_ms(PAUSE_MS);	/* reads nothing: the client's sends pile up */
-	if (pump(fd, 1, &tx, TOTAL, &rx))
+	if (pump(fd, 1, &tx, closewait ? EARLY : TOTAL, &rx, TOTAL))
 		return 1;
 	printf("peer ok rx %llu tx %llu\n", (unsigned long long)rx, (unsigned long long)tx);
 	return 0;
@@ -237,7 +242,8 @@ static int client(int fd, const char *mode)
 	struct sock_fprog prog = { .len = 1, .filter = code };
 	static uint8_t buf[CHUNK];
 	uint64_t tx = 0, rx = 0;
-	int nocap = !strcmp(mode, "nocap"), r, e;
+	int nocap = !strcmp(mode, "nocap"), cw = !strcmp(mode, "closewait"), r, e;
+	uint64_t rxend = cw ? EARLY : TOTAL;
 	struct sockaddr_in pa;
 	socklen_t pl = sizeof(pa);
 	char addr[INET_ADDRSTRLEN] = "";
@@ -311,9 +317,18 @@ static int client(int fd, const char *mode)
 				printf("ss failed\n");
 		}
 	}
-	if (pump(fd, 0, &tx, TOTAL, &rx)) {
+	if (pump(fd, 0, &tx, TOTAL, &rx, rxend)) {
 		printf("FAIL: stream\n");
 		return 1;
+	}
+	if (cw) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		/* The peer's FIN, moved with the connection: the end. */
+		r = poll(&p, 1, 10000) == 1 ? (int)recv(fd, buf, 1, 0) : -2;
+		printf("after the peer's bytes: read %d\n", r);
+		if (r)
+			return 1;
 	}
 	printf("client ok rx %llu tx %llu stack fd %d\n", (unsigned long long)rx,
 	       (unsigned long long)tx, is_stack_fd(fd));
@@ -325,15 +340,15 @@ static int client(int fd, const char *mode)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc == 3 && !strcmp(argv[1], "peer"))
-		return peer(listen_accept(atoi(argv[2])));
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "peer"))
+		return peer(listen_accept(atoi(argv[2])), argc == 4 && !strcmp(argv[3], "closewait"));
 	if (argc == 4 && !strcmp(argv[1], "dialer"))
-		return peer(dial(argv[2], atoi(argv[3])));
+		return peer(dial(argv[2], atoi(argv[3])), false);
 	if (argc == 5 && !strcmp(argv[1], "client"))
 		return client(dial(argv[2], atoi(argv[3])), argv[4]);
 	if (argc == 4 && !strcmp(argv[1], "server"))
 		return client(listen_accept(atoi(argv[2])), argv[3]);
 	fprintf(stderr, "usage: %s peer PORT | dialer ADDR PORT | "
-		"client ADDR PORT handoff|nocap | server PORT handoff|nocap\n", argv[0]);
+		"client ADDR PORT handoff|closewait|nocap | server PORT handoff|nocap\n", argv[0]);
 	return 2;
 }

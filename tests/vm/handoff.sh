@@ -42,6 +42,9 @@ $IP link add sho0 type veth peer name sho1
 $IP link set sho1 netns "$NS"
 $IP addr add "$S/24" dev sho0
 $IP link set sho0 up
+# This namespace's loopback too, as on any host: the CLOSE_WAIT hand-off
+# gives the peer's FIN to the kernel socket through it.
+$IP link set lo up
 in_ns $IP link set lo up
 in_ns $IP addr add "$K/24" dev sho1
 in_ns $IP link set sho1 up
@@ -53,7 +56,7 @@ run() {
 	port=$1 log=$2 mode=$3
 	shift 3
 	rm -f /tmp/peer.$port
-	timeout 150 $IP netns exec "$NS" handoff_prog peer "$port" >/tmp/peer.$port 2>&1 &
+	timeout 150 $IP netns exec "$NS" handoff_prog peer "$port" $PEER_ARGS >/tmp/peer.$port 2>&1 &
 	pp=$!
 	wait_ready /tmp/peer.$port 100
 	t0=$(cut -d" " -f1 /proc/uptime)
@@ -129,6 +132,16 @@ check "accepted in the stack: handed to the kernel mid-stream, the stream comple
 	sh -c "test $src = 0 -a $drc = 0 && grep -q '^connected, stack fd 1$' /tmp/s.log && grep -q '^SO_ATTACH_FILTER: 0 errno 0, stack fd 0, nonblock 0$' /tmp/s.log"
 check "... every byte checked at both ends" \
 	sh -c "grep -q '^client ok rx 6291456 tx 6291456 stack fd 0$' /tmp/s.log && grep -q '^peer ok rx 6291456 tx 6291456$' /tmp/d.log"
+
+# CLOSE_WAIT: the peer sent 48 KiB and its FIN before the hand-off; the
+# FIN moves with the connection (given to the kernel socket as a packet).
+PEER_ARGS=closewait
+run 7105 /tmp/c.log closewait srun
+PEER_ARGS=
+check "CLOSE_WAIT: handed to the kernel, in CLOSE_WAIT there (TCP_INFO state 8; rc $rc, peer $prc)" \
+	sh -c "grep -q '^info before: state 8 ' /tmp/c.log && grep -q '^SO_ATTACH_FILTER: 0 errno 0, stack fd 0, nonblock 0$' /tmp/c.log && grep -q '^info after: state 8 ' /tmp/c.log"
+check "... the client reads the peer's 48 KiB, then the end (0); the peer gets all 6 MiB, checked" \
+	sh -c "test $rc = 0 -a $prc = 0 && grep -q '^after the peer.s bytes: read 0$' /tmp/c.log && grep -q '^client ok rx 49152 tx 6291456 stack fd 0$' /tmp/c.log && grep -q '^peer ok rx 6291456 tx 49152$' /tmp/peer.7105"
 
 # Without CAP_NET_ADMIN: TCP_REPAIR is refused; the connection stays.
 run 7103 /tmp/n.log nocap srun

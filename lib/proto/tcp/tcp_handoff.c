@@ -29,15 +29,18 @@
  * A step the kernel refuses before 4 (no CAP_NET_ADMIN: TCP_REPAIR says
  * EPERM) closes the kernel socket, which in repair mode sends nothing, and
  * the connection goes on in the stack.  Out-of-order data is not moved:
- * the peer sends it again.  ESTABLISHED only (lib/preload/README.md says
- * why and what becomes of the other states).
+ * the peer sends it again.  ESTABLISHED, and CLOSE_WAIT, whose FIN the
+ * kernel socket is given as a packet (give_fin()); lib/preload/README.md
+ * says what becomes of the other states.
  */
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <arpa/inet.h>
 
 #include "os/os.h"
 #include "proto/proto.h"
@@ -175,8 +178,10 @@ static int room_for(int fd, int name, size_t len)
 		   (int)(want / 2));
 }
 
-/* Steps 1 and 2, on ks in repair mode. */
-static int build(struct sl_stack *s, struct sl_sock *so, int ks, uint64_t now_us)
+/* Steps 1 and 2, on ks in repair mode.  rcv_end: RCV.NXT without the
+ * peer's FIN (CLOSE_WAIT), which repair cannot express. */
+static int build(struct sl_stack *s, struct sl_sock *so, int ks, uint32_t rcv_end,
+		 uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = so->laddr,
@@ -208,7 +213,7 @@ static int build(struct sl_stack *s, struct sl_sock *so, int ks, uint64_t now_us
 	if (opt(ks, IPPROTO_TCP, TCP_MAXSEG, clamp) ||
 	    sl_sys_bind(ks, (const struct sockaddr *)&me, sizeof(me)) ||
 	    opt(ks, IPPROTO_TCP, TCP_REPAIR_QUEUE, TCP_RECV_QUEUE) ||
-	    opt(ks, IPPROTO_TCP, TCP_QUEUE_SEQ, (int)(tp->rcv_nxt - (uint32_t)rxlen)) ||
+	    opt(ks, IPPROTO_TCP, TCP_QUEUE_SEQ, (int)(rcv_end - (uint32_t)rxlen)) ||
 	    opt(ks, IPPROTO_TCP, TCP_REPAIR_QUEUE, TCP_SEND_QUEUE) ||
 	    opt(ks, IPPROTO_TCP, TCP_QUEUE_SEQ, (int)tp->snd_una) ||
 	    sl_sys_connect(ks, (const struct sockaddr *)&peer, sizeof(peer))) {
@@ -248,10 +253,10 @@ static int build(struct sl_stack *s, struct sl_sock *so, int ks, uint64_t now_us
 	w.snd_wl1 = tp->snd_wl1;
 	w.snd_wnd = tp->snd_wnd > HO_WINDOW_MAX ? HO_WINDOW_MAX : tp->snd_wnd;
 	w.max_window = tp->max_sndwnd > w.snd_wnd ? tp->max_sndwnd : w.snd_wnd;
-	w.rcv_wup = tp->rcv_nxt;
-	w.rcv_wnd = SEQ_GT(tp->rcv_adv, tp->rcv_nxt) ? tp->rcv_adv - tp->rcv_nxt : 0;
-	if (SEQ_GT(w.snd_wl1, tp->rcv_nxt + w.rcv_wnd))
-		w.snd_wl1 = tp->rcv_nxt;
+	w.rcv_wup = rcv_end;
+	w.rcv_wnd = SEQ_GT(tp->rcv_adv, rcv_end) ? tp->rcv_adv - rcv_end : 0;
+	if (SEQ_GT(w.snd_wl1, rcv_end + w.rcv_wnd))
+		w.snd_wl1 = rcv_end;
 	if (sl_sys_setsockopt(ks, IPPROTO_TCP, TCP_REPAIR_OPTIONS, ro,
 			      (socklen_t)(n * sizeof(ro[0]))) ||
 	    sl_sys_setsockopt(ks, IPPROTO_TCP, TCP_REPAIR_WINDOW, &w, sizeof(w)) ||
@@ -305,6 +310,109 @@ static void options_to(const struct sl_sock *so, int ks)
 		opt(ks, IPPROTO_TCP, TCP_CORK, 1);
 }
 
+static uint32_t csum_add(uint32_t sum, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i + 1 < len; i += 2)
+		sum += (uint32_t)b[i] << 8 | b[i + 1];
+	if (len & 1)
+		sum += (uint32_t)b[len - 1] << 8;
+	return sum;
+}
+
+static uint16_t csum_fold(uint32_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+static int tcp_state_of(int fd)
+{
+	uint8_t info[8];
+	socklen_t len = sizeof(info);
+
+	/* struct tcp_info begins with tcpi_state. */
+	return sl_sys_getsockopt(fd, IPPROTO_TCP, TCP_INFO, info, &len) ? -1 : info[0];
+}
+
+/*
+ * CLOSE_WAIT: the peer's FIN, which the stack took and acknowledged, for
+ * the kernel socket too.  Repair has no call for it; the FIN is given as
+ * the peer sent it, through a raw socket and the kernel's loopback (a
+ * packet for a local address keeps its route: no input route lookup, no
+ * reverse-path filter), at the sequence number the repaired receive side
+ * ends at, acknowledging only SND.UNA, with the peer's window and its
+ * last TSval.  The kernel answers with an ACK the peer takes as a
+ * duplicate.  0 once the socket is in CLOSE_WAIT, or -errno.
+ */
+static int give_fin(const struct sl_sock *so, int ks, uint32_t seq, uint32_t tsecr)
+{
+	const struct sl_tcp_sock *tp = &so->tcp;
+	uint8_t pkt[20 + 20 + 12], ph[12];
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr.s_addr = so->laddr };
+	unsigned int tl = (tp->tflags & SL_TF_TS) ? 32 : 20;
+	unsigned int len = 20 + tl;
+	uint32_t wnd = tp->snd_wnd >> ((tp->tflags & SL_TF_WS) ? tp->snd_wscale : 0), v;
+	uint16_t c;
+	int raw, ret = -EIO;
+
+	memset(pkt, 0, sizeof(pkt));
+	pkt[0] = 0x45;
+	pkt[2] = (uint8_t)(len >> 8);
+	pkt[3] = (uint8_t)len;
+	pkt[6] = 0x40;			/* DF */
+	pkt[8] = 64;
+	pkt[9] = IPPROTO_TCP;
+	memcpy(pkt + 12, &so->raddr, 4);
+	memcpy(pkt + 16, &so->laddr, 4);
+	memcpy(pkt + 20, &so->rport, 2);
+	memcpy(pkt + 22, &so->lport, 2);
+	v = htonl(seq);
+	memcpy(pkt + 24, &v, 4);
+	v = htonl(tp->snd_una);
+	memcpy(pkt + 28, &v, 4);
+	pkt[32] = (uint8_t)((tl / 4) << 4);
+	pkt[33] = 0x11;			/* FIN, ACK */
+	pkt[34] = (uint8_t)((wnd > 65535 ? 65535 : wnd) >> 8);
+	pkt[35] = (uint8_t)(wnd > 65535 ? 65535 : wnd);
+	if (tl == 32) {
+		pkt[40] = 1;
+		pkt[41] = 1;
+		pkt[42] = 8;
+		pkt[43] = 10;
+		v = htonl(tp->ts_recent);
+		memcpy(pkt + 44, &v, 4);
+		v = htonl(tsecr);
+		memcpy(pkt + 48, &v, 4);
+	}
+	memcpy(ph, &so->raddr, 4);
+	memcpy(ph + 4, &so->laddr, 4);
+	ph[8] = 0;
+	ph[9] = IPPROTO_TCP;
+	ph[10] = (uint8_t)(tl >> 8);
+	ph[11] = (uint8_t)tl;
+	c = csum_fold(csum_add(csum_add(0, ph, sizeof(ph)), pkt + 20, tl));
+	pkt[36] = (uint8_t)(c >> 8);
+	pkt[37] = (uint8_t)c;
+	raw = sl_sys_socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
+	if (raw < 0)
+		return -errno;
+	if (sl_sys_sendto(raw, pkt, len, 0, (const struct sockaddr *)&to, sizeof(to)) != (ssize_t)len)
+		ret = -errno;
+	else
+		/* Taken in the sender's softirq, at once; a moment's grace. */
+		for (int i = 0; i < 100 && ret; i++) {
+			if (tcp_state_of(ks) == TCP_CLOSE_WAIT)
+				ret = 0;
+			else
+				sl_sys_poll(NULL, 0, 1);
+		}
+	sl_sys_close(raw);
+	return ret;
+}
+
 int sl_tcp_handoff(struct sl_stack *s, struct sl_sock *so, int *kfd, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
@@ -312,6 +420,7 @@ int sl_tcp_handoff(struct sl_stack *s, struct sl_sock *so, int *kfd, uint64_t no
 	struct sluice_filter d;
 	uint8_t *tail = NULL;
 	ssize_t tlen = 0;
+	bool fin;
 	int ks, ret;
 
 	/* Only where the module steers the stack's ports (s->filters: kring):
@@ -319,9 +428,13 @@ int sl_tcp_handoff(struct sl_stack *s, struct sl_sock *so, int *kfd, uint64_t no
 	 * ends are the stack's (its loopback). */
 	if (so->type != SL_SOCK_TCP || !s->filters || !s->module_backed)
 		return -EOPNOTSUPP;
-	if (so->state != SL_TCP_ESTABLISHED ||
+	/* ESTABLISHED, or CLOSE_WAIT (the peer's FIN in, given again below);
+	 * nothing sent or shut on this side. */
+	fin = so->state == SL_TCP_CLOSE_WAIT && (tp->tflags & SL_TF_FIN_RCVD);
+	if ((so->state != SL_TCP_ESTABLISHED && !fin) ||
 	    (so->flags & (SL_SF_ORPHAN | SL_SF_SHUT_WR | SL_SF_SHUT_RD)) ||
-	    (tp->tflags & (SL_TF_FIN_Q | SL_TF_FIN_RCVD)))
+	    (tp->tflags & SL_TF_FIN_Q) ||
+	    (so->state == SL_TCP_ESTABLISHED && (tp->tflags & SL_TF_FIN_RCVD)))
 		return -EOPNOTSUPP;
 	/* Both ends in the stack (its loopback): no kernel side to take it. */
 	if ((ntohl(so->raddr) >> 24) == 127 || sl_ip_is_local(s, so->raddr))
@@ -334,7 +447,11 @@ int sl_tcp_handoff(struct sl_stack *s, struct sl_sock *so, int *kfd, uint64_t no
 	ks = sl_sys_socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
 	if (ks < 0)
 		return -errno;
-	ret = build(s, so, ks, now_us);
+	ret = build(s, so, ks, tp->rcv_nxt - fin, now_us);
+	/* In repair mode still, the FIN comes in (answered by an ACK). */
+	if (!ret && fin)
+		ret = give_fin(so, ks, tp->rcv_nxt - 1,
+			       (uint32_t)(now_us / 1000) + tp->ts_offset);
 	if (!ret && SEQ_LT(tp->snd_max, tp->snd_end)) {
 		tlen = sndq_copy(s, tp, tp->snd_max, tp->snd_end, &tail);
 		if (tlen < 0)
