@@ -833,7 +833,18 @@ int sl_listen_os_ready(struct sluice_stack *st, int sd, uint32_t gen, int how)
 	if (ret)
 		return ret;
 	so = sl_sock(s, (uint32_t)sd);
-	if (so->kp.gen != gen || so->type != SL_SOCK_TCP || so->state != SL_TCP_LISTEN) {
+	if (so->kp.gen == gen && so->type == SL_SOCK_UDP) {
+		/* A datagram twin: readable as a datagram queued here is
+		 * (every poller, one exclusive sleeper). */
+		if (how == SL_OSR_TWIN)
+			so->udp.twin = 1;
+		else
+			so->udp.os_ready = how != SL_OSR_CLEAR;
+		if (how == SL_OSR_EDGE)
+			sl_sock_wake(s, so);
+		else if (how == SL_OSR_MORE)
+			sl_sock_wake_one(s, so);
+	} else if (so->kp.gen != gen || so->type != SL_SOCK_TCP || so->state != SL_TCP_LISTEN) {
 		ret = -EBADF;
 	} else if (how == SL_OSR_CLEAR) {
 		so->tcp.tflags &= ~SL_TF_OSREADY;

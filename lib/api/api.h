@@ -80,6 +80,11 @@ int sl_poll_look(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned in
 #define SL_OSR_CLEAR	0
 #define SL_OSR_EDGE	1
 #define SL_OSR_MORE	2
+/* A datagram socket (sd) got its twin: the stack's datagrams to this host
+ * where no stack socket is bound are the twin's to send (-EREMOTE).  For
+ * datagram sockets the other three say the same of a datagram waiting
+ * in the twin. */
+#define SL_OSR_TWIN	3
 int sl_listen_os_ready(struct sluice_stack *st, int sd, uint32_t gen, int how);
 /*
  * sluice_connect() for the preload: a TCP socket that never connected,

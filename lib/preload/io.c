@@ -105,6 +105,9 @@ static ssize_t send_loop(struct pl_sock *ps, const void *buf, size_t len, int fl
 		ret = sl_sendto_meta(pl_stack(), (int)ps->sd, (const uint8_t *)buf + done,
 				     len - done, (flags & MSG_DONTWAIT) | (tmo >= 0 ? MSG_DONTWAIT : 0),
 				     to, tx);
+		/* To a kernel socket of this host: through the twin. */
+		if (ret == -EREMOTE && ps->type == SOCK_DGRAM)
+			ret = pl_twin_send(ps, buf, len, flags & (MSG_DONTWAIT | MSG_CONFIRM), to);
 		if (ret >= 0) {
 			done += (size_t)ret;
 			/* A blocking stream send queues everything. */
@@ -189,6 +192,10 @@ static ssize_t recv_loop(struct pl_sock *ps, void *buf, size_t len, int flags,
 				return (ssize_t)done;
 			continue;
 		}
+		/* None in the stack: one its kernel twin was seen to get
+		 * (twin.c). */
+		if (ret == -EAGAIN && ps->type == SOCK_DGRAM && SL_READ_ONCE(ps->twin))
+			ret = pl_twin_recv(ps, buf, len, nflags, from, meta);
 		if (ret >= 0)
 			return (ssize_t)(done + (size_t)ret);
 		if (ret != -EAGAIN || nb)

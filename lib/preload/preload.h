@@ -400,6 +400,18 @@ void pl_twin_stop(struct pl_sock *ps);
  * kernel fd, or -EAGAIN (none), or the kernel's -errno. */
 int pl_twin_accept(struct pl_sock *ps, struct sockaddr *addr, socklen_t *lenp, int flags);
 void pl_twin_close(struct pl_sock *ps);
+/* A datagram from a datagram socket's twin, if its watcher saw one come
+ * (sl_sock udp.os_ready): as sl_recvfrom_meta() (flags MSG_PEEK,
+ * MSG_TRUNC; never waits), from the kernel's sender, or -EAGAIN. */
+ssize_t pl_twin_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
+		     struct sockaddr_in *from, struct sl_rx_meta *meta);
+/* A datagram socket connected (to, or AF_UNSPEC: disconnected): its twin
+ * too, so it hears only that peer. */
+void pl_twin_connect(struct pl_sock *ps, const struct sockaddr_in *to);
+/* A datagram the stack gives its twin to send (-EREMOTE: to this host,
+ * where no stack socket is bound); to NULL: the connected peer. */
+ssize_t pl_twin_send(struct pl_sock *ps, const void *buf, size_t len, int flags,
+		     const struct sockaddr_in *to);
 /* An option the stack took, set on a bound or listening socket: on its
  * twin too (a kernel connection inherits its listener's options). */
 void pl_twin_setopt(struct pl_sock *ps, int level, int name, const void *val, socklen_t len);

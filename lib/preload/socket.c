@@ -723,6 +723,8 @@ static int bind_both(struct pl_sock *ps, struct sockaddr_in *sin)
 		if (ret)
 			return ret;
 		ret = sluice_bind(pl_stack(), (int)ps->sd, sin);
+		if (!ret && ps->type == SOCK_DGRAM)
+			pl_twin_listening(ps);	/* a datagram twin hears at once */
 		if (!ret || !SL_READ_ONCE(ps->twin))
 			return ret;
 		pl_twin_close(ps);
@@ -1002,6 +1004,8 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		goto out;
 	if (sin.sin_family == AF_UNSPEC) {
 		ret = sluice_connect(st, (int)ps->sd, &sin);
+		if (!ret && ps->type == SOCK_DGRAM)
+			pl_twin_connect(ps, &sin);
 		goto out;
 	}
 	if (sin.sin_addr.s_addr == INADDR_ANY)	/* as Linux: this host */
@@ -1037,8 +1041,11 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	 * (twin.c): a connection's port is not held in the kernel, as the
 	 * ports connect() picks are not, and a twin for each would cost the
 	 * program an fd the kernel would not (EMFILE at half the limit). */
-	if (ret == 0 || ret == -EINPROGRESS)
+	if ((ret == 0 || ret == -EINPROGRESS) && ps->type == SOCK_STREAM)
 		pl_twin_close(ps);
+	/* A datagram socket's twin keeps its port and hears the same peer. */
+	if (ret == 0 && ps->type == SOCK_DGRAM)
+		pl_twin_connect(ps, &sin);
 	if (ret != -EINPROGRESS || ps->nonblock)
 		goto out;
 	/* Blocking connect: wait for the handshake to end either way. */

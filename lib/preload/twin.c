@@ -93,14 +93,14 @@ bool pl_twin_is(int fd)
 	return bit(fd);
 }
 
-/* May ps have a twin: a stream socket, on a stack in /dev/shm (a module's
+/* May ps have a twin: a stream or datagram socket, on a stack in /dev/shm (a module's
  * stack keeps its ports in its filters), outside a sandbox. */
 static bool usable(const struct pl_sock *ps)
 {
 	struct sl_stack *s = pl_sl();
 
-	return pl_cfg.kernel_listen && ps->type == SOCK_STREAM && !ps->kfd && s &&
-	       !s->module_backed && !sl_sys_sandboxed;
+	return pl_cfg.kernel_listen && (ps->type == SOCK_STREAM || ps->type == SOCK_DGRAM) &&
+	       !ps->kfd && s && !s->module_backed && !sl_sys_sandboxed;
 }
 
 int pl_twin_bind(struct pl_sock *ps, struct sockaddr_in *sin)
@@ -115,7 +115,7 @@ int pl_twin_bind(struct pl_sock *ps, struct sockaddr_in *sin)
 	/* An AF_INET6 socket's twin is an AF_INET6 kernel socket bound as
 	 * the program said (:: takes IPv6 clients too; IPV6_V6ONLY as the
 	 * socket has it, pl_opts_to_kernel()). */
-	fd = REAL(socket)(ps->v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = REAL(socket)(ps->v6 ? AF_INET6 : AF_INET, ps->type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return 0;	/* no twin: the stack alone, as before */
 	if (fd >= PL_TWIN_FDS)
@@ -325,6 +325,8 @@ void pl_twin_listening(struct pl_sock *ps)
 	/* (Connections already queued, after a listen() again: an item
 	 * added to an epoll set reports what is ready at once.) */
 	pthread_mutex_unlock(&watch_mu);
+	if (ps->type == SOCK_DGRAM)
+		sl_listen_os_ready(pl_stack(), (int)ps->sd, ps->gen, SL_OSR_TWIN);
 }
 
 void pl_twin_stop(struct pl_sock *ps)
@@ -363,6 +365,126 @@ int pl_twin_accept(struct pl_sock *ps, struct sockaddr *addr, socklen_t *lenp, i
 	return e == EWOULDBLOCK ? -EAGAIN : -e;
 }
 
+/* What the kernel said of a datagram (the cmsgs its twin was asked for,
+ * as the program asked the socket) in the stack's terms. */
+static void twin_meta(struct msghdr *mh, struct sl_rx_meta *m)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+			struct in_pktinfo pi;
+
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			m->daddr = pi.ipi_addr.s_addr;
+			m->ifindex = (uint32_t)pi.ipi_ifindex;
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) {
+			int ttl;
+
+			memcpy(&ttl, CMSG_DATA(c), sizeof(ttl));
+			m->ttl = (uint8_t)ttl;
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
+			m->tos = *CMSG_DATA(c);
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_ORIGDSTADDR) {
+			struct sockaddr_in o;
+
+			memcpy(&o, CMSG_DATA(c), sizeof(o));
+			m->daddr = o.sin_addr.s_addr;
+			m->dport = o.sin_port;
+		} else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMP) {
+			struct timeval tv;
+
+			memcpy(&tv, CMSG_DATA(c), sizeof(tv));
+			/* The stack's clock, as its own datagrams' stamps. */
+			m->stamp_us = (uint64_t)((int64_t)tv.tv_sec * 1000000 + tv.tv_usec -
+						 pl_stamp_real_us(0));
+		}
+	}
+}
+
+ssize_t pl_twin_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
+		     struct sockaddr_in *from, struct sl_rx_meta *meta)
+{
+	struct sluice_stack *st = pl_stack();
+	union {
+		struct cmsghdr h;
+		uint8_t b[256];
+	} ctl;
+	struct sockaddr_in6 a;
+	struct iovec iov = { buf, len };
+	struct msghdr mh = {
+		.msg_name = &a, .msg_namelen = sizeof(a), .msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = meta ? ctl.b : NULL, .msg_controllen = meta ? sizeof(ctl) : 0,
+	};
+	ssize_t n = -1;
+	int tw, e = EAGAIN;
+
+	if (!SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->udp.os_ready))
+		return -EAGAIN;
+	pl_call_begin(ps);	/* the twin stays open until this ends */
+	tw = SL_READ_ONCE(ps->twin) - 1;
+	if (tw >= 0) {
+		/* Cleared first: a datagram that comes after the kernel's
+		 * answer sets it again (the watcher). */
+		sl_listen_os_ready(st, (int)ps->sd, ps->gen, SL_OSR_CLEAR);
+		n = REAL(recvmsg)(tw, &mh, (flags & (MSG_PEEK | MSG_TRUNC)) | MSG_DONTWAIT);
+		e = n < 0 ? errno : 0;
+		if (e != EAGAIN && e != EWOULDBLOCK)
+			/* One taken (more may wait), or an error to see again. */
+			sl_listen_os_ready(st, (int)ps->sd, ps->gen, SL_OSR_MORE);
+	}
+	pl_call_end(ps);
+	if (e)
+		return e == EWOULDBLOCK ? -EAGAIN : -e;
+	if (from) {
+		memset(from, 0, sizeof(*from));
+		from->sin_family = AF_INET;
+		if (a.sin6_family == AF_INET6) {
+			/* A v4-mapped sender (an IPv6 twin hears IPv4 so). */
+			from->sin_port = a.sin6_port;
+			memcpy(&from->sin_addr, &a.sin6_addr.s6_addr[12], 4);
+		} else {
+			memcpy(from, &a, sizeof(*from));
+		}
+	}
+	if (meta)
+		twin_meta(&mh, meta);
+	return n;
+}
+
+ssize_t pl_twin_send(struct pl_sock *ps, const void *buf, size_t len, int flags,
+		     const struct sockaddr_in *to)
+{
+	struct sockaddr_in6 at;
+	ssize_t n = -1;
+	int fd, e = ENETUNREACH;
+
+	pl_call_begin(ps);
+	fd = SL_READ_ONCE(ps->twin) - 1;
+	if (fd >= 0) {
+		n = to ? REAL(sendto)(fd, buf, len, flags | MSG_NOSIGNAL,
+				      (const struct sockaddr *)&at, pl_addr_out(ps, to, false, &at)) :
+			 REAL(send)(fd, buf, len, flags | MSG_NOSIGNAL);
+		e = n < 0 ? errno : 0;
+	}
+	pl_call_end(ps);
+	return e ? -e : n;
+}
+
+void pl_twin_connect(struct pl_sock *ps, const struct sockaddr_in *to)
+{
+	int fd = SL_READ_ONCE(ps->twin) - 1;
+	struct sockaddr_in6 at;
+	struct sockaddr un = { .sa_family = AF_UNSPEC };
+
+	if (fd < 0)
+		return;
+	/* Its peer, as the stack's: a connected socket hears only it (and
+	 * AF_UNSPEC forgets it). */
+	if (to->sin_family == AF_UNSPEC)
+		REAL(connect)(fd, &un, sizeof(un));
+	else if (REAL(connect)(fd, (const struct sockaddr *)&at, pl_addr_out(ps, to, false, &at)))
+		pl_twin_close(ps);
+}
+
 void pl_twin_setopt(struct pl_sock *ps, int level, int name, const void *val, socklen_t len)
 {
 	int fd = SL_READ_ONCE(ps->twin) - 1;
@@ -371,9 +493,12 @@ void pl_twin_setopt(struct pl_sock *ps, int level, int name, const void *val, so
 	if (fd < 0)
 		return;
 	/* A bound or listening socket only: one that connected (after an
-	 * explicit bind()) pays no system call more for its options. */
+	 * explicit bind()) pays no system call more for its options.  A
+	 * datagram twin takes them all (what it is told of each datagram,
+	 * IP_PKTINFO, IP_RECVTTL, SO_TIMESTAMP..., is what pl_twin_recv()
+	 * passes on). */
 	st = SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->state);
-	if (st == SL_TCP_LISTEN || st == SL_TCP_CLOSED)
+	if (ps->type == SOCK_DGRAM || st == SL_TCP_LISTEN || st == SL_TCP_CLOSED)
 		REAL(setsockopt)(fd, level, name, val, len);	/* the stack's answer stands */
 }
 

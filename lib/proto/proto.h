@@ -91,6 +91,13 @@ struct sl_udp_sock {
 	uint8_t mc_noloop, mc_if;
 	uint32_t mc_if_addr;
 	uint8_t mc_all_off;		/* IP_MULTICAST_ALL off */
+	/* The kernel twin (lib/preload/twin.c) was seen to get a datagram:
+	 * readable, as one queued here (sl_os_ready()). */
+	uint8_t os_ready;
+	/* It has a kernel twin: a datagram to an address of this host where
+	 * no stack socket is bound goes out through it (sl_udp_sendto()
+	 * says -EREMOTE). */
+	uint8_t twin;
 	/* SIOCGSTAMP: when the last datagram read without SO_TIMESTAMP
 	 * arrived (the stack's clock, µs); 0: none read yet. */
 	uint64_t stamp_us;

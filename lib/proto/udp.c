@@ -715,6 +715,12 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 		if (ret)
 			return ret;
 	}
+	/* To this host where no stack socket is bound, from a socket with a
+	 * kernel twin: the twin sends it, so a kernel socket there gets it
+	 * from this socket's address and port (lib/preload/twin.c). */
+	if (so->udp.twin && local && !SL_IN_MULTICAST(daddr) && !is_broadcast(s, daddr) &&
+	    !sl_sock_unconnected_at(s, SL_SOCK_UDP, daddr, dport))
+		return -EREMOTE;
 	/* Bound to a broadcast or group address: the source is the route's,
 	 * as Linux's inet_bind() leaves inet_saddr 0 for those. */
 	saddr = is_broadcast(s, so->laddr) || SL_IN_MULTICAST(so->laddr) ? 0 : so->laddr;
@@ -885,7 +891,7 @@ uint32_t sl_udp_poll(struct sl_stack *s, struct sl_sock *so)
 {
 	uint32_t ev = SL_EV_OUT;
 
-	if (sl_buf_some(s, so->rxq_head) || (so->flags & SL_SF_SHUT_RD))
+	if (sl_buf_some(s, so->rxq_head) || so->udp.os_ready || (so->flags & SL_SF_SHUT_RD))
 		ev |= SL_EV_IN;
 	if (so->error)
 		ev |= SL_EV_ERR;
