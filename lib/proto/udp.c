@@ -715,12 +715,6 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 		if (ret)
 			return ret;
 	}
-	/* To this host where no stack socket is bound, from a socket with a
-	 * kernel twin: the twin sends it, so a kernel socket there gets it
-	 * from this socket's address and port (lib/preload/twin.c). */
-	if (so->udp.twin && local && !SL_IN_MULTICAST(daddr) && !is_broadcast(s, daddr) &&
-	    !sl_sock_unconnected_at(s, SL_SOCK_UDP, daddr, dport))
-		return -EREMOTE;
 	/* Bound to a broadcast or group address: the source is the route's,
 	 * as Linux's inet_bind() leaves inet_saddr 0 for those. */
 	saddr = is_broadcast(s, so->laddr) || SL_IN_MULTICAST(so->laddr) ? 0 : so->laddr;
@@ -737,6 +731,13 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 			return -EINVAL;
 		saddr = tx->saddr;
 	}
+	/* To this host where no stack socket would take it (the input's
+	 * own lookup), from a socket with a kernel twin: the twin sends it,
+	 * so a kernel socket there gets it from this socket's address and
+	 * port (lib/preload/twin.c). */
+	if (so->udp.twin && local && !SL_IN_MULTICAST(daddr) && !is_broadcast(s, daddr) &&
+	    !sl_sock_lookup(s, SL_SOCK_UDP, daddr, dport, saddr, so->lport))
+		return -EREMOTE;
 	if (len > max && local)
 		return send_chain(s, so, buf, len, saddr, daddr, dport, tx, max);
 	if (len > max)

@@ -29,7 +29,10 @@
 # 6. UDP: a fresh stack socket sending (sendto, or connect and send) to a
 #    port of this host where only a kernel socket is bound becomes a
 #    kernel socket and gets the answers; a stack UDP socket keeps its
-#    stack clients.
+#    stack clients; a kernel client reaches a stack socket bound on
+#    127.0.0.1 (its datagram twin) and gets the answers; a UDP bind beside
+#    a socket bound on the same port gets EADDRINUSE, whichever side
+#    each is on.
 # 7. SLUICE_KERNEL_LISTEN=0: refused, as before.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -103,7 +106,7 @@ for who in kernel stack; do
 done
 
 # UDP: a kernel socket bound on this host, a stack one; two datagrams a client.
-for pair in "kernel kernel 7410" "kernel stack 7411" "stack stack 7412"; do
+for pair in "kernel kernel 7410" "kernel stack 7411" "stack stack 7412" "stack kernel 7413"; do
 	set -- $pair
 	srv=() cli=()
 	[ "$1" = stack ] && srv=("${R[@]}")
@@ -111,6 +114,20 @@ for pair in "kernel kernel 7410" "kernel stack 7411" "stack stack 7412"; do
 	timeout 30 "${srv[@]}" "$prog" userve 127.0.0.1 "$3" 2 >"$tmp/srv" 2>&1 &
 	waitfor ready "$tmp/srv" || echo "udp $1: no ready"
 	echo "udp $1 $2 $(timeout 20 "${cli[@]}" "$prog" client udp 127.0.0.1 "$3" 2>&1)"
+	wait
+done
+
+# UDP ports held both ways: a bind beside a bound socket, each side.
+for pair in "kernel kernel 7415" "stack kernel 7416" "kernel stack 7417" "stack stack 7418"; do
+	set -- $pair
+	srv=() cli=()
+	[ "$1" = stack ] && srv=("${R[@]}")
+	[ "$2" = stack ] && cli=("${R[@]}")
+	timeout 30 "${srv[@]}" "$prog" userve 127.0.0.1 "$3" 1 >"$tmp/srv" 2>&1 &
+	waitfor ready "$tmp/srv" || echo "ubind $1: no ready"
+	echo "ubind $1 $2 $(timeout 20 "${cli[@]}" "$prog" ubind 127.0.0.1 "$3" 2>&1)"
+	echo "ubind $1 $2 any $(timeout 20 "${cli[@]}" "$prog" ubind 0.0.0.0 "$3" 2>&1)"
+	timeout 20 "$prog" client udp 127.0.0.1 "$3" >/dev/null 2>&1
 	wait
 done
 
@@ -159,6 +176,15 @@ check "UDP: a fresh stack socket's datagrams reach a kernel socket of this host,
 	grep -qx 'udp kernel stack ok udp kernel' <<<"$out"
 check "UDP: a stack socket bound there keeps its stack clients" \
 	grep -qx 'udp stack stack ok udp stack' <<<"$out"
+check "UDP: a kernel client reaches a stack socket bound on 127.0.0.1 (its twin), answers back from it" \
+	grep -qx 'udp stack kernel ok udp kernel' <<<"$out"
+for pair in "kernel kernel" "stack kernel" "kernel stack" "stack stack"; do
+	set -- $pair
+	check "UDP port held: a $2 bind to 127.0.0.1:PORT beside a $1 socket there gets EADDRINUSE" \
+		grep -qx "ubind $1 $2 EADDRINUSE" <<<"$out"
+	check "UDP port held: a $2 bind to 0.0.0.0:PORT beside a $1 socket on 127.0.0.1 gets EADDRINUSE" \
+		grep -qx "ubind $1 $2 any EADDRINUSE" <<<"$out"
+done
 check "SLUICE_KERNEL_LISTEN=0: refused, as before" \
 	grep -q '^off FAIL block: connect (errno Connection refused)' <<<"$out"
 

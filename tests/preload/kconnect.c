@@ -31,6 +31,9 @@
  *	refused   nobody on PORT: blocking ECONNREFUSED; non-blocking
  *		  EINPROGRESS then SO_ERROR ECONNREFUSED
  *
+ * kconnect ubind ADDR PORT: bind a UDP socket there, print "bound" or
+ * EADDRINUSE.
+ *
  * Every wait is bounded (SIGALRM after 30 s).
  */
 #include <arpa/inet.h>
@@ -374,9 +377,28 @@ static int userve(const char *addr, int port, int n)
 	return 0;
 }
 
+/* ubind ADDR PORT: bind a UDP socket there; "bound" or the errno's name
+ * (a port another socket holds: EADDRINUSE, beside a kernel socket or a
+ * stack one alike). */
+static int ubind(const char *addr, int port)
+{
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	if (inet_pton(AF_INET, addr, &me.sin_addr) != 1 || fd < 0)
+		return 1;
+	if (bind(fd, (struct sockaddr *)&me, sizeof(me)))
+		printf("%s\n", errno == EADDRINUSE ? "EADDRINUSE" : strerror(errno));
+	else
+		printf("bound\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	alarm(30);
+	if (argc == 4 && !strcmp(argv[1], "ubind"))
+		return ubind(argv[2], atoi(argv[3]));
 	if (argc == 5 && !strcmp(argv[1], "userve"))
 		return userve(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc == 6 && !strcmp(argv[1], "serve"))
