@@ -230,7 +230,10 @@ static void put_from(const struct pl_sock *ps, const struct sockaddr_in *sin,
 {
 	if (!a || !lenp)
 		return;
-	pl_put_addr(ps, sin, false, a, lenp);
+	if (sin->sin_family == AF_INET6)	/* IPv6 itself, from a twin */
+		pl_twin_from6(a, lenp);
+	else
+		pl_put_addr(ps, sin, false, a, lenp);
 }
 
 /* A datagram to send to where only the kernel reaches: a destination
@@ -273,7 +276,15 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 		pl_put(ps);
 		return ret ? pl_ret(ret) : REAL(sendto)(fd, buf, len, flags, to, tolen);
 	}
-	if (d == PL_NATIVE6) {
+	/* IPv6 itself from a socket with a twin: the twin sends it (the
+	 * kernel's answer, as Linux's for the socket's own address). */
+	if (d == PL_NATIVE6 && SL_READ_ONCE(ps->twin) && ps->v6) {
+		struct iovec iov = { (void *)buf, len };
+		struct msghdr mh = { .msg_name = (void *)to, .msg_namelen = tolen,
+				     .msg_iov = &iov, .msg_iovlen = 1 };
+
+		ret = pl_twin_sendmsg6(ps, &mh, flags);
+	} else if (d == PL_NATIVE6) {
 		bool done;
 
 		ret = native6_send(fd, ps, &done);
@@ -642,6 +653,11 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 			ret = pl_fallback(fd, ps);
 			pl_put(ps);
 			return ret ? pl_ret(ret) : REAL(sendmsg)(fd, msg, flags);
+		}
+		if (d == PL_NATIVE6 && SL_READ_ONCE(ps->twin) && ps->v6) {
+			ret = pl_twin_sendmsg6(ps, msg, flags);
+			pl_put(ps);
+			return pl_ret(ret);
 		}
 		if (d == PL_NATIVE6) {
 			bool done;

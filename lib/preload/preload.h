@@ -408,6 +408,15 @@ ssize_t pl_twin_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
 /* A datagram socket connected (to, or AF_UNSPEC: disconnected): its twin
  * too, so it hears only that peer. */
 void pl_twin_connect(struct pl_sock *ps, const struct sockaddr_in *to);
+/* pl_twin_recv() gave from->sin_family AF_INET6: the sender was IPv6
+ * itself (a socket on ::); its address, cut to *lenp as Linux's. */
+void pl_twin_from6(struct sockaddr *a, socklen_t *lenp);
+/* IPv6 itself from a datagram socket on :: that has a twin (an AF_INET6
+ * one): the twin sends it, the socket stays in the stack. */
+ssize_t pl_twin_sendmsg6(struct pl_sock *ps, const struct msghdr *msg, int flags);
+/* May ps have a kernel twin (SLUICE_KERNEL_LISTEN, a /dev/shm stack, no
+ * sandbox)? */
+bool pl_twin_usable(const struct pl_sock *ps);
 /* A datagram the stack gives its twin to send (-EREMOTE: to this host,
  * where no stack socket is bound); to NULL: the connected peer. */
 ssize_t pl_twin_send(struct pl_sock *ps, const void *buf, size_t len, int flags,

@@ -562,9 +562,10 @@ static int kpeer_handoff(int fd, struct pl_sock *ps, bool *gone)
  * peers).  Not when datagrams wait to be read (they would be lost), when
  * it is connected, bound to a v4-mapped address (IPv4 only), held by
  * another fd of this process, or in a sandbox: the stack answers
- * ENETUNREACH.  The port is not held in the kernel while the socket is
- * the stack's (no twin for datagrams): if a kernel socket took it
- * meanwhile, the bind fails and so does the call.
+ * ENETUNREACH.  Its twin (twin.c), which holds the port on [::],
+ * becomes the socket; without one a kernel socket is bound there, and
+ * if a kernel socket took the port meanwhile, the bind fails and so
+ * does the call.
  */
 int pl_dgram_v6_handoff(int fd, struct pl_sock *ps, bool *gone)
 {
@@ -584,16 +585,21 @@ int pl_dgram_v6_handoff(int fd, struct pl_sock *ps, bool *gone)
 	    (SL_READ_ONCE(so->flags) & SL_SF_CONNECTED) || SL_READ_ONCE(so->rxq_bytes) ||
 	    sluice_getsockname(pl_stack(), (int)ps->sd, &me) || me.sin_addr.s_addr != INADDR_ANY)
 		return -ENETUNREACH;
-	ml = pl_addr_out(ps, &me, true, &mine);
-	ks = REAL(socket)(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (ks < 0)
-		return -ENETUNREACH;
-	pl_opts_to_kernel(ks, ps);
-	if (REAL(bind)(ks, (const struct sockaddr *)&mine, ml)) {
-		int e = errno;
+	/* Its twin holds that port on [::] already, with its options and
+	 * the datagrams kernel senders sent it: it becomes the socket. */
+	ks = SL_READ_ONCE(ps->twin) ? pl_twin_take(ps) : -1;
+	if (ks < 0) {
+		ml = pl_addr_out(ps, &me, true, &mine);
+		ks = REAL(socket)(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (ks < 0)
+			return -ENETUNREACH;
+		pl_opts_to_kernel(ks, ps);
+		if (REAL(bind)(ks, (const struct sockaddr *)&mine, ml)) {
+			int e = errno;
 
-		REAL(close)(ks);
-		return -e;
+			REAL(close)(ks);
+			return -e;
+		}
 	}
 	*gone = true;
 	return become_kernel(fd, ps, ks, false);
@@ -723,8 +729,18 @@ static int bind_both(struct pl_sock *ps, struct sockaddr_in *sin)
 		if (ret)
 			return ret;
 		ret = sluice_bind(pl_stack(), (int)ps->sd, sin);
-		if (!ret && ps->type == SOCK_DGRAM)
+		if (!ret && ps->type == SOCK_DGRAM && SL_READ_ONCE(ps->twin)) {
+			struct sl_stack *s = pl_sl();
+
+			/* A port the kernel chose is not the program's: a
+			 * disconnect gives it back (Linux: no
+			 * SOCK_BINDPORT_LOCK), as the stack's own choice. */
+			if (pick && !sl_lock(s)) {
+				sl_sock(s, ps->sd)->opt_flags |= SL_SO_LPORT_AUTO;
+				sl_unlock(s);
+			}
 			pl_twin_listening(ps);	/* a datagram twin hears at once */
+		}
 		if (!ret || !SL_READ_ONCE(ps->twin))
 			return ret;
 		pl_twin_close(ps);
@@ -785,10 +801,10 @@ EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 		if (!ret)
 			ret = sin6_to_sin(ps, &s6, true, &sin);
 		/* A datagram socket on :: takes IPv6 datagrams too, which only
-		 * the kernel gets (a TCP socket has its twin; a datagram one
-		 * has none): the kernel's, as an IPv6 address is. */
+		 * the kernel gets: its twin (twin.c) hears them; without
+		 * twins it is the kernel's, as an IPv6 address is. */
 		if (!ret && ps->type == SOCK_DGRAM && IN6_IS_ADDR_UNSPECIFIED(&s6.sin6_addr) &&
-		    !pl_has_port(ps))
+		    !pl_has_port(ps) && !pl_twin_usable(ps))
 			ret = PL_NATIVE6;
 		if (ret == PL_NATIVE6) {
 			/* An IPv6 address (::1, ...): the kernel's socket, if
@@ -1004,7 +1020,12 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		goto out;
 	if (sin.sin_family == AF_UNSPEC) {
 		ret = sluice_connect(st, (int)ps->sd, &sin);
-		if (!ret && ps->type == SOCK_DGRAM)
+		/* The twin forgets its peer too; a port that went with the
+		 * peer (a chosen one) leaves it nothing to hold. */
+		if (!ret && ps->type == SOCK_DGRAM &&
+		    !(SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->flags) & SL_SF_BOUND))
+			pl_twin_close(ps);
+		else if (!ret && ps->type == SOCK_DGRAM)
 			pl_twin_connect(ps, &sin);
 		goto out;
 	}

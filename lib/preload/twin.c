@@ -95,7 +95,7 @@ bool pl_twin_is(int fd)
 
 /* May ps have a twin: a stream or datagram socket, on a stack in /dev/shm (a module's
  * stack keeps its ports in its filters), outside a sandbox. */
-static bool usable(const struct pl_sock *ps)
+bool pl_twin_usable(const struct pl_sock *ps)
 {
 	struct sl_stack *s = pl_sl();
 
@@ -109,13 +109,16 @@ int pl_twin_bind(struct pl_sock *ps, struct sockaddr_in *sin)
 	socklen_t len = sizeof(got), alen;
 	int fd, e;
 
-	if (SL_READ_ONCE(ps->twin) || !usable(ps) ||
+	if (SL_READ_ONCE(ps->twin) || !pl_twin_usable(ps) ||
 	    (SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->flags) & SL_SF_BOUND))
 		return 0;	/* bound already: the stack says EINVAL */
 	/* An AF_INET6 socket's twin is an AF_INET6 kernel socket bound as
 	 * the program said (:: takes IPv6 clients too; IPV6_V6ONLY as the
 	 * socket has it, pl_opts_to_kernel()). */
-	fd = REAL(socket)(ps->v6 ? AF_INET6 : AF_INET, ps->type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	/* A datagram twin blocks (its sends are the program's: a blocking
+	 * socket's wait; reads never wait, MSG_DONTWAIT). */
+	fd = REAL(socket)(ps->v6 ? AF_INET6 : AF_INET,
+			  ps->type | (ps->type == SOCK_STREAM ? SOCK_NONBLOCK : 0) | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return 0;	/* no twin: the stack alone, as before */
 	if (fd >= PL_TWIN_FDS)
@@ -174,6 +177,9 @@ int pl_twin_take(struct pl_sock *ps)
 	fd = sl_xchg(&ps->twin, 0) - 1;
 	if (fd < 0)
 		return -1;
+	/* A datagram twin is in the watcher's set: out of it first. */
+	if (ps->type == SOCK_DGRAM && SL_READ_ONCE(watch_fd) >= 0)
+		REAL(epoll_ctl)(SL_READ_ONCE(watch_fd), EPOLL_CTL_DEL, fd, NULL);
 	set_bit(fd, false);
 	sl_fetch_sub(&twin_count, 1);
 	pl_debug("socket %u: kernel twin fd %d becomes the socket", ps->sd, fd);
@@ -400,6 +406,15 @@ static void twin_meta(struct msghdr *mh, struct sl_rx_meta *m)
 	}
 }
 
+/* The IPv6 sender of the last datagram this thread took from a twin. */
+static __thread struct sockaddr_in6 from6;
+
+void pl_twin_from6(struct sockaddr *a, socklen_t *lenp)
+{
+	memcpy(a, &from6, *lenp < sizeof(from6) ? *lenp : sizeof(from6));
+	*lenp = sizeof(from6);
+}
+
 ssize_t pl_twin_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
 		     struct sockaddr_in *from, struct sl_rx_meta *meta)
 {
@@ -437,7 +452,12 @@ ssize_t pl_twin_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
 	if (from) {
 		memset(from, 0, sizeof(*from));
 		from->sin_family = AF_INET;
-		if (a.sin6_family == AF_INET6) {
+		if (a.sin6_family == AF_INET6 && !IN6_IS_ADDR_V4MAPPED(&a.sin6_addr)) {
+			/* IPv6 itself (a socket on ::): kept for put_from(),
+			 * which AF_INET6 here sends to pl_twin_from6(). */
+			from->sin_family = AF_INET6;
+			from6 = a;
+		} else if (a.sin6_family == AF_INET6) {
 			/* A v4-mapped sender (an IPv6 twin hears IPv4 so). */
 			from->sin_port = a.sin6_port;
 			memcpy(&from->sin_addr, &a.sin6_addr.s6_addr[12], 4);
@@ -460,9 +480,28 @@ ssize_t pl_twin_send(struct pl_sock *ps, const void *buf, size_t len, int flags,
 	pl_call_begin(ps);
 	fd = SL_READ_ONCE(ps->twin) - 1;
 	if (fd >= 0) {
+		if (SL_READ_ONCE(ps->nonblock))
+			flags |= MSG_DONTWAIT;
 		n = to ? REAL(sendto)(fd, buf, len, flags | MSG_NOSIGNAL,
 				      (const struct sockaddr *)&at, pl_addr_out(ps, to, false, &at)) :
 			 REAL(send)(fd, buf, len, flags | MSG_NOSIGNAL);
+		e = n < 0 ? errno : 0;
+	}
+	pl_call_end(ps);
+	return e ? -e : n;
+}
+
+ssize_t pl_twin_sendmsg6(struct pl_sock *ps, const struct msghdr *msg, int flags)
+{
+	ssize_t n = -1;
+	int fd, e = ENETUNREACH;
+
+	pl_call_begin(ps);
+	fd = SL_READ_ONCE(ps->twin) - 1;
+	if (fd >= 0) {
+		if (SL_READ_ONCE(ps->nonblock))
+			flags |= MSG_DONTWAIT;
+		n = REAL(sendmsg)(fd, msg, flags | MSG_NOSIGNAL);
 		e = n < 0 ? errno : 0;
 	}
 	pl_call_end(ps);

@@ -124,9 +124,12 @@ for c in udp-v4-v6mapped udp-v6mappedany-v4 udp-v6mapped-v6mapped; do
 	check "$c: both sockets in the stack" test "$(grep -c "^$c .* stack$" <<<"$swhere")" = 2
 done
 for c in udp-v6any-v4 udp-v6any-v6mapped; do
-	check "$c: a datagram socket on :: is the kernel's (it takes IPv6 too), its clients reach it" \
-		test "$(grep -c "^$c .* kernel$" <<<"$swhere")" = 2
+	check "$c: a datagram socket on :: is the stack's (its twin takes IPv6), its clients too" \
+		test "$(grep -c "^$c .* stack$" <<<"$swhere")" = 2
 done
+check "udp-v6any-loopback6: a server on :: stays in the stack, reached by a kernel client over ::1 through its twin" \
+	test "$(grep -c '^udp-v6any-loopback6 server\( after\)\? stack$' <<<"$swhere")" = 2 -a \
+	"$(grep -c '^udp-v6any-loopback6 client kernel$' <<<"$swhere")" = 1
 check "tcp over ::1: the kernel's (native IPv6)" test "$(grep -c '^tcp-loopback6 .* kernel$' <<<"$swhere")" = 3
 check "udp over ::1: the kernel's" test "$(grep -c '^udp-loopback6 .* kernel$' <<<"$swhere")" = 2
 check "a fresh AF_INET6 socket and one bound to :: are the stack's" \

@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,6 +231,9 @@ static int udp_bound(int fam, const char *addr, int port)
 /* UDP: a bound socket (sfam on saddr), a client (cfam to caddr) sending
  * with sendto, the answer by sendto to recvfrom's address, read with
  * recvmsg. */
+/* Say where the server is after its answer too (udp_pair()). */
+static bool udp_where_after;
+
 static void udp_pair(const char *name, int sfam, const char *saddr, int cfam, const char *caddr,
 		     int port)
 {
@@ -258,6 +262,8 @@ static void udp_pair(const char *name, int sfam, const char *saddr, int cfam, co
 		fail("recvfrom's port is not the client's");
 	if (sendto(s, "pong", 4, 0, (struct sockaddr *)&from, fl) != 4)
 		fail("sendto back");
+	if (udp_where_after)
+		say_where("server after", s);
 	memset(&from, 0, sizeof(from));
 	if (recvmsg(c, &msg, 0) != 4)
 		fail("recvmsg");
@@ -333,6 +339,10 @@ static void cases(int port)
 	udp_pair("udp-v6mappedany-v4", 6, "::ffff:0.0.0.0", 4, "127.0.0.1", port + 14);
 	udp_pair("udp-v6mapped-v6mapped", 6, "::ffff:127.0.0.1", 6, "::ffff:127.0.0.1", port + 15);
 	udp_pair("udp-loopback6", 6, "::1", 6, "::1", port + 9);
+	/* A server on :: reached over ::1 (an IPv6 client, the kernel's). */
+	udp_where_after = true;
+	udp_pair("udp-v6any-loopback6", 6, "::", 6, "::1", port + 16);
+	udp_where_after = false;
 	udp_pktinfo(port + 13);
 
 	/* getsockname of a fresh socket, after bind(::, 0). */
