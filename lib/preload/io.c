@@ -99,6 +99,10 @@ static ssize_t send_loop(struct pl_sock *ps, const void *buf, size_t len, int fl
 	if (buf_fault(buf, len))
 		return -EFAULT;
 	ps->used = true;
+	/* Unbound: its port is the kernel's pick, held by a twin. */
+	if (__builtin_expect(ps->type == SOCK_DGRAM && !SL_READ_ONCE(ps->twin), 0) &&
+	    !(SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->flags) & SL_SF_BOUND))
+		pl_dgram_autobind(ps);
 	for (;;) {
 		/* With a timeout, the call itself never waits (not even for a
 		 * stopped lock holder): pl_wait() below waits what is left. */

@@ -417,6 +417,11 @@ ssize_t pl_twin_sendmsg6(struct pl_sock *ps, const struct msghdr *msg, int flags
 /* May ps have a kernel twin (SLUICE_KERNEL_LISTEN, a /dev/shm stack, no
  * sandbox)? */
 bool pl_twin_usable(const struct pl_sock *ps);
+/* A datagram socket about to send or connect unbound: bound here first,
+ * to INADDR_ANY and a port the kernel picks, with its twin (socket.c),
+ * so the port is held in the kernel too.  0 or -errno (the stack then
+ * binds it alone, as before). */
+int pl_dgram_autobind(struct pl_sock *ps);
 /* A datagram the stack gives its twin to send (-EREMOTE: to this host,
  * where no stack socket is bound); to NULL: the connected peer. */
 ssize_t pl_twin_send(struct pl_sock *ps, const void *buf, size_t len, int flags,

@@ -751,6 +751,17 @@ static int bind_both(struct pl_sock *ps, struct sockaddr_in *sin)
 	return sluice_bind(pl_stack(), (int)ps->sd, sin);
 }
 
+int pl_dgram_autobind(struct pl_sock *ps)
+{
+	struct sockaddr_in any = { .sin_family = AF_INET };
+
+	/* As Linux's autobind: INADDR_ANY (:: for a dual-stack socket) and
+	 * a port the kernel picks, which a disconnect gives back. */
+	if (ps->mapped_any || !pl_twin_usable(ps))
+		return 0;
+	return bind_both(ps, &any);
+}
+
 /*
  * bind() of ps to IPv4 address sin (the program's address: addr, len).
  * With *done, the call's return (errno set), ps put; else -errno or 0.
@@ -1044,6 +1055,11 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	}
 	ps->used = true;
 	ps->connecting = true;
+	/* A datagram socket's port is held in the kernel too (its twin),
+	 * as its bind() would have. */
+	if (ps->type == SOCK_DGRAM && !SL_READ_ONCE(ps->twin) &&
+	    !(SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->flags) & SL_SF_BOUND))
+		pl_dgram_autobind(ps);
 	if (kpeer_ok(ps)) {
 		ret = sl_connect_kpeer(st, (int)ps->sd, &sin);
 		if (ret == -EREMOTE) {

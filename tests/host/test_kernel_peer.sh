@@ -32,7 +32,8 @@
 #    stack clients; a kernel client reaches a stack socket bound on
 #    127.0.0.1 (its datagram twin) and gets the answers; a UDP bind beside
 #    a socket bound on the same port gets EADDRINUSE, whichever side
-#    each is on.
+#    each is on, and so does a kernel bind to the port a stack socket's
+#    first sendto() picked.
 # 7. SLUICE_KERNEL_LISTEN=0: refused, as before.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -131,6 +132,25 @@ for pair in "kernel kernel 7415" "stack kernel 7416" "kernel stack 7417" "stack 
 	wait
 done
 
+# The port a UDP socket's first sendto() picks, held both sides too: a
+# sender (kernel, or stack to a stack socket) holds it while kernel binds
+# try it.
+for who in kernel stack; do
+	srv=()
+	[ "$who" = stack ] && srv=("${R[@]}")
+	timeout 30 "${srv[@]}" "$prog" userve 127.0.0.1 7419 1 >"$tmp/srv" 2>&1 &
+	waitfor ready "$tmp/srv" || echo "uhold $who: no ready"
+	rm -f "$tmp/ff"
+	mkfifo "$tmp/ff"
+	timeout 30 "${srv[@]}" "$prog" uhold 127.0.0.1 7419 <"$tmp/ff" >"$tmp/hold" 2>&1 &
+	exec 9>"$tmp/ff"
+	waitfor port "$tmp/hold" || echo "uhold $who: no port"
+	p=$(awk '$1 == "port" { print $2 }' "$tmp/hold")
+	echo "uhold $who $("$prog" ubind 127.0.0.1 "$p") any $("$prog" ubind 0.0.0.0 "$p")"
+	exec 9>&-
+	wait
+done
+
 # SLUICE_KERNEL_LISTEN=0: the stack alone, as before.
 timeout 30 "$prog" serve 4 127.0.0.1 7407 1 >"$tmp/srv" 2>&1 &
 waitfor ready "$tmp/srv"
@@ -185,6 +205,10 @@ for pair in "kernel kernel" "stack kernel" "kernel stack" "stack stack"; do
 	check "UDP port held: a $2 bind to 0.0.0.0:PORT beside a $1 socket on 127.0.0.1 gets EADDRINUSE" \
 		grep -qx "ubind $1 $2 any EADDRINUSE" <<<"$out"
 done
+check "UDP: a kernel bind to the port a kernel socket's first sendto() picked: EADDRINUSE (reference)" \
+	grep -qx 'uhold kernel EADDRINUSE any EADDRINUSE' <<<"$out"
+check "UDP: a kernel bind to the port a stack socket's first sendto() picked: EADDRINUSE (its twin)" \
+	grep -qx 'uhold stack EADDRINUSE any EADDRINUSE' <<<"$out"
 check "SLUICE_KERNEL_LISTEN=0: refused, as before" \
 	grep -q '^off FAIL block: connect (errno Connection refused)' <<<"$out"
 

@@ -32,7 +32,8 @@
  *		  EINPROGRESS then SO_ERROR ECONNREFUSED
  *
  * kconnect ubind ADDR PORT: bind a UDP socket there, print "bound" or
- * EADDRINUSE.
+ * EADDRINUSE.  kconnect uhold ADDR PORT: a fresh UDP socket's sendto()
+ * there, then "port N" (the port it was given), held until stdin ends.
  *
  * Every wait is bounded (SIGALRM after 30 s).
  */
@@ -394,9 +395,33 @@ static int ubind(const char *addr, int port)
 	return 0;
 }
 
+/* uhold ADDR PORT: a fresh UDP socket sends one datagram there (the
+ * port its first send picks), says "port N", and holds it until stdin
+ * ends. */
+static int uhold(const char *addr, int port)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) }, me;
+	socklen_t ml = sizeof(me);
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	char c;
+
+	cname = "uhold";
+	if (inet_pton(AF_INET, addr, &to.sin_addr) != 1 || fd < 0 ||
+	    sendto(fd, "x", 1, 0, (struct sockaddr *)&to, sizeof(to)) != 1 ||
+	    getsockname(fd, (struct sockaddr *)&me, &ml))
+		fail("sendto");
+	printf("port %u\n", (unsigned int)ntohs(me.sin_port));
+	fflush(stdout);
+	while (read(0, &c, 1) > 0)
+		;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	alarm(30);
+	if (argc == 4 && !strcmp(argv[1], "uhold"))
+		return uhold(argv[2], atoi(argv[3]));
 	if (argc == 4 && !strcmp(argv[1], "ubind"))
 		return ubind(argv[2], atoi(argv[3]));
 	if (argc == 5 && !strcmp(argv[1], "userve"))
