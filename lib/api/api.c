@@ -836,11 +836,13 @@ int sl_listen_os_ready(struct sluice_stack *st, int sd, uint32_t gen, int how)
 	if (so->kp.gen == gen && so->type == SL_SOCK_UDP) {
 		/* A datagram twin: readable as a datagram queued here is
 		 * (every poller, one exclusive sleeper). */
-		if (how == SL_OSR_TWIN)
-			so->udp.twin = 1;
+		if (how == SL_OSR_TWIN || how == SL_OSR_NOTWIN)
+			so->udp.twin = how == SL_OSR_TWIN;
+		else if (how == SL_OSR_ERR || how == SL_OSR_ERRTAKEN)
+			so->udp.os_err = how == SL_OSR_ERR;
 		else
 			so->udp.os_ready = how != SL_OSR_CLEAR;
-		if (how == SL_OSR_EDGE)
+		if (how == SL_OSR_EDGE || how == SL_OSR_ERR)
 			sl_sock_wake(s, so);
 		else if (how == SL_OSR_MORE)
 			sl_sock_wake_one(s, so);

@@ -85,6 +85,12 @@ int sl_poll_look(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned in
  * datagram sockets the other three say the same of a datagram waiting
  * in the twin. */
 #define SL_OSR_TWIN	3
+/* Its twin is gone (closed in this process): the stack sends alone. */
+#define SL_OSR_NOTWIN	4
+/* The twin has an error pending (SL_EV_ERR, waiters woken) / a call took
+ * it. */
+#define SL_OSR_ERR	5
+#define SL_OSR_ERRTAKEN	6
 int sl_listen_os_ready(struct sluice_stack *st, int sd, uint32_t gen, int how);
 /*
  * sluice_connect() for the preload: a TCP socket that never connected,

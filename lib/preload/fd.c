@@ -236,11 +236,23 @@ static int stamp(struct pl_sock *ps, unsigned long req, void *arg)
 
 	if (ps->type == SOCK_DGRAM)
 		at = SL_READ_ONCE(sl_sock(s, ps->sd)->udp.stamp_us);
-	if (!at)
+	us = at ? pl_stamp_real_us(at) : 0;
+	/* Datagrams read from its kernel twin (twin.c) have their stamp
+	 * there: the later of the two is the last read's. */
+	if (ps->type == SOCK_DGRAM && SL_READ_ONCE(ps->twin)) {
+		struct timeval kt;
+
+		pl_call_begin(ps);
+		if (SL_READ_ONCE(ps->twin) &&
+		    !REAL(ioctl)(SL_READ_ONCE(ps->twin) - 1, 0x8906, &kt) &&
+		    (int64_t)kt.tv_sec * 1000000 + kt.tv_usec > us)
+			us = (int64_t)kt.tv_sec * 1000000 + kt.tv_usec;
+		pl_call_end(ps);
+	}
+	if (!us)
 		return -ENOENT;
 	if (!arg)
 		return -EFAULT;
-	us = pl_stamp_real_us(at);
 	if (req == 0x8906) {
 		struct timeval tv = { .tv_sec = us / 1000000, .tv_usec = us % 1000000 };
 

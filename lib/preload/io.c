@@ -112,6 +112,11 @@ static ssize_t send_loop(struct pl_sock *ps, const void *buf, size_t len, int fl
 		/* To a kernel socket of this host: through the twin. */
 		if (ret == -EREMOTE && ps->type == SOCK_DGRAM)
 			ret = pl_twin_send(ps, buf, len, flags & (MSG_DONTWAIT | MSG_CONFIRM), to);
+		/* The socket's twin is not this process's (inherited by
+		 * SCM_RIGHTS or exec): the stack sends it, as before. */
+		if (ret == -ENOTUNIQ)
+			ret = sl_sendto_meta(pl_stack(), (int)ps->sd, (const uint8_t *)buf + done,
+					     len - done, MSG_DONTWAIT | SL_MSG_NOTWIN, to, tx);
 		if (ret >= 0) {
 			done += (size_t)ret;
 			/* A blocking stream send queues everything. */

@@ -196,8 +196,8 @@ struct pl_sock {
 	 * neither), kept for getsockopt and a kernel socket it may become:
 	 * the value the kernel read back, bit i of v6set says set (socket.c,
 	 * v6_kept[]). */
-	uint8_t v6set;
-	int v6opt[8];
+	uint16_t v6set;
+	int v6opt[9];
 	/* The kernel twin's fd + 1 (twin.c), 0: none.  Any thread may
 	 * read it; set at bind() or listen(), cleared by pl_twin_close(). */
 	int twin;
@@ -423,7 +423,8 @@ bool pl_twin_usable(const struct pl_sock *ps);
  * binds it alone, as before). */
 int pl_dgram_autobind(struct pl_sock *ps);
 /* A datagram the stack gives its twin to send (-EREMOTE: to this host,
- * where no stack socket is bound); to NULL: the connected peer. */
+ * where no stack socket is bound); to NULL: the connected peer.
+ * -ENOTUNIQ: this process has no twin for it. */
 ssize_t pl_twin_send(struct pl_sock *ps, const void *buf, size_t len, int flags,
 		     const struct sockaddr_in *to);
 /* An option the stack took, set on a bound or listening socket: on its

@@ -279,15 +279,17 @@ static void mc_opts_to(int ks, const struct pl_sock *ps)
  * IP_TTL, IP_MULTICAST_*; IPV6_RECVTCLASS and IPV6_RECVHOPLIMIT give
  * control messages for IPv6 packets only, ip6_datagram_recv_specific_ctl()),
  * and IPV6_RECVPKTINFO, which gives a v4-mapped datagram an IPV6_PKTINFO
- * (ip6_datagram_recv_common_ctl(); io.c does the same).  The values are
+ * (ip6_datagram_recv_common_ctl(); io.c does the same).
+ * IPV6_RECVORIGDSTADDR too: udpv6_recvmsg() gives an IPv4 datagram only
+ * the IPv4 control messages, so it changes nothing for the stack's.  The values are
  * kept so that getsockopt answers them and a kernel socket it becomes,
  * or its twin, has them.  Every other IPPROTO_IPV6 option would change
  * what the kernel does: a fresh socket becomes the kernel's, a used one is
- * refused (setsockopt()).  At most 8 (v6set's bits).
+ * refused (setsockopt()).  At most 16 (v6set's bits).
  */
 static const int v6_kept[] = { IPV6_TCLASS, IPV6_UNICAST_HOPS, IPV6_MULTICAST_HOPS,
 			       IPV6_MULTICAST_LOOP, IPV6_MULTICAST_IF, IPV6_RECVTCLASS,
-			       IPV6_RECVHOPLIMIT, IPV6_RECVPKTINFO };
+			       IPV6_RECVHOPLIMIT, IPV6_RECVPKTINFO, IPV6_RECVORIGDSTADDR };
 #define PL_V6_RECVPKTINFO	7	/* its index */
 
 bool pl_v6_recvpktinfo(const struct pl_sock *ps)
@@ -323,7 +325,7 @@ static int v6_kept_set(struct pl_sock *ps, int i, const void *val, socklen_t len
 	ret = REAL(setsockopt)(ks, IPPROTO_IPV6, v6_kept[i], val, len) ? -errno : 0;
 	if (!ret && !REAL(getsockopt)(ks, IPPROTO_IPV6, v6_kept[i], &v, &vl)) {
 		ps->v6opt[i] = v;
-		ps->v6set |= (uint8_t)(1u << i);
+		ps->v6set |= (uint16_t)(1u << i);
 	}
 	REAL(close)(ks);
 	errno = saved;

@@ -57,6 +57,8 @@
 #define PL_TWIN_FDS	65536
 #define PL_WATCH_EVS	32
 #define PL_WATCH_STACK	(256 * 1024)
+/* In a watched twin's epoll data, beside the socket: a datagram twin. */
+#define PL_TWIN_DGRAM	0x80000000u
 
 /* Which fds are twins or the watcher's set (close() and dup2() ask). */
 static uint64_t own_bits[PL_TWIN_FDS / 64];
@@ -158,6 +160,10 @@ void pl_twin_close(struct pl_sock *ps)
 
 	if (fd < 0)
 		return;
+	/* The stack sends alone again (a closed socket's generation has
+	 * moved on: nothing is changed then). */
+	if (ps->type == SOCK_DGRAM)
+		sl_listen_os_ready(pl_stack(), (int)ps->sd, ps->gen, SL_OSR_NOTWIN);
 	set_bit(fd, false);
 	REAL(close)(fd);
 	sl_fetch_sub(&twin_count, 1);
@@ -217,9 +223,16 @@ static void *watch_main(void *arg)
 		 * made before (its filter may allow no more). */
 		if (sl_sys_sandboxed)
 			continue;
-		for (int i = 0; i < n; i++)
-			sl_listen_os_ready(st, (int)(uint32_t)evs[i].data.u64,
-					   (uint32_t)(evs[i].data.u64 >> 32), SL_OSR_EDGE);
+		for (int i = 0; i < n; i++) {
+			uint32_t lo = (uint32_t)evs[i].data.u64, gen = (uint32_t)(evs[i].data.u64 >> 32);
+			int sd = (int)(lo & ~PL_TWIN_DGRAM);
+
+			/* A datagram twin's error (an ICMP error for its
+			 * peer): the socket polls POLLERR, as Linux's. */
+			if ((lo & PL_TWIN_DGRAM) && (evs[i].events & EPOLLERR))
+				sl_listen_os_ready(st, sd, gen, SL_OSR_ERR);
+			sl_listen_os_ready(st, sd, gen, SL_OSR_EDGE);
+		}
 	}
 	return NULL;
 }
@@ -312,7 +325,8 @@ void pl_twin_listening(struct pl_sock *ps)
 {
 	struct epoll_event ev = {
 		.events = EPOLLIN | EPOLLET,
-		.data.u64 = (uint64_t)ps->gen << 32 | ps->sd,
+		.data.u64 = (uint64_t)ps->gen << 32 | ps->sd |
+			    (ps->type == SOCK_DGRAM ? PL_TWIN_DGRAM : 0),
 	};
 	int fd = SL_READ_ONCE(ps->twin) - 1;
 
@@ -442,6 +456,8 @@ ssize_t pl_twin_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
 		sl_listen_os_ready(st, (int)ps->sd, ps->gen, SL_OSR_CLEAR);
 		n = REAL(recvmsg)(tw, &mh, (flags & (MSG_PEEK | MSG_TRUNC)) | MSG_DONTWAIT);
 		e = n < 0 ? errno : 0;
+		if (e && e != EAGAIN && e != EWOULDBLOCK)	/* its error, taken */
+			sl_listen_os_ready(st, (int)ps->sd, ps->gen, SL_OSR_ERRTAKEN);
 		if (e != EAGAIN && e != EWOULDBLOCK)
 			/* One taken (more may wait), or an error to see again. */
 			sl_listen_os_ready(st, (int)ps->sd, ps->gen, SL_OSR_MORE);
@@ -486,8 +502,14 @@ ssize_t pl_twin_send(struct pl_sock *ps, const void *buf, size_t len, int flags,
 				      (const struct sockaddr *)&at, pl_addr_out(ps, to, false, &at)) :
 			 REAL(send)(fd, buf, len, flags | MSG_NOSIGNAL);
 		e = n < 0 ? errno : 0;
+		/* A pending error is a send's too (and taken by it). */
+		if (e && e != EAGAIN && e != EWOULDBLOCK &&
+		    SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->udp.os_err))
+			sl_listen_os_ready(pl_stack(), (int)ps->sd, ps->gen, SL_OSR_ERRTAKEN);
 	}
 	pl_call_end(ps);
+	if (fd < 0)
+		return -ENOTUNIQ;	/* none in this process: the stack's way */
 	return e ? -e : n;
 }
 

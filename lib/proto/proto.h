@@ -98,6 +98,9 @@ struct sl_udp_sock {
 	 * no stack socket is bound goes out through it (sl_udp_sendto()
 	 * says -EREMOTE). */
 	uint8_t twin;
+	/* ... and that twin has an error pending (an ICMP error the kernel
+	 * gave it): the socket polls SL_EV_ERR until a call takes it. */
+	uint8_t os_err;
 	/* SIOCGSTAMP: when the last datagram read without SO_TIMESTAMP
 	 * arrived (the stack's clock, µs); 0: none read yet. */
 	uint64_t stamp_us;
@@ -411,6 +414,11 @@ struct sl_tx_meta {
 	int ttl;			/* 1-255, or -1 */
 	int tos;			/* 0-255, or -1 */
 };
+
+/* sl_udp_sendto() flag of the preload's (no Linux MSG_ flag has it):
+ * not through the twin (this process has none), whatever the socket's
+ * udp.twin says. */
+#define SL_MSG_NOTWIN	0x01000000
 
 /* UDP (udp.c) */
 #define SL_UDP_MAX	(65535 - 20 - 8)	/* payload of the largest IPv4 datagram */

@@ -679,7 +679,6 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 	bool local = sl_ip_is_local(s, daddr);
 	int ret, disc = so->pmtudisc ? so->pmtudisc - 1 : IP_PMTUDISC_WANT;
 
-	(void)flags;
 	/* A pending error (an ICMP unreachable for a connected socket) is
 	 * this send's (Linux sock_alloc_send_pskb()). */
 	if (so->error) {
@@ -735,7 +734,8 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 	 * own lookup), from a socket with a kernel twin: the twin sends it,
 	 * so a kernel socket there gets it from this socket's address and
 	 * port (lib/preload/twin.c). */
-	if (so->udp.twin && local && !SL_IN_MULTICAST(daddr) && !is_broadcast(s, daddr) &&
+	if (so->udp.twin && !(flags & SL_MSG_NOTWIN) && local && !SL_IN_MULTICAST(daddr) &&
+	    !is_broadcast(s, daddr) &&
 	    !sl_sock_lookup(s, SL_SOCK_UDP, daddr, dport, saddr, so->lport))
 		return -EREMOTE;
 	if (len > max && local)
@@ -894,7 +894,7 @@ uint32_t sl_udp_poll(struct sl_stack *s, struct sl_sock *so)
 
 	if (sl_buf_some(s, so->rxq_head) || so->udp.os_ready || (so->flags & SL_SF_SHUT_RD))
 		ev |= SL_EV_IN;
-	if (so->error)
+	if (so->error || so->udp.os_err)
 		ev |= SL_EV_ERR;
 	return ev;
 }
