@@ -30,7 +30,8 @@
 #    port of this host where only a kernel socket is bound becomes a
 #    kernel socket and gets the answers; a stack UDP socket keeps its
 #    stack clients; a kernel client reaches a stack socket bound on
-#    127.0.0.1 (its datagram twin) and gets the answers; a UDP bind beside
+#    127.0.0.1 (its datagram twin) and gets the answers (the server
+#    waits for the first in epoll_wait(), the second in poll()); a UDP bind beside
 #    a socket bound on the same port gets EADDRINUSE, whichever side
 #    each is on, and so does a kernel bind to the port a stack socket's
 #    first sendto() picked.

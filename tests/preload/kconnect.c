@@ -13,7 +13,9 @@
  *	says socket, or Sluice placeholders).
  *   kconnect userve ADDR PORT N
  *	a UDP socket bound there: print "ready", answer N datagrams (each
- *	byte xor 0x5a) to their senders, print "userved N".
+ *	byte xor 0x5a) to their senders, print "userved N"; the first
+ *	waited for in epoll_wait(), the second in poll(), the rest in
+ *	recvfrom().
  *   kconnect client CASE ADDR PORT
  *	one case; prints "ok CASE kernel" or "ok CASE stack" (what the
  *	connected fd is) or "FAIL CASE: why" and exits 1:
@@ -354,7 +356,7 @@ static int userve(const char *addr, int port, int n)
 	struct sockaddr_in from;
 	socklen_t len;
 	uint8_t b[2048];
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), ep = epoll_create1(0);
 
 	cname = "userve";
 	if (inet_pton(AF_INET, addr, &me.sin_addr) != 1 || fd < 0 ||
@@ -363,8 +365,17 @@ static int userve(const char *addr, int port, int n)
 	printf("ready\n");
 	fflush(stdout);
 	for (int i = 0; i < n; i++) {
+		struct epoll_event ev = { .events = EPOLLIN };
+		struct pollfd p = { .fd = fd, .events = POLLIN };
 		ssize_t r;
 
+		/* The first datagram waited for in epoll, the second in poll,
+		 * the rest in recvfrom(). */
+		if (i == 0 && (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) ||
+			       epoll_wait(ep, &ev, 1, 20000) != 1))
+			fail("epoll_wait");
+		if (i == 1 && poll(&p, 1, 20000) != 1)
+			fail("poll");
 		len = sizeof(from);
 		r = recvfrom(fd, b, sizeof(b), 0, (struct sockaddr *)&from, &len);
 		if (r < 0)
