@@ -408,6 +408,9 @@ ssize_t pl_twin_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
 /* A datagram socket connected (to, or AF_UNSPEC: disconnected): its twin
  * too, so it hears only that peer. */
 void pl_twin_connect(struct pl_sock *ps, const struct sockaddr_in *to);
+/* SO_ERROR of a datagram socket the stack has none for: its twin's
+ * pending error (taken, as SO_ERROR takes it), or 0. */
+int pl_twin_error(struct pl_sock *ps);
 /* pl_twin_recv() gave from->sin_family AF_INET6: the sender was IPv6
  * itself (a socket on ::); its address, cut to *lenp as Linux's. */
 void pl_twin_from6(struct sockaddr *a, socklen_t *lenp);

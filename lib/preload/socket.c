@@ -1426,6 +1426,10 @@ EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *lenp)
 		ret = sluice_getsockopt(pl_stack(), (int)ps->sd, level, name, val, &ulen);
 		if (!ret)
 			*lenp = ulen;
+		/* None in the stack: the error its twin got (twin.c). */
+		if (!ret && level == SOL_SOCKET && name == SO_ERROR && ps->type == SOCK_DGRAM &&
+		    ulen >= sizeof(int) && !*(int *)val)
+			*(int *)val = pl_twin_error(ps);
 	}
 	pl_put(ps);
 	return (int)pl_ret(ret);

@@ -530,6 +530,21 @@ ssize_t pl_twin_sendmsg6(struct pl_sock *ps, const struct msghdr *msg, int flags
 	return e ? -e : n;
 }
 
+int pl_twin_error(struct pl_sock *ps)
+{
+	int fd, e = 0;
+	socklen_t l = sizeof(e);
+
+	if (!SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->udp.os_err))
+		return 0;
+	pl_call_begin(ps);
+	fd = SL_READ_ONCE(ps->twin) - 1;
+	if (fd >= 0 && !REAL(getsockopt)(fd, SOL_SOCKET, SO_ERROR, &e, &l))
+		sl_listen_os_ready(pl_stack(), (int)ps->sd, ps->gen, SL_OSR_ERRTAKEN);
+	pl_call_end(ps);
+	return e;
+}
+
 void pl_twin_connect(struct pl_sock *ps, const struct sockaddr_in *to)
 {
 	int fd = SL_READ_ONCE(ps->twin) - 1;

@@ -1854,6 +1854,30 @@ static void check_udp_connect_shut(void)
 		printf("udp_send_after_unreachable: %s\n", rv(send(u, buf, 4, 0)));
 		printf("udp_send_again: %s\n", rv(send(u, buf, 4, 0)));
 		close(u);
+		/* The same error read by SO_ERROR (gVisor's
+		 * ConnectWriteToInvalidPort), which takes it. */
+		{
+			int e = -1;
+			socklen_t el = sizeof(e);
+
+			gone = socket(AF_INET, SOCK_DGRAM, 0);
+			ga = lo(0);
+			gl = sizeof(ga);
+			bind(gone, (struct sockaddr *)&ga, sizeof(ga));
+			getsockname(gone, (struct sockaddr *)&ga, &gl);
+			u = socket(AF_INET, SOCK_DGRAM, 0);
+			connect(u, (struct sockaddr *)&ga, sizeof(ga));
+			close(gone);
+			send(u, buf, 4, 0);
+			gp = (struct pollfd){ .fd = u, .events = POLLERR };
+			poll(&gp, 1, 1000);
+			r = rv(getsockopt(u, SOL_SOCKET, SO_ERROR, &e, &el));
+			printf("udp_so_error_unreachable: %s %s", r, e == ECONNREFUSED ? "ECONNREFUSED" : "other");
+			el = sizeof(e);
+			getsockopt(u, SOL_SOCKET, SO_ERROR, &e, &el);
+			printf(" again %d\n", e);
+			close(u);
+		}
 	}
 	/* bind(AF_UNSPEC, INADDR_ANY) is an AF_INET bind (Linux inet_bind()). */
 	u = socket(AF_INET, SOCK_DGRAM, 0);
