@@ -213,6 +213,7 @@ static ssize_t recv_loop(struct pl_sock *ps, void *buf, size_t len, int flags,
 			return 0;
 		if (!timeo_left(tmo, t0))
 			return done ? (ssize_t)done : -EAGAIN;
+		pl_twin_watch_check();	/* a forked child's datagram twins */
 		ret = pl_wait(ps, POLLIN, timeo_left(tmo, t0));
 		if (ret == -EAGAIN && SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->rcvlowat) > 1)
 			continue;	/* timed out under SO_RCVLOWAT: read what is there */
