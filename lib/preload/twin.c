@@ -458,8 +458,11 @@ ssize_t pl_twin_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
 		e = n < 0 ? errno : 0;
 		if (e && e != EAGAIN && e != EWOULDBLOCK)	/* its error, taken */
 			sl_listen_os_ready(st, (int)ps->sd, ps->gen, SL_OSR_ERRTAKEN);
-		if (e != EAGAIN && e != EWOULDBLOCK)
-			/* One taken (more may wait), or an error to see again. */
+		/* Readable again only if another waits there (one more call;
+		 * a datagram coming later brings its own edge): a poll that
+		 * says POLLIN must not send a blocking recv to sleep. */
+		if (e != EAGAIN && e != EWOULDBLOCK &&
+		    ((flags & MSG_PEEK) || REAL(recv)(tw, NULL, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT) >= 0))
 			sl_listen_os_ready(st, (int)ps->sd, ps->gen, SL_OSR_MORE);
 	}
 	pl_call_end(ps);
