@@ -152,6 +152,18 @@ for who in kernel stack; do
 	wait
 done
 
+# Three datagrams from a kernel sender queued before a stack socket reads:
+# poll() says POLLIN exactly while one waits.
+for who in kernel stack; do
+	srv=()
+	[ "$who" = stack ] && srv=("${R[@]}")
+	timeout 30 "${srv[@]}" "$prog" udrain 127.0.0.1 7421 >"$tmp/srv" 2>&1 &
+	waitfor ready "$tmp/srv" || echo "udrain $who: no ready"
+	"$prog" usend 127.0.0.1 7421 3
+	wait
+	echo "udrain $who $(grep reads "$tmp/srv")"
+done
+
 # SLUICE_KERNEL_LISTEN=0: the stack alone, as before.
 timeout 30 "$prog" serve 4 127.0.0.1 7407 1 >"$tmp/srv" 2>&1 &
 waitfor ready "$tmp/srv"
@@ -210,6 +222,10 @@ check "UDP: a kernel bind to the port a kernel socket's first sendto() picked: E
 	grep -qx 'uhold kernel EADDRINUSE any EADDRINUSE' <<<"$out"
 check "UDP: a kernel bind to the port a stack socket's first sendto() picked: EADDRINUSE (its twin)" \
 	grep -qx 'uhold stack EADDRINUSE any EADDRINUSE' <<<"$out"
+check "UDP: a kernel socket reads 3 queued datagrams while poll says POLLIN (reference)" \
+	grep -qx 'udrain kernel reads 3 spurious 0' <<<"$out"
+check "UDP: a stack socket reads a kernel sender's 3 queued datagrams, and POLLIN ends with them" \
+	grep -qx 'udrain stack reads 3 spurious 0' <<<"$out"
 check "SLUICE_KERNEL_LISTEN=0: refused, as before" \
 	grep -q '^off FAIL block: connect (errno Connection refused)' <<<"$out"
 

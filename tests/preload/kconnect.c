@@ -36,6 +36,9 @@
  * kconnect ubind ADDR PORT: bind a UDP socket there, print "bound" or
  * EADDRINUSE.  kconnect uhold ADDR PORT: a fresh UDP socket's sendto()
  * there, then "port N" (the port it was given), held until stdin ends.
+ * kconnect usend ADDR PORT N: N datagrams from a fresh UDP socket.
+ * kconnect udrain ADDR PORT: bound there, after a second reads while
+ * poll() says POLLIN: "reads R spurious S".
  *
  * Every wait is bounded (SIGALRM after 30 s).
  */
@@ -428,9 +431,58 @@ static int uhold(const char *addr, int port)
 	return 0;
 }
 
+/* usend ADDR PORT N: N datagrams from a fresh UDP socket. */
+static int usend(const char *addr, int port, int n)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	cname = "usend";
+	if (inet_pton(AF_INET, addr, &to.sin_addr) != 1 || fd < 0)
+		fail("socket");
+	for (int i = 0; i < n; i++)
+		if (sendto(fd, "d", 1, 0, (struct sockaddr *)&to, sizeof(to)) != 1)
+			fail("sendto");
+	return 0;
+}
+
+/* udrain ADDR PORT: a UDP socket bound there; "ready", then, once a
+ * second has passed, read while poll() says POLLIN: "reads R spurious S"
+ * (S: a POLLIN with nothing to read). */
+static int udrain(const char *addr, int port)
+{
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), reads = 0, spurious = 0;
+	char b[16];
+
+	cname = "udrain";
+	if (inet_pton(AF_INET, addr, &me.sin_addr) != 1 || fd < 0 ||
+	    bind(fd, (struct sockaddr *)&me, sizeof(me)))
+		fail("bind");
+	printf("ready\n");
+	fflush(stdout);
+	sleep(1);
+	while (spurious < 3) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		if (poll(&p, 1, 0) != 1)
+			break;
+		if (recv(fd, b, sizeof(b), MSG_DONTWAIT) < 0)
+			spurious++;
+		else
+			reads++;
+	}
+	printf("reads %d spurious %d\n", reads, spurious);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	alarm(30);
+	if (argc == 5 && !strcmp(argv[1], "usend"))
+		return usend(argv[2], atoi(argv[3]), atoi(argv[4]));
+	if (argc == 4 && !strcmp(argv[1], "udrain"))
+		return udrain(argv[2], atoi(argv[3]));
 	if (argc == 4 && !strcmp(argv[1], "uhold"))
 		return uhold(argv[2], atoi(argv[3]));
 	if (argc == 4 && !strcmp(argv[1], "ubind"))
