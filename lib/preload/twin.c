@@ -36,6 +36,17 @@
  * pre-forking server that forks right after listen() (epoll_et.py, under
  * the sanitized library) stopped mid-echo.
  *
+ * Datagram twins (issues 15, 20): a UDP socket bound in the stack (or
+ * bound here at its first send or connect(), pl_dgram_autobind()) has a
+ * kernel UDP twin on the same address and port, in the watcher's set from
+ * its bind.  A datagram coming to it sets the socket's udp.os_ready:
+ * readable as a datagram queued in the stack, and recv takes it from the
+ * twin once the stack's queue is empty (pl_twin_recv(), the sender's
+ * address as the kernel gave it: IPv6 itself for a socket on ::).  A
+ * datagram the stack has no socket for on this host goes out through the
+ * twin (pl_twin_send(): sl_udp_sendto() says -EREMOTE); its ICMP errors
+ * come back as EPOLLERR (udp.os_err: POLLERR, SO_ERROR).
+ *
  * The twins and the watcher's epoll fd are the library's own fds: close()
  * says EBADF for them, close_range() leaves them, a dup2() onto one moves
  * it to another number first (pl_twin_lost()).  A forked child shares them
