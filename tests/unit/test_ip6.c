@@ -82,7 +82,8 @@ static size_t echo(uint8_t *out, const char *src, const char *dst, uint8_t first
 	struct sl_icmp6 *ic = (struct sl_icmp6 *)(m + elen);
 	size_t len;
 
-	memcpy(m, ext, elen);
+	if (elen)	/* ext may be NULL then (memcpy wants a pointer) */
+		memcpy(m, ext, elen);
 	memset(ic, 0, sizeof(*ic));
 	ic->type = ICMP6_ECHO_REQUEST_;
 	ic->data = htonl(0x42420007);
