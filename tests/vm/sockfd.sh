@@ -176,10 +176,18 @@ churn_calls() { # PATH N PORT: "server-work server-wait client-work client-wait"
 	echo "$(trace_calls /tmp/cc.srv) $(trace_calls /tmp/cc.cli)"
 }
 trace_calls() { # strace -f FILE: "work wait" (the clock left out)
-	awk '{ sub(/^[0-9]+ +/, "") }
+	# Waiting: futex, poll, sched_yield, the module's wait ioctl, and the
+	# spin's look at the run queue (lib/run/wait.c: /proc/loadavg opened,
+	# read and closed at most once a millisecond a stack, before a spin).
+	awk '{ pid = $1; sub(/^[0-9]+ +/, "") }
 		/^<\.\.\. / || /^\+\+\+ / || /^--- / || !/^[a-z_0-9]+\(/ { next }
 		{ name = $0; sub(/\(.*/, "", name) }
 		name == "clock_gettime" { next }
+		name == "openat" && /"\/proc\/loadavg"/ { la[pid] = $NF; wait++; next }
+		(name == "read" || name == "close") && la[pid] != "" &&
+			index($0, name "(" la[pid] ",") + index($0, name "(" la[pid] ")") == 1 {
+			if (name == "close") la[pid] = ""
+			wait++; next }
 		name == "futex" || name == "poll" || name == "ppoll" || name == "sched_yield" ||
 		(name == "ioctl" && /0xb5, 0xd,/) { wait++; next }
 		{ work++ }
