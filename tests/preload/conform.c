@@ -383,6 +383,47 @@ static void check_waitall(void)
 	close(l);
 }
 
+static void *blocked_send(void *arg)
+{
+	struct timeval tv = { 3, 0 };
+	int fd = *(int *)arg;
+	char b = 'x';
+
+	/* A send that waits for room; 3 s at most (SO_SNDTIMEO). */
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	*(int *)arg = (int)send(fd, &b, 1, 0);
+	return NULL;
+}
+
+/* A send blocked on a full buffer returns once another thread raises
+ * SO_SNDBUF (Linux sk_setsockopt(): sk_write_space() wakes it), as
+ * gVisor's SendUnblocksOnSendBufferIncrease checks; the peer never reads. */
+static void check_sndbuf_raise(void)
+{
+	int l, c, s, sz = 16384, arg;
+	char buf[4096];
+	pthread_t t;
+
+	memset(buf, 'y', sizeof(buf));
+	pair(&l, &c, &s);
+	setsockopt(c, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
+	for (int i = 0; i < 100000 && send(c, buf, sizeof(buf), 0) > 0; i++)
+		usleep(i < 200 ? 1000 : 0);
+	printf("sndbuf_raise_full: %s\n", errno == EAGAIN ? "EAGAIN" : strerror(errno));
+	fcntl(c, F_SETFL, fcntl(c, F_GETFL) & ~O_NONBLOCK);
+	arg = c;
+	pthread_create(&t, NULL, blocked_send, &arg);
+	usleep(100000);
+	sz = 1 << 20;
+	setsockopt(c, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	pthread_join(t, NULL);
+	printf("sndbuf_raise_wakes_send: %d\n", arg);
+	close(c);
+	close(s);
+	close(l);
+}
+
 static void check_timeout(void)
 {
 	int l, c, s;
@@ -2677,6 +2718,7 @@ int main(void)
 	check_nonblocking();
 	check_data();
 	check_waitall();
+	check_sndbuf_raise();
 	check_timeout();
 	check_timeout_odd();
 	check_shutdown();
