@@ -719,19 +719,7 @@ static void tcp6_input(struct sl_stack *s, uint32_t idx, const struct sl_ip6 *ip
 	if (r == SLUICE_IDX_NONE)
 		goto drop;
 	th = (struct sl_tcph *)(sl_buf_base(s, r) + SL_HEADROOM + sizeof(*ip6));
-	memset(th, 0, sizeof(*th));
-	th->sport = in->dport;
-	th->dport = in->sport;
-	if (in->flags & TH_ACK_) {
-		th->seq = in->ack;
-		th->flags = TH_RST_;
-	} else {
-		uint32_t seglen = len - doff + !!(in->flags & TH_SYN_) + !!(in->flags & TH_FIN_);
-
-		th->ack = htonl(ntohl(in->seq) + seglen);
-		th->flags = TH_RST_ | TH_ACK_;
-	}
-	th->off = 5 << 4;
+	sl_tcp_rst_fill(th, in, len - doff);
 	sum = sl_csum_pseudo6(ip6->daddr, ip6->saddr, IPPROTO_TCP_, sizeof(*th));
 	th->csum = sl_csum_fold(sl_csum_add(sum, th, sizeof(*th)));
 	sl_ip6_build(s, r, IPPROTO_TCP_, ip6->daddr, ip6->saddr, sizeof(*th),

@@ -494,6 +494,9 @@ void sl_tcp_challenge_ack(struct sl_stack *s, struct sl_sock *so, uint64_t now_u
 void sl_tcp_oow_ack(struct sl_stack *s, struct sl_sock *so, bool with_data, uint64_t now_us);
 int sl_tcp_send_syn(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
 /* An RST answering a segment that matched no connection (RFC 9293 3.10.7.1). */
+/* Its TCP header at th, for segment in carrying plen bytes: the rule of
+ * 3.10.7.1 for IPv4 and IPv6 alike (ip6.c). */
+void sl_tcp_rst_fill(struct sl_tcph *th, const struct sl_tcph *in, unsigned int plen);
 void sl_tcp_send_reset(struct sl_stack *s, const struct sl_ip *ip, const void *th,
 		       unsigned int plen);
 /* (Re)transmit send-queue buffer idx as one segment. */

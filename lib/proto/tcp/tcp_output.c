@@ -409,20 +409,8 @@ int sl_tcp_send_syn(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	return sl_tcp_send_ctl(s, so, flags, tp->iss, now_us);
 }
 
-void sl_tcp_send_reset(struct sl_stack *s, const struct sl_ip *ip, const void *thv,
-		       unsigned int plen)
+void sl_tcp_rst_fill(struct sl_tcph *th, const struct sl_tcph *in, unsigned int plen)
 {
-	const struct sl_tcph *in = thv;
-	struct sl_tcph *th;
-	uint32_t idx;
-
-	/* RFC 9293 3.10.7.1: never answer a reset. */
-	if (in->flags & TH_RST_)
-		return;
-	idx = sl_buf_alloc(s);
-	if (idx == SLUICE_IDX_NONE)
-		return;
-	th = (struct sl_tcph *)(sl_buf_base(s, idx) + SL_HEADROOM + 20);
 	memset(th, 0, sizeof(*th));
 	th->sport = in->dport;
 	th->dport = in->sport;
@@ -438,6 +426,23 @@ void sl_tcp_send_reset(struct sl_stack *s, const struct sl_ip *ip, const void *t
 		th->flags = TH_RST_ | TH_ACK_;
 	}
 	th->off = 5 << 4;
+}
+
+void sl_tcp_send_reset(struct sl_stack *s, const struct sl_ip *ip, const void *thv,
+		       unsigned int plen)
+{
+	const struct sl_tcph *in = thv;
+	struct sl_tcph *th;
+	uint32_t idx;
+
+	/* RFC 9293 3.10.7.1: never answer a reset. */
+	if (in->flags & TH_RST_)
+		return;
+	idx = sl_buf_alloc(s);
+	if (idx == SLUICE_IDX_NONE)
+		return;
+	th = (struct sl_tcph *)(sl_buf_base(s, idx) + SL_HEADROOM + 20);
+	sl_tcp_rst_fill(th, in, plen);
 	sl_count(s, SL_C_tcp_reset_tx);
 	emit(s, NULL, idx, th, 20, ip->daddr, ip->saddr, false);
 }
