@@ -271,6 +271,10 @@ MANDIR ?= $(PREFIX)/share/man
 UDEVDIR ?= /lib/udev
 DKMSDIR ?= /usr/src/sluice-$(VERSION)
 SONAME := libsluice.so.0
+# In sluice.pc, relative to ${prefix} where they are under PREFIX, so that
+# pkg-config --define-variable=prefix=... moves them with it.
+PC_LIBDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))
+PC_INCLUDEDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))
 REALNAME := libsluice.so.$(VERSION)
 
 install: lib tools
@@ -286,7 +290,7 @@ install: lib tools
 	install -m 755 $(PRELOAD) $(DESTDIR)$(PKGLIBDIR)/libsluice-preload.so
 	install -m 644 include/sluice/sluice.h $(DESTDIR)$(INCLUDEDIR)/sluice/sluice.h
 	install -m 644 include/uapi/sluice.h $(DESTDIR)$(INCLUDEDIR)/sluice/uapi/sluice.h
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(PC_LIBDIR)|' -e 's|@INCLUDEDIR@|$(PC_INCLUDEDIR)|' \
 		-e 's|@VERSION@|$(VERSION)|' -e '/^# SPDX/d' tools/pkg/sluice.pc.in \
 		>$(DESTDIR)$(LIBDIR)/pkgconfig/sluice.pc
 	install -m 644 tools/man/sluice.1 $(DESTDIR)$(MANDIR)/man1/sluice.1

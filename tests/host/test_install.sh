@@ -93,6 +93,12 @@ EOC
 flags=$(env PKG_CONFIG_PATH="$dest/usr/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest" \
 	pkg-config --cflags --libs sluice 2>&1)
 check "pkg-config knows sluice ($flags)" grep -q -- '-lsluice' <<<"$flags"
+# A tree moved elsewhere: libdir and includedir follow ${prefix}.
+moved=$(for v in libdir includedir; do env PKG_CONFIG_PATH="$dest/usr/lib/pkgconfig" \
+	pkg-config --define-variable=prefix=/opt/moved --variable=$v sluice 2>&1; done | tr '\n' ' ')
+moved=${moved% }
+check "pkg-config --define-variable=prefix= moves libdir and includedir ($moved)" \
+	[ "$moved" = "/opt/moved/lib /opt/moved/include" ]
 # shellcheck disable=SC2086
 cc -Wall -Wextra -Werror -o "$tmp/hello" "$tmp/hello.c" $flags >"$tmp/cc.log" 2>&1
 check "a program builds against the installed headers and library" [ -x "$tmp/hello" ]
