@@ -51,4 +51,7 @@ const struct sluice_kring *kring_map(const struct sl_stack *s, size_t *len, char
 	X(kicks, "tx kicks")
 #define KRING_N		12
 
+/* The first line of file path into buf, its newline taken off; 0 or -errno (sluice.c). */
+int read_first_line(const char *path, char *buf, size_t len);
+
 #endif /* SLUICE_TOOLS_CMDS_H */

@@ -57,23 +57,13 @@ static int sysread(char *buf, size_t len, const char *fmt, ...)
 {
 	char path[PATH_MAX];
 	va_list ap;
-	FILE *f;
 	int n;
 
 	n = snprintf(path, sizeof(path), "%s/", sysroot());
 	va_start(ap, fmt);
 	vsnprintf(path + n, sizeof(path) - (size_t)n, fmt, ap);
 	va_end(ap);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	if (!fgets(buf, (int)len, f)) {
-		fclose(f);
-		return -EIO;
-	}
-	fclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
+	return read_first_line(path, buf, len);
 }
 
 /* The driver's name: ethtool's, else the device's driver link; "" if none. */

@@ -63,14 +63,10 @@ static void usage(FILE *f)
 		"--json prints one JSON document (schemas: tools/README.md, sluice(1)).\n");
 }
 
-/* Read one sysfs value into buf (its newline taken off); 0 or -errno. */
-static int read_sysfs(const char *name, char *buf, size_t len)
+int read_first_line(const char *path, char *buf, size_t len)
 {
-	char path[256];
-	FILE *f;
+	FILE *f = fopen(path, "re");
 
-	snprintf(path, sizeof(path), "%s/%s", SYSFS_DIR, name);
-	f = fopen(path, "re");
 	if (!f)
 		return -errno;
 	if (!fgets(buf, (int)len, f)) {
@@ -80,6 +76,15 @@ static int read_sysfs(const char *name, char *buf, size_t len)
 	fclose(f);
 	buf[strcspn(buf, "\n")] = '\0';
 	return 0;
+}
+
+/* Read one sysfs value into buf (its newline taken off); 0 or -errno. */
+static int read_sysfs(const char *name, char *buf, size_t len)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", SYSFS_DIR, name);
+	return read_first_line(path, buf, len);
 }
 
 /* Print one sysfs value; returns 0 or -errno. */
