@@ -58,7 +58,8 @@ static void usage(FILE *f)
 		"  doctor --interface IF\n"
 		"              check what Sluice's path on IF needs (driver, IPoIB mode,\n"
 		"              capabilities, module facts, device limits) and say what Sluice\n"
-		"              will do there\n"		"  version [--json]\n"
+		"              will do there\n"
+		"  version [--json]\n"
 		"              show the library version\n"
 		"--json prints one JSON document (schemas: tools/README.md, sluice(1)).\n");
 }

@@ -1,13 +1,22 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * sluice tcpdump: a stack's IPv4 packets, on its link and on its own
- * loopback, as the stack sends and receives them.  The tool makes a ring
- * in /dev/shm (struct sl_cap_ring, lib/core/core.h), names itself in the
+ * sluice tcpdump: a stack's packets, on its link and on its own loopback,
+ * as the stack sends and receives them.  The tool makes a ring in
+ * /dev/shm (struct sl_cap_ring, lib/core/core.h), names itself in the
  * region (cap_pid) and sets cap_on; the stack's lock holders copy each
  * packet into the ring (lib/core/capture.c) and the tool reads them out,
- * filters them with libpcap's BPF (compiled for raw IPv4, run here), and
- * writes a pcap file or prints a line a packet.  Only the tool links
- * libpcap; the library does not.
+ * filters them with libpcap's BPF, and writes a pcap file or prints a
+ * line a packet.  Only the tool links libpcap; the library does not.
+ *
+ * Link types, as the kernel's tcpdump gives them: `-i any` (the default)
+ * is LINUX_SLL2, the format libpcap uses for its own "any" device: each
+ * packet with its direction, its interface, its protocol and sender's
+ * link address, so that the loopback's and the link's packets, ARP
+ * among them, share one file.  `-i LINK` is EN10MB on a link that
+ * builds Ethernet frames (TAP: whole frames, ARP included) and RAW
+ * (the IP packet) on a link whose frames the kernel or the device
+ * builds (kring, IPoIB); `-i lo` is RAW (the stack's loopback has no
+ * link header at all).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,6 +38,8 @@
 
 #define RING_BYTES	(4u << 20)
 #define SNAPLEN		65535
+#define SLL2_LEN	20		/* struct sll2_header: libpcap's pcap/sll.h */
+#define ETH_LEN		14
 
 static volatile sig_atomic_t stop;
 
@@ -145,9 +156,32 @@ static void print_ip6(const struct sl_cap_rec *rec, const uint8_t *p)
 	}
 }
 
-/* One line a packet, in the manner of tcpdump's. */
-static void print_pkt(const struct sl_cap_rec *rec, const uint8_t *p, const char *ifname)
+/* An ARP packet's line, as tcpdump -n prints Ethernet/IPv4 ARP. */
+static void print_arp(const uint8_t *p, unsigned int caplen, unsigned int len)
 {
+	const struct sl_arp *a = (const void *)p;
+	char spa[INET_ADDRSTRLEN], tpa[INET_ADDRSTRLEN];
+
+	if (caplen < sizeof(*a) || a->htype != htons(1) || a->ptype != htons(ETHERTYPE_IP_) ||
+	    a->hlen != 6 || a->plen != 4) {
+		printf("ARP, length %u\n", len);
+		return;
+	}
+	inet_ntop(AF_INET, &a->spa, spa, sizeof(spa));
+	inet_ntop(AF_INET, &a->tpa, tpa, sizeof(tpa));
+	if (a->op == htons(1))
+		printf("ARP, Request who-has %s tell %s, length %u\n", tpa, spa, len);
+	else if (a->op == htons(2))
+		printf("ARP, Reply %s is-at %02x:%02x:%02x:%02x:%02x:%02x, length %u\n", spa,
+		       a->sha[0], a->sha[1], a->sha[2], a->sha[3], a->sha[4], a->sha[5], len);
+	else
+		printf("ARP, op %u, length %u\n", ntohs(a->op), len);
+}
+
+/* One line a packet, in the manner of tcpdump's. */
+static void print_pkt(const struct sl_cap_rec *rec0, const uint8_t *p, const char *ifname)
+{
+	struct sl_cap_rec r = *rec0, *rec = &r;
 	time_t secs = (time_t)(rec->ts_ns / 1000000000u);
 	const struct sl_ip *ip = (const void *)p;
 	unsigned int hlen, tot, plen;
@@ -158,6 +192,27 @@ static void print_pkt(const struct sl_cap_rec *rec, const uint8_t *p, const char
 	printf("%02d:%02d:%02d.%06u %s %s ", tm.tm_hour, tm.tm_min, tm.tm_sec,
 	       (unsigned int)(rec->ts_ns % 1000000000u / 1000u), ifname,
 	       rec->flags & SL_CAP_LO ? "  " : rec->flags & SL_CAP_OUT ? "Out" : "In ");
+	if (rec->flags & SL_CAP_ETH) {
+		uint16_t type;
+
+		if (rec->caplen < ETH_LEN) {
+			printf("[|ether], length %u\n", rec->origlen);
+			return;
+		}
+		type = (uint16_t)(p[12] << 8 | p[13]);
+		p += ETH_LEN;
+		ip = (const void *)p;
+		rec->caplen -= ETH_LEN;
+		rec->origlen -= ETH_LEN;
+		if (type == ETHERTYPE_ARP_) {
+			print_arp(p, rec->caplen, rec->origlen);
+			return;
+		}
+		if (type != ETHERTYPE_IP_ && type != ETHERTYPE_IPV6_) {
+			printf("ethertype 0x%04x, length %u\n", type, rec->origlen + ETH_LEN);
+			return;
+		}
+	}
 	if (rec->caplen >= sizeof(struct sl_ip6) && (ip->ver_ihl >> 4) == 6) {
 		print_ip6(rec, p);
 		return;
@@ -260,6 +315,107 @@ static void cap_stop(struct cap *c)
 	unlink(c->path);
 }
 
+/* What the file says about the stack's link in LINUX_SLL2 records. */
+struct link_id {
+	uint32_t ifindex;
+	uint16_t hatype;		/* ARPHRD_* */
+};
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+/*
+ * Packet pkt of record rec as link type dlt carries it: at *out (pkt
+ * itself, or buf, which has room for SLL2_LEN + the record), *caplen and
+ * *len set.  False if it has no place there (a frame that is not IP in
+ * a RAW file).
+ */
+static bool as_link(int dlt, const struct link_id *li, const struct sl_cap_rec *rec,
+		    const uint8_t *pkt, uint8_t *buf, const uint8_t **out, uint32_t *caplen,
+		    uint32_t *len)
+{
+	bool eth = rec->flags & SL_CAP_ETH, lo = rec->flags & SL_CAP_LO;
+	uint32_t hdr = eth ? ETH_LEN : 0;
+	uint16_t proto;
+
+	if (eth && rec->caplen < ETH_LEN)
+		return false;
+	proto = eth ? (uint16_t)(pkt[12] << 8 | pkt[13]) :
+		rec->caplen && (pkt[0] >> 4) == 6 ? ETHERTYPE_IPV6_ : ETHERTYPE_IP_;
+	if (dlt == DLT_RAW) {
+		if (proto != ETHERTYPE_IP_ && proto != ETHERTYPE_IPV6_)
+			return false;
+		*out = pkt + hdr;
+		*caplen = rec->caplen - hdr;
+		*len = rec->origlen - hdr;
+		return true;
+	}
+	if (dlt == DLT_EN10MB) {
+		if (eth) {
+			*out = pkt;
+			*caplen = rec->caplen;
+			*len = rec->origlen;
+			return true;
+		}
+		/* An IP packet on a framing link's file: addresses unknown. */
+		memset(buf, 0, 12);
+		put16(buf + 12, proto);
+		memcpy(buf + ETH_LEN, pkt, rec->caplen);
+		*out = buf;
+		*caplen = rec->caplen + ETH_LEN;
+		*len = rec->origlen + ETH_LEN;
+		return true;
+	}
+	/* LINUX_SLL2: protocol, reserved, interface index, ARPHRD type,
+	 * packet type (PACKET_* of linux/if_packet.h), address length and
+	 * the sender's link address, all in network order. */
+	memset(buf, 0, SLL2_LEN);
+	put16(buf, proto);
+	buf[4] = (uint8_t)((lo ? 1 : li->ifindex) >> 24);
+	buf[5] = (uint8_t)((lo ? 1 : li->ifindex) >> 16);
+	buf[6] = (uint8_t)((lo ? 1 : li->ifindex) >> 8);
+	buf[7] = (uint8_t)(lo ? 1 : li->ifindex);
+	put16(buf + 8, lo ? 772 /* ARPHRD_LOOPBACK */ : eth ? 1 /* ARPHRD_ETHER */ : li->hatype);
+	if (rec->flags & SL_CAP_OUT)
+		buf[10] = 4;				/* PACKET_OUTGOING */
+	else if (eth && (pkt[0] & 1))
+		buf[10] = memcmp(pkt, "\xff\xff\xff\xff\xff\xff", 6) ? 2 : 1;
+	else
+		buf[10] = 0;				/* PACKET_HOST */
+	if (eth || lo) {
+		buf[11] = 6;
+		if (eth)
+			memcpy(buf + 12, pkt + 6, 6);
+	}
+	memcpy(buf + SLL2_LEN, pkt + hdr, rec->caplen - hdr);
+	*out = buf;
+	*caplen = SLL2_LEN + rec->caplen - hdr;
+	*len = SLL2_LEN + rec->origlen - hdr;
+	return true;
+}
+
+/* The link's index and type for LINUX_SLL2: the module's device, or the
+ * TAP device as this process's namespace sees it (2 if it does not). */
+static void link_id_of(struct sl_stack *s, const char *lname, struct link_id *li)
+{
+	char path[80], line[32];
+
+	li->ifindex = s->ifindex ? s->ifindex : if_nametoindex(lname);
+	if (!li->ifindex)
+		li->ifindex = 2;
+	li->hatype = 0xfffe;	/* ARPHRD_NONE: not known */
+	if (s->lib->tap_name[0]) {
+		li->hatype = 1;
+		return;
+	}
+	snprintf(path, sizeof(path), "/sys/class/net/%s/type", lname);
+	if (!read_first_line(path, line, sizeof(line)))
+		li->hatype = (uint16_t)strtoul(line, NULL, 10);
+}
+
 int cmd_tcpdump(int argc, char **argv)
 {
 	const char *name = NULL, *iface = "any", *wfile = NULL;
@@ -270,9 +426,11 @@ int cmd_tcpdump(int argc, char **argv)
 	struct sluice_stack *st;
 	pcap_dumper_t *dump = NULL;
 	struct sigaction sa;
+	struct link_id li;
 	struct cap c;
 	pcap_t *dead;
-	int ret, i, want = 0;	/* 0 any, 1 lo, 2 the link */
+	uint8_t *buf;
+	int ret, i, dlt, want = 0;	/* 0 any, 1 lo, 2 the link */
 
 	for (i = 0; i < argc; i++) {
 		const char *a = argv[i];
@@ -321,12 +479,6 @@ int cmd_tcpdump(int argc, char **argv)
 		usage_tcpdump(stderr);
 		return 2;
 	}
-	/* The filter, compiled for packets that begin with their IPv4 header. */
-	dead = pcap_open_dead(DLT_RAW, (int)snaplen);
-	if (!dead || pcap_compile(dead, &prog, expr, 1, PCAP_NETMASK_UNKNOWN)) {
-		fprintf(stderr, "sluice tcpdump: %s\n", dead ? pcap_geterr(dead) : "libpcap");
-		return 2;
-	}
 	ret = sl_stack_inspect(name, &st);
 	if (ret) {
 		fprintf(stderr, "sluice tcpdump: stack %s: %s\n", name, strerror(-ret));
@@ -341,6 +493,21 @@ int cmd_tcpdump(int argc, char **argv)
 		fprintf(stderr, "sluice tcpdump: stack %s has no link %s (any, lo, %s)\n", name,
 			iface, lname);
 		return 2;
+	}
+	link_id_of((struct sl_stack *)st, lname, &li);
+	dlt = want == 0 ? DLT_LINUX_SLL2 :
+	      want == 2 && ((struct sl_stack *)st)->lib->tap_name[0] ? DLT_EN10MB : DLT_RAW;
+	/* The filter, compiled for the file's link type (SLL2 has room for
+	 * a frame's header and 6 bytes more). */
+	dead = pcap_open_dead(dlt, (int)snaplen + (dlt == DLT_LINUX_SLL2 ? SLL2_LEN : 0));
+	if (!dead || pcap_compile(dead, &prog, expr, 1, PCAP_NETMASK_UNKNOWN)) {
+		fprintf(stderr, "sluice tcpdump: %s\n", dead ? pcap_geterr(dead) : "libpcap");
+		return 2;
+	}
+	buf = malloc(SLL2_LEN + SNAPLEN + ETH_LEN);
+	if (!buf) {
+		fprintf(stderr, "sluice tcpdump: %s\n", strerror(ENOMEM));
+		return 1;
 	}
 	if (wfile) {
 		dump = pcap_dump_open(dead, wfile);
@@ -388,7 +555,7 @@ int cmd_tcpdump(int argc, char **argv)
 		while (tail != head && (count < 0 || got < count)) {
 			uint32_t off = (uint32_t)(tail & (RING_BYTES - 1));
 			struct sl_cap_rec rec;
-			const uint8_t *pkt = c.ring->data + off + sizeof(rec);
+			const uint8_t *pkt = c.ring->data + off + sizeof(rec), *frame;
 			struct pcap_pkthdr h;
 			int lo;
 
@@ -412,13 +579,13 @@ int cmd_tcpdump(int argc, char **argv)
 				continue;
 			h.ts.tv_sec = (time_t)(rec.ts_ns / 1000000000u);
 			h.ts.tv_usec = (suseconds_t)(rec.ts_ns % 1000000000u / 1000u);
-			h.caplen = rec.caplen;
-			h.len = rec.origlen;
-			if (!pcap_offline_filter(&prog, &h, pkt))
+			if (rec.origlen < rec.caplen ||
+			    !as_link(dlt, &li, &rec, pkt, buf, &frame, &h.caplen, &h.len) ||
+			    !pcap_offline_filter(&prog, &h, frame))
 				continue;
 			got++;
 			if (dump)
-				pcap_dump((u_char *)dump, &h, pkt);
+				pcap_dump((u_char *)dump, &h, frame);
 			else
 				print_pkt(&rec, pkt, lo ? "lo" : lname);
 		}
@@ -432,6 +599,7 @@ int cmd_tcpdump(int argc, char **argv)
 		got, seen, (unsigned long long)c.ring->drops);
 	pcap_freecode(&prog);
 	pcap_close(dead);
+	free(buf);
 	munmap(c.ring, c.len);
 	sluice_stack_close(st);
 	return 0;

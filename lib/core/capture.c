@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Packet capture for `sluice tcpdump` (tools/tcpdump.c): while the tool
- * is attached (sl_region.cap_on), the lock holder copies every IPv4
- * packet the stack sends or receives, on its link and on its own
+ * is attached (sl_region.cap_on), the lock holder copies every IPv4 and
+ * IPv6 packet the stack sends or receives, on its link and on its own
  * loopback, into the tool's ring (struct sl_cap_ring, core.h), a file in
  * /dev/shm that each process maps the first time it has a packet to
- * copy.  When nobody captures, the packet paths test cap_on and go on:
- * nothing here runs.  A ring the tool does not empty fast enough drops
- * what does not fit and counts it; the stack never waits for the tool.
+ * copy.  A link that builds its own frames (Ethernet on TAP: link/eth.c)
+ * gives them whole, ARP included.  When nobody captures, the packet
+ * paths test cap_on and go on: nothing here runs.  A ring the tool does
+ * not empty fast enough drops what does not fit and counts it; the
+ * stack never waits for the tool.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -161,7 +163,9 @@ void sl_cap_packet(struct sl_stack *s, uint32_t idx, unsigned int flags)
 	size = s->cap_size;	/* as checked when mapped */
 	b = sl_buf(s, idx);
 	origlen = b->len;
-	if (b->len >= sizeof(struct sl_ip)) {
+	/* An IP packet may go on in chained buffers (a frame does not:
+	 * link/eth.c sends and receives one buffer). */
+	if (!(flags & SL_CAP_ETH) && b->len >= sizeof(struct sl_ip)) {
 		const struct sl_ip *ip = (const struct sl_ip *)sl_buf_data(s, idx);
 		uint32_t tot = ntohs(ip->tot_len);
 

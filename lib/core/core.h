@@ -422,6 +422,8 @@ struct sl_cap_rec {
 };
 #define SL_CAP_OUT	0x1		/* sent (else received) */
 #define SL_CAP_LO	0x2		/* the stack's own loopback (else its link) */
+#define SL_CAP_ETH	0x4		/* a whole Ethernet frame (a link that frames:
+					 * link/eth.c), else an IP packet */
 
 _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	       "the module's header ends before the library's");
@@ -631,6 +633,10 @@ struct sl_link_ops {
 	 * (connect, accept; lock held): a link that steers in the device
 	 * steers the connection to this process (link/README.md). */
 	void (*conn_own)(struct sl_link *l, struct sl_stack *s, const struct sl_sock *so);
+	/* The link builds and parses its own frames (Ethernet on TAP:
+	 * link/eth.c) and gives them to the capture itself, ARP included;
+	 * IP's capture (proto/ip.c, ip6.c) leaves its packets to it. */
+	bool frames;
 };
 
 struct sl_link {
@@ -1100,11 +1106,18 @@ int sl_region_destroy(const char *name);
  * only; a module's stack goes when its last holder does.
  */
 bool sl_region_reclaim(const char *name);
-/* capture.c: copy IPv4 packet idx into the capture ring (cap_on was
- * seen set; lock held); let go of this process's mapping. */
+/* capture.c: copy packet idx (an IP packet, or a frame with SL_CAP_ETH)
+ * into the capture ring (cap_on was seen set; lock held); let go of
+ * this process's mapping. */
 void sl_cap_packet(struct sl_stack *s, uint32_t idx, unsigned int flags);
 void sl_cap_unmap(struct sl_stack *s);
 int sl_cap_path(const char *name, int32_t pid, char *buf, size_t len);
+/* Whether IP's capture takes packet b (cap_on seen set): not one a
+ * framing link gives the capture itself, on receive or send. */
+static inline bool sl_cap_ip(const struct sl_stack *s, const struct sluice_buf *b, bool out)
+{
+	return (!out && (b->flags & SL_BUF_LOCAL)) || !s->link || !s->link->ops->frames;
+}
 int sl_region_path(const char *name, char *buf, size_t len);
 void sl_region_detach(struct sl_stack *s);
 

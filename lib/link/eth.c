@@ -67,6 +67,8 @@ static int eth_send(struct sl_stack *s, const struct sl_eth_link *el, uint32_t i
 	memcpy(eh->dst, dst, 6);
 	memcpy(eh->src, s->lib->mac, 6);
 	eh->type = htons(type);
+	if (__builtin_expect(s->lib->cap_on != 0, 0))
+		sl_cap_packet(s, idx, SL_CAP_OUT | SL_CAP_ETH);
 	ret = el->xmit(el->link, sl_buf_data(s, idx), b->len);
 	b->off += sizeof(*eh);
 	b->len -= sizeof(*eh);
@@ -199,6 +201,10 @@ void sl_eth_input(struct sl_stack *s, const struct sl_eth_link *el, uint32_t idx
 	uint16_t type;
 
 	sl_count(s, SL_C_link_rx);
+	/* Every frame as it came, also those dropped below (as a packet
+	 * socket sees them before the kernel's IP does). */
+	if (__builtin_expect(s->lib->cap_on != 0, 0))
+		sl_cap_packet(s, idx, SL_CAP_ETH);
 	/* IPv6 groups' frames (33-33-...) too: IPv6 input keeps its own. */
 	if (b->len < sizeof(*eh) ||
 	    (memcmp(eh->dst, s->lib->mac, 6) && memcmp(eh->dst, bcast, 6) &&

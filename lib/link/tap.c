@@ -113,6 +113,7 @@ bool sl_link_tap_of(struct sl_stack *s, char *name, size_t len)
 
 static const struct sl_link_ops tap_ops = {
 	.name = "tap",
+	.frames = true,
 	.tx = tap_tx,
 	.tx6 = tap_tx6,
 	.rx = tap_rx,

@@ -58,7 +58,7 @@ void sl_ip_input(struct sl_stack *s, uint32_t idx)
 		return;
 	}
 	sl_count(s, SL_C_ip_rx);
-	if (__builtin_expect(s->lib->cap_on != 0, 0))
+	if (__builtin_expect(s->lib->cap_on != 0, 0) && sl_cap_ip(s, b, false))
 		sl_cap_packet(s, idx, b->flags & SL_BUF_LOCAL ? SL_CAP_LO : 0);
 	if (b->len < sizeof(*ip) || (ip->ver_ihl >> 4) != 4)
 		goto bad_hdr;
@@ -305,7 +305,7 @@ int sl_ip_output(struct sl_stack *s, uint32_t idx, bool keep)
 		sl_count(s, SL_C_ip_tx_noroute);
 		ret = -ENETUNREACH;
 	} else {
-		if (__builtin_expect(r->cap_on != 0, 0))
+		if (__builtin_expect(r->cap_on != 0, 0) && sl_cap_ip(s, sl_buf(s, idx), true))
 			sl_cap_packet(s, idx, SL_CAP_OUT);
 		ret = s->link->ops->tx(s->link, s, idx, nh);
 		if (ret)

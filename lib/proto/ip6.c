@@ -107,7 +107,7 @@ int sl_ip6_output(struct sl_stack *s, uint32_t idx)
 		sl_count(s, SL_C_ip6_tx_noroute);
 		ret = -ENETUNREACH;
 	} else {
-		if (__builtin_expect(s->lib->cap_on != 0, 0))
+		if (__builtin_expect(s->lib->cap_on != 0, 0) && sl_cap_ip(s, sl_buf(s, idx), true))
 			sl_cap_packet(s, idx, SL_CAP_OUT);
 		ret = s->link->ops->tx6(s->link, s, idx, ip6->daddr);
 		sl_count(s, ret ? SL_C_link_tx_err : SL_C_link_tx);
@@ -816,7 +816,7 @@ void sl_ip6_input(struct sl_stack *s, uint32_t idx)
 	uint8_t nxt;
 
 	sl_count(s, SL_C_ip6_rx);
-	if (__builtin_expect(s->lib->cap_on != 0, 0))
+	if (__builtin_expect(s->lib->cap_on != 0, 0) && sl_cap_ip(s, b, false))
 		sl_cap_packet(s, idx, local ? SL_CAP_LO : 0);
 	if (b->len < sizeof(*ip6) || (ntohl(ip6->vtcfl) >> 28) != 6 || sl_buf_chained(b) ||
 	    sizeof(*ip6) + ntohs(ip6->plen) > b->len)

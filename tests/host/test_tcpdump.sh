@@ -9,9 +9,14 @@
 #      12 bytes one way and 3000 the other, both closes, one UDP datagram.
 #      Captured whole (-w), then with a BPF filter that keeps only the
 #      SYNs and UDP, then printed (no -w) with -c.
+#      The default (-i any) is written as LINUX_SLL2, as the kernel's
+#      tcpdump writes its "any" device: direction and interface in each
+#      record.
 #   2. A TAP stack against the kernel in a namespace this test creates
 #      (10.205.0.1 kernel, 10.205.0.2 Sluice): a TCP echo and a UDP echo,
-#      captured on the link (-i pt0).
+#      captured on the link (-i pt0: Ethernet frames, the ARP exchanges
+#      among them), then again with -i any and an expression that keeps
+#      ARP and SYNs.
 #
 # Every program is bounded by timeout(1); the namespace is deleted.
 set -u
@@ -132,11 +137,14 @@ check "every TCP segment's checksum is right in the capture (tcpdump -vv: $ncs o
 cat >"$tmp/payload.py" <<'EOF'
 import struct, sys
 d = open(sys.argv[1], "rb").read()
+link = struct.unpack("<I", d[20:24])[0]
 pos, data = 24, b""
 while pos + 16 <= len(d):
     incl = struct.unpack("<IIII", d[pos:pos + 16])[2]
     p = d[pos + 16:pos + 16 + incl]
     pos += 16 + incl
+    if link == 276:     # LINUX_SLL2: a 20-byte header before the packet
+        p = p[20:]
     ihl = (p[0] & 15) * 4
     doff = (p[ihl + 12] >> 4) * 4
     data += p[ihl + doff:struct.unpack(">H", p[2:4])[0]]
@@ -148,6 +156,14 @@ udp=$(grep -c '127.0.0.1.[0-9]* > 127.0.0.1.8302: UDP, length 9' "$tmp/all.txt")
 check "one UDP datagram of 9 bytes to 8302 ($udp)" test "$udp" = 1
 check "the datagram's bytes are in the capture" \
 	grep -q 'datagram!' <("$td" -nn -A -r "$tmp/all.pcap" udp 2>/dev/null)
+check "the default capture is LINUX_SLL2, as the kernel's tcpdump -i any writes" \
+	grep -q 'link-type LINUX_SLL2' <("$td" -nn -r "$tmp/all.pcap" -c 1 2>&1)
+# tcpdump -e prints each record's interface (its name as this machine
+# has that index), direction and index: the loopback's (1), In
+# (PACKET_HOST), with protocol IPv4.
+n=$("$td" -nn -e -r "$tmp/all.pcap" 2>/dev/null | grep -c ' In  *ifindex 1 .*ethertype IPv4')
+check "every record says: interface 1 (lo), In, IPv4 ($n of $(wc -l <"$tmp/all.txt"))" \
+	test "$n" -gt 0 -a "$n" = "$(wc -l <"$tmp/all.txt")"
 total=$(wc -l <"$tmp/all.txt")
 capd=$(sed -n 's/^\([0-9]*\) packets captured/\1/p' "$tmp/cap1.err")
 check "the tool's count is the file's ($capd, $total), none dropped" \
@@ -224,31 +240,55 @@ s.settimeout(3)
 s.sendto(b"warm", ("10.205.0.1", 7102))    # ARP resolved before the capture
 s.recvfrom(100)
 print("ready", flush=True)
-for _ in range(100):
-    if os.path.exists(d + "/tgo"):
-        break
-    time.sleep(0.1)
-c = socket.create_connection(("10.205.0.1", 7101), timeout=3)
-c.sendall(b"tap hello")
-assert c.recv(100) == b"tap hello"
-c.close()
-s.sendto(b"tap datagram", ("10.205.0.1", 7102))
-assert s.recvfrom(100)[0] == b"tap datagram"
-time.sleep(0.3)
-print("done", flush=True)
+for k in (1, 2):
+    for _ in range(100):
+        if os.path.exists(d + "/tgo%d" % k):
+            break
+        time.sleep(0.1)
+    c = socket.create_connection(("10.205.0.1", 7101), timeout=3)
+    c.sendall(b"tap hello")
+    assert c.recv(100) == b"tap hello"
+    c.close()
+    s.sendto(b"tap datagram", ("10.205.0.1", 7102))
+    assert s.recvfrom(100)[0] == b"tap datagram"
+    if k == 1:
+        s.sendto(b"to nobody", ("10.205.0.9", 7102))   # an ARP request, unanswered
+    time.sleep(0.3)
+    print("done%d" % k, flush=True)
 EOF
 in_ns timeout 30 "$sluice" run --stack "$tst" --tap pt0 --addr 10.205.0.2/24 -- \
 	"$py" "$tmp/tap.py" "$tmp" >"$tmp/tap.out" 2>&1 &
 wait_for "$tmp/tap.out" ready
 check "a program on a TAP stack reaches the kernel's UDP echo" grep -q ready "$tmp/tap.out"
-timeout 20 "$sluice" tcpdump "$tst" -i pt0 -w "$tmp/tap.pcap" 2>"$tmp/tcap.err" &
-cpid=$!
-wait_for "$tmp/tcap.err" capturing
-touch "$tmp/tgo"
-wait_for "$tmp/tap.out" done
-kill -INT "$cpid" 2>/dev/null
-wait "$cpid"
+# tcap K ARGS...: capture exchange K on the TAP stack.
+tcap() {
+	local k=$1 cpid
+	shift
+	timeout 20 "$sluice" tcpdump "$tst" "$@" 2>"$tmp/tcap$k.err" &
+	cpid=$!
+	wait_for "$tmp/tcap$k.err" capturing
+	touch "$tmp/tgo$k"
+	wait_for "$tmp/tap.out" "done$k"
+	kill -INT "$cpid" 2>/dev/null
+	wait "$cpid"
+}
+# The kernel forgets the stack's address: it asks for it (ARP) before its
+# SYN-ACK can go out, and the stack answers.
+in_ns ip neigh flush dev pt0
+tcap 1 -i pt0 -w "$tmp/tap.pcap"
 rd "$tmp/tap.pcap" >"$tmp/tap.txt"
+mac=$(in_ns cat /sys/class/net/pt0/address)
+check "-i pt0 is written as Ethernet (EN10MB), as tcpdump -i on a device" \
+	grep -q 'link-type EN10MB' <("$td" -nn -r "$tmp/tap.pcap" -c 1 2>&1)
+check "the kernel's ARP request for the stack's address, and the stack's reply" test \
+	"$(grep -c 'ARP, Request who-has 10.205.0.2 tell 10.205.0.1' "$tmp/tap.txt")" -ge 1 -a \
+	"$(grep -c 'ARP, Reply 10.205.0.2 is-at' "$tmp/tap.txt")" -ge 1
+check "the stack's ARP request for an address nobody has" \
+	grep -q 'ARP, Request who-has 10.205.0.9 tell 10.205.0.2' "$tmp/tap.txt"
+# -e: the frames' addresses; the kernel's frames come from pt0's MAC.
+check "the kernel's SYN-ACK frame is from pt0's address ($mac)" \
+	grep -q "^$mac > .*10.205.0.1.7101 > 10.205.0.2.[0-9]*: Flags \[S\.\]" \
+	<("$td" -nn -e -r "$tmp/tap.pcap" 2>/dev/null | cut -d' ' -f2-)
 check "the SYN out on the link and the kernel's SYN-ACK back" test \
 	"$(grep -c '10.205.0.2.[0-9]* > 10.205.0.1.7101: Flags \[S\],' "$tmp/tap.txt")" = 1 -a \
 	"$(grep -c '10.205.0.1.7101 > 10.205.0.2.[0-9]*: Flags \[S\.\],' "$tmp/tap.txt")" = 1
@@ -261,4 +301,17 @@ check "the kernel's checksums are right in the capture (tcpdump -vv)" test -z \
 	"$("$td" -nn -vv -r "$tmp/tap.pcap" 2>/dev/null | grep -i 'incorrect')"
 check "the capture has the link's packets only, both FINs among them" test \
 	"$(grep -c 127.0.0.1 "$tmp/tap.txt")" = 0 -a "$(grep -c 'Flags \[F' "$tmp/tap.txt")" = 2
+# Again with -i any and a filter for ARP and SYNs: SLL2 records with the
+# direction of each (tcpdump -e: Out for the stack's SYN, In for the
+# kernel's SYN-ACK, B for the kernel's broadcast request), nothing else.
+in_ns ip neigh flush dev pt0
+tcap 2 -w "$tmp/tany.pcap" 'arp or tcp[tcpflags] & tcp-syn != 0'
+"$td" -nn -e -r "$tmp/tany.pcap" 2>/dev/null | cut -d' ' -f2- >"$tmp/tany.txt"
+tany() { grep -c "$1" "$tmp/tany.txt"; }
+check "-i any with a filter: the SYN Out, the SYN-ACK In, ARP both ways, nothing else" test \
+	"$(tany 'Out .*ethertype IPv4.*10.205.0.2.[0-9]* > 10.205.0.1.7101: Flags \[S\],')" = 1 -a \
+	"$(tany 'In .*ethertype IPv4.*10.205.0.1.7101 > 10.205.0.2.[0-9]*: Flags \[S\.\],')" = 1 -a \
+	"$(tany 'B .*ethertype ARP.*Request who-has 10.205.0.2')" -ge 1 -a \
+	"$(tany 'Out .*ethertype ARP.*Reply 10.205.0.2 is-at')" -ge 1 -a \
+	"$(grep -vc 'ARP\|Flags \[S' "$tmp/tany.txt")" = 0
 done_testing
