@@ -26,9 +26,15 @@
  * placeholders' files are Slab too).  The machine's other work moves
  * them a little: read them as figures, not bounds.  Exit status 0 when
  * every connection opened and every byte of a check echo came back.
+ *
+ * With CONN_MANY_READY=FILE in the environment the parent creates FILE
+ * once every connection is open and the workers idle, so that a script
+ * can measure something else beside them (conn_many.sh: a ping-pong on
+ * one more connection of the same stack).
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -219,6 +225,14 @@ int main(int argc, char **argv)
 	for (int w = 0; w < procs; w++)
 		if (write(go[1], "g", 1) != 1)
 			bad = 1;
+	if (!bad && getenv("CONN_MANY_READY")) {
+		int fd = open(getenv("CONN_MANY_READY"), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+
+		if (fd < 0)
+			bad = 1;
+		else
+			close(fd);
+	}
 	if (!bad)
 		sleep((unsigned int)idle);
 	close(stop[1]);
