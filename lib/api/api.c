@@ -435,7 +435,7 @@ static unsigned int wait_channels(struct sl_stack *s, const struct sluice_pollfd
 		return 0;
 	nq = sl_poll_channels(fds, n, chans);
 	for (unsigned int i = 0; i < nq; i++)
-		qv[i] = &s->lib->wq[(uint32_t)chans[i] & (SL_WQ_N - 1)];
+		qv[i] = &s->lib->wq[sl_chan_wq(chans[i])];
 	return nq > 1 ? nq : 0;
 }
 
@@ -459,11 +459,21 @@ static bool journal_names(struct sl_stack *s, uint32_t seen, uint32_t *from,
 	if (end - seen > SL_CHG_RING)
 		return true;
 	for (; *from != end; (*from)++) {
-		struct sl_wq *e = &s->lib->wq[SL_READ_ONCE(s->lib->chg_ring[*from &
-							(SL_CHG_RING - 1)]) & (SL_WQ_N - 1)];
+		uint32_t sd = SL_READ_ONCE(s->lib->chg_ring[*from & (SL_CHG_RING - 1)]);
+		struct sl_wq *e = &s->lib->wq[sd & (SL_WQ_N - 1)], *g = NULL;
 
+		/* And its epoll watch group's (core.h, SL_EPW_N); a socket
+		 * in several sets names them all. */
+		if (sd < s->max_sockets) {
+			uint16_t w = SL_READ_ONCE(sl_sock(s, sd)->epw);
+
+			if (w == SL_EPW_SHARED)
+				return true;
+			if (w && w <= SL_EPW_N)
+				g = &s->lib->wq[SL_WQ_N + w - 1u];
+		}
 		for (unsigned int i = 0; i < nq; i++)
-			if (qv[i] == e)
+			if (qv[i] == e || qv[i] == g)
 				return true;
 	}
 	return false;
@@ -504,7 +514,7 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 
 	if (journal && nchan <= SL_WAITV_MAX)
 		for (njq = 0; njq < nchan; njq++)
-			jq[njq] = &s->lib->wq[(uint32_t)chans[njq] & (SL_WQ_N - 1)];
+			jq[njq] = &s->lib->wq[sl_chan_wq(chans[njq])];
 	for (;;) {
 		/* Past the spin time: count as a sleeper before the last look,
 		 * so a change after that look bumps wake_seq and ends the wait
@@ -526,11 +536,11 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 				if (!q && (nqv = wait_channels(s, fds, n, qv)))
 					q = qv[0];
 			} else if (!on_fd && nchan == 1 && s->futex_ok) {
-				q = &s->lib->wq[(uint32_t)chans[0] & (SL_WQ_N - 1)];
+				q = &s->lib->wq[sl_chan_wq(chans[0])];
 			} else if (!on_fd && nchan > 1 && nchan <= SL_WAITV_MAX && s->futex_ok &&
 				   SL_READ_ONCE(sl_waitv_ok) && !sl_sys_sandboxed) {
 				for (nqv = 0; nqv < nchan; nqv++)
-					qv[nqv] = &s->lib->wq[(uint32_t)chans[nqv] & (SL_WQ_N - 1)];
+					qv[nqv] = &s->lib->wq[sl_chan_wq(chans[nqv])];
 				q = qv[0];
 			}
 			/* Counted before the look below (see sl_sock_wake()). */
@@ -688,7 +698,7 @@ void sl_wait_kick(struct sluice_stack *st, const int *chan_sds, unsigned int nch
 	/* As a readiness change on those channels marks them: woken after
 	 * the unlock. */
 	for (unsigned int i = 0; i < nchan; i++)
-		sl_wake_chan(s, (uint32_t)chan_sds[i] & (SL_WQ_N - 1));
+		sl_wake_chan(s, sl_chan_wq(chan_sds[i]));
 	sl_wake_any(s);
 	sl_unlock(s);
 }

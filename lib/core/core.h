@@ -40,6 +40,27 @@ struct sl_sock;
 #define SL_WHEEL_QUIET_MS	1000
 /* Wait channels (struct sl_region.wq): a power of two. */
 #define SL_WQ_N		256
+/*
+ * Epoll watch groups (preload/epoll.c): one a set of the Sluice side,
+ * each a wait channel after the SL_WQ_N of the sockets, wq[SL_WQ_N + g].
+ * A socket names the group of the set that watches it (sl_sock.epw: g + 1,
+ * 0 none, SL_EPW_SHARED more than one), and its readiness changes wake
+ * that group's sleepers alone, as the kernel's ep_poll_callback wakes
+ * the sets a socket is in.  A chans[] entry (api.h) with SL_CHAN_EPW set
+ * names group (entry & (SL_EPW_N - 1)) rather than a socket's channel.
+ */
+#define SL_EPW_N	256
+#define SL_WQ_ALL	(SL_WQ_N + SL_EPW_N)
+#define SL_CHAN_EPW	0x40000000
+#define SL_EPW_SHARED	0xffffu
+
+/* The wq[] entry of a chans[] entry: a watch group's, or the channel of
+ * the socket it names. */
+static inline uint32_t sl_chan_wq(int chan)
+{
+	return ((uint32_t)chan & SL_CHAN_EPW) ? SL_WQ_N + ((uint32_t)chan & (SL_EPW_N - 1)) :
+						 (uint32_t)chan & (SL_WQ_N - 1);
+}
 #define SL_XWAKE_N	16
 #define SL_SPIN_SLOTS	16
 #define SL_BELLS	256
@@ -318,7 +339,10 @@ struct sl_region {
 	struct sl_wq {
 		uint32_t seq, sleepers;
 		uint32_t bells;		/* mixed sleepers on it (bells[]) */
-	} wq[SL_WQ_N] __attribute__((aligned(64)));
+	} wq[SL_WQ_ALL] __attribute__((aligned(64)));
+	/* The pid whose epoll set has watch group g (0: free; a dead pid's
+	 * is taken by the next claim: preload/epoll.c). */
+	uint32_t epw_owner[SL_EPW_N];
 	uint32_t wq_sleepers;		/* the sum of wq[].sleepers */
 	/*
 	 * Mixed sleepers (run/bell.c): a thread waiting in poll or epoll on
@@ -673,14 +697,14 @@ struct sl_stack {
 	 * long), or a dead holder's state brought back. */
 	bool wake_all;
 	/* Wait channels whose sleepers to wake after unlock (sl_region.wq). */
-	uint64_t wq_pending[SL_WQ_N / 64];
+	uint64_t wq_pending[SL_WQ_ALL / 64];
 	/* Sockets one of whose exclusive sleepers to wake after unlock
 	 * (sl_sock_wake_one(); more in one turn are woken at once). */
 	uint32_t xwake[SL_XWAKE_N];
 	unsigned int xwake_n;
 	/* Channels whose mixed sleepers' bells to ring after unlock, and
 	 * whether the SL_BELL_ANY ones too (run/bell.c). */
-	uint64_t bell_pending[SL_WQ_N / 64];
+	uint64_t bell_pending[SL_WQ_ALL / 64];
 	bool bell_any_pending;
 	struct sl_link *link;
 	/*
@@ -1067,7 +1091,7 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
  * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
  */
-#define SL_LAYOUT_VERSION	22
+#define SL_LAYOUT_VERSION	23
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

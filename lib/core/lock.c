@@ -512,7 +512,7 @@ void sl_wake_sleepers(struct sl_stack *s)
 
 void sl_wake_everyone(struct sl_stack *s)
 {
-	for (unsigned int c = 0; c < SL_WQ_N; c++) {
+	for (unsigned int c = 0; c < SL_WQ_ALL; c++) {
 		if (!SL_READ_ONCE(s->lib->wq[c].sleepers))
 			continue;
 		sl_fetch_add(&s->lib->wq[c].seq, 1);

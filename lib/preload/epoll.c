@@ -98,9 +98,18 @@ struct pl_ep {
 	 * (ep_ctl_kick()): Linux wakes a waiter when a ready fd is added. */
 	uint32_t sleeping;
 	uint32_t ctl_seq;
+	/* Its watch group in the stack (core.h, SL_EPW_N), or -1; whether a
+	 * claim was tried; ep_forks when claimed (a fork since: another
+	 * process's copy of the set may sleep on it too, so its sockets keep
+	 * naming it). */
+	int epw;
+	bool epw_tried;
+	unsigned int epw_forks;
 };
 
 static struct pl_ep *eps[PL_EP_MAX];
+/* Forks of this process (either side): pl_epoll_atfork(). */
+static unsigned int ep_forks;
 /*
  * Sets that hold no kernel fd for sure: made by epoll_create() in this
  * process, since no fork (another process could add to it), and never
@@ -141,6 +150,8 @@ static void ep_kforget(struct pl_ep *ep, int fd)
 		}
 }
 
+static void epw_unmark(struct pl_ep *ep, uint32_t sd);
+
 void pl_epoll_close(int epfd)
 {
 	struct pl_ep *ep;
@@ -155,6 +166,18 @@ void pl_epoll_close(int epfd)
 	/* A thread still waiting on it keeps going on freed memory in the
 	 * kernel too (its epoll fd is gone): the same undefined case. */
 	if (ep) {
+		struct sl_stack *s = pl_sl();
+
+		/* Its sockets and its group go back (not after a fork: a
+		 * copy of the set elsewhere may still sleep on the group). */
+		for (unsigned int i = 0; i < ep->cap; i++)
+			if (ep->items[i].fd >= 0)
+				epw_unmark(ep, ep->items[i].sd);
+		if (ep->epw >= 0 && s && ep->epw_forks == SL_READ_ONCE(ep_forks)) {
+			uint32_t self = (uint32_t)getpid();
+
+			(void)sl_cmpxchg(&s->lib->epw_owner[ep->epw], &self, 0);
+		}
 		free(ep->items);
 		free(ep->by_sd);
 		free(ep->by_fd);
@@ -237,6 +260,7 @@ static struct pl_ep *ep_get_or_make(int epfd)
 		if (ep) {
 			pthread_mutex_init(&ep->mu, NULL);
 			ep->free = -1;
+			ep->epw = -1;
 			ep->epfd = epfd;
 			sl_store_release(&eps[epfd], ep);
 			if (epfd >= eps_top)
@@ -296,6 +320,71 @@ static void check_all(struct pl_ep *ep)
 			check_push(ep, (int32_t)i);
 }
 
+/*
+ * Watch groups (core.h, SL_EPW_N): a set's own wait channel, so that a
+ * change to one of its sockets wakes its sleepers and nobody else's, as
+ * the kernel's ep_poll_callback wakes the sets a socket is in.  A set
+ * claims one with its first Sluice socket; a dead process's is taken
+ * over.  The counts on a group are never reset: a sleeper of a process
+ * that died costs a spurious wake-up at most, and a socket still naming
+ * a group its set gave up wakes that group's next owner for nothing.
+ */
+static void epw_claim(struct pl_ep *ep, struct sl_stack *s)
+{
+	uint32_t self = (uint32_t)getpid();
+
+	ep->epw_tried = true;
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t g = 0; g < SL_EPW_N; g++) {
+			uint32_t o = SL_READ_ONCE(s->lib->epw_owner[g]);
+
+			/* Free ones first; then those of dead processes. */
+			if (pass ? !o || !sl_pid_dead((pid_t)o) : o != 0)
+				continue;
+			if (sl_cmpxchg(&s->lib->epw_owner[g], &o, self)) {
+				ep->epw = (int)g;
+				ep->epw_forks = SL_READ_ONCE(ep_forks);
+				return;
+			}
+		}
+	}
+}
+
+/* Socket sd joined the set (ep->mu held): it names the set's group, or
+ * every group (SL_EPW_SHARED) if it names another already.  A set with
+ * no group sleeps on every change and marks nothing. */
+static void epw_mark(struct pl_ep *ep, uint32_t sd)
+{
+	struct sl_stack *s = pl_sl();
+	uint16_t *w, old = 0, mine;
+
+	if (!s || sd >= s->max_sockets)
+		return;
+	if (ep->epw < 0 && !ep->epw_tried)
+		epw_claim(ep, s);
+	if (ep->epw < 0)
+		return;
+	w = &sl_sock(s, sd)->epw;
+	mine = (uint16_t)(ep->epw + 1);
+	if (sl_cmpxchg(w, &old, mine) || old == mine || old == SL_EPW_SHARED)
+		return;
+	SL_WRITE_ONCE(*w, (uint16_t)SL_EPW_SHARED);
+}
+
+/* Socket sd left the set (its last item; ep->mu held): it names no group
+ * if it named ours, unless a fork since the claim may have left a copy
+ * of the set in another process that still watches it. */
+static void epw_unmark(struct pl_ep *ep, uint32_t sd)
+{
+	struct sl_stack *s = pl_sl();
+	uint16_t mine;
+
+	if (ep->epw < 0 || !s || sd >= s->max_sockets || ep->epw_forks != SL_READ_ONCE(ep_forks))
+		return;
+	mine = (uint16_t)(ep->epw + 1);
+	(void)sl_cmpxchg(&sl_sock(s, sd)->epw, &mine, 0);
+}
+
 static int item_add(struct pl_ep *ep, int fd, const struct pl_sock *ps,
 		    const struct epoll_event *ev)
 {
@@ -332,6 +421,7 @@ static int item_add(struct pl_ep *ep, int fd, const struct pl_sock *ps,
 	ep->by_sd[ps->sd] = i;
 	ep->by_fd[fd] = i;
 	ep->n++;
+	epw_mark(ep, ps->sd);
 	check_push(ep, i);
 	return 0;
 }
@@ -345,6 +435,8 @@ static void item_del(struct pl_ep *ep, int32_t i)
 		pp = &ep->items[*pp].next;
 	if (*pp == i)
 		*pp = it->next;
+	if (ep->by_sd[it->sd] < 0)
+		epw_unmark(ep, it->sd);
 	ep->by_fd[it->fd] = -1;
 	/* A check list entry may still name it: fd -1 skips it there. */
 	it->fd = -1;
@@ -707,8 +799,10 @@ static unsigned int ep_channels(const struct pl_ep *ep, int *chans)
 {
 	unsigned int nc = 0, j;
 
-	if (!ep->n || ep->cap > PL_EP_CHAN_CAP)
+	if (!ep->n)
 		return 0;
+	if (ep->cap > PL_EP_CHAN_CAP)
+		goto group;
 	for (unsigned int i = 0; i < ep->cap; i++) {
 		const struct pl_epitem *it = &ep->items[i];
 
@@ -719,10 +813,16 @@ static unsigned int ep_channels(const struct pl_ep *ep, int *chans)
 		if (j < nc)
 			continue;
 		if (nc == SL_WAITV_MAX)
-			return 0;
+			goto group;
 		chans[nc++] = (int)it->sd;
 	}
 	return nc;
+group:
+	/* A larger set: its watch group, if it has one (epw_claim()). */
+	if (ep->epw < 0)
+		return 0;
+	chans[0] = (int)(SL_CHAN_EPW | (uint32_t)ep->epw);
+	return 1;
 }
 
 /*
@@ -1063,6 +1163,8 @@ EXPORT int epoll_create1(int flags)
 void pl_epoll_atfork(void)
 {
 	int top = SL_READ_ONCE(ep_pure_top);
+
+	SL_WRITE_ONCE(ep_forks, ep_forks + 1);
 
 	if (top > 0 && top <= PL_EP_MAX) {
 		memset(ep_pure, 0, (size_t)top * sizeof(ep_pure[0]));

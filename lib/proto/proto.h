@@ -206,6 +206,10 @@ struct sl_sock {
 	/* IP_MTU_DISCOVER + 1 once set (what was padding); 0: the default,
 	 * IP_PMTUDISC_WANT.  Only the DF bit follows it (sl_ip_sock_hdr()). */
 	uint8_t pmtudisc;
+	/* The epoll watch group watching it (core.h, SL_EPW_N): g + 1, 0
+	 * none, SL_EPW_SHARED more than one; set by the sets' EPOLL_CTL_ADD
+	 * without the lock (compare-and-swap), read by sl_sock_wake(). */
+	uint16_t epw;
 
 	union {
 		struct sl_tcp_sock tcp;
@@ -521,6 +525,8 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so);
  * with no socket change (api.c, sl_wait_kick()). */
 void sl_wake_chan(struct sl_stack *s, uint32_t c);
 void sl_wake_any(struct sl_stack *s);
+/* Lock held: wake the epoll watch group(s) a socket's epw names. */
+void sl_wake_epw(struct sl_stack *s, uint16_t epw);
 /* Lock held: one more of so's exclusive sleepers should look (an accept()
  * that left connections queued, or failed for good): wake it at unlock. */
 void sl_sock_wake_one(struct sl_stack *s, struct sl_sock *so);

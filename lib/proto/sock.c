@@ -782,7 +782,22 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 	 * sees this change, or its count is visible to this load.  Those
 	 * waiting on so's channel alone first, then everyone else. */
 	sl_wake_chan(s, so->idx & (SL_WQ_N - 1));
+	sl_wake_epw(s, SL_READ_ONCE(so->epw));
 	sl_wake_any(s);
+}
+
+void sl_wake_epw(struct sl_stack *s, uint16_t epw)
+{
+	/* The group of the set watching it; a socket in several sets wakes
+	 * every group (each set may sleep on its own alone: epoll.c). */
+	if (!epw)
+		return;
+	if (epw <= SL_EPW_N) {
+		sl_wake_chan(s, SL_WQ_N + epw - 1u);
+		return;
+	}
+	for (uint32_t g = 0; g < SL_EPW_N; g++)
+		sl_wake_chan(s, SL_WQ_N + g);
 }
 
 void sl_wake_chan(struct sl_stack *s, uint32_t c)

@@ -46,7 +46,7 @@ socklen_t sl_bell_name(struct sockaddr_un *a, uint32_t pid, uint32_t tid)
 
 static uint32_t *bell_count(struct sl_stack *s, uint32_t chan)
 {
-	return chan == SL_BELL_ANY ? &s->lib->bells_any : &s->lib->wq[chan & (SL_WQ_N - 1)].bells;
+	return chan == SL_BELL_ANY ? &s->lib->bells_any : &s->lib->wq[chan % SL_WQ_ALL].bells;
 }
 
 int sl_bell_register(struct sl_stack *s, uint32_t chan, uint32_t pid, uint32_t tid,
@@ -54,8 +54,9 @@ int sl_bell_register(struct sl_stack *s, uint32_t chan, uint32_t pid, uint32_t t
 {
 	struct sl_region *r = s->lib;
 
+	/* Kept as its wq[] entry (a watch group's past SL_WQ_N). */
 	if (chan != SL_BELL_ANY)
-		chan &= SL_WQ_N - 1;
+		chan = sl_chan_wq((int)chan);
 	for (unsigned int i = 0; i < SL_BELLS; i++) {
 		struct sl_bell *b = &r->bells[i];
 		uint32_t st = SL_READ_ONCE(b->state), want;
@@ -148,14 +149,14 @@ void sl_bell_ring_pending(struct sl_stack *s, bool all)
 	struct sl_region *r = s->lib;
 	uint32_t top = SL_READ_ONCE(r->bells_top);
 	bool any = s->bell_any_pending || all;
-	uint64_t pend[SL_WQ_N / 64];
+	uint64_t pend[SL_WQ_ALL / 64];
 	bool some = all;
 	int saved = errno;
 
 	memcpy(pend, s->bell_pending, sizeof(pend));
 	memset(s->bell_pending, 0, sizeof(s->bell_pending));
 	s->bell_any_pending = false;
-	for (unsigned int k = 0; k < SL_WQ_N / 64; k++)
+	for (unsigned int k = 0; k < SL_WQ_ALL / 64; k++)
 		some |= pend[k] != 0;
 	if ((!some && !any) || sl_sys_sandboxed)
 		return;
@@ -169,7 +170,7 @@ void sl_bell_ring_pending(struct sl_stack *s, bool all)
 			continue;	/* free, or being claimed */
 		chan = SL_READ_ONCE(b->chan);
 		if (all || (chan == SL_BELL_ANY ? any :
-			    (chan < SL_WQ_N && (pend[chan / 64] >> (chan % 64) & 1))))
+			    (chan < SL_WQ_ALL && (pend[chan / 64] >> (chan % 64) & 1))))
 			ring(s, i, gen);
 	}
 	errno = saved;

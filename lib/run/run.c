@@ -22,7 +22,7 @@ static void wake_sleepers(struct sl_stack *s)
 {
 	s->wake_pending = false;
 	/* Sleepers on a wait channel whose sockets changed ... */
-	for (unsigned int i = 0; i < SL_WQ_N / 64; i++) {
+	for (unsigned int i = 0; i < SL_WQ_ALL / 64; i++) {
 		uint64_t m = s->wq_pending[i];
 
 		s->wq_pending[i] = 0;
