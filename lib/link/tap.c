@@ -140,9 +140,15 @@ int sluice_link_tap(struct sluice_stack *st, const char *ifname)
 	/* A multi-queue device lets each process of the stack have a queue. */
 	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_MULTI_QUEUE;
 	if (sl_sys_ioctl(fd, TUNSETIFF, &ifr)) {
+		int first = errno;
+
 		ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
 		if (sl_sys_ioctl(fd, TUNSETIFF, &ifr)) {
-			ret = -errno;
+			/* A multi-queue device refused to its owner's
+			 * stranger (EPERM: tun_not_capable()) answers the
+			 * single-queue retry with EINVAL (the flags do not
+			 * match it): the first answer is the reason. */
+			ret = errno == EINVAL && first != EINVAL ? -first : -errno;
 			sl_sys_close(fd);
 			return ret;
 		}

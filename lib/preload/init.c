@@ -49,7 +49,7 @@ static bool stack_failed;
 
 void pl_log(const char *fmt, ...)
 {
-	char buf[512];	/* a hint may run long (tap_hint()) */
+	char buf[640];	/* a hint may run long (tap_hint()) */
 	va_list ap;
 	int n;
 
@@ -281,8 +281,30 @@ static const char *tap_hint(struct sluice_stack *st, int err, char *buf, size_t 
 				helper > 0 ? (int)helper : 0,
 				helper > 0 ? ", which goes once the connections closed before "
 					     "have ended, within a minute" : "") < 0 ? "" : buf;
+	char path[64], owner[16] = "";
+	int fd, n;
+
 	if (err != -EPERM && err != -EACCES)
 		return "";
+	/* A device that exists already belongs to someone else (the tun
+	 * driver's owner, -1 for none; tun_not_capable()). */
+	snprintf(path, sizeof(path), "/sys/class/net/%s/owner", pl_cfg.tap);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = (int)sl_sys_read(fd, owner, sizeof(owner) - 1);
+		sl_sys_close(fd);
+		owner[n > 0 ? n : 0] = '\0';
+		owner[strcspn(owner, "\n")] = '\0';
+	}
+	if (owner[0] && strcmp(owner, "-1")) {
+		snprintf(buf, len, " (TAP device %s exists and belongs to user %s: taking it "
+			 "needs CAP_NET_ADMIN; root can give it to this user, ip tuntap del dev %s "
+			 "mode tap multi_queue, then ip tuntap add dev %s mode tap multi_queue user "
+			 "%u, or give the tool the capability, setcap cap_net_admin+p on sluice: "
+			 "sluice(1), CAPABILITIES)", pl_cfg.tap, owner, pl_cfg.tap, pl_cfg.tap,
+			 (unsigned int)getuid());
+		return buf;
+	}
 	snprintf(buf, len, " (making or taking a TAP device needs CAP_NET_ADMIN: root can "
 		 "make one for this user, ip tuntap add dev %s mode tap multi_queue user %u, "
 		 "then ip link set %s up; or give the tool the capability, setcap "
@@ -366,7 +388,7 @@ struct sluice_stack *pl_stack(void)
 {
 	struct sluice_stack *st = sl_load_acquire(&stack);
 	int ret, saved_errno;
-	char hint[320];
+	char hint[480];
 
 	if (st || stack_failed)
 		return st;

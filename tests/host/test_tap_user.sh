@@ -78,6 +78,20 @@ check "and how root makes a device for it (user $uid)" \
 check "and how to give the tool the capability" grep -qF 'setcap cap_net_admin+p' <<<"$out"
 check "and that its sockets stay in the kernel" grep -q 'sockets stay in the kernel' <<<"$out"
 
+# 1b. A device that exists and belongs to root: the tun driver refuses
+# nobody (EPERM) and the retry without multi-queue says EINVAL; the
+# user is told the first, whose device it is, and what root can do.
+in_ns ip tuntap add dev tu8 mode tap multi_queue user 0
+out=$(as_nobody "$st-1" tu8 10.208.0.2/24 "$py" -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 0))
+print("ran")' 2>&1)
+check "a device of root's: the program runs, told the device belongs to user 0 and needs CAP_NET_ADMIN" \
+	grep -q 'TAP tu8: Operation not permitted (TAP device tu8 exists and belongs to user 0: taking it needs CAP_NET_ADMIN' <<<"$out"
+check "and how root gives it to this user (user $uid)" \
+	grep -qF "ip tuntap add dev tu8 mode tap multi_queue user $uid" <<<"$out"
+
 # 2. A device root made for nobody, a kernel server on its other side.
 in_ns ip tuntap add dev tu0 mode tap multi_queue user nobody
 in_ns ip addr add 10.209.0.1/24 dev tu0
