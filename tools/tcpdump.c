@@ -15,8 +15,8 @@
  * among them, share one file.  `-i LINK` is EN10MB on a link that
  * builds Ethernet frames (TAP: whole frames, ARP included) and RAW
  * (the IP packet) on a link whose frames the kernel or the device
- * builds (kring, IPoIB); `-i lo` is RAW (the stack's loopback has no
- * link header at all).
+ * builds (kring, IPoIB); `-i lo` is EN10MB with zero addresses, as the
+ * kernel's loopback frames are.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -191,7 +191,7 @@ static void print_pkt(const struct sl_cap_rec *rec0, const uint8_t *p, const cha
 	localtime_r(&secs, &tm);
 	printf("%02d:%02d:%02d.%06u %s %s ", tm.tm_hour, tm.tm_min, tm.tm_sec,
 	       (unsigned int)(rec->ts_ns % 1000000000u / 1000u), ifname,
-	       rec->flags & SL_CAP_LO ? "  " : rec->flags & SL_CAP_OUT ? "Out" : "In ");
+	       rec->flags & SL_CAP_OUT ? "Out" : "In ");
 	if (rec->flags & SL_CAP_ETH) {
 		uint16_t type;
 
@@ -495,11 +495,13 @@ int cmd_tcpdump(int argc, char **argv)
 		return 2;
 	}
 	link_id_of((struct sl_stack *)st, lname, &li);
+	/* lo as the kernel's: Ethernet with zero addresses (as_link()). */
 	dlt = want == 0 ? DLT_LINUX_SLL2 :
-	      want == 2 && ((struct sl_stack *)st)->lib->tap_name[0] ? DLT_EN10MB : DLT_RAW;
-	/* The filter, compiled for the file's link type (SLL2 has room for
-	 * a frame's header and 6 bytes more). */
-	dead = pcap_open_dead(dlt, (int)snaplen + (dlt == DLT_LINUX_SLL2 ? SLL2_LEN : 0));
+	      want == 1 || ((struct sl_stack *)st)->lib->tap_name[0] ? DLT_EN10MB : DLT_RAW;
+	/* The filter, compiled for the file's link type; the file says the
+	 * kernel tcpdump's snapshot length (262144) unless -s was given. */
+	dead = pcap_open_dead(dlt, snaplen == SNAPLEN ? 262144 :
+			      (int)snaplen + (dlt == DLT_LINUX_SLL2 ? SLL2_LEN : ETH_LEN));
 	if (!dead || pcap_compile(dead, &prog, expr, 1, PCAP_NETMASK_UNKNOWN)) {
 		fprintf(stderr, "sluice tcpdump: %s\n", dead ? pcap_geterr(dead) : "libpcap");
 		return 2;

@@ -63,7 +63,7 @@ l = socket.socket()
 l.bind(("127.0.0.1", 7001))
 l.listen(4)
 print("ready", flush=True)
-for k in (1, 2, 3, 4):
+for k in (1, 2, 3, 4, 5):
     for _ in range(100):
         if os.path.exists("%s/go%d" % (d, k)):
             break
@@ -200,6 +200,14 @@ ls /dev/shm/sluicecap-"$lst"-"$kpid" >/dev/null 2>&1
 check "a SIGKILLed capture's ring is removed by the stack's next packets" test $? != 0
 out=$(timeout 5 "$sluice" tcpdump "$lst" -c 1 2>&1 </dev/null & sleep 1; kill -INT $! 2>/dev/null; wait)
 check "and a new capture starts ($out)" grep -q capturing <<<"$out"
+# -i lo -w: Ethernet with zero addresses, as the kernel's tcpdump -i lo
+# writes; the file's snapshot length the kernel tcpdump's, 262144.
+capture 5 -i lo -w "$tmp/lo.pcap"
+check "-i lo is written as EN10MB with zero addresses, snapshot 262144, as the kernel's lo" test \
+	"$("$td" -nn -r "$tmp/lo.pcap" -c 1 2>&1 | grep -c 'link-type EN10MB .*snapshot length 262144')" = 1 -a \
+	"$("$td" -nn -e -r "$tmp/lo.pcap" 2>/dev/null | grep -c '00:00:00:00:00:00 > 00:00:00:00:00:00, ethertype IPv4')" -ge 11
+check "and its lines say In, as the kernel's -i any does for lo" \
+	test "$(grep -c ' lo In  IP ' "$tmp/cap3.out")" = 2
 wait
 
 # --- 2. a TAP stack against the kernel --------------------------------------
