@@ -587,6 +587,11 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(tcp_rack_reord, "TCP reordering seen: a SACK or ACK below the highest SACKed") \
 	X(tcp_dsack_rx, "TCP DSACK blocks received (RFC 2883): a segment arrived twice") \
 	X(tcp_tlp_recovery, "TCP loss probes that repaired a loss: cwnd reduced (RFC 8985 7.4)") \
+	X(tcp_full_undo, "TCP recoveries undone at their end: timestamps or DSACK showed no loss (Linux TCPFullUndo)") \
+	X(tcp_partial_undo, "TCP recoveries undone on a partial ACK: the hole was filled by the original (Linux TCPPartialUndo)") \
+	X(tcp_dsack_undo, "TCP reductions undone: DSACKs reported every retransmission needless (Linux TCPDSACKUndo)") \
+	X(tcp_loss_undo, "TCP RTO reductions undone: timestamps, DSACK or F-RTO showed no loss (Linux TCPLossUndo)") \
+	X(tcp_spurious_rto, "TCP RTOs F-RTO found spurious (RFC 5682; Linux TCPSpuriousRTOs)") \
 	X(ip6_rx, "IPv6 packets received")				\
 	X(ip6_tx, "IPv6 packets sent")					\
 	X(ip6_rx_bad_hdr, "dropped: bad IPv6 header, length or extension header chain") \

@@ -801,6 +801,188 @@ static void test_established_ack_after_rto_carries_snd_max(void)
 	tf_finish();
 }
 
+/* ---- undo (RFC 3522, RFC 3708, RFC 5682), as Linux's tcp_try_undo_*() ---- */
+
+/* A connection with SACK or not and timestamps or not; the first
+ * segment's TSval, to echo, in *tsv after undo_send(). */
+static struct sl_sock *undo_conn(uint32_t *iss, bool sack, bool ts)
+{
+	struct sl_sock *so = tf_connect(IRS, iss, &(struct tf_opts){ .mss = 1000, .sack_ok = sack,
+								      .ts = ts, .tsval = 100 },
+					65535);
+	int one = 1;
+
+	sl_tcp_setsockopt(T.s, so, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	so->tcp.min_rtt_us = 10000;
+	so->tcp.srtt_us = 10000;
+	so->tcp.rttvar_us = 5000;
+	so->tcp.rto_us = 200000;
+	return so;
+}
+
+static uint32_t peer_ts = 200;
+
+static void ack_ts(struct sl_sock *so, uint32_t a, uint32_t ecr, uint32_t sst, uint32_t sen)
+{
+	struct tf_opts o = { .ts = !!ecr, .tsval = ++peer_ts, .tsecr = ecr, .nsack = !!sen };
+
+	o.sack[0][0] = sst;
+	o.sack[0][1] = sen;
+	tf_seg_full(TF_PPORT, ntohs(so->lport), TH_ACK_, IRS + 1, a, 65535, &o, NULL, 0);
+}
+
+/* Ten segments out; returns the first one's TSval (0 without). */
+static uint32_t undo_send(struct sl_sock *so, unsigned int segs)
+{
+	tf_clear();
+	sl_tcp_send(T.s, so, pattern, segs * so->tcp.mss, 0, tf_now_us);
+	return T.n ? tf_parse(0).tsval : 0;
+}
+
+/* A recovery RACK starts for the second segment (three SACKed above),
+ * then its end echoes the first transmission's TSval: the original
+ * arrived, the recovery is undone at its end (TCPFullUndo), or on a
+ * partial ACK with no retransmission out (TCPPartialUndo). */
+static void undo_recovery_ts(bool partial)
+{
+	struct sl_sock *so;
+	uint32_t iss, tsv, m, cwnd;
+
+	tf_init(partial ? "up" : "uf");
+	so = undo_conn(&iss, true, true);
+	tap_ok(so->tcp.tflags & SL_TF_TS, "%s: timestamps agreed", partial ? "partial" : "full");
+	m = so->tcp.mss;
+	cwnd = so->tcp.cwnd;
+	tsv = undo_send(so, 10);
+	tf_advance_ms(10);
+	tf_clear();
+	ack_ts(so, iss + 1 + m, tsv, iss + 1 + 2 * m, iss + 1 + 5 * m);
+	tap_ok((so->tcp.tflags & SL_TF_RECOVERY) && frames_at(iss + 1 + m) == 1 &&
+	       so->tcp.cwnd < cwnd, "RACK: a recovery, the second segment sent again, cwnd cut");
+	tf_advance_ms(5);
+	ack_ts(so, iss + 1 + (partial ? 5 : 10) * m, tsv, 0, 0);
+	tap_eq(tf_counter(partial ? SL_C_tcp_partial_undo : SL_C_tcp_full_undo), 1,
+	       "its ACK echoes the first transmission's TSval: undone");
+	tap_ok(!(so->tcp.tflags & SL_TF_RECOVERY) && so->tcp.cwnd >= cwnd &&
+	       so->tcp.ssthresh > cwnd, "out of the recovery, cwnd %u >= %u, ssthresh back",
+	       so->tcp.cwnd, cwnd);
+	tap_eq(tf_counter(partial ? SL_C_tcp_full_undo : SL_C_tcp_partial_undo), 0,
+	       "counted once");
+	ack_ts(so, iss + 1 + 10 * m, tsv, 0, 0);
+	tf_finish();
+}
+
+/* The same recovery without timestamps ends with cwnd = ssthresh; then
+ * a DSACK reports the retransmission arrived twice: every retransmission
+ * was needless, cwnd and ssthresh go back (TCPDSACKUndo). A DSACK of a
+ * segment never sent again (below the episode) undoes nothing. */
+static void test_established_undo_dsack(void)
+{
+	struct sl_sock *so;
+	uint32_t iss, cwnd;
+
+	tf_init("ud");
+	so = undo_conn(&iss, true, false);
+	cwnd = so->tcp.cwnd;
+	undo_send(so, 10);
+	tf_advance_ms(10);
+	tf_clear();
+	ack_ts(so, iss + 1001, 0, iss + 2001, iss + 5001);
+	tap_ok(frames_at(iss + 1001) == 1, "the second segment sent again");
+	tf_advance_ms(5);
+	ack_ts(so, iss + 10001, 0, 0, 0);
+	tap_ok(!(so->tcp.tflags & SL_TF_RECOVERY) && so->tcp.cwnd == so->tcp.ssthresh &&
+	       so->tcp.cwnd < cwnd, "the recovery ends, cwnd = ssthresh (%u)", so->tcp.cwnd);
+	ack_ts(so, iss + 10001, 0, iss + 1, iss + 1001);
+	tap_eq(tf_counter(SL_C_tcp_dsack_undo), 0, "a DSACK below the episode: nothing");
+	ack_ts(so, iss + 10001, 0, iss + 1001, iss + 2001);
+	tap_eq(tf_counter(SL_C_tcp_dsack_undo), 1, "the retransmission's DSACK: undone");
+	tap_ok(so->tcp.cwnd >= cwnd && so->tcp.ssthresh > cwnd, "cwnd %u >= %u, ssthresh back",
+	       so->tcp.cwnd, cwnd);
+	tf_finish();
+}
+
+/* RFC 3522 after an RTO, no SACK: the ACK of everything echoes the
+ * TSval of the first transmission, older than the retransmission's: the
+ * timeout was spurious (TCPLossUndo), cwnd goes back, nothing else is
+ * sent again. */
+static void test_established_undo_rto_eifel(void)
+{
+	struct sl_sock *so;
+	uint32_t iss, tsv, cwnd, m;
+	uint64_t ms;
+
+	tf_init("ue");
+	so = undo_conn(&iss, false, true);
+	m = so->tcp.mss;
+	cwnd = so->tcp.cwnd;
+	tsv = undo_send(so, 10);
+	tf_clear();
+	ms = wait_frame(1000);
+	tap_ok(ms == 200 && tf_last().seq == iss + 1 && tf_counter(SL_C_tcp_rto) == 1,
+	       "the RTO sends the first segment again (%llu ms)", (unsigned long long)ms);
+	tf_advance_ms(1);
+	ack_ts(so, iss + 1 + m, tsv, 0, 0);
+	tap_eq(tf_counter(SL_C_tcp_loss_undo), 1, "its ACK echoes the original's TSval: undone");
+	tap_ok(so->tcp.cwnd >= cwnd && !so->tcp.backoff, "cwnd back (%u >= %u)", so->tcp.cwnd,
+	       cwnd);
+	tap_ok(frames_at(iss + 1 + m) == 0 && so->tcp.snd_nxt == so->tcp.snd_max,
+	       "the rest is in flight: not sent again");
+	tap_eq(tf_counter(SL_C_tcp_spurious_rto), 0, "not F-RTO's");
+	ack_ts(so, iss + 1 + 10 * m, tsv, 0, 0);
+	tf_finish();
+}
+
+/* F-RTO (RFC 5682 3.1), neither SACK nor timestamps: the RTO's
+ * retransmission acknowledged, new data goes instead of the old; then an
+ * ACK of old data never sent again: spurious (TCPSpuriousRTOs), undone.
+ * Or a duplicate ACK: the loss was real, the old data goes again. */
+static void frto(bool spurious)
+{
+	struct sl_sock *so;
+	uint32_t iss, cwnd;
+
+	tf_init(spurious ? "fs" : "fr");
+	so = undo_conn(&iss, false, false);
+	cwnd = so->tcp.cwnd;
+	undo_send(so, 12);
+	tap_ok(so->tcp.snd_max == iss + 10001, "%s: ten segments out",
+	       spurious ? "spurious" : "real");
+	tf_clear();
+	wait_frame(1000);
+	tf_advance_ms(1);
+	tf_clear();
+	ack_ts(so, iss + 1001, 0, 0, 0);
+	tap_ok(frames_at(iss + 10001) == 1 && frames_at(iss + 1001) == 0,
+	       "the RTO's retransmission acknowledged: new data, not the next old segment");
+	tf_clear();
+	if (spurious) {
+		ack_ts(so, iss + 3001, 0, 0, 0);
+		tap_eq(tf_counter(SL_C_tcp_spurious_rto), 1, "old data never sent again ACKed: "
+		       "spurious (tcp_spurious_rto)");
+		tap_eq(tf_counter(SL_C_tcp_loss_undo), 1, "undone (tcp_loss_undo)");
+		tap_ok(so->tcp.cwnd >= cwnd && frames_at(iss + 3001) == 0,
+		       "cwnd back (%u), nothing old sent again", so->tcp.cwnd);
+	} else {
+		ack_ts(so, iss + 1001, 0, 0, 0);
+		tap_ok(frames_at(iss + 1001) == 1 && tf_counter(SL_C_tcp_loss_undo) == 0 &&
+		       tf_counter(SL_C_tcp_spurious_rto) == 0,
+		       "a duplicate ACK: real, the old data goes again, no undo");
+	}
+	ack_ts(so, iss + 12001, 0, 0, 0);
+	tf_finish();
+}
+
+static void test_established_undo(void)
+{
+	undo_recovery_ts(false);
+	undo_recovery_ts(true);
+	test_established_undo_dsack();
+	test_established_undo_rto_eifel();
+	frto(true);
+	frto(false);
+}
+
 int main(void)
 {
 	test_syn_sent_retransmitted_rto();
@@ -826,5 +1008,6 @@ int main(void)
 	test_established_first_segment_lost();
 	test_established_restart_after_idle();
 	test_established_ack_after_rto_carries_snd_max();
+	test_established_undo();
 	return tap_done();
 }

@@ -285,7 +285,29 @@ struct sl_tcp_sock {
 	 * look again whether the pool has room, and then wake the writer
 	 * (0: none). */
 	uint64_t t_pool;
+	/*
+	 * Undo of a cwnd reduction found needless (RFC 3522 Eifel with
+	 * timestamps, RFC 3708 with DSACK, RFC 5682 F-RTO), as Linux's
+	 * tcp_try_undo_*(): SND.UNA when the recovery or the RTO began
+	 * (undo_marker, while SL_UNDO_MARK), its retransmissions not yet
+	 * reported twice by DSACK (-1: none sent yet; 0: all were needless),
+	 * the TSval of its first retransmission (retrans_ts, while
+	 * SL_UNDO_STAMP), and cwnd and ssthresh as they were before it
+	 * (prior_ssthresh 0: not to be restored, an ECN-Echo came).
+	 */
+	uint32_t undo_marker, retrans_ts, prior_cwnd, prior_ssthresh;
+	int32_t undo_retrans;
+	uint8_t undo;			/* SL_UNDO_* */
 };
+
+/* sl_tcp_sock.undo */
+#define SL_UNDO_MARK	0x01	/* undo_marker holds an episode's start */
+#define SL_UNDO_STAMP	0x02	/* retrans_ts holds its first retransmission's TSval */
+#define SL_UNDO_LOSS	0x04	/* after an RTO, until SND.UNA passes recover (Linux CA_Loss) */
+#define SL_UNDO_FRTO	0x08	/* F-RTO is judging that RTO (RFC 5682 3.1) */
+#define SL_UNDO_FRTO_NEW 0x10	/* F-RTO step 2b: new data went; the next ACK decides */
+#define SL_UNDO_ORIG	0x20	/* this ACK delivered data never sent again, below recover */
+#define SL_UNDO_ECE	0x40	/* this ACK carried an ECN-Echo: no cwnd undo (Linux FLAG_ECE) */
 
 /* sl_tcp_sock.rack */
 #define SL_RACK_ADVANCED	0x01	/* RACK.xmit_ts moved: look for losses */
@@ -524,6 +546,9 @@ void sl_tcp_rearm_rexmt(struct sl_sock *so, uint64_t now_us);
 void sl_tcp_tlp_arm(struct sl_sock *so, uint64_t now_us);
 /* tcp_input.c: RACK's reordering timer ran out (RFC 8985 6.3). */
 void sl_tcp_rack_timeout(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
+/* tcp_input.c: an RTO begins an episode undo and F-RTO judge (Linux's
+ * tcp_enter_loss()); called before cwnd is cut. */
+void sl_tcp_undo_rto(struct sl_stack *s, struct sl_sock *so);
 void sl_tcp_keep_reset(struct sl_sock *so, uint64_t now_us);
 
 /* tcp_cc.c */
@@ -534,6 +559,10 @@ void sl_tcp_cc_cwr(struct sl_tcp_sock *tp);
 void sl_tcp_cc_rto(struct sl_tcp_sock *tp, uint64_t now_us);
 /* Sending again after more than an RTO with nothing received (RFC 5681 4.1). */
 void sl_tcp_cc_idle(struct sl_tcp_sock *tp);
+/* An undo's memory: keep cwnd and ssthresh as a reduction begins; put
+ * them back when it proves needless. */
+void sl_tcp_cc_save(struct sl_tcp_sock *tp, bool in_reduction, bool none);
+void sl_tcp_cc_undo(struct sl_tcp_sock *tp);
 uint32_t sl_tcp_flight(const struct sl_tcp_sock *tp);
 
 #endif /* SLUICE_TCP_H */

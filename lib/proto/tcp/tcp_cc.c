@@ -234,3 +234,36 @@ void sl_tcp_cc_rto(struct sl_tcp_sock *tp, uint64_t now_us)
 	tp->ecn &= (uint8_t)~SL_ECN_CWR_WND;	/* the timeout's reduction replaces it */
 	ecn_queue_cwr(tp);
 }
+
+/*
+ * A reduction begins (a recovery, an RTO): keep what an undo would put
+ * back, as Linux's tcp_init_cwnd_reduction() and tcp_enter_loss() keep
+ * prior_cwnd, and prior_ssthresh as tcp_current_ssthresh(): ssthresh
+ * itself during another reduction, else the larger of ssthresh and 3/4
+ * of cwnd. none: an ECN-Echo proved the congestion, nothing to restore.
+ */
+void sl_tcp_cc_save(struct sl_tcp_sock *tp, bool in_reduction, bool none)
+{
+	uint32_t w = (tp->cwnd >> 1) + (tp->cwnd >> 2);
+
+	tp->prior_cwnd = tp->cwnd;
+	if (none)
+		tp->prior_ssthresh = 0;
+	else
+		tp->prior_ssthresh = in_reduction ? tp->ssthresh : max_u32(tp->ssthresh, w);
+}
+
+/* The reduction was needless (Linux's tcp_undo_cwnd_reduction() with
+ * tcp_reno_undo_cwnd(), which CUBIC uses too): cwnd back to at least what
+ * it was, ssthresh to what it was if higher; a CWR still to go is not
+ * sent (tcp_ecn_withdraw_cwr()). */
+void sl_tcp_cc_undo(struct sl_tcp_sock *tp)
+{
+	if (!tp->prior_ssthresh)
+		return;
+	tp->cwnd = max_u32(tp->cwnd, tp->prior_cwnd);
+	if (tp->prior_ssthresh > tp->ssthresh) {
+		tp->ssthresh = tp->prior_ssthresh;
+		tp->ecn &= (uint8_t)~SL_ECN_QUEUE_CWR;
+	}
+}

@@ -449,11 +449,61 @@ static void rack_mark(struct sl_stack *s, struct sl_tcp_sock *tp, uint64_t now_u
 		tp->t_tlp = 0;
 }
 
+/* ---- undo (RFC 3522 Eifel, RFC 3708 DSACK, RFC 5682 F-RTO) ----------- */
+
+/*
+ * A DSACK for [st, en): the segments it reports twice were sent again
+ * needlessly. Those of the episode being judged (above undo_marker)
+ * are taken off undo_retrans; at 0 every retransmission was needless
+ * (Linux's tcp_check_dsack() and tcp_sacktag_one(), one count a
+ * segment).
+ */
+static void dsack_count(struct sl_tcp_sock *tp, uint32_t st, uint32_t en)
+{
+	uint32_t mss = tp->mss ? tp->mss : SL_TCP_MSS_DEFAULT, segs;
+
+	if (!(tp->undo & SL_UNDO_MARK) || tp->undo_retrans <= 0 || !SEQ_GT(en, tp->undo_marker) ||
+	    !SEQ_LT(st, en))
+		return;
+	segs = (en - st + mss - 1) / mss;
+	tp->undo_retrans = segs >= (uint32_t)tp->undo_retrans ? 0 : tp->undo_retrans - (int32_t)segs;
+}
+
+/* Retransmissions of this recovery still out: neither SACKed nor taken
+ * for lost again (Linux's retrans_out). */
+static uint32_t retrans_out(struct sl_stack *s, const struct sl_tcp_sock *tp)
+{
+	uint32_t n = 0, steps = 0;
+
+	for (uint32_t idx = tp->sndq_head; sl_buf_next(s, idx, &steps);
+	     idx = sl_buf(s, idx)->next_idx) {
+		const struct sluice_buf *b = sl_buf(s, idx);
+
+		if (!(b->flags & SL_TBF_SENT) || !SEQ_LT(b->seq, tp->snd_max))
+			break;
+		n += (b->flags & (SL_TBF_RECOV | SL_TBF_SACKED)) == SL_TBF_RECOV;
+	}
+	return n;
+}
+
+/* A recovery or an RTO begins: what it sends again from here is judged
+ * (Linux's tcp_init_undo(); a probe's retransmission still out counts). */
+static void undo_init(struct sl_tcp_sock *tp, uint32_t out)
+{
+	int32_t n = (int32_t)out +
+		    ((tp->tflags & (SL_TF_TLP | SL_TF_TLP_RETX)) == (SL_TF_TLP | SL_TF_TLP_RETX));
+
+	tp->undo_marker = tp->snd_una;
+	tp->undo_retrans = n ? n : -1;
+	tp->undo |= SL_UNDO_MARK;
+}
+
 /* Free send-queue data below snd_una; returns bytes newly acknowledged. */
 static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	uint32_t steps = 0;
+	bool rexmit_acked = false;
 
 	while (sl_buf_next(s, tp->sndq_head, &steps)) {
 		uint32_t idx = tp->sndq_head;
@@ -464,6 +514,10 @@ static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 			break;
 		if (!(b->flags & SL_TBF_SACKED))
 			rack_delivered(s, tp, b, now_us);
+		if (b->flags & SL_TBF_REXMIT)
+			rexmit_acked = true;
+		else if (!(b->flags & SL_TBF_SACKED) && SEQ_LEQ(end, tp->recover))
+			tp->undo |= SL_UNDO_ORIG;
 		tp->sndq_head = b->next_idx;
 		if (tp->sndq_head == SLUICE_IDX_NONE)
 			tp->sndq_tail = SLUICE_IDX_NONE;
@@ -475,6 +529,10 @@ static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		SL_KILL_POINT("tcp_ack");
 		sl_buf_free(s, idx);
 	}
+	/* Without SACK an ACK that also covers a segment sent again cannot
+	 * tell which copy arrived (Linux drops FLAG_ORIG_SACK_ACKED). */
+	if (rexmit_acked && !(tp->tflags & SL_TF_SACK))
+		tp->undo &= (uint8_t)~SL_UNDO_ORIG;
 	/* SND.UNA inside the head buffer (the peer took only part of a
 	 * segment, e.g. into a window it shrank): drop the acknowledged
 	 * front, so a retransmission starts at SND.UNA and can be cut to
@@ -520,6 +578,7 @@ static uint32_t mark_sacked(struct sl_stack *s, struct sl_sock *so, const struct
 	      SEQ_LEQ(o->sack[0][1], o->sack[1][1])))) {
 		sl_count(s, SL_C_tcp_dsack_rx);
 		tp->rack |= SL_RACK_DSACK;
+		dsack_count(tp, o->sack[0][0], o->sack[0][1]);
 	}
 
 	for (unsigned int i = 0; i < o->nsack; i++) {
@@ -541,6 +600,8 @@ static uint32_t mark_sacked(struct sl_stack *s, struct sl_sock *so, const struct
 				b->flags |= SL_TBF_SACKED;
 				newly += b->aux;
 				rack_delivered(s, tp, b, now_us);
+				if (!(b->flags & SL_TBF_REXMIT) && SEQ_LEQ(b->seq + b->aux, tp->recover))
+					tp->undo |= SL_UNDO_ORIG;
 				if (SEQ_GT(b->seq + b->aux, high))
 					high = b->seq + b->aux;
 			}
@@ -684,19 +745,29 @@ static void enter_recovery(struct sl_stack *s, struct sl_sock *so, uint32_t deli
 			   uint32_t newly_lost, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	uint32_t steps = 0, cwnd = tp->cwnd;
+	uint32_t steps = 0, cwnd = tp->cwnd, out;
 
 	sl_count(s, SL_C_tcp_fast_retransmit);
 	if (!(tp->tflags & SL_TF_SACK))
 		for (uint32_t i = tp->sndq_head; sl_buf_next(s, i, &steps);
 		     i = sl_buf(s, i)->next_idx)
 			sl_buf(s, i)->flags &= ~SL_TBF_RECOV;
+	/* An episode to judge for undo (Linux's tcp_enter_recovery()): the
+	 * first retransmission's stamp is new unless one is still out. */
+	out = retrans_out(s, tp);
+	if (!out && sl_buf_some(s, tp->sndq_head) &&
+	    !(sl_buf(s, tp->sndq_head)->flags & SL_TBF_REXMIT))
+		tp->undo &= (uint8_t)~SL_UNDO_STAMP;
+	undo_init(tp, out);
 	/* An ECN reduction under way set ssthresh already: not again (Linux's
-	 * tcp_enter_recovery() in CWR); the recovery takes it over. */
+	 * tcp_enter_recovery() in CWR); the recovery takes it over, and an
+	 * undo leaves ssthresh as the ECN-Echo made it. */
 	if (tp->ecn & SL_ECN_CWR_WND) {
 		tp->ecn &= (uint8_t)~SL_ECN_CWR_WND;
+		tp->prior_ssthresh = 0;
 		tp->cwnd = tp->ssthresh;
 	} else {
+		sl_tcp_cc_save(tp, false, tp->undo & SL_UNDO_ECE);
 		sl_tcp_cc_loss(tp, now_us);
 	}
 	tp->recover = tp->snd_max;
@@ -793,6 +864,9 @@ static void ecn_echo(struct sl_stack *s, struct sl_tcp_sock *tp, const struct se
 	    (tp->ecn & SL_ECN_CWR_WND) || (tp->tflags & SL_TF_RECOVERY))
 		return;
 	sl_count(s, SL_C_tcp_ecn_reduce);
+	/* Congestion proven: nothing to undo (Linux's tcp_enter_cwr()). */
+	tp->undo &= (uint8_t)~SL_UNDO_MARK;
+	tp->prior_ssthresh = 0;
 	sl_tcp_cc_cwr(tp);
 	tp->ecn |= SL_ECN_CWR_WND;
 	tp->ecn_high = tp->snd_nxt;
@@ -883,6 +957,222 @@ static void tlp_ack(struct sl_stack *s, struct sl_tcp_sock *tp, uint32_t ack, bo
 	}
 }
 
+/* As Linux's tcp_packet_delayed(): the ACK echoes a TSval older than the
+ * first retransmission (RFC 3522: the original arrived), or nothing was
+ * sent again yet (not so without SACK once SND.UNA reached recover). */
+static bool packet_delayed(const struct sl_tcp_sock *tp, const struct seg *g)
+{
+	if (tp->undo & SL_UNDO_STAMP)
+		return (tp->tflags & SL_TF_TS) && g->o.ts && g->o.tsecr &&
+		       SEQ_LT(g->o.tsecr, tp->retrans_ts);
+	return (tp->tflags & SL_TF_SACK) || SEQ_LT(tp->snd_una, tp->recover);
+}
+
+/* Linux's tcp_may_undo(): an episode to judge, and every retransmission
+ * of it reported needless by DSACK, or the timestamps show a delay. */
+static bool may_undo(const struct sl_tcp_sock *tp, const struct seg *g)
+{
+	return (tp->undo & SL_UNDO_MARK) && (!tp->undo_retrans || packet_delayed(tp, g));
+}
+
+/* The reduction was needless (Linux's tcp_undo_cwnd_reduction()): cwnd
+ * and ssthresh back, counted under c; unmark: what was taken for lost is
+ * not (it is in flight). */
+static void undo_reduction(struct sl_stack *s, struct sl_sock *so, bool unmark, enum sl_counter c)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t steps = 0;
+
+	if (unmark)
+		for (uint32_t i = tp->sndq_head; sl_buf_next(s, i, &steps); i = sl_buf(s, i)->next_idx)
+			sl_buf(s, i)->flags &= (uint16_t)~SL_TBF_LOST;
+	sl_tcp_cc_undo(tp);
+	tp->undo &= (uint8_t)~SL_UNDO_MARK;
+	tp->rack |= SL_RACK_ADVANCED;	/* look at the losses again */
+	sl_count(s, c);
+}
+
+/* A recovery left by an undo before its end (Linux's tcp_try_keep_open()):
+ * with SACK, a new loss may start one at once (RFC 6582's guard is for
+ * duplicate ACKs without SACK). */
+static void recovery_leave(struct sl_tcp_sock *tp)
+{
+	tp->tflags &= ~SL_TF_RECOVERY;
+	tp->dupacks = 0;
+	rack_recovery_end(tp);
+	if (tp->tflags & SL_TF_SACK)
+		tp->recover = tp->snd_una - 1;
+}
+
+/* At a recovery's end (Linux's tcp_try_undo_recovery()): undone if it
+ * was needless (TCPFullUndo); else cwnd = ssthresh is the caller's. */
+static bool undo_recovery(struct sl_stack *s, struct sl_sock *so, const struct seg *g)
+{
+	if (!may_undo(&so->tcp, g))
+		return false;
+	undo_reduction(s, so, false, SL_C_tcp_full_undo);
+	return true;
+}
+
+/*
+ * A partial ACK in a recovery (Linux's tcp_try_undo_partial()): the hole
+ * was filled by a segment sent before the first retransmission
+ * (timestamps: a delay, not a loss); with no retransmission still out,
+ * undo and leave the recovery (TCPPartialUndo). Linux also holds back
+ * further retransmissions while some are out; here they go on.
+ */
+static bool undo_partial(struct sl_stack *s, struct sl_sock *so, const struct seg *g)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	if (!(tp->undo & SL_UNDO_MARK) || !packet_delayed(tp, g) || retrans_out(s, tp))
+		return false;
+	if (!sl_buf_some(s, tp->sndq_head) || !(sl_buf(s, tp->sndq_head)->flags & SL_TBF_REXMIT))
+		tp->undo &= (uint8_t)~SL_UNDO_STAMP;
+	undo_reduction(s, so, true, SL_C_tcp_partial_undo);
+	recovery_leave(tp);
+	return true;
+}
+
+/* DSACKs reported every retransmission of the episode needless (Linux's
+ * tcp_try_undo_dsack(), in a recovery or after it; TCPDSACKUndo). */
+static bool undo_dsack(struct sl_stack *s, struct sl_sock *so)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	if (!(tp->undo & SL_UNDO_MARK) || tp->undo_retrans || (tp->undo & SL_UNDO_LOSS))
+		return false;
+	if (tp->reo_persist < SL_RACK_PERSIST)
+		tp->reo_persist++;
+	undo_reduction(s, so, false, SL_C_tcp_dsack_undo);
+	if (tp->tflags & SL_TF_RECOVERY)
+		recovery_leave(tp);
+	return true;
+}
+
+/* An RTO's reduction undone (Linux's tcp_try_undo_loss(); TCPLossUndo,
+ * and TCPSpuriousRTOs when F-RTO found it): the segments the go-back
+ * would send again are in flight after all, SND.NXT returns to SND.MAX. */
+static void undo_loss(struct sl_stack *s, struct sl_sock *so, bool frto)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	undo_reduction(s, so, true, SL_C_tcp_loss_undo);
+	if (frto)
+		sl_count(s, SL_C_tcp_spurious_rto);
+	tp->undo &= (uint8_t)~(SL_UNDO_LOSS | SL_UNDO_FRTO | SL_UNDO_FRTO_NEW);
+	tp->snd_nxt = tp->snd_max;
+	tp->sndq_hint = SLUICE_IDX_NONE;
+	tp->backoff = 0;
+}
+
+/* F-RTO is over, the loss was real (RFC 5682 3.1 step 3a): the go-back
+ * resumes from SND.UNA. */
+static void frto_off(struct sl_tcp_sock *tp)
+{
+	if (tp->undo & SL_UNDO_FRTO_NEW) {
+		tp->snd_nxt = tp->snd_una;
+		tp->sndq_hint = SLUICE_IDX_NONE;
+	}
+	tp->undo &= (uint8_t)~(SL_UNDO_FRTO | SL_UNDO_FRTO_NEW);
+}
+
+/*
+ * An ACK after an RTO, until SND.UNA passes what had been sent (Linux's
+ * tcp_process_loss(), F-RTO as tcp_frto=2: RFC 5682 3.1 with SACK):
+ * - SND.UNA moved and timestamps or DSACKs show the data arrived: undo;
+ * - F-RTO: data never sent again below recover delivered (3b): the
+ *   timeout was spurious, undo; new data sent and a duplicate ACK or a
+ *   SACK of it (3a), or no verdict: the loss was real, go back;
+ * - the first ACK that moves SND.UNA: new data goes instead of the next
+ *   retransmissions (2b; returns true, loss_frto_send() after cwnd has
+ *   grown), or, with none to send, F-RTO ends;
+ * - SND.UNA at recover: the state ends (undone if needless).
+ */
+static bool loss_ack(struct sl_stack *s, struct sl_sock *so, const struct seg *g, bool una_moved,
+		     bool dupish)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	bool recovered = SEQ_GEQ(tp->snd_una, tp->recover);
+
+	if (!(tp->undo & SL_UNDO_LOSS))
+		return false;
+	if (una_moved && may_undo(tp, g)) {
+		undo_loss(s, so, false);
+		return false;
+	}
+	if (tp->undo & SL_UNDO_FRTO) {
+		if (tp->undo & SL_UNDO_ORIG) {
+			undo_loss(s, so, true);
+			return false;
+		}
+		if (tp->undo & SL_UNDO_FRTO_NEW) {
+			if (dupish || una_moved)
+				frto_off(tp);
+		} else if (una_moved && !recovered) {
+			tp->recover = tp->snd_max;
+			if (SEQ_LT(tp->snd_max, tp->snd_end) &&
+			    SEQ_LT(tp->snd_max, tp->snd_una + tp->snd_wnd))
+				return true;
+			frto_off(tp);
+		}
+	}
+	if (recovered) {
+		if (may_undo(tp, g))
+			undo_reduction(s, so, false, SL_C_tcp_loss_undo);
+		tp->undo &= (uint8_t)~(SL_UNDO_LOSS | SL_UNDO_FRTO | SL_UNDO_FRTO_NEW);
+	}
+	return false;
+}
+
+/* F-RTO step 2b: new data, as much as cwnd lets go with the segments the
+ * RTO took for lost left out (Linux's pipe); the old ones wait, taken as
+ * in flight, for the next ACK's verdict. Nothing could go: F-RTO ends. */
+static void loss_frto_send(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t nxt = tp->snd_nxt, cwnd = tp->cwnd, max0 = tp->snd_max;
+
+	tp->snd_nxt = tp->snd_max;
+	tp->sndq_hint = SLUICE_IDX_NONE;
+	tp->cwnd = tp->snd_max - tp->snd_una + cwnd;
+	sl_tcp_output(s, so, now_us);
+	tp->cwnd = cwnd;
+	if (SEQ_GT(tp->snd_max, max0)) {
+		tp->undo |= SL_UNDO_FRTO_NEW;
+	} else {
+		tp->snd_nxt = nxt;
+		tp->sndq_hint = SLUICE_IDX_NONE;
+		tp->undo &= (uint8_t)~SL_UNDO_FRTO;
+	}
+}
+
+/* An RTO fired (Linux's tcp_enter_loss(), called by tcp_timer.c before
+ * it reduces cwnd and goes back): the first of a series, or one after
+ * the last episode's data was all acknowledged, keeps what an undo would
+ * restore and starts an episode; F-RTO judges it unless it came during a
+ * fast recovery (a repeated timeout may: RFC 5682 3.2). */
+void sl_tcp_undo_rto(struct sl_stack *s, struct sl_sock *so)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	bool fresh = !(tp->tflags & SL_TF_RECOVERY) && !(tp->undo & SL_UNDO_LOSS);
+
+	(void)s;
+	if (fresh || !SEQ_LT(tp->snd_una, tp->recover) ||
+	    ((tp->undo & SL_UNDO_LOSS) && !tp->backoff)) {
+		sl_tcp_cc_save(tp, (tp->tflags & SL_TF_RECOVERY) || (tp->ecn & SL_ECN_CWR_WND), false);
+		/* Nothing sent again still out: a new first retransmission. */
+		if (!(tp->tflags & SL_TF_RECOVERY) && sl_buf_some(s, tp->sndq_head) &&
+		    !(sl_buf(s, tp->sndq_head)->flags & SL_TBF_REXMIT))
+			tp->undo &= (uint8_t)~SL_UNDO_STAMP;
+		undo_init(tp, 0);
+	}
+	tp->undo &= (uint8_t)~(SL_UNDO_FRTO | SL_UNDO_FRTO_NEW);
+	if (fresh || tp->backoff)
+		tp->undo |= SL_UNDO_FRTO;
+	tp->undo |= SL_UNDO_LOSS;
+}
+
 /* The highest SACKed sequence after an ACK's blocks (mark_sacked()). */
 static void sack_high_set(struct sl_tcp_sock *tp, uint32_t high)
 {
@@ -903,7 +1193,7 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 	uint32_t wnd = (g->oflags & TH_SYN_) ? g->wnd : g->wnd << sl_tcp_ws(s, tp->snd_wscale);
 	uint32_t newly_sacked = 0, sacked_pre = tp->sacked_bytes, newly_lost, lost;
 	uint32_t high = tp->sack_high, snd_una0 = tp->snd_una;
-	bool dsack_tlp = false;
+	bool dsack_tlp = false, frto_new = false;
 	bool dup, sack = tp->tflags & SL_TF_SACK;
 
 	/* RFC 5961 5.2: acceptable if SND.UNA - MAX.SND.WND <= SEG.ACK <= SND.NXT. */
@@ -911,6 +1201,7 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 		sl_tcp_challenge_ack(s, so, now_us);
 		return false;
 	}
+	tp->undo &= (uint8_t)~(SL_UNDO_ORIG | SL_UNDO_ECE);
 	if (tp->tflags & SL_TF_SACK) {
 		newly_sacked = mark_sacked(s, so, &g->o, ack, &high, now_us);
 		/* A DSACK at or below the probe's end: the probe arrived
@@ -921,6 +1212,11 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 	}
 	if (tp->tflags & SL_TF_PROBE)
 		tp->keep_probes = 0;	/* the peer answers our window probes */
+	/* An ECN-Echo proves congestion: no cwnd undo (Linux's FLAG_ECE). */
+	if ((tp->ecn & SL_ECN_OK) && (g->ecn & TH_ECE_) && !(g->oflags & TH_SYN_)) {
+		tp->undo |= SL_UNDO_ECE;
+		tp->prior_ssthresh = 0;
+	}
 	ecn_echo(s, tp, g);
 
 	/* RFC 5681 2: a duplicate ACK leaves the window as it was; RFC 6675
@@ -983,6 +1279,12 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 		else
 			delivered = acked < tp->mss ? acked : tp->mss;
 		rack_mark(s, tp, now_us, &newly_lost, &lost);
+		/* Nothing sent again is out, outside a recovery or an RTO:
+		 * the next first retransmission is stamped anew. */
+		if (!(tp->tflags & SL_TF_RECOVERY) && !(tp->undo & SL_UNDO_LOSS) &&
+		    (!sl_buf_some(s, tp->sndq_head) ||
+		     !(sl_buf(s, tp->sndq_head)->flags & SL_TBF_REXMIT)))
+			tp->undo &= (uint8_t)~SL_UNDO_STAMP;
 
 		if (tp->tflags & SL_TF_RECOVERY) {
 			if (SEQ_GEQ(ack, tp->recover)) {
@@ -992,11 +1294,15 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 				 * min(ssthresh, FlightSize + SMSS), left one
 				 * segment when the full ACK emptied the pipe
 				 * (the usual case), and a receiver delaying its
-				 * ACK of that one segment stalled the sender. */
-				tp->cwnd = tp->ssthresh;
+				 * ACK of that one segment stalled the sender.
+				 * Unless it was needless: then cwnd is put back. */
+				if (!undo_recovery(s, so, g))
+					tp->cwnd = tp->ssthresh;
 				tp->tflags &= ~SL_TF_RECOVERY;
 				tp->dupacks = 0;
 				rack_recovery_end(tp);
+			} else if (undo_partial(s, so, g) || (sack && undo_dsack(s, so))) {
+				/* Needless: out of the recovery, cwnd back. */
 			} else if (sack) {
 				prr_ack(s, so, delivered, true, newly_lost, now_us);
 			} else {
@@ -1008,10 +1314,16 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 			}
 		} else {
 			tp->dupacks = 0;
+			if (tp->undo & SL_UNDO_LOSS)
+				frto_new = loss_ack(s, so, g, true, false);
+			else
+				undo_dsack(s, so);
 			if (tp->ecn & SL_ECN_CWR_WND)
 				ecn_prr(tp, delivered, true);
 			else if (cwnd_limited)
 				sl_tcp_cc_ack(tp, delivered, now_us);
+			if (frto_new)
+				loss_frto_send(s, so, now_us);
 			/* RACK took a segment for lost (Linux's
 			 * tcp_time_to_recover(): the loss is proven). */
 			if (sack && lost && SEQ_GT(ack, tp->recover))
@@ -1025,7 +1337,11 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 	} else if (dup) {
 		tp->dupacks++;
 		rack_mark(s, tp, now_us, &newly_lost, &lost);
-		if ((tp->tflags & SL_TF_RECOVERY) && sack) {
+		if (tp->undo & SL_UNDO_LOSS)
+			loss_ack(s, so, g, false, true);
+		if (undo_dsack(s, so)) {
+			/* DSACKs: every retransmission needless; cwnd back. */
+		} else if ((tp->tflags & SL_TF_RECOVERY) && sack) {
 			prr_ack(s, so, newly_sacked, false, newly_lost, now_us);
 		} else if (tp->tflags & SL_TF_RECOVERY) {
 			/* RFC 6582 3.2 step 4: inflate; RFC 6675: fill holes. */
@@ -1048,6 +1364,9 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 	} else if (ack == tp->snd_una) {
 		tp->dupacks = 0;
 		rack_mark(s, tp, now_us, &newly_lost, &lost);
+		if ((tp->undo & SL_UNDO_LOSS) && newly_sacked)
+			loss_ack(s, so, g, false, true);
+		undo_dsack(s, so);
 		if (sack && lost && !(tp->tflags & SL_TF_RECOVERY) && SEQ_GT(ack, tp->recover))
 			enter_recovery(s, so, newly_sacked, newly_lost, now_us);
 	} else if (newly_sacked && sack) {
@@ -1055,14 +1374,18 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 		 * SACK information: what it delivered lets PRR send, as
 		 * Linux's tcp_ack() takes an old ACK's SACK blocks. */
 		rack_mark(s, tp, now_us, &newly_lost, &lost);
-		if (tp->tflags & SL_TF_RECOVERY)
+		if (undo_dsack(s, so)) {
+			/* DSACKs: every retransmission needless; cwnd back. */
+		} else if (tp->tflags & SL_TF_RECOVERY) {
 			prr_ack(s, so, newly_sacked, false, newly_lost, now_us);
-		else if (lost && SEQ_GT(tp->snd_una, tp->recover))
+		} else if (lost && SEQ_GT(tp->snd_una, tp->recover)) {
 			enter_recovery(s, so, newly_sacked, newly_lost, now_us);
+		}
 	}
 	if (tp->snd_una == snd_una0)
 		tlp_ack(s, tp, ack, false, newly_sacked != 0, dsack_tlp, now_us);
 	sack_high_set(tp, high);
+	tp->undo &= (uint8_t)~(SL_UNDO_ORIG | SL_UNDO_ECE);
 	return true;
 }
 

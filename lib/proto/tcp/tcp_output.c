@@ -646,9 +646,22 @@ int sl_tcp_xmit_buf(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint64
 	if ((th->flags & TH_FIN_) && SEQ_LT(so->tcp.snd_max, so->tcp.snd_end + 1))
 		so->tcp.snd_max = so->tcp.snd_end + 1;
 	if (b->flags & SL_TBF_SENT) {
+		struct sl_tcp_sock *tp = &so->tcp;
+
 		b->flags |= SL_TBF_REXMIT;
 		sl_count(s, SL_C_tcp_retransmit);
 		so->retransmits++;
+		/* For undo (tcp_input.c): the first retransmission's TSval,
+		 * and one more to be reported needless by DSACK; not a loss
+		 * probe's (Linux's tcp_retransmit_skb(), which TLP bypasses). */
+		if ((tp->tflags & (SL_TF_TLP | SL_TF_TLP_RETX)) != (SL_TF_TLP | SL_TF_TLP_RETX) ||
+		    (tp->tflags & SL_TF_RECOVERY)) {
+			if (!(tp->undo & SL_UNDO_STAMP)) {
+				tp->retrans_ts = ts_now(tp, now_us);
+				tp->undo |= SL_UNDO_STAMP;
+			}
+			tp->undo_retrans = (tp->undo_retrans < 0 ? 0 : tp->undo_retrans) + 1;
+		}
 	}
 	b->flags |= SL_TBF_SENT;
 	b->ts_us = now_us;

@@ -78,7 +78,7 @@ void sl_tcp_tlp_arm(struct sl_sock *so, uint64_t now_us)
 
 	tp->t_tlp = 0;
 	if ((tp->tflags & (SL_TF_SACK | SL_TF_RECOVERY)) != SL_TF_SACK || (tp->tflags & SL_TF_TLP) ||
-	    !tp->srtt_us || tp->backoff || tp->snd_una == tp->snd_max || !tp->snd_wnd ||
+	    (tp->undo & SL_UNDO_LOSS) || !tp->srtt_us || tp->backoff || tp->snd_una == tp->snd_max || !tp->snd_wnd ||
 	    so->state < SL_TCP_ESTABLISHED)
 		return;
 	pto = 2ull * tp->srtt_us;
@@ -255,6 +255,7 @@ static void on_rexmt(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	}
 	sl_count(s, SL_C_tcp_rto);
 	blackhole(s, so, now_us);
+	sl_tcp_undo_rto(s, so);
 	backoff_rto(tp);
 	sl_tcp_cc_rto(tp, now_us);
 	sl_tcp_go_back(s, tp);
