@@ -973,6 +973,44 @@ static void frto(bool spurious)
 	tf_finish();
 }
 
+/* F-RTO with SACK (Linux's tcp_frto=2 is RFC 5682's SACK-enhanced
+ * version): after the RTO's first ACK and the new data, a SACK of an old
+ * segment never sent again says the timeout was spurious; a SACK of the
+ * new data only says it was real. */
+static void frto_sack(bool spurious)
+{
+	struct sl_sock *so;
+	uint32_t iss, max0;
+
+	tf_init(spurious ? "ss" : "sr");
+	so = undo_conn(&iss, true, false);
+	undo_send(so, 12);
+	tf_clear();
+	while (!tf_counter(SL_C_tcp_rto) && wait_frame(1000) < 1000)
+		;
+	tap_ok(tf_counter(SL_C_tcp_rto) == 1 && tf_last().seq == iss + 1,
+	       "SACK %s: the RTO sends the first segment again (after the probe)",
+	       spurious ? "spurious" : "real");
+	tf_advance_ms(1);
+	tf_clear();
+	max0 = so->tcp.snd_max;		/* the probe took one new segment */
+	ack_ts(so, iss + 1001, 0, 0, 0);
+	tap_ok(frames_at(max0) == 1 && frames_at(iss + 1001) == 0,
+	       "its ACK: new data, not the next old segment");
+	tf_clear();
+	if (spurious)
+		ack_ts(so, iss + 1001, 0, iss + 2001, iss + 3001);
+	else
+		ack_ts(so, iss + 1001, 0, max0, max0 + 1000);
+	tap_eq(tf_counter(SL_C_tcp_spurious_rto), spurious ? 1 : 0,
+	       spurious ? "an old segment never sent again SACKed: spurious" :
+			  "only the new data SACKed: real");
+	tap_ok(spurious ? frames_at(iss + 1001) == 0 : frames_at(iss + 1001) == 1,
+	       spurious ? "nothing old sent again" : "the old data goes again");
+	ack_ts(so, iss + 12001, 0, 0, 0);
+	tf_finish();
+}
+
 static void test_established_undo(void)
 {
 	undo_recovery_ts(false);
@@ -981,6 +1019,8 @@ static void test_established_undo(void)
 	test_established_undo_rto_eifel();
 	frto(true);
 	frto(false);
+	frto_sack(true);
+	frto_sack(false);
 }
 
 int main(void)
