@@ -65,11 +65,12 @@ void sl_tcp_rearm_rexmt(struct sl_sock *so, uint64_t now_us)
 
 /*
  * RFC 8985 7.2: schedule a tail loss probe, PTO after now, for a SACK
- * connection with data outstanding, not in recovery and with no probe
- * out. PTO as Linux's tcp_schedule_loss_probe(): 2 SRTT plus 2 ms, or
- * plus RTO_MIN (the receiver's delayed ACK) with one segment out; at most
- * when the RTO would fire, which the probe then replaces (the RTO runs
- * again from the probe, not backed off).
+ * connection with data outstanding, not in recovery or after an RTO
+ * (Linux: only in CA_Open or CA_Disorder) and with no probe out. PTO as
+ * Linux's tcp_schedule_loss_probe(): 2 SRTT plus 2 ms, or plus RTO_MIN
+ * (the receiver's delayed ACK) with one segment out; at most when the
+ * RTO would fire, which the probe then replaces (the RTO runs again from
+ * the probe, not backed off).
  */
 void sl_tcp_tlp_arm(struct sl_sock *so, uint64_t now_us)
 {
@@ -78,8 +79,8 @@ void sl_tcp_tlp_arm(struct sl_sock *so, uint64_t now_us)
 
 	tp->t_tlp = 0;
 	if ((tp->tflags & (SL_TF_SACK | SL_TF_RECOVERY)) != SL_TF_SACK || (tp->tflags & SL_TF_TLP) ||
-	    (tp->undo & SL_UNDO_LOSS) || !tp->srtt_us || tp->backoff || tp->snd_una == tp->snd_max || !tp->snd_wnd ||
-	    so->state < SL_TCP_ESTABLISHED)
+	    (tp->undo & SL_UNDO_LOSS) || !tp->srtt_us || tp->backoff ||
+	    tp->snd_una == tp->snd_max || !tp->snd_wnd || so->state < SL_TCP_ESTABLISHED)
 		return;
 	pto = 2ull * tp->srtt_us;
 	if (tp->snd_max - tp->snd_una <= tp->mss)
