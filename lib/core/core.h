@@ -621,7 +621,8 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(nd_rx_bad, "dropped: neighbour discovery message invalid (RFC 4861 7.1)") \
 	X(nd_unres_drop, "IPv6 packets dropped waiting for a neighbour (a newer one, or no answer)") \
 	X(nd_failed, "IPv6 neighbours given up: no answer to 3 solicitations") \
-	X(tcp_handoff, "connections handed to a kernel socket (TCP repair)")
+	X(tcp_handoff, "connections handed to a kernel socket (TCP repair)") \
+	X(verbs_tx_port_down, "verbs packets dropped unsent: the port is down (TCP resends them)")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,

@@ -315,6 +315,20 @@ static int verbs_send(struct verbs_link *v, struct sl_stack *s, uint32_t idx,
 		return -EINVAL;
 	if (len > v->ud_mtu)
 		return -EMSGSIZE;
+	/*
+	 * The port is down (IBV_EVENT_PORT_ERR, no PORT_ACTIVE since): the
+	 * packet goes nowhere either way, and posting it costs the QP. On
+	 * Soft-RoCE a send with its netdev down finds no route for its GID's
+	 * address and completes with IBV_WC_LOC_QP_OP_ERR, the QP in the
+	 * error state (6.1 rxe_req.c, rxe_requester(): finish_packet() ->
+	 * rxe_prepare() -> -EHOSTUNREACH): each packet of a flap cost a
+	 * reset and a refill of the whole receive queue.  Dropped here, as
+	 * lost on the wire; TCP resends it once the port is back.
+	 */
+	if (v->port_down) {
+		sl_count(s, SL_C_verbs_tx_port_down);
+		return -ENETDOWN;
+	}
 	if (v->tx_npend == VERBS_TX_BATCH) {
 		ret = tx_post(v);
 		if (ret)
@@ -665,15 +679,23 @@ static void rx_one(struct verbs_link *v, struct sl_stack *s, const struct ibv_wc
 	v->rx_slot[slot] = SLUICE_IDX_NONE;
 	v->rx_free[v->rx_nfree++] = slot;
 	sl_verbs_buf_unmark(s, idx);
-	sl_count(s, SL_C_link_rx);
-	frame = sl_buf_base(s, idx) + RX_LEAD;
 	if (wc->status != IBV_WC_SUCCESS) {
 		v->rx_wc_err++;
 		v->last_wc_status = wc->status;
 		/* Flushed or failed: either way the QP is in the error state. */
 		v->need_reset = true;
+		/* A flushed WR held no frame (IBA vol 1 10.3.1: the QP's
+		 * outstanding WRs complete so in the error state): a reset
+		 * flushes the whole receive queue, counted as nothing. */
+		if (wc->status == IBV_WC_WR_FLUSH_ERR) {
+			sl_buf_free(s, idx);
+			return;
+		}
+		sl_count(s, SL_C_link_rx);
 		goto bad;
 	}
+	sl_count(s, SL_C_link_rx);
+	frame = sl_buf_base(s, idx) + RX_LEAD;
 	if (wc->opcode != IBV_WC_RECV)
 		goto bad;
 	if (wc->byte_len > s->buf_size - RX_LEAD) {
@@ -819,8 +841,24 @@ static int verbs_qp_reset(struct verbs_link *v, struct sl_stack *s)
 }
 
 /*
+ * Port down: is it back?  PORT_ACTIVE says so, but an event can be lost
+ * to us (the kernel keeps a bounded list of a file's events: 6.1
+ * uverbs_main.c, ib_uverbs_async_handler()), and a link that waited only
+ * for it would send nothing again.  Asked at the 100 ms timer while down.
+ */
+static void verbs_port_check(struct verbs_link *v)
+{
+	struct ibv_port_attr pa;
+
+	memset(&pa, 0, sizeof(pa));
+	if (VB->query_port(v->ctx, v->port, &pa) == 0 && pa.state == IBV_PORT_ACTIVE)
+		v->port_down = false;
+}
+
+/*
  * The port's events (ibv_get_async_event(3)), without waiting: a QP
- * error resets the QP; a port going down is noted; the port coming back,
+ * error resets the QP; a port going down is noted (sends are dropped
+ * unposted until it is back); the port coming back,
  * a LID, SM or P_Key change and a client reregister make every
  * neighbour's path stale (a new DLID, SL or route): resolved neighbours
  * are dropped, with their AHs, and asked again at their next packet.
@@ -909,6 +947,8 @@ int sl_verbs_rx_cq(struct verbs_link *v, struct sl_stack *s, int budget)
 		if (v->enhanced)
 			sl_verbs_flows_reconcile(v, s);
 		sl_verbs_async(v, s);
+		if (v->port_down)
+			verbs_port_check(v);
 		if (v->ifinfo_stale)
 			verbs_ifinfo_refresh(v, s);
 	}
@@ -924,10 +964,17 @@ int sl_verbs_rx_cq(struct verbs_link *v, struct sl_stack *s, int budget)
 		if (k < want)
 			break;
 	}
-	if (v->need_reset)
+	if (v->need_reset) {
+		/* Why the QP failed may be waiting as an event: a port gone
+		 * down (its PORT_ERR comes before the sends that fail), after
+		 * which nothing is posted until it is back.  Read at once, not
+		 * at the next timer: each send in between would cost another
+		 * reset and a refill of the receive queue. */
+		sl_verbs_async(v, s);
 		verbs_qp_reset(v, s);
-	else
+	} else {
 		rx_refill(v, s, false);
+	}
 	return n;
 }
 

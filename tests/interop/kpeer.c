@@ -6,11 +6,13 @@
  *
  *   kpeer serve PORT SECONDS        TCP and UDP echo on PORT (many TCP
  *                                   connections at once) until SECONDS pass
- *   kpeer tcp-echo IP PORT BYTES [CONNS]
+ *   kpeer tcp-echo IP PORT BYTES [CONNS [SECONDS]]
  *                                   CONNS connections at once (default 1),
  *                                   each sends BYTES of a pattern seeded by
  *                                   its number and checks the echo byte for
- *                                   byte; prints "ok CONNS x BYTES"
+ *                                   byte; prints "ok CONNS x BYTES"; with
+ *                                   SECONDS, sends paced to take that long
+ *                                   and "flowing" printed at the first echo
  *   kpeer udp-echo IP PORT COUNT    COUNT datagrams, each echoed intact
  *   kpeer bind tcp|udp PORT         prints the errno name of binding
  *                                   0.0.0.0:PORT (0 when it works)
@@ -116,14 +118,15 @@ struct conn {
 	bool bad, done;
 };
 
-static int tcp_echo(const char *ip, int port, long bytes, int nconn)
+static int tcp_echo(const char *ip, int port, long bytes, int nconn, double pace_s)
 {
 	struct sockaddr_in a = addr(ip, port);
 	static struct conn c[MAXC];
 	struct pollfd p[MAXC];
 	static uint8_t buf[65536];
-	double end = now_s() + 240;
+	double start = now_s(), end = start + 240;
 	int left = nconn, good = 0;
+	bool flowing = false;
 
 	if (nconn < 1 || nconn > MAXC)
 		return 2;
@@ -136,9 +139,13 @@ static int tcp_echo(const char *ip, int port, long bytes, int nconn)
 		fcntl(c[i].fd, F_SETFL, O_NONBLOCK);
 	}
 	while (left && now_s() < end) {
+		double f = pace_s > 0 ? (now_s() - start) / pace_s : 1;
+		/* Paced: no more than bytes over pace_s seconds. */
+		long allowed = f >= 1 ? bytes : 16384 + (long)(bytes * f);
+
 		for (int i = 0; i < nconn; i++) {
 			p[i].fd = c[i].done ? -1 : c[i].fd;
-			p[i].events = POLLIN | (c[i].sent < bytes ? POLLOUT : 0);
+			p[i].events = POLLIN | (c[i].sent < bytes && c[i].sent < allowed ? POLLOUT : 0);
 		}
 		if (poll(p, nconn, 200) <= 0)
 			continue;
@@ -148,9 +155,12 @@ static int tcp_echo(const char *ip, int port, long bytes, int nconn)
 
 			if (k->done || !p[i].revents)
 				continue;
-			if (k->sent < bytes && (p[i].revents & POLLOUT)) {
+			if (k->sent < bytes && k->sent < allowed && (p[i].revents & POLLOUT)) {
 				long m = bytes - k->sent > (long)sizeof(buf) ? (long)sizeof(buf) :
 					 bytes - k->sent;
+
+				if (m > allowed - k->sent)
+					m = allowed - k->sent;
 
 				for (long j = 0; j < m; j++)
 					buf[j] = pattern(i, k->sent + j);
@@ -166,6 +176,11 @@ static int tcp_echo(const char *ip, int port, long bytes, int nconn)
 					if (buf[j] != pattern(i, k->got + j))
 						k->bad = true;
 				k->got += r;
+				if (!flowing) {
+					printf("flowing\n");
+					fflush(stdout);
+					flowing = true;
+				}
 			}
 			if (r == 0 || (r < 0 && errno != EAGAIN) || k->got > bytes) {
 				k->done = true;
@@ -298,8 +313,9 @@ int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "serve"))
 		return serve(atoi(argv[2]), atof(argv[3]));
-	if ((argc == 5 || argc == 6) && !strcmp(argv[1], "tcp-echo"))
-		return tcp_echo(argv[2], atoi(argv[3]), atol(argv[4]), argc == 6 ? atoi(argv[5]) : 1);
+	if (argc >= 5 && argc <= 7 && !strcmp(argv[1], "tcp-echo"))
+		return tcp_echo(argv[2], atoi(argv[3]), atol(argv[4]), argc >= 6 ? atoi(argv[5]) : 1,
+				argc == 7 ? atof(argv[6]) : 0);
 	if (argc == 5 && !strcmp(argv[1], "udp-echo"))
 		return udp_echo(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc == 4 && !strcmp(argv[1], "bind"))

@@ -6,9 +6,12 @@
  *   verbs_peer serve  STACK DEV IP/PREFIX DIR SECONDS
  *        echoes TCP and UDP on port 7 until SECONDS pass or a UDP "quit"
  *   verbs_peer client STACK DEV IP/PREFIX DIR PEER-IP TEST...
- *        TEST is udp:COUNT or tcp:CONNS:BYTES (CONNS connections at once,
- *        each sending BYTES of its own seeded pattern and checking the echo
- *        byte for byte), or quit; prints "PASS text" / "FAIL text" lines
+ *        TEST is udp:COUNT or tcp:CONNS:BYTES[:SECONDS] (CONNS connections
+ *        at once, each sending BYTES of its own seeded pattern and checking
+ *        the echo byte for byte; with SECONDS, sends paced to take that
+ *        long, and "# flowing" printed at the first echoed bytes, so a
+ *        test can act while data flows), or quit; prints "PASS text" /
+ *        "FAIL text" lines
  *
  * Each writes its 20-byte IPoIB address (hex) to DIR/IP once its link is
  * up.  With SLUICE_VERBS_STATIC=1 there is no ARP: every file in DIR is
@@ -173,6 +176,8 @@ static void finish(int code)
 	static const char *const names[] = {
 		"tcp_retransmit", "arp_tx", "arp_rx", "arp_rx_bad", "arp_hold_dropped",
 		"link_rx", "link_tx", "link_tx_err", "eth_rx_bad", "ip_rx", "nobuf",
+		"verbs_async_event", "verbs_port_down", "verbs_qp_reset", "verbs_path_flush",
+		"verbs_tx_port_down",
 	};
 
 	for (unsigned int i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -298,8 +303,17 @@ static uint8_t pattern(int c, long i)
 	return (uint8_t)(i * 131 + c * 7 + (i >> 9) + (c << 4));
 }
 
-/* CONNS connections at once, each echoing BYTES; byte-exact check. */
-static bool tcp_test(const char *peer, int conns, long bytes)
+/* How much of bytes may have been sent pace_s-paced, since start. */
+static long paced(long bytes, double start, double pace_s)
+{
+	double f = pace_s > 0 ? (now_s() - start) / pace_s : 1;
+
+	return f >= 1 ? bytes : 16384 + (long)(bytes * f);
+}
+
+/* CONNS connections at once, each echoing BYTES; byte-exact check.  With
+ * pace_s, each sends no faster than BYTES over pace_s seconds. */
+static bool tcp_test(const char *peer, int conns, long bytes, double pace_s)
 {
 	struct sockaddr_in a = addr(peer, 7);
 	struct sluice_pollfd p[MAXC];
@@ -307,7 +321,8 @@ static bool tcp_test(const char *peer, int conns, long bytes)
 	long sent[MAXC] = { 0 }, got[MAXC] = { 0 };
 	bool bad[MAXC] = { false }, shut[MAXC] = { false };
 	static uint8_t buf[65536];
-	double start = now_s(), end = start + 90;
+	double start = now_s(), end = start + 90 + pace_s;
+	bool flowing = false;
 	int done = 0, ret;
 
 	if (conns > MAXC)
@@ -325,15 +340,15 @@ static bool tcp_test(const char *peer, int conns, long bytes)
 		for (int c = 0; c < conns; c++) {
 			p[c].sd = sd[c];
 			p[c].events = (got[c] < bytes && !bad[c] ? POLLIN : 0) |
-				      (sent[c] < bytes ? POLLOUT : 0);
+				      (sent[c] < paced(bytes, start, pace_s) ? POLLOUT : 0);
 		}
 		if (sluice_poll(st, p, conns, 200) <= 0)
 			continue;
 		done = 0;
 		for (int c = 0; c < conns; c++) {
-			long n;
+			long n, allowed = paced(bytes, start, pace_s);
 
-			while (sent[c] < bytes) {
+			while (sent[c] < bytes && sent[c] < allowed) {
 				long k = bytes - sent[c] > 16384 ? 16384 : bytes - sent[c];
 
 				for (long i = 0; i < k; i++)
@@ -363,6 +378,10 @@ static bool tcp_test(const char *peer, int conns, long bytes)
 						break;
 					}
 				got[c] += n;
+				if (!flowing) {
+					printf("# flowing\n");
+					flowing = true;
+				}
 			}
 			if (got[c] >= bytes || bad[c])
 				done++;
@@ -475,6 +494,7 @@ int main(int argc, char **argv)
 	setup(argv[2], argv[3], argv[4]);
 	for (int i = 7; i < argc; i++) {
 		struct sluice_verbs_info info;
+		double pace_s = 0;
 		int conns;
 		long bytes;
 		bool ok;
@@ -486,8 +506,8 @@ int main(int argc, char **argv)
 			ok = udp_test(argv[6], count, info.ud_mtu - 28);
 			printf("%s udp: %d datagrams up to %u bytes echoed intact\n",
 			       ok ? "PASS" : "FAIL", count, info.ud_mtu - 28);
-		} else if (sscanf(argv[i], "tcp:%d:%ld", &conns, &bytes) == 2) {
-			ok = tcp_test(argv[6], conns, bytes);
+		} else if (sscanf(argv[i], "tcp:%d:%ld:%lf", &conns, &bytes, &pace_s) >= 2) {
+			ok = tcp_test(argv[6], conns, bytes, pace_s);
 			printf("%s tcp: %d connections at once, %ld bytes each echoed byte-exact\n",
 			       ok ? "PASS" : "FAIL", conns, bytes);
 		} else if (!strcmp(argv[i], "quit")) {

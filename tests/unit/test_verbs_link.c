@@ -940,6 +940,185 @@ static void test_qp_error_recovery(void)
 	mod_destroy(s);
 }
 
+/* ---- a port flap under a TCP connection (issue 14 item 2) ---------- */
+
+/*
+ * The wire between stack S (the verbs link on the model, plain UD on
+ * RoCE, as Soft-RoCE in the VM) and peer stack P (a capture link): S's
+ * posted sends go to P, P's packets come to S as receive completions;
+ * nothing crosses while the port is down.
+ */
+struct flap_wire {
+	struct sl_stack *s, *p;
+	struct capture cap;
+	int fwd;			/* vd.sent[] taken so far */
+	bool down;
+};
+
+static void flap_pump(struct flap_wire *w)
+{
+	uint8_t f[2100];
+
+	sluice_stack_poll(ST(w->s));
+	for (; w->fwd < vd.n_sent && w->fwd < VD_SENT_MAX; w->fwd++) {
+		const struct vd_sent *x = &vd.sent[w->fwd];
+
+		if (!w->down && x->len > SL_IPOIB_HLEN)
+			fx_input(w->p, x->data + SL_IPOIB_HLEN, x->len - SL_IPOIB_HLEN);
+	}
+	/* The record is a window: start it again once taken. */
+	vd.n_sent = 0;
+	w->fwd = 0;
+	sluice_stack_poll(ST(w->p));
+	for (unsigned int i = 0; i < w->cap.n; i++) {
+		if (w->down || (size_t)w->cap.len[i] + SL_IPOIB_HLEN > sizeof(f))
+			continue;
+		sl_ipoib_hdr_put(f, ETHERTYPE_IP_);
+		memcpy(f + SL_IPOIB_HLEN, w->cap.frame[i], w->cap.len[i]);
+		vd_rx(f, w->cap.len[i] + SL_IPOIB_HLEN, 0, PEER_QPN, peer_gid);
+	}
+	w->cap.n = 0;
+	sluice_stack_poll(ST(w->s));
+}
+
+/* Run the wire for ms of virtual time, 5 ms a step, S sending what its
+ * socket takes of the pattern (up to 2 KiB a step) and P reading and
+ * checking it. */
+static void flap_run(struct flap_wire *w, int csd, int asd, long *sent, long *got, bool *bad,
+		     long total, int ms)
+{
+	static uint8_t buf[8192];
+
+	for (int t = 0; t < ms; t += 5) {
+		long n, step = 0;
+
+		/* 2 KiB a step: 400 KB/s, so the transfer lasts through a flap. */
+		while (*sent < total && step < 2048) {
+			long k = total - *sent < 2048 - step ? total - *sent : 2048 - step;
+
+			for (long i = 0; i < k; i++)
+				buf[i] = (uint8_t)((*sent + i) * 7 + ((*sent + i) >> 8));
+			n = sluice_send(ST(w->s), csd, buf, (size_t)k, MSG_DONTWAIT);
+			if (n <= 0)
+				break;
+			*sent += n;
+			step += n;
+		}
+		flap_pump(w);
+		while ((n = sluice_recv(ST(w->p), asd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+			for (long i = 0; i < n; i++)
+				if (buf[i] != (uint8_t)((*got + i) * 7 + ((*got + i) >> 8)))
+					*bad = true;
+			*got += n;
+		}
+		fx_clock_us += 5000;
+	}
+}
+
+/*
+ * A TCP connection carrying data when the port goes down for 2 s and
+ * comes back (Soft-RoCE's PORT_ERR and PORT_ACTIVE when its netdev goes
+ * down and up): every byte arrives, in order; while down the link posts
+ * nothing (each send would fail and put the QP in error); the flushes of
+ * the one reset are not counted as bad frames.  Then the same with the
+ * PORT_ACTIVE event lost: the link finds the port back by asking it.
+ */
+static void test_port_flap_tcp(void)
+{
+	struct sl_stack *s = fx_stack("vflap", "10.9.0.1", NULL);
+	struct sluice_verbs_config cfg = { .flags = SLUICE_VERBS_NO_MCAST };
+	uint8_t hw[SL_IPOIB_HWLEN] = { 0, (PEER_QPN >> 16) & 0xff, (PEER_QPN >> 8) & 0xff,
+				       PEER_QPN & 0xff };
+	struct sockaddr_in any7 = fx_addr("0.0.0.0", 7), p7 = fx_addr("10.9.0.2", 7);
+	static struct flap_wire w;
+	uint32_t free0 = s->lib->buf_free_count;
+	long sent = 0, got = 0, total = 300000;
+	int lsd, csd, asd = -1, one = 1;
+	bool bad = false;
+	uint64_t resets0, txdown;
+
+	vd_reset(IBV_LINK_LAYER_ETHERNET);
+	memset(&w, 0, sizeof(w));
+	w.s = s;
+	w.p = fx_stack("vflapp", "10.9.0.2", &w.cap);
+	memcpy(hw + 4, peer_gid, 16);
+	tap_eq(sluice_link_verbs(ST(s), &cfg), 0, "flap: S's verbs link up (RoCE)");
+	tap_eq(sluice_verbs_neigh_add(ST(s), htonl(0x0a090002), hw), 0, "flap: P a static neighbour");
+	lsd = sluice_socket(ST(w.p), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
+	sluice_setsockopt(ST(w.p), lsd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	tap_ok(sluice_bind(ST(w.p), lsd, &any7) == 0 && sluice_listen(ST(w.p), lsd, 4) == 0,
+	       "flap: P listens on 7");
+	csd = sluice_socket(ST(s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
+	sluice_connect(ST(s), csd, &p7);
+	for (int i = 0; i < 40 && asd < 0; i++) {
+		flap_pump(&w);
+		asd = sluice_accept(ST(w.p), lsd, NULL);
+		fx_clock_us += 5000;
+	}
+	tap_ok(asd >= 0, "flap: connected over the verbs link");
+	flap_run(&w, csd, asd, &sent, &got, &bad, total, 300);
+	tap_ok(got > 0 && got < total, "flap: data flowing (%ld of %ld bytes)", got, total);
+
+	/* Down: the event, and the wire carries nothing. */
+	resets0 = sl_counter_sum(s, SL_C_verbs_qp_reset);
+	vd_event(IBV_EVENT_PORT_ERR, 1);
+	w.down = true;
+	flap_run(&w, csd, asd, &sent, &got, &bad, total, 2000);
+	txdown = sl_counter_sum(s, SL_C_verbs_tx_port_down);
+	tap_ok(txdown > 0, "flap: while down, packets dropped unposted (verbs_tx_port_down %llu)",
+	       (unsigned long long)txdown);
+	tap_ok(vd.n_sent_port_down <= 1,
+	       "flap: at most the send before the event was read reached the down port (%d)",
+	       vd.n_sent_port_down);
+	tap_ok(sl_counter_sum(s, SL_C_verbs_qp_reset) - resets0 <= 1,
+	       "flap: so at most one QP reset (%llu)",
+	       (unsigned long long)(sl_counter_sum(s, SL_C_verbs_qp_reset) - resets0));
+	/* Up: TCP resends; everything arrives. */
+	vd_event(IBV_EVENT_PORT_ACTIVE, 1);
+	w.down = false;
+	for (int i = 0; i < 60 && got < total; i++)
+		flap_run(&w, csd, asd, &sent, &got, &bad, total, 500);
+	tap_ok(got == total && !bad, "flap: every byte across, in order and intact (%ld of %ld)",
+	       got, total);
+	tap_eq(sl_counter_sum(s, SL_C_eth_rx_bad), 0,
+	       "flap: flushed receive WRs are not counted as bad frames");
+	tap_eq(sl_counter_sum(s, SL_C_verbs_port_down), 1, "flap: counted: verbs_port_down 1");
+
+	/* Again, the PORT_ACTIVE event lost: the 100 ms timer asks the port. */
+	sent = got = 0;
+	sluice_close(ST(s), csd);
+	sluice_close(ST(w.p), asd);
+	flap_run(&w, -1, -1, &sent, &got, &bad, 0, 500);
+	csd = sluice_socket(ST(s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
+	sluice_connect(ST(s), csd, &p7);
+	asd = -1;
+	for (int i = 0; i < 40 && asd < 0; i++) {
+		flap_pump(&w);
+		asd = sluice_accept(ST(w.p), lsd, NULL);
+		fx_clock_us += 5000;
+	}
+	flap_run(&w, csd, asd, &sent, &got, &bad, total, 300);
+	vd_event(IBV_EVENT_PORT_ERR, 1);
+	w.down = true;
+	flap_run(&w, csd, asd, &sent, &got, &bad, total, 1000);
+	vd.port.state = IBV_PORT_ACTIVE;	/* and no event says so */
+	w.down = false;
+	for (int i = 0; i < 60 && got < total; i++)
+		flap_run(&w, csd, asd, &sent, &got, &bad, total, 500);
+	tap_ok(got == total && !bad,
+	       "flap, PORT_ACTIVE lost: the link asked the port, every byte across (%ld of %ld)",
+	       got, total);
+	sluice_close(ST(s), csd);
+	sluice_close(ST(w.p), asd);
+	sluice_close(ST(w.p), lsd);
+	flap_run(&w, -1, -1, &sent, &got, &bad, 0, 1000);
+	s->link->ops->close(s->link);
+	fx_destroy(w.p);
+	tap_ok(vd.live == 0 && s->lib->buf_free_count == free0, "flap: close frees everything");
+	s->link = NULL;
+	fx_destroy(s);
+}
+
 /* ---- stacks shared by several processes (issue 14 items 1 and 6) ---- */
 
 #define IP_US	htonl(0x0a090001)	/* 10.9.0.1 */
@@ -1232,6 +1411,7 @@ int main(void)
 	test_rx_buffer_size();
 	test_controlled_qkey();
 	test_qp_error_recovery();
+	test_port_flap_tcp();
 	/* Several processes: the device's rules seen by all of them. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	vd_fabric_init();

@@ -23,7 +23,9 @@
  *    everything it made;
  *  - injects what a fabric does: error completions, the QP falling into
  *    the error state, async events (vd_event()), a process without
- *    CAP_NET_RAW (vd.no_net_raw).
+ *    CAP_NET_RAW (vd.no_net_raw); a port down (PORT_ERR until
+ *    PORT_ACTIVE, or vd.port.state set by hand: an event the link never
+ *    gets) fails each send as Soft-RoCE does.
  */
 #ifndef SLUICE_TESTS_VERBS_DOUBLE_H
 #define SLUICE_TESTS_VERBS_DOUBLE_H
@@ -111,6 +113,7 @@ struct vd_state {
 	int n_ah, n_ah_live;
 	struct vd_sent sent[VD_SENT_MAX];
 	int n_sent, n_post_send, n_signalled;
+	int n_sent_port_down;			/* sends posted with the port down */
 	int mcast_attached;
 	/* Send WRs the device owns, in order. */
 	struct { uint64_t wr_id, addr; uint32_t len, sum; bool signalled; } out[VD_OUT_MAX];
@@ -667,6 +670,8 @@ static int vd_destroy_flow(struct ibv_flow *f)
 	return vd_free(f);
 }
 
+static inline void vd_qp_error(bool event);
+
 static int vd_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	if (vd_failing(VD_post_send)) {
@@ -690,6 +695,22 @@ static int vd_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 				memset(&vd.swc[vd.n_swc], 0, sizeof(vd.swc[0]));
 				vd.swc[vd.n_swc].wr_id = wr->wr_id;
 				vd.swc[vd.n_swc++].status = IBV_WC_WR_FLUSH_ERR;
+			}
+			continue;
+		}
+		/* The port down (its netdev down, on Soft-RoCE): the send finds
+		 * no route for its GID's address and completes with a local QP
+		 * operation error, the QP in the error state (6.1 rxe_req.c,
+		 * rxe_requester(): finish_packet() -> rxe_prepare() ->
+		 * -EHOSTUNREACH from rxe_find_route(); wqe->status
+		 * IB_WC_LOC_QP_OP_ERR); the WRs after it are flushed. */
+		if (vd.port.state == IBV_PORT_DOWN) {
+			vd.n_sent_port_down++;
+			vd_qp_error(false);
+			if (vd.n_swc < VD_OUT_MAX) {
+				memset(&vd.swc[vd.n_swc], 0, sizeof(vd.swc[0]));
+				vd.swc[vd.n_swc].wr_id = wr->wr_id;
+				vd.swc[vd.n_swc++].status = IBV_WC_LOC_QP_OP_ERR;
 			}
 			continue;
 		}

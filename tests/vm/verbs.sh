@@ -16,6 +16,13 @@
 # UDP and TCP both ways (several connections at once, byte-exact), loss
 # recovered by TCP, and the QPs, CQs, MRs and PDs gone from
 # `rdma resource` after a close (process still alive) and after kill -9.
+# Then a port flap (issue 14 item 2): va down for 2 s and up again while a
+# TCP connection carries data (rxe raises IB_EVENT_PORT_ERR and
+# PORT_ACTIVE on both devices, veth taking vb's carrier with va's); it
+# must finish byte-exact, and the kernel does the same beside it:
+#
+#   netns fa: kpeer tcp-echo 10.78.0.1 --- ka ==veth== kb --- 10.78.0.2 kpeer serve (netns fb)
+#   ka flapped with va, at the same moment
 # Prints TAP.
 SUITE="verbs"
 . /opt/sluice/bin/tap.sh
@@ -64,6 +71,7 @@ wait_file() { # wait_file PATH SECONDS
 	done
 	[ -s "$1" ]
 }
+wait_grep() { i=0; while ! grep -q "$2" "$1" && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; }
 
 lsmod | grep -q '^sluice ' || insmod /lib/modules/sluice.ko
 $ip link add va type veth peer name vb && $ip link set va up && $ip link set vb up
@@ -194,7 +202,6 @@ run_round() { # run_round MODE(arp|static)
 		u0=$(used)
 		$peer attach vb rxe1 30 >/tmp/a1.log 2>&1 &
 		apid=$!
-		wait_grep() { i=0; while ! grep -q "$2" "$1" && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; }
 		wait_grep /tmp/a1.log '^# attached'
 		u1=$(used)
 		kill -9 $apid
@@ -233,8 +240,97 @@ run_round() { # run_round MODE(arp|static)
 	fi
 }
 
+# A port flap while a connection carries data (issue 14 item 2), Sluice
+# over rxe0/rxe1 and the kernel over a veth pair of its own, both paced
+# to take 10 s, both links down for 2 s at the same moment.
+flap_round() {
+	rm -rf "$dir" && mkdir -p "$dir"
+	unset SLUICE_VERBS_STATIC
+	bytes=2097152
+	$peer serve vb rxe1 10.77.0.2/24 "$dir" 200 >/tmp/fserve.log 2>&1 &
+	spid=$!
+	if ! wait_file "$dir/10.77.0.2" 20; then
+		tap fail "flap: B's verbs link is up"
+		sed 's/^/# B: /' /tmp/fserve.log
+		kill -9 $spid 2>/dev/null
+		return 1
+	fi
+	mkdir -p /run/netns
+	$ip netns add fa && $ip netns add fb &&
+		$ip link add ka netns fa type veth peer name kb netns fb &&
+		$ip -n fa addr add 10.78.0.1/24 dev ka && $ip -n fb addr add 10.78.0.2/24 dev kb &&
+		$ip -n fa link set ka up && $ip -n fb link set kb up &&
+		$ip -n fa link set lo up && $ip -n fb link set lo up
+	$ip netns exec fb timeout 150 kpeer serve 7 120 >/tmp/kfserve.log 2>&1 &
+	kspid=$!
+	sleep 1
+	timeout 150 $peer client va5 rxe0 10.77.0.5/24 "$dir" 10.77.0.2 \
+		tcp:1:$bytes:10 >/tmp/cf.log 2>&1 &
+	cpid=$!
+	$ip netns exec fa timeout 150 kpeer tcp-echo 10.78.0.2 7 $bytes 1 10 >/tmp/kf.log 2>&1 &
+	kpid=$!
+	wait_grep /tmp/cf.log '^# flowing'
+	wait_grep /tmp/kf.log '^flowing'
+	t0=$(date +%s)
+	$ip link set va down
+	$ip -n fa link set ka down
+	sleep 2
+	$ip link set va up
+	$ip -n fa link set ka up
+	if grep -q '^# flowing' /tmp/cf.log && kill -0 $cpid 2>/dev/null &&
+	   grep -q '^flowing' /tmp/kf.log && kill -0 $kpid 2>/dev/null; then
+		tap ok "flap: both connections were carrying data when the links went down and up"
+	else
+		tap fail "flap: both connections were carrying data when the links went down and up"
+	fi
+	wait $cpid
+	c=$?
+	ct=$(($(date +%s) - t0))
+	wait $kpid
+	k=$?
+	kt=$(($(date +%s) - t0))
+	report /tmp/cf.log "flap: A->B across va down 2 s"
+	[ $c = 0 ] || diag
+	sed 's/^/# kernel: /' /tmp/kf.log
+	if [ $k = 0 ] && grep -q "^ok 1 x $bytes" /tmp/kf.log; then
+		tap ok "flap: the kernel's connection across ka down 2 s is byte-exact too"
+	else
+		tap fail "flap: the kernel's connection across ka down 2 s is byte-exact too"
+	fi
+	echo "# flap: Sluice's connection ended ${ct}s after the links went down, the kernel's ${kt}s (both paced to 10 s)"
+	# What the links saw: A's counters (printed at its end), B's (dump).
+	pd=$(sed -n 's/^# counter verbs_port_down //p' /tmp/cf.log)
+	sluice dump vb >/tmp/fdump.log 2>&1
+	bd=$(awk '$1 == "verbs_port_down" { print $2 }' /tmp/fdump.log)
+	echo "# flap: A: $(grep '^# counter verbs_' /tmp/cf.log | cut -d' ' -f3- | tr '\n' ' ')"
+	echo "# flap: B: $(awk '$1 ~ /^verbs_/ { printf "%s %s ", $1, $2 }' /tmp/fdump.log)"
+	if [ "${pd:-0}" -ge 1 ] && [ "${bd:-0}" -ge 1 ]; then
+		tap ok "flap: both links saw the port go down (verbs_port_down A ${pd:-0}, B ${bd:-0})"
+	else
+		tap fail "flap: both links saw the port go down (verbs_port_down A ${pd:-0}, B ${bd:-0})"
+	fi
+	# While down, A's link posts nothing (each send would fail and put
+	# its QP in error): at most one reset, and the flushed receive WRs
+	# of that reset are no bad frames.
+	qr=$(sed -n 's/^# counter verbs_qp_reset //p' /tmp/cf.log)
+	eb=$(sed -n 's/^# counter eth_rx_bad //p' /tmp/cf.log)
+	td=$(sed -n 's/^# counter verbs_tx_port_down //p' /tmp/cf.log)
+	if [ "${qr:-9}" -le 1 ] && [ "${eb:-1}" = 0 ]; then
+		tap ok "flap: A reset its QP ${qr} time(s), dropped $td packets unposted, counted no flush as a bad frame"
+	else
+		tap fail "flap: A reset its QP ${qr:-?} time(s) (at most 1), eth_rx_bad ${eb:-?} (0), dropped ${td:-?} unposted"
+	fi
+	kill $kspid 2>/dev/null
+	wait $kspid 2>/dev/null
+	kill -9 $spid 2>/dev/null
+	wait $spid 2>/dev/null
+	$ip netns del fa
+	$ip netns del fb
+}
+
 run_round static
 run_round arp
+flap_round
 
 $rdma resource show qp | sed 's/^/# /'
 $rdma link del rxe1
