@@ -17,6 +17,10 @@ int cmd_tcpdump(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 /* doctor.c */
 int cmd_doctor(int argc, char **argv);
+/* devlink.c: devlink parameter name of device bus/dev (a string one) into
+ * out; 0 or -errno (-ENOENT: no devlink family, -ENODEV: no such device,
+ * -EINVAL: no such parameter, -ENODATA: no string value). */
+int devlink_param_str(const char *bus, const char *dev, const char *name, char *out, size_t len);
 
 /* sluice.c: fn(name, where, arg) for each stack the module holds ("module"),
  * then each in /dev/shm ("shm"); -1 (errno set) if /dev/shm cannot be read. */

@@ -35,6 +35,7 @@
 #include <uapi/sluice.h>
 
 #include "cmds.h"
+#include "json.h"
 
 #define ARPHRD_ETHER_	1
 #define ARPHRD_IB_	32
@@ -216,33 +217,135 @@ static int module_ifinfo(unsigned int ifindex, struct sluice_ifinfo *ii)
 	return ret;
 }
 
+/* What doctor found about one RDMA device's port. */
+struct rdma_port {
+	char dev[64];
+	int port;
+	char state[64], ll[64], rate[64];	/* "unknown" where unreadable */
+	bool lim_ok;
+	char lim_why[160];			/* why the limits are unknown */
+	struct ibv_device_attr lim;
+	bool mlx5;				/* has a flow steering mode */
+	char devlink[96];			/* its devlink handle, "" if none */
+	char fsm[32];				/* "dmfs", "smfs", "unknown" */
+	char fsm_why[160];			/* why unknown */
+};
+
+/* Everything doctor says, gathered before it is printed as text or JSON. */
+struct facts {
+	const char *ifname;
+	char type_s[32], mtu_s[32], oper[32], drv[64];
+	int type;
+	bool ib, loop, ether, any_rdma;
+	int ndevs;
+	struct rdma_port dev[4];
+	char mode[32], pkey[32], enh[16];	/* IPoIB only */
+	int raw_eff, raw_prm;			/* 1, 0, -1 unknown */
+	int mret;				/* the module's IFINFO: 0 or -errno */
+	struct sluice_ifinfo ii;
+	const char *path;			/* "loopback", "none", "unknown", "kring", "enhanced" */
+	char path_text[400];
+};
+
 /* Device limits from rdma-core, for an RDMA device named dev. */
-static void print_limits(const char *dev)
+static void read_limits(struct rdma_port *p)
 {
 	struct ibv_device **list;
-	struct ibv_device_attr a;
 	struct ibv_context *ctx = NULL;
 	int n = 0;
 
+	errno = 0;
 	list = ibv_get_device_list(&n);
 	for (int i = 0; list && i < n && !ctx; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), dev))
+		if (!strcmp(ibv_get_device_name(list[i]), p->dev))
 			ctx = ibv_open_device(list[i]);
 	if (list)
 		ibv_free_device_list(list);
 	if (!ctx) {
-		printf("  device limits: unknown (rdma-core cannot open %s: %s)\n", dev,
-		       errno ? strerror(errno) : "not listed");
+		snprintf(p->lim_why, sizeof(p->lim_why), "rdma-core cannot open %s: %s", p->dev,
+			 errno ? strerror(errno) : "not listed");
 		return;
 	}
-	if (ibv_query_device(ctx, &a)) {
-		printf("  device limits: unknown (ibv_query_device on %s failed)\n", dev);
-	} else {
-		printf("  device limits (%s, firmware %.64s): %d QPs of up to %d WRs and %d SGEs, "
-		       "%d CQs of up to %d entries, %d multicast groups\n", dev, a.fw_ver,
-		       a.max_qp, a.max_qp_wr, a.max_sge, a.max_cq, a.max_cqe, a.max_mcast_grp);
-	}
+	if (ibv_query_device(ctx, &p->lim))
+		snprintf(p->lim_why, sizeof(p->lim_why), "ibv_query_device on %s failed", p->dev);
+	else
+		p->lim_ok = true;
 	ibv_close_device(ctx);
+}
+
+/* The last component of the symbolic link at sysfs path rel, or -errno. */
+static int link_base(char *out, size_t len, const char *rel)
+{
+	char path[PATH_MAX], target[PATH_MAX];
+	const char *base;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", sysroot(), rel);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n <= 0)
+		return -errno;
+	target[n] = '\0';
+	base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+	if (strlen(base) >= len)
+		return -ENAMETOOLONG;
+	memcpy(out, base, strlen(base) + 1);
+	return 0;
+}
+
+/*
+ * mlx5's flow steering mode: the devlink runtime parameter
+ * flow_steering_mode ("dmfs": rules made by firmware, "smfs": by the
+ * driver), of the device's bus device (Documentation/networking/devlink/
+ * mlx5.rst; mlx5_core has no module parameter or sysfs file for it).
+ */
+static void read_fsm(struct rdma_port *p)
+{
+	char rel[PATH_MAX], drv[64], bus[32], bdev[64];
+	int ret;
+
+	snprintf(rel, sizeof(rel), "class/infiniband/%s/device/driver", p->dev);
+	p->mlx5 = !strncmp(p->dev, "mlx5", 4) ||
+		  (!link_base(drv, sizeof(drv), rel) && !strcmp(drv, "mlx5_core"));
+	if (!p->mlx5)
+		return;
+	snprintf(p->fsm, sizeof(p->fsm), "unknown");
+	snprintf(rel, sizeof(rel), "class/infiniband/%s/device", p->dev);
+	if (link_base(bdev, sizeof(bdev), rel)) {
+		snprintf(p->fsm_why, sizeof(p->fsm_why), "no bus device for %s in sysfs", p->dev);
+		return;
+	}
+	snprintf(rel, sizeof(rel), "class/infiniband/%s/device/subsystem", p->dev);
+	if (link_base(bus, sizeof(bus), rel))
+		snprintf(bus, sizeof(bus), "pci");
+	snprintf(p->devlink, sizeof(p->devlink), "%s/%s", bus, bdev);
+	ret = devlink_param_str(bus, bdev, "flow_steering_mode", p->fsm, sizeof(p->fsm));
+	if (!ret)
+		return;
+	snprintf(p->fsm, sizeof(p->fsm), "unknown");
+	snprintf(p->fsm_why, sizeof(p->fsm_why), "%s",
+		 ret == -ENOENT ? "this kernel has no devlink" :
+		 ret == -ENODEV ? "devlink knows no such device" :
+		 ret == -EINVAL || ret == -EOPNOTSUPP || ret == -ENODATA ?
+		 "the driver has no flow_steering_mode parameter" : strerror(-ret));
+}
+
+static void read_port(struct rdma_port *p, const char *devport)
+{
+	memset(p, 0, sizeof(*p));
+	p->port = 1;
+	if (sscanf(devport, "%63s port %d", p->dev, &p->port) < 1)
+		return;
+	if (sysread(p->state, sizeof(p->state), "class/infiniband/%s/ports/%d/state", p->dev,
+		    p->port))
+		snprintf(p->state, sizeof(p->state), "unknown");
+	if (sysread(p->ll, sizeof(p->ll), "class/infiniband/%s/ports/%d/link_layer", p->dev,
+		    p->port))
+		snprintf(p->ll, sizeof(p->ll), "unknown");
+	if (sysread(p->rate, sizeof(p->rate), "class/infiniband/%s/ports/%d/rate", p->dev,
+		    p->port))
+		snprintf(p->rate, sizeof(p->rate), "unknown");
+	read_limits(p);
+	read_fsm(p);
 }
 
 /* Is there any RDMA device at all? */
@@ -262,44 +365,313 @@ static bool any_rdma(void)
 	return any;
 }
 
-static void print_port(const char *devport)
+static bool is_softroce(const struct rdma_port *p)
 {
-	char dev[64], st[64], ll[64], rate[64];
-	int port = 1;
+	return !strncmp(p->dev, "rxe", 3);
+}
 
-	if (sscanf(devport, "%63s port %d", dev, &port) < 1)
-		return;
-	if (sysread(st, sizeof(st), "class/infiniband/%s/ports/%d/state", dev, port))
-		snprintf(st, sizeof(st), "unknown");
-	if (sysread(ll, sizeof(ll), "class/infiniband/%s/ports/%d/link_layer", dev, port))
-		snprintf(ll, sizeof(ll), "unknown");
-	if (sysread(rate, sizeof(rate), "class/infiniband/%s/ports/%d/rate", dev, port))
-		snprintf(rate, sizeof(rate), "unknown");
-	printf("  RDMA device: %s port %d%s: link layer %s, state %s, rate %s\n", dev, port,
-	       !strncmp(dev, "rxe", 3) ? " (Soft-RoCE: rdma_rxe, verbs in software over Ethernet)" :
-	       "", ll, st, rate);
-	print_limits(dev);
+/* What Sluice will do on the interface: f->path, and in words. */
+static void decide_path(struct facts *f)
+{
+	const struct sluice_ifinfo *ii = &f->ii;
+	char *t = f->path_text;
+	size_t tl = sizeof(f->path_text);
+
+	f->path = "kring";
+	if (f->loop) {
+		f->path = "loopback";
+		snprintf(t, tl, "nothing to set up: each stack keeps its loopback traffic to itself, "
+			 "with no device and no module.");
+	} else if (f->mret == -ENOENT) {
+		f->path = "none";
+		snprintf(t, tl, "without the module, no stack runs on %s: programs under sluice run "
+			 "use a stack in /dev/shm (its own loopback), a TAP device (--tap), or keep "
+			 "their sockets in the kernel. Load sluice.ko (modprobe sluice) for the kring "
+			 "path.", f->ifname);
+	} else if (f->mret) {
+		f->path = "unknown";
+		snprintf(t, tl, "unknown: the module would not describe %s.", f->ifname);
+	} else if (!(ii->ib_flags & SLUICE_IB_IPOIB)) {
+		snprintf(t, tl, "the kring path: the module steers the packets of each stack's "
+			 "ports on %s into rings the stack reads, and sends from rings; no verbs.%s",
+			 f->ifname, f->ndevs ? " (The RDMA device on it runs verbs only through the "
+			 "library's plain-UD link, sluice_link_verbs(); sluice run does not use it.)" :
+			 "");
+	} else if (ii->ib_flags & SLUICE_IB_CONNECTED) {
+		snprintf(t, tl, "the kring path (connected mode): enhanced IPoIB needs datagram "
+			 "mode (echo datagram > /sys/class/net/%s/mode).", f->ifname);
+	} else if (!(ii->ib_flags & SLUICE_IB_SOURCE_QPN)) {
+		snprintf(t, tl, "the kring path (legacy IPoIB): enhanced IPoIB needs mlx5 with its "
+			 "IPoIB offloads and ipoib_enhanced=1.");
+	} else if (!(ii->ib_flags & SLUICE_IB_FLOW_STEER)) {
+		snprintf(t, tl, "the kring path: %s offers no flow steering.", ii->ib_dev);
+	} else if (ii->qkey & 0x80000000u) {
+		snprintf(t, tl, "the kring path: the broadcast group's Q_Key 0x%08x is a controlled "
+			 "one, which a source-QPN QP cannot send with.", ii->qkey);
+	} else if (f->raw_eff != 1 && f->raw_prm != 1) {
+		snprintf(t, tl, "the kring path, because this user lacks CAP_NET_RAW (the trial "
+			 "flow rule would be refused); with it: enhanced IPoIB.");
+	} else {
+		f->path = "enhanced";
+		snprintf(t, tl, "enhanced IPoIB: a source-QPN QP per process sends as %s and "
+			 "receives its connections through 5-tuple flow rules; listeners, "
+			 "unconnected datagrams, ARP and everything else through the module's "
+			 "rings.", f->ifname);
+	}
+}
+
+static void gather(struct facts *f)
+{
+	char devs[4][80];
+	unsigned int ifindex;
+
+	f->type = atoi(f->type_s);
+	ifindex = if_nametoindex(f->ifname);
+	f->ib = f->type == ARPHRD_IB_;
+	f->loop = f->type == ARPHRD_LOOP_;
+	f->ether = f->type == ARPHRD_ETHER_;
+	driver_of(f->ifname, f->drv, sizeof(f->drv));
+	f->ndevs = rdma_devs_of(f->ifname, f->ib, devs, 4);
+	f->any_rdma = any_rdma();
+	for (int i = 0; i < f->ndevs; i++)
+		read_port(&f->dev[i], devs[i]);
+	if (f->ib) {
+		if (sysread(f->mode, sizeof(f->mode), "class/net/%s/mode", f->ifname))
+			snprintf(f->mode, sizeof(f->mode), "unknown");
+		if (sysread(f->pkey, sizeof(f->pkey), "class/net/%s/pkey", f->ifname))
+			snprintf(f->pkey, sizeof(f->pkey), "unknown");
+		if (sysread(f->enh, sizeof(f->enh), "module/ib_ipoib/parameters/ipoib_enhanced"))
+			snprintf(f->enh, sizeof(f->enh), "unknown");
+	}
+	f->raw_eff = has_cap("CapEff", CAP_NET_RAW_);
+	f->raw_prm = has_cap("CapPrm", CAP_NET_RAW_);
+	if (access(SLUICE_DEVICE_PATH, F_OK))
+		f->mret = -ENOENT;
+	else
+		f->mret = ifindex ? module_ifinfo(ifindex, &f->ii) : -ENODEV;
+	decide_path(f);
+}
+
+static void print_text(const struct facts *f)
+{
+	const struct sluice_ifinfo *ii = &f->ii;
+
+	printf("  kind: %s (link type %d), MTU %s, state %s, driver %s\n",
+	       f->ib ? "IP over InfiniBand" : f->loop ? "loopback" : f->ether ? "Ethernet" : "other",
+	       f->type, f->mtu_s, f->oper, f->drv[0] ? f->drv : "none");
+	if (!f->any_rdma)
+		printf("  no RDMA device on this machine (no InfiniBand HCA, RoCE NIC or "
+		       "Soft-RoCE device in %s/class/infiniband): no verbs path here\n", sysroot());
+	else if (!f->ndevs)
+		printf("  RDMA devices on it: none%s\n",
+		       f->ib ? " found (the IPoIB interface names no HCA in sysfs)" : "");
+	for (int i = 0; i < f->ndevs; i++) {
+		const struct rdma_port *p = &f->dev[i];
+		const struct ibv_device_attr *a = &p->lim;
+
+		if (!p->dev[0])
+			continue;
+		printf("  RDMA device: %s port %d%s: link layer %s, state %s, rate %s\n", p->dev,
+		       p->port, is_softroce(p) ?
+		       " (Soft-RoCE: rdma_rxe, verbs in software over Ethernet)" : "",
+		       p->ll, p->state, p->rate);
+		if (!p->lim_ok)
+			printf("  device limits: unknown (%s)\n", p->lim_why);
+		else
+			printf("  device limits (%s, firmware %.64s): %d QPs of up to %d WRs and %d "
+			       "SGEs, %d CQs of up to %d entries, %d multicast groups\n", p->dev,
+			       a->fw_ver, a->max_qp, a->max_qp_wr, a->max_sge, a->max_cq,
+			       a->max_cqe, a->max_mcast_grp);
+		if (p->mlx5)
+			printf("  flow steering mode (%s%s%s): %s%s%s%s\n", p->dev,
+			       p->devlink[0] ? ", devlink " : "", p->devlink, p->fsm,
+			       !strcmp(p->fsm, "dmfs") ? " (device-managed: rules made by firmware)" :
+			       !strcmp(p->fsm, "smfs") ? " (software-managed: rules made by the driver)" :
+			       "", p->fsm_why[0] ? ": " : "", p->fsm_why);
+	}
+	if (f->ib)
+		printf("  IPoIB mode: %s (enhanced IPoIB is datagram only), P_Key %s, "
+		       "ipoib_enhanced=%s (the ipoib module's switch)\n", f->mode, f->pkey, f->enh);
+	printf("  CAP_NET_RAW: %s\n",
+	       f->raw_eff == 1 ? "yes (flow rules can be made)" :
+	       f->raw_prm == 1 ? "permitted, not effective (sluice run raises it as ambient)" :
+	       "no: flow rules (enhanced IPoIB) would be refused; give it with "
+	       "setcap cap_net_raw+p on the sluice tool, then use sluice run");
+	if (f->mret == -ENOENT)
+		printf("  module: not loaded (%s is absent): no stack can run on an interface\n",
+		       SLUICE_DEVICE_PATH);
+	else if (f->mret)
+		printf("  module: interface facts refused: %s\n", strerror(-f->mret));
+	else if (ii->ib_flags & SLUICE_IB_IPOIB)
+		printf("  module: IPoIB on %s port %u, QPN 0x%06x, Q_Key 0x%08x%s, UD MTU %u; "
+		       "%s, %s, %s, %s\n", ii->ib_dev, ii->ib_port, ii->qpn, ii->qkey,
+		       (ii->ib_flags & SLUICE_IB_QKEY_SA) ? "" : " (not read from the SA)",
+		       ii->ud_mtu,
+		       (ii->ib_flags & SLUICE_IB_CONNECTED) ? "connected mode" : "datagram mode",
+		       (ii->ib_flags & SLUICE_IB_SOURCE_QPN) ? "enhanced (source-QPN QPs)" :
+							       "not enhanced",
+		       (ii->ib_flags & SLUICE_IB_FLOW_STEER) ? "flow steering" : "no flow steering",
+		       (ii->ib_flags & SLUICE_IB_UD_CSUM) ? "checksum offload" :
+							    "no checksum offload");
+	else
+		printf("  module: loaded; the interface is not IPoIB to it\n");
+	printf("What Sluice will do on %s:\n  %s\n", f->ifname, f->path_text);
+}
+
+/* A number sysfs gave as text: the int, or null when it is not one. */
+static void jw_num_str(struct jw *w, const char *key, const char *s)
+{
+	char *end;
+	long v = strtol(s, &end, 0);
+
+	if (*s && !*end)
+		jw_i64(w, key, v);
+	else
+		jw_null(w, key);
+}
+
+static void jw_cap(struct jw *w, const char *key, int v)
+{
+	if (v < 0)
+		jw_null(w, key);
+	else
+		jw_bool(w, key, v == 1);
+}
+
+/* The same facts as one JSON document (schema: tools/README.md). */
+static void print_json(const struct facts *f)
+{
+	const struct sluice_ifinfo *ii = &f->ii;
+	bool ipoib = !f->mret && (ii->ib_flags & SLUICE_IB_IPOIB);
+	struct jw w;
+
+	jw_init(&w, stdout);
+	jw_obj(&w, NULL);
+	jw_str(&w, "interface", f->ifname);
+	jw_bool(&w, "found", true);
+	jw_str(&w, "kind", f->ib ? "ipoib" : f->loop ? "loopback" : f->ether ? "ethernet" : "other");
+	jw_i64(&w, "link_type", f->type);
+	jw_num_str(&w, "mtu", f->mtu_s);
+	jw_str(&w, "state", f->oper);
+	jw_str(&w, "driver", f->drv[0] ? f->drv : NULL);
+	jw_bool(&w, "rdma_present", f->any_rdma);
+	jw_arr(&w, "rdma_devices");
+	for (int i = 0; i < f->ndevs; i++) {
+		const struct rdma_port *p = &f->dev[i];
+
+		if (!p->dev[0])
+			continue;
+		jw_obj(&w, NULL);
+		jw_str(&w, "device", p->dev);
+		jw_i64(&w, "port", p->port);
+		jw_bool(&w, "soft_roce", is_softroce(p));
+		jw_str(&w, "link_layer", p->ll);
+		jw_str(&w, "state", p->state);
+		jw_str(&w, "rate", p->rate);
+		if (p->lim_ok) {
+			jw_obj(&w, "limits");
+			jw_str(&w, "firmware", p->lim.fw_ver);
+			jw_i64(&w, "max_qp", p->lim.max_qp);
+			jw_i64(&w, "max_qp_wr", p->lim.max_qp_wr);
+			jw_i64(&w, "max_sge", p->lim.max_sge);
+			jw_i64(&w, "max_cq", p->lim.max_cq);
+			jw_i64(&w, "max_cqe", p->lim.max_cqe);
+			jw_i64(&w, "max_mcast_grp", p->lim.max_mcast_grp);
+			jw_obj_end(&w);
+			jw_null(&w, "limits_error");
+		} else {
+			jw_null(&w, "limits");
+			jw_str(&w, "limits_error", p->lim_why);
+		}
+		jw_str(&w, "devlink", p->devlink[0] ? p->devlink : NULL);
+		jw_str(&w, "flow_steering_mode", p->mlx5 ? p->fsm : NULL);
+		jw_str(&w, "flow_steering_error", p->fsm_why[0] ? p->fsm_why : NULL);
+		jw_obj_end(&w);
+	}
+	jw_arr_end(&w);
+	if (f->ib) {
+		jw_obj(&w, "ipoib");
+		jw_str(&w, "mode", f->mode);
+		jw_str(&w, "pkey", f->pkey);
+		jw_str(&w, "ipoib_enhanced", f->enh);
+		jw_obj_end(&w);
+	} else {
+		jw_null(&w, "ipoib");
+	}
+	jw_obj(&w, "cap_net_raw");
+	jw_cap(&w, "effective", f->raw_eff);
+	jw_cap(&w, "permitted", f->raw_prm);
+	jw_obj_end(&w);
+	jw_obj(&w, "module");
+	jw_bool(&w, "loaded", f->mret != -ENOENT);
+	jw_str(&w, "error", f->mret == -ENOENT ? "not loaded" : f->mret ? strerror(-f->mret) :
+		   NULL);
+	jw_bool(&w, "ipoib", ipoib);
+	if (ipoib) {
+		jw_str(&w, "ib_device", ii->ib_dev);
+		jw_i64(&w, "ib_port", ii->ib_port);
+		jw_i64(&w, "qpn", ii->qpn);
+		jw_i64(&w, "qkey", ii->qkey);
+		jw_bool(&w, "qkey_from_sa", ii->ib_flags & SLUICE_IB_QKEY_SA);
+		jw_i64(&w, "ud_mtu", ii->ud_mtu);
+		jw_bool(&w, "connected", ii->ib_flags & SLUICE_IB_CONNECTED);
+		jw_bool(&w, "enhanced", ii->ib_flags & SLUICE_IB_SOURCE_QPN);
+		jw_bool(&w, "flow_steering", ii->ib_flags & SLUICE_IB_FLOW_STEER);
+		jw_bool(&w, "checksum_offload", ii->ib_flags & SLUICE_IB_UD_CSUM);
+	} else {
+		static const char *const none[] = {
+			"ib_device", "ib_port", "qpn", "qkey", "qkey_from_sa", "ud_mtu",
+			"connected", "enhanced", "flow_steering", "checksum_offload",
+		};
+
+		for (unsigned int i = 0; i < sizeof(none) / sizeof(none[0]); i++)
+			jw_null(&w, none[i]);
+	}
+	jw_obj_end(&w);
+	jw_obj(&w, "path");
+	jw_str(&w, "kind", f->path);
+	jw_str(&w, "text", f->path_text);
+	jw_obj_end(&w);
+	jw_obj_end(&w);
+	jw_done(&w);
+}
+
+/* No interface ifname: the reason, as text or as a document. */
+static int not_found(const char *ifname, bool json, const char *why)
+{
+	struct jw w;
+
+	if (!json) {
+		printf("  %s\n", why);
+		return 1;
+	}
+	jw_init(&w, stdout);
+	jw_obj(&w, NULL);
+	jw_str(&w, "interface", ifname);
+	jw_bool(&w, "found", false);
+	jw_str(&w, "error", why);
+	jw_obj_end(&w);
+	jw_done(&w);
+	return 1;
 }
 
 static void usage_doctor(FILE *f)
 {
-	fprintf(f, "usage: sluice doctor --interface IF\n"
+	fprintf(f, "usage: sluice doctor [--json] --interface IF\n"
 		   "  checks what Sluice's path on IF needs and says what Sluice will do there\n");
 }
 
 int cmd_doctor(int argc, char **argv)
 {
-	char type_s[32], mtu_s[32], oper[32], drv[64], mode[32], pkey[32], enh[16];
-	char devs[4][80];
-	const char *ifname = NULL;
-	struct sluice_ifinfo ii;
-	unsigned int ifindex;
-	int type, ndevs, mret, raw_eff, raw_prm;
-	bool ib, loop, ether;
+	struct facts f;
+	bool json = false;
 
+	memset(&f, 0, sizeof(f));
 	for (int i = 0; i < argc; i++) {
 		if ((!strcmp(argv[i], "--interface") || !strcmp(argv[i], "-i")) && i + 1 < argc) {
-			ifname = argv[++i];
+			f.ifname = argv[++i];
+		} else if (!strcmp(argv[i], "--json")) {
+			json = true;
 		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage_doctor(stdout);
 			return 0;
@@ -308,127 +680,41 @@ int cmd_doctor(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!ifname || !*ifname || strlen(ifname) >= IFNAMSIZ || strchr(ifname, '/')) {
+	if (!f.ifname || !*f.ifname || strlen(f.ifname) >= IFNAMSIZ || strchr(f.ifname, '/')) {
 		usage_doctor(stderr);
 		return 2;
 	}
-	printf("sluice doctor: interface %s\n", ifname);
-	if (!if_facts(ifname, type_s, sizeof(type_s), mtu_s, sizeof(mtu_s), oper, sizeof(oper))) {
+	if (!json)
+		printf("sluice doctor: interface %s\n", f.ifname);
+	if (!if_facts(f.ifname, f.type_s, sizeof(f.type_s), f.mtu_s, sizeof(f.mtu_s), f.oper,
+		      sizeof(f.oper))) {
 		/* From the kernel of this network namespace. */
-	} else if (sysread(type_s, sizeof(type_s), "class/net/%s/type", ifname)) {
-		char dev[80];
+	} else if (sysread(f.type_s, sizeof(f.type_s), "class/net/%s/type", f.ifname)) {
+		char dev[80], why[256];
 
 		/* An RDMA device's name given (rxe0, mlx5_0): say which
 		 * interfaces it sits on. */
 		if (!sysread(dev, sizeof(dev), "class/infiniband/%s/ports/1/gid_attrs/ndevs/0",
-			     ifname)) {
-			printf("  %s is an RDMA device, not a network interface: it sits on %s.\n"
-			       "  Run sluice doctor --interface %s.\n", ifname, dev, dev);
-			return 1;
+			     f.ifname)) {
+			snprintf(why, sizeof(why), "%s is an RDMA device, not a network interface: "
+				 "it sits on %s.%sRun sluice doctor --interface %s.", f.ifname, dev,
+				 json ? " " : "\n  ", dev);
+			return not_found(f.ifname, json, why);
 		}
-		printf("  there is no network interface %s in this network namespace.\n", ifname);
-		return 1;
+		snprintf(why, sizeof(why), "there is no network interface %s in this network "
+			 "namespace.", f.ifname);
+		return not_found(f.ifname, json, why);
 	} else {
 		/* Only sysfs knows it (another namespace's sysfs, or a test's). */
-		if (sysread(mtu_s, sizeof(mtu_s), "class/net/%s/mtu", ifname))
-			snprintf(mtu_s, sizeof(mtu_s), "unknown");
-		if (sysread(oper, sizeof(oper), "class/net/%s/operstate", ifname))
-			snprintf(oper, sizeof(oper), "unknown");
+		if (sysread(f.mtu_s, sizeof(f.mtu_s), "class/net/%s/mtu", f.ifname))
+			snprintf(f.mtu_s, sizeof(f.mtu_s), "unknown");
+		if (sysread(f.oper, sizeof(f.oper), "class/net/%s/operstate", f.ifname))
+			snprintf(f.oper, sizeof(f.oper), "unknown");
 	}
-	type = atoi(type_s);
-	ifindex = if_nametoindex(ifname);
-	ib = type == ARPHRD_IB_;
-	loop = type == ARPHRD_LOOP_;
-	ether = type == ARPHRD_ETHER_;
-	driver_of(ifname, drv, sizeof(drv));
-	printf("  kind: %s (link type %d), MTU %s, state %s, driver %s\n",
-	       ib ? "IP over InfiniBand" : loop ? "loopback" : ether ? "Ethernet" : "other",
-	       type, mtu_s, oper, drv[0] ? drv : "none");
-
-	ndevs = rdma_devs_of(ifname, ib, devs, 4);
-	if (!any_rdma())
-		printf("  no RDMA device on this machine (no InfiniBand HCA, RoCE NIC or "
-		       "Soft-RoCE device in %s/class/infiniband): no verbs path here\n", sysroot());
-	else if (!ndevs)
-		printf("  RDMA devices on it: none%s\n",
-		       ib ? " found (the IPoIB interface names no HCA in sysfs)" : "");
-	for (int i = 0; i < ndevs; i++)
-		print_port(devs[i]);
-
-	if (ib) {
-		if (sysread(mode, sizeof(mode), "class/net/%s/mode", ifname))
-			snprintf(mode, sizeof(mode), "unknown");
-		if (sysread(pkey, sizeof(pkey), "class/net/%s/pkey", ifname))
-			snprintf(pkey, sizeof(pkey), "unknown");
-		if (sysread(enh, sizeof(enh), "module/ib_ipoib/parameters/ipoib_enhanced"))
-			snprintf(enh, sizeof(enh), "unknown");
-		printf("  IPoIB mode: %s (enhanced IPoIB is datagram only), P_Key %s, "
-		       "ipoib_enhanced=%s (the ipoib module's switch)\n", mode, pkey, enh);
-	}
-
-	raw_eff = has_cap("CapEff", CAP_NET_RAW_);
-	raw_prm = has_cap("CapPrm", CAP_NET_RAW_);
-	printf("  CAP_NET_RAW: %s\n",
-	       raw_eff == 1 ? "yes (flow rules can be made)" :
-	       raw_prm == 1 ? "permitted, not effective (sluice run raises it as ambient)" :
-	       "no: flow rules (enhanced IPoIB) would be refused; give it with "
-	       "setcap cap_net_raw+p on the sluice tool, then use sluice run");
-
-	if (access(SLUICE_DEVICE_PATH, F_OK))
-		mret = -ENOENT;
+	gather(&f);
+	if (json)
+		print_json(&f);
 	else
-		mret = ifindex ? module_ifinfo(ifindex, &ii) : -ENODEV;
-	if (mret == -ENOENT)
-		printf("  module: not loaded (%s is absent): no stack can run on an interface\n",
-		       SLUICE_DEVICE_PATH);
-	else if (mret)
-		printf("  module: interface facts refused: %s\n", strerror(-mret));
-	else if (ii.ib_flags & SLUICE_IB_IPOIB)
-		printf("  module: IPoIB on %s port %u, QPN 0x%06x, Q_Key 0x%08x%s, UD MTU %u; "
-		       "%s, %s, %s, %s\n", ii.ib_dev, ii.ib_port, ii.qpn, ii.qkey,
-		       (ii.ib_flags & SLUICE_IB_QKEY_SA) ? "" : " (not read from the SA)", ii.ud_mtu,
-		       (ii.ib_flags & SLUICE_IB_CONNECTED) ? "connected mode" : "datagram mode",
-		       (ii.ib_flags & SLUICE_IB_SOURCE_QPN) ? "enhanced (source-QPN QPs)" :
-							      "not enhanced",
-		       (ii.ib_flags & SLUICE_IB_FLOW_STEER) ? "flow steering" : "no flow steering",
-		       (ii.ib_flags & SLUICE_IB_UD_CSUM) ? "checksum offload" : "no checksum offload");
-	else
-		printf("  module: loaded; the interface is not IPoIB to it\n");
-
-	printf("What Sluice will do on %s:\n", ifname);
-	if (loop) {
-		printf("  nothing to set up: each stack keeps its loopback traffic to itself, "
-		       "with no device and no module.\n");
-	} else if (mret == -ENOENT) {
-		printf("  without the module, no stack runs on %s: programs under sluice run use "
-		       "a stack in /dev/shm (its own loopback), a TAP device (--tap), or keep their "
-		       "sockets in the kernel. Load sluice.ko (modprobe sluice) for the kring path.\n",
-		       ifname);
-	} else if (mret) {
-		printf("  unknown: the module would not describe %s.\n", ifname);
-	} else if (!(ii.ib_flags & SLUICE_IB_IPOIB)) {
-		printf("  the kring path: the module steers the packets of each stack's ports on "
-		       "%s into rings the stack reads, and sends from rings; no verbs.%s\n", ifname,
-		       ndevs ? " (The RDMA device on it runs verbs only through the library's "
-			       "plain-UD link, sluice_link_verbs(); sluice run does not use it.)" : "");
-	} else if (ii.ib_flags & SLUICE_IB_CONNECTED) {
-		printf("  the kring path (connected mode): enhanced IPoIB needs datagram mode "
-		       "(echo datagram > /sys/class/net/%s/mode).\n", ifname);
-	} else if (!(ii.ib_flags & SLUICE_IB_SOURCE_QPN)) {
-		printf("  the kring path (legacy IPoIB): enhanced IPoIB needs mlx5 with its IPoIB "
-		       "offloads and ipoib_enhanced=1.\n");
-	} else if (!(ii.ib_flags & SLUICE_IB_FLOW_STEER)) {
-		printf("  the kring path: %s offers no flow steering.\n", ii.ib_dev);
-	} else if (ii.qkey & 0x80000000u) {
-		printf("  the kring path: the broadcast group's Q_Key 0x%08x is a controlled one, "
-		       "which a source-QPN QP cannot send with.\n", ii.qkey);
-	} else if (raw_eff != 1 && raw_prm != 1) {
-		printf("  the kring path, because this user lacks CAP_NET_RAW (the trial flow rule "
-		       "would be refused); with it: enhanced IPoIB.\n");
-	} else {
-		printf("  enhanced IPoIB: a source-QPN QP per process sends as %s and receives its "
-		       "connections through 5-tuple flow rules; listeners, unconnected datagrams, "
-		       "ARP and everything else through the module's rings.\n", ifname);
-	}
+		print_text(&f);
 	return 0;
 }

@@ -55,10 +55,10 @@ static void usage(FILE *f)
 		"  tcpdump NAME [-i any|lo|LINK] [-w FILE] [-c COUNT] [-s SNAPLEN] [EXPRESSION]\n"
 		"              capture the stack's packets on its link and its own loopback:\n"
 		"              a pcap file (-w; - for stdout) or one line a packet\n"
-		"  doctor --interface IF\n"
+		"  doctor [--json] --interface IF\n"
 		"              check what Sluice's path on IF needs (driver, IPoIB mode,\n"
-		"              capabilities, module facts, device limits) and say what Sluice\n"
-		"              will do there\n"
+		"              capabilities, module facts, device limits, flow steering\n"
+		"              mode) and say what Sluice will do there\n"
 		"  version [--json]\n"
 		"              show the library version\n"
 		"--json prints one JSON document (schemas: tools/README.md, sluice(1)).\n");

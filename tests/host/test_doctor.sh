@@ -19,7 +19,7 @@ check "doctor without --interface is a usage error (exit 2)" test $? = 2
 check "--interface without a name is a usage error" test $? = 2
 "$sluice" doctor --interface ../etc >/dev/null 2>&1
 check "a name with a slash is refused" test $? = 2
-"$sluice" help | grep -q '^  doctor --interface IF'
+"$sluice" help | grep -q '^  doctor \[--json\] --interface IF'
 check "help lists doctor" test $? = 0
 
 out=$("$sluice" doctor --interface nosuch0 2>&1)
@@ -102,5 +102,19 @@ check "ipoib: IP over InfiniBand" has "kind: IP over InfiniBand (link type 32), 
 check "ipoib: its HCA and port" has "RDMA device: mlx5_0 port 1: link layer InfiniBand, state 4: ACTIVE"
 check "ipoib: mode, P_Key, ipoib_enhanced" \
 	has "IPoIB mode: connected (enhanced IPoIB is datagram only), P_Key 0xffff, ipoib_enhanced=1"
+check "ipoib: mlx5's flow steering mode unknown without a bus device, and why" \
+	has "flow steering mode (mlx5_0): unknown: no bus device for mlx5_0 in sysfs"
+check "rxe: no flow steering mode (mlx5's alone)" \
+	test -z "$(SLUICE_SYSFS=$fake "$sluice" doctor --interface rv0 | grep 'flow steering mode')"
+
+# The HCA as a PCI device: its devlink handle, and the flow steering mode
+# devlink gives (here: none, there is no such device; this host's kernel
+# may have no devlink at all).  The VM suite verbs asks a real devlink.
+mkdir -p "$fake/devices/pci0000:00/0000:81:00.0" "$fake/bus/pci"
+ln -s ../../../devices/pci0000:00/0000:81:00.0 "$fake/class/infiniband/mlx5_0/device"
+ln -s ../../../bus/pci "$fake/devices/pci0000:00/0000:81:00.0/subsystem"
+out=$(SLUICE_SYSFS=$fake "$sluice" doctor --interface ib0 2>&1)
+check "ipoib: mlx5_0's devlink handle, its flow steering mode unknown, and why" \
+	grep -qE "flow steering mode \(mlx5_0, devlink pci/0000:81:00.0\): unknown: (this kernel has no devlink|devlink knows no such device)" <<<"$out"
 
 done_testing

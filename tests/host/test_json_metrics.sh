@@ -8,7 +8,7 @@
 #   |  sluice run python3 (a client and server, 256 KiB each way)     |
 #   |            both on stack tjm-PID, 127.0.0.1 inside it           |
 #   +-----------------------------------------------------------------+
-#   sluice info/stacks/dump/fds/version --json, sluice metrics: outside
+#   sluice info/stacks/dump/fds/version/doctor --json, sluice metrics: outside
 #
 # 1. Each --json document parses (python3's json) and has the keys and
 #    types tools/README.md ("JSON output") gives it; dump's counters are
@@ -96,6 +96,26 @@ SCHEMAS = {
     "fds": {"fds": [{"pid": "int", "fd": "int", "stack": "str", "socket": "int",
                      "proto": "str?", "state": "str?", "local": "str?", "remote": "str?",
                      "command": "str"}]},
+    "doctor": ({"interface": "str", "found": "bool", "kind": "str", "link_type": "int",
+                "mtu": "int?", "state": "str", "driver": "str?", "rdma_present": "bool",
+                "rdma_devices": [{"device": "str", "port": "int", "soft_roce": "bool",
+                                  "link_layer": "str", "state": "str", "rate": "str",
+                                  "limits": ({"firmware": "str", "max_qp": "int",
+                                              "max_qp_wr": "int", "max_sge": "int",
+                                              "max_cq": "int", "max_cqe": "int",
+                                              "max_mcast_grp": "int"}, "null"),
+                                  "limits_error": "str?", "devlink": "str?",
+                                  "flow_steering_mode": "str?",
+                                  "flow_steering_error": "str?"}],
+                "ipoib": ({"mode": "str", "pkey": "str", "ipoib_enhanced": "str"}, "null"),
+                "cap_net_raw": {"effective": "bool?", "permitted": "bool?"},
+                "module": {"loaded": "bool", "error": "str?", "ipoib": "bool",
+                           "ib_device": "str?", "ib_port": "int?", "qpn": "int?",
+                           "qkey": "int?", "qkey_from_sa": "bool?", "ud_mtu": "int?",
+                           "connected": "bool?", "enhanced": "bool?",
+                           "flow_steering": "bool?", "checksum_offload": "bool?"},
+                "path": {"kind": "str", "text": "str"}},
+               {"interface": "str", "found": "bool", "error": "str"}),
 }
 TYPES = {"str": str, "int": int, "bool": bool, "num": (int, float), "obj": dict,
          "list": list}
@@ -213,6 +233,49 @@ sys.exit(not any(f["stack"] == sys.argv[2] and f["proto"] == "tcp" and
                  f["command"].startswith("python") for f in d["fds"]))' "$tmp/fds.json" "$stack"
 "$sluice" fds --json >"$tmp/fdsall.json"
 json_ok fds "$tmp/fdsall.json"
+# doctor --json: lo; an interface that is not there (exit 1, the reason);
+# an IPoIB interface on an mlx5 HCA described by a sysfs tree of our own
+# (SLUICE_SYSFS, as test_doctor.sh), its flow steering mode unknown here.
+"$sluice" doctor --json --interface lo >"$tmp/doc-lo.json"
+check "doctor --json --interface lo exits 0" [ $? = 0 ]
+json_ok doctor "$tmp/doc-lo.json"
+check "doctor --json: lo is loopback, found, its path loopback" "$py" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(not (d["found"] and d["kind"] == "loopback" and d["link_type"] == 772 and
+              d["path"]["kind"] == "loopback" and d["ipoib"] is None))' "$tmp/doc-lo.json"
+"$sluice" doctor --json --interface "nosuch$$" >"$tmp/doc-none.json"
+check "doctor --json of a missing interface exits 1" [ $? = 1 ]
+json_ok doctor "$tmp/doc-none.json"
+check "doctor --json: found false, and why" "$py" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(not (d["found"] is False and "no network interface" in d["error"]))' "$tmp/doc-none.json"
+fake=$tmp/sys
+mkf() { mkdir -p "$(dirname "$fake/$1")" && printf '%s\n' "$2" >"$fake/$1"; }
+mkf class/net/ib0/type 32
+mkf class/net/ib0/mtu 4092
+mkf class/net/ib0/operstate up
+mkf class/net/ib0/mode datagram
+mkf class/net/ib0/pkey 0x8001
+mkdir -p "$fake/class/net/ib0/device/infiniband/mlx5_0" "$fake/devices/pci0000:00/0000:81:00.0" \
+	"$fake/bus/pci"
+mkf class/infiniband/mlx5_0/ports/1/state "4: ACTIVE"
+mkf class/infiniband/mlx5_0/ports/1/link_layer InfiniBand
+ln -s ../../../devices/pci0000:00/0000:81:00.0 "$fake/class/infiniband/mlx5_0/device"
+ln -s ../../../bus/pci "$fake/devices/pci0000:00/0000:81:00.0/subsystem"
+SLUICE_SYSFS=$fake "$sluice" doctor --json --interface ib0 >"$tmp/doc-ib.json"
+json_ok doctor "$tmp/doc-ib.json"
+check "doctor --json: ib0 is IPoIB, its mode and P_Key, mlx5_0's devlink handle and flow steering mode" "$py" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["rdma_devices"]
+sys.exit(not (d["kind"] == "ipoib" and d["mtu"] == 4092 and d["ipoib"]["mode"] == "datagram"
+              and d["ipoib"]["pkey"] == "0x8001" and len(r) == 1 and r[0]["device"] == "mlx5_0"
+              and r[0]["link_layer"] == "InfiniBand" and r[0]["devlink"] == "pci/0000:81:00.0"
+              and r[0]["flow_steering_mode"] == "unknown" and r[0]["flow_steering_error"]))' \
+	"$tmp/doc-ib.json"
+
 "$sluice" stacks --bogus >/dev/null 2>&1
 check "an unknown option is a usage error (exit 2)" [ $? = 2 ]
 "$sluice" dump --json >/dev/null 2>&1

@@ -98,6 +98,30 @@ dcheck "rxe0 on va, named Soft-RoCE, its port active" "RDMA device: rxe0 port 1 
 dcheck "rxe0's limits read through rdma-core" "device limits (rxe0"
 dcheck "the module's facts: va is not IPoIB" "module: loaded; the interface is not IPoIB to it"
 dcheck "a stack on va takes the kring path" "the kring path: the module steers"
+# --json: the same facts as one document (schema: tools/README.md).
+out=$(sluice doctor --json --interface va 2>&1)
+echo "# doctor --json: $out" | cut -c1-400
+dcheck "--json: one document, va found, Ethernet, rxe0 on it, the kring path" \
+	'"found":true,"kind":"ethernet"'
+if echo "$out" | grep -q '"device":"rxe0","port":1,"soft_roce":true' &&
+   echo "$out" | grep -q '"path":{"kind":"kring"'; then
+	tap ok "doctor --json: rxe0 as Soft-RoCE, the kring path"
+else
+	tap fail "doctor --json: rxe0 as Soft-RoCE, the kring path"
+fi
+# mlx5's flow steering mode from this kernel's devlink (generic netlink):
+# an HCA described by a sysfs tree of our own (SLUICE_SYSFS), at a PCI
+# address devlink has no device for, so the real answer is "no such device".
+fk=/tmp/fakesys
+mkdir -p $fk/class/net/ib0/device/infiniband/mlx5_0 $fk/class/infiniband/mlx5_0/ports/1 \
+	$fk/devices/pci0000:00/0000:81:00.0 $fk/bus/pci
+echo 32 >$fk/class/net/ib0/type
+ln -s ../../../devices/pci0000:00/0000:81:00.0 $fk/class/infiniband/mlx5_0/device
+ln -s ../../../bus/pci $fk/devices/pci0000:00/0000:81:00.0/subsystem
+out=$(SLUICE_SYSFS=$fk sluice doctor --interface ib0 2>&1)
+echo "$out" | grep 'flow steering' | sed 's/^/# doctor: /'
+dcheck "devlink asked for mlx5_0's flow_steering_mode: no such device" \
+	"flow steering mode (mlx5_0, devlink pci/0000:81:00.0): unknown: devlink knows no such device"
 
 run_round() { # run_round MODE(arp|static)
 	mode=$1
