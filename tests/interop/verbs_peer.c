@@ -13,6 +13,11 @@
  *        test can act while data flows), or quit; prints "PASS text" /
  *        "FAIL text" lines
  *
+ * With SLUICE_PEER_QP_ERROR=BYTES a client moves its own QP to the error
+ * state (ibv_modify_qp, the real rdma-core) once BYTES have been echoed
+ * on its first connection, as a device fault would, once: the link must
+ * find it and bring the QP back while the connection carries data.
+ *
  * Each writes its 20-byte IPoIB address (hex) to DIR/IP once its link is
  * up.  With SLUICE_VERBS_STATIC=1 there is no ARP: every file in DIR is
  * added as a static neighbour (and DIR is looked at again every 200 ms, so
@@ -33,6 +38,8 @@
 #include <unistd.h>
 
 #include <sluice/sluice.h>
+
+#include "link/verbs_int.h"
 
 #define MAXC 64
 
@@ -303,6 +310,26 @@ static uint8_t pattern(int c, long i)
 	return (uint8_t)(i * 131 + c * 7 + (i >> 9) + (c << 4));
 }
 
+static long qp_error_at;		/* SLUICE_PEER_QP_ERROR */
+
+/* The link's QP into the error state, behind the link's back. */
+static void qp_error_now(void)
+{
+	struct sl_stack *s = (struct sl_stack *)st;
+	struct verbs_link *v = s->link ? (struct verbs_link *)s->link : NULL;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	int ret;
+
+	qp_error_at = 0;
+	if (!v || s->link->ops != &sl_verbs_ops || !v->qp) {
+		printf("# no verbs QP to move to the error state\n");
+		return;
+	}
+	ret = ibv_modify_qp(v->qp, &a, IBV_QP_STATE);
+	printf("# QP 0x%06x moved to the error state: %s\n", v->qp->qp_num,
+	       ret ? strerror(ret) : "done");
+}
+
 /* How much of bytes may have been sent pace_s-paced, since start. */
 static long paced(long bytes, double start, double pace_s)
 {
@@ -383,6 +410,8 @@ static bool tcp_test(const char *peer, int conns, long bytes, double pace_s)
 					flowing = true;
 				}
 			}
+			if (c == 0 && qp_error_at > 0 && got[c] >= qp_error_at)
+				qp_error_now();
 			if (got[c] >= bytes || bad[c])
 				done++;
 		}
@@ -492,6 +521,8 @@ int main(int argc, char **argv)
 	}
 	dir = argv[5];
 	setup(argv[2], argv[3], argv[4]);
+	if (getenv("SLUICE_PEER_QP_ERROR"))
+		qp_error_at = atol(getenv("SLUICE_PEER_QP_ERROR"));
 	for (int i = 7; i < argc; i++) {
 		struct sluice_verbs_info info;
 		double pace_s = 0;
