@@ -842,9 +842,10 @@ static int verbs_qp_reset(struct verbs_link *v, struct sl_stack *s)
 
 /*
  * Port down: is it back?  PORT_ACTIVE says so, but an event can be lost
- * to us (the kernel keeps a bounded list of a file's events: 6.1
- * uverbs_main.c, ib_uverbs_async_handler()), and a link that waited only
- * for it would send nothing again.  Asked at the 100 ms timer while down.
+ * to us (the kernel drops one it cannot allocate room for, GFP_ATOMIC:
+ * 6.1 uverbs_main.c, ib_uverbs_async_handler()), and a link that waited
+ * only for it would send nothing again.  Asked at the 100 ms timer while
+ * down.
  */
 static void verbs_port_check(struct verbs_link *v)
 {
