@@ -124,7 +124,7 @@ static int tcp_echo(const char *ip, int port, long bytes, int nconn, double pace
 	static struct conn c[MAXC];
 	struct pollfd p[MAXC];
 	static uint8_t buf[65536];
-	double start = now_s(), end = start + 240;
+	double start = now_s(), end = start + 240, last_rx = 0, gap = 0;
 	int left = nconn, good = 0;
 	bool flowing = false;
 
@@ -176,6 +176,10 @@ static int tcp_echo(const char *ip, int port, long bytes, int nconn, double pace
 					if (buf[j] != pattern(i, k->got + j))
 						k->bad = true;
 				k->got += r;
+				/* The longest wait between echoes (a flap's stall). */
+				if (last_rx > 0 && now_s() - last_rx > gap)
+					gap = now_s() - last_rx;
+				last_rx = now_s();
 				if (!flowing) {
 					printf("flowing\n");
 					fflush(stdout);
@@ -194,6 +198,8 @@ static int tcp_echo(const char *ip, int port, long bytes, int nconn, double pace
 			}
 		}
 	}
+	if (pace_s > 0)
+		printf("longest wait between echoed bytes: %.2f s\n", gap);
 	printf("%s %d x %ld\n", good == nconn ? "ok" : "FAILED", good, bytes);
 	return good == nconn ? 0 : 1;
 }

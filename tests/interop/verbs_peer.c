@@ -348,7 +348,7 @@ static bool tcp_test(const char *peer, int conns, long bytes, double pace_s)
 	long sent[MAXC] = { 0 }, got[MAXC] = { 0 };
 	bool bad[MAXC] = { false }, shut[MAXC] = { false };
 	static uint8_t buf[65536];
-	double start = now_s(), end = start + 90 + pace_s;
+	double start = now_s(), end = start + 90 + pace_s, last_rx = 0, gap = 0;
 	bool flowing = false;
 	int done = 0, ret;
 
@@ -405,6 +405,10 @@ static bool tcp_test(const char *peer, int conns, long bytes, double pace_s)
 						break;
 					}
 				got[c] += n;
+				/* The longest wait between echoes (a flap's stall). */
+				if (last_rx > 0 && now_s() - last_rx > gap)
+					gap = now_s() - last_rx;
+				last_rx = now_s();
 				if (!flowing) {
 					printf("# flowing\n");
 					flowing = true;
@@ -440,6 +444,7 @@ static bool tcp_test(const char *peer, int conns, long bytes, double pace_s)
 		/* Payload echoed back (both directions carry it once). */
 		printf("# tcp %d x %ld bytes each way: %.2f s, %.2f MB/s echoed\n", conns, bytes,
 		       secs, secs > 0 ? (double)conns * bytes / secs / 1e6 : 0.0);
+		printf("# longest wait between echoed bytes: %.2f s\n", gap);
 	}
 	return ret == 0;
 }

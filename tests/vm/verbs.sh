@@ -324,6 +324,9 @@ flap_round() {
 		tap fail "flap: the kernel's connection across ka down 2 s is byte-exact too"
 	fi
 	echo "# flap: Sluice's connection ended ${ct}s after the links went down, the kernel's ${kt}s (both paced to 10 s)"
+	sg=$(sed -n 's/^# longest wait between echoed bytes: //p' /tmp/cf.log)
+	kg=$(sed -n 's/^longest wait between echoed bytes: //p' /tmp/kf.log)
+	echo "# flap: longest wait between echoed bytes (the flap's stall, down 2 s): Sluice $sg, kernel $kg"
 	# What the links saw: A's counters (printed at its end), B's (dump).
 	pd=$(sed -n 's/^# counter verbs_port_down //p' /tmp/cf.log)
 	sluice dump vb >/tmp/fdump.log 2>&1
