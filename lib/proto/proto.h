@@ -271,6 +271,13 @@ static inline struct sl_sock *sl_sock(const struct sl_stack *s, uint32_t idx)
 	return (struct sl_sock *)(s->socks + (uint64_t)idx * s->sock_size);
 }
 
+/* On no listener's park list, and heading none (sock.c, sl_sock_park_link()). */
+static inline void sl_sock_park_none(struct sl_sock *so)
+{
+	so->tcp.park_head = so->tcp.park_tail = SLUICE_IDX_NONE;
+	so->tcp.park_next = so->tcp.park_prev = so->tcp.park_lso = SLUICE_IDX_NONE;
+}
+
 /* Above every slot ever used: a walk over the table stops here and never
  * touches (commits) the memory of slots no socket has had. */
 static inline uint32_t sl_sock_top(const struct sl_stack *s)
@@ -482,6 +489,10 @@ void sl_sock_unhash(struct sl_stack *s, struct sl_sock *so);
  * children; off its listener's list (parent_idx left as it is). */
 void sl_sock_kid_link(struct sl_stack *s, struct sl_sock *lso, struct sl_sock *c);
 void sl_sock_kid_unlink(struct sl_stack *s, struct sl_sock *c);
+void sl_sock_park_link(struct sl_stack *s, struct sl_sock *lso, struct sl_sock *c);
+void sl_sock_park_unlink(struct sl_stack *s, struct sl_sock *c);
+void sl_sock_park_clear(struct sl_stack *s, struct sl_sock *lso);
+void sl_sock_park_forget(struct sl_stack *s, struct sl_sock *so);
 /* The chains where a datagram to (addr, port) finds its unconnected
  * sockets: bound to addr and to INADDR_ANY (heads[]); returns 1 or 2
  * (one when both hash to the same chain), walked through hash_next. */

@@ -548,8 +548,12 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
 		struct sl_sock *so = sl_sock(s, i);
 
-		if (so->type == SL_SOCK_TCP)
+		if (so->type == SL_SOCK_TCP) {
 			so->tcp.kid_next = so->tcp.kid_prev = so->tcp.kid_head = SLUICE_IDX_NONE;
+			/* Park lists are emptied, not rebuilt: each parked
+			 * connection still has its timer (tcp.c, sl_tcp_park()). */
+			sl_sock_park_none(so);
+		}
 	}
 	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
 		struct sl_sock *so = sl_sock(s, i);

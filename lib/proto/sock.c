@@ -71,6 +71,7 @@ static void sock_init(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint
 	so->tcp.sndq_head = so->tcp.sndq_tail = so->tcp.sndq_hint = SLUICE_IDX_NONE;
 	so->tcp.ooo_head = so->tcp.acc_head = so->tcp.acc_tail = SLUICE_IDX_NONE;
 	so->tcp.kid_next = so->tcp.kid_prev = so->tcp.kid_head = SLUICE_IDX_NONE;
+	sl_sock_park_none(so);
 	if (type == SL_SOCK_UDP)
 		memset(&so->udp, 0, sizeof(so->udp));
 	so->rcvbuf = 256 * 1024;
@@ -333,6 +334,8 @@ void sl_sock_free(struct sl_stack *s, struct sl_sock *so)
 		sl_sock_kid_unlink(s, so);
 		so->parent_idx = SLUICE_IDX_NONE;
 	}
+	if (so->type == SL_SOCK_TCP)
+		sl_sock_park_forget(s, so);
 	SL_KILL_POINT("sock_free");
 	if (type == SL_SOCK_TCP && (so->flags & SL_SF_ORPHAN) && s->lib->tcp_orphans)
 		s->lib->tcp_orphans--;
@@ -418,6 +421,75 @@ void sl_sock_kid_unlink(struct sl_stack *s, struct sl_sock *c)
 		sl_sock(s, c->parent_idx)->tcp.kid_head = next;
 	}
 	c->tcp.kid_next = c->tcp.kid_prev = SLUICE_IDX_NONE;
+}
+
+/*
+ * A listener's parked connections (proto/tcp/tcp.c, sl_tcp_park()),
+ * oldest first: park_head to park_tail by park_next, back by park_prev;
+ * park_lso is the listener a socket waits on.  No fixed limit: a socket
+ * is on one list at most, and leaves it when unparked or freed.
+ */
+void sl_sock_park_link(struct sl_stack *s, struct sl_sock *lso, struct sl_sock *c)
+{
+	struct sl_tcp_sock *ltp = &lso->tcp;
+
+	c->tcp.park_lso = lso->idx;
+	c->tcp.park_next = SLUICE_IDX_NONE;
+	c->tcp.park_prev = ltp->park_tail;
+	if (sl_sock_some(s, ltp->park_tail))
+		sl_sock(s, ltp->park_tail)->tcp.park_next = c->idx;
+	else
+		ltp->park_head = c->idx;
+	ltp->park_tail = c->idx;
+}
+
+/* As sl_sock_kid_unlink(): each link is changed only if it still names c. */
+void sl_sock_park_unlink(struct sl_stack *s, struct sl_sock *c)
+{
+	uint32_t next = c->tcp.park_next, prev = c->tcp.park_prev, l = c->tcp.park_lso;
+	struct sl_sock *lso;
+
+	if (l == SLUICE_IDX_NONE)
+		return;
+	lso = sl_sock_some(s, l) ? sl_sock(s, l) : NULL;
+	if (sl_sock_some(s, next)) {
+		if (sl_sock(s, next)->tcp.park_prev == c->idx)
+			sl_sock(s, next)->tcp.park_prev = prev;
+	} else if (lso && lso->tcp.park_tail == c->idx) {
+		lso->tcp.park_tail = prev;
+	}
+	if (sl_sock_some(s, prev)) {
+		if (sl_sock(s, prev)->tcp.park_next == c->idx)
+			sl_sock(s, prev)->tcp.park_next = next;
+	} else if (lso && lso->tcp.park_head == c->idx) {
+		lso->tcp.park_head = next;
+	}
+	sl_sock_park_none(c);
+}
+
+/* Listener lso lets go of every socket parked on it. */
+void sl_sock_park_clear(struct sl_stack *s, struct sl_sock *lso)
+{
+	uint32_t guard = 0;
+
+	for (uint32_t i = lso->tcp.park_head; sl_sock_next(s, i, &guard);) {
+		struct sl_sock *c = sl_sock(s, i);
+
+		i = c->tcp.park_next;
+		if (c == lso || c->tcp.park_lso != lso->idx)
+			break;	/* not parked here: a list left half changed */
+		sl_sock_park_none(c);
+	}
+	lso->tcp.park_head = lso->tcp.park_tail = SLUICE_IDX_NONE;
+}
+
+/* Socket so leaves any list it is on and empties its own. */
+void sl_sock_park_forget(struct sl_stack *s, struct sl_sock *so)
+{
+	sl_sock_park_unlink(s, so);
+	if (so->tcp.park_head != SLUICE_IDX_NONE)
+		sl_sock_park_clear(s, so);
+	sl_sock_park_none(so);
 }
 
 static struct sl_sock *chain_find(struct sl_stack *s, uint32_t idx, uint8_t type, uint32_t laddr,
@@ -926,6 +998,7 @@ struct sl_sock *sl_sock_bad(const struct sl_stack *s, uint32_t idx)
 	so->rxq_head = so->rxq_tail = SLUICE_IDX_NONE;
 	so->wheel_next = so->wheel_prev = so->port_next = SLUICE_IDX_NONE;
 	so->tcp.kid_next = so->tcp.kid_prev = so->tcp.kid_head = SLUICE_IDX_NONE;
+	sl_sock_park_none(so);
 	so->wheel_due_ms = 0;
 	so->tcp.sndq_head = so->tcp.sndq_tail = so->tcp.sndq_hint = SLUICE_IDX_NONE;
 	so->tcp.ooo_head = so->tcp.acc_head = so->tcp.acc_tail = SLUICE_IDX_NONE;

@@ -125,6 +125,76 @@ static void test_handshake_waits_for_room(void)
 	run(10);
 }
 
+/* More than the 16 the listener once held in a ring: backlog 0 holds
+ * one, twenty more SYNs meet the full queue and every one waits on the
+ * listener's list; one closed while waiting leaves the list whole; all
+ * the others are made, one an accept(), with the clock never moving. */
+#define MANY 21
+static void test_many_wait_without_limit(void)
+{
+	int l = listener(7503, 0), c[MANY], a[MANY], got = 0, est = 0;
+	uint64_t parked0 = fx_counter(s, "tcp_syn_parked");
+	uint64_t dropped0 = fx_counter(s, "tcp_syn_dropped");
+	uint64_t t0 = fx_clock_us;
+
+	for (int i = 0; i < MANY; i++) {
+		c[i] = client(7503);
+		run(6);
+	}
+	tap_eq(sl_sock(s, (uint32_t)l)->tcp.acc_len, 1, "backlog 0: one connection waits for accept()");
+	tap_eq(fx_counter(s, "tcp_syn_parked") - parked0, MANY - 1,
+	       "twenty SYNs met the full queue and all twenty are held (no limit of 16)");
+	tap_eq(fx_counter(s, "tcp_syn_dropped") - dropped0, 0, "none left to a retransmission");
+	/* One in the middle gives up while it waits: its slot leaves the list. */
+	sluice_close(ST(s), c[7]);
+	run(6);
+	c[7] = -1;
+	tap_eq(sl_sock(s, (uint32_t)l)->tcp.park_head, sl_sock(s, (uint32_t)c[1])->idx,
+	       "the oldest waiting connection heads the list");
+	for (int i = 0; i < MANY; i++) {
+		a[i] = sluice_accept(ST(s), l, NULL);
+		if (a[i] >= 0)
+			got++;
+		run(6);
+	}
+	for (int i = 0; i < MANY; i++)
+		est += c[i] >= 0 && state(c[i]) == SL_TCP_ESTABLISHED;
+	tap_eq(got, MANY - 1, "every connection but the one closed is accepted");
+	tap_eq(est, MANY - 1, "and established");
+	tap_eq(sl_sock(s, (uint32_t)l)->tcp.park_head, SLUICE_IDX_NONE, "the list is empty again");
+	tap_eq(fx_clock_us - t0, 0, "no timer was needed");
+	for (int i = 0; i < MANY; i++) {
+		if (a[i] >= 0)
+			sluice_close(ST(s), a[i]);
+		if (c[i] >= 0)
+			sluice_close(ST(s), c[i]);
+	}
+	sluice_close(ST(s), l);
+	run(10);
+}
+
+/* A listener closed while connections wait on it lets go of them: none
+ * names the freed slot, which the next listener may take. */
+static void test_listener_close_lets_go(void)
+{
+	int l = listener(7504, 0), c[4], n = 0;
+
+	for (int i = 0; i < 4; i++) {
+		c[i] = client(7504);
+		run(6);
+	}
+	tap_eq(sl_sock(s, (uint32_t)l)->tcp.park_head, sl_sock(s, (uint32_t)c[1])->idx,
+	       "three wait on the listener");
+	sluice_close(ST(s), l);
+	run(10);
+	for (int i = 1; i < 4; i++)
+		n += sl_sock(s, (uint32_t)c[i])->tcp.park_lso == SLUICE_IDX_NONE;
+	tap_eq(n, 3, "its close takes them off its list");
+	for (int i = 0; i < 4; i++)
+		sluice_close(ST(s), c[i]);
+	run(10);
+}
+
 int main(void)
 {
 	uint32_t free0;
@@ -133,6 +203,8 @@ int main(void)
 	free0 = s->lib->buf_free_count;
 	test_syn_waits_for_room();
 	test_handshake_waits_for_room();
+	test_many_wait_without_limit();
+	test_listener_close_lets_go();
 	fx_clock_us += 2 * SL_TCP_TIME_WAIT_US;
 	run(20);
 	tap_eq(s->lib->buf_free_count, free0, "every buffer back in the pool");

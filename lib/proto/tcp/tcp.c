@@ -275,7 +275,10 @@ void sl_tcp_init_tcb(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	/* A child is on its listener's list already (sl_sock_kid_link()). */
 	uint32_t kn = tp->kid_next, kp = tp->kid_prev, kh = tp->kid_head;
 
+	/* A connect() again after one failed: off any park list first. */
+	sl_sock_park_forget(s, so);
 	memset(tp, 0, sizeof(*tp));
+	sl_sock_park_none(so);
 	tp->kid_next = kn;
 	tp->kid_prev = kp;
 	tp->kid_head = kh;
@@ -504,7 +507,9 @@ int sl_tcp_listen(struct sl_stack *s, struct sl_sock *so, int backlog)
 		if (!sl_sock_port_free(s, so, so->laddr, so->lport))
 			return -EADDRINUSE;
 
+		sl_sock_park_forget(s, so);
 		memset(tp, 0, sizeof(*tp));
+		sl_sock_park_none(so);
 		tp->user_mss = um;
 		tp->kid_next = tp->kid_prev = tp->kid_head = SLUICE_IDX_NONE;
 		tp->acc_head = tp->acc_tail = SLUICE_IDX_NONE;
@@ -544,7 +549,7 @@ int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **chil
 	/* Handed to the accepting process: its socket from now on. */
 	c->owner_pid = (uint32_t)sl_self_pid();
 	*child = c;
-	if (tp->park_len)
+	if (tp->park_head != SLUICE_IDX_NONE)
 		sl_tcp_unpark(s, lso, sl_now(s));
 	return 0;
 }
@@ -556,54 +561,36 @@ int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **chil
  * tries again after its retransmission timeout, 1 s for a SYN; a client
  * in the same stack makes connections faster than a slow server accepts
  * them, so it would wait out that second far more often than on the
- * kernel.  Parked here (by index and generation, at most SL_TCP_PARK,
- * more left to their timers), each is sent again as accept() makes room:
- * the SYN, or the SYN-ACK that the client answers with its ACK.
+ * kernel.  Parked here, oldest first, on a list through the slots with no
+ * fixed limit (proto/sock.c, sl_sock_park_link()), each is sent again as
+ * accept() makes room: the SYN, or the SYN-ACK that the client answers
+ * with its ACK.  Its timer stays armed in case the list is lost (a
+ * recovery empties it).
  */
-bool sl_tcp_park(struct sl_stack *s, struct sl_sock *lso, struct sl_sock *so)
+void sl_tcp_park(struct sl_stack *s, struct sl_sock *lso, struct sl_sock *so)
 {
-	struct sl_tcp_sock *ltp = &lso->tcp;
-	unsigned int n = ltp->park_len, i;
-
-	if (n >= SL_TCP_PARK || ltp->park_head >= SL_TCP_PARK)
-		return false;
-	for (i = 0; i < n; i++) {
-		unsigned int j = (ltp->park_head + i) % SL_TCP_PARK;
-
-		if (ltp->park_idx[j] == so->idx && ltp->park_gen[j] == so->kp.gen)
-			return true;
-	}
-	i = (ltp->park_head + n) % SL_TCP_PARK;
-	ltp->park_idx[i] = so->idx;
-	ltp->park_gen[i] = so->kp.gen;
-	ltp->park_len = (uint8_t)(n + 1);
+	if (so->tcp.park_lso == lso->idx)
+		return;		/* parked here already */
+	sl_sock_park_unlink(s, so);
+	sl_sock_park_link(s, lso, so);
 	sl_count(s, SL_C_tcp_syn_parked);
-	return true;
 }
 
 void sl_tcp_unpark(struct sl_stack *s, struct sl_sock *lso, uint64_t now_us)
 {
 	struct sl_tcp_sock *ltp = &lso->tcp;
+	uint32_t guard = 0;
 
-	while (ltp->park_len) {
-		uint32_t idx, gen;
-		struct sl_sock *c;
+	while (sl_sock_next(s, ltp->park_head, &guard)) {
+		struct sl_sock *c = sl_sock(s, ltp->park_head);
 
-		/* Shared memory: a ring that cannot be is emptied (the
-		 * connections in it still have their timers). */
-		if (ltp->park_len > SL_TCP_PARK || ltp->park_head >= SL_TCP_PARK) {
-			ltp->park_len = ltp->park_head = 0;
-			return;
-		}
-		idx = ltp->park_idx[ltp->park_head];
-		gen = ltp->park_gen[ltp->park_head];
-		ltp->park_head = (uint8_t)((ltp->park_head + 1) % SL_TCP_PARK);
-		ltp->park_len--;
-		if (!sl_sock_some(s, idx))
-			continue;
-		c = sl_sock(s, idx);
-		/* Still the same connection, still waiting for this listener. */
-		if (c->kp.gen != gen || c->type != SL_SOCK_TCP ||
+		/* Shared memory: a list that cannot be is emptied (the
+		 * connections on it still have their timers). */
+		if (c == lso || c->tcp.park_lso != lso->idx)
+			break;
+		sl_sock_park_unlink(s, c);
+		/* Still waiting for this listener. */
+		if (c->type != SL_SOCK_TCP ||
 		    !((c->state == SL_TCP_SYN_SENT && c->rport == lso->lport &&
 		       (!lso->laddr || c->raddr == lso->laddr)) ||
 		      (c->state == SL_TCP_SYN_RECEIVED && c->parent_idx == lso->idx)))
@@ -612,6 +599,8 @@ void sl_tcp_unpark(struct sl_stack *s, struct sl_sock *lso, uint64_t now_us)
 		sl_tcp_send_syn(s, c, now_us);
 		return;
 	}
+	if (ltp->park_head != SLUICE_IDX_NONE)
+		sl_sock_park_clear(s, lso);
 }
 
 /* Buffers send queues may not take: whatever the sockets' sndbuf says,

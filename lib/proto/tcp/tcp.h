@@ -79,7 +79,6 @@ enum sl_tcp_state {
 #define SL_TCP_WSCALE_MAX	14		/* RFC 7323 2.3 */
 #define SL_TCP_SOMAXCONN	4096		/* Linux SOMAXCONN */
 #define SL_TCP_SYNQ_MIN		8		/* SYN queue floor for tiny backlogs */
-#define SL_TCP_PARK		16		/* a listener's parked connections */
 #define SL_TCP_SYNQ_SHARE	4		/* embryos, all listeners: <= max_sockets / 4 */
 #define SL_TCP_OOO_MAX		64		/* out-of-order buffers a connection may hold */
 #define SL_TCP_DUPACK_THRESH	3		/* RFC 5681 3.2 */
@@ -243,9 +242,12 @@ struct sl_tcp_sock {
 	 * ACK is ignored for, waiting for data (0: off). */
 	uint8_t syn_retries, defer_accept;
 	/* Listener: connections of this stack that met its full accept
-	 * queue, a ring of SL_TCP_PARK (tcp.c, sl_tcp_park()). */
-	uint8_t park_head, park_len;
-	uint32_t park_idx[SL_TCP_PARK], park_gen[SL_TCP_PARK];
+	 * queue, oldest first, a list through the slots with no fixed
+	 * limit (tcp.c, sl_tcp_park(); proto/sock.c, sl_sock_park_link()):
+	 * park_head and park_tail on the listener, park_next and park_prev
+	 * on each parked socket, and park_lso the listener it waits on
+	 * (NONE: on no list). */
+	uint32_t park_head, park_tail, park_next, park_prev, park_lso;
 	/* Path MTU (RFC 1191): the one mss was made for (Linux
 	 * icsk_pmtu_cookie) and sl_region.pmtu_gen then; mtup set once a
 	 * black hole was found (RFC 4821, Linux icsk_mtup.enabled with
@@ -477,7 +479,7 @@ static inline bool sl_tcp_acceptq_full(const struct sl_tcp_sock *ltp)
 /* A connection of this stack met listener lso's full accept queue
  * (false: no room to hold it, its timer will do); and accept() made room
  * (tcp.c). */
-bool sl_tcp_park(struct sl_stack *s, struct sl_sock *lso, struct sl_sock *so);
+void sl_tcp_park(struct sl_stack *s, struct sl_sock *lso, struct sl_sock *so);
 void sl_tcp_unpark(struct sl_stack *s, struct sl_sock *lso, uint64_t now_us);
 uint64_t sl_tcp_port_hash(struct sl_stack *s, uint32_t laddr, uint32_t raddr, uint16_t rport);
 uint32_t sl_tcp_ts_offset(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,

@@ -1712,7 +1712,9 @@ static void listen_input(struct sl_stack *s, struct sl_sock *lso, uint32_t idx,
 		if (SL_READ_ONCE(sl_buf(s, idx)->flags) & SL_BUF_LOCAL)
 			c = sl_sock_lookup_conn(s, SL_SOCK_TCP, ip->saddr, th->sport, ip->daddr,
 						th->dport);
-		if (!c || c->state != SL_TCP_SYN_SENT || !sl_tcp_park(s, lso, c))
+		if (c && c->state == SL_TCP_SYN_SENT)
+			sl_tcp_park(s, lso, c);
+		else
 			sl_count(s, SL_C_tcp_syn_dropped);
 		goto drop;
 	}
@@ -1841,8 +1843,7 @@ static bool child_ready(struct sl_stack *s, struct sl_sock *so)
 	if (sl_tcp_acceptq_full(ptp)) {
 		/* As Linux: ignore the ACK; our SYN-ACK will be retransmitted,
 		 * or sent again when accept() makes room. */
-		if (!sl_tcp_park(s, p, so))
-			sl_count(s, SL_C_tcp_syn_dropped);
+		sl_tcp_park(s, p, so);
 		return false;
 	}
 	if (ptp->syn_len)
