@@ -47,22 +47,31 @@ static pid_t cached_pid;
 static uint32_t lock_word_held(uint32_t v);
 static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
 
-static void pid_refresh(void)
+/* A forked child asks again at its first need: one getpid() a child,
+ * whoever of the library asks first (the preload's fork handler, its
+ * process record, a lock). */
+static void pid_forget(void)
 {
-	cached_pid = getpid();
+	SL_WRITE_ONCE(cached_pid, 0);
 }
 
 static void pid_init(void)
 {
-	pid_refresh();
-	pthread_atfork(NULL, NULL, pid_refresh);
+	pthread_atfork(NULL, NULL, pid_forget);
 }
 
 /* This process's pid without a system call on the hot path. */
 pid_t sl_self_pid(void)
 {
+	pid_t p;
+
 	pthread_once(&pid_once, pid_init);
-	return cached_pid;
+	p = SL_READ_ONCE(cached_pid);
+	if (__builtin_expect(!p, 0)) {
+		p = getpid();
+		SL_WRITE_ONCE(cached_pid, p);
+	}
+	return p;
 }
 
 static long futex(uint32_t *w, int op, uint32_t val, const struct timespec *ts)

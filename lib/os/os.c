@@ -90,6 +90,23 @@ void sl_sys_drain_dgrams(int fd)
 
 bool sl_sys_sandboxed;
 
+/* /proc/loadavg, opened at the first look and kept: each look after is
+ * one pread() at offset 0 (the file is made again at each read from 0).
+ * A forked child shares it; the preload's close() and dup2() treat it as
+ * the library's own (sl_sys_runnable_fd()). */
+static int runq_fd = -1;
+static pthread_mutex_t runq_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int sl_sys_runnable_fd(void)
+{
+	return runq_fd;
+}
+
+void sl_sys_runnable_lost(void)
+{
+	runq_fd = -1;
+}
+
 int sl_sys_runnable(void)
 {
 	char b[128], *p;
@@ -98,11 +115,21 @@ int sl_sys_runnable(void)
 
 	if (sl_sys_sandboxed)
 		return -1;
-	fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/loadavg", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = syscall(SYS_read, fd, b, sizeof(b) - 1);
-	syscall(SYS_close, fd);
+	fd = runq_fd;
+	if (fd < 0) {
+		/* Two threads' first looks at once: one opens, the other
+		 * looks next time (no wait: a fork may have left it held). */
+		if (pthread_mutex_trylock(&runq_mu))
+			return -1;
+		if (runq_fd < 0)
+			runq_fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/loadavg",
+					       O_RDONLY | O_CLOEXEC);
+		fd = runq_fd;
+		pthread_mutex_unlock(&runq_mu);
+		if (fd < 0)
+			return -1;
+	}
+	n = syscall(SYS_pread64, fd, b, sizeof(b) - 1, (off_t)0);
 	if (n <= 0)
 		return -1;
 	b[n] = 0;

@@ -72,8 +72,12 @@ int sl_sys_sigaction(int sig, const struct sigaction *act, struct sigaction *old
 extern bool sl_sys_sandboxed;
 /* How many threads of the machine are runnable now, the caller among them
  * (the kernel's nr_running(): /proc/loadavg's fourth field, "R/T"), or
- * -1 (none in a sandbox, or no /proc).  Three system calls. */
+ * -1 (none in a sandbox, or no /proc).  One pread() on a kept fd. */
 int sl_sys_runnable(void);
+/* Its kept /proc/loadavg fd (-1 none yet), and forgetting it when its
+ * number is being taken (a dup2() onto it): the next look opens another. */
+int sl_sys_runnable_fd(void);
+void sl_sys_runnable_lost(void);
 /* Let another thread run: sched_yield(2), or in a sandbox a futex wait of
  * a few tens of microseconds on a word nobody wakes. */
 void sl_sys_yield(void);

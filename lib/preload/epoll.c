@@ -628,7 +628,9 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	}
 	if (epfd == fd) {
 		ret = -EINVAL;
-	} else if (REAL(fcntl)(epfd, F_GETFD) < 0) {
+	} else if (!ep_of(epfd) && REAL(fcntl)(epfd, F_GETFD) < 0) {
+		/* Asked once a set: one with a Sluice part was open at its
+		 * first Sluice fd, and close() drops the part. */
 		ret = -EBADF;
 	} else if (!(ep = ep_get_or_make(epfd))) {
 		ret = -ENOMEM;

@@ -136,7 +136,8 @@ static bool is_sock_probe(int fd)
 bool pl_fd_is_probe(int fd)
 {
 	return fd >= 0 && (fd == SL_READ_ONCE(sweep_probe) || is_sock_probe(fd) ||
-			   fd == sl_bell_tx_fd() || pl_bell_is(fd) || pl_twin_is(fd));
+			   fd == sl_bell_tx_fd() || fd == sl_sys_runnable_fd() ||
+			   pl_bell_is(fd) || pl_twin_is(fd));
 }
 
 void pl_fd_probe_lost(int fd)
@@ -149,6 +150,8 @@ void pl_fd_probe_lost(int fd)
 		SL_WRITE_ONCE(sweep_probe, -1);
 	if (fd == sl_bell_tx_fd())
 		sl_bell_tx_lost();
+	if (fd == sl_sys_runnable_fd())
+		sl_sys_runnable_lost();
 	if (pl_bell_is(fd))
 		pl_bell_lost(fd);
 	if (pl_twin_is(fd))
@@ -210,7 +213,7 @@ static void proc_register(void)
 			sl_store_release(&hdr->procs[i].state, SL_FDPROC_FREE);
 			continue;
 		}
-		SL_WRITE_ONCE(hdr->procs[i].pid, (uint32_t)getpid());
+		SL_WRITE_ONCE(hdr->procs[i].pid, (uint32_t)sl_self_pid());
 		/* Release: the lock is held before anyone sees LIVE. */
 		sl_store_release(&hdr->procs[i].state, SL_FDPROC_LIVE);
 		reg_fd = fd;
@@ -309,6 +312,75 @@ out:
 
 /* ---- the table ---- */
 
+/*
+ * urcu-bp's fork handlers hold its grace-period and registry locks across
+ * a fork with every signal blocked: three rt_sigprocmask a fork (two in
+ * the parent, one in the child).  Only a thread that has called urcu can
+ * hold those locks or be in its registry, so while no thread but the
+ * forking one has, the fork needs neither.  A thread counts itself in
+ * (never out) under rcu_mu before its first urcu call; a fork holds
+ * rcu_mu, so no thread starts using urcu meanwhile.  A signal handler that
+ * runs in the middle of its own thread's join or fork joins without the
+ * mutex (the outer call holds it).
+ */
+static __thread bool rcu_mine, rcu_joining;
+static unsigned int rcu_threads;
+static bool rcu_forking;
+static uint32_t rcu_fork_busy;		/* rcu_fork_tid's fork holds rcu_mu */
+static pthread_t rcu_fork_tid;
+static pthread_mutex_t rcu_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void rcu_join_slow(void)
+{
+	bool nested = rcu_joining || (sl_load_acquire(&rcu_fork_busy) &&
+				      pthread_equal(rcu_fork_tid, pthread_self()));
+
+	rcu_joining = true;
+	if (!nested)
+		pthread_mutex_lock(&rcu_mu);
+	rcu_threads++;
+	/* urcu-bp registers the thread at its first read lock: now. */
+	rcu_read_lock();
+	rcu_read_unlock();
+	rcu_mine = true;
+	if (!nested)
+		pthread_mutex_unlock(&rcu_mu);
+	rcu_joining = false;
+}
+
+static inline void rcu_join(void)
+{
+	if (__builtin_expect(!rcu_mine, 0))
+		rcu_join_slow();
+}
+
+void pl_rcu_fork_begin(void)
+{
+	pthread_mutex_lock(&rcu_mu);
+	rcu_fork_tid = pthread_self();
+	sl_store_release(&rcu_fork_busy, 1);
+	rcu_forking = rcu_threads > (rcu_mine ? 1u : 0u);
+	if (rcu_forking)
+		urcu_bp_before_fork();
+}
+
+void pl_rcu_fork_parent(void)
+{
+	if (rcu_forking)
+		urcu_bp_after_fork_parent();
+	sl_store_release(&rcu_fork_busy, 0);
+	pthread_mutex_unlock(&rcu_mu);
+}
+
+void pl_rcu_fork_child(void)
+{
+	if (rcu_forking)
+		urcu_bp_after_fork_child();	/* forgets the other threads */
+	rcu_threads = rcu_mine ? 1 : 0;
+	rcu_fork_busy = 0;
+	pthread_mutex_init(&rcu_mu, NULL);
+}
+
 struct pl_sock *pl_get(int fd)
 {
 	struct pl_sock *ps = NULL;
@@ -316,6 +388,7 @@ struct pl_sock *pl_get(int fd)
 
 	if (fd < 0 || !SL_READ_ONCE(table))
 		return NULL;
+	rcu_join();
 	rcu_read_lock();
 	t = rcu_dereference(table);
 	if ((unsigned int)fd < t->n) {
@@ -343,6 +416,7 @@ bool pl_is_sluice(int fd)
 
 	if (fd < 0 || !SL_READ_ONCE(table))
 		return false;
+	rcu_join();
 	rcu_read_lock();
 	t = rcu_dereference(table);
 	if ((unsigned int)fd < t->n)
@@ -369,6 +443,7 @@ static int table_grow(int fd)
 		memcpy(t->slot, old->slot, n * sizeof(t->slot[0]));
 	rcu_assign_pointer(table, t);
 	if (old) {
+		rcu_join();
 		synchronize_rcu();
 		free(old);
 	}
@@ -445,6 +520,7 @@ struct pl_sock *pl_fd_forget(int fd)
 	}
 	pthread_mutex_unlock(&table_mu);
 	if (nflush) {
+		rcu_join();
 		synchronize_rcu();	/* no reader can find those now */
 		for (unsigned int i = 0; i < nflush; i++)
 			pl_put(flush[i]);

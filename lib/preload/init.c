@@ -201,12 +201,12 @@ static void atfork_prepare(void)
 	sl_wait_calibrate();
 	/* The child will hold our fds: private sockets take their locks. */
 	pl_fd_fork_begin();
-	urcu_bp_before_fork();
+	pl_rcu_fork_begin();
 }
 
 static void atfork_parent(void)
 {
-	urcu_bp_after_fork_parent();
+	pl_rcu_fork_parent();
 	pl_fd_fork_end();
 	pl_twin_atfork_parent();
 	pl_epoll_atfork();
@@ -220,8 +220,10 @@ bool pl_vfork_child(void)
 
 static void atfork_child(void)
 {
-	self_pid = getpid();
-	urcu_bp_after_fork_child();
+	/* The library's one getpid() of the child: lib/core/lock.c's fork
+	 * handler, registered before ours (do_init()), forgot the parent's. */
+	self_pid = sl_self_pid();
+	pl_rcu_fork_child();
 	pl_fdtable_atfork_child();
 	pl_bell_atfork_child();
 	pl_twin_atfork_child();
@@ -251,7 +253,9 @@ static void note_sandbox(void)
 static void do_init(void)
 {
 	resolve_libc();
-	self_pid = getpid();
+	/* First: lib/core/lock.c registers its fork handler, which must run
+	 * before atfork_child() in a child (handlers run in that order). */
+	self_pid = sl_self_pid();
 	read_config();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }

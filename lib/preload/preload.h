@@ -241,6 +241,11 @@ void pl_init(void);			/* libc and configuration; cheap after once */
  * straight to the kernel (posix_spawn and Python's subprocess do that).
  */
 bool pl_vfork_child(void);
+/* urcu-bp's fork handlers, called only while another thread has used
+ * urcu (fdtable.c). */
+void pl_rcu_fork_begin(void);
+void pl_rcu_fork_parent(void);
+void pl_rcu_fork_child(void);
 /* ---- spawn.c ---- */
 bool pl_vfork_maybe(void);		/* a vfork() of ours may be under way */
 /* The process's stack, attached (or created) on first use; NULL if none. */

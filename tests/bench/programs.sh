@@ -14,7 +14,8 @@
 #   -u: unpinned, as users run programs (the scheduler places both ends;
 #       with more runnable threads than CPUs they preempt each other)
 #   WHAT: sockperf-tcp sockperf-udp sockperf-tput iperf3 redis nginx
-#         pgbench java-tpc apache churn churn-long (not by default: -t is its
+#         pgbench pgbench-C (its two -C rows alone, not by default)
+#         java-tpc apache churn churn-long (not by default: -t is its
 #         whole length, e.g. -t 1200 -o churn-long for ten minutes each)
 #         nginx-10k (not by default: nginx with 10,000 keep-alive
 #         connections, `make bench-many`)
@@ -528,8 +529,10 @@ for ((r = 1; r <= rounds; r++)); do
 			"$k" "$kc" "$s" "$sc" req/s
 		row "... its p99 latency (wrk --latency)" "${kp:-0}" "${sp:-0}" ms
 	fi
-	if want pgbench && have postgres && have pgbench && pg_init; then
-		for args in "1 -S" "8 -S" "32 -S" "1" "8" "32" "8 -S -C" "8 -C"; do
+	if { want pgbench || want pgbench-C; } && have postgres && have pgbench && pg_init; then
+		pgrows=("1 -S" "8 -S" "32 -S" "1" "8" "32" "8 -S -C" "8 -C")
+		want pgbench || pgrows=("8 -S -C" "8 -C")
+		for args in "${pgrows[@]}"; do
 			read -r c flags <<<"$args"
 			# shellcheck disable=SC2086 # flags: words
 			{ read -r k kc <<<"$(pgbench_tps kernel "$c" $flags)"
