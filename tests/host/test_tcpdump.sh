@@ -256,6 +256,8 @@ for k in (1, 2):
     c = socket.create_connection(("10.205.0.1", 7101), timeout=3)
     c.sendall(b"tap hello")
     assert c.recv(100) == b"tap hello"
+    c.shutdown(socket.SHUT_WR)       # the kernel's FIN is in before "done"
+    assert c.recv(100) == b""
     c.close()
     s.sendto(b"tap datagram", ("10.205.0.1", 7102))
     assert s.recvfrom(100)[0] == b"tap datagram"
