@@ -89,6 +89,65 @@ static void fail(const char *what, long err)
 	exit(1);
 }
 
+/*
+ * The median as well as the mean: round trips are timed in batches of
+ * BATCH, and the median batch says what a round trip takes while both
+ * ends run.  On a loaded machine the mean counts every time slice another
+ * program took from either end; the median batch does not (a batch of
+ * 64 round trips is over before most time slices end).
+ */
+#define BATCH 64
+
+struct batches {
+	double *t;	/* seconds a batch */
+	long n, max;
+	double last;
+};
+
+static void batches_init(struct batches *b, long rounds)
+{
+	b->max = rounds / BATCH + 1;
+	b->t = calloc((size_t)b->max, sizeof(*b->t));
+	b->n = 0;
+	b->last = now_s();
+	if (!b->t)
+		fail("calloc", -ENOMEM);
+}
+
+static void batches_tick(struct batches *b, long i)
+{
+	double t;
+
+	if (i % BATCH || b->n >= b->max)
+		return;
+	t = now_s();
+	b->t[b->n++] = t - b->last;
+	b->last = t;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The median batch's one-way time in us (a round trip is two ways). */
+static double batches_median(struct batches *b)
+{
+	double m;
+
+	if (b->n < 2) {
+		free(b->t);
+		return 0;
+	}
+	/* The first batch began before the timed loop. */
+	qsort(b->t + 1, (size_t)(b->n - 1), sizeof(*b->t), cmp_double);
+	m = b->t[1 + (b->n - 1) / 2];
+	free(b->t);
+	return m / BATCH / 2 * 1e6;
+}
+
 /* ---- the Sluice side ------------------------------------------------- */
 
 static struct sluice_stack *make_stack(const char *name, unsigned int socks, unsigned int bufs)
@@ -164,8 +223,9 @@ static int sl_connect_pair(struct sluice_stack *st, const char *name, int *srv_o
  * move), in shared memory.  One way, in ns: what a message would cost if
  * moving it took nothing but the line that says it is there.
  */
-static double cacheline_pingpong(long rounds)
+static double cacheline_pingpong(long rounds, double *median)
 {
+	struct batches bt;
 	uint64_t *line = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	double t0, t1, give_up = now_s() + 20;
 	int status;
@@ -185,8 +245,10 @@ static double cacheline_pingpong(long rounds)
 		_exit(0);
 	}
 	pin(0);
+	batches_init(&bt, rounds);
 	t0 = now_s();
 	for (uint64_t i = 0; i < (uint64_t)rounds * 2; i += 2) {
+		batches_tick(&bt, (long)(i / 2));
 		__atomic_store_n(line, i + 1, __ATOMIC_RELEASE);
 		while (__atomic_load_n(line, __ATOMIC_ACQUIRE) != i + 2)
 			if (now_s() > give_up)
@@ -196,11 +258,13 @@ static double cacheline_pingpong(long rounds)
 	waitpid(pid, &status, 0);
 	unpin();
 	munmap(line, 4096);
+	*median = batches_median(&bt) * 1000;
 	return (t1 - t0) / rounds / 2 * 1e9;
 }
 
-static double sluice_pingpong(long rounds)
+static double sluice_pingpong(long rounds, double *median)
 {
+	struct batches bt;
 	const char *name = "bench-pp";
 	struct sluice_stack *st = make_stack(name, 64, 1024);
 	struct sockaddr_in a = lo_addr(PORT);
@@ -243,11 +307,15 @@ static double sluice_pingpong(long rounds)
 	for (int i = 0; i < 1000; i++)
 		if (sl_xfer(st, c, buf, MSG, true) || sl_xfer(st, c, buf, MSG, false))
 			fail("warm-up", -EIO);
+	batches_init(&bt, rounds);
 	t0 = now_s();
-	for (long i = 1000; i < rounds; i++)
+	for (long i = 1000; i < rounds; i++) {
+		batches_tick(&bt, i - 1000);
 		if (sl_xfer(st, c, buf, MSG, true) || sl_xfer(st, c, buf, MSG, false))
 			fail("ping-pong", -EIO);
+	}
 	t1 = now_s();
+	*median = batches_median(&bt);
 	waitpid(pid, &status, 0);
 	unpin();
 	if (getenv("BENCH_VERBOSE"))
@@ -379,8 +447,9 @@ static int k_connect(void)
 	return c;
 }
 
-static double kernel_pingpong(long rounds)
+static double kernel_pingpong(long rounds, double *median)
 {
+	struct batches bt;
 	int l = k_listen(), c, one = 1, status;
 	char buf[MSG];
 	double t0, t1;
@@ -401,11 +470,15 @@ static double kernel_pingpong(long rounds)
 	memset(buf, 'p', sizeof(buf));
 	for (int i = 0; i < 1000; i++)
 		k_xfer(c, buf, MSG, true), k_xfer(c, buf, MSG, false);
+	batches_init(&bt, rounds);
 	t0 = now_s();
-	for (long i = 1000; i < rounds; i++)
+	for (long i = 1000; i < rounds; i++) {
+		batches_tick(&bt, i - 1000);
 		if (k_xfer(c, buf, MSG, true) || k_xfer(c, buf, MSG, false))
 			fail("kernel ping-pong", errno);
+	}
 	t1 = now_s();
+	*median = batches_median(&bt);
 	waitpid(pid, &status, 0);
 	unpin();
 	close(c);
@@ -574,15 +647,20 @@ int main(int argc, char **argv)
 		long rounds = arg > 1000 ? arg : 50000;
 		/* BENCH_ONLY=sluice skips the kernel side, for profiling. */
 		const char *only = getenv("BENCH_ONLY");
-		double k = only && !strcmp(only, "sluice") ? 1 : kernel_pingpong(rounds);
-		double s = sluice_pingpong(rounds);
+		double km = 1, sm, fm;
+		double k = only && !strcmp(only, "sluice") ? 1 : kernel_pingpong(rounds, &km);
+		double s = sluice_pingpong(rounds, &sm);
 
-		double f = cacheline_pingpong(rounds * 10);
+		double f = cacheline_pingpong(rounds * 10, &fm);
 
 		printf("pingpong: TCP 64 B, busy-poll, %ld round trips: one-way latency "
 		       "kernel %.2f us, sluice %.2f us, sluice/kernel %.2f\n", rounds, k, s, s / k);
 		printf("pingpong: the floor, one cache line between the same two CPUs: %.0f ns one way; "
 		       "sluice %.1fx the floor, kernel %.1fx\n", f, s * 1000 / f, k * 1000 / f);
+		printf("pingpong: median of batches of %d round trips (what a loaded machine's time "
+		       "slices leave out): kernel %.2f us, sluice %.2f us, floor %.0f ns; "
+		       "sluice %.1fx the floor, kernel %.1fx\n", BATCH, km, sm, fm, sm * 1000 / fm,
+		       km * 1000 / fm);
 	}
 	if (!strcmp(what, "bulk") || !strcmp(what, "all")) {
 		long mb = arg > 0 && strcmp(what, "all") ? arg : 1024;
