@@ -1112,14 +1112,14 @@ static long tcp_send_lent(struct sl_stack *s, struct sl_sock *so, const void *bu
 	/* First top up the unsent tail, so the lent buffers start on a
 	 * segment boundary. */
 	if (tail) {
-		done = sl_tcp_send(s, so, buf, tail < len ? tail : len, flags, sl_now(s));
+		done = sl_tcp_send(s, so, buf, tail < len ? tail : len, flags, sl_now_held(s));
 		if (done <= 0 || (size_t)done == len)
 			return done;
 	}
 	head = sl_tcp_send_lend(s, so, len - (size_t)done, &n);
 	if (head == SLUICE_IDX_NONE)
 		return done ? done : sl_tcp_send(s, so, p + done, len - (size_t)done, flags,
-						  sl_now(s));
+						  sl_now_held(s));
 	sl_unlock(s);
 	off = (size_t)done;
 	/* Bounded by what was lent, whatever another process writes into
@@ -1140,7 +1140,7 @@ static long tcp_send_lent(struct sl_stack *s, struct sl_sock *so, const void *bu
 		return done ? done : -EPIPE;
 	}
 	sl_kp_note(s, so);
-	ret = sl_tcp_send_return(s, so, gen, head, sl_now(s));
+	ret = sl_tcp_send_return(s, so, gen, head, sl_now_held(s));
 	if (ret < 0)
 		return done ? done : ret;
 	return done + ret;
@@ -1172,7 +1172,7 @@ static long tcp_recv_lent(struct sl_stack *s, struct sl_sock *so, void *buf, siz
 		return (long)n;
 	}
 	sl_kp_note(s, so);
-	sl_tcp_recv_return(s, so, gen, head, sl_now(s));
+	sl_tcp_recv_return(s, so, gen, head, sl_now_held(s));
 	return (long)n;
 }
 
@@ -1208,7 +1208,7 @@ long sl_sendto_meta(struct sluice_stack *st, int sd, const void *buf, size_t len
 		} else if (len >= SL_LEND_MIN) {
 			ret = tcp_send_lent(s, so, buf, len, flags, &locked);
 		} else {
-			ret = sl_tcp_send(s, so, buf, len, flags, sl_now(s));
+			ret = sl_tcp_send(s, so, buf, len, flags, sl_now_held(s));
 		}
 		if (locked)
 			sl_unlock(s);
@@ -1296,7 +1296,7 @@ long sl_recvfrom_meta(struct sluice_stack *st, int sd, void *buf, size_t len, in
 			if (!lowat && len >= SL_LEND_MIN && !(flags & (MSG_PEEK | MSG_OOB | MSG_TRUNC)))
 				ret = tcp_recv_lent(s, so, buf, len, &locked);
 			if (ret == -EAGAIN && !lowat)
-				ret = sl_tcp_recv(s, so, buf, len, flags, sl_now(s));
+				ret = sl_tcp_recv(s, so, buf, len, flags, sl_now_held(s));
 			saddr = so->raddr;
 			sport = so->rport;
 		}
@@ -1336,7 +1336,7 @@ int sluice_shutdown(struct sluice_stack *st, int sd, int how)
 	if (ret)
 		return ret;
 	if (so->type == SL_SOCK_TCP) {
-		ret = sl_tcp_shutdown(s, so, how, sl_now(s));
+		ret = sl_tcp_shutdown(s, so, how, sl_now_held(s));
 	} else {
 		/* Linux: an unconnected datagram socket is ENOTCONN, but is
 		 * shut (and its waiters woken) all the same. */
@@ -1359,7 +1359,7 @@ int sluice_handoff(struct sluice_stack *st, int sd)
 	ret = sock_get(s, sd, &so);
 	if (ret)
 		return ret;
-	ret = sl_tcp_handoff(s, so, &kfd, sl_now(s));
+	ret = sl_tcp_handoff(s, so, &kfd, sl_now_held(s));
 	sl_unlock(s);
 	return ret ? ret : kfd;
 }
@@ -1424,7 +1424,7 @@ static int close_sd(struct sl_stack *s, int sd, bool want_gen, uint32_t want, en
 	if ((so->flags & SL_SF_LINGER) && so->type == SL_SOCK_TCP)
 		linger = so->linger_s ? so->linger_s : UINT32_MAX;
 	if (so->type == SL_SOCK_TCP)
-		sl_tcp_close(s, so, sl_now(s));
+		sl_tcp_close(s, so, sl_now_held(s));
 	else
 		sl_sock_free(s, so);
 	sl_unlock(s);

@@ -12,6 +12,7 @@
  * stack never waits for the tool.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -113,11 +114,26 @@ static bool tool_alive(struct sl_stack *s)
 }
 
 /*
- * A TCP segment inside the stack carries no checksum (nobody checks it:
- * SL_BUF_LOCAL); the copy at pkt (caplen bytes) gets the one it would
- * have on a link, so tcpdump does not call it "incorrect".  The packet
- * itself is not touched.
+ * A packet inside the stack carries no IPv4 header checksum and a TCP
+ * segment no TCP checksum (nobody checks them: SL_BUF_LOCAL); the copy at
+ * pkt (caplen bytes) gets the ones it would have on a link, so tcpdump
+ * does not call it "incorrect".  The packet itself is not touched.
  */
+static void lo_ip_csum(uint8_t *pkt, uint32_t caplen)
+{
+	struct sl_ip ip;
+	unsigned int hlen;
+
+	if (caplen < sizeof(ip))
+		return;
+	memcpy(&ip, pkt, sizeof(ip));
+	hlen = (ip.ver_ihl & 0xf) * 4u;
+	if ((ip.ver_ihl >> 4) != 4 || ip.csum || hlen < sizeof(ip) || hlen > caplen)
+		return;
+	ip.csum = sl_csum_fold(sl_csum_add(0, pkt, hlen));
+	memcpy(pkt + offsetof(struct sl_ip, csum), &ip.csum, sizeof(ip.csum));
+}
+
 static void lo_tcp_csum(struct sl_stack *s, uint32_t idx, uint8_t *pkt, uint32_t caplen)
 {
 	const struct sluice_buf *b = sl_buf(s, idx);
@@ -208,8 +224,10 @@ void sl_cap_packet(struct sl_stack *s, uint32_t idx, unsigned int flags)
 		at = b->next_idx;
 	}
 	rec.caplen = got;
-	if (flags & SL_CAP_LO)
+	if (flags & SL_CAP_LO) {
+		lo_ip_csum(c->data + off + sizeof(rec), got);
 		lo_tcp_csum(s, idx, c->data + off + sizeof(rec), got);
+	}
 	memcpy(c->data + off, &rec, sizeof(rec));
 	sl_store_release(&c->head, head + reclen);
 }

@@ -622,7 +622,8 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(nd_unres_drop, "IPv6 packets dropped waiting for a neighbour (a newer one, or no answer)") \
 	X(nd_failed, "IPv6 neighbours given up: no answer to 3 solicitations") \
 	X(tcp_handoff, "connections handed to a kernel socket (TCP repair)") \
-	X(verbs_tx_port_down, "verbs packets dropped unsent: the port is down (TCP resends them)")
+	X(verbs_tx_port_down, "verbs packets dropped unsent: the port is down (TCP resends them)") \
+	X(tcp_rx_predicted, "TCP segments that took header prediction (established, in order)")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,
@@ -725,6 +726,7 @@ struct sl_stack {
 	unsigned int spin_us;
 	unsigned int poll_calls;	/* sluice_stack_poll() calls, for pacing */
 	uint64_t batch_now_us;		/* sl_batch_begin(): the time of a batch */
+	bool hold_now;			/* batch_now_us is this hold's (sl_now_held()) */
 	struct sl_counters *ctr;	/* our counter block in the region */
 	pid_t ctr_pid;			/* the process that block was claimed for */
 	char name[SLUICE_NAME_MAX];
@@ -1013,16 +1015,42 @@ static inline uint64_t sl_now(struct sl_stack *s)
 	return s->batch_now_us ? s->batch_now_us : s->clock(s->clock_arg);
 }
 
+/*
+ * One clock reading a lock hold: the time of a call made under the lock,
+ * which the rest of the hold shares (the loopback drain at sl_unlock(),
+ * a batch).  A reading costs more than a small segment's TCP input.  Only
+ * with the lock held; its release forgets it (lock.c).
+ */
+static inline uint64_t sl_now_held(struct sl_stack *s)
+{
+	if (!s->batch_now_us) {
+		s->batch_now_us = s->clock(s->clock_arg);
+		s->hold_now = true;
+	}
+	return s->batch_now_us;
+}
+
 /* Packets handled in one batch (a loopback drain, a link read) share one
- * clock reading: it costs more than the rest of a small packet's input. */
+ * clock reading: it costs more than the rest of a small packet's input.
+ * Inside a hold that has read the clock, that reading. */
 static inline void sl_batch_begin(struct sl_stack *s)
 {
+	if (s->hold_now)
+		return;
 	s->batch_now_us = 0;
 	s->batch_now_us = s->clock(s->clock_arg);
 }
 
 static inline void sl_batch_end(struct sl_stack *s)
 {
+	if (!s->hold_now)
+		s->batch_now_us = 0;
+}
+
+/* The lock let go: the next hold reads the clock again. */
+static inline void sl_hold_end(struct sl_stack *s)
+{
+	s->hold_now = false;
 	s->batch_now_us = 0;
 }
 

@@ -494,6 +494,7 @@ uint32_t sl_lock_release(struct sl_stack *s)
 	 * in what the exchange returns. */
 	v = sl_xchg_release(LOCKW(s), 0);
 	s->locked = false;
+	sl_hold_end(s);
 	if (v & SLUICE_LOCK_WAITERS)
 		futex(LOCKW(s), FUTEX_WAKE, 1, NULL);
 	return v;
@@ -505,6 +506,7 @@ void sl_lock_release_broken(struct sl_stack *s)
 	/* Release: as sl_lock_release(). */
 	sl_xchg_release(LOCKW(s), 0);
 	s->locked = false;
+	sl_hold_end(s);
 	s->wake_pending = s->wake_poll = s->wake_global = s->wake_all = false;
 	memset(s->wq_pending, 0, sizeof(s->wq_pending));
 	s->xwake_n = 0;

@@ -15,12 +15,6 @@
 
 #include "proto/proto.h"
 
-bool sl_ip_is_local(const struct sl_stack *s, uint32_t addr)
-{
-	return (s->lib->ip_addr && addr == s->lib->ip_addr) ||
-	       (ntohl(addr) >> 24) == 127;
-}
-
 bool sl_ip_is_bcast(const struct sl_stack *s, uint32_t addr)
 {
 	const struct sl_region *r = s->lib;
@@ -70,7 +64,9 @@ void sl_ip_input(struct sl_stack *s, uint32_t idx)
 	if (hlen < sizeof(*ip) || hlen > b->len || tot < hlen || tot > b->len + chain ||
 	    (chain && tot != b->len + chain))
 		goto bad_hdr;
-	if (sl_ip_csum(ip) != 0) {
+	/* Inside the stack nobody computes it (sl_ip_build()), as Linux's
+	 * lo skips checksums (CHECKSUM_UNNECESSARY). */
+	if (!(b->flags & SL_BUF_LOCAL) && sl_ip_csum(ip) != 0) {
 		sl_count(s, SL_C_ip_rx_bad_csum);
 		goto drop;
 	}
@@ -242,7 +238,10 @@ void sl_ip_build(struct sl_stack *s, uint32_t idx, uint8_t proto, uint32_t saddr
 	ip->csum = 0;
 	ip->saddr = saddr;
 	ip->daddr = daddr;
-	ip->csum = sl_ip_csum(ip);
+	/* A packet that stays in the stack goes without (nothing checks it:
+	 * sl_ip_input() on SL_BUF_LOCAL); a capture fills it in (capture.c). */
+	if (!sl_ip_is_local(s, daddr))
+		ip->csum = sl_ip_csum(ip);
 }
 
 uint32_t sl_pkt_copy(struct sl_stack *s, uint32_t idx)

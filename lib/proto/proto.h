@@ -130,18 +130,26 @@ struct sl_sock {
 	uint8_t type;			/* SL_SOCK_* */
 	uint8_t state;			/* TCP: SL_TCP_* ; UDP: 0 */
 	uint16_t flags;			/* SL_SF_* */
-	uint32_t idx;			/* own index */
-	uint32_t next_idx;		/* free list, accept queue, ... */
-	uint32_t hash_next;		/* 4-tuple / bound hash chain */
-	uint32_t parent_idx;		/* TCP child: its listener */
-	uint32_t laddr, raddr;		/* network order */
-	uint16_t lport, rport;		/* network order */
 	int32_t error;			/* pending error, positive errno (SO_ERROR) */
 
-	/* Received data or datagrams: a chain of buffers. */
+	/*
+	 * Received data or datagrams: a chain of buffers.  On the slot's
+	 * first cache line with what is above, and with nothing a delivery
+	 * writes besides: that line is all a spinning receiver reads without
+	 * the lock (api.c, rx_nothing()), and the rest of a delivery's
+	 * writes (timers, wake_seq, counters, the TCB) go to lines it does
+	 * not read, so its looks take no line from the process delivering.
+	 */
 	uint32_t rxq_head, rxq_tail;
 	uint32_t rxq_bytes;		/* payload bytes queued */
 	uint32_t rxq_count;		/* buffers queued */
+
+	uint32_t laddr, raddr;		/* network order */
+	uint16_t lport, rport;		/* network order */
+	uint32_t hash_next;		/* 4-tuple / bound hash chain */
+	uint32_t parent_idx;		/* TCP child: its listener */
+	uint32_t idx;			/* own index */
+	uint32_t next_idx;		/* free list, accept queue, ... */
 	uint32_t rcvbuf, sndbuf;	/* limits in bytes (SO_RCVBUF/SO_SNDBUF) */
 
 	/* Timer wheel linkage: one deadline a socket (its poll_at). */
@@ -645,7 +653,12 @@ void sl_pkt_free(struct sl_stack *s, uint32_t idx);
  * the transport header and payload at off + 20. */
 void sl_ip_build(struct sl_stack *s, uint32_t idx, uint8_t proto, uint32_t saddr,
 		 uint32_t daddr, uint16_t payload_len);
-bool sl_ip_is_local(const struct sl_stack *s, uint32_t addr);
+/* The stack's own address or 127/8: a packet to it never leaves the
+ * stack (sl_ip_output() queues it for sl_stack_drain_loopback()). */
+static inline bool sl_ip_is_local(const struct sl_stack *s, uint32_t addr)
+{
+	return (s->lib->ip_addr && addr == s->lib->ip_addr) || (ntohl(addr) >> 24) == 127;
+}
 /* A broadcast address: limited, lo's (127.255.255.255: Linux's lo is
  * 127.0.0.1/8 in every namespace) or the stack's subnet's (ip.c). */
 bool sl_ip_is_bcast(const struct sl_stack *s, uint32_t addr);

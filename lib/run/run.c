@@ -13,7 +13,7 @@ int sl_run(struct sl_stack *s)
 
 	if (s->link && s->link->ops->rx)
 		n += s->link->ops->rx(s->link, s, 64);
-	n += sl_timer_run(s, sl_now(s));
+	n += sl_timer_run(s, sl_now_held(s));
 	return n;
 }
 

@@ -112,6 +112,11 @@ int main(void)
 	       "first record: received on loopback, 33 bytes whole");
 	tap_ok(r && !memcmp(r + 1, "\x45", 1) && !memcmp((const uint8_t *)(r + 1) + 28, "qqqqq", 5),
 	       "its bytes are the packet's, from the IPv4 header");
+	/* Inside the stack the header has no checksum (proto/ip.c); the
+	 * copy has the one it would carry on a link. */
+	tap_ok(r && ((const struct sl_ip *)(r + 1))->csum &&
+		       sl_csum_fold(sl_csum_add(0, r + 1, sizeof(struct sl_ip))) == 0,
+	       "its IPv4 header checksum is the one a link would carry");
 	tap_ok(r && r->ts_ns > 1600000000ull * 1000000000ull, "it has a wall-clock time stamp");
 	r = next_rec(c, &tail);
 	tap_ok(r && r->flags == SL_CAP_OUT && r->caplen == 35 && r->len % 8 == 0,

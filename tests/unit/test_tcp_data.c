@@ -554,6 +554,64 @@ static void test_established_paws(void)
 	tf_finish();
 }
 
+/*
+ * Header prediction (tcp_input.c, predicted()): the next in-order
+ * segment with ACK alone and a timestamp that passes PAWS takes the short
+ * way to the ACK, counted in tcp_rx_predicted; everything else the whole
+ * RFC 9293 path, and each ends as the whole path would have ended it.
+ */
+static uint64_t predicted(void)
+{
+	return sl_counter_sum(T.s, SL_C_tcp_rx_predicted);
+}
+
+static void test_established_header_prediction(void)
+{
+	struct tf_opts o = { .ts = 1, .tsval = 1000 };
+	struct sl_sock *l, *c;
+	uint64_t n0;
+	uint32_t iss;
+
+	tf_init("hp");
+	l = tf_listener(TF_LPORT, 8);
+	c = tf_accept(l, IRS, &iss, &o, 8192);
+	tap_ok(c && (c->tcp.tflags & SL_TF_TS), "timestamps agreed");
+	n0 = predicted();
+	tf_seg_full(TF_PPORT, TF_LPORT, TH_ACK_ | TH_PSH_, IRS + 1, iss + 1, 8192,
+		    &(struct tf_opts){ .ts = 1, .tsval = 2000 }, "abc", 3);
+	tap_ok(c->rxq_bytes == 3 && c->tcp.rcv_nxt == IRS + 4 && predicted() == n0 + 1,
+	       "the next segment, ACK and PSH, newer TSval: predicted, queued (%llu)",
+	       (unsigned long long)(predicted() - n0));
+	tf_seg_full(TF_PPORT, TF_LPORT, TH_ACK_, IRS + 4, iss + 1, 8192,
+		    &(struct tf_opts){ .ts = 1, .tsval = 2000 }, NULL, 0);
+	tap_eq(predicted(), n0 + 2, "a pure ACK at RCV.NXT, same TSval: predicted");
+	tf_seg_full(TF_PPORT, TF_LPORT, TH_ACK_, IRS + 7, iss + 1, 8192,
+		    &(struct tf_opts){ .ts = 1, .tsval = 2001 }, "ghi", 3);
+	tap_ok(predicted() == n0 + 2 && c->rxq_bytes == 3 && c->tcp.ooo_count == 1,
+	       "a segment past RCV.NXT: the whole path (out of order, held)");
+	tf_seg_full(TF_PPORT, TF_LPORT, TH_ACK_, IRS + 4, iss + 1, 8192,
+		    &(struct tf_opts){ .ts = 1, .tsval = 1500 }, "old", 3);
+	tap_ok(predicted() == n0 + 2 && c->rxq_bytes == 3,
+	       "an older TSval: the whole path (PAWS drops it)");
+	tf_seg_full(TF_PPORT, TF_LPORT, TH_ACK_, IRS + 4, iss + 1, 8192, NULL, "nts", 3);
+	tap_ok(predicted() == n0 + 2 && c->rxq_bytes == 3,
+	       "no timestamp where one is due: the whole path (dropped)");
+	tf_seg_full(TF_PPORT, TF_LPORT, TH_ACK_, IRS + 4, iss + 2, 8192,
+		    &(struct tf_opts){ .ts = 1, .tsval = 2002 }, "bad", 3);
+	tap_ok(predicted() == n0 + 2 && c->rxq_bytes == 3,
+	       "an ACK of data never sent: the whole path (challenge ACK, dropped)");
+	tf_seg_full(TF_PPORT, TF_LPORT, TH_ACK_, IRS + 4, iss + 1, 8192,
+		    &(struct tf_opts){ .ts = 1, .tsval = 2003 }, "def", 3);
+	tap_ok(predicted() == n0 + 3 && c->rxq_bytes == 9 && c->tcp.ooo_count == 0 &&
+		       c->tcp.rcv_nxt == IRS + 10,
+	       "the segment the held one waits for: predicted, both queued");
+	tf_seg_full(TF_PPORT, TF_LPORT, TH_ACK_ | TH_FIN_, IRS + 10, iss + 1, 8192,
+		    &(struct tf_opts){ .ts = 1, .tsval = 2004 }, NULL, 0);
+	tap_ok(predicted() == n0 + 3 && c->state == SL_TCP_CLOSE_WAIT,
+	       "a FIN: the whole path (CLOSE-WAIT)");
+	tf_finish();
+}
+
 /* RFC 7323 2.2: the shift is ours to pick; as Linux, one for the largest
  * buffer the socket may grow to (net.ipv4.tcp_rmem's max, 15 MiB as
  * packetdrill's scripts set it: 8), unless SO_RCVBUF fixed the buffer. */
@@ -706,6 +764,7 @@ int main(void)
 	test_established_syn();
 	test_established_bad_ack();
 	test_established_paws();
+	test_established_header_prediction();
 	test_established_paws_after_idle();
 	test_established_ooo_bare_fin_sack();
 	test_established_ts_missing();

@@ -191,6 +191,11 @@ void sl_tcp_set_mss(struct sl_stack *s, struct sl_sock *so)
 
 uint32_t sl_tcp_rcv_space(struct sl_stack *s, const struct sl_sock *so)
 {
+	return sl_tcp_rcv_space_mss(s, so, sl_tcp_our_mss(s, so));
+}
+
+uint32_t sl_tcp_rcv_space_mss(struct sl_stack *s, const struct sl_sock *so, uint32_t mss)
+{
 	/* Half the buffer is payload, the rest covers buffer overhead (as
 	 * Linux's tcp_adv_win_scale = 1). */
 	uint32_t lim = so->rcvbuf / 2;
@@ -204,7 +209,7 @@ uint32_t sl_tcp_rcv_space(struct sl_stack *s, const struct sl_sock *so)
 	 * buffer instead, a small MSS (968 on Soft-RoCE's IPoIB) offered a
 	 * window that took more buffers than rcvbuf allows, and the last
 	 * segments of every full window were dropped and sent again. */
-	uint32_t per = sl_tcp_our_mss(s, so), bufs, room;
+	uint32_t per = mss, bufs, room;
 
 	if (per > SL_TCP_BUF_PAYLOAD(s))
 		per = SL_TCP_BUF_PAYLOAD(s);
@@ -216,7 +221,7 @@ uint32_t sl_tcp_rcv_space(struct sl_stack *s, const struct sl_sock *so)
 
 	/* The pool is shared by every connection: offer no more than half
 	 * of what is free beyond the reserve (in full segments). */
-	cap = free_bufs > reserve ? (free_bufs - reserve) / 2 * sl_tcp_our_mss(s, so) : 0;
+	cap = free_bufs > reserve ? (free_bufs - reserve) / 2 * mss : 0;
 	if (lim > used + cap)
 		lim = used + cap;
 	if (used >= lim)

@@ -496,6 +496,8 @@ void sl_tcp_embryo_done(struct sl_stack *s, struct sl_sock *so);
 void sl_tcp_destroy(struct sl_stack *s, struct sl_sock *so);
 /* Payload bytes we could accept now (before window rules). */
 uint32_t sl_tcp_rcv_space(struct sl_stack *s, const struct sl_sock *so);
+/* The same, given sl_tcp_our_mss() (a caller that has it already). */
+uint32_t sl_tcp_rcv_space_mss(struct sl_stack *s, const struct sl_sock *so, uint32_t mss);
 /* Embryonic connections (SYN-RECEIVED children) the whole stack may
  * hold: a SYN flood must leave socket slots for everything else. */
 uint32_t sl_tcp_synq_cap(const struct sl_stack *s);

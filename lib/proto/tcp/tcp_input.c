@@ -1862,6 +1862,27 @@ static bool child_ready(struct sl_stack *s, struct sl_sock *so)
 	return true;
 }
 
+/*
+ * Header prediction (Van Jacobson's, as BSD and Linux's
+ * tcp_rcv_established() do it): the usual segment of an established
+ * connection is the next in sequence, carries ACK (PSH aside) and nothing
+ * else, a timestamp that passes PAWS if timestamps are on, an ACK within
+ * what was sent, and data that fits the window.  Such a segment passes
+ * every check of RFC 9293 3.10.7.4 before the ACK (sequence number, RST,
+ * SYN, the ACK bit) and needs no trimming, so sync_input() goes straight
+ * to the ACK: the same steps, without their tests.  Anything else takes
+ * the whole path.
+ */
+static bool predicted(const struct sl_sock *so, const struct seg *g)
+{
+	const struct sl_tcp_sock *tp = &so->tcp;
+
+	return so->state == SL_TCP_ESTABLISHED && (g->flags & ~TH_PSH_) == TH_ACK_ &&
+	       g->seq == tp->rcv_nxt && SEQ_GEQ(tp->rcv_adv, tp->rcv_nxt + g->plen) &&
+	       SEQ_GEQ(g->ack, tp->snd_una) && SEQ_LEQ(g->ack, tp->snd_max) &&
+	       (tp->tflags & SL_TF_TS ? g->o.ts && SEQ_GEQ(g->o.tsval, tp->ts_recent) : !g->o.ts);
+}
+
 /* Synchronized states and SYN-RECEIVED (RFC 9293 3.10.7.4). */
 static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		       const struct sl_ip *ip, const struct sl_tcph *th, struct seg *g,
@@ -1870,6 +1891,12 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 	struct sl_tcp_sock *tp = &so->tcp;
 	bool queued = false, fin_acked, syn, with_data, ts_stale;
 	uint32_t gen = so->kp.gen, seg_seq;
+
+	if (predicted(so, g)) {
+		sl_count(s, SL_C_tcp_rx_predicted);
+		ts_stale = false;	/* TSval is at or past TS.Recent */
+		goto ack;
+	}
 
 	/* A retransmitted SYN while our SYN-ACK is unanswered. */
 	if (so->state == SL_TCP_SYN_RECEIVED && (g->flags & TH_SYN_) &&
@@ -2020,6 +2047,7 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 			so->state = SL_TCP_FIN_WAIT_1;
 		}
 	}
+ack:
 	if (!ack_process(s, so, g, now_us))
 		goto out_ack;	/* RFC 5961 5.2: ACK it and drop it */
 	/* RFC 7323 4.3: remember the timestamp to echo, only from a segment
@@ -2153,7 +2181,9 @@ out_ack:
 		sl_tw_enter(s, so, now_us);
 		return;
 	}
-	sl_tcp_arm(s, so);
+	/* sl_tcp_output() arms the timers itself from ESTABLISHED on. */
+	if (so->state < SL_TCP_ESTABLISHED)
+		sl_tcp_arm(s, so);
 	return;
 drop:
 	sl_pkt_free(s, idx);

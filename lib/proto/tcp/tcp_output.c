@@ -156,7 +156,7 @@ static unsigned int build_opts(struct sl_stack *s, struct sl_sock *so, uint8_t f
 uint32_t sl_tcp_rcv_window(struct sl_stack *s, const struct sl_sock *so)
 {
 	const struct sl_tcp_sock *tp = &so->tcp;
-	uint32_t space = sl_tcp_rcv_space(s, so);
+	uint32_t mss = sl_tcp_our_mss(s, so), space = sl_tcp_rcv_space_mss(s, so, mss);
 	uint32_t cap = (tp->tflags & SL_TF_WS) ? 65535u << sl_tcp_ws(s, tp->rcv_wscale) : 65535u;
 	uint32_t old = SEQ_GT(tp->rcv_adv, tp->rcv_nxt) ? tp->rcv_adv - tp->rcv_nxt : 0;
 	uint32_t step = so->rcvbuf / 4;
@@ -170,8 +170,8 @@ uint32_t sl_tcp_rcv_window(struct sl_stack *s, const struct sl_sock *so)
 	if (space <= old)
 		return old;
 	/* ... and move its right edge only by min(buffer fraction, MSS). */
-	if (step > sl_tcp_our_mss(s, so))
-		step = sl_tcp_our_mss(s, so);
+	if (step > mss)
+		step = mss;
 	if (space - old < step)
 		return old;
 	return space;
@@ -808,6 +808,12 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 
 	if (so->state < SL_TCP_ESTABLISHED)
 		return;
+	/* Nothing queued that was not sent, no FIN and no ACK due: only the
+	 * timers (the usual call after a segment that brought data). */
+	if (tp->snd_nxt == tp->snd_end && !(tp->tflags & (SL_TF_ACKNOW | SL_TF_FIN_Q))) {
+		sl_tcp_arm(s, so);
+		return;
+	}
 	/* A path MTU changed (learnt by another socket, or forgotten): the
 	 * MSS follows, as Linux's tcp_current_mss() checks dst_mtu(). */
 	if (tp->pmtu_gen != (uint16_t)s->lib->pmtu_gen && !local)

@@ -10,14 +10,21 @@
 
 void sl_tcp_arm(struct sl_stack *s, struct sl_sock *so)
 {
-	struct sl_tcp_sock *tp = &so->tcp;
-	uint64_t t[9] = { tp->t_rexmt, tp->t_dack, tp->t_persist, tp->t_keep, tp->t_close,
-			  tp->t_cork, tp->t_tlp, tp->t_reo, tp->t_pool };
-	uint64_t due = 0;
+	const struct sl_tcp_sock *tp = &so->tcp;
+	/* The earliest deadline set: 0 (unset) less one is the largest
+	 * value, so a plain minimum of each less one skips it (no branch:
+	 * this runs after every segment in and every send). */
+	uint64_t m = tp->t_rexmt - 1, due;
 
-	for (int i = 0; i < 9; i++)
-		if (t[i] && (!due || t[i] < due))
-			due = t[i];
+	m = tp->t_dack - 1 < m ? tp->t_dack - 1 : m;
+	m = tp->t_persist - 1 < m ? tp->t_persist - 1 : m;
+	m = tp->t_keep - 1 < m ? tp->t_keep - 1 : m;
+	m = tp->t_close - 1 < m ? tp->t_close - 1 : m;
+	m = tp->t_cork - 1 < m ? tp->t_cork - 1 : m;
+	m = tp->t_tlp - 1 < m ? tp->t_tlp - 1 : m;
+	m = tp->t_reo - 1 < m ? tp->t_reo - 1 : m;
+	m = tp->t_pool - 1 < m ? tp->t_pool - 1 : m;
+	due = m + 1;
 	if (!due) {
 		sl_timer_cancel(s, so);
 		return;
