@@ -593,7 +593,12 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 				continue;
 			}
 			ev = sock_events(s, so);
-			fds[i].revents = (ev & (fds[i].events | SL_EV_ERR | SL_EV_HUP));
+			/* No pending error, only queued ones (errq.c, or the
+			 * twin's, os_err 2): not for a blocking call. */
+			if ((fds[i].events & SL_POLL_NOERRQ) && !so->error &&
+			    (so->type != SL_SOCK_UDP || so->udp.os_err != 1))
+				ev &= ~(uint32_t)SL_EV_ERR;
+			fds[i].revents = (short)(ev & ((uint16_t)fds[i].events | SL_EV_ERR | SL_EV_HUP));
 			if (fds[i].revents)
 				ready++;
 		}
@@ -848,8 +853,8 @@ int sl_listen_os_ready(struct sluice_stack *st, int sd, uint32_t gen, int how)
 		 * (every poller, one exclusive sleeper). */
 		if (how == SL_OSR_TWIN || how == SL_OSR_NOTWIN)
 			so->udp.twin = how == SL_OSR_TWIN;
-		else if (how == SL_OSR_ERR || how == SL_OSR_ERRTAKEN)
-			so->udp.os_err = how == SL_OSR_ERR;
+		else if (how == SL_OSR_ERR || how == SL_OSR_ERRTAKEN || how == SL_OSR_ERRQ)
+			so->udp.os_err = how == SL_OSR_ERR ? 1 : how == SL_OSR_ERRQ ? 2 : 0;
 		else
 			so->udp.os_ready = how != SL_OSR_CLEAR;
 		if (how == SL_OSR_EDGE || how == SL_OSR_ERR)
@@ -1254,6 +1259,28 @@ static bool rx_nothing(const struct sl_stack *s, int sd)
 	return type == SL_SOCK_TCP && SL_READ_ONCE(v->state) == SL_TCP_ESTABLISHED;
 }
 
+long sl_errq_recv(struct sluice_stack *st, int sd, void *buf, size_t len,
+		  struct sl_errq_rec *rec, bool *trunc)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	long ret;
+
+	*trunc = false;
+	if (sd < 0 || (uint32_t)sd >= s->max_sockets)
+		return -EBADF;
+	/* Nothing queued (read without the lock: a hint, as poll's). */
+	if (SL_READ_ONCE(sl_sock(s, (uint32_t)sd)->errq_head) == SLUICE_IDX_NONE)
+		return -EAGAIN;
+	ret = sock_get(s, sd, &so);
+	if (ret)
+		return ret;
+	sl_sock_busy(s, so);
+	ret = sl_errq_take(s, so, buf, len, rec, trunc);
+	sl_unlock(s);
+	return checked(s, ret);
+}
+
 long sluice_recvfrom(struct sluice_stack *st, int sd, void *buf, size_t len, int flags,
 		     struct sockaddr_in *from)
 {
@@ -1579,6 +1606,7 @@ static uint16_t opt_flag_of(int level, int name)
 		case IP_RECVTOS: return SL_SO_RECVTOS;
 		case IP_RECVTTL: return SL_SO_RECVTTL;
 		case IP_RECVORIGDSTADDR: return SL_SO_ORIGDST;
+		case IP_RECVERR: return SL_SO_RECVERR;
 		}
 		return 0;
 	}
@@ -1690,9 +1718,14 @@ static int setsockopt_on(struct sl_stack *s, struct sl_sock *so, int level, int 
 		memcpy(&v, val, sizeof(v));
 	if (opt_refused(level, name)) {
 		ret = -EOPNOTSUPP;
-	} else if (level == SOL_SOCKET && name == SO_TIMESTAMP && so->type == SL_SOCK_UDP) {
-		/* UDP only: a TCP socket's goes to the kernel while it can. */
+	} else if (level == SOL_SOCKET && name == SO_TIMESTAMP) {
+		/* A datagram's arrival, or a stream's last (tcp_input.c). */
 		ret = flag_opt(&so->opt_flags, SL_SO_TIMESTAMP, val, len);
+	} else if (level == IPPROTO_IP && name == IP_RECVERR) {
+		/* Linux ip_sock_set_recverr(): off empties the queue. */
+		ret = ip_flag_opt(&so->opt_flags, SL_SO_RECVERR, level, val, len);
+		if (!ret && !(so->opt_flags & SL_SO_RECVERR))
+			sl_errq_purge(s, so);
 	} else if (level == IPPROTO_TCP && name == TCP_INQ && so->type == SL_SOCK_TCP) {
 		/* Linux do_tcp_setsockopt(): 0 or 1. */
 		if (val && len >= sizeof(int) && (v < 0 || v > 1))

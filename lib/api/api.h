@@ -30,6 +30,12 @@ long sl_sendto_meta(struct sluice_stack *st, int sd, const void *buf, size_t len
 		    const struct sockaddr_in *to, const struct sl_tx_meta *tx);
 long sl_recvfrom_meta(struct sluice_stack *st, int sd, void *buf, size_t len, int flags,
 		      struct sockaddr_in *from, struct sl_rx_meta *meta);
+/* recvmsg(MSG_ERRQUEUE): the oldest queued error (IP_RECVERR), its record
+ * into *rec and the first len bytes of its quote into buf; the bytes
+ * copied (*trunc if there were more), or -EAGAIN at once when the queue
+ * is empty (Linux never waits on it). */
+long sl_errq_recv(struct sluice_stack *st, int sd, void *buf, size_t len,
+		  struct sl_errq_rec *rec, bool *trunc);
 /*
  * Wait up to timeout_ms (running the stack meanwhile, as sluice_poll())
  * until the readiness journal (sl_region.chg_seq) is no longer at seen:
@@ -91,6 +97,14 @@ int sl_poll_look(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned in
  * it. */
 #define SL_OSR_ERR	5
 #define SL_OSR_ERRTAKEN	6
+/* Its error was taken but its error queue (IP_RECVERR) still holds one:
+ * POLLERR stays, as Linux's datagram_poll() says, but a blocking call
+ * does not end for it (SL_POLL_NOERRQ). */
+#define SL_OSR_ERRQ	7
+/* In a pollfd's events (no poll bit has it): ERR that only says the error
+ * queue is not empty does not count (a blocking call's wait: Linux's
+ * ends for sk_err, never for sk_error_queue). */
+#define SL_POLL_NOERRQ	0x0800
 int sl_listen_os_ready(struct sluice_stack *st, int sd, uint32_t gen, int how);
 /*
  * sluice_connect() for the preload: a TCP socket that never connected,

@@ -21,7 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <linux/errqueue.h>
 
 #include "preload.h"
 
@@ -49,7 +52,7 @@ static int timeo_left(int tmo, uint64_t t0)
 
 int pl_wait(struct pl_sock *ps, short events, int timeout_ms)
 {
-	struct sluice_pollfd p = { .sd = (int)ps->sd, .events = events };
+	struct sluice_pollfd p = { .sd = (int)ps->sd, .events = events | SL_POLL_NOERRQ };
 	/* As Linux: SA_RESTART restarts a socket call unless it has a timeout. */
 	int ret = pl_sluice_wait(&p, 1, timeout_ms, timeout_ms < 0);
 
@@ -162,6 +165,129 @@ static ssize_t pl_send(struct pl_sock *ps, const void *buf, size_t len, int flag
 	return ret;
 }
 
+/*
+ * recvmsg(MSG_ERRQUEUE), as Linux's ip_recv_error() and (an AF_INET6
+ * socket) ipv6_recv_error() answer: the stack's oldest queued error, else
+ * the twin's (its kernel queue, answered by the kernel itself).  The
+ * quote as data (MSG_TRUNC if cut), where the datagram went as the
+ * address (when the error names a port), SO_TIMESTAMP's stamp, then
+ * IP_RECVERR (IPV6_RECVERR) with the sock_extended_err and the offender.
+ * -EAGAIN at once when both are empty.  msg_flags MSG_ERRQUEUE.
+ */
+static void put_cmsg(struct msghdr *msg, size_t *used, int level, int type, const void *data,
+		     size_t len);
+static void stamp_cmsg(struct msghdr *msg, size_t *used, uint64_t stamp_us);
+static size_t iov_total(const struct iovec *iov, int n);
+static bool iov_bad(const struct iovec *iov, int n);
+
+static void errq_addr(const struct pl_sock *ps, uint32_t addr, uint16_t port, bool v6,
+		      struct sockaddr_in6 *out, socklen_t *len)
+{
+	memset(out, 0, sizeof(*out));
+	if (v6) {
+		out->sin6_family = AF_INET6;
+		out->sin6_port = port;
+		out->sin6_addr.s6_addr[10] = 0xff;
+		out->sin6_addr.s6_addr[11] = 0xff;
+		memcpy(&out->sin6_addr.s6_addr[12], &addr, 4);
+		*len = sizeof(struct sockaddr_in6);
+	} else {
+		struct sockaddr_in *sin = (struct sockaddr_in *)out;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = port;
+		sin->sin_addr.s_addr = addr;
+		*len = sizeof(struct sockaddr_in);
+	}
+	(void)ps;
+}
+
+static ssize_t errq_msg(struct pl_sock *ps, struct msghdr *msg, int flags)
+{
+	struct {
+		struct sock_extended_err ee;
+		struct sockaddr_in6 offender;
+	} eh;
+	uint8_t tmp[4096];
+	struct sl_errq_rec rec;
+	size_t total, off = 0, used = 0;
+	socklen_t alen;
+	bool trunc, v6 = ps->v6;
+	ssize_t n;
+
+	if (msg->msg_iovlen > IOV_MAX)
+		return -EMSGSIZE;
+	if (iov_bad(msg->msg_iov, (int)msg->msg_iovlen))
+		return -EFAULT;
+	total = iov_total(msg->msg_iov, (int)msg->msg_iovlen);
+	n = sl_errq_recv(pl_stack(), (int)ps->sd, tmp, total < sizeof(tmp) ? total : sizeof(tmp),
+			 &rec, &trunc);
+	if (n == -EAGAIN)
+		return pl_twin_errq(ps, msg, flags & ~MSG_ERRQUEUE);
+	if (n < 0)
+		return n;
+	for (size_t i = 0; i < msg->msg_iovlen && off < (size_t)n; i++) {
+		size_t take = msg->msg_iov[i].iov_len < (size_t)n - off ?
+			      msg->msg_iov[i].iov_len : (size_t)n - off;
+
+		memcpy(msg->msg_iov[i].iov_base, tmp + off, take);
+		off += take;
+	}
+	/* Linux: the address only when the error names a port. */
+	if (msg->msg_name && rec.dport) {
+		struct sockaddr_in6 a;
+
+		errq_addr(ps, rec.daddr, rec.dport, v6, &a, &alen);
+		memcpy(msg->msg_name, &a, msg->msg_namelen < alen ? msg->msg_namelen : alen);
+		msg->msg_namelen = alen;
+	} else {
+		msg->msg_namelen = 0;
+	}
+	msg->msg_flags = MSG_ERRQUEUE | (trunc ? MSG_TRUNC : 0);
+	if (SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->opt_flags) & SL_SO_TIMESTAMP)
+		stamp_cmsg(msg, &used, rec.ts_us);
+	memset(&eh, 0, sizeof(eh));
+	eh.ee.ee_errno = rec.ee_errno;
+	eh.ee.ee_origin = rec.origin;
+	eh.ee.ee_type = rec.type;
+	eh.ee.ee_code = rec.code;
+	eh.ee.ee_info = rec.info;
+	/* The ICMP message's sender; a local error names none. */
+	if (rec.origin == SO_EE_ORIGIN_ICMP)
+		errq_addr(ps, rec.offender, 0, v6, &eh.offender, &alen);
+	if (v6)
+		put_cmsg(msg, &used, IPPROTO_IPV6, IPV6_RECVERR, &eh, sizeof(eh));
+	else
+		put_cmsg(msg, &used, IPPROTO_IP, IP_RECVERR, &eh,
+			 sizeof(eh.ee) + sizeof(struct sockaddr_in));
+	msg->msg_controllen = used;
+	return n;
+}
+
+/* recv()/recvfrom() with MSG_ERRQUEUE: the same, without the control
+ * messages. */
+static ssize_t errq_read(struct pl_sock *ps, void *buf, size_t len, int flags,
+			 struct sockaddr_in *from)
+{
+	struct sockaddr_in6 a;
+	struct iovec iov = { buf, len };
+	struct msghdr mh = { .msg_name = &a, .msg_namelen = sizeof(a), .msg_iov = &iov,
+			     .msg_iovlen = 1 };
+	ssize_t n = errq_msg(ps, &mh, flags);
+
+	if (n >= 0 && from) {
+		memset(from, 0, sizeof(*from));
+		if (mh.msg_namelen && a.sin6_family == AF_INET6) {
+			from->sin_family = AF_INET;
+			from->sin_port = a.sin6_port;
+			memcpy(&from->sin_addr, &a.sin6_addr.s6_addr[12], 4);
+		} else if (mh.msg_namelen) {
+			memcpy(from, &a, sizeof(*from));
+		}
+	}
+	return n;
+}
+
 /* One buffer in; from may be NULL. */
 static ssize_t recv_loop(struct pl_sock *ps, void *buf, size_t len, int flags,
 			 struct sockaddr_in *from, struct sl_rx_meta *meta)
@@ -173,10 +299,10 @@ static ssize_t recv_loop(struct pl_sock *ps, void *buf, size_t len, int flags,
 	size_t done = 0;
 	long ret;
 
-	/* The error queue (MSG_ERRQUEUE) is empty, and reading it never
+	/* The error queue (IP_RECVERR): its oldest error; reading it never
 	 * waits (Linux). */
 	if (flags & MSG_ERRQUEUE)
-		return -EAGAIN;
+		return errq_read(ps, buf, len, flags, from);
 	/* MSG_TRUNC on a stream copies nothing (Linux: no EFAULT). */
 	if (!((flags & MSG_TRUNC) && ps->type == SOCK_STREAM) && buf_fault(buf, len))
 		return -EFAULT;
@@ -704,6 +830,7 @@ static void put_cmsg(struct msghdr *msg, size_t *used, int level, int type, cons
 	if (room < want) {
 		msg->msg_flags |= MSG_CTRUNC;
 		want = room;
+		c.cmsg_len = want;	/* Linux: the length it got */
 	}
 	memcpy(at, &c, sizeof(c));
 	n = want - CMSG_LEN(0);
@@ -739,11 +866,20 @@ static void stamp_cmsg(struct msghdr *msg, size_t *used, uint64_t stamp_us)
  * (ip(7)), its arrival first (Linux udp_recvmsg(): sock_recv_cmsgs()),
  * then in the order Linux's ip_cmsg_recv_offset() gives them; of a
  * stream, TCP_INQ. */
-static void rx_cmsgs(struct pl_sock *ps, struct msghdr *msg, const struct sl_rx_meta *m)
+static void rx_cmsgs(struct pl_sock *ps, struct msghdr *msg, const struct sl_rx_meta *m,
+		     ssize_t got)
 {
 	uint16_t want = SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->opt_flags);
 	size_t used = 0;
 
+	/* Linux tcp_recvmsg(): the last arrival of what was read, then
+	 * TCP_INQ. */
+	if (ps->type == SOCK_STREAM && (want & SL_SO_TIMESTAMP) && got > 0) {
+		uint64_t at = SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->tcp.rx_stamp_us);
+
+		if (at)
+			stamp_cmsg(msg, &used, at);
+	}
 	if (ps->type == SOCK_STREAM && (want & SL_SO_TCP_INQ))
 		inq_cmsg(ps, msg, &used);
 	if (ps->type == SOCK_DGRAM && (want & SL_SO_TIMESTAMP))
@@ -812,6 +948,11 @@ EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 		memset(&sin, 0, sizeof(sin));
 		struct sl_rx_meta m = { 0 };
 
+		if (flags & MSG_ERRQUEUE) {
+			ret = errq_msg(ps, msg, flags);
+			pl_put(ps);
+			return pl_ret(ret);
+		}
 		ret = pl_recvv(ps, msg->msg_iov, (int)msg->msg_iovlen, flags, &sin, &trunc, &m);
 		if (ret >= 0) {
 			if (ps->type == SOCK_DGRAM && msg->msg_name)
@@ -819,7 +960,7 @@ EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 			else
 				msg->msg_namelen = 0;
 			msg->msg_flags = trunc ? MSG_TRUNC : 0;
-			rx_cmsgs(ps, msg, &m);
+			rx_cmsgs(ps, msg, &m, ret);
 		}
 	}
 	pl_put(ps);

@@ -168,6 +168,10 @@ extern struct pl_config pl_cfg;
  * socket of the process, so few. */
 #define PL_OPTS_KEPT	6
 
+/* How many IPPROTO_IPV6 options an AF_INET6 socket of the stack keeps
+ * (socket.c, v6_kept[]: its length, checked there). */
+#define PL_V6_KEPT	10
+
 struct pl_sock {
 	uint32_t sd;			/* index in the stack's socket table */
 	uint32_t gen;			/* the slot's generation when we took it */
@@ -197,7 +201,7 @@ struct pl_sock {
 	 * the value the kernel read back, bit i of v6set says set (socket.c,
 	 * v6_kept[]). */
 	uint16_t v6set;
-	int v6opt[9];
+	int v6opt[PL_V6_KEPT];
 	/* The kernel twin's fd + 1 (twin.c), 0: none.  Any thread may
 	 * read it; set at bind() or listen(), cleared by pl_twin_close(). */
 	int twin;
@@ -416,6 +420,10 @@ void pl_twin_connect(struct pl_sock *ps, const struct sockaddr_in *to);
 /* SO_ERROR of a datagram socket the stack has none for: its twin's
  * pending error (taken, as SO_ERROR takes it), or 0. */
 int pl_twin_error(struct pl_sock *ps);
+/* recvmsg(MSG_ERRQUEUE) of a datagram socket on its twin's error queue
+ * (the ICMP errors of what the twin sent, queued with IP_RECVERR): the
+ * kernel's answer into msg as it gives it, or -EAGAIN (no twin, none). */
+ssize_t pl_twin_errq(struct pl_sock *ps, struct msghdr *msg, int flags);
 /* pl_twin_recv() gave from->sin_family AF_INET6: the sender was IPv6
  * itself (a socket on ::); its address, cut to *lenp as Linux's. */
 void pl_twin_from6(struct sockaddr *a, socklen_t *lenp);

@@ -281,7 +281,10 @@ static void mc_opts_to(int ks, const struct pl_sock *ps)
  * and IPV6_RECVPKTINFO, which gives a v4-mapped datagram an IPV6_PKTINFO
  * (ip6_datagram_recv_common_ctl(); io.c does the same).
  * IPV6_RECVORIGDSTADDR too: udpv6_recvmsg() gives an IPv4 datagram only
- * the IPv4 control messages, so it changes nothing for the stack's.  The values are
+ * the IPv4 control messages, so it changes nothing for the stack's.
+ * IPV6_RECVERR: ICMPv4 errors are queued by IP_RECVERR alone
+ * (__udp4_lib_err()); the error queue of an AF_INET6 socket answers in
+ * IPv6's terms whichever set it (io.c).  The values are
  * kept so that getsockopt answers them and a kernel socket it becomes,
  * or its twin, has them.  Every other IPPROTO_IPV6 option would change
  * what the kernel does: a fresh socket becomes the kernel's, a used one is
@@ -289,8 +292,11 @@ static void mc_opts_to(int ks, const struct pl_sock *ps)
  */
 static const int v6_kept[] = { IPV6_TCLASS, IPV6_UNICAST_HOPS, IPV6_MULTICAST_HOPS,
 			       IPV6_MULTICAST_LOOP, IPV6_MULTICAST_IF, IPV6_RECVTCLASS,
-			       IPV6_RECVHOPLIMIT, IPV6_RECVPKTINFO, IPV6_RECVORIGDSTADDR };
+			       IPV6_RECVHOPLIMIT, IPV6_RECVPKTINFO, IPV6_RECVORIGDSTADDR,
+			       IPV6_RECVERR };
 #define PL_V6_RECVPKTINFO	7	/* its index */
+_Static_assert(sizeof(v6_kept) / sizeof(v6_kept[0]) == PL_V6_KEPT,
+	       "pl_sock.v6opt holds every kept option");
 
 bool pl_v6_recvpktinfo(const struct pl_sock *ps)
 {

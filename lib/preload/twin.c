@@ -56,6 +56,7 @@
  */
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -242,7 +243,9 @@ static void *watch_main(void *arg)
 			 * peer): the socket polls POLLERR, as Linux's. */
 			if ((lo & PL_TWIN_DGRAM) && (evs[i].events & EPOLLERR))
 				sl_listen_os_ready(st, sd, gen, SL_OSR_ERR);
-			sl_listen_os_ready(st, sd, gen, SL_OSR_EDGE);
+			/* An error alone is no datagram: not readable. */
+			if (!(lo & PL_TWIN_DGRAM) || (evs[i].events & EPOLLIN))
+				sl_listen_os_ready(st, sd, gen, SL_OSR_EDGE);
 		}
 	}
 	return NULL;
@@ -440,6 +443,19 @@ void pl_twin_from6(struct sockaddr *a, socklen_t *lenp)
 	*lenp = sizeof(from6);
 }
 
+/* The twin's error taken: POLLERR goes unless its error queue still
+ * holds one (Linux datagram_poll(): EPOLLERR while the queue is not
+ * empty, whatever SO_ERROR says).  Taken by reading that queue, the next
+ * error queued is the pending one again (sock_dequeue_err_skb()). */
+static void err_taken(struct pl_sock *ps, int fd, bool errq)
+{
+	struct pollfd p = { .fd = fd, .events = 0 };
+	bool more = REAL(poll)(&p, 1, 0) == 1 && (p.revents & POLLERR);
+
+	sl_listen_os_ready(pl_stack(), (int)ps->sd, ps->gen,
+			   !more ? SL_OSR_ERRTAKEN : errq ? SL_OSR_ERR : SL_OSR_ERRQ);
+}
+
 ssize_t pl_twin_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
 		     struct sockaddr_in *from, struct sl_rx_meta *meta)
 {
@@ -457,7 +473,9 @@ ssize_t pl_twin_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
 	ssize_t n = -1;
 	int tw, e = EAGAIN;
 
-	if (!SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->udp.os_ready))
+	/* A datagram there, or its pending error (os_err 1). */
+	if (!SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->udp.os_ready) &&
+	    SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->udp.os_err) != 1)
 		return -EAGAIN;
 	pl_call_begin(ps);	/* the twin stays open until this ends */
 	tw = SL_READ_ONCE(ps->twin) - 1;
@@ -468,7 +486,7 @@ ssize_t pl_twin_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
 		n = REAL(recvmsg)(tw, &mh, (flags & (MSG_PEEK | MSG_TRUNC)) | MSG_DONTWAIT);
 		e = n < 0 ? errno : 0;
 		if (e && e != EAGAIN && e != EWOULDBLOCK)	/* its error, taken */
-			sl_listen_os_ready(st, (int)ps->sd, ps->gen, SL_OSR_ERRTAKEN);
+			err_taken(ps, tw, false);
 		/* Readable again only if another waits there (one more call;
 		 * a datagram coming later brings its own edge): a poll that
 		 * says POLLIN must not send a blocking recv to sleep. */
@@ -519,7 +537,7 @@ ssize_t pl_twin_send(struct pl_sock *ps, const void *buf, size_t len, int flags,
 		/* A pending error is a send's too (and taken by it). */
 		if (e && e != EAGAIN && e != EWOULDBLOCK &&
 		    SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->udp.os_err))
-			sl_listen_os_ready(pl_stack(), (int)ps->sd, ps->gen, SL_OSR_ERRTAKEN);
+			err_taken(ps, fd, false);
 	}
 	pl_call_end(ps);
 	if (fd < 0)
@@ -554,9 +572,28 @@ int pl_twin_error(struct pl_sock *ps)
 	pl_call_begin(ps);
 	fd = SL_READ_ONCE(ps->twin) - 1;
 	if (fd >= 0 && !REAL(getsockopt)(fd, SOL_SOCKET, SO_ERROR, &e, &l))
-		sl_listen_os_ready(pl_stack(), (int)ps->sd, ps->gen, SL_OSR_ERRTAKEN);
+		err_taken(ps, fd, false);
 	pl_call_end(ps);
 	return e;
+}
+
+ssize_t pl_twin_errq(struct pl_sock *ps, struct msghdr *msg, int flags)
+{
+	ssize_t n = -1;
+	int fd, e = EAGAIN;
+
+	if (ps->type != SOCK_DGRAM || !SL_READ_ONCE(ps->twin))
+		return -EAGAIN;
+	pl_call_begin(ps);
+	fd = SL_READ_ONCE(ps->twin) - 1;
+	if (fd >= 0) {
+		n = REAL(recvmsg)(fd, msg, flags | MSG_ERRQUEUE | MSG_DONTWAIT);
+		e = n < 0 ? errno : 0;
+		if (!e)
+			err_taken(ps, fd, true);
+	}
+	pl_call_end(ps);
+	return e ? (e == EWOULDBLOCK ? -EAGAIN : -e) : n;
 }
 
 void pl_twin_connect(struct pl_sock *ps, const struct sockaddr_in *to)

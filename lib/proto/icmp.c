@@ -10,22 +10,34 @@
 
 #include "proto/proto.h"
 
-/* Map an unreachable code to the errno a socket reports (RFC 1122 4.2.3.9). */
-static int unreach_errno(uint8_t code)
-{
-	switch (code) {
-	case ICMP_UNREACH_NET_:
-		return ENETUNREACH;
-	case ICMP_UNREACH_PROTO_:
-		return ENOPROTOOPT;
-	case ICMP_UNREACH_PORT_:
-		return ECONNREFUSED;
-	case ICMP_UNREACH_NEEDFRAG_:
-		return EMSGSIZE;
-	default:
-		return EHOSTUNREACH;
-	}
-}
+/*
+ * What an unreachable code means to a socket (RFC 1122 4.2.3.9): the
+ * errno, and whether it is hard, as Linux's icmp_err_convert[] has them.
+ * A UDP socket without IP_RECVERR hears only of hard errors, and only
+ * when connected (__udp4_lib_err()).
+ */
+static const struct {
+	uint8_t err, hard;
+} unreach[16] = {
+	{ ENETUNREACH, 0 },	/* net */
+	{ EHOSTUNREACH, 0 },	/* host */
+	{ ENOPROTOOPT, 1 },	/* protocol */
+	{ ECONNREFUSED, 1 },	/* port */
+	{ EMSGSIZE, 0 },	/* fragmentation needed (below) */
+	{ EOPNOTSUPP, 0 },	/* source route failed */
+	{ ENETUNREACH, 1 },	/* net unknown */
+	{ EHOSTDOWN, 1 },	/* host unknown */
+	{ ENONET, 1 },		/* host isolated */
+	{ ENETUNREACH, 1 },	/* net prohibited */
+	{ EHOSTUNREACH, 1 },	/* host prohibited */
+	{ ENETUNREACH, 0 },	/* net for TOS */
+	{ EHOSTUNREACH, 0 },	/* host for TOS */
+	{ EHOSTUNREACH, 1 },	/* administratively filtered */
+	{ EHOSTUNREACH, 1 },	/* precedence violation */
+	{ EHOSTUNREACH, 1 },	/* precedence cutoff */
+};
+
+#define ICMP_PARAMPROB_		12
 
 void sl_icmp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen)
 {
@@ -65,11 +77,18 @@ void sl_icmp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned 
 		sl_count(s, SL_C_icmp_echo_replied);
 		sl_ip_output(s, idx, false);
 		return;
-	case ICMP_UNREACH_: {
+	case ICMP_UNREACH_:
+	case ICMP_TIMXCEED_:
+	case ICMP_PARAMPROB_: {
 		const struct sl_ip *q = (const struct sl_ip *)(ic + 1);
 		unsigned int qlen = len - sizeof(*ic), qhl;
+		struct sl_icmp_err ie = {
+			.type = ic->type, .code = ic->code, .offender = ip->saddr, .qlen = qlen,
+		};
+		int err;
 
-		sl_count(s, SL_C_icmp_unreach_rx);
+		if (ic->type == ICMP_UNREACH_)
+			sl_count(s, SL_C_icmp_unreach_rx);
 		/* The quoted header plus the first 8 bytes of its payload. */
 		if (qlen < sizeof(*q) || (q->ver_ihl >> 4) != 4)
 			goto bad;
@@ -78,24 +97,44 @@ void sl_icmp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned 
 			goto bad;
 		/* RFC 1191: the next-hop MTU in the second word's low half
 		 * (0 from an old router: Linux then takes ip_rt_min_pmtu). */
-		if (ic->code == ICMP_UNREACH_NEEDFRAG_) {
+		if (ic->type == ICMP_UNREACH_ && ic->code == ICMP_UNREACH_NEEDFRAG_) {
 			uint32_t mtu = ntohs(ic->seq);
 
 			if (q->proto == IPPROTO_TCP_) {
 				sl_tcp_icmp_frag(s, q, mtu);
 			} else {
 				/* Linux's __udp4_lib_err(): the path MTU for any
-				 * protocol; EMSGSIZE for a connected UDP socket. */
+				 * protocol; EMSGSIZE for a UDP socket (hard
+				 * unless IP_PMTUDISC_DONT, udp.c). */
 				sl_pmtu_update(s, q->daddr, mtu);
+				ie.info = mtu;
+				ie.hard = true;
 				if (q->proto == IPPROTO_UDP_)
-					sl_udp_icmp_error(s, q, EMSGSIZE);
+					sl_udp_icmp_error(s, q, EMSGSIZE, &ie);
 			}
 			goto drop;
 		}
+		/* Linux __udp4_lib_err(), tcp_v4_err(): time exceeded is a
+		 * soft EHOSTUNREACH, a parameter problem a hard EPROTO. */
+		if (ic->type == ICMP_TIMXCEED_) {
+			err = EHOSTUNREACH;
+		} else if (ic->type == ICMP_PARAMPROB_) {
+			err = EPROTO;
+			ie.hard = true;
+		} else if (ic->code < sizeof(unreach) / sizeof(unreach[0])) {
+			err = unreach[ic->code].err;
+			ie.hard = unreach[ic->code].hard;
+		} else {
+			/* Past NR_ICMP_UNREACH: a soft error to UDP, nothing
+			 * to TCP (Linux). */
+			if (q->proto == IPPROTO_TCP_)
+				goto ignored;
+			err = EHOSTUNREACH;
+		}
 		if (q->proto == IPPROTO_TCP_)
-			sl_tcp_icmp_error(s, q, unreach_errno(ic->code));
+			sl_tcp_icmp_error(s, q, err, &ie);
 		else if (q->proto == IPPROTO_UDP_)
-			sl_udp_icmp_error(s, q, unreach_errno(ic->code));
+			sl_udp_icmp_error(s, q, err, &ie);
 		goto drop;
 	}
 	default:
@@ -197,6 +236,9 @@ bool sl_icmp_allow(struct sl_stack *s, uint8_t type, uint8_t code, uint32_t dadd
 	return true;
 }
 
+/* 576 bytes in all: the quote after an IPv4 and an ICMP header. */
+#define ICMP_QUOTE_MAX		(576u - 20u - 8u)
+
 void sl_icmp_send_unreach(struct sl_stack *s, uint32_t orig_idx, uint8_t code)
 {
 	sl_icmp_send_error(s, orig_idx, ICMP_UNREACH_, code);
@@ -205,7 +247,7 @@ void sl_icmp_send_unreach(struct sl_stack *s, uint32_t orig_idx, uint8_t code)
 void sl_icmp_send_error(struct sl_stack *s, uint32_t orig_idx, uint8_t type, uint8_t code)
 {
 	const struct sl_ip *oip = (const struct sl_ip *)sl_buf_data(s, orig_idx);
-	unsigned int ohl = (oip->ver_ihl & 0xf) * 4, qlen, len;
+	unsigned int qlen, len;
 	struct sl_icmp *ic;
 	uint32_t idx;
 
@@ -215,9 +257,12 @@ void sl_icmp_send_error(struct sl_stack *s, uint32_t orig_idx, uint8_t type, uin
 		return;
 	if (!sl_icmp_allow(s, type, code, oip->saddr))
 		return;
+	/* As much of the datagram as fits in 576 bytes, as Linux's
+	 * __icmp_send() quotes (RFC 1812 4.3.2.3; RFC 792 asks for the header
+	 * and 8 bytes of the payload at least). */
 	qlen = sl_buf(s, orig_idx)->len;
-	if (qlen > ohl + 8)
-		qlen = ohl + 8;
+	if (qlen > ICMP_QUOTE_MAX)
+		qlen = ICMP_QUOTE_MAX;
 	idx = sl_buf_alloc(s);
 	if (idx == SLUICE_IDX_NONE)
 		return;

@@ -61,7 +61,8 @@ static inline bool sl_sock_type_live(uint8_t type)
 #define SL_SO_LADDR_AUTO	0x0400	/* UDP: laddr chosen by connect(), reset by disconnect */
 #define SL_SO_LPORT_AUTO	0x0800	/* lport chosen by the stack, not the user */
 #define SL_SO_TCP_INQ		0x1000	/* TCP_INQ: recvmsg tells what is left to read */
-#define SL_SO_TIMESTAMP		0x2000	/* SO_TIMESTAMP: UDP recvmsg tells each arrival time */
+#define SL_SO_TIMESTAMP		0x2000	/* SO_TIMESTAMP: recvmsg tells each arrival time */
+#define SL_SO_RECVERR		0x4000	/* IP_RECVERR: errors queued for MSG_ERRQUEUE (errq.c) */
 
 /* The smallest SO_RCVBUF / SO_SNDBUF (Linux SOCK_MIN_RCVBUF/SNDBUF here). */
 #define SL_SO_RCVBUF_MIN	2304
@@ -99,7 +100,8 @@ struct sl_udp_sock {
 	 * says -EREMOTE). */
 	uint8_t twin;
 	/* ... and that twin has an error pending (an ICMP error the kernel
-	 * gave it): the socket polls SL_EV_ERR until a call takes it. */
+	 * gave it): the socket polls SL_EV_ERR until a call takes it (1), or
+	 * only its error queue holds one (2: IP_RECVERR). */
 	uint8_t os_err;
 	/* SIOCGSTAMP: when the last datagram read without SO_TIMESTAMP
 	 * arrived (the stack's clock, µs); 0: none read yet. */
@@ -218,6 +220,14 @@ struct sl_sock {
 	 * none, SL_EPW_SHARED more than one; set by the sets' EPOLL_CTL_ADD
 	 * without the lock (compare-and-swap), read by sl_sock_wake(). */
 	uint16_t epw;
+	/*
+	 * The error queue (IP_RECVERR, errq.c): a chain of buffers, each one
+	 * error (struct sl_errq_rec, then the bytes the ICMP message quoted),
+	 * read with MSG_ERRQUEUE; its buffers count against SO_RCVBUF with
+	 * the receive queue's, as Linux charges sk_error_queue to rmem.
+	 */
+	uint32_t errq_head, errq_tail, errq_count;
+	uint32_t errq_spare;
 
 	union {
 		struct sl_tcp_sock tcp;
@@ -722,11 +732,58 @@ void sl_ip_expire(struct sl_stack *s);
 int sl_ip_output_frags(struct sl_stack *s, const struct sl_ip *hdr, const uint8_t *l4,
 		       size_t l4len, const uint8_t *data, size_t dlen, uint32_t mtu);
 
+/*
+ * An ICMP error as it came (icmp.c), for the error queue: its type and
+ * code, ee_info (the next-hop MTU of fragmentation needed, host order),
+ * its sender (the offender), the bytes it quoted from quoted (qlen) and
+ * whether Linux calls the error hard (icmp_err_convert[].fatal, the
+ * errors a UDP socket without IP_RECVERR hears of).  NULL from callers
+ * with no ICMP message (tests).
+ */
+struct sl_icmp_err {
+	uint8_t type, code;
+	bool hard;
+	uint32_t info;
+	uint32_t offender;
+	unsigned int qlen;
+};
+
+/* One error of the queue, at the start of its buffer (errq.c); plen
+ * bytes of what the error quoted follow it (the payload past the UDP
+ * header, or from the TCP header on, as Linux's ip_icmp_error() keeps). */
+struct sl_errq_rec {
+	uint32_t ee_errno;
+	uint8_t origin, type, code, pad;	/* SO_EE_ORIGIN_*, ICMP type, code */
+	uint32_t info;				/* ee_info */
+	uint32_t offender;			/* the ICMP sender; 0: local */
+	uint32_t daddr;				/* where the datagram went */
+	uint16_t dport;				/* 0: no address (msg_name untouched) */
+	uint16_t plen;
+	uint64_t ts_us;				/* when it came (the stack's clock) */
+};
+
+/* errq.c (lock held): queue an error for so (with SL_SO_RECVERR), or -errno
+ * (-ENOBUFS: no room under SO_RCVBUF, or no buffer); wakes so. */
+int sl_errq_add(struct sl_stack *s, struct sl_sock *so, const struct sl_errq_rec *rec,
+		const void *pay, unsigned int plen);
+/* Take the oldest error: its record into *rec, the first len bytes of its
+ * quote into buf; the bytes copied, -EAGAIN if none.  *trunc when the quote
+ * was longer.  SO_ERROR follows as Linux's sock_dequeue_err_skb(). */
+long sl_errq_take(struct sl_stack *s, struct sl_sock *so, void *buf, size_t len,
+		  struct sl_errq_rec *rec, bool *trunc);
+/* Drop every queued error (IP_RECVERR off, the socket freed). */
+void sl_errq_purge(struct sl_stack *s, struct sl_sock *so);
+/* A UDP or TCP error for so (found by the quoted header), as Linux's
+ * ip_icmp_error(): queued with the payload past skip bytes of the quote. */
+void sl_errq_icmp(struct sl_stack *s, struct sl_sock *so, const struct sl_ip *q, int err,
+		  const struct sl_icmp_err *ie, unsigned int skip);
+
 /* udp.c */
 void sl_udp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen);
 /* An ICMP error quoted this UDP header; err is a positive errno.  (TCP's
  * input and ICMP entry points are in tcp.h.) */
-void sl_udp_icmp_error(struct sl_stack *s, const struct sl_ip *quoted, int err);
+void sl_udp_icmp_error(struct sl_stack *s, const struct sl_ip *quoted, int err,
+		       const struct sl_icmp_err *ie);
 
 /* filter.c: module filters for the ports of a kring stack (lock held).
  * Take: so is about to hold (laddr, *lport); *lport 0 asks the kernel for

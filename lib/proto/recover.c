@@ -106,6 +106,7 @@ static bool fields_ok(struct sl_stack *s, const struct sl_sock *so)
 	bad = so->type > SL_SOCK_TCP || (uint32_t)so->error > 4095;
 	bad |= sl_idx_bad(so->rxq_head, nb) | sl_idx_bad(so->rxq_tail, nb);
 	bad |= sl_idx_bad(so->rx_lent_idx, nb) | sl_idx_bad(so->tx_lent_idx, nb);
+	bad |= sl_idx_bad(so->errq_head, nb) | sl_idx_bad(so->errq_tail, nb);
 	bad |= sl_idx_bad(so->parent_idx, ns);
 	if (so->type == SL_SOCK_UDP)
 		bad |= so->udp.mc_n > SL_UDP_MC_MAX;
@@ -143,6 +144,9 @@ static bool claim_sock(struct rec *rc, struct sl_sock *so)
 		goto bad;
 	if (!walk(rc, so->tx_lent_idx, 0, false, tag, true, &n, &len, &aux))
 		goto bad;
+	if (!walk(rc, so->errq_head, so->errq_tail, true, tag, true, &n, &len, &aux) ||
+	    n != so->errq_count)
+		goto bad;
 	if (so->type != SL_SOCK_TCP)
 		return true;
 	if (!walk(rc, tp->sndq_head, tp->sndq_tail, true, tag, true, &n, &len, &aux) ||
@@ -176,6 +180,8 @@ static void drop_queues(struct sl_sock *so)
 	so->rxq_bytes = so->rxq_count = 0;
 	so->rx_lent_idx = so->tx_lent_idx = SLUICE_IDX_NONE;
 	so->rx_lent_bytes = so->rx_lent_count = so->tx_lent_bytes = 0;
+	so->errq_head = so->errq_tail = SLUICE_IDX_NONE;
+	so->errq_count = 0;
 	if (so->type != SL_SOCK_TCP)
 		return;
 	tp->sndq_head = tp->sndq_tail = tp->sndq_hint = SLUICE_IDX_NONE;

@@ -65,6 +65,7 @@ static void sock_init(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint
 	so->parent_idx = SLUICE_IDX_NONE;
 	so->rxq_head = so->rxq_tail = SLUICE_IDX_NONE;
 	so->rx_lent_idx = so->tx_lent_idx = SLUICE_IDX_NONE;
+	so->errq_head = so->errq_tail = SLUICE_IDX_NONE;
 	so->wheel_next = so->wheel_prev = SLUICE_IDX_NONE;
 	/* A TCP socket closed before connect() or listen() frees its queues:
 	 * they must be empty, not buffer 0. */
@@ -322,6 +323,7 @@ void sl_sock_free(struct sl_stack *s, struct sl_sock *so)
 	sl_filter_release(s, so);
 	sl_buf_free_chain(s, so->rxq_head);
 	so->rxq_head = so->rxq_tail = SLUICE_IDX_NONE;
+	sl_errq_purge(s, so);
 	/* A borrower still copying sees the generation change and gives
 	 * nothing back (tcp.c). */
 	sl_buf_free_chain(s, so->rx_lent_idx);
@@ -996,6 +998,8 @@ struct sl_sock *sl_sock_bad(const struct sl_stack *s, uint32_t idx)
 	so->type = SL_SOCK_FREE;
 	so->idx = so->next_idx = so->hash_next = so->parent_idx = SLUICE_IDX_NONE;
 	so->rxq_head = so->rxq_tail = SLUICE_IDX_NONE;
+	so->errq_head = so->errq_tail = SLUICE_IDX_NONE;
+	so->errq_count = 0;
 	so->wheel_next = so->wheel_prev = so->port_next = SLUICE_IDX_NONE;
 	so->tcp.kid_next = so->tcp.kid_prev = so->tcp.kid_head = SLUICE_IDX_NONE;
 	sl_sock_park_none(so);

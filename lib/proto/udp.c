@@ -363,19 +363,33 @@ bad:
 	drop(s, idx);
 }
 
-void sl_udp_icmp_error(struct sl_stack *s, const struct sl_ip *q, int err)
+void sl_udp_icmp_error(struct sl_stack *s, const struct sl_ip *q, int err,
+		       const struct sl_icmp_err *ie)
 {
 	const struct sl_udp *uh = (const struct sl_udp *)((const uint8_t *)q +
 							  (q->ver_ihl & 0xf) * 4);
 	struct sl_sock *so = sl_sock_lookup(s, SL_SOCK_UDP, q->saddr, uh->sport, q->daddr,
 					    uh->dport);
+	bool connected, hard = !ie || ie->hard;
 
-	/* Only connected sockets hear about errors, as on Linux. */
-	if (so && (so->flags & SL_SF_CONNECTED) && so->raddr == q->daddr &&
-	    so->rport == uh->dport) {
-		so->error = err;
-		sl_sock_wake(s, so);
+	if (!so)
+		return;
+	connected = (so->flags & SL_SF_CONNECTED) && so->raddr == q->daddr &&
+		    so->rport == uh->dport;
+	/* Fragmentation needed: an error unless IP_PMTUDISC_DONT. */
+	if (err == EMSGSIZE && so->pmtudisc == IP_PMTUDISC_DONT + 1)
+		return;
+	/* Linux's __udp4_lib_err(): with IP_RECVERR every error is queued
+	 * (the payload past the UDP header) and is SO_ERROR; without, only
+	 * a hard one, to a connected socket. */
+	if (so->opt_flags & SL_SO_RECVERR) {
+		sl_sock_busy(s, so);
+		sl_errq_icmp(s, so, q, err, ie, sizeof(*uh));
+	} else if (!hard || !connected) {
+		return;
 	}
+	so->error = err;
+	sl_sock_wake(s, so);
 }
 
 /*
@@ -894,7 +908,7 @@ uint32_t sl_udp_poll(struct sl_stack *s, struct sl_sock *so)
 
 	if (sl_buf_some(s, so->rxq_head) || so->udp.os_ready || (so->flags & SL_SF_SHUT_RD))
 		ev |= SL_EV_IN;
-	if (so->error || so->udp.os_err)
+	if (so->error || so->udp.os_err || so->errq_head != SLUICE_IDX_NONE)
 		ev |= SL_EV_ERR;
 	return ev;
 }

@@ -338,10 +338,10 @@ static void test_syn_sent_icmp_unreach(void)
 	sl_tcp_connect(T.s, so, T.peer, htons(TF_PPORT), tf_now_us);
 	memcpy(q, T.f[0].data, 40);
 	th->seq = htonl(ntohl(th->seq) + 100000);
-	sl_tcp_icmp_error(T.s, ip, ECONNREFUSED);
+	sl_tcp_icmp_error(T.s, ip, ECONNREFUSED, NULL);
 	tap_eq(so->state, SL_TCP_SYN_SENT, "ICMP with a stale sequence number: ignored (RFC 5927)");
 	memcpy(q, T.f[0].data, 40);
-	sl_tcp_icmp_error(T.s, ip, ECONNREFUSED);
+	sl_tcp_icmp_error(T.s, ip, ECONNREFUSED, NULL);
 	tap_eq(so->state, SL_TCP_CLOSED, "ICMP port unreachable aborts SYN-SENT");
 	tap_eq(so->error, ECONNREFUSED, "ECONNREFUSED");
 	tf_finish();

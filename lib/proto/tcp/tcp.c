@@ -1155,7 +1155,7 @@ uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so)
 	if (so->state == SL_TCP_LISTEN)
 		return (tp->acc_len || (tp->tflags & SL_TF_OSREADY) ? SL_EV_IN : 0) |
 		       (so->error ? SL_EV_ERR : 0);
-	if (so->error)
+	if (so->error || so->errq_head != SLUICE_IDX_NONE)
 		ev |= SL_EV_ERR;
 	if (sl_tcp_lowat_met(so, SIZE_MAX) || (tp->tflags & SL_TF_FIN_RCVD) ||
 	    (so->flags & SL_SF_SHUT_RD))
@@ -1500,7 +1500,8 @@ int sl_tcp_getsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 
 /* ICMP destination unreachable quoting one of our segments (RFC 1122
  * 4.2.3.9, RFC 5927 4.1: check the quoted sequence number first). */
-void sl_tcp_icmp_error(struct sl_stack *s, const struct sl_ip *q, int err)
+void sl_tcp_icmp_error(struct sl_stack *s, const struct sl_ip *q, int err,
+		       const struct sl_icmp_err *ie)
 {
 	const struct sl_tcph *th = (const struct sl_tcph *)((const uint8_t *)q +
 							    (q->ver_ihl & 0xf) * 4);
@@ -1515,7 +1516,18 @@ void sl_tcp_icmp_error(struct sl_stack *s, const struct sl_ip *q, int err)
 		return;
 	/* Fragmentation needed is path-MTU news, never fatal (RFC 5927). */
 	if (so->state == SL_TCP_SYN_SENT && err != EMSGSIZE) {
+		/* Linux tcp_v4_err(): with IP_RECVERR the error is queued
+		 * too, the quote from the TCP header on. */
+		sl_sock_busy(s, so);
+		sl_errq_icmp(s, so, q, err, ie, 0);
 		sl_tcp_done(s, so, err);
+		return;
+	}
+	/* Established: IP_RECVERR makes it the socket's error at once (the
+	 * connection goes on); else it is only what a timeout reports. */
+	if ((so->opt_flags & SL_SO_RECVERR) && err != EMSGSIZE) {
+		so->error = err;
+		sl_sock_wake(s, so);
 		return;
 	}
 	so->tcp.soft_err = err;

@@ -22,7 +22,7 @@ struct sl_sock;
 struct sl_ip;
 
 /* Bytes of a socket slot available to the protocol part. */
-#define SL_SOCK_PROTO_SPACE	752
+#define SL_SOCK_PROTO_SPACE	736
 
 /* RFC 9293 section 3.3.2, ordered so that predicates are comparisons. */
 enum sl_tcp_state {
@@ -300,6 +300,10 @@ struct sl_tcp_sock {
 	uint32_t undo_marker, retrans_ts, prior_cwnd, prior_ssthresh;
 	int32_t undo_retrans;
 	uint8_t undo;			/* SL_UNDO_* */
+	/* SO_TIMESTAMP: when in-order data last came (the stack's clock, µs;
+	 * kept only with the option set), what recvmsg tells as
+	 * SCM_TIMESTAMP. */
+	uint64_t rx_stamp_us;
 };
 
 /* sl_tcp_sock.undo */
@@ -417,7 +421,9 @@ int sl_tcp_send_tw_ack(struct sl_stack *s, const struct sl_tw *tw, uint64_t now_
 
 void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen,
 		  uint64_t now_us);
-void sl_tcp_icmp_error(struct sl_stack *s, const struct sl_ip *quoted, int err);
+struct sl_icmp_err;
+void sl_tcp_icmp_error(struct sl_stack *s, const struct sl_ip *quoted, int err,
+		       const struct sl_icmp_err *ie);
 /* ICMP fragmentation needed quoting a segment of ours: next-hop MTU mtu. */
 void sl_tcp_icmp_frag(struct sl_stack *s, const struct sl_ip *quoted, uint32_t mtu);
 /* Go back to snd_una and send again (RFC 6298 5.4; tcp_timer.c). */

@@ -160,6 +160,8 @@ static bool rx_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
 	struct sluice_buf *b = sl_buf(s, idx);
 	uint32_t t = so->rxq_tail;
 
+	if (so->opt_flags & SL_SO_TIMESTAMP)
+		so->tcp.rx_stamp_us = sl_now(s);
 	if (rx_tail_fits(s, so, b->len)) {
 		struct sluice_buf *tb = sl_buf(s, t);
 
@@ -233,6 +235,8 @@ static void deliver_more(struct sl_stack *s, struct sl_sock *so, const struct se
 {
 	uint32_t idx = g->chain, steps = 0;
 
+	if (so->opt_flags & SL_SO_TIMESTAMP)
+		so->tcp.rx_stamp_us = sl_now(s);
 	while (sl_buf_next(s, idx, &steps)) {
 		struct sluice_buf *b = sl_buf(s, idx);
 		uint32_t next = b->next_idx;
