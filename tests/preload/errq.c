@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The error queue (ip(7) IP_RECVERR, ipv6(7) IPV6_RECVERR) and
- * SO_TIMESTAMP on a stream, as Linux answers them.  Each check prints one
+ * The error queue (ip(7) IP_RECVERR, ipv6(7) IPV6_RECVERR),
+ * IPV6_RECVORIGDSTADDR on a dual-stack socket and SO_TIMESTAMP on a
+ * stream, as Linux answers them.  Each check prints one
  * line "name: what happened"; tests/host/test_conform_errq.sh runs this
  * program on the kernel and under `sluice run` (with and without kernel
  * twins) and compares the lines one by one.  Everything goes over
@@ -394,6 +395,35 @@ int main(void)
 	errq("v6 opt", fd, 100, 200, p);
 	close(fd);
 
+	/* IPV6_RECVORIGDSTADDR on a dual-stack socket: kept and read back;
+	 * an IPv4 datagram gets no control message from it (Linux
+	 * udpv6_recvmsg() gives an IPv4 one IPv4's alone). */
+	{
+		int r = udp(AF_INET6), w = udp(AF_INET6);
+		struct sockaddr_in6 at;
+		socklen_t al = sizeof(at);
+		char b[16], cb[128] __attribute__((aligned(8)));
+		struct iovec iov = { b, sizeof(b) };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb,
+				    .msg_controllen = sizeof(cb) };
+
+		printf("origdst default: %d\n", getint(r, SOL_IPV6, IPV6_RECVORIGDSTADDR));
+		printf("origdst set: %d\n", setint(r, SOL_IPV6, IPV6_RECVORIGDSTADDR, 1));
+		printf("origdst get: %d\n", getint(r, SOL_IPV6, IPV6_RECVORIGDSTADDR));
+		getsockname(r, (struct sockaddr *)&at, &al);
+		printf("origdst send: %s\n", rv(to(w, AF_INET6, ntohs(at.sin6_port), "od", 2)));
+		struct pollfd pw = { .fd = r, .events = POLLIN };
+
+		poll(&pw, 1, 2000);
+		long got = recvmsg(r, &m, 0);
+
+		printf("origdst recvmsg: %s controllen %zu\n", rv(got), (size_t)m.msg_controllen);
+		printf("origdst off: %d\n", setint(r, SOL_IPV6, IPV6_RECVORIGDSTADDR, 0));
+		printf("origdst get off: %d\n", getint(r, SOL_IPV6, IPV6_RECVORIGDSTADDR));
+		close(r);
+		close(w);
+	}
+
 	/* gVisor's PayloadTooBig: 65,536 bytes are EMSGSIZE, nothing queued. */
 	for (int af = 0; af < 2; af++) {
 		const char *t = af ? "big v6" : "big v4";
@@ -494,8 +524,11 @@ int main(void)
 		/* Nothing read: no stamp. */
 		m.msg_control = cbuf;
 		m.msg_controllen = sizeof(cbuf);
-		printf("tcp stamp none: %s %zu\n", rv(recvmsg(a, &m, MSG_DONTWAIT)),
-		       (size_t)m.msg_controllen);
+		{
+			long got = recvmsg(a, &m, MSG_DONTWAIT);
+
+			printf("tcp stamp none: %s %zu\n", rv(got), (size_t)m.msg_controllen);
+		}
 		close(a);
 		close(c);
 		close(l);
