@@ -138,7 +138,8 @@ check "IPPROTO_IPV6 gets leave a socket in the stack; IPV6_V6ONLY=0 too" \
 	test "$(grep -c '^opts \(after gets\|bound\|V6ONLY=0\) stack$' <<<"$swhere")" = 3
 check "IPV6_TCLASS, IPV6_UNICAST_HOPS, IPV6_MULTICAST_HOPS (no effect on IPv4) kept in the stack" \
 	test "$(grep -c '^opts \(TCLASS\|udp MULTICAST_HOPS\) stack$' <<<"$swhere")" = 2
-check "IPV6_RECVERR on a fresh socket hands it to the kernel" inst opts 'RECVERR kernel'
+check "IPV6_RECVERR (no effect on IPv4) kept in the stack" inst opts 'RECVERR stack'
+check "IPV6_RECVPATHMTU on a fresh socket hands it to the kernel" inst opts 'RECVPATHMTU kernel'
 check "IPV6_RECVPKTINFO and IP_PKTINFO on a dual-stack socket in the stack (control messages compared above)" \
 	inst udp-pktinfo 'server stack'
 check "IPV6_V6ONLY=1 before bind: the kernel's" inst v6only 'listener kernel'

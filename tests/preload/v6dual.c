@@ -404,13 +404,21 @@ static void cases(int port)
 	printf("opts IPV6_V6ONLY = %d\n", getint(fd, IPPROTO_IPV6, IPV6_V6ONLY));
 	say_where("TCLASS", fd);
 	close(fd);
-	/* One the stack does not do (an IPv6 error queue): the kernel's. */
+	/* IPV6_RECVERR: no effect on IPv4 (ICMPv4 errors are IP_RECVERR's,
+	 * Linux __udp4_lib_err()): kept in the stack. */
 	fd = sock(6, SOCK_DGRAM);
 	v = 1;
 	printf("opts RECVERR fresh = %d\n",
 	       setsockopt(fd, IPPROTO_IPV6, IPV6_RECVERR, &v, sizeof(v)) ? errno : 0);
 	printf("opts IPV6_RECVERR = %d\n", getint(fd, IPPROTO_IPV6, IPV6_RECVERR));
 	say_where("RECVERR", fd);
+	close(fd);
+	/* One the stack does not do (IPv6 path MTU news): the kernel's. */
+	fd = sock(6, SOCK_DGRAM);
+	printf("opts RECVPATHMTU fresh = %d\n",
+	       setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPATHMTU, &v, sizeof(v)) ? errno : 0);
+	printf("opts IPV6_RECVPATHMTU = %d\n", getint(fd, IPPROTO_IPV6, IPV6_RECVPATHMTU));
+	say_where("RECVPATHMTU", fd);
 	v = 5;
 	close(fd);
 	fd = sock(6, SOCK_DGRAM);
