@@ -180,8 +180,9 @@ static void stamp_cmsg(struct msghdr *msg, size_t *used, uint64_t stamp_us);
 static size_t iov_total(const struct iovec *iov, int n);
 static bool iov_bad(const struct iovec *iov, int n);
 
-static void errq_addr(const struct pl_sock *ps, uint32_t addr, uint16_t port, bool v6,
-		      struct sockaddr_in6 *out, socklen_t *len)
+/* addr:port as the socket's family shows it (v4-mapped on AF_INET6). */
+static void errq_addr(uint32_t addr, uint16_t port, bool v6, struct sockaddr_in6 *out,
+		      socklen_t *len)
 {
 	memset(out, 0, sizeof(*out));
 	if (v6) {
@@ -199,7 +200,6 @@ static void errq_addr(const struct pl_sock *ps, uint32_t addr, uint16_t port, bo
 		sin->sin_addr.s_addr = addr;
 		*len = sizeof(struct sockaddr_in);
 	}
-	(void)ps;
 }
 
 static ssize_t errq_msg(struct pl_sock *ps, struct msghdr *msg, int flags)
@@ -237,13 +237,20 @@ static ssize_t errq_msg(struct pl_sock *ps, struct msghdr *msg, int flags)
 	if (msg->msg_name && rec.dport) {
 		struct sockaddr_in6 a;
 
-		errq_addr(ps, rec.daddr, rec.dport, v6, &a, &alen);
+		errq_addr(rec.daddr, rec.dport, v6, &a, &alen);
 		memcpy(msg->msg_name, &a, msg->msg_namelen < alen ? msg->msg_namelen : alen);
 		msg->msg_namelen = alen;
 	} else {
 		msg->msg_namelen = 0;
 	}
 	msg->msg_flags = MSG_ERRQUEUE | (trunc ? MSG_TRUNC : 0);
+	/* No room for control messages at all: Linux's put_cmsg() says
+	 * MSG_CTRUNC. */
+	if (!msg->msg_control) {
+		msg->msg_flags |= MSG_CTRUNC;
+		msg->msg_controllen = 0;
+		return n;
+	}
 	if (SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->opt_flags) & SL_SO_TIMESTAMP)
 		stamp_cmsg(msg, &used, rec.ts_us);
 	memset(&eh, 0, sizeof(eh));
@@ -254,7 +261,7 @@ static ssize_t errq_msg(struct pl_sock *ps, struct msghdr *msg, int flags)
 	eh.ee.ee_info = rec.info;
 	/* The ICMP message's sender; a local error names none. */
 	if (rec.origin == SO_EE_ORIGIN_ICMP)
-		errq_addr(ps, rec.offender, 0, v6, &eh.offender, &alen);
+		errq_addr(rec.offender, 0, v6, &eh.offender, &alen);
 	if (v6)
 		put_cmsg(msg, &used, IPPROTO_IPV6, IPV6_RECVERR, &eh, sizeof(eh));
 	else

@@ -212,7 +212,7 @@ static void errq(const char *name, int fd, size_t len, size_t ctl, uint16_t port
 	struct iovec iov = { data, len };
 	struct msghdr m = {
 		.msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = ctl,
+		.msg_control = ctl ? cbuf : NULL, .msg_controllen = ctl,
 	};
 	long r;
 
@@ -333,6 +333,11 @@ static void udp_case(const char *tag, int af, int lvl, int opt, bool connected)
 	wait_err(fd);
 	snprintf(n, sizeof(n), "%s short ctl", tag);
 	errq(n, fd, 100, sizeof(struct cmsghdr) + 4, p);
+	printf("%s send 7: %s\n", tag,
+	       rv(connected ? send(fd, "seven", 5, 0) : to(fd, af, p, "seven", 5)));
+	wait_err(fd);
+	snprintf(n, sizeof(n), "%s no ctl", tag);
+	errq(n, fd, 100, 0, p);
 
 	/* Off again: the queue goes (SO_ERROR stays). */
 	printf("%s send 6: %s\n", tag,
