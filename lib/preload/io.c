@@ -233,8 +233,9 @@ static ssize_t errq_msg(struct pl_sock *ps, struct msghdr *msg, int flags)
 		memcpy(msg->msg_iov[i].iov_base, tmp + off, take);
 		off += take;
 	}
-	/* Linux: the address only when the error names a port. */
-	if (msg->msg_name && rec.dport) {
+	/* Where it went (the port 0 for a local error of an unconnected
+	 * socket: Linux 6.18 gives it so). */
+	if (msg->msg_name) {
 		struct sockaddr_in6 a;
 
 		errq_addr(rec.daddr, rec.dport, v6, &a, &alen);

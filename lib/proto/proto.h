@@ -757,10 +757,14 @@ struct sl_errq_rec {
 	uint32_t info;				/* ee_info */
 	uint32_t offender;			/* the ICMP sender; 0: local */
 	uint32_t daddr;				/* where the datagram went */
-	uint16_t dport;				/* 0: no address (msg_name untouched) */
+	uint16_t dport;				/* the quoted port; a local error's: the peer's, or 0 */
 	uint16_t plen;
 	uint64_t ts_us;				/* when it came (the stack's clock) */
 };
+
+/* sock_extended_err's origins (linux/errqueue.h, which needs time.h). */
+#define SO_EE_ORIGIN_LOCAL_	1
+#define SO_EE_ORIGIN_ICMP_	2
 
 /* errq.c (lock held): queue an error for so (with SL_SO_RECVERR), or -errno
  * (-ENOBUFS: no room under SO_RCVBUF, or no buffer); wakes so. */

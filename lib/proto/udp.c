@@ -719,6 +719,22 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 				      is_broadcast(s, daddr) || SL_IN_MULTICAST(daddr))))) {
 		if (!local)
 			sl_count(s, SL_C_ip_tx_toobig);
+		/* Linux __ip_append_data(): past IPv4's 65,535 bytes, or
+		 * past the path MTU with DF, is a local error too
+		 * (ip_local_error(), ee_info the limit, no quote, the
+		 * connected port). */
+		if ((so->opt_flags & SL_SO_RECVERR) && len <= 0xffff &&
+		    (len > SL_UDP_MAX || !local)) {
+			struct sl_errq_rec rec = {
+				.ee_errno = EMSGSIZE, .origin = SO_EE_ORIGIN_LOCAL_,
+				.info = len > SL_UDP_MAX ? 0xffff : mtu, .daddr = daddr,
+				.dport = (so->flags & SL_SF_CONNECTED) ? so->rport : 0,
+				.ts_us = sl_now(s),
+			};
+
+			sl_sock_busy(s, so);
+			sl_errq_add(s, so, &rec, NULL, 0);
+		}
 		return -EMSGSIZE;
 	}
 	if (is_broadcast(s, daddr) && !(so->flags & SL_SF_BROADCAST))

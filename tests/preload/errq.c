@@ -432,6 +432,7 @@ int main(void)
 	/* gVisor's PayloadTooBig: 65,536 bytes are EMSGSIZE, nothing queued. */
 	for (int af = 0; af < 2; af++) {
 		const char *t = af ? "big v6" : "big v4";
+		char n[64];
 
 		fd = udp(af ? AF_INET6 : AF_INET);
 		p = closed_port();
@@ -441,6 +442,19 @@ int main(void)
 		printf("%s send: %s\n", t, rv(send(fd, big, 65536, 0)));
 		errq(t, fd, 100, 200, p);
 		printf("%s SO_ERROR: %s\n", t, en(so_error(fd)));
+		/* Past IPv4's 65,535 bytes but not 0xffff: a local error,
+		 * queued, with the peer's port (Linux ip_local_error()). */
+		printf("%s send 65508: %s\n", t, rv(send(fd, big, 65508, 0)));
+		snprintf(n, sizeof(n), "%s local", t);
+		errq(n, fd, 100, 200, p);
+		printf("%s local SO_ERROR: %s\n", t, en(so_error(fd)));
+		close(fd);
+		/* Unconnected: the same, port 0. */
+		fd = udp(af ? AF_INET6 : AF_INET);
+		setint(fd, SOL_IP, IP_RECVERR, 1);
+		printf("%s sendto 65535: %s\n", t, rv(to(fd, af ? AF_INET6 : AF_INET, p, big, 65535)));
+		snprintf(n, sizeof(n), "%s local unconnected", t);
+		errq(n, fd, 100, 200, 0);
 		close(fd);
 	}
 

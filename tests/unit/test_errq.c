@@ -7,7 +7,8 @@
  * hard and soft errors without IP_RECVERR (icmp_err_convert[]);
  * fragmentation needed (ee_info, IP_PMTUDISC_DONT); time exceeded; the
  * receive buffer's limit; IP_RECVERR off and close() give every buffer
- * back; a TCP connect refused by ICMP queues the SYN's quote.
+ * back; a TCP connect refused by ICMP queues the SYN's quote; a datagram
+ * past the path MTU with DF queues a local error.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -210,10 +211,40 @@ static void test_tcp_connect_refused(void)
 	fx_destroy(s);
 }
 
+/* Past the path MTU with DF: EMSGSIZE and a local error (Linux
+ * __ip_append_data(): ip_local_error(), ee_info the MTU). */
+static void test_local_error(void)
+{
+	struct sl_stack *s = fx_stack("errql", "10.5.0.1", &cap);
+	struct sockaddr_in to = fx_addr("10.5.0.9", 7000);
+	static char big[2000];
+	struct sl_errq_rec rec;
+	char buf[16];
+	bool trunc;
+	int sd = udp(s, true), v = IP_PMTUDISC_DO;
+
+	sluice_setsockopt(ST(s), sd, IPPROTO_IP, IP_MTU_DISCOVER, &v, sizeof(v));
+	tap_eq(sluice_sendto(ST(s), sd, big, sizeof(big), 0, &to), -EMSGSIZE,
+	       "2000 bytes with DF on a 1500-byte link: EMSGSIZE");
+	tap_eq(sl_errq_recv(ST(s), sd, buf, sizeof(buf), &rec, &trunc), 0,
+	       "a local error queued, no quote");
+	tap_ok(rec.origin == SO_EE_ORIGIN_LOCAL && rec.ee_errno == EMSGSIZE && rec.info == 1500 &&
+	       !rec.offender && !rec.dport && rec.daddr == to.sin_addr.s_addr,
+	       "origin local, EMSGSIZE, ee_info 1500, no offender, port 0 (unconnected)");
+	tap_eq(so_error(s, sd), 0, "SO_ERROR untouched by a local error");
+	sluice_connect(ST(s), sd, &to);
+	sluice_send(ST(s), sd, big, sizeof(big), 0);
+	sl_errq_recv(ST(s), sd, buf, sizeof(buf), &rec, &trunc);
+	tap_eq(rec.dport, to.sin_port, "connected: the peer's port");
+	sluice_close(ST(s), sd);
+	fx_destroy(s);
+}
+
 int main(void)
 {
 	test_udp_queue();
 	test_udp_without_recverr();
 	test_tcp_connect_refused();
+	test_local_error();
 	return tap_done();
 }
