@@ -366,8 +366,10 @@ static void sluice_filter_drop(struct sluice_stack_filters *fs,
 	kfree_rcu(f, rcu);
 }
 
-static int sluice_filter_check(const struct sluice_filter *a)
+static int sluice_filter_check(const void *arg)
 {
+	const struct sluice_filter *a = arg;
+
 	if (a->flags || a->reserved0[0] || a->reserved0[1] ||
 	    a->reserved0[2] || a->reserved1)
 		return -EINVAL;
@@ -453,28 +455,65 @@ err_free:
 	return ret;
 }
 
-int sluice_ioc_filter_add(struct file *file, void __user *uarg)
+/*
+ * The argument of FILTER_ADD or HANDOFF (@size bytes at @uarg, of which
+ * the caller must know @min) into @a, checked by @check, and what both ask
+ * of the stack: a device (-ENODEV), a kring if @kring (-ENOENT), and a
+ * caller in the stack's network namespace (-EXDEV: entries are made where
+ * the caller lives).
+ */
+static int sluice_filter_arg_in(struct sluice_stack *st, void *a, size_t size,
+				size_t min, void __user *uarg, bool kring,
+				int (*check)(const void *a))
 {
-	struct sluice_stack *st = sluice_stack_of(file);
-	struct sluice_stack_filters *fs;
-	struct sluice_kfilter *f;
-	struct sluice_filter a;
-	int ret;
+	int ret = sluice_arg_in(a, size, min, uarg);
 
-	ret = sluice_arg_in(&a, sizeof(a), offsetofend(struct sluice_filter,
-						       reserved1), uarg);
-	if (ret)
-		return ret;
-	ret = sluice_filter_check(&a);
+	if (!ret)
+		ret = check(a);
 	if (ret)
 		return ret;
 	if (!st->ifindex)
 		return -ENODEV;
-	if (!sluice_stack_has_kring(st))
+	if (kring && !sluice_stack_has_kring(st))
 		return -ENOENT;
-	/* The reservation is the caller's, made where the caller lives. */
 	if (!net_eq(current->nsproxy->net_ns, st->net))
 		return -EXDEV;
+	return 0;
+}
+
+/*
+ * Give the caller @a (@size bytes) with the id of the entry just made; a
+ * caller that cannot take it never learns the id, so the entry is taken
+ * back.
+ */
+static int sluice_filter_reply(struct sluice_stack_filters *fs,
+			       void __user *uarg, void *a, size_t size, u32 id)
+{
+	struct sluice_kfilter *f;
+	int ret = sluice_arg_out(uarg, a, size);
+
+	if (ret) {
+		mutex_lock(&fs->lock);
+		f = xa_erase(&fs->ids, id);
+		if (!WARN_ON_ONCE(!f))
+			sluice_filter_drop(fs, f);
+		mutex_unlock(&fs->lock);
+	}
+	return ret;
+}
+
+int sluice_ioc_filter_add(struct file *file, void __user *uarg)
+{
+	struct sluice_stack *st = sluice_stack_of(file);
+	struct sluice_stack_filters *fs;
+	struct sluice_filter a;
+	int ret;
+
+	ret = sluice_filter_arg_in(st, &a, sizeof(a),
+				   offsetofend(struct sluice_filter, reserved1),
+				   uarg, true, sluice_filter_check);
+	if (ret)
+		return ret;
 	fs = sluice_filters_get(st, true);
 	if (!fs)
 		return -ENOMEM;
@@ -484,20 +523,13 @@ int sluice_ioc_filter_add(struct file *file, void __user *uarg)
 	mutex_unlock(&fs->lock);
 	if (ret)
 		return ret;
-	ret = sluice_arg_out(uarg, &a, sizeof(a));
-	if (ret) {
-		/* The caller never learnt the id: take the filter back. */
-		mutex_lock(&fs->lock);
-		f = xa_erase(&fs->ids, a.id);
-		if (!WARN_ON_ONCE(!f))
-			sluice_filter_drop(fs, f);
-		mutex_unlock(&fs->lock);
-	}
-	return ret;
+	return sluice_filter_reply(fs, uarg, &a, sizeof(a), a.id);
 }
 
-static int sluice_handoff_check(const struct sluice_handoff *a)
+static int sluice_handoff_check(const void *arg)
 {
+	const struct sluice_handoff *a = arg;
+
 	if (a->flags || a->reserved0[0] || a->reserved0[1] ||
 	    a->reserved0[2] || a->reserved1)
 		return -EINVAL;
@@ -606,22 +638,15 @@ int sluice_ioc_handoff(struct file *file, void __user *uarg)
 {
 	struct sluice_stack *st = sluice_stack_of(file);
 	struct sluice_stack_filters *fs;
-	struct sluice_kfilter *f;
 	struct sluice_handoff a;
 	struct socket *sock;
 	int ret;
 
-	ret = sluice_arg_in(&a, sizeof(a), offsetofend(struct sluice_handoff,
-						       reserved1), uarg);
+	ret = sluice_filter_arg_in(st, &a, sizeof(a),
+				   offsetofend(struct sluice_handoff, reserved1),
+				   uarg, false, sluice_handoff_check);
 	if (ret)
 		return ret;
-	ret = sluice_handoff_check(&a);
-	if (ret)
-		return ret;
-	if (!st->ifindex)
-		return -ENODEV;
-	if (!net_eq(current->nsproxy->net_ns, st->net))
-		return -EXDEV;
 	sock = sockfd_lookup(a.fd, &ret);
 	if (!sock)
 		return ret;	/* -EBADF, -ENOTSOCK */
@@ -638,16 +663,8 @@ int sluice_ioc_handoff(struct file *file, void __user *uarg)
 	mutex_lock(&fs->lock);
 	ret = sluice_handoff_add(st, fs, &a, sock->sk);
 	mutex_unlock(&fs->lock);
-	if (ret)
-		goto out;
-	ret = sluice_arg_out(uarg, &a, sizeof(a));
-	if (ret) {
-		mutex_lock(&fs->lock);
-		f = xa_erase(&fs->ids, a.id);
-		if (!WARN_ON_ONCE(!f))
-			sluice_filter_drop(fs, f);
-		mutex_unlock(&fs->lock);
-	}
+	if (!ret)
+		ret = sluice_filter_reply(fs, uarg, &a, sizeof(a), a.id);
 out:
 	sockfd_put(sock);
 	return ret;

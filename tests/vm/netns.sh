@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
-# Sourced by VM suites (tests/vm/lossy.sh): a veth pair between the VM's
+# Sourced by VM suites (lossy.sh, run_kring.sh, handoff.sh): a veth pair between the VM's
 # root namespace, where a Sluice stack runs on one end through the
 # module's rings, and a network namespace the suite creates and deletes,
 # where the Linux kernel's own stack is the peer.

@@ -21,22 +21,21 @@
 # with its last process) for the whole script, so its counters can be read
 # before and after each step.  Every program runs for a bounded time.
 PATH=/opt/sluice/bin:$PATH
-IP=/usr/sbin/ip
-NS=slr-peer
-S=10.79.0.1
-K=10.79.0.2
+NETNS_NS=slr-peer NETNS_DEV=slr0 NETNS_PEER=slr1 NETNS_S=10.79.0.1 NETNS_K=10.79.0.2
+. /opt/sluice/bin/netns.sh
+NS=$NETNS_NS
+S=$NETNS_S
+K=$NETNS_K
 ST=rk
 SUITE="sluice run on kring"
 . /opt/sluice/bin/tap.sh
-in_ns() { $IP netns exec "$NS" "$@"; }
 # Under sluice run on the stack, or in the peer namespace; bounded.
 srun() { timeout 120 sluice run --stack $ST --ifname slr0 -- "$@"; }
 in_ns_t() { timeout 120 $IP netns exec "$NS" "$@"; }
 cleanup() {
 	for p in $srv $khttp $kips $lhttp; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
-	$IP netns del "$NS" 2>/dev/null
-	$IP link del slr0 2>/dev/null
+	netns_down
 	$IP link del slr2 2>/dev/null
 }
 trap cleanup EXIT
@@ -57,16 +56,7 @@ for b in curl iperf3; do
 	command -v $b >/dev/null || skip_all "no $b in the VM"
 done
 
-mkdir -p /run/netns
-$IP netns add "$NS"
-$IP link add slr0 type veth peer name slr1
-$IP link set slr1 netns "$NS"
-$IP addr add "$S/24" dev slr0
-$IP link set slr0 up
-in_ns $IP link set lo up
-in_ns $IP addr add "$K/24" dev slr1
-in_ns $IP link set slr1 up
-check "the peer namespace pings the device address (kernel)" in_ns ping -c 1 -W 5 "$S"
+check "the peer namespace pings the device address (kernel)" netns_up
 
 # The kernel's HTTP server, and the file it serves (not a multiple of
 # any segment size).
