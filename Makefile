@@ -107,7 +107,7 @@ $(PRELOAD): $(LIB_OBJS) $(PRELOAD_OBJS) lib/preload/preload.map
 		$(LIB_OBJS) $(PRELOAD_OBJS) -lurcu-bp -ldl -lpthread
 
 $(TOOL): $(B)/tools/sluice.o $(B)/tools/run.o $(B)/tools/json.o $(B)/tools/metrics.o $(B)/tools/tcpdump.o \
-		$(B)/tools/doctor.o $(B)/tools/devlink.o $(B)/libsluice.a
+		$(B)/tools/doctor.o $(B)/tools/devlink.o $(B)/tools/handoff.o $(B)/libsluice.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lpcap
 
 $(B)/tests/unit/%: $(B)/tests/unit/%.o $(B)/libsluice.a

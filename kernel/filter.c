@@ -42,6 +42,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/xarray.h>
+#include <net/ipv6.h>
 #include <net/net_namespace.h>
 #include <net/sock.h>
 #include <net/tcp.h>
@@ -541,6 +542,23 @@ static int sluice_handoff_check(const void *arg)
 }
 
 /*
+ * Does @sk talk IPv4: an AF_INET socket, or an AF_INET6 one whose peer is
+ * IPv4-mapped (its IPv4 addresses and ports are set as an AF_INET
+ * socket's, and IPv4 packets of the tuple find it).
+ */
+static bool sluice_sk_ipv4(const struct sock *sk)
+{
+	if (sk->sk_family == AF_INET)
+		return true;
+#if IS_ENABLED(CONFIG_IPV6)
+	return sk->sk_family == AF_INET6 &&
+	       ipv6_addr_v4mapped(&sk->sk_v6_daddr);
+#else
+	return false;
+#endif
+}
+
+/*
  * Is @sk a TCP socket of the stack's netns in repair mode, connected, with
  * the tuple of @a?  Under lock_sock().
  */
@@ -549,7 +567,7 @@ static int sluice_handoff_sock_ok(struct sluice_stack *st, struct sock *sk,
 {
 	const struct inet_sock *inet = inet_sk(sk);
 
-	if (sk->sk_family != AF_INET || sk->sk_type != SOCK_STREAM ||
+	if (!sluice_sk_ipv4(sk) || sk->sk_type != SOCK_STREAM ||
 	    sk->sk_protocol != IPPROTO_TCP)
 		return -EPROTONOSUPPORT;
 	if (!net_eq(sock_net(sk), st->net))

@@ -21,6 +21,8 @@ int cmd_doctor(int argc, char **argv);
  * out; 0 or -errno (-ENOENT: no devlink family, -ENODEV: no such device,
  * -EINVAL: no such parameter, -ENODATA: no string value). */
 int devlink_param_str(const char *bus, const char *dev, const char *name, char *out, size_t len);
+/* handoff.c */
+int cmd_handoff(int argc, char **argv);
 
 /* sluice.c: fn(name, where, arg) for each stack the module holds ("module"),
  * then each in /dev/shm ("shm"); -1 (errno set) if /dev/shm cannot be read. */

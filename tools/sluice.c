@@ -49,6 +49,9 @@ static void usage(FILE *f)
 		"              through the module's rings; `sluice run` alone lists every option)\n"
 		"  fds [--json] [NAME]\n"
 		"              list the processes' fds that are sockets of stack NAME (or any)\n"
+		"  handoff PID FD\n"
+		"              move the connection of process PID's fd FD from its stack to a\n"
+		"              kernel socket, live (TCP repair; a stack on a device)\n"
 		"  metrics [--interval SECONDS] [--output FILE]\n"
 		"              every stack's counters in the OpenMetrics text format; FILE is\n"
 		"              replaced atomically (a textfile collector's .prom file)\n"
@@ -949,6 +952,8 @@ int main(int argc, char **argv)
 		return cmd_tcpdump(argc - 2, argv + 2);
 	if (cmd && !strcmp(cmd, "doctor"))
 		return cmd_doctor(argc - 2, argv + 2);
+	if (cmd && !strcmp(cmd, "handoff"))
+		return cmd_handoff(argc - 2, argv + 2);
 	if (!cmd) {
 		usage(stderr);
 		return 2;

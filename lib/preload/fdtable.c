@@ -137,7 +137,7 @@ bool pl_fd_is_probe(int fd)
 {
 	return fd >= 0 && (fd == SL_READ_ONCE(sweep_probe) || is_sock_probe(fd) ||
 			   fd == sl_bell_tx_fd() || fd == sl_sys_runnable_fd() ||
-			   pl_bell_is(fd) || pl_twin_is(fd));
+			   pl_bell_is(fd) || pl_twin_is(fd) || pl_agent_is(fd));
 }
 
 void pl_fd_probe_lost(int fd)
@@ -156,6 +156,7 @@ void pl_fd_probe_lost(int fd)
 		pl_bell_lost(fd);
 	if (pl_twin_is(fd))
 		pl_twin_lost(fd);
+	pl_agent_lost(fd);
 }
 
 uint64_t pl_now_us(void)
@@ -769,6 +770,18 @@ void pl_fd_share(int fd)
 	pl_put(ps);
 }
 
+unsigned int pl_fd_top(void)
+{
+	unsigned int n = 0;
+
+	if (!SL_READ_ONCE(table))
+		return 0;
+	pthread_mutex_lock(&table_mu);
+	n = table->n;
+	pthread_mutex_unlock(&table_mu);
+	return n;
+}
+
 /* Has this process a private socket (the walks above are skipped without)? */
 bool pl_fd_any_private(void)
 {
@@ -808,8 +821,12 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 	}
 	if (s->module_backed && !SL_READ_ONCE(kfd_off)) {
 		fd = kfd_install(s, ps, sd, type, cloexec, nonblock);
-		if (fd >= 0)
+		if (fd >= 0) {
+			/* A connection here can go to the kernel on request. */
+			if (type == SOCK_STREAM)
+				pl_agent_start();
 			return fd;
+		}
 		if (fd != -ENOTTY) {
 			ret = fd;
 			goto err_free;

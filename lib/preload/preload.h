@@ -144,6 +144,7 @@ struct pl_config {
 	bool loopback_set;		/* ... given explicitly (else 0 on a device stack) */
 	bool kernel_listen;		/* SLUICE_KERNEL_LISTEN (default 1): kernel twins (twin.c) */
 	bool handoff;			/* SLUICE_HANDOFF (default 1): live hand-off (socket.c) */
+	bool exec_handoff;		/* SLUICE_EXEC_HANDOFF (default 1): at an exec (spawn.c) */
 	bool inet6;			/* SLUICE_INET6 (default 1): AF_INET6 sockets in the stack */
 	/* SLUICE_ADDR6=addr/len: the stack's IPv6 address (plen6 0: none). */
 	uint8_t addr6[16];
@@ -351,6 +352,8 @@ void pl_fd_dup(int fd, int newfd, struct pl_sock *ps);
  * spawn, clone, sandbox: all sockets) or fd (SCM_RIGHTS): private sockets
  * take their locks (fdtable.c).  begin/end bracket a fork or spawn. */
 void pl_fd_share_all(void);
+/* One more than the highest fd the table has room for (0: none). */
+unsigned int pl_fd_top(void);
 void pl_fd_share(int fd);
 bool pl_fd_any_private(void);
 void pl_fd_fork_begin(void);
@@ -508,6 +511,18 @@ void pl_opts_to_kernel(int ks, const struct pl_sock *ps);
 /* fd becomes a kernel socket with ps's settings (ps still to be put). */
 int pl_fallback(int fd, struct pl_sock *ps);
 int pl_handoff(int fd, struct pl_sock *ps);
+/* Before an exec of path with envp (spawn.c): the connections that stay
+ * open across it go to the kernel if the program will not run under
+ * Sluice (SLUICE_EXEC_HANDOFF, default 1). */
+void pl_exec_handoff(const char *path, char *const envp[]);
+
+/* ---- agent.c ---- */
+/* This process's hand-off agent (`sluice handoff PID FD`), once. */
+void pl_agent_start(void);
+/* Is fd the agent's socket (the library's own)?  Its number is about to be
+ * taken: move it. */
+bool pl_agent_is(int fd);
+void pl_agent_lost(int fd);
 /* Must datagram socket ps, nothing done with it yet, become a kernel
  * socket to send to (or connect to) to?  Not reached by the stack, or an
  * address of this host where no stack socket is bound (a kernel one may

@@ -21,6 +21,8 @@
  * file description as in the kernel.
  */
 #include <arpa/inet.h>
+#include <dlfcn.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -28,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -448,9 +451,9 @@ int pl_fallback(int fd, struct pl_sock *ps)
  * TCP connection becomes a kernel socket at the same fd number, moved with
  * TCP repair by sluice_handoff() (proto/tcp/tcp_handoff.c), with the
  * options kept here, O_NONBLOCK, close-on-exec and its epoll items.  One
- * fd of it in this process, an IPv4 socket (an AF_INET6 one would become
- * an AF_INET kernel socket), no other thread blocked in a call on it, not
- * in a sandbox.  0, fd is the kernel's; or
+ * fd of it in this process (an AF_INET6 one talking IPv4 becomes an
+ * AF_INET6 kernel socket with IPv4-mapped names), no other thread blocked
+ * in a call on it, not in a sandbox.  0, fd is the kernel's; or
  * -errno and the connection is the stack's, working.
  */
 int pl_handoff(int fd, struct pl_sock *ps)
@@ -459,7 +462,7 @@ int pl_handoff(int fd, struct pl_sock *ps)
 
 	if (ps->type != SOCK_STREAM)
 		return -EOPNOTSUPP;
-	if (ps->v6 || sl_sys_sandboxed || SL_READ_ONCE(ps->nfd) != 1)
+	if (sl_sys_sandboxed || SL_READ_ONCE(ps->nfd) != 1)
 		return -EOPNOTSUPP;
 	/* Another thread blocked in a call on it would wake to the stack
 	 * socket's end (0, EPIPE): not while one is. */
@@ -473,11 +476,102 @@ int pl_handoff(int fd, struct pl_sock *ps)
 	return become_kernel(fd, ps, ks, false);
 }
 
+/*
+ * Will path, run with envp, run under Sluice: this library in its
+ * LD_PRELOAD, and a program the dynamic loader starts and lets preload
+ * (not a static ELF file, not set-user-ID or set-group-ID to another)?
+ * A script is taken as its interpreter would be: yes.  A file that cannot
+ * be read: yes (the exec fails or the kernel runs what we cannot see;
+ * nothing is moved for it).
+ */
+static bool runs_under_sluice(const char *path, char *const envp[])
+{
+	const char *pre = NULL, *me = "libsluice-preload";
+	Dl_info di;
+	struct stat st;
+	Elf64_Ehdr eh;
+	bool interp = false;
+	int fd;
+
+	if (dladdr((void *)runs_under_sluice, &di) && di.dli_fname && strrchr(di.dli_fname, '/'))
+		me = strrchr(di.dli_fname, '/') + 1;
+	for (char *const *e = envp; e && *e; e++)
+		if (!strncmp(*e, "LD_PRELOAD=", 11))
+			pre = *e + 11;
+	if (!pre || !strstr(pre, me))
+		return false;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	if (fstat(fd, &st) ||
+	    ((st.st_mode & S_ISUID) && st.st_uid != geteuid()) ||
+	    ((st.st_mode & S_ISGID) && st.st_gid != getegid())) {
+		REAL(close)(fd);
+		return false;
+	}
+	if (REAL(pread)(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_phentsize != sizeof(Elf64_Phdr)) {
+		REAL(close)(fd);
+		return true;	/* a script, or not ours to judge */
+	}
+	for (unsigned int i = 0; i < eh.e_phnum && !interp; i++) {
+		Elf64_Phdr ph;
+
+		if (REAL(pread)(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) !=
+		    (ssize_t)sizeof(ph))
+			break;
+		interp = ph.p_type == PT_INTERP;
+	}
+	REAL(close)(fd);
+	return interp;
+}
+
+void pl_exec_handoff(const char *path, char *const envp[])
+{
+	unsigned int top = pl_fd_top();
+	bool checked = false, under = true;
+
+	for (unsigned int fd = 0; fd < top; fd++) {
+		struct pl_sock *ps = pl_get((int)fd);
+		int fl, st, ret;
+
+		if (!ps)
+			continue;
+		fl = REAL(fcntl)((int)fd, F_GETFD);
+		st = SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->state);
+		if (ps->type != SOCK_STREAM || fl < 0 || (fl & FD_CLOEXEC) ||
+		    (st != SL_TCP_ESTABLISHED && st != SL_TCP_CLOSE_WAIT)) {
+			pl_put(ps);
+			continue;
+		}
+		/* Only once a connection would stay open across it. */
+		if (!checked) {
+			under = runs_under_sluice(path, envp);
+			checked = true;
+		}
+		if (under) {
+			pl_put(ps);
+			return;
+		}
+		ret = pl_handoff((int)fd, ps);
+		pl_put(ps);
+		if (ret)
+			pl_log("fd %d stays the stack's connection across the exec of %s, which "
+			       "will not run under Sluice and gets it as no socket: its hand-off "
+			       "to the kernel failed (%s)%s", (int)fd, path, strerror(-ret),
+			       ret == -EOPNOTSUPP && !pl_sl()->module_backed ?
+			       "; a stack without the module cannot hand off" : "");
+		else
+			pl_debug("fd %d handed to the kernel before exec of %s", (int)fd, path);
+	}
+}
+
 /* setsockopt() of what the stack does not have, on a connection: may it
  * go to the kernel, live?  Then the kernel answers the option. */
 static bool handoff_for_opt(const struct pl_sock *ps)
 {
-	return pl_cfg.handoff && ps->type == SOCK_STREAM && !ps->v6 && !sl_sys_sandboxed &&
+	return pl_cfg.handoff && ps->type == SOCK_STREAM && !sl_sys_sandboxed &&
 	       SL_READ_ONCE(ps->nfd) == 1 &&
 	       (SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->state) == SL_TCP_ESTABLISHED ||
 		SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->state) == SL_TCP_CLOSE_WAIT);

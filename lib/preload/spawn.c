@@ -11,6 +11,9 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
 #include <sched.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -29,10 +32,31 @@
 		next_;						\
 	})
 
-/* An exec: the image goes, its fds without O_CLOEXEC stay. */
-static void before_exec(void)
+/* An exec: the image goes, its fds without O_CLOEXEC stay.  path: the
+ * file to run, if known (NULL: an fd or a dirfd); envp its environment. */
+static void before_exec(const char *path, char *const envp[])
 {
+	if (path && pl_cfg.exec_handoff && !pl_vfork_child())
+		pl_exec_handoff(path, envp);
 	pl_fd_share_all();
+}
+
+/* file as execvp() finds it on PATH, into buf (file itself if it has a
+ * slash or is not found). */
+static const char *exec_find(const char *file, char *buf, size_t len)
+{
+	const char *path = getenv("PATH"), *p, *e;
+
+	if (!file || strchr(file, '/'))
+		return file;
+	for (p = path ? path : "/bin:/usr/bin"; *p; p = *e ? e + 1 : e) {
+		e = strchrnul(p, ':');
+		if (snprintf(buf, len, "%.*s%s%s", (int)(e - p), p, e == p ? "" : "/", file) <
+			    (int)len &&
+		    !access(buf, X_OK))
+			return buf;
+	}
+	return file;
 }
 
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
@@ -41,7 +65,7 @@ EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 
 	if (!f)
 		return errno = ENOSYS, -1;
-	before_exec();
+	before_exec(path, envp);
 	return f(path, argv, envp);
 }
 
@@ -51,27 +75,29 @@ EXPORT int execv(const char *path, char *const argv[])
 
 	if (!f)
 		return errno = ENOSYS, -1;
-	before_exec();
+	before_exec(path, environ);
 	return f(path, argv);
 }
 
 EXPORT int execvp(const char *file, char *const argv[])
 {
 	__typeof__(execvp) *f = NEXT(execvp);
+	char buf[PATH_MAX];
 
 	if (!f)
 		return errno = ENOSYS, -1;
-	before_exec();
+	before_exec(exec_find(file, buf, sizeof(buf)), environ);
 	return f(file, argv);
 }
 
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	__typeof__(execvpe) *f = NEXT(execvpe);
+	char buf[PATH_MAX];
 
 	if (!f)
 		return errno = ENOSYS, -1;
-	before_exec();
+	before_exec(exec_find(file, buf, sizeof(buf)), envp);
 	return f(file, argv, envp);
 }
 
@@ -81,7 +107,7 @@ EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 
 	if (!f)
 		return errno = ENOSYS, -1;
-	before_exec();
+	before_exec(NULL, envp);
 	return f(fd, argv, envp);
 }
 
@@ -92,7 +118,7 @@ EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const
 
 	if (!f)
 		return errno = ENOSYS, -1;
-	before_exec();
+	before_exec(dirfd == AT_FDCWD || path[0] == '/' ? path : NULL, envp);
 	return f(dirfd, path, argv, envp, flags);
 }
 

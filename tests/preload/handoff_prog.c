@@ -6,6 +6,8 @@
  *   handoff_prog dialer ADDR PORT          kernel side, connecting
  *   handoff_prog client ADDR PORT MODE     under sluice run, on a module stack
  *   handoff_prog server PORT MODE          the same end, accepting
+ *   handoff_prog client6 ADDR PORT MODE    client, an AF_INET6 socket to ::ffff:ADDR
+ *   handoff_prog resume FD TX              after an exec (MODE exec): goes on
  *
  * Both ends send TOTAL bytes of a pattern that depends on the direction
  * and the offset, and check every byte they receive.  The peer sends
@@ -21,6 +23,13 @@
  *   nocap    the same without CAP_NET_ADMIN in the effective set (TCP repair
  *            needs it): the option fails as the stack answers, the
  *            connection stays the stack's and the stream goes on there
+ *   external no option: prints "waiting pid P fd F" and sleeps (no call on
+ *            the fd) until the fd is a kernel socket (`sluice handoff P F`
+ *            from outside) or the file $HO_DONE exists; extnocap: the same
+ *            without CAP_NET_ADMIN (the request is refused)
+ *   exec     execs itself ("resume") with LD_PRELOAD taken out of its
+ *            environment: a program that will not run under Sluice; the
+ *            new image checks what fd it got and finishes the stream
  * Exit 0 when every byte arrived in order and each check held; each step
  * prints a line.
  */
@@ -234,6 +243,75 @@ static void show_info(int fd, const char *when)
 	       ti.tcpi_snd_wscale, ti.tcpi_rcv_wscale, ti.tcpi_snd_mss);
 }
 
+/* An AF_INET6 socket connected to ::ffff:addr. */
+static int dial6(const char *addr, int port)
+{
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET6, SOCK_STREAM, 0);
+
+	a.sin6_addr.s6_addr[10] = 0xff;
+	a.sin6_addr.s6_addr[11] = 0xff;
+	inet_pton(AF_INET, addr, &a.sin6_addr.s6_addr[12]);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		perror("connect");
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+extern char **environ;
+
+/* MODE exec: this program again, without LD_PRELOAD (not under Sluice),
+ * to go on with fd at tx; returns only if the exec failed. */
+static int exec_self(int fd, uint64_t tx)
+{
+	char a1[16], a2[24], *args[] = { "handoff_prog", "resume", a1, a2, NULL };
+	char *env[64];
+	int n = 0;
+
+	snprintf(a1, sizeof(a1), "%d", fd);
+	snprintf(a2, sizeof(a2), "%llu", (unsigned long long)tx);
+	for (char **e = environ; *e && n < 63; e++)
+		if (strncmp(*e, "LD_PRELOAD=", 11))
+			env[n++] = *e;
+	env[n] = NULL;
+	printf("exec: sent %llu\n", (unsigned long long)tx);
+	fflush(stdout);
+	execve("/proc/self/exe", args, env);
+	perror("execve");
+	return 1;
+}
+
+/* After exec_self(): what fd is, then the rest of the stream. */
+static int resume(int fd, uint64_t tx)
+{
+	uint64_t rx = 0;
+	char p[64], l[128];
+	ssize_t n;
+	int so = 0;
+	socklen_t sl = sizeof(so);
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	n = readlink(p, l, sizeof(l) - 1);
+	l[n > 0 ? n : 0] = '\0';
+	printf("resumed: fd %d is %s, preload %s\n", fd,
+	       getsockopt(fd, SOL_SOCKET, SO_TYPE, &so, &sl) ? "no socket" :
+	       strncmp(l, "socket:", 7) ? "another socket" : "a kernel socket",
+	       getenv("LD_PRELOAD") ? "set" : "unset");
+	show_info(fd, "resumed");
+	fflush(stdout);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &so, &sl))
+		return 3;
+	if (pump(fd, 0, &tx, TOTAL, &rx, TOTAL)) {
+		printf("FAIL: stream\n");
+		return 1;
+	}
+	printf("client ok rx %llu tx %llu stack fd %d\n", (unsigned long long)rx,
+	       (unsigned long long)tx, is_stack_fd(fd));
+	return 0;
+}
+
 /* The end in the stack (a client or an accepted connection). */
 static int client(int fd, const char *mode)
 {
@@ -242,10 +320,13 @@ static int client(int fd, const char *mode)
 	struct sock_fprog prog = { .len = 1, .filter = code };
 	static uint8_t buf[CHUNK];
 	uint64_t tx = 0, rx = 0;
-	int nocap = !strcmp(mode, "nocap"), cw = !strcmp(mode, "closewait"), r, e;
+	int ext = !strcmp(mode, "external") || !strcmp(mode, "extnocap");
+	int nocap = !strcmp(mode, "nocap") || !strcmp(mode, "extnocap");
+	int cw = !strcmp(mode, "closewait"), r, e;
 	uint64_t rxend = cw ? EARLY : TOTAL;
 	struct sockaddr_in pa;
-	socklen_t pl = sizeof(pa);
+	struct sockaddr_in6 pa6;
+	socklen_t pl = sizeof(pa6);
 	char addr[INET_ADDRSTRLEN] = "";
 	struct epoll_event ev;
 	struct timespec t0, t1;
@@ -253,8 +334,15 @@ static int client(int fd, const char *mode)
 
 	if (fd < 0)
 		return 1;
-	if (!getpeername(fd, (struct sockaddr *)&pa, &pl))
+	if (!getpeername(fd, (struct sockaddr *)&pa6, &pl)) {
+		if (pa6.sin6_family == AF_INET6) {
+			memcpy(&pa.sin_addr, &pa6.sin6_addr.s6_addr[12], 4);
+			printf("peer name before: family %d\n", pa6.sin6_family);
+		} else {
+			memcpy(&pa, &pa6, sizeof(pa));
+		}
 		inet_ntop(AF_INET, &pa.sin_addr, addr, sizeof(addr));
+	}
 	printf("connected, stack fd %d\n", is_stack_fd(fd));
 	flags = fcntl(fd, F_GETFL);
 	fcntl(fd, F_SETFL, flags | O_NONBLOCK);
@@ -282,13 +370,31 @@ static int client(int fd, const char *mode)
 		perror("epoll");
 		return 1;
 	}
-	if (nocap && cap_net_admin(0)) {
+	if (nocap && !ext && cap_net_admin(0)) {
 		perror("capset");
 		return 1;
 	}
+	if (ext && cap_net_admin(0)) {
+		perror("capset");
+		return 1;
+	}
+	if (!strcmp(mode, "exec"))
+		return exec_self(fd, tx);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	r = setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog));
-	e = errno;
+	if (ext) {
+		const char *done = getenv("HO_DONE");
+
+		printf("waiting pid %d fd %d\n", (int)getpid(), fd);
+		fflush(stdout);
+		for (int i = 0; i < 1200 && is_stack_fd(fd) == 1 && (!done || access(done, F_OK));
+		     i++)
+			sleep_ms(50);
+		r = is_stack_fd(fd) == 1 ? -1 : 0;
+		e = ENOPROTOOPT;
+	} else {
+		r = setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog));
+		e = errno;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("setsockopt took %ld us\n",
 	       (long)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000));
@@ -311,6 +417,9 @@ static int client(int fd, const char *mode)
 			return 1;
 		}
 		show_info(fd, "after");
+		pl = sizeof(pa6);
+		if (!getpeername(fd, (struct sockaddr *)&pa6, &pl))
+			printf("peer name after: family %d\n", pa6.sin6_family);
 		if (ss) {
 			snprintf(cmd, sizeof(cmd), "ss -tin dst %s > %s 2>&1", addr, ss);
 			if (system(cmd))
@@ -340,15 +449,25 @@ static int client(int fd, const char *mode)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* Capabilities are a thread's: dropped before the first socket, so
+	 * that the library's agent thread, made then, has none either. */
+	if (argc == 5 && !strcmp(argv[4], "extnocap") && cap_net_admin(0)) {
+		perror("capset");
+		return 1;
+	}
 	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "peer"))
 		return peer(listen_accept(atoi(argv[2])), argc == 4 && !strcmp(argv[3], "closewait"));
 	if (argc == 4 && !strcmp(argv[1], "dialer"))
 		return peer(dial(argv[2], atoi(argv[3])), false);
 	if (argc == 5 && !strcmp(argv[1], "client"))
 		return client(dial(argv[2], atoi(argv[3])), argv[4]);
+	if (argc == 5 && !strcmp(argv[1], "client6"))
+		return client(dial6(argv[2], atoi(argv[3])), argv[4]);
+	if (argc == 4 && !strcmp(argv[1], "resume"))
+		return resume(atoi(argv[2]), strtoull(argv[3], NULL, 10));
 	if (argc == 4 && !strcmp(argv[1], "server"))
 		return client(listen_accept(atoi(argv[2])), argv[3]);
 	fprintf(stderr, "usage: %s peer PORT | dialer ADDR PORT | "
-		"client ADDR PORT handoff|closewait|nocap | server PORT handoff|nocap\n", argv[0]);
+		"client|client6 ADDR PORT handoff|closewait|nocap|external|extnocap|exec | server PORT MODE\n", argv[0]);
 	return 2;
 }

@@ -9,6 +9,7 @@
 #   +-----------------------------------+      +-------------------------+
 #   | kernel: 10.81.0.1/24 on sho0       | veth | sho1 10.81.0.2/24       |
 #   | Sluice stack "ho" on sho0 (kring): +======+ handoff_prog peer :71xx |
+#   (tests/vm/netns.sh makes it)
 #   |   handoff_prog client (sluice run) |      |   (kernel TCP)          |
 #   +-----------------------------------+      +-------------------------+
 #
@@ -16,19 +17,18 @@
 # stops reading for 1.5 s after it sent 48 KiB, so that at the hand-off the
 # client has bytes unread and bytes unsent and unacknowledged in its stack.
 PATH=/opt/sluice/bin:$PATH
-IP=/usr/sbin/ip
-NS=sho-peer
-S=10.81.0.1
-K=10.81.0.2
+NETNS_NS=sho-peer NETNS_DEV=sho0 NETNS_PEER=sho1 NETNS_S=10.81.0.1 NETNS_K=10.81.0.2
+. /opt/sluice/bin/netns.sh
+NS=$NETNS_NS
+S=$NETNS_S
+K=$NETNS_K
 ST=ho
 SUITE="live hand-off"
 . /opt/sluice/bin/tap.sh
-in_ns() { $IP netns exec "$NS" "$@"; }
 cleanup() {
-	for p in $pp $sp; do kill "$p" 2>/dev/null; done
+	for p in $pp $sp $cp; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
-	$IP netns del "$NS" 2>/dev/null
-	$IP link del sho0 2>/dev/null
+	netns_down
 }
 trap cleanup EXIT
 
@@ -36,19 +36,10 @@ lsmod | grep -q '^sluice ' || insmod /lib/modules/sluice.ko
 feat=$(sed -n 's/.*features 0x\([0-9a-f]*\).*/\1/p' /sys/kernel/debug/sluice/info | head -n 1)
 [ $(( 0x${feat:-0} & 0x20e )) = $((0x20e)) ] || skip_all "module features 0x$feat lack kring, filters, ifinfo or handoff"
 
-mkdir -p /run/netns
-$IP netns add "$NS"
-$IP link add sho0 type veth peer name sho1
-$IP link set sho1 netns "$NS"
-$IP addr add "$S/24" dev sho0
-$IP link set sho0 up
 # This namespace's loopback too, as on any host: the CLOSE_WAIT hand-off
 # gives the peer's FIN to the kernel socket through it.
 $IP link set lo up
-in_ns $IP link set lo up
-in_ns $IP addr add "$K/24" dev sho1
-in_ns $IP link set sho1 up
-check "the peer namespace pings the device address (kernel)" in_ns ping -c 1 -W 5 "$S"
+check "the peer namespace pings the device address (kernel)" netns_up
 
 # run PORT LOG MODE CLIENT-PREFIX... : a peer on PORT, then the client;
 # the client's exit status, the peer's in $prc.
@@ -60,7 +51,7 @@ run() {
 	pp=$!
 	wait_ready /tmp/peer.$port 100
 	t0=$(cut -d" " -f1 /proc/uptime)
-	"$@" client "$K" "$port" "$mode" >"$log" 2>&1
+	"$@" ${CLIENT:-client} "$K" "$port" "$mode" >"$log" 2>&1
 	rc=$?
 	t1=$(cut -d" " -f1 /proc/uptime)
 	wait $pp
@@ -73,6 +64,18 @@ run() {
 }
 srun() { timeout 150 sluice run --stack $ST --ifname sho0 -- env SS_OUT=/tmp/ss.out handoff_prog "$@"; }
 kern() { timeout 150 env SS_OUT=/tmp/ss-k.out handoff_prog "$@"; }
+# The old behaviour at exec, kept as an option.
+srun_keep() { timeout 150 sluice run --stack $ST --ifname sho0 -- env SLUICE_EXEC_HANDOFF=0 handoff_prog "$@"; }
+SETPRIV=/opt/sluice/util-linux/setpriv
+# wait_line FILE PATTERN: until FILE has a line matching PATTERN (30 s).
+wait_line() {
+	i=0
+	while [ $i -lt 300 ] && ! grep -q "$2" "$1" 2>/dev/null; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	grep -q "$2" "$1"
+}
 
 # The kernel alone, the same program: what the hand-off is measured against.
 run 7101 /tmp/k.log handoff kern
@@ -149,6 +152,110 @@ check "no CAP_NET_ADMIN: the option fails as the stack answers (ENOPROTOOPT) and
 	grep -q "^SO_ATTACH_FILTER: -1 errno 92, stack fd 1, nonblock 0$" /tmp/n.log
 check "... and the stream completes in the stack, every byte checked (rc $rc, peer $prc)" \
 	sh -c "test $rc = 0 -a $prc = 0 && grep -q '^client ok rx 6291456 tx 6291456 stack fd 1$' /tmp/n.log"
+
+# AF_INET6 sockets: a program's AF_INET6 socket to an IPv4-mapped peer
+# (the stack talks IPv4 for it) becomes an AF_INET6 kernel socket; the
+# kernel alone first, the same program.
+CLIENT=client6
+run 7106 /tmp/k6.log handoff kern
+k6rc=$rc k6prc=$prc
+run 7107 /tmp/v6.log handoff srun
+CLIENT=
+check "AF_INET6, kernel alone: 6 MiB each way checked, SO_ATTACH_FILTER mid-stream (rc $k6rc, peer $k6prc)" \
+	sh -c "test $k6rc = 0 -a $k6prc = 0 && grep -q '^peer name after: family 10$' /tmp/k6.log"
+check "AF_INET6 (IPv4-mapped peer) in the stack: handed to the kernel mid-stream, the stream completes (rc $rc, peer $prc)" \
+	sh -c "test $rc = 0 -a $prc = 0 && grep -q '^before: sent [0-9]*, stack fd 1$' /tmp/v6.log && grep -q '^SO_ATTACH_FILTER: 0 errno 0, stack fd 0, nonblock 0$' /tmp/v6.log"
+check "... an AF_INET6 kernel socket after, as before (getpeername family 10 both times)" \
+	sh -c "grep -q '^peer name before: family 10$' /tmp/v6.log && grep -q '^peer name after: family 10$' /tmp/v6.log"
+check "... every byte checked at both ends, ESTABLISHED in the kernel" \
+	sh -c "grep -q '^client ok rx 6291456 tx 6291456 stack fd 0$' /tmp/v6.log && grep -q '^peer ok rx 6291456 tx 6291456$' /tmp/peer.7107 && grep -q '^info after: state 1 ' /tmp/v6.log"
+
+# On request from outside: `sluice handoff PID FD` while the program
+# sleeps (no call on the socket); first the requests that must fail and
+# leave the connection where it is.
+# ext PORT LOG MODE: peer and client in the background, up to "waiting";
+# sets P and F (the client's pid and fd).
+ext() {
+	rm -f /tmp/peer.$1 "$2" /tmp/ho.done
+	timeout 150 $IP netns exec "$NS" handoff_prog peer "$1" >/tmp/peer.$1 2>&1 &
+	pp=$!
+	wait_ready /tmp/peer.$1 100
+	HO_DONE=/tmp/ho.done srun client "$K" "$1" "$3" >"$2" 2>&1 &
+	cp=$!
+	wait_line "$2" '^waiting pid'
+	P=$(sed -n 's/^waiting pid \([0-9]*\) fd [0-9]*$/\1/p' "$2")
+	F=$(sed -n 's/^waiting pid [0-9]* fd \([0-9]*\)$/\1/p' "$2")
+}
+# ext_end: both ends finish; rc (client) and prc (peer).
+ext_end() {
+	wait $cp
+	rc=$?
+	wait $pp
+	prc=$?
+	cp= pp=
+	sed 's/^/#   /' "$1"
+}
+ext 7108 /tmp/x.log external
+ho() { sluice handoff "$@" >/tmp/ho.out 2>&1; horc=$?; sed 's/^/#   sluice handoff: /' /tmp/ho.out; }
+ho "$P" 0
+check "sluice handoff of an fd that is no socket: refused, says so (rc $horc)" \
+	sh -c "test $horc = 1 && grep -q 'not a Sluice socket' /tmp/ho.out"
+ho "$P" 999
+check "... of an fd the process does not have: refused (rc $horc)" \
+	sh -c "test $horc = 1 && grep -q 'has no fd 999' /tmp/ho.out"
+if [ -x $SETPRIV ]; then
+	sluice_bin=$(command -v sluice)
+	$SETPRIV --reuid=65534 --regid=65534 --clear-groups $sluice_bin handoff "$P" "$F" >/tmp/ho.out 2>&1
+	horc=$?
+	sed 's/^/#   sluice handoff as uid 65534: /' /tmp/ho.out
+	check "... asked by another user: refused, 'another user's' (rc $horc)" \
+		sh -c "test $horc = 1 && grep -q \"another user's\" /tmp/ho.out"
+else
+	tap ok "... asked by another user # SKIP no setpriv in the guest"
+fi
+check "... after those the socket is still the stack's" \
+	sh -c "test -n '$P' && readlink /proc/$P/fd/$F | grep -q sluice-sock"
+t0=$(cut -d" " -f1 /proc/uptime)
+ho "$P" "$F"
+t1=$(cut -d" " -f1 /proc/uptime)
+horc1=$horc
+cp /tmp/ho.out /tmp/ho1.out
+# Asked again while the program goes on (its 6 MiB take seconds here).
+ho "$P" "$F"
+horc2=$horc
+cp /tmp/ho.out /tmp/ho2.out
+ext_end /tmp/x.log
+sed 's/^/#   peer: /' /tmp/peer.7108
+check "sluice handoff PID FD: the connection moves to the kernel (rc $horc1, $(echo "$t0 $t1" | awk '{ printf "%.2f", $2 - $1 }') s with the tool's start)" \
+	sh -c "test $horc1 = 0 && grep -q 'is a kernel socket now' /tmp/ho1.out && grep -q '^SO_ATTACH_FILTER: 0 errno 0, stack fd 0, nonblock 0$' /tmp/x.log"
+check "... with unread and unacknowledged bytes at that moment; every byte checked at both ends after (rc $rc, peer $prc)" \
+	sh -c "test $rc = 0 -a $prc = 0 && grep -q '^client ok rx 6291456 tx 6291456 stack fd 0$' /tmp/x.log && grep -q '^peer ok rx 6291456 tx 6291456$' /tmp/peer.7108"
+check "... asked again once it is the kernel's: 'kernel socket already' (rc $horc2)" \
+	sh -c "test $horc2 = 1 && grep -q 'kernel socket already' /tmp/ho2.out"
+
+# The process without CAP_NET_ADMIN: its kernel refuses TCP repair; the
+# tool says so and the connection goes on in the stack.
+ext 7109 /tmp/xn.log extnocap
+ho "$P" "$F"
+touch /tmp/ho.done
+ext_end /tmp/xn.log
+check "sluice handoff, the process lacking CAP_NET_ADMIN: refused with a clear error (rc $horc)" \
+	sh -c "test $horc = 1 && grep -q 'CAP_NET_ADMIN' /tmp/ho.out"
+check "... the stream completes in the stack, every byte checked (rc $rc, peer $prc)" \
+	sh -c "test $rc = 0 -a $prc = 0 && grep -q '^client ok rx 6291456 tx 6291456 stack fd 1$' /tmp/xn.log && grep -q '^peer ok rx 6291456 tx 6291456$' /tmp/peer.7109"
+
+# At exec of a program that will not run under Sluice (here: itself,
+# with LD_PRELOAD taken out of its environment): the connection goes to
+# the kernel first, and the new program finishes the stream on it.
+run 7110 /tmp/e.log exec srun
+check "exec of a program not under Sluice: it gets a kernel socket at the same fd (rc $rc, peer $prc)" \
+	sh -c "grep -q '^resumed: fd [0-9]* is a kernel socket, preload unset$' /tmp/e.log && grep -q '^info resumed: state 1 ' /tmp/e.log"
+check "... and finishes the stream, every byte checked at both ends" \
+	sh -c "test $rc = 0 -a $prc = 0 && grep -q '^client ok rx 6291456 tx 6291456 stack fd 0$' /tmp/e.log && grep -q '^peer ok rx 6291456 tx 6291456$' /tmp/peer.7110"
+# SLUICE_EXEC_HANDOFF=0: as before, the new program gets no socket.
+run 7111 /tmp/ek.log exec srun_keep
+check "SLUICE_EXEC_HANDOFF=0: the old behaviour, the new program's fd is no socket (rc $rc)" \
+	sh -c "test $rc = 3 && grep -q '^resumed: fd [0-9]* is no socket, preload unset$' /tmp/ek.log"
 
 echo "1..$n"
 exit $fail

@@ -178,16 +178,41 @@ static int room_for(int fd, int name, size_t len)
 		   (int)(want / 2));
 }
 
+/*
+ * The kernel socket's address for addr:port: an AF_INET6 socket of the
+ * program (SL_SF_V6: the stack talks IPv4 for it) becomes an AF_INET6
+ * kernel socket with the IPv4-mapped address, so its names keep their
+ * family; else AF_INET.  The length to give bind() and connect().
+ */
+static socklen_t ho_addr(const struct sl_sock *so, uint32_t addr, uint16_t port,
+			 struct sockaddr_in6 *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (so->flags & SL_SF_V6) {
+		out->sin6_family = AF_INET6;
+		out->sin6_port = port;
+		out->sin6_addr.s6_addr[10] = 0xff;
+		out->sin6_addr.s6_addr[11] = 0xff;
+		memcpy(&out->sin6_addr.s6_addr[12], &addr, 4);
+		return sizeof(*out);
+	} else {
+		struct sockaddr_in *sin = (struct sockaddr_in *)out;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = port;
+		sin->sin_addr.s_addr = addr;
+		return sizeof(*sin);
+	}
+}
+
 /* Steps 1 and 2, on ks in repair mode.  rcv_end: RCV.NXT without the
  * peer's FIN (CLOSE_WAIT), which repair cannot express. */
 static int build(struct sl_stack *s, struct sl_sock *so, int ks, uint32_t rcv_end,
 		 uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = so->laddr,
-				  .sin_port = so->lport };
-	struct sockaddr_in peer = { .sin_family = AF_INET, .sin_addr.s_addr = so->raddr,
-				    .sin_port = so->rport };
+	struct sockaddr_in6 me, peer;
+	socklen_t alen = ho_addr(so, so->laddr, so->lport, &me);
 	struct tcp_repair_opt ro[4];
 	struct tcp_repair_window w;
 	unsigned int n = 0;
@@ -197,6 +222,7 @@ static int build(struct sl_stack *s, struct sl_sock *so, int ks, uint32_t rcv_en
 	ssize_t rxlen, txlen;
 	int ret;
 
+	ho_addr(so, so->raddr, so->rport, &peer);
 	ret = opt(ks, IPPROTO_TCP, TCP_REPAIR, 1);
 	if (ret)
 		return ret;
@@ -211,12 +237,12 @@ static int build(struct sl_stack *s, struct sl_sock *so, int ks, uint32_t rcv_en
 	 * TCP_REPAIR_OPTIONS' MSS alone comes too late (536 would stay). */
 	clamp = tp->peer_mss ? tp->peer_mss : tp->mss + ((tp->tflags & SL_TF_TS) ? 12 : 0);
 	if (opt(ks, IPPROTO_TCP, TCP_MAXSEG, clamp) ||
-	    sl_sys_bind(ks, (const struct sockaddr *)&me, sizeof(me)) ||
+	    sl_sys_bind(ks, (const struct sockaddr *)&me, alen) ||
 	    opt(ks, IPPROTO_TCP, TCP_REPAIR_QUEUE, TCP_RECV_QUEUE) ||
 	    opt(ks, IPPROTO_TCP, TCP_QUEUE_SEQ, (int)(rcv_end - (uint32_t)rxlen)) ||
 	    opt(ks, IPPROTO_TCP, TCP_REPAIR_QUEUE, TCP_SEND_QUEUE) ||
 	    opt(ks, IPPROTO_TCP, TCP_QUEUE_SEQ, (int)tp->snd_una) ||
-	    sl_sys_connect(ks, (const struct sockaddr *)&peer, sizeof(peer))) {
+	    sl_sys_connect(ks, (const struct sockaddr *)&peer, alen)) {
 		ret = -errno;
 		goto out;
 	}
@@ -444,7 +470,8 @@ int sl_tcp_handoff(struct sl_stack *s, struct sl_sock *so, int *kfd, uint64_t no
 		return -EBUSY;
 	if (SEQ_LT(tp->snd_end, tp->snd_max) || SEQ_LT(tp->snd_max, tp->snd_una))
 		return -EPROTO;
-	ks = sl_sys_socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+	ks = sl_sys_socket((so->flags & SL_SF_V6) ? AF_INET6 : AF_INET,
+			   SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
 	if (ks < 0)
 		return -errno;
 	ret = build(s, so, ks, tp->rcv_nxt - fin, now_us);
