@@ -4,7 +4,7 @@
  * kernel socket, live (issue 15; lib/preload/README.md, "Live hand-off").
  * Only the process can put the kernel socket at its fd number, so this
  * asks the process's library (its agent, lib/preload/agent.c) with one
- * datagram (core/handoff_req.h) and prints its answer.  Before asking it
+ * datagram (core/core.h, SL_HO_NAME) and prints its answer.  Before asking it
  * checks, from /proc, what it can: the process is there and is the
  * caller's (or the caller is root), FD is open there, and is a Sluice
  * socket on a module's stack.  Exit 0 once the fd is the kernel's; 1 with
@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
-#include "core/handoff_req.h"
+#include "core/core.h"
 
 /* How long the process has to answer (a hand-off under QEMU's TCG takes
  * tens of ms). */

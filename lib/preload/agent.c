@@ -6,7 +6,7 @@
  * with a TCP socket on a module's stack (where a hand-off can be made)
  * has one thread more, the agent, asleep in recvmsg() on an AF_UNIX
  * datagram socket named "sluice-handoff-PID" in the abstract namespace
- * (core/handoff_req.h).  A request names an fd; the agent hands it to the
+ * (core/core.h, "sluice handoff").  A request names an fd; the agent hands it to the
  * kernel as a setsockopt() the stack lacks would (pl_handoff()) and
  * answers 0 or the errno, to the asker's own name.
  *
@@ -34,7 +34,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/handoff_req.h"
 #include "preload.h"
 
 #define PL_AGENT_STACK	(128 * 1024)
