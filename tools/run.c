@@ -179,7 +179,8 @@ static void wake_cost_env(struct sluice_stack *st)
 	}
 }
 
-static int ensure_stack(const char *name, const char *addr, const char *gw, const char *ifname)
+static int ensure_stack(const char *name, const char *addr, const char *gw, const char *ifname,
+			const char *tap)
 {
 	struct sluice_stack_config cfg = { 0 };
 	struct sluice_stack *st;
@@ -233,6 +234,11 @@ static int ensure_stack(const char *name, const char *addr, const char *gw, cons
 	}
 	if (ret)
 		return ret;
+	/* Its TAP device, recorded now: a program that never makes a
+	 * socket never opens it, and the processes that attach later by
+	 * name find it here (sl_link_tap_of()). */
+	if (tap && *tap)
+		sluice_stack_set_tap(st, tap);
 	/* (A module's stack is made again by the program: its copy of the
 	 * figure is the preload's to keep.) */
 	wake_cost_env(st);
@@ -351,7 +357,7 @@ int cmd_run(int argc, char **argv)
 			"(set SLUICE_PRELOAD_LIB)\n", PRELOAD_NAME);
 		return 1;
 	}
-	ret = ensure_stack(stack, addr, gw, ifname);
+	ret = ensure_stack(stack, addr, gw, ifname, tap);
 	if (ret == -EOPNOTSUPP && ifname) {
 		int fd = sluice_dev_open(NULL);
 

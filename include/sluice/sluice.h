@@ -130,6 +130,13 @@ int sluice_link_loop_stats(struct sluice_stack *st, struct sluice_loop_stats *ou
 /* Open TAP device @ifname (created if absent) as this process's link. */
 int sluice_link_tap(struct sluice_stack *st, const char *ifname);
 /*
+ * Record @ifname as @st's TAP device without opening it, as the first
+ * sluice_link_tap() does: processes that attach later by name open a
+ * queue of their own on it.  A name already recorded stays.  -EBUSY on a
+ * stack made on a device.
+ */
+int sluice_stack_set_tap(struct sluice_stack *st, const char *ifname);
+/*
  * Run a stack made on a device (sluice_stack_config.ifname) through the
  * module's rings on that device, as this process's link: the first
  * process makes the rings, later ones map the same.  Every process of the

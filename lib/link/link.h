@@ -25,4 +25,13 @@ const char *sl_link_tap_name(struct sl_link *l);
  */
 bool sl_link_tap_of(struct sl_stack *s, char *name, size_t len);
 
+/*
+ * A process's queue server (preload/tapq.c): the thread that reads its
+ * TAP queue while no other thread of the process does.  serving() marks
+ * the calling thread as it; quiet_ms() is how long (ms) since another
+ * thread of the process last read link l, -1 if l is not a TAP link.
+ */
+void sl_link_tap_serving(void);
+int64_t sl_link_tap_quiet_ms(struct sl_link *l, struct sl_stack *s);
+
 #endif /* SLUICE_LINK_H */

@@ -25,8 +25,14 @@ struct tap_link {
 	struct sl_stack *stack;
 	int fd;
 	uint64_t last_timer_ms;
+	/* When a thread other than this process's queue server last read
+	 * the queue (sl_link_tap_quiet_ms()): ms of sl_now(). */
+	uint64_t app_rx_ms;
 	char ifname[IFNAMSIZ];
 };
+
+/* Is this thread its process's queue server (sl_link_tap_serving())? */
+static __thread bool tap_server;
 
 static int tap_xmit(struct sl_link *l, const void *frame, size_t len)
 {
@@ -57,6 +63,8 @@ static int tap_rx(struct sl_link *l, struct sl_stack *s, int budget)
 		t->last_timer_ms = now_ms;
 		sl_eth_timer(s, &t->eth);
 	}
+	if (!tap_server)
+		SL_WRITE_ONCE(t->app_rx_ms, now_ms);
 	sl_batch_begin(s);
 	while (n < budget) {
 		uint32_t idx = sl_buf_alloc(s);
@@ -109,6 +117,36 @@ bool sl_link_tap_of(struct sl_stack *s, char *name, size_t len)
 		return false;
 	memcpy(name, n, strlen(n) + 1);
 	return true;
+}
+
+void sl_link_tap_serving(void)
+{
+	tap_server = true;
+}
+
+int64_t sl_link_tap_quiet_ms(struct sl_link *l, struct sl_stack *s)
+{
+	if (!l || l->ops != &tap_ops)
+		return -1;
+	return (int64_t)(sl_now(s) / 1000 - SL_READ_ONCE(((struct tap_link *)l)->app_rx_ms));
+}
+
+int sluice_stack_set_tap(struct sluice_stack *st, const char *ifname)
+{
+	struct sl_stack *s = (struct sl_stack *)st;
+	int ret;
+
+	if (!ifname || !*ifname || strlen(ifname) >= sizeof(s->lib->tap_name))
+		return -EINVAL;
+	if (s->ifindex)
+		return -EBUSY;
+	ret = sl_lock(s);
+	if (ret)
+		return ret;
+	if (!s->lib->tap_name[0])
+		memcpy(s->lib->tap_name, ifname, strlen(ifname) + 1);
+	sl_unlock(s);
+	return 0;
 }
 
 static const struct sl_link_ops tap_ops = {

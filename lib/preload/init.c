@@ -457,6 +457,8 @@ struct sluice_stack *pl_stack(void)
 		if (ret)
 			goto err_close;
 	}
+	/* Our queue is read even while the program is away (tapq.c). */
+	pl_tapq_start((struct sl_stack *)st);
 	if (pl_cfg.plen6) {
 		ret = sluice_stack_set_addr6(st, pl_cfg.addr6, pl_cfg.plen6);
 		if (ret)

@@ -330,6 +330,9 @@ static inline int pl_timeo_ms(const struct timeval *tv)
 	return ms > 0x7fffffff ? 0x7fffffff : (int)ms;
 }
 #define pl_debug(...)	do { if (pl_cfg.debug) pl_log(__VA_ARGS__); } while (0)
+/* tapq.c: start the thread that reads this process's TAP queue while the
+ * program is away from the library (none for a stack without a TAP link). */
+void pl_tapq_start(struct sl_stack *s);
 void pl_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- fdtable.c ---- */
