@@ -506,6 +506,8 @@ __attribute__((destructor)) static void pl_destructor(void)
 
 	if (!s)
 		return;
+	/* The process ends: its queue server must not be inside the stack. */
+	pl_tapq_stop(s);
 	pl_fdtable_close_all();
 	/* The stack stays mapped (other threads may still run), but what
 	 * we closed may still have data to send: leave it to the helper. */

@@ -333,6 +333,8 @@ static inline int pl_timeo_ms(const struct timeval *tv)
 /* tapq.c: start the thread that reads this process's TAP queue while the
  * program is away from the library (none for a stack without a TAP link). */
 void pl_tapq_start(struct sl_stack *s);
+/* At exit: the server runs the stack no more (none is inside it after). */
+void pl_tapq_stop(struct sl_stack *s);
 void pl_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- fdtable.c ---- */

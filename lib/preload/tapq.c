@@ -31,6 +31,10 @@
  * queue (run/wait.c: SLEEP_MAX_MS), with room for its scheduling. */
 #define TAPQ_QUIET_MS	50
 
+/* Set at exit (pl_tapq_stop()): the server runs the stack no more. */
+static bool tapq_stopping;
+static bool tapq_started;
+
 static bool tapq_broken(struct sl_stack *s)
 {
 	return s->corrupt || sl_load_acquire(&s->r->state) == SLUICE_STATE_BROKEN;
@@ -45,7 +49,7 @@ static void *tapq_main(void *arg)
 	int n;
 
 	sl_link_tap_serving();
-	while (!tapq_broken(s)) {
+	while (!tapq_broken(s) && !sl_load_acquire(&tapq_stopping)) {
 		if (sl_sys_poll(&p, 1, -1) <= 0 || !(p.revents & POLLIN)) {
 			if (p.revents & (POLLERR | POLLHUP | POLLNVAL))
 				break;	/* the queue is gone */
@@ -58,6 +62,10 @@ static void *tapq_main(void *arg)
 		}
 		if (sl_lock(s))
 			break;
+		if (sl_load_acquire(&tapq_stopping)) {
+			sl_unlock(s);
+			break;
+		}
 		n = sl_run(s);
 		sl_unlock(s);
 		/* Nothing taken in (no buffer free): not a busy loop. */
@@ -90,5 +98,17 @@ void pl_tapq_start(struct sl_stack *s)
 		       "queue wait while it runs outside the library", pl_cfg.stack, strerror(ret));
 		return;
 	}
+	tapq_started = true;
 	pthread_setname_np(th, "sluice-tapq");
+}
+
+void pl_tapq_stop(struct sl_stack *s)
+{
+	if (!tapq_started)
+		return;
+	sl_store_release(&tapq_stopping, true);
+	/* A turn of the server's that has begun ends before this returns;
+	 * a later one sees the flag first. */
+	if (!sl_lock(s))
+		sl_unlock(s);
 }
