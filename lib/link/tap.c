@@ -126,9 +126,13 @@ void sl_link_tap_serving(void)
 
 int64_t sl_link_tap_quiet_ms(struct sl_link *l, struct sl_stack *s)
 {
+	uint64_t now_ms = sl_now(s) / 1000, last;
+
 	if (!l || l->ops != &tap_ops)
 		return -1;
-	return (int64_t)(sl_now(s) / 1000 - SL_READ_ONCE(((struct tap_link *)l)->app_rx_ms));
+	/* A read stamped after our clock reading is a read just now. */
+	last = SL_READ_ONCE(((struct tap_link *)l)->app_rx_ms);
+	return last >= now_ms ? 0 : (int64_t)(now_ms - last);
 }
 
 int sluice_stack_set_tap(struct sluice_stack *st, const char *ifname)
