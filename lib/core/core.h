@@ -92,10 +92,12 @@ struct sl_pmtu {
 	uint64_t expires_ms;
 };
 
-/* ICMP errors to one destination (Linux inet_peer rate_tokens/rate_last). */
+/* ICMP and ICMPv6 errors to one destination (Linux inet_peer
+ * rate_tokens/rate_last), keyed by IPv6 address: IPv4 ones v4-mapped
+ * (all zero: free).  One table for each family (sl_icmp_peer_allow()). */
 #define SL_ICMP_RL_N	64
 struct sl_icmp_rl {
-	uint32_t daddr;
+	uint8_t daddr[16];
 	uint32_t tokens_ms;
 	uint64_t last_ms;
 };
@@ -119,14 +121,6 @@ struct sl_neigh6 {
 	uint8_t tries;
 	uint32_t hold_idx;
 	uint64_t updated_ms;
-};
-
-/* ICMPv6 errors to one destination: as sl_icmp_rl, keyed by IPv6
- * address (all zero: free). */
-struct sl_icmp6_rl {
-	uint8_t daddr[16];
-	uint32_t tokens_ms;
-	uint64_t last_ms;
 };
 
 /*
@@ -400,7 +394,7 @@ struct sl_region {
 	 * ICMP as Linux shares it). */
 	uint8_t ip6_addr[16];
 	uint32_t ip6_plen;
-	struct sl_icmp6_rl icmp6_rl[SL_ICMP_RL_N];
+	struct sl_icmp_rl icmp6_rl[SL_ICMP_RL_N];
 	struct sl_neigh6 neigh6[SL_NEIGH_MAX];
 
 	/* Which process counts in which block of counters (below). */

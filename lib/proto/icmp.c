@@ -181,7 +181,7 @@ bool sl_icmp_global_ok(struct sl_stack *s, uint64_t now)
 	return r->icmp_credit != 0;
 }
 
-bool sl_icmp_peer_ok(uint32_t *tokens_ms, uint64_t *last_ms, uint64_t now, uint32_t tmo)
+static bool peer_ok(uint32_t *tokens_ms, uint64_t *last_ms, uint64_t now, uint32_t tmo)
 {
 	uint32_t tokens = *tokens_ms, cap = SL_XRLIM_BURST * tmo;
 
@@ -197,24 +197,15 @@ bool sl_icmp_peer_ok(uint32_t *tokens_ms, uint64_t *last_ms, uint64_t now, uint3
 	return true;
 }
 
-bool sl_icmp_allow(struct sl_stack *s, uint8_t type, uint8_t code, uint32_t daddr)
+bool sl_icmp_peer_allow(struct sl_icmp_rl *tab, const uint8_t *daddr, uint64_t now,
+			uint32_t tmo)
 {
-	struct sl_region *r = s->lib;
-	uint64_t now = sl_now(s) / 1000;
 	struct sl_icmp_rl *e = NULL, *old = NULL;
 
-	if (type > 18 || !(ICMP_RATEMASK & (1u << type)) ||
-	    (type == ICMP_UNREACH_ && code == ICMP_UNREACH_NEEDFRAG_) ||
-	    sl_ip_is_local(s, daddr))
-		return true;
-	if (!sl_icmp_global_ok(s, now)) {
-		sl_count(s, SL_C_icmp_ratelimit_global);
-		return false;
-	}
 	for (unsigned int i = 0; i < SL_ICMP_RL_N; i++) {
-		struct sl_icmp_rl *c = &r->icmp_rl[i];
+		struct sl_icmp_rl *c = &tab[i];
 
-		if (c->daddr == daddr) {
+		if (!memcmp(c->daddr, daddr, 16)) {
 			e = c;
 			break;
 		}
@@ -224,15 +215,32 @@ bool sl_icmp_allow(struct sl_stack *s, uint8_t type, uint8_t code, uint32_t dadd
 	if (!e) {
 		/* A new peer starts with a full bucket (inet_getpeer()). */
 		e = old;
-		e->daddr = daddr;
-		e->tokens_ms = SL_XRLIM_BURST * ICMP_RATELIMIT_MS;
+		memcpy(e->daddr, daddr, 16);
+		e->tokens_ms = SL_XRLIM_BURST * tmo;
 		e->last_ms = now;
 	}
-	if (!sl_icmp_peer_ok(&e->tokens_ms, &e->last_ms, now, ICMP_RATELIMIT_MS)) {
+	return peer_ok(&e->tokens_ms, &e->last_ms, now, tmo);
+}
+
+bool sl_icmp_allow(struct sl_stack *s, uint8_t type, uint8_t code, uint32_t daddr)
+{
+	uint8_t key[16] = { [10] = 0xff, [11] = 0xff };
+	uint64_t now = sl_now(s) / 1000;
+
+	if (type > 18 || !(ICMP_RATEMASK & (1u << type)) ||
+	    (type == ICMP_UNREACH_ && code == ICMP_UNREACH_NEEDFRAG_) ||
+	    sl_ip_is_local(s, daddr))
+		return true;
+	if (!sl_icmp_global_ok(s, now)) {
+		sl_count(s, SL_C_icmp_ratelimit_global);
+		return false;
+	}
+	memcpy(key + 12, &daddr, 4);
+	if (!sl_icmp_peer_allow(s->lib->icmp_rl, key, now, ICMP_RATELIMIT_MS)) {
 		sl_count(s, SL_C_icmp_ratelimit_host);
 		return false;
 	}
-	r->icmp_credit--;
+	s->lib->icmp_credit--;
 	return true;
 }
 

@@ -130,33 +130,12 @@ static bool icmp6_allow(struct sl_stack *s, uint8_t type, const uint8_t *daddr)
 {
 	struct sl_region *r = s->lib;
 	uint64_t now = sl_now(s) / 1000;
-	struct sl_icmp6_rl *e = NULL, *old = NULL;
 	uint32_t plen = r->ip6_plen && r->ip6_plen <= 128 ? r->ip6_plen : 64;
 	uint32_t tmo = 1000u >> ((128 - plen) >> 5);
 
 	if ((type & 0x80) || type == ICMP6_PACKET_TOO_BIG_ || sl_ip6_is_local(s, daddr))
 		return true;
-	if (!sl_icmp_global_ok(s, now)) {
-		sl_count(s, SL_C_icmp6_ratelimit);
-		return false;
-	}
-	for (unsigned int i = 0; i < SL_ICMP_RL_N; i++) {
-		struct sl_icmp6_rl *c = &r->icmp6_rl[i];
-
-		if (!memcmp(c->daddr, daddr, 16)) {
-			e = c;
-			break;
-		}
-		if (!old || c->last_ms < old->last_ms)
-			old = c;
-	}
-	if (!e) {
-		e = old;
-		memcpy(e->daddr, daddr, 16);
-		e->tokens_ms = SL_XRLIM_BURST * tmo;
-		e->last_ms = now;
-	}
-	if (!sl_icmp_peer_ok(&e->tokens_ms, &e->last_ms, now, tmo)) {
+	if (!sl_icmp_global_ok(s, now) || !sl_icmp_peer_allow(r->icmp6_rl, daddr, now, tmo)) {
 		sl_count(s, SL_C_icmp6_ratelimit);
 		return false;
 	}

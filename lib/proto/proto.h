@@ -683,11 +683,14 @@ void sl_icmp_send_error(struct sl_stack *s, uint32_t orig_idx, uint8_t type, uin
 bool sl_icmp_allow(struct sl_stack *s, uint8_t type, uint8_t code, uint32_t daddr);
 /* The two halves of that, shared with ICMPv6 (ip6.c): the host-wide
  * bucket refilled to now (ms) and not empty (the caller takes its token
- * once the peer's bucket allows); a peer's bucket of one message each
- * tmo ms, SL_XRLIM_BURST saved up (inet_peer_xrlim_allow()). */
+ * once the peer's bucket allows); destination daddr's bucket in table
+ * tab (SL_ICMP_RL_N entries; a new one takes the least recently used),
+ * one message each tmo ms, SL_XRLIM_BURST saved up
+ * (inet_peer_xrlim_allow()). */
 #define SL_XRLIM_BURST	6u
 bool sl_icmp_global_ok(struct sl_stack *s, uint64_t now);
-bool sl_icmp_peer_ok(uint32_t *tokens_ms, uint64_t *last_ms, uint64_t now, uint32_t tmo);
+bool sl_icmp_peer_allow(struct sl_icmp_rl *tab, const uint8_t *daddr, uint64_t now,
+			uint32_t tmo);
 
 /* ip6.c: IPv6 (RFC 8200) and ICMPv6 (RFC 4443), lib/proto/README.md "IPv6".
  * Input of the IPv6 packet in idx (consumed). */
