@@ -766,7 +766,11 @@ int sluice_bind(struct sluice_stack *st, int sd, const struct sockaddr_in *addr)
 	ret = sock_get(s, sd, &so);
 	if (ret)
 		return ret;
-	ret = sl_sock_bind(s, so, addr->sin_addr.s_addr, addr->sin_port);
+	/* An IPv6 address's handle (proto.h) is no AF_INET socket's. */
+	if (sl_v6tok(addr->sin_addr.s_addr) && !(so->flags & SL_SF_V6))
+		ret = -EADDRNOTAVAIL;
+	else
+		ret = sl_sock_bind(s, so, addr->sin_addr.s_addr, addr->sin_port);
 	sl_unlock(s);
 	return (int)checked(s, ret);
 }
@@ -992,6 +996,18 @@ static bool kpeer_wanted(struct sl_stack *s, const struct sl_sock *so, uint32_t 
 	       sl_ip_is_local(s, daddr) && !sl_sock_unconnected_at(s, SL_SOCK_TCP, daddr, dport);
 }
 
+uint32_t sl_v6_handle(struct sluice_stack *st, const uint8_t *addr)
+{
+	struct sl_stack *s = S(st);
+	uint32_t tok = sl_v6tok_find(s, addr);
+
+	if (tok || sl_lock(s))
+		return tok;
+	tok = sl_v6tok_get(s, addr);
+	sl_unlock(s);
+	return tok;
+}
+
 bool sl_udp_kpeer(struct sluice_stack *st, uint32_t daddr, uint16_t dport)
 {
 	struct sl_stack *s = S(st);
@@ -1056,8 +1072,7 @@ static int connect_in(struct sluice_stack *st, int sd, const struct sockaddr_in 
 			/* Linux ip4_datagram_connect(): a socket bound to no
 			 * address takes the route's source for this peer. */
 			if (!so->laddr) {
-				so->laddr = (ntohl(so->raddr) >> 24) == 127 ? htonl(INADDR_LOOPBACK) :
-					    s->lib->ip_addr;
+				so->laddr = sl_ip_src_for(s, so->raddr);
 				so->opt_flags |= SL_SO_LADDR_AUTO;
 			}
 			sl_sock_hash(s, so);

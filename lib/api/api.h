@@ -119,6 +119,10 @@ int sl_connect_kpeer(struct sluice_stack *st, int sd, const struct sockaddr_in *
  * daddr is this host's: a kernel socket may be bound there (the preload
  * hands a UDP socket nothing was done with to the kernel). */
 bool sl_udp_kpeer(struct sluice_stack *st, uint32_t daddr, uint16_t dport);
+/* The 32-bit handle the stack names IPv6 address addr (16 bytes) by
+ * (lib/proto/proto.h, "IPv6 sockets"), given one if it had none; 0: none
+ * to give (the table full, or not an address a peer can have). */
+uint32_t sl_v6_handle(struct sluice_stack *st, const uint8_t *addr);
 /* The helper that finishes orphaned connections (helper.c). */
 uint32_t sl_orphans(struct sl_stack *s);
 void sl_helper_ensure(struct sl_stack *s);

@@ -108,6 +108,9 @@ struct sl_icmp_rl {
  * was entered or last confirmed, and while INCOMPLETE the newest packet
  * waiting for the answer (hold_idx, or SLUICE_IDX_NONE), as sl_neigh.
  */
+/* IPv6 peer addresses a stack can name (struct sl_region.v6tok). */
+#define SL_V6TOK_N	256
+
 #define SL_ND_FREE		0
 #define SL_ND_INCOMPLETE	1
 #define SL_ND_REACHABLE		2
@@ -396,6 +399,12 @@ struct sl_region {
 	uint32_t ip6_plen;
 	struct sl_icmp_rl icmp6_rl[SL_ICMP_RL_N];
 	struct sl_neigh6 neigh6[SL_NEIGH_MAX];
+	/* IPv6 addresses of peers that sockets hold, as their 32-bit
+	 * handles name them (proto/ip6.c, "IPv6 sockets"): entry i is handle
+	 * SL_V6TOK_BASE + i; appended under the lock, the count published
+	 * after the entry (read without the lock by the preload). */
+	uint8_t v6tok[SL_V6TOK_N][16];
+	uint32_t v6tok_n;
 
 	/* Which process counts in which block of counters (below). */
 	uint32_t counter_pid[SL_PROC_MAX] __attribute__((aligned(64)));
@@ -598,6 +607,8 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(ip6_rx_frag, "dropped: IPv6 fragments (no reassembly yet)")	\
 	X(ip6_rx_nonext, "IPv6 packets with no next header (59), dropped") \
 	X(ip6_tx_noroute, "IPv6 not sent: no route or no IPv6 on the link") \
+	X(ip6_tx_untranslated, "IPv6 socket packets not sent: not TCP or UDP, a fragment, or an unknown peer") \
+	X(ip6_rx_peers_full, "IPv6 segments or datagrams from a new peer left to the closed-port answer: peer table full") \
 	X(icmp6_rx, "ICMPv6 messages received")			\
 	X(icmp6_rx_bad, "dropped: bad ICMPv6 length or checksum")	\
 	X(icmp6_rx_ignored, "ICMPv6 messages dropped unanswered (a type not handled)") \

@@ -597,6 +597,7 @@ static int kfd_install(struct sl_stack *s, struct pl_sock *ps, uint32_t sd, int 
 	ps->gen = sl_sock(s, sd)->kp.gen;
 	ps->type = type;
 	ps->v6 = pl_sd_v6(sd);
+	ps->v6only = ps->v6 && pl_sd_v6only(sd);
 	ps->refs = 1;
 	ps->nonblock = nonblock;
 	ps->kfd = true;
@@ -648,6 +649,7 @@ static bool kfd_adopt(int fd)
 	ps->gen = si.gen;
 	ps->type = so->type == SL_SOCK_TCP ? SOCK_STREAM : SOCK_DGRAM;
 	ps->v6 = so->flags & SL_SF_V6;
+	ps->v6only = ps->v6 && (so->opt_flags & SL_SO_V6ONLY);
 	ps->refs = 1;
 	ps->nonblock = fl & O_NONBLOCK;
 	ps->used = true;
@@ -865,6 +867,7 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 	ps->sd = sd;
 	ps->type = type;
 	ps->v6 = pl_sd_v6(sd);
+	ps->v6only = ps->v6 && pl_sd_v6only(sd);
 	ps->refs = 1;
 	ps->nonblock = nonblock;
 	ret = table_set(fd, ps);
@@ -1296,6 +1299,7 @@ bool pl_fd_adopt(int fd)
 	ps->gen = SL_FDREC_GEN(recs[sd].key);
 	ps->type = (int)recs[sd].type;
 	ps->v6 = pl_sd_v6((uint32_t)sd);
+	ps->v6only = ps->v6 && pl_sd_v6only((uint32_t)sd);
 	ps->refs = 1;
 	ps->nonblock = fl & O_NONBLOCK;
 	ps->used = true;

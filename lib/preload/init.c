@@ -144,6 +144,7 @@ static void read_config(void)
 	pl_cfg.handoff = env_flag("SLUICE_HANDOFF", true);
 	pl_cfg.exec_handoff = env_flag("SLUICE_EXEC_HANDOFF", true);
 	pl_cfg.inet6 = env_flag("SLUICE_INET6", true);
+	pl_cfg.inet6_native = pl_cfg.inet6 && env_flag("SLUICE_INET6_NATIVE", true);
 	v = getenv("SLUICE_TAP");
 	if (v)
 		snprintf(pl_cfg.tap, sizeof(pl_cfg.tap), "%s", v);

@@ -146,6 +146,7 @@ struct pl_config {
 	bool handoff;			/* SLUICE_HANDOFF (default 1): live hand-off (socket.c) */
 	bool exec_handoff;		/* SLUICE_EXEC_HANDOFF (default 1): at an exec (spawn.c) */
 	bool inet6;			/* SLUICE_INET6 (default 1): AF_INET6 sockets in the stack */
+	bool inet6_native;		/* SLUICE_INET6_NATIVE (default 1): on IPv6 addresses too */
 	/* SLUICE_ADDR6=addr/len: the stack's IPv6 address (plen6 0: none). */
 	uint8_t addr6[16];
 	unsigned int plen6;
@@ -477,6 +478,14 @@ static inline bool pl_sd_v6(uint32_t sd)
 	struct sl_stack *s = pl_sl();
 
 	return s && (SL_READ_ONCE(sl_sock(s, sd)->flags) & SL_SF_V6);
+}
+/* ... and IPv6 only (IPV6_V6ONLY: SL_SO_V6ONLY, inherited by accepted
+ * sockets, seen again after exec and SCM_RIGHTS)? */
+static inline bool pl_sd_v6only(uint32_t sd)
+{
+	struct sl_stack *s = pl_sl();
+
+	return s && (SL_READ_ONCE(sl_sock(s, sd)->opt_flags) & SL_SO_V6ONLY);
 }
 /* Has ps a port (Linux: inet_num)?  Bound, or connected (a port picked). */
 bool pl_has_port(const struct pl_sock *ps);

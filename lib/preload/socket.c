@@ -54,6 +54,9 @@ bool pl_reachable(const struct pl_sock *ps, uint32_t daddr)
 	if (!s)
 		return false;
 	r = s->lib;
+	/* An IPv6 address's handle: an AF_INET6 socket's (native6()). */
+	if (sl_v6tok(daddr))
+		return ps && ps->v6;
 	/* A group on loopback (IP_MULTICAST_IF): the stack's own members. */
 	if (SL_IN_MULTICAST(daddr) && ps && ps->type == SOCK_DGRAM && pl_cfg.loopback &&
 	    SL_READ_ONCE(sl_sock(s, ps->sd)->udp.mc_if) == SL_MC_IF_LO)
@@ -132,13 +135,53 @@ static bool local_mapped(const struct pl_sock *ps)
 	struct sockaddr_in me;
 
 	return ps->mapped_any || (!sluice_getsockname(pl_stack(), (int)ps->sd, &me) &&
-				  me.sin_addr.s_addr != INADDR_ANY);
+				  me.sin_addr.s_addr != INADDR_ANY && !sl_v6tok(me.sin_addr.s_addr));
+}
+
+/*
+ * IPv6 itself in the stack (lib/proto/proto.h, "IPv6 sockets"): the
+ * 32-bit handle the stack names a6 by, where the stack reaches it: ::1
+ * (with loopback acceleration), its own IPv6 address, one on its link's
+ * prefix (a handle given now).  0: the kernel's (a scope id, a socket
+ * whose address is v4-mapped, anything else).
+ */
+static uint32_t native6(const struct pl_sock *ps, const struct sockaddr_in6 *s6)
+{
+	const struct sl_stack *s = pl_sl();
+	const uint8_t *a = s6->sin6_addr.s6_addr, *me;
+	uint32_t tok, plen;
+
+	if (!s || !pl_cfg.inet6_native || s6->sin6_scope_id || local_mapped(ps))
+		return 0;
+	tok = sl_v6tok_find(s, a);
+	if (tok == SL_V6TOK_LO)
+		return pl_cfg.loopback ? tok : 0;
+	if (tok)
+		return tok;
+	me = s->lib->ip6_addr;
+	plen = SL_READ_ONCE(s->lib->ip6_plen);
+	if (!s->link || !memcmp(me, (const uint8_t[16]){ 0 }, 16) || plen < 8 || plen > 128)
+		return 0;
+	for (uint32_t i = 0; i < plen; i++)
+		if ((a[i / 8] ^ me[i / 8]) & (0x80u >> (i % 8)))
+			return 0;
+	return sl_v6_handle(pl_stack(), a);
+}
+
+/* Is ps bound to an IPv6 address of its own (a handle)? */
+static bool local_native(const struct pl_sock *ps)
+{
+	struct sockaddr_in me;
+
+	return !sluice_getsockname(pl_stack(), (int)ps->sd, &me) && sl_v6tok(me.sin_addr.s_addr);
 }
 
 /* A sockaddr_in6 (family checked by the caller) to the stack's address:
  * 0 and *out, or PL_NATIVE6.  ::, with any: INADDR_ANY (a bind);
  * without, Linux's connect() and sendto() take it as loopback, ::1
- * unless the socket's own address is v4-mapped. */
+ * unless the socket's own address is v4-mapped.  IPv6 addresses the
+ * stack reaches are handles (native6()); v4-mapped 0/8 is the kernel's
+ * (the stack's handles are there). */
 static int sin6_to_sin(const struct pl_sock *ps, const struct sockaddr_in6 *s6, bool any,
 		       struct sockaddr_in *out)
 {
@@ -146,11 +189,22 @@ static int sin6_to_sin(const struct pl_sock *ps, const struct sockaddr_in6 *s6, 
 	out->sin_family = AF_INET;
 	out->sin_port = s6->sin6_port;
 	if (v4mapped(&s6->sin6_addr)) {
+		/* IPv6 only: Linux __inet6_bind() EINVAL, tcp_v6_connect(),
+		 * udpv6_sendmsg() ENETUNREACH. */
+		if (ps->v6only)
+			return any ? -EINVAL : -ENETUNREACH;
+		/* Bound to IPv6 itself (a handle), to IPv4: tcp_v6_connect()
+		 * and udpv6_sendmsg() take the IPv4 route from an IPv6
+		 * source, which has none. */
+		if (!any && local_native(ps))
+			return -ENETUNREACH;
 		memcpy(&out->sin_addr, &s6->sin6_addr.s6_addr[12], 4);
-		return 0;
+		return sl_v6tok(out->sin_addr.s_addr) ? PL_NATIVE6 : 0;
 	}
-	if (!IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr))
-		return PL_NATIVE6;
+	if (!IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr)) {
+		out->sin_addr.s_addr = native6(ps, s6);
+		return out->sin_addr.s_addr ? 0 : PL_NATIVE6;
+	}
 	if (any)
 		return 0;
 	if (!local_mapped(ps))
@@ -191,6 +245,12 @@ socklen_t pl_addr_out(const struct pl_sock *ps, const struct sockaddr_in *sin, b
 	memset(&s6, 0, sizeof(s6));
 	s6.sin6_family = AF_INET6;
 	s6.sin6_port = sin->sin_port;
+	/* An IPv6 address's handle (native6()): the address. */
+	if (sl_v6tok(sin->sin_addr.s_addr) && pl_sl() &&
+	    sl_v6tok_addr(pl_sl(), sin->sin_addr.s_addr, s6.sin6_addr.s6_addr)) {
+		memcpy(out, &s6, sizeof(s6));
+		return sizeof(s6);
+	}
 	if (!local || sin->sin_addr.s_addr != INADDR_ANY || ps->mapped_any) {
 		s6.sin6_addr.s6_addr[10] = 0xff;
 		s6.sin6_addr.s6_addr[11] = 0xff;
@@ -755,30 +815,29 @@ static bool kpeer_ok(const struct pl_sock *ps)
 }
 
 /*
- * May an AF_INET6 socket begin in the stack?  It is dual-stack when made
- * (IPV6_V6ONLY 0) unless net.ipv6.bindv6only says 1: then it is IPv6-only
- * from the start, which the stack cannot be.  Read once, at the first
- * AF_INET6 socket (Linux reads the namespace's value at each socket());
- * a kernel without IPv6 (no such file) answers socket() itself.
+ * net.ipv6.bindv6only: 1, an AF_INET6 socket is IPv6-only (IPV6_V6ONLY)
+ * from the start, 0 dual-stack; -1, a kernel without IPv6 (no such file),
+ * which answers socket() itself.  Read once, at the first AF_INET6 socket
+ * (Linux reads the namespace's value at each socket()).
  */
-static bool v6_in_stack(void)
+static int bindv6only(void)
 {
-	static int dual = -1;	/* unknown */
-	int d = SL_READ_ONCE(dual), saved = errno, f;
-	char c = '1';
+	static int v6only = -2;	/* unknown */
+	int v = SL_READ_ONCE(v6only), saved = errno, f;
+	char c = 'x';
 
-	if (d >= 0)
-		return d;
+	if (v > -2)
+		return v;
 	f = open("/proc/sys/net/ipv6/bindv6only", O_RDONLY | O_CLOEXEC);
 	if (f >= 0) {
 		if (REAL(read)(f, &c, 1) != 1)
-			c = '1';
+			c = 'x';
 		REAL(close)(f);
 	}
 	errno = saved;
-	d = c == '0';
-	SL_WRITE_ONCE(dual, d);
-	return d;
+	v = c == '0' ? 0 : c == 'x' ? -1 : 1;
+	SL_WRITE_ONCE(v6only, v);
+	return v;
 }
 
 EXPORT int socket(int domain, int type, int protocol)
@@ -789,7 +848,7 @@ EXPORT int socket(int domain, int type, int protocol)
 
 	pl_init();
 	if (pl_cfg.disabled ||
-	    !(domain == AF_INET || (domain == AF_INET6 && pl_cfg.inet6 && v6_in_stack())) ||
+	    !(domain == AF_INET || (domain == AF_INET6 && pl_cfg.inet6 && bindv6only() >= 0)) ||
 	    !((base == SOCK_STREAM && (!protocol || protocol == IPPROTO_TCP)) ||
 	      (base == SOCK_DGRAM && pl_cfg.udp && (!protocol || protocol == IPPROTO_UDP))))
 		return REAL(socket)(domain, type, protocol);
@@ -805,7 +864,10 @@ EXPORT int socket(int domain, int type, int protocol)
 	}
 	s = pl_sl();
 	if (domain == AF_INET6 && !sl_lock(s)) {
-		sl_sock(s, (uint32_t)sd)->flags |= SL_SF_V6;	/* before the fd: pl_sd_v6() */
+		/* Before the fd: pl_sd_v6(), pl_sd_v6only(). */
+		sl_sock(s, (uint32_t)sd)->flags |= SL_SF_V6;
+		if (bindv6only() == 1)
+			sl_sock(s, (uint32_t)sd)->opt_flags |= SL_SO_V6ONLY;
 		sl_unlock(s);
 	}
 	fd = pl_sock_install((uint32_t)sd, base, type & SOCK_CLOEXEC, type & SOCK_NONBLOCK);
@@ -1320,17 +1382,33 @@ static int set_local(struct pl_sock *ps, int name, const void *val, socklen_t le
 	return -ENOPROTOOPT;
 }
 
+/* IPV6_V6ONLY into ps and its slot (SL_SO_V6ONLY: lookups, sock.c). */
+static int v6only_to(struct pl_sock *ps, bool on)
+{
+	struct sl_stack *s = pl_sl();
+	struct sl_sock *so;
+	int ret = sl_lock(s);
+
+	if (ret)
+		return ret;
+	so = sl_sock(s, ps->sd);
+	so->opt_flags = (uint16_t)(on ? so->opt_flags | SL_SO_V6ONLY :
+					so->opt_flags & ~SL_SO_V6ONLY);
+	sl_unlock(s);
+	ps->v6only = on;
+	return 0;
+}
+
 /*
  * IPV6_V6ONLY on an AF_INET6 socket of the stack, with Linux's rules
- * (do_ipv6_setsockopt()): EINVAL once it has a port.  0 is what it is;
- * 1 makes it IPv6 only, which the stack cannot be: the kernel's socket
- * (*done, the call's return; ps put), fresh as it must be.
+ * (do_ipv6_setsockopt()): EINVAL once it has a port.  1 makes it IPv6
+ * only: v4-mapped addresses refused (sin6_to_sin()), no IPv4 packet
+ * found by it (sock.c), its twin IPv6 only too.
  */
-static int set_v6only(int fd, struct pl_sock *ps, const void *val, socklen_t len, bool *done)
+static int set_v6only(struct pl_sock *ps, const void *val, socklen_t len)
 {
 	int v, ret;
 
-	*done = false;
 	if (len < sizeof(int))
 		return -EINVAL;		/* before the pointer is read, as Linux */
 	ret = int_opt(val, len, &v);
@@ -1338,30 +1416,18 @@ static int set_v6only(int fd, struct pl_sock *ps, const void *val, socklen_t len
 		return ret;
 	if (pl_has_port(ps))
 		return -EINVAL;
-	if (!v) {
-		ps->v6only = false;
-		return 0;
-	}
-	if (ps->used)
-		return -EINVAL;	/* (not reached: used has a port) */
-	*done = true;
-	ret = pl_fallback(fd, ps);
-	pl_put(ps);
-	return ret ? (int)pl_ret(ret) : REAL(setsockopt)(fd, IPPROTO_IPV6, IPV6_V6ONLY, val, len);
+	return v6only_to(ps, v != 0);
 }
 
 EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
 	struct pl_sock *ps = pl_get(fd);
-	bool done;
 	int ret, v = 0;
 
 	if (!ps)
 		return REAL(setsockopt)(fd, level, name, val, len);
 	if (ps->v6 && level == IPPROTO_IPV6 && name == IPV6_V6ONLY) {
-		ret = set_v6only(fd, ps, val, len, &done);
-		if (done)
-			return ret;
+		ret = set_v6only(ps, val, len);
 		pl_put(ps);
 		return (int)pl_ret(ret);
 	}

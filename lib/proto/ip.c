@@ -15,6 +15,15 @@
 
 #include "proto/proto.h"
 
+uint32_t sl_ip_src_for(const struct sl_stack *s, uint32_t daddr)
+{
+	if ((ntohl(daddr) >> 24) == 127)
+		return htonl(INADDR_LOOPBACK);
+	if (__builtin_expect(sl_v6tok(daddr), 0))
+		return daddr == SL_V6TOK_LO ? SL_V6TOK_LO : SL_V6TOK_ME;
+	return s->lib->ip_addr;
+}
+
 bool sl_ip_is_bcast(const struct sl_stack *s, uint32_t addr)
 {
 	const struct sl_region *r = s->lib;
@@ -293,6 +302,9 @@ int sl_ip_output(struct sl_stack *s, uint32_t idx, bool keep)
 		sl_ip_loopback_one(s, n);
 		return 0;
 	}
+	/* A socket's IPv6 peer (proto.h, "IPv6 sockets"). */
+	if (__builtin_expect(sl_v6tok(daddr), 0))
+		return sl_ip6_output_tok(s, idx, keep);
 	/* A group is on the link: its address is the next hop, which the
 	 * link maps (eth.c; the kernel's neighbour code for kring). */
 	if (daddr == INADDR_BROADCAST || SL_IN_MULTICAST(daddr) ||
@@ -414,6 +426,9 @@ uint32_t sl_pmtu_get(struct sl_stack *s, uint32_t daddr)
 	uint32_t mtu = sl_mtu(s);
 	const struct sl_pmtu *p;
 
+	/* An IPv6 peer: 20 bytes more of header (no Packet Too Big yet). */
+	if (__builtin_expect(sl_v6tok(daddr), 0))
+		return sl_ip_is_local(s, daddr) ? mtu : mtu - 20;
 	/* No entry (the usual case): no scan on a datagram's way out. */
 	if (!s->lib->pmtu_n || sl_ip_is_local(s, daddr))
 		return mtu;

@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * IPv6 (RFC 8200): the header in and out, extension headers on input,
- * ICMPv6 (RFC 4443) echo and errors, and the answers a host gives for
- * TCP and UDP over IPv6 to ports nobody holds.  The stack has no IPv6
- * sockets yet: every TCP segment gets a reset and every UDP datagram a
- * port unreachable, as Linux answers a closed port.
+ * ICMPv6 (RFC 4443) echo and errors, TCP and UDP over IPv6 to and from
+ * the stack's sockets (on address handles, proto.h "IPv6 sockets"), and
+ * the answers a host gives to ports nobody holds: a reset, a port
+ * unreachable, as Linux answers a closed port.
  *
  * What Linux does is the reference (net/ipv6/ip6_input.c ipv6_rcv(),
  * exthdrs.c ip6_parse_tlv(), icmp.c icmp6_send()); lib/proto/README.md,
  * "IPv6", says what is kept and what is not there yet.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "proto/proto.h"
@@ -114,6 +115,118 @@ int sl_ip6_output(struct sl_stack *s, uint32_t idx)
 	}
 	sl_buf_free(s, idx);
 	return ret;
+}
+
+/* ---- IPv6 sockets: address handles (proto.h) ---------------------------- */
+
+bool sl_v6tok_addr(const struct sl_stack *s, uint32_t tok, uint8_t *out)
+{
+	const struct sl_region *r = s->lib;
+	uint32_t i = ntohl(tok) - SL_V6TOK_BASE, n = sl_load_acquire(&r->v6tok_n);
+
+	if (tok == SL_V6TOK_LO) {
+		memcpy(out, ip6_loopback, 16);
+		return true;
+	}
+	if (tok == SL_V6TOK_ME) {
+		memcpy(out, r->ip6_addr, 16);
+		return !ip6_is_zero(out);
+	}
+	if (!sl_v6tok(tok) || i >= n || i >= SL_V6TOK_N)
+		return false;
+	memcpy(out, r->v6tok[i], 16);
+	return true;
+}
+
+uint32_t sl_v6tok_find(const struct sl_stack *s, const uint8_t *a)
+{
+	const struct sl_region *r = s->lib;
+	uint32_t n = sl_load_acquire(&r->v6tok_n);
+
+	if (!memcmp(a, ip6_loopback, 16))
+		return SL_V6TOK_LO;
+	if (!ip6_is_zero(r->ip6_addr) && !memcmp(a, r->ip6_addr, 16))
+		return SL_V6TOK_ME;
+	/* A walk: a stack talks to few IPv6 peers (SL_V6TOK_N at most). */
+	for (uint32_t i = 0; i < n && i < SL_V6TOK_N; i++)
+		if (!memcmp(r->v6tok[i], a, 16))
+			return htonl(SL_V6TOK_BASE + i);
+	return 0;
+}
+
+uint32_t sl_v6tok_get(struct sl_stack *s, const uint8_t *a)
+{
+	struct sl_region *r = s->lib;
+	uint32_t tok = sl_v6tok_find(s, a), n = r->v6tok_n;
+
+	if (tok || ip6_is_zero(a) || ip6_is_v4mapped(a) || sl_ip6_is_mcast(a) ||
+	    n >= SL_V6TOK_N)
+		return tok;
+	/* Never given back: a handle names one address for the stack's
+	 * life, so no socket or TIME-WAIT entry can come to name another.
+	 * The entry is written before the count that shows it. */
+	memcpy(r->v6tok[n], a, 16);
+	sl_store_release(&r->v6tok_n, n + 1);
+	return htonl(SL_V6TOK_BASE + n);
+}
+
+/*
+ * Out: TCP or UDP from a socket on handles, the IPv4-shaped header
+ * (sl_ip_build()) replaced by IPv6's, 20 bytes longer, in the headroom.
+ * The transport checksum is made again over IPv6's pseudo-header (RFC
+ * 8200 8.1; UDP's never 0); traffic class and hop limit are IP_TOS's
+ * and IP_TTL's; the flow label automatic (sl_ip6_flowlabel()).
+ */
+int sl_ip6_output_tok(struct sl_stack *s, uint32_t idx, bool keep)
+{
+	uint32_t n = keep ? sl_pkt_copy(s, idx) : idx;
+	uint8_t src[16], dst[16];
+	unsigned int hlen, l4len;
+	struct sluice_buf *b;
+	struct sl_ip6 *ip6;
+	struct sl_ip ip4;
+	unsigned int coff;
+	uint32_t ports;
+	uint16_t sum;
+	uint8_t *l4;
+
+	if (n == SLUICE_IDX_NONE) {
+		sl_count(s, SL_C_ip_tx_nobuf);
+		return -ENOBUFS;
+	}
+	b = sl_buf(s, n);
+	memcpy(&ip4, sl_buf_data(s, n), sizeof(ip4));
+	hlen = (ip4.ver_ihl & 0xf) * 4u;
+	l4len = b->len - hlen;
+	if (hlen < sizeof(ip4) || b->len < hlen + 8 || b->off + hlen < SL_HEADROOM ||
+	    (ip4.proto != IPPROTO_TCP_ && ip4.proto != IPPROTO_UDP_) ||
+	    (ntohs(ip4.frag) & (IP_MF_ | IP_OFFMASK_)) || !sl_v6tok_addr(s, ip4.saddr, src) ||
+	    !sl_v6tok_addr(s, ip4.daddr, dst) ||
+	    (ip4.proto == IPPROTO_TCP_ && l4len < sizeof(struct sl_tcph))) {
+		sl_count(s, SL_C_ip6_tx_untranslated);
+		sl_buf_free(s, n);
+		return -ENETUNREACH;
+	}
+	l4 = sl_buf_data(s, n) + hlen;
+	coff = ip4.proto == IPPROTO_TCP_ ? offsetof(struct sl_tcph, csum)
+					 : offsetof(struct sl_udp, csum);
+	memset(l4 + coff, 0, 2);
+	sum = sl_csum_fold(sl_csum_add(sl_csum_pseudo6(src, dst, ip4.proto, l4len), l4, l4len));
+	if (!sum && ip4.proto == IPPROTO_UDP_)
+		sum = 0xffff;
+	memcpy(l4 + coff, &sum, 2);
+	memcpy(&ports, l4, 4);
+	b->off = (uint16_t)(b->off + hlen - sizeof(*ip6));
+	b->len = (uint16_t)(sizeof(*ip6) + l4len);
+	ip6 = (struct sl_ip6 *)sl_buf_data(s, n);
+	ip6->vtcfl = htonl(6u << 28 | (uint32_t)ip4.tos << 20 |
+			   sl_ip6_flowlabel(s, src, dst, ip4.proto, ports));
+	ip6->plen = htons((uint16_t)l4len);
+	ip6->nxt = ip4.proto;
+	ip6->hlim = ip4.ttl;
+	memcpy(ip6->saddr, src, 16);
+	memcpy(ip6->daddr, dst, 16);
+	return sl_ip6_output(s, n);
 }
 
 /* ---- ICMPv6 errors (RFC 4443 2.4) --------------------------------------- */
@@ -643,6 +756,64 @@ drop:
 	sl_buf_free(s, idx);
 }
 
+/*
+ * In: a TCP segment or UDP datagram (checksum checked) at off, for the
+ * stack's sockets on address handles (proto.h, "IPv6 sockets").  The
+ * IPv6 header becomes an IPv4-shaped one just before the transport
+ * header: the handles, the traffic class as TOS, the hop limit as TTL;
+ * then TCP or UDP takes it as IPv4's.  A source without a handle gets
+ * one only if a socket is bound where the packet goes.  False (nothing
+ * changed, the caller answers as for a closed port): no socket would.
+ */
+static bool ip6_to_tok(struct sl_stack *s, uint32_t idx, struct sl_ip6 *ip6, unsigned int off,
+		       uint8_t proto)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+	uint8_t type = proto == IPPROTO_TCP_ ? SL_SOCK_TCP : SL_SOCK_UDP;
+	uint32_t dtok = sl_v6tok_find(s, ip6->daddr), stok = sl_v6tok_find(s, ip6->saddr);
+	uint8_t tclass = (uint8_t)(ntohl(ip6->vtcfl) >> 20), hlim = ip6->hlim;
+	unsigned int l4len = b->len - off;
+	uint16_t ports[2];
+	struct sl_ip *ip;
+
+	memcpy(ports, (uint8_t *)ip6 + off, 4);
+	if ((dtok != SL_V6TOK_LO && dtok != SL_V6TOK_ME) ||
+	    (!(b->flags & SL_BUF_LOCAL) && (stok == SL_V6TOK_LO || stok == SL_V6TOK_ME)))
+		return false;
+	if (!stok || type == SL_SOCK_UDP) {
+		if (!sl_sock_unconnected_at(s, type, dtok, ports[1]) &&
+		    !(stok && sl_sock_lookup_conn(s, type, dtok, ports[1], stok, ports[0])))
+			return false;
+	}
+	if (!stok) {
+		stok = sl_v6tok_get(s, ip6->saddr);
+		if (!stok) {
+			sl_count(s, SL_C_ip6_rx_peers_full);
+			return false;
+		}
+	}
+	ip = (struct sl_ip *)((uint8_t *)ip6 + off - sizeof(*ip));
+	ip->ver_ihl = 0x45;
+	ip->tos = tclass;
+	ip->tot_len = htons((uint16_t)(sizeof(*ip) + l4len));
+	ip->id = 0;
+	ip->frag = htons(IP_DF_);
+	ip->ttl = hlim;
+	ip->proto = proto;
+	ip->saddr = stok;
+	ip->daddr = dtok;
+	ip->csum = 0;
+	ip->csum = sl_ip_csum(ip);
+	b->off = (uint16_t)(b->off + off - sizeof(*ip));
+	b->len = (uint16_t)(sizeof(*ip) + l4len);
+	b->flags |= SL_BUF_CSUM_OK;
+	if (type == SL_SOCK_TCP)
+		sl_tcp_input(s, idx, ip, sizeof(*ip), sl_now(s));
+	else
+		sl_udp_input(s, idx, ip, sizeof(*ip));
+	return true;
+}
+
 /* UDP (RFC 768, RFC 8200 8.1): a checksum of 0 is an error over IPv6. */
 static void udp6_input(struct sl_stack *s, uint32_t idx, const struct sl_ip6 *ip6,
 		       unsigned int off)
@@ -651,7 +822,8 @@ static void udp6_input(struct sl_stack *s, uint32_t idx, const struct sl_ip6 *ip
 	const struct sl_udp *uh = (const struct sl_udp *)((const uint8_t *)ip6 + off);
 	unsigned int ulen;
 
-	sl_count(s, SL_C_udp_rx);
+	/* udp_rx and tcp_rx: counted here, or by UDP and TCP themselves
+	 * for what goes to a socket (ip6_to_tok()). */
 	if (b->len < off + sizeof(*uh))
 		goto bad;
 	ulen = ntohs(uh->len);
@@ -660,18 +832,24 @@ static void udp6_input(struct sl_stack *s, uint32_t idx, const struct sl_ip6 *ip
 	b->len = (uint16_t)(off + ulen);	/* as Linux trims past uh->len */
 	if (!ip6_csum_ok(s, idx, ip6, off, ulen, IPPROTO_UDP_))
 		goto bad;
+	if (!sl_ip6_is_mcast(ip6->daddr) &&
+	    ip6_to_tok(s, idx, (struct sl_ip6 *)(uintptr_t)ip6, off, IPPROTO_UDP_))
+		return;
+	sl_count(s, SL_C_udp_rx);
 	sl_count(s, SL_C_udp6_rx_noport);
 	if (!sl_ip6_is_mcast(ip6->daddr))
 		sl_icmp6_send_error(s, idx, ICMP6_DST_UNREACH_, ICMP6_UNREACH_PORT_, 0);
 	goto drop;
 bad:
+	sl_count(s, SL_C_udp_rx);
 	sl_count(s, SL_C_udp6_rx_bad);
 drop:
 	sl_buf_free(s, idx);
 }
 
-/* TCP to no socket: a reset (RFC 9293 3.10.7.1), never to a group.  Its
- * traffic class the segment's less ECN, as tcp_v6_send_reset(). */
+/* TCP to a socket (ip6_to_tok()), else to no socket: a reset (RFC 9293
+ * 3.10.7.1), never to a group.  Its traffic class the segment's less
+ * ECN, as tcp_v6_send_reset(). */
 static void tcp6_input(struct sl_stack *s, uint32_t idx, const struct sl_ip6 *ip6,
 		       unsigned int off)
 {
@@ -681,16 +859,20 @@ static void tcp6_input(struct sl_stack *s, uint32_t idx, const struct sl_ip6 *ip
 	struct sl_tcph *th;
 	uint32_t r, sum;
 
-	sl_count(s, SL_C_tcp_rx);
 	if (sl_ip6_is_mcast(ip6->daddr) || (b->flags & SL_BUF_L2_BCAST)) {
+		sl_count(s, SL_C_tcp_rx);
 		sl_count(s, SL_C_tcp_rx_bcast);
 		goto drop;
 	}
 	doff = len >= sizeof(*in) ? (unsigned int)(in->off >> 4) * 4 : 0;
 	if (doff < sizeof(*in) || doff > len || !ip6_csum_ok(s, idx, ip6, off, len, IPPROTO_TCP_)) {
+		sl_count(s, SL_C_tcp_rx);
 		sl_count(s, SL_C_tcp6_rx_bad);
 		goto drop;
 	}
+	if (ip6_to_tok(s, idx, (struct sl_ip6 *)(uintptr_t)ip6, off, IPPROTO_TCP_))
+		return;
+	sl_count(s, SL_C_tcp_rx);
 	sl_count(s, SL_C_tcp6_rx_noport);
 	if (in->flags & TH_RST_)
 		goto drop;

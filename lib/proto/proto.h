@@ -63,6 +63,7 @@ static inline bool sl_sock_type_live(uint8_t type)
 #define SL_SO_TCP_INQ		0x1000	/* TCP_INQ: recvmsg tells what is left to read */
 #define SL_SO_TIMESTAMP		0x2000	/* SO_TIMESTAMP: recvmsg tells each arrival time */
 #define SL_SO_RECVERR		0x4000	/* IP_RECVERR: errors queued for MSG_ERRQUEUE (errq.c) */
+#define SL_SO_V6ONLY		0x8000	/* IPV6_V6ONLY (with SL_SF_V6): no IPv4 */
 
 /* The smallest SO_RCVBUF / SO_SNDBUF (Linux SOCK_MIN_RCVBUF/SNDBUF here). */
 #define SL_SO_RCVBUF_MIN	2304
@@ -667,7 +668,9 @@ void sl_ip_build(struct sl_stack *s, uint32_t idx, uint8_t proto, uint32_t saddr
  * stack (sl_ip_output() queues it for sl_stack_drain_loopback()). */
 static inline bool sl_ip_is_local(const struct sl_stack *s, uint32_t addr)
 {
-	return (s->lib->ip_addr && addr == s->lib->ip_addr) || (ntohl(addr) >> 24) == 127;
+	/* 127/8, and ::1's and the stack's IPv6 address's handles (below). */
+	return (s->lib->ip_addr && addr == s->lib->ip_addr) ||
+	       (ntohl(addr) >> 24) == 127 || ntohl(addr) - 1u < 2u;
 }
 /* A broadcast address: limited, lo's (127.255.255.255: Linux's lo is
  * 127.0.0.1/8 in every namespace) or the stack's subnet's (ip.c). */
@@ -717,6 +720,39 @@ void sl_nd_timer(struct sl_stack *s);
 /* An ICMPv6 error about the packet in orig_idx (kept), RFC 4443 2.4. */
 void sl_icmp6_send_error(struct sl_stack *s, uint32_t orig_idx, uint8_t type, uint8_t code,
 			 uint32_t info);
+
+/*
+ * IPv6 sockets (ip6.c, "IPv6 sockets"): an IPv6 address lives in the
+ * 32-bit address fields of sockets, lookups and TIME-WAIT as a handle in
+ * 0.0.0.0/8, a range IPv4 never delivers (a link's 0/8 source is a
+ * martian, ip.c; the preload sends a program's 0/8 to the kernel): ::1
+ * is SL_V6TOK_LO, the stack's own address SL_V6TOK_ME, peers handles from
+ * SL_V6TOK_BASE in struct sl_region.v6tok.  TCP and UDP run unchanged on
+ * the handles; the IPv6 header is made on the way to the link
+ * (sl_ip6_output_tok()) and taken off on the way in (ip6.c), so IPv4's
+ * path is what it was.  Inside the stack packets between handles stay as
+ * IPv4-shaped headers.
+ */
+#define SL_V6TOK_LO	htonl(1u)
+#define SL_V6TOK_ME	htonl(2u)
+#define SL_V6TOK_BASE	3u
+static inline bool sl_v6tok(uint32_t a)
+{
+	return a && !(ntohl(a) >> 24);
+}
+/* The address handle tok names into out (16 bytes): false if none. */
+bool sl_v6tok_addr(const struct sl_stack *s, uint32_t tok, uint8_t *out);
+/* The handle of a (16 bytes), 0 if it has none; _get gives it one (under
+ * the lock; 0 if the table is full). */
+uint32_t sl_v6tok_find(const struct sl_stack *s, const uint8_t *a);
+uint32_t sl_v6tok_get(struct sl_stack *s, const uint8_t *a);
+/* The IPv4-shaped packet in idx to an IPv6 peer's handle, sent as IPv6
+ * (idx consumed unless keep, as sl_ip_output()). */
+int sl_ip6_output_tok(struct sl_stack *s, uint32_t idx, bool keep);
+/* The source address a socket bound to no address uses to daddr (the
+ * route's: loopback's for 127/8, ::1's or the stack's own IPv6 address
+ * for IPv6, else the stack's address). */
+uint32_t sl_ip_src_for(const struct sl_stack *s, uint32_t daddr);
 
 /* Path MTU (proto/ip.c): Linux's ip_rt_min_pmtu, ip_rt_mtu_expires, and
  * reassembly's ipfrag_time and ipfrag_high_thresh. */

@@ -544,6 +544,21 @@ static struct sl_sock *reuseport_pick(struct sl_stack *s, struct sl_sock *so, ui
 }
 
 /* The socket connected to (raddr, rport) from (laddr or any, lport). */
+/*
+ * The families (1 IPv4, 2 IPv6) socket so bound to laddr takes: an
+ * address says its own (an IPv6 one is a handle, proto.h "IPv6 sockets");
+ * any address an AF_INET socket's IPv4, an AF_INET6 one's both, or IPv6
+ * alone with IPV6_V6ONLY.  so NULL: an address alone (a packet's).
+ */
+static unsigned int sock_families(const struct sl_sock *so, uint32_t laddr)
+{
+	if (laddr || !so)
+		return sl_v6tok(laddr) ? 2u : 1u;
+	if (!(so->flags & SL_SF_V6))
+		return 1u;
+	return so->opt_flags & SL_SO_V6ONLY ? 2u : 3u;
+}
+
 static struct sl_sock *lookup_conn(struct sl_stack *s, uint8_t type, uint32_t laddr,
 				   uint16_t lport, uint32_t raddr, uint16_t rport)
 {
@@ -566,8 +581,17 @@ static struct sl_sock *lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
 	if (so)
 		return so;
 	so = chain_find(s, *tuple_bucket(s, laddr, lport, 0, 0), type, laddr, lport, 0, 0);
-	if (!so)
+	if (!so) {
+		uint32_t n = 0;
+
 		so = chain_find(s, *tuple_bucket(s, 0, lport, 0, 0), type, 0, lport, 0, 0);
+		/* On any address: the first socket that takes the packet's
+		 * family (an IPv6-only one and an AF_INET one may share a port). */
+		while (so && __builtin_expect((so->flags & SL_SF_V6) || sl_v6tok(laddr), 0) &&
+		       !(sock_families(so, 0) & sock_families(NULL, laddr)))
+			so = ++n < s->max_sockets ?
+			     chain_find(s, so->hash_next, type, 0, lport, 0, 0) : NULL;
+	}
 	if (so && (so->flags & SL_SF_REUSEPORT))
 		so = reuseport_pick(s, so, raddr, rport);
 	return so;
@@ -616,6 +640,10 @@ bool sl_sock_port_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, u
 			continue;
 		if (o->laddr && laddr && o->laddr != laddr)
 			continue;
+		/* Any address meets one of its families only (Linux
+		 * ipv6_rcv_saddr_equal(), IPv4's any being v4-mapped). */
+		if (!(sock_families(so, laddr) & sock_families(o, o->laddr)))
+			continue;
 		if ((so->flags & SL_SF_REUSEADDR) && (o->flags & SL_SF_REUSEADDR) &&
 		    !(o->type == SL_SOCK_TCP && o->state == SL_TCP_LISTEN))
 			continue;
@@ -635,7 +663,7 @@ bool sl_sock_port_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, u
  * no peer, and (TCP) listening: the sockets a packet's lookup() falls
  * back to, not the connections that share the port. */
 static bool unconnected_on(struct sl_stack *s, uint32_t idx, uint8_t type, uint32_t laddr,
-			   uint16_t lport)
+			   uint16_t lport, uint32_t daddr)
 {
 	uint32_t guard = 0;
 
@@ -644,7 +672,8 @@ static bool unconnected_on(struct sl_stack *s, uint32_t idx, uint8_t type, uint3
 
 		idx = o->hash_next;
 		if (o->type == type && o->lport == lport && o->laddr == laddr && !o->raddr &&
-		    !o->rport && (type != SL_SOCK_TCP || o->state == SL_TCP_LISTEN))
+		    !o->rport && (type != SL_SOCK_TCP || o->state == SL_TCP_LISTEN) &&
+		    (sock_families(o, laddr) & sock_families(NULL, daddr)))
 			return true;
 	}
 	return false;
@@ -662,8 +691,8 @@ static bool unconnected_on(struct sl_stack *s, uint32_t idx, uint8_t type, uint3
  */
 bool sl_sock_unconnected_at(struct sl_stack *s, uint8_t type, uint32_t addr, uint16_t port)
 {
-	return unconnected_on(s, *tuple_bucket(s, addr, port, 0, 0), type, addr, port) ||
-	       unconnected_on(s, *tuple_bucket(s, 0, port, 0, 0), type, 0, port);
+	return unconnected_on(s, *tuple_bucket(s, addr, port, 0, 0), type, addr, port, addr) ||
+	       unconnected_on(s, *tuple_bucket(s, 0, port, 0, 0), type, 0, port, addr);
 }
 
 unsigned int sl_sock_unconnected_chains(struct sl_stack *s, uint32_t addr, uint16_t port,

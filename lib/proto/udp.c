@@ -753,7 +753,7 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 		       (SL_IN_MULTICAST(daddr) && so->udp.mc_if == SL_MC_IF_LO)))
 		saddr = htonl(INADDR_LOOPBACK);
 	else if (!saddr)
-		saddr = s->lib->ip_addr;
+		saddr = sl_ip_src_for(s, daddr);
 	/* IP_PKTINFO's ipi_spec_dst: a source of the stack's own (ip(7)). */
 	if (tx && tx->saddr) {
 		if (!sl_ip_is_local(s, tx->saddr))

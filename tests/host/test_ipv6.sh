@@ -13,9 +13,10 @@
 # ping6 (Neighbour Discovery first: the kernel's neighbour table must
 # hold the stack's link address), UDP and TCP to a closed port (port
 # unreachable, RST: refused), a peer the stack has to resolve itself
-# (its own solicitation).  Last, with SLUICE_INET6=0 the stack takes no
-# IPv6 address and ping6 goes unanswered: the behaviour before IPv6.
-# The stack has no IPv6 sockets yet (lib/proto/README.md, "IPv6").
+# (its own solicitation); AF_INET6 TCP and UDP sockets on the stack's
+# address as server and as client, the kernel the peer.  Last, with
+# SLUICE_INET6=0 the stack takes no IPv6 address and ping6 goes
+# unanswered: the behaviour before IPv6.
 set -u
 . "$(dirname "$0")/lib.sh"
 sluice=$top/build/tools/sluice
@@ -239,6 +240,107 @@ check "50 datagrams to a closed port: $es port unreachables (kernel: $ek)" \
 	test -n "$es" -a "$es" = "$ek"
 check "... the rest not sent, counted (icmp6_ratelimit $(counter icmp6_ratelimit))" \
 	test "$(counter icmp6_ratelimit)" = "$((50 - ${es:-0}))"
+
+# AF_INET6 sockets on the stack's IPv6 address, the kernel the peer: one
+# program (v6tap.py) as the server, then as the client, once on the
+# stack (sluice run on sl0) and once on the kernel (veth in sl-v6k), the
+# same kernel program opposite.  Each prints what its calls return
+# (addresses in full: port, flowinfo, scope id), the target written T and
+# the peer P, ephemeral ports E: the two runs' lines must be the same.
+cat >"$tmp/v6tap.py" <<'PY'
+import socket, sys
+role, me, peer, port = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+N = 199940
+def a(t):
+    h = {me: "T", peer: "P"}.get(t[0], t[0])
+    return "(%s,%s,%d,%d)" % (h, "E" if t[1] >= 32768 else t[1], t[2], t[3])
+def out(*w):
+    print(*w, flush=True)
+if role == "server":
+    L = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    L.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    L.bind(("::", port)); L.listen(4)
+    U = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    U.bind((me, port))
+    out("ready", a(L.getsockname()), a(U.getsockname()))
+    L.settimeout(10); U.settimeout(10)
+    c, w = L.accept()
+    c.settimeout(10)
+    out("accept", a(w), a(c.getsockname()), a(c.getpeername()))
+    n = 0
+    while n < N:
+        d = c.recv(65536)
+        if not d:
+            break
+        n += len(d)
+        c.sendall(d)
+    out("echoed", n)
+    d, w = U.recvfrom(2000)
+    out("udp from", a(w), len(d))
+    U.sendto(d[::-1], w)
+    c.close()
+else:
+    c = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    c.settimeout(10)
+    c.bind((me, 0))
+    c.connect((peer, port))
+    out("connect", a(c.getsockname()), a(c.getpeername()))
+    msg = (bytes(range(256)) * 800)[:N]
+    c.sendall(msg)
+    got = b""
+    while len(got) < len(msg):
+        got += c.recv(65536)
+    out("echo", len(got), got == msg)
+    u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    u.settimeout(10)
+    u.bind((me, 0))
+    u.sendto(b"datagram-1", (peer, port))
+    d, w = u.recvfrom(2000)
+    out("udp reply", d, a(w), a(u.getsockname()))
+    u.connect((peer, port))
+    u.send(b"again")
+    out("udp connected", a(u.getpeername()))
+PY
+run_stack() { in_ns timeout 30 "$sluice" run --stack "$stack" --tap sl0 --addr 10.203.0.2/24 \
+		--addr6 "$S/64" -- "$py" "$tmp/v6tap.py" "$@"; }
+in_k() { ip netns exec "$kns" timeout 30 "$py" "$tmp/v6tap.py" "$@"; }
+in_ns_py() { in_ns timeout 30 "$py" "$tmp/v6tap.py" "$@"; }
+po=$(counter tcp_passive_open) ao=$(counter tcp_active_open)
+# The stack as the server, a kernel client on sl0; the kernel as the
+# server, the same client on v0.
+run_stack server "$S" fd00:20::1 7000 >"$tmp/ss.out" 2>&1 &
+for _ in $(seq 100); do grep -q ready "$tmp/ss.out" && break; sleep 0.1; done
+in_ns_py client fd00:20::1 "$S" 7000 >"$tmp/sc.out" 2>&1
+wait $!
+in_k server "$K" fd00:21::1 7000 >"$tmp/ks.out" 2>&1 &
+for _ in $(seq 100); do grep -q ready "$tmp/ks.out" && break; sleep 0.1; done
+in_ns_py client fd00:21::1 "$K" 7000 >"$tmp/kc.out" 2>&1
+wait $!
+sed 's/^/# stack server: /' "$tmp/ss.out"; sed 's/^/# its client: /' "$tmp/sc.out"
+check "an IPv6 server in the stack, a kernel client: the server's calls as on the kernel" \
+	eval 'test "$(cat "$tmp/ss.out")" = "$(cat "$tmp/ks.out")" && grep -q "^udp from" "$tmp/ss.out"'
+check "... the client's calls (echo of 199,940 bytes, a datagram each way) as the kernel's" \
+	eval 'test "$(cat "$tmp/sc.out")" = "$(cat "$tmp/kc.out")" && grep -q "^udp connected" "$tmp/sc.out"'
+check "... the connection was the stack's (tcp_passive_open +1)" \
+	test "$(counter tcp_passive_open)" = "$((${po:-0} + 1))"
+# The stack as the client of a kernel server on sl0; the kernel as the
+# client (in sl-v6k) of the same server on v0.
+in_ns_py server fd00:20::1 "$S" 7001 >"$tmp/ss2.out" 2>&1 &
+for _ in $(seq 100); do grep -q ready "$tmp/ss2.out" && break; sleep 0.1; done
+run_stack client "$S" fd00:20::1 7001 >"$tmp/sc2.out" 2>&1
+wait $!
+in_ns_py server fd00:21::1 "$K" 7001 >"$tmp/ks2.out" 2>&1 &
+for _ in $(seq 100); do grep -q ready "$tmp/ks2.out" && break; sleep 0.1; done
+in_k client "$K" fd00:21::1 7001 >"$tmp/kc2.out" 2>&1
+wait $!
+sed 's/^/# stack client: /' "$tmp/sc2.out"; sed 's/^/# its server: /' "$tmp/ss2.out"
+check "an IPv6 client in the stack, a kernel server: the client's calls as on the kernel" \
+	eval 'test "$(cat "$tmp/sc2.out")" = "$(cat "$tmp/kc2.out")" && grep -q "^udp connected" "$tmp/sc2.out"'
+check "... the server's calls as the kernel's" \
+	eval 'test "$(cat "$tmp/ss2.out")" = "$(cat "$tmp/ks2.out")" && grep -q "^udp from" "$tmp/ss2.out"'
+check "... the connection was the stack's (tcp_active_open +1)" \
+	test "$(counter tcp_active_open)" = "$((${ao:-0} + 1))"
+[ "$tap_failed" = 0 ] || "$sluice" dump "$stack" | grep -E 'udp|ip6|tcp6' | sed 's/^/# /'
 
 # SLUICE_INET6=0: the stack has no IPv6 address (as before IPv6).
 ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null

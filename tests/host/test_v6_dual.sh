@@ -19,16 +19,19 @@
 #    getsockname of a fresh socket and after bind(::, 0); IPPROTO_IPV6
 #    options; IPV6_V6ONLY=1; a v4 bind on a v6 listener's port.  Same
 #    output as the kernel's; under Sluice the v4-mapped sockets are the
-#    stack's, those needing IPv6 itself the kernel's.
+#    stack's, and those on ::1 (IPv6 itself, on address handles:
+#    lib/proto/proto.h "IPv6 sockets") too.
 # 2. A stack listener on [::] serves stack clients (AF_INET to 127.0.0.1,
-#    AF_INET6 to ::ffff:127.0.0.1) in the stack and kernel clients (IPv4
-#    and ::1) through its AF_INET6 twin.
+#    AF_INET6 to ::ffff:127.0.0.1 and to ::1) in the stack and kernel
+#    clients (IPv4 and ::1) through its AF_INET6 twin.
 # 3. net.ipv6.bindv6only=1: an AF_INET6 socket is IPv6 only from the
-#    start, the kernel's, as Linux.
+#    start, as Linux, in the stack.
 # 4. A real program: python3 -m http.server --bind :: under sluice run,
-#    fetched by curl under sluice run over 127.0.0.1, in the stack.
+#    fetched by curl under sluice run over 127.0.0.1, in the stack; and
+#    --bind ::1 fetched by curl -6 the same way.
 # 5. SLUICE_INET6=0: AF_INET6 sockets are the kernel's, as before (what
-#    the checks of 1 and 2 see without this work).
+#    the checks of 1 and 2 see without this work); SLUICE_INET6_NATIVE=0:
+#    sockets on ::1 are the kernel's, as before.
 set -u
 . "$(dirname "$0")/lib.sh"
 sluice=$top/build/tools/sluice
@@ -61,13 +64,16 @@ echo "off rc $?"
 sed 's/^/k: /' "$tmp/k.txt"
 sed 's/^/s: /' "$tmp/s.txt"
 grep '^where' "$tmp/off.txt" | sed 's/^/off: /'
+SLUICE_INET6_NATIVE=0 timeout 30 "${R[@]}" "$prog" cases 7700 >"$tmp/nat.txt" 2>&1
+grep '^where' "$tmp/nat.txt" | sed 's/^/nat: /'
 
 # A stack listener on [::]: two stack clients, two kernel ones.
 p0=$(count tcp_passive_open)
-timeout 30 "${R[@]}" "$prog" serve 6 :: 7660 4 >"$tmp/srv" 2>&1 &
+timeout 30 "${R[@]}" "$prog" serve 6 :: 7660 5 >"$tmp/srv" 2>&1 &
 waitfor ready "$tmp/srv" || echo "serve: no ready"
 echo "srv stack4 $(timeout 20 "${R[@]}" "$prog" client 4 127.0.0.1 7660 2>&1)"
 echo "srv stack6 $(timeout 20 "${R[@]}" "$prog" client 6 ::ffff:127.0.0.1 7660 2>&1)"
+echo "srv stack6native $(timeout 20 "${R[@]}" "$prog" client 6 ::1 7660 2>&1)"
 echo "srv kernel4 $(timeout 20 "$prog" client 4 127.0.0.1 7660 2>&1)"
 echo "srv kernel6 $(timeout 20 "$prog" client 6 ::1 7660 2>&1)"
 wait
@@ -86,6 +92,21 @@ done
 echo "http body $(timeout 20 "${R[@]}" curl -s http://127.0.0.1:7670/index.txt)"
 echo "http fds $("$sluice" fds "$st" 2>/dev/null | grep -c python3)"
 echo "http passive opens $(( $(count tcp_passive_open) - p0 ))"
+kill %% 2>/dev/null
+wait
+
+# The same on ::1 (IPv6 itself), with curl -6.
+p0=$(count tcp_passive_open)
+(cd "$tmp/www" && exec timeout 60 "${R[@]}" /usr/bin/python3 -m http.server --bind ::1 7671) \
+	>"$tmp/http6.log" 2>&1 &
+for _ in $(seq 250); do
+	grep -q 'Serving HTTP' "$tmp/http6.log" 2>/dev/null && break
+	sleep 0.02
+done
+echo "http6 body $(timeout 20 "${R[@]}" curl -6 -s 'http://[::1]:7671/index.txt')"
+echo "http6 fds $("$sluice" fds "$st" 2>/dev/null | grep -c python3)"
+echo "http6 passive opens $(( $(count tcp_passive_open) - p0 ))"
+echo "http6 log $(grep -c '"GET /index.txt' "$tmp/http6.log") $(grep -o '^::1 ' "$tmp/http6.log" | head -1)"
 kill %% 2>/dev/null
 wait
 
@@ -127,11 +148,15 @@ for c in udp-v6any-v4 udp-v6any-v6mapped; do
 	check "$c: a datagram socket on :: is the stack's (its twin takes IPv6), its clients too" \
 		test "$(grep -c "^$c .* stack$" <<<"$swhere")" = 2
 done
-check "udp-v6any-loopback6: a server on :: stays in the stack, reached by a kernel client over ::1 through its twin" \
+check "udp-v6any-loopback6: a server on :: reached by a client over ::1, both in the stack" \
 	test "$(grep -c '^udp-v6any-loopback6 server\( after\)\? stack$' <<<"$swhere")" = 2 -a \
-	"$(grep -c '^udp-v6any-loopback6 client kernel$' <<<"$swhere")" = 1
-check "tcp over ::1: the kernel's (native IPv6)" test "$(grep -c '^tcp-loopback6 .* kernel$' <<<"$swhere")" = 3
-check "udp over ::1: the kernel's" test "$(grep -c '^udp-loopback6 .* kernel$' <<<"$swhere")" = 2
+	"$(grep -c '^udp-v6any-loopback6 client stack$' <<<"$swhere")" = 1
+check "tcp over ::1 (native IPv6): listener, client and accepted socket in the stack" \
+	test "$(grep -c '^tcp-loopback6 .* stack$' <<<"$swhere")" = 3
+check "udp over ::1: both sockets in the stack" \
+	test "$(grep -c '^udp-loopback6 .* stack$' <<<"$swhere")" = 2
+check "SLUICE_INET6_NATIVE=0: tcp and udp over ::1 are the kernel's, as before" \
+	test "$(grep -c '^nat: where \(tcp\|udp\)-loopback6 .* kernel$' <<<"$out")" = 5
 check "a fresh AF_INET6 socket and one bound to :: are the stack's" \
 	test "$(grep -c '^names .* stack$' <<<"$swhere")" = 2
 check "IPPROTO_IPV6 gets leave a socket in the stack; IPV6_V6ONLY=0 too" \
@@ -142,7 +167,11 @@ check "IPV6_RECVERR (no effect on IPv4) kept in the stack" inst opts 'RECVERR st
 check "IPV6_RECVPATHMTU on a fresh socket hands it to the kernel" inst opts 'RECVPATHMTU kernel'
 check "IPV6_RECVPKTINFO and IP_PKTINFO on a dual-stack socket in the stack (control messages compared above)" \
 	inst udp-pktinfo 'server stack'
-check "IPV6_V6ONLY=1 before bind: the kernel's" inst v6only 'listener kernel'
+check "IPV6_V6ONLY=1 before bind: a stack listener, IPv6 only (answers compared above)" \
+	inst v6only 'listener stack'
+check "... its accepted socket in the stack, an AF_INET listener on its port too" \
+	test "$(grep -c '^v6only \(accepted\|v4 listener\) stack$' <<<"$swhere")" = 2
+check "... a socket bound to ::1 in the stack" inst v6only 'bound ::1 stack'
 check "SLUICE_INET6=0: AF_INET6 sockets are the kernel's, as before" \
 	test "$(grep -c '^off: where tcp-v6any-v4 listener kernel$' <<<"$out")" = 1
 check "stack listener on [::]: an AF_INET stack client to 127.0.0.1 in the stack" \
@@ -152,16 +181,23 @@ check "... an AF_INET6 stack client to ::ffff:127.0.0.1 in the stack" \
 check "... a kernel IPv4 client through the twin" grep -qx 'srv kernel4 ok client kernel' <<<"$out"
 check "... a kernel IPv6 client on ::1 through the twin (AF_INET6 on [::])" \
 	grep -qx 'srv kernel6 ok client kernel' <<<"$out"
-check "... accepted: 2 from the kernel, 2 in the stack" \
-	grep -qx 'srv served 4 kernel 2 stack 2' <<<"$out"
-check "... 2 passive opens in the stack's counters" grep -qx 'srv passive opens 2' <<<"$out"
+check "... an AF_INET6 stack client to ::1 in the stack (IPv6 itself)" \
+	grep -qx 'srv stack6native ok client stack' <<<"$out"
+check "... accepted: 2 from the kernel, 3 in the stack" \
+	grep -qx 'srv served 5 kernel 2 stack 3' <<<"$out"
+check "... 3 passive opens in the stack's counters" grep -qx 'srv passive opens 3' <<<"$out"
 check "python3 -m http.server --bind :: under sluice run serves curl under sluice run" \
 	grep -qx 'http body hello from ::' <<<"$out"
 check "... its listener is a stack socket (sluice fds)" grep -q '^http fds [1-9]' <<<"$out"
 check "... the connection was the stack's (passive opens)" grep -q '^http passive opens [1-9]' <<<"$out"
+check "python3 -m http.server --bind ::1 under sluice run serves curl -6 under sluice run" \
+	grep -qx 'http6 body hello from ::' <<<"$out"
+check "... its listener is a stack socket (sluice fds)" grep -q '^http6 fds [1-9]' <<<"$out"
+check "... the connection was the stack's (passive opens)" grep -q '^http6 passive opens [1-9]' <<<"$out"
+check "... its log names the client ::1 (getpeername)" grep -qx 'http6 log 1 ::1 ' <<<"$out"
 check "bindv6only=1, the kernel: IPV6_V6ONLY 1, IPv4 refused" \
 	grep -qx 'bv6 kernel bv6 IPV6_V6ONLY = 1;bv6 v4 connect = Connection refused;' <<<"$out"
-check "bindv6only=1, sluice run: the same, a kernel socket" \
-	grep -qx 'bv6 sluice bv6 IPV6_V6ONLY = 1;where bv6 listener kernel;bv6 v4 connect = Connection refused;' <<<"$out"
+check "bindv6only=1, sluice run: the same, a stack socket" \
+	grep -qx 'bv6 sluice bv6 IPV6_V6ONLY = 1;where bv6 listener stack;bv6 v4 connect = Connection refused;' <<<"$out"
 
 done_testing

@@ -435,7 +435,7 @@ static void cases(int port)
 	       bind(fd, (struct sockaddr *)&ss, sizeof(struct sockaddr_in6)) ? errno : 0);
 	close(fd);
 
-	/* IPV6_V6ONLY=1 before bind: the kernel's socket, IPv6 only. */
+	/* IPV6_V6ONLY=1 before bind: IPv6 only (the stack's, on handles). */
 	cname = "v6only";
 	fd = tcp_listen(6, "::", port + 11, 1);
 	say_where("listener", fd);
@@ -446,9 +446,61 @@ static void cases(int port)
 		close(c);
 	c = tcp_connect(6, "::1", port + 11);
 	printf("v6only v6 connect = %s\n", c < 0 ? strerror(-c) : "connected");
-	if (c >= 0)
+	if (c >= 0) {
+		int a = accept(fd, NULL, NULL);
+
+		say_where("accepted", a);
+		printf("v6only accepted IPV6_V6ONLY = %d\n", getint(a, IPPROTO_IPV6, IPV6_V6ONLY));
+		close(a);
 		close(c);
+	}
+	/* An AF_INET listener on the same port beside it (Linux lets them
+	 * share it): IPv4 clients reach that one, IPv6 ones the first. */
+	{
+		int l4 = tcp_listen(4, "0.0.0.0", port + 11, -1), a;
+
+		say_where("v4 listener", l4);
+		c = tcp_connect(4, "127.0.0.1", port + 11);
+		printf("v6only+v4 v4 connect = %s\n", c < 0 ? strerror(-c) : "connected");
+		if (c >= 0) {
+			a = accept(l4, NULL, NULL);
+			names("v4 accepted", a, 1, 1);
+			close(a);
+			close(c);
+		}
+		c = tcp_connect(6, "::1", port + 11);
+		printf("v6only+v4 v6 connect = %s\n", c < 0 ? strerror(-c) : "connected");
+		if (c >= 0) {
+			a = accept(fd, NULL, NULL);
+			names("v6 accepted", a, 1, 1);
+			close(a);
+			close(c);
+		}
+		close(l4);
+	}
 	close(fd);
+	/* IPv6 only, or bound to IPv6 itself, meeting v4-mapped addresses. */
+	{
+		int one = 1;
+
+		fd = sock(6, SOCK_DGRAM);
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+		l = mk(6, "::ffff:127.0.0.1", port + 11, &ss);
+		printf("v6only udp bind mapped = %s\n",
+		       bind(fd, (struct sockaddr *)&ss, l) ? strerror(errno) : "0");
+		printf("v6only udp sendto mapped = %s\n",
+		       sendto(fd, "x", 1, 0, (struct sockaddr *)&ss, l) < 0 ? strerror(errno) : "sent");
+		close(fd);
+		fd = sock(6, SOCK_STREAM);
+		l = mk(6, "::1", 0, &ss);
+		if (bind(fd, (struct sockaddr *)&ss, l))
+			fail("bind ::1");
+		say_where("bound ::1", fd);
+		l = mk(6, "::ffff:127.0.0.1", port + 11, &ss);
+		printf("v6only ::1 connect mapped = %s\n",
+		       connect(fd, (struct sockaddr *)&ss, l) ? strerror(errno) : "connected");
+		close(fd);
+	}
 
 	/* A v4 socket of the stack meets a v6 listener on :: (port taken
 	 * by both families: a v4 bind on the same port is refused). */

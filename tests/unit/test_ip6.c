@@ -594,7 +594,63 @@ int main(void)
 		nd_on = false;
 	}
 
-	/* 12. No IPv6 address, no link for IPv6: not sent, counted. */
+	/* 12. A socket on the stack's IPv6 address, named by its handle
+	 * (lib/proto/proto.h, "IPv6 sockets"): a datagram from an IPv6 peer
+	 * reaches it with the peer's handle as its source; its reply leaves
+	 * as IPv6, the checksum over IPv6's pseudo-header. */
+	{
+		struct sluice_stack *st = (struct sluice_stack *)s;
+		struct sockaddr_in at = { .sin_family = AF_INET, .sin_port = htons(7000),
+					  .sin_addr.s_addr = SL_V6TOK_ME }, from;
+		const struct sl_ip6 *h;
+		uint8_t p6[16], named[16];
+		char got[16];
+		int sd = sluice_socket(st, SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+		long n;
+
+		tick = true;
+		sl_lock(s);
+		sl_sock(s, (uint32_t)sd)->flags |= SL_SF_V6;
+		sl_unlock(s);
+		tap_eq(sluice_bind(st, sd, &at), 0, "a UDP socket bound to the stack's IPv6 address");
+		memset(pay, 0, sizeof(pay));
+		uh->sport = htons(5555);
+		uh->dport = htons(7000);
+		uh->len = htons(12);
+		memcpy(uh + 1, "ping", 4);
+		len = ip6(pkt, PEER, ME, IPPROTO_UDP_, 0x2b00000, pay, 12);
+		ul_csum(pkt, len, 12, IPPROTO_UDP_, 6);
+		cap.n = 0;
+		in6(s, pkt, len, 0);
+		n = sluice_recvfrom(st, sd, got, sizeof(got), 0, &from);
+		inet_pton(AF_INET6, PEER, p6);
+		tap_ok(n == 4 && !memcmp(got, "ping", 4) && sl_v6tok(from.sin_addr.s_addr) &&
+		       from.sin_port == htons(5555) && sl_v6tok_addr(s, from.sin_addr.s_addr, named) &&
+		       !memcmp(named, p6, 16), "a datagram from an IPv6 peer: taken, from its handle");
+		n = sluice_sendto(st, sd, "pong!", 5, 0, &from);
+		h = (const struct sl_ip6 *)cap.frame[0];
+		tap_ok(n == 5 && cap.n == 1 && cap.len[0] == 40 + 13 && (ntohl(h->vtcfl) >> 28) == 6 &&
+		       (ntohl(h->vtcfl) & 0xfffff) && h->nxt == IPPROTO_UDP_ && h->hlim == 64 &&
+		       ntohs(h->plen) == 13 && !memcmp(h->daddr, p6, 16) &&
+		       !memcmp(h->saddr, s->lib->ip6_addr, 16) &&
+		       ul_csum_ok(cap.frame[0], cap.len[0], 40, IPPROTO_UDP_) &&
+		       !memcmp(cap.frame[0] + 48, "pong!", 5),
+		       "its reply: IPv6 from our address, UDP checksum over IPv6's pseudo-header, a flow label, hop limit 64");
+		/* A peer nobody is bound for gets no handle: a closed port. */
+		len = ip6(pkt, "2001:db8::99", ME, IPPROTO_UDP_, 0, pay, 12);
+		uh = (struct sl_udp *)(pkt + 40);
+		uh->dport = htons(7001);
+		ul_csum(pkt, len, 12, IPPROTO_UDP_, 6);
+		cap.n = 0;
+		inet_pton(AF_INET6, "2001:db8::99", p6);
+		in6(s, pkt, len, 0);
+		tap_ok(!sl_v6tok_find(s, p6) &&
+		       icmp6_of(&cap, 0, ICMP6_DST_UNREACH_, ICMP6_UNREACH_PORT_) == 0,
+		       "... to a port nobody holds: no handle given, a port unreachable");
+		sluice_close(st, sd);
+	}
+
+	/* 13. No IPv6 address, no link for IPv6: not sent, counted. */
 	memset(s->lib->ip6_addr, 0, 16);
 	cap.n = 0;
 	len = echo(pkt, PEER, "ff02::1", 0, NULL, 0, 0);

@@ -420,9 +420,7 @@ void sl_tcp_done(struct sl_stack *s, struct sl_sock *so, int err)
 
 uint32_t sl_tcp_src_addr(const struct sl_stack *s, uint32_t raddr)
 {
-	if ((ntohl(raddr) >> 24) == 127)
-		return htonl(INADDR_LOOPBACK);
-	return s->lib->ip_addr;
+	return sl_ip_src_for(s, raddr);
 }
 
 int sl_tcp_connect_failed(struct sl_stack *s, struct sl_sock *so)
