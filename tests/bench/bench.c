@@ -7,6 +7,9 @@
  *                             inside the stack) and kernel 127.0.0.1;
  *                             and the floor: one cache line handed back
  *                             and forth between the same two CPUs
+ *   bench pingpong6 [ROUNDS]  the same over ::1 (AF_INET6 sockets; in the
+ *                             stack on ::1's address handle); "all" runs
+ *                             both
  *   bench bulk [MBYTES]       single-stream TCP bulk between two processes
  *   bench conns [N]           N established connections in one stack:
  *                             shared bytes per connection
@@ -75,12 +78,29 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* pingpong6: AF_INET6 on ::1 (the stack names ::1 by a handle,
+ * lib/proto/proto.h "IPv6 sockets"). */
+static int use_v6;
+
 static struct sockaddr_in lo_addr(int port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
 
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_addr.s_addr = use_v6 ? SL_V6TOK_LO : htonl(INADDR_LOOPBACK);
 	return a;
+}
+
+/* A stack socket, AF_INET6 for pingpong6 (as the preload makes one). */
+static int sl_sock_new(struct sluice_stack *st, int type)
+{
+	struct sl_stack *s = (struct sl_stack *)st;
+	int sd = sluice_socket(st, type);
+
+	if (sd >= 0 && use_v6 && !sl_lock(s)) {
+		sl_sock(s, (uint32_t)sd)->flags |= SL_SF_V6;
+		sl_unlock(s);
+	}
+	return sd;
 }
 
 static void fail(const char *what, long err)
@@ -206,7 +226,7 @@ static int sl_xfer(struct sluice_stack *st, int sd, char *buf, long len, bool se
 static int sl_connect_pair(struct sluice_stack *st, const char *name, int *srv_out)
 {
 	struct sockaddr_in a = lo_addr(PORT);
-	int l = sluice_socket(st, SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK), one = 1;
+	int l = sl_sock_new(st, SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK), one = 1;
 
 	sluice_setsockopt(st, l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	set_sockbuf(st, l);
@@ -298,7 +318,7 @@ static double sluice_pingpong(long rounds, double *median)
 		_exit(0);
 	}
 	pin(0);
-	c = sluice_socket(st, SLUICE_SOCK_STREAM);
+	c = sl_sock_new(st, SLUICE_SOCK_STREAM);
 	if (sluice_connect(st, c, &a))
 		fail("connect", -ECONNREFUSED);
 	sluice_setsockopt(st, c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -425,23 +445,41 @@ static int k_xfer(int fd, char *buf, long len, bool send)
 	return 0;
 }
 
+/* The kernel's loopback address: 127.0.0.1, or ::1 for pingpong6. */
+static socklen_t k_addr(struct sockaddr_storage *ss, int port)
+{
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons(port),
+				   .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+	memset(ss, 0, sizeof(*ss));
+	if (use_v6)
+		memcpy(ss, &a6, sizeof(a6));
+	else
+		memcpy(ss, &a, sizeof(a));
+	return use_v6 ? sizeof(a6) : sizeof(a);
+}
+
 static int k_listen(void)
 {
-	struct sockaddr_in a = lo_addr(PORT + 1);
-	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	struct sockaddr_storage a;
+	socklen_t al = k_addr(&a, PORT + 1);
+	int l = socket(use_v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0), one = 1;
 
 	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 16))
+	if (bind(l, (struct sockaddr *)&a, al) || listen(l, 16))
 		fail("kernel listen", errno);
 	return l;
 }
 
 static int k_connect(void)
 {
-	struct sockaddr_in a = lo_addr(PORT + 1);
-	int c = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	struct sockaddr_storage a;
+	socklen_t al = k_addr(&a, PORT + 1);
+	int c = socket(use_v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0), one = 1;
 
-	if (connect(c, (struct sockaddr *)&a, sizeof(a)))
+	if (connect(c, (struct sockaddr *)&a, al))
 		fail("kernel connect", errno);
 	setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	return c;
@@ -633,6 +671,27 @@ static int kecho(int port, double seconds)
 	return 0;
 }
 
+/* The ping-pong figures, over 127.0.0.1 or (use_v6) ::1. */
+static void pingpong(long rounds)
+{
+	/* BENCH_ONLY=sluice skips the kernel side, for profiling. */
+	const char *only = getenv("BENCH_ONLY");
+	double km = 1, sm, fm;
+	double k = only && !strcmp(only, "sluice") ? 1 : kernel_pingpong(rounds, &km);
+	double s = sluice_pingpong(rounds, &sm);
+	double f = cacheline_pingpong(rounds * 10, &fm);
+
+	printf("pingpong: TCP 64 B%s, busy-poll, %ld round trips: one-way latency "
+	       "kernel %.2f us, sluice %.2f us, sluice/kernel %.2f\n",
+	       use_v6 ? " over ::1" : "", rounds, k, s, s / k);
+	printf("pingpong: the floor, one cache line between the same two CPUs: %.0f ns one way; "
+	       "sluice %.1fx the floor, kernel %.1fx\n", f, s * 1000 / f, k * 1000 / f);
+	printf("pingpong: median of batches of %d round trips (what a loaded machine's time "
+	       "slices leave out): kernel %.2f us, sluice %.2f us, floor %.0f ns; "
+	       "sluice %.1fx the floor, kernel %.1fx\n", BATCH, km, sm, fm, sm * 1000 / fm,
+	       km * 1000 / fm);
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "all";
@@ -643,24 +702,12 @@ int main(int argc, char **argv)
 		return rtt(argv[2], atoi(argv[3]), argc > 4 ? atol(argv[4]) : 2000);
 	if (!strcmp(what, "kecho") && argc == 4)
 		return kecho(atoi(argv[2]), atof(argv[3]));
-	if (!strcmp(what, "pingpong") || !strcmp(what, "all")) {
-		long rounds = arg > 1000 ? arg : 50000;
-		/* BENCH_ONLY=sluice skips the kernel side, for profiling. */
-		const char *only = getenv("BENCH_ONLY");
-		double km = 1, sm, fm;
-		double k = only && !strcmp(only, "sluice") ? 1 : kernel_pingpong(rounds, &km);
-		double s = sluice_pingpong(rounds, &sm);
-
-		double f = cacheline_pingpong(rounds * 10, &fm);
-
-		printf("pingpong: TCP 64 B, busy-poll, %ld round trips: one-way latency "
-		       "kernel %.2f us, sluice %.2f us, sluice/kernel %.2f\n", rounds, k, s, s / k);
-		printf("pingpong: the floor, one cache line between the same two CPUs: %.0f ns one way; "
-		       "sluice %.1fx the floor, kernel %.1fx\n", f, s * 1000 / f, k * 1000 / f);
-		printf("pingpong: median of batches of %d round trips (what a loaded machine's time "
-		       "slices leave out): kernel %.2f us, sluice %.2f us, floor %.0f ns; "
-		       "sluice %.1fx the floor, kernel %.1fx\n", BATCH, km, sm, fm, sm * 1000 / fm,
-		       km * 1000 / fm);
+	if (!strcmp(what, "pingpong") || !strcmp(what, "all"))
+		pingpong(arg > 1000 ? arg : 50000);
+	if (!strcmp(what, "pingpong6") || !strcmp(what, "all")) {
+		use_v6 = 1;
+		pingpong(arg > 1000 && strcmp(what, "all") ? arg : 50000);
+		use_v6 = 0;
 	}
 	if (!strcmp(what, "bulk") || !strcmp(what, "all")) {
 		long mb = arg > 0 && strcmp(what, "all") ? arg : 1024;
