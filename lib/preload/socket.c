@@ -160,7 +160,8 @@ static uint32_t native6(const struct pl_sock *ps, const struct sockaddr_in6 *s6)
 		return tok;
 	me = s->lib->ip6_addr;
 	plen = SL_READ_ONCE(s->lib->ip6_plen);
-	if (!s->link || !memcmp(me, (const uint8_t[16]){ 0 }, 16) || plen < 8 || plen > 128)
+	if (!s->link || !s->link->ops->tx6 || !memcmp(me, (const uint8_t[16]){ 0 }, 16) ||
+	    plen < 8 || plen > 128)
 		return 0;
 	for (uint32_t i = 0; i < plen; i++)
 		if ((a[i / 8] ^ me[i / 8]) & (0x80u >> (i % 8)))

@@ -43,7 +43,9 @@ static uint8_t proto_of(const struct sl_sock *so)
 
 static bool is_loopback(uint32_t addr)
 {
-	return (ntohl(addr) >> 24) == 127;
+	/* An IPv6 address's handle (proto.h "IPv6 sockets") too: the
+	 * module steers no IPv6, so nothing of the kernel's to hold. */
+	return (ntohl(addr) >> 24) == 127 || sl_v6tok(addr);
 }
 
 static int filter_add(struct sl_stack *s, uint8_t proto, uint32_t laddr, uint16_t *lport,

@@ -309,8 +309,10 @@ void sl_sock_pending_run_slow(struct sl_stack *s)
  */
 uint32_t sl_sock_implicit_laddr(const struct sl_stack *s, uint32_t daddr)
 {
-	if (s->filters && (ntohl(daddr) >> 24) == 127)
-		return htonl(INADDR_LOOPBACK);
+	/* An IPv6 peer's handle: ::1's or the stack's address, which
+	 * holds no module filter either (filter.c). */
+	if (s->filters && ((ntohl(daddr) >> 24) == 127 || sl_v6tok(daddr)))
+		return sl_ip_src_for(s, daddr);
 	return 0;
 }
 
