@@ -497,9 +497,24 @@ static long fds_private(struct fds_stack *tab, unsigned int n, const char *name,
 struct fds_sock {
 	const char *proto;	/* "tcp", "udp", "free"; NULL: unknown */
 	const char *state;	/* TCP's; NULL for UDP or unknown */
-	char local[INET_ADDRSTRLEN], remote[INET_ADDRSTRLEN];
+	char local[INET6_ADDRSTRLEN + 2], remote[INET6_ADDRSTRLEN + 2];
 	unsigned int lport, rport;
 };
+
+/* An address as fds shows it: a.b.c.d, or [v6] for an IPv6 address's
+ * handle (lib/proto/proto.h, "IPv6 sockets"). */
+static void addr_name(const struct sl_stack *s, uint32_t a, char *out, size_t len)
+{
+	char ip[INET6_ADDRSTRLEN];
+	uint8_t a6[16];
+
+	if (sl_v6tok(a) && sl_v6tok_addr(s, a, a6)) {
+		inet_ntop(AF_INET6, a6, ip, sizeof(ip));
+		snprintf(out, len, "[%s]", ip);
+		return;
+	}
+	inet_ntop(AF_INET, &a, out, (socklen_t)len);
+}
 
 /* Socket idx of st, read from the region without its lock, so a snapshot
  * that may be torn; st NULL or idx out of range: all unknown. */
@@ -515,8 +530,8 @@ static void fds_describe(struct sluice_stack *st, long idx, struct fds_sock *d)
 	so = sl_sock(s, (uint32_t)idx);
 	la = so->laddr;
 	ra = so->raddr;
-	inet_ntop(AF_INET, &la, d->local, sizeof(d->local));
-	inet_ntop(AF_INET, &ra, d->remote, sizeof(d->remote));
+	addr_name(s, la, d->local, sizeof(d->local));
+	addr_name(s, ra, d->remote, sizeof(d->remote));
 	d->lport = ntohs(so->lport);
 	d->rport = ntohs(so->rport);
 	d->proto = so->type == SL_SOCK_TCP ? "tcp" : so->type == SL_SOCK_UDP ? "udp" : "free";
@@ -536,7 +551,7 @@ static void fds_text(const struct fds_sock *d, char *out, size_t len)
 static void fds_json(struct jw *w, const char *pid, const char *fd, const char *stack, long pos,
 		     const struct fds_sock *d, const char *comm)
 {
-	char a[32];
+	char a[64];
 
 	jw_obj(w, NULL);
 	jw_i64(w, "pid", strtol(pid, NULL, 10));
@@ -566,7 +581,7 @@ static void fds_json(struct jw *w, const char *pid, const char *fd, const char *
 int cmd_fds(const char *name, bool json)
 {
 	static const char prefix[] = "/dev/shm/sluicefd-";
-	char path[600], link[128], line[128], desc[96];
+	char path[600], link[128], line[128], desc[160];
 	struct fds_stack stacks[FDS_STACKS];
 	struct fds_sock sock;
 	struct jw w;

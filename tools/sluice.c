@@ -461,10 +461,18 @@ const char *tcp_state_name(unsigned int st)
 	return st < TCP_STATES ? n[st] : "?";
 }
 
-static void addr_str(char *buf, size_t len, uint32_t a, uint16_t p)
+/* "a.b.c.d:port", or "[v6]:port" for an IPv6 address's handle
+ * (lib/proto/proto.h, "IPv6 sockets"). */
+static void addr_str(const struct sl_stack *s, char *buf, size_t len, uint32_t a, uint16_t p)
 {
-	char ip[INET_ADDRSTRLEN];
+	char ip[INET6_ADDRSTRLEN];
+	uint8_t a6[16];
 
+	if (sl_v6tok(a) && sl_v6tok_addr(s, a, a6)) {
+		inet_ntop(AF_INET6, a6, ip, sizeof(ip));
+		snprintf(buf, len, "[%s]:%u", ip, ntohs(p));
+		return;
+	}
 	inet_ntop(AF_INET, &a, ip, sizeof(ip));
 	snprintf(buf, len, "%s:%u", ip, ntohs(p));
 }
@@ -611,6 +619,7 @@ static void json_kring(struct jw *w, const struct sl_stack *s)
 #define DUMP_TW_SHOWN	20
 
 struct tw_count {
+	const struct sl_stack *s;
 	uint64_t now_us;
 	unsigned int n;
 	unsigned int left;	/* print_tw(): how many more to print */
@@ -630,13 +639,13 @@ static void print_tw(const struct sl_tw *tw, void *arg)
 {
 	struct tw_count *c = arg;
 	uint64_t now_us = c->now_us;
-	char l[32], r[32];
+	char l[56], r[56];
 
 	if (tw->expire_us <= now_us || !c->left)
 		return;
 	c->left--;
-	addr_str(l, sizeof(l), tw->laddr, tw->lport);
-	addr_str(r, sizeof(r), tw->raddr, tw->rport);
+	addr_str(c->s, l, sizeof(l), tw->laddr, tw->lport);
+	addr_str(c->s, r, sizeof(r), tw->raddr, tw->rport);
 	if (c->w) {
 		jw_obj(c->w, NULL);
 		jw_str(c->w, "local", l);
@@ -692,7 +701,7 @@ static void json_tcp(struct jw *w, const struct sl_sock *so)
 static void dump_json(struct sl_stack *s, const char *name, bool all)
 {
 	char ip[INET_ADDRSTRLEN], mask[INET_ADDRSTRLEN], mac[18], l[32], r[32];
-	struct tw_count tw = { .now_us = sl_now(s) };
+	struct tw_count tw = { .s = s, .now_us = sl_now(s) };
 	struct jw w;
 
 	inet_ntop(AF_INET, &s->lib->ip_addr, ip, sizeof(ip));
@@ -761,8 +770,8 @@ static void dump_json(struct sl_stack *s, const char *name, bool all)
 
 		if (!sl_sock_type_live(so->type))
 			continue;
-		addr_str(l, sizeof(l), so->laddr, so->lport);
-		addr_str(r, sizeof(r), so->raddr, so->rport);
+		addr_str(s, l, sizeof(l), so->laddr, so->lport);
+		addr_str(s, r, sizeof(r), so->raddr, so->rport);
 		jw_obj(&w, NULL);
 		jw_u64(&w, "idx", i);
 		jw_str(&w, "type", so->type == SL_SOCK_TCP ? "tcp" : "udp");
@@ -775,7 +784,7 @@ static void dump_json(struct sl_stack *s, const char *name, bool all)
 		jw_u64(&w, "pid", so->owner_pid);
 		jw_bool(&w, "pid_exited", so->owner_pid && sl_pid_dead((pid_t)so->owner_pid));
 		if (so->flags & SL_SF_FILTER) {
-			addr_str(l, sizeof(l), so->filter_laddr, so->lport);
+			addr_str(s, l, sizeof(l), so->filter_laddr, so->lport);
 			jw_obj(&w, "filter");
 			jw_u64(&w, "id", so->filter_id);
 			jw_str(&w, "local", l);
@@ -849,6 +858,7 @@ static int cmd_dump(const char *name, bool all, bool json)
 		printf("  a wake-up costs %.1f us here (as sluice run measured it): "
 		       "blocking calls spin %u us before they sleep, unless told\n",
 		       s->lib->wake_cost_ns / 1e3, sl_spin_budget_us(s->lib->wake_cost_ns));
+	tw.s = s;
 	tw.now_us = sl_now(s);
 	tw.n = 0;
 	sl_tw_list(s, count_tw, &tw);
@@ -875,13 +885,13 @@ static int cmd_dump(const char *name, bool all, bool json)
 	       "STATE", "LOCAL", "REMOTE", "RXQ", "RX_PKTS", "TX_PKTS", "PID");
 	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
 		struct sl_sock *so = sl_sock(s, i);
-		char l[32], r[32];
+		char l[56], r[56];
 
 		/* Free slots, and the pool socket() takes from, are no sockets. */
 		if (!sl_sock_type_live(so->type))
 			continue;
-		addr_str(l, sizeof(l), so->laddr, so->lport);
-		addr_str(r, sizeof(r), so->raddr, so->rport);
+		addr_str(s, l, sizeof(l), so->laddr, so->lport);
+		addr_str(s, r, sizeof(r), so->raddr, so->rport);
 		printf("  %5u %-4s %-11s %-21s %-21s %8u %8llu %8llu %8u\n", i,
 		       so->type == SL_SOCK_TCP ? "tcp" : "udp",
 		       so->type == SL_SOCK_TCP ? tcp_state_name(so->state) : "-", l, r,
@@ -892,7 +902,7 @@ static int cmd_dump(const char *name, bool all, bool json)
 		if (so->owner_pid && sl_pid_dead((pid_t)so->owner_pid))
 			printf("        process %u has exited\n", so->owner_pid);
 		if (so->flags & SL_SF_FILTER) {
-			addr_str(l, sizeof(l), so->filter_laddr, so->lport);
+			addr_str(s, l, sizeof(l), so->filter_laddr, so->lport);
 			printf("        module filter %u: %s %s\n", so->filter_id,
 			       so->type == SL_SOCK_TCP ? "tcp" : "udp", l);
 		}

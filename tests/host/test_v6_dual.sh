@@ -105,6 +105,8 @@ for _ in $(seq 250); do
 done
 echo "http6 body $(timeout 20 "${R[@]}" curl -6 -s 'http://[::1]:7671/index.txt')"
 echo "http6 fds $("$sluice" fds "$st" 2>/dev/null | grep -c python3)"
+echo "http6 fds v6 $("$sluice" fds "$st" 2>/dev/null | grep -c 'LISTEN *\[::1\]:7671')"
+echo "http6 dump v6 $("$sluice" dump "$st" 2>/dev/null | grep -c 'LISTEN *\[::1\]:7671')"
 echo "http6 passive opens $(( $(count tcp_passive_open) - p0 ))"
 echo "http6 log $(grep -c '"GET /index.txt' "$tmp/http6.log") $(grep -o '^::1 ' "$tmp/http6.log" | head -1)"
 kill %% 2>/dev/null
@@ -194,6 +196,8 @@ check "python3 -m http.server --bind ::1 under sluice run serves curl -6 under s
 	grep -qx 'http6 body hello from ::' <<<"$out"
 check "... its listener is a stack socket (sluice fds)" grep -q '^http6 fds [1-9]' <<<"$out"
 check "... the connection was the stack's (passive opens)" grep -q '^http6 passive opens [1-9]' <<<"$out"
+check "... sluice fds and sluice dump show its listener as [::1]:7671" \
+	eval 'grep -qx "http6 fds v6 1" <<<"$out" && grep -qx "http6 dump v6 1" <<<"$out"'
 check "... its log names the client ::1 (getpeername)" grep -qx 'http6 log 1 ::1 ' <<<"$out"
 check "bindv6only=1, the kernel: IPV6_V6ONLY 1, IPv4 refused" \
 	grep -qx 'bv6 kernel bv6 IPV6_V6ONLY = 1;bv6 v4 connect = Connection refused;' <<<"$out"
