@@ -893,16 +893,39 @@ static void rx_cmsgs(struct pl_sock *ps, struct msghdr *msg, const struct sl_rx_
 	if (ps->type == SOCK_DGRAM && (want & SL_SO_TIMESTAMP))
 		stamp_cmsg(msg, &used, m->stamp_us);
 	if (ps->type == SOCK_DGRAM && ps->v6 && msg->msg_control && pl_v6_recvpktinfo(ps)) {
-		/* Linux ip6_datagram_recv_common_ctl() on an IPv4 datagram:
-		 * the v4-mapped destination, the interface it came in on. */
+		/* Linux ip6_datagram_recv_common_ctl(): the destination (an
+		 * IPv4 datagram's v4-mapped, an IPv6 one's from its handle),
+		 * the interface it came in on. */
 		struct in6_pktinfo pi6 = { .ipi6_ifindex = (int)m->ifindex };
 
-		pi6.ipi6_addr.s6_addr[10] = 0xff;
-		pi6.ipi6_addr.s6_addr[11] = 0xff;
-		memcpy(&pi6.ipi6_addr.s6_addr[12], &m->daddr, 4);
+		if (!sl_v6tok(m->daddr) || !sl_v6tok_addr(pl_sl(), m->daddr, pi6.ipi6_addr.s6_addr)) {
+			pi6.ipi6_addr.s6_addr[10] = 0xff;
+			pi6.ipi6_addr.s6_addr[11] = 0xff;
+			memcpy(&pi6.ipi6_addr.s6_addr[12], &m->daddr, 4);
+		}
 		put_cmsg(msg, &used, IPPROTO_IPV6, IPV6_PKTINFO, &pi6, sizeof(pi6));
 	}
-	if (ps->type == SOCK_DGRAM && msg->msg_control) {
+	if (ps->type == SOCK_DGRAM && ps->v6 && msg->msg_control && sl_v6tok(m->daddr)) {
+		/* An IPv6 datagram (its destination a handle): IPv6's own
+		 * (ip6_datagram_recv_specific_ctl(), in its order), none of
+		 * IPv4's. */
+		if (pl_v6_opt_on(ps, IPV6_RECVHOPLIMIT)) {
+			int hl = m->ttl;
+
+			put_cmsg(msg, &used, IPPROTO_IPV6, IPV6_HOPLIMIT, &hl, sizeof(hl));
+		}
+		if (pl_v6_opt_on(ps, IPV6_RECVTCLASS)) {
+			int tc = m->tos;
+
+			put_cmsg(msg, &used, IPPROTO_IPV6, IPV6_TCLASS, &tc, sizeof(tc));
+		}
+		if (pl_v6_opt_on(ps, IPV6_RECVORIGDSTADDR)) {
+			struct sockaddr_in6 o = { .sin6_family = AF_INET6, .sin6_port = m->dport };
+
+			sl_v6tok_addr(pl_sl(), m->daddr, o.sin6_addr.s6_addr);
+			put_cmsg(msg, &used, IPPROTO_IPV6, IPV6_ORIGDSTADDR, &o, sizeof(o));
+		}
+	} else if (ps->type == SOCK_DGRAM && msg->msg_control) {
 		if (want & SL_SO_PKTINFO) {
 			struct in_pktinfo pi = {
 				.ipi_ifindex = (int)m->ifindex,

@@ -497,6 +497,8 @@ int pl_dgram_v6_handoff(int fd, struct pl_sock *ps, bool *gone);
 /* IPV6_RECVPKTINFO on ps (an AF_INET6 datagram socket): its v4-mapped
  * datagrams come with IPV6_PKTINFO, before the IPv4 ones (io.c). */
 bool pl_v6_recvpktinfo(const struct pl_sock *ps);
+/* Is IPPROTO_IPV6 option name (one of those kept, socket.c) set non-zero? */
+bool pl_v6_opt_on(const struct pl_sock *ps, int name);
 /* A destination the stack cannot reach at all: a native IPv6 address on
  * an AF_INET6 socket (pl_dest(), and the other address readers). */
 #define PL_NATIVE6	2

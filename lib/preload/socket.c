@@ -362,9 +362,18 @@ static const int v6_kept[] = { IPV6_TCLASS, IPV6_UNICAST_HOPS, IPV6_MULTICAST_HO
 _Static_assert(sizeof(v6_kept) / sizeof(v6_kept[0]) == PL_V6_KEPT,
 	       "pl_sock.v6opt holds every kept option");
 
+static int v6_kept_idx(int name);
+
 bool pl_v6_recvpktinfo(const struct pl_sock *ps)
 {
 	return (ps->v6set & (1u << PL_V6_RECVPKTINFO)) && ps->v6opt[PL_V6_RECVPKTINFO];
+}
+
+bool pl_v6_opt_on(const struct pl_sock *ps, int name)
+{
+	int i = v6_kept_idx(name);
+
+	return i >= 0 && (ps->v6set & (1u << i)) && ps->v6opt[i];
 }
 
 static int v6_kept_idx(int name)

@@ -169,6 +169,8 @@ check "IPV6_RECVERR (no effect on IPv4) kept in the stack" inst opts 'RECVERR st
 check "IPV6_RECVPATHMTU on a fresh socket hands it to the kernel" inst opts 'RECVPATHMTU kernel'
 check "IPV6_RECVPKTINFO and IP_PKTINFO on a dual-stack socket in the stack (control messages compared above)" \
 	inst udp-pktinfo 'server stack'
+check "an IPv6 datagram over ::1 with IPv6's control messages (compared above): both sockets in the stack" \
+	test "$(grep -c '^udp-pktinfo6 \(server\|client\) stack$' <<<"$swhere")" = 2
 check "IPV6_V6ONLY=1 before bind: a stack listener, IPv6 only (answers compared above)" \
 	inst v6only 'listener stack'
 check "... its accepted socket in the stack, an AF_INET listener on its port too" \

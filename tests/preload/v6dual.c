@@ -321,6 +321,52 @@ static void udp_pktinfo(int port)
 	close(s);
 }
 
+/* An IPv6 datagram over ::1 to a dual-stack server asking for every
+ * IPv6 control message (and IP_PKTINFO, which an IPv6 datagram does not
+ * give). */
+static void udp_pktinfo6(int port)
+{
+	union {
+		char buf[512];
+		struct cmsghdr align;
+	} ctl;
+	struct sockaddr_storage ss, from;
+	char data[16];
+	struct iovec iov = { data, sizeof(data) };
+	struct msghdr msg = { .msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov,
+			      .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
+	static const int opts[] = { IPV6_RECVPKTINFO, IPV6_RECVHOPLIMIT, IPV6_RECVTCLASS,
+				    IPV6_RECVORIGDSTADDR };
+	int s, c, one = 1;
+	socklen_t l;
+
+	cname = "udp-pktinfo6";
+	s = udp_bound(6, "::", port);
+	for (unsigned int i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+		if (setsockopt(s, IPPROTO_IPV6, opts[i], &one, sizeof(one)))
+			fail("IPv6 control message option %d", opts[i]);
+	if (setsockopt(s, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one)))
+		fail("IP_PKTINFO");
+	say_where("server", s);
+	c = sock(6, SOCK_DGRAM);
+	l = mk(6, "::1", port, &ss);
+	if (sendto(c, "ping", 4, 0, (struct sockaddr *)&ss, l) != 4)
+		fail("sendto");
+	say_where("client", c);
+	memset(ctl.buf, 0, sizeof(ctl.buf));
+	if (recvmsg(s, &msg, 0) != 4)
+		fail("recvmsg");
+	printf("%s controllen = %zu flags = %d\n", cname, (size_t)msg.msg_controllen, msg.msg_flags);
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+		char w[64];
+
+		snprintf(w, sizeof(w), "cmsg level %d type %d", cm->cmsg_level, cm->cmsg_type);
+		say_addr(w, CMSG_DATA(cm), (socklen_t)(cm->cmsg_len - CMSG_LEN(0)), 0);
+	}
+	close(c);
+	close(s);
+}
+
 static void cases(int port)
 {
 	struct sockaddr_storage ss;
@@ -344,6 +390,7 @@ static void cases(int port)
 	udp_pair("udp-v6any-loopback6", 6, "::", 6, "::1", port + 16);
 	udp_where_after = false;
 	udp_pktinfo(port + 13);
+	udp_pktinfo6(port + 17);
 
 	/* getsockname of a fresh socket, after bind(::, 0). */
 	cname = "names";
