@@ -40,56 +40,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "show.h"
+
 static volatile sig_atomic_t sigpipes;
 
-static const char *en(int e)
-{
-	static char buf[16];
-
-	switch (e) {
-	case 0: return "0";
-	case EAGAIN: return "EAGAIN";
-	case EINTR: return "EINTR";
-	case EINPROGRESS: return "EINPROGRESS";
-	case ECONNREFUSED: return "ECONNREFUSED";
-	case ECONNRESET: return "ECONNRESET";
-	case EPIPE: return "EPIPE";
-	case ENOTCONN: return "ENOTCONN";
-	case EISCONN: return "EISCONN";
-	case EADDRINUSE: return "EADDRINUSE";
-	case EBADF: return "EBADF";
-	case EINVAL: return "EINVAL";
-	case EALREADY: return "EALREADY";
-	case ENOPROTOOPT: return "ENOPROTOOPT";
-	case EAFNOSUPPORT: return "EAFNOSUPPORT";
-	case EDESTADDRREQ: return "EDESTADDRREQ";
-	case EOPNOTSUPP: return "EOPNOTSUPP";
-	case EDOM: return "EDOM";
-	case ENODEV: return "ENODEV";
-	case ENOTTY: return "ENOTTY";
-	case ESPIPE: return "ESPIPE";
-	case ENOENT: return "ENOENT";
-	case EFAULT: return "EFAULT";
-	case EPERM: return "EPERM";
-	case EMSGSIZE: return "EMSGSIZE";
-	}
-	snprintf(buf, sizeof(buf), "errno%d", e);
-	return buf;
-}
-
-/* "ret" or "-1/ENAME" */
-static const char *rv(long r)
-{
-	static char buf[4][32];
-	static int k;
-	char *b = buf[k++ & 3];
-
-	if (r < 0)
-		snprintf(b, 32, "-1/%s", en(errno));
-	else
-		snprintf(b, 32, "%ld", r);
-	return b;
-}
 
 static const char *evs(short re)
 {

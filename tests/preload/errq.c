@@ -36,35 +36,7 @@
 
 #include <linux/errqueue.h>
 
-static const char *en(int e)
-{
-	static char buf[16];
-
-	switch (e) {
-	case 0: return "0";
-	case EAGAIN: return "EAGAIN";
-	case ECONNREFUSED: return "ECONNREFUSED";
-	case EMSGSIZE: return "EMSGSIZE";
-	case EINVAL: return "EINVAL";
-	case ENOPROTOOPT: return "ENOPROTOOPT";
-	case EHOSTUNREACH: return "EHOSTUNREACH";
-	}
-	snprintf(buf, sizeof(buf), "errno%d", e);
-	return buf;
-}
-
-static const char *rv(long r)
-{
-	static char buf[4][32];
-	static int k;
-	char *b = buf[k++ & 3];
-
-	if (r < 0)
-		snprintf(b, 32, "-1/%s", en(errno));
-	else
-		snprintf(b, 32, "%ld", r);
-	return b;
-}
+#include "show.h"
 
 static const char *evs(short re)
 {
