@@ -10,3 +10,13 @@ skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $1 # SKIP $2"; }
 check() { local d=$1; shift; if "$@"; then ok "$d"; else fail "$d"; fi; }
 done_testing() { echo "1..$tap_n"; [ "$tap_failed" = 0 ]; }
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# need_netns WHAT: where network namespaces cannot be made, skip WHAT and
+# end the script (one skip, a clean exit).
+need_netns() {
+	if ! ip netns add "sl-probe-$$" 2>/dev/null; then
+		skip "$1" "cannot create network namespaces here"
+		done_testing
+		exit 0
+	fi
+	ip netns del "sl-probe-$$"
+}

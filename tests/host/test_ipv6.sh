@@ -23,12 +23,7 @@ sluice=$top/build/tools/sluice
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 
-if ! ip netns add "sl-probe-$$" 2>/dev/null; then
-	skip "IPv6 on TAP" "cannot create network namespaces here"
-	done_testing
-	exit
-fi
-ip netns del "sl-probe-$$"
+need_netns "IPv6 on TAP"
 
 ns=sl-v6-$$ kns=sl-v6k-$$ stack=v6-$$
 S=fd00:20::2 K=fd00:21::2

@@ -26,12 +26,7 @@ sluice=$top/build/tools/sluice
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 
-if ! ip netns add "sl-probe-$$" 2>/dev/null; then
-	skip "orphan helper" "cannot create network namespaces here"
-	done_testing
-	exit
-fi
-ip netns del "sl-probe-$$"
+need_netns "orphan helper"
 
 ns=sl-orph-$$
 stack=t-orph-$$

@@ -22,12 +22,7 @@ sluice=$top/build/tools/sluice
 py=/usr/bin/python3
 peer=$(dirname "$0")/pmtu_peer.py
 
-if ! ip netns add "sl-probe-$$" 2>/dev/null; then
-	skip "path MTU" "cannot create network namespaces here"
-	done_testing
-	exit
-fi
-ip netns del "sl-probe-$$"
+need_netns "path MTU"
 
 r1=sl-pm-r1-$$ r2=sl-pm-r2-$$ k=sl-pm-k-$$ ks=sl-pm-ks-$$
 st1=pm1-$$ st2=pm2-$$

@@ -35,12 +35,7 @@ set -u
 sluice=$top/build/tools/sluice
 py=/usr/bin/python3
 
-if ! ip netns add "sl-probe-$$" 2>/dev/null; then
-	skip "preload over TAP" "cannot create network namespaces here"
-	done_testing
-	exit
-fi
-ip netns del "sl-probe-$$"
+need_netns "preload over TAP"
 
 ns=sl-ptap-$$
 cst=tp-c-$$

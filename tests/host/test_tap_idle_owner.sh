@@ -26,12 +26,7 @@ if [ "$(id -u)" != 0 ]; then
 	done_testing
 	exit 0
 fi
-if ! ip netns add "sl-probe-$$" 2>/dev/null; then
-	skip "TAP queues of an idle owner" "cannot create network namespaces here"
-	done_testing
-	exit 0
-fi
-ip netns del "sl-probe-$$"
+need_netns "TAP queues of an idle owner"
 
 ns=sl-tidle-$$
 st=ti-$$

@@ -21,12 +21,7 @@ peer=$top/build/tests/interop/peer
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 
-if ! ip netns add "sl-probe-$$" 2>/dev/null; then
-	skip "TAP interop" "cannot create network namespaces here"
-	done_testing
-	exit
-fi
-ip netns del "sl-probe-$$"
+need_netns "TAP interop"
 
 ns=sl-tap-$$
 stack=t-tap-$$

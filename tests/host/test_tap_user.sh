@@ -24,12 +24,7 @@ if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null || ! id nobody >/dev/n
 	done_testing
 	exit 0
 fi
-if ! ip netns add "sl-probe-$$" 2>/dev/null; then
-	skip "TAP as a user" "cannot create network namespaces here"
-	done_testing
-	exit 0
-fi
-ip netns del "sl-probe-$$"
+need_netns "TAP as a user"
 
 ns=sl-tuser-$$
 st=tu-$$
