@@ -336,6 +336,10 @@ struct sl_region {
 	struct sl_wq {
 		uint32_t seq, sleepers;
 		uint32_t bells;		/* mixed sleepers on it (bells[]) */
+		/* A watch group's: its sockets' readiness changes, all of
+		 * them, counted under the lock with their journal entries
+		 * (preload/epoll.c, ep_journal()). */
+		uint32_t chg;
 	} wq[SL_WQ_ALL] __attribute__((aligned(64)));
 	/* The pid whose epoll set has watch group g (0: free; a dead pid's
 	 * is taken by the next claim: preload/epoll.c). */
@@ -1130,7 +1134,7 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
  * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
  */
-#define SL_LAYOUT_VERSION	24
+#define SL_LAYOUT_VERSION	25
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

@@ -105,6 +105,11 @@ struct pl_ep {
 	int epw;
 	bool epw_tried;
 	unsigned int epw_forks;
+	/* The group's change count, read under the lock with the journal's
+	 * end at a full look (ep_group_mark()); gvalid: there was one, and
+	 * every change since up to jseq was looked at. */
+	uint32_t gchg;
+	bool gvalid;
 };
 
 static struct pl_ep *eps[PL_EP_MAX];
@@ -663,10 +668,53 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
  * more than the ring's length past where we started): then, and when
  * the set never read it, every item.  ep->mu held.
  */
+/*
+ * A set that fell behind the journal (more than SL_CHG_RING changes in
+ * the stack since its last look) would look at every item: O(its size)
+ * each time an idle set wakes beside a busy one.  With a watch group,
+ * whose count of its sockets' changes (wq[].chg) moves under the lock
+ * with their journal entries, the set keeps that count and the journal's
+ * end read together under the lock (ep_group_mark(), after a full look):
+ * if the count has not moved at a later overrun, none of its sockets
+ * changed since (what the journal named in between was looked at as
+ * usual), and nothing need be looked at.  A socket in several
+ * sets moves every group's count (sl_wake_epw()).  ep->mu held.
+ */
+static void ep_group_mark(struct pl_ep *ep, struct sl_stack *s, uint32_t *end)
+{
+	ep->gvalid = false;
+	/* A running holder is waited for (a millisecond at most); a
+	 * stopped one leaves the pair unmade (the next overrun looks at
+	 * everything again). */
+	if (ep->epw < 0 || sl_lock_wait(s, (int64_t)sl_now(s) + 1000, true))
+		return;
+	ep->gchg = s->lib->wq[SL_WQ_N + (uint32_t)ep->epw].chg;
+	*end = s->lib->chg_seq;
+	sl_unlock(s);
+	ep->gvalid = true;
+}
+
+static bool ep_group_still(struct pl_ep *ep, struct sl_stack *s, uint32_t *end)
+{
+	uint32_t c, e;
+
+	if (!ep->gvalid || ep->epw < 0 || sl_lock_wait(s, (int64_t)sl_now(s) + 1000, true))
+		return false;
+	c = s->lib->wq[SL_WQ_N + (uint32_t)ep->epw].chg;
+	e = s->lib->chg_seq;
+	sl_unlock(s);
+	if (c != ep->gchg)
+		return false;
+	*end = e;
+	return true;
+}
+
 static void ep_journal(struct pl_ep *ep, struct sl_stack *s)
 {
 	uint32_t from = ep->jseq, end = sl_load_acquire(&s->lib->chg_seq);
 
+	if (ep->jvalid && end - from > SL_CHG_RING && ep_group_still(ep, s, &end))
+		goto skip;
 	if (!ep->jvalid || end - from > SL_CHG_RING)
 		goto all;
 	for (uint32_t q = from; q != end; q++) {
@@ -685,9 +733,11 @@ static void ep_journal(struct pl_ep *ep, struct sl_stack *s)
 		return;
 	}
 all:
-	ep->jseq = end;
+	ep_group_mark(ep, s, &end);
 	ep->jvalid = true;
 	check_all(ep);
+skip:
+	ep->jseq = end;
 }
 
 /*

@@ -898,11 +898,14 @@ void sl_wake_epw(struct sl_stack *s, uint16_t epw)
 	if (!epw)
 		return;
 	if (epw <= SL_EPW_N) {
+		s->lib->wq[SL_WQ_N + epw - 1u].chg++;
 		sl_wake_chan(s, SL_WQ_N + epw - 1u);
 		return;
 	}
-	for (uint32_t g = 0; g < SL_EPW_N; g++)
+	for (uint32_t g = 0; g < SL_EPW_N; g++) {
+		s->lib->wq[SL_WQ_N + g].chg++;
 		sl_wake_chan(s, SL_WQ_N + g);
+	}
 }
 
 void sl_wake_chan(struct sl_stack *s, uint32_t c)
