@@ -374,10 +374,8 @@ static bool as_link(int dlt, const struct link_id *li, const struct sl_cap_rec *
 	 * the sender's link address, all in network order. */
 	memset(buf, 0, SLL2_LEN);
 	put16(buf, proto);
-	buf[4] = (uint8_t)((lo ? 1 : li->ifindex) >> 24);
-	buf[5] = (uint8_t)((lo ? 1 : li->ifindex) >> 16);
-	buf[6] = (uint8_t)((lo ? 1 : li->ifindex) >> 8);
-	buf[7] = (uint8_t)(lo ? 1 : li->ifindex);
+	put16(buf + 4, (uint16_t)((lo ? 1 : li->ifindex) >> 16));
+	put16(buf + 6, (uint16_t)(lo ? 1 : li->ifindex));
 	put16(buf + 8, lo ? 772 /* ARPHRD_LOOPBACK */ : eth ? 1 /* ARPHRD_ETHER */ : li->hatype);
 	if (rec->flags & SL_CAP_OUT)
 		buf[10] = 4;				/* PACKET_OUTGOING */

@@ -680,30 +680,32 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
  * usual), and nothing need be looked at.  A socket in several
  * sets moves every group's count (sl_wake_epw()).  ep->mu held.
  */
-static void ep_group_mark(struct pl_ep *ep, struct sl_stack *s, uint32_t *end)
+/* The group's change count and the journal's end, read together under
+ * the lock: false if the set has no group or the lock is not had (a
+ * running holder is waited for a millisecond at most, a stopped one not
+ * at all; the caller then looks at everything, as before). */
+static bool ep_group_read(struct pl_ep *ep, struct sl_stack *s, uint32_t *chg, uint32_t *end)
 {
-	ep->gvalid = false;
-	/* A running holder is waited for (a millisecond at most); a
-	 * stopped one leaves the pair unmade (the next overrun looks at
-	 * everything again). */
 	if (ep->epw < 0 || sl_lock_wait(s, (int64_t)sl_now(s) + 1000, true))
-		return;
-	ep->gchg = s->lib->wq[SL_WQ_N + (uint32_t)ep->epw].chg;
+		return false;
+	*chg = s->lib->wq[SL_WQ_N + (uint32_t)ep->epw].chg;
 	*end = s->lib->chg_seq;
 	sl_unlock(s);
-	ep->gvalid = true;
+	return true;
 }
 
+/* After a full look: the pair the next overrun compares with. */
+static void ep_group_mark(struct pl_ep *ep, struct sl_stack *s, uint32_t *end)
+{
+	ep->gvalid = ep_group_read(ep, s, &ep->gchg, end);
+}
+
+/* At an overrun: none of the set's sockets changed since the mark. */
 static bool ep_group_still(struct pl_ep *ep, struct sl_stack *s, uint32_t *end)
 {
 	uint32_t c, e;
 
-	if (!ep->gvalid || ep->epw < 0 || sl_lock_wait(s, (int64_t)sl_now(s) + 1000, true))
-		return false;
-	c = s->lib->wq[SL_WQ_N + (uint32_t)ep->epw].chg;
-	e = s->lib->chg_seq;
-	sl_unlock(s);
-	if (c != ep->gchg)
+	if (!ep->gvalid || !ep_group_read(ep, s, &c, &e) || c != ep->gchg)
 		return false;
 	*end = e;
 	return true;
