@@ -32,9 +32,12 @@ fi
 while read -r name cmd; do
 	[ -n "$name" ] || continue
 	echo "### BEGIN $name" >"$out"
+	t0=$(cut -d. -f1 /proc/uptime)
 	# shellcheck disable=SC2086 # the command line is split on purpose
 	(cd /opt/sluice && exec $cmd) >"$out" 2>&1 </dev/null
-	echo "### END $name $?" >"$out"
+	rc=$?
+	echo "### TIME $name $(($(cut -d. -f1 /proc/uptime) - t0))" >"$out"
+	echo "### END $name $rc" >"$out"
 done </etc/sluice/suites
 
 echo "### DMESG" >"$out"

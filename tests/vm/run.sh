@@ -231,7 +231,7 @@ run_kernel() { # run_kernel VERSION
 	echo "# $ver: VM ran $((SECONDS - t0)) s, qemu exit $rc" >&2
 
 	if [ "$mode" = demo ] || [ "$mode" = bench ]; then
-		sed -n "/^### BEGIN $mode/,/^### END $mode/p" "$work/results.log" | sed '1d;$d' | tr -d '\r'
+		sed -n "/^### BEGIN $mode/,/^### END $mode/p" "$work/results.log" | sed '1d;$d;/^### TIME /d' | tr -d '\r'
 		grep -q "^### END $mode 0" "$work/results.log"
 		return
 	fi
@@ -252,6 +252,7 @@ run_kernel() { # run_kernel VERSION
 		line=${line%$'\r'}
 		case $line in
 		"### BEGIN "*) suite=${line#\#\#\# BEGIN } ;;
+		"### TIME "*) echo "# $ver: $suite: ${line##* } s in the guest" ;;
 		"### END "*)
 			s_rc=${line##* }
 			if [ "$s_rc" = 0 ]; then tap ok "$ver: $suite: exit status"

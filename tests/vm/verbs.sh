@@ -225,7 +225,21 @@ run_round() { # run_round MODE(arp|static)
 	# link on the stack takes them back; a clean close returns its own.
 	if [ "$mode" = arp ]; then
 		used() { sluice dump vb | sed -n 's/.*buffers \([0-9]*\)\/.*/\1/p'; }
-		u0=$(used)
+		# B's stack still carries the earlier rounds' last segments
+		# and ACKs: a buffer or two may be in flight at any reading.
+		# Read until two readings 0.2 s apart agree (at most 3 s).
+		settled() {
+			a=$(used) j=0
+			while [ $j -lt 15 ]; do
+				sleep 0.2
+				b=$(used)
+				[ "$a" = "$b" ] && break
+				a=$b j=$((j + 1))
+			done
+			echo "$a"
+		}
+		near() { [ -n "$1" ] && [ -n "$2" ] && [ $(($1 - $2)) -le 4 ] && [ $(($2 - $1)) -le 4 ]; }
+		u0=$(settled)
 		$peer attach vb rxe1 30 >/tmp/a1.log 2>&1 &
 		apid=$!
 		wait_grep /tmp/a1.log '^# attached'
@@ -236,15 +250,17 @@ run_round() { # run_round MODE(arp|static)
 		$peer attach vb rxe1 3 >/tmp/a2.log 2>&1 &
 		apid=$!
 		wait_grep /tmp/a2.log '^# detached'
-		u3=$(used)
+		u3=$(settled)
 		wait $apid
 		echo "# buffers in use on B's stack: $u0 before, $u1 with a second link, $u2 after its kill -9, $u3 after the next link came and closed"
-		if [ -n "$u0" ] && [ "$u1" -gt "$u0" ] && [ "$u2" = "$u1" ]; then
+		# A link posts 512 receives; "takes them back" is all of them,
+		# give or take the few buffers of traffic in flight (near).
+		if [ -n "$u0" ] && [ "$u1" -ge $((u0 + 256)) ] && near "$u2" "$u1"; then
 			tap ok "$mode: a killed process's posted buffers stay out of the pool ($((u2 - u0)))"
 		else
 			tap fail "$mode: a killed process's posted buffers stay out of the pool"
 		fi
-		if [ -n "$u0" ] && [ "$u3" = "$u0" ]; then
+		if near "$u3" "$u0" && [ -n "$u1" ] && [ "$u1" -ge $((u0 + 256)) ]; then
 			tap ok "$mode: the next link takes them back, and a close returns its own"
 		else
 			tap fail "$mode: the next link takes them back, and a close returns its own"
