@@ -20,3 +20,40 @@ need_netns() {
 	fi
 	ip netns del "sl-probe-$$"
 }
+# netns_test WHAT NS... [-- STACK...]: a test that runs in network
+# namespaces of its own.  Where none can be made, skips WHAT and ends.
+# Makes the namespaces (lo up) and a folder $tmp; at exit runs
+# cleanup_extra if the script defines it, kills every process in the
+# namespaces (a background job is only in_ns()'s subshell) and the
+# script's jobs, deletes the namespaces, the stacks' files in /dev/shm
+# and $tmp.  in_ns runs a command in the first namespace.
+netns_test() {
+	local n s
+	need_netns "$1"
+	shift
+	sl_ns=() sl_stacks=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do sl_ns+=("$1"); shift; done
+	[ $# -gt 0 ] && shift
+	sl_stacks=("$@")
+	tmp=$(mktemp -d)
+	trap netns_cleanup EXIT
+	for s in "${sl_stacks[@]}"; do rm -rf "/dev/shm/sluice-$s" "/dev/shm/sluicefd-$s"; done
+	for n in "${sl_ns[@]}"; do
+		ip netns add "$n"
+		ip netns exec "$n" ip link set lo up
+	done
+}
+netns_cleanup() {
+	local n s
+	if declare -F cleanup_extra >/dev/null; then cleanup_extra; fi
+	for n in "${sl_ns[@]}"; do ip netns pids "$n" 2>/dev/null | xargs -r kill 2>/dev/null; done
+	jobs -p | xargs -r kill 2>/dev/null
+	wait 2>/dev/null
+	for n in "${sl_ns[@]}"; do ip netns del "$n" 2>/dev/null; done
+	for s in "${sl_stacks[@]}"; do rm -rf "/dev/shm/sluice-$s" "/dev/shm/sluicefd-$s"; done
+	rm -rf "$tmp"
+}
+in_ns() { ip netns exec "${sl_ns[0]}" "$@"; }
+# counter STACK NAME: a counter of the stack, as `sluice dump` gives it
+# (empty when zero: dump leaves zeros out)
+counter() { "$top/build/tools/sluice" dump "$1" 2>/dev/null | awk -v n="$2" '$1 == n { print $2 }'; }

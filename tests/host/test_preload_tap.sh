@@ -35,32 +35,11 @@ set -u
 sluice=$top/build/tools/sluice
 py=/usr/bin/python3
 
-need_netns "preload over TAP"
-
 ns=sl-ptap-$$
 cst=tp-c-$$
 sst=tp-s-$$
 mst=tp-m-$$
-tmp=$(mktemp -d)
-cleanup() {
-	# Every process in the namespace: a background job is the subshell
-	# of in_ns(), not the server it started.
-	ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null
-	jobs -p | xargs -r kill 2>/dev/null
-	wait 2>/dev/null
-	ip netns del "$ns" 2>/dev/null
-	rm -rf "/dev/shm/sluice-$cst" "/dev/shm/sluicefd-$cst" \
-		"/dev/shm/sluice-$sst" "/dev/shm/sluicefd-$sst" \
-		"/dev/shm/sluice-$mst" "/dev/shm/sluicefd-$mst"
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-in_ns() { ip netns exec "$ns" "$@"; }
-counter() { "$sluice" dump "$1" 2>/dev/null | awk -v n="$2" '$1 == n { print $2 }'; }
-
-rm -rf "/dev/shm/sluice-$cst" "/dev/shm/sluicefd-$cst" "/dev/shm/sluice-$sst" "/dev/shm/sluicefd-$sst" "/dev/shm/sluice-$mst" "/dev/shm/sluicefd-$mst"
-ip netns add "$ns"
-in_ns ip link set lo up
+netns_test "preload over TAP" "$ns" -- "$cst" "$sst" "$mst"
 for i in 0 1 2; do
 	in_ns ip tuntap add dev "pt$i" mode tap multi_queue
 	in_ns ip addr add "10.20$((3 + i + i / 2)).0.1/24" dev "pt$i"

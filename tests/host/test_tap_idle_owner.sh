@@ -26,26 +26,10 @@ if [ "$(id -u)" != 0 ]; then
 	done_testing
 	exit 0
 fi
-need_netns "TAP queues of an idle owner"
-
 ns=sl-tidle-$$
 st=ti-$$
-tmp=$(mktemp -d)
-cleanup() {
-	ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null
-	jobs -p | xargs -r kill 2>/dev/null
-	wait 2>/dev/null
-	ip netns del "$ns" 2>/dev/null
-	for s in "$st" "$st-2"; do rm -rf "/dev/shm/sluice-$s" "/dev/shm/sluicefd-$s"; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-in_ns() { ip netns exec "$ns" "$@"; }
+netns_test "TAP queues of an idle owner" "$ns" -- "$st" "$st-2"
 sluice() { in_ns timeout 30 env SLUICE_NO_HELPER=1 "$top/build/tools/sluice" "$@"; }
-counter() { "$top/build/tools/sluice" dump "$1" 2>/dev/null | awk -v n="$2" '$1 == n { print $2 }'; }
-
-ip netns add "$ns"
-in_ns ip link set lo up
 in_ns ip tuntap add dev ti0 mode tap multi_queue
 # No IPv6 of the kernel's own on it (MLD reports, router solicitations):
 # the frames that come are the test's.

@@ -21,27 +21,15 @@ peer=$top/build/tests/interop/peer
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 
-need_netns "TAP interop"
-
 ns=sl-tap-$$
 stack=t-tap-$$
+netns_test "TAP interop" "$ns" -- "$stack" "$stack-c"
 K=10.201.0.1
 S=10.201.0.2
 K2=10.202.0.1
 C=10.202.0.2
-cleanup() {
-	[ -n "${srv:-}" ] && kill "$srv" 2>/dev/null
-	# Every process in the namespace (a job is in_ns()'s subshell).
-	ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null
-	wait 2>/dev/null
-	ip netns del "$ns" 2>/dev/null
-	rm -f "/dev/shm/sluice-$stack" "/dev/shm/sluice-$stack-c"
-}
-trap cleanup EXIT
-in_ns() { ip netns exec "$ns" "$@"; }
+cleanup_extra() { [ -n "${srv:-}" ] && kill "$srv" 2>/dev/null; }
 
-ip netns add "$ns"
-in_ns ip link set lo up
 in_ns ip tuntap add dev sl0 mode tap multi_queue
 in_ns ip addr add "$K/24" dev sl0
 in_ns ip link set sl0 up

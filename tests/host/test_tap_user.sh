@@ -24,20 +24,9 @@ if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null || ! id nobody >/dev/n
 	done_testing
 	exit 0
 fi
-need_netns "TAP as a user"
-
 ns=sl-tuser-$$
 st=tu-$$
-tmp=$(mktemp -d)
-cleanup() {
-	ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null
-	jobs -p | xargs -r kill 2>/dev/null
-	wait 2>/dev/null
-	ip netns del "$ns" 2>/dev/null
-	for s in "$st" "$st-1" "$st-3"; do rm -rf "/dev/shm/sluice-$s" "/dev/shm/sluicefd-$s"; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+netns_test "TAP as a user" "$ns" -- "$st" "$st-1" "$st-3"
 chmod 755 "$tmp"
 mkdir "$tmp/tools" "$tmp/www"
 cp "$top/build/tools/sluice" "$tmp/tools/"
@@ -45,7 +34,6 @@ cp "$top/build/libsluice-preload.so" "$tmp/"
 echo "served by $$" >"$tmp/www/index.txt"
 chmod -R a+rX "$tmp"
 uid=$(id -u nobody)
-in_ns() { ip netns exec "$ns" "$@"; }
 # as_nobody STACK TAP ADDR PROGRAM...: the copy of the tool, run by nobody
 # in the namespace.
 as_nobody() {
@@ -55,10 +43,7 @@ as_nobody() {
 		env SLUICE_NO_HELPER=1 "$tmp/tools/sluice" run --stack "$s" --tap "$dev" \
 		--addr "$addr" -- "$@"
 }
-counter() { "$top/build/tools/sluice" dump "$1" 2>/dev/null | awk -v n="$2" '$1 == n { print $2 }'; }
 
-ip netns add "$ns"
-in_ns ip link set lo up
 
 # 1. No device, no capability.
 out=$(as_nobody "$st-1" tu9 10.209.0.2/24 "$py" -c '
