@@ -213,6 +213,8 @@ int sluice_stack_destroy(const char *name)
 	return sl_region_destroy(name);
 }
 
+static uint32_t sysctl_u32(const char *path, uint32_t dflt);
+
 int sluice_stack_set_addr6(struct sluice_stack *st, const void *addr, unsigned int plen)
 {
 	static const uint8_t zero[16], v4m[12] = { [10] = 0xff, [11] = 0xff };
@@ -228,6 +230,10 @@ int sluice_stack_set_addr6(struct sluice_stack *st, const void *addr, unsigned i
 		return ret;
 	memcpy(s->lib->ip6_addr, a, 16);
 	s->lib->ip6_plen = plen;
+	/* What a new interface of this network namespace takes as its hop
+	 * limit (Linux ip6_dst_hoplimit(): the device's hop_limit; the
+	 * stack's link is a device new to the namespace). */
+	s->lib->ip6_hlim = sysctl_u32("/proc/sys/net/ipv6/conf/default/hop_limit", 64);
 	sl_unlock(s);
 	return 0;
 }
@@ -1724,6 +1730,40 @@ static bool force_opt(int level, int name)
 	return level == SOL_SOCKET && (name == SO_RCVBUFFORCE || name == SO_SNDBUFFORCE);
 }
 
+/*
+ * IPPROTO_IPV6 options an AF_INET6 socket's IPv6 packets take (ipv6(7)).
+ * The preload has had each judged by a kernel socket of the same type
+ * (lib/preload/socket.c, v6_kept_set()) and gives the value it read back,
+ * an int; here it is only kept.  IPV6_UNICAST_HOPS -1 is the default.
+ */
+static int ip6_setopt(struct sl_sock *so, int name, int v, const void *val, unsigned int len)
+{
+	if (!val || len < sizeof(int))
+		return -EINVAL;
+	switch (name) {
+	case IPV6_TCLASS:
+		so->ip6_tclass = (uint8_t)(v < 0 ? 0 : v);
+		return 0;
+	case IPV6_UNICAST_HOPS:
+		so->ip6_hops = (uint16_t)(v < 0 || v > 255 ? 0 : v + 1);
+		return 0;
+	case IPV6_RECVERR:
+		so->ip6_opt = (uint8_t)((so->ip6_opt & ~SL_S6_RECVERR) | (v ? SL_S6_RECVERR : 0));
+		return 0;
+	case IPV6_DONTFRAG:
+		so->ip6_opt = (uint8_t)((so->ip6_opt & ~SL_S6_DONTFRAG) | (v ? SL_S6_DONTFRAG : 0));
+		return 0;
+	case IPV6_MTU_DISCOVER:
+		if (v < 0 || v > IPV6_PMTUDISC_OMIT)
+			return -EINVAL;
+		so->ip6_opt = (uint8_t)((so->ip6_opt & ~SL_S6_PMTU_MASK) |
+					(v + 1) << SL_S6_PMTU_SHIFT);
+		return 0;
+	default:
+		return -ENOPROTOOPT;
+	}
+}
+
 static int setsockopt_on(struct sl_stack *s, struct sl_sock *so, int level, int name,
 			 const void *val, unsigned int len, bool net_admin)
 {
@@ -1841,6 +1881,8 @@ static int setsockopt_on(struct sl_stack *s, struct sl_sock *so, int level, int 
 			ret = -EINVAL;
 		else
 			so->ip_ttl = (uint8_t)v;
+	} else if (level == IPPROTO_IPV6 && (so->flags & SL_SF_V6)) {
+		ret = ip6_setopt(so, name, v, val, len);
 	} else if (level == IPPROTO_IP && name == IP_TOS) {
 		/* Linux (do_ip_setsockopt()): a byte, or an int (no bytes: 0);
 		 * on a stream the two ECN bits stay TCP's (and TCP sets none). */

@@ -401,6 +401,10 @@ struct sl_region {
 	 * ICMP as Linux shares it). */
 	uint8_t ip6_addr[16];
 	uint32_t ip6_plen;
+	/* The hop limit of IPv6 packets with none set (Linux's
+	 * net.ipv6.conf.default.hop_limit, read when the address is set;
+	 * 0: 64). */
+	uint32_t ip6_hlim;
 	struct sl_icmp_rl icmp6_rl[SL_ICMP_RL_N];
 	struct sl_neigh6 neigh6[SL_NEIGH_MAX];
 	/* IPv6 addresses of peers that sockets hold, as their 32-bit
@@ -632,7 +636,9 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(nd_failed, "IPv6 neighbours given up: no answer to 3 solicitations") \
 	X(tcp_handoff, "connections handed to a kernel socket (TCP repair)") \
 	X(verbs_tx_port_down, "verbs packets dropped unsent: the port is down (TCP resends them)") \
-	X(tcp_rx_predicted, "TCP segments that took header prediction (established, in order)")
+	X(tcp_rx_predicted, "TCP segments that took header prediction (established, in order)") \
+	X(icmp6_err_rx, "ICMPv6 errors received (unreachable, too big, time exceeded, parameter problem)") \
+	X(ip6_frag_tx, "IPv6 fragments sent (UDP datagrams past the path MTU)")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,
@@ -1134,7 +1140,7 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
  * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
  */
-#define SL_LAYOUT_VERSION	25
+#define SL_LAYOUT_VERSION	26
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

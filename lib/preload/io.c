@@ -185,7 +185,12 @@ static void errq_addr(uint32_t addr, uint16_t port, bool v6, struct sockaddr_in6
 		      socklen_t *len)
 {
 	memset(out, 0, sizeof(*out));
-	if (v6) {
+	/* IPv6 itself (a handle: proto.h "IPv6 sockets"): its address. */
+	if (v6 && sl_v6tok(addr) && sl_v6tok_addr(pl_sl(), addr, out->sin6_addr.s6_addr)) {
+		out->sin6_family = AF_INET6;
+		out->sin6_port = port;
+		*len = sizeof(struct sockaddr_in6);
+	} else if (v6) {
 		out->sin6_family = AF_INET6;
 		out->sin6_port = port;
 		out->sin6_addr.s6_addr[10] = 0xff;
@@ -261,8 +266,12 @@ static ssize_t errq_msg(struct pl_sock *ps, struct msghdr *msg, int flags)
 	eh.ee.ee_code = rec.code;
 	eh.ee.ee_info = rec.info;
 	/* The ICMP message's sender; a local error names none. */
-	if (rec.origin == SO_EE_ORIGIN_ICMP)
+	if (rec.origin == SO_EE_ORIGIN_ICMP) {
 		errq_addr(rec.offender, 0, v6, &eh.offender, &alen);
+	} else if (rec.origin == SO_EE_ORIGIN_ICMP6) {
+		eh.offender.sin6_family = AF_INET6;
+		memcpy(eh.offender.sin6_addr.s6_addr, rec.offender6, 16);
+	}
 	if (v6)
 		put_cmsg(msg, &used, IPPROTO_IPV6, IPV6_RECVERR, &eh, sizeof(eh));
 	else
@@ -680,12 +689,72 @@ EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
  * else is EINVAL, as Linux answers what it does not know: nothing is
  * dropped unread.
  */
-static int tx_cmsgs(const struct pl_sock *ps, const struct msghdr *msg, struct sl_tx_meta *tx)
+/*
+ * An IPPROTO_IPV6 control message of a datagram to IPv6 itself, as
+ * Linux's ip6_datagram_send_ctl() takes it: IPV6_TCLASS and
+ * IPV6_HOPLIMIT an int from -1 (the socket's) to 255, IPV6_DONTFRAG an
+ * int 0 or 1; IPV6_PKTINFO's source ::, ::1 or the stack's own address
+ * (else EINVAL, as its ipv6_chk_addr() refuses), its interface 0.  Any
+ * other (routing headers, flow info, ...) EINVAL: not done here.
+ */
+static int tx6_cmsg(const struct cmsghdr *c, size_t dlen, struct sl_tx_meta *tx)
 {
+	int v;
+
+	if (c->cmsg_type == IPV6_PKTINFO) {
+		struct in6_pktinfo pi;
+		uint32_t tok;
+
+		if (dlen < sizeof(pi))
+			return -EINVAL;
+		memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+		if (pi.ipi6_ifindex)
+			return -EINVAL;
+		if (IN6_IS_ADDR_UNSPECIFIED(&pi.ipi6_addr))
+			return 0;
+		tok = sl_v6tok_find(pl_sl(), pi.ipi6_addr.s6_addr);
+		if (tok != SL_V6TOK_LO && tok != SL_V6TOK_ME)
+			return -EINVAL;
+		tx->saddr = tok;
+		return 0;
+	}
+	if (c->cmsg_type != IPV6_TCLASS && c->cmsg_type != IPV6_HOPLIMIT &&
+	    c->cmsg_type != IPV6_DONTFRAG)
+		return -EINVAL;
+	if (dlen != sizeof(int))
+		return -EINVAL;
+	memcpy(&v, CMSG_DATA(c), sizeof(v));
+	if (c->cmsg_type == IPV6_DONTFRAG) {
+		if (v < 0 || v > 1)
+			return -EINVAL;
+		tx->dontfrag = v;
+		return 0;
+	}
+	if (v < -1 || v > 255)
+		return -EINVAL;
+	/* IPV6_TCLASS -1: Linux 6.18 sends class 0xff (ipc6->tclass stays
+	 * -1 past ipcm6_init_sk(), ip6_make_flowinfo() takes its low byte);
+	 * IPV6_HOPLIMIT -1 is the socket's. */
+	if (c->cmsg_type == IPV6_TCLASS)
+		tx->tos = v & 0xff;
+	else
+		tx->ttl = v;
+	return 0;
+}
+
+static int tx_cmsgs(const struct pl_sock *ps, const struct msghdr *msg, uint32_t daddr,
+		    struct sl_tx_meta *tx)
+{
+	/* A datagram of an AF_INET6 socket to IPv6 itself takes IPv6's
+	 * control messages and passes over IPv4's; to a v4-mapped address
+	 * udp_sendmsg() takes IPv4's and passes over IPv6's. */
+	bool v6 = ps->v6 && sl_v6tok(daddr);
 	struct cmsghdr *c;
+	int ret;
 
 	tx->saddr = 0;
 	tx->ttl = tx->tos = -1;
+	tx->dontfrag = -1;
 	if (!msg->msg_control || !msg->msg_controllen)
 		return 0;
 	if (msg->msg_controllen < sizeof(struct cmsghdr))
@@ -697,9 +766,20 @@ static int tx_cmsgs(const struct pl_sock *ps, const struct msghdr *msg, struct s
 		if (c->cmsg_len < CMSG_LEN(0) ||
 		    c->cmsg_len > msg->msg_controllen - ((uint8_t *)c - (uint8_t *)msg->msg_control))
 			return -EINVAL;
+		if (ps->v6 && c->cmsg_level == IPPROTO_IPV6) {
+			if (!v6 || ps->type == SOCK_STREAM) {
+				if (c->cmsg_type == IPV6_PKTINFO && ps->type != SOCK_STREAM)
+					return -EINVAL;	/* a mapped source: not here */
+				continue;
+			}
+			ret = tx6_cmsg(c, dlen, tx);
+			if (ret)
+				return ret;
+			continue;
+		}
 		if (c->cmsg_level != IPPROTO_IP)
 			return -EINVAL;
-		if (ps->type == SOCK_STREAM)
+		if (ps->type == SOCK_STREAM || v6)
 			continue;
 		switch (c->cmsg_type) {
 		case IP_PKTINFO: {
@@ -812,7 +892,9 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 				return ret ? pl_ret(ret) : REAL(sendmsg)(fd, msg, flags);
 			}
 		}
-		ret = d < 0 ? d : d == PL_NATIVE6 ? ret : tx_cmsgs(ps, msg, &tx);
+		ret = d < 0 ? d : d == PL_NATIVE6 ? ret :
+		      tx_cmsgs(ps, msg, d ? sin.sin_addr.s_addr :
+				   SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->raddr), &tx);
 		if (!ret)
 			ret = pl_sendv(ps, msg->msg_iov, (int)msg->msg_iovlen, flags,
 				       d ? &sin : NULL, &tx);

@@ -172,7 +172,7 @@ extern struct pl_config pl_cfg;
 
 /* How many IPPROTO_IPV6 options an AF_INET6 socket of the stack keeps
  * (socket.c, v6_kept[]: its length, checked there). */
-#define PL_V6_KEPT	10
+#define PL_V6_KEPT	12
 
 struct pl_sock {
 	uint32_t sd;			/* index in the stack's socket table */

@@ -357,12 +357,58 @@ static void mc_opts_to(int ks, const struct pl_sock *ps)
 static const int v6_kept[] = { IPV6_TCLASS, IPV6_UNICAST_HOPS, IPV6_MULTICAST_HOPS,
 			       IPV6_MULTICAST_LOOP, IPV6_MULTICAST_IF, IPV6_RECVTCLASS,
 			       IPV6_RECVHOPLIMIT, IPV6_RECVPKTINFO, IPV6_RECVORIGDSTADDR,
-			       IPV6_RECVERR };
+			       IPV6_RECVERR, IPV6_MTU_DISCOVER, IPV6_DONTFRAG };
 #define PL_V6_RECVPKTINFO	7	/* its index */
 _Static_assert(sizeof(v6_kept) / sizeof(v6_kept[0]) == PL_V6_KEPT,
 	       "pl_sock.v6opt holds every kept option");
 
 static int v6_kept_idx(int name);
+
+/* Those of them the stack applies to the socket's IPv6 packets, kept in
+ * its slot too (every process sees them, an accepted socket inherits
+ * them: lib/proto/proto.h, sl_sock.ip6_tclass). */
+static bool v6_in_slot(int name)
+{
+	return name == IPV6_TCLASS || name == IPV6_UNICAST_HOPS || name == IPV6_RECVERR ||
+	       name == IPV6_MTU_DISCOVER || name == IPV6_DONTFRAG;
+}
+
+/* Such an option's value as the slot holds it; false: the default of a
+ * hop limit not set (the kernel's answer, asked of a new socket). */
+static bool v6_slot_get(const struct pl_sock *ps, int name, int *v)
+{
+	const struct sl_sock *so = sl_sock(pl_sl(), ps->sd);
+	uint8_t o = SL_READ_ONCE(so->ip6_opt);
+	uint16_t h;
+
+	switch (name) {
+	case IPV6_TCLASS:
+		*v = SL_READ_ONCE(so->ip6_tclass);
+		return true;
+	case IPV6_UNICAST_HOPS:
+		/* Not set: a socket connected to a peer has its route's
+		 * (the stack's default, ip6_dst_hoplimit()); else the
+		 * kernel's answer (conf.all.hop_limit). */
+		h = SL_READ_ONCE(so->ip6_hops);
+		if (!h && sl_v6tok(SL_READ_ONCE(so->raddr)) &&
+		    SL_READ_ONCE(so->raddr) != SL_V6TOK_LO && SL_READ_ONCE(so->raddr) != SL_V6TOK_ME) {
+			*v = sl_ip6_hlim(pl_sl());
+			return true;
+		}
+		*v = h - 1;
+		return h != 0;
+	case IPV6_RECVERR:
+		*v = !!(o & SL_S6_RECVERR);
+		return true;
+	case IPV6_DONTFRAG:
+		*v = !!(o & SL_S6_DONTFRAG);
+		return true;
+	case IPV6_MTU_DISCOVER:
+		*v = sl_sock_pmtudisc6(o);
+		return true;
+	}
+	return false;
+}
 
 bool pl_v6_recvpktinfo(const struct pl_sock *ps)
 {
@@ -405,6 +451,14 @@ static int v6_kept_set(struct pl_sock *ps, int i, const void *val, socklen_t len
 	if (!ret && !REAL(getsockopt)(ks, IPPROTO_IPV6, v6_kept[i], &v, &vl)) {
 		ps->v6opt[i] = v;
 		ps->v6set |= (uint16_t)(1u << i);
+		if (v6_in_slot(v6_kept[i])) {
+			/* -1 (the default hop limit) is not what it reads back. */
+			if (v6_kept[i] == IPV6_UNICAST_HOPS && val && len >= sizeof(int) &&
+			    *(const int *)val == -1)
+				v = -1;
+			ret = sluice_setsockopt(pl_stack(), (int)ps->sd, IPPROTO_IPV6, v6_kept[i],
+						&v, sizeof(v));
+		}
 	}
 	REAL(close)(ks);
 	errno = saved;
@@ -1536,10 +1590,13 @@ static int put_blob(const void *p, socklen_t size, void *val, socklen_t *lenp)
  */
 static int get_v6opt(const struct pl_sock *ps, int name, void *val, socklen_t *lenp)
 {
-	int ks, ret, saved = errno, i = v6_kept_idx(name);
+	int ks, ret, saved = errno, i;
 
 	if (name == IPV6_V6ONLY)
 		return put_int(ps->v6only, val, lenp);
+	if (v6_in_slot(name) && v6_slot_get(ps, name, &i))
+		return put_int(i, val, lenp);
+	i = v6_kept_idx(name);
 	if (i >= 0 && (ps->v6set & (1u << i)))
 		return put_int(ps->v6opt[i], val, lenp);
 	ks = REAL(socket)(AF_INET6, ps->type | SOCK_CLOEXEC, 0);

@@ -124,8 +124,12 @@ void sl_errq_icmp(struct sl_stack *s, struct sl_sock *so, const struct sl_ip *q,
 		.ts_us = sl_now(s),
 	};
 
-	if (!ie || !(so->opt_flags & SL_SO_RECVERR))
+	if (!ie || !sl_recverr(so, ie))
 		return;
+	if (ie->v6) {
+		rec.origin = SO_EE_ORIGIN_ICMP6;
+		memcpy(rec.offender6, ie->offender6, 16);
+	}
 	rec.type = ie->type;
 	rec.code = ie->code;
 	rec.info = ie->info;

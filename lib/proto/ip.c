@@ -184,7 +184,8 @@ void sl_ip_sock_hdr(struct sl_stack *s, uint32_t idx, const struct sl_sock *so)
 
 	const struct sluice_buf *b;
 
-	if (!so || (!so->ip_ttl && !so->ip_tos && !so->pmtudisc))
+	/* An IPv4 socket with nothing set: one test. */
+	if (!so || (!(so->ip_ttl | so->ip_tos | so->pmtudisc) && !(so->flags & SL_SF_V6)))
 		return;
 	/* The header alone: a chained segment's first part says a length
 	 * past its buffer (sl_ip_build()), which sl_buf_data() refuses. */
@@ -194,11 +195,20 @@ void sl_ip_sock_hdr(struct sl_stack *s, uint32_t idx, const struct sl_sock *so)
 		return;
 	}
 	ip = (struct sl_ip *)(sl_buf_base(s, idx) + b->off);
-	if (so->ip_ttl)
-		ip->ttl = so->ip_ttl;
-	ip->tos = so->ip_tos;
-	if (so->pmtudisc && !sl_ip_df(so))
-		ip->frag &= (uint16_t)~htons(IP_DF_);
+	if (sl_v6tok(ip->daddr)) {
+		/* IPv6 (a handle): IPV6_TCLASS and IPV6_UNICAST_HOPS, else
+		 * the default hop limit (ip6_output() takes np->tclass and
+		 * np->hop_limit, else ip6_dst_hoplimit()); the header made
+		 * from this one carries them (sl_ip6_output_tok()). */
+		ip->ttl = so->ip6_hops ? (uint8_t)(so->ip6_hops - 1) : sl_ip6_hlim(s);
+		ip->tos = so->ip6_tclass;
+	} else {
+		if (so->ip_ttl)
+			ip->ttl = so->ip_ttl;
+		ip->tos = so->ip_tos;
+		if (so->pmtudisc && !sl_ip_df(so))
+			ip->frag &= (uint16_t)~htons(IP_DF_);
+	}
 	ip->csum = 0;
 	ip->csum = sl_ip_csum(ip);
 }
@@ -426,9 +436,13 @@ uint32_t sl_pmtu_get(struct sl_stack *s, uint32_t daddr)
 	uint32_t mtu = sl_mtu(s);
 	const struct sl_pmtu *p;
 
-	/* An IPv6 peer: 20 bytes more of header (no Packet Too Big yet). */
-	if (__builtin_expect(sl_v6tok(daddr), 0))
-		return sl_ip_is_local(s, daddr) ? mtu : mtu - 20;
+	/* An IPv6 peer: 20 bytes more of header; an entry (a Packet Too
+	 * Big, ip6.c) keeps its MTU less 20 too. */
+	if (__builtin_expect(sl_v6tok(daddr), 0)) {
+		if (sl_ip_is_local(s, daddr))
+			return mtu;
+		mtu -= 20;
+	}
 	/* No entry (the usual case): no scan on a datagram's way out. */
 	if (!s->lib->pmtu_n || sl_ip_is_local(s, daddr))
 		return mtu;
@@ -470,7 +484,7 @@ bool sl_pmtu_update(struct sl_stack *s, uint32_t daddr, uint32_t mtu)
 		}
 		p = pick;
 		p->daddr = daddr;
-		p->mtu = sl_mtu(s);
+		p->mtu = old;
 	}
 	p->expires_ms = now_ms(s) + SL_PMTU_EXPIRES_MS;
 	if (mtu == p->mtu)

@@ -88,7 +88,7 @@ void sl_ip6_build(struct sl_stack *s, uint32_t idx, uint8_t nxt, const uint8_t *
 	ip6->vtcfl = htonl(6u << 28 | (uint32_t)tclass << 20 | (flow & IP6_FLOWLABEL_MASK_));
 	ip6->plen = htons(plen);
 	ip6->nxt = nxt;
-	ip6->hlim = hlim ? hlim : IP6_DEFHLIM_;
+	ip6->hlim = hlim ? hlim : sl_ip6_hlim(s);
 	memcpy(ip6->saddr, saddr, 16);
 	memcpy(ip6->daddr, daddr, 16);
 }
@@ -227,6 +227,76 @@ int sl_ip6_output_tok(struct sl_stack *s, uint32_t idx, bool keep)
 	memcpy(ip6->saddr, src, 16);
 	memcpy(ip6->daddr, dst, 16);
 	return sl_ip6_output(s, n);
+}
+
+/*
+ * Fragments (RFC 8200 4.5), as Linux's ip6_fragment() cuts a UDP datagram
+ * past the path MTU: the unfragmentable part is the IPv6 header alone; each
+ * fragment but the last carries the most multiple of 8 bytes that fits mtu
+ * with the fragment header; one identification for all of them (Linux
+ * hashes the addresses with a secret and a counter, as here); the
+ * traffic class, hop limit and flow label a whole packet would have had.
+ * The UDP checksum covers the whole datagram over IPv6's pseudo-header
+ * (never 0).
+ */
+int sl_ip6_output_frags(struct sl_stack *s, const struct sl_ip *hdr, const struct sl_udp *uh,
+			const uint8_t *data, size_t dlen, uint32_t mtu)
+{
+	size_t total = sizeof(*uh) + dlen, done = 0, chunk;
+	uint8_t src[16], dst[16], head[sizeof(*uh)];
+	struct sl_udp u = *uh;
+	uint32_t id, flow, ports, n_id;
+
+	chunk = mtu > sizeof(struct sl_ip6) + sizeof(struct sl_ip6_frag) + 8 ?
+		(mtu - sizeof(struct sl_ip6) - sizeof(struct sl_ip6_frag)) & ~(size_t)7 : 0;
+	if (!sl_v6tok_addr(s, hdr->saddr, src) || !sl_v6tok_addr(s, hdr->daddr, dst) || !chunk ||
+	    chunk > s->buf_size - SL_HEADROOM - sizeof(struct sl_ip6) - sizeof(struct sl_ip6_frag)) {
+		sl_count(s, SL_C_ip6_tx_untranslated);
+		return -ENETUNREACH;
+	}
+	u.csum = 0;
+	u.csum = sl_csum_fold(sl_csum_add(sl_csum_add(sl_csum_pseudo6(src, dst, IPPROTO_UDP_,
+								      (uint32_t)total),
+						      &u, sizeof(u)),
+					  data, dlen));
+	if (!u.csum)
+		u.csum = 0xffff;
+	memcpy(head, &u, sizeof(u));
+	memcpy(&ports, &u, 4);
+	flow = sl_ip6_flowlabel(s, src, dst, IPPROTO_UDP_, ports);
+	n_id = s->lib->ip_id_next++;
+	id = sl_ip6_flowlabel(s, dst, src, IPPROTO_FRAGMENT_, n_id) << 12 | (n_id & 0xfff);
+	while (done < total) {
+		size_t n = total - done < chunk ? total - done : chunk, from = 0;
+		bool more = done + n < total;
+		struct sl_ip6_frag *fh;
+		uint32_t idx = sl_buf_alloc(s);
+		uint8_t *p;
+
+		if (idx == SLUICE_IDX_NONE) {
+			sl_count(s, SL_C_ip_tx_nobuf);
+			return -ENOBUFS;
+		}
+		fh = (struct sl_ip6_frag *)(sl_buf_base(s, idx) + SL_HEADROOM + sizeof(struct sl_ip6));
+		memset(fh, 0, sizeof(*fh));
+		fh->nxt = IPPROTO_UDP_;
+		fh->off = htons((uint16_t)(done | (more ? 1 : 0)));
+		fh->id = htonl(id);
+		p = (uint8_t *)(fh + 1);
+		/* The stream is the UDP header, then the payload. */
+		if (done < sizeof(head)) {
+			from = sizeof(head) - done < n ? sizeof(head) - done : n;
+			memcpy(p, head + done, from);
+		}
+		if (n > from)
+			memcpy(p + from, data + done + from - sizeof(head), n - from);
+		sl_ip6_build(s, idx, IPPROTO_FRAGMENT_, src, dst,
+			     (uint16_t)(sizeof(*fh) + n), hdr->tos, flow, hdr->ttl);
+		sl_count(s, SL_C_ip6_frag_tx);
+		sl_ip6_output(s, idx);
+		done += n;
+	}
+	return 0;
 }
 
 /* ---- ICMPv6 errors (RFC 4443 2.4) --------------------------------------- */
@@ -699,6 +769,116 @@ static bool ip6_csum_ok(struct sl_stack *s, uint32_t idx, const struct sl_ip6 *i
 					(const uint8_t *)ip6 + off, len)) == 0;
 }
 
+/*
+ * What a destination unreachable's code means to a socket, as Linux's
+ * icmpv6_err_convert() has it (tab_unreach[]): the errno, and whether it
+ * is hard (a connected UDP socket without IPV6_RECVERR hears of it).
+ * Codes past these: EPROTO, hard.
+ */
+static const struct {
+	uint8_t err, hard;
+} unreach6[7] = {
+	{ ENETUNREACH, 0 },	/* no route */
+	{ EACCES, 1 },		/* administratively prohibited */
+	{ EHOSTUNREACH, 0 },	/* beyond the source's scope */
+	{ EHOSTUNREACH, 0 },	/* address unreachable */
+	{ ECONNREFUSED, 1 },	/* port unreachable */
+	{ EACCES, 1 },		/* source address failed policy */
+	{ EACCES, 1 },		/* reject route */
+};
+
+/*
+ * An ICMPv6 error (RFC 4443 3) about a TCP segment or UDP datagram a
+ * socket on handles sent, to that socket, as Linux's icmpv6_notify()
+ * and tcp_v6_err() / __udp6_lib_err() give it: the quoted IPv6 header
+ * becomes an IPv4-shaped one on the handles (as ip6_to_tok() makes
+ * them), so TCP and UDP find the socket as for ICMP, with ie.v6 saying
+ * it is IPv6's (IPV6_RECVERR queues it, SO_EE_ORIGIN_ICMP6, the sender
+ * as offender).  A Packet Too Big lowers the peer's path MTU (the table
+ * keeps handles' MTUs less 20, sl_pmtu_get()), to 1280 at least (RFC
+ * 8201 4, Linux __ip6_rt_update_pmtu()), and is EMSGSIZE: hard unless
+ * IPV6_PMTUDISC_DONT, not taken at all under INTERFACE or OMIT
+ * (ip6_sk_accept_pmtu()); TCP takes none below 1280.
+ */
+static void icmp6_err_input(struct sl_stack *s, const struct sl_ip6 *ip6,
+			    const struct sl_icmp6 *ic, unsigned int len)
+{
+	uint8_t buf[sizeof(struct sl_ip) + IP6_MIN_MTU_] __attribute__((aligned(8)));
+	const uint8_t *qp = (const uint8_t *)(ic + 1);
+	unsigned int qlen = len - sizeof(*ic), tl;
+	struct sl_ip *q = (struct sl_ip *)buf;
+	struct sl_icmp_err ie = { .type = ic->type, .code = ic->code, .v6 = true };
+	const struct sl_ip6 *qip6 = (const struct sl_ip6 *)qp;
+	uint32_t stok, dtok, mtu = ntohl(ic->data);
+	uint16_t ports[2];
+	struct sl_sock *so;
+	uint8_t nxt;
+	int off, err;
+
+	sl_count(s, SL_C_icmp6_err_rx);
+	if (qlen < sizeof(*qip6) || (qp[0] >> 4) != 6)
+		goto ignored;
+	off = ip6_skip_ext(qp, qlen, &nxt);
+	if (off < 0 || (unsigned int)off + 8 > qlen ||
+	    (nxt != IPPROTO_TCP_ && nxt != IPPROTO_UDP_))
+		goto ignored;
+	stok = sl_v6tok_find(s, qip6->saddr);
+	dtok = sl_v6tok_find(s, qip6->daddr);
+	if ((stok != SL_V6TOK_LO && stok != SL_V6TOK_ME) || !dtok)
+		goto ignored;
+	tl = qlen - (unsigned int)off;
+	if (tl > IP6_MIN_MTU_)
+		tl = IP6_MIN_MTU_;
+	memset(q, 0, sizeof(*q));
+	q->ver_ihl = 0x45;
+	q->tot_len = htons((uint16_t)(sizeof(*q) + tl));
+	q->ttl = qip6->hlim;
+	q->proto = nxt;
+	q->saddr = stok;
+	q->daddr = dtok;
+	memcpy(buf + sizeof(*q), qp + off, tl);
+	memcpy(ports, qp + off, 4);
+	ie.qlen = (unsigned int)sizeof(*q) + tl;
+	memcpy(ie.offender6, ip6->saddr, 16);
+	switch (ic->type) {
+	case ICMP6_PACKET_TOO_BIG_:
+		ie.info = mtu;
+		if (nxt == IPPROTO_TCP_) {
+			if (mtu >= IP6_MIN_MTU_)
+				sl_tcp_icmp_frag(s, q, mtu - 20);
+			return;
+		}
+		so = sl_sock_lookup(s, SL_SOCK_UDP, stok, ports[0], dtok, ports[1]);
+		if (!so || sl_sock_pmtudisc6(so->ip6_opt) == IP_PMTUDISC_INTERFACE ||
+		    sl_sock_pmtudisc6(so->ip6_opt) == IP_PMTUDISC_OMIT)
+			return;
+		sl_pmtu_update(s, dtok, (mtu < IP6_MIN_MTU_ ? IP6_MIN_MTU_ : mtu) - 20);
+		ie.hard = sl_sock_pmtudisc6(so->ip6_opt) != IP_PMTUDISC_DONT;
+		sl_udp_icmp_error(s, q, EMSGSIZE, &ie);
+		return;
+	case ICMP6_DST_UNREACH_:
+		err = ic->code < sizeof(unreach6) / sizeof(unreach6[0]) ?
+		      unreach6[ic->code].err : EPROTO;
+		ie.hard = ic->code < sizeof(unreach6) / sizeof(unreach6[0]) ?
+			  unreach6[ic->code].hard : true;
+		break;
+	case ICMP6_TIME_EXCEEDED_:
+		err = EHOSTUNREACH;
+		break;
+	default:
+		err = EPROTO;
+		ie.hard = true;
+		break;
+	}
+	if (nxt == IPPROTO_TCP_)
+		sl_tcp_icmp_error(s, q, err, &ie);
+	else
+		sl_udp_icmp_error(s, q, err, &ie);
+	return;
+ignored:
+	sl_count(s, SL_C_icmp6_rx_ignored);
+}
+
 static void icmp6_input(struct sl_stack *s, uint32_t idx, const struct sl_ip6 *ip6,
 			unsigned int off)
 {
@@ -724,8 +904,11 @@ static void icmp6_input(struct sl_stack *s, uint32_t idx, const struct sl_ip6 *i
 			nd_na_input(s, ip6, (const uint8_t *)ic, len);
 		goto drop;
 	}
+	if (ic->type >= ICMP6_DST_UNREACH_ && ic->type <= ICMP6_PARAM_PROB_) {
+		icmp6_err_input(s, ip6, ic, len);
+		goto drop;
+	}
 	if (ic->type != ICMP6_ECHO_REQUEST_ || ic->code != 0) {
-		/* Errors would go to the sockets they quote: none yet. */
 		sl_count(s, SL_C_icmp6_rx_ignored);
 		goto drop;
 	}

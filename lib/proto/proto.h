@@ -65,6 +65,21 @@ static inline bool sl_sock_type_live(uint8_t type)
 #define SL_SO_RECVERR		0x4000	/* IP_RECVERR: errors queued for MSG_ERRQUEUE (errq.c) */
 #define SL_SO_V6ONLY		0x8000	/* IPV6_V6ONLY (with SL_SF_V6): no IPv4 */
 
+/* sl_sock.ip6_opt */
+#define SL_S6_RECVERR		0x01	/* IPV6_RECVERR: ICMPv6 errors queued (errq.c) */
+#define SL_S6_DONTFRAG		0x02	/* IPV6_DONTFRAG: a datagram past the path MTU is EMSGSIZE */
+#define SL_S6_PMTU_SHIFT	2	/* IPV6_MTU_DISCOVER + 1 in bits 2-4; 0: WANT */
+#define SL_S6_PMTU_MASK		0x1c
+
+/* An AF_INET6 socket's IPV6_MTU_DISCOVER (IPV6_PMTUDISC_*, the same
+ * values as IP_PMTUDISC_*). */
+static inline int sl_sock_pmtudisc6(uint8_t ip6_opt)
+{
+	unsigned int v = (ip6_opt & SL_S6_PMTU_MASK) >> SL_S6_PMTU_SHIFT;
+
+	return v ? (int)v - 1 : 1 /* IPV6_PMTUDISC_WANT */;
+}
+
 /* The smallest SO_RCVBUF / SO_SNDBUF (Linux SOCK_MIN_RCVBUF/SNDBUF here). */
 #define SL_SO_RCVBUF_MIN	2304
 #define SL_SO_SNDBUF_MIN	4608
@@ -228,7 +243,15 @@ struct sl_sock {
 	 * the receive queue's, as Linux charges sk_error_queue to rmem.
 	 */
 	uint32_t errq_head, errq_tail, errq_count;
-	uint32_t errq_spare;
+	/*
+	 * What an AF_INET6 socket's IPv6 packets take (ipv6(7); its IPv4
+	 * ones take ip_ttl and ip_tos): IPV6_TCLASS; IPV6_UNICAST_HOPS + 1
+	 * once set (0: the default, sl_region.ip6_hlim); SL_S6_* bits
+	 * (IPV6_RECVERR, IPV6_DONTFRAG, IPV6_MTU_DISCOVER + 1).  Kept by
+	 * the preload's setsockopt (lib/preload/socket.c, v6_kept[]).
+	 */
+	uint8_t ip6_tclass, ip6_opt;
+	uint16_t ip6_hops;
 
 	union {
 		struct sl_tcp_sock tcp;
@@ -437,12 +460,15 @@ struct sl_rx_meta {
 	uint64_t stamp_us;
 };
 
-/* What sendmsg's control messages ask of one datagram (ip(7)):
- * IP_PKTINFO's source address, IP_TTL, IP_TOS; 0 / -1 for "as set". */
+/* What sendmsg's control messages ask of one datagram (ip(7), ipv6(7)):
+ * IP_PKTINFO's source address, IP_TTL, IP_TOS (to IPv6 itself:
+ * IPV6_PKTINFO's, IPV6_HOPLIMIT, IPV6_TCLASS, IPV6_DONTFRAG); 0 / -1 for
+ * "as set". */
 struct sl_tx_meta {
 	uint32_t saddr;			/* network order; 0: the socket's */
 	int ttl;			/* 1-255, or -1 */
 	int tos;			/* 0-255, or -1 */
+	int dontfrag;			/* IPV6_DONTFRAG: 0, 1, or -1 */
 };
 
 /* sl_udp_sendto() flag of the preload's (no Linux MSG_ flag has it):
@@ -698,6 +724,13 @@ bool sl_icmp_peer_allow(struct sl_icmp_rl *tab, const uint8_t *daddr, uint64_t n
 /* ip6.c: IPv6 (RFC 8200) and ICMPv6 (RFC 4443), lib/proto/README.md "IPv6".
  * Input of the IPv6 packet in idx (consumed). */
 void sl_ip6_input(struct sl_stack *s, uint32_t idx);
+/* The hop limit of IPv6 packets that set none (sl_region.ip6_hlim). */
+static inline uint8_t sl_ip6_hlim(const struct sl_stack *s)
+{
+	uint32_t h = SL_READ_ONCE(s->lib->ip6_hlim);
+
+	return h && h <= 255 ? (uint8_t)h : IP6_DEFHLIM_;
+}
 /* ::1 or the stack's own IPv6 address. */
 bool sl_ip6_is_local(const struct sl_stack *s, const uint8_t *a);
 /* Fill an IPv6 header at the headroom of idx, whose data holds plen bytes
@@ -749,6 +782,12 @@ uint32_t sl_v6tok_get(struct sl_stack *s, const uint8_t *a);
 /* The IPv4-shaped packet in idx to an IPv6 peer's handle, sent as IPv6
  * (idx consumed unless keep, as sl_ip_output()). */
 int sl_ip6_output_tok(struct sl_stack *s, uint32_t idx, bool keep);
+/* A UDP datagram to an IPv6 peer larger than mtu (the IPv6 path MTU) in
+ * IPv6 fragments (RFC 8200 4.5): hdr the IPv4-shaped header it would
+ * have had (handles, traffic class as tos, hop limit as ttl), uh its UDP
+ * header (the checksum made here), data its payload. */
+int sl_ip6_output_frags(struct sl_stack *s, const struct sl_ip *hdr, const struct sl_udp *uh,
+			const uint8_t *data, size_t dlen, uint32_t mtu);
 /* The source address a socket bound to no address uses to daddr (the
  * route's: loopback's for 127/8, ::1's or the stack's own IPv6 address
  * for IPv6, else the stack's address). */
@@ -782,10 +821,23 @@ int sl_ip_output_frags(struct sl_stack *s, const struct sl_ip *hdr, const uint8_
 struct sl_icmp_err {
 	uint8_t type, code;
 	bool hard;
+	/* An ICMPv6 error (ip6.c): the quote is IPv4-shaped on handles, the
+	 * offender is offender6, and IPV6_RECVERR queues it (Linux's
+	 * ipv6_icmp_error(); IP_RECVERR queues ICMPv4's). */
+	bool v6;
 	uint32_t info;
 	uint32_t offender;
 	unsigned int qlen;
+	uint8_t offender6[16];
 };
+
+/* Does so queue this ICMP error (IP_RECVERR for ICMP, IPV6_RECVERR for
+ * ICMPv6)? */
+static inline bool sl_recverr(const struct sl_sock *so, const struct sl_icmp_err *ie)
+{
+	return ie && ie->v6 ? (so->ip6_opt & SL_S6_RECVERR) != 0 :
+			      (so->opt_flags & SL_SO_RECVERR) != 0;
+}
 
 /* One error of the queue, at the start of its buffer (errq.c); plen
  * bytes of what the error quoted follow it (the payload past the UDP
@@ -799,11 +851,13 @@ struct sl_errq_rec {
 	uint16_t dport;				/* the quoted port; a local error's: the peer's, or 0 */
 	uint16_t plen;
 	uint64_t ts_us;				/* when it came (the stack's clock) */
+	uint8_t offender6[16];			/* SO_EE_ORIGIN_ICMP6's sender */
 };
 
 /* sock_extended_err's origins (linux/errqueue.h, which needs time.h). */
 #define SO_EE_ORIGIN_LOCAL_	1
 #define SO_EE_ORIGIN_ICMP_	2
+#define SO_EE_ORIGIN_ICMP6_	3
 
 /* errq.c (lock held): queue an error for so (with SL_SO_RECVERR), or -errno
  * (-ENOBUFS: no room under SO_RCVBUF, or no buffer); wakes so. */

@@ -376,13 +376,16 @@ void sl_udp_icmp_error(struct sl_stack *s, const struct sl_ip *q, int err,
 		return;
 	connected = (so->flags & SL_SF_CONNECTED) && so->raddr == q->daddr &&
 		    so->rport == uh->dport;
-	/* Fragmentation needed: an error unless IP_PMTUDISC_DONT. */
-	if (err == EMSGSIZE && so->pmtudisc == IP_PMTUDISC_DONT + 1)
+	/* Fragmentation needed: an error unless IP_PMTUDISC_DONT.  A
+	 * Packet Too Big (ip6.c) is judged there: hard unless
+	 * IPV6_PMTUDISC_DONT, queued with IPV6_RECVERR all the same
+	 * (__udp6_lib_err()). */
+	if (err == EMSGSIZE && !(ie && ie->v6) && so->pmtudisc == IP_PMTUDISC_DONT + 1)
 		return;
 	/* Linux's __udp4_lib_err(): with IP_RECVERR every error is queued
 	 * (the payload past the UDP header) and is SO_ERROR; without, only
 	 * a hard one, to a connected socket. */
-	if (so->opt_flags & SL_SO_RECVERR) {
+	if (sl_recverr(so, ie)) {
 		sl_sock_busy(s, so);
 		sl_errq_icmp(s, so, q, err, ie, sizeof(*uh));
 	} else if (!hard || !connected) {
@@ -680,8 +683,49 @@ static ssize_t send_frags(struct sl_stack *s, struct sl_sock *so, const uint8_t 
 	sl_count(s, SL_C_udp_tx);
 	so->tx_pkts++;
 	so->tx_bytes += len;
-	ret = sl_ip_output_frags(s, &hdr, (const uint8_t *)&uh, sizeof(uh), buf, len, mtu);
+	/* To IPv6 itself: IPv6 fragments (its checksum made there). */
+	if (sl_v6tok(daddr))
+		ret = sl_ip6_output_frags(s, &hdr, &uh, buf, len, mtu + 20);
+	else
+		ret = sl_ip_output_frags(s, &hdr, (const uint8_t *)&uh, sizeof(uh), buf, len, mtu);
 	return ret ? ret : (ssize_t)len;
+}
+
+/*
+ * A datagram to an IPv6 peer (a handle), as Linux's __ip6_append_data()
+ * sizes it.  *mtu (the IPv4-shaped path MTU, the IPv6 one less 20, as
+ * sl_pmtu_get() keeps handles') becomes the link's under
+ * IPV6_PMTUDISC_PROBE and INTERFACE.  Past it: EMSGSIZE under
+ * IPV6_DONTFRAG (the socket's or this datagram's) or IPV6_PMTUDISC_DO,
+ * PROBE, INTERFACE (ip6_sk_ignore_df() false), and past what one
+ * IPv4-shaped datagram holds (SL_UDP_MAX: Linux's IPv6 takes 20 bytes
+ * more); with IPV6_RECVERR a local error, ee_info the IPv6 path MTU, the
+ * datagram's destination and port (ipv6_local_error()).  Else 0: it goes
+ * in fragments (sl_ip6_output_frags()).
+ */
+static int v6_too_big(struct sl_stack *s, struct sl_sock *so, size_t len, uint32_t daddr,
+		      uint16_t dport, const struct sl_tx_meta *tx, uint32_t *mtu)
+{
+	int disc = sl_sock_pmtudisc6(so->ip6_opt);
+	bool df = tx && tx->dontfrag >= 0 ? tx->dontfrag : (so->ip6_opt & SL_S6_DONTFRAG) != 0;
+
+	*mtu = disc >= IP_PMTUDISC_PROBE ? sl_mtu(s) - 20 : sl_pmtu_get(s, daddr);
+	if (len + sizeof(struct sl_ip) + sizeof(struct sl_udp) <= *mtu)
+		return 0;
+	if (!df && len <= SL_UDP_MAX && disc != IP_PMTUDISC_DO && disc != IP_PMTUDISC_PROBE &&
+	    disc != IP_PMTUDISC_INTERFACE)
+		return 0;
+	sl_count(s, SL_C_ip_tx_toobig);
+	if (so->ip6_opt & SL_S6_RECVERR) {
+		struct sl_errq_rec rec = {
+			.ee_errno = EMSGSIZE, .origin = SO_EE_ORIGIN_LOCAL_,
+			.info = *mtu + 20, .daddr = daddr, .dport = dport, .ts_us = sl_now(s),
+		};
+
+		sl_sock_busy(s, so);
+		sl_errq_add(s, so, &rec, NULL, 0);
+	}
+	return -EMSGSIZE;
 }
 
 ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,
@@ -709,12 +753,19 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 	mtu = local || disc >= IP_PMTUDISC_PROBE || is_broadcast(s, daddr) ||
 	      SL_IN_MULTICAST(daddr) ? sl_mtu(s) : sl_pmtu_get(s, daddr);
 	max = mtu - sizeof(struct sl_ip) - sizeof(*uh);
+	if (!local && sl_v6tok(daddr)) {
+		ret = v6_too_big(s, so, len, daddr, dport, tx, &mtu);
+		if (ret)
+			return ret;
+		max = mtu - sizeof(struct sl_ip) - sizeof(*uh);
+	}
 	/* Larger than a packet: inside the stack as a chain (up to IPv4's
 	 * 65535 bytes, as Linux's loopback takes it); to a host elsewhere in
 	 * fragments unless DF is asked for (Linux ip_sk_ignore_df()). */
 	if (len > max && (len > SL_UDP_MAX ||
 			  (local && len > max + (size_t)SL_CHAIN_MAX * s->buf_size) ||
-			  (!local && (disc == IP_PMTUDISC_DO || disc == IP_PMTUDISC_PROBE ||
+			  (!local && !sl_v6tok(daddr) &&
+			   (disc == IP_PMTUDISC_DO || disc == IP_PMTUDISC_PROBE ||
 				      disc == IP_PMTUDISC_INTERFACE ||
 				      is_broadcast(s, daddr) || SL_IN_MULTICAST(daddr))))) {
 		if (!local)

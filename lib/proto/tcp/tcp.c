@@ -1523,7 +1523,7 @@ void sl_tcp_icmp_error(struct sl_stack *s, const struct sl_ip *q, int err,
 	}
 	/* Established: IP_RECVERR makes it the socket's error at once (the
 	 * connection goes on); else it is only what a timeout reports. */
-	if ((so->opt_flags & SL_SO_RECVERR) && err != EMSGSIZE) {
+	if (sl_recverr(so, ie) && err != EMSGSIZE) {
 		so->error = err;
 		sl_sock_wake(s, so);
 		return;
@@ -1560,11 +1560,26 @@ void sl_tcp_icmp_frag(struct sl_stack *s, const struct sl_ip *q, uint32_t mtu)
 		return;
 	}
 	sl_sock_busy(s, so);
-	sl_pmtu_update(s, so->raddr, mtu);
-	pmtu = sl_pmtu_get(s, so->raddr);
-	disc = so->pmtudisc ? so->pmtudisc - 1 : IP_PMTUDISC_WANT;
-	if (pmtu < tp->pmtu && sl_ip_df(so))
-		tp->soft_err = EMSGSIZE;
+	if (sl_v6tok(so->raddr)) {
+		/* A Packet Too Big (ip6.c gives the MTU less 20, as the
+		 * handles' path MTUs are kept): tcp_v6_err() takes none
+		 * below 1280 and none under IPV6_PMTUDISC_INTERFACE or
+		 * OMIT (ip6_sk_accept_pmtu()); tcp_v6_mtu_reduced() keeps
+		 * no soft error and follows whatever IPV6_MTU_DISCOVER. */
+		disc = sl_sock_pmtudisc6(so->ip6_opt);
+		if (mtu + 20 < IP6_MIN_MTU_ || disc == IP_PMTUDISC_INTERFACE ||
+		    disc == IP_PMTUDISC_OMIT)
+			return;
+		sl_pmtu_update(s, so->raddr, mtu);
+		pmtu = sl_pmtu_get(s, so->raddr);
+		disc = IP_PMTUDISC_WANT;
+	} else {
+		sl_pmtu_update(s, so->raddr, mtu);
+		pmtu = sl_pmtu_get(s, so->raddr);
+		disc = so->pmtudisc ? so->pmtudisc - 1 : IP_PMTUDISC_WANT;
+		if (pmtu < tp->pmtu && sl_ip_df(so))
+			tp->soft_err = EMSGSIZE;
+	}
 	if (disc == IP_PMTUDISC_DONT || disc == IP_PMTUDISC_INTERFACE ||
 	    disc == IP_PMTUDISC_OMIT || pmtu >= tp->pmtu)
 		return;

@@ -1502,6 +1502,9 @@ static struct sl_sock *child_new(struct sl_stack *s, struct sl_sock *lso, const 
 	c->opt_flags = lso->opt_flags;
 	c->rcvlowat = lso->rcvlowat;
 	c->pmtudisc = lso->pmtudisc;
+	c->ip6_tclass = lso->ip6_tclass;	/* Linux copies ipv6_pinfo */
+	c->ip6_hops = lso->ip6_hops;
+	c->ip6_opt = lso->ip6_opt;
 	c->parent_idx = lso->idx;
 	sl_sock_kid_link(s, lso, c);
 	c->owner_pid = lso->owner_pid;
