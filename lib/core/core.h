@@ -136,9 +136,10 @@ struct sl_neigh6 {
 #define SL_FRAGQ_N	32
 #define SL_FRAGQ_LAST	0x01	/* the fragment without MF came */
 #define SL_FRAGQ_FIRST	0x02	/* the fragment at offset 0 came */
+#define SL_FRAGQ_V6	0x04	/* IPv6's (on handles: proto/ip6.c) */
 struct sl_fragq {
 	uint32_t saddr, daddr;
-	uint16_t id;
+	uint32_t id;			/* IPv4's (network order), or IPv6's 32 bits */
 	uint8_t proto, flags;
 	uint32_t len, meat, head, bufs;
 	uint64_t expires_ms;
@@ -638,7 +639,8 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(verbs_tx_port_down, "verbs packets dropped unsent: the port is down (TCP resends them)") \
 	X(tcp_rx_predicted, "TCP segments that took header prediction (established, in order)") \
 	X(icmp6_err_rx, "ICMPv6 errors received (unreachable, too big, time exceeded, parameter problem)") \
-	X(ip6_frag_tx, "IPv6 fragments sent (UDP datagrams past the path MTU)")
+	X(ip6_frag_tx, "IPv6 fragments sent (UDP datagrams past the path MTU)") \
+	X(ip6_rx_frag_drop, "IPv6 fragments not reassembled (not TCP or UDP, a group, an unknown source's not first, a bad length)")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,

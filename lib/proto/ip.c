@@ -44,7 +44,8 @@ static bool ip_for_us(const struct sl_stack *s, uint32_t daddr)
 }
 
 static void deliver(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen);
-static void frag_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen);
+static void frag_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen,
+		       uint32_t id, bool v6);
 
 void sl_ip_input(struct sl_stack *s, uint32_t idx)
 {
@@ -121,7 +122,7 @@ void sl_ip_input(struct sl_stack *s, uint32_t idx)
 		if (chain)
 			goto bad_hdr;
 		sl_count(s, SL_C_ip_rx_frag);
-		frag_input(s, idx, ip, hlen);
+		frag_input(s, idx, ip, hlen, ip->id, false);
 		return;
 	}
 	deliver(s, idx, ip, hlen);
@@ -535,7 +536,10 @@ static void frag_expire(struct sl_stack *s)
 
 		if (q->daddr && now >= q->expires_ms) {
 			sl_count(s, SL_C_ip_reasm_timeout);
-			if ((q->flags & SL_FRAGQ_FIRST) && sl_buf_some(s, q->head))
+			/* IPv6's: the first fragment is held IPv4-shaped, so
+			 * no ICMPv6 time exceeded quotes it (not as Linux). */
+			if ((q->flags & (SL_FRAGQ_FIRST | SL_FRAGQ_V6)) == SL_FRAGQ_FIRST &&
+			    sl_buf_some(s, q->head))
 				sl_icmp_send_error(s, q->head, ICMP_TIMXCEED_, ICMP_TIMXCEED_REASS_);
 			fragq_kill(s, q);
 		}
@@ -641,19 +645,28 @@ fail:
 }
 
 /* A reassembled UDP datagram spanning buffers: its checksum, which UDP
- * checks on a single packet but not on a chain (udp.c). */
-static bool udp_chain_csum_ok(struct sl_stack *s, uint32_t head)
+ * checks on a single packet but not on a chain (udp.c).  IPv6's (v6: on
+ * handles), a single packet too, UDP or TCP: over IPv6's pseudo-header
+ * (RFC 8200 8.1), UDP's never 0. */
+static bool udp_chain_csum_ok(struct sl_stack *s, uint32_t head, bool v6)
 {
 	const struct sl_ip *ip = (const struct sl_ip *)sl_buf_data(s, head);
 	unsigned int hlen = (ip->ver_ihl & 0xf) * 4, ulen = ntohs(ip->tot_len) - hlen;
 	const struct sl_udp *uh = (const struct sl_udp *)((const uint8_t *)ip + hlen);
 	uint32_t sum, idx, steps = 0, odd = 0;
+	uint8_t a6[16], b6[16];
 
-	if (ulen < sizeof(*uh) || ntohs(uh->len) != ulen)
+	if (ip->proto == IPPROTO_UDP_ && (ulen < sizeof(*uh) || ntohs(uh->len) != ulen))
 		return false;
-	if (!uh->csum)
-		return true;
-	sum = sl_csum_pseudo(ip->saddr, ip->daddr, IPPROTO_UDP_, (uint16_t)ulen);
+	if (ip->proto == IPPROTO_UDP_ && !uh->csum)
+		return !v6;
+	if (v6) {
+		if (!sl_v6tok_addr(s, ip->saddr, a6) || !sl_v6tok_addr(s, ip->daddr, b6))
+			return false;
+		sum = sl_csum_pseudo6(a6, b6, ip->proto, ulen);
+	} else {
+		sum = sl_csum_pseudo(ip->saddr, ip->daddr, IPPROTO_UDP_, (uint16_t)ulen);
+	}
 	sum = sl_csum_add_at(sum, uh, sl_buf(s, head)->len - hlen, &odd);
 	for (idx = sl_buf(s, head)->next_idx; sl_buf_next(s, idx, &steps);
 	     idx = sl_buf(s, idx)->next_idx) {
@@ -664,7 +677,8 @@ static bool udp_chain_csum_ok(struct sl_stack *s, uint32_t head)
 	return sl_csum_fold(sum) == 0;
 }
 
-static struct sl_fragq *fragq_get(struct sl_stack *s, const struct sl_ip *ip)
+static struct sl_fragq *fragq_get(struct sl_stack *s, const struct sl_ip *ip, uint32_t id,
+				   bool v6)
 {
 	struct sl_region *r = s->lib;
 	struct sl_fragq *free_q = NULL;
@@ -677,7 +691,7 @@ static struct sl_fragq *fragq_get(struct sl_stack *s, const struct sl_ip *ip)
 				free_q = q;
 			continue;
 		}
-		if (q->saddr == ip->saddr && q->daddr == ip->daddr && q->id == ip->id &&
+		if (q->saddr == ip->saddr && q->daddr == ip->daddr && q->id == id &&
 		    q->proto == ip->proto)
 			return q;
 	}
@@ -686,10 +700,11 @@ static struct sl_fragq *fragq_get(struct sl_stack *s, const struct sl_ip *ip)
 	memset(free_q, 0, sizeof(*free_q));
 	free_q->saddr = ip->saddr;
 	free_q->daddr = ip->daddr;
-	free_q->id = ip->id;
+	free_q->id = id;
 	free_q->proto = ip->proto;
+	free_q->flags = v6 ? SL_FRAGQ_V6 : 0;
 	free_q->head = SLUICE_IDX_NONE;
-	free_q->expires_ms = now_ms(s) + SL_IPFRAG_TIME_MS;
+	free_q->expires_ms = now_ms(s) + (v6 ? SL_IP6FRAG_TIME_MS : SL_IPFRAG_TIME_MS);
 	r->frag_queues++;
 	return free_q;
 }
@@ -701,7 +716,13 @@ static struct sl_fragq *fragq_get(struct sl_stack *s, const struct sl_ip *ip)
  * (RFC 5722, ReasmOverlaps); an end past a known last, or a last that
  * contradicts the length, drops it too.  Whole: delivered.
  */
-static void frag_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen)
+void sl_ip6_frag_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, uint32_t id)
+{
+	frag_input(s, idx, ip, sizeof(*ip), id, true);
+}
+
+static void frag_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned int hlen,
+		       uint32_t id, bool v6)
 {
 	struct sl_region *r = s->lib;
 	struct sluice_buf *b = sl_buf(s, idx);
@@ -712,7 +733,7 @@ static void frag_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsig
 
 	frag_expire(s);
 	if (r->frag_mem + s->buf_size > SL_IPFRAG_HIGH_THRESH ||
-	    r->frag_mem / s->buf_size + 1 > s->n_bufs / 4 || !(q = fragq_get(s, ip))) {
+	    r->frag_mem / s->buf_size + 1 > s->n_bufs / 4 || !(q = fragq_get(s, ip, id, v6))) {
 		sl_count(s, SL_C_ip_reasm_mem);
 		goto drop;
 	}
@@ -787,9 +808,9 @@ static void frag_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsig
 	}
 	fragq_kill(s, q);
 	ip = (struct sl_ip *)sl_buf_data(s, whole);
-	if (sl_buf_chained(sl_buf(s, whole))) {
-		if (!udp_chain_csum_ok(s, whole)) {
-			sl_count(s, SL_C_udp_rx_bad);
+	if (sl_buf_chained(sl_buf(s, whole)) || v6) {
+		if (!udp_chain_csum_ok(s, whole, v6)) {
+			sl_count(s, ip->proto == IPPROTO_UDP_ ? SL_C_udp_rx_bad : SL_C_tcp6_rx_bad);
 			sl_pkt_free(s, whole);
 			return;
 		}

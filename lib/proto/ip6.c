@@ -1076,6 +1076,78 @@ drop:
 	sl_buf_free(s, idx);
 }
 
+/*
+ * A fragment (RFC 8200 4.5) of a TCP segment or UDP datagram for a socket
+ * on handles, its fragment header at off: made IPv4-shaped on the
+ * handles (as ip6_to_tok() makes a whole packet) and queued by IPv4's
+ * reassembly (ip.c, sl_ip6_frag_input()), which keeps Linux's rules for
+ * overlaps (RFC 5722: the whole datagram dropped) and duplicates, its
+ * memory limit, and ip6frag_time (60 s), and checks the whole's checksum
+ * over IPv6's pseudo-header.  As Linux's ipv6_frag_rcv(): a fragment with
+ * more to come whose length is not a multiple of 8 gets a parameter
+ * problem pointing at the payload length.  Not taken (ip6_rx_frag_drop):
+ * fragments of anything but TCP and UDP (their next header is the
+ * fragment header's; no extension header after it), to a group, and from
+ * a source with no handle yet unless it is the first fragment of a
+ * datagram to a port a socket is bound on (a handle is then given, as
+ * for a whole packet): a peer's first fragment must come first.
+ */
+static void ip6_frag_input(struct sl_stack *s, uint32_t idx, struct sl_ip6 *ip6, unsigned int off)
+{
+	struct sluice_buf *b = sl_buf(s, idx);
+	const struct sl_ip6_frag *fh = (const struct sl_ip6_frag *)((uint8_t *)ip6 + off);
+	unsigned int pay = off + sizeof(*fh), flen = b->len - pay;
+	uint16_t fo = ntohs(fh->off);
+	uint32_t stok, dtok, id = ntohl(fh->id);
+	uint8_t nxt = fh->nxt, tclass = (uint8_t)(ntohl(ip6->vtcfl) >> 20), hlim = ip6->hlim;
+	struct sl_ip *ip;
+
+	if ((fo & 1) && (flen & 7)) {
+		sl_icmp6_send_error(s, idx, ICMP6_PARAM_PROB_, ICMP6_PARAMPROB_HEADER_, 4);
+		goto drop;
+	}
+	dtok = sl_v6tok_find(s, ip6->daddr);
+	stok = sl_v6tok_find(s, ip6->saddr);
+	if ((nxt != IPPROTO_TCP_ && nxt != IPPROTO_UDP_) ||
+	    (dtok != SL_V6TOK_LO && dtok != SL_V6TOK_ME) || stok == SL_V6TOK_LO ||
+	    stok == SL_V6TOK_ME)
+		goto drop;
+	if (!stok) {
+		uint16_t ports[2];
+
+		if ((fo & ~7u) || flen < 4)
+			goto drop;
+		memcpy(ports, (uint8_t *)ip6 + pay, 4);
+		if (!sl_sock_unconnected_at(s, nxt == IPPROTO_TCP_ ? SL_SOCK_TCP : SL_SOCK_UDP, dtok,
+					    ports[1]))
+			goto drop;
+		stok = sl_v6tok_get(s, ip6->saddr);
+		if (!stok) {
+			sl_count(s, SL_C_ip6_rx_peers_full);
+			goto drop;
+		}
+	}
+	ip = (struct sl_ip *)((uint8_t *)ip6 + pay - sizeof(*ip));
+	ip->ver_ihl = 0x45;
+	ip->tos = tclass;
+	ip->tot_len = htons((uint16_t)(sizeof(*ip) + flen));
+	ip->id = (uint16_t)(id ^ (id >> 16));
+	ip->frag = htons((uint16_t)((fo >> 3) | ((fo & 1) ? IP_MF_ : 0)));
+	ip->ttl = hlim;
+	ip->proto = nxt;
+	ip->saddr = stok;
+	ip->daddr = dtok;
+	ip->csum = 0;
+	ip->csum = sl_ip_csum(ip);
+	b->off = (uint16_t)(b->off + pay - sizeof(*ip));
+	b->len = (uint16_t)(sizeof(*ip) + flen);
+	sl_ip6_frag_input(s, idx, ip, id);
+	return;
+drop:
+	sl_count(s, SL_C_ip6_rx_frag_drop);
+	sl_buf_free(s, idx);
+}
+
 /* ---- Input (RFC 8200 4) ------------------------------------------------- */
 
 /* Linux's max_hbh_opts_cnt and max_dst_opts_cnt: options other than
@@ -1236,10 +1308,11 @@ void sl_ip6_input(struct sl_stack *s, uint32_t idx)
 			if (off + 8 > len)
 				goto bad_hdr;
 			/* An atomic fragment (offset 0, no more) is the whole
-			 * packet (RFC 6946 4); others are not reassembled yet. */
+			 * packet (RFC 6946 4); others are reassembled. */
 			if (ntohs(fh->off) & 0xfff9u) {
 				sl_count(s, SL_C_ip6_rx_frag);
-				goto drop;
+				ip6_frag_input(s, idx, (struct sl_ip6 *)(uintptr_t)ip6, off);
+				return;
 			}
 			hl = 8;
 			break;

@@ -798,11 +798,16 @@ uint32_t sl_ip_src_for(const struct sl_stack *s, uint32_t daddr);
 #define SL_PMTU_MIN		552
 #define SL_PMTU_EXPIRES_MS	(10 * 60 * 1000)
 #define SL_IPFRAG_TIME_MS	(30 * 1000)
+#define SL_IP6FRAG_TIME_MS	(60 * 1000)	/* Linux's ip6frag_time */
 #define SL_IPFRAG_HIGH_THRESH	(4u << 20)
 /* The path MTU to daddr: the link's, or lower if ICMP said so. */
 uint32_t sl_pmtu_get(struct sl_stack *s, uint32_t daddr);
 /* An ICMP fragmentation needed's MTU for daddr; true if the path MTU fell. */
 bool sl_pmtu_update(struct sl_stack *s, uint32_t daddr, uint32_t mtu);
+/* An IPv6 fragment (ip6.c) made IPv4-shaped on handles (20-byte header,
+ * its offset and MF), of identification id: into IPv4's reassembly
+ * queues, with IPv6's time limit and checksums (ip.c). */
+void sl_ip6_frag_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, uint32_t id);
 /* Forget path MTUs and fragments past their time. */
 void sl_ip_expire(struct sl_stack *s);
 /* Send the datagram of header hdr, transport header l4 and payload data in

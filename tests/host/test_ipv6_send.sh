@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
 # IPv6 sends as Linux sends them (issue 20): traffic class and hop limit,
-# ICMPv6 errors into the error queue, Packet Too Big, fragments.  One
+# ICMPv6 errors into the error queue, Packet Too Big, fragments sent and
+# reassembled.  One
 # program (tests/preload/v6send.c) runs on the kernel and under sluice
 # run on a TAP stack, the same kernel peer opposite (v6send_peer.py),
 # which captures what each sends on its device and answers with ICMPv6:
@@ -67,8 +68,10 @@ run() { # tag dev peer peer2 me port cmd...
 	local pp=$!
 	for _ in $(seq 100); do grep -q ready "$tmp/$tag.peer" && break; sleep 0.05; done
 	# Each side's neighbour resolved first (as any earlier traffic does):
-	# the kernel's and the stack's from both sources.
-	in_ns timeout 10 busybox ping6 -c 1 -W 2 "$me" >/dev/null 2>&1
+	# the kernel's and the stack's, from both sources.  (The stack holds
+	# one packet for a neighbour it is resolving, Linux up to unres_qlen:
+	# without this the first datagrams differ.)
+	in_ns timeout 10 busybox ping6 -c 1 -W 2 -I "$peer" "$me" >/dev/null 2>&1
 	in_ns timeout 10 busybox ping6 -c 1 -W 2 -I "$peer2" "$me" >/dev/null 2>&1
 	"$@" "$prog" "$me" "$peer" "$peer2" "$port" >"$tmp/$tag.out" 2>&1
 	wait "$pp"
@@ -131,8 +134,15 @@ same "the peer reassembled each datagram (sizes received)" peer '^udp got'
 same "TCP: the MSS after a Packet Too Big" out '^ptb tcp'
 has "... the connection's segments after it fit 1280 bytes" s peer "tcp largest packet after ptb: 1280 or less"
 same "TCP bytes the peer received" peer '^tcp got'
+# 4. Reassembly.
+same "datagrams in fragments received: sizes, bytes, what was dropped" out '^reasm '
+has "... 3000 bytes in the kernel's fragments, whole" s out "reasm got 3000 bytes, the pattern"
+check "... overlapping fragments dropped whole, a duplicate alone (RFC 5722)" \
+	eval 'test "$(grep -c "^reasm got" "$tmp/s.out")" = 3 && ! grep -q "got 200" "$tmp/s.out"'
+same "a fragment of a bad length: a parameter problem at the payload length" peer '^cap icmp6 type=4'
+has "... code 0, pointer 4" s peer "cap icmp6 type=4 code=0 data=4 tclass=0x00 hlim=77"
 check "counted: icmp6_err_rx $(counter icmp6_err_rx), ip6_frag_tx $(counter ip6_frag_tx)" \
 	test "$(counter icmp6_err_rx)" -ge 3 -a "$(counter ip6_frag_tx)" -ge 2
-[ "$tap_failed" = 0 ] || { sed 's/^/# kernel: /' "$tmp/k.out"; sed 's/^/# peer of the kernel: /' "$tmp/k.peer"; }
+[ "$tap_failed" = 0 ] || { "$sluice" dump "$stack" | grep -E "nd_|ip6_|link_tx|udp_tx|icmp6" | sed "s/^/# dump: /"; sed 's/^/# kernel: /' "$tmp/k.out"; sed 's/^/# peer of the kernel: /' "$tmp/k.peer"; }
 
 done_testing

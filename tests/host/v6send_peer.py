@@ -13,6 +13,10 @@
 #   - a datagram to PORT + 3 with a Packet Too Big (MTU 1280) quoting a
 #     1500-byte TCP segment at the sequence number after the last TCP
 #     data it saw (so between SND.UNA and SND.NXT once all is acked).
+# A datagram to PORT + 5 (from the program's PORT + 4) is answered by
+# 3000 bytes from a UDP socket (in fragments: the link's MTU is 1500), then
+# crafted fragments (crafted() says which), the payload a pattern the
+# program checks.
 # Every line is printed when it happens; exits after SECONDS.
 import select
 import socket
@@ -45,6 +49,51 @@ lt.bind(("::", port + 2))
 lt.listen(4)
 raw = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
 raw.bind((peer, 0))
+u5 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+u5.bind((peer, port + 5))
+hdrinc = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_RAW)
+
+
+def csum(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+
+
+def pattern(n):
+    return bytes(i % 251 for i in range(n))
+
+
+def udp6(sport, dport, payload):
+    n = 8 + len(payload)
+    c = csum(P + M + struct.pack("!I3xB", n, 17) + struct.pack("!HHHH", sport, dport, n, 0) +
+             payload) or 0xffff
+    return struct.pack("!HHHH", sport, dport, n, c) + payload
+
+
+def frags(dg, ident, cuts):
+    # cuts: (start, end, more); the IPv6 header written here (IPPROTO_RAW).
+    for a, b, m in cuts:
+        body = struct.pack("!BBHI", 17, 0, a | m, ident) + dg[a:b]
+        hdrinc.sendto(struct.pack("!IHBB", 6 << 28, len(body), 44, 64) + P + M + body, (me, 0))
+
+
+def crafted(dport):
+    # Overlapping (the second starts 8 bytes inside the first): dropped.
+    dg = udp6(port + 5, dport, pattern(200))
+    frags(dg, 0x5101, [(0, 128, 1), (120, len(dg), 0)])
+    # Whole in two.
+    dg = udp6(port + 5, dport, pattern(100))
+    frags(dg, 0x5102, [(0, 56, 1), (56, len(dg), 0)])
+    # A length not a multiple of 8 with more to come: parameter problem.
+    dg = udp6(port + 5, dport, pattern(100))
+    frags(dg, 0x5103, [(0, 13, 1)])
+    # A duplicate first fragment: dropped alone, the datagram whole.
+    dg = udp6(port + 5, dport, pattern(60))
+    frags(dg, 0x5104, [(0, 40, 1), (0, 40, 1), (40, len(dg), 0)])
 out("ready")
 
 conns = {}
@@ -61,11 +110,16 @@ def ptb(quote):
 
 end = time.time() + secs
 while time.time() < end:
-    rd = [cap, u0, u1, u3, lt] + list(conns)
+    rd = [cap, u0, u1, u3, u5, lt] + list(conns)
     r, _, _ = select.select(rd, [], [], 0.1)
     for s in r:
         if s is u0:
             u0.recv(65536)
+        elif s is u5:
+            _, w = u5.recvfrom(100)
+            u5.sendto(pattern(3000), w)
+            time.sleep(0.1)
+            crafted(w[1])
         elif s is u1:
             d = u1.recv(65536)
             out("udp got", len(d))
@@ -107,6 +161,9 @@ while time.time() < end:
                         ptb_udp_done = True
                         ptb(ip)
                         out("ptb sent for udp")
+            elif nxt == 58 and 1 <= ip[40] <= 4:
+                out("cap icmp6 type=%d code=%d data=%d" % (ip[40], ip[41],
+                                                           struct.unpack("!I", ip[44:48])[0]), hdr)
             elif nxt == 44:
                 fo = struct.unpack("!H", ip[42:44])[0]
                 out("cap frag nxt=%d off=%d m=%d plen=%d" % (ip[40], fo & ~7, fo & 1, plen), hdr)

@@ -26,6 +26,8 @@
  *    in fragments of at most 1280 bytes (the peer gets it whole), and
  *    EMSGSIZE with IPV6_DONTFRAG and with IPV6_PMTUDISC_DO (a local
  *    error); a TCP connection's MSS after a Packet Too Big.
+ * 4. reasm: datagrams the peer sends in fragments (v6send_peer.py) as
+ *    they are received: whole, or dropped as Linux drops them.
  *
  * Every wait is bounded (SIGALRM after 20 s).
  */
@@ -34,10 +36,12 @@
 #include <linux/errqueue.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 static struct in6_addr me, peer, peer2;
@@ -296,6 +300,37 @@ static void ptb(void)
 	close(u);
 }
 
+/* Datagrams the peer sends in fragments: its own 3000 bytes (the kernel
+ * cuts them), and crafted ones: overlapping (dropped whole, RFC 5722),
+ * whole in two, a duplicate fragment, a fragment of a bad length (a
+ * parameter problem back).  Each received: its size and whether its bytes
+ * are the peer's pattern. */
+static void reasm(void)
+{
+	const char *c = "reasm";
+	struct sockaddr_in6 a = sa(&me, port + 4);
+	struct timeval tv = { 1, 0 };
+	static unsigned char buf[65536];
+	int u = socket(AF_INET6, SOCK_DGRAM, 0);
+	ssize_t n;
+
+	if (u < 0 || bind(u, (struct sockaddr *)&a, sizeof(a))) {
+		printf("FAIL reasm bind: %s\n", strerror(errno));
+		exit(1);
+	}
+	setsockopt(u, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	send6(u, port + 5, 2, 0, 0, 0, 0);
+	while ((n = recv(u, buf, sizeof(buf), 0)) >= 0) {
+		bool ok = true;
+
+		for (ssize_t i = 0; i < n; i++)
+			ok = ok && buf[i] == (unsigned char)(i % 251);
+		printf("%s got %zd bytes, %s\n", c, n, ok ? "the pattern" : "NOT the pattern");
+	}
+	printf("%s then = %s\n", c, strerror(errno));
+	close(u);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 5 || inet_pton(AF_INET6, argv[1], &me) != 1 ||
@@ -309,6 +344,7 @@ int main(int argc, char **argv)
 	tclass();
 	errs();
 	ptb();
+	reasm();
 	printf("done\n");
 	return 0;
 }
