@@ -1736,7 +1736,8 @@ static bool force_opt(int level, int name)
  * (lib/preload/socket.c, v6_kept_set()) and gives the value it read back,
  * an int; here it is only kept.  IPV6_UNICAST_HOPS -1 is the default.
  */
-static int ip6_setopt(struct sl_sock *so, int name, int v, const void *val, unsigned int len)
+static int ip6_setopt(struct sl_stack *s, struct sl_sock *so, int name, int v, const void *val,
+		      unsigned int len)
 {
 	if (!val || len < sizeof(int))
 		return -EINVAL;
@@ -1748,7 +1749,10 @@ static int ip6_setopt(struct sl_sock *so, int name, int v, const void *val, unsi
 		so->ip6_hops = (uint16_t)(v < 0 || v > 255 ? 0 : v + 1);
 		return 0;
 	case IPV6_RECVERR:
+		/* Off empties the queue, as Linux's do_ipv6_setsockopt(). */
 		so->ip6_opt = (uint8_t)((so->ip6_opt & ~SL_S6_RECVERR) | (v ? SL_S6_RECVERR : 0));
+		if (!v && so->life != SL_LIFE_PRIVATE)
+			sl_errq_purge(s, so);
 		return 0;
 	case IPV6_DONTFRAG:
 		so->ip6_opt = (uint8_t)((so->ip6_opt & ~SL_S6_DONTFRAG) | (v ? SL_S6_DONTFRAG : 0));
@@ -1882,7 +1886,7 @@ static int setsockopt_on(struct sl_stack *s, struct sl_sock *so, int level, int 
 		else
 			so->ip_ttl = (uint8_t)v;
 	} else if (level == IPPROTO_IPV6 && (so->flags & SL_SF_V6)) {
-		ret = ip6_setopt(so, name, v, val, len);
+		ret = ip6_setopt(s, so, name, v, val, len);
 	} else if (level == IPPROTO_IP && name == IP_TOS) {
 		/* Linux (do_ip_setsockopt()): a byte, or an int (no bytes: 0);
 		 * on a stream the two ECN bits stay TCP's (and TCP sets none). */
@@ -1959,6 +1963,18 @@ static int getsockopt_whole(struct sl_stack *s, struct sl_sock *so, int level, i
 			ret = -ENOTCONN;
 		} else {
 			v = sl_ip_is_local(s, so->raddr) ? 65535 : (int)sl_pmtu_get(s, so->raddr);
+			memcpy(val, &v, sizeof(v));
+			*len = sizeof(v);
+		}
+	} else if (level == IPPROTO_IPV6 && name == IPV6_MTU && (so->flags & SL_SF_V6) &&
+		   sl_v6tok(so->raddr)) {
+		/* Linux: the connected route's MTU, as IP_MTU's (::1's and our
+		 * own address's lo's, 65536), else ENOTCONN.  The handles'
+		 * path MTUs are kept IPv4-shaped, 20 less (ip.c). */
+		if (so->type != SL_SOCK_TCP && !(so->flags & SL_SF_CONNECTED)) {
+			ret = -ENOTCONN;
+		} else {
+			v = sl_ip_is_local(s, so->raddr) ? 65536 : (int)sl_pmtu_get(s, so->raddr) + 20;
 			memcpy(val, &v, sizeof(v));
 			*len = sizeof(v);
 		}

@@ -1594,6 +1594,15 @@ static int get_v6opt(const struct pl_sock *ps, int name, void *val, socklen_t *l
 
 	if (name == IPV6_V6ONLY)
 		return put_int(ps->v6only, val, lenp);
+	/* A connection on handles: the stack's path MTU (api.c). */
+	if (name == IPV6_MTU && lenp && sl_v6tok(SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->raddr))) {
+		unsigned int ul = *lenp;
+
+		ret = sluice_getsockopt(pl_stack(), (int)ps->sd, IPPROTO_IPV6, name, val, &ul);
+		if (!ret)
+			*lenp = ul;
+		return ret;
+	}
 	if (v6_in_slot(name) && v6_slot_get(ps, name, &i))
 		return put_int(i, val, lenp);
 	i = v6_kept_idx(name);

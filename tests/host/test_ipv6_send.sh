@@ -122,7 +122,8 @@ has "... origin 3, type 1 code 4, the peer the offender" s out \
 	"errq errq ee = errno Connection refused origin 3 type 1 code 4 info 0 offender PEER family 10"
 
 # 3. Packet Too Big and fragments.
-same "Packet Too Big: EMSGSIZE queued; fragments; IPV6_DONTFRAG and PMTUDISC_DO" out '^ptb (send|so_error|errq|set|mtu)'
+same "Packet Too Big: EMSGSIZE queued; IPV6_MTU; fragments; IPV6_DONTFRAG and PMTUDISC_DO" out '^ptb (send|so_error|errq|set|mtu)'
+has "... IPV6_MTU of the connected socket: 1280" s out "ptb mtu = 1280"
 has "... EMSGSIZE from the peer's Packet Too Big, ee_info 1280" s out \
 	"ptb errq ee = errno Message too long origin 3 type 2 code 0 info 1280 offender PEER family 10"
 has "... the local error of a datagram past it (origin 1, ee_info 1280)" s out \
@@ -131,7 +132,8 @@ same "fragments on the wire (offsets, sizes, M bit, class, hop limit)" peer '^ca
 has "... the first 1232 bytes of the datagram (1280 with its headers)" s peer \
 	"cap frag nxt=17 off=0 m=1 plen=1240 tclass=0x00 hlim=77"
 same "the peer reassembled each datagram (sizes received)" peer '^udp got'
-same "TCP: the MSS after a Packet Too Big" out '^ptb tcp'
+same "TCP: the MSS and IPV6_MTU after a Packet Too Big" out '^ptb tcp'
+has "... IPV6_MTU 1280" s out "ptb tcp mtu after = 1280"
 has "... the connection's segments after it fit 1280 bytes" s peer "tcp largest packet after ptb: 1280 or less"
 same "TCP bytes the peer received" peer '^tcp got'
 # 4. Reassembly.

@@ -240,6 +240,13 @@ static void errs(void)
 	printf("%s so_error = %d\n", c, geti(e, SOL_SOCKET, SO_ERROR));
 	errq(e, c);
 	errq(e, c);
+	printf("%s send again = %s\n", c,
+	       res(sendto(e, "z", 1, 0, (struct sockaddr *)&to, sizeof(to))));
+	usleep(300000);
+	one = 0;
+	setsockopt(e, IPPROTO_IPV6, IPV6_RECVERR, &one, sizeof(one));
+	printf("%s recverr off, so_error = %d\n", c, geti(e, SOL_SOCKET, SO_ERROR));
+	errq(e, c);
 	/* Without IPV6_RECVERR: a connected socket hears of the hard error. */
 	connect(n, (struct sockaddr *)&to, sizeof(to));
 	printf("%s connected send = %s\n", c, res(send(n, "y", 1, 0)));
@@ -263,6 +270,7 @@ static void ptb(void)
 	usleep(400000);
 	printf("%s so_error = %d\n", c, geti(u, SOL_SOCKET, SO_ERROR));
 	errq(u, c);
+	printf("%s mtu = %d\n", c, geti(u, IPPROTO_IPV6, IPV6_MTU));
 	printf("%s send 1400 again (fragments) = %s\n", c, res(send6(u, 0, 1400, 0, 0, 0, 0)));
 	printf("%s send 1232 (fits 1280) = %s\n", c, res(send6(u, 0, 1232, 0, 0, 0, 0)));
 	printf("%s send 1233 dontfrag cmsg = %s\n", c,
@@ -286,6 +294,7 @@ static void ptb(void)
 	       connect(t, (struct sockaddr *)&to, sizeof(to)) ? strerror(errno) : "ok");
 	memset(big, 'b', sizeof(big));
 	printf("%s tcp send 2000 = %s\n", c, res(send(t, big, 2000, 0)));
+	printf("%s tcp mtu before = %d\n", c, geti(t, IPPROTO_IPV6, IPV6_MTU));
 	usleep(300000);
 	v = geti(t, IPPROTO_TCP, TCP_MAXSEG);
 	printf("%s tcp mss before = %s\n", c, v > 1300 ? "above 1300" : "1300 or below");
@@ -294,6 +303,7 @@ static void ptb(void)
 	usleep(400000);
 	v = geti(t, IPPROTO_TCP, TCP_MAXSEG);
 	printf("%s tcp mss after = %s\n", c, v <= 1280 - 60 ? "1220 or below" : "above 1220");
+	printf("%s tcp mtu after = %d\n", c, geti(t, IPPROTO_IPV6, IPV6_MTU));
 	printf("%s tcp send 3000 = %s\n", c, res(send(t, big, 3000, 0)));
 	usleep(300000);
 	close(t);
