@@ -63,7 +63,7 @@ ip netns exec "$kns" ip link set v1 up
 run() { # tag dev peer peer2 me port cmd...
 	local tag=$1 dev=$2 peer=$3 peer2=$4 me=$5 port=$6
 	shift 6
-	in_ns timeout 30 "$py" "$peerpy" "$dev" "$peer" "$peer2" "$me" "$port" 7 \
+	in_ns timeout 30 "$py" "$peerpy" "$dev" "$peer" "$peer2" "$me" "$port" 20 \
 		>"$tmp/$tag.peer" 2>&1 &
 	local pp=$!
 	for _ in $(seq 100); do grep -q ready "$tmp/$tag.peer" && break; sleep 0.05; done

@@ -17,7 +17,8 @@
 # 3000 bytes from a UDP socket (in fragments: the link's MTU is 1500), then
 # crafted fragments (crafted() says which), the payload a pattern the
 # program checks.
-# Every line is printed when it happens; exits after SECONDS.
+# Every line is printed when it happens; exits after SECONDS, or soon
+# after "bye" to PORT + 3.
 import select
 import socket
 import struct
@@ -124,8 +125,9 @@ while time.time() < end:
             d = u1.recv(65536)
             out("udp got", len(d))
         elif s is u3:
-            u3.recv(100)
-            if tcp_next is not None:
+            if u3.recv(100) == b"bye":
+                end = min(end, time.time() + 0.3)
+            elif tcp_next is not None:
                 # A 1500-byte segment at tcp_next: IPv6 header, TCP header.
                 ip = struct.pack("!IHBB", 6 << 28, 1460, 6, 64) + M + tcp_dst
                 th = struct.pack("!HHIIBBHHH", tcp_sport, port + 2, tcp_next, 0, 5 << 4, 0x10,

@@ -355,6 +355,14 @@ int main(int argc, char **argv)
 	errs();
 	ptb();
 	reasm();
+	/* The peer may stop. */
+	{
+		int u = sock(SOCK_DGRAM);
+		struct sockaddr_in6 to = sa(&peer, port + 3);
+
+		sendto(u, "bye", 3, 0, (struct sockaddr *)&to, sizeof(to));
+		close(u);
+	}
 	printf("done\n");
 	return 0;
 }
