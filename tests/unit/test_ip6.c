@@ -4,9 +4,13 @@
  * the header built on the way out, extension headers on the way in
  * (options by their type's high bits, routing headers, fragments, an
  * unknown next header), upper-layer checksums with the pseudo-header, a
- * closed port answered as Linux answers it, errors rate-limited, and the
- * stack's own loopback.
+ * closed port answered as Linux answers it, errors rate-limited, the
+ * stack's own loopback; a socket on handles: traffic class and hop limit,
+ * ICMPv6 errors into its error queue, Packet Too Big, fragments out and
+ * in.
  */
+#include <errno.h>
+
 #include "stack_fixture.h"
 
 /* With nd_on, as an Ethernet link: a unicast next hop is resolved first
@@ -127,6 +131,194 @@ static int64_t icmp6_of(const struct capture *cap, unsigned int i, uint8_t type,
 	    ic->type != type || ic->code != code || !ul_csum_ok(f, cap->len[i], 40, IPPROTO_ICMPV6_))
 		return -1;
 	return ntohl(ic->data);
+}
+
+/* An ICMPv6 error of type, code and data from PEER to ME quoting the
+ * packet q (qlen bytes) into out; its length. */
+static size_t icmp6_err(uint8_t *out, uint8_t type, uint8_t code, uint32_t data, const uint8_t *q,
+			size_t qlen)
+{
+	uint8_t m[1300];
+	struct sl_icmp6 *ic = (struct sl_icmp6 *)m;
+	size_t len;
+
+	memset(ic, 0, sizeof(*ic));
+	ic->type = type;
+	ic->code = code;
+	ic->data = htonl(data);
+	memcpy(ic + 1, q, qlen);
+	len = ip6(out, PEER, ME, IPPROTO_ICMPV6_, 0, m, sizeof(*ic) + qlen);
+	ul_csum(out, len, sizeof(*ic) + qlen, IPPROTO_ICMPV6_, 2);
+	return len;
+}
+
+/* A fragment from PEER to ME of the UDP datagram dg: bytes [a, b), M. */
+static size_t frag6(uint8_t *out, const uint8_t *dg, size_t a, size_t b, bool more, uint32_t id)
+{
+	uint8_t m[1500];
+	struct sl_ip6_frag *fh = (struct sl_ip6_frag *)m;
+
+	fh->nxt = IPPROTO_UDP_;
+	fh->reserved = 0;
+	fh->off = htons((uint16_t)(a | (more ? 1 : 0)));
+	fh->id = htonl(id);
+	memcpy(fh + 1, dg + a, b - a);
+	return ip6(out, PEER, ME, IPPROTO_FRAGMENT_, 0, m, sizeof(*fh) + b - a);
+}
+
+/*
+ * 12b. What a socket on handles sends and hears (lib/proto/README.md,
+ * "Traffic class and hop limit", "ICMPv6 errors to sockets", "Fragments
+ * and Packet Too Big"): sd is a UDP socket bound to [ME]:7000, *peer
+ * PEER's handle and port 5555.
+ */
+static void v6_send_cases(struct sl_stack *s, struct capture *cp, int sd,
+			  const struct sockaddr_in *peer)
+{
+	struct sluice_stack *st = (struct sluice_stack *)s;
+	static uint8_t big[1400], pkt[1600], q[1600], dg[208];
+	struct sl_errq_rec rec;
+	const struct sl_ip6 *h;
+	uint8_t p6[16], got[256];
+	struct sockaddr_in from;
+	size_t len, qlen;
+	int v, r1, r2;
+	bool trunc;
+	long n;
+
+	inet_pton(AF_INET6, PEER, p6);
+	v = 0x2b;
+	r1 = sluice_setsockopt(st, sd, IPPROTO_IPV6, IPV6_TCLASS, &v, sizeof(v));
+	v = 9;
+	r2 = sluice_setsockopt(st, sd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, &v, sizeof(v));
+	cp->n = 0;
+	n = sluice_sendto(st, sd, "class", 5, 0, peer);
+	h = (const struct sl_ip6 *)cp->frame[0];
+	tap_ok(!r1 && !r2 && n == 5 && cp->n == 1 && ((ntohl(h->vtcfl) >> 20) & 0xff) == 0x2b &&
+	       h->hlim == 9, "IPV6_TCLASS 0x2b, IPV6_UNICAST_HOPS 9: on the datagram sent");
+	qlen = cp->len[0];
+	memcpy(q, cp->frame[0], qlen);
+	v = -1;
+	sluice_setsockopt(st, sd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, &v, sizeof(v));
+	v = 0;
+	sluice_setsockopt(st, sd, IPPROTO_IPV6, IPV6_TCLASS, &v, sizeof(v));
+	s->lib->ip6_hlim = 77;
+	cp->n = 0;
+	sluice_sendto(st, sd, "dflt", 4, 0, peer);
+	h = (const struct sl_ip6 *)cp->frame[0];
+	tap_ok(cp->n == 1 && !(ntohl(h->vtcfl) & 0x0ff00000) && h->hlim == 77,
+	       "... set back: class 0, the stack's default hop limit (conf.default.hop_limit)");
+
+	/* A port unreachable quoting it: into the error queue with
+	 * IPV6_RECVERR, as ICMPv6's. */
+	len = icmp6_err(pkt, ICMP6_DST_UNREACH_, ICMP6_UNREACH_PORT_, 0, q, qlen);
+	in6(s, pkt, len, 0);
+	n = sl_errq_recv(st, sd, got, sizeof(got), &rec, &trunc);
+	tap_ok(n == -EAGAIN, "a port unreachable without IPV6_RECVERR (unconnected): not queued");
+	v = 1;
+	sluice_setsockopt(st, sd, IPPROTO_IPV6, IPV6_RECVERR, &v, sizeof(v));
+	in6(s, pkt, len, 0);
+	n = sl_errq_recv(st, sd, got, sizeof(got), &rec, &trunc);
+	tap_ok(n == 5 && !memcmp(got, "class", 5) && rec.ee_errno == ECONNREFUSED &&
+	       rec.origin == SO_EE_ORIGIN_ICMP6_ && rec.type == 1 && rec.code == 4 &&
+	       !memcmp(rec.offender6, p6, 16) && rec.daddr == peer->sin_addr.s_addr &&
+	       rec.dport == htons(5555), "with it: queued, ICMPv6's origin, type, code, the offender");
+
+	/* Packet Too Big (1280) quoting a datagram: EMSGSIZE queued, the
+	 * path MTU 1280 (1260 IPv4-shaped); a larger datagram in fragments. */
+	len = icmp6_err(pkt, ICMP6_PACKET_TOO_BIG_, 0, 1280, q, qlen);
+	in6(s, pkt, len, 0);
+	n = sl_errq_recv(st, sd, got, sizeof(got), &rec, &trunc);
+	sl_lock(s);
+	v = (int)sl_pmtu_get(s, peer->sin_addr.s_addr);
+	sl_unlock(s);
+	tap_ok(n == 5 && rec.ee_errno == EMSGSIZE && rec.type == 2 && rec.info == 1280 && v == 1260,
+	       "Packet Too Big 1280: EMSGSIZE queued, ee_info 1280; the path MTU falls");
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (uint8_t)i;
+	cp->n = 0;
+	n = sluice_sendto(st, sd, big, sizeof(big), 0, peer);
+	{
+		const struct sl_ip6 *f0 = (const struct sl_ip6 *)cp->frame[0];
+		const struct sl_ip6 *f1 = (const struct sl_ip6 *)cp->frame[1];
+		const struct sl_ip6_frag *h0 = (const void *)(cp->frame[0] + 40);
+		const struct sl_ip6_frag *h1 = (const void *)(cp->frame[1] + 40);
+		uint8_t whole[1408];
+		uint32_t sum;
+
+		tap_ok(n == 1400 && cp->n == 2 && cp->len[0] == 1280 && f0->nxt == IPPROTO_FRAGMENT_ &&
+		       h0->nxt == IPPROTO_UDP_ && ntohs(h0->off) == 1 && ntohs(h1->off) == 1232 &&
+		       h0->id == h1->id && ntohs(f1->plen) == 8 + 1408 - 1232 &&
+		       (ntohl(f0->vtcfl) & 0xfffff) == (ntohl(f1->vtcfl) & 0xfffff),
+		       "1400 bytes past it: two fragments (1232 and 176 bytes, one id, one flow label)");
+		memcpy(whole, cp->frame[0] + 48, 1232);
+		memcpy(whole + 1232, cp->frame[1] + 48, 176);
+		sum = sl_csum_pseudo6(f0->saddr, f0->daddr, IPPROTO_UDP_, 1408);
+		tap_ok(cp->n == 2 && sl_csum_fold(sl_csum_add(sum, whole, 1408)) == 0 &&
+		       !memcmp(whole + 8, big, 1400), "... the UDP checksum over the whole, the bytes in order");
+	}
+	v = 1;
+	sluice_setsockopt(st, sd, IPPROTO_IPV6, IPV6_DONTFRAG, &v, sizeof(v));
+	cp->n = 0;
+	n = sluice_sendto(st, sd, big, sizeof(big), 0, peer);
+	tap_ok(n == -EMSGSIZE && cp->n == 0 && sl_errq_recv(st, sd, got, sizeof(got), &rec, &trunc) == 0 &&
+	       rec.origin == SO_EE_ORIGIN_LOCAL_ && rec.info == 1280,
+	       "IPV6_DONTFRAG: EMSGSIZE, a local error (ee_info 1280)");
+	v = 0;
+	sluice_setsockopt(st, sd, IPPROTO_IPV6, IPV6_DONTFRAG, &v, sizeof(v));
+
+	/* Fragments in: a datagram of 200 bytes in two, reassembled. */
+	{
+		struct sl_udp *u = (struct sl_udp *)dg;
+		uint8_t ph[40];
+
+		for (size_t i = 0; i < 200; i++)
+			dg[8 + i] = (uint8_t)(i * 7);
+		u->sport = htons(5555);
+		u->dport = htons(7000);
+		u->len = htons(208);
+		u->csum = 0;
+		ip6(ph, PEER, ME, IPPROTO_UDP_, 0, NULL, 0);
+		u->csum = sl_csum_fold(sl_csum_add(sl_csum_pseudo6(((struct sl_ip6 *)ph)->saddr,
+								   ((struct sl_ip6 *)ph)->daddr,
+								   IPPROTO_UDP_, 208), dg, 208));
+	}
+	len = frag6(pkt, dg, 0, 128, true, 0x77);
+	in6(s, pkt, len, 0);
+	len = frag6(pkt, dg, 128, 208, false, 0x77);
+	in6(s, pkt, len, 0);
+	n = sluice_recvfrom(st, sd, got, sizeof(got), 0, &from);
+	tap_ok(n == 200 && !memcmp(got, dg + 8, 200) && from.sin_addr.s_addr == peer->sin_addr.s_addr,
+	       "a datagram in two fragments: reassembled, from the peer's handle");
+	/* Overlapping: the whole datagram dropped (RFC 5722). */
+	len = frag6(pkt, dg, 0, 128, true, 0x78);
+	in6(s, pkt, len, 0);
+	len = frag6(pkt, dg, 120, 208, false, 0x78);
+	in6(s, pkt, len, 0);
+	n = sluice_recvfrom(st, sd, got, sizeof(got), 0, &from);
+	tap_ok(n == -EAGAIN && fx_counter(s, "ip_reasm_overlap") == 1,
+	       "overlapping fragments: the datagram dropped, counted");
+	/* A bad checksum over the whole: dropped. */
+	v = (int)fx_counter(s, "udp_rx_bad");
+	dg[100] ^= 1;
+	len = frag6(pkt, dg, 0, 128, true, 0x79);
+	in6(s, pkt, len, 0);
+	len = frag6(pkt, dg, 128, 208, false, 0x79);
+	in6(s, pkt, len, 0);
+	dg[100] ^= 1;
+	n = sluice_recvfrom(st, sd, got, sizeof(got), 0, &from);
+	tap_ok(n == -EAGAIN && fx_counter(s, "udp_rx_bad") == (uint64_t)v + 1,
+	       "a wrong UDP checksum over the whole (IPv6's pseudo-header): dropped");
+	/* More to come and a length not a multiple of 8: a parameter
+	 * problem at the payload length. */
+	cp->n = 0;
+	len = frag6(pkt, dg, 0, 13, true, 0x7a);
+	in6(s, pkt, len, 0);
+	tap_ok(icmp6_of(cp, 0, ICMP6_PARAM_PROB_, ICMP6_PARAMPROB_HEADER_) == 4,
+	       "a fragment of 13 bytes with more to come: parameter problem, pointer 4");
+	v = 0;
+	sluice_setsockopt(st, sd, IPPROTO_IPV6, IPV6_RECVERR, &v, sizeof(v));
+	s->lib->ip6_hlim = 0;
 }
 
 int main(void)
@@ -321,7 +513,8 @@ int main(void)
 	ext[3] = 1;		/* M */
 	len = echo(pkt, PEER, ME, IPPROTO_FRAGMENT_, ext, 8, 0);
 	in6(s, pkt, len, 0);
-	tap_ok(cap.n == 0 && fx_counter(s, "ip6_rx_frag") == 1, "a first fragment: dropped, counted (no reassembly yet)");
+	tap_ok(cap.n == 0 && fx_counter(s, "ip6_rx_frag") == 1 && fx_counter(s, "ip6_rx_frag_drop") == 1,
+	       "a first fragment of ICMPv6: counted, not reassembled (TCP and UDP only)");
 
 	/* 7. Next headers. */
 	cap.n = 0;
@@ -647,6 +840,7 @@ int main(void)
 		tap_ok(!sl_v6tok_find(s, p6) &&
 		       icmp6_of(&cap, 0, ICMP6_DST_UNREACH_, ICMP6_UNREACH_PORT_) == 0,
 		       "... to a port nobody holds: no handle given, a port unreachable");
+		v6_send_cases(s, &cap, sd, &from);
 		sluice_close(st, sd);
 	}
 
