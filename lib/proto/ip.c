@@ -200,16 +200,20 @@ void sl_ip_sock_hdr(struct sl_stack *s, uint32_t idx, const struct sl_sock *so)
 		/* IPv6 (a handle): IPV6_TCLASS and IPV6_UNICAST_HOPS, else
 		 * the default hop limit (ip6_output() takes np->tclass and
 		 * np->hop_limit, else ip6_dst_hoplimit()); the header made
-		 * from this one carries them (sl_ip6_output_tok()). */
+		 * from this one carries them (sl_ip6_output_tok()), or it
+		 * stays in the stack (::1), where no IPv4 checksum is read. */
 		ip->ttl = so->ip6_hops ? (uint8_t)(so->ip6_hops - 1) : sl_ip6_hlim(s);
 		ip->tos = so->ip6_tclass;
-	} else {
-		if (so->ip_ttl)
-			ip->ttl = so->ip_ttl;
-		ip->tos = so->ip_tos;
-		if (so->pmtudisc && !sl_ip_df(so))
-			ip->frag &= (uint16_t)~htons(IP_DF_);
+		return;
 	}
+	/* An AF_INET6 socket's IPv4 with nothing set: as an IPv4 one's. */
+	if (!(so->ip_ttl | so->ip_tos | so->pmtudisc))
+		return;
+	if (so->ip_ttl)
+		ip->ttl = so->ip_ttl;
+	ip->tos = so->ip_tos;
+	if (so->pmtudisc && !sl_ip_df(so))
+		ip->frag &= (uint16_t)~htons(IP_DF_);
 	ip->csum = 0;
 	ip->csum = sl_ip_csum(ip);
 }
