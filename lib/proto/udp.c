@@ -701,25 +701,37 @@ static ssize_t send_frags(struct sl_stack *s, struct sl_sock *so, const uint8_t 
  * IPv4-shaped datagram holds (SL_UDP_MAX: Linux's IPv6 takes 20 bytes
  * more); with IPV6_RECVERR a local error, ee_info the IPv6 path MTU, the
  * datagram's destination and port (ipv6_local_error()).  Else 0: it goes
- * in fragments (sl_ip6_output_frags()).
+ * in fragments (sl_ip6_output_frags()).  To ::1 or the stack's own
+ * address (local), only past SL_UDP_MAX: ee_info lo's MTU, 65536.
  */
 static int v6_too_big(struct sl_stack *s, struct sl_sock *so, size_t len, uint32_t daddr,
-		      uint16_t dport, const struct sl_tx_meta *tx, uint32_t *mtu)
+		      uint16_t dport, const struct sl_tx_meta *tx, bool local, uint32_t *mtu)
 {
 	int disc = sl_sock_pmtudisc6(so->ip6_opt);
 	bool df = tx && tx->dontfrag >= 0 ? tx->dontfrag : (so->ip6_opt & SL_S6_DONTFRAG) != 0;
+	uint32_t info;
 
+	/* To ::1 or our own address: as big as a chain takes (the caller
+	 * judges), past IPv4's largest a local error with lo's MTU. */
+	if (local) {
+		if (len <= SL_UDP_MAX)
+			return 0;
+		info = 65536;
+		goto too_big;
+	}
 	*mtu = disc >= IP_PMTUDISC_PROBE ? sl_mtu(s) - 20 : sl_pmtu_get(s, daddr);
+	info = *mtu + 20;
 	if (len + sizeof(struct sl_ip) + sizeof(struct sl_udp) <= *mtu)
 		return 0;
 	if (!df && len <= SL_UDP_MAX && disc != IP_PMTUDISC_DO && disc != IP_PMTUDISC_PROBE &&
 	    disc != IP_PMTUDISC_INTERFACE)
 		return 0;
 	sl_count(s, SL_C_ip_tx_toobig);
+too_big:
 	if (so->ip6_opt & SL_S6_RECVERR) {
 		struct sl_errq_rec rec = {
 			.ee_errno = EMSGSIZE, .origin = SO_EE_ORIGIN_LOCAL_,
-			.info = *mtu + 20, .daddr = daddr, .dport = dport, .ts_us = sl_now(s),
+			.info = info, .daddr = daddr, .dport = dport, .ts_us = sl_now(s),
 		};
 
 		sl_sock_busy(s, so);
@@ -753,8 +765,8 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
 	mtu = local || disc >= IP_PMTUDISC_PROBE || is_broadcast(s, daddr) ||
 	      SL_IN_MULTICAST(daddr) ? sl_mtu(s) : sl_pmtu_get(s, daddr);
 	max = mtu - sizeof(struct sl_ip) - sizeof(*uh);
-	if (!local && sl_v6tok(daddr)) {
-		ret = v6_too_big(s, so, len, daddr, dport, tx, &mtu);
+	if (sl_v6tok(daddr)) {
+		ret = v6_too_big(s, so, len, daddr, dport, tx, local, &mtu);
 		if (ret)
 			return ret;
 		max = mtu - sizeof(struct sl_ip) - sizeof(*uh);
