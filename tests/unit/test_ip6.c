@@ -278,7 +278,7 @@ static void v6_send_cases(struct sl_stack *s, struct capture *cp, int sd,
 		u->dport = htons(7000);
 		u->len = htons(208);
 		u->csum = 0;
-		ip6(ph, PEER, ME, IPPROTO_UDP_, 0, NULL, 0);
+		ip6(ph, PEER, ME, IPPROTO_UDP_, 0, dg, 0);
 		u->csum = sl_csum_fold(sl_csum_add(sl_csum_pseudo6(((struct sl_ip6 *)ph)->saddr,
 								   ((struct sl_ip6 *)ph)->daddr,
 								   IPPROTO_UDP_, 208), dg, 208));
