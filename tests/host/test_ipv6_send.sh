@@ -25,27 +25,11 @@ peerpy=$top/tests/host/v6send_peer.py
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 
-need_netns "IPv6 sends on TAP"
-
 ns=sl-v6s-$$ kns=sl-v6sk-$$ stack=v6s-$$
 S=fd00:30::2 K=fd00:31::2
-tmp=$(mktemp -d)
-cleanup() {
-	for n in "$ns" "$kns"; do ip netns pids "$n" 2>/dev/null | xargs -r kill 2>/dev/null; done
-	jobs -p | xargs -r kill 2>/dev/null
-	wait 2>/dev/null
-	for n in "$ns" "$kns"; do ip netns del "$n" 2>/dev/null; done
-	rm -rf "/dev/shm/sluice-$stack" "/dev/shm/sluicefd-$stack" "$tmp"
-}
-trap cleanup EXIT
-in_ns() { ip netns exec "$ns" "$@"; }
-counter() { "$sluice" dump "$stack" 2>/dev/null | awk -v n="$1" '$1 == n { print $2 }'; }
-
-ip netns add "$ns"
-ip netns add "$kns"
+netns_test "IPv6 sends on TAP" "$ns" "$kns" -- "$stack"
 for n in "$ns" "$kns"; do
 	ip netns exec "$n" sh -c 'echo 77 >/proc/sys/net/ipv6/conf/default/hop_limit'
-	ip netns exec "$n" ip link set lo up
 done
 in_ns ip tuntap add dev sl0 mode tap multi_queue
 in_ns ip addr add 10.204.0.1/24 dev sl0
@@ -143,8 +127,8 @@ check "... overlapping fragments dropped whole, a duplicate alone (RFC 5722)" \
 	eval 'test "$(grep -c "^reasm got" "$tmp/s.out")" = 3 && ! grep -q "got 200" "$tmp/s.out"'
 same "a fragment of a bad length: a parameter problem at the payload length" peer '^cap icmp6 type=4'
 has "... code 0, pointer 4" s peer "cap icmp6 type=4 code=0 data=4 tclass=0x00 hlim=77"
-check "counted: icmp6_err_rx $(counter icmp6_err_rx), ip6_frag_tx $(counter ip6_frag_tx)" \
-	test "$(counter icmp6_err_rx)" -ge 3 -a "$(counter ip6_frag_tx)" -ge 2
+check "counted: icmp6_err_rx $(counter "$stack" icmp6_err_rx), ip6_frag_tx $(counter "$stack" ip6_frag_tx)" \
+	test "$(counter "$stack" icmp6_err_rx)" -ge 3 -a "$(counter "$stack" ip6_frag_tx)" -ge 2
 [ "$tap_failed" = 0 ] || { "$sluice" dump "$stack" | grep -E "nd_|ip6_|link_tx|udp_tx|icmp6" | sed "s/^/# dump: /"; sed 's/^/# kernel: /' "$tmp/k.out"; sed 's/^/# peer of the kernel: /' "$tmp/k.peer"; }
 
 done_testing
