@@ -613,7 +613,7 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(ip6_rx_unknown_opt, "dropped: IPv6 option of an unknown type that says discard (RFC 8200 4.2)") \
 	X(ip6_rx_rthdr, "dropped: IPv6 routing header with segments left (type 0: RFC 5095)") \
 	X(ip6_rx_unknown_nh, "dropped: IPv6 unknown next header (parameter problem sent)") \
-	X(ip6_rx_frag, "dropped: IPv6 fragments (no reassembly yet)")	\
+	X(ip6_rx_frag, "IPv6 fragments received (not atomic: to reassembly)")	\
 	X(ip6_rx_nonext, "IPv6 packets with no next header (59), dropped") \
 	X(ip6_tx_noroute, "IPv6 not sent: no route or no IPv6 on the link") \
 	X(ip6_tx_untranslated, "IPv6 socket packets not sent: not TCP or UDP, a fragment, or an unknown peer") \
