@@ -208,12 +208,19 @@ struct sl_region {
 	uint64_t spin_until[SL_SPIN_SLOTS];
 	/*
 	 * The timer keeper (run/wait.c, bound_ms()): the sleeper that wakes
-	 * every SLEEP_MAX_MS to run the stack's timers while any is armed,
-	 * so the others need not.  Its token (low half) and the time, in ms
-	 * of sl_now() modulo 2^32, until which its claim holds (high half);
+	 * for the wheel's next deadline while timers are armed and nobody
+	 * else runs the stack, so the others need not.  Its token (low half)
+	 * and the time, in ms of sl_now() modulo 2^32, until which its claim
+	 * holds (high half: its planned wake-up plus KEEPER_HOLD_MS);
 	 * compare-and-swap.  A keeper that stops sleeping lets it lapse.
 	 */
 	uint64_t keeper;
+	/* The token of the thread whose turn last moved the wheel (run/run.c,
+	 * sl_run()), and the wheel's time (ms) at the last turn of another
+	 * thread before it: whether a thread other than a would-be keeper
+	 * runs the stack (run/wait.c, bound_ms()). */
+	uint32_t timer_runner;
+	uint64_t timer_other_ms;
 	/*
 	 * Until when (CLOCK_MONOTONIC, µs) nobody of the stack spins: a
 	 * spinner found it had been taken off its CPU mid-spin (run/wait.c,

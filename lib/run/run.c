@@ -9,11 +9,22 @@
 
 int sl_run(struct sl_stack *s)
 {
+	uint64_t wheel = s->lib->wheel_now_ms;
 	int n = 0;
 
 	if (s->link && s->link->ops->rx)
 		n += s->link->ops->rx(s->link, s, 64);
 	n += sl_timer_run(s, sl_now_held(s));
+	/* Who runs the wheel: sleepers need not wake for its timers while
+	 * another thread does (wait.c, bound_ms()). */
+	if (s->lib->wheel_now_ms != wheel) {
+		uint32_t me = sl_keeper_token();
+
+		if (s->lib->timer_runner != me) {
+			SL_WRITE_ONCE(s->lib->timer_other_ms, wheel);
+			SL_WRITE_ONCE(s->lib->timer_runner, me);
+		}
+	}
 	return n;
 }
 

@@ -87,8 +87,12 @@ extern bool sl_waitv_ok;
 void sl_wait_sleep_v(struct sl_stack *s, int64_t deadline, uint32_t *const *words,
 		     const uint32_t *vals, unsigned int n);
 /* How long a sleeper with nobody to wake it for the stack's timers may
- * sleep at most now (10 ms while timers are armed, else a second). */
+ * sleep at most now: the timer keeper until the wheel's next deadline,
+ * the others 100 ms while timers are armed; a second when none are. */
 int sl_wait_bound_ms(struct sl_stack *s);
+/* This thread's token (its pid and a number), as the timer keeper and as
+ * the thread that last ran the wheel (sl_region.keeper, .timer_runner). */
+uint32_t sl_keeper_token(void);
 /* A slot to spin in for spin_us, among the first cap of the stack's
  * (sl_region.spin_until): its index, or -1 (as many spin already, or
  * runnable threads outnumber the machine's cpus: sleep at once).

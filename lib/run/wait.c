@@ -36,16 +36,19 @@ static uint64_t mono_us(void)
 #define SLEEP_SLICE_MS	2
 /* How long a spinning caller that found nothing backs off (sl_wait_backoff()). */
 #define SPIN_BACKOFF_NS	200
-/* Longest futex sleep while the wheel holds a deadline, for the timer
- * keeper: someone has to run the stack's timers when every process
- * sleeps, and the wheel does not say when its next deadline is. */
+/* How late the timer keeper may be (its claim outlasts its planned
+ * wake-up by this much), and how recently another thread must have run
+ * the wheel for the stack to count as run by others (bound_ms()). */
 #define SLEEP_MAX_MS	10
-/* The other sleepers' longest, then: they take the keeper's place if it
- * stopped sleeping, so a timer is late by this much at worst when the
- * keeper returned to its program and nobody else enters the stack. */
+/* The longest sleep while timers are armed for all but the keeper; the
+ * keeper's too (it wakes sooner for the wheel's next deadline).  They
+ * take the keeper's place if it stopped sleeping, so a timer is late by
+ * this much at worst when nobody runs the stack and the keeper returned
+ * to its program. */
 #define SLEEP_SPARE_MS	100
-/* A keeper's claim outlasts its sleep by this much (it renews it each time). */
-#define KEEPER_HOLD_MS	(2 * SLEEP_MAX_MS)
+/* A keeper's claim outlasts its planned wake-up by this much (it renews
+ * it each time it sleeps). */
+#define KEEPER_HOLD_MS	SLEEP_MAX_MS
 /* With nothing on the wheel for SL_WHEEL_QUIET_MS: a change wakes the
  * sleeper, the first deadline set too (sl_timer_set(), wake_all); this
  * only bounds it. */
@@ -204,7 +207,7 @@ bool sl_wait_on_fd(struct sl_stack *s)
 static __thread uint32_t keeper_token, keeper_token_pid;
 static uint32_t keeper_threads;
 
-static uint32_t my_token(void)
+uint32_t sl_keeper_token(void)
 {
 	uint32_t pid = (uint32_t)sl_self_pid();
 
@@ -216,32 +219,69 @@ static uint32_t my_token(void)
 }
 
 /*
- * Is this sleeper the timer keeper (claiming or renewing the place when
- * it is free, lapsed or already ours)?  One sleeper of the stack wakes
- * every SLEEP_MAX_MS while timers are armed, not every one (issue 18: 32
+ * Is this sleeper the timer keeper, planning to wake in wake_ms?  It
+ * claims or renews the place when it is free, lapsed, already its own, or
+ * held by a keeper that would wake later than it will (a thread that set
+ * an earlier deadline and then went to sleep takes over from a keeper that
+ * planned its sleep before that deadline existed).  One sleeper of the
+ * stack wakes for the stack's timers, not every one (issue 18: 32
  * children of a pre-forking server each woke 100 times a second while
  * one connection was open).
  */
-static bool keeper_claim(struct sl_stack *s, uint64_t now)
+static bool keeper_claim(struct sl_stack *s, uint64_t now, uint32_t wake_ms)
 {
-	uint32_t now_ms = (uint32_t)(now / 1000), me = my_token();
+	uint32_t now_ms = (uint32_t)(now / 1000), me = sl_keeper_token();
 	uint64_t cur = SL_READ_ONCE(s->lib->keeper);
-	uint64_t mine = (uint64_t)(now_ms + KEEPER_HOLD_MS) << 32 | me;
+	uint32_t until = now_ms + wake_ms + KEEPER_HOLD_MS, cur_until = (uint32_t)(cur >> 32);
 
-	if ((uint32_t)cur != me && (int32_t)((uint32_t)(cur >> 32) - now_ms) > 0)
-		return false;	/* another's claim holds */
-	return sl_cmpxchg(&s->lib->keeper, &cur, mine);
+	if ((uint32_t)cur != me && (int32_t)(cur_until - now_ms) > 0 &&
+	    (int32_t)(cur_until - until) <= 0)
+		return false;	/* another's claim holds, and it wakes first */
+	return sl_cmpxchg(&s->lib->keeper, &cur, (uint64_t)until << 32 | me);
 }
 
-/* A sleep's bound at now (µs of sl_now()): SLEEP_IDLE_MS after the wheel
- * has been empty for a quiet second; else SLEEP_MAX_MS for the timer
- * keeper and SLEEP_SPARE_MS for the other sleepers. */
+/*
+ * The first slot with an entry from the wheel's time on, before lim (ms):
+ * its ms, or lim.  Read without the lock, as a hint: an entry of a later
+ * turn in that slot makes the keeper wake early, for nothing, never late;
+ * a deadline set after this look is the setter's to keep (keeper_claim()).
+ */
+static uint64_t wheel_next_ms(struct sl_stack *s, uint64_t from, uint64_t lim)
+{
+	for (uint64_t ms = from; ms < lim; ms++)
+		if (SL_READ_ONCE(s->wheel[ms % SLUICE_WHEEL_SLOTS]) != SLUICE_IDX_NONE)
+			return ms;
+	return lim;
+}
+
+/*
+ * A sleep's bound at now (µs of sl_now()): SLEEP_IDLE_MS after the wheel
+ * has been empty for a quiet second.  Else, while another thread runs
+ * the stack (it moved the wheel in the last SLEEP_MAX_MS), its timers run
+ * with it and nobody need wake for them: SLEEP_SPARE_MS.  Otherwise one
+ * sleeper, the keeper, sleeps until the wheel's next deadline (at most
+ * SLEEP_SPARE_MS) and the others SLEEP_SPARE_MS.  Before, the keeper woke
+ * every 10 ms while any timer was armed, even while a busy pair ran the
+ * stack and its timers a thousand times a second: an idle worker beside
+ * that pair woke 30 to 100 times a second for the pair's timers.
+ */
 static int bound_ms(struct sl_stack *s, uint64_t now)
 {
+	uint64_t now_ms = now / 1000, ran = SL_READ_ONCE(s->lib->wheel_now_ms), other, next;
+	uint32_t wake;
+
 	if (!SL_READ_ONCE(s->lib->timers_armed) &&
-	    now / 1000 - SL_READ_ONCE(s->lib->wheel_empty_ms) >= SL_WHEEL_QUIET_MS)
+	    now_ms - SL_READ_ONCE(s->lib->wheel_empty_ms) >= SL_WHEEL_QUIET_MS)
 		return SLEEP_IDLE_MS;
-	return keeper_claim(s, now) ? SLEEP_MAX_MS : SLEEP_SPARE_MS;
+	/* The last turn of a thread other than this one (whose own looks
+	 * run the wheel too). */
+	other = SL_READ_ONCE(s->lib->timer_runner) != sl_keeper_token() ? ran :
+		SL_READ_ONCE(s->lib->timer_other_ms);
+	if ((int64_t)(now_ms - other) <= SLEEP_MAX_MS)
+		return SLEEP_SPARE_MS;
+	next = wheel_next_ms(s, ran + 1, now_ms + SLEEP_SPARE_MS);
+	wake = next > now_ms ? (uint32_t)(next - now_ms) : 1;
+	return keeper_claim(s, now, wake) ? (int)wake : SLEEP_SPARE_MS;
 }
 
 /*
