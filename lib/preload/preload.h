@@ -527,10 +527,12 @@ void pl_opts_to_kernel(int ks, const struct pl_sock *ps);
 /* fd becomes a kernel socket with ps's settings (ps still to be put). */
 int pl_fallback(int fd, struct pl_sock *ps);
 int pl_handoff(int fd, struct pl_sock *ps);
-/* Before an exec of path with envp (spawn.c): the connections that stay
- * open across it go to the kernel if the program will not run under
- * Sluice (SLUICE_EXEC_HANDOFF, default 1). */
-void pl_exec_handoff(const char *path, char *const envp[]);
+/* Before an exec of dirfd/path (path "": the file at dirfd; oflags
+ * O_NOFOLLOW or 0) with envp (spawn.c): the sockets that stay open across
+ * it go to the kernel if the program will not run under Sluice
+ * (SLUICE_EXEC_HANDOFF, default 1): connections live, listeners and
+ * datagram sockets as their twins, fresh ones as new kernel sockets. */
+void pl_exec_handoff(int dirfd, const char *path, int oflags, char *const envp[]);
 
 /* ---- agent.c ---- */
 /* This process's hand-off agent (`sluice handoff PID FD`), once. */

@@ -27,6 +27,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -601,16 +602,19 @@ int pl_handoff(int fd, struct pl_sock *ps)
 }
 
 /*
- * Will path, run with envp, run under Sluice: this library in its
- * LD_PRELOAD, and a program the dynamic loader starts and lets preload
- * (not a static ELF file, not set-user-ID or set-group-ID to another)?
- * A script is taken as its interpreter would be: yes.  A file that cannot
- * be read: yes (the exec fails or the kernel runs what we cannot see;
- * nothing is moved for it).
+ * Will the file at dirfd/path (path "": dirfd itself, as fexecve() and
+ * execveat(AT_EMPTY_PATH) run it), run with envp, run under Sluice: this
+ * library in its LD_PRELOAD, and a program the dynamic loader starts and
+ * lets preload (not a static ELF file, not set-user-ID or set-group-ID to
+ * another)?  A script is taken as its interpreter would be: yes.  A file
+ * that cannot be read: yes (the exec fails or the kernel runs what we
+ * cannot see; nothing is moved for it).  oflags: O_NOFOLLOW for
+ * AT_SYMLINK_NOFOLLOW.
  */
-static bool runs_under_sluice(const char *path, char *const envp[])
+static bool runs_under_sluice(int dirfd, const char *path, int oflags, char *const envp[])
 {
 	const char *pre = NULL, *me = "libsluice-preload";
+	char self[32];
 	Dl_info di;
 	struct stat st;
 	Elf64_Ehdr eh;
@@ -624,7 +628,13 @@ static bool runs_under_sluice(const char *path, char *const envp[])
 			pre = *e + 11;
 	if (!pre || !strstr(pre, me))
 		return false;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (!*path) {
+		/* The file itself (opened O_PATH, perhaps): opened again. */
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", dirfd);
+		fd = open(self, O_RDONLY | O_CLOEXEC);
+	} else {
+		fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | oflags);
+	}
 	if (fd < 0)
 		return true;
 	if (fstat(fd, &st) ||
@@ -651,43 +661,143 @@ static bool runs_under_sluice(const char *path, char *const envp[])
 	return interp;
 }
 
-void pl_exec_handoff(const char *path, char *const envp[])
+/* A stream socket that never connected (bound, or not: used or not)? */
+static bool kpeer_fresh(const struct pl_sock *ps)
+{
+	const struct sl_sock *so = sl_sock(pl_sl(), ps->sd);
+
+	return SL_READ_ONCE(so->state) == SL_TCP_CLOSED &&
+	       !(SL_READ_ONCE(so->tcp.tflags) & (SL_TF_CONN_PEND | SL_TF_CONNECTED));
+}
+
+/* What an exec does with a stack socket that stays open across it. */
+enum ex_kind {
+	EX_STAY,	/* nothing (as before: the new image finds no socket) */
+	EX_LIVE,	/* an established connection: live hand-off */
+	EX_TWIN,	/* its kernel twin (listening, or bound) becomes it */
+	EX_FRESH,	/* nothing done with it yet: a new kernel socket */
+	EX_NONE,	/* stays, and the new program is told nothing new */
+};
+
+static enum ex_kind exec_kind(const struct pl_sock *ps)
+{
+	const struct sl_sock *so = sl_sock(pl_sl(), ps->sd);
+	int st = SL_READ_ONCE(so->state);
+	uint32_t fl = SL_READ_ONCE(so->flags);
+
+	if (ps->type == SOCK_STREAM && (st == SL_TCP_ESTABLISHED || st == SL_TCP_CLOSE_WAIT))
+		return EX_LIVE;
+	if (SL_READ_ONCE(ps->twin) && !SL_READ_ONCE(ps->twin_shut))
+		return EX_TWIN;
+	if (!(fl & (SL_SF_BOUND | SL_SF_CONNECTED)) && !sl_sys_sandboxed &&
+	    (ps->type == SOCK_DGRAM || (ps->type == SOCK_STREAM && kpeer_fresh(ps))))
+		return EX_FRESH;
+	/* Listeners and datagram sockets without a twin (a module's stack,
+	 * SLUICE_KERNEL_LISTEN=0, an address only the stack has): said. */
+	if (st == SL_TCP_LISTEN || ps->type == SOCK_DGRAM)
+		return EX_STAY;
+	return EX_NONE;		/* closing, connecting: as before */
+}
+
+/*
+ * fd's listener or datagram socket becomes its kernel twin (twin.c),
+ * which listens, or is bound, on the same address and port with the
+ * socket's options (kernel clients were reaching it already).  The
+ * stack's socket is let go with this fd (closed if it was the last
+ * anywhere: connections it had queued and not accepted are reset, its
+ * unread datagrams dropped: lib/preload/README.md, "At exec").  prev: the
+ * kernel socket a dup of this socket became already, else -1.
+ */
+static int exec_to_twin(int fd, struct pl_sock *ps, int prev)
+{
+	int ks;
+
+	if (prev >= 0) {
+		ks = REAL(fcntl)(prev, F_DUPFD_CLOEXEC, 0);
+		return ks < 0 ? -errno : become_kernel(fd, ps, ks, SL_READ_ONCE(ps->nonblock));
+	}
+	if (sl_sys_sandboxed)
+		return -EPERM;
+	ks = pl_twin_take(ps);
+	if (ks < 0)
+		return -EOPNOTSUPP;
+	/* A stream twin is non-blocking (twin.c), a datagram one not. */
+	return become_kernel(fd, ps, ks, ps->type == SOCK_STREAM);
+}
+
+void pl_exec_handoff(int dirfd, const char *path, int oflags, char *const envp[])
 {
 	unsigned int top = pl_fd_top();
 	bool checked = false, under = true;
+	/* Sockets with more than one fd here: the kernel socket the first
+	 * became, for the others to share. */
+	struct { const struct pl_sock *ps; int fd; } done[8];
+	unsigned int ndone = 0;
+	char what[48];
 
+	if (*path)
+		snprintf(what, sizeof(what), "%.47s", path);
+	else
+		snprintf(what, sizeof(what), "the file at fd %d", dirfd);
 	for (unsigned int fd = 0; fd < top; fd++) {
 		struct pl_sock *ps = pl_get((int)fd);
-		int fl, st, ret;
+		enum ex_kind k;
+		const char *name;
+		int fl, ret, prev = -1;
+		bool many;
 
 		if (!ps)
 			continue;
 		fl = REAL(fcntl)((int)fd, F_GETFD);
-		st = SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->state);
-		if (ps->type != SOCK_STREAM || fl < 0 || (fl & FD_CLOEXEC) ||
-		    (st != SL_TCP_ESTABLISHED && st != SL_TCP_CLOSE_WAIT)) {
+		k = fl < 0 || (fl & FD_CLOEXEC) ? EX_NONE : exec_kind(ps);
+		if (k == EX_NONE) {
 			pl_put(ps);
 			continue;
 		}
-		/* Only once a connection would stay open across it. */
+		/* Only once a socket would stay open across it. */
 		if (!checked) {
-			under = runs_under_sluice(path, envp);
+			under = runs_under_sluice(dirfd, path, oflags, envp);
 			checked = true;
 		}
 		if (under) {
 			pl_put(ps);
 			return;
 		}
-		ret = pl_handoff((int)fd, ps);
+		many = SL_READ_ONCE(ps->nfd) > 1;
+		for (unsigned int i = 0; i < ndone; i++)
+			if (done[i].ps == ps)
+				prev = done[i].fd;
+		switch (k) {
+		case EX_LIVE:
+			ret = pl_handoff((int)fd, ps);
+			break;
+		case EX_TWIN:
+			ret = exec_to_twin((int)fd, ps, prev);
+			break;
+		case EX_FRESH:
+			ret = pl_fallback((int)fd, ps);
+			break;
+		default:
+			ret = -EOPNOTSUPP;
+			break;
+		}
+		if (!ret && many && prev < 0 && ndone < sizeof(done) / sizeof(done[0]))
+			done[ndone++] = (typeof(done[0])){ ps, (int)fd };
+		name = ps->type == SOCK_DGRAM ? "datagram socket" : "listener";
 		pl_put(ps);
-		if (ret)
+		if (!ret)
+			pl_debug("fd %d handed to the kernel before exec of %s", (int)fd, what);
+		else if (k == EX_LIVE)
 			pl_log("fd %d stays the stack's connection across the exec of %s, which "
 			       "will not run under Sluice and gets it as no socket: its hand-off "
-			       "to the kernel failed (%s)%s", (int)fd, path, strerror(-ret),
+			       "to the kernel failed (%s)%s", (int)fd, what, strerror(-ret),
 			       ret == -EOPNOTSUPP && !pl_sl()->module_backed ?
 			       "; a stack without the module cannot hand off" : "");
 		else
-			pl_debug("fd %d handed to the kernel before exec of %s", (int)fd, path);
+			pl_log("fd %d stays the stack's %s across the exec of %s, which will not "
+			       "run under Sluice and gets it as no socket: %s%s%s", (int)fd, name,
+			       what, k == EX_STAY ? "it has no kernel twin" : "it failed (",
+			       k == EX_STAY ? "" : strerror(-ret), k == EX_STAY ? "" : ")");
 	}
 }
 
@@ -859,15 +969,6 @@ static int kpeer_connect(int fd, struct pl_sock *ps, const struct sockaddr *addr
 		return (int)pl_ret(ret);
 	errno = saved;	/* the kernel's answer alone */
 	return REAL(connect)(fd, addr, len);
-}
-
-/* A stream socket that never connected (bound, or not: used or not)? */
-static bool kpeer_fresh(const struct pl_sock *ps)
-{
-	const struct sl_sock *so = sl_sock(pl_sl(), ps->sd);
-
-	return SL_READ_ONCE(so->state) == SL_TCP_CLOSED &&
-	       !(SL_READ_ONCE(so->tcp.tflags) & (SL_TF_CONN_PEND | SL_TF_CONNECTED));
 }
 
 /* May connect() hand ps to the kernel?  One fd of it in this process (a

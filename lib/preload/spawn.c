@@ -32,12 +32,13 @@
 		next_;						\
 	})
 
-/* An exec: the image goes, its fds without O_CLOEXEC stay.  path: the
- * file to run, if known (NULL: an fd or a dirfd); envp its environment. */
-static void before_exec(const char *path, char *const envp[])
+/* An exec: the image goes, its fds without O_CLOEXEC stay.  The file to
+ * run: path at dirfd (path "": dirfd itself; oflags O_NOFOLLOW or 0);
+ * envp its environment. */
+static void before_exec(int dirfd, const char *path, int oflags, char *const envp[])
 {
 	if (path && pl_cfg.exec_handoff && !pl_vfork_child())
-		pl_exec_handoff(path, envp);
+		pl_exec_handoff(dirfd, path, oflags, envp);
 	pl_fd_share_all();
 }
 
@@ -65,7 +66,7 @@ EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 
 	if (!f)
 		return errno = ENOSYS, -1;
-	before_exec(path, envp);
+	before_exec(AT_FDCWD, path, 0, envp);
 	return f(path, argv, envp);
 }
 
@@ -75,7 +76,7 @@ EXPORT int execv(const char *path, char *const argv[])
 
 	if (!f)
 		return errno = ENOSYS, -1;
-	before_exec(path, environ);
+	before_exec(AT_FDCWD, path, 0, environ);
 	return f(path, argv);
 }
 
@@ -86,7 +87,7 @@ EXPORT int execvp(const char *file, char *const argv[])
 
 	if (!f)
 		return errno = ENOSYS, -1;
-	before_exec(exec_find(file, buf, sizeof(buf)), environ);
+	before_exec(AT_FDCWD, exec_find(file, buf, sizeof(buf)), 0, environ);
 	return f(file, argv);
 }
 
@@ -97,7 +98,7 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 
 	if (!f)
 		return errno = ENOSYS, -1;
-	before_exec(exec_find(file, buf, sizeof(buf)), envp);
+	before_exec(AT_FDCWD, exec_find(file, buf, sizeof(buf)), 0, envp);
 	return f(file, argv, envp);
 }
 
@@ -107,7 +108,7 @@ EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 
 	if (!f)
 		return errno = ENOSYS, -1;
-	before_exec(NULL, envp);
+	before_exec(fd, "", 0, envp);
 	return f(fd, argv, envp);
 }
 
@@ -118,7 +119,10 @@ EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const
 
 	if (!f)
 		return errno = ENOSYS, -1;
-	before_exec(dirfd == AT_FDCWD || path[0] == '/' ? path : NULL, envp);
+	/* path "" with AT_EMPTY_PATH: the file at dirfd (without it the
+	 * kernel says ENOENT, and nothing is moved: the file is not found). */
+	before_exec(dirfd, (*path || (flags & AT_EMPTY_PATH)) ? path : NULL,
+		    (flags & AT_SYMLINK_NOFOLLOW) ? O_NOFOLLOW : 0, envp);
 	return f(dirfd, path, argv, envp, flags);
 }
 

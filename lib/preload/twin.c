@@ -195,8 +195,11 @@ int pl_twin_take(struct pl_sock *ps)
 	fd = sl_xchg(&ps->twin, 0) - 1;
 	if (fd < 0)
 		return -1;
-	/* A datagram twin is in the watcher's set: out of it first. */
-	if (ps->type == SOCK_DGRAM && SL_READ_ONCE(watch_fd) >= 0)
+	/* A datagram twin, or a listening one (an exec takes it,
+	 * socket.c), is in the watcher's set: out of it first. */
+	if ((ps->type == SOCK_DGRAM ||
+	     SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->state) == SL_TCP_LISTEN) &&
+	    SL_READ_ONCE(watch_fd) >= 0)
 		REAL(epoll_ctl)(SL_READ_ONCE(watch_fd), EPOLL_CTL_DEL, fd, NULL);
 	set_bit(fd, false);
 	sl_fetch_sub(&twin_count, 1);

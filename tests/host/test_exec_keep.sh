@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# Listeners, datagram sockets and fresh sockets kept across an exec of a
+# program that does not run under Sluice (issue 15; lib/preload/README.md,
+# "At exec"), beside the kernel.
+#
+#   +------------- network namespace made here (lo up) ---------------+
+#   |  exec_keep run METHOD: a listener (O_NONBLOCK), a listener on    |
+#   |  [::], a bound UDP socket, a fresh TCP socket, a close-on-exec   |
+#   |  listener; a client process forked first; then METHOD (execve,   |
+#   |  fexecve, execveat with a directory fd) of itself without        |
+#   |  LD_PRELOAD.  The new program prints what each fd is and serves  |
+#   |  the client (a stack client under sluice run) and itself.        |
+#   +------------------------------------------------------------------+
+#
+# 1. Each METHOD on the kernel, then under sluice run: the same lines
+#    (family, type, listening, port kept, O_NONBLOCK, FD_CLOEXEC; every
+#    socket served), and under Sluice the four sockets were the stack's
+#    until the exec (each "handed to the kernel before exec").
+# 2. SLUICE_EXEC_HANDOFF=0: the old behaviour, kept as an option (the new
+#    program finds no socket at the listener's fd).
+# 3. SLUICE_KERNEL_LISTEN=0 (no twins): the listener cannot be moved; the
+#    library says so on stderr, naming the fd.
+set -u
+. "$(dirname "$0")/lib.sh"
+sluice=$top/build/tools/sluice
+prog=$top/build/tests/preload/exec_keep
+tmp=$(mktemp -d)
+st=tek-$$
+trap 'jobs -p | xargs -r kill 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp" /dev/shm/sluice-$st* /dev/shm/sluicefd-$st*' EXIT
+
+if ! unshare -n true 2>/dev/null; then
+	skip "sockets kept across exec" "no network namespaces here"
+	done_testing
+	exit
+fi
+
+cat >"$tmp/run.sh" <<'EOS'
+set -u
+ip link set lo up
+sluice=$1 prog=$2 st=$3 tmp=$4
+. "$5"
+R=(env SLUICE_NO_HELPER=1 "$sluice" run --stack "$st" --)
+same() { diff "$1" "$2" >/dev/null; }
+for m in execve fexecve execveat; do
+	timeout 30 "$prog" run $m >"$tmp/k-$m" 2>&1
+	echo "# kernel, $m: rc $?"
+	sed 's/^/#   /' "$tmp/k-$m"
+	timeout 30 env SLUICE_DEBUG=1 "${R[@]}" "$prog" run $m >"$tmp/s-$m" 2>"$tmp/e-$m"
+	echo "# sluice run, $m: rc $?"
+	sed 's/^/#   /' "$tmp/s-$m"
+	check "$m, kernel: every socket found and served" grep -q '^after: every socket served$' "$tmp/k-$m"
+	check "$m, sluice run: the same lines as the kernel's" same "$tmp/k-$m" "$tmp/s-$m"
+	n=$(grep -c 'handed to the kernel before exec' "$tmp/e-$m")
+	check "$m, sluice run: the four sockets were the stack's until the exec ($n handed over)" \
+		test "$n" = 4
+done
+
+timeout 30 env SLUICE_EXEC_HANDOFF=0 "${R[@]}" "$prog" run execve >"$tmp/off" 2>&1
+sed 's/^/#   /' "$tmp/off"
+check "SLUICE_EXEC_HANDOFF=0: as before, the new program finds no socket at the listener's fd" \
+	grep -q '^listener: no socket' "$tmp/off"
+
+timeout 30 env SLUICE_KERNEL_LISTEN=0 "${R[@]}" "$prog" run execve >"$tmp/notw" 2>&1
+sed 's/^/#   /' "$tmp/notw"
+check "no twins (SLUICE_KERNEL_LISTEN=0): the library says the listener stays the stack's, naming the fd" \
+	grep -q "fd [0-9]* stays the stack's listener across the exec of .*: it has no kernel twin" "$tmp/notw"
+done_testing
+EOS
+unshare -n bash "$tmp/run.sh" "$sluice" "$prog" "$st" "$tmp" "$top/tests/host/lib.sh"

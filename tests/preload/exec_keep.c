@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Sockets kept across an exec of a program that does not run under Sluice
+ * (issue 15; lib/preload/README.md, "At exec"): a listener (AF_INET, with
+ * O_NONBLOCK), a dual-stack AF_INET6 listener on [::], a bound UDP socket,
+ * a fresh TCP socket and a close-on-exec listener.  The new program (this
+ * one again, its environment without LD_PRELOAD) must find each at its fd
+ * number as Linux leaves it, and serve: a client process forked before
+ * (under Sluice when this runs under Sluice: a stack client) connects to
+ * both listeners and sends a datagram; the new program connects its
+ * fresh socket to the first listener itself (a kernel client).  Every line
+ * printed is the same on the kernel and under sluice run.
+ *
+ *   exec_keep run METHOD       METHOD: execve, fexecve or execveat
+ *   (exec_keep after ...: the new program)
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static int port_of(int fd)
+{
+	struct sockaddr_in6 a;
+	socklen_t l = sizeof(a);
+
+	if (getsockname(fd, (struct sockaddr *)&a, &l))
+		return -errno;
+	return ntohs(a.sin6_port);	/* sin_port is at the same offset */
+}
+
+static void die(const char *what)
+{
+	printf("%s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+/* A stream exchange on a connected fd: send msg, expect want back. */
+static int xchg(int fd, const char *msg, const char *want)
+{
+	char buf[64];
+	ssize_t n;
+
+	if (send(fd, msg, strlen(msg), 0) != (ssize_t)strlen(msg))
+		return -1;
+	n = recv(fd, buf, sizeof(buf) - 1, 0);
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	return strcmp(buf, want) ? -1 : 0;
+}
+
+static void timeouts(int fd)
+{
+	struct timeval tv = { 5, 0 };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+/* The client, forked before any socket: waits for the new program's
+ * "go" on rd, then talks to each of its sockets. */
+static int client(int rd, int tport, int t6port, int uport)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	char c, buf[64];
+	int fd, ok = 1;
+	ssize_t n;
+
+	if (read(rd, &c, 1) != 1)
+		return 1;
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	for (int i = 0; i < 2; i++) {
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		timeouts(fd);
+		a.sin_port = htons((uint16_t)(i ? t6port : tport));
+		if (connect(fd, (struct sockaddr *)&a, sizeof(a)) ||
+		    xchg(fd, i ? "hello-v6" : "hello-v4", i ? "reply-v6" : "reply-v4")) {
+			printf("client: listener %d: %s\n", i, strerror(errno));
+			ok = 0;
+		}
+		close(fd);
+	}
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	timeouts(fd);
+	a.sin_port = htons((uint16_t)uport);
+	n = -1;
+	if (sendto(fd, "hello-udp", 9, 0, (struct sockaddr *)&a, sizeof(a)) == 9)
+		n = recv(fd, buf, sizeof(buf) - 1, 0);
+	if (n != 9 || memcmp(buf, "reply-udp", 9)) {
+		printf("client: udp: %zd %s\n", n, n < 0 ? strerror(errno) : "");
+		ok = 0;
+	}
+	close(fd);
+	printf("client: %s\n", ok ? "every socket answered" : "failed");
+	fflush(stdout);
+	return !ok;
+}
+
+/* What fd is after the exec, as a line. */
+static void show(const char *name, int fd, int port)
+{
+	int type = 0, dom = 0, acc = 0;
+	socklen_t l = sizeof(int);
+
+	if (fcntl(fd, F_GETFD) < 0) {
+		printf("%s: %s\n", name, strerror(errno));
+		return;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l)) {
+		printf("%s: no socket (%s)\n", name, strerror(errno));
+		return;
+	}
+	l = sizeof(int);
+	getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l);
+	l = sizeof(int);
+	getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l);
+	printf("%s: %s %s, listening %d, port %s, O_NONBLOCK %d, FD_CLOEXEC %d\n", name,
+	       dom == AF_INET6 ? "AF_INET6" : dom == AF_INET ? "AF_INET" : "?",
+	       type == SOCK_STREAM ? "SOCK_STREAM" : type == SOCK_DGRAM ? "SOCK_DGRAM" : "?", acc,
+	       port < 0 ? "none" : port_of(fd) == port ? "kept" : "changed",
+	       !!(fcntl(fd, F_GETFL) & O_NONBLOCK), !!(fcntl(fd, F_GETFD) & FD_CLOEXEC));
+}
+
+static int wait_in(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 5000) == 1 ? 0 : -1;
+}
+
+/* One connection from listener l: expect msg, answer reply. */
+static int serve(int l, const char *msg, const char *reply)
+{
+	char buf[64];
+	ssize_t n;
+	int c;
+
+	if (wait_in(l) || (c = accept(l, NULL, NULL)) < 0)
+		return -1;
+	timeouts(c);
+	n = recv(c, buf, sizeof(buf) - 1, 0);
+	if (n >= 0)
+		buf[n] = 0;
+	if (n < 0 || strcmp(buf, msg) || send(c, reply, strlen(reply), 0) < 0) {
+		close(c);
+		return -1;
+	}
+	close(c);
+	return 0;
+}
+
+/* The new program: fds and ports from argv. */
+static int after(char **argv)
+{
+	int l4 = atoi(argv[2]), l6 = atoi(argv[3]), u = atoi(argv[4]), f = atoi(argv[5]);
+	int cl = atoi(argv[6]), wr = atoi(argv[7]), tport = atoi(argv[8]), t6port = atoi(argv[9]);
+	int uport = atoi(argv[10]), st, ok = 1;
+	pid_t pid = (pid_t)atoi(argv[11]);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)tport) };
+	struct sockaddr_storage from;
+	socklen_t fl = sizeof(from), sl = sizeof(st);
+	char buf[64];
+	ssize_t n;
+
+	printf("after %s:\n", argv[12]);
+	show("listener", l4, tport);
+	show("listener [::]", l6, t6port);
+	show("udp", u, uport);
+	show("fresh", f, -1);
+	show("close-on-exec listener", cl, -1);
+	/* Not what Linux would give (no listener there): no point going on. */
+	if (getsockopt(l4, SOL_SOCKET, SO_ACCEPTCONN, &st, &sl) || !st ||
+	    !(fcntl(l4, F_GETFL) & O_NONBLOCK)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return 1;
+	}
+	fcntl(l4, F_SETFL, 0);
+	/* A kernel client of its own first: the fresh socket. */
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	timeouts(f);
+	if (connect(f, (struct sockaddr *)&a, sizeof(a)) || send(f, "hello-self", 10, 0) != 10 ||
+	    serve(l4, "hello-self", "reply-self") || (n = recv(f, buf, sizeof(buf), 0)) != 10 ||
+	    memcmp(buf, "reply-self", 10)) {
+		printf("fresh socket to the listener: %s\n", strerror(errno));
+		ok = 0;
+	}
+	close(f);
+	/* Then the client. */
+	if (write(wr, "g", 1) != 1)
+		ok = 0;
+	if (serve(l4, "hello-v4", "reply-v4")) {
+		printf("listener: no client (%s)\n", strerror(errno));
+		ok = 0;
+	}
+	if (serve(l6, "hello-v6", "reply-v6")) {
+		printf("listener [::]: no client (%s)\n", strerror(errno));
+		ok = 0;
+	}
+	n = -1;
+	if (!wait_in(u))
+		n = recvfrom(u, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl);
+	if (n != 9 || memcmp(buf, "hello-udp", 9) ||
+	    sendto(u, "reply-udp", 9, 0, (struct sockaddr *)&from, fl) != 9) {
+		printf("udp: no datagram (%s)\n", strerror(errno));
+		ok = 0;
+	}
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		ok = 0;
+	printf("after: %s\n", ok ? "every socket served" : "failed");
+	return !ok;
+}
+
+static int run(const char *method)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
+	int p[2], l4, l6, u, f, cl, one = 1, zero = 0, ports[3];
+	char args[12][24], self[4096], *av[14], **envp;
+	pid_t pid;
+	ssize_t sl;
+	int n = 0, e = 0, fd;
+
+	sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (sl <= 0 || pipe(p))
+		die("setup");
+	self[sl] = 0;
+	/* The client first, before any socket: it holds none of them. */
+	pid = fork();
+	if (pid == 0) {
+		close(p[1]);
+		if (read(p[0], ports, sizeof(ports)) != (ssize_t)sizeof(ports))
+			_exit(1);
+		_exit(client(p[0], ports[0], ports[1], ports[2]));
+	}
+	close(p[0]);
+	l4 = socket(AF_INET, SOCK_STREAM, 0);
+	l6 = socket(AF_INET6, SOCK_STREAM, 0);
+	u = socket(AF_INET, SOCK_DGRAM, 0);
+	f = socket(AF_INET, SOCK_STREAM, 0);
+	cl = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (l4 < 0 || l6 < 0 || u < 0 || f < 0 || cl < 0)
+		die("socket");
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	setsockopt(l4, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(l6, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	if (bind(l4, (struct sockaddr *)&a, sizeof(a)) ||
+	    bind(l6, (struct sockaddr *)&a6, sizeof(a6)) ||
+	    bind(u, (struct sockaddr *)&a, sizeof(a)) || bind(cl, (struct sockaddr *)&a, sizeof(a)))
+		die("bind");
+	if (listen(l4, 8) || listen(l6, 8) || listen(cl, 8))
+		die("listen");
+	fcntl(l4, F_SETFL, O_NONBLOCK);
+	ports[0] = port_of(l4);
+	ports[1] = port_of(l6);
+	ports[2] = port_of(u);
+	/* The ports go to the client now; it waits for the new program's
+	 * go (one byte) before it connects. */
+	if (write(p[1], ports, sizeof(ports)) != (ssize_t)sizeof(ports))
+		die("write");
+	snprintf(args[0], sizeof(args[0]), "%d", l4);
+	snprintf(args[1], sizeof(args[1]), "%d", l6);
+	snprintf(args[2], sizeof(args[2]), "%d", u);
+	snprintf(args[3], sizeof(args[3]), "%d", f);
+	snprintf(args[4], sizeof(args[4]), "%d", cl);
+	snprintf(args[5], sizeof(args[5]), "%d", p[1]);
+	snprintf(args[6], sizeof(args[6]), "%d", ports[0]);
+	snprintf(args[7], sizeof(args[7]), "%d", ports[1]);
+	snprintf(args[8], sizeof(args[8]), "%d", ports[2]);
+	snprintf(args[9], sizeof(args[9]), "%d", (int)pid);
+	av[0] = self;
+	av[1] = (char *)"after";
+	for (int i = 0; i < 10; i++)
+		av[2 + i] = args[i];
+	av[12] = (char *)method;
+	av[13] = NULL;
+	for (char **q = environ; *q; q++)
+		n++;
+	envp = calloc((size_t)n + 1, sizeof(*envp));
+	n = 0;
+	/* Not under Sluice: no LD_PRELOAD. */
+	for (char **q = environ; *q; q++)
+		if (strncmp(*q, "LD_PRELOAD=", 11))
+			envp[n++] = *q;
+	if (!strcmp(method, "execve")) {
+		execve(self, av, envp);
+	} else if (!strcmp(method, "fexecve")) {
+		fd = open(self, O_RDONLY | O_CLOEXEC);
+		fexecve(fd, av, envp);
+	} else if (!strcmp(method, "execveat")) {
+		char *slash = strrchr(self, '/');
+
+		*slash = 0;
+		fd = open(self, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		*slash = '/';
+		execveat(fd, slash + 1, av, envp, 0);
+	} else {
+		errno = EINVAL;
+	}
+	e = errno;
+	kill(pid, SIGKILL);
+	errno = e;
+	die(method);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 3 && !strcmp(argv[1], "run"))
+		return run(argv[2]);
+	if (argc == 13 && !strcmp(argv[1], "after"))
+		return after(argv);
+	fprintf(stderr, "usage: exec_keep run execve|fexecve|execveat\n");
+	return 2;
+}
