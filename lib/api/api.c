@@ -1028,6 +1028,28 @@ bool sl_udp_kpeer(struct sluice_stack *st, uint32_t daddr, uint16_t dport)
 	return ret;
 }
 
+bool sl_port_alone(struct sluice_stack *st, int sd)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	uint32_t guard = 0;
+	bool ret;
+
+	if (sock_get(s, sd, &so))
+		return false;
+	ret = (so->type == SL_SOCK_TCP || so->type == SL_SOCK_UDP) && so->lport &&
+	      (so->type != SL_SOCK_TCP || !sl_tw_filter_held(s, so->lport, so->laddr));
+	for (uint32_t i = sl_sock_port_head(s, so->lport); ret && sl_sock_next(s, i, &guard);) {
+		const struct sl_sock *o = sl_sock(s, i);
+
+		i = o->port_next;
+		if (o != so && o->type == so->type && o->lport == so->lport)
+			ret = false;
+	}
+	sl_unlock(s);
+	return ret;
+}
+
 static int connect_in(struct sluice_stack *st, int sd, const struct sockaddr_in *given,
 		      bool kpeer)
 {

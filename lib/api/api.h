@@ -119,6 +119,12 @@ int sl_connect_kpeer(struct sluice_stack *st, int sd, const struct sockaddr_in *
  * daddr is this host's: a kernel socket may be bound there (the preload
  * hands a UDP socket nothing was done with to the kernel). */
 bool sl_udp_kpeer(struct sluice_stack *st, uint32_t daddr, uint16_t dport);
+/* Is socket sd the only one of the stack on its port (no other socket of
+ * its protocol there, no TIME-WAIT entry holding the port's filter)?
+ * Then closing it lets the port go in the kernel too (its module filter
+ * and reservation), and a kernel socket may bind it (the preload, before
+ * an exec: lib/preload/README.md, "At exec"). */
+bool sl_port_alone(struct sluice_stack *st, int sd);
 /* The 32-bit handle the stack names IPv6 address addr (16 bytes) by
  * (lib/proto/proto.h, "IPv6 sockets"), given one if it had none; 0: none
  * to give (the table full, or not an address a peer can have). */

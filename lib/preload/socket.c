@@ -676,6 +676,7 @@ enum ex_kind {
 	EX_LIVE,	/* an established connection: live hand-off */
 	EX_TWIN,	/* its kernel twin (listening, or bound) becomes it */
 	EX_FRESH,	/* nothing done with it yet: a new kernel socket */
+	EX_REBIND,	/* a module's stack: the port let go, a kernel socket binds it */
 	EX_NONE,	/* stays, and the new program is told nothing new */
 };
 
@@ -692,6 +693,10 @@ static enum ex_kind exec_kind(const struct pl_sock *ps)
 	if (!(fl & (SL_SF_BOUND | SL_SF_CONNECTED)) && !sl_sys_sandboxed &&
 	    (ps->type == SOCK_DGRAM || (ps->type == SOCK_STREAM && kpeer_fresh(ps))))
 		return EX_FRESH;
+	/* No twins on a module's stack: its filter holds the port. */
+	if (pl_sl()->module_backed && !sl_sys_sandboxed &&
+	    (st == SL_TCP_LISTEN || (ps->type == SOCK_DGRAM && (fl & SL_SF_BOUND))))
+		return EX_REBIND;
 	/* Listeners and datagram sockets without a twin (a module's stack,
 	 * SLUICE_KERNEL_LISTEN=0, an address only the stack has): said. */
 	if (st == SL_TCP_LISTEN || ps->type == SOCK_DGRAM)
@@ -725,6 +730,63 @@ static int exec_to_twin(int fd, struct pl_sock *ps, int prev)
 	return become_kernel(fd, ps, ks, ps->type == SOCK_STREAM);
 }
 
+/* A kernel socket that is to bind a module stack's port once every fd of
+ * the stack's socket has gone (exec_rebind()). */
+struct ex_bind {
+	int fd, backlog;
+	bool listen;
+	socklen_t ml, pln;
+	struct sockaddr_in6 me, peer;
+};
+
+/*
+ * A module's stack (no twins: the module's filter and reservation hold
+ * the port): fd's listener or bound datagram socket, the only socket of
+ * the stack on its port, becomes a kernel socket of its family and type
+ * with its options; the stack's socket goes with its last fd here (its
+ * filter and the port's reservation with it), after which the kernel
+ * socket binds that address and port, and listens with the socket's
+ * backlog or connects to its peer (ex_bind_now(), once every fd has been
+ * seen).  0; -EADDRINUSE before anything changed (the port is shared in
+ * the stack: a listener's accepted connections, SO_REUSEPORT siblings,
+ * TIME-WAIT).
+ */
+static int exec_rebind(int fd, struct pl_sock *ps, struct ex_bind *b)
+{
+	const struct sl_sock *so = sl_sock(pl_sl(), ps->sd);
+	struct sockaddr_in me, peer;
+	int ks;
+
+	if (!sl_port_alone(pl_stack(), (int)ps->sd) ||
+	    sluice_getsockname(pl_stack(), (int)ps->sd, &me))
+		return -EADDRINUSE;
+	memset(b, 0, sizeof(*b));
+	b->fd = fd;
+	b->listen = SL_READ_ONCE(so->state) == SL_TCP_LISTEN;
+	b->backlog = SL_READ_ONCE(so->tcp.backlog);
+	b->ml = pl_addr_out(ps, &me, true, &b->me);
+	if (ps->type == SOCK_DGRAM && (SL_READ_ONCE(so->flags) & SL_SF_CONNECTED) &&
+	    !sluice_getpeername(pl_stack(), (int)ps->sd, &peer))
+		b->pln = pl_addr_out(ps, &peer, false, &b->peer);
+	ks = REAL(socket)(ps->v6 ? AF_INET6 : AF_INET, ps->type | SOCK_CLOEXEC, 0);
+	if (ks < 0)
+		return -errno;
+	pl_opts_to_kernel(ks, ps);
+	return become_kernel(fd, ps, ks, false);
+}
+
+/* The stack's socket gone: the kernel socket takes its port.  A kernel
+ * program that bound it in between has it (said; fd stays unbound). */
+static void ex_bind_now(const struct ex_bind *b, const char *what)
+{
+	if (REAL(bind)(b->fd, (const struct sockaddr *)&b->me, b->ml) ||
+	    (b->listen && REAL(listen)(b->fd, b->backlog)) ||
+	    (b->pln && REAL(connect)(b->fd, (const struct sockaddr *)&b->peer, b->pln)))
+		pl_log("fd %d, a kernel socket now, could not take its port again before the "
+		       "exec of %s (%s): the new program finds it unbound", b->fd, what,
+		       strerror(errno));
+}
+
 void pl_exec_handoff(int dirfd, const char *path, int oflags, char *const envp[])
 {
 	unsigned int top = pl_fd_top();
@@ -732,7 +794,8 @@ void pl_exec_handoff(int dirfd, const char *path, int oflags, char *const envp[]
 	/* Sockets with more than one fd here: the kernel socket the first
 	 * became, for the others to share. */
 	struct { const struct pl_sock *ps; int fd; } done[8];
-	unsigned int ndone = 0;
+	struct ex_bind binds[8];
+	unsigned int ndone = 0, nbind = 0;
 	char what[48];
 
 	if (*path)
@@ -748,8 +811,12 @@ void pl_exec_handoff(int dirfd, const char *path, int oflags, char *const envp[]
 
 		if (!ps)
 			continue;
+		for (unsigned int i = 0; i < ndone; i++)
+			if (done[i].ps == ps)
+				prev = done[i].fd;
 		fl = REAL(fcntl)((int)fd, F_GETFD);
-		k = fl < 0 || (fl & FD_CLOEXEC) ? EX_NONE : exec_kind(ps);
+		/* Another fd of a socket moved already: a dup of that. */
+		k = fl < 0 || (fl & FD_CLOEXEC) ? EX_NONE : prev >= 0 ? EX_TWIN : exec_kind(ps);
 		if (k == EX_NONE) {
 			pl_put(ps);
 			continue;
@@ -764,9 +831,6 @@ void pl_exec_handoff(int dirfd, const char *path, int oflags, char *const envp[]
 			return;
 		}
 		many = SL_READ_ONCE(ps->nfd) > 1;
-		for (unsigned int i = 0; i < ndone; i++)
-			if (done[i].ps == ps)
-				prev = done[i].fd;
 		switch (k) {
 		case EX_LIVE:
 			ret = pl_handoff((int)fd, ps);
@@ -776,6 +840,15 @@ void pl_exec_handoff(int dirfd, const char *path, int oflags, char *const envp[]
 			break;
 		case EX_FRESH:
 			ret = pl_fallback((int)fd, ps);
+			break;
+		case EX_REBIND:
+			/* Several fds share it (as dups, above); one more than
+			 * there is room for is not moved. */
+			ret = nbind == sizeof(binds) / sizeof(binds[0]) ||
+					      (many && ndone == sizeof(done) / sizeof(done[0])) ?
+				      -ENOBUFS : exec_rebind((int)fd, ps, &binds[nbind]);
+			if (!ret)
+				nbind++;
 			break;
 		default:
 			ret = -EOPNOTSUPP;
@@ -799,6 +872,8 @@ void pl_exec_handoff(int dirfd, const char *path, int oflags, char *const envp[]
 			       what, k == EX_STAY ? "it has no kernel twin" : "it failed (",
 			       k == EX_STAY ? "" : strerror(-ret), k == EX_STAY ? "" : ")");
 	}
+	for (unsigned int i = 0; i < nbind; i++)
+		ex_bind_now(&binds[i], what);
 }
 
 /* setsockopt() of what the stack does not have, on a connection: may it

@@ -53,8 +53,8 @@ for m in execve fexecve execveat; do
 	check "$m, kernel: every socket found and served" grep -q '^after: every socket served$' "$tmp/k-$m"
 	check "$m, sluice run: the same lines as the kernel's" same "$tmp/k-$m" "$tmp/s-$m"
 	n=$(grep -c 'handed to the kernel before exec' "$tmp/e-$m")
-	check "$m, sluice run: the four sockets were the stack's until the exec ($n handed over)" \
-		test "$n" = 4
+	check "$m, sluice run: the five fds were the stack's until the exec ($n handed over)" \
+		test "$n" = 5
 done
 
 timeout 30 env SLUICE_EXEC_HANDOFF=0 "${R[@]}" "$prog" run execve >"$tmp/off" 2>&1

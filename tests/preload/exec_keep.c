@@ -12,6 +12,7 @@
  * printed is the same on the kernel and under sluice run.
  *
  *   exec_keep run METHOD       METHOD: execve, fexecve or execveat
+ *   (EK_ADDR=A.B.C.D: that address instead of 127.0.0.1)
  *   (exec_keep after ...: the new program)
  */
 #include <arpa/inet.h>
@@ -29,6 +30,15 @@
 #include <unistd.h>
 
 extern char **environ;
+
+/* The address everything binds and connects to: $EK_ADDR (an address of
+ * this host, say a module stack's device address), else 127.0.0.1. */
+static const char *addr(void)
+{
+	const char *a = getenv("EK_ADDR");
+
+	return a && *a ? a : "127.0.0.1";
+}
 
 static int port_of(int fd)
 {
@@ -80,7 +90,7 @@ static int client(int rd, int tport, int t6port, int uport)
 
 	if (read(rd, &c, 1) != 1)
 		return 1;
-	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	inet_pton(AF_INET, addr(), &a.sin_addr);
 	for (int i = 0; i < 2; i++) {
 		fd = socket(AF_INET, SOCK_STREAM, 0);
 		timeouts(fd);
@@ -176,6 +186,7 @@ static int after(char **argv)
 
 	printf("after %s:\n", argv[12]);
 	show("listener", l4, tport);
+	show("listener's dup", l4 + 100, tport);
 	show("listener [::]", l6, t6port);
 	show("udp", u, uport);
 	show("fresh", f, -1);
@@ -189,7 +200,7 @@ static int after(char **argv)
 	}
 	fcntl(l4, F_SETFL, 0);
 	/* A kernel client of its own first: the fresh socket. */
-	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	inet_pton(AF_INET, addr(), &a.sin_addr);
 	timeouts(f);
 	if (connect(f, (struct sockaddr *)&a, sizeof(a)) || send(f, "hello-self", 10, 0) != 10 ||
 	    serve(l4, "hello-self", "reply-self") || (n = recv(f, buf, sizeof(buf), 0)) != 10 ||
@@ -253,7 +264,7 @@ static int run(const char *method)
 	cl = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (l4 < 0 || l6 < 0 || u < 0 || f < 0 || cl < 0)
 		die("socket");
-	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	inet_pton(AF_INET, addr(), &a.sin_addr);
 	setsockopt(l4, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	setsockopt(l6, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
 	if (bind(l4, (struct sockaddr *)&a, sizeof(a)) ||
@@ -263,6 +274,9 @@ static int run(const char *method)
 	if (listen(l4, 8) || listen(l6, 8) || listen(cl, 8))
 		die("listen");
 	fcntl(l4, F_SETFL, O_NONBLOCK);
+	/* A second fd of it, kept too. */
+	if (dup2(l4, l4 + 100) < 0)
+		die("dup2");
 	ports[0] = port_of(l4);
 	ports[1] = port_of(l6);
 	ports[2] = port_of(u);

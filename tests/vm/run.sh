@@ -167,6 +167,7 @@ run_kernel() { # run_kernel VERSION
 	# Live hand-off to the kernel (handoff.sh), and ss to show it.
 	cp tests/vm/handoff.sh "$root/opt/sluice/bin/handoff.sh"
 	add_binary "$root" build/tests/preload/handoff_prog /opt/sluice/bin
+	add_binary "$root" build/tests/preload/exec_keep /opt/sluice/bin
 	[ -x /usr/bin/ss ] && add_binary "$root" /usr/bin/ss /usr/bin
 	# Socket fds under sluice run (sockfd.sh).
 	cp tests/vm/sockfd.sh "$root/opt/sluice/bin/sockfd.sh"
