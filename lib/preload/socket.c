@@ -805,7 +805,7 @@ void pl_exec_handoff(int dirfd, const char *path, int oflags, char *const envp[]
 	for (unsigned int fd = 0; fd < top; fd++) {
 		struct pl_sock *ps = pl_get((int)fd);
 		enum ex_kind k;
-		const char *name;
+		const char *name, *why;
 		int fl, ret, prev = -1;
 		bool many;
 
@@ -857,6 +857,9 @@ void pl_exec_handoff(int dirfd, const char *path, int oflags, char *const envp[]
 		if (!ret && many && prev < 0 && ndone < sizeof(done) / sizeof(done[0]))
 			done[ndone++] = (typeof(done[0])){ ps, (int)fd };
 		name = ps->type == SOCK_DGRAM ? "datagram socket" : "listener";
+		why = k == EX_STAY ? "it has no kernel twin" :
+		      k == EX_REBIND && ret == -EADDRINUSE ?
+		      "other sockets of the stack share its port" : NULL;
 		pl_put(ps);
 		if (!ret)
 			pl_debug("fd %d handed to the kernel before exec of %s", (int)fd, what);
@@ -869,8 +872,8 @@ void pl_exec_handoff(int dirfd, const char *path, int oflags, char *const envp[]
 		else
 			pl_log("fd %d stays the stack's %s across the exec of %s, which will not "
 			       "run under Sluice and gets it as no socket: %s%s%s", (int)fd, name,
-			       what, k == EX_STAY ? "it has no kernel twin" : "it failed (",
-			       k == EX_STAY ? "" : strerror(-ret), k == EX_STAY ? "" : ")");
+			       what, why ? why : "it failed (", why ? "" : strerror(-ret),
+			       why ? "" : ")");
 	}
 	for (unsigned int i = 0; i < nbind; i++)
 		ex_bind_now(&binds[i], what);
