@@ -7,9 +7,9 @@
  * SLUICE_IOC_MCAST_JOIN / _LEAVE: argument rules and every errno, the
  * membership in the netns's /proc/net/igmp, its end at LEAVE and at the
  * stack's last close, and a multicast datagram from a kernel peer reaching
- * the stack's rings through a filter on the group.  (No InfiniBand link
- * layer exists in the test VM: IPoIB matching, path records and the Q_Key
- * only compile here; tests/unit/test_kipoib.c covers their pure parts.)
+ * the stack's rings through a filter on the group.  (IPoIB matching, P_Key
+ * children, path records and device removal on an InfiniBand link layer:
+ * sluice_fakeib.c; tests/unit/test_kipoib.c covers their pure parts.)
  *
  *   +---- test's own netns -----+        +---- netns slk_peer_PID ----+
  *   | stack on sk0 10.77.0.1/24  | <----> | sk1 10.77.0.2/24            |

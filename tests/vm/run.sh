@@ -132,6 +132,18 @@ run_kernel() { # run_kernel VERSION
 		tap ok "$ver: sluice.ko builds without warnings"
 	fi
 	cp "$src/sluice.ko" "$root/lib/modules/sluice.ko"
+	# The IPoIB-like test device the fakeib suite loads (tests/vm/fakeib).
+	mkdir -p "$work/fakeib"
+	cp tests/vm/fakeib/Kbuild tests/vm/fakeib/fakeib.c "$work/fakeib/"
+	log="$work/fakeib-build.log"
+	if make -C "/lib/modules/$ver/build" M="$top/$work/fakeib" modules >"$log" 2>&1 &&
+		! grep -E 'warning:|error:' "$log" >/dev/null; then
+		tap ok "$ver: fakeib.ko builds without warnings"
+		cp "$work/fakeib/fakeib.ko" "$root/lib/modules/fakeib.ko"
+	else
+		tap fail "$ver: fakeib.ko builds without warnings"
+		grep -E 'warning:|error:' "$log" | sed 's/^/# /'
+	fi
 
 	install -m 0755 /bin/busybox "$root/bin/busybox"
 	install -m 0755 tests/vm/init.sh "$root/init"
