@@ -1224,6 +1224,11 @@ static long tcp_recv_lent(struct sl_stack *s, struct sl_sock *so, void *buf, siz
 	return (long)n;
 }
 
+/* The socket this thread's last call received from (a drain: its next
+ * look that finds nothing does not pause, sl_recvfrom_meta()), or -1.  A
+ * send, and a look that found nothing, end the drain. */
+static __thread int rx_drain_sd = -1;
+
 long sluice_sendto(struct sluice_stack *st, int sd, const void *buf, size_t len, int flags,
 		   const struct sockaddr_in *to)
 {
@@ -1238,6 +1243,7 @@ long sl_sendto_meta(struct sluice_stack *st, int sd, const void *buf, size_t len
 	long ret;
 	bool nb, locked;
 
+	rx_drain_sd = -1;
 	for (;;) {
 		ret = sock_get_nb(s, sd, &so, flags & MSG_DONTWAIT);
 		if (ret)
@@ -1347,8 +1353,15 @@ long sl_recvfrom_meta(struct sluice_stack *st, int sd, void *buf, size_t len, in
 	for (;;) {
 		if ((flags & MSG_DONTWAIT) && len && !s->corrupt && rx_nothing(s, sd)) {
 			/* A spinning caller comes straight back: pause so its
-			 * reads do not fight the writer for the socket's lines. */
-			sl_wait_backoff();
+			 * reads do not fight the writer for the socket's lines.
+			 * Not when this read ends a drain (the last call of the
+			 * thread received on this socket): a program that reads
+			 * until EAGAIN and then waits (libpq, every event loop)
+			 * paid the pause for nothing at each message, and a
+			 * spinner's next look pauses. */
+			if (rx_drain_sd != sd)
+				sl_wait_backoff();
+			rx_drain_sd = -1;
 			return -EAGAIN;
 		}
 		ret = sock_get_nb(s, sd, &so, flags & MSG_DONTWAIT);
@@ -1373,6 +1386,8 @@ long sl_recvfrom_meta(struct sluice_stack *st, int sd, void *buf, size_t len, in
 		if (locked)
 			sl_unlock(s);
 		ret = checked(s, ret);
+		if (ret > 0)
+			rx_drain_sd = sd;
 		if (ret >= 0 && from) {
 			memset(from, 0, sizeof(*from));
 			from->sin_family = AF_INET;
