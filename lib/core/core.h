@@ -647,7 +647,10 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(tcp_rx_predicted, "TCP segments that took header prediction (established, in order)") \
 	X(icmp6_err_rx, "ICMPv6 errors received (unreachable, too big, time exceeded, parameter problem)") \
 	X(ip6_frag_tx, "IPv6 fragments sent (UDP datagrams past the path MTU)") \
-	X(ip6_rx_frag_drop, "IPv6 fragments not reassembled (not TCP or UDP, a group, an unknown source's not first, a bad length)")
+	X(ip6_rx_frag_drop, "IPv6 fragments not reassembled (not TCP or UDP, a group, an unknown source's not first, a bad length)") \
+	X(spin_won, "blocking waits that spun and ended within their spin") \
+	X(spin_lost, "blocking waits that spun, then slept") \
+	X(spin_us, "microseconds blocking waits spent spinning")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,

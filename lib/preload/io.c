@@ -95,7 +95,7 @@ static ssize_t send_loop(struct pl_sock *ps, const void *buf, size_t len, int fl
 {
 	bool nb = ps->nonblock || (flags & MSG_DONTWAIT);
 	int tmo = pl_timeo_ms(&ps->sndtimeo);
-	uint64_t t0 = pl_now_us();
+	uint64_t t0 = tmo >= 0 ? pl_now_us() : 0;
 	size_t done = 0;
 	long ret;
 

@@ -66,6 +66,8 @@ unsigned int pl_spin_us(void)
 }
 
 static __thread int spin_slot = -1;
+/* The spin the thread's current wait was given (pl_spin_begin()), or 0. */
+static __thread unsigned int spin_given;
 /* When this thread's spin last looked (pl_spin_tick()), or 0. */
 static __thread uint64_t spin_last;
 
@@ -92,7 +94,8 @@ unsigned int pl_spin_begin(void)
 		return 0;
 	spin_slot = sl_spin_claim(s, pl_cfg.spinners ? pl_cfg.spinners : 1, pl_cfg.cpus, us);
 	spin_last = 0;
-	return spin_slot >= 0 ? us : 0;
+	spin_given = spin_slot >= 0 ? us : 0;
+	return spin_given;
 }
 
 /* A round of a spin at now: a long gap since the last stops the stack's
@@ -111,6 +114,15 @@ void pl_spin_note(uint64_t start_us)
 	uint64_t waited = pl_now_us() - start_us;
 
 	pl_spin_end();
+	/* Whether spins pay: a spin that ended its wait, or one whose CPU
+	 * time bought nothing (sluice dump). */
+	if (spin_given && pl_sl()) {
+		bool won = waited <= spin_given;
+
+		sl_count(pl_sl(), won ? SL_C_spin_won : SL_C_spin_lost);
+		sl_count_n(pl_sl(), SL_C_spin_us, won ? waited : spin_given);
+	}
+	spin_given = 0;
 	if (waited <= pl_cfg.spin_us)
 		spin_now = pl_cfg.spin_us;
 	else
