@@ -1131,6 +1131,16 @@ void sl_wake_word(uint32_t *word);
  * with sleepers (recovery, a broken stack). */
 void sl_wake_everyone(struct sl_stack *s);
 pid_t sl_self_pid(void);
+/*
+ * Per-process variables that fork handlers write, in the parent or the
+ * child (a cached pid, the fork handlers' own locks and counts): all in
+ * one output section, so that after a fork each side pays one
+ * copy-on-write fault for the lot, not one for each page of .data and
+ * .bss they would otherwise be spread over (issue 16 item 6; every
+ * private page written after fork() is a fault).  Only for small,
+ * writable, non-thread-local variables.
+ */
+#define SL_FORKDATA	__attribute__((section("sl_forkdata")))
 /* Gone, or a zombie: it will never run again (lock.c). */
 bool sl_pid_dead(pid_t pid);
 /* Stopped (SIGSTOP, a debugger's stop): it runs again only when continued. */

@@ -42,7 +42,7 @@
 /* A sleeper re-checks the holder's liveness this often. */
 #define CHECK_NS	(20 * 1000 * 1000)
 
-static pid_t cached_pid;
+static pid_t cached_pid SL_FORKDATA;
 
 static uint32_t lock_word_held(uint32_t v);
 static pthread_once_t pid_once = PTHREAD_ONCE_INIT;

@@ -28,6 +28,9 @@
 
 /* Which fds are bells, so that close() and dup2() see them. */
 static uint64_t bell_bits[PL_BELL_FDS / 64];
+/* Words of bell_bits ever written: a forked child looks at no more (8 KiB
+ * a process never touched would cost it faults to read, and to clear). */
+static int bell_words SL_FORKDATA;
 
 static __thread int bell_fd = -1;
 static __thread bool bell_failed;
@@ -49,10 +52,12 @@ static void set_bit(int fd, bool on)
 
 	if (fd < 0 || fd >= PL_BELL_FDS)
 		return;
-	if (on)
+	if (on) {
+		sl_store_max(&bell_words, fd / 64 + 1);
 		sl_fetch_or(&bell_bits[fd / 64], m);
-	else
+	} else {
 		sl_fetch_and(&bell_bits[fd / 64], ~m);
+	}
 }
 
 /* A thread that ends takes its bell with it. */
@@ -146,11 +151,16 @@ void pl_bell_lost(int fd)
 
 void pl_bell_atfork_child(void)
 {
-	/* Every bell here is a parent thread's, under its name. */
-	for (int i = 0; i < PL_BELL_FDS / 64; i++) {
+	int n = SL_READ_ONCE(bell_words);
+
+	/* Every bell here is a parent thread's, under its name.  Only what
+	 * is not right already is written: each private page written after
+	 * a fork is a copy-on-write fault. */
+	for (int i = 0; i < n; i++) {
 		uint64_t m = SL_READ_ONCE(bell_bits[i]);
 
-		bell_bits[i] = 0;
+		if (m)
+			bell_bits[i] = 0;
 		while (m) {
 			int fd = i * 64 + __builtin_ctzll(m);
 
@@ -158,9 +168,12 @@ void pl_bell_atfork_child(void)
 			pl_libc.close(fd);
 		}
 	}
-	bell_fd = -1;
-	bell_failed = false;
-	bell_tid = 0;	/* the child's thread has an id of its own */
+	if (bell_fd != -1)
+		bell_fd = -1;
+	if (bell_failed)
+		bell_failed = false;
+	if (bell_tid)
+		bell_tid = 0;	/* the child's thread has an id of its own */
 }
 
 int pl_bell_begin(const int *chans, unsigned int nchan, struct pl_bellreg *reg)

@@ -123,7 +123,7 @@ struct pl_ep {
 
 static struct pl_ep *eps[PL_EP_MAX];
 /* Forks of this process (either side): pl_epoll_atfork(). */
-static unsigned int ep_forks;
+static unsigned int ep_forks SL_FORKDATA;
 /*
  * Sets that hold no kernel fd for sure: made by epoll_create() in this
  * process, since no fork (another process could add to it), and never
@@ -135,7 +135,7 @@ static unsigned int ep_forks;
 static bool ep_pure[PL_EP_MAX];
 /* Above every set marked pure since the last fork: what a fork clears (a
  * page of memset in parent and child cost a copy-on-write fault each). */
-static int ep_pure_top;
+static int ep_pure_top SL_FORKDATA;
 #define PL_PURE_SLICE_MS	500
 static pthread_mutex_t eps_mu = PTHREAD_MUTEX_INITIALIZER;
 /* Above the highest epoll fd that ever had a Sluice part: closing a socket

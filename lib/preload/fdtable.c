@@ -73,7 +73,7 @@ struct pl_table {
 };
 
 static struct pl_table *table;
-static pthread_mutex_t table_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t table_mu SL_FORKDATA = PTHREAD_MUTEX_INITIALIZER;
 static char fd_path[96];	/* the placeholder directory */
 static char recs_path[104];	/* the records file in it */
 static struct sl_fdhdr *hdr;
@@ -84,10 +84,10 @@ static uint32_t rec_state(uint32_t sd)
 {
 	return SL_FDREC_STATE(sl_load_acquire(&recs[sd].key));
 }
-static uint64_t last_sweep_us;
+static uint64_t last_sweep_us SL_FORKDATA;
 /* This process's record (proc_register()), or -1; all records taken:
  * every sweep looks at every socket, as before records. */
-static int reg_fd = -1, reg_slot = -1;
+static int reg_fd SL_FORKDATA = -1, reg_slot SL_FORKDATA = -1;
 static bool reg_full;
 static int sweep_probe = -1;	/* a description that takes no lock */
 /*
@@ -100,8 +100,8 @@ static int sweep_probe = -1;	/* a description that takes no lock */
 static struct {
 	int fd;
 	uint32_t shard;
-} probes[PL_PROBES] = { { -1, 0 }, { -1, 0 }, { -1, 0 }, { -1, 0 } };
-static unsigned int probe_next;
+} probes[PL_PROBES] SL_FORKDATA = { { -1, 0 }, { -1, 0 }, { -1, 0 }, { -1, 0 } };
+static unsigned int probe_next SL_FORKDATA;
 
 /*
  * Placeholders of PL_SHARD consecutive socket indices share one directory,
@@ -325,11 +325,11 @@ out:
  * mutex (the outer call holds it).
  */
 static __thread bool rcu_mine, rcu_joining;
-static unsigned int rcu_threads;
-static bool rcu_forking;
-static uint32_t rcu_fork_busy;		/* rcu_fork_tid's fork holds rcu_mu */
-static pthread_t rcu_fork_tid;
-static pthread_mutex_t rcu_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned int rcu_threads SL_FORKDATA;
+static bool rcu_forking SL_FORKDATA;
+static uint32_t rcu_fork_busy SL_FORKDATA;	/* rcu_fork_tid's fork holds rcu_mu */
+static pthread_t rcu_fork_tid SL_FORKDATA;
+static pthread_mutex_t rcu_mu SL_FORKDATA = PTHREAD_MUTEX_INITIALIZER;
 
 static void rcu_join_slow(void)
 {
@@ -491,8 +491,8 @@ bool pl_fd_twin_moved(int from, int to)
  * table_mu held to touch them.
  */
 #define PL_DEFER_MAX	64
-static struct pl_sock *deferred[PL_DEFER_MAX];
-static unsigned int ndeferred;
+static struct pl_sock *deferred[PL_DEFER_MAX] SL_FORKDATA;
+static unsigned int ndeferred SL_FORKDATA;
 
 struct pl_sock *pl_fd_forget(int fd)
 {
@@ -731,9 +731,9 @@ static int open_shard(uint32_t sd, int flags)
  * execve system call that bypasses libc, and another process's
  * pidfd_getfd(2) of the fd; lib/preload/README.md.
  */
-static unsigned int fork_gen;	/* forks, execs and spawns begun (atomic) */
-static unsigned int fork_busy;	/* ... and not ended (atomic) */
-static int npriv;		/* private sockets in the table: 0 skips the walk */
+static unsigned int fork_gen SL_FORKDATA;	/* forks, execs and spawns begun (atomic) */
+static unsigned int fork_busy SL_FORKDATA;	/* ... and not ended (atomic) */
+static int npriv SL_FORKDATA;	/* private sockets in the table: 0 skips the walk */
 
 /* Take the lock and publish the record as used; table_mu held. */
 static void make_shared(int fd, struct pl_sock *ps)
@@ -910,8 +910,8 @@ err_close_sock:
  */
 #define PL_PEND_MAX	64
 static uint32_t pend[PL_PEND_MAX];
-static unsigned int npend;
-static pthread_mutex_t reap_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned int npend SL_FORKDATA;
+static pthread_mutex_t reap_mu SL_FORKDATA = PTHREAD_MUTEX_INITIALIZER;
 
 /*
  * Close socket sd if its record is used and no placeholder of it is held
@@ -988,7 +988,7 @@ static void reap(uint32_t sd, bool owner)
  * probe_mu is held across the look: a probe is replaced (closed) only
  * under it.
  */
-static pthread_mutex_t probe_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t probe_mu SL_FORKDATA = PTHREAD_MUTEX_INITIALIZER;
 
 static bool nobody_holds(uint32_t sd)
 {
@@ -1040,7 +1040,10 @@ static void sock_release_now(struct pl_sock *ps)
 		reap(ps->sd, false);	/* probes a lock that may be held: EAGAIN */
 	}
 	pl_put(ps);
-	errno = saved_errno;	/* the program's close() succeeded */
+	/* The program's close() succeeded.  Written only if changed: a
+	 * forked child's first write to its thread's page is a fault. */
+	if (errno != saved_errno)
+		errno = saved_errno;
 }
 
 /* Make the releases that waited for calls in flight, once none is. */
@@ -1138,7 +1141,7 @@ static void reap_pending(void)
 
 /* This program has not swept yet (a new image: not inherited across
  * exec, and a forked child inherits its parent's false). */
-static bool swept_never = true;
+static bool swept_never SL_FORKDATA = true;
 
 void pl_sweep(void)
 {
@@ -1175,7 +1178,8 @@ void pl_sweep(void)
 		sweep();
 	else if (now - last < PL_SWEEP_US)
 		SL_WRITE_ONCE(last_sweep_us, last);
-	errno = saved_errno;
+	if (errno != saved_errno)
+		errno = saved_errno;
 }
 
 static void sweep(void)
@@ -1344,13 +1348,17 @@ void pl_fdtable_atfork_child(void)
 	npriv = 0;
 	/* The parent's calls in flight are not the child's: it has only the
 	 * thread that forked, which is in none (nor are the parent's
-	 * waiting releases). */
+	 * waiting releases).  Written only where not right already: each
+	 * page of the heap written after fork() is a copy-on-write fault. */
 	if (table)
-		for (unsigned int fd = 0; fd < table->n; fd++)
-			if (table->slot[fd]) {
-				table->slot[fd]->calls = 0;
-				table->slot[fd]->priv = false;
-			}
+		for (unsigned int fd = 0; fd < table->n; fd++) {
+			struct pl_sock *ps = table->slot[fd];
+
+			if (ps && ps->calls)
+				ps->calls = 0;
+			if (ps && ps->priv)
+				ps->priv = false;
+		}
 	/* A record of its own: the parent's description is the parent's. */
 	if (reg_fd >= 0) {
 		pl_libc.close(reg_fd);

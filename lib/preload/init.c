@@ -42,7 +42,7 @@ struct pl_libc pl_libc;
 struct pl_config pl_cfg;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static pid_t self_pid;		/* refreshed by fork(); vfork() leaves it */
+static pid_t self_pid SL_FORKDATA;	/* refreshed by fork(); vfork() leaves it */
 static pthread_mutex_t stack_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct sluice_stack *stack;
 static bool stack_failed;

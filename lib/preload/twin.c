@@ -75,14 +75,14 @@
 /* Which fds are twins or the watcher's set (close() and dup2() ask). */
 static uint64_t own_bits[PL_TWIN_FDS / 64];
 static int watch_fd = -1;	/* the watcher's epoll set; kept across fork */
-static pid_t watch_pid;		/* the process whose watcher runs */
+static pid_t watch_pid SL_FORKDATA;	/* the process whose watcher runs */
 /* That watcher reached watch_main(), past its start (written by it). */
 static bool watch_up;
 /* Held across fork() (pl_twin_atfork_prepare()), so no watcher is made
  * while one is. */
-static pthread_mutex_t watch_mu = PTHREAD_MUTEX_INITIALIZER;
-static int twin_count;		/* twins this process holds */
-bool pl_twin_unwatched;
+static pthread_mutex_t watch_mu SL_FORKDATA = PTHREAD_MUTEX_INITIALIZER;
+static int twin_count SL_FORKDATA;	/* twins this process holds */
+bool pl_twin_unwatched SL_FORKDATA;
 
 static bool bit(int fd)
 {

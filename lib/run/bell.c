@@ -150,14 +150,19 @@ void sl_bell_ring_pending(struct sl_stack *s, bool all)
 	uint32_t top = SL_READ_ONCE(r->bells_top);
 	bool any = s->bell_any_pending || all;
 	uint64_t pend[SL_WQ_ALL / 64];
-	bool some = all;
+	bool some = all, set = false;
 	int saved = errno;
 
 	memcpy(pend, s->bell_pending, sizeof(pend));
-	memset(s->bell_pending, 0, sizeof(s->bell_pending));
-	s->bell_any_pending = false;
 	for (unsigned int k = 0; k < SL_WQ_ALL / 64; k++)
-		some |= pend[k] != 0;
+		set |= pend[k] != 0;
+	/* Cleared only if set: this runs at every turn's end, and a forked
+	 * process's first write to a private page is a copy-on-write fault. */
+	if (set)
+		memset(s->bell_pending, 0, sizeof(s->bell_pending));
+	some |= set;
+	if (s->bell_any_pending)
+		s->bell_any_pending = false;
 	if ((!some && !any) || sl_sys_sandboxed)
 		return;
 	if (top > SL_BELLS)
@@ -173,5 +178,6 @@ void sl_bell_ring_pending(struct sl_stack *s, bool all)
 			    (chan < SL_WQ_ALL && (pend[chan / 64] >> (chan % 64) & 1))))
 			ring(s, i, gen);
 	}
-	errno = saved;
+	if (errno != saved)
+		errno = saved;
 }
