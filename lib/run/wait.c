@@ -205,7 +205,7 @@ bool sl_wait_on_fd(struct sl_stack *s)
  * (a forked child's thread gets a new one with its pid).
  */
 static __thread uint32_t keeper_token, keeper_token_pid;
-static uint32_t keeper_threads;
+static uint32_t keeper_threads SL_FORKDATA;	/* counted on by a child's first sleep */
 
 uint32_t sl_keeper_token(void)
 {
