@@ -72,8 +72,18 @@
 /* In a watched twin's epoll data, beside the socket: a datagram twin. */
 #define PL_TWIN_DGRAM	0x80000000u
 
-/* Which fds are twins or the watcher's set (close() and dup2() ask). */
-static uint64_t own_bits[PL_TWIN_FDS / 64];
+/* Which fds are twins or the watcher's set (close() and dup2() ask).  The
+ * low ones apart, with the fork page's data (SL_FORKDATA): a forked child
+ * that closes the listener it inherited closes its twin, and clearing the
+ * bit costs no page of its own. */
+#define PL_TWIN_LOW	1024
+static uint64_t own_low[PL_TWIN_LOW / 64] SL_FORKDATA;
+static uint64_t own_high[(PL_TWIN_FDS - PL_TWIN_LOW) / 64];
+
+static uint64_t *own_word(int fd)
+{
+	return fd < PL_TWIN_LOW ? &own_low[fd / 64] : &own_high[(fd - PL_TWIN_LOW) / 64];
+}
 static int watch_fd = -1;	/* the watcher's epoll set; kept across fork */
 static pid_t watch_pid SL_FORKDATA;	/* the process whose watcher runs */
 /* That watcher reached watch_main(), past its start (written by it). */
@@ -87,7 +97,7 @@ bool pl_twin_unwatched SL_FORKDATA;
 static bool bit(int fd)
 {
 	return fd >= 0 && fd < PL_TWIN_FDS &&
-	       (SL_READ_ONCE(own_bits[fd / 64]) >> (fd % 64) & 1);
+	       (SL_READ_ONCE(*own_word(fd)) >> (fd % 64) & 1);
 }
 
 static void set_bit(int fd, bool on)
@@ -97,9 +107,9 @@ static void set_bit(int fd, bool on)
 	if (fd < 0 || fd >= PL_TWIN_FDS)
 		return;
 	if (on)
-		sl_fetch_or(&own_bits[fd / 64], m);
+		sl_fetch_or(own_word(fd), m);
 	else
-		sl_fetch_and(&own_bits[fd / 64], ~m);
+		sl_fetch_and(own_word(fd), ~m);
 }
 
 bool pl_twin_is(int fd)

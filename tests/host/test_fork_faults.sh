@@ -127,8 +127,8 @@ print("%.2f %.2f" % (sum(ours(p) for p in kids) / max(len(kids), 1),
 EOP
 )
 echo "# faults on the library's writable data: a child $kid, the parent a connection $par (with its start)"
-check "a forked child writes at most 3 pages of the library's own data ($kid; 11 before)" \
-	le "$kid" 3
+check "a forked child writes at most 2 pages of the library's own data ($kid; 11 before)" \
+	le "$kid" 2
 check "the parent: at most 2 of its pages a connection, start included ($par; 3.1 before)" \
 	le "$par" 2
 
