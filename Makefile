@@ -57,7 +57,7 @@ INTEROP := $(B)/tests/interop/peer $(B)/tests/interop/mkstack $(B)/tests/bench/b
 	$(B)/tests/interop/soak $(B)/tests/interop/verbs_peer $(B)/tests/interop/holdlock
 PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/dlopen_prog $(B)/tests/preload/fork_srv $(B)/tests/preload/killsoak \
 	$(B)/tests/bench/epoll_idle $(B)/tests/bench/conn_churn $(B)/tests/bench/conn_many \
-	$(B)/tests/bench/http_many \
+	$(B)/tests/bench/http_many $(B)/tests/bench/lossy_relay \
 	$(B)/tests/preload/sockfd_prog $(B)/tests/preload/sandboxed $(B)/tests/preload/oslisten \
 	$(B)/tests/preload/kconnect $(B)/tests/preload/fork_start $(B)/tests/preload/v6dual \
 	$(B)/tests/preload/pool_many $(B)/tests/preload/handoff_prog $(B)/tests/preload/errq \
@@ -147,6 +147,8 @@ $(B)/tests/bench/conn_churn: $(B)/tests/bench/conn_churn.o
 $(B)/tests/bench/conn_many: $(B)/tests/bench/conn_many.o
 	$(CC) -o $@ $^
 $(B)/tests/bench/http_many: $(B)/tests/bench/http_many.o
+	$(CC) -o $@ $^
+$(B)/tests/bench/lossy_relay: $(B)/tests/bench/lossy_relay.o
 	$(CC) -o $@ $^
 
 # The module's pure IPoIB functions (kernel/ipoib_addr.c), compiled
