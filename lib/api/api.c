@@ -95,6 +95,9 @@ static void port_range_read(struct sl_stack *s)
 	if (sysctl_read("/proc/sys/net/core/rmem_max", buf, 64) > 0 &&
 	    sscanf(buf, "%lu", &hi) == 1 && hi <= UINT32_MAX && hi > s->tcp_rmem_max)
 		s->tcp_rmem_max = (uint32_t)hi;
+	if (sysctl_read("/proc/sys/net/ipv4/tcp_wmem", buf, 64) > 0 &&
+	    sscanf(buf, "%*u %*u %lu", &hi) == 1 && hi <= UINT32_MAX)
+		s->tcp_wmem_max = (uint32_t)hi;
 	if (sysctl_read("/proc/sys/net/ipv4/ip_local_reserved_ports", buf, sizeof(buf)) <= 0)
 		return;
 	for (p = buf; *p && *p != '\n'; p = end + (*end == ',')) {
@@ -1887,6 +1890,8 @@ static int setsockopt_on(struct sl_stack *s, struct sl_sock *so, int level, int 
 			so->sndbuf = u < SL_SO_SNDBUF_MIN ? SL_SO_SNDBUF_MIN : (uint32_t)u;
 		if (!ret && name == SO_RCVBUFFORCE)
 			so->opt_flags |= SL_SO_RCVBUF_SET;
+		else if (!ret && so->type == SL_SOCK_TCP)
+			so->tcp.tflags |= SL_TF_SNDBUF_SET;
 	} else if (level == SOL_SOCKET && (name == SO_RCVBUF || name == SO_SNDBUF)) {
 		/*
 		 * As Linux (sk_setsockopt()): the value, taken as unsigned, is
@@ -1909,6 +1914,8 @@ static int setsockopt_on(struct sl_stack *s, struct sl_sock *so, int level, int 
 			so->sndbuf = u < SL_SO_SNDBUF_MIN ? SL_SO_SNDBUF_MIN : u;
 		if (!ret && name == SO_RCVBUF)
 			so->opt_flags |= SL_SO_RCVBUF_SET;	/* Linux SOCK_RCVBUF_LOCK */
+		else if (!ret && so->type == SL_SOCK_TCP)
+			so->tcp.tflags |= SL_TF_SNDBUF_SET;	/* Linux SOCK_SNDBUF_LOCK */
 	} else if (level == IPPROTO_IP && name == IP_TTL) {
 		/* ip(7): 1 to 255, or -1 for the default (64); an int, or
 		 * a byte (do_ip_setsockopt()). */

@@ -650,7 +650,9 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(ip6_rx_frag_drop, "IPv6 fragments not reassembled (not TCP or UDP, a group, an unknown source's not first, a bad length)") \
 	X(spin_won, "blocking waits that spun and ended within their spin") \
 	X(spin_lost, "blocking waits that spun, then slept") \
-	X(spin_us, "microseconds blocking waits spent spinning")
+	X(spin_us, "microseconds blocking waits spent spinning") \
+	X(tcp_sndbuf_grown, "TCP send buffers grown to twice cwnd (Linux tcp_sndbuf_expand)") \
+	X(tcp_rcvbuf_grown, "TCP receive buffers grown to what the reader takes a round trip (Linux tcp_rcv_space_adjust)")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,
@@ -787,6 +789,10 @@ struct sl_stack {
 	 * scale is chosen for it (proto/tcp/tcp.c, wscale_for()); 0: for
 	 * the socket's own buffer. */
 	uint32_t tcp_rmem_max;
+	/* net.ipv4.tcp_wmem's max, read with them: the most a send buffer
+	 * grows to by itself (proto/tcp/tcp_input.c, sndbuf_expand()); 0:
+	 * Linux's default, 4 MiB. */
+	uint32_t tcp_wmem_max;
 	/* net.ipv4.tcp_ecn, read with them, plus one: 0 unread (Linux's
 	 * default, 2), then 0 no ECN, 1 asked for and accepted, 2
 	 * accepted only (proto/tcp/tcp.h, sl_tcp_ecn_mode()). */

@@ -216,6 +216,41 @@ static void test_established_ooo_sack(void)
 	tf_finish();
 }
 
+/* More holes than sack_blocks() looks at (16): the blocks sent are the
+ * newest arrival's, then the highest others, not the lowest ranges
+ * again and again (a loss burst on a long path leaves many holes, and
+ * the sender learns of its newest deliveries only from the top ones). */
+static void test_established_sack_many_holes(void)
+{
+	struct tf_opts o = { .sack_ok = 1 };
+	struct sl_sock *l;
+	struct tf_seg g;
+	uint32_t iss, b = IRS + 1;
+
+	tf_init("sh");
+	fill_pattern();
+	l = tf_listener(TF_LPORT, 8);
+	tf_accept(l, IRS, &iss, &o, 8192);
+	/* 20 ranges of 10 bytes, 10 apart, at b + 10 .. b + 400; then a
+	 * segment in the lowest hole but one, the newest arrival. */
+	for (uint32_t i = 0; i < 20; i++)
+		tf_seg(TF_LPORT, TH_ACK_, b + 10 + 20 * i, iss + 1, 8192, pattern, 10);
+	g = tf_last();
+	tap_ok(g.ack == b && g.nsack == 4 && g.sack[0][0] == b + 390 && g.sack[1][0] == b + 370 &&
+	       g.sack[2][0] == b + 350 && g.sack[3][0] == b + 330,
+	       "20 holes: the newest block, then the next highest (%u %u %u)",
+	       g.nsack > 0 ? g.sack[0][0] - b : 0, g.nsack > 1 ? g.sack[1][0] - b : 0,
+	       g.nsack > 2 ? g.sack[2][0] - b : 0);
+	tf_seg(TF_LPORT, TH_ACK_, b + 20, iss + 1, 8192, pattern, 10);
+	g = tf_last();
+	tap_ok(g.nsack == 4 && g.sack[0][0] == b + 10 && g.sack[0][1] == b + 40 &&
+	       g.sack[1][0] == b + 390 && g.sack[2][0] == b + 370 && g.sack[3][0] == b + 350,
+	       "a low arrival: its block first, then the highest (%u-%u %u %u)",
+	       g.nsack > 0 ? g.sack[0][0] - b : 0, g.nsack > 0 ? g.sack[0][1] - b : 0,
+	       g.nsack > 1 ? g.sack[1][0] - b : 0, g.nsack > 2 ? g.sack[2][0] - b : 0);
+	tf_finish();
+}
+
 /* A data segment never passes the MTU for the SACK blocks it carries:
  * the MSS counts the timestamp option only, so a full-sized segment has no
  * room for blocks and goes without (the duplicate ACKs carry them), and a
@@ -753,6 +788,7 @@ int main(void)
 	test_established_data_quick_ack_start();
 	test_established_send_nagle();
 	test_established_ooo_sack();
+	test_established_sack_many_holes();
 	test_established_sack_fits_mtu();
 	test_established_receive_window();
 	test_established_receive_window_small_mss();

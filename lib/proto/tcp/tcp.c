@@ -274,7 +274,7 @@ void sl_tcp_init_tcb(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	uint8_t kc = tp->keep_cnt;
 	/* What setsockopt() set before connect() or listen() stays. */
 	uint32_t ut = tp->user_timeout_ms, clamp = tp->window_clamp;
-	uint32_t keep = tp->tflags & (SL_TF_CORK | SL_TF_NOQUICKACK | SL_TF_RENO);
+	uint32_t keep = tp->tflags & (SL_TF_CORK | SL_TF_NOQUICKACK | SL_TF_RENO | SL_TF_SNDBUF_SET);
 	int32_t l2 = tp->linger2_s;
 	uint8_t synr = tp->syn_retries, defer = tp->defer_accept;
 	/* A child is on its listener's list already (sl_sock_kid_link()). */
@@ -964,6 +964,53 @@ uint32_t sl_tcp_send_tail_room(struct sl_stack *s, const struct sl_sock *so)
 
 /* Tell the peer about space freed by reading, if it is worth it
  * (RFC 9293 3.8.6.2.2, receiver side of SWS avoidance). */
+/*
+ * Receive-buffer growth (dynamic right-sizing), as Linux's
+ * tcp_rcv_space_adjust() after each read: once a round trip has passed
+ * since the round began, if the user read more in it than in any round
+ * before, the buffer grows so that the window offers twice that and 16
+ * segments, and more again in proportion to how fast the rate grew
+ * (slow start doubles it each round), up to net.ipv4.tcp_rmem's max;
+ * never for a socket whose SO_RCVBUF the user set.  The window offered
+ * is half of rcvbuf (sl_tcp_rcv_space_mss()), so rcvbuf is twice the
+ * window.  Without it a 256 KiB rcvbuf held a 10 ms path at ~100 Mbit/s
+ * (tests/bench/lossy_host.sh -d receive).
+ */
+static void rcv_space_adjust(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t seq = tp->rcv_nxt - so->rxq_bytes - so->rx_lent_bytes, copied;
+	uint32_t max = s->tcp_rmem_max ? s->tcp_rmem_max : SL_TCP_RMEM_MAX;
+	uint64_t win, grow;
+
+	if (!tp->rcvq_time_us) {
+		tp->rcvq_time_us = now_us ? now_us : 1;
+		tp->rcvq_seq = seq;
+		tp->rcvq_space = SL_TCP_IW_SEGS * tp->mss;
+		return;
+	}
+	if (!tp->srtt_us || now_us - tp->rcvq_time_us < tp->srtt_us)
+		return;
+	copied = seq - tp->rcvq_seq;
+	if (copied > tp->rcvq_space && tp->rcvq_space) {
+		win = 2 * (uint64_t)copied + 16 * (uint64_t)tp->mss;
+		grow = win * (copied - tp->rcvq_space) / tp->rcvq_space;
+		win += 2 * grow;
+		if (!(so->opt_flags & SL_SO_RCVBUF_SET) && so->rcvbuf < max) {
+			win *= 2;	/* the window is half the buffer */
+			if (win > max)
+				win = max;
+			if (win > so->rcvbuf) {
+				so->rcvbuf = (uint32_t)win;
+				sl_count(s, SL_C_tcp_rcvbuf_grown);
+			}
+		}
+		tp->rcvq_space = copied;
+	}
+	tp->rcvq_seq = seq;
+	tp->rcvq_time_us = now_us ? now_us : 1;
+}
+
 static void window_update(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
@@ -972,6 +1019,8 @@ static void window_update(struct sl_stack *s, struct sl_sock *so, uint64_t now_u
 
 	if (so->state < SL_TCP_ESTABLISHED || (tp->tflags & SL_TF_FIN_RCVD))
 		return;
+	rcv_space_adjust(s, so, now_us);
+	win = sl_tcp_rcv_window(s, so);
 	if (win >= adv + 2u * tp->mss || (adv < tp->mss && win >= tp->mss))
 		sl_tcp_send_ack(s, so, now_us);
 }

@@ -50,6 +50,9 @@ enum sl_tcp_state {
 /* Constants, with where they come from. */
 #define SL_TCP_MSS_DEFAULT	536		/* RFC 9293 3.7.1 */
 #define SL_TCP_MSS_MIN		88		/* Linux TCP_MIN_MSS */
+#define SL_TCP_IW_SEGS		10		/* RFC 6928; Linux TCP_INIT_CWND */
+#define SL_TCP_WMEM_MAX		4194304u	/* Linux tcp_wmem[2] default */
+#define SL_TCP_RMEM_MAX		6291456u	/* Linux tcp_rmem[2] default */
 #define SL_TCP_RTO_INIT_US	1000000u	/* RFC 6298 2.1: 1 s */
 #define SL_TCP_RTO_MIN_US	200000u		/* Linux TCP_RTO_MIN (RFC 6298 2.4 says 1 s) */
 #define SL_TCP_TLP_MIN_US	2000u		/* added to a PTO: Linux TCP_TIMEOUT_MIN (2 ms) */
@@ -80,7 +83,10 @@ enum sl_tcp_state {
 #define SL_TCP_SOMAXCONN	4096		/* Linux SOMAXCONN */
 #define SL_TCP_SYNQ_MIN		8		/* SYN queue floor for tiny backlogs */
 #define SL_TCP_SYNQ_SHARE	4		/* embryos, all listeners: <= max_sockets / 4 */
-#define SL_TCP_OOO_MAX		64		/* out-of-order buffers a connection may hold */
+/* Out-of-order buffers a connection may hold, besides rcvbuf's bound
+ * (Linux has that bound only): a loss on a window grown past it would
+ * drop the rest of that window.  Inserting walks the sorted list. */
+#define SL_TCP_OOO_MAX		1024
 #define SL_TCP_DUPACK_THRESH	3		/* RFC 5681 3.2 */
 #define SL_TCP_SACK_MAX		4		/* RFC 2018 3: at most 4 blocks (3 with TS) */
 #define SL_TCP_CHALLENGE_MAX	100		/* RFC 5961 7: challenge ACKs a second, per connection */
@@ -141,6 +147,7 @@ enum sl_tcp_state {
 #define SL_TF_OSREADY	0x200000
 #define SL_TF_TLP_RETX	0x400000 /* that probe sent a segment again (Linux tlp_retrans) */
 #define SL_TF_FIN_ALONE	0x800000 /* the FIN left in a segment of its own (Linux: its own skb) */
+#define SL_TF_SNDBUF_SET 0x1000000 /* SO_SNDBUF set by the user: no growth (Linux SOCK_SNDBUF_LOCK) */
 
 /* Per-connection TCP state (the TCB, RFC 9293 3.3.1). */
 struct sl_tcp_sock {
@@ -304,6 +311,12 @@ struct sl_tcp_sock {
 	 * kept only with the option set), what recvmsg tells as
 	 * SCM_TIMESTAMP. */
 	uint64_t rx_stamp_us;
+	/* Receive-buffer growth (tcp.c, rcv_space_adjust(), Linux's
+	 * tcp_rcv_space_adjust()): when the round being measured began
+	 * (0: not yet), the first byte the user had not read then, and the
+	 * most read in one round so far. */
+	uint64_t rcvq_time_us;
+	uint32_t rcvq_seq, rcvq_space;
 };
 
 /* sl_tcp_sock.undo */

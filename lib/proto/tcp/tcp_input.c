@@ -1186,6 +1186,35 @@ static void sack_high_set(struct sl_tcp_sock *tp, uint32_t high)
 	tp->rack |= SL_RACK_HIGH;
 }
 
+/*
+ * Send-buffer growth, as Linux's tcp_sndbuf_expand() from tcp_new_space():
+ * after an ACK, a socket whose buffer the user did not fix and whose
+ * flight is short of cwnd (so the buffer, not cwnd, may be what holds it
+ * back) gets room for twice cwnd (at least the initial window), up to
+ * net.ipv4.tcp_wmem's max; it never shrinks.  Linux sizes it in truesize
+ * (about three times a segment's payload without GSO), this buffer counts
+ * payload, so twice cwnd is what Linux's factor 2 asks for: a recovery's
+ * old flight and new data both fit.  Without it the 256 KiB default held
+ * a 10 ms path at ~100 Mbit/s whatever the loss (tests/bench/lossy_host.sh).
+ */
+static void sndbuf_expand(struct sl_stack *s, struct sl_sock *so)
+{
+	const struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t max = s->tcp_wmem_max ? s->tcp_wmem_max : SL_TCP_WMEM_MAX;
+	uint64_t want = 2 * (uint64_t)(tp->cwnd > SL_TCP_IW_SEGS * tp->mss ?
+				       tp->cwnd : SL_TCP_IW_SEGS * tp->mss);
+
+	if ((tp->tflags & SL_TF_SNDBUF_SET) || so->sndbuf >= max ||
+	    tp->snd_max - tp->snd_una >= tp->cwnd)
+		return;
+	if (want > max)
+		want = max;
+	if (want > so->sndbuf) {
+		so->sndbuf = (uint32_t)want;
+		sl_count(s, SL_C_tcp_sndbuf_grown);
+	}
+}
+
 /* RFC 9293 3.10.7.4 fifth, ESTABLISHED: process an acceptable ACK.
  * Returns false if the segment is to be dropped. */
 static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg *g,
@@ -1337,6 +1366,7 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 		tlp_ack(s, tp, ack, true, newly_sacked != 0, dsack_tlp, now_us);
 		if (!tp->t_reo)
 			sl_tcp_tlp_arm(so, now_us);
+		sndbuf_expand(s, so);
 		sl_sock_wake(s, so);
 	} else if (dup) {
 		tp->dupacks++;
@@ -1521,7 +1551,8 @@ static struct sl_sock *child_new(struct sl_stack *s, struct sl_sock *lso, const 
 	tp->defer_accept = ltp->defer_accept;
 	sl_sock_hash(s, c);
 	sl_tcp_init_tcb(s, c, now_us);
-	tp->tflags |= SL_TF_PASSIVE | (ltp->tflags & (SL_TF_CORK | SL_TF_NOQUICKACK | SL_TF_RENO));
+	tp->tflags |= SL_TF_PASSIVE |
+		      (ltp->tflags & (SL_TF_CORK | SL_TF_NOQUICKACK | SL_TF_RENO | SL_TF_SNDBUF_SET));
 	return c;
 }
 

@@ -31,46 +31,67 @@ static void put32(uint8_t *p, uint32_t v)
 }
 
 /* Merge the out-of-order queue into SACK blocks, the block holding the
- * newest arrival first (RFC 2018 4). */
+ * newest arrival first (RFC 2018 4), then the highest others: with more
+ * ranges than fit, the last 16 of the walk are kept (a window of many
+ * holes, a loss burst on a long path, has its newest arrivals at the top;
+ * keeping the first 16 reported the same low blocks again and again). */
 static unsigned int sack_blocks(struct sl_stack *s, const struct sl_tcp_sock *tp,
 				uint32_t out[][2], unsigned int max)
 {
-	uint32_t r[16][2], idx = tp->ooo_head, steps = 0;
-	unsigned int n = 0, i, k = 0;
+	uint32_t r[16][2], first[2] = { 0, 0 }, idx = tp->ooo_head, steps = 0;
+	uint32_t cs = 0, ce = 0;
+	unsigned int n = 0, k = 0, i;
+	bool open = false, have_first = false;
 
-	while (sl_buf_next(s, idx, &steps)) {
-		const struct sluice_buf *b = sl_buf(s, idx);
-		uint32_t start = b->seq, end = b->seq + b->len;
+	for (;;) {
+		bool more = sl_buf_next(s, idx, &steps);
+		const struct sluice_buf *b = more ? sl_buf(s, idx) : NULL;
+		uint32_t start = more ? b->seq : 0, end = more ? b->seq + b->len : 0;
 
-		if (start == end) {
+		if (more && start == end) {
 			/* A bare FIN out of order: RFC 2018 blocks cover data
 			 * only, and an empty one is malformed. */
 			idx = b->next_idx;
 			continue;
 		}
-		if (n && SEQ_LEQ(start, r[n - 1][1])) {
-			if (SEQ_GT(end, r[n - 1][1]))
-				r[n - 1][1] = end;
-		} else if (n < 16) {
-			r[n][0] = start;
-			r[n][1] = end;
+		if (more && open && SEQ_LEQ(start, ce)) {
+			if (SEQ_GT(end, ce))
+				ce = end;
+			idx = b->next_idx;
+			continue;
+		}
+		if (open) {
+			/* The range cs..ce is complete: the ring keeps the
+			 * last 16, and the one with the newest arrival. */
+			if (SEQ_GEQ(tp->sack_last, cs) && SEQ_LT(tp->sack_last, ce)) {
+				first[0] = cs;
+				first[1] = ce;
+				have_first = true;
+			}
+			r[n % 16][0] = cs;
+			r[n % 16][1] = ce;
 			n++;
 		}
+		if (!more)
+			break;
+		cs = start;
+		ce = end;
+		open = true;
 		idx = b->next_idx;
 	}
-	for (i = 0; i < n; i++)
-		if (SEQ_GEQ(tp->sack_last, r[i][0]) && SEQ_LT(tp->sack_last, r[i][1]))
-			break;
-	if (i < n) {
-		out[k][0] = r[i][0];
-		out[k][1] = r[i][1];
+	if (have_first) {
+		out[k][0] = first[0];
+		out[k][1] = first[1];
 		k++;
 	}
-	for (unsigned int j = n; j-- > 0 && k < max;) {
-		if (j == i)
+	/* The rest from the highest down. */
+	for (i = 0; i < n && i < 16 && k < max; i++) {
+		const uint32_t *e = r[(n - 1 - i) % 16];
+
+		if (have_first && e[0] == first[0] && e[1] == first[1])
 			continue;
-		out[k][0] = r[j][0];
-		out[k][1] = r[j][1];
+		out[k][0] = e[0];
+		out[k][1] = e[1];
 		k++;
 	}
 	return k;
