@@ -53,6 +53,13 @@ enum sl_tcp_state {
 #define SL_TCP_IW_SEGS		10		/* RFC 6928; Linux TCP_INIT_CWND */
 #define SL_TCP_WMEM_MAX		4194304u	/* Linux tcp_wmem[2] default */
 #define SL_TCP_RMEM_MAX		6291456u	/* Linux tcp_rmem[2] default */
+/* HyStart (Linux tcp_cubic.c: hystart_low_window, HYSTART_MIN_SAMPLES,
+ * HYSTART_DELAY_MIN/MAX): from 16 segments, 8 samples a round, a rise
+ * of min_RTT/8 clamped to 4-16 ms ends slow start. */
+#define SL_TCP_HS_LOW_WINDOW	16
+#define SL_TCP_HS_SAMPLES	8
+#define SL_TCP_HS_DELAY_MIN_US	4000u
+#define SL_TCP_HS_DELAY_MAX_US	16000u
 #define SL_TCP_RTO_INIT_US	1000000u	/* RFC 6298 2.1: 1 s */
 #define SL_TCP_RTO_MIN_US	200000u		/* Linux TCP_RTO_MIN (RFC 6298 2.4 says 1 s) */
 #define SL_TCP_TLP_MIN_US	2000u		/* added to a PTO: Linux TCP_TIMEOUT_MIN (2 ms) */
@@ -317,6 +324,12 @@ struct sl_tcp_sock {
 	 * most read in one round so far. */
 	uint64_t rcvq_time_us;
 	uint32_t rcvq_seq, rcvq_space;
+	/* HyStart's delay test in slow start (tcp_timer.c,
+	 * sl_tcp_rtt_sample()): the round ends when SND.UNA passes
+	 * hs_end_seq; the least of its first SL_TCP_HS_SAMPLES RTT samples
+	 * (hs_rtt_us, hs_samples of them so far). */
+	uint32_t hs_end_seq, hs_rtt_us;
+	uint8_t hs_samples;
 };
 
 /* sl_tcp_sock.undo */
