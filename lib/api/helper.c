@@ -130,7 +130,7 @@ static int helper_fds(int wfd)
 		sl_sys_dup2(null, 2);
 	}
 	sl_sys_dup2(wfd, 3);
-	if (syscall(SYS_close_range, 4u, ~0u, 0u)) {
+	if (sl_syscall(SYS_close_range, 4u, ~0u, 0u)) {
 		long max = sysconf(_SC_OPEN_MAX);
 
 		for (long fd = 4; fd < (max > 0 && max < 65536 ? max : 65536); fd++)

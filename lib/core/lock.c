@@ -76,7 +76,7 @@ pid_t sl_self_pid(void)
 
 static long futex(uint32_t *w, int op, uint32_t val, const struct timespec *ts)
 {
-	return syscall(SYS_futex, (uint32_t *)w, op, val, ts, NULL, 0);
+	return sl_syscall(SYS_futex, (uint32_t *)w, op, val, ts, NULL, 0);
 }
 
 static bool stack_broken(struct sl_stack *s)

@@ -358,7 +358,7 @@ static void unmap_files(const char *prefix)
 	int fd, nr = 0;
 	ssize_t n;
 
-	fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	fd = (int)sl_syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
 	while ((n = sl_sys_read(fd, buf, sizeof(buf))) > 0) {

@@ -5,6 +5,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <linux/futex.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -17,24 +18,88 @@
 
 #include "os/os.h"
 
+/*
+ * A system call with six arguments, the kernel's result (-errno on
+ * failure): what libc's syscall() does, less errno.  In assembly, as the
+ * preload's vfork and probe (preload/spawn.c, signal.c).
+ */
+#if defined(__x86_64__)
+long sl_syscall6(long nr, long a, long b, long c, long d, long e, long f);
+__asm__(".pushsection .text\n"
+	".p2align 4\n"
+	".globl sl_syscall6\n.hidden sl_syscall6\n.type sl_syscall6, @function\n"
+	"sl_syscall6:\n"
+	"	endbr64\n"
+	"	movq %rdi, %rax\n"
+	"	movq %rsi, %rdi\n"
+	"	movq %rdx, %rsi\n"
+	"	movq %rcx, %rdx\n"
+	"	movq %r8, %r10\n"
+	"	movq %r9, %r8\n"
+	"	movq 8(%rsp), %r9\n"
+	"	syscall\n"
+	"	ret\n"
+	".size sl_syscall6, .-sl_syscall6\n"
+	".popsection\n");
+#else
+typedef long (*syscall_fn)(long, ...);
+
+static long sl_syscall6(long nr, long a, long b, long c, long d, long e, long f)
+{
+	static syscall_fn libc_syscall;
+	syscall_fn fn = libc_syscall;
+	long r;
+
+	if (!fn) {
+		fn = (syscall_fn)dlsym(RTLD_NEXT, "syscall");
+		libc_syscall = fn;
+	}
+	r = fn(nr, a, b, c, d, e, f);
+	return r == -1 ? -errno : r;
+}
+#endif
+
+long sl_syscall(long nr, ...)
+{
+	long a, b, c, d, e, f, r;
+	va_list ap;
+
+	/* Six whether or not the caller passed six, as libc's syscall():
+	 * the kernel reads only those the call has. */
+	va_start(ap, nr);
+	a = va_arg(ap, long);
+	b = va_arg(ap, long);
+	c = va_arg(ap, long);
+	d = va_arg(ap, long);
+	e = va_arg(ap, long);
+	f = va_arg(ap, long);
+	va_end(ap);
+	r = sl_syscall6(nr, a, b, c, d, e, f);
+	if (r < 0 && r > -4096) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
 ssize_t sl_sys_read(int fd, void *buf, size_t len)
 {
-	return syscall(SYS_read, fd, buf, len);
+	return sl_syscall(SYS_read, fd, buf, len);
 }
 
 ssize_t sl_sys_write(int fd, const void *buf, size_t len)
 {
-	return syscall(SYS_write, fd, buf, len);
+	return sl_syscall(SYS_write, fd, buf, len);
 }
 
 int sl_sys_close(int fd)
 {
-	return (int)syscall(SYS_close, fd);
+	return (int)sl_syscall(SYS_close, fd);
 }
 
 int sl_sys_fstat(int fd, struct stat *st)
 {
-	return (int)syscall(SYS_fstat, fd, st);
+	return (int)sl_syscall(SYS_fstat, fd, st);
 }
 
 int sl_sys_dup2(int oldfd, int newfd)
@@ -42,17 +107,17 @@ int sl_sys_dup2(int oldfd, int newfd)
 	/* dup3(2) refuses old == new; dup2(2) then only checks old. */
 	if (oldfd == newfd)
 		return sl_sys_fcntl(oldfd, F_GETFD, 0) < 0 ? -1 : newfd;
-	return (int)syscall(SYS_dup3, oldfd, newfd, 0);
+	return (int)sl_syscall(SYS_dup3, oldfd, newfd, 0);
 }
 
 int sl_sys_fcntl(int fd, int cmd, long arg)
 {
-	return (int)syscall(SYS_fcntl, fd, cmd, arg);
+	return (int)sl_syscall(SYS_fcntl, fd, cmd, arg);
 }
 
 int sl_sys_ioctl(int fd, unsigned long req, void *arg)
 {
-	return (int)syscall(SYS_ioctl, fd, req, arg);
+	return (int)sl_syscall(SYS_ioctl, fd, req, arg);
 }
 
 int sl_sys_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
@@ -60,12 +125,12 @@ int sl_sys_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 #ifdef SYS_poll
 	/* poll where there is one: sandboxes allow it more often than ppoll
 	 * (OpenSSH's pre-authentication filter allows only poll). */
-	return (int)syscall(SYS_poll, fds, n, timeout_ms);
+	return (int)sl_syscall(SYS_poll, fds, n, timeout_ms);
 #else
 	struct timespec ts = { timeout_ms / 1000, (timeout_ms % 1000) * 1000000L };
 
 	/* ppoll: the one poll every architecture has. */
-	return (int)syscall(SYS_ppoll, fds, n, timeout_ms < 0 ? NULL : &ts, NULL, 0);
+	return (int)sl_syscall(SYS_ppoll, fds, n, timeout_ms < 0 ? NULL : &ts, NULL, 0);
 #endif
 }
 
@@ -84,7 +149,7 @@ void sl_sys_drain_dgrams(int fd)
 		m[i].msg_hdr.msg_iovlen = 1;
 	}
 	do
-		n = syscall(SYS_recvmmsg, fd, m, 16, MSG_DONTWAIT, NULL);
+		n = sl_syscall(SYS_recvmmsg, fd, m, 16, MSG_DONTWAIT, NULL);
 	while (n == 16 || (n < 0 && errno == EINTR));
 }
 
@@ -122,14 +187,14 @@ int sl_sys_runnable(void)
 		if (pthread_mutex_trylock(&runq_mu))
 			return -1;
 		if (runq_fd < 0)
-			runq_fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/loadavg",
+			runq_fd = (int)sl_syscall(SYS_openat, AT_FDCWD, "/proc/loadavg",
 					       O_RDONLY | O_CLOEXEC);
 		fd = runq_fd;
 		pthread_mutex_unlock(&runq_mu);
 		if (fd < 0)
 			return -1;
 	}
-	n = syscall(SYS_pread64, fd, b, sizeof(b) - 1, (off_t)0);
+	n = sl_syscall(SYS_pread64, fd, b, sizeof(b) - 1, (off_t)0);
 	if (n <= 0)
 		return -1;
 	b[n] = 0;
@@ -152,41 +217,41 @@ void sl_sys_yield(void)
 	struct timespec ts = { 0, 20000 };
 
 	if (!sl_sys_sandboxed) {
-		syscall(SYS_sched_yield);
+		sl_syscall(SYS_sched_yield);
 		return;
 	}
-	syscall(SYS_futex, &nobody, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+	sl_syscall(SYS_futex, &nobody, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
 }
 
 int sl_sys_socket(int domain, int type, int protocol)
 {
-	return (int)syscall(SYS_socket, domain, type, protocol);
+	return (int)sl_syscall(SYS_socket, domain, type, protocol);
 }
 
 int sl_sys_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
-	return (int)syscall(SYS_setsockopt, fd, level, name, val, len);
+	return (int)sl_syscall(SYS_setsockopt, fd, level, name, val, len);
 }
 
 int sl_sys_bind(int fd, const struct sockaddr *a, socklen_t len)
 {
-	return (int)syscall(SYS_bind, fd, a, len);
+	return (int)sl_syscall(SYS_bind, fd, a, len);
 }
 
 int sl_sys_connect(int fd, const struct sockaddr *a, socklen_t len)
 {
-	return (int)syscall(SYS_connect, fd, a, len);
+	return (int)sl_syscall(SYS_connect, fd, a, len);
 }
 
 int sl_sys_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
-	return (int)syscall(SYS_getsockopt, fd, level, name, val, len);
+	return (int)sl_syscall(SYS_getsockopt, fd, level, name, val, len);
 }
 
 ssize_t sl_sys_sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *a,
 		      socklen_t alen)
 {
-	return syscall(SYS_sendto, fd, buf, len, flags, a, alen);
+	return sl_syscall(SYS_sendto, fd, buf, len, flags, a, alen);
 }
 
 bool sl_sys_net_admin(void)
@@ -203,12 +268,12 @@ bool sl_sys_net_admin(void)
 
 int sl_sys_epoll_create1(int flags)
 {
-	return (int)syscall(SYS_epoll_create1, flags);
+	return (int)sl_syscall(SYS_epoll_create1, flags);
 }
 
 int sl_sys_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
-	return (int)syscall(SYS_epoll_ctl, epfd, op, fd, ev);
+	return (int)sl_syscall(SYS_epoll_ctl, epfd, op, fd, ev);
 }
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);

@@ -8,9 +8,11 @@
  * (region, TAP device, rings, epoll sets) are not the application's, and a
  * wrapper would look them up in the socket table meant for the program.
  * So every such call the library makes goes through here, where it is a
- * direct system call (syscall(2)) or, for sigaction(2), libc's own entry
- * point resolved once with dlsym(RTLD_NEXT): names the preload exports can
- * never capture them.  tests/host/test_layers.sh checks with nm(1) that no
+ * direct system call (sl_syscall(), below) or, for sigaction(2), libc's
+ * own entry point resolved once with dlsym(RTLD_NEXT): names the preload
+ * exports can never capture them.  Not even libc's syscall(3): the preload
+ * interposes that too (preload/syscall.c), for programs that make socket
+ * calls with it.  tests/host/test_layers.sh checks with nm(1) that no
  * object outside os/ and preload/ refers to an interposed name.
  *
  * Each call has libc's contract (the result, or -1 with errno set), so a
@@ -29,6 +31,13 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+/*
+ * syscall(3) under a name the preload does not export: up to six
+ * arguments, the result or -1 with errno set.  On x86-64 the system call
+ * instruction itself; elsewhere libc's syscall() found with
+ * dlsym(RTLD_NEXT), past the preload's.
+ */
+long sl_syscall(long nr, ...);
 ssize_t sl_sys_read(int fd, void *buf, size_t len);
 ssize_t sl_sys_write(int fd, const void *buf, size_t len);
 int sl_sys_close(int fd);

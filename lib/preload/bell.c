@@ -85,7 +85,7 @@ bool pl_bell_usable(struct sl_stack *s)
 static uint32_t thread_id(void)
 {
 	if (!bell_tid)
-		bell_tid = (uint32_t)syscall(SYS_gettid);
+		bell_tid = (uint32_t)sl_syscall(SYS_gettid);
 	return bell_tid;
 }
 

@@ -82,5 +82,5 @@ EXPORT int prctl(int option, ...)
 	}
 	/* glibc's prctl is the bare system call; called directly, this needs
 	 * no setup (sanitizer runtimes call prctl while they start). */
-	return (int)syscall(SYS_prctl, option, a[0], a[1], a[2], a[3]);
+	return (int)sl_syscall(SYS_prctl, option, a[0], a[1], a[2], a[3]);
 }

@@ -373,7 +373,7 @@ static int close_range_keeping(unsigned int first, unsigned int last, int flags)
 	long ret = 0;
 
 	if (pl_vfork_child())
-		return (int)syscall(SYS_close_range, first, last, flags);
+		return (int)sl_syscall(SYS_close_range, first, last, flags);
 	if (!(flags & CLOSE_RANGE_CLOEXEC))
 		for (unsigned int fd = first; fd <= last && fd < 65536; fd++)
 			if (pl_is_sluice((int)fd) || pl_epoll_is_emulated((int)fd))
@@ -381,13 +381,13 @@ static int close_range_keeping(unsigned int first, unsigned int last, int flags)
 	for (unsigned int fd = first; fd <= last && fd < 65536; fd++) {
 		if (!pl_fd_is_own((int)fd))
 			continue;
-		if (fd > lo && syscall(SYS_close_range, lo, fd - 1, flags))
+		if (fd > lo && sl_syscall(SYS_close_range, lo, fd - 1, flags))
 			ret = -1;
 		lo = fd + 1;
 		if (!lo)
 			return (int)ret;
 	}
-	if (lo <= last && lo >= first && syscall(SYS_close_range, lo, last, flags))
+	if (lo <= last && lo >= first && sl_syscall(SYS_close_range, lo, last, flags))
 		ret = -1;
 	return (int)ret;
 }
@@ -395,7 +395,7 @@ static int close_range_keeping(unsigned int first, unsigned int last, int flags)
 EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 {
 	if (first > last)
-		return (int)syscall(SYS_close_range, first, last, flags);	/* EINVAL */
+		return (int)sl_syscall(SYS_close_range, first, last, flags);	/* EINVAL */
 	return close_range_keeping(first, last, flags);
 }
 

@@ -96,7 +96,7 @@ static long futex_wait(uint32_t *w, uint32_t val, int ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
 
-	return syscall(SYS_futex, w, FUTEX_WAIT, val, &ts, NULL, 0);
+	return sl_syscall(SYS_futex, w, FUTEX_WAIT, val, &ts, NULL, 0);
 }
 
 /*
@@ -356,7 +356,7 @@ void sl_wait_sleep_v(struct sl_stack *s, int64_t deadline, uint32_t *const *word
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000L;
 	}
-	if (!syscall(SYS_futex_waitv, wv, n, 0, &ts, CLOCK_MONOTONIC) || errno == EAGAIN ||
+	if (!sl_syscall(SYS_futex_waitv, wv, n, 0, &ts, CLOCK_MONOTONIC) || errno == EAGAIN ||
 	    errno == ETIMEDOUT || errno == EINTR)
 		return;
 	if (errno == EFAULT) {

@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
 #
-# System calls made raw (syscall(2)) on sockets of the stack (issue 24,
-# item 7; gVisor's SetSocketRecvBufForceAboveMax makes one): no library
-# sees them, so the fd's placeholder (a directory, lib/preload/fdtable.c)
-# answers.  Every one must fail with an error, no byte behind the fd read
-# or written, and the connection must carry bytes both ways afterwards.
+# System calls on sockets of the stack that bypass the library's
+# wrappers (issue 24, item 7), two ways (tests/preload/rawcalls.c):
+# - made with the system call instruction (raw_*): no library sees them,
+#   so the fd's placeholder (a directory, lib/preload/fdtable.c) answers.
+#   Every one must fail with an error, no byte behind the fd read or
+#   written, and the connection must carry bytes both ways afterwards;
+# - made through libc's syscall(3) (sc_*), as gVisor's
+#   SetSocketRecvBufForceAboveMax makes setsockopt: the preload
+#   interposes syscall() (lib/preload/syscall.c), so each answer must be
+#   the kernel's, line for line.
 #
 #   +------ a network namespace made for each run (lo up) ------+
 #   |  rawcalls on the kernel        (what the calls would do)  |
-#   |  sluice run rawcalls           (every call an error)      |
+#   |  sluice run rawcalls           (raw_: errors; sc_: same)  |
 #   +------------------------------------------------------------+
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -48,6 +53,18 @@ while IFS= read -r line; do
 	esac
 done < <(grep '^raw_' "$tmp/sluice.out")
 check "20 raw calls tried ($n)" [ "$n" = 20 ]
+n=0
+while IFS= read -r line; do
+	name=${line%%:*}
+	n=$((n + 1))
+	k=$(grep -m1 "^$name: " "$tmp/kernel.out")
+	if [ "$line" = "$k" ]; then
+		ok "through syscall(3), as the kernel: $line"
+	else
+		fail "through syscall(3): '$line', the kernel '$k'"
+	fi
+done < <(grep '^sc_' "$tmp/sluice.out")
+check "19 calls through syscall(3) tried ($n)" [ "$n" = 19 ]
 for want in "after_send: 4" "after_recv: 4 ping" "after_back: 4" "after_recv_back: 4 pong"; do
 	check "then the connection: $want" grep -qx "$want" "$tmp/sluice.out"
 done
