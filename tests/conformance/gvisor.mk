@@ -92,7 +92,7 @@ GV_UTIL_OBJS := $(GV_UTIL_SRCS:%.cc=$(GV_OUT)/obj/util/%.o)
 GV_MAIN_OBJS := $(GV_OUT)/obj/util/test_main.o $(GV_OUT)/obj/util/errno_safe_allocator.o \
 	$(GV_OUT)/obj/glue.o
 
-.PHONY: conformance conformance-build conformance-check-gvisor
+.PHONY: conformance conformance-build conformance-check-gvisor conformance-vm
 
 conformance-check-gvisor:
 	@test -n "$(GVISOR)" && test -f "$(GV_LINUX)/BUILD" || \
@@ -103,6 +103,16 @@ conformance-build: conformance-check-gvisor
 
 conformance: conformance-build lib tools
 	bash tests/conformance/gvisor.sh --bindir $(GV_OUT) $(CONFORMANCE_ARGS)
+
+# The same cases on the module path, in QEMU (tests/vm/gvisor.sh): the
+# binaries of GVISOR_BIN (else $(GV_OUT)), the cases of GVISOR_VM_SUBSET
+# (default subset.txt, about 7 minutes under TCG) or every case of the
+# binaries GVISOR_VM_BINARIES names; VM_KERNEL, default the first listed.
+VM_KERNEL ?= $(shell bash tests/vm/run.sh --list | head -n 1)
+conformance-vm:
+	SLUICE_VM_ONLY=gvisor SLUICE_VM_MEM=$${SLUICE_VM_MEM:-2048} \
+		SLUICE_VM_TIMEOUT=$${SLUICE_VM_TIMEOUT:-3600} \
+		GVISOR_BIN=$${GVISOR_BIN:-$(GV_OUT)} bash tests/vm/run.sh --kernel $(VM_KERNEL)
 
 $(GV_OUT)/obj/util/%.o: $(GV_UTILDIR)/%.cc
 	@mkdir -p $(dir $@)

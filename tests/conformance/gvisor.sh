@@ -25,12 +25,17 @@
 #     --timeout S      per run (default 20; the kill follows 2 s later)
 #     --jobs N         cases at a time, 1 or 2 (default 1)
 #     --sluice-only    do not run the kernel side (its result is "-")
+#     --module         Sluice's side on a stack of the loaded module (its
+#                      region and socket fds), not /dev/shm; a run whose
+#                      stack fell back to /dev/shm is "shm", a failure
+#     --sluice PATH    the sluice tool (default build/tools/sluice)
 # Exit status: 0 when no case deviates, 1 otherwise, 2 on a usage error.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 bindir=$top/build/conformance
-results='' outdir='' subset='' tlimit=20 jobs=1 sluice_only=0
+results='' outdir='' subset='' tlimit=20 jobs=1 sluice_only=0 module=0
+sluice=$top/build/tools/sluice
 filters=()
 usage() { sed -n '/^#   tests/,/^# Exit/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -43,6 +48,8 @@ while [ $# -gt 0 ]; do
 	--timeout) tlimit=$2; shift ;;
 	--jobs) jobs=$2; shift ;;
 	--sluice-only) sluice_only=1 ;;
+	--module) module=1 ;;
+	--sluice) sluice=$2; shift ;;
 	*) usage ;;
 	esac
 	shift
@@ -51,7 +58,6 @@ case $jobs in 1|2) ;; *) echo "--jobs is 1 or 2" >&2; exit 2 ;; esac
 bindir=$(cd "$bindir" && pwd) || exit 2
 : "${results:=$bindir/results.txt}"
 : "${outdir:=$bindir/out}"
-sluice=$top/build/tools/sluice
 [ -x "$sluice" ] || { echo "no $sluice: make lib tools" >&2; exit 2; }
 if ! command -v unshare >/dev/null || ! command -v ip >/dev/null; then
 	echo "needs unshare and ip" >&2
@@ -100,14 +106,21 @@ run_one() {
 	local mode=$1 bin=$2 case=$3 n=$4 out=$5 rc
 	local -a pre=()
 	if [ "$mode" = sluice ]; then
-		# A private /dev/shm stack per case; no helper outlives the case
-		# (nothing else is on the stack, and it is removed right after).
-		pre=(env SLUICE_STACK="$stack_pfx-$n" SLUICE_SHM=1 SLUICE_NO_HELPER=1
-			"$sluice" run --)
+		# A private stack per case; no helper outlives the case (nothing
+		# else is on the stack, and it is removed right after: a module
+		# stack goes with its last process).
+		pre=(env SLUICE_STACK="$stack_pfx-$n" SLUICE_NO_HELPER=1)
+		[ $module = 1 ] || pre+=(SLUICE_SHM=1)
+		pre+=("$sluice" run --)
 	fi
 	timeout -k 2 "$tlimit" unshare -n bash -c 'ip link set lo up && exec "$@"' _ \
 		"${pre[@]}" "$bin" --gtest_color=no --gtest_filter="$case" >"$out" 2>&1 </dev/null
 	rc=$?
+	if [ "$mode" = sluice ] && [ $module = 1 ] && [ -e "/dev/shm/sluice-$stack_pfx-$n" ]; then
+		rm -rf "/dev/shm/sluice-$stack_pfx-$n" "/dev/shm/sluicefd-$stack_pfx-$n"
+		echo shm
+		return
+	fi
 	[ "$mode" = sluice ] && rm -rf "/dev/shm/sluice-$stack_pfx-$n" "/dev/shm/sluicefd-$stack_pfx-$n"
 	classify "$rc" "$out"
 }

@@ -19,7 +19,10 @@
 #
 # Environment: SLUICE_VM_TIMEOUT (seconds per boot, default 600),
 # SLUICE_VM_MEM (MiB, default 1024), SLUICE_VM_ONLY (run just that suite),
-# SLUICE_SEED (passed to the suites, for hostile.sh's replays).
+# SLUICE_SEED (passed to the suites, for hostile.sh's replays).  A suite
+# listed "#only NAME ..." in tests/vm/suites runs only when SLUICE_VM_ONLY
+# names it (gvisor: GVISOR_BIN, GVISOR_VM_SUBSET, GVISOR_VM_BINARIES, as
+# add_gvisor() below says; `make conformance-vm`).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -107,6 +110,34 @@ add_kmods() { # add_kmods ROOT VERSION MODULE...
 		esac
 		echo "/lib/modules/kmod/$m.ko" >>"$root/etc/sluice/kmods"
 	done
+}
+
+# gVisor's socket tests (tests/vm/gvisor.sh): the binaries of the cases
+# to run, bash and the runner, in /opt/sluice/gv.  The binaries are
+# GVISOR_BIN's, else build/conformance's; the cases GVISOR_VM_SUBSET's
+# (lines "BINARY CASE"), or every case of the binaries GVISOR_VM_BINARIES
+# names.  With no binaries nothing is copied and the suite skips.
+add_gvisor() { # add_gvisor ROOT
+	local root=$1 gv=$1/opt/sluice/gv bin b
+	bin=${GVISOR_BIN:-build/conformance}
+	[ -x "$bin/tcp_socket_test" ] || return 0
+	mkdir -p "$gv/bin" "$gv/tests/conformance"
+	if [ -n "${GVISOR_VM_BINARIES:-}" ]; then
+		for b in $GVISOR_VM_BINARIES; do
+			"$bin/$b" --gtest_list_tests | awk -v b="$b" '
+				/^[^ ]/ { suite = $1; next }
+				/^  / { print b, suite $1 }' | grep -v DISABLED_
+		done
+	else
+		grep -v '^#' "${GVISOR_VM_SUBSET:-tests/conformance/subset.txt}" | grep .
+	fi >"$gv/subset.txt"
+	for b in $(awk '{ print $1 }' "$gv/subset.txt" | sort -u); do
+		add_binary "$root" "$bin/$b" /opt/sluice/gv/bin
+	done
+	echo "--subset /opt/sluice/gv/subset.txt" >"$gv/args"
+	wc -l <"$gv/subset.txt" >"$gv/count"
+	cp tests/conformance/gvisor.sh tests/conformance/gvisor.mk "$gv/tests/conformance/"
+	add_binary "$root" /usr/bin/bash /usr/bin
 }
 
 run_kernel() { # run_kernel VERSION
@@ -216,16 +247,21 @@ run_kernel() { # run_kernel VERSION
 		[ "$mode" = bench ] &&
 			mapfile -t kmods < <(sed -n 's/^# kmods: *//p' "tests/vm/bench_$bench.sh" | tr ' ' '\n' | grep .)
 	else
-		# One suite per line: NAME COMMAND..., and the modules it needs.
-		grep -v '^#' tests/vm/suites | grep . |
-			awk -v only="${SLUICE_VM_ONLY:-}" -v seed="${SLUICE_SEED:-}" '
-				only == "" || $1 == only {
+		# One suite per line: NAME COMMAND..., and the modules it needs;
+		# a line "#only NAME COMMAND..." only when SLUICE_VM_ONLY names it.
+		sed 's/^#only //' tests/vm/suites | grep -v '^#' | grep . |
+			awk -v only="${SLUICE_VM_ONLY:-}" -v seed="${SLUICE_SEED:-}" \
+				-v ondemand="$(sed -n 's/^#only \([^ ]*\) .*/\1/p' tests/vm/suites)" '
+				BEGIN { split(ondemand, od, "\n"); for (i in od) req[od[i]] = 1 }
+				(only == "" && !($1 in req)) || $1 == only {
 					# SLUICE_SEED replays a seeded suite (hostile.sh)
 					if (seed != "") { $1 = $1 " env SLUICE_SEED=" seed }
 					print
 				}' >"$root/etc/sluice/suites"
 		mapfile -t kmods < <(sed -n 's/^# kmods: *//p' tests/vm/suites | tr ' ' '\n' | grep .)
 	fi
+	cp tests/vm/gvisor.sh "$root/opt/sluice/bin/gvisor.sh"
+	if grep -q '^gvisor ' "$root/etc/sluice/suites"; then add_gvisor "$root"; fi
 	# sluice.ko needs ib_core (the ib_client, SA path records): loaded
 	# first in every run, the demo's too.
 	kmods=(ib_core "${kmods[@]}")
