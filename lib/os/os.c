@@ -5,7 +5,6 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <linux/futex.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -24,11 +23,11 @@
  * preload's vfork and probe (preload/spawn.c, signal.c).
  */
 #if defined(__x86_64__)
-long sl_syscall6(long nr, long a, long b, long c, long d, long e, long f);
+long sl_syscall_raw(long nr, long a, long b, long c, long d, long e, long f);
 __asm__(".pushsection .text\n"
 	".p2align 4\n"
-	".globl sl_syscall6\n.hidden sl_syscall6\n.type sl_syscall6, @function\n"
-	"sl_syscall6:\n"
+	".globl sl_syscall_raw\n.hidden sl_syscall_raw\n.type sl_syscall_raw, @function\n"
+	"sl_syscall_raw:\n"
 	"	endbr64\n"
 	"	movq %rdi, %rax\n"
 	"	movq %rsi, %rdi\n"
@@ -39,12 +38,12 @@ __asm__(".pushsection .text\n"
 	"	movq 8(%rsp), %r9\n"
 	"	syscall\n"
 	"	ret\n"
-	".size sl_syscall6, .-sl_syscall6\n"
+	".size sl_syscall_raw, .-sl_syscall_raw\n"
 	".popsection\n");
 #else
 typedef long (*syscall_fn)(long, ...);
 
-static long sl_syscall6(long nr, long a, long b, long c, long d, long e, long f)
+static long sl_syscall_raw(long nr, long a, long b, long c, long d, long e, long f)
 {
 	static syscall_fn libc_syscall;
 	syscall_fn fn = libc_syscall;
@@ -59,22 +58,10 @@ static long sl_syscall6(long nr, long a, long b, long c, long d, long e, long f)
 }
 #endif
 
-long sl_syscall(long nr, ...)
+long sl_syscall6(long nr, long a, long b, long c, long d, long e, long f)
 {
-	long a, b, c, d, e, f, r;
-	va_list ap;
+	long r = sl_syscall_raw(nr, a, b, c, d, e, f);
 
-	/* Six whether or not the caller passed six, as libc's syscall():
-	 * the kernel reads only those the call has. */
-	va_start(ap, nr);
-	a = va_arg(ap, long);
-	b = va_arg(ap, long);
-	c = va_arg(ap, long);
-	d = va_arg(ap, long);
-	e = va_arg(ap, long);
-	f = va_arg(ap, long);
-	va_end(ap);
-	r = sl_syscall6(nr, a, b, c, d, e, f);
 	if (r < 0 && r > -4096) {
 		errno = (int)-r;
 		return -1;

@@ -35,9 +35,13 @@
  * syscall(3) under a name the preload does not export: up to six
  * arguments, the result or -1 with errno set.  On x86-64 the system call
  * instruction itself; elsewhere libc's syscall() found with
- * dlsym(RTLD_NEXT), past the preload's.
+ * dlsym(RTLD_NEXT), past the preload's.  A macro that pads the arguments
+ * to six longs, so no variadic call reads past what its caller passed.
  */
-long sl_syscall(long nr, ...);
+long sl_syscall6(long nr, long a, long b, long c, long d, long e, long f);
+#define sl_syscall(...) sl_syscall_pad(__VA_ARGS__, 0, 0, 0, 0, 0, 0, 0)
+#define sl_syscall_pad(nr, a, b, c, d, e, f, ...) \
+	sl_syscall6((long)(nr), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
 ssize_t sl_sys_read(int fd, void *buf, size_t len);
 ssize_t sl_sys_write(int fd, const void *buf, size_t len);
 int sl_sys_close(int fd);
