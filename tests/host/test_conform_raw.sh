@@ -64,7 +64,7 @@ while IFS= read -r line; do
 		fail "through syscall(3): '$line', the kernel '$k'"
 	fi
 done < <(grep '^sc_' "$tmp/sluice.out")
-check "19 calls through syscall(3) tried ($n)" [ "$n" = 19 ]
+check "20 calls through syscall(3) tried ($n)" [ "$n" = 20 ]
 for want in "after_send: 4" "after_recv: 4 ping" "after_back: 4" "after_recv_back: 4 pong"; do
 	check "then the connection: $want" grep -qx "$want" "$tmp/sluice.out"
 done

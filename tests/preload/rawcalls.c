@@ -140,6 +140,11 @@ static void through_syscall(void)
 								   .msg_iovlen = 1 }, 0));
 	show("sc_listen", syscall(SYS_listen, e, 4));
 	show("sc_accept4_none", syscall(SYS_accept4, l, NULL, NULL, SOCK_NONBLOCK));
+	/* Closed through syscall(3) (before the fork, while the socket is
+	 * the process's own): the number is free, to the library too. */
+	show("sc_close", syscall(SYS_close, e));
+	al = sizeof(a);
+	show("sc_closed_getsockname", getsockname(e, (struct sockaddr *)&a, &al));
 	/* gVisor's own: setsockopt after giving up the capability. */
 	if (fork() == 0) {
 		if (unshare(CLONE_NEWUSER))
@@ -149,7 +154,6 @@ static void through_syscall(void)
 		_exit(0);
 	}
 	wait(NULL);
-	show("sc_close", syscall(SYS_close, e));
 	close(d);
 	close(s);
 	close(c);
