@@ -748,6 +748,37 @@ static uint16_t eph_port(const struct sl_stack *s, struct eph e, uint32_t start,
 	return htons((uint16_t)port);
 }
 
+/*
+ * May bind() to port 0 pick p?  For TCP only a port no socket overlapping
+ * laddr is bound to, whatever SO_REUSEADDR or SO_REUSEPORT say, nor a
+ * TIME-WAIT entry: Linux's inet_csk_find_open_port() asks its conflict
+ * test with relax and reuseport_ok false (net.ipv4.ip_autobind_reuse 0),
+ * so sharing a port takes an explicit one.  UDP picks as it binds
+ * (udp_lib_get_port(): two SO_REUSEADDR sockets may share a port).
+ */
+static bool pick_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t p)
+{
+	uint32_t idx = *port_bucket(s, p), guard = 0;
+
+	if (so->type != SL_SOCK_TCP)
+		return sl_sock_port_free(s, so, laddr, p);
+	if (sl_tw_port_used(s, laddr, p))
+		return false;
+	while (sl_sock_next(s, idx, &guard)) {
+		struct sl_sock *o = sl_sock(s, idx);
+
+		idx = o->port_next;
+		if (o == so || o->type != so->type || o->lport != p)
+			continue;
+		if (o->laddr && laddr && o->laddr != laddr)
+			continue;
+		if (!(sock_families(so, laddr) & sock_families(o, o->laddr)))
+			continue;
+		return false;
+	}
+	return true;
+}
+
 int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport)
 {
 	struct eph e = eph_range(s);
@@ -778,7 +809,7 @@ int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_
 		for (uint32_t k = 0; k < e.n; k++) {
 			uint16_t p = eph_port(s, e, start, k);
 
-			if (p && sl_sock_port_free(s, so, laddr, p)) {
+			if (p && pick_free(s, so, laddr, p)) {
 				lport = p;
 				break;
 			}
