@@ -89,7 +89,8 @@ classify() {
 		elif grep -q '^\[  PASSED  \] 1 test' "$f"; then echo pass
 		else echo norun
 		fi ;;
-	124|137) echo hang ;;
+	# 143: busybox's timeout (the test VM) exits with the TERM it sent
+	124|137|143) echo hang ;;
 	1) echo fail ;;
 	*)
 		if [ "$rc" -gt 128 ]; then
