@@ -63,7 +63,8 @@ static ssize_t sysctl_read(const char *path, char *buf, size_t len)
  * and the ports taken out of it (net.ipv4.ip_local_reserved_ports,
  * "8080,9000-9010"), read as each handle is made, in the caller's network
  * namespace: proto/sock.c picks from them as Linux does.  Also the SYN
- * and SYN-ACK retries and the largest receive buffer.  Unreadable (a sandbox, no /proc) or out of
+ * and SYN-ACK retries, the largest receive buffer and the bytes that
+ * wait for a neighbour.  Unreadable (a sandbox, no /proc) or out of
  * Linux's own bounds: Linux's default.
  */
 static void port_range_read(struct sl_stack *s)
@@ -98,6 +99,11 @@ static void port_range_read(struct sl_stack *s)
 	if (sysctl_read("/proc/sys/net/ipv4/tcp_wmem", buf, 64) > 0 &&
 	    sscanf(buf, "%*u %*u %lu", &hi) == 1 && hi <= UINT32_MAX)
 		s->tcp_wmem_max = (uint32_t)hi;
+	/* Bytes of packets that may wait for one neighbour (proto/ip.c,
+	 * sl_hold_add()); 0 is kept as 1: the newest alone waits. */
+	if (sysctl_read("/proc/sys/net/ipv4/neigh/default/unres_qlen_bytes", buf, 64) > 0 &&
+	    sscanf(buf, "%lu", &hi) == 1 && hi <= INT32_MAX)
+		s->unres_qlen_bytes = hi ? (uint32_t)hi : 1;
 	if (sysctl_read("/proc/sys/net/ipv4/ip_local_reserved_ports", buf, sizeof(buf)) <= 0)
 		return;
 	for (p = buf; *p && *p != '\n'; p = end + (*end == ',')) {

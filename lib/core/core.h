@@ -105,8 +105,8 @@ struct sl_icmp_rl {
 /*
  * One IPv6 neighbour (RFC 4861 7.3.2, proto/ip6.c): its address, link
  * address and state (SL_ND_*), probes sent in this state, when the state
- * was entered or last confirmed, and while INCOMPLETE the newest packet
- * waiting for the answer (hold_idx, or SLUICE_IDX_NONE), as sl_neigh.
+ * was entered or last confirmed, and while INCOMPLETE the packets
+ * waiting for the answer (hold_idx, a list as sl_neigh's).
  */
 /* IPv6 peer addresses a stack can name (struct sl_region.v6tok). */
 #define SL_V6TOK_N	256
@@ -152,9 +152,10 @@ struct sl_fragq {
 
 /*
  * One neighbour (ARP) entry, for stacks that resolve addresses themselves
- * (no module): ip (network order), state, one packet waiting for the
- * answer (hold_idx, or SLUICE_IDX_NONE), the link address, requests sent
- * while pending, the last confirmation or request.
+ * (no module): ip (network order), state, the packets waiting for the
+ * answer (hold_idx: the oldest, the rest linked by next_idx in the order
+ * sent, as sl_hold_add() keeps them; or SLUICE_IDX_NONE), the link
+ * address, requests sent while pending, the last confirmation or request.
  */
 struct sl_neigh {
 	uint32_t ip;
@@ -547,7 +548,7 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(arp_rx, "ARP packets received")				\
 	X(arp_tx, "ARP packets sent")					\
 	X(arp_rx_bad, "dropped: bad ARP packet")			\
-	X(arp_hold_dropped, "packets dropped waiting for ARP")	\
+	X(arp_hold_dropped, "packets dropped waiting for ARP (past unres_qlen_bytes, or no answer)")	\
 	X(eth_rx_bad, "dropped: bad or foreign Ethernet frame")		\
 	X(link_rx, "frames received from the link")			\
 	X(link_tx, "frames sent on the link")				\
@@ -640,7 +641,7 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(nd_na_rx, "neighbour advertisements received")		\
 	X(nd_na_tx, "neighbour advertisements sent")			\
 	X(nd_rx_bad, "dropped: neighbour discovery message invalid (RFC 4861 7.1)") \
-	X(nd_unres_drop, "IPv6 packets dropped waiting for a neighbour (a newer one, or no answer)") \
+	X(nd_unres_drop, "IPv6 packets dropped waiting for a neighbour (past unres_qlen_bytes, or no answer)") \
 	X(nd_failed, "IPv6 neighbours given up: no answer to 3 solicitations") \
 	X(tcp_handoff, "connections handed to a kernel socket (TCP repair)") \
 	X(verbs_tx_port_down, "verbs packets dropped unsent: the port is down (TCP resends them)") \
@@ -797,6 +798,11 @@ struct sl_stack {
 	 * default, 2), then 0 no ECN, 1 asked for and accepted, 2
 	 * accepted only (proto/tcp/tcp.h, sl_tcp_ecn_mode()). */
 	uint8_t tcp_ecn;
+	/* net.ipv4.neigh.default.unres_qlen_bytes, read with them: the
+	 * bytes of packets waiting for one neighbour (proto/ip.c,
+	 * sl_hold_add()); 0 unread (Linux's default, SL_UNRES_QLEN_BYTES);
+	 * a sysctl of 0 is kept as 1 (the newest packet waits, alone). */
+	uint32_t unres_qlen_bytes;
 	bool port_reserved_any;
 	uint64_t port_reserved[65536 / 64];
 	/* A value read from the region was impossible (sl_corrupt()): every

@@ -41,10 +41,8 @@ static struct sl_neigh *neigh_new(struct sl_stack *s, uint32_t ip)
 		if (c->updated_ms < n->updated_ms)
 			n = c;
 	}
-	if (n->hold_idx != SLUICE_IDX_NONE) {
-		sl_buf_free(s, n->hold_idx);
-		sl_count(s, SL_C_arp_hold_dropped);
-	}
+	/* An entry recycled: what waited for it goes, counted. */
+	sl_hold_drop(s, &n->hold_idx, SL_C_arp_hold_dropped);
 	memset(n, 0, sizeof(*n));
 	n->ip = ip;
 	n->hold_idx = SLUICE_IDX_NONE;
@@ -124,8 +122,8 @@ int sl_eth_tx(struct sl_stack *s, const struct sl_eth_link *el, uint32_t idx, ui
 		n->state = SL_NEIGH_PENDING;
 		n->tries = 0;
 	}
-	/* Hold a copy of the newest packet; the buffer itself is borrowed. */
-	sl_pkt_hold(s, &n->hold_idx, idx);
+	/* A copy waits, behind those before it (the buffer is borrowed). */
+	sl_hold_add(s, &n->hold_idx, idx, SL_C_arp_hold_dropped);
 	if (n->tries == 0 || now_ms - n->updated_ms >= ARP_RETRY_MS) {
 		n->tries++;
 		n->updated_ms = now_ms;
@@ -141,12 +139,13 @@ static void neigh_confirm(struct sl_stack *s, const struct sl_eth_link *el,
 	n->state = SL_NEIGH_VALID;
 	n->updated_ms = sl_now(s) / 1000;
 	n->tries = 0;
-	if (n->hold_idx != SLUICE_IDX_NONE) {
-		uint32_t h = n->hold_idx;
+	/* What waited goes, in the order it was sent (neigh_update()). */
+	for (uint32_t h = sl_hold_take(s, &n->hold_idx), steps = 0; sl_buf_next(s, h, &steps);) {
+		uint32_t next = sl_hold_next(s, h);
 
-		n->hold_idx = SLUICE_IDX_NONE;
 		eth_send(s, el, h, n->mac, ETHERTYPE_IP_);
 		sl_buf_free(s, h);
+		h = next;
 	}
 }
 
@@ -241,11 +240,7 @@ void sl_eth_timer(struct sl_stack *s, const struct sl_eth_link *el)
 			continue;
 		if (n->tries >= ARP_TRIES) {
 			/* Unreachable: drop what waited, counted, and forget. */
-			if (n->hold_idx != SLUICE_IDX_NONE) {
-				sl_buf_free(s, n->hold_idx);
-				sl_count(s, SL_C_arp_hold_dropped);
-			}
-			n->hold_idx = SLUICE_IDX_NONE;
+			sl_hold_drop(s, &n->hold_idx, SL_C_arp_hold_dropped);
 			n->state = SL_NEIGH_FREE;
 			continue;
 		}

@@ -127,10 +127,9 @@ static void neigh_clear(struct verbs_link *v, struct sl_stack *s, struct verbs_n
 {
 	if (n->ah)
 		VB->destroy_ah(n->ah);
-	if (n->hold_idx != SLUICE_IDX_NONE && s) {
-		sl_verbs_buf_unmark(s, n->hold_idx);
-		sl_buf_free(s, n->hold_idx);
-		sl_count(s, SL_C_arp_hold_dropped);
+	if (s) {
+		sl_verbs_hold_mark(s, n->hold_idx, 0);
+		sl_hold_drop(s, &n->hold_idx, SL_C_arp_hold_dropped);
 	}
 	(void)v;
 	memset(n, 0, sizeof(*n));
@@ -393,19 +392,22 @@ static void arp_send(struct verbs_link *v, struct sl_stack *s, uint16_t op,
 	sl_buf_free(s, idx);
 }
 
+/* n resolved: what waited goes, oldest first (as link/eth.c's). */
 static void neigh_release_hold(struct verbs_link *v, struct sl_stack *s, struct verbs_neigh *n)
 {
-	uint32_t h = n->hold_idx;
+	uint32_t h = sl_hold_take(s, &n->hold_idx), steps = 0;
 
-	if (h == SLUICE_IDX_NONE)
-		return;
-	n->hold_idx = SLUICE_IDX_NONE;
-	sl_verbs_buf_unmark(s, h);
-	if (verbs_send(v, s, h, ETHERTYPE_IP_, n->ah, n->qpn))
-		sl_count(s, SL_C_link_tx_err);
-	else
-		sl_count(s, SL_C_link_tx);
-	sl_buf_free(s, h);
+	sl_verbs_hold_mark(s, h, 0);
+	while (sl_buf_next(s, h, &steps)) {
+		uint32_t next = sl_hold_next(s, h);
+
+		if (verbs_send(v, s, h, ETHERTYPE_IP_, n->ah, n->qpn))
+			sl_count(s, SL_C_link_tx_err);
+		else
+			sl_count(s, SL_C_link_tx);
+		sl_buf_free(s, h);
+		h = next;
+	}
 }
 
 static bool is_broadcast(const struct sl_stack *s, uint32_t nh)
@@ -514,15 +516,15 @@ static int verbs_tx_resolve(struct verbs_link *v, struct sl_stack *s, uint32_t i
 		if (ret != -EINPROGRESS)
 			return ret;
 	}
-	/* Hold a copy of the newest packet; the buffer itself is borrowed.
-	 * The copy is in no shared queue: marked as ours, as posted
-	 * receive buffers are, so a process that takes over the stack
-	 * lock from a dead holder leaves it alone (proto/recover.c). */
-	if (n->hold_idx != SLUICE_IDX_NONE)
-		sl_verbs_buf_unmark(s, n->hold_idx);
-	sl_pkt_hold(s, &n->hold_idx, idx);
-	if (n->hold_idx != SLUICE_IDX_NONE)
-		sl_verbs_buf_mark(s, n->hold_idx, sl_self_pid());
+	/* A copy waits behind those before it (proto/ip.c, sl_hold_add();
+	 * the buffer itself is borrowed).  The copies are in no shared
+	 * queue: marked as ours, as posted receive buffers are, so a
+	 * process that takes over the stack lock from a dead holder leaves
+	 * them alone (proto/recover.c); unmarked while the list changes, so
+	 * those it drops go back to the pool clean. */
+	sl_verbs_hold_mark(s, n->hold_idx, 0);
+	sl_hold_add(s, &n->hold_idx, idx, SL_C_arp_hold_dropped);
+	sl_verbs_hold_mark(s, n->hold_idx, sl_self_pid());
 	if (!v->kneigh && n->tries == 0) {
 		n->tries++;
 		n->updated_ms = now_ms;
@@ -588,6 +590,18 @@ void sl_verbs_buf_mark(struct sl_stack *s, uint32_t idx, pid_t pid)
 	b->flags = SL_VERBS_BUF_POSTED;
 	b->aux = SL_VERBS_BUF_MAGIC;
 	b->ts_us = (uint64_t)pid;
+}
+
+void sl_verbs_hold_mark(struct sl_stack *s, uint32_t head, pid_t pid)
+{
+	uint32_t steps = 0;
+
+	for (uint32_t i = head; sl_buf_next(s, i, &steps); i = sl_buf(s, i)->next_idx) {
+		if (pid)
+			sl_verbs_buf_mark(s, i, pid);
+		else
+			sl_verbs_buf_unmark(s, i);
+	}
 }
 
 void sl_verbs_buf_unmark(struct sl_stack *s, uint32_t idx)

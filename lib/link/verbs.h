@@ -19,6 +19,9 @@
 
 void sl_verbs_buf_mark(struct sl_stack *s, uint32_t idx, pid_t pid);
 void sl_verbs_buf_unmark(struct sl_stack *s, uint32_t idx);
+/* Mark (pid) or unmark (0) every buffer of the list of waiting packets
+ * at head (linked by next_idx; proto/ip.c, sl_hold_add()). */
+void sl_verbs_hold_mark(struct sl_stack *s, uint32_t head, pid_t pid);
 /* Lock held: free the posted buffers of processes that no longer exist;
  * returns how many. */
 unsigned int sl_verbs_reclaim(struct sl_stack *s);

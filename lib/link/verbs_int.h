@@ -30,7 +30,7 @@ struct verbs_neigh {
 	uint32_t qpn;
 	uint8_t gid[16];
 	struct ibv_ah *ah;		/* VALID and STATIC: made once, reused */
-	uint32_t hold_idx;		/* one packet waiting for resolution */
+	uint32_t hold_idx;		/* packets waiting for resolution (sl_hold_add()) */
 	unsigned int tries;
 	uint64_t updated_ms;		/* resolved (VALID) or last asked (PENDING) */
 	uint64_t probe_ms;		/* VALID past its time: last re-ask */

@@ -290,9 +290,15 @@ void sl_verbs_return_bufs(struct verbs_link *v)
 		}
 	for (int i = 0; locked && i < VERBS_NEIGH_MAX; i++)
 		if (v->neigh[i].hold_idx != SLUICE_IDX_NONE) {
-			sl_verbs_buf_unmark(s, v->neigh[i].hold_idx);
-			sl_buf_free(s, v->neigh[i].hold_idx);
-			v->neigh[i].hold_idx = SLUICE_IDX_NONE;
+			uint32_t h = sl_hold_take(s, &v->neigh[i].hold_idx), steps = 0;
+
+			sl_verbs_hold_mark(s, h, 0);
+			while (sl_buf_next(s, h, &steps)) {
+				uint32_t next = sl_hold_next(s, h);
+
+				sl_buf_free(s, h);
+				h = next;
+			}
 		}
 	if (locked)
 		sl_unlock(s);

@@ -218,19 +218,86 @@ void sl_ip_sock_hdr(struct sl_stack *s, uint32_t idx, const struct sl_sock *so)
 	ip->csum = sl_ip_csum(ip);
 }
 
-void sl_pkt_hold(struct sl_stack *s, uint32_t *hold, uint32_t idx)
+/*
+ * Packets waiting for a neighbour, as Linux's __neigh_event_send(): a
+ * copy of each joins the tail of the list at *hold; while the list's
+ * bytes and the new one's are more than unres_qlen_bytes the oldest go,
+ * counted under c (Linux's unres_discards); the newest always waits.  A
+ * packet's size here is the buffer it takes (Linux counts truesize, the
+ * memory an skb pins), so the default 212992 bytes holds 104 packets in
+ * 2048-byte buffers.  Linux's memory is larger than a stack's pool of
+ * buffers: while less than a quarter of the pool is free, no list grows.
+ */
+void sl_hold_add(struct sl_stack *s, uint32_t *hold, uint32_t idx, enum sl_counter c)
 {
-	uint32_t n = sl_pkt_copy(s, idx);
+	uint32_t limit = s->unres_qlen_bytes ? s->unres_qlen_bytes : SL_UNRES_QLEN_BYTES;
+	uint32_t n = sl_pkt_copy(s, idx), i, tail = SLUICE_IDX_NONE, steps = 0;
+	uint64_t bytes = 0;
 
 	if (n == SLUICE_IDX_NONE) {
-		sl_count(s, SL_C_arp_hold_dropped);
+		sl_count(s, c);
 		return;
 	}
-	if (*hold != SLUICE_IDX_NONE) {
-		sl_buf_free(s, *hold);
-		sl_count(s, SL_C_arp_hold_dropped);
+	sl_buf(s, n)->next_idx = SLUICE_IDX_NONE;
+	for (i = *hold; sl_buf_next(s, i, &steps); i = sl_buf(s, i)->next_idx) {
+		bytes += s->buf_size;
+		tail = i;
 	}
-	*hold = n;
+	if (i != SLUICE_IDX_NONE) {	/* a bad list (marked corrupt) */
+		sl_buf_free(s, n);
+		return;
+	}
+	/* The pool is shared with every socket and link: while less than a
+	 * quarter of it is free, lists grow no more (each keeps its newest). */
+	if (s->lib->buf_free_count < s->n_bufs / 4)
+		limit = 0;
+	while (*hold != SLUICE_IDX_NONE && bytes + s->buf_size > limit) {
+		uint32_t h = *hold;
+
+		*hold = sl_buf(s, h)->next_idx;
+		if (tail == h)
+			tail = SLUICE_IDX_NONE;
+		sl_buf_free(s, h);
+		sl_count(s, c);
+		bytes -= s->buf_size;
+	}
+	if (tail == SLUICE_IDX_NONE)
+		*hold = n;
+	else
+		sl_buf(s, tail)->next_idx = n;
+}
+
+uint32_t sl_hold_take(struct sl_stack *s, uint32_t *hold)
+{
+	uint32_t h = *hold;
+
+	(void)s;
+	*hold = SLUICE_IDX_NONE;
+	return h;
+}
+
+uint32_t sl_hold_next(struct sl_stack *s, uint32_t idx)
+{
+	uint32_t next;
+
+	if (!sl_buf_some(s, idx))
+		return SLUICE_IDX_NONE;
+	next = sl_buf(s, idx)->next_idx;
+	sl_buf(s, idx)->next_idx = SLUICE_IDX_NONE;
+	return next;
+}
+
+void sl_hold_drop(struct sl_stack *s, uint32_t *hold, enum sl_counter c)
+{
+	uint32_t i = sl_hold_take(s, hold), steps = 0;
+
+	while (sl_buf_next(s, i, &steps)) {
+		uint32_t next = sl_hold_next(s, i);
+
+		sl_buf_free(s, i);
+		sl_count(s, c);
+		i = next;
+	}
 }
 
 void sl_pkt_free(struct sl_stack *s, uint32_t idx)

@@ -456,29 +456,25 @@ static struct sl_neigh6 *nd_find(struct sl_stack *s, const uint8_t *ip)
 /* Free n, and the packet it held (counted). */
 static void nd_forget(struct sl_stack *s, struct sl_neigh6 *n)
 {
-	if (n->hold_idx != SLUICE_IDX_NONE) {
-		if (sl_buf_some(s, n->hold_idx))
-			sl_buf_free(s, n->hold_idx);
-		sl_count(s, SL_C_nd_unres_drop);
-	}
+	sl_hold_drop(s, &n->hold_idx, SL_C_nd_unres_drop);
 	memset(n, 0, sizeof(*n));
 	n->hold_idx = SLUICE_IDX_NONE;
 }
 
-/* n has a link address now: the packet it held goes (through the link,
- * which finds n resolved). */
+/* n has a link address now: the packets it held go, oldest first
+ * (through the link, which finds n resolved). */
 static void nd_release(struct sl_stack *s, struct sl_neigh6 *n)
 {
-	uint32_t h = n->hold_idx;
+	uint32_t h = sl_hold_take(s, &n->hold_idx), steps = 0;
 
-	if (h == SLUICE_IDX_NONE)
-		return;
-	n->hold_idx = SLUICE_IDX_NONE;
-	if (!sl_buf_some(s, h))
-		return;
-	if (s->link && s->link->ops->tx6 && !s->link->ops->tx6(s->link, s, h, n->ip))
-		sl_count(s, SL_C_link_tx);
-	sl_buf_free(s, h);
+	while (sl_buf_next(s, h, &steps)) {
+		uint32_t next = sl_hold_next(s, h);
+
+		if (s->link && s->link->ops->tx6 && !s->link->ops->tx6(s->link, s, h, n->ip))
+			sl_count(s, SL_C_link_tx);
+		sl_buf_free(s, h);
+		h = next;
+	}
 }
 
 /* A free entry, else the least recently updated one. */
@@ -566,23 +562,11 @@ int sl_nd_resolve(struct sl_stack *s, const uint8_t *nh, uint8_t *mac, uint32_t 
 		nd_send_ns(s, nh, false);
 	}
 	switch (n->state) {
-	case SL_ND_INCOMPLETE: {
-		/* A copy of the newest packet waits (Linux keeps more:
-		 * unres_qlen); the one it replaces is dropped. */
-		uint32_t c = sl_pkt_copy(s, idx);
-
-		if (c == SLUICE_IDX_NONE) {
-			sl_count(s, SL_C_nd_unres_drop);
-			return -EAGAIN;
-		}
-		if (n->hold_idx != SLUICE_IDX_NONE) {
-			if (sl_buf_some(s, n->hold_idx))
-				sl_buf_free(s, n->hold_idx);
-			sl_count(s, SL_C_nd_unres_drop);
-		}
-		n->hold_idx = c;
+	case SL_ND_INCOMPLETE:
+		/* A copy waits behind those before it, as many as
+		 * unres_qlen_bytes takes (sl_hold_add()). */
+		sl_hold_add(s, &n->hold_idx, idx, SL_C_nd_unres_drop);
 		return -EAGAIN;
-	}
 	case SL_ND_REACHABLE:
 	case SL_ND_STALE:
 		/* 7.3.3: the first packet to a stale entry (a reachable

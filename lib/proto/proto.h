@@ -680,10 +680,19 @@ void sl_ip_sock_hdr(struct sl_stack *s, uint32_t idx, const struct sl_sock *so);
 bool sl_ip_df(const struct sl_sock *so);
 /* Set the TTL of the IPv4 packet in idx (sl_ip_build() gave it 64). */
 void sl_ip_set_ttl(struct sl_stack *s, uint32_t idx, uint8_t ttl);
-/* A packet waiting for its neighbour: keep a copy of idx in *hold, the
- * packet held before dropped and counted (one a neighbour, as Linux's
- * default queue of one). */
-void sl_pkt_hold(struct sl_stack *s, uint32_t *hold, uint32_t idx);
+/* Linux's default net.ipv4.neigh.default.unres_qlen_bytes. */
+#define SL_UNRES_QLEN_BYTES	212992u
+/* A packet waiting for its neighbour: a copy of idx joins the list at
+ * *hold (linked by next_idx, oldest first), the oldest dropped and
+ * counted under c while the list is more than s->unres_qlen_bytes. */
+void sl_hold_add(struct sl_stack *s, uint32_t *hold, uint32_t idx, enum sl_counter c);
+/* The neighbour resolved: the list at *hold, emptied; the caller sends
+ * and frees each, oldest first, unlinking it with sl_hold_next() (the
+ * one after idx, or SLUICE_IDX_NONE). */
+uint32_t sl_hold_take(struct sl_stack *s, uint32_t *hold);
+uint32_t sl_hold_next(struct sl_stack *s, uint32_t idx);
+/* Free every packet at *hold, each counted under c. */
+void sl_hold_drop(struct sl_stack *s, uint32_t *hold, enum sl_counter c);
 /* Free a received packet, all of a chained segment's buffers. */
 void sl_pkt_free(struct sl_stack *s, uint32_t idx);
 /* Fill an IPv4 header at the front of buffer idx, whose data already holds

@@ -87,6 +87,23 @@ static bool walk(struct rec *rc, uint32_t head, uint32_t tail, bool want_tail, u
 	return !want_tail || last == tail;
 }
 
+/* A neighbour's list of waiting packets (proto/ip.c, sl_hold_add()):
+ * claimed whole, or emptied (counted dropped) if it cannot stay. */
+static void hold_keep(struct rec *rc, uint32_t *hold, bool may)
+{
+	uint64_t len, aux;
+	uint32_t n;
+
+	if (*hold == SLUICE_IDX_NONE)
+		return;
+	if (may && walk(rc, *hold, SLUICE_IDX_NONE, false, TAG_NEIGH, false, &n, &len, &aux)) {
+		walk(rc, *hold, SLUICE_IDX_NONE, false, TAG_NEIGH, true, &n, &len, &aux);
+		return;
+	}
+	*hold = SLUICE_IDX_NONE;
+	rc->lo_dropped++;
+}
+
 /* Take back what socket idx claimed (a later chain of it was bad). */
 static void unclaim(struct rec *rc, uint32_t tag)
 {
@@ -484,30 +501,13 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 	memset(r->fragq, 0, sizeof(r->fragq));
 	r->frag_mem = 0;
 	r->frag_queues = 0;
+	/* Packets waiting for a neighbour: each list is kept whole if it
+	 * ends, shares no buffer and (IPv6) its entry is INCOMPLETE; else
+	 * it is dropped (its buffers go back to the pool). */
 	for (unsigned int i = 0; i < SL_NEIGH_MAX; i++) {
-		uint32_t h = r->neigh[i].hold_idx;
-
-		if (h == SLUICE_IDX_NONE)
-			continue;
-		if (h < s->n_bufs && rc.claim[h] == TAG_NONE) {
-			rc.claim[h] = TAG_NEIGH;
-		} else {
-			r->neigh[i].hold_idx = SLUICE_IDX_NONE;
-			rc.lo_dropped++;
-		}
-	}
-	for (unsigned int i = 0; i < SL_NEIGH_MAX; i++) {
-		uint32_t h = r->neigh6[i].hold_idx;
-
-		if (h == SLUICE_IDX_NONE)
-			continue;
-		if (h < s->n_bufs && rc.claim[h] == TAG_NONE &&
-		    r->neigh6[i].state == SL_ND_INCOMPLETE) {
-			rc.claim[h] = TAG_NEIGH;
-		} else {
-			r->neigh6[i].hold_idx = SLUICE_IDX_NONE;
-			rc.lo_dropped++;
-		}
+		hold_keep(&rc, &r->neigh[i].hold_idx, true);
+		hold_keep(&rc, &r->neigh6[i].hold_idx,
+			  r->neigh6[i].state == SL_ND_INCOMPLETE);
 	}
 	for (uint32_t i = 0; i < s->n_bufs; i++) {
 		const struct sluice_buf *b = s->bufmeta + i;

@@ -402,10 +402,7 @@ static void fz_check(void)
 			continue;
 		if (n->state != SL_NEIGH_PENDING)
 			fz_fail("neighbour %d holds a packet in state %u", i, n->state);
-		if (n->hold_idx >= r->n_bufs || F.seen[n->hold_idx])
-			fz_fail("neighbour %d holds bad or shared buffer %u", i, n->hold_idx);
-		F.seen[n->hold_idx] = 1;
-		held++;
+		fz_mark_chain(n->hold_idx, "neighbour's waiting packets", &held);
 	}
 	for (int i = 0; i < SL_NEIGH_MAX; i++) {
 		const struct sl_neigh6 *n = &F.s->lib->neigh6[i];
@@ -414,10 +411,7 @@ static void fz_check(void)
 			continue;
 		if (n->state != SL_ND_INCOMPLETE)
 			fz_fail("IPv6 neighbour %d holds a packet in state %u", i, n->state);
-		if (n->hold_idx >= r->n_bufs || F.seen[n->hold_idx])
-			fz_fail("IPv6 neighbour %d holds bad or shared buffer %u", i, n->hold_idx);
-		F.seen[n->hold_idx] = 1;
-		held++;
+		fz_mark_chain(n->hold_idx, "IPv6 neighbour's waiting packets", &held);
 	}
 	/* Fragments waiting for the rest of their datagram (proto/ip.c). */
 	for (unsigned int i = 0; i < SL_FRAGQ_N; i++) {

@@ -208,6 +208,81 @@ int main(void)
 	tap_eq(w.n, 3, "three requests in all");
 	tap_eq(fx_counter(s, "arp_hold_dropped"), 1, "the held packet is dropped and counted");
 	tap_eq(s->lib->buf_free_count, free0, "no buffer leaked");
+
+	/* Packets waiting for a neighbour: a queue bounded in bytes as
+	 * Linux's unres_qlen_bytes (a packet counted as the buffer it
+	 * takes), the oldest dropped, the rest sent in order on the reply
+	 * (Linux's __neigh_event_send() and neigh_update()). */
+	{
+		uint64_t drop0 = fx_counter(s, "arp_hold_dropped");
+		bool order = true;
+		char msg[24];
+
+		inet_pton(AF_INET, "10.6.0.50", &nh);
+		w.n = 0;
+		s->unres_qlen_bytes = 5 * s->buf_size;
+		for (int i = 0; i < 8; i++) {
+			snprintf(msg, sizeof(msg), "dgram%d", i);
+			len = fx_ip(pkt, "10.6.0.1", "10.6.0.50", IPPROTO_UDP_, msg, 6);
+			ip_out(s, &el, pkt, len, nh, &ret);
+		}
+		tap_eq(w.n, 1, "eight packets to an unresolved neighbour: one request");
+		tap_eq(free0 - s->lib->buf_free_count, 5, "five wait (5 buffers' bytes)");
+		tap_eq(fx_counter(s, "arp_hold_dropped"), drop0 + 3,
+		       "the three oldest dropped, counted in arp_hold_dropped");
+		arp_in(s, &el, 2, "10.6.0.50", peer_mac, "10.6.0.1");
+		tap_eq(w.n, 6, "the reply sends the five");
+		for (int i = 0; i < 5 && w.n == 6; i++) {
+			snprintf(msg, sizeof(msg), "dgram%d", i + 3);
+			order &= !memcmp(w.frame[1 + i] + ETH_HLEN_ + 20, msg, 6);
+		}
+		tap_ok(order && w.n == 6, "oldest first: dgram3 .. dgram7");
+		tap_eq(s->lib->buf_free_count, free0, "their buffers returned");
+
+		/* The default (212992 bytes: 104 buffers) keeps a burst of
+		 * ten whole; a neighbour that never answers frees them all,
+		 * each counted. */
+		s->unres_qlen_bytes = 0;
+		inet_pton(AF_INET, "10.6.0.51", &nh);
+		w.n = 0;
+		drop0 = fx_counter(s, "arp_hold_dropped");
+		for (int i = 0; i < 10; i++)
+			ip_out(s, &el, pkt, len, nh, &ret);
+		tap_eq(free0 - s->lib->buf_free_count, 10, "by default a burst of ten waits whole");
+		tap_eq(fx_counter(s, "arp_hold_dropped"), drop0, "none dropped");
+		sl_lock(s);
+		for (int i = 0; i < 5; i++) {
+			fx_clock_us += 1100 * 1000;
+			sl_eth_timer(s, &el);
+		}
+		sl_unlock(s);
+		tap_eq(fx_counter(s, "arp_hold_dropped"), drop0 + 10,
+		       "unanswered: the ten dropped and counted");
+		tap_eq(s->lib->buf_free_count, free0, "no buffer leaked");
+
+		/* Less than a quarter of the pool free: no list grows, the
+		 * newest alone waits. */
+		{
+			uint32_t *taken = calloc(s->n_bufs, sizeof(*taken)), nt = 0;
+
+			sl_lock(s);
+			while (s->lib->buf_free_count >= s->n_bufs / 4)
+				taken[nt++] = sl_buf_alloc(s);
+			sl_unlock(s);
+			inet_pton(AF_INET, "10.6.0.52", &nh);
+			drop0 = fx_counter(s, "arp_hold_dropped");
+			for (int i = 0; i < 3; i++)
+				ip_out(s, &el, pkt, len, nh, &ret);
+			tap_eq(fx_counter(s, "arp_hold_dropped"), drop0 + 2,
+			       "pool below a quarter free: of three, two dropped");
+			sl_lock(s);
+			while (nt)
+				sl_buf_free(s, taken[--nt]);
+			sl_unlock(s);
+			free(taken);
+			tap_eq(free0 - s->lib->buf_free_count, 1, "the newest waits");
+		}
+	}
 	fx_destroy(s);
 	return tap_done();
 }

@@ -583,6 +583,7 @@ static void test_neigh_expiry(void)
 	struct sockaddr_in peer = fx_addr("10.9.0.2", 7);
 	uint8_t hw[SL_IPOIB_HWLEN] = { 0, (PEER_QPN >> 16) & 0xff, (PEER_QPN >> 8) & 0xff,
 				       PEER_QPN & 0xff };
+	uint64_t dropped;
 	uint8_t f[128];
 	int usd, arps;
 	size_t n;
@@ -631,6 +632,21 @@ static void test_neigh_expiry(void)
 	sluice_sendto(ST(s), usd, "c", 1, 0, &peer);
 	tap_ok(vd.sent[vd.n_sent - 1].remote_qpn == SL_IPOIB_MCAST_QPN && arps == 4,
 	       "expiry: the next send ARPs afresh (%d requests in all before it)", arps);
+	/* Two more wait behind it; the reply sends the three in order
+	 * (proto/ip.c, sl_hold_add()). */
+	dropped = fx_counter(s, "arp_hold_dropped");
+	sluice_sendto(ST(s), usd, "d", 1, 0, &peer);
+	sluice_sendto(ST(s), usd, "e", 1, 0, &peer);
+	arps = vd.n_sent;
+	vd_rx(f, (uint32_t)n, 0, PEER_QPN, peer_gid);
+	sluice_stack_poll(ST(s));
+	tap_ok(vd.n_sent == arps + 3 && vd.sent[arps].remote_qpn == PEER_QPN &&
+	       vd.sent[arps + 2].remote_qpn == PEER_QPN &&
+	       vd.sent[arps].data[vd.sent[arps].len - 1] == 'c' &&
+	       vd.sent[arps + 1].data[vd.sent[arps + 1].len - 1] == 'd' &&
+	       vd.sent[arps + 2].data[vd.sent[arps + 2].len - 1] == 'e',
+	       "expiry: three waited; the reply sends them in order (%d sent)", vd.n_sent - arps);
+	tap_eq(fx_counter(s, "arp_hold_dropped"), dropped, "expiry: none of them dropped");
 	sluice_close(ST(s), usd);
 	s->link->ops->close(s->link);
 	tap_eq(vd.live, 0, "expiry: close frees everything");
