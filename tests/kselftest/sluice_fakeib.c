@@ -105,15 +105,7 @@ static const char *fib_ko(void)
 
 static int fib_load(void)
 {
-	int fd = open(fib_ko(), O_RDONLY | O_CLOEXEC);
-	int ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (syscall(SYS_finit_module, fd, "", 0))
-		ret = -errno;
-	close(fd);
-	return ret;
+	return load_ko(fib_ko());
 }
 
 static int fib_unload(void)

@@ -36,9 +36,10 @@ static bool module_loaded(void)
 	return access(SYSFS_MOD, F_OK) == 0;
 }
 
-static int load_module(void)
+/* Load the module file at path: 0 or -errno (finit_module). */
+static int load_ko(const char *path)
 {
-	int fd = open(ko_path(), O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	int ret = 0;
 
 	if (fd < 0)
@@ -47,6 +48,11 @@ static int load_module(void)
 		ret = -errno;
 	close(fd);
 	return ret;
+}
+
+static int load_module(void)
+{
+	return load_ko(ko_path());
 }
 
 static int unload_module(void)
