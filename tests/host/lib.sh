@@ -54,6 +54,23 @@ netns_cleanup() {
 	rm -rf "$tmp"
 }
 in_ns() { ip netns exec "${sl_ns[0]}" "$@"; }
+# unshare_test WHAT PROG STACK: a test whose body runs in a network
+# namespace of its own (unshare -n).  Where none can be made, skips WHAT
+# and ends.  Sets sluice (the tool), prog (build/tests/preload/PROG), st
+# (STACK) and tmp; at exit kills the script's jobs and removes $tmp and
+# the stack's files in /dev/shm.
+unshare_test() {
+	sluice=$top/build/tools/sluice
+	prog=$top/build/tests/preload/$2
+	st=$3
+	tmp=$(mktemp -d)
+	trap 'jobs -p | xargs -r kill 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp" /dev/shm/sluice-$st* /dev/shm/sluicefd-$st*' EXIT
+	if ! unshare -n true 2>/dev/null; then
+		skip "$1" "no network namespaces here"
+		done_testing
+		exit 0
+	fi
+}
 # counter STACK NAME: a counter of the stack, as `sluice dump` gives it
 # (empty when zero: dump leaves zeros out)
 counter() { "$top/build/tools/sluice" dump "$1" 2>/dev/null | awk -v n="$2" '$1 == n { print $2 }'; }

@@ -24,17 +24,7 @@
 #    library says so on stderr, naming the fd.
 set -u
 . "$(dirname "$0")/lib.sh"
-sluice=$top/build/tools/sluice
-prog=$top/build/tests/preload/exec_keep
-tmp=$(mktemp -d)
-st=tek-$$
-trap 'jobs -p | xargs -r kill 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp" /dev/shm/sluice-$st* /dev/shm/sluicefd-$st*' EXIT
-
-if ! unshare -n true 2>/dev/null; then
-	skip "sockets kept across exec" "no network namespaces here"
-	done_testing
-	exit
-fi
+unshare_test "sockets kept across exec" exec_keep tek-$$
 
 cat >"$tmp/run.sh" <<'EOS'
 set -u

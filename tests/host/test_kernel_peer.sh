@@ -38,17 +38,7 @@
 # 7. SLUICE_KERNEL_LISTEN=0: refused, as before.
 set -u
 . "$(dirname "$0")/lib.sh"
-sluice=$top/build/tools/sluice
-prog=$top/build/tests/preload/kconnect
-tmp=$(mktemp -d)
-st=tkp-$$
-trap 'jobs -p | xargs -r kill 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp" /dev/shm/sluice-$st* /dev/shm/sluicefd-$st*' EXIT
-
-if ! unshare -n true 2>/dev/null; then
-	skip "kernel peers" "no network namespaces here"
-	done_testing
-	exit
-fi
+unshare_test "kernel peers" kconnect tkp-$$
 
 cat >"$tmp/run.sh" <<'EOS'
 set -u

@@ -34,17 +34,7 @@
 #    sockets on ::1 are the kernel's, as before.
 set -u
 . "$(dirname "$0")/lib.sh"
-sluice=$top/build/tools/sluice
-prog=$top/build/tests/preload/v6dual
-tmp=$(mktemp -d)
-st=tv6-$$
-trap 'jobs -p | xargs -r kill 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp" /dev/shm/sluice-$st* /dev/shm/sluicefd-$st*' EXIT
-
-if ! unshare -n true 2>/dev/null; then
-	skip "AF_INET6 sockets" "no network namespaces here"
-	done_testing
-	exit
-fi
+unshare_test "AF_INET6 sockets" v6dual tv6-$$
 
 cat >"$tmp/run.sh" <<'EOS'
 set -u
