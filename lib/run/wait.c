@@ -335,10 +335,24 @@ void sl_wait_sleep_v(struct sl_stack *s, int64_t deadline, uint32_t *const *word
 		     const uint32_t *vals, unsigned int n)
 {
 	int64_t now = (int64_t)sl_now(s);
-	int ms = bound_ms(s, (uint64_t)now);
+	int ms;
 	struct futex_waitv wv[SL_WAITV_MAX];
 	struct timespec ts;
 
+	/*
+	 * A link fd and no module (a TAP stack): a frame moves no futex word
+	 * until someone reads it, so this sleep reads the queue as a wait
+	 * on one channel does (sl_wait_sleep(): poll on the fd, in slices).
+	 * On the words alone, a frame waited for the queue server's 50 ms
+	 * nap (lib/preload/tapq.c) or the stack's next timer: iperf3, in
+	 * select() on its control and data sockets, took its ACKs that late
+	 * (tests/host/test_tap_wait_several.sh, tests/bench/lossy_host.sh).
+	 */
+	if (link_fd(s) >= 0 && !s->module_backed) {
+		sl_wait_sleep(s, deadline, 0, false, NULL);
+		return;
+	}
+	ms = bound_ms(s, (uint64_t)now);
 	if (deadline >= 0 && now + ms * 1000 > deadline)
 		ms = deadline > now ? (int)((deadline - now + 999) / 1000) : 0;
 	if (!ms || !n || n > SL_WAITV_MAX)

@@ -20,7 +20,12 @@
 #   bash tests/bench/lossy_host.sh [-t SECS] [-r ROUNDS] [-l "0.1 1 5"] [-d send|receive|both] [-v]
 #
 # -v prints, after each run, the sender's TCP_INFO (ss -tin in the kernel's
-# namespace; `sluice dump` of the stack's TCP counters for Sluice).
+# namespace; `sluice dump` of the stack's TCP counters for Sluice), and the
+# kernel's TcpExt counters that moved in the namespace of the kernel that
+# took part (the sender, or for "receive" the kernel sender of both runs).
+# PCAP=DIR keeps a capture of each run at the sender's side of the relay
+# (headers only), DIR/WHO-DIR-LOSS-NANOSECONDS.pcap; tests/bench/lossy_trace.py
+# reads them (flight, ACKs per segment, RTT, quiet spells, recoveries).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 relay=$top/build/tests/bench/lossy_relay
@@ -105,13 +110,29 @@ sample() {
 		fi
 	done
 }
+# snmp NS: the namespace's TcpExt and Tcp counters, one "name value" a line.
+snmp() {
+	ns $1 cat /proc/net/netstat /proc/net/snmp 2>/dev/null | awk '
+		$1 == "TcpExt:" || $1 == "Tcp:" {
+			if (!($1 in names)) { names[$1] = 1; for (i = 2; i <= NF; i++) h[$1, i] = $i; next }
+			for (i = 2; i <= NF; i++) print h[$1, i], $i
+		}'
+}
 # run WHO DIR LOSS: one run; prints the goodput.
 run() {
-	local who=$1 dir=$2 x=$3 peer=m2 r
-	[ "$who" = sluice ] && peer=t0
+	local who=$1 dir=$2 x=$3 peer=m2 r kn=c cap=m2 tp=""
+	[ "$who" = sluice ] && peer=t0 cap=t0
+	[ "$dir" = receive ] && kn=s cap=m0
+	[ "$VERBOSE" = 1 ] && snmp $kn >/tmp/$P.snmp0
 	ns m "$relay" m0 $peer "$DELAY_US" "$x" $seed $((SECS + 8)) 2>/tmp/$P.relay &
 	local rp=$!
-	seed=$((seed + 1))
+	if [ -n "${PCAP:-}" ]; then
+		mkdir -p "$PCAP"
+		# ip netns exec execs tcpdump: $! is tcpdump's own pid.
+		ip netns exec $P-m tcpdump -i $cap -s 128 -w "$PCAP/$who-$dir-$x-$(date +%s%N).pcap" \
+			tcp >/dev/null 2>&1 &
+		tp=$!
+	fi
 	sleep 0.2
 	[ "$VERBOSE" = 1 ] && sample $who $dir &
 	if [ "$dir" = send ]; then
@@ -139,7 +160,11 @@ run() {
 		grep -E 'sender|receiver' /tmp/$P.out | sed 's/^/#   /' >&2
 		[ "$who" = sluice ] && "$sluice" dump $st 2>/dev/null |
 			grep -E '^  tcp_' | tr -s ' ' | paste -sd' ' | fold -w 160 | sed 's/^/#   /' >&2
+		snmp $kn | awk 'NR == FNR { a[$1] = $2; next } $2 != a[$1] { printf "%s %d ", $1, $2 - a[$1] }' \
+			/tmp/$P.snmp0 - | fold -w 160 | sed "s/^/#   kernel ($kn) /" >&2
+		echo >&2
 	fi
+	[ -n "$tp" ] && { sleep 0.3; kill $tp 2>/dev/null; wait $tp 2>/dev/null; }
 	kill $rp 2>/dev/null
 	wait $rp 2>/dev/null
 	[ "$VERBOSE" = 1 ] && sed 's/^/#   /' /tmp/$P.relay >&2
@@ -153,7 +178,10 @@ printf '%-6s %-8s %-22s %-22s %s\n' loss dir kernel sluice "sluice/kernel (media
 for x in $LOSS; do
 	for dir in $DIRS; do
 		ks="" ss=""
-		for _ in $(seq "$ROUNDS"); do
+		# Round r drops by seed r for both stacks alike (run() is in a
+		# command substitution: a seed it moved would not outlive it,
+		# and every run used seed 1 before).
+		for seed in $(seq "$ROUNDS"); do
 			ks="$ks $(run kernel $dir $x)"
 			ss="$ss $(run sluice $dir $x)"
 		done
@@ -171,3 +199,4 @@ for x in $LOSS; do
 	done
 done
 [ "$VERBOSE" = 1 ] || rm -f /tmp/$P.out /tmp/$P.relay
+rm -f /tmp/$P.snmp0
