@@ -157,6 +157,19 @@ struct ns_result {
  * the stacks must give back every socket and buffer.  One TAP line for
  * the data, one for the leak check; res (may be NULL) gets figures.
  */
+/* One turn of a transfer from sa to sb: both stacks run, sb's side
+ * accepted from listener l once it can be, both sides moved on. */
+static inline void ns_turn(struct side *sa, struct side *sb, int l)
+{
+	sluice_stack_poll(ST(sa->s));
+	sluice_stack_poll(ST(sb->s));
+	if (sb->sd < 0)
+		sb->sd = sluice_accept(ST(sb->s), l, NULL);
+	pump(sa);
+	if (sb->sd >= 0)
+		pump(sb);
+}
+
 static inline bool ns_transfer(uint64_t seed, const struct sluice_loop_faults *f, size_t na,
 			       size_t nb, const char *what, struct ns_result *res)
 {
@@ -186,13 +199,7 @@ static inline bool ns_transfer(uint64_t seed, const struct sluice_loop_faults *f
 
 	/* Run the virtual network: 1 ms steps, at most 20 simulated minutes. */
 	while (rounds++ < 1200000) {
-		sluice_stack_poll(ST(a));
-		sluice_stack_poll(ST(b));
-		if (sb.sd < 0)
-			sb.sd = sluice_accept(ST(b), l, NULL);
-		pump(&sa);
-		if (sb.sd >= 0)
-			pump(&sb);
+		ns_turn(&sa, &sb, l);
 		if (sa.eof && sb.eof)
 			break;
 		vnow += 1000;

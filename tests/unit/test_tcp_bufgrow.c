@@ -50,13 +50,7 @@ static void grow_transfer(size_t total, int set_snd, int set_rcv, struct grow_ru
 	start = vnow;
 	/* 100 us steps, at most 20 virtual seconds. */
 	while (rounds++ < 200000) {
-		sluice_stack_poll(ST(a));
-		sluice_stack_poll(ST(b));
-		if (sb.sd < 0)
-			sb.sd = sluice_accept(ST(b), l, NULL);
-		pump(&sa);
-		if (sb.sd >= 0)
-			pump(&sb);
+		ns_turn(&sa, &sb, l);
 		if (sb.got == total)
 			break;
 		vnow += 100;
