@@ -334,7 +334,7 @@ bool sl_waitv_ok = true;
 void sl_wait_sleep_v(struct sl_stack *s, int64_t deadline, uint32_t *const *words,
 		     const uint32_t *vals, unsigned int n)
 {
-	int64_t now = (int64_t)sl_now(s);
+	int64_t now;
 	int ms;
 	struct futex_waitv wv[SL_WAITV_MAX];
 	struct timespec ts;
@@ -352,6 +352,7 @@ void sl_wait_sleep_v(struct sl_stack *s, int64_t deadline, uint32_t *const *word
 		sl_wait_sleep(s, deadline, 0, false, NULL);
 		return;
 	}
+	now = (int64_t)sl_now(s);
 	ms = bound_ms(s, (uint64_t)now);
 	if (deadline >= 0 && now + ms * 1000 > deadline)
 		ms = deadline > now ? (int)((deadline - now + 999) / 1000) : 0;
