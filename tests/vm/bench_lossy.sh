@@ -83,16 +83,7 @@ for x in $LOSS; do
 			r=$((r + 1))
 		done
 		# The median of each side's rounds, and their ratio.
-		ratio=$(printf '%s\n%s\n' "$ks" "$ss" | awk '
-			function med(s,   a, n, i, j, t) {
-				n = split(s, a, " ")
-				for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-					if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-				return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-			}
-			/-/ { bad = 1 }
-			NR == 1 { k = med($0) } NR == 2 { s = med($0) }
-			END { if (k > 0 && !bad) printf "%.2f (%.1f / %.1f)", s / k, s, k; else print "-" }')
+		ratio=$(printf '%s\n%s\n' "$ks" "$ss" | awk -f /opt/sluice/bin/median_ratio.awk)
 		printf '%-6s %-8s %-22s %-22s %s\n' "$x%" $dir "$ks" "$ss" "$ratio"
 	done
 	netem_off

@@ -18,7 +18,8 @@
 # build/vm/VERSION/ (console.log, results.log, the initramfs tree).
 #
 # Environment: SLUICE_VM_TIMEOUT (seconds per boot, default 600),
-# SLUICE_VM_MEM (MiB, default 1024), SLUICE_VM_ONLY (run just that suite),
+# SLUICE_VM_MEM (MiB, default 1024), SLUICE_VM_ONLY (run just that suite,
+# or those suites: names separated by spaces),
 # SLUICE_SEED (passed to the suites, for hostile.sh's replays).  A suite
 # listed "#only NAME ..." in tests/vm/suites runs only when SLUICE_VM_ONLY
 # names it (gvisor: GVISOR_BIN, GVISOR_VM_SUBSET, GVISOR_VM_BINARIES, as
@@ -187,7 +188,8 @@ run_kernel() { # run_kernel VERSION
 		add_binary "$root" "$t" /opt/sluice/bin
 	done
 	cp tests/vm/demo.sh "$root/opt/sluice/bin/demo.sh"
-	[ "$mode" = bench ] && cp "tests/vm/bench_$bench.sh" "$root/opt/sluice/bin/bench.sh"
+	[ "$mode" = bench ] && cp "tests/vm/bench_$bench.sh" "$root/opt/sluice/bin/bench.sh" &&
+		cp tests/bench/median_ratio.awk "$root/opt/sluice/bin/"
 	# TAP helpers the suites source.
 	cp tests/vm/tap.sh "$root/opt/sluice/bin/tap.sh"
 	# The kring interop suite: both peers, and iproute2 and tc, which
@@ -252,8 +254,9 @@ run_kernel() { # run_kernel VERSION
 		sed 's/^#only //' tests/vm/suites | grep -v '^#' | grep . |
 			awk -v only="${SLUICE_VM_ONLY:-}" -v seed="${SLUICE_SEED:-}" \
 				-v ondemand="$(sed -n 's/^#only \([^ ]*\) .*/\1/p' tests/vm/suites)" '
-				BEGIN { split(ondemand, od, "\n"); for (i in od) req[od[i]] = 1 }
-				(only == "" && !($1 in req)) || $1 == only {
+				BEGIN { split(ondemand, od, "\n"); for (i in od) req[od[i]] = 1
+					split(only, ol, " "); for (i in ol) want[ol[i]] = 1 }
+				(only == "" && !($1 in req)) || $1 in want {
 					# SLUICE_SEED replays a seeded suite (hostile.sh)
 					if (seed != "") { $1 = $1 " env SLUICE_SEED=" seed }
 					print
