@@ -346,8 +346,8 @@ struct sl_region {
 		uint32_t seq, sleepers;
 		uint32_t bells;		/* mixed sleepers on it (bells[]) */
 		/* A watch group's: its sockets' readiness changes, all of
-		 * them, counted under the lock with their journal entries
-		 * (preload/epoll.c, ep_journal()). */
+		 * them, counted under the lock before their journal entries
+		 * are published (preload/epoll.c, ep_group_still()). */
 		uint32_t chg;
 	} wq[SL_WQ_ALL] __attribute__((aligned(64)));
 	/* The pid whose epoll set has watch group g (0: free; a dead pid's

@@ -13,7 +13,9 @@
  * those still on its check list (level-triggered items reported and still
  * ready, items added or modified).  An item found not ready leaves the
  * list until the journal names it again.  A set that fell more than the
- * journal's length behind checks every item once.  When nothing is ready
+ * journal's length behind checks once every item whose socket's wake
+ * sequence moved since a look found it idle (check_all()); epoll_ctl()
+ * looks at added sockets in batches of PL_ADD_LOOK.  When nothing is ready
  * it sleeps until the journal moves (sl_wait_journal()), spinning first
  * for SLUICE_SPIN_US; with kernel fds in the set too, it sleeps in the
  * real epoll_wait with the thread's bell in the kernel set (bell.c,
@@ -43,6 +45,8 @@
 #define PL_SLICE_MS	1
 /* Sets up to this many item slots may sleep on their wait channels (ep_channels()). */
 #define PL_EP_CHAN_CAP	16
+/* Items added and not yet looked at that epoll_ctl() looks at at once. */
+#define PL_ADD_LOOK	256
 /* Bells a set remembers being in it (threads sleeping on it). */
 #define PL_EP_BELLS	4
 
@@ -54,6 +58,11 @@ struct pl_epitem {
 	uint32_t seen_mask;
 	int32_t next;		/* next item of the same socket, or free slot */
 	uint32_t round;		/* the look (ep->round) that last took it */
+	/* The socket's wake sequence read before the last look, if that
+	 * look found it not ready (idle): a full look passes it by while the
+	 * sequence has not moved (check_all()). */
+	uint32_t idle_seq;
+	bool idle;
 	bool disabled;		/* EPOLLONESHOT fired */
 	bool listed;		/* on the check list */
 };
@@ -318,11 +327,24 @@ static void check_push(struct pl_ep *ep, int32_t i)
 	ep->check[ep->nchk++] = (uint32_t)i;
 }
 
-static void check_all(struct pl_ep *ep)
+/*
+ * Every item that may have changed since it was last looked at: one whose
+ * socket's wake sequence moved (every readiness change moves it, under
+ * the lock: proto/sock.c, sl_sock_wake()) since a look found it idle, or
+ * that no look found idle.  O(items) reads of one word each, without the
+ * lock; only what moved is looked at under it.  Before, every item was
+ * looked at under the lock: 8,333 sockets held it for milliseconds.
+ */
+static void check_all(struct pl_ep *ep, struct sl_stack *s)
 {
-	for (unsigned int i = 0; i < ep->cap; i++)
-		if (ep->items[i].fd >= 0)
-			check_push(ep, (int32_t)i);
+	for (unsigned int i = 0; i < ep->cap; i++) {
+		const struct pl_epitem *it = &ep->items[i];
+
+		if (it->fd < 0 || (it->idle && it->sd < s->max_sockets &&
+				   sl_load_acquire(&sl_sock(s, it->sd)->wake_seq) == it->idle_seq))
+			continue;
+		check_push(ep, (int32_t)i);
+	}
 }
 
 /*
@@ -477,6 +499,7 @@ static int ep_ctl(struct pl_ep *ep, int op, int fd, struct pl_sock *ps, struct e
 		ep->items[i].ev = *ev;
 		ep->items[i].disabled = false;
 		ep->items[i].seen_seq = (uint32_t)-1;
+		ep->items[i].idle = false;
 		check_push(ep, i);
 		return 0;
 	case EPOLL_CTL_DEL:
@@ -610,6 +633,8 @@ static struct pl_ep *ep_kfd_set(int epfd)
 	       !SL_READ_ONCE(ep->n) ? ep : NULL;
 }
 
+static int ep_collect(struct pl_ep *ep, struct epoll_event *out, int max);
+
 EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	struct pl_sock *ps = pl_get(fd);
@@ -656,6 +681,15 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		pthread_mutex_unlock(&ep->mu);
 		if (!ret && kick)
 			ep_ctl_kick(chans, nchan);
+		/* Sockets added and not looked at yet: looked at now, a batch
+		 * under one lock, as the kernel's ep_insert() polls the file it
+		 * adds.  Ready ones stay listed for the next wait; the others
+		 * are passed by until they change (check_all()).  Else a
+		 * program that adds thousands and then waits pays for them all
+		 * in its first wait (8,333 sockets: milliseconds under the
+		 * lock, every other process of the stack waiting for it). */
+		if (!ret && op == EPOLL_CTL_ADD && SL_READ_ONCE(ep->nchk) >= PL_ADD_LOOK)
+			ep_collect(ep, NULL, 0);
 	}
 	pl_put(ps);
 	return (int)pl_ret(ret);
@@ -673,11 +707,12 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
  * the stack since its last look) would look at every item: O(its size)
  * each time an idle set wakes beside a busy one.  With a watch group,
  * whose count of its sockets' changes (wq[].chg) moves under the lock
- * with their journal entries, the set keeps that count and the journal's
- * end read together under the lock (ep_group_mark(), after a full look):
- * if the count has not moved at a later overrun, none of its sockets
- * changed since (what the journal named in between was looked at as
- * usual), and nothing need be looked at.  A socket in several
+ * before their journal entries, the set keeps that count and the
+ * journal's end read together under the lock (ep_group_mark(), after a
+ * full look): if the count has not moved at a later overrun (read
+ * without the lock: ep_group_still()), none of its sockets changed since
+ * (what the journal named in between was looked at as usual), and
+ * nothing need be looked at.  A socket in several
  * sets moves every group's count (sl_wake_epw()).  ep->mu held.
  */
 /* The group's change count and the journal's end, read together under
@@ -700,12 +735,22 @@ static void ep_group_mark(struct pl_ep *ep, struct sl_stack *s, uint32_t *end)
 	ep->gvalid = ep_group_read(ep, s, &ep->gchg, end);
 }
 
-/* At an overrun: none of the set's sockets changed since the mark. */
+/* At an overrun: none of the set's sockets changed since the mark, up to
+ * the journal's end *end.  Without the lock: the end, then the count.  A
+ * holder counts a change before it publishes the change's entry
+ * (sl_sock_wake()), so the count read after the end covers every entry
+ * before it (and perhaps some after: then it has moved, and the set looks
+ * at everything, as at any move).  It was read under the lock, which an
+ * idle set beside a busy pair took at each wake-up. */
 static bool ep_group_still(struct pl_ep *ep, struct sl_stack *s, uint32_t *end)
 {
-	uint32_t c, e;
+	uint32_t e, c;
 
-	if (!ep->gvalid || !ep_group_read(ep, s, &c, &e) || c != ep->gchg)
+	if (!ep->gvalid || ep->epw < 0)
+		return false;
+	e = sl_load_acquire(&s->lib->chg_seq);
+	c = SL_READ_ONCE(s->lib->wq[SL_WQ_N + (uint32_t)ep->epw].chg);
+	if (c != ep->gchg)
 		return false;
 	*end = e;
 	return true;
@@ -737,7 +782,7 @@ static void ep_journal(struct pl_ep *ep, struct sl_stack *s)
 all:
 	ep_group_mark(ep, s, &end);
 	ep->jvalid = true;
-	check_all(ep);
+	check_all(ep, s);
 skip:
 	ep->jseq = end;
 }
@@ -783,6 +828,10 @@ static int ep_collect(struct pl_ep *ep, struct epoll_event *out, int max)
 			continue;
 		}
 		idx[n] = i;
+		/* Before the look: a change after this read moves it. */
+		it->idle = false;
+		if (it->sd < s->max_sockets)
+			it->idle_seq = sl_load_acquire(&sl_sock(s, it->sd)->wake_seq);
 		p[n].sd = (int)it->sd;
 		p[n++].events = (short)(it->ev.events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI));
 	}
@@ -802,6 +851,7 @@ static int ep_collect(struct pl_ep *ep, struct epoll_event *out, int max)
 
 		if (!rev || (rev & POLLNVAL)) {
 			it->listed = false;	/* back when the journal names it */
+			it->idle = !rev && it->sd < s->max_sockets;
 			continue;
 		}
 		seq = sl_sock(s, it->sd)->wake_seq;

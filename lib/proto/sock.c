@@ -907,6 +907,11 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 	so->wake_seq++;
 	if (SL_READ_ONCE(so->xsleepers))
 		sl_sock_wake_one(s, so);
+	/* The watch group's count before the journal entry: a set that reads
+	 * the journal's end and then the count without the lock sees every
+	 * change of its sockets before that end counted (preload/epoll.c,
+	 * ep_group_still()). */
+	sl_wake_epw(s, SL_READ_ONCE(so->epw));
 	/* The journal (core.h): the entry before the count that shows it. */
 	s->lib->chg_ring[s->lib->chg_seq & (SL_CHG_RING - 1)] = so->idx;
 	sl_store_release(&s->lib->chg_seq, s->lib->chg_seq + 1);
@@ -918,7 +923,6 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 	 * sees this change, or its count is visible to this load.  Those
 	 * waiting on so's channel alone first, then everyone else. */
 	sl_wake_chan(s, so->idx & (SL_WQ_N - 1));
-	sl_wake_epw(s, SL_READ_ONCE(so->epw));
 	sl_wake_any(s);
 }
 
@@ -929,12 +933,13 @@ void sl_wake_epw(struct sl_stack *s, uint16_t epw)
 	if (!epw)
 		return;
 	if (epw <= SL_EPW_N) {
-		s->lib->wq[SL_WQ_N + epw - 1u].chg++;
+		SL_WRITE_ONCE(s->lib->wq[SL_WQ_N + epw - 1u].chg,
+			      s->lib->wq[SL_WQ_N + epw - 1u].chg + 1);
 		sl_wake_chan(s, SL_WQ_N + epw - 1u);
 		return;
 	}
 	for (uint32_t g = 0; g < SL_EPW_N; g++) {
-		s->lib->wq[SL_WQ_N + g].chg++;
+		SL_WRITE_ONCE(s->lib->wq[SL_WQ_N + g].chg, s->lib->wq[SL_WQ_N + g].chg + 1);
 		sl_wake_chan(s, SL_WQ_N + g);
 	}
 }
