@@ -662,6 +662,28 @@ static void pool_refused(struct sl_stack *s, struct sl_sock *so, uint64_t now_us
 	}
 }
 
+/*
+ * A look (poll, epoll, the module's events) found so writable but for the
+ * pool: the pool's room coming back makes it writable, and that must be a
+ * wake of so, as any change of its readiness is (an epoll set passes by
+ * an item a look found idle until its wake sequence moves: preload/
+ * epoll.c, check_all()).  As Linux's tcp_poll() sets SOCK_NOSPACE, so that
+ * the space freed later calls sk_stream_write_space(): the socket watches
+ * the pool as a refused writer's does (pool_refused()).  Found when an
+ * edge-triggered writer whose wake came while the pool was short again
+ * (the look after it found no room) was never woken: the pool's room was
+ * no event of its socket (tests/host/test_pool_many.sh, 4,096 buffers).
+ */
+static void pool_watch(struct sl_stack *s, struct sl_sock *so)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	if (!tp->t_pool) {
+		tp->t_pool = sl_now(s) + SL_TCP_POOL_US;
+		sl_tcp_arm(s, so);
+	}
+}
+
 void sl_tcp_pool_look(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
 	if (!can_send(so))
@@ -1221,9 +1243,13 @@ uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so)
 	} else if (can_send(so)) {
 		uint32_t mss = SL_READ_ONCE(tp->mss);	/* once: the divisor tested */
 
-		if (so->sndbuf > tp->sndq_bytes + so->sndbuf / 8 && send_room(s, so) &&
-		    tp->sndq_bytes / (mss ? mss : 1) < s->n_bufs / 4)
-			ev |= SL_EV_OUT;
+		if (so->sndbuf > tp->sndq_bytes + so->sndbuf / 8 &&
+		    tp->sndq_bytes / (mss ? mss : 1) < s->n_bufs / 4) {
+			if (send_room(s, so))
+				ev |= SL_EV_OUT;
+			else
+				pool_watch(s, so);
+		}
 	} else if (so->state > SL_TCP_SYN_RECEIVED) {
 		/* Write side shut: a write would fail at once (EPIPE). */
 		ev |= SL_EV_OUT;
