@@ -1971,6 +1971,7 @@ int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, cons
 	struct sl_stack *s = S(st);
 	bool net_admin = force_opt(level, name) && sl_sys_net_admin();
 	struct sl_sock *so;
+	uint32_t ev;
 	int ret;
 
 	/* Joining a group changes the stack's multicast table. */
@@ -1983,7 +1984,20 @@ int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, cons
 	ret = sock_get(s, sd, &so);
 	if (ret)
 		return ret;
+	ev = sl_sock_events(s, so);
 	ret = setsockopt_on(s, so, level, name, val, len, net_admin);
+	/*
+	 * An option that changes readiness (SO_RCVLOWAT, SO_SNDBUF) is a
+	 * change of the socket, woken as any other: Linux's
+	 * tcp_set_rcvlowat() calls tcp_data_ready(), sk_setsockopt() the
+	 * socket's sk_write_space().  An epoll set looks at a socket again
+	 * only when it is woken (preload/epoll.c): lowering the mark below
+	 * what was queued left a sleeper on the set asleep.  (A socket the
+	 * stack does not see yet, above, is not connected: its options
+	 * change nothing of its readiness.)
+	 */
+	if (!ret && sl_sock_type_live(so->type) && sl_sock_events(s, so) != ev)
+		sl_sock_wake(s, so);
 	sl_unlock(s);
 	return ret;
 }

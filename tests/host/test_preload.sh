@@ -331,6 +331,16 @@ for m in "" mixed; do
 		test "$(head -1 <<<"$out")" = "events b" -a "${n:-999}" -lt 50 -a "${k:-999}" -lt 50
 done
 
+# Lowering SO_RCVLOWAT below what a TCP socket holds makes it readable:
+# Linux wakes a sleeper at the setsockopt (opt_wake.py), in poll and in an
+# epoll set, level- or edge-triggered.  Before, the setsockopt was no wake
+# of the socket: an epoll set slept through it (3 s, "events 0").
+for m in poll epoll epollet; do
+	kernel_and_sluice optwake opt_wake.py late_ms $m
+	check "lowering SO_RCVLOWAT below the queued bytes wakes a $m sleeper: ${n:-?} ms after (kernel ${k:-?})" \
+		test "$(head -2 <<<"$out" | tr "\n" " ")" = "before 0 events 1 " -a "${n:-999}" -lt 200 -a "${k:-999}" -lt 200
+done
+
 # fork() right after listen() (a pre-forking server) never catches the
 # library's watcher thread in its start, where a runtime such as ASan holds
 # locks the child would inherit held (fork_start.c plays one).
