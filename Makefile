@@ -61,7 +61,8 @@ PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/dlopen_prog $(B)/
 	$(B)/tests/preload/sockfd_prog $(B)/tests/preload/sandboxed $(B)/tests/preload/oslisten \
 	$(B)/tests/preload/kconnect $(B)/tests/preload/fork_start $(B)/tests/preload/v6dual \
 	$(B)/tests/preload/pool_many $(B)/tests/preload/handoff_prog $(B)/tests/preload/errq \
-	$(B)/tests/preload/rawcalls $(B)/tests/preload/v6send $(B)/tests/preload/exec_keep \
+	$(B)/tests/preload/rawcalls $(B)/tests/preload/v6send $(B)/tests/preload/v6ll \
+	$(B)/tests/preload/exec_keep \
 	$(B)/tests/preload/autobind
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 

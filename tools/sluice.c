@@ -815,6 +815,25 @@ static void dump_json(struct sl_stack *s, const char *name, bool all)
 	jw_done(&w);
 }
 
+/* The stack's IPv6 addresses: its global one, and its link-local one with
+ * the state of its Duplicate Address Detection and its scope. */
+static void dump_ip6(const struct sl_stack *s)
+{
+	static const char *const st[] = { "none", "tentative", "valid", "dadfailed" };
+	char a[INET6_ADDRSTRLEN], ll[INET6_ADDRSTRLEN];
+	uint32_t state = s->lib->ip6_ll_state;
+
+	if (!s->lib->ip6_plen)
+		return;
+	inet_ntop(AF_INET6, s->lib->ip6_addr, a, sizeof(a));
+	printf("  ipv6 %s/%u", a, s->lib->ip6_plen);
+	if (state != SL_LL_NONE && state < 4) {
+		inet_ntop(AF_INET6, s->lib->ip6_ll, ll, sizeof(ll));
+		printf(", link-local %s/64 %s, scope %u", ll, st[state], sl_stack_ifindex(s));
+	}
+	printf("\n");
+}
+
 static int cmd_dump(const char *name, bool all, bool json)
 {
 	struct sluice_stack *st;
@@ -840,6 +859,7 @@ static int cmd_dump(const char *name, bool all, bool json)
 	       s->lib->mac[2], s->lib->mac[3], s->lib->mac[4], s->lib->mac[5]);
 	if (s->ifindex)
 		printf("  on device ifindex %u (kring)\n", s->ifindex);
+	dump_ip6(s);
 	if (s->r->state == SLUICE_STATE_BROKEN && s->lib->broken_pid)
 		printf("  broken: process %u died holding the stack lock\n", s->lib->broken_pid);
 	if (s->r->state == SLUICE_STATE_BROKEN && !s->lib->broken_pid) {

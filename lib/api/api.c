@@ -243,6 +243,14 @@ int sluice_stack_set_addr6(struct sluice_stack *st, const void *addr, unsigned i
 	 * limit (Linux ip6_dst_hoplimit(): the device's hop_limit; the
 	 * stack's link is a device new to the namespace). */
 	s->lib->ip6_hlim = sysctl_u32("/proc/sys/net/ipv6/conf/default/hop_limit", 64);
+	/* A link with link addresses (TAP) gets its link-local address
+	 * too, as a new device of the namespace would (conf.default's
+	 * addr_gen_mode, accept_dad, dad_transmits; lib/proto/README.md
+	 * "Link-local"). */
+	if (s->link && s->link->ops->frames && s->link->ops->tx6)
+		sl_ip6_ll_start(s, sysctl_u32("/proc/sys/net/ipv6/conf/default/addr_gen_mode", 0),
+				sysctl_u32("/proc/sys/net/ipv6/conf/default/accept_dad", 1) ?
+				sysctl_u32("/proc/sys/net/ipv6/conf/default/dad_transmits", 1) : 0);
 	sl_unlock(s);
 	return 0;
 }

@@ -249,6 +249,10 @@ struct sl_region {
 	/* The TAP device of the stack's TAP link, if it has one, so that a
 	 * process that attaches by name opens a queue of its own (link/tap.c). */
 	char tap_name[16];
+	/* That device's ifindex in its namespace, written with tap_name: the
+	 * interface a TAP stack's link-local addresses are scoped to
+	 * (sin6_scope_id, IPV6_PKTINFO; lib/proto/README.md "Link-local"). */
+	uint32_t tap_ifindex;
 
 	/* Stack-wide state, written only under the lock. */
 	uint32_t buf_free_idx __attribute__((aligned(64)));
@@ -414,6 +418,14 @@ struct sl_region {
 	 * net.ipv6.conf.default.hop_limit, read when the address is set;
 	 * 0: 64). */
 	uint32_t ip6_hlim;
+	/* The stack's link-local address (proto/ip6.c, "Link-local"): made
+	 * from the link address with the global one (all zero: none),
+	 * SL_LL_* its state, and while TENTATIVE when Duplicate Address
+	 * Detection acts next (ms) and the solicitations left to send. */
+	uint8_t ip6_ll[16];
+	uint32_t ip6_ll_state;
+	uint32_t ip6_ll_probes;
+	uint64_t ip6_ll_dad_ms;
 	struct sl_icmp_rl icmp6_rl[SL_ICMP_RL_N];
 	struct sl_neigh6 neigh6[SL_NEIGH_MAX];
 	/* IPv6 addresses of peers that sockets hold, as their 32-bit
@@ -643,6 +655,8 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(nd_rx_bad, "dropped: neighbour discovery message invalid (RFC 4861 7.1)") \
 	X(nd_unres_drop, "IPv6 packets dropped waiting for a neighbour (past unres_qlen_bytes, or no answer)") \
 	X(nd_failed, "IPv6 neighbours given up: no answer to 3 solicitations") \
+	X(nd_dad_tx, "Duplicate Address Detection solicitations sent for the link-local address") \
+	X(nd_dad_failed, "link-local addresses found in use by another node (DAD failed; not used)") \
 	X(tcp_handoff, "connections handed to a kernel socket (TCP repair)") \
 	X(verbs_tx_port_down, "verbs packets dropped unsent: the port is down (TCP resends them)") \
 	X(tcp_rx_predicted, "TCP segments that took header prediction (established, in order)") \
@@ -1174,7 +1188,7 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
  * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
  */
-#define SL_LAYOUT_VERSION	27
+#define SL_LAYOUT_VERSION	28
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

@@ -102,6 +102,23 @@ static void tap_close(struct sl_link *l)
 
 static const struct sl_link_ops tap_ops;
 
+/* The device's index in this namespace (0 if unknown). */
+static uint32_t tap_ifindex(const char *name)
+{
+	int sd = sl_sys_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct ifreq ifr;
+	uint32_t ret = 0;
+
+	if (sd < 0)
+		return 0;
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, name, strnlen(name, IFNAMSIZ - 1));
+	if (!sl_sys_ioctl(sd, SIOCGIFINDEX, &ifr))
+		ret = (uint32_t)ifr.ifr_ifindex;
+	sl_sys_close(sd);
+	return ret;
+}
+
 const char *sl_link_tap_name(struct sl_link *l)
 {
 	return l && l->ops == &tap_ops ? ((struct tap_link *)l)->ifname : NULL;
@@ -219,8 +236,10 @@ int sluice_link_tap(struct sluice_stack *st, const char *ifname)
 			memcpy(s->lib->mac, &s->lib->tcp_isn_secret[0], 6);
 		s->lib->mac[0] = (s->lib->mac[0] & 0xfe) | 0x02;
 	}
-	/* For the processes that attach by name (sl_link_tap_of()). */
+	/* For the processes that attach by name (sl_link_tap_of()); the
+	 * device's index scopes the stack's link-local addresses. */
 	memcpy(s->lib->tap_name, t->ifname, sizeof(s->lib->tap_name));
+	s->lib->tap_ifindex = tap_ifindex(t->ifname);
 	sl_unlock(s);
 	s->link = &t->link;
 	return 0;

@@ -693,8 +693,9 @@ EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
  * An IPPROTO_IPV6 control message of a datagram to IPv6 itself, as
  * Linux's ip6_datagram_send_ctl() takes it: IPV6_TCLASS and
  * IPV6_HOPLIMIT an int from -1 (the socket's) to 255, IPV6_DONTFRAG an
- * int 0 or 1; IPV6_PKTINFO's source ::, ::1 or the stack's own address
- * (else EINVAL, as its ipv6_chk_addr() refuses), its interface 0.  Any
+ * int 0 or 1; IPV6_PKTINFO's source ::, ::1 or one of the stack's own
+ * addresses (else EINVAL, as its ipv6_chk_addr() refuses), its interface
+ * 0 or the stack's (sl_stack_ifindex()).  Any
  * other (routing headers, flow info, ...) EINVAL: not done here.
  */
 static int tx6_cmsg(const struct cmsghdr *c, size_t dlen, struct sl_tx_meta *tx)
@@ -708,12 +709,12 @@ static int tx6_cmsg(const struct cmsghdr *c, size_t dlen, struct sl_tx_meta *tx)
 		if (dlen < sizeof(pi))
 			return -EINVAL;
 		memcpy(&pi, CMSG_DATA(c), sizeof(pi));
-		if (pi.ipi6_ifindex)
+		if (pi.ipi6_ifindex && (unsigned int)pi.ipi6_ifindex != sl_stack_ifindex(pl_sl()))
 			return -EINVAL;
 		if (IN6_IS_ADDR_UNSPECIFIED(&pi.ipi6_addr))
 			return 0;
 		tok = sl_v6tok_find(pl_sl(), pi.ipi6_addr.s6_addr);
-		if (tok != SL_V6TOK_LO && tok != SL_V6TOK_ME)
+		if (!sl_v6tok_own(tok))
 			return -EINVAL;
 		tx->saddr = tok;
 		return 0;

@@ -178,6 +178,61 @@ static bool local_native(const struct pl_sock *ps)
 	return !sluice_getsockname(pl_stack(), (int)ps->sd, &me) && sl_v6tok(me.sin_addr.s_addr);
 }
 
+/* Is ps's own address the stack's link-local one?  Linux has it bound to
+ * the stack's interface then (sk_bound_dev_if, set by the bind or the
+ * connect that gave it). */
+static bool local_ll(const struct pl_sock *ps)
+{
+	struct sockaddr_in me;
+
+	return !sluice_getsockname(pl_stack(), (int)ps->sd, &me) &&
+	       me.sin_addr.s_addr == SL_V6TOK_LL;
+}
+
+/*
+ * A link-local address (fe80::/10) and its scope, as Linux reads them
+ * (inet6_bind(), tcp_v6_connect(), ip6_datagram_connect(),
+ * udpv6_sendmsg()); the stack's interface is sl_stack_ifindex() (a TAP
+ * stack's: its TAP device's; lib/proto/README.md "Link-local").
+ *   bind: scope 0 EINVAL; the stack's interface: its own link-local
+ *     address, else the kernel's answer (EADDRNOTAVAIL); another: the
+ *     kernel's (ENODEV, EADDRNOTAVAIL, or its own address there).
+ *   connect: scope 0 EINVAL unless the socket is on the stack's
+ *     interface already (its address link-local); the stack's interface:
+ *     the peer (a handle); another: EINVAL on the stack's interface
+ *     already, else the kernel's (ENETUNREACH, or a route there).
+ *   send: scope 0 or the stack's interface: the peer (a namespace whose
+ *     one interface with link-local routes is the stack's sends there);
+ *     another: ENETUNREACH on the stack's interface already, else the
+ *     kernel's.
+ */
+static int ll6(const struct pl_sock *ps, const struct sockaddr_in6 *s6, bool any, bool conn,
+	       struct sockaddr_in *out)
+{
+	const struct sl_stack *s = pl_sl();
+	uint32_t ifx = s ? sl_stack_ifindex(s) : 0, scope = s6->sin6_scope_id, tok;
+	bool dev;
+
+	if (!s || !pl_cfg.inet6_native || !ifx || local_mapped(ps) ||
+	    SL_READ_ONCE(s->lib->ip6_ll_state) != SL_LL_VALID)
+		return PL_NATIVE6;
+	dev = local_ll(ps);
+	if (any) {
+		if (!scope)
+			return -EINVAL;
+		tok = scope == ifx ? sl_v6tok_find(s, s6->sin6_addr.s6_addr) : 0;
+		out->sin_addr.s_addr = tok;
+		return tok == SL_V6TOK_LL ? 0 : PL_NATIVE6;
+	}
+	if (scope && scope != ifx)
+		return dev ? (conn ? -EINVAL : -ENETUNREACH) : PL_NATIVE6;
+	if (!scope && conn && !dev)
+		return -EINVAL;
+	tok = sl_v6_handle(pl_stack(), s6->sin6_addr.s6_addr);
+	out->sin_addr.s_addr = tok;
+	return tok ? 0 : PL_NATIVE6;
+}
+
 /* A sockaddr_in6 (family checked by the caller) to the stack's address:
  * 0 and *out, or PL_NATIVE6.  ::, with any: INADDR_ANY (a bind);
  * without, Linux's connect() and sendto() take it as loopback, ::1
@@ -185,7 +240,7 @@ static bool local_native(const struct pl_sock *ps)
  * stack reaches are handles (native6()); v4-mapped 0/8 is the kernel's
  * (the stack's handles are there). */
 static int sin6_to_sin(const struct pl_sock *ps, const struct sockaddr_in6 *s6, bool any,
-		       struct sockaddr_in *out)
+		       bool conn, struct sockaddr_in *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->sin_family = AF_INET;
@@ -203,6 +258,8 @@ static int sin6_to_sin(const struct pl_sock *ps, const struct sockaddr_in6 *s6, 
 		memcpy(&out->sin_addr, &s6->sin6_addr.s6_addr[12], 4);
 		return sl_v6tok(out->sin_addr.s_addr) ? PL_NATIVE6 : 0;
 	}
+	if (sl_ip6_is_ll(s6->sin6_addr.s6_addr))
+		return ll6(ps, s6, any, conn, out);
 	if (!IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr)) {
 		out->sin_addr.s_addr = native6(ps, s6);
 		return out->sin_addr.s_addr ? 0 : PL_NATIVE6;
@@ -250,6 +307,10 @@ socklen_t pl_addr_out(const struct pl_sock *ps, const struct sockaddr_in *sin, b
 	/* An IPv6 address's handle (native6()): the address. */
 	if (sl_v6tok(sin->sin_addr.s_addr) && pl_sl() &&
 	    sl_v6tok_addr(pl_sl(), sin->sin_addr.s_addr, s6.sin6_addr.s6_addr)) {
+		/* A link-local one with its scope: the stack's interface
+		 * (Linux: the socket's bound device, the packet's). */
+		if (sl_ip6_is_ll(s6.sin6_addr.s6_addr))
+			s6.sin6_scope_id = sl_stack_ifindex(pl_sl());
 		memcpy(out, &s6, sizeof(s6));
 		return sizeof(s6);
 	}
@@ -296,7 +357,7 @@ int pl_dest(const struct pl_sock *ps, const struct sockaddr *a, socklen_t len,
 	ret = get_sin6(a, len, &s6);
 	if (ret)
 		return ret;
-	ret = sin6_to_sin(ps, &s6, false, out);
+	ret = sin6_to_sin(ps, &s6, false, false, out);
 	return ret ? ret : 1;
 }
 
@@ -392,7 +453,7 @@ static bool v6_slot_get(const struct pl_sock *ps, int name, int *v)
 		 * kernel's answer (conf.all.hop_limit). */
 		h = SL_READ_ONCE(so->ip6_hops);
 		if (!h && sl_v6tok(SL_READ_ONCE(so->raddr)) &&
-		    SL_READ_ONCE(so->raddr) != SL_V6TOK_LO && SL_READ_ONCE(so->raddr) != SL_V6TOK_ME) {
+		    !sl_v6tok_own(SL_READ_ONCE(so->raddr))) {
 			*v = sl_ip6_hlim(pl_sl());
 			return true;
 		}
@@ -1217,7 +1278,7 @@ EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 
 		ret = get_sin6(addr, len, &s6);
 		if (!ret)
-			ret = sin6_to_sin(ps, &s6, true, &sin);
+			ret = sin6_to_sin(ps, &s6, true, false, &sin);
 		/* A datagram socket on :: takes IPv6 datagrams too, which only
 		 * the kernel gets: its twin (twin.c) hears them; without
 		 * twins it is the kernel's, as an IPv6 address is. */
@@ -1367,7 +1428,7 @@ static int conn_addr6(const struct pl_sock *ps, const struct sockaddr *a, sockle
 	    (a->sa_family == AF_UNSPEC || (a->sa_family == AF_INET && ps->type == SOCK_DGRAM)))
 		return get_sin_or_unspec(a, len, out);
 	ret = get_sin6(a, len, &s6);
-	return ret ? ret : sin6_to_sin(ps, &s6, false, out);
+	return ret ? ret : sin6_to_sin(ps, &s6, false, true, out);
 }
 
 /*

@@ -20,7 +20,8 @@ uint32_t sl_ip_src_for(const struct sl_stack *s, uint32_t daddr)
 	if ((ntohl(daddr) >> 24) == 127)
 		return htonl(INADDR_LOOPBACK);
 	if (__builtin_expect(sl_v6tok(daddr), 0))
-		return daddr == SL_V6TOK_LO ? SL_V6TOK_LO : SL_V6TOK_ME;
+		return daddr == SL_V6TOK_LO ? SL_V6TOK_LO
+		       : sl_v6tok_is_ll(s, daddr) ? SL_V6TOK_LL : SL_V6TOK_ME;
 	return s->lib->ip_addr;
 }
 

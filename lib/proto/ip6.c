@@ -32,23 +32,43 @@ static bool ip6_is_v4mapped(const uint8_t *a)
 	return !memcmp(a, pre, 12);
 }
 
+/* The stack's link-local address, once DAD found no other node on it. */
+static bool ip6_ll_is(const struct sl_stack *s, const uint8_t *a)
+{
+	return SL_READ_ONCE(s->lib->ip6_ll_state) == SL_LL_VALID && !memcmp(a, s->lib->ip6_ll, 16);
+}
+
 bool sl_ip6_is_local(const struct sl_stack *s, const uint8_t *a)
 {
 	return !memcmp(a, ip6_loopback, 16) ||
-	       (!ip6_is_zero(s->lib->ip6_addr) && !memcmp(a, s->lib->ip6_addr, 16));
+	       (!ip6_is_zero(s->lib->ip6_addr) && !memcmp(a, s->lib->ip6_addr, 16)) ||
+	       ip6_ll_is(s, a);
+}
+
+/* The source the stack sends from to dst: its link-local address to a
+ * link-local destination (RFC 6724 rule 2, the smallest scope that
+ * reaches it), else its global one. */
+static const uint8_t *ip6_src_to(const struct sl_stack *s, const uint8_t *dst)
+{
+	return sl_ip6_is_ll(dst) && ip6_ll_is(s, s->lib->ip6_ll) ? s->lib->ip6_ll
+								 : s->lib->ip6_addr;
 }
 
 /* A multicast group the stack is in: all-nodes (link- and interface-local
- * scope) and the solicited-node group of its address (RFC 4291 2.7.1). */
+ * scope) and the solicited-node groups of its addresses (RFC 4291 2.7.1;
+ * a tentative address's too, RFC 4862 5.4.2). */
 static bool ip6_mcast_ours(const struct sl_stack *s, const uint8_t *a)
 {
 	static const uint8_t all_nodes[15] = { 0xff, 0x02 };
 	static const uint8_t sol[13] = { 0xff, 0x02, [11] = 0x01, [12] = 0xff };
-	const uint8_t *me = s->lib->ip6_addr;
+	const uint8_t *me = s->lib->ip6_addr, *ll = s->lib->ip6_ll;
 
 	if ((a[1] == 0x01 || a[1] == 0x02) && !memcmp(a + 2, all_nodes + 2, 13) && a[15] == 1)
 		return true;
-	return !ip6_is_zero(me) && !memcmp(a, sol, 13) && !memcmp(a + 13, me + 13, 3);
+	if (memcmp(a, sol, 13))
+		return false;
+	return (!ip6_is_zero(me) && !memcmp(a + 13, me + 13, 3)) ||
+	       (s->lib->ip6_ll_state != SL_LL_NONE && !memcmp(a + 13, ll + 13, 3));
 }
 
 /*
@@ -132,6 +152,10 @@ bool sl_v6tok_addr(const struct sl_stack *s, uint32_t tok, uint8_t *out)
 		memcpy(out, r->ip6_addr, 16);
 		return !ip6_is_zero(out);
 	}
+	if (tok == SL_V6TOK_LL) {
+		memcpy(out, r->ip6_ll, 16);
+		return !ip6_is_zero(out);
+	}
 	if (!sl_v6tok(tok) || i >= n || i >= SL_V6TOK_N)
 		return false;
 	memcpy(out, r->v6tok[i], 16);
@@ -147,6 +171,8 @@ uint32_t sl_v6tok_find(const struct sl_stack *s, const uint8_t *a)
 		return SL_V6TOK_LO;
 	if (!ip6_is_zero(r->ip6_addr) && !memcmp(a, r->ip6_addr, 16))
 		return SL_V6TOK_ME;
+	if (ip6_ll_is(s, a))
+		return SL_V6TOK_LL;
 	/* A walk: a stack talks to few IPv6 peers (SL_V6TOK_N at most). */
 	for (uint32_t i = 0; i < n && i < SL_V6TOK_N; i++)
 		if (!memcmp(r->v6tok[i], a, 16))
@@ -154,13 +180,22 @@ uint32_t sl_v6tok_find(const struct sl_stack *s, const uint8_t *a)
 	return 0;
 }
 
+bool sl_v6tok_is_ll(const struct sl_stack *s, uint32_t tok)
+{
+	uint8_t a[16];
+
+	return sl_v6tok_addr(s, tok, a) && sl_ip6_is_ll(a);
+}
+
 uint32_t sl_v6tok_get(struct sl_stack *s, const uint8_t *a)
 {
 	struct sl_region *r = s->lib;
 	uint32_t tok = sl_v6tok_find(s, a), n = r->v6tok_n;
 
+	/* The stack's own link-local address while tentative or failed
+	 * is nobody's to name. */
 	if (tok || ip6_is_zero(a) || ip6_is_v4mapped(a) || sl_ip6_is_mcast(a) ||
-	    n >= SL_V6TOK_N)
+	    n >= SL_V6TOK_N || !memcmp(a, r->ip6_ll, 16))
 		return tok;
 	/* Never given back: a handle names one address for the stack's
 	 * life, so no socket or TIME-WAIT entry can come to name another.
@@ -393,7 +428,7 @@ void sl_icmp6_send_error(struct sl_stack *s, uint32_t orig_idx, uint8_t type, ui
 	if (uoff >= 0 && unxt == IPPROTO_ICMPV6_ &&
 	    ((unsigned int)uoff + 1 > qlen || !(pkt[uoff] & 0x80)))
 		return;
-	src = sl_ip6_is_local(s, oip->daddr) ? oip->daddr : s->lib->ip6_addr;
+	src = sl_ip6_is_local(s, oip->daddr) ? oip->daddr : ip6_src_to(s, oip->saddr);
 	if (ip6_is_zero(src))
 		return;
 	if (!icmp6_allow(s, type, oip->saddr))
@@ -530,7 +565,9 @@ static void nd_send_ns(struct sl_stack *s, const uint8_t *target, bool unicast)
 	struct sl_icmp6 *ic;
 	uint8_t *p;
 
-	if (idx == SLUICE_IDX_NONE || ip6_is_zero(s->lib->ip6_addr)) {
+	const uint8_t *src = ip6_src_to(s, target);
+
+	if (idx == SLUICE_IDX_NONE || ip6_is_zero(src)) {
 		if (idx != SLUICE_IDX_NONE)
 			sl_buf_free(s, idx);
 		return;
@@ -548,7 +585,92 @@ static void nd_send_ns(struct sl_stack *s, const uint8_t *target, bool unicast)
 	p[17] = 1;
 	memcpy(p + 18, s->lib->mac, 6);
 	sl_count(s, SL_C_nd_ns_tx);
-	nd_send(s, idx, s->lib->ip6_addr, dst, sizeof(*ic) + 16 + 8);
+	nd_send(s, idx, src, dst, sizeof(*ic) + 16 + 8);
+}
+
+/*
+ * Duplicate Address Detection of the link-local address (RFC 4862 5.4,
+ * as Linux's addrconf_dad_work()): a solicitation for it from :: to its
+ * solicited-node group, with no link address but the nonce of RFC 7527
+ * (Linux's enhanced_dad, on by default), then retrans_time for another
+ * node to answer or solicit the same.
+ */
+#define ND_OPT_NONCE_	14
+static void nd_send_dad(struct sl_stack *s)
+{
+	static const uint8_t any[16];
+	uint8_t dst[16] = { 0xff, 0x02, [11] = 0x01, [12] = 0xff };
+	const uint8_t *ll = s->lib->ip6_ll;
+	uint32_t idx = sl_buf_alloc(s);
+	uint64_t nonce = s->lib->tcp_isn_secret[1] ^ s->lib->ip6_ll_dad_ms;
+	struct sl_icmp6 *ic;
+	uint8_t *p;
+
+	if (idx == SLUICE_IDX_NONE)
+		return;
+	memcpy(dst + 13, ll + 13, 3);
+	ic = (struct sl_icmp6 *)(sl_buf_base(s, idx) + SL_HEADROOM + sizeof(struct sl_ip6));
+	memset(ic, 0, sizeof(*ic));
+	ic->type = ND_NS_;
+	p = (uint8_t *)(ic + 1);
+	memcpy(p, ll, 16);
+	p[16] = ND_OPT_NONCE_;
+	p[17] = 1;
+	memcpy(p + 18, &nonce, 6);
+	sl_count(s, SL_C_nd_dad_tx);
+	nd_send(s, idx, any, dst, sizeof(*ic) + 16 + 8);
+}
+
+/* Another node has the link-local address (5.4.3, 5.4.4): it is not used
+ * (Linux's addrconf_dad_failure() leaves it "dadfailed"). */
+static void nd_dad_failed(struct sl_stack *s)
+{
+	sl_store_release(&s->lib->ip6_ll_state, SL_LL_DADFAILED);
+	sl_count(s, SL_C_nd_dad_failed);
+}
+
+void sl_ip6_ll_start(struct sl_stack *s, uint32_t gen_mode, uint32_t probes)
+{
+	struct sl_region *r = s->lib;
+	uint8_t ll[16] = { 0xfe, 0x80 };
+	uint64_t now = sl_now(s) / 1000;
+
+	/* addr_gen_mode 1 (none): no link-local address. */
+	if (gen_mode == 1 || !memcmp(r->mac, "\0\0\0\0\0\0", 6))
+		return;
+	/* The interface identifier: modified EUI-64 (RFC 4291 2.5.1, appendix
+	 * A), the universal/local bit flipped, ff:fe in the middle. */
+	ll[8] = r->mac[0] ^ 0x02;
+	ll[9] = r->mac[1];
+	ll[10] = r->mac[2];
+	ll[11] = 0xff;
+	ll[12] = 0xfe;
+	memcpy(ll + 13, r->mac + 3, 3);
+	/* Each process of the stack sets the address as it attaches: one
+	 * already made from this link address stays as it is. */
+	if (r->ip6_ll_state != SL_LL_NONE && !memcmp(r->ip6_ll, ll, 16))
+		return;
+	memcpy(r->ip6_ll, ll, 16);
+	r->ip6_ll_probes = probes;
+	/* The first solicitation after a random delay below
+	 * rtr_solicit_delay, 1 s (addrconf_dad_kick()). */
+	r->ip6_ll_dad_ms = now + (sl_ip6_flowlabel(s, ll, ll, 0, (uint32_t)now) % 1000);
+	sl_store_release(&r->ip6_ll_state, probes ? SL_LL_TENTATIVE : SL_LL_VALID);
+}
+
+static void nd_dad_timer(struct sl_stack *s, uint64_t now)
+{
+	struct sl_region *r = s->lib;
+
+	if (r->ip6_ll_state != SL_LL_TENTATIVE || now < r->ip6_ll_dad_ms)
+		return;
+	if (r->ip6_ll_probes) {
+		r->ip6_ll_probes--;
+		nd_send_dad(s);
+		r->ip6_ll_dad_ms = now + ND_RETRANS_MS;
+		return;
+	}
+	sl_store_release(&r->ip6_ll_state, SL_LL_VALID);
 }
 
 int sl_nd_resolve(struct sl_stack *s, const uint8_t *nh, uint8_t *mac, uint32_t idx)
@@ -585,6 +707,7 @@ void sl_nd_timer(struct sl_stack *s)
 {
 	uint64_t now = nd_now(s);
 
+	nd_dad_timer(s, now);
 	for (unsigned int i = 0; i < SL_NEIGH_MAX; i++) {
 		struct sl_neigh6 *n = &s->lib->neigh6[i];
 		uint64_t age = now - n->updated_ms;
@@ -660,7 +783,15 @@ static void nd_ns_input(struct sl_stack *s, const struct sl_ip6 *ip6, const uint
 		sl_count(s, SL_C_nd_rx_bad);
 		return;
 	}
-	if (ip6_is_zero(s->lib->ip6_addr) || memcmp(target, s->lib->ip6_addr, 16)) {
+	/* 5.4.3: for our tentative link-local address, another node's DAD
+	 * (from ::, with a nonce not ours) means it is taken; other
+	 * solicitations for it are not answered. */
+	if (s->lib->ip6_ll_state == SL_LL_TENTATIVE && !memcmp(target, s->lib->ip6_ll, 16)) {
+		if (dad)
+			nd_dad_failed(s);
+		return;
+	}
+	if (!sl_ip6_is_local(s, target) || !memcmp(target, ip6_loopback, 16)) {
 		sl_count(s, SL_C_icmp6_rx_ignored);
 		return;
 	}
@@ -711,6 +842,11 @@ static void nd_na_input(struct sl_stack *s, const struct sl_ip6 *ip6, const uint
 	    (sol && sl_ip6_is_mcast(ip6->daddr)) ||
 	    !nd_opts(body + 24, len - 24, ND_OPT_TLLA_, &tlla)) {
 		sl_count(s, SL_C_nd_rx_bad);
+		return;
+	}
+	/* 5.4.4: an advertisement of our tentative address: taken. */
+	if (s->lib->ip6_ll_state == SL_LL_TENTATIVE && !memcmp(body + 8, s->lib->ip6_ll, 16)) {
+		nd_dad_failed(s);
 		return;
 	}
 	n = nd_find(s, body + 8);
@@ -808,7 +944,7 @@ static void icmp6_err_input(struct sl_stack *s, const struct sl_ip6 *ip6,
 		goto ignored;
 	stok = sl_v6tok_find(s, qip6->saddr);
 	dtok = sl_v6tok_find(s, qip6->daddr);
-	if ((stok != SL_V6TOK_LO && stok != SL_V6TOK_ME) || !dtok)
+	if (!sl_v6tok_own(stok) || !dtok)
 		goto ignored;
 	tl = qlen - (unsigned int)off;
 	if (tl > IP6_MIN_MTU_)
@@ -899,7 +1035,7 @@ static void icmp6_input(struct sl_stack *s, uint32_t idx, const struct sl_ip6 *i
 	/* Linux answers a group's echo too (icmpv6_echo_ignore_multicast
 	 * 0), from the stack's own address; the traffic class is the
 	 * request's (icmpv6_echo_reply()). */
-	src = sl_ip6_is_mcast(ip6->daddr) ? s->lib->ip6_addr : ip6->daddr;
+	src = sl_ip6_is_mcast(ip6->daddr) ? ip6_src_to(s, ip6->saddr) : ip6->daddr;
 	if (ip6_is_zero(src) || ip6_is_zero(ip6->saddr) || sl_ip6_is_mcast(ip6->saddr) ||
 	    len > s->buf_size - SL_HEADROOM - sizeof(*ip6)) {
 		sl_count(s, SL_C_icmp6_rx_ignored);
@@ -944,8 +1080,7 @@ static bool ip6_to_tok(struct sl_stack *s, uint32_t idx, struct sl_ip6 *ip6, uns
 	struct sl_ip *ip;
 
 	memcpy(ports, (uint8_t *)ip6 + off, 4);
-	if ((dtok != SL_V6TOK_LO && dtok != SL_V6TOK_ME) ||
-	    (!(b->flags & SL_BUF_LOCAL) && (stok == SL_V6TOK_LO || stok == SL_V6TOK_ME)))
+	if (!sl_v6tok_own(dtok) || (!(b->flags & SL_BUF_LOCAL) && sl_v6tok_own(stok)))
 		return false;
 	if (!stok || type == SL_SOCK_UDP) {
 		if (!sl_sock_unconnected_at(s, type, dtok, ports[1]) &&
@@ -1093,8 +1228,7 @@ static void ip6_frag_input(struct sl_stack *s, uint32_t idx, struct sl_ip6 *ip6,
 	dtok = sl_v6tok_find(s, ip6->daddr);
 	stok = sl_v6tok_find(s, ip6->saddr);
 	if ((nxt != IPPROTO_TCP_ && nxt != IPPROTO_UDP_) ||
-	    (dtok != SL_V6TOK_LO && dtok != SL_V6TOK_ME) || stok == SL_V6TOK_LO ||
-	    stok == SL_V6TOK_ME)
+	    !sl_v6tok_own(dtok) || sl_v6tok_own(stok))
 		goto drop;
 	if (!stok) {
 		uint16_t ports[2];

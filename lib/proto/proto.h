@@ -703,9 +703,10 @@ void sl_ip_build(struct sl_stack *s, uint32_t idx, uint8_t proto, uint32_t saddr
  * stack (sl_ip_output() queues it for sl_stack_drain_loopback()). */
 static inline bool sl_ip_is_local(const struct sl_stack *s, uint32_t addr)
 {
-	/* 127/8, and ::1's and the stack's IPv6 address's handles (below). */
+	/* 127/8, and the handles of ::1 and the stack's IPv6 addresses
+	 * (below: SL_V6TOK_LO, _ME, _LL). */
 	return (s->lib->ip_addr && addr == s->lib->ip_addr) ||
-	       (ntohl(addr) >> 24) == 127 || ntohl(addr) - 1u < 2u;
+	       (ntohl(addr) >> 24) == 127 || ntohl(addr) - 1u < 3u;
 }
 /* A broadcast address: limited, lo's (127.255.255.255: Linux's lo is
  * 127.0.0.1/8 in every namespace) or the stack's subnet's (ip.c). */
@@ -777,10 +778,43 @@ void sl_icmp6_send_error(struct sl_stack *s, uint32_t orig_idx, uint8_t type, ui
  */
 #define SL_V6TOK_LO	htonl(1u)
 #define SL_V6TOK_ME	htonl(2u)
-#define SL_V6TOK_BASE	3u
+#define SL_V6TOK_LL	htonl(3u)	/* the stack's link-local address */
+#define SL_V6TOK_BASE	4u
 static inline bool sl_v6tok(uint32_t a)
 {
 	return a && !(ntohl(a) >> 24);
+}
+/* A handle of one of the stack's own addresses (::1 among them). */
+static inline bool sl_v6tok_own(uint32_t a)
+{
+	return ntohl(a) - 1u < 3u;
+}
+/* fe80::/10 (RFC 4291 2.5.6): an address that needs a scope. */
+static inline bool sl_ip6_is_ll(const uint8_t *a)
+{
+	return a[0] == 0xfe && (a[1] & 0xc0) == 0x80;
+}
+/* Is the handle tok a link-local peer's (or the stack's own)? */
+bool sl_v6tok_is_ll(const struct sl_stack *s, uint32_t tok);
+/* The stack's link-local address (RFC 4862 5.3, lib/proto/README.md
+ * "Link-local"): SL_LL_NONE until the global address is set on a link
+ * with link addresses; TENTATIVE while Duplicate Address Detection runs
+ * (RFC 4862 5.4: neither used nor answered for), then VALID, or
+ * DADFAILED if another node has it. */
+#define SL_LL_NONE	0u
+#define SL_LL_TENTATIVE	1u
+#define SL_LL_VALID	2u
+#define SL_LL_DADFAILED	3u
+/* Make the link-local address from the link address as the kernel makes
+ * it for a new device of this namespace (addr_gen_mode: EUI-64, RFC 4291
+ * 2.5.1 and appendix A) and start DAD with probes solicitations (0:
+ * none, valid at once); the caller holds the lock. */
+void sl_ip6_ll_start(struct sl_stack *s, uint32_t gen_mode, uint32_t probes);
+/* The interface index the stack's link-local addresses are scoped to:
+ * its device's (a module stack's), its TAP device's, else 0. */
+static inline uint32_t sl_stack_ifindex(const struct sl_stack *s)
+{
+	return s->ifindex ? s->ifindex : SL_READ_ONCE(s->lib->tap_ifindex);
 }
 /* The address handle tok names into out (16 bytes): false if none. */
 bool sl_v6tok_addr(const struct sl_stack *s, uint32_t tok, uint8_t *out);

@@ -958,7 +958,7 @@ ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_
 		/* A datagram reassembled from a link's fragments is a local
 		 * chain marked checked (proto/ip.c): the link's. */
 		meta->ifindex = (b->flags & (SL_BUF_LOCAL | SL_BUF_CSUM_OK)) == SL_BUF_LOCAL ?
-				1 : s->ifindex;
+				1 : sl_stack_ifindex(s);
 	}
 	/* SO_TIMESTAMP: the arrival goes with the datagram; else it is what
 	 * SIOCGSTAMP answers next (Linux sock_recv_timestamp()). */
