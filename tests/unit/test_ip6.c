@@ -846,7 +846,108 @@ int main(void)
 		sluice_close(st, sd);
 	}
 
-	/* 13. No IPv6 address, no link for IPv6: not sent, counted. */
+	/* 13. The link-local address (RFC 4862): made from the link address
+	 * (modified EUI-64), Duplicate Address Detection, then used. */
+	{
+		static const uint8_t mac1[6] = { 0x02, 0x00, 0x5e, 0x10, 0x20, 0x30 };
+		static const uint8_t mac2[6] = { 0x06, 0x00, 0x5e, 0x10, 0x20, 0x31 };
+		const uint8_t *rb = cap.frame[0] + 48;
+		uint8_t ll[16], m[64], lp[16];
+		struct sl_icmp6 *ic = (struct sl_icmp6 *)m;
+		uint32_t ptok;
+
+		tick = true;
+		memcpy(s->lib->mac, mac1, 6);
+		sl_lock(s);
+		sl_ip6_ll_start(s, 1, 1);
+		sl_unlock(s);
+		tap_eq(s->lib->ip6_ll_state, SL_LL_NONE, "addr_gen_mode 1: no link-local address");
+		sl_lock(s);
+		sl_ip6_ll_start(s, 0, 1);
+		sl_unlock(s);
+		inet_pton(AF_INET6, "fe80::5eff:fe10:2030", ll);
+		tap_ok(!memcmp(s->lib->ip6_ll, ll, 16) && s->lib->ip6_ll_state == SL_LL_TENTATIVE,
+		       "fe80:: and modified EUI-64 (U/L bit flipped, ff:fe): tentative");
+		cap.n = 0;
+		len = echo(pkt, "fe80::9", "fe80::5eff:fe10:2030", 0, NULL, 0, 0);
+		in6(s, pkt, len, 0);
+		tap_ok(cap.n == 0 && !sl_v6tok_find(s, ll), "tentative: not answered, no handle");
+		fx_clock_us += 1000000;
+		sl_lock(s);
+		sl_nd_timer(s);
+		sl_unlock(s);
+		tap_ok(cap.n == 1 && icmp6_of(&cap, 0, 135, 0) == 0 && !memcmp(rh->saddr, (const uint8_t[16]){ 0 }, 16) &&
+		       rh->daddr[0] == 0xff && rh->daddr[1] == 0x02 && rh->daddr[11] == 1 &&
+		       rh->daddr[12] == 0xff && !memcmp(rh->daddr + 13, ll + 13, 3) &&
+		       !memcmp(rb, ll, 16) && rb[16] == 14 && rb[17] == 1 && rh->hlim == 255,
+		       "within 1 s: a DAD NS from :: to its solicited-node group, a nonce, no link address");
+		fx_clock_us += 1000000;
+		sl_lock(s);
+		sl_nd_timer(s);
+		sl_unlock(s);
+		tap_ok(s->lib->ip6_ll_state == SL_LL_VALID && sl_v6tok_find(s, ll) == SL_V6TOK_LL &&
+		       fx_counter(s, "nd_dad_tx") == 1, "retrans_time with no answer: valid, handle LL");
+		cap.n = 0;
+		in6(s, pkt, len, 0);
+		inet_pton(AF_INET6, "fe80::9", lp);
+		tap_ok(cap.n == 1 && icmp6_of(&cap, 0, ICMP6_ECHO_REPLY_, 0) == 0x42420007 &&
+		       !memcmp(rh->saddr, ll, 16) && !memcmp(rh->daddr, lp, 16),
+		       "valid: an echo to it answered from it");
+		cap.n = 0;
+		len = echo(pkt, "fe80::9", "ff02::1", 0, NULL, 0, 0);
+		in6(s, pkt, len, SL_BUF_L2_BCAST);
+		tap_ok(cap.n == 1 && !memcmp(rh->saddr, ll, 16),
+		       "an echo to all nodes from a link-local source: answered from the link-local address");
+		/* An NS for it to its solicited-node group. */
+		memset(m, 0, sizeof(m));
+		ic->type = 135;
+		memcpy(m + 8, ll, 16);
+		m[24] = 1;
+		m[25] = 1;
+		memcpy(m + 26, mac2, 6);
+		len = ip6(pkt, "fe80::9", "ff02::1:ff10:2030", IPPROTO_ICMPV6_, 0, m, 32);
+		((struct sl_ip6 *)pkt)->hlim = 255;
+		ul_csum(pkt, len, 32, IPPROTO_ICMPV6_, 2);
+		cap.n = 0;
+		in6(s, pkt, len, SL_BUF_L2_BCAST);
+		tap_ok(icmp6_of(&cap, 0, 136, 0) == 0x60000000 && !memcmp(rh->saddr, ll, 16) &&
+		       !memcmp(rb, ll, 16), "an NS for it to its group: an NA from it");
+		ptok = sl_v6tok_get(s, lp);
+		tap_ok(sl_v6tok_is_ll(s, ptok) && sl_ip_src_for(s, ptok) == SL_V6TOK_LL &&
+		       sl_ip_src_for(s, sl_v6tok_get(s, peer)) == SL_V6TOK_ME,
+		       "source for a link-local peer: the link-local address; for a global one the global");
+		sl_lock(s);
+		sl_ip6_ll_start(s, 0, 1);
+		sl_unlock(s);
+		tap_eq(s->lib->ip6_ll_state, SL_LL_VALID, "made again from the same link address: kept");
+		/* Another node has it: its NA, or its own DAD NS. */
+		for (int k = 0; k < 2; k++) {
+			memcpy(s->lib->mac, mac2, 6);
+			s->lib->mac[5] = (uint8_t)(0x40 + k);
+			sl_lock(s);
+			sl_ip6_ll_start(s, 0, 1);
+			sl_unlock(s);
+			memset(m, 0, sizeof(m));
+			ic->type = k ? 135 : 136;
+			ic->data = k ? 0 : htonl(0x20000000);
+			memcpy(m + 8, s->lib->ip6_ll, 16);
+			len = ip6(pkt, k ? "::" : "fe80::9", k ? "ff02::1:ff10:2041" : "ff02::1",
+				  IPPROTO_ICMPV6_, 0, m, 24);
+			((struct sl_ip6 *)pkt)->hlim = 255;
+			ul_csum(pkt, len, 24, IPPROTO_ICMPV6_, 2);
+			cap.n = 0;
+			in6(s, pkt, len, SL_BUF_L2_BCAST);
+			tap_ok(s->lib->ip6_ll_state == SL_LL_DADFAILED && cap.n == 0 &&
+			       fx_counter(s, "nd_dad_failed") == (uint64_t)k + 1 &&
+			       !sl_v6tok_find(s, s->lib->ip6_ll),
+			       k ? "another node's DAD NS for our tentative address: DAD failed, not used"
+				 : "an NA for our tentative address: DAD failed, not used");
+		}
+		memset(s->lib->ip6_ll, 0, 16);
+		s->lib->ip6_ll_state = SL_LL_NONE;
+	}
+
+	/* 14. No IPv6 address, no link for IPv6: not sent, counted. */
 	memset(s->lib->ip6_addr, 0, 16);
 	cap.n = 0;
 	len = echo(pkt, PEER, "ff02::1", 0, NULL, 0, 0);
