@@ -529,8 +529,10 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 	unsigned int njq = 0;
 	/* An exclusive waiter (SLUICE_POLLEXCL: accept()) on one socket. */
 	struct sl_sock *xso = NULL;
-	uint64_t start = sl_now(s);
-	int64_t deadline = deadline_after(s, timeout_ms);
+	/* A zero timeout looks once and never sleeps: no clock reading
+	 * (an epoll set's collect makes one or two such looks a wait). */
+	uint64_t start = timeout_ms ? sl_now(s) : 0;
+	int64_t deadline = timeout_ms ? deadline_after(s, timeout_ms) : 0;
 	bool asleep = false, on_fd = false, unlooked = false;
 	uint32_t seq, mseq = 0;
 	int ready, ret;
@@ -643,7 +645,7 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 			ret = 1;
 			break;
 		}
-		if (ready || (deadline >= 0 && (int64_t)sl_now(s) >= deadline))
+		if (ready || !timeout_ms || (deadline >= 0 && (int64_t)sl_now(s) >= deadline))
 			break;
 		if (intr && intr->count() != intr->seen) {
 			ret = -EINTR;
@@ -1241,9 +1243,10 @@ static long tcp_recv_lent(struct sl_stack *s, struct sl_sock *so, void *buf, siz
 	return (long)n;
 }
 
-/* The socket this thread's last call received from (a drain: its next
- * look that finds nothing does not pause, sl_recvfrom_meta()), or -1.  A
- * send, and a look that found nothing, end the drain. */
+/* The socket this thread's last call received from or sent on (a drain,
+ * or a request or reply just sent: its next look that finds nothing does
+ * not pause, sl_recvfrom_meta()), or -1.  A look that found nothing, and a
+ * call on another socket, end it. */
 static __thread int rx_drain_sd = -1;
 
 long sluice_sendto(struct sluice_stack *st, int sd, const void *buf, size_t len, int flags,
@@ -1260,7 +1263,10 @@ long sl_sendto_meta(struct sluice_stack *st, int sd, const void *buf, size_t len
 	long ret;
 	bool nb, locked;
 
-	rx_drain_sd = -1;
+	/* The peer answers after this: a look for its answer right away
+	 * (libpq's PQconsumeInput() after a query, a PostgreSQL backend's read
+	 * after its reply, each before it sleeps) is not a spinner's. */
+	rx_drain_sd = sd;
 	for (;;) {
 		ret = sock_get_nb(s, sd, &so, flags & MSG_DONTWAIT);
 		if (ret)
@@ -1372,12 +1378,16 @@ long sl_recvfrom_meta(struct sluice_stack *st, int sd, void *buf, size_t len, in
 			/* A spinning caller comes straight back: pause so its
 			 * reads do not fight the writer for the socket's lines.
 			 * Not when this read ends a drain (the last call of the
-			 * thread received on this socket): a program that reads
-			 * until EAGAIN and then waits (libpq, every event loop)
+			 * thread received on this socket) or follows its send
+			 * on it: a program that reads until EAGAIN and then
+			 * waits (libpq, every event loop), or reads right after
+			 * its request or reply (pgbench, a PostgreSQL backend),
 			 * paid the pause for nothing at each message, and a
 			 * spinner's next look pauses. */
-			if (rx_drain_sd != sd)
+			if (rx_drain_sd != sd) {
+				sl_count(s, SL_C_rx_backoff);
 				sl_wait_backoff();
+			}
 			rx_drain_sd = -1;
 			return -EAGAIN;
 		}

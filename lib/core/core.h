@@ -667,7 +667,8 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(spin_lost, "blocking waits that spun, then slept") \
 	X(spin_us, "microseconds blocking waits spent spinning") \
 	X(tcp_sndbuf_grown, "TCP send buffers grown to twice cwnd (Linux tcp_sndbuf_expand)") \
-	X(tcp_rcvbuf_grown, "TCP receive buffers grown to what the reader takes a round trip (Linux tcp_rcv_space_adjust)")
+	X(tcp_rcvbuf_grown, "TCP receive buffers grown to what the reader takes a round trip (Linux tcp_rcv_space_adjust)") \
+	X(rx_backoff, "non-blocking receives that found nothing and paused (a spinner's look, not a drain's end)")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,

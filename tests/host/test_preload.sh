@@ -341,6 +341,17 @@ for m in poll epoll epollet; do
 		test "$(head -2 <<<"$out" | tr "\n" " ")" = "before 0 events 1 " -a "${n:-999}" -lt 200 -a "${k:-999}" -lt 200
 done
 
+# A request-response pair where each end looks for the answer right after
+# its own send, then sleeps in poll() (ask_answer.py: libpq after a query,
+# a PostgreSQL backend after its reply): that look is not a spinner's and
+# does not pause (rx_backoff).  Before, either end paused whenever it found
+# nothing: 614 of the 1,000 looks of 500 rounds (pgbench -S, 8 clients:
+# 1.94 a transaction).
+kernel_and_sluice askanswer ask_answer.py rounds 500
+b=$(counter "tp-askanswer-$$" rx_backoff)
+check "a look for the answer right after a send does not pause: ${b:-0} of 1,000 looks paused (rounds: ${n:-?}, kernel ${k:-?})" \
+	test "$n" = "500 ok" -a "$k" = "500 ok" -a "${b:-0}" -lt 50
+
 # fork() right after listen() (a pre-forking server) never catches the
 # library's watcher thread in its start, where a runtime such as ASan holds
 # locks the child would inherit held (fork_start.c plays one).
