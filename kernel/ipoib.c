@@ -253,6 +253,7 @@ void sluice_ipoib_ifinfo(struct net_device *dev, struct sluice_ifinfo *info)
 	if (!ib_sa_get_mcmember_rec(ibdev, port, &mgid, &mc)) {
 		d.qkey = be32_to_cpu(mc.qkey);
 		d.qkey_sa = true;
+		d.group_mtu = mc.mtu;
 	}
 	d.connected = sluice_ipoib_connected(dev);
 	/*

@@ -139,6 +139,7 @@ int sluice_ipoib_fill(struct sluice_ifinfo *info,
 		      const struct sluice_ipoib_desc *d)
 {
 	unsigned int mtu = sluice_ib_mtu_bytes(d->active_mtu);
+	unsigned int gmtu = sluice_ib_mtu_bytes(d->group_mtu);
 	u32 flags = SLUICE_IB_IPOIB;
 
 	if (d->addr_len != SLUICE_IPOIB_ALEN || !d->hwaddr || !d->broadcast ||
@@ -162,6 +163,15 @@ int sluice_ipoib_fill(struct sluice_ifinfo *info,
 		flags |= SLUICE_IB_UD_CSUM;
 	if (d->rss)
 		flags |= SLUICE_IB_RSS;
+	/*
+	 * ipoib's datagram MTU is the broadcast group's (RFC 4391 section
+	 * 4; ipoib_mcast_join_finish() sets mcast_mtu from its record), which
+	 * an SM may make smaller than the port's: a datagram larger than the
+	 * group's would be dropped by ipoib's transmit or by a peer whose
+	 * port is at the group's MTU.
+	 */
+	if (gmtu && (!mtu || gmtu < mtu))
+		mtu = gmtu;
 	info->ib_flags = flags;
 	info->ib_port = d->port;
 	sluice_copy_name(info->ib_dev, sizeof(info->ib_dev), d->ib_dev);

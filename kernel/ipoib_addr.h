@@ -43,6 +43,7 @@ struct sluice_ipoib_desc {
 	u16 pkey_index;
 	u32 qkey;			/* used only with @qkey_sa */
 	unsigned int active_mtu;	/* IB_MTU_* of the port, 0 unknown */
+	unsigned int group_mtu;		/* IB_MTU_* of the broadcast group, 0 unknown */
 	bool qkey_sa;			/* @qkey came from the MCMemberRecord */
 	bool connected;
 	bool source_qpn;

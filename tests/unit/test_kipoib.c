@@ -149,6 +149,19 @@ static void test_ifinfo_fill(void)
 	       info.qkey, info.ib_flags);
 	d.qkey = 0x12345678;
 
+	/* ipoib's MTU is the broadcast group's, not the port's (RFC 4391). */
+	d.active_mtu = 5;
+	d.group_mtu = 4;
+	memset(&info, 0, sizeof(info));
+	sluice_ipoib_fill(&info, &d);
+	tap_eq(info.ud_mtu, 2044, "port 4096, broadcast group 2048: UD MTU 2044 (ipoib's)");
+	d.active_mtu = 4;
+	d.group_mtu = 5;
+	memset(&info, 0, sizeof(info));
+	sluice_ipoib_fill(&info, &d);
+	tap_eq(info.ud_mtu, 2044, "port 2048, group 4096: the port's 2044");
+	d.group_mtu = 0;
+
 	d.active_mtu = 0;
 	memset(&info, 0, sizeof(info));
 	sluice_ipoib_fill(&info, &d);
