@@ -113,6 +113,20 @@ add_kmods() { # add_kmods ROOT VERSION MODULE...
 	done
 }
 
+# Copy one kernel module, decompressed, to lib/modules/kmod without
+# listing it for loading at boot.
+add_kfile() { # add_kfile ROOT VERSION MODULE
+	local path
+	path=$(modinfo -k "$2" -n "$3") || return 0
+	[ "$path" = "(builtin)" ] && return 0
+	mkdir -p "$1/lib/modules/kmod"
+	case $path in
+	*.xz) xz -dc "$path" >"$1/lib/modules/kmod/$3.ko" ;;
+	*.zst) zstd -dqc "$path" >"$1/lib/modules/kmod/$3.ko" ;;
+	*) cp "$path" "$1/lib/modules/kmod/$3.ko" ;;
+	esac
+}
+
 # gVisor's socket tests (tests/vm/gvisor.sh): the binaries of the cases
 # to run, bash and the runner, in /opt/sluice/gv.  The binaries are
 # GVISOR_BIN's, else build/conformance's; the cases GVISOR_VM_SUBSET's
@@ -207,6 +221,7 @@ run_kernel() { # run_kernel VERSION
 	# Programs under sluice run on a kring stack (run_kring.sh): the
 	# preload library, and the programs with their libraries.
 	cp tests/vm/run_kring.sh "$root/opt/sluice/bin/run_kring.sh"
+	cp tests/vm/ipoib_real.sh "$root/opt/sluice/bin/ipoib_real.sh"
 	add_binary "$root" build/libsluice-preload.so /opt/sluice
 	add_binary "$root" build/tests/preload/fork_srv /opt/sluice/bin
 	# Live hand-off to the kernel (handoff.sh), and ss to show it.
@@ -269,6 +284,13 @@ run_kernel() { # run_kernel VERSION
 	# first in every run, the demo's too.
 	kmods=(ib_core "${kmods[@]}")
 	add_kmods "$root" "$ver" "${kmods[@]}"
+	# Modules a suite loads itself, copied but not loaded at boot (lines
+	# "# kfiles: NAME..." in tests/vm/suites): ib_ipoib, whose link kind
+	# fakeib's own interfaces take in another suite.
+	local kf
+	for kf in $(sed -n 's/^# kfiles: *//p' tests/vm/suites); do
+		add_kfile "$root" "$ver" "$kf"
+	done
 
 	(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initrd.gz"
 

@@ -3,8 +3,19 @@
  * fakeib: an InfiniBand HCA with no hardware and IPoIB-like interfaces on
  * it, for testing what sluice.ko does about IPoIB in a VM (issue 14 item
  * 3; kernel/README.md, "An IPoIB-like device in the VM").
- * A test module only: never load it beside ib_ipoib (both are link kind
- * "ipoib"; registering ours then fails with -EEXIST).
+ * A test module only: never load it beside ib_ipoib unless with ipoib=1
+ * (both are link kind "ipoib"; registering ours then fails with -EEXIST).
+ *
+ * With ipoib=1 ("way 2", tests/vm/ipoib_real.sh) it makes no interfaces
+ * of its own: the kernel's ib_ipoib binds to the two ports as to an HCA's
+ * and makes ib0 and ib1.  For that the HCA also has UD QPs (the QP state
+ * machine with the attributes each transition needs, P_Key index, port,
+ * Q_Key), multicast attach and detach, sends that carry a datagram to
+ * the other port's QP (or every QP attached to the group) under the
+ * rules real hardware applies, each with its source in a comment
+ * ("UD datagrams between the two ports"), receives flushed when a QP
+ * goes to the error state, modify_port for ib_cm, and a fake SA that
+ * also answers PathRecord queries.
  *
  * The HCA ("fakeib0", two ports of InfiniBand link layer) implements the
  * verbs ib_core needs before it calls any client's add
@@ -12,10 +23,11 @@
  * what ib_mad and ib_sa do with a port: a PD, a CQ, QP0 and QP1 taken to
  * RTS with receives posted (ib_mad_port_open()), the SM's address handle
  * (update_sm_ah(); alloc_mad() queries it back before each query).  Other
- * QP types are refused.  Sends complete at once; a fake SA answers the
- * MCMemberRecord joins and leaves sent on QP1 (into QP1's receives, after
- * a delay the test sets), nothing else (a path query times out unless a
- * local service answers it over RDMA netlink).  No DMA device: the core
+ * QP types are refused (but UD with ipoib=1, below).  Sends complete at
+ * once; a fake SA answers the MCMemberRecord joins and leaves sent on QP1
+ * (into QP1's receives, after a delay the test sets), nothing else (a
+ * path query times out unless a local service answers it over RDMA
+ * netlink; with ipoib=1 the fake SA answers it).  No DMA device: the core
  * uses virtual addresses (ib_uses_virt_dma()), as rxe and siw do.
  *
  * The interfaces are made the way the ipoib driver makes its own, which
@@ -77,22 +89,40 @@
 #define FIB_HDR_LEN	4		/* ipoib's header: protocol, reserved */
 #define FIB_PSEUDO_LEN	INFINIBAND_ALEN	/* the destination, pushed before it */
 #define FIB_HARD_LEN	(FIB_HDR_LEN + FIB_PSEUDO_LEN)
+#define FIB_UD_QPS	16		/* UD QPs a device, QPN FIB_UD_QPN0 + i */
+#define FIB_UD_QPN0	0x48
+#define FIB_MCGS	32		/* multicast attachments a UD QP */
+#define FIB_MAX_SGE	4
+#define FIB_MAX_CQE	65536		/* ipoib's receive CQ without an SRQ: 33153 */
+#define FIB_MC_QPN	0xffffff	/* IB_MULTICAST_QPN */
 #define FIB_SUBNET	0xfe80000000000000ull
 #define FIB_GUID	0x02005e00fe000000ull	/* + port number */
 
 struct fib_dev;
+
+static bool ipoib;
+module_param(ipoib, bool, 0444);
+MODULE_PARM_DESC(ipoib, "leave the interfaces to the ipoib driver (no fib0/fib1, no link kind)");
 
 struct fib_port {
 	struct fib_dev *fd;
 	u32 num;
 	enum ib_port_state state;
 	enum ib_mtu mtu;
+	u32 cap_flags;			/* PortInfo:CapabilityMask */
 	u16 pkeys[FIB_PKEYS];		/* under fd->lock */
 	struct net_device __rcu *ndev;	/* the parent interface */
 	struct list_head children;	/* RCU; changed under RTNL */
 	struct fib_qp *qp[2];		/* QP0, QP1 while they exist; fd->lock */
 	u64 mad_sends;
 	u64 send_errors;
+	/* UD traffic (under fd->lock): what the strict rules did */
+	u64 ud_sent, ud_rcvd;		/* datagrams out of and into this port */
+	u64 drop_qkey, drop_pkey;	/* a receiver's Q_Key or P_Key differed */
+	u64 drop_noqp, drop_norecv;	/* no QP (or group member); no WQE */
+	u64 drop_state, drop_nogrh;	/* a receiver not in RTR/RTS; mc, no GRH */
+	u64 len_err_rx, len_err_tx;	/* local length error completions */
+	u64 path_answers;		/* PathRecord GETs the fake SA answered */
 	/* The fake SA: MCMemberRecord joins and leaves sent on QP1 */
 	u32 sa_qkey;			/* the Q_Key a group is given */
 	u8 sa_tclass;			/* its traffic class */
@@ -113,6 +143,8 @@ struct fib_dev {
 	struct ib_device ibdev;		/* first: ib_alloc_device() */
 	spinlock_t lock;		/* P_Key tables, QPN, QPs, SA replies */
 	u32 next_qpn;
+	struct fib_qp *ud[FIB_UD_QPS];	/* UD QPs by QPN - FIB_UD_QPN0 */
+	u8 bounce[IB_GRH_BYTES + 4096];	/* a UD packet on the wire */
 	struct fib_port port[FIB_PORTS];
 };
 
@@ -137,21 +169,25 @@ struct fib_cq {
 	bool armed;
 };
 
-/* A receive posted to QP0 or QP1: the fake SA's answers arrive in QP1's. */
+/* A posted receive: the fake SA's answers arrive in QP1's. */
 struct fib_rwqe {
 	struct ib_cqe *cqe;
-	u64 addr;
-	u32 len;
+	u32 num_sge;
+	struct ib_sge sge[FIB_MAX_SGE];
 };
 
 struct fib_qp {
 	struct ib_qp ibqp;
-	spinlock_t lock;		/* state, receive queue */
+	spinlock_t lock;		/* state, receive queue, attachments */
 	enum ib_qp_state state;
 	u32 port;
 	u32 qkey;
+	u16 pkey_index;
+	u32 max_send_sge, max_recv_sge;
 	struct fib_rwqe *rq;		/* a ring */
 	u32 rq_size, rq_head, rq_count;
+	u32 nmcg;			/* UD: groups attached */
+	union ib_gid mcg[FIB_MCGS];
 };
 
 /* netdev_priv() of an interface: an rdma_netdev first, as ipoib's. */
@@ -215,13 +251,13 @@ static int fib_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 	a->max_mr_size = ~0ull;
 	a->page_size_cap = PAGE_SIZE;
 	a->vendor_id = 0xffffff;
-	a->max_qp = 2 * FIB_PORTS;
+	a->max_qp = 2 * FIB_PORTS + FIB_UD_QPS;
 	a->max_qp_wr = 4096;
 	a->max_send_sge = 4;
 	a->max_recv_sge = 4;
 	a->max_sge_rd = 4;
 	a->max_cq = 16;
-	a->max_cqe = 8192;
+	a->max_cqe = FIB_MAX_CQE;
 	a->max_mr = 16;
 	a->max_pd = 16;
 	a->max_ah = 64;
@@ -251,7 +287,24 @@ static int fib_query_port(struct ib_device *ibdev, u32 port,
 	a->max_vl_num = 1;
 	a->active_width = IB_WIDTH_4X;
 	a->active_speed = IB_SPEED_EDR;
-	a->port_cap_flags = IB_PORT_CM_SUP;
+	a->port_cap_flags = READ_ONCE(p->cap_flags);
+	return 0;
+}
+
+/* ib_cm sets IB_PORT_CM_SUP on each port it serves (cm_add_one()). */
+static int fib_modify_port(struct ib_device *ibdev, u32 port, int mask,
+			   struct ib_port_modify *pm)
+{
+	struct fib_dev *fd = to_fd(ibdev);
+	struct fib_port *p = &fd->port[port - 1];
+	unsigned long flags;
+
+	if (mask & ~IB_PORT_RESET_QKEY_CNTR)
+		return -EOPNOTSUPP;
+	spin_lock_irqsave(&fd->lock, flags);
+	WRITE_ONCE(p->cap_flags, (p->cap_flags | pm->set_port_cap_mask) &
+				 ~pm->clr_port_cap_mask);
+	spin_unlock_irqrestore(&fd->lock, flags);
 	return 0;
 }
 
@@ -353,7 +406,7 @@ static int fib_cq_init(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 {
 	struct fib_cq *cq = to_fcq(ibcq);
 
-	if (user || attr->flags || attr->cqe < 1 || attr->cqe > 8192)
+	if (user || attr->flags || attr->cqe < 1 || attr->cqe > FIB_MAX_CQE)
 		return -EINVAL;
 	cq->wc = kvcalloc(attr->cqe, sizeof(*cq->wc), GFP_KERNEL);
 	if (!cq->wc)
@@ -452,8 +505,8 @@ static int fib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct fib_dev *fd = to_fd(ibqp->device);
 	struct fib_qp *qp = to_fqp(ibqp);
 	unsigned long flags;
-	struct fib_port *p;
-	int idx;
+	struct fib_port *p = NULL;
+	int idx, ret = 0;
 
 	if (udata)
 		return -EOPNOTSUPP;
@@ -461,31 +514,74 @@ static int fib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		idx = 0;
 	else if (init->qp_type == IB_QPT_GSI)
 		idx = 1;
+	else if (init->qp_type == IB_QPT_UD)
+		idx = -1;
 	else
-		return -EOPNOTSUPP;	/* QP0 and QP1 only */
-	if (init->port_num < 1 || init->port_num > FIB_PORTS ||
+		return -EOPNOTSUPP;	/* QP0, QP1 and UD QPs only */
+	/*
+	 * No create flag is offered (LSO, netif QP, multicast loopback
+	 * blocking: none in query_device), so any is refused, as rxe's
+	 * rxe_qp_chk_init() and mlx5's create_qp flag checks do.
+	 */
+	if (init->create_flags)
+		return -EOPNOTSUPP;
+	if ((idx >= 0 && (init->port_num < 1 || init->port_num > FIB_PORTS)) ||
 	    init->srq || !init->cap.max_recv_wr ||
-	    init->cap.max_recv_wr > 4096 || init->cap.max_send_sge > 4 ||
-	    init->cap.max_recv_sge > 4)
+	    init->cap.max_recv_wr > 4096 || init->cap.max_send_wr > 4096 ||
+	    init->cap.max_send_sge > FIB_MAX_SGE ||
+	    init->cap.max_recv_sge > FIB_MAX_SGE || init->cap.max_inline_data)
 		return -EINVAL;
-	p = &fd->port[init->port_num - 1];
 	qp->rq = kvcalloc(init->cap.max_recv_wr, sizeof(*qp->rq), GFP_KERNEL);
 	if (!qp->rq)
 		return -ENOMEM;
 	spin_lock_init(&qp->lock);
 	qp->rq_size = init->cap.max_recv_wr;
-	qp->port = init->port_num;
+	qp->max_recv_sge = max_t(u32, init->cap.max_recv_sge, 1);
+	qp->max_send_sge = max_t(u32, init->cap.max_send_sge, 1);
 	qp->state = IB_QPS_RESET;
-	ibqp->qp_num = idx;
 	spin_lock_irqsave(&fd->lock, flags);
-	if (p->qp[idx]) {
-		spin_unlock_irqrestore(&fd->lock, flags);
-		kvfree(qp->rq);
-		return -EBUSY;
+	if (idx >= 0) {
+		/* The special QPs' port is fixed at creation. */
+		qp->port = init->port_num;
+		p = &fd->port[init->port_num - 1];
+		ibqp->qp_num = idx;
+		if (p->qp[idx])
+			ret = -EBUSY;
+		else
+			p->qp[idx] = qp;
+	} else {
+		/* A UD QP gets its port at RESET->INIT (IB_QP_PORT). */
+		ret = -ENOMEM;
+		for (idx = 0; idx < FIB_UD_QPS; idx++) {
+			if (fd->ud[idx])
+				continue;
+			fd->ud[idx] = qp;
+			ibqp->qp_num = FIB_UD_QPN0 + idx;
+			ret = 0;
+			break;
+		}
 	}
-	p->qp[idx] = qp;
 	spin_unlock_irqrestore(&fd->lock, flags);
-	return 0;
+	if (ret)
+		kvfree(qp->rq);
+	return ret;
+}
+
+/* Every posted receive completes with a flush error.  Under qp->lock. */
+static void fib_flush_rq(struct fib_qp *qp)
+{
+	struct ib_wc wc;
+
+	while (qp->rq_count) {
+		memset(&wc, 0, sizeof(wc));
+		wc.wr_cqe = qp->rq[qp->rq_head].cqe;
+		wc.status = IB_WC_WR_FLUSH_ERR;
+		wc.opcode = IB_WC_RECV;
+		wc.qp = &qp->ibqp;
+		qp->rq_head = (qp->rq_head + 1) % qp->rq_size;
+		qp->rq_count--;
+		fib_cq_push(to_fcq(qp->ibqp.recv_cq), &wc);
+	}
 }
 
 static int fib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
@@ -494,39 +590,70 @@ static int fib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	struct fib_qp *qp = to_fqp(ibqp);
 	enum ib_qp_state cur, next;
 	unsigned long flags;
+	int ret = 0;
 
 	spin_lock_irqsave(&qp->lock, flags);
 	cur = mask & IB_QP_CUR_STATE ? attr->cur_qp_state : qp->state;
 	next = mask & IB_QP_STATE ? attr->qp_state : cur;
-	if (!ib_modify_qp_is_ok(cur, next, ibqp->qp_type, mask)) {
-		spin_unlock_irqrestore(&qp->lock, flags);
-		return -EINVAL;
+	/*
+	 * The transitions and the attributes each requires or allows are
+	 * the spec's (IBTA Vol 1 11.2.4.2 / 10.3; ib_modify_qp_is_ok()'s
+	 * table): a UD QP's RESET->INIT must give P_Key index, port and
+	 * Q_Key, RTR->RTS the SQ PSN.
+	 */
+	if (cur != qp->state ||
+	    !ib_modify_qp_is_ok(cur, next, ibqp->qp_type, mask)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (((mask & IB_QP_PKEY_INDEX) && attr->pkey_index >= FIB_PKEYS) ||
+	    ((mask & IB_QP_PORT) && (attr->port_num < 1 ||
+				     attr->port_num > FIB_PORTS))) {
+		ret = -EINVAL;
+		goto out;
 	}
 	qp->state = next;
 	if (mask & IB_QP_QKEY)
 		qp->qkey = attr->qkey;
+	if (mask & IB_QP_PKEY_INDEX)
+		qp->pkey_index = attr->pkey_index;
+	if ((mask & IB_QP_PORT) && ibqp->qp_type == IB_QPT_UD)
+		qp->port = attr->port_num;
+	/*
+	 * In the error state every outstanding receive completes with a
+	 * flush error (IBTA Vol 1 10.3.1, "Error" state; rxe's
+	 * rxe_qp_error() and mlx5 do the same): ipoib's stop waits for
+	 * them (ipoib_ib_dev_stop_default()).
+	 */
+	if (next == IB_QPS_ERR)
+		fib_flush_rq(qp);
 	if (next == IB_QPS_RESET) {
 		qp->rq_head = 0;
 		qp->rq_count = 0;
 	}
+out:
 	spin_unlock_irqrestore(&qp->lock, flags);
-	return 0;
+	return ret;
 }
 
 static int fib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct fib_qp *qp = to_fqp(ibqp);
 	struct fib_dev *fd = to_fd(ibqp->device);
-	struct fib_port *p = &fd->port[qp->port - 1];
+	struct fib_port *p = qp->port ? &fd->port[qp->port - 1] : NULL;
 	struct fib_sa_reply *r, *tmp;
 	unsigned long flags;
 
 	spin_lock_irqsave(&fd->lock, flags);
-	p->qp[ibqp->qp_num] = NULL;
-	if (ibqp->qp_num == 1) {
-		list_for_each_entry_safe(r, tmp, &p->sa_replies, node) {
-			list_del(&r->node);
-			kfree(r);
+	if (ibqp->qp_type == IB_QPT_UD) {
+		fd->ud[ibqp->qp_num - FIB_UD_QPN0] = NULL;
+	} else {
+		p->qp[ibqp->qp_num] = NULL;
+		if (ibqp->qp_num == 1) {
+			list_for_each_entry_safe(r, tmp, &p->sa_replies, node) {
+				list_del(&r->node);
+				kfree(r);
+			}
 		}
 	}
 	spin_unlock_irqrestore(&fd->lock, flags);
@@ -537,9 +664,94 @@ static int fib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	return 0;
 }
 
-/* ---- the fake SA: MCMemberRecord joins and leaves on QP1 ---- */
+/*
+ * Multicast attachments of a UD QP (ib_attach_mcast() has checked the
+ * QP type and that the GID is a multicast one).  Detaching a group not
+ * attached fails, as rxe's rxe_detach_mcast() does.
+ */
+static int fib_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
+{
+	struct fib_qp *qp = to_fqp(ibqp);
+	unsigned long flags;
+	int i, ret = 0;
 
-/* Offsets in an SA MAD (IBTA 13.4.3, 15.2.1.1) and its MCMemberRecord (15.2.5.17). */
+	spin_lock_irqsave(&qp->lock, flags);
+	for (i = 0; i < qp->nmcg; i++)
+		if (!memcmp(&qp->mcg[i], gid, sizeof(*gid)))
+			goto out;
+	if (qp->nmcg == FIB_MCGS)
+		ret = -ENOMEM;
+	else
+		qp->mcg[qp->nmcg++] = *gid;
+out:
+	spin_unlock_irqrestore(&qp->lock, flags);
+	return ret;
+}
+
+static int fib_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
+{
+	struct fib_qp *qp = to_fqp(ibqp);
+	unsigned long flags;
+	int i, ret = -EINVAL;
+
+	spin_lock_irqsave(&qp->lock, flags);
+	for (i = 0; i < qp->nmcg; i++) {
+		if (memcmp(&qp->mcg[i], gid, sizeof(*gid)))
+			continue;
+		qp->mcg[i] = qp->mcg[--qp->nmcg];
+		ret = 0;
+		break;
+	}
+	spin_unlock_irqrestore(&qp->lock, flags);
+	return ret;
+}
+
+/* Bytes a receive WQE can take. */
+static u32 fib_wqe_room(const struct fib_rwqe *e)
+{
+	u32 i, n = 0;
+
+	for (i = 0; i < e->num_sge; i++)
+		n += e->sge[i].length;
+	return n;
+}
+
+/* @len bytes of @src into @e's scatter list from byte @off (they fit). */
+static void fib_scatter(const struct fib_rwqe *e, u32 off, const u8 *src,
+			u32 len)
+{
+	u32 i, n;
+
+	for (i = 0; i < e->num_sge && len; i++) {
+		if (off >= e->sge[i].length) {
+			off -= e->sge[i].length;
+			continue;
+		}
+		n = min(len, e->sge[i].length - off);
+		memcpy((u8 *)(uintptr_t)e->sge[i].addr + off, src, n);
+		src += n;
+		len -= n;
+		off = 0;
+	}
+}
+
+/* The oldest posted receive of @qp into *@e; false if none.  qp->lock. */
+static bool fib_rq_pop(struct fib_qp *qp, struct fib_rwqe *e)
+{
+	if (!qp->rq_count)
+		return false;
+	*e = qp->rq[qp->rq_head];
+	qp->rq_head = (qp->rq_head + 1) % qp->rq_size;
+	qp->rq_count--;
+	return true;
+}
+
+/* ---- the fake SA: MCMemberRecord joins and leaves, PathRecord gets ---- */
+
+/*
+ * Offsets in an SA MAD (IBTA 13.4.3, 15.2.1.1), its MCMemberRecord
+ * (15.2.5.17) and its PathRecord (15.2.5.16).
+ */
 #define FIB_MAD_METHOD		3
 #define FIB_MAD_STATUS		4
 #define FIB_MAD_ATTR_ID		16
@@ -550,7 +762,21 @@ static int fib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 #define FIB_MC_TCLASS		39
 #define FIB_MC_RATE		42
 #define FIB_MC_LIFE		43
+#define FIB_PR_DGID		8
+#define FIB_PR_SGID		24
+#define FIB_PR_DLID		40
+#define FIB_PR_SLID		42
+#define FIB_PR_FLOW_HOP		44	/* raw traffic, flow label, hop limit */
+#define FIB_PR_TCLASS		48
+#define FIB_PR_NUMB		49	/* reversible, numb_path */
+#define FIB_PR_PKEY		50
+#define FIB_PR_SL		52
+#define FIB_PR_MTU		54
+#define FIB_PR_RATE		55
+#define FIB_PR_LIFE		56
+#define FIB_PR_END		64
 #define FIB_SEL_EXACTLY		2
+#define FIB_SA_NO_RECORDS	0x0300	/* MAD status: ERR_NO_RECORDS */
 
 /*
  * Into QP1's oldest posted receive: no GRH (40 bytes the MAD layer
@@ -560,25 +786,23 @@ static void fib_deliver(struct fib_qp *qp, const u8 *mad)
 {
 	struct ib_wc wc = { };
 	struct fib_rwqe e;
+	bool got;
 
 	spin_lock(&qp->lock);
-	if (!qp->rq_count || (qp->state != IB_QPS_RTR &&
-			      qp->state != IB_QPS_RTS)) {
-		spin_unlock(&qp->lock);
-		return;
-	}
-	e = qp->rq[qp->rq_head];
-	qp->rq_head = (qp->rq_head + 1) % qp->rq_size;
-	qp->rq_count--;
+	got = (qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS) &&
+	      fib_rq_pop(qp, &e);
 	spin_unlock(&qp->lock);
+	if (!got)
+		return;
 	wc.wr_cqe = e.cqe;
 	wc.qp = &qp->ibqp;
-	if (e.len < IB_GRH_BYTES + IB_MGMT_MAD_SIZE) {
+	if (fib_wqe_room(&e) < IB_GRH_BYTES + IB_MGMT_MAD_SIZE) {
 		wc.status = IB_WC_LOC_LEN_ERR;
 	} else {
-		memset((void *)(uintptr_t)e.addr, 0, IB_GRH_BYTES);
-		memcpy((void *)(uintptr_t)e.addr + IB_GRH_BYTES, mad,
-		       IB_MGMT_MAD_SIZE);
+		u8 grh[IB_GRH_BYTES] = { };
+
+		fib_scatter(&e, 0, grh, IB_GRH_BYTES);
+		fib_scatter(&e, IB_GRH_BYTES, mad, IB_MGMT_MAD_SIZE);
 		wc.status = IB_WC_SUCCESS;
 		wc.opcode = IB_WC_RECV;
 		wc.byte_len = IB_GRH_BYTES + IB_MGMT_MAD_SIZE;
@@ -614,19 +838,71 @@ static void fib_sa_work(struct work_struct *work)
 	spin_unlock_irqrestore(&p->fd->lock, flags);
 }
 
+/* The port whose GID is @gid, or NULL. */
+static struct fib_port *fib_gid_port(struct fib_dev *fd, const u8 *gid)
+{
+	union ib_gid g;
+	int i;
+
+	for (i = 0; i < FIB_PORTS; i++) {
+		g = fib_port_gid(i + 1);
+		if (!memcmp(g.raw, gid, sizeof(g.raw)))
+			return &fd->port[i];
+	}
+	return NULL;
+}
+
+/*
+ * A PathRecord SubnAdmGet (ipoib's and the module's ib_sa_path_rec_get())
+ * answered in place: the path between two of the device's port GIDs,
+ * LIDs the port numbers, SL 0, hop limit 0 (no GRH on the subnet, as
+ * an SM answers for a local path), the traffic class and P_Key asked
+ * for, MTU the smaller active MTU of the two ports, 100 Gb/s.  A GID
+ * that is not a port's: status ERR_NO_RECORDS.
+ */
+static void fib_path_answer(struct fib_port *p, u8 *m)
+{
+	struct fib_port *s, *d;
+	u8 *r = m + FIB_SA_DATA;
+	enum ib_mtu mtu;
+
+	s = fib_gid_port(p->fd, r + FIB_PR_SGID);
+	d = fib_gid_port(p->fd, r + FIB_PR_DGID);
+	if (!s || !d || s != p) {
+		m[FIB_MAD_STATUS] = FIB_SA_NO_RECORDS >> 8;
+		return;
+	}
+	mtu = min(READ_ONCE(s->mtu), READ_ONCE(d->mtu));
+	r[FIB_PR_DLID] = 0;
+	r[FIB_PR_DLID + 1] = d->num;
+	r[FIB_PR_SLID] = 0;
+	r[FIB_PR_SLID + 1] = s->num;
+	memset(r + FIB_PR_FLOW_HOP, 0, 4);
+	r[FIB_PR_NUMB] = 0x80 | 1;
+	if (!r[FIB_PR_PKEY] && !r[FIB_PR_PKEY + 1])
+		memset(r + FIB_PR_PKEY, 0xff, 2);
+	r[FIB_PR_SL] = 0;
+	r[FIB_PR_SL + 1] = 0;
+	r[FIB_PR_MTU] = FIB_SEL_EXACTLY << 6 | mtu;
+	r[FIB_PR_RATE] = FIB_SEL_EXACTLY << 6 | IB_RATE_100_GBPS;
+	r[FIB_PR_LIFE] = FIB_SEL_EXACTLY << 6 | 18;
+	r[FIB_PR_LIFE + 1] = 0;
+	p->path_answers++;
+}
+
 /*
  * A MAD sent on QP1 (to the SM's LID: the only destination ib_sa has):
- * a join (SubnAdmSet) or leave (SubnAdmDelete) of an MCMemberRecord is
- * answered after the port's sa_delay_ms, the group given the port's
- * Q_Key and traffic class, MLID 0xC001, MTU 2048, rate 100 Gb/s; any
- * other query gets no answer.  Any context.
+ * a join (SubnAdmSet) or leave (SubnAdmDelete) of an MCMemberRecord or,
+ * with ipoib=1, a PathRecord SubnAdmGet is answered after the port's sa_delay_ms, a
+ * group given the port's Q_Key and traffic class, MLID 0xC001, MTU
+ * 2048, rate 100 Gb/s; any other query gets no answer.  Any context.
  */
 static void fib_sa_request(struct fib_port *p, const struct ib_send_wr *wr)
 {
 	struct fib_sa_reply *r;
 	unsigned int off = 0;
 	unsigned long flags;
-	bool first;
+	bool first, mc, path;
 	u8 *m, *d;
 	u32 qkey;
 	int i;
@@ -641,17 +917,26 @@ static void fib_sa_request(struct fib_port *p, const struct ib_send_wr *wr)
 		memcpy(m + off, (void *)(uintptr_t)wr->sg_list[i].addr, len);
 		off += len;
 	}
-	if (off < FIB_SA_DATA + FIB_MC_LIFE + 1 ||
-	    m[1] != IB_MGMT_CLASS_SUBN_ADM ||
-	    m[FIB_MAD_ATTR_ID] != 0 ||
-	    m[FIB_MAD_ATTR_ID + 1] != IB_SA_ATTR_MC_MEMBER_REC ||
-	    (m[FIB_MAD_METHOD] != IB_MGMT_METHOD_SET &&
-	     m[FIB_MAD_METHOD] != IB_SA_METHOD_DELETE)) {
+	mc = m[FIB_MAD_ATTR_ID] == 0 &&
+	     m[FIB_MAD_ATTR_ID + 1] == IB_SA_ATTR_MC_MEMBER_REC &&
+	     (m[FIB_MAD_METHOD] == IB_MGMT_METHOD_SET ||
+	      m[FIB_MAD_METHOD] == IB_SA_METHOD_DELETE);
+	path = ipoib && m[FIB_MAD_ATTR_ID] == 0 &&
+	       m[FIB_MAD_ATTR_ID + 1] == IB_SA_ATTR_PATH_REC &&
+	       m[FIB_MAD_METHOD] == IB_MGMT_METHOD_GET;
+	if (off < FIB_SA_DATA + FIB_PR_END ||
+	    m[1] != IB_MGMT_CLASS_SUBN_ADM || (!mc && !path)) {
 		kfree(r);
 		return;
 	}
 	d = m + FIB_SA_DATA;
-	if (m[FIB_MAD_METHOD] == IB_MGMT_METHOD_SET) {
+	m[FIB_MAD_STATUS] = 0;
+	m[FIB_MAD_STATUS + 1] = 0;
+	if (path) {
+		spin_lock_irqsave(&p->fd->lock, flags);
+		fib_path_answer(p, m);
+		spin_unlock_irqrestore(&p->fd->lock, flags);
+	} else if (m[FIB_MAD_METHOD] == IB_MGMT_METHOD_SET) {
 		qkey = READ_ONCE(p->sa_qkey);
 		for (i = 0; i < 4; i++)
 			d[FIB_MC_QKEY + i] = qkey >> (24 - 8 * i);
@@ -663,8 +948,6 @@ static void fib_sa_request(struct fib_port *p, const struct ib_send_wr *wr)
 		d[FIB_MC_LIFE] = FIB_SEL_EXACTLY << 6 | 18;
 	}
 	m[FIB_MAD_METHOD] |= IB_MGMT_METHOD_RESP;
-	m[FIB_MAD_STATUS] = 0;
-	m[FIB_MAD_STATUS + 1] = 0;
 	spin_lock_irqsave(&p->fd->lock, flags);
 	r->due = jiffies + msecs_to_jiffies(READ_ONCE(p->sa_delay_ms));
 	first = list_empty(&p->sa_replies);
@@ -674,21 +957,230 @@ static void fib_sa_request(struct fib_port *p, const struct ib_send_wr *wr)
 	spin_unlock_irqrestore(&p->fd->lock, flags);
 }
 
-/* A send leaves (to nowhere) and completes at once, if the QP may send. */
+/* ---- UD datagrams between the two ports ---- */
+
+/*
+ * P_Key matching (IBTA Vol 1 10.9.3): the low 15 bits equal and at
+ * least one of the two a full member (bit 15); an invalid P_Key (low
+ * bits 0) matches nothing.
+ */
+static bool fib_pkey_match(u16 a, u16 b)
+{
+	return (a & 0x7fff) && (a & 0x7fff) == (b & 0x7fff) &&
+	       ((a | b) & 0x8000);
+}
+
+/* What a UD send puts on the wire, as the receiver checks it. */
+struct fib_ud_pkt {
+	struct fib_port *from;
+	u32 src_qp;
+	u16 pkey;			/* from the sender's P_Key index */
+	u32 qkey;			/* DETH Q_Key */
+	bool grh;
+	const u8 *buf;			/* GRH area (40 bytes), payload */
+	u32 len;			/* payload bytes */
+};
+
+/*
+ * One datagram into @qp on port @to.  The receive rules, each as the
+ * hardware applies it:
+ * - a QP takes packets only in RTR or RTS (IBTA Vol 1 10.3.1: INIT
+ *   accepts posted receives but drops what arrives; rxe's
+ *   check_type_state());
+ * - the packet's P_Key must match the QP's (10.9.3; rxe's check_keys()),
+ *   its Q_Key equal the QP's (10.2.4 "Q_Keys"; rxe's check_keys():
+ *   "bad qkey"): else silently dropped;
+ * - no posted receive: dropped (UD has no RNR, 9.7.5.1.x; mlx5 counts it
+ *   as rx_out_of_buffer);
+ * - the first 40 bytes of the receive buffer are the GRH's, whether or
+ *   not one came (IB_WC_GRH says if it did; ibv_post_recv(3), ipoib's
+ *   IPOIB_UD_BUF_SIZE); byte_len counts them; what is there without a
+ *   GRH is undefined, so it is garbage here;
+ * - a buffer smaller than 40 + payload: the WQE completes with a local
+ *   length error (ibv_poll_cq(3), IBV_WC_LOC_LEN_ERR).
+ * Under fd->lock.
+ */
+static void fib_ud_rx(struct fib_port *to, struct fib_qp *qp,
+		      const struct fib_ud_pkt *pk)
+{
+	static const u8 junk[IB_GRH_BYTES] = {
+		[0 ... IB_GRH_BYTES - 1] = 0xa5
+	};
+	struct ib_wc wc = { };
+	struct fib_rwqe e;
+	bool got;
+
+	spin_lock(&qp->lock);
+	if (qp->state != IB_QPS_RTR && qp->state != IB_QPS_RTS) {
+		spin_unlock(&qp->lock);
+		to->drop_state++;
+		return;
+	}
+	if (!fib_pkey_match(pk->pkey, to->pkeys[qp->pkey_index])) {
+		spin_unlock(&qp->lock);
+		to->drop_pkey++;
+		return;
+	}
+	if (pk->qkey != qp->qkey) {
+		spin_unlock(&qp->lock);
+		to->drop_qkey++;
+		return;
+	}
+	got = fib_rq_pop(qp, &e);
+	spin_unlock(&qp->lock);
+	if (!got) {
+		to->drop_norecv++;
+		return;
+	}
+	wc.wr_cqe = e.cqe;
+	wc.qp = &qp->ibqp;
+	wc.opcode = IB_WC_RECV;
+	if (fib_wqe_room(&e) < IB_GRH_BYTES + pk->len) {
+		wc.status = IB_WC_LOC_LEN_ERR;
+		to->len_err_rx++;
+	} else {
+		fib_scatter(&e, 0, pk->grh ? pk->buf : junk, IB_GRH_BYTES);
+		fib_scatter(&e, IB_GRH_BYTES, pk->buf + IB_GRH_BYTES, pk->len);
+		wc.status = IB_WC_SUCCESS;
+		wc.byte_len = IB_GRH_BYTES + pk->len;
+		wc.src_qp = pk->src_qp;
+		wc.slid = pk->from->num;
+		wc.wc_flags = pk->grh ? IB_WC_GRH : 0;
+		wc.pkey_index = qp->pkey_index;
+		wc.port_num = to->num;
+		to->ud_rcvd++;
+	}
+	fib_cq_push(to_fcq(qp->ibqp.recv_cq), &wc);
+}
+
+/* Is @qp (on port @to) attached to @mgid?  Under fd->lock. */
+static bool fib_attached(struct fib_qp *qp, const union ib_gid *mgid)
+{
+	bool yes = false;
+	u32 i;
+
+	spin_lock(&qp->lock);
+	for (i = 0; i < qp->nmcg && !yes; i++)
+		yes = !memcmp(&qp->mcg[i], mgid, sizeof(*mgid));
+	spin_unlock(&qp->lock);
+	return yes;
+}
+
+/*
+ * A UD send from @qp: the two ports are each other's wire (a packet to
+ * port 1's LID arrives at port 1, from port 2, and the other way; one
+ * to a port's own LID loops back in the HCA).  Rules of the sending
+ * side:
+ * - a message is one packet, at most the port's active MTU (IBTA Vol 1
+ *   9.8.x; ibv_poll_cq(3): a larger one completes with a local length
+ *   error);
+ * - the DETH Q_Key is the WR's, or the QP's own when the WR's has its
+ *   top bit set (a controlled Q_Key, 10.2.4; rxe's init_req_packet());
+ * - a multicast DLID (0xC000 and up) reaches every QP of the other port
+ *   attached to the GRH's DGID; without a GRH nothing matches (mlx5
+ *   steers multicast by MGID, mlx5_ib_mcg_attach()); unicast needs the
+ *   QPN of a UD QP on the destination port.
+ * Returns the send completion's status.  Under fd->lock.
+ */
+static enum ib_wc_status fib_ud_send(struct fib_qp *qp,
+				     const struct ib_send_wr *wr)
+{
+	struct fib_dev *fd = to_fd(qp->ibqp.device);
+	struct fib_port *p = &fd->port[qp->port - 1], *to;
+	const struct ib_ud_wr *ud = ud_wr(wr);
+	struct fib_ah *ah = container_of(ud->ah, struct fib_ah, ibah);
+	const struct ib_global_route *gr = rdma_ah_read_grh(&ah->attr);
+	struct fib_ud_pkt pk = { .from = p, .src_qp = qp->ibqp.qp_num };
+	u16 dlid = rdma_ah_get_dlid(&ah->attr);
+	struct ib_grh *grh = (struct ib_grh *)fd->bounce;
+	u32 i, off = IB_GRH_BYTES;
+
+	for (i = 0; i < wr->num_sge; i++)
+		pk.len += wr->sg_list[i].length;
+	if (pk.len > ib_mtu_enum_to_int(READ_ONCE(p->mtu))) {
+		p->len_err_tx++;
+		return IB_WC_LOC_LEN_ERR;
+	}
+	for (i = 0; i < wr->num_sge; i++) {
+		memcpy(fd->bounce + off,
+		       (void *)(uintptr_t)wr->sg_list[i].addr,
+		       wr->sg_list[i].length);
+		off += wr->sg_list[i].length;
+	}
+	pk.buf = fd->bounce;
+	pk.grh = rdma_ah_get_ah_flags(&ah->attr) & IB_AH_GRH;
+	if (pk.grh) {
+		grh->version_tclass_flow =
+			cpu_to_be32(6 << 28 | gr->traffic_class << 20 |
+				    (gr->flow_label & 0xfffff));
+		/* BTH 12 + DETH 8 + payload + ICRC 4 */
+		grh->paylen = cpu_to_be16(12 + 8 + pk.len + 4);
+		grh->next_hdr = 0x1b;
+		grh->hop_limit = gr->hop_limit;
+		grh->sgid = fib_port_gid(p->num);
+		grh->dgid = gr->dgid;
+	}
+	pk.pkey = p->pkeys[qp->pkey_index];
+	pk.qkey = (int)ud->remote_qkey < 0 ? qp->qkey : ud->remote_qkey;
+	p->ud_sent++;
+	if (dlid >= be16_to_cpu(IB_MULTICAST_LID_BASE) &&
+	    dlid != be16_to_cpu(IB_LID_PERMISSIVE)) {
+		to = &fd->port[FIB_PORTS - p->num];
+		if (ud->remote_qpn != FIB_MC_QPN) {
+			to->drop_noqp++;
+			return IB_WC_SUCCESS;
+		}
+		if (!pk.grh) {
+			to->drop_nogrh++;
+			return IB_WC_SUCCESS;
+		}
+		for (i = 0; i < FIB_UD_QPS; i++) {
+			struct fib_qp *r = fd->ud[i];
+
+			if (r && r->port == to->num && fib_attached(r, &gr->dgid))
+				fib_ud_rx(to, r, &pk);
+		}
+		return IB_WC_SUCCESS;
+	}
+	to = dlid >= 1 && dlid <= FIB_PORTS ? &fd->port[dlid - 1] : NULL;
+	i = ud->remote_qpn - FIB_UD_QPN0;
+	if (!to || ud->remote_qpn < FIB_UD_QPN0 || i >= FIB_UD_QPS ||
+	    !fd->ud[i] || fd->ud[i]->port != to->num) {
+		(to ? to : p)->drop_noqp++;
+		return IB_WC_SUCCESS;
+	}
+	fib_ud_rx(to, fd->ud[i], &pk);
+	return IB_WC_SUCCESS;
+}
+
+/*
+ * Sends complete at once.  A QP sends only in RTS (IBTA Vol 1 10.3.1;
+ * rxe_post_send(): "qp not ready to send"), SEND (with immediate, on
+ * UD) only, at most the QP's send SGEs; refused otherwise (the WR and
+ * those after it in *bad).  QP0/QP1 sends go to nowhere but the fake
+ * SA; UD ones to the other port (fib_ud_send()).
+ */
 static int fib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			 const struct ib_send_wr **bad)
 {
 	struct fib_qp *qp = to_fqp(ibqp);
-	struct fib_port *p = &to_fd(ibqp->device)->port[qp->port - 1];
+	struct fib_dev *fd = to_fd(ibqp->device);
+	struct fib_port *p;
+	unsigned long flags;
 	struct ib_wc wc;
 	int i, ret = 0;
 
 	for (; wr; wr = wr->next) {
-		if (READ_ONCE(qp->state) != IB_QPS_RTS ||
-		    wr->opcode != IB_WR_SEND || wr->num_sge > 4) {
+		if (READ_ONCE(qp->state) != IB_QPS_RTS || !qp->port ||
+		    (wr->opcode != IB_WR_SEND &&
+		     !(wr->opcode == IB_WR_SEND_WITH_IMM &&
+		       ibqp->qp_type == IB_QPT_UD)) ||
+		    wr->num_sge > qp->max_send_sge ||
+		    (wr->send_flags & IB_SEND_IP_CSUM)) {
 			ret = -EINVAL;
 			break;
 		}
+		p = &fd->port[qp->port - 1];
 		memset(&wc, 0, sizeof(wc));
 		wc.wr_cqe = wr->wr_cqe;
 		wc.status = IB_WC_SUCCESS;
@@ -696,39 +1188,55 @@ static int fib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		wc.qp = ibqp;
 		for (i = 0; i < wr->num_sge; i++)
 			wc.byte_len += wr->sg_list[i].length;
+		if (ibqp->qp_type == IB_QPT_UD) {
+			spin_lock_irqsave(&fd->lock, flags);
+			wc.status = fib_ud_send(qp, wr);
+			spin_unlock_irqrestore(&fd->lock, flags);
+		}
 		ret = fib_cq_push(to_fcq(ibqp->send_cq), &wc);
 		if (ret)
 			break;
+		if (ibqp->qp_type == IB_QPT_UD)
+			continue;
 		WRITE_ONCE(p->mad_sends, p->mad_sends + 1);
 		if (ibqp->qp_num == 1)
 			fib_sa_request(p, wr);
 	}
 	if (ret) {
 		*bad = wr;
-		WRITE_ONCE(p->send_errors, p->send_errors + 1);
+		if (qp->port) {
+			p = &fd->port[qp->port - 1];
+			WRITE_ONCE(p->send_errors, p->send_errors + 1);
+		}
 	}
 	return ret;
 }
 
+/*
+ * Receives may be posted from INIT on (IBTA Vol 1 10.3.1; not in RESET
+ * or ERR), with at most the QP's receive SGEs (rxe_post_recv()).
+ */
 static int fib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 			 const struct ib_recv_wr **bad)
 {
 	struct fib_qp *qp = to_fqp(ibqp);
 	struct fib_rwqe *e;
 	unsigned long flags;
-	int ret = 0;
+	int i, ret = 0;
 
 	spin_lock_irqsave(&qp->lock, flags);
 	for (; wr; wr = wr->next) {
 		if (qp->state == IB_QPS_RESET || qp->state == IB_QPS_ERR ||
-		    wr->num_sge != 1 || qp->rq_count == qp->rq_size) {
+		    wr->num_sge < 1 || wr->num_sge > qp->max_recv_sge ||
+		    qp->rq_count == qp->rq_size) {
 			ret = -EINVAL;
 			break;
 		}
 		e = &qp->rq[(qp->rq_head + qp->rq_count) % qp->rq_size];
 		e->cqe = wr->wr_cqe;
-		e->addr = wr->sg_list[0].addr;
-		e->len = wr->sg_list[0].length;
+		e->num_sge = wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++)
+			e->sge[i] = wr->sg_list[i];
 		qp->rq_count++;
 	}
 	spin_unlock_irqrestore(&qp->lock, flags);
@@ -743,6 +1251,7 @@ static const struct ib_device_ops fib_ib_ops = {
 
 	.query_device = fib_query_device,
 	.query_port = fib_query_port,
+	.modify_port = fib_modify_port,
 	.get_port_immutable = fib_get_port_immutable,
 	.query_pkey = fib_query_pkey,
 	.query_gid = fib_query_gid,
@@ -761,6 +1270,8 @@ static const struct ib_device_ops fib_ib_ops = {
 	.create_qp = fib_create_qp,
 	.modify_qp = fib_modify_qp,
 	.destroy_qp = fib_destroy_qp,
+	.attach_mcast = fib_attach_mcast,
+	.detach_mcast = fib_detach_mcast,
 	.post_send = fib_post_send,
 	.post_recv = fib_post_recv,
 
@@ -1235,6 +1746,7 @@ static int fib_dev_create(void)
 		p->num = i + 1;
 		p->state = IB_PORT_ACTIVE;
 		p->mtu = IB_MTU_2048;
+		p->cap_flags = IB_PORT_CM_SUP;
 		p->sa_qkey = 0x0b1b;
 		INIT_LIST_HEAD(&p->children);
 		INIT_LIST_HEAD(&p->sa_replies);
@@ -1308,6 +1820,26 @@ static int fib_state_show(struct seq_file *m, void *unused)
 		for (j = 0; j < FIB_PKEYS; j++)
 			seq_printf(m, " 0x%04x", p->pkeys[j]);
 		seq_puts(m, "\n");
+		spin_lock_irq(&fib->lock);
+		seq_printf(m, "  ud port %u sent %llu rcvd %llu drop_qkey %llu drop_pkey %llu drop_noqp %llu drop_norecv %llu drop_state %llu drop_nogrh %llu len_err_rx %llu len_err_tx %llu path_answers %llu\n",
+			   p->num, p->ud_sent, p->ud_rcvd, p->drop_qkey,
+			   p->drop_pkey, p->drop_noqp, p->drop_norecv,
+			   p->drop_state, p->drop_nogrh, p->len_err_rx,
+			   p->len_err_tx, p->path_answers);
+		for (j = 0; j < FIB_UD_QPS; j++) {
+			struct fib_qp *q = fib->ud[j];
+
+			if (!q || q->port != p->num)
+				continue;
+			spin_lock(&q->lock);
+			seq_printf(m, "  udqp port %u qpn 0x%06x state %s pkey_index %u pkey 0x%04x qkey 0x%08x recvs %u mcgs %u\n",
+				   p->num, q->ibqp.qp_num,
+				   fib_qps_name[q->state], q->pkey_index,
+				   p->pkeys[q->pkey_index], q->qkey,
+				   q->rq_count, q->nmcg);
+			spin_unlock(&q->lock);
+		}
+		spin_unlock_irq(&fib->lock);
 		rtnl_lock();
 		dev = rtnl_dereference(p->ndev);
 		if (dev)
@@ -1452,13 +1984,16 @@ static int __init fib_init(void)
 	fib_pdev = platform_device_register_simple("fakeib", -1, NULL, 0);
 	if (IS_ERR(fib_pdev))
 		return PTR_ERR(fib_pdev);
-	ret = rtnl_link_register(&fib_link_ops);
-	if (ret) {
-		pr_err("link kind ipoib taken (ib_ipoib loaded?): %d\n", ret);
-		goto err_pdev;
+	if (!ipoib) {
+		ret = rtnl_link_register(&fib_link_ops);
+		if (ret) {
+			pr_err("link kind ipoib taken (ib_ipoib loaded?): %d\n",
+			       ret);
+			goto err_pdev;
+		}
 	}
 	ib_sa_register_client(&fib_sa_client);
-	ret = ib_register_client(&fib_client);
+	ret = ipoib ? 0 : ib_register_client(&fib_client);
 	if (ret)
 		goto err_sa;
 	mutex_lock(&fib_lock);
@@ -1472,10 +2007,12 @@ static int __init fib_init(void)
 	return 0;
 
 err_client:
-	ib_unregister_client(&fib_client);
+	if (!ipoib)
+		ib_unregister_client(&fib_client);
 err_sa:
 	ib_sa_unregister_client(&fib_sa_client);
-	rtnl_link_unregister(&fib_link_ops);
+	if (!ipoib)
+		rtnl_link_unregister(&fib_link_ops);
 err_pdev:
 	platform_device_unregister(fib_pdev);
 	return ret;
@@ -1487,9 +2024,11 @@ static void __exit fib_exit(void)
 	mutex_lock(&fib_lock);
 	fib_dev_remove();
 	mutex_unlock(&fib_lock);
-	ib_unregister_client(&fib_client);
+	if (!ipoib)
+		ib_unregister_client(&fib_client);
 	ib_sa_unregister_client(&fib_sa_client);
-	rtnl_link_unregister(&fib_link_ops);
+	if (!ipoib)
+		rtnl_link_unregister(&fib_link_ops);
 	platform_device_unregister(fib_pdev);
 }
 
