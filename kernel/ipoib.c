@@ -67,10 +67,20 @@ MODULE_PARM_DESC(path_fail_ttl, "Seconds a failed path query is remembered (defa
 /* How long the SA may take to answer, as the ipoib driver allows. */
 #define SLUICE_PATH_TIMEOUT_MS	1000
 
+/* Broadcast groups' last Q_Keys remembered a device (see below). */
+#define SLUICE_QKEY_SLOTS	16
+
 /* One per ib device the client was told about. */
 struct sluice_ibdev {
 	struct list_head node;		/* in sluice_ib_devs */
 	struct ib_device *ibdev;
+	/* The last nonzero Q_Key of each broadcast group; sluice_ib_lock */
+	struct {
+		u32 port;
+		u32 qkey;
+		u8 mgid[16];
+	} qkeys[SLUICE_QKEY_SLOTS];
+	unsigned int nqkeys, next_qkey;
 };
 
 struct sluice_path {
@@ -214,20 +224,75 @@ static bool sluice_ipoib_enhanced(const struct net_device *dev)
 	return rn->set_id;
 }
 
+/*
+ * The last nonzero Q_Key ib_core's record of a broadcast group had, and
+ * remembering one.  While ipoib joins the group again (a client
+ * reregister, an SM change: ipoib's light flush), ib_sa holds a fresh
+ * group whose record is zero until the SA answers, and ipoib's QP keeps
+ * the Q_Key of its last join (ipoib_mcast_join_finish() sets priv->qkey
+ * and the QP's only from an answer): that one is what the interface is
+ * sending and receiving with in that window, not the default 0x0B1B.
+ * Under sluice_ib_lock.
+ */
+static bool sluice_qkey_recall(struct sluice_ibdev *e, u32 port,
+			       const u8 *mgid, u32 *qkey)
+{
+	unsigned int i;
+
+	for (i = 0; e && i < e->nqkeys; i++) {
+		if (e->qkeys[i].port == port &&
+		    !memcmp(e->qkeys[i].mgid, mgid, 16)) {
+			*qkey = e->qkeys[i].qkey;
+			return true;
+		}
+	}
+	return false;
+}
+
+static void sluice_qkey_remember(struct sluice_ibdev *e, u32 port,
+				 const u8 *mgid, u32 qkey)
+{
+	unsigned int i;
+
+	if (!e)
+		return;
+	for (i = 0; i < e->nqkeys; i++)
+		if (e->qkeys[i].port == port &&
+		    !memcmp(e->qkeys[i].mgid, mgid, 16))
+			break;
+	if (i == e->nqkeys) {
+		/* A new group: a free slot, else the oldest one's */
+		if (e->nqkeys < SLUICE_QKEY_SLOTS) {
+			i = e->nqkeys++;
+		} else {
+			i = e->next_qkey;
+			e->next_qkey = (e->next_qkey + 1) % SLUICE_QKEY_SLOTS;
+		}
+		e->qkeys[i].port = port;
+		memcpy(e->qkeys[i].mgid, mgid, 16);
+	}
+	e->qkeys[i].qkey = qkey;
+}
+
+static struct ib_client sluice_ib_client;
+
 /**
  * sluice_ipoib_ifinfo - the ib_* fields of IFINFO for @dev
  * @dev:	the interface, under RTNL
  * @info:	the answer; left alone unless @dev is IPoIB on a known device
  *
  * P_Key from the broadcast address and its index from the port's cached
- * table, UD MTU from the port's active MTU, Q_Key from the broadcast
- * group's MCMemberRecord if ib_core holds one (the ipoib driver joined
- * it), else the default 0x0B1B without SLUICE_IB_QKEY_SA.
+ * table, UD MTU from the port's active MTU or the broadcast group's if
+ * smaller, Q_Key from the broadcast group's MCMemberRecord if ib_core
+ * holds one with a Q_Key (the ipoib driver joined it), else the last
+ * such record's (a rejoin under way), both with SLUICE_IB_QKEY_SA, else
+ * the default 0x0B1B without it.
  */
 void sluice_ipoib_ifinfo(struct net_device *dev, struct sluice_ifinfo *info)
 {
 	struct sluice_ipoib_desc d = { };
 	struct ib_sa_mcmember_rec mc;
+	struct sluice_ibdev *e;
 	struct ib_port_attr attr;
 	struct ib_device *ibdev;
 	union ib_gid mgid;
@@ -250,10 +315,14 @@ void sluice_ipoib_ifinfo(struct net_device *dev, struct sluice_ifinfo *info)
 	if (!ib_query_port(ibdev, port, &attr))
 		d.active_mtu = attr.active_mtu;
 	sluice_ipoib_gid(dev->broadcast, mgid.raw);
-	if (!ib_sa_get_mcmember_rec(ibdev, port, &mgid, &mc)) {
+	e = ib_get_client_data(ibdev, &sluice_ib_client);
+	if (!ib_sa_get_mcmember_rec(ibdev, port, &mgid, &mc) && mc.qkey) {
 		d.qkey = be32_to_cpu(mc.qkey);
 		d.qkey_sa = true;
 		d.group_mtu = mc.mtu;
+		sluice_qkey_remember(e, port, mgid.raw, d.qkey);
+	} else if (sluice_qkey_recall(e, port, mgid.raw, &d.qkey)) {
+		d.qkey_sa = true;
 	}
 	d.connected = sluice_ipoib_connected(dev);
 	/*
@@ -536,8 +605,6 @@ again:
 	}
 	spin_unlock_irq(&sluice_path_lock);
 }
-
-static struct ib_client sluice_ib_client;
 
 static int sluice_ib_add(struct ib_device *ibdev)
 {
