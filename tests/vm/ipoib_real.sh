@@ -57,6 +57,14 @@ until_t() {
 	done
 	"$@"
 }
+# quiet COMMAND...: its output as TAP comments (kpeer prints "ok ..."),
+# its exit status kept.
+quiet() {
+	out=$("$@" 2>&1)
+	rc=$?
+	[ -n "$out" ] && echo "$out" | sed 's/^/# /'
+	return $rc
+}
 has_dev() { [ -e "/sys/class/net/$1" ]; }
 carrier() { [ "$(cat "/sys/class/net/$1/carrier" 2>/dev/null)" = 1 ]; }
 ns_carrier() { [ "$(in_ns cat "/sys/class/net/$1/carrier" 2>/dev/null)" = 1 ]; }
@@ -126,17 +134,17 @@ in_ns kpeer serve 7000 100 >/tmp/ipr-ksrv.log 2>&1 &
 ksrv=$!
 sleep 1
 check "UDP: 50 datagrams from a Sluice stack on ib0 echoed by the kernel on ib1" \
-	timeout 60 sluice run --stack $ST --ifname ib0 -- kpeer udp-echo "$K" 7000 50
+	quiet timeout 60 sluice run --stack $ST --ifname ib0 -- kpeer udp-echo "$K" 7000 50
 check "TCP: 2 connections x 300000 bytes from the Sluice stack echoed by the kernel" \
-	timeout 60 sluice run --stack $ST --ifname ib0 -- kpeer tcp-echo "$K" 7000 300000 2
+	quiet timeout 60 sluice run --stack $ST --ifname ib0 -- kpeer tcp-echo "$K" 7000 300000 2
 timeout 100 sluice run --stack $ST --ifname ib0 -- kpeer serve 7001 60 >/tmp/ipr-ssrv.log 2>&1 &
 ssrv=$!
 i=0
 while [ $i -lt 100 ] && ! sluice fds $ST 2>/dev/null | grep -q kpeer; do sleep 0.2; i=$((i + 1)); done
 check "UDP: the kernel on ib1 sends 50 datagrams to the Sluice stack, echoed" \
-	timeout 60 $IP netns exec "$NS" kpeer udp-echo "$S" 7001 50
+	quiet timeout 60 $IP netns exec "$NS" kpeer udp-echo "$S" 7001 50
 check "TCP: the kernel connects to the Sluice stack, 2 x 300000 bytes echoed" \
-	timeout 60 $IP netns exec "$NS" kpeer tcp-echo "$S" 7001 300000 2
+	quiet timeout 60 $IP netns exec "$NS" kpeer tcp-echo "$S" 7001 300000 2
 sluice dump $ST 2>/dev/null | grep -E '^(stack|kring)' | sed 's/^/# dump: /'
 kill $ssrv 2>/dev/null
 wait $ssrv 2>/dev/null

@@ -990,8 +990,8 @@ struct fib_ud_pkt {
  * - the packet's P_Key must match the QP's (10.9.3; rxe's check_keys()),
  *   its Q_Key equal the QP's (10.2.4 "Q_Keys"; rxe's check_keys():
  *   "bad qkey"): else silently dropped;
- * - no posted receive: dropped (UD has no RNR, 9.7.5.1.x; mlx5 counts it
- *   as rx_out_of_buffer);
+ * - no posted receive: dropped (RNR NAKs belong to the reliable
+ *   services only; mlx5 counts such drops as rx_out_of_buffer);
  * - the first 40 bytes of the receive buffer are the GRH's, whether or
  *   not one came (IB_WC_GRH says if it did; ibv_post_recv(3), ipoib's
  *   IPOIB_UD_BUF_SIZE); byte_len counts them; what is there without a
@@ -1071,8 +1071,9 @@ static bool fib_attached(struct fib_qp *qp, const union ib_gid *mgid)
  * port 1's LID arrives at port 1, from port 2, and the other way; one
  * to a port's own LID loops back in the HCA).  Rules of the sending
  * side:
- * - a message is one packet, at most the port's active MTU (IBTA Vol 1
- *   9.8.x; ibv_poll_cq(3): a larger one completes with a local length
+ * - a UD message is one packet, at most the port's active MTU (the
+ *   unreliable datagram service has no segmentation; ibv_poll_cq(3): a
+ *   message larger than the port allows completes with a local length
  *   error);
  * - the DETH Q_Key is the WR's, or the QP's own when the WR's has its
  *   top bit set (a controlled Q_Key, 10.2.4; rxe's init_req_packet());
