@@ -760,6 +760,16 @@ void pl_fd_share_all(void)
 	pthread_mutex_unlock(&table_mu);
 }
 
+void pl_fd_table_lock(void)
+{
+	pthread_mutex_lock(&table_mu);
+}
+
+void pl_fd_table_unlock(void)
+{
+	pthread_mutex_unlock(&table_mu);
+}
+
 void pl_fd_share(int fd)
 {
 	struct pl_sock *ps;

@@ -360,6 +360,10 @@ void pl_fd_dup(int fd, int newfd, struct pl_sock *ps);
 void pl_fd_share_all(void);
 /* One more than the highest fd the table has room for (0: none). */
 unsigned int pl_fd_top(void);
+/* The fd table's lock, held across a spawn (socket.c): no fd of a socket
+ * is closed, dup()ed onto or moved meanwhile. */
+void pl_fd_table_lock(void);
+void pl_fd_table_unlock(void);
 void pl_fd_share(int fd);
 bool pl_fd_any_private(void);
 void pl_fd_fork_begin(void);
@@ -533,6 +537,22 @@ int pl_handoff(int fd, struct pl_sock *ps);
  * (SLUICE_EXEC_HANDOFF, default 1): connections live, listeners and
  * datagram sockets as their twins, fresh ones as new kernel sockets. */
 void pl_exec_handoff(int dirfd, const char *path, int oflags, char *const envp[]);
+/*
+ * posix_spawn() and posix_spawnp() (spawn.c): glibc's child execs inside
+ * libc, where no wrapper runs, and shares our memory until it does.  So
+ * the parent does it, around the spawn (socket.c, lib/preload/README.md
+ * "At a spawn"): pl_spawn_begin() hands live connections off for good,
+ * then puts at each fd of a listener or datagram socket its kernel twin,
+ * and at a fresh socket's fd a new kernel socket, with the fd table held;
+ * the child inherits those; pl_spawn_end() puts the stack's sockets back
+ * and lets the table go.  path: the file as the exec will find it;
+ * actions: file actions will run (a close-on-exec listener may be
+ * dup2()ed into the child: its twin is put there too).  NULL: nothing
+ * to undo.
+ */
+struct pl_spawn;
+struct pl_spawn *pl_spawn_begin(const char *path, char *const envp[], bool actions);
+void pl_spawn_end(struct pl_spawn *sp);
 
 /* ---- agent.c ---- */
 /* This process's hand-off agent (`sluice handoff PID FD`), once. */

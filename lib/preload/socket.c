@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -586,10 +587,10 @@ static void opt_log(struct pl_sock *ps, int level, int name, const void *val, so
  * settings kept in ps go to ks, ks takes fd's number (close-on-exec as fd
  * was), and the Sluice socket is let go unless another fd holds it.  ks
  * non-blocking (a twin) or not. */
-static int become_kernel(int fd, struct pl_sock *ps, int ks, bool ks_nonblock)
+/* ps's timeouts, O_NONBLOCK and multicast memberships on kernel socket
+ * ks (non-blocking already, or not). */
+static void kernel_settings(int ks, const struct pl_sock *ps, bool ks_nonblock)
 {
-	struct pl_sock *old;
-	int fdfl, ret = 0;
 	bool nb = SL_READ_ONCE(ps->nonblock);
 
 	for (int i = 0; i < 2; i++) {
@@ -604,6 +605,14 @@ static int become_kernel(int fd, struct pl_sock *ps, int ks, bool ks_nonblock)
 		REAL(fcntl)(ks, F_SETFL, nb ? O_NONBLOCK : 0);
 	if (ps->type == SOCK_DGRAM)
 		mc_opts_to(ks, ps);
+}
+
+static int become_kernel(int fd, struct pl_sock *ps, int ks, bool ks_nonblock)
+{
+	struct pl_sock *old;
+	int fdfl, ret = 0;
+
+	kernel_settings(ks, ps, ks_nonblock);
 	fdfl = REAL(fcntl)(fd, F_GETFD);
 	old = pl_fd_forget(fd);
 	if (REAL(dup3)(ks, fd, fdfl > 0 && (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
@@ -938,6 +947,222 @@ void pl_exec_handoff(int dirfd, const char *path, int oflags, char *const envp[]
 	}
 	for (unsigned int i = 0; i < nbind; i++)
 		ex_bind_now(&binds[i], what);
+}
+
+/*
+ * posix_spawn() (lib/preload/README.md, "At a spawn").  Each fd put in
+ * the child: ks at fd while the child is made (ours to close after: a
+ * fresh socket's; else the twin); the stack's placeholder meanwhile in
+ * flight on a socket pair of our own (stashed), in no fd of ours: the
+ * child gets a copy of our fd table, keeps its close-on-exec fds until
+ * some time after the spawn has returned to us (Linux closes them after
+ * it lets a vfork parent go), and a copy of the placeholder there would
+ * hold its lock (fdtable.c): a close of ours right after the spawn would
+ * then leave the stack's socket open.
+ */
+struct pl_spawn_fd {
+	int fd, ks;
+	bool own, cloexec, stashed;
+	struct pl_sock *ps;
+};
+
+struct pl_spawn {
+	unsigned int n, cap;
+	int pair[2];
+	struct pl_spawn_fd f[];
+};
+
+static bool spawn_add(struct pl_spawn **spp, const struct pl_spawn_fd *e)
+{
+	struct pl_spawn *sp = *spp, *n;
+
+	if (!sp || sp->n == sp->cap) {
+		unsigned int cap = sp ? sp->cap * 2 : 8;
+
+		n = realloc(sp, sizeof(*sp) + cap * sizeof(sp->f[0]));
+		if (!n)
+			return false;
+		if (!sp) {
+			n->n = 0;
+			n->pair[0] = n->pair[1] = -1;
+		}
+		n->cap = cap;
+		*spp = sp = n;
+	}
+	sp->f[sp->n++] = *e;
+	return true;
+}
+
+/* fd's file sent on the pair (0), or received back (the new fd). */
+static int spawn_stash(int pair, int fd, bool back)
+{
+	char cb[CMSG_SPACE(sizeof(int))], b = 0;
+	struct iovec iov = { &b, 1 };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb, .msg_controllen = sizeof(cb)
+	};
+	struct cmsghdr *c;
+
+	memset(cb, 0, sizeof(cb));
+	if (back) {
+		if (REAL(recvmsg)(pair, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) != 1 ||
+		    !(c = CMSG_FIRSTHDR(&mh)) || c->cmsg_type != SCM_RIGHTS)
+			return -1;
+		memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+		return fd;
+	}
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(fd));
+	return REAL(sendmsg)(pair, &mh, MSG_DONTWAIT) == 1 ? 0 : -1;
+}
+
+struct pl_spawn *pl_spawn_begin(const char *path, char *const envp[], bool actions)
+{
+	unsigned int top = pl_fd_top();
+	struct pl_spawn *sp = NULL;
+	bool checked = false;
+	char what[48];
+
+	snprintf(what, sizeof(what), "%.47s", path ? path : "?");
+	for (unsigned int fd = 0; path && fd < top; fd++) {
+		struct pl_sock *ps = pl_get((int)fd);
+		struct pl_spawn_fd e = { .fd = (int)fd, .ks = -1, .ps = ps };
+		const char *why = NULL;
+		enum ex_kind k;
+		int fl, ret = 0;
+
+		if (!ps)
+			continue;
+		fl = REAL(fcntl)((int)fd, F_GETFD);
+		e.cloexec = fl >= 0 && (fl & FD_CLOEXEC);
+		k = fl < 0 ? EX_NONE : exec_kind(ps);
+		/* A close-on-exec fd reaches the child only through a file
+		 * action's dup2(): a twin is put there for it (cheap), nothing
+		 * else is done for one. */
+		if (e.cloexec && !(actions && k == EX_TWIN))
+			k = EX_NONE;
+		if (k == EX_NONE) {
+			pl_put(ps);
+			continue;
+		}
+		if (!checked) {
+			checked = true;
+			if (runs_under_sluice(AT_FDCWD, path, 0, envp)) {
+				pl_put(ps);
+				break;
+			}
+		}
+		switch (k) {
+		case EX_LIVE:
+			/* For good: parent and child then share the kernel
+			 * socket, as they would the kernel's. */
+			ret = pl_handoff((int)fd, ps);
+			if (!ret)
+				pl_debug("fd %d handed to the kernel before the spawn of %s", (int)fd,
+					 what);
+			else
+				pl_log("fd %d stays the stack's connection, and the spawned %s, which "
+				       "will not run under Sluice, gets it as no socket: its hand-off "
+				       "to the kernel failed (%s)%s", (int)fd, what, strerror(-ret),
+				       ret == -EOPNOTSUPP && !pl_sl()->module_backed ?
+				       "; a stack without the module cannot hand off" : "");
+			pl_put(ps);
+			continue;
+		case EX_TWIN:
+			e.ks = SL_READ_ONCE(ps->twin) - 1;
+			if (e.ks < 0 || sl_sys_sandboxed)
+				ret = -EOPNOTSUPP;
+			else	/* the file is one: as at an exec (fork and exec) */
+				kernel_settings(e.ks, ps, ps->type == SOCK_STREAM);
+			break;
+		case EX_FRESH:
+			e.ks = REAL(socket)(ps->v6 ? AF_INET6 : AF_INET, ps->type | SOCK_CLOEXEC, 0);
+			if (e.ks < 0) {
+				ret = -errno;
+				break;
+			}
+			e.own = true;
+			pl_opts_to_kernel(e.ks, ps);
+			kernel_settings(e.ks, ps, false);
+			break;
+		default:	/* no twin; a module's stack: the parent keeps the port */
+			ret = -EOPNOTSUPP;
+			why = k == EX_REBIND ? "a module's stack has no kernel twin to share with it" :
+					       "it has no kernel twin";
+			break;
+		}
+		if (!ret && !spawn_add(&sp, &e))
+			ret = -ENOMEM;
+		if (ret) {
+			pl_log("fd %d stays the stack's %s, and the spawned %s, which will not run "
+			       "under Sluice, gets it as no socket: %s%s%s", (int)fd,
+			       ps->type == SOCK_DGRAM ? "datagram socket" : "listener", what,
+			       why ? why : "it failed (", why ? "" : strerror(-ret), why ? "" : ")");
+			if (e.own)
+				REAL(close)(e.ks);
+			pl_put(ps);
+		}
+	}
+	if (!sp)
+		return NULL;
+	if (sl_syscall(SYS_socketpair, AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp->pair))
+		pl_log("the spawned %s gets no kernel socket for the stack's (%s)", what,
+		       strerror(errno));
+	/* From here to pl_spawn_end() no fd of a socket changes. */
+	pl_fd_table_lock();
+	for (unsigned int i = 0; sp->pair[0] >= 0 && i < sp->n; i++) {
+		struct pl_spawn_fd *e = &sp->f[i];
+		struct pl_sock *cur = pl_get(e->fd);
+
+		pl_put(cur);
+		if (cur != e->ps)
+			continue;	/* closed or replaced meanwhile */
+		/* The placeholder in flight, then the kernel socket at fd
+		 * (which lets the placeholder's fd go). */
+		if (spawn_stash(sp->pair[0], e->fd, false))
+			continue;
+		e->stashed = true;
+		if (REAL(dup3)(e->ks, e->fd, e->cloexec ? O_CLOEXEC : 0) < 0) {
+			pl_log("fd %d: no kernel socket in the spawned %s (%s)", e->fd, what,
+			       strerror(errno));
+			continue;
+		}
+		pl_debug("fd %d handed to the kernel in the spawned %s", e->fd, what);
+	}
+	return sp;
+}
+
+void pl_spawn_end(struct pl_spawn *sp)
+{
+	if (!sp)
+		return;
+	/* In the order sent: each placeholder back at its fd. */
+	for (unsigned int i = 0; i < sp->n; i++) {
+		struct pl_spawn_fd *e = &sp->f[i];
+		int back;
+
+		if (!e->stashed)
+			continue;
+		back = spawn_stash(sp->pair[1], -1, true);
+		if (back < 0 || REAL(dup3)(back, e->fd, e->cloexec ? O_CLOEXEC : 0) < 0)
+			pl_log("fd %d: the stack's socket could not be put back after a spawn (%s)",
+			       e->fd, strerror(errno));
+		if (back >= 0)
+			REAL(close)(back);
+	}
+	pl_fd_table_unlock();
+	for (int i = 0; i < 2; i++)
+		if (sp->pair[i] >= 0)
+			REAL(close)(sp->pair[i]);
+	for (unsigned int i = 0; i < sp->n; i++) {
+		if (sp->f[i].own)
+			REAL(close)(sp->f[i].ks);
+		pl_put(sp->f[i].ps);
+	}
+	free(sp);
 }
 
 /* setsockopt() of what the stack does not have, on a connection: may it

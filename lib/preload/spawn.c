@@ -186,17 +186,35 @@ EXPORT int execle(const char *path, const char *arg, ...)
 	return ret ? ret : execve(path, argv, envp);
 }
 
+/*
+ * A spawn returns in the parent: begin and end, as a fork.  glibc's child
+ * (clone with CLONE_VM and CLONE_VFORK) execs inside libc, where no
+ * wrapper runs: what an exec moves to the kernel (before_exec()) is put
+ * in its fds by the parent around the spawn instead (pl_spawn_begin()).
+ * fa's actions are glibc's own (its __used is in the public type).
+ */
+static struct pl_spawn *spawn_begin(const char *path, const posix_spawn_file_actions_t *fa,
+				    char *const envp[])
+{
+	if (!pl_cfg.exec_handoff || pl_vfork_child())
+		return NULL;
+	return pl_spawn_begin(path, envp, fa && fa->__used > 0);
+}
+
 /* A spawn returns in the parent: begin and end, as a fork. */
 EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
 		       const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
 	__typeof__(posix_spawn) *f = NEXT(posix_spawn);
+	struct pl_spawn *sp;
 	int ret;
 
 	if (!f)
 		return ENOSYS;
 	pl_fd_fork_begin();
+	sp = spawn_begin(path, fa, envp);
 	ret = f(pid, path, fa, attr, argv, envp);
+	pl_spawn_end(sp);
 	pl_fd_fork_end();
 	return ret;
 }
@@ -205,12 +223,16 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_act
 			const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
 	__typeof__(posix_spawnp) *f = NEXT(posix_spawnp);
+	struct pl_spawn *sp;
 	int ret;
+	char buf[PATH_MAX];
 
 	if (!f)
 		return ENOSYS;
 	pl_fd_fork_begin();
+	sp = spawn_begin(exec_find(file, buf, sizeof(buf)), fa, envp);
 	ret = f(pid, file, fa, attr, argv, envp);
+	pl_spawn_end(sp);
 	pl_fd_fork_end();
 	return ret;
 }

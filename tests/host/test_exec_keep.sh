@@ -12,14 +12,21 @@
 #   |  fexecve, execveat with a directory fd) of itself without        |
 #   |  LD_PRELOAD.  The new program prints what each fd is and serves  |
 #   |  the client (a stack client under sluice run) and itself.        |
+#   |  posix_spawn, posix_spawnp: the same, spawned (glibc's vfork'd   |
+#   |  child), with a file action that dup2()s the close-on-exec      |
+#   |  listener; the parent says what its fds are after, closes those  |
+#   |  it gave, and serves a connection on the close-on-exec listener. |
 #   +------------------------------------------------------------------+
 #
 # 1. Each METHOD on the kernel, then under sluice run: the same lines
 #    (family, type, listening, port kept, O_NONBLOCK, FD_CLOEXEC; every
 #    socket served), and under Sluice the four sockets were the stack's
-#    until the exec (each "handed to the kernel before exec").
+#    until the exec (each "handed to the kernel before exec"); spawned,
+#    the six fds the child gets were put there by the parent (each
+#    "handed to the kernel in the spawned"), whose own fds stay the
+#    stack's.
 # 2. SLUICE_EXEC_HANDOFF=0: the old behaviour, kept as an option (the new
-#    program finds no socket at the listener's fd).
+#    program finds no socket at the listener's fd), exec'd or spawned.
 # 3. SLUICE_KERNEL_LISTEN=0 (no twins): the listener cannot be moved; the
 #    library says so on stderr, naming the fd.
 set -u
@@ -33,7 +40,7 @@ sluice=$1 prog=$2 st=$3 tmp=$4
 . "$5"
 R=(env SLUICE_NO_HELPER=1 "$sluice" run --stack "$st" --)
 same() { diff "$1" "$2" >/dev/null; }
-for m in execve fexecve execveat; do
+for m in execve fexecve execveat posix_spawn posix_spawnp; do
 	timeout 30 "$prog" run $m >"$tmp/k-$m" 2>&1
 	echo "# kernel, $m: rc $?"
 	sed 's/^/#   /' "$tmp/k-$m"
@@ -42,14 +49,25 @@ for m in execve fexecve execveat; do
 	sed 's/^/#   /' "$tmp/s-$m"
 	check "$m, kernel: every socket found and served" grep -q '^after: every socket served$' "$tmp/k-$m"
 	check "$m, sluice run: the same lines as the kernel's" same "$tmp/k-$m" "$tmp/s-$m"
-	n=$(grep -c 'handed to the kernel before exec' "$tmp/e-$m")
-	check "$m, sluice run: the five fds were the stack's until the exec ($n handed over)" \
-		test "$n" = 5
+	case $m in
+	posix_spawn*)
+		n=$(grep -c 'handed to the kernel in the spawned' "$tmp/e-$m")
+		check "$m, sluice run: the parent put a kernel socket at the six fds the child gets ($n)" \
+			test "$n" = 6 ;;
+	*)
+		n=$(grep -c 'handed to the kernel before exec' "$tmp/e-$m")
+		check "$m, sluice run: the five fds were the stack's until the exec ($n handed over)" \
+			test "$n" = 5 ;;
+	esac
 done
 
 timeout 30 env SLUICE_EXEC_HANDOFF=0 "${R[@]}" "$prog" run execve >"$tmp/off" 2>&1
 sed 's/^/#   /' "$tmp/off"
 check "SLUICE_EXEC_HANDOFF=0: as before, the new program finds no socket at the listener's fd" \
+	grep -q '^listener: no socket' "$tmp/off"
+timeout 30 env SLUICE_EXEC_HANDOFF=0 "${R[@]}" "$prog" run posix_spawn >"$tmp/off" 2>&1
+sed 's/^/#   /' "$tmp/off"
+check "SLUICE_EXEC_HANDOFF=0, posix_spawn: as before, the spawned program finds no socket there" \
 	grep -q '^listener: no socket' "$tmp/off"
 
 timeout 30 env SLUICE_KERNEL_LISTEN=0 "${R[@]}" "$prog" run execve >"$tmp/notw" 2>&1

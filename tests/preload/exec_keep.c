@@ -11,7 +11,16 @@
  * fresh socket to the first listener itself (a kernel client).  Every line
  * printed is the same on the kernel and under sluice run.
  *
- *   exec_keep run METHOD       METHOD: execve, fexecve or execveat
+ * posix_spawn, posix_spawnp: the program spawns itself instead (glibc:
+ * clone with CLONE_VM and CLONE_VFORK, the exec inside libc), with a file
+ * action that dup2()s the close-on-exec listener to its fd + 100; the
+ * parent then says what its own fds are, closes what it gave (a
+ * supervisor's way), lets the new program go on, waits for it and the
+ * client, and serves one connection of its own on the close-on-exec
+ * listener, which it kept.
+ *
+ *   exec_keep run METHOD       METHOD: execve, fexecve, execveat,
+ *                              posix_spawn or posix_spawnp
  *   (EK_ADDR=A.B.C.D: that address instead of 127.0.0.1)
  *   (exec_keep after ...: the new program)
  */
@@ -20,7 +29,9 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +129,10 @@ static int client(int rd, int tport, int t6port, int uport)
 	return !ok;
 }
 
+/* Where show() writes (the spawning parent's lines wait in a buffer, so
+ * that they come out after the new program's, on the kernel as here). */
+static FILE *out;
+
 /* What fd is after the exec, as a line. */
 static void show(const char *name, int fd, int port)
 {
@@ -125,18 +140,18 @@ static void show(const char *name, int fd, int port)
 	socklen_t l = sizeof(int);
 
 	if (fcntl(fd, F_GETFD) < 0) {
-		printf("%s: %s\n", name, strerror(errno));
+		fprintf(out ? out : stdout, "%s: %s\n", name, strerror(errno));
 		return;
 	}
 	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l)) {
-		printf("%s: no socket (%s)\n", name, strerror(errno));
+		fprintf(out ? out : stdout, "%s: no socket (%s)\n", name, strerror(errno));
 		return;
 	}
 	l = sizeof(int);
 	getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l);
 	l = sizeof(int);
 	getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l);
-	printf("%s: %s %s, listening %d, port %s, O_NONBLOCK %d, FD_CLOEXEC %d\n", name,
+	fprintf(out ? out : stdout, "%s: %s %s, listening %d, port %s, O_NONBLOCK %d, FD_CLOEXEC %d\n", name,
 	       dom == AF_INET6 ? "AF_INET6" : dom == AF_INET ? "AF_INET" : "?",
 	       type == SOCK_STREAM ? "SOCK_STREAM" : type == SOCK_DGRAM ? "SOCK_DGRAM" : "?", acc,
 	       port < 0 ? "none" : port_of(fd) == port ? "kept" : "changed",
@@ -171,12 +186,14 @@ static int serve(int l, const char *msg, const char *reply)
 	return 0;
 }
 
-/* The new program: fds and ports from argv. */
+/* The new program: fds and ports from argv (gate: a spawned one waits
+ * for its parent's byte there before it lets the client go; pid 0: the
+ * client is not its child). */
 static int after(char **argv)
 {
 	int l4 = atoi(argv[2]), l6 = atoi(argv[3]), u = atoi(argv[4]), f = atoi(argv[5]);
 	int cl = atoi(argv[6]), wr = atoi(argv[7]), tport = atoi(argv[8]), t6port = atoi(argv[9]);
-	int uport = atoi(argv[10]), st, ok = 1;
+	int uport = atoi(argv[10]), gate = atoi(argv[13]), st, ok = 1;
 	pid_t pid = (pid_t)atoi(argv[11]);
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)tport) };
 	struct sockaddr_storage from;
@@ -191,13 +208,21 @@ static int after(char **argv)
 	show("udp", u, uport);
 	show("fresh", f, -1);
 	show("close-on-exec listener", cl, -1);
+	if (gate >= 0)
+		show("close-on-exec listener, dup2()ed by a file action", cl + 100, -1);
 	/* Not what Linux would give (no listener there): no point going on. */
 	if (getsockopt(l4, SOL_SOCKET, SO_ACCEPTCONN, &st, &sl) || !st ||
 	    !(fcntl(l4, F_GETFL) & O_NONBLOCK)) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
 		return 1;
 	}
+	/* Spawned: O_NONBLOCK is the description's, which the parent
+	 * shares: not changed before it has looked at its own fds. */
+	if (gate >= 0 && read(gate, buf, 1) != 1)
+		ok = 0;
 	fcntl(l4, F_SETFL, 0);
 	/* A kernel client of its own first: the fresh socket. */
 	inet_pton(AF_INET, addr(), &a.sin_addr);
@@ -209,7 +234,7 @@ static int after(char **argv)
 		ok = 0;
 	}
 	close(f);
-	/* Then the client. */
+	/* Then the client (the parent has let its copies go). */
 	if (write(wr, "g", 1) != 1)
 		ok = 0;
 	if (serve(l4, "hello-v4", "reply-v4")) {
@@ -228,9 +253,96 @@ static int after(char **argv)
 		printf("udp: no datagram (%s)\n", strerror(errno));
 		ok = 0;
 	}
-	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+	if (pid > 0 && (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)))
+		ok = 0;
+	/* Spawned: the parent says when the client is done. */
+	if (gate >= 0 && read(gate, buf, 1) != 1)
 		ok = 0;
 	printf("after: %s\n", ok ? "every socket served" : "failed");
+	return !ok;
+}
+
+/* A child's exit, as a word. */
+static const char *exit_of(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) != pid)
+		return "lost";
+	return WIFEXITED(st) && !WEXITSTATUS(st) ? "0" : "failed";
+}
+
+/* posix_spawn, posix_spawnp: the parent's side (run() made the sockets,
+ * the client and the arguments; av, envp the new program's). */
+static int spawned(const char *method, char *self, char **av, char **envp, int l4, int l6,
+		   int u, int f, int cl, const int *g, pid_t client, int tport)
+{
+	posix_spawn_file_actions_t fa;
+	char *slash = strrchr(self, '/'), path[4200], *lines = NULL;
+	size_t nlines = 0;
+	const char *cst;
+	pid_t pid;
+	int ret, ok = 1;
+
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, cl, cl + 100);
+	if (!strcmp(method, "posix_spawnp")) {
+		/* Found on PATH, as execvp() would. */
+		*slash = 0;
+		snprintf(path, sizeof(path), "%s:%s", self, getenv("PATH") ? getenv("PATH") : "");
+		*slash = '/';
+		setenv("PATH", path, 1);
+		ret = posix_spawnp(&pid, slash + 1, &fa, NULL, av, envp);
+	} else {
+		ret = posix_spawn(&pid, self, &fa, NULL, av, envp);
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	if (ret) {
+		kill(client, SIGKILL);
+		errno = ret;
+		die(method);
+	}
+	/* The parent's own fds are as they were. */
+	out = open_memstream(&lines, &nlines);
+	if (!out)
+		die("open_memstream");
+	show("parent's listener", l4, tport);
+	show("parent's listener's dup", l4 + 100, tport);
+	show("parent's close-on-exec listener", cl, -1);
+	fclose(out);
+	out = NULL;
+	/* A supervisor's way: what it gave goes; the new program goes on. */
+	close(l4);
+	close(l4 + 100);
+	close(l6);
+	close(u);
+	close(f);
+	if (write(g[1], "g", 1) != 1)
+		ok = 0;
+	cst = exit_of(client);
+	if (write(g[1], "g", 1) != 1)
+		ok = 0;
+	printf("parent: the spawned program exits %s, the client %s\n", exit_of(pid), cst);
+	fputs(lines, stdout);
+	free(lines);
+	/* Its close-on-exec listener is still its own: one connection. */
+	{
+		struct sockaddr_in a = { .sin_family = AF_INET };
+		socklen_t al = sizeof(a);
+		char buf[16];
+		int c = socket(AF_INET, SOCK_STREAM, 0);
+
+		timeouts(c);
+		getsockname(cl, (struct sockaddr *)&a, &al);
+		if (connect(c, (struct sockaddr *)&a, sizeof(a)) || send(c, "hello-cl", 8, 0) != 8 ||
+		    serve(cl, "hello-cl", "reply-cl") || recv(c, buf, sizeof(buf), 0) != 8 ||
+		    memcmp(buf, "reply-cl", 8)) {
+			printf("parent: close-on-exec listener: %s\n", strerror(errno));
+			ok = 0;
+		}
+		close(c);
+	}
+	printf("parent: %s\n", ok ? "its listener served" : "failed");
 	return !ok;
 }
 
@@ -238,8 +350,9 @@ static int run(const char *method)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
 	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
-	int p[2], l4, l6, u, f, cl, one = 1, zero = 0, ports[3];
-	char args[12][24], self[4096], *av[14], **envp;
+	int p[2], g[2] = { -1, -1 }, l4, l6, u, f, cl, one = 1, zero = 0, ports[3];
+	bool spawn = !strncmp(method, "posix_spawn", 11);
+	char args[12][24], self[4096], *av[15], **envp;
 	pid_t pid;
 	ssize_t sl;
 	int n = 0, e = 0, fd;
@@ -293,13 +406,20 @@ static int run(const char *method)
 	snprintf(args[6], sizeof(args[6]), "%d", ports[0]);
 	snprintf(args[7], sizeof(args[7]), "%d", ports[1]);
 	snprintf(args[8], sizeof(args[8]), "%d", ports[2]);
-	snprintf(args[9], sizeof(args[9]), "%d", (int)pid);
+	snprintf(args[9], sizeof(args[9]), "%d", spawn ? 0 : (int)pid);
+	if (spawn && pipe2(g, O_CLOEXEC))
+		die("pipe");
+	/* The read end is the spawned program's (not close-on-exec). */
+	if (spawn && fcntl(g[0], F_SETFD, 0))
+		die("fcntl");
+	snprintf(args[10], sizeof(args[10]), "%d", g[0]);
 	av[0] = self;
 	av[1] = (char *)"after";
 	for (int i = 0; i < 10; i++)
 		av[2 + i] = args[i];
 	av[12] = (char *)method;
-	av[13] = NULL;
+	av[13] = args[10];
+	av[14] = NULL;
 	for (char **q = environ; *q; q++)
 		n++;
 	envp = calloc((size_t)n + 1, sizeof(*envp));
@@ -308,6 +428,8 @@ static int run(const char *method)
 	for (char **q = environ; *q; q++)
 		if (strncmp(*q, "LD_PRELOAD=", 11))
 			envp[n++] = *q;
+	if (spawn)
+		return spawned(method, self, av, envp, l4, l6, u, f, cl, g, pid, ports[0]);
 	if (!strcmp(method, "execve")) {
 		execve(self, av, envp);
 	} else if (!strcmp(method, "fexecve")) {
@@ -335,8 +457,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 3 && !strcmp(argv[1], "run"))
 		return run(argv[2]);
-	if (argc == 13 && !strcmp(argv[1], "after"))
+	if (argc == 14 && !strcmp(argv[1], "after"))
 		return after(argv);
-	fprintf(stderr, "usage: exec_keep run execve|fexecve|execveat\n");
+	fprintf(stderr, "usage: exec_keep run execve|fexecve|execveat|posix_spawn|posix_spawnp\n");
 	return 2;
 }
