@@ -551,6 +551,9 @@ void pl_exec_handoff(int dirfd, const char *path, int oflags, char *const envp[]
  * to undo.
  */
 struct pl_spawn;
+/* The same, in a vfork() child's own fds, before its exec (spawn.c): the
+ * parent's memory left as it is. */
+void pl_exec_vfork(int dirfd, const char *path, int oflags, char *const envp[]);
 struct pl_spawn *pl_spawn_begin(const char *path, char *const envp[], bool actions);
 void pl_spawn_end(struct pl_spawn *sp);
 

@@ -950,6 +950,87 @@ void pl_exec_handoff(int dirfd, const char *path, int oflags, char *const envp[]
 }
 
 /*
+ * An exec in a vfork() child (spawn.c; lib/preload/README.md, "At a
+ * spawn"): the child has fds of its own but our memory, which it must
+ * leave as it is (pl_vfork_child()): no socket of the stack is let go,
+ * no fd table entry changes.  Done in the child's own fds only: a
+ * listener's or datagram socket's twin put at its fd, a fresh socket's
+ * fd a new kernel socket.  A connection is not handed off from here (that
+ * ends the stack's socket under the parent): said.  What the child
+ * changed itself (dup2() goes to the kernel there) is not known here.
+ */
+void pl_exec_vfork(int dirfd, const char *path, int oflags, char *const envp[])
+{
+	unsigned int top = pl_fd_top();
+	bool checked = false;
+
+	for (unsigned int fd = 0; fd < top; fd++) {
+		struct pl_sock *ps = pl_get((int)fd);
+		const char *why = NULL;
+		enum ex_kind k;
+		int fl, ks, ret = 0;
+
+		if (!ps)
+			continue;
+		fl = REAL(fcntl)((int)fd, F_GETFD);
+		k = fl < 0 || (fl & FD_CLOEXEC) ? EX_NONE : exec_kind(ps);
+		if (k == EX_NONE) {
+			pl_put(ps);
+			continue;
+		}
+		if (!checked) {
+			checked = true;
+			if (runs_under_sluice(dirfd, path, oflags, envp)) {
+				pl_put(ps);
+				return;
+			}
+		}
+		switch (k) {
+		case EX_TWIN:
+			ks = SL_READ_ONCE(ps->twin) - 1;
+			if (ks < 0 || sl_sys_sandboxed) {
+				ret = -EOPNOTSUPP;
+				break;
+			}
+			kernel_settings(ks, ps, ps->type == SOCK_STREAM);
+			ret = REAL(dup3)(ks, (int)fd, 0) < 0 ? -errno : 0;
+			break;
+		case EX_FRESH:
+			ks = REAL(socket)(ps->v6 ? AF_INET6 : AF_INET, ps->type | SOCK_CLOEXEC, 0);
+			if (ks < 0) {
+				ret = -errno;
+				break;
+			}
+			pl_opts_to_kernel(ks, ps);
+			kernel_settings(ks, ps, false);
+			ret = REAL(dup3)(ks, (int)fd, 0) < 0 ? -errno : 0;
+			REAL(close)(ks);
+			break;
+		case EX_LIVE:
+			ret = -EBUSY;
+			why = "a vfork() child cannot hand a connection off (it shares its parent's "
+			      "memory)";
+			break;
+		default:
+			ret = -EOPNOTSUPP;
+			why = k == EX_REBIND ? "a module's stack has no kernel twin to share with it" :
+					       "it has no kernel twin";
+			break;
+		}
+		if (!ret)
+			pl_debug("fd %d handed to the kernel before exec of %s in a vfork() child",
+				 (int)fd, *path ? path : "the file at an fd");
+		else
+			pl_log("fd %d stays the stack's %s across the exec of %s in a vfork() child, "
+			       "which will not run under Sluice and gets it as no socket: %s%s%s",
+			       (int)fd, k == EX_LIVE ? "connection" : ps->type == SOCK_DGRAM ?
+			       "datagram socket" : "listener", *path ? path : "the file at an fd",
+			       why ? why : "it failed (", why ? "" : strerror(-ret), why ? "" : ")");
+		pl_put(ps);
+	}
+}
+
+/*
  * posix_spawn() (lib/preload/README.md, "At a spawn").  Each fd put in
  * the child: ks at fd while the child is made (ours to close after: a
  * fresh socket's; else the twin); the stack's placeholder meanwhile in

@@ -37,8 +37,12 @@
  * envp its environment. */
 static void before_exec(int dirfd, const char *path, int oflags, char *const envp[])
 {
-	if (path && pl_cfg.exec_handoff && !pl_vfork_child())
-		pl_exec_handoff(dirfd, path, oflags, envp);
+	if (path && pl_cfg.exec_handoff) {
+		if (!pl_vfork_child())
+			pl_exec_handoff(dirfd, path, oflags, envp);
+		else
+			pl_exec_vfork(dirfd, path, oflags, envp);
+	}
 	pl_fd_share_all();
 }
 

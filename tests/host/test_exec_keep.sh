@@ -16,6 +16,7 @@
 #   |  child), with a file action that dup2()s the close-on-exec      |
 #   |  listener; the parent says what its fds are after, closes those  |
 #   |  it gave, and serves a connection on the close-on-exec listener. |
+#   |  vfork: the same with vfork() and execve() (no file action).     |
 #   +------------------------------------------------------------------+
 #
 # 1. Each METHOD on the kernel, then under sluice run: the same lines
@@ -24,7 +25,8 @@
 #    until the exec (each "handed to the kernel before exec"); spawned,
 #    the six fds the child gets were put there by the parent (each
 #    "handed to the kernel in the spawned"), whose own fds stay the
-#    stack's.
+#    stack's; after vfork(), the child put them there itself before its
+#    execve(), the parent's memory unchanged.
 # 2. SLUICE_EXEC_HANDOFF=0: the old behaviour, kept as an option (the new
 #    program finds no socket at the listener's fd), exec'd or spawned.
 # 3. SLUICE_KERNEL_LISTEN=0 (no twins): the listener cannot be moved; the
@@ -40,7 +42,7 @@ sluice=$1 prog=$2 st=$3 tmp=$4
 . "$5"
 R=(env SLUICE_NO_HELPER=1 "$sluice" run --stack "$st" --)
 same() { diff "$1" "$2" >/dev/null; }
-for m in execve fexecve execveat posix_spawn posix_spawnp; do
+for m in execve fexecve execveat posix_spawn posix_spawnp vfork; do
 	timeout 30 "$prog" run $m >"$tmp/k-$m" 2>&1
 	echo "# kernel, $m: rc $?"
 	sed 's/^/#   /' "$tmp/k-$m"
@@ -54,6 +56,10 @@ for m in execve fexecve execveat posix_spawn posix_spawnp; do
 		n=$(grep -c 'handed to the kernel in the spawned' "$tmp/e-$m")
 		check "$m, sluice run: the parent put a kernel socket at the six fds the child gets ($n)" \
 			test "$n" = 6 ;;
+	vfork)
+		n=$(grep -c 'handed to the kernel before exec of .* in a vfork() child' "$tmp/e-$m")
+		check "$m, sluice run: the child put a kernel socket at its five fds before its execve ($n)" \
+			test "$n" = 5 ;;
 	*)
 		n=$(grep -c 'handed to the kernel before exec' "$tmp/e-$m")
 		check "$m, sluice run: the five fds were the stack's until the exec ($n handed over)" \

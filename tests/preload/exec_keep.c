@@ -13,14 +13,15 @@
  *
  * posix_spawn, posix_spawnp: the program spawns itself instead (glibc:
  * clone with CLONE_VM and CLONE_VFORK, the exec inside libc), with a file
- * action that dup2()s the close-on-exec listener to its fd + 100; the
+ * action that dup2()s the close-on-exec listener to its fd + 100 (vfork:
+ * vfork() and execve() in the child, no file action); the
  * parent then says what its own fds are, closes what it gave (a
  * supervisor's way), lets the new program go on, waits for it and the
  * client, and serves one connection of its own on the close-on-exec
  * listener, which it kept.
  *
  *   exec_keep run METHOD       METHOD: execve, fexecve, execveat,
- *                              posix_spawn or posix_spawnp
+ *                              posix_spawn, posix_spawnp or vfork
  *   (EK_ADDR=A.B.C.D: that address instead of 127.0.0.1)
  *   (exec_keep after ...: the new program)
  */
@@ -208,7 +209,7 @@ static int after(char **argv)
 	show("udp", u, uport);
 	show("fresh", f, -1);
 	show("close-on-exec listener", cl, -1);
-	if (gate >= 0)
+	if (!strncmp(argv[12], "posix_spawn", 11))
 		show("close-on-exec listener, dup2()ed by a file action", cl + 100, -1);
 	/* Not what Linux would give (no listener there): no point going on. */
 	if (getsockopt(l4, SOL_SOCKET, SO_ACCEPTCONN, &st, &sl) || !st ||
@@ -272,6 +273,18 @@ static const char *exit_of(pid_t pid)
 	return WIFEXITED(st) && !WEXITSTATUS(st) ? "0" : "failed";
 }
 
+/* vfork() and execve(): the child's pid. */
+static __attribute__((noinline)) pid_t vfork_exec(char *self, char **av, char **envp)
+{
+	pid_t pid = vfork();
+
+	if (pid == 0) {
+		execve(self, av, envp);
+		_exit(127);
+	}
+	return pid;
+}
+
 /* posix_spawn, posix_spawnp: the parent's side (run() made the sockets,
  * the client and the arguments; av, envp the new program's). */
 static int spawned(const char *method, char *self, char **av, char **envp, int l4, int l6,
@@ -293,6 +306,11 @@ static int spawned(const char *method, char *self, char **av, char **envp, int l
 		*slash = '/';
 		setenv("PATH", path, 1);
 		ret = posix_spawnp(&pid, slash + 1, &fa, NULL, av, envp);
+	} else if (!strcmp(method, "vfork")) {
+		/* vfork() and execve() in the child, as a shell or an
+		 * older libc's spawn does. */
+		pid = vfork_exec(self, av, envp);
+		ret = pid < 0 ? errno : 0;
 	} else {
 		ret = posix_spawn(&pid, self, &fa, NULL, av, envp);
 	}
@@ -351,7 +369,7 @@ static int run(const char *method)
 	struct sockaddr_in a = { .sin_family = AF_INET };
 	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
 	int p[2], g[2] = { -1, -1 }, l4, l6, u, f, cl, one = 1, zero = 0, ports[3];
-	bool spawn = !strncmp(method, "posix_spawn", 11);
+	bool spawn = !strncmp(method, "posix_spawn", 11) || !strcmp(method, "vfork");
 	char args[12][24], self[4096], *av[15], **envp;
 	pid_t pid;
 	ssize_t sl;
@@ -459,6 +477,6 @@ int main(int argc, char **argv)
 		return run(argv[2]);
 	if (argc == 14 && !strcmp(argv[1], "after"))
 		return after(argv);
-	fprintf(stderr, "usage: exec_keep run execve|fexecve|execveat|posix_spawn|posix_spawnp\n");
+	fprintf(stderr, "usage: exec_keep run execve|fexecve|execveat|posix_spawn|posix_spawnp|vfork\n");
 	return 2;
 }
