@@ -645,30 +645,72 @@ int pl_fallback(int fd, struct pl_sock *ps)
  * Live hand-off (lib/preload/README.md, "Live hand-off"): an established
  * TCP connection becomes a kernel socket at the same fd number, moved with
  * TCP repair by sluice_handoff() (proto/tcp/tcp_handoff.c), with the
- * options kept here, O_NONBLOCK, close-on-exec and its epoll items.  One
- * fd of it in this process (an AF_INET6 one talking IPv4 becomes an
- * AF_INET6 kernel socket with IPv4-mapped names), no other thread blocked
- * in a call on it, not in a sandbox.  0, fd is the kernel's; or
+ * options kept here, O_NONBLOCK, close-on-exec and its epoll items.  Every
+ * fd of it in this process moves (dup()s: each becomes the one kernel
+ * socket, close-on-exec as it was).  An AF_INET6 one talking IPv4 becomes
+ * an AF_INET6 kernel socket with IPv4-mapped names.  No other thread
+ * blocked in a call on it, not in a sandbox.  0, fd is the kernel's; or
  * -errno and the connection is the stack's, working.
  */
 int pl_handoff(int fd, struct pl_sock *ps)
 {
-	int ks;
+	unsigned int nother = 0, n = SL_READ_ONCE(ps->nfd), top;
+	int ks, ret, *other = NULL;
 
 	if (ps->type != SOCK_STREAM)
 		return -EOPNOTSUPP;
-	if (sl_sys_sandboxed || SL_READ_ONCE(ps->nfd) != 1)
+	if (sl_sys_sandboxed || !n)
 		return -EOPNOTSUPP;
 	/* Another thread blocked in a call on it would wake to the stack
 	 * socket's end (0, EPIPE): not while one is. */
 	if (SL_READ_ONCE(ps->calls) & PL_CALLS_INFL)
 		return -EBUSY;
+	/* Its other fds here, found before anything changes. */
+	if (n > 1) {
+		other = malloc((n - 1) * sizeof(*other));
+		if (!other)
+			return -ENOMEM;
+		top = pl_fd_top();
+		for (unsigned int o = 0; o < top && nother < n - 1; o++) {
+			struct pl_sock *q = (int)o == fd ? NULL : pl_get((int)o);
+
+			if (q == ps)
+				other[nother++] = (int)o;
+			pl_put(q);
+		}
+	}
 	ks = sluice_handoff(pl_stack(), (int)ps->sd);
-	if (ks < 0)
+	if (ks < 0) {
+		free(other);
 		return ks;
+	}
 	pl_opts_to_kernel(ks, ps);
 	pl_debug("fd %d handed to the kernel, live", fd);
-	return become_kernel(fd, ps, ks, false);
+	ret = become_kernel(fd, ps, ks, false);
+	/* The stack's socket has ended: each other fd of it becomes the
+	 * kernel socket too (a call on one meanwhile sees the end once, as
+	 * the agent's hand-off may). */
+	for (unsigned int i = 0; !ret && i < nother; i++) {
+		struct pl_sock *q = pl_get(other[i]), *old;
+		int fl;
+
+		if (q != ps) {	/* closed or replaced meanwhile */
+			pl_put(q);
+			continue;
+		}
+		fl = REAL(fcntl)(other[i], F_GETFD);
+		old = pl_fd_forget(other[i]);
+		if (REAL(dup3)(fd, other[i], fl > 0 && (fl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
+			pl_epoll_forget_fd(other[i]);
+		} else {
+			pl_epoll_to_kernel(other[i]);
+			pl_debug("fd %d, a dup of fd %d, handed to the kernel with it", other[i], fd);
+		}
+		pl_sock_release(old);
+		pl_put(q);
+	}
+	free(other);
+	return ret;
 }
 
 /*
@@ -1251,7 +1293,6 @@ void pl_spawn_end(struct pl_spawn *sp)
 static bool handoff_for_opt(const struct pl_sock *ps)
 {
 	return pl_cfg.handoff && ps->type == SOCK_STREAM && !sl_sys_sandboxed &&
-	       SL_READ_ONCE(ps->nfd) == 1 &&
 	       (SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->state) == SL_TCP_ESTABLISHED ||
 		SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->state) == SL_TCP_CLOSE_WAIT);
 }

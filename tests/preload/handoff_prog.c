@@ -27,11 +27,17 @@
  *            the fd) until the fd is a kernel socket (`sluice handoff P F`
  *            from outside) or the file $HO_DONE exists; extnocap: the same
  *            without CAP_NET_ADMIN (the request is refused)
+ *            (any of them with HO_DUP set: a dup() of the fd made first,
+ *            which must be the same kernel socket after; the stream then
+ *            goes on on the dup)
  *   exec     execs itself ("resume") with LD_PRELOAD taken out of its
  *            environment: a program that will not run under Sluice; the
  *            new image checks what fd it got and finishes the stream
  *            (HO_EXEC=fexecve or execveat: by fexecve(), or execveat()
- *            with AT_EMPTY_PATH, of the program's own file opened)
+ *            with AT_EMPTY_PATH, of the program's own file opened;
+ *            HO_EXEC=posix_spawn: spawned by posix_spawn(), glibc's
+ *            vfork'd child, the parent waiting for it, its own fd then
+ *            the kernel socket the child shares)
  * Exit 0 when every byte arrived in order and each check held; each step
  * prints a line.
  */
@@ -50,7 +56,10 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <spawn.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -283,6 +292,23 @@ static int exec_self(int fd, uint64_t tx)
 	fflush(stdout);
 	/* HO_EXEC: fexecve, or execveat of the file itself (AT_EMPTY_PATH):
 	 * the library judges the program from an fd, not a path. */
+	if (way && !strcmp(way, "posix_spawn")) {
+		int st, so = 0;
+		socklen_t sl = sizeof(so);
+		pid_t pid;
+
+		errno = posix_spawn(&pid, "/proc/self/exe", NULL, NULL, args, env);
+		if (errno) {
+			perror(way);
+			return 1;
+		}
+		if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+			return 1;
+		printf("spawner: fd %d %s\n", fd,
+		       getsockopt(fd, SOL_SOCKET, SO_TYPE, &so, &sl) ? "is no socket" :
+		       is_stack_fd(fd) ? "is the stack's" : "is the kernel socket");
+		return WEXITSTATUS(st);
+	}
 	if (way && (!strcmp(way, "fexecve") || !strcmp(way, "execveat"))) {
 		int xfd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 
@@ -345,7 +371,7 @@ static int client(int fd, const char *mode)
 	char addr[INET_ADDRSTRLEN] = "";
 	struct epoll_event ev;
 	struct timespec t0, t1;
-	int flags, ep, r2;
+	int flags, ep, r2, dupfd = -1;
 
 	if (fd < 0)
 		return 1;
@@ -376,6 +402,9 @@ static int client(int fd, const char *mode)
 	fcntl(fd, F_SETFL, flags);
 	printf("before: sent %llu, stack fd %d\n", (unsigned long long)tx, is_stack_fd(fd));
 	show_info(fd, "before");
+	/* HO_DUP: a second fd of it (dup()), which must move too. */
+	if (getenv("HO_DUP"))
+		dupfd = dup(fd);
 	/* An epoll set that holds the fd must keep its item (unread bytes:
 	 * EPOLLIN) with the program's data. */
 	ep = epoll_create1(EPOLL_CLOEXEC);
@@ -430,6 +459,19 @@ static int client(int fd, const char *mode)
 		if (r || is_stack_fd(fd) != 0) {
 			printf("FAIL: no hand-off\n");
 			return 1;
+		}
+		if (dupfd >= 0) {
+			struct stat a, b;
+
+			if (is_stack_fd(dupfd) != 0 || fstat(fd, &a) || fstat(dupfd, &b) ||
+			    a.st_ino != b.st_ino) {
+				printf("FAIL: fd %d, its dup, is not the kernel socket\n", dupfd);
+				return 1;
+			}
+			printf("dup: fd %d and fd %d are one kernel socket\n", fd, dupfd);
+			/* The rest of the stream on the dup. */
+			close(fd);
+			fd = dupfd;
 		}
 		show_info(fd, "after");
 		pl = sizeof(pa6);

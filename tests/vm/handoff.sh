@@ -66,6 +66,8 @@ srun() { timeout 150 sluice run --stack $ST --ifname sho0 -- env SS_OUT=/tmp/ss.
 kern() { timeout 150 env SS_OUT=/tmp/ss-k.out handoff_prog "$@"; }
 # The old behaviour at exec, kept as an option.
 srun_keep() { timeout 150 sluice run --stack $ST --ifname sho0 -- env SLUICE_EXEC_HANDOFF=0 handoff_prog "$@"; }
+# A second fd of the connection (handoff_prog's HO_DUP).
+srun_dup() { timeout 150 sluice run --stack $ST --ifname sho0 -- env HO_DUP=1 handoff_prog "$@"; }
 # srun_way WAY ARGS...: exec by WAY (handoff_prog's HO_EXEC).
 srun_way() { w=$1; shift; timeout 150 sluice run --stack $ST --ifname sho0 -- env HO_EXEC=$w handoff_prog "$@"; }
 SETPRIV=/opt/sluice/util-linux/setpriv
@@ -119,6 +121,14 @@ if command -v ss >/dev/null; then
 	check "... ss -tin lists it in the kernel, ESTAB, with window scaling" \
 		sh -c "grep -q '^ESTAB.*$S:[0-9]* *$K:7102' /tmp/ss.out && grep -q 'wscale:' /tmp/ss.out"
 fi
+
+# A connection with two fds (dup()): both move, one kernel socket, and the
+# stream goes on on the dup (before: refused, the option ENOPROTOOPT).
+run 7115 /tmp/hd.log handoff srun_dup
+check "a dup()ed connection: both fds become the one kernel socket (rc $rc, peer $prc)" \
+	grep -q '^dup: fd [0-9]* and fd [0-9]* are one kernel socket$' /tmp/hd.log
+check "... and the stream finishes on the dup, every byte checked at both ends" \
+	sh -c "test $rc = 0 -a $prc = 0 && grep -q '^client ok rx 6291456 tx 6291456 stack fd 0$' /tmp/hd.log && grep -q '^peer ok rx 6291456 tx 6291456$' /tmp/peer.7115"
 
 # The other way round: a connection the stack accepted (its listener's
 # filter steers it; the hand-off's 5-tuple entry comes first).
@@ -256,12 +266,16 @@ check "... and finishes the stream, every byte checked at both ends" \
 	sh -c "test $rc = 0 -a $prc = 0 && grep -q '^client ok rx 6291456 tx 6291456 stack fd 0$' /tmp/e.log && grep -q '^peer ok rx 6291456 tx 6291456$' /tmp/peer.7110"
 # The same by fexecve() and by execveat(AT_EMPTY_PATH): no path to judge,
 # the library reads the file from the fd.
-for wp in fexecve:7112 execveat:7113; do
+# posix_spawn(): glibc's child execs inside libc, in the parent's memory;
+# the parent hands the connection off first, and keeps the kernel socket.
+for wp in fexecve:7112 execveat:7113 posix_spawn:7114; do
 	way=${wp%:*}
 	run "${wp#*:}" /tmp/e-$way.log exec srun_way $way
 	check "$way of a program not under Sluice: a kernel socket at the same fd, the stream finished, every byte checked (rc $rc, peer $prc)" \
 		sh -c "grep -q '^resumed: fd [0-9]* is a kernel socket, preload unset$' /tmp/e-$way.log && test $rc = 0 -a $prc = 0 && grep -q '^client ok rx 6291456 tx 6291456 stack fd 0$' /tmp/e-$way.log"
 done
+check "... posix_spawn: the spawning parent's fd is that kernel socket too, as on the kernel" \
+	grep -q '^spawner: fd [0-9]* is the kernel socket$' /tmp/e-posix_spawn.log
 # SLUICE_EXEC_HANDOFF=0: as before, the new program gets no socket.
 run 7111 /tmp/ek.log exec srun_keep
 check "SLUICE_EXEC_HANDOFF=0: the old behaviour, the new program's fd is no socket (rc $rc)" \
