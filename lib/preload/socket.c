@@ -26,7 +26,9 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <netinet/ip.h>
 #include <netinet/tcp.h>
+#include <netinet/udp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -825,6 +827,68 @@ static enum ex_kind exec_kind(const struct pl_sock *ps)
  * unread datagrams dropped: lib/preload/README.md, "At exec").  prev: the
  * kernel socket a dup of this socket became already, else -1.
  */
+/*
+ * The datagrams the stack holds for ps and nobody has read, written into
+ * its twin's kernel queue as the packets they were: from their sender's
+ * address and port, to the socket's address and port, through a raw
+ * socket on the kernel's loopback (CAP_NET_RAW; a local packet keeps its
+ * route, so no reverse-path filter sees it).  Without it they stay where
+ * they are (and go with the stack's socket: lib/preload/README.md, "What
+ * an exec cannot move").  An IPv4 socket only (an AF_INET6 one's senders
+ * may be IPv6 handles); the IP header's own fields (TOS, TTL) are not the
+ * sender's.  The number moved.
+ */
+static unsigned int dgram_requeue(const struct pl_sock *ps)
+{
+	struct sockaddr_in me, from, to = { .sin_family = AF_INET };
+	const size_t hl = sizeof(struct iphdr) + sizeof(struct udphdr);
+	unsigned int moved = 0;
+	unsigned char *pkt, b;
+	int raw;
+	long n;
+
+	if (ps->type != SOCK_DGRAM || ps->v6 || sl_sys_sandboxed ||
+	    sluice_getsockname(pl_stack(), (int)ps->sd, &me) ||
+	    sluice_recvfrom(pl_stack(), (int)ps->sd, &b, 1, MSG_PEEK | MSG_DONTWAIT, &from) < 0)
+		return 0;	/* nothing waits */
+	raw = REAL(socket)(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
+	pkt = raw < 0 ? NULL : malloc(hl + 65535);
+	if (!pkt) {
+		if (raw >= 0)
+			REAL(close)(raw);
+		pl_debug("socket %u: its unread datagrams cannot be given to its twin (%s)",
+			 ps->sd, raw < 0 ? "no raw socket: CAP_NET_RAW" : "no memory");
+		return 0;
+	}
+	to.sin_addr.s_addr = me.sin_addr.s_addr ? me.sin_addr.s_addr : htonl(INADDR_LOOPBACK);
+	while ((n = sluice_recvfrom(pl_stack(), (int)ps->sd, pkt + hl, 65535 - hl,
+				    MSG_DONTWAIT, &from)) >= 0) {
+		struct iphdr *ip = (struct iphdr *)pkt;
+		struct udphdr *uh = (struct udphdr *)(pkt + sizeof(*ip));
+
+		memset(pkt, 0, hl);
+		ip->version = 4;
+		ip->ihl = sizeof(*ip) / 4;
+		ip->ttl = 64;
+		ip->protocol = IPPROTO_UDP;
+		ip->tot_len = htons((uint16_t)(hl + (size_t)n));	/* the kernel's anyway */
+		ip->saddr = from.sin_addr.s_addr;
+		ip->daddr = to.sin_addr.s_addr;
+		uh->source = from.sin_port;
+		uh->dest = me.sin_port;
+		uh->len = htons((uint16_t)(sizeof(*uh) + (size_t)n));
+		/* uh->check 0: none, as IPv4 allows. */
+		if (REAL(sendto)(raw, pkt, hl + (size_t)n, 0, (const struct sockaddr *)&to,
+				 sizeof(to)) == (ssize_t)(hl + (size_t)n))
+			moved++;
+	}
+	free(pkt);
+	REAL(close)(raw);
+	if (moved)
+		pl_debug("socket %u: %u unread datagram(s) given to its twin", ps->sd, moved);
+	return moved;
+}
+
 static int exec_to_twin(int fd, struct pl_sock *ps, int prev)
 {
 	int ks;
@@ -838,6 +902,7 @@ static int exec_to_twin(int fd, struct pl_sock *ps, int prev)
 	ks = pl_twin_take(ps);
 	if (ks < 0)
 		return -EOPNOTSUPP;
+	dgram_requeue(ps);
 	/* A stream twin is non-blocking (twin.c), a datagram one not. */
 	return become_kernel(fd, ps, ks, ps->type == SOCK_STREAM);
 }
@@ -1200,6 +1265,10 @@ struct pl_spawn *pl_spawn_begin(const char *path, char *const envp[], bool actio
 				ret = -EOPNOTSUPP;
 			else	/* the file is one: as at an exec (fork and exec) */
 				kernel_settings(e.ks, ps, ps->type == SOCK_STREAM);
+			/* What waits in the stack goes where the child reads
+			 * too (we read the twin as well). */
+			if (!e.cloexec)
+				dgram_requeue(ps);
 			break;
 		case EX_FRESH:
 			e.ks = REAL(socket)(ps->v6 ? AF_INET6 : AF_INET, ps->type | SOCK_CLOEXEC, 0);

@@ -7,7 +7,8 @@
  * one again, its environment without LD_PRELOAD) must find each at its fd
  * number as Linux leaves it, and serve: a client process forked before
  * (under Sluice when this runs under Sluice: a stack client) connects to
- * both listeners and sends a datagram; the new program connects its
+ * both listeners and sends a datagram (and one before the exec, which the
+ * new program reads first, from the same sender); the new program connects its
  * fresh socket to the first listener itself (a kernel client).  Every line
  * printed is the same on the kernel and under sluice run.
  *
@@ -52,6 +53,14 @@ static const char *addr(void)
 	return a && *a ? a : "127.0.0.1";
 }
 
+/* Does the client send a datagram before the exec, for the new program to
+ * read?  Not with vfork (not moved then) or $EK_NOEARLY (a module's
+ * stack: its datagram socket is bound again, what it held not moved). */
+static bool early_on(const char *method)
+{
+	return strcmp(method, "vfork") && !getenv("EK_NOEARLY");
+}
+
 static int port_of(int fd)
 {
 	struct sockaddr_in6 a;
@@ -91,18 +100,24 @@ static void timeouts(int fd)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
-/* The client, forked before any socket: waits for the new program's
- * "go" on rd, then talks to each of its sockets. */
-static int client(int rd, int tport, int t6port, int uport)
+/* The client, forked before any socket: sends a datagram at once (early:
+ * it waits unread across the exec), waits for the new program's "go" on
+ * rd, then talks to each of its sockets. */
+static int client(int rd, int tport, int t6port, int uport, bool early)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
 	char c, buf[64];
-	int fd, ok = 1;
+	int fd, u, ok = 1;
 	ssize_t n;
 
+	inet_pton(AF_INET, addr(), &a.sin_addr);
+	u = socket(AF_INET, SOCK_DGRAM, 0);
+	timeouts(u);
+	a.sin_port = htons((uint16_t)uport);
+	if (early && sendto(u, "early-udp", 9, 0, (struct sockaddr *)&a, sizeof(a)) != 9)
+		ok = 0;
 	if (read(rd, &c, 1) != 1)
 		return 1;
-	inet_pton(AF_INET, addr(), &a.sin_addr);
 	for (int i = 0; i < 2; i++) {
 		fd = socket(AF_INET, SOCK_STREAM, 0);
 		timeouts(fd);
@@ -114,8 +129,7 @@ static int client(int rd, int tport, int t6port, int uport)
 		}
 		close(fd);
 	}
-	fd = socket(AF_INET, SOCK_DGRAM, 0);
-	timeouts(fd);
+	fd = u;
 	a.sin_port = htons((uint16_t)uport);
 	n = -1;
 	if (sendto(fd, "hello-udp", 9, 0, (struct sockaddr *)&a, sizeof(a)) == 9)
@@ -246,6 +260,29 @@ static int after(char **argv)
 		printf("listener [::]: no client (%s)\n", strerror(errno));
 		ok = 0;
 	}
+	/* The datagram the client sent before the exec first, unread till
+	 * now (not after vfork(): what the stack holds then is not moved). */
+	if (early_on(argv[12])) {
+		struct sockaddr_in ef = { 0 };
+		socklen_t efl = sizeof(ef);
+
+		n = -1;
+		if (!wait_in(u))
+			n = recvfrom(u, buf, sizeof(buf), 0, (struct sockaddr *)&ef, &efl);
+		fl = sizeof(from);
+		n = n == 9 && !memcmp(buf, "early-udp", 9) ? 0 : -1;
+		/* From the client's socket, which sends the next one too. */
+		if (!n && !wait_in(u) &&
+		    recvfrom(u, buf, sizeof(buf), MSG_PEEK, (struct sockaddr *)&from, &fl) > 0)
+			n = ((struct sockaddr_in *)&from)->sin_port == ef.sin_port &&
+			    ((struct sockaddr_in *)&from)->sin_addr.s_addr == ef.sin_addr.s_addr ? 1 : 0;
+		printf("udp: the datagram sent before the exec %s\n",
+		       n == 1 ? "read after it, from the client's address and port" :
+		       n == 0 ? "read, from another address or port" : "lost");
+		if (n != 1)
+			ok = 0;
+	}
+	fl = sizeof(from);
 	n = -1;
 	if (!wait_in(u))
 		n = recvfrom(u, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl);
@@ -385,7 +422,7 @@ static int run(const char *method)
 		close(p[1]);
 		if (read(p[0], ports, sizeof(ports)) != (ssize_t)sizeof(ports))
 			_exit(1);
-		_exit(client(p[0], ports[0], ports[1], ports[2]));
+		_exit(client(p[0], ports[0], ports[1], ports[2], early_on(method)));
 	}
 	close(p[0]);
 	l4 = socket(AF_INET, SOCK_STREAM, 0);
@@ -415,6 +452,9 @@ static int run(const char *method)
 	 * go (one byte) before it connects. */
 	if (write(p[1], ports, sizeof(ports)) != (ssize_t)sizeof(ports))
 		die("write");
+	/* Its first datagram waits, unread, before the exec. */
+	if (early_on(method) && wait_in(u))
+		die("early datagram");
 	snprintf(args[0], sizeof(args[0]), "%d", l4);
 	snprintf(args[1], sizeof(args[1]), "%d", l6);
 	snprintf(args[2], sizeof(args[2]), "%d", u);
