@@ -141,7 +141,7 @@ void sl_helper_ensure(struct sl_stack *s);
  * lock that names it; its record does).  A header, then one record per
  * socket slot at offset sizeof(struct sl_fdhdr).
  */
-#define SL_FDREC_MAGIC	0x534c554943454634ull	/* "SLUICEF4" */
+#define SL_FDREC_MAGIC	0x534c554943454635ull	/* "SLUICEF5" */
 #define SL_FDREC_FREE	0
 #define SL_FDREC_USED	1	/* held: its lock byte [index] says by whom */
 #define SL_FDREC_PRIV	2	/* held by its creator alone (fd, proc), no lock */
@@ -149,12 +149,27 @@ void sl_helper_ensure(struct sl_stack *s);
 #define SL_FDREC_SHARD	64	/* sockets a placeholder directory: STACK/(index / 64) */
 #define SL_FDREC_LOCK_BASE	((off_t)1 << 40)	/* process i's lock byte: + i */
 #define SL_FDPROC_FREE	0
-#define SL_FDPROC_CLAIMED	1	/* being registered or swept */
+#define SL_FDPROC_CLAIMED	1	/* being registered */
 #define SL_FDPROC_LIVE	2	/* its lock byte is held while it lives */
+#define SL_FDPROC_SWEPT	3	/* dead, its sockets being closed by sweeper */
+#define SL_FDREC_ON_SHARED	0xffffu	/* sl_fdrec.on: the shared list */
 
+/*
+ * Lists through the records (sd + 1; 0 ends a list): each process record
+ * heads the list of the private sockets it made (edited by that process
+ * alone while it lives, then by the one process that sweeps for it), and
+ * the header heads the list of the used (shared) ones, edited under
+ * shared_lock.  A process's death costs the sweep its own list and the
+ * shared one, not every record (issue 23; preload/fdtable.c).
+ */
 struct sl_fdproc {
 	uint32_t state;		/* SL_FDPROC_*; compare-and-swap */
 	uint32_t pid;
+	uint32_t head;		/* its private sockets' records */
+	uint32_t edit;		/* sd + 1 while its list is being changed */
+	uint32_t making;	/* sockets being made (no record yet): a count */
+	uint32_t sweeper;	/* CLAIMED by a sweep: that process's pid */
+	uint32_t pad[2];
 };
 
 struct sl_fdhdr {
@@ -167,7 +182,10 @@ struct sl_fdhdr {
 	 * one for each process (a forking server's children each inherited
 	 * an old time and swept as soon as they waited). */
 	uint64_t last_sweep_us;
-	uint8_t pad[32];
+	uint32_t shared_head;	/* the used records' list */
+	uint32_t shared_n;	/* ... its length */
+	uint32_t shared_lock;	/* 0, or the pid of the process editing it */
+	uint32_t pad[5];
 	struct sl_fdproc procs[SL_FDREC_PROCS];
 };
 
@@ -184,8 +202,12 @@ struct sl_fdrec {
 	int32_t fd;		/* its fd there when made (SL_FDREC_PRIV: sluice fds) */
 	uint16_t type;		/* SOCK_STREAM or SOCK_DGRAM */
 	uint16_t proc;		/* SL_FDREC_PRIV: its creator's process record + 1 */
-	uint32_t reserved;
+	uint16_t on;		/* the list it is on: process record + 1, SL_FDREC_ON_SHARED, 0 */
+	uint16_t pad;
+	uint32_t next, prev;	/* on that list: sd + 1, 0 none */
 };
+
+_Static_assert(sizeof(struct sl_fdrec) == 32, "records of 32 bytes");
 
 #define SL_FDREC_KEY(state, gen)	((uint64_t)(gen) << 32 | (state))
 #define SL_FDREC_STATE(key)		((uint32_t)(key))

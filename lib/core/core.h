@@ -668,7 +668,8 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(spin_us, "microseconds blocking waits spent spinning") \
 	X(tcp_sndbuf_grown, "TCP send buffers grown to twice cwnd (Linux tcp_sndbuf_expand)") \
 	X(tcp_rcvbuf_grown, "TCP receive buffers grown to what the reader takes a round trip (Linux tcp_rcv_space_adjust)") \
-	X(rx_backoff, "non-blocking receives that found nothing and paused (a spinner's look, not a drain's end)")
+	X(rx_backoff, "non-blocking receives that found nothing and paused (a spinner's look, not a drain's end)") \
+	X(sweep_walked, "socket records the preload looked at for processes that died (their own list and the shared one)")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,
@@ -1189,7 +1190,7 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
  * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
  */
-#define SL_LAYOUT_VERSION	28
+#define SL_LAYOUT_VERSION	29
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

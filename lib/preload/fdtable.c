@@ -43,11 +43,15 @@
  * dies drops it, so the sweep finds deaths by looking at those records
  * (one probe a process, whatever the number of sockets) and looks at the
  * sockets only after a death (issue 23: no per-tick cost that grows with
- * the connection count).
+ * the connection count), and then only at the dead process's own: the
+ * records are kept on lists through the records file (api.h, struct
+ * sl_fdproc), a private socket on its creator's, a used one on the
+ * shared list ("Lists" below).
  */
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,6 +219,11 @@ static void proc_register(void)
 			continue;
 		}
 		SL_WRITE_ONCE(hdr->procs[i].pid, (uint32_t)sl_self_pid());
+		/* Left empty by its last sweep or its process's exit. */
+		SL_WRITE_ONCE(hdr->procs[i].head, 0);
+		SL_WRITE_ONCE(hdr->procs[i].edit, 0);
+		SL_WRITE_ONCE(hdr->procs[i].making, 0);
+		SL_WRITE_ONCE(hdr->procs[i].sweeper, 0);
 		/* Release: the lock is held before anyone sees LIVE. */
 		sl_store_release(&hdr->procs[i].state, SL_FDPROC_LIVE);
 		reg_fd = fd;
@@ -715,6 +724,198 @@ static int open_shard(uint32_t sd, int flags)
 }
 
 /*
+ * Lists (issue 23: a process's death costs O(its sockets), not O(all)).
+ * Every used record is on one list through the records (next, prev: sd +
+ * 1; on: which list):
+ *  - a private one on its creator's (sl_fdproc.head).  Only that process
+ *    edits it while it lives (priv_mu), and after its death only the one
+ *    process that claimed its record to sweep (SL_FDPROC_SWEPT, sweeper:
+ *    its pid), so no lock is shared.  While an edit is under way edit says
+ *    which record: a process that dies then leaves a list its sweep does
+ *    not trust (it looks at every record for that process's, once);
+ *  - a used (shared) one on the shared list, edited under shared_lock (the
+ *    editor's pid; one found dead is taken over and the list rebuilt from
+ *    the records, O(records), once).
+ * A record leaves its list before its socket is closed (a closed socket's
+ * slot may be taken by another process's socket at once, whose record is
+ * the same one), and goes back if the close must wait (a stopped lock
+ * holder).  The sweep for a dead process walks its list and the shared
+ * one: O(its private sockets + the stack's shared ones).  A process that
+ * died while making a socket (making: socket() or accept() before the
+ * record) has its sockets without records found by a walk of every slot.
+ */
+static pthread_mutex_t priv_mu SL_FORKDATA = PTHREAD_MUTEX_INITIALIZER;
+/* The dead process record this thread sweeps for, or -1. */
+static __thread int sweeping = -1;
+
+static uint32_t *list_head(uint16_t on)
+{
+	if (on == SL_FDREC_ON_SHARED)
+		return &hdr->shared_head;
+	return on && on <= SL_FDREC_PROCS ? &hdr->procs[on - 1].head : NULL;
+}
+
+/* Put record sd at the head of list on; the list's editor. */
+static void list_link(uint32_t sd, uint16_t on)
+{
+	uint32_t *head = list_head(on), h;
+
+	if (!head)
+		return;
+	h = SL_READ_ONCE(*head);
+	SL_WRITE_ONCE(recs[sd].prev, 0);
+	SL_WRITE_ONCE(recs[sd].next, h);
+	SL_WRITE_ONCE(recs[sd].on, on);
+	if (h && h <= nrec)
+		SL_WRITE_ONCE(recs[h - 1].prev, sd + 1);
+	SL_WRITE_ONCE(*head, sd + 1);
+}
+
+/* Take record sd off the list it is on; that list's editor. */
+static void list_unlink(uint32_t sd)
+{
+	uint16_t on = SL_READ_ONCE(recs[sd].on);
+	uint32_t n = SL_READ_ONCE(recs[sd].next), p = SL_READ_ONCE(recs[sd].prev);
+	uint32_t *head = list_head(on);
+
+	if (head) {
+		if (!p)
+			SL_WRITE_ONCE(*head, n);
+		else if (p <= nrec)
+			SL_WRITE_ONCE(recs[p - 1].next, n);
+		if (n && n <= nrec)
+			SL_WRITE_ONCE(recs[n - 1].prev, p);
+	}
+	SL_WRITE_ONCE(recs[sd].on, 0);
+	SL_WRITE_ONCE(recs[sd].next, 0);
+	SL_WRITE_ONCE(recs[sd].prev, 0);
+}
+
+/* This process's own list (a record of its own: reg_slot >= 0). */
+static void priv_link(uint32_t sd)
+{
+	struct sl_fdproc *me = &hdr->procs[reg_slot];
+
+	pthread_mutex_lock(&priv_mu);
+	/* Before the list's words, and cleared after them. */
+	sl_xchg(&me->edit, sd + 1);
+	list_link(sd, (uint16_t)(reg_slot + 1));
+	sl_store_release(&me->edit, 0);
+	pthread_mutex_unlock(&priv_mu);
+}
+
+static void priv_unlink(uint32_t sd)
+{
+	struct sl_fdproc *me;
+
+	if (reg_slot < 0)
+		return;
+	me = &hdr->procs[reg_slot];
+	pthread_mutex_lock(&priv_mu);
+	if (SL_READ_ONCE(recs[sd].on) == reg_slot + 1) {
+		sl_xchg(&me->edit, sd + 1);
+		list_unlink(sd);
+		sl_store_release(&me->edit, 0);
+	}
+	pthread_mutex_unlock(&priv_mu);
+}
+
+/* Every used record on the shared list, none else; shared_lock held. */
+static void shared_rebuild(void)
+{
+	struct sl_stack *s = pl_sl();
+	uint32_t top = s ? sl_sock_top(s) : nrec, n = 0;
+
+	SL_WRITE_ONCE(hdr->shared_head, 0);
+	for (uint32_t sd = 0; sd < nrec && sd < top; sd++) {
+		if (SL_READ_ONCE(recs[sd].on) == SL_FDREC_ON_SHARED) {
+			SL_WRITE_ONCE(recs[sd].on, 0);
+			SL_WRITE_ONCE(recs[sd].next, 0);
+			SL_WRITE_ONCE(recs[sd].prev, 0);
+		}
+		if (rec_state(sd) == SL_FDREC_USED && !SL_READ_ONCE(recs[sd].on)) {
+			list_link(sd, SL_FDREC_ON_SHARED);
+			n++;
+		}
+	}
+	SL_WRITE_ONCE(hdr->shared_n, n);
+	if (s)
+		sl_count_n(s, SL_C_sweep_walked, top < nrec ? top : nrec);
+	pl_debug("shared socket list rebuilt: %u", n);
+}
+
+static void shared_lock(void)
+{
+	uint32_t me = (uint32_t)sl_self_pid();
+
+	for (unsigned int i = 1;; i++) {
+		uint32_t cur = 0;
+
+		if (sl_cmpxchg(&hdr->shared_lock, &cur, me))
+			return;
+		/* Its editor died mid-edit: ours, and the list rebuilt. */
+		if (!(i % 64) && cur != me && sl_pid_dead((pid_t)cur) &&
+		    sl_cmpxchg(&hdr->shared_lock, &cur, me)) {
+			shared_rebuild();
+			return;
+		}
+		sched_yield();
+	}
+}
+
+static void shared_unlock(void)
+{
+	sl_store_release(&hdr->shared_lock, 0);
+}
+
+/* Take used record sd (key) off the shared list to close its socket:
+ * false if another closer has it, or it is no longer that socket's. */
+static bool shared_take(uint32_t sd, uint64_t key)
+{
+	bool mine = false;
+
+	shared_lock();
+	if (SL_READ_ONCE(recs[sd].key) == key) {
+		uint16_t on = SL_READ_ONCE(recs[sd].on);
+
+		if (on == SL_FDREC_ON_SHARED) {
+			list_unlink(sd);
+			SL_WRITE_ONCE(hdr->shared_n, SL_READ_ONCE(hdr->shared_n) - 1);
+		}
+		mine = on == SL_FDREC_ON_SHARED || !on;
+	}
+	shared_unlock();
+	return mine;
+}
+
+/* Back on it (its close must wait), if still that socket's. */
+static void shared_put(uint32_t sd, uint64_t key)
+{
+	shared_lock();
+	if (SL_READ_ONCE(recs[sd].key) == key && !SL_READ_ONCE(recs[sd].on)) {
+		list_link(sd, SL_FDREC_ON_SHARED);
+		SL_WRITE_ONCE(hdr->shared_n, SL_READ_ONCE(hdr->shared_n) + 1);
+	}
+	shared_unlock();
+}
+
+int pl_fd_making_begin(void)
+{
+	int slot = SL_READ_ONCE(reg_slot);
+
+	if (slot >= 0 && hdr)
+		sl_fetch_add(&hdr->procs[slot].making, 1);
+	return slot;
+}
+
+void pl_fd_making_end(int slot)
+{
+	/* Not a forked child's: its record is another. */
+	if (slot >= 0 && hdr && slot == SL_READ_ONCE(reg_slot))
+		sl_fetch_sub(&hdr->procs[slot].making, 1);
+}
+
+/*
  * Private sockets (issue 23: a short connection in fewer system calls than
  * the kernel's).  A socket this process made (socket(), accept()) whose
  * description no other process can hold yet needs neither the lock on
@@ -743,8 +944,15 @@ static void make_shared(int fd, struct pl_sock *ps)
 	if (!SL_READ_ONCE(ps->priv) || ofd_lock_at(fd, F_RDLCK, (off_t)ps->sd, false))
 		return;
 	/* After the lock, as pl_sock_install(): a closer that sees USED
-	 * sees the lock too. */
-	sl_cmpxchg(&recs[ps->sd].key, &key, SL_FDREC_KEY(SL_FDREC_USED, ps->gen));
+	 * sees the lock too, and the record on the shared list. */
+	shared_lock();
+	priv_unlink(ps->sd);
+	list_link(ps->sd, SL_FDREC_ON_SHARED);
+	if (sl_cmpxchg(&recs[ps->sd].key, &key, SL_FDREC_KEY(SL_FDREC_USED, ps->gen)))
+		SL_WRITE_ONCE(hdr->shared_n, SL_READ_ONCE(hdr->shared_n) + 1);
+	else
+		list_unlink(ps->sd);
+	shared_unlock();
 	SL_WRITE_ONCE(ps->priv, false);
 	sl_fetch_sub(&npriv, 1);
 }
@@ -870,10 +1078,21 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 	recs[sd].type = (uint16_t)type;
 	recs[sd].fd = fd;
 	recs[sd].proc = priv ? (uint16_t)(reg_slot + 1) : 0;
-	/* After the lock: a closer that sees this key sees the lock too. */
-	sl_store_release(&recs[sd].key, SL_FDREC_KEY(priv ? SL_FDREC_PRIV : SL_FDREC_USED, ps->gen));
-	if (priv)
+	/* After the lock: a closer that sees this key sees the lock too,
+	 * and the record on its list. */
+	if (SL_READ_ONCE(recs[sd].on))
+		pl_debug("socket %u's record was still on list %u", sd, recs[sd].on);
+	if (priv) {
+		priv_link(sd);
+		sl_store_release(&recs[sd].key, SL_FDREC_KEY(SL_FDREC_PRIV, ps->gen));
 		sl_fetch_add(&npriv, 1);
+	} else {
+		shared_lock();
+		list_link(sd, SL_FDREC_ON_SHARED);
+		SL_WRITE_ONCE(hdr->shared_n, SL_READ_ONCE(hdr->shared_n) + 1);
+		sl_store_release(&recs[sd].key, SL_FDREC_KEY(SL_FDREC_USED, ps->gen));
+		shared_unlock();
+	}
 	ps->sd = sd;
 	ps->type = type;
 	ps->v6 = pl_sd_v6(sd);
@@ -895,9 +1114,14 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 	return fd;
 
 err_unrec:
-	sl_store_release(&recs[sd].key, SL_FDREC_KEY(SL_FDREC_FREE, ps->gen));
-	if (priv)
+	if (priv) {
+		priv_unlink(sd);
+		sl_store_release(&recs[sd].key, SL_FDREC_KEY(SL_FDREC_FREE, ps->gen));
 		sl_fetch_sub(&npriv, 1);
+	} else {
+		shared_take(sd, SL_FDREC_KEY(SL_FDREC_USED, ps->gen));
+		sl_store_release(&recs[sd].key, SL_FDREC_KEY(SL_FDREC_FREE, ps->gen));
+	}
 err_close_fd:
 	pl_libc.close(fd);
 err_free:
@@ -946,25 +1170,40 @@ static bool creator_gone(uint32_t sd)
 	       SL_READ_ONCE(hdr->procs[p - 1].pid) != SL_READ_ONCE(recs[sd].pid);
 }
 
-/* owner: the caller closed the last fd of its private socket sd. */
-static void reap(uint32_t sd, bool owner)
+/*
+ * owner: the caller closed the last fd of its private socket sd.
+ * -EAGAIN: its close waits for a stopped lock holder (the record back on
+ * its list; closed at this process's next sweep, or, swept for a dead
+ * process, at the next sweep for it).
+ */
+static int reap(uint32_t sd, bool owner)
 {
 	struct sl_stack *s = pl_sl();
 	uint64_t key;
-	uint32_t gen;
+	uint32_t gen, state;
+	uint16_t from;
 	struct sl_sock *so;
 
 	/* A sandboxed process may not lock-test files (fcntl, os.h): the
 	 * socket is closed by the sweep that sees this process die, or by
 	 * another holder's close. */
 	if (!s || sd >= nrec || sl_sys_sandboxed)
-		return;
+		return 0;
 	key = sl_load_acquire(&recs[sd].key);
-	if (SL_FDREC_STATE(key) == SL_FDREC_PRIV) {
+	state = SL_FDREC_STATE(key);
+	from = SL_READ_ONCE(recs[sd].on);
+	if (state == SL_FDREC_PRIV) {
 		if (!owner && !creator_gone(sd))
-			return;
-	} else if (SL_FDREC_STATE(key) != SL_FDREC_USED || !nobody_holds(sd)) {
-		return;
+			return 0;
+		/* Off its list before the close: only its editor may. */
+		if (from && sweeping >= 0 && from == sweeping + 1)
+			list_unlink(sd);
+		else if (from && reg_slot >= 0 && from == reg_slot + 1)
+			priv_unlink(sd);
+		else if (from)
+			return 0;	/* another's list: its process or sweep closes it */
+	} else if (state != SL_FDREC_USED || !nobody_holds(sd) || !shared_take(sd, key)) {
+		return 0;
 	}
 	gen = SL_FDREC_GEN(key);
 	so = sl_sock(s, sd);
@@ -975,18 +1214,28 @@ static void reap(uint32_t sd, bool owner)
 		pl_debug("closing socket %u", sd);
 		if (sl_close_gen(pl_stack(), (int)sd, gen) == -EAGAIN) {
 			/* A stopped lock holder: later, not now. */
+			uint16_t proc = SL_READ_ONCE(recs[sd].proc);
 			bool known = false;
 
+			if (state == SL_FDREC_PRIV && sweeping >= 0 && proc == sweeping + 1) {
+				list_link(sd, proc);
+				return -EAGAIN;
+			}
+			if (state == SL_FDREC_PRIV && reg_slot >= 0 && proc == reg_slot + 1)
+				priv_link(sd);
+			else if (state == SL_FDREC_USED)
+				shared_put(sd, key);
 			pthread_mutex_lock(&reap_mu);
 			for (unsigned int i = 0; i < npend; i++)
 				known |= pend[i] == sd;
 			if (!known && npend < PL_PEND_MAX)
 				pend[npend++] = sd;
 			pthread_mutex_unlock(&reap_mu);
-			return;
+			return -EAGAIN;
 		}
 	}
 	sl_cmpxchg(&recs[sd].key, &key, SL_FDREC_KEY(SL_FDREC_FREE, gen));
+	return 0;
 }
 
 /*
@@ -1102,6 +1351,9 @@ static void sweep_unrecorded(void)
 {
 	struct sl_stack *s = pl_sl();
 
+	if (s)
+		sl_count_n(s, SL_C_sweep_walked, sl_sock_top(s));
+
 	for (uint32_t sd = 0; s && sd < nrec && sd < sl_sock_top(s); sd++) {
 		struct sl_sock *so = sl_sock(s, sd);
 		uint32_t gen = SL_READ_ONCE(so->kp.gen);
@@ -1121,13 +1373,100 @@ static void sweep_unrecorded(void)
 	}
 }
 
-/* Every used socket record: close those nobody holds any more. */
-static void sweep_sockets(void)
+/*
+ * The shared list: close the sockets nobody holds any more.  Its records
+ * are copied under the lock and looked at without it (a look probes a
+ * lock and may close a socket); one freed and taken again meanwhile is
+ * another socket's (its key differs) and left alone.
+ */
+static void sweep_shared(void)
 {
 	struct sl_stack *s = pl_sl();
+	struct { uint32_t sd; uint64_t key; } *v;
+	uint32_t n, k = 0, cur, steps = 0;
 
-	for (uint32_t sd = 0; s && sd < nrec && sd < sl_sock_top(s); sd++)
-		reap(sd, false);
+	if (!s || !SL_READ_ONCE(hdr->shared_head))
+		return;
+	shared_lock();
+	n = SL_READ_ONCE(hdr->shared_n);
+	v = n <= nrec ? malloc(((size_t)n + 1) * sizeof(*v)) : NULL;
+	for (cur = SL_READ_ONCE(hdr->shared_head); v && cur; k++) {
+		uint32_t sd = cur - 1;
+
+		if (sd >= nrec || k >= n || ++steps > nrec ||
+		    SL_READ_ONCE(recs[sd].on) != SL_FDREC_ON_SHARED) {
+			/* Not what the editors leave: rebuilt, and looked at
+			 * next time. */
+			shared_rebuild();
+			k = 0;
+			break;
+		}
+		v[k].sd = sd;
+		v[k].key = SL_READ_ONCE(recs[sd].key);
+		cur = SL_READ_ONCE(recs[sd].next);
+	}
+	shared_unlock();
+	if (!v)
+		return;
+	sl_count_n(s, SL_C_sweep_walked, k);
+	for (uint32_t i = 0; i < k; i++)
+		if (sl_load_acquire(&recs[v[i].sd].key) == v[i].key)
+			reap(v[i].sd, false);
+	free(v);
+}
+
+/*
+ * Close the private sockets of dead process record p (ours to sweep:
+ * SWEPT, sweeper us).  Its list, unless its process died editing it (or
+ * its sweeper died, redo): then every record is looked at for its.
+ * False: a close waits for a stopped lock holder (the next sweep tries
+ * again).
+ */
+static bool sweep_proc(int p, bool redo)
+{
+	struct sl_stack *s = pl_sl();
+	struct sl_fdproc *pr = &hdr->procs[p];
+	bool bad = redo || SL_READ_ONCE(pr->edit), done = true;
+	uint32_t cur, steps = 0, top;
+
+	if (!s)
+		return false;
+	sweeping = p;
+	for (cur = SL_READ_ONCE(pr->head); !bad && cur;) {
+		uint32_t sd = cur - 1;
+
+		if (sd >= nrec || ++steps > nrec || SL_READ_ONCE(recs[sd].on) != p + 1) {
+			bad = true;
+			break;
+		}
+		cur = SL_READ_ONCE(recs[sd].next);
+		sl_count(s, SL_C_sweep_walked);
+		/* Off the list, or back on it (a stopped holder). */
+		if (reap(sd, false) == -EAGAIN)
+			done = false;
+		else if (SL_READ_ONCE(recs[sd].on) == p + 1)
+			list_unlink(sd);	/* not a private socket of its */
+	}
+	if (bad) {
+		pl_debug("process record %d's list not to be trusted: every record", p);
+		SL_WRITE_ONCE(pr->head, 0);
+		done = true;
+		top = sl_sock_top(s) < nrec ? sl_sock_top(s) : nrec;
+		sl_count_n(s, SL_C_sweep_walked, top);
+		for (uint32_t sd = 0; sd < top; sd++) {
+			if (SL_READ_ONCE(recs[sd].on) == p + 1) {
+				SL_WRITE_ONCE(recs[sd].on, 0);
+				SL_WRITE_ONCE(recs[sd].next, 0);
+				SL_WRITE_ONCE(recs[sd].prev, 0);
+			}
+			if (rec_state(sd) == SL_FDREC_PRIV && SL_READ_ONCE(recs[sd].proc) == p + 1 &&
+			    !SL_READ_ONCE(recs[sd].on) && reap(sd, false) == -EAGAIN)
+				done = false;
+		}
+		SL_WRITE_ONCE(pr->edit, 0);
+	}
+	sweeping = -1;
+	return done;
 }
 
 static void sweep(void);
@@ -1194,36 +1533,73 @@ void pl_sweep(void)
 
 static void sweep(void)
 {
+	uint32_t me = (uint32_t)sl_self_pid();
 	int dead[SL_FDREC_PROCS], n = 0;
+	bool redo[SL_FDREC_PROCS], unrec = false;
 
 	if (sweep_probe < 0) {
 		sweep_probe = open(recs_path, O_RDONLY | O_CLOEXEC);
 		if (sweep_probe < 0)
 			return;
 	}
-	if (reg_full) {
-		/* No process record of our own: look at every socket. */
-		sweep_sockets();
-		return;
-	}
-	/* One probe a process: has any died (its record's lock dropped)? */
+	/*
+	 * One probe a process: has any died (its record's lock dropped)?
+	 * Ours to sweep for if we take its sweeper word (another sweeper
+	 * may have it already); a sweeper found dead is replaced, and its
+	 * sweep done again looking at every record.
+	 */
 	for (int i = 0; i < SL_FDREC_PROCS; i++) {
-		uint32_t st = SL_FDPROC_LIVE;
+		uint32_t st = SL_READ_ONCE(hdr->procs[i].state), sw;
 
-		if (i == reg_slot || SL_READ_ONCE(hdr->procs[i].state) != SL_FDPROC_LIVE ||
-		    !lock_free_at(sweep_probe, PL_PROC_LOCK_BASE + i))
+		if (i == reg_slot || (st != SL_FDPROC_LIVE && st != SL_FDPROC_SWEPT) ||
+		    (st == SL_FDPROC_LIVE && !lock_free_at(sweep_probe, PL_PROC_LOCK_BASE + i)))
 			continue;
-		/* Ours to sweep for (another sweeper may have it already). */
-		if (sl_cmpxchg(&hdr->procs[i].state, &st, SL_FDPROC_CLAIMED))
-			dead[n++] = i;
+		sw = SL_READ_ONCE(hdr->procs[i].sweeper);
+		if (sw == me || (sw && !sl_pid_dead((pid_t)sw)) ||
+		    !sl_cmpxchg(&hdr->procs[i].sweeper, &sw, me))
+			continue;
+		/* The process record's state is read again: it may have been
+		 * freed and taken by a new process meanwhile. */
+		if (SL_READ_ONCE(hdr->procs[i].state) != st ||
+		    (st == SL_FDPROC_LIVE && !lock_free_at(sweep_probe, PL_PROC_LOCK_BASE + i))) {
+			uint32_t mine = me;
+
+			sl_cmpxchg(&hdr->procs[i].sweeper, &mine, sw);
+			continue;
+		}
+		sl_store_release(&hdr->procs[i].state, SL_FDPROC_SWEPT);
+		redo[n] = st == SL_FDPROC_SWEPT || sw;
+		dead[n++] = i;
 	}
-	if (!n)
+	if (!n) {
+		/* No process record of our own: our sockets are shared, and
+		 * another such process's death is seen only here. */
+		if (reg_full)
+			sweep_shared();
 		return;
+	}
 	pl_debug("%d process(es) of the stack gone: looking at their sockets", n);
-	sweep_sockets();
-	sweep_unrecorded();
+	for (int k = 0; k < n; k++) {
+		struct sl_fdproc *pr = &hdr->procs[dead[k]];
+
+		unrec |= SL_READ_ONCE(pr->making) != 0;
+		if (!sweep_proc(dead[k], redo[k])) {
+			/* Again at the next sweep: its lock byte is free. */
+			sl_store_release(&pr->state, SL_FDPROC_LIVE);
+			sl_store_release(&pr->sweeper, 0);
+			dead[k] = -1;
+		}
+	}
+	sweep_shared();
+	/* A socket made but not yet recorded is on no list. */
+	if (unrec)
+		sweep_unrecorded();
 	for (int k = 0; k < n; k++)
-		sl_store_release(&hdr->procs[dead[k]].state, SL_FDPROC_FREE);
+		if (dead[k] >= 0) {
+			SL_WRITE_ONCE(hdr->procs[dead[k]].head, 0);
+			SL_WRITE_ONCE(hdr->procs[dead[k]].sweeper, 0);
+			sl_store_release(&hdr->procs[dead[k]].state, SL_FDPROC_FREE);
+		}
 }
 
 /* Exit: close this process's Sluice sockets as the kernel closes fds.  No
@@ -1251,7 +1627,7 @@ void pl_fdtable_close_all(void)
 	/* Closes a stopped lock holder kept us from: our record stays, and
 	 * its lock goes with us, so the next process to sweep sees a death
 	 * and closes them. */
-	if (SL_READ_ONCE(npend))
+	if (SL_READ_ONCE(npend) || (reg_slot >= 0 && SL_READ_ONCE(hdr->procs[reg_slot].head)))
 		return;
 	proc_unregister();
 }
@@ -1350,6 +1726,7 @@ void pl_fdtable_atfork_child(void)
 	pthread_mutex_init(&table_mu, NULL);
 	pthread_mutex_init(&reap_mu, NULL);
 	pthread_mutex_init(&probe_mu, NULL);
+	pthread_mutex_init(&priv_mu, NULL);
 	npend = 0;	/* the parent's to close; its records stay used */
 	/* One thread: no fork under way here.  The parent made its private
 	 * sockets shared before the fork (pl_fd_fork_begin()), or makes one

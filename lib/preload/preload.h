@@ -365,6 +365,11 @@ unsigned int pl_fd_top(void);
 void pl_fd_table_lock(void);
 void pl_fd_table_unlock(void);
 void pl_fd_share(int fd);
+/* Around socket() and accept() until the socket's record is made: a
+ * process that dies meanwhile has its sockets without records looked for
+ * in every slot (fdtable.c, "Lists").  begin returns what end takes. */
+int pl_fd_making_begin(void);
+void pl_fd_making_end(int slot);
 bool pl_fd_any_private(void);
 void pl_fd_fork_begin(void);
 void pl_fd_fork_end(void);

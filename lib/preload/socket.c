@@ -1562,7 +1562,7 @@ static int bindv6only(void)
 
 EXPORT int socket(int domain, int type, int protocol)
 {
-	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC), sd, fd;
+	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC), sd, fd, making;
 	struct sluice_stack *st;
 	struct sl_stack *s;
 
@@ -1576,9 +1576,11 @@ EXPORT int socket(int domain, int type, int protocol)
 	if (!st)
 		return REAL(socket)(domain, type, protocol);
 	pl_sweep();
+	making = pl_fd_making_begin();
 	sd = sluice_socket(st, (base == SOCK_STREAM ? SLUICE_SOCK_STREAM : SLUICE_SOCK_DGRAM) |
 			   SLUICE_SOCK_NONBLOCK);
 	if (sd < 0) {
+		pl_fd_making_end(making);
 		pl_debug("no Sluice socket (%s): a kernel one", strerror(-sd));
 		return REAL(socket)(domain, type, protocol);
 	}
@@ -1591,6 +1593,7 @@ EXPORT int socket(int domain, int type, int protocol)
 		sl_unlock(s);
 	}
 	fd = pl_sock_install((uint32_t)sd, base, type & SOCK_CLOEXEC, type & SOCK_NONBLOCK);
+	pl_fd_making_end(making);
 	return (int)pl_ret(fd);
 }
 
@@ -1773,7 +1776,7 @@ static int do_accept(int fd, struct sockaddr *addr, socklen_t *lenp, int flags)
 {
 	struct pl_sock *ps = pl_get(fd);
 	struct sockaddr_in peer;
-	int ret, nfd;
+	int ret, nfd, making = -1;
 
 	if (!ps)
 		return REAL(accept4)(fd, addr, lenp, flags);
@@ -1782,7 +1785,10 @@ static int do_accept(int fd, struct sockaddr *addr, socklen_t *lenp, int flags)
 		goto out;
 	}
 	for (;;) {
+		making = pl_fd_making_begin();
 		ret = sluice_accept(pl_stack(), (int)ps->sd, &peer);
+		if (ret < 0)
+			pl_fd_making_end(making);
 		/* None in the stack: one its kernel twin was seen to get
 		 * (twin.c), a plain kernel fd from now on. */
 		if (ret == -EAGAIN && SL_READ_ONCE(ps->twin)) {
@@ -1803,6 +1809,7 @@ static int do_accept(int fd, struct sockaddr *addr, socklen_t *lenp, int flags)
 	pl_native_nonblock((uint32_t)ret);
 	nfd = pl_sock_install((uint32_t)ret, SOCK_STREAM, flags & SOCK_CLOEXEC,
 			      flags & SOCK_NONBLOCK);
+	pl_fd_making_end(making);
 	if (nfd >= 0) {
 		struct pl_sock *child = pl_get(nfd);
 
