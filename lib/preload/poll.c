@@ -35,7 +35,8 @@
 #define PL_STACK_FDS	64
 /* A wait on Sluice sockets alone sleeps this long at most: a signal ends
  * it at once (sl_poll_signals()), a socket's change too; the slice only
- * lets the sweep for dead processes' sockets run (pl_sweep()). */
+ * lets the sweep for dead processes' sockets run (pl_sweep(), after every
+ * sleep however it ended). */
 #define PL_SIG_SLICE_MS	500
 /* A kernel sleep on module socket fds lasts this long at most: someone has
  * to run the stack's timers when every process sleeps. */
@@ -257,6 +258,11 @@ static int sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, 
 			seen = wake_sum(s, p, n);
 			ret = slice ? sl_poll_signals(st, p, n, slice, pl_sig_count, sigs) :
 				      sluice_poll(st, p, n, 0);
+			/* After every sleep, however it ended: a program whose
+			 * waits end before a slice does (poll() with 100 ms in
+			 * a loop, or woken by its sockets) swept never. */
+			if (slice)
+				pl_sweep();	/* rate-limited: sockets of processes that died */
 			if (ret && ret != -EINTR)
 				return ret;
 		}
@@ -277,8 +283,6 @@ static int sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, 
 				__builtin_ia32_pause();
 			look = !(spins % PL_LOOK_EVERY) || wake_sum(s, p, n) != seen ||
 			       sluice_stack_poll(st) != 0;
-		} else {
-			pl_sweep();	/* rate-limited: sockets of processes that died */
 		}
 	}
 }

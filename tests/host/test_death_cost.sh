@@ -5,11 +5,11 @@
 # item 1): a process holding 5 UDP sockets is killed (SIGKILL) beside a
 # server holding 10 idle sockets, then beside one holding 10,000 (a
 # listener and 2 x 5,000 connections, both ends its own).  The sweep of
-# a process started next (its first socket() sweeps: lib/preload/fdtable.c;
-# the server, waiting on its listener and the listener's kernel twin,
-# sleeps in the kernel and does not) finds the death and closes the 5
-# sockets; the records it looked at (counter sweep_walked) must be the
-# same both times.  Before the lists (sweep_sockets() over every record,
+# a process started next (its first socket() sweeps whatever the stack's
+# time says: lib/preload/fdtable.c), or the server's own (its poll() of
+# 100 ms sweeps after a sleep, at most every 0.5 s for the stack), finds
+# the death and closes the 5 sockets; the records looked at (counter
+# sweep_walked, whoever swept) must be the same both times.  Before the lists (sweep_sockets() over every record,
 # sweep_unrecorded() over every slot ever used, the ready pool's too) it
 # looked at 48 and 20,028 (merge18b with the counter added, 2026-12-06).
 #
