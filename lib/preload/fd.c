@@ -47,6 +47,7 @@ EXPORT int close(int fd)
 	if (!ps)
 		return REAL(close)(fd);
 	pl_epoll_forget_fd(fd);
+	pl_fd_cache_keep(fd, ps);
 	ret = REAL(close)(fd);
 	pl_sock_release(ps);
 	return ret;
@@ -128,6 +129,13 @@ EXPORT int fcntl(int fd, int cmd, ...)
 		pl_put(ps);
 		return ret;
 	}
+	/* What the description would keep for the next socket besides
+	 * O_NONBLOCK (an owner, a signal, a lease, O_ASYNC, O_APPEND...):
+	 * not kept then (fdtable.c, "socket cache"). */
+	if (!(cmd == F_GETFD || cmd == F_SETFD || cmd == F_GETFL || cmd == F_GETOWN ||
+	      cmd == F_GETOWN_EX || cmd == F_GETSIG || cmd == F_GETLEASE ||
+	      (cmd == F_SETFL && !((long)arg & (O_APPEND | O_ASYNC | O_DIRECT | O_NOATIME)))))
+		SL_WRITE_ONCE(ps->nocache, true);
 	ret = REAL(fcntl)(fd, cmd, arg);
 	if (ret >= 0 && cmd == F_SETFL)
 		SL_WRITE_ONCE(ps->nonblock, ((long)arg & O_NONBLOCK) != 0);

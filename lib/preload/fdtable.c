@@ -50,6 +50,7 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -57,6 +58,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -116,6 +118,74 @@ static unsigned int probe_next SL_FORKDATA;
  */
 #define PL_SHARD	((uint32_t)SL_FDREC_SHARD)
 
+/* The socket cache: below, "The socket cache". */
+#define PL_CACHE	8
+static struct pl_cached {
+	int fd;			/* the library's copy; -1: none */
+	uint32_t shard;		/* sd / PL_SHARD of the sockets it can be */
+	bool nb;		/* O_NONBLOCK of the description */
+	struct pl_sock *ps;	/* lent to; NULL: free */
+} cache[PL_CACHE] SL_FORKDATA = { [0 ... PL_CACHE - 1] = { .fd = -1 } };
+static int ncache SL_FORKDATA;	/* entries with an fd (atomic): 0 skips all */
+static pthread_mutex_t cache_mu SL_FORKDATA = PTHREAD_MUTEX_INITIALIZER;
+static int cache_lim;		/* soft RLIMIT_NOFILE read once; 0: not yet */
+
+static bool cache_is(int fd)
+{
+	if (!sl_load_acquire(&ncache))
+		return false;
+	for (unsigned int i = 0; i < PL_CACHE; i++)
+		if (fd == SL_READ_ONCE(cache[i].fd))
+			return true;
+	return false;
+}
+
+/*
+ * A close-on-exec copy of fd above the program's numbers, or -1: the
+ * top 64 of the smallest power-of-two table from 256 with 64 numbers
+ * free above fd, below the soft fd limit (the kernel copies a table up
+ * to its highest fd at fork: a copy at 960 would cost every fork).  The
+ * same rule as the library's other long-lived fds (sl_sys_fd_high() on
+ * the fd-numbers branch; this becomes that once both are in).
+ */
+static int cache_dup_high(int fd)
+{
+	long top = 256, base;
+	struct rlimit rl;
+	int nfd;
+
+	if (!cache_lim)
+		cache_lim = getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur > (rlim_t)INT_MAX ?
+				    INT_MAX : (int)rl.rlim_cur;
+	while (top - 64 < (long)fd + 64 && top < cache_lim)
+		top *= 2;
+	if (top > cache_lim)
+		top = cache_lim;
+	base = top >= 256 ? top - 64 : top / 2;
+	if (base <= fd + 1)
+		return -1;
+	nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, (int)base);
+	if (nfd < 0 && errno == EINVAL)
+		cache_lim = 0;	/* the limit moved: read it again next time */
+	return nfd;
+}
+
+/* Drop entry i (cache_mu held); its fd, to close after the mutex, or -1. */
+static int cache_drop_locked(unsigned int i)
+{
+	int fd = cache[i].fd;
+
+	if (fd < 0)
+		return -1;
+	if (cache[i].ps)
+		SL_WRITE_ONCE(cache[i].ps->cache, 0);
+	cache[i].ps = NULL;
+	SL_WRITE_ONCE(cache[i].fd, -1);
+	sl_fetch_sub(&ncache, 1);
+	return fd;
+}
+
+
 bool pl_fd_is_own(int fd)
 {
 	struct sl_stack *s = pl_sl();
@@ -139,7 +209,7 @@ static bool is_sock_probe(int fd)
 
 bool pl_fd_is_probe(int fd)
 {
-	return fd >= 0 && (fd == SL_READ_ONCE(sweep_probe) || is_sock_probe(fd) ||
+	return fd >= 0 && (fd == SL_READ_ONCE(sweep_probe) || is_sock_probe(fd) || cache_is(fd) ||
 			   fd == sl_bell_tx_fd() || fd == sl_sys_runnable_fd() ||
 			   pl_bell_is(fd) || pl_twin_is(fd) || pl_agent_is(fd));
 }
@@ -152,6 +222,14 @@ void pl_fd_probe_lost(int fd)
 			SL_WRITE_ONCE(probes[i].fd, -1);
 	if (fd == SL_READ_ONCE(sweep_probe))
 		SL_WRITE_ONCE(sweep_probe, -1);
+	if (cache_is(fd)) {
+		/* The caller's dup2() ends this copy. */
+		pthread_mutex_lock(&cache_mu);
+		for (unsigned int i = 0; i < PL_CACHE; i++)
+			if (cache[i].fd == fd)
+				cache_drop_locked(i);
+		pthread_mutex_unlock(&cache_mu);
+	}
 	if (fd == sl_bell_tx_fd())
 		sl_bell_tx_lost();
 	if (fd == sl_sys_runnable_fd())
@@ -936,6 +1014,159 @@ static unsigned int fork_gen SL_FORKDATA;	/* forks, execs and spawns begun (atom
 static unsigned int fork_busy SL_FORKDATA;	/* ... and not ended (atomic) */
 static int npriv SL_FORKDATA;	/* private sockets in the table: 0 skips the walk */
 
+static bool fork_since(unsigned int gen, unsigned int busy);
+
+/*
+ * The socket cache (issue 23 item 3; lib/preload/README.md, "Socket
+ * cache").  What a socket()/accept() on a /dev/shm stack costs the
+ * library beyond the stack's own work is its placeholder: an open() of
+ * its shard directory (a path walk and a new file) and, at close(), the
+ * description's end.  A private socket's description carries nothing of
+ * the socket (no lock, nobody else holds it), so at its last close() it
+ * is kept, at a high fd of the library's (the number the program closed
+ * is free, as on the kernel), and the next socket of the same shard gets
+ * a dup of it at the lowest free number (F_DUPFD or F_DUPFD_CLOEXEC): one
+ * call where open() was, and a close() that ends no file.  The socket
+ * itself (slot, buffers, options, names, errors) is a new one each time:
+ * nothing of the old socket is kept but the directory's description.
+ *
+ * An entry is free (ps NULL) or lent to the socket ps (whose ps->cache
+ * names it: the entry's fd and the socket's share one description).  An
+ * entry ends (its fd closed) when its socket becomes shared
+ * (make_shared(): the lock is on the description, and a kept copy would
+ * hold it), when a fork, exec, spawn or sandbox begins (every entry: a
+ * child must not share a description with the parent), when the program
+ * set what a description keeps (ps->nocache), or when a dup2() lands on
+ * its fd.  cache_mu is taken inside table_mu, never around it.
+ */
+/* ps becomes shared, or goes for good: its entry (if any) ends. */
+static void cache_drop(struct pl_sock *ps)
+{
+	int i = SL_READ_ONCE(ps->cache) - 1, fd = -1;
+
+	if (i < 0)
+		return;
+	pthread_mutex_lock(&cache_mu);
+	if (cache[i].ps == ps)
+		fd = cache_drop_locked((unsigned int)i);
+	pthread_mutex_unlock(&cache_mu);
+	if (fd >= 0)
+		pl_libc.close(fd);
+}
+
+/* Every entry ends: a fork, exec, spawn, clone or sandbox begins. */
+static void cache_drop_all(void)
+{
+	int fds[PL_CACHE], n = 0;
+
+	if (!sl_load_acquire(&ncache))
+		return;
+	pthread_mutex_lock(&cache_mu);
+	for (unsigned int i = 0; i < PL_CACHE; i++) {
+		int fd = cache_drop_locked(i);
+
+		if (fd >= 0)
+			fds[n++] = fd;
+	}
+	pthread_mutex_unlock(&cache_mu);
+	for (int i = 0; i < n; i++)
+		pl_libc.close(fds[i]);
+}
+
+/*
+ * A placeholder for socket sd (made by ps) from a free entry of its
+ * shard: the lowest free fd, or -1 (none there, or the dup failed; the
+ * caller opens one).  The description's O_NONBLOCK is set when it
+ * differs (the only status flag a kept description may have had set).
+ */
+static int cache_take(uint32_t sd, struct pl_sock *ps, bool cloexec, bool nonblock)
+{
+	int i, fd = -1, saved_errno = errno;
+	uint32_t shard = sd / PL_SHARD;
+	bool nb = false;
+
+	if (!sl_load_acquire(&ncache))
+		return -1;
+	pthread_mutex_lock(&cache_mu);
+	for (i = 0; i < PL_CACHE; i++)
+		if (cache[i].fd >= 0 && !cache[i].ps && cache[i].shard == shard)
+			break;
+	if (i < PL_CACHE) {
+		cache[i].ps = ps;
+		nb = cache[i].nb;
+		fd = REAL(fcntl)(cache[i].fd, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
+		if (fd >= 0 && nb != nonblock &&
+		    REAL(fcntl)(fd, F_SETFL, nonblock ? O_NONBLOCK : 0)) {
+			pl_libc.close(fd);
+			fd = -1;
+		}
+		if (fd < 0)
+			cache[i].ps = NULL;
+		else
+			ps->cache = i + 1;
+	}
+	pthread_mutex_unlock(&cache_mu);
+	errno = saved_errno;
+	if (fd >= 0)
+		sl_count(pl_sl(), SL_C_sock_fd_cached);
+	return fd;
+}
+
+/*
+ * close(fd) of ps's last fd, before the real close: keep its
+ * description if ps is private, has no entry yet, and one is free.  One
+ * system call (the dup), made only until the cache is full.
+ */
+void pl_fd_cache_keep(int fd, struct pl_sock *ps)
+{
+	unsigned int gen0 = sl_load_acquire(&fork_gen), busy0 = sl_load_acquire(&fork_busy);
+	int i, h, saved_errno = errno;
+
+	if (!pl_cfg.sock_cache || SL_READ_ONCE(ps->cache) || !SL_READ_ONCE(ps->priv) ||
+	    SL_READ_ONCE(ps->nocache) ||
+	    SL_READ_ONCE(ps->nfd) || ps->kfd || sl_sys_sandboxed || busy0 ||
+	    sl_load_acquire(&ncache) >= PL_CACHE)
+		return;
+	pthread_mutex_lock(&cache_mu);
+	for (i = 0; i < PL_CACHE && cache[i].fd >= 0; i++)
+		;
+	if (i < PL_CACHE && (h = cache_dup_high(fd)) >= 0) {
+		cache[i].shard = ps->sd / PL_SHARD;
+		cache[i].ps = ps;
+		ps->cache = i + 1;
+		SL_WRITE_ONCE(cache[i].fd, h);
+		sl_fetch_add(&ncache, 1);
+	}
+	pthread_mutex_unlock(&cache_mu);
+	errno = saved_errno;
+	/* A fork that began meanwhile may have copied it: let it go. */
+	if (fork_since(gen0, busy0))
+		cache_drop(ps);
+}
+
+/* ps's last fd here is gone (sock_release_now()): its entry is free for
+ * the next socket if ps was private to the end, else it ends. */
+static void cache_release(struct pl_sock *ps, bool keep)
+{
+	int i = SL_READ_ONCE(ps->cache) - 1, fd = -1;
+
+	if (i < 0)
+		return;
+	pthread_mutex_lock(&cache_mu);
+	if (cache[i].ps == ps) {
+		if (keep && !SL_READ_ONCE(ps->nocache) && !sl_load_acquire(&fork_busy)) {
+			cache[i].nb = SL_READ_ONCE(ps->nonblock);
+			cache[i].ps = NULL;
+			ps->cache = 0;
+		} else {
+			fd = cache_drop_locked((unsigned int)i);
+		}
+	}
+	pthread_mutex_unlock(&cache_mu);
+	if (fd >= 0)
+		pl_libc.close(fd);
+}
+
 /* Take the lock and publish the record as used; table_mu held. */
 static void make_shared(int fd, struct pl_sock *ps)
 {
@@ -943,6 +1174,7 @@ static void make_shared(int fd, struct pl_sock *ps)
 
 	if (!SL_READ_ONCE(ps->priv) || ofd_lock_at(fd, F_RDLCK, (off_t)ps->sd, false))
 		return;
+	cache_drop(ps);	/* a kept copy would hold the lock */
 	/* After the lock, as pl_sock_install(): a closer that sees USED
 	 * sees the lock too, and the record on the shared list. */
 	shared_lock();
@@ -959,6 +1191,7 @@ static void make_shared(int fd, struct pl_sock *ps)
 
 void pl_fd_share_all(void)
 {
+	cache_drop_all();	/* no description of the cache in another process */
 	if (!sl_load_acquire(&npriv) || !SL_READ_ONCE(table))
 		return;
 	pthread_mutex_lock(&table_mu);
@@ -1059,7 +1292,9 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 	priv = reg_slot >= 0 && !sl_sys_sandboxed;
 	gen0 = sl_load_acquire(&fork_gen);
 	busy0 = sl_load_acquire(&fork_busy);
-	fd = open_shard(sd, (cloexec ? O_CLOEXEC : 0) | (nonblock ? O_NONBLOCK : 0));
+	fd = priv ? cache_take(sd, ps, cloexec, nonblock) : -1;
+	if (fd < 0)
+		fd = open_shard(sd, (cloexec ? O_CLOEXEC : 0) | (nonblock ? O_NONBLOCK : 0));
 	if (fd < 0) {
 		ret = -errno;
 		goto err_free;
@@ -1124,6 +1359,7 @@ err_unrec:
 	}
 err_close_fd:
 	pl_libc.close(fd);
+	cache_release(ps, true);
 err_free:
 	free(ps);
 err_close_sock:
@@ -1285,6 +1521,8 @@ static void sock_release_now(struct pl_sock *ps)
 	 * process that still has the listener keeps its own fd of it. */
 	if (SL_READ_ONCE(ps->twin) && !SL_READ_ONCE(ps->nfd))
 		pl_twin_close(ps);
+	if (SL_READ_ONCE(ps->cache) && !SL_READ_ONCE(ps->nfd))
+		cache_release(ps, SL_READ_ONCE(ps->priv));
 	if (ps->kfd) {
 		kfd_reap(ps);
 	} else if (SL_READ_ONCE(ps->priv)) {
@@ -1727,6 +1965,15 @@ void pl_fdtable_atfork_child(void)
 	pthread_mutex_init(&reap_mu, NULL);
 	pthread_mutex_init(&probe_mu, NULL);
 	pthread_mutex_init(&priv_mu, NULL);
+	pthread_mutex_init(&cache_mu, NULL);
+	/* The parent emptied its cache before the fork (pl_fd_share_all());
+	 * one kept by a close() racing it is the parent's description. */
+	for (unsigned int i = 0; ncache && i < PL_CACHE; i++) {
+		int fd = cache_drop_locked(i);
+
+		if (fd >= 0)
+			pl_libc.close(fd);
+	}
 	npend = 0;	/* the parent's to close; its records stay used */
 	/* One thread: no fork under way here.  The parent made its private
 	 * sockets shared before the fork (pl_fd_fork_begin()), or makes one

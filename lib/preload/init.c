@@ -141,6 +141,7 @@ static void read_config(void)
 	pl_cfg.loopback = env_flag("SLUICE_LOOPBACK", true);
 	pl_cfg.debug = env_flag("SLUICE_DEBUG", false);
 	pl_cfg.kernel_listen = env_flag("SLUICE_KERNEL_LISTEN", true);
+	pl_cfg.sock_cache = env_flag("SLUICE_SOCKET_CACHE", true);
 	pl_cfg.handoff = env_flag("SLUICE_HANDOFF", true);
 	pl_cfg.exec_handoff = env_flag("SLUICE_EXEC_HANDOFF", true);
 	pl_cfg.inet6 = env_flag("SLUICE_INET6", true);

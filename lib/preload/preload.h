@@ -143,6 +143,7 @@ struct pl_config {
 	bool loopback;			/* SLUICE_LOOPBACK (default 1): 127/8 on the stack */
 	bool loopback_set;		/* ... given explicitly (else 0 on a device stack) */
 	bool kernel_listen;		/* SLUICE_KERNEL_LISTEN (default 1): kernel twins (twin.c) */
+	bool sock_cache;		/* SLUICE_SOCKET_CACHE (default 1): keep placeholders (fdtable.c) */
 	bool handoff;			/* SLUICE_HANDOFF (default 1): live hand-off (socket.c) */
 	bool exec_handoff;		/* SLUICE_EXEC_HANDOFF (default 1): at an exec (spawn.c) */
 	bool inet6;			/* SLUICE_INET6 (default 1): AF_INET6 sockets in the stack */
@@ -191,6 +192,12 @@ struct pl_sock {
 	/* No other process can hold its description: no lock, no probe at
 	 * close (fdtable.c, "Private sockets"); cleared once, under table_mu. */
 	bool priv;
+	/* Its description is a kept one of the placeholder cache (fdtable.c,
+	 * "Socket cache"): that entry's index + 1, 0: none; nocache: the
+	 * program set what a description keeps (O_ASYNC, an owner, a
+	 * lease...), so it is not kept for the next socket. */
+	int cache;
+	bool nocache;
 	bool reuseaddr, reuseport, nodelay, keepalive;
 	/* An AF_INET6 socket talking IPv4 (the stack's SL_SF_V6, read when
 	 * the fd is made): addresses in and out are sockaddr_in6, v4-mapped
@@ -376,6 +383,9 @@ void pl_fd_fork_end(void);
 /* Forget fd (before the real close()); returns its socket (a reference)
  * or NULL.  pl_sock_release() after the real close. */
 struct pl_sock *pl_fd_forget(int fd);
+/* close() of fd, ps's last fd here, before the real close: keep its
+ * description for the next socket (fdtable.c, "socket cache"). */
+void pl_fd_cache_keep(int fd, struct pl_sock *ps);
 /* The fd that held ps is closed: if no fd anywhere holds its placeholder
  * any more, close the Sluice socket.  Drops the reference. */
 void pl_sock_release(struct pl_sock *ps);
