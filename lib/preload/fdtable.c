@@ -118,8 +118,9 @@ static unsigned int probe_next SL_FORKDATA;
  */
 #define PL_SHARD	((uint32_t)SL_FDREC_SHARD)
 
-/* The socket cache: below, "The socket cache". */
-#define PL_CACHE	8
+/* The socket cache: its entries (the comment before cache_drop() says how
+ * they are used). */
+#define PL_CACHE	16
 static struct pl_cached {
 	int fd;			/* the library's copy; -1: none */
 	uint32_t shard;		/* sd / PL_SHARD of the sockets it can be */
@@ -184,7 +185,6 @@ static int cache_drop_locked(unsigned int i)
 	sl_fetch_sub(&ncache, 1);
 	return fd;
 }
-
 
 bool pl_fd_is_own(int fd)
 {
@@ -1100,10 +1100,12 @@ static int cache_take(uint32_t sd, struct pl_sock *ps, bool cloexec, bool nonblo
 			pl_libc.close(fd);
 			fd = -1;
 		}
-		if (fd < 0)
+		if (fd < 0) {
 			cache[i].ps = NULL;
-		else
+		} else {
 			ps->cache = i + 1;
+			ps->nonblock = nonblock;
+		}
 	}
 	pthread_mutex_unlock(&cache_mu);
 	errno = saved_errno;
