@@ -438,7 +438,9 @@ static struct sluice_stack *fds_attach(struct fds_stack *tab, unsigned int *n, c
  * A placeholder that holds no lock is a private socket's (lib/preload/
  * fdtable.c) or a probe: the records say which, by the process, its fd
  * when the socket was made and the shard; a dup of it (another fd) by
- * the process and shard, if one of its private sockets alone is there.
+ * the process and shard, if one of its private sockets alone is there
+ * and the fd it was made at is not open on it (then the other is the
+ * socket cache's copy).
  */
 static long fds_private(struct fds_stack *tab, unsigned int n, const char *name, long pid,
 			long fd, long shard)
@@ -489,6 +491,19 @@ static long fds_private(struct fds_stack *tab, unsigned int n, const char *name,
 			only = sd;
 		else
 			others++;
+	}
+	if (found < 0 && !others && only >= 0) {
+		/* Not a dup while the fd the socket was made at is open on
+		 * it: a second fd of its description is the library's kept
+		 * copy (lib/preload/README.md, "Socket cache"). */
+		char path[64], link[160], want[160];
+		ssize_t len;
+
+		snprintf(path, sizeof(path), "/proc/%ld/fd/%d", pid, r[only].fd);
+		snprintf(want, sizeof(want), "/dev/shm/sluicefd-%s/%ld", name, shard);
+		len = readlink(path, link, sizeof(link) - 1);
+		if (len > 0 && (link[len] = '\0', !strcmp(link, want)))
+			return -1;
 	}
 	return found >= 0 ? found : others ? -1 : only;
 }
