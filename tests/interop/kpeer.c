@@ -14,6 +14,12 @@
  *                                   SECONDS, sends paced to take that long
  *                                   and "flowing" printed at the first echo
  *   kpeer udp-echo IP PORT COUNT    COUNT datagrams, each echoed intact
+ *   kpeer udp-df IP PORT BYTES COUNT
+ *                                   COUNT datagrams of BYTES each with DF
+ *                                   (IP_PMTUDISC_DO: refused, not
+ *                                   fragmented, past the path MTU), each
+ *                                   echoed intact; prints "N/COUNT echoed"
+ *                                   and the first send error
  *   kpeer bind tcp|udp PORT         prints the errno name of binding
  *                                   0.0.0.0:PORT (0 when it works)
  *   kpeer listen PORT SECONDS       holds a TCP listener on PORT
@@ -225,6 +231,37 @@ static int udp_echo(const char *ip, int port, int count)
 	return good == count ? 0 : 1;
 }
 
+static int udp_df(const char *ip, int port, int bytes, int count)
+{
+	struct sockaddr_in a = addr(ip, port);
+	int s = socket(AF_INET, SOCK_DGRAM, 0), good = 0, err = 0;
+	int disc = IP_PMTUDISC_DO;
+	struct timeval tv = { 2, 0 };
+	static char msg[65536], in[65536];
+
+	if (bytes < 1 || bytes > (int)sizeof(msg) ||
+	    setsockopt(s, IPPROTO_IP, IP_MTU_DISCOVER, &disc, sizeof(disc))) {
+		perror("kpeer udp-df");
+		return 1;
+	}
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	for (int i = 0; i < count; i++) {
+		for (int j = 0; j < bytes; j++)
+			msg[j] = (char)(i * 5 + j);
+		if (sendto(s, msg, bytes, 0, (void *)&a, sizeof(a)) != bytes) {
+			if (!err)
+				err = errno;
+			continue;
+		}
+		if (recv(s, in, sizeof(in), 0) == bytes && !memcmp(in, msg, bytes))
+			good++;
+	}
+	printf("%d/%d echoed (%d bytes, DF)%s%s\n", good, count, bytes, err ? "; send: " : "",
+	       err ? strerror(err) : "");
+	close(s);
+	return good == count ? 0 : 1;
+}
+
 static int try_bind(const char *proto, int port)
 {
 	struct sockaddr_in a = addr("0.0.0.0", port);
@@ -324,6 +361,8 @@ int main(int argc, char **argv)
 				argc == 7 ? atof(argv[6]) : 0);
 	if (argc == 5 && !strcmp(argv[1], "udp-echo"))
 		return udp_echo(argv[2], atoi(argv[3]), atoi(argv[4]));
+	if (argc == 6 && !strcmp(argv[1], "udp-df"))
+		return udp_df(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
 	if (argc == 4 && !strcmp(argv[1], "bind"))
 		return try_bind(argv[2], atoi(argv[3]));
 	if (argc == 6 && !strcmp(argv[1], "mcast-send"))

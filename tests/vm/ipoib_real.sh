@@ -137,6 +137,15 @@ check "UDP: 50 datagrams from a Sluice stack on ib0 echoed by the kernel on ib1"
 	quiet timeout 60 sluice run --stack $ST --ifname ib0 -- kpeer udp-echo "$K" 7000 50
 check "TCP: 2 connections x 300000 bytes from the Sluice stack echoed by the kernel" \
 	quiet timeout 60 sluice run --stack $ST --ifname ib0 -- kpeer tcp-echo "$K" 7000 300000 2
+# The stack's MTU is the interface's (as the kernel's IP MTU on an
+# ipoib netdev is dev->mtu: RFC 4391's IB MTU less the 4-byte IPoIB
+# header), and packets of that size cross whole both ways: a UDP
+# datagram of 2044 - 28 bytes with DF, which neither side fragments.
+smtu=$(sluice dump $ST 2>/dev/null | sed -n 's/^stack .* mtu \([0-9]*\).*/\1/p' | head -n 1)
+check "the Sluice stack's MTU is ib0's (stack ${smtu:-?}, ib0 $mtu0)" test "$smtu" = "$mtu0"
+big=$((mtu0 - 28))
+check "UDP: $big-byte datagrams with DF (IP $mtu0) from the Sluice stack echoed by the kernel" \
+	quiet timeout 60 sluice run --stack $ST --ifname ib0 -- kpeer udp-df "$K" 7000 $big 5
 timeout 100 sluice run --stack $ST --ifname ib0 -- kpeer serve 7001 60 >/tmp/ipr-ssrv.log 2>&1 &
 ssrv=$!
 i=0
@@ -145,6 +154,8 @@ check "UDP: the kernel on ib1 sends 50 datagrams to the Sluice stack, echoed" \
 	quiet timeout 60 $IP netns exec "$NS" kpeer udp-echo "$S" 7001 50
 check "TCP: the kernel connects to the Sluice stack, 2 x 300000 bytes echoed" \
 	quiet timeout 60 $IP netns exec "$NS" kpeer tcp-echo "$S" 7001 300000 2
+check "UDP: the kernel on ib1 sends $big-byte datagrams with DF (IP $mtu0) to the Sluice stack, echoed" \
+	quiet timeout 60 $IP netns exec "$NS" kpeer udp-df "$S" 7001 $big 5
 sluice dump $ST 2>/dev/null | grep -E '^(stack|kring)' | sed 's/^/# dump: /'
 kill $ssrv 2>/dev/null
 wait $ssrv 2>/dev/null
