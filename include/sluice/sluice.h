@@ -51,7 +51,10 @@ struct sluice_stack_config {
 	 * are first used; 8192 in the module, which pins the region */
 	uint32_t max_sockets;
 	uint32_t n_bufs;	/* packet buffers, default 4096 */
-	uint32_t buf_size;	/* bytes each, power of two, default 2048 */
+	/* bytes each, power of two, default 2048; a stack on a device
+	 * whose MTU needs more (with the 64 bytes of headroom) gets the
+	 * power of two that holds it, up to 8192 (IPoIB's 2044: 4096) */
+	uint32_t buf_size;
 	uint32_t mtu;		/* default 1500 */
 	uint32_t ip_addr;	/* network order; 0: none yet */
 	uint32_t ip_mask;	/* network order */

@@ -285,15 +285,28 @@ static int create_in_module(struct sl_stack *s, int dev, const char *name,
 }
 
 /*
+ * The largest packet buffer a stack on a device is given by default, so
+ * that its MTU can be the device's: 8192 holds both IPoIB datagram-mode
+ * MTUs (2044 and 4092: an IB MTU of 2048 or 4096 less the 4-byte IPoIB
+ * header, ipoib.h IPOIB_UD_MTU()) after the 64 bytes of headroom.  A larger
+ * MTU (jumbo Ethernet, IPoIB connected mode) is capped at 8192 - 64
+ * unless the configuration names a larger buf_size.
+ */
+#define SL_DEV_BUF_MAX		8192
+
+/*
  * A stack on a device: resolve the device and, from the module's view of
  * it, fill in the address, mask and MTU the configuration left zero (the
- * stack shares the device's IPv4 address).  The MTU is capped by what a
- * packet buffer holds.  dev is /dev/sluice.
+ * stack shares the device's IPv4 address).  The MTU is what a packet
+ * buffer holds at most: with buf_size left zero, buffers are made large
+ * enough for the MTU (up to SL_DEV_BUF_MAX), as the kernel's IP MTU on
+ * the device is the device's (an ipoib netdev's 2044 needs more than the
+ * default 2048 - 64).  dev is /dev/sluice.
  */
 static int device_config(int dev, struct sluice_stack_config *c)
 {
 	struct sluice_ifinfo ii;
-	uint32_t buf_size = c->buf_size ? c->buf_size : 2048;
+	uint32_t buf_size;
 
 	if (!c->ifindex) {
 		c->ifindex = if_nametoindex(c->ifname);
@@ -301,7 +314,7 @@ static int device_config(int dev, struct sluice_stack_config *c)
 			return -ENODEV;
 	}
 	if (c->ip_addr && c->ip_mask && c->mtu)
-		return 0;
+		goto size;
 	memset(&ii, 0, sizeof(ii));
 	ii.size = sizeof(ii);
 	ii.ifindex = c->ifindex;
@@ -315,10 +328,14 @@ static int device_config(int dev, struct sluice_stack_config *c)
 			c->ip_mask = htonl(ii.prefix_len[0] ? ~0u << (32 - ii.prefix_len[0]) : 0);
 	}
 	if (!c->mtu) {
+		buf_size = c->buf_size ? c->buf_size : SL_DEV_BUF_MAX;
 		c->mtu = ii.mtu < buf_size - SL_HEADROOM ? ii.mtu : buf_size - SL_HEADROOM;
 		if (c->mtu < 576)
 			return -EINVAL;
 	}
+size:
+	if (!c->buf_size && c->mtu + SL_HEADROOM > 2048 && c->mtu + SL_HEADROOM <= SL_DEV_BUF_MAX)
+		c->buf_size = pow2_at_least(c->mtu + SL_HEADROOM);
 	return 0;
 }
 
