@@ -144,8 +144,16 @@ check "TCP: 2 connections x 300000 bytes from the Sluice stack echoed by the ker
 smtu=$(sluice dump $ST 2>/dev/null | sed -n 's/^stack .* mtu \([0-9]*\).*/\1/p' | head -n 1)
 check "the Sluice stack's MTU is ib0's (stack ${smtu:-?}, ib0 $mtu0)" test "$smtu" = "$mtu0"
 big=$((mtu0 - 28))
+check "UDP: $big-byte datagrams with DF (IP $mtu0) from the kernel on ib0 echoed by the kernel on ib1 (the baseline)" \
+	quiet timeout 60 kpeer udp-df "$K" 7000 $big 5
 check "UDP: $big-byte datagrams with DF (IP $mtu0) from the Sluice stack echoed by the kernel" \
 	quiet timeout 60 sluice run --stack $ST --ifname ib0 -- kpeer udp-df "$K" 7000 $big 5
+# One byte more with DF: EMSGSIZE from the stack as from the kernel.
+too_big() { "$@" 2>/dev/null | grep -q 'Message too long'; }
+check "... one byte more (IP $((mtu0 + 1))) with DF is refused (EMSGSIZE) by the kernel" \
+	too_big timeout 30 kpeer udp-df "$K" 7000 $((big + 1)) 1
+check "... and by the Sluice stack" \
+	too_big timeout 30 sluice run --stack $ST --ifname ib0 -- kpeer udp-df "$K" 7000 $((big + 1)) 1
 timeout 100 sluice run --stack $ST --ifname ib0 -- kpeer serve 7001 60 >/tmp/ipr-ssrv.log 2>&1 &
 ssrv=$!
 i=0
