@@ -273,6 +273,7 @@ static int create_in_module(struct sl_stack *s, int dev, const char *name,
 	c.bufdata_off = tmp->bufdata_off;
 	if (sl_sys_ioctl(dev, SLUICE_IOC_STACK_CREATE, &c))
 		return -errno;
+	c.fd = sl_sys_fd_high(c.fd);	/* above the program's numbers (os.h) */
 	ret = map_fd(s, c.fd, tmp->region_size);
 	if (ret) {
 		sl_sys_close(c.fd);
@@ -409,6 +410,7 @@ int sl_region_create(struct sl_stack *s, const char *name, const struct sluice_s
 		ret = -errno;
 		goto err_unlink;
 	}
+	fd = sl_sys_fd_high(fd);	/* above the program's numbers (os.h) */
 	ret = map_fd(s, fd, size);
 	if (ret)
 		goto err_unlink;
@@ -517,6 +519,7 @@ int sl_region_attach(struct sl_stack *s, const char *name)
 		ret = -EPROTO;
 		goto err_close;
 	}
+	fd = sl_sys_fd_high(fd);	/* above the program's numbers (os.h) */
 	ret = map_fd(s, fd, size);
 	if (ret)
 		goto err_close;

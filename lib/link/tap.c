@@ -191,7 +191,8 @@ int sluice_link_tap(struct sluice_stack *st, const char *ifname)
 		return -EBUSY;
 	if (!ifname || strlen(ifname) >= IFNAMSIZ)
 		return -EINVAL;
-	fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	/* Above the program's numbers (os.h). */
+	fd = sl_sys_fd_high(open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC));
 	if (fd < 0)
 		return -errno;
 	memset(&ifr, 0, sizeof(ifr));

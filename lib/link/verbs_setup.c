@@ -127,7 +127,7 @@ static int verbs_roce_ip_join(struct verbs_link *v)
 		return ret > 0 ? -ret : -EINVAL;
 	if (!ge.ndev_ifindex)
 		return -ENODEV;
-	v->mc_sock = sl_sys_socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	v->mc_sock = sl_sys_fd_high(sl_sys_socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0));
 	if (v->mc_sock < 0)
 		return -errno;
 	memcpy(&mr.ipv6mr_multiaddr, v->mgid, 16);

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -102,6 +103,62 @@ int sl_sys_fcntl(int fd, int cmd, long arg)
 	return (int)sl_syscall(SYS_fcntl, fd, cmd, arg);
 }
 
+/*
+ * Where the library's fds start: 64 below the soft RLIMIT_NOFILE, or below
+ * 1024 where the limit is higher (select()'s FD_SETSIZE, and a kernel fd
+ * table of 1,024 entries rather than one the size of a large limit);
+ * half the limit where it is under 256.  Read again when the limit has
+ * moved under it (F_DUPFD says EINVAL).  The program's fds are numbered
+ * as on the kernel until it holds that many at once.
+ */
+#define SL_FD_HIGH_TOP	1024
+#define SL_FD_HIGH_ROOM	64
+static int fd_high_base;
+
+static int fd_high_limit(void)
+{
+	struct rlimit rl;
+	rlim_t top = SL_FD_HIGH_TOP;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < top)
+		top = rl.rlim_cur;
+	return top >= 4 * SL_FD_HIGH_ROOM ? (int)top - SL_FD_HIGH_ROOM : (int)top / 2;
+}
+
+int sl_sys_dup_high(int fd)
+{
+	int saved = errno, base = fd_high_base, nfd = -1;
+
+	if (fd < 0)
+		return -1;
+	for (int i = 0; i < 2 && nfd < 0; i++) {
+		if (!base || i) {
+			base = fd_high_limit();
+			fd_high_base = base;	/* the same for every thread */
+		}
+		if (base <= 0)
+			break;
+		nfd = sl_sys_fcntl(fd, F_DUPFD_CLOEXEC, base);
+		if (nfd < 0 && errno != EINVAL)
+			break;	/* EMFILE: the range is full */
+	}
+	errno = saved;
+	return nfd;
+}
+
+int sl_sys_fd_high(int fd)
+{
+	int nfd;
+
+	if (fd < 0 || (fd_high_base > 0 && fd >= fd_high_base))
+		return fd;
+	nfd = sl_sys_dup_high(fd);
+	if (nfd < 0)
+		return fd;
+	sl_sys_close(fd);
+	return nfd;
+}
+
 int sl_sys_ioctl(int fd, unsigned long req, void *arg)
 {
 	return (int)sl_syscall(SYS_ioctl, fd, req, arg);
@@ -174,8 +231,9 @@ int sl_sys_runnable(void)
 		if (pthread_mutex_trylock(&runq_mu))
 			return -1;
 		if (runq_fd < 0)
-			runq_fd = (int)sl_syscall(SYS_openat, AT_FDCWD, "/proc/loadavg",
-					       O_RDONLY | O_CLOEXEC);
+			runq_fd = sl_sys_fd_high((int)sl_syscall(SYS_openat, AT_FDCWD,
+								 "/proc/loadavg",
+								 O_RDONLY | O_CLOEXEC));
 		fd = runq_fd;
 		pthread_mutex_unlock(&runq_mu);
 		if (fd < 0)

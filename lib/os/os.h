@@ -55,6 +55,17 @@ int sl_sys_dup2(int oldfd, int newfd);
  * F_SETFL, F_GETFD, F_SETFD, F_DUPFD_CLOEXEC). */
 int sl_sys_fcntl(int fd, int cmd, long arg);
 int sl_sys_ioctl(int fd, unsigned long req, void *arg);
+/*
+ * The library's own long-lived fds (probes, records, bells, twins) live
+ * above the program's: the number a close() just freed, or any low one,
+ * is the next open()'s, socket()'s or accept()'s, as on the kernel
+ * (issue 24, issue 23 item 3).  sl_sys_fd_high(fd): fd moved to the
+ * library's range (an O_CLOEXEC copy there, fd closed), or fd itself if
+ * there is no room; sl_sys_dup_high(fd): an O_CLOEXEC copy there, fd
+ * kept, or -1.  errno is left alone.
+ */
+int sl_sys_fd_high(int fd);
+int sl_sys_dup_high(int fd);
 /* poll(2), timeout in milliseconds, negative: no timeout. */
 int sl_sys_poll(struct pollfd *fds, nfds_t n, int timeout_ms);
 int sl_sys_socket(int domain, int type, int protocol);

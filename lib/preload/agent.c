@@ -69,7 +69,9 @@ void pl_agent_lost(int fd)
 	if (!pl_agent_is(fd))
 		return;
 	/* Its number is taken: the socket goes on under another. */
-	nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 0);
+	nfd = sl_sys_dup_high(fd);
+	if (nfd < 0)
+		nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 0);
 	SL_WRITE_ONCE(agent_fd, nfd);
 }
 
@@ -145,7 +147,8 @@ void pl_agent_start(void)
 		REAL(close)(agent_fd);
 		SL_WRITE_ONCE(agent_fd, -1);
 	}
-	sk = REAL(socket)(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	/* Above the program's numbers (os.h). */
+	sk = sl_sys_fd_high(REAL(socket)(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
 	if (sk < 0)
 		goto out;
 	len = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, SL_HO_NAME, (int)self);

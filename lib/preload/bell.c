@@ -106,7 +106,7 @@ int pl_bell_fd(void)
 	if (bell_failed)
 		return -1;
 	pthread_once(&bell_once, bell_key_init);
-	fd = sl_sys_socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = sl_sys_fd_high(sl_sys_socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
 	if (fd < 0 || fd >= PL_BELL_FDS) {
 		if (fd >= 0)
 			pl_libc.close(fd);

@@ -280,7 +280,9 @@ static bool lock_free_at(int probe, off_t off)
  */
 static void proc_register(void)
 {
-	int fd = open(recs_path, O_RDONLY | O_CLOEXEC);
+	/* Above the program's numbers (os.h): in a forked child this
+	 * replaces the parent's, and the number that frees is the child's. */
+	int fd = sl_sys_fd_high(open(recs_path, O_RDONLY | O_CLOEXEC));
 
 	if (fd < 0) {
 		reg_full = true;
@@ -1483,7 +1485,9 @@ static int reap(uint32_t sd, bool owner)
  * them), and the library's own fds (pl_fd_is_own()), which close() and
  * close_range() leave alone, so their numbers never name a program's file.
  * probe_mu is held across the look: a probe is replaced (closed) only
- * under it.
+ * under it.  A probe is opened by a close(), so it is moved above the
+ * program's numbers (sl_sys_fd_high()): the number that close freed is
+ * the next open()'s, as on the kernel.
  */
 static pthread_mutex_t probe_mu SL_FORKDATA = PTHREAD_MUTEX_INITIALIZER;
 
@@ -1500,7 +1504,9 @@ static bool nobody_holds(uint32_t sd)
 	if (fd < 0) {
 		unsigned int v = probe_next++ % PL_PROBES;
 
-		fd = open_shard(sd, O_CLOEXEC);
+		/* Made by a close(): above the program's numbers (os.h),
+		 * never the one that close just freed. */
+		fd = sl_sys_fd_high(open_shard(sd, O_CLOEXEC));
 		if (fd < 0) {
 			pthread_mutex_unlock(&probe_mu);
 			return false;	/* cannot tell: the sweep will */
@@ -1778,7 +1784,7 @@ static void sweep(void)
 	bool redo[SL_FDREC_PROCS], unrec = false;
 
 	if (sweep_probe < 0) {
-		sweep_probe = open(recs_path, O_RDONLY | O_CLOEXEC);
+		sweep_probe = sl_sys_fd_high(open(recs_path, O_RDONLY | O_CLOEXEC));
 		if (sweep_probe < 0)
 			return;
 	}

@@ -141,8 +141,11 @@ int pl_twin_bind(struct pl_sock *ps, struct sockaddr_in *sin)
 	 * socket has it, pl_opts_to_kernel()). */
 	/* A datagram twin blocks (its sends are the program's: a blocking
 	 * socket's wait; reads never wait, MSG_DONTWAIT). */
-	fd = REAL(socket)(ps->v6 ? AF_INET6 : AF_INET,
-			  ps->type | (ps->type == SOCK_STREAM ? SOCK_NONBLOCK : 0) | SOCK_CLOEXEC, 0);
+	/* Above the program's numbers (os.h): bind() makes no fd on the
+	 * kernel. */
+	fd = sl_sys_fd_high(REAL(socket)(ps->v6 ? AF_INET6 : AF_INET,
+					 ps->type | (ps->type == SOCK_STREAM ? SOCK_NONBLOCK : 0) |
+					 SOCK_CLOEXEC, 0));
 	if (fd < 0)
 		return 0;	/* no twin: the stack alone, as before */
 	if (fd >= PL_TWIN_FDS)
@@ -276,7 +279,7 @@ static void watch_start_locked(void)
 	if (watch_pid == self || sl_sys_sandboxed)
 		return;
 	if (watch_fd < 0) {
-		fd = REAL(epoll_create1)(EPOLL_CLOEXEC);
+		fd = sl_sys_fd_high(REAL(epoll_create1)(EPOLL_CLOEXEC));
 		if (fd < 0)
 			return;
 		if (fd >= PL_TWIN_FDS) {
@@ -651,7 +654,9 @@ void pl_twin_lost(int fd)
 	/* Its number is being taken (dup2): the file goes on under another,
 	 * so the twin keeps its port and queue, and the watcher's set its
 	 * items (an epoll item lives as long as its file). */
-	nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 0);
+	nfd = sl_sys_dup_high(fd);
+	if (nfd < 0)
+		nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 0);
 	if (nfd >= PL_TWIN_FDS) {
 		REAL(close)(nfd);
 		nfd = -1;

@@ -124,6 +124,10 @@ static void ring(struct sl_stack *s, unsigned int i, uint32_t gen)
 		int nfd = sl_sys_socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		int none = -1;
 
+		/* Made while a close() wakes a sleeper: the number just
+		 * freed is the program's next (os.h). */
+		nfd = sl_sys_fd_high(nfd);
+
 		if (nfd < 0)
 			return;
 		if (!sl_cmpxchg(&tx_fd, &none, nfd)) {

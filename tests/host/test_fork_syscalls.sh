@@ -68,7 +68,7 @@ count kernel 1050 7962
 count sluice 50 7963
 count sluice 1050 7964
 # The spin's looks at /proc/loadavg, traced: opens, and reads of it
-strace -f -qq -e trace=openat,read,pread64 -o "$tmp/looks" $sluice run --stack $st-l -- "$srv" 7965 400 120 >"$tmp/ready.l" &
+strace -f -qq -e trace=openat,read,pread64,fcntl -o "$tmp/looks" $sluice run --stack $st-l -- "$srv" 7965 400 120 >"$tmp/ready.l" &
 for i in \$(seq 500); do grep -q ready "$tmp/ready.l" 2>/dev/null && break; sleep 0.02; done
 $sluice run --stack $st-l -- "$cli" client 7965 400 >/dev/null || echo "client failed"
 wait || echo "server failed"
@@ -93,8 +93,11 @@ for c in $calls; do
 	eval "k_$c=$k s_$c=$s"
 done
 plus() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-") print "-"; else printf "%.2f", a + b }'; }
-# Each look: fd = openat(loadavg) then read(fd) before; pread64(fd) now.
-lfd=$(awk '/openat\(.*\/proc\/loadavg/ { print $NF }' "$tmp/looks" | sort -u | tr '\n' '|')
+# Each look: fd = openat(loadavg) then read(fd) before; pread64(fd) now,
+# on the fd moved above the program's numbers (F_DUPFD_CLOEXEC, os.c).
+lfd=$(awk '/openat\(.*\/proc\/loadavg/ { fd[$NF] = 1; print $NF }
+	/fcntl\([0-9]+, F_DUPFD_CLOEXEC/ { split($0, a, /[(,]/); if (a[2] in fd) print $NF }' \
+	"$tmp/looks" | sort -u | tr '\n' '|')
 opens=$(grep -c 'openat(.*/proc/loadavg' "$tmp/looks")
 looks=$(grep -cE "(pread64|read)\((${lfd%|})," "$tmp/looks")
 echo "# /proc/loadavg over 400 forked connections: $opens opens, $looks looks"

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# The number a close() frees is the next open()'s, socket()'s or accept()'s,
+# as on the kernel (issue 24; issue 23 item 3): tests/preload/fdnum.c closes
+# sockets (alone, dup()ed, shared with a forked child, the first or the
+# last close) and looks at the number the next open(), socket() or
+# accept() takes.  The library's own fds (the probe a shared socket's
+# close opens, process records, bells, twins) live above the program's
+# numbers (lib/os/os.c, sl_sys_fd_high()).  Run on the kernel and under
+# `sluice run`, each in a network namespace of its own; the lines must be
+# the same.
+set -u
+. "$(dirname "$0")/lib.sh"
+prog=$top/build/tests/preload/fdnum
+st=tfn-$$
+trap 'rm -rf "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st"' EXIT
+need_netns "loopback connections"
+in_netns() { timeout 60 unshare -n bash -c 'ip link set lo up; exec "$@"' sh "$@" </dev/null; }
+
+k=$(in_netns "$prog")
+echo "$k" | sed 's/^/# kernel: /'
+check "on the kernel: every case takes the number just freed" \
+	test -n "$k" -a -z "$(grep -v ' same$' <<<"$k")" -a "$(wc -l <<<"$k")" = 11
+s=$(in_netns env SLUICE_STACK=$st "$top/build/tools/sluice" run -- "$prog")
+echo "$s" | sed 's/^/# sluice: /'
+for c in $(awk '{ print $1 }' <<<"$k"); do
+	check "under sluice run: $c as on the kernel" \
+		test "$(grep "^$c " <<<"$s")" = "$(grep "^$c " <<<"$k")"
+done
+done_testing
