@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,46 +99,66 @@ int sl_sys_dup2(int oldfd, int newfd)
 	return (int)sl_syscall(SYS_dup3, oldfd, newfd, 0);
 }
 
+int sl_sys_dup3(int oldfd, int newfd, int flags)
+{
+	return (int)sl_syscall(SYS_dup3, oldfd, newfd, flags);
+}
+
 int sl_sys_fcntl(int fd, int cmd, long arg)
 {
 	return (int)sl_syscall(SYS_fcntl, fd, cmd, arg);
 }
 
 /*
- * Where the library's fds start: 64 below the soft RLIMIT_NOFILE, or below
- * 1024 where the limit is higher (select()'s FD_SETSIZE, and a kernel fd
- * table of 1,024 entries rather than one the size of a large limit);
- * half the limit where it is under 256.  Read again when the limit has
- * moved under it (F_DUPFD says EINVAL).  The program's fds are numbered
- * as on the kernel until it holds that many at once.
+ * Where the library's fds go: the top 64 numbers of a kernel fd table of
+ * 256 entries (192-255), or of a larger one when the program already
+ * holds that many.  The kernel embeds a table of 64 and grows it in
+ * steps of 128 << k (alloc_fdtable()), and fork() copies the parent's up
+ * to its highest open fd, rounded up: a child of a parent whose highest
+ * fd is below 256 costs what one of a parent holding 3 fds costs, one at
+ * 960 (a table of 1,024) 3-4 us more a fork, measured (lib/preload
+ * README).  So the library's fds stay in the smallest such table that
+ * leaves the program 64 numbers above the lowest one free when the fd is
+ * made (a fresh fd is the lowest free), capped by the soft
+ * RLIMIT_NOFILE (64 below it; half of it under 256); a program holding
+ * more moves the next fds made to the next table, once a table.  Read
+ * again when the limit has moved under it (F_DUPFD says EINVAL).  The
+ * program's fds are numbered as on the kernel until it holds that many.
  */
-#define SL_FD_HIGH_TOP	1024
+#define SL_FD_TABLE_MIN	256
 #define SL_FD_HIGH_ROOM	64
-static int fd_high_base;
+static int fd_high_base;	/* where the last went; 0: none yet */
 
-static int fd_high_limit(void)
+static int fd_high_pick(int low)
 {
 	struct rlimit rl;
-	rlim_t top = SL_FD_HIGH_TOP;
+	long top = SL_FD_TABLE_MIN, lim = INT_MAX;
 
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < top)
-		top = rl.rlim_cur;
-	return top >= 4 * SL_FD_HIGH_ROOM ? (int)top - SL_FD_HIGH_ROOM : (int)top / 2;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < (rlim_t)INT_MAX)
+		lim = (long)rl.rlim_cur;
+	while (top - SL_FD_HIGH_ROOM < (long)low + SL_FD_HIGH_ROOM && top < lim)
+		top *= 2;
+	if (top > lim)
+		top = lim;
+	return top >= 4 * SL_FD_HIGH_ROOM ? (int)(top - SL_FD_HIGH_ROOM) : (int)top / 2;
 }
 
-int sl_sys_dup_high(int fd)
+/* An O_CLOEXEC copy of fd in the library's range, chosen with low the
+ * lowest number free (-1: unknown, keep the range). */
+static int dup_high(int fd, int low)
 {
 	int saved = errno, base = fd_high_base, nfd = -1;
 
 	if (fd < 0)
 		return -1;
 	for (int i = 0; i < 2 && nfd < 0; i++) {
-		if (!base || i) {
-			base = fd_high_limit();
-			fd_high_base = base;	/* the same for every thread */
+		if (!base || i || low + SL_FD_HIGH_ROOM > base) {
+			base = fd_high_pick(low > 0 ? low : 0);
+			if (base > fd_high_base || i)
+				fd_high_base = base;	/* the same for every thread */
 		}
-		if (base <= 0)
-			break;
+		if (base <= 0 || (low >= 0 && fd >= base))
+			break;	/* no room above it: stays */
 		nfd = sl_sys_fcntl(fd, F_DUPFD_CLOEXEC, base);
 		if (nfd < 0 && errno != EINVAL)
 			break;	/* EMFILE: the range is full */
@@ -146,13 +167,18 @@ int sl_sys_dup_high(int fd)
 	return nfd;
 }
 
+int sl_sys_dup_high(int fd)
+{
+	return dup_high(fd, -1);
+}
+
 int sl_sys_fd_high(int fd)
 {
 	int nfd;
 
-	if (fd < 0 || (fd_high_base > 0 && fd >= fd_high_base))
+	if (fd < 0)
 		return fd;
-	nfd = sl_sys_dup_high(fd);
+	nfd = dup_high(fd, fd);
 	if (nfd < 0)
 		return fd;
 	sl_sys_close(fd);

@@ -51,6 +51,8 @@ int sl_sys_fstat(int fd, struct stat *st);
 bool sl_sys_net_admin(void);
 /* dup2(2): newfd is closed first if open; old == new checks old. */
 int sl_sys_dup2(int oldfd, int newfd);
+/* dup3(2): newfd replaced at once (flags: O_CLOEXEC). */
+int sl_sys_dup3(int oldfd, int newfd, int flags);
 /* fcntl(2) for the commands that take an int or nothing (F_GETFL,
  * F_SETFL, F_GETFD, F_SETFD, F_DUPFD_CLOEXEC). */
 int sl_sys_fcntl(int fd, int cmd, long arg);

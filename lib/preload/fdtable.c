@@ -278,12 +278,22 @@ static bool lock_free_at(int probe, off_t off)
  * its byte while we live (forked children take their own: after fork the
  * parent's description is shared, and would outlive a dead child).
  */
-static void proc_register(void)
+static void proc_register(int at)
 {
-	/* Above the program's numbers (os.h): in a forked child this
-	 * replaces the parent's, and the number that frees is the child's. */
-	int fd = sl_sys_fd_high(open(recs_path, O_RDONLY | O_CLOEXEC));
+	/* Above the program's numbers (os.h).  A forked child's takes the
+	 * number of the parent's it inherited (at), which dup3() closes:
+	 * an open, a dup3 and a close, where a move would cost a close
+	 * more (the inherited one) and a fcntl. */
+	int fd = open(recs_path, O_RDONLY | O_CLOEXEC);
 
+	if (fd >= 0 && at >= 0 && sl_sys_dup3(fd, at, O_CLOEXEC) == at) {
+		pl_libc.close(fd);
+		fd = at;
+	} else {
+		if (at >= 0)
+			pl_libc.close(at);
+		fd = sl_sys_fd_high(fd);
+	}
 	if (fd < 0) {
 		reg_full = true;
 		return;
@@ -396,7 +406,7 @@ out:
 	flock(fd, LOCK_UN);
 	pl_libc.close(fd);
 	if (!ret)
-		proc_register();
+		proc_register(-1);
 	return ret;
 }
 
@@ -2003,9 +2013,10 @@ void pl_fdtable_atfork_child(void)
 		}
 	/* A record of its own: the parent's description is the parent's. */
 	if (reg_fd >= 0) {
-		pl_libc.close(reg_fd);
+		int at = reg_fd;
+
 		reg_fd = reg_slot = -1;
-		proc_register();
+		proc_register(at);
 	}
 }
 

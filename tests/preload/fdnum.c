@@ -20,6 +20,11 @@
  *    sweep of dead processes' sockets) before open();
  *  - first: the first socket() of the program takes the number open()
  *    would (no fd of the library's below it).
+ * Last, "forktable N": with a listener, a connection and a UDP socket
+ * bound on 127.0.0.1 open (under Sluice: twins, their watcher, records,
+ * probes), the size of the fd table a fork() copies (the kernel's sizes
+ * for the highest open fd: 64, then 128 << k).  The library's fds must
+ * not make it larger than 256 where the kernel's is smaller.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,9 +33,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* The fd table a fork() copies: the kernel's size for the highest fd. */
+static int fork_table(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int hi = 0, t = 64;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && atoi(e->d_name) > hi)
+			hi = atoi(e->d_name);
+	closedir(d);
+	if (hi < 64)
+		return t;
+	for (t = 128; t <= hi; t *= 2)
+		;
+	return t;
+}
 
 /* NAME same/other: did the next open take number want? */
 static void next_open(const char *name, int want)
@@ -183,6 +209,18 @@ int main(void)
 	}
 	next_open("wait", s);
 	release(pid, go);
+	{
+		struct sockaddr_in u = { .sin_family = AF_INET,
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		int us = socket(AF_INET, SOCK_DGRAM, 0);
+
+		if (us < 0 || bind(us, (struct sockaddr *)&u, sizeof(u))) {
+			perror("udp");
+			return 2;
+		}
+		printf("forktable %d\n", fork_table());
+		close(us);
+	}
 	close(c);
 	close(l);
 	return 0;
