@@ -118,7 +118,8 @@ bool pl_twin_is(int fd)
 }
 
 /* May ps have a twin: a stream or datagram socket, on a stack in /dev/shm (a module's
- * stack keeps its ports in its filters), outside a sandbox. */
+ * stack keeps its ports in its filters: but twin_usable_at()), outside a
+ * sandbox. */
 bool pl_twin_usable(const struct pl_sock *ps)
 {
 	struct sl_stack *s = pl_sl();
@@ -127,13 +128,34 @@ bool pl_twin_usable(const struct pl_sock *ps)
 	       !ps->kfd && s && !s->module_backed && !sl_sys_sandboxed;
 }
 
+/*
+ * On a module's stack, a datagram socket bound to a loopback address has
+ * a twin too: 127/8 never reaches the module's filters (the stack's own
+ * loopback carries it, sl_filter_take()), so nothing held the port in the
+ * kernel and a kernel sender there reached nothing.  Any other address
+ * is the module's: its filter steers the port, and its reservation (a
+ * kernel socket nobody reads, bound without SO_REUSEADDR) holds it, so no
+ * twin could bind there.  The socket may be a module socket fd (ps->kfd):
+ * what the watcher sees goes out as any event of the stack's
+ * (udp.os_ready, sl_kp_note()).
+ */
+static bool twin_usable_at(const struct pl_sock *ps, uint32_t laddr)
+{
+	struct sl_stack *s = pl_sl();
+
+	if (pl_twin_usable(ps))
+		return true;
+	return pl_cfg.kernel_listen && ps->type == SOCK_DGRAM && s && s->module_backed &&
+	       !sl_sys_sandboxed && (ntohl(laddr) >> 24) == 127;
+}
+
 int pl_twin_bind(struct pl_sock *ps, struct sockaddr_in *sin)
 {
 	struct sockaddr_in6 got, at;
 	socklen_t len = sizeof(got), alen;
 	int fd, e;
 
-	if (SL_READ_ONCE(ps->twin) || !pl_twin_usable(ps) ||
+	if (SL_READ_ONCE(ps->twin) || !twin_usable_at(ps, sin->sin_addr.s_addr) ||
 	    (SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->flags) & SL_SF_BOUND))
 		return 0;	/* bound already: the stack says EINVAL */
 	/* An AF_INET6 socket's twin is an AF_INET6 kernel socket bound as

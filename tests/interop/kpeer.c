@@ -4,7 +4,8 @@
  * on plain kernel sockets, run inside the peer network namespace (or, for
  * the bind checks, beside the Sluice stack):
  *
- *   kpeer serve PORT SECONDS        TCP and UDP echo on PORT (many TCP
+ *   kpeer serve PORT SECONDS [ADDR] TCP and UDP echo on PORT of ADDR
+ *                                   (default 0.0.0.0; many TCP
  *                                   connections at once) until SECONDS pass
  *   kpeer tcp-echo IP PORT BYTES [CONNS [SECONDS]]
  *                                   CONNS connections at once (default 1),
@@ -14,6 +15,7 @@
  *                                   SECONDS, sends paced to take that long
  *                                   and "flowing" printed at the first echo
  *   kpeer udp-echo IP PORT COUNT    COUNT datagrams, each echoed intact
+ *                                   (and from IP:PORT: a line before)
  *   kpeer udp-df IP PORT BYTES COUNT
  *                                   COUNT datagrams of BYTES each with DF
  *                                   (IP_PMTUDISC_DO: refused, not
@@ -70,9 +72,9 @@ static uint8_t pattern(unsigned int conn, long i)
 	return (uint8_t)(i * 7 + (i >> 11) + conn * 31);
 }
 
-static int serve(int port, double seconds)
+static int serve(int port, double seconds, const char *ip)
 {
-	struct sockaddr_in any = addr("0.0.0.0", port), from;
+	struct sockaddr_in any = addr(ip, port), from;
 	struct pollfd p[2 + MAXC];
 	int n = 0, one = 1, l, u;
 	double end = now_s() + seconds;
@@ -213,9 +215,11 @@ static int tcp_echo(const char *ip, int port, long bytes, int nconn, double pace
 static int udp_echo(const char *ip, int port, int count)
 {
 	struct sockaddr_in a = addr(ip, port);
-	int s = socket(AF_INET, SOCK_DGRAM, 0), good = 0;
+	int s = socket(AF_INET, SOCK_DGRAM, 0), good = 0, same = 0;
 	struct timeval tv = { 2, 0 };
 	char msg[1400], in[1500];
+	struct sockaddr_in from;
+	socklen_t fl;
 
 	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	for (int i = 0; i < count; i++) {
@@ -224,10 +228,16 @@ static int udp_echo(const char *ip, int port, int count)
 		for (int j = 0; j < len; j++)
 			msg[j] = (char)(i + j * 3);
 		sendto(s, msg, len, 0, (void *)&a, sizeof(a));
-		if (recv(s, in, sizeof(in), 0) == len && !memcmp(in, msg, len))
+		fl = sizeof(from);
+		if (recvfrom(s, in, sizeof(in), 0, (void *)&from, &fl) == len && !memcmp(in, msg, len)) {
 			good++;
+			same += fl == sizeof(from) && from.sin_addr.s_addr == a.sin_addr.s_addr &&
+				from.sin_port == a.sin_port;
+		}
 	}
-	printf("%d/%d echoed\n", good, count);
+	/* How many came from the address sent to, then (the last line, which
+	 * the suites compare) how many came back intact. */
+	printf("%d from %s:%d\n%d/%d echoed\n", same, ip, port, good, count);
 	return good == count ? 0 : 1;
 }
 
@@ -355,7 +365,9 @@ static int mcast_recv(const char *group, int port, int count, double secs,
 int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "serve"))
-		return serve(atoi(argv[2]), atof(argv[3]));
+		return serve(atoi(argv[2]), atof(argv[3]), "0.0.0.0");
+	if (argc == 5 && !strcmp(argv[1], "serve"))
+		return serve(atoi(argv[2]), atof(argv[3]), argv[4]);
 	if (argc >= 5 && argc <= 7 && !strcmp(argv[1], "tcp-echo"))
 		return tcp_echo(argv[2], atoi(argv[3]), atol(argv[4]), argc >= 6 ? atoi(argv[5]) : 1,
 				argc == 7 ? atof(argv[6]) : 0);
