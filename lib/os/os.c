@@ -172,6 +172,11 @@ int sl_sys_dup_high(int fd)
 	return dup_high(fd, -1);
 }
 
+int sl_sys_dup_above(int fd)
+{
+	return dup_high(fd, fd);
+}
+
 int sl_sys_fd_high(int fd)
 {
 	int nfd;

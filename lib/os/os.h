@@ -64,10 +64,13 @@ int sl_sys_ioctl(int fd, unsigned long req, void *arg);
  * (issue 24, issue 23 item 3).  sl_sys_fd_high(fd): fd moved to the
  * library's range (an O_CLOEXEC copy there, fd closed), or fd itself if
  * there is no room; sl_sys_dup_high(fd): an O_CLOEXEC copy there, fd
- * kept, or -1.  errno is left alone.
+ * kept, or -1; sl_sys_dup_above(fd): the same, the range chosen above
+ * fd as sl_sys_fd_high() chooses it (-1 if there is no room above fd).
+ * errno is left alone.
  */
 int sl_sys_fd_high(int fd);
 int sl_sys_dup_high(int fd);
+int sl_sys_dup_above(int fd);
 /* poll(2), timeout in milliseconds, negative: no timeout. */
 int sl_sys_poll(struct pollfd *fds, nfds_t n, int timeout_ms);
 int sl_sys_socket(int domain, int type, int protocol);

@@ -50,7 +50,6 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -58,7 +57,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -129,7 +127,6 @@ static struct pl_cached {
 } cache[PL_CACHE] SL_FORKDATA = { [0 ... PL_CACHE - 1] = { .fd = -1 } };
 static int ncache SL_FORKDATA;	/* entries with an fd (atomic): 0 skips all */
 static pthread_mutex_t cache_mu SL_FORKDATA = PTHREAD_MUTEX_INITIALIZER;
-static int cache_lim;		/* soft RLIMIT_NOFILE read once; 0: not yet */
 
 static bool cache_is(int fd)
 {
@@ -139,36 +136,6 @@ static bool cache_is(int fd)
 		if (fd == SL_READ_ONCE(cache[i].fd))
 			return true;
 	return false;
-}
-
-/*
- * A close-on-exec copy of fd above the program's numbers, or -1: the
- * top 64 of the smallest power-of-two table from 256 with 64 numbers
- * free above fd, below the soft fd limit (the kernel copies a table up
- * to its highest fd at fork: a copy at 960 would cost every fork).  The
- * same rule as the library's other long-lived fds (sl_sys_fd_high() on
- * the fd-numbers branch; this becomes that once both are in).
- */
-static int cache_dup_high(int fd)
-{
-	long top = 256, base;
-	struct rlimit rl;
-	int nfd;
-
-	if (!cache_lim)
-		cache_lim = getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur > (rlim_t)INT_MAX ?
-				    INT_MAX : (int)rl.rlim_cur;
-	while (top - 64 < (long)fd + 64 && top < cache_lim)
-		top *= 2;
-	if (top > cache_lim)
-		top = cache_lim;
-	base = top >= 256 ? top - 64 : top / 2;
-	if (base <= fd + 1)
-		return -1;
-	nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, (int)base);
-	if (nfd < 0 && errno == EINVAL)
-		cache_lim = 0;	/* the limit moved: read it again next time */
-	return nfd;
 }
 
 /* Drop entry i (cache_mu held); its fd, to close after the mutex, or -1. */
@@ -1144,7 +1111,7 @@ void pl_fd_cache_keep(int fd, struct pl_sock *ps)
 	pthread_mutex_lock(&cache_mu);
 	for (i = 0; i < PL_CACHE && cache[i].fd >= 0; i++)
 		;
-	if (i < PL_CACHE && (h = cache_dup_high(fd)) >= 0) {
+	if (i < PL_CACHE && (h = sl_sys_dup_above(fd)) >= 0) {
 		cache[i].shard = ps->sd / PL_SHARD;
 		cache[i].ps = ps;
 		ps->cache = i + 1;
