@@ -89,10 +89,12 @@ static const struct sl_link_ops tf_ops = { .name = "tcp-capture", .tx = tf_tx };
 
 /* Socket slots of the next tf_init()'s stack. */
 static uint32_t tf_max_sockets = 64;
+/* Packet buffers of the next tf_init()'s stack. */
+static uint32_t tf_n_bufs = 1024;
 
 static inline void tf_init(const char *tag)
 {
-	struct sluice_stack_config cfg = { .n_bufs = 1024, .max_sockets = tf_max_sockets };
+	struct sluice_stack_config cfg = { .n_bufs = tf_n_bufs, .max_sockets = tf_max_sockets };
 	struct sluice_stack *st;
 	int ret;
 

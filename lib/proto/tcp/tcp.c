@@ -209,7 +209,7 @@ uint32_t sl_tcp_rcv_space_mss(struct sl_stack *s, const struct sl_sock *so, uint
 	 * buffer instead, a small MSS (968 on Soft-RoCE's IPoIB) offered a
 	 * window that took more buffers than rcvbuf allows, and the last
 	 * segments of every full window were dropped and sent again. */
-	uint32_t per = mss, bufs, room;
+	uint32_t per = mss, bufs, room, ooo_left;
 
 	if (per > SL_TCP_BUF_PAYLOAD(s))
 		per = SL_TCP_BUF_PAYLOAD(s);
@@ -218,6 +218,14 @@ uint32_t sl_tcp_rcv_space_mss(struct sl_stack *s, const struct sl_sock *so, uint
 	bufs = held < so->rcvbuf ?
 		       (so->rcvbuf - (uint32_t)held + s->buf_size - 1) / s->buf_size : 0;
 	room = bufs * per;
+	/* Every segment that arrives past a hole takes a place on the
+	 * out-of-order queue, which holds SL_TCP_OOO_MAX: offer no more
+	 * than it has left, or one loss early in a window grown past it has
+	 * the rest of that window dropped and sent again (Linux's queue is
+	 * bounded by sk_rcvbuf alone, which the window already is). */
+	ooo_left = so->tcp.ooo_count < SL_TCP_OOO_MAX ? SL_TCP_OOO_MAX - so->tcp.ooo_count : 0;
+	if (room > ooo_left * per)
+		room = ooo_left * per;
 
 	/* The pool is shared by every connection: offer no more than half
 	 * of what is free beyond the reserve (in full segments). */
