@@ -91,9 +91,13 @@ enum sl_tcp_state {
 #define SL_TCP_SYNQ_MIN		8		/* SYN queue floor for tiny backlogs */
 #define SL_TCP_SYNQ_SHARE	4		/* embryos, all listeners: <= max_sockets / 4 */
 /* Out-of-order buffers a connection may hold, besides rcvbuf's bound
- * (Linux has that bound only): a loss on a window grown past it would
- * drop the rest of that window.  Inserting walks the sorted list. */
-#define SL_TCP_OOO_MAX		1024
+ * (Linux has that bound only); the window offered stays within it
+ * (sl_tcp_rcv_space_mss()), 4,096 segments of 1,460 bytes (~6 MB) so a
+ * kernel sender's slow start over a 10 ms path is not held below what a
+ * kernel receiver lets it (2,262 segments at 0.1 % loss,
+ * tests/bench/lossy_host.sh -d receive).  Inserting walks the sorted
+ * list. */
+#define SL_TCP_OOO_MAX		4096
 #define SL_TCP_DUPACK_THRESH	3		/* RFC 5681 3.2 */
 #define SL_TCP_SACK_MAX		4		/* RFC 2018 3: at most 4 blocks (3 with TS) */
 #define SL_TCP_CHALLENGE_MAX	100		/* RFC 5961 7: challenge ACKs a second, per connection */
