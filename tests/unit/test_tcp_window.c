@@ -315,7 +315,8 @@ static void test_syn_received_simultaneous_window_unscaled(void)
  * (as autotuning grows it), the first segment of a window lost, every
  * other segment the window allows arrives out of order and is kept;
  * the hole filled, all are delivered.  Before, a window of 5,744
- * segments was offered here and 4,719 of them dropped, to be sent again
+ * segments was offered here and all past the queue's limit dropped
+ * (4,719 with a limit of 1,024), to be sent again
  * (a kernel sender to a Sluice receiver at 0.1 % loss:
  * tests/bench/lossy_host.sh -d receive, 1,203 tcp_ooo_drop in 5 s).
  */
