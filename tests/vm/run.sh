@@ -233,9 +233,6 @@ run_kernel() { # run_kernel VERSION
 	cp tests/vm/sockfd.sh "$root/opt/sluice/bin/sockfd.sh"
 	add_binary "$root" build/tests/preload/sockfd_prog /opt/sluice/bin
 	add_binary "$root" build/tests/bench/conn_churn /opt/sluice/bin
-	if command -v strace >/dev/null; then
-		add_binary "$root" "$(command -v strace)" /usr/bin
-	fi
 	for b in curl iperf3; do
 		if command -v "$b" >/dev/null; then
 			add_binary "$root" "$(command -v "$b")" /usr/bin
