@@ -36,6 +36,21 @@ while read -r name cmd; do
 	# shellcheck disable=SC2086 # the command line is split on purpose
 	(cd /opt/sluice && exec $cmd) >"$out" 2>&1 </dev/null
 	rc=$?
+	# A stack whose programs are gone stays in its helper process while
+	# its connections wait out TIME-WAIT (up to 2 MSL): end it, so the
+	# next suite starts with no stack of this one's (its checks of "no
+	# stack left" and its rmmod would otherwise depend on how long it
+	# took to get there).
+	sluice stacks 2>/dev/null | awk 'NR > 1 && $7 ~ /^[1-9][0-9]*$/ { print $1, $7 }' |
+		while read -r st hp; do
+			echo "# after $name: stack $st's helper $hp ended" >"$out"
+			kill "$hp" 2>/dev/null
+		done
+	i=0
+	while [ $i -lt 50 ] && [ -n "$(ls /sys/class/misc/sluice/stacks 2>/dev/null)" ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
 	echo "### TIME $name $(($(cut -d. -f1 /proc/uptime) - t0))" >"$out"
 	echo "### END $name $rc" >"$out"
 done </etc/sluice/suites
