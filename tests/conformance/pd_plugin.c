@@ -70,6 +70,7 @@ struct pd_fd {
 	bool used;
 	bool nonblock;
 	int sd;
+	int real;	/* the real fd holding the number, or -1 */
 };
 
 struct pd {
@@ -248,22 +249,31 @@ static struct pd_fd *pd_fd(struct pd *p, int fd)
 	return &p->fd[fd];
 }
 
-/* A new script fd for sd: the lowest free, as the kernel picks. */
+/*
+ * A new script fd for sd: the lowest free, as the kernel picks, and held
+ * in the process by an fd of /dev/null at that number.  packetdrill ends
+ * a script by closing each socket it still has with libc's close() on
+ * that number, not through the plugin (socket_close()): the number must
+ * be a real fd, and one of ours, not a file of the library's (whose fds
+ * live above the program's, lib/os/os.h).
+ */
 static int pd_fd_new(struct pd *p, int sd, bool nonblock)
 {
 	struct sl_stack *s = p->s;
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
-	for (int fd = PD_FD_FIRST; fd < PD_FDS; fd++)
-		if (!p->fd[fd].used) {
-			p->fd[fd] = (struct pd_fd){ .used = true, .nonblock = nonblock, .sd = sd };
-			if (!sl_lock(s)) {
-				sl_sock(s, sd)->flags |= SL_SF_NONBLOCK;
-				sl_unlock(s);
-			}
-			return fd;
-		}
-	sluice_close(p->st, sd);
-	return -EMFILE;
+	if (fd < PD_FD_FIRST || fd >= PD_FDS || p->fd[fd].used) {
+		if (fd >= 0)
+			close(fd);
+		sluice_close(p->st, sd);
+		return -EMFILE;
+	}
+	p->fd[fd] = (struct pd_fd){ .used = true, .nonblock = nonblock, .sd = sd, .real = fd };
+	if (!sl_lock(s)) {
+		sl_sock(s, sd)->flags |= SL_SF_NONBLOCK;
+		sl_unlock(s);
+	}
+	return fd;
 }
 
 /* A native result (>= 0 or -errno) as a system call's. */
@@ -671,8 +681,10 @@ static int pd_close(void *u, int fd)
 	pd_enter(p);
 	struct pd_fd *f = pd_fd(p, fd);
 	ret = !f ? -EBADF : sluice_close(p->st, f->sd);
-	if (f)
+	if (f) {
 		f->used = false;
+		close(f->real);
+	}
 	pd_leave(p);
 	return (int)pd_ret(ret);
 }
