@@ -54,6 +54,17 @@ netns_cleanup() {
 	rm -rf "$tmp"
 }
 in_ns() { ip netns exec "${sl_ns[0]}" "$@"; }
+# stack_test PREFIX: a test of stacks named PREFIX-...-PID (this
+# script's pid last).  Sets sluice (the tool), py (Debian's python3, with
+# its modules) and tmp; at exit kills the script's jobs and removes $tmp
+# and those stacks' files in /dev/shm.
+stack_test() {
+	sluice=$top/build/tools/sluice
+	py=/usr/bin/python3
+	tmp=$(mktemp -d)
+	sl_prefix=$1
+	trap 'jobs -p | xargs -r kill 2>/dev/null; wait 2>/dev/null; rm -rf /dev/shm/sluice-$sl_prefix-*-$$ /dev/shm/sluicefd-$sl_prefix-*-$$ "$tmp"' EXIT
+}
 # unshare_test WHAT PROG STACK: a test whose body runs in a network
 # namespace of its own (unshare -n).  Where none can be made, skips WHAT
 # and ends.  Sets sluice (the tool), prog (build/tests/preload/PROG), st

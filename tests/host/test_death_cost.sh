@@ -20,17 +20,7 @@
 # Every step is bounded by timeout(1).
 set -u
 . "$(dirname "$0")/lib.sh"
-sluice=$top/build/tools/sluice
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-
-cleanup() {
-	jobs -p | xargs -r kill 2>/dev/null
-	wait 2>/dev/null
-	rm -rf /dev/shm/sluice-ts-dcost-*-"$$" /dev/shm/sluicefd-ts-dcost-*-"$$"
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+stack_test ts-dcost
 
 # run N: kill the 5-socket process beside N connections; writes
 # $tmp/res.N: "walked USED_BEFORE USED_AFTER"

@@ -23,17 +23,7 @@
 # Every step is bounded by timeout(1).
 set -u
 . "$(dirname "$0")/lib.sh"
-sluice=$top/build/tools/sluice
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-
-cleanup() {
-	jobs -p | xargs -r kill 2>/dev/null
-	wait 2>/dev/null
-	rm -rf /dev/shm/sluice-ts-dwake-*-"$$" /dev/shm/sluicefd-ts-dwake-*-"$$"
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+stack_test ts-dwake
 
 # run MODE [kernel]: prints the seconds from the kill to the server's
 # seeing the connections end, or "none" (not within 10 s).

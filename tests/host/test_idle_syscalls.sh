@@ -15,17 +15,7 @@
 # Every step is bounded by timeout(1).
 set -u
 . "$(dirname "$0")/lib.sh"
-sluice=$top/build/tools/sluice
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-
-cleanup() {
-	jobs -p | xargs -r kill 2>/dev/null
-	wait 2>/dev/null
-	rm -rf /dev/shm/sluice-ts-idle-*-"$$" /dev/shm/sluicefd-ts-idle-*-"$$"
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+stack_test ts-idle
 
 if ! command -v strace >/dev/null; then
 	skip "system calls of an idle process" "no strace (tests/vm/deps.sh installs it)"
