@@ -259,7 +259,8 @@ static int stamp(struct pl_sock *ps, unsigned long req, void *arg)
 	}
 	if (!us)
 		return -ENOENT;
-	if (!arg)
+	if (pl_bad_buf(arg, req == 0x8906 ? sizeof(struct timeval) : sizeof(struct timespec)) ||
+	    !pl_readable(arg, req == 0x8906 ? sizeof(struct timeval) : sizeof(struct timespec)))
 		return -EFAULT;
 	if (req == 0x8906) {
 		struct timeval tv = { .tv_sec = us / 1000000, .tv_usec = us % 1000000 };
@@ -312,6 +313,15 @@ static int dev_ioctl(unsigned long req, void *arg)
 	return ret;
 }
 
+/* An int the caller passes by pointer, or gets back through one: EFAULT
+ * for one it does not have (NULL, unmapped, PROT_NONE), as the kernel's
+ * get_user()/put_user(), not a SIGSEGV in the library.  (A read-only
+ * page passes the probe.) */
+static bool bad_int(const void *arg)
+{
+	return pl_bad_buf(arg, sizeof(int)) || !pl_readable(arg, sizeof(int));
+}
+
 EXPORT int ioctl(int fd, unsigned long req, ...)
 {
 	struct pl_sock *ps;
@@ -326,12 +336,12 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 	if (!ps)
 		return REAL(ioctl)(fd, req, arg);
 	if (req == FIONBIO) {
-		if (!arg) {
+		if (bad_int(arg)) {
 			ret = -EFAULT;
 		} else {
 			int fl = REAL(fcntl)(fd, F_GETFL);
 
-			v = *(int *)arg;
+			memcpy(&v, arg, sizeof(v));
 			ret = fl < 0 ? -errno :
 			      REAL(fcntl)(fd, F_SETFL, v ? fl | O_NONBLOCK : fl & ~O_NONBLOCK) ?
 			      -errno : 0;
@@ -339,24 +349,47 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 				SL_WRITE_ONCE(ps->nonblock, v != 0);
 		}
 	} else if (req == FIONREAD) {
-		ret = arg ? inq(ps) : -EFAULT;
+		ret = bad_int(arg) ? -EFAULT : inq(ps);
 		if (ret >= 0) {
-			*(int *)arg = ret;
+			memcpy(arg, &ret, sizeof(ret));
 			ret = 0;
 		}
 	} else if (req == SIOCOUTQ || req == SIOCOUTQNSD) {
-		ret = arg ? outq(ps, req == SIOCOUTQNSD) : -EFAULT;
+		ret = bad_int(arg) ? -EFAULT : outq(ps, req == SIOCOUTQNSD);
 		if (ret >= 0) {
-			*(int *)arg = ret;
+			memcpy(arg, &ret, sizeof(ret));
 			ret = 0;
 		}
 	} else if (req == SIOCATMARK && ps->type == SOCK_STREAM) {
 		/* Never at an urgent mark: no urgent data is kept apart. */
-		if (arg)
-			*(int *)arg = 0;
-		ret = arg ? 0 : -EFAULT;
+		v = 0;
+		ret = bad_int(arg) ? -EFAULT : 0;
+		if (!ret)
+			memcpy(arg, &v, sizeof(v));
 	} else if (req == 0x8906 || req == 0x8907) {	/* SIOCGSTAMP, SIOCGSTAMPNS */
 		ret = stamp(ps, req, arg);
+	} else if (req == FIOCLEX || req == FIONCLEX) {
+		/* The fd's close-on-exec flag: the kernel's, on any file
+		 * (do_vfs_ioctl()); the placeholder's fd is the program's. */
+		ret = REAL(ioctl)(fd, req, arg) ? -errno : 0;
+	} else if (req == 0x8901 || req == 0x8902) {	/* FIOSETOWN, SIOCSPGRP */
+		/* The description's owner, as F_SETOWN (Linux sock_ioctl():
+		 * f_setown()); through fcntl() so the socket cache knows. */
+		if (bad_int(arg)) {
+			ret = -EFAULT;
+		} else {
+			memcpy(&v, arg, sizeof(v));
+			ret = fcntl(fd, F_SETOWN, v) ? -errno : 0;
+		}
+	} else if (req == 0x8903 || req == 0x8904) {	/* FIOGETOWN, SIOCGPGRP */
+		/* f_getown(): a process group as its negative id. */
+		if (bad_int(arg)) {
+			ret = -EFAULT;
+		} else {
+			v = REAL(fcntl)(fd, F_GETOWN);
+			memcpy(arg, &v, sizeof(v));
+			ret = 0;
+		}
 	} else if (dev_request(req)) {
 		/* The kernel answers these alike on any socket of the
 		 * namespace: ask it on one of its own. */

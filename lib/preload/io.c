@@ -99,6 +99,9 @@ static ssize_t send_loop(struct pl_sock *ps, const void *buf, size_t len, int fl
 	size_t done = 0;
 	long ret;
 
+	/* Linux's udp_sendmsg(): no urgent data on a datagram. */
+	if ((flags & MSG_OOB) && ps->type == SOCK_DGRAM)
+		return -EOPNOTSUPP;
 	if (buf_fault(buf, len))
 		return -EFAULT;
 	ps->used = true;
@@ -320,6 +323,12 @@ static ssize_t recv_loop(struct pl_sock *ps, void *buf, size_t len, int flags,
 	 * waits (Linux). */
 	if (flags & MSG_ERRQUEUE)
 		return errq_read(ps, buf, len, flags, from);
+	/* MSG_OOB on a stream: the stack keeps no urgent data apart, so
+	 * there is none to read; Linux's tcp_recv_urg() says EINVAL at once
+	 * (a listener ENOTCONN), whatever the buffer and blocking mode. */
+	if ((flags & MSG_OOB) && ps->type == SOCK_STREAM)
+		return SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->state) == SL_TCP_LISTEN ? -ENOTCONN :
+										  -EINVAL;
 	/* MSG_TRUNC on a stream copies nothing (Linux: no EFAULT). */
 	if (!((flags & MSG_TRUNC) && ps->type == SOCK_STREAM) && buf_fault(buf, len))
 		return -EFAULT;

@@ -639,6 +639,7 @@ void pl_twin_connect(struct pl_sock *ps, const struct sockaddr_in *to)
 	int fd = SL_READ_ONCE(ps->twin) - 1;
 	struct sockaddr_in6 at;
 	struct sockaddr un = { .sa_family = AF_UNSPEC };
+	int saved = errno;
 
 	if (fd < 0)
 		return;
@@ -648,6 +649,10 @@ void pl_twin_connect(struct pl_sock *ps, const struct sockaddr_in *to)
 		REAL(connect)(fd, &un, sizeof(un));
 	else if (REAL(connect)(fd, (const struct sockaddr *)&at, pl_addr_out(ps, to, false, &at)))
 		pl_twin_close(ps);
+	/* The kernel's refusal (ENETUNREACH where it has no route to the
+	 * peer: no loopback in the namespace) is not the call's, which
+	 * the stack answered. */
+	errno = saved;
 }
 
 void pl_twin_setopt(struct pl_sock *ps, int level, int name, const void *val, socklen_t len)

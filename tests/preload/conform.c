@@ -2019,6 +2019,91 @@ static void check_signals(void)
 	close(l);
 }
 
+/*
+ * Issue 24 items 4 and 5, tried as a user: the generic fd ioctls
+ * (FIOCLEX, FIONCLEX) and the owner ones (FIOSETOWN, SIOCSPGRP,
+ * FIOGETOWN, SIOCGPGRP) on a socket, as F_SETFD/F_SETOWN would; and
+ * recv(MSG_OOB) where no urgent data came: EINVAL at once, blocking or
+ * not (ENOTCONN on a listener), never a wait.
+ */
+static void check_fd_ioctls_oob(void)
+{
+	struct sigaction sa;
+	int l, c, s, v;
+	char b[4];
+	long r;
+
+	pair(&l, &c, &s);
+	r = ioctl(c, FIOCLEX);
+	printf("fioclex: %s cloexec %d\n", rv(r), fcntl(c, F_GETFD) & FD_CLOEXEC);
+	r = ioctl(c, FIONCLEX);
+	printf("fionclex: %s cloexec %d\n", rv(r), fcntl(c, F_GETFD) & FD_CLOEXEC);
+	v = getpid();
+	r = ioctl(c, FIOSETOWN, &v);
+	printf("fiosetown: %s getown_is_pid %d\n", rv(r), fcntl(c, F_GETOWN) == getpid());
+	v = -7;
+	r = ioctl(c, FIOGETOWN, &v);
+	printf("fiogetown: %s is_pid %d\n", rv(r), v == getpid());
+	v = -getpgrp();
+	r = ioctl(c, SIOCSPGRP, &v);
+	printf("siocspgrp_group: %s getown_is_group %d\n", rv(r), fcntl(c, F_GETOWN) == -getpgrp());
+	v = -7;
+	r = ioctl(c, SIOCGPGRP, &v);
+	printf("siocgpgrp: %s is_group %d\n", rv(r), v == -getpgrp());
+	v = 0;
+	r = ioctl(c, SIOCSPGRP, &v);
+	printf("siocspgrp_none: %s getown %d\n", rv(r), fcntl(c, F_GETOWN));
+	printf("fiosetown_null: %s\n", rv(ioctl(c, FIOSETOWN, NULL)));
+	printf("fiogetown_null: %s\n", rv(ioctl(c, FIOGETOWN, NULL)));
+	{
+		/* An unmapped int: EFAULT, not a SIGSEGV in the library. */
+		void *gone = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				  -1, 0);
+
+		munmap(gone, 4096);
+		printf("efault_ioctl_ints: fionread %s", rv(ioctl(c, FIONREAD, gone)));
+		printf(" siocoutq %s", rv(ioctl(c, SIOCOUTQ, gone)));
+		printf(" fionbio %s", rv(ioctl(c, FIONBIO, gone)));
+		printf(" siocatmark %s", rv(ioctl(c, SIOCATMARK, gone)));
+		printf(" fiosetown %s\n", rv(ioctl(c, FIOSETOWN, gone)));
+	}
+	/* No urgent data: a blocking recv(MSG_OOB) must not wait (the
+	 * alarm would end a wait with EINTR). */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;	/* no SA_RESTART */
+	sigaction(SIGALRM, &sa, NULL);
+	alarm(2);
+	printf("recv_oob_none: %s\n", rv(recv(s, b, 1, MSG_OOB)));
+	alarm(0);
+	printf("recv_oob_none_nonblocking: %s\n", rv(recv(s, b, 1, MSG_OOB | MSG_DONTWAIT)));
+	send(c, "ab", 2, 0);
+	poll1(s, POLLIN, 2000);
+	printf("recv_oob_normal_data_queued: %s\n", rv(recv(s, b, 2, MSG_OOB | MSG_DONTWAIT)));
+	printf("recv_oob_listener: %s\n", rv(recv(l, b, 1, MSG_OOB | MSG_DONTWAIT)));
+	printf("recv_after_oob_tries: %s %.2s\n", rv(recv(s, b, 2, MSG_DONTWAIT)), b);
+	{
+		int u = socket(AF_INET, SOCK_DGRAM, 0), u2 = socket(AF_INET, SOCK_DGRAM, 0), kept;
+		struct sockaddr_in a = lo(0);
+		socklen_t al = sizeof(a);
+
+		bind(u, (struct sockaddr *)&a, sizeof(a));
+		getsockname(u, (struct sockaddr *)&a, &al);
+		printf("send_oob_udp: %s\n",
+		       rv(sendto(u2, "a", 1, MSG_OOB, (struct sockaddr *)&a, sizeof(a))));
+		/* A datagram socket connecting keeps errno (its kernel twin's
+		 * connect may fail where the kernel has no loopback). */
+		errno = EDOM;
+		kept = !connect(u2, (struct sockaddr *)&a, sizeof(a)) && errno == EDOM;
+		printf("udp_connect_keeps_errno: %d\n", kept);
+		close(u);
+		close(u2);
+	}
+	signal(SIGALRM, SIG_DFL);
+	close(c);
+	close(s);
+	close(l);
+}
+
 /* Lengths the compiler cannot see, so _FORTIFY_SOURCE calls the checked
  * entry points (__recv_chk, __recvfrom_chk, __read_chk, __poll_chk). */
 static volatile size_t two = 2;
@@ -2703,6 +2788,7 @@ int main(void)
 	check_udp_large();
 	check_connect_reported();
 	check_signals();
+	check_fd_ioctls_oob();
 	/* Last: it closes every descriptor it did not open. */
 	check_stray_closes();
 	printf("# done\n");
