@@ -670,7 +670,8 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(tcp_rcvbuf_grown, "TCP receive buffers grown to what the reader takes a round trip (Linux tcp_rcv_space_adjust)") \
 	X(rx_backoff, "non-blocking receives that found nothing and paused (a spinner's look, not a drain's end)") \
 	X(sweep_walked, "socket records the preload looked at for processes that died (their own list and the shared one)") \
-	X(sock_fd_cached, "socket fds made from the preload's placeholder cache (a dup of a kept description, no open)")
+	X(sock_fd_cached, "socket fds made from the preload's placeholder cache (a dup of a kept description, no open)") \
+	X(tap_qlen_short, "TAP queues opened shorter than SLUICE_TAP_QLEN (4096) frames: raising txqueuelen was refused")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,

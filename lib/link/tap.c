@@ -102,19 +102,58 @@ static void tap_close(struct sl_link *l)
 
 static const struct sl_link_ops tap_ops;
 
-/* The device's index in this namespace (0 if unknown). */
-static uint32_t tap_ifindex(const char *name)
+/*
+ * How many frames each queue of the device holds for us.  The tun driver
+ * gives each queue a ring of the device's txqueuelen (TUN_READQ_SIZE, 500,
+ * unless set) and drops what the kernel sends to a full one (tun_net_xmit():
+ * the device's tx_dropped).  The kernel's own receive path queues frames in
+ * softirq context, where a reader of ours must first be scheduled: 500
+ * frames are 6 ms at 1 Gbit/s, and a kernel sender to a stack whose thread
+ * waited that long for a CPU lost segments with no loss on the path
+ * (lib/link/README.md, "The TAP queue's length").  SLUICE_TAP_QLEN sets
+ * it; 0 leaves the device as it is.  Only ever raised.
+ */
+#define TAP_QLEN	4096
+#define TAP_QLEN_MAX	65536
+
+static unsigned int tap_qlen_want(void)
+{
+	const char *v = getenv("SLUICE_TAP_QLEN");
+	unsigned long n;
+	char *end;
+
+	if (!v || !*v)
+		return TAP_QLEN;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || *end || n > TAP_QLEN_MAX)
+		return TAP_QLEN;
+	return (unsigned int)n;
+}
+
+/*
+ * The device's index in this namespace (0 if unknown); its queues raised
+ * to want frames if they hold fewer.  *short_q: they still do (the raise
+ * needs CAP_NET_ADMIN over the device's namespace).
+ */
+static uint32_t tap_dev_setup(const char *name, unsigned int want, bool *short_q)
 {
 	int sd = sl_sys_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	struct ifreq ifr;
 	uint32_t ret = 0;
 
+	*short_q = false;
 	if (sd < 0)
 		return 0;
 	memset(&ifr, 0, sizeof(ifr));
 	memcpy(ifr.ifr_name, name, strnlen(name, IFNAMSIZ - 1));
 	if (!sl_sys_ioctl(sd, SIOCGIFINDEX, &ifr))
 		ret = (uint32_t)ifr.ifr_ifindex;
+	if (want && !sl_sys_ioctl(sd, SIOCGIFTXQLEN, &ifr) && ifr.ifr_qlen >= 0 &&
+	    (unsigned int)ifr.ifr_qlen < want) {
+		ifr.ifr_qlen = (int)want;
+		*short_q = sl_sys_ioctl(sd, SIOCSIFTXQLEN, &ifr) != 0;
+	}
 	sl_sys_close(sd);
 	return ret;
 }
@@ -185,7 +224,9 @@ int sluice_link_tap(struct sluice_stack *st, const char *ifname)
 	struct sl_stack *s = (struct sl_stack *)st;
 	struct tap_link *t;
 	struct ifreq ifr;
+	bool short_q;
 	int fd, ret;
+	uint32_t ifindex;
 
 	if (s->link)
 		return -EBUSY;
@@ -225,6 +266,7 @@ int sluice_link_tap(struct sluice_stack *st, const char *ifname)
 	t->stack = s;
 	t->fd = fd;
 	memcpy(t->ifname, ifr.ifr_name, sizeof(t->ifname));
+	ifindex = tap_dev_setup(t->ifname, tap_qlen_want(), &short_q);
 	ret = sl_lock(s);
 	if (ret) {
 		sl_sys_close(fd);
@@ -240,7 +282,9 @@ int sluice_link_tap(struct sluice_stack *st, const char *ifname)
 	/* For the processes that attach by name (sl_link_tap_of()); the
 	 * device's index scopes the stack's link-local addresses. */
 	memcpy(s->lib->tap_name, t->ifname, sizeof(s->lib->tap_name));
-	s->lib->tap_ifindex = tap_ifindex(t->ifname);
+	s->lib->tap_ifindex = ifindex;
+	if (short_q)
+		sl_count(s, SL_C_tap_qlen_short);
 	sl_unlock(s);
 	s->link = &t->link;
 	return 0;

@@ -124,6 +124,11 @@ run() {
 	[ "$who" = sluice ] && peer=t0 cap=t0
 	[ "$dir" = receive ] && kn=s cap=m0
 	[ "$VERBOSE" = 1 ] && snmp $kn >/tmp/$P.snmp0
+	# The receiver's resets (a kernel receiver's in P-c) and the frames
+	# the TAP device dropped at its queue (tx_dropped; its txqueuelen).
+	local rst0 drop0
+	rst0=$(snmp c | awk '$1 == "OutRsts" { print $2 }')
+	drop0=$(ns m cat /sys/class/net/t0/statistics/tx_dropped)
 	ns m "$relay" m0 $peer "$DELAY_US" "$x" $seed $((SECS + 8)) 2>/tmp/$P.relay &
 	local rp=$!
 	if [ -n "${PCAP:-}" ]; then
@@ -162,6 +167,11 @@ run() {
 			grep -E '^  tcp_' | tr -s ' ' | paste -sd' ' | fold -w 160 | sed 's/^/#   /' >&2
 		snmp $kn | awk 'NR == FNR { a[$1] = $2; next } $2 != a[$1] { printf "%s %d ", $1, $2 - a[$1] }' \
 			/tmp/$P.snmp0 - | fold -w 160 | sed "s/^/#   kernel ($kn) /" >&2
+		if [ "$who" = kernel ] && [ "$dir" = receive ]; then
+			echo "#   kernel receiver (c) resets sent: $(($(snmp c | awk '$1 == "OutRsts" { print $2 }') - rst0))" >&2
+		elif [ "$who" = sluice ]; then
+			echo "#   t0 (txqueuelen $(ns m cat /sys/class/net/t0/tx_queue_len)) frames dropped at its queue: $(($(ns m cat /sys/class/net/t0/statistics/tx_dropped) - drop0))" >&2
+		fi
 		echo >&2
 	fi
 	[ -n "$tp" ] && { sleep 0.3; kill $tp 2>/dev/null; wait $tp 2>/dev/null; }
