@@ -23,6 +23,9 @@
 # namespace; `sluice dump` of the stack's TCP counters for Sluice), and the
 # kernel's TcpExt counters that moved in the namespace of the kernel that
 # took part (the sender, or for "receive" the kernel sender of both runs).
+# A Sluice run's line also gives the frames the TAP device t0 dropped at
+# its queue (tx_dropped) and its txqueuelen; a kernel "receive" run's, the
+# resets its receiver sent (OutRsts in P-c).
 # PCAP=DIR keeps a capture of each run at the sender's side of the relay
 # (headers only), DIR/WHO-DIR-LOSS-NANOSECONDS.pcap; tests/bench/lossy_trace.py
 # reads them (flight, ACKs per segment, RTT, quiet spells, recoveries).
@@ -165,7 +168,7 @@ run() {
 		grep -E 'sender|receiver' /tmp/$P.out | sed 's/^/#   /' >&2
 		[ "$who" = sluice ] && "$sluice" dump $st 2>/dev/null |
 			grep -E '^  tcp_' | tr -s ' ' | paste -sd' ' | fold -w 160 | sed 's/^/#   /' >&2
-		snmp $kn | awk 'NR == FNR { a[$1] = $2; next } $2 != a[$1] { printf "%s %d ", $1, $2 - a[$1] }' \
+		snmp $kn | awk 'NR == FNR { a[$1] = $2; next } $2 != a[$1] { printf "%s %d ", $1, $2 - a[$1] } END { print "" }' \
 			/tmp/$P.snmp0 - | fold -w 160 | sed "s/^/#   kernel ($kn) /" >&2
 		if [ "$who" = kernel ] && [ "$dir" = receive ]; then
 			echo "#   kernel receiver (c) resets sent: $(($(snmp c | awk '$1 == "OutRsts" { print $2 }') - rst0))" >&2
