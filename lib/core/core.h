@@ -1192,7 +1192,7 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
  * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
  */
-#define SL_LAYOUT_VERSION	29
+#define SL_LAYOUT_VERSION	30
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents
