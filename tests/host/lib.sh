@@ -54,6 +54,16 @@ netns_cleanup() {
 	rm -rf "$tmp"
 }
 in_ns() { ip netns exec "${sl_ns[0]}" "$@"; }
+# check_as_kernel K S: for each case of the kernel's output K (a line
+# per case, its name first), one check that Sluice's output S has the same
+# line.
+check_as_kernel() {
+	local c
+	for c in $(awk '{ print $1 }' <<<"$1"); do
+		check "under sluice run: $c as on the kernel" \
+			test "$(grep "^$c " <<<"$2")" = "$(grep "^$c " <<<"$1")"
+	done
+}
 # stack_test PREFIX: a test of stacks named PREFIX-...-PID (this
 # script's pid last).  Sets sluice (the tool), py (Debian's python3, with
 # its modules) and tmp; at exit kills the script's jobs and removes $tmp

@@ -26,10 +26,7 @@ check "on the kernel: every case takes the number just freed" \
 	test -n "$k" -a -z "$(grep -v ' same$' <<<"$k")" -a "$(wc -l <<<"$k")" = 11
 s=$(in_netns env SLUICE_STACK=$st "$top/build/tools/sluice" run -- "$prog")
 echo "$s" | sed 's/^/# sluice: /'
-for c in $(awk '{ print $1 }' <<<"$k"); do
-	check "under sluice run: $c as on the kernel" \
-		test "$(grep "^$c " <<<"$s")" = "$(grep "^$c " <<<"$k")"
-done
+check_as_kernel "$k" "$s"
 # The library's fds sit at 192-255 (lib/preload/README.md): a fork copies
 # a table of 256 entries at most where the kernel's run copies fewer, not
 # the 1,024 fds near 960 made it (3-4 us more a fork).

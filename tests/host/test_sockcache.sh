@@ -31,10 +31,7 @@ check "on the kernel: all 8 cases as expected" \
 	test "$(grep -c ' ok$' <<<"$k")" = 8
 s=$(in_netns env SLUICE_STACK=$st "$sluice" run -- "$prog")
 echo "$s" | sed 's/^/# sluice: /'
-for c in $(awk '{ print $1 }' <<<"$k"); do
-	check "under sluice run: $c as on the kernel" \
-		test "$(grep "^$c " <<<"$s")" = "$(grep "^$c " <<<"$k")"
-done
+check_as_kernel "$k" "$s"
 n=$(counter "$st" sock_fd_cached)
 check "the cache made sockets (sock_fd_cached ${n:-0})" test "${n:-0}" -gt 100
 
