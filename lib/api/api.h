@@ -141,13 +141,16 @@ void sl_helper_ensure(struct sl_stack *s);
  * lock that names it; its record does).  A header, then one record per
  * socket slot at offset sizeof(struct sl_fdhdr).
  */
-#define SL_FDREC_MAGIC	0x534c554943454635ull	/* "SLUICEF5" */
+#define SL_FDREC_MAGIC	0x534c554943454636ull	/* "SLUICEF6" */
 #define SL_FDREC_FREE	0
 #define SL_FDREC_USED	1	/* held: its lock byte [index] says by whom */
 #define SL_FDREC_PRIV	2	/* held by its creator alone (fd, proc), no lock */
 #define SL_FDREC_PROCS	256
 #define SL_FDREC_SHARD	64	/* sockets a placeholder directory: STACK/(index / 64) */
 #define SL_FDREC_LOCK_BASE	((off_t)1 << 40)	/* process i's lock byte: + i */
+/* The stack's death watcher holds a write lock on this byte while it
+ * lives (preload/watch.c). */
+#define SL_FDREC_WATCH_LOCK	(SL_FDREC_LOCK_BASE + SL_FDREC_PROCS)
 #define SL_FDPROC_FREE	0
 #define SL_FDPROC_CLAIMED	1	/* being registered */
 #define SL_FDPROC_LIVE	2	/* its lock byte is held while it lives */
@@ -185,7 +188,16 @@ struct sl_fdhdr {
 	uint32_t shared_head;	/* the used records' list */
 	uint32_t shared_n;	/* ... its length */
 	uint32_t shared_lock;	/* 0, or the pid of the process editing it */
-	uint32_t pad[5];
+	/* The death watcher (preload/watch.c): the pid of the process
+	 * starting one, then the watcher's own (compare-and-swap); whether
+	 * one lives is its lock byte's (SL_FDREC_WATCH_LOCK), not this. */
+	uint32_t watch_pid;
+	uint32_t pad[4];
+	/* Process records taken since the watcher last looked: bit i of
+	 * word i / 64 for record i, set by its process as it registers
+	 * (fetch-or), taken by the watcher (exchange with 0). */
+	uint64_t born[SL_FDREC_PROCS / 64];
+	uint64_t pad2[4];
 	struct sl_fdproc procs[SL_FDREC_PROCS];
 };
 

@@ -247,12 +247,28 @@ static bool lock_free_at(int probe, off_t off)
  */
 static void proc_register(int at)
 {
-	/* Above the program's numbers (os.h).  A forked child's takes the
-	 * number of the parent's it inherited (at), which dup3() closes:
-	 * an open, a dup3 and a close, where a move would cost a close
-	 * more (the inherited one) and a fcntl. */
-	int fd = open(recs_path, O_RDONLY | O_CLOEXEC);
+	uint32_t me = (uint32_t)sl_self_pid();
+	int fd = -1, i;
 
+	/* The record first, then the file: the watcher (watch.c) wakes when
+	 * the records file is opened (inotify) and looks at the records
+	 * whose bit in born is set, so the bit is set before the open. */
+	for (i = 0; i < SL_FDREC_PROCS; i++) {
+		uint32_t st = SL_FDPROC_FREE;
+
+		if (SL_READ_ONCE(hdr->procs[i].state) == SL_FDPROC_FREE &&
+		    sl_cmpxchg(&hdr->procs[i].state, &st, SL_FDPROC_CLAIMED))
+			break;
+	}
+	if (i < SL_FDREC_PROCS) {
+		SL_WRITE_ONCE(hdr->procs[i].pid, me);
+		sl_fetch_or(&hdr->born[i / 64], (uint64_t)1 << (i % 64));
+		/* Above the program's numbers (os.h).  A forked child's takes
+		 * the number of the parent's it inherited (at), which dup3()
+		 * closes: an open, a dup3 and a close, where a move would
+		 * cost a close more (the inherited one) and a fcntl. */
+		fd = open(recs_path, O_RDONLY | O_CLOEXEC);
+	}
 	if (fd >= 0 && at >= 0 && sl_sys_dup3(fd, at, O_CLOEXEC) == at) {
 		pl_libc.close(fd);
 		fd = at;
@@ -261,34 +277,23 @@ static void proc_register(int at)
 			pl_libc.close(at);
 		fd = sl_sys_fd_high(fd);
 	}
-	if (fd < 0) {
+	if (fd < 0 || ofd_lock_at(fd, F_RDLCK, PL_PROC_LOCK_BASE + i, false)) {
+		if (fd >= 0)
+			pl_libc.close(fd);
+		if (i < SL_FDREC_PROCS)
+			sl_store_release(&hdr->procs[i].state, SL_FDPROC_FREE);
 		reg_full = true;
 		return;
 	}
-	for (int i = 0; i < SL_FDREC_PROCS; i++) {
-		uint32_t st = SL_FDPROC_FREE;
-
-		if (SL_READ_ONCE(hdr->procs[i].state) != SL_FDPROC_FREE ||
-		    !sl_cmpxchg(&hdr->procs[i].state, &st, SL_FDPROC_CLAIMED))
-			continue;
-		if (ofd_lock_at(fd, F_RDLCK, PL_PROC_LOCK_BASE + i, false)) {
-			sl_store_release(&hdr->procs[i].state, SL_FDPROC_FREE);
-			continue;
-		}
-		SL_WRITE_ONCE(hdr->procs[i].pid, (uint32_t)sl_self_pid());
-		/* Left empty by its last sweep or its process's exit. */
-		SL_WRITE_ONCE(hdr->procs[i].head, 0);
-		SL_WRITE_ONCE(hdr->procs[i].edit, 0);
-		SL_WRITE_ONCE(hdr->procs[i].making, 0);
-		SL_WRITE_ONCE(hdr->procs[i].sweeper, 0);
-		/* Release: the lock is held before anyone sees LIVE. */
-		sl_store_release(&hdr->procs[i].state, SL_FDPROC_LIVE);
-		reg_fd = fd;
-		reg_slot = i;
-		return;
-	}
-	pl_libc.close(fd);
-	reg_full = true;
+	/* Left empty by its last sweep or its process's exit. */
+	SL_WRITE_ONCE(hdr->procs[i].head, 0);
+	SL_WRITE_ONCE(hdr->procs[i].edit, 0);
+	SL_WRITE_ONCE(hdr->procs[i].making, 0);
+	SL_WRITE_ONCE(hdr->procs[i].sweeper, 0);
+	/* Release: the lock is held before anyone sees LIVE. */
+	sl_store_release(&hdr->procs[i].state, SL_FDPROC_LIVE);
+	reg_fd = fd;
+	reg_slot = i;
 }
 
 /* Give our record back (exit, or a child letting go of its parent's). */
@@ -324,7 +329,7 @@ static int make_dir(void)
 
 /* Open (creating or resetting) the stack's placeholder directory and
  * records file; map the records. */
-int pl_fdtable_open(struct sl_stack *s)
+static int fdtable_map(struct sl_stack *s)
 {
 	/* The checked copy: the region's may change between the size mapped
 	 * here and the record count kept (recs[sd] past the mapping). */
@@ -372,9 +377,53 @@ int pl_fdtable_open(struct sl_stack *s)
 out:
 	flock(fd, LOCK_UN);
 	pl_libc.close(fd);
-	if (!ret)
-		proc_register(-1);
 	return ret;
+}
+
+/* The records mapped, and this process's own record taken; a watcher of
+ * the stack's deaths started if none lives (watch.c). */
+int pl_fdtable_open(struct sl_stack *s)
+{
+	int ret = fdtable_map(s);
+
+	if (ret)
+		return ret;
+	proc_register(-1);
+	if (reg_slot >= 0 && !s->module_backed)
+		pl_watch_ensure();
+	return 0;
+}
+
+/* The watcher's view: the records mapped, no process record of its own
+ * (it is no process of the stack's: it holds no socket). */
+int pl_fdtable_watch_open(struct sl_stack *s)
+{
+	return fdtable_map(s);
+}
+
+struct sl_fdhdr *pl_fd_hdr(void)
+{
+	return hdr;
+}
+
+const char *pl_fd_recs_path(void)
+{
+	return recs_path;
+}
+
+/* Is lock byte off of the records file free (its holder gone)? */
+bool pl_fd_lock_free(off_t off)
+{
+	if (sweep_probe < 0)
+		sweep_probe = sl_sys_fd_high(open(recs_path, O_RDONLY | O_CLOEXEC));
+	return sweep_probe >= 0 && lock_free_at(sweep_probe, off);
+}
+
+/* A write lock on byte off through fd (a description of the records
+ * file): 0 or -errno. */
+int pl_fd_lock_excl(int fd, off_t off)
+{
+	return ofd_lock_at(fd, F_WRLCK, off, false);
 }
 
 /* ---- the table ---- */
@@ -1692,7 +1741,7 @@ static bool sweep_proc(int p, bool redo)
 	return done;
 }
 
-static void sweep(void);
+static bool sweep(void);
 
 /* Rate-limited; the program's errno is left as it was. */
 /* Close again what a stopped lock holder kept us from closing. */
@@ -1714,6 +1763,25 @@ static void reap_pending(void)
 /* This program has not swept yet (a new image: not inherited across
  * exec, and a forked child inherits its parent's false). */
 static bool swept_never SL_FORKDATA = true;
+
+/* The watcher (watch.c), when a process of the stack has died: a sweep
+ * now, whatever the stack's time says.  True: a close waits for a
+ * stopped lock holder (to try again later). */
+bool pl_sweep_now(void)
+{
+	bool again;
+	int saved_errno = errno;
+
+	if (!recs)
+		return false;
+	SL_WRITE_ONCE(last_sweep_us, pl_now_us());
+	if (SL_READ_ONCE(npend))
+		reap_pending();
+	again = sweep();
+	if (errno != saved_errno)
+		errno = saved_errno;
+	return again || SL_READ_ONCE(npend);
+}
 
 void pl_sweep(void)
 {
@@ -1754,16 +1822,18 @@ void pl_sweep(void)
 		errno = saved_errno;
 }
 
-static void sweep(void)
+/* True: a dead process's close waits for a stopped lock holder (its
+ * record is LIVE again with its lock byte free: the next sweep). */
+static bool sweep(void)
 {
 	uint32_t me = (uint32_t)sl_self_pid();
 	int dead[SL_FDREC_PROCS], n = 0;
-	bool redo[SL_FDREC_PROCS], unrec = false;
+	bool redo[SL_FDREC_PROCS], unrec = false, again = false;
 
 	if (sweep_probe < 0) {
 		sweep_probe = sl_sys_fd_high(open(recs_path, O_RDONLY | O_CLOEXEC));
 		if (sweep_probe < 0)
-			return;
+			return false;
 	}
 	/*
 	 * One probe a process: has any died (its record's lock dropped)?
@@ -1799,7 +1869,7 @@ static void sweep(void)
 		 * another such process's death is seen only here. */
 		if (reg_full)
 			sweep_shared();
-		return;
+		return false;
 	}
 	pl_debug("%d process(es) of the stack gone: looking at their sockets", n);
 	for (int k = 0; k < n; k++) {
@@ -1811,6 +1881,7 @@ static void sweep(void)
 			sl_store_release(&pr->state, SL_FDPROC_LIVE);
 			sl_store_release(&pr->sweeper, 0);
 			dead[k] = -1;
+			again = true;
 		}
 	}
 	sweep_shared();
@@ -1823,6 +1894,7 @@ static void sweep(void)
 			SL_WRITE_ONCE(hdr->procs[dead[k]].sweeper, 0);
 			sl_store_release(&hdr->procs[dead[k]].state, SL_FDPROC_FREE);
 		}
+	return again;
 }
 
 /* Exit: close this process's Sluice sockets as the kernel closes fds.  No

@@ -484,10 +484,21 @@ struct sl_stack *pl_sl(void)
 	return (struct sl_stack *)sl_load_acquire(&stack);
 }
 
+/* The death watcher's image (watch.c): the stack it attached, as
+ * pl_stack() would have. */
+void pl_stack_adopt(struct sluice_stack *st)
+{
+	sl_store_release(&stack, st);
+}
+
 __attribute__((constructor)) static void pl_constructor(void)
 {
 	char path[96];
 
+	/* A death watcher being started (watch.c): the program's main
+	 * never runs in this image. */
+	if (getenv("SLUICE_WATCH"))
+		pl_watch_main(getenv("SLUICE_WATCH"));
 	pl_init();
 	/* Here, not in pl_init(): a wrapper may run that while a sanitizer
 	 * runtime starts, when its string functions may not be called. */

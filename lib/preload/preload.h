@@ -404,6 +404,20 @@ int64_t pl_stamp_real_us(uint64_t stamp_us);
 void pl_sweep(void);
 /* Open the stack's placeholder file (init.c, on attach): 0 or -errno. */
 int pl_fdtable_open(struct sl_stack *s);
+/* The death watcher (watch.c) and what it uses of fdtable.c: the
+ * records mapped without a process record, their header and path, a
+ * lock byte's look and taking, and a sweep now (true: to try again). */
+int pl_fdtable_watch_open(struct sl_stack *s);
+struct sl_fdhdr *pl_fd_hdr(void);
+const char *pl_fd_recs_path(void);
+bool pl_fd_lock_free(off_t off);
+int pl_fd_lock_excl(int fd, off_t off);
+bool pl_sweep_now(void);
+void pl_stack_adopt(struct sluice_stack *st);
+/* A watcher for the stack if none lives (at a program's first attach). */
+void pl_watch_ensure(void);
+/* The watcher's image: never returns. */
+void pl_watch_main(const char *stack) __attribute__((noreturn));
 /* Exit: close this process's Sluice sockets. */
 void pl_fdtable_close_all(void);
 /* fd holds a placeholder of our stack that this process did not make
