@@ -255,7 +255,7 @@ static bool leave(struct watch *w)
 	/* Ordered after the unlock (a system call) and before the reads: a
 	 * process whose bit is not seen here sees the lock free, and starts
 	 * a watcher itself. */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	sl_smp_mb();
 	for (int k = 0; k < SL_FDREC_PROCS / 64; k++)
 		born |= SL_READ_ONCE(w->h->born[k]) != 0;
 	if (!born || !take_lock(w))
