@@ -102,6 +102,8 @@ $(B)/libsluice.so: $(LIB_OBJS) lib/libsluice.map
 # -z now: its calls into libc are bound once as a program starts; lazily,
 # each child of a forking server bound again the ones its parent had not
 # made yet (the dynamic linker's lookups, at every connection).
+# -e: the library is also a program the dynamic linker runs (ld.so LIB):
+# the stack's death watcher (lib/preload/watch.c).
 # rdma-core is not linked: the verbs links' calls to it go (--wrap) to
 # lib/preload/verbs.c, which loads it on first use; -z defs fails the link
 # if they name a function this list lacks.
@@ -114,7 +116,8 @@ PRELOAD_VERBS := ibv_get_device_list ibv_free_device_list ibv_get_device_name \
 	ibv_get_async_event ibv_ack_async_event
 $(PRELOAD): $(LIB_OBJS) $(PRELOAD_OBJS) lib/preload/preload.map
 	$(CC) -shared $(LDFLAGS) -Wl,--version-script=lib/preload/preload.map -Wl,-z,defs \
-		-Wl,-Bsymbolic-functions -Wl,-z,now $(PRELOAD_VERBS:%=-Wl,--wrap=%) -o $@ \
+		-Wl,-Bsymbolic-functions -Wl,-z,now -Wl,-e,pl_watch_entry \
+		$(PRELOAD_VERBS:%=-Wl,--wrap=%) -o $@ \
 		$(LIB_OBJS) $(PRELOAD_OBJS) -lurcu-bp -ldl -lpthread
 
 $(TOOL): $(B)/tools/sluice.o $(B)/tools/run.o $(B)/tools/json.o $(B)/tools/metrics.o $(B)/tools/tcpdump.o \

@@ -401,6 +401,16 @@ int pl_fdtable_watch_open(struct sl_stack *s)
 	return fdtable_map(s);
 }
 
+/* Are the records still those of our region (not reset for a new stack
+ * of the same name)? */
+bool pl_fd_records_ours(void)
+{
+	struct sl_stack *s = pl_sl();
+
+	return s && hdr && SL_READ_ONCE(hdr->magic) == SL_FDREC_MAGIC &&
+	       SL_READ_ONCE(hdr->stamp) == region_stamp(s);
+}
+
 struct sl_fdhdr *pl_fd_hdr(void)
 {
 	return hdr;

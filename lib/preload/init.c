@@ -495,10 +495,6 @@ __attribute__((constructor)) static void pl_constructor(void)
 {
 	char path[96];
 
-	/* A death watcher being started (watch.c): the program's main
-	 * never runs in this image. */
-	if (getenv("SLUICE_WATCH"))
-		pl_watch_main(getenv("SLUICE_WATCH"));
 	pl_init();
 	/* Here, not in pl_init(): a wrapper may run that while a sanitizer
 	 * runtime starts, when its string functions may not be called. */

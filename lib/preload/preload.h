@@ -409,6 +409,7 @@ int pl_fdtable_open(struct sl_stack *s);
  * lock byte's look and taking, and a sweep now (true: to try again). */
 int pl_fdtable_watch_open(struct sl_stack *s);
 struct sl_fdhdr *pl_fd_hdr(void);
+bool pl_fd_records_ours(void);
 const char *pl_fd_recs_path(void);
 bool pl_fd_lock_free(off_t off);
 int pl_fd_lock_excl(int fd, off_t off);

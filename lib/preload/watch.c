@@ -13,14 +13,13 @@
  * has the module's file release).  The first program of the stack that
  * finds none (its lock byte, SL_FDREC_WATCH_LOCK of the records file,
  * free) claims the start (sl_fdhdr.watch_pid, compare-and-swap) and
- * spawns /proc/self/exe with this library preloaded and SLUICE_WATCH
- * set: the library's constructor sees it before anything else and runs
- * pl_watch_main(), so the program's main never runs and nothing of the
- * program's memory is kept (a fork would hold a copy of all of it for
- * as long as the stack lives).  That image forks at once and exits (the
- * spawner waits for it, so the watcher is nobody's child to reap); the
- * grandchild attaches the stack by name, maps the records, takes the
- * lock byte, and watches.
+ * spawns the program's dynamic linker on this library, with SLUICE_WATCH
+ * set: the linker loads the library and its dependencies alone (not the
+ * program, nothing of its memory: a fork would keep a copy of all of it
+ * for as long as the stack lives) and enters it at pl_watch_entry.  That
+ * image forks at once and exits (the spawner waits for it, so the
+ * watcher is nobody's child to reap); the grandchild attaches the stack
+ * by name, maps the records, takes the lock byte, and watches.
  *
  * What: at start every process record, then only the records born since
  * (sl_fdhdr.born, a bit a record, set by its process before it opens the
@@ -50,6 +49,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <link.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -65,6 +66,8 @@
 
 #include "preload.h"
 
+extern char **environ;
+
 #define WATCH_RETRY_MS	100	/* a close that waits for a stopped lock holder */
 #define WATCH_LINGER_MS	2000	/* after the last process, before leaving */
 
@@ -75,20 +78,27 @@ static bool env_on(const char *name)
 	return v && *v && strcmp(v, "0") && strcmp(v, "no") && strcmp(v, "off");
 }
 
-/* LD_PRELOAD for the watcher: the program's own if it names this library
- * (a sanitizer runtime before it, say), else this library's path (it was
- * dlopen()ed). */
-static bool preload_env(char *buf, size_t len)
+/* This library's path (dladdr()). */
+static bool lib_path(char *buf, size_t len)
 {
-	const char *pre = getenv("LD_PRELOAD"), *base;
 	Dl_info di;
 
-	if (!dladdr((void *)pl_watch_ensure, &di) || !di.dli_fname || !di.dli_fname[0])
-		return false;
-	base = strrchr(di.dli_fname, '/') ? strrchr(di.dli_fname, '/') + 1 : di.dli_fname;
-	if (pre && strstr(pre, base))
-		return snprintf(buf, len, "LD_PRELOAD=%s", pre) < (int)len;
-	return snprintf(buf, len, "LD_PRELOAD=%s", di.dli_fname) < (int)len;
+	return dladdr((void *)pl_watch_ensure, &di) && di.dli_fname && di.dli_fname[0] == '/' &&
+	       snprintf(buf, len, "%s", di.dli_fname) < (int)len;
+}
+
+/* The program's dynamic linker (its PT_INTERP), which runs this library
+ * as a program (its entry point: pl_watch_entry). */
+static int interp_of(struct dl_phdr_info *info, size_t size, void *data)
+{
+	char *out = data;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_INTERP)
+			snprintf(out, PATH_MAX, "%s",
+				 (const char *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr));
+	return 1;	/* the first object is the program */
 }
 
 /* Spawn the watcher's first image and wait for it (it forks the watcher
@@ -96,22 +106,35 @@ static bool preload_env(char *buf, size_t len)
 static int spawn_watcher(uint32_t claim)
 {
 	__typeof__(posix_spawn) *spawn = (__typeof__(posix_spawn) *)dlsym(RTLD_NEXT, "posix_spawn");
-	char pre[4096], stack[16 + SLUICE_NAME_MAX], who[32], dbg[32];
-	char *argv[] = { "sluice-watch", NULL };
-	char *envp[] = { pre, stack, who, pl_cfg.debug ? dbg : NULL, NULL };
+	char ld[PATH_MAX] = "", lib[PATH_MAX], stack[16 + SLUICE_NAME_MAX], who[32];
+	char *argv[] = { ld, lib, NULL };
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	sigset_t none, all;
+	size_t n = 0, k = 0;
+	char **envp;
 	int ret, st;
 	pid_t pid;
 
-	if (!spawn || !preload_env(pre, sizeof(pre)))
+	dl_iterate_phdr(interp_of, ld);
+	if (!spawn || !ld[0] || !lib_path(lib, sizeof(lib)))
 		return -ENOENT;
 	snprintf(stack, sizeof(stack), "SLUICE_WATCH=%s", pl_cfg.stack);
 	snprintf(who, sizeof(who), "SLUICE_WATCH_CLAIM=%u", (unsigned int)claim);
-	snprintf(dbg, sizeof(dbg), "SLUICE_DEBUG=1");
-	posix_spawn_file_actions_init(&fa);
-	/* Nothing of the program's: stdio on /dev/null (a shell's $(...)
+	/* The program's environment (LD_LIBRARY_PATH, a sanitizer's
+	 * LD_PRELOAD: what loads this library), with ours. */
+	while (environ && environ[n])
+		n++;
+	envp = malloc((n + 3) * sizeof(*envp));
+	if (!envp)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "SLUICE_WATCH", 12))
+			envp[k++] = environ[i];
+	envp[k++] = stack;
+	envp[k++] = who;
+	envp[k] = NULL;
+	posix_spawn_file_actions_init(&fa);	/* Nothing of the program's: stdio on /dev/null (a shell's $(...)
 	 * would wait for a pipe held open), every other fd closed (a
 	 * placeholder held would keep its socket open). */
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDWR, 0);
@@ -125,9 +148,10 @@ static int spawn_watcher(uint32_t claim)
 	posix_spawnattr_setsigdefault(&at, &all);
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
 				 POSIX_SPAWN_SETSIGDEF);
-	ret = -spawn(&pid, "/proc/self/exe", &fa, &at, argv, envp);
+	ret = -spawn(&pid, ld, &fa, &at, argv, envp);
 	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
+	free(envp);
 	if (ret)
 		return ret;
 	for (int i = 0; i < 100 && waitpid(pid, &st, 0) < 0 && errno == EINTR; i++)
@@ -286,6 +310,10 @@ static void watch_run(struct watch *w)
 	for (;;) {
 		int ms = -1;
 
+		/* The records reset for a new stack of the name (a broken
+		 * one replaced): not this region's any more. */
+		if (!pl_fd_records_ours())
+			return;
 		if (sweep) {
 			pl_debug("watcher: a process of the stack ended: sweeping");
 			again = pl_sweep_now();
@@ -344,6 +372,42 @@ static void watch_run(struct watch *w)
 		}
 	}
 }
+
+/*
+ * The library run as a program by the dynamic linker (ld.so LIB,
+ * spawn_watcher()): the linker has loaded its dependencies and run their
+ * initializers (libc's sets environ), not this object's own, and jumps
+ * here with the process's first stack.  The link's -e names it
+ * (Makefile).
+ */
+void pl_watch_start(void) __attribute__((noreturn));
+void pl_watch_start(void)
+{
+	const char *name = getenv("SLUICE_WATCH");
+
+	if (!name)
+		_exit(127);
+	pl_watch_main(name);
+}
+
+#if defined(__x86_64__)
+__asm__(".text\n"
+	".globl pl_watch_entry\n"
+	".type pl_watch_entry, @function\n"
+	"pl_watch_entry:\n"
+	"	xor %ebp, %ebp\n"
+	"	and $-16, %rsp\n"
+	"	call pl_watch_start\n"
+	"	hlt\n");
+#elif defined(__aarch64__)
+__asm__(".text\n"
+	".globl pl_watch_entry\n"
+	".type pl_watch_entry, %function\n"
+	"pl_watch_entry:\n"
+	"	mov x29, #0\n"
+	"	mov x30, #0\n"
+	"	bl pl_watch_start\n");
+#endif
 
 void pl_watch_main(const char *stack)
 {
