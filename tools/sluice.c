@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -158,6 +159,34 @@ static void lock_look(struct sl_stack *s, bool watch, struct lock_view *lv)
 		}
 	}
 	lv->holder = sl_pid_dead(lv->pid) ? "gone" : sl_pid_stopped(lv->pid) ? "stopped" : "running";
+}
+
+/*
+ * The stack's death watcher (lib/preload/watch.c), from the placeholder
+ * records: its pid, and whether it lives (the write lock it holds on a
+ * byte of the records file; a test from a description of our own).
+ */
+static void watcher_line(const char *name)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
+			    .l_start = SL_FDREC_WATCH_LOCK, .l_len = 1 };
+	struct sl_fdhdr h;
+	char path[96];
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/shm/sluicefd-%s/recs", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.magic == SL_FDREC_MAGIC &&
+	    !fcntl(fd, F_OFD_GETLK, &fl)) {
+		if (fl.l_type == F_UNLCK)
+			printf("  watcher: none (deaths found by the processes' sweeps)\n");
+		else
+			printf("  watcher: process %u finds the deaths of the stack's processes\n",
+			       h.watch_pid);
+	}
+	close(fd);
 }
 
 static void lock_holder_line(struct sl_stack *s)
@@ -891,6 +920,7 @@ static int cmd_dump(const char *name, bool all, bool json)
 	if (s->lib->helper_pid)
 		printf("  helper: process %d finishes orphaned connections%s\n", s->lib->helper_pid,
 		       sl_pid_dead(s->lib->helper_pid) ? " (gone: stale)" : "");
+	watcher_line(s->name);
 	printf("  lock: word 0x%x owner %d contended %llu\n", s->r->lock,
 	       s->r->lock_owner, (unsigned long long)s->lib->lock_contended);
 	lock_holder_line(s);
