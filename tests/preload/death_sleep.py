@@ -7,7 +7,9 @@
 # socket, so the child holds none), connects N times, writes a byte on
 # each, writes its pid to DIR/victim, and sleeps in read() of the FIFO
 # DIR/go: a byte "k" makes it wait in waitpid() for the child (to be
-# killed there), "x" os._exit(0), "e" sys.exit(0).
+# killed there), "x" os._exit(0), "e" sys.exit(0).  server DIR N unread:
+# the server also writes a byte on each connection, which the victim never
+# reads (the kernel resets such a connection at the victim's death).
 import os, socket, sys, time
 
 role, d, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -41,6 +43,8 @@ conns = []
 for _ in range(n):
     a, _ = lst.accept()
     a.recv(1)
+    if sys.argv[4:] == ["unread"]:
+        a.sendall(b"y")
     conns.append(a)
 rd, wr = os.pipe()
 open(os.path.join(d, "waiting"), "w").close()
