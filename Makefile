@@ -63,7 +63,8 @@ PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/dlopen_prog $(B)/
 	$(B)/tests/preload/pool_many $(B)/tests/preload/handoff_prog $(B)/tests/preload/errq \
 	$(B)/tests/preload/rawcalls $(B)/tests/preload/v6send $(B)/tests/preload/v6ll \
 	$(B)/tests/preload/exec_keep \
-	$(B)/tests/preload/autobind $(B)/tests/preload/sndbuf_wake $(B)/tests/preload/fdnum
+	$(B)/tests/preload/autobind $(B)/tests/preload/sndbuf_wake $(B)/tests/preload/fdnum \
+	$(B)/tests/preload/oob
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 PRELOAD_TESTS += $(B)/tests/preload/sockcache
 

@@ -1282,7 +1282,8 @@ long sl_sendto_meta(struct sluice_stack *st, int sd, const void *buf, size_t len
 				ret = sl_udp_sendto(s, so, buf, len, flags,
 						    to ? this_host(so, to->sin_addr.s_addr) : so->raddr,
 						    to ? to->sin_port : so->rport, tx);
-		} else if (len >= SL_LEND_MIN) {
+		} else if (len >= SL_LEND_MIN && !(flags & MSG_OOB)) {
+			/* (MSG_OOB marks the end of what it queues: sl_tcp_send().) */
 			ret = tcp_send_lent(s, so, buf, len, flags, &locked);
 		} else {
 			ret = sl_tcp_send(s, so, buf, len, flags, sl_now_held(s));
@@ -1374,7 +1375,8 @@ long sl_recvfrom_meta(struct sluice_stack *st, int sd, void *buf, size_t len, in
 	if (flags & MSG_ERRQUEUE)
 		return sd < 0 || (uint32_t)sd >= s->max_sockets ? -EBADF : -EAGAIN;
 	for (;;) {
-		if ((flags & MSG_DONTWAIT) && len && !s->corrupt && rx_nothing(s, sd)) {
+		if ((flags & MSG_DONTWAIT) && len && !(flags & MSG_OOB) && !s->corrupt &&
+		    rx_nothing(s, sd)) {
 			/* A spinning caller comes straight back: pause so its
 			 * reads do not fight the writer for the socket's lines.
 			 * Not when this read ends a drain (the last call of the
@@ -1403,9 +1405,14 @@ long sl_recvfrom_meta(struct sluice_stack *st, int sd, void *buf, size_t len, in
 			bool lowat = !nb && sl_tcp_lowat_wait(so, len);
 
 			ret = -EAGAIN;
-			if (!lowat && len >= SL_LEND_MIN && !(flags & (MSG_PEEK | MSG_OOB | MSG_TRUNC)))
+			if (flags & MSG_OOB) {
+				/* Urgent data never waits (Linux's tcp_recv_urg()). */
+				ret = sl_tcp_recv_urg(s, so, buf, len, flags);
+				nb = true;
+			} else if (!lowat && len >= SL_LEND_MIN && !(flags & (MSG_PEEK | MSG_TRUNC))) {
 				ret = tcp_recv_lent(s, so, buf, len, &locked);
-			if (ret == -EAGAIN && !lowat)
+			}
+			if (ret == -EAGAIN && !lowat && !(flags & MSG_OOB))
 				ret = sl_tcp_recv(s, so, buf, len, flags, sl_now_held(s));
 			saddr = so->raddr;
 			sport = so->rport;

@@ -176,9 +176,25 @@ static int inq(struct pl_sock *ps)
 	if (sl_lock(s))
 		return -EPIPE;
 	so = sl_sock(s, ps->sd);
-	n = so->state == SL_TCP_LISTEN ? -EINVAL : (long)so->rxq_bytes;
+	n = so->state == SL_TCP_LISTEN ? -EINVAL : (long)sl_tcp_inq(so);
 	sl_unlock(s);
 	return (int)n;
+}
+
+/* SIOCATMARK: 1 when the next byte to read is the urgent one (Linux's
+ * tcp_ioctl(); a listener EINVAL). */
+static int atmark(struct pl_sock *ps)
+{
+	struct sl_stack *s = pl_sl();
+	struct sl_sock *so;
+	int n;
+
+	if (sl_lock(s))
+		return -EPIPE;
+	so = sl_sock(s, ps->sd);
+	n = so->state == SL_TCP_LISTEN ? -EINVAL : sl_tcp_atmark(so);
+	sl_unlock(s);
+	return n;
 }
 
 /*
@@ -361,11 +377,12 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 			ret = 0;
 		}
 	} else if (req == SIOCATMARK && ps->type == SOCK_STREAM) {
-		/* Never at an urgent mark: no urgent data is kept apart. */
-		v = 0;
-		ret = bad_int(arg) ? -EFAULT : 0;
-		if (!ret)
+		ret = bad_int(arg) ? -EFAULT : atmark(ps);
+		if (ret >= 0) {
+			v = ret;
 			memcpy(arg, &v, sizeof(v));
+			ret = 0;
+		}
 	} else if (req == 0x8906 || req == 0x8907) {	/* SIOCGSTAMP, SIOCGSTAMPNS */
 		ret = stamp(ps, req, arg);
 	} else if (req == FIOCLEX || req == FIONCLEX) {

@@ -113,8 +113,8 @@ static ssize_t send_loop(struct pl_sock *ps, const void *buf, size_t len, int fl
 		/* With a timeout, the call itself never waits (not even for a
 		 * stopped lock holder): pl_wait() below waits what is left. */
 		ret = sl_sendto_meta(pl_stack(), (int)ps->sd, (const uint8_t *)buf + done,
-				     len - done, (flags & MSG_DONTWAIT) | (tmo >= 0 ? MSG_DONTWAIT : 0),
-				     to, tx);
+				     len - done, (flags & (MSG_DONTWAIT | MSG_OOB)) |
+				     (tmo >= 0 ? MSG_DONTWAIT : 0), to, tx);
 		/* To a kernel socket of this host: through the twin. */
 		if (ret == -EREMOTE && ps->type == SOCK_DGRAM)
 			ret = pl_twin_send(ps, buf, len, flags & (MSG_DONTWAIT | MSG_CONFIRM), to);
@@ -122,7 +122,8 @@ static ssize_t send_loop(struct pl_sock *ps, const void *buf, size_t len, int fl
 		 * SCM_RIGHTS or exec): the stack sends it, as before. */
 		if (ret == -ENOTUNIQ)
 			ret = sl_sendto_meta(pl_stack(), (int)ps->sd, (const uint8_t *)buf + done,
-					     len - done, MSG_DONTWAIT | SL_MSG_NOTWIN, to, tx);
+					     len - done, (flags & MSG_OOB) | MSG_DONTWAIT | SL_MSG_NOTWIN,
+					     to, tx);
 		if (ret >= 0) {
 			done += (size_t)ret;
 			/* A blocking stream send queues everything. */
@@ -323,12 +324,19 @@ static ssize_t recv_loop(struct pl_sock *ps, void *buf, size_t len, int flags,
 	 * waits (Linux). */
 	if (flags & MSG_ERRQUEUE)
 		return errq_read(ps, buf, len, flags, from);
-	/* MSG_OOB on a stream: the stack keeps no urgent data apart, so
-	 * there is none to read; Linux's tcp_recv_urg() says EINVAL at once
-	 * (a listener ENOTCONN), whatever the buffer and blocking mode. */
-	if ((flags & MSG_OOB) && ps->type == SOCK_STREAM)
-		return SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->state) == SL_TCP_LISTEN ? -ENOTCONN :
-										  -EINVAL;
+	/* MSG_OOB on a stream: the urgent byte (Linux's tcp_recv_urg()),
+	 * never waiting, whatever the blocking mode; with none, EINVAL (a
+	 * listener ENOTCONN) before the buffer is looked at. */
+	if ((flags & MSG_OOB) && ps->type == SOCK_STREAM) {
+		int oflags = (flags & (MSG_OOB | MSG_PEEK | MSG_TRUNC)) | MSG_DONTWAIT;
+
+		if (len && !(flags & MSG_TRUNC) && buf_fault(buf, len)) {
+			ret = sl_recvfrom_meta(pl_stack(), (int)ps->sd, NULL, 1,
+					       MSG_OOB | MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT, NULL, NULL);
+			return ret > 0 ? -EFAULT : ret;
+		}
+		return sl_recvfrom_meta(pl_stack(), (int)ps->sd, buf, len, oflags, from, meta);
+	}
 	/* MSG_TRUNC on a stream copies nothing (Linux: no EFAULT). */
 	if (!((flags & MSG_TRUNC) && ps->type == SOCK_STREAM) && buf_fault(buf, len))
 		return -EFAULT;
@@ -1083,6 +1091,9 @@ EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 			else
 				msg->msg_namelen = 0;
 			msg->msg_flags = trunc ? MSG_TRUNC : 0;
+			/* The urgent byte (Linux's tcp_recv_urg()). */
+			if ((flags & MSG_OOB) && ret > 0)
+				msg->msg_flags |= MSG_OOB;
 			rx_cmsgs(ps, msg, &m, ret);
 		}
 	}

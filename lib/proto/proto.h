@@ -48,7 +48,7 @@ static inline bool sl_sock_type_live(uint8_t type)
 #define SL_SF_V6		0x8000
 
 /* sl_sock.opt_flags: socket options kept for what getsockopt answers. */
-#define SL_SO_OOBINLINE		0x0001	/* SO_OOBINLINE (no urgent data here yet) */
+#define SL_SO_OOBINLINE		0x0001	/* SO_OOBINLINE: the urgent byte read as data */
 #define SL_SO_PASSCRED		0x0002	/* SO_PASSCRED (nothing to pass on IPv4) */
 #define SL_SO_NO_CHECK		0x0004	/* SO_NO_CHECK: UDP sent without a checksum */
 #define SL_SO_DEBUG		0x0008	/* SO_DEBUG (Linux: a flag only) */
@@ -86,6 +86,7 @@ static inline int sl_sock_pmtudisc6(uint8_t ip6_opt)
 
 /* Readiness, as poll(2) bits. */
 #define SL_EV_IN	0x001
+#define SL_EV_PRI	0x002	/* urgent data (TCP) */
 #define SL_EV_OUT	0x004
 #define SL_EV_ERR	0x008
 #define SL_EV_HUP	0x010

@@ -734,7 +734,6 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 	bool refused = false;
 	uint32_t mss;
 
-	(void)flags;
 	if (so->error) {
 		int e = sl_sock_error(s, so);
 
@@ -807,6 +806,12 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 	if (done) {
 		so->tx_bytes += done;
 		mark_push(s, tp);
+		/* MSG_OOB: the last byte written is urgent; the pointer goes
+		 * after it (Linux's tcp_mark_urg(): snd_up = write_seq). */
+		if (flags & MSG_OOB) {
+			tp->snd_up = tp->snd_end;
+			tp->tflags |= SL_TF_URG;
+		}
 		sl_tcp_output(s, so, now_us);
 		return (ssize_t)done;
 	}
@@ -853,7 +858,9 @@ uint32_t sl_tcp_recv_lend(struct sl_stack *s, struct sl_sock *so, size_t len, si
 	uint32_t head = so->rxq_head, idx = head, last = SLUICE_IDX_NONE, count = 0;
 	size_t n = 0;
 
-	if (so->state == SL_TCP_LISTEN || !lent_free(s, &so->rx_lent_idx))
+	/* Urgent data: reads stop at its mark and step over it
+	 * (sl_tcp_recv()); whole buffers would not. */
+	if (so->state == SL_TCP_LISTEN || so->tcp.urg_data || !lent_free(s, &so->rx_lent_idx))
 		return SLUICE_IDX_NONE;
 	so->rx_lent_bytes = so->rx_lent_count = 0;
 	for (uint32_t steps = 0; sl_buf_next(s, idx, &steps);) {
@@ -1055,12 +1062,51 @@ static void window_update(struct sl_stack *s, struct sl_sock *so, uint64_t now_u
 		sl_tcp_send_ack(s, so, now_us);
 }
 
+uint32_t sl_tcp_copied_seq(const struct sl_sock *so)
+{
+	return so->tcp.rcv_nxt - so->rxq_bytes - so->rx_lent_bytes -
+	       !!(so->tcp.tflags & SL_TF_FIN_RCVD);
+}
+
+void sl_tcp_rxq_eat(struct sl_stack *s, struct sl_sock *so, uint32_t n)
+{
+	uint32_t idx = so->rxq_head;
+	struct sluice_buf *b;
+
+	if (!sl_buf_some(s, idx))
+		return;
+	b = sl_buf(s, idx);
+	if (n > b->len)
+		n = b->len;
+	b->off += n;
+	b->len -= n;
+	SL_KILL_POINT("tcp_recv");
+	b->seq += n;
+	so->rxq_bytes -= n;
+	if (!b->len) {
+		so->rxq_head = b->next_idx;
+		if (so->rxq_head == SLUICE_IDX_NONE)
+			so->rxq_tail = SLUICE_IDX_NONE;
+		so->rxq_count--;
+		sl_buf_free(s, idx);
+	}
+}
+
+/*
+ * A read, as Linux's tcp_recvmsg_locked(): with urgent data held
+ * (urg_data), it stops before the urgent byte once it has read anything
+ * (the mark, SIOCATMARK), and one that starts there steps over the byte
+ * (unless SO_OOBINLINE) and reads on.  Once the reader is past the byte
+ * the urgent data is over.
+ */
 ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t len, int flags,
 		    uint64_t now_us)
 {
+	struct sl_tcp_sock *tp = &so->tcp;
 	uint8_t *p = buf;
 	size_t done = 0;
-	uint32_t idx = so->rxq_head, steps = 0;
+	/* at: bytes of buffer idx a peek has passed over already. */
+	uint32_t idx = so->rxq_head, steps = 0, at = 0, seq = sl_tcp_copied_seq(so);
 
 	if (so->state == SL_TCP_LISTEN)
 		return -ENOTCONN;
@@ -1068,28 +1114,47 @@ ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t le
 		struct sluice_buf *b = sl_buf(s, idx);
 		uint32_t n = SL_READ_ONCE(b->len);	/* once: it bounds the copy */
 
-		if (n > len - done)
-			n = (uint32_t)(len - done);
-		/* MSG_TRUNC on a stream: Linux discards the bytes, uncopied. */
-		if (!(flags & MSG_TRUNC))
-			memcpy(p + done, sl_buf_data(s, idx), n);
-		done += n;
-		if (flags & MSG_PEEK) {
+		if (at >= n) {
 			idx = b->next_idx;
+			at = 0;
 			continue;
 		}
-		b->off += n;
-		b->len -= n;
-		SL_KILL_POINT("tcp_recv");
-		b->seq += n;
-		so->rxq_bytes -= n;
-		if (!b->len) {
-			so->rxq_head = b->next_idx;
-			if (so->rxq_head == SLUICE_IDX_NONE)
-				so->rxq_tail = SLUICE_IDX_NONE;
-			so->rxq_count--;
-			sl_buf_free(s, idx);
+		n -= at;
+		if (n > len - done)
+			n = (uint32_t)(len - done);
+		if (__builtin_expect(tp->urg_data != 0, 0)) {
+			uint32_t d = tp->urg_seq - seq;
+
+			if (!d) {
+				if (done)
+					break;
+				if (!(so->opt_flags & SL_SO_OOBINLINE)) {
+					seq++;
+					if (flags & MSG_PEEK) {
+						at++;
+						continue;
+					}
+					sl_tcp_rxq_eat(s, so, 1);
+					tp->urg_data = 0;
+					idx = so->rxq_head;
+					continue;
+				}
+			} else if (d < n) {
+				n = d;
+			}
 		}
+		/* MSG_TRUNC on a stream: Linux discards the bytes, uncopied. */
+		if (!(flags & MSG_TRUNC))
+			memcpy(p + done, sl_buf_data(s, idx) + at, n);
+		done += n;
+		seq += n;
+		if (flags & MSG_PEEK) {
+			at += n;
+			continue;
+		}
+		sl_tcp_rxq_eat(s, so, n);
+		if (__builtin_expect(tp->urg_data != 0, 0) && SEQ_GT(seq, tp->urg_seq))
+			tp->urg_data = 0;
 		idx = so->rxq_head;
 	}
 	if (done) {
@@ -1112,6 +1177,54 @@ ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t le
 	if (so->state == SL_TCP_CLOSED)
 		return (so->tcp.tflags & (SL_TF_CONNECTED | SL_TF_DONE)) ? 0 : -ENOTCONN;
 	return -EAGAIN;
+}
+
+ssize_t sl_tcp_recv_urg(struct sl_stack *s, struct sl_sock *so, void *buf, size_t len, int flags)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	(void)s;
+	if (so->state == SL_TCP_LISTEN)
+		return -ENOTCONN;
+	/* None, read already, or inline: EINVAL ("Yes this is right!"). */
+	if ((so->opt_flags & SL_SO_OOBINLINE) || !tp->urg_data || tp->urg_data == SL_URG_READ)
+		return -EINVAL;
+	if (so->state == SL_TCP_CLOSED && !(tp->tflags & SL_TF_DONE))
+		return -ENOTCONN;
+	if (tp->urg_data & SL_URG_VALID) {
+		uint8_t c = (uint8_t)tp->urg_data;
+
+		if (!(flags & MSG_PEEK))
+			tp->urg_data = SL_URG_READ;
+		if (!len)
+			return 0;	/* Linux: MSG_TRUNC in msg_flags */
+		if (!(flags & MSG_TRUNC))
+			memcpy(buf, &c, 1);
+		return 1;
+	}
+	/* A pointer came and its byte has not: never wait for it. */
+	if (so->state == SL_TCP_CLOSED || (tp->tflags & SL_TF_FIN_RCVD) ||
+	    (so->flags & SL_SF_SHUT_RD))
+		return 0;
+	return -EAGAIN;
+}
+
+uint32_t sl_tcp_inq(const struct sl_sock *so)
+{
+	const struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t copied;
+
+	if (__builtin_expect(!tp->urg_data, 1) || (so->opt_flags & SL_SO_OOBINLINE))
+		return so->rxq_bytes;
+	copied = sl_tcp_copied_seq(so);
+	if (SEQ_LT(tp->urg_seq, copied) || SEQ_GEQ(tp->urg_seq, tp->rcv_nxt))
+		return so->rxq_bytes;
+	return tp->urg_seq - copied;
+}
+
+bool sl_tcp_atmark(const struct sl_sock *so)
+{
+	return so->tcp.urg_data && so->tcp.urg_seq == sl_tcp_copied_seq(so);
 }
 
 /* Queue our FIN (RFC 9293 3.10.4 CLOSE / shutdown(SHUT_WR)). */
@@ -1234,8 +1347,22 @@ uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so)
 		       (so->error ? SL_EV_ERR : 0);
 	if (so->error || so->errq_head != SLUICE_IDX_NONE)
 		ev |= SL_EV_ERR;
-	if (sl_tcp_lowat_met(so, SIZE_MAX) || (tp->tflags & SL_TF_FIN_RCVD) ||
-	    (so->flags & SL_SF_SHUT_RD))
+	if (__builtin_expect(tp->urg_data != 0, 0)) {
+		/* Linux's tcp_poll(): the urgent byte, unread out of band,
+		 * is POLLPRI; at the mark it is not data to read (without
+		 * SO_OOBINLINE). */
+		if (tp->urg_data & SL_URG_VALID)
+			ev |= SL_EV_PRI;
+		if (sl_tcp_atmark(so) && !(so->opt_flags & SL_SO_OOBINLINE)) {
+			if (so->rxq_bytes > 1 && sl_tcp_lowat_met(so, SIZE_MAX))
+				ev |= SL_EV_IN;
+		} else if (sl_tcp_lowat_met(so, SIZE_MAX)) {
+			ev |= SL_EV_IN;
+		}
+	} else if (sl_tcp_lowat_met(so, SIZE_MAX)) {
+		ev |= SL_EV_IN;
+	}
+	if ((tp->tflags & SL_TF_FIN_RCVD) || (so->flags & SL_SF_SHUT_RD))
 		ev |= SL_EV_IN;
 	if (tp->tflags & SL_TF_FIN_RCVD || (so->flags & SL_SF_SHUT_RD))
 		ev |= SL_EV_RDHUP;

@@ -159,6 +159,15 @@ enum sl_tcp_state {
 #define SL_TF_TLP_RETX	0x400000 /* that probe sent a segment again (Linux tlp_retrans) */
 #define SL_TF_FIN_ALONE	0x800000 /* the FIN left in a segment of its own (Linux: its own skb) */
 #define SL_TF_SNDBUF_SET 0x1000000 /* SO_SNDBUF set by the user: no growth (Linux SOCK_SNDBUF_LOCK) */
+/* Urgent mode (RFC 9293 3.8.5): snd_up holds the end of urgent data sent
+ * with MSG_OOB, until SND.UNA reaches it (Linux's tcp_urg_mode()). */
+#define SL_TF_URG	0x2000000
+
+/* sl_tcp_sock.urg_data, as Linux's tp->urg_data: the low byte is the
+ * urgent byte once it arrived (SL_URG_VALID). */
+#define SL_URG_VALID	0x0100	/* the byte at urg_seq is here, unread out of band */
+#define SL_URG_NOTYET	0x0200	/* a pointer came; its byte has not */
+#define SL_URG_READ	0x0400	/* read by recv(MSG_OOB); still in the stream, skipped */
 
 /* Per-connection TCP state (the TCB, RFC 9293 3.3.1). */
 struct sl_tcp_sock {
@@ -334,6 +343,19 @@ struct sl_tcp_sock {
 	 * (hs_rtt_us, hs_samples of them so far). */
 	uint32_t hs_end_seq, hs_rtt_us;
 	uint8_t hs_samples;
+	/*
+	 * Urgent data (RFC 9293 3.8.5, RFC 6093; as Linux's tcp_urg(),
+	 * tcp_recv_urg()).  Sending: snd_up, the sequence after the last
+	 * byte of a MSG_OOB send, while SL_TF_URG.  Receiving: urg_seq,
+	 * the sequence of the urgent byte (the peer's pointer less one,
+	 * Linux's tcp_stdurg 0), and urg_data (SL_URG_*; 0: none).  The
+	 * byte stays in the receive queue: reads stop at it and, without
+	 * SO_OOBINLINE, step over it.  urg_sigs counts the new urgent
+	 * pointers taken: each where Linux sends SIGURG to the owner
+	 * (sk_send_sigurg()).
+	 */
+	uint32_t snd_up, urg_seq, urg_sigs;
+	uint16_t urg_data;
 };
 
 /* sl_tcp_sock.undo */
@@ -490,6 +512,13 @@ ssize_t sl_tcp_send_return(struct sl_stack *s, struct sl_sock *so, uint32_t gen,
 uint32_t sl_tcp_send_tail_room(struct sl_stack *s, const struct sl_sock *so);
 ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t len, int flags,
 		    uint64_t now_us);
+/* recv(MSG_OOB): the urgent byte (Linux's tcp_recv_urg()); never waits. */
+ssize_t sl_tcp_recv_urg(struct sl_stack *s, struct sl_sock *so, void *buf, size_t len, int flags);
+/* FIONREAD (SIOCINQ), as Linux's tcp_ioctl(): with urgent data held
+ * (not inline), the bytes before its mark. */
+uint32_t sl_tcp_inq(const struct sl_sock *so);
+/* SIOCATMARK: the next byte to read is the urgent one. */
+bool sl_tcp_atmark(const struct sl_sock *so);
 int sl_tcp_shutdown(struct sl_stack *s, struct sl_sock *so, int how, uint64_t now_us);
 void sl_tcp_close(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
 uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so);
@@ -504,6 +533,10 @@ int sl_tcp_getsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 /* ---- Internal, shared by tcp*.c ----------------------------------- */
 
 /* tcp.c */
+/* The first sequence the user has not read (Linux's copied_seq). */
+uint32_t sl_tcp_copied_seq(const struct sl_sock *so);
+/* Take n bytes (n <= rxq_bytes) off the head of the receive queue. */
+void sl_tcp_rxq_eat(struct sl_stack *s, struct sl_sock *so, uint32_t n);
 uint32_t sl_tcp_isn(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
 		    uint16_t rport, uint64_t now_us);
 /* Linux's sk_acceptq_is_full(): the queue holds backlog + 1. */

@@ -1296,6 +1296,10 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 		tp->snd_una = ack;
 		if (SEQ_LT(tp->snd_nxt, ack))
 			tp->snd_nxt = ack;
+		/* Urgent mode ends once the urgent data is acknowledged
+		 * (Linux's tcp_clean_rtx_queue(): snd_up = snd_una). */
+		if ((tp->tflags & SL_TF_URG) && SEQ_GEQ(ack, tp->snd_up))
+			tp->tflags &= ~SL_TF_URG;
 		drop_acked(s, so, now_us);
 		sack_high_set(tp, high);
 		tp->backoff = 0;
@@ -1921,6 +1925,68 @@ static bool predicted(const struct sl_sock *so, const struct seg *g)
 	       (tp->tflags & SL_TF_TS ? g->o.ts && SEQ_GEQ(g->o.tsval, tp->ts_recent) : !g->o.ts);
 }
 
+/* The byte at sequence seq of segment g (in buffer idx, not yet trimmed
+ * to its payload), which holds it: seq - g->seq < g->plen. */
+static uint8_t seg_byte(struct sl_stack *s, uint32_t idx, const struct seg *g, uint32_t seq)
+{
+	uint32_t d = seq - g->seq, first = (uint32_t)g->plen - g->more, chain = g->chain, steps = 0;
+
+	if (d < first)
+		return sl_buf_data(s, idx)[g->poff + d];
+	d -= first;
+	while (sl_buf_next(s, chain, &steps)) {
+		const struct sluice_buf *b = sl_buf(s, chain);
+		uint16_t blen = SL_READ_ONCE(b->len);
+
+		if (d < blen)
+			return sl_buf_data(s, chain)[d];
+		d -= blen;
+		chain = b->next_idx;
+	}
+	return 0;
+}
+
+/*
+ * Sixth: the URG bit (RFC 9293 3.10.7.4), as Linux's tcp_urg() and
+ * tcp_check_urg() take it.  The pointer points after the urgent byte
+ * (RFC 6093 3: what every stack sends; Linux's tcp_stdurg 0), so the byte
+ * is at SEG.SEQ + SEG.UP - 1.  A pointer already read past, below
+ * RCV.NXT, or not beyond the one held is ignored; a newer one replaces
+ * the one held (its byte, unread out of band, stays in the stream as
+ * data).  The byte is taken out of band when the segment holding it
+ * arrives; it stays in the receive queue, where reads step over it.
+ */
+static void urg_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
+		      const struct sl_tcph *th, const struct seg *g)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	if (th->flags & TH_URG_) {
+		uint32_t up = ntohs(th->urp), ptr, copied = sl_tcp_copied_seq(so);
+
+		ptr = ntohl(th->seq) + (up ? up - 1 : 0);
+		if (SEQ_LEQ(copied, ptr) && SEQ_GEQ(ptr, tp->rcv_nxt) &&
+		    !(tp->urg_data && SEQ_LEQ(ptr, tp->urg_seq))) {
+			/* Where Linux raises SIGURG (sk_send_sigurg()): counted
+			 * for the owner's signal (lib/preload). */
+			tp->urg_sigs++;
+			/* The byte held is at the head, not read out of band,
+			 * and more is queued: it goes, so that a read does not
+			 * take it as data (Linux: copied_seq++). */
+			if (tp->urg_data && tp->urg_seq == copied &&
+			    !(so->opt_flags & SL_SO_OOBINLINE) && so->rxq_bytes &&
+			    !so->rx_lent_bytes)
+				sl_tcp_rxq_eat(s, so, 1);
+			tp->urg_data = SL_URG_NOTYET;
+			tp->urg_seq = ptr;
+		}
+	}
+	if (tp->urg_data == SL_URG_NOTYET && tp->urg_seq - g->seq < g->plen) {
+		tp->urg_data = SL_URG_VALID | seg_byte(s, idx, g, tp->urg_seq);
+		sl_sock_wake(s, so);
+	}
+}
+
 /* Synchronized states and SYN-RECEIVED (RFC 9293 3.10.7.4). */
 static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		       const struct sl_ip *ip, const struct sl_tcph *th, struct seg *g,
@@ -2128,6 +2194,10 @@ ack:
 	default:
 		break;
 	}
+
+	/* Sixth: the URG bit. */
+	if (__builtin_expect((th->flags & TH_URG_) || tp->urg_data == SL_URG_NOTYET, 0))
+		urg_input(s, so, idx, th, g);
 
 	/* Seventh: segment text (ESTABLISHED, FIN-WAIT-1, FIN-WAIT-2). */
 	if ((g->plen || (g->flags & TH_FIN_)) && so->state >= SL_TCP_ESTABLISHED &&

@@ -318,6 +318,20 @@ static void fill_hdr(struct sl_stack *s, struct sl_sock *so, struct sl_tcph *th,
 	th->off = (uint8_t)(((20 + optlen) / 4) << 4);
 	th->flags = ecn_flags(tp, flags);
 	th->urp = 0;
+	/* Urgent mode: every segment below snd_up says where the urgent data
+	 * ends (RFC 9293 3.8.5; the pointer after the last urgent byte, RFC
+	 * 6093), 0xFFFF while that is more than 64 KiB away (Linux's
+	 * __tcp_transmit_skb()). */
+	if (__builtin_expect(tp->tflags & SL_TF_URG, 0) && !(flags & TH_SYN_) &&
+	    SEQ_LT(seq, tp->snd_up)) {
+		if (SEQ_LT(tp->snd_up, seq + 0x10000)) {
+			th->urp = htons((uint16_t)(tp->snd_up - seq));
+			th->flags |= TH_URG_;
+		} else if (SEQ_GT(seq + 0xFFFF, tp->snd_nxt)) {
+			th->urp = htons(0xFFFF);
+			th->flags |= TH_URG_;
+		}
+	}
 	if (flags & TH_RST_)
 		th->win = 0;
 	else if (flags & TH_SYN_) {
@@ -920,25 +934,28 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		}
 		/* Nagle (RFC 896, RFC 9293 3.7.4) with Minshall's variant
 		 * (Linux tcp_nagle_check()): a short last segment waits while
-		 * an earlier short one is unacknowledged, unless TCP_NODELAY
-		 * or FIN.  Full segments in flight do not hold it: the tail of
-		 * a large write goes at once, not after the peer's delayed ACK. */
+		 * an earlier short one is unacknowledged, unless TCP_NODELAY,
+		 * FIN or urgent mode (Linux's tcp_nagle_test()).  Full
+		 * segments in flight do not hold it: the tail of a large
+		 * write goes at once, not after the peer's delayed ACK. */
 		if (!rexmit && len < tp->mss && idx == tp->sndq_tail &&
 		    SEQ_GT(tp->snd_sml, tp->snd_una) && SEQ_LEQ(tp->snd_sml, tp->snd_nxt) &&
-		    !(so->flags & SL_SF_NODELAY) && !(tp->tflags & SL_TF_FIN_Q))
+		    !(so->flags & SL_SF_NODELAY) && !(tp->tflags & (SL_TF_FIN_Q | SL_TF_URG)))
 			break;
 		/* TCP_CORK (tcp(7)): a short last segment waits even with
 		 * nothing in flight and TCP_NODELAY on, until uncorked, a
 		 * full segment, the FIN, or the 200 ms ceiling. */
 		if (!rexmit && len < tp->mss && idx == tp->sndq_tail &&
-		    (tp->tflags & SL_TF_CORK) && !(tp->tflags & SL_TF_FIN_Q)) {
+		    (tp->tflags & SL_TF_CORK) && !(tp->tflags & (SL_TF_FIN_Q | SL_TF_URG))) {
 			if (!tp->t_cork)
 				tp->t_cork = now_us + SL_TCP_CORK_US;
 			break;
 		}
 		n = 0;
 		clen = len;
-		if (!rexmit && local)
+		/* Not in urgent mode: the receiver takes a segment with URG
+		 * whole only (tcp_input.c, chain_ok()). */
+		if (!rexmit && local && !(tp->tflags & SL_TF_URG))
 			n = chain_more(s, so, idx, usable, &chain_last, &clen);
 		seglen = len;
 		fin = false;
