@@ -406,7 +406,8 @@ static long pd_recv_locked(struct pd *p, int fd, void *buf, size_t len, int flag
 		return -EFAULT;
 	for (;;) {
 		ret = sluice_recvfrom(p->st, f->sd, buf, len, flags | MSG_DONTWAIT, from);
-		if (ret != -EAGAIN || f->nonblock || (flags & MSG_DONTWAIT) ||
+		/* recv(MSG_OOB) never waits (Linux's tcp_recv_urg()). */
+		if (ret != -EAGAIN || f->nonblock || (flags & (MSG_DONTWAIT | MSG_OOB)) ||
 		    !pd_wait_sd(p, f->sd, POLLIN))
 			return ret;
 	}
@@ -638,7 +639,8 @@ static int pd_fcntl(void *u, int fd, int cmd, ...)
 	return (int)pd_ret(ret);
 }
 
-/* SIOCINQ / SIOCOUTQ / SIOCOUTQNSD, as Linux's tcp_ioctl() counts them. */
+/* SIOCINQ / SIOCOUTQ / SIOCOUTQNSD, as Linux's tcp_ioctl() counts them,
+ * and SIOCATMARK. */
 static int pd_ioctl(void *u, int fd, unsigned long req, ...)
 {
 	struct pd *p = u;
@@ -654,14 +656,16 @@ static int pd_ioctl(void *u, int fd, unsigned long req, ...)
 	struct pd_fd *f = pd_fd(p, fd);
 	if (!f) {
 		ret = -EBADF;
-	} else if (req != SIOCINQ && req != SIOCOUTQ && req != SIOCOUTQNSD) {
+	} else if (req != SIOCINQ && req != SIOCOUTQ && req != SIOCOUTQNSD && req != SIOCATMARK) {
 		ret = -ENOTTY;
 	} else if (!(ret = sl_lock(s))) {
 		so = sl_sock(s, f->sd);
 		if (so->type == SL_SOCK_TCP && so->state == SL_TCP_LISTEN)
 			ret = -EINVAL;
+		else if (req == SIOCATMARK)
+			*out = so->type == SL_SOCK_TCP && sl_tcp_atmark(so);
 		else if (req == SIOCINQ)
-			*out = (int)so->rxq_bytes;
+			*out = (int)(so->type == SL_SOCK_TCP ? sl_tcp_inq(so) : so->rxq_bytes);
 		else if (so->type != SL_SOCK_TCP || so->state < SL_TCP_ESTABLISHED)
 			*out = 0;
 		else
