@@ -64,7 +64,8 @@ PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/dlopen_prog $(B)/
 	$(B)/tests/preload/rawcalls $(B)/tests/preload/v6send $(B)/tests/preload/v6ll \
 	$(B)/tests/preload/exec_keep \
 	$(B)/tests/preload/autobind $(B)/tests/preload/sndbuf_wake $(B)/tests/preload/fdnum \
-	$(B)/tests/preload/oob
+	$(B)/tests/preload/oob \
+	$(B)/tests/preload/sigio
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 PRELOAD_TESTS += $(B)/tests/preload/sockcache
 

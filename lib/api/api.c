@@ -1069,6 +1069,35 @@ bool sl_port_alone(struct sluice_stack *st, int sd)
 	return ret;
 }
 
+int sl_async_bell(struct sluice_stack *st, int sd, bool on, uint32_t pid, uint32_t tid,
+		  int *slot, uint32_t *gen)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	int ret;
+
+	if (!on) {
+		/* Its socket may be gone already (closed by another
+		 * process): the entry is ended whatever the lock says. */
+		sl_bell_unregister(s, *slot, *gen);
+		if (sock_get(s, sd, &so) == 0) {
+			if (!sl_bell_async_any(s, (uint32_t)sd, *slot))
+				so->life &= (uint8_t)~SL_LIFE_ASYNC;
+			sl_unlock(s);
+		}
+		*slot = -1;
+		return 0;
+	}
+	ret = sock_get(s, sd, &so);
+	if (ret)
+		return ret;
+	*slot = sl_bell_register(s, SL_BELL_ASYNC | (uint32_t)sd, pid, tid, gen);
+	if (*slot >= 0)
+		so->life |= SL_LIFE_ASYNC;
+	sl_unlock(s);
+	return *slot >= 0 ? 0 : -EAGAIN;
+}
+
 static int connect_in(struct sluice_stack *st, int sd, const struct sockaddr_in *given,
 		      bool kpeer)
 {

@@ -125,6 +125,15 @@ bool sl_udp_kpeer(struct sluice_stack *st, uint32_t daddr, uint16_t dport);
  * and reservation), and a kernel socket may bind it (the preload, before
  * an exec: lib/preload/README.md, "At exec"). */
 bool sl_port_alone(struct sluice_stack *st, int sd);
+/*
+ * O_ASYNC (lib/preload/README.md, "O_ASYNC"): register (on) the async
+ * bell of process pid named by tid for socket sd, in bells[] (entry and
+ * generation in *slot and *gen), and mark the socket SL_LIFE_ASYNC; or
+ * (off) end entry *slot and clear the mark if no other process's bell is
+ * left for the socket.  0 or -errno (-EAGAIN: every entry taken).
+ */
+int sl_async_bell(struct sluice_stack *st, int sd, bool on, uint32_t pid, uint32_t tid,
+		  int *slot, uint32_t *gen);
 /* The 32-bit handle the stack names IPv6 address addr (16 bytes) by
  * (lib/proto/proto.h, "IPv6 sockets"), given one if it had none; 0: none
  * to give (the table full, or not an address a peer can have). */

@@ -65,6 +65,9 @@ static inline uint32_t sl_chan_wq(int chan)
 #define SL_SPIN_SLOTS	16
 #define SL_BELLS	256
 #define SL_BELL_ANY	0xffffffffu
+/* An async bell (O_ASYNC, run/bell.c): chan is this bit | the socket's
+ * index; rung for the socket's events (sl_sock_async()), never by waits. */
+#define SL_BELL_ASYNC	0x80000000u
 #define SL_BELL_FREE	0u
 #define SL_BELL_CLAIMED	2u
 /* connect()'s port perturbation buckets (sl_region.port_perturb): a
@@ -369,7 +372,7 @@ struct sl_region {
 	 */
 	struct sl_bell {
 		uint32_t state;		/* SL_BELL_FREE, _CLAIMED, or its generation (odd) */
-		uint32_t chan;		/* wait channel, or SL_BELL_ANY */
+		uint32_t chan;		/* wait channel, SL_BELL_ANY, or SL_BELL_ASYNC | socket */
 		uint32_t pid, tid;	/* whose bell (its name) */
 	} bells[SL_BELLS];
 	uint32_t bells_top;		/* entries ever used: the scans' bound */
@@ -671,7 +674,8 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(rx_backoff, "non-blocking receives that found nothing and paused (a spinner's look, not a drain's end)") \
 	X(sweep_walked, "socket records the preload looked at for processes that died (their own list and the shared one)") \
 	X(sock_fd_cached, "socket fds made from the preload's placeholder cache (a dup of a kept description, no open)") \
-	X(tap_qlen_short, "TAP queues opened shorter than SLUICE_TAP_QLEN (4096) frames: raising txqueuelen was refused")
+	X(tap_qlen_short, "TAP queues opened shorter than SLUICE_TAP_QLEN (4096) frames: raising txqueuelen was refused") \
+	X(sock_async, "O_ASYNC events for which a socket's owner was signalled (its async bells rung, one signal each)")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,
@@ -1192,7 +1196,7 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
  * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
  */
-#define SL_LAYOUT_VERSION	30
+#define SL_LAYOUT_VERSION	31
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

@@ -137,13 +137,33 @@ EXPORT int fcntl(int fd, int cmd, ...)
 	      (cmd == F_SETFL && !((long)arg & (O_APPEND | O_ASYNC | O_DIRECT | O_NOATIME)))))
 		SL_WRITE_ONCE(ps->nocache, true);
 	ret = REAL(fcntl)(fd, cmd, arg);
-	if (ret >= 0 && cmd == F_SETFL)
+	if (ret >= 0 && cmd == F_SETFL) {
 		SL_WRITE_ONCE(ps->nonblock, ((long)arg & O_NONBLOCK) != 0);
-	else if (ret >= 0 && cmd == F_GETFL)
+		/* O_ASYNC: the signal comes from the socket's async bell
+		 * (async.c); the placeholder keeps the flag for F_GETFL. */
+		if (((long)arg & O_ASYNC) ? !SL_READ_ONCE(ps->async_fd) :
+					    SL_READ_ONCE(ps->async_fd) != 0) {
+			int err = pl_async_setfl(fd, ps, ((long)arg & O_ASYNC) != 0);
+
+			if (err) {
+				/* Not armed: the flag does not stay. */
+				REAL(fcntl)(fd, F_SETFL, (long)arg & ~O_ASYNC);
+				errno = -err;
+				ret = -1;
+			}
+		}
+	} else if (ret >= 0 && (cmd == F_SETOWN || cmd == F_SETOWN_EX || cmd == F_SETSIG)) {
+		/* The placeholder keeps them for F_GETOWN, F_GETOWN_EX and
+		 * F_GETSIG, and the kernel checked them; the bell signals. */
+		if (SL_READ_ONCE(ps->async_fd))
+			pl_async_owner(fd, ps);
+	} else if (ret >= 0 && cmd == F_GETFL)
 		/* What a socket says: read-write, no O_LARGEFILE (the
 		 * kernel's bit; glibc's O_LARGEFILE is 0 on 64-bit), and
 		 * no O_DIRECTORY (the placeholder's, fdtable.c). */
-		ret = (ret & ~(O_ACCMODE | PL_KERNEL_O_LARGEFILE | O_DIRECTORY)) | O_RDWR;
+		ret = (ret & ~(O_ACCMODE | PL_KERNEL_O_LARGEFILE | O_DIRECTORY)) | O_RDWR |
+		      /* A directory does not keep O_ASYNC: the bell says. */
+		      (SL_READ_ONCE(ps->async_fd) ? O_ASYNC : 0);
 	pl_put(ps);
 	return ret;
 }
@@ -316,6 +336,27 @@ static bool dev_request(unsigned long req)
 	return true;
 }
 
+/*
+ * SIOCGSKNS: an fd of the socket's network namespace, which is the one
+ * the process was in when it made the socket, as it is its kernel
+ * sockets' (a stack socket is made in the caller's namespace).  Asked of
+ * a kernel socket of ours, kept above the program's numbers so the fd
+ * the kernel gives is the program's next, as on a socket of its own;
+ * the kernel checks CAP_NET_ADMIN over the namespace (EPERM).
+ */
+static int netns_fd(void)
+{
+	int ks = sl_sys_fd_high(REAL(socket)(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)), ret;
+
+	if (ks < 0)
+		return -errno;
+	ret = REAL(ioctl)(ks, 0x894c, NULL);
+	if (ret < 0)
+		ret = -errno;
+	REAL(close)(ks);
+	return ret;
+}
+
 /* A dev_request() on a kernel socket of our own, made for it (a kept one
  * could be closed under us by a program closing every fd). */
 static int dev_ioctl(unsigned long req, void *arg)
@@ -407,6 +448,20 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 			memcpy(arg, &v, sizeof(v));
 			ret = 0;
 		}
+	} else if (req == FIOASYNC) {
+		/* Linux ioctl_fioasync(): O_ASYNC of the description, as
+		 * F_SETFL sets it (through fcntl(): the bell, async.c). */
+		if (bad_int(arg)) {
+			ret = -EFAULT;
+		} else {
+			int fl = REAL(fcntl)(fd, F_GETFL);
+
+			memcpy(&v, arg, sizeof(v));
+			ret = fl < 0 ? -errno :
+			      fcntl(fd, F_SETFL, v ? fl | O_ASYNC : fl & ~O_ASYNC) ? -errno : 0;
+		}
+	} else if (req == 0x894c) {		/* SIOCGSKNS */
+		ret = netns_fd();
 	} else if (dev_request(req)) {
 		/* The kernel answers these alike on any socket of the
 		 * namespace: ask it on one of its own. */

@@ -178,7 +178,7 @@ bool pl_fd_is_probe(int fd)
 {
 	return fd >= 0 && (fd == SL_READ_ONCE(sweep_probe) || is_sock_probe(fd) || cache_is(fd) ||
 			   fd == sl_bell_tx_fd() || fd == sl_sys_runnable_fd() ||
-			   pl_bell_is(fd) || pl_twin_is(fd) || pl_agent_is(fd));
+			   pl_bell_is(fd) || pl_twin_is(fd) || pl_agent_is(fd) || pl_async_is(fd));
 }
 
 void pl_fd_probe_lost(int fd)
@@ -205,6 +205,8 @@ void pl_fd_probe_lost(int fd)
 		pl_bell_lost(fd);
 	if (pl_twin_is(fd))
 		pl_twin_lost(fd);
+	if (pl_async_is(fd))
+		pl_async_lost(fd);
 	pl_agent_lost(fd);
 }
 
@@ -1567,6 +1569,9 @@ static void sock_release_now(struct pl_sock *ps)
 		pl_twin_close(ps);
 	if (SL_READ_ONCE(ps->cache) && !SL_READ_ONCE(ps->nfd))
 		cache_release(ps, SL_READ_ONCE(ps->priv));
+	/* ... and its O_ASYNC bell (async.c). */
+	if (SL_READ_ONCE(ps->async_fd) && !SL_READ_ONCE(ps->nfd))
+		pl_async_release(ps);
 	if (ps->kfd) {
 		kfd_reap(ps);
 	} else if (SL_READ_ONCE(ps->priv)) {

@@ -267,8 +267,11 @@ static int sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, 
 				return ret;
 		}
 		if (pl_sig_count() != sigs) {
+			bool restart = pl_sig_restart_since(sigs);
+
 			sigs = pl_sig_count();
-			if (!pl_sig_take_restart() || !restartable)
+			pl_sig_take_restart();
+			if (!restart || !restartable)
 				return -EINTR;
 		}
 		if (deadline >= 0 && (int64_t)pl_now_us() >= deadline)

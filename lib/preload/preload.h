@@ -219,6 +219,13 @@ struct pl_sock {
 	 * table_mu): its twin goes with the last. */
 	int nfd;
 	int rcvbuf, sndbuf;		/* 0: never set */
+	/* O_ASYNC (async.c): this process's async bell for it, fd + 1 (0:
+	 * none), the process that made it, its bells[] entry and generation;
+	 * under async.c's mutex. */
+	int async_fd;
+	uint32_t async_pid;
+	int async_slot;
+	uint32_t async_gen;
 	struct linger linger;
 	struct timeval rcvtimeo, sndtimeo;
 	/* connect() was called on it: options are no longer logged. */
@@ -285,6 +292,18 @@ void pl_bell_drain(int fd);
 bool pl_bell_is(int fd);		/* a bell of any thread of ours */
 void pl_bell_lost(int fd);		/* its number is being taken (dup2) */
 void pl_bell_atfork_child(void);
+/* O_ASYNC (async.c): the socket's async bell armed (on) at the program's
+ * fd with its owner and signal, or ended (0 or -errno); the owner and
+ * signal copied again after F_SETOWN, F_SETOWN_EX or F_SETSIG; the bell
+ * ended with the last fd of the socket here; every bell's bytes read (the
+ * signal trampoline: async-signal-safe); an fd that is one, and its
+ * number taken by a dup2(). */
+int pl_async_setfl(int fd, struct pl_sock *ps, bool on);
+void pl_async_owner(int fd, struct pl_sock *ps);
+void pl_async_release(struct pl_sock *ps);
+void pl_async_drain(void);
+bool pl_async_is(int fd);
+void pl_async_lost(int fd);
 /*
  * A sleep with this thread's bell: pl_bell_begin() registers it for wait
  * channel chan (-1: any change) and returns its fd to sleep on, or -1 (no
@@ -622,6 +641,8 @@ int pl_sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, bool
 /* ---- signal.c ---- */
 unsigned int pl_sig_count(void);	/* handlers run in this thread */
 bool pl_sig_take_restart(void);		/* did they all have SA_RESTART? (resets) */
+/* Did every handler that ran since pl_sig_count() was sigs have SA_RESTART? */
+bool pl_sig_restart_since(unsigned int sigs);
 /* SIGSEGV and SIGBUS handled by the library too (the constructor). */
 void pl_fault_init(void);
 /* Can len bytes at p be read?  Touches them (a byte a page) with the

@@ -9,6 +9,10 @@
  * poll, select and epoll; for send, recv, accept and connect unless the
  * handler has SA_RESTART (and the socket has no SO_RCVTIMEO/SO_SNDTIMEO).
  * sigaction() reports the program's own handler back, never the trampoline.
+ * siginterrupt() is interposed too: glibc's changes SA_RESTART through its
+ * internal sigaction, which the trampoline would not see.  The trampoline
+ * also reads the bytes of the process's O_ASYNC bells (async.c), so each
+ * next event can ring again.
  *
  * SIGSEGV and SIGBUS are also the library's own: a user buffer it is
  * about to copy is probed first (pl_readable()), and a fault in the probe
@@ -31,10 +35,20 @@ static bool wrapped[_NSIG];
 static pthread_mutex_t sig_mu = PTHREAD_MUTEX_INITIALIZER;
 static __thread unsigned int tls_count;
 static __thread bool tls_norestart;
+/* tls_count just after the last handler without SA_RESTART ran. */
+static __thread unsigned int tls_norestart_at;
 
 unsigned int pl_sig_count(void)
 {
 	return SL_READ_ONCE(tls_count);
+}
+
+bool pl_sig_restart_since(unsigned int sigs)
+{
+	/* Only handlers that ran after sigs was read count: one without
+	 * SA_RESTART that ran before the wait (a SIGIO outside any call)
+	 * does not make a later SA_RESTART one interrupt it. */
+	return (int)(SL_READ_ONCE(tls_norestart_at) - sigs) <= 0;
 }
 
 bool pl_sig_take_restart(void)
@@ -106,13 +120,16 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 
 	uint32_t *w = SL_READ_ONCE(sl_wait_word);
 
-	if (!(a.sa_flags & SA_RESTART))
-		tls_norestart = true;
 	SL_WRITE_ONCE(tls_count, tls_count + 1);
+	if (!(a.sa_flags & SA_RESTART)) {
+		tls_norestart = true;
+		SL_WRITE_ONCE(tls_norestart_at, tls_count);
+	}
 	/* A Sluice wait of this thread about to sleep on w returns at once
 	 * (run.h, sl_wait_word). */
 	if (w)
 		sl_fetch_add(w, 1);
+	pl_async_drain();
 	if (a.sa_flags & SA_RESETHAND) {
 		/* The kernel reset its disposition already (not for a fault
 		 * signal, whose handler stays: fault_handler() then acts as
@@ -263,6 +280,22 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
 		*old = was ? prev : kold;
 	pthread_mutex_unlock(&sig_mu);
 	return ret;
+}
+
+/* siginterrupt(): SA_RESTART off (flag) or on, as glibc's, but through the
+ * wrapper above, so that the trampoline knows (signal(7): a blocking
+ * socket call interrupted by a handler without SA_RESTART fails EINTR). */
+EXPORT int siginterrupt(int sig, int flag)
+{
+	struct sigaction a;
+
+	if (sigaction(sig, NULL, &a))
+		return -1;
+	if (flag)
+		a.sa_flags &= ~SA_RESTART;
+	else
+		a.sa_flags |= SA_RESTART;
+	return sigaction(sig, &a, NULL);
 }
 
 /* glibc's signal(): BSD semantics, the handler stays and calls restart. */

@@ -271,6 +271,11 @@ _Static_assert(sizeof(struct sl_sock) <= SL_SOCK_SIZE && SL_SOCK_SIZE <= 1024,
 
 #define SL_LIFE_PRIVATE	0x01
 #define SL_LIFE_PENDING	0x02
+/* A process armed O_ASYNC on it (F_SETFL, FIOASYNC): its input, new
+ * connections and errors ring that process's async bells after unlock
+ * (sl_sock_async(); lib/preload/README.md, "O_ASYNC").  Set and cleared
+ * under the stack lock, never while the socket is private. */
+#define SL_LIFE_ASYNC	0x04
 
 /*
  * SO_RCVLOWAT (socket(7)): bytes a blocking read waits for, and that poll
@@ -636,6 +641,28 @@ extern __thread struct sl_kp_wakes sl_kp_w __attribute__((tls_model("initial-exe
 void sl_kp_wake_flush(void);
 /* Tests stand in for the module's SOCK_WAKE here (NULL: ioctl(2)). */
 extern int (*sl_sockfd_ioctl)(int fd, unsigned long req, void *arg);
+/*
+ * O_ASYNC (lib/preload/README.md, "O_ASYNC"): an event Linux signals an
+ * O_ASYNC socket's owner for (sk_wake_async(): data or a datagram in, a
+ * connection to accept, the end of the stream, an error, a connect
+ * done).  Lock held.  A socket nobody armed costs one load of a byte of
+ * its first line; an armed one's index goes on this thread's list, whose
+ * bells are rung after the unlock (sl_bell_ring_async(), run/bell.c), one
+ * byte (one signal) an event.
+ */
+#define SL_ASYNC_NOTES	32
+struct sl_async_notes {
+	struct sl_stack *s;
+	unsigned int n;
+	uint32_t idx[SL_ASYNC_NOTES];
+};
+extern __thread struct sl_async_notes sl_async_w __attribute__((tls_model("initial-exec")));
+void sl_sock_async_slow(struct sl_stack *s, struct sl_sock *so);
+static inline void sl_sock_async(struct sl_stack *s, struct sl_sock *so)
+{
+	if (__builtin_expect(so->life & SL_LIFE_ASYNC, 0))
+		sl_sock_async_slow(s, so);
+}
 /* Append buffer idx to the receive queue. */
 void sl_sock_rxq_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint32_t bytes);
 

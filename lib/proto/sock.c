@@ -926,6 +926,24 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 	sl_wake_any(s);
 }
 
+__thread struct sl_async_notes sl_async_w __attribute__((tls_model("initial-exec")));
+
+void sl_sock_async_slow(struct sl_stack *s, struct sl_sock *so)
+{
+	/* Per thread, as sl_kp_w: another thread may take the lock (and
+	 * write the handle) as soon as we let go.  More events than the list
+	 * holds in one turn, or a second stack's, are one signal less: Linux
+	 * would queue one a segment (a real-time signal), a plain SIGIO is
+	 * one anyway. */
+	if (sl_async_w.n && sl_async_w.s != s)
+		return;
+	if (sl_async_w.n == SL_ASYNC_NOTES)
+		return;
+	sl_async_w.s = s;
+	sl_async_w.idx[sl_async_w.n++] = so->idx;
+	sl_count(s, SL_C_sock_async);
+}
+
 void sl_wake_epw(struct sl_stack *s, uint16_t epw)
 {
 	/* The group of the set watching it; a socket in several sets wakes

@@ -49,13 +49,18 @@ static uint32_t *bell_count(struct sl_stack *s, uint32_t chan)
 	return chan == SL_BELL_ANY ? &s->lib->bells_any : &s->lib->wq[chan % SL_WQ_ALL].bells;
 }
 
+static bool is_async(uint32_t chan)
+{
+	return chan != SL_BELL_ANY && (chan & SL_BELL_ASYNC);
+}
+
 int sl_bell_register(struct sl_stack *s, uint32_t chan, uint32_t pid, uint32_t tid,
 		     uint32_t *gen)
 {
 	struct sl_region *r = s->lib;
 
 	/* Kept as its wq[] entry (a watch group's past SL_WQ_N). */
-	if (chan != SL_BELL_ANY)
+	if (chan != SL_BELL_ANY && !is_async(chan))
 		chan = sl_chan_wq((int)chan);
 	for (unsigned int i = 0; i < SL_BELLS; i++) {
 		struct sl_bell *b = &r->bells[i];
@@ -74,8 +79,10 @@ int sl_bell_register(struct sl_stack *s, uint32_t chan, uint32_t pid, uint32_t t
 		 * fields above. */
 		sl_store_release(&b->state, want);
 		sl_store_max(&r->bells_top, i + 1);
-		/* Counted before the caller's last look (see sl_sock_wake()). */
-		sl_fetch_add(bell_count(s, chan), 1);
+		/* Counted before the caller's last look (see sl_sock_wake()).
+		 * An async bell is found by its socket's flag instead. */
+		if (!is_async(chan))
+			sl_fetch_add(bell_count(s, chan), 1);
 		*gen = want;
 		return (int)i;
 	}
@@ -90,7 +97,8 @@ static bool bell_free(struct sl_stack *s, unsigned int i, uint32_t gen)
 
 	if (!sl_cmpxchg(&b->state, &st, SL_BELL_FREE))
 		return false;
-	sl_fetch_sub(bell_count(s, chan), 1);
+	if (!is_async(chan))
+		sl_fetch_sub(bell_count(s, chan), 1);
 	return true;
 }
 
@@ -178,9 +186,65 @@ void sl_bell_ring_pending(struct sl_stack *s, bool all)
 		if (!(gen & 1))
 			continue;	/* free, or being claimed */
 		chan = SL_READ_ONCE(b->chan);
+		if (is_async(chan))
+			continue;	/* a signal, for its socket's events only */
 		if (all || (chan == SL_BELL_ANY ? any :
 			    (chan < SL_WQ_ALL && (pend[chan / 64] >> (chan % 64) & 1))))
 			ring(s, i, gen);
+	}
+	if (errno != saved)
+		errno = saved;
+}
+
+/*
+ * Async bells (O_ASYNC; lib/preload/README.md, "O_ASYNC").  The process
+ * that armed O_ASYNC on a socket owns a bell whose kernel file carries
+ * the owner, the signal and O_ASYNC the program set: a byte sent to it
+ * makes the kernel signal the owner itself (sock_def_readable(),
+ * kill_fasync()), from whichever process ran the stack.  Entries are
+ * bells[] entries of chan SL_BELL_ASYNC | socket; the socket carries
+ * SL_LIFE_ASYNC so that the stack looks for them only then.
+ */
+bool sl_bell_async_any(struct sl_stack *s, uint32_t idx, int except)
+{
+	const struct sl_region *r = s->lib;
+	uint32_t top = SL_READ_ONCE(r->bells_top);
+
+	if (top > SL_BELLS)
+		top = SL_BELLS;
+	for (unsigned int i = 0; i < top; i++) {
+		const struct sl_bell *b = &r->bells[i];
+
+		if ((int)i != except && (sl_load_acquire(&b->state) & 1) &&
+		    SL_READ_ONCE(b->chan) == (SL_BELL_ASYNC | idx))
+			return true;
+	}
+	return false;
+}
+
+void sl_bell_ring_async(void)
+{
+	struct sl_stack *s = sl_async_w.s;
+	unsigned int n = sl_async_w.n;
+	uint32_t top;
+	int saved = errno;
+
+	sl_async_w.n = 0;
+	if (!s || sl_sys_sandboxed)
+		return;
+	top = SL_READ_ONCE(s->lib->bells_top);
+	if (top > SL_BELLS)
+		top = SL_BELLS;
+	for (unsigned int k = 0; k < n; k++) {
+		uint32_t want = SL_BELL_ASYNC | sl_async_w.idx[k];
+
+		for (unsigned int i = 0; i < top; i++) {
+			const struct sl_bell *b = &s->lib->bells[i];
+			uint32_t gen = sl_load_acquire(&b->state);
+
+			if ((gen & 1) && SL_READ_ONCE(b->chan) == want)
+				ring(s, i, gen);
+		}
 	}
 	if (errno != saved)
 		errno = saved;

@@ -110,6 +110,10 @@ void sl_unlock(struct sl_stack *s)
 	/* One SOCK_WAKE for every armed socket fd this holder changed. */
 	if (__builtin_expect(sl_kp_w.n != 0, 0))
 		sl_kp_wake_flush();
+	/* Owners of O_ASYNC sockets this holder changed: signalled by the
+	 * kernel, through their async bells. */
+	if (__builtin_expect(sl_async_w.n != 0, 0))
+		sl_bell_ring_async();
 	if (s->wake_pending)
 		wake_sleepers(s);
 	/* An idle stack's first deadline, or a recovery: every sleeper looks

@@ -119,6 +119,11 @@ int sl_bell_register(struct sl_stack *s, uint32_t chan, uint32_t pid, uint32_t t
 		     uint32_t *gen);
 void sl_bell_unregister(struct sl_stack *s, int i, uint32_t gen);
 void sl_bell_ring_pending(struct sl_stack *s, bool all);
+/* Async bells (O_ASYNC): after unlock, ring those of the sockets this
+ * thread noted (sl_async_w); whether socket idx has one besides entry
+ * except (-1: any). */
+void sl_bell_ring_async(void);
+bool sl_bell_async_any(struct sl_stack *s, uint32_t idx, int except);
 int sl_bell_tx_fd(void);
 void sl_bell_tx_lost(void);	/* its number is being taken (dup2) */
 /*

@@ -422,6 +422,9 @@ void sl_tcp_done(struct sl_stack *s, struct sl_sock *so, int err)
 	sl_filter_release(s, so);
 	sl_timer_cancel(s, so);
 	sl_sock_wake(s, so);
+	/* A reset or a timeout: Linux sk_error_report(), POLL_ERR. */
+	if (err)
+		sl_sock_async(s, so);
 }
 
 /* ---- User calls ----------------------------------------------------- */
@@ -1736,6 +1739,7 @@ void sl_tcp_icmp_error(struct sl_stack *s, const struct sl_ip *q, int err,
 	if (sl_recverr(so, ie) && err != EMSGSIZE) {
 		so->error = err;
 		sl_sock_wake(s, so);
+		sl_sock_async(s, so);
 		return;
 	}
 	so->tcp.soft_err = err;

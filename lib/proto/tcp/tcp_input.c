@@ -1501,6 +1501,8 @@ static void established(struct sl_stack *s, struct sl_sock *so, const struct seg
 	tp->backoff = 0;
 	tp->t_rexmt = 0;
 	sl_tcp_set_state(s, so, SL_TCP_ESTABLISHED);
+	/* Linux tcp_finish_connect(): sk_wake_async(POLL_OUT). */
+	sl_sock_async(s, so);
 }
 
 /* The stack holds as many embryonic connections as it may: a count in
@@ -1901,6 +1903,7 @@ static bool child_ready(struct sl_stack *s, struct sl_sock *so)
 	ptp->acc_len++;
 	so->tcp.tflags |= SL_TF_ACCQ;
 	sl_sock_wake(s, p);
+	sl_sock_async(s, p);		/* the listener's sk_data_ready(): POLL_IN */
 	return true;
 }
 
@@ -2250,6 +2253,12 @@ ack:
 			else if (!tp->t_dack)
 				tp->t_dack = now_us + SL_TCP_DELACK_US;
 			sl_sock_wake(s, so);
+			/* Linux tcp_data_ready(): POLL_IN; a FIN is
+			 * tcp_fin()'s too before it (POLL_IN, or POLL_HUP
+			 * once both ways are shut). */
+			sl_sock_async(s, so);
+			if (g->flags & TH_FIN_)
+				sl_sock_async(s, so);
 		} else {
 			/* RFC 5681 4.2: an immediate duplicate ACK. */
 			ooo_insert(s, so, idx);

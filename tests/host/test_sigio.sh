@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# O_ASYNC signals on stack sockets as Linux sends them, EINTR of blocking
+# recv() and accept() as signal(7) says, and SIOCGSKNS
+# (tests/preload/sigio.c): the same program on the kernel and under
+# `sluice run`, each in a network namespace of its own, every line the
+# same.  A signal's line: number, si_code, si_fd, si_band, how many, to
+# whom (the F_SETOWN process, a process group, an F_OWNER_TID thread, an
+# owner asleep in sigsuspend() while another process sends).
+set -u
+. "$(dirname "$0")/lib.sh"
+prog=$top/build/tests/preload/sigio
+st=sigio-$$
+trap 'rm -rf /dev/shm/sluice-"$st"-* /dev/shm/sluicefd-"$st"-*' EXIT
+need_netns "loopback sockets"
+in_netns() { timeout 60 unshare -n bash -c 'ip link set lo up; exec "$@"' sh "$@" </dev/null; }
+
+# Groups run apart: a signal that never comes (the asleep case ends on an
+# alarm) costs only its own group's lines.
+groups=("tcp_data tcp_setsig udp_data listen_conn" "fioasync owner_tid owner_pgrp" asleep skns eintr)
+for g in "${groups[@]}"; do
+	k=$(in_netns "$prog" $g 2>&1)
+	s=$(in_netns env SLUICE_STACK=$st-${g%% *} "$top/build/tools/sluice" run -- "$prog" $g 2>&1)
+	printf '# kernel:\n%s\n# sluice:\n%s\n' "$k" "$s" | sed 's/^/# /'
+	check_as_kernel "$k" "$s"
+done
+# The kernel's own answers are what the cases say they are.
+k=$(in_netns "$prog" tcp_setsig 2>&1)
+check "on the kernel: F_SETSIG gives POLL_IN, si_fd and POLLIN|POLLRDNORM" \
+	grep -q '^tcp_setsig sig=[0-9]* code=1 fd=fd band=0x41 n=1 to=owner$' <<<"$k"
+done_testing

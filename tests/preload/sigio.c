@@ -1,0 +1,594 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * O_ASYNC signals, EINTR and SIOCGSKNS on sockets, as Linux gives them
+ * (socket(7) "Signals", fcntl(2) F_SETOWN/F_SETOWN_EX/F_SETSIG, signal(7)
+ * "Interruption of system calls"): one line a case, the case's name first,
+ * printed the same on the kernel and under `sluice run`
+ * (tests/host/test_sigio.sh compares them).  All on 127.0.0.1.
+ *
+ *   sigio [CASE...]   (no argument: every case)
+ *
+ * A signal's line: its number, si_code, si_fd (as "fd" when it is the fd
+ * armed, else the number), si_band, the count of signals within 200 ms of
+ * the first (a real-time signal queues one an event), and who got it.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef SIOCGSKNS
+#define SIOCGSKNS 0x894C
+#endif
+
+static volatile sig_atomic_t got_n;
+static volatile int got_sig, got_code, got_fd, got_tid;
+static volatile long got_band;
+
+static void on_sig(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	if (!got_n) {
+		got_sig = sig;
+		got_code = si->si_code;
+		got_fd = si->si_fd;
+		got_band = si->si_band;
+		got_tid = (int)syscall(SYS_gettid);
+	}
+	got_n = got_n + 1;
+}
+
+static void msleep(int ms)
+{
+	struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&t, &t) && errno == EINTR)
+		;
+}
+
+static void catch(int sig, int flags)
+{
+	struct sigaction a;
+
+	memset(&a, 0, sizeof(a));
+	a.sa_sigaction = on_sig;
+	a.sa_flags = SA_SIGINFO | flags;
+	sigemptyset(&a.sa_mask);
+	sigaction(sig, &a, NULL);
+}
+
+static void reset(void)
+{
+	got_n = 0;
+	got_sig = got_code = got_fd = got_tid = 0;
+	got_band = 0;
+}
+
+/* Up to 2 s for a first signal, then 200 ms for more. */
+static void await(void)
+{
+	for (int i = 0; i < 2000 && !got_n; i++)
+		msleep(1);
+	if (got_n)
+		msleep(200);
+}
+
+static void report(const char *name, int armed, int owner_tid)
+{
+	if (!got_n) {
+		printf("%s none\n", name);
+		return;
+	}
+	printf("%s sig=%d code=%d fd=", name, got_sig, got_code);
+	if (got_fd == armed)
+		printf("fd");
+	else
+		printf("%d", got_fd);
+	printf(" band=0x%lx n=%d to=%s\n", got_band, (int)got_n,
+	       got_tid == owner_tid ? "owner" : "other");
+}
+
+static struct sockaddr_in lo(uint16_t port)
+{
+	struct sockaddr_in a;
+
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons(port);
+	return a;
+}
+
+static uint16_t port_of(int fd)
+{
+	struct sockaddr_in a;
+	socklen_t l = sizeof(a);
+
+	getsockname(fd, (struct sockaddr *)&a, &l);
+	return ntohs(a.sin_port);
+}
+
+static int listener(void)
+{
+	struct sockaddr_in a = lo(0);
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 8)) {
+		perror("listener");
+		exit(1);
+	}
+	return l;
+}
+
+static int connect_to(uint16_t port)
+{
+	struct sockaddr_in a = lo(port);
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof(a))) {
+		perror("connect");
+		exit(1);
+	}
+	return c;
+}
+
+/* A connection made without blocking in connect() (a signal for the
+ * listener may come while it would wait: EINTR). */
+static int connect_nb(uint16_t port)
+{
+	struct sockaddr_in a = lo(port);
+	int c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	struct pollfd p = { .fd = c, .events = POLLOUT };
+
+	if (c < 0 || (connect(c, (struct sockaddr *)&a, sizeof(a)) && errno != EINPROGRESS)) {
+		perror("connect");
+		exit(1);
+	}
+	for (int i = 0; i < 100 && poll(&p, 1, 20) != 1; i++)
+		;
+	return c;
+}
+
+/* A connected pair: *c the client, *a the accepted end. */
+static void tcp_pair(int *c, int *a)
+{
+	int l = listener();
+
+	*c = connect_to(port_of(l));
+	*a = accept(l, NULL, NULL);
+	close(l);
+}
+
+static int udp_bound(void)
+{
+	struct sockaddr_in a = lo(0);
+	int u = socket(AF_INET, SOCK_DGRAM, 0);
+
+	if (u < 0 || bind(u, (struct sockaddr *)&a, sizeof(a))) {
+		perror("udp");
+		exit(1);
+	}
+	return u;
+}
+
+static void udp_send(uint16_t port)
+{
+	struct sockaddr_in a = lo(port);
+	int u = socket(AF_INET, SOCK_DGRAM, 0);
+
+	sendto(u, "x", 1, 0, (struct sockaddr *)&a, sizeof(a));
+	close(u);
+}
+
+static void arm(int fd, int owner, int sig)
+{
+	if (fcntl(fd, F_SETOWN, owner))
+		perror("F_SETOWN");
+	if (sig >= 0 && fcntl(fd, F_SETSIG, sig))
+		perror("F_SETSIG");
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_ASYNC))
+		perror("F_SETFL O_ASYNC");
+}
+
+static int me(void)
+{
+	return (int)syscall(SYS_gettid);
+}
+
+/* ---- The cases ---------------------------------------------------------- */
+
+static void tcp_data(void)
+{
+	int c, a;
+
+	tcp_pair(&c, &a);
+	catch(SIGIO, 0);
+	arm(a, getpid(), -1);
+	reset();
+	send(c, "x", 1, 0);
+	await();
+	report("tcp_data", a, me());
+	printf("tcp_data_getfl async=%d own=%d\n", !!(fcntl(a, F_GETFL) & O_ASYNC),
+	       fcntl(a, F_GETOWN) == getpid());
+	close(c);
+	close(a);
+}
+
+static void tcp_setsig(void)
+{
+	int c, a;
+	struct f_owner_ex ex;
+
+	tcp_pair(&c, &a);
+	catch(SIGRTMIN + 1, 0);
+	arm(a, getpid(), SIGRTMIN + 1);
+	fcntl(a, F_GETOWN_EX, &ex);
+	printf("tcp_setsig_get sig=%d own_type=%d own=%d\n", fcntl(a, F_GETSIG) - SIGRTMIN,
+	       ex.type, ex.pid == getpid());
+	reset();
+	send(c, "x", 1, 0);
+	await();
+	report("tcp_setsig", a, me());
+	/* Two more writes, each read first: one signal each. */
+	reset();
+	send(c, "y", 1, 0);
+	await();
+	send(c, "z", 1, 0);
+	msleep(300);
+	report("tcp_setsig_two", a, me());
+	/* The peer's FIN: POLL_IN (the socket is not shut both ways). */
+	reset();
+	shutdown(c, SHUT_WR);
+	await();
+	report("tcp_setsig_fin", a, me());
+	close(c);
+	close(a);
+}
+
+static void udp_data(void)
+{
+	int u = udp_bound();
+
+	catch(SIGIO, 0);
+	arm(u, getpid(), -1);
+	reset();
+	udp_send(port_of(u));
+	await();
+	report("udp_data", u, me());
+	catch(SIGRTMIN + 2, 0);
+	fcntl(u, F_SETSIG, SIGRTMIN + 2);
+	reset();
+	udp_send(port_of(u));
+	udp_send(port_of(u));
+	udp_send(port_of(u));
+	await();
+	report("udp_setsig_three", u, me());
+	close(u);
+}
+
+static void listen_conn(void)
+{
+	int l = listener(), c;
+
+	catch(SIGRTMIN + 3, 0);
+	arm(l, getpid(), SIGRTMIN + 3);
+	reset();
+	c = connect_nb(port_of(l));
+	await();
+	report("listen_conn", l, me());
+	close(c);
+	close(l);
+}
+
+static void fioasync(void)
+{
+	int u = udp_bound(), on = 1, off = 0, own = getpid(), v = 0;
+
+	catch(SIGRTMIN + 4, 0);
+	ioctl(u, FIOSETOWN, &own);
+	fcntl(u, F_SETSIG, SIGRTMIN + 4);
+	printf("fioasync_set ret=%d\n", ioctl(u, FIOASYNC, &on));
+	ioctl(u, FIOGETOWN, &v);
+	printf("fioasync_get async=%d own=%d\n", !!(fcntl(u, F_GETFL) & O_ASYNC), v == own);
+	reset();
+	udp_send(port_of(u));
+	await();
+	report("fioasync", u, me());
+	ioctl(u, FIOASYNC, &off);
+	printf("fioasync_off async=%d\n", !!(fcntl(u, F_GETFL) & O_ASYNC));
+	reset();
+	udp_send(port_of(u));
+	await();
+	report("fioasync_off_data", u, me());
+	close(u);
+}
+
+static volatile int t2_tid, t2_stop;
+
+static void *thread2(void *arg)
+{
+	sigset_t m;
+
+	(void)arg;
+	sigemptyset(&m);
+	pthread_sigmask(SIG_SETMASK, &m, NULL);
+	t2_tid = me();
+	while (!t2_stop)
+		msleep(1);
+	return NULL;
+}
+
+static void owner_tid(void)
+{
+	struct f_owner_ex ex, back;
+	pthread_t t;
+	int u = udp_bound();
+
+	catch(SIGRTMIN + 5, 0);
+	pthread_create(&t, NULL, thread2, NULL);
+	while (!t2_tid)
+		msleep(1);
+	ex.type = F_OWNER_TID;
+	ex.pid = t2_tid;
+	fcntl(u, F_SETOWN_EX, &ex);
+	fcntl(u, F_SETSIG, SIGRTMIN + 5);
+	fcntl(u, F_SETFL, fcntl(u, F_GETFL) | O_ASYNC);
+	fcntl(u, F_GETOWN_EX, &back);
+	printf("owner_tid_get type=%d is_thread=%d\n", back.type, back.pid == t2_tid);
+	reset();
+	udp_send(port_of(u));
+	await();
+	report("owner_tid", u, t2_tid);
+	t2_stop = 1;
+	pthread_join(t, NULL);
+	close(u);
+}
+
+static void owner_pgrp(void)
+{
+	int u = udp_bound();
+
+	catch(SIGRTMIN + 6, 0);
+	arm(u, -getpgrp(), SIGRTMIN + 6);
+	printf("owner_pgrp_get own=%d\n", fcntl(u, F_GETOWN) == -getpgrp());
+	reset();
+	udp_send(port_of(u));
+	await();
+	report("owner_pgrp", u, me());
+	close(u);
+}
+
+/*
+ * The owner asleep in sigsuspend(), the sender another process: nobody of
+ * the owner's runs the stack when the datagram and the connection come.
+ */
+static void asleep(void)
+{
+	int u = udp_bound(), l = listener(), p[2];
+	sigset_t none, old, blk;
+	pid_t child;
+
+	catch(SIGRTMIN + 7, 0);
+	catch(SIGRTMIN + 8, 0);
+	sigemptyset(&blk);
+	sigaddset(&blk, SIGRTMIN + 7);
+	sigaddset(&blk, SIGRTMIN + 8);
+	sigprocmask(SIG_BLOCK, &blk, &old);
+	arm(u, getpid(), SIGRTMIN + 7);
+	arm(l, getpid(), SIGRTMIN + 8);
+	if (pipe(p))
+		exit(1);
+	child = fork();
+	if (child == 0) {
+		char c;
+
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)
+			_exit(1);
+		msleep(100);	/* the parent is in sigsuspend() by now */
+		udp_send(port_of(u));
+		msleep(300);
+		close(connect_nb(port_of(l)));
+		_exit(0);
+	}
+	close(p[0]);
+	reset();
+	if (write(p[1], "g", 1) != 1)
+		exit(1);
+	sigemptyset(&none);
+	alarm(5);
+	sigsuspend(&none);
+	report("asleep_udp", u, me());
+	reset();
+	sigsuspend(&none);
+	alarm(0);
+	report("asleep_listen", l, me());
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	waitpid(child, NULL, 0);
+	close(p[1]);
+	close(u);
+	close(l);
+}
+
+/* ---- EINTR ---------------------------------------------------------------- */
+
+static int blk_fd;
+static pthread_t blk_thread;
+static volatile sig_atomic_t alarm_ran;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	alarm_ran = 1;
+}
+
+/* Signal the main thread in 200 ms; once its handler ran, 200 ms later,
+ * give it what it waits for (a byte to blk_fd, or a connection to it). */
+static void *kicker(void *arg)
+{
+	int accepting = *(int *)arg, c = -1;
+
+	msleep(200);
+	pthread_kill(blk_thread, SIGALRM);
+	for (int i = 0; i < 2000 && !alarm_ran; i++)
+		msleep(1);
+	msleep(200);
+	if (accepting)
+		c = connect_to(port_of(blk_fd));
+	else
+		send(blk_fd, "k", 1, 0);
+	msleep(300);
+	if (c >= 0)
+		close(c);
+	return NULL;
+}
+
+/* how: 0 SA_RESTART, 1 no SA_RESTART, 2 signal() then siginterrupt(1),
+ * 3 SA_RESTART with SO_RCVTIMEO of 2 s, 4 SA_RESTART after another
+ * signal's handler without it ran outside any call. */
+static void eintr(const char *name, int how, int accepting)
+{
+	struct sigaction a;
+	pthread_t t;
+	sigset_t m;
+	int c, s, ret, err;
+	char b;
+
+	memset(&a, 0, sizeof(a));
+	a.sa_handler = on_alarm;
+	a.sa_flags = how == 1 ? 0 : SA_RESTART;
+	sigemptyset(&a.sa_mask);
+	if (how == 2) {
+		signal(SIGALRM, on_alarm);
+		/* What programs still call (glibc marks it deprecated). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+		siginterrupt(SIGALRM, 1);
+#pragma GCC diagnostic pop
+	} else {
+		sigaction(SIGALRM, &a, NULL);
+	}
+	if (how == 4) {
+		catch(SIGUSR1, 0);
+		raise(SIGUSR1);
+		signal(SIGUSR1, SIG_DFL);
+	}
+	alarm_ran = 0;
+	blk_thread = pthread_self();
+	if (accepting) {
+		s = listener();
+		blk_fd = s;
+	} else {
+		tcp_pair(&c, &s);
+		blk_fd = c;
+	}
+	if (how == 3) {
+		struct timeval tv = { 2, 0 };
+
+		setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	}
+	/* The kicker must not take SIGALRM itself. */
+	sigemptyset(&m);
+	sigaddset(&m, SIGALRM);
+	pthread_sigmask(SIG_BLOCK, &m, NULL);
+	pthread_create(&t, NULL, kicker, &accepting);
+	pthread_sigmask(SIG_UNBLOCK, &m, NULL);
+	if (accepting) {
+		ret = accept(s, NULL, NULL);
+		err = errno;
+		if (ret >= 0)
+			close(ret);
+	} else {
+		ret = (int)recv(s, &b, 1, 0);
+		err = errno;
+	}
+	pthread_join(t, NULL);
+	printf("%s ret=%s errno=%s handler=%d\n", name, ret < 0 ? "-1" : "ok",
+	       ret < 0 ? strerrorname_np(err) : "-", (int)alarm_ran);
+	if (!accepting)
+		close(c);
+	close(s);
+	signal(SIGALRM, SIG_DFL);
+}
+
+static void skns(void)
+{
+	int u = socket(AF_INET, SOCK_DGRAM, 0), next, ns;
+	struct stat a, b;
+
+	next = dup(0);
+	close(next);
+	ns = ioctl(u, SIOCGSKNS);
+	if (ns < 0) {
+		printf("skns ret=-1 errno=%s\n", strerrorname_np(errno));
+		close(u);
+		return;
+	}
+	fstat(ns, &a);
+	stat("/proc/self/ns/net", &b);
+	printf("skns same_ns=%d next_fd=%d cloexec=%d\n", a.st_ino == b.st_ino && a.st_dev == b.st_dev,
+	       ns == next, !!(fcntl(ns, F_GETFD) & FD_CLOEXEC));
+	close(ns);
+	close(u);
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(void);
+} cases[] = {
+	{ "tcp_data", tcp_data }, { "tcp_setsig", tcp_setsig }, { "udp_data", udp_data },
+	{ "listen_conn", listen_conn }, { "fioasync", fioasync }, { "owner_tid", owner_tid },
+	{ "owner_pgrp", owner_pgrp }, { "asleep", asleep }, { "skns", skns },
+};
+
+static void eintr_all(void)
+{
+	eintr("recv_restart", 0, 0);
+	eintr("recv_restart_after_other", 4, 0);
+	eintr("recv_norestart", 1, 0);
+	eintr("recv_siginterrupt", 2, 0);
+	eintr("recv_rcvtimeo", 3, 0);
+	eintr("accept_restart", 0, 1);
+	eintr("accept_norestart", 1, 1);
+	eintr("accept_siginterrupt", 2, 1);
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* A process group of its own: the pgrp case signals no one else. */
+	setpgid(0, 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		bool run = argc < 2;
+
+		for (int k = 1; k < argc; k++)
+			run |= !strcmp(argv[k], cases[i].name);
+		if (run)
+			cases[i].fn();
+	}
+	{
+		bool run = argc < 2;
+
+		for (int k = 1; k < argc; k++)
+			run |= !strcmp(argv[k], "eintr");
+		if (run)
+			eintr_all();
+	}
+	return 0;
+}
