@@ -13,10 +13,16 @@
  * si_code POLL_IN, si_band and si_fd, to a process, a process group or a
  * thread, with the kernel's own permission check (sigio_perm()).
  *
- * A bell's bytes are read here (pl_async_drain()): in the library's signal
- * trampoline, and at each receive on the socket; an unread byte would fill
+ * A bell's bytes are read here: every bell's in the library's signal
+ * trampoline (pl_async_drain()), the socket's own at each receive and
+ * accept on it (pl_async_read(): a program that takes its signals with
+ * sigwaitinfo() or a signalfd runs no handler); an unread byte would fill
  * the bell's queue (net.unix.max_dgram_qlen) and the next ring would be
- * refused, with no signal.
+ * refused, with no signal.  (The trampoline cannot take the mutex that
+ * orders a read with a bell's close: a bell closed by another thread
+ * between its look at the bits and its read leaves a number in the
+ * library's range above the program's, which only a program with as many
+ * files open could be given in that instant.)
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -78,6 +84,16 @@ void pl_async_drain(void)
 			sl_sys_drain_dgrams(fd);
 		}
 	}
+}
+
+void pl_async_read(struct pl_sock *ps)
+{
+	/* Under the mutex: the bell is not closed, nor its number reused,
+	 * while it is read. */
+	pthread_mutex_lock(&async_mu);
+	if (ps->async_fd && pl_async_is(ps->async_fd - 1))
+		sl_sys_drain_dgrams(ps->async_fd - 1);
+	pthread_mutex_unlock(&async_mu);
 }
 
 /* The owner and the signal of the program's description, onto the bell. */

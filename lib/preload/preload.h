@@ -302,6 +302,7 @@ int pl_async_setfl(int fd, struct pl_sock *ps, bool on);
 void pl_async_owner(int fd, struct pl_sock *ps);
 void pl_async_release(struct pl_sock *ps);
 void pl_async_drain(void);
+void pl_async_read(struct pl_sock *ps);	/* its own bell's bytes */
 bool pl_async_is(int fd);
 void pl_async_lost(int fd);
 /*

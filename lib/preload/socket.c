@@ -1784,6 +1784,9 @@ static int do_accept(int fd, struct sockaddr *addr, socklen_t *lenp, int flags)
 		ret = -EINVAL;
 		goto out;
 	}
+	/* O_ASYNC: the bell's bytes go with the connections (async.c). */
+	if (__builtin_expect(SL_READ_ONCE(ps->async_fd) != 0, 0))
+		pl_async_read(ps);
 	for (;;) {
 		making = pl_fd_making_begin();
 		ret = sluice_accept(pl_stack(), (int)ps->sd, &peer);

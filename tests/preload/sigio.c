@@ -426,6 +426,38 @@ static void asleep(void)
 	close(l);
 }
 
+/*
+ * No handler: the signal blocked and taken with sigtimedwait(), as
+ * F_SETSIG servers do.  Twelve datagrams, each read after its signal:
+ * one signal each, with the kernel's siginfo.
+ */
+static void sigwait_case(void)
+{
+	int u = udp_bound(), n = 0, fds = 0, codes = 0;
+	struct timespec t = { 2, 0 };
+	sigset_t blk, old;
+	siginfo_t si;
+	char b;
+
+	sigemptyset(&blk);
+	sigaddset(&blk, SIGRTMIN + 9);
+	sigprocmask(SIG_BLOCK, &blk, &old);
+	arm(u, getpid(), SIGRTMIN + 9);
+	for (int i = 0; i < 12; i++) {
+		udp_send(port_of(u));
+		if (sigtimedwait(&blk, &si, &t) != SIGRTMIN + 9)
+			break;
+		n++;
+		fds += si.si_fd == u;
+		codes += si.si_code == POLL_IN;
+		if (recv(u, &b, 1, MSG_DONTWAIT) != 1)
+			break;
+	}
+	printf("sigwait n=%d si_fd=%d poll_in=%d\n", n, fds, codes);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	close(u);
+}
+
 /* ---- EINTR ---------------------------------------------------------------- */
 
 static int blk_fd;
@@ -555,6 +587,7 @@ static const struct {
 	{ "tcp_data", tcp_data }, { "tcp_setsig", tcp_setsig }, { "udp_data", udp_data },
 	{ "listen_conn", listen_conn }, { "fioasync", fioasync }, { "owner_tid", owner_tid },
 	{ "owner_pgrp", owner_pgrp }, { "asleep", asleep }, { "skns", skns },
+	{ "sigwait", sigwait_case },
 };
 
 static void eintr_all(void)
