@@ -276,6 +276,9 @@ _Static_assert(sizeof(struct sl_sock) <= SL_SOCK_SIZE && SL_SOCK_SIZE <= 1024,
  * (sl_sock_async(); lib/preload/README.md, "O_ASYNC").  Set and cleared
  * under the stack lock, never while the socket is private. */
 #define SL_LIFE_ASYNC	0x04
+/* ... and a write found no room since (Linux SOCKWQ_ASYNC_NOSPACE): the
+ * room coming back is signalled once (sl_sock_async_space()). */
+#define SL_LIFE_NOSPACE	0x08
 
 /*
  * SO_RCVLOWAT (socket(7)): bytes a blocking read waits for, and that poll
@@ -662,6 +665,15 @@ static inline void sl_sock_async(struct sl_stack *s, struct sl_sock *so)
 {
 	if (__builtin_expect(so->life & SL_LIFE_ASYNC, 0))
 		sl_sock_async_slow(s, so);
+}
+/* Room to write came back (an ACK, the pool): signalled if a write found
+ * none before (SL_LIFE_NOSPACE) and the socket is writable now, once, as
+ * Linux's sk_stream_write_space() and SOCK_WAKE_SPACE. */
+void sl_sock_async_space_slow(struct sl_stack *s, struct sl_sock *so);
+static inline void sl_sock_async_space(struct sl_stack *s, struct sl_sock *so)
+{
+	if (__builtin_expect(so->life & SL_LIFE_NOSPACE, 0))
+		sl_sock_async_space_slow(s, so);
 }
 /* Append buffer idx to the receive queue. */
 void sl_sock_rxq_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint32_t bytes);

@@ -944,6 +944,18 @@ void sl_sock_async_slow(struct sl_stack *s, struct sl_sock *so)
 	sl_count(s, SL_C_sock_async);
 }
 
+void sl_sock_async_space_slow(struct sl_stack *s, struct sl_sock *so)
+{
+	if (!(so->life & SL_LIFE_ASYNC)) {
+		so->life &= (uint8_t)~SL_LIFE_NOSPACE;
+		return;
+	}
+	if (!(sl_sock_events(s, so) & SL_EV_OUT))
+		return;
+	so->life &= (uint8_t)~SL_LIFE_NOSPACE;
+	sl_sock_async_slow(s, so);
+}
+
 void sl_wake_epw(struct sl_stack *s, uint16_t epw)
 {
 	/* The group of the set watching it; a socket in several sets wakes

@@ -261,6 +261,47 @@ static void tcp_setsig(void)
 	close(a);
 }
 
+/*
+ * Room to write back after a write found none (SOCK_WAKE_SPACE): one
+ * signal, however many ACKs bring it.  Linux's si_code there is POLL_OUT;
+ * the line leaves it out (lib/preload/README.md, "O_ASYNC": ours is
+ * POLL_IN).
+ */
+static void tcp_space(void)
+{
+	static char buf[65536];
+	int c, a, full = 0;
+
+	tcp_pair(&c, &a);
+	catch(SIGRTMIN + 10, 0);
+	fcntl(c, F_SETFL, O_NONBLOCK);
+	arm(c, getpid(), SIGRTMIN + 10);
+	reset();
+	for (int i = 0; i < 10000 && !full; i++)
+		full = send(c, buf, sizeof(buf), 0) < 0 && errno == EAGAIN;
+	msleep(100);
+	printf("tcp_space_full full=%d signals=%d\n", full, (int)got_n);
+	reset();
+	fcntl(a, F_SETFL, O_NONBLOCK);
+	for (int i = 0; i < 100000; i++) {
+		if (recv(a, buf, sizeof(buf), 0) < 0) {
+			if (errno != EAGAIN)
+				break;
+			msleep(5);
+			if (i > 0 && recv(a, buf, sizeof(buf), MSG_PEEK) < 0)
+				break;
+		}
+	}
+	await();
+	if (!got_n)
+		printf("tcp_space none\n");
+	else
+		printf("tcp_space sig=%d fd=%s n=%d\n", got_sig, got_fd == c ? "fd" : "other",
+		       (int)got_n);
+	close(c);
+	close(a);
+}
+
 static void udp_data(void)
 {
 	int u = udp_bound();
@@ -587,7 +628,7 @@ static const struct {
 	{ "tcp_data", tcp_data }, { "tcp_setsig", tcp_setsig }, { "udp_data", udp_data },
 	{ "listen_conn", listen_conn }, { "fioasync", fioasync }, { "owner_tid", owner_tid },
 	{ "owner_pgrp", owner_pgrp }, { "asleep", asleep }, { "skns", skns },
-	{ "sigwait", sigwait_case },
+	{ "sigwait", sigwait_case }, { "tcp_space", tcp_space },
 };
 
 static void eintr_all(void)

@@ -699,10 +699,12 @@ void sl_tcp_pool_look(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
 	if (!can_send(so))
 		return;
-	if (send_room(s, so))
+	if (send_room(s, so)) {
 		sl_sock_wake(s, so);
-	else
+		sl_sock_async_space(s, so);
+	} else {
 		so->tcp.t_pool = now_us + SL_TCP_POOL_US;
+	}
 }
 
 /* Put buffer idx at the tail of the send queue, numbered from snd_end. */
@@ -806,6 +808,10 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 	}
 	if (refused)
 		pool_refused(s, so, now_us);
+	/* Short of room: an O_ASYNC owner is signalled when it comes back
+	 * (Linux sk_stream_wait_memory() sets SOCKWQ_ASYNC_NOSPACE). */
+	if (done < len && (so->life & SL_LIFE_ASYNC))
+		so->life |= SL_LIFE_NOSPACE;
 	if (done) {
 		so->tx_bytes += done;
 		mark_push(s, tp);

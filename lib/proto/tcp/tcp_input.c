@@ -1372,6 +1372,7 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 			sl_tcp_tlp_arm(so, now_us);
 		sndbuf_expand(s, so);
 		sl_sock_wake(s, so);
+		sl_sock_async_space(s, so);
 	} else if (dup) {
 		tp->dupacks++;
 		rack_mark(s, tp, now_us, &newly_lost, &lost);
