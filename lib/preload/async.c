@@ -137,13 +137,21 @@ static int arm_at(int fd, int bell)
 	return ret;
 }
 
-static void bell_close(struct pl_sock *ps)
+/* closing: the socket's last fd here goes, and the socket with it if it
+ * was the last anywhere: the entry ends without the stack lock (a close()
+ * never waits for a stopped holder for it); else O_ASYNC was turned off
+ * and the socket's mark goes too (sl_async_bell()). */
+static void bell_close(struct pl_sock *ps, bool closing)
 {
 	int fd = ps->async_fd - 1;
 
-	if (ps->async_pid == (uint32_t)sl_self_pid() && ps->async_slot >= 0)
-		sl_async_bell(pl_stack(), (int)ps->sd, false, 0, 0, &ps->async_slot,
-			      &ps->async_gen);
+	if (ps->async_pid == (uint32_t)sl_self_pid() && ps->async_slot >= 0) {
+		if (closing)
+			sl_bell_unregister(pl_sl(), ps->async_slot, ps->async_gen);
+		else
+			sl_async_bell(pl_stack(), (int)ps->sd, false, 0, 0, &ps->async_slot,
+				      &ps->async_gen);
+	}
 	if (pl_async_is(fd)) {
 		set_bit(fd, false);
 		sl_sys_close(fd);
@@ -180,7 +188,7 @@ static int arm(int fd, struct pl_sock *ps)
 		ret = sl_async_bell(pl_stack(), (int)ps->sd, true, pid, tid, &ps->async_slot,
 				    &ps->async_gen);
 	if (ret)
-		bell_close(ps);
+		bell_close(ps, false);
 	return ret;
 }
 
@@ -192,7 +200,7 @@ int pl_async_setfl(int fd, struct pl_sock *ps, bool on)
 	if (on && !ps->async_fd)
 		ret = arm(fd, ps);
 	else if (!on && ps->async_fd)
-		bell_close(ps);
+		bell_close(ps, false);
 	pthread_mutex_unlock(&async_mu);
 	return ret;
 }
@@ -211,6 +219,6 @@ void pl_async_release(struct pl_sock *ps)
 		return;
 	pthread_mutex_lock(&async_mu);
 	if (ps->async_fd)
-		bell_close(ps);
+		bell_close(ps, true);
 	pthread_mutex_unlock(&async_mu);
 }
