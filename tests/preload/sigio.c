@@ -7,6 +7,10 @@
  * (tests/host/test_sigio.sh compares them).  All on 127.0.0.1.
  *
  *   sigio [CASE...]   (no argument: every case)
+ *   sigio wait_udp PORT   a datagram from outside to PORT while the only
+ *                         thread sleeps in sigsuspend() (a TAP stack's
+ *                         frames then read by whoever the stack has:
+ *                         tests/host/test_sigio_tap.sh sends it)
  *
  * A signal's line: its number, si_code, si_fd (as "fd" when it is the fd
  * armed, else the number), si_band, the count of signals within 200 ms of
@@ -643,9 +647,42 @@ static void eintr_all(void)
 	eintr("accept_siginterrupt", 2, 1);
 }
 
+static void wait_udp(int port)
+{
+	struct sockaddr_in a;
+	sigset_t blk, old, none;
+	int u = socket(AF_INET, SOCK_DGRAM, 0);
+
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_port = htons((uint16_t)port);
+	if (u < 0 || bind(u, (struct sockaddr *)&a, sizeof(a))) {
+		perror("bind");
+		exit(1);
+	}
+	catch(SIGRTMIN + 11, 0);
+	sigemptyset(&blk);
+	sigaddset(&blk, SIGRTMIN + 11);
+	sigprocmask(SIG_BLOCK, &blk, &old);
+	arm(u, getpid(), SIGRTMIN + 11);
+	reset();
+	printf("ready\n");
+	sigemptyset(&none);
+	alarm(10);
+	sigsuspend(&none);
+	alarm(0);
+	report("wait_udp", u, me());
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	close(u);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 3 && !strcmp(argv[1], "wait_udp")) {
+		wait_udp(atoi(argv[2]));
+		return 0;
+	}
 	/* A process group of its own: the pgrp case signals no one else. */
 	setpgid(0, 0);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
