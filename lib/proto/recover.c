@@ -54,6 +54,7 @@ struct rec {
 	uint32_t *claim;	/* per buffer: TAG_*, or socket idx + 1 */
 	uint8_t *bad;		/* per socket: reset it */
 	uint32_t resets, lo_dropped;
+	pid_t dead;		/* the holder that died */
 };
 
 /*
@@ -188,15 +189,46 @@ static bool is_conn(const struct sl_sock *so)
 	       so->state != SL_TCP_CLOSED;
 }
 
-/* Empty so's queues (their buffers are unclaimed: the pool gets them). */
-static void drop_queues(struct sl_sock *so)
+/*
+ * Is the chain from head lent to a process that lives (its first buffer
+ * carries the borrower's pid, tcp.c "Lending"), and not to the dead
+ * holder?  That process is copying into or out of those buffers with the
+ * lock let go, this instant perhaps, and gives them back itself
+ * (sl_tcp_*_return()): until then they are its own.
+ */
+static bool lent_to_live(struct rec *rc, uint32_t head)
+{
+	uint64_t pid;
+
+	if (head >= rc->s->n_bufs)
+		return false;
+	pid = rc->s->bufmeta[head].ts_us;
+	return pid && pid <= (1u << 22) && (pid_t)pid != rc->dead && !sl_pid_dead((pid_t)pid);
+}
+
+/*
+ * Empty so's queues (their buffers are unclaimed: the pool gets them).
+ * With keep_lent, a chain lent to a live process stays the socket's, to
+ * be claimed and given back by its borrower: given to the pool, its
+ * buffers would be handed out while the borrower still copies, and the
+ * borrower's receive would return another connection's bytes, or its
+ * send write into another connection's (test_lend; test_killsoak's wrong
+ * byte).  Without (the chain itself is not whole), it goes with the rest.
+ */
+static void drop_queues(struct rec *rc, struct sl_sock *so, bool keep_lent)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 
 	so->rxq_head = so->rxq_tail = SLUICE_IDX_NONE;
 	so->rxq_bytes = so->rxq_count = 0;
-	so->rx_lent_idx = so->tx_lent_idx = SLUICE_IDX_NONE;
-	so->rx_lent_bytes = so->rx_lent_count = so->tx_lent_bytes = 0;
+	if (!keep_lent || !lent_to_live(rc, so->rx_lent_idx)) {
+		so->rx_lent_idx = SLUICE_IDX_NONE;
+		so->rx_lent_bytes = so->rx_lent_count = 0;
+	}
+	if (!keep_lent || !lent_to_live(rc, so->tx_lent_idx)) {
+		so->tx_lent_idx = SLUICE_IDX_NONE;
+		so->tx_lent_bytes = 0;
+	}
 	so->errq_head = so->errq_tail = SLUICE_IDX_NONE;
 	so->errq_count = 0;
 	if (so->type != SL_SOCK_TCP)
@@ -212,13 +244,14 @@ static void drop_queues(struct sl_sock *so)
  * A socket that cannot be made whole.  A TCP connection ends as a reset
  * one does (its RST goes out once the stack is whole again, send_resets());
  * a listener stops listening; a UDP socket keeps going, without what it
- * had queued.  Its slot stays its users'.
+ * had queued.  Its slot stays its users', and a chain lent to a live
+ * process stays that process's if keep_lent (drop_queues()).
  */
-static void reset_sock(struct rec *rc, struct sl_sock *so)
+static void reset_sock(struct rec *rc, struct sl_sock *so, bool keep_lent)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 
-	drop_queues(so);
+	drop_queues(rc, so, keep_lent);
 	rc->resets++;
 	/* Whatever was out of range is put back in (fields_ok()). */
 	if ((uint32_t)so->error > 4095)
@@ -420,7 +453,7 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 	uint8_t *seen;
 	bool again;
 
-	(void)dead;
+	rc.dead = dead;
 	rc.claim = calloc(s->n_bufs ? s->n_bufs : 1, sizeof(*rc.claim));
 	rc.bad = calloc(s->max_sockets ? s->max_sockets : 1, 2);
 	if (!rc.claim || !rc.bad) {
@@ -457,13 +490,15 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 				rc.resets++;
 				continue;
 			}
-			reset_sock(&rc, so);
+			reset_sock(&rc, so, false);
 			rc.bad[i] = rc.bad[i] ? rc.bad[i] : 1;
 			continue;
 		}
+		/* Half changed, perhaps; a chain lent to a live process was
+		 * not (only the borrower's own calls change it). */
 		if ((i == busy[0] || i == busy[1]) &&
 		    (so->type == SL_SOCK_UDP || is_conn(so))) {
-			reset_sock(&rc, so);
+			reset_sock(&rc, so, true);
 			rc.bad[i] = rc.bad[i] ? rc.bad[i] : 1;
 		}
 	}
@@ -478,7 +513,7 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 			if (so->type == SL_SOCK_FREE || so->type == SL_SOCK_RESERVED ||
 			    claim_sock(&rc, so))
 				continue;
-			reset_sock(&rc, so);
+			reset_sock(&rc, so, false);
 			rc.bad[i] = rc.bad[i] ? rc.bad[i] : 1;
 			again = true;
 		}

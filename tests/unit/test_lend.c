@@ -5,9 +5,12 @@
  * through one stack with sends and receives of random sizes on both sides
  * of the lending threshold, and the bytes must arrive in order and intact;
  * a borrower that dies holding a chain, or a socket that goes while its
- * buffers are lent, must leave the pool whole.
+ * buffers are lent, must leave the pool whole; and a recovery from a
+ * holder's death must leave a live borrower its chain.
  */
 #include <errno.h>
+#include <signal.h>
+#include <string.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -255,11 +258,219 @@ static void test_socket_gone_while_lent(void)
 	fx_destroy(s);
 }
 
+/* Send len bytes of value v on c (non-blocking, as much as goes) and run
+ * the stack: buffers the pool hands out now are written with v. */
+static void fill_with(struct sl_stack *s, int c, size_t len, uint8_t v)
+{
+	static uint8_t buf[65536];
+
+	memset(buf, v, sizeof(buf));
+	for (size_t done = 0; done < len;) {
+		size_t n = len - done < sizeof(buf) ? len - done : sizeof(buf);
+		long w = sluice_send(ST(s), c, buf, n, MSG_DONTWAIT);
+
+		if (w <= 0)
+			break;
+		done += (size_t)w;
+	}
+	for (int i = 0; i < 100; i++)
+		sluice_stack_poll(ST(s));
+}
+
+/* Is buffer idx on the pool's free list? */
+static bool on_free_list(struct sl_stack *s, uint32_t idx)
+{
+	uint32_t i = s->lib->buf_free_idx;
+
+	for (uint32_t n = 0; i != SLUICE_IDX_NONE && n < s->n_bufs; n++, i = sl_buf(s, i)->next_idx)
+		if (i == idx)
+			return true;
+	return false;
+}
+
+/* The chain from head, as lent: its buffers' indices (at most max). */
+static unsigned int chain_of(struct sl_stack *s, uint32_t head, uint32_t *idx, unsigned int max)
+{
+	unsigned int n = 0;
+
+	for (uint32_t i = head, steps = 0; n < max && sl_buf_next(s, i, &steps);
+	     i = sl_buf(s, i)->next_idx)
+		idx[n++] = i;
+	return n;
+}
+
+/* How many of those buffers are on the pool's free list. */
+static int on_free_list_n(struct sl_stack *s, const uint32_t *idx, unsigned int n)
+{
+	int k = 0;
+
+	for (unsigned int i = 0; i < n; i++)
+		k += on_free_list(s, idx[i]);
+	return k;
+}
+
+/*
+ * A child takes the lock, names socket sd as the one it is changing (as a
+ * holder running segments for it from the loopback queue does) and is
+ * killed there; the next lock here takes it over and recovers.  Returns
+ * the recoveries that made (1).
+ */
+static uint64_t die_holding(struct sl_stack *s, int sd)
+{
+	uint64_t rec0 = sl_counter_sum(s, SL_C_lock_recovered);
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		sl_lock(s);
+		sl_sock_busy(s, sl_sock(s, (uint32_t)sd));
+		kill(getpid(), SIGKILL);
+		_exit(3);
+	}
+	wait_child(pid);
+	sl_lock(s);
+	sl_unlock(s);
+	return sl_counter_sum(s, SL_C_lock_recovered) - rec0;
+}
+
+/*
+ * A process copying out of buffers lent to it (a large receive, the lock
+ * let go) while another dies holding the lock in the middle of a change
+ * to that same socket (issue 17; test_killsoak's wrong byte): recovery
+ * resets the connection, and must leave the borrower its chain.  Before,
+ * it emptied the socket's lent chains with its queues and gave their
+ * buffers to the pool; the next sends wrote their bytes there, and the
+ * receive that was copying returned those bytes as its own.
+ */
+static void test_recovery_while_recv_lent(void)
+{
+	struct sl_stack *s = make_stack("lendrrx", 512);
+	struct sockaddr_in a = fx_addr("0.0.0.0", PORT);
+	uint32_t free0 = s->lib->buf_free_count, head, gen, idx[64], len[64];
+	int l = sluice_socket(ST(s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK), c, d, c2, d2;
+	static uint8_t lent[32768], later[32768];
+	size_t n = 0, off = 0, at[64];
+	unsigned int nb;
+
+	sluice_bind(ST(s), l, &a);
+	sluice_listen(ST(s), l, 4);
+	pair(s, l, &c, &d);
+	pair(s, l, &c2, &d2);
+	fill_with(s, c, 40000, 0x5a);
+
+	sl_lock(s);
+	gen = sl_sock(s, (uint32_t)d)->kp.gen;
+	head = sl_tcp_recv_lend(s, sl_sock(s, (uint32_t)d), sizeof(lent), &n);
+	sl_unlock(s);
+	tap_ok(head != SLUICE_IDX_NONE && n > 0, "a receive borrowed %zu bytes", n);
+	nb = chain_of(s, head, idx, 64);
+	for (unsigned int i = 0; i < nb; i++) {
+		len[i] = sl_buf(s, idx[i])->len;
+		at[i] = (size_t)(sl_buf_data(s, idx[i]) - sl_buf_base(s, idx[i]));
+		memcpy(lent + off, sl_buf_data(s, idx[i]), len[i]);
+		off += len[i];
+	}
+	/* While it copies, a holder dies changing its socket. */
+	tap_eq(die_holding(s, d), 1, "a process died holding the lock, naming that socket: recovered");
+	tap_ok(!on_free_list_n(s, idx, nb),
+	       "none of the %u buffers lent to the live borrower is in the pool (%d are)", nb,
+	       on_free_list_n(s, idx, nb));
+	/* Other traffic takes buffers from the pool meanwhile. */
+	fill_with(s, c2, 40000, 0xa5);
+	off = 0;
+	for (unsigned int i = 0; i < nb; i++) {
+		memcpy(later + off, sl_buf_base(s, idx[i]) + at[i], len[i]);
+		off += len[i];
+	}
+	tap_ok(off == n && !memcmp(lent, later, n),
+	       "what the borrower copies is still what it was lent (%zu of %zu bytes)", off, n);
+	sl_lock(s);
+	sl_tcp_recv_return(s, sl_sock(s, (uint32_t)d), gen, head, sl_now(s));
+	tap_eq(sl_sock(s, (uint32_t)d)->rx_lent_idx, SLUICE_IDX_NONE,
+	       "the borrower gives the chain back to the reset socket");
+	sl_unlock(s);
+	tap_ok(sluice_recv(ST(s), d, later, sizeof(later), MSG_DONTWAIT) < 0,
+	       "and the socket is reset (its receive fails)");
+
+	sluice_close(ST(s), c);
+	sluice_close(ST(s), d);
+	sluice_close(ST(s), c2);
+	sluice_close(ST(s), d2);
+	sluice_close(ST(s), l);
+	for (int i = 0; i < 200 && s->lib->buf_free_count != free0; i++)
+		sluice_stack_poll(ST(s));
+	tap_eq(s->lib->buf_free_count, free0, "every buffer back in the pool");
+	fx_destroy(s);
+}
+
+/*
+ * The same for a large send: the borrower writes into its lent buffers
+ * after the recovery.  Before, they were in the pool by then, and another
+ * connection's bytes in them were overwritten: its receiver got the
+ * borrower's bytes.
+ */
+static void test_recovery_while_send_lent(void)
+{
+	struct sl_stack *s = make_stack("lendrtx", 512);
+	struct sockaddr_in a = fx_addr("0.0.0.0", PORT);
+	uint32_t free0 = s->lib->buf_free_count, head, gen, idx[64], len[64];
+	int l = sluice_socket(ST(s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK), c, d, c2, d2;
+	static uint8_t buf[65536];
+	size_t n = 0, got = 0, wrong = 0;
+	unsigned int nb;
+	long r;
+
+	sluice_bind(ST(s), l, &a);
+	sluice_listen(ST(s), l, 4);
+	pair(s, l, &c, &d);
+	pair(s, l, &c2, &d2);
+
+	sl_lock(s);
+	gen = sl_sock(s, (uint32_t)c)->kp.gen;
+	head = sl_tcp_send_lend(s, sl_sock(s, (uint32_t)c), 32768, &n);
+	sl_unlock(s);
+	tap_ok(head != SLUICE_IDX_NONE && n > 0, "a send borrowed %zu bytes of buffers", n);
+	nb = chain_of(s, head, idx, 64);
+	for (unsigned int i = 0; i < nb; i++)
+		len[i] = sl_buf(s, idx[i])->aux;
+	tap_eq(die_holding(s, c), 1, "a process died holding the lock, naming that socket: recovered");
+	tap_ok(!on_free_list_n(s, idx, nb),
+	       "none of the %u buffers lent to the live borrower is in the pool (%d are)", nb,
+	       on_free_list_n(s, idx, nb));
+	/* Another connection's data, in buffers from the pool. */
+	fill_with(s, c2, 40000, 0xa5);
+	/* The borrower's copy lands now. */
+	for (unsigned int i = 0; i < nb; i++)
+		memset(sl_buf_base(s, idx[i]) + SL_TCP_DATA_OFF, 0x5a, len[i]);
+	sl_lock(s);
+	r = sl_tcp_send_return(s, sl_sock(s, (uint32_t)c), gen, head, sl_now(s));
+	sl_unlock(s);
+	tap_ok(r < 0, "its send fails as after a reset (%ld)", r);
+	while ((r = sluice_recv(ST(s), d2, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+		for (long i = 0; i < r; i++)
+			wrong += buf[i] != 0xa5;
+		got += (size_t)r;
+	}
+	tap_ok(got == 40000 && !wrong,
+	       "the other connection receives its own bytes (%zu, %zu wrong)", got, wrong);
+
+	sluice_close(ST(s), c);
+	sluice_close(ST(s), d);
+	sluice_close(ST(s), c2);
+	sluice_close(ST(s), d2);
+	sluice_close(ST(s), l);
+	for (int i = 0; i < 200 && s->lib->buf_free_count != free0; i++)
+		sluice_stack_poll(ST(s));
+	tap_eq(s->lib->buf_free_count, free0, "every buffer back in the pool");
+	fx_destroy(s);
+}
+
 int main(void)
 {
 	test_stream_two_processes(1);
 	test_stream_two_processes(2);
 	test_dead_borrower();
 	test_socket_gone_while_lent();
+	test_recovery_while_recv_lent();
+	test_recovery_while_send_lent();
 	return tap_done();
 }

@@ -887,16 +887,20 @@ uint32_t sl_tcp_recv_lend(struct sl_stack *s, struct sl_sock *so, size_t len, si
 	}
 	if (last == SLUICE_IDX_NONE)
 		return SLUICE_IDX_NONE;
+	/* The borrower is named before the chain is the socket's: a
+	 * recovery keeps a chain lent to a live process (recover.c), and a
+	 * holder killed in between must not leave one that names a
+	 * receive time as a pid.  Volatile stores: in this order. */
+	SL_WRITE_ONCE(sl_buf(s, head)->ts_us, (uint64_t)sl_self_pid());
 	so->rxq_head = idx;
 	if (!sl_buf_some(s, idx))
 		so->rxq_head = so->rxq_tail = SLUICE_IDX_NONE;
 	sl_buf(s, last)->next_idx = SLUICE_IDX_NONE;
 	so->rxq_bytes -= (uint32_t)n;
 	so->rxq_count -= count;
-	so->rx_lent_idx = head;
 	so->rx_lent_bytes = (uint32_t)n;
 	so->rx_lent_count = count;
-	sl_buf(s, head)->ts_us = (uint64_t)sl_self_pid();
+	SL_WRITE_ONCE(so->rx_lent_idx, head);
 	*bytes = n;
 	return head;
 }
@@ -952,9 +956,9 @@ uint32_t sl_tcp_send_lend(struct sl_stack *s, struct sl_sock *so, size_t len, si
 	}
 	if (head == SLUICE_IDX_NONE)
 		return SLUICE_IDX_NONE;
-	sl_buf(s, head)->ts_us = (uint64_t)sl_self_pid();
-	so->tx_lent_idx = head;
+	SL_WRITE_ONCE(sl_buf(s, head)->ts_us, (uint64_t)sl_self_pid());
 	so->tx_lent_bytes = (uint32_t)n;
+	SL_WRITE_ONCE(so->tx_lent_idx, head);
 	*bytes = n;
 	return head;
 }
