@@ -9,9 +9,11 @@
  * connections, and serves them all from one level-triggered epoll set,
  * echoing what it reads.  The client ping-pongs 64 bytes ROUNDS times over
  * its first connection while the other N stay idle, and prints
- *   N <n> one-way <us> us cpu <us> us/round-trip
+ *   N <n> one-way <us> us cpu <us> us/round-trip median <us> us
  * (half the mean round trip; the CPU time of both processes over the
- * same round trips, after 1000 to warm up, per round trip).
+ * same round trips, after 1000 to warm up, per round trip; half the
+ * median round trip, which a few round trips that waited for a core on a
+ * loaded machine do not move as they move the mean).
  *
  * Each process holds N + 2 fds or more: the program raises its own
  * RLIMIT_NOFILE to N + 256 (root may raise the hard limit too).  Past
@@ -73,11 +75,22 @@ static bool fds_for(int n)
 	return false;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
 static int client(struct sockaddr_in *a, int n, long rounds, int report)
 {
 	int *fd = calloc((size_t)n + 1, sizeof(int)), one = 1;
+	double *rtt = calloc((size_t)rounds, sizeof(double));
 	char buf[64] = { 0 };
-	double t0, c0;
+	double t0, c0, med;
+
+	if (!fd || !rtt)
+		return 1;
 
 	for (int i = 0; i <= n; i++) {
 		struct sockaddr_in src = { .sin_family = AF_INET,
@@ -102,6 +115,7 @@ static int client(struct sockaddr_in *a, int n, long rounds, int report)
 	t0 = now_s();
 	c0 = cpu_s(RUSAGE_SELF);
 	for (long r = 0; r < rounds; r++) {
+		double t = now_s();
 		size_t got = 0;
 
 		if (write(fd[0], buf, 64) != 64)
@@ -113,12 +127,16 @@ static int client(struct sockaddr_in *a, int n, long rounds, int report)
 				return 1;
 			got += (size_t)k;
 		}
+		rtt[r] = now_s() - t;
 	}
 	t0 = now_s() - t0;
 	c0 = cpu_s(RUSAGE_SELF) - c0;
+	qsort(rtt, (size_t)rounds, sizeof(*rtt), cmp_double);
+	med = rounds ? rtt[rounds / 2] : 0;
 	/* The client's figures go to the parent, which adds its own CPU. */
 	if (write(report, &t0, sizeof(t0)) != sizeof(t0) ||
-	    write(report, &c0, sizeof(c0)) != sizeof(c0))
+	    write(report, &c0, sizeof(c0)) != sizeof(c0) ||
+	    write(report, &med, sizeof(med)) != sizeof(med))
 		return 1;
 	return 0;
 }
@@ -130,7 +148,7 @@ int main(int argc, char **argv)
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t al = sizeof(a);
 	struct epoll_event ev, evs[64];
-	double t, c_client, c_srv0, c_srv;
+	double t, c_client, c_srv0, c_srv, med;
 	char buf[64];
 	pid_t pid;
 
@@ -190,11 +208,12 @@ int main(int argc, char **argv)
 			break;
 	}
 	if (read(pfd[0], &t, sizeof(t)) != sizeof(t) ||
-	    read(pfd[0], &c_client, sizeof(c_client)) != sizeof(c_client)) {
+	    read(pfd[0], &c_client, sizeof(c_client)) != sizeof(c_client) ||
+	    read(pfd[0], &med, sizeof(med)) != sizeof(med)) {
 		fprintf(stderr, "client failed\n");
 		return 1;
 	}
-	printf("N %d one-way %.2f us cpu %.2f us/round-trip\n", n, t / rounds / 2 * 1e6,
-	       (c_client + c_srv) / rounds * 1e6);
+	printf("N %d one-way %.2f us cpu %.2f us/round-trip median %.2f us\n", n,
+	       t / rounds / 2 * 1e6, (c_client + c_srv) / rounds * 1e6, med / 2 * 1e6);
 	return 0;
 }
