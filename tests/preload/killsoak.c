@@ -20,6 +20,10 @@
  *	ok: every byte back and right; reset: the connection ended early
  *	(EOF, ECONNRESET, EPIPE) with every byte before the end right;
  *	corrupt: a wrong byte; stuck: nothing for STUCK_S seconds.
+ *	Each connection that is not ok gets a line on stderr (wall-clock
+ *	time, pid, connection number, ports, offset, length; for a wrong
+ *	byte the bytes got and expected, and where else in what was sent
+ *	the bytes got are found), for the test to set beside its kills.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,6 +31,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +52,25 @@ static void on_term(int sig)
 	stop = 1;
 }
 
-static int echo(int fd)
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Wall-clock time, as bash's $EPOCHREALTIME in the test's kill log. */
+static double wall_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Echo until EOF: 0, or the errno that ended it; *bytes: how many. */
+static int echo(int fd, size_t *bytes)
 {
 	static char buf[16384];
 
@@ -57,27 +80,37 @@ static int echo(int fd)
 		if (n == 0)
 			return 0;
 		if (n < 0)
-			return errno == EINTR ? 0 : 1;
+			return errno == EINTR ? 0 : errno;
 		for (ssize_t off = 0; off < n; off += w) {
 			w = write(fd, buf + off, (size_t)(n - off));
 			if (w < 0)
-				return 1;
+				return errno;
+			*bytes += (size_t)w;
 		}
 	}
 }
 
+/* Each connection a worker takes, on stderr: when, who, the client's
+ * port, and how the echo ended (0: EOF, else errno) after how many bytes. */
 static void worker(int l)
 {
 	signal(SIGTERM, SIG_DFL);
 	for (;;) {
-		int fd = accept(l, NULL, NULL);
+		struct sockaddr_in pa = { 0 };
+		socklen_t pl = sizeof(pa);
+		int fd = accept(l, (struct sockaddr *)&pa, &pl), ret;
+		size_t bytes = 0;
 
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
 			_exit(1);
 		}
-		echo(fd);
+		dprintf(2, "%.6f worker %d accept fd %d port %u\n", wall_s(), (int)getpid(), fd,
+			ntohs(pa.sin_port));
+		ret = echo(fd, &bytes);
+		dprintf(2, "%.6f worker %d end port %u bytes %zu %s %d\n", wall_s(), (int)getpid(),
+			ntohs(pa.sin_port), bytes, ret ? "errno" : "eof", ret);
 		close(fd);
 	}
 }
@@ -137,12 +170,54 @@ static uint64_t rng_next(uint64_t *x)
 	return *x * 2685821657736338717ull;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
+static long conn_no;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+/* One line on stderr about connection fd that did not end ok. */
+static void report(int fd, const char *what, size_t len, size_t sent, size_t got, int err)
+{
+	struct sockaddr_in la = { 0 }, pa = { 0 };
+	socklen_t ll = sizeof(la), pl = sizeof(pa);
+
+	getsockname(fd, (struct sockaddr *)&la, &ll);
+	getpeername(fd, (struct sockaddr *)&pa, &pl);
+	fprintf(stderr, "%.6f pid %d conn %ld %s port %u->%u len %zu sent %zu got %zu errno %d\n",
+		wall_s(), (int)getpid(), conn_no, what, ntohs(la.sin_port), ntohs(pa.sin_port),
+		len, sent, got, err);
+}
+
+/*
+ * A wrong byte: where, what came and what was due, and whether what came
+ * is found elsewhere in what was sent (a shifted or repeated stretch of
+ * this connection's own stream) or is zeros.
+ */
+static void report_corrupt(int fd, const uint8_t *out, const uint8_t *in, size_t len,
+			   size_t sent, size_t got, size_t n)
+{
+	size_t bad = 0, run = n < 32 ? n : 32, i;
+	long found = -1;
+	bool zeros = true;
+
+	while (bad < n && in[got + bad] == out[got + bad])
+		bad++;
+	for (i = bad; i < n && zeros; i++)
+		zeros = !in[got + i];
+	if (bad + run > n)
+		run = n - bad;
+	for (size_t o = 0; run >= 8 && o + run <= len && found < 0; o++)
+		if (!memcmp(out + o, in + got + bad, run))
+			found = (long)o;
+	report(fd, "corrupt", len, sent, got, 0);
+	fprintf(stderr, "  read of %zu at %zu: first wrong byte at %zu (%s%s); got", n, got,
+		got + bad, zeros ? "zeros from there" : "not all zeros",
+		found >= 0 ? ", found in what was sent at" : ", not found in what was sent");
+	if (found >= 0)
+		fprintf(stderr, " %ld:", found);
+	for (i = 0; i < 16 && bad + i < n; i++)
+		fprintf(stderr, " %02x", in[got + bad + i]);
+	fprintf(stderr, "; due");
+	for (i = 0; i < 16 && got + bad + i < len; i++)
+		fprintf(stderr, " %02x", out[got + bad + i]);
+	fprintf(stderr, "\n");
 }
 
 enum result { RES_OK, RES_RESET, RES_CORRUPT, RES_STUCK };
@@ -157,9 +232,14 @@ static enum result one_conn(int port, const uint8_t *out, uint8_t *in, size_t le
 	double last = now_s();
 	enum result r = RES_OK;
 
-	if (fd < 0)
+	conn_no++;
+	if (fd < 0) {
+		fprintf(stderr, "%.6f pid %d conn %ld socket: errno %d\n", wall_s(), (int)getpid(),
+			conn_no, errno);
 		return RES_RESET;
+	}
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) && errno != EINPROGRESS) {
+		report(fd, "connect failed", len, sent, got, errno);
 		close(fd);
 		return RES_RESET;
 	}
@@ -168,6 +248,7 @@ static enum result one_conn(int port, const uint8_t *out, uint8_t *in, size_t le
 		ssize_t n;
 
 		if (now_s() - last > STUCK_S) {
+			report(fd, "stuck", len, sent, got, 0);
 			r = RES_STUCK;
 			break;
 		}
@@ -179,6 +260,7 @@ static enum result one_conn(int port, const uint8_t *out, uint8_t *in, size_t le
 				sent += (size_t)n;
 				last = now_s();
 			} else if (n < 0 && errno != EAGAIN) {
+				report(fd, "send failed", len, sent, got, errno);
 				r = RES_RESET;
 				break;
 			}
@@ -186,12 +268,15 @@ static enum result one_conn(int port, const uint8_t *out, uint8_t *in, size_t le
 		n = recv(fd, in + got, len - got, 0);
 		if (n > 0) {
 			if (memcmp(in + got, out + got, (size_t)n)) {
+				report_corrupt(fd, out, in, len, sent, got, (size_t)n);
 				r = RES_CORRUPT;
 				break;
 			}
 			got += (size_t)n;
 			last = now_s();
 		} else if (n == 0 || errno != EAGAIN) {
+			if (!stop)
+				report(fd, n ? "recv failed" : "eof", len, sent, got, n ? errno : 0);
 			r = RES_RESET;
 			break;
 		}
