@@ -1268,7 +1268,17 @@ static long tcp_recv_lent(struct sl_stack *s, struct sl_sock *so, void *buf, siz
 		return (long)n;
 	}
 	sl_kp_note(s, so);
-	sl_tcp_recv_return(s, so, gen, head, sl_now_held(s));
+	if (!sl_tcp_recv_return(s, so, gen, head, sl_now_held(s))) {
+		/* The chain was taken while we copied (the socket went, or
+		 * lost its queues): its buffers may have held another
+		 * segment's bytes by then, so none of the copy is given.
+		 * The error is the one a call after that would get. */
+		int e = so->kp.gen != gen ? EBADF : so->error ? sl_sock_error(s, so) : ECONNRESET;
+
+		if (so->kp.gen == gen)
+			so->error = 0;
+		return -e;
+	}
 	return (long)n;
 }
 

@@ -907,15 +907,16 @@ uint32_t sl_tcp_recv_lend(struct sl_stack *s, struct sl_sock *so, size_t len, si
 
 static void window_update(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
 
-void sl_tcp_recv_return(struct sl_stack *s, struct sl_sock *so, uint32_t gen, uint32_t head,
+bool sl_tcp_recv_return(struct sl_stack *s, struct sl_sock *so, uint32_t gen, uint32_t head,
 			uint64_t now_us)
 {
 	if (so->kp.gen != gen || so->rx_lent_idx != head)
-		return;		/* the socket went meanwhile, and the chain with it */
+		return false;	/* the socket went meanwhile, and the chain with it */
 	sl_buf_free_chain(s, head);
 	so->rx_lent_idx = SLUICE_IDX_NONE;
 	so->rx_lent_bytes = so->rx_lent_count = 0;
 	window_update(s, so, now_us);
+	return true;
 }
 
 uint32_t sl_tcp_send_lend(struct sl_stack *s, struct sl_sock *so, size_t len, size_t *bytes)

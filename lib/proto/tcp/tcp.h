@@ -504,7 +504,7 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 		    int flags, uint64_t now_us);
 /* Lending buffers for a copy without the lock (tcp.c); lock held. */
 uint32_t sl_tcp_recv_lend(struct sl_stack *s, struct sl_sock *so, size_t len, size_t *bytes);
-void sl_tcp_recv_return(struct sl_stack *s, struct sl_sock *so, uint32_t gen, uint32_t head,
+bool sl_tcp_recv_return(struct sl_stack *s, struct sl_sock *so, uint32_t gen, uint32_t head,
 			uint64_t now_us);
 uint32_t sl_tcp_send_lend(struct sl_stack *s, struct sl_sock *so, size_t len, size_t *bytes);
 ssize_t sl_tcp_send_return(struct sl_stack *s, struct sl_sock *so, uint32_t gen, uint32_t head,
