@@ -490,12 +490,14 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 				rc.resets++;
 				continue;
 			}
-			reset_sock(&rc, so, false);
+			reset_sock(&rc, so, true);
 			rc.bad[i] = rc.bad[i] ? rc.bad[i] : 1;
 			continue;
 		}
 		/* Half changed, perhaps; a chain lent to a live process was
-		 * not (only the borrower's own calls change it). */
+		 * not (only the borrower's own calls change it).  Kept here,
+		 * it is claimed below like any chain, and dropped with the
+		 * rest if it is not whole. */
 		if ((i == busy[0] || i == busy[1]) &&
 		    (so->type == SL_SOCK_UDP || is_conn(so))) {
 			reset_sock(&rc, so, true);
@@ -513,7 +515,9 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 			if (so->type == SL_SOCK_FREE || so->type == SL_SOCK_RESERVED ||
 			    claim_sock(&rc, so))
 				continue;
-			reset_sock(&rc, so, false);
+			/* A first failure keeps a live borrower's chain (the
+			 * queues were at fault); a second drops it too. */
+			reset_sock(&rc, so, !rc.bad[i]);
 			rc.bad[i] = rc.bad[i] ? rc.bad[i] : 1;
 			again = true;
 		}

@@ -9,6 +9,7 @@
  * holder's death must leave a live borrower its chain.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <string.h>
 #include <netinet/in.h>
@@ -313,17 +314,24 @@ static int on_free_list_n(struct sl_stack *s, const uint32_t *idx, unsigned int 
 /*
  * A child takes the lock, names socket sd as the one it is changing (as a
  * holder running segments for it from the loopback queue does) and is
- * killed there; the next lock here takes it over and recovers.  Returns
+ * killed there; the next lock here takes it over and recovers.  With
+ * scribble it names nothing and leaves sd's sequence numbers out of
+ * order instead (recovery finds the socket's own fields wrong).  Returns
  * the recoveries that made (1).
  */
-static uint64_t die_holding(struct sl_stack *s, int sd)
+static uint64_t die_holding(struct sl_stack *s, int sd, bool scribble)
 {
 	uint64_t rec0 = sl_counter_sum(s, SL_C_lock_recovered);
 	pid_t pid = fork();
 
 	if (pid == 0) {
+		struct sl_sock *so = sl_sock(s, (uint32_t)sd);
+
 		sl_lock(s);
-		sl_sock_busy(s, sl_sock(s, (uint32_t)sd));
+		if (scribble)
+			so->tcp.snd_una = so->tcp.snd_nxt + 1000;
+		else
+			sl_sock_busy(s, so);
 		kill(getpid(), SIGKILL);
 		_exit(3);
 	}
@@ -342,9 +350,9 @@ static uint64_t die_holding(struct sl_stack *s, int sd)
  * buffers to the pool; the next sends wrote their bytes there, and the
  * receive that was copying returned those bytes as its own.
  */
-static void test_recovery_while_recv_lent(void)
+static void test_recovery_while_recv_lent(bool scribble)
 {
-	struct sl_stack *s = make_stack("lendrrx", 512);
+	struct sl_stack *s = make_stack(scribble ? "lendrrs" : "lendrrx", 512);
 	struct sockaddr_in a = fx_addr("0.0.0.0", PORT);
 	uint32_t free0 = s->lib->buf_free_count, head, gen, idx[64], len[64];
 	int l = sluice_socket(ST(s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK), c, d, c2, d2;
@@ -371,7 +379,8 @@ static void test_recovery_while_recv_lent(void)
 		off += len[i];
 	}
 	/* While it copies, a holder dies changing its socket. */
-	tap_eq(die_holding(s, d), 1, "a process died holding the lock, naming that socket: recovered");
+	tap_ok(die_holding(s, d, scribble) == 1, "a process died holding the lock, %s: recovered",
+	       scribble ? "that socket's fields left wrong" : "naming that socket");
 	tap_ok(!on_free_list_n(s, idx, nb),
 	       "none of the %u buffers lent to the live borrower is in the pool (%d are)", nb,
 	       on_free_list_n(s, idx, nb));
@@ -433,7 +442,8 @@ static void test_recovery_while_send_lent(void)
 	nb = chain_of(s, head, idx, 64);
 	for (unsigned int i = 0; i < nb; i++)
 		len[i] = sl_buf(s, idx[i])->aux;
-	tap_eq(die_holding(s, c), 1, "a process died holding the lock, naming that socket: recovered");
+	tap_eq(die_holding(s, c, false), 1,
+	       "a process died holding the lock, naming that socket: recovered");
 	tap_ok(!on_free_list_n(s, idx, nb),
 	       "none of the %u buffers lent to the live borrower is in the pool (%d are)", nb,
 	       on_free_list_n(s, idx, nb));
@@ -471,7 +481,8 @@ int main(void)
 	test_stream_two_processes(2);
 	test_dead_borrower();
 	test_socket_gone_while_lent();
-	test_recovery_while_recv_lent();
+	test_recovery_while_recv_lent(false);
+	test_recovery_while_recv_lent(true);
 	test_recovery_while_send_lent();
 	return tap_done();
 }
