@@ -159,7 +159,8 @@ diagnose() {
 		echo "# $t $rest"
 		case "$rest" in *port*) ;; *) continue ;; esac
 		port=$(sed -n 's/.* port \([0-9]*\)->.*/\1/p' <<<"$rest")
-		grep -E " port $port( |\$)" "$tmp/srv.log" | tail -4 | sed 's/^/#   served: /'
+		grep -E " port $port( |\$)" "$tmp/srv.log" | awk -v t="$t" '$1 <= t + 0.1' | tail -4 |
+			sed 's/^/#   served: /'
 		awk -v t="$t" '$1 >= t - 1 && $1 <= t + 0.1' "$tmp/kills" | tail -12 | sed 's/^/#   near: /'
 	done
 }

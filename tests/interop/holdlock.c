@@ -72,6 +72,7 @@ static int killholder(struct sl_stack *s, long n, pid_t spare, double seconds)
 	uint64_t rec0 = sl_counter_sum(s, SL_C_lock_recovered);
 	pid_t self = getpid();
 	long killed = 0, held = 0, missed = 0;
+	double t;
 
 	for (double end = now_s() + seconds; held < n && now_s() < end;) {
 		struct timespec nap = { 0, 20 * 1000 * 1000 }, look = { 0, 20 * 1000 };
@@ -94,6 +95,7 @@ static int killholder(struct sl_stack *s, long n, pid_t spare, double seconds)
 			continue;
 		}
 		killed++;
+		t = wall_s();
 		/* Let the others go on: until the stack is back (the next
 		 * holder killed mid-recovery, and the next, the stack would
 		 * never be), at most 5 s. */
@@ -101,8 +103,8 @@ static int killholder(struct sl_stack *s, long n, pid_t spare, double seconds)
 		     i++)
 			nanosleep(&nap, NULL);
 		held = held_deaths(s, rec0);
-		fprintf(stderr, "%.6f killholder %d (%ld died holding so far)\n", wall_s(),
-			(int)owner, held);
+		fprintf(stderr, "%.6f killholder %d (%ld died holding so far, back %.3f s later)\n",
+			t, (int)owner, held, wall_s() - t);
 	}
 	printf("killed %ld holders, %ld died holding the lock (%ld let go before they stopped)\n",
 	       killed, held_deaths(s, rec0), missed);
