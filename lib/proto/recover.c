@@ -586,6 +586,17 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 				rc.bad[i] = is_conn(so) ? 2 : 1;
 				rc.resets++;
 			}
+		} else if (so->state == SL_TCP_CLOSED && !rc.bad[i] &&
+			   !(so->tcp.tflags & (SL_TF_ACCQ | SL_TF_PASSIVE))) {
+			/* A child the dead holder was making (child_new()):
+			 * hashed perhaps, its TCB not yet made.  Nobody will
+			 * accept it or time it out, and while it stayed hashed
+			 * every SYN from its peer's port met a closed socket
+			 * and was refused (test_killsoak's fresh client).
+			 * Freed, as a reset embryo is. */
+			so->flags |= SL_SF_ORPHAN;
+			rc.bad[i] = 1;
+			rc.resets++;
 		}
 	}
 	/* Each listener's list of children, again from parent_idx: a dead
