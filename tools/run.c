@@ -500,7 +500,8 @@ static long fds_private(struct fds_stack *tab, unsigned int n, const char *name,
 		ssize_t len;
 
 		snprintf(path, sizeof(path), "/proc/%ld/fd/%d", pid, r[only].fd);
-		snprintf(want, sizeof(want), "/dev/shm/sluicefd-%s/%ld", name, shard);
+		snprintf(want, sizeof(want), "/dev/shm/sluicefd-%s/" SL_FDREC_SHARD_NAME "%ld", name,
+			 shard);
 		len = readlink(path, link, sizeof(link) - 1);
 		if (len > 0 && (link[len] = '\0', !strcmp(link, want)))
 			return -1;
@@ -650,20 +651,23 @@ int cmd_fds(const char *name, bool json)
 				continue;
 			link[n] = '\0';
 			kfd = !strcmp(link, "anon_inode:[sluice-sock]");
-			/* A placeholder is a shard directory in the stack's
-			 * ("NAME/N"); its records file ("NAME/recs") is the
-			 * library's own. */
+			/* A placeholder is a shard's FIFO in the stack's
+			 * directory ("NAME/sN"); its records file ("NAME/recs")
+			 * is the library's own. */
 			if (!kfd) {
-				char *slash;
+				const size_t sn = sizeof(SL_FDREC_SHARD_NAME) - 1;
+				char *slash, *num;
 
 				if (strncmp(link, prefix, sizeof(prefix) - 1))
 					continue;
 				slash = strchr(link + sizeof(prefix) - 1, '/');
-				if (!slash || !slash[1] ||
-				    strspn(slash + 1, "0123456789") != strlen(slash + 1))
+				if (!slash || strncmp(slash + 1, SL_FDREC_SHARD_NAME, sn))
+					continue;
+				num = slash + 1 + sn;
+				if (!*num || strspn(num, "0123456789") != strlen(num))
 					continue;
 				*slash = '\0';
-				shard = strtol(slash + 1, NULL, 10);
+				shard = strtol(num, NULL, 10);
 			}
 			stack = kfd ? kstack : link + sizeof(prefix) - 1;
 			kstack[0] = '\0';

@@ -155,7 +155,8 @@ void sl_helper_ensure(struct sl_stack *s);
 #define SL_FDREC_USED	1	/* held: its lock byte [index] says by whom */
 #define SL_FDREC_PRIV	2	/* held by its creator alone (fd, proc), no lock */
 #define SL_FDREC_PROCS	256
-#define SL_FDREC_SHARD	64	/* sockets a placeholder directory: STACK/(index / 64) */
+#define SL_FDREC_SHARD	64	/* sockets a placeholder FIFO: STACK/s(index / 64) */
+#define SL_FDREC_SHARD_NAME	"s"	/* a shard's FIFO: "s" and the shard's number */
 #define SL_FDREC_LOCK_BASE	((off_t)1 << 40)	/* process i's lock byte: + i */
 /* The stack's death watcher holds a write lock on this byte while it
  * lives (preload/watch.c). */

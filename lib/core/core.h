@@ -1194,7 +1194,10 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * process attaches only to a stack whose version is its own, else
  * sl_region_attach() fails with -EPROTO and says which two versions met.
  * Bump it with any change to struct sl_sock, struct sl_tcp_sock, struct
- * sl_udp_sock, SL_COUNTERS or the meaning of a region field.
+ * sl_udp_sock, SL_COUNTERS or the meaning of a region field, and with
+ * any change to the stack's files beside it that every process must
+ * agree on (31: a shard's placeholder is the FIFO sN, no longer the
+ * directory N; processes of both would lock different inodes).
  */
 #define SL_LAYOUT_VERSION	31
 

@@ -158,11 +158,12 @@ EXPORT int fcntl(int fd, int cmd, ...)
 		if (SL_READ_ONCE(ps->async_fd))
 			pl_async_owner(fd, ps);
 	} else if (ret >= 0 && cmd == F_GETFL)
-		/* What a socket says: read-write, no O_LARGEFILE (the
-		 * kernel's bit; glibc's O_LARGEFILE is 0 on 64-bit), and
-		 * no O_DIRECTORY (the placeholder's, fdtable.c). */
+		/* What a socket says: read-write (the placeholder's FIFO
+		 * is read-only, fdtable.c), no O_LARGEFILE (the kernel's
+		 * bit; glibc's O_LARGEFILE is 0 on 64-bit), and no
+		 * O_DIRECTORY (an earlier library's placeholder). */
 		ret = (ret & ~(O_ACCMODE | PL_KERNEL_O_LARGEFILE | O_DIRECTORY)) | O_RDWR |
-		      /* A directory does not keep O_ASYNC: the bell says. */
+		      /* O_ASYNC as the socket's async bell says. */
 		      (SL_READ_ONCE(ps->async_fd) ? O_ASYNC : 0);
 	pl_put(ps);
 	return ret;

@@ -8,15 +8,20 @@
  * publish with rcu_assign_pointer and free after synchronize_rcu().  A
  * reader takes a reference on the pl_sock before it leaves the read side.
  *
- * Placeholders: a Sluice socket's fd is an open file description of the
- * directory /dev/shm/sluicefd-STACK (one open() per socket, O_RDONLY),
- * holding an OFD read lock on byte [index] once another process may hold
- * it (until then it is private: "Private sockets" below).  A directory, so that a call
- * which bypasses the library (a raw system call, a function the library
- * does not wrap) fails and can never read or write a byte of the stack's
- * files: read and pread give EISDIR, write EBADF, mmap ENODEV, splice,
- * sendfile and copy_file_range EINVAL or EISDIR (issue 24).  Why a file
- * and not an eventfd, a /dev/null dup or a kernel socket:
+ * Placeholders: a Sluice socket's fd is an open file description of a
+ * FIFO, /dev/shm/sluicefd-STACK/sN (one per PL_SHARD sockets; opened
+ * O_RDONLY, one open() per socket), holding an OFD read lock on byte
+ * [index] once another process may hold it (until then it is private:
+ * "Private sockets" below).  A FIFO read-only, so that a call which
+ * bypasses the library (a raw system call, a function the library does
+ * not wrap) fails or moves nothing, and can never reach a byte of the
+ * stack's files: write gives EBADF, pread and lseek ESPIPE, mmap ENODEV,
+ * fsync EINVAL, sendfile and copy_file_range EINVAL, read 0 (no writer);
+ * openat, mkdirat, fchdir and getdents ENOTDIR (it is no directory to
+ * walk through), and a FIFO stores nothing: a reopen through /proc
+ * (mode 0400: EACCES for writing, but root) reaches a pipe, never a
+ * file (issue 24 item 7; lib/preload/README.md, "The placeholder").
+ * Why a file and not an eventfd, a /dev/null dup or a kernel socket:
  *  - the kernel itself counts who holds the socket.  An OFD lock belongs to
  *    the open file description and goes away only when its last fd is
  *    closed, in any process: dup, fork, SCM_RIGHTS and exec share it, and
@@ -31,13 +36,13 @@
  *  - fd numbers come from the kernel, so they never collide with kernel
  *    fds, and a program that bypasses the library gets ENOTSOCK, not a
  *    silently different socket.
- * The price: a raw fstat() says "directory" (the library's fstat says
+ * The price: a raw fstat() says "FIFO" (the library's fstat says
  * socket, files.c), and the kernel's poll/epoll cannot see Sluice
  * readiness, which poll.c and epoll.c emulate.
  *
- * The file "recs" in that directory holds one record per socket slot
- * (state, generation, creator), so a socket whose holders all died without closing it is
- * found and closed by pl_sweep(); and one record per process using the
+ * The file "recs" in that directory (/dev/shm/sluicefd-STACK) holds one
+ * record per socket slot (state, generation, creator), so a socket whose
+ * holders all died without closing it is found and closed by pl_sweep(); and one record per process using the
  * stack, whose lock byte (PL_PROC_LOCK_BASE + record) the process holds
  * from a description of its own for as long as it lives.  A process that
  * dies drops it, so the sweep finds deaths by looking at those records
@@ -78,7 +83,7 @@ struct pl_table {
 
 static struct pl_table *table;
 static pthread_mutex_t table_mu SL_FORKDATA = PTHREAD_MUTEX_INITIALIZER;
-static char fd_path[96];	/* the placeholder directory */
+static char fd_path[96];	/* the directory of the placeholders */
 static char recs_path[104];	/* the records file in it */
 static struct sl_fdhdr *hdr;
 static struct sl_fdrec *recs;
@@ -95,7 +100,7 @@ static int reg_fd SL_FORKDATA = -1, reg_slot SL_FORKDATA = -1;
 static bool reg_full;
 static int sweep_probe = -1;	/* a description that takes no lock */
 /*
- * Descriptions of placeholder directories that take no lock (nobody_holds()):
+ * Descriptions of placeholders that take no lock (nobody_holds()):
  * the last few shards this process looked at.  A closer's probe must be of
  * the socket's own shard; sockets are reused lowest slot first, so a
  * process that makes and closes connections keeps finding its shard here.
@@ -108,13 +113,14 @@ static struct {
 static unsigned int probe_next SL_FORKDATA;
 
 /*
- * Placeholders of PL_SHARD consecutive socket indices share one directory,
- * fd_path/N with N = sd / PL_SHARD.  Every OFD lock operation walks the
+ * Placeholders of PL_SHARD consecutive socket indices share one FIFO,
+ * fd_path/sN with N = sd / PL_SHARD.  Every OFD lock operation walks the
  * list of its inode's locks (Linux, posix_lock_inode()): with one
  * directory for all sockets, each socket() and close() cost O(sockets),
  * and opening 20,000 connections took 30 s (issue 23).
  */
 #define PL_SHARD	((uint32_t)SL_FDREC_SHARD)
+#define PL_SHARD_NAME	SL_FDREC_SHARD_NAME	/* "s": fd_path/s0, s1, ... */
 
 /* The socket cache: its entries (the comment before cache_drop() says how
  * they are used). */
@@ -825,17 +831,27 @@ int pl_kfd_sleep(struct pollfd *fds, nfds_t n, int ms)
 	return ret;
 }
 
-/* A new description of the placeholder directory of socket sd's shard,
- * made when its first socket is. */
+/*
+ * A new description of the placeholder of socket sd's shard (a FIFO,
+ * made when its first socket is), read-only.  A FIFO's open for reading
+ * waits for a writer unless O_NONBLOCK, and nobody ever writes: opened
+ * O_NONBLOCK, which a blocking socket's description then drops (the
+ * description's status flags are the socket's: dup, fork, SCM_RIGHTS and
+ * exec see them).  Mode 0400: nobody but root may open it for writing.
+ */
 static int open_shard(uint32_t sd, int flags)
 {
 	char path[sizeof(fd_path) + 16];
 	int fd, saved_errno = errno;
 
-	snprintf(path, sizeof(path), "%s/%u", fd_path, sd / PL_SHARD);
-	fd = open(path, O_RDONLY | O_DIRECTORY | flags);
-	if (fd < 0 && errno == ENOENT && (!mkdir(path, 0700) || errno == EEXIST))
-		fd = open(path, O_RDONLY | O_DIRECTORY | flags);
+	snprintf(path, sizeof(path), "%s/" PL_SHARD_NAME "%u", fd_path, sd / PL_SHARD);
+	fd = open(path, O_RDONLY | O_NONBLOCK | flags);
+	if (fd < 0 && errno == ENOENT && (!mkfifo(path, 0400) || errno == EEXIST))
+		fd = open(path, O_RDONLY | O_NONBLOCK | flags);
+	if (fd >= 0 && !(flags & O_NONBLOCK) && REAL(fcntl)(fd, F_SETFL, 0)) {
+		pl_libc.close(fd);
+		fd = -1;
+	}
 	if (fd >= 0)
 		errno = saved_errno;	/* a call that succeeds leaves it alone */
 	return fd;
@@ -1060,7 +1076,7 @@ static bool fork_since(unsigned int gen, unsigned int busy);
  * The socket cache (issue 23 item 3; lib/preload/README.md, "Socket
  * cache").  What a socket()/accept() on a /dev/shm stack costs the
  * library beyond the stack's own work is its placeholder: an open() of
- * its shard directory (a path walk and a new file) and, at close(), the
+ * its shard's FIFO (a path walk and a new file) and, at close(), the
  * description's end.  A private socket's description carries nothing of
  * the socket (no lock, nobody else holds it), so at its last close() it
  * is kept, at a high fd of the library's (the number the program closed
@@ -1068,7 +1084,7 @@ static bool fork_since(unsigned int gen, unsigned int busy);
  * a dup of it at the lowest free number (F_DUPFD or F_DUPFD_CLOEXEC): one
  * call where open() was, and a close() that ends no file.  The socket
  * itself (slot, buffers, options, names, errors) is a new one each time:
- * nothing of the old socket is kept but the directory's description.
+ * nothing of the old socket is kept but the FIFO's description.
  *
  * An entry is free (ps NULL) or lent to the socket ps (whose ps->cache
  * names it: the entry's fd and the socket's share one description).  An
@@ -1544,7 +1560,7 @@ static bool nobody_holds(uint32_t sd)
 
 		/* Made by a close(): above the program's numbers (os.h),
 		 * never the one that close just freed. */
-		fd = sl_sys_fd_high(open_shard(sd, O_CLOEXEC));
+		fd = sl_sys_fd_high(open_shard(sd, O_CLOEXEC | O_NONBLOCK));
 		if (fd < 0) {
 			pthread_mutex_unlock(&probe_mu);
 			return false;	/* cannot tell: the sweep will */
@@ -1978,8 +1994,9 @@ bool pl_fd_adopt(int fd)
 	link[n] = '\0';
 	if (!strcmp(link, "anon_inode:[sluice-sock]"))
 		return !pl_is_sluice(fd) && kfd_adopt(fd);
-	/* A placeholder is a shard directory of the stack's (open_shard()). */
-	n = snprintf(want, sizeof(want), PL_FD_PREFIX "%s/", pl_cfg.stack);
+	/* A placeholder is a shard's FIFO in the stack's directory
+	 * (open_shard()): "sN". */
+	n = snprintf(want, sizeof(want), PL_FD_PREFIX "%s/" PL_SHARD_NAME, pl_cfg.stack);
 	if (n <= 0 || strncmp(link, want, (size_t)n) || !link[n] ||
 	    strspn(link + n, "0123456789") != strlen(link + n) || pl_is_sluice(fd))
 		return false;
@@ -2088,7 +2105,7 @@ void pl_stack_files_chown(uid_t uid)
 			 strerror(errno));
 	if (!fd_path[0])
 		return;
-	/* The directory (placeholders, whose number the user must open)
+	/* The directory (the placeholders', whose FIFOs the user must open)
 	 * and the records in it. */
 	for (int i = 0; i < 2; i++) {
 		const char *path = i ? recs_path : fd_path;
@@ -2101,10 +2118,10 @@ void pl_stack_files_chown(uid_t uid)
 				 strerror(errno));
 		pl_libc.close(fd);
 	}
-	/* And the shards made so far (open_shard()). */
+	/* And the shards' FIFOs made so far (open_shard()). */
 	d = opendir(fd_path);
 	while (d && (e = readdir(d)))
-		if (e->d_name[0] >= '0' && e->d_name[0] <= '9' &&
+		if (!strncmp(e->d_name, PL_SHARD_NAME, sizeof(PL_SHARD_NAME) - 1) &&
 		    fchownat(dirfd(d), e->d_name, uid, (gid_t)-1, AT_SYMLINK_NOFOLLOW))
 			pl_debug("cannot give shard %s to uid %u: %s", e->d_name,
 				 (unsigned int)uid, strerror(errno));

@@ -4,8 +4,8 @@
  * socket (issue 24, item 7): a socket has no position (lseek, pread,
  * pwrite: ESPIPE), fstat says socket, splice moves the socket's bytes
  * to or from a pipe, and tee, vmsplice and copy_file_range refuse it.
- * Without this the calls would reach the placeholder directory
- * (fdtable.c), which refuses them too, but with a directory's errors.
+ * Without this the calls would reach the placeholder's FIFO (fdtable.c),
+ * which refuses them or moves nothing, but with a FIFO's answers.
  *
  * The figures each answer is checked against are printed by
  * tests/preload/conform.c, run on the kernel and under `sluice run`.
@@ -20,6 +20,7 @@
 #include <linux/sockios.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -224,6 +225,31 @@ EXPORT int fstatat64(int dfd, const char *path, struct stat64 *st, int flags)
 	if (this_fd(path, flags) && pl_is_sluice(dfd))
 		return (int)pl_ret(sock_stat(dfd, (struct stat *)st));
 	return REAL(fstatat64)(dfd, path, st, flags);
+}
+
+/* statx(fd, "", AT_EMPTY_PATH, ...) of a socket: what fstat says, in
+ * statx's fields (the basic ones, as the kernel fills a socket's). */
+EXPORT int statx(int dfd, const char *path, int flags, unsigned int mask, struct statx *stx)
+{
+	struct stat st;
+	int ret;
+
+	if (!this_fd(path, flags) || !pl_is_sluice(dfd))
+		return REAL(statx)(dfd, path, flags, mask, stx);
+	ret = sock_stat(dfd, &st);
+	if (ret)
+		return (int)pl_ret(ret);
+	memset(stx, 0, sizeof(*stx));
+	stx->stx_mask = STATX_BASIC_STATS;
+	stx->stx_blksize = (uint32_t)st.st_blksize;
+	stx->stx_nlink = (uint32_t)st.st_nlink;
+	stx->stx_uid = st.st_uid;
+	stx->stx_gid = st.st_gid;
+	stx->stx_mode = (uint16_t)st.st_mode;
+	stx->stx_ino = st.st_ino;
+	stx->stx_dev_major = major(st.st_dev);
+	stx->stx_dev_minor = minor(st.st_dev);
+	return 0;
 }
 
 /* Programs built against glibc before 2.33 call these. */

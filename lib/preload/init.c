@@ -84,7 +84,7 @@ static void resolve_libc(void)
 	RESOLVE(pwrite); RESOLVE(pwrite64); RESOLVE(preadv); RESOLVE(preadv64);
 	RESOLVE(pwritev); RESOLVE(pwritev64); RESOLVE(preadv2); RESOLVE(preadv64v2);
 	RESOLVE(pwritev2); RESOLVE(pwritev64v2); RESOLVE(fstat); RESOLVE(fstat64);
-	RESOLVE(fstatat); RESOLVE(fstatat64); RESOLVE(splice); RESOLVE(tee);
+	RESOLVE(fstatat); RESOLVE(fstatat64); RESOLVE(statx); RESOLVE(splice); RESOLVE(tee);
 	RESOLVE(vmsplice); RESOLVE(copy_file_range);
 }
 

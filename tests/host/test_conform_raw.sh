@@ -12,9 +12,20 @@
 #   interposes syscall() (lib/preload/syscall.c), so each answer must be
 #   the kernel's, line for line.
 #
+# - the socket's fd used as a file (walk_*: openat through it, mkdirat,
+#   fchdir, getdents64 or fdopendir, fsync, fdatasync, statx, a reopen of
+#   /proc/self/fd/N), raw and through libc: each as the kernel answers on
+#   a socket (ENOTDIR, EINVAL), but a reopen, which reaches the
+#   placeholder's FIFO (Linux: ENXIO) and there may write only as root,
+#   into a pipe; and the stack's files (records, shards) the same, byte
+#   for byte, before and after. Then again as nobody, where no reopen
+#   may write at all (EACCES).
+#
 #   +------ a network namespace made for each run (lo up) ------+
 #   |  rawcalls on the kernel        (what the calls would do)  |
-#   |  sluice run rawcalls           (raw_: errors; sc_: same)  |
+#   |  sluice run rawcalls           (raw_: errors; sc_: same;  |
+#   |                                 walk_: the kernel's)      |
+#   |  the same as nobody            (reopens: EACCES)          |
 #   +------------------------------------------------------------+
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -22,7 +33,8 @@ sluice=$top/build/tools/sluice
 prog=$top/build/tests/preload/rawcalls
 tmp=$(mktemp -d)
 st=tcr-$$
-trap 'rm -rf "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st" "$tmp"' EXIT
+trap 'rm -rf "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st" "/dev/shm/sluice-$st-n" \
+	"/dev/shm/sluicefd-$st-n" "$tmp"' EXIT
 
 if ! command -v unshare >/dev/null || ! unshare -n true 2>/dev/null; then
 	skip "raw system calls on stack sockets" "no network namespaces here"
@@ -45,10 +57,13 @@ n=0
 while IFS= read -r line; do
 	name=${line%%:*}
 	n=$((n + 1))
-	# What a directory's description answers: never a byte moved.
-	case ${line#*: } in
-	"-1 ENOTSOCK" | "-1 EISDIR" | "-1 EBADF" | "-1 ENOTTY" | "-1 ENODEV")
+	# What the placeholder (a FIFO read-only, nobody writing) answers:
+	# an error, or a read of nothing; never a byte moved.
+	case $name:${line#*: } in
+	*:"-1 ENOTSOCK" | *:"-1 EBADF" | *:"-1 ESPIPE" | *:"-1 ENOTTY" | *:"-1 ENODEV")
 		ok "$line" ;;
+	raw_read:"0 -" | raw_readv:"0 -" | raw_ioctl_fionread:"0 - (none)")
+		ok "$line (nothing read)" ;;
 	*) fail "$name: '${line#*: }', not an error of the placeholder's" ;;
 	esac
 done < <(grep '^raw_' "$tmp/sluice.out")
@@ -65,7 +80,41 @@ while IFS= read -r line; do
 	fi
 done < <(grep '^sc_' "$tmp/sluice.out")
 check "20 calls through syscall(3) tried ($n)" [ "$n" = 20 ]
+# The fd as a file: the kernel's line, but where the fd is a FIFO.
+walk_lines() { # FILE ME: checks of each walk_ line of FILE (run as ME)
+	local n=0 line name k
+	while IFS= read -r line; do
+		name=${line%%:*}
+		n=$((n + 1))
+		k=$(grep -m1 "^$name: " "$tmp/kernel.out")
+		case $2:$name:${line#*: } in
+		*:*:"${k#*: }")
+			ok "$2, $line (as the kernel)" ;;
+		*:walk_raw_statx:"0 - fifo")
+			ok "$2, $line (the kernel: ${k#*: }; no directory, no file)" ;;
+		*:walk_*_reopen_*:"-1 EACCES")
+			ok "$2, $line (the kernel: ${k#*: }; nothing opened)" ;;
+		root:walk_*_reopen_*:"opened fifo "*" walk -1 ENOTDIR" | \
+		nobody:walk_*_reopen_read:"opened fifo write 0 read-back 0 walk -1 ENOTDIR")
+			ok "$2, $line (the kernel: ${k#*: }; a pipe, no file, nothing walked)" ;;
+		*) fail "$2, $name: '${line#*: }', the kernel '${k#*: }'" ;;
+		esac
+	done < <(grep '^walk_' "$1")
+	check "$2: 22 uses of the fd as a file tried ($n)" [ "$n" = 22 ]
+	check "$2: the stack's files unchanged by them" grep -qx 'stack_files: unchanged' "$1"
+}
+walk_lines "$tmp/sluice.out" "$(id -un)"
 for want in "after_send: 4" "after_recv: 4 ping" "after_back: 4" "after_recv_back: 4 pong"; do
 	check "then the connection: $want" grep -qx "$want" "$tmp/sluice.out"
 done
+# As nobody (a stack of its own): no reopen may write.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
+	setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$prog"; then
+	in_netns setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$sluice" run --stack "$st-n" -- "$prog" >"$tmp/nobody.out" 2>&1
+	check "as nobody: rawcalls under sluice run runs to the end" grep -qx '# done' "$tmp/nobody.out"
+	walk_lines "$tmp/nobody.out" nobody
+else
+	skip "the fd as a file, as nobody" "not root, no setpriv, or the build not readable by nobody"
+fi
 done_testing

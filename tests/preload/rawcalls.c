@@ -15,15 +15,29 @@
  * stack these must answer as the kernel's socket does: each line the
  * same on both.
  *
+ * walk_*: the socket's fd used as a file (issue 24 item 7, the
+ * placeholder): openat() through it ("../recs", a new file), mkdirat,
+ * fchdir, getdents64 or fdopendir, fsync, fdatasync, statx, and a reopen
+ * of /proc/self/fd/N for reading, writing or both, each raw and through
+ * libc.  On a socket Linux refuses them all (ENOTDIR, EINVAL, ENXIO).
+ * Under Sluice the stack's files (its directory beside the placeholder:
+ * the records file, the shards) are looked at before and after, every
+ * byte: "stack_files: unchanged".
+ *
  * One line a call, "NAME: ret ERRNO" (sc_ lines may add what they read),
  * then whether the connection still carries bytes both ways.
  * tests/host/test_conform_raw.sh runs it on the kernel and under `sluice
  * run` and compares.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -70,6 +84,156 @@ static long raw(long nr, ...)
 		return -1;
 	}
 	return r;
+}
+
+/*
+ * Every byte of the stack's files: the directory the placeholder of fd
+ * is in (its link "/dev/shm/sluicefd-STACK/..."), each entry's name,
+ * type, mode and size, and a regular file's contents (FNV-1a).  0 on the
+ * kernel: no such directory.
+ */
+static uint64_t stack_files(int fd)
+{
+	char path[64], link[PATH_MAX], *slash;
+	uint64_t h = 1469598103934665603ull;
+	struct dirent *e;
+	ssize_t n;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return 0;
+	link[n] = '\0';
+	if (strncmp(link, "/dev/shm/sluicefd-", 18) || !(slash = strrchr(link, '/')))
+		return 0;
+	*slash = '\0';
+	d = opendir(link);
+	while (d && (e = readdir(d))) {
+		char f[PATH_MAX + 256], buf[4096];
+		struct stat st;
+		int in;
+
+		snprintf(f, sizeof(f), "%s/%s", link, e->d_name);
+		if (lstat(f, &st))
+			continue;
+		for (const char *c = e->d_name; *c; c++)
+			h = (h ^ (uint8_t)*c) * 1099511628211ull;
+		h = (h ^ (uint64_t)st.st_mode) * 1099511628211ull;
+		h = (h ^ (uint64_t)st.st_size) * 1099511628211ull;
+		if (!S_ISREG(st.st_mode) || (in = open(f, O_RDONLY)) < 0)
+			continue;
+		while ((n = read(in, buf, sizeof(buf))) > 0)
+			for (ssize_t i = 0; i < n; i++)
+				h = (h ^ (uint8_t)buf[i]) * 1099511628211ull;
+		close(in);
+	}
+	if (d)
+		closedir(d);
+	return h;
+}
+
+static const char *type_name(mode_t m)
+{
+	return S_ISSOCK(m) ? "sock" : S_ISFIFO(m) ? "fifo" : S_ISDIR(m) ? "dir" :
+	       S_ISREG(m) ? "reg" : "other";
+}
+
+/*
+ * A reopen of /proc/self/fd/N (raw: openat; else libc's open): the
+ * result; if it opened, what it is, and what a write of 4 bytes and a
+ * walk to "../recs" through it do (the write read back, so nothing is
+ * left in a FIFO's pipe).
+ */
+static void reopen(const char *name, int fd, int how, bool use_raw)
+{
+	char path[64], line[160], back[8];
+	struct stat st;
+	long r, w = 0, k = 0, b = 0;
+	int kerr = 0;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	r = use_raw ? raw(SYS_openat, AT_FDCWD, path, how | O_NONBLOCK | O_CLOEXEC, 0) :
+		      open(path, how | O_NONBLOCK | O_CLOEXEC);
+	if (r < 0) {
+		show(name, r);
+		return;
+	}
+	fstat((int)r, &st);
+	if ((how & O_ACCMODE) != O_RDONLY)
+		w = raw(SYS_write, r, "walk", 4);
+	if (w > 0 && (how & O_ACCMODE) == O_RDWR)
+		b = raw(SYS_read, r, back, sizeof(back));
+	k = raw(SYS_openat, r, "../recs", O_RDWR | O_CLOEXEC, 0);
+	kerr = k < 0 ? errno : 0;
+	snprintf(line, sizeof(line), "%s: opened %s write %ld read-back %ld walk %ld %s", name,
+		 type_name(st.st_mode), w, b, k, k < 0 ? strerrorname_np(kerr) : "-");
+	puts(line);
+	if (k >= 0)
+		close((int)k);
+	close((int)r);
+}
+
+/* The socket's fd as a file: each call raw and through libc. */
+static void walk(int s)
+{
+	uint64_t before = stack_files(s);
+	int here = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct statx stx;
+	char buf[256];
+	long r;
+	DIR *d;
+
+	for (int lc = 0; lc < 2; lc++) {
+		const char *p = lc ? "walk_lc_" : "walk_raw_";
+		char name[64];
+
+#define NAME(x) (snprintf(name, sizeof(name), "%s%s", p, x), name)
+		r = lc ? openat(s, "../recs", O_RDWR | O_CLOEXEC) :
+			 raw(SYS_openat, s, "../recs", O_RDWR | O_CLOEXEC, 0);
+		show(NAME("openat_recs"), r);
+		if (r >= 0) {
+			struct stat st;
+
+			/* A byte past the records, so the stack goes on. */
+			fstat((int)r, &st);
+			show(NAME("recs_written"), pwrite((int)r, "w", 1, st.st_size));
+			close((int)r);
+		}
+		r = lc ? openat(s, "made-here", O_CREAT | O_RDWR | O_CLOEXEC, 0600) :
+			 raw(SYS_openat, s, "made-here", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+		show(NAME("openat_creat"), r);
+		if (r >= 0)
+			close((int)r);
+		show(NAME("mkdirat"), lc ? mkdirat(s, "made-dir", 0700) :
+			 raw(SYS_mkdirat, s, "made-dir", 0700));
+		r = lc ? fchdir(s) : raw(SYS_fchdir, s);
+		show(NAME("fchdir"), r);
+		if (!r && fchdir(here))
+			perror("fchdir back");
+		if (lc) {
+			d = fdopendir(dup(s));
+			show(NAME("fdopendir"), d ? 0 : -1);
+			if (d)
+				closedir(d);
+		} else {
+			show(NAME("getdents64"), raw(SYS_getdents64, s, buf, sizeof(buf)));
+		}
+		show(NAME("fsync"), lc ? fsync(s) : raw(SYS_fsync, s));
+		show(NAME("fdatasync"), lc ? fdatasync(s) : raw(SYS_fdatasync, s));
+		memset(&stx, 0, sizeof(stx));
+		r = lc ? statx(s, "", AT_EMPTY_PATH, STATX_TYPE, &stx) :
+			 raw(SYS_statx, s, "", AT_EMPTY_PATH, STATX_TYPE, &stx);
+		printf("%s: %ld %s %s\n", NAME("statx"), r, r < 0 ? strerrorname_np(errno) : "-",
+		       type_name(stx.stx_mode));
+		reopen(NAME("reopen_read"), s, O_RDONLY, !lc);
+		reopen(NAME("reopen_write"), s, O_WRONLY, !lc);
+		reopen(NAME("reopen_rdwr"), s, O_RDWR, !lc);
+#undef NAME
+	}
+	close(here);
+	if (before)
+		printf("stack_files: %s\n", stack_files(s) == before ? "unchanged" : "changed");
 }
 
 /* poll fd for input, up to 2 s */
@@ -170,6 +334,7 @@ int main(void)
 	struct iovec iov = { buf, sizeof(buf) };
 	struct pollfd p;
 	struct stat st;
+	long r;
 	void *m;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -198,7 +363,9 @@ int main(void)
 	show("raw_readv", raw(SYS_readv, s, &iov, 1));
 	show("raw_writev", raw(SYS_writev, s, &iov, 1));
 	show("raw_pread64", raw(SYS_pread64, s, buf, sizeof(buf), 0));
-	show("raw_ioctl_fionread", raw(SYS_ioctl, s, FIONREAD, &n));
+	r = raw(SYS_ioctl, s, FIONREAD, &n);
+	printf("raw_ioctl_fionread: %ld %s%s\n", r, r < 0 ? strerrorname_np(errno) : "-",
+	       r < 0 ? "" : n ? " (bytes)" : " (none)");
 	show("raw_shutdown", raw(SYS_shutdown, d, SHUT_RDWR));
 	show("raw_bind", raw(SYS_bind, d, &a, sizeof(a)));
 	show("raw_listen", raw(SYS_listen, d, 4));
@@ -218,6 +385,7 @@ int main(void)
 	}
 	wait(NULL);
 
+	walk(s);
 	through_syscall();
 
 	/* The connection is as it was: bytes both ways. */
