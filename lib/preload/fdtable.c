@@ -315,7 +315,7 @@ static void proc_unregister(void)
 }
 
 /*
- * The placeholder directory, made if missing.  A regular file of that
+ * The placeholders' directory, made if missing.  A regular file of that
  * name is an earlier library's placeholder file (one file for both):
  * replaced.
  */
@@ -335,7 +335,7 @@ static int make_dir(void)
 	return 0;
 }
 
-/* Open (creating or resetting) the stack's placeholder directory and
+/* Open (creating or resetting) the stack's placeholders' directory and
  * records file; map the records. */
 static int fdtable_map(struct sl_stack *s)
 {
