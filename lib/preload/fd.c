@@ -110,6 +110,7 @@ EXPORT int dup3(int fd, int newfd, int flags)
 EXPORT int fcntl(int fd, int cmd, ...)
 {
 	struct pl_sock *ps;
+	bool want_async;
 	va_list ap;
 	void *arg;
 	int ret;
@@ -136,18 +137,24 @@ EXPORT int fcntl(int fd, int cmd, ...)
 	      cmd == F_GETOWN_EX || cmd == F_GETSIG || cmd == F_GETLEASE ||
 	      (cmd == F_SETFL && !((long)arg & (O_APPEND | O_ASYNC | O_DIRECT | O_NOATIME)))))
 		SL_WRITE_ONCE(ps->nocache, true);
+	/* O_ASYNC never reaches the placeholder: a FIFO keeps it and the
+	 * kernel would signal the owner at every close of another
+	 * description of the shard's FIFO (pipe_release()); the socket's
+	 * own signals come from its async bell (async.c). */
+	want_async = cmd == F_SETFL && ((long)arg & O_ASYNC);
+	if (cmd == F_SETFL)
+		arg = (void *)((long)arg & ~O_ASYNC);
 	ret = REAL(fcntl)(fd, cmd, arg);
 	if (ret >= 0 && cmd == F_SETFL) {
 		SL_WRITE_ONCE(ps->nonblock, ((long)arg & O_NONBLOCK) != 0);
 		/* O_ASYNC: the signal comes from the socket's async bell
-		 * (async.c); the placeholder keeps the flag for F_GETFL. */
-		if (((long)arg & O_ASYNC) ? !SL_READ_ONCE(ps->async_fd) :
-					    SL_READ_ONCE(ps->async_fd) != 0) {
-			int err = pl_async_setfl(fd, ps, ((long)arg & O_ASYNC) != 0);
+		 * (async.c); F_GETFL reads the flag from it. */
+		if (want_async ? !SL_READ_ONCE(ps->async_fd) :
+				 SL_READ_ONCE(ps->async_fd) != 0) {
+			int err = pl_async_setfl(fd, ps, want_async);
 
 			if (err) {
 				/* Not armed: the flag does not stay. */
-				REAL(fcntl)(fd, F_SETFL, (long)arg & ~O_ASYNC);
 				errno = -err;
 				ret = -1;
 			}

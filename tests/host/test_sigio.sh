@@ -18,7 +18,7 @@ in_netns() { timeout 60 unshare -n bash -c 'ip link set lo up; exec "$@"' sh "$@
 
 # Groups run apart: a signal that never comes (the asleep case ends on an
 # alarm) costs only its own group's lines.
-groups=("tcp_data tcp_setsig udp_data listen_conn" "fioasync owner_tid owner_pgrp" asleep skns sigwait tcp_space eintr)
+groups=("tcp_data tcp_setsig udp_data listen_conn" "fioasync owner_tid owner_pgrp" asleep skns sigwait tcp_space quiet eintr)
 for g in "${groups[@]}"; do
 	k=$(in_netns "$prog" $g 2>&1)
 	s=$(in_netns env SLUICE_STACK=$st-${g%% *} "$top/build/tools/sluice" run -- "$prog" $g 2>&1)

@@ -625,6 +625,30 @@ static void skns(void)
 	close(u);
 }
 
+/* An armed socket with nothing happening to it: no signal while another
+ * process opens and closes sockets of its own (on Sluice, of the same
+ * stack and shard: a placeholder that kept O_ASYNC would be signalled at
+ * every other close of its shard's FIFO, pipe_release()). */
+static void quiet(void)
+{
+	int u = udp_bound(), st;
+	pid_t pid;
+
+	catch(SIGIO, 0);
+	arm(u, getpid(), -1);
+	reset();
+	pid = fork();
+	if (pid == 0) {
+		for (int i = 0; i < 20; i++)
+			close(socket(AF_INET, i % 2 ? SOCK_DGRAM : SOCK_STREAM, 0));
+		_exit(0);
+	}
+	waitpid(pid, &st, 0);
+	msleep(300);
+	report("quiet", u, me());
+	close(u);
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -632,7 +656,7 @@ static const struct {
 	{ "tcp_data", tcp_data }, { "tcp_setsig", tcp_setsig }, { "udp_data", udp_data },
 	{ "listen_conn", listen_conn }, { "fioasync", fioasync }, { "owner_tid", owner_tid },
 	{ "owner_pgrp", owner_pgrp }, { "asleep", asleep }, { "skns", skns },
-	{ "sigwait", sigwait_case }, { "tcp_space", tcp_space },
+	{ "sigwait", sigwait_case }, { "tcp_space", tcp_space }, { "quiet", quiet },
 };
 
 static void eintr_all(void)
