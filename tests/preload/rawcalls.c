@@ -123,9 +123,16 @@ static uint64_t stack_files(int fd)
 		h = (h ^ (uint64_t)st.st_size) * 1099511628211ull;
 		if (!S_ISREG(st.st_mode) || (in = open(f, O_RDONLY)) < 0)
 			continue;
-		while ((n = read(in, buf, sizeof(buf))) > 0)
+		/* The records file is live (sweep times, the death watcher's
+		 * born bits change under the test): its size (the walk's
+		 * write goes past its end) and its first 16 bytes (the magic
+		 * and the stamp: offset 0 of any other fresh open). */
+		while ((n = read(in, buf, strcmp(e->d_name, "recs") ? sizeof(buf) : 16)) > 0) {
 			for (ssize_t i = 0; i < n; i++)
 				h = (h ^ (uint8_t)buf[i]) * 1099511628211ull;
+			if (!strcmp(e->d_name, "recs"))
+				break;
+		}
 		close(in);
 	}
 	if (d)
