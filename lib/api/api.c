@@ -506,15 +506,19 @@ static bool journal_names(struct sl_stack *s, uint32_t seen, uint32_t *from,
  * journal (sl_region.chg_seq) has moved from *journal (with nchan > 0,
  * once it names a socket of one of the wait channels of chans' sockets,
  * whose sleepers alone are then woken; the caller's sockets are all on
- * them); with intr, -EINTR once the thread's signal count moves from
+ * them; with group >= 0, once that watch group's ready ring's head moves
+ * from *journal); with intr, -EINTR once the thread's signal count moves from
  * intr->seen; with stop, 1 once *stop moves from stop_seen; with tell, a
  * zero timeout that could not look (the lock's holder is stopped) returns
  * -EAGAIN rather than 0, for a caller that must look again later. */
 static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int n,
-		     int timeout_ms, const uint32_t *journal, const int *chans,
+		     int timeout_ms, const uint32_t *journal, int group, const int *chans,
 		     unsigned int nchan, const struct poll_intr *intr,
 		     const uint32_t *stop, uint32_t stop_seen, bool tell)
 {
+	/* A journal wait on a watch group's ready ring: its head. */
+	const uint32_t *ghead = journal && group >= 0 && group < SL_EPW_N ?
+				&s->lib->wq[SL_WQ_N + (uint32_t)group].chg : NULL;
 	uint32_t jfrom = journal ? *journal : 0;
 	uint32_t *sleepers = &s->r->sleepers;
 	uint32_t *poll_sleepers = &s->lib->poll_sleepers;
@@ -627,7 +631,8 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 			if (fds[i].revents)
 				ready++;
 		}
-		if (journal && (njq ? journal_names(s, *journal, &jfrom, jq, njq) :
+		if (journal && (ghead ? SL_READ_ONCE(*ghead) != *journal :
+				njq ? journal_names(s, *journal, &jfrom, jq, njq) :
 				SL_READ_ONCE(s->lib->chg_seq) != *journal))
 			ready++;
 		seq = xso ? SL_READ_ONCE(xso->xseq) : q ? SL_READ_ONCE(q->seq) : s->r->wake_seq;
@@ -683,12 +688,12 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 int sluice_poll(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
 		int timeout_ms)
 {
-	return poll_loop(S(st), fds, n, timeout_ms, NULL, NULL, 0, NULL, NULL, 0, false);
+	return poll_loop(S(st), fds, n, timeout_ms, NULL, -1, NULL, 0, NULL, NULL, 0, false);
 }
 
 int sl_poll_look(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n)
 {
-	return poll_loop(S(st), fds, n, 0, NULL, NULL, 0, NULL, NULL, 0, true);
+	return poll_loop(S(st), fds, n, 0, NULL, -1, NULL, 0, NULL, NULL, 0, true);
 }
 
 int sl_poll_signals(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
@@ -696,7 +701,7 @@ int sl_poll_signals(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned
 {
 	const struct poll_intr intr = { count, seen };
 
-	return poll_loop(S(st), fds, n, timeout_ms, NULL, NULL, 0, &intr, NULL, 0, false);
+	return poll_loop(S(st), fds, n, timeout_ms, NULL, -1, NULL, 0, &intr, NULL, 0, false);
 }
 
 int sl_wait_journal(struct sluice_stack *st, uint32_t seen, const int *chan_sds,
@@ -705,17 +710,17 @@ int sl_wait_journal(struct sluice_stack *st, uint32_t seen, const int *chan_sds,
 {
 	const struct poll_intr intr = { count, sigs };
 
-	return poll_loop(S(st), NULL, 0, timeout_ms, &seen, chan_sds, nchan,
+	return poll_loop(S(st), NULL, 0, timeout_ms, &seen, -1, chan_sds, nchan,
 			 count ? &intr : NULL, NULL, 0, false);
 }
 
-int sl_wait_journal_stop(struct sluice_stack *st, uint32_t seen, const int *chan_sds,
+int sl_wait_journal_stop(struct sluice_stack *st, int group, uint32_t seen, const int *chan_sds,
 			 unsigned int nchan, int timeout_ms, unsigned int (*count)(void),
 			 unsigned int sigs, const uint32_t *stop, uint32_t stop_seen)
 {
 	const struct poll_intr intr = { count, sigs };
 
-	return poll_loop(S(st), NULL, 0, timeout_ms, &seen, chan_sds, nchan,
+	return poll_loop(S(st), NULL, 0, timeout_ms, &seen, group, chan_sds, nchan,
 			 count ? &intr : NULL, stop, stop_seen, false);
 }
 

@@ -52,9 +52,12 @@ int sl_wait_journal(struct sluice_stack *st, uint32_t seen, const int *chan_sds,
  * sl_wait_journal() with stop: also done (1) once *stop moves from
  * stop_seen.  The caller that moves it then calls sl_wait_kick() with the
  * same channels, so a sleeper on them wakes to see it (an epoll_ctl from
- * another thread while a thread sleeps on the set).
+ * another thread while a thread sleeps on the set).  group >= 0: seen is
+ * the head of that watch group's ready ring (core.h, SL_EPW_RING), not
+ * the journal's, and the wait is done once that head moves (every entry
+ * of the ring is the waiter's).
  */
-int sl_wait_journal_stop(struct sluice_stack *st, uint32_t seen, const int *chan_sds,
+int sl_wait_journal_stop(struct sluice_stack *st, int group, uint32_t seen, const int *chan_sds,
 			 unsigned int nchan, int timeout_ms, unsigned int (*count)(void),
 			 unsigned int sigs, const uint32_t *stop, uint32_t stop_seen);
 /* The wait channels of fds's sockets, a socket of each (chan_sds[]), when

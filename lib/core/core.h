@@ -50,6 +50,15 @@ struct sl_sock;
  * names group (entry & (SL_EPW_N - 1)) rather than a socket's channel.
  */
 #define SL_EPW_N	256
+/*
+ * Entries in each watch group's ready ring (sl_region.epw_ring): a power
+ * of 2.  sl_sock_wake() appends a socket to the ring of the group it
+ * names (every owned group's, SL_EPW_SHARED), as the kernel's
+ * ep_poll_callback() appends an epitem to its set's ready list; the
+ * group's wq[].chg is the ring's head.  A set reads its own ring alone:
+ * a look costs O(its own sockets' changes), not the stack's.
+ */
+#define SL_EPW_RING	1024
 #define SL_WQ_ALL	(SL_WQ_N + SL_EPW_N)
 #define SL_CHAN_EPW	0x40000000
 #define SL_EPW_SHARED	0xffffu
@@ -353,8 +362,9 @@ struct sl_region {
 		uint32_t seq, sleepers;
 		uint32_t bells;		/* mixed sleepers on it (bells[]) */
 		/* A watch group's: its sockets' readiness changes, all of
-		 * them, counted under the lock before their journal entries
-		 * are published (preload/epoll.c, ep_group_still()). */
+		 * them, under the lock: the head of its ready ring
+		 * (epw_ring[g]), stored with release after the entry it
+		 * counts (proto/sock.c, preload/epoll.c ep_ring()). */
 		uint32_t chg;
 	} wq[SL_WQ_ALL] __attribute__((aligned(64)));
 	/* The pid whose epoll set has watch group g (0: free; a dead pid's
@@ -388,6 +398,17 @@ struct sl_region {
 
 	uint32_t chg_seq __attribute__((aligned(64)));
 	uint32_t chg_ring[SL_CHG_RING];
+
+	/*
+	 * The watch groups' ready rings: entry (wq[SL_WQ_N + g].chg mod
+	 * SL_EPW_RING) of epw_ring[g] is written, under the lock, by the
+	 * change that group's count then counts.  Readers (the sets of the
+	 * group, one process or several after a fork) read without the lock
+	 * from where each left off, and look at everything once when they
+	 * fell more than SL_EPW_RING behind.  A page a group: only the rings
+	 * of groups in use are ever touched (committed).
+	 */
+	uint32_t epw_ring[SL_EPW_N][SL_EPW_RING] __attribute__((aligned(64)));
 
 	/* The loopback queue (buffer idx), on a line of its own. */
 	uint32_t lo_head __attribute__((aligned(64)));
@@ -675,7 +696,9 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(sweep_walked, "socket records the preload looked at for processes that died (their own list and the shared one)") \
 	X(sock_fd_cached, "socket fds made from the preload's placeholder cache (a dup of a kept description, no open)") \
 	X(tap_qlen_short, "TAP queues opened shorter than SLUICE_TAP_QLEN (4096) frames: raising txqueuelen was refused") \
-	X(sock_async, "O_ASYNC events for which a socket's owner was signalled (its async bells rung, one signal each)")
+	X(sock_async, "O_ASYNC events for which a socket's owner was signalled (its async bells rung, one signal each)") \
+	X(epoll_entries, "readiness entries epoll sets read: their watch group's ready ring, or the stack's journal (a set with no group)") \
+	X(epoll_full_look, "epoll looks at every item of a set: its first, or its ring or the journal overrun")
 
 enum sl_counter {
 #define SL_COUNTER_ENUM(n, d) SL_C_##n,

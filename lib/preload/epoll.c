@@ -7,16 +7,20 @@
  *
  * The epoll fd is a real one and holds the kernel fds.  The Sluice fds of
  * a set are kept here, per epoll fd, and looked at in O(ready) (issue 23):
- * the stack appends every socket whose readiness changes to its journal
- * (sl_region.chg_ring, proto/sock.c sl_sock_wake()); a set reads the
- * journal from where it left off and checks only the items it names, plus
- * those still on its check list (level-triggered items reported and still
- * ready, items added or modified).  An item found not ready leaves the
- * list until the journal names it again.  A set that fell more than the
- * journal's length behind checks once every item whose socket's wake
- * sequence moved since a look found it idle (check_all()); epoll_ctl()
- * looks at added sockets in batches of PL_ADD_LOOK.  When nothing is ready
- * it sleeps until the journal moves (sl_wait_journal()), spinning first
+ * the stack appends every socket whose readiness changes to the ready
+ * ring of the set's watch group (sl_region.epw_ring, proto/sock.c
+ * sl_wake_epw()), as the kernel's ep_poll_callback() appends to the set's
+ * ready list; a set reads its ring from where it left off (ep_ring()) and
+ * checks only the items it names, plus those still on its check list
+ * (level-triggered items reported and still ready, items added or
+ * modified).  A set with no group (all SL_EPW_N taken) reads the stack's
+ * journal of every change instead (sl_region.chg_ring).  An item found
+ * not ready leaves the list until its ring names it again.  A set that
+ * fell more than the ring's length behind checks once every item whose
+ * socket's wake sequence moved since a look found it idle (check_all());
+ * epoll_ctl() looks at added sockets in batches of PL_ADD_LOOK.  When
+ * nothing is ready it sleeps until its ring moves
+ * (sl_wait_journal_stop()), spinning first
  * for SLUICE_SPIN_US; with kernel fds in the set too, it sleeps in the
  * real epoll_wait with the thread's bell in the kernel set (bell.c,
  * ep_bell_arm()), rung by whoever changes one of its Sluice sockets, or
@@ -110,15 +114,11 @@ struct pl_ep {
 	/* Its watch group in the stack (core.h, SL_EPW_N), or -1; whether a
 	 * claim was tried; ep_forks when claimed (a fork since: another
 	 * process's copy of the set may sleep on it too, so its sockets keep
-	 * naming it). */
+	 * naming it).  With a group, jseq and jvalid are where the set read
+	 * the group's ready ring up to (ep_ring()), not the journal. */
 	int epw;
 	bool epw_tried;
 	unsigned int epw_forks;
-	/* The group's change count, read under the lock with the journal's
-	 * end at a full look (ep_group_mark()); gvalid: there was one, and
-	 * every change since up to jseq was looked at. */
-	uint32_t gchg;
-	bool gvalid;
 };
 
 static struct pl_ep *eps[PL_EP_MAX];
@@ -695,75 +695,77 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	return (int)pl_ret(ret);
 }
 
+/* Counted without the stack lock, in this process's block, as the
+ * socket cache counts (a stat: another thread's count at the same
+ * instant may lose one; no atomic on the look's path). */
+static void ep_count(struct sl_stack *s, enum sl_counter c, uint32_t n)
+{
+	sl_count_n(s, c, n);
+}
+
 /*
- * Read the stack's journal from ep->jseq: every item of a socket named
- * there goes on the check list.  Without the lock, so the entries read
- * are checked afterwards for having been overwritten (the count moved
- * more than the ring's length past where we started): then, and when
- * the set never read it, every item.  ep->mu held.
+ * Read the set's watch group's ready ring (core.h, SL_EPW_RING) from
+ * ep->jseq: every item of a socket named there goes on the check list.
+ * The ring holds the changes of the group's sockets alone (and of
+ * sockets in several sets: every group's), so a look costs O(the set's
+ * own changes), where the stack's journal cost O(every change in the
+ * stack since the last look).  Without the lock, so the entries read are
+ * checked afterwards for having been overwritten (the head moved more
+ * than the ring's length past where we started): then, and when the set
+ * never read it, every item that may have changed (check_all(): the
+ * head is read before each socket's wake sequence, which every change
+ * moves before its entry is published).  ep->mu held.
  */
+static void ep_ring(struct pl_ep *ep, struct sl_stack *s)
+{
+	const uint32_t g = (uint32_t)ep->epw;
+	const uint32_t *head = &s->lib->wq[SL_WQ_N + g].chg;
+	const uint32_t *ring = s->lib->epw_ring[g];
+	uint32_t from = ep->jseq, end = sl_load_acquire(head);
+
+	if (!ep->jvalid || end - from > SL_EPW_RING)
+		goto all;
+	if (end == from)
+		return;
+	ep_count(s, SL_C_epoll_entries, end - from);
+	for (uint32_t q = from; q != end; q++) {
+		uint32_t sd = SL_READ_ONCE(ring[q & (SL_EPW_RING - 1)]);
+
+		if (sd >= ep->by_sd_n)
+			continue;
+		for (int32_t i = ep->by_sd[sd]; i >= 0; i = ep->items[i].next)
+			check_push(ep, i);
+	}
+	/* Pairs with the release that published each head: the entries
+	 * were read before the head is read again. */
+	sl_smp_rmb();
+	if (SL_READ_ONCE(*head) - from <= SL_EPW_RING) {
+		ep->jseq = end;
+		return;
+	}
+all:
+	ep_count(s, SL_C_epoll_full_look, 1);
+	ep->jvalid = true;
+	check_all(ep, s);
+	ep->jseq = end;
+}
+
 /*
- * A set that fell behind the journal (more than SL_CHG_RING changes in
- * the stack since its last look) would look at every item: O(its size)
- * each time an idle set wakes beside a busy one.  With a watch group,
- * whose count of its sockets' changes (wq[].chg) moves under the lock
- * before their journal entries, the set keeps that count and the
- * journal's end read together under the lock (ep_group_mark(), after a
- * full look): if the count has not moved at a later overrun (read
- * without the lock: ep_group_still()), none of its sockets changed since
- * (what the journal named in between was looked at as usual), and
- * nothing need be looked at.  A socket in several
- * sets moves every group's count (sl_wake_epw()).  ep->mu held.
+ * A set with no watch group: read the stack's journal from ep->jseq, as
+ * ep_ring() reads a group's ring, over every change in the stack.
+ * ep->mu held.
  */
-/* The group's change count and the journal's end, read together under
- * the lock: false if the set has no group or the lock is not had (a
- * running holder is waited for a millisecond at most, a stopped one not
- * at all; the caller then looks at everything, as before). */
-static bool ep_group_read(struct pl_ep *ep, struct sl_stack *s, uint32_t *chg, uint32_t *end)
-{
-	if (ep->epw < 0 || sl_lock_wait(s, (int64_t)sl_now(s) + 1000, true))
-		return false;
-	*chg = s->lib->wq[SL_WQ_N + (uint32_t)ep->epw].chg;
-	*end = s->lib->chg_seq;
-	sl_unlock(s);
-	return true;
-}
-
-/* After a full look: the pair the next overrun compares with. */
-static void ep_group_mark(struct pl_ep *ep, struct sl_stack *s, uint32_t *end)
-{
-	ep->gvalid = ep_group_read(ep, s, &ep->gchg, end);
-}
-
-/* At an overrun: none of the set's sockets changed since the mark, up to
- * the journal's end *end.  Without the lock: the end, then the count.  A
- * holder counts a change before it publishes the change's entry
- * (sl_sock_wake()), so the count read after the end covers every entry
- * before it (and perhaps some after: then it has moved, and the set looks
- * at everything, as at any move).  It was read under the lock, which an
- * idle set beside a busy pair took at each wake-up. */
-static bool ep_group_still(struct pl_ep *ep, struct sl_stack *s, uint32_t *end)
-{
-	uint32_t e, c;
-
-	if (!ep->gvalid || ep->epw < 0)
-		return false;
-	e = sl_load_acquire(&s->lib->chg_seq);
-	c = SL_READ_ONCE(s->lib->wq[SL_WQ_N + (uint32_t)ep->epw].chg);
-	if (c != ep->gchg)
-		return false;
-	*end = e;
-	return true;
-}
-
 static void ep_journal(struct pl_ep *ep, struct sl_stack *s)
 {
 	uint32_t from = ep->jseq, end = sl_load_acquire(&s->lib->chg_seq);
 
-	if (ep->jvalid && end - from > SL_CHG_RING && ep_group_still(ep, s, &end))
-		goto skip;
+	if (ep->epw >= 0) {
+		ep_ring(ep, s);
+		return;
+	}
 	if (!ep->jvalid || end - from > SL_CHG_RING)
 		goto all;
+	ep_count(s, SL_C_epoll_entries, end - from);
 	for (uint32_t q = from; q != end; q++) {
 		uint32_t sd = SL_READ_ONCE(s->lib->chg_ring[q & (SL_CHG_RING - 1)]);
 
@@ -780,10 +782,9 @@ static void ep_journal(struct pl_ep *ep, struct sl_stack *s)
 		return;
 	}
 all:
-	ep_group_mark(ep, s, &end);
+	ep_count(s, SL_C_epoll_full_look, 1);
 	ep->jvalid = true;
 	check_all(ep, s);
-skip:
 	ep->jseq = end;
 }
 
@@ -972,7 +973,7 @@ static bool ep_sleep(struct pl_ep *ep, int ms, unsigned int sigs)
 		return false;
 	/* A signal ends it at once (run.h, sl_wait_word); so does an
 	 * epoll_ctl on the set (ep_ctl_kick()). */
-	sl_wait_journal_stop(pl_stack(), seen, chans, nchan, ms, pl_sig_count, sigs,
+	sl_wait_journal_stop(pl_stack(), ep->epw, seen, chans, nchan, ms, pl_sig_count, sigs,
 			     &ep->ctl_seq, ctl);
 	ep_awake(ep);
 	return true;
@@ -1000,7 +1001,7 @@ static int ep_bell_arm(int epfd, struct pl_ep *ep, struct pl_bellreg *bell)
 	}
 	/* The last look, the bell registered: the journal, and an epoll_ctl
 	 * since ep_idle() (a kick before the registration rang nothing). */
-	if (sl_wait_journal_stop(pl_stack(), seen, chans, nchan, 0, NULL, 0,
+	if (sl_wait_journal_stop(pl_stack(), ep->epw, seen, chans, nchan, 0, NULL, 0,
 				 &ep->ctl_seq, ctl) != 0) {
 		pl_bell_end(bell, false);
 		ep_awake(ep);

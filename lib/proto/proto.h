@@ -590,8 +590,9 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so);
  * with no socket change (api.c, sl_wait_kick()). */
 void sl_wake_chan(struct sl_stack *s, uint32_t c);
 void sl_wake_any(struct sl_stack *s);
-/* Lock held: wake the epoll watch group(s) a socket's epw names. */
-void sl_wake_epw(struct sl_stack *s, uint16_t epw);
+/* Lock held: socket idx on the ready ring of the epoll watch group(s)
+ * its epw names, and their sleepers woken. */
+void sl_wake_epw(struct sl_stack *s, uint16_t epw, uint32_t idx);
 /* Lock held: one more of so's exclusive sleepers should look (an accept()
  * that left connections queued, or failed for good): wake it at unlock. */
 void sl_sock_wake_one(struct sl_stack *s, struct sl_sock *so);

@@ -634,6 +634,14 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 		if (so->type == SL_SOCK_TCP && (so->flags & SL_SF_ORPHAN))
 			r->tcp_orphans++;
 	}
+	/* The readiness journal and every watch group's ready ring move
+	 * past their length: a holder that died between a socket's change
+	 * and its entry left it unnamed, so every epoll set looks at all
+	 * its items once (preload/epoll.c, check_all()). */
+	sl_store_release(&s->lib->chg_seq, s->lib->chg_seq + SL_CHG_RING + 1);
+	for (uint32_t g = 0; g < SL_EPW_N; g++)
+		sl_store_release(&s->lib->wq[SL_WQ_N + g].chg,
+				 s->lib->wq[SL_WQ_N + g].chg + SL_EPW_RING + 1);
 	/* Everyone asleep looks again: their sockets may have changed
 	 * (blocked accept()s, each asleep on its listener, at once). */
 	sl_sock_wake_exclusive_all(s);

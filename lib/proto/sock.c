@@ -907,11 +907,10 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 	so->wake_seq++;
 	if (SL_READ_ONCE(so->xsleepers))
 		sl_sock_wake_one(s, so);
-	/* The watch group's count before the journal entry: a set that reads
-	 * the journal's end and then the count without the lock sees every
-	 * change of its sockets before that end counted (preload/epoll.c,
-	 * ep_group_still()). */
-	sl_wake_epw(s, SL_READ_ONCE(so->epw));
+	/* The ready ring of the watch group watching it (core.h,
+	 * SL_EPW_RING), after wake_seq: a set that reads the ring's head and
+	 * then the socket's wake_seq sees this change in one or the other. */
+	sl_wake_epw(s, SL_READ_ONCE(so->epw), so->idx);
 	/* The journal (core.h): the entry before the count that shows it. */
 	s->lib->chg_ring[s->lib->chg_seq & (SL_CHG_RING - 1)] = so->idx;
 	sl_store_release(&s->lib->chg_seq, s->lib->chg_seq + 1);
@@ -956,22 +955,32 @@ void sl_sock_async_space_slow(struct sl_stack *s, struct sl_sock *so)
 	sl_sock_async_slow(s, so);
 }
 
-void sl_wake_epw(struct sl_stack *s, uint16_t epw)
+/* Lock held: socket idx on group g's ready ring, then its sleepers. */
+static void epw_append(struct sl_stack *s, uint32_t g, uint32_t idx)
 {
-	/* The group of the set watching it; a socket in several sets wakes
-	 * every group (each set may sleep on its own alone: epoll.c). */
+	uint32_t *head = &s->lib->wq[SL_WQ_N + g].chg, h = *head;
+
+	s->lib->epw_ring[g][h & (SL_EPW_RING - 1)] = idx;
+	/* The entry before the head that shows it (epoll.c, ep_ring()). */
+	sl_store_release(head, h + 1);
+	sl_wake_chan(s, SL_WQ_N + g);
+}
+
+void sl_wake_epw(struct sl_stack *s, uint16_t epw, uint32_t idx)
+{
+	/* The group of the set watching it; a socket in several sets goes
+	 * on every owned group's ring (each set reads its own alone:
+	 * epoll.c).  A group nobody owns has no reader: a claim starts
+	 * with a look at every item (epw_claim()). */
 	if (!epw)
 		return;
 	if (epw <= SL_EPW_N) {
-		SL_WRITE_ONCE(s->lib->wq[SL_WQ_N + epw - 1u].chg,
-			      s->lib->wq[SL_WQ_N + epw - 1u].chg + 1);
-		sl_wake_chan(s, SL_WQ_N + epw - 1u);
+		epw_append(s, epw - 1u, idx);
 		return;
 	}
-	for (uint32_t g = 0; g < SL_EPW_N; g++) {
-		SL_WRITE_ONCE(s->lib->wq[SL_WQ_N + g].chg, s->lib->wq[SL_WQ_N + g].chg + 1);
-		sl_wake_chan(s, SL_WQ_N + g);
-	}
+	for (uint32_t g = 0; g < SL_EPW_N; g++)
+		if (SL_READ_ONCE(s->lib->epw_owner[g]))
+			epw_append(s, g, idx);
 }
 
 void sl_wake_chan(struct sl_stack *s, uint32_t c)
