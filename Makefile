@@ -65,7 +65,8 @@ PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/dlopen_prog $(B)/
 	$(B)/tests/preload/exec_keep \
 	$(B)/tests/preload/autobind $(B)/tests/preload/sndbuf_wake $(B)/tests/preload/fdnum \
 	$(B)/tests/preload/oob \
-	$(B)/tests/preload/sigio
+	$(B)/tests/preload/sigio \
+	$(B)/tests/preload/badptr
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 PRELOAD_TESTS += $(B)/tests/preload/sockcache
 

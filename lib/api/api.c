@@ -1252,8 +1252,17 @@ static long tcp_recv_lent(struct sl_stack *s, struct sl_sock *so, void *buf, siz
 {
 	uint8_t *p = buf;
 	uint32_t gen = so->kp.gen, head;
-	size_t n = 0, off = 0;
+	size_t n = 0, off = 0, m = len < so->rxq_bytes ? len : so->rxq_bytes;
 
+	/* The copy below is outside the lock, with the bytes lent: first
+	 * the caller's buffer is found writable where they will go (one
+	 * byte a page and the last, written with their own values), else
+	 * the copy under the lock, which stops at a fault (sl_tcp_recv()). */
+	for (size_t o = 0; o < m; o += 4096 - ((uintptr_t)(p + o) & 4095))
+		if (sl_uprobe_w(p + o))
+			return -EAGAIN;
+	if (m && sl_uprobe_w(p + m - 1))
+		return -EAGAIN;
 	head = sl_tcp_recv_lend(s, so, len, &n);
 	if (head == SLUICE_IDX_NONE)
 		return -EAGAIN;
@@ -1264,9 +1273,14 @@ static long tcp_recv_lent(struct sl_stack *s, struct sl_sock *so, void *buf, siz
 
 		if (chunk > n - off)
 			chunk = n - off;
-		memcpy(p + off, sl_buf_data(s, idx), chunk);
+		/* Checked: a buffer unmapped since the probe loses the rest
+		 * of what was lent, and does not kill the caller. */
+		if (sl_ucopy(p + off, sl_buf_data(s, idx), chunk))
+			break;
 		off += chunk;
 	}
+	if (off < n)	/* a fault: what was copied, or EFAULT */
+		n = off ? off : (size_t)-EFAULT;
 	if (sl_lock(s)) {
 		/* The data is the caller's; the buffers die with the stack. */
 		*locked = false;

@@ -1300,4 +1300,20 @@ struct sl_ho_ans {
 	int32_t err;
 };
 
+/*
+ * Checked copies of a program's memory (ucopy.c): the stack's copies of
+ * receive data into a caller's buffer.  sl_ucopy() copies n bytes from
+ * src to dst and returns how many it could not copy (0: all), the
+ * kernel's copy_to_user() contract: a fault in it resumes at the
+ * routine's end when the process has a SIGSEGV/SIGBUS handler that asks
+ * sl_ucopy_fixup() (lib/preload/signal.c); without one a fault kills
+ * the process as memcpy() would.  sl_uprobe_w() finds whether the byte
+ * at p may be written (it writes the byte's own value back): 0, or -1.
+ * sl_ucopy_fixup(ip): where a fault at instruction ip resumes, or 0 if
+ * ip is in neither routine.
+ */
+size_t sl_ucopy(void *dst, const void *src, size_t n);
+int sl_uprobe_w(void *p);
+uintptr_t sl_ucopy_fixup(uintptr_t ip);
+
 #endif /* SLUICE_CORE_H */

@@ -102,6 +102,12 @@ static ssize_t send_loop(struct pl_sock *ps, const void *buf, size_t len, int fl
 	/* Linux's udp_sendmsg(): no urgent data on a datagram. */
 	if ((flags & MSG_OOB) && ps->type == SOCK_DGRAM)
 		return -EOPNOTSUPP;
+	/* Linux: the length cut to MAX_RW_COUNT; a datagram above 64 KiB
+	 * is EMSGSIZE (udp_sendmsg()) before its bytes are read. */
+	if (len > PL_MAX_RW)
+		len = PL_MAX_RW;
+	if (ps->type == SOCK_DGRAM && len > 0xffff)
+		return -EMSGSIZE;
 	if (buf_fault(buf, len))
 		return -EFAULT;
 	ps->used = true;
@@ -182,7 +188,7 @@ static void put_cmsg(struct msghdr *msg, size_t *used, int level, int type, cons
 		     size_t len);
 static void stamp_cmsg(struct msghdr *msg, size_t *used, uint64_t stamp_us);
 static size_t iov_total(const struct iovec *iov, int n);
-static bool iov_bad(const struct iovec *iov, int n);
+static int iov_check(const struct iovec *iov, int n, bool out);
 
 /* addr:port as the socket's family shows it (v4-mapped on AF_INET6). */
 static void errq_addr(uint32_t addr, uint16_t port, bool v6, struct sockaddr_in6 *out,
@@ -226,7 +232,8 @@ static ssize_t errq_msg(struct pl_sock *ps, struct msghdr *msg, int flags)
 
 	if (msg->msg_iovlen > IOV_MAX)
 		return -EMSGSIZE;
-	if (iov_bad(msg->msg_iov, (int)msg->msg_iovlen))
+	if (iov_check(msg->msg_iov, (int)msg->msg_iovlen, false) ||
+	    (msg->msg_name && !pl_writable(msg->msg_name, msg->msg_namelen)))
 		return -EFAULT;
 	total = iov_total(msg->msg_iov, (int)msg->msg_iovlen);
 	n = sl_errq_recv(pl_stack(), (int)ps->sd, tmp, total < sizeof(tmp) ? total : sizeof(tmp),
@@ -239,7 +246,8 @@ static ssize_t errq_msg(struct pl_sock *ps, struct msghdr *msg, int flags)
 		size_t take = msg->msg_iov[i].iov_len < (size_t)n - off ?
 			      msg->msg_iov[i].iov_len : (size_t)n - off;
 
-		memcpy(msg->msg_iov[i].iov_base, tmp + off, take);
+		if (pl_copy_out(msg->msg_iov[i].iov_base, tmp + off, take))
+			return -EFAULT;
 		off += take;
 	}
 	/* Where it went (the port 0 for a local error of an unconnected
@@ -326,19 +334,23 @@ static ssize_t recv_loop(struct pl_sock *ps, void *buf, size_t len, int flags,
 		return errq_read(ps, buf, len, flags, from);
 	/* MSG_OOB on a stream: the urgent byte (Linux's tcp_recv_urg()),
 	 * never waiting, whatever the blocking mode; with none, EINVAL (a
-	 * listener ENOTCONN) before the buffer is looked at. */
+	 * listener ENOTCONN) before the buffer is looked at; the byte goes
+	 * through the stack's checked copy (EFAULT, the byte read, as
+	 * Linux's memcpy_to_msg() after it marked it read). */
 	if ((flags & MSG_OOB) && ps->type == SOCK_STREAM) {
 		int oflags = (flags & (MSG_OOB | MSG_PEEK | MSG_TRUNC)) | MSG_DONTWAIT;
 
-		if (len && !(flags & MSG_TRUNC) && buf_fault(buf, len)) {
-			ret = sl_recvfrom_meta(pl_stack(), (int)ps->sd, NULL, 1,
-					       MSG_OOB | MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT, NULL, NULL);
-			return ret > 0 ? -EFAULT : ret;
-		}
 		return sl_recvfrom_meta(pl_stack(), (int)ps->sd, buf, len, oflags, from, meta);
 	}
-	/* MSG_TRUNC on a stream copies nothing (Linux: no EFAULT). */
-	if (!((flags & MSG_TRUNC) && ps->type == SOCK_STREAM) && buf_fault(buf, len))
+	/* As Linux's import_ubuf(): a length cut to MAX_RW_COUNT, and a
+	 * buffer no process can own refused.  Any other is written by the
+	 * stack's checked copy (core.h, sl_ucopy()), which stops at a fault
+	 * as the kernel's copy_to_user() does: only the bytes received are
+	 * touched (a receive of length -1 into a buffer of 10 takes the 10
+	 * there are).  MSG_TRUNC on a stream copies nothing (no EFAULT). */
+	if (len > PL_MAX_RW)
+		len = PL_MAX_RW;
+	if (!((flags & MSG_TRUNC) && ps->type == SOCK_STREAM) && pl_bad_dst(buf, len))
 		return -EFAULT;
 	/* Non-blocking: the native fast path for spinners.  With a timeout:
 	 * the call itself never waits (not even for a stopped lock holder);
@@ -398,15 +410,16 @@ static ssize_t pl_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
 	return ret;
 }
 
-static void put_from(const struct pl_sock *ps, const struct sockaddr_in *sin,
-		     struct sockaddr *a, socklen_t *lenp)
+/* The sender, as Linux's move_addr_to_user() after a receive (the data
+ * is taken by then): 0 or -errno. */
+static int put_from(const struct pl_sock *ps, const struct sockaddr_in *sin,
+		    struct sockaddr *a, socklen_t *lenp)
 {
-	if (!a || !lenp)
-		return;
+	if (!a)
+		return 0;
 	if (sin->sin_family == AF_INET6)	/* IPv6 itself, from a twin */
-		pl_twin_from6(a, lenp);
-	else
-		pl_put_addr(ps, sin, false, a, lenp);
+		return pl_twin_from6(a, lenp);
+	return pl_put_addr(ps, sin, false, a, lenp);
 }
 
 /* A datagram to send to where only the kernel reaches: a destination
@@ -434,12 +447,22 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 		      const struct sockaddr *to, socklen_t tolen)
 {
 	struct pl_sock *ps = pl_get(fd);
+	struct sockaddr_storage k;
 	struct sockaddr_in sin;
 	ssize_t ret;
 	int d;
 
 	if (!ps)
 		return REAL(sendto)(fd, buf, len, flags, to, tolen);
+	/* Linux's __sys_sendto(): the address is read first, whatever the
+	 * socket (a stream socket then ignores it). */
+	if (to) {
+		ret = pl_addr_in(&to, tolen, &k);
+		if (ret) {
+			pl_put(ps);
+			return pl_ret(ret);
+		}
+	}
 	/* A stream socket ignores the address, as Linux does once connected. */
 	d = ps->type == SOCK_DGRAM ? pl_dest(ps, to, tolen, &sin) : 0;
 	if (dgram_kernel(ps, d, &sin)) {
@@ -509,10 +532,14 @@ EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockadd
 		return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
 	memset(&sin, 0, sizeof(sin));
 	ret = pl_recv(ps, buf, len, flags, &sin, NULL);
-	if (ret >= 0 && ps->type == SOCK_DGRAM)
-		put_from(ps, &sin, from, fromlen);
-	else if (ret >= 0 && fromlen)
-		*fromlen = 0;	/* a stream socket: no address, as Linux */
+	if (ret >= 0 && from) {
+		/* A stream socket: no address, its length 0, as Linux. */
+		int e = ps->type == SOCK_DGRAM ? put_from(ps, &sin, from, fromlen) :
+						 pl_put_raw(NULL, 0, from, fromlen);
+
+		if (e)
+			ret = e;
+	}
 	pl_put(ps);
 	return pl_ret(ret);
 }
@@ -550,16 +577,22 @@ static size_t iov_total(const struct iovec *iov, int n)
 	return t;
 }
 
-/* An iovec array, or one of its buffers, the kernel would answer EFAULT
- * for (buf_fault()). */
-static bool iov_bad(const struct iovec *iov, int n)
+/* An iovec array as Linux's import_iovec() takes it: the array read
+ * (EFAULT), a length above SSIZE_MAX EINVAL, then a buffer refused:
+ * EFAULT (out: one not readable, buf_fault(); in: one pl_bad_dst()
+ * refuses, the rest left to the checked copy). */
+static int iov_check(const struct iovec *iov, int n, bool out)
 {
 	if (n > 0 && buf_fault(iov, (size_t)n * sizeof(*iov)))
-		return true;
+		return -EFAULT;
 	for (int i = 0; i < n; i++)
-		if (buf_fault(iov[i].iov_base, iov[i].iov_len))
-			return true;
-	return false;
+		if ((ssize_t)iov[i].iov_len < 0)
+			return -EINVAL;
+	for (int i = 0; i < n; i++)
+		if (out ? buf_fault(iov[i].iov_base, iov[i].iov_len) :
+			  pl_bad_dst(iov[i].iov_base, iov[i].iov_len))
+			return -EFAULT;
+	return 0;
 }
 
 /* Out from several iovecs: one datagram, or a stream gathered in chunks. */
@@ -573,8 +606,9 @@ static ssize_t pl_sendv(struct pl_sock *ps, const struct iovec *iov, int n, int 
 
 	if (n < 0 || n > IOV_MAX)
 		return -EINVAL;
-	if (iov_bad(iov, n))
-		return -EFAULT;
+	ret = iov_check(iov, n, true);
+	if (ret)
+		return ret;
 	total = iov_total(iov, n);
 	if (n == 1 || total == 0)
 		return pl_send(ps, n ? iov[0].iov_base : NULL, n ? iov[0].iov_len : 0, flags, to, tx);
@@ -620,8 +654,9 @@ static ssize_t pl_recvv(struct pl_sock *ps, const struct iovec *iov, int n, int 
 
 	if (n < 0 || n > IOV_MAX)
 		return -EINVAL;
-	if (iov_bad(iov, n))
-		return -EFAULT;
+	ret = iov_check(iov, n, false);
+	if (ret)
+		return ret;
 	total = iov_total(iov, n);
 	if (ps->type == SOCK_DGRAM) {
 		size_t cap = total < PL_DGRAM_MAX ? total : PL_DGRAM_MAX;
@@ -655,7 +690,11 @@ static ssize_t pl_recvv(struct pl_sock *ps, const struct iovec *iov, int n, int 
 				take = cap - off;
 			if (take > (size_t)ret - off)
 				take = (size_t)ret - off;
-			memcpy(iov[i].iov_base, tmp + off, take);
+			/* Linux: the datagram is taken, the call EFAULT. */
+			if (pl_copy_out(iov[i].iov_base, tmp + off, take)) {
+				ret = -EFAULT;
+				break;
+			}
 			off += take;
 		}
 		if (tmp != sbuf)
@@ -877,21 +916,59 @@ static void share_rights(const struct msghdr *msg)
 		each_right(msg, pl_fd_share);
 }
 
-EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+/*
+ * The program's msghdr as Linux's __copy_msghdr() takes it: copied into
+ * m (EFAULT); a name length below 0 EINVAL, above 128 cut to 128; with k
+ * (a send), the name copied into k (EFAULT) and m pointing at it; more
+ * than UIO_MAXIOV iovecs EMSGSIZE.  A receive's name stays the
+ * program's, written after the receive (put_from()).
+ */
+static int msg_in(const struct msghdr *umsg, struct msghdr *m, struct sockaddr_storage *k)
+{
+	if (pl_copy_in(m, umsg, sizeof(*m)))
+		return -EFAULT;
+	if (!m->msg_name)
+		m->msg_namelen = 0;
+	if ((int)m->msg_namelen < 0)
+		return -EINVAL;
+	if (m->msg_namelen > sizeof(struct sockaddr_storage))
+		m->msg_namelen = sizeof(struct sockaddr_storage);
+	if (k && m->msg_namelen) {
+		if (pl_copy_in(k, m->msg_name, m->msg_namelen))
+			return -EFAULT;
+		m->msg_name = k;
+	} else if (k) {
+		m->msg_name = NULL;
+	}
+	if (m->msg_iovlen > UIO_MAXIOV)
+		return -EMSGSIZE;
+	return 0;
+}
+
+EXPORT ssize_t sendmsg(int fd, const struct msghdr *umsg, int flags)
 {
 	struct pl_sock *ps = pl_get(fd);
+	struct sockaddr_storage k;
 	struct sockaddr_in sin;
 	struct sl_tx_meta tx;
+	struct msghdr m, *msg = &m;
 	ssize_t ret;
 	int d;
 
 	if (!ps) {
-		share_rights(msg);
-		return REAL(sendmsg)(fd, msg, flags);
+		share_rights(umsg);
+		return REAL(sendmsg)(fd, umsg, flags);
 	}
-	if (!msg) {
+	ret = msg_in(umsg, &m, &k);
+	/* Then the iovecs, then the control messages (Linux: ENOBUFS
+	 * above INT_MAX bytes, EFAULT if they cannot be read). */
+	if (!ret)
+		ret = iov_check(m.msg_iov, (int)m.msg_iovlen, true);
+	if (!ret && m.msg_controllen > INT_MAX)
+		ret = -ENOBUFS;
+	if (!ret && m.msg_controllen && buf_fault(m.msg_control, m.msg_controllen))
 		ret = -EFAULT;
-	} else {
+	if (!ret) {
 		d = ps->type == SOCK_DGRAM ? pl_dest(ps, msg->msg_name, msg->msg_namelen, &sin) :
 					     0;
 		if (dgram_kernel(ps, d, &sin)) {
@@ -1063,41 +1140,69 @@ static void rx_cmsgs(struct pl_sock *ps, struct msghdr *msg, const struct sl_rx_
 	msg->msg_controllen = used;
 }
 
-EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+/* The fields a receive gives back, written to the program's msghdr as
+ * Linux's ____sys_recvmsg() puts them: EFAULT if they cannot be. */
+static int msg_out(struct msghdr *umsg, const struct msghdr *m)
+{
+	if (pl_copy_out(&umsg->msg_flags, &m->msg_flags, sizeof(m->msg_flags)) ||
+	    pl_copy_out(&umsg->msg_controllen, &m->msg_controllen, sizeof(m->msg_controllen)))
+		return -EFAULT;
+	return 0;
+}
+
+EXPORT ssize_t recvmsg(int fd, struct msghdr *umsg, int flags)
 {
 	struct pl_sock *ps = pl_get(fd);
+	struct msghdr mh, *msg = &mh;
 	struct sockaddr_in sin;
 	bool trunc = false;
 	ssize_t ret;
+	int e;
 
 	if (!ps) {
-		ret = REAL(recvmsg)(fd, msg, flags);
-		if (ret >= 0 && msg && msg->msg_controllen && !pl_cfg.disabled)
-			each_right(msg, adopt_one);
+		ret = REAL(recvmsg)(fd, umsg, flags);
+		if (ret >= 0 && umsg && umsg->msg_controllen && !pl_cfg.disabled)
+			each_right(umsg, adopt_one);
 		return ret;
 	}
-	if (!msg) {
-		ret = -EFAULT;
-	} else {
+	ret = msg_in(umsg, &mh, NULL);
+	/* Control messages go where they can be written; none else (Linux's
+	 * put_cmsg() gives up at a fault and the receive stands). */
+	if (!ret && mh.msg_controllen &&
+	    (pl_bad_buf(mh.msg_control, mh.msg_controllen) ||
+	     !pl_writable(mh.msg_control, mh.msg_controllen))) {
+		mh.msg_control = NULL;
+		mh.msg_controllen = 0;
+	}
+	if (!ret) {
 		memset(&sin, 0, sizeof(sin));
 		struct sl_rx_meta m = { 0 };
 
 		if (flags & MSG_ERRQUEUE) {
 			ret = errq_msg(ps, msg, flags);
+			if (ret >= 0 && (pl_copy_out(&umsg->msg_namelen, &mh.msg_namelen,
+						     sizeof(mh.msg_namelen)) || msg_out(umsg, &mh)))
+				ret = -EFAULT;
 			pl_put(ps);
 			return pl_ret(ret);
 		}
 		ret = pl_recvv(ps, msg->msg_iov, (int)msg->msg_iovlen, flags, &sin, &trunc, &m);
 		if (ret >= 0) {
-			if (ps->type == SOCK_DGRAM && msg->msg_name)
-				put_from(ps, &sin, msg->msg_name, &msg->msg_namelen);
-			else
-				msg->msg_namelen = 0;
+			/* The data is taken: a name or header that cannot be
+			 * written is EFAULT all the same, as Linux. */
+			e = !msg->msg_name ? 0 :
+			    ps->type == SOCK_DGRAM ?
+			    put_from(ps, &sin, msg->msg_name, &umsg->msg_namelen) :
+			    pl_put_raw(NULL, 0, msg->msg_name, &umsg->msg_namelen);
 			msg->msg_flags = trunc ? MSG_TRUNC : 0;
 			/* The urgent byte (Linux's tcp_recv_urg()). */
 			if ((flags & MSG_OOB) && ret > 0)
 				msg->msg_flags |= MSG_OOB;
 			rx_cmsgs(ps, msg, &m, ret);
+			if (!e)
+				e = msg_out(umsg, msg);
+			if (e)
+				ret = e;
 		}
 	}
 	pl_put(ps);

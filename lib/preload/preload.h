@@ -111,6 +111,9 @@ extern struct pl_libc pl_libc;
  * by touching them (pl_readable(); io.c, buf_fault()).
  */
 #define PL_USER_TOP	((uintptr_t)1 << 56)
+/* Linux's MAX_RW_COUNT: the most one read or write moves (INT_MAX, cut to
+ * a page); longer lengths are cut to it. */
+#define PL_MAX_RW	((size_t)0x7ffff000)
 static inline bool pl_bad_buf(const void *p, size_t len)
 {
 	uintptr_t a = (uintptr_t)p;
@@ -490,7 +493,7 @@ int pl_twin_error(struct pl_sock *ps);
 ssize_t pl_twin_errq(struct pl_sock *ps, struct msghdr *msg, int flags);
 /* pl_twin_recv() gave from->sin_family AF_INET6: the sender was IPv6
  * itself (a socket on ::); its address, cut to *lenp as Linux's. */
-void pl_twin_from6(struct sockaddr *a, socklen_t *lenp);
+int pl_twin_from6(struct sockaddr *a, socklen_t *lenp);
 /* IPv6 itself from a datagram socket on :: that has a twin (an AF_INET6
  * one): the twin sends it, the socket stays in the stack. */
 ssize_t pl_twin_sendmsg6(struct pl_sock *ps, const struct msghdr *msg, int flags);
@@ -569,9 +572,15 @@ int pl_dest(const struct pl_sock *ps, const struct sockaddr *a, socklen_t len,
 socklen_t pl_addr_out(const struct pl_sock *ps, const struct sockaddr_in *sin, bool local,
 		      void *out);
 /* Copied to the program as Linux's move_addr_to_user(): cut to *lenp,
- * *lenp set to the whole length. */
-void pl_put_addr(const struct pl_sock *ps, const struct sockaddr_in *sin, bool local,
-		 struct sockaddr *a, socklen_t *lenp);
+ * *lenp set to the whole length; 0, -EFAULT (a or lenp bad) or -EINVAL
+ * (*lenp negative).  pl_put_raw(): klen bytes at k, as they are. */
+int pl_put_addr(const struct pl_sock *ps, const struct sockaddr_in *sin, bool local,
+		struct sockaddr *a, socklen_t *lenp);
+int pl_put_raw(const void *k, socklen_t klen, struct sockaddr *a, socklen_t *lenp);
+/* The program's address *a of len bytes copied into k, as Linux's
+ * move_addr_to_kernel(): -EINVAL for a length below 0 or above 128,
+ * -EFAULT if it cannot be read; then *a points at k. */
+int pl_addr_in(const struct sockaddr **a, socklen_t len, struct sockaddr_storage *k);
 /* Set the socket's SL_SF_NONBLOCK at the native level (all of ours are). */
 void pl_native_nonblock(uint32_t sd);
 /* Is this destination reached through the stack (from ps, if given)? */
@@ -650,6 +659,19 @@ void pl_fault_init(void);
 /* Can len bytes at p be read?  Touches them (a byte a page) with the
  * library's handler ready to catch a fault: no system call. */
 bool pl_readable(const void *p, size_t len);
+/* p..p+len may be written (one byte a page and the last, written with
+ * their own values: sl_uprobe_w()); the out-structures of a call. */
+bool pl_writable(void *p, size_t len);
+/* Checked copies of a program's structures (signal.c, core's sl_ucopy()):
+ * 0, or -EFAULT where the kernel's copy_from_user()/copy_to_user() would
+ * fail, with no SIGSEGV in the library. */
+int pl_copy_in(void *dst, const void *usrc, size_t n);
+/* A receive buffer the kernel's access_ok() refuses (wrapping, or past
+ * the user half): the rest, the null page too, is left to the stack's
+ * checked copy, which faults where Linux's would (after the wait, with
+ * the datagram taken).  Without the fault handler, pl_bad_buf(). */
+bool pl_bad_dst(const void *p, size_t len);
+int pl_copy_out(void *udst, const void *src, size_t n);
 /* Spin/sleep pacing shared by poll, select and epoll (poll.c). */
 struct pl_waiter {
 	uint64_t start_us;

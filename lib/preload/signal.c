@@ -94,9 +94,17 @@ static bool probe_fixup(const siginfo_t *si, void *uc)
 {
 	greg_t *ip = &((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
 
-	if (!si || si->si_code <= 0 || *ip != (greg_t)(uintptr_t)pl_probe_load)
+	uintptr_t to;
+
+	if (!si || si->si_code <= 0)
 		return false;
-	*ip = (greg_t)(uintptr_t)pl_probe_fixup;
+	if (*ip == (greg_t)(uintptr_t)pl_probe_load)
+		to = (uintptr_t)pl_probe_fixup;
+	else
+		to = sl_ucopy_fixup((uintptr_t)*ip);	/* the stack's checked copies */
+	if (!to)
+		return false;
+	*ip = (greg_t)to;
 	return true;
 }
 #else
@@ -240,6 +248,43 @@ bool pl_readable(const void *p, size_t len)
 #else
 	return true;
 #endif
+}
+
+bool pl_writable(void *p, size_t len)
+{
+	uint8_t *a = p;
+
+	if (!len || !fault_armed)
+		return true;
+	for (size_t off = 0; off < len; off += 4096 - ((uintptr_t)(a + off) & 4095))
+		if (sl_uprobe_w(a + off))
+			return false;
+	return !sl_uprobe_w(a + len - 1);
+}
+
+bool pl_bad_dst(const void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p;
+
+	if (!fault_armed)
+		return pl_bad_buf(p, len);
+	return len && (a + len < a || a + len > PL_USER_TOP);
+}
+
+int pl_copy_in(void *dst, const void *usrc, size_t n)
+{
+	if (pl_bad_buf(usrc, n))
+		return -EFAULT;
+	return fault_armed ? (sl_ucopy(dst, usrc, n) ? -EFAULT : 0) :
+			     (memcpy(dst, usrc, n), 0);
+}
+
+int pl_copy_out(void *udst, const void *src, size_t n)
+{
+	if (pl_bad_buf(udst, n))
+		return -EFAULT;
+	return fault_armed ? (sl_ucopy(udst, src, n) ? -EFAULT : 0) :
+			     (memcpy(udst, src, n), 0);
 }
 
 EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)

@@ -326,14 +326,39 @@ socklen_t pl_addr_out(const struct pl_sock *ps, const struct sockaddr_in *sin, b
 	return sizeof(s6);
 }
 
-void pl_put_addr(const struct pl_sock *ps, const struct sockaddr_in *sin, bool local,
-		 struct sockaddr *a, socklen_t *lenp)
+int pl_put_raw(const void *k, socklen_t klen, struct sockaddr *a, socklen_t *lenp)
+{
+	int len;
+
+	if (pl_copy_in(&len, lenp, sizeof(len)))
+		return -EFAULT;
+	if (len > (int)klen)
+		len = (int)klen;
+	if (len < 0)
+		return -EINVAL;
+	if (len && pl_copy_out(a, k, (size_t)len))
+		return -EFAULT;
+	return pl_copy_out(lenp, &klen, sizeof(klen));
+}
+
+int pl_put_addr(const struct pl_sock *ps, const struct sockaddr_in *sin, bool local,
+		struct sockaddr *a, socklen_t *lenp)
 {
 	struct sockaddr_in6 buf;
 	socklen_t n = pl_addr_out(ps, sin, local, &buf);
 
-	memcpy(a, &buf, *lenp < n ? *lenp : n);
-	*lenp = n;
+	return pl_put_raw(&buf, n, a, lenp);
+}
+
+int pl_addr_in(const struct sockaddr **a, socklen_t len, struct sockaddr_storage *k)
+{
+	if ((int)len < 0 || len > sizeof(*k))
+		return -EINVAL;
+	memset(k, 0, sizeof(k->ss_family));
+	if (len && pl_copy_in(k, *a, len))
+		return -EFAULT;
+	*a = (const struct sockaddr *)k;
+	return 0;
 }
 
 int pl_dest(const struct pl_sock *ps, const struct sockaddr *a, socklen_t len,
@@ -367,12 +392,9 @@ int pl_dest(const struct pl_sock *ps, const struct sockaddr *a, socklen_t len,
 static int put_sin(const struct pl_sock *ps, const struct sockaddr_in *sin, bool local,
 		   struct sockaddr *a, socklen_t *lenp)
 {
-	if (!a || !lenp)
-		return a || lenp ? -EFAULT : 0;
-	if ((int)*lenp < 0)
-		return -EINVAL;
-	pl_put_addr(ps, sin, local, a, lenp);
-	return 0;
+	if (!a)
+		return 0;	/* accept()'s: none asked */
+	return pl_put_addr(ps, sin, local, a, lenp);
 }
 
 static int sopt(int ks, int level, int name, const void *v, socklen_t len)
@@ -1685,12 +1707,18 @@ static int bind4(int fd, struct pl_sock *ps, struct sockaddr_in *sin,
 EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	struct pl_sock *ps = pl_get(fd);
+	struct sockaddr_storage k;
 	struct sockaddr_in sin;
 	bool done = false;
 	int ret;
 
 	if (!ps)
 		return REAL(bind)(fd, addr, len);
+	ret = pl_addr_in(&addr, len, &k);
+	if (ret) {
+		pl_put(ps);
+		return (int)pl_ret(ret);
+	}
 	if (ps->v6) {
 		struct sockaddr_in6 s6;
 		bool was_any = ps->mapped_any;
@@ -1820,7 +1848,13 @@ static int do_accept(int fd, struct sockaddr *addr, socklen_t *lenp, int flags)
 			child->used = true;
 			pl_put(child);
 		}
-		put_sin(ps, &peer, false, addr, lenp);
+		/* Linux's __sys_accept4_file(): the connection is taken, and
+		 * given up if its address cannot be written. */
+		ret = put_sin(ps, &peer, false, addr, lenp);
+		if (ret) {
+			close(nfd);
+			goto out;
+		}
 	}
 	ret = nfd;
 out:
@@ -1891,6 +1925,7 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	int saved = errno;
 	struct pl_sock *ps = pl_get(fd);
+	struct sockaddr_storage k;
 	struct sockaddr_in sin;
 	struct sluice_stack *st;
 	unsigned int vlen;
@@ -1899,6 +1934,11 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 	if (!ps)
 		return REAL(connect)(fd, addr, len);
+	ret = pl_addr_in(&addr, len, &k);
+	if (ret) {
+		pl_put(ps);
+		return (int)pl_ret(ret);
+	}
 	st = pl_stack();
 	ret = ps->v6 ? conn_addr6(ps, addr, len, &sin) : get_sin_or_unspec(addr, len, &sin);
 	if (ret == PL_NATIVE6) {
@@ -2033,14 +2073,10 @@ static int name_of(int fd, struct sockaddr *addr, socklen_t *lenp, bool peer)
 	if (!ps)
 		return peer ? REAL(getpeername)(fd, addr, lenp) :
 			      REAL(getsockname)(fd, addr, lenp);
-	if (!addr || !lenp) {
-		ret = -EFAULT;
-	} else {
-		ret = peer ? sluice_getpeername(pl_stack(), (int)ps->sd, &sin) :
-			     sluice_getsockname(pl_stack(), (int)ps->sd, &sin);
-		if (!ret)
-			ret = put_sin(ps, &sin, !peer, addr, lenp);
-	}
+	ret = peer ? sluice_getpeername(pl_stack(), (int)ps->sd, &sin) :
+		     sluice_getsockname(pl_stack(), (int)ps->sd, &sin);
+	if (!ret)
+		ret = pl_put_addr(ps, &sin, !peer, addr, lenp);
 	pl_put(ps);
 	return (int)pl_ret(ret);
 }
@@ -2149,7 +2185,7 @@ static int set_v6only(struct pl_sock *ps, const void *val, socklen_t len)
 	return v6only_to(ps, v != 0);
 }
 
-EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+static int set_opt(int fd, int level, int name, const void *val, socklen_t len)
 {
 	struct pl_sock *ps = pl_get(fd);
 	int ret, v = 0;
@@ -2283,7 +2319,7 @@ static int get_v6opt(const struct pl_sock *ps, int name, void *val, socklen_t *l
 	return ret;
 }
 
-EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *lenp)
+static int get_opt(int fd, int level, int name, void *val, socklen_t *lenp)
 {
 	struct pl_sock *ps = pl_get(fd);
 	struct sl_stack *s;
@@ -2341,4 +2377,59 @@ EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *lenp)
 	}
 	pl_put(ps);
 	return (int)pl_ret(ret);
+}
+
+/*
+ * The option's value and length as Linux's __sys_setsockopt() and
+ * __sys_getsockopt() take them: a negative length EINVAL, then the
+ * program's memory read and written only through checked copies
+ * (signal.c, pl_copy_in()), so a bad pointer is EFAULT; the option code
+ * above works on copies.  A value longer than the copy (1 KiB; no option
+ * of the stack's is) is probed where it lies.
+ */
+#define PL_OPT_MAX	1024
+
+EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	uint64_t kval[PL_OPT_MAX / sizeof(uint64_t)];
+
+	if (!pl_is_sluice(fd))
+		return REAL(setsockopt)(fd, level, name, val, len);
+	if ((int)len < 0)
+		return (int)pl_ret(-EINVAL);
+	if (len && len <= sizeof(kval)) {
+		if (pl_copy_in(kval, val, len))
+			return (int)pl_ret(-EFAULT);
+		val = kval;
+	} else if (len && (pl_bad_buf(val, len) || !pl_readable(val, len))) {
+		return (int)pl_ret(-EFAULT);
+	}
+	return set_opt(fd, level, name, val, len);
+}
+
+EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *lenp)
+{
+	uint64_t kval[PL_OPT_MAX / sizeof(uint64_t)];
+	socklen_t klen;
+	int ret;
+
+	if (!pl_is_sluice(fd))
+		return REAL(getsockopt)(fd, level, name, val, lenp);
+	if (pl_copy_in(&klen, lenp, sizeof(klen)))
+		return (int)pl_ret(-EFAULT);
+	if ((int)klen < 0)
+		return (int)pl_ret(-EINVAL);
+	if (klen > sizeof(kval))
+		klen = sizeof(kval);
+	/* What is there (a few options read it); a value that cannot be
+	 * read cannot be written either: EFAULT below, after the option's
+	 * own answer. */
+	if (pl_copy_in(kval, val, klen))
+		memset(kval, 0, klen);
+	ret = get_opt(fd, level, name, kval, &klen);
+	if (ret)
+		return ret;
+	if (pl_copy_out(val, kval, klen) || pl_copy_out(lenp, &klen, sizeof(klen)))
+		return (int)pl_ret(-EFAULT);
+	return 0;
 }

@@ -475,10 +475,9 @@ static void twin_meta(struct msghdr *mh, struct sl_rx_meta *m)
 /* The IPv6 sender of the last datagram this thread took from a twin. */
 static __thread struct sockaddr_in6 from6;
 
-void pl_twin_from6(struct sockaddr *a, socklen_t *lenp)
+int pl_twin_from6(struct sockaddr *a, socklen_t *lenp)
 {
-	memcpy(a, &from6, *lenp < sizeof(from6) ? *lenp : sizeof(from6));
-	*lenp = sizeof(from6);
+	return pl_put_raw(&from6, sizeof(from6), a, lenp);
 }
 
 /* The twin's error taken: POLLERR goes unless its error queue still

@@ -874,7 +874,7 @@ ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, s
  * the queue was written by someone else.
  */
 static int chain_copy(struct sl_stack *s, uint32_t idx, uint8_t *out, size_t want, size_t rest,
-		      uint32_t *last, uint32_t *nbufs)
+		      uint32_t *last, uint32_t *nbufs, bool *fault)
 {
 	uint32_t steps = 0;
 
@@ -888,8 +888,8 @@ static int chain_copy(struct sl_stack *s, uint32_t idx, uint8_t *out, size_t wan
 		l = SL_READ_ONCE(c->len);
 		if (!l || l > rest || (uint32_t)c->off + l > s->buf_size)
 			goto bad;
-		if (want) {
-			memcpy(out, sl_buf_base(s, idx) + c->off, l < want ? l : want);
+		if (want && !*fault) {
+			*fault = sl_ucopy(out, sl_buf_base(s, idx) + c->off, l < want ? l : want);
 			out += l < want ? l : want;
 			want -= l < want ? l : want;
 		}
@@ -911,6 +911,7 @@ ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_
 	const struct sl_ip *ip;
 	const struct sl_udp *uh;
 	size_t dlen, n, head;
+	bool fault;
 	int ret;
 
 	if (so->error) {
@@ -939,10 +940,13 @@ ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_
 	}
 	uh = (const struct sl_udp *)((const uint8_t *)ip + b->aux - sizeof(*uh));
 	n = dlen < len ? dlen : len;
-	memcpy(buf, (const uint8_t *)ip + b->aux, n < head ? n : head);
+	/* A fault in the caller's buffer (core.h, sl_ucopy()): EFAULT, and
+	 * the datagram is taken all the same, as Linux's udp_recvmsg()
+	 * drops it. */
+	fault = sl_ucopy(buf, (const uint8_t *)ip + b->aux, n < head ? n : head);
 	if (head < dlen) {
 		ret = chain_copy(s, idx, (uint8_t *)buf + head, n > head ? n - head : 0,
-				 dlen - head, &last, &nbufs);
+				 dlen - head, &last, &nbufs, &fault);
 		if (ret)
 			return ret;
 	}
@@ -980,6 +984,8 @@ ssize_t sl_udp_recvfrom(struct sl_stack *s, struct sl_sock *so, void *buf, size_
 		sl_buf(s, last)->next_idx = SLUICE_IDX_NONE;
 		drop(s, idx);
 	}
+	if (fault)
+		return -EFAULT;
 	return (flags & MSG_TRUNC) ? (ssize_t)dlen : (ssize_t)n;
 }
 

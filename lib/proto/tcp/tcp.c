@@ -1157,9 +1157,15 @@ ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t le
 				n = d;
 			}
 		}
-		/* MSG_TRUNC on a stream: Linux discards the bytes, uncopied. */
-		if (!(flags & MSG_TRUNC))
-			memcpy(p + done, sl_buf_data(s, idx) + at, n);
+		/* MSG_TRUNC on a stream: Linux discards the bytes, uncopied.
+		 * A fault in the caller's buffer (core.h, sl_ucopy()): as
+		 * Linux's tcp_recvmsg(), what was copied before this buffer,
+		 * or EFAULT; this buffer's bytes stay queued. */
+		if (!(flags & MSG_TRUNC) && sl_ucopy(p + done, sl_buf_data(s, idx) + at, n)) {
+			if (done)
+				break;
+			return -EFAULT;
+		}
 		done += n;
 		seq += n;
 		if (flags & MSG_PEEK) {
@@ -1212,8 +1218,9 @@ ssize_t sl_tcp_recv_urg(struct sl_stack *s, struct sl_sock *so, void *buf, size_
 			tp->urg_data = SL_URG_READ;
 		if (!len)
 			return 0;	/* Linux: MSG_TRUNC in msg_flags */
-		if (!(flags & MSG_TRUNC))
-			memcpy(buf, &c, 1);
+		/* Linux too has marked it read before its copy faults. */
+		if (!(flags & MSG_TRUNC) && sl_ucopy(buf, &c, 1))
+			return -EFAULT;
 		return 1;
 	}
 	/* A pointer came and its byte has not: never wait for it. */
