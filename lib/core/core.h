@@ -1308,7 +1308,8 @@ struct sl_ho_ans {
  * routine's end when the process has a SIGSEGV/SIGBUS handler that asks
  * sl_ucopy_fixup() (lib/preload/signal.c); without one a fault kills
  * the process as memcpy() would.  sl_uprobe_w() finds whether the byte
- * at p may be written (it writes the byte's own value back): 0, or -1.
+ * at p may be written (it writes the byte's own value back, not
+ * atomically: only for bytes given to be written): 0, or -1.
  * sl_ucopy_fixup(ip): where a fault at instruction ip resumes, or 0 if
  * ip is in neither routine.
  */

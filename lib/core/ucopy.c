@@ -17,7 +17,8 @@
 #include "core/core.h"
 
 #if defined(__x86_64__)
-extern const char sl_ucopy_insn[], sl_ucopy_end[], sl_uprobe_insn[], sl_uprobe_fail[];
+extern const char sl_ucopy_insn[], sl_ucopy_end[], sl_uprobe_insn[], sl_uprobe_insn2[],
+	sl_uprobe_fail[];
 /* rep movsb leaves in rcx the bytes not copied when it faults (string
  * instructions are restartable: their registers show the progress). */
 __asm__(".pushsection .text\n"
@@ -39,7 +40,10 @@ __asm__(".pushsection .text\n"
 	"	xorl %eax, %eax\n"
 	".globl sl_uprobe_insn\n.hidden sl_uprobe_insn\n"
 	"sl_uprobe_insn:\n"
-	"	lock orb $0, (%rdi)\n"
+	"	movzbl (%rdi), %ecx\n"
+	".globl sl_uprobe_insn2\n.hidden sl_uprobe_insn2\n"
+	"sl_uprobe_insn2:\n"
+	"	movb %cl, (%rdi)\n"
 	"	ret\n"
 	".globl sl_uprobe_fail\n.hidden sl_uprobe_fail\n"
 	"sl_uprobe_fail:\n"
@@ -52,7 +56,7 @@ uintptr_t sl_ucopy_fixup(uintptr_t ip)
 {
 	if (ip == (uintptr_t)sl_ucopy_insn)
 		return (uintptr_t)sl_ucopy_end;
-	if (ip == (uintptr_t)sl_uprobe_insn)
+	if (ip == (uintptr_t)sl_uprobe_insn || ip == (uintptr_t)sl_uprobe_insn2)
 		return (uintptr_t)sl_uprobe_fail;
 	return 0;
 }

@@ -537,6 +537,19 @@ static bool ep_khint(struct pl_ep *ep)
 	return hint;
 }
 
+/* Linux's do_epoll_wait(): maxevents from 1 to EP_MAX_EVENTS, else
+ * EINVAL; an array access_ok() refuses EFAULT.  The kernel finds the
+ * rest of a bad array when it writes an event; here the first entry is
+ * tried before the wait (one byte written with its own value). */
+static int ep_args(struct epoll_event *evs, int max)
+{
+	if (max <= 0 || max > (int)(INT_MAX / sizeof(struct epoll_event)))
+		return -EINVAL;
+	if (pl_bad_dst(evs, (size_t)max * sizeof(*evs)) || !pl_writable(evs, sizeof(*evs)))
+		return -EFAULT;
+	return 0;
+}
+
 static int ep_wait_kfd(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max,
 		       int timeout_ms)
 {
@@ -545,8 +558,9 @@ static int ep_wait_kfd(int epfd, struct pl_ep *ep, struct epoll_event *evs, int 
 	unsigned int sigs, round = 0;
 	int k, sleep_ms = 1;
 
-	if (max <= 0)
-		return -EINVAL;
+	k = ep_args(evs, max);
+	if (k)
+		return k;
 	pl_waiter_init(&w, timeout_ms);
 	sigs = pl_sig_count();
 	for (;;) {
@@ -637,6 +651,7 @@ static int ep_collect(struct pl_ep *ep, struct epoll_event *out, int max);
 
 EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
+	struct epoll_event kev;
 	struct pl_sock *ps = pl_get(fd);
 	struct pl_ep *ep;
 	int ret;
@@ -655,6 +670,14 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		if (!ret && op == EPOLL_CTL_ADD && epfd >= 0 && epfd < PL_EP_MAX)
 			SL_WRITE_ONCE(ep_pure[epfd], false);
 		return ret;
+	}
+	/* Linux: the event is read first (EFAULT), then the rest. */
+	if (op != EPOLL_CTL_DEL && ev) {
+		if (pl_copy_in(&kev, ev, sizeof(kev))) {
+			pl_put(ps);
+			return (int)pl_ret(-EFAULT);
+		}
+		ev = &kev;
 	}
 	if (epfd == fd) {
 		ret = -EINVAL;
@@ -1064,9 +1087,13 @@ static int ep_wait_spin(int epfd, struct pl_ep *ep, struct epoll_event *evs, int
 /* A wait, and its length told to the thread's spin (pl_spin_note()). */
 static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max, int timeout_ms)
 {
-	uint64_t t0 = pl_now_us();
+	uint64_t t0;
 	int ret;
 
+	ret = ep_args(evs, max);
+	if (ret)
+		return ret;
+	t0 = pl_now_us();
 	pl_twin_watch_check();	/* a forked child's listeners (twin.c) */
 	ret = ep_wait_spin(epfd, ep, evs, max, timeout_ms);
 
@@ -1196,9 +1223,16 @@ EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout_m
 		       const sigset_t *mask)
 {
 	struct pl_ep *ep = ep_of(epfd);
-	sigset_t old;
+	sigset_t old, kmask;
 	int ret;
 
+	/* The mask read as the kernel reads it (EFAULT), on our way. */
+	if (mask && (ep_kfd_set(epfd) || (ep && (SL_READ_ONCE(ep->n) || SL_READ_ONCE(ep->had_bells))))) {
+		sigemptyset(&kmask);
+		if (pl_copy_in(&kmask, mask, 8))
+			return (int)pl_ret(-EFAULT);
+		mask = &kmask;
+	}
 	if (ep_kfd_set(epfd)) {
 		if (mask)
 			pthread_sigmask(SIG_SETMASK, mask, &old);
@@ -1226,6 +1260,7 @@ EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct
 			const sigset_t *mask)
 {
 	struct pl_ep *ep = ep_of(epfd);
+	struct timespec kts;
 	long long ms;
 
 	if (!ep_kfd_set(epfd) && (!ep || !SL_READ_ONCE(ep->n)) &&
@@ -1236,9 +1271,11 @@ EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct
 	}
 	if (!ts)
 		return epoll_pwait(epfd, evs, max, -1, mask);
-	if (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000)
+	if (pl_copy_in(&kts, ts, sizeof(kts)))
+		return (int)pl_ret(-EFAULT);
+	if (kts.tv_sec < 0 || kts.tv_nsec < 0 || kts.tv_nsec >= 1000000000)
 		return (int)pl_ret(-EINVAL);
-	ms = (long long)ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000;
+	ms = (long long)kts.tv_sec * 1000 + (kts.tv_nsec + 999999) / 1000000;
 	return epoll_pwait(epfd, evs, max, ms > INT_MAX ? INT_MAX : (int)ms, mask);
 }
 

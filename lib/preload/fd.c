@@ -387,6 +387,12 @@ static bool bad_int(const void *arg)
 	return pl_bad_buf(arg, sizeof(int)) || !pl_readable(arg, sizeof(int));
 }
 
+/* One written back (a read-only page too: put_user() fails there). */
+static bool bad_out_int(void *arg)
+{
+	return pl_bad_buf(arg, sizeof(int)) || !pl_writable(arg, sizeof(int));
+}
+
 EXPORT int ioctl(int fd, unsigned long req, ...)
 {
 	struct pl_sock *ps;
@@ -414,19 +420,19 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 				SL_WRITE_ONCE(ps->nonblock, v != 0);
 		}
 	} else if (req == FIONREAD) {
-		ret = bad_int(arg) ? -EFAULT : inq(ps);
+		ret = bad_out_int(arg) ? -EFAULT : inq(ps);
 		if (ret >= 0) {
 			memcpy(arg, &ret, sizeof(ret));
 			ret = 0;
 		}
 	} else if (req == SIOCOUTQ || req == SIOCOUTQNSD) {
-		ret = bad_int(arg) ? -EFAULT : outq(ps, req == SIOCOUTQNSD);
+		ret = bad_out_int(arg) ? -EFAULT : outq(ps, req == SIOCOUTQNSD);
 		if (ret >= 0) {
 			memcpy(arg, &ret, sizeof(ret));
 			ret = 0;
 		}
 	} else if (req == SIOCATMARK && ps->type == SOCK_STREAM) {
-		ret = bad_int(arg) ? -EFAULT : atmark(ps);
+		ret = bad_out_int(arg) ? -EFAULT : atmark(ps);
 		if (ret >= 0) {
 			v = ret;
 			memcpy(arg, &v, sizeof(v));
@@ -449,7 +455,7 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 		}
 	} else if (req == 0x8903 || req == 0x8904) {	/* FIOGETOWN, SIOCGPGRP */
 		/* f_getown(): a process group as its negative id. */
-		if (bad_int(arg)) {
+		if (bad_out_int(arg)) {
 			ret = -EFAULT;
 		} else {
 			v = REAL(fcntl)(fd, F_GETOWN);

@@ -1247,10 +1247,14 @@ EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
 	if (vlen > UIO_MAXIOV)
 		vlen = UIO_MAXIOV;
 	for (i = 0; i < vlen; i++) {
+		unsigned int n;
+
 		r = sendmsg(fd, &vec[i].msg_hdr, flags);
 		if (r < 0)
 			return i ? (int)i : -1;
-		vec[i].msg_len = (unsigned int)r;
+		n = (unsigned int)r;
+		if (pl_copy_out(&vec[i].msg_len, &n, sizeof(n)))
+			return i ? (int)i : (int)pl_ret(-EFAULT);
 	}
 	return (int)i;
 }
@@ -1258,6 +1262,7 @@ EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
 EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags,
 		    struct timespec *timeout)
 {
+	struct timespec ts;
 	unsigned int i;
 	ssize_t r;
 
@@ -1265,28 +1270,35 @@ EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags,
 
 	if (!pl_is_sluice(fd))
 		return REAL(recvmmsg)(fd, vec, vlen, flags, timeout);
-	/* As Linux (poll_select_set_timeout()): a timespec out of range is
-	 * EINVAL before anything is received. */
+	/* As Linux (poll_select_set_timeout()): a timespec that cannot be
+	 * read is EFAULT, one out of range EINVAL, before anything is
+	 * received. */
 	if (timeout) {
-		if (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000L) {
-			errno = EINVAL;
-			return -1;
-		}
-		end = pl_now_us() + (uint64_t)timeout->tv_sec * 1000000u +
-		      (uint64_t)timeout->tv_nsec / 1000;
+		if (pl_copy_in(&ts, timeout, sizeof(ts)))
+			return (int)pl_ret(-EFAULT);
+		if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= 1000000000L)
+			return (int)pl_ret(-EINVAL);
+		end = pl_now_us() + (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000;
 	}
 	if (vlen > UIO_MAXIOV)
 		vlen = UIO_MAXIOV;
 	/* The timeout is checked only between messages, as on Linux: the
 	 * first receive waits as the socket says. */
 	for (i = 0; i < vlen; i++) {
+		unsigned int n;
+
 		r = recvmsg(fd, &vec[i].msg_hdr, flags & ~MSG_WAITFORONE);
 		if (r < 0) {
 			if (!i)
 				return -1;
 			break;
 		}
-		vec[i].msg_len = (unsigned int)r;
+		n = (unsigned int)r;
+		if (pl_copy_out(&vec[i].msg_len, &n, sizeof(n))) {
+			if (!i)
+				return (int)pl_ret(-EFAULT);
+			break;
+		}
 		if (flags & MSG_WAITFORONE)
 			flags |= MSG_DONTWAIT;
 		if (timeout && pl_now_us() >= end) {
@@ -1298,8 +1310,10 @@ EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags,
 	if (timeout) {
 		now = pl_now_us();
 		now = now < end ? end - now : 0;
-		timeout->tv_sec = (time_t)(now / 1000000u);
-		timeout->tv_nsec = (long)(now % 1000000u) * 1000;
+		ts.tv_sec = (time_t)(now / 1000000u);
+		ts.tv_nsec = (long)(now % 1000000u) * 1000;
+		if (pl_copy_out(timeout, &ts, sizeof(ts)))
+			return (int)pl_ret(-EFAULT);
 	}
 	return (int)i;
 }

@@ -21,6 +21,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "preload.h"
 
@@ -509,11 +510,22 @@ out:
 	return ret;
 }
 
+/* More than the fd table may hold (Linux's poll(): RLIMIT_NOFILE,
+ * EINVAL): asked only of a long array. */
+static bool over_nofile(nfds_t n)
+{
+	struct rlimit rl;
+
+	return n > 256 && (getrlimit(RLIMIT_NOFILE, &rl) || n > rl.rlim_cur);
+}
+
 static bool any_sluice(const struct pollfd *fds, nfds_t n)
 {
-	/* An array no process can own, or longer than any fd table: the
-	 * kernel's answer (EFAULT, EINVAL) without touching it here. */
-	if (n > (1u << 20) || pl_bad_buf(fds, n * sizeof(*fds)))
+	/* An array longer than the fd table may hold, or one that cannot
+	 * be read (pl_readable()): the kernel's answer (EINVAL, EFAULT)
+	 * without touching it here. */
+	if (over_nofile(n) || pl_bad_buf(fds, n * sizeof(*fds)) ||
+	    !pl_readable(fds, n * sizeof(*fds)))
 		return false;
 	for (nfds_t i = 0; i < n; i++)
 		if (pl_is_sluice(fds[i].fd))
@@ -521,11 +533,20 @@ static bool any_sluice(const struct pollfd *fds, nfds_t n)
 	return false;
 }
 
+/* The array gets the events back: Linux's poll() EFAULT where it
+ * cannot (it finds so after the wait; here before). */
+static int poll_sluice(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+	if (!pl_writable(fds, n * sizeof(*fds)))
+		return -EFAULT;
+	return poll_core(fds, n, timeout_ms);
+}
+
 EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
 	if (!any_sluice(fds, n))
 		return REAL(poll)(fds, n, timeout_ms);
-	return (int)pl_ret(poll_core(fds, n, timeout_ms));
+	return (int)pl_ret(poll_sluice(fds, n, timeout_ms));
 }
 
 EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout_ms, size_t fdslen)
@@ -547,16 +568,20 @@ static int ts_ms(const struct timespec *ts)
 
 EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
 {
-	sigset_t old;
+	struct timespec kts;
+	sigset_t old, kmask;
 	int ret;
 
 	if (!any_sluice(fds, n))
 		return REAL(ppoll)(fds, n, ts, mask);
-	if (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000))
+	/* The timeout and the mask read as the kernel reads them: EFAULT. */
+	if ((ts && pl_copy_in(&kts, ts, sizeof(kts))) || (mask && (sigemptyset(&kmask), pl_copy_in(&kmask, mask, 8))))
+		return (int)pl_ret(-EFAULT);
+	if (ts && (kts.tv_sec < 0 || kts.tv_nsec < 0 || kts.tv_nsec >= 1000000000))
 		return (int)pl_ret(-EINVAL);
 	if (mask)
-		pthread_sigmask(SIG_SETMASK, mask, &old);
-	ret = poll_core(fds, n, ts_ms(ts));
+		pthread_sigmask(SIG_SETMASK, &kmask, &old);
+	ret = poll_sluice(fds, n, ts_ms(ts ? &kts : NULL));
 	if (mask)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return (int)pl_ret(ret);
@@ -570,8 +595,22 @@ EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 	return ppoll(fds, n, ts, mask);
 }
 
+/* The bytes of a set Linux's select() reads and writes for nfds. */
+static size_t set_bytes(int nfds)
+{
+	return ((size_t)nfds + 63) / 64 * 8;
+}
+
+/* Sets that cannot be read (or nfds below 0): none of ours, the
+ * kernel's answer (EFAULT, EINVAL). */
 static bool sets_have_sluice(int nfds, fd_set *r, fd_set *w, fd_set *e)
 {
+	size_t nb = set_bytes(nfds < FD_SETSIZE ? nfds : FD_SETSIZE);
+
+	if (nfds < 0 || (r && (pl_bad_buf(r, nb) || !pl_readable(r, nb))) ||
+	    (w && (pl_bad_buf(w, nb) || !pl_readable(w, nb))) ||
+	    (e && (pl_bad_buf(e, nb) || !pl_readable(e, nb))))
+		return false;
 	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)
 		if (((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e))) &&
 		    pl_is_sluice(fd))
@@ -614,12 +653,13 @@ static int select_core(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout_ms
 			ret = -EBADF;
 			goto out;
 		}
+	/* Only the bytes nfds covers: the rest may not be the program's. */
 	if (r)
-		FD_ZERO(r);
+		memset(r, 0, set_bytes(nfds));
 	if (w)
-		FD_ZERO(w);
+		memset(w, 0, set_bytes(nfds));
 	if (e)
-		FD_ZERO(e);
+		memset(e, 0, set_bytes(nfds));
 	for (int i = 0; i < n; i++) {
 		short ev = fds[i].events, rev = fds[i].revents;
 
@@ -642,8 +682,20 @@ out:
 	return ret;
 }
 
+/* The sets get the answer back: EFAULT where they cannot (Linux finds
+ * so after the wait; here before). */
+static int sets_out(int nfds, fd_set *r, fd_set *w, fd_set *e)
+{
+	size_t nb = set_bytes(nfds < FD_SETSIZE ? nfds : FD_SETSIZE);
+
+	if ((r && !pl_writable(r, nb)) || (w && !pl_writable(w, nb)) || (e && !pl_writable(e, nb)))
+		return -EFAULT;
+	return 0;
+}
+
 EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 {
+	struct timeval ktv;
 	uint64_t t0;
 	long long ms = -1;
 	int ret;
@@ -651,23 +703,30 @@ EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 	if (!sets_have_sluice(nfds, r, w, e))
 		return REAL(select)(nfds, r, w, e, tv);
 	if (tv) {
-		if (tv->tv_sec < 0 || tv->tv_usec < 0)
+		if (pl_copy_in(&ktv, tv, sizeof(ktv)))
+			return (int)pl_ret(-EFAULT);
+		if (ktv.tv_sec < 0 || ktv.tv_usec < 0)
 			return (int)pl_ret(-EINVAL);
-		ms = (long long)tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000;
+		ms = (long long)ktv.tv_sec * 1000 + (ktv.tv_usec + 999) / 1000;
 		if (ms > 0x7fffffff)
 			ms = 0x7fffffff;
 	}
+	ret = sets_out(nfds, r, w, e);
+	if (ret)
+		return (int)pl_ret(ret);
 	t0 = pl_now_us();
 	ret = select_core(nfds, r, w, e, (int)ms);
 	if (tv) {
 		/* As Linux: the time not slept is left in the timeval. */
-		long long left = (long long)tv->tv_sec * 1000000 + tv->tv_usec -
+		long long left = (long long)ktv.tv_sec * 1000000 + ktv.tv_usec -
 				 (long long)(pl_now_us() - t0);
 
 		if (left < 0)
 			left = 0;
-		tv->tv_sec = left / 1000000;
-		tv->tv_usec = left % 1000000;
+		ktv.tv_sec = left / 1000000;
+		ktv.tv_usec = left % 1000000;
+		if (pl_copy_out(tv, &ktv, sizeof(ktv)))
+			ret = -EFAULT;
 	}
 	return (int)pl_ret(ret);
 }
@@ -675,14 +734,20 @@ EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
 		   const sigset_t *mask)
 {
-	sigset_t old;
+	struct timespec kts;
+	sigset_t old, kmask;
 	int ret;
 
 	if (!sets_have_sluice(nfds, r, w, e))
 		return REAL(pselect)(nfds, r, w, e, ts, mask);
+	if ((ts && pl_copy_in(&kts, ts, sizeof(kts))) || (mask && (sigemptyset(&kmask), pl_copy_in(&kmask, mask, 8))))
+		return (int)pl_ret(-EFAULT);
+	ret = sets_out(nfds, r, w, e);
+	if (ret)
+		return (int)pl_ret(ret);
 	if (mask)
-		pthread_sigmask(SIG_SETMASK, mask, &old);
-	ret = select_core(nfds, r, w, e, ts_ms(ts));
+		pthread_sigmask(SIG_SETMASK, &kmask, &old);
+	ret = select_core(nfds, r, w, e, ts_ms(ts ? &kts : NULL));
 	if (mask)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return (int)pl_ret(ret);
