@@ -511,12 +511,19 @@ out:
 }
 
 /* More than the fd table may hold (Linux's poll(): RLIMIT_NOFILE,
- * EINVAL): asked only of a long array. */
+ * EINVAL).  The limit is asked (a system call) only of an array longer
+ * than any seen within it before: not on a program's every poll. */
 static bool over_nofile(nfds_t n)
 {
+	static unsigned long seen = 256;
 	struct rlimit rl;
 
-	return n > 256 && (getrlimit(RLIMIT_NOFILE, &rl) || n > rl.rlim_cur);
+	if (n <= SL_READ_ONCE(seen))
+		return false;
+	if (getrlimit(RLIMIT_NOFILE, &rl) || n > rl.rlim_cur)
+		return true;
+	SL_WRITE_ONCE(seen, n);
+	return false;
 }
 
 static bool any_sluice(const struct pollfd *fds, nfds_t n)
