@@ -303,19 +303,17 @@ static int stamp(struct pl_sock *ps, unsigned long req, void *arg)
 	}
 	if (!us)
 		return -ENOENT;
-	if (pl_bad_buf(arg, req == 0x8906 ? sizeof(struct timeval) : sizeof(struct timespec)) ||
-	    !pl_readable(arg, req == 0x8906 ? sizeof(struct timeval) : sizeof(struct timespec)))
-		return -EFAULT;
+	/* Written by a checked copy: EFAULT where put_user() fails (a
+	 * read-only page too). */
 	if (req == 0x8906) {
 		struct timeval tv = { .tv_sec = us / 1000000, .tv_usec = us % 1000000 };
 
-		memcpy(arg, &tv, sizeof(tv));
+		return pl_copy_out(arg, &tv, sizeof(tv));
 	} else {
 		struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = us % 1000000 * 1000 };
 
-		memcpy(arg, &ts, sizeof(ts));
+		return pl_copy_out(arg, &ts, sizeof(ts));
 	}
-	return 0;
 }
 
 /*
@@ -588,29 +586,34 @@ static ssize_t pl_sendfile(int out, int in, off64_t *off, size_t count)
 	return (ssize_t)done;
 }
 
-EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
+/* The offset read first and written back last, as Linux's sendfile64()
+ * does: EFAULT where it cannot be (checked copies). */
+static ssize_t sendfile_off(int out, int in, off64_t *off, size_t count)
 {
-	off64_t o;
+	off64_t o = 0;
 	ssize_t ret;
 
-	o = off ? *off : 0;
-	if (!pl_is_sluice(out)) {
-		if (!pl_is_sluice(in))
-			return REAL(sendfile)(out, in, off, count);
-		return pl_ret(pl_sendfile_from_sock(out, in, off ? &o : NULL, count));
-	}
-	ret = pl_sendfile(out, in, off ? &o : NULL, count);
-	if (off)
-		*off = (off_t)o;
-	return pl_ret(ret);
+	if (off && pl_copy_in(&o, off, sizeof(o)))
+		return -EFAULT;
+	ret = pl_is_sluice(out) ? pl_sendfile(out, in, off ? &o : NULL, count) :
+				  pl_sendfile_from_sock(out, in, off ? &o : NULL, count);
+	if (off && pl_copy_out(off, &o, sizeof(o)))
+		return -EFAULT;
+	return ret;
+}
+
+_Static_assert(sizeof(off_t) == sizeof(off64_t), "sendfile's offset is sendfile64's");
+
+EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
+{
+	if (!pl_is_sluice(out) && !pl_is_sluice(in))
+		return REAL(sendfile)(out, in, off, count);
+	return pl_ret(sendfile_off(out, in, (off64_t *)off, count));
 }
 
 EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t count)
 {
-	if (!pl_is_sluice(out)) {
-		if (!pl_is_sluice(in))
-			return REAL(sendfile64)(out, in, off, count);
-		return pl_ret(pl_sendfile_from_sock(out, in, off, count));
-	}
-	return pl_ret(pl_sendfile(out, in, off, count));
+	if (!pl_is_sluice(out) && !pl_is_sluice(in))
+		return REAL(sendfile64)(out, in, off, count);
+	return pl_ret(sendfile_off(out, in, off, count));
 }

@@ -36,9 +36,11 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/select.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -527,6 +529,19 @@ static void run_case(int i)
 	N(0) CASE("ioctl-fionread-unmapped", ioctl(C, FIONREAD, unmapped));
 	N(0) CASE("ioctl-fionread-readonly", ioctl(C, FIONREAD, ronly));
 	N(0) { ip = (void *)edge(2); CASE("ioctl-fionbio-partly", ioctl(C, FIONBIO, ip)); }
+	N(0) {
+		recv(U, buf, sizeof(buf), 0);	/* a datagram's time stamp to ask */
+		CASE("ioctl-siocgstamp-readonly", ioctl(U, SIOCGSTAMP, ronly));
+	}
+	N(0) {
+		int f = memfd_create("badptr", 0);
+
+		if (f < 0 || write(f, "0123456789", 10) != 10)
+			die("memfd");
+		CASE("sendfile-off-unmapped", sendfile(C, f, (void *)unmapped, 10));
+		CASE("sendfile-off-readonly", sendfile(C, f, (void *)ronly, 10));
+		CASE("sendfile-from-socket-off-unmapped", sendfile(f, S, (void *)unmapped, 10));
+	}
 	(void)st;
 	if (i >= k)
 		exit(3);	/* no such case: the end */
