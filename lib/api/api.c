@@ -1256,13 +1256,11 @@ static long tcp_recv_lent(struct sl_stack *s, struct sl_sock *so, void *buf, siz
 
 	/* The copy below is outside the lock, with the bytes lent: first
 	 * the caller's buffer is found writable where they will go (one
-	 * byte a page and the last, written with their own values), else
+	 * byte a page, written with its own value), else
 	 * the copy under the lock, which stops at a fault (sl_tcp_recv()). */
 	for (size_t o = 0; o < m; o += 4096 - ((uintptr_t)(p + o) & 4095))
 		if (sl_uprobe_w(p + o))
 			return -EAGAIN;
-	if (m && sl_uprobe_w(p + m - 1))
-		return -EAGAIN;
 	head = sl_tcp_recv_lend(s, so, len, &n);
 	if (head == SLUICE_IDX_NONE)
 		return -EAGAIN;

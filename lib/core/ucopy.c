@@ -19,7 +19,7 @@
 extern const char sl_ucopy_fast[], sl_ucopy_insn[], sl_ucopy_end[], sl_uprobe_insn[],
 	sl_uprobe_insn2[], sl_uprobe_fail[];
 /*
- * sl_ucopy: 64 bytes a turn in SSE registers, then 16, 8, then single
+ * sl_ucopy: 64 bytes a turn in SSE registers, then 16, 8, 4, then single
  * bytes, with rsi, rdi and rcx moved on only after a turn's stores; a
  * fault anywhere there resumes at the rep movsb below, which copies the
  * rest from the turn that faulted (its bytes again, the same) and
@@ -59,13 +59,20 @@ __asm__(".pushsection .text\n"
 	"	subq $16, %rcx\n"
 	"	jmp 4b\n"
 	"2:	cmpq $8, %rcx\n"
-	"	jb 3f\n"
+	"	jb 5f\n"
 	"	movq (%rsi), %rax\n"
 	"	movq %rax, (%rdi)\n"
 	"	addq $8, %rsi\n"
 	"	addq $8, %rdi\n"
 	"	subq $8, %rcx\n"
 	"	jmp 2b\n"
+	"5:	cmpq $4, %rcx\n"
+	"	jb 3f\n"
+	"	movl (%rsi), %eax\n"
+	"	movl %eax, (%rdi)\n"
+	"	addq $4, %rsi\n"
+	"	addq $4, %rdi\n"
+	"	subq $4, %rcx\n"
 	"3:	testq %rcx, %rcx\n"
 	"	jz sl_ucopy_end\n"
 	"	movb (%rsi), %al\n"

@@ -526,13 +526,19 @@ static bool over_nofile(nfds_t n)
 	return false;
 }
 
-static bool any_sluice(const struct pollfd *fds, nfds_t n)
+/*
+ * Any Sluice fd in the array?  An array longer than the fd table may
+ * hold, or one that cannot be read: none, the kernel's answer (EINVAL,
+ * EFAULT) without touching it here.  *wr: the array can take the events
+ * back (else Linux's poll() is EFAULT, which it finds after the wait;
+ * here before).  One probe a page, writing, in the usual case.
+ */
+static bool any_sluice(struct pollfd *fds, nfds_t n, bool *wr)
 {
-	/* An array longer than the fd table may hold, or one that cannot
-	 * be read (pl_readable()): the kernel's answer (EINVAL, EFAULT)
-	 * without touching it here. */
-	if (over_nofile(n) || pl_bad_buf(fds, n * sizeof(*fds)) ||
-	    !pl_readable(fds, n * sizeof(*fds)))
+	if (over_nofile(n) || pl_bad_buf(fds, n * sizeof(*fds)))
+		return false;
+	*wr = pl_writable(fds, n * sizeof(*fds));
+	if (!*wr && !pl_readable(fds, n * sizeof(*fds)))
 		return false;
 	for (nfds_t i = 0; i < n; i++)
 		if (pl_is_sluice(fds[i].fd))
@@ -540,20 +546,13 @@ static bool any_sluice(const struct pollfd *fds, nfds_t n)
 	return false;
 }
 
-/* The array gets the events back: Linux's poll() EFAULT where it
- * cannot (it finds so after the wait; here before). */
-static int poll_sluice(struct pollfd *fds, nfds_t n, int timeout_ms)
-{
-	if (!pl_writable(fds, n * sizeof(*fds)))
-		return -EFAULT;
-	return poll_core(fds, n, timeout_ms);
-}
-
 EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
-	if (!any_sluice(fds, n))
+	bool wr;
+
+	if (!any_sluice(fds, n, &wr))
 		return REAL(poll)(fds, n, timeout_ms);
-	return (int)pl_ret(poll_sluice(fds, n, timeout_ms));
+	return (int)pl_ret(wr ? poll_core(fds, n, timeout_ms) : -EFAULT);
 }
 
 EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout_ms, size_t fdslen)
@@ -577,9 +576,10 @@ EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const 
 {
 	struct timespec kts;
 	sigset_t old, kmask;
+	bool wr;
 	int ret;
 
-	if (!any_sluice(fds, n))
+	if (!any_sluice(fds, n, &wr))
 		return REAL(ppoll)(fds, n, ts, mask);
 	/* The timeout and the mask read as the kernel reads them: EFAULT. */
 	if ((ts && pl_copy_in(&kts, ts, sizeof(kts))) || (mask && (sigemptyset(&kmask), pl_copy_in(&kmask, mask, 8))))
@@ -588,7 +588,7 @@ EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const 
 		return (int)pl_ret(-EINVAL);
 	if (mask)
 		pthread_sigmask(SIG_SETMASK, &kmask, &old);
-	ret = poll_sluice(fds, n, ts_ms(ts ? &kts : NULL));
+	ret = wr ? poll_core(fds, n, ts_ms(ts ? &kts : NULL)) : -EFAULT;
 	if (mask)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return (int)pl_ret(ret);

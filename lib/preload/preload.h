@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -659,19 +660,41 @@ void pl_fault_init(void);
 /* Can len bytes at p be read?  Touches them (a byte a page) with the
  * library's handler ready to catch a fault: no system call. */
 bool pl_readable(const void *p, size_t len);
-/* p..p+len may be written (one byte a page and the last, written with
- * their own values: sl_uprobe_w()); the out-structures of a call. */
+/* p..p+len may be written (one byte a page, written with
+ * its own value: sl_uprobe_w()); the out-structures of a call. */
 bool pl_writable(void *p, size_t len);
-/* Checked copies of a program's structures (signal.c, core's sl_ucopy()):
- * 0, or -EFAULT where the kernel's copy_from_user()/copy_to_user() would
- * fail, with no SIGSEGV in the library. */
-int pl_copy_in(void *dst, const void *usrc, size_t n);
 /* A receive buffer the kernel's access_ok() refuses (wrapping, or past
  * the user half): the rest, the null page too, is left to the stack's
  * checked copy, which faults where Linux's would (after the wait, with
  * the datagram taken).  Without the fault handler, pl_bad_buf(). */
 bool pl_bad_dst(const void *p, size_t len);
-int pl_copy_out(void *udst, const void *src, size_t n);
+/* Checked copies of a program's structures (core's sl_ucopy(), the
+ * handler in signal.c): 0, or -EFAULT where the kernel's
+ * copy_from_user()/copy_to_user() would fail, with no SIGSEGV in the
+ * library.  Without the handler (pl_fault_armed false), plain copies. */
+extern bool pl_fault_armed;
+static inline int pl_copy_in(void *dst, const void *usrc, size_t n)
+{
+	if (pl_bad_buf(usrc, n))
+		return -EFAULT;
+	if (__builtin_expect(!pl_fault_armed, 0)) {
+		memcpy(dst, usrc, n);
+		return 0;
+	}
+	return sl_ucopy(dst, usrc, n) ? -EFAULT : 0;
+}
+
+static inline int pl_copy_out(void *udst, const void *src, size_t n)
+{
+	if (pl_bad_buf(udst, n))
+		return -EFAULT;
+	if (__builtin_expect(!pl_fault_armed, 0)) {
+		memcpy(udst, src, n);
+		return 0;
+	}
+	return sl_ucopy(udst, src, n) ? -EFAULT : 0;
+}
+
 /* Spin/sleep pacing shared by poll, select and epoll (poll.c). */
 struct pl_waiter {
 	uint64_t start_us;

@@ -60,7 +60,8 @@ bool pl_sig_take_restart(void)
 }
 
 /* SIGSEGV and SIGBUS are the library's (pl_fault_init() succeeded). */
-static bool fault_armed;
+bool pl_fault_armed;
+#define fault_armed pl_fault_armed
 /*
  * The probe: one load a call, at a known instruction.  A fault there is
  * fixed up as the kernel's exception tables fix a fault in
@@ -240,11 +241,12 @@ bool pl_readable(const void *p, size_t len)
 	if (!len || !fault_armed)
 		return true;
 #if PL_PROBE
-	/* A byte in each page, and the last one. */
+	/* A byte in each page (the first of the range in it): every page
+	 * the range touches, its last one too. */
 	for (size_t off = 0; off < len; off += 4096 - ((uintptr_t)(a + off) & 4095))
 		if (pl_probe_byte(a + off))
 			return false;
-	return !pl_probe_byte(a + len - 1);
+	return true;
 #else
 	return true;
 #endif
@@ -259,7 +261,7 @@ bool pl_writable(void *p, size_t len)
 	for (size_t off = 0; off < len; off += 4096 - ((uintptr_t)(a + off) & 4095))
 		if (sl_uprobe_w(a + off))
 			return false;
-	return !sl_uprobe_w(a + len - 1);
+	return true;
 }
 
 bool pl_bad_dst(const void *p, size_t len)
@@ -271,21 +273,6 @@ bool pl_bad_dst(const void *p, size_t len)
 	return len && (a + len < a || a + len > PL_USER_TOP);
 }
 
-int pl_copy_in(void *dst, const void *usrc, size_t n)
-{
-	if (pl_bad_buf(usrc, n))
-		return -EFAULT;
-	return fault_armed ? (sl_ucopy(dst, usrc, n) ? -EFAULT : 0) :
-			     (memcpy(dst, usrc, n), 0);
-}
-
-int pl_copy_out(void *udst, const void *src, size_t n)
-{
-	if (pl_bad_buf(udst, n))
-		return -EFAULT;
-	return fault_armed ? (sl_ucopy(udst, src, n) ? -EFAULT : 0) :
-			     (memcpy(udst, src, n), 0);
-}
 
 EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
