@@ -180,6 +180,33 @@ static void then_recv(const char *name, int fd)
 
 static int one = 1;
 
+/* setsockopt of an int value, then the value read back. */
+static void optval(const char *name, int fd, int level, int opt, int v)
+{
+	char n[128];
+	int got[4] = { 0 };
+	socklen_t l = opt == SO_LINGER ? sizeof(struct linger) : sizeof(int);
+	long r;
+
+	if (opt == SO_LINGER) {
+		struct linger lg = { .l_onoff = 1, .l_linger = v };
+
+		errno = 0;
+		r = setsockopt(fd, level, opt, &lg, sizeof(lg));
+	} else {
+		errno = 0;
+		r = setsockopt(fd, level, opt, &v, sizeof(v));
+	}
+	out(name, r, errno);
+	errno = 0;
+	r = getsockopt(fd, level, opt, got, &l);
+	snprintf(n, sizeof(n), "%s+get", name);
+	if (r < 0)
+		out(n, r, errno);
+	else
+		printf("%s %d %d len %u\n", n, got[0], got[1], (unsigned int)l);
+}
+
 static void run_case(int i)
 {
 	struct sockaddr_storage ss;
@@ -296,6 +323,18 @@ static void run_case(int i)
 	N(0) { l = (socklen_t)-1; CASE("getsockopt-tcp-len-neg", getsockopt(C, IPPROTO_TCP, TCP_NODELAY, buf, &l)); }
 	N(0) { l = sizeof(int); CASE("getsockopt-ip-val-unmapped", getsockopt(U, IPPROTO_IP, IP_TTL, unmapped, &l)); }
 	N(0) CASE("getsockopt-ip-len-unmapped", getsockopt(U, IPPROTO_IP, IP_TTL, buf, (void *)unmapped));
+	/* absurd option values: the result and the value read back */
+	N(0) optval("opt-rcvbuf-intmax", C, SOL_SOCKET, SO_RCVBUF, 0x7fffffff);
+	N(0) optval("opt-sndbuf-intmax", C, SOL_SOCKET, SO_SNDBUF, 0x7fffffff);
+	N(0) optval("opt-rcvbuf-neg", C, SOL_SOCKET, SO_RCVBUF, -1);
+	N(0) optval("opt-sndbuf-zero", C, SOL_SOCKET, SO_SNDBUF, 0);
+	N(0) optval("opt-udp-rcvbuf-intmax", U, SOL_SOCKET, SO_RCVBUF, 0x7fffffff);
+	N(0) optval("opt-ip-ttl-256", C, IPPROTO_IP, IP_TTL, 256);
+	N(0) optval("opt-ip-ttl-neg2", C, IPPROTO_IP, IP_TTL, -2);
+	N(0) optval("opt-keepidle-0", C, IPPROTO_TCP, TCP_KEEPIDLE, 0);
+	N(0) optval("opt-keepidle-huge", C, IPPROTO_TCP, TCP_KEEPIDLE, 0x7fffffff);
+	N(0) optval("opt-keepcnt-256", C, IPPROTO_TCP, TCP_KEEPCNT, 256);
+	N(0) optval("opt-rcvlowat-neg", C, SOL_SOCKET, SO_RCVLOWAT, -5);
 	/* sendmsg and recvmsg */
 	N(0) CASE("sendmsg-msg-null", sendmsg(U, NULL, 0));
 	N(0) CASE("sendmsg-msg-unmapped", sendmsg(U, (void *)unmapped, 0));
