@@ -102,13 +102,16 @@ static ssize_t send_loop(struct pl_sock *ps, const void *buf, size_t len, int fl
 	/* Linux's udp_sendmsg(): no urgent data on a datagram. */
 	if ((flags & MSG_OOB) && ps->type == SOCK_DGRAM)
 		return -EOPNOTSUPP;
-	/* Linux: the length cut to MAX_RW_COUNT; a datagram above 64 KiB
-	 * is EMSGSIZE (udp_sendmsg()) before its bytes are read. */
+	/* Linux: the length cut to MAX_RW_COUNT; an IPv4 datagram above
+	 * 64 KiB is EMSGSIZE (udp_sendmsg()) before its bytes are read.  An
+	 * AF_INET6 socket's is refused below before they are read too (the
+	 * stack's UDP, or the kernel through the twin, which queues the
+	 * error for IPV6_RECVERR): not probed. */
 	if (len > PL_MAX_RW)
 		len = PL_MAX_RW;
-	if (ps->type == SOCK_DGRAM && len > 0xffff)
+	if (ps->type == SOCK_DGRAM && len > 0xffff && !ps->v6)
 		return -EMSGSIZE;
-	if (buf_fault(buf, len))
+	if (!(ps->type == SOCK_DGRAM && len > 0xffff) && buf_fault(buf, len))
 		return -EFAULT;
 	ps->used = true;
 	/* Unbound: its port is the kernel's pick, held by a twin. */
