@@ -73,6 +73,8 @@ static const struct sluice_ioctl sluice_ioctls[SLUICE_NR_COUNT] = {
 				  "sock_info", sluice_ioc_sock_info },
 	[SLUICE_NR_HANDOFF] = { SLUICE_IOC_HANDOFF, SLUICE_ON_STACK,
 				"handoff", sluice_ioc_handoff },
+	[SLUICE_NR_FILTER_FD] = { SLUICE_IOC_FILTER_FD, SLUICE_ON_STACK,
+				  "filter_fd", sluice_ioc_filter_fd },
 };
 
 const char *sluice_cmd_name(unsigned int nr)

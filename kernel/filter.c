@@ -28,6 +28,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/debugfs.h>
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/in.h>
 #include <linux/inet.h>
@@ -73,11 +74,18 @@ struct sluice_resv_key {
 	u8 pad;
 };
 
-/* A port reservation: a bound socket, shared by the filters it covers. */
+/*
+ * A port reservation: a bound socket, shared by the filters it covers.
+ * Once FILTER_FD has given it to user space as a twin, @file holds it
+ * (and is what the last filter's put lets go); @rcvbuf is its receive
+ * buffer before the reservation shrank it.
+ */
 struct sluice_resv {
 	struct rhash_head node;
 	struct sluice_resv_key key;
 	struct socket *sock;
+	struct file *file;
+	int rcvbuf;
 	unsigned int refs;		/* under the stack's filter mutex */
 };
 
@@ -255,7 +263,8 @@ static struct sluice_resv *sluice_resv_find(struct sluice_stack *st,
  * chosen by the kernel and returned in *@lport.
  */
 static int sluice_resv_bind(struct sluice_stack *st, u8 protocol,
-			    __be32 laddr, __be16 *lport, struct socket **sockp)
+			    __be32 laddr, __be16 *lport, struct socket **sockp,
+			    int *rcvbuf)
 {
 	struct sockaddr_in sin = {
 		.sin_family = AF_INET,
@@ -277,6 +286,7 @@ static int sluice_resv_bind(struct sluice_stack *st, u8 protocol,
 	 * before the rings steer) reach this socket, which nobody reads:
 	 * the smallest receive buffer bounds what they can pin.
 	 */
+	*rcvbuf = READ_ONCE(sock->sk->sk_rcvbuf);
 	sock_set_rcvbuf(sock->sk, 0);
 	if (!*lport) {
 		ret = kernel_getsockname(sock, (struct sockaddr *)&sin);
@@ -320,7 +330,8 @@ static struct sluice_resv *sluice_resv_get(struct sluice_stack *st,
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
 	if (!r)
 		return ERR_PTR(-ENOMEM);
-	ret = sluice_resv_bind(st, protocol, laddr, lport, &r->sock);
+	ret = sluice_resv_bind(st, protocol, laddr, lport, &r->sock,
+			       &r->rcvbuf);
 	if (ret)
 		goto err_free;
 	r->key.st = st;
@@ -348,7 +359,11 @@ static void sluice_resv_put(struct sluice_resv *r)
 	if (--r->refs)
 		return;
 	rhashtable_remove_fast(&sluice_resv_ht, &r->node, sluice_resv_params);
-	sock_release(r->sock);
+	/* A twin's fds may still hold it: the last of them closes it. */
+	if (r->file)
+		fput(r->file);
+	else if (r->sock)
+		sock_release(r->sock);
 	kfree(r);
 }
 
@@ -712,6 +727,91 @@ int sluice_ioc_filter_del(struct file *file, void __user *uarg)
 		sluice_filter_drop(fs, f);
 	mutex_unlock(&fs->lock);
 	return f ? 0 : -ENOENT;
+}
+
+/*
+ * The reservation's socket as a file, made the first time it is asked
+ * for.  sock_alloc_file() releases the socket when it fails, so the
+ * reservation is void then (its port no longer held): it stays in the
+ * table, socketless, until its filters go.  Under fs->lock.
+ */
+static struct file *sluice_resv_file(struct sluice_resv *r)
+{
+	struct file *file;
+	struct sock *sk;
+
+	if (r->file)
+		return r->file;
+	if (!r->sock)
+		return ERR_PTR(-ENOMEM);
+	file = sock_alloc_file(r->sock, 0, NULL);
+	if (IS_ERR(file)) {
+		r->sock = NULL;
+		return file;
+	}
+	r->file = file;
+	sk = r->sock->sk;
+	lock_sock(sk);
+	/*
+	 * A twin's datagrams and connections are read: the default receive
+	 * buffer again (a listener's children inherit it), and the port kept
+	 * whatever is done to the socket (shutdown() of a listener gives back
+	 * a port the kernel chose, inet_put_port(), without this lock).
+	 */
+	sk->sk_userlocks &= ~SOCK_RCVBUF_LOCK;
+	sk->sk_userlocks |= SOCK_BINDPORT_LOCK;
+	WRITE_ONCE(sk->sk_rcvbuf, r->rcvbuf);
+	release_sock(sk);
+	return file;
+}
+
+int sluice_ioc_filter_fd(struct file *file, void __user *uarg)
+{
+	struct sluice_stack *st = sluice_stack_of(file);
+	struct sluice_stack_filters *fs;
+	struct sluice_filter_fd a;
+	struct sluice_kfilter *f;
+	struct file *rf;
+	int ret, fd;
+
+	ret = sluice_arg_in(&a, sizeof(a), offsetofend(struct sluice_filter_fd,
+						       fd), uarg);
+	if (ret)
+		return ret;
+	if (a.flags || a.fd)
+		return -EINVAL;
+	if (!net_eq(current->nsproxy->net_ns, st->net))
+		return -EXDEV;
+	fs = sluice_filters_get(st, false);
+	if (!fs)
+		return -ENOENT;
+	fd = get_unused_fd_flags(O_CLOEXEC);
+	if (fd < 0)
+		return fd;
+	mutex_lock(&fs->lock);
+	f = xa_load(&fs->ids, a.id);
+	if (!f)
+		rf = ERR_PTR(-ENOENT);
+	else if (!f->resv)
+		rf = ERR_PTR(-EINVAL);
+	else
+		rf = sluice_resv_file(f->resv);
+	if (!IS_ERR(rf))
+		get_file(rf);
+	mutex_unlock(&fs->lock);
+	if (IS_ERR(rf)) {
+		put_unused_fd(fd);
+		return PTR_ERR(rf);
+	}
+	a.fd = fd;
+	ret = sluice_arg_out(uarg, &a, sizeof(a));
+	if (ret) {
+		put_unused_fd(fd);
+		fput(rf);
+		return ret;
+	}
+	fd_install(fd, rf);
+	return 0;
 }
 
 void sluice_filter_stack_release(struct sluice_stack *st)

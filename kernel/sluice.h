@@ -46,6 +46,7 @@ enum sluice_cmd_nr {
 	SLUICE_NR_SOCK_WAKE = _IOC_NR(SLUICE_IOC_SOCK_WAKE),
 	SLUICE_NR_SOCK_INFO = _IOC_NR(SLUICE_IOC_SOCK_INFO),
 	SLUICE_NR_HANDOFF = _IOC_NR(SLUICE_IOC_HANDOFF),
+	SLUICE_NR_FILTER_FD = _IOC_NR(SLUICE_IOC_FILTER_FD),
 	SLUICE_NR_COUNT,
 };
 
@@ -174,6 +175,7 @@ int sluice_filter_init(void);
 void sluice_filter_exit(void);
 int sluice_ioc_filter_add(struct file *file, void __user *uarg);
 int sluice_ioc_filter_del(struct file *file, void __user *uarg);
+int sluice_ioc_filter_fd(struct file *file, void __user *uarg);
 int sluice_ioc_handoff(struct file *file, void __user *uarg);
 void sluice_stack_wake_all(struct sluice_stack *st);
 int sluice_mem_charge(size_t bytes, struct user_struct **userp);

@@ -44,13 +44,14 @@
 #define SLUICE_FEATURE_SOCKFD	0x80ULL	/* SOCK_FD, _WAKE, _INFO, sluice_sock_kpoll */
 #define SLUICE_FEATURE_REPLACE	0x100ULL	/* STACK_CREATE with SLUICE_STACK_CREATE_REPLACE */
 #define SLUICE_FEATURE_HANDOFF	0x200ULL	/* HANDOFF: a connection to a kernel socket */
+#define SLUICE_FEATURE_FILTER_FD 0x400ULL	/* FILTER_FD: a filter's port reservation as an fd */
 /* What this module implements; grows as the features above land. */
 #define SLUICE_FEATURES_ALL	(SLUICE_FEATURE_STACK | SLUICE_FEATURE_KRING | \
 				 SLUICE_FEATURE_FILTER | SLUICE_FEATURE_IFINFO | \
 				 SLUICE_FEATURE_NEIGH | \
 				 SLUICE_FEATURE_IPOIB | SLUICE_FEATURE_MCAST | \
 				 SLUICE_FEATURE_SOCKFD | SLUICE_FEATURE_REPLACE | \
-				 SLUICE_FEATURE_HANDOFF)
+				 SLUICE_FEATURE_HANDOFF | SLUICE_FEATURE_FILTER_FD)
 
 /**
  * struct sluice_version - SLUICE_IOC_VERSION argument
@@ -670,6 +671,30 @@ struct sluice_filter {
 	__u32 reserved1;
 };
 
+/**
+ * struct sluice_filter_fd - SLUICE_IOC_FILTER_FD argument (stack fd)
+ * @size:	in: sizeof(struct sluice_filter_fd) as the caller knows it
+ * @flags:	in: must be zero
+ * @id:		in: a filter of this stack (FILTER_ADD's @id)
+ * @fd:		out: a new fd (close-on-exec) of the kernel socket that
+ *		reserves the filter's port, for the caller to use as that
+ *		port's kernel twin: kernel sockets of this host reach the
+ *		port there (loopback never reaches a filter).  The socket
+ *		keeps its port whatever the caller does with the fd (shutdown
+ *		of a listener included) for as long as a filter of the stack
+ *		uses it; its receive buffer is the default again.
+ *
+ * -ENOENT for no such filter of this stack, -EINVAL for a hand-off entry
+ * (it reserves nothing), -EXDEV if the caller is not in the stack's
+ * network namespace.
+ */
+struct sluice_filter_fd {
+	__u32 size;
+	__u32 flags;
+	__u32 id;
+	__s32 fd;
+};
+
 /*
  * Interface information, for user space to configure a stack on a device.
  */
@@ -996,5 +1021,6 @@ struct sluice_handoff {
 #define SLUICE_IOC_SOCK_WAKE	_IOWR(SLUICE_IOC_MAGIC, 0x0d, struct sluice_sock_wake)
 #define SLUICE_IOC_SOCK_INFO	_IOWR(SLUICE_IOC_MAGIC, 0x0e, struct sluice_sock_info)
 #define SLUICE_IOC_HANDOFF	_IOWR(SLUICE_IOC_MAGIC, 0x0f, struct sluice_handoff)
+#define SLUICE_IOC_FILTER_FD	_IOWR(SLUICE_IOC_MAGIC, 0x10, struct sluice_filter_fd)
 
 #endif /* _UAPI_SLUICE_H */

@@ -1103,6 +1103,20 @@ int sl_async_bell(struct sluice_stack *st, int sd, bool on, uint32_t pid, uint32
 	return *slot >= 0 ? 0 : -EAGAIN;
 }
 
+int sl_port_twin_fd(struct sluice_stack *st, int sd)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	int ret;
+
+	ret = sock_get(s, sd, &so);
+	if (ret)
+		return ret;
+	ret = sl_filter_twin_fd(s, so);
+	sl_unlock(s);
+	return (int)checked(s, ret);
+}
+
 static int connect_in(struct sluice_stack *st, int sd, const struct sockaddr_in *given,
 		      bool kpeer)
 {

@@ -137,6 +137,13 @@ bool sl_port_alone(struct sluice_stack *st, int sd);
  */
 int sl_async_bell(struct sluice_stack *st, int sd, bool on, uint32_t pid, uint32_t tid,
 		  int *slot, uint32_t *gen);
+
+/* On a module's stack: the kernel socket that reserves socket sd's port
+ * (its module filter's reservation, which kernel sockets of this host
+ * reach: loopback never reaches a filter) as a new close-on-exec fd, to be
+ * sd's kernel twin (lib/preload/twin.c); -ENOENT if sd holds no filter for
+ * its own address (a loopback address, a port it shares), or -errno. */
+int sl_port_twin_fd(struct sluice_stack *st, int sd);
 /* The 32-bit handle the stack names IPv6 address addr (16 bytes) by
  * (lib/proto/proto.h, "IPv6 sockets"), given one if it had none; 0: none
  * to give (the table full, or not an address a peer can have). */

@@ -220,6 +220,10 @@ struct pl_sock {
 	 * read it; set at bind() or listen(), cleared by pl_twin_close(). */
 	int twin;
 	bool twin_shut;			/* ... shut down since it listened (twin.c) */
+	/* ... is the module's reservation of the port (a module's stack:
+	 * pl_twin_adopt()), which outlives our fd while the port's filter
+	 * does. */
+	bool twin_resv;
 	/* Fds of this process that name it (table slots; fdtable.c,
 	 * table_mu): its twin goes with the last. */
 	int nfd;
@@ -467,6 +471,9 @@ bool pl_fd_twin_moved(int from, int to);
  * -EADDRINUSE (a kernel socket holds the port).
  */
 int pl_twin_bind(struct pl_sock *ps, struct sockaddr_in *sin);
+/* After the stack's bind() on a module's stack: the kernel socket that
+ * reserves the port (sl_port_twin_fd()) becomes the twin, if ps has none. */
+void pl_twin_adopt(struct pl_sock *ps);
 /* listen(): the twin listens too, before the stack (0 or -EADDRINUSE);
  * pl_twin_listening() once the stack's listen() succeeded, else
  * pl_twin_stop(). */

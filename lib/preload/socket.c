@@ -1638,6 +1638,8 @@ static int bind_both(struct pl_sock *ps, struct sockaddr_in *sin)
 		if (ret)
 			return ret;
 		ret = sluice_bind(pl_stack(), (int)ps->sd, sin);
+		if (!ret)
+			pl_twin_adopt(ps);
 		if (!ret && ps->type == SOCK_DGRAM && SL_READ_ONCE(ps->twin)) {
 			struct sl_stack *s = pl_sl();
 

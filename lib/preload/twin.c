@@ -128,25 +128,74 @@ bool pl_twin_usable(const struct pl_sock *ps)
 	       !ps->kfd && s && !s->module_backed && !sl_sys_sandboxed;
 }
 
-/*
- * On a module's stack, a datagram socket bound to a loopback address has
- * a twin too: 127/8 never reaches the module's filters (the stack's own
- * loopback carries it, sl_filter_take()), so nothing held the port in the
- * kernel and a kernel sender there reached nothing.  Any other address
- * is the module's: its filter steers the port, and its reservation (a
- * kernel socket nobody reads, bound without SO_REUSEADDR) holds it, so no
- * twin could bind there.  The socket may be a module socket fd (ps->kfd):
- * what the watcher sees goes out as any event of the stack's
- * (udp.os_ready, sl_kp_note()).
- */
-static bool twin_usable_at(const struct pl_sock *ps, uint32_t laddr)
+/* May ps, on a module's stack, have a twin (below: twin_usable_at(),
+ * pl_twin_adopt())? */
+static bool module_twin_usable(const struct pl_sock *ps)
 {
 	struct sl_stack *s = pl_sl();
 
+	return pl_cfg.kernel_listen && (ps->type == SOCK_STREAM || ps->type == SOCK_DGRAM) &&
+	       s && s->module_backed && !sl_sys_sandboxed;
+}
+
+/*
+ * On a module's stack, a socket bound to a loopback address (any address
+ * on a stack without a device) has a twin too, made here as on the host
+ * path: 127/8 never reaches the module's
+ * filters (the stack's own loopback carries it, sl_filter_take()), so
+ * nothing held the port in the kernel, a kernel client was refused and a
+ * kernel sender reached nothing.  Any other address is the module's: its
+ * filter steers the port, and its reservation (a kernel socket bound
+ * without SO_REUSEADDR) holds it, so no twin could bind there; the
+ * reservation itself becomes the twin instead (pl_twin_adopt()).  The
+ * socket is a module socket fd (ps->kfd): what the watcher sees goes out
+ * as any event of the stack's (SL_TF_OSREADY, udp.os_ready, sl_kp_note()).
+ */
+static bool twin_usable_at(const struct pl_sock *ps, uint32_t laddr)
+{
 	if (pl_twin_usable(ps))
 		return true;
-	return pl_cfg.kernel_listen && ps->type == SOCK_DGRAM && s && s->module_backed &&
-	       !sl_sys_sandboxed && (ntohl(laddr) >> 24) == 127;
+	/* A module's stack without a device (no filters, no reservation:
+	 * nothing holds any of its ports in the kernel): every address, as
+	 * on the host path. */
+	return module_twin_usable(ps) && ((ntohl(laddr) >> 24) == 127 || !pl_sl()->filters);
+}
+
+/*
+ * A module's stack: the port's reservation (the kernel socket the module
+ * bound, with the program's credentials, where the stack's socket bound)
+ * as the twin.  Kernel sockets of this host reach the port there, on
+ * 127.0.0.1 for a socket on 0.0.0.0 and on the device's own address alike
+ * (both are the kernel's loopback, which no filter sees); packets from
+ * the device are the filter's, before IP.  The reservation holds the port
+ * both ways as before.  After the stack's bind (the filter is made there),
+ * so the options kept so far are set on it after its bind, not before:
+ * SO_REUSEADDR and SO_REUSEPORT are the kernel's to judge only for binds
+ * that come later.  An AF_INET6 socket has none (the reservation is an
+ * AF_INET socket, whose addresses are not the program's form).
+ */
+void pl_twin_adopt(struct pl_sock *ps)
+{
+	int fd;
+
+	if (SL_READ_ONCE(ps->twin) || ps->v6 || !module_twin_usable(ps))
+		return;
+	fd = sl_sys_fd_high(sl_port_twin_fd(pl_stack(), (int)ps->sd));
+	if (fd < 0)
+		return;	/* a loopback address, a shared port: as before */
+	if (fd >= PL_TWIN_FDS) {
+		REAL(close)(fd);
+		return;
+	}
+	/* A stream twin never blocks (accept4() with the program's flags). */
+	if (ps->type == SOCK_STREAM)
+		REAL(fcntl)(fd, F_SETFL, O_NONBLOCK);
+	pl_opts_to_kernel(fd, ps);
+	set_bit(fd, true);
+	sl_fetch_add(&twin_count, 1);
+	ps->twin_resv = true;
+	SL_WRITE_ONCE(ps->twin, fd + 1);
+	pl_debug("socket %u: the port's reservation, fd %d, is its kernel twin", ps->sd, fd);
 }
 
 int pl_twin_bind(struct pl_sock *ps, struct sockaddr_in *sin)
@@ -211,6 +260,18 @@ void pl_twin_close(struct pl_sock *ps)
 	 * moved on: nothing is changed then). */
 	if (ps->type == SOCK_DGRAM)
 		sl_listen_os_ready(pl_stack(), (int)ps->sd, ps->gen, SL_OSR_NOTWIN);
+	/* The module's reservation lives on while the port's filter does
+	 * (a listener's accepted connections, TIME-WAIT): as it was before
+	 * it was a twin, not listening and with the least receive buffer. */
+	if (ps->twin_resv) {
+		int least = 0;
+
+		ps->twin_resv = false;
+		if (ps->type == SOCK_STREAM)
+			REAL(shutdown)(fd, SHUT_RD);
+		else
+			REAL(setsockopt)(fd, SOL_SOCKET, SO_RCVBUF, &least, sizeof(least));
+	}
 	set_bit(fd, false);
 	REAL(close)(fd);
 	sl_fetch_sub(&twin_count, 1);
@@ -238,6 +299,7 @@ int pl_twin_take(struct pl_sock *ps)
 		REAL(epoll_ctl)(SL_READ_ONCE(watch_fd), EPOLL_CTL_DEL, fd, NULL);
 	set_bit(fd, false);
 	sl_fetch_sub(&twin_count, 1);
+	ps->twin_resv = false;
 	pl_debug("socket %u: kernel twin fd %d becomes the socket", ps->sd, fd);
 	return fd;
 }

@@ -162,6 +162,21 @@ int sl_filter_take(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint1
 	return -EADDRINUSE;
 }
 
+int sl_filter_twin_fd(struct sl_stack *s, const struct sl_sock *so)
+{
+	struct sluice_filter_fd f;
+
+	if (!s->module_backed || !(so->flags & SL_SF_FILTER) ||
+	    so->filter_laddr != (so->laddr == INADDR_BROADCAST ? 0 : so->laddr))
+		return -ENOENT;
+	memset(&f, 0, sizeof(f));
+	f.size = sizeof(f);
+	f.id = so->filter_id;
+	if (sl_sys_ioctl(s->region_fd, SLUICE_IOC_FILTER_FD, &f))
+		return -errno;
+	return f.fd;
+}
+
 void sl_filter_pass(struct sl_stack *s, uint8_t type, uint16_t lport, uint32_t id,
 		    uint32_t flt_laddr)
 {

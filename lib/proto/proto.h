@@ -976,6 +976,10 @@ void sl_udp_icmp_error(struct sl_stack *s, const struct sl_ip *quoted, int err,
  * an ephemeral port.  0 or -errno (-EADDRINUSE, -EACCES, ...).
  * Release: so no longer holds its port (unhashed for good). */
 int sl_filter_take(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t *lport);
+/* The kernel socket that reserves so's port (the filter so holds for its
+ * own address), as a new close-on-exec fd of this process (the module's
+ * FILTER_FD): its kernel twin.  -ENOENT: so holds no such filter. */
+int sl_filter_twin_fd(struct sl_stack *s, const struct sl_sock *so);
 void sl_filter_release(struct sl_stack *s, struct sl_sock *so);
 /* Filter id (of type, lport, flt_laddr) lost its holder: to another socket
  * on the port, else a TIME-WAIT entry there, else deleted. */

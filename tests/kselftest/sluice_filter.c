@@ -284,6 +284,7 @@ TEST(version_reports_the_features)
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_IFINFO);
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_NEIGH);
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_HANDOFF);
+	EXPECT_TRUE(v.features & SLUICE_FEATURE_FILTER_FD);
 	close(dev);
 }
 
@@ -561,6 +562,127 @@ TEST_F(filter, filter_holds_its_port_until_the_stack_goes)
 	close(fd2);
 	EXPECT_EQ(0, try_bind(SOCK_STREAM, NULL, 41110));
 	EXPECT_EQ(0, try_bind(SOCK_DGRAM, NULL, 41110));
+}
+
+/* FILTER_FD: 0 or -errno, the new fd in *@fd. */
+static int filter_fd(int st, __u32 id, int *fd)
+{
+	struct sluice_filter_fd a = { .size = sizeof(a), .id = id };
+	int ret = xioctl(st, SLUICE_IOC_FILTER_FD, &a);
+
+	if (!ret)
+		*fd = a.fd;
+	return ret;
+}
+
+TEST_F(filter, filter_fd_argument_rules)
+{
+	struct sluice_filter_fd a = { .size = sizeof(a) };
+	__u32 id;
+	int fd;
+
+	EXPECT_EQ(16, sizeof(a));
+	ASSERT_EQ(0, add(self->st, IPPROTO_TCP, NULL, 41140, NULL, 0, &id));
+	a.id = id;
+	EXPECT_EQ(-EINVAL, sized_ioctl(self->st, SLUICE_IOC_FILTER_FD, &a,
+				       sizeof(a), sizeof(a) - 1, 0));
+	EXPECT_EQ(-E2BIG, sized_ioctl(self->st, SLUICE_IOC_FILTER_FD, &a,
+				      sizeof(a), sizeof(a) + TAIL, 0xff));
+	a.flags = 1;
+	EXPECT_EQ(-EINVAL, xioctl(self->st, SLUICE_IOC_FILTER_FD, &a));
+	a.flags = 0;
+	a.fd = 3;
+	EXPECT_EQ(-EINVAL, xioctl(self->st, SLUICE_IOC_FILTER_FD, &a));
+	EXPECT_EQ(-ENOENT, filter_fd(self->st, id + 1000, &fd));
+	/* On /dev/sluice, not a stack: not this command's file. */
+	a.fd = 0;
+	EXPECT_EQ(-ENOTTY, xioctl(self->dev, SLUICE_IOC_FILTER_FD, &a));
+	EXPECT_EQ(0, del(self->st, id));
+	EXPECT_EQ(-ENOENT, filter_fd(self->st, id, &fd));
+}
+
+/*
+ * The fd is the socket that holds the port: bound there, close-on-exec,
+ * the default receive buffer again; a listener on it takes kernel
+ * connections; the port stays held after the fd closes while the filter
+ * lives, and after the filter goes while the fd lives, and is free when
+ * both have gone.
+ */
+TEST_F(filter, filter_fd_is_the_ports_reservation)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET }, to = sin;
+	socklen_t len = sizeof(sin);
+	int fd, ufd, c, a, rcv = 0, dflt = 0, s, st;
+	__u32 tcp, udp;
+
+	/* A stack on a veth device of its own: the fixture's is on lo,
+	 * whose packets its filters would steer (a stack on a device never
+	 * sees the kernel's loopback, which is what the twin is for). */
+	if (!have_ip())
+		SKIP(return, "no " IP);
+	sh(IP " link del twf0 2>/dev/null");
+	ASSERT_EQ(0, sh(IP " link add twf0 type veth peer name twf1"));
+	ASSERT_EQ(0, sh(IP " link set twf0 up"));
+	st = create_stack(self->dev, "t_ffd", if_nametoindex("twf0"));
+	ASSERT_LE(0, st);
+	ASSERT_EQ(0, add(st, IPPROTO_TCP, NULL, 41150, NULL, 0, &tcp));
+	ASSERT_EQ(0, add(st, IPPROTO_UDP, NULL, 41150, NULL, 0, &udp));
+	ASSERT_EQ(0, filter_fd(st, tcp, &fd));
+	EXPECT_EQ(FD_CLOEXEC, fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	ASSERT_EQ(0, getsockname(fd, (struct sockaddr *)&sin, &len));
+	EXPECT_EQ(htons(41150), sin.sin_port);
+	EXPECT_EQ(INADDR_ANY, sin.sin_addr.s_addr);
+	/* The default buffer, as a fresh socket's (the reservation had the
+	 * least, which a listener's children would inherit). */
+	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	len = sizeof(dflt);
+	getsockopt(s, SOL_SOCKET, SO_RCVBUF, &dflt, &len);
+	close(s);
+	len = sizeof(rcv);
+	getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, &len);
+	EXPECT_EQ(dflt, rcv);
+	/* A kernel client on 127.0.0.1 reaches a listener there. */
+	ASSERT_EQ(0, listen(fd, 4));
+	to.sin_port = htons(41150);
+	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	EXPECT_EQ(0, connect(c, (struct sockaddr *)&to, sizeof(to)));
+	a = accept(fd, NULL, NULL);
+	EXPECT_LE(0, a);
+	close(a);
+	close(c);
+	/* Shut from listening, closed: the port is still the filter's. */
+	EXPECT_EQ(0, shutdown(fd, SHUT_RD));
+	close(fd);
+	EXPECT_EQ(-EADDRINUSE, try_bind(SOCK_STREAM, NULL, 41150));
+	/* The same socket again, not listening. */
+	ASSERT_EQ(0, filter_fd(st, tcp, &fd));
+	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	EXPECT_EQ(-1, connect(c, (struct sockaddr *)&to, sizeof(to)));
+	EXPECT_EQ(ECONNREFUSED, errno);
+	close(c);
+	/* The filter gone, the fd still holds the port ... */
+	EXPECT_EQ(0, del(st, tcp));
+	EXPECT_EQ(-EADDRINUSE, try_bind(SOCK_STREAM, NULL, 41150));
+	close(fd);
+	/* ... and then nobody. */
+	EXPECT_EQ(0, try_bind(SOCK_STREAM, NULL, 41150));
+	/* UDP: a kernel sender's datagram to 127.0.0.1 is there. */
+	ASSERT_EQ(0, filter_fd(st, udp, &ufd));
+	c = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	EXPECT_EQ(3, sendto(c, "abc", 3, 0, (struct sockaddr *)&to, sizeof(to)));
+	close(c);
+	{
+		char b[8];
+
+		EXPECT_EQ(3, recv(ufd, b, sizeof(b), MSG_DONTWAIT));
+	}
+	close(ufd);
+	EXPECT_EQ(-EADDRINUSE, try_bind(SOCK_DGRAM, NULL, 41150));
+	EXPECT_EQ(0, del(st, udp));
+	EXPECT_EQ(0, try_bind(SOCK_DGRAM, NULL, 41150));
+	close(st);
+	sh(IP " link del twf0");
 }
 
 TEST_F(filter, lport_zero_reserves_a_port_the_kernel_picks)
