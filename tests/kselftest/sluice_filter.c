@@ -649,6 +649,9 @@ TEST_F(filter, filter_fd_is_the_ports_reservation)
 	EXPECT_EQ(0, connect(c, (struct sockaddr *)&to, sizeof(to)));
 	a = accept(fd, NULL, NULL);
 	EXPECT_LE(0, a);
+	/* Reset, not closed: a TIME-WAIT on the port would hold it. */
+	setsockopt(a, SOL_SOCKET, SO_LINGER, &(struct linger){ 1, 0 },
+		   sizeof(struct linger));
 	close(a);
 	close(c);
 	/* Shut from listening, closed: the port is still the filter's. */

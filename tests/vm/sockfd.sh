@@ -21,7 +21,11 @@
 # it, and a new program exec'd with one; kill -9 of a process holding connections: the module releases its
 # socket fds, the process left on the stack closes them (the kernel peer
 # sees them end: no ESTABLISHED left), and the counts go back to zero; a
-# kernel UDP socket and a stack UDP socket on 127.0.0.1 reach each other.
+# kernel UDP socket and a stack UDP socket on 127.0.0.1 reach each other;
+# kernel sockets of the VM reach a stack listener on 127.0.0.1 and on
+# 0.0.0.0 (by 127.0.0.1 and by sfd0's address) and a stack UDP socket on
+# 0.0.0.0, and the stack's sockets reach kernel ones (twin_echo, each
+# case beside the same programs on the kernel alone).
 PATH=/opt/sluice/bin:$PATH
 IP=/usr/sbin/ip
 NS=sfd-peer
