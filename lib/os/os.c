@@ -309,6 +309,11 @@ int sl_sys_setsockopt(int fd, int level, int name, const void *val, socklen_t le
 	return (int)sl_syscall(SYS_setsockopt, fd, level, name, val, len);
 }
 
+int sl_sys_shutdown(int fd, int how)
+{
+	return (int)sl_syscall(SYS_shutdown, fd, how);
+}
+
 int sl_sys_bind(int fd, const struct sockaddr *a, socklen_t len)
 {
 	return (int)sl_syscall(SYS_bind, fd, a, len);

@@ -75,6 +75,7 @@ int sl_sys_dup_above(int fd);
 int sl_sys_poll(struct pollfd *fds, nfds_t n, int timeout_ms);
 int sl_sys_socket(int domain, int type, int protocol);
 int sl_sys_setsockopt(int fd, int level, int name, const void *val, socklen_t len);
+int sl_sys_shutdown(int fd, int how);
 int sl_sys_bind(int fd, const struct sockaddr *a, socklen_t len);
 int sl_sys_connect(int fd, const struct sockaddr *a, socklen_t len);
 int sl_sys_getsockopt(int fd, int level, int name, void *val, socklen_t *len);

@@ -220,9 +220,8 @@ struct pl_sock {
 	 * read it; set at bind() or listen(), cleared by pl_twin_close(). */
 	int twin;
 	bool twin_shut;			/* ... shut down since it listened (twin.c) */
-	/* ... is the module's reservation of the port (a module's stack:
-	 * pl_twin_adopt()), which outlives our fd while the port's filter
-	 * does. */
+	/* ... is the module's reservation of the port (pl_twin_adopt()):
+	 * an exec or spawn does not hand it over (socket.c, exec_kind()). */
 	bool twin_resv;
 	/* Fds of this process that name it (table slots; fdtable.c,
 	 * table_mu): its twin goes with the last. */

@@ -824,12 +824,16 @@ static enum ex_kind exec_kind(const struct pl_sock *ps)
 
 	if (ps->type == SOCK_STREAM && (st == SL_TCP_ESTABLISHED || st == SL_TCP_CLOSE_WAIT))
 		return EX_LIVE;
-	if (SL_READ_ONCE(ps->twin) && !SL_READ_ONCE(ps->twin_shut))
+	/* (A module's port reservation is not handed over: the stack's
+	 * socket, when it ends, stops it listening, sl_filter_release();
+	 * the port is bound again below, as before it was a twin.) */
+	if (SL_READ_ONCE(ps->twin) && !SL_READ_ONCE(ps->twin_shut) && !ps->twin_resv)
 		return EX_TWIN;
 	if (!(fl & (SL_SF_BOUND | SL_SF_CONNECTED)) && !sl_sys_sandboxed &&
 	    (ps->type == SOCK_DGRAM || (ps->type == SOCK_STREAM && kpeer_fresh(ps))))
 		return EX_FRESH;
-	/* No twins on a module's stack: its filter holds the port. */
+	/* A module's stack where the filter holds the port (a twin there
+	 * is the port's reservation). */
 	if (pl_sl()->module_backed && !sl_sys_sandboxed &&
 	    (st == SL_TCP_LISTEN || (ps->type == SOCK_DGRAM && (fl & SL_SF_BOUND))))
 		return EX_REBIND;

@@ -260,18 +260,11 @@ void pl_twin_close(struct pl_sock *ps)
 	 * moved on: nothing is changed then). */
 	if (ps->type == SOCK_DGRAM)
 		sl_listen_os_ready(pl_stack(), (int)ps->sd, ps->gen, SL_OSR_NOTWIN);
-	/* The module's reservation lives on while the port's filter does
-	 * (a listener's accepted connections, TIME-WAIT): as it was before
-	 * it was a twin, not listening and with the least receive buffer. */
-	if (ps->twin_resv) {
-		int least = 0;
-
-		ps->twin_resv = false;
-		if (ps->type == SOCK_STREAM)
-			REAL(shutdown)(fd, SHUT_RD);
-		else
-			REAL(setsockopt)(fd, SOL_SOCKET, SO_RCVBUF, &least, sizeof(least));
-	}
+	/* A module's reservation (pl_twin_adopt()) lives on while the
+	 * port's filter does; a listener's stops listening when the stack's
+	 * socket ends (sl_filter_release()), not here: another process may
+	 * still hold the listener and this twin. */
+	ps->twin_resv = false;
 	set_bit(fd, false);
 	REAL(close)(fd);
 	sl_fetch_sub(&twin_count, 1);
@@ -299,7 +292,6 @@ int pl_twin_take(struct pl_sock *ps)
 		REAL(epoll_ctl)(SL_READ_ONCE(watch_fd), EPOLL_CTL_DEL, fd, NULL);
 	set_bit(fd, false);
 	sl_fetch_sub(&twin_count, 1);
-	ps->twin_resv = false;
 	pl_debug("socket %u: kernel twin fd %d becomes the socket", ps->sd, fd);
 	return fd;
 }

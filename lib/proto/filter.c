@@ -19,6 +19,7 @@
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 
 #include "os/os.h"
 #include "proto/proto.h"
@@ -166,6 +167,9 @@ int sl_filter_twin_fd(struct sl_stack *s, const struct sl_sock *so)
 {
 	struct sluice_filter_fd f;
 
+	/* (A test's fake module, sl_filter_ioctl, reserves nothing.) */
+	if (sl_filter_ioctl)
+		return -ENOTTY;
 	if (!s->module_backed || !(so->flags & SL_SF_FILTER) ||
 	    so->filter_laddr != (so->laddr == INADDR_BROADCAST ? 0 : so->laddr))
 		return -ENOENT;
@@ -205,8 +209,22 @@ void sl_filter_pass(struct sl_stack *s, uint8_t type, uint16_t lport, uint32_t i
 
 void sl_filter_release(struct sl_stack *s, struct sl_sock *so)
 {
+	int fd;
+
 	if (!(so->flags & SL_SF_FILTER))
 		return;
+	/* A listener gone from the stack: its port's reservation, which
+	 * processes may have made its kernel twin (FILTER_FD,
+	 * lib/preload/twin.c) and whose port may live on (passed below to
+	 * its connections, TIME-WAIT), listens no more: kernel clients are
+	 * refused, as by a closed listener.  Here, where the stack's socket
+	 * ends, not where one process lets its fd go (a forked worker that
+	 * closes the listener it inherited must not stop its parent's). */
+	if (so->type == SL_SOCK_TCP && so->state == SL_TCP_LISTEN && s->module_backed &&
+	    (fd = sl_filter_twin_fd(s, so)) >= 0) {
+		sl_sys_shutdown(fd, SHUT_RD);
+		sl_sys_close(fd);
+	}
 	so->flags &= ~SL_SF_FILTER;
 	/* so is unhashed already: it is not on the port's chain. */
 	sl_filter_pass(s, so->type, so->lport, so->filter_id, so->filter_laddr);
