@@ -44,7 +44,7 @@
 #define SLUICE_FEATURE_SOCKFD	0x80ULL	/* SOCK_FD, _WAKE, _INFO, sluice_sock_kpoll */
 #define SLUICE_FEATURE_REPLACE	0x100ULL	/* STACK_CREATE with SLUICE_STACK_CREATE_REPLACE */
 #define SLUICE_FEATURE_HANDOFF	0x200ULL	/* HANDOFF: a connection to a kernel socket */
-#define SLUICE_FEATURE_FILTER_FD 0x400ULL	/* FILTER_FD: a filter's port reservation as an fd */
+#define SLUICE_FEATURE_FILTER_FD 0x400ULL	/* FILTER_FD: a port reservation as an fd */
 /* What this module implements; grows as the features above land. */
 #define SLUICE_FEATURES_ALL	(SLUICE_FEATURE_STACK | SLUICE_FEATURE_KRING | \
 				 SLUICE_FEATURE_FILTER | SLUICE_FEATURE_IFINFO | \

@@ -85,7 +85,7 @@ static void resolve_libc(void)
 	RESOLVE(pwritev); RESOLVE(pwritev64); RESOLVE(preadv2); RESOLVE(preadv64v2);
 	RESOLVE(pwritev2); RESOLVE(pwritev64v2); RESOLVE(fstat); RESOLVE(fstat64);
 	RESOLVE(fstatat); RESOLVE(fstatat64); RESOLVE(statx); RESOLVE(splice); RESOLVE(tee);
-	RESOLVE(vmsplice); RESOLVE(copy_file_range);
+	RESOLVE(vmsplice); RESOLVE(copy_file_range); RESOLVE(openat);
 }
 
 static bool env_flag(const char *name, bool dflt)

@@ -34,7 +34,7 @@ prog=$top/build/tests/preload/rawcalls
 tmp=$(mktemp -d)
 st=tcr-$$
 trap 'rm -rf "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st" "/dev/shm/sluice-$st-n" \
-	"/dev/shm/sluicefd-$st-n" "$tmp"' EXIT
+	"/dev/shm/sluicefd-$st-n" "/dev/shm/sluice-$st-r" "/dev/shm/sluicefd-$st-r" "$tmp"' EXIT
 
 if ! command -v unshare >/dev/null || ! unshare -n true 2>/dev/null; then
 	skip "raw system calls on stack sockets" "no network namespaces here"
@@ -117,4 +117,13 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
 else
 	skip "the fd as a file, as nobody" "not root, no setpriv, or the build not readable by nobody"
 fi
+# The fd opened again by its /proc and /dev names (tests/preload/reopen.py):
+# Linux says ENXIO; the placeholder's FIFO would wait for ever for a writer
+# (a program given a socket as stdin, `cat /dev/stdin`), so each run is
+# bounded and must print the kernel's lines.
+k=$(in_netns timeout 20 python3 "$top/tests/preload/reopen.py" 2>&1)
+s=$(in_netns timeout 20 "$sluice" run --stack "$st-r" -- python3 "$top/tests/preload/reopen.py" 2>&1)
+printf '# kernel:\n%s\n# sluice:\n%s\n' "$k" "$s" | sed 's/^/# /'
+check "reopen: the kernel's run answers (ENXIO)" grep -qx "tcp_proc_self ENXIO" <<<"$k"
+check_as_kernel "$k" "$s"
 done_testing
