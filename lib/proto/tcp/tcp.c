@@ -905,6 +905,7 @@ uint32_t sl_tcp_recv_lend(struct sl_stack *s, struct sl_sock *so, size_t len, si
 	return head;
 }
 
+static void ack_on_read(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
 static void window_update(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
 
 bool sl_tcp_recv_return(struct sl_stack *s, struct sl_sock *so, uint32_t gen, uint32_t head,
@@ -915,6 +916,7 @@ bool sl_tcp_recv_return(struct sl_stack *s, struct sl_sock *so, uint32_t gen, ui
 	sl_buf_free_chain(s, head);
 	so->rx_lent_idx = SLUICE_IDX_NONE;
 	so->rx_lent_bytes = so->rx_lent_count = 0;
+	ack_on_read(s, so, now_us);
 	window_update(s, so, now_us);
 	return true;
 }
@@ -1062,6 +1064,25 @@ static void rcv_space_adjust(struct sl_stack *s, struct sl_sock *so, uint64_t no
 	tp->rcvq_time_us = now_us ? now_us : 1;
 }
 
+/*
+ * Linux tcp_cleanup_rbuf(): a read that took data and left none queued
+ * sends the ACK delayed for short segments at once, unless this end is
+ * in an exchange (its reply will carry it) and only one came.  So a
+ * peer's next small write, held by Nagle until this ACK, waits for no
+ * timer when nothing is sent back on the connection.
+ */
+static void ack_on_read(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	if (!(tp->tflags & (SL_TF_PUSHED | SL_TF_PUSHED2)) || !tp->t_dack ||
+	    so->rxq_bytes || so->rx_lent_bytes || so->state < SL_TCP_ESTABLISHED)
+		return;
+	if ((tp->tflags & SL_TF_PUSHED2) ||
+	    !(tp->tflags & (SL_TF_PINGPONG | SL_TF_NOQUICKACK)))
+		sl_tcp_send_ack(s, so, now_us);
+}
+
 static void window_update(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
@@ -1178,8 +1199,10 @@ ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t le
 		idx = so->rxq_head;
 	}
 	if (done) {
-		if (!(flags & MSG_PEEK))
+		if (!(flags & MSG_PEEK)) {
+			ack_on_read(s, so, now_us);
 			window_update(s, so, now_us);
+		}
 		return (ssize_t)done;
 	}
 	/* Linux tcp_recvmsg(): a read of 0 bytes is 0 once there is data,

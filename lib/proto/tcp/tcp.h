@@ -162,6 +162,15 @@ enum sl_tcp_state {
 /* Urgent mode (RFC 9293 3.8.5): snd_up holds the end of urgent data sent
  * with MSG_OOB, until SND.UNA reaches it (Linux's tcp_urg_mode()). */
 #define SL_TF_URG	0x2000000
+/* Linux's interactive (pingpong) mode, tcp_pingpong_thresh 1: this end
+ * sent data within SL_TCP_DELACK_US of data coming in, so its ACKs ride
+ * on its replies; left when a delayed ACK has to go alone. */
+#define SL_TF_PINGPONG	0x4000000
+/* A short segment came and its ACK is delayed, once (PUSHED) or again
+ * (PUSHED2) since the last ACK sent (Linux ICSK_ACK_PUSHED, _PUSHED2):
+ * a read that empties the queue sends that ACK (tcp.c, ack_on_read()). */
+#define SL_TF_PUSHED	0x8000000
+#define SL_TF_PUSHED2	0x10000000
 
 /* sl_tcp_sock.urg_data, as Linux's tp->urg_data: the low byte is the
  * urgent byte once it arrived (SL_URG_VALID). */
@@ -281,6 +290,10 @@ struct sl_tcp_sock {
 	 * tcp_mtu_probing=1): the path is taken as tcp_base_mss's. */
 	uint16_t pmtu, pmtu_gen;
 	uint8_t mtup;
+	/* When in-order data last came, ms mod 2^16 (Linux
+	 * icsk_ack.lrcvtime): pingpong is data sent soon after it.  Fills
+	 * what was padding. */
+	uint16_t lrcv_ms;
 	/*
 	 * A listener's children not yet accepted (SL_TF_PASSIVE or
 	 * SL_TF_ACCQ, parent_idx the listener): a list through the slots

@@ -2243,6 +2243,7 @@ ack:
 			deliver(s, so, idx);
 			if (g->more)
 				deliver_more(s, so, g);
+			tp->lrcv_ms = (uint16_t)(now_us / 1000);
 			if (had_ooo || (tp->tflags & SL_TF_FIN_RCVD))
 				tp->tflags |= SL_TF_ACKNOW;
 			else if ((tp->delack_segs += 1 + g->nchain) >= 2)
@@ -2251,8 +2252,15 @@ ack:
 				tp->tflags |= SL_TF_ACKNOW;
 			else if (quick_ack(tp))
 				tp->tflags |= SL_TF_ACKNOW;
-			else if (!tp->t_dack)
-				tp->t_dack = now_us + SL_TCP_DELACK_US;
+			else {
+				if (!tp->t_dack)
+					tp->t_dack = now_us + SL_TCP_DELACK_US;
+				/* Linux tcp_measure_rcv_mss(): a short one
+				 * marks the ACK pushed, a second pushed2. */
+				if (!g->nchain && g->plen < tp->mss)
+					tp->tflags |= tp->tflags & SL_TF_PUSHED ?
+						      SL_TF_PUSHED2 : SL_TF_PUSHED;
+			}
 			sl_sock_wake(s, so);
 			/* Linux tcp_data_ready(): POLL_IN; a FIN is
 			 * tcp_fin()'s too before it (POLL_IN, or POLL_HUP

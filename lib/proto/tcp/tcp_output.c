@@ -348,7 +348,7 @@ static void fill_hdr(struct sl_stack *s, struct sl_sock *so, struct sl_tcph *th,
 	}
 	if (flags & TH_ACK_) {
 		tp->last_ack_sent = tp->rcv_nxt;
-		tp->tflags &= ~SL_TF_ACKNOW;
+		tp->tflags &= ~(SL_TF_ACKNOW | SL_TF_PUSHED | SL_TF_PUSHED2);
 		tp->delack_segs = 0;
 		tp->t_dack = 0;
 	}
@@ -982,6 +982,11 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		end += fin;
 		tp->snd_nxt = end;
 		tp->quickacks = 0;	/* its ACKs go with its data now */
+		/* Linux tcp_event_data_sent(): data sent soon after data came
+		 * is an exchange (inet_csk_inc_pingpong_cnt()). */
+		if ((uint16_t)((uint16_t)(now_us / 1000) - tp->lrcv_ms) < SL_TCP_DELACK_US / 1000 &&
+		    tp->rcv_nxt != tp->irs + 1)
+			tp->tflags |= SL_TF_PINGPONG;
 		if ((tp->tflags & (SL_TF_RECOVERY | SL_TF_SACK)) == (SL_TF_RECOVERY | SL_TF_SACK)) {
 			tp->prr_room -= seglen < tp->prr_room ? seglen : tp->prr_room;
 			tp->prr_out += seglen;

@@ -490,6 +490,9 @@ void sl_tcp_timer(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	}
 	if (tp->t_dack && tp->t_dack <= now_us) {
 		tp->t_dack = 0;
+		/* Linux tcp_delack_timer_handler(): a delayed ACK that had
+		 * to go alone ends the exchange. */
+		tp->tflags &= ~SL_TF_PINGPONG;
 		sl_tcp_send_ack(s, so, now_us);
 	}
 	if (tp->t_cork && tp->t_cork <= now_us) {
