@@ -135,6 +135,50 @@ static void test_established_data_quick_ack_start(void)
 	tf_finish();
 }
 
+/*
+ * Linux's tcp_cleanup_rbuf(): a read that empties the queue sends the ACK
+ * delayed for a short segment, unless this end is in an exchange (it sent
+ * data soon after data came: pingpong), which a delayed ACK that had to
+ * go alone ends.
+ */
+static void test_established_ack_on_read(void)
+{
+	struct sl_sock *l, *c;
+	uint8_t buf[100];
+	struct tf_seg g;
+	uint32_t iss;
+
+	tf_init("ar");
+	l = tf_listener(TF_LPORT, 8);
+	c = tf_accept(l, IRS, &iss, NULL, 65535);
+	c->tcp.quickacks = 0;	/* past the quick-ACK start */
+	tf_clear();
+	tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, IRS + 1, iss + 1, 8192, pattern, 10);
+	tap_eq(T.n, 0, "a short segment: ACK delayed");
+	tap_eq(sl_tcp_recv(T.s, c, buf, 5, 0, tf_now_us), 5, "read half of it");
+	tap_eq(T.n, 0, "data left queued: still delayed");
+	tap_eq(sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us), 5, "read the rest");
+	g = tf_last();
+	tap_ok(T.n == 1 && g.flags == TH_ACK_ && g.ack == IRS + 11,
+	       "the read that empties the queue sends the ACK");
+	tf_advance_ms(5);
+	tap_eq(sl_tcp_send(T.s, c, pattern, 10, 0, tf_now_us), 10,
+	       "this end answers within 40 ms: an exchange");
+	tf_clear();
+	tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, IRS + 11, iss + 11, 8192, pattern, 10);
+	tap_eq(sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us), 10, "read the next");
+	tap_eq(T.n, 0, "in an exchange the ACK waits for the reply");
+	tf_advance_ms(40);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.flags == TH_ACK_ && g.ack == IRS + 21, "no reply: delayed ACK at 40 ms");
+	tf_clear();
+	tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, IRS + 21, iss + 11, 8192, pattern, 10);
+	tap_eq(sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us), 10, "read the third");
+	g = tf_last();
+	tap_ok(T.n == 1 && g.ack == IRS + 31, "the exchange ended: the read sends the ACK");
+	tf_finish();
+}
+
 static void test_established_send_nagle(void)
 {
 	struct sl_sock *so;
@@ -786,6 +830,7 @@ int main(void)
 	fill_pattern();
 	test_established_data_delayed_ack();
 	test_established_data_quick_ack_start();
+	test_established_ack_on_read();
 	test_established_send_nagle();
 	test_established_ooo_sack();
 	test_established_sack_many_holes();

@@ -1595,10 +1595,11 @@ int sl_tcp_setsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 		}
 		return 0;
 	case TCP_QUICKACK:
-		/* Linux: on, an ACK that waits goes now; off, ACKs may wait
-		 * (as they do here anyway: delayed ACKs, RFC 9293 3.8.6.3). */
+		/* Linux: on, an ACK that waits goes now and the exchange
+		 * (pingpong mode) ends; off, ACKs may wait (as they do here
+		 * anyway: delayed ACKs, RFC 9293 3.8.6.3). */
 		if (v) {
-			tp->tflags &= ~SL_TF_NOQUICKACK;
+			tp->tflags &= ~(SL_TF_NOQUICKACK | SL_TF_PINGPONG);
 			if (tp->t_dack && so->state >= SL_TCP_ESTABLISHED) {
 				tp->t_dack = 0;
 				sl_tcp_send_ack(s, so, now_us);
