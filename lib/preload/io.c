@@ -1236,9 +1236,13 @@ EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 	return read(fd, buf, len);
 }
 
-/* sendmmsg/recvmmsg: one message at a time through sendmsg/recvmsg. */
+/* sendmmsg/recvmmsg: one message at a time through sendmsg/recvmsg. A
+ * call that ends with some messages done succeeds, so the errno of the
+ * message that stopped it (EAGAIN, EFAULT) is not the program's: the
+ * caller's is put back, as Linux leaves it. */
 EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
 {
+	int saved = errno;
 	unsigned int i;
 	ssize_t r;
 
@@ -1253,18 +1257,25 @@ EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
 		unsigned int n;
 
 		r = sendmsg(fd, &vec[i].msg_hdr, flags);
+		if (r < 0 && !i)
+			return -1;
 		if (r < 0)
-			return i ? (int)i : -1;
+			break;
 		n = (unsigned int)r;
-		if (pl_copy_out(&vec[i].msg_len, &n, sizeof(n)))
-			return i ? (int)i : (int)pl_ret(-EFAULT);
+		if (pl_copy_out(&vec[i].msg_len, &n, sizeof(n))) {
+			if (!i)
+				return (int)pl_ret(-EFAULT);
+			break;
+		}
 	}
+	errno = saved;
 	return (int)i;
 }
 
 EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags,
 		    struct timespec *timeout)
 {
+	int saved = errno;
 	struct timespec ts;
 	unsigned int i;
 	ssize_t r;
@@ -1318,5 +1329,6 @@ EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags,
 		if (pl_copy_out(timeout, &ts, sizeof(ts)))
 			return (int)pl_ret(-EFAULT);
 	}
+	errno = saved;
 	return (int)i;
 }

@@ -1197,8 +1197,23 @@ static void check_udp(void)
 		}
 		usleep(20000);
 		iv[0].iov_len = iv[1].iov_len = 8;
+		errno = EDOM;
 		r = recvmmsg(a, mv, 3, MSG_WAITFORONE, NULL);
-		printf("udp_recvmmsg: %s lens %u %u\n", rv(r), mv[0].msg_len, mv[1].msg_len);
+		printf("udp_recvmmsg: %s lens %u %u errno kept %d\n", rv(r), mv[0].msg_len,
+		       mv[1].msg_len, r >= 0 && errno == EDOM);
+		/* Fewer messages than asked is a success: errno stays as
+		 * it was (the library's last sendmsg/recvmsg had set
+		 * EAGAIN or EFAULT). */
+		iv[0].iov_len = 3;
+		mv[1].msg_hdr.msg_iov = NULL;
+		errno = EDOM;
+		r = sendmmsg(b, mv, 2, 0);
+		printf("udp_sendmmsg_second_bad: %s errno kept %d\n", rv(r), r >= 0 && errno == EDOM);
+		mv[1].msg_hdr.msg_iov = &iv[1];
+		poll1(a, POLLIN, 2000);
+		errno = EDOM;
+		r = recvmmsg(a, mv, 3, MSG_DONTWAIT, NULL);
+		printf("udp_recvmmsg_fewer: %s errno kept %d\n", rv(r), r >= 0 && errno == EDOM);
 	{
 		struct timespec bad = { 0, 2000000000L };
 		struct mmsghdr one;
