@@ -545,18 +545,19 @@ static ssize_t pl_sendfile(int out, int in, off64_t *off, size_t count)
 	size_t done = 0;
 	ssize_t n, w;
 	off64_t pos = off ? *off : 0;
-	bool from_sock = pl_is_sluice(in);
 
-	if (from_sock && off)
-		return -ESPIPE;		/* Linux: a socket has no offset */
+	/* Linux's do_splice_direct() reads only a file or a block device:
+	 * from a socket is ESPIPE with an offset, else EINVAL, its bytes
+	 * left queued (this loop sent them, and waited for ever on an
+	 * empty socket). */
+	if (pl_is_sluice(in))
+		return off ? -ESPIPE : -EINVAL;
 	if (!buf && !(buf = malloc(PL_SENDFILE_CHUNK)))
 		return -ENOMEM;
 	while (done < count) {
 		size_t want = count - done < PL_SENDFILE_CHUNK ? count - done : PL_SENDFILE_CHUNK;
 
-		/* From a socket: peeked, and taken off once sent. */
-		n = from_sock ? recv(in, buf, want, MSG_PEEK | (done ? MSG_DONTWAIT : 0)) :
-		    off ? pread64(in, buf, want, pos) : REAL(read)(in, buf, want);
+		n = off ? pread64(in, buf, want, pos) : REAL(read)(in, buf, want);
 		if (n < 0) {
 			if (!done)
 				return -errno;
@@ -566,15 +567,13 @@ static ssize_t pl_sendfile(int out, int in, off64_t *off, size_t count)
 			break;
 		w = send(out, buf, (size_t)n, 0);
 		if (w < 0) {
-			if (!off && !from_sock)	/* put back what was read but not sent */
+			if (!off)	/* put back what was read but not sent */
 				lseek64(in, -(off64_t)n, SEEK_CUR);
 			if (!done)
 				return -errno;
 			break;
 		}
-		if (from_sock)
-			recv(in, buf, (size_t)w, MSG_TRUNC | MSG_DONTWAIT);
-		else if (w < n && !off)
+		if (w < n && !off)
 			lseek64(in, -(off64_t)(n - w), SEEK_CUR);
 		done += (size_t)w;
 		pos += w;
