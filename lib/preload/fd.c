@@ -210,7 +210,7 @@ static int inq(struct pl_sock *ps)
 }
 
 /* SIOCATMARK: 1 when the next byte to read is the urgent one (Linux's
- * tcp_ioctl(); a listener EINVAL). */
+ * tcp_ioctl(), which asks no state: a listener has none, 0). */
 static int atmark(struct pl_sock *ps)
 {
 	struct sl_stack *s = pl_sl();
@@ -220,7 +220,7 @@ static int atmark(struct pl_sock *ps)
 	if (sl_lock(s))
 		return -EPIPE;
 	so = sl_sock(s, ps->sd);
-	n = so->state == SL_TCP_LISTEN ? -EINVAL : sl_tcp_atmark(so);
+	n = so->state == SL_TCP_LISTEN ? 0 : sl_tcp_atmark(so);
 	sl_unlock(s);
 	return n;
 }
@@ -396,7 +396,7 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 	struct pl_sock *ps;
 	va_list ap;
 	void *arg;
-	int ret, v;
+	int ret, v, saved;
 
 	va_start(ap, req);
 	arg = va_arg(ap, void *);
@@ -404,6 +404,7 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 	ps = pl_get(fd);
 	if (!ps)
 		return REAL(ioctl)(fd, req, arg);
+	saved = errno;
 	if (req == FIONBIO) {
 		if (bad_int(arg)) {
 			ret = -EFAULT;
@@ -482,6 +483,11 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 		ret = -ENOTTY;
 	}
 	pl_put(ps);
+	/* A request that succeeds leaves errno as it was, also where the
+	 * library asked the kernel something that failed on the way
+	 * (SIOCGSTAMP's question to the twin, ENOENT). */
+	if (ret >= 0)
+		errno = saved;
 	return (int)pl_ret(ret);
 }
 
