@@ -130,6 +130,14 @@ EXPORT int fcntl(int fd, int cmd, ...)
 		pl_put(ps);
 		return ret;
 	}
+	/* A pipe's and a memfd's requests: the placeholder is a FIFO and
+	 * would answer them (F_GETPIPE_SZ 65536); on a socket Linux's
+	 * pipe_fcntl() is EBADF, memfd_fcntl() EINVAL. */
+	if (cmd == F_GETPIPE_SZ || cmd == F_SETPIPE_SZ || cmd == F_ADD_SEALS ||
+	    cmd == F_GET_SEALS) {
+		pl_put(ps);
+		return (int)pl_ret(cmd == F_GETPIPE_SZ || cmd == F_SETPIPE_SZ ? -EBADF : -EINVAL);
+	}
 	/* What the description would keep for the next socket besides
 	 * O_NONBLOCK (an owner, a signal, a lease, O_ASYNC, O_APPEND...):
 	 * not kept then (fdtable.c, "socket cache"). */

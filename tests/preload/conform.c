@@ -1376,6 +1376,11 @@ static void check_file_calls(void)
 	printf("sendfile_sock_to_sock_left: %s %.2s\n", rv(r), buf);
 	printf("mmap_udp: %s\n", mmap(NULL, 4096, PROT_READ, MAP_SHARED, d, 0) == MAP_FAILED ?
 	       rv(-1) : "mapped");
+	/* A pipe's and a memfd's requests (the placeholder is a FIFO). */
+	printf("fcntl_getpipe_sz: %s\n", rv(fcntl(s, F_GETPIPE_SZ)));
+	printf("fcntl_setpipe_sz: %s\n", rv(fcntl(s, F_SETPIPE_SZ, 4096)));
+	printf("fcntl_get_seals: %s\n", rv(fcntl(s, F_GET_SEALS)));
+	printf("fcntl_add_seals: %s\n", rv(fcntl(s, F_ADD_SEALS, F_SEAL_SEAL)));
 
 	/* Raw system calls: an error, whatever the fd stands for. */
 	sigaction(SIGPIPE, &ign, &old);
