@@ -1103,6 +1103,36 @@ int sl_async_bell(struct sluice_stack *st, int sd, bool on, uint32_t pid, uint32
 	return *slot >= 0 ? 0 : -EAGAIN;
 }
 
+int sl_urg_owner(struct sluice_stack *st, int sd, int type, int id)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	uint32_t gen;
+	int ret;
+
+	ret = sock_get(s, sd, &so);
+	if (ret)
+		return ret;
+	if (so->type != SL_SOCK_TCP) {
+		sl_unlock(s);
+		return 0;	/* no urgent data: nothing to signal */
+	}
+	/* The old owner's entry goes (a new one, not fields changed under
+	 * a ringer that reads them without the lock). */
+	if (so->life & SL_LIFE_OWNER)
+		sl_sock_owner_drop(s, so);
+	ret = 0;
+	if (id > 0) {
+		if (sl_bell_register(s, SL_BELL_ASYNC | SL_BELL_URG | (uint32_t)sd, (uint32_t)id,
+				     (uint32_t)type, &gen) >= 0)
+			so->life |= SL_LIFE_OWNER;
+		else
+			ret = -EAGAIN;
+	}
+	sl_unlock(s);
+	return ret;
+}
+
 int sl_port_twin_fd(struct sluice_stack *st, int sd)
 {
 	struct sl_stack *s = S(st);

@@ -137,6 +137,14 @@ bool sl_port_alone(struct sluice_stack *st, int sd);
  */
 int sl_async_bell(struct sluice_stack *st, int sd, bool on, uint32_t pid, uint32_t tid,
 		  int *slot, uint32_t *gen);
+/*
+ * Socket sd's owner (F_SETOWN, F_SETOWN_EX: type F_OWNER_*, id; id 0:
+ * none), for SIGURG at a new urgent pointer, with or without O_ASYNC
+ * (lib/preload/README.md, "Urgent data"): an owner entry in bells[] and
+ * the socket marked SL_LIFE_OWNER, both ended with the socket.  TCP only.
+ * 0 or -errno (-EAGAIN: every entry taken).
+ */
+int sl_urg_owner(struct sluice_stack *st, int sd, int type, int id);
 
 /* On a module's stack: the kernel socket that reserves socket sd's port
  * (its module filter's reservation, which kernel sockets of this host

@@ -77,6 +77,10 @@ static inline uint32_t sl_chan_wq(int chan)
 /* An async bell (O_ASYNC, run/bell.c): chan is this bit | the socket's
  * index; rung for the socket's events (sl_sock_async()), never by waits. */
 #define SL_BELL_ASYNC	0x80000000u
+/* ... and with this bit too, no bell but the socket's owner (F_SETOWN,
+ * F_SETOWN_EX), for SIGURG (run/bell.c, sl_bell_ring_async()): pid is
+ * the owner's id, tid its type (F_OWNER_TID, _PID, _PGRP). */
+#define SL_BELL_URG	0x40000000u
 #define SL_BELL_FREE	0u
 #define SL_BELL_CLAIMED	2u
 /* connect()'s port perturbation buckets (sl_region.port_perturb): a
@@ -383,7 +387,7 @@ struct sl_region {
 	struct sl_bell {
 		uint32_t state;		/* SL_BELL_FREE, _CLAIMED, or its generation (odd) */
 		uint32_t chan;		/* wait channel, SL_BELL_ANY, or SL_BELL_ASYNC | socket */
-		uint32_t pid, tid;	/* whose bell (its name) */
+		uint32_t pid, tid;	/* whose bell (its name); an owner's (SL_BELL_URG) */
 	} bells[SL_BELLS];
 	uint32_t bells_top;		/* entries ever used: the scans' bound */
 	uint32_t bells_gen;		/* the next generation, less its odd bit */

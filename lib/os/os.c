@@ -304,6 +304,11 @@ int sl_sys_socket(int domain, int type, int protocol)
 	return (int)sl_syscall(SYS_socket, domain, type, protocol);
 }
 
+int sl_sys_socketpair(int domain, int type, int protocol, int sv[2])
+{
+	return (int)sl_syscall(SYS_socketpair, domain, type, protocol, sv);
+}
+
 int sl_sys_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
 	return (int)sl_syscall(SYS_setsockopt, fd, level, name, val, len);

@@ -54,7 +54,8 @@ int sl_sys_dup2(int oldfd, int newfd);
 /* dup3(2): newfd replaced at once (flags: O_CLOEXEC). */
 int sl_sys_dup3(int oldfd, int newfd, int flags);
 /* fcntl(2) for the commands that take an int or nothing (F_GETFL,
- * F_SETFL, F_GETFD, F_SETFD, F_DUPFD_CLOEXEC). */
+ * F_SETFL, F_GETFD, F_SETFD, F_DUPFD_CLOEXEC), or a pointer as a long
+ * (F_SETOWN_EX). */
 int sl_sys_fcntl(int fd, int cmd, long arg);
 int sl_sys_ioctl(int fd, unsigned long req, void *arg);
 /*
@@ -74,6 +75,7 @@ int sl_sys_dup_above(int fd);
 /* poll(2), timeout in milliseconds, negative: no timeout. */
 int sl_sys_poll(struct pollfd *fds, nfds_t n, int timeout_ms);
 int sl_sys_socket(int domain, int type, int protocol);
+int sl_sys_socketpair(int domain, int type, int protocol, int sv[2]);
 int sl_sys_setsockopt(int fd, int level, int name, const void *val, socklen_t len);
 int sl_sys_shutdown(int fd, int how);
 int sl_sys_bind(int fd, const struct sockaddr *a, socklen_t len);

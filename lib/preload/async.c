@@ -213,6 +213,19 @@ void pl_async_owner(int fd, struct pl_sock *ps)
 	pthread_mutex_unlock(&async_mu);
 }
 
+/* SIGURG (README.md, "Urgent data"): the description's owner, as the
+ * kernel keeps it on the placeholder, to the stack, which signals it at a
+ * new urgent pointer (sl_urg_owner(), run/bell.c). */
+void pl_urg_owner(int fd, struct pl_sock *ps)
+{
+	struct f_owner_ex ex;
+
+	if (REAL(fcntl)(fd, F_GETOWN_EX, &ex))
+		return;
+	/* Linux never refuses an owner: with every entry taken, no SIGURG. */
+	sl_urg_owner(pl_stack(), (int)ps->sd, ex.type, ex.pid);
+}
+
 void pl_async_release(struct pl_sock *ps)
 {
 	if (!SL_READ_ONCE(ps->async_fd))

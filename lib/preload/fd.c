@@ -172,6 +172,9 @@ EXPORT int fcntl(int fd, int cmd, ...)
 		 * F_GETSIG, and the kernel checked them; the bell signals. */
 		if (SL_READ_ONCE(ps->async_fd))
 			pl_async_owner(fd, ps);
+		/* ... and SIGURG goes to the owner, O_ASYNC or not. */
+		if (cmd != F_SETSIG && ps->type == SOCK_STREAM)
+			pl_urg_owner(fd, ps);
 	} else if (ret >= 0 && cmd == F_GETFL)
 		/* What a socket says: read-write (the placeholder's FIFO
 		 * is read-only, fdtable.c), no O_LARGEFILE (the kernel's

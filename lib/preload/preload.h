@@ -309,6 +309,7 @@ void pl_bell_atfork_child(void);
  * number taken by a dup2(). */
 int pl_async_setfl(int fd, struct pl_sock *ps, bool on);
 void pl_async_owner(int fd, struct pl_sock *ps);
+void pl_urg_owner(int fd, struct pl_sock *ps);	/* F_SETOWN*: SIGURG's owner */
 void pl_async_release(struct pl_sock *ps);
 void pl_async_drain(void);
 void pl_async_read(struct pl_sock *ps);	/* its own bell's bytes */

@@ -279,6 +279,10 @@ _Static_assert(sizeof(struct sl_sock) <= SL_SOCK_SIZE && SL_SOCK_SIZE <= 1024,
 /* ... and a write found no room since (Linux SOCKWQ_ASYNC_NOSPACE): the
  * room coming back is signalled once (sl_sock_async_space()). */
 #define SL_LIFE_NOSPACE	0x08
+/* A TCP socket with an owner (F_SETOWN, F_SETOWN_EX; with or without
+ * O_ASYNC): a new urgent pointer signals it SIGURG after unlock
+ * (sl_sock_urg(); lib/preload/README.md, "Urgent data"). */
+#define SL_LIFE_OWNER	0x10
 
 /*
  * SO_RCVLOWAT (socket(7)): bytes a blocking read waits for, and that poll
@@ -667,6 +671,18 @@ static inline void sl_sock_async(struct sl_stack *s, struct sl_sock *so)
 	if (__builtin_expect(so->life & SL_LIFE_ASYNC, 0))
 		sl_sock_async_slow(s, so);
 }
+/* A new urgent pointer (Linux sk_send_sigurg()): the owner's SIGURG, on
+ * this thread's list as sl_sock_async() (the index | SL_BELL_URG), sent
+ * after the unlock (sl_bell_ring_async()).  A socket with no owner costs
+ * the load of its life byte. */
+void sl_sock_urg_slow(struct sl_stack *s, struct sl_sock *so);
+static inline void sl_sock_urg(struct sl_stack *s, struct sl_sock *so)
+{
+	if (__builtin_expect(so->life & SL_LIFE_OWNER, 0))
+		sl_sock_urg_slow(s, so);
+}
+/* Socket so's owner entry ends (its end, or F_SETOWN 0): lock held. */
+void sl_sock_owner_drop(struct sl_stack *s, struct sl_sock *so);
 /* Room to write came back (an ACK, the pool): signalled if a write found
  * none before (SL_LIFE_NOSPACE) and the socket is writable now, once, as
  * Linux's sk_stream_write_space() and SOCK_WAKE_SPACE. */

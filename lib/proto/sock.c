@@ -323,6 +323,8 @@ void sl_sock_free(struct sl_stack *s, struct sl_sock *so)
 	sl_timer_cancel(s, so);
 	sl_sock_unhash(s, so);
 	sl_filter_release(s, so);
+	if (__builtin_expect(so->life & SL_LIFE_OWNER, 0))
+		sl_sock_owner_drop(s, so);
 	sl_buf_free_chain(s, so->rxq_head);
 	so->rxq_head = so->rxq_tail = SLUICE_IDX_NONE;
 	sl_errq_purge(s, so);
@@ -927,7 +929,7 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 
 __thread struct sl_async_notes sl_async_w __attribute__((tls_model("initial-exec")));
 
-void sl_sock_async_slow(struct sl_stack *s, struct sl_sock *so)
+static bool async_note(struct sl_stack *s, uint32_t note)
 {
 	/* Per thread, as sl_kp_w: another thread may take the lock (and
 	 * write the handle) as soon as we let go.  More events than the list
@@ -935,12 +937,45 @@ void sl_sock_async_slow(struct sl_stack *s, struct sl_sock *so)
 	 * would queue one a segment (a real-time signal), a plain SIGIO is
 	 * one anyway. */
 	if (sl_async_w.n && sl_async_w.s != s)
-		return;
+		return false;
 	if (sl_async_w.n == SL_ASYNC_NOTES)
-		return;
+		return false;
 	sl_async_w.s = s;
-	sl_async_w.idx[sl_async_w.n++] = so->idx;
-	sl_count(s, SL_C_sock_async);
+	sl_async_w.idx[sl_async_w.n++] = note;
+	return true;
+}
+
+void sl_sock_async_slow(struct sl_stack *s, struct sl_sock *so)
+{
+	if (async_note(s, so->idx))
+		sl_count(s, SL_C_sock_async);
+}
+
+void sl_sock_urg_slow(struct sl_stack *s, struct sl_sock *so)
+{
+	/* Linux's sk_send_sigurg() signals only a socket that has a file
+	 * (sk_socket->file): not one the program closed. */
+	if (!(so->flags & SL_SF_ORPHAN))
+		async_note(s, so->idx | SL_BELL_URG);
+}
+
+void sl_sock_owner_drop(struct sl_stack *s, struct sl_sock *so)
+{
+	struct sl_region *r = s->lib;
+	uint32_t top = SL_READ_ONCE(r->bells_top), want = SL_BELL_ASYNC | SL_BELL_URG | so->idx;
+
+	so->life &= (uint8_t)~SL_LIFE_OWNER;
+	if (top > SL_BELLS)
+		top = SL_BELLS;
+	/* Owner entries are not counted (run/bell.c, is_async()): freeing
+	 * one is its state's exchange, once, by whoever finds it. */
+	for (unsigned int i = 0; i < top; i++) {
+		struct sl_bell *b = &r->bells[i];
+		uint32_t gen = sl_load_acquire(&b->state);
+
+		if ((gen & 1) && SL_READ_ONCE(b->chan) == want)
+			sl_cmpxchg(&b->state, &gen, SL_BELL_FREE);
+	}
 }
 
 void sl_sock_async_space_slow(struct sl_stack *s, struct sl_sock *so)

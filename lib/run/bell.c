@@ -26,6 +26,7 @@
  * bell, and one sendto(2) a bell rung.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/un.h>
@@ -222,6 +223,33 @@ bool sl_bell_async_any(struct sl_stack *s, uint32_t idx, int except)
 	return false;
 }
 
+/*
+ * SIGURG to a socket's owner (lib/preload/README.md, "Urgent data"), sent
+ * by the kernel: a stream pair of our own whose receiving end names the
+ * owner (F_SETOWN_EX) and gets one byte MSG_OOB, so AF_UNIX's queue_oob()
+ * calls sk_send_sigurg() on it, and the owner (a thread, a process or
+ * every process of a group) gets SIGURG with si_code SI_KERNEL, as from
+ * a TCP socket, after the kernel's sigio_perm() check.  Five system calls
+ * a new urgent pointer, none for a socket without an owner; nothing kept.
+ */
+static void sigurg(const struct sl_bell *b, uint32_t gen)
+{
+	struct f_owner_ex ex = {
+		.type = (int)SL_READ_ONCE(b->tid), .pid = (pid_t)SL_READ_ONCE(b->pid),
+	};
+	int sv[2];
+
+	/* The fields are the generation's only if it is still there. */
+	if (sl_load_acquire(&b->state) != gen || ex.pid <= 0)
+		return;
+	if (sl_sys_socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv))
+		return;
+	if (!sl_sys_fcntl(sv[1], F_SETOWN_EX, (long)&ex))
+		sl_sys_sendto(sv[0], "!", 1, MSG_OOB | MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
+	sl_sys_close(sv[0]);
+	sl_sys_close(sv[1]);
+}
+
 void sl_bell_ring_async(void)
 {
 	struct sl_stack *s = sl_async_w.s;
@@ -242,7 +270,11 @@ void sl_bell_ring_async(void)
 			const struct sl_bell *b = &s->lib->bells[i];
 			uint32_t gen = sl_load_acquire(&b->state);
 
-			if ((gen & 1) && SL_READ_ONCE(b->chan) == want)
+			if (!(gen & 1) || SL_READ_ONCE(b->chan) != want)
+				continue;
+			if (want & SL_BELL_URG)
+				sigurg(b, gen);
+			else
 				ring(s, i, gen);
 		}
 	}

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
 # Urgent data (send/recv MSG_OOB, SO_OOBINLINE, SIOCATMARK, FIONREAD at
-# the mark, POLLPRI, EPOLLPRI, select's exception set; issue 24 item 5),
+# the mark, POLLPRI, EPOLLPRI, select's exception set, SIGURG to the
+# owner; issue 24 item 5),
 # tests/preload/oob.c: a receiver prints a line a case, and every run must
 # print the kernel's lines.
 #  1. both ends on the kernel's loopback (the reference), and both ends in
@@ -36,13 +37,19 @@ shown() { grep -v '^#' <<<"$1"; }
 
 k=$(in_ns timeout 90 "$prog" local 2>&1)
 echo "$k" | sed 's/^/# kernel: /'
-check "on the kernel: every step came in time, 46 cases" \
-	test -z "$(grep '^# step' <<<"$k")" -a "$(shown "$k" | wc -l)" = 46
+check "on the kernel: every step came in time, 51 cases" \
+	test -z "$(grep '^# step' <<<"$k")" -a "$(shown "$k" | wc -l)" = 51
 k=$(shown "$k")
 check "on the kernel: the urgent byte is out of band, POLLPRI, select's exception set" \
 	test -n "$(grep -x 'basic_oob 1 c msg_oob1' <<<"$k")" -a \
 	-n "$(grep -x 'basic_poll in1 pri1' <<<"$k")" -a \
 	-n "$(grep -x 'basic_select read1 except1' <<<"$k")"
+check "on the kernel: SIGURG (SI_KERNEL) to the owner, process, group or thread, none without one" \
+	test -n "$(grep -x 'sigurg_pid n1 code SI_KERNEL' <<<"$k")" -a \
+	-n "$(grep -x 'sigurg_pgrp n1 code SI_KERNEL' <<<"$k")" -a \
+	-n "$(grep -x 'sigurg_tid n1 code SI_KERNEL' <<<"$k")" -a \
+	-n "$(grep -x 'sigurg_no_owner n0 code -' <<<"$k")" -a \
+	-n "$(grep -x 'sigurg_owner_gone n0 code -' <<<"$k")"
 
 s=$(in_ns timeout 90 env SLUICE_STACK="$lst" "$sluice" run -- "$prog" local 2>&1)
 echo "$s" | sed 's/^/# sluice: /'

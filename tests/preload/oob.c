@@ -8,7 +8,9 @@
  * once (EINVAL with none, after it was read, or inline; EAGAIN while the
  * pointer came and the byte has not), poll/epoll give POLLPRI and select
  * its exception set while it is unread, and a newer urgent byte replaces
- * an unread one.
+ * an unread one.  Each new urgent pointer sends SIGURG (si_code SI_KERNEL)
+ * to the socket's owner, O_ASYNC or not (sk_send_sigurg()): a process, a
+ * process group, a thread; none with no owner.
  *
  * A sender and a receiver on one connection, in steps: the receiver
  * sends the sender one byte ("go") for each step, waits (bounded) until
@@ -26,6 +28,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,17 +248,59 @@ static const char *oobmsg(int fd)
 	return o;
 }
 
+/* ---- SIGURG ---- */
+
+static volatile sig_atomic_t urgs, urg_code;
+
+static void on_urg(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	urg_code = si->si_code;
+	urgs = urgs + 1;
+}
+
+/* The SIGURGs since the last look: waited for up to 3 s until there are
+ * want, then 100 ms more for any extra (want 0: 300 ms for none). */
+static const char *urg_got(int want)
+{
+	static char b[48];
+	double t0 = now_s();
+	int n;
+
+	while (urgs < want && now_s() - t0 < 3)
+		usleep(2000);
+	usleep(want ? 100000 : 300000);
+	n = urgs;
+	urgs = 0;
+	snprintf(b, sizeof(b), "n%d code %s", n,
+		 !n ? "-" : urg_code == SI_KERNEL ? "SI_KERNEL" :
+		 urg_code == SI_USER ? "SI_USER" : "other");
+	return b;
+}
+
+static void owner(int s, int type, pid_t id)
+{
+	struct f_owner_ex ex = { .type = type, .pid = id };
+
+	if (fcntl(s, F_SETOWN_EX, &ex))
+		printf("# F_SETOWN_EX: %s\n", strerror(errno));
+}
+
 static void receiver(int s)
 {
+	struct sigaction sa = { .sa_sigaction = on_urg, .sa_flags = SA_SIGINFO | SA_RESTART };
 	int one = 1, zero = 0;
 	char b[256];
 	double t0;
 	long total = 0, r;
 	int first = 0;
 
-	/* Sent, an urgent byte after data. */
+	sigaction(SIGURG, &sa, NULL);
+	/* Sent, an urgent byte after data; the socket has no owner. */
 	go(s);
 	arrive(s, 0, 'c');
+	printf("sigurg_no_owner %s\n", urg_got(0));
 	printf("basic_poll %s\n", pollev(s));
 	printf("basic_select %s\n", selev(s));
 	printf("basic_epoll %s\n", epev(s));
@@ -278,9 +323,12 @@ static void receiver(int s)
 	printf("after_read %s\n", rd(s, 10, 0));
 	printf("after_atmark %d\n", atmark(s));
 	printf("after_oob %s\n", rd(s, 1, MSG_OOB));
-	/* An urgent byte alone: peeked, then a read at the mark. */
+	/* An urgent byte alone: peeked, then a read at the mark.  The
+	 * process owns the socket (F_SETOWN, no O_ASYNC): SIGURG. */
+	fcntl(s, F_SETOWN, getpid());
 	go(s);
 	arrive(s, 0, 'f');
+	printf("sigurg_pid %s\n", urg_got(1));
 	printf("alone_peek %s\n", rd(s, 4, MSG_OOB | MSG_PEEK));
 	printf("alone_peek_data %s\n", rd(s, 4, MSG_PEEK));
 	printf("alone_atmark %d\n", atmark(s));
@@ -290,16 +338,22 @@ static void receiver(int s)
 	printf("alone_fionread_after %d\n", inq(s));
 	printf("alone_poll_after %s\n", pollev(s));
 	/* A second urgent byte while the first is unread at the head. */
+	owner(s, F_OWNER_PGRP, getpgrp());	/* its process group */
 	go(s);
 	arrive(s, 0, 'x');
+	printf("sigurg_pgrp %s\n", urg_got(1));
+	owner(s, F_OWNER_TID, (pid_t)gettid());	/* this thread */
 	go(s);
 	arrive(s, 0, 'y');
+	printf("sigurg_tid %s\n", urg_got(1));
+	fcntl(s, F_SETOWN, 0);			/* no owner again */
 	printf("replace_head_fionread %d\n", inq(s));
 	printf("replace_head_oob %s\n", rd(s, 1, MSG_OOB));
 	printf("replace_head_read %s\n", rd(s, 4, 0));
 	/* ... and with data before the first: it stays, as data. */
 	go(s);
 	arrive(s, 0, 'h');
+	printf("sigurg_owner_gone %s\n", urg_got(0));
 	go(s);
 	arrive(s, 0, 'j');
 	printf("replace_mid_fionread %d\n", inq(s));

@@ -1971,9 +1971,10 @@ static void urg_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		ptr = ntohl(th->seq) + (up ? up - 1 : 0);
 		if (SEQ_LEQ(copied, ptr) && SEQ_GEQ(ptr, tp->rcv_nxt) &&
 		    !(tp->urg_data && SEQ_LEQ(ptr, tp->urg_seq))) {
-			/* Where Linux raises SIGURG (sk_send_sigurg()): counted
-			 * for the owner's signal (lib/preload). */
+			/* Where Linux raises SIGURG (sk_send_sigurg()): counted,
+			 * and the owner's signal sent after the unlock. */
 			tp->urg_sigs++;
+			sl_sock_urg(s, so);
 			/* The byte held is at the head, not read out of band,
 			 * and more is queued: it goes, so that a read does not
 			 * take it as data (Linux: copied_seq++). */
