@@ -1118,9 +1118,9 @@ int sl_urg_owner(struct sluice_stack *st, int sd, int type, int id)
 		return 0;	/* no urgent data: nothing to signal */
 	}
 	/* The old owner's entry goes (a new one, not fields changed under
-	 * a ringer that reads them without the lock). */
-	if (so->life & SL_LIFE_OWNER)
-		sl_sock_owner_drop(s, so);
+	 * a ringer that reads them without the lock); looked for whatever
+	 * the mark says, so none of an earlier socket of the slot stays. */
+	sl_sock_owner_drop(s, so);
 	ret = 0;
 	if (id > 0) {
 		if (sl_bell_register(s, SL_BELL_ASYNC | SL_BELL_URG | (uint32_t)sd, (uint32_t)id,
