@@ -37,8 +37,8 @@ shown() { grep -v '^#' <<<"$1"; }
 
 k=$(in_ns timeout 90 "$prog" local 2>&1)
 echo "$k" | sed 's/^/# kernel: /'
-check "on the kernel: every step came in time, 51 cases" \
-	test -z "$(grep '^# step' <<<"$k")" -a "$(shown "$k" | wc -l)" = 51
+check "on the kernel: every step came in time, 52 cases" \
+	test -z "$(grep '^# step' <<<"$k")" -a "$(shown "$k" | wc -l)" = 52
 k=$(shown "$k")
 check "on the kernel: the urgent byte is out of band, POLLPRI, select's exception set" \
 	test -n "$(grep -x 'basic_oob 1 c msg_oob1' <<<"$k")" -a \
@@ -48,6 +48,7 @@ check "on the kernel: SIGURG (SI_KERNEL) to the owner, process, group or thread,
 	test -n "$(grep -x 'sigurg_pid n1 code SI_KERNEL' <<<"$k")" -a \
 	-n "$(grep -x 'sigurg_pgrp n1 code SI_KERNEL' <<<"$k")" -a \
 	-n "$(grep -x 'sigurg_tid n1 code SI_KERNEL' <<<"$k")" -a \
+	-n "$(grep -x 'sigurg_async n1 code SI_KERNEL sigio 1' <<<"$k")" -a \
 	-n "$(grep -x 'sigurg_no_owner n0 code -' <<<"$k")" -a \
 	-n "$(grep -x 'sigurg_owner_gone n0 code -' <<<"$k")"
 

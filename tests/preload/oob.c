@@ -10,7 +10,7 @@
  * its exception set while it is unread, and a newer urgent byte replaces
  * an unread one.  Each new urgent pointer sends SIGURG (si_code SI_KERNEL)
  * to the socket's owner, O_ASYNC or not (sk_send_sigurg()): a process, a
- * process group, a thread; none with no owner.
+ * process group, a thread; none with no owner; with O_ASYNC, SIGIO too.
  *
  * A sender and a receiver on one connection, in steps: the receiver
  * sends the sender one byte ("go") for each step, waits (bounded) until
@@ -250,7 +250,13 @@ static const char *oobmsg(int fd)
 
 /* ---- SIGURG ---- */
 
-static volatile sig_atomic_t urgs, urg_code;
+static volatile sig_atomic_t urgs, urg_code, ios;
+
+static void on_io(int sig)
+{
+	(void)sig;
+	ios = ios + 1;
+}
 
 static void on_urg(int sig, siginfo_t *si, void *uc)
 {
@@ -297,6 +303,7 @@ static void receiver(int s)
 	int first = 0;
 
 	sigaction(SIGURG, &sa, NULL);
+	signal(SIGIO, on_io);
 	/* Sent, an urgent byte after data; the socket has no owner. */
 	go(s);
 	arrive(s, 0, 'c');
@@ -354,8 +361,16 @@ static void receiver(int s)
 	go(s);
 	arrive(s, 0, 'h');
 	printf("sigurg_owner_gone %s\n", urg_got(0));
+	/* O_ASYNC as well: SIGURG for the pointer, SIGIO for the data. */
+	fcntl(s, F_SETOWN, getpid());
+	fcntl(s, F_SETFL, fcntl(s, F_GETFL) | O_ASYNC);
+	ios = 0;
 	go(s);
 	arrive(s, 0, 'j');
+	printf("sigurg_async %s", urg_got(1));
+	printf(" sigio %d\n", ios > 0);
+	fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_ASYNC);
+	fcntl(s, F_SETOWN, 0);
 	printf("replace_mid_fionread %d\n", inq(s));
 	printf("replace_mid_read %s\n", rd(s, 10, 0));
 	printf("replace_mid_atmark %d\n", atmark(s));
