@@ -46,7 +46,7 @@ static uint64_t real_clock(void *arg)
 static ssize_t sysctl_read(const char *path, char *buf, size_t len)
 {
 	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = sl_sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -1;

@@ -120,7 +120,7 @@ static uint64_t mono_ms(void)
 /* stdio to /dev/null, @wfd to 3, every other fd closed; returns 3. */
 static int helper_fds(int wfd)
 {
-	int null = open("/dev/null", O_RDWR);
+	int null = sl_sys_openat(AT_FDCWD, "/dev/null", O_RDWR, 0);
 
 	if (wfd <= 3)
 		wfd = sl_sys_fcntl(wfd, F_DUPFD, 4);

@@ -57,7 +57,7 @@ static struct sl_cap_ring *cap_map(struct sl_stack *s)
 	s->cap_pid = pid;	/* tried once, mapped or not */
 	if (pid <= 0 || sl_cap_path(s->name, pid, path, sizeof(path)))
 		return NULL;
-	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	fd = sl_sys_openat(AT_FDCWD, path, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
 	if (fd < 0)
 		return NULL;
 	if (sl_sys_fstat(fd, &st) || (size_t)st.st_size < sizeof(*c)) {

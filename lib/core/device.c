@@ -14,7 +14,7 @@
 
 int sluice_dev_open(const char *path)
 {
-	int fd = open(path ? path : SLUICE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	int fd = sl_sys_openat(AT_FDCWD, path ? path : SLUICE_DEVICE_PATH, O_RDWR | O_CLOEXEC, 0);
 
 	return fd < 0 ? -errno : fd;
 }

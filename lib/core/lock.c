@@ -224,7 +224,7 @@ static char pid_state(pid_t pid)
 	if (kill(pid, 0) && errno == ESRCH)
 		return 'X';
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = sl_sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
 	/* kill(2) saw it: no /proc here (a chroot) is not a death. */
 	if (fd < 0)
 		return 0;

@@ -403,7 +403,7 @@ int sl_region_create(struct sl_stack *s, const char *name, const struct sluice_s
 		}
 	}
 
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	fd = sl_sys_openat(AT_FDCWD, path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	if (ftruncate(fd, size)) {
@@ -481,7 +481,7 @@ static int region_open(const char *name, size_t *size, bool *module, uint32_t *i
 		}
 		/* Not a module stack: perhaps one in /dev/shm. */
 	}
-	fd = open(path, O_RDWR | O_CLOEXEC);
+	fd = sl_sys_openat(AT_FDCWD, path, O_RDWR | O_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	if (sl_sys_fstat(fd, &st)) {
@@ -597,7 +597,7 @@ bool sl_region_reclaim(const char *name)
 
 	if (sl_region_path(name, path, sizeof(path)))
 		return false;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = sl_sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return errno == ENOENT;	/* reclaimed by another already */
 	if (sl_sys_fstat(fd, &fst) || (size_t)fst.st_size < sizeof(*r))

@@ -233,7 +233,7 @@ int sluice_link_tap(struct sluice_stack *st, const char *ifname)
 	if (!ifname || strlen(ifname) >= IFNAMSIZ)
 		return -EINVAL;
 	/* Above the program's numbers (os.h). */
-	fd = sl_sys_fd_high(open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC));
+	fd = sl_sys_fd_high(sl_sys_openat(AT_FDCWD, "/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC, 0));
 	if (fd < 0)
 		return -errno;
 	memset(&ifr, 0, sizeof(ifr));

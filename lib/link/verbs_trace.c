@@ -925,7 +925,7 @@ void sl_verbs_trace_check(void)
 		return;
 	pthread_mutex_lock(&tr_mu);
 	if (tr_fd < 0)
-		tr_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+		tr_fd = sl_sys_openat(AT_FDCWD, path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	pthread_mutex_unlock(&tr_mu);
 	if (tr_fd < 0)
 		return;

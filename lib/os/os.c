@@ -86,6 +86,11 @@ int sl_sys_close(int fd)
 	return (int)sl_syscall(SYS_close, fd);
 }
 
+int sl_sys_openat(int dfd, const char *path, int flags, unsigned int mode)
+{
+	return (int)sl_syscall(SYS_openat, dfd, path, flags, mode);
+}
+
 int sl_sys_fstat(int fd, struct stat *st)
 {
 	return (int)sl_syscall(SYS_fstat, fd, st);

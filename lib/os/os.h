@@ -45,6 +45,9 @@ long sl_syscall6(long nr, long a, long b, long c, long d, long e, long f);
 ssize_t sl_sys_read(int fd, void *buf, size_t len);
 ssize_t sl_sys_write(int fd, const void *buf, size_t len);
 int sl_sys_close(int fd);
+/* openat(2); the layers below the preload open their files with it (open
+ * and openat are interposed: preload/files.c). */
+int sl_sys_openat(int dfd, const char *path, int flags, unsigned int mode);
 int sl_sys_fstat(int fd, struct stat *st);
 /* May this process set SO_RCVBUFFORCE: CAP_NET_ADMIN over its network
  * namespace, as the kernel answers on a socket made to ask it. */

@@ -21,7 +21,6 @@
 #include <linux/sockios.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -300,7 +299,7 @@ static int open_at(int dfd, const char *path, int flags, mode_t mode)
 	errno = saved;
 	/* Early (the watcher, before pl_init()): the call itself. */
 	if (!pl_libc.openat)
-		return (int)pl_ret(sl_syscall(SYS_openat, dfd, path, flags, mode));
+		return sl_sys_openat(dfd, path, flags, mode);
 	return pl_libc.openat(dfd, path, flags, mode);
 }
 
