@@ -228,6 +228,11 @@ twin_case() {
 		[ $side = sluice ] && spre=$(tw_pre $sside) cpre=$(tw_pre $cside)
 		p=$tp
 		[ $side = sluice ] && p=$((tp + 1))
+		# The last case's output goes first: the redirection below is
+		# made in the background job, and wait_ready_word could read
+		# that case's "ready" before it (a loaded guest: the client
+		# connected before this server listened, refused).
+		rm -f /tmp/tw-s.$side
 		timeout 60 $spre twin_echo $5 $6 $p $7 >/tmp/tw-s.$side 2>/tmp/tw-se.$side &
 		tws=$!
 		wait_ready_word /tmp/tw-s.$side
