@@ -319,29 +319,7 @@ EXPORT int open(const char *path, int flags, ...)
 	return open_at(AT_FDCWD, path, flags, mode);
 }
 
-EXPORT int open64(const char *path, int flags, ...)
-{
-	va_list ap;
-	mode_t mode;
-
-	va_start(ap, flags);
-	mode = open_mode(flags, ap);
-	va_end(ap);
-	return open_at(AT_FDCWD, path, flags, mode);
-}
-
 EXPORT int openat(int dfd, const char *path, int flags, ...)
-{
-	va_list ap;
-	mode_t mode;
-
-	va_start(ap, flags);
-	mode = open_mode(flags, ap);
-	va_end(ap);
-	return open_at(dfd, path, flags, mode);
-}
-
-EXPORT int openat64(int dfd, const char *path, int flags, ...)
 {
 	va_list ap;
 	mode_t mode;
@@ -354,16 +332,9 @@ EXPORT int openat64(int dfd, const char *path, int flags, ...)
 
 /* _FORTIFY_SOURCE's forms (no mode: glibc checks O_CREAT is absent). */
 int __open_2(const char *path, int flags);
-int __open64_2(const char *path, int flags);
 int __openat_2(int dfd, const char *path, int flags);
-int __openat64_2(int dfd, const char *path, int flags);
 
 EXPORT int __open_2(const char *path, int flags)
-{
-	return open_at(AT_FDCWD, path, flags, 0);
-}
-
-EXPORT int __open64_2(const char *path, int flags)
 {
 	return open_at(AT_FDCWD, path, flags, 0);
 }
@@ -373,10 +344,16 @@ EXPORT int __openat_2(int dfd, const char *path, int flags)
 	return open_at(dfd, path, flags, 0);
 }
 
-EXPORT int __openat64_2(int dfd, const char *path, int flags)
-{
-	return open_at(dfd, path, flags, 0);
-}
+/* The 64-bit names: the same calls on a 64-bit ABI (O_LARGEFILE is the
+ * kernel's default there). */
+int open64(const char *path, int flags, ...);
+int openat64(int dfd, const char *path, int flags, ...);
+int __open64_2(const char *path, int flags);
+int __openat64_2(int dfd, const char *path, int flags);
+EXPORT int open64(const char *path, int flags, ...) __attribute__((alias("open")));
+EXPORT int openat64(int dfd, const char *path, int flags, ...) __attribute__((alias("openat")));
+EXPORT int __open64_2(const char *path, int flags) __attribute__((alias("__open_2")));
+EXPORT int __openat64_2(int dfd, const char *path, int flags) __attribute__((alias("__openat_2")));
 
 /* Programs built against glibc before 2.33 call these. */
 int __fxstat(int ver, int fd, struct stat *st);
