@@ -387,6 +387,16 @@ int cmd_run(int argc, char **argv)
 			rl.rlim_cur == RLIM_INFINITY ? 0ull : (unsigned long long)rl.rlim_cur / 1024);
 		return 1;
 	}
+	if (ret == -EPROTO) {
+		/* region.c: damaged, or laid out by another build of Sluice
+		 * (an upgrade with the old stack still in /dev/shm). */
+		fprintf(stderr, "sluice run: stack '%s' is not one this build of Sluice can join: "
+			"another build (another layout version) made it, or it is damaged. Once "
+			"no program uses it, remove /dev/shm/sluice-%s and /dev/shm/sluicefd-%s "
+			"(sluice stacks lists it), or name another with --stack\n",
+			stack, stack, stack);
+		return 1;
+	}
 	if (ret) {
 		fprintf(stderr, "sluice run: stack '%s': %s\n", stack, strerror(-ret));
 		return 1;

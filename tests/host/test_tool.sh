@@ -49,6 +49,12 @@ if "$top/build/tests/interop/mkstack" "$name"; then
 		grep -q "not a valid Sluice stack" <<<"$err"
 	out=$("$sluice" stacks)
 	check "stacks marks the corrupted region invalid" grep -qE "^$name +invalid" <<<"$out"
+	# sluice run on it (as after an upgrade, the old stack left in
+	# /dev/shm): refused, with what to do, not a bare "Protocol error".
+	err=$(timeout 20 "$sluice" run --stack "$name" -- true 2>&1)
+	check "run on it exits 1 ($?)" [ $? = 1 ]
+	check "run on it says what to remove or to name another stack" \
+		grep -q "remove /dev/shm/sluice-$name .*--stack" <<<"$err"
 	rm -f "/dev/shm/sluice-$name"
 else
 	fail "mkstack creates a stack"
