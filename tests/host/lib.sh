@@ -54,6 +54,10 @@ netns_cleanup() {
 	rm -rf "$tmp"
 }
 in_ns() { ip netns exec "${sl_ns[0]}" "$@"; }
+# in_netns CMD...: CMD in a network namespace of its own with lo up and
+# stdin from /dev/null, bounded by netns_secs seconds (60 unless the test
+# sets it).  Tests that need another kind define their own after this.
+in_netns() { timeout "${netns_secs:-60}" unshare -n bash -c 'ip link set lo up; exec "$@"' sh "$@" </dev/null; }
 # check_as_kernel K S: for each case of the kernel's output K (a line
 # per case, its name first), one check that Sluice's output S has the same
 # line.

@@ -21,7 +21,7 @@ prog=$top/build/tests/preload/badptr
 st=tbp-$$
 trap 'rm -rf "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st"' EXIT
 need_netns "loopback connections"
-in_netns() { timeout 120 unshare -n bash -c 'ip link set lo up; exec "$@"' sh "$@" </dev/null; }
+netns_secs=120
 
 k=$(in_netns "$prog")
 echo "$k" | sed 's/^/# kernel: /'

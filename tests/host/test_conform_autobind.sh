@@ -12,7 +12,6 @@ prog=$top/build/tests/preload/autobind
 st=tab-$$
 trap 'rm -rf "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st"' EXIT
 need_netns "bind to port 0"
-in_netns() { timeout 60 unshare -n bash -c 'ip link set lo up; exec "$@"' sh "$@" </dev/null; }
 
 k=$(in_netns "$prog" 2>&1)
 check "on the kernel: every socket a port of its own, then EADDRINUSE ($k)" \

@@ -12,7 +12,7 @@ prog=$top/build/tests/preload/sndbuf_wake
 st=sbw-$$
 trap 'rm -rf /dev/shm/sluice-"$st"-* /dev/shm/sluicefd-"$st"-*' EXIT
 need_netns "a loopback connection"
-in_netns() { timeout 30 unshare -n bash -c 'ip link set lo up; exec "$@"' sh "$@" </dev/null; }
+netns_secs=30
 
 for mode in send epoll; do
 	k=$(in_netns "$prog" $mode 2>&1)

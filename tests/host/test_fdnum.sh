@@ -16,7 +16,6 @@ prog=$top/build/tests/preload/fdnum
 st=tfn-$$
 trap 'rm -rf "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st"' EXIT
 need_netns "loopback connections"
-in_netns() { timeout 60 unshare -n bash -c 'ip link set lo up; exec "$@"' sh "$@" </dev/null; }
 
 k=$(in_netns "$prog")
 echo "$k" | sed 's/^/# kernel: /'

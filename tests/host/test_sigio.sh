@@ -14,7 +14,6 @@ prog=$top/build/tests/preload/sigio
 st=sigio-$$
 trap 'rm -rf /dev/shm/sluice-"$st"-* /dev/shm/sluicefd-"$st"-*' EXIT
 need_netns "loopback sockets"
-in_netns() { timeout 60 unshare -n bash -c 'ip link set lo up; exec "$@"' sh "$@" </dev/null; }
 
 # Groups run apart: a signal that never comes (the asleep case ends on an
 # alarm) costs only its own group's lines.

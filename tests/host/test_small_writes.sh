@@ -14,7 +14,6 @@ set -u
 stack_test sw
 need_netns "small writes beside the kernel"
 bench=$top/tests/bench/small_writes.py
-in_netns() { timeout 60 unshare -n bash -c 'ip link set lo up; exec "$@"' sh "$@" </dev/null; }
 
 k=$(in_netns "$py" "$bench" -t 4 2>&1)
 s=$(in_netns env SLUICE_STACK=sw-run-$$ "$sluice" run -- "$py" "$bench" -t 4 2>&1)

@@ -23,7 +23,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 unshare_test "socket cache" sockcache ts-sc-$$
 churn=$top/build/tests/bench/conn_churn
-in_netns() { timeout 120 unshare -n bash -c 'ip link set lo up; exec "$@"' sh "$@" </dev/null; }
+netns_secs=120
 
 k=$(in_netns "$prog")
 echo "$k" | sed 's/^/# kernel: /'
