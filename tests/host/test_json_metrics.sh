@@ -26,7 +26,12 @@ tmp=$(mktemp -d)
 stack=tjm-$$
 
 cleanup() {
-	jobs -p | xargs -r kill 2>/dev/null
+	# A job is a subshell running in_netns (a function): its child (the
+	# program sluice run became) goes with it, not left for its sleep.
+	for j in $(jobs -p); do
+		pkill -P "$j" 2>/dev/null
+		kill "$j" 2>/dev/null
+	done
 	wait 2>/dev/null
 	rm -rf "/dev/shm/sluice-$stack" "/dev/shm/sluicefd-$stack" "$tmp"
 }
