@@ -218,7 +218,10 @@ echo "qkey 1 0x3333" >$D/ctl
 echo "client_rereg 1" >$D/ctl
 samples=0 bad=0 old=0 new=0
 i=0
-while [ $i -lt 40 ]; do
+# Until the rejoin is seen through (the SA answers after 3 s), 30 s and
+# 400 samples at most: 40 samples alone could all fall before it.
+t_end=$(($(date +%s) + 30))
+while [ $i -lt 400 ] && [ "$(date +%s)" -lt $t_end ]; do
 	a=$(qpf 1 qkey)
 	q=$(sluice doctor --interface ib0 --json 2>/dev/null | sed -n 's/.*"qkey": *\([0-9]*\).*/\1/p')
 	b=$(qpf 1 qkey)
