@@ -10,7 +10,7 @@
  * the stack appends every socket whose readiness changes to the ready
  * ring of the set's watch group (sl_region.epw_ring, proto/sock.c
  * sl_wake_epw()), as the kernel's ep_poll_callback() appends to the set's
- * ready list; a set reads its ring from where it left off (ep_ring()) and
+ * ready list; a set reads its ring from where it left off (ep_read()) and
  * checks only the items it names, plus those still on its check list
  * (level-triggered items reported and still ready, items added or
  * modified).  A set with no group (all SL_EPW_N taken) reads the stack's
@@ -115,7 +115,7 @@ struct pl_ep {
 	 * claim was tried; ep_forks when claimed (a fork since: another
 	 * process's copy of the set may sleep on it too, so its sockets keep
 	 * naming it).  With a group, jseq and jvalid are where the set read
-	 * the group's ready ring up to (ep_ring()), not the journal. */
+	 * the group's ready ring up to (ep_read()), not the journal. */
 	int epw;
 	bool epw_tried;
 	unsigned int epw_forks;
@@ -727,8 +727,9 @@ static void ep_count(struct sl_stack *s, enum sl_counter c, uint32_t n)
 }
 
 /*
- * Read the set's watch group's ready ring (core.h, SL_EPW_RING) from
- * ep->jseq: every item of a socket named there goes on the check list.
+ * Read a ring of socket indices of size entries from ep->jseq to its
+ * head: the set's watch group's ready ring (core.h, SL_EPW_RING), or the
+ * stack's journal for a set with no group (ep_journal()): every item of a socket named there goes on the check list.
  * The ring holds the changes of the group's sockets alone (and of
  * sockets in several sets: every group's), so a look costs O(the set's
  * own changes), where the stack's journal cost O(every change in the
@@ -739,20 +740,18 @@ static void ep_count(struct sl_stack *s, enum sl_counter c, uint32_t n)
  * head is read before each socket's wake sequence, which every change
  * moves before its entry is published).  ep->mu held.
  */
-static void ep_ring(struct pl_ep *ep, struct sl_stack *s)
+static void ep_read(struct pl_ep *ep, struct sl_stack *s, const uint32_t *head,
+		    const uint32_t *ring, uint32_t size)
 {
-	const uint32_t g = (uint32_t)ep->epw;
-	const uint32_t *head = &s->lib->wq[SL_WQ_N + g].chg;
-	const uint32_t *ring = s->lib->epw_ring[g];
 	uint32_t from = ep->jseq, end = sl_load_acquire(head);
 
-	if (!ep->jvalid || end - from > SL_EPW_RING)
+	if (!ep->jvalid || end - from > size)
 		goto all;
 	if (end == from)
 		return;
 	ep_count(s, SL_C_epoll_entries, end - from);
 	for (uint32_t q = from; q != end; q++) {
-		uint32_t sd = SL_READ_ONCE(ring[q & (SL_EPW_RING - 1)]);
+		uint32_t sd = SL_READ_ONCE(ring[q & (size - 1)]);
 
 		if (sd >= ep->by_sd_n)
 			continue;
@@ -762,7 +761,7 @@ static void ep_ring(struct pl_ep *ep, struct sl_stack *s)
 	/* Pairs with the release that published each head: the entries
 	 * were read before the head is read again. */
 	sl_smp_rmb();
-	if (SL_READ_ONCE(*head) - from <= SL_EPW_RING) {
+	if (SL_READ_ONCE(*head) - from <= size) {
 		ep->jseq = end;
 		return;
 	}
@@ -774,41 +773,17 @@ all:
 }
 
 /*
- * A set with no watch group: read the stack's journal from ep->jseq, as
- * ep_ring() reads a group's ring, over every change in the stack.
+ * The set's watch group's ring; a set with no group reads the stack's
+ * journal the same way, over every change in the stack.
  * ep->mu held.
  */
 static void ep_journal(struct pl_ep *ep, struct sl_stack *s)
 {
-	uint32_t from = ep->jseq, end = sl_load_acquire(&s->lib->chg_seq);
-
-	if (ep->epw >= 0) {
-		ep_ring(ep, s);
-		return;
-	}
-	if (!ep->jvalid || end - from > SL_CHG_RING)
-		goto all;
-	ep_count(s, SL_C_epoll_entries, end - from);
-	for (uint32_t q = from; q != end; q++) {
-		uint32_t sd = SL_READ_ONCE(s->lib->chg_ring[q & (SL_CHG_RING - 1)]);
-
-		if (sd >= ep->by_sd_n)
-			continue;
-		for (int32_t i = ep->by_sd[sd]; i >= 0; i = ep->items[i].next)
-			check_push(ep, i);
-	}
-	/* Pairs with the release that published each count: the entries
-	 * were read before the count is read again. */
-	sl_smp_rmb();
-	if (SL_READ_ONCE(s->lib->chg_seq) - from <= SL_CHG_RING) {
-		ep->jseq = end;
-		return;
-	}
-all:
-	ep_count(s, SL_C_epoll_full_look, 1);
-	ep->jvalid = true;
-	check_all(ep, s);
-	ep->jseq = end;
+	if (ep->epw >= 0)
+		ep_read(ep, s, &s->lib->wq[SL_WQ_N + (uint32_t)ep->epw].chg,
+			s->lib->epw_ring[ep->epw], SL_EPW_RING);
+	else
+		ep_read(ep, s, &s->lib->chg_seq, s->lib->chg_ring, SL_CHG_RING);
 }
 
 /*
