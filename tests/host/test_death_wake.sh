@@ -49,7 +49,7 @@ sleep 0.7	# the server's sweeps since have seen no death
 t0=\$(date +%s.%N)
 kill -9 \$b
 for i in \$(seq 200); do
-	[ -e "$d/seen" ] && break
+	[ -s "$d/seen" ] && break
 	if [ $mode = accept ] && [ "\$(waits)" -ge 5 ]; then date +%s.%N >"$d/seen"; break; fi
 	sleep 0.05
 done

@@ -47,7 +47,10 @@ def seen(fd):
         what = "RST"
     except OSError as e:
         what = errno.errorcode.get(e.errno, str(e.errno))
-    open(os.path.join(d, "seen"), "w").write("%s %.6f\n" % (what, time.time()))
+    # written whole, then renamed: the harness polls for the file and reads
+    # it at once (an empty file seen between open and write read as none)
+    open(os.path.join(d, "seen.tmp"), "w").write("%s %.6f\n" % (what, time.time()))
+    os.rename(os.path.join(d, "seen.tmp"), os.path.join(d, "seen"))
 
 
 fds = [c.fileno() for c in conns]
