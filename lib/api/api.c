@@ -893,6 +893,10 @@ int sl_listen_os_ready(struct sluice_stack *st, int sd, uint32_t gen, int how)
 			so->udp.os_ready = how != SL_OSR_CLEAR;
 		if (how == SL_OSR_EDGE || how == SL_OSR_ERR)
 			sl_sock_wake(s, so);
+		/* O_ASYNC: the twin's datagram is sock_def_readable()'s
+		 * POLL_IN, its ICMP error sk_error_report()'s POLL_ERR. */
+		if (how == SL_OSR_EDGE || how == SL_OSR_ERR)
+			sl_sock_async(s, so, how == SL_OSR_ERR ? SL_POLL_ERR : SL_POLL_IN);
 		else if (how == SL_OSR_MORE)
 			sl_sock_wake_one(s, so);
 	} else if (so->kp.gen != gen || so->type != SL_SOCK_TCP || so->state != SL_TCP_LISTEN) {
@@ -904,9 +908,10 @@ int sl_listen_os_ready(struct sluice_stack *st, int sd, uint32_t gen, int how)
 		/* A new connection wakes as a queued one does (every poller,
 		 * one exclusive sleeper); "more may wait" only passes the
 		 * turn to the next exclusive sleeper, as sluice_accept(). */
-		if (how == SL_OSR_EDGE)
+		if (how == SL_OSR_EDGE) {
 			sl_sock_wake(s, so);
-		else
+			sl_sock_async(s, so, SL_POLL_IN);	/* the twin's connection */
+		} else
 			sl_sock_wake_one(s, so);
 	}
 	sl_unlock(s);

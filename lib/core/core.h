@@ -81,6 +81,17 @@ static inline uint32_t sl_chan_wq(int chan)
  * F_SETOWN_EX), for SIGURG (run/bell.c, sl_bell_ring_async()): pid is
  * the owner's id, tid its type (F_OWNER_TID, _PID, _PGRP). */
 #define SL_BELL_URG	0x40000000u
+/* An async note (sl_sock_async()) carries the event's si_code above the
+ * socket's index (below 2^20), and the ring's byte says it to the bell's
+ * process (lib/preload/README.md, "O_ASYNC"): Linux's POLL_IN .. POLL_HUP
+ * (asm-generic/siginfo.h), as sk_wake_async() gives them. */
+#define SL_ASYNC_WHY_SHIFT	24
+#define SL_ASYNC_WHY_MASK	(7u << SL_ASYNC_WHY_SHIFT)
+#define SL_POLL_IN	1u
+#define SL_POLL_OUT	2u
+#define SL_POLL_ERR	4u
+#define SL_POLL_PRI	5u
+#define SL_POLL_HUP	6u
 #define SL_BELL_FREE	0u
 #define SL_BELL_CLAIMED	2u
 /* connect()'s port perturbation buckets (sl_region.port_perturb): a

@@ -2,32 +2,30 @@
 /*
  * O_ASYNC on a Sluice socket (README.md, "O_ASYNC"): the signal is the
  * kernel's own.  The process that sets O_ASYNC (F_SETFL, FIOASYNC) makes
- * an async bell for the socket: a datagram socket bound to an abstract
- * name (run/bell.c, sl_bell_name()), on whose file it sets the owner
- * (F_SETOWN, F_SETOWN_EX) and the signal (F_SETSIG) the program set on
- * its fd, and O_ASYNC with the bell standing at the program's fd number
- * for that one call, so that the kernel's fasync entry (fa_fd) says the
- * program's number.  The stack then rings the bell at each event Linux
- * signals (sl_sock_async()), from whichever process runs it, and the
- * kernel sends the signal: SIGIO (SI_KERNEL) or the F_SETSIG signal with
- * si_code POLL_IN, si_band and si_fd, to a process, a process group or a
- * thread, with the kernel's own permission check (sigio_perm()).
- *
- * A bell's bytes are read here: every bell's in the library's signal
- * trampoline (pl_async_drain()), the socket's own at each receive and
- * accept on it (pl_async_read(): a program that takes its signals with
- * sigwaitinfo() or a signalfd runs no handler); an unread byte would fill
- * the bell's queue (net.unix.max_dgram_qlen) and the next ring would be
- * refused, with no signal.  (The trampoline cannot take the mutex that
- * orders a read with a bell's close: a bell closed by another thread
- * between its look at the bits and its read leaves a number in the
- * library's range above the program's, which only a program with as many
- * files open could be given in that instant.)
+ * an async bell for the socket, a datagram socket bound to an abstract
+ * name (run/bell.c, sl_bell_name()), and three kernel files that stand
+ * for the socket's events: a datagram pair (a byte into it: POLL_IN; its
+ * other end disconnected with a byte queued: POLL_ERR), a pipe's writing
+ * end (a byte through the pipe: POLL_OUT) and a stream pair (its other
+ * end shut: POLL_HUP).  On each of the three it sets the owner (F_SETOWN,
+ * F_SETOWN_EX) and the signal (F_SETSIG) the program set on its fd, and
+ * O_ASYNC with the file standing at the program's fd number for that one
+ * call, so that the kernel's fasync entry (fa_fd) says the program's
+ * number.  The stack rings the bell at each event Linux signals
+ * (sl_sock_async()), from whichever process runs it, with the event's
+ * si_code as the byte; this process's async thread reads it and makes
+ * that event on its file, and the kernel sends the signal: SIGIO
+ * (SI_KERNEL) or the F_SETSIG signal with si_code, si_band and si_fd as
+ * a socket's, to a process, a process group or a thread, with the
+ * kernel's own permission check (sigio_perm()).
  */
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -36,12 +34,42 @@
  * bells take ids no thread has (above the kernel's PID_MAX_LIMIT). */
 #define PL_ASYNC_TID	0x40000000u
 #define PL_ASYNC_FDS	65536
+/* Sockets armed at once in a process: a bell each, in the region's table
+ * of SL_BELLS (run/bell.c), which holds no more. */
+#define PL_ASYNC_RECS	SL_BELLS
+#define PL_ASYNC_STACK	(128 * 1024)
+/* How long fork() waits for an async thread's start, at most (as twin.c's
+ * watcher: a runtime that wraps thread start takes locks of its own). */
+#define PL_ASYNC_START_WAIT_MS	1000
 
+/*
+ * A socket's files in this process.  The three armed at the program's
+ * number: in_s (a datagram pair's end, autobound so its other end can
+ * connect to it again), out_w (a pipe's writing end), hup_s (a stream
+ * pair's end); the other ends are the thread's to act on.
+ */
+struct async_rec {
+	uint32_t serial;	/* 0: free; in the epoll data, against reuse */
+	pid_t pid;		/* the process that made it, whose thread serves it */
+	int bell;
+	int in_s, in_p;
+	int out_r, out_w;
+	int hup_s, hup_p;
+	struct sockaddr_un in_name;
+	socklen_t in_len;
+};
+
+/* Orders arming, the owner's copies and closing with the thread's events
+ * (the thread holds it while it acts on a record's files). */
 static pthread_mutex_t async_mu = PTHREAD_MUTEX_INITIALIZER;
-static uint32_t async_ids;
-/* Which fds are async bells, for close() (EBADF), dup2() and draining. */
+static uint32_t async_ids, async_serial;
+static struct async_rec recs[PL_ASYNC_RECS];
+/* Which fds are ours, for close() (EBADF) and dup2(). */
 static uint64_t async_bits[PL_ASYNC_FDS / 64];
-static int async_words;
+/* The async thread's epoll set of bells, and the process whose it is. */
+static int async_ep = -1;
+static pid_t async_ep_pid;
+static bool async_up;		/* that thread reached its function */
 
 static void set_bit(int fd, bool on)
 {
@@ -49,12 +77,10 @@ static void set_bit(int fd, bool on)
 
 	if (fd < 0 || fd >= PL_ASYNC_FDS)
 		return;
-	if (on) {
-		sl_store_max(&async_words, fd / 64 + 1);
+	if (on)
 		sl_fetch_or(&async_bits[fd / 64], m);
-	} else {
+	else
 		sl_fetch_and(&async_bits[fd / 64], ~m);
-	}
 }
 
 bool pl_async_is(int fd)
@@ -63,127 +89,409 @@ bool pl_async_is(int fd)
 	       (SL_READ_ONCE(async_bits[fd / 64]) >> (fd % 64) & 1);
 }
 
+static void forget(int *fd)
+{
+	set_bit(*fd, false);
+	*fd = -1;
+}
+
+static void drop(int *fd)
+{
+	if (*fd >= 0 && pl_async_is(*fd))
+		sl_sys_close(*fd);
+	forget(fd);
+}
+
 void pl_async_lost(int fd)
 {
-	/* A dup2() takes its number: the socket signals no more (the
-	 * program closed what it did not own). */
-	set_bit(fd, false);
-}
-
-void pl_async_drain(void)
-{
-	int n = SL_READ_ONCE(async_words);
-
-	for (int i = 0; i < n; i++) {
-		uint64_t m = SL_READ_ONCE(async_bits[i]);
-
-		while (m) {
-			int fd = i * 64 + __builtin_ctzll(m);
-
-			m &= m - 1;
-			sl_sys_drain_dgrams(fd);
-		}
-	}
-}
-
-void pl_async_read(struct pl_sock *ps)
-{
-	/* Under the mutex: the bell is not closed, nor its number reused,
-	 * while it is read. */
+	/* A dup2() takes its number (the program closed what it did not
+	 * own): that file of the socket is no more acted on. */
 	pthread_mutex_lock(&async_mu);
-	if (ps->async_fd && pl_async_is(ps->async_fd - 1))
-		sl_sys_drain_dgrams(ps->async_fd - 1);
+	for (unsigned int i = 0; i < PL_ASYNC_RECS; i++) {
+		struct async_rec *r = &recs[i];
+		int *f[] = { &r->bell, &r->in_s, &r->in_p, &r->out_r, &r->out_w, &r->hup_s, &r->hup_p };
+
+		if (!r->serial)
+			continue;
+		for (unsigned int k = 0; k < sizeof(f) / sizeof(f[0]); k++)
+			if (*f[k] == fd)
+				forget(f[k]);
+	}
+	if (fd == async_ep)
+		forget(&async_ep);
+	set_bit(fd, false);
 	pthread_mutex_unlock(&async_mu);
 }
 
-/* The owner and the signal of the program's description, onto the bell. */
-static int copy_owner(int fd, int bell)
+/* ---- the events -------------------------------------------------------- */
+
+/*
+ * The kernel's signal for one event, made on this record's files
+ * (async_mu held).  Each leaves its file as it found it, so the next
+ * event of any kind signals again:
+ *  - POLL_IN: a byte in_p -> in_s (sock_def_readable()), read at once;
+ *  - POLL_ERR: a byte in_s -> in_p, in_p disconnected with it queued
+ *    (unix_dgram_disconnected(): ECONNRESET on in_s, sk_error_report()),
+ *    the error read (SO_ERROR) and in_p connected back;
+ *  - POLL_OUT: a byte through the pipe (pipe_read() signals its writers);
+ *  - POLL_HUP: hup_p shut both ways (unix_shutdown(): hup_s's peer_mode
+ *    is SHUTDOWN_MASK), again at each.
+ */
+static void event(struct async_rec *r, unsigned int why)
+{
+	struct sockaddr none = { .sa_family = AF_UNSPEC };
+	socklen_t len = sizeof(int);
+	char b = 0;
+	int err;
+
+	switch (why) {
+	case SL_POLL_ERR:
+		if (r->in_s < 0 || r->in_p < 0)
+			return;
+		sl_sys_sendto(r->in_s, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
+		sl_sys_connect(r->in_p, &none, sizeof(none));
+		sl_sys_getsockopt(r->in_s, SOL_SOCKET, SO_ERROR, &err, &len);
+		sl_sys_connect(r->in_p, (struct sockaddr *)&r->in_name, r->in_len);
+		return;
+	case SL_POLL_OUT:
+		if (r->out_w >= 0 && r->out_r >= 0 && sl_sys_write(r->out_w, &b, 1) == 1)
+			sl_sys_read(r->out_r, &b, 1);
+		return;
+	case SL_POLL_HUP:
+		if (r->hup_p >= 0)
+			sl_sys_shutdown(r->hup_p, SHUT_RDWR);
+		return;
+	default:
+		/* POLL_IN (and a ring of another build: 0). */
+		if (r->in_s < 0 || r->in_p < 0)
+			return;
+		sl_sys_sendto(r->in_p, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
+		sl_sys_drain_dgrams(r->in_s);
+		return;
+	}
+}
+
+/* A bell's rings (async_mu held): its bytes, each an event, in order. */
+static void serve(uint64_t data)
+{
+	unsigned int i = (uint32_t)data;
+	struct async_rec *r = &recs[i % PL_ASYNC_RECS];
+	struct mmsghdr m[16];
+	struct iovec v[16];
+	char b[16];
+	int n;
+
+	if (i >= PL_ASYNC_RECS || !r->serial || r->serial != (uint32_t)(data >> 32) ||
+	    r->bell < 0)
+		return;
+	for (int k = 0; k < 16; k++) {
+		v[k].iov_base = &b[k];
+		v[k].iov_len = 1;
+		memset(&m[k].msg_hdr, 0, sizeof(m[k].msg_hdr));
+		m[k].msg_hdr.msg_iov = &v[k];
+		m[k].msg_hdr.msg_iovlen = 1;
+	}
+	/* Bounded: a ringer faster than us is met at the next turn. */
+	for (int turn = 0; turn < 4; turn++) {
+		n = REAL(recvmmsg)(r->bell, m, 16, MSG_DONTWAIT, NULL);
+		for (int k = 0; k < n; k++)
+			event(r, (unsigned char)b[k]);
+		if (n < 16)
+			break;
+	}
+}
+
+static void nap(void)
+{
+	struct timespec ts = { 0, 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static void *async_main(void *arg)
+{
+	struct epoll_event evs[16];
+
+	(void)arg;
+	/* Release: pairs with the acquire in pl_async_atfork_prepare(). */
+	sl_store_release(&async_up, true);
+	for (;;) {
+		int n = REAL(epoll_wait)(SL_READ_ONCE(async_ep), evs, 16, -1);
+
+		/* A number moved under us (pl_async_lost()); or, once the
+		 * process is in a sandbox, nothing but what it did before
+		 * (its filter may allow no more): no signals then. */
+		if (n < 0 || sl_sys_sandboxed) {
+			nap();
+			continue;
+		}
+		pthread_mutex_lock(&async_mu);
+		for (int i = 0; i < n; i++)
+			serve(evs[i].data.u64);
+		pthread_mutex_unlock(&async_mu);
+	}
+	return NULL;
+}
+
+/* This process's async thread and its set, made at its first O_ASYNC
+ * (async_mu held).  A forked child's set is its parent's: it makes its own. */
+static int thread_start(void)
+{
+	pid_t self = sl_self_pid();
+	sigset_t all, old;
+	pthread_attr_t at;
+	pthread_t t;
+	int ep, ret;
+
+	if (async_ep_pid == self && async_ep >= 0)
+		return 0;
+	if (async_ep >= 0)
+		drop(&async_ep);	/* the parent's set, our copy */
+	ep = sl_sys_fd_high(sl_sys_epoll_create1(EPOLL_CLOEXEC));
+	if (ep < 0)
+		return -EMFILE;
+	set_bit(ep, true);
+	SL_WRITE_ONCE(async_ep, ep);
+	/* Every signal blocked: the program's go to its own threads. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, PL_ASYNC_STACK);
+	SL_WRITE_ONCE(async_up, false);
+	ret = -pthread_create(&t, &at, async_main, NULL);
+	pthread_attr_destroy(&at);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret) {
+		drop(&async_ep);
+		return ret;
+	}
+	async_ep_pid = self;
+	return 0;
+}
+
+void pl_async_atfork_prepare(void)
+{
+	pthread_mutex_lock(&async_mu);
+	if (async_ep_pid != sl_self_pid())
+		return;
+	for (int i = 0; !sl_load_acquire(&async_up) && i < PL_ASYNC_START_WAIT_MS * 10; i++) {
+		struct timespec ts = { 0, 100000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+void pl_async_atfork_parent(void)
+{
+	pthread_mutex_unlock(&async_mu);
+}
+
+void pl_async_atfork_child(void)
+{
+	/* Held by the thread that forked, which is this one.  The parent's
+	 * thread is not here: its records stay its (the child closes its
+	 * copies with the socket); the child makes a set of its own. */
+	pthread_mutex_init(&async_mu, NULL);
+	async_ep_pid = 0;
+}
+
+/* ---- arming ------------------------------------------------------------ */
+
+/* The owner and the signal of the program's description, onto file f. */
+static int copy_owner(int fd, int f)
 {
 	struct f_owner_ex ex;
 	int sig;
 
-	if (REAL(fcntl)(fd, F_GETOWN_EX, &ex) || REAL(fcntl)(bell, F_SETOWN_EX, &ex))
+	if (f < 0)
+		return 0;
+	if (REAL(fcntl)(fd, F_GETOWN_EX, &ex) || REAL(fcntl)(f, F_SETOWN_EX, &ex))
 		return -errno;
 	sig = REAL(fcntl)(fd, F_GETSIG);
-	if (sig < 0 || REAL(fcntl)(bell, F_SETSIG, sig))
+	if (sig < 0 || REAL(fcntl)(f, F_SETSIG, sig))
 		return -errno;
 	return 0;
 }
 
+static int copy_owners(int fd, const struct async_rec *r)
+{
+	int ret = copy_owner(fd, r->in_s);
+
+	if (!ret)
+		ret = copy_owner(fd, r->out_w);
+	if (!ret)
+		ret = copy_owner(fd, r->hup_s);
+	return ret;
+}
+
 /*
- * Arm the bell's O_ASYNC with the bell at the program's number fd for the
- * one fcntl(): the kernel keeps the number it was armed at (fasync_helper())
- * and puts it in si_fd.  The placeholder is held meanwhile by a copy and
- * put back with the fd's close-on-exec flag.  A call another thread makes
- * on the raw fd in those three system calls would meet the bell.
+ * Arm O_ASYNC on each of the record's three files with it at the
+ * program's number fd for the one fcntl(): the kernel keeps the number it
+ * was armed at (fasync_helper()) and puts it in si_fd.  The placeholder is
+ * held meanwhile by a copy and put back with the fd's close-on-exec flag.
+ * A call another thread makes on the raw fd in those seven system calls
+ * would meet one of them.
  */
-static int arm_at(int fd, int bell)
+static int arm_at(int fd, const struct async_rec *r)
 {
 	int fdfl = REAL(fcntl)(fd, F_GETFD), keep, ret = 0;
+	int f[] = { r->in_s, r->out_w, r->hup_s };
 
 	if (fdfl < 0)
 		return -errno;
 	keep = sl_sys_dup_high(fd);
 	if (keep < 0)
 		return -EMFILE;
-	if (sl_sys_dup3(bell, fd, O_CLOEXEC) < 0) {
-		ret = -errno;
-	} else {
-		if (REAL(fcntl)(fd, F_SETFL, O_NONBLOCK | O_ASYNC))
+	for (unsigned int k = 0; k < 3 && !ret; k++) {
+		if (sl_sys_dup3(f[k], fd, O_CLOEXEC) < 0)
 			ret = -errno;
-		sl_sys_dup3(keep, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0);
+		else if (REAL(fcntl)(fd, F_SETFL, O_NONBLOCK | O_ASYNC))
+			ret = -errno;
 	}
+	sl_sys_dup3(keep, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0);
 	sl_sys_close(keep);
 	return ret;
+}
+
+static int high(int fd)
+{
+	fd = sl_sys_fd_high(fd);
+	set_bit(fd, true);
+	return fd;
+}
+
+/* Close the record's files: the armed ones first, each while its other
+ * end stands, for the last close of a pipe's reading end signals its
+ * writers (pipe_release(): POLL_OUT) and a stream pair's other end its
+ * peer (unix_release_sock(): POLL_HUP). */
+static void rec_drop(struct async_rec *r)
+{
+	drop(&r->in_s);
+	drop(&r->out_w);
+	drop(&r->hup_s);
+	drop(&r->in_p);
+	drop(&r->out_r);
+	drop(&r->hup_p);
+	drop(&r->bell);
+}
+
+/* The record's files (async_mu held); 0 or -errno, with none left. */
+static int rec_files(struct async_rec *r, uint32_t pid, uint32_t tid)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int sv[2], p[2], ret;
+	socklen_t len;
+
+	r->bell = r->in_s = r->in_p = r->out_r = r->out_w = r->hup_s = r->hup_p = -1;
+	r->bell = high(sl_sys_socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+	if (r->bell < 0)
+		return -errno;
+	len = sl_bell_name(&a, pid, tid);
+	if (sl_sys_bind(r->bell, (struct sockaddr *)&a, len))
+		goto err;
+	if (sl_sys_socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv))
+		goto err;
+	r->in_s = high(sv[0]);
+	r->in_p = high(sv[1]);
+	/* An autobound name: in_p connects to it again after an error. */
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	if (r->in_s < 0 || r->in_p < 0 ||
+	    sl_sys_bind(r->in_s, (struct sockaddr *)&a, sizeof(sa_family_t)))
+		goto err;
+	r->in_len = sizeof(r->in_name);
+	if (REAL(getsockname)(r->in_s, (struct sockaddr *)&r->in_name, &r->in_len))
+		goto err;
+	if (pipe2(p, O_NONBLOCK | O_CLOEXEC))
+		goto err;
+	r->out_r = high(p[0]);
+	r->out_w = high(p[1]);
+	if (r->out_r < 0 || r->out_w < 0)
+		goto err;
+	if (sl_sys_socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv))
+		goto err;
+	r->hup_s = high(sv[0]);
+	r->hup_p = high(sv[1]);
+	if (r->hup_s < 0 || r->hup_p < 0)
+		goto err;
+	return 0;
+err:
+	ret = errno ? -errno : -EMFILE;
+	rec_drop(r);
+	return ret;
+}
+
+static struct async_rec *rec_of(const struct pl_sock *ps)
+{
+	int i = ps->async_rec - 1;
+
+	return i >= 0 && i < PL_ASYNC_RECS && recs[i].serial ? &recs[i] : NULL;
 }
 
 /* closing: the socket's last fd here goes, and the socket with it if it
  * was the last anywhere: the entry ends without the stack lock (a close()
  * never waits for a stopped holder for it); else O_ASYNC was turned off
- * and the socket's mark goes too (sl_async_bell()). */
+ * and the socket's mark goes too (sl_async_bell()).  A forked child
+ * closes its copies of the files, and leaves the parent's set alone. */
 static void bell_close(struct pl_sock *ps, bool closing)
 {
-	int fd = ps->async_fd - 1;
+	struct async_rec *r = rec_of(ps);
+	pid_t self = sl_self_pid();
 
-	if (ps->async_pid == (uint32_t)sl_self_pid() && ps->async_slot >= 0) {
+	if (ps->async_pid == (uint32_t)self && ps->async_slot >= 0) {
 		if (closing)
 			sl_bell_unregister(pl_sl(), ps->async_slot, ps->async_gen);
 		else
 			sl_async_bell(pl_stack(), (int)ps->sd, false, 0, 0, &ps->async_slot,
 				      &ps->async_gen);
 	}
-	if (pl_async_is(fd)) {
-		set_bit(fd, false);
-		sl_sys_close(fd);
+	if (r) {
+		if (r->pid == self && async_ep_pid == self && async_ep >= 0 && r->bell >= 0)
+			sl_sys_epoll_ctl(async_ep, EPOLL_CTL_DEL, r->bell, NULL);
+		rec_drop(r);
+		r->serial = 0;
 	}
+	ps->async_rec = 0;
 	ps->async_fd = 0;
 	ps->async_slot = -1;
 }
 
 static int arm(int fd, struct pl_sock *ps)
 {
-	struct sockaddr_un a;
 	uint32_t pid = (uint32_t)sl_self_pid();
 	uint32_t tid = PL_ASYNC_TID | (sl_fetch_add(&async_ids, 1) & 0x3fffffffu);
-	socklen_t len;
-	int bell, ret;
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct async_rec *r = NULL;
+	int ret;
 
-	bell = sl_sys_fd_high(sl_sys_socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-	if (bell < 0)
-		return -errno;
-	len = sl_bell_name(&a, pid, tid);
-	if (sl_sys_bind(bell, (struct sockaddr *)&a, len)) {
-		ret = -errno;
-		sl_sys_close(bell);
+	for (unsigned int i = 0; i < PL_ASYNC_RECS && !r; i++)
+		if (!recs[i].serial) {
+			r = &recs[i];
+			ps->async_rec = (int)i + 1;
+		}
+	if (!r)
+		return -EAGAIN;		/* as a full bell table */
+	ret = thread_start();
+	if (!ret)
+		ret = rec_files(r, pid, tid);
+	if (ret) {
+		ps->async_rec = 0;
 		return ret;
 	}
-	set_bit(bell, true);
-	ps->async_fd = bell + 1;
+	if (!++async_serial)
+		async_serial = 1;
+	r->serial = async_serial;
+	r->pid = (pid_t)pid;
+	ps->async_fd = r->bell + 1;
 	ps->async_pid = pid;
 	ps->async_slot = -1;
-	ret = copy_owner(fd, bell);
+	ret = copy_owners(fd, r);
 	if (!ret)
-		ret = arm_at(fd, bell);
+		ret = arm_at(fd, r);
+	ev.data.u64 = (uint64_t)r->serial << 32 | (uint32_t)(ps->async_rec - 1);
+	if (!ret && sl_sys_epoll_ctl(async_ep, EPOLL_CTL_ADD, r->bell, &ev))
+		ret = -errno;
 	if (!ret)
 		ret = sl_async_bell(pl_stack(), (int)ps->sd, true, pid, tid, &ps->async_slot,
 				    &ps->async_gen);
@@ -207,9 +515,12 @@ int pl_async_setfl(int fd, struct pl_sock *ps, bool on)
 
 void pl_async_owner(int fd, struct pl_sock *ps)
 {
+	struct async_rec *r;
+
 	pthread_mutex_lock(&async_mu);
-	if (ps->async_fd && pl_async_is(ps->async_fd - 1))
-		copy_owner(fd, ps->async_fd - 1);
+	r = ps->async_fd ? rec_of(ps) : NULL;
+	if (r)
+		copy_owners(fd, r);
 	pthread_mutex_unlock(&async_mu);
 }
 

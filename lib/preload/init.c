@@ -199,6 +199,10 @@ static void atfork_prepare(void)
 {
 	/* First: its wait takes no other lock of ours. */
 	pl_twin_atfork_prepare();
+	/* No O_ASYNC record is being made or acted on as the child is
+	 * copied (its thread holds the mutex at each event); taken before
+	 * the stack's locks, which arming takes under it. */
+	pl_async_atfork_prepare();
 	/* Once, in the parent: its children inherit the calibration (1000
 	 * pauses timed) instead of each making its own at its first spin. */
 	sl_wait_calibrate();
@@ -209,6 +213,7 @@ static void atfork_prepare(void)
 
 static void atfork_parent(void)
 {
+	pl_async_atfork_parent();
 	pl_rcu_fork_parent();
 	pl_fd_fork_end();
 	pl_twin_atfork_parent();
@@ -230,6 +235,7 @@ static void atfork_child(void)
 	pl_fdtable_atfork_child();
 	pl_bell_atfork_child();
 	pl_twin_atfork_child();
+	pl_async_atfork_child();
 	pl_epoll_atfork();
 }
 

@@ -402,9 +402,6 @@ static ssize_t pl_recv(struct pl_sock *ps, void *buf, size_t len, int flags,
 {
 	ssize_t ret;
 
-	/* O_ASYNC: the bell's bytes go with the data (async.c). */
-	if (__builtin_expect(SL_READ_ONCE(ps->async_fd) != 0, 0))
-		pl_async_read(ps);
 	if (SL_READ_ONCE(ps->nonblock) || (flags & MSG_DONTWAIT))
 		return recv_loop(ps, buf, len, flags, from, meta);
 	pl_call_begin(ps);

@@ -229,9 +229,10 @@ struct pl_sock {
 	int nfd;
 	int rcvbuf, sndbuf;		/* 0: never set */
 	/* O_ASYNC (async.c): this process's async bell for it, fd + 1 (0:
-	 * none), the process that made it, its bells[] entry and generation;
-	 * under async.c's mutex. */
+	 * none), its files' record + 1, the process that made it, its
+	 * bells[] entry and generation; under async.c's mutex. */
 	int async_fd;
+	int async_rec;
 	uint32_t async_pid;
 	int async_slot;
 	uint32_t async_gen;
@@ -301,20 +302,20 @@ void pl_bell_drain(int fd);
 bool pl_bell_is(int fd);		/* a bell of any thread of ours */
 void pl_bell_lost(int fd);		/* its number is being taken (dup2) */
 void pl_bell_atfork_child(void);
-/* O_ASYNC (async.c): the socket's async bell armed (on) at the program's
- * fd with its owner and signal, or ended (0 or -errno); the owner and
- * signal copied again after F_SETOWN, F_SETOWN_EX or F_SETSIG; the bell
- * ended with the last fd of the socket here; every bell's bytes read (the
- * signal trampoline: async-signal-safe); an fd that is one, and its
- * number taken by a dup2(). */
+/* O_ASYNC (async.c): the socket's async bell and event files armed (on)
+ * at the program's fd with its owner and signal, or ended (0 or -errno);
+ * the owner and signal copied again after F_SETOWN, F_SETOWN_EX or
+ * F_SETSIG; the files ended with the last fd of the socket here; an fd
+ * that is one of them, and its number taken by a dup2(); fork. */
 int pl_async_setfl(int fd, struct pl_sock *ps, bool on);
 void pl_async_owner(int fd, struct pl_sock *ps);
 void pl_urg_owner(int fd, struct pl_sock *ps);	/* F_SETOWN*: SIGURG's owner */
 void pl_async_release(struct pl_sock *ps);
-void pl_async_drain(void);
-void pl_async_read(struct pl_sock *ps);	/* its own bell's bytes */
 bool pl_async_is(int fd);
 void pl_async_lost(int fd);
+void pl_async_atfork_prepare(void);
+void pl_async_atfork_parent(void);
+void pl_async_atfork_child(void);
 /*
  * A sleep with this thread's bell: pl_bell_begin() registers it for wait
  * channel chan (-1: any change) and returns its fd to sleep on, or -1 (no

@@ -10,9 +10,7 @@
  * handler has SA_RESTART (and the socket has no SO_RCVTIMEO/SO_SNDTIMEO).
  * sigaction() reports the program's own handler back, never the trampoline.
  * siginterrupt() is interposed too: glibc's changes SA_RESTART through its
- * internal sigaction, which the trampoline would not see.  The trampoline
- * also reads the bytes of the process's O_ASYNC bells (async.c), so each
- * next event can ring again.
+ * internal sigaction, which the trampoline would not see.
  *
  * SIGSEGV and SIGBUS are also the library's own: a user buffer it is
  * about to copy is probed first (pl_readable()), and a fault in the probe
@@ -138,7 +136,6 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 	 * (run.h, sl_wait_word). */
 	if (w)
 		sl_fetch_add(w, 1);
-	pl_async_drain();
 	if (a.sa_flags & SA_RESETHAND) {
 		/* The kernel reset its disposition already (not for a fault
 		 * signal, whose handler stays: fault_handler() then acts as

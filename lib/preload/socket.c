@@ -633,15 +633,28 @@ static void kernel_settings(int ks, const struct pl_sock *ps, bool ks_nonblock)
 
 static int become_kernel(int fd, struct pl_sock *ps, int ks, bool ks_nonblock)
 {
+	struct f_owner_ex own = { 0 };
 	struct pl_sock *old;
-	int fdfl, ret = 0;
+	int fdfl, ret = 0, sig = 0;
 
 	kernel_settings(ks, ps, ks_nonblock);
+	/* The description's owner, F_SETSIG signal and O_ASYNC (async.c),
+	 * which Linux keeps with the socket: the kernel's signals then (its
+	 * refused connect's POLL_ERR). */
+	if (!REAL(fcntl)(fd, F_GETOWN_EX, &own) && own.pid)
+		sig = REAL(fcntl)(fd, F_GETSIG);
 	fdfl = REAL(fcntl)(fd, F_GETFD);
 	old = pl_fd_forget(fd);
 	if (REAL(dup3)(ks, fd, fdfl > 0 && (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
 		ret = -errno;
 	REAL(close)(ks);
+	if (!ret && own.pid) {
+		REAL(fcntl)(fd, F_SETOWN_EX, &own);
+		if (sig > 0)
+			REAL(fcntl)(fd, F_SETSIG, sig);
+		if (SL_READ_ONCE(ps->async_fd))
+			REAL(fcntl)(fd, F_SETFL, REAL(fcntl)(fd, F_GETFL) | O_ASYNC);
+	}
 	if (ret)
 		pl_epoll_forget_fd(fd);
 	else
@@ -1818,9 +1831,6 @@ static int do_accept(int fd, struct sockaddr *addr, socklen_t *lenp, int flags)
 		ret = -EINVAL;
 		goto out;
 	}
-	/* O_ASYNC: the bell's bytes go with the connections (async.c). */
-	if (__builtin_expect(SL_READ_ONCE(ps->async_fd) != 0, 0))
-		pl_async_read(ps);
 	for (;;) {
 		making = pl_fd_making_begin();
 		ret = sluice_accept(pl_stack(), (int)ps->sd, &peer);

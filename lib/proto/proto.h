@@ -654,9 +654,10 @@ extern int (*sl_sockfd_ioctl)(int fd, unsigned long req, void *arg);
  * O_ASYNC socket's owner for (sk_wake_async(): data or a datagram in, a
  * connection to accept, the end of the stream, an error, a connect
  * done).  Lock held.  A socket nobody armed costs one load of a byte of
- * its first line; an armed one's index goes on this thread's list, whose
- * bells are rung after the unlock (sl_bell_ring_async(), run/bell.c), one
- * byte (one signal) an event.
+ * its first line; an armed one's index goes on this thread's list with
+ * why (SL_POLL_IN ..., the si_code Linux gives), whose bells are rung
+ * after the unlock (sl_bell_ring_async(), run/bell.c), one byte (one
+ * signal) an event.
  */
 #define SL_ASYNC_NOTES	32
 struct sl_async_notes {
@@ -665,11 +666,11 @@ struct sl_async_notes {
 	uint32_t idx[SL_ASYNC_NOTES];
 };
 extern __thread struct sl_async_notes sl_async_w __attribute__((tls_model("initial-exec")));
-void sl_sock_async_slow(struct sl_stack *s, struct sl_sock *so);
-static inline void sl_sock_async(struct sl_stack *s, struct sl_sock *so)
+void sl_sock_async_slow(struct sl_stack *s, struct sl_sock *so, uint32_t why);
+static inline void sl_sock_async(struct sl_stack *s, struct sl_sock *so, uint32_t why)
 {
 	if (__builtin_expect(so->life & SL_LIFE_ASYNC, 0))
-		sl_sock_async_slow(s, so);
+		sl_sock_async_slow(s, so, why);
 }
 /* A new urgent pointer (Linux sk_send_sigurg()): the owner's SIGURG, on
  * this thread's list as sl_sock_async() (the index | SL_BELL_URG), sent

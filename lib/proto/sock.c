@@ -945,9 +945,9 @@ static bool async_note(struct sl_stack *s, uint32_t note)
 	return true;
 }
 
-void sl_sock_async_slow(struct sl_stack *s, struct sl_sock *so)
+void sl_sock_async_slow(struct sl_stack *s, struct sl_sock *so, uint32_t why)
 {
-	if (async_note(s, so->idx))
+	if (async_note(s, so->idx | why << SL_ASYNC_WHY_SHIFT))
 		sl_count(s, SL_C_sock_async);
 }
 
@@ -987,7 +987,7 @@ void sl_sock_async_space_slow(struct sl_stack *s, struct sl_sock *so)
 	if (!(sl_sock_events(s, so) & SL_EV_OUT))
 		return;
 	so->life &= (uint8_t)~SL_LIFE_NOSPACE;
-	sl_sock_async_slow(s, so);
+	sl_sock_async_slow(s, so, SL_POLL_OUT);	/* SOCK_WAKE_SPACE */
 }
 
 /* Lock held: socket idx on group g's ready ring, then its sleepers. */

@@ -77,7 +77,7 @@ static void queue_datagram(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		so->rxq_count += more;
 	}
 	sl_sock_wake(s, so);
-	sl_sock_async(s, so);		/* Linux sock_def_readable(): POLL_IN */
+	sl_sock_async(s, so, SL_POLL_IN);	/* Linux sock_def_readable() */
 }
 
 /* ---- Multicast (RFC 1112) ------------------------------------------------ */
@@ -394,7 +394,7 @@ void sl_udp_icmp_error(struct sl_stack *s, const struct sl_ip *q, int err,
 	}
 	so->error = err;
 	sl_sock_wake(s, so);
-	sl_sock_async(s, so);		/* sk_error_report(): POLL_ERR */
+	sl_sock_async(s, so, SL_POLL_ERR);	/* sk_error_report() */
 }
 
 /*

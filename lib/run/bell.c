@@ -122,7 +122,8 @@ void sl_bell_tx_lost(void)
 	SL_WRITE_ONCE(tx_fd, -1);
 }
 
-static void ring(struct sl_stack *s, unsigned int i, uint32_t gen)
+/* One byte to bell i: why, an async bell's event (its si_code). */
+static void ring(struct sl_stack *s, unsigned int i, uint32_t gen, char why)
 {
 	const struct sl_bell *b = &s->lib->bells[i];
 	struct sockaddr_un a;
@@ -151,7 +152,7 @@ static void ring(struct sl_stack *s, unsigned int i, uint32_t gen)
 		return;
 	/* Nobody bound there (the thread or process ended) or not in this
 	 * namespace: the entry is stale for us. */
-	if (sl_sys_sendto(fd, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a, len) < 0 &&
+	if (sl_sys_sendto(fd, &why, 1, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a, len) < 0 &&
 	    (errno == ECONNREFUSED || errno == ENOENT))
 		bell_free(s, i, gen);
 	/* EAGAIN: its queue is full of rings not read yet; it will wake. */
@@ -191,7 +192,7 @@ void sl_bell_ring_pending(struct sl_stack *s, bool all)
 			continue;	/* a signal, for its socket's events only */
 		if (all || (chan == SL_BELL_ANY ? any :
 			    (chan < SL_WQ_ALL && (pend[chan / 64] >> (chan % 64) & 1))))
-			ring(s, i, gen);
+			ring(s, i, gen, 0);
 	}
 	if (errno != saved)
 		errno = saved;
@@ -200,9 +201,9 @@ void sl_bell_ring_pending(struct sl_stack *s, bool all)
 /*
  * Async bells (O_ASYNC; lib/preload/README.md, "O_ASYNC").  The process
  * that armed O_ASYNC on a socket owns a bell whose kernel file carries
- * the owner, the signal and O_ASYNC the program set: a byte sent to it
- * makes the kernel signal the owner itself (sock_def_readable(),
- * kill_fasync()), from whichever process ran the stack.  Entries are
+ * the owner and the signal the program set: a byte sent to it, the
+ * event's si_code, wakes that process's async thread, which makes the
+ * kernel signal the owner itself (lib/preload/async.c).  Entries are
  * bells[] entries of chan SL_BELL_ASYNC | socket; the socket carries
  * SL_LIFE_ASYNC so that the stack looks for them only then.
  */
@@ -264,7 +265,9 @@ void sl_bell_ring_async(void)
 	if (top > SL_BELLS)
 		top = SL_BELLS;
 	for (unsigned int k = 0; k < n; k++) {
-		uint32_t want = SL_BELL_ASYNC | sl_async_w.idx[k];
+		uint32_t note = sl_async_w.idx[k];
+		uint32_t want = SL_BELL_ASYNC | (note & ~SL_ASYNC_WHY_MASK);
+		char why = (char)((note & SL_ASYNC_WHY_MASK) >> SL_ASYNC_WHY_SHIFT);
 
 		for (unsigned int i = 0; i < top; i++) {
 			const struct sl_bell *b = &s->lib->bells[i];
@@ -275,7 +278,7 @@ void sl_bell_ring_async(void)
 			if (want & SL_BELL_URG)
 				sigurg(b, gen);
 			else
-				ring(s, i, gen);
+				ring(s, i, gen, why);
 		}
 	}
 	if (errno != saved)

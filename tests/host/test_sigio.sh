@@ -7,7 +7,10 @@
 # `sluice run`, each in a network namespace of its own, every line the
 # same.  A signal's line: number, si_code, si_fd, si_band, how many, to
 # whom (the F_SETOWN process, a process group, an F_OWNER_TID thread, an
-# owner asleep in sigsuspend() while another process sends).
+# owner asleep in sigsuspend() while another process sends); and each
+# event's own si_code and si_band in order (connect done, data, the FIN
+# after this end shut, a reset, a refused connect, a UDP ICMP error) to
+# each kind of owner.
 set -u
 . "$(dirname "$0")/lib.sh"
 prog=$top/build/tests/preload/sigio
@@ -17,7 +20,8 @@ need_netns "loopback sockets"
 
 # Groups run apart: a signal that never comes (the asleep case ends on an
 # alarm) costs only its own group's lines.
-groups=("tcp_data tcp_setsig udp_data listen_conn" "fioasync owner_tid owner_pgrp" asleep skns sigwait tcp_space quiet eintr)
+groups=("tcp_data tcp_setsig udp_data listen_conn" "fioasync owner_tid owner_pgrp" asleep skns sigwait tcp_space quiet eintr
+	events_pid events_tid events_pgrp)
 for g in "${groups[@]}"; do
 	k=$(in_netns "$prog" $g 2>&1)
 	s=$(in_netns env SLUICE_STACK=$st-${g%% *} "$top/build/tools/sluice" run -- "$prog" $g 2>&1)
@@ -25,7 +29,15 @@ for g in "${groups[@]}"; do
 	check_as_kernel "$k" "$s"
 done
 # The kernel's own answers are what the cases say they are.
-k=$(in_netns "$prog" tcp_setsig 2>&1)
+k=$(in_netns "$prog" tcp_setsig tcp_space events_tid 2>&1)
 check "on the kernel: F_SETSIG gives POLL_IN, si_fd and POLLIN|POLLRDNORM" \
 	grep -q '^tcp_setsig sig=[0-9]* code=1 fd=fd band=0x41 n=1 to=owner$' <<<"$k"
+check "on the kernel: room to write back is POLL_OUT, POLLOUT|POLLWRNORM|POLLWRBAND" \
+	grep -q '^tcp_space sig=[0-9]* code=2 band=0x304 fd=fd n=1$' <<<"$k"
+check "on the kernel: a connect done is POLL_OUT, to the F_OWNER_TID thread" \
+	grep -q '^ev_connect_tid sig=[0-9]* n=1 seq=2:0x304 fd=fd to=owner$' <<<"$k"
+check "on the kernel: the FIN after this end shut is POLL_HUP (POLLHUP|POLLERR), then POLL_IN" \
+	grep -q '^ev_hup_tid sig=[0-9]* n=2 seq=6:0x18,1:0x41 fd=fd to=owner$' <<<"$k"
+check "on the kernel: a reset, a refused connect, a UDP ICMP error are POLL_ERR (POLLERR)" \
+	test "$(grep -c '^ev_\(reset\|refused\|udp_err\)_tid sig=[0-9]* n=1 seq=4:0x8 fd=fd to=owner$' <<<"$k")" = 3
 done_testing

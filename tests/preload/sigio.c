@@ -44,6 +44,10 @@
 static volatile sig_atomic_t got_n;
 static volatile int got_sig, got_code, got_fd, got_tid;
 static volatile long got_band;
+/* Every signal's si_code, si_band and si_fd, in order (the first 8). */
+#define SEQ 8
+static volatile int seq_code[SEQ], seq_fd[SEQ];
+static volatile long seq_band[SEQ];
 
 static void on_sig(int sig, siginfo_t *si, void *uc)
 {
@@ -54,6 +58,11 @@ static void on_sig(int sig, siginfo_t *si, void *uc)
 		got_fd = si->si_fd;
 		got_band = si->si_band;
 		got_tid = (int)syscall(SYS_gettid);
+	}
+	if (got_n < SEQ) {
+		seq_code[got_n] = si->si_code;
+		seq_band[got_n] = si->si_band;
+		seq_fd[got_n] = si->si_fd;
 	}
 	got_n = got_n + 1;
 }
@@ -105,6 +114,25 @@ static void report(const char *name, int armed, int owner_tid)
 	else
 		printf("%d", got_fd);
 	printf(" band=0x%lx n=%d to=%s\n", got_band, (int)got_n,
+	       got_tid == owner_tid ? "owner" : "other");
+}
+
+/* Every signal of the case: "code:band" each, in order, and whether
+ * each si_fd was the fd armed. */
+static void report_seq(const char *name, int armed, int owner_tid)
+{
+	int fds = 0;
+
+	if (!got_n) {
+		printf("%s none\n", name);
+		return;
+	}
+	printf("%s sig=%d n=%d seq=", name, got_sig, (int)got_n);
+	for (int i = 0; i < got_n && i < SEQ; i++) {
+		printf("%s%d:0x%lx", i ? "," : "", seq_code[i], seq_band[i]);
+		fds += seq_fd[i] == armed;
+	}
+	printf(" fd=%s to=%s\n", fds == (got_n < SEQ ? got_n : SEQ) ? "fd" : "other",
 	       got_tid == owner_tid ? "owner" : "other");
 }
 
@@ -267,9 +295,8 @@ static void tcp_setsig(void)
 
 /*
  * Room to write back after a write found none (SOCK_WAKE_SPACE): one
- * signal, however many ACKs bring it.  Linux's si_code there is POLL_OUT;
- * the line leaves it out (lib/preload/README.md, "O_ASYNC": ours is
- * POLL_IN).
+ * signal, however many ACKs bring it, POLL_OUT with POLLOUT|POLLWRNORM|
+ * POLLWRBAND.
  */
 static void tcp_space(void)
 {
@@ -300,8 +327,8 @@ static void tcp_space(void)
 	if (!got_n)
 		printf("tcp_space none\n");
 	else
-		printf("tcp_space sig=%d fd=%s n=%d\n", got_sig, got_fd == c ? "fd" : "other",
-		       (int)got_n);
+		printf("tcp_space sig=%d code=%d band=0x%lx fd=%s n=%d\n", got_sig, got_code,
+		       got_band, got_fd == c ? "fd" : "other", (int)got_n);
 	close(c);
 	close(a);
 }
@@ -403,6 +430,150 @@ static void owner_tid(void)
 	t2_stop = 1;
 	pthread_join(t, NULL);
 	close(u);
+}
+
+/*
+ * Each event sk_wake_async() reports, with its own si_code and si_band
+ * (fs/fcntl.c band_table): a connect done (POLL_OUT), data (POLL_IN), the
+ * peer's FIN after this end shut its side (POLL_HUP, then tcp_data_ready()'s
+ * POLL_IN), a reset (POLL_ERR), a refused connect (POLL_ERR), an ICMP
+ * error on a connected UDP socket (POLL_ERR); to the process (how 0), a
+ * second thread (F_OWNER_TID, 1) or the process group (2).
+ */
+static void own(int fd, int how, int sig)
+{
+	struct f_owner_ex ex;
+
+	if (how == 1) {
+		ex.type = F_OWNER_TID;
+		ex.pid = t2_tid;
+		if (fcntl(fd, F_SETOWN_EX, &ex))
+			perror("F_SETOWN_EX");
+	} else if (fcntl(fd, F_SETOWN, how == 2 ? -getpgrp() : getpid())) {
+		perror("F_SETOWN");
+	}
+	if (fcntl(fd, F_SETSIG, sig))
+		perror("F_SETSIG");
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_ASYNC))
+		perror("F_SETFL O_ASYNC");
+}
+
+static void events(int how)
+{
+	static const char *const sfx[] = { "pid", "tid", "pgrp" };
+	int sig = SIGRTMIN + 12 + how, l = listener(), c, a, u, who, ret, err, soerr;
+	socklen_t len;
+	struct sockaddr_in to;
+	struct linger lg = { 1, 0 };
+	pthread_t t;
+	char name[64], b[16];
+
+	catch(sig, 0);
+	t2_tid = 0;
+	t2_stop = 0;
+	if (how == 1) {
+		pthread_create(&t, NULL, thread2, NULL);
+		while (!t2_tid)
+			msleep(1);
+	}
+	who = how == 1 ? t2_tid : me();
+
+	/* A connect done. */
+	c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	own(c, how, sig);
+	reset();
+	to = lo(port_of(l));
+	if (connect(c, (struct sockaddr *)&to, sizeof(to)) && errno != EINPROGRESS)
+		perror("connect");
+	await();
+	snprintf(name, sizeof(name), "ev_connect_%s", sfx[how]);
+	report_seq(name, c, who);
+	a = accept(l, NULL, NULL);
+
+	/* Data. */
+	reset();
+	send(a, "x", 1, 0);
+	await();
+	snprintf(name, sizeof(name), "ev_data_%s", sfx[how]);
+	report_seq(name, c, who);
+	recv(c, b, sizeof(b), 0);
+
+	/* This end shut its side first (no signal), then the peer's FIN. */
+	reset();
+	shutdown(c, SHUT_WR);
+	msleep(100);
+	snprintf(name, sizeof(name), "ev_shut_%s", sfx[how]);
+	report_seq(name, c, who);
+	reset();
+	shutdown(a, SHUT_WR);
+	await();
+	snprintf(name, sizeof(name), "ev_hup_%s", sfx[how]);
+	report_seq(name, c, who);
+	close(c);
+	close(a);
+
+	/* A reset from the peer. */
+	c = connect_nb(port_of(l));
+	a = accept(l, NULL, NULL);
+	own(c, how, sig);
+	reset();
+	setsockopt(a, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(a);
+	await();
+	snprintf(name, sizeof(name), "ev_reset_%s", sfx[how]);
+	report_seq(name, c, who);
+	close(c);
+
+	/* A refused connect: nobody listens on the port any more. */
+	to = lo(port_of(l));
+	close(l);
+	c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	own(c, how, sig);
+	reset();
+	ret = connect(c, (struct sockaddr *)&to, sizeof(to));
+	err = errno;
+	await();
+	len = sizeof(soerr);
+	getsockopt(c, SOL_SOCKET, SO_ERROR, &soerr, &len);
+	printf("ev_refused_%s_connect ret=%d errno=%s so_error=%s\n", sfx[how], ret,
+	       ret ? strerrorname_np(err) : "-", soerr ? strerrorname_np(soerr) : "0");
+	snprintf(name, sizeof(name), "ev_refused_%s", sfx[how]);
+	report_seq(name, c, who);
+	close(c);
+
+	/* An ICMP port unreachable for a connected UDP socket. */
+	u = udp_bound();
+	l = udp_bound();
+	to = lo(port_of(l));
+	close(l);
+	connect(u, (struct sockaddr *)&to, sizeof(to));
+	own(u, how, sig);
+	reset();
+	send(u, "x", 1, 0);
+	await();
+	snprintf(name, sizeof(name), "ev_udp_err_%s", sfx[how]);
+	report_seq(name, u, who);
+	close(u);
+
+	if (how == 1) {
+		t2_stop = 1;
+		pthread_join(t, NULL);
+	}
+}
+
+static void events_pid(void)
+{
+	events(0);
+}
+
+static void events_tid(void)
+{
+	events(1);
+}
+
+static void events_pgrp(void)
+{
+	events(2);
 }
 
 static void owner_pgrp(void)
@@ -657,6 +828,8 @@ static const struct {
 	{ "listen_conn", listen_conn }, { "fioasync", fioasync }, { "owner_tid", owner_tid },
 	{ "owner_pgrp", owner_pgrp }, { "asleep", asleep }, { "skns", skns },
 	{ "sigwait", sigwait_case }, { "tcp_space", tcp_space }, { "quiet", quiet },
+	{ "events_pid", events_pid }, { "events_tid", events_tid },
+	{ "events_pgrp", events_pgrp },
 };
 
 static void eintr_all(void)

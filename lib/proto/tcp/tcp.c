@@ -424,7 +424,7 @@ void sl_tcp_done(struct sl_stack *s, struct sl_sock *so, int err)
 	sl_sock_wake(s, so);
 	/* A reset or a timeout: Linux sk_error_report(), POLL_ERR. */
 	if (err)
-		sl_sock_async(s, so);
+		sl_sock_async(s, so, SL_POLL_ERR);
 }
 
 /* ---- User calls ----------------------------------------------------- */
@@ -1781,7 +1781,7 @@ void sl_tcp_icmp_error(struct sl_stack *s, const struct sl_ip *q, int err,
 	if (sl_recverr(so, ie) && err != EMSGSIZE) {
 		so->error = err;
 		sl_sock_wake(s, so);
-		sl_sock_async(s, so);
+		sl_sock_async(s, so, SL_POLL_ERR);	/* sk_error_report() */
 		return;
 	}
 	so->tcp.soft_err = err;

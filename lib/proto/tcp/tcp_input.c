@@ -1503,7 +1503,7 @@ static void established(struct sl_stack *s, struct sl_sock *so, const struct seg
 	tp->t_rexmt = 0;
 	sl_tcp_set_state(s, so, SL_TCP_ESTABLISHED);
 	/* Linux tcp_finish_connect(): sk_wake_async(POLL_OUT). */
-	sl_sock_async(s, so);
+	sl_sock_async(s, so, SL_POLL_OUT);
 }
 
 /* The stack holds as many embryonic connections as it may: a count in
@@ -1904,7 +1904,7 @@ static bool child_ready(struct sl_stack *s, struct sl_sock *so)
 	ptp->acc_len++;
 	so->tcp.tflags |= SL_TF_ACCQ;
 	sl_sock_wake(s, p);
-	sl_sock_async(s, p);		/* the listener's sk_data_ready(): POLL_IN */
+	sl_sock_async(s, p, SL_POLL_IN);	/* the listener's sk_data_ready() */
 	return true;
 }
 
@@ -2263,12 +2263,13 @@ ack:
 						      SL_TF_PUSHED2 : SL_TF_PUSHED;
 			}
 			sl_sock_wake(s, so);
-			/* Linux tcp_data_ready(): POLL_IN; a FIN is
-			 * tcp_fin()'s too before it (POLL_IN, or POLL_HUP
-			 * once both ways are shut). */
-			sl_sock_async(s, so);
+			/* A FIN is tcp_fin()'s signal first: POLL_HUP once
+			 * both ways are shut (this end's sending was), else
+			 * POLL_IN; then Linux tcp_data_ready(): POLL_IN. */
 			if (g->flags & TH_FIN_)
-				sl_sock_async(s, so);
+				sl_sock_async(s, so, (so->flags & SL_SF_SHUT_WR) ? SL_POLL_HUP :
+										SL_POLL_IN);
+			sl_sock_async(s, so, SL_POLL_IN);
 		} else {
 			/* RFC 5681 4.2: an immediate duplicate ACK. */
 			ooo_insert(s, so, idx);
