@@ -376,6 +376,36 @@ static void rec_drop(struct async_rec *r)
 	drop(&r->bell);
 }
 
+/*
+ * The armed file at a higher number than its other end.  At exit and exec
+ * the kernel closes a process's files in the order of their numbers and
+ * releases them in the reverse order (each last fput() is a task work,
+ * and task_work_run() runs the newest first, since Linux 5.5): so the
+ * armed file goes first, and its other end's release, which would signal
+ * the owner (POLL_OUT, POLL_HUP above), finds no fasync entry.  A pair's
+ * two ends are alike: their roles change; a pipe's are not: the files
+ * change numbers.
+ */
+static void above(int *armed, int *other, bool alike)
+{
+	int t = *armed, keep;
+
+	if (*armed > *other)
+		return;
+	if (!alike) {
+		keep = sl_sys_dup_high(*armed);
+		if (keep < 0 || sl_sys_dup3(*other, *armed, O_CLOEXEC) < 0 ||
+		    sl_sys_dup3(keep, *other, O_CLOEXEC) < 0) {
+			if (keep >= 0)
+				sl_sys_close(keep);
+			return;
+		}
+		sl_sys_close(keep);
+	}
+	*armed = *other;
+	*other = t;
+}
+
 /* The record's files (async_mu held); 0 or -errno, with none left. */
 static int rec_files(struct async_rec *r, uint32_t pid, uint32_t tid)
 {
@@ -394,6 +424,7 @@ static int rec_files(struct async_rec *r, uint32_t pid, uint32_t tid)
 		goto err;
 	r->in_s = high(sv[0]);
 	r->in_p = high(sv[1]);
+	above(&r->in_s, &r->in_p, true);
 	/* An autobound name: in_p connects to it again after an error. */
 	memset(&a, 0, sizeof(a));
 	a.sun_family = AF_UNIX;
@@ -409,12 +440,14 @@ static int rec_files(struct async_rec *r, uint32_t pid, uint32_t tid)
 	r->out_w = high(p[1]);
 	if (r->out_r < 0 || r->out_w < 0)
 		goto err;
+	above(&r->out_w, &r->out_r, false);
 	if (sl_sys_socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv))
 		goto err;
 	r->hup_s = high(sv[0]);
 	r->hup_p = high(sv[1]);
 	if (r->hup_s < 0 || r->hup_p < 0)
 		goto err;
+	above(&r->hup_s, &r->hup_p, true);
 	return 0;
 err:
 	ret = errno ? -errno : -EMFILE;

@@ -10,7 +10,8 @@
 # owner asleep in sigsuspend() while another process sends); and each
 # event's own si_code and si_band in order (connect done, data, the FIN
 # after this end shut, a reset, a refused connect, a UDP ICMP error) to
-# each kind of owner.
+# each kind of owner; and none to an owner when the armed socket's
+# process exits, execs or is killed.
 set -u
 . "$(dirname "$0")/lib.sh"
 prog=$top/build/tests/preload/sigio
@@ -21,7 +22,7 @@ need_netns "loopback sockets"
 # Groups run apart: a signal that never comes (the asleep case ends on an
 # alarm) costs only its own group's lines.
 groups=("tcp_data tcp_setsig udp_data listen_conn" "fioasync owner_tid owner_pgrp" asleep skns sigwait tcp_space quiet eintr
-	events_pid events_tid events_pgrp)
+	events_pid events_tid events_pgrp end_quiet)
 for g in "${groups[@]}"; do
 	k=$(in_netns "$prog" $g 2>&1)
 	s=$(in_netns env SLUICE_STACK=$st-${g%% *} "$top/build/tools/sluice" run -- "$prog" $g 2>&1)

@@ -438,7 +438,7 @@ static void owner_tid(void)
  * peer's FIN after this end shut its side (POLL_HUP, then tcp_data_ready()'s
  * POLL_IN), a reset (POLL_ERR), a refused connect (POLL_ERR), an ICMP
  * error on a connected UDP socket (POLL_ERR); to the process (how 0), a
- * second thread (F_OWNER_TID, 1) or the process group (2).
+ * second thread (F_OWNER_TID, 1), the process group (2) or the parent (3).
  */
 static void own(int fd, int how, int sig)
 {
@@ -449,7 +449,7 @@ static void own(int fd, int how, int sig)
 		ex.pid = t2_tid;
 		if (fcntl(fd, F_SETOWN_EX, &ex))
 			perror("F_SETOWN_EX");
-	} else if (fcntl(fd, F_SETOWN, how == 2 ? -getpgrp() : getpid())) {
+	} else if (fcntl(fd, F_SETOWN, how == 3 ? getppid() : how == 2 ? -getpgrp() : getpid())) {
 		perror("F_SETOWN");
 	}
 	if (fcntl(fd, F_SETSIG, sig))
@@ -820,6 +820,36 @@ static void quiet(void)
 	close(u);
 }
 
+/* An armed socket whose process ends (exit, SIGKILL), or execs, with it open: its owner
+ * (here the parent) gets no signal (Linux's close of a socket removes its
+ * fasync entry first: sock_close(), sock_fasync()). */
+static void end_quiet(void)
+{
+	const char *how[] = { "exit", "exec", "kill" };
+
+	catch(SIGRTMIN + 15, 0);
+	for (int k = 0; k < 3; k++) {
+		int st;
+		pid_t pid;
+
+		reset();
+		pid = fork();
+		if (pid == 0) {
+			own(udp_bound(), 3, SIGRTMIN + 15);
+			own(listener(), 3, SIGRTMIN + 15);
+			if (k == 1)
+				execl("/bin/true", "true", (char *)NULL);
+			if (k == 2)
+				raise(SIGKILL);
+			_exit(0);
+		}
+		waitpid(pid, &st, 0);
+		msleep(300);
+		printf("end_quiet_%s ", how[k]);
+		report_seq("signals", -1, me());
+	}
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -829,7 +859,7 @@ static const struct {
 	{ "owner_pgrp", owner_pgrp }, { "asleep", asleep }, { "skns", skns },
 	{ "sigwait", sigwait_case }, { "tcp_space", tcp_space }, { "quiet", quiet },
 	{ "events_pid", events_pid }, { "events_tid", events_tid },
-	{ "events_pgrp", events_pgrp },
+	{ "events_pgrp", events_pgrp }, { "end_quiet", end_quiet },
 };
 
 static void eintr_all(void)
