@@ -102,10 +102,20 @@ static void drop(int *fd)
 	forget(fd);
 }
 
+/* A dup2() is about to take fd's number: the file moves to another
+ * (its fasync entry and epoll item go with the file, not the number);
+ * with no number free, it is no more acted on. */
+static void move(int *f)
+{
+	int nfd = sl_sys_dup_high(*f);
+
+	set_bit(*f, false);
+	*f = nfd;
+	set_bit(nfd, true);
+}
+
 void pl_async_lost(int fd)
 {
-	/* A dup2() takes its number (the program closed what it did not
-	 * own): that file of the socket is no more acted on. */
 	pthread_mutex_lock(&async_mu);
 	for (unsigned int i = 0; i < PL_ASYNC_RECS; i++) {
 		struct async_rec *r = &recs[i];
@@ -115,10 +125,10 @@ void pl_async_lost(int fd)
 			continue;
 		for (unsigned int k = 0; k < sizeof(f) / sizeof(f[0]); k++)
 			if (*f[k] == fd)
-				forget(f[k]);
+				move(f[k]);
 	}
 	if (fd == async_ep)
-		forget(&async_ep);
+		move(&async_ep);
 	set_bit(fd, false);
 	pthread_mutex_unlock(&async_mu);
 }
