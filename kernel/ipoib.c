@@ -312,6 +312,8 @@ void sluice_ipoib_ifinfo(struct net_device *dev, struct sluice_ifinfo *info)
 	d.pkey = sluice_ipoib_bcast_pkey(dev->broadcast);
 	if (!ib_find_cached_pkey(ibdev, port, d.pkey, &idx))
 		d.pkey_index = idx;
+	else
+		d.pkey_absent = true;
 	if (!ib_query_port(ibdev, port, &attr))
 		d.active_mtu = attr.active_mtu;
 	sluice_ipoib_gid(dev->broadcast, mgid.raw);

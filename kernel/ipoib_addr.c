@@ -164,6 +164,14 @@ int sluice_ipoib_fill(struct sluice_ifinfo *info,
 	if (d->rss)
 		flags |= SLUICE_IB_RSS;
 	/*
+	 * A P_Key the port's table lacks, or one with no partition bits (IBTA
+	 * Vol 1 10.9.1.2: 0x0000 and 0x8000 are invalid): ipoib keeps such
+	 * an interface down (ipoib_pkey_dev_check_presence()), and an index
+	 * would name some other partition's entry.
+	 */
+	if (d->pkey_absent || !(d->pkey & 0x7fff))
+		flags |= SLUICE_IB_PKEY_ABSENT;
+	/*
 	 * ipoib's datagram MTU is the broadcast group's (RFC 4391 section
 	 * 4; ipoib_mcast_join_finish() sets mcast_mtu from its record), which
 	 * an SM may make smaller than the port's: a datagram larger than the
@@ -176,7 +184,7 @@ int sluice_ipoib_fill(struct sluice_ifinfo *info,
 	info->ib_port = d->port;
 	sluice_copy_name(info->ib_dev, sizeof(info->ib_dev), d->ib_dev);
 	info->pkey = d->pkey;
-	info->pkey_index = d->pkey_index;
+	info->pkey_index = flags & SLUICE_IB_PKEY_ABSENT ? 0 : d->pkey_index;
 	info->qkey = flags & SLUICE_IB_QKEY_SA ? d->qkey : SLUICE_IPOIB_DEFAULT_QKEY;
 	info->qpn = sluice_ipoib_qpn(d->hwaddr);
 	info->ud_mtu = mtu ? mtu - SLUICE_IPOIB_HLEN : 0;

@@ -45,6 +45,7 @@ struct sluice_ipoib_desc {
 	unsigned int active_mtu;	/* IB_MTU_* of the port, 0 unknown */
 	unsigned int group_mtu;		/* IB_MTU_* of the broadcast group, 0 unknown */
 	bool qkey_sa;			/* @qkey came from the MCMemberRecord */
+	bool pkey_absent;		/* @pkey not in the port's table */
 	bool connected;
 	bool source_qpn;
 	bool flow_steer;

@@ -726,7 +726,8 @@ struct sluice_filter_fd {
  * @ib_dev:	out: the ib_device's name (as in /sys/class/infiniband),
  *		NUL-terminated
  * @pkey:	out: the interface's P_Key (full member bit as configured)
- * @pkey_index:	out: its index in the port's P_Key table
+ * @pkey_index:	out: its index in the port's P_Key table (0 with
+ *		SLUICE_IB_PKEY_ABSENT: none)
  * @qkey:	out: the broadcast group's Q_Key (SLUICE_IB_QKEY_SA), else
  *		(no record, or one being rejoined) the IPoIB default 0x0B1B
  * @qpn:	out: the interface's own QPN (hwaddr bytes 1..3)
@@ -771,6 +772,12 @@ struct sluice_ifinfo {
 #define SLUICE_IB_FLOW_STEER	0x10u	/* flow steering rules (ibv_create_flow) */
 #define SLUICE_IB_UD_CSUM	0x20u	/* UD IPv4 checksum offload */
 #define SLUICE_IB_RSS		0x40u	/* RSS over several receive QPs */
+/*
+ * @pkey is not in the port's P_Key table (or has no partition bits): the
+ * ipoib driver keeps such an interface down, no carrier, no QP, until the
+ * SM puts the P_Key in the table; @pkey_index is then 0 and meaningless.
+ */
+#define SLUICE_IB_PKEY_ABSENT	0x80u
 
 /* sluice_neigh_resolve.state (out) */
 #define SLUICE_NEIGH_RES_VALID		1	/* @hwaddr is good */

@@ -167,6 +167,25 @@ static void test_ifinfo_fill(void)
 	sluice_ipoib_fill(&info, &d);
 	tap_eq(info.ud_mtu, 0, "unknown port MTU: UD MTU 0");
 
+	/* A child whose P_Key is not in the port's table (ipoib keeps it
+	 * down): said so, and no index that names another partition. */
+	tap_eq(info.ib_flags & SLUICE_IB_PKEY_ABSENT, 0, "a P_Key in the table is not absent");
+	d.pkey = 0x8002;
+	d.pkey_index = 5;
+	d.pkey_absent = true;
+	memset(&info, 0, sizeof(info));
+	sluice_ipoib_fill(&info, &d);
+	tap_ok((info.ib_flags & SLUICE_IB_PKEY_ABSENT) && info.pkey == 0x8002 &&
+	       !info.pkey_index, "P_Key not in the table: flagged, index 0 (flags 0x%x, index %u)",
+	       info.ib_flags, info.pkey_index);
+	d.pkey_absent = false;
+	d.pkey = 0x8000;
+	memset(&info, 0, sizeof(info));
+	sluice_ipoib_fill(&info, &d);
+	tap_ok(info.ib_flags & SLUICE_IB_PKEY_ABSENT, "P_Key 0x8000 (no partition) is invalid: flagged");
+	d.pkey = 0xffff;
+	d.pkey_index = 0;
+
 	d.addr_len = 6;
 	memset(&info, 0, sizeof(info));
 	tap_eq(sluice_ipoib_fill(&info, &d), -EINVAL, "a 6-byte address is no IPoIB");
