@@ -447,6 +447,22 @@ int sluice_link_device(struct sluice_stack *st, struct sluice_link_report *rep)
 		why(rep->why, sizeof(rep->why), "%s offers no flow steering", ii.ib_dev);
 		ret = -EOPNOTSUPP;
 	}
+	/*
+	 * A P_Key child whose P_Key the port's table lacks: ipoib keeps it
+	 * down (no carrier, no QP: ipoib_ib_dev_open()), so nothing a stack
+	 * sends there leaves, and no P_Key index is this interface's to send
+	 * with.  No link at all, with the reason, rather than a stack whose
+	 * every packet is dropped unsaid (the preload leaves the sockets to
+	 * the kernel, which knows the interface is down).
+	 */
+	if (rep->ipoib && (ii.ib_flags & SLUICE_IB_PKEY_ABSENT)) {
+		why(rep->why, sizeof(rep->why), "P_Key 0x%04x of %s is not in %s port %u's "
+		    "P_Key table: ipoib keeps %s down until the subnet manager adds it",
+		    ii.pkey, ii.name, ii.ib_dev, ii.ib_port, ii.name);
+		rep->verbs_err = -ENETDOWN;
+		rep->kring_err = -ENETDOWN;
+		return -ENETDOWN;
+	}
 	if (!ret)
 		rep->verbs_err = 0;
 	else if (!rep->verbs_err)

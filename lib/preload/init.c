@@ -387,6 +387,8 @@ static int device_link(struct sl_stack *s)
 		struct sluice_link_report rep;
 
 		ret = sluice_link_device((struct sluice_stack *)s, &rep);
+		if (ret && rep.why[0])
+			pl_log("stack %s: %s", pl_cfg.stack, rep.why);
 		if (!ret && rep.ipoib && rep.verbs_err)
 			pl_log("stack %s: IPoIB without the verbs path (%s); using the kring "
 			       "path", pl_cfg.stack, rep.why);

@@ -476,6 +476,31 @@ static void test_fallbacks(void)
 		       "no rings: no link, nothing made");
 		mod_destroy(s);
 	}
+	/*
+	 * A P_Key child whose P_Key is not in the port's table (the module
+	 * says SLUICE_IB_PKEY_ABSENT): ipoib keeps it down, so no link, not
+	 * even the rings, and the reason names the P_Key; the same interface
+	 * in enhanced mode too (its index would be another partition's).
+	 */
+	for (int enh = 0; enh < 2; enh++) {
+		struct sl_stack *s = mod_stack("vfb3");
+		struct sluice_link_report rep;
+		int ret;
+
+		enh_device(0);
+		if (!enh)
+			vd.ifinfo.ib_flags = SLUICE_IB_IPOIB;
+		vd.ifinfo.ib_flags |= SLUICE_IB_PKEY_ABSENT;
+		vd.ifinfo.pkey = 0x8002;
+		ret = sluice_link_device(ST(s), &rep);
+		tap_ok(ret == -ENETDOWN && s->link == NULL && vd.live == 0,
+		       "P_Key absent (%s): no link (ret %d, link %s)", enh ? "enhanced" : "legacy",
+		       ret, s->link ? "made" : "none");
+		tap_ok(strstr(rep.why, "P_Key 0x8002") && strstr(rep.why, "not in"),
+		       "P_Key absent (%s): the reason says so: \"%s\"", enh ? "enhanced" : "legacy",
+		       rep.why);
+		mod_destroy(s);
+	}
 }
 
 /* Plain UD over RoCE: sends batched at unlock, buffers never reused early. */
