@@ -240,6 +240,7 @@ struct facts {
 	int ndevs;
 	struct rdma_port dev[4];
 	char mode[32], pkey[32], enh[16];	/* IPoIB only */
+	char parent[IFNAMSIZ];			/* a P_Key child's parent, else "" */
 	int raw_eff, raw_prm;			/* 1, 0, -1 unknown */
 	int mret;				/* the module's IFINFO: 0 or -errno */
 	struct sluice_ifinfo ii;
@@ -391,6 +392,12 @@ static void decide_path(struct facts *f)
 	} else if (f->mret) {
 		f->path = "unknown";
 		snprintf(t, tl, "unknown: the module would not describe %s.", f->ifname);
+	} else if (ii->ib_flags & SLUICE_IB_PKEY_ABSENT) {
+		f->path = "none";
+		snprintf(t, tl, "nothing: its P_Key 0x%04x is not in %s port %u's P_Key table, so "
+			 "ipoib keeps %s down (no carrier) until the subnet manager adds it; "
+			 "programs under sluice run keep their sockets in the kernel.", ii->pkey,
+			 ii->ib_dev, ii->ib_port, f->ifname);
 	} else if (!(ii->ib_flags & SLUICE_IB_IPOIB)) {
 		snprintf(t, tl, "the kring path: the module steers the packets of each stack's "
 			 "ports on %s into rings the stack reads, and sends from rings; no verbs.%s",
@@ -431,7 +438,20 @@ static void gather(struct facts *f)
 	f->loop = f->type == ARPHRD_LOOP_;
 	f->ether = f->type == ARPHRD_ETHER_;
 	driver_of(f->ifname, f->drv, sizeof(f->drv));
-	f->ndevs = rdma_devs_of(f->ifname, f->ib, devs, 4);
+	/*
+	 * A P_Key child made through rtnetlink (ip link add ... type ipoib)
+	 * has no device link, and no mode, pkey or parent file in sysfs
+	 * (ipoib's __ipoib_vlan_add() makes them for the sysfs create_child
+	 * only): its HCA is its parent's, its iflink.
+	 */
+	f->parent[0] = '\0';
+	if (f->ib && !sysread(devs[0], sizeof(devs[0]), "class/net/%s/iflink", f->ifname)) {
+		unsigned int link = (unsigned int)strtoul(devs[0], NULL, 0);
+
+		if (link && link != ifindex && !if_indextoname(link, f->parent))
+			f->parent[0] = '\0';
+	}
+	f->ndevs = rdma_devs_of(f->parent[0] ? f->parent : f->ifname, f->ib, devs, 4);
 	f->any_rdma = any_rdma();
 	for (int i = 0; i < f->ndevs; i++)
 		read_port(&f->dev[i], devs[i]);
@@ -449,6 +469,15 @@ static void gather(struct facts *f)
 		f->mret = -ENOENT;
 	else
 		f->mret = ifindex ? module_ifinfo(ifindex, &f->ii) : -ENODEV;
+	/* What sysfs lacks for a child, as ipoib tells it (IFLA_IPOIB_*)
+	 * through the module. */
+	if (f->ib && !f->mret && (f->ii.ib_flags & SLUICE_IB_IPOIB)) {
+		if (!strcmp(f->mode, "unknown"))
+			snprintf(f->mode, sizeof(f->mode), "%s", (f->ii.ib_flags & SLUICE_IB_CONNECTED) ?
+				 "connected" : "datagram");
+		if (!strcmp(f->pkey, "unknown"))
+			snprintf(f->pkey, sizeof(f->pkey), "0x%04x", f->ii.pkey);
+	}
 	decide_path(f);
 }
 
@@ -490,8 +519,9 @@ static void print_text(const struct facts *f)
 			       "", p->fsm_why[0] ? ": " : "", p->fsm_why);
 	}
 	if (f->ib)
-		printf("  IPoIB mode: %s (enhanced IPoIB is datagram only), P_Key %s, "
-		       "ipoib_enhanced=%s (the ipoib module's switch)\n", f->mode, f->pkey, f->enh);
+		printf("  IPoIB mode: %s (enhanced IPoIB is datagram only), P_Key %s%s%s, "
+		       "ipoib_enhanced=%s (the ipoib module's switch)\n", f->mode, f->pkey,
+		       f->parent[0] ? ", a child of " : "", f->parent, f->enh);
 	printf("  CAP_NET_RAW: %s\n",
 	       f->raw_eff == 1 ? "yes (flow rules can be made)" :
 	       f->raw_prm == 1 ? "permitted, not effective (sluice run raises it as ambient)" :
@@ -504,15 +534,17 @@ static void print_text(const struct facts *f)
 		printf("  module: interface facts refused: %s\n", strerror(-f->mret));
 	else if (ii->ib_flags & SLUICE_IB_IPOIB)
 		printf("  module: IPoIB on %s port %u, QPN 0x%06x, Q_Key 0x%08x%s, UD MTU %u; "
-		       "%s, %s, %s, %s\n", ii->ib_dev, ii->ib_port, ii->qpn, ii->qkey,
-		       (ii->ib_flags & SLUICE_IB_QKEY_SA) ? "" : " (not read from the SA)",
+		       "%s, %s, %s, %s; P_Key 0x%04x %s\n", ii->ib_dev, ii->ib_port, ii->qpn,
+		       ii->qkey, (ii->ib_flags & SLUICE_IB_QKEY_SA) ? "" : " (not read from the SA)",
 		       ii->ud_mtu,
 		       (ii->ib_flags & SLUICE_IB_CONNECTED) ? "connected mode" : "datagram mode",
 		       (ii->ib_flags & SLUICE_IB_SOURCE_QPN) ? "enhanced (source-QPN QPs)" :
 							       "not enhanced",
 		       (ii->ib_flags & SLUICE_IB_FLOW_STEER) ? "flow steering" : "no flow steering",
 		       (ii->ib_flags & SLUICE_IB_UD_CSUM) ? "checksum offload" :
-							    "no checksum offload");
+							    "no checksum offload",
+		       ii->pkey, (ii->ib_flags & SLUICE_IB_PKEY_ABSENT) ?
+		       "(not in the port's P_Key table)" : "(in the port's P_Key table)");
 	else
 		printf("  module: loaded; the interface is not IPoIB to it\n");
 	printf("What Sluice will do on %s:\n  %s\n", f->ifname, f->path_text);
@@ -594,6 +626,7 @@ static void print_json(const struct facts *f)
 		jw_str(&w, "mode", f->mode);
 		jw_str(&w, "pkey", f->pkey);
 		jw_str(&w, "ipoib_enhanced", f->enh);
+		jw_str(&w, "parent", f->parent[0] ? f->parent : NULL);
 		jw_obj_end(&w);
 	} else {
 		jw_null(&w, "ipoib");
@@ -610,6 +643,9 @@ static void print_json(const struct facts *f)
 	if (ipoib) {
 		jw_str(&w, "ib_device", ii->ib_dev);
 		jw_i64(&w, "ib_port", ii->ib_port);
+		jw_i64(&w, "pkey", ii->pkey);
+		jw_i64(&w, "pkey_index", ii->pkey_index);
+		jw_bool(&w, "pkey_in_table", !(ii->ib_flags & SLUICE_IB_PKEY_ABSENT));
 		jw_i64(&w, "qpn", ii->qpn);
 		jw_i64(&w, "qkey", ii->qkey);
 		jw_bool(&w, "qkey_from_sa", ii->ib_flags & SLUICE_IB_QKEY_SA);
@@ -620,7 +656,8 @@ static void print_json(const struct facts *f)
 		jw_bool(&w, "checksum_offload", ii->ib_flags & SLUICE_IB_UD_CSUM);
 	} else {
 		static const char *const none[] = {
-			"ib_device", "ib_port", "qpn", "qkey", "qkey_from_sa", "ud_mtu",
+			"ib_device", "ib_port", "pkey", "pkey_index", "pkey_in_table", "qpn",
+			"qkey", "qkey_from_sa", "ud_mtu",
 			"connected", "enhanced", "flow_steering", "checksum_offload",
 		};
 
