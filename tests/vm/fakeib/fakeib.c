@@ -89,10 +89,11 @@
 #define FIB_HDR_LEN	4		/* ipoib's header: protocol, reserved */
 #define FIB_PSEUDO_LEN	INFINIBAND_ALEN	/* the destination, pushed before it */
 #define FIB_HARD_LEN	(FIB_HDR_LEN + FIB_PSEUDO_LEN)
-#define FIB_UD_QPS	16		/* UD QPs a device, QPN FIB_UD_QPN0 + i */
-#define FIB_UD_QPN0	0x48
+#define FIB_QPS		64		/* UD and RC QPs a device, QPN FIB_QPN0 + i */
+#define FIB_QPN0	0x48
 #define FIB_MCGS	32		/* multicast attachments a UD QP */
-#define FIB_MAX_SGE	4
+#define FIB_MAX_SGE	4		/* a send's */
+#define FIB_MAX_RSGE	17		/* a receive's: ipoib's IPOIB_CM_RX_SG */
 #define FIB_MAX_CQE	65536		/* ipoib's receive CQ without an SRQ: 33153 */
 #define FIB_MC_QPN	0xffffff	/* IB_MULTICAST_QPN */
 #define FIB_SUBNET	0xfe80000000000000ull
@@ -123,6 +124,13 @@ struct fib_port {
 	u64 drop_state, drop_nogrh;	/* a receiver not in RTR/RTS; mc, no GRH */
 	u64 len_err_rx, len_err_tx;	/* local length error completions */
 	u64 path_answers;		/* PathRecord GETs the fake SA answered */
+	/* RC traffic and CM MADs (under fd->lock) */
+	u64 rc_sent, rc_rcvd;		/* messages out of and into this port */
+	u64 rc_drop_qp;			/* no connected RC QP in RTR/RTS there */
+	u64 rc_drop_pkey;		/* the receiver's P_Key differed */
+	u64 rc_rnr;			/* no receive posted: RNR, no retries */
+	u64 rc_len_err;			/* the receive too small */
+	u64 cm_mads;			/* CM MADs carried to this port's QP1 */
 	/* The fake SA: MCMemberRecord joins and leaves sent on QP1 */
 	u32 sa_qkey;			/* the Q_Key a group is given */
 	u8 sa_tclass;			/* its traffic class */
@@ -136,6 +144,8 @@ struct fib_port {
 struct fib_sa_reply {
 	struct list_head node;
 	unsigned long due;		/* jiffies */
+	u32 slid;			/* the sender's LID: 1 (the SM) or a port */
+	u16 pkey_index;
 	u8 mad[IB_MGMT_MAD_SIZE];
 };
 
@@ -143,7 +153,7 @@ struct fib_dev {
 	struct ib_device ibdev;		/* first: ib_alloc_device() */
 	spinlock_t lock;		/* P_Key tables, QPN, QPs, SA replies */
 	u32 next_qpn;
-	struct fib_qp *ud[FIB_UD_QPS];	/* UD QPs by QPN - FIB_UD_QPN0 */
+	struct fib_qp *qps[FIB_QPS];	/* UD and RC QPs by QPN - FIB_QPN0 */
 	u8 bounce[IB_GRH_BYTES + 4096];	/* a UD packet on the wire */
 	struct fib_port port[FIB_PORTS];
 };
@@ -173,7 +183,7 @@ struct fib_cq {
 struct fib_rwqe {
 	struct ib_cqe *cqe;
 	u32 num_sge;
-	struct ib_sge sge[FIB_MAX_SGE];
+	struct ib_sge sge[FIB_MAX_RSGE];
 };
 
 struct fib_qp {
@@ -188,6 +198,9 @@ struct fib_qp {
 	u32 rq_size, rq_head, rq_count;
 	u32 nmcg;			/* UD: groups attached */
 	union ib_gid mcg[FIB_MCGS];
+	u32 dest_qpn;			/* RC: the remote QP (RTR's IB_QP_DEST_QPN) */
+	u16 dlid;			/* RC: its port's LID (RTR's IB_QP_AV) */
+	u64 rc_sent, rc_rcvd;		/* RC: messages */
 };
 
 /* netdev_priv() of an interface: an rdma_netdev first, as ipoib's. */
@@ -251,10 +264,10 @@ static int fib_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 	a->max_mr_size = ~0ull;
 	a->page_size_cap = PAGE_SIZE;
 	a->vendor_id = 0xffffff;
-	a->max_qp = 2 * FIB_PORTS + FIB_UD_QPS;
+	a->max_qp = 2 * FIB_PORTS + FIB_QPS;
 	a->max_qp_wr = 4096;
 	a->max_send_sge = 4;
-	a->max_recv_sge = 4;
+	a->max_recv_sge = FIB_MAX_RSGE;
 	a->max_sge_rd = 4;
 	a->max_cq = 16;
 	a->max_cqe = FIB_MAX_CQE;
@@ -514,10 +527,10 @@ static int fib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		idx = 0;
 	else if (init->qp_type == IB_QPT_GSI)
 		idx = 1;
-	else if (init->qp_type == IB_QPT_UD)
+	else if (init->qp_type == IB_QPT_UD || init->qp_type == IB_QPT_RC)
 		idx = -1;
 	else
-		return -EOPNOTSUPP;	/* QP0, QP1 and UD QPs only */
+		return -EOPNOTSUPP;	/* QP0, QP1, UD and RC QPs only */
 	/*
 	 * No create flag is offered (LSO, netif QP, multicast loopback
 	 * blocking: none in query_device), so any is refused, as rxe's
@@ -525,11 +538,18 @@ static int fib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	 */
 	if (init->create_flags)
 		return -EOPNOTSUPP;
+	/*
+	 * No SRQ (none is offered: ipoib's connected mode then gives each
+	 * RC QP its own receive queue, ipoib_cm_nonsrq_init_rx()); an RC QP
+	 * may have no receive queue at all (ipoib's sending side,
+	 * ipoib_cm_create_tx_qp()).
+	 */
 	if ((idx >= 0 && (init->port_num < 1 || init->port_num > FIB_PORTS)) ||
-	    init->srq || !init->cap.max_recv_wr ||
+	    init->srq ||
+	    (!init->cap.max_recv_wr && init->qp_type != IB_QPT_RC) ||
 	    init->cap.max_recv_wr > 4096 || init->cap.max_send_wr > 4096 ||
 	    init->cap.max_send_sge > FIB_MAX_SGE ||
-	    init->cap.max_recv_sge > FIB_MAX_SGE || init->cap.max_inline_data)
+	    init->cap.max_recv_sge > FIB_MAX_RSGE || init->cap.max_inline_data)
 		return -EINVAL;
 	qp->rq = kvcalloc(init->cap.max_recv_wr, sizeof(*qp->rq), GFP_KERNEL);
 	if (!qp->rq)
@@ -550,13 +570,13 @@ static int fib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		else
 			p->qp[idx] = qp;
 	} else {
-		/* A UD QP gets its port at RESET->INIT (IB_QP_PORT). */
+		/* A UD or RC QP gets its port at RESET->INIT (IB_QP_PORT). */
 		ret = -ENOMEM;
-		for (idx = 0; idx < FIB_UD_QPS; idx++) {
-			if (fd->ud[idx])
+		for (idx = 0; idx < FIB_QPS; idx++) {
+			if (fd->qps[idx])
 				continue;
-			fd->ud[idx] = qp;
-			ibqp->qp_num = FIB_UD_QPN0 + idx;
+			fd->qps[idx] = qp;
+			ibqp->qp_num = FIB_QPN0 + idx;
 			ret = 0;
 			break;
 		}
@@ -617,8 +637,14 @@ static int fib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		qp->qkey = attr->qkey;
 	if (mask & IB_QP_PKEY_INDEX)
 		qp->pkey_index = attr->pkey_index;
-	if ((mask & IB_QP_PORT) && ibqp->qp_type == IB_QPT_UD)
+	if ((mask & IB_QP_PORT) && ibqp->qp_type != IB_QPT_GSI &&
+	    ibqp->qp_type != IB_QPT_SMI)
 		qp->port = attr->port_num;
+	/* RC: the peer, as ib_cm's RTR attributes name it (IBTA 11.2.4.2) */
+	if (mask & IB_QP_DEST_QPN)
+		qp->dest_qpn = attr->dest_qp_num;
+	if (mask & IB_QP_AV)
+		qp->dlid = rdma_ah_get_dlid(&attr->ah_attr);
 	/*
 	 * In the error state every outstanding receive completes with a
 	 * flush error (IBTA Vol 1 10.3.1, "Error" state; rxe's
@@ -636,6 +662,34 @@ out:
 	return ret;
 }
 
+/*
+ * The state and the attributes kept (ipoib asks a QP's state when it
+ * takes a child down, check_qp_movement_and_print()).
+ */
+static int fib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+			int mask, struct ib_qp_init_attr *init)
+{
+	struct fib_qp *qp = to_fqp(ibqp);
+	unsigned long flags;
+
+	memset(attr, 0, sizeof(*attr));
+	memset(init, 0, sizeof(*init));
+	spin_lock_irqsave(&qp->lock, flags);
+	attr->qp_state = qp->state;
+	attr->cur_qp_state = qp->state;
+	attr->pkey_index = qp->pkey_index;
+	attr->port_num = qp->port;
+	attr->qkey = qp->qkey;
+	attr->dest_qp_num = qp->dest_qpn;
+	attr->cap.max_recv_wr = qp->rq_size;
+	attr->cap.max_send_sge = qp->max_send_sge;
+	attr->cap.max_recv_sge = qp->max_recv_sge;
+	spin_unlock_irqrestore(&qp->lock, flags);
+	init->qp_type = ibqp->qp_type;
+	init->cap = attr->cap;
+	return 0;
+}
+
 static int fib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct fib_qp *qp = to_fqp(ibqp);
@@ -645,8 +699,8 @@ static int fib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	unsigned long flags;
 
 	spin_lock_irqsave(&fd->lock, flags);
-	if (ibqp->qp_type == IB_QPT_UD) {
-		fd->ud[ibqp->qp_num - FIB_UD_QPN0] = NULL;
+	if (ibqp->qp_type == IB_QPT_UD || ibqp->qp_type == IB_QPT_RC) {
+		fd->qps[ibqp->qp_num - FIB_QPN0] = NULL;
 	} else {
 		p->qp[ibqp->qp_num] = NULL;
 		if (ibqp->qp_num == 1) {
@@ -780,10 +834,12 @@ static bool fib_rq_pop(struct fib_qp *qp, struct fib_rwqe *e)
 
 /*
  * Into QP1's oldest posted receive: no GRH (40 bytes the MAD layer
- * skips), then the MAD, as from the SM's LID.  Under fd->lock.
+ * skips), then the MAD, from @r's LID (the SM's, or a port's for a CM
+ * MAD) with @r's P_Key index.  Under fd->lock.
  */
-static void fib_deliver(struct fib_qp *qp, const u8 *mad)
+static void fib_deliver(struct fib_qp *qp, const struct fib_sa_reply *r)
 {
+	const u8 *mad = r->mad;
 	struct ib_wc wc = { };
 	struct fib_rwqe e;
 	bool got;
@@ -807,7 +863,8 @@ static void fib_deliver(struct fib_qp *qp, const u8 *mad)
 		wc.opcode = IB_WC_RECV;
 		wc.byte_len = IB_GRH_BYTES + IB_MGMT_MAD_SIZE;
 		wc.src_qp = 1;
-		wc.slid = 1;
+		wc.slid = r->slid;
+		wc.pkey_index = r->pkey_index;
 		wc.port_num = qp->port;
 	}
 	fib_cq_push(to_fcq(qp->ibqp.recv_cq), &wc);
@@ -830,8 +887,11 @@ static void fib_sa_work(struct work_struct *work)
 		}
 		list_del(&r->node);
 		if (p->qp[1]) {
-			fib_deliver(p->qp[1], r->mad);
-			p->sa_answers++;
+			fib_deliver(p->qp[1], r);
+			if (r->mad[1] == IB_MGMT_CLASS_SUBN_ADM)
+				p->sa_answers++;
+			else
+				p->cm_mads++;
 		}
 		kfree(r);
 	}
@@ -948,6 +1008,7 @@ static void fib_sa_request(struct fib_port *p, const struct ib_send_wr *wr)
 		d[FIB_MC_LIFE] = FIB_SEL_EXACTLY << 6 | 18;
 	}
 	m[FIB_MAD_METHOD] |= IB_MGMT_METHOD_RESP;
+	r->slid = 1;
 	spin_lock_irqsave(&p->fd->lock, flags);
 	r->due = jiffies + msecs_to_jiffies(READ_ONCE(p->sa_delay_ms));
 	first = list_empty(&p->sa_replies);
@@ -1135,31 +1196,178 @@ static enum ib_wc_status fib_ud_send(struct fib_qp *qp,
 			to->drop_nogrh++;
 			return IB_WC_SUCCESS;
 		}
-		for (i = 0; i < FIB_UD_QPS; i++) {
-			struct fib_qp *r = fd->ud[i];
+		for (i = 0; i < FIB_QPS; i++) {
+			struct fib_qp *r = fd->qps[i];
 
-			if (r && r->port == to->num && fib_attached(r, &gr->dgid))
+			if (r && r->ibqp.qp_type == IB_QPT_UD &&
+			    r->port == to->num && fib_attached(r, &gr->dgid))
 				fib_ud_rx(to, r, &pk);
 		}
 		return IB_WC_SUCCESS;
 	}
 	to = dlid >= 1 && dlid <= FIB_PORTS ? &fd->port[dlid - 1] : NULL;
-	i = ud->remote_qpn - FIB_UD_QPN0;
-	if (!to || ud->remote_qpn < FIB_UD_QPN0 || i >= FIB_UD_QPS ||
-	    !fd->ud[i] || fd->ud[i]->port != to->num) {
+	i = ud->remote_qpn - FIB_QPN0;
+	if (!to || ud->remote_qpn < FIB_QPN0 || i >= FIB_QPS ||
+	    !fd->qps[i] || fd->qps[i]->ibqp.qp_type != IB_QPT_UD ||
+	    fd->qps[i]->port != to->num) {
 		(to ? to : p)->drop_noqp++;
 		return IB_WC_SUCCESS;
 	}
-	fib_ud_rx(to, fd->ud[i], &pk);
+	fib_ud_rx(to, fd->qps[i], &pk);
 	return IB_WC_SUCCESS;
+}
+
+/* ---- RC messages and CM MADs between the two ports ---- */
+
+/*
+ * An RC send from @qp (in RTS) to the QP it is connected to: the
+ * destination port is the one whose LID the QP's address vector names,
+ * the QP there its dest_qpn.  The rules, as the hardware applies them:
+ * - the responder must be an RC QP in RTR or RTS connected back to
+ *   this one (IBTA Vol 1 9.7.5.1.3: otherwise the packet is dropped and
+ *   the requester, after its retries, completes with a transport retry
+ *   error, IB_WC_RETRY_EXC_ERR, here at once);
+ * - P_Keys must match (10.9.3), else silently dropped, the same error;
+ * - a message may be larger than the MTU (RC segments it: 9.7.2), up to
+ *   the port's max_msg_sz; it fills the responder's oldest receive, with
+ *   no GRH on a local subnet (byte_len is the message's);
+ * - no receive posted: an RNR NAK (9.7.5.2.8), and with the RNR retry
+ *   count ipoib and ib_cm give (0: ipoib_cm_send_req()) the requester
+ *   completes with IB_WC_RNR_RETRY_EXC_ERR;
+ * - a receive too small: the responder completes it with a local length
+ *   error and the requester with a remote invalid request (9.9.3.1).
+ * An error completion takes the requester to the error state (10.3.1).
+ * Returns the send completion's status.  Under fd->lock.
+ */
+static enum ib_wc_status fib_rc_send(struct fib_qp *qp,
+				     const struct ib_send_wr *wr)
+{
+	struct fib_dev *fd = to_fd(qp->ibqp.device);
+	struct fib_port *p = &fd->port[qp->port - 1], *to;
+	struct ib_wc wc = { };
+	struct fib_qp *r = NULL;
+	struct fib_rwqe e;
+	u32 i, len = 0, off;
+	bool ok, got;
+
+	for (i = 0; i < wr->num_sge; i++)
+		len += wr->sg_list[i].length;
+	to = qp->dlid >= 1 && qp->dlid <= FIB_PORTS ? &fd->port[qp->dlid - 1] : NULL;
+	i = qp->dest_qpn - FIB_QPN0;
+	if (to && qp->dest_qpn >= FIB_QPN0 && i < FIB_QPS)
+		r = fd->qps[i];
+	if (!r || r->ibqp.qp_type != IB_QPT_RC || r->port != to->num) {
+		p->rc_drop_qp++;
+		return IB_WC_RETRY_EXC_ERR;
+	}
+	spin_lock(&r->lock);
+	ok = (r->state == IB_QPS_RTR || r->state == IB_QPS_RTS) &&
+	     r->dest_qpn == qp->ibqp.qp_num && r->dlid == p->num;
+	if (!ok) {
+		spin_unlock(&r->lock);
+		to->rc_drop_qp++;
+		return IB_WC_RETRY_EXC_ERR;
+	}
+	if (!fib_pkey_match(p->pkeys[qp->pkey_index], to->pkeys[r->pkey_index])) {
+		spin_unlock(&r->lock);
+		to->rc_drop_pkey++;
+		return IB_WC_RETRY_EXC_ERR;
+	}
+	got = fib_rq_pop(r, &e);
+	spin_unlock(&r->lock);
+	if (!got) {
+		to->rc_rnr++;
+		return IB_WC_RNR_RETRY_EXC_ERR;
+	}
+	wc.wr_cqe = e.cqe;
+	wc.qp = &r->ibqp;
+	wc.opcode = IB_WC_RECV;
+	wc.src_qp = qp->ibqp.qp_num;
+	wc.slid = p->num;
+	wc.pkey_index = r->pkey_index;
+	wc.port_num = to->num;
+	if (fib_wqe_room(&e) < len) {
+		wc.status = IB_WC_LOC_LEN_ERR;
+		to->rc_len_err++;
+		fib_cq_push(to_fcq(r->ibqp.recv_cq), &wc);
+		return IB_WC_REM_INV_REQ_ERR;
+	}
+	for (i = 0, off = 0; i < wr->num_sge; i++) {
+		fib_scatter(&e, off, (const u8 *)(uintptr_t)wr->sg_list[i].addr,
+			    wr->sg_list[i].length);
+		off += wr->sg_list[i].length;
+	}
+	wc.status = IB_WC_SUCCESS;
+	wc.byte_len = len;
+	if (wr->opcode == IB_WR_SEND_WITH_IMM) {
+		wc.wc_flags = IB_WC_WITH_IMM;
+		wc.ex.imm_data = wr->ex.imm_data;
+	}
+	p->rc_sent++;
+	qp->rc_sent++;
+	to->rc_rcvd++;
+	r->rc_rcvd++;
+	fib_cq_push(to_fcq(r->ibqp.recv_cq), &wc);
+	return IB_WC_SUCCESS;
+}
+
+/*
+ * A CM MAD (management class 0x07, IBTA 12.6) sent on QP1 goes to QP1
+ * of the port whose LID its address handle names (the fake SA's path
+ * records give each port its number as LID), as a GMP from this port's
+ * LID and QP1 with the WR's P_Key index: ib_cm's REQ, REP, RTU, DREQ...
+ * between the ports.  Delivered from the work that delivers the SA's
+ * answers, never inside the sender's post_send.  Any context.
+ */
+static bool fib_cm_forward(struct fib_port *p, const struct ib_send_wr *wr)
+{
+	const struct ib_ud_wr *ud = ud_wr(wr);
+	struct fib_ah *ah = container_of(ud->ah, struct fib_ah, ibah);
+	u16 dlid = rdma_ah_get_dlid(&ah->attr);
+	struct fib_sa_reply *r;
+	struct fib_port *to;
+	unsigned int off = 0;
+	unsigned long flags;
+	bool first;
+	int i;
+
+	if (!wr->num_sge || wr->sg_list[0].length < 2 ||
+	    ((u8 *)(uintptr_t)wr->sg_list[0].addr)[1] != IB_MGMT_CLASS_CM)
+		return false;
+	if (dlid < 1 || dlid > FIB_PORTS || ud->remote_qpn != 1)
+		return true;		/* nobody there: lost */
+	to = &p->fd->port[dlid - 1];
+	r = kzalloc(sizeof(*r), GFP_ATOMIC);
+	if (!r)
+		return true;
+	for (i = 0; i < wr->num_sge && off < sizeof(r->mad); i++) {
+		u32 len = min_t(u32, wr->sg_list[i].length, sizeof(r->mad) - off);
+
+		memcpy(r->mad + off, (void *)(uintptr_t)wr->sg_list[i].addr, len);
+		off += len;
+	}
+	r->slid = p->num;
+	r->pkey_index = ud->pkey_index;
+	spin_lock_irqsave(&p->fd->lock, flags);
+	r->due = jiffies;
+	first = list_empty(&to->sa_replies);
+	list_add_tail(&r->node, &to->sa_replies);
+	if (first)
+		queue_delayed_work(system_wq, &to->sa_work, 0);
+	spin_unlock_irqrestore(&p->fd->lock, flags);
+	return true;
 }
 
 /*
  * Sends complete at once.  A QP sends only in RTS (IBTA Vol 1 10.3.1;
  * rxe_post_send(): "qp not ready to send"), SEND (with immediate, on
- * UD) only, at most the QP's send SGEs; refused otherwise (the WR and
- * those after it in *bad).  QP0/QP1 sends go to nowhere but the fake
- * SA; UD ones to the other port (fib_ud_send()).
+ * UD and RC) only, at most the QP's send SGEs; refused otherwise (the WR
+ * and those after it in *bad).  An RC QP in the error state takes the
+ * WR and completes it with a flush error (10.3.1, "Error": ipoib drains
+ * a connection's QP so, ipoib_cm_start_rx_drain()).  QP0/QP1 sends go
+ * to the fake SA, or as CM MADs to the other port's QP1
+ * (fib_cm_forward()); UD ones to the other port (fib_ud_send()), RC
+ * ones to the QP connected (fib_rc_send()).
  */
 static int fib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			 const struct ib_send_wr **bad)
@@ -1172,10 +1380,14 @@ static int fib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	int i, ret = 0;
 
 	for (; wr; wr = wr->next) {
-		if (READ_ONCE(qp->state) != IB_QPS_RTS || !qp->port ||
+		bool rc = ibqp->qp_type == IB_QPT_RC;
+		enum ib_qp_state st = READ_ONCE(qp->state);
+
+		if ((st != IB_QPS_RTS && !(rc && st == IB_QPS_ERR)) ||
+		    !qp->port ||
 		    (wr->opcode != IB_WR_SEND &&
 		     !(wr->opcode == IB_WR_SEND_WITH_IMM &&
-		       ibqp->qp_type == IB_QPT_UD)) ||
+		       (ibqp->qp_type == IB_QPT_UD || rc))) ||
 		    wr->num_sge > qp->max_send_sge ||
 		    (wr->send_flags & IB_SEND_IP_CSUM)) {
 			ret = -EINVAL;
@@ -1193,14 +1405,26 @@ static int fib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			spin_lock_irqsave(&fd->lock, flags);
 			wc.status = fib_ud_send(qp, wr);
 			spin_unlock_irqrestore(&fd->lock, flags);
+		} else if (rc && st == IB_QPS_ERR) {
+			wc.status = IB_WC_WR_FLUSH_ERR;
+		} else if (rc) {
+			spin_lock_irqsave(&fd->lock, flags);
+			wc.status = fib_rc_send(qp, wr);
+			spin_unlock_irqrestore(&fd->lock, flags);
+			if (wc.status != IB_WC_SUCCESS) {
+				spin_lock_irqsave(&qp->lock, flags);
+				qp->state = IB_QPS_ERR;
+				fib_flush_rq(qp);
+				spin_unlock_irqrestore(&qp->lock, flags);
+			}
 		}
 		ret = fib_cq_push(to_fcq(ibqp->send_cq), &wc);
 		if (ret)
 			break;
-		if (ibqp->qp_type == IB_QPT_UD)
+		if (ibqp->qp_type == IB_QPT_UD || rc)
 			continue;
 		WRITE_ONCE(p->mad_sends, p->mad_sends + 1);
-		if (ibqp->qp_num == 1)
+		if (ibqp->qp_num == 1 && !fib_cm_forward(p, wr))
 			fib_sa_request(p, wr);
 	}
 	if (ret) {
@@ -1270,6 +1494,7 @@ static const struct ib_device_ops fib_ib_ops = {
 	.req_notify_cq = fib_req_notify_cq,
 	.create_qp = fib_create_qp,
 	.modify_qp = fib_modify_qp,
+	.query_qp = fib_query_qp,
 	.destroy_qp = fib_destroy_qp,
 	.attach_mcast = fib_attach_mcast,
 	.detach_mcast = fib_detach_mcast,
@@ -1827,12 +2052,25 @@ static int fib_state_show(struct seq_file *m, void *unused)
 			   p->drop_pkey, p->drop_noqp, p->drop_norecv,
 			   p->drop_state, p->drop_nogrh, p->len_err_rx,
 			   p->len_err_tx, p->path_answers);
-		for (j = 0; j < FIB_UD_QPS; j++) {
-			struct fib_qp *q = fib->ud[j];
+		seq_printf(m, "  rc port %u sent %llu rcvd %llu drop_qp %llu drop_pkey %llu rnr %llu len_err %llu cm_mads %llu\n",
+			   p->num, p->rc_sent, p->rc_rcvd, p->rc_drop_qp,
+			   p->rc_drop_pkey, p->rc_rnr, p->rc_len_err,
+			   p->cm_mads);
+		for (j = 0; j < FIB_QPS; j++) {
+			struct fib_qp *q = fib->qps[j];
 
 			if (!q || q->port != p->num)
 				continue;
 			spin_lock(&q->lock);
+			if (q->ibqp.qp_type == IB_QPT_RC) {
+				seq_printf(m, "  rcqp port %u qpn 0x%06x state %s pkey_index %u dest_qpn 0x%06x dlid %u recvs %u sent %llu rcvd %llu\n",
+					   p->num, q->ibqp.qp_num,
+					   fib_qps_name[q->state],
+					   q->pkey_index, q->dest_qpn, q->dlid,
+					   q->rq_count, q->rc_sent, q->rc_rcvd);
+				spin_unlock(&q->lock);
+				continue;
+			}
 			seq_printf(m, "  udqp port %u qpn 0x%06x state %s pkey_index %u pkey 0x%04x qkey 0x%08x recvs %u mcgs %u\n",
 				   p->num, q->ibqp.qp_num,
 				   fib_qps_name[q->state], q->pkey_index,
