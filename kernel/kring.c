@@ -74,6 +74,7 @@ struct sluice_kring_state {
 	u32 rx_prod;			/* private copies of the indices */
 	u32 fill_cons;			/* the module writes */
 	u64 rx_gso_split;		/* GSO skbs segmented, for debugfs */
+	atomic64_t rx_pass_size;	/* datagrams too long, left to the kernel */
 	struct mutex tx_lock;		/* the tx consumer */
 	u32 tx_cons;
 };
@@ -348,6 +349,21 @@ static rx_handler_result_t sluice_rx_handler(struct sk_buff **pskb)
 		kr = sluice_kring_of(st);
 	/* Rings still steering, on this very device. */
 	if (!kr || !kdev || rcu_access_pointer(kr->kdev) != kdev) {
+		rcu_read_unlock();
+		return RX_HANDLER_PASS;
+	}
+	/*
+	 * A UDP datagram longer than the stack's buffers hold (an IPoIB
+	 * interface in connected mode has an MTU of 65520, the buffers at
+	 * most 8192 unless asked): dropping it lost what the kernel takes.
+	 * The kernel's UDP delivers it to the port's reservation, which the
+	 * library reads as the socket's kernel twin (FILTER_FD).  Never a
+	 * TCP segment: the kernel has no socket for a stack's connection
+	 * and would reset it (the stack's MSS keeps them short).
+	 */
+	if (iph->protocol == IPPROTO_UDP && !skb_is_gso(skb) &&
+	    len > st->buf_size - min(st->buf_size, SLUICE_KRING_RX_HEADROOM)) {
+		atomic64_inc(&kr->rx_pass_size);
 		rcu_read_unlock();
 		return RX_HANDLER_PASS;
 	}
@@ -798,9 +814,10 @@ void sluice_kring_show(struct seq_file *m, struct sluice_stack *st)
 	seq_printf(m, "  bad_index %llu bad_buf %llu bad_desc %llu\n",
 		   READ_ONCE(k->bad_index), READ_ONCE(k->bad_buf),
 		   READ_ONCE(k->bad_desc));
-	seq_printf(m, "  module rx_prod %u fill_cons %u tx_cons %u rx_gso_split %llu\n",
+	seq_printf(m, "  module rx_prod %u fill_cons %u tx_cons %u rx_gso_split %llu rx_pass_size %lld\n",
 		   READ_ONCE(kr->rx_prod), READ_ONCE(kr->fill_cons),
-		   READ_ONCE(kr->tx_cons), READ_ONCE(kr->rx_gso_split));
+		   READ_ONCE(kr->tx_cons), READ_ONCE(kr->rx_gso_split),
+		   (long long)atomic64_read(&kr->rx_pass_size));
 }
 
 int sluice_kring_init(void)
