@@ -15,7 +15,9 @@
  * rules real hardware applies, each with its source in a comment
  * ("UD datagrams between the two ports"), receives flushed when a QP
  * goes to the error state, modify_port for ib_cm, and a fake SA that
- * also answers PathRecord queries.
+ * also answers PathRecord queries.  For connected mode (ipoib_modes.sh)
+ * it has RC QPs and carries ib_cm's MADs between the ports' QP1s ("RC
+ * messages and CM MADs between the two ports").
  *
  * The HCA ("fakeib0", two ports of InfiniBand link layer) implements the
  * verbs ib_core needs before it calls any client's add
@@ -23,7 +25,7 @@
  * what ib_mad and ib_sa do with a port: a PD, a CQ, QP0 and QP1 taken to
  * RTS with receives posted (ib_mad_port_open()), the SM's address handle
  * (update_sm_ah(); alloc_mad() queries it back before each query).  Other
- * QP types are refused (but UD with ipoib=1, below).  Sends complete at
+ * QP types are refused (but UD and RC for ipoib, below).  Sends complete at
  * once; a fake SA answers the MCMemberRecord joins and leaves sent on QP1
  * (into QP1's receives, after a delay the test sets), nothing else (a
  * path query times out unless a local service answers it over RDMA
