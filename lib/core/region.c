@@ -612,7 +612,7 @@ bool sl_region_reclaim(const char *name)
 	 * must not unlink the fresh one the first has made meanwhile (which
 	 * is not broken: the name is then the fresh one's, and so "gone").
 	 */
-	flock(fd, LOCK_EX);
+	sl_sys_flock(fd, LOCK_EX);
 	if (SL_READ_ONCE(r->magic) != SLUICE_REGION_MAGIC)
 		gone = false;
 	else if (sl_load_acquire(&r->state) != SLUICE_STATE_BROKEN)
@@ -623,7 +623,7 @@ bool sl_region_reclaim(const char *name)
 		gone = true;
 	else
 		gone = unlink(path) == 0 || errno == ENOENT;
-	flock(fd, LOCK_UN);
+	sl_sys_flock(fd, LOCK_UN);
 	munmap(p, sizeof(*r));
 out_close:
 	sl_sys_close(fd);

@@ -96,6 +96,11 @@ int sl_sys_fstat(int fd, struct stat *st)
 	return (int)sl_syscall(SYS_fstat, fd, st);
 }
 
+int sl_sys_flock(int fd, int op)
+{
+	return (int)sl_syscall(SYS_flock, fd, op);
+}
+
 int sl_sys_dup2(int oldfd, int newfd)
 {
 	/* dup3(2) refuses old == new; dup2(2) then only checks old. */

@@ -49,6 +49,8 @@ int sl_sys_close(int fd);
  * and openat are interposed: preload/files.c). */
 int sl_sys_openat(int dfd, const char *path, int flags, unsigned int mode);
 int sl_sys_fstat(int fd, struct stat *st);
+/* flock(2) (interposed: preload/files.c). */
+int sl_sys_flock(int fd, int op);
 /* May this process set SO_RCVBUFFORCE: CAP_NET_ADMIN over its network
  * namespace, as the kernel answers on a socket made to ask it. */
 bool sl_sys_net_admin(void);

@@ -25,6 +25,10 @@
 
 #include "preload.h"
 
+#ifndef FIGETBSZ
+#define FIGETBSZ	_IO(0x00, 2)	/* linux/fs.h */
+#endif
+
 #define PL_KERNEL_O_LARGEFILE	0100000	/* asm-generic/fcntl.h */
 
 EXPORT int close(int fd)
@@ -429,18 +433,16 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 			if (!ret)
 				SL_WRITE_ONCE(ps->nonblock, v != 0);
 		}
-	} else if (req == FIONREAD) {
-		ret = bad_out_int(arg) ? -EFAULT : inq(ps);
-		if (ret >= 0) {
-			memcpy(arg, &ret, sizeof(ret));
-			ret = 0;
-		}
-	} else if (req == SIOCOUTQ || req == SIOCOUTQNSD) {
-		ret = bad_out_int(arg) ? -EFAULT : outq(ps, req == SIOCOUTQNSD);
-		if (ret >= 0) {
-			memcpy(arg, &ret, sizeof(ret));
-			ret = 0;
-		}
+	} else if (req == FIONREAD || req == SIOCOUTQ || req == SIOCOUTQNSD) {
+		/* As tcp_ioctl(): a listener's EINVAL before put_user(). */
+		ret = req == FIONREAD ? inq(ps) : outq(ps, req == SIOCOUTQNSD);
+		if (ret >= 0)
+			ret = pl_copy_out(arg, &ret, sizeof(ret)) ? -EFAULT : 0;
+	} else if (req == FIGETBSZ) {
+		/* do_vfs_ioctl() on any file: its file system's block size
+		 * (sockfs's, as anon_inodefs', is PAGE_SIZE). */
+		v = (int)sysconf(_SC_PAGESIZE);
+		ret = pl_copy_out(arg, &v, sizeof(v)) ? -EFAULT : 0;
 	} else if (req == SIOCATMARK && ps->type == SOCK_STREAM) {
 		ret = bad_out_int(arg) ? -EFAULT : atmark(ps);
 		if (ret >= 0) {

@@ -357,7 +357,7 @@ static int fdtable_map(struct sl_stack *s)
 	if (fd < 0)
 		return -errno;
 	/* flock() is a separate lock space from the OFD byte locks. */
-	flock(fd, LOCK_EX);
+	sl_sys_flock(fd, LOCK_EX);
 	if (fstat(fd, &stt) || ((size_t)stt.st_size < size && ftruncate(fd, (off_t)size))) {
 		ret = -errno;
 		goto out;
@@ -383,7 +383,7 @@ static int fdtable_map(struct sl_stack *s)
 	recs = (struct sl_fdrec *)((uint8_t *)p + PL_HDR_SIZE);
 	nrec = max;
 out:
-	flock(fd, LOCK_UN);
+	sl_sys_flock(fd, LOCK_UN);
 	pl_libc.close(fd);
 	return ret;
 }

@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <linux/sockios.h>
 #include <sys/socket.h>
@@ -31,74 +32,148 @@
 
 /* ---- no position ---- */
 
+/* Linux's lseek(): a whence above SEEK_MAX is EINVAL before the file is
+ * asked (a socket's no_llseek(): ESPIPE). */
+static long no_seek(unsigned int whence)
+{
+	return pl_ret(whence > SEEK_HOLE ? -EINVAL : -ESPIPE);
+}
+
+/* pread/pwrite and the v forms: a negative offset is EINVAL
+ * (ksys_pread64(), do_preadv()) before the file's FMODE_PREAD: ESPIPE;
+ * the buffer is never looked at. */
+static long no_pos(long long off)
+{
+	return pl_ret(off < 0 ? -EINVAL : -ESPIPE);
+}
+
 EXPORT off_t lseek(int fd, off_t off, int whence)
 {
 	if (pl_is_sluice(fd))
-		return (off_t)pl_ret(-ESPIPE);
+		return (off_t)no_seek((unsigned int)whence);
 	return REAL(lseek)(fd, off, whence);
 }
 
 EXPORT off64_t lseek64(int fd, off64_t off, int whence)
 {
 	if (pl_is_sluice(fd))
-		return (off64_t)pl_ret(-ESPIPE);
+		return (off64_t)no_seek((unsigned int)whence);
 	return REAL(lseek64)(fd, off, whence);
 }
 
 EXPORT ssize_t pread(int fd, void *buf, size_t len, off_t off)
 {
 	if (pl_is_sluice(fd))
-		return pl_ret(-ESPIPE);
+		return no_pos(off);
 	return REAL(pread)(fd, buf, len, off);
 }
 
 EXPORT ssize_t pread64(int fd, void *buf, size_t len, off64_t off)
 {
 	if (pl_is_sluice(fd))
-		return pl_ret(-ESPIPE);
+		return no_pos(off);
 	return REAL(pread64)(fd, buf, len, off);
 }
 
 EXPORT ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
 {
 	if (pl_is_sluice(fd))
-		return pl_ret(-ESPIPE);
+		return no_pos(off);
 	return REAL(pwrite)(fd, buf, len, off);
 }
 
 EXPORT ssize_t pwrite64(int fd, const void *buf, size_t len, off64_t off)
 {
 	if (pl_is_sluice(fd))
-		return pl_ret(-ESPIPE);
+		return no_pos(off);
 	return REAL(pwrite64)(fd, buf, len, off);
 }
 
 EXPORT ssize_t preadv(int fd, const struct iovec *iov, int n, off_t off)
 {
 	if (pl_is_sluice(fd))
-		return pl_ret(-ESPIPE);
+		return no_pos(off);
 	return REAL(preadv)(fd, iov, n, off);
 }
 
 EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int n, off64_t off)
 {
 	if (pl_is_sluice(fd))
-		return pl_ret(-ESPIPE);
+		return no_pos(off);
 	return REAL(preadv64)(fd, iov, n, off);
 }
 
 EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int n, off_t off)
 {
 	if (pl_is_sluice(fd))
-		return pl_ret(-ESPIPE);
+		return no_pos(off);
 	return REAL(pwritev)(fd, iov, n, off);
 }
 
 EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int n, off64_t off)
 {
 	if (pl_is_sluice(fd))
-		return pl_ret(-ESPIPE);
+		return no_pos(off);
 	return REAL(pwritev64)(fd, iov, n, off);
+}
+
+/*
+ * Advice, space and whole-file locks: a socket is an inode of sockfs,
+ * and Linux answers these on it as on any such inode, where the
+ * placeholder's FIFO answers as a FIFO opened for reading (ESPIPE,
+ * EBADF) and shares one lock among a shard's sockets.
+ *
+ * posix_fadvise(): generic_fadvise() on a mapping with no backing
+ * device: a negative length or an unknown advice EINVAL, else 0.
+ */
+EXPORT int posix_fadvise(int fd, off_t off, off_t len, int advice)
+{
+	if (!pl_is_sluice(fd))
+		return REAL(posix_fadvise)(fd, off, len, advice);
+	return len < 0 || advice < POSIX_FADV_NORMAL || advice > POSIX_FADV_NOREUSE ? EINVAL : 0;
+}
+
+EXPORT int posix_fadvise64(int fd, off_t off, off_t len, int advice)
+	__attribute__((alias("posix_fadvise")));
+
+/* vfs_fallocate(): the range and the mode are checked first (the kernel
+ * asked on the placeholder: EINVAL, EOPNOTSUPP), then FMODE_WRITE (which
+ * the placeholder lacks, EBADF, and a socket has) and the inode's type:
+ * a socket is neither a file nor a block device, ENODEV. */
+EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
+{
+	int saved = errno;
+
+	if (!pl_is_sluice(fd))
+		return REAL(fallocate)(fd, mode, off, len);
+	if (off < 0 || len <= 0)
+		return (int)pl_ret(-EINVAL);
+	if (!REAL(fallocate)(fd, mode, off, len))
+		return (int)pl_ret(-ENODEV);	/* not reached: no FMODE_WRITE */
+	if (errno != EBADF && errno != ENODEV && errno != ESPIPE)
+		return -1;
+	errno = saved;
+	return (int)pl_ret(-ENODEV);
+}
+
+EXPORT int fallocate64(int fd, int mode, off_t off, off_t len) __attribute__((alias("fallocate")));
+
+/* flock(): a socket's lock is its own inode's, and only its own open
+ * description (shared by dup, fork and SCM_RIGHTS, never opened again)
+ * holds it, so it never meets another: every lock is granted at once.
+ * The request is checked as flock_translate_cmd() checks it (LOCK_MAND
+ * ignored, as Linux does now). */
+EXPORT int flock(int fd, int op)
+{
+	int cmd = op & ~LOCK_NB;
+
+	if (!pl_is_sluice(fd))
+		return REAL(flock)(fd, op);
+	if (op & LOCK_MAND)
+		return 0;
+	if (cmd != LOCK_SH && cmd != LOCK_EX && cmd != LOCK_UN)
+		return (int)pl_ret(-EINVAL);
+	return 0;
 }
 
 /*
@@ -115,7 +190,7 @@ static ssize_t rw2(int fd, const struct iovec *iov, int n, off64_t off, int flag
 	int mf = flags & RWF_NOWAIT ? MSG_DONTWAIT : 0;
 
 	if (off != -1)
-		return pl_ret(-ESPIPE);
+		return no_pos(off);
 	if (flags & ~PL_RWF_KNOWN)
 		return pl_ret(-EOPNOTSUPP);
 	if (n < 0 || n > IOV_MAX)

@@ -83,7 +83,8 @@ static void resolve_libc(void)
 	RESOLVE(lseek); RESOLVE(lseek64); RESOLVE(pread); RESOLVE(pread64);
 	RESOLVE(pwrite); RESOLVE(pwrite64); RESOLVE(preadv); RESOLVE(preadv64);
 	RESOLVE(pwritev); RESOLVE(pwritev64); RESOLVE(preadv2); RESOLVE(preadv64v2);
-	RESOLVE(pwritev2); RESOLVE(pwritev64v2); RESOLVE(fstat); RESOLVE(fstat64);
+	RESOLVE(pwritev2); RESOLVE(pwritev64v2); RESOLVE(posix_fadvise);
+	RESOLVE(fallocate); RESOLVE(flock); RESOLVE(fstat); RESOLVE(fstat64);
 	RESOLVE(fstatat); RESOLVE(fstatat64); RESOLVE(statx); RESOLVE(splice); RESOLVE(tee);
 	RESOLVE(vmsplice); RESOLVE(copy_file_range); RESOLVE(openat);
 }

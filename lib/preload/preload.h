@@ -93,6 +93,9 @@ struct pl_libc {
 	ssize_t (*preadv64v2)(int, const struct iovec *, int, off64_t, int);
 	ssize_t (*pwritev2)(int, const struct iovec *, int, off_t, int);
 	ssize_t (*pwritev64v2)(int, const struct iovec *, int, off64_t, int);
+	int (*posix_fadvise)(int, off_t, off_t, int);
+	int (*fallocate)(int, int, off_t, off_t);
+	int (*flock)(int, int);
 	int (*fstat)(int, struct stat *);
 	int (*fstat64)(int, struct stat64 *);
 	int (*fstatat)(int, const char *, struct stat *, int);

@@ -2413,6 +2413,10 @@ EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		return REAL(setsockopt)(fd, level, name, val, len);
 	if ((int)len < 0)
 		return (int)pl_ret(-EINVAL);
+	/* Linux's sk_setsockopt(): every option but SO_BINDTODEVICE takes
+	 * at least an int, EINVAL before its value is read. */
+	if (level == SOL_SOCKET && name != SO_BINDTODEVICE && len < sizeof(int))
+		return (int)pl_ret(-EINVAL);
 	if (len && len <= sizeof(kval)) {
 		if (pl_copy_in(kval, val, len))
 			return (int)pl_ret(-EFAULT);
