@@ -530,8 +530,8 @@ static bool over_nofile(nfds_t n)
  * Any Sluice fd in the array?  An array longer than the fd table may
  * hold, or one that cannot be read: none, the kernel's answer (EINVAL,
  * EFAULT) without touching it here.  *wr: the array can take the events
- * back (else Linux's poll() is EFAULT, which it finds after the wait;
- * here before).  One probe a page, writing, in the usual case.
+ * back (else the wait is on a copy and EFAULT after it, as Linux's:
+ * poll_unwritable()).  One probe a page, writing, in the usual case.
  */
 static bool any_sluice(struct pollfd *fds, nfds_t n, bool *wr)
 {
@@ -546,13 +546,34 @@ static bool any_sluice(struct pollfd *fds, nfds_t n, bool *wr)
 	return false;
 }
 
+/* An array the events cannot go back to (a read-only page): Linux's
+ * poll() waits on what it read at entry and finds so when it writes the
+ * events, EFAULT whatever came, after the wait; the entries before the
+ * one that faults get theirs. */
+static int poll_unwritable(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+	struct pollfd sbuf[PL_STACK_FDS], *k = sbuf;
+	int ret;
+
+	if (n > PL_STACK_FDS && !(k = malloc(n * sizeof(*k))))
+		return -ENOMEM;
+	ret = pl_copy_in(k, fds, n * sizeof(*k)) ? -EFAULT : poll_core(k, n, timeout_ms);
+	for (nfds_t i = 0; ret != -EFAULT && i < n; i++)
+		if (pl_copy_out(&fds[i].revents, &k[i].revents, sizeof(k[i].revents)))
+			ret = -EFAULT;
+	if (k != sbuf)
+		free(k);
+	return ret;
+}
+
 EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
 	bool wr;
 
 	if (!any_sluice(fds, n, &wr))
 		return REAL(poll)(fds, n, timeout_ms);
-	return (int)pl_ret(wr ? poll_core(fds, n, timeout_ms) : -EFAULT);
+	return (int)pl_ret(wr ? poll_core(fds, n, timeout_ms) :
+				poll_unwritable(fds, n, timeout_ms));
 }
 
 EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout_ms, size_t fdslen)
@@ -588,7 +609,8 @@ EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const 
 		return (int)pl_ret(-EINVAL);
 	if (mask)
 		pthread_sigmask(SIG_SETMASK, &kmask, &old);
-	ret = wr ? poll_core(fds, n, ts_ms(ts ? &kts : NULL)) : -EFAULT;
+	ret = wr ? poll_core(fds, n, ts_ms(ts ? &kts : NULL)) :
+		   poll_unwritable(fds, n, ts_ms(ts ? &kts : NULL));
 	if (mask)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return (int)pl_ret(ret);
@@ -689,15 +711,31 @@ out:
 	return ret;
 }
 
-/* The sets get the answer back: EFAULT where they cannot (Linux finds
- * so after the wait; here before). */
-static int sets_out(int nfds, fd_set *r, fd_set *w, fd_set *e)
+/*
+ * select_core() on the program's sets, or, where one cannot take the
+ * answer back (a read-only page), as Linux's core_sys_select(): on
+ * copies read at entry, the answer written after the wait, EFAULT
+ * there whatever came (an error of the wait itself, EBADF or EINTR,
+ * first).
+ */
+static int select_sets(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout_ms)
 {
 	size_t nb = set_bytes(nfds < FD_SETSIZE ? nfds : FD_SETSIZE);
+	fd_set k[3];
+	fd_set *u[3] = { r, w, e };
+	int ret;
 
-	if ((r && !pl_writable(r, nb)) || (w && !pl_writable(w, nb)) || (e && !pl_writable(e, nb)))
-		return -EFAULT;
-	return 0;
+	if ((!r || pl_writable(r, nb)) && (!w || pl_writable(w, nb)) && (!e || pl_writable(e, nb)))
+		return select_core(nfds, r, w, e, timeout_ms);
+	for (int i = 0; i < 3; i++)
+		if (u[i] && pl_copy_in(&k[i], u[i], nb))
+			return -EFAULT;
+	ret = select_core(nfds, r ? &k[0] : NULL, w ? &k[1] : NULL, e ? &k[2] : NULL,
+			  timeout_ms);
+	for (int i = 0; ret >= 0 && i < 3; i++)
+		if (u[i] && pl_copy_out(u[i], &k[i], nb))
+			ret = -EFAULT;
+	return ret;
 }
 
 EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
@@ -718,11 +756,8 @@ EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 		if (ms > 0x7fffffff)
 			ms = 0x7fffffff;
 	}
-	ret = sets_out(nfds, r, w, e);
-	if (ret)
-		return (int)pl_ret(ret);
 	t0 = pl_now_us();
-	ret = select_core(nfds, r, w, e, (int)ms);
+	ret = select_sets(nfds, r, w, e, (int)ms);
 	if (tv) {
 		/* As Linux: the time not slept is left in the timeval. */
 		long long left = (long long)ktv.tv_sec * 1000000 + ktv.tv_usec -
@@ -749,12 +784,9 @@ EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct times
 		return REAL(pselect)(nfds, r, w, e, ts, mask);
 	if ((ts && pl_copy_in(&kts, ts, sizeof(kts))) || (mask && (sigemptyset(&kmask), pl_copy_in(&kmask, mask, 8))))
 		return (int)pl_ret(-EFAULT);
-	ret = sets_out(nfds, r, w, e);
-	if (ret)
-		return (int)pl_ret(ret);
 	if (mask)
 		pthread_sigmask(SIG_SETMASK, &kmask, &old);
-	ret = select_core(nfds, r, w, e, ts_ms(ts ? &kts : NULL));
+	ret = select_sets(nfds, r, w, e, ts_ms(ts ? &kts : NULL));
 	if (mask)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return (int)pl_ret(ret);
