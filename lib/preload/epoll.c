@@ -539,15 +539,19 @@ static bool ep_khint(struct pl_ep *ep)
 
 /* Linux's do_epoll_wait(): maxevents from 1 to EP_MAX_EVENTS, else
  * EINVAL; an array access_ok() refuses EFAULT.  The kernel finds the
- * rest of a bad array when it writes an event; here the first entry is
- * tried before the wait (one byte written with its own value). */
+ * rest of a bad array only when it writes an event there
+ * (ep_send_events(): EFAULT, the event left ready; none, the wait runs
+ * its course).  Here the first entry is tried before the wait (one byte
+ * written with its own value): 1 if it cannot take an event
+ * (ep_wait_bad()), else 0; the later ones are written by checked copies
+ * (ep_collect()). */
 static int ep_args(struct epoll_event *evs, int max)
 {
 	if (max <= 0 || max > (int)(INT_MAX / sizeof(struct epoll_event)))
 		return -EINVAL;
-	if (pl_bad_dst(evs, (size_t)max * sizeof(*evs)) || !pl_writable(evs, sizeof(*evs)))
+	if (pl_bad_dst(evs, (size_t)max * sizeof(*evs)))
 		return -EFAULT;
-	return 0;
+	return !pl_writable(evs, sizeof(*evs));
 }
 
 static int ep_wait_kfd(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max,
@@ -558,8 +562,9 @@ static int ep_wait_kfd(int epfd, struct pl_ep *ep, struct epoll_event *evs, int 
 	unsigned int sigs, round = 0;
 	int k, sleep_ms = 1;
 
+	/* The kernel's own answer for an array it cannot write. */
 	k = ep_args(evs, max);
-	if (k)
+	if (k < 0)
 		return k;
 	pl_waiter_init(&w, timeout_ms);
 	sigs = pl_sig_count();
@@ -797,6 +802,7 @@ static void ep_journal(struct pl_ep *ep, struct sl_stack *s)
  */
 static int ep_collect(struct pl_ep *ep, struct epoll_event *out, int max)
 {
+	struct epoll_event e;
 	struct sluice_pollfd pbuf[64], *p = pbuf;
 	uint32_t ibuf[64], *idx = ibuf;
 	struct sl_stack *s = pl_sl();
@@ -862,10 +868,21 @@ static int ep_collect(struct pl_ep *ep, struct epoll_event *out, int max)
 			ep->check[keep++] = i;	/* not reported yet: first next time */
 			continue;
 		}
+		/* A look that takes nothing (out NULL: ep_wait_bad()), or
+		 * an entry that cannot take the event (Linux: the events
+		 * so far, this one left ready): as above. */
+		e.events = rev;
+		e.data = it->ev.data;
+		if (!out || pl_copy_out(&out[got], &e, sizeof(e))) {
+			ep->check[keep++] = i;
+			if (out)
+				max = got;
+			else
+				got++;
+			continue;
+		}
 		it->seen_seq = seq;
 		it->seen_mask = rev;
-		out[got].events = rev;
-		out[got].data = it->ev.data;
 		got++;
 		if (it->ev.events & EPOLLONESHOT)
 			it->disabled = true;
@@ -1059,6 +1076,40 @@ static int ep_unbell(struct epoll_event *evs, int n, int mine, bool *rang)
 static int ep_wait_spin(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max,
 			int timeout_ms);
 
+/*
+ * An array whose first entry cannot take an event (NULL, unmapped,
+ * read-only): as Linux, EFAULT once an event is there (left ready: the
+ * looks take nothing, and the kernel's part is asked with the program's
+ * array, so the kernel answers for it), else 0 when the time is up.
+ * Sleeps in slices, without the bell (never a hot path).
+ */
+static int ep_wait_bad(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max,
+		       int timeout_ms)
+{
+	struct pl_waiter w;
+	unsigned int sigs = pl_sig_count();
+	int k, sleep_ms;
+
+	pl_waiter_init(&w, timeout_ms);
+	for (;;) {
+		if (ep_collect(ep, NULL, 1))
+			return -EFAULT;
+		if (!(SL_READ_ONCE(ep_pure[epfd]) && !ep->kfd)) {
+			k = REAL(epoll_wait)(epfd, evs, max, 0);
+			if (k)
+				return k < 0 ? -errno : k;
+		}
+		if (!pl_waiter_next(&w, &sleep_ms))
+			return 0;
+		if (!sleep_ms || !ep_sleep(ep, sleep_ms, sigs))
+			sl_wait_backoff();
+		if (pl_sig_count() != sigs) {
+			pl_sig_take_restart();
+			return -EINTR;	/* epoll_wait is never restarted */
+		}
+	}
+}
+
 /* A wait, and its length told to the thread's spin (pl_spin_note()). */
 static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max, int timeout_ms)
 {
@@ -1066,8 +1117,10 @@ static int ep_wait(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max,
 	int ret;
 
 	ret = ep_args(evs, max);
-	if (ret)
+	if (ret < 0)
 		return ret;
+	if (ret)
+		return ep_wait_bad(epfd, ep, evs, max, timeout_ms);
 	t0 = pl_now_us();
 	pl_twin_watch_check();	/* a forked child's listeners (twin.c) */
 	ret = ep_wait_spin(epfd, ep, evs, max, timeout_ms);
@@ -1131,8 +1184,8 @@ static int ep_wait_spin(int epfd, struct pl_ep *ep, struct epoll_event *evs, int
 			k = -errno;
 			if (armed > 0)
 				pl_bell_end(&bell, false);
-			if (k == -EINTR && got)
-				k = 0;
+			if ((k == -EINTR || k == -EFAULT) && got)
+				k = 0;	/* the events so far (a later entry bad) */
 			else
 				return k;
 		}
