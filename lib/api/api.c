@@ -1297,7 +1297,7 @@ static long tcp_send_lent(struct sl_stack *s, struct sl_sock *so, const void *bu
 }
 
 static long tcp_recv_lent(struct sl_stack *s, struct sl_sock *so, void *buf, size_t len,
-			  bool *locked)
+			  int flags, bool *locked)
 {
 	uint8_t *p = buf;
 	uint32_t gen = so->kp.gen, head;
@@ -1307,9 +1307,14 @@ static long tcp_recv_lent(struct sl_stack *s, struct sl_sock *so, void *buf, siz
 	 * the caller's buffer is found writable where they will go (one
 	 * byte a page, written with its own value), else
 	 * the copy under the lock, which stops at a fault (sl_tcp_recv()). */
-	for (size_t o = 0; o < m; o += 4096 - ((uintptr_t)(p + o) & 4095))
-		if (sl_uprobe_w(p + o))
+	if (flags & SL_MSG_IOV) {
+		if (sl_uprobe_cur(buf, m))
 			return -EAGAIN;
+	} else {
+		for (size_t o = 0; o < m; o += 4096 - ((uintptr_t)(p + o) & 4095))
+			if (sl_uprobe_w(p + o))
+				return -EAGAIN;
+	}
 	head = sl_tcp_recv_lend(s, so, len, &n);
 	if (head == SLUICE_IDX_NONE)
 		return -EAGAIN;
@@ -1322,7 +1327,7 @@ static long tcp_recv_lent(struct sl_stack *s, struct sl_sock *so, void *buf, siz
 			chunk = n - off;
 		/* Checked: a buffer unmapped since the probe loses the rest
 		 * of what was lent, and does not kill the caller. */
-		if (sl_ucopy(p + off, sl_buf_data(s, idx), chunk))
+		if (sl_rx_copy(buf, off, flags, sl_buf_data(s, idx), chunk))
 			break;
 		off += chunk;
 	}
@@ -1515,7 +1520,7 @@ long sl_recvfrom_meta(struct sluice_stack *st, int sd, void *buf, size_t len, in
 				ret = sl_tcp_recv_urg(s, so, buf, len, flags);
 				nb = true;
 			} else if (!lowat && len >= SL_LEND_MIN && !(flags & (MSG_PEEK | MSG_TRUNC))) {
-				ret = tcp_recv_lent(s, so, buf, len, &locked);
+				ret = tcp_recv_lent(s, so, buf, len, flags, &locked);
 			}
 			if (ret == -EAGAIN && !lowat && !(flags & MSG_OOB))
 				ret = sl_tcp_recv(s, so, buf, len, flags, sl_now_held(s));

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <sluice/sluice.h>
 
@@ -1331,5 +1332,23 @@ struct sl_ho_ans {
 size_t sl_ucopy(void *dst, const void *src, size_t n);
 int sl_uprobe_w(void *p);
 uintptr_t sl_ucopy_fixup(uintptr_t ip);
+
+/*
+ * A destination of several buffers (readv()'s iovecs): the next byte
+ * goes to iov[i] at off.  sl_ucopy_cur() copies n bytes there through
+ * sl_ucopy() and moves the cursor on; a fault anywhere puts the cursor
+ * back where it was and returns n (none taken, as Linux's
+ * skb_copy_datagram_iter() reverts the iterator), else 0.
+ * sl_uprobe_cur(): the n bytes from the cursor on may all be written
+ * (one probe a page, sl_uprobe_w()): 0, or -1.
+ */
+struct sl_ucur {
+	const struct iovec *iov;
+	unsigned int n, i;
+	size_t off;
+};
+
+size_t sl_ucopy_cur(struct sl_ucur *c, const void *src, size_t n);
+int sl_uprobe_cur(const struct sl_ucur *c, size_t n);
 
 #endif /* SLUICE_CORE_H */

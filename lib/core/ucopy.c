@@ -15,6 +15,48 @@
 
 #include "core/core.h"
 
+size_t sl_ucopy_cur(struct sl_ucur *c, const void *src, size_t n)
+{
+	struct sl_ucur was = *c;
+	const uint8_t *p = src;
+	size_t left = n;
+
+	while (left && c->i < c->n) {
+		size_t room = c->iov[c->i].iov_len - c->off, k = left < room ? left : room;
+
+		if (k && sl_ucopy((uint8_t *)c->iov[c->i].iov_base + c->off, p, k)) {
+			*c = was;
+			return n;
+		}
+		p += k;
+		left -= k;
+		c->off += k;
+		if (c->off == c->iov[c->i].iov_len) {
+			c->i++;
+			c->off = 0;
+		}
+	}
+	return 0;
+}
+
+int sl_uprobe_cur(const struct sl_ucur *c, size_t n)
+{
+	size_t off = c->off;
+
+	for (unsigned int i = c->i; n && i < c->n; i++, off = 0) {
+		uint8_t *p = (uint8_t *)c->iov[i].iov_base + off;
+		size_t k = c->iov[i].iov_len - off;
+
+		if (k > n)
+			k = n;
+		for (size_t o = 0; o < k; o += 4096 - ((uintptr_t)(p + o) & 4095))
+			if (sl_uprobe_w(p + o))
+				return -1;
+		n -= k;
+	}
+	return 0;
+}
+
 #if defined(__x86_64__)
 extern const char sl_ucopy_fast[], sl_ucopy_insn[], sl_ucopy_end[], sl_uprobe_insn[],
 	sl_uprobe_insn2[], sl_uprobe_fail[];

@@ -326,7 +326,7 @@ static ssize_t recv_loop(struct pl_sock *ps, void *buf, size_t len, int flags,
 {
 	bool nb = ps->nonblock || (flags & MSG_DONTWAIT);
 	bool all = (flags & MSG_WAITALL) && !(flags & MSG_PEEK) && ps->type == SOCK_STREAM;
-	int tmo = pl_timeo_ms(&ps->rcvtimeo), nflags = flags & (MSG_PEEK | MSG_TRUNC);
+	int tmo = pl_timeo_ms(&ps->rcvtimeo), nflags = flags & (MSG_PEEK | MSG_TRUNC | SL_MSG_IOV);
 	uint64_t t0 = tmo >= 0 ? pl_now_us() : 0;
 	size_t done = 0;
 	long ret;
@@ -353,7 +353,8 @@ static ssize_t recv_loop(struct pl_sock *ps, void *buf, size_t len, int flags,
 	 * there are).  MSG_TRUNC on a stream copies nothing (no EFAULT). */
 	if (len > PL_MAX_RW)
 		len = PL_MAX_RW;
-	if (!((flags & MSG_TRUNC) && ps->type == SOCK_STREAM) && pl_bad_dst(buf, len))
+	if (!((flags & MSG_TRUNC) && ps->type == SOCK_STREAM) && !(flags & SL_MSG_IOV) &&
+	    pl_bad_dst(buf, len))
 		return -EFAULT;
 	/* Non-blocking: the native fast path for spinners.  With a timeout:
 	 * the call itself never waits (not even for a stopped lock holder);
@@ -368,7 +369,9 @@ static ssize_t recv_loop(struct pl_sock *ps, void *buf, size_t len, int flags,
 		    sl_tcp_lowat_wait(sl_sock(pl_sl(), ps->sd), len - done))
 			ret = -EAGAIN;
 		else
-			ret = sl_recvfrom_meta(pl_stack(), (int)ps->sd, (uint8_t *)buf + done,
+			/* (An iovec cursor has moved on by itself.) */
+			ret = sl_recvfrom_meta(pl_stack(), (int)ps->sd,
+					       (flags & SL_MSG_IOV) ? buf : (uint8_t *)buf + done,
 					       len - done, nflags, from, meta);
 		if (ret > 0 && all) {
 			done += (size_t)ret;
@@ -700,6 +703,16 @@ static ssize_t pl_recvv(struct pl_sock *ps, const struct iovec *iov, int n, int 
 		if (tmp != sbuf)
 			free(tmp);
 		return ret;
+	}
+	/* A stream into several iovecs: one receive, each queued buffer
+	 * copied whole or not at all (SL_MSG_IOV), as Linux's
+	 * tcp_recvmsg() copies an skb: a bad iovec after good ones takes
+	 * nothing of the buffer that reaches it.  Urgent data (its one
+	 * byte) as before. */
+	if (n > 1 && total && !(flags & MSG_OOB)) {
+		struct sl_ucur cur = { .iov = iov, .n = (unsigned int)n };
+
+		return pl_recv(ps, &cur, total, flags | SL_MSG_IOV, from, NULL);
 	}
 	for (int i = 0; i < n; i++) {
 		if (!iov[i].iov_len)

@@ -489,6 +489,19 @@ struct sl_tx_meta {
  * udp.twin says. */
 #define SL_MSG_NOTWIN	0x01000000
 
+/* A receive's flag of the preload's: buf is a struct sl_ucur (core.h:
+ * readv()'s or recvmsg()'s iovecs, len their total), each queued
+ * buffer's bytes copied to it whole or not at all, as Linux copies an
+ * skb.  sl_rx_copy(): the copy of n bytes to buf at done. */
+#define SL_MSG_IOV	0x02000000
+
+static inline size_t sl_rx_copy(void *buf, size_t done, int flags, const void *src, size_t n)
+{
+	if (__builtin_expect(flags & SL_MSG_IOV, 0))
+		return sl_ucopy_cur(buf, src, n);
+	return sl_ucopy((uint8_t *)buf + done, src, n);
+}
+
 /* UDP (udp.c) */
 #define SL_UDP_MAX	(65535 - 20 - 8)	/* payload of the largest IPv4 datagram */
 ssize_t sl_udp_sendto(struct sl_stack *s, struct sl_sock *so, const void *buf, size_t len,

@@ -1138,7 +1138,6 @@ ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t le
 		    uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	uint8_t *p = buf;
 	size_t done = 0;
 	/* at: bytes of buffer idx a peek has passed over already. */
 	uint32_t idx = so->rxq_head, steps = 0, at = 0, seq = sl_tcp_copied_seq(so);
@@ -1179,10 +1178,11 @@ ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t le
 			}
 		}
 		/* MSG_TRUNC on a stream: Linux discards the bytes, uncopied.
-		 * A fault in the caller's buffer (core.h, sl_ucopy()): as
-		 * Linux's tcp_recvmsg(), what was copied before this buffer,
-		 * or EFAULT; this buffer's bytes stay queued. */
-		if (!(flags & MSG_TRUNC) && sl_ucopy(p + done, sl_buf_data(s, idx) + at, n)) {
+		 * A fault in the caller's buffer (core.h, sl_ucopy()), or in
+		 * any of its iovecs (SL_MSG_IOV): as Linux's tcp_recvmsg(),
+		 * what was copied before this buffer, or EFAULT; this
+		 * buffer's bytes stay queued. */
+		if (!(flags & MSG_TRUNC) && sl_rx_copy(buf, done, flags, sl_buf_data(s, idx) + at, n)) {
 			if (done)
 				break;
 			return -EFAULT;
