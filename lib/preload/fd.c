@@ -111,6 +111,42 @@ EXPORT int dup3(int fd, int newfd, int flags)
 	return dup_onto(fd, newfd, flags, true);
 }
 
+/*
+ * Record locks (F_SETLK, F_SETLKW, F_GETLK and the OFD forms) on a
+ * socket: Linux locks the socket's own inode, which only the holders of
+ * that one socket can reach, so a lock never meets another socket's.
+ * On the placeholder they would meet the shard's other sockets' and the
+ * library's own liveness locks (fdtable.c: a program's read lock there
+ * could keep a dead socket looking held), and a write lock is EBADF (a
+ * FIFO opened for reading).  So the library answers them: the struct
+ * read (EFAULT) and checked as fcntl_setlk()/fcntl_getlk() check it
+ * (l_type, l_whence, an OFD lock's l_pid 0, a negative start EINVAL),
+ * every lock granted, F_GETLK F_UNLCK.  Where this is not Linux: one
+ * socket locked both by OFD and process locks, or by two processes
+ * with locks that overlap, is not refused.
+ */
+static int sock_lock(int cmd, void *arg)
+{
+	bool ofd = cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW || cmd == F_OFD_GETLK;
+	bool get = cmd == F_GETLK || cmd == F_OFD_GETLK;
+	struct flock fl;
+
+	if (pl_copy_in(&fl, arg, sizeof(fl)))
+		return -EFAULT;
+	if (ofd && fl.l_pid)
+		return -EINVAL;
+	if (fl.l_type != F_RDLCK && fl.l_type != F_WRLCK && (get || fl.l_type != F_UNLCK))
+		return -EINVAL;
+	if (fl.l_whence != SEEK_SET && fl.l_whence != SEEK_CUR && fl.l_whence != SEEK_END)
+		return -EINVAL;
+	if (fl.l_start < 0 || (fl.l_len < 0 && fl.l_start + fl.l_len < 0))
+		return -EINVAL;
+	if (!get)
+		return 0;
+	fl.l_type = F_UNLCK;
+	return pl_copy_out(arg, &fl, sizeof(fl)) ? -EFAULT : 0;
+}
+
 EXPORT int fcntl(int fd, int cmd, ...)
 {
 	struct pl_sock *ps;
@@ -133,6 +169,12 @@ EXPORT int fcntl(int fd, int cmd, ...)
 		pl_call_end(ps);
 		pl_put(ps);
 		return ret;
+	}
+	if (cmd == F_SETLK || cmd == F_SETLKW || cmd == F_GETLK || cmd == F_OFD_SETLK ||
+	    cmd == F_OFD_SETLKW || cmd == F_OFD_GETLK) {
+		ret = sock_lock(cmd, arg);
+		pl_put(ps);
+		return ret ? (int)pl_ret(ret) : 0;
 	}
 	/* A pipe's and a memfd's requests: the placeholder is a FIFO and
 	 * would answer them (F_GETPIPE_SZ 65536); on a socket Linux's
