@@ -7,7 +7,11 @@
 # huge length, an absurd count (sendto, send, recv and their buffers,
 # connect, bind, accept and the names, get/setsockopt, sendmsg, recvmsg,
 # sendmmsg, recvmmsg, readv, writev, poll, ppoll, select, epoll_wait,
-# epoll_ctl, fstat, ioctl), one case a child with fresh sockets, and
+# epoll_ctl, fstat, ioctl; a bad iovec between good ones, a read-only
+# msghdr, poll/select/epoll arrays that cannot be written on the stack's
+# sockets, pipes and both, idle and ready, timed; the file calls and
+# record locks on a socket; option lengths 0 and negative), one case a
+# child with fresh sockets, and
 # prints a line a case: the result or the errno's name, for some what a
 # good receive finds next (a TCP receive that faulted keeps its bytes, a
 # datagram is dropped).  Run on the kernel and under `sluice run`, each

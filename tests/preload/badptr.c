@@ -26,6 +26,7 @@
 #pragma GCC diagnostic ignored "-Wstringop-overread"
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -48,6 +49,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef FIGETBSZ
+#define FIGETBSZ _IO(0x00, 2)
+#endif
 
 static int L, C, C2, S, U, U2, E;
 static struct sockaddr_in la, ua, u2a;
@@ -169,6 +174,59 @@ static void then_recv(const char *name, int fd)
 	snprintf(n, sizeof(n), "%s+then", name);
 	out(n, r, errno);
 }
+
+/* The name and what the peer fd then receives (a send's bytes that
+ * went, or none): waits up to 200 ms for them. */
+static void then_peer(const char *name, int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char b[64], n[128];
+	long r;
+
+	poll(&p, 1, 200);
+	errno = 0;
+	r = recv(fd, b, sizeof(b), MSG_DONTWAIT);
+	snprintf(n, sizeof(n), "%s+peer", name);
+	if (r > 0)
+		printf("%s %ld %.*s\n", n, r, (int)r, b);
+	else
+		out(n, r, errno);
+	fflush(stdout);
+}
+
+/* A fresh page holding n bytes of src, then made read-only. */
+static void *ro_page(const void *src, size_t n)
+{
+	char *m = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED)
+		die("mmap ro");
+	memcpy(m, src, n);
+	mprotect(m, (size_t)pg, PROT_READ);
+	return m;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/* A waiting call (200 ms timeout): its result, and whether it came at
+ * once (under 150 ms) or after the wait. */
+#define TCASE(name, call)                                                   \
+	do {                                                                \
+		long r_;                                                    \
+		uint64_t t_ = now_ms();                                     \
+		char n_[192];                                               \
+		errno = 0;                                                  \
+		r_ = (long)(call);                                          \
+		snprintf(n_, sizeof(n_), "%s %s", name,                     \
+			 now_ms() - t_ < 150 ? "at-once" : "waited");       \
+		out(n_, r_, errno);                                         \
+	} while (0)
 
 #define CASE(name, call)                          \
 	do {                                      \
@@ -581,6 +639,393 @@ static void run_case(int i)
 		CASE("sendfile-off-readonly", sendfile(C, f, (void *)ronly, 10));
 		CASE("sendfile-from-socket-off-unmapped", sendfile(f, S, (void *)unmapped, 10));
 	}
+	/* A bad iovec between two good ones (Linux: the skb's copy, or the
+	 * datagram's, fails whole: TCP keeps its bytes, UDP drops it; a
+	 * send's chunk is read whole before it is queued). */
+	N(0) {
+		static char a[4], c[16];
+		struct iovec v[3] = { { a, 4 }, { unmapped, 4 }, { c, 16 } };
+
+		CASE("readv-tcp-mid-unmapped", readv(C, v, 3));
+		then_recv("readv-tcp-mid-unmapped", C);
+	}
+	N(0) {
+		static char a[4], c[16];
+		struct iovec v[3] = { { a, 4 }, { pnone, 4 }, { c, 16 } };
+
+		CASE("readv-tcp-mid-protnone", readv(C, v, 3));
+		then_recv("readv-tcp-mid-protnone", C);
+	}
+	N(0) {
+		static char a[4], c[16];
+		struct iovec v[3] = { { a, 4 }, { ronly, 4 }, { c, 16 } };
+
+		mh.msg_iov = v;
+		mh.msg_iovlen = 3;
+		CASE("recvmsg-tcp-mid-readonly", recvmsg(C, &mh, 0));
+		then_recv("recvmsg-tcp-mid-readonly", C);
+	}
+	N(0) {
+		static char a[10], c[16];
+		struct iovec v[3] = { { a, 10 }, { unmapped, 4 }, { c, 16 } };
+
+		CASE("readv-tcp-mid-unmapped-after-all", readv(C, v, 3));
+		then_recv("readv-tcp-mid-unmapped-after-all", C);
+	}
+	N(0) {
+		static char a[4], c[16];
+		struct iovec v[3] = { { a, 4 }, { unmapped, 4 }, { c, 16 } };
+
+		CASE("readv-udp-mid-unmapped", readv(U, v, 3));
+		then_recv("readv-udp-mid-unmapped", U);
+	}
+	N(0) {
+		static char a[4], c[16];
+		struct iovec v[3] = { { a, 4 }, { pnone, 4 }, { c, 16 } };
+
+		mh.msg_iov = v;
+		mh.msg_iovlen = 3;
+		CASE("recvmsg-udp-mid-protnone", recvmsg(U, &mh, 0));
+		then_recv("recvmsg-udp-mid-protnone", U);
+	}
+	N(0) {
+		struct iovec v[3] = { { "abcd", 4 }, { unmapped, 4 }, { "efgh", 4 } };
+
+		CASE("writev-tcp-mid-unmapped", writev(C, v, 3));
+		then_peer("writev-tcp-mid-unmapped", S);
+	}
+	N(0) {
+		struct iovec v[3] = { { "abcd", 4 }, { pnone, 4 }, { "efgh", 4 } };
+
+		mh.msg_iov = v;
+		mh.msg_iovlen = 3;
+		CASE("sendmsg-tcp-mid-protnone", sendmsg(C, &mh, 0));
+		then_peer("sendmsg-tcp-mid-protnone", S);
+	}
+	N(0) {
+		struct iovec v[3] = { { "abcd", 4 }, { edge(2), 4 }, { "efgh", 4 } };
+
+		CASE("writev-tcp-mid-partly", writev(C, v, 3));
+		then_peer("writev-tcp-mid-partly", S);
+	}
+	N(0) {
+		struct iovec v[3] = { { "abcd", 4 }, { unmapped, 4 }, { "efgh", 4 } };
+
+		mh.msg_iov = v;
+		mh.msg_iovlen = 3;
+		mh.msg_name = &u2a;
+		mh.msg_namelen = sizeof(u2a);
+		CASE("sendmsg-udp-mid-unmapped", sendmsg(U, &mh, 0));
+		then_peer("sendmsg-udp-mid-unmapped", U2);
+	}
+	N(0) {
+		struct iovec v[3] = { { "abcd", 4 }, { pnone, 4 }, { "efgh", 4 } };
+
+		if (connect(U, (void *)&u2a, sizeof(u2a)))
+			die("connect udp");
+		CASE("writev-udp-mid-protnone", writev(U, v, 3));
+		then_peer("writev-udp-mid-protnone", U2);
+	}
+	/* recvmsg's msghdr in a read-only page (Linux writes msg_namelen,
+	 * msg_flags and msg_controllen back after the receive), and its
+	 * name and control buffers bad */
+	N(0) {
+		iov.iov_base = buf;
+		iov.iov_len = sizeof(buf);
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_name = &sin;
+		mh.msg_namelen = sizeof(sin);
+		CASE("recvmsg-udp-msg-readonly", recvmsg(U, ro_page(&mh, sizeof(mh)), 0));
+		then_recv("recvmsg-udp-msg-readonly", U);
+	}
+	N(0) {
+		iov.iov_base = buf;
+		iov.iov_len = sizeof(buf);
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		CASE("recvmsg-tcp-msg-readonly", recvmsg(C, ro_page(&mh, sizeof(mh)), 0));
+		then_recv("recvmsg-tcp-msg-readonly", C);
+	}
+	N(0) {
+		iov.iov_base = buf;
+		iov.iov_len = sizeof(buf);
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_name = &sin;
+		mh.msg_namelen = sizeof(sin);
+		CASE("recvmsg-tcp-msg-readonly-name", recvmsg(C, ro_page(&mh, sizeof(mh)), 0));
+		then_recv("recvmsg-tcp-msg-readonly-name", C);
+	}
+	N(0) {
+		iov.iov_base = buf;
+		iov.iov_len = sizeof(buf);
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		CASE("recvmsg-tcp-msg-readonly-empty-nb", recvmsg(S, ro_page(&mh, sizeof(mh)), MSG_DONTWAIT));
+	}
+	N(0) {
+		struct timeval tv = { 0, 200000 };
+
+		iov.iov_base = buf;
+		iov.iov_len = sizeof(buf);
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		setsockopt(S, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		TCASE("recvmsg-tcp-msg-readonly-empty-blocking", recvmsg(S, ro_page(&mh, sizeof(mh)), 0));
+	}
+	N(0) {
+		struct timeval tv = { 0, 200000 };
+
+		iov.iov_base = buf;
+		iov.iov_len = sizeof(buf);
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		recv(U, buf, sizeof(buf), 0);
+		setsockopt(U, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		TCASE("recvmsg-udp-msg-readonly-empty-blocking", recvmsg(U, ro_page(&mh, sizeof(mh)), 0));
+	}
+	N(0) {
+		iov.iov_base = buf;
+		iov.iov_len = sizeof(buf);
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_name = unmapped;
+		mh.msg_namelen = sizeof(sin);
+		CASE("recvmsg-tcp-name-unmapped", recvmsg(C, &mh, 0));
+		printf("recvmsg-tcp-name-unmapped+namelen %u\n", (unsigned int)mh.msg_namelen);
+		then_recv("recvmsg-tcp-name-unmapped", C);
+	}
+	N(0) {
+		iov.iov_base = buf;
+		iov.iov_len = sizeof(buf);
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_name = pnone;
+		mh.msg_namelen = sizeof(sin);
+		CASE("recvmsg-udp-name-protnone", recvmsg(U, &mh, 0));
+		then_recv("recvmsg-udp-name-protnone", U);
+	}
+	N(0) {
+		iov.iov_base = buf;
+		iov.iov_len = sizeof(buf);
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_name = edge(4);
+		mh.msg_namelen = sizeof(sin);
+		CASE("recvmsg-udp-name-partly", recvmsg(U, &mh, 0));
+		then_recv("recvmsg-udp-name-partly", U);
+	}
+	N(0) {
+		const char *w[3] = { "unmapped", "readonly", "partly" };
+		void *at[3] = { unmapped, ronly, edge(16) };
+
+		for (int j = 0; j < 3; j++) {
+			char n[128];
+			int fd = socket(AF_INET, SOCK_DGRAM, 0);
+			struct sockaddr_in a = ua;
+
+			a.sin_port = 0;
+			l = sizeof(a);
+			if (fd < 0 || setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one)) ||
+			    bind(fd, (void *)&a, sizeof(a)) || getsockname(fd, (void *)&a, &l) ||
+			    sendto(U2, "pk", 2, 0, (void *)&a, sizeof(a)) != 2)
+				die("pktinfo");
+			wait_in(fd);
+			iov.iov_base = buf;
+			iov.iov_len = sizeof(buf);
+			mh.msg_iov = &iov;
+			mh.msg_iovlen = 1;
+			mh.msg_name = NULL;
+			mh.msg_namelen = 0;
+			mh.msg_control = at[j];
+			mh.msg_controllen = 64;
+			mh.msg_flags = 0;
+			snprintf(n, sizeof(n), "recvmsg-udp-pktinfo-control-%s", w[j]);
+			CASE(n, recvmsg(fd, &mh, 0));
+			printf("%s+back controllen %zu flags 0x%x\n", n, (size_t)mh.msg_controllen, mh.msg_flags);
+		}
+	}
+	/* poll, select and epoll with a bad array, a socket of the stack
+	 * (C ready, S idle), a kernel fd (a pipe, with a byte or empty) or
+	 * both: Linux reads the array at entry (poll, select: EFAULT at
+	 * once) and writes it back after the wait (EFAULT then, whatever is
+	 * ready); epoll_wait writes only an event it has */
+	N(0) TCASE("poll-null-1-wait", poll(NULL, 1, 200));
+	N(0) TCASE("poll-unmapped-wait", poll((void *)unmapped, 1, 200));
+	N(0) TCASE("poll-protnone-wait", poll((void *)pnone, 2, 200));
+	{
+		static const char *const what[6] = { "stack-ready", "stack-idle", "kernel-ready",
+						     "kernel-idle", "mix-idle", "mix-ready" };
+
+		for (int w = 0; w < 6; w++) {
+			N(0) {
+				int pp[2], fa, fb = -1;
+				char n[128];
+
+				if (pipe(pp))
+					die("pipe");
+				if (w == 2 || w == 5)
+					write(pp[1], "p", 1);
+				fa = w == 0 ? C : w == 1 ? S : pp[0];
+				if (w == 4)
+					fa = S, fb = pp[0];
+				if (w == 5)
+					fa = S, fb = pp[0];
+				{
+					struct pollfd pa[2] = { { fa, POLLIN, 0 }, { fb, POLLIN, 0 } };
+					struct pollfd *ro = ro_page(pa, sizeof(pa));
+					fd_set s0;
+					struct timeval tv = { 0, 200000 };
+					struct timespec t2 = { 0, 200000000 };
+
+					snprintf(n, sizeof(n), "poll-readonly-%s", what[w]);
+					TCASE(n, poll(ro, fb >= 0 ? 2 : 1, 200));
+					snprintf(n, sizeof(n), "ppoll-readonly-%s", what[w]);
+					TCASE(n, ppoll(ro, fb >= 0 ? 2 : 1, &t2, NULL));
+					FD_ZERO(&s0);
+					FD_SET(fa, &s0);
+					if (fb >= 0)
+						FD_SET(fb, &s0);
+					snprintf(n, sizeof(n), "select-readonly-%s", what[w]);
+					TCASE(n, select(FD_SETSIZE, ro_page(&s0, sizeof(s0)), NULL, NULL, &tv));
+					snprintf(n, sizeof(n), "pselect-readonly-%s", what[w]);
+					TCASE(n, pselect(FD_SETSIZE, ro_page(&s0, sizeof(s0)), NULL, NULL, &t2, NULL));
+				}
+				{
+					int e = epoll_create1(0);
+					const char *bw[3] = { "null", "unmapped", "readonly" };
+					void *bp[3] = { NULL, unmapped, ronly };
+					struct epoll_event ee = { .events = EPOLLIN };
+
+					ee.data.fd = fa;
+					if (e < 0 || epoll_ctl(e, EPOLL_CTL_ADD, fa, &ee))
+						die("epoll fa");
+					ee.data.fd = fb;
+					if (fb >= 0 && epoll_ctl(e, EPOLL_CTL_ADD, fb, &ee))
+						die("epoll fb");
+					for (int b = 0; b < 3; b++) {
+						snprintf(n, sizeof(n), "epoll-wait-%s-%s", bw[b], what[w]);
+						TCASE(n, epoll_wait(e, bp[b], 2, 200));
+					}
+					snprintf(n, sizeof(n), "epoll-wait-%s+then", what[w]);
+					CASE(n, epoll_wait(e, &ee, 1, 0));
+				}
+			}
+		}
+	}
+	N(0) {
+		int e = epoll_create1(0);
+		struct epoll_event evs[2] = { { .events = EPOLLIN | EPOLLET, .data.fd = C },
+					      { .events = EPOLLIN | EPOLLONESHOT, .data.fd = U } };
+
+		if (e < 0 || epoll_ctl(e, EPOLL_CTL_ADD, C, &evs[0]) ||
+		    epoll_ctl(e, EPOLL_CTL_ADD, U, &evs[1]))
+			die("epoll et");
+		CASE("epoll-wait-et-oneshot-null", epoll_wait(e, NULL, 2, 0));
+		CASE("epoll-wait-et-oneshot-null+then", epoll_wait(e, evs, 2, 0));
+	}
+	N(0) {
+		int e = epoll_create1(0);
+		struct epoll_event *ev2 = edge(sizeof(struct epoll_event)), ee = { .events = EPOLLIN };
+
+		ee.data.fd = C;
+		if (e < 0 || epoll_ctl(e, EPOLL_CTL_ADD, C, &ee))
+			die("epoll 2");
+		ee.data.fd = U;
+		if (epoll_ctl(e, EPOLL_CTL_ADD, U, &ee))
+			die("epoll 2");
+		CASE("epoll-wait-second-entry-unmapped", epoll_wait(e, ev2, 2, 0));
+		CASE("epoll-wait-second-entry-unmapped+then", epoll_wait(e, edge(sizeof(*ev2)), 1, 0));
+	}
+	/* File calls on a socket (Linux: the socket's inode) */
+	N(0) {
+		int r = posix_fadvise(C, 0, 0, POSIX_FADV_SEQUENTIAL);
+
+		out("fadvise-tcp", r ? -1 : 0, r);
+		r = posix_fadvise(C, 0, -1, POSIX_FADV_NORMAL);
+		out("fadvise-tcp-len-neg", r ? -1 : 0, r);
+		r = posix_fadvise(U, 0, 10, POSIX_FADV_WILLNEED);
+		out("fadvise-udp", r ? -1 : 0, r);
+		r = posix_fadvise(C, 0, 10, 99);
+		out("fadvise-tcp-advice-bad", r ? -1 : 0, r);
+	}
+	N(0) CASE("fallocate-tcp", fallocate(C, 0, 0, 10));
+	N(0) CASE("fallocate-tcp-len-0", fallocate(C, 0, 0, 0));
+	N(0) CASE("fallocate-udp-punch", fallocate(U, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 10));
+	N(0) CASE("ftruncate-tcp", ftruncate(C, 0));
+	N(0) CASE("ftruncate-tcp-neg", ftruncate(C, -1));
+	N(0) CASE("ftruncate-udp", ftruncate(U, 100));
+	N(0) CASE("lseek-tcp", lseek(C, 0, SEEK_CUR));
+	N(0) CASE("lseek-udp-whence-bad", lseek(U, 0, 99));
+	N(0) CASE("pread-tcp-buf-unmapped", pread(C, unmapped, 10, 0));
+	N(0) CASE("pread-tcp-off-neg", pread(C, buf, 10, -1));
+	N(0) CASE("pwrite-tcp-buf-null", pwrite(C, NULL, 10, 0));
+	N(0) CASE("pwrite-udp-off-neg", pwrite(U, buf, 10, -1));
+	N(0) {
+		int v = -1;
+
+		CASE("ioctl-figetbsz-tcp", ioctl(C, FIGETBSZ, &v));
+		printf("ioctl-figetbsz-tcp+value %d\n", v);
+	}
+	N(0) CASE("ioctl-figetbsz-unmapped", ioctl(C, FIGETBSZ, unmapped));
+	N(0) CASE("ioctl-fionread-udp-unmapped", ioctl(U, FIONREAD, unmapped));
+	N(0) CASE("ioctl-fionread-listener-unmapped", ioctl(L, FIONREAD, unmapped));
+	N(0) CASE("ioctl-fionread-null", ioctl(C, FIONREAD, NULL));
+	N(0) CASE("ioctl-siocoutq-readonly", ioctl(C, SIOCOUTQ, ronly));
+	N(0) CASE("fsync-tcp", fsync(C));
+	N(0) CASE("fdatasync-udp", fdatasync(U));
+	N(0) CASE("syncfs-tcp", syncfs(C));
+	N(0) CASE("sync-file-range-tcp", sync_file_range(C, 0, 10, SYNC_FILE_RANGE_WRITE));
+	N(0) CASE("sync-file-range-tcp-flags-bad", sync_file_range(C, 0, 10, 0x80));
+	N(0) CASE("readahead-tcp", readahead(C, 0, 10));
+	N(0) {
+		CASE("flock-tcp-ex", flock(C, LOCK_EX | LOCK_NB));
+		CASE("flock-tcp-ex-other", flock(S, LOCK_EX | LOCK_NB));
+		CASE("flock-udp-sh-other", flock(U, LOCK_SH | LOCK_NB));
+		CASE("flock-tcp-un", flock(C, LOCK_UN));
+		CASE("flock-tcp-op-bad", flock(C, 0));
+	}
+	N(0) {
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+
+		CASE("fcntl-ofd-setlk-tcp-wr", fcntl(C, F_OFD_SETLK, &fl));
+		CASE("fcntl-ofd-setlk-other-wr", fcntl(S, F_OFD_SETLK, &fl));
+		fl.l_type = F_RDLCK;
+		CASE("fcntl-setlk-udp-rd", fcntl(U, F_SETLK, &fl));
+		fl.l_type = F_WRLCK;
+		CASE("fcntl-getlk-udp", fcntl(U2, F_OFD_GETLK, &fl));
+		printf("fcntl-getlk-udp+type %d\n", fl.l_type);
+		fl.l_type = 7;
+		CASE("fcntl-setlk-type-bad", fcntl(C2, F_SETLK, &fl));
+		fl.l_type = F_RDLCK;
+		fl.l_pid = 1;
+		CASE("fcntl-ofd-setlk-pid", fcntl(C2, F_OFD_SETLK, &fl));
+		CASE("fcntl-setlk-lock-unmapped", fcntl(C, F_SETLK, unmapped));
+		CASE("fcntl-getlk-lock-readonly", fcntl(C, F_GETLK, ronly));
+	}
+	/* options: lengths 0 and negative, pointers bad */
+	N(0) { l = 0; CASE("getsockopt-sol-val-unmapped-len0", getsockopt(C, SOL_SOCKET, SO_RCVBUF, unmapped, &l)); printf("getsockopt-sol-val-unmapped-len0+len %u\n", l); }
+	N(0) { l = 0; CASE("getsockopt-tcp-val-unmapped-len0", getsockopt(C, IPPROTO_TCP, TCP_NODELAY, unmapped, &l)); printf("getsockopt-tcp-val-unmapped-len0+len %u\n", l); }
+	N(0) { l = 0; CASE("getsockopt-ip-val-unmapped-len0", getsockopt(U, IPPROTO_IP, IP_TTL, unmapped, &l)); printf("getsockopt-ip-val-unmapped-len0+len %u\n", l); }
+	N(0) { l = 0; CASE("getsockopt-linger-val-null-len0", getsockopt(C, SOL_SOCKET, SO_LINGER, NULL, &l)); printf("getsockopt-linger-val-null-len0+len %u\n", l); }
+	N(0) { l = 0; CASE("getsockopt-tcpinfo-val-unmapped-len0", getsockopt(C, IPPROTO_TCP, TCP_INFO, unmapped, &l)); printf("getsockopt-tcpinfo-val-unmapped-len0+len %u\n", l); }
+	N(0) { l = 100; CASE("getsockopt-tcpinfo-val-unmapped", getsockopt(C, IPPROTO_TCP, TCP_INFO, unmapped, &l)); }
+	N(0) { l = (socklen_t)-1; CASE("getsockopt-ip-len-neg", getsockopt(U, IPPROTO_IP, IP_TTL, buf, &l)); }
+	N(0) { l = (socklen_t)-5; CASE("getsockopt-sol-error-len-neg", getsockopt(C, SOL_SOCKET, SO_ERROR, buf, &l)); }
+	N(0) CASE("getsockopt-sol-len-protnone", getsockopt(C, SOL_SOCKET, SO_TYPE, buf, (void *)pnone));
+	N(0) CASE("getsockopt-tcp-len-readonly", getsockopt(C, IPPROTO_TCP, TCP_MAXSEG, buf, (void *)ronly));
+	N(0) CASE("getsockopt-ip-len-partly", getsockopt(U, IPPROTO_IP, IP_TOS, buf, edge(2)));
+	N(0) CASE("setsockopt-sol-val-unmapped-len0", setsockopt(C, SOL_SOCKET, SO_RCVBUF, unmapped, 0));
+	N(0) CASE("setsockopt-tcp-val-unmapped-len0", setsockopt(C, IPPROTO_TCP, TCP_NODELAY, unmapped, 0));
+	N(0) CASE("setsockopt-ip-val-null-len0", setsockopt(U, IPPROTO_IP, IP_TOS, NULL, 0));
+	N(0) CASE("setsockopt-ip-ttl-val-unmapped-len0", setsockopt(U, IPPROTO_IP, IP_TTL, unmapped, 0));
+	N(0) CASE("setsockopt-linger-val-null-len0", setsockopt(C, SOL_SOCKET, SO_LINGER, NULL, 0));
+	N(0) CASE("setsockopt-ip-len-neg", setsockopt(U, IPPROTO_IP, IP_TTL, &one, (socklen_t)-1));
+	N(0) CASE("setsockopt-linger-len-neg", setsockopt(C, SOL_SOCKET, SO_LINGER, &one, (socklen_t)-8));
+	N(0) CASE("setsockopt-sol-val-partly", setsockopt(C, SOL_SOCKET, SO_SNDBUF, edge(2), sizeof(int)));
+	N(0) CASE("setsockopt-sol-val-unmapped-len1", setsockopt(C, SOL_SOCKET, SO_KEEPALIVE, unmapped, 1));
+	N(0) CASE("setsockopt-ip-tos-val-unmapped-len1", setsockopt(U, IPPROTO_IP, IP_TOS, unmapped, 1));
 	(void)st;
 	if (i >= k)
 		exit(3);	/* no such case: the end */
