@@ -673,6 +673,22 @@ static void run_case(int i)
 		then_recv("readv-tcp-mid-unmapped-after-all", C);
 	}
 	N(0) {
+		static char a[10], c[16];
+		struct iovec v[3] = { { a, 10 }, { unmapped, 4 }, { c, 16 } };
+		int q = 0;
+
+		/* A second send queued behind the first (both kernels keep
+		 * the two in one buffer: all stay). */
+		if (write(S, "abcdef", 6) != 6)
+			die("write 2");
+		for (int t = 0; t < 200 && q < 16; t++) {
+			usleep(5000);
+			ioctl(C, FIONREAD, &q);
+		}
+		CASE("readv-tcp-mid-unmapped-two-sends", readv(C, v, 3));
+		then_recv("readv-tcp-mid-unmapped-two-sends", C);
+	}
+	N(0) {
 		static char a[4], c[16];
 		struct iovec v[3] = { { a, 4 }, { unmapped, 4 }, { c, 16 } };
 
