@@ -1338,7 +1338,8 @@ uintptr_t sl_ucopy_fixup(uintptr_t ip);
  * goes to iov[i] at off.  sl_ucopy_cur() copies n bytes there through
  * sl_ucopy() and moves the cursor on; a fault anywhere puts the cursor
  * back where it was and returns n (none taken, as Linux's
- * skb_copy_datagram_iter() reverts the iterator), else 0.
+ * skb_copy_datagram_iter() reverts the iterator), as does a copy the
+ * iovecs have no room left for; else 0.
  * sl_uprobe_cur(): the n bytes from the cursor on may all be written
  * (one probe a page, sl_uprobe_w()): 0, or -1.
  */

@@ -36,6 +36,10 @@ size_t sl_ucopy_cur(struct sl_ucur *c, const void *src, size_t n)
 			c->off = 0;
 		}
 	}
+	if (left) {	/* no room for it all (the caller's total was less) */
+		*c = was;
+		return n;
+	}
 	return 0;
 }
 

@@ -7,8 +7,11 @@
  * k bytes into a page followed by a PROT_NONE one (every k from 0 to the
  * length): the copy returns exactly the bytes it could not copy (the
  * length minus k), and the k bytes before the guard are copied.  Then
- * sl_uprobe_w() on a writable, a read-only and a PROT_NONE byte, and a
- * fault elsewhere still kills (the handler leaves it to the default).
+ * sl_uprobe_w() on a writable, a read-only and a PROT_NONE byte; the
+ * iovec cursor (sl_ucopy_cur(), sl_uprobe_cur()): copies split across
+ * iovecs land in order and move it on, one that meets a bad iovec
+ * leaves it where it was; and a fault elsewhere still kills (the
+ * handler leaves it to the default).
  */
 #include <signal.h>
 #include <stdint.h>
@@ -82,6 +85,31 @@ int main(void)
 	mprotect(m + 2 * pg, pg, PROT_READ);
 	tap_eq(sl_uprobe_w(m + 2 * pg), -1, "a read-only byte does not");
 	tap_eq(sl_uprobe_w(edge), -1, "a PROT_NONE byte does not");
+	{
+		uint8_t a[5], b[7], c[40], want[52];
+		struct iovec v[4] = { { a, 5 }, { NULL, 0 }, { b, 7 }, { c, 40 } };
+		struct sl_ucur cur = { .iov = v, .n = 4 };
+		struct iovec w[3] = { { a, 5 }, { edge, 4 }, { c, 40 } };
+		struct sl_ucur bad = { .iov = w, .n = 3 };
+		size_t got = 0;
+
+		/* 52 bytes in pieces of 3, 9, 1 and 39: every iovec edge met
+		 * inside a piece. */
+		for (size_t k = 0, step[4] = { 3, 9, 1, 39 }; k < 4; got += step[k++])
+			if (sl_ucopy_cur(&cur, src + got, step[k]))
+				break;
+		memcpy(want, a, 5);
+		memcpy(want + 5, b, 7);
+		memcpy(want + 12, c, 40);
+		tap_ok(got == 52 && !memcmp(want, src, 52) && cur.i == 4 && !cur.off,
+		       "a cursor takes 52 bytes in four pieces across four iovecs (one empty), in order");
+		tap_eq(sl_ucopy_cur(&cur, src, 1), 1, "a full cursor takes no more and says so");
+		tap_eq(sl_uprobe_cur(&bad, 5), 0, "the bytes before a bad iovec probe writable");
+		tap_eq(sl_uprobe_cur(&bad, 6), -1, "one byte into it does not");
+		tap_eq(sl_ucopy_cur(&bad, src, 3), 0, "3 bytes into the good first iovec");
+		tap_eq(sl_ucopy_cur(&bad, src + 3, 4), 4, "4 more reaching the PROT_NONE iovec: none taken");
+		tap_ok(bad.i == 0 && bad.off == 3, "and the cursor is where it was (iovec 0, byte 3)");
+	}
 	p = fork();
 	if (!p) {
 		*(volatile uint8_t *)edge = 1;	/* not in a checked copy */
