@@ -870,10 +870,14 @@ static int ep_collect(struct pl_ep *ep, struct epoll_event *out, int max)
 		}
 		/* A look that takes nothing (out NULL: ep_wait_bad()), or
 		 * an entry that cannot take the event (Linux: the events
-		 * so far, this one left ready): as above. */
+		 * so far, this one left ready): as above.  An entry in the
+		 * first one's page (probed writable, ep_args()) is stored
+		 * straight; one past it through a checked copy. */
 		e.events = rev;
 		e.data = it->ev.data;
-		if (!out || pl_copy_out(&out[got], &e, sizeof(e))) {
+		if (out && !(((uintptr_t)out ^ ((uintptr_t)(out + got + 1) - 1)) >> 12))
+			out[got] = e;
+		else if (!out || pl_copy_out(&out[got], &e, sizeof(e))) {
 			ep->check[keep++] = i;
 			if (out)
 				max = got;
