@@ -534,7 +534,7 @@ EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockadd
 	if (!ps)
 		return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
 	memset(&sin, 0, sizeof(sin));
-	ret = pl_recv(ps, buf, len, flags, &sin, NULL);
+	ret = pl_recv(ps, buf, len, flags & ~SL_MSG_IOV, &sin, NULL);
 	if (ret >= 0 && from) {
 		/* A stream socket: no address, its length 0, as Linux. */
 		int e = ps->type == SOCK_DGRAM ? put_from(ps, &sin, from, fromlen) :
@@ -554,7 +554,8 @@ EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 
 	if (!ps)
 		return REAL(recv)(fd, buf, len, flags);
-	ret = pl_recv(ps, buf, len, flags, NULL, NULL);
+	/* (The program's flags never carry the library's own.) */
+	ret = pl_recv(ps, buf, len, flags & ~SL_MSG_IOV, NULL, NULL);
 	pl_put(ps);
 	return pl_ret(ret);
 }
@@ -655,6 +656,7 @@ static ssize_t pl_recvv(struct pl_sock *ps, const struct iovec *iov, int n, int 
 	size_t total, done = 0;
 	ssize_t ret = 0;
 
+	flags &= ~SL_MSG_IOV;	/* the library's, never the program's */
 	if (n < 0 || n > IOV_MAX)
 		return -EINVAL;
 	ret = iov_check(iov, n, false);

@@ -492,7 +492,8 @@ struct sl_tx_meta {
 /* A receive's flag of the preload's: buf is a struct sl_ucur (core.h:
  * readv()'s or recvmsg()'s iovecs, len their total), each queued
  * buffer's bytes copied to it whole or not at all, as Linux copies an
- * skb.  sl_rx_copy(): the copy of n bytes to buf at done. */
+ * skb (Linux's MSG_SOCK_DEVMEM bit: the preload strips it from a
+ * program's flags).  sl_rx_copy(): the copy of n bytes to buf at done. */
 #define SL_MSG_IOV	0x02000000
 
 static inline size_t sl_rx_copy(void *buf, size_t done, int flags, const void *src, size_t n)

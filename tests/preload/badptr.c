@@ -321,6 +321,16 @@ static void run_case(int i)
 	N(0) { CASE("recv-tcp-buf-readonly", recv(C, ronly, 10, 0)); then_recv("recv-tcp-buf-readonly", C); }
 	N(0) { CASE("recv-tcp-buf-partly", recv(C, edge(4), 10, 0)); then_recv("recv-tcp-buf-partly", C); }
 	N(0) CASE("recv-tcp-len-huge-room", recv(C, edge(10), (size_t)-1, 0));
+	N(0) { CASE("recv-tcp-flag-0x2000000", recv(C, buf, 10, 0x2000000)); then_recv("recv-tcp-flag-0x2000000", C); }
+	N(0) {
+		static char a[4], c[16];
+		struct iovec v[2] = { { a, 4 }, { c, 16 } };
+
+		mh.msg_iov = v;
+		mh.msg_iovlen = 2;
+		CASE("recvmsg-tcp-flag-0x2000000", recvmsg(C, &mh, 0x2000000));
+		then_recv("recvmsg-tcp-flag-0x2000000", C);
+	}
 	N(0) CASE("recv-tcp-len-neg-heap", recv(C, buf, (size_t)-1, 0));
 	N(0) { CASE("read-tcp-buf-readonly", read(C, ronly, 10)); then_recv("read-tcp-buf-readonly", C); }
 	N(0) { CASE("recv-udp-buf-null", recv(U, NULL, 10, 0)); then_recv("recv-udp-buf-null", U); }
