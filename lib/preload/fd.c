@@ -9,6 +9,7 @@
  * closes the Sluice socket when no fd anywhere holds it any more.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/close_range.h>
 #include <linux/sockios.h>
 #include <stdarg.h>
@@ -119,9 +120,10 @@ EXPORT int dup3(int fd, int newfd, int flags)
  * library's own liveness locks (fdtable.c: a program's read lock there
  * could keep a dead socket looking held), and a write lock is EBADF (a
  * FIFO opened for reading).  So the library answers them: the struct
- * read (EFAULT) and checked as fcntl_setlk()/fcntl_getlk() check it
- * (l_type, l_whence, an OFD lock's l_pid 0, a negative start EINVAL),
- * every lock granted, F_GETLK F_UNLCK.  Where this is not Linux: one
+ * read (EFAULT) and checked as flock_to_posix_lock() checks it (l_whence,
+ * a negative start EINVAL, a range past the largest offset EOVERFLOW),
+ * then l_type and an OFD lock's l_pid (EINVAL), every lock granted,
+ * F_GETLK F_UNLCK.  Where this is not Linux: one
  * socket locked both by OFD and process locks, or by two processes
  * with locks that overlap, is not refused.
  */
@@ -133,13 +135,16 @@ static int sock_lock(int cmd, void *arg)
 
 	if (pl_copy_in(&fl, arg, sizeof(fl)))
 		return -EFAULT;
-	if (ofd && fl.l_pid)
-		return -EINVAL;
-	if (fl.l_type != F_RDLCK && fl.l_type != F_WRLCK && (get || fl.l_type != F_UNLCK))
-		return -EINVAL;
+	/* A socket's position and size are 0: every whence starts at 0. */
 	if (fl.l_whence != SEEK_SET && fl.l_whence != SEEK_CUR && fl.l_whence != SEEK_END)
 		return -EINVAL;
 	if (fl.l_start < 0 || (fl.l_len < 0 && fl.l_start + fl.l_len < 0))
+		return -EINVAL;
+	if (fl.l_len > 0 && fl.l_len - 1 > LLONG_MAX - fl.l_start)
+		return -EOVERFLOW;
+	if (fl.l_type != F_RDLCK && fl.l_type != F_WRLCK && (get || fl.l_type != F_UNLCK))
+		return -EINVAL;
+	if (ofd && fl.l_pid)
 		return -EINVAL;
 	if (!get)
 		return 0;

@@ -1028,6 +1028,15 @@ static void run_case(int i)
 		fl.l_type = F_RDLCK;
 		fl.l_pid = 1;
 		CASE("fcntl-ofd-setlk-pid", fcntl(C2, F_OFD_SETLK, &fl));
+		fl.l_pid = 0;
+		fl.l_start = 10;
+		fl.l_len = 0x7fffffffffffffffll;
+		CASE("fcntl-setlk-range-overflow", fcntl(C2, F_SETLK, &fl));
+		fl.l_len = -11;
+		CASE("fcntl-setlk-len-before-0", fcntl(C2, F_SETLK, &fl));
+		fl.l_len = 1;
+		fl.l_whence = 9;
+		CASE("fcntl-getlk-whence-bad", fcntl(C2, F_GETLK, &fl));
 		CASE("fcntl-setlk-lock-unmapped", fcntl(C, F_SETLK, unmapped));
 		CASE("fcntl-getlk-lock-readonly", fcntl(C, F_GETLK, ronly));
 	}
