@@ -236,20 +236,16 @@ struct sl_region {
 	 */
 	uint64_t spin_until[SL_SPIN_SLOTS];
 	/*
-	 * The timer keeper (run/wait.c, bound_ms()): the sleeper that wakes
-	 * for the wheel's next deadline while timers are armed and nobody
-	 * else runs the stack, so the others need not.  Its token (low half)
-	 * and the time, in ms of sl_now() modulo 2^32, until which its claim
-	 * holds (high half: its planned wake-up plus KEEPER_HOLD_MS);
-	 * compare-and-swap.  A keeper that stops sleeping lets it lapse.
+	 * The timer keeper (run/wait.c, bound_ms(), sl_keeper_ran()): the
+	 * thread that keeps the stack's timers while they are armed, so the
+	 * others need not wake for them: asleep, it wakes for the wheel's
+	 * next deadline; running the stack, its turns run them.  Its token
+	 * (low half) and the time, in ms of sl_now() modulo 2^32, until
+	 * which its claim holds (high half: its planned wake-up, or its last
+	 * turn that moved the wheel, plus KEEPER_HOLD_MS); compare-and-swap.
+	 * A keeper that neither sleeps nor runs the stack lets it lapse.
 	 */
 	uint64_t keeper;
-	/* The token of the thread whose turn last moved the wheel (run/run.c,
-	 * sl_run()), and the wheel's time (ms) at the last turn of another
-	 * thread before it: whether a thread other than a would-be keeper
-	 * runs the stack (run/wait.c, bound_ms()). */
-	uint32_t timer_runner;
-	uint64_t timer_other_ms;
 	/*
 	 * Until when (CLOCK_MONOTONIC, µs) nobody of the stack spins: a
 	 * spinner found it had been taken off its CPU mid-spin (run/wait.c,
@@ -1238,7 +1234,7 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * agree on (31: a shard's placeholder is the FIFO sN, no longer the
  * directory N; processes of both would lock different inodes).
  */
-#define SL_LAYOUT_VERSION	31
+#define SL_LAYOUT_VERSION	32
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

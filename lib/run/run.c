@@ -15,16 +15,10 @@ int sl_run(struct sl_stack *s)
 	if (s->link && s->link->ops->rx)
 		n += s->link->ops->rx(s->link, s, 64);
 	n += sl_timer_run(s, sl_now_held(s));
-	/* Who runs the wheel: sleepers need not wake for its timers while
-	 * another thread does (wait.c, bound_ms()). */
-	if (s->lib->wheel_now_ms != wheel) {
-		uint32_t me = sl_keeper_token();
-
-		if (s->lib->timer_runner != me) {
-			SL_WRITE_ONCE(s->lib->timer_other_ms, wheel);
-			SL_WRITE_ONCE(s->lib->timer_runner, me);
-		}
-	}
+	/* This thread runs the wheel: it keeps the timers while it does,
+	 * so sleepers need not wake for them (wait.c, sl_keeper_ran()). */
+	if (s->lib->wheel_now_ms != wheel)
+		sl_keeper_ran(s, s->lib->wheel_now_ms * 1000);
 	return n;
 }
 

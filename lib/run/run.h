@@ -90,9 +90,12 @@ void sl_wait_sleep_v(struct sl_stack *s, int64_t deadline, uint32_t *const *word
  * sleep at most now: the timer keeper until the wheel's next deadline,
  * the others 100 ms while timers are armed; a second when none are. */
 int sl_wait_bound_ms(struct sl_stack *s);
-/* This thread's token (its pid and a number), as the timer keeper and as
- * the thread that last ran the wheel (sl_region.keeper, .timer_runner). */
+/* This thread's token (its pid and a number), as the timer keeper
+ * (sl_region.keeper). */
 uint32_t sl_keeper_token(void);
+/* A turn of this thread moved the wheel to now_us: it keeps the timers
+ * while it runs the stack (the keeper's place, unless another holds it). */
+void sl_keeper_ran(struct sl_stack *s, uint64_t now_us);
 /* A slot to spin in for spin_us, among the first cap of the stack's
  * (sl_region.spin_until): its index, or -1 (as many spin already, or
  * runnable threads outnumber the machine's cpus: sleep at once).

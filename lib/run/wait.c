@@ -36,9 +36,7 @@ static uint64_t mono_us(void)
 #define SLEEP_SLICE_MS	2
 /* How long a spinning caller that found nothing backs off (sl_wait_backoff()). */
 #define SPIN_BACKOFF_NS	200
-/* How late the timer keeper may be (its claim outlasts its planned
- * wake-up by this much), and how recently another thread must have run
- * the wheel for the stack to count as run by others (bound_ms()). */
+/* The longest sleep on a module's stack fd (sl_wait_sleep()). */
 #define SLEEP_MAX_MS	10
 /* The longest sleep while timers are armed for all but the keeper; the
  * keeper's too (it wakes sooner for the wheel's next deadline).  They
@@ -46,9 +44,10 @@ static uint64_t mono_us(void)
  * this much at worst when nobody runs the stack and the keeper returned
  * to its program. */
 #define SLEEP_SPARE_MS	100
-/* A keeper's claim outlasts its planned wake-up by this much (it renews
- * it each time it sleeps). */
-#define KEEPER_HOLD_MS	SLEEP_MAX_MS
+/* A keeper's claim outlasts its planned wake-up, or a running keeper's
+ * last turn, by this much (it renews it at each sleep and each turn that
+ * moves the wheel). */
+#define KEEPER_HOLD_MS	10
 /* With nothing on the wheel for SL_WHEEL_QUIET_MS: a change wakes the
  * sleeper, the first deadline set too (sl_timer_set(), wake_all); this
  * only bounds it. */
@@ -241,6 +240,36 @@ static bool keeper_claim(struct sl_stack *s, uint64_t now, uint32_t wake_ms)
 }
 
 /*
+ * A turn of this thread moved the wheel at now_us (sl_run()): a thread
+ * that runs the stack keeps its timers while it does, so it takes the
+ * keeper's place when it is free or lapsed, and keeps it KEEPER_HOLD_MS
+ * past each such turn (a running keeper's claim is its last turn, not a
+ * wake-up it planned).  A claim of another that holds is left alone: a
+ * sleeping keeper wakes for the deadline, a running one runs it.
+ *
+ * The claim is the only way a sleeper learns that someone else keeps the
+ * timers, and a claim is a promise: its holder either runs the stack
+ * within KEEPER_HOLD_MS or, going to sleep, renews it for the wheel's
+ * next deadline (bound_ms()), which no other sleeper does while it
+ * holds.  Before, a sleeper that saw another thread's turn in the last
+ * 10 ms took that for a promise, and slept 100 ms: two processes that
+ * had both run the stack in those 10 ms each saw the other's turn, and
+ * both slept past the deadline (a delayed ACK at 100 ms, not 40:
+ * tests/host/test_small_writes.sh, its late rounds).  One compare-and-
+ * swap a millisecond at most, on the region's line of the keeper.
+ */
+void sl_keeper_ran(struct sl_stack *s, uint64_t now_us)
+{
+	uint32_t now_ms = (uint32_t)(now_us / 1000), me = sl_keeper_token();
+	uint64_t cur = SL_READ_ONCE(s->lib->keeper);
+	uint32_t until = now_ms + KEEPER_HOLD_MS, cur_until = (uint32_t)(cur >> 32);
+
+	if ((uint32_t)cur == me ? cur_until == until : (int32_t)(cur_until - now_ms) > 0)
+		return;
+	sl_cmpxchg(&s->lib->keeper, &cur, (uint64_t)until << 32 | me);
+}
+
+/*
  * The first slot with an entry from the wheel's time on, before lim (ms):
  * its ms, or lim.  Read without the lock, as a hint: an entry of a later
  * turn in that slot makes the keeper wake early, for nothing, never late;
@@ -256,29 +285,24 @@ static uint64_t wheel_next_ms(struct sl_stack *s, uint64_t from, uint64_t lim)
 
 /*
  * A sleep's bound at now (µs of sl_now()): SLEEP_IDLE_MS after the wheel
- * has been empty for a quiet second.  Else, while another thread runs
- * the stack (it moved the wheel in the last SLEEP_MAX_MS), its timers run
- * with it and nobody need wake for them: SLEEP_SPARE_MS.  Otherwise one
- * sleeper, the keeper, sleeps until the wheel's next deadline (at most
- * SLEEP_SPARE_MS) and the others SLEEP_SPARE_MS.  Before, the keeper woke
- * every 10 ms while any timer was armed, even while a busy pair ran the
- * stack and its timers a thousand times a second: an idle worker beside
- * that pair woke 30 to 100 times a second for the pair's timers.
+ * has been empty for a quiet second.  Otherwise one thread, the keeper,
+ * keeps the timers: a sleeper that claims the place sleeps until the
+ * wheel's next deadline (at most SLEEP_SPARE_MS), the others, while the
+ * claim of a sleeping or running keeper holds, SLEEP_SPARE_MS.  Beside a
+ * busy pair, whose turns run the wheel a thousand times a second, the
+ * pair holds the place (sl_keeper_ran()) and an idle worker wakes for its
+ * own sockets and SLEEP_SPARE_MS (issue 23: before any of this, a keeper
+ * among the idle workers woke every 10 ms while the pair's timers were
+ * armed).
  */
 static int bound_ms(struct sl_stack *s, uint64_t now)
 {
-	uint64_t now_ms = now / 1000, ran = SL_READ_ONCE(s->lib->wheel_now_ms), other, next;
+	uint64_t now_ms = now / 1000, ran = SL_READ_ONCE(s->lib->wheel_now_ms), next;
 	uint32_t wake;
 
 	if (!SL_READ_ONCE(s->lib->timers_armed) &&
 	    now_ms - SL_READ_ONCE(s->lib->wheel_empty_ms) >= SL_WHEEL_QUIET_MS)
 		return SLEEP_IDLE_MS;
-	/* The last turn of a thread other than this one (whose own looks
-	 * run the wheel too). */
-	other = SL_READ_ONCE(s->lib->timer_runner) != sl_keeper_token() ? ran :
-		SL_READ_ONCE(s->lib->timer_other_ms);
-	if ((int64_t)(now_ms - other) <= SLEEP_MAX_MS)
-		return SLEEP_SPARE_MS;
 	next = wheel_next_ms(s, ran + 1, now_ms + SLEEP_SPARE_MS);
 	wake = next > now_ms ? (uint32_t)(next - now_ms) : 1;
 	return keeper_claim(s, now, wake) ? (int)wake : SLEEP_SPARE_MS;
