@@ -73,6 +73,16 @@ static inline uint64_t tf_clock(void *arg)
 	return tf_now_us;
 }
 
+/* A connection past its quick-ACK start (Linux's quick-ACK mode): data
+ * came just now, its quick ACKs are spent, and the ACK timeout is
+ * TCP_ATO_MIN's 40 ms, so the next segment waits for the delayed ACK. */
+static inline void tf_past_quickack(struct sl_sock *so)
+{
+	so->tcp.quickacks = 0;
+	so->tcp.ato_ms = SL_TCP_ATO_MIN_MS;
+	so->tcp.lrcv_ms = (uint32_t)(tf_now_us / 1000);
+}
+
 static inline int tf_tx(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint32_t nh)
 {
 	(void)l;

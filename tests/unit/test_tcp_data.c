@@ -66,7 +66,7 @@ static void test_established_data_delayed_ack(void)
 	tf_init("da");
 	l = tf_listener(TF_LPORT, 8);
 	c = tf_accept(l, IRS, &iss, NULL, 8192);
-	c->tcp.quickacks = 0;	/* past the quick-ACK start (below) */
+	tf_past_quickack(c);	/* (below) */
 	tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, IRS + 1, iss + 1, 8192, pattern, 100);
 	tap_eq(T.n, 0, "one segment: ACK delayed");
 	tap_eq(sl_tcp_poll(T.s, c) & SL_EV_IN, SL_EV_IN, "readable");
@@ -78,11 +78,13 @@ static void test_established_data_delayed_ack(void)
 	tf_clear();
 	tf_seg(TF_LPORT, TH_ACK_, IRS + 101, iss + 1, 8192, pattern + 100, 100);
 	tf_seg(TF_LPORT, TH_ACK_, IRS + 201, iss + 1, 8192, pattern + 200, 100);
-	g = tf_last();
-	tap_ok(T.n == 1 && g.ack == IRS + 301, "second segment: ACK at once");
+	tap_eq(T.n, 0, "two short segments: ACK still delayed (not a full segment's worth, "
+	       "Linux __tcp_ack_snd_check())");
 	tap_eq(sl_tcp_recv(T.s, c, buf, 50, MSG_PEEK, tf_now_us), 50, "peek 50");
 	tap_eq(sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us), 300, "recv all 300");
 	tap_ok(!memcmp(buf, pattern, 300), "bytes in order");
+	g = tf_last();
+	tap_ok(T.n == 1 && g.ack == IRS + 301, "the read that empties the queue ACKs them");
 	tap_eq(sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us), -EAGAIN, "then EAGAIN");
 	/* A duplicate (already received) segment is ACKed at once. */
 	tf_clear();
@@ -90,6 +92,13 @@ static void test_established_data_delayed_ack(void)
 	g = tf_last();
 	tap_ok(T.n == 1 && g.ack == IRS + 301, "old data: immediate ACK of RCV.NXT");
 	tap_eq(c->rxq_bytes, 0, "old data not queued again");
+	/* Two full-sized segments: ACKed at once (RFC 5681 4.2). */
+	tf_clear();
+	tf_seg(TF_LPORT, TH_ACK_, IRS + 301, iss + 1, 8192, pattern, c->tcp.mss);
+	tap_eq(T.n, 0, "one full-sized segment: ACK delayed");
+	tf_seg(TF_LPORT, TH_ACK_, IRS + 301 + c->tcp.mss, iss + 1, 8192, pattern, c->tcp.mss);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.ack == IRS + 301 + 2u * c->tcp.mss, "the second: ACK at once");
 	tf_finish();
 }
 
@@ -128,10 +137,123 @@ static void test_established_data_quick_ack_start(void)
 	tf_init("qb");
 	l = tf_listener(TF_LPORT, 8);
 	c = tf_accept(l, IRS, &iss, NULL, 65535);
-	tap_eq(sl_tcp_send(T.s, c, pattern, 10, 0, tf_now_us), 10, "this end sends data");
+	tap_eq(sl_tcp_send(T.s, c, pattern, 10, 0, tf_now_us), 10, "this end sends data first");
 	tf_clear();
 	tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, IRS + 1, iss + 11, 8192, pattern, 10);
-	tap_eq(T.n, 0, "then data from the peer waits for the delayed ACK");
+	g = tf_last();
+	tap_ok(T.n == 1 && g.flags == TH_ACK_ && g.ack == IRS + 11,
+	       "then the peer's first data is ACKed at once: data sent before any came is no "
+	       "exchange (a server's banner; tests/conformance/pd/delack-quick-after-send.pkt)");
+	tf_finish();
+}
+
+/*
+ * Linux's tcp_event_data_recv(): data after a pause longer than the RTO
+ * is ACKed at once again (tcp_incr_quickack()), and the ACK timeout
+ * follows the peer's segments: doubled by a delayed ACK that went alone
+ * (tcp_delack_timer_handler()), within the smoothed RTT (at least 40 ms),
+ * and pulled back toward 40 ms by segments close together.
+ */
+static void test_established_quickack_after_idle_and_ato(void)
+{
+	struct sl_sock *l, *c;
+	uint8_t buf[100];
+	struct tf_seg g;
+	uint32_t iss, seq = IRS + 1;
+
+	tf_init("qi");
+	l = tf_listener(TF_LPORT, 8);
+	c = tf_accept(l, IRS, &iss, NULL, 65535);
+	tf_past_quickack(c);
+	c->tcp.srtt_us = 100000;	/* a 100 ms path */
+	tf_clear();
+	tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, seq, iss + 1, 8192, pattern, 10);
+	seq += 10;
+	tf_advance_ms(39);
+	tap_eq(T.n, 0, "a short segment: not ACKed at 39 ms");
+	tf_advance_ms(1);
+	tap_eq(T.n, 1, "ACKed at 40 ms (TCP_ATO_MIN)");
+	sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us);
+	tf_advance_ms(100);
+	tf_clear();
+	tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, seq, iss + 1, 8192, pattern, 10);
+	seq += 10;
+	tf_advance_ms(79);
+	tap_eq(T.n, 0, "after a delayed ACK that went alone, the next waits longer: not at 79 ms");
+	tf_advance_ms(1);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.ack == seq, "ACKed at 80 ms (the timeout doubled, within the RTT)");
+	sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us);
+	/* Segments 10 ms apart (each read, as a reader does) pull it back
+	 * down by halves: 160 -> 100 -> 70 -> 55 -> 47 -> 43 -> 41 -> 40. */
+	tf_advance_ms(100);
+	for (int i = 0; i < 8; i++) {
+		tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, seq, iss + 1, 8192, pattern, 10);
+		seq += 10;
+		sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us);
+		tf_advance_ms(10);
+	}
+	tap_ok(c->tcp.ato_ms == 40, "segments 10 ms apart bring the timeout back to 40 ms (%u)",
+	       c->tcp.ato_ms);
+	tf_advance_ms(30);
+	tf_clear();
+	tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, seq, iss + 1, 8192, pattern, 10);
+	seq += 10;
+	tf_advance_ms(39);
+	tap_eq(T.n, 0, "the next segment's ACK: not at 39 ms");
+	tf_advance_ms(1);
+	tap_eq(T.n, 1, "at 40 ms");
+	sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us);
+	/* Idle for longer than the RTO: quick ACKs again. */
+	tf_advance_ms(c->tcp.rto_us / 1000 + 1);
+	tf_clear();
+	tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, seq, iss + 1, 8192, pattern, 10);
+	seq += 10;
+	g = tf_last();
+	tap_ok(T.n == 1 && g.ack == seq, "after a pause longer than the RTO: ACKed at once");
+	sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us);
+	tf_advance_ms(10);
+	tf_clear();
+	tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, seq, iss + 1, 8192, pattern, 10);
+	seq += 10;
+	g = tf_last();
+	tap_ok(T.n == 1 && g.ack == seq, "and the next too (quick ACKs, not one)");
+	tf_finish();
+}
+
+/*
+ * TCP_QUICKACK as Linux's __tcp_sock_set_quickack(): off enters the
+ * exchange (no quick ACKs), which lasts only until a delayed ACK has to
+ * go alone (tcp(7): the option is not permanent), and getsockopt() reads
+ * whether the end is in one.
+ */
+static void test_established_quickack_option(void)
+{
+	struct sl_sock *l, *c;
+	struct tf_seg g;
+	uint32_t iss, seq = IRS + 1;
+	int v = 0;
+	unsigned int len = sizeof(v);
+
+	tf_init("qo");
+	l = tf_listener(TF_LPORT, 8);
+	c = tf_accept(l, IRS, &iss, NULL, 65535);
+	tap_eq(sl_tcp_setsockopt(T.s, c, IPPROTO_TCP, TCP_QUICKACK, &v, sizeof(v)), 0,
+	       "TCP_QUICKACK off");
+	tf_clear();
+	tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, seq, iss + 1, 8192, pattern, 10);
+	seq += 10;
+	tap_eq(T.n, 0, "the first segment's ACK waits");
+	tf_advance_ms(40);
+	tap_eq(T.n, 1, "and goes at 40 ms, alone");
+	tf_advance_ms(60);
+	tf_clear();
+	tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, seq, iss + 1, 8192, pattern, 10);
+	seq += 10;
+	g = tf_last();
+	tap_ok(T.n == 1 && g.ack == seq, "that ended it: the next is ACKed at once (quick ACKs)");
+	tap_eq(sl_tcp_getsockopt(T.s, c, IPPROTO_TCP, TCP_QUICKACK, &v, &len), 0, "getsockopt");
+	tap_eq(v, 1, "TCP_QUICKACK reads on again");
 	tf_finish();
 }
 
@@ -151,7 +273,7 @@ static void test_established_ack_on_read(void)
 	tf_init("ar");
 	l = tf_listener(TF_LPORT, 8);
 	c = tf_accept(l, IRS, &iss, NULL, 65535);
-	c->tcp.quickacks = 0;	/* past the quick-ACK start */
+	tf_past_quickack(c);
 	tf_clear();
 	tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, IRS + 1, iss + 1, 8192, pattern, 10);
 	tap_eq(T.n, 0, "a short segment: ACK delayed");
@@ -830,6 +952,8 @@ int main(void)
 	fill_pattern();
 	test_established_data_delayed_ack();
 	test_established_data_quick_ack_start();
+	test_established_quickack_after_idle_and_ato();
+	test_established_quickack_option();
 	test_established_ack_on_read();
 	test_established_send_nagle();
 	test_established_ooo_sack();

@@ -96,7 +96,7 @@ static struct sl_sock *to_state(int st)
 
 	/* Past the quick-ACK start (test_tcp_data): data waits for the
 	 * delayed ACK, as in the table. */
-	so->tcp.quickacks = 0;
+	tf_past_quickack(so);
 	switch (st) {
 	case SL_TCP_FIN_WAIT_1:
 	case SL_TCP_FIN_WAIT_2:

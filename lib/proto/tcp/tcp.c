@@ -282,7 +282,7 @@ void sl_tcp_init_tcb(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	uint8_t kc = tp->keep_cnt;
 	/* What setsockopt() set before connect() or listen() stays. */
 	uint32_t ut = tp->user_timeout_ms, clamp = tp->window_clamp;
-	uint32_t keep = tp->tflags & (SL_TF_CORK | SL_TF_NOQUICKACK | SL_TF_RENO | SL_TF_SNDBUF_SET);
+	uint32_t keep = tp->tflags & (SL_TF_CORK | SL_TF_PINGPONG | SL_TF_RENO | SL_TF_SNDBUF_SET);
 	int32_t l2 = tp->linger2_s;
 	uint8_t synr = tp->syn_retries, defer = tp->defer_accept;
 	/* A child is on its listener's list already (sl_sock_kid_link()). */
@@ -305,7 +305,6 @@ void sl_tcp_init_tcb(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	tp->keep_idle_s = ki ? ki : SL_TCP_KEEPIDLE_S;
 	tp->keep_intvl_s = kv ? kv : SL_TCP_KEEPINTVL_S;
 	tp->keep_cnt = kc ? kc : SL_TCP_KEEPCNT;
-	tp->quickacks = SL_TCP_QUICKACKS;
 	tp->sndq_head = tp->sndq_tail = tp->sndq_hint = SLUICE_IDX_NONE;
 	tp->ooo_head = SLUICE_IDX_NONE;
 	tp->acc_head = tp->acc_tail = SLUICE_IDX_NONE;
@@ -1078,8 +1077,7 @@ static void ack_on_read(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	if (!(tp->tflags & (SL_TF_PUSHED | SL_TF_PUSHED2)) || !tp->t_dack ||
 	    so->rxq_bytes || so->rx_lent_bytes || so->state < SL_TCP_ESTABLISHED)
 		return;
-	if ((tp->tflags & SL_TF_PUSHED2) ||
-	    !(tp->tflags & (SL_TF_PINGPONG | SL_TF_NOQUICKACK)))
+	if ((tp->tflags & SL_TF_PUSHED2) || !(tp->tflags & SL_TF_PINGPONG))
 		sl_tcp_send_ack(s, so, now_us);
 }
 
@@ -1595,18 +1593,28 @@ int sl_tcp_setsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 		}
 		return 0;
 	case TCP_QUICKACK:
-		/* Linux: on, an ACK that waits goes now and the exchange
-		 * (pingpong mode) ends; off, ACKs may wait (as they do here
-		 * anyway: delayed ACKs, RFC 9293 3.8.6.3). */
-		if (v) {
-			tp->tflags &= ~(SL_TF_NOQUICKACK | SL_TF_PINGPONG);
-			if (tp->t_dack && so->state >= SL_TCP_ESTABLISHED) {
-				tp->t_dack = 0;
+		/* Linux __tcp_sock_set_quickack(): off enters the exchange
+		 * (pingpong mode: no quick ACKs, until a delayed ACK goes
+		 * alone); on leaves it, and an ACK that waits goes now if
+		 * the queue is read (tcp_cleanup_rbuf() with it pushed) or
+		 * more than a segment waits for it; an even value enters
+		 * the exchange again after. */
+		if (!v) {
+			tp->tflags |= SL_TF_PINGPONG;
+			return 0;
+		}
+		tp->tflags &= ~SL_TF_PINGPONG;
+		if (tp->t_dack && (so->state == SL_TCP_ESTABLISHED ||
+				   so->state == SL_TCP_CLOSE_WAIT)) {
+			if (tp->rcv_nxt - tp->last_ack_sent > tp->mss ||
+			    (!so->rxq_bytes && !so->rx_lent_bytes)) {
 				sl_tcp_send_ack(s, so, now_us);
 				sl_tcp_arm(s, so);
+			} else {
+				tp->tflags |= SL_TF_PUSHED;
 			}
-		} else {
-			tp->tflags |= SL_TF_NOQUICKACK;
+			if (!(v & 1))
+				tp->tflags |= SL_TF_PINGPONG;
 		}
 		return 0;
 	case TCP_SYNCNT:
@@ -1717,7 +1725,7 @@ int sl_tcp_getsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 			v = retrans_to_secs(tp->defer_accept);
 			break;
 		case TCP_QUICKACK:
-			v = !(tp->tflags & SL_TF_NOQUICKACK);
+			v = !(tp->tflags & SL_TF_PINGPONG);
 			break;
 		case TCP_USER_TIMEOUT:
 			v = (int)tp->user_timeout_ms;

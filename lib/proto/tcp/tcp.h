@@ -83,6 +83,13 @@ enum sl_tcp_state {
 #define SL_TCP_POOL_US		5000u		/* a send the pool refused: looked at again */
 #define SL_TCP_DELACK_US	40000u		/* RFC 9293 3.8.6.3 (< 0.5 s); Linux TCP_DELACK_MIN */
 #define SL_TCP_QUICKACKS	16		/* Linux TCP_MAX_QUICKACKS */
+/* The ACK timeout (Linux's icsk_ack.ato), ms: its floor and start
+ * (TCP_ATO_MIN), its ceiling for a short segment or an exchange
+ * (TCP_DELACK_MAX, icsk_delack_max) and otherwise (HZ / 2): all within
+ * RFC 9293 3.8.6.3's 0.5 s. */
+#define SL_TCP_ATO_MIN_MS	40
+#define SL_TCP_ATO_PUSHED_MS	200
+#define SL_TCP_ATO_MAX_MS	500
 #define SL_TCP_KEEPIDLE_S	7200		/* RFC 1122 4.2.3.6: >= 2 hours */
 #define SL_TCP_KEEPINTVL_S	75		/* Linux tcp_keepalive_intvl */
 #define SL_TCP_KEEPCNT		9		/* Linux tcp_keepalive_probes */
@@ -148,7 +155,6 @@ enum sl_tcp_state {
 #define SL_TF_OVERRIDE	0x2000	/* SWS override timeout: send what the window takes */
 #define SL_TF_DONE	0x4000	/* ended (reset, refused, closed): reads give 0 (Linux SOCK_DONE) */
 #define SL_TF_CORK	0x8000	/* TCP_CORK: partial segments wait (tcp(7)) */
-#define SL_TF_NOQUICKACK 0x10000 /* TCP_QUICKACK off: ACKs may be delayed */
 #define SL_TF_RENO	0x20000	/* TCP_CONGESTION "reno": Reno, not CUBIC, avoidance */
 #define SL_TF_CONN_PEND	0x40000	/* connect() began, its end not yet seen by connect() (Linux SS_CONNECTING) */
 #define SL_TF_TLP	0x80000	/* a tail loss probe is out, up to tlp_high (RFC 8985 7) */
@@ -163,8 +169,10 @@ enum sl_tcp_state {
  * with MSG_OOB, until SND.UNA reaches it (Linux's tcp_urg_mode()). */
 #define SL_TF_URG	0x2000000
 /* Linux's interactive (pingpong) mode, tcp_pingpong_thresh 1: this end
- * sent data within SL_TCP_DELACK_US of data coming in, so its ACKs ride
- * on its replies; left when a delayed ACK has to go alone. */
+ * sent data within the ACK timeout (ato_ms) of data coming in, so its
+ * ACKs ride on its replies, or TCP_QUICKACK was set off; left when a
+ * delayed ACK has to go alone, or TCP_QUICKACK is set on.  No quick
+ * ACKs while in it (Linux tcp_in_quickack_mode()). */
 #define SL_TF_PINGPONG	0x4000000
 /* A short segment came and its ACK is delayed, once (PUSHED) or again
  * (PUSHED2) since the last ACK sent (Linux ICSK_ACK_PUSHED, _PUSHED2):
@@ -248,9 +256,11 @@ struct sl_tcp_sock {
 	/* Keepalive (RFC 1122 4.2.3.6) */
 	uint16_t keep_idle_s, keep_intvl_s;
 	uint8_t keep_cnt;
-	/* Data segments still ACKed at once as a connection starts (Linux
-	 * quick-ACK mode); 0 once this end sends data (an exchange: its
-	 * ACKs ride on its data) or when spent.  What was padding. */
+	/* ACKs of new data still sent at once, outside an exchange (Linux
+	 * icsk_ack.quick, quick-ACK mode): up to SL_TCP_QUICKACKS from the
+	 * first data that comes, and again after a pause longer than the
+	 * RTO (tcp_input.c, ato_update()); one spent by each ACK of new data
+	 * sent (tcp_output.c).  What was padding. */
 	uint8_t quickacks;
 	/* RFC 7323 5.5: when ts_recent was taken, seconds (what was padding). */
 	uint32_t ts_recent_s;
@@ -290,10 +300,14 @@ struct sl_tcp_sock {
 	 * tcp_mtu_probing=1): the path is taken as tcp_base_mss's. */
 	uint16_t pmtu, pmtu_gen;
 	uint8_t mtup;
-	/* When in-order data last came, ms mod 2^16 (Linux
-	 * icsk_ack.lrcvtime): pingpong is data sent soon after it.  Fills
-	 * what was padding. */
-	uint16_t lrcv_ms;
+	/* The ACK timeout, ms (Linux icsk_ack.ato; 0 until data first
+	 * came): what a delayed ACK waits, within its bounds
+	 * (tcp_input.c, delack_arm()), set from the gaps between the peer's
+	 * segments and doubled by a delayed ACK that had to go alone. */
+	uint16_t ato_ms;
+	/* When in-order data last came, ms mod 2^32 (Linux
+	 * icsk_ack.lrcvtime): pingpong is data sent within ato_ms of it. */
+	uint32_t lrcv_ms;
 	/*
 	 * A listener's children not yet accepted (SL_TF_PASSIVE or
 	 * SL_TF_ACCQ, parent_idx the listener): a list through the slots

@@ -326,8 +326,8 @@ static void options_to(const struct sl_sock *so, int ks)
 		opt(ks, IPPROTO_TCP, TCP_LINGER2, tp->linger2_s);
 	if (tp->user_mss)
 		opt(ks, IPPROTO_TCP, TCP_MAXSEG, tp->user_mss);
-	if (tp->tflags & SL_TF_NOQUICKACK)
-		opt(ks, IPPROTO_TCP, TCP_QUICKACK, 0);
+	if (tp->tflags & SL_TF_PINGPONG)
+		opt(ks, IPPROTO_TCP, TCP_QUICKACK, 0);	/* the exchange, as Linux reads it */
 	if (tp->tflags & SL_TF_RENO)
 		sl_sys_setsockopt(ks, IPPROTO_TCP, TCP_CONGESTION, "reno", 4);
 	if (so->ip_tos)

@@ -1559,24 +1559,95 @@ static struct sl_sock *child_new(struct sl_stack *s, struct sl_sock *lso, const 
 	sl_sock_hash(s, c);
 	sl_tcp_init_tcb(s, c, now_us);
 	tp->tflags |= SL_TF_PASSIVE |
-		      (ltp->tflags & (SL_TF_CORK | SL_TF_NOQUICKACK | SL_TF_RENO | SL_TF_SNDBUF_SET));
+		      (ltp->tflags & (SL_TF_CORK | SL_TF_RENO | SL_TF_SNDBUF_SET));
 	return c;
 }
 
 /*
- * Linux's quick-ACK start (tcp_event_data_recv(), TCP_MAX_QUICKACKS): the
- * first data segments of a connection are ACKed at once, so a sender
- * held by Nagle, or in slow start, waits for no delayed-ACK timer (one
- * that here runs only while some process is in the stack).  Spent, or
- * ended when this end sends data (its ACKs ride on it), or with
- * TCP_QUICKACK off.
+ * Linux's tcp_incr_quickack(): quick ACKs for the next segments, as many
+ * as half the window holds segments of the peer's size, at least 2 and at
+ * most SL_TCP_QUICKACKS (TCP_MAX_QUICKACKS), so a sender held by Nagle,
+ * or in slow start, waits for no delayed-ACK timer.
  */
-static bool quick_ack(struct sl_tcp_sock *tp)
+static void quickack_incr(struct sl_stack *s, struct sl_sock *so)
 {
-	if (!tp->quickacks || (tp->tflags & SL_TF_NOQUICKACK))
-		return false;
-	tp->quickacks--;
-	return true;
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t q = sl_tcp_rcv_window(s, so) / (2u * (tp->mss ? tp->mss : SL_TCP_MSS_DEFAULT));
+
+	if (q < 2)
+		q = 2;
+	if (q > SL_TCP_QUICKACKS)
+		q = SL_TCP_QUICKACKS;
+	if (q > tp->quickacks)
+		tp->quickacks = (uint8_t)q;
+}
+
+/*
+ * Linux's tcp_event_data_recv(): in-order data came at now_us.  The first
+ * starts the ACK timeout at TCP_ATO_MIN and gives quick ACKs; then a gap
+ * of at most half of it pulls it toward TCP_ATO_MIN, a gap shorter than
+ * it halves it toward the gap (at most the RTO), and a gap longer than
+ * the RTO (the sender was idle) gives quick ACKs again.
+ */
+static void ato_update(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t now = (uint32_t)(now_us / 1000), m = now - tp->lrcv_ms;
+	uint32_t rto = tp->rto_us / 1000;
+
+	if (!tp->ato_ms) {
+		quickack_incr(s, so);
+		tp->ato_ms = SL_TCP_ATO_MIN_MS;
+	} else if (m <= SL_TCP_ATO_MIN_MS / 2) {
+		tp->ato_ms = (uint16_t)(tp->ato_ms / 2 + SL_TCP_ATO_MIN_MS / 2);
+	} else if (m < tp->ato_ms) {
+		m += tp->ato_ms / 2u;
+		tp->ato_ms = (uint16_t)(m > rto ? rto : m);
+	} else if (m > rto) {
+		quickack_incr(s, so);
+	}
+	tp->lrcv_ms = now;
+}
+
+/* Linux's tcp_in_quickack_mode(): quick ACKs left, and no exchange. */
+static bool quick_ack(const struct sl_tcp_sock *tp)
+{
+	return tp->quickacks && !(tp->tflags & SL_TF_PINGPONG);
+}
+
+/*
+ * Linux's tcp_send_delayed_ack(): arm the delayed ACK for the ACK
+ * timeout from now_us, bounded (above TCP_ATO_MIN) by 200 ms for a short
+ * segment or an exchange, else 500 ms, and by the smoothed RTT (at least
+ * TCP_ATO_MIN); never later than a delayed ACK already armed.  True: that
+ * one is about to go (within a quarter of the timeout): ACK now.
+ */
+static bool delack_arm(struct sl_tcp_sock *tp, uint64_t now_us)
+{
+	uint32_t ato = tp->ato_ms ? tp->ato_ms : SL_TCP_ATO_MIN_MS;
+	uint64_t due;
+
+	if (ato > SL_TCP_ATO_MIN_MS) {
+		uint32_t max = tp->tflags & (SL_TF_PINGPONG | SL_TF_PUSHED) ?
+			       SL_TCP_ATO_PUSHED_MS : SL_TCP_ATO_MAX_MS;
+		uint32_t rtt = tp->srtt_us / 1000;
+
+		if (tp->srtt_us && (rtt > SL_TCP_ATO_MIN_MS ? rtt : SL_TCP_ATO_MIN_MS) < max)
+			max = rtt > SL_TCP_ATO_MIN_MS ? rtt : SL_TCP_ATO_MIN_MS;
+		if (ato > max)
+			ato = max;
+	}
+	if (ato > SL_TCP_ATO_PUSHED_MS)
+		ato = SL_TCP_ATO_PUSHED_MS;	/* icsk_delack_max */
+	due = now_us + ato * 1000ull;
+	if (tp->t_dack) {
+		if (tp->t_dack <= now_us + ato * 250ull)
+			return true;
+		if (due > tp->t_dack)
+			due = tp->t_dack;
+	}
+	tp->t_dack = due;
+	return false;
 }
 
 /* A passive child in SYN-RECEIVED: on its listener's SYN queue. */
@@ -2244,24 +2315,30 @@ ack:
 			deliver(s, so, idx);
 			if (g->more)
 				deliver_more(s, so, g);
-			tp->lrcv_ms = (uint16_t)(now_us / 1000);
-			if (had_ooo || (tp->tflags & SL_TF_FIN_RCVD))
-				tp->tflags |= SL_TF_ACKNOW;
-			else if ((tp->delack_segs += 1 + g->nchain) >= 2)
-				/* RFC 5681 4.2; a chain counts a segment a
-				 * buffer, as Linux acks GSO by size. */
-				tp->tflags |= SL_TF_ACKNOW;
-			else if (quick_ack(tp))
-				tp->tflags |= SL_TF_ACKNOW;
-			else {
-				if (!tp->t_dack)
-					tp->t_dack = now_us + SL_TCP_DELACK_US;
+			if (g->plen) {
+				ato_update(s, so, now_us);
 				/* Linux tcp_measure_rcv_mss(): a short one
-				 * marks the ACK pushed, a second pushed2. */
+				 * marks the ACK pushed, a second pushed2
+				 * (cleared when an ACK goes). */
 				if (!g->nchain && g->plen < tp->mss)
 					tp->tflags |= tp->tflags & SL_TF_PUSHED ?
 						      SL_TF_PUSHED2 : SL_TF_PUSHED;
+				/* Full-sized ones; a chain counts a
+				 * segment a buffer, as Linux acks GSO by
+				 * size. */
+				if (g->nchain || g->plen >= tp->mss)
+					tp->delack_segs += 1 + g->nchain;
 			}
+			if (had_ooo || (tp->tflags & SL_TF_FIN_RCVD))
+				tp->tflags |= SL_TF_ACKNOW;
+			else if (tp->delack_segs >= 2 ||
+				 tp->rcv_nxt - tp->last_ack_sent > tp->mss)
+				/* RFC 5681 4.2: more than one full
+				 * segment unacknowledged (Linux
+				 * __tcp_ack_snd_check()). */
+				tp->tflags |= SL_TF_ACKNOW;
+			else if (quick_ack(tp) || delack_arm(tp, now_us))
+				tp->tflags |= SL_TF_ACKNOW;
 			sl_sock_wake(s, so);
 			/* A FIN is tcp_fin()'s signal first: POLL_HUP once
 			 * both ways are shut (this end's sending was), else

@@ -347,6 +347,10 @@ static void fill_hdr(struct sl_stack *s, struct sl_sock *so, struct sl_tcph *th,
 		th->win = htons(sl_tcp_window_field(s, so));
 	}
 	if (flags & TH_ACK_) {
+		/* Linux tcp_dec_quickack_mode(): an ACK of new data spends a
+		 * quick ACK; the last one sets the ACK timeout back. */
+		if (tp->quickacks && tp->last_ack_sent != tp->rcv_nxt && !--tp->quickacks)
+			tp->ato_ms = SL_TCP_ATO_MIN_MS;
 		tp->last_ack_sent = tp->rcv_nxt;
 		tp->tflags &= ~(SL_TF_ACKNOW | SL_TF_PUSHED | SL_TF_PUSHED2);
 		tp->delack_segs = 0;
@@ -981,11 +985,10 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		/* A FIN that rode on the segment takes its sequence number. */
 		end += fin;
 		tp->snd_nxt = end;
-		tp->quickacks = 0;	/* its ACKs go with its data now */
-		/* Linux tcp_event_data_sent(): data sent soon after data came
-		 * is an exchange (inet_csk_inc_pingpong_cnt()). */
-		if ((uint16_t)((uint16_t)(now_us / 1000) - tp->lrcv_ms) < SL_TCP_DELACK_US / 1000 &&
-		    tp->rcv_nxt != tp->irs + 1)
+		/* Linux tcp_event_data_sent(): data sent within the ACK
+		 * timeout of data coming in is an exchange
+		 * (inet_csk_enter_pingpong_mode()); none came yet, none is. */
+		if ((uint32_t)(now_us / 1000) - tp->lrcv_ms < tp->ato_ms)
 			tp->tflags |= SL_TF_PINGPONG;
 		if ((tp->tflags & (SL_TF_RECOVERY | SL_TF_SACK)) == (SL_TF_RECOVERY | SL_TF_SACK)) {
 			tp->prr_room -= seglen < tp->prr_room ? seglen : tp->prr_room;

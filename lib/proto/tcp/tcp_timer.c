@@ -491,8 +491,16 @@ void sl_tcp_timer(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	if (tp->t_dack && tp->t_dack <= now_us) {
 		tp->t_dack = 0;
 		/* Linux tcp_delack_timer_handler(): a delayed ACK that had
-		 * to go alone ends the exchange. */
-		tp->tflags &= ~SL_TF_PINGPONG;
+		 * to go alone ends the exchange and sets the ACK timeout
+		 * back, or outside one doubles it (up to the RTO). */
+		if (tp->tflags & SL_TF_PINGPONG) {
+			tp->tflags &= ~SL_TF_PINGPONG;
+			tp->ato_ms = SL_TCP_ATO_MIN_MS;
+		} else if (tp->ato_ms) {
+			uint32_t a = tp->ato_ms * 2u, rto = tp->rto_us / 1000;
+
+			tp->ato_ms = (uint16_t)(a < rto ? a : rto);
+		}
 		sl_tcp_send_ack(s, so, now_us);
 	}
 	if (tp->t_cork && tp->t_cork <= now_us) {
