@@ -16,9 +16,9 @@ process each, over 127.0.0.1; run it on the kernel and under
   rr     request/response on one connection: 1-byte send, 1-byte recv.
 
 Prints one line a pattern: NAME rounds total_ms rps p50_ms p99_ms max_ms
-stalls (rounds of 20 ms or more) late (rounds of 70 ms or more: later
-than a delayed ACK's 40 ms by more than a loaded machine's delay, as a
-timer nobody ran on time makes them).  Bounded: each pattern stops
+stalls (rounds of 20 ms or more) late (rounds of 90 ms or more: more
+than twice a delayed ACK's 40 ms, as a timer that waited for a sleeper's
+100 ms makes them).  Bounded: each pattern stops
 after its round count or its time limit, whichever first.
 
 usage: small_writes.py [PATTERN ...] [-r ROUNDS] [-t SECONDS]
@@ -31,7 +31,7 @@ import time
 
 NCONN = 32
 STALL_MS = 20.0
-LATE_MS = 70.0
+LATE_MS = 90.0
 
 
 def server(lsock, nconn, need, cross):
