@@ -187,11 +187,41 @@ static void test_busy_runner_keeps(void)
 	fx_destroy(s);
 }
 
+/*
+ * A sleeping keeper, then a thread that runs the stack every ms: the
+ * runner takes the place, so the keeper, once it woke as planned, sleeps
+ * the spare 100 ms beside it and does not wake for the runner's
+ * deadlines.  Before, the keeper kept it while it slept again and again.
+ */
+static void test_runner_takes_from_sleeper(void)
+{
+	struct actor k, p;
+	uint64_t due;
+	struct sl_stack *s = keeper_stack("keep5", &due);
+
+	actor_start(&k, s);
+	actor_start(&p, s);
+	actor_do(&k, ask);
+	tap_ok(k.bound <= 40, "an idle sleeper keeps the deadline while nobody runs (%d ms)",
+	       k.bound);
+	for (int ms = 0; ms < 5; ms++) {
+		actor_do(&p, turn);
+		fx_clock_us += 1000;
+	}
+	actor_do(&k, ask);
+	tap_ok(k.bound == 100, "a thread that runs the stack every ms takes the place: "
+	       "the sleeper, awake again, sleeps 100 ms (%d)", k.bound);
+	actor_stop(&k);
+	actor_stop(&p);
+	fx_destroy(s);
+}
+
 int main(void)
 {
 	test_two_runners_then_both_sleep(false);
 	test_two_runners_then_both_sleep(true);
 	test_sleeping_keeper_holds();
 	test_busy_runner_keeps();
+	test_runner_takes_from_sleeper();
 	return tap_done();
 }
