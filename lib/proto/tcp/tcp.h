@@ -81,13 +81,12 @@ enum sl_tcp_state {
 #define SL_TCP_LINGER2_MAX_S	120		/* Linux TCP_FIN_TIMEOUT_MAX */
 #define SL_TCP_CORK_US		200000u		/* tcp(7): TCP_CORK's 200 ms ceiling */
 #define SL_TCP_POOL_US		5000u		/* a send the pool refused: looked at again */
-#define SL_TCP_DELACK_US	40000u		/* RFC 9293 3.8.6.3 (< 0.5 s); Linux TCP_DELACK_MIN */
 #define SL_TCP_QUICKACKS	16		/* Linux TCP_MAX_QUICKACKS */
 /* The ACK timeout (Linux's icsk_ack.ato), ms: its floor and start
  * (TCP_ATO_MIN), its ceiling for a short segment or an exchange
  * (TCP_DELACK_MAX, icsk_delack_max) and otherwise (HZ / 2): all within
  * RFC 9293 3.8.6.3's 0.5 s. */
-#define SL_TCP_ATO_MIN_MS	40
+#define SL_TCP_ATO_MIN_MS	40	/* RFC 9293 3.8.6.3 (< 0.5 s); Linux TCP_ATO_MIN, TCP_DELACK_MIN */
 #define SL_TCP_ATO_PUSHED_MS	200
 #define SL_TCP_ATO_MAX_MS	500
 #define SL_TCP_KEEPIDLE_S	7200		/* RFC 1122 4.2.3.6: >= 2 hours */
