@@ -78,7 +78,10 @@ struct sluice_resv_key {
  * A port reservation: a bound socket, shared by the filters it covers.
  * Once FILTER_FD has given it to user space as a twin, @file holds it
  * (and is what the last filter's put lets go); @rcvbuf is its receive
- * buffer before the reservation shrank it.
+ * buffer before the reservation shrank it.  @own: the caller's socket
+ * (FILTER_ADD with SLUICE_FILTER_RESV_FD), its file held from the start;
+ * @bindport_lock: it had SOCK_BINDPORT_LOCK before (else the last put
+ * takes it off again).
  */
 struct sluice_resv {
 	struct rhash_head node;
@@ -87,6 +90,8 @@ struct sluice_resv {
 	struct file *file;
 	int rcvbuf;
 	unsigned int refs;		/* under the stack's filter mutex */
+	bool own;
+	bool bindport_lock;
 };
 
 /* Per stack; made on the first FILTER_ADD, freed when the stack goes. */
@@ -307,13 +312,106 @@ err_release:
 }
 
 /*
+ * Does @sk, bound, hold the IPv4 address @laddr as a port reservation
+ * would: an AF_INET socket on it, an AF_INET6 one on ::ffff:@laddr, or
+ * on :: (dual-stack, not IPV6_V6ONLY) for @laddr 0?  An IPv6-only socket
+ * holds no IPv4 port, so it cannot stand for an IPv4 filter's.
+ */
+static bool sluice_sk_holds_v4(const struct sock *sk, __be32 laddr)
+{
+	if (sk->sk_family == AF_INET)
+		return inet_sk(sk)->inet_rcv_saddr == laddr;
+#if IS_ENABLED(CONFIG_IPV6)
+	if (ipv6_addr_v4mapped(&sk->sk_v6_rcv_saddr))
+		return sk->sk_v6_rcv_saddr.s6_addr32[3] == laddr;
+	return !laddr && ipv6_addr_any(&sk->sk_v6_rcv_saddr) &&
+	       !ipv6_only_sock(sk);
+#else
+	return false;
+#endif
+}
+
+/*
+ * May the caller's socket @sk reserve (@protocol, @laddr, @lport) for a
+ * stack's filter: TCP or UDP as @protocol says, of either inet family
+ * (-EPROTONOSUPPORT), in the stack's netns (-EXDEV), bound to @lport at
+ * @laddr, neither listening nor connected, and bound to no device but the
+ * stack's (-EINVAL): a socket bound to another device would let a kernel
+ * socket bound to the stack's take the port the filter steers.  Under
+ * lock_sock().
+ */
+static int sluice_resv_sock_ok(struct sluice_stack *st, const struct sock *sk,
+			       u8 protocol, __be32 laddr, __be16 lport)
+{
+	int type = protocol == IPPROTO_TCP ? SOCK_STREAM : SOCK_DGRAM;
+	int dev = READ_ONCE(sk->sk_bound_dev_if);
+
+	if ((sk->sk_family != AF_INET && sk->sk_family != AF_INET6) ||
+	    sk->sk_type != type || sk->sk_protocol != protocol)
+		return -EPROTONOSUPPORT;
+	if (!net_eq(sock_net(sk), st->net))
+		return -EXDEV;
+	if (sk->sk_state != TCP_CLOSE || !lport ||
+	    inet_sk(sk)->inet_num != ntohs(lport) ||
+	    (dev && dev != st->ifindex) || !sluice_sk_holds_v4(sk, laddr))
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * The caller's socket @sock as @r's reservation of (@protocol, @laddr,
+ * @lport): checked, and its port kept bound whatever is done with it
+ * (SOCK_BINDPORT_LOCK, as sluice_resv_file() does), under one hold of its
+ * lock; @r holds a reference of its own to the file.
+ */
+static int sluice_resv_own(struct sluice_stack *st, struct sluice_resv *r,
+			   struct socket *sock, u8 protocol, __be32 laddr,
+			   __be16 lport)
+{
+	struct sock *sk = sock->sk;
+	int ret;
+
+	lock_sock(sk);
+	ret = sluice_resv_sock_ok(st, sk, protocol, laddr, lport);
+	if (!ret) {
+		r->bindport_lock = sk->sk_userlocks & SOCK_BINDPORT_LOCK;
+		sk->sk_userlocks |= SOCK_BINDPORT_LOCK;
+	}
+	release_sock(sk);
+	if (ret)
+		return ret;
+	r->own = true;
+	r->sock = sock;
+	r->file = get_file(sock->file);
+	r->rcvbuf = READ_ONCE(sk->sk_rcvbuf);
+	return 0;
+}
+
+/*
+ * The caller's socket, a reservation no more: its port lock as it was
+ * (its fds may live on as any socket's); its file is still held.
+ */
+static void sluice_resv_disown(struct sluice_resv *r)
+{
+	struct sock *sk = r->sock->sk;
+
+	if (r->bindport_lock)
+		return;
+	lock_sock(sk);
+	sk->sk_userlocks &= ~SOCK_BINDPORT_LOCK;
+	release_sock(sk);
+}
+
+/*
  * The reservation covering (@protocol, @laddr, *@lport) for a filter of
  * the stack, with a reference for it: an existing one of the same 3-tuple
- * or of a wildcard address, else a new one.  Under fs->lock.
+ * or of a wildcard address, else a new one: @own (the caller's socket;
+ * never with an existing one, -EEXIST), or a socket the module binds.
+ * Under fs->lock.
  */
 static struct sluice_resv *sluice_resv_get(struct sluice_stack *st,
 					   u8 protocol, __be32 laddr,
-					   __be16 *lport)
+					   __be16 *lport, struct socket *own)
 {
 	struct sluice_resv *r = NULL;
 	int ret;
@@ -323,6 +421,8 @@ static struct sluice_resv *sluice_resv_get(struct sluice_stack *st,
 		if (!r && laddr)
 			r = sluice_resv_find(st, protocol, 0, *lport);
 	}
+	if (r && own)
+		return ERR_PTR(-EEXIST);
 	if (r) {
 		r->refs++;
 		return r;
@@ -330,8 +430,11 @@ static struct sluice_resv *sluice_resv_get(struct sluice_stack *st,
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
 	if (!r)
 		return ERR_PTR(-ENOMEM);
-	ret = sluice_resv_bind(st, protocol, laddr, lport, &r->sock,
-			       &r->rcvbuf);
+	if (own)
+		ret = sluice_resv_own(st, r, own, protocol, laddr, *lport);
+	else
+		ret = sluice_resv_bind(st, protocol, laddr, lport, &r->sock,
+				       &r->rcvbuf);
 	if (ret)
 		goto err_free;
 	r->key.st = st;
@@ -341,13 +444,18 @@ static struct sluice_resv *sluice_resv_get(struct sluice_stack *st,
 	r->refs = 1;
 	ret = rhashtable_lookup_insert_fast(&sluice_resv_ht, &r->node,
 					    sluice_resv_params);
-	/* The bind succeeded, so the stack had no such reservation. */
+	/* The bind succeeded (or none covers it): the stack had none. */
 	if (WARN_ON_ONCE(ret))
 		goto err_sock;
 	return r;
 
 err_sock:
-	sock_release(r->sock);
+	if (r->own) {
+		sluice_resv_disown(r);
+		fput(r->file);
+	} else {
+		sock_release(r->sock);
+	}
 err_free:
 	kfree(r);
 	return ERR_PTR(ret);
@@ -359,6 +467,8 @@ static void sluice_resv_put(struct sluice_resv *r)
 	if (--r->refs)
 		return;
 	rhashtable_remove_fast(&sluice_resv_ht, &r->node, sluice_resv_params);
+	if (r->own)
+		sluice_resv_disown(r);
 	/* A twin's fds may still hold it: the last of them closes it. */
 	if (r->file)
 		fput(r->file);
@@ -386,8 +496,13 @@ static int sluice_filter_check(const void *arg)
 {
 	const struct sluice_filter *a = arg;
 
-	if (a->flags || a->reserved0[0] || a->reserved0[1] ||
-	    a->reserved0[2] || a->reserved1)
+	if ((a->flags & ~SLUICE_FILTER_RESV_FD) || a->reserved0[0] ||
+	    a->reserved0[1] || a->reserved0[2] || a->reserved1 ||
+	    a->reserved2)
+		return -EINVAL;
+	/* The caller's socket reserves a port it bound: a 3-tuple's. */
+	if (a->flags & SLUICE_FILTER_RESV_FD ? !a->lport || a->raddr || a->rport :
+	    a->fd)
 		return -EINVAL;
 	if (a->protocol != IPPROTO_TCP && a->protocol != IPPROTO_UDP)
 		return -EINVAL;
@@ -399,9 +514,10 @@ static int sluice_filter_check(const void *arg)
 	return 0;
 }
 
+/* @own: the caller's socket as the reservation, or NULL. */
 static int sluice_filter_add(struct sluice_stack *st,
 			     struct sluice_stack_filters *fs,
-			     struct sluice_filter *a)
+			     struct sluice_filter *a, struct socket *own)
 {
 	unsigned int max = clamp_t(unsigned int, READ_ONCE(filter_max), 1,
 				   SLUICE_FILTER_MAX);
@@ -434,7 +550,8 @@ static int sluice_filter_add(struct sluice_stack *st,
 	f = kzalloc(sizeof(*f), GFP_KERNEL);
 	if (!f)
 		return -ENOMEM;
-	r = sluice_resv_get(st, a->protocol, (__force __be32)a->laddr, &lport);
+	r = sluice_resv_get(st, a->protocol, (__force __be32)a->laddr, &lport,
+			    own);
 	if (IS_ERR(r)) {
 		ret = PTR_ERR(r);
 		goto err_free;
@@ -522,6 +639,7 @@ int sluice_ioc_filter_add(struct file *file, void __user *uarg)
 {
 	struct sluice_stack *st = sluice_stack_of(file);
 	struct sluice_stack_filters *fs;
+	struct socket *own = NULL;
 	struct sluice_filter a;
 	int ret;
 
@@ -530,16 +648,26 @@ int sluice_ioc_filter_add(struct file *file, void __user *uarg)
 				   uarg, true, sluice_filter_check);
 	if (ret)
 		return ret;
+	if (a.flags & SLUICE_FILTER_RESV_FD) {
+		own = sockfd_lookup(a.fd, &ret);
+		if (!own)
+			return ret;	/* -EBADF, -ENOTSOCK */
+	}
 	fs = sluice_filters_get(st, true);
-	if (!fs)
-		return -ENOMEM;
+	if (!fs) {
+		ret = -ENOMEM;
+		goto out;
+	}
 
 	mutex_lock(&fs->lock);
-	ret = sluice_filter_add(st, fs, &a);
+	ret = sluice_filter_add(st, fs, &a, own);
 	mutex_unlock(&fs->lock);
-	if (ret)
-		return ret;
-	return sluice_filter_reply(fs, uarg, &a, sizeof(a), a.id);
+	if (!ret)
+		ret = sluice_filter_reply(fs, uarg, &a, sizeof(a), a.id);
+out:
+	if (own)
+		sockfd_put(own);
+	return ret;
 }
 
 static int sluice_handoff_check(const void *arg)

@@ -45,13 +45,15 @@
 #define SLUICE_FEATURE_REPLACE	0x100ULL	/* STACK_CREATE with SLUICE_STACK_CREATE_REPLACE */
 #define SLUICE_FEATURE_HANDOFF	0x200ULL	/* HANDOFF: a connection to a kernel socket */
 #define SLUICE_FEATURE_FILTER_FD 0x400ULL	/* FILTER_FD: a port reservation as an fd */
+#define SLUICE_FEATURE_FILTER_SOCK 0x800ULL	/* FILTER_ADD: the caller's socket reserves */
 /* What this module implements; grows as the features above land. */
 #define SLUICE_FEATURES_ALL	(SLUICE_FEATURE_STACK | SLUICE_FEATURE_KRING | \
 				 SLUICE_FEATURE_FILTER | SLUICE_FEATURE_IFINFO | \
 				 SLUICE_FEATURE_NEIGH | \
 				 SLUICE_FEATURE_IPOIB | SLUICE_FEATURE_MCAST | \
 				 SLUICE_FEATURE_SOCKFD | SLUICE_FEATURE_REPLACE | \
-				 SLUICE_FEATURE_HANDOFF | SLUICE_FEATURE_FILTER_FD)
+				 SLUICE_FEATURE_HANDOFF | SLUICE_FEATURE_FILTER_FD | \
+				 SLUICE_FEATURE_FILTER_SOCK)
 
 /**
  * struct sluice_version - SLUICE_IOC_VERSION argument
@@ -624,7 +626,8 @@ struct sluice_kring_kick {
  * filter of its device (5-tuple first, then local address, then a local
  * address of 0 = any).  Adding a filter reserves its local port in the
  * kernel, with the caller's credentials, by binding a kernel socket of the
- * same protocol in the stack's network namespace (no SO_REUSEADDR): so
+ * same protocol in the stack's network namespace (no SO_REUSEADDR), or
+ * by the caller's own bound socket (SLUICE_FILTER_RESV_FD, below): so
  * binding rules apply as for any socket (-EACCES for a privileged port
  * without CAP_NET_BIND_SERVICE, -EADDRINUSE for a port the kernel uses)
  * and no kernel socket can take the port while the filter lives.  Filters
@@ -636,7 +639,7 @@ struct sluice_kring_kick {
 /**
  * struct sluice_filter - SLUICE_IOC_FILTER_ADD / _DEL argument (stack fd)
  * @size:	in: sizeof(struct sluice_filter) as the caller knows it
- * @flags:	in: must be zero
+ * @flags:	in: 0, or SLUICE_FILTER_RESV_FD (ADD; below)
  * @protocol:	in: IPPROTO_TCP or IPPROTO_UDP (ADD)
  * @reserved0:	must be zero
  * @laddr:	in: local IPv4 address, network order, or 0 for any (ADD)
@@ -646,6 +649,8 @@ struct sluice_kring_kick {
  * @rport:	in: remote port, network order, or 0 (ADD)
  * @id:		out (ADD): the filter's id; in (DEL): the filter to remove
  * @reserved1:	must be zero
+ * @fd:		in (ADD with SLUICE_FILTER_RESV_FD): the reservation's socket
+ * @reserved2:	must be zero
  *
  * ADD: -EINVAL for a bad protocol or half a remote, -EEXIST for a filter
  * the stack already has, -ENOSPC past SLUICE_FILTER_MAX, -ENODEV if the
@@ -657,7 +662,29 @@ struct sluice_kring_kick {
  * port with a specific local address (a listener's accepted
  * connections).  DEL: only @id is read (besides @size and @flags);
  * -ENOENT for no such filter of this stack.
+ *
+ * ADD with SLUICE_FILTER_RESV_FD (SLUICE_FEATURE_FILTER_SOCK): @fd, a
+ * kernel socket the caller bound itself, is the reservation instead of
+ * one the module binds, so the port is held in the program's own form:
+ * its family, IPV6_V6ONLY, address, SO_REUSEADDR and SO_REUSEPORT (and
+ * their owner), as the kernel's rules judged them at its bind().  Only a
+ * 3-tuple with a port: @lport nonzero, no remote, and no reservation of
+ * the stack covering it yet (-EEXIST).  The socket must be TCP
+ * (SOCK_STREAM) or UDP (SOCK_DGRAM) as @protocol says, AF_INET or
+ * AF_INET6, of the stack's network namespace (-EXDEV), neither
+ * listening nor connected, bound to @lport at the IPv4 address @laddr
+ * names: AF_INET at @laddr; AF_INET6 at ::ffff:@laddr, or at :: without
+ * IPV6_V6ONLY for @laddr 0 (an IPv6-only socket holds no IPv4 port), and
+ * bound to no device but the stack's (-EINVAL otherwise); -EBADF and
+ * -ENOTSOCK for an @fd that is no socket; -EPROTONOSUPPORT for another
+ * family, type or protocol.  The module holds the socket's file (the
+ * caller may keep its fd, FILTER_FD gives another) and keeps its port
+ * bound whatever is done with it (SOCK_BINDPORT_LOCK); the socket is
+ * released with the last of the filters and fds.  Without the flag
+ * @fd and @reserved2 must be zero.
  */
+#define SLUICE_FILTER_RESV_FD	0x1u
+
 struct sluice_filter {
 	__u32 size;
 	__u32 flags;
@@ -669,6 +696,9 @@ struct sluice_filter {
 	__u16 rport;
 	__u32 id;
 	__u32 reserved1;
+	/* SLUICE_FEATURE_FILTER_SOCK */
+	__s32 fd;
+	__u32 reserved2;
 };
 
 /**

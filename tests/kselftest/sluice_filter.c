@@ -257,11 +257,13 @@ static bool have_ip(void)
 
 TEST(abi_struct_layouts)
 {
-	EXPECT_EQ(32, sizeof(struct sluice_filter));
+	/* Grown by SLUICE_FEATURE_FILTER_SOCK from 32. */
+	EXPECT_EQ(40, sizeof(struct sluice_filter));
 	EXPECT_EQ(8, offsetof(struct sluice_filter, protocol));
 	EXPECT_EQ(12, offsetof(struct sluice_filter, laddr));
 	EXPECT_EQ(20, offsetof(struct sluice_filter, lport));
 	EXPECT_EQ(24, offsetof(struct sluice_filter, id));
+	EXPECT_EQ(32, offsetof(struct sluice_filter, fd));
 	/* Grown by SLUICE_FEATURE_IPOIB from 148 and 56 (sluice_ipoib.c). */
 	EXPECT_EQ(268, sizeof(struct sluice_ifinfo));
 	EXPECT_EQ(28, offsetof(struct sluice_ifinfo, hwaddr));
@@ -285,6 +287,7 @@ TEST(version_reports_the_features)
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_NEIGH);
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_HANDOFF);
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_FILTER_FD);
+	EXPECT_TRUE(v.features & SLUICE_FEATURE_FILTER_SOCK);
 	close(dev);
 }
 
@@ -327,8 +330,9 @@ TEST_F(filter, add_size_rules)
 	struct sluice_filter f;
 
 	filter_init(&f, IPPROTO_TCP, NULL, 41000, NULL, 0);
+	/* Below the first published size (32, without @fd). */
 	EXPECT_EQ(-EINVAL, sized_ioctl(self->st, SLUICE_IOC_FILTER_ADD, &f,
-				       sizeof(f), sizeof(f) - 1, 0));
+				       sizeof(f), 31, 0));
 	EXPECT_EQ(-E2BIG, sized_ioctl(self->st, SLUICE_IOC_FILTER_ADD, &f,
 				      sizeof(f), sizeof(f) + TAIL, 0xff));
 	EXPECT_EQ(0, stack_attr_ll("t_f", "filters"));
@@ -342,21 +346,28 @@ TEST_F(filter, add_size_rules)
 				 sizeof(f), sizeof(f) + TAIL, 0));
 	/* The module writes and reports only the bytes it knows. */
 	EXPECT_EQ(sizeof(f), f.size);
-	EXPECT_EQ(2, stack_attr_ll("t_f", "filters"));
+	/* The first published size still works. */
+	filter_init(&f, IPPROTO_TCP, NULL, 41002, NULL, 0);
+	ASSERT_EQ(0, sized_ioctl(self->st, SLUICE_IOC_FILTER_ADD, &f,
+				 sizeof(f), 32, 0));
+	EXPECT_EQ(htons(41002), f.lport);
+	EXPECT_EQ(3, stack_attr_ll("t_f", "filters"));
 }
 
 TEST_F(filter, add_nonzero_flags_or_reserved_is_einval)
 {
 	struct sluice_filter f;
 
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 7; i++) {
 		filter_init(&f, IPPROTO_TCP, NULL, 41010, NULL, 0);
 		switch (i) {
-		case 0: f.flags = 1; break;
+		case 0: f.flags = 2; break;
 		case 1: f.reserved0[0] = 1; break;
 		case 2: f.reserved0[2] = 0x80; break;
 		case 3: f.reserved1 = 1; break;
 		case 4: f.flags = 0x80000000u; break;
+		case 5: f.reserved2 = 1; break;
+		case 6: f.fd = 3; break;	/* without SLUICE_FILTER_RESV_FD */
 		}
 		EXPECT_EQ(-EINVAL, xioctl(self->st, SLUICE_IOC_FILTER_ADD, &f))
 			TH_LOG("case %d", i);
@@ -424,8 +435,9 @@ TEST_F(filter, del_rules)
 	memset(&f, 0, sizeof(f));
 	f.size = sizeof(f);
 	f.id = id;
+	/* Below the first published size (32). */
 	EXPECT_EQ(-EINVAL, sized_ioctl(self->st, SLUICE_IOC_FILTER_DEL, &f,
-				       sizeof(f), sizeof(f) - 1, 0));
+				       sizeof(f), 31, 0));
 	EXPECT_EQ(-E2BIG, sized_ioctl(self->st, SLUICE_IOC_FILTER_DEL, &f,
 				      sizeof(f), sizeof(f) + TAIL, 1));
 	f.flags = 1;
@@ -436,6 +448,7 @@ TEST_F(filter, del_rules)
 	f.protocol = 99;
 	f.reserved1 = 7;
 	f.lport = 1;
+	f.fd = -1;
 	EXPECT_EQ(0, sized_ioctl(self->st, SLUICE_IOC_FILTER_DEL, &f,
 				 sizeof(f), sizeof(f) + TAIL, 0));
 	EXPECT_EQ(0, stack_attr_ll("t_f", "filters"));
@@ -686,6 +699,250 @@ TEST_F(filter, filter_fd_is_the_ports_reservation)
 	EXPECT_EQ(0, try_bind(SOCK_DGRAM, NULL, 41150));
 	close(st);
 	sh(IP " link del twf0");
+}
+
+/*
+ * A kernel socket of @family (4 or 6) and @type, with @opts (RS_*) set
+ * before its bind() to @addr:@port (NULL: any); listening if @lis.  The
+ * socket, or -errno of the step that failed.
+ */
+#define RS_REUSEADDR	0x1
+#define RS_REUSEPORT	0x2
+#define RS_V6ONLY	0x4
+
+static int resv_sock(int family, int type, const char *addr, __u16 port,
+		     int opts, bool lis)
+{
+	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
+	struct sockaddr_in s4 = { .sin_family = AF_INET };
+	int one = 1, s, len;
+	void *sa;
+
+	s = socket(family == 6 ? AF_INET6 : AF_INET, type | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	if (opts & RS_REUSEADDR)
+		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (opts & RS_REUSEPORT)
+		setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	if (family == 6)
+		setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY,
+			   &(int){ !!(opts & RS_V6ONLY) }, sizeof(int));
+	if (family == 6) {
+		s6.sin6_port = htons(port);
+		if (addr)
+			inet_pton(AF_INET6, addr, &s6.sin6_addr);
+		sa = &s6;
+		len = sizeof(s6);
+	} else {
+		s4.sin_port = htons(port);
+		s4.sin_addr.s_addr = addr ? inet_addr(addr) : INADDR_ANY;
+		sa = &s4;
+		len = sizeof(s4);
+	}
+	if (bind(s, sa, len) || (lis && listen(s, 4))) {
+		int e = -errno;
+
+		close(s);
+		return e;
+	}
+	return s;
+}
+
+/* FILTER_ADD with @fd as the reservation; 0 or -errno, the id in *@id. */
+static int add_own(int st, __u8 proto, const char *laddr, __u16 lport,
+		   int fd, __u32 *id)
+{
+	struct sluice_filter f;
+	int ret;
+
+	filter_init(&f, proto, laddr, lport, NULL, 0);
+	f.flags = SLUICE_FILTER_RESV_FD;
+	f.fd = fd;
+	ret = xioctl(st, SLUICE_IOC_FILTER_ADD, &f);
+	if (!ret && id)
+		*id = f.id;
+	return ret;
+}
+
+/* A kernel socket's bind as two kernel sockets would see it, closed. */
+static int try_bind_as(int family, int type, const char *addr, __u16 port,
+		       int opts)
+{
+	int s = resv_sock(family, type, addr, port, opts, false);
+
+	if (s >= 0)
+		close(s);
+	return s < 0 ? s : 0;
+}
+
+TEST_F(filter, resv_fd_argument_rules)
+{
+	struct sluice_filter f;
+	int p[2], s, u, ok;
+	__u32 id;
+
+	filter_init(&f, IPPROTO_TCP, NULL, 0, NULL, 0);
+	f.flags = SLUICE_FILTER_RESV_FD;
+	EXPECT_EQ(-EINVAL, xioctl(self->st, SLUICE_IOC_FILTER_ADD, &f));
+	filter_init(&f, IPPROTO_TCP, NULL, 41300, "10.1.1.1", 80);
+	f.flags = SLUICE_FILTER_RESV_FD;
+	EXPECT_EQ(-EINVAL, xioctl(self->st, SLUICE_IOC_FILTER_ADD, &f));
+	filter_init(&f, IPPROTO_TCP, NULL, 41300, NULL, 0);
+	f.flags = SLUICE_FILTER_RESV_FD;
+	f.reserved2 = 1;
+	EXPECT_EQ(-EINVAL, xioctl(self->st, SLUICE_IOC_FILTER_ADD, &f));
+	EXPECT_EQ(-EBADF, add_own(self->st, IPPROTO_TCP, NULL, 41300, -1, NULL));
+	ASSERT_EQ(0, pipe2(p, O_CLOEXEC));
+	EXPECT_EQ(-ENOTSOCK, add_own(self->st, IPPROTO_TCP, NULL, 41300, p[0],
+				     NULL));
+	close(p[0]);
+	close(p[1]);
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	EXPECT_EQ(-EPROTONOSUPPORT, add_own(self->st, IPPROTO_TCP, NULL, 41300,
+					    s, NULL));
+	close(s);
+	/* A UDP socket for a TCP filter, and the reverse. */
+	u = resv_sock(4, SOCK_DGRAM, NULL, 41300, 0, false);
+	ASSERT_LE(0, u);
+	EXPECT_EQ(-EPROTONOSUPPORT, add_own(self->st, IPPROTO_TCP, NULL, 41300,
+					    u, NULL));
+	s = resv_sock(4, SOCK_STREAM, NULL, 41300, 0, false);
+	ASSERT_LE(0, s);
+	EXPECT_EQ(-EPROTONOSUPPORT, add_own(self->st, IPPROTO_UDP, NULL, 41300,
+					    s, NULL));
+	close(u);
+	/* Another port, another address. */
+	EXPECT_EQ(-EINVAL, add_own(self->st, IPPROTO_TCP, NULL, 41301, s, NULL));
+	EXPECT_EQ(-EINVAL, add_own(self->st, IPPROTO_TCP, "127.0.0.1", 41300,
+				   s, NULL));
+	close(s);
+	/* Not bound; listening. */
+	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	EXPECT_EQ(-EINVAL, add_own(self->st, IPPROTO_TCP, NULL, 41300, s, NULL));
+	close(s);
+	s = resv_sock(4, SOCK_STREAM, NULL, 41300, 0, true);
+	ASSERT_LE(0, s);
+	EXPECT_EQ(-EINVAL, add_own(self->st, IPPROTO_TCP, NULL, 41300, s, NULL));
+	close(s);
+	/* IPv6-only on ::, or on an IPv6 address: no IPv4 port held. */
+	s = resv_sock(6, SOCK_STREAM, NULL, 41300, RS_V6ONLY, false);
+	ASSERT_LE(0, s);
+	EXPECT_EQ(-EINVAL, add_own(self->st, IPPROTO_TCP, NULL, 41300, s, NULL));
+	close(s);
+	s = resv_sock(6, SOCK_STREAM, "::1", 41300, 0, false);
+	ASSERT_LE(0, s);
+	EXPECT_EQ(-EINVAL, add_own(self->st, IPPROTO_TCP, NULL, 41300, s, NULL));
+	close(s);
+	/* Bound to a device that is not the stack's (a stack on lo). */
+	if (have_ip()) {
+		sh(IP " link del rsv0 2>/dev/null");
+		ASSERT_EQ(0, sh(IP " link add rsv0 type veth peer name rsv1"));
+		s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		ASSERT_EQ(0, setsockopt(s, SOL_SOCKET, SO_BINDTODEVICE,
+					"rsv0", 5));
+		{
+			struct sockaddr_in sin = {
+				.sin_family = AF_INET,
+				.sin_port = htons(41300),
+			};
+
+			ASSERT_EQ(0, bind(s, (struct sockaddr *)&sin,
+					  sizeof(sin)));
+		}
+		EXPECT_EQ(-EINVAL, add_own(self->st, IPPROTO_TCP, NULL, 41300,
+					   s, NULL));
+		close(s);
+		sh(IP " link del rsv0");
+	}
+	/* Nothing was reserved on the way. */
+	EXPECT_EQ(0, stack_attr_ll("t_f", "filters"));
+	EXPECT_EQ(0, try_bind(SOCK_STREAM, NULL, 41300));
+	/* A reservation of the stack covers it already (both sockets with
+	 * SO_REUSEADDR, neither listening: the kernel let both bind). */
+	s = resv_sock(4, SOCK_STREAM, NULL, 41302, RS_REUSEADDR, false);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(0, add_own(self->st, IPPROTO_TCP, NULL, 41302, s, &id));
+	u = resv_sock(4, SOCK_STREAM, "127.0.0.1", 41302, RS_REUSEADDR, false);
+	ASSERT_LE(0, u);
+	ok = add_own(self->st, IPPROTO_TCP, "127.0.0.1", 41302, u, NULL);
+	EXPECT_EQ(-EEXIST, ok);
+	close(u);
+	close(s);
+	EXPECT_EQ(1, stack_attr_ll("t_f", "filters"));
+	EXPECT_EQ(0, del(self->st, id));
+	/* On /dev/sluice, not a stack: not this command's file. */
+	EXPECT_EQ(-ENOTTY, add_own(self->dev, IPPROTO_TCP, NULL, 41300, 0,
+				   NULL));
+}
+
+/*
+ * The caller's AF_INET6 socket on [::] (dual-stack) reserves the port in
+ * both families as a kernel [::] socket does: a kernel bind() of either
+ * family there is EADDRINUSE, with the fd closed too; FILTER_FD gives
+ * that socket back; SO_REUSEADDR and SO_REUSEPORT set before its bind
+ * are the kernel's to judge.
+ */
+TEST_F(filter, resv_fd_holds_the_port_as_the_callers_socket)
+{
+	struct sockaddr_in6 sin6;
+	socklen_t len = sizeof(sin6);
+	__u32 id, id2;
+	int s, fd;
+
+	s = resv_sock(6, SOCK_STREAM, NULL, 41310, 0, false);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(0, add_own(self->st, IPPROTO_TCP, NULL, 41310, s, &id));
+	close(s);
+	EXPECT_EQ(-EADDRINUSE, try_bind_as(4, SOCK_STREAM, NULL, 41310, 0));
+	EXPECT_EQ(-EADDRINUSE, try_bind_as(6, SOCK_STREAM, NULL, 41310, 0));
+	EXPECT_EQ(-EADDRINUSE, try_bind_as(6, SOCK_STREAM, NULL, 41310,
+					   RS_V6ONLY));
+	ASSERT_EQ(0, filter_fd(self->st, id, &fd));
+	ASSERT_EQ(0, getsockname(fd, (struct sockaddr *)&sin6, &len));
+	EXPECT_EQ(AF_INET6, sin6.sin6_family);
+	EXPECT_EQ(htons(41310), sin6.sin6_port);
+	/* Shut from listening: the port stays (SOCK_BINDPORT_LOCK). */
+	EXPECT_EQ(0, listen(fd, 4));
+	EXPECT_EQ(0, shutdown(fd, SHUT_RD));
+	close(fd);
+	EXPECT_EQ(-EADDRINUSE, try_bind_as(4, SOCK_STREAM, NULL, 41310, 0));
+	EXPECT_EQ(0, del(self->st, id));
+	EXPECT_EQ(0, try_bind_as(4, SOCK_STREAM, NULL, 41310, 0));
+	EXPECT_EQ(0, try_bind_as(6, SOCK_STREAM, NULL, 41310, 0));
+
+	/* SO_REUSEPORT: a kernel socket of the same user with it joins,
+	 * one without it does not; UDP with SO_REUSEADDR alike. */
+	s = resv_sock(4, SOCK_STREAM, NULL, 41311, RS_REUSEPORT, false);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(0, add_own(self->st, IPPROTO_TCP, NULL, 41311, s, &id));
+	close(s);
+	EXPECT_EQ(0, try_bind_as(4, SOCK_STREAM, NULL, 41311, RS_REUSEPORT));
+	EXPECT_EQ(0, try_bind_as(6, SOCK_STREAM, NULL, 41311, RS_REUSEPORT));
+	EXPECT_EQ(-EADDRINUSE, try_bind_as(4, SOCK_STREAM, NULL, 41311, 0));
+	s = resv_sock(4, SOCK_DGRAM, NULL, 41311, RS_REUSEADDR, false);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(0, add_own(self->st, IPPROTO_UDP, NULL, 41311, s, &id2));
+	close(s);
+	EXPECT_EQ(0, try_bind_as(4, SOCK_DGRAM, NULL, 41311, RS_REUSEADDR));
+	EXPECT_EQ(-EADDRINUSE, try_bind_as(4, SOCK_DGRAM, NULL, 41311, 0));
+	EXPECT_EQ(0, del(self->st, id));
+	EXPECT_EQ(0, del(self->st, id2));
+	EXPECT_EQ(0, try_bind_as(4, SOCK_STREAM, NULL, 41311, 0));
+	EXPECT_EQ(0, try_bind_as(4, SOCK_DGRAM, NULL, 41311, 0));
+	/* v4-mapped: the address it names. */
+	s = resv_sock(6, SOCK_DGRAM, "::ffff:127.0.0.1", 41312, 0, false);
+	ASSERT_LE(0, s);
+	EXPECT_EQ(-EINVAL, add_own(self->st, IPPROTO_UDP, NULL, 41312, s,
+				   NULL));
+	ASSERT_EQ(0, add_own(self->st, IPPROTO_UDP, "127.0.0.1", 41312, s,
+			     &id));
+	close(s);
+	EXPECT_EQ(-EADDRINUSE, try_bind_as(4, SOCK_DGRAM, "127.0.0.1", 41312,
+					   0));
+	EXPECT_EQ(0, del(self->st, id));
+	EXPECT_EQ(0, try_bind_as(4, SOCK_DGRAM, "127.0.0.1", 41312, 0));
+	EXPECT_EQ(0, stack_attr_ll("t_f", "filters"));
 }
 
 TEST_F(filter, lport_zero_reserves_a_port_the_kernel_picks)
