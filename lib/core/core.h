@@ -1264,6 +1264,9 @@ int sl_region_create(struct sl_stack *s, const char *name, const struct sluice_s
 		     void (*init)(struct sl_stack *s));
 int sl_region_attach(struct sl_stack *s, const char *name);
 int sl_region_destroy(const char *name);
+/* The loaded module's SLUICE_FEATURE_* bits, as its VERSION said when a
+ * stack was last made or attached in the module (0 before, or none). */
+extern uint64_t sl_module_features;
 /*
  * A /dev/shm stack found BROKEN: unlink its name, so that the next create
  * makes a fresh stack (issue 17: a broken stack never blocks a restart).

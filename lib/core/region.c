@@ -212,6 +212,8 @@ static int map_fd(struct sl_stack *s, int fd, size_t size)
 	return 0;
 }
 
+uint64_t sl_module_features;
+
 /* /dev/sluice if the loaded module can hold stacks, else -ENODEV. */
 static int module_open(void)
 {
@@ -229,6 +231,7 @@ static int module_open(void)
 		sl_sys_close(fd);
 		return -ENODEV;
 	}
+	sl_module_features = v.features;
 	return fd;
 }
 

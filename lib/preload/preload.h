@@ -479,6 +479,13 @@ int pl_twin_bind(struct pl_sock *ps, struct sockaddr_in *sin);
 /* After the stack's bind() on a module's stack: the kernel socket that
  * reserves the port (sl_port_twin_fd()) becomes the twin, if ps has none. */
 void pl_twin_adopt(struct pl_sock *ps);
+/* May ps have a twin at laddr (pl_twin_usable(), or a module's stack
+ * where a twin can be had there: twin.c)? */
+bool pl_twin_usable_at(const struct pl_sock *ps, uint32_t laddr);
+/* on: offer ps's twin, just bound, to the filter the stack's bind() is
+ * about to add as its reservation (sl_filter_offer_fd); off, after that
+ * bind: whether a filter took it (then ps->twin_resv). */
+bool pl_twin_offer(struct pl_sock *ps, bool on);
 /* listen(): the twin listens too, before the stack (0 or -EADDRINUSE);
  * pl_twin_listening() once the stack's listen() succeeded, else
  * pl_twin_stop(). */

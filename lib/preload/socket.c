@@ -1654,7 +1654,9 @@ static int bind_both(struct pl_sock *ps, struct sockaddr_in *sin)
 		ret = pl_twin_bind(ps, sin);
 		if (ret)
 			return ret;
+		pl_twin_offer(ps, true);
 		ret = sluice_bind(pl_stack(), (int)ps->sd, sin);
+		pl_twin_offer(ps, false);
 		if (!ret)
 			pl_twin_adopt(ps);
 		if (!ret && ps->type == SOCK_DGRAM && SL_READ_ONCE(ps->twin)) {
@@ -1749,7 +1751,7 @@ EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 		 * the kernel gets: its twin (twin.c) hears them; without
 		 * twins it is the kernel's, as an IPv6 address is. */
 		if (!ret && ps->type == SOCK_DGRAM && IN6_IS_ADDR_UNSPECIFIED(&s6.sin6_addr) &&
-		    !pl_has_port(ps) && !pl_twin_usable(ps))
+		    !pl_has_port(ps) && !pl_twin_usable_at(ps, INADDR_ANY))
 			ret = PL_NATIVE6;
 		if (ret == PL_NATIVE6) {
 			/* An IPv6 address (::1, ...): the kernel's socket, if

@@ -118,7 +118,7 @@ bool pl_twin_is(int fd)
 }
 
 /* May ps have a twin: a stream or datagram socket, on a stack in /dev/shm (a module's
- * stack keeps its ports in its filters: but twin_usable_at()), outside a
+ * stack keeps its ports in its filters: but pl_twin_usable_at()), outside a
  * sandbox. */
 bool pl_twin_usable(const struct pl_sock *ps)
 {
@@ -128,7 +128,7 @@ bool pl_twin_usable(const struct pl_sock *ps)
 	       !ps->kfd && s && !s->module_backed && !sl_sys_sandboxed;
 }
 
-/* May ps, on a module's stack, have a twin (below: twin_usable_at(),
+/* May ps, on a module's stack, have a twin (below: pl_twin_usable_at(),
  * pl_twin_adopt())? */
 static bool module_twin_usable(const struct pl_sock *ps)
 {
@@ -147,18 +147,43 @@ static bool module_twin_usable(const struct pl_sock *ps)
  * kernel sender reached nothing.  Any other address is the module's: its
  * filter steers the port, and its reservation (a kernel socket bound
  * without SO_REUSEADDR) holds it, so no twin could bind there; the
- * reservation itself becomes the twin instead (pl_twin_adopt()).  The
+ * reservation itself becomes the twin instead (pl_twin_adopt()), or, where
+ * the module takes the program's own socket as the reservation, the twin
+ * made here becomes the reservation (pl_twin_offer()).  The
  * socket is a module socket fd (ps->kfd): what the watcher sees goes out
  * as any event of the stack's (SL_TF_OSREADY, udp.os_ready, sl_kp_note()).
  */
-static bool twin_usable_at(const struct pl_sock *ps, uint32_t laddr)
+bool pl_twin_usable_at(const struct pl_sock *ps, uint32_t laddr)
 {
 	if (pl_twin_usable(ps))
 		return true;
 	/* A module's stack without a device (no filters, no reservation:
 	 * nothing holds any of its ports in the kernel): every address, as
-	 * on the host path. */
-	return module_twin_usable(ps) && ((ntohl(laddr) >> 24) == 127 || !pl_sl()->filters);
+	 * on the host path.  One whose module takes the program's own
+	 * socket as the reservation (SLUICE_FEATURE_FILTER_SOCK): every
+	 * address too; the twin made here, in the program's family and
+	 * with its options before bind(), is offered to the filter the
+	 * stack's bind() adds (pl_twin_offer()), and where none is added (a
+	 * port another socket's filter holds, SO_REUSEPORT siblings; an
+	 * IPv6-only socket) it stays a twin as on the host path. */
+	return module_twin_usable(ps) &&
+	       ((ntohl(laddr) >> 24) == 127 || !pl_sl()->filters ||
+		(sl_module_features & SLUICE_FEATURE_FILTER_SOCK));
+}
+
+bool pl_twin_offer(struct pl_sock *ps, bool on)
+{
+	int fd = SL_READ_ONCE(ps->twin) - 1;
+	bool taken = sl_filter_offer_taken;
+
+	sl_filter_offer_taken = false;
+	sl_filter_offer_fd = on && fd >= 0 && pl_sl()->module_backed ? fd : -1;
+	if (on || !taken)
+		return false;
+	/* The port's reservation is the twin (as pl_twin_adopt()'s). */
+	ps->twin_resv = true;
+	pl_debug("socket %u: its kernel twin, fd %d, is the port's reservation", ps->sd, fd);
+	return true;
 }
 
 /*
@@ -204,7 +229,7 @@ int pl_twin_bind(struct pl_sock *ps, struct sockaddr_in *sin)
 	socklen_t len = sizeof(got), alen;
 	int fd, e;
 
-	if (SL_READ_ONCE(ps->twin) || !twin_usable_at(ps, sin->sin_addr.s_addr) ||
+	if (SL_READ_ONCE(ps->twin) || !pl_twin_usable_at(ps, sin->sin_addr.s_addr) ||
 	    (SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->flags) & SL_SF_BOUND))
 		return 0;	/* bound already: the stack says EINVAL */
 	/* An AF_INET6 socket's twin is an AF_INET6 kernel socket bound as

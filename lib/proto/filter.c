@@ -29,6 +29,8 @@
 #define EPHEMERAL_TRIES	16
 
 int (*sl_filter_ioctl)(int fd, unsigned long req, void *arg);
+__thread int sl_filter_offer_fd __attribute__((tls_model("initial-exec"))) = -1;
+__thread bool sl_filter_offer_taken __attribute__((tls_model("initial-exec")));
 
 /* The module's FILTER_ADD / _DEL: 0 or -1 with errno, as ioctl(2). */
 static int filter_ioctl(struct sl_stack *s, unsigned long req, struct sluice_filter *f)
@@ -49,8 +51,10 @@ static bool is_loopback(uint32_t addr)
 	return (ntohl(addr) >> 24) == 127 || sl_v6tok(addr);
 }
 
+/* own: the kernel socket offered as the reservation (a port of its own,
+ * bound already), or -1 for one the module binds. */
 static int filter_add(struct sl_stack *s, uint8_t proto, uint32_t laddr, uint16_t *lport,
-		      uint32_t *id)
+		      uint32_t *id, int own)
 {
 	struct sluice_filter f;
 
@@ -59,6 +63,10 @@ static int filter_add(struct sl_stack *s, uint8_t proto, uint32_t laddr, uint16_
 	f.protocol = proto;
 	f.laddr = laddr;
 	f.lport = *lport;
+	if (own >= 0) {
+		f.flags = SLUICE_FILTER_RESV_FD;
+		f.fd = own;
+	}
 	if (filter_ioctl(s, SLUICE_IOC_FILTER_ADD, &f)) {
 		int err = errno;
 
@@ -130,25 +138,37 @@ static void hold(struct sl_sock *so, uint32_t id, uint32_t laddr)
 	so->filter_laddr = laddr;
 }
 
+/* The offer of this thread's caller, if the module takes one. */
+static int offered(void)
+{
+	return sl_module_features & SLUICE_FEATURE_FILTER_SOCK ? sl_filter_offer_fd : -1;
+}
+
 int sl_filter_take(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t *lport)
 {
 	uint32_t id, flt_laddr = laddr == INADDR_BROADCAST ? 0 : laddr;
 	uint16_t p;
-	int ret;
+	int ret, own = offered();
 
 	if (!s->filters || !s->module_backed || is_loopback(laddr))
+		return 0;
+	/* An IPv6-only socket on any address takes no IPv4 packet (the
+	 * module steers no IPv6): nothing of the device's is its. */
+	if (!laddr && (so->flags & SL_SF_V6) && (so->opt_flags & SL_SO_V6ONLY))
 		return 0;
 	if (*lport) {
 		if (filter_held(s, so->type, flt_laddr, *lport))
 			return 0;	/* shared: the stack's rules allowed it */
-		ret = filter_add(s, proto_of(so), flt_laddr, lport, &id);
-		if (!ret)
+		ret = filter_add(s, proto_of(so), flt_laddr, lport, &id, own);
+		if (!ret) {
 			hold(so, id, flt_laddr);
+			sl_filter_offer_taken = own >= 0;
+		}
 		return ret;
 	}
 	for (int i = 0; i < EPHEMERAL_TRIES; i++) {
 		p = 0;
-		ret = filter_add(s, proto_of(so), flt_laddr, &p, &id);
+		ret = filter_add(s, proto_of(so), flt_laddr, &p, &id, -1);
 		if (ret)
 			return ret;
 		/* Free in the kernel; in the stack only a loopback socket

@@ -1018,5 +1018,17 @@ void sl_filter_pass(struct sl_stack *s, uint8_t type, uint16_t lport, uint32_t i
 		    uint32_t flt_laddr);
 /* Tests stand in for the module's filter ioctls here (NULL: ioctl(2)). */
 extern int (*sl_filter_ioctl)(int fd, unsigned long req, void *arg);
+/*
+ * A kernel socket the caller bound itself to the address and port it is
+ * about to bind so to (the preload's twin, in the program's own family
+ * and with its options), offered as the reservation of the filter this
+ * thread's next sl_filter_take() adds (SLUICE_FILTER_RESV_FD), where the
+ * module takes one (SLUICE_FEATURE_FILTER_SOCK); -1: none.  Set just
+ * before the bind, cleared after; sl_filter_offer_taken says whether a
+ * filter took it (else it reserves nothing of the module's: the port's
+ * filter was another socket's already, or none is needed).
+ */
+extern __thread int sl_filter_offer_fd __attribute__((tls_model("initial-exec")));
+extern __thread bool sl_filter_offer_taken __attribute__((tls_model("initial-exec")));
 
 #endif /* SLUICE_PROTO_H */
