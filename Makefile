@@ -68,7 +68,8 @@ PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/dlopen_prog $(B)/
 	$(B)/tests/preload/sigio \
 	$(B)/tests/preload/badptr
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
-PRELOAD_TESTS += $(B)/tests/preload/sockcache $(B)/tests/preload/twin_echo
+PRELOAD_TESTS += $(B)/tests/preload/sockcache $(B)/tests/preload/twin_echo \
+	$(B)/tests/preload/resv_hold
 
 .PHONY: install uninstall deb all lib tools tests bench bench-lossy bench-many bench-programs sanitize unit-tests module module-clean check demo checkpatch clean \
 	fuzz fuzz-long soak soak-kill

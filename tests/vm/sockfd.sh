@@ -25,7 +25,9 @@
 # kernel sockets of the VM reach a stack listener on 127.0.0.1 and on
 # 0.0.0.0 (by 127.0.0.1 and by sfd0's address) and a stack UDP socket on
 # 0.0.0.0, and the stack's sockets reach kernel ones (twin_echo, each
-# case beside the same programs on the kernel alone).
+# case beside the same programs on the kernel alone); port reservations
+# in the program's own form (family, IPV6_V6ONLY, SO_REUSEADDR,
+# SO_REUSEPORT: resv_hold rows, each beside two kernel sockets).
 PATH=/opt/sluice/bin:$PATH
 IP=/usr/sbin/ip
 NS=sfd-peer
@@ -287,6 +289,110 @@ twin_case "module stack UDP on 0.0.0.0 -> kernel UDP on 0.0.0.0 at 127.0.0.1 -> 
 twin_case "module stack UDP on 0.0.0.0 (stack loopback) -> kernel UDP on 127.0.0.1 -> back" 0 L 7334 \
 	userve 127.0.0.1 "5 20" uclient 127.0.0.1 5
 
+# Port reservations (issue 15 item 1): a socket under sluice run on the
+# stack, bound to 0.0.0.0 or [::] (the module's filter holds its port),
+# and a kernel socket, or two stack sockets, on one port: the second's
+# answers must be those between two kernel sockets (each row first on the
+# kernel alone, then as said), the family, IPV6_V6ONLY, SO_REUSEADDR and
+# SO_REUSEPORT of the first (set before its bind(), or SO_REUSEPORT after
+# it) counting as there; "nobody": a kernel socket of uid 65534.
+SETPRIV=/opt/sluice/util-linux/setpriv
+rs_pre() {
+	case $1 in
+	sluice) echo "env SLUICE_UDP=1 sluice run --stack $ST --ifname sfd0 --" ;;
+	nobody) echo "$SETPRIV --reuid=65534 --regid=65534 --clear-groups" ;;
+	esac
+}
+rs_wait() { # until FILE has WORD, 20 s at most
+	i=0
+	while [ $i -lt 200 ] && ! grep -q "$2" "$1" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+}
+# resv_row DESC FIRST SECOND PORT "TYPE FAM ADDR OPTS LISTEN" "SECOND'S ARGS"
+# SECOND'S ARGS: the same five, or "connect FAM ADDR" (a TCP connect()).
+resv_row() {
+	rd=$1 rf=$2 rsec=$3 rp=$4 fa=$5 sa=$6
+	if [ "$rsec" = nobody ] && [ ! -x "$SETPRIV" ]; then
+		tap ok "$rd # SKIP no setpriv in the guest"
+		return
+	fi
+	for side in kernel sluice; do
+		p=$rp fpre="" spre=""
+		[ "$rsec" = nobody ] && spre=$(rs_pre nobody)
+		if [ $side = sluice ]; then
+			p=$((rp + 1)) fpre=$(rs_pre "$rf") spre=$(rs_pre "$rsec")
+		fi
+		rm -f /tmp/rs-hold /tmp/rs-f.$side /tmp/rs-fe.$side
+		mkfifo /tmp/rs-hold
+		set -- $fa
+		timeout 40 $fpre resv_hold hold "$1" "$2" "$3" $p "$4" "$5" \
+			</tmp/rs-hold >/tmp/rs-f.$side 2>/tmp/rs-fe.$side &
+		rsf=$!
+		exec 9>/tmp/rs-hold
+		rs_wait /tmp/rs-fe.$side 'resv_hold: fd'
+		set -- $sa
+		if [ "$1" = connect ]; then
+			timeout 20 $spre resv_hold connect "$2" "$3" $p >/tmp/rs-s.$side 2>/tmp/rs-se.$side
+		else
+			timeout 20 $spre resv_hold hold "$1" "$2" "$3" $p "$4" "$5" \
+				</dev/null >/tmp/rs-s.$side 2>/tmp/rs-se.$side
+		fi
+		exec 9>&-
+		wait $rsf
+	done
+	for f in f s; do
+		for side in kernel sluice; do
+			sed "s/^/#   $side $f: /" /tmp/rs-$f.$side
+			sed "s/^/#   $side $f stderr: /" /tmp/rs-${f}e.$side
+		done
+	done
+	check "$rd: '$(tr '\n' ' ' </tmp/rs-s.sluice)' as between two kernel sockets ('$(tr '\n' ' ' </tmp/rs-s.kernel)')" \
+		sh -c "test -s /tmp/rs-s.kernel && diff /tmp/rs-f.kernel /tmp/rs-f.sluice >/dev/null && diff /tmp/rs-s.kernel /tmp/rs-s.sluice >/dev/null"
+	for f in f s; do
+		w=$rf
+		[ $f = s ] && w=$rsec
+		[ "$w" = sluice ] || continue
+		check "$rd: ... the $([ $f = f ] && echo first || echo second) a module socket fd" \
+			grep -q 'fd anon_inode:\[sluice-sock\]$' /tmp/rs-${f}e.sluice
+	done
+}
+# Families (item 1.1): the reservation is the program's own socket.
+resv_row "stack AF_INET6 listener on [::]; kernel AF_INET6 IPV6_V6ONLY bind on [::]" sluice kernel 7400 \
+	"tcp 6 :: none 1" "tcp 6 :: v6only 0"
+resv_row "kernel AF_INET6 IPV6_V6ONLY listener on [::]; stack AF_INET6 listener on [::]" kernel sluice 7402 \
+	"tcp 6 :: v6only 1" "tcp 6 :: none 1"
+resv_row "stack AF_INET6 IPV6_V6ONLY listener on [::]; kernel AF_INET listener on 0.0.0.0" sluice kernel 7404 \
+	"tcp 6 :: v6only 1" "tcp 4 0.0.0.0 none 1"
+resv_row "stack AF_INET6 UDP on [::]; kernel AF_INET6 IPV6_V6ONLY UDP on [::]" sluice kernel 7406 \
+	"udp 6 :: none 0" "udp 6 :: v6only 0"
+resv_row "stack AF_INET6 listener on [::]; a kernel client on ::1" sluice kernel 7408 \
+	"tcp 6 :: none 1" "connect 6 ::1"
+# SO_REUSEPORT siblings (item 1.2), the same user's only.
+resv_row "stack SO_REUSEPORT listener; kernel SO_REUSEPORT listener of the same user" sluice kernel 7410 \
+	"tcp 4 0.0.0.0 reuseport 1" "tcp 4 0.0.0.0 reuseport 1"
+resv_row "stack SO_REUSEPORT listener; kernel SO_REUSEPORT listener of another user" sluice nobody 7412 \
+	"tcp 4 0.0.0.0 reuseport 1" "tcp 4 0.0.0.0 reuseport 1"
+resv_row "kernel SO_REUSEPORT listener; stack SO_REUSEPORT listener" kernel sluice 7414 \
+	"tcp 4 0.0.0.0 reuseport 1" "tcp 4 0.0.0.0 reuseport 1"
+resv_row "two stack SO_REUSEPORT listeners" sluice sluice 7416 \
+	"tcp 4 0.0.0.0 reuseport 1" "tcp 4 0.0.0.0 reuseport 1"
+resv_row "stack SO_REUSEPORT listener; kernel listener without it" sluice kernel 7418 \
+	"tcp 4 0.0.0.0 reuseport 1" "tcp 4 0.0.0.0 none 1"
+resv_row "stack SO_REUSEPORT UDP; kernel SO_REUSEPORT UDP" sluice kernel 7420 \
+	"udp 4 0.0.0.0 reuseport 0" "udp 4 0.0.0.0 reuseport 0"
+resv_row "stack AF_INET6 SO_REUSEPORT listener on [::]; kernel AF_INET SO_REUSEPORT listener" sluice kernel 7422 \
+	"tcp 6 :: reuseport 1" "tcp 4 0.0.0.0 reuseport 1"
+# Options before bind() (item 1.3), and SO_REUSEPORT after it.
+resv_row "stack SO_REUSEADDR socket bound; kernel SO_REUSEADDR listener" sluice kernel 7424 \
+	"tcp 4 0.0.0.0 reuseaddr 0" "tcp 4 0.0.0.0 reuseaddr 1"
+resv_row "stack SO_REUSEADDR listener; kernel SO_REUSEADDR bind" sluice kernel 7426 \
+	"tcp 4 0.0.0.0 reuseaddr 1" "tcp 4 0.0.0.0 reuseaddr 0"
+resv_row "stack SO_REUSEADDR UDP; kernel SO_REUSEADDR UDP" sluice kernel 7428 \
+	"udp 4 0.0.0.0 reuseaddr 0" "udp 4 0.0.0.0 reuseaddr 0"
+resv_row "stack listener with SO_REUSEPORT set after bind(); kernel SO_REUSEPORT listener" sluice kernel 7430 \
+	"tcp 4 0.0.0.0 late 1" "tcp 4 0.0.0.0 reuseport 1"
+resv_row "stack listener on the device's address with SO_REUSEPORT; kernel SO_REUSEPORT on it" sluice kernel 7432 \
+	"tcp 4 $S reuseport 1" "tcp 4 $S reuseport 1"
+
 # The last program goes (SIGTERM: no exit handlers); the helper may hold
 # the stack on for connections in TIME-WAIT, but no socket fd is left.
 kill "$(prog_pid idle)" 2>/dev/null
@@ -296,8 +402,10 @@ while [ $i -lt 100 ] && [ "$(sysv sockfds)" != 0 ] && [ -e /sys/class/misc/sluic
 	sleep 0.1
 	i=$((i + 1))
 done
+# (Or the stack gone with it, its helper too: one check, not a check or
+# a test after it.)
 check "the last program gone: no socket fd left (sockfds '$(sysv sockfds)')" \
-	[ "$(sysv sockfds)" = 0 ] || [ ! -e /sys/class/misc/sluice/stacks/$ST ]
+	sh -c "[ '$(sysv sockfds)' = 0 ] || [ ! -e /sys/class/misc/sluice/stacks/$ST ]"
 # A helper waiting out TIME-WAIT (up to 2 MSL) holds the stack on; the
 # next suite wants the module to itself: end it, and the stack goes.
 hp=$(sluice dump $ST 2>/dev/null | sed -n 's/^  helper: process \([0-9]*\) .*/\1/p')
