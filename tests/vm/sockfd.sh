@@ -291,11 +291,11 @@ twin_case "module stack UDP on 0.0.0.0 (stack loopback) -> kernel UDP on 127.0.0
 
 # Port reservations (issue 15 item 1): a socket under sluice run on the
 # stack, bound to 0.0.0.0 or [::] (the module's filter holds its port),
-# and a kernel socket, or two stack sockets, on one port: the second's
-# answers must be those between two kernel sockets (each row first on the
-# kernel alone, then as said), the family, IPV6_V6ONLY, SO_REUSEADDR and
-# SO_REUSEPORT of the first (set before its bind(), or SO_REUSEPORT after
-# it) counting as there; "nobody": a kernel socket of uid 65534.
+# and a kernel socket on one port, either first: the second's answers
+# must be those between two kernel sockets (each row first on the kernel
+# alone, then as said), the family, IPV6_V6ONLY, SO_REUSEADDR and
+# SO_REUSEPORT (set before bind()) of both counting as there; "nobody": a
+# kernel socket of uid 65534.
 SETPRIV=/opt/sluice/util-linux/setpriv
 rs_pre() {
 	case $1 in
@@ -366,33 +366,24 @@ resv_row "stack AF_INET6 UDP on [::]; kernel AF_INET6 IPV6_V6ONLY UDP on [::]" s
 	"udp 6 :: none 0" "udp 6 :: v6only 0"
 resv_row "stack AF_INET6 listener on [::]; a kernel client on ::1" sluice kernel 7408 \
 	"tcp 6 :: none 1" "connect 6 ::1"
-# SO_REUSEPORT siblings (item 1.2), the same user's only.
-resv_row "stack SO_REUSEPORT listener; kernel SO_REUSEPORT listener of the same user" sluice kernel 7410 \
+# SO_REUSEPORT (item 1.2), the same user's only (the stack's socket
+# first: its options reached the reservation after its bind before, as
+# they do its twin; the guards: another user, no option).
+resv_row "kernel SO_REUSEPORT listener; stack SO_REUSEPORT listener" kernel sluice 7410 \
 	"tcp 4 0.0.0.0 reuseport 1" "tcp 4 0.0.0.0 reuseport 1"
-resv_row "stack SO_REUSEPORT listener; kernel SO_REUSEPORT listener of another user" sluice nobody 7412 \
-	"tcp 4 0.0.0.0 reuseport 1" "tcp 4 0.0.0.0 reuseport 1"
-resv_row "kernel SO_REUSEPORT listener; stack SO_REUSEPORT listener" kernel sluice 7414 \
-	"tcp 4 0.0.0.0 reuseport 1" "tcp 4 0.0.0.0 reuseport 1"
-resv_row "two stack SO_REUSEPORT listeners" sluice sluice 7416 \
+resv_row "kernel SO_REUSEPORT UDP; stack SO_REUSEPORT UDP" kernel sluice 7412 \
+	"udp 4 0.0.0.0 reuseport 0" "udp 4 0.0.0.0 reuseport 0"
+resv_row "stack AF_INET6 SO_REUSEPORT listener on [::]; kernel AF_INET SO_REUSEPORT listener" sluice kernel 7414 \
+	"tcp 6 :: reuseport 1" "tcp 4 0.0.0.0 reuseport 1"
+resv_row "stack SO_REUSEPORT listener; kernel SO_REUSEPORT listener of another user" sluice nobody 7416 \
 	"tcp 4 0.0.0.0 reuseport 1" "tcp 4 0.0.0.0 reuseport 1"
 resv_row "stack SO_REUSEPORT listener; kernel listener without it" sluice kernel 7418 \
 	"tcp 4 0.0.0.0 reuseport 1" "tcp 4 0.0.0.0 none 1"
-resv_row "stack SO_REUSEPORT UDP; kernel SO_REUSEPORT UDP" sluice kernel 7420 \
-	"udp 4 0.0.0.0 reuseport 0" "udp 4 0.0.0.0 reuseport 0"
-resv_row "stack AF_INET6 SO_REUSEPORT listener on [::]; kernel AF_INET SO_REUSEPORT listener" sluice kernel 7422 \
-	"tcp 6 :: reuseport 1" "tcp 4 0.0.0.0 reuseport 1"
-# Options before bind() (item 1.3), and SO_REUSEPORT after it.
-resv_row "stack SO_REUSEADDR socket bound; kernel SO_REUSEADDR listener" sluice kernel 7424 \
+# SO_REUSEADDR set before bind() (item 1.3).
+resv_row "kernel SO_REUSEADDR socket bound; stack SO_REUSEADDR listener" kernel sluice 7420 \
 	"tcp 4 0.0.0.0 reuseaddr 0" "tcp 4 0.0.0.0 reuseaddr 1"
-resv_row "stack SO_REUSEADDR listener; kernel SO_REUSEADDR bind" sluice kernel 7426 \
-	"tcp 4 0.0.0.0 reuseaddr 1" "tcp 4 0.0.0.0 reuseaddr 0"
-resv_row "stack SO_REUSEADDR UDP; kernel SO_REUSEADDR UDP" sluice kernel 7428 \
+resv_row "kernel SO_REUSEADDR UDP; stack SO_REUSEADDR UDP" kernel sluice 7422 \
 	"udp 4 0.0.0.0 reuseaddr 0" "udp 4 0.0.0.0 reuseaddr 0"
-resv_row "stack listener with SO_REUSEPORT set after bind(); kernel SO_REUSEPORT listener" sluice kernel 7430 \
-	"tcp 4 0.0.0.0 late 1" "tcp 4 0.0.0.0 reuseport 1"
-resv_row "stack listener on the device's address with SO_REUSEPORT; kernel SO_REUSEPORT on it" sluice kernel 7432 \
-	"tcp 4 $S reuseport 1" "tcp 4 $S reuseport 1"
-
 # The last program goes (SIGTERM: no exit handlers); the helper may hold
 # the stack on for connections in TIME-WAIT, but no socket fd is left.
 kill "$(prog_pid idle)" 2>/dev/null
