@@ -153,8 +153,10 @@ int sl_filter_take(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint1
 	if (!s->filters || !s->module_backed || is_loopback(laddr))
 		return 0;
 	/* An IPv6-only socket on any address takes no IPv4 packet (the
-	 * module steers no IPv6): nothing of the device's is its. */
-	if (!laddr && (so->flags & SL_SF_V6) && (so->opt_flags & SL_SO_V6ONLY))
+	 * module steers no IPv6): nothing of the device's is its, and its
+	 * twin, offered here, holds its port as Linux's would (an older
+	 * module's reservation, AF_INET, is all there is without it). */
+	if (own >= 0 && !laddr && (so->flags & SL_SF_V6) && (so->opt_flags & SL_SO_V6ONLY))
 		return 0;
 	if (*lport) {
 		if (filter_held(s, so->type, flt_laddr, *lport))

@@ -4,6 +4,8 @@
  * lib/proto/filter.c (install with sl_filter_ioctl = fake_ioctl): a table of
  * filters; port 8080 is one "the kernel uses" (EADDRINUSE), ports below
  * 1024 are privileged (EACCES); ephemeral picks count up from next_pick.
+ * An ADD with SLUICE_FILTER_RESV_FD (a port given) is noted: own_adds,
+ * last_fd.
  */
 #ifndef SLUICE_TESTS_FILTER_FAKE_H
 #define SLUICE_TESTS_FILTER_FAKE_H
@@ -21,8 +23,8 @@ static struct {
 	struct { bool used; uint8_t proto; uint32_t laddr; uint16_t lport; uint32_t id; } f[FMAX];
 	uint32_t next_id;
 	uint16_t next_pick;	/* host order */
-	int adds, dels, bad_dels;
-} M = { .next_id = 100, .next_pick = 40000 };
+	int adds, dels, bad_dels, own_adds, last_fd;
+} M = { .next_id = 100, .next_pick = 40000, .last_fd = -1 };
 
 static inline int live(void)
 {
@@ -39,7 +41,8 @@ static inline int fake_ioctl(int fd, unsigned long req, void *arg)
 	int i, slot = -1;
 
 	(void)fd;
-	if (a->size != sizeof(*a) || a->flags) {
+	if (a->size != sizeof(*a) || (a->flags & ~SLUICE_FILTER_RESV_FD) ||
+	    (req == SLUICE_IOC_FILTER_ADD && (a->flags ? !a->lport : a->fd != 0))) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -83,6 +86,10 @@ static inline int fake_ioctl(int fd, unsigned long req, void *arg)
 	M.f[slot].lport = a->lport;
 	M.f[slot].id = a->id = M.next_id++;
 	M.adds++;
+	if (a->flags & SLUICE_FILTER_RESV_FD) {
+		M.own_adds++;
+		M.last_fd = a->fd;
+	}
 	return 0;
 }
 

@@ -9,7 +9,9 @@
  * kernel's pick (and one the stack holds on loopback is handed back),
  * sockets sharing a port share a filter which passes from one to the next
  * and goes with the last, and a connect after a refused one reserves the
- * port again.
+ * port again; a kernel socket offered as the reservation
+ * (sl_filter_offer_fd) goes with the filter that a bind adds, only where
+ * the module takes one, not where no filter is added.
  */
 #include <errno.h>
 
@@ -101,6 +103,67 @@ static void test_shared_port_passes_on(void)
 	tap_eq(live(), 0, "nothing left");
 }
 
+/* One bind with fd offered: 0 or -errno; *taken as sl_filter_offer_taken. */
+static int bind_offering(int sd, const struct sockaddr_in *a, int fd, bool *taken)
+{
+	int ret;
+
+	sl_filter_offer_taken = false;
+	sl_filter_offer_fd = fd;
+	ret = sluice_bind(ST, sd, a);
+	sl_filter_offer_fd = -1;
+	*taken = sl_filter_offer_taken;
+	sl_filter_offer_taken = false;
+	return ret;
+}
+
+static void test_offer_is_the_reservation(void)
+{
+	struct sockaddr_in any = fx_addr("0.0.0.0", 7100), lo = fx_addr("127.0.0.1", 7101);
+	struct sockaddr_in any2 = fx_addr("0.0.0.0", 7102), any3 = fx_addr("0.0.0.0", 7103);
+	struct sockaddr_in any4 = fx_addr("0.0.0.0", 7104);
+	int one = 1, t1 = sluice_socket(ST, SLUICE_SOCK_STREAM);
+	int t2 = sluice_socket(ST, SLUICE_SOCK_STREAM), l = sluice_socket(ST, SLUICE_SOCK_STREAM);
+	int v6 = sluice_socket(ST, SLUICE_SOCK_STREAM), v6b = sluice_socket(ST, SLUICE_SOCK_STREAM);
+	int old = sluice_socket(ST, SLUICE_SOCK_DGRAM);
+	int adds = M.adds, own = M.own_adds;
+	bool taken;
+
+	/* A module without SLUICE_FEATURE_FILTER_SOCK: not offered. */
+	sl_module_features = 0;
+	tap_eq(bind_offering(old, &any3, 40, &taken), 0, "an older module: bind 0.0.0.0:7103");
+	tap_ok(!taken && M.own_adds == own && M.adds == adds + 1,
+	       "... a filter of the module's own reservation, the fd not offered");
+	sl_module_features = SLUICE_FEATURE_FILTER_SOCK;
+	sluice_setsockopt(ST, t1, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	sluice_setsockopt(ST, t2, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	tap_eq(bind_offering(t1, &any, 42, &taken), 0, "bind 0.0.0.0:7100 offering fd 42");
+	tap_ok(taken && M.own_adds == own + 1 && M.last_fd == 42,
+	       "... FILTER_ADD with SLUICE_FILTER_RESV_FD and fd 42: taken");
+	tap_eq(bind_offering(t2, &any, 43, &taken), 0, "an SO_REUSEPORT sibling on 7100 offering fd 43");
+	tap_ok(!taken && M.own_adds == own + 1 && M.adds == adds + 2,
+	       "... shares the filter: no ADD, fd 43 not taken (a twin of its own)");
+	tap_eq(bind_offering(l, &lo, 44, &taken), 0, "loopback 127.0.0.1:7101 offering fd 44");
+	tap_ok(!taken && M.adds == adds + 2, "... no filter, not taken");
+	/* An AF_INET6 IPV6_V6ONLY socket on :: (as the preload marks it). */
+	sl_sock(S, (uint32_t)v6)->flags |= SL_SF_V6;
+	sl_sock(S, (uint32_t)v6)->opt_flags |= SL_SO_V6ONLY;
+	tap_eq(bind_offering(v6, &any2, 45, &taken), 0, "an IPV6_V6ONLY socket on [::]:7102 offering fd 45");
+	tap_ok(!taken && M.adds == adds + 2 && !has_filter(IPPROTO_TCP, 7102),
+	       "... no IPv4 filter (it takes no IPv4), not taken: its twin holds the port");
+	sl_sock(S, (uint32_t)v6b)->flags |= SL_SF_V6;
+	tap_eq(bind_offering(v6b, &any4, 46, &taken), 0, "a dual-stack socket on [::]:7104 offering fd 46");
+	tap_ok(taken && M.last_fd == 46 && has_filter(IPPROTO_TCP, 7104), "... its filter, the fd taken");
+	sluice_close(ST, t1);
+	sluice_close(ST, t2);
+	sluice_close(ST, l);
+	sluice_close(ST, v6);
+	sluice_close(ST, v6b);
+	sluice_close(ST, old);
+	sl_module_features = 0;
+	tap_eq(live(), 0, "closed: nothing left");
+}
+
 /* An RST|ACK from the peer answering our SYN (connection refused). */
 static void refuse(const struct capture *cap)
 {
@@ -164,6 +227,7 @@ int main(void)
 	test_kernel_refusals();
 	test_ephemeral_is_the_kernels_pick();
 	test_shared_port_passes_on();
+	test_offer_is_the_reservation();
 	test_connect_again_after_refused(cap);
 	S->module_backed = false;
 	fx_destroy(S);
