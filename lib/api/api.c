@@ -2089,6 +2089,11 @@ static int setsockopt_on(struct sl_stack *s, struct sl_sock *so, int level, int 
 					   name == IP_MULTICAST_ALL ||
 					   name == IP_MULTICAST_IF)) {
 		ret = sl_udp_mc_setopt(s, so, name, val, len);
+	} else if (level == SOL_SOCKET && (name == SO_BINDTODEVICE || name == SO_BINDTOIFINDEX)) {
+		/* Not the stack's (the caller hands the socket to the kernel):
+		 * a name is any length, not an int's (TCP's checks below said
+		 * EINVAL for "lo" and its NUL, or "" to unbind). */
+		ret = -ENOPROTOOPT;
 	} else if (so->type == SL_SOCK_UDP && level == SOL_SOCKET && name == SO_KEEPALIVE) {
 		/* Kept on any socket as Linux does (only TCP sends probes). */
 		ret = flag_opt(&so->flags, SL_SF_KEEPALIVE, val, len);

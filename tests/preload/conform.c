@@ -756,6 +756,15 @@ static void check_option_lengths(void)
 	r = getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len);
 	printf("tcp_info_len8: %s len %u\n", rv(r), len);
 	close(fd);
+	/* SO_BINDTODEVICE with a name shorter than an int ("lo" and its
+	 * NUL, strlen + 1 as programs pass it), and "" that unbinds: the
+	 * option sets a fresh socket up for its bind (issue 15 item 1). */
+	for (int i = 0; i < 2; i++) {
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		r = setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, i ? "" : "lo", i ? 0 : 3);
+		printf("bindtodevice_%s: %s\n", i ? "empty" : "lo_len3", rv(r));
+		close(fd);
+	}
 	pair(&l, &c, &s);
 	len = sizeof(ti);
 	getsockopt(c, IPPROTO_TCP, TCP_INFO, &ti, &len);
