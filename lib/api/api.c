@@ -527,12 +527,18 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 	 * sleepers, the others in their own). */
 	struct sl_wq *qv[SL_WAITV_MAX];
 	uint32_t *wv[SL_WAITV_MAX], seqv[SL_WAITV_MAX];
-	unsigned int nqv = 0;
+	unsigned int nqv = 0, nwv = 0;
 	/* The channels whose sockets end a journal wait (all: none listed). */
 	struct sl_wq *jq[SL_WAITV_MAX];
 	unsigned int njq = 0;
 	/* An exclusive waiter (SLUICE_POLLEXCL: accept()) on one socket. */
 	struct sl_sock *xso = NULL;
+	/* Or, in a journal wait, on each of fds' sockets (an epoll set's
+	 * EPOLLEXCLUSIVE items), beside the channels of its other sockets:
+	 * counted in each one's xsleepers, asleep on every xseq (and the
+	 * channels') in one futex_waitv. */
+	struct sl_sock *xv[SL_WAITV_MAX];
+	unsigned int nxv = 0;
 	/* A zero timeout looks once and never sleeps: no clock reading
 	 * (an epoll set's collect makes one or two such looks a wait). */
 	uint64_t start = timeout_ms ? sl_now(s) : 0;
@@ -564,6 +570,22 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 				q = wait_channel(s, fds, n);
 				if (!q && (nqv = wait_channels(s, fds, n, qv)))
 					q = qv[0];
+			} else if (!on_fd && n && s->futex_ok &&
+				   (n + nchan == 1 || (n + nchan <= SL_WAITV_MAX &&
+						       SL_READ_ONCE(sl_waitv_ok) && !sl_sys_sandboxed))) {
+				/* Exclusive items beside channels (or alone). */
+				for (nxv = 0; nxv < n; nxv++)
+					xv[nxv] = sl_sock(s, (uint32_t)fds[nxv].sd);
+				for (nqv = 0; nqv < nchan; nqv++)
+					qv[nqv] = &s->lib->wq[sl_chan_wq(chans[nqv])];
+				q = nqv ? qv[0] : NULL;
+				if (nqv == 1)
+					nqv = 0;	/* q alone, counted as such */
+				if (!q)
+					sleepers = &xv[0]->xsleepers;
+			} else if (n) {
+				/* Too many words for one sleep: on any change
+				 * (wake_seq), as a set without channels. */
 			} else if (!on_fd && nchan == 1 && s->futex_ok) {
 				q = &s->lib->wq[sl_chan_wq(chans[0])];
 			} else if (!on_fd && nchan > 1 && nchan <= SL_WAITV_MAX && s->futex_ok &&
@@ -581,6 +603,8 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 			}
 			for (unsigned int i = 1; i < nqv; i++)
 				sl_fetch_add(&qv[i]->sleepers, 1);
+			for (unsigned int i = q ? 0 : 1; i < nxv; i++)
+				sl_fetch_add(&xv[i]->xsleepers, 1);
 			sl_fetch_add(sleepers, 1);
 			asleep = true;
 			/* Before the word's value is read (below): a signal
@@ -588,7 +612,8 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 			 * before the sleep. */
 			if (intr && !on_fd)
 				SL_WRITE_ONCE(sl_wait_word, xso ? &xso->xseq :
-					      q ? &q->seq : &s->r->wake_seq);
+					      q ? &q->seq : nxv ? &xv[0]->xseq :
+					      &s->r->wake_seq);
 		}
 		/* On the stack fd: the sequence before this look (see sl_wait_sleep()). */
 		if (asleep && on_fd)
@@ -631,14 +656,34 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 			if (fds[i].revents)
 				ready++;
 		}
+		/* A journal wait with exclusive items alone and no ring: only
+		 * those items (looked at above) end it, not every change. */
 		if (journal && (ghead ? SL_READ_ONCE(*ghead) != *journal :
 				njq ? journal_names(s, *journal, &jfrom, jq, njq) :
-				SL_READ_ONCE(s->lib->chg_seq) != *journal))
+				!(n && !nchan) && SL_READ_ONCE(s->lib->chg_seq) != *journal))
 			ready++;
-		seq = xso ? SL_READ_ONCE(xso->xseq) : q ? SL_READ_ONCE(q->seq) : s->r->wake_seq;
+		seq = xso ? SL_READ_ONCE(xso->xseq) : q ? SL_READ_ONCE(q->seq) :
+		      nxv ? SL_READ_ONCE(xv[0]->xseq) : s->r->wake_seq;
 		for (unsigned int i = 0; i < nqv; i++) {
 			wv[i] = &qv[i]->seq;
 			seqv[i] = SL_READ_ONCE(qv[i]->seq);
+		}
+		if (nxv && (q || nxv > 1)) {
+			/* Several words: the channels' (q's first), then
+			 * each exclusive item's. */
+			unsigned int k = nqv;
+
+			if (q && !nqv) {
+				wv[k] = &q->seq;
+				seqv[k++] = SL_READ_ONCE(q->seq);
+			}
+			for (unsigned int i = 0; i < nxv; i++, k++) {
+				wv[k] = &xv[i]->xseq;
+				seqv[k] = SL_READ_ONCE(xv[i]->xseq);
+			}
+			nwv = k;
+		} else {
+			nwv = nqv;
 		}
 		sl_unlock(s);
 		ret = (int)checked(s, ready);
@@ -656,11 +701,11 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 			ret = -EINTR;
 			break;
 		}
-		if (asleep && nqv) {
-			sl_wait_sleep_v(s, deadline, wv, seqv, nqv);
+		if (asleep && nwv) {
+			sl_wait_sleep_v(s, deadline, wv, seqv, nwv);
 		} else if (asleep) {
 			sl_wait_sleep(s, deadline, on_fd ? mseq : seq, on_fd,
-				      xso ? &xso->xseq : q ? &q->seq : NULL);
+				      xso ? &xso->xseq : q ? &q->seq : nxv ? &xv[0]->xseq : NULL);
 		} else {
 			sl_wait_backoff();
 			sl_run_poll(s);
@@ -675,6 +720,11 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 		 * still queued, and the next sleeper looks. */
 		if (xso && unlooked && SL_READ_ONCE(xso->xsleepers))
 			sl_wake_word_n(&xso->xseq, 1);
+		for (unsigned int i = q ? 0 : 1; i < nxv; i++)
+			sl_fetch_sub(&xv[i]->xsleepers, 1);
+		for (unsigned int i = 0; unlooked && i < nxv; i++)
+			if (SL_READ_ONCE(xv[i]->xsleepers))
+				sl_wake_word_n(&xv[i]->xseq, 1);
 		if (q)
 			sl_fetch_sub(&s->lib->wq_sleepers, nqv ? nqv : 1);
 		for (unsigned int i = 1; i < nqv; i++)
@@ -722,6 +772,36 @@ int sl_wait_journal_stop(struct sluice_stack *st, int group, uint32_t seen, cons
 
 	return poll_loop(S(st), NULL, 0, timeout_ms, &seen, group, chan_sds, nchan,
 			 count ? &intr : NULL, stop, stop_seen, false);
+}
+
+int sl_wait_journal_excl(struct sluice_stack *st, int group, uint32_t seen, const int *chan_sds,
+			 unsigned int nchan, struct sluice_pollfd *xfds, unsigned int nx,
+			 int timeout_ms, unsigned int (*count)(void), unsigned int sigs,
+			 const uint32_t *stop, uint32_t stop_seen)
+{
+	const struct poll_intr intr = { count, sigs };
+
+	return poll_loop(S(st), xfds, nx, timeout_ms, &seen, group, chan_sds, nchan,
+			 count ? &intr : NULL, stop, stop_seen, false);
+}
+
+void sl_wait_kick_excl(struct sluice_stack *st, const struct sluice_pollfd *xfds, unsigned int nx)
+{
+	struct sl_stack *s = S(st);
+
+	/* Every exclusive sleeper of those sockets: the one to see the kick
+	 * cannot be picked out (the others look and sleep again). */
+	for (unsigned int i = 0; i < nx; i++) {
+		struct sl_sock *so;
+
+		if (xfds[i].sd < 0 || (uint32_t)xfds[i].sd >= s->max_sockets)
+			continue;
+		so = sl_sock(s, (uint32_t)xfds[i].sd);
+		if (SL_READ_ONCE(so->xsleepers)) {
+			sl_fetch_add(&so->xseq, 1);
+			sl_wake_word_n(&so->xseq, INT_MAX);
+		}
+	}
 }
 
 void sl_wait_kick(struct sluice_stack *st, const int *chan_sds, unsigned int nchan)

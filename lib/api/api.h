@@ -60,6 +60,22 @@ int sl_wait_journal(struct sluice_stack *st, uint32_t seen, const int *chan_sds,
 int sl_wait_journal_stop(struct sluice_stack *st, int group, uint32_t seen, const int *chan_sds,
 			 unsigned int nchan, int timeout_ms, unsigned int (*count)(void),
 			 unsigned int sigs, const uint32_t *stop, uint32_t stop_seen);
+/*
+ * sl_wait_journal_stop() for a set with exclusive items (EPOLLEXCLUSIVE):
+ * xfds[nx] are their sockets (events, SLUICE_POLLEXCL), looked at each
+ * round; the waiter sleeps as an exclusive waiter of each (woken one a
+ * change, as a blocking accept(): sl_sock_wake_one()) and on chans for
+ * its other sockets (nchan 0: it has none), all in one futex_waitv; 1
+ * once one of xfds is ready.  With more words than one sleep takes, on
+ * any change.
+ */
+int sl_wait_journal_excl(struct sluice_stack *st, int group, uint32_t seen, const int *chan_sds,
+			 unsigned int nchan, struct sluice_pollfd *xfds, unsigned int nx,
+			 int timeout_ms, unsigned int (*count)(void), unsigned int sigs,
+			 const uint32_t *stop, uint32_t stop_seen);
+/* Wake every exclusive sleeper of xfds' sockets (sl_wait_journal_excl()):
+ * for a stop moved (an epoll_ctl on a set asleep on them). */
+void sl_wait_kick_excl(struct sluice_stack *st, const struct sluice_pollfd *xfds, unsigned int nx);
 /* The wait channels of fds's sockets, a socket of each (chan_sds[]), when
  * they are at most SL_WAITV_MAX: how many, else 0 (then: any change). */
 unsigned int sl_poll_channels(const struct sluice_pollfd *fds, unsigned int n, int *chan_sds);

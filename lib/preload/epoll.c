@@ -34,7 +34,22 @@
  * keeps its own Sluice part; a Sluice fd in a set is forgotten when that
  * fd is closed, even if a dup of it stays open; epoll fds above PL_EP_MAX
  * hold kernel fds only (adding a Sluice fd fails with ENOMEM);
- * EPOLLEXCLUSIVE and EPOLLWAKEUP are accepted and ignored.
+ * EPOLLWAKEUP is accepted and ignored.
+ *
+ * EPOLLEXCLUSIVE (issue 23): an item added with it is looked at by the
+ * set at each collect while its socket's wake sequence moved (not through
+ * the ready ring: it names no watch group), and a set of the stack's
+ * sockets alone sleeps as an exclusive waiter of its socket, as a
+ * blocking accept() does (sl_wait_journal_excl(): counted in xsleepers,
+ * asleep on xseq beside its other channels), so a change wakes one of
+ * the sets holding it, not all: N workers' sets on one listener, one
+ * woken a connection.  The woken one always looks, and an accept() that
+ * leaves a connection queued wakes the next (api.c).  Up to PL_EP_XMAX
+ * such items a set; more, and a mixed set (it sleeps in the kernel with
+ * its bell, rung for the item's channel), wake every holder as before.
+ * EPOLL_CTL_MOD with it, or of an item added with it, and events beyond
+ * EPOLLIN, EPOLLOUT, EPOLLET, EPOLLWAKEUP (and ERR, HUP) with it: EINVAL,
+ * as Linux's do_epoll_ctl().
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -53,6 +68,12 @@
 #define PL_ADD_LOOK	256
 /* Bells a set remembers being in it (threads sleeping on it). */
 #define PL_EP_BELLS	4
+/* EPOLLEXCLUSIVE items a set sleeps on exclusively (their words and its
+ * channels in one futex_waitv of SL_WAITV_MAX). */
+#define PL_EP_XMAX	4
+/* Linux's EPOLLEXCLUSIVE_OK_BITS (fs/eventpoll.c). */
+#define PL_EP_XOK	(EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLWAKEUP | EPOLLET | \
+			 EPOLLEXCLUSIVE)
 
 struct pl_epitem {
 	int fd;			/* -1: a free slot (next links the free list) */
@@ -69,6 +90,7 @@ struct pl_epitem {
 	bool idle;
 	bool disabled;		/* EPOLLONESHOT fired */
 	bool listed;		/* on the check list */
+	bool excl;		/* EPOLLEXCLUSIVE, in ep->xitems[] */
 };
 
 /* A module socket fd of a set, for the spin's look at the region. */
@@ -119,6 +141,10 @@ struct pl_ep {
 	int epw;
 	bool epw_tried;
 	unsigned int epw_forks;
+	/* Its EPOLLEXCLUSIVE items (pl_epitem.excl), looked at by every
+	 * collect whose socket changed, slept on exclusively (ep_sleep()). */
+	int32_t xitems[PL_EP_XMAX];
+	unsigned int nx;
 };
 
 static struct pl_ep *eps[PL_EP_MAX];
@@ -448,7 +474,19 @@ static int item_add(struct pl_ep *ep, int fd, const struct pl_sock *ps,
 	ep->by_sd[ps->sd] = i;
 	ep->by_fd[fd] = i;
 	ep->n++;
-	epw_mark(ep, ps->sd);
+	if ((ev->events & EPOLLEXCLUSIVE) && ep->nx < PL_EP_XMAX) {
+		/* Names no group: its changes wake the sets holding it one
+		 * at a time, not each set's group (the set still claims one,
+		 * for its other sockets). */
+		struct sl_stack *s = pl_sl();
+
+		it->excl = true;
+		ep->xitems[ep->nx++] = i;
+		if (ep->epw < 0 && !ep->epw_tried && s)
+			epw_claim(ep, s);
+	} else {
+		epw_mark(ep, ps->sd);
+	}
 	check_push(ep, i);
 	return 0;
 }
@@ -464,6 +502,14 @@ static void item_del(struct pl_ep *ep, int32_t i)
 		*pp = it->next;
 	if (ep->by_sd[it->sd] < 0)
 		epw_unmark(ep, it->sd);
+	if (it->excl) {
+		for (unsigned int x = 0; x < ep->nx; x++)
+			if (ep->xitems[x] == i) {
+				ep->xitems[x] = ep->xitems[--ep->nx];
+				break;
+			}
+		it->excl = false;
+	}
 	ep->by_fd[it->fd] = -1;
 	/* A check list entry may still name it: fd -1 skips it there. */
 	it->fd = -1;
@@ -496,6 +542,9 @@ static int ep_ctl(struct pl_ep *ep, int op, int fd, struct pl_sock *ps, struct e
 	case EPOLL_CTL_MOD:
 		if (i < 0)
 			return -ENOENT;
+		/* Linux: an exclusive item cannot be modified. */
+		if (ep->items[i].ev.events & EPOLLEXCLUSIVE)
+			return -EINVAL;
 		ep->items[i].ev = *ev;
 		ep->items[i].disabled = false;
 		ep->items[i].seen_seq = (uint32_t)-1;
@@ -637,6 +686,7 @@ out:
  * to see ctl_seq and look at its list (sl_wait_journal_stop()).
  */
 static unsigned int ep_channels(const struct pl_ep *ep, int *chans);
+static unsigned int ep_xfds(const struct pl_ep *ep, struct sluice_pollfd *xfds);
 
 static void ep_ctl_kick(const int *chans, unsigned int nchan)
 {
@@ -690,25 +740,36 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		/* Asked once a set: one with a Sluice part was open at its
 		 * first Sluice fd, and close() drops the part. */
 		ret = -EBADF;
+	} else if (op != EPOLL_CTL_DEL && ev && (ev->events & EPOLLEXCLUSIVE) &&
+		   (op == EPOLL_CTL_MOD || (ev->events & ~(uint32_t)PL_EP_XOK))) {
+		/* Linux: with EPOLLEXCLUSIVE, ADD alone, and only these. */
+		ret = -EINVAL;
 	} else if (!(ep = ep_get_or_make(epfd))) {
 		ret = -ENOMEM;
 	} else {
 		int chans[SL_WAITV_MAX];
-		unsigned int nchan = 0;
+		struct sluice_pollfd xfds[PL_EP_XMAX];
+		unsigned int nchan = 0, nx = 0;
 		bool kick;
 
 		pthread_mutex_lock(&ep->mu);
 		/* The channels a sleeper of the set sleeps on, before this
-		 * (looked for only while one sleeps: counted under mu). */
+		 * (looked for only while one sleeps: counted under mu), and
+		 * the sockets it may sleep on exclusively. */
 		kick = op != EPOLL_CTL_DEL && SL_READ_ONCE(ep->sleeping);
-		if (kick)
+		if (kick) {
 			nchan = ep_channels(ep, chans);
+			nx = ep_xfds(ep, xfds);
+		}
 		ret = ep_ctl(ep, op, fd, ps, ev);
 		if (!ret && op != EPOLL_CTL_DEL)
 			sl_fetch_add(&ep->ctl_seq, 1);
 		pthread_mutex_unlock(&ep->mu);
-		if (!ret && kick)
+		if (!ret && kick) {
 			ep_ctl_kick(chans, nchan);
+			if (nx && pl_stack())
+				sl_wait_kick_excl(pl_stack(), xfds, nx);
+		}
 		/* Sockets added and not looked at yet: looked at now, a batch
 		 * under one lock, as the kernel's ep_insert() polls the file it
 		 * adds.  Ready ones stay listed for the next wait; the others
@@ -813,6 +874,18 @@ static int ep_collect(struct pl_ep *ep, struct epoll_event *out, int max)
 	if (!ep->n || !s)
 		goto out;
 	ep_journal(ep, s);
+	/* Exclusive items are on no ring: looked at when their socket's
+	 * wake sequence moved since a look found them idle (one word each,
+	 * no lock), as check_all() passes items by. */
+	for (unsigned int x = 0; x < ep->nx; x++) {
+		const struct pl_epitem *it = &ep->items[ep->xitems[x]];
+
+		if (it->listed || it->disabled ||
+		    (it->idle && it->sd < s->max_sockets &&
+		     sl_load_acquire(&sl_sock(s, it->sd)->wake_seq) == it->idle_seq))
+			continue;
+		check_push(ep, ep->xitems[x]);
+	}
 	if (!ep->nchk)
 		goto out;
 	if (ep->nchk > 64 && (!(p = malloc(ep->nchk * sizeof(*p))) ||
@@ -910,27 +983,18 @@ out:
 	return got;
 }
 
-/*
- * The wait channels (proto: socket index mod SL_WQ_N) of a small set's
- * sockets, one socket each, when they are at most SL_WAITV_MAX: how many
- * (chans[]), else 0 (any change).  The set then sleeps on them (one
- * futex, or futex_waitv), or registers its bell for them, woken by its
- * own sockets' changes, not by every change in the stack (a forking
- * server's worker watching its client beside a latch and a pipe: one).
- * ep->mu held.
- */
-static unsigned int ep_channels(const struct pl_ep *ep, int *chans)
+static int ep_chans(const struct pl_ep *ep, int *chans, bool skip_excl)
 {
 	unsigned int nc = 0, j;
 
 	if (!ep->n)
-		return 0;
+		return -1;
 	if (ep->cap > PL_EP_CHAN_CAP)
 		goto group;
 	for (unsigned int i = 0; i < ep->cap; i++) {
 		const struct pl_epitem *it = &ep->items[i];
 
-		if (it->fd < 0)
+		if (it->fd < 0 || (skip_excl && it->excl))
 			continue;
 		for (j = 0; j < nc && ((it->sd ^ (uint32_t)chans[j]) & (SL_WQ_N - 1)); j++)
 			;
@@ -940,13 +1004,61 @@ static unsigned int ep_channels(const struct pl_ep *ep, int *chans)
 			goto group;
 		chans[nc++] = (int)it->sd;
 	}
-	return nc;
+	return (int)nc;
 group:
-	/* A larger set: its watch group, if it has one (epw_claim()). */
+	/* A larger set: its watch group, if it has one (epw_claim()), and
+	 * its exclusive items' own channels (they name no group). */
 	if (ep->epw < 0)
-		return 0;
+		return -1;
 	chans[0] = (int)(SL_CHAN_EPW | (uint32_t)ep->epw);
-	return 1;
+	nc = 1;
+	for (unsigned int x = 0; !skip_excl && x < ep->nx; x++) {
+		uint32_t sd = ep->items[ep->xitems[x]].sd;
+
+		for (j = 1; j < nc && ((sd ^ (uint32_t)chans[j]) & (SL_WQ_N - 1)); j++)
+			;
+		if (j < nc)
+			continue;
+		if (nc == SL_WAITV_MAX)
+			return -1;
+		chans[nc++] = (int)sd;
+	}
+	return (int)nc;
+}
+
+/*
+ * The wait channels (proto: socket index mod SL_WQ_N) of a small set's
+ * sockets, one socket each, when they are at most SL_WAITV_MAX: how many
+ * (chans[]), else 0 (any change).  The set then sleeps on them (one
+ * futex, or futex_waitv), or registers its bell for them, woken by its
+ * own sockets' changes, not by every change in the stack (a forking
+ * server's worker watching its client beside a latch and a pipe: one).
+ * Exclusive items' channels are among them (a bell's, a kick's).
+ * ep->mu held.
+ */
+static unsigned int ep_channels(const struct pl_ep *ep, int *chans)
+{
+	int nc = ep_chans(ep, chans, false);
+
+	return nc < 0 ? 0 : (unsigned int)nc;
+}
+
+/* The set's exclusive items as a wait's sockets (sl_wait_journal_excl());
+ * ep->mu held. */
+static unsigned int ep_xfds(const struct pl_ep *ep, struct sluice_pollfd *xfds)
+{
+	unsigned int k = 0;
+
+	for (unsigned int x = 0; x < ep->nx; x++) {
+		const struct pl_epitem *it = &ep->items[ep->xitems[x]];
+
+		if (it->disabled)
+			continue;
+		xfds[k].sd = (int)it->sd;
+		xfds[k].events = (short)((it->ev.events & (EPOLLIN | EPOLLOUT)) | SLUICE_POLLEXCL);
+		xfds[k++].revents = 0;
+	}
+	return k;
 }
 
 /*
@@ -955,14 +1067,27 @@ group:
  * journal and *nchan its channels (ep_channels()).
  */
 static bool ep_idle(struct pl_ep *ep, uint32_t *seen, int *chans, unsigned int *nchan,
-		    uint32_t *ctl)
+		    uint32_t *ctl, struct sluice_pollfd *xfds, unsigned int *nx, bool futex)
 {
 	bool idle;
+	int nc;
 
 	pthread_mutex_lock(&ep->mu);
 	idle = ep->jvalid && !ep->nchk;
 	*seen = ep->jseq;
-	*nchan = ep_channels(ep, chans);
+	*nx = 0;
+	if (futex && ep->nx && (nc = ep_chans(ep, chans, true)) >= 0) {
+		/* A futex sleep: exclusive on those items' sockets, on the
+		 * channels of the others. */
+		*nchan = (unsigned int)nc;
+		*nx = ep_xfds(ep, xfds);
+	} else {
+		*nchan = ep_channels(ep, chans);
+		/* A bell (rung for every channel, theirs too): the last look
+		 * looks at them, which a group's ring does not name. */
+		if (!futex && *nchan)
+			*nx = ep_xfds(ep, xfds);
+	}
 	/* Counted as asleep with this look: an epoll_ctl after it kicks
 	 * (ep_ctl_kick()), one before it left an item on the list. */
 	*ctl = ep->ctl_seq;
@@ -986,14 +1111,15 @@ static bool ep_sleep(struct pl_ep *ep, int ms, unsigned int sigs)
 {
 	uint32_t seen, ctl;
 	int chans[SL_WAITV_MAX];
-	unsigned int nchan = 0;
+	struct sluice_pollfd xfds[PL_EP_XMAX];
+	unsigned int nchan = 0, nx = 0;
 
-	if (!ep_idle(ep, &seen, chans, &nchan, &ctl))
+	if (!ep_idle(ep, &seen, chans, &nchan, &ctl, xfds, &nx, true))
 		return false;
 	/* A signal ends it at once (run.h, sl_wait_word); so does an
 	 * epoll_ctl on the set (ep_ctl_kick()). */
-	sl_wait_journal_stop(pl_stack(), ep->epw, seen, chans, nchan, ms, pl_sig_count, sigs,
-			     &ep->ctl_seq, ctl);
+	sl_wait_journal_excl(pl_stack(), ep->epw, seen, chans, nchan, xfds, nx, ms, pl_sig_count,
+			     sigs, &ep->ctl_seq, ctl);
 	ep_awake(ep);
 	return true;
 }
@@ -1010,17 +1136,19 @@ static int ep_bell_arm(int epfd, struct pl_ep *ep, struct pl_bellreg *bell)
 	struct epoll_event ev = { .events = EPOLLIN };
 	uint32_t seen, ctl;
 	int chans[SL_WAITV_MAX];
-	unsigned int nchan = 0;
+	struct sluice_pollfd xfds[PL_EP_XMAX];
+	unsigned int nchan = 0, nx = 0;
 
-	if (!ep_idle(ep, &seen, chans, &nchan, &ctl))
+	if (!ep_idle(ep, &seen, chans, &nchan, &ctl, xfds, &nx, false))
 		return -1;
 	if (pl_bell_begin(chans, nchan, bell) < 0) {
 		ep_awake(ep);
 		return -1;
 	}
-	/* The last look, the bell registered: the journal, and an epoll_ctl
-	 * since ep_idle() (a kick before the registration rang nothing). */
-	if (sl_wait_journal_stop(pl_stack(), ep->epw, seen, chans, nchan, 0, NULL, 0,
+	/* The last look, the bell registered: the journal (and the
+	 * exclusive items), and an epoll_ctl since ep_idle() (a kick before
+	 * the registration rang nothing). */
+	if (sl_wait_journal_excl(pl_stack(), ep->epw, seen, chans, nchan, xfds, nx, 0, NULL, 0,
 				 &ep->ctl_seq, ctl) != 0) {
 		pl_bell_end(bell, false);
 		ep_awake(ep);
