@@ -71,6 +71,7 @@ KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard t
 PRELOAD_TESTS += $(B)/tests/preload/sockcache $(B)/tests/preload/twin_echo \
 	$(B)/tests/preload/resv_hold
 PRELOAD_TESTS += $(B)/tests/preload/epoll_excl
+PRELOAD_TESTS += $(B)/tests/preload/close_blocked
 
 .PHONY: install uninstall deb all lib tools tests bench bench-lossy bench-many bench-programs sanitize unit-tests module module-clean check demo checkpatch clean \
 	fuzz fuzz-long soak soak-kill

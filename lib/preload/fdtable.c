@@ -134,6 +134,11 @@ static struct pl_cached {
 static int ncache SL_FORKDATA;	/* entries with an fd (atomic): 0 skips all */
 static pthread_mutex_t cache_mu SL_FORKDATA = PTHREAD_MUTEX_INITIALIZER;
 
+/* Module socket fds kept for a blocking call in flight (kfd_keep()). */
+static bool kfd_kept_is(int fd);
+static void kfd_keep(struct pl_sock *ps, int fd);
+static void kfd_unkeep(struct pl_sock *ps, int fd);
+
 static bool cache_is(int fd)
 {
 	if (!sl_load_acquire(&ncache))
@@ -184,7 +189,8 @@ bool pl_fd_is_probe(int fd)
 {
 	return fd >= 0 && (fd == SL_READ_ONCE(sweep_probe) || is_sock_probe(fd) || cache_is(fd) ||
 			   fd == sl_bell_tx_fd() || fd == sl_sys_runnable_fd() ||
-			   pl_bell_is(fd) || pl_twin_is(fd) || pl_agent_is(fd) || pl_async_is(fd));
+			   pl_bell_is(fd) || pl_twin_is(fd) || pl_agent_is(fd) || pl_async_is(fd) ||
+			   kfd_kept_is(fd));
 }
 
 void pl_fd_probe_lost(int fd)
@@ -213,6 +219,8 @@ void pl_fd_probe_lost(int fd)
 		pl_twin_lost(fd);
 	if (pl_async_is(fd))
 		pl_async_lost(fd);
+	if (kfd_kept_is(fd))
+		kfd_unkeep(NULL, fd);	/* the caller's dup2() ends this copy */
 	pl_agent_lost(fd);
 }
 
@@ -659,6 +667,8 @@ struct pl_sock *pl_fd_forget(int fd)
 		for (unsigned int i = 0; i < nflush; i++)
 			pl_put(flush[i]);
 	}
+	if (ps && ps->kfd && !SL_READ_ONCE(ps->nfd))
+		kfd_keep(ps, fd);
 	return ps;
 }
 
@@ -743,6 +753,81 @@ static int kfd_install(struct sl_stack *s, struct pl_sock *ps, uint32_t sd, int 
 	pl_debug("fd %d is socket %u (%s), a socket fd", fd, sd,
 		 type == SOCK_STREAM ? "tcp" : "udp");
 	return fd;
+}
+
+/*
+ * A module socket fd closed while a blocking call of this process is in
+ * flight on it (another thread's close() or dup2() over it): on Linux
+ * the call holds the file, so the socket goes on under it to its data,
+ * timeout or error.  The module ends the stack's socket when its last
+ * socket fd goes (kernel/sockfd.c), which the waiting call then saw
+ * (EBADF at once: gVisor's ClosedReadBlockingSocket); so a copy of the
+ * fd is kept in the library's range (a system call, only at such a
+ * close) until the release the call's end makes (sock_release_now()).
+ * kept[].fd is the copy + 1, 0: a free entry.
+ */
+#define PL_KEEP_MAX	16
+static struct {
+	int fd;
+	struct pl_sock *ps;
+} kept[PL_KEEP_MAX];
+static int nkept;
+static pthread_mutex_t keep_mu SL_FORKDATA = PTHREAD_MUTEX_INITIALIZER;
+
+static bool kfd_kept_is(int fd)
+{
+	for (unsigned int i = 0; SL_READ_ONCE(nkept) && i < PL_KEEP_MAX; i++)
+		if (fd + 1 == SL_READ_ONCE(kept[i].fd))
+			return true;
+	return false;
+}
+
+/* fd of ps leaves the table, its last here: keep its file if a call is
+ * in flight on it. */
+static void kfd_keep(struct pl_sock *ps, int fd)
+{
+	int k;
+
+	if (!(sl_load_acquire(&ps->calls) & PL_CALLS_INFL))
+		return;
+	k = sl_sys_dup_high(fd);
+	if (k < 0)
+		return;	/* no room: the call sees the socket end, as before */
+	pthread_mutex_lock(&keep_mu);
+	for (unsigned int i = 0; i < PL_KEEP_MAX; i++) {
+		if (kept[i].fd)
+			continue;
+		kept[i].ps = ps;
+		SL_WRITE_ONCE(kept[i].fd, k + 1);
+		SL_WRITE_ONCE(nkept, nkept + 1);
+		k = -1;
+		break;
+	}
+	pthread_mutex_unlock(&keep_mu);
+	if (k >= 0)
+		sl_sys_close(k);
+}
+
+/* ps is released: its kept file goes (fd: only that copy, which a
+ * dup2() over it ends; -1: any of ps's). */
+static void kfd_unkeep(struct pl_sock *ps, int fd)
+{
+	int close_fd[PL_KEEP_MAX], n = 0;
+
+	if (!SL_READ_ONCE(nkept))
+		return;
+	pthread_mutex_lock(&keep_mu);
+	for (unsigned int i = 0; i < PL_KEEP_MAX; i++) {
+		if (!kept[i].fd || (ps && kept[i].ps != ps) || (fd >= 0 && kept[i].fd != fd + 1))
+			continue;
+		if (fd < 0)
+			close_fd[n++] = kept[i].fd - 1;
+		SL_WRITE_ONCE(kept[i].fd, 0);
+		SL_WRITE_ONCE(nkept, nkept - 1);
+	}
+	pthread_mutex_unlock(&keep_mu);
+	while (n)
+		sl_sys_close(close_fd[--n]);
 }
 
 /* Our socket fd of ps was closed: close the socket if that was the last. */
@@ -1589,6 +1674,7 @@ static void sock_release_now(struct pl_sock *ps)
 	if (SL_READ_ONCE(ps->async_fd) && !SL_READ_ONCE(ps->nfd))
 		pl_async_release(ps);
 	if (ps->kfd) {
+		kfd_unkeep(ps, -1);	/* first: the module's release, then the reap */
 		kfd_reap(ps);
 	} else if (SL_READ_ONCE(ps->priv)) {
 		/* table_mu orders this with make_shared(): a socket made
@@ -2055,6 +2141,9 @@ void pl_fdtable_atfork_child(void)
 	pthread_mutex_init(&probe_mu, NULL);
 	pthread_mutex_init(&priv_mu, NULL);
 	pthread_mutex_init(&cache_mu, NULL);
+	pthread_mutex_init(&keep_mu, NULL);
+	/* Files kept for the parent's calls in flight are the parent's. */
+	kfd_unkeep(NULL, -1);
 	/* The parent emptied its cache before the fork (pl_fd_share_all());
 	 * one kept by a close() racing it is the parent's description. */
 	for (unsigned int i = 0; ncache && i < PL_CACHE; i++) {

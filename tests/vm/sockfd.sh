@@ -384,6 +384,26 @@ resv_row "kernel SO_REUSEADDR socket bound; stack SO_REUSEADDR listener" kernel 
 	"tcp 4 0.0.0.0 reuseaddr 0" "tcp 4 0.0.0.0 reuseaddr 1"
 resv_row "kernel SO_REUSEADDR UDP; stack SO_REUSEADDR UDP" kernel sluice 7422 \
 	"udp 4 0.0.0.0 reuseaddr 0" "udp 4 0.0.0.0 reuseaddr 0"
+# close() of a module socket fd while another thread of the program is
+# blocked in recv() or send() on it (issue 24 item 2; gVisor's
+# ClosedReadBlockingSocket, ClosedWriteBlockingSocket): as on Linux the
+# call goes on to its timeout or its data; the module ends a stack socket
+# with its last socket fd, so the library keeps a copy of the fd for the
+# call (lib/preload/fdtable.c, kfd_keep()).  close_blocked on the kernel,
+# then under sluice run on the stack's loopback: the same lines.
+timeout 30 close_blocked >/tmp/cb.kernel 2>&1
+cbk=$?
+timeout 30 $(tw_pre L) close_blocked >/tmp/cb.sluice 2>&1
+cbs=$?
+sed 's/^/#   kernel: /' /tmp/cb.kernel
+sed 's/^/#   sluice: /' /tmp/cb.sluice
+check "close under a blocked call: on the kernel, exit $cbk, 4 lines" \
+	sh -c "[ $cbk = 0 ] && [ \$(grep -vc '^#' /tmp/cb.kernel) = 4 ]"
+check "close under a blocked call: with Sluice (exit $cbs), the kernel's lines" \
+	sh -c "grep -v '^#' /tmp/cb.kernel >/tmp/cb.k.n; grep -v '^#' /tmp/cb.sluice >/tmp/cb.s.n; diff /tmp/cb.k.n /tmp/cb.s.n >/dev/null"
+check "close under a blocked call: ... on module socket fds" \
+	grep -q '^# recv_timeout fd anon_inode:\[sluice-sock\]$' /tmp/cb.sluice
+
 # The last program goes (SIGTERM: no exit handlers); the helper may hold
 # the stack on for connections in TIME-WAIT, but no socket fd is left.
 kill "$(prog_pid idle)" 2>/dev/null
