@@ -17,6 +17,11 @@
  *                             an echo server, blocking calls; prints the
  *                             mean one-way latency (for the demo)
  *   bench kecho PORT SECONDS  kernel TCP echo server (one client at a time)
+ *   bench loop [MESSAGES]     one process drives both ends of a loopback
+ *                             connection, 64 bytes one way then back: ns
+ *                             a message (its send and its receive), the
+ *                             stack's own cost with no other CPU involved;
+ *                             kernel 127.0.0.1 beside it
  *
  * Both sides use the same method: non-blocking calls in a spin loop for the
  * latency test, blocking-free batch sends for bulk.  Timings come from
@@ -692,6 +697,106 @@ static void pingpong(long rounds)
 	       km * 1000 / fm);
 }
 
+/* ---- one process, both ends ------------------------------------------ */
+
+/*
+ * What a message costs the CPU that sends and receives it, no other CPU
+ * or process involved: one process drives both ends of a connection on
+ * the loopback, each message sent on one end and received whole on the
+ * other before the next, the ends taking turns (request, reply).  ns a
+ * message (send + receive), mean and median batch; the same loop on two
+ * kernel sockets of 127.0.0.1 beside it.  Bounded by count and by 60 s.
+ */
+static double loop_run(long msgs, double *median, bool kernel)
+{
+	struct sluice_stack *st = NULL;
+	struct sockaddr_in a = lo_addr(PORT + 3);
+	struct batches bt;
+	char buf[MSG];
+	int l, c, sd = -1, one = 1;
+	double t0, t1, give_up = now_s() + 60;
+	long i, n;
+
+	memset(buf, 'l', sizeof(buf));
+	if (kernel) {
+		l = socket(AF_INET, SOCK_STREAM, 0);
+		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 4))
+			fail("kernel listen", errno);
+		c = socket(AF_INET, SOCK_STREAM, 0);
+		if (connect(c, (struct sockaddr *)&a, sizeof(a)))
+			fail("kernel connect", errno);
+		sd = accept(l, NULL, NULL);
+		if (sd < 0)
+			fail("kernel accept", errno);
+		setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		setsockopt(sd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	} else {
+		st = make_stack("bench-loop", 16, 256);
+		l = sluice_socket(st, SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
+		if (sluice_bind(st, l, &a) || sluice_listen(st, l, 4))
+			fail("listen", -EADDRINUSE);
+		c = sluice_socket(st, SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
+		sluice_connect(st, c, &a);
+		for (int k = 0; k < 100 && sd < 0; k++) {
+			sluice_stack_poll(st);
+			sd = sluice_accept(st, l, NULL);
+		}
+		if (sd < 0)
+			fail("accept", sd);
+		sluice_setsockopt(st, c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		sluice_setsockopt(st, sd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
+	batches_init(&bt, msgs / 2);
+	t0 = now_s();
+	for (i = 0; i < msgs; i++) {
+		int from = i & 1 ? sd : c, to = i & 1 ? c : sd;
+
+		if (!(i & 1))
+			batches_tick(&bt, i / 2);
+		n = kernel ? (long)send(from, buf, MSG, MSG_DONTWAIT) :
+			     sluice_send(st, from, buf, MSG, MSG_DONTWAIT);
+		if (n != MSG)
+			fail("loop send", kernel ? errno : -n);
+		n = kernel ? (long)recv(to, buf, MSG, MSG_DONTWAIT) :
+			     sluice_recv(st, to, buf, MSG, MSG_DONTWAIT);
+		if (n != MSG)
+			fail("loop recv", kernel ? errno : (n ? -n : EPIPE));
+		if (!(i & 4095) && now_s() > give_up)
+			break;
+	}
+	t1 = now_s();
+	/* A batch is 64 round trips, two messages each: its per-message time
+	 * is batches_median()'s one-way figure. */
+	*median = batches_median(&bt) * 1000;
+	if (kernel) {
+		close(sd);
+		close(c);
+		close(l);
+	} else {
+		sluice_close(st, sd);
+		sluice_close(st, c);
+		sluice_close(st, l);
+		sluice_stack_close(st);
+		sluice_stack_destroy("bench-loop");
+	}
+	return (t1 - t0) / i * 1e9;
+}
+
+static void loop(long msgs)
+{
+	const char *only = getenv("BENCH_ONLY");
+	double km = 1, sm, k, s;
+
+	pin(0);
+	k = only && !strcmp(only, "sluice") ? 1 : loop_run(msgs, &km, true);
+	s = loop_run(msgs, &sm, false);
+	unpin();
+	printf("loop: TCP 64 B, one process driving both ends, %ld messages: ns a message "
+	       "(send + receive) kernel %.0f, sluice %.0f, sluice/kernel %.2f; median batch "
+	       "kernel %.0f, sluice %.0f\n", msgs, k, s, s / k, km, sm);
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "all";
@@ -702,6 +807,8 @@ int main(int argc, char **argv)
 		return rtt(argv[2], atoi(argv[3]), argc > 4 ? atol(argv[4]) : 2000);
 	if (!strcmp(what, "kecho") && argc == 4)
 		return kecho(atoi(argv[2]), atof(argv[3]));
+	if (!strcmp(what, "loop"))
+		loop(arg > 1000 ? arg : 1000000);
 	if (!strcmp(what, "pingpong") || !strcmp(what, "all"))
 		pingpong(arg > 1000 ? arg : 50000);
 	if (!strcmp(what, "pingpong6") || !strcmp(what, "all")) {
