@@ -1085,7 +1085,7 @@ static void window_update(struct sl_stack *s, struct sl_sock *so, uint64_t now_u
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	uint32_t adv = SEQ_GT(tp->rcv_adv, tp->rcv_nxt) ? tp->rcv_adv - tp->rcv_nxt : 0;
-	uint32_t win = sl_tcp_rcv_window(s, so);
+	uint32_t win;
 
 	if (so->state < SL_TCP_ESTABLISHED || (tp->tflags & SL_TF_FIN_RCVD))
 		return;
