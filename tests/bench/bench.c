@@ -22,6 +22,9 @@
  *                             a message (its send and its receive), the
  *                             stack's own cost with no other CPU involved;
  *                             kernel 127.0.0.1 beside it
+ *   bench loop1 [MESSAGES]    the same, every message the same way (a
+ *                             one-way stream of small writes, each read
+ *                             before the next)
  *
  * Both sides use the same method: non-blocking calls in a spin loop for the
  * latency test, blocking-free batch sends for bulk.  Timings come from
@@ -707,7 +710,7 @@ static void pingpong(long rounds)
  * message (send + receive), mean and median batch; the same loop on two
  * kernel sockets of 127.0.0.1 beside it.  Bounded by count and by 60 s.
  */
-static double loop_run(long msgs, double *median, bool kernel)
+static double loop_run(long msgs, double *median, bool kernel, bool oneway)
 {
 	struct sluice_stack *st = NULL;
 	struct sockaddr_in a = lo_addr(PORT + 3);
@@ -750,7 +753,7 @@ static double loop_run(long msgs, double *median, bool kernel)
 	batches_init(&bt, msgs / 2);
 	t0 = now_s();
 	for (i = 0; i < msgs; i++) {
-		int from = i & 1 ? sd : c, to = i & 1 ? c : sd;
+		int from = i & 1 && !oneway ? sd : c, to = i & 1 && !oneway ? c : sd;
 
 		if (!(i & 1))
 			batches_tick(&bt, i / 2);
@@ -783,18 +786,19 @@ static double loop_run(long msgs, double *median, bool kernel)
 	return (t1 - t0) / i * 1e9;
 }
 
-static void loop(long msgs)
+static void loop(long msgs, bool oneway)
 {
 	const char *only = getenv("BENCH_ONLY");
 	double km = 1, sm, k, s;
 
 	pin(0);
-	k = only && !strcmp(only, "sluice") ? 1 : loop_run(msgs, &km, true);
-	s = loop_run(msgs, &sm, false);
+	k = only && !strcmp(only, "sluice") ? 1 : loop_run(msgs, &km, true, oneway);
+	s = loop_run(msgs, &sm, false, oneway);
 	unpin();
-	printf("loop: TCP 64 B, one process driving both ends, %ld messages: ns a message "
+	printf("loop%s: TCP 64 B, one process driving both ends, %ld messages%s: ns a message "
 	       "(send + receive) kernel %.0f, sluice %.0f, sluice/kernel %.2f; median batch "
-	       "kernel %.0f, sluice %.0f\n", msgs, k, s, s / k, km, sm);
+	       "kernel %.0f, sluice %.0f\n", oneway ? "1" : "", msgs, oneway ? " one way" : "",
+	       k, s, s / k, km, sm);
 }
 
 int main(int argc, char **argv)
@@ -807,8 +811,8 @@ int main(int argc, char **argv)
 		return rtt(argv[2], atoi(argv[3]), argc > 4 ? atol(argv[4]) : 2000);
 	if (!strcmp(what, "kecho") && argc == 4)
 		return kecho(atoi(argv[2]), atof(argv[3]));
-	if (!strcmp(what, "loop"))
-		loop(arg > 1000 ? arg : 1000000);
+	if (!strcmp(what, "loop") || !strcmp(what, "loop1"))
+		loop(arg > 1000 ? arg : 1000000, what[4] == '1');
 	if (!strcmp(what, "pingpong") || !strcmp(what, "all"))
 		pingpong(arg > 1000 ? arg : 50000);
 	if (!strcmp(what, "pingpong6") || !strcmp(what, "all")) {
