@@ -61,14 +61,14 @@ struct async_rec {
 
 /* Orders arming, the owner's copies and closing with the thread's events
  * (the thread holds it while it acts on a record's files). */
-static pthread_mutex_t async_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t async_mu SL_FORKDATA = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t async_ids, async_serial;
 static struct async_rec recs[PL_ASYNC_RECS];
 /* Which fds are ours, for close() (EBADF) and dup2(). */
 static uint64_t async_bits[PL_ASYNC_FDS / 64];
 /* The async thread's epoll set of bells, and the process whose it is. */
 static int async_ep = -1;
-static pid_t async_ep_pid;
+static pid_t async_ep_pid SL_FORKDATA;	/* on the fork page, as async_mu */
 static bool async_up;		/* that thread reached its function */
 
 static void set_bit(int fd, bool on)
@@ -303,7 +303,8 @@ void pl_async_atfork_child(void)
 	 * thread is not here: its records stay its (the child closes its
 	 * copies with the socket); the child makes a set of its own. */
 	pthread_mutex_init(&async_mu, NULL);
-	async_ep_pid = 0;
+	if (async_ep_pid)	/* unwritten when already right: a page */
+		async_ep_pid = 0;
 }
 
 /* ---- arming ------------------------------------------------------------ */
