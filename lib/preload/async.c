@@ -145,13 +145,19 @@ void pl_async_lost(int fd)
  *    the error read (SO_ERROR) and in_p connected back;
  *  - POLL_OUT: a byte through the pipe (pipe_read() signals its writers);
  *  - POLL_HUP: hup_p shut both ways (unix_shutdown(): hup_s's peer_mode
- *    is SHUTDOWN_MASK), again at each.
+ *    is SHUTDOWN_MASK), again at each;
+ *  - POLL_PRI (a new urgent pointer): a byte MSG_OOB hup_p -> hup_s
+ *    (queue_oob(): sk_send_sigurg(), SIGURG to the owner and, with
+ *    F_SETSIG, POLL_PRI; then sk_data_ready(), POLL_IN, which stands for
+ *    tcp_urg()'s for the urgent byte), read at once (hup_s is
+ *    SO_OOBINLINE: the byte is data).  Before POLL_HUP only, as a TCP
+ *    stream's urgent data comes before its FIN.
  */
 static void event(struct async_rec *r, unsigned int why)
 {
 	struct sockaddr none = { .sa_family = AF_UNSPEC };
 	socklen_t len = sizeof(int);
-	char b = 0;
+	char b = 0, d[16];
 	int err;
 
 	switch (why) {
@@ -170,6 +176,12 @@ static void event(struct async_rec *r, unsigned int why)
 	case SL_POLL_HUP:
 		if (r->hup_p >= 0)
 			sl_sys_shutdown(r->hup_p, SHUT_RDWR);
+		return;
+	case SL_POLL_PRI:
+		if (r->hup_s >= 0 && r->hup_p >= 0 &&
+		    sl_sys_sendto(r->hup_p, &b, 1, MSG_OOB | MSG_DONTWAIT | MSG_NOSIGNAL,
+				  NULL, 0) == 1)
+			sl_sys_read(r->hup_s, d, sizeof(d));	/* and any left */
 		return;
 	default:
 		/* POLL_IN (and a ring of another build: 0). */
@@ -421,7 +433,7 @@ static void above(int *armed, int *other, bool alike)
 static int rec_files(struct async_rec *r, uint32_t pid, uint32_t tid)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int sv[2], p[2], ret;
+	int sv[2], p[2], ret, one = 1;
 	socklen_t len;
 
 	r->bell = r->in_s = r->in_p = r->out_r = r->out_w = r->hup_s = r->hup_p = -1;
@@ -459,6 +471,9 @@ static int rec_files(struct async_rec *r, uint32_t pid, uint32_t tid)
 	if (r->hup_s < 0 || r->hup_p < 0)
 		goto err;
 	above(&r->hup_s, &r->hup_p, true);
+	/* Its urgent bytes (POLL_PRI) are read as data. */
+	if (sl_sys_setsockopt(r->hup_s, SOL_SOCKET, SO_OOBINLINE, &one, sizeof(one)))
+		goto err;
 	return 0;
 err:
 	ret = errno ? -errno : -EMFILE;

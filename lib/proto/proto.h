@@ -688,12 +688,14 @@ static inline void sl_sock_async(struct sl_stack *s, struct sl_sock *so, uint32_
 }
 /* A new urgent pointer (Linux sk_send_sigurg()): the owner's SIGURG, on
  * this thread's list as sl_sock_async() (the index | SL_BELL_URG), sent
- * after the unlock (sl_bell_ring_async()).  A socket with no owner costs
- * the load of its life byte. */
+ * after the unlock (sl_bell_ring_async()); for an O_ASYNC socket instead
+ * the event POLL_PRI, which its async bells make SIGURG, POLL_PRI and the
+ * urgent byte's POLL_IN (lib/preload/README.md, "O_ASYNC").  A socket
+ * with no owner and no O_ASYNC costs the load of its life byte. */
 void sl_sock_urg_slow(struct sl_stack *s, struct sl_sock *so);
 static inline void sl_sock_urg(struct sl_stack *s, struct sl_sock *so)
 {
-	if (__builtin_expect(so->life & SL_LIFE_OWNER, 0))
+	if (__builtin_expect(so->life & (SL_LIFE_OWNER | SL_LIFE_ASYNC), 0))
 		sl_sock_urg_slow(s, so);
 }
 /* Socket so's owner entry ends (its end, or F_SETOWN 0): lock held. */

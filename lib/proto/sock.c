@@ -955,7 +955,15 @@ void sl_sock_urg_slow(struct sl_stack *s, struct sl_sock *so)
 {
 	/* Linux's sk_send_sigurg() signals only a socket that has a file
 	 * (sk_socket->file): not one the program closed. */
-	if (!(so->flags & SL_SF_ORPHAN))
+	if (so->flags & SL_SF_ORPHAN)
+		return;
+	/* O_ASYNC: SIGURG, the F_SETSIG signal with POLL_PRI and the POLL_IN
+	 * of tcp_urg()'s sk_data_ready() for the byte all come from one
+	 * kernel file of the arming process (lib/preload/async.c, event()):
+	 * the owner entry's SIGURG would be a second. */
+	if (so->life & SL_LIFE_ASYNC)
+		sl_sock_async_slow(s, so, SL_POLL_PRI);
+	else if (so->life & SL_LIFE_OWNER)
 		async_note(s, so->idx | SL_BELL_URG);
 }
 

@@ -10,7 +10,8 @@
 # owner asleep in sigsuspend() while another process sends); and each
 # event's own si_code and si_band in order (connect done, data, the FIN
 # after this end shut, a reset, a refused connect, a UDP ICMP error) to
-# each kind of owner; and none to an owner when the armed socket's
+# each kind of owner; urgent data (SIGURG, then with F_SETSIG POLL_PRI
+# and the data's POLL_IN); and none to an owner when the armed socket's
 # process exits, execs or is killed.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -22,7 +23,7 @@ need_netns "loopback sockets"
 # Groups run apart: a signal that never comes (the asleep case ends on an
 # alarm) costs only its own group's lines.
 groups=("tcp_data tcp_setsig udp_data listen_conn" "fioasync owner_tid owner_pgrp" asleep skns sigwait tcp_space quiet eintr
-	events_pid events_tid events_pgrp end_quiet)
+	events_pid events_tid events_pgrp end_quiet urgent)
 for g in "${groups[@]}"; do
 	k=$(in_netns "$prog" $g 2>&1)
 	s=$(in_netns env SLUICE_STACK=$st-${g%% *} "$top/build/tools/sluice" run -- "$prog" $g 2>&1)
@@ -30,7 +31,7 @@ for g in "${groups[@]}"; do
 	check_as_kernel "$k" "$s"
 done
 # The kernel's own answers are what the cases say they are.
-k=$(in_netns "$prog" tcp_setsig tcp_space events_tid 2>&1)
+k=$(in_netns "$prog" tcp_setsig tcp_space events_tid urgent 2>&1)
 check "on the kernel: F_SETSIG gives POLL_IN, si_fd and POLLIN|POLLRDNORM" \
 	grep -q '^tcp_setsig sig=[0-9]* code=1 fd=fd band=0x41 n=1 to=owner$' <<<"$k"
 check "on the kernel: room to write back is POLL_OUT, POLLOUT|POLLWRNORM|POLLWRBAND" \
@@ -41,4 +42,10 @@ check "on the kernel: the FIN after this end shut is POLL_HUP (POLLHUP|POLLERR),
 	grep -q '^ev_hup_tid sig=[0-9]* n=2 seq=6:0x18,1:0x41 fd=fd to=owner$' <<<"$k"
 check "on the kernel: a reset, a refused connect, a UDP ICMP error are POLL_ERR (POLLERR)" \
 	test "$(grep -c '^ev_\(reset\|refused\|udp_err\)_tid sig=[0-9]* n=1 seq=4:0x8 fd=fd to=owner$' <<<"$k")" = 3
+check "on the kernel: urgent data with F_SETSIG is SIGURG (SI_KERNEL), POLL_PRI (POLLPRI|POLLRDBAND), then POLL_IN for the byte and for the segment" \
+	grep -q '^urgent_setsig n=4 urg=1:0x80 seq=rt1:0x5:0x82:fd,rt1:0x1:0x41:fd,rt1:0x1:0x41:fd$' <<<"$k"
+check "on the kernel: a pointer past its segment is POLL_PRI then the segment's POLL_IN, each segment's new" \
+	grep -q '^urgent_setsig_long got=199999 seq=PIPIPI$' <<<"$k"
+check "on the kernel: urgent data without F_SETSIG is SIGURG and SIGIO, nothing else" \
+	grep -q '^urgent_nosetsig urg=1 io=1 other=0$' <<<"$k"
 done_testing

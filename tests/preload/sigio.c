@@ -44,9 +44,9 @@
 static volatile sig_atomic_t got_n;
 static volatile int got_sig, got_code, got_fd, got_tid;
 static volatile long got_band;
-/* Every signal's si_code, si_band and si_fd, in order (the first 8). */
+/* Every signal's number, si_code, si_band and si_fd, in order (the first 8). */
 #define SEQ 8
-static volatile int seq_code[SEQ], seq_fd[SEQ];
+static volatile int seq_sig[SEQ], seq_code[SEQ], seq_fd[SEQ];
 static volatile long seq_band[SEQ];
 
 static void on_sig(int sig, siginfo_t *si, void *uc)
@@ -60,6 +60,7 @@ static void on_sig(int sig, siginfo_t *si, void *uc)
 		got_tid = (int)syscall(SYS_gettid);
 	}
 	if (got_n < SEQ) {
+		seq_sig[got_n] = sig;
 		seq_code[got_n] = si->si_code;
 		seq_band[got_n] = si->si_band;
 		seq_fd[got_n] = si->si_fd;
@@ -289,6 +290,124 @@ static void tcp_setsig(void)
 	shutdown(c, SHUT_WR);
 	await();
 	report("tcp_setsig_fin", a, me());
+	close(c);
+	close(a);
+}
+
+/*
+ * The case's SIGURGs (how many, their si_code), then every other signal
+ * in order: "rtN:code:band:fd" (fd "fd" when it is the fd armed).  A
+ * SIGURG and signals sent with it are taken in nested handlers, the
+ * later ones first: their relative order says nothing, and is left out.
+ */
+static void report_all(const char *name, int armed)
+{
+	int urgs = 0, code = 0, k = 0;
+
+	for (int i = 0; i < got_n && i < SEQ; i++)
+		if (seq_sig[i] == SIGURG) {
+			urgs++;
+			code = seq_code[i];
+		}
+	printf("%s n=%d urg=%d", name, (int)got_n, urgs);
+	if (urgs)
+		printf(":0x%x", code);
+	for (int i = 0; i < got_n && i < SEQ; i++) {
+		if (seq_sig[i] == SIGURG)
+			continue;
+		printf("%s%s%d:0x%x:0x%lx:%s", k++ ? "," : " seq=",
+		       seq_sig[i] == SIGIO ? "io" : "rt",
+		       seq_sig[i] == SIGIO ? 0 : seq_sig[i] - SIGRTMIN, seq_code[i], seq_band[i],
+		       seq_fd[i] == armed ? "fd" : "other");
+	}
+	printf("\n");
+}
+
+/*
+ * Urgent data to an O_ASYNC socket with an owner (Linux tcp_urg() ->
+ * tcp_check_urg() -> sk_send_sigurg()): SIGURG to the owner, then with
+ * F_SETSIG the F_SETSIG signal with POLL_PRI (sk_wake_async(SOCK_WAKE_URG),
+ * kill_fasync()), then the data's own (tcp_urg()'s sk_data_ready() for the
+ * urgent byte, tcp_data_queue()'s for the segment); with F_SETSIG 0,
+ * SIGURG and SIGIO (kill_fasync() sends SIGURG's band to no one then).
+ * SIGIO is a standard signal: two sent before it is taken are one, so
+ * the plain case says only whether it came.
+ */
+static void urgent(void)
+{
+	int c, a, urgs = 0, ios = 0, others = 0;
+	char b[16];
+
+	tcp_pair(&c, &a);
+	catch(SIGURG, 0);
+	catch(SIGIO, 0);
+	catch(SIGRTMIN + 1, 0);
+	arm(a, getpid(), SIGRTMIN + 1);
+	/* An urgent byte alone. */
+	reset();
+	send(c, "x", 1, MSG_OOB);
+	await();
+	report_all("urgent_setsig", a);
+	recv(a, b, 1, MSG_OOB);
+	/* Data and an urgent byte in one segment. */
+	reset();
+	send(c, "abc", 3, MSG_OOB);
+	await();
+	report_all("urgent_setsig_data", a);
+	recv(a, b, 1, MSG_OOB);
+	recv(a, b, sizeof(b), MSG_DONTWAIT);
+	/* Data alone after them: POLL_IN only. */
+	reset();
+	send(c, "d", 1, 0);
+	await();
+	report_all("urgent_setsig_after", a);
+	recv(a, b, sizeof(b), MSG_DONTWAIT);
+	/*
+	 * A send of more than 64 KiB MSG_OOB: its first segments' pointers
+	 * point past them (Linux's is at most 0xffff: each segment's is new)
+	 * and their bytes never come as urgent, each POLL_PRI then the
+	 * segment's POLL_IN; the urgent byte's own POLL_IN at its segment.
+	 * How many segments differs between stacks: the first six signals.
+	 */
+	{
+		static char big[200000];
+		ssize_t got = 0, r;
+
+		reset();
+		send(c, big, sizeof(big), MSG_OOB);
+		for (int i = 0; i < 3000 && got < (ssize_t)sizeof(big) - 1; i++) {
+			r = recv(a, big, sizeof(big), MSG_DONTWAIT);
+			if (r > 0)
+				got += r;
+			else
+				msleep(1);
+		}
+		await();
+		printf("urgent_setsig_long got=%zd seq=", got);
+		for (int i = 0, k = 0; i < got_n && i < SEQ && k < 6; i++) {
+			if (seq_sig[i] == SIGURG)
+				continue;
+			k++;
+			putchar(seq_sig[i] == SIGRTMIN + 1 && seq_fd[i] == a &&
+				seq_code[i] == POLL_PRI && seq_band[i] == (POLLPRI | POLLRDBAND) ?
+				'P' : seq_sig[i] == SIGRTMIN + 1 && seq_fd[i] == a &&
+				seq_code[i] == POLL_IN && seq_band[i] == (POLLIN | POLLRDNORM) ?
+				'I' : '?');
+		}
+		putchar('\n');
+		recv(a, b, 1, MSG_OOB);
+	}
+	/* F_SETSIG 0: SIGURG, and the data's SIGIO. */
+	fcntl(a, F_SETSIG, 0);
+	reset();
+	send(c, "y", 1, MSG_OOB);
+	await();
+	for (int i = 0; i < got_n && i < SEQ; i++) {
+		urgs += seq_sig[i] == SIGURG;
+		ios += seq_sig[i] == SIGIO;
+		others += seq_sig[i] != SIGURG && seq_sig[i] != SIGIO;
+	}
+	printf("urgent_nosetsig urg=%d io=%d other=%d\n", urgs, ios > 0, others);
 	close(c);
 	close(a);
 }
@@ -859,7 +978,7 @@ static const struct {
 	{ "owner_pgrp", owner_pgrp }, { "asleep", asleep }, { "skns", skns },
 	{ "sigwait", sigwait_case }, { "tcp_space", tcp_space }, { "quiet", quiet },
 	{ "events_pid", events_pid }, { "events_tid", events_tid },
-	{ "events_pgrp", events_pgrp }, { "end_quiet", end_quiet },
+	{ "events_pgrp", events_pgrp }, { "end_quiet", end_quiet }, { "urgent", urgent },
 };
 
 static void eintr_all(void)

@@ -2030,11 +2030,20 @@ static uint8_t seg_byte(struct sl_stack *s, uint32_t idx, const struct seg *g, u
  * the one held (its byte, unread out of band, stays in the stream as
  * data).  The byte is taken out of band when the segment holding it
  * arrives; it stays in the receive queue, where reads step over it.
+ *
+ * O_ASYNC: a new pointer is the event POLL_PRI (sl_sock_urg()), which the
+ * arming process makes SIGURG, POLL_PRI and one POLL_IN (lib/preload/
+ * async.c).  That POLL_IN stands for Linux's tcp_urg() sk_data_ready() for
+ * the byte when the byte is in the pointer's segment, else for the
+ * segment's own tcp_data_ready(): true then (the caller signals no POLL_IN
+ * for the segment's data), and the byte's POLL_IN is signalled when it
+ * comes, so the order of codes is Linux's.
  */
-static void urg_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
+static bool urg_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		      const struct sl_tcph *th, const struct seg *g)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
+	bool pri = false;
 
 	if (th->flags & TH_URG_) {
 		uint32_t up = ntohs(th->urp), ptr, copied = sl_tcp_copied_seq(so);
@@ -2046,6 +2055,7 @@ static void urg_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 			 * and the owner's signal sent after the unlock. */
 			tp->urg_sigs++;
 			sl_sock_urg(s, so);
+			pri = (so->life & SL_LIFE_ASYNC) && !(so->flags & SL_SF_ORPHAN);
 			/* The byte held is at the head, not read out of band,
 			 * and more is queued: it goes, so that a read does not
 			 * take it as data (Linux: copied_seq++). */
@@ -2060,7 +2070,13 @@ static void urg_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 	if (tp->urg_data == SL_URG_NOTYET && tp->urg_seq - g->seq < g->plen) {
 		tp->urg_data = SL_URG_VALID | seg_byte(s, idx, g, tp->urg_seq);
 		sl_sock_wake(s, so);
+		/* Linux's tcp_urg() sk_data_ready(): POLL_IN (the POLL_PRI
+		 * event's, above, when the pointer came with it). */
+		if (!pri)
+			sl_sock_async(s, so, SL_POLL_IN);
+		return false;
 	}
+	return pri;
 }
 
 /* Synchronized states and SYN-RECEIVED (RFC 9293 3.10.7.4). */
@@ -2069,7 +2085,7 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		       uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	bool queued = false, fin_acked, syn, with_data, ts_stale;
+	bool queued = false, fin_acked, syn, with_data, ts_stale, urg_in = false;
 	uint32_t gen = so->kp.gen, seg_seq;
 
 	if (predicted(so, g)) {
@@ -2273,7 +2289,7 @@ ack:
 
 	/* Sixth: the URG bit. */
 	if (__builtin_expect((th->flags & TH_URG_) || tp->urg_data == SL_URG_NOTYET, 0))
-		urg_input(s, so, idx, th, g);
+		urg_in = urg_input(s, so, idx, th, g);
 
 	/* Seventh: segment text (ESTABLISHED, FIN-WAIT-1, FIN-WAIT-2). */
 	if ((g->plen || (g->flags & TH_FIN_)) && so->state >= SL_TCP_ESTABLISHED &&
@@ -2346,7 +2362,9 @@ ack:
 			if (g->flags & TH_FIN_)
 				sl_sock_async(s, so, (so->flags & SL_SF_SHUT_WR) ? SL_POLL_HUP :
 										SL_POLL_IN);
-			sl_sock_async(s, so, SL_POLL_IN);
+			/* (A new urgent pointer's POLL_PRI gave it: urg_input().) */
+			if (!urg_in)
+				sl_sock_async(s, so, SL_POLL_IN);
 		} else {
 			/* RFC 5681 4.2: an immediate duplicate ACK. */
 			ooo_insert(s, so, idx);
