@@ -17,49 +17,13 @@
 PATH=/opt/sluice/bin:$PATH
 IP=/usr/sbin/ip
 NS=ipm-peer
-D=/sys/kernel/debug/fakeib
-KM=/lib/modules/kmod
 SUITE="ipoib P_Key children and connected mode"
-. /opt/sluice/bin/tap.sh
-
-in_ns() { $IP netns exec "$NS" "$@"; }
-cleanup() {
-	for p in $ksrv $ssrv; do kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	$IP netns del "$NS" 2>/dev/null
-	rmmod ib_ipoib 2>/dev/null
-	rmmod ib_cm 2>/dev/null
-	rmmod fakeib 2>/dev/null
-}
-trap cleanup EXIT
-
-[ -f $KM/ib_ipoib.ko ] || skip_all "no ib_ipoib.ko for this kernel"
-lsmod | grep -q '^sluice ' || insmod /lib/modules/sluice.ko
-lsmod | grep -q '^fakeib ' && rmmod fakeib
+. /opt/sluice/bin/ipoib_lib.sh
 
 # field KIND PORT KEY: a value of fakeib's "KIND port PORT" line (ud, rc);
 # qpf PORT QPN KEY: of the UD QP QPN (0x0000NN) on PORT.
 field() { sed -n "/^  $1 port $2 /s/.* $3 \([0-9]*\).*/\1/p" $D/state | head -n 1; }
 qpf() { sed -n "/^  udqp port $1 qpn $2 /s/.* $3 \([^ ]*\).*/\1/p" $D/state | head -n 1; }
-until_t() {
-	t=$1
-	shift
-	i=0
-	while [ $i -lt "$t" ]; do
-		"$@" && return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	"$@"
-}
-quiet() {
-	out=$("$@" 2>&1)
-	rc=$?
-	[ -n "$out" ] && echo "$out" | sed 's/^/# /'
-	return $rc
-}
-carrier() { [ "$(cat "/sys/class/net/$1/carrier" 2>/dev/null)" = 1 ]; }
-ns_carrier() { [ "$(in_ns cat "/sys/class/net/$1/carrier" 2>/dev/null)" = 1 ]; }
 # doc IF: sluice doctor's JSON for IF into /tmp/ipm-doc.json;
 # jnum KEY, jstr KEY: a number, a string of it (the first such key).
 doc() { sluice doctor --interface "$1" --json >/tmp/ipm-doc.json 2>&1; }

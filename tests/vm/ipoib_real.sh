@@ -21,53 +21,14 @@ NS=ipr-peer
 S=10.79.0.1
 K=10.79.0.2
 ST=ipr
-D=/sys/kernel/debug/fakeib
-KM=/lib/modules/kmod
 SUITE="real ib_ipoib on fakeib"
-. /opt/sluice/bin/tap.sh
-
-in_ns() { $IP netns exec "$NS" "$@"; }
-cleanup() {
-	for p in $ksrv $ssrv; do kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	$IP netns del "$NS" 2>/dev/null
-	rmmod ib_ipoib 2>/dev/null
-	rmmod ib_cm 2>/dev/null
-	rmmod fakeib 2>/dev/null
-}
-trap cleanup EXIT
-
-[ -f $KM/ib_ipoib.ko ] || skip_all "no ib_ipoib.ko for this kernel"
-lsmod | grep -q '^sluice ' || insmod /lib/modules/sluice.ko
-lsmod | grep -q '^fakeib ' && rmmod fakeib
+. /opt/sluice/bin/ipoib_lib.sh
 
 # field PORT KEY: a value of fakeib's "ud port PORT" line; qpf PORT KEY:
 # of its UD QP on PORT ("udqp port PORT" line).
 field() { sed -n "/^  ud port $1 /s/.* $2 \([0-9]*\).*/\1/p" $D/state | head -n 1; }
 qpf() { sed -n "/^  udqp port $1 /s/.* $2 \([^ ]*\).*/\1/p" $D/state | head -n 1; }
-# until TENTHS COMMAND...: true once COMMAND is, polling every 0.1 s.
-until_t() {
-	t=$1
-	shift
-	i=0
-	while [ $i -lt "$t" ]; do
-		"$@" && return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	"$@"
-}
-# quiet COMMAND...: its output as TAP comments (kpeer prints "ok ..."),
-# its exit status kept.
-quiet() {
-	out=$("$@" 2>&1)
-	rc=$?
-	[ -n "$out" ] && echo "$out" | sed 's/^/# /'
-	return $rc
-}
 has_dev() { [ -e "/sys/class/net/$1" ]; }
-carrier() { [ "$(cat "/sys/class/net/$1/carrier" 2>/dev/null)" = 1 ]; }
-ns_carrier() { [ "$(in_ns cat "/sys/class/net/$1/carrier" 2>/dev/null)" = 1 ]; }
 
 check "fakeib loads with ipoib=1 (no interfaces of its own)" insmod /lib/modules/fakeib.ko ipoib=1
 # Ports at 4096 while the fake SA gives groups 2048 (an SM may): ipoib's
