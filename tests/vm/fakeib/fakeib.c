@@ -203,6 +203,7 @@ struct fib_qp {
 	u32 dest_qpn;			/* RC: the remote QP (RTR's IB_QP_DEST_QPN) */
 	u16 dlid;			/* RC: its port's LID (RTR's IB_QP_AV) */
 	u64 rc_sent, rc_rcvd;		/* RC: messages */
+	u64 ud_sent;			/* UD: datagrams posted out */
 };
 
 /* netdev_priv() of an interface: an rdma_netdev first, as ipoib's. */
@@ -1187,6 +1188,7 @@ static enum ib_wc_status fib_ud_send(struct fib_qp *qp,
 	pk.pkey = p->pkeys[qp->pkey_index];
 	pk.qkey = (int)ud->remote_qkey < 0 ? qp->qkey : ud->remote_qkey;
 	p->ud_sent++;
+	qp->ud_sent++;
 	if (dlid >= be16_to_cpu(IB_MULTICAST_LID_BASE) &&
 	    dlid != be16_to_cpu(IB_LID_PERMISSIVE)) {
 		to = &fd->port[FIB_PORTS - p->num];
@@ -2073,11 +2075,11 @@ static int fib_state_show(struct seq_file *m, void *unused)
 				spin_unlock(&q->lock);
 				continue;
 			}
-			seq_printf(m, "  udqp port %u qpn 0x%06x state %s pkey_index %u pkey 0x%04x qkey 0x%08x recvs %u mcgs %u\n",
+			seq_printf(m, "  udqp port %u qpn 0x%06x state %s pkey_index %u pkey 0x%04x qkey 0x%08x recvs %u mcgs %u sent %llu\n",
 				   p->num, q->ibqp.qp_num,
 				   fib_qps_name[q->state], q->pkey_index,
 				   p->pkeys[q->pkey_index], q->qkey,
-				   q->rq_count, q->nmcg);
+				   q->rq_count, q->nmcg, q->ud_sent);
 			spin_unlock(&q->lock);
 		}
 		spin_unlock_irq(&fib->lock);
