@@ -129,9 +129,6 @@ void pl_agent_start(void)
 {
 	pid_t self = sl_self_pid();
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	sigset_t all, old;
-	pthread_attr_t at;
-	pthread_t t;
 	int sk, one = 1, len;
 
 	if (SL_READ_ONCE(agent_pid) == self || sl_sys_sandboxed)
@@ -159,19 +156,11 @@ void pl_agent_start(void)
 		REAL(close)(sk);
 		goto out;
 	}
-	/* Every signal blocked: the program's go to its own threads. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&at, PL_AGENT_STACK);
 	SL_WRITE_ONCE(agent_fd, sk);
-	if (pthread_create(&t, &at, agent_main, NULL)) {
+	if (pl_thread_quiet(agent_main, NULL, PL_AGENT_STACK, NULL)) {
 		SL_WRITE_ONCE(agent_fd, -1);
 		REAL(close)(sk);
 	}
-	pthread_attr_destroy(&at);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 out:
 	pthread_mutex_unlock(&agent_mu);
 }

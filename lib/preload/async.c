@@ -260,9 +260,6 @@ static void *async_main(void *arg)
 static int thread_start(void)
 {
 	pid_t self = sl_self_pid();
-	sigset_t all, old;
-	pthread_attr_t at;
-	pthread_t t;
 	int ep, ret;
 
 	if (async_ep_pid == self && async_ep >= 0)
@@ -274,16 +271,8 @@ static int thread_start(void)
 		return -EMFILE;
 	set_bit(ep, true);
 	SL_WRITE_ONCE(async_ep, ep);
-	/* Every signal blocked: the program's go to its own threads. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&at, PL_ASYNC_STACK);
 	SL_WRITE_ONCE(async_up, false);
-	ret = -pthread_create(&t, &at, async_main, NULL);
-	pthread_attr_destroy(&at);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ret = -pl_thread_quiet(async_main, NULL, PL_ASYNC_STACK, NULL);
 	if (ret) {
 		drop(&async_ep);
 		return ret;

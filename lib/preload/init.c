@@ -47,6 +47,28 @@ static pthread_mutex_t stack_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct sluice_stack *stack;
 static bool stack_failed;
 
+int pl_thread_quiet(void *(*fn)(void *), void *arg, size_t stack_size, pthread_t *out)
+{
+	sigset_t all, old;
+	pthread_attr_t at;
+	pthread_t t;
+	int ret;
+
+	/* Every signal blocked: the program's go to its own threads, and
+	 * the library's EINTR counts stay theirs. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, stack_size);
+	ret = pthread_create(&t, &at, fn, arg);
+	pthread_attr_destroy(&at);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!ret && out)
+		*out = t;
+	return ret;
+}
+
 void pl_log(const char *fmt, ...)
 {
 	char buf[640];	/* a hint may run long (tap_hint()) */

@@ -378,6 +378,10 @@ void pl_tapq_start(struct sl_stack *s);
 /* At exit: the server runs the stack no more (none is inside it after). */
 void pl_tapq_stop(struct sl_stack *s);
 void pl_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A detached library thread running FN(ARG) on a stack of STACK_SIZE bytes,
+ * every signal blocked in it (the program's go to its own threads): 0
+ * (the thread in *OUT if OUT), else pthread_create()'s error. */
+int pl_thread_quiet(void *(*fn)(void *), void *arg, size_t stack_size, pthread_t *out);
 
 /* ---- fdtable.c ---- */
 /* A reference on fd's Sluice socket, or NULL for a kernel fd.  pl_put() it. */

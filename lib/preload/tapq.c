@@ -77,22 +77,12 @@ static void *tapq_main(void *arg)
 
 void pl_tapq_start(struct sl_stack *s)
 {
-	sigset_t all, old;
-	pthread_attr_t a;
 	pthread_t th;
 	int ret;
 
 	if (!sl_link_tap_name(s->link) || !s->link->ops->fd)
 		return;
-	/* Signals are the program's threads' to take, never this one's. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&a, 64 * 1024);
-	ret = pthread_create(&th, &a, tapq_main, s);
-	pthread_attr_destroy(&a);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ret = pl_thread_quiet(tapq_main, s, 64 * 1024, &th);
 	if (ret) {
 		pl_log("stack %s: no TAP queue server (%s): frames steered to this process's "
 		       "queue wait while it runs outside the library", pl_cfg.stack, strerror(ret));

@@ -372,9 +372,6 @@ static void *watch_main(void *arg)
 static void watch_start_locked(void)
 {
 	pid_t self = sl_self_pid();
-	sigset_t all, old;
-	pthread_attr_t at;
-	pthread_t t;
 	int fd;
 
 	if (watch_pid == self || sl_sys_sandboxed)
@@ -390,18 +387,9 @@ static void watch_start_locked(void)
 		set_bit(fd, true);
 		SL_WRITE_ONCE(watch_fd, fd);
 	}
-	/* Every signal blocked: the program's go to its own threads, and
-	 * the library's EINTR counts stay theirs. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&at, PL_WATCH_STACK);
 	SL_WRITE_ONCE(watch_up, false);
-	if (!pthread_create(&t, &at, watch_main, NULL))
+	if (!pl_thread_quiet(watch_main, NULL, PL_WATCH_STACK, NULL))
 		watch_pid = self;
-	pthread_attr_destroy(&at);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void pl_twin_watch(void)
