@@ -221,6 +221,18 @@ tw_pre() { # 0: the kernel; 1: sluice run; L: sluice run with the stack's loopba
 	L) echo "env SLUICE_UDP=1 SLUICE_LOOPBACK=1 sluice run --stack $ST --ifname sfd0 --" ;;
 	esac
 }
+# sides_log PFX ROLE...: each ROLE's output (/tmp/PFX-ROLE.SIDE) and
+# stderr (/tmp/PFX-ROLEe.SIDE), kernel then sluice, as TAP comments.
+sides_log() {
+	pfx=$1
+	shift
+	for f in "$@"; do
+		for side in kernel sluice; do
+			sed "s/^/#   $side $f: /" /tmp/$pfx-$f.$side
+			sed "s/^/#   $side $f stderr: /" /tmp/$pfx-${f}e.$side
+		done
+	done
+}
 # twin_case DESC SERVER-SIDE CLIENT-SIDE PORT SMODE SADDR SARG CMODE CADDR CARG
 twin_case() {
 	# (Not d: check() sets it.)
@@ -247,12 +259,7 @@ twin_case() {
 			sed "s/:$p\$/:PORT/; s/:$p /:PORT /" /tmp/tw-$f.$side | grep -v '^#' >/tmp/tw-$f.$side.n
 		done
 	done
-	for f in s c; do
-		for side in kernel sluice; do
-			sed "s/^/#   $side $f: /" /tmp/tw-$f.$side
-			sed "s/^/#   $side $f stderr: /" /tmp/tw-${f}e.$side
-		done
-	done
+	sides_log tw s c
 	check "$twd: on the kernel alone, every line ok (exit $(cat /tmp/tw-rc.kernel))" \
 		sh -c "test '$(cat /tmp/tw-rc.kernel)' = '0 0' && ! grep -q '^not ok' /tmp/tw-s.kernel /tmp/tw-c.kernel"
 	check "$twd: with Sluice, every line ok (exit $(cat /tmp/tw-rc.sluice))" \
@@ -339,12 +346,7 @@ resv_row() {
 		exec 9>&-
 		wait $rsf
 	done
-	for f in f s; do
-		for side in kernel sluice; do
-			sed "s/^/#   $side $f: /" /tmp/rs-$f.$side
-			sed "s/^/#   $side $f stderr: /" /tmp/rs-${f}e.$side
-		done
-	done
+	sides_log rs f s
 	check "$rd: '$(tr '\n' ' ' </tmp/rs-s.sluice)' as between two kernel sockets ('$(tr '\n' ' ' </tmp/rs-s.kernel)')" \
 		sh -c "test -s /tmp/rs-s.kernel && diff /tmp/rs-f.kernel /tmp/rs-f.sluice >/dev/null && diff /tmp/rs-s.kernel /tmp/rs-s.sluice >/dev/null"
 	for f in f s; do
