@@ -444,6 +444,63 @@ static void send_resets(struct rec *rc, uint64_t now_us)
 	}
 }
 
+/*
+ * Every listener's park list (tcp.c, sl_tcp_park()), rebuilt so that no
+ * connection that waited on a listener falls back to its 1-3-7 s timer
+ * because its holder died: first each list in its old order as far as
+ * it can be followed (a link that names a socket parked elsewhere, or one
+ * seen already, ends it), then every other socket whose park_lso still
+ * names a live listener it waits for, in slot order.  A socket that
+ * waits for nothing any more, or whose listener is gone or reset, is on
+ * no list.  seen[] is zero on entry and on return.
+ */
+static void rebuild_park(struct rec *rc, uint8_t *seen)
+{
+	struct sl_stack *s = rc->s;
+	uint32_t top = sl_sock_top(s);
+
+	for (uint32_t i = 0; i < top; i++) {
+		struct sl_sock *l = sl_sock(s, i);
+		uint32_t j, guard = 0;
+
+		if (l->type != SL_SOCK_TCP)
+			continue;
+		j = l->tcp.park_head;
+		l->tcp.park_head = l->tcp.park_tail = SLUICE_IDX_NONE;
+		if (l->state != SL_TCP_LISTEN || rc->bad[i])
+			continue;
+		while (j < top && sl_sock_next(s, j, &guard)) {
+			struct sl_sock *c = sl_sock(s, j);
+			uint32_t next = c->tcp.park_next;
+
+			if (seen[j] || c == l || c->tcp.park_lso != i)
+				break;
+			if (!rc->bad[j] && sl_tcp_parked_for(l, c)) {
+				seen[j] = 1;
+				sl_sock_park_link(s, l, c);
+			}
+			j = next;
+		}
+	}
+	for (uint32_t i = 0; i < top; i++) {
+		struct sl_sock *c = sl_sock(s, i);
+		uint32_t lso;
+		struct sl_sock *l;
+
+		if (c->type != SL_SOCK_TCP || seen[i])
+			continue;
+		lso = c->tcp.park_lso;
+		c->tcp.park_next = c->tcp.park_prev = c->tcp.park_lso = SLUICE_IDX_NONE;
+		if (lso >= top || lso == i || rc->bad[i] || rc->bad[lso])
+			continue;
+		l = sl_sock(s, lso);
+		if (l->type == SL_SOCK_TCP && l->state == SL_TCP_LISTEN &&
+		    sl_tcp_parked_for(l, c))
+			sl_sock_park_link(s, l, c);
+	}
+	memset(seen, 0, s->max_sockets);
+}
+
 int sl_stack_recover(struct sl_stack *s, pid_t dead)
 {
 	struct sl_region *r = s->lib;
@@ -606,9 +663,6 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 
 		if (so->type == SL_SOCK_TCP) {
 			so->tcp.kid_next = so->tcp.kid_prev = so->tcp.kid_head = SLUICE_IDX_NONE;
-			/* Park lists are emptied, not rebuilt: each parked
-			 * connection still has its timer (tcp.c, sl_tcp_park()). */
-			sl_sock_park_none(so);
 		}
 	}
 	for (uint32_t i = 0; i < sl_sock_top(s); i++) {
@@ -617,6 +671,7 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 		if (so->type == SL_SOCK_TCP && so->parent_idx != SLUICE_IDX_NONE)
 			sl_sock_kid_link(s, sl_sock(s, so->parent_idx), so);
 	}
+	rebuild_park(&rc, seen);
 	sl_udp_mc_recount(s);
 	send_resets(&rc, sl_now(s));
 	if (rc.resets)

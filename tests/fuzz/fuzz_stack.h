@@ -380,6 +380,49 @@ static void fz_check_tcp(const struct sl_sock *so)
 }
 
 /*
+ * Park lists (proto/tcp/tcp.c, sl_tcp_park()): each listener's list runs
+ * head to tail by park_next, each back link names the one before, every
+ * socket on it names that listener; a socket that names a listener is on
+ * its list; a socket that is not a listener heads none.
+ */
+static void fz_check_park(void)
+{
+	const struct sluice_region *r = F.s->r;
+	uint32_t named = 0, linked = 0;
+
+	for (uint32_t i = 0; i < r->max_sockets; i++) {
+		const struct sl_sock *so = sl_sock(F.s, i);
+		uint32_t prev = SLUICE_IDX_NONE, n = 0;
+
+		if (so->type != SL_SOCK_TCP)
+			continue;
+		if (so->tcp.park_lso != SLUICE_IDX_NONE)
+			named++;
+		if (so->state != SL_TCP_LISTEN) {
+			if (so->tcp.park_head != SLUICE_IDX_NONE || so->tcp.park_tail != SLUICE_IDX_NONE)
+				fz_fail("socket %u (state %u) heads a park list", i, so->state);
+			continue;
+		}
+		for (uint32_t j = so->tcp.park_head; j != SLUICE_IDX_NONE;
+		     j = sl_sock(F.s, j)->tcp.park_next) {
+			const struct sl_sock *c = sl_sock(F.s, j);
+
+			if (j >= r->max_sockets || ++n > r->max_sockets)
+				fz_fail("listener %u: park list broken at %u", i, j);
+			if (c->type != SL_SOCK_TCP || c->tcp.park_lso != i || c->tcp.park_prev != prev)
+				fz_fail("listener %u: parked socket %u names %u, back %u (want %u)", i,
+					j, c->tcp.park_lso, c->tcp.park_prev, prev);
+			prev = j;
+		}
+		if (so->tcp.park_tail != prev)
+			fz_fail("listener %u: park tail %u, list ends at %u", i, so->tcp.park_tail, prev);
+		linked += n;
+	}
+	if (named != linked)
+		fz_fail("%u sockets name a listener they wait on, %u are on its list", named, linked);
+}
+
+/*
  * Every buffer is in exactly one place: the free list, a socket's receive,
  * send or out-of-order queue, a packet held for ARP, the loopback queue.
  * Socket counts and the embryo count agree with the table.
@@ -475,6 +518,7 @@ static void fz_check(void)
 		fz_fail("%u sockets in use, sock_used says %u", used, r->sock_used);
 	if (embryos != F.s->lib->tcp_embryos)
 		fz_fail("%u embryonic connections, tcp_embryos says %u", embryos, F.s->lib->tcp_embryos);
+	fz_check_park();
 }
 
 /* Close everything, let every timer run out: nothing may be left. */

@@ -346,6 +346,22 @@ static inline struct sl_sock *tf_connect(uint32_t irs, uint32_t *iss, const stru
 	return so;
 }
 
+/* Sockets on a listener's park list, and lists headed (proto/tcp/tcp.c,
+ * sl_tcp_park()): none once everything is closed. */
+static inline uint32_t tf_parked(void)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < T.s->r->max_sockets; i++) {
+		const struct sl_sock *so = sl_sock(T.s, i);
+
+		if (so->type == SL_SOCK_TCP)
+			n += (so->tcp.park_lso != SLUICE_IDX_NONE) +
+			     (so->tcp.park_head != SLUICE_IDX_NONE);
+	}
+	return n;
+}
+
 /* Close what the test left, let every timer run out, check for leaks. */
 static inline void tf_finish(void)
 {
@@ -362,6 +378,7 @@ static inline void tf_finish(void)
 	tap_eq(T.s->r->sock_used, T.sock0, "leak check: every socket released");
 	tap_eq(T.s->lib->buf_free_count, T.buf0, "leak check: every buffer back in the pool");
 	tap_eq(T.s->lib->tcp_embryos, 0, "leak check: no embryonic connection counted");
+	tap_eq(tf_parked(), 0, "leak check: no socket on a listener's park list");
 	sl_unlock(T.s);
 	T.s->link = NULL;
 	sluice_stack_close((struct sluice_stack *)T.s);

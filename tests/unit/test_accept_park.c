@@ -10,7 +10,10 @@
  */
 #include <errno.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "stack_fixture.h"
 #include "proto/proto.h"
@@ -195,9 +198,74 @@ static void test_listener_close_lets_go(void)
 	run(10);
 }
 
+/* The lock's holder dies while it changes a listener's list (recovery,
+ * lib/proto/README.md): six wait at backlog 0; a process takes the lock,
+ * unlinks the third halfway (its successor's back link changed, its
+ * predecessor's not), leaves the last pointing back into the list, and is
+ * killed.  Recovery rebuilds the list, oldest first, and each of the six
+ * is made at the next accept()s with the clock never moving: none is left
+ * to its 1 s SYN timer. */
+#define WAITERS 6
+static void test_recovery_keeps_waiters(void)
+{
+	int l = listener(7505, 0), c[WAITERS + 1], a[WAITERS + 1], got = 0, est = 0, status;
+	uint64_t rec0 = fx_counter(s, "lock_recovered"), t0 = fx_clock_us;
+	uint32_t order = 0, idx = SLUICE_IDX_NONE, guard = 0;
+	struct sl_sock *lso = sl_sock(s, (uint32_t)l);
+	pid_t pid;
+
+	for (int i = 0; i <= WAITERS; i++) {
+		c[i] = client(7505);
+		run(6);
+	}
+	tap_eq(lso->tcp.park_head, sl_sock(s, (uint32_t)c[1])->idx, "six wait on the listener");
+	pid = fork();
+	if (pid == 0) {
+		struct sl_sock *c2 = sl_sock(s, (uint32_t)c[2]), *c4 = sl_sock(s, (uint32_t)c[4]);
+
+		sl_lock(s);
+		sl_sock_busy(s, lso);		/* an accept() on the listener */
+		c4->tcp.park_prev = c2->idx;	/* c3's unlink, half done */
+		sl_sock(s, (uint32_t)c[WAITERS])->tcp.park_next = c2->idx;
+		kill(getpid(), SIGKILL);
+		_exit(6);
+	}
+	waitpid(pid, &status, 0);
+	tap_ok(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+	       "a holder was killed in the middle of a change to the list");
+	sl_lock(s);
+	sl_unlock(s);
+	tap_eq(fx_counter(s, "lock_recovered") - rec0, 1, "the next lock recovered the stack");
+	for (idx = lso->tcp.park_head; sl_sock_next(s, idx, &guard) && order < WAITERS;
+	     idx = sl_sock(s, idx)->tcp.park_next) {
+		if (idx != sl_sock(s, (uint32_t)c[order + 1])->idx)
+			break;
+		order++;
+	}
+	tap_eq(order, WAITERS, "recovery rebuilt the list, oldest first, every one on it");
+	tap_eq(idx, SLUICE_IDX_NONE, "and it ends");
+	for (int i = 0; i <= WAITERS; i++) {
+		a[i] = sluice_accept(ST(s), l, NULL);
+		got += a[i] >= 0;
+		run(6);
+	}
+	for (int i = 0; i <= WAITERS; i++)
+		est += state(c[i]) == SL_TCP_ESTABLISHED;
+	tap_eq(got, WAITERS + 1, "every connection is accepted");
+	tap_eq(est, WAITERS + 1, "and established");
+	tap_eq(fx_clock_us - t0, 0, "no timer was needed");
+	for (int i = 0; i <= WAITERS; i++) {
+		if (a[i] >= 0)
+			sluice_close(ST(s), a[i]);
+		sluice_close(ST(s), c[i]);
+	}
+	sluice_close(ST(s), l);
+	run(10);
+}
+
 int main(void)
 {
-	uint32_t free0;
+	uint32_t free0, parked = 0;
 
 	s = fx_stack("park", IP, NULL);
 	free0 = s->lib->buf_free_count;
@@ -205,9 +273,18 @@ int main(void)
 	test_handshake_waits_for_room();
 	test_many_wait_without_limit();
 	test_listener_close_lets_go();
+	test_recovery_keeps_waiters();
 	fx_clock_us += 2 * SL_TCP_TIME_WAIT_US;
 	run(20);
 	tap_eq(s->lib->buf_free_count, free0, "every buffer back in the pool");
+	for (uint32_t i = 0; i < s->r->max_sockets; i++) {
+		const struct sl_sock *so = sl_sock(s, i);
+
+		parked += so->type == SL_SOCK_TCP && (so->tcp.park_lso != SLUICE_IDX_NONE ||
+						      so->tcp.park_head != SLUICE_IDX_NONE);
+	}
+	tap_eq(parked, 0, "no socket left on a listener's park list");
 	fx_destroy(s);
 	return tap_done();
 }
+

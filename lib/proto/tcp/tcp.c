@@ -577,8 +577,8 @@ int sl_tcp_accept(struct sl_stack *s, struct sl_sock *lso, struct sl_sock **chil
  * kernel.  Parked here, oldest first, on a list through the slots with no
  * fixed limit (proto/sock.c, sl_sock_park_link()), each is sent again as
  * accept() makes room: the SYN, or the SYN-ACK that the client answers
- * with its ACK.  Its timer stays armed in case the list is lost (a
- * recovery empties it).
+ * with its ACK.  Its timer stays armed all the same (recovery rebuilds
+ * the list: recover.c, rebuild_park()).
  */
 void sl_tcp_park(struct sl_stack *s, struct sl_sock *lso, struct sl_sock *so)
 {
@@ -587,6 +587,17 @@ void sl_tcp_park(struct sl_stack *s, struct sl_sock *lso, struct sl_sock *so)
 	sl_sock_park_unlink(s, so);
 	sl_sock_park_link(s, lso, so);
 	sl_count(s, SL_C_tcp_syn_parked);
+}
+
+/* Whether c still waits for listener lso: a client in SYN-SENT to its
+ * port (and address, unless it listens on any), or its child in
+ * SYN-RECEIVED. */
+bool sl_tcp_parked_for(const struct sl_sock *lso, const struct sl_sock *c)
+{
+	return c->type == SL_SOCK_TCP &&
+	       ((c->state == SL_TCP_SYN_SENT && c->rport == lso->lport &&
+		 (!lso->laddr || c->raddr == lso->laddr)) ||
+		(c->state == SL_TCP_SYN_RECEIVED && c->parent_idx == lso->idx));
 }
 
 void sl_tcp_unpark(struct sl_stack *s, struct sl_sock *lso, uint64_t now_us)
@@ -602,11 +613,7 @@ void sl_tcp_unpark(struct sl_stack *s, struct sl_sock *lso, uint64_t now_us)
 		if (c == lso || c->tcp.park_lso != lso->idx)
 			break;
 		sl_sock_park_unlink(s, c);
-		/* Still waiting for this listener. */
-		if (c->type != SL_SOCK_TCP ||
-		    !((c->state == SL_TCP_SYN_SENT && c->rport == lso->lport &&
-		       (!lso->laddr || c->raddr == lso->laddr)) ||
-		      (c->state == SL_TCP_SYN_RECEIVED && c->parent_idx == lso->idx)))
+		if (!sl_tcp_parked_for(lso, c))
 			continue;
 		sl_count(s, SL_C_tcp_syn_unparked);
 		sl_tcp_send_syn(s, c, now_us);

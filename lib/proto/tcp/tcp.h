@@ -576,6 +576,7 @@ static inline bool sl_tcp_acceptq_full(const struct sl_tcp_sock *ltp)
  * (tcp.c). */
 void sl_tcp_park(struct sl_stack *s, struct sl_sock *lso, struct sl_sock *so);
 void sl_tcp_unpark(struct sl_stack *s, struct sl_sock *lso, uint64_t now_us);
+bool sl_tcp_parked_for(const struct sl_sock *lso, const struct sl_sock *c);
 uint64_t sl_tcp_port_hash(struct sl_stack *s, uint32_t laddr, uint32_t raddr, uint16_t rport);
 uint32_t sl_tcp_ts_offset(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32_t raddr,
 			  uint16_t rport);
