@@ -226,8 +226,26 @@ static void json_lock(struct jw *w, struct sl_stack *s, bool watch)
 	jw_obj_end(w);
 }
 
+/* The socket slots and buffers of info --json: in use, of how many, and
+ * the most in use at once so far (dump --json's "slots" and "buffers"
+ * without their sizes). */
+static void json_pools(struct jw *w, struct sl_stack *s)
+{
+	jw_obj(w, "slots");
+	jw_u64(w, "used", s->r->sock_used);
+	jw_u64(w, "max", s->r->max_sockets);
+	jw_u64(w, "peak", s->lib->sock_peak);
+	jw_obj_end(w);
+	jw_obj(w, "buffers");
+	jw_u64(w, "used", s->r->n_bufs - s->lib->buf_free_count);
+	jw_u64(w, "max", s->r->n_bufs);
+	jw_u64(w, "peak", s->lib->buf_peak);
+	jw_obj_end(w);
+}
+
 /* A stack and who holds its lock, for how long, and whether that process
- * runs, is stopped or is gone; arg: the JSON writer, or NULL for text. */
+ * runs, is stopped or is gone, then its pools and their high-water marks;
+ * arg: the JSON writer, or NULL for text. */
 static void info_lock_row(const char *name, const char *where, void *arg)
 {
 	struct sluice_stack *st;
@@ -239,15 +257,24 @@ static void info_lock_row(const char *name, const char *where, void *arg)
 		jw_str(w, "name", name);
 		jw_str(w, "where", where);
 		jw_bool(w, "valid", !ret);
-		if (!ret)
+		if (!ret) {
 			json_lock(w, (struct sl_stack *)st, true);
+			json_pools(w, (struct sl_stack *)st);
+		}
 		jw_obj_end(w);
 	}
 	if (ret)
 		return;
 	if (!w) {
+		struct sl_stack *s = (struct sl_stack *)st;
+
 		printf("stack    %s (%s)\n", name, where);
-		lock_holder_line((struct sl_stack *)st);
+		lock_holder_line(s);
+		/* For sizing a stack to its load (issue 16 item 3): in use
+		 * now, of how many, and the most in use at once so far. */
+		printf("  sockets %u of %u, at most %u so far; buffers %u of %u, at most %u so far\n",
+		       s->r->sock_used, s->r->max_sockets, s->lib->sock_peak,
+		       s->r->n_bufs - s->lib->buf_free_count, s->r->n_bufs, s->lib->buf_peak);
 	}
 	sluice_stack_close(st);
 }

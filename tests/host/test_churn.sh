@@ -49,6 +49,7 @@ churn sluice 20000 32 7983
 churn kernel 20000 32 7984
 $sluice dump $st >"$tmp/dump" 2>&1
 $sluice dump --all $st >"$tmp/dumpall" 2>&1
+$sluice info 2>/dev/null | grep -A2 "^stack    $st " >"$tmp/info"
 # A pre-forking server: 16 children asleep in accept() (no spin), and
 # 400 connections in a row; one child should wake for each, in turn.
 pf() {
@@ -92,8 +93,10 @@ echo "$dump" | grep -E 'sockets [0-9]|at most so far|time-wait:|tcp_tw_' | sed '
 check "afterwards no socket slot and no buffer is held" \
 	grep -qE 'sockets 0/[0-9]+ .*buffers 0/' <<<"$dump"
 peak=$(awk '/at most so far:/ { print $6, $8 }' <<<"$dump")
-check "sluice info shows the high-water marks of slots and buffers ($peak)" \
+check "sluice dump shows the high-water marks of slots and buffers ($peak)" \
 	awk -v p="$peak" 'BEGIN { split(p, a, " "); exit !(a[1] + 0 >= 2 && a[2] + 0 >= 2) }'
+ipeak=$(awk '/^  sockets .* so far; buffers/ { print $7, $16 }' "$tmp/info")
+check "sluice info shows them too, the same ($ipeak)" test -n "$ipeak" -a "$ipeak" = "${peak//,/}"
 twl=$(grep -c ' TIME_WAIT ' <<<"$dump"); twa=$(grep -c ' TIME_WAIT ' "$tmp/dumpall")
 check "sluice dump lists 20 TIME-WAIT entries and says how many more; --all lists them all ($twl, $twa; $(grep -o 'and [0-9]* more TIME-WAIT entries' <<<"$dump"))" \
 	test "$twl" = 20 -a "$twa" -gt 20 -a -n "$(grep -F "and $((twa - 20)) more TIME-WAIT entries" <<<"$dump")"

@@ -68,7 +68,9 @@ LOCK = {"held": "bool", "pid": "int?", "holder": "str?", "held_ms": "int?"}
 SCHEMAS = {
     "version": {"version": "str", "abi": "int"},
     "info": {"library": {"version": "str", "abi": "int"},
-             "stacks": [{"name": "str", "where": "str", "valid": "bool", "lock?": LOCK}],
+             "stacks": [{"name": "str", "where": "str", "valid": "bool", "lock?": LOCK,
+                         "slots?": {"used": "int", "max": "int", "peak": "int"},
+                         "buffers?": {"used": "int", "max": "int", "peak": "int"}}],
              "module": ({"version": "str", "abi": "int", "features": "int",
                          "compatible": "bool",
                          "sysfs": {"abi_version": "str?", "features": "str?"},
