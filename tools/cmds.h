@@ -11,6 +11,7 @@ struct sl_stack;
 /* run.c */
 int cmd_run(int argc, char **argv);
 int cmd_fds(const char *name, bool json);
+bool fds_is_placeholder(long pid, const char *link);
 /* tcpdump.c */
 int cmd_tcpdump(int argc, char **argv);
 /* metrics.c */

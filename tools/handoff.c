@@ -103,10 +103,10 @@ int cmd_handoff(int argc, char **argv)
 		return errno == ENOENT ? fail(EBADF, "process %ld has no fd %ld", pid, fd) :
 			fail(errno, "cannot look at fd %ld of process %ld", fd, pid);
 	link[n] = '\0';
-	if (!strncmp(link, "socket:", 7))
+	if (!strncmp(link, "socket:", 7) && !fds_is_placeholder(pid, link))
 		return fail(ENOTSOCK, "fd %ld of process %ld is not a Sluice socket: it is a "
 			    "kernel socket already (%s)", fd, pid, link);
-	if (!strncmp(link, "/dev/shm/sluicefd-", 18))
+	if (!strncmp(link, "socket:", 7))
 		return fail(EOPNOTSUPP, "fd %ld of process %ld is a socket of a stack without "
 			    "the module (%s): there the stack's address is not the kernel's and no "
 			    "kernel socket can take its connection; hand-off needs a stack on a "

@@ -445,15 +445,15 @@ static struct sluice_stack *fds_attach(struct fds_stack *tab, unsigned int *n, c
 }
 
 /*
- * A placeholder that holds no lock is a private socket's (lib/preload/
- * fdtable.c) or a probe: the records say which, by the process, its fd
- * when the socket was made and the shard; a dup of it (another fd) by
- * the process and shard, if one of its private sockets alone is there
- * and the fd it was made at is not open on it (then the other is the
- * socket cache's copy).
+ * A placeholder without a name is a private socket's (lib/preload/
+ * fdtable.c) or one of the library's own sockets: the records say which,
+ * by the process and its fd when the socket was made; a dup of it
+ * (another fd) by the process, if one of its private sockets alone is
+ * there and the fd it was made at is not open on it (then the other is
+ * the socket cache's copy).
  */
 static long fds_private(struct fds_stack *tab, unsigned int n, const char *name, long pid,
-			long fd, long shard)
+			long fd)
 {
 	struct fds_stack *e = NULL;
 	const struct sl_fdrec *r;
@@ -463,7 +463,7 @@ static long fds_private(struct fds_stack *tab, unsigned int n, const char *name,
 	for (unsigned int i = 0; i < n && !e; i++)
 		if (!strcmp(tab[i].name, name))
 			e = &tab[i];
-	if (!e || shard < 0)
+	if (!e)
 		return -1;
 	if (!e->recs) {
 		char path[160];
@@ -489,9 +489,8 @@ static long fds_private(struct fds_stack *tab, unsigned int n, const char *name,
 		}
 	}
 	r = (const struct sl_fdrec *)(e->recs + 1);
-	for (long sd = shard * SL_FDREC_SHARD; sd < (shard + 1) * SL_FDREC_SHARD; sd++) {
-		if (sizeof(*e->recs) + (size_t)(sd + 1) * sizeof(*r) > e->recs_len ||
-		    (uint32_t)sd >= e->recs->nrec)
+	for (long sd = 0; (uint32_t)sd < e->recs->nrec; sd++) {
+		if (sizeof(*e->recs) + (size_t)(sd + 1) * sizeof(*r) > e->recs_len)
 			break;
 		if (SL_FDREC_STATE(r[sd].key) != SL_FDREC_PRIV || r[sd].pid != (uint32_t)pid)
 			continue;
@@ -503,20 +502,137 @@ static long fds_private(struct fds_stack *tab, unsigned int n, const char *name,
 			others++;
 	}
 	if (found < 0 && !others && only >= 0) {
-		/* Not a dup while the fd the socket was made at is open on
-		 * it: a second fd of its description is the library's kept
-		 * copy (lib/preload/README.md, "Socket cache"). */
-		char path[64], link[160], want[160];
+		/* Not a dup while the fd the socket was made at is open on a
+		 * placeholder (a socket): another fd is the library's kept
+		 * copy of a closed socket's (lib/preload/README.md, "Socket
+		 * cache"), or a dup that shows once its original is closed. */
+		char path[64], at[160];
 		ssize_t len;
 
 		snprintf(path, sizeof(path), "/proc/%ld/fd/%d", pid, r[only].fd);
-		snprintf(want, sizeof(want), "/dev/shm/sluicefd-%s/" SL_FDREC_SHARD_NAME "%ld", name,
-			 shard);
-		len = readlink(path, link, sizeof(link) - 1);
-		if (len > 0 && (link[len] = '\0', !strcmp(link, want)))
+		len = readlink(path, at, sizeof(at) - 1);
+		if (len > 0 && (at[len] = '\0', !strncmp(at, "socket:[", 8)))
 			return -1;
 	}
 	return found >= 0 ? found : others ? -1 : only;
+}
+
+/*
+ * The AF_UNIX sockets of a process's network namespace (/proc/PID/net/
+ * unix): for an inode, the name it is bound to ("" for none), or NULL if
+ * it is no stream socket there.  Read once a process.
+ */
+struct fds_unix {
+	unsigned long *ino;
+	char **name;
+	size_t n, cap;
+};
+
+static void fds_unix_free(struct fds_unix *u)
+{
+	for (size_t i = 0; i < u->n; i++)
+		free(u->name[i]);
+	free(u->ino);
+	free(u->name);
+	memset(u, 0, sizeof(*u));
+}
+
+static void fds_unix_read(struct fds_unix *u, const char *pid)
+{
+	char path[300], line[512], name[300];
+	unsigned long ino;
+	unsigned int type;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%s/net/unix", pid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		name[0] = '\0';
+		/* "Num RefCount Protocol Flags Type St Inode Path" */
+		if (sscanf(line, "%*s %*s %*s %*s %x %*s %lu %299s", &type, &ino, name) < 2 ||
+		    type != SOCK_STREAM)
+			continue;
+		if (u->n == u->cap) {
+			size_t cap = u->cap ? 2 * u->cap : 64;
+			unsigned long *ni = realloc(u->ino, cap * sizeof(*ni));
+			char **nn = ni ? realloc(u->name, cap * sizeof(*nn)) : NULL;
+
+			if (ni)
+				u->ino = ni;
+			if (!nn)
+				break;
+			u->name = nn;
+			u->cap = cap;
+		}
+		u->ino[u->n] = ino;
+		u->name[u->n] = strdup(name);
+		if (u->name[u->n])
+			u->n++;
+	}
+	if (f)
+		fclose(f);
+}
+
+/* The stack a process of sluice run names (SLUICE_STACK in its
+ * environment), or "". */
+static void fds_env_stack(const char *pid, char *out, size_t len)
+{
+	char path[300], buf[8192];
+	ssize_t n = -1;
+	int fd;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%s/environ", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1) {
+		buf[n] = '\0';
+		if (!strncmp(buf + i, "SLUICE_STACK=", 13)) {
+			snprintf(out, len, "%s", buf + i + 13);
+			return;
+		}
+	}
+}
+
+static const char *fds_unix_name(const struct fds_unix *u, unsigned long ino)
+{
+	for (size_t i = 0; i < u->n; i++)
+		if (u->ino[i] == ino)
+			return u->name[i];
+	return NULL;
+}
+
+/*
+ * Is fd of process pid (its /proc link: "socket:[N]") the placeholder of
+ * a socket of a stack without the module?  A stream socket of its
+ * network namespace bound to a name in a stack's directory, or an
+ * unbound one in a process that runs on such a stack (SLUICE_STACK).
+ */
+bool fds_is_placeholder(long pid, const char *link)
+{
+	char p[32], stack[SLUICE_NAME_MAX], dir[96];
+	struct fds_unix u = { 0 };
+	const char *name;
+	unsigned long ino;
+	bool yes = false;
+
+	if (sscanf(link, "socket:[%lu]", &ino) != 1)
+		return false;
+	snprintf(p, sizeof(p), "%ld", pid);
+	fds_unix_read(&u, p);
+	name = fds_unix_name(&u, ino);
+	if (name && *name) {
+		yes = !strncmp(name, "/dev/shm/sluicefd-", 18);
+	} else if (name) {
+		fds_env_stack(p, stack, sizeof(stack));
+		snprintf(dir, sizeof(dir), "/dev/shm/sluicefd-%s/recs", stack);
+		yes = *stack && !access(dir, F_OK);
+	}
+	fds_unix_free(&u);
+	return yes;
 }
 
 /* What fds says of a socket. */
@@ -612,6 +728,9 @@ int cmd_fds(const char *name, bool json)
 	struct fds_sock sock;
 	struct jw w;
 	unsigned int nstacks = 0;
+	struct fds_unix ux = { 0 };
+	char env_stack[SLUICE_NAME_MAX];
+	bool unix_read, env_read;
 	struct dirent *p, *f;
 	DIR *proc, *fdd;
 
@@ -638,6 +757,7 @@ int cmd_fds(const char *name, bool json)
 		fdd = opendir(path);
 		if (!fdd)
 			continue;
+		unix_read = env_read = false;
 		snprintf(path, sizeof(path), "/proc/%s/comm", p->d_name);
 		c = fopen(path, "re");
 		if (c) {
@@ -646,12 +766,13 @@ int cmd_fds(const char *name, bool json)
 			fclose(c);
 		}
 		while ((f = readdir(fdd))) {
-			char kstack[SLUICE_NAME_MAX] = "";
-			const char *stack;
+			char kstack[SLUICE_NAME_MAX] = "", pstack[SLUICE_NAME_MAX] = "";
+			const char *stack, *bound = NULL;
+			unsigned long ino;
 			bool kfd;
 			ssize_t n;
 			FILE *info;
-			long pos = -1, shard = -1;
+			long pos = -1;
 
 			if (f->d_name[0] < '0' || f->d_name[0] > '9')
 				continue;
@@ -661,49 +782,72 @@ int cmd_fds(const char *name, bool json)
 				continue;
 			link[n] = '\0';
 			kfd = !strcmp(link, "anon_inode:[sluice-sock]");
-			/* A placeholder is a shard's FIFO in the stack's
-			 * directory ("NAME/sN"); its records file ("NAME/recs")
-			 * is the library's own. */
+			/* A placeholder is an AF_UNIX stream socket: a shared
+			 * socket's bound to "NAME/pN" in the stack's directory,
+			 * a private one's unbound (its record says it). */
 			if (!kfd) {
-				const size_t sn = sizeof(SL_FDREC_SHARD_NAME) - 1;
+				const size_t pn = sizeof(SL_FDREC_PLACE_NAME) - 1;
 				char *slash, *num;
 
-				if (strncmp(link, prefix, sizeof(prefix) - 1))
+				if (sscanf(link, "socket:[%lu]", &ino) != 1)
 					continue;
-				slash = strchr(link + sizeof(prefix) - 1, '/');
-				if (!slash || strncmp(slash + 1, SL_FDREC_SHARD_NAME, sn))
+				if (!unix_read) {
+					fds_unix_read(&ux, p->d_name);
+					unix_read = true;
+				}
+				bound = fds_unix_name(&ux, ino);
+				if (!bound)
 					continue;
-				num = slash + 1 + sn;
-				if (!*num || strspn(num, "0123456789") != strlen(num))
-					continue;
-				*slash = '\0';
-				shard = strtol(num, NULL, 10);
+				if (*bound) {
+					if (strncmp(bound, prefix, sizeof(prefix) - 1))
+						continue;
+					snprintf(pstack, sizeof(pstack), "%s",
+						 bound + sizeof(prefix) - 1);
+					slash = strchr(pstack, '/');
+					if (!slash || strncmp(slash + 1, SL_FDREC_PLACE_NAME, pn))
+						continue;
+					num = slash + 1 + pn;
+					if (!*num || strspn(num, "0123456789") != strlen(num))
+						continue;
+					*slash = '\0';
+					pos = strtol(num, NULL, 10);
+				} else if (name) {
+					snprintf(pstack, sizeof(pstack), "%s", name);
+				} else {
+					/* Whose?  The stack its process runs on. */
+					if (!env_read) {
+						fds_env_stack(p->d_name, env_stack,
+							      sizeof(env_stack));
+						env_read = true;
+					}
+					if (!*env_stack)
+						continue;
+					snprintf(pstack, sizeof(pstack), "%s", env_stack);
+				}
 			}
-			stack = kfd ? kstack : link + sizeof(prefix) - 1;
-			kstack[0] = '\0';
-			/* The byte a placeholder's description locks, or a
-			 * module socket fd's own lines (kernel/sockfd.c), name
-			 * the socket. */
-			snprintf(path, sizeof(path), "/proc/%s/fdinfo/%s", p->d_name, f->d_name);
-			info = fopen(path, "re");
-			while (info && fgets(line, sizeof(line), info)) {
-				if (!kfd && sscanf(line, "lock: %*d: OFDLCK %*s READ %*d %*s %ld",
-						   &pos) == 1)
-					continue;
-				if (kfd && !strncmp(line, "sluice_idx:", 11))
-					pos = strtol(line + 11, NULL, 10);
-				if (kfd && sscanf(line, "sluice_stack: %31s", kstack) == 1)
-					continue;
+			stack = kfd ? kstack : pstack;
+			/* A module socket fd's own lines (kernel/sockfd.c)
+			 * name the socket. */
+			if (kfd) {
+				snprintf(path, sizeof(path), "/proc/%s/fdinfo/%s", p->d_name,
+					 f->d_name);
+				info = fopen(path, "re");
+				while (info && fgets(line, sizeof(line), info)) {
+					if (!strncmp(line, "sluice_idx:", 11))
+						pos = strtol(line + 11, NULL, 10);
+					if (sscanf(line, "sluice_stack: %31s", kstack) == 1)
+						continue;
+				}
+				if (info)
+					fclose(info);
 			}
-			if (info)
-				fclose(info);
 			if (!*stack || (name && strcmp(stack, name)))
 				continue;
 			if (pos < 0 && !kfd && fds_attach(stacks, &nstacks, stack))
 				pos = fds_private(stacks, nstacks, stack, strtol(p->d_name, NULL, 10),
-						  strtol(f->d_name, NULL, 10), shard);
+						  strtol(f->d_name, NULL, 10));
 			if (pos < 0)
-				continue;	/* a probe: it holds no lock */
+				continue;	/* none of the stack's sockets */
 			fds_describe(fds_attach(stacks, &nstacks, stack), pos, &sock);
 			if (json) {
 				fds_json(&w, p->d_name, f->d_name, stack, pos, &sock, comm);
@@ -714,6 +858,7 @@ int cmd_fds(const char *name, bool json)
 			       comm);
 		}
 		closedir(fdd);
+		fds_unix_free(&ux);
 	}
 	closedir(proc);
 	if (json) {

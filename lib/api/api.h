@@ -180,17 +180,18 @@ void sl_helper_ensure(struct sl_stack *s);
 /*
  * The placeholder records file, /dev/shm/sluicefd-STACK/recs: written by
  * libsluice-preload.so (preload/fdtable.c, which says what each field is
- * for), read by `sluice fds` (a private socket's placeholder holds no
- * lock that names it; its record does).  A header, then one record per
+ * for), read by `sluice fds` (a private socket's placeholder has no
+ * name that says it; its record does).  A header, then one record per
  * socket slot at offset sizeof(struct sl_fdhdr).
  */
-#define SL_FDREC_MAGIC	0x534c554943454636ull	/* "SLUICEF6" */
+#define SL_FDREC_MAGIC	0x534c554943454637ull	/* "SLUICEF7" */
 #define SL_FDREC_FREE	0
-#define SL_FDREC_USED	1	/* held: its lock byte [index] says by whom */
-#define SL_FDREC_PRIV	2	/* held by its creator alone (fd, proc), no lock */
+#define SL_FDREC_USED	1	/* held: its placeholder's name STACK/p[index] lives */
+#define SL_FDREC_PRIV	2	/* held by its creator alone (fd, proc), no name */
 #define SL_FDREC_PROCS	256
-#define SL_FDREC_SHARD	64	/* sockets a placeholder FIFO: STACK/s(index / 64) */
-#define SL_FDREC_SHARD_NAME	"s"	/* a shard's FIFO: "s" and the shard's number */
+/* A shared socket's placeholder is an AF_UNIX socket bound to
+ * STACK/p(index): "p" and the socket's index. */
+#define SL_FDREC_PLACE_NAME	"p"
 #define SL_FDREC_LOCK_BASE	((off_t)1 << 40)	/* process i's lock byte: + i */
 /* The stack's death watcher holds a write lock on this byte while it
  * lives (preload/watch.c). */

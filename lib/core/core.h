@@ -1232,9 +1232,12 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * sl_udp_sock, SL_COUNTERS or the meaning of a region field, and with
  * any change to the stack's files beside it that every process must
  * agree on (31: a shard's placeholder is the FIFO sN, no longer the
- * directory N; processes of both would lock different inodes).
+ * directory N; processes of both would lock different inodes; 33: a
+ * socket's placeholder is an AF_UNIX socket, bound to pN once shared, no
+ * longer a FIFO with a lock: processes of both would not see each
+ * other's holders).
  */
-#define SL_LAYOUT_VERSION	32
+#define SL_LAYOUT_VERSION	33
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

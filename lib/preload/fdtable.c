@@ -8,37 +8,33 @@
  * publish with rcu_assign_pointer and free after synchronize_rcu().  A
  * reader takes a reference on the pl_sock before it leaves the read side.
  *
- * Placeholders: a Sluice socket's fd is an open file description of a
- * FIFO, /dev/shm/sluicefd-STACK/sN (one per PL_SHARD sockets; opened
- * O_RDONLY, one open() per socket), holding an OFD read lock on byte
- * [index] once another process may hold it (until then it is private:
- * "Private sockets" below).  A FIFO read-only, so that a call which
- * bypasses the library (a raw system call, a function the library does
- * not wrap) fails or moves nothing, and can never reach a byte of the
- * stack's files: write gives EBADF, pread and lseek ESPIPE, mmap ENODEV,
- * fsync EINVAL, sendfile and copy_file_range EINVAL, read 0 (no writer);
- * openat, mkdirat, fchdir and getdents ENOTDIR (it is no directory to
- * walk through), and a FIFO stores nothing: a reopen through /proc
- * (mode 0400: EACCES for writing, but root) reaches a pipe, never a
- * file (issue 24 item 7; lib/preload/README.md, "The placeholder").
- * Why a file and not an eventfd, a /dev/null dup or a kernel socket:
- *  - the kernel itself counts who holds the socket.  An OFD lock belongs to
- *    the open file description and goes away only when its last fd is
- *    closed, in any process: dup, fork, SCM_RIGHTS and exec share it, and
- *    a process killed by SIGKILL drops it.  So "was that the last close?"
- *    is one F_OFD_GETLK from a description of its shard holding no lock
- *    (kept open: nobody_holds()), and the Sluice socket is
- *    closed exactly when the kernel would close a socket.
- *  - the locked byte carries the socket index (/proc/PID/fdinfo lists a
- *    description's locks) and the file status flags carry O_NONBLOCK, so
- *    a program exec()ed with the fd (no CLOEXEC) rebuilds its table from
- *    /proc/self/fd (pl_fdtable_inherit()).
+ * Placeholders: a Sluice socket's fd is an AF_UNIX stream socket of its
+ * own (place_open(), one socket() per socket), never connected and never
+ * listening, bound to /dev/shm/sluicefd-STACK/pN (N the socket's index)
+ * once another process may hold it (until then it is private: "Private
+ * sockets" below).  A call which bypasses the library (a raw system call,
+ * a function the library does not wrap) meets an unconnected socket: read
+ * EINVAL, write ENOTCONN (no SIGPIPE), fstat S_IFSOCK, pread and lseek
+ * ESPIPE, mmap ENODEV, fsync EINVAL, openat, fchdir and getdents ENOTDIR,
+ * a reopen through /proc ENXIO; it stores nothing and reaches no byte of
+ * the stack's files (issue 24 item 7; lib/preload/README.md, "The
+ * placeholder").
+ * Why a file of the kernel's and not a slot number alone:
+ *  - the kernel itself counts who holds the socket.  A socket lives until
+ *    the last fd of its description is closed, in any process: dup, fork,
+ *    SCM_RIGHTS and exec share it, and a process killed by SIGKILL drops
+ *    it.  So "was that the last close?" is one connect() of a datagram
+ *    socket to the name (nobody_holds(): EPROTOTYPE while the stream
+ *    socket lives, ECONNREFUSED after), and the Sluice socket is closed
+ *    exactly when the kernel would close a socket.
+ *  - the name carries the socket index (getsockname()) and the file
+ *    status flags carry O_NONBLOCK, so a program exec()ed with the fd (no
+ *    CLOEXEC) rebuilds its table from /proc/self/fd (pl_fdtable_inherit()).
  *  - fd numbers come from the kernel, so they never collide with kernel
- *    fds, and a program that bypasses the library gets ENOTSOCK, not a
- *    silently different socket.
- * The price: a raw fstat() says "FIFO" (the library's fstat says
- * socket, files.c), and the kernel's poll/epoll cannot see Sluice
- * readiness, which poll.c and epoll.c emulate.
+ *    fds.
+ * The price: a raw getsockopt() says AF_UNIX (the library's says what the
+ * socket is), and the kernel's poll/epoll cannot see Sluice readiness,
+ * which poll.c and epoll.c emulate.
  *
  * The file "recs" in that directory (/dev/shm/sluicefd-STACK) holds one
  * record per socket slot (state, generation, creator), so a socket whose
@@ -62,8 +58,11 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
+#include <stddef.h>
 #include <unistd.h>
 
 #include <urcu-bp.h>
@@ -99,35 +98,18 @@ static uint64_t last_sweep_us SL_FORKDATA;
 static int reg_fd SL_FORKDATA = -1, reg_slot SL_FORKDATA = -1;
 static bool reg_full;
 static int sweep_probe = -1;	/* a description that takes no lock */
-/*
- * Descriptions of placeholders that take no lock (nobody_holds()):
- * the last few shards this process looked at.  A closer's probe must be of
- * the socket's own shard; sockets are reused lowest slot first, so a
- * process that makes and closes connections keeps finding its shard here.
- */
-#define PL_PROBES	4
-static struct {
-	int fd;
-	uint32_t shard;
-} probes[PL_PROBES] SL_FORKDATA = { { -1, 0 }, { -1, 0 }, { -1, 0 }, { -1, 0 } };
-static unsigned int probe_next SL_FORKDATA;
+/* The datagram socket whose connect() asks whether a placeholder's name
+ * still has its socket (nobody_holds()); -1 until the first question. */
+static int place_probe SL_FORKDATA = -1;
 
-/*
- * Placeholders of PL_SHARD consecutive socket indices share one FIFO,
- * fd_path/sN with N = sd / PL_SHARD.  Every OFD lock operation walks the
- * list of its inode's locks (Linux, posix_lock_inode()): with one
- * directory for all sockets, each socket() and close() cost O(sockets),
- * and opening 20,000 connections took 30 s (issue 23).
- */
-#define PL_SHARD	((uint32_t)SL_FDREC_SHARD)
-#define PL_SHARD_NAME	SL_FDREC_SHARD_NAME	/* "s": fd_path/s0, s1, ... */
+/* A shared socket's placeholder is bound to fd_path/pN, N its index. */
+#define PL_PLACE_NAME	SL_FDREC_PLACE_NAME	/* "p" */
 
 /* The socket cache: its entries (the comment before cache_drop() says how
  * they are used). */
 #define PL_CACHE	16
 static struct pl_cached {
 	int fd;			/* the library's copy; -1: none */
-	uint32_t shard;		/* sd / PL_SHARD of the sockets it can be */
 	bool nb;		/* O_NONBLOCK of the description */
 	struct pl_sock *ps;	/* lent to; NULL: free */
 } cache[PL_CACHE] SL_FORKDATA = { [0 ... PL_CACHE - 1] = { .fd = -1 } };
@@ -179,10 +161,7 @@ bool pl_fd_is_own(int fd)
 
 static bool is_sock_probe(int fd)
 {
-	for (unsigned int i = 0; i < PL_PROBES; i++)
-		if (fd == SL_READ_ONCE(probes[i].fd))
-			return true;
-	return false;
+	return fd == SL_READ_ONCE(place_probe);
 }
 
 bool pl_fd_is_probe(int fd)
@@ -196,9 +175,8 @@ bool pl_fd_is_probe(int fd)
 void pl_fd_probe_lost(int fd)
 {
 	/* Opened again when next needed (nobody_holds(), sweep()). */
-	for (unsigned int i = 0; i < PL_PROBES; i++)
-		if (fd == SL_READ_ONCE(probes[i].fd))
-			SL_WRITE_ONCE(probes[i].fd, -1);
+	if (fd == SL_READ_ONCE(place_probe))
+		SL_WRITE_ONCE(place_probe, -1);
 	if (fd == SL_READ_ONCE(sweep_probe))
 		SL_WRITE_ONCE(sweep_probe, -1);
 	if (cache_is(fd)) {
@@ -917,29 +895,77 @@ int pl_kfd_sleep(struct pollfd *fds, nfds_t n, int ms)
 }
 
 /*
- * A new description of the placeholder of socket sd's shard (a FIFO,
- * made when its first socket is), read-only.  A FIFO's open for reading
- * waits for a writer unless O_NONBLOCK, and nobody ever writes: opened
- * O_NONBLOCK, which a blocking socket's description then drops (the
+ * A new placeholder: an AF_UNIX stream socket of its own, neither bound
+ * nor connected, with the socket's O_NONBLOCK and FD_CLOEXEC (its
  * description's status flags are the socket's: dup, fork, SCM_RIGHTS and
- * exec see them).  Mode 0400: nobody but root may open it for writing.
+ * exec see them).  What a call that bypasses the library meets there is
+ * an error of a socket that is not connected: read and recv EINVAL,
+ * write and send ENOTCONN (no SIGPIPE: Linux's unix_stream_sendmsg()
+ * signals only a peer's shutdown), fstat S_IFSOCK, a reopen through
+ * /proc ENXIO; it stores nothing and names no file (issue 24 item 7;
+ * lib/preload/README.md, "The placeholder").
  */
-static int open_shard(uint32_t sd, int flags)
+static int place_open(int flags)
 {
-	char path[sizeof(fd_path) + 16];
-	int fd, saved_errno = errno;
+	int saved_errno = errno;
+	int fd = REAL(socket)(AF_UNIX, SOCK_STREAM | (flags & O_CLOEXEC ? SOCK_CLOEXEC : 0) |
+			      (flags & O_NONBLOCK ? SOCK_NONBLOCK : 0), 0);
 
-	snprintf(path, sizeof(path), "%s/" PL_SHARD_NAME "%u", fd_path, sd / PL_SHARD);
-	fd = open(path, O_RDONLY | O_NONBLOCK | flags);
-	if (fd < 0 && errno == ENOENT && (!mkfifo(path, 0400) || errno == EEXIST))
-		fd = open(path, O_RDONLY | O_NONBLOCK | flags);
-	if (fd >= 0 && !(flags & O_NONBLOCK) && REAL(fcntl)(fd, F_SETFL, 0)) {
-		pl_libc.close(fd);
-		fd = -1;
-	}
 	if (fd >= 0)
 		errno = saved_errno;	/* a call that succeeds leaves it alone */
 	return fd;
+}
+
+/* fd_path/pN of socket sd; its length, or 0 if it does not fit. */
+static socklen_t place_addr(uint32_t sd, struct sockaddr_un *a)
+{
+	int n;
+
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	n = snprintf(a->sun_path, sizeof(a->sun_path), "%s/" PL_PLACE_NAME "%u", fd_path, sd);
+	if (n <= 0 || (size_t)n >= sizeof(a->sun_path))
+		return 0;
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)n + 1);
+}
+
+/*
+ * Socket sd's placeholder fd gets its name, fd_path/pN: from now on a
+ * connect() to the name finds the socket while any description of it
+ * lives, in any process (dup, fork, exec, SCM_RIGHTS in flight), and is
+ * refused once the last is closed (nobody_holds()).  Not listening, so
+ * nobody can queue a connection on it (ECONNREFUSED to a stream
+ * connect).  A name left by an earlier socket of the slot (its socket
+ * gone: the slot is free only then) is replaced.  0 or -errno.
+ */
+static int place_bind(int fd, uint32_t sd)
+{
+	struct sockaddr_un a;
+	socklen_t len = place_addr(sd, &a);
+	int saved_errno = errno, ret = 0;
+
+	if (!len)
+		return -ENAMETOOLONG;
+	if (REAL(bind)(fd, (struct sockaddr *)&a, len)) {
+		ret = -errno;
+		if (ret == -EADDRINUSE && !unlink(a.sun_path))
+			ret = REAL(bind)(fd, (struct sockaddr *)&a, len) ? -errno : 0;
+	}
+	errno = saved_errno;
+	return ret;
+}
+
+/* The name of socket sd, whose placeholders are all closed, goes (before
+ * the socket is closed: the slot is not free yet, so nobody else can
+ * have bound it again). */
+static void place_unlink(uint32_t sd)
+{
+	struct sockaddr_un a;
+	int saved_errno = errno;
+
+	if (place_addr(sd, &a))
+		unlink(a.sun_path);
+	errno = saved_errno;
 }
 
 /*
@@ -1145,7 +1171,7 @@ void pl_fd_making_end(int slot)
  * could come to hold the description, the socket takes its lock and
  * becomes an ordinary one (make_shared()): before a fork (atfork
  * prepare), an exec, a spawn (posix_spawn, system, popen), a clone, a
- * send with SCM_RIGHTS, a seccomp sandbox (which may forbid the lock
+ * send with SCM_RIGHTS, a seccomp sandbox (which may forbid the bind
  * later).  A socket made while a fork is under way is made shared at
  * once (fork_busy, fork_gen).  What cannot be seen: a raw clone/fork/
  * execve system call that bypasses libc, and another process's
@@ -1215,22 +1241,21 @@ static void cache_drop_all(void)
 }
 
 /*
- * A placeholder for socket sd (made by ps) from a free entry of its
- * shard: the lowest free fd, or -1 (none there, or the dup failed; the
- * caller opens one).  The description's O_NONBLOCK is set when it
+ * A placeholder for a socket (made by ps) from a free entry: the lowest
+ * free fd, or -1 (none there, or the dup failed; the caller makes one).
+ * Any entry fits any socket: a private placeholder has no name.  The description's O_NONBLOCK is set when it
  * differs (the only status flag a kept description may have had set).
  */
-static int cache_take(uint32_t sd, struct pl_sock *ps, bool cloexec, bool nonblock)
+static int cache_take(struct pl_sock *ps, bool cloexec, bool nonblock)
 {
 	int i, fd = -1, saved_errno = errno;
-	uint32_t shard = sd / PL_SHARD;
 	bool nb = false;
 
 	if (!sl_load_acquire(&ncache))
 		return -1;
 	pthread_mutex_lock(&cache_mu);
 	for (i = 0; i < PL_CACHE; i++)
-		if (cache[i].fd >= 0 && !cache[i].ps && cache[i].shard == shard)
+		if (cache[i].fd >= 0 && !cache[i].ps)
 			break;
 	if (i < PL_CACHE) {
 		cache[i].ps = ps;
@@ -1274,7 +1299,6 @@ void pl_fd_cache_keep(int fd, struct pl_sock *ps)
 	for (i = 0; i < PL_CACHE && cache[i].fd >= 0; i++)
 		;
 	if (i < PL_CACHE && (h = sl_sys_dup_above(fd)) >= 0) {
-		cache[i].shard = ps->sd / PL_SHARD;
 		cache[i].ps = ps;
 		ps->cache = i + 1;
 		SL_WRITE_ONCE(cache[i].fd, h);
@@ -1315,11 +1339,11 @@ static void make_shared(int fd, struct pl_sock *ps)
 {
 	uint64_t key = SL_FDREC_KEY(SL_FDREC_PRIV, ps->gen);
 
-	if (!SL_READ_ONCE(ps->priv) || ofd_lock_at(fd, F_RDLCK, (off_t)ps->sd, false))
+	if (!SL_READ_ONCE(ps->priv) || place_bind(fd, ps->sd))
 		return;
-	cache_drop(ps);	/* a kept copy would hold the lock */
-	/* After the lock, as pl_sock_install(): a closer that sees USED
-	 * sees the lock too, and the record on the shared list. */
+	cache_drop(ps);	/* a kept copy would keep the name alive */
+	/* After the bind, as pl_sock_install(): a closer that sees USED
+	 * finds the name too, and the record on the shared list. */
 	shared_lock();
 	priv_unlink(ps->sd);
 	list_link(ps->sd, SL_FDREC_ON_SHARED);
@@ -1431,22 +1455,21 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 		SL_WRITE_ONCE(kfd_off, true);
 	}
 	/* Private needs a process record of ours (the sweep's test of its
-	 * creator) and a process that may still take locks later. */
+	 * creator) and a process that may still bind a name later. */
 	priv = reg_slot >= 0 && !sl_sys_sandboxed;
 	gen0 = sl_load_acquire(&fork_gen);
 	busy0 = sl_load_acquire(&fork_busy);
-	fd = priv ? cache_take(sd, ps, cloexec, nonblock) : -1;
+	fd = priv ? cache_take(ps, cloexec, nonblock) : -1;
 	if (fd < 0)
-		fd = open_shard(sd, (cloexec ? O_CLOEXEC : 0) | (nonblock ? O_NONBLOCK : 0));
+		fd = place_open((cloexec ? O_CLOEXEC : 0) | (nonblock ? O_NONBLOCK : 0));
 	if (fd < 0) {
 		ret = -errno;
 		goto err_free;
 	}
-	/* The lock's byte names the socket (inherit after exec, SCM_RIGHTS:
-	 * placeholder_sd()).  Nobody takes a write lock here (closers only
-	 * look): never waits. */
+	/* The name says the socket (inherit after exec, SCM_RIGHTS:
+	 * placeholder_sd()) and that it is held (nobody_holds()). */
 	if (!priv) {
-		ret = ofd_lock_at(fd, F_RDLCK, (off_t)sd, false);
+		ret = place_bind(fd, sd);
 		if (ret)
 			goto err_close_fd;
 	}
@@ -1456,7 +1479,7 @@ int pl_sock_install(uint32_t sd, int type, bool cloexec, bool nonblock)
 	recs[sd].type = (uint16_t)type;
 	recs[sd].fd = fd;
 	recs[sd].proc = priv ? (uint16_t)(reg_slot + 1) : 0;
-	/* After the lock: a closer that sees this key sees the lock too,
+	/* After the bind: a closer that sees this key finds the name too,
 	 * and the record on its list. */
 	if (SL_READ_ONCE(recs[sd].on))
 		pl_debug("socket %u's record was still on list %u", sd, recs[sd].on);
@@ -1563,8 +1586,8 @@ static int reap(uint32_t sd, bool owner)
 	uint16_t from;
 	struct sl_sock *so;
 
-	/* A sandboxed process may not lock-test files (fcntl, os.h): the
-	 * socket is closed by the sweep that sees this process die, or by
+	/* A sandboxed process may not ask a name (connect, os.h), nor did
+	 * it lock-test files before: the socket is closed by the sweep that sees this process die, or by
 	 * another holder's close. */
 	if (!s || sd >= nrec || sl_sys_sandboxed)
 		return 0;
@@ -1583,6 +1606,8 @@ static int reap(uint32_t sd, bool owner)
 			return 0;	/* another's list: its process or sweep closes it */
 	} else if (state != SL_FDREC_USED || !nobody_holds(sd) || !shared_take(sd, key)) {
 		return 0;
+	} else {
+		place_unlink(sd);	/* ours to close: its slot is not free yet */
 	}
 	gen = SL_FDREC_GEN(key);
 	so = sl_sock(s, sd);
@@ -1618,46 +1643,50 @@ static int reap(uint32_t sd, bool owner)
 }
 
 /*
- * Does no description hold socket sd's lock byte any more?  Looked at from
- * a description of its shard that holds no lock (probes[]): kept open (a
- * forked child shares them, which is harmless: nobody ever locks through
- * them), and the library's own fds (pl_fd_is_own()), which close() and
- * close_range() leave alone, so their numbers never name a program's file.
- * probe_mu is held across the look: a probe is replaced (closed) only
- * under it.  A probe is opened by a close(), so it is moved above the
- * program's numbers (sl_sys_fd_high()): the number that close freed is
- * the next open()'s, as on the kernel.
+ * Does no description hold socket sd's placeholder any more?  Asked by a
+ * connect() of a datagram socket of the library's (place_probe) to the
+ * placeholder's name: a name whose stream socket lives answers
+ * EPROTOTYPE (Linux's unix_find_bsd() finds the socket, then compares
+ * types; nothing is queued and nothing connects), one whose socket is
+ * gone ECONNREFUSED, and a name taken away (place_unlink()) ENOENT.  A
+ * name is a path, not an abstract one: an abstract name is looked up in
+ * the network namespace of the one who asks, and a process of the stack
+ * in another namespace would be told "gone" of a socket that lives.
+ * Anything else (EACCES: the name is another user's) cannot tell, and
+ * the socket stays.  The probe is kept (a forked child shares it, which
+ * is harmless: a datagram socket connects again at each question) among
+ * the library's own fds (pl_fd_is_own()), above the program's numbers
+ * (sl_sys_fd_high(): a close() makes it, and the number that close freed
+ * is the next open()'s, as on the kernel).
  */
 static pthread_mutex_t probe_mu SL_FORKDATA = PTHREAD_MUTEX_INITIALIZER;
 
 static bool nobody_holds(uint32_t sd)
 {
-	uint32_t shard = sd / PL_SHARD;
-	int fd = -1;
-	bool free_now;
+	struct sockaddr_un a;
+	socklen_t len = place_addr(sd, &a);
+	int fd = SL_READ_ONCE(place_probe), saved_errno = errno;
+	bool gone;
 
-	pthread_mutex_lock(&probe_mu);
-	for (unsigned int i = 0; i < PL_PROBES && fd < 0; i++)
-		if (probes[i].fd >= 0 && probes[i].shard == shard)
-			fd = probes[i].fd;
+	if (!len)
+		return false;
 	if (fd < 0) {
-		unsigned int v = probe_next++ % PL_PROBES;
-
-		/* Made by a close(): above the program's numbers (os.h),
-		 * never the one that close just freed. */
-		fd = sl_sys_fd_high(open_shard(sd, O_CLOEXEC | O_NONBLOCK));
+		pthread_mutex_lock(&probe_mu);
+		fd = place_probe;
 		if (fd < 0) {
-			pthread_mutex_unlock(&probe_mu);
+			fd = sl_sys_fd_high(REAL(socket)(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+			SL_WRITE_ONCE(place_probe, fd);
+		}
+		pthread_mutex_unlock(&probe_mu);
+		if (fd < 0) {
+			errno = saved_errno;
 			return false;	/* cannot tell: the sweep will */
 		}
-		if (probes[v].fd >= 0)
-			pl_libc.close(probes[v].fd);
-		probes[v].shard = shard;
-		SL_WRITE_ONCE(probes[v].fd, fd);
 	}
-	free_now = lock_free_at(fd, (off_t)sd);
-	pthread_mutex_unlock(&probe_mu);
-	return free_now;
+	gone = REAL(connect)(fd, (struct sockaddr *)&a, len) &&
+	       (errno == ECONNREFUSED || errno == ENOENT);
+	errno = saved_errno;
+	return gone;
 }
 
 static void sock_release_now(struct pl_sock *ps)
@@ -1906,7 +1935,7 @@ void pl_sweep(void)
 	bool first = SL_READ_ONCE(swept_never);
 	int saved_errno;
 
-	/* A sandboxed process may not lock-test files (fcntl): it leaves
+	/* A sandboxed process may not ask names (connect) or test locks: it leaves
 	 * dead processes' sockets to the others on the stack (os.h). */
 	if (!recs || sl_sys_sandboxed ||
 	    (!first && now - SL_READ_ONCE(last_sweep_us) < PL_SWEEP_US))
@@ -2044,33 +2073,37 @@ void pl_fdtable_close_all(void)
 	proc_unregister();
 }
 
-/* The socket a placeholder fd holds: the byte its description locks,
- * as /proc shows the description's locks; -1 if none. */
+/* The socket a placeholder fd is: N of the name it is bound to,
+ * fd_path/pN (place_bind()); -1 if it is none of ours. */
 static long placeholder_sd(int fd)
 {
-	char path[64], line[160];
-	long sd = -1, v;
-	FILE *f;
+	struct sockaddr_un a;
+	socklen_t len = sizeof(a);
+	char want[sizeof(a.sun_path) + 8];
+	int n, saved_errno = errno;
+	const char *num;
+	long sd = -1;
 
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		/* "lock:	1: OFDLCK ADVISORY  READ -1 00:1b:82395 77 77" */
-		if (sscanf(line, "lock: %*d: OFDLCK %*s READ %*d %*s %ld", &v) == 1)
-			sd = v;
-	fclose(f);
+	if (!REAL(getsockname)(fd, (struct sockaddr *)&a, &len) && a.sun_family == AF_UNIX &&
+	    len > offsetof(struct sockaddr_un, sun_path) && len <= sizeof(a)) {
+		a.sun_path[len - offsetof(struct sockaddr_un, sun_path) - 1] = '\0';
+		n = snprintf(want, sizeof(want), PL_FD_PREFIX "%s/" PL_PLACE_NAME, pl_cfg.stack);
+		num = a.sun_path + n;
+		if (n > 0 && !strncmp(a.sun_path, want, (size_t)n) && *num &&
+		    strspn(num, "0123456789") == strlen(num) && strlen(num) < 11)
+			sd = strtol(num, NULL, 10);
+	}
+	errno = saved_errno;
 	return sd;
 }
 
 bool pl_fd_adopt(int fd)
 {
-	char want[96], link[128], path[64];
+	char link[128], path[64];
 	struct pl_sock *ps;
 	struct sl_stack *s;
 	ssize_t n;
-	off_t sd;
+	long sd;
 	int fl;
 
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
@@ -2080,18 +2113,16 @@ bool pl_fd_adopt(int fd)
 	link[n] = '\0';
 	if (!strcmp(link, "anon_inode:[sluice-sock]"))
 		return !pl_is_sluice(fd) && kfd_adopt(fd);
-	/* A placeholder is a shard's FIFO in the stack's directory
-	 * (open_shard()): "sN". */
-	n = snprintf(want, sizeof(want), PL_FD_PREFIX "%s/" PL_SHARD_NAME, pl_cfg.stack);
-	if (n <= 0 || strncmp(link, want, (size_t)n) || !link[n] ||
-	    strspn(link + n, "0123456789") != strlen(link + n) || pl_is_sluice(fd))
+	/* A placeholder is a socket bound to pN in the stack's directory
+	 * (place_bind()). */
+	if (strncmp(link, "socket:[", 8) || pl_is_sluice(fd))
 		return false;
-	if (!pl_stack() || !(s = pl_sl()))
-		return false;
-	/* The locked byte names the socket; the record says it is live. */
 	sd = placeholder_sd(fd);
+	if (sd < 0 || !pl_stack() || !(s = pl_sl()))
+		return false;
+	/* The name says the socket; the record says it is live. */
 	fl = REAL(fcntl)(fd, F_GETFL);
-	if (sd < 0 || sd >= nrec || fl < 0 ||
+	if (sd >= nrec || fl < 0 ||
 	    rec_state((uint32_t)sd) != SL_FDREC_USED ||
 	    sl_sock(s, (uint32_t)sd)->kp.gen != SL_FDREC_GEN(recs[sd].key))
 		return false;
@@ -2207,12 +2238,13 @@ void pl_stack_files_chown(uid_t uid)
 				 strerror(errno));
 		pl_libc.close(fd);
 	}
-	/* And the shards' FIFOs made so far (open_shard()). */
+	/* And the shared sockets' names made so far (place_bind()): a
+	 * connect() to one needs write permission on it. */
 	d = opendir(fd_path);
 	while (d && (e = readdir(d)))
-		if (!strncmp(e->d_name, PL_SHARD_NAME, sizeof(PL_SHARD_NAME) - 1) &&
+		if (!strncmp(e->d_name, PL_PLACE_NAME, sizeof(PL_PLACE_NAME) - 1) &&
 		    fchownat(dirfd(d), e->d_name, uid, (gid_t)-1, AT_SYMLINK_NOFOLLOW))
-			pl_debug("cannot give shard %s to uid %u: %s", e->d_name,
+			pl_debug("cannot give placeholder %s to uid %u: %s", e->d_name,
 				 (unsigned int)uid, strerror(errno));
 	if (d)
 		closedir(d);

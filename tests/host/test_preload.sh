@@ -468,8 +468,13 @@ st=$(newstack fallback)
 cat >"$tmp/fb.py" <<'EOS'
 import os, socket, stat, sys
 def kind(s):
-    # What the fd is to the kernel (the library's fstat says socket either way).
-    return "kernel" if os.readlink("/proc/self/fd/%d" % s.fileno()).startswith("socket:") else "sluice"
+    # What the fd is to the kernel (the library's fstat says socket either
+    # way): a placeholder is an AF_UNIX stream socket of the library's,
+    # neither connected nor listening.
+    l = os.readlink("/proc/self/fd/%d" % s.fileno())
+    unix = [x.split()[6] for x in open("/proc/self/net/unix").readlines()[1:]
+            if x.split()[3:6] == ["00000000", "0001", "01"]]
+    return "kernel" if l.startswith("socket:") and l[8:-1] not in unix else "sluice"
 a, b = socket.socketpair()
 a.sendall(b"unix"); print("unix", kind(a), b.recv(10).decode())
 print("inet6", kind(socket.socket(socket.AF_INET6)))
@@ -505,7 +510,11 @@ d, peer = u.recvfrom(100); u.sendto(d.upper(), peer)' &
 for i in \$(seq 50); do [ -e "$tmp/fbc.ready" ] && break; sleep 0.1; done
 "$sluice" run --stack "$st" -- "$py" -c '
 import os, socket, stat
-kind = lambda s: "kernel" if os.readlink("/proc/self/fd/%d" % s.fileno()).startswith("socket:") else "sluice"
+def kind(s):
+    l = os.readlink("/proc/self/fd/%d" % s.fileno())
+    unix = [x.split()[6] for x in open("/proc/self/net/unix").readlines()[1:]
+            if x.split()[3:6] == ["00000000", "0001", "01"]]
+    return "kernel" if l.startswith("socket:") and l[8:-1] not in unix else "sluice"
 c = socket.socket(); c.settimeout(5); c.connect(("10.205.0.1", 18095))
 print("connect", kind(c), c.recv(10).decode())
 u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(5)

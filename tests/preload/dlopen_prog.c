@@ -42,18 +42,32 @@ static void *sym(void *h, const char *name)
 	return p;
 }
 
-/* The fd is a Sluice socket: a placeholder of the stack (no module here). */
+/* The fd is a Sluice socket: a placeholder of the stack (no module
+ * here), an AF_UNIX stream socket of the library's, neither connected
+ * nor listening (/proc/self/net/unix), not a kernel TCP or UDP socket. */
 static int in_stack(int fd)
 {
-	char path[64], link[128];
+	char path[64], link[128], line[512];
+	unsigned long ino, u;
+	unsigned int fl, ty, st;
+	int yes = 0;
 	ssize_t n;
+	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	n = readlink(path, link, sizeof(link) - 1);
 	if (n <= 0)
 		return 0;
 	link[n] = '\0';
-	return !strncmp(link, "/dev/shm/sluicefd-", 18);
+	if (sscanf(link, "socket:[%lu]", &ino) != 1)
+		return 0;
+	f = fopen("/proc/self/net/unix", "re");
+	while (f && !yes && fgets(line, sizeof(line), f))
+		yes = sscanf(line, "%*s %*s %*s %x %x %x %lu", &fl, &ty, &st, &u) == 4 &&
+		      u == ino && !fl && ty == SOCK_STREAM && st == 1;
+	if (f)
+		fclose(f);
+	return yes;
 }
 
 int main(int argc, char **argv)

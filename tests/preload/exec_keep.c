@@ -167,7 +167,7 @@ static void show(const char *name, int fd, int port)
 	l = sizeof(int);
 	getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l);
 	fprintf(out ? out : stdout, "%s: %s %s, listening %d, port %s, O_NONBLOCK %d, FD_CLOEXEC %d\n", name,
-	       dom == AF_INET6 ? "AF_INET6" : dom == AF_INET ? "AF_INET" : "?",
+	       dom == AF_INET6 ? "AF_INET6" : dom == AF_INET ? "AF_INET" : dom == AF_UNIX ? "AF_UNIX" : "?",
 	       type == SOCK_STREAM ? "SOCK_STREAM" : type == SOCK_DGRAM ? "SOCK_DGRAM" : "?", acc,
 	       port < 0 ? "none" : port_of(fd) == port ? "kept" : "changed",
 	       !!(fcntl(fd, F_GETFL) & O_NONBLOCK), !!(fcntl(fd, F_GETFD) & FD_CLOEXEC));

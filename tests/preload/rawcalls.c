@@ -4,10 +4,11 @@
  *
  * raw_*: the system call instruction itself (raw() below), which no
  * library sees.  On a kernel socket they are the socket's calls.  On a
- * socket of the stack the fd is a placeholder (a directory,
- * lib/preload/fdtable.c) and every one of them must fail with an error,
- * never read or write a byte of anything behind the fd, and leave the
- * socket working (issue 24, item 7).
+ * socket of the stack the fd is a placeholder (an AF_UNIX socket of its
+ * own, lib/preload/fdtable.c) and each must answer as the kernel's socket
+ * or fail with an error, never read or write a byte of anything behind
+ * the fd (a read with bytes waiting leaves them to the stack), say
+ * "socket" to fstat, and leave the socket working (issue 24, item 7).
  *
  * sc_*: libc's syscall(3), as gVisor's SetSocketRecvBufForceAboveMax
  * makes setsockopt in a child after unshare(CLONE_NEWUSER).  The preload
@@ -87,27 +88,23 @@ static long raw(long nr, ...)
 }
 
 /*
- * Every byte of the stack's files: the directory the placeholder of fd
- * is in (its link "/dev/shm/sluicefd-STACK/..."), each entry's name,
- * type, mode and size, and a regular file's contents (FNV-1a).  0 on the
- * kernel: no such directory.
+ * Every byte of the stack's files: the stack's directory beside its
+ * placeholders (/dev/shm/sluicefd-STACK, STACK from SLUICE_STACK, which
+ * sluice run sets), each entry's name, type, mode and size, and a
+ * regular file's contents (FNV-1a).  0 on the kernel: no such directory.
  */
-static uint64_t stack_files(int fd)
+static uint64_t stack_files(void)
 {
-	char path[64], link[PATH_MAX], *slash;
+	const char *stack = getenv("SLUICE_STACK");
 	uint64_t h = 1469598103934665603ull;
+	char link[PATH_MAX];
 	struct dirent *e;
 	ssize_t n;
 	DIR *d;
 
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n <= 0)
+	if (!stack || !*stack)
 		return 0;
-	link[n] = '\0';
-	if (strncmp(link, "/dev/shm/sluicefd-", 18) || !(slash = strrchr(link, '/')))
-		return 0;
-	*slash = '\0';
+	snprintf(link, sizeof(link), "/dev/shm/sluicefd-%s", stack);
 	d = opendir(link);
 	while (d && (e = readdir(d))) {
 		char f[PATH_MAX + 256], buf[4096];
@@ -184,7 +181,7 @@ static void reopen(const char *name, int fd, int how, bool use_raw)
 /* The socket's fd as a file: each call raw and through libc. */
 static void walk(int s)
 {
-	uint64_t before = stack_files(s);
+	uint64_t before = stack_files();
 	int here = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct statx stx;
 	char buf[256];
@@ -240,7 +237,7 @@ static void walk(int s)
 	}
 	close(here);
 	if (before)
-		printf("stack_files: %s\n", stack_files(s) == before ? "unchanged" : "changed");
+		printf("stack_files: %s\n", stack_files() == before ? "unchanged" : "changed");
 }
 
 /* poll fd for input, up to 2 s */
@@ -340,6 +337,7 @@ int main(void)
 	char buf[64] = "", big[16] = "raw-bytes";
 	struct iovec iov = { buf, sizeof(buf) };
 	struct pollfd p;
+	struct sockaddr_in la;
 	struct stat st;
 	long r;
 	void *m;
@@ -353,8 +351,12 @@ int main(void)
 	s = accept(l, NULL, NULL);
 	fcntl(s, F_SETFL, O_NONBLOCK);	/* the kernel's raw calls must not wait */
 	fcntl(l, F_SETFL, O_NONBLOCK);
-	raw(SYS_fstat, s, &st);
-	printf("# backend: %s\n", S_ISSOCK(st.st_mode) ? "kernel" : "sluice");
+	/* The placeholder is a socket too, but an AF_UNIX one (or, before,
+	 * no socket at all: ENOTSOCK). */
+	al = sizeof(n);
+	r = raw(SYS_getsockopt, s, SOL_SOCKET, SO_DOMAIN, &n, &al);
+	printf("# backend: %s\n", !r && n == AF_INET ? "kernel" : "sluice");
+	la = a;
 
 	show("raw_setsockopt", raw(SYS_setsockopt, s, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)));
 	al = sizeof(v);
@@ -370,10 +372,28 @@ int main(void)
 	show("raw_readv", raw(SYS_readv, s, &iov, 1));
 	show("raw_writev", raw(SYS_writev, s, &iov, 1));
 	show("raw_pread64", raw(SYS_pread64, s, buf, sizeof(buf), 0));
+	r = raw(SYS_fstat, s, &st);
+	printf("raw_fstat: %ld %s %s\n", r, r < 0 ? strerrorname_np(errno) : "-",
+	       type_name(st.st_mode));
+	/* Bytes waiting, the fd blocking: the kernel reads them; the
+	 * placeholder must fail (not 0, the peer's close; not wait), and
+	 * leave them to the socket. */
+	send(c, "data", 4, 0);
+	p = (struct pollfd){ .fd = s, .events = POLLIN };
+	poll(&p, 1, 2000);
+	fcntl(s, F_SETFL, 0);
+	alarm(10);
+	r = raw(SYS_read, s, buf, sizeof(buf));
+	alarm(0);
+	printf("raw_read_waiting: %ld %s\n", r, r < 0 ? strerrorname_np(errno) : "-");
+	fcntl(s, F_SETFL, O_NONBLOCK);
+	r = recv(s, buf, sizeof(buf), MSG_DONTWAIT);
+	printf("raw_read_left: %ld%s\n", r, r > 0 ? " (bytes)" : "");
 	r = raw(SYS_ioctl, s, FIONREAD, &n);
 	printf("raw_ioctl_fionread: %ld %s%s\n", r, r < 0 ? strerrorname_np(errno) : "-",
 	       r < 0 ? "" : n ? " (bytes)" : " (none)");
 	show("raw_shutdown", raw(SYS_shutdown, d, SHUT_RDWR));
+	a = la;	/* raw_getsockname may have written another family's */
 	show("raw_bind", raw(SYS_bind, d, &a, sizeof(a)));
 	show("raw_listen", raw(SYS_listen, d, 4));
 	show("raw_connect", raw(SYS_connect, d, &a, sizeof(a)));

@@ -51,12 +51,42 @@ static void fail(const char *fmt, ...)
 	exit(1);
 }
 
-/* A kernel socket (a raw fstat, past the preload, says socket)? */
+/*
+ * Is fd a socket of the stack, to the kernel?  A placeholder is an
+ * AF_UNIX stream socket of the library's, neither connected nor listening
+ * (its inode in /proc/self/net/unix); a kernel TCP or UDP socket is a
+ * "socket:[N]" that is not there.  (The library's own fstat and
+ * getsockopt say an AF_INET socket either way.)
+ */
+static int stack_fd(int fd)
+{
+	char path[64], link[128], line[512];
+	unsigned long ino, u;
+	unsigned int fl, ty, st;
+	int yes = 0;
+	ssize_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return 0;
+	link[n] = '\0';
+	if (sscanf(link, "socket:[%lu]", &ino) != 1)
+		return 1;
+	f = fopen("/proc/self/net/unix", "re");
+	while (f && !yes && fgets(line, sizeof(line), f))
+		yes = sscanf(line, "%*s %*s %*s %x %x %x %lu", &fl, &ty, &st, &u) == 4 &&
+		      u == ino && !fl && ty == SOCK_STREAM && st == 1;
+	if (f)
+		fclose(f);
+	return yes;
+}
+
+/* A kernel socket, or the stack's? */
 static const char *where(int fd)
 {
-	struct stat st;
-
-	return !syscall(SYS_fstat, fd, &st) && S_ISSOCK(st.st_mode) ? "kernel" : "stack";
+	return stack_fd(fd) ? "stack" : "kernel";
 }
 
 static void say_where(const char *role, int fd)
