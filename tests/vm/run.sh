@@ -228,6 +228,9 @@ run_kernel() { # run_kernel VERSION
 	cp tests/vm/handoff.sh "$root/opt/sluice/bin/handoff.sh"
 	add_binary "$root" build/tests/preload/handoff_prog /opt/sluice/bin
 	add_binary "$root" build/tests/preload/exec_keep /opt/sluice/bin
+	# Raw system calls on a stack socket's fd (rawcalls.sh).
+	cp tests/vm/rawcalls.sh "$root/opt/sluice/bin/rawcalls.sh"
+	add_binary "$root" build/tests/preload/rawcalls /opt/sluice/bin
 	[ -x /usr/bin/ss ] && add_binary "$root" /usr/bin/ss /usr/bin
 	# Socket fds under sluice run (sockfd.sh).
 	cp tests/vm/sockfd.sh "$root/opt/sluice/bin/sockfd.sh"
