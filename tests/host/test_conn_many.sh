@@ -7,7 +7,7 @@
 # kernel beside it.  Before: the 8,193rd socket had no slot and connect()
 # timed out; and with more slots, opening them took 30 s (every socket's
 # placeholder lock was on one inode, whose lock list the kernel walks at
-# each lock: fdtable.c, PL_SHARD).  The region's memory is committed as
+# each lock; since layout 33 no placeholder takes a lock: fdtable.c).  The region's memory is committed as
 # slots are first used (sock.c, sl_sock_alloc()), not for all 262,144.
 #
 #   +------ network namespace made here (lo up for the kernel run) ------+
