@@ -86,19 +86,133 @@ static void test_established_data_delayed_ack(void)
 	g = tf_last();
 	tap_ok(T.n == 1 && g.ack == IRS + 301, "the read that empties the queue ACKs them");
 	tap_eq(sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us), -EAGAIN, "then EAGAIN");
-	/* A duplicate (already received) segment is ACKed at once. */
+	/* A duplicate (already received) segment is ACKed at once, and
+	 * enters quick-ACK mode (Linux tcp_send_dupack(): our ACK was
+	 * likely lost): the next segment is ACKed at once too. */
 	tf_clear();
 	tf_seg(TF_LPORT, TH_ACK_, IRS + 101, iss + 1, 8192, pattern + 100, 100);
 	g = tf_last();
 	tap_ok(T.n == 1 && g.ack == IRS + 301, "old data: immediate ACK of RCV.NXT");
 	tap_eq(c->rxq_bytes, 0, "old data not queued again");
-	/* Two full-sized segments: ACKed at once (RFC 5681 4.2). */
 	tf_clear();
-	tf_seg(TF_LPORT, TH_ACK_, IRS + 301, iss + 1, 8192, pattern, c->tcp.mss);
-	tap_eq(T.n, 0, "one full-sized segment: ACK delayed");
-	tf_seg(TF_LPORT, TH_ACK_, IRS + 301 + c->tcp.mss, iss + 1, 8192, pattern, c->tcp.mss);
+	tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, IRS + 301, iss + 1, 8192, pattern, 10);
 	g = tf_last();
-	tap_ok(T.n == 1 && g.ack == IRS + 301 + 2u * c->tcp.mss, "the second: ACK at once");
+	tap_ok(T.n == 1 && g.ack == IRS + 311,
+	       "then quick-ACK mode: the next short segment ACKed at once "
+	       "(tests/conformance/pd/delack-dup-quickack.pkt)");
+	tf_finish();
+}
+
+/*
+ * RFC 5681 4.2 as Linux's __tcp_ack_snd_check(): more than one full
+ * segment unacknowledged is ACKed at once only if the ACK moves the
+ * window's right edge (the window now no smaller than the last ACK's) or
+ * the reader waits for more (SO_RCVLOWAT); otherwise the read that frees
+ * the space sends it (tcp_cleanup_rbuf()), or the timer.
+ */
+static void test_established_two_full_segments(void)
+{
+	struct sl_sock *l, *c;
+	uint8_t buf[8192];
+	struct tf_seg g;
+	uint32_t iss, seq = IRS + 1, mss;
+
+	tf_init("tf");
+	l = tf_listener(TF_LPORT, 8);
+	/* Segments that take a buffer each (not coalesced: more than half a
+	 * buffer), a window well under the unscaled field's 65535. */
+	l->rcvbuf = 16 * T.s->buf_size;
+	c = tf_accept(l, IRS, &iss, &(struct tf_opts){ .mss = 1460 }, 65535);
+	tf_past_quickack(c);
+	mss = c->tcp.mss;
+	/* The SYN-ACK's window is at most 65535: an ACK of the whole window
+	 * first (as Linux's rcv_wnd is from tcp_select_initial_window()). */
+	tf_seg(TF_LPORT, TH_ACK_, seq, iss + 1, 8192, pattern, mss);
+	seq += mss;
+	tf_advance_ms(40);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.ack == seq, "one full segment: the timer ACKs it");
+	tap_eq(sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us), (ssize_t)mss, "read it");
+	tf_clear();
+	tf_seg(TF_LPORT, TH_ACK_, seq, iss + 1, 8192, pattern, mss);
+	tf_seg(TF_LPORT, TH_ACK_, seq + mss, iss + 1, 8192, pattern, mss);
+	seq += 2 * mss;
+	tap_eq(T.n, 0, "two full segments unread: the window would not move, ACK waits "
+	       "(tests/conformance/pd/delack-window-edge.pkt)");
+	tap_eq(sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us), (ssize_t)(2 * mss), "read both");
+	g = tf_last();
+	tap_ok(T.n == 1 && g.ack == seq, "the read sends it");
+	/* The edge moves: the last ACK went with two segments queued, and
+	 * two are queued again. */
+	tf_seg(TF_LPORT, TH_ACK_, seq, iss + 1, 8192, pattern, mss);
+	tf_seg(TF_LPORT, TH_ACK_, seq + mss, iss + 1, 8192, pattern, mss);
+	seq += 2 * mss;
+	tf_advance_ms(40);
+	tf_clear();
+	tap_eq(sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us), (ssize_t)(2 * mss),
+	       "the timer ACKed two more; read them");
+	tf_seg(TF_LPORT, TH_ACK_, seq, iss + 1, 8192, pattern, mss);
+	tap_eq(T.n, 0, "one full segment: ACK delayed");
+	tf_seg(TF_LPORT, TH_ACK_, seq + mss, iss + 1, 8192, pattern, mss);
+	seq += 2 * mss;
+	g = tf_last();
+	tap_ok(T.n == 1 && g.ack == seq, "the second with the edge moving: ACK at once");
+	tap_eq(sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us), (ssize_t)(2 * mss), "read them");
+	/* A reader waiting for more than is queued (SO_RCVLOWAT). */
+	tf_advance_ms(100);
+	tf_past_quickack(c);
+	c->rcvlowat = 10 * mss;
+	tf_clear();
+	tf_seg(TF_LPORT, TH_ACK_, seq, iss + 1, 8192, pattern, mss);
+	tf_seg(TF_LPORT, TH_ACK_, seq + mss, iss + 1, 8192, pattern, mss);
+	seq += 2 * mss;
+	g = tf_last();
+	tap_ok(T.n == 1 && g.ack == seq, "SO_RCVLOWAT not met: the second ACKed at once");
+	c->rcvlowat = 0;
+	sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us);
+	tf_finish();
+}
+
+/*
+ * Linux tcp_cleanup_rbuf(): a read sends a window update only once the
+ * window left to the peer is at most half the largest, and the window
+ * now offered is at least twice it ("raised significantly").
+ */
+static void test_established_window_update_on_read(void)
+{
+	struct sl_sock *l, *c;
+	uint8_t buf[20000];
+	struct tf_seg g;
+	uint32_t iss, seq = IRS + 1, mss, max, n = 0;
+
+	tf_init("wu");
+	l = tf_listener(TF_LPORT, 8);
+	l->rcvbuf = 16 * T.s->buf_size;
+	c = tf_accept(l, IRS, &iss, &(struct tf_opts){ .mss = 1460 }, 65535);
+	mss = c->tcp.mss;
+	max = sl_tcp_rcv_window(T.s, c);	/* all of it free */
+	tap_ok(max >= 6 * mss, "a window of six segments or more");
+	/* Each segment ACKed at once (quick ACKs). */
+	tf_seg(TF_LPORT, TH_ACK_, seq, iss + 1, 8192, pattern, mss);
+	tf_seg(TF_LPORT, TH_ACK_, seq + mss, iss + 1, 8192, pattern, mss);
+	seq += 2 * mss;
+	tf_clear();
+	tap_eq(sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us), (ssize_t)(2 * mss),
+	       "read two segments");
+	tap_eq(T.n, 0, "more than half the window still offered: no update "
+	       "(tests/conformance/pd/delack-window-update.pkt)");
+	/* Fill it to less than half left. */
+	while (SEQ_GT(c->tcp.rcv_adv, seq) && c->tcp.rcv_adv - seq > max / 2 - mss && n < 64) {
+		tf_seg(TF_LPORT, TH_ACK_, seq, iss + 1, 8192, pattern, mss);
+		seq += mss;
+		n++;
+	}
+	tf_advance_ms(200);
+	tf_clear();
+	tap_eq(sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us), (ssize_t)(n * mss),
+	       "more segments, then read");
+	g = tf_last();
+	tap_ok(T.n == 1 && g.ack == seq, "less than half left: the read sends an update");
 	tf_finish();
 }
 
@@ -951,6 +1065,8 @@ int main(void)
 	test_established_psh();
 	fill_pattern();
 	test_established_data_delayed_ack();
+	test_established_two_full_segments();
+	test_established_window_update_on_read();
 	test_established_data_quick_ack_start();
 	test_established_quickack_after_idle_and_ato();
 	test_established_quickack_option();

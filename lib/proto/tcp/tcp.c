@@ -911,8 +911,8 @@ uint32_t sl_tcp_recv_lend(struct sl_stack *s, struct sl_sock *so, size_t len, si
 	return head;
 }
 
-static void ack_on_read(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
-static void window_update(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
+static bool ack_on_read(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
+static void window_update(struct sl_stack *s, struct sl_sock *so, bool acked, uint64_t now_us);
 
 bool sl_tcp_recv_return(struct sl_stack *s, struct sl_sock *so, uint32_t gen, uint32_t head,
 			uint64_t now_us)
@@ -922,8 +922,7 @@ bool sl_tcp_recv_return(struct sl_stack *s, struct sl_sock *so, uint32_t gen, ui
 	sl_buf_free_chain(s, head);
 	so->rx_lent_idx = SLUICE_IDX_NONE;
 	so->rx_lent_bytes = so->rx_lent_count = 0;
-	ack_on_read(s, so, now_us);
-	window_update(s, so, now_us);
+	window_update(s, so, ack_on_read(s, so, now_us), now_us);
 	return true;
 }
 
@@ -1021,8 +1020,6 @@ uint32_t sl_tcp_send_tail_room(struct sl_stack *s, const struct sl_sock *so)
 	return tp->mss - b->aux;
 }
 
-/* Tell the peer about space freed by reading, if it is worth it
- * (RFC 9293 3.8.6.2.2, receiver side of SWS avoidance). */
 /*
  * Receive-buffer growth (dynamic right-sizing), as Linux's
  * tcp_rcv_space_adjust() after each read: once a round trip has passed
@@ -1071,24 +1068,41 @@ static void rcv_space_adjust(struct sl_stack *s, struct sl_sock *so, uint64_t no
 }
 
 /*
- * Linux tcp_cleanup_rbuf(): a read that took data and left none queued
- * sends the ACK delayed for short segments at once, unless this end is
- * in an exchange (its reply will carry it) and only one came.  So a
- * peer's next small write, held by Nagle until this ACK, waits for no
- * timer when nothing is sent back on the connection.
+ * Linux tcp_cleanup_rbuf(), after a read that took data: an ACK being
+ * delayed goes now if more than a full segment waits for it (one
+ * __tcp_ack_snd_check() held because it did not move the window), or if
+ * the read left nothing queued and a short segment is among what it
+ * covers, unless this end is in an exchange (its reply will carry it) and
+ * only one came.  So a peer's next small write, held by Nagle until this
+ * ACK, waits for no timer when nothing is sent back on the connection.
+ * True if it sent the ACK.
  */
-static void ack_on_read(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+static bool ack_on_read(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 
-	if (!(tp->tflags & (SL_TF_PUSHED | SL_TF_PUSHED2)) || !tp->t_dack ||
-	    so->rxq_bytes || so->rx_lent_bytes || so->state < SL_TCP_ESTABLISHED)
-		return;
-	if ((tp->tflags & SL_TF_PUSHED2) || !(tp->tflags & SL_TF_PINGPONG))
-		sl_tcp_send_ack(s, so, now_us);
+	if (!tp->t_dack || so->state < SL_TCP_ESTABLISHED)
+		return false;
+	if (!(tp->delack_segs >= 2 || tp->rcv_nxt - tp->last_ack_sent > tp->mss)) {
+		if (!(tp->tflags & (SL_TF_PUSHED | SL_TF_PUSHED2)) || so->rxq_bytes ||
+		    so->rx_lent_bytes)
+			return false;
+		if (!(tp->tflags & SL_TF_PUSHED2) && (tp->tflags & SL_TF_PINGPONG))
+			return false;
+	}
+	sl_tcp_send_ack(s, so, now_us);
+	return true;
 }
 
-static void window_update(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+/*
+ * Linux tcp_cleanup_rbuf()'s window update: once the window left to the
+ * peer is at most half the largest (window_clamp), a read that lets the
+ * window offered be at least twice it sends it ("raised significantly";
+ * RFC 9293 3.8.6.2.2, the receiver's side of SWS avoidance).  Not once the
+ * peer's FIN is in: nothing more will come; nor after ack_on_read()
+ * sent one (acked).  The receive buffer may grow first.
+ */
+static void window_update(struct sl_stack *s, struct sl_sock *so, bool acked, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	uint32_t adv = SEQ_GT(tp->rcv_adv, tp->rcv_nxt) ? tp->rcv_adv - tp->rcv_nxt : 0;
@@ -1097,8 +1111,10 @@ static void window_update(struct sl_stack *s, struct sl_sock *so, uint64_t now_u
 	if (so->state < SL_TCP_ESTABLISHED || (tp->tflags & SL_TF_FIN_RCVD))
 		return;
 	rcv_space_adjust(s, so, now_us);
+	if (acked || 2ull * adv > sl_tcp_rcv_wnd_max(s, so))
+		return;
 	win = sl_tcp_rcv_window(s, so);
-	if (win >= adv + 2u * tp->mss || (adv < tp->mss && win >= tp->mss))
+	if (win && win >= 2ull * adv)
 		sl_tcp_send_ack(s, so, now_us);
 }
 
@@ -1204,10 +1220,8 @@ ssize_t sl_tcp_recv(struct sl_stack *s, struct sl_sock *so, void *buf, size_t le
 		idx = so->rxq_head;
 	}
 	if (done) {
-		if (!(flags & MSG_PEEK)) {
-			ack_on_read(s, so, now_us);
-			window_update(s, so, now_us);
-		}
+		if (!(flags & MSG_PEEK))
+			window_update(s, so, ack_on_read(s, so, now_us), now_us);
 		return (ssize_t)done;
 	}
 	/* Linux tcp_recvmsg(): a read of 0 bytes is 0 once there is data,

@@ -638,6 +638,8 @@ uint16_t sl_tcp_cookie_check(struct sl_stack *s, uint32_t laddr, uint16_t lport,
 int sl_tcp_xmit_buf(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint64_t now_us);
 uint16_t sl_tcp_window_field(struct sl_stack *s, struct sl_sock *so);
 uint32_t sl_tcp_rcv_window(struct sl_stack *s, const struct sl_sock *so);
+bool sl_tcp_ack_moves_wnd(struct sl_stack *s, const struct sl_sock *so);
+uint32_t sl_tcp_rcv_wnd_max(struct sl_stack *s, const struct sl_sock *so);
 
 /* tcp_timer.c */
 void sl_tcp_arm(struct sl_stack *s, struct sl_sock *so);

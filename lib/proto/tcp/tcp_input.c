@@ -1609,6 +1609,21 @@ static void ato_update(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	tp->lrcv_ms = now;
 }
 
+/*
+ * Linux's tcp_enter_quickack_mode(), for data the peer sent again or past
+ * the window (tcp_send_dupack(), tcp_data_queue()): its ACK was likely
+ * lost or the peer is probing, so the next segments are ACKed at once,
+ * outside any exchange, and the ACK timeout starts again.
+ */
+static void quickack_enter(struct sl_stack *s, struct sl_sock *so)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	quickack_incr(s, so);
+	tp->tflags &= ~SL_TF_PINGPONG;
+	tp->ato_ms = SL_TCP_ATO_MIN_MS;
+}
+
 /* Linux's tcp_in_quickack_mode(): quick ACKs left, and no exchange. */
 static bool quick_ack(const struct sl_tcp_sock *tp)
 {
@@ -1914,6 +1929,12 @@ drop:
 	sl_buf_free(s, idx);
 }
 
+/* The right edge of the window offered: RCV.NXT + RCV.WND. */
+static uint32_t wnd_edge(const struct sl_tcp_sock *tp)
+{
+	return SEQ_GT(tp->rcv_adv, tp->rcv_nxt) ? tp->rcv_adv : tp->rcv_nxt;
+}
+
 static bool seq_acceptable(const struct sl_tcp_sock *tp, const struct seg *g)
 {
 	uint32_t wnd = SEQ_GT(tp->rcv_adv, tp->rcv_nxt) ? tp->rcv_adv - tp->rcv_nxt : 0;
@@ -2145,6 +2166,14 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 			if (!(g->flags & TH_RST_)) {
 				if (so->state == SL_TCP_TIME_WAIT && (g->flags & TH_FIN_))
 					tp->t_close = now_us + SL_TCP_TIME_WAIT_US;
+				/* Data sent again (all of it below RCV.NXT:
+				 * tcp_send_dupack()), or starting at the
+				 * window's right edge (tcp_data_queue()'s
+				 * out_of_window): quick-ACK mode. */
+				if (with_data && so->state >= SL_TCP_ESTABLISHED &&
+				    so->state <= SL_TCP_FIN_WAIT_2 &&
+				    (SEQ_LT(g->seq, tp->rcv_nxt) || g->seq == wnd_edge(tp)))
+					quickack_enter(s, so);
 				sl_tcp_oow_ack(s, so, with_data, now_us);
 				sl_tcp_arm(s, so);
 			}
@@ -2153,8 +2182,12 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		/* RCV.WND = 0: take the ACK and RST of a segment at RCV.NXT
 		 * but none of its data (RFC 9293: "special allowance"); a bare
 		 * FIN is taken too, as Linux does (it costs no buffer space). */
-		if (g->plen)
+		if (g->plen) {
 			g->flags &= (uint8_t)~TH_FIN_;
+			/* Linux tcp_data_queue(): in order, window 0. */
+			if (so->state >= SL_TCP_ESTABLISHED && so->state <= SL_TCP_FIN_WAIT_2)
+				quickack_enter(s, so);
+		}
 		g->plen = 0;
 		g->end = g->seq + !!(g->flags & TH_FIN_);
 		tp->tflags |= SL_TF_ACKNOW;
@@ -2347,11 +2380,14 @@ ack:
 			}
 			if (had_ooo || (tp->tflags & SL_TF_FIN_RCVD))
 				tp->tflags |= SL_TF_ACKNOW;
-			else if (tp->delack_segs >= 2 ||
-				 tp->rcv_nxt - tp->last_ack_sent > tp->mss)
+			else if ((tp->delack_segs >= 2 ||
+				  tp->rcv_nxt - tp->last_ack_sent > tp->mss) &&
+				 sl_tcp_ack_moves_wnd(s, so))
 				/* RFC 5681 4.2: more than one full
-				 * segment unacknowledged (Linux
-				 * __tcp_ack_snd_check()). */
+				 * segment unacknowledged, and as Linux's
+				 * __tcp_ack_snd_check() only if the ACK
+				 * moves the window's edge (else the read
+				 * that frees space sends it). */
 				tp->tflags |= SL_TF_ACKNOW;
 			else if (quick_ack(tp) || delack_arm(tp, now_us))
 				tp->tflags |= SL_TF_ACKNOW;

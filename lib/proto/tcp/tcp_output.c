@@ -174,19 +174,26 @@ static unsigned int build_opts(struct sl_stack *s, struct sl_sock *so, uint8_t f
 	return n;
 }
 
-uint32_t sl_tcp_rcv_window(struct sl_stack *s, const struct sl_sock *so)
+/* At most what the window field can say, and TCP_WINDOW_CLAMP. */
+static uint32_t rcv_wnd_cap(struct sl_stack *s, const struct sl_tcp_sock *tp, uint32_t space)
 {
-	const struct sl_tcp_sock *tp = &so->tcp;
-	uint32_t mss = sl_tcp_our_mss(s, so), space = sl_tcp_rcv_space_mss(s, so, mss);
 	uint32_t cap = (tp->tflags & SL_TF_WS) ? 65535u << sl_tcp_ws(s, tp->rcv_wscale) : 65535u;
-	uint32_t old = SEQ_GT(tp->rcv_adv, tp->rcv_nxt) ? tp->rcv_adv - tp->rcv_nxt : 0;
-	uint32_t step = so->rcvbuf / 4;
 
 	if (space > cap)
 		space = cap;
-	/* TCP_WINDOW_CLAMP */
 	if (tp->window_clamp && space > tp->window_clamp)
 		space = tp->window_clamp;
+	return space;
+}
+
+uint32_t sl_tcp_rcv_window(struct sl_stack *s, const struct sl_sock *so)
+{
+	const struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t mss = sl_tcp_our_mss(s, so);
+	uint32_t space = rcv_wnd_cap(s, tp, sl_tcp_rcv_space_mss(s, so, mss));
+	uint32_t old = SEQ_GT(tp->rcv_adv, tp->rcv_nxt) ? tp->rcv_adv - tp->rcv_nxt : 0;
+	uint32_t step = so->rcvbuf / 4;
+
 	/* RFC 9293 3.8.6.2.2: never shrink the window ... */
 	if (space <= old)
 		return old;
@@ -196,6 +203,42 @@ uint32_t sl_tcp_rcv_window(struct sl_stack *s, const struct sl_sock *so)
 	if (space - old < step)
 		return old;
 	return space;
+}
+
+/*
+ * Linux's __tcp_ack_snd_check(): more than a full segment waits for its
+ * ACK, which goes at once only if it moves the window's right edge (the
+ * window the buffer offers now is no smaller than the one the last ACK
+ * offered: __tcp_select_window() >= rcv_wnd), or the reader waits for
+ * more than is queued (SO_RCVLOWAT).  Otherwise it waits for the timer or
+ * the read that frees the space (tcp.c, ack_on_read()).
+ */
+bool sl_tcp_ack_moves_wnd(struct sl_stack *s, const struct sl_sock *so)
+{
+	const struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t lowat = so->rcvlowat ? so->rcvlowat : 1;
+	uint32_t last = SEQ_GT(tp->rcv_adv, tp->last_ack_sent) ? tp->rcv_adv - tp->last_ack_sent : 0;
+
+	if (so->rxq_bytes + so->rx_lent_bytes < lowat)
+		return true;
+	return rcv_wnd_cap(s, tp, sl_tcp_rcv_space_mss(s, so, sl_tcp_our_mss(s, so))) >= last;
+}
+
+/*
+ * The largest window the buffer offers, empty: half rcvbuf in segments of
+ * our MSS a buffer (sl_tcp_rcv_space_mss()), within the field and
+ * TCP_WINDOW_CLAMP (Linux's window_clamp, tcp_full_space()).
+ */
+uint32_t sl_tcp_rcv_wnd_max(struct sl_stack *s, const struct sl_sock *so)
+{
+	uint32_t per = sl_tcp_our_mss(s, so), full = so->rcvbuf / 2, bufs;
+
+	if (per > SL_TCP_BUF_PAYLOAD(s))
+		per = SL_TCP_BUF_PAYLOAD(s);
+	bufs = (so->rcvbuf + s->buf_size - 1) / s->buf_size;	/* rounded up, as there */
+	if (full > bufs * per)
+		full = bufs * per;
+	return rcv_wnd_cap(s, &so->tcp, full);
 }
 
 uint16_t sl_tcp_window_field(struct sl_stack *s, struct sl_sock *so)
