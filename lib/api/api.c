@@ -1188,6 +1188,11 @@ int sl_async_bell(struct sluice_stack *st, int sd, bool on, uint32_t pid, uint32
 	return *slot >= 0 ? 0 : -EAGAIN;
 }
 
+void sl_async_bell_take(struct sluice_stack *st, int slot, uint32_t gen, uint16_t lost[8])
+{
+	sl_bell_async_take(S(st), slot, gen, lost);
+}
+
 int sl_urg_owner(struct sluice_stack *st, int sd, int type, int id)
 {
 	struct sl_stack *s = S(st);

@@ -153,6 +153,9 @@ bool sl_port_alone(struct sluice_stack *st, int sd);
  */
 int sl_async_bell(struct sluice_stack *st, int sd, bool on, uint32_t pid, uint32_t tid,
 		  int *slot, uint32_t *gen);
+/* The events async bell entry slot (generation gen) lost to its full
+ * queue, by si_code, taken: no lock (run/bell.c, sl_bell_async_take()). */
+void sl_async_bell_take(struct sluice_stack *st, int slot, uint32_t gen, uint16_t lost[8]);
 /*
  * Socket sd's owner (F_SETOWN, F_SETOWN_EX: type F_OWNER_*, id; id 0:
  * none), for SIGURG at a new urgent pointer, with or without O_ASYNC

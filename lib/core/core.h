@@ -93,6 +93,8 @@ static inline uint32_t sl_chan_wq(int chan)
 #define SL_POLL_ERR	4u
 #define SL_POLL_PRI	5u
 #define SL_POLL_HUP	6u
+/* A ring's byte that is no event: the bell's lost[] counts changed. */
+#define SL_ASYNC_LOOK	0x80u
 #define SL_BELL_FREE	0u
 #define SL_BELL_CLAIMED	2u
 /* connect()'s port perturbation buckets (sl_region.port_perturb): a
@@ -396,6 +398,11 @@ struct sl_region {
 		uint32_t state;		/* SL_BELL_FREE, _CLAIMED, or its generation (odd) */
 		uint32_t chan;		/* wait channel, SL_BELL_ANY, or SL_BELL_ASYNC | socket */
 		uint32_t pid, tid;	/* whose bell (its name); an owner's (SL_BELL_URG) */
+		/* An async bell's events that found its datagram queue full
+		 * (net.unix.max_dgram_qlen), by si_code: added by the
+		 * ringer, taken by the bell's thread (run/bell.c,
+		 * sl_bell_async_take()). */
+		uint16_t lost[8];
 	} bells[SL_BELLS];
 	uint32_t bells_top;		/* entries ever used: the scans' bound */
 	uint32_t bells_gen;		/* the next generation, less its odd bit */

@@ -57,6 +57,8 @@ struct async_rec {
 	int hup_s, hup_p;
 	struct sockaddr_un in_name;
 	socklen_t in_len;
+	int slot;		/* its entry in the region's bells[], -1 none */
+	uint32_t gen;		/* ... and that entry's generation */
 };
 
 /* Orders arming, the owner's copies and closing with the thread's events
@@ -193,22 +195,51 @@ static void event(struct async_rec *r, unsigned int why)
 	}
 }
 
-/* A bell's rings (async_mu held): its bytes, each an event, in order. */
+/* n events why in a row (async_mu held): each POLL_IN a byte in_p ->
+ * in_s, a signal each, read every 64 (in_p's send buffer holds about
+ * 270 such datagrams: in_s is its peer, so no queue length applies). */
+static void events(struct async_rec *r, unsigned int why, unsigned int n)
+{
+	char b = 0;
+
+	if (why != SL_POLL_IN) {
+		while (n--)
+			event(r, why);
+		return;
+	}
+	if (r->in_s < 0 || r->in_p < 0)
+		return;
+	for (unsigned int k = 1; k <= n; k++) {
+		sl_sys_sendto(r->in_p, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
+		if (k % 64 == 0 || k == n)
+			sl_sys_drain_dgrams(r->in_s);
+	}
+}
+
+/*
+ * A bell's rings (async_mu held): its bytes, each an event, in order;
+ * then the events its ringers found no room for in its queue (ring(),
+ * run/bell.c), kind by kind: so a burst of more events than the queue
+ * holds is a signal each, as Linux queues a real-time signal each.
+ */
 static void serve(uint64_t data)
 {
 	unsigned int i = (uint32_t)data;
 	struct async_rec *r = &recs[i % PL_ASYNC_RECS];
+	static const unsigned char order[] = { SL_POLL_OUT, SL_POLL_ERR, SL_POLL_PRI, SL_POLL_HUP,
+					       SL_POLL_IN };
 	struct mmsghdr m[16];
 	struct iovec v[16];
-	char b[16];
+	char b[16][64];
+	uint16_t lost[8];
 	int n;
 
 	if (i >= PL_ASYNC_RECS || !r->serial || r->serial != (uint32_t)(data >> 32) ||
 	    r->bell < 0)
 		return;
 	for (int k = 0; k < 16; k++) {
-		v[k].iov_base = &b[k];
-		v[k].iov_len = 1;
+		v[k].iov_base = b[k];
+		v[k].iov_len = sizeof(b[k]);
 		memset(&m[k].msg_hdr, 0, sizeof(m[k].msg_hdr));
 		m[k].msg_hdr.msg_iov = &v[k];
 		m[k].msg_hdr.msg_iovlen = 1;
@@ -216,11 +247,28 @@ static void serve(uint64_t data)
 	/* Bounded: a ringer faster than us is met at the next turn. */
 	for (int turn = 0; turn < 4; turn++) {
 		n = REAL(recvmmsg)(r->bell, m, 16, MSG_DONTWAIT, NULL);
-		for (int k = 0; k < n; k++)
-			event(r, (unsigned char)b[k]);
+		for (int k = 0; k < n; k++) {
+			unsigned int len = m[k].msg_len < sizeof(b[k]) ? m[k].msg_len : sizeof(b[k]);
+
+			/* A run of one kind at a time (a ring's datagram is). */
+			for (unsigned int j = 0, run; j < len; j += run) {
+				unsigned char why = (unsigned char)b[k][j];
+
+				for (run = 1; j + run < len && b[k][j + run] == b[k][j]; run++)
+					;
+				if (why != SL_ASYNC_LOOK)
+					events(r, why, run);
+			}
+		}
 		if (n < 16)
 			break;
 	}
+	if (r->slot < 0)
+		return;
+	sl_async_bell_take(pl_stack(), r->slot, r->gen, lost);
+	for (unsigned int k = 0; k < sizeof(order); k++)
+		if (lost[order[k]])
+			events(r, order[k], lost[order[k]]);
 }
 
 static void nap(void)
@@ -531,6 +579,7 @@ static int arm(int fd, struct pl_sock *ps)
 		async_serial = 1;
 	r->serial = async_serial;
 	r->pid = (pid_t)pid;
+	r->slot = -1;
 	ps->async_fd = r->bell + 1;
 	ps->async_pid = pid;
 	ps->async_slot = -1;
@@ -543,6 +592,10 @@ static int arm(int fd, struct pl_sock *ps)
 	if (!ret)
 		ret = sl_async_bell(pl_stack(), (int)ps->sd, true, pid, tid, &ps->async_slot,
 				    &ps->async_gen);
+	if (!ret) {
+		r->gen = ps->async_gen;
+		SL_WRITE_ONCE(r->slot, ps->async_slot);
+	}
 	if (ret)
 		bell_close(ps, false);
 	return ret;

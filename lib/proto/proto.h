@@ -671,13 +671,16 @@ extern int (*sl_sockfd_ioctl)(int fd, unsigned long req, void *arg);
  * its first line; an armed one's index goes on this thread's list with
  * why (SL_POLL_IN ..., the si_code Linux gives), whose bells are rung
  * after the unlock (sl_bell_ring_async(), run/bell.c), one byte (one
- * signal) an event.
+ * signal) an event.  The same event of the same socket again is a count
+ * on its note (rep: how many more), so a turn that brings many datagrams
+ * or segments to one socket keeps every one.
  */
 #define SL_ASYNC_NOTES	32
 struct sl_async_notes {
 	struct sl_stack *s;
 	unsigned int n;
 	uint32_t idx[SL_ASYNC_NOTES];
+	uint16_t rep[SL_ASYNC_NOTES];
 };
 extern __thread struct sl_async_notes sl_async_w __attribute__((tls_model("initial-exec")));
 void sl_sock_async_slow(struct sl_stack *s, struct sl_sock *so, uint32_t why);

@@ -931,17 +931,31 @@ __thread struct sl_async_notes sl_async_w __attribute__((tls_model("initial-exec
 
 static bool async_note(struct sl_stack *s, uint32_t note)
 {
+	unsigned int n = sl_async_w.n;
+
 	/* Per thread, as sl_kp_w: another thread may take the lock (and
-	 * write the handle) as soon as we let go.  More events than the list
-	 * holds in one turn, or a second stack's, are one signal less: Linux
-	 * would queue one a segment (a real-time signal), a plain SIGIO is
-	 * one anyway. */
-	if (sl_async_w.n && sl_async_w.s != s)
+	 * write the handle) as soon as we let go.  A second stack's event
+	 * in one turn is one signal less. */
+	if (n && sl_async_w.s != s)
 		return false;
-	if (sl_async_w.n == SL_ASYNC_NOTES)
+	/* The same event of the same socket as the last: counted there, in
+	 * order.  The list full: counted on an earlier note of it, out of
+	 * order; none, and more kinds of event than the list holds in one
+	 * turn are one signal less (Linux queues a real-time signal an
+	 * event; a plain SIGIO is one anyway).  An owner's SIGURG is one. */
+	for (unsigned int k = n; k-- > 0 && (k == n - 1 || n == SL_ASYNC_NOTES);) {
+		if (sl_async_w.idx[k] != note)
+			continue;
+		if (!(note & SL_BELL_URG) && sl_async_w.rep[k] < 0xffff)
+			sl_async_w.rep[k]++;
+		return true;
+	}
+	if (n == SL_ASYNC_NOTES)
 		return false;
 	sl_async_w.s = s;
-	sl_async_w.idx[sl_async_w.n++] = note;
+	sl_async_w.idx[n] = note;
+	sl_async_w.rep[n] = 0;
+	sl_async_w.n = n + 1;
 	return true;
 }
 

@@ -122,10 +122,29 @@ void sl_bell_tx_lost(void)
 	SL_WRITE_ONCE(tx_fd, -1);
 }
 
-/* One byte to bell i: why, an async bell's event (its si_code). */
-static void ring(struct sl_stack *s, unsigned int i, uint32_t gen, char why)
+/* A count into an async bell's lost[why], saturating. */
+static void lost_add(struct sl_bell *b, unsigned int why, unsigned int n)
 {
-	const struct sl_bell *b = &s->lib->bells[i];
+	uint16_t *c = &b->lost[why % 8], v = SL_READ_ONCE(*c), want;
+
+	do {
+		want = (uint16_t)(v + n > 0xffff ? 0xffff : v + n);
+	} while (v != want && !sl_cmpxchg(c, &v, want));
+}
+
+/*
+ * Bell i: one byte 0 (a sleeper's), or an async bell's n events of
+ * si_code why, one byte each in one datagram.  An async bell's queue
+ * full (its thread has not read the datagrams before; it holds
+ * net.unix.max_dgram_qlen, 10): the events go to its lost[why] count, and
+ * a byte SL_ASYNC_LOOK after it says so, unless the queue is still full,
+ * when the thread reads the queue after the count was added (both are
+ * ordered by the queue: it takes the counts after each read).
+ */
+static void ring(struct sl_stack *s, unsigned int i, uint32_t gen, char why, unsigned int n)
+{
+	struct sl_bell *b = &s->lib->bells[i];
+	char bytes[64];
 	struct sockaddr_un a;
 	socklen_t len;
 	int fd = SL_READ_ONCE(tx_fd);
@@ -150,12 +169,47 @@ static void ring(struct sl_stack *s, unsigned int i, uint32_t gen, char why)
 	/* The fields are the generation's only if it is still there. */
 	if (sl_load_acquire(&b->state) != gen)
 		return;
-	/* Nobody bound there (the thread or process ended) or not in this
-	 * namespace: the entry is stale for us. */
-	if (sl_sys_sendto(fd, &why, 1, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a, len) < 0 &&
-	    (errno == ECONNREFUSED || errno == ENOENT))
-		bell_free(s, i, gen);
-	/* EAGAIN: its queue is full of rings not read yet; it will wake. */
+	if (!n)
+		n = 1;
+	memset(bytes, why, n < sizeof(bytes) ? n : sizeof(bytes));
+	while (n) {
+		unsigned int k = n < sizeof(bytes) ? n : sizeof(bytes);
+
+		if (sl_sys_sendto(fd, bytes, k, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a,
+				  len) == (ssize_t)k) {
+			n -= k;
+			continue;
+		}
+		/* Nobody bound there (the thread or process ended) or not in
+		 * this namespace: the entry is stale for us. */
+		if (errno == ECONNREFUSED || errno == ENOENT) {
+			bell_free(s, i, gen);
+			return;
+		}
+		/* EAGAIN: its queue is full of rings not read yet; it will
+		 * wake.  A sleeper's needs no more; an event is counted. */
+		if (!is_async(SL_READ_ONCE(b->chan)))
+			return;
+		lost_add(b, (unsigned char)why, n);
+		bytes[0] = (char)SL_ASYNC_LOOK;
+		sl_sys_sendto(fd, bytes, 1, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a, len);
+		return;
+	}
+}
+
+void sl_bell_async_take(struct sl_stack *s, int i, uint32_t gen, uint16_t lost[8])
+{
+	struct sl_bell *b;
+
+	memset(lost, 0, 8 * sizeof(lost[0]));
+	if (i < 0 || i >= SL_BELLS)
+		return;
+	b = &s->lib->bells[i];
+	if (sl_load_acquire(&b->state) != gen)
+		return;
+	for (unsigned int k = 0; k < 8; k++)
+		if (SL_READ_ONCE(b->lost[k]))
+			lost[k] = sl_xchg(&b->lost[k], 0);
 }
 
 void sl_bell_ring_pending(struct sl_stack *s, bool all)
@@ -192,7 +246,7 @@ void sl_bell_ring_pending(struct sl_stack *s, bool all)
 			continue;	/* a signal, for its socket's events only */
 		if (all || (chan == SL_BELL_ANY ? any :
 			    (chan < SL_WQ_ALL && (pend[chan / 64] >> (chan % 64) & 1))))
-			ring(s, i, gen, 0);
+			ring(s, i, gen, 0, 1);
 	}
 	if (errno != saved)
 		errno = saved;
@@ -265,7 +319,7 @@ void sl_bell_ring_async(void)
 	if (top > SL_BELLS)
 		top = SL_BELLS;
 	for (unsigned int k = 0; k < n; k++) {
-		uint32_t note = sl_async_w.idx[k];
+		uint32_t note = sl_async_w.idx[k], rep = sl_async_w.rep[k];
 		uint32_t want = SL_BELL_ASYNC | (note & ~SL_ASYNC_WHY_MASK);
 		char why = (char)((note & SL_ASYNC_WHY_MASK) >> SL_ASYNC_WHY_SHIFT);
 
@@ -278,7 +332,7 @@ void sl_bell_ring_async(void)
 			if (want & SL_BELL_URG)
 				sigurg(b, gen);
 			else
-				ring(s, i, gen, why);
+				ring(s, i, gen, why, rep + 1);
 		}
 	}
 	if (errno != saved)

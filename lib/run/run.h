@@ -127,6 +127,9 @@ void sl_bell_ring_pending(struct sl_stack *s, bool all);
  * except (-1: any). */
 void sl_bell_ring_async(void);
 bool sl_bell_async_any(struct sl_stack *s, uint32_t idx, int except);
+/* The events of async bell entry i (generation gen) its ringers found no
+ * room for, by si_code, taken (zeroed there). */
+void sl_bell_async_take(struct sl_stack *s, int i, uint32_t gen, uint16_t lost[8]);
 int sl_bell_tx_fd(void);
 void sl_bell_tx_lost(void);	/* its number is being taken (dup2) */
 /*

@@ -793,6 +793,63 @@ static void sigwait_case(void)
 	close(u);
 }
 
+/*
+ * A burst: BURST datagrams sent before the owner takes any signal, the
+ * signal blocked and taken afterwards with sigtimedwait().  Linux's
+ * sock_def_readable() signals each (kill_fasync()): a real-time F_SETSIG
+ * signal is queued once an event (up to RLIMIT_SIGPENDING), so BURST
+ * POLL_IN with POLLIN|POLLRDNORM; a standard one (SIGIO, plain or as the
+ * F_SETSIG signal) is pending or not, so one.  The datagrams are sent
+ * from a child, so that the owner's process does nothing meanwhile.
+ */
+#define BURST 100
+static void burst_one(const char *name, int sig, int setsig)
+{
+	int u = udp_bound(), n = 0, in = 0, fds = 0, st;
+	struct timespec t = { 0, 500000000 };
+	sigset_t blk, old;
+	siginfo_t si;
+	pid_t pid;
+
+	sigemptyset(&blk);
+	sigaddset(&blk, sig);
+	sigprocmask(SIG_BLOCK, &blk, &old);
+	arm(u, getpid(), setsig);
+	pid = fork();
+	if (pid == 0) {
+		struct sockaddr_in a = lo(port_of(u));
+		int s = socket(AF_INET, SOCK_DGRAM, 0);
+
+		for (int i = 0; i < BURST; i++)
+			sendto(s, "x", 1, 0, (struct sockaddr *)&a, sizeof(a));
+		_exit(0);
+	}
+	waitpid(pid, &st, 0);
+	/* Up to 2 s for the first, then until none for 500 ms. */
+	for (int i = 0; i < BURST + 1; i++) {
+		struct timespec first = { 2, 0 };
+
+		if (sigtimedwait(&blk, &si, i ? &t : &first) != sig)
+			break;
+		n++;
+		in += si.si_code == POLL_IN && si.si_band == (POLLIN | POLLRDNORM);
+		fds += si.si_fd == u;
+	}
+	if (setsig)
+		printf("%s n=%d poll_in=%d si_fd=%d\n", name, n, in, fds);
+	else
+		printf("%s n=%d\n", name, n);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	close(u);
+}
+
+static void burst(void)
+{
+	burst_one("burst_rt", SIGRTMIN + 4, SIGRTMIN + 4);
+	burst_one("burst_sigio", SIGIO, 0);
+	burst_one("burst_setsig_sigio", SIGIO, SIGIO);
+}
+
 /* ---- EINTR ---------------------------------------------------------------- */
 
 static int blk_fd;
@@ -979,6 +1036,7 @@ static const struct {
 	{ "sigwait", sigwait_case }, { "tcp_space", tcp_space }, { "quiet", quiet },
 	{ "events_pid", events_pid }, { "events_tid", events_tid },
 	{ "events_pgrp", events_pgrp }, { "end_quiet", end_quiet }, { "urgent", urgent },
+	{ "burst", burst },
 };
 
 static void eintr_all(void)
