@@ -1173,6 +1173,7 @@ int sl_async_bell(struct sluice_stack *st, int sd, bool on, uint32_t pid, uint32
 		if (sock_get(s, sd, &so) == 0) {
 			if (!sl_bell_async_any(s, (uint32_t)sd, *slot))
 				so->life &= (uint8_t)~SL_LIFE_ASYNC;
+			so->life &= (uint8_t)~SL_LIFE_FASYNC;
 			sl_unlock(s);
 		}
 		*slot = -1;
@@ -1183,9 +1184,22 @@ int sl_async_bell(struct sluice_stack *st, int sd, bool on, uint32_t pid, uint32
 		return ret;
 	*slot = sl_bell_register(s, SL_BELL_ASYNC | (uint32_t)sd, pid, tid, gen);
 	if (*slot >= 0)
-		so->life |= SL_LIFE_ASYNC;
+		so->life |= SL_LIFE_ASYNC | SL_LIFE_FASYNC;
 	sl_unlock(s);
 	return *slot >= 0 ? 0 : -EAGAIN;
+}
+
+bool sl_async_kept(struct sluice_stack *st, int sd)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	bool ret;
+
+	if (sock_get(s, sd, &so))
+		return false;
+	ret = so->life & SL_LIFE_FASYNC;
+	sl_unlock(s);
+	return ret;
 }
 
 void sl_async_bell_take(struct sluice_stack *st, int slot, uint32_t gen, uint16_t lost[8])

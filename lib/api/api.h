@@ -156,6 +156,9 @@ int sl_async_bell(struct sluice_stack *st, int sd, bool on, uint32_t pid, uint32
 /* The events async bell entry slot (generation gen) lost to its full
  * queue, by si_code, taken: no lock (run/bell.c, sl_bell_async_take()). */
 void sl_async_bell_take(struct sluice_stack *st, int slot, uint32_t gen, uint16_t lost[8]);
+/* Whether socket sd's description has O_ASYNC (SL_LIFE_FASYNC): set by
+ * sl_async_bell() on, cleared by it off; for an exec'd image. */
+bool sl_async_kept(struct sluice_stack *st, int sd);
 /*
  * Socket sd's owner (F_SETOWN, F_SETOWN_EX: type F_OWNER_*, id; id 0:
  * none), for SIGURG at a new urgent pointer, with or without O_ASYNC

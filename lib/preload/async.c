@@ -24,6 +24,7 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -271,6 +272,69 @@ static void serve(uint64_t data)
 			events(r, order[k], lost[order[k]]);
 }
 
+/* ---- a forked child's part ----------------------------------------------- */
+
+/* An epoll item of the async thread with this bit is a pidfd (bits 32-62)
+ * of a process (bits 0-31) whose records this one shares; a record's
+ * serial never reaches it. */
+#define PL_ASYNC_WATCH	(1ull << 63)
+
+/*
+ * Process gone ended, and its thread with it (async_mu held): the records
+ * it served that this process shares (a forked child's copies of the
+ * files, whose descriptions, and so the owner's fasync entries, live on
+ * while any process holds them) are served by this process's thread
+ * now, as Linux signals the owner as long as the socket's file exists.
+ * Their bells' names stay bound (this process holds them), so the stack
+ * rings them still; rings since the end wait in their queues.
+ */
+static void adopt(pid_t gone)
+{
+	pid_t self = sl_self_pid();
+
+	for (unsigned int i = 0; i < PL_ASYNC_RECS; i++) {
+		struct async_rec *r = &recs[i];
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		if (!r->serial || r->pid != gone || r->bell < 0)
+			continue;
+		r->pid = self;
+		ev.data.u64 = (uint64_t)r->serial << 32 | i;
+		sl_sys_epoll_ctl(async_ep, EPOLL_CTL_ADD, r->bell, &ev);
+	}
+}
+
+static int high(int fd);
+
+/* Watch process pid, whose records this one shares (async_mu held): a
+ * pidfd in the thread's set; gone already, its records are ours now. */
+static void watch(pid_t pid)
+{
+	int pfd = high((int)sl_syscall(SYS_pidfd_open, pid, 0u));
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	if (pfd < 0) {
+		if (errno == ESRCH)
+			adopt(pid);
+		return;
+	}
+	ev.data.u64 = PL_ASYNC_WATCH | (uint64_t)(uint32_t)pfd << 32 | (uint32_t)pid;
+	if (sl_sys_epoll_ctl(async_ep, EPOLL_CTL_ADD, pfd, &ev))
+		drop(&pfd);
+}
+
+/* A watched process ended (async_mu held). */
+static void watched_end(uint64_t data)
+{
+	int pfd = (int)(data >> 32 & 0x7fffffff);
+
+	if (!pl_async_is(pfd))
+		return;		/* its number was taken (pl_async_lost()) */
+	sl_sys_epoll_ctl(async_ep, EPOLL_CTL_DEL, pfd, NULL);
+	drop(&pfd);
+	adopt((pid_t)(uint32_t)data);
+}
+
 static void nap(void)
 {
 	struct timespec ts = { 0, 1000000 };
@@ -296,8 +360,12 @@ static void *async_main(void *arg)
 			continue;
 		}
 		pthread_mutex_lock(&async_mu);
-		for (int i = 0; i < n; i++)
-			serve(evs[i].data.u64);
+		for (int i = 0; i < n; i++) {
+			if (evs[i].data.u64 & PL_ASYNC_WATCH)
+				watched_end(evs[i].data.u64);
+			else
+				serve(evs[i].data.u64);
+		}
 		pthread_mutex_unlock(&async_mu);
 	}
 	return NULL;
@@ -348,12 +416,39 @@ void pl_async_atfork_parent(void)
 
 void pl_async_atfork_child(void)
 {
+	pid_t seen[8];
+	unsigned int nseen = 0;
+
 	/* Held by the thread that forked, which is this one.  The parent's
-	 * thread is not here: its records stay its (the child closes its
-	 * copies with the socket); the child makes a set of its own. */
+	 * thread is not here: its records stay its while it lives (the
+	 * child closes its copies with the socket); the child makes a set
+	 * of its own. */
 	pthread_mutex_init(&async_mu, NULL);
 	if (async_ep_pid)	/* unwritten when already right: a page */
 		async_ep_pid = 0;
+	/* A process that never armed O_ASYNC reads one word here.  One that
+	 * did gives each child that shares its records a thread that takes
+	 * them over when their process ends (adopt()). */
+	if (!SL_READ_ONCE(async_serial) || sl_sys_sandboxed)
+		return;
+	pthread_mutex_lock(&async_mu);
+	for (unsigned int i = 0; i < PL_ASYNC_RECS; i++) {
+		const struct async_rec *r = &recs[i];
+		unsigned int k;
+
+		if (!r->serial || r->bell < 0)
+			continue;
+		for (k = 0; k < nseen && seen[k] != r->pid; k++)
+			;
+		if (k < nseen)
+			continue;
+		if (!nseen && thread_start())
+			break;
+		if (nseen < sizeof(seen) / sizeof(seen[0]))
+			seen[nseen++] = r->pid;
+		watch(r->pid);
+	}
+	pthread_mutex_unlock(&async_mu);
 }
 
 /* ---- arming ------------------------------------------------------------ */
@@ -555,11 +650,19 @@ static void bell_close(struct pl_sock *ps, bool closing)
 
 static int arm(int fd, struct pl_sock *ps)
 {
-	uint32_t pid = (uint32_t)sl_self_pid();
-	uint32_t tid = PL_ASYNC_TID | (sl_fetch_add(&async_ids, 1) & 0x3fffffffu);
+	uint32_t pid = (uint32_t)sl_self_pid(), tid;
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct async_rec *r = NULL;
+	struct timespec now;
 	int ret;
+
+	/* An image's ids start where the clock says: an exec keeps the pid,
+	 * and the image before may have left an entry whose name one of
+	 * ours would bind again (run/bell.c frees it when it finds its name
+	 * unbound), to be rung twice. */
+	if (!async_ids && !clock_gettime(CLOCK_MONOTONIC, &now))
+		async_ids = (uint32_t)now.tv_nsec ^ (uint32_t)now.tv_sec << 20;
+	tid = PL_ASYNC_TID | (sl_fetch_add(&async_ids, 1) & 0x3fffffffu);
 
 	for (unsigned int i = 0; i < PL_ASYNC_RECS && !r; i++)
 		if (!recs[i].serial) {
@@ -612,6 +715,23 @@ int pl_async_setfl(int fd, struct pl_sock *ps, bool on)
 		bell_close(ps, false);
 	pthread_mutex_unlock(&async_mu);
 	return ret;
+}
+
+/*
+ * After exec: socket fd, inherited, had O_ASYNC in the image before
+ * (SL_LIFE_FASYNC), whose files were close-on-exec and whose thread is
+ * gone; Linux keeps the flag and the owner on the description, so this
+ * image arms it again, with the owner and signal the placeholder kept.
+ */
+void pl_async_inherit(int fd)
+{
+	struct pl_sock *ps = pl_get(fd);
+
+	if (!ps)
+		return;
+	if (!SL_READ_ONCE(ps->async_fd) && sl_async_kept(pl_stack(), (int)ps->sd))
+		pl_async_setfl(fd, ps, true);
+	pl_put(ps);
 }
 
 void pl_async_owner(int fd, struct pl_sock *ps)

@@ -2159,7 +2159,10 @@ void pl_fdtable_inherit(void)
 
 		if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == dirfd(d))
 			continue;
-		pl_fd_adopt(fd);
+		/* O_ASYNC stays on the description across exec: the image
+		 * before's files went with it (async.c). */
+		if (pl_fd_adopt(fd))
+			pl_async_inherit(fd);
 	}
 	closedir(d);
 }

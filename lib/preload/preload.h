@@ -314,6 +314,7 @@ int pl_async_setfl(int fd, struct pl_sock *ps, bool on);
 void pl_async_owner(int fd, struct pl_sock *ps);
 void pl_urg_owner(int fd, struct pl_sock *ps);	/* F_SETOWN*: SIGURG's owner */
 void pl_async_release(struct pl_sock *ps);
+void pl_async_inherit(int fd);	/* after exec: armed again if it was */
 bool pl_async_is(int fd);
 void pl_async_lost(int fd);
 void pl_async_atfork_prepare(void);

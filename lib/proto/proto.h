@@ -283,6 +283,11 @@ _Static_assert(sizeof(struct sl_sock) <= SL_SOCK_SIZE && SL_SOCK_SIZE <= 1024,
  * O_ASYNC): a new urgent pointer signals it SIGURG after unlock
  * (sl_sock_urg(); lib/preload/README.md, "Urgent data"). */
 #define SL_LIFE_OWNER	0x10
+/* The description has O_ASYNC (F_SETFL, FIOASYNC; not yet turned off):
+ * an exec'd image of a process that holds it arms it again
+ * (pl_fdtable_inherit(), sl_async_kept()), as Linux keeps the flag and
+ * the owner across exec.  Under the stack lock, as SL_LIFE_ASYNC. */
+#define SL_LIFE_FASYNC	0x20
 
 /*
  * SO_RCVLOWAT (socket(7)): bytes a blocking read waits for, and that poll

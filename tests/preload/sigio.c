@@ -6,7 +6,7 @@
  * printed the same on the kernel and under `sluice run`
  * (tests/host/test_sigio.sh compares them).  All on 127.0.0.1.
  *
- *   sigio [CASE...]   (no argument: every case)
+ *   sigio [CASE...]   (no argument: every case but exec_keep)
  *   sigio wait_udp PORT   a datagram from outside to PORT while the only
  *                         thread sleeps in sigsuspend() (a TAP stack's
  *                         frames then read by whoever the stack has:
@@ -850,6 +850,114 @@ static void burst(void)
 	burst_one("burst_setsig_sigio", SIGIO, SIGIO);
 }
 
+/* One signal sig taken in up to 2 s: "code:band" and whether si_fd was
+ * fd, or "none". */
+static void take_one(const char *name, int sig, int fd)
+{
+	struct timespec t = { 2, 0 };
+	sigset_t blk;
+	siginfo_t si;
+
+	sigemptyset(&blk);
+	sigaddset(&blk, sig);
+	if (sigtimedwait(&blk, &si, &t) != sig) {
+		printf("%s none\n", name);
+		return;
+	}
+	printf("%s %d:0x%lx fd=%s\n", name, si.si_code, (long)si.si_band,
+	       si.si_fd == fd ? "fd" : "other");
+}
+
+/*
+ * The owner set by F_SETOWN gets the socket's signals as long as the
+ * socket exists (its file's fasync entry lives with the file): here a
+ * child arms a UDP socket with this process as the owner, forks a
+ * grandchild that keeps it, and exits; a datagram sent then signals this
+ * process, si_fd the number the child armed.
+ */
+static void fork_keep(void)
+{
+	int p[2], st, fd = -1;
+	uint16_t port = 0;
+	sigset_t blk, old;
+	pid_t a;
+
+	sigemptyset(&blk);
+	sigaddset(&blk, SIGRTMIN + 6);
+	sigprocmask(SIG_BLOCK, &blk, &old);
+	if (pipe(p))
+		return;
+	a = fork();
+	if (a == 0) {
+		int u = udp_bound();
+		pid_t b;
+
+		arm(u, getppid(), SIGRTMIN + 6);
+		b = fork();
+		if (b == 0) {
+			uint16_t pt = port_of(u);
+
+			/* The grandchild: holds the socket 3 s past its parent. */
+			for (int i = 0; i < 2000 && getppid() == a; i++)
+				msleep(1);
+			if (write(p[1], &pt, sizeof(pt)) != sizeof(pt) ||
+			    write(p[1], &u, sizeof(u)) != sizeof(u))
+				_exit(1);
+			msleep(3000);
+			_exit(0);
+		}
+		_exit(b < 0);
+	}
+	waitpid(a, &st, 0);
+	close(p[1]);
+	if (read(p[0], &port, sizeof(port)) != sizeof(port) || read(p[0], &fd, sizeof(fd)) != sizeof(fd)) {
+		printf("fork_keep no_grandchild\n");
+	} else {
+		udp_send(port);
+		take_one("fork_keep", SIGRTMIN + 6, fd);
+		/* And again: one signal an event, the one process serving. */
+		udp_send(port);
+		take_one("fork_keep_again", SIGRTMIN + 6, fd);
+	}
+	close(p[0]);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/*
+ * An exec keeps O_ASYNC, the owner and the F_SETSIG signal of a socket
+ * without FD_CLOEXEC (they are the description's): armed here, then this
+ * program again as "exec_keep_after FD", the signal blocked throughout
+ * (the mask stays across exec; a caught one's handler would not), where
+ * a datagram to it signals this same process.
+ */
+static void exec_keep(void)
+{
+	int u = udp_bound();
+	char arg[16];
+	sigset_t blk;
+
+	sigemptyset(&blk);
+	sigaddset(&blk, SIGRTMIN + 7);
+	sigprocmask(SIG_BLOCK, &blk, NULL);
+	arm(u, getpid(), SIGRTMIN + 7);
+	snprintf(arg, sizeof(arg), "%d", u);
+	fflush(stdout);
+	execl("/proc/self/exe", "sigio", "exec_keep_after", arg, (char *)NULL);
+	perror("exec");
+}
+
+static void exec_keep_after(int u)
+{
+	struct f_owner_ex ex;
+
+	fcntl(u, F_GETOWN_EX, &ex);
+	printf("exec_keep_after async=%d sig=%d own=%d\n", !!(fcntl(u, F_GETFL) & O_ASYNC),
+	       fcntl(u, F_GETSIG) - SIGRTMIN, ex.pid == getpid());
+	udp_send(port_of(u));
+	take_one("exec_keep_signal", SIGRTMIN + 7, u);
+	close(u);
+}
+
 /* ---- EINTR ---------------------------------------------------------------- */
 
 static int blk_fd;
@@ -1036,7 +1144,9 @@ static const struct {
 	{ "sigwait", sigwait_case }, { "tcp_space", tcp_space }, { "quiet", quiet },
 	{ "events_pid", events_pid }, { "events_tid", events_tid },
 	{ "events_pgrp", events_pgrp }, { "end_quiet", end_quiet }, { "urgent", urgent },
-	{ "burst", burst },
+	{ "burst", burst }, { "fork_keep", fork_keep },
+	/* Last: it execs (the rest of a run is lost). */
+	{ "exec_keep", exec_keep },
 };
 
 static void eintr_all(void)
@@ -1083,6 +1193,10 @@ static void wait_udp(int port)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 3 && !strcmp(argv[1], "exec_keep_after")) {
+		exec_keep_after(atoi(argv[2]));
+		return 0;
+	}
 	if (argc == 3 && !strcmp(argv[1], "wait_udp")) {
 		wait_udp(atoi(argv[2]));
 		return 0;
@@ -1090,7 +1204,7 @@ int main(int argc, char **argv)
 	/* A process group of its own: the pgrp case signals no one else. */
 	setpgid(0, 0);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		bool run = argc < 2;
+		bool run = argc < 2 && cases[i].fn != exec_keep;	/* named only */
 
 		for (int k = 1; k < argc; k++)
 			run |= !strcmp(argv[k], cases[i].name);
