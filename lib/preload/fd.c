@@ -119,19 +119,60 @@ EXPORT int dup3(int fd, int newfd, int flags)
  * On the placeholder they would meet the shard's other sockets' and the
  * library's own liveness locks (fdtable.c: a program's read lock there
  * could keep a dead socket looking held), and a write lock is EBADF (a
- * FIFO opened for reading).  So the library answers them: the struct
- * read (EFAULT) and checked as flock_to_posix_lock() checks it (l_whence,
- * a negative start EINVAL, a range past the largest offset EOVERFLOW),
- * then l_type and an OFD lock's l_pid (EINVAL), every lock granted,
- * F_GETLK F_UNLCK.  Where this is not Linux: one
- * socket locked both by OFD and process locks, or by two processes
- * with locks that overlap, is not refused.
+ * FIFO opened for reading).  So they go to a file of the socket's own
+ * (pl_fd_lock_file(): "l" and its index in the placeholders' directory,
+ * empty, opened by each process at its first lock and kept in
+ * ps->lock_fd, inherited by a child forked after), after the struct is
+ * read (EFAULT) and checked as flock_to_posix_lock() checks it: the
+ * kernel then refuses what Linux refuses, a process lock of another
+ * process that overlaps (EAGAIN, F_GETLK gives its pid) and an OFD lock
+ * and a process lock that overlap, in one process or two.  Any close of
+ * the socket ends the process's process locks (a whole-range F_UNLCK,
+ * pl_sock_locks_close()), its last the file.  Where this is not Linux:
+ * OFD locks are the lock file's description's, which a child forked
+ * after the first lock shares, but two processes that first locked
+ * after the fork each have their own (they conflict, where on Linux the
+ * socket's one description holds both), as do an exec'd image and a
+ * process that got the socket with SCM_RIGHTS; the file unopenable
+ * (another user's stack), every lock is granted, F_GETLK F_UNLCK.
  */
-static int sock_lock(int cmd, void *arg)
+void pl_sock_locks_close(struct pl_sock *ps, bool last)
+{
+	struct flock all = { .l_type = F_UNLCK, .l_whence = SEEK_SET };
+	int lk = SL_READ_ONCE(ps->lock_fd) - 1;
+
+	if (lk < 0)
+		return;
+	if (!last) {
+		REAL(fcntl)(lk, F_SETLK, &all);
+		return;
+	}
+	SL_WRITE_ONCE(ps->lock_fd, 0);
+	pl_libc.close(lk);
+}
+
+static int sock_lock_file(struct pl_sock *ps)
+{
+	int lk = SL_READ_ONCE(ps->lock_fd) - 1, none = 0;
+
+	if (lk >= 0)
+		return lk;
+	lk = pl_fd_lock_file(ps->sd);
+	if (lk < 0)
+		return -1;
+	if (!sl_cmpxchg(&ps->lock_fd, &none, lk + 1)) {
+		pl_libc.close(lk);	/* another thread opened it first */
+		lk = none - 1;
+	}
+	return lk;
+}
+
+static int sock_lock(struct pl_sock *ps, int cmd, void *arg)
 {
 	bool ofd = cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW || cmd == F_OFD_GETLK;
 	bool get = cmd == F_GETLK || cmd == F_OFD_GETLK;
 	struct flock fl;
+	int lk;
 
 	if (pl_copy_in(&fl, arg, sizeof(fl)))
 		return -EFAULT;
@@ -146,6 +187,12 @@ static int sock_lock(int cmd, void *arg)
 		return -EINVAL;
 	if (ofd && fl.l_pid)
 		return -EINVAL;
+	lk = sock_lock_file(ps);
+	if (lk >= 0) {
+		if (REAL(fcntl)(lk, cmd, &fl))
+			return -errno;
+		return get && pl_copy_out(arg, &fl, sizeof(fl)) ? -EFAULT : 0;
+	}
 	if (!get)
 		return 0;
 	fl.l_type = F_UNLCK;
@@ -177,7 +224,7 @@ EXPORT int fcntl(int fd, int cmd, ...)
 	}
 	if (cmd == F_SETLK || cmd == F_SETLKW || cmd == F_GETLK || cmd == F_OFD_SETLK ||
 	    cmd == F_OFD_SETLKW || cmd == F_OFD_GETLK) {
-		ret = sock_lock(cmd, arg);
+		ret = sock_lock(ps, cmd, arg);
 		pl_put(ps);
 		return ret ? (int)pl_ret(ret) : 0;
 	}

@@ -1689,10 +1689,30 @@ static bool nobody_holds(uint32_t sd)
 	return gone;
 }
 
+/* Socket sd's lock file (fd.c, "Record locks"): a file of its own in the
+ * placeholders' directory, never written, so every whence starts at 0 as
+ * a socket's. */
+int pl_fd_lock_file(uint32_t sd)
+{
+	char path[sizeof(fd_path) + 16];
+	int fd, saved_errno = errno;
+
+	if (!fd_path[0])
+		return -1;
+	snprintf(path, sizeof(path), "%s/l%u", fd_path, sd);
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	fd = sl_sys_fd_high(fd);
+	errno = saved_errno;
+	return fd;
+}
+
 static void sock_release_now(struct pl_sock *ps)
 {
 	int saved_errno = errno;
 
+	pl_sock_locks_close(ps, !SL_READ_ONCE(ps->nfd));
 	/* The last fd of it here: its kernel twin goes (twin.c); a forked
 	 * process that still has the listener keeps its own fd of it. */
 	if (SL_READ_ONCE(ps->twin) && !SL_READ_ONCE(ps->nfd))
@@ -1743,6 +1763,9 @@ void pl_sock_release(struct pl_sock *ps)
 {
 	if (!ps)
 		return;
+	/* Any close of the socket ends this process's record locks on it. */
+	if (SL_READ_ONCE(ps->lock_fd))
+		pl_sock_locks_close(ps, false);
 	if (!(sl_fetch_add(&ps->calls, PL_CALLS_REL) & PL_CALLS_INFL))
 		sock_release_pending(ps);
 }

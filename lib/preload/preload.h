@@ -235,6 +235,9 @@ struct pl_sock {
 	 * none), its files' record + 1, the process that made it, its
 	 * bells[] entry and generation; under async.c's mutex. */
 	int async_fd;
+	/* Record locks (fd.c, sock_lock()): this process's description of
+	 * the socket's lock file, fd + 1 (0: none yet). */
+	int lock_fd;
 	int async_rec;
 	uint32_t async_pid;
 	int async_slot;
@@ -315,6 +318,10 @@ void pl_async_owner(int fd, struct pl_sock *ps);
 void pl_urg_owner(int fd, struct pl_sock *ps);	/* F_SETOWN*: SIGURG's owner */
 void pl_async_release(struct pl_sock *ps);
 void pl_async_inherit(int fd);	/* after exec: armed again if it was */
+/* Record locks (fd.c): socket sd's lock file opened (fdtable.c), or -1;
+ * an fd of the socket closed here (last: the socket's last fd here). */
+int pl_fd_lock_file(uint32_t sd);
+void pl_sock_locks_close(struct pl_sock *ps, bool last);
 bool pl_async_is(int fd);
 void pl_async_lost(int fd);
 void pl_async_atfork_prepare(void);

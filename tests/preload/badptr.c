@@ -1040,6 +1040,49 @@ static void run_case(int i)
 		CASE("fcntl-setlk-lock-unmapped", fcntl(C, F_SETLK, unmapped));
 		CASE("fcntl-getlk-lock-readonly", fcntl(C, F_GETLK, ronly));
 	}
+	/* Locks that meet: another process's process lock (a forked child,
+	 * which shares the socket), an OFD lock and a process lock of one
+	 * process; another socket's locks never meet them. */
+	N(0) {
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+		pid_t p;
+
+		CASE("fcntl-setlk-held", fcntl(C, F_SETLK, &fl));
+		p = fork();
+		if (p == 0) {
+			struct flock f2 = fl;
+
+			CASE("fcntl-setlk-held-other-proc", fcntl(C, F_SETLK, &f2));
+			f2.l_type = F_RDLCK;
+			CASE("fcntl-setlk-held-other-proc-rd", fcntl(C, F_SETLK, &f2));
+			f2 = fl;
+			CASE("fcntl-getlk-held-other-proc", fcntl(C, F_GETLK, &f2));
+			printf("fcntl-getlk-held-other-proc+type %d by-parent %d\n", f2.l_type,
+			       f2.l_pid == getppid());
+			f2 = fl;
+			CASE("fcntl-ofd-setlk-held-other-proc", fcntl(C, F_OFD_SETLK, &f2));
+			f2 = fl;
+			CASE("fcntl-setlk-other-sock", fcntl(S, F_SETLK, &f2));
+			fflush(stdout);
+			_exit(0);
+		}
+		waitpid(p, NULL, 0);
+		fl.l_start = 10;
+		CASE("fcntl-ofd-setlk-10", fcntl(C, F_OFD_SETLK, &fl));
+		CASE("fcntl-setlk-10-over-ofd", fcntl(C, F_SETLK, &fl));
+		CASE("fcntl-getlk-10-over-ofd", fcntl(C, F_GETLK, &fl));
+		printf("fcntl-getlk-10-over-ofd+type %d pid %d\n", fl.l_type, fl.l_pid);
+		/* A close of another fd of the socket ends our process lock. */
+		close(dup(C));
+		fl.l_start = 0;
+		p = fork();
+		if (p == 0) {
+			CASE("fcntl-setlk-after-close-other-proc", fcntl(C, F_SETLK, &fl));
+			fflush(stdout);
+			_exit(0);
+		}
+		waitpid(p, NULL, 0);
+	}
 	/* options: lengths 0 and negative, pointers bad */
 	N(0) { l = 0; CASE("getsockopt-sol-val-unmapped-len0", getsockopt(C, SOL_SOCKET, SO_RCVBUF, unmapped, &l)); printf("getsockopt-sol-val-unmapped-len0+len %u\n", l); }
 	N(0) { l = 0; CASE("getsockopt-tcp-val-unmapped-len0", getsockopt(C, IPPROTO_TCP, TCP_NODELAY, unmapped, &l)); printf("getsockopt-tcp-val-unmapped-len0+len %u\n", l); }
