@@ -139,9 +139,10 @@ static void lost_add(struct sl_bell *b, unsigned int why, unsigned int n)
  * net.unix.max_dgram_qlen, 10): the events go to its lost[why] count, and
  * a byte SL_ASYNC_LOOK after it says so, unless the queue is still full,
  * when the thread reads the queue after the count was added (both are
- * ordered by the queue: it takes the counts after each read).
+ * ordered by the queue: it takes the counts after each read).  False if
+ * the bell is gone (or cannot be rung from here).
  */
-static void ring(struct sl_stack *s, unsigned int i, uint32_t gen, char why, unsigned int n)
+static bool ring(struct sl_stack *s, unsigned int i, uint32_t gen, char why, unsigned int n)
 {
 	struct sl_bell *b = &s->lib->bells[i];
 	char bytes[64];
@@ -158,7 +159,7 @@ static void ring(struct sl_stack *s, unsigned int i, uint32_t gen, char why, uns
 		nfd = sl_sys_fd_high(nfd);
 
 		if (nfd < 0)
-			return;
+			return false;
 		if (!sl_cmpxchg(&tx_fd, &none, nfd)) {
 			sl_sys_close(nfd);	/* another thread made it first */
 			nfd = none;
@@ -168,7 +169,7 @@ static void ring(struct sl_stack *s, unsigned int i, uint32_t gen, char why, uns
 	len = sl_bell_name(&a, SL_READ_ONCE(b->pid), SL_READ_ONCE(b->tid));
 	/* The fields are the generation's only if it is still there. */
 	if (sl_load_acquire(&b->state) != gen)
-		return;
+		return false;
 	if (!n)
 		n = 1;
 	memset(bytes, why, n < sizeof(bytes) ? n : sizeof(bytes));
@@ -184,17 +185,18 @@ static void ring(struct sl_stack *s, unsigned int i, uint32_t gen, char why, uns
 		 * this namespace: the entry is stale for us. */
 		if (errno == ECONNREFUSED || errno == ENOENT) {
 			bell_free(s, i, gen);
-			return;
+			return false;
 		}
 		/* EAGAIN: its queue is full of rings not read yet; it will
 		 * wake.  A sleeper's needs no more; an event is counted. */
 		if (!is_async(SL_READ_ONCE(b->chan)))
-			return;
+			return true;
 		lost_add(b, (unsigned char)why, n);
 		bytes[0] = (char)SL_ASYNC_LOOK;
 		sl_sys_sendto(fd, bytes, 1, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a, len);
-		return;
+		return true;
 	}
+	return true;
 }
 
 void sl_bell_async_take(struct sl_stack *s, int i, uint32_t gen, uint16_t lost[8])
@@ -329,10 +331,20 @@ void sl_bell_ring_async(void)
 
 			if (!(gen & 1) || SL_READ_ONCE(b->chan) != want)
 				continue;
-			if (want & SL_BELL_URG)
+			if (want & SL_BELL_URG) {
 				sigurg(b, gen);
-			else
-				ring(s, i, gen, why, rep + 1);
+				continue;
+			}
+			/*
+			 * One bell of the socket's: every process's that armed
+			 * it carries the description's owner and signal (copied
+			 * from the placeholder), and Linux keeps one fasync entry
+			 * a file (fasync_helper()), so a process that armed it
+			 * after another (forked before) adds no second signal.
+			 * The next only if this one is gone.
+			 */
+			if (ring(s, i, gen, why, rep + 1))
+				break;
 		}
 	}
 	if (errno != saved)

@@ -15,7 +15,8 @@
 # process exits, execs or is killed; a burst of 100 datagrams before
 # the owner takes any: 100 real-time signals, one SIGIO; the owner still
 # signalled after the arming process exits, a forked child holding the
-# socket; and after an exec of a process that armed it.
+# socket; one signal an event when two processes set O_ASYNC on it; and
+# after an exec of a process that armed it.
 set -u
 . "$(dirname "$0")/lib.sh"
 prog=$top/build/tests/preload/sigio
@@ -26,7 +27,7 @@ need_netns "loopback sockets"
 # Groups run apart: a signal that never comes (the asleep case ends on an
 # alarm) costs only its own group's lines.
 groups=("tcp_data tcp_setsig udp_data listen_conn" "fioasync owner_tid owner_pgrp" asleep skns sigwait tcp_space quiet eintr
-	events_pid events_tid events_pgrp end_quiet urgent burst fork_keep exec_keep)
+	events_pid events_tid events_pgrp end_quiet urgent burst fork_keep two_armed exec_keep)
 for g in "${groups[@]}"; do
 	k=$(in_netns "$prog" $g 2>&1)
 	s=$(in_netns env SLUICE_STACK=$st-${g%% *} "$top/build/tools/sluice" run -- "$prog" $g 2>&1)
@@ -34,7 +35,7 @@ for g in "${groups[@]}"; do
 	check_as_kernel "$k" "$s"
 done
 # The kernel's own answers are what the cases say they are.
-k=$(in_netns "$prog" tcp_setsig tcp_space events_tid urgent burst fork_keep exec_keep 2>&1)
+k=$(in_netns "$prog" tcp_setsig tcp_space events_tid urgent burst fork_keep two_armed exec_keep 2>&1)
 check "on the kernel: F_SETSIG gives POLL_IN, si_fd and POLLIN|POLLRDNORM" \
 	grep -q '^tcp_setsig sig=[0-9]* code=1 fd=fd band=0x41 n=1 to=owner$' <<<"$k"
 check "on the kernel: room to write back is POLL_OUT, POLLOUT|POLLWRNORM|POLLWRBAND" \
@@ -55,6 +56,8 @@ check "on the kernel: a burst of 100 datagrams is 100 real-time signals, POLL_IN
 	test "$(grep -c '^burst_rt n=100 poll_in=100 si_fd=100$\|^burst_sigio n=1$\|^burst_setsig_sigio n=1 poll_in=1 si_fd=1$' <<<"$k")" = 3
 check "on the kernel: the owner gets the signal of a socket whose arming process exited, a child holding it" \
 	test "$(grep -c '^fork_keep\(_again\)\? 1:0x41 fd=fd$' <<<"$k")" = 2
+check "on the kernel: two processes that both set O_ASYNC on one socket: one signal an event, one SIGURG" \
+	test "$(grep -c '^two_armed_udp n=1$\|^two_armed_urgent sigurg=1 poll_pri=1 poll_in=2$' <<<"$k")" = 2
 check "on the kernel: O_ASYNC, the owner and F_SETSIG stay across exec, and signal" \
 	test "$(grep -c '^exec_keep_after async=1 sig=7 own=1$\|^exec_keep_signal 1:0x41 fd=fd$' <<<"$k")" = 2
 done_testing

@@ -924,6 +924,65 @@ static void fork_keep(void)
 }
 
 /*
+ * Two processes that hold one socket (forked before either armed it) both
+ * set O_ASYNC: the description's flag, set twice, one fasync entry
+ * (fasync_helper() keeps one a file): a datagram is one POLL_IN, urgent
+ * data one SIGURG and one POLL_PRI.
+ */
+static void two_armed(void)
+{
+	int p[2], q[2], u = udp_bound(), c, a, st, urgs = 0, pris = 0, ins = 0;
+	struct timespec t = { 0, 500000000 };
+	sigset_t blk, old;
+	siginfo_t si;
+	pid_t pid;
+	char b = 0;
+
+	tcp_pair(&c, &a);
+	sigemptyset(&blk);
+	sigaddset(&blk, SIGRTMIN + 8);
+	sigaddset(&blk, SIGURG);
+	sigprocmask(SIG_BLOCK, &blk, &old);
+	if (pipe(p) || pipe(q))
+		return;
+	pid = fork();
+	if (pid == 0) {
+		arm(u, getppid(), SIGRTMIN + 8);
+		arm(a, getppid(), SIGRTMIN + 8);
+		if (write(p[1], &b, 1) != 1 || read(q[0], &b, 1) != 1)
+			_exit(1);
+		_exit(0);
+	}
+	if (read(p[0], &b, 1) != 1)
+		return;
+	arm(u, getpid(), SIGRTMIN + 8);
+	arm(a, getpid(), SIGRTMIN + 8);
+	udp_send(port_of(u));
+	for (int i = 0; i < 8 && sigtimedwait(&blk, &si, &t) == SIGRTMIN + 8; i++)
+		ins++;
+	printf("two_armed_udp n=%d\n", ins);
+	ins = 0;
+	send(c, "x", 1, MSG_OOB);
+	for (int i = 0, sig; i < 8 && (sig = sigtimedwait(&blk, &si, &t)) > 0; i++) {
+		urgs += sig == SIGURG;
+		pris += sig == SIGRTMIN + 8 && si.si_code == POLL_PRI;
+		ins += sig == SIGRTMIN + 8 && si.si_code == POLL_IN;
+	}
+	printf("two_armed_urgent sigurg=%d poll_pri=%d poll_in=%d\n", urgs, pris, ins);
+	if (write(q[1], &b, 1) != 1)
+		return;
+	waitpid(pid, &st, 0);
+	close(c);
+	close(a);
+	close(u);
+	/* The FIN's, taken before the mask goes (their default kills). */
+	t.tv_nsec = 200000000;
+	while (sigtimedwait(&blk, &si, &t) > 0)
+		;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/*
  * An exec keeps O_ASYNC, the owner and the F_SETSIG signal of a socket
  * without FD_CLOEXEC (they are the description's): armed here, then this
  * program again as "exec_keep_after FD", the signal blocked throughout
@@ -1144,7 +1203,7 @@ static const struct {
 	{ "sigwait", sigwait_case }, { "tcp_space", tcp_space }, { "quiet", quiet },
 	{ "events_pid", events_pid }, { "events_tid", events_tid },
 	{ "events_pgrp", events_pgrp }, { "end_quiet", end_quiet }, { "urgent", urgent },
-	{ "burst", burst }, { "fork_keep", fork_keep },
+	{ "burst", burst }, { "fork_keep", fork_keep }, { "two_armed", two_armed },
 	/* Last: it execs (the rest of a run is lost). */
 	{ "exec_keep", exec_keep },
 };
