@@ -398,11 +398,6 @@ struct sl_region {
 		uint32_t state;		/* SL_BELL_FREE, _CLAIMED, or its generation (odd) */
 		uint32_t chan;		/* wait channel, SL_BELL_ANY, or SL_BELL_ASYNC | socket */
 		uint32_t pid, tid;	/* whose bell (its name); an owner's (SL_BELL_URG) */
-		/* An async bell's events that found its datagram queue full
-		 * (net.unix.max_dgram_qlen), by si_code: added by the
-		 * ringer, taken by the bell's thread (run/bell.c,
-		 * sl_bell_async_take()). */
-		uint16_t lost[8];
 	} bells[SL_BELLS];
 	uint32_t bells_top;		/* entries ever used: the scans' bound */
 	uint32_t bells_gen;		/* the next generation, less its odd bit */
@@ -477,6 +472,13 @@ struct sl_region {
 	 * after the entry (read without the lock by the preload). */
 	uint8_t v6tok[SL_V6TOK_N][16];
 	uint32_t v6tok_n;
+
+	/* Async bell i's events that found its datagram queue full
+	 * (net.unix.max_dgram_qlen), by si_code: added by the ringer, taken
+	 * by the bell's thread (run/bell.c, sl_bell_async_take()).  Here,
+	 * not in struct sl_bell, so that the fields before keep their
+	 * places (4 KiB, 64-byte multiple: those after keep their lines). */
+	uint16_t bells_lost[SL_BELLS][8];
 
 	/* Which process counts in which block of counters (below). */
 	uint32_t counter_pid[SL_PROC_MAX] __attribute__((aligned(64)));

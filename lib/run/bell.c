@@ -72,6 +72,9 @@ int sl_bell_register(struct sl_stack *s, uint32_t chan, uint32_t pid, uint32_t t
 		SL_WRITE_ONCE(b->chan, chan);
 		SL_WRITE_ONCE(b->pid, pid);
 		SL_WRITE_ONCE(b->tid, tid);
+		/* An entry's lost events are its own, not an earlier user's. */
+		if (is_async(chan))
+			memset(r->bells_lost[i], 0, sizeof(r->bells_lost[i]));
 		/* Generations are odd (never FREE or CLAIMED) and new each
 		 * time, so an entry is freed once, by whoever finds it with
 		 * the generation it read. */
@@ -123,9 +126,9 @@ void sl_bell_tx_lost(void)
 }
 
 /* A count into an async bell's lost[why], saturating. */
-static void lost_add(struct sl_bell *b, unsigned int why, unsigned int n)
+static void lost_add(struct sl_stack *s, unsigned int i, unsigned int why, unsigned int n)
 {
-	uint16_t *c = &b->lost[why % 8], v = SL_READ_ONCE(*c), want;
+	uint16_t *c = &s->lib->bells_lost[i % SL_BELLS][why % 8], v = SL_READ_ONCE(*c), want;
 
 	do {
 		want = (uint16_t)(v + n > 0xffff ? 0xffff : v + n);
@@ -191,7 +194,7 @@ static bool ring(struct sl_stack *s, unsigned int i, uint32_t gen, char why, uns
 		 * wake.  A sleeper's needs no more; an event is counted. */
 		if (!is_async(SL_READ_ONCE(b->chan)))
 			return true;
-		lost_add(b, (unsigned char)why, n);
+		lost_add(s, i, (unsigned char)why, n);
 		bytes[0] = (char)SL_ASYNC_LOOK;
 		sl_sys_sendto(fd, bytes, 1, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a, len);
 		return true;
@@ -201,17 +204,17 @@ static bool ring(struct sl_stack *s, unsigned int i, uint32_t gen, char why, uns
 
 void sl_bell_async_take(struct sl_stack *s, int i, uint32_t gen, uint16_t lost[8])
 {
-	struct sl_bell *b;
+	uint16_t *c;
 
 	memset(lost, 0, 8 * sizeof(lost[0]));
 	if (i < 0 || i >= SL_BELLS)
 		return;
-	b = &s->lib->bells[i];
-	if (sl_load_acquire(&b->state) != gen)
+	if (sl_load_acquire(&s->lib->bells[i].state) != gen)
 		return;
+	c = s->lib->bells_lost[i];
 	for (unsigned int k = 0; k < 8; k++)
-		if (SL_READ_ONCE(b->lost[k]))
-			lost[k] = sl_xchg(&b->lost[k], 0);
+		if (SL_READ_ONCE(c[k]))
+			lost[k] = sl_xchg(&c[k], 0);
 }
 
 void sl_bell_ring_pending(struct sl_stack *s, bool all)
