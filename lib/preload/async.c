@@ -418,6 +418,7 @@ void pl_async_atfork_child(void)
 {
 	pid_t seen[8];
 	unsigned int nseen = 0;
+	int saved = errno;
 
 	/* Held by the thread that forked, which is this one.  The parent's
 	 * thread is not here: its records stay its while it lives (the
@@ -449,6 +450,8 @@ void pl_async_atfork_child(void)
 		watch(r->pid);
 	}
 	pthread_mutex_unlock(&async_mu);
+	if (errno != saved)
+		errno = saved;	/* fork() succeeded: errno as it was */
 }
 
 /* ---- arming ------------------------------------------------------------ */
