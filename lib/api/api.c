@@ -502,6 +502,14 @@ static bool journal_names(struct sl_stack *s, uint32_t seen, uint32_t *from,
 	return false;
 }
 
+/* One more exclusive waiter of so (lock not held): a futex sleeper on its
+ * xseq, else a mixed set's bell (run/bell.c, SL_BELL_X). */
+static void wake_next(struct sl_stack *s, struct sl_sock *so)
+{
+	if (sl_wake_word_n(&so->xseq, 1) == 0)
+		sl_bell_ring_excl(s, so->idx, false);
+}
+
 /* sluice_poll(), and with journal set, also done once the readiness
  * journal (sl_region.chg_seq) has moved from *journal (with nchan > 0,
  * once it names a socket of one of the wait channels of chans' sockets,
@@ -719,12 +727,12 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 		 * lock: then the wake-up may have been meant for a connection
 		 * still queued, and the next sleeper looks. */
 		if (xso && unlooked && SL_READ_ONCE(xso->xsleepers))
-			sl_wake_word_n(&xso->xseq, 1);
+			wake_next(s, xso);
 		for (unsigned int i = q ? 0 : 1; i < nxv; i++)
 			sl_fetch_sub(&xv[i]->xsleepers, 1);
 		for (unsigned int i = 0; unlooked && i < nxv; i++)
 			if (SL_READ_ONCE(xv[i]->xsleepers))
-				sl_wake_word_n(&xv[i]->xseq, 1);
+				wake_next(s, xv[i]);
 		if (q)
 			sl_fetch_sub(&s->lib->wq_sleepers, nqv ? nqv : 1);
 		for (unsigned int i = 1; i < nqv; i++)
@@ -800,6 +808,7 @@ void sl_wait_kick_excl(struct sluice_stack *st, const struct sluice_pollfd *xfds
 		if (SL_READ_ONCE(so->xsleepers)) {
 			sl_fetch_add(&so->xseq, 1);
 			sl_wake_word_n(&so->xseq, INT_MAX);
+			sl_bell_ring_excl(s, so->idx, true);
 		}
 	}
 }

@@ -82,6 +82,11 @@ static inline uint32_t sl_chan_wq(int chan)
  * F_SETOWN_EX), for SIGURG (run/bell.c, sl_bell_ring_async()): pid is
  * the owner's id, tid its type (F_OWNER_TID, _PID, _PGRP). */
 #define SL_BELL_URG	0x40000000u
+/* An exclusive bell (EPOLLEXCLUSIVE in a mixed set, run/bell.c): chan is
+ * this bit | the socket's index; counted in the socket's xsleepers, and
+ * one of them rung a change, as one futex waiter on its xseq is woken
+ * (sl_bell_ring_excl()). */
+#define SL_BELL_X	0x20000000u
 /* An async note (sl_sock_async()) carries the event's si_code above the
  * socket's index (below 2^20), and the ring's byte says it to the bell's
  * process (lib/preload/README.md, "O_ASYNC"): Linux's POLL_IN .. POLL_HUP
@@ -1201,8 +1206,8 @@ uint32_t sl_lock_release(struct sl_stack *s);
 void sl_lock_release_broken(struct sl_stack *s);
 /* Wake every sleeper on the region's wake_seq futex. */
 void sl_wake_sleepers(struct sl_stack *s);
-/* Wake up to n sleepers on word. */
-void sl_wake_word_n(uint32_t *word, int n);
+/* Wake up to n sleepers on word: how many woke, or -errno. */
+int sl_wake_word_n(uint32_t *word, int n);
 /* Futex-wake whoever sleeps on word (a wait channel's seq). */
 void sl_wake_word(uint32_t *word);
 /* Every sleeper looks again: the stack's futex and every wait channel

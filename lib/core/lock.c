@@ -538,7 +538,9 @@ void sl_wake_word(uint32_t *word)
 	futex(word, FUTEX_WAKE, INT_MAX, NULL);
 }
 
-void sl_wake_word_n(uint32_t *word, int n)
+int sl_wake_word_n(uint32_t *word, int n)
 {
-	futex(word, FUTEX_WAKE, (uint32_t)n, NULL);
+	long r = futex(word, FUTEX_WAKE, (uint32_t)n, NULL);
+
+	return r < 0 ? -errno : (int)r;
 }

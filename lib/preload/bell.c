@@ -176,7 +176,8 @@ void pl_bell_atfork_child(void)
 		bell_tid = 0;	/* the child's thread has an id of its own */
 }
 
-int pl_bell_begin(const int *chans, unsigned int nchan, struct pl_bellreg *reg)
+int pl_bell_begin(const int *chans, unsigned int nchan, const int *xsds, unsigned int nx,
+		  struct pl_bellreg *reg)
 {
 	struct sl_stack *s = pl_sl();
 	uint32_t pid, tid;
@@ -194,12 +195,24 @@ int pl_bell_begin(const int *chans, unsigned int nchan, struct pl_bellreg *reg)
 						    &reg->gen[reg->n]);
 		if (reg->idx[reg->n] < 0) {
 			pl_bell_end(reg, false);	/* the entries ran out: any */
-			nchan = 0;
+			nchan = nx = 0;
 			break;
 		}
 		reg->n++;
 	}
-	if (!nchan || nchan > SL_WAITV_MAX) {
+	/* One of each exclusive item's waiters (counted in its xsleepers):
+	 * a change rings one of them, not every set holding it. */
+	for (unsigned int i = 0; nchan <= SL_WAITV_MAX && i < nx && i < PL_EP_XMAX; i++) {
+		reg->idx[reg->n] = sl_bell_register(s, SL_BELL_X | (uint32_t)xsds[i], pid, tid,
+						    &reg->gen[reg->n]);
+		if (reg->idx[reg->n] < 0) {
+			pl_bell_end(reg, false);	/* the entries ran out: any */
+			nchan = nx = 0;
+			break;
+		}
+		reg->n++;
+	}
+	if ((!nchan && !nx) || nchan > SL_WAITV_MAX) {
 		reg->idx[0] = sl_bell_register(s, SL_BELL_ANY, pid, tid, &reg->gen[0]);
 		if (reg->idx[0] < 0)
 			return -1;	/* every entry taken: slices, as before */

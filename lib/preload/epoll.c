@@ -43,10 +43,15 @@
  * blocking accept() does (sl_wait_journal_excl(): counted in xsleepers,
  * asleep on xseq beside its other channels), so a change wakes one of
  * the sets holding it, not all: N workers' sets on one listener, one
- * woken a connection.  The woken one always looks, and an accept() that
- * leaves a connection queued wakes the next (api.c).  Up to PL_EP_XMAX
- * such items a set; more, and a mixed set (it sleeps in the kernel with
- * its bell, rung for the item's channel), wake every holder as before.
+ * woken a connection.  A mixed set (it sleeps in the kernel with its
+ * bell) registers its bell as one of those waiters (SL_BELL_X, beside the
+ * channels of its other sockets: ep_bell_arm()); a change wakes a futex
+ * waiter if one sleeps, else rings the bell registered first
+ * (run/bell.c, sl_bell_ring_excl()): nginx's workers, whose sets hold
+ * their channel to the master and an eventfd too.  The woken one always
+ * looks, and an accept() that leaves a connection queued wakes the next
+ * (api.c).  Up to PL_EP_XMAX such items a set; more wake every holder as
+ * before.
  * EPOLL_CTL_MOD with it, or of an item added with it, and events beyond
  * EPOLLIN, EPOLLOUT, EPOLLET, EPOLLWAKEUP (and ERR, HUP) with it: EINVAL,
  * as Linux's do_epoll_ctl().
@@ -68,9 +73,6 @@
 #define PL_ADD_LOOK	256
 /* Bells a set remembers being in it (threads sleeping on it). */
 #define PL_EP_BELLS	4
-/* EPOLLEXCLUSIVE items a set sleeps on exclusively (their words and its
- * channels in one futex_waitv of SL_WAITV_MAX). */
-#define PL_EP_XMAX	4
 /* Linux's EPOLLEXCLUSIVE_OK_BITS (fs/eventpoll.c). */
 #define PL_EP_XOK	(EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLWAKEUP | EPOLLET | \
 			 EPOLLEXCLUSIVE)
@@ -1072,10 +1074,14 @@ static unsigned int ep_xfds(const struct pl_ep *ep, struct sluice_pollfd *xfds)
 /*
  * May the set sleep: nothing on its check list is ready now (ep_collect()
  * just emptied it of everything else)?  Then *seen is how far it read the
- * journal and *nchan its channels (ep_channels()).
+ * journal and *nchan its channels (ep_channels()); *excl: it sleeps as an
+ * exclusive waiter of the *nx sockets xfds names (its EPOLLEXCLUSIVE
+ * items), on a futex or with its bell (run/bell.c, SL_BELL_X), and
+ * *nchan are the channels of its other sockets alone.
  */
 static bool ep_idle(struct pl_ep *ep, uint32_t *seen, int *chans, unsigned int *nchan,
-		    uint32_t *ctl, struct sluice_pollfd *xfds, unsigned int *nx, bool futex)
+		    uint32_t *ctl, struct sluice_pollfd *xfds, unsigned int *nx, bool futex,
+		    bool *excl)
 {
 	bool idle;
 	int nc;
@@ -1084,11 +1090,13 @@ static bool ep_idle(struct pl_ep *ep, uint32_t *seen, int *chans, unsigned int *
 	idle = ep->jvalid && !ep->nchk;
 	*seen = ep->jseq;
 	*nx = 0;
-	if (futex && ep->nx && (nc = ep_chans(ep, chans, true)) >= 0) {
-		/* A futex sleep: exclusive on those items' sockets, on the
-		 * channels of the others. */
+	*excl = false;
+	if (ep->nx && (nc = ep_chans(ep, chans, true)) >= 0) {
+		/* Exclusive on those items' sockets, on the channels of the
+		 * others. */
 		*nchan = (unsigned int)nc;
 		*nx = ep_xfds(ep, xfds);
+		*excl = *nx != 0;
 	} else {
 		*nchan = ep_channels(ep, chans);
 		/* A bell (rung for every channel, theirs too): the last look
@@ -1121,8 +1129,9 @@ static bool ep_sleep(struct pl_ep *ep, int ms, unsigned int sigs)
 	int chans[SL_WAITV_MAX];
 	struct sluice_pollfd xfds[PL_EP_XMAX];
 	unsigned int nchan = 0, nx = 0;
+	bool excl;
 
-	if (!ep_idle(ep, &seen, chans, &nchan, &ctl, xfds, &nx, true))
+	if (!ep_idle(ep, &seen, chans, &nchan, &ctl, xfds, &nx, true, &excl))
 		return false;
 	/* A signal ends it at once (run.h, sl_wait_word); so does an
 	 * epoll_ctl on the set (ep_ctl_kick()). */
@@ -1145,11 +1154,19 @@ static int ep_bell_arm(int epfd, struct pl_ep *ep, struct pl_bellreg *bell)
 	uint32_t seen, ctl;
 	int chans[SL_WAITV_MAX];
 	struct sluice_pollfd xfds[PL_EP_XMAX];
+	int xsds[PL_EP_XMAX];
 	unsigned int nchan = 0, nx = 0;
+	bool excl;
 
-	if (!ep_idle(ep, &seen, chans, &nchan, &ctl, xfds, &nx, false))
+	if (!ep_idle(ep, &seen, chans, &nchan, &ctl, xfds, &nx, false, &excl))
 		return -1;
-	if (pl_bell_begin(chans, nchan, bell) < 0) {
+	for (unsigned int i = 0; i < nx; i++)
+		xsds[i] = xfds[i].sd;
+	/* Its exclusive items' bells, one of their waiters each: a change
+	 * of one rings one set's bell (or wakes one futex sleeper), not
+	 * every set holding it (Linux's ep_poll_callback() stops at the
+	 * first exclusive entry whose set has a waiter). */
+	if (pl_bell_begin(chans, nchan, xsds, excl ? nx : 0, bell) < 0) {
 		ep_awake(ep);
 		return -1;
 	}

@@ -433,7 +433,7 @@ static int poll_wait(struct pollfd *fds, nfds_t n, int timeout_ms)
 				sleep_ms = 0;
 			bell.n = 0;
 			if (!ready && sleep_ms &&
-			    pl_bell_begin(chans, sl_poll_channels(sp, ns, chans), &bell) >= 0) {
+			    pl_bell_begin(chans, sl_poll_channels(sp, ns, chans), NULL, 0, &bell) >= 0) {
 				/* Both sides in one sleep: the kernel's, with
 				 * the bell that a change of these Sluice
 				 * sockets rings.  Registered before this last

@@ -334,19 +334,25 @@ void pl_async_atfork_child(void);
  * under the stack lock; pl_bell_end() after the sleep (rang: it was
  * readable, drain it).  pl_bell_sleep_ms(): how long such a sleep may be.
  */
+/* EPOLLEXCLUSIVE items a set sleeps on exclusively (epoll.c). */
+#define PL_EP_XMAX	4
 /* A bell's registration: an entry per wait channel (run/bell.c), or one
- * for any change; n 0: none. */
+ * for any change, and one per exclusive item; n 0: none. */
 struct pl_bellreg {
 	unsigned int n;
 	int fd;
-	int idx[SL_WAITV_MAX];
-	uint32_t gen[SL_WAITV_MAX];
+	int idx[SL_WAITV_MAX + PL_EP_XMAX];
+	uint32_t gen[SL_WAITV_MAX + PL_EP_XMAX];
 };
 struct pl_waiter;
 /* Register this thread's bell for the wait channels of the sockets chans
- * names (distinct, at most SL_WAITV_MAX; nchan 0: any change): its fd, or
- * -1 (no bell: sleep in slices). */
-int pl_bell_begin(const int *chans, unsigned int nchan, struct pl_bellreg *reg);
+ * names (distinct, at most SL_WAITV_MAX; nchan 0 and nx 0: any change),
+ * and as one of the exclusive waiters of each of the nx sockets xsds
+ * names (EPOLLEXCLUSIVE items, at most PL_EP_XMAX: one of their waiters
+ * is woken a change, run/bell.c): its fd, or -1 (no bell: sleep in
+ * slices). */
+int pl_bell_begin(const int *chans, unsigned int nchan, const int *xsds, unsigned int nx,
+		  struct pl_bellreg *reg);
 void pl_bell_end(struct pl_bellreg *reg, bool rang);
 int pl_bell_sleep_ms(const struct pl_waiter *w);
 /* epoll_event.data of a bell in a set: never reported to the program. */

@@ -1091,8 +1091,11 @@ void sl_sock_wake_one(struct sl_stack *s, struct sl_sock *so)
 		return;
 	if (s->xwake_n == SL_XWAKE_N) {
 		/* More listeners than the list holds changed in one turn:
-		 * wake this one now, with the lock held. */
-		sl_wake_word_n(&so->xseq, 1);
+		 * wake this one now, with the lock held; none asleep on the
+		 * word, a mixed set's bell may be (run/bell.c, SL_BELL_X):
+		 * every sleeper looks again at unlock. */
+		if (sl_wake_word_n(&so->xseq, 1) == 0)
+			s->wake_all = true;
 		return;
 	}
 	s->xwake[s->xwake_n++] = so->idx;

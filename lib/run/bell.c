@@ -24,6 +24,15 @@
  * atomic operations each, a scan of the entries ever used (at most
  * SL_BELLS) by a holder whose turn changed a socket of a channel with a
  * bell, and one sendto(2) a bell rung.
+ *
+ * Exclusive bells (EPOLLEXCLUSIVE in a mixed set): an entry of chan
+ * SL_BELL_X | socket is counted in that socket's xsleepers, beside the
+ * futex waiters on its xseq (a blocking accept(), a set of stack sockets
+ * alone), and a change wakes one of them all: a futex waiter if one is
+ * asleep, else the entry registered first (the longest asleep, as the
+ * futex queue's order), and only another if that one's name is gone
+ * (sl_bell_ring_excl()).  N workers' mixed sets on one listener: one
+ * datagram a connection, where a channel's bells rang all N.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -55,14 +64,43 @@ static bool is_async(uint32_t chan)
 	return chan != SL_BELL_ANY && (chan & SL_BELL_ASYNC);
 }
 
+static bool is_excl(uint32_t chan)
+{
+	return chan != SL_BELL_ANY && (chan & (SL_BELL_ASYNC | SL_BELL_X)) == SL_BELL_X;
+}
+
+/* An exclusive entry's socket, or NULL. */
+static struct sl_sock *excl_sock(struct sl_stack *s, uint32_t chan)
+{
+	uint32_t idx = chan & ~SL_BELL_X;
+
+	return idx < s->max_sockets ? sl_sock(s, idx) : NULL;
+}
+
+/* A registration's count: its channel's, any change's, or an exclusive
+ * entry's socket's xsleepers (an async entry has none). */
+static uint32_t *entry_count(struct sl_stack *s, uint32_t chan)
+{
+	struct sl_sock *so;
+
+	if (is_async(chan))
+		return NULL;
+	if (!is_excl(chan))
+		return bell_count(s, chan);
+	so = excl_sock(s, chan);
+	return so ? &so->xsleepers : NULL;
+}
+
 int sl_bell_register(struct sl_stack *s, uint32_t chan, uint32_t pid, uint32_t tid,
 		     uint32_t *gen)
 {
 	struct sl_region *r = s->lib;
 
 	/* Kept as its wq[] entry (a watch group's past SL_WQ_N). */
-	if (chan != SL_BELL_ANY && !is_async(chan))
+	if (chan != SL_BELL_ANY && !is_async(chan) && !is_excl(chan))
 		chan = sl_chan_wq((int)chan);
+	if (is_excl(chan) && !excl_sock(s, chan))
+		return -1;
 	for (unsigned int i = 0; i < SL_BELLS; i++) {
 		struct sl_bell *b = &r->bells[i];
 		uint32_t st = SL_READ_ONCE(b->state), want;
@@ -85,8 +123,8 @@ int sl_bell_register(struct sl_stack *s, uint32_t chan, uint32_t pid, uint32_t t
 		sl_store_max(&r->bells_top, i + 1);
 		/* Counted before the caller's last look (see sl_sock_wake()).
 		 * An async bell is found by its socket's flag instead. */
-		if (!is_async(chan))
-			sl_fetch_add(bell_count(s, chan), 1);
+		if (entry_count(s, chan))
+			sl_fetch_add(entry_count(s, chan), 1);
 		*gen = want;
 		return (int)i;
 	}
@@ -101,8 +139,8 @@ static bool bell_free(struct sl_stack *s, unsigned int i, uint32_t gen)
 
 	if (!sl_cmpxchg(&b->state, &st, SL_BELL_FREE))
 		return false;
-	if (!is_async(chan))
-		sl_fetch_sub(bell_count(s, chan), 1);
+	if (entry_count(s, chan))
+		sl_fetch_sub(entry_count(s, chan), 1);
 	return true;
 }
 
@@ -142,8 +180,10 @@ static void lost_add(struct sl_stack *s, unsigned int i, unsigned int why, unsig
  * net.unix.max_dgram_qlen, 10): the events go to its lost[why] count, and
  * a byte SL_ASYNC_LOOK after it says so, unless the queue is still full,
  * when the thread reads the queue after the count was added (both are
- * ordered by the queue: it takes the counts after each read).  False if
- * the bell is gone (or cannot be rung from here).
+ * ordered by the queue: it takes the counts after each read).  False
+ * only if its name is gone (the entry freed): nobody woke.  A generation
+ * ended meanwhile is a sleeper that woke and looks, and no socket to ring
+ * from is none for anyone here: both true.
  */
 static bool ring(struct sl_stack *s, unsigned int i, uint32_t gen, char why, unsigned int n)
 {
@@ -162,7 +202,7 @@ static bool ring(struct sl_stack *s, unsigned int i, uint32_t gen, char why, uns
 		nfd = sl_sys_fd_high(nfd);
 
 		if (nfd < 0)
-			return false;
+			return true;	/* no ring from here; nor from anyone else */
 		if (!sl_cmpxchg(&tx_fd, &none, nfd)) {
 			sl_sys_close(nfd);	/* another thread made it first */
 			nfd = none;
@@ -170,9 +210,10 @@ static bool ring(struct sl_stack *s, unsigned int i, uint32_t gen, char why, uns
 		fd = nfd;
 	}
 	len = sl_bell_name(&a, SL_READ_ONCE(b->pid), SL_READ_ONCE(b->tid));
-	/* The fields are the generation's only if it is still there. */
+	/* The fields are the generation's only if it is still there: else
+	 * its sleeper woke and ended it, and looks. */
 	if (sl_load_acquire(&b->state) != gen)
-		return false;
+		return true;
 	if (!n)
 		n = 1;
 	memset(bytes, why, n < sizeof(bytes) ? n : sizeof(bytes));
@@ -249,9 +290,51 @@ void sl_bell_ring_pending(struct sl_stack *s, bool all)
 		chan = SL_READ_ONCE(b->chan);
 		if (is_async(chan))
 			continue;	/* a signal, for its socket's events only */
+		/* An exclusive entry (chan past SL_WQ_ALL) is rung here only
+		 * with all (a recovery): one at a time otherwise,
+		 * sl_bell_ring_excl(). */
 		if (all || (chan == SL_BELL_ANY ? any :
 			    (chan < SL_WQ_ALL && (pend[chan / 64] >> (chan % 64) & 1))))
 			ring(s, i, gen, 0, 1);
+	}
+	if (errno != saved)
+		errno = saved;
+}
+
+void sl_bell_ring_excl(struct sl_stack *s, uint32_t idx, bool all)
+{
+	const struct sl_region *r = s->lib;
+	uint32_t top = SL_READ_ONCE(r->bells_top), want = SL_BELL_X | idx;
+	int saved = errno;
+
+	if (sl_sys_sandboxed)
+		return;
+	if (top > SL_BELLS)
+		top = SL_BELLS;
+	/* The first registered (generations grow: the oldest is the longest
+	 * asleep); one whose name is gone is freed by ring(), then the next.
+	 * Bounded: each round frees an entry or ends. */
+	for (unsigned int round = 0; round < SL_BELLS; round++) {
+		uint32_t best_gen = 0;
+		int best = -1;
+
+		for (unsigned int i = 0; i < top; i++) {
+			const struct sl_bell *b = &r->bells[i];
+			uint32_t gen = sl_load_acquire(&b->state);
+
+			if (!(gen & 1) || SL_READ_ONCE(b->chan) != want)
+				continue;
+			if (all) {
+				ring(s, i, gen, 0, 1);
+				continue;
+			}
+			if (best < 0 || (int32_t)(gen - best_gen) < 0) {
+				best = (int)i;
+				best_gen = gen;
+			}
+		}
+		if (all || best < 0 || ring(s, (unsigned int)best, best_gen, 0, 1))
+			break;
 	}
 	if (errno != saved)
 		errno = saved;

@@ -38,10 +38,12 @@ static void wake_sleepers(struct sl_stack *s)
 			sl_wake_word(&s->lib->wq[c].seq);
 		}
 	}
-	/* ... one exclusive sleeper (accept()) of each socket noted ... */
+	/* ... one exclusive sleeper (accept(), an epoll set) of each socket
+	 * noted: on its futex word, else a mixed set's bell ... */
 	for (unsigned int i = 0; i < s->xwake_n; i++)
-		if (s->xwake[i] < s->max_sockets)
-			sl_wake_word_n(&sl_sock(s, s->xwake[i])->xseq, 1);
+		if (s->xwake[i] < s->max_sockets &&
+		    sl_wake_word_n(&sl_sock(s, s->xwake[i])->xseq, 1) == 0)
+			sl_bell_ring_excl(s, s->xwake[i], false);
 	s->xwake_n = 0;
 	/* ... the bells of mixed sleepers (poll, epoll) ... */
 	sl_bell_ring_pending(s, false);

@@ -110,7 +110,8 @@ void sl_spin_release(struct sl_stack *s, int slot);
  * Bells (run/bell.c): waking a thread asleep in the kernel on Sluice and
  * kernel fds at once.  sl_bell_name() fills the abstract name of pid's
  * thread tid's bell; sl_bell_register() enters it for wait channel chan
- * (or SL_BELL_ANY) before the caller's last look at readiness, returning
+ * (or SL_BELL_ANY, or SL_BELL_X | a socket: one of that socket's exclusive
+ * waiters) before the caller's last look at readiness, returning
  * the entry (and *gen) or -1 (all taken); sl_bell_unregister() ends it.
  * sl_bell_ring_pending() rings, after unlock, the bells of the channels a
  * turn changed (all of them with all).  sl_bell_tx_fd(): the process's
@@ -122,6 +123,9 @@ int sl_bell_register(struct sl_stack *s, uint32_t chan, uint32_t pid, uint32_t t
 		     uint32_t *gen);
 void sl_bell_unregister(struct sl_stack *s, int i, uint32_t gen);
 void sl_bell_ring_pending(struct sl_stack *s, bool all);
+/* After unlock: one exclusive bell of socket idx (SL_BELL_X), the first
+ * registered whose name is there, or every one with all. */
+void sl_bell_ring_excl(struct sl_stack *s, uint32_t idx, bool all);
 /* Async bells (O_ASYNC): after unlock, ring those of the sockets this
  * thread noted (sl_async_w); whether socket idx has one besides entry
  * except (-1: any). */

@@ -8,6 +8,11 @@
 # flag one worker wakes a connection (voluntary context switches of all
 # four, at most 1.5 a connection), without it every one (at least 3); all
 # answered, and a burst of 32 at once answered too (no wake-up lost).
+# mixed and mixedplain: the same with a socketpair end and an eventfd in
+# each worker's set beside the listener (nginx's workers: the channel to
+# the master, an eventfd), so each set sleeps in the kernel with its bell;
+# each worker's eventfd is written once and its channel stops it, both
+# read from its set (kernel_fds_seen).
 # And epoll_ctl's errno cases for the flag (EINVAL for EPOLL_CTL_MOD with
 # it or of an item added with it, and with EPOLLONESHOT, EPOLLRDHUP or
 # EPOLLPRI) as the kernel's.  Counts of wake-ups are noisy on a loaded
@@ -29,9 +34,9 @@ run_s() {
 	SLUICE_NO_HELPER=1 timeout 120 unshare -n "$sluice" run --stack "ts-excl-$1-$2-$$" -- \
 		"$prog" "$1" 2>&1
 }
-for mode in excl plain; do
+for mode in excl plain mixed mixedplain; do
 	want=one_woken_a_conn
-	[ "$mode" = plain ] && want=every_worker_woken
+	case $mode in *plain) want=every_worker_woken ;; esac
 	k=$(run_k $mode)
 	grep -q "^$want yes" <<<"$k" || k=$(run_k $mode)
 	s=$(run_s $mode 1)

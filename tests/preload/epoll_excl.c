@@ -3,7 +3,7 @@
  * EPOLLEXCLUSIVE (issue 23 items 2 and 7), the same program on the kernel
  * and under `sluice run`:
  *
- *   epoll_excl excl|plain [WORKERS [CONNS]]
+ *   epoll_excl excl|plain|mixed|mixedplain [WORKERS [CONNS]]
  *
  * First the errno cases of epoll_ctl(2) on a socket: EPOLL_CTL_MOD with
  * EPOLLEXCLUSIVE, or of an item added with it, and EPOLLEXCLUSIVE with
@@ -21,15 +21,24 @@
  * the verdicts a test compares with the kernel's; "info_" lines are the
  * figures.  Bounded: every wait has a timeout, the workers stop at a
  * flag or after 60 s.
+ *
+ * mixed and mixedplain: the same with kernel fds in each worker's set
+ * beside the listener, as nginx's workers have (their channel to the
+ * master, a socketpair end, and an eventfd): a set of both kinds.  The
+ * parent stops each worker through its channel (a byte the worker reads
+ * from its set), and a worker's eventfd is written once in the burst (the
+ * worker reads it from its set): both counted (kernel_fds_seen).
  */
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -43,7 +52,12 @@
 struct shared {
 	volatile int ready, stop, phase, acks;
 	volatile long wakes[MAXW], accepted[MAXW], eagain[MAXW], csw[MAXW];
+	/* mixed: the channel's stop byte and the eventfd's count seen */
+	volatile int chan_seen[MAXW], efd_seen[MAXW];
 };
+
+/* mixed: each worker's channel (its end, the parent's) and eventfd. */
+static int chan[MAXW][2], efd[MAXW];
 
 /* The process's voluntary context switches: its sleeps that ended. */
 static long nvcsw(void)
@@ -112,9 +126,10 @@ static void errno_cases(void)
 	close(ep);
 }
 
-static void worker(struct shared *sh, int w, int lfd, unsigned int events)
+static void worker(struct shared *sh, int w, int lfd, unsigned int events, int mixed)
 {
 	struct epoll_event ev = { .events = events, .data.fd = lfd }, out[8];
+	struct epoll_event kev = { .events = EPOLLIN };
 	int ep = epoll_create1(0);
 	double end = now_s() + 60;
 	long base;
@@ -123,6 +138,20 @@ static void worker(struct shared *sh, int w, int lfd, unsigned int events)
 	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev)) {
 		perror("worker epoll");
 		_exit(1);
+	}
+	/* nginx's order: the channel and the eventfd, then the listener
+	 * (here after it: the order is not what is tested). */
+	if (mixed) {
+		kev.data.fd = chan[w][1];
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, chan[w][1], &kev)) {
+			perror("worker channel");
+			_exit(1);
+		}
+		kev.data.fd = efd[w];
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, efd[w], &kev)) {
+			perror("worker eventfd");
+			_exit(1);
+		}
 	}
 	base = nvcsw();
 	__sync_fetch_and_add(&sh->ready, 1);
@@ -137,6 +166,26 @@ static void worker(struct shared *sh, int w, int lfd, unsigned int events)
 		}
 		if (n <= 0)
 			continue;
+		/* The kernel fds' events (mixed): a stop byte, the eventfd. */
+		for (int i = 0; i < n && mixed; i++) {
+			uint64_t v;
+			char b;
+
+			if (out[i].data.fd == chan[w][1] && read(chan[w][1], &b, 1) == 1)
+				sh->chan_seen[w] = 1;
+			if (out[i].data.fd == efd[w] && read(efd[w], &v, 8) == 8)
+				sh->efd_seen[w] += (int)v;
+		}
+		if (sh->chan_seen[w])
+			break;
+		if (mixed) {
+			int k = 0;
+
+			for (int i = 0; i < n; i++)
+				k += out[i].data.fd == lfd;
+			if (!k)
+				continue;
+		}
 		if (!sh->phase)
 			sh->wakes[w]++;
 		/* One connection a wake-up (nginx with multi_accept off). */
@@ -189,7 +238,9 @@ static long sum(volatile long *v, int n)
 
 int main(int argc, char **argv)
 {
-	int excl = argc > 1 && !strcmp(argv[1], "excl");
+	const char *mode = argc > 1 ? argv[1] : "excl";
+	int excl = !strcmp(mode, "excl") || !strcmp(mode, "mixed");
+	int mixed = !strncmp(mode, "mixed", 5);
 	int nw = argc > 2 ? atoi(argv[2]) : 4, conns = argc > 3 ? atoi(argv[3]) : 200;
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t alen = sizeof(a);
@@ -211,10 +262,16 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	port = ntohs(a.sin_port);
+	for (int w = 0; w < nw && mixed; w++)
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, chan[w]) ||
+		    (efd[w] = eventfd(0, EFD_NONBLOCK)) < 0) {
+			perror("channel");
+			return 1;
+		}
 	for (int w = 0; w < nw; w++) {
 		pids[w] = fork();
 		if (pids[w] == 0)
-			worker(sh, w, lfd, EPOLLIN | (excl ? EPOLLEXCLUSIVE : 0));
+			worker(sh, w, lfd, EPOLLIN | (excl ? EPOLLEXCLUSIVE : 0), mixed);
 	}
 	t0 = now_s();
 	while (sh->ready < nw && now_s() - t0 < 10)
@@ -239,19 +296,33 @@ int main(int argc, char **argv)
 		usleep(1000);
 	c0 = sum(sh->csw, nw);
 	/* The burst: all connected first, then every answer read. */
-	for (int i = 0; i < BURST; i++)
+	for (int i = 0; i < BURST; i++) {
+		uint64_t one = 1;
+
 		if (!one_conn(port, &bfd[i]))
 			bfd[i] = -1;
+		/* Each worker's eventfd once, in the middle of the burst. */
+		if (mixed && i < nw && write(efd[i], &one, 8) != 8)
+			perror("eventfd");
+	}
 	for (int i = 0; i < BURST; i++) {
 		if (bfd[i] >= 0 && answered(bfd[i]))
 			burst_ok++;
 		if (bfd[i] >= 0)
 			close(bfd[i]);
 	}
-	sh->stop = 1;
+	/* mixed: each worker stops at its channel's byte, read from its
+	 * set; the flag only after 5 s (then one was not seen). */
+	for (int w = 0; w < nw && mixed; w++)
+		if (write(chan[w][0], "s", 1) != 1)
+			perror("channel write");
+	t0 = now_s();
 	for (int w = 0; w < nw; w++) {
 		int st;
 
+		while (mixed && waitpid(pids[w], &st, WNOHANG) == 0 && now_s() - t0 < 5)
+			usleep(1000);
+		sh->stop = 1;
 		waitpid(pids[w], &st, 0);
 	}
 	printf("info_wakes %ld info_accepted %ld info_eagain %ld info_conns %d\n", w0, a0,
@@ -263,6 +334,13 @@ int main(int argc, char **argv)
 		       sh->accepted[w], sh->csw[w]);
 	printf("all_answered %s\n", ok == conns && a0 == conns ? "yes" : "no");
 	printf("burst_answered %s\n", burst_ok == BURST ? "yes" : "no");
+	if (mixed) {
+		int seen = 0;
+
+		for (int w = 0; w < nw; w++)
+			seen += sh->chan_seen[w] && sh->efd_seen[w] == 1;
+		printf("kernel_fds_seen %s\n", seen == nw ? "yes" : "no");
+	}
 	/* A wake-up is a sleep that ended (a voluntary switch): Linux wakes
 	 * every set without the flag, even if only one finds the listener
 	 * still ready and returns. */
