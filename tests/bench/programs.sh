@@ -19,6 +19,7 @@
 #         whole length, e.g. -t 1200 -o churn-long for ten minutes each)
 #         nginx-10k (not by default: nginx with 10,000 keep-alive
 #         connections, `make bench-many`)
+#         nginx-4w (not by default: nginx with 4 workers, EPOLLEXCLUSIVE)
 #
 # Spinning on both sides: sockperf runs with --nonblocked (a busy loop
 # on recvfrom, the kernel's equivalent of Sluice's busy-polling), Sluice
@@ -55,6 +56,16 @@
 #             request, p99 latency.  wrk holds 10,000 fds: `ulimit -n`
 #             must allow it.  Under Sluice a /dev/shm stack has 262,144
 #             socket slots: no setting needed.
+#   nginx-4w  nginx with worker_processes 4 (its default accept_mutex
+#             off: each worker's epoll set holds the listener with
+#             EPOLLEXCLUSIVE beside its channel to the master and an
+#             eventfd) and wrk (1 thread): 16 connections keep-alive and
+#             "Connection: close", and 1 connection "Connection: close"
+#             (each request a new connection to workers that sleep
+#             between: one should wake): requests/s, CPU µs a request
+#             (both ends) and the server's voluntary context switches a
+#             request (its sleeps that ended: master and workers, every
+#             thread, from /proc/PID/task/*/status).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 sluice=$top/build/tools/sluice
@@ -181,6 +192,20 @@ ticks() {
 			}
 			print n + 0
 		}'
+}
+
+# switches PID: voluntary context switches so far (sleeps that ended) of
+# every thread of PID and of its descendants that are alive
+switches() {
+	local p n=0 v
+	for p in $(cat /proc/[0-9]*/stat 2>/dev/null | awk -v root="$1" '
+		{ pid = $1; sub(/^.*\) /, ""); up[pid] = $2 }
+		END { for (p in up) { for (q = p; q != root && q > 1; q = up[q]) ; if (q == root) print p } }'); do
+		v=$(cat "/proc/$p/task/"*/status 2>/dev/null |
+			awk '/^voluntary_ctxt_switches:/ { n += $2 } END { print n + 0 }')
+		n=$((n + ${v:-0}))
+	done
+	echo "$n"
 }
 
 # timed CMD...: run the client, its user + system seconds to $tmp/time
@@ -436,6 +461,22 @@ nginx_close() {	# MODE -> "requests/s cpu-µs-per-request", a connection a reque
 	stop
 }
 
+nginx_workers() {	# MODE CONNECTIONS [WRK ARGS] -> "requests/s cpu-µs-per-request server-switches-per-request"
+	local mode=$1 c=$2 p pre c0 r n
+	shift 2
+	p=$((18300 + RANDOM % 500))
+	pre=$(prefix "$mode" throughput)
+	nginx_conf "$tmp" "$p" 4
+	serve "$mode" "$p" $pre nginx -c "$tmp/nginx.conf" -p "$tmp"
+	sleep 0.3	# every worker started and asleep
+	c0=$(switches "$srv_pid")
+	r=$(wrk_cpu "$mode" "$p" "$c" "$@")
+	c0=$(($(switches "$srv_pid") - c0))
+	n=$(awk '/ requests in / { print $1 }' "$tmp/client.log")
+	stop
+	echo "$r $(awk -v c="$c0" -v n="${n:-0}" 'BEGIN { if (n > 0) printf "%.2f", c / n; else print 0 }')"
+}
+
 churn() {	# MODE N K -> "connections/s cpu-µs-per-connection"
 	local mode=$1 n=$2 k=$3 p pre t0 r
 	p=$((22300 + RANDOM % 500))
@@ -528,6 +569,24 @@ for ((r = 1; r <= rounds; r++)); do
 		rowc "nginx (1 worker) + wrk (1 thread, 10,000 keep-alive connections)" \
 			"$k" "$kc" "$s" "$sc" req/s
 		row "... its p99 latency (wrk --latency)" "${kp:-0}" "${sp:-0}" ms
+	fi
+	if want nginx-4w && have nginx && have wrk; then
+		for args in "16 keep" "16 close" "1 close"; do
+			read -r c how <<<"$args"
+			# "Connection: close" as one word, its space kept: wrk sends
+			# "Connection:close" too, and the connection stays open.
+			hdr=()
+			[ "$how" = close ] && hdr=(-H "Connection: close")
+			{ read -r k kc kw <<<"$(nginx_workers kernel "$c" "${hdr[@]}")"
+			  read -r s sc sw <<<"$(nginx_workers sluice "$c" "${hdr[@]}")"; }
+			what="keep-alive"
+			[ "$how" = close ] && what="Connection: close"
+			n="$c connections"
+			[ "$c" = 1 ] && n="1 connection"
+			rowc "nginx (4 workers) + wrk (1 thread, $n), $what" \
+				"$k" "$kc" "$s" "$sc" req/s
+			row "... the server's voluntary context switches a request" "${kw:-0}" "${sw:-0}" ""
+		done
 	fi
 	if { want pgbench || want pgbench-C; } && have postgres && have pgbench && pg_init; then
 		pgrows=("1 -S" "8 -S" "32 -S" "1" "8" "32" "8 -S -C" "8 -C")
