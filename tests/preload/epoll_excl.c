@@ -8,7 +8,7 @@
  * First the errno cases of epoll_ctl(2) on a socket: EPOLL_CTL_MOD with
  * EPOLLEXCLUSIVE, or of an item added with it, and EPOLLEXCLUSIVE with
  * EPOLLONESHOT, EPOLLRDHUP or EPOLLPRI: EINVAL; with EPOLLET: allowed.
- * Then WORKERS (4) forked processes, each with an epoll set of its own
+ * Then WORKERS (4, at least 2) forked processes, each with an epoll set of its own
  * made after the fork, watch one shared listener (with EPOLLEXCLUSIVE, or
  * without: plain) and accept one connection per wake-up; the parent
  * connects CONNS (200) times one at a time, each after a pause that lets
@@ -17,7 +17,10 @@
  * worker.  The kernel wakes one worker a connection with the flag, every
  * worker without it.  Then a burst: 32 connections at once, every one
  * answered (an exclusive wake-up is never lost: a worker that leaves a
- * connection queued passes it on).  Lines of the form "name value" are
+ * connection queued passes it on).  Then worker 0 is killed asleep
+ * (SIGKILL) and 20 more connections are made one at a time: every one
+ * answered by the others (a dead waiter is passed over).  Lines of the
+ * form "name value" are
  * the verdicts a test compares with the kernel's; "info_" lines are the
  * figures.  Bounded: every wait has a timeout, the workers stop at a
  * flag or after 60 s.
@@ -246,11 +249,11 @@ int main(int argc, char **argv)
 	socklen_t alen = sizeof(a);
 	struct shared *sh;
 	pid_t pids[MAXW];
-	int lfd, port, ok = 0, burst_ok = 0, bfd[BURST];
+	int lfd, port, ok = 0, burst_ok = 0, bfd[BURST], killed_ok = 0;
 	long w0, a0, c0;
-	double t0;
+	double t0, kill_slowest = 0;
 
-	if (nw < 1 || nw > MAXW || conns < 1)
+	if (nw < 2 || nw > MAXW || conns < 1)
 		return 2;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	errno_cases();
@@ -311,13 +314,31 @@ int main(int argc, char **argv)
 		if (bfd[i] >= 0)
 			close(bfd[i]);
 	}
+	/* A worker killed while it sleeps: the others take every
+	 * connection after it. */
+	usleep(50000);
+	kill(pids[0], SIGKILL);
+	waitpid(pids[0], NULL, 0);
+	for (int i = 0; i < 20; i++) {
+		int fd = -1;
+		double t;
+
+		usleep(3000);
+		t = now_s();
+		if (one_conn(port, &fd) && answered(fd))
+			killed_ok++;
+		if (now_s() - t > kill_slowest)
+			kill_slowest = now_s() - t;
+		if (fd >= 0)
+			close(fd);
+	}
 	/* mixed: each worker stops at its channel's byte, read from its
 	 * set; the flag only after 5 s (then one was not seen). */
-	for (int w = 0; w < nw && mixed; w++)
+	for (int w = 1; w < nw && mixed; w++)
 		if (write(chan[w][0], "s", 1) != 1)
 			perror("channel write");
 	t0 = now_s();
-	for (int w = 0; w < nw; w++) {
+	for (int w = 1; w < nw; w++) {
 		int st;
 
 		while (mixed && waitpid(pids[w], &st, WNOHANG) == 0 && now_s() - t0 < 5)
@@ -329,16 +350,19 @@ int main(int argc, char **argv)
 	       sum(sh->eagain, nw), conns);
 	printf("info_reports_per_conn %.2f info_switches_per_conn %.2f\n", (double)w0 / conns,
 	       (double)c0 / conns);
+	printf("info_after_kill_slowest_ms %.1f\n", kill_slowest * 1000);
 	for (int w = 0; w < nw; w++)
 		printf("info_worker %d reports %ld accepted %ld switches %ld\n", w, sh->wakes[w],
 		       sh->accepted[w], sh->csw[w]);
 	printf("all_answered %s\n", ok == conns && a0 == conns ? "yes" : "no");
 	printf("burst_answered %s\n", burst_ok == BURST ? "yes" : "no");
+	printf("answered_after_a_kill %s\n", killed_ok == 20 ? "yes" : "no");
 	if (mixed) {
 		int seen = 0;
 
+		/* Worker 0 was killed (maybe before it read its eventfd). */
 		for (int w = 0; w < nw; w++)
-			seen += sh->chan_seen[w] && sh->efd_seen[w] == 1;
+			seen += w == 0 || (sh->chan_seen[w] && sh->efd_seen[w] == 1);
 		printf("kernel_fds_seen %s\n", seen == nw ? "yes" : "no");
 	}
 	/* A wake-up is a sleep that ended (a voluntary switch): Linux wakes
