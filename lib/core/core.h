@@ -1249,9 +1249,12 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * directory N; processes of both would lock different inodes; 33: a
  * socket's placeholder is an AF_UNIX socket, bound to pN once shared, no
  * longer a FIFO with a lock: processes of both would not see each
- * other's holders).
+ * other's holders; 34: a bell entry may be an exclusive waiter,
+ * SL_BELL_X, counted in its socket's xsleepers: an older library would
+ * free it from a wait channel's count and never ring it; and an async
+ * bell's lost events are counted in bells_lost at the region's end).
  */
-#define SL_LAYOUT_VERSION	33
+#define SL_LAYOUT_VERSION	34
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents
