@@ -19,11 +19,20 @@
  * second global rhashtable keyed by (stack, protocol, laddr, lport), only
  * ever used under that stack's mutex.
  *
- * Lifetime: a filter is freed after an RCU grace period (kfree_rcu); when
- * the last file of a stack goes, sluice_filter_stack_release() unhashes
- * every filter and waits for a grace period (synchronize_net) before it
- * returns, so no reader that found the stack through a filter can still
- * hold it when the stack is freed.
+ * A port the reservation shares with kernel sockets (its SO_REUSEADDR or
+ * SO_REUSEPORT let them bind it too) is judged as the kernel would judge
+ * it: a packet a 3-tuple filter claims there goes to the stack only if
+ * the kernel's own lookup would give it to the reservation, to one of the
+ * stack's other sockets on the port (its SO_REUSEPORT siblings' kernel
+ * twins, FILTER_ADD with SLUICE_FILTER_SIBLING), or to nobody; otherwise
+ * the kernel's receive path takes it (sluice_kernel_takes()).
+ *
+ * Lifetime: a filter and a reservation are freed after an RCU grace
+ * period (kfree_rcu); when the last file of a stack goes,
+ * sluice_filter_stack_release() unhashes every filter and waits for a
+ * grace period (synchronize_net) before it returns, so no reader that
+ * found the stack through a filter can still hold it when the stack is
+ * freed.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -43,10 +52,13 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/xarray.h>
+#include <net/inet_hashtables.h>
 #include <net/ipv6.h>
 #include <net/net_namespace.h>
 #include <net/sock.h>
+#include <net/sock_reuseport.h>
 #include <net/tcp.h>
+#include <net/udp.h>
 
 #include "sluice.h"
 
@@ -74,6 +86,15 @@ struct sluice_resv_key {
 	u8 pad;
 };
 
+/* The stack's other kernel sockets on a reservation's port, held. */
+#define SLUICE_RESV_SIBS_MAX	64
+
+struct sluice_resv_sibs {
+	struct rcu_head rcu;
+	unsigned int n;
+	struct sock *sk[];
+};
+
 /*
  * A port reservation: a bound socket, shared by the filters it covers.
  * Once FILTER_FD has given it to user space as a twin, @file holds it
@@ -81,17 +102,25 @@ struct sluice_resv_key {
  * buffer before the reservation shrank it.  @own: the caller's socket
  * (FILTER_ADD with SLUICE_FILTER_RESV_FD), its file held from the start;
  * @bindport_lock: it had SOCK_BINDPORT_LOCK before (else the last put
- * takes it off again).
+ * takes it off again).  @sk: the socket's sock, for the receive path,
+ * which compares it with the kernel's lookup and reads its options: TCP
+ * and UDP socks are SLAB_TYPESAFE_BY_RCU, so a reader that found the
+ * reservation may read one released under it until its grace period
+ * ends.  @sibs: the stack's other sockets' kernel twins on the port
+ * (SLUICE_FILTER_SIBLING), each held, RCU-published.
  */
 struct sluice_resv {
 	struct rhash_head node;
 	struct sluice_resv_key key;
 	struct socket *sock;
 	struct file *file;
+	struct sock *sk;
+	struct sluice_resv_sibs __rcu *sibs;
 	int rcvbuf;
 	unsigned int refs;		/* under the stack's filter mutex */
 	bool own;
 	bool bindport_lock;
+	struct rcu_head rcu;
 };
 
 /* Per stack; made on the first FILTER_ADD, freed when the stack goes. */
@@ -120,7 +149,15 @@ struct sluice_kfilter {
 	 */
 	struct sock *ksk;
 	u32 id;
+	/*
+	 * @kshared: a kernel socket has (or had) a connection on the port,
+	 * so every segment there asks the kernel's established table
+	 * first; set once, by FILTER_ADD or the receive path.  @kernel:
+	 * packets the kernel's lookup gave to a kernel socket.
+	 */
+	bool kshared;
 	atomic64_t matches;
+	atomic64_t kernel;
 	struct rcu_head rcu;
 };
 
@@ -193,9 +230,130 @@ static struct sluice_kfilter *sluice_filter_find(struct net *net, int ifindex,
 	return rhashtable_lookup(&sluice_filter_ht, &k, sluice_filter_params);
 }
 
+/* Is @sk the reservation's socket or a sibling the stack named? */
+static bool sluice_resv_ours(const struct sluice_resv *r, const struct sock *sk)
+{
+	const struct sluice_resv_sibs *sibs;
+	unsigned int i;
+
+	if (sk == READ_ONCE(r->sk))
+		return true;
+	sibs = rcu_dereference(r->sibs);
+	for (i = 0; sibs && i < sibs->n; i++)
+		if (sibs->sk[i] == sk)
+			return true;
+	return false;
+}
+
+/*
+ * TCP: a segment of a connection, request or TIME-WAIT the kernel has
+ * (looked for on a SYN, and on every segment once the port is known to
+ * carry kernel connections), or a SYN whose listener, as the kernel
+ * would choose it (the reuseport group's hash, the best-scoring
+ * listener), is not the stack's.  Other segments are the stack's
+ * connections': its SYN went to the stack, and the kernel has none of
+ * this tuple.  (A SYN-ACK is a SYN: a kernel socket's connect() from the
+ * port is found so.)
+ */
+static bool sluice_tcp_kernel_takes(struct sluice_kfilter *f, struct net *net,
+				    int ifindex, const struct tcphdr *th,
+				    const struct iphdr *iph)
+{
+	struct inet_hashinfo *h = net->ipv4.tcp_death_row.hashinfo;
+	struct sock *sk;
+
+	if (th->syn || READ_ONCE(f->kshared)) {
+		sk = __inet_lookup_established(net, h, iph->saddr, th->source,
+					       iph->daddr, ntohs(th->dest),
+					       ifindex, 0);
+		if (sk) {
+			sock_gen_put(sk);
+			return true;
+		}
+	}
+	if (!th->syn || th->ack)
+		return false;
+	/* No skb: a reuseport BPF program would see the IP header. */
+	sk = __inet_lookup_listener(net, h, NULL, 0, iph->saddr, th->source,
+				    iph->daddr, ntohs(th->dest), ifindex, 0);
+	return sk && !sluice_resv_ours(f->resv, sk);
+}
+
+/*
+ * Would the kernel's own lookup give @skb (IPv4 at skb->data, its
+ * transport header at @thoff), which 3-tuple filter @f claims, to a
+ * kernel socket that is not the stack's?  Asked only of a port the
+ * reservation shares (SO_REUSEADDR, SO_REUSEPORT): nobody else can hold
+ * one without.  UDP: the socket the kernel's scoring and reuseport group
+ * pick (unicast only: a group's or a broadcast datagram stays the
+ * stack's).  Under rcu_read_lock().
+ */
+static noinline bool sluice_kernel_lookup(struct sluice_kfilter *f,
+					  const struct sk_buff *skb,
+					  unsigned int thoff)
+{
+	struct net_device *dev = skb->dev;
+	struct net *net = dev_net(dev);
+	const struct iphdr *iph;
+	struct iphdr _iph;
+	struct tcphdr _th;
+	const struct tcphdr *th;
+	const __be16 *ports;
+	struct sock *sk;
+	bool takes;
+
+	iph = skb_header_pointer(skb, 0, sizeof(_iph), &_iph);
+	/* (The whole TCP header's first 14 bytes, or the UDP ports.) */
+	th = skb_header_pointer(skb, thoff, f->key.protocol == IPPROTO_TCP ?
+				sizeof(_th) : 2 * sizeof(__be16), &_th);
+	if (!iph || !th)
+		return false;
+	if (f->key.protocol == IPPROTO_TCP) {
+		takes = sluice_tcp_kernel_takes(f, net, dev->ifindex, th, iph);
+		if (takes && !READ_ONCE(f->kshared))
+			WRITE_ONCE(f->kshared, true);
+	} else {
+		if (ipv4_is_multicast(iph->daddr) || ipv4_is_lbcast(iph->daddr))
+			return false;
+		ports = (const __be16 *)th;
+		/*
+		 * The exported lookup that finds the netns's own table (6.2
+		 * gave each its own) takes a reference.
+		 */
+		sk = udp4_lib_lookup(net, iph->saddr, ports[0], iph->daddr,
+				     ports[1], dev->ifindex);
+		takes = sk && !sluice_resv_ours(f->resv, sk);
+		if (sk)
+			sock_put(sk);
+	}
+	if (takes)
+		atomic64_inc(&f->kernel);
+	return takes;
+}
+
+/*
+ * The receive path's question, asked only of a port that may be shared
+ * (the lookup itself out of line: the path of every other packet stays
+ * a few loads and tests).
+ */
+static bool sluice_kernel_takes(struct sluice_kfilter *f,
+				const struct sk_buff *skb, unsigned int thoff)
+{
+	const struct sock *rsk;
+
+	if (!skb || !f->resv || f->key.rport)
+		return false;
+	rsk = READ_ONCE(f->resv->sk);
+	if (!rsk || (!rsk->sk_reuse && !rsk->sk_reuseport))
+		return false;
+	return sluice_kernel_lookup(f, skb, thoff);
+}
+
 struct sluice_stack *sluice_filter_match(struct net *net, int ifindex, u8 protocol,
 					 __be32 saddr, __be16 sport,
-					 __be32 daddr, __be16 dport)
+					 __be32 daddr, __be16 dport,
+					 const struct sk_buff *skb,
+					 unsigned int thoff)
 {
 	struct sluice_kfilter *f;
 
@@ -206,7 +364,11 @@ struct sluice_stack *sluice_filter_match(struct net *net, int ifindex, u8 protoc
 	atomic64_inc(&f->matches);
 	atomic64_inc(&f->fs->matches);
 	/* Handed off: the kernel's receive path takes it. */
-	return f->ksk ? NULL : f->fs->st;
+	if (f->ksk)
+		return NULL;
+	if (sluice_kernel_takes(f, skb, thoff))
+		return NULL;
+	return f->fs->st;
 }
 
 /* The stack's filter state, made if @make; NULL if none (or no memory). */
@@ -437,6 +599,7 @@ static struct sluice_resv *sluice_resv_get(struct sluice_stack *st,
 				       &r->rcvbuf);
 	if (ret)
 		goto err_free;
+	r->sk = r->sock->sk;
 	r->key.st = st;
 	r->key.protocol = protocol;
 	r->key.laddr = laddr;
@@ -461,12 +624,27 @@ err_free:
 	return ERR_PTR(ret);
 }
 
+/* The siblings @r names, put (readers only compare their pointers). */
+static void sluice_resv_sibs_free(struct sluice_resv *r)
+{
+	struct sluice_resv_sibs *sibs = rcu_dereference_protected(r->sibs, 1);
+	unsigned int i;
+
+	if (!sibs)
+		return;
+	RCU_INIT_POINTER(r->sibs, NULL);
+	for (i = 0; i < sibs->n; i++)
+		sock_put(sibs->sk[i]);
+	kfree_rcu(sibs, rcu);
+}
+
 /* Under fs->lock: the last filter's put unbinds the port. */
 static void sluice_resv_put(struct sluice_resv *r)
 {
 	if (--r->refs)
 		return;
 	rhashtable_remove_fast(&sluice_resv_ht, &r->node, sluice_resv_params);
+	sluice_resv_sibs_free(r);
 	if (r->own)
 		sluice_resv_disown(r);
 	/* A twin's fds may still hold it: the last of them closes it. */
@@ -474,7 +652,65 @@ static void sluice_resv_put(struct sluice_resv *r)
 		fput(r->file);
 	else if (r->sock)
 		sock_release(r->sock);
-	kfree(r);
+	/* The receive path may be reading it: see struct sluice_resv. */
+	kfree_rcu(r, rcu);
+}
+
+/*
+ * Does a socket other than @sk hold a place in the port bucket @tb?
+ * Linux 6.1 lists a port's sockets in its bucket (sk_bind_node; its
+ * address buckets have their own list, sk_bind2_node); since 6.8, which
+ * took sk_bind2_node and sk_for_each_bound_bhash2() away, the port's
+ * bucket lists its address buckets, and they list the sockets.
+ */
+#ifdef sk_for_each_bound_bhash2
+static bool sluice_tb_others(struct inet_bind_bucket *tb, const struct sock *sk)
+{
+	struct sock *o;
+
+	sk_for_each_bound(o, &tb->owners)
+		if (o != sk)
+			return true;
+	return false;
+}
+#else
+static bool sluice_tb_others(struct inet_bind_bucket *tb, const struct sock *sk)
+{
+	struct inet_bind2_bucket *tb2;
+	struct sock *o;
+
+	hlist_for_each_entry(tb2, &tb->bhash2, bhash_node)
+		sk_for_each_bound(o, &tb2->owners)
+			if (o != sk)
+				return true;
+	return false;
+}
+#endif
+
+/*
+ * Does a kernel TCP socket other than the reservation @sk (bound, and
+ * letting others share its port) hold the port now: one bound before it,
+ * a connection made from the port, a TIME-WAIT?  Such a socket's
+ * connection may be carrying segments already, which no SYN will show
+ * the receive path.  The port's bind bucket, under its lock.
+ */
+static bool sluice_tcp_port_others(struct sock *sk)
+{
+	struct inet_hashinfo *h = tcp_or_dccp_get_hashinfo(sk);
+	struct inet_bind_hashbucket *head;
+	struct inet_bind_bucket *tb;
+	bool others = false;
+
+	if (!sk->sk_reuse && !sk->sk_reuseport)
+		return false;
+	head = &h->bhash[inet_bhashfn(sock_net(sk), inet_sk(sk)->inet_num,
+				      h->bhash_size)];
+	spin_lock_bh(&head->lock);
+	tb = inet_csk(sk)->icsk_bind_hash;
+	if (tb)
+		others = sluice_tb_others(tb, sk);
+	spin_unlock_bh(&head->lock);
+	return others;
 }
 
 /* Unhash, unreserve and free (after a grace period) one filter. */
@@ -496,7 +732,9 @@ static int sluice_filter_check(const void *arg)
 {
 	const struct sluice_filter *a = arg;
 
-	if ((a->flags & ~SLUICE_FILTER_RESV_FD) || a->reserved0[0] ||
+	if ((a->flags & ~(SLUICE_FILTER_RESV_FD | SLUICE_FILTER_SIBLING)) ||
+	    (a->flags & SLUICE_FILTER_SIBLING &&
+	     !(a->flags & SLUICE_FILTER_RESV_FD)) || a->reserved0[0] ||
 	    a->reserved0[1] || a->reserved0[2] || a->reserved1 ||
 	    a->reserved2)
 		return -EINVAL;
@@ -559,6 +797,9 @@ static int sluice_filter_add(struct sluice_stack *st,
 	f->resv = r;
 	f->fs = fs;
 	atomic64_set(&f->matches, 0);
+	atomic64_set(&f->kernel, 0);
+	if (a->protocol == IPPROTO_TCP && !a->raddr && r->sk)
+		f->kshared = sluice_tcp_port_others(r->sk);
 	sluice_filter_key_make(&f->key, st->net, st->ifindex, a->protocol,
 			       (__force __be32)a->laddr, lport,
 			       (__force __be32)a->raddr,
@@ -586,6 +827,66 @@ err_resv:
 err_free:
 	kfree(f);
 	return ret;
+}
+
+/*
+ * FILTER_ADD with SLUICE_FILTER_SIBLING: @own, the kernel twin of another
+ * of the stack's sockets on a port a reservation of the stack covers, is
+ * the stack's as the reservation is when the receive path asks the
+ * kernel's lookup (sluice_resv_ours()).  No filter is made.  The
+ * reservation holds it until it goes; closed ones are dropped at the
+ * next add.  Under fs->lock.
+ */
+static int sluice_resv_sibling_add(struct sluice_stack *st,
+				   struct sluice_stack_filters *fs,
+				   struct sluice_filter *a, struct socket *own)
+{
+	__be32 laddr = (__force __be32)a->laddr;
+	__be16 lport = (__force __be16)a->lport;
+	struct sluice_resv_sibs *old, *sibs;
+	struct sock *sk = own->sk;
+	struct sluice_resv *r;
+	unsigned int i, n = 0;
+	int ret;
+
+	lockdep_assert_held(&fs->lock);
+	r = sluice_resv_find(st, a->protocol, laddr, lport);
+	if (!r && laddr)
+		r = sluice_resv_find(st, a->protocol, 0, lport);
+	if (!r || !r->sk)
+		return -ENOENT;
+	if (sk == r->sk)
+		return -EEXIST;
+	lock_sock(sk);
+	ret = sluice_resv_sock_ok(st, sk, a->protocol, laddr, lport);
+	release_sock(sk);
+	if (ret)
+		return ret;
+	old = rcu_dereference_protected(r->sibs, lockdep_is_held(&fs->lock));
+	for (i = 0; old && i < old->n; i++)
+		if (old->sk[i] == sk)
+			return -EEXIST;
+	sibs = kmalloc(struct_size(sibs, sk, SLUICE_RESV_SIBS_MAX), GFP_KERNEL);
+	if (!sibs)
+		return -ENOMEM;
+	for (i = 0; old && i < old->n; i++)
+		if (!sock_flag(old->sk[i], SOCK_DEAD))
+			sibs->sk[n++] = old->sk[i];
+	if (n == SLUICE_RESV_SIBS_MAX) {
+		kfree(sibs);
+		return -ENOSPC;
+	}
+	sock_hold(sk);
+	sibs->sk[n++] = sk;
+	sibs->n = n;
+	rcu_assign_pointer(r->sibs, sibs);
+	for (i = 0; old && i < old->n; i++)
+		if (sock_flag(old->sk[i], SOCK_DEAD))
+			sock_put(old->sk[i]);
+	if (old)
+		kfree_rcu(old, rcu);
+	a->id = 0;
+	return 0;
 }
 
 /*
@@ -660,9 +961,15 @@ int sluice_ioc_filter_add(struct file *file, void __user *uarg)
 	}
 
 	mutex_lock(&fs->lock);
-	ret = sluice_filter_add(st, fs, &a, own);
+	if (a.flags & SLUICE_FILTER_SIBLING)
+		ret = sluice_resv_sibling_add(st, fs, &a, own);
+	else
+		ret = sluice_filter_add(st, fs, &a, own);
 	mutex_unlock(&fs->lock);
-	if (!ret)
+	/* (A sibling is no entry to take back: the caller need not know.) */
+	if (!ret && (a.flags & SLUICE_FILTER_SIBLING))
+		ret = sluice_arg_out(uarg, &a, sizeof(a));
+	else if (!ret)
 		ret = sluice_filter_reply(fs, uarg, &a, sizeof(a), a.id);
 out:
 	if (own)
@@ -875,6 +1182,7 @@ static struct file *sluice_resv_file(struct sluice_resv *r)
 	file = sock_alloc_file(r->sock, 0, NULL);
 	if (IS_ERR(file)) {
 		r->sock = NULL;
+		WRITE_ONCE(r->sk, NULL);
 		return file;
 	}
 	r->file = file;
@@ -991,13 +1299,20 @@ void sluice_filter_show(struct seq_file *m, struct sluice_stack *st)
 		   fs->count, (long long)atomic64_read(&fs->adds),
 		   (long long)atomic64_read(&fs->dels),
 		   (long long)atomic64_read(&fs->matches));
-	xa_for_each(&fs->ids, id, f)
-		seq_printf(m, "%s %u %s %pI4:%u %pI4:%u matches %lld\n",
+	xa_for_each(&fs->ids, id, f) {
+		seq_printf(m, "%s %u %s %pI4:%u %pI4:%u matches %lld",
 			   f->ksk ? "handoff" : "filter",
 			   f->id, sluice_proto_name(f->key.protocol),
 			   &f->key.laddr, ntohs(f->key.lport),
 			   &f->key.raddr, ntohs(f->key.rport),
 			   (long long)atomic64_read(&f->matches));
+		/* The port shared with kernel sockets: what they were given. */
+		if (atomic64_read(&f->kernel) || READ_ONCE(f->kshared))
+			seq_printf(m, " kernel %lld%s",
+				   (long long)atomic64_read(&f->kernel),
+				   READ_ONCE(f->kshared) ? " kshared" : "");
+		seq_putc(m, '\n');
+	}
 	mutex_unlock(&fs->lock);
 }
 

@@ -344,7 +344,8 @@ static rx_handler_result_t sluice_rx_handler(struct sk_buff **pskb)
 	rcu_read_lock();
 	kdev = rcu_dereference(dev->rx_handler_data);
 	st = sluice_filter_match(dev_net(dev), dev->ifindex, iph->protocol,
-				 iph->saddr, ports[0], iph->daddr, ports[1]);
+				 iph->saddr, ports[0], iph->daddr, ports[1],
+				 skb, ihl);
 	if (st)
 		kr = sluice_kring_of(st);
 	/* Rings still steering, on this very device. */

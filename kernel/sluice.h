@@ -22,6 +22,7 @@ struct net;
 struct net_device;
 struct page;
 struct seq_file;
+struct sk_buff;
 struct sluice_stack_filters;
 struct sluice_kring_state;
 struct vm_area_struct;
@@ -195,7 +196,9 @@ void sluice_kring_exit(void);
 /* filter.c: under rcu_read_lock(); the stack is valid until rcu_read_unlock(). */
 struct sluice_stack *sluice_filter_match(struct net *net, int ifindex, u8 protocol,
 					 __be32 saddr, __be16 sport,
-					 __be32 daddr, __be16 dport);
+					 __be32 daddr, __be16 dport,
+					 const struct sk_buff *skb,
+					 unsigned int thoff);
 void sluice_filter_stack_release(struct sluice_stack *st); /* drop all of st's filters */
 unsigned int sluice_filter_count(struct sluice_stack *st);
 void sluice_filter_show(struct seq_file *m, struct sluice_stack *st);

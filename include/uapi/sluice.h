@@ -46,6 +46,7 @@
 #define SLUICE_FEATURE_HANDOFF	0x200ULL	/* HANDOFF: a connection to a kernel socket */
 #define SLUICE_FEATURE_FILTER_FD 0x400ULL	/* FILTER_FD: a port reservation as an fd */
 #define SLUICE_FEATURE_FILTER_SOCK 0x800ULL	/* FILTER_ADD: the caller's socket reserves */
+#define SLUICE_FEATURE_FILTER_SIBLING 0x1000ULL	/* FILTER_ADD siblings; shared ports judged */
 /* What this module implements; grows as the features above land. */
 #define SLUICE_FEATURES_ALL	(SLUICE_FEATURE_STACK | SLUICE_FEATURE_KRING | \
 				 SLUICE_FEATURE_FILTER | SLUICE_FEATURE_IFINFO | \
@@ -53,7 +54,8 @@
 				 SLUICE_FEATURE_IPOIB | SLUICE_FEATURE_MCAST | \
 				 SLUICE_FEATURE_SOCKFD | SLUICE_FEATURE_REPLACE | \
 				 SLUICE_FEATURE_HANDOFF | SLUICE_FEATURE_FILTER_FD | \
-				 SLUICE_FEATURE_FILTER_SOCK)
+				 SLUICE_FEATURE_FILTER_SOCK | \
+				 SLUICE_FEATURE_FILTER_SIBLING)
 
 /**
  * struct sluice_version - SLUICE_IOC_VERSION argument
@@ -682,8 +684,20 @@ struct sluice_kring_kick {
  * bound whatever is done with it (SOCK_BINDPORT_LOCK); the socket is
  * released with the last of the filters and fds.  Without the flag
  * @fd and @reserved2 must be zero.
+ *
+ * ADD with SLUICE_FILTER_RESV_FD | SLUICE_FILTER_SIBLING
+ * (SLUICE_FEATURE_FILTER_SIBLING): @fd, bound as above, is another of the
+ * stack's sockets on a port a reservation of the stack covers (an
+ * SO_REUSEPORT or SO_REUSEADDR sibling's kernel twin); no filter is made
+ * (@id 0).  With that feature a packet a 3-tuple filter claims on a port
+ * its reservation shares (SO_REUSEADDR, SO_REUSEPORT) goes to the stack
+ * only if the kernel's own lookup picks the reservation, such a sibling,
+ * or no socket; else the kernel's receive path takes it.  -ENOENT: no
+ * reservation of the stack covers the port; -EEXIST: the reservation
+ * itself, or named already; -ENOSPC: 64 siblings live.
  */
 #define SLUICE_FILTER_RESV_FD	0x1u
+#define SLUICE_FILTER_SIBLING	0x2u
 
 struct sluice_filter {
 	__u32 size;

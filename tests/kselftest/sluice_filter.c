@@ -288,6 +288,7 @@ TEST(version_reports_the_features)
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_HANDOFF);
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_FILTER_FD);
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_FILTER_SOCK);
+	EXPECT_TRUE(v.features & SLUICE_FEATURE_FILTER_SIBLING);
 	close(dev);
 }
 
@@ -942,6 +943,85 @@ TEST_F(filter, resv_fd_holds_the_port_as_the_callers_socket)
 					   0));
 	EXPECT_EQ(0, del(self->st, id));
 	EXPECT_EQ(0, try_bind_as(4, SOCK_DGRAM, "127.0.0.1", 41312, 0));
+	EXPECT_EQ(0, stack_attr_ll("t_f", "filters"));
+}
+
+/* FILTER_ADD with SLUICE_FILTER_SIBLING; *@id gets the id answered. */
+static int add_sibling(int st, __u8 proto, const char *laddr, __u16 lport,
+		       int fd, __u32 *id)
+{
+	struct sluice_filter f;
+	int ret;
+
+	filter_init(&f, proto, laddr, lport, NULL, 0);
+	f.flags = SLUICE_FILTER_RESV_FD | SLUICE_FILTER_SIBLING;
+	f.fd = fd;
+	f.id = 77;
+	ret = xioctl(st, SLUICE_IOC_FILTER_ADD, &f);
+	if (id)
+		*id = f.id;
+	return ret;
+}
+
+/*
+ * SLUICE_FILTER_SIBLING: another of the stack's sockets on a port one of
+ * its reservations covers (an SO_REUSEPORT sibling's kernel twin) is
+ * named as the stack's; no filter is made, nothing is reserved, and a
+ * closed one holds no port.
+ */
+TEST_F(filter, sibling_rules)
+{
+	struct sluice_filter f;
+	int s, t, u;
+	__u32 id, sid;
+
+	filter_init(&f, IPPROTO_TCP, NULL, 41320, NULL, 0);
+	f.flags = SLUICE_FILTER_SIBLING;
+	EXPECT_EQ(-EINVAL, xioctl(self->st, SLUICE_IOC_FILTER_ADD, &f));
+	t = resv_sock(4, SOCK_STREAM, NULL, 41320, RS_REUSEPORT, false);
+	ASSERT_LE(0, t);
+	/* No reservation of the stack covers the port yet. */
+	EXPECT_EQ(-ENOENT, add_sibling(self->st, IPPROTO_TCP, NULL, 41320, t,
+				       NULL));
+	s = resv_sock(4, SOCK_STREAM, NULL, 41320, RS_REUSEPORT, false);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(0, add_own(self->st, IPPROTO_TCP, NULL, 41320, s, &id));
+	/* The reservation itself. */
+	EXPECT_EQ(-EEXIST, add_sibling(self->st, IPPROTO_TCP, NULL, 41320, s,
+				       NULL));
+	EXPECT_EQ(-EBADF, add_sibling(self->st, IPPROTO_TCP, NULL, 41320, -1,
+				      NULL));
+	/* A UDP socket; a socket on another port. */
+	u = resv_sock(4, SOCK_DGRAM, NULL, 41320, 0, false);
+	ASSERT_LE(0, u);
+	EXPECT_EQ(-EPROTONOSUPPORT, add_sibling(self->st, IPPROTO_TCP, NULL,
+						41320, u, NULL));
+	close(u);
+	u = resv_sock(4, SOCK_STREAM, NULL, 41321, RS_REUSEPORT, false);
+	ASSERT_LE(0, u);
+	EXPECT_EQ(-EINVAL, add_sibling(self->st, IPPROTO_TCP, NULL, 41320, u,
+				       NULL));
+	EXPECT_EQ(-ENOENT, add_sibling(self->st, IPPROTO_TCP, NULL, 41321, u,
+				       NULL));
+	close(u);
+	EXPECT_EQ(0, add_sibling(self->st, IPPROTO_TCP, NULL, 41320, t, &sid));
+	EXPECT_EQ(0, sid);
+	EXPECT_EQ(-EEXIST, add_sibling(self->st, IPPROTO_TCP, NULL, 41320, t,
+				       NULL));
+	/* Covered by the wildcard reservation: a sibling on 127.0.0.1. */
+	u = resv_sock(4, SOCK_STREAM, "127.0.0.1", 41320, RS_REUSEPORT, false);
+	ASSERT_LE(0, u);
+	EXPECT_EQ(0, add_sibling(self->st, IPPROTO_TCP, "127.0.0.1", 41320, u,
+				 NULL));
+	EXPECT_EQ(1, stack_attr_ll("t_f", "filters"));
+	/* Closed, a sibling holds no port (the module only holds its sock). */
+	close(u);
+	close(t);
+	close(s);
+	EXPECT_EQ(-EADDRINUSE, try_bind_as(4, SOCK_STREAM, NULL, 41320, 0));
+	EXPECT_EQ(0, del(self->st, id));
+	EXPECT_EQ(0, try_bind_as(4, SOCK_STREAM, NULL, 41320, 0));
+	EXPECT_EQ(0, try_bind_as(4, SOCK_STREAM, "127.0.0.1", 41320, 0));
 	EXPECT_EQ(0, stack_attr_ll("t_f", "filters"));
 }
 
