@@ -138,6 +138,34 @@ static void hold(struct sl_sock *so, uint32_t id, uint32_t laddr)
 	so->filter_laddr = laddr;
 }
 
+/*
+ * A socket sharing a port another holds the filter of: its kernel twin
+ * (own) is the stack's too, so where the port is shared with kernel
+ * sockets the module's look at the kernel's choice (an SO_REUSEPORT
+ * group's hash, UDP's scoring) counts a packet for it as the stack's
+ * (FILTER_ADD with SLUICE_FILTER_SIBLING).  Nothing depends on it but
+ * which path a connection takes: one the module passes to the kernel
+ * reaches the twin, whose connections the program accepts as kernel
+ * sockets; so a failure is counted and otherwise ignored.
+ */
+static void filter_sibling(struct sl_stack *s, uint8_t proto, uint32_t laddr, uint16_t lport,
+			   int own)
+{
+	struct sluice_filter f;
+
+	if (own < 0 || !(sl_module_features & SLUICE_FEATURE_FILTER_SIBLING))
+		return;
+	memset(&f, 0, sizeof(f));
+	f.size = sizeof(f);
+	f.flags = SLUICE_FILTER_RESV_FD | SLUICE_FILTER_SIBLING;
+	f.protocol = proto;
+	f.laddr = laddr;
+	f.lport = lport;
+	f.fd = own;
+	if (filter_ioctl(s, SLUICE_IOC_FILTER_ADD, &f))
+		sl_count(s, SL_C_filter_err);
+}
+
 /* The offer of this thread's caller, if the module takes one. */
 static int offered(void)
 {
@@ -159,8 +187,11 @@ int sl_filter_take(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint1
 	if (own >= 0 && !laddr && (so->flags & SL_SF_V6) && (so->opt_flags & SL_SO_V6ONLY))
 		return 0;
 	if (*lport) {
-		if (filter_held(s, so->type, flt_laddr, *lport))
-			return 0;	/* shared: the stack's rules allowed it */
+		if (filter_held(s, so->type, flt_laddr, *lport)) {
+			/* shared: the stack's rules allowed it */
+			filter_sibling(s, proto_of(so), flt_laddr, *lport, own);
+			return 0;
+		}
 		ret = filter_add(s, proto_of(so), flt_laddr, lport, &id, own);
 		if (!ret) {
 			hold(so, id, flt_laddr);

@@ -5,7 +5,8 @@
  * filters; port 8080 is one "the kernel uses" (EADDRINUSE), ports below
  * 1024 are privileged (EACCES); ephemeral picks count up from next_pick.
  * An ADD with SLUICE_FILTER_RESV_FD (a port given) is noted: own_adds,
- * last_fd.
+ * last_fd; one with SLUICE_FILTER_SIBLING too, on a port a filter holds
+ * (-ENOENT otherwise), makes no filter: sib_adds, last_sib_fd.
  */
 #ifndef SLUICE_TESTS_FILTER_FAKE_H
 #define SLUICE_TESTS_FILTER_FAKE_H
@@ -23,8 +24,8 @@ static struct {
 	struct { bool used; uint8_t proto; uint32_t laddr; uint16_t lport; uint32_t id; } f[FMAX];
 	uint32_t next_id;
 	uint16_t next_pick;	/* host order */
-	int adds, dels, bad_dels, own_adds, last_fd;
-} M = { .next_id = 100, .next_pick = 40000, .last_fd = -1 };
+	int adds, dels, bad_dels, own_adds, last_fd, sib_adds, last_sib_fd;
+} M = { .next_id = 100, .next_pick = 40000, .last_fd = -1, .last_sib_fd = -1 };
 
 static inline int live(void)
 {
@@ -41,7 +42,9 @@ static inline int fake_ioctl(int fd, unsigned long req, void *arg)
 	int i, slot = -1;
 
 	(void)fd;
-	if (a->size != sizeof(*a) || (a->flags & ~SLUICE_FILTER_RESV_FD) ||
+	if (a->size != sizeof(*a) ||
+	    (a->flags & ~(SLUICE_FILTER_RESV_FD | SLUICE_FILTER_SIBLING)) ||
+	    ((a->flags & SLUICE_FILTER_SIBLING) && !(a->flags & SLUICE_FILTER_RESV_FD)) ||
 	    (req == SLUICE_IOC_FILTER_ADD && (a->flags ? !a->lport : a->fd != 0))) {
 		errno = EINVAL;
 		return -1;
@@ -60,6 +63,18 @@ static inline int fake_ioctl(int fd, unsigned long req, void *arg)
 	if (req != SLUICE_IOC_FILTER_ADD || (a->protocol != IPPROTO_TCP && a->protocol != IPPROTO_UDP) ||
 	    a->raddr || a->rport) {
 		errno = EINVAL;
+		return -1;
+	}
+	if (a->flags & SLUICE_FILTER_SIBLING) {
+		for (i = 0; i < FMAX; i++)
+			if (M.f[i].used && M.f[i].proto == a->protocol && M.f[i].lport == a->lport &&
+			    (!M.f[i].laddr || M.f[i].laddr == a->laddr)) {
+				M.sib_adds++;
+				M.last_sib_fd = a->fd;
+				a->id = 0;
+				return 0;
+			}
+		errno = ENOENT;
 		return -1;
 	}
 	if (!a->lport) {

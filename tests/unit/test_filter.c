@@ -124,6 +124,7 @@ static void test_offer_is_the_reservation(void)
 	struct sockaddr_in any4 = fx_addr("0.0.0.0", 7104);
 	int one = 1, t1 = sluice_socket(ST, SLUICE_SOCK_STREAM);
 	int t2 = sluice_socket(ST, SLUICE_SOCK_STREAM), l = sluice_socket(ST, SLUICE_SOCK_STREAM);
+	int t3 = sluice_socket(ST, SLUICE_SOCK_STREAM);
 	int v6 = sluice_socket(ST, SLUICE_SOCK_STREAM), v6b = sluice_socket(ST, SLUICE_SOCK_STREAM);
 	int old = sluice_socket(ST, SLUICE_SOCK_DGRAM);
 	int adds = M.adds, own = M.own_adds;
@@ -141,8 +142,15 @@ static void test_offer_is_the_reservation(void)
 	tap_ok(taken && M.own_adds == own + 1 && M.last_fd == 42,
 	       "... FILTER_ADD with SLUICE_FILTER_RESV_FD and fd 42: taken");
 	tap_eq(bind_offering(t2, &any, 43, &taken), 0, "an SO_REUSEPORT sibling on 7100 offering fd 43");
-	tap_ok(!taken && M.own_adds == own + 1 && M.adds == adds + 2,
+	tap_ok(!taken && M.own_adds == own + 1 && M.adds == adds + 2 && M.sib_adds == 0,
 	       "... shares the filter: no ADD, fd 43 not taken (a twin of its own)");
+	/* A module that takes siblings: the third one's twin is named. */
+	sl_module_features = SLUICE_FEATURE_FILTER_SOCK | SLUICE_FEATURE_FILTER_SIBLING;
+	sluice_setsockopt(ST, t3, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	tap_eq(bind_offering(t3, &any, 47, &taken), 0, "a third sibling on 7100 offering fd 47");
+	tap_ok(!taken && M.adds == adds + 2 && M.sib_adds == 1 && M.last_sib_fd == 47,
+	       "... no filter, fd 47 named to the module as the stack's (SLUICE_FILTER_SIBLING), not taken");
+	sl_module_features = SLUICE_FEATURE_FILTER_SOCK;
 	tap_eq(bind_offering(l, &lo, 44, &taken), 0, "loopback 127.0.0.1:7101 offering fd 44");
 	tap_ok(!taken && M.adds == adds + 2, "... no filter, not taken");
 	/* An AF_INET6 IPV6_V6ONLY socket on :: (as the preload marks it). */
@@ -156,6 +164,7 @@ static void test_offer_is_the_reservation(void)
 	tap_ok(taken && M.last_fd == 46 && has_filter(IPPROTO_TCP, 7104), "... its filter, the fd taken");
 	sluice_close(ST, t1);
 	sluice_close(ST, t2);
+	sluice_close(ST, t3);
 	sluice_close(ST, l);
 	sluice_close(ST, v6);
 	sluice_close(ST, v6b);
