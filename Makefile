@@ -70,6 +70,7 @@ PRELOAD_TESTS := $(B)/tests/preload/conform $(B)/tests/preload/dlopen_prog $(B)/
 KSELFTESTS := $(patsubst tests/kselftest/%.c,$(B)/tests/kselftest/%,$(wildcard tests/kselftest/*.c))
 PRELOAD_TESTS += $(B)/tests/preload/sockcache $(B)/tests/preload/twin_echo \
 	$(B)/tests/preload/resv_hold
+PRELOAD_TESTS += $(B)/tests/preload/share_rx
 PRELOAD_TESTS += $(B)/tests/preload/epoll_excl
 PRELOAD_TESTS += $(B)/tests/preload/close_blocked
 

@@ -386,6 +386,143 @@ resv_row "kernel SO_REUSEADDR socket bound; stack SO_REUSEADDR listener" kernel 
 	"tcp 4 0.0.0.0 reuseaddr 0" "tcp 4 0.0.0.0 reuseaddr 1"
 resv_row "kernel SO_REUSEADDR UDP; stack SO_REUSEADDR UDP" kernel sluice 7422 \
 	"udp 4 0.0.0.0 reuseaddr 0" "udp 4 0.0.0.0 reuseaddr 0"
+# The device's packets to a port a stack socket shares with a kernel
+# socket (issue 15): the module's filter claims the port, but on a port
+# the reservation shares (SO_REUSEADDR, SO_REUSEPORT) it asks the
+# kernel's own lookup and passes to the kernel what the kernel would give
+# a kernel socket: an SO_REUSEPORT group's share of new connections and
+# datagrams (the group's hash), a kernel connection's segments, UDP's
+# choice between SO_REUSEADDR sockets.  share_rx serve on the port twice
+# (tags 1 and 2, in that order), share_rx clients in the peer namespace
+# from fixed source ports (TCP ends each with a reset: no TIME-WAIT), so
+# the kernel alone and then one side under sluice run get the same
+# tuples on the same port: each must be answered by the same socket.
+SR_N=24
+sr_pre() { [ "$1" = sluice ] && rs_pre sluice; }
+# share_split DESC TYPE OPTS FIRST SECOND PORT SPORT SPLIT
+#   FIRST, SECOND: kernel or sluice (under sluice run on the stack, the
+#   kernel run has both on the kernel); SPLIT 1: the kernel alone must
+#   give each some, 0: it gives all to one.
+share_split() {
+	shd=$1 sty=$2 sopt=$3 s1=$4 s2=$5 sp=$6 ssp=$7 ssplit=$8
+	for side in kernel sluice; do
+		pre1="" pre2=""
+		[ $side = sluice ] && pre1=$(sr_pre "$s1") pre2=$(sr_pre "$s2")
+		rm -f /tmp/sh-hold1 /tmp/sh-hold2 /tmp/sh-1.$side /tmp/sh-2.$side
+		mkfifo /tmp/sh-hold1 /tmp/sh-hold2
+		timeout 100 $pre1 share_rx serve $sty 0.0.0.0 $sp $sopt 1 \
+			</tmp/sh-hold1 >/tmp/sh-1.$side 2>/tmp/sh-1e.$side &
+		sh1=$!
+		exec 7>/tmp/sh-hold1
+		rs_wait /tmp/sh-1.$side 'ready\|error'
+		timeout 100 $pre2 share_rx serve $sty 0.0.0.0 $sp $sopt 2 \
+			</tmp/sh-hold2 >/tmp/sh-2.$side 2>/tmp/sh-2e.$side &
+		sh2=$!
+		exec 8>/tmp/sh-hold2
+		rs_wait /tmp/sh-2.$side 'ready\|error'
+		in_ns timeout 90 share_rx clients $sty $S $sp $ssp $SR_N \
+			>/tmp/sh-c.$side 2>/tmp/sh-ce.$side
+		exec 7>&- 8>&-
+		wait $sh1 $sh2
+	done
+	sides_log sh 1 2
+	for side in kernel sluice; do
+		echo "#   $side: answered by $(cut -d' ' -f2 /tmp/sh-c.$side | sort | uniq -c | tr -s ' \n' ' ')"
+	done
+	if [ "$ssplit" = 1 ]; then
+		check "$shd: on the kernel alone, all $SR_N answered, by both" \
+			sh -c "[ \$(grep -c ' [12]\$' /tmp/sh-c.kernel) = $SR_N ] && grep -q ' 1\$' /tmp/sh-c.kernel && grep -q ' 2\$' /tmp/sh-c.kernel"
+	else
+		check "$shd: on the kernel alone, all $SR_N answered" \
+			sh -c "[ \$(grep -c ' [12]\$' /tmp/sh-c.kernel) = $SR_N ]"
+	fi
+	check "$shd: with Sluice, each by the socket the kernel alone chose" \
+		diff /tmp/sh-c.kernel /tmp/sh-c.sluice
+	for f in 1 2; do
+		w=$s1
+		[ $f = 2 ] && w=$s2
+		[ "$w" = sluice ] || continue
+		check "$shd: ... socket $f a module socket fd, its connections too ($(cat /tmp/sh-$f.sluice | tr '\n' ' '))" \
+			sh -c "grep -q 'fd anon_inode:\[sluice-sock\]\$' /tmp/sh-${f}e.sluice && grep -q 'kernel 0\$' /tmp/sh-$f.sluice"
+	done
+}
+share_split "TCP SO_REUSEPORT listeners: the stack's first, a kernel one second" tcp reuseport sluice kernel 7430 41000 1
+share_split "TCP SO_REUSEPORT listeners: a kernel one first, the stack's second" tcp reuseport kernel sluice 7431 41100 1
+share_split "UDP SO_REUSEPORT: the stack's first, a kernel one second" udp reuseport sluice kernel 7432 41200 1
+share_split "UDP SO_REUSEADDR: the stack's first, a kernel one second (the later bound gets unicast)" udp reuseaddr sluice kernel 7433 41300 0
+share_split "UDP SO_REUSEADDR: a kernel one first, the stack's second" udp reuseaddr kernel sluice 7434 41400 0
+# Two of the stack's SO_REUSEPORT listeners (two processes): every
+# connection the stack's (the second's kernel twin is named to the module
+# as the stack's: a connection the group's hash gives it is not passed to
+# the kernel, where the program would accept it as a kernel socket);
+# which of the two takes it is the stack's choice.
+for side in kernel sluice; do
+	pre=""
+	[ $side = sluice ] && pre=$(rs_pre sluice)
+	rm -f /tmp/sh-hold1 /tmp/sh-hold2 /tmp/sh-1.$side /tmp/sh-2.$side
+	mkfifo /tmp/sh-hold1 /tmp/sh-hold2
+	timeout 100 $pre share_rx serve tcp 0.0.0.0 7435 reuseport 1 \
+		</tmp/sh-hold1 >/tmp/sh-1.$side 2>/tmp/sh-1e.$side &
+	sh1=$!
+	exec 7>/tmp/sh-hold1
+	rs_wait /tmp/sh-1.$side 'ready\|error'
+	timeout 100 $pre share_rx serve tcp 0.0.0.0 7435 reuseport 2 \
+		</tmp/sh-hold2 >/tmp/sh-2.$side 2>/tmp/sh-2e.$side &
+	sh2=$!
+	exec 8>/tmp/sh-hold2
+	rs_wait /tmp/sh-2.$side 'ready\|error'
+	in_ns timeout 90 share_rx clients tcp $S 7435 41500 $SR_N >/tmp/sh-c.$side 2>/tmp/sh-ce.$side
+	exec 7>&- 8>&-
+	wait $sh1 $sh2
+done
+sides_log sh 1 2
+for side in kernel sluice; do
+	echo "#   $side: answered by $(cut -d' ' -f2 /tmp/sh-c.$side | sort | uniq -c | tr -s ' \n' ' ')"
+done
+check "two stack SO_REUSEPORT listeners: all $SR_N answered, on the kernel alone and with Sluice" \
+	sh -c "[ \$(grep -c ' [12]\$' /tmp/sh-c.kernel) = $SR_N ] && [ \$(grep -c ' [12]\$' /tmp/sh-c.sluice) = $SR_N ]"
+check "two stack SO_REUSEPORT listeners: ... every connection a module socket fd ($(cat /tmp/sh-1.sluice /tmp/sh-2.sluice | tr '\n' ' '))" \
+	sh -c "grep -q 'kernel 0\$' /tmp/sh-1.sluice && grep -q 'kernel 0\$' /tmp/sh-2.sluice"
+# A kernel socket's connection from a port (SO_REUSEADDR, to an echo
+# server in the peer namespace), then a listener on that port
+# (SO_REUSEADDR: Linux lets it listen beside a connection): the
+# connection's segments from the device are the kernel's, before and
+# after (the module finds the connection in the port's bind bucket when
+# the stack's filter is added, and asks the kernel's established table
+# for every segment to the port from then on).
+in_ns timeout 100 kpeer serve 7440 90 >/tmp/se-peer.log 2>&1 &
+sepeer=$!
+sleep 1
+for side in kernel sluice; do
+	p=7441
+	[ $side = sluice ] && p=7442
+	pre=""
+	[ $side = sluice ] && pre=$(rs_pre sluice)
+	rm -f /tmp/se-go /tmp/se-hold /tmp/se-k.$side /tmp/se-s.$side
+	mkfifo /tmp/se-go /tmp/se-hold
+	timeout 60 share_rx kconn $K 7440 $p </tmp/se-go >/tmp/se-k.$side 2>/tmp/se-ke.$side &
+	sek=$!
+	exec 7>/tmp/se-go
+	rs_wait /tmp/se-k.$side 'connected\|error'
+	timeout 60 $pre share_rx serve tcp 0.0.0.0 $p reuseaddr 1 \
+		</tmp/se-hold >/tmp/se-s.$side 2>/tmp/se-se.$side &
+	ses=$!
+	exec 8>/tmp/se-hold
+	rs_wait /tmp/se-s.$side 'ready\|error'
+	echo go >&7
+	exec 7>&-
+	wait $sek
+	exec 8>&-
+	wait $ses
+done
+kill $sepeer 2>/dev/null
+wait $sepeer 2>/dev/null
+sides_log se k s
+check "a kernel connection from a port, then a listener there: on the kernel alone, its echoes come back" \
+	sh -c "[ \$(grep -c '^echo ok\$' /tmp/se-k.kernel) = 3 ] && grep -q '^ready\$' /tmp/se-s.kernel"
+check "a kernel connection from a port, then a stack listener there: the same lines" \
+	sh -c "diff /tmp/se-k.kernel /tmp/se-k.sluice >/dev/null && diff /tmp/se-s.kernel /tmp/se-s.sluice >/dev/null"
+check "... the listener a module socket fd" grep -q 'fd anon_inode:\[sluice-sock\]$' /tmp/se-se.sluice
 # close() of a module socket fd while another thread of the program is
 # blocked in recv() or send() on it (issue 24 item 2; gVisor's
 # ClosedReadBlockingSocket, ClosedWriteBlockingSocket): as on Linux the
