@@ -29,12 +29,15 @@
 #                      region and socket fds), not /dev/shm; a run whose
 #                      stack fell back to /dev/shm is "shm", a failure
 #     --sluice PATH    the sluice tool (default build/tools/sluice)
+#     --each           a line per case as it ends ("  case: BINARY CASE
+#                      KERNEL SLUICE"), a deviation's last lines after it:
+#                      a long run cut short still shows what it ran
 # Exit status: 0 when no case deviates, 1 otherwise, 2 on a usage error.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 bindir=$top/build/conformance
-results='' outdir='' subset='' tlimit=20 jobs=1 sluice_only=0 module=0
+results='' outdir='' subset='' tlimit=20 jobs=1 sluice_only=0 module=0 each=0
 sluice=$top/build/tools/sluice
 filters=()
 usage() { sed -n '/^#   tests/,/^# Exit/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
@@ -50,6 +53,7 @@ while [ $# -gt 0 ]; do
 	--sluice-only) sluice_only=1 ;;
 	--module) module=1 ;;
 	--sluice) sluice=$2; shift ;;
+	--each) each=1 ;;
 	*) usage ;;
 	esac
 	shift
@@ -129,16 +133,24 @@ run_one() {
 # run_case BIN CASE N: both runs; writes "KERNEL SLUICE" to $tmp/res.N and
 # keeps both outputs of a deviation in $outdir.
 run_case() {
-	local bin=$1 case=$2 n=$3 k=- s ko=$tmp/k.$3 so=$tmp/s.$3
+	local bin=$1 case=$2 n=$3 k=- s ko=$tmp/k.$3 so=$tmp/s.$3 dev=0
 	[ $sluice_only = 1 ] || k=$(run_one kernel "$bin" "$case" "$n" "$ko")
 	s=$(run_one sluice "$bin" "$case" "$n" "$so")
 	if [ "$k" = pass ] && [ "$s" != pass ] || { [ "$k" = - ] && [ "$s" != pass ]; }; then
 		local d=$outdir/${bin##*/}
+		dev=1
 		mkdir -p "$d"
 		{
 			[ $sluice_only = 1 ] || { echo "==== kernel: $k"; tail -c 20000 "$ko"; }
 			echo "==== sluice: $s"; tail -c 20000 "$so"
 		} >"$d/${case//\//_}.txt"
+	fi
+	if [ $each = 1 ]; then
+		# One printf a case, so that two jobs' lines do not interleave.
+		local tail=''
+		[ $dev = 0 ] || tail=$(grep -v '^\[ *\(RUN\|OK\) *\]' "$so" | tail -n 12 | sed 's/^/    sluice: /')
+		printf '  case: %s %s %s %s\n%s' "${bin##*/}" "$case" "$k" "$s" "${tail:+$tail
+}"
 	fi
 	rm -f "$ko" "$so"
 	echo "$k $s" >"$tmp/res.$n"

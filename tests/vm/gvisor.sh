@@ -30,12 +30,16 @@ rm -rf /dev/shm/sluice* $out
 mkdir -p $out
 fd0=$(sockfds)
 t0=$(date +%s)
-# The runner's lines as they come (a binary's line when it is done), so a
-# run cut short by the VM's time limit still shows what it finished.
+# The runner's lines as they come (a line a case, --each, and a binary's
+# line when it is done), so a run cut short by the VM's time limit, or
+# stopped on the host, still shows every case it finished: awk flushes
+# each line (busybox sed wrote them in blocks, and a run stopped lost the
+# last block).
 # shellcheck disable=SC2046 # the runner's arguments, one a line
 bash $gv/tests/conformance/gvisor.sh --module --sluice /opt/sluice/bin/sluice \
 	--bindir $gv/bin --results $out/results.txt --outdir $out/out \
-	--timeout "${GVISOR_VM_TIMEOUT:-60}" $(cat $gv/args) 2>&1 | sed 's/^/# /'
+	--timeout "${GVISOR_VM_TIMEOUT:-60}" --each $(cat $gv/args) 2>&1 |
+	awk '{ print "# " $0; fflush() }'
 echo "# runner done, $(($(date +%s) - t0)) s"
 fd1=$(sockfds)
 want=$(cat $gv/count)

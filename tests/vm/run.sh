@@ -22,8 +22,8 @@
 # or those suites: names separated by spaces),
 # SLUICE_SEED (passed to the suites, for hostile.sh's replays).  A suite
 # listed "#only NAME ..." in tests/vm/suites runs only when SLUICE_VM_ONLY
-# names it (gvisor: GVISOR_BIN, GVISOR_VM_SUBSET, GVISOR_VM_BINARIES, as
-# add_gvisor() below says; `make conformance-vm`).
+# names it (gvisor: GVISOR_BIN, GVISOR_VM_SUBSET, GVISOR_VM_BINARIES,
+# GVISOR_VM_JOBS, as add_gvisor() below says; `make conformance-vm`).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -131,7 +131,8 @@ add_kfile() { # add_kfile ROOT VERSION MODULE
 # to run, bash and the runner, in /opt/sluice/gv.  The binaries are
 # GVISOR_BIN's, else build/conformance's; the cases GVISOR_VM_SUBSET's
 # (lines "BINARY CASE"), or every case of the binaries GVISOR_VM_BINARIES
-# names.  With no binaries nothing is copied and the suite skips.
+# names; GVISOR_VM_JOBS=2 runs two cases at a time (the guest has two
+# CPUs).  With no binaries nothing is copied and the suite skips.
 add_gvisor() { # add_gvisor ROOT
 	local root=$1 gv=$1/opt/sluice/gv bin b
 	bin=${GVISOR_BIN:-build/conformance}
@@ -149,7 +150,7 @@ add_gvisor() { # add_gvisor ROOT
 	for b in $(awk '{ print $1 }' "$gv/subset.txt" | sort -u); do
 		add_binary "$root" "$bin/$b" /opt/sluice/gv/bin
 	done
-	echo "--subset /opt/sluice/gv/subset.txt" >"$gv/args"
+	echo "--subset /opt/sluice/gv/subset.txt${GVISOR_VM_JOBS:+ --jobs $GVISOR_VM_JOBS}" >"$gv/args"
 	wc -l <"$gv/subset.txt" >"$gv/count"
 	cp tests/conformance/gvisor.sh tests/conformance/gvisor.mk "$gv/tests/conformance/"
 	add_binary "$root" /usr/bin/bash /usr/bin
