@@ -72,7 +72,7 @@ PRELOAD_TESTS += $(B)/tests/preload/sockcache $(B)/tests/preload/twin_echo \
 	$(B)/tests/preload/resv_hold
 PRELOAD_TESTS += $(B)/tests/preload/share_rx
 PRELOAD_TESTS += $(B)/tests/preload/epoll_excl
-PRELOAD_TESTS += $(B)/tests/preload/close_blocked
+PRELOAD_TESTS += $(B)/tests/preload/close_blocked $(B)/tests/preload/udp_autobind
 
 .PHONY: install uninstall deb all lib tools tests bench bench-lossy bench-many bench-programs sanitize unit-tests module module-clean check demo checkpatch clean \
 	fuzz fuzz-long soak soak-kill

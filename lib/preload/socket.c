@@ -1686,8 +1686,12 @@ int pl_dgram_autobind(struct pl_sock *ps)
 	struct sockaddr_in any = { .sin_family = AF_INET };
 
 	/* As Linux's autobind: INADDR_ANY (:: for a dual-stack socket) and
-	 * a port the kernel picks, which a disconnect gives back. */
-	if (ps->mapped_any || !pl_twin_usable(ps))
+	 * a port the kernel picks, which a disconnect gives back.  On a
+	 * module's stack as its bind() to INADDR_ANY would (twin.c,
+	 * pl_twin_usable_at()): without the twin an AF_INET6 socket
+	 * connected to ::1 could not send to another IPv6 address
+	 * (ENETUNREACH, native6_send()), nor a kernel socket answer it. */
+	if (ps->mapped_any || !pl_twin_usable_at(ps, INADDR_ANY))
 		return 0;
 	return bind_both(ps, &any);
 }

@@ -542,6 +542,24 @@ check "close under a blocked call: with Sluice (exit $cbs), the kernel's lines" 
 	sh -c "grep -v '^#' /tmp/cb.kernel >/tmp/cb.k.n; grep -v '^#' /tmp/cb.sluice >/tmp/cb.s.n; diff /tmp/cb.k.n /tmp/cb.s.n >/dev/null"
 check "close under a blocked call: ... on module socket fds" \
 	grep -q '^# recv_timeout fd anon_inode:\[sluice-sock\]$' /tmp/cb.sluice
+# A UDP socket that never called bind() (issue 24 item 2; gVisor's
+# SendToAddressOtherThanConnected/1): its port comes from connect() or its
+# first send, and with it a kernel twin, as a bind() to 0.0.0.0 on the
+# module's stack has (preload: pl_dgram_autobind()), so an AF_INET6 socket
+# connected to [::1] sends on to [::] and [::1] (IPv6 itself: the twin
+# sends it) as on Linux, where it had none and said ENETUNREACH.
+timeout 30 udp_autobind >/tmp/ua.kernel 2>&1
+uak=$?
+timeout 30 $(tw_pre L) udp_autobind >/tmp/ua.sluice 2>&1
+uas=$?
+sed 's/^/#   kernel: /' /tmp/ua.kernel
+sed 's/^/#   sluice: /' /tmp/ua.sluice
+check "UDP without bind(): on the kernel, exit $uak, every sendto sent" \
+	sh -c "[ $uak = 0 ] && [ \$(grep -c ': 512\$' /tmp/ua.kernel) = 4 ]"
+check "UDP without bind(): with Sluice (exit $uas), the kernel's lines" \
+	sh -c "grep -v '^#' /tmp/ua.kernel >/tmp/ua.k.n; grep -v '^#' /tmp/ua.sluice >/tmp/ua.s.n; diff /tmp/ua.k.n /tmp/ua.s.n >/dev/null"
+check "UDP without bind(): ... on module socket fds" \
+	grep -q '^# v6_connect_other fd anon_inode:\[sluice-sock\]$' /tmp/ua.sluice
 
 # The last program goes (SIGTERM: no exit handlers); the helper may hold
 # the stack on for connections in TIME-WAIT, but no socket fd is left.
