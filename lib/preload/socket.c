@@ -1495,7 +1495,12 @@ static int kpeer_handoff(int fd, struct pl_sock *ps, bool *gone)
  * ENETUNREACH.  Its twin (twin.c), which holds the port on [::],
  * becomes the socket; without one a kernel socket is bound there, and
  * if a kernel socket took the port meanwhile, the bind fails and so
- * does the call.
+ * does the call.  A module socket fd too (the module's stacks have twins
+ * since module twins; one that is the port's reservation is the
+ * program's own socket, which the module lets go with the stack's
+ * socket): it refused, so connect() to [::] after bind() to [::] said
+ * ENETUNREACH there (gVisor's DualStackSocketTest.AddressOperations/
+ * V6AnyBind*).
  */
 int pl_dgram_v6_handoff(int fd, struct pl_sock *ps, bool *gone)
 {
@@ -1510,7 +1515,7 @@ int pl_dgram_v6_handoff(int fd, struct pl_sock *ps, bool *gone)
 	 * IPv4 only, Linux says EAFNOSUPPORT. */
 	if (ps->type == SOCK_DGRAM && local_mapped(ps))
 		return -EAFNOSUPPORT;
-	if (ps->type != SOCK_DGRAM || !ps->v6 || ps->kfd || sl_sys_sandboxed ||
+	if (ps->type != SOCK_DGRAM || !ps->v6 || sl_sys_sandboxed ||
 	    SL_READ_ONCE(ps->nfd) != 1 ||
 	    (SL_READ_ONCE(so->flags) & SL_SF_CONNECTED) || SL_READ_ONCE(so->rxq_bytes) ||
 	    sluice_getsockname(pl_stack(), (int)ps->sd, &me) || me.sin_addr.s_addr != INADDR_ANY)

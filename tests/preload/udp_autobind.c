@@ -3,7 +3,8 @@
  * A UDP socket that never called bind(): connect() or its first send
  * gives it a port (Linux's autobind), and it sends on from there
  * (issue 24 item 2; gVisor's UdpSocketTest.SendToAddressOtherThanConnected/1
- * on the module path).  On Linux a socket connected to [::1]:P may still
+ * on the module path); and one bound to [::] that connects to IPv6
+ * itself.  On Linux a socket connected to [::1]:P may still
  * sendto() [::]:Q (the unspecified address is loopback, ::1 for a socket
  * whose own address is not v4-mapped): the datagram goes, 512 is
  * returned.  tests/vm/sockfd.sh runs it on the kernel and under `sluice
@@ -19,6 +20,10 @@
  *                     answers to the address it came from
  *   v4_connect_other  AF_INET, connected to 127.0.0.1:P, sendto()
  *                     0.0.0.0:P-1 and 127.0.0.1:P-1
+ *   v6_any_connect    AF_INET6, bound to [::]:0, then connect() [::]:P
+ *                     (IPv6 itself: the socket becomes the kernel's, its
+ *                     twin; gVisor's DualStackSocketTest.AddressOperations/
+ *                     V6AnyBindConnectSendTo), its peer, a send to P
  * Every wait is bounded (SO_RCVTIMEO 2 s, an alarm ends it after 20 s).
  */
 #include <arpa/inet.h>
@@ -169,6 +174,45 @@ static void send_first(const char *c)
 	close(p);
 }
 
+/* Bound to [::], then connected to [::]:P (loopback, ::1). */
+static void any_connect(const char *c)
+{
+	struct sockaddr_storage at, to;
+	struct sockaddr_in6 any = { .sin6_family = AF_INET6 }, peer;
+	socklen_t len, plen = sizeof(peer);
+	int p = bound_peer(AF_INET6, &at, &len), fd = socket(AF_INET6, SOCK_DGRAM, 0);
+	char a[INET6_ADDRSTRLEN] = "-";
+	ssize_t n;
+	int e;
+
+	if (p < 0 || fd < 0 || bind(fd, (struct sockaddr *)&any, sizeof(any))) {
+		printf("%s: setup failed (%s)\n", c, strerror(errno));
+		return;
+	}
+	show_fd(c, fd);
+	memset(&to, 0, sizeof(to));
+	to.ss_family = AF_INET6;
+	set_port(&to, port_of(&at));
+	n = connect(fd, (struct sockaddr *)&to, len);
+	e = errno;
+	say("  connect [::]:P", n, e);
+	n = getpeername(fd, (struct sockaddr *)&peer, &plen);
+	e = errno;
+	if (!n)
+		inet_ntop(AF_INET6, &peer.sin6_addr, a, sizeof(a));
+	say("  getpeername", n, e);
+	printf("  peer %s port_is_P %d\n", a, !n && ntohs(peer.sin6_port) == port_of(&at));
+	n = send(fd, "hi", 2, 0);
+	e = errno;
+	say("  send to P", n, e);
+	n = recv(p, buf, sizeof(buf), 0);
+	e = errno;
+	say("  P receives", n, e);
+	printf("%s: done\n", c);
+	close(fd);
+	close(p);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -176,5 +220,6 @@ int main(void)
 	connect_other("v6_connect_other", AF_INET6);
 	send_first("v6_send_first");
 	connect_other("v4_connect_other", AF_INET);
+	any_connect("v6_any_connect");
 	return 0;
 }

@@ -547,7 +547,10 @@ check "close under a blocked call: ... on module socket fds" \
 # first send, and with it a kernel twin, as a bind() to 0.0.0.0 on the
 # module's stack has (preload: pl_dgram_autobind()), so an AF_INET6 socket
 # connected to [::1] sends on to [::] and [::1] (IPv6 itself: the twin
-# sends it) as on Linux, where it had none and said ENETUNREACH.
+# sends it) as on Linux, where it had none and said ENETUNREACH.  And one
+# bound to [::] that connects to [::] (gVisor's DualStackSocketTest.
+# AddressOperations/V6AnyBind*): it becomes the kernel's, its twin, where
+# a module socket fd was refused that (pl_dgram_v6_handoff(), ENETUNREACH).
 timeout 30 udp_autobind >/tmp/ua.kernel 2>&1
 uak=$?
 timeout 30 $(tw_pre L) udp_autobind >/tmp/ua.sluice 2>&1
