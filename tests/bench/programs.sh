@@ -499,10 +499,14 @@ churn() {	# MODE N K -> "connections/s cpu-µs-per-connection"
 # each kept running the whole time (so anything that grows shows); a line
 # a pair of batches: both rates, the Sluice stack's slots, buffers and
 # TIME-WAIT entries in use, the kernel's (/proc/net/sockstat: sockets in
-# use, TIME-WAIT, pages), and both servers' resident memory.
+# use, TIME-WAIT, pages), both servers' resident memory and the Sluice
+# server's split into anonymous and shared (the stack's region, touched
+# once).  At the end: each side's connections over its own seconds, the
+# longest connection and how many took over 100 ms, and every sampled
+# figure's first, last and peak, and its peak in each half of the run.
 churn_long() {
 	local kp=$((22800 + RANDOM % 100)) sp=$((22900 + RANDOM % 100)) pre ksrv ssrv
-	local end=$((SECONDS + secs)) k s use ks krss srss
+	local end=$((SECONDS + secs)) k s kl sl use ks krss srss
 	pre=$(prefix sluice throughput)
 	$pin1 "$churn_bin" server "$kp" 2000000000 >"$tmp/kserver.log" 2>&1 &
 	ksrv=$!
@@ -512,23 +516,56 @@ churn_long() {
 		grep -q ready "$tmp/kserver.log" && grep -q ready "$tmp/sserver.log" && break
 		sleep 0.05
 	done
+	: >"$tmp/kclient"; : >"$tmp/sclient"; : >"$tmp/samples"
 	echo "# churn-long: s; conn/s kernel, Sluice; Sluice sockets buffers time-wait;" \
-		"kernel sockets time-wait pages; server RSS KiB kernel, Sluice"
+		"kernel sockets time-wait pages; server RSS KiB kernel, Sluice (anon shared)"
 	while [ "$SECONDS" -lt "$end" ]; do
-		k=$($pin0 "$churn_bin" client "$kp" 20000 32 | awk '{ print $6 }')
-		s=$($pin0 $pre "$churn_bin" client "$sp" 20000 32 | awk '{ print $6 }')
+		kl=$($pin0 "$churn_bin" client "$kp" 20000 32 2>&1 | tail -n 1)
+		sl=$($pin0 $pre "$churn_bin" client "$sp" 20000 32 2>&1 | tail -n 1)
+		echo "$kl" >>"$tmp/kclient"
+		echo "$sl" >>"$tmp/sclient"
+		k=$(awk '/^connections / { print $6 }' <<<"$kl")
+		s=$(awk '/^connections / { print $6 }' <<<"$sl")
 		use=$("$sluice" dump "$st" 2>/dev/null | awk '
 			/ sockets [0-9]+\// { split($0, a, "sockets "); split(a[2], b, "/"); so = b[1]
 				split($0, c, "buffers "); split(c[2], d, "/"); bu = d[1] }
 			/time-wait:/ { tw = $2 } END { print so, bu, tw }')
 		ks=$(awk '/^TCP:/ { print $3, $7, $11 }' /proc/net/sockstat)
 		krss=$(awk '/^VmRSS/ { print $2 }' "/proc/$ksrv/status" 2>/dev/null)
-		srss=$(awk '/^VmRSS/ { print $2 }' "/proc/$ssrv/status" 2>/dev/null)
+		srss=$(awk '/^(VmRSS|RssAnon|RssShmem)/ { printf "%s%s", n++ ? " " : "", $2 }' \
+			"/proc/$ssrv/status" 2>/dev/null)
 		echo "# $SECONDS; ${k:-0} ${s:-0}; $use; $ks; ${krss:-?} ${srss:-?}"
+		echo "$SECONDS ${k:-0} ${s:-0} $use $ks ${krss:-?} ${srss:-?}" >>"$tmp/samples"
 	done
 	kill -KILL "$ksrv" "$ssrv" 2>/dev/null
 	wait "$ksrv" "$ssrv" 2>/dev/null
 	rm -rf "/dev/shm/sluice-$st" "/dev/shm/sluicefd-$st"
+	for side in kernel sluice; do
+		awk -v side="$side" '
+			/^connections / { n += $2; t += $4; b++; if ($8 > m) m = $8; o += $10; next }
+			{ bad++ }
+			END { printf "# churn-long %s: %d connections in %d batches over %.0f s of its own:" \
+				" %.0f conn/s; longest %.1f ms, %d over 100 ms; %d batches failed\n",
+				side, n, b, t, t ? n / t : 0, m, o, bad }' "$tmp/${side:0:1}client"
+	done
+	awk '
+		{ for (i = 1; i <= NF; i++) v[NR, i] = $i; nf = NF }
+		END {
+			split("s kconn/s sconn/s sluice-sockets sluice-buffers sluice-time-wait" \
+				" kernel-sockets kernel-time-wait kernel-pages kernel-RSS" \
+				" sluice-RSS sluice-anon sluice-shared", name, " ")
+			print "# churn-long memory: first last peak, peak of the first half, of the second"
+			for (i = 4; i <= nf; i++) {
+				p = p1 = p2 = 0
+				for (r = 1; r <= NR; r++) {
+					x = v[r, i] + 0
+					if (x > p) p = x
+					if (r <= NR / 2 && x > p1) p1 = x
+					if (r > NR / 2 && x > p2) p2 = x
+				}
+				printf "#   %s: %s %s %d, %d %d\n", name[i], v[1, i], v[NR, i], p, p1, p2
+			}
+		}' "$tmp/samples"
 }
 
 echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg);" \
