@@ -25,11 +25,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -110,25 +113,48 @@ static void show_fd(const char *what, int fd)
 	printf("# %s fd %s\n", what, t);
 }
 
+/*
+ * Non-blocking sends on c until one would block and nothing sent waits
+ * for its ACK (SIOCOUTQ == SIOCOUTQNSD): a receiver that does not read
+ * holds the ACK of the data that fills its window for its delayed-ACK
+ * timer, as Linux does, and the room that ACK frees would let the
+ * blocked send through (the kernel's too with lo at MTU 1940; at 65536
+ * its send buffer of megabytes hid it).  It waits in poll(), where
+ * Sluice's timers run: at most 25 rounds of 20 ms.  1 if a send went.
+ */
+static int fill_still(int c)
+{
+	struct pollfd pfd = { .fd = c, .events = POLLOUT };
+	char buf[4096] = { 0 };
+	int filled = 0, fl = fcntl(c, F_GETFL);
+
+	fcntl(c, F_SETFL, fl | O_NONBLOCK);
+	for (int round = 0; round < 25; round++) {
+		int outq = -1, nsd = -2;
+
+		for (int k = 0; k < 100000 && send(c, buf, sizeof(buf), 0) > 0; k++)
+			filled = 1;
+		if (ioctl(c, SIOCOUTQ, &outq) || ioctl(c, SIOCOUTQNSD, &nsd) || outq == nsd)
+			break;
+		poll(&pfd, 1, 20);
+	}
+	fcntl(c, F_SETFL, fl);
+	return filled;
+}
+
 static void timeout_case(int send_side)
 {
 	struct timeval tv = { .tv_usec = 600000 };
 	struct call call = { .send = send_side };
 	struct timespec t0;
 	pthread_t th;
-	char buf[4096] = { 0 };
-	int c, s, fl, filled = 0, rc;
+	int c, s, filled = 0, rc;
 	long waited;
 
 	pair(&c, &s);
 	show_fd(send_side ? "send_timeout" : "recv_timeout", c);
-	if (send_side) {
-		fl = fcntl(c, F_GETFL);
-		fcntl(c, F_SETFL, fl | O_NONBLOCK);
-		for (int k = 0; k < 100000 && send(c, buf, sizeof(buf), 0) > 0; k++)
-			filled = 1;
-		fcntl(c, F_SETFL, fl);
-	}
+	if (send_side)
+		filled = fill_still(c);
 	setsockopt(c, SOL_SOCKET, send_side ? SO_SNDTIMEO : SO_RCVTIMEO, &tv, sizeof(tv));
 	call.fd = c;
 	clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -2651,6 +2651,40 @@ static long ms_since(const struct timespec *t0)
 }
 
 /*
+ * Non-blocking 4096-byte sends on c until one would block and nothing
+ * sent waits for its ACK (SIOCOUTQ == SIOCOUTQNSD), so no later ACK frees
+ * room: a receiver that does not read holds the ACK of the data that
+ * fills its window for its delayed-ACK timer, as Linux does
+ * (__tcp_ack_snd_check(): that ACK would not move the window's right
+ * edge), and the room it frees then lets a send through.  Linux's own
+ * 127.0.0.1 hid this: its 64 KiB MSS puts the window in a segment or two
+ * and its send buffer grows to megabytes, so the ACK frees too little
+ * for a write wake-up; with lo at MTU 1940 the kernel's blocked send
+ * took that room at 40 ms too.  Between rounds it waits in poll() (at
+ * most 20 ms, 25 rounds), where Sluice's timers run.  The number of
+ * sends that went.
+ */
+static int fill_still(int c)
+{
+	struct pollfd pfd = { .fd = c, .events = POLLOUT };
+	char buf[4096] = { 0 };
+	int n = 0, fl = fcntl(c, F_GETFL);
+
+	fcntl(c, F_SETFL, fl | O_NONBLOCK);
+	for (int round = 0; round < 25; round++) {
+		int outq = -1, nsd = -2;
+
+		for (int k = 0; k < 100000 && send(c, buf, sizeof(buf), 0) > 0; k++)
+			n++;
+		if (ioctl(c, SIOCOUTQ, &outq) || ioctl(c, SIOCOUTQNSD, &nsd) || outq == nsd)
+			break;
+		poll(&pfd, 1, 20);
+	}
+	fcntl(c, F_SETFL, fl);
+	return n;
+}
+
+/*
  * A read, and a write to full buffers, blocked with a 400 ms timeout
  * while another thread closes the fd after 100 ms: as on Linux the call
  * holds the socket and runs to its timeout (EAGAIN), the close succeeds.
@@ -2661,19 +2695,13 @@ static void check_close_under_blocked_call(void)
 	struct blocked_call b;
 	struct timespec t0;
 	pthread_t th;
-	int l, c, s, fl, n = 0;
-	char buf[4096] = { 0 };
+	int l, c, s, n = 0;
 
 	for (int i = 0; i < 2; i++) {
 		pair(&l, &c, &s);
 		b = (struct blocked_call){ .fd = c, .send = i == 1 };
-		if (b.send) {
-			fl = fcntl(c, F_GETFL);
-			fcntl(c, F_SETFL, fl | O_NONBLOCK);
-			for (int k = 0; k < 100000 && send(c, buf, sizeof(buf), 0) > 0; k++)
-				n++;
-			fcntl(c, F_SETFL, fl);
-		}
+		if (b.send)
+			n = fill_still(c);
 		setsockopt(c, SOL_SOCKET, b.send ? SO_SNDTIMEO : SO_RCVTIMEO, &tv, sizeof(tv));
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		pthread_create(&th, NULL, blocked_call_run, &b);
