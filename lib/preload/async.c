@@ -65,7 +65,10 @@ struct async_rec {
 /* Orders arming, the owner's copies and closing with the thread's events
  * (the thread holds it while it acts on a record's files). */
 static pthread_mutex_t async_mu SL_FORKDATA = PTHREAD_MUTEX_INITIALIZER;
-static uint32_t async_ids, async_serial;
+static uint32_t async_ids;
+/* Read by every fork's child handler: on the fork page, not a .bss page
+ * the parent may never have touched (a fault in each child). */
+static uint32_t async_serial SL_FORKDATA;
 static struct async_rec recs[PL_ASYNC_RECS];
 /* Which fds are ours, for close() (EBADF) and dup2(). */
 static uint64_t async_bits[PL_ASYNC_FDS / 64];

@@ -172,9 +172,12 @@ static pthread_mutex_t eps_mu = PTHREAD_MUTEX_INITIALIZER;
  * looks at the sets below it only. */
 static int eps_top;
 
+/* Below eps_top only: a close() of any fd asks (fd.c), and eps[] of a
+ * process that never made a set is a page no one touched before a fork
+ * (each child's close read it: a fault a child). */
 static struct pl_ep *ep_of(int epfd)
 {
-	if (epfd < 0 || epfd >= PL_EP_MAX)
+	if (epfd < 0 || epfd >= SL_READ_ONCE(eps_top))
 		return NULL;
 	return sl_load_acquire(&eps[epfd]);
 }
@@ -306,9 +309,10 @@ static struct pl_ep *ep_get_or_make(int epfd)
 			ep->free = -1;
 			ep->epw = -1;
 			ep->epfd = epfd;
-			sl_store_release(&eps[epfd], ep);
+			/* The top first: ep_of() looks below it. */
 			if (epfd >= eps_top)
-				SL_WRITE_ONCE(eps_top, epfd + 1);
+				sl_store_release(&eps_top, epfd + 1);
+			sl_store_release(&eps[epfd], ep);
 		}
 	}
 	pthread_mutex_unlock(&eps_mu);
