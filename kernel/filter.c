@@ -4,20 +4,23 @@
  * (SLUICE_IOC_FILTER_ADD / _DEL), each with its local port reserved in the
  * kernel by a socket bound with the caller's credentials.
  *
- * One global rhashtable holds every filter of every stack, keyed by the
- * whole (netns, ifindex, protocol, local, remote) tuple; the receive path
- * looks a packet up in it at most three times (5-tuple, 3-tuple on the
+ * One global rhashtable holds every IPv4 filter of every stack, keyed by
+ * the whole (netns, ifindex, protocol, local, remote) tuple, and a second
+ * one the IPv6 filters (SLUICE_FILTER_IPV6), keyed likewise with 16-byte
+ * addresses: the family is the table's, so an IPv4 packet hashes and
+ * compares the key it always did.  The receive path looks a packet up in
+ * its family's table at most three times (5-tuple, 3-tuple on the
  * packet's local address, 3-tuple on any address), lock-free under RCU.
  * Writers take the stack's own mutex; the rhashtable orders concurrent
  * writers of different stacks.  Each stack's filters are also indexed by
  * id in an xarray, its list for DEL, teardown and the debugfs dump.
  *
- * Reservations (protocol, local address, local port) are shared by the
- * filters of one stack that they cover: the same 3-tuple, or the same
- * protocol and port with a wildcard (0) local address, so a listener on
- * *:80 covers the connections it accepts on 10.0.0.1:80.  They live in a
- * second global rhashtable keyed by (stack, protocol, laddr, lport), only
- * ever used under that stack's mutex.
+ * Reservations (family, protocol, local address, local port) are shared by
+ * the filters of one stack that they cover: the same 3-tuple, or the same
+ * family, protocol and port with a wildcard (0 or ::) local address, so a
+ * listener on *:80 covers the connections it accepts on 10.0.0.1:80.
+ * They live in a third global rhashtable keyed by (stack, family,
+ * protocol, laddr, lport), only ever used under that stack's mutex.
  *
  * A port the reservation shares with kernel sockets (its SO_REUSEADDR or
  * SO_REUSEPORT let them bind it too) is judged as the kernel would judge
@@ -78,12 +81,38 @@ struct sluice_filter_key {
 	u8 pad[7];
 };
 
+struct sluice_filter6_key {
+	const struct net *net;
+	s32 ifindex;
+	u8 protocol;
+	u8 pad[3];
+	struct in6_addr laddr;
+	struct in6_addr raddr;
+	__be16 lport;
+	__be16 rport;
+	u8 pad2[4];
+};
+
+/*
+ * A filter's tuple as FILTER_ADD names it, either family: an IPv4 address
+ * in s6_addr32[3], the rest zero.
+ */
+struct sluice_ftuple {
+	struct in6_addr laddr;
+	struct in6_addr raddr;
+	__be16 lport;
+	__be16 rport;
+	u8 protocol;
+	u8 family;
+};
+
 struct sluice_resv_key {
 	const struct sluice_stack *st;
-	__be32 laddr;
+	struct in6_addr laddr;		/* IPv4: s6_addr32[3] */
 	__be16 lport;
 	u8 protocol;
-	u8 pad;
+	u8 family;
+	u8 pad[4];
 };
 
 /* The stack's other kernel sockets on a reservation's port, held. */
@@ -138,7 +167,11 @@ struct sluice_stack_filters {
 
 struct sluice_kfilter {
 	struct rhash_head node;
-	struct sluice_filter_key key;
+	union {				/* @family's table's key */
+		struct sluice_filter_key key;
+		struct sluice_filter6_key key6;
+	};
+	u8 family;			/* AF_INET or AF_INET6 */
 	struct sluice_stack_filters *fs;
 	struct sluice_resv *resv;	/* NULL for a hand-off entry */
 	/*
@@ -168,6 +201,13 @@ static const struct rhashtable_params sluice_filter_params = {
 	.automatic_shrinking = true,
 };
 
+static const struct rhashtable_params sluice_filter6_params = {
+	.head_offset = offsetof(struct sluice_kfilter, node),
+	.key_offset = offsetof(struct sluice_kfilter, key6),
+	.key_len = sizeof(struct sluice_filter6_key),
+	.automatic_shrinking = true,
+};
+
 static const struct rhashtable_params sluice_resv_params = {
 	.head_offset = offsetof(struct sluice_resv, node),
 	.key_offset = offsetof(struct sluice_resv, key),
@@ -176,6 +216,7 @@ static const struct rhashtable_params sluice_resv_params = {
 };
 
 static struct rhashtable sluice_filter_ht;
+static struct rhashtable sluice_filter6_ht;
 static struct rhashtable sluice_resv_ht;
 /* Serialises making a stack's filter state, nothing else. */
 static DEFINE_MUTEX(sluice_filters_make_lock);
@@ -192,6 +233,22 @@ static void sluice_filter_key_make(struct sluice_filter_key *k,
 	k->laddr = laddr;
 	k->lport = lport;
 	k->raddr = raddr;
+	k->rport = rport;
+}
+
+static void sluice_filter6_key_make(struct sluice_filter6_key *k,
+				    const struct net *net, int ifindex,
+				    u8 protocol, const struct in6_addr *laddr,
+				    __be16 lport, const struct in6_addr *raddr,
+				    __be16 rport)
+{
+	memset(k, 0, sizeof(*k));
+	k->net = net;
+	k->ifindex = ifindex;
+	k->protocol = protocol;
+	k->laddr = *laddr;
+	k->lport = lport;
+	k->raddr = *raddr;
 	k->rport = rport;
 }
 
@@ -349,6 +406,41 @@ static bool sluice_kernel_takes(struct sluice_kfilter *f,
 	return sluice_kernel_lookup(f, skb, thoff);
 }
 
+/* Under rcu_read_lock(): as sluice_filter_find(), IPv6 (no hand-offs). */
+static struct sluice_kfilter *
+sluice_filter_find6(struct net *net, int ifindex, u8 protocol,
+		    const struct in6_addr *saddr, __be16 sport,
+		    const struct in6_addr *daddr, __be16 dport)
+{
+	struct sluice_filter6_key k;
+	struct sluice_kfilter *f;
+
+	if (!atomic_read(&sluice_filter6_ht.nelems))
+		return NULL;
+	sluice_filter6_key_make(&k, net, ifindex, protocol, daddr, dport,
+				saddr, sport);
+	f = rhashtable_lookup(&sluice_filter6_ht, &k, sluice_filter6_params);
+	if (f)
+		return f;
+	memset(&k.raddr, 0, sizeof(k.raddr));
+	k.rport = 0;
+	f = rhashtable_lookup(&sluice_filter6_ht, &k, sluice_filter6_params);
+	if (f || ipv6_addr_any(daddr))
+		return f;
+	memset(&k.laddr, 0, sizeof(k.laddr));
+	return rhashtable_lookup(&sluice_filter6_ht, &k, sluice_filter6_params);
+}
+
+static struct sluice_stack *sluice_filter_matched(struct sluice_kfilter *f)
+{
+	if (!f)
+		return NULL;
+	atomic64_inc(&f->matches);
+	atomic64_inc(&f->fs->matches);
+	/* Handed off: the kernel's receive path takes it. */
+	return f->ksk ? NULL : f->fs->st;
+}
+
 struct sluice_stack *sluice_filter_match(struct net *net, int ifindex, u8 protocol,
 					 __be32 saddr, __be16 sport,
 					 __be32 daddr, __be16 dport,
@@ -369,6 +461,75 @@ struct sluice_stack *sluice_filter_match(struct net *net, int ifindex, u8 protoc
 	if (sluice_kernel_takes(f, skb, thoff))
 		return NULL;
 	return f->fs->st;
+}
+
+struct sluice_stack *sluice_filter_match6(struct net *net, int ifindex,
+					  u8 protocol,
+					  const struct in6_addr *saddr,
+					  __be16 sport,
+					  const struct in6_addr *daddr,
+					  __be16 dport)
+{
+	return sluice_filter_matched(sluice_filter_find6(net, ifindex, protocol,
+							 saddr, sport, daddr,
+							 dport));
+}
+
+/* Under rcu_read_lock(): the filter whose key is exactly @t's, if any. */
+static struct sluice_kfilter *sluice_filter_lookup(struct sluice_stack *st,
+						   const struct sluice_ftuple *t)
+{
+	struct sluice_filter6_key k6;
+	struct sluice_filter_key k;
+
+	if (t->family == AF_INET6) {
+		sluice_filter6_key_make(&k6, st->net, st->ifindex, t->protocol,
+					&t->laddr, t->lport, &t->raddr,
+					t->rport);
+		return rhashtable_lookup(&sluice_filter6_ht, &k6,
+					 sluice_filter6_params);
+	}
+	sluice_filter_key_make(&k, st->net, st->ifindex, t->protocol,
+			       t->laddr.s6_addr32[3], t->lport,
+			       t->raddr.s6_addr32[3], t->rport);
+	return rhashtable_lookup(&sluice_filter_ht, &k, sluice_filter_params);
+}
+
+/* @f's key from @t, for its family's table. */
+static void sluice_filter_set_key(struct sluice_stack *st,
+				  struct sluice_kfilter *f,
+				  const struct sluice_ftuple *t)
+{
+	f->family = t->family;
+	if (t->family == AF_INET6)
+		sluice_filter6_key_make(&f->key6, st->net, st->ifindex,
+					t->protocol, &t->laddr, t->lport,
+					&t->raddr, t->rport);
+	else
+		sluice_filter_key_make(&f->key, st->net, st->ifindex,
+				       t->protocol, t->laddr.s6_addr32[3],
+				       t->lport, t->raddr.s6_addr32[3],
+				       t->rport);
+}
+
+static int sluice_filter_insert(struct sluice_kfilter *f)
+{
+	if (f->family == AF_INET6)
+		return rhashtable_lookup_insert_fast(&sluice_filter6_ht,
+						     &f->node,
+						     sluice_filter6_params);
+	return rhashtable_lookup_insert_fast(&sluice_filter_ht, &f->node,
+					     sluice_filter_params);
+}
+
+static void sluice_filter_unhash(struct sluice_kfilter *f)
+{
+	if (f->family == AF_INET6)
+		rhashtable_remove_fast(&sluice_filter6_ht, &f->node,
+				       sluice_filter6_params);
+	else
+		rhashtable_remove_fast(&sluice_filter_ht, &f->node,
+				       sluice_filter_params);
 }
 
 /* The stack's filter state, made if @make; NULL if none (or no memory). */
@@ -409,18 +570,37 @@ unsigned int sluice_filter_count(struct sluice_stack *st)
 	return fs ? READ_ONCE(fs->count) : 0;
 }
 
-static struct sluice_resv *sluice_resv_find(struct sluice_stack *st,
-					    u8 protocol, __be32 laddr,
+static struct sluice_resv *sluice_resv_find(const struct sluice_stack *st,
+					    u8 family, u8 protocol,
+					    const struct in6_addr *laddr,
 					    __be16 lport)
 {
 	struct sluice_resv_key k;
 
 	memset(&k, 0, sizeof(k));
 	k.st = st;
+	k.family = family;
 	k.protocol = protocol;
-	k.laddr = laddr;
+	k.laddr = *laddr;
 	k.lport = lport;
 	return rhashtable_lookup_fast(&sluice_resv_ht, &k, sluice_resv_params);
+}
+
+/*
+ * The caller's dual-stack socket @sock on :@lport may reserve a port in
+ * both families: the other family's reservation of :@lport, if @sock is
+ * its socket too (the port lock is set and taken off for both as one).
+ */
+static struct sluice_resv *sluice_resv_dual(const struct sluice_stack *st,
+					    u8 family, u8 protocol,
+					    __be16 lport,
+					    const struct socket *sock)
+{
+	struct sluice_resv *r;
+
+	r = sluice_resv_find(st, family == AF_INET6 ? AF_INET : AF_INET6,
+			     protocol, &in6addr_any, lport);
+	return r && r->own && r->sock == sock ? r : NULL;
 }
 
 /*
@@ -429,23 +609,43 @@ static struct sluice_resv *sluice_resv_find(struct sluice_stack *st,
  * port check (CAP_NET_BIND_SERVICE) see the caller.  A port of 0 is
  * chosen by the kernel and returned in *@lport.
  */
-static int sluice_resv_bind(struct sluice_stack *st, u8 protocol,
-			    __be32 laddr, __be16 *lport, struct socket **sockp,
-			    int *rcvbuf)
+static int sluice_resv_bind(struct sluice_stack *st,
+			    const struct sluice_ftuple *t, __be16 *lport,
+			    struct socket **sockp, int *rcvbuf)
 {
+	int type = t->protocol == IPPROTO_TCP ? SOCK_STREAM : SOCK_DGRAM;
+	struct sockaddr_in6 sin6 = {
+		.sin6_family = AF_INET6,
+		.sin6_addr = t->laddr,
+		.sin6_port = *lport,
+	};
 	struct sockaddr_in sin = {
 		.sin_family = AF_INET,
-		.sin_addr.s_addr = laddr,
+		.sin_addr.s_addr = t->laddr.s6_addr32[3],
 		.sin_port = *lport,
 	};
-	int type = protocol == IPPROTO_TCP ? SOCK_STREAM : SOCK_DGRAM;
+	struct sockaddr *sa = (struct sockaddr *)&sin;
+	int salen = sizeof(sin);
 	struct socket *sock;
 	int ret;
 
-	ret = __sock_create(st->net, PF_INET, type, protocol, &sock, 0);
+	if (t->family == AF_INET6) {
+		sa = (struct sockaddr *)&sin6;
+		salen = sizeof(sin6);
+		/* A link-local address is the stack's device's. */
+		if (ipv6_addr_type(&t->laddr) & IPV6_ADDR_LINKLOCAL)
+			sin6.sin6_scope_id = st->ifindex;
+	}
+	ret = __sock_create(st->net, t->family, type, t->protocol, &sock, 0);
 	if (ret)
 		return ret;
-	ret = kernel_bind(sock, (struct sockaddr *)&sin, sizeof(sin));
+	/* It reserves the IPv6 port only: IPv4 has filters of its own. */
+	if (t->family == AF_INET6) {
+		ret = ip6_sock_set_v6only(sock->sk);
+		if (ret)
+			goto err_release;
+	}
+	ret = kernel_bind(sock, sa, salen);
 	if (ret)
 		goto err_release;
 	/*
@@ -456,14 +656,14 @@ static int sluice_resv_bind(struct sluice_stack *st, u8 protocol,
 	*rcvbuf = READ_ONCE(sock->sk->sk_rcvbuf);
 	sock_set_rcvbuf(sock->sk, 0);
 	if (!*lport) {
-		ret = kernel_getsockname(sock, (struct sockaddr *)&sin);
+		ret = kernel_getsockname(sock, sa);
 		if (ret < 0)
 			goto err_release;
-		if (WARN_ON_ONCE(!sin.sin_port)) {
+		*lport = t->family == AF_INET6 ? sin6.sin6_port : sin.sin_port;
+		if (WARN_ON_ONCE(!*lport)) {
 			ret = -EADDRNOTAVAIL;
 			goto err_release;
 		}
-		*lport = sin.sin_port;
 	}
 	*sockp = sock;
 	return 0;
@@ -494,6 +694,21 @@ static bool sluice_sk_holds_v4(const struct sock *sk, __be32 laddr)
 }
 
 /*
+ * Does @sk, bound, hold the IPv6 address @laddr (never IPv4-mapped): an
+ * AF_INET6 socket bound to it, :: with or without IPV6_V6ONLY for ::.
+ */
+static bool sluice_sk_holds_v6(const struct sock *sk,
+			       const struct in6_addr *laddr)
+{
+#if IS_ENABLED(CONFIG_IPV6)
+	return sk->sk_family == AF_INET6 &&
+	       ipv6_addr_equal(&sk->sk_v6_rcv_saddr, laddr);
+#else
+	return false;
+#endif
+}
+
+/*
  * May the caller's socket @sk reserve (@protocol, @laddr, @lport) for a
  * stack's filter: TCP or UDP as @protocol says, of either inet family
  * (-EPROTONOSUPPORT), in the stack's netns (-EXDEV), bound to @lport at
@@ -503,40 +718,49 @@ static bool sluice_sk_holds_v4(const struct sock *sk, __be32 laddr)
  * lock_sock().
  */
 static int sluice_resv_sock_ok(struct sluice_stack *st, const struct sock *sk,
-			       u8 protocol, __be32 laddr, __be16 lport)
+			       const struct sluice_ftuple *t, __be16 lport)
 {
-	int type = protocol == IPPROTO_TCP ? SOCK_STREAM : SOCK_DGRAM;
+	int type = t->protocol == IPPROTO_TCP ? SOCK_STREAM : SOCK_DGRAM;
 	int dev = READ_ONCE(sk->sk_bound_dev_if);
+	bool holds;
 
 	if ((sk->sk_family != AF_INET && sk->sk_family != AF_INET6) ||
-	    sk->sk_type != type || sk->sk_protocol != protocol)
+	    sk->sk_type != type || sk->sk_protocol != t->protocol)
 		return -EPROTONOSUPPORT;
 	if (!net_eq(sock_net(sk), st->net))
 		return -EXDEV;
+	if (t->family == AF_INET6)
+		holds = sluice_sk_holds_v6(sk, &t->laddr);
+	else
+		holds = sluice_sk_holds_v4(sk, t->laddr.s6_addr32[3]);
 	if (sk->sk_state != TCP_CLOSE || !lport ||
 	    inet_sk(sk)->inet_num != ntohs(lport) ||
-	    (dev && dev != st->ifindex) || !sluice_sk_holds_v4(sk, laddr))
+	    (dev && dev != st->ifindex) || !holds)
 		return -EINVAL;
 	return 0;
 }
 
 /*
- * The caller's socket @sock as @r's reservation of (@protocol, @laddr,
- * @lport): checked, and its port kept bound whatever is done with it
- * (SOCK_BINDPORT_LOCK, as sluice_resv_file() does), under one hold of its
- * lock; @r holds a reference of its own to the file.
+ * The caller's socket @sock as @r's reservation of @t's (protocol, local
+ * address) and @lport: checked, and its port kept bound whatever is done
+ * with it (SOCK_BINDPORT_LOCK, as sluice_resv_file() does), under one hold
+ * of its lock; @r holds a reference of its own to the file.  A dual-stack
+ * socket reserving its second family keeps the lock state the first found.
  */
 static int sluice_resv_own(struct sluice_stack *st, struct sluice_resv *r,
-			   struct socket *sock, u8 protocol, __be32 laddr,
+			   struct socket *sock, const struct sluice_ftuple *t,
 			   __be16 lport)
 {
+	struct sluice_resv *dual = sluice_resv_dual(st, t->family,
+						    t->protocol, lport, sock);
 	struct sock *sk = sock->sk;
 	int ret;
 
 	lock_sock(sk);
-	ret = sluice_resv_sock_ok(st, sk, protocol, laddr, lport);
+	ret = sluice_resv_sock_ok(st, sk, t, lport);
 	if (!ret) {
-		r->bindport_lock = sk->sk_userlocks & SOCK_BINDPORT_LOCK;
+		r->bindport_lock = dual ? dual->bindport_lock :
+			sk->sk_userlocks & SOCK_BINDPORT_LOCK;
 		sk->sk_userlocks |= SOCK_BINDPORT_LOCK;
 	}
 	release_sock(sk);
@@ -550,14 +774,17 @@ static int sluice_resv_own(struct sluice_stack *st, struct sluice_resv *r,
 }
 
 /*
- * The caller's socket, a reservation no more: its port lock as it was
- * (its fds may live on as any socket's); its file is still held.
+ * The caller's socket, a reservation no more (@r unhashed): its port lock
+ * as it was (its fds may live on as any socket's) once no reservation of
+ * the other family holds it too; its file is still held.
  */
 static void sluice_resv_disown(struct sluice_resv *r)
 {
 	struct sock *sk = r->sock->sk;
 
-	if (r->bindport_lock)
+	if (r->bindport_lock ||
+	    sluice_resv_dual(r->key.st, r->key.family, r->key.protocol,
+			     r->key.lport, r->sock))
 		return;
 	lock_sock(sk);
 	sk->sk_userlocks &= ~SOCK_BINDPORT_LOCK;
@@ -565,23 +792,25 @@ static void sluice_resv_disown(struct sluice_resv *r)
 }
 
 /*
- * The reservation covering (@protocol, @laddr, *@lport) for a filter of
- * the stack, with a reference for it: an existing one of the same 3-tuple
- * or of a wildcard address, else a new one: @own (the caller's socket;
- * never with an existing one, -EEXIST), or a socket the module binds.
- * Under fs->lock.
+ * The reservation covering @t's (family, protocol, local address) and
+ * *@lport for a filter of the stack, with a reference for it: an existing
+ * one of the same 3-tuple or of a wildcard address of the family, else a
+ * new one: @own (the caller's socket; never with an existing one,
+ * -EEXIST), or a socket the module binds.  Under fs->lock.
  */
 static struct sluice_resv *sluice_resv_get(struct sluice_stack *st,
-					   u8 protocol, __be32 laddr,
+					   const struct sluice_ftuple *t,
 					   __be16 *lport, struct socket *own)
 {
 	struct sluice_resv *r = NULL;
 	int ret;
 
 	if (*lport) {
-		r = sluice_resv_find(st, protocol, laddr, *lport);
-		if (!r && laddr)
-			r = sluice_resv_find(st, protocol, 0, *lport);
+		r = sluice_resv_find(st, t->family, t->protocol, &t->laddr,
+				     *lport);
+		if (!r && !ipv6_addr_any(&t->laddr))
+			r = sluice_resv_find(st, t->family, t->protocol,
+					     &in6addr_any, *lport);
 	}
 	if (r && own)
 		return ERR_PTR(-EEXIST);
@@ -593,16 +822,16 @@ static struct sluice_resv *sluice_resv_get(struct sluice_stack *st,
 	if (!r)
 		return ERR_PTR(-ENOMEM);
 	if (own)
-		ret = sluice_resv_own(st, r, own, protocol, laddr, *lport);
+		ret = sluice_resv_own(st, r, own, t, *lport);
 	else
-		ret = sluice_resv_bind(st, protocol, laddr, lport, &r->sock,
-				       &r->rcvbuf);
+		ret = sluice_resv_bind(st, t, lport, &r->sock, &r->rcvbuf);
 	if (ret)
 		goto err_free;
 	r->sk = r->sock->sk;
 	r->key.st = st;
-	r->key.protocol = protocol;
-	r->key.laddr = laddr;
+	r->key.family = t->family;
+	r->key.protocol = t->protocol;
+	r->key.laddr = t->laddr;
 	r->key.lport = *lport;
 	r->refs = 1;
 	ret = rhashtable_lookup_insert_fast(&sluice_resv_ht, &r->node,
@@ -717,8 +946,7 @@ static bool sluice_tcp_port_others(struct sock *sk)
 static void sluice_filter_drop(struct sluice_stack_filters *fs,
 			       struct sluice_kfilter *f)
 {
-	rhashtable_remove_fast(&sluice_filter_ht, &f->node,
-			       sluice_filter_params);
+	sluice_filter_unhash(f);
 	if (f->resv)
 		sluice_resv_put(f->resv);
 	if (f->ksk)
@@ -728,26 +956,64 @@ static void sluice_filter_drop(struct sluice_stack_filters *fs,
 	kfree_rcu(f, rcu);
 }
 
+/* The tuple @a names (checked), either family. */
+static void sluice_filter_tuple(const struct sluice_filter *a,
+				struct sluice_ftuple *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->protocol = a->protocol;
+	t->lport = (__force __be16)a->lport;
+	t->rport = (__force __be16)a->rport;
+	if (a->flags & SLUICE_FILTER_IPV6) {
+		t->family = AF_INET6;
+		memcpy(&t->laddr, a->laddr6, sizeof(t->laddr));
+		memcpy(&t->raddr, a->raddr6, sizeof(t->raddr));
+	} else {
+		t->family = AF_INET;
+		t->laddr.s6_addr32[3] = (__force __be32)a->laddr;
+		t->raddr.s6_addr32[3] = (__force __be32)a->raddr;
+	}
+}
+
 static int sluice_filter_check(const void *arg)
 {
 	const struct sluice_filter *a = arg;
+	struct sluice_ftuple t;
+	bool v6 = a->flags & SLUICE_FILTER_IPV6;
 
-	if ((a->flags & ~(SLUICE_FILTER_RESV_FD | SLUICE_FILTER_SIBLING)) ||
-	    (a->flags & SLUICE_FILTER_SIBLING &&
-	     !(a->flags & SLUICE_FILTER_RESV_FD)) || a->reserved0[0] ||
-	    a->reserved0[1] || a->reserved0[2] || a->reserved1 ||
-	    a->reserved2)
+	if ((a->flags & ~(SLUICE_FILTER_RESV_FD | SLUICE_FILTER_SIBLING |
+			  SLUICE_FILTER_IPV6)) ||
+	    a->reserved0[0] || a->reserved0[1] || a->reserved0[2] ||
+	    a->reserved1 || a->reserved2)
+		return -EINVAL;
+	/* A sibling is a reservation's: IPv4's, the only family judged. */
+	if (a->flags & SLUICE_FILTER_SIBLING &&
+	    (!(a->flags & SLUICE_FILTER_RESV_FD) || v6))
+		return -EINVAL;
+	/*
+	 * IPv6 addresses in @laddr6 and @raddr6, which the caller must know
+	 * of, and none in the IPv4 fields; no IPv6 address without the flag.
+	 */
+	if (v6 ? a->size < offsetofend(struct sluice_filter, raddr6) ||
+	    a->laddr || a->raddr :
+	    memchr_inv(a->laddr6, 0, sizeof(a->laddr6)) ||
+	    memchr_inv(a->raddr6, 0, sizeof(a->raddr6)))
+		return -EINVAL;
+	sluice_filter_tuple(a, &t);
+	/* An IPv4 filter names IPv4 peers, v4-mapped ones are not IPv6's. */
+	if (v6 && (ipv6_addr_v4mapped(&t.laddr) ||
+		   ipv6_addr_v4mapped(&t.raddr)))
 		return -EINVAL;
 	/* The caller's socket reserves a port it bound: a 3-tuple's. */
-	if (a->flags & SLUICE_FILTER_RESV_FD ? !a->lport || a->raddr || a->rport :
-	    a->fd)
+	if (a->flags & SLUICE_FILTER_RESV_FD ?
+	    !a->lport || !ipv6_addr_any(&t.raddr) || a->rport : a->fd)
 		return -EINVAL;
 	if (a->protocol != IPPROTO_TCP && a->protocol != IPPROTO_UDP)
 		return -EINVAL;
 	/* Half a remote is no filter; a connection has a local port. */
-	if (!a->raddr != !a->rport)
+	if (ipv6_addr_any(&t.raddr) != !a->rport)
 		return -EINVAL;
-	if (a->raddr && !a->lport)
+	if (a->rport && !a->lport)
 		return -EINVAL;
 	return 0;
 }
@@ -759,26 +1025,21 @@ static int sluice_filter_add(struct sluice_stack *st,
 {
 	unsigned int max = clamp_t(unsigned int, READ_ONCE(filter_max), 1,
 				   SLUICE_FILTER_MAX);
-	__be16 lport = (__force __be16)a->lport;
 	struct sluice_kfilter *f;
 	struct sluice_resv *r;
+	struct sluice_ftuple t;
 	int ret;
 
 	lockdep_assert_held(&fs->lock);
 	if (fs->count >= max)
 		return -ENOSPC;
+	sluice_filter_tuple(a, &t);
 	/* Refuse a duplicate before binding anything. */
-	if (lport) {
-		struct sluice_filter_key k;
+	if (t.lport) {
 		bool dup;
 
-		sluice_filter_key_make(&k, st->net, st->ifindex, a->protocol,
-				       (__force __be32)a->laddr, lport,
-				       (__force __be32)a->raddr,
-				       (__force __be16)a->rport);
 		rcu_read_lock();
-		f = rhashtable_lookup(&sluice_filter_ht, &k,
-				      sluice_filter_params);
+		f = sluice_filter_lookup(st, &t);
 		dup = f && f->fs == fs;
 		rcu_read_unlock();
 		if (dup)
@@ -788,8 +1049,7 @@ static int sluice_filter_add(struct sluice_stack *st,
 	f = kzalloc(sizeof(*f), GFP_KERNEL);
 	if (!f)
 		return -ENOMEM;
-	r = sluice_resv_get(st, a->protocol, (__force __be32)a->laddr, &lport,
-			    own);
+	r = sluice_resv_get(st, &t, &t.lport, own);
 	if (IS_ERR(r)) {
 		ret = PTR_ERR(r);
 		goto err_free;
@@ -798,25 +1058,22 @@ static int sluice_filter_add(struct sluice_stack *st,
 	f->fs = fs;
 	atomic64_set(&f->matches, 0);
 	atomic64_set(&f->kernel, 0);
-	if (a->protocol == IPPROTO_TCP && !a->raddr && r->sk)
+	if (t.family == AF_INET && t.protocol == IPPROTO_TCP &&
+	    ipv6_addr_any(&t.raddr) && r->sk)
 		f->kshared = sluice_tcp_port_others(r->sk);
-	sluice_filter_key_make(&f->key, st->net, st->ifindex, a->protocol,
-			       (__force __be32)a->laddr, lport,
-			       (__force __be32)a->raddr,
-			       (__force __be16)a->rport);
+	sluice_filter_set_key(st, f, &t);
 	ret = xa_alloc_cyclic(&fs->ids, &f->id, f, xa_limit_32b, &fs->next_id,
 			      GFP_KERNEL);
 	if (ret < 0)
 		goto err_resv;
 	/* Publishes the filter, initialised above, to the receive path. */
-	ret = rhashtable_lookup_insert_fast(&sluice_filter_ht, &f->node,
-					    sluice_filter_params);
+	ret = sluice_filter_insert(f);
 	if (ret)
 		goto err_id;
 	fs->published = true;
 	WRITE_ONCE(fs->count, fs->count + 1);
 	atomic64_inc(&fs->adds);
-	a->lport = (__force __u16)lport;
+	a->lport = (__force __u16)t.lport;
 	a->id = f->id;
 	return 0;
 
@@ -841,24 +1098,25 @@ static int sluice_resv_sibling_add(struct sluice_stack *st,
 				   struct sluice_stack_filters *fs,
 				   struct sluice_filter *a, struct socket *own)
 {
-	__be32 laddr = (__force __be32)a->laddr;
-	__be16 lport = (__force __be16)a->lport;
 	struct sluice_resv_sibs *old, *sibs;
 	struct sock *sk = own->sk;
 	struct sluice_resv *r;
+	struct sluice_ftuple t;
 	unsigned int i, n = 0;
 	int ret;
 
 	lockdep_assert_held(&fs->lock);
-	r = sluice_resv_find(st, a->protocol, laddr, lport);
-	if (!r && laddr)
-		r = sluice_resv_find(st, a->protocol, 0, lport);
+	sluice_filter_tuple(a, &t);	/* IPv4's (sluice_filter_check()) */
+	r = sluice_resv_find(st, t.family, t.protocol, &t.laddr, t.lport);
+	if (!r && !ipv6_addr_any(&t.laddr))
+		r = sluice_resv_find(st, t.family, t.protocol, &in6addr_any,
+				     t.lport);
 	if (!r || !r->sk)
 		return -ENOENT;
 	if (sk == r->sk)
 		return -EEXIST;
 	lock_sock(sk);
-	ret = sluice_resv_sock_ok(st, sk, a->protocol, laddr, lport);
+	ret = sluice_resv_sock_ok(st, sk, &t, t.lport);
 	release_sock(sk);
 	if (ret)
 		return ret;
@@ -1075,6 +1333,7 @@ static int sluice_handoff_add(struct sluice_stack *st,
 	if (!f)
 		return -ENOMEM;
 	f->fs = fs;
+	f->family = AF_INET;
 	f->key = k;
 	atomic64_set(&f->matches, 0);
 	ret = xa_alloc_cyclic(&fs->ids, &f->id, f, xa_limit_32b, &fs->next_id,
@@ -1084,8 +1343,7 @@ static int sluice_handoff_add(struct sluice_stack *st,
 	sock_hold(sk);
 	f->ksk = sk;
 	/* From here the tuple's packets go to the kernel's receive path. */
-	ret = rhashtable_lookup_insert_fast(&sluice_filter_ht, &f->node,
-					    sluice_filter_params);
+	ret = sluice_filter_insert(f);
 	if (ret)
 		goto err_id;
 	fs->published = true;
@@ -1300,12 +1558,20 @@ void sluice_filter_show(struct seq_file *m, struct sluice_stack *st)
 		   (long long)atomic64_read(&fs->dels),
 		   (long long)atomic64_read(&fs->matches));
 	xa_for_each(&fs->ids, id, f) {
-		seq_printf(m, "%s %u %s %pI4:%u %pI4:%u matches %lld",
-			   f->ksk ? "handoff" : "filter",
-			   f->id, sluice_proto_name(f->key.protocol),
-			   &f->key.laddr, ntohs(f->key.lport),
-			   &f->key.raddr, ntohs(f->key.rport),
-			   (long long)atomic64_read(&f->matches));
+		if (f->family == AF_INET6)
+			seq_printf(m, "%s %u %s [%pI6c]:%u [%pI6c]:%u matches %lld",
+				   "filter", f->id,
+				   sluice_proto_name(f->key6.protocol),
+				   &f->key6.laddr, ntohs(f->key6.lport),
+				   &f->key6.raddr, ntohs(f->key6.rport),
+				   (long long)atomic64_read(&f->matches));
+		else
+			seq_printf(m, "%s %u %s %pI4:%u %pI4:%u matches %lld",
+				   f->ksk ? "handoff" : "filter",
+				   f->id, sluice_proto_name(f->key.protocol),
+				   &f->key.laddr, ntohs(f->key.lport),
+				   &f->key.raddr, ntohs(f->key.rport),
+				   (long long)atomic64_read(&f->matches));
 		/* The port shared with kernel sockets: what they were given. */
 		if (atomic64_read(&f->kernel) || READ_ONCE(f->kshared))
 			seq_printf(m, " kernel %lld%s",
@@ -1318,7 +1584,8 @@ void sluice_filter_show(struct seq_file *m, struct sluice_stack *st)
 
 /*
  * debugfs "match" (root only): write "tcp|udp IFINDEX SADDR SPORT DADDR
- * DPORT" (a packet's source is the remote end), read back "NAME ID" of
+ * DPORT" (a packet's source is the remote end; both addresses IPv4, or
+ * both IPv6 for the IPv6 filters), read back "NAME ID" of
  * the stack and filter sluice_filter_match() picks in the writer's netns,
  * "kernel ID" for a hand-off entry that gives the packet to the kernel,
  * or "none".  The lookup is the receive path's own, counters included, so
@@ -1338,38 +1605,57 @@ static int match_release(struct inode *inode, struct file *file)
 	return 0;
 }
 
-static int sluice_match_parse_addr(const char *s, __be32 *addr)
+/* @s as an address of the family the first one had (0: any). */
+static int sluice_match_parse_addr(const char *s, struct in6_addr *addr,
+				   int *family)
 {
-	return in4_pton(s, -1, (u8 *)addr, -1, NULL) ? 0 : -EINVAL;
+	memset(addr, 0, sizeof(*addr));
+	if (*family != AF_INET6 &&
+	    in4_pton(s, -1, (u8 *)&addr->s6_addr32[3], -1, NULL)) {
+		*family = AF_INET;
+		return 0;
+	}
+	if (*family != AF_INET && in6_pton(s, -1, addr->s6_addr, -1, NULL)) {
+		*family = AF_INET6;
+		return 0;
+	}
+	return -EINVAL;
 }
 
 static ssize_t match_write(struct file *file, const char __user *ubuf,
 			   size_t len, loff_t *ppos)
 {
-	char buf[96], proto[4], sa[16], da[16];
+	char buf[160], proto[4], sa[48], da[48];
+	struct in6_addr saddr, daddr;
 	struct sluice_kfilter *f;
+	struct net *net = current->nsproxy->net_ns;
 	u16 sport, dport;
-	__be32 saddr, daddr;
 	char *out = file->private_data;
-	int ifindex;
+	int ifindex, family = 0;
+	u8 protocol;
 
 	if (len >= sizeof(buf))
 		return -EINVAL;
 	if (copy_from_user(buf, ubuf, len))
 		return -EFAULT;
 	buf[len] = '\0';
-	if (sscanf(buf, "%3s %d %15s %hu %15s %hu", proto, &ifindex, sa, &sport,
+	if (sscanf(buf, "%3s %d %47s %hu %47s %hu", proto, &ifindex, sa, &sport,
 		   da, &dport) != 6)
 		return -EINVAL;
-	if (sluice_match_parse_addr(sa, &saddr) ||
-	    sluice_match_parse_addr(da, &daddr))
+	if (sluice_match_parse_addr(sa, &saddr, &family) ||
+	    sluice_match_parse_addr(da, &daddr, &family))
 		return -EINVAL;
 	if (strcmp(proto, "tcp") && strcmp(proto, "udp"))
 		return -EINVAL;
+	protocol = proto[0] == 't' ? IPPROTO_TCP : IPPROTO_UDP;
 	rcu_read_lock();
-	f = sluice_filter_find(current->nsproxy->net_ns, ifindex,
-			       proto[0] == 't' ? IPPROTO_TCP : IPPROTO_UDP,
-			       saddr, htons(sport), daddr, htons(dport));
+	if (family == AF_INET6)
+		f = sluice_filter_find6(net, ifindex, protocol, &saddr,
+					htons(sport), &daddr, htons(dport));
+	else
+		f = sluice_filter_find(net, ifindex, protocol,
+				       saddr.s6_addr32[3], htons(sport),
+				       daddr.s6_addr32[3], htons(dport));
 	if (f) {
 		/* The same effect as the receive path's lookup. */
 		atomic64_inc(&f->matches);
@@ -1412,11 +1698,16 @@ int sluice_filter_init(void)
 	ret = rhashtable_init(&sluice_filter_ht, &sluice_filter_params);
 	if (ret)
 		return ret;
-	ret = rhashtable_init(&sluice_resv_ht, &sluice_resv_params);
+	ret = rhashtable_init(&sluice_filter6_ht, &sluice_filter6_params);
 	if (ret)
 		goto err_filter_ht;
+	ret = rhashtable_init(&sluice_resv_ht, &sluice_resv_params);
+	if (ret)
+		goto err_filter6_ht;
 	return 0;
 
+err_filter6_ht:
+	rhashtable_destroy(&sluice_filter6_ht);
 err_filter_ht:
 	rhashtable_destroy(&sluice_filter_ht);
 	return ret;
@@ -1426,5 +1717,6 @@ err_filter_ht:
 void sluice_filter_exit(void)
 {
 	rhashtable_destroy(&sluice_resv_ht);
+	rhashtable_destroy(&sluice_filter6_ht);
 	rhashtable_destroy(&sluice_filter_ht);
 }

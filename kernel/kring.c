@@ -8,9 +8,12 @@
  *
  * Call chains:
  *   receive: __netif_receive_skb_core -> sluice_rx_handler ->
- *            sluice_filter_match -> sluice_kring_rx -> (GSO) segment ->
- *            sluice_kring_rx_one -> fill ring -> rx ring -> wake
+ *            (IPv6: sluice_rx_other -> sluice_rx_ipv6) ->
+ *            sluice_filter_match{,6} -> sluice_rx_steer -> sluice_kring_rx ->
+ *            (GSO) segment -> sluice_kring_rx_one -> fill ring -> rx ring ->
+ *            wake
  *   send:    SLUICE_IOC_KRING_KICK -> sluice_kring_tx_one -> neigh_xmit
+ *            (ARP for IPv4, Neighbour Discovery for IPv6)
  *
  * Locking and lifetime: RTNL guards the per-device struct (struct
  * sluice_kdev, one per device with rings, holding the rx_handler) and the
@@ -26,6 +29,7 @@
 #include <linux/etherdevice.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/mm.h>
 #include <linux/netdevice.h>
 #include <linux/rtnetlink.h>
@@ -38,6 +42,7 @@
 #include <linux/vmalloc.h>
 #include <net/arp.h>
 #include <net/ip.h>
+#include <net/ipv6.h>
 #include <net/neighbour.h>
 /* __skb_gso_segment(): netdevice.h up to 6.4, then net/gso.h, which udp.h includes */
 #include <net/udp.h>
@@ -138,7 +143,7 @@ static void sluice_kring_count(u64 *ctr, u64 n)
  * there before its last look at the rings) or a poller is queued on a
  * stack fd.  Either the sleeper sees the packet or we see the sleeper.
  */
-static void sluice_kring_wake(struct sluice_stack *st)
+static __always_inline void sluice_kring_wake(struct sluice_stack *st)
 {
 	/* Orders the rx.prod store before the loads of the sleeper counts. */
 	smp_mb();
@@ -231,12 +236,21 @@ static bool sluice_kring_rx_one(struct sluice_kring_state *kr,
 	return true;
 }
 
+/* The length an IP header at @skb's network header gives its packet. */
+static unsigned int sluice_ip_len(const struct sk_buff *skb)
+{
+	if (ip_hdr(skb)->version == 6)
+		return sizeof(struct ipv6hdr) +
+			ntohs(ipv6_hdr(skb)->payload_len);
+	return ntohs(ip_hdr(skb)->tot_len);
+}
+
 /*
  * A GSO or GRO skb larger than a buffer is segmented in software into
  * packets of its MSS, each received on its own.  Consumes @skb.
  */
-static bool sluice_kring_rx_gso(struct sluice_kring_state *kr,
-				struct sk_buff *skb)
+static __always_inline bool sluice_kring_rx_gso(struct sluice_kring_state *kr,
+						struct sk_buff *skb)
 {
 	struct sk_buff *segs, *seg, *next;
 	bool any = false;
@@ -260,8 +274,7 @@ static bool sluice_kring_rx_gso(struct sluice_kring_state *kr,
 	spin_lock(&kr->rx_lock);
 	kr->rx_gso_split++;
 	skb_list_walk_safe(segs, seg, next) {
-		const struct iphdr *iph = ip_hdr(seg);
-		unsigned int len = ntohs(iph->tot_len);
+		unsigned int len = sluice_ip_len(seg);
 
 		skb_mark_not_on_list(seg);
 		if (len <= seg->len - skb_network_offset(seg))
@@ -283,9 +296,12 @@ drop:
 	return false;
 }
 
-/* Receive @skb (IPv4 at skb->data, @len bytes) into @kr.  Consumes @skb. */
-static void sluice_kring_rx(struct sluice_kring_state *kr, struct sk_buff *skb,
-			    unsigned int len)
+/*
+ * Receive @skb (IP at skb->data, @len bytes) into @kr.  Consumes @skb.
+ * Inlined into each family's handler, as it was into IPv4's alone.
+ */
+static __always_inline void sluice_kring_rx(struct sluice_kring_state *kr,
+					    struct sk_buff *skb, unsigned int len)
 {
 	struct sluice_stack *st = kr->st;
 	bool posted;
@@ -306,16 +322,101 @@ static void sluice_kring_rx(struct sluice_kring_state *kr, struct sk_buff *skb,
 }
 
 /*
+ * @skb (an IP packet of @len bytes, @protocol TCP or UDP) was matched to
+ * @st (or NULL) on @kdev's device: into its rings if they still steer
+ * there.  Under rcu_read_lock(), which it drops.  Inlined into both
+ * families' handlers, so IPv4's costs no call.
+ */
+static __always_inline rx_handler_result_t
+sluice_rx_steer(struct sk_buff *skb, struct sluice_kdev *kdev,
+		struct sluice_stack *st, u8 protocol, unsigned int len)
+{
+	struct sluice_kring_state *kr = NULL;
+
+	if (st)
+		kr = sluice_kring_of(st);
+	/* Rings still steering, on this very device. */
+	if (!kr || !kdev || rcu_access_pointer(kr->kdev) != kdev) {
+		rcu_read_unlock();
+		return RX_HANDLER_PASS;
+	}
+	/*
+	 * A UDP datagram longer than the stack's buffers hold (an IPoIB
+	 * interface in connected mode has an MTU of 65520, the buffers at
+	 * most 8192 unless asked): dropping it lost what the kernel takes.
+	 * The kernel's UDP delivers it to the port's reservation, which the
+	 * library reads as the socket's kernel twin (FILTER_FD).  Never a
+	 * TCP segment: the kernel has no socket for a stack's connection
+	 * and would reset it (the stack's MSS keeps them short).
+	 */
+	if (protocol == IPPROTO_UDP && !skb_is_gso(skb) &&
+	    len > st->buf_size - min(st->buf_size, SLUICE_KRING_RX_HEADROOM)) {
+		atomic64_inc(&kr->rx_pass_size);
+		rcu_read_unlock();
+		return RX_HANDLER_PASS;
+	}
+	sluice_kring_rx(kr, skb, len);
+	rcu_read_unlock();
+	return RX_HANDLER_CONSUMED;
+}
+
+/*
+ * IPv6 packets whose first next header is TCP or UDP, as IPv4's below:
+ * extension headers (fragments among them) are the kernel's, as IPv4
+ * fragments are; so are Neighbour Discovery and all of ICMPv6.
+ */
+static rx_handler_result_t sluice_rx_ipv6(struct sk_buff *skb)
+{
+	struct net_device *dev = skb->dev;
+	const struct ipv6hdr *ip6h;
+	struct sluice_kdev *kdev;
+	struct sluice_stack *st;
+	struct ipv6hdr _ip6h;
+	const __be16 *ports;
+	__be16 _ports[2];
+	unsigned int len;
+
+	ip6h = skb_header_pointer(skb, 0, sizeof(_ip6h), &_ip6h);
+	if (!ip6h || ip6h->version != 6 ||
+	    (ip6h->nexthdr != IPPROTO_TCP && ip6h->nexthdr != IPPROTO_UDP))
+		return RX_HANDLER_PASS;
+	len = sizeof(_ip6h) + ntohs(ip6h->payload_len);
+	/* A GSO skb's payload length may be anything: checked per segment. */
+	if (!skb_is_gso(skb) &&
+	    (len < sizeof(_ip6h) + sizeof(_ports) || len > skb->len))
+		return RX_HANDLER_PASS;
+	ports = skb_header_pointer(skb, sizeof(_ip6h), sizeof(_ports), _ports);
+	if (!ports)
+		return RX_HANDLER_PASS;
+
+	rcu_read_lock();
+	kdev = rcu_dereference(dev->rx_handler_data);
+	st = sluice_filter_match6(dev_net(dev), dev->ifindex, ip6h->nexthdr,
+				  &ip6h->saddr, ports[0], &ip6h->daddr,
+				  ports[1]);
+	return sluice_rx_steer(skb, kdev, st, ip6h->nexthdr, len);
+}
+
+/* Anything but IPv4 for this host: IPv6's, or the kernel's. */
+static noinline rx_handler_result_t sluice_rx_other(struct sk_buff *skb)
+{
+	if (skb->protocol != htons(ETH_P_IPV6) ||
+	    skb->pkt_type == PACKET_OTHERHOST)
+		return RX_HANDLER_PASS;
+	return sluice_rx_ipv6(skb);
+}
+
+/*
  * The rx_handler of every device with rings.  IPv4 TCP and UDP packets
- * that a stack's filter claims are the stack's: received into its rings,
- * or dropped there (counted) when they do not fit.  Everything else,
- * including fragments and bad headers, goes on to the kernel.
+ * (IPv6 ones: sluice_rx_ipv6()) that a stack's filter claims are the
+ * stack's: received into its rings, or dropped there (counted) when they
+ * do not fit.  Everything else, including fragments and bad headers,
+ * goes on to the kernel.
  */
 static rx_handler_result_t sluice_rx_handler(struct sk_buff **pskb)
 {
 	struct sk_buff *skb = *pskb;
 	struct net_device *dev = skb->dev;
-	struct sluice_kring_state *kr = NULL;
 	const struct iphdr *iph;
 	struct sluice_kdev *kdev;
 	struct sluice_stack *st;
@@ -326,7 +427,7 @@ static rx_handler_result_t sluice_rx_handler(struct sk_buff **pskb)
 
 	if (skb->protocol != htons(ETH_P_IP) ||
 	    skb->pkt_type == PACKET_OTHERHOST)
-		return RX_HANDLER_PASS;
+		return sluice_rx_other(skb);
 	/* Copies when not linear: the skb may be shared (a tap holds it). */
 	iph = skb_header_pointer(skb, 0, sizeof(_iph), &_iph);
 	if (!iph || iph->version != 4 || iph->ihl < 5 || ip_is_fragment(iph) ||
@@ -346,31 +447,7 @@ static rx_handler_result_t sluice_rx_handler(struct sk_buff **pskb)
 	st = sluice_filter_match(dev_net(dev), dev->ifindex, iph->protocol,
 				 iph->saddr, ports[0], iph->daddr, ports[1],
 				 skb, ihl);
-	if (st)
-		kr = sluice_kring_of(st);
-	/* Rings still steering, on this very device. */
-	if (!kr || !kdev || rcu_access_pointer(kr->kdev) != kdev) {
-		rcu_read_unlock();
-		return RX_HANDLER_PASS;
-	}
-	/*
-	 * A UDP datagram longer than the stack's buffers hold (an IPoIB
-	 * interface in connected mode has an MTU of 65520, the buffers at
-	 * most 8192 unless asked): dropping it lost what the kernel takes.
-	 * The kernel's UDP delivers it to the port's reservation, which the
-	 * library reads as the socket's kernel twin (FILTER_FD).  Never a
-	 * TCP segment: the kernel has no socket for a stack's connection
-	 * and would reset it (the stack's MSS keeps them short).
-	 */
-	if (iph->protocol == IPPROTO_UDP && !skb_is_gso(skb) &&
-	    len > st->buf_size - min(st->buf_size, SLUICE_KRING_RX_HEADROOM)) {
-		atomic64_inc(&kr->rx_pass_size);
-		rcu_read_unlock();
-		return RX_HANDLER_PASS;
-	}
-	sluice_kring_rx(kr, skb, len);
-	rcu_read_unlock();
-	return RX_HANDLER_CONSUMED;
+	return sluice_rx_steer(skb, kdev, st, iph->protocol, len);
 }
 
 /*
@@ -588,6 +665,72 @@ int sluice_kring_mmap(struct sluice_stack *st, struct vm_area_struct *vma)
 }
 
 /*
+ * Is the IPv6 packet in @skb (@len bytes, the slot's copy) one to send:
+ * version 6, its payload length @len's, a destination that can be an
+ * on-link next hop (not ::, ::1 or IPv4-mapped)?  Its destination in
+ * *@nh.
+ */
+static bool sluice_kring_tx_ok6(struct sk_buff *skb, u32 len,
+				struct in6_addr *nh)
+{
+	const struct ipv6hdr *ip6h = ipv6_hdr(skb);
+	int type;
+
+	if (ip6h->version != 6 ||
+	    ntohs(ip6h->payload_len) != len - sizeof(*ip6h))
+		return false;
+	*nh = ip6h->daddr;
+	type = ipv6_addr_type(nh);
+	return !(type & (IPV6_ADDR_LOOPBACK | IPV6_ADDR_MAPPED)) &&
+	       type != IPV6_ADDR_ANY;
+}
+
+/*
+ * Send the IPv6 packet of tx descriptor @d (read, flags checked): to its
+ * destination as the on-link next hop, resolved by Neighbour Discovery.
+ */
+static void sluice_kring_tx6(struct sluice_kring_state *kr,
+			     struct net_device *dev, u32 i,
+			     const struct sluice_kring_tx *d)
+{
+	struct sluice_kring *k = kr->k;
+	struct in6_addr nh;
+	struct sk_buff *skb;
+	int ret;
+
+	if (d->nexthop || d->reserved || d->len < sizeof(struct ipv6hdr) ||
+	    d->len > kr->tx_slot_size || d->len > READ_ONCE(dev->mtu))
+		goto bad_desc;
+	skb = alloc_skb(LL_RESERVED_SPACE(dev) + d->len, GFP_KERNEL);
+	if (!skb) {
+		sluice_kring_count(&k->tx_drop, 1);
+		return;
+	}
+	skb_reserve(skb, LL_RESERVED_SPACE(dev));
+	skb_reset_network_header(skb);
+	skb_put_data(skb, sluice_tx_slot(kr, i), d->len);
+	if (!sluice_kring_tx_ok6(skb, d->len, &nh)) {
+		kfree_skb(skb);
+		goto bad_desc;
+	}
+	skb->protocol = htons(ETH_P_IPV6);
+	skb->dev = dev;
+	skb->ip_summed = CHECKSUM_NONE;
+	/* -EAFNOSUPPORT without IPv6, -EINVAL where the device has none. */
+	ret = neigh_xmit(NEIGH_ND_TABLE, dev, &nh, skb);
+	if (net_xmit_eval(ret)) {
+		sluice_kring_count(&k->tx_drop, 1);
+		return;
+	}
+	sluice_kring_count(&k->tx_packets, 1);
+	sluice_kring_count(&k->tx_bytes, d->len);
+	return;
+
+bad_desc:
+	sluice_kring_count(&k->bad_desc, 1);
+}
+
+/*
  * Send tx entry @i.  The packet is copied into the skb first and checked
  * there: user space may change the slot while we look.
  */
@@ -604,7 +747,15 @@ static void sluice_kring_tx_one(struct sluice_kring_state *kr,
 	d.nexthop = READ_ONCE(sluice_tx_desc(kr, i)->nexthop);
 	d.flags = READ_ONCE(sluice_tx_desc(kr, i)->flags);
 	d.reserved = READ_ONCE(sluice_tx_desc(kr, i)->reserved);
-	if (d.flags || d.reserved || d.len < sizeof(struct iphdr) ||
+	/* IPv4's checks as before: the flags test was always there. */
+	if (unlikely(d.flags)) {
+		if (d.flags == SLUICE_KRING_TX_IPV6) {
+			sluice_kring_tx6(kr, dev, i, &d);
+			return;
+		}
+		goto bad_desc;
+	}
+	if (d.reserved || d.len < sizeof(struct iphdr) ||
 	    d.len > kr->tx_slot_size || d.len > READ_ONCE(dev->mtu) ||
 	    ipv4_is_zeronet(d.nexthop) || ipv4_is_loopback(d.nexthop))
 		goto bad_desc;

@@ -18,6 +18,7 @@
 struct dentry;
 struct file;
 struct kobject;
+struct in6_addr;
 struct net;
 struct net_device;
 struct page;
@@ -199,6 +200,12 @@ struct sluice_stack *sluice_filter_match(struct net *net, int ifindex, u8 protoc
 					 __be32 daddr, __be16 dport,
 					 const struct sk_buff *skb,
 					 unsigned int thoff);
+struct sluice_stack *sluice_filter_match6(struct net *net, int ifindex,
+					  u8 protocol,
+					  const struct in6_addr *saddr,
+					  __be16 sport,
+					  const struct in6_addr *daddr,
+					  __be16 dport);
 void sluice_filter_stack_release(struct sluice_stack *st); /* drop all of st's filters */
 unsigned int sluice_filter_count(struct sluice_stack *st);
 void sluice_filter_show(struct seq_file *m, struct sluice_stack *st);

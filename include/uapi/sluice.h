@@ -47,6 +47,7 @@
 #define SLUICE_FEATURE_FILTER_FD 0x400ULL	/* FILTER_FD: a port reservation as an fd */
 #define SLUICE_FEATURE_FILTER_SOCK 0x800ULL	/* FILTER_ADD: the caller's socket reserves */
 #define SLUICE_FEATURE_FILTER_SIBLING 0x1000ULL	/* FILTER_ADD siblings; shared ports judged */
+#define SLUICE_FEATURE_IPV6	0x2000ULL	/* kring IPv6: rx, TX_IPV6, FILTER_IPV6 */
 /* What this module implements; grows as the features above land. */
 #define SLUICE_FEATURES_ALL	(SLUICE_FEATURE_STACK | SLUICE_FEATURE_KRING | \
 				 SLUICE_FEATURE_FILTER | SLUICE_FEATURE_IFINFO | \
@@ -55,7 +56,7 @@
 				 SLUICE_FEATURE_SOCKFD | SLUICE_FEATURE_REPLACE | \
 				 SLUICE_FEATURE_HANDOFF | SLUICE_FEATURE_FILTER_FD | \
 				 SLUICE_FEATURE_FILTER_SOCK | \
-				 SLUICE_FEATURE_FILTER_SIBLING)
+				 SLUICE_FEATURE_FILTER_SIBLING | SLUICE_FEATURE_IPV6)
 
 /**
  * struct sluice_version - SLUICE_IOC_VERSION argument
@@ -436,11 +437,13 @@ struct sluice_stack_wake {
  *    SLUICE_KRING_RX_HEADROOM bytes; it never touches buffer metadata.
  *  - rx (k produces, u consumes): one descriptor per packet received into
  *    a buffer taken from fill.  The buffer is user space's again.
- *  - tx (u produces, k consumes, on SLUICE_IOC_KRING_KICK): the IPv4
+ *  - tx (u produces, k consumes, on SLUICE_IOC_KRING_KICK): the IP
  *    packet for tx entry i is at the start of tx slot (i & (entries - 1)).
  *    The module copies it into an skb and sends it through the device's
  *    neighbour layer to @nexthop (ARP on Ethernet, the 20-byte hardware
- *    address on IPoIB): the slot is free again once cons has passed it.
+ *    address on IPoIB), or for an IPv6 packet (SLUICE_KRING_TX_IPV6) to
+ *    its destination address as an on-link next hop (Neighbour Discovery,
+ *    the kernel's): the slot is free again once cons has passed it.
  *
  * The module trusts nothing it reads here: a producer index more than
  * @entries ahead, a buffer index outside the region, a length that does
@@ -448,7 +451,9 @@ struct sluice_stack_wake {
  * its own copies of the indices it writes (rx prod, fill and tx cons) and
  * publishes them again on every pass: writing them changes nothing.
  *
- * Receive: IPv4 TCP and UDP packets, not fragments, that a filter claims.
+ * Receive: IPv4 TCP and UDP packets, not fragments, that a filter claims;
+ * with SLUICE_FEATURE_IPV6 also IPv6 packets whose first next header is
+ * TCP or UDP (extension headers, fragments included, are the kernel's).
  * A GSO/GRO packet longer than a buffer holds is segmented by the module
  * (one rx descriptor per segment); a single packet that does not fit is
  * counted in rx_drop_size.  Steering lasts while the stack has a file:
@@ -497,7 +502,8 @@ struct sluice_kring_ring {
 /**
  * struct sluice_kring_rx - a received packet
  * @buf_idx:	the buffer it is in (one user space gave on the fill ring)
- * @len:	bytes of IPv4 packet at SLUICE_KRING_RX_HEADROOM
+ * @len:	bytes of IP packet (IPv4, or IPv6 with SLUICE_FEATURE_IPV6: the
+ *		version nibble says which) at SLUICE_KRING_RX_HEADROOM
  * @flags:	SLUICE_KRING_RX_*
  */
 struct sluice_kring_rx {
@@ -506,13 +512,23 @@ struct sluice_kring_rx {
 	__u16 flags;
 };
 
+/*
+ * sluice_kring_tx.flags (u): IPV6 (SLUICE_FEATURE_IPV6) for an IPv6
+ * packet, sent as ETH_P_IPV6 to its destination address as the on-link
+ * next hop, resolved in the kernel's Neighbour Discovery table; @nexthop
+ * must be zero, the packet's version 6 and its payload length @len - 40,
+ * its destination neither ::, ::1 nor IPv4-mapped (else bad_desc).
+ */
+#define SLUICE_KRING_TX_IPV6	0x1u
+
 /**
  * struct sluice_kring_tx - a packet to send
- * @len:	bytes of IPv4 packet at the start of the entry's slot, 20 ..
- *		tx_slot_size and at most the device's MTU
+ * @len:	bytes of IP packet at the start of the entry's slot, 20 (40
+ *		for IPv6) .. tx_slot_size and at most the device's MTU
  * @nexthop:	IPv4 address of the next hop on the device, network order;
- *		not 0.0.0.0/8 or 127.0.0.0/8 (counted in bad_desc)
- * @flags:	must be zero
+ *		not 0.0.0.0/8 or 127.0.0.0/8 (counted in bad_desc); zero for
+ *		SLUICE_KRING_TX_IPV6
+ * @flags:	0 or SLUICE_KRING_TX_IPV6
  * @reserved:	must be zero
  */
 struct sluice_kring_tx {
@@ -641,7 +657,7 @@ struct sluice_kring_kick {
 /**
  * struct sluice_filter - SLUICE_IOC_FILTER_ADD / _DEL argument (stack fd)
  * @size:	in: sizeof(struct sluice_filter) as the caller knows it
- * @flags:	in: 0, or SLUICE_FILTER_RESV_FD (ADD; below)
+ * @flags:	in: 0, or SLUICE_FILTER_RESV_FD, _SIBLING, _IPV6 (ADD; below)
  * @protocol:	in: IPPROTO_TCP or IPPROTO_UDP (ADD)
  * @reserved0:	must be zero
  * @laddr:	in: local IPv4 address, network order, or 0 for any (ADD)
@@ -653,6 +669,8 @@ struct sluice_kring_kick {
  * @reserved1:	must be zero
  * @fd:		in (ADD with SLUICE_FILTER_RESV_FD): the reservation's socket
  * @reserved2:	must be zero
+ * @laddr6:	in (ADD with SLUICE_FILTER_IPV6): local IPv6 address or ::
+ * @raddr6:	in (ADD with SLUICE_FILTER_IPV6): remote IPv6 address or ::
  *
  * ADD: -EINVAL for a bad protocol or half a remote, -EEXIST for a filter
  * the stack already has, -ENOSPC past SLUICE_FILTER_MAX, -ENODEV if the
@@ -695,9 +713,23 @@ struct sluice_kring_kick {
  * or no socket; else the kernel's receive path takes it.  -ENOENT: no
  * reservation of the stack covers the port; -EEXIST: the reservation
  * itself, or named already; -ENOSPC: 64 siblings live.
+ *
+ * With SLUICE_FILTER_IPV6 (SLUICE_FEATURE_IPV6; @size must reach @raddr6,
+ * else -EINVAL) the filter steers IPv6: @laddr6 and @raddr6 stand for
+ * @laddr and @raddr, which must be zero; neither
+ * address IPv4-mapped (an IPv4 filter names those) and @raddr6 not :: with
+ * a remote port (half a remote), all -EINVAL.  The module's reservation
+ * is an AF_INET6 socket with IPV6_V6ONLY bound to [@laddr6]:@lport (a
+ * link-local address scoped to the stack's device); an IPv6 reservation
+ * of :: covers the stack's IPv6 filters on its protocol and port.  With
+ * SLUICE_FILTER_RESV_FD the socket must be AF_INET6 bound to @laddr6
+ * (:: with or without IPV6_V6ONLY for @laddr6 ::); a dual-stack socket on
+ * :: may reserve an IPv4 filter of its port and an IPv6 one.  FILTER_DEL
+ * takes either kind by @id.
  */
 #define SLUICE_FILTER_RESV_FD	0x1u
 #define SLUICE_FILTER_SIBLING	0x2u
+#define SLUICE_FILTER_IPV6	0x4u
 
 struct sluice_filter {
 	__u32 size;
@@ -713,6 +745,9 @@ struct sluice_filter {
 	/* SLUICE_FEATURE_FILTER_SOCK */
 	__s32 fd;
 	__u32 reserved2;
+	/* SLUICE_FEATURE_IPV6 */
+	__u8 laddr6[16];
+	__u8 raddr6[16];
 };
 
 /**

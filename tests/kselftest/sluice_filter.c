@@ -257,8 +257,10 @@ static bool have_ip(void)
 
 TEST(abi_struct_layouts)
 {
-	/* Grown by SLUICE_FEATURE_FILTER_SOCK from 32. */
-	EXPECT_EQ(40, sizeof(struct sluice_filter));
+	/* Grown by SLUICE_FEATURE_FILTER_SOCK from 32, by _IPV6 from 40. */
+	EXPECT_EQ(72, sizeof(struct sluice_filter));
+	EXPECT_EQ(40, offsetof(struct sluice_filter, laddr6));
+	EXPECT_EQ(56, offsetof(struct sluice_filter, raddr6));
 	EXPECT_EQ(8, offsetof(struct sluice_filter, protocol));
 	EXPECT_EQ(12, offsetof(struct sluice_filter, laddr));
 	EXPECT_EQ(20, offsetof(struct sluice_filter, lport));
@@ -289,6 +291,7 @@ TEST(version_reports_the_features)
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_FILTER_FD);
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_FILTER_SOCK);
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_FILTER_SIBLING);
+	EXPECT_TRUE(v.features & SLUICE_FEATURE_IPV6);
 	close(dev);
 }
 
@@ -362,7 +365,7 @@ TEST_F(filter, add_nonzero_flags_or_reserved_is_einval)
 	for (int i = 0; i < 7; i++) {
 		filter_init(&f, IPPROTO_TCP, NULL, 41010, NULL, 0);
 		switch (i) {
-		case 0: f.flags = 2; break;
+		case 0: f.flags = 8; break;
 		case 1: f.reserved0[0] = 1; break;
 		case 2: f.reserved0[2] = 0x80; break;
 		case 3: f.reserved1 = 1; break;
@@ -964,6 +967,35 @@ static int add_sibling(int st, __u8 proto, const char *laddr, __u16 lport,
 }
 
 /*
+ * IPv6 filters (SLUICE_FILTER_IPV6): @laddr6 and @raddr6 for @laddr and
+ * @raddr.  NULL is :: for either address.
+ */
+static void filter6_init(struct sluice_filter *f, __u8 proto,
+			 const char *laddr, __u16 lport,
+			 const char *raddr, __u16 rport)
+{
+	filter_init(f, proto, NULL, lport, NULL, rport);
+	f->flags = SLUICE_FILTER_IPV6;
+	if (laddr)
+		inet_pton(AF_INET6, laddr, f->laddr6);
+	if (raddr)
+		inet_pton(AF_INET6, raddr, f->raddr6);
+}
+
+static int add6(int st, __u8 proto, const char *laddr, __u16 lport,
+		const char *raddr, __u16 rport, __u32 *id)
+{
+	struct sluice_filter f;
+	int ret;
+
+	filter6_init(&f, proto, laddr, lport, raddr, rport);
+	ret = xioctl(st, SLUICE_IOC_FILTER_ADD, &f);
+	if (!ret && id)
+		*id = f.id;
+	return ret;
+}
+
+/*
  * SLUICE_FILTER_SIBLING: another of the stack's sockets on a port one of
  * its reservations covers (an SO_REUSEPORT sibling's kernel twin) is
  * named as the stack's; no filter is made, nothing is reserved, and a
@@ -1022,6 +1054,243 @@ TEST_F(filter, sibling_rules)
 	EXPECT_EQ(0, del(self->st, id));
 	EXPECT_EQ(0, try_bind_as(4, SOCK_STREAM, NULL, 41320, 0));
 	EXPECT_EQ(0, try_bind_as(4, SOCK_STREAM, "127.0.0.1", 41320, 0));
+	EXPECT_EQ(0, stack_attr_ll("t_f", "filters"));
+}
+
+static int add6_own(int st, __u8 proto, const char *laddr, __u16 lport,
+		    int fd, __u32 *id)
+{
+	struct sluice_filter f;
+	int ret;
+
+	filter6_init(&f, proto, laddr, lport, NULL, 0);
+	f.flags |= SLUICE_FILTER_RESV_FD;
+	f.fd = fd;
+	ret = xioctl(st, SLUICE_IOC_FILTER_ADD, &f);
+	if (!ret && id)
+		*id = f.id;
+	return ret;
+}
+
+/* Every argument an IPv6 filter can get wrong, each -EINVAL. */
+TEST_F(filter, ipv6_argument_rules)
+{
+	struct sluice_filter f;
+	int s;
+
+	/* A caller that does not know @raddr6 cannot ask for IPv6. */
+	filter6_init(&f, IPPROTO_TCP, NULL, 41400, NULL, 0);
+	EXPECT_EQ(-EINVAL, sized_ioctl(self->st, SLUICE_IOC_FILTER_ADD, &f,
+				       sizeof(f), 40, 0));
+	EXPECT_EQ(-EINVAL, sized_ioctl(self->st, SLUICE_IOC_FILTER_ADD, &f,
+				       sizeof(f), sizeof(f) - 1, 0));
+	/* Bytes past the struct still must be zero. */
+	EXPECT_EQ(-E2BIG, sized_ioctl(self->st, SLUICE_IOC_FILTER_ADD, &f,
+				      sizeof(f), sizeof(f) + TAIL, 0xff));
+	for (int i = 0; i < 13; i++) {
+		filter6_init(&f, IPPROTO_TCP, NULL, 41400, NULL, 0);
+		switch (i) {
+		case 0: f.laddr = inet_addr("127.0.0.1"); break;
+		case 1: f.raddr = inet_addr("127.0.0.2"); f.rport = 1; break;
+		case 2: f.flags = 0; f.laddr6[15] = 1; break;
+		case 3: f.flags = 0; f.raddr6[0] = 0xfd; break;
+		case 4: inet_pton(AF_INET6, "::ffff:127.0.0.1", f.laddr6); break;
+		case 5: inet_pton(AF_INET6, "::ffff:10.0.0.1", f.raddr6);
+			f.rport = htons(80); break;
+		case 6: inet_pton(AF_INET6, "fd00::2", f.raddr6); break;
+		case 7: f.rport = htons(80); break;
+		case 8: inet_pton(AF_INET6, "fd00::2", f.raddr6);
+			f.rport = htons(80); f.lport = 0; break;
+		case 9: f.protocol = IPPROTO_ICMPV6; break;
+		case 10: f.flags |= SLUICE_FILTER_RESV_FD; f.fd = 0;
+			inet_pton(AF_INET6, "fd00::2", f.raddr6);
+			f.rport = htons(80); break;
+		case 11: f.flags |= 8; break;
+		/* The shared-port lookup is IPv4's: no IPv6 sibling. */
+		case 12: f.flags |= SLUICE_FILTER_RESV_FD |
+				    SLUICE_FILTER_SIBLING; break;
+		}
+		EXPECT_EQ(-EINVAL, xioctl(self->st, SLUICE_IOC_FILTER_ADD, &f))
+			TH_LOG("case %d", i);
+	}
+	/* The caller's socket: an AF_INET one holds no IPv6 port; nor does
+	 * one bound to another address. */
+	s = resv_sock(4, SOCK_STREAM, NULL, 41400, 0, false);
+	ASSERT_LE(0, s);
+	EXPECT_EQ(-EINVAL, add6_own(self->st, IPPROTO_TCP, NULL, 41400, s, NULL));
+	close(s);
+	s = resv_sock(6, SOCK_STREAM, "::1", 41400, 0, false);
+	ASSERT_LE(0, s);
+	EXPECT_EQ(-EINVAL, add6_own(self->st, IPPROTO_TCP, NULL, 41400, s, NULL));
+	EXPECT_EQ(-EPROTONOSUPPORT, add6_own(self->st, IPPROTO_UDP, "::1",
+					     41400, s, NULL));
+	close(s);
+	/* Nothing was reserved on the way. */
+	EXPECT_EQ(0, stack_attr_ll("t_f", "filters"));
+	EXPECT_EQ(0, try_bind_as(6, SOCK_STREAM, NULL, 41400, RS_V6ONLY));
+	EXPECT_EQ(0, try_bind_as(6, SOCK_STREAM, NULL, 41400, 0));
+	/* The same arguments right: a filter, once. */
+	EXPECT_EQ(0, add6(self->st, IPPROTO_TCP, NULL, 41400, NULL, 0, NULL));
+	EXPECT_EQ(-EEXIST, add6(self->st, IPPROTO_TCP, NULL, 41400, NULL, 0,
+				NULL));
+	EXPECT_EQ(0, add6(self->st, IPPROTO_TCP, "::1", 41400, "fd00::2", 80,
+			  NULL));
+	EXPECT_EQ(-EEXIST, add6(self->st, IPPROTO_TCP, "::1", 41400, "fd00::2",
+				80, NULL));
+	EXPECT_EQ(2, stack_attr_ll("t_f", "filters"));
+}
+
+/*
+ * The module's reservation of an IPv6 filter is an IPV6_V6ONLY socket:
+ * it holds the IPv6 port, not IPv4's, which an IPv4 filter reserves
+ * beside it; a port of 0 is one the kernel picks.
+ */
+TEST_F(filter, ipv6_filter_reserves_the_ipv6_port)
+{
+	struct sluice_filter f;
+	__u32 id, id4, id1;
+
+	ASSERT_EQ(0, add6(self->st, IPPROTO_TCP, NULL, 41410, NULL, 0, &id));
+	EXPECT_EQ(-EADDRINUSE, try_bind_as(6, SOCK_STREAM, NULL, 41410,
+					   RS_V6ONLY));
+	EXPECT_EQ(-EADDRINUSE, try_bind_as(6, SOCK_STREAM, NULL, 41410, 0));
+	EXPECT_EQ(-EADDRINUSE, try_bind_as(6, SOCK_STREAM, "::1", 41410, 0));
+	EXPECT_EQ(0, try_bind_as(4, SOCK_STREAM, NULL, 41410, 0));
+	EXPECT_EQ(0, try_bind_as(6, SOCK_DGRAM, NULL, 41410, 0));
+	/* IPv4's filter of the port beside it. */
+	ASSERT_EQ(0, add(self->st, IPPROTO_TCP, NULL, 41410, NULL, 0, &id4));
+	EXPECT_EQ(-EADDRINUSE, try_bind_as(4, SOCK_STREAM, NULL, 41410, 0));
+	/* A connection on ::1 shares the reservation of ::. */
+	ASSERT_EQ(0, add6(self->st, IPPROTO_TCP, "::1", 41410, "::1", 5000,
+			  &id1));
+	EXPECT_EQ(0, del(self->st, id));
+	EXPECT_EQ(-EADDRINUSE, try_bind_as(6, SOCK_STREAM, NULL, 41410,
+					   RS_V6ONLY));
+	EXPECT_EQ(0, del(self->st, id1));
+	EXPECT_EQ(0, try_bind_as(6, SOCK_STREAM, NULL, 41410, RS_V6ONLY));
+	EXPECT_EQ(-EADDRINUSE, try_bind_as(4, SOCK_STREAM, NULL, 41410, 0));
+	EXPECT_EQ(0, del(self->st, id4));
+	EXPECT_EQ(0, try_bind_as(4, SOCK_STREAM, NULL, 41410, 0));
+	/* A specific address: its port there. */
+	ASSERT_EQ(0, add6(self->st, IPPROTO_UDP, "::1", 41411, NULL, 0, &id));
+	EXPECT_EQ(-EADDRINUSE, try_bind_as(6, SOCK_DGRAM, "::1", 41411, 0));
+	EXPECT_EQ(0, del(self->st, id));
+	/* Port 0: the kernel's pick, held. */
+	filter6_init(&f, IPPROTO_UDP, NULL, 0, NULL, 0);
+	ASSERT_EQ(0, xioctl(self->st, SLUICE_IOC_FILTER_ADD, &f));
+	EXPECT_NE(0, f.lport);
+	EXPECT_EQ(-EADDRINUSE, try_bind_as(6, SOCK_DGRAM, NULL, ntohs(f.lport),
+					   RS_V6ONLY));
+	EXPECT_EQ(0, del(self->st, f.id));
+	EXPECT_EQ(0, stack_attr_ll("t_f", "filters"));
+}
+
+/* IPv6 lookups: most specific first, and never an IPv4 filter's. */
+TEST_F(filter, ipv6_match_order)
+{
+	char out[64], want[64], buf[16384], line[200];
+	__u32 any, local, conn, v4;
+	int lo = self->lo;
+
+	ASSERT_EQ(0, add6(self->st, IPPROTO_TCP, NULL, 41420, NULL, 0, &any));
+	ASSERT_EQ(0, add6(self->st, IPPROTO_TCP, "::1", 41420, NULL, 0,
+			  &local));
+	ASSERT_EQ(0, add6(self->st, IPPROTO_TCP, "::1", 41420, "fd00::5", 7000,
+			  &conn));
+	ASSERT_EQ(0, add(self->st, IPPROTO_UDP, NULL, 41421, NULL, 0, &v4));
+
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", lo, "fd00::5", 7000, "::1",
+			   41420));
+	snprintf(want, sizeof(want), "t_f %u", conn);
+	EXPECT_STREQ(want, out);
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", lo, "fd00::5", 7001, "::1",
+			   41420));
+	snprintf(want, sizeof(want), "t_f %u", local);
+	EXPECT_STREQ(want, out);
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", lo, "fd00::5", 7000,
+			   "fd00::1", 41420));
+	snprintf(want, sizeof(want), "t_f %u", any);
+	EXPECT_STREQ(want, out);
+	/* An IPv4 packet of the IPv6 filters' port, and the reverse. */
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", lo, "10.0.0.5", 7000,
+			   "127.0.0.1", 41420));
+	EXPECT_STREQ("none", out);
+	ASSERT_EQ(0, match(out, sizeof(out), "udp", lo, "fd00::5", 7000, "::1",
+			   41421));
+	EXPECT_STREQ("none", out);
+	ASSERT_EQ(0, match(out, sizeof(out), "udp", lo, "10.0.0.5", 7000,
+			   "127.0.0.1", 41421));
+	snprintf(want, sizeof(want), "t_f %u", v4);
+	EXPECT_STREQ(want, out);
+	/* Another device; mixed families are no query. */
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", lo + 1000, "fd00::5", 7000,
+			   "::1", 41420));
+	EXPECT_STREQ("none", out);
+	EXPECT_NE(0, match(out, sizeof(out), "tcp", lo, "fd00::5", 7000,
+			   "127.0.0.1", 41420));
+	/* The dump shows them in brackets, each counted. */
+	ASSERT_LT(0, stack_dump("t_f", buf, sizeof(buf)));
+	snprintf(line, sizeof(line),
+		 "filter %u tcp [::1]:41420 [fd00::5]:7000 matches 1\n", conn);
+	EXPECT_NE(NULL, strstr(buf, line)) TH_LOG("%s", buf);
+	snprintf(line, sizeof(line),
+		 "filter %u tcp [::]:41420 [::]:0 matches 1\n", any);
+	EXPECT_NE(NULL, strstr(buf, line)) TH_LOG("%s", buf);
+	EXPECT_EQ(0, del(self->st, conn));
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", lo, "fd00::5", 7000, "::1",
+			   41420));
+	snprintf(want, sizeof(want), "t_f %u", local);
+	EXPECT_STREQ(want, out);
+}
+
+/*
+ * The caller's AF_INET6 socket reserves an IPv6 filter: IPV6_V6ONLY on
+ * ::, or a dual-stack one on :: for both families' filters, whose port
+ * stays locked until the last of the two goes (a port the kernel picked,
+ * so the lock is the filters' own: a listener's shutdown would free it).
+ */
+TEST_F(filter, ipv6_resv_fd_of_either_kind)
+{
+	struct sockaddr_in6 sin6;
+	socklen_t len = sizeof(sin6);
+	__u32 id4, id6;
+	__u16 port;
+	int s, fd;
+
+	s = resv_sock(6, SOCK_DGRAM, NULL, 41430, RS_V6ONLY, false);
+	ASSERT_LE(0, s);
+	/* IPV6_V6ONLY: no IPv4 port. */
+	EXPECT_EQ(-EINVAL, add_own(self->st, IPPROTO_UDP, NULL, 41430, s, NULL));
+	ASSERT_EQ(0, add6_own(self->st, IPPROTO_UDP, NULL, 41430, s, &id6));
+	EXPECT_EQ(-EEXIST, add6_own(self->st, IPPROTO_UDP, NULL, 41430, s,
+				    NULL));
+	close(s);
+	EXPECT_EQ(-EADDRINUSE, try_bind_as(6, SOCK_DGRAM, NULL, 41430,
+					   RS_V6ONLY));
+	EXPECT_EQ(0, try_bind_as(4, SOCK_DGRAM, NULL, 41430, 0));
+	EXPECT_EQ(0, del(self->st, id6));
+	EXPECT_EQ(0, try_bind_as(6, SOCK_DGRAM, NULL, 41430, RS_V6ONLY));
+
+	/* Dual-stack, on a port the kernel picked. */
+	s = resv_sock(6, SOCK_STREAM, NULL, 0, 0, false);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(0, getsockname(s, (struct sockaddr *)&sin6, &len));
+	port = ntohs(sin6.sin6_port);
+	ASSERT_EQ(0, add_own(self->st, IPPROTO_TCP, NULL, port, s, &id4));
+	ASSERT_EQ(0, add6_own(self->st, IPPROTO_TCP, NULL, port, s, &id6));
+	close(s);
+	EXPECT_EQ(2, stack_attr_ll("t_f", "filters"));
+	/* IPv4's filter gone, IPv6's keeps the socket and its port lock. */
+	EXPECT_EQ(0, del(self->st, id4));
+	ASSERT_EQ(0, filter_fd(self->st, id6, &fd));
+	EXPECT_EQ(0, listen(fd, 4));
+	EXPECT_EQ(0, shutdown(fd, SHUT_RD));
+	close(fd);
+	EXPECT_EQ(-EADDRINUSE, try_bind_as(6, SOCK_STREAM, NULL, port,
+					   RS_V6ONLY));
+	EXPECT_EQ(-EADDRINUSE, try_bind_as(4, SOCK_STREAM, NULL, port, 0));
+	EXPECT_EQ(0, del(self->st, id6));
+	EXPECT_EQ(0, try_bind_as(6, SOCK_STREAM, NULL, port, 0));
 	EXPECT_EQ(0, stack_attr_ll("t_f", "filters"));
 }
 

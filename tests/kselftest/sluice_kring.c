@@ -6,13 +6,17 @@
  * space writes in the rings, wakeups, and real traffic: UDP both ways
  * (ARP through the neighbour layer on tx), UDP GSO and TCP TSO from the
  * kernel segmented on the way in, concurrent receivers, and the device
- * going away (deleted, moved, its peer's namespace torn down).
+ * going away (deleted, moved, its peer's namespace torn down).  IPv6
+ * (SLUICE_FEATURE_IPV6) likewise: UDP both ways (Neighbour Discovery, the
+ * kernel's, on tx), UDP GSO, a TCP connection with TSO from the peer,
+ * fragments left to the kernel, bad IPv6 tx descriptors counted.
  *
  *   lo tests: a network namespace of the test's own, the stack on lo
  *
  *   veth tests:
  *   +---- test's own netns ----+        +---- netns slk_peer_PID ----+
  *   | stack on sk0 10.77.0.1/24 | <----> | sk1 10.77.0.2/24            |
+ *   |  (IPv6 tests: fd77::1/64) |        |  (fd77::2/64)               |
  *   | rings: rx, fill, tx       |  veth  | kernel UDP sockets (peer)   |
  *   +---------------------------+        +-----------------------------+
  *
@@ -26,6 +30,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
+#include <netinet/ip6.h>
 #include <netinet/udp.h>
 #include <poll.h>
 #include <sched.h>
@@ -160,6 +165,13 @@ static void tx_put(struct sluice_kring *k, const void *pkt, __u32 len,
 	__atomic_store_n(&k->tx.prod, p + 1, __ATOMIC_RELEASE);
 }
 
+/* Put the IPv6 packet @pkt on the tx ring (SLUICE_KRING_TX_IPV6). */
+static void tx_put6(struct sluice_kring *k, const void *pkt, __u32 len)
+{
+	tx_put(k, pkt, len, 0);
+	tx_desc(k, k->tx.prod - 1)->flags = SLUICE_KRING_TX_IPV6;
+}
+
 /* Wait (bounded) until the rx ring holds @n packets; returns how many. */
 static __u32 rx_wait(struct sluice_kring *k, __u32 n, int timeout_ms)
 {
@@ -239,6 +251,61 @@ static size_t build_udp(unsigned char *pkt, __u32 saddr, __u16 sport,
 	sum = csum_add(csum_add(0, pseudo, sizeof(pseudo)), uh, ulen);
 	uh->check = htons(csum_fold(sum) ?: 0xffff);
 	return HDRS + plen;
+}
+
+#define HDRS6		(sizeof(struct ip6_hdr) + sizeof(struct udphdr))
+
+/* The IPv6 pseudo-header's sum (RFC 8200 8.1) for @len bytes of @proto. */
+static __u32 csum6_pseudo(const unsigned char *ip6, __u32 len, __u8 proto)
+{
+	return csum_add(0, ip6 + 8, 32) + (len >> 16) + (len & 0xffff) + proto;
+}
+
+/* An IPv6 header for @plen bytes of @proto, hop limit 64. */
+static void build_ip6(unsigned char *pkt, const struct in6_addr *saddr,
+		      const struct in6_addr *daddr, __u16 plen, __u8 proto)
+{
+	memset(pkt, 0, 40);
+	pkt[0] = 0x60;
+	pkt[4] = plen >> 8;
+	pkt[5] = plen & 0xff;
+	pkt[6] = proto;
+	pkt[7] = 64;
+	memcpy(pkt + 8, saddr, 16);
+	memcpy(pkt + 24, daddr, 16);
+}
+
+/* An IPv6 + UDP packet with its checksum; returns its length. */
+static size_t build_udp6(unsigned char *pkt, const struct in6_addr *saddr,
+			 __u16 sport, const struct in6_addr *daddr, __u16 dport,
+			 const void *payload, size_t plen)
+{
+	unsigned char *uh = pkt + 40;
+	__u16 ulen = 8 + plen, ck;
+
+	build_ip6(pkt, saddr, daddr, ulen, IPPROTO_UDP);
+	memset(uh, 0, 8);
+	uh[0] = sport >> 8;
+	uh[1] = sport & 0xff;
+	uh[2] = dport >> 8;
+	uh[3] = dport & 0xff;
+	uh[4] = ulen >> 8;
+	uh[5] = ulen & 0xff;
+	memcpy(uh + 8, payload, plen);
+	ck = csum_fold(csum_add(csum6_pseudo(pkt, ulen, IPPROTO_UDP), uh, ulen));
+	ck = ck ?: 0xffff;
+	uh[6] = ck >> 8;
+	uh[7] = ck & 0xff;
+	return HDRS6 + plen;
+}
+
+/* Whether the TCP or UDP checksum of the IPv6 packet @pkt verifies. */
+static bool csum6_ok(const unsigned char *pkt)
+{
+	__u16 plen = (pkt[4] << 8) | pkt[5];
+
+	return csum_fold(csum_add(csum6_pseudo(pkt, plen, pkt[6]), pkt + 40,
+				  plen)) == 0;
 }
 
 /* Whether the UDP checksum of the IPv4 packet @pkt (ihl 5) verifies. */
@@ -667,6 +734,57 @@ TEST_F(lo, tx_bad_desc_counted)
 	EXPECT_EQ(0, k->tx_packets);
 	EXPECT_EQ(0, k->tx_drop);
 	EXPECT_EQ(1, k->kicks);
+	munmap(k, s.mmap_size);
+}
+
+/* Every kind of bad IPv6 tx descriptor is consumed, counted, not sent. */
+TEST_F(lo, tx6_bad_desc_counted)
+{
+	struct in6_addr a, b;
+	unsigned char pkt[256], bad[256];
+	struct sluice_kring_setup s;
+	struct sluice_kring *k;
+	size_t len;
+	int n = 0;
+
+	inet_pton(AF_INET6, "fd77::1", &a);
+	inet_pton(AF_INET6, "fd77::2", &b);
+	ASSERT_EQ(0, kring_setup(self->fd, SLUICE_KRING_CREATE, 64, 64,
+				 SLUICE_KRING_MIN_SLOT, &s));
+	k = mmap(NULL, s.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 self->fd, SLUICE_MMAP_KRING);
+	ASSERT_NE(MAP_FAILED, k);
+	len = build_udp6(pkt, &a, 40000, &b, 9, "x", 1);
+
+	tx_put6(k, pkt, len);
+	tx_desc(k, k->tx.prod - 1)->nexthop = htonl(0x0a4d0002), n++;
+	tx_put6(k, pkt, len);
+	tx_desc(k, k->tx.prod - 1)->reserved = 1, n++;
+	tx_put6(k, pkt, len);
+	tx_desc(k, k->tx.prod - 1)->flags = SLUICE_KRING_TX_IPV6 | 2, n++;
+	tx_put6(k, pkt, len);
+	tx_desc(k, k->tx.prod - 1)->len = 39, n++;
+	tx_put6(k, pkt, len);
+	tx_desc(k, k->tx.prod - 1)->len = SLUICE_KRING_MIN_SLOT + 1, n++;
+	tx_put6(k, pkt, len - 1), n++;		/* payload length says more */
+	memcpy(bad, pkt, len);
+	bad[0] = 0x45;				/* IPv4 version */
+	tx_put6(k, bad, len), n++;
+	memcpy(bad, pkt, len);
+	memset(bad + 24, 0, 16);		/* to :: */
+	tx_put6(k, bad, len), n++;
+	bad[39] = 1;				/* to ::1 */
+	tx_put6(k, bad, len), n++;
+	inet_pton(AF_INET6, "::ffff:10.77.0.2", bad + 24);
+	tx_put6(k, bad, len), n++;
+	/* An IPv6 packet without the flag is IPv4's to check: bad. */
+	tx_put(k, pkt, len, htonl(0x0a4d0002)), n++;
+
+	EXPECT_EQ(n, kick(self->fd));
+	EXPECT_EQ(n, k->bad_desc);
+	EXPECT_EQ(k->tx.prod, k->tx.cons);
+	EXPECT_EQ(0, k->tx_packets);
+	EXPECT_EQ(0, k->tx_drop);
 	munmap(k, s.mmap_size);
 }
 
@@ -1356,6 +1474,353 @@ TEST_F(veth, rx_tcp_tso_from_peer)
 			off = get32(pkt + 24) - (isn + 1);
 			if (plen && off < sizeof(data) && off + plen <= sizeof(data)) {
 				EXPECT_GE(1460, plen);
+				memcpy(got + off, pkt + hl, plen);
+				memset(covered + off, 1, plen);
+				while (have < sizeof(data) && covered[have])
+					have++;
+			}
+			fill_put(k, d->buf_idx);
+		}
+		__atomic_store_n(&k->rx.cons, cons, __ATOMIC_RELEASE);
+		if (have < sizeof(data))
+			usleep(10000);
+	}
+	EXPECT_EQ(sizeof(data), have);
+	EXPECT_EQ(0, memcmp(got, data, have));
+	TH_LOG("%u packets, %lld GSO skbs segmented", cons,
+	       dump_value(self->dir, "rx_gso_split"));
+	close(c);
+	munmap(k, k->size);
+}
+
+/*
+ * IPv6 on the veth pair: fd77::1 on sk0, fd77::2 on sk1, without DAD so
+ * both are usable at once.  Neighbour Discovery is the kernels' on both
+ * sides (the rx_handler passes ICMPv6 on).
+ */
+static int veth_v6(FIXTURE_DATA(veth) *self, struct in6_addr *a,
+		   struct in6_addr *peer)
+{
+	char cmd[256];
+
+	inet_pton(AF_INET6, "fd77::1", a);
+	inet_pton(AF_INET6, "fd77::2", peer);
+	if (run(IP_CMD " addr add fd77::1/64 dev sk0 nodad"))
+		return -1;
+	snprintf(cmd, sizeof(cmd),
+		 IP_CMD " -n %s addr add fd77::2/64 dev sk1 nodad", self->peer);
+	return run(cmd) ? -1 : 0;
+}
+
+/* Steer IPv6 @proto to local [::]:@port; the filter's id or 0. */
+static __u32 steer6(int fd, __u8 proto, __u16 port)
+{
+	struct sluice_filter f;
+
+	memset(&f, 0, sizeof(f));
+	f.size = sizeof(f);
+	f.flags = SLUICE_FILTER_IPV6;
+	f.protocol = proto;
+	f.lport = htons(port);
+	if (ioctl(fd, SLUICE_IOC_FILTER_ADD, &f)) {
+		fprintf(stderr, "# steer6: FILTER_ADD %u/%u: %s\n", proto, port,
+			strerror(errno));
+		return 0;
+	}
+	return f.id;
+}
+
+/* An AF_INET6 socket of @type in the peer's netns, bound to [@addr]:@port. */
+static int peer_socket6(FIXTURE_DATA(veth) *self, int type,
+			const struct in6_addr *addr, __u16 port)
+{
+	struct sockaddr_in6 sa = { .sin6_family = AF_INET6,
+				   .sin6_port = htons(port) };
+	struct timeval tv = { .tv_sec = 5 };
+	int s, e = 0;
+
+	if (addr)
+		sa.sin6_addr = *addr;
+	if (setns(self->peer_ns, CLONE_NEWNET))
+		return -errno;
+	s = socket(AF_INET6, type | SOCK_CLOEXEC, 0);
+	if (s < 0 || (type == SOCK_DGRAM && bind(s, (struct sockaddr *)&sa,
+						 sizeof(sa))))
+		e = -errno;
+	if (s >= 0)
+		setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (setns(self->self_ns, CLONE_NEWNET))
+		e = -errno;
+	if (e && s >= 0)
+		close(s);
+	return e ?: s;
+}
+
+static int send6(int s, const struct in6_addr *to, __u16 port, const void *p,
+		 size_t len)
+{
+	struct sockaddr_in6 sa = { .sin6_family = AF_INET6,
+				   .sin6_port = htons(port), .sin6_addr = *to };
+
+	return sendto(s, p, len, 0, (struct sockaddr *)&sa, sizeof(sa)) ==
+	       (ssize_t)len ? 0 : -errno;
+}
+
+static unsigned char *rx_pkt(FIXTURE_DATA(veth) *self, struct sluice_kring *k,
+			     __u32 i)
+{
+	return self->region + self->c.bufdata_off +
+	       rx_desc(k, i)->buf_idx * BUF_SIZE + SLUICE_KRING_RX_HEADROOM;
+}
+
+/*
+ * A datagram from a kernel IPv6 socket in the peer arrives byte-exact
+ * (after the peer's Neighbour Solicitation, which the kernel answered);
+ * one too long for the link goes as fragments, which are the kernel's:
+ * the port's reservation (FILTER_FD) receives it whole.
+ */
+TEST_F(veth, rx_udp6_from_peer)
+{
+	unsigned char payload[300], *pkt;
+	static unsigned char big[3000], got[4000];
+	struct sluice_filter_fd ff = { .size = sizeof(ff) };
+	struct timeval tv = { .tv_sec = 5 };
+	struct in6_addr a, peer;
+	struct sluice_kring_rx *d;
+	struct sluice_kring *k;
+	size_t i;
+	int s, s4;
+
+	ASSERT_EQ(0, veth_v6(self, &a, &peer));
+	k = veth_rings(_metadata, self->fd, 8);
+	ASSERT_NE(NULL, k);
+	ff.id = steer6(self->fd, IPPROTO_UDP, STEERED_PORT);
+	ASSERT_NE(0, ff.id);
+	for (i = 0; i < sizeof(payload); i++)
+		payload[i] = i ^ 0x5a;
+	s = peer_socket6(self, SOCK_DGRAM, &peer, 5011);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(0, send6(s, &a, STEERED_PORT, payload, sizeof(payload)));
+	ASSERT_EQ(1, rx_wait(k, 1, 5000));
+	d = rx_desc(k, 0);
+	EXPECT_EQ(HDRS6 + sizeof(payload), d->len);
+	EXPECT_EQ(SLUICE_KRING_RX_CSUM_OK, d->flags);
+	pkt = rx_pkt(self, k, 0);
+	EXPECT_EQ(6, pkt[0] >> 4);
+	EXPECT_EQ(8 + sizeof(payload), (pkt[4] << 8) | pkt[5]);
+	EXPECT_EQ(IPPROTO_UDP, pkt[6]);
+	EXPECT_EQ(0, memcmp(pkt + 8, &peer, 16));
+	EXPECT_EQ(0, memcmp(pkt + 24, &a, 16));
+	EXPECT_EQ(5011, (pkt[40] << 8) | pkt[41]);
+	EXPECT_EQ(STEERED_PORT, (pkt[42] << 8) | pkt[43]);
+	EXPECT_EQ(0, memcmp(pkt + HDRS6, payload, sizeof(payload)));
+	EXPECT_EQ(1, k->rx_packets);
+	EXPECT_EQ(HDRS6 + sizeof(payload), k->rx_bytes);
+	/* IPv4 to the port is not the IPv6 filter's. */
+	s4 = peer_socket(self->self_ns, self->peer_ns, self->peer_addr, 5012);
+	ASSERT_LE(0, s4);
+	ASSERT_EQ(0, udp_send(s4, self->addr, STEERED_PORT, "v4", 2));
+	close(s4);
+	/*
+	 * Fragments: the kernel's, reassembled for the reservation (as a
+	 * twin, with its receive buffer back).
+	 */
+	ASSERT_EQ(0, xioctl(self->fd, SLUICE_IOC_FILTER_FD, &ff));
+	setsockopt(ff.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	for (i = 0; i < sizeof(big); i++)
+		big[i] = i * 7;
+	ASSERT_EQ(0, send6(s, &a, STEERED_PORT, big, sizeof(big)));
+	EXPECT_EQ(sizeof(big), recv(ff.fd, got, sizeof(got), 0));
+	EXPECT_EQ(0, memcmp(got, big, sizeof(big)));
+	usleep(100000);
+	EXPECT_EQ(1, k->rx_packets);
+	EXPECT_EQ(0, k->rx_drop_size);
+	close(ff.fd);
+	close(s);
+	munmap(k, k->size);
+}
+
+/* A UDP GSO send of three IPv6 segments arrives as three packets. */
+TEST_F(veth, rx_udp6_gso_segments)
+{
+	static unsigned char payload[3000];
+	struct in6_addr a, peer;
+	struct sluice_kring *k;
+	int s, gso = 1000;
+	__u32 i;
+
+	ASSERT_EQ(0, veth_v6(self, &a, &peer));
+	k = veth_rings(_metadata, self->fd, 8);
+	ASSERT_NE(NULL, k);
+	ASSERT_NE(0, steer6(self->fd, IPPROTO_UDP, STEERED_PORT));
+	for (i = 0; i < sizeof(payload); i++)
+		payload[i] = i * 11;
+	s = peer_socket6(self, SOCK_DGRAM, &peer, 5013);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(0, setsockopt(s, IPPROTO_UDP, UDP_SEGMENT, &gso, sizeof(gso)));
+	ASSERT_EQ(0, send6(s, &a, STEERED_PORT, payload, sizeof(payload)));
+	ASSERT_EQ(3, rx_wait(k, 3, 5000));
+	for (i = 0; i < 3; i++) {
+		struct sluice_kring_rx *d = rx_desc(k, i);
+		unsigned char *pkt = rx_pkt(self, k, i);
+
+		EXPECT_EQ(HDRS6 + 1000, d->len);
+		EXPECT_EQ(1008, (pkt[4] << 8) | pkt[5]);
+		if (!(d->flags & SLUICE_KRING_RX_CSUM_OK))
+			EXPECT_TRUE(csum6_ok(pkt)) TH_LOG("segment %u", i);
+		EXPECT_EQ(0, memcmp(pkt + HDRS6, payload + i * 1000, 1000));
+	}
+	EXPECT_EQ(0, k->rx_drop_size);
+	EXPECT_EQ(1, dump_value(self->dir, "rx_gso_split"));
+	close(s);
+	munmap(k, k->size);
+}
+
+/*
+ * An IPv6 packet on the tx ring reaches a kernel socket in the peer: the
+ * kernel's Neighbour Discovery resolves its destination (the first packet
+ * waits in the neighbour's queue for the advertisement).
+ */
+TEST_F(veth, tx_udp6_to_peer)
+{
+	static unsigned char bigpkt[1600], big[1600];
+	unsigned char pkt[512], payload[200], got[512];
+	struct sockaddr_in6 from;
+	socklen_t flen = sizeof(from);
+	struct in6_addr a, peer;
+	struct sluice_kring *k;
+	size_t len, i;
+	int s;
+
+	ASSERT_EQ(0, veth_v6(self, &a, &peer));
+	k = veth_rings(_metadata, self->fd, 8);
+	ASSERT_NE(NULL, k);
+	s = peer_socket6(self, SOCK_DGRAM, &peer, 5014);
+	ASSERT_LE(0, s);
+	for (i = 0; i < sizeof(payload); i++)
+		payload[i] = 200 - i;
+	len = build_udp6(pkt, &a, 40125, &peer, 5014, payload, sizeof(payload));
+	tx_put6(k, pkt, len);
+	EXPECT_EQ(1, kick(self->fd));
+	EXPECT_EQ(sizeof(payload), recvfrom(s, got, sizeof(got), 0,
+					    (struct sockaddr *)&from, &flen));
+	EXPECT_EQ(0, memcmp(got, payload, sizeof(payload)));
+	EXPECT_EQ(0, memcmp(&from.sin6_addr, &a, 16));
+	EXPECT_EQ(40125, ntohs(from.sin6_port));
+	/* Resolved now: the second goes at once. */
+	tx_put6(k, pkt, len);
+	EXPECT_EQ(1, kick(self->fd));
+	EXPECT_EQ(sizeof(payload), recv(s, got, sizeof(got), 0));
+	EXPECT_EQ(2, k->tx_packets);
+	EXPECT_EQ(2 * len, k->tx_bytes);
+	EXPECT_EQ(0, k->tx_drop);
+	EXPECT_EQ(0, k->bad_desc);
+	/* Longer than the device's MTU: refused. */
+	len = build_udp6(bigpkt, &a, 40125, &peer, 5014, big, 1501 - HDRS6);
+	tx_put6(k, bigpkt, len);
+	EXPECT_EQ(1, kick(self->fd));
+	EXPECT_EQ(1, k->bad_desc);
+	close(s);
+	munmap(k, k->size);
+}
+
+/* A 64-byte IPv6 SYN-ACK (TCP with an MSS option) with its checksum. */
+static void build_synack6(unsigned char *pkt, const struct in6_addr *saddr,
+			  __u16 sport, const struct in6_addr *daddr,
+			  __u16 dport, __u32 seq, __u32 ack, __u16 mss)
+{
+	unsigned char *th = pkt + 40;
+	__u16 ck;
+
+	build_ip6(pkt, saddr, daddr, 24, IPPROTO_TCP);
+	memset(th, 0, 24);
+	th[0] = sport >> 8;
+	th[1] = sport & 0xff;
+	th[2] = dport >> 8;
+	th[3] = dport & 0xff;
+	put32(th + 4, seq);
+	put32(th + 8, ack);
+	th[12] = 6 << 4;
+	th[13] = 0x12;			/* SYN | ACK */
+	th[14] = 0xff;
+	th[15] = 0xff;
+	th[20] = 2;			/* MSS, RFC 9293 3.2 */
+	th[21] = 4;
+	th[22] = mss >> 8;
+	th[23] = mss & 0xff;
+	ck = csum_fold(csum_add(csum6_pseudo(pkt, 24, IPPROTO_TCP), th, 24));
+	th[16] = ck >> 8;
+	th[17] = ck & 0xff;
+}
+
+/*
+ * The kernel's TCP in the peer connects over IPv6 to a steered port; the
+ * test answers the SYN through the tx ring and receives what the client
+ * then writes (TSO on veth): every byte, in MSS-sized packets.
+ */
+TEST_F(veth, rx_tcp6_tso_from_peer)
+{
+	static unsigned char data[8000], got[sizeof(data)], covered[sizeof(data)];
+	struct sockaddr_in6 to = { .sin6_family = AF_INET6,
+				   .sin6_port = htons(40201) };
+	unsigned char synack[64], *pkt;
+	__u32 cons = 0, isn = 0, have = 0, i;
+	struct in6_addr a, peer;
+	struct sluice_kring *k;
+	struct pollfd p;
+	__u16 cport = 0;
+	int c, waited;
+
+	ASSERT_EQ(0, veth_v6(self, &a, &peer));
+	k = veth_rings(_metadata, self->fd, 16);
+	ASSERT_NE(NULL, k);
+	ASSERT_NE(0, steer6(self->fd, IPPROTO_TCP, 40201));
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = i * 29 + 3;
+	c = peer_socket6(self, SOCK_STREAM, NULL, 0);
+	ASSERT_LE(0, c);
+	ASSERT_EQ(0, fcntl(c, F_SETFL, O_NONBLOCK));
+	to.sin6_addr = a;
+	ASSERT_EQ(-1, connect(c, (struct sockaddr *)&to, sizeof(to)));
+	ASSERT_EQ(EINPROGRESS, errno);
+
+	ASSERT_LE(1, rx_wait(k, 1, 5000));
+	pkt = rx_pkt(self, k, 0);
+	ASSERT_EQ(6, pkt[0] >> 4);
+	ASSERT_EQ(IPPROTO_TCP, pkt[6]);
+	ASSERT_EQ(0x02, pkt[53] & 0x3f);
+	cport = (pkt[40] << 8) | pkt[41];
+	isn = get32(pkt + 44);
+
+	build_synack6(synack, &a, 40201, &peer, cport, 1000, isn + 1, 1440);
+	ASSERT_TRUE(csum6_ok(synack));
+	tx_put6(k, synack, sizeof(synack));
+	ASSERT_EQ(1, kick(self->fd));
+	EXPECT_EQ(1, k->tx_packets);
+
+	p.fd = c;
+	p.events = POLLOUT;
+	ASSERT_EQ(1, poll(&p, 1, 5000));
+	ASSERT_EQ((ssize_t)sizeof(data), send(c, data, sizeof(data), 0));
+
+	for (waited = 0; have < sizeof(data) && waited < 8000; waited += 10) {
+		__u32 prod = __atomic_load_n(&k->rx.prod, __ATOMIC_ACQUIRE);
+
+		for (; cons != prod; cons++) {
+			struct sluice_kring_rx *d = rx_desc(k, cons);
+			unsigned int hl, plen;
+			__u32 off;
+
+			pkt = rx_pkt(self, k, cons);
+			hl = 40 + (pkt[52] >> 4) * 4;
+			EXPECT_GE(1500, d->len);
+			EXPECT_EQ(d->len, 40 + ((pkt[4] << 8) | pkt[5]));
+			if (!(d->flags & SLUICE_KRING_RX_CSUM_OK))
+				EXPECT_TRUE(csum6_ok(pkt));
+			plen = d->len - hl;
+			off = get32(pkt + 44) - (isn + 1);
+			if (plen && off < sizeof(data) && off + plen <= sizeof(data)) {
+				EXPECT_GE(1440, plen);
 				memcpy(got + off, pkt + hl, plen);
 				memset(covered + off, 1, plen);
 				while (have < sizeof(data) && covered[have])
