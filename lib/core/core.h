@@ -922,6 +922,12 @@ struct sl_stack {
  */
 #define SL_BUF_L2_BCAST	0x0800
 /*
+ * From a link that carries IP without a link type, IPv4 and IPv6 told by
+ * the version (kring, whose module steers IPv6 with SLUICE_FEATURE_IPV6):
+ * sl_ip_input() hands version 6 to IPv6.
+ */
+#define SL_BUF_IP_BYVER	0x0400
+/*
  * A TCP segment inside the stack whose payload goes on past this buffer
  * (SL_BUF_LOCAL only; tcp_output.c sends them, as Linux's loopback takes
  * 64 KiB GSO packets): aux counts the further payload buffers, linked by

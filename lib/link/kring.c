@@ -193,7 +193,9 @@ int sl_kring_rx(struct sl_stack *s, struct sl_kring *k, int budget)
 		b->seq = 0;
 		b->aux = 0;
 		b->ts_us = 0;
-		b->flags = (d.flags & SLUICE_KRING_RX_CSUM_OK) ? SL_BUF_CSUM_OK : 0;
+		/* IPv6 comes by its version (a module with IPv6 filters). */
+		b->flags = (d.flags & SLUICE_KRING_RX_CSUM_OK) ? SL_BUF_CSUM_OK | SL_BUF_IP_BYVER :
+								 SL_BUF_IP_BYVER;
 		sl_count(s, SL_C_link_rx);
 		sl_ip_input(s, d.buf_idx);
 	}
@@ -205,13 +207,16 @@ int sl_kring_rx(struct sl_stack *s, struct sl_kring *k, int budget)
 	return n;
 }
 
-int sl_kring_tx_put(struct sl_kring *k, const void *pkt, uint32_t len, uint32_t nh)
+/* One tx descriptor: flags 0 (IPv4 to nh) or SLUICE_KRING_TX_IPV6 (nh 0).
+ * Inlined into each caller with its constant flags. */
+static inline int tx_put(struct sl_kring *k, const void *pkt, uint32_t len, uint32_t nh,
+			 uint32_t flags)
 {
 	struct sluice_kring *h = k->h;
 	uint32_t prod = own_load(&h->tx.prod), slot;
 	struct sluice_kring_tx *d;
 
-	if (len < 20 || len > k->slot_size)
+	if (len > k->slot_size)
 		return -EMSGSIZE;
 	/* Full (or a consumer index we cannot believe: the kick resets it). */
 	if (prod - peer_load(&h->tx.cons) >= k->tx_mask + 1)
@@ -221,10 +226,24 @@ int sl_kring_tx_put(struct sl_kring *k, const void *pkt, uint32_t len, uint32_t 
 	d = &k->tx[slot];
 	d->len = len;
 	d->nexthop = nh;
-	d->flags = 0;
+	d->flags = flags;
 	d->reserved = 0;
 	publish(&h->tx.prod, prod + 1);
 	return 0;
+}
+
+int sl_kring_tx_put(struct sl_kring *k, const void *pkt, uint32_t len, uint32_t nh)
+{
+	if (len < 20)
+		return -EMSGSIZE;
+	return tx_put(k, pkt, len, nh, 0);
+}
+
+int sl_kring_tx_put6(struct sl_kring *k, const void *pkt, uint32_t len)
+{
+	if (len < 40)
+		return -EMSGSIZE;
+	return tx_put(k, pkt, len, 0, SLUICE_KRING_TX_IPV6);
 }
 
 uint32_t sl_kring_tx_queued(const struct sl_kring *k)

@@ -44,6 +44,10 @@ int sl_kring_rx(struct sl_stack *s, struct sl_kring *k, int budget);
 /* Copy a len-byte IPv4 packet for next hop nh into the next tx slot and
  * publish it.  0, -ENOBUFS when the ring is full, -EMSGSIZE. */
 int sl_kring_tx_put(struct sl_kring *k, const void *pkt, uint32_t len, uint32_t nh);
+/* The same for a len-byte IPv6 packet, sent to its destination as the
+ * on-link next hop (SLUICE_KRING_TX_IPV6: the kernel's Neighbour
+ * Discovery resolves it).  -EMSGSIZE below 40 bytes. */
+int sl_kring_tx_put6(struct sl_kring *k, const void *pkt, uint32_t len);
 /* tx entries published that the module has not consumed. */
 uint32_t sl_kring_tx_queued(const struct sl_kring *k);
 /* Buffers the rings hold: on fill, being received into, or on rx. */

@@ -55,10 +55,12 @@ void sl_ip_input(struct sl_stack *s, uint32_t idx)
 	unsigned int hlen, tot, chain;
 	uint32_t src;
 
-	/* IPv6 on the stack's own loopback (a link hands it over by its
-	 * type: eth.c; from a link, version 6 here is a bad IPv4 header). */
-	if (__builtin_expect((ip->ver_ihl & 0xf0) != 0x40, 0) && (b->flags & SL_BUF_LOCAL) &&
-	    b->len && (ip->ver_ihl >> 4) == 6) {
+	/* IPv6 on the stack's own loopback or from a link that tells IP
+	 * versions apart by the version (kring; a link with a link type
+	 * hands it over by its type: eth.c; from one of those, version 6
+	 * here is a bad IPv4 header).  Tested only off IPv4's path. */
+	if (__builtin_expect((ip->ver_ihl & 0xf0) != 0x40, 0) &&
+	    (b->flags & (SL_BUF_LOCAL | SL_BUF_IP_BYVER)) && b->len && (ip->ver_ihl >> 4) == 6) {
 		sl_ip6_input(s, idx);
 		return;
 	}

@@ -6,7 +6,9 @@
  * the pool, rx descriptors are checked before they are followed (buffer
  * index, ownership, length), a checksum the link vouches for is not
  * checked again, tx slots carry packet and next hop and the ring stops
- * when full; and sl_unlock() flushes a link's pending tx once, only when
+ * when full; IPv6 goes both ways (a received packet of version 6 to
+ * IPv6's input, an IPv6 tx slot flagged SLUICE_KRING_TX_IPV6 with no next
+ * hop); and sl_unlock() flushes a link's pending tx once, only when
  * something is pending.
  */
 #include <errno.h>
@@ -292,6 +294,64 @@ static void test_tx(struct sl_stack *s)
 	free(f.map);
 }
 
+/*
+ * A descriptor of version 6 goes to IPv6's input, not IPv4's bad header
+ * count: an ICMPv6 echo request to the stack's address is answered (the
+ * fixture has no link to send the reply: ip6_tx_noroute).  IPv6 tx slots
+ * say IPv6 and carry no next hop.
+ */
+static void test_ipv6(struct sl_stack *s)
+{
+	static const uint8_t me[16] = { 0xfd, 0x09, [15] = 1 };
+	static const uint8_t peer[16] = { 0xfd, 0x09, [15] = 2 };
+	uint8_t pkt[128] = { 0 };
+	struct sl_ip6 *h = (struct sl_ip6 *)pkt;
+	struct sl_icmp6 *ic = (struct sl_icmp6 *)(pkt + sizeof(*h));
+	uint64_t bad4 = fx_counter(s, "ip_rx_bad_hdr");
+	struct fake f;
+
+	memcpy(s->lib->ip6_addr, me, 16);
+	s->lib->ip6_plen = 64;
+	h->vtcfl = htonl(6u << 28);
+	h->plen = htons(24);
+	h->nxt = IPPROTO_ICMPV6_;
+	h->hlim = 64;
+	memcpy(h->saddr, peer, 16);
+	memcpy(h->daddr, me, 16);
+	ic->type = ICMP6_ECHO_REQUEST_;
+	ic->data = htonl(0x42420007);
+	memcpy(ic + 1, "sluice-kring-ip6", 16);
+	ic->csum = sl_csum_fold(sl_csum_add(sl_csum_pseudo6(h->saddr, h->daddr, IPPROTO_ICMPV6_, 24),
+					    ic, 24));
+	fake_layout(&f);
+	sl_kring_init(&f.k, f.map, f.size, s);
+	sl_lock(s);
+	sl_kring_refill(s, &f.k);
+	sl_unlock(s);
+	mod_rx(s, &f, mod_take_fill(&f), pkt, 64, 0);
+	sl_lock(s);
+	tap_eq(sl_kring_rx(s, &f.k, 64), 1, "an IPv6 descriptor consumed");
+	sl_unlock(s);
+	tap_eq(fx_counter(s, "ip6_rx"), 1, "to IPv6's input");
+	tap_eq(fx_counter(s, "ip_rx_bad_hdr"), bad4, "not IPv4's bad header");
+	tap_eq(fx_counter(s, "icmp6_echo_replied"), 1, "the echo request answered");
+	tap_eq(fx_counter(s, "ip6_tx_noroute"), 1, "(the fixture has no link for the reply)");
+
+	tap_eq(sl_kring_tx_put6(&f.k, pkt, 64), 0, "an IPv6 packet on the tx ring");
+	tap_ok(f.k.tx[0].len == 64 && f.k.tx[0].flags == SLUICE_KRING_TX_IPV6 &&
+	       !f.k.tx[0].nexthop && !memcmp(f.k.slots, pkt, 64),
+	       "its descriptor: length, SLUICE_KRING_TX_IPV6, no next hop, the slot's data");
+	tap_eq(sl_kring_tx_put6(&f.k, pkt, 39), -EMSGSIZE, "shorter than an IPv6 header");
+	tap_eq(sl_kring_tx_put6(&f.k, pkt, SLOT + 1), -EMSGSIZE, "larger than a slot");
+	memset(s->lib->ip6_addr, 0, 16);
+	s->lib->ip6_plen = 0;
+	sl_lock(s);
+	while (f.h->fill.cons != f.h->fill.prod)
+		sl_buf_free(s, mod_take_fill(&f));
+	sl_unlock(s);
+	free(f.map);
+}
+
 /* A link that counts flushes. */
 struct flink {
 	struct sl_link link;
@@ -331,6 +391,7 @@ int main(void)
 	test_fill_rx(s);
 	test_fill_floor(s);
 	test_tx(s);
+	test_ipv6(s);
 	test_unlock_flushes(s);
 	fx_destroy(s);
 	return tap_done();
