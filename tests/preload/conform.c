@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "show.h"
+#include "stackfd.h"
 
 static volatile sig_atomic_t sigpipes;
 
@@ -2802,38 +2803,6 @@ static void check_connect_reported(void)
 	}
 }
 
-/*
- * Whose is fd, to the kernel: a kernel TCP or UDP socket ("socket:[N]"
- * in /proc), or the stack's (a placeholder: an AF_UNIX stream socket of
- * the library's, neither connected nor listening, in /proc/self/net/unix;
- * a module socket fd: "anon_inode:[sluice-sock]").  The library's own fstat and
- * getsockopt say "an AF_INET socket" either way.
- */
-static int placeholder_fd(int fd)
-{
-	char path[64], link[128], line[512];
-	unsigned long ino, u;
-	unsigned int fl, ty, st;
-	ssize_t n;
-	FILE *f;
-	int yes = 0;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n <= 0)
-		return 0;
-	link[n] = '\0';
-	if (sscanf(link, "socket:[%lu]", &ino) != 1)
-		return 1;
-	f = fopen("/proc/self/net/unix", "re");
-	while (f && !yes && fgets(line, sizeof(line), f))
-		yes = sscanf(line, "%*s %*s %*s %x %x %x %lu", &fl, &ty, &st, &u) == 4 &&
-		      u == ino && !fl && ty == SOCK_STREAM && st == 1;
-	if (f)
-		fclose(f);
-	return yes;
-}
-
 int main(void)
 {
 	int fd;
@@ -2842,7 +2811,7 @@ int main(void)
 	/* First: the first socket() of the process attaches the stack. */
 	check_errno_kept();
 	fd = socket(AF_INET, SOCK_STREAM, 0);
-	printf("# backend: %s\n", placeholder_fd(fd) ? "sluice" : "kernel");
+	printf("# backend: %s\n", stack_fd(fd) ? "sluice" : "kernel");
 	close(fd);
 	check_socket_basics();
 	check_options();

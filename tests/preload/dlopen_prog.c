@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "stackfd.h"
 
 #define KEEP	EDOM	/* what errno holds across each successful call */
 
@@ -40,34 +41,6 @@ static void *sym(void *h, const char *name)
 		exit(1);
 	}
 	return p;
-}
-
-/* The fd is a Sluice socket: a placeholder of the stack (no module
- * here), an AF_UNIX stream socket of the library's, neither connected
- * nor listening (/proc/self/net/unix), not a kernel TCP or UDP socket. */
-static int in_stack(int fd)
-{
-	char path[64], link[128], line[512];
-	unsigned long ino, u;
-	unsigned int fl, ty, st;
-	int yes = 0;
-	ssize_t n;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n <= 0)
-		return 0;
-	link[n] = '\0';
-	if (sscanf(link, "socket:[%lu]", &ino) != 1)
-		return 0;
-	f = fopen("/proc/self/net/unix", "re");
-	while (f && !yes && fgets(line, sizeof(line), f))
-		yes = sscanf(line, "%*s %*s %*s %x %x %x %lu", &fl, &ty, &st, &u) == 4 &&
-		      u == ino && !fl && ty == SOCK_STREAM && st == 1;
-	if (f)
-		fclose(f);
-	return yes;
 }
 
 int main(int argc, char **argv)
@@ -116,7 +89,7 @@ int main(int argc, char **argv)
 	errno = KEEP;
 	l = d_socket(AF_INET, SOCK_STREAM, 0);
 	check(l >= 0 && errno == KEEP, "socket() succeeds, errno kept");
-	check(in_stack(l), "the socket is in the stack");
+	check(stack_fd(l), "the socket is in the stack");
 	errno = KEEP;
 	r = d_bind(l, (struct sockaddr *)&a, sizeof(a));
 	r |= d_listen(l, 4);
@@ -128,7 +101,7 @@ int main(int argc, char **argv)
 	check(!r && errno == KEEP, "connect() succeeds over the stack, errno kept");
 	errno = KEEP;
 	s = d_accept(l, NULL, NULL);
-	check(s >= 0 && errno == KEEP && in_stack(s), "accept() gives a stack socket, errno kept");
+	check(s >= 0 && errno == KEEP && stack_fd(s), "accept() gives a stack socket, errno kept");
 	errno = KEEP;
 	r = (int)d_send(c, "abc", 3, 0);
 	p = (struct pollfd){ .fd = s, .events = POLLIN };

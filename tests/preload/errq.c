@@ -37,6 +37,7 @@
 #include <linux/errqueue.h>
 
 #include "show.h"
+#include "stackfd.h"
 
 static const char *evs(short re)
 {
@@ -323,38 +324,6 @@ static void udp_case(const char *tag, int af, int lvl, int opt, bool connected)
 	close(fd);
 }
 
-/*
- * Whose is fd, to the kernel: a kernel TCP or UDP socket ("socket:[N]"
- * in /proc), or the stack's (a placeholder: an AF_UNIX stream socket of
- * the library's, neither connected nor listening, in /proc/self/net/unix;
- * a module socket fd: "anon_inode:[sluice-sock]").  The library's own fstat and
- * getsockopt say "an AF_INET socket" either way.
- */
-static int placeholder_fd(int fd)
-{
-	char path[64], link[128], line[512];
-	unsigned long ino, u;
-	unsigned int fl, ty, st;
-	ssize_t n;
-	FILE *f;
-	int yes = 0;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n <= 0)
-		return 0;
-	link[n] = '\0';
-	if (sscanf(link, "socket:[%lu]", &ino) != 1)
-		return 1;
-	f = fopen("/proc/self/net/unix", "re");
-	while (f && !yes && fgets(line, sizeof(line), f))
-		yes = sscanf(line, "%*s %*s %*s %x %x %x %lu", &fl, &ty, &st, &u) == 4 &&
-		      u == ino && !fl && ty == SOCK_STREAM && st == 1;
-	if (f)
-		fclose(f);
-	return yes;
-}
-
 int main(void)
 {
 	uint16_t p;
@@ -363,7 +332,7 @@ int main(void)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	fd = socket(AF_INET, SOCK_DGRAM, 0);
-	printf("# backend: %s\n", placeholder_fd(fd) ? "sluice" : "kernel");
+	printf("# backend: %s\n", stack_fd(fd) ? "sluice" : "kernel");
 	close(fd);
 
 	udp_case("v4 connected", AF_INET, SOL_IP, IP_RECVERR, true);

@@ -38,6 +38,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "stackfd.h"
 
 static uint8_t pattern(uint32_t seed, uint32_t i)
 {
@@ -109,38 +110,6 @@ static int check_pattern(int fd, uint32_t seed, uint32_t len)
 }
 
 static int kernel_n, stack_n;
-
-/*
- * Is fd a socket of the stack, to the kernel?  A placeholder is an
- * AF_UNIX stream socket of the library's, neither connected nor listening
- * (its inode in /proc/self/net/unix); a kernel TCP or UDP socket is a
- * "socket:[N]" that is not there.  (The library's own fstat and
- * getsockopt say an AF_INET socket either way.)
- */
-static int stack_fd(int fd)
-{
-	char path[64], link[128], line[512];
-	unsigned long ino, u;
-	unsigned int fl, ty, st;
-	int yes = 0;
-	ssize_t n;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n <= 0)
-		return 0;
-	link[n] = '\0';
-	if (sscanf(link, "socket:[%lu]", &ino) != 1)
-		return 1;
-	f = fopen("/proc/self/net/unix", "re");
-	while (f && !yes && fgets(line, sizeof(line), f))
-		yes = sscanf(line, "%*s %*s %*s %x %x %x %lu", &fl, &ty, &st, &u) == 4 &&
-		      u == ino && !fl && ty == SOCK_STREAM && st == 1;
-	if (f)
-		fclose(f);
-	return yes;
-}
 
 /* One connection, blocking: check what comes, answer. */
 static void serve(int c)
