@@ -412,6 +412,9 @@ java_rps() {	# MODE CONNECTIONS -> "requests/s cpu-µs-per-request"
 apache_rps() {
 	local mode=$1 mpm=$2 c=$3 p pre d
 	shift 3
+	# "close": the header with its space (as one word "Connection:close"
+	# wrk sends it so and the connection stays open: nginx_close()).
+	[ "${1-}" = close ] && set -- -H "Connection: close"
 	p=$((18900 + RANDOM % 500))
 	pre=$(prefix "$mode")
 	d=$tmp/apache
@@ -652,7 +655,7 @@ for ((r = 1; r <= rounds; r++)); do
 	fi
 	if want apache && have apache2 && have wrk; then
 		for args in "prefork 16" "prefork 64" "worker 16" "worker 64" \
-			"prefork 16 -H Connection:close"; do
+			"prefork 16 close"; do
 			# shellcheck disable=SC2086 # args: words
 			{ read -r k kc <<<"$(apache_rps kernel $args)"
 			  read -r s sc <<<"$(apache_rps sluice $args)"; }
