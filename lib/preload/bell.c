@@ -176,6 +176,20 @@ void pl_bell_atfork_child(void)
 		bell_tid = 0;	/* the child's thread has an id of its own */
 }
 
+/* One more entry of reg for chan; none left: every entry reg held is
+ * ended (pl_bell_begin() then registers for any change). */
+static bool reg_add(struct sl_stack *s, struct pl_bellreg *reg, uint32_t chan, uint32_t pid,
+		    uint32_t tid)
+{
+	reg->idx[reg->n] = sl_bell_register(s, chan, pid, tid, &reg->gen[reg->n]);
+	if (reg->idx[reg->n] < 0) {
+		pl_bell_end(reg, false);
+		return false;
+	}
+	reg->n++;
+	return true;
+}
+
 int pl_bell_begin(const int *chans, unsigned int nchan, const int *xsds, unsigned int nx,
 		  struct pl_bellreg *reg)
 {
@@ -190,28 +204,18 @@ int pl_bell_begin(const int *chans, unsigned int nchan, const int *xsds, unsigne
 	tid = thread_id();
 	/* An entry per channel: a change on any of them rings the bell
 	 * once, changes elsewhere not at all. */
-	for (unsigned int i = 0; i < nchan && i < SL_WAITV_MAX; i++) {
-		reg->idx[reg->n] = sl_bell_register(s, (uint32_t)chans[i], pid, tid,
-						    &reg->gen[reg->n]);
-		if (reg->idx[reg->n] < 0) {
-			pl_bell_end(reg, false);	/* the entries ran out: any */
-			nchan = nx = 0;
+	for (unsigned int i = 0; i < nchan && i < SL_WAITV_MAX; i++)
+		if (!reg_add(s, reg, (uint32_t)chans[i], pid, tid)) {
+			nchan = nx = 0;	/* the entries ran out: any */
 			break;
 		}
-		reg->n++;
-	}
 	/* One of each exclusive item's waiters (counted in its xsleepers):
 	 * a change rings one of them, not every set holding it. */
-	for (unsigned int i = 0; nchan <= SL_WAITV_MAX && i < nx && i < PL_EP_XMAX; i++) {
-		reg->idx[reg->n] = sl_bell_register(s, SL_BELL_X | (uint32_t)xsds[i], pid, tid,
-						    &reg->gen[reg->n]);
-		if (reg->idx[reg->n] < 0) {
-			pl_bell_end(reg, false);	/* the entries ran out: any */
+	for (unsigned int i = 0; nchan <= SL_WAITV_MAX && i < nx && i < PL_EP_XMAX; i++)
+		if (!reg_add(s, reg, SL_BELL_X | (uint32_t)xsds[i], pid, tid)) {
 			nchan = nx = 0;
 			break;
 		}
-		reg->n++;
-	}
 	if ((!nchan && !nx) || nchan > SL_WAITV_MAX) {
 		reg->idx[0] = sl_bell_register(s, SL_BELL_ANY, pid, tid, &reg->gen[0]);
 		if (reg->idx[0] < 0)
