@@ -11,7 +11,6 @@
  * tests/preload/conform.c, run on the kernel and under `sluice run`.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -329,106 +328,6 @@ EXPORT int statx(int dfd, const char *path, int flags, unsigned int mask, struct
 	stx->stx_dev_minor = minor(st.st_dev);
 	return 0;
 }
-
-/* ---- opening a socket's fd again by its /proc name ---- */
-
-/*
- * Linux refuses to open a socket through /proc/PID/fd/N, /dev/fd/N or
- * /dev/stdin (ENXIO: a socket has no open()).  A placeholder is a FIFO
- * (fdtable.c), whose open for reading would wait for ever for a writer:
- * a program given a Sluice socket as its stdin (an inetd-style server,
- * `cat /dev/stdin`) hung.  Only paths under /proc/ and /dev/ naming an
- * fd are looked at, with one readlink() (two for /dev/stdin's link), so
- * every other open costs a compare.
- */
-static bool names_placeholder(const char *path)
-{
-	char link[128], again[128];
-	ssize_t n;
-
-	if (!path || (strncmp(path, "/proc/", 6) && strncmp(path, "/dev/", 5)) ||
-	    (!strstr(path, "/fd/") && strncmp(path, "/dev/std", 8)))
-		return false;
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n <= 0)
-		return false;
-	link[n] = '\0';
-	if (!strncmp(link, "/proc/", 6) && strstr(link, "/fd/")) {
-		n = readlink(link, again, sizeof(again) - 1);
-		if (n <= 0)
-			return false;
-		again[n] = '\0';
-		memcpy(link, again, (size_t)n + 1);
-	}
-	return !strncmp(link, "/dev/shm/sluicefd-", 18);
-}
-
-static int open_at(int dfd, const char *path, int flags, mode_t mode)
-{
-	int saved = errno;
-
-	if (names_placeholder(path)) {
-		errno = ENXIO;
-		return -1;
-	}
-	errno = saved;
-	/* Early (the watcher, before pl_init()): the call itself. */
-	if (!pl_libc.openat)
-		return sl_sys_openat(dfd, path, flags, mode);
-	return pl_libc.openat(dfd, path, flags, mode);
-}
-
-static mode_t open_mode(int flags, va_list ap)
-{
-	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? va_arg(ap, mode_t) : 0;
-}
-
-EXPORT int open(const char *path, int flags, ...)
-{
-	va_list ap;
-	mode_t mode;
-
-	va_start(ap, flags);
-	mode = open_mode(flags, ap);
-	va_end(ap);
-	return open_at(AT_FDCWD, path, flags, mode);
-}
-
-EXPORT int openat(int dfd, const char *path, int flags, ...)
-{
-	va_list ap;
-	mode_t mode;
-
-	va_start(ap, flags);
-	mode = open_mode(flags, ap);
-	va_end(ap);
-	return open_at(dfd, path, flags, mode);
-}
-
-/* _FORTIFY_SOURCE's forms (no mode: glibc checks O_CREAT is absent). */
-int __open_2(const char *path, int flags);
-int __openat_2(int dfd, const char *path, int flags);
-
-EXPORT int __open_2(const char *path, int flags)
-{
-	return open_at(AT_FDCWD, path, flags, 0);
-}
-
-EXPORT int __openat_2(int dfd, const char *path, int flags)
-{
-	return open_at(dfd, path, flags, 0);
-}
-
-/* The 64-bit names: the same calls on a 64-bit ABI (O_LARGEFILE is the
- * kernel's default there). */
-int open64(const char *path, int flags, ...);
-int openat64(int dfd, const char *path, int flags, ...);
-int __open64_2(const char *path, int flags);
-int __openat64_2(int dfd, const char *path, int flags);
-EXPORT int open64(const char *path, int flags, ...) __attribute__((alias("open")));
-EXPORT int openat64(int dfd, const char *path, int flags, ...) __attribute__((alias("openat")));
-EXPORT int __open64_2(const char *path, int flags) __attribute__((alias("__open_2")));
-EXPORT int __openat64_2(int dfd, const char *path, int flags) __attribute__((alias("__openat_2")));
 
 /* Programs built against glibc before 2.33 call these. */
 int __fxstat(int ver, int fd, struct stat *st);

@@ -108,7 +108,7 @@ static void resolve_libc(void)
 	RESOLVE(pwritev2); RESOLVE(pwritev64v2); RESOLVE(posix_fadvise);
 	RESOLVE(fallocate); RESOLVE(flock); RESOLVE(fstat); RESOLVE(fstat64);
 	RESOLVE(fstatat); RESOLVE(fstatat64); RESOLVE(statx); RESOLVE(splice); RESOLVE(tee);
-	RESOLVE(vmsplice); RESOLVE(copy_file_range); RESOLVE(openat);
+	RESOLVE(vmsplice); RESOLVE(copy_file_range);
 }
 
 static bool env_flag(const char *name, bool dflt)

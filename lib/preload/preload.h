@@ -101,7 +101,6 @@ struct pl_libc {
 	int (*fstatat)(int, const char *, struct stat *, int);
 	int (*fstatat64)(int, const char *, struct stat64 *, int);
 	int (*statx)(int, const char *, int, unsigned int, struct statx *);
-	int (*openat)(int, const char *, int, ...);
 	ssize_t (*splice)(int, off64_t *, int, off64_t *, size_t, unsigned int);
 	ssize_t (*tee)(int, int, size_t, unsigned int);
 	ssize_t (*vmsplice)(int, const struct iovec *, size_t, unsigned int);
