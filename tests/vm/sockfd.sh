@@ -221,6 +221,23 @@ tw_pre() { # 0: the kernel; 1: sluice run; L: sluice run with the stack's loopba
 	L) echo "env SLUICE_UDP=1 SLUICE_LOOPBACK=1 sluice run --stack $ST --ifname sfd0 --" ;;
 	esac
 }
+# beside PFX PROG: PROG on the kernel, then under sluice run on the
+# stack's loopback, 30 s each: /tmp/PFX.kernel and /tmp/PFX.sluice, both
+# printed, their exits in bk and bs.  same_lines PFX: the two outputs'
+# lines, comments left out, are the same.
+beside() {
+	timeout 30 "$2" >"/tmp/$1.kernel" 2>&1
+	bk=$?
+	timeout 30 $(tw_pre L) "$2" >"/tmp/$1.sluice" 2>&1
+	bs=$?
+	sed 's/^/#   kernel: /' "/tmp/$1.kernel"
+	sed 's/^/#   sluice: /' "/tmp/$1.sluice"
+}
+same_lines() {
+	grep -v '^#' "/tmp/$1.kernel" >"/tmp/$1.k.n"
+	grep -v '^#' "/tmp/$1.sluice" >"/tmp/$1.s.n"
+	diff "/tmp/$1.k.n" "/tmp/$1.s.n" >/dev/null
+}
 # sides_log PFX ROLE...: each ROLE's output (/tmp/PFX-ROLE.SIDE) and
 # stderr (/tmp/PFX-ROLEe.SIDE), kernel then sluice, as TAP comments.
 sides_log() {
@@ -530,16 +547,10 @@ check "... the listener a module socket fd" grep -q 'fd anon_inode:\[sluice-sock
 # with its last socket fd, so the library keeps a copy of the fd for the
 # call (lib/preload/fdtable.c, kfd_keep()).  close_blocked on the kernel,
 # then under sluice run on the stack's loopback: the same lines.
-timeout 30 close_blocked >/tmp/cb.kernel 2>&1
-cbk=$?
-timeout 30 $(tw_pre L) close_blocked >/tmp/cb.sluice 2>&1
-cbs=$?
-sed 's/^/#   kernel: /' /tmp/cb.kernel
-sed 's/^/#   sluice: /' /tmp/cb.sluice
-check "close under a blocked call: on the kernel, exit $cbk, 4 lines" \
-	sh -c "[ $cbk = 0 ] && [ \$(grep -vc '^#' /tmp/cb.kernel) = 4 ]"
-check "close under a blocked call: with Sluice (exit $cbs), the kernel's lines" \
-	sh -c "grep -v '^#' /tmp/cb.kernel >/tmp/cb.k.n; grep -v '^#' /tmp/cb.sluice >/tmp/cb.s.n; diff /tmp/cb.k.n /tmp/cb.s.n >/dev/null"
+beside cb close_blocked
+check "close under a blocked call: on the kernel, exit $bk, 4 lines" \
+	sh -c "[ $bk = 0 ] && [ \$(grep -vc '^#' /tmp/cb.kernel) = 4 ]"
+check "close under a blocked call: with Sluice (exit $bs), the kernel's lines" same_lines cb
 check "close under a blocked call: ... on module socket fds" \
 	grep -q '^# recv_timeout fd anon_inode:\[sluice-sock\]$' /tmp/cb.sluice
 # A UDP socket that never called bind() (issue 24 item 2; gVisor's
@@ -551,16 +562,10 @@ check "close under a blocked call: ... on module socket fds" \
 # bound to [::] that connects to [::] (gVisor's DualStackSocketTest.
 # AddressOperations/V6AnyBind*): it becomes the kernel's, its twin, where
 # a module socket fd was refused that (pl_dgram_v6_handoff(), ENETUNREACH).
-timeout 30 udp_autobind >/tmp/ua.kernel 2>&1
-uak=$?
-timeout 30 $(tw_pre L) udp_autobind >/tmp/ua.sluice 2>&1
-uas=$?
-sed 's/^/#   kernel: /' /tmp/ua.kernel
-sed 's/^/#   sluice: /' /tmp/ua.sluice
-check "UDP without bind(): on the kernel, exit $uak, every sendto sent" \
-	sh -c "[ $uak = 0 ] && [ \$(grep -c ': 512\$' /tmp/ua.kernel) = 4 ]"
-check "UDP without bind(): with Sluice (exit $uas), the kernel's lines" \
-	sh -c "grep -v '^#' /tmp/ua.kernel >/tmp/ua.k.n; grep -v '^#' /tmp/ua.sluice >/tmp/ua.s.n; diff /tmp/ua.k.n /tmp/ua.s.n >/dev/null"
+beside ua udp_autobind
+check "UDP without bind(): on the kernel, exit $bk, every sendto sent" \
+	sh -c "[ $bk = 0 ] && [ \$(grep -c ': 512\$' /tmp/ua.kernel) = 4 ]"
+check "UDP without bind(): with Sluice (exit $bs), the kernel's lines" same_lines ua
 check "UDP without bind(): ... on module socket fds" \
 	grep -q '^# v6_connect_other fd anon_inode:\[sluice-sock\]$' /tmp/ua.sluice
 
