@@ -1578,13 +1578,15 @@ static bool creator_gone(uint32_t sd)
  * its list; closed at this process's next sweep, or, swept for a dead
  * process, at the next sweep for it).
  */
+static int reap_close(uint32_t sd, uint64_t key);
+
 static int reap(uint32_t sd, bool owner)
 {
 	struct sl_stack *s = pl_sl();
 	uint64_t key;
-	uint32_t gen, state;
+	uint32_t state;
 	uint16_t from;
-	struct sl_sock *so;
+	int making, ret;
 
 	/* A sandboxed process may not ask a name (connect, os.h), nor did
 	 * it lock-test files before: the socket is closed by the sweep that sees this process die, or by
@@ -1600,15 +1602,37 @@ static int reap(uint32_t sd, bool owner)
 		/* Off its list before the close: only its editor may. */
 		if (from && sweeping >= 0 && from == sweeping + 1)
 			list_unlink(sd);
-		else if (from && reg_slot >= 0 && from == reg_slot + 1)
+		else if (from && reg_slot >= 0 && from == reg_slot + 1) {
+			/*
+			 * Off our list and not yet closed: a death here left
+			 * the socket on no list, open for ever (a client killed
+			 * in close(), test_sockcache).  Counted as a socket in
+			 * the making, so a sweep for us looks for such records
+			 * (sweep_unrecorded()).
+			 */
+			making = pl_fd_making_begin();
 			priv_unlink(sd);
-		else if (from)
+			ret = reap_close(sd, key);
+			pl_fd_making_end(making);
+			return ret;
+		} else if (from) {
 			return 0;	/* another's list: its process or sweep closes it */
+		}
 	} else if (state != SL_FDREC_USED || !nobody_holds(sd) || !shared_take(sd, key)) {
 		return 0;
 	} else {
 		place_unlink(sd);	/* ours to close: its slot is not free yet */
 	}
+	return reap_close(sd, key);
+}
+
+/* reap(): record sd (key) is on no list now, and ours to close. */
+static int reap_close(uint32_t sd, uint64_t key)
+{
+	struct sl_stack *s = pl_sl();
+	uint32_t gen, state = SL_FDREC_STATE(key);
+	struct sl_sock *so;
+
 	gen = SL_FDREC_GEN(key);
 	so = sl_sock(s, sd);
 	/* A first look without the lock; sl_close_gen() checks again
@@ -1785,8 +1809,10 @@ void pl_call_end(struct pl_sock *ps)
 
 /*
  * Sockets a process got from the stack (socket(), accept()) but died
- * before it made their fd and record: nobody else can close them.  Close
- * those whose process is gone (the generation checked under the lock).
+ * before it made their fd and record, or died closing (its record taken
+ * off its list, the socket not yet closed): nobody else can close them.
+ * Close those whose process is gone (the generation checked under the
+ * lock).
  */
 static void sweep_unrecorded(void)
 {
@@ -1799,6 +1825,12 @@ static void sweep_unrecorded(void)
 		struct sl_sock *so = sl_sock(s, sd);
 		uint32_t gen = SL_READ_ONCE(so->kp.gen);
 
+		if (rec_state(sd) == SL_FDREC_PRIV && !SL_READ_ONCE(recs[sd].on)) {
+			/* Its creator died closing it (reap()). */
+			if (creator_gone(sd))
+				reap(sd, false);
+			continue;
+		}
 		if (rec_state(sd) != SL_FDREC_FREE ||
 		    !sl_sock_type_live(SL_READ_ONCE(so->type)) ||
 		    (SL_READ_ONCE(so->flags) & SL_SF_ORPHAN) ||
