@@ -223,7 +223,8 @@ run_kernel() { # run_kernel VERSION
 	# Programs under sluice run on a kring stack (run_kring.sh): the
 	# preload library, and the programs with their libraries.
 	cp tests/vm/run_kring.sh "$root/opt/sluice/bin/run_kring.sh"
-	cp tests/vm/ipoib_lib.sh tests/vm/ipoib_real.sh tests/vm/ipoib_modes.sh "$root/opt/sluice/bin/"
+	cp tests/vm/ipoib_lib.sh tests/vm/ipoib_real.sh tests/vm/ipoib_modes.sh tests/vm/ipoib_enh.sh \
+		"$root/opt/sluice/bin/"
 	add_binary "$root" build/libsluice-preload.so /opt/sluice
 	add_binary "$root" build/tests/preload/fork_srv /opt/sluice/bin
 	# Live hand-off to the kernel (handoff.sh), and ss to show it.

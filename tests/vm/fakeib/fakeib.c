@@ -17,7 +17,12 @@
  * goes to the error state, modify_port for ib_cm, and a fake SA that
  * also answers PathRecord queries.  For connected mode (ipoib_modes.sh)
  * it has RC QPs and carries ib_cm's MADs between the ports' QP1s ("RC
- * messages and CM MADs between the two ports").
+ * messages and CM MADs between the two ports").  With enhanced=MASK as
+ * well (tests/vm/ipoib_enh.sh) the ports in MASK answer ipoib's
+ * rdma_netdev_get_params() as mlx5 with its IPoIB offloads does: ipoib
+ * then runs enhanced IPoIB there, its parent and P_Key children each on
+ * an underlay UD QP of fakeib's whose datagrams bypass ipoib ("enhanced
+ * IPoIB"); the other port stays legacy.
  *
  * The HCA ("fakeib0", two ports of InfiniBand link layer) implements the
  * verbs ib_core needs before it calls any client's add
@@ -98,6 +103,7 @@
 #define FIB_MAX_RSGE	17		/* a receive's: ipoib's IPOIB_CM_RX_SG */
 #define FIB_MAX_CQE	65536		/* ipoib's receive CQ without an SRQ: 33153 */
 #define FIB_MC_QPN	0xffffff	/* IB_MULTICAST_QPN */
+#define FIB_DEFAULT_QKEY 0x0b1b	/* mlx5's IB_DEFAULT_Q_KEY, the underlay's */
 #define FIB_SUBNET	0xfe80000000000000ull
 #define FIB_GUID	0x02005e00fe000000ull	/* + port number */
 
@@ -106,6 +112,10 @@ struct fib_dev;
 static bool ipoib;
 module_param(ipoib, bool, 0444);
 MODULE_PARM_DESC(ipoib, "leave the interfaces to the ipoib driver (no fib0/fib1, no link kind)");
+
+static uint enhanced;
+module_param(enhanced, uint, 0444);
+MODULE_PARM_DESC(enhanced, "ports (bit 0: port 1, bit 1: port 2) whose ipoib interfaces get an rdma_netdev: enhanced IPoIB");
 
 struct fib_port {
 	struct fib_dev *fd;
@@ -204,6 +214,7 @@ struct fib_qp {
 	u16 dlid;			/* RC: its port's LID (RTR's IB_QP_AV) */
 	u64 rc_sent, rc_rcvd;		/* RC: messages */
 	u64 ud_sent;			/* UD: datagrams posted out */
+	struct net_device *ndev;	/* an rdma_netdev's underlay QP: its netdev */
 };
 
 /* netdev_priv() of an interface: an rdma_netdev first, as ipoib's. */
@@ -1043,7 +1054,11 @@ struct fib_ud_pkt {
 	bool grh;
 	const u8 *buf;			/* GRH area (40 bytes), payload */
 	u32 len;			/* payload bytes */
+	struct sk_buff_head *rxq;	/* for the netdevs, after fd->lock */
 };
+
+static void fib_rn_rx(struct fib_port *to, struct fib_qp *qp,
+		      const struct fib_ud_pkt *pk);
 
 /*
  * One datagram into @qp on port @to.  The receive rules, each as the
@@ -1088,6 +1103,11 @@ static void fib_ud_rx(struct fib_port *to, struct fib_qp *qp,
 	if (pk->qkey != qp->qkey) {
 		spin_unlock(&qp->lock);
 		to->drop_qkey++;
+		return;
+	}
+	if (qp->ndev) {
+		spin_unlock(&qp->lock);
+		fib_rn_rx(to, qp, pk);
 		return;
 	}
 	got = fib_rq_pop(qp, &e);
@@ -1145,19 +1165,74 @@ static bool fib_attached(struct fib_qp *qp, const union ib_gid *mgid)
  *   attached to the GRH's DGID; without a GRH nothing matches (mlx5
  *   steers multicast by MGID, mlx5_ib_mcg_attach()); unicast needs the
  *   QPN of a UD QP on the destination port.
- * Returns the send completion's status.  Under fd->lock.
+ * The datagram is in fd->bounce after its GRH's 40 bytes; the GRH is
+ * written here.  Under fd->lock.
  */
-static enum ib_wc_status fib_ud_send(struct fib_qp *qp,
-				     const struct ib_send_wr *wr)
+static void fib_ud_route(struct fib_dev *fd, struct fib_port *p,
+			 struct fib_ah *ah, u32 dqpn, struct fib_ud_pkt *pk)
 {
-	struct fib_dev *fd = to_fd(qp->ibqp.device);
-	struct fib_port *p = &fd->port[qp->port - 1], *to;
-	const struct ib_ud_wr *ud = ud_wr(wr);
-	struct fib_ah *ah = container_of(ud->ah, struct fib_ah, ibah);
 	const struct ib_global_route *gr = rdma_ah_read_grh(&ah->attr);
-	struct fib_ud_pkt pk = { .from = p, .src_qp = qp->ibqp.qp_num };
 	u16 dlid = rdma_ah_get_dlid(&ah->attr);
 	struct ib_grh *grh = (struct ib_grh *)fd->bounce;
+	struct fib_port *to;
+	u32 i;
+
+	pk->buf = fd->bounce;
+	pk->grh = rdma_ah_get_ah_flags(&ah->attr) & IB_AH_GRH;
+	if (pk->grh) {
+		grh->version_tclass_flow =
+			cpu_to_be32(6 << 28 | gr->traffic_class << 20 |
+				    (gr->flow_label & 0xfffff));
+		/* BTH 12 + DETH 8 + payload + ICRC 4 */
+		grh->paylen = cpu_to_be16(12 + 8 + pk->len + 4);
+		grh->next_hdr = 0x1b;
+		grh->hop_limit = gr->hop_limit;
+		grh->sgid = fib_port_gid(p->num);
+		grh->dgid = gr->dgid;
+	}
+	p->ud_sent++;
+	if (dlid >= be16_to_cpu(IB_MULTICAST_LID_BASE) &&
+	    dlid != be16_to_cpu(IB_LID_PERMISSIVE)) {
+		to = &fd->port[FIB_PORTS - p->num];
+		if (dqpn != FIB_MC_QPN) {
+			to->drop_noqp++;
+			return;
+		}
+		if (!pk->grh) {
+			to->drop_nogrh++;
+			return;
+		}
+		for (i = 0; i < FIB_QPS; i++) {
+			struct fib_qp *r = fd->qps[i];
+
+			if (r && r->ibqp.qp_type == IB_QPT_UD &&
+			    r->port == to->num && fib_attached(r, &gr->dgid))
+				fib_ud_rx(to, r, pk);
+		}
+		return;
+	}
+	to = dlid >= 1 && dlid <= FIB_PORTS ? &fd->port[dlid - 1] : NULL;
+	i = dqpn - FIB_QPN0;
+	if (!to || dqpn < FIB_QPN0 || i >= FIB_QPS ||
+	    !fd->qps[i] || fd->qps[i]->ibqp.qp_type != IB_QPT_UD ||
+	    fd->qps[i]->port != to->num) {
+		(to ? to : p)->drop_noqp++;
+		return;
+	}
+	fib_ud_rx(to, fd->qps[i], pk);
+}
+
+/* A UD send WR of @qp; the WR's Q_Key, else the QP's (see above). */
+static enum ib_wc_status fib_ud_send(struct fib_qp *qp,
+				     const struct ib_send_wr *wr,
+				     struct sk_buff_head *rxq)
+{
+	struct fib_dev *fd = to_fd(qp->ibqp.device);
+	struct fib_port *p = &fd->port[qp->port - 1];
+	const struct ib_ud_wr *ud = ud_wr(wr);
+	struct fib_ud_pkt pk = {
+		.from = p, .src_qp = qp->ibqp.qp_num, .rxq = rxq,
+	};
 	u32 i, off = IB_GRH_BYTES;
 
 	for (i = 0; i < wr->num_sge; i++)
@@ -1172,52 +1247,11 @@ static enum ib_wc_status fib_ud_send(struct fib_qp *qp,
 		       wr->sg_list[i].length);
 		off += wr->sg_list[i].length;
 	}
-	pk.buf = fd->bounce;
-	pk.grh = rdma_ah_get_ah_flags(&ah->attr) & IB_AH_GRH;
-	if (pk.grh) {
-		grh->version_tclass_flow =
-			cpu_to_be32(6 << 28 | gr->traffic_class << 20 |
-				    (gr->flow_label & 0xfffff));
-		/* BTH 12 + DETH 8 + payload + ICRC 4 */
-		grh->paylen = cpu_to_be16(12 + 8 + pk.len + 4);
-		grh->next_hdr = 0x1b;
-		grh->hop_limit = gr->hop_limit;
-		grh->sgid = fib_port_gid(p->num);
-		grh->dgid = gr->dgid;
-	}
 	pk.pkey = p->pkeys[qp->pkey_index];
 	pk.qkey = (int)ud->remote_qkey < 0 ? qp->qkey : ud->remote_qkey;
-	p->ud_sent++;
 	qp->ud_sent++;
-	if (dlid >= be16_to_cpu(IB_MULTICAST_LID_BASE) &&
-	    dlid != be16_to_cpu(IB_LID_PERMISSIVE)) {
-		to = &fd->port[FIB_PORTS - p->num];
-		if (ud->remote_qpn != FIB_MC_QPN) {
-			to->drop_noqp++;
-			return IB_WC_SUCCESS;
-		}
-		if (!pk.grh) {
-			to->drop_nogrh++;
-			return IB_WC_SUCCESS;
-		}
-		for (i = 0; i < FIB_QPS; i++) {
-			struct fib_qp *r = fd->qps[i];
-
-			if (r && r->ibqp.qp_type == IB_QPT_UD &&
-			    r->port == to->num && fib_attached(r, &gr->dgid))
-				fib_ud_rx(to, r, &pk);
-		}
-		return IB_WC_SUCCESS;
-	}
-	to = dlid >= 1 && dlid <= FIB_PORTS ? &fd->port[dlid - 1] : NULL;
-	i = ud->remote_qpn - FIB_QPN0;
-	if (!to || ud->remote_qpn < FIB_QPN0 || i >= FIB_QPS ||
-	    !fd->qps[i] || fd->qps[i]->ibqp.qp_type != IB_QPT_UD ||
-	    fd->qps[i]->port != to->num) {
-		(to ? to : p)->drop_noqp++;
-		return IB_WC_SUCCESS;
-	}
-	fib_ud_rx(to, fd->qps[i], &pk);
+	fib_ud_route(fd, p, container_of(ud->ah, struct fib_ah, ibah),
+		     ud->remote_qpn, &pk);
 	return IB_WC_SUCCESS;
 }
 
@@ -1378,11 +1412,14 @@ static int fib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 {
 	struct fib_qp *qp = to_fqp(ibqp);
 	struct fib_dev *fd = to_fd(ibqp->device);
+	struct sk_buff_head rxq;
 	struct fib_port *p;
 	unsigned long flags;
+	struct sk_buff *skb;
 	struct ib_wc wc;
 	int i, ret = 0;
 
+	__skb_queue_head_init(&rxq);
 	for (; wr; wr = wr->next) {
 		bool rc = ibqp->qp_type == IB_QPT_RC;
 		enum ib_qp_state st = READ_ONCE(qp->state);
@@ -1407,7 +1444,7 @@ static int fib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			wc.byte_len += wr->sg_list[i].length;
 		if (ibqp->qp_type == IB_QPT_UD) {
 			spin_lock_irqsave(&fd->lock, flags);
-			wc.status = fib_ud_send(qp, wr);
+			wc.status = fib_ud_send(qp, wr, &rxq);
 			spin_unlock_irqrestore(&fd->lock, flags);
 		} else if (rc && st == IB_QPS_ERR) {
 			wc.status = IB_WC_WR_FLUSH_ERR;
@@ -1431,6 +1468,9 @@ static int fib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		if (ibqp->qp_num == 1 && !fib_cm_forward(p, wr))
 			fib_sa_request(p, wr);
 	}
+	/* Datagrams for enhanced interfaces, outside fd->lock (fib_rn_rx()) */
+	while ((skb = __skb_dequeue(&rxq)))
+		netif_rx(skb);
 	if (ret) {
 		*bad = wr;
 		if (qp->port) {
@@ -1509,6 +1549,315 @@ static const struct ib_device_ops fib_ib_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_cq, fib_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, fib_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, fib_qp, ibqp),
+};
+
+/* ---- enhanced IPoIB: the rdma_netdev ipoib asks the device for ---- */
+
+/*
+ * With enhanced=MASK the device answers ipoib's rdma_netdev_get_params()
+ * for those ports (ipoib_intf_init(), rdma_init_netdev()) as mlx5 does
+ * when its firmware has IPoIB offloads (mlx5_rdma_rn_get_params(),
+ * mlx5_rdma_setup_rn()): the netdev's insides are then the driver's, not
+ * ipoib's.  ipoib keeps the control path (ARP, the SA, joins, paths,
+ * AHs) and calls the driver through the rdma_netdev (send, attach_mcast,
+ * detach_mcast, set_id) and the net_device_ops it saved (rn_ops:
+ * ndo_init, ndo_open, ndo_stop, ndo_uninit).  The driver's ndo_init makes
+ * the underlay QP, a UD QP whose QPN is the interface's (bytes 1..3 of
+ * its address: mlx5i_dev_init()); ndo_open takes it to RTS with the
+ * P_Key index set_id gave and the default Q_Key (mlx5i_init_underlay_qp());
+ * receives for its QPN or its groups bypass ipoib and go straight to
+ * the stack (mlx5i_complete_rx_cqe()); set_id is what tells enhanced
+ * from legacy (ipoib_pkey_dev_check_presence(): only the driver's has
+ * one).  P_Key children get their own rdma_netdev and underlay QP
+ * (ipoib_new_child_link() -> ipoib_intf_init(); mlx5i_pkey_dev_init()).
+ * ipoib's own UD QP and connected mode are not there: no RC flag in the
+ * address, so ipoib refuses "connected" (ipoib_set_mode()).
+ */
+struct fib_rn {
+	struct rdma_netdev rn;		/* first: ipoib's netdev_priv() */
+	struct fib_port *port;
+	struct fib_qp *uqp;		/* from ndo_init to ndo_uninit */
+	u16 pkey_index;			/* set_id's */
+	u32 qkey;			/* the broadcast group's (attach_mcast) */
+};
+
+/*
+ * A datagram for an underlay QP (its state, P_Key and Q_Key checked by
+ * fib_ud_rx()) made into an skb as mlx5i_complete_rx_cqe() makes one:
+ * packet type from the GRH's DGID, the interface's own multicast that
+ * came back dropped, the GRH pulled, the protocol from ipoib's header,
+ * a zeroed pseudo header before it as the MAC header, then both pulled.
+ * Queued on pk->rxq: netif_rx() after fd->lock is dropped (it may
+ * enable BHs, which it must not with IRQs off).  Under fd->lock.
+ */
+static void fib_rn_rx(struct fib_port *to, struct fib_qp *qp,
+		      const struct fib_ud_pkt *pk)
+{
+	const struct ib_grh *grh = (const struct ib_grh *)pk->buf;
+	struct net_device *dev = qp->ndev;
+	struct sk_buff *skb;
+
+	if (pk->len < FIB_HDR_LEN || !pk->rxq)
+		return;
+	if (pk->grh && pk->src_qp == qp->ibqp.qp_num &&
+	    !memcmp(grh->sgid.raw, dev->dev_addr + 4, 16))
+		return;
+	skb = netdev_alloc_skb(dev, FIB_PSEUDO_LEN + pk->len);
+	if (!skb) {
+		dev->stats.rx_dropped++;
+		return;
+	}
+	skb_reserve(skb, FIB_PSEUDO_LEN);
+	skb_put_data(skb, pk->buf + IB_GRH_BYTES, pk->len);
+	if (!pk->grh || grh->dgid.raw[0] != 0xff)
+		skb->pkt_type = PACKET_HOST;
+	else if (!memcmp(grh->dgid.raw, dev->broadcast + 4, 16))
+		skb->pkt_type = PACKET_BROADCAST;
+	else
+		skb->pkt_type = PACKET_MULTICAST;
+	skb->protocol = *(__be16 *)skb->data;
+	memset(skb_push(skb, FIB_PSEUDO_LEN), 0, FIB_PSEUDO_LEN);
+	skb_reset_mac_header(skb);
+	skb_pull(skb, FIB_HARD_LEN);
+	skb->ip_summed = CHECKSUM_NONE;
+	dev->stats.rx_packets++;
+	dev->stats.rx_bytes += pk->len;
+	to->ud_rcvd++;
+	__skb_queue_tail(pk->rxq, skb);
+}
+
+static void fib_rn_drain(struct sk_buff_head *rxq)
+{
+	struct sk_buff *skb;
+
+	while ((skb = __skb_dequeue(rxq)))
+		netif_rx(skb);
+}
+
+/*
+ * ipoib's transmit (ipoib_start_xmit(), the pseudo header taken off):
+ * @skb starts with ipoib's 4-byte header; one UD datagram from the
+ * underlay QP to @dqpn through @address, with the group's Q_Key and
+ * the P_Key index set_id gave, as mlx5i_xmit() sends it.  Longer than
+ * the port's MTU: a local length error, dropped.  Always consumes @skb.
+ */
+static int fib_rn_send(struct net_device *dev, struct sk_buff *skb,
+		       struct ib_ah *address, u32 dqpn)
+{
+	struct fib_rn *r = netdev_priv(dev);
+	struct fib_port *p = r->port;
+	struct fib_dev *fd = p->fd;
+	struct fib_ud_pkt pk = { .from = p };
+	struct sk_buff_head rxq;
+	struct fib_qp *u;
+	unsigned long flags;
+	bool sent = false;
+
+	__skb_queue_head_init(&rxq);
+	spin_lock_irqsave(&fd->lock, flags);
+	u = r->uqp;
+	if (!u || READ_ONCE(u->state) != IB_QPS_RTS) {
+		dev->stats.tx_dropped++;
+	} else if (skb->len > ib_mtu_enum_to_int(READ_ONCE(p->mtu))) {
+		p->len_err_tx++;
+		dev->stats.tx_errors++;
+	} else if (!skb_copy_bits(skb, 0, fd->bounce + IB_GRH_BYTES, skb->len)) {
+		pk.src_qp = u->ibqp.qp_num;
+		pk.len = skb->len;
+		pk.pkey = p->pkeys[r->pkey_index];
+		pk.qkey = r->qkey;
+		pk.rxq = &rxq;
+		u->ud_sent++;
+		fib_ud_route(fd, p, container_of(address, struct fib_ah, ibah),
+			     dqpn, &pk);
+		sent = true;
+	}
+	spin_unlock_irqrestore(&fd->lock, flags);
+	if (sent) {
+		dev->stats.tx_packets++;
+		dev->stats.tx_bytes += skb->len;
+	}
+	dev_kfree_skb_any(skb);
+	fib_rn_drain(&rxq);
+	return NETDEV_TX_OK;
+}
+
+/* The underlay QP's groups: attached to its QPN (mlx5_core_attach_mcg()). */
+static int fib_rn_attach_mcast(struct net_device *dev, struct ib_device *hca,
+			       union ib_gid *gid, u16 mlid, int set_qkey,
+			       u32 qkey)
+{
+	struct fib_rn *r = netdev_priv(dev);
+	unsigned long flags;
+	int ret;
+
+	if (!r->uqp)
+		return -ENODEV;
+	ret = fib_attach_mcast(&r->uqp->ibqp, gid, mlid);
+	/*
+	 * The broadcast group's Q_Key (ipoib_mcast_join_finish()): mlx5
+	 * sends with it (mlx5i_xmit()); the QP receives with it too, as
+	 * ipoib's own QP does once ipoib_mcast_attach() has set it, so a
+	 * legacy peer's datagrams pass the Q_Key rule.
+	 */
+	if (set_qkey) {
+		spin_lock_irqsave(&r->uqp->lock, flags);
+		r->qkey = qkey;
+		r->uqp->qkey = qkey;
+		spin_unlock_irqrestore(&r->uqp->lock, flags);
+	}
+	return ret;
+}
+
+static int fib_rn_detach_mcast(struct net_device *dev, struct ib_device *hca,
+			       union ib_gid *gid, u16 mlid)
+{
+	struct fib_rn *r = netdev_priv(dev);
+
+	return r->uqp ? fib_detach_mcast(&r->uqp->ibqp, gid, mlid) : -ENODEV;
+}
+
+static void fib_rn_set_id(struct net_device *dev, int id)
+{
+	struct fib_rn *r = netdev_priv(dev);
+
+	if (id >= 0 && id < FIB_PKEYS)
+		r->pkey_index = id;
+}
+
+/* The underlay QP: a UD QP of the device's, its QPN the address's. */
+static int fib_rn_ndo_init(struct net_device *dev)
+{
+	struct fib_rn *r = netdev_priv(dev);
+	struct fib_dev *fd = r->port->fd;
+	struct fib_qp *qp;
+	unsigned long flags;
+	u8 qpn[3];
+	int i;
+
+	qp = kzalloc(sizeof(*qp), GFP_KERNEL);
+	if (!qp)
+		return -ENOMEM;
+	spin_lock_init(&qp->lock);
+	qp->ibqp.device = &fd->ibdev;
+	qp->ibqp.qp_type = IB_QPT_UD;
+	qp->state = IB_QPS_RESET;
+	qp->port = r->port->num;
+	qp->qkey = FIB_DEFAULT_QKEY;
+	qp->ndev = dev;
+	spin_lock_irqsave(&fd->lock, flags);
+	for (i = 0; i < FIB_QPS && fd->qps[i]; i++)
+		;
+	if (i < FIB_QPS) {
+		fd->qps[i] = qp;
+		qp->ibqp.qp_num = FIB_QPN0 + i;
+		r->uqp = qp;
+	}
+	spin_unlock_irqrestore(&fd->lock, flags);
+	if (i == FIB_QPS) {
+		kfree(qp);
+		return -ENOMEM;
+	}
+	qpn[0] = qp->ibqp.qp_num >> 16;
+	qpn[1] = qp->ibqp.qp_num >> 8;
+	qpn[2] = qp->ibqp.qp_num;
+	dev_addr_mod(dev, 1, qpn, sizeof(qpn));
+	return 0;
+}
+
+static void fib_rn_ndo_uninit(struct net_device *dev)
+{
+	struct fib_rn *r = netdev_priv(dev);
+	struct fib_dev *fd = r->port->fd;
+	struct fib_qp *qp = r->uqp;
+	unsigned long flags;
+
+	if (!qp)
+		return;
+	spin_lock_irqsave(&fd->lock, flags);
+	fd->qps[qp->ibqp.qp_num - FIB_QPN0] = NULL;
+	r->uqp = NULL;
+	spin_unlock_irqrestore(&fd->lock, flags);
+	kfree(qp);
+}
+
+/* RESET -> INIT (P_Key index, port, Q_Key) -> RTR -> RTS, or back. */
+static void fib_rn_qp_state(struct fib_rn *r, enum ib_qp_state st)
+{
+	struct fib_qp *qp = r->uqp;
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->lock, flags);
+	if (st == IB_QPS_RTS) {
+		qp->pkey_index = r->pkey_index;
+		qp->qkey = FIB_DEFAULT_QKEY;
+	}
+	WRITE_ONCE(qp->state, st);
+	spin_unlock_irqrestore(&qp->lock, flags);
+}
+
+static int fib_rn_ndo_open(struct net_device *dev)
+{
+	struct fib_rn *r = netdev_priv(dev);
+
+	if (!r->uqp)
+		return -ENODEV;
+	fib_rn_qp_state(r, IB_QPS_RTS);
+	return 0;
+}
+
+static int fib_rn_ndo_stop(struct net_device *dev)
+{
+	struct fib_rn *r = netdev_priv(dev);
+
+	netif_carrier_off(dev);
+	if (r->uqp)
+		fib_rn_qp_state(r, IB_QPS_RESET);
+	return 0;
+}
+
+static const struct net_device_ops fib_rn_netdev_ops = {
+	.ndo_init = fib_rn_ndo_init,
+	.ndo_uninit = fib_rn_ndo_uninit,
+	.ndo_open = fib_rn_ndo_open,
+	.ndo_stop = fib_rn_ndo_stop,
+};
+
+static int fib_rn_setup(struct ib_device *ibdev, u32 port,
+			struct net_device *dev, void *param)
+{
+	struct fib_rn *r = netdev_priv(dev);
+
+	r->port = &to_fd(ibdev)->port[port - 1];
+	r->qkey = FIB_DEFAULT_QKEY;
+	r->rn.hca = ibdev;
+	r->rn.send = fib_rn_send;
+	r->rn.attach_mcast = fib_rn_attach_mcast;
+	r->rn.detach_mcast = fib_rn_detach_mcast;
+	r->rn.set_id = fib_rn_set_id;
+	dev->netdev_ops = &fib_rn_netdev_ops;
+	netif_carrier_off(dev);
+	return 0;
+}
+
+/* -EOPNOTSUPP (ipoib then runs its own datagram path) but on @enhanced ports. */
+static int fib_rn_get_params(struct ib_device *ibdev, u32 port,
+			     enum rdma_netdev_t type,
+			     struct rdma_netdev_alloc_params *params)
+{
+	if (type != RDMA_NETDEV_IPOIB || port < 1 || port > FIB_PORTS ||
+	    !(enhanced & BIT(port - 1)))
+		return -EOPNOTSUPP;
+	params->sizeof_priv = sizeof(struct fib_rn);
+	params->txqs = 1;
+	params->rxqs = 1;
+	params->param = NULL;
+	params->initialize_rdma_netdev = fib_rn_setup;
+	return 0;
+}
+
+static const struct ib_device_ops fib_enh_ops = {
+	.rdma_netdev_get_params = fib_rn_get_params,
 };
 
 /* ---- the IPoIB-like interfaces ---- */
@@ -1993,6 +2342,8 @@ static int fib_dev_create(void)
 	fd->ibdev.dev.parent = &fib_pdev->dev;
 	strscpy(fd->ibdev.node_desc, "fakeib", sizeof(fd->ibdev.node_desc));
 	ib_set_device_ops(&fd->ibdev, &fib_ib_ops);
+	if (ipoib && enhanced)
+		ib_set_device_ops(&fd->ibdev, &fib_enh_ops);
 	ret = ib_register_device(&fd->ibdev, "fakeib%d", NULL);
 	if (ret) {
 		ib_dealloc_device(&fd->ibdev);
@@ -2075,11 +2426,12 @@ static int fib_state_show(struct seq_file *m, void *unused)
 				spin_unlock(&q->lock);
 				continue;
 			}
-			seq_printf(m, "  udqp port %u qpn 0x%06x state %s pkey_index %u pkey 0x%04x qkey 0x%08x recvs %u mcgs %u sent %llu\n",
+			seq_printf(m, "  udqp port %u qpn 0x%06x state %s pkey_index %u pkey 0x%04x qkey 0x%08x recvs %u mcgs %u sent %llu underlay %s\n",
 				   p->num, q->ibqp.qp_num,
 				   fib_qps_name[q->state], q->pkey_index,
 				   p->pkeys[q->pkey_index], q->qkey,
-				   q->rq_count, q->nmcg, q->ud_sent);
+				   q->rq_count, q->nmcg, q->ud_sent,
+				   q->ndev ? q->ndev->name : "-");
 			spin_unlock(&q->lock);
 		}
 		spin_unlock_irq(&fib->lock);
