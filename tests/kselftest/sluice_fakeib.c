@@ -25,9 +25,13 @@
  *   - a path record served by a local service over RDMA netlink (as ibacm
  *     does: the test is the service), the record's fields in NEIGH_RESOLVE;
  *   - the device removed, and fakeib unloaded, with stacks open on a
- *     parent and a child: DEV_GONE, KICK -ENODEV, the client's remove.
+ *     parent and a child: DEV_GONE, KICK -ENODEV, the client's remove;
+ *   - enhanced IPoIB (fakeib ipoib=1 enhanced=1 and the kernel's
+ *     ib_ipoib): an enhanced parent and P_Key child beside a legacy
+ *     parent on the same device, told apart per interface.
  *
- * Never run beside ib_ipoib (fakeib's link kind is "ipoib" too).  Runs as
+ * Never run beside ib_ipoib (fakeib's link kind is "ipoib" too) but in
+ * the enh tests, where fakeib makes no interfaces of its own.  Runs as
  * root in the test VM; the last test unloads sluice.ko.
  */
 #include <arpa/inet.h>
@@ -1014,6 +1018,145 @@ TEST_F(fib, unload_with_stack_open)
 }
 
 /* Its own fixture, registered last, so that it runs after the others. */
+/*
+ * Enhanced IPoIB: fakeib.ko ipoib=1 enhanced=1 gives the kernel's own
+ * ib_ipoib an rdma_netdev on port 1 (as mlx5 with its IPoIB offloads
+ * does) and none on port 2, so ib0 is enhanced and ib1 legacy on one
+ * device: the module must tell them apart by the interface
+ * (sluice_ipoib_enhanced()), not by the device's ops.  The modules come
+ * from the VM's /lib/modules/kmod (tests/vm/suites, "kfiles").
+ */
+#define KMOD_DIR	"/lib/modules/kmod"
+
+static int ko_load_args(const char *path, const char *args)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (syscall(SYS_finit_module, fd, args, 0))
+		ret = -errno;
+	close(fd);
+	return ret == -EEXIST ? 0 : ret;
+}
+
+static int ko_unload(const char *name)
+{
+	int i, ret = -EBUSY;
+
+	for (i = 0; i < 50 && ret; i++) {
+		ret = syscall(SYS_delete_module, name, O_NONBLOCK) ? -errno : 0;
+		if (ret == -ENOENT)
+			return 0;
+		if (ret)
+			usleep(100000);
+	}
+	return ret;
+}
+
+/* The QPN in bytes 1..3 of @name's hardware address, or 0. */
+static __u32 addr_qpn(const char *name)
+{
+	char path[96], buf[96];
+	unsigned int b[4];
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/address", name);
+	if (read_file(path, buf, sizeof(buf)) < 0 ||
+	    sscanf(buf, "%x:%x:%x:%x", &b[0], &b[1], &b[2], &b[3]) != 4)
+		return 0;
+	return b[1] << 16 | b[2] << 8 | b[3];
+}
+
+FIXTURE(enh) {
+	int dev;
+};
+
+FIXTURE_SETUP(enh)
+{
+	int i;
+
+	ASSERT_EQ(0, ensure_loaded());
+	if (access(KMOD_DIR "/ib_ipoib.ko", F_OK))
+		SKIP(return, "no ib_ipoib.ko for this kernel");
+	ASSERT_EQ(0, fib_unload());
+	ASSERT_EQ(0, ko_load_args(fib_ko(), "ipoib=1 enhanced=1"));
+	ASSERT_EQ(0, ko_load_args(KMOD_DIR "/ib_cm.ko", ""));
+	ASSERT_EQ(0, ko_load_args(KMOD_DIR "/ib_ipoib.ko", ""));
+	for (i = 0; i < 50 && (!if_nametoindex("ib0") || !if_nametoindex("ib1")); i++)
+		usleep(100000);
+	ASSERT_NE(0, if_nametoindex("ib0"));
+	ASSERT_NE(0, if_nametoindex("ib1"));
+	self->dev = open(SLUICE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->dev);
+}
+
+FIXTURE_TEARDOWN(enh)
+{
+	if (self->dev > 0)
+		close(self->dev);
+	EXPECT_EQ(0, ko_unload("ib_ipoib"));
+	EXPECT_EQ(0, ko_unload("ib_cm"));
+	EXPECT_EQ(0, fib_unload());
+}
+
+/* The parent ib0 enhanced on its underlay QP, ib1 beside it legacy. */
+TEST_F(enh, ifinfo_parent)
+{
+	struct sluice_ifinfo info;
+
+	EXPECT_TRUE(file_has(DEBUGFS_DIR "/ib",
+			     "ibdev fakeib0 parent fakeib ports 2 source_qpn 1 "));
+	ASSERT_EQ(0, ifinfo(self->dev, "ib0", &info));
+	EXPECT_EQ(SLUICE_IB_IPOIB | SLUICE_IB_SOURCE_QPN,
+		  info.ib_flags & (SLUICE_IB_IPOIB | SLUICE_IB_SOURCE_QPN |
+				   SLUICE_IB_CONNECTED));
+	EXPECT_STREQ("fakeib0", info.ib_dev);
+	EXPECT_EQ(1, info.ib_port);
+	EXPECT_EQ(0xffff, info.pkey);
+	EXPECT_EQ(0, info.pkey_index);
+	/* The address's QPN: fakeib's underlay QP (mlx5i_dev_init()) */
+	EXPECT_NE(0, info.qpn);
+	EXPECT_EQ(addr_qpn("ib0"), info.qpn);
+	EXPECT_TRUE(file_has(FIB_DEBUGFS "/state", " underlay ib0\n"));
+	ASSERT_EQ(0, ifinfo(self->dev, "ib1", &info));
+	EXPECT_EQ(SLUICE_IB_IPOIB,
+		  info.ib_flags & (SLUICE_IB_IPOIB | SLUICE_IB_SOURCE_QPN));
+	EXPECT_EQ(2, info.ib_port);
+	EXPECT_EQ(addr_qpn("ib1"), info.qpn);
+	EXPECT_FALSE(file_has(FIB_DEBUGFS "/state", " underlay ib1\n"));
+}
+
+/* A P_Key child of the enhanced parent: enhanced, its own underlay QP. */
+TEST_F(enh, ifinfo_child)
+{
+	struct sluice_ifinfo info;
+	char want[128];
+	__u32 q;
+
+	ASSERT_EQ(0, fib_ctl("pkey 1 1 0x8001"));
+	ASSERT_EQ(0, fib_ctl("pkey_change 1"));
+	ASSERT_EQ(0, run(IP_CMD " link add link ib0 name ib0.8001 type ipoib pkey 0x8001"));
+	ASSERT_EQ(0, run(IP_CMD " link set ib0.8001 up"));
+	ASSERT_EQ(0, ifinfo(self->dev, "ib0.8001", &info));
+	EXPECT_EQ(SLUICE_IB_IPOIB | SLUICE_IB_SOURCE_QPN,
+		  info.ib_flags & (SLUICE_IB_IPOIB | SLUICE_IB_SOURCE_QPN |
+				   SLUICE_IB_PKEY_ABSENT));
+	EXPECT_EQ(1, info.ib_port);
+	EXPECT_EQ(0x8001, info.pkey);
+	EXPECT_EQ(1, info.pkey_index);
+	q = addr_qpn("ib0.8001");
+	EXPECT_EQ(q, info.qpn);
+	EXPECT_NE(addr_qpn("ib0"), q);
+	/* set_id gave its underlay QP the P_Key's index when it went up */
+	snprintf(want, sizeof(want),
+		 "udqp port 1 qpn 0x%06x state rts pkey_index 1 pkey 0x8001 ", q);
+	EXPECT_TRUE(file_has(FIB_DEBUGFS "/state", want));
+	EXPECT_TRUE(file_has(FIB_DEBUGFS "/state", " underlay ib0.8001\n"));
+	ASSERT_EQ(0, run(IP_CMD " link del ib0.8001"));
+	EXPECT_FALSE(file_has(FIB_DEBUGFS "/state", " underlay ib0.8001\n"));
+}
+
 FIXTURE(end) {
 	int unused;
 };
