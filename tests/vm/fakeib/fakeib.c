@@ -115,7 +115,7 @@ MODULE_PARM_DESC(ipoib, "leave the interfaces to the ipoib driver (no fib0/fib1,
 
 static uint enhanced;
 module_param(enhanced, uint, 0444);
-MODULE_PARM_DESC(enhanced, "ports (bit 0: port 1, bit 1: port 2) whose ipoib interfaces get an rdma_netdev: enhanced IPoIB");
+MODULE_PARM_DESC(enhanced, "with ipoib=1: ports (bit 0: port 1, bit 1: port 2) whose ipoib interfaces get an rdma_netdev (enhanced IPoIB)");
 
 struct fib_port {
 	struct fib_dev *fd;
