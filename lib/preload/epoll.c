@@ -60,6 +60,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -261,6 +262,93 @@ void pl_epoll_forget_fd(int fd)
 	}
 }
 
+/* The bits of an item's events that are no event: what a fired
+ * EPOLLONESHOT item keeps (Linux's EP_PRIVATE_BITS). */
+#define PL_EP_PRIVATE	(EPOLLWAKEUP | EPOLLONESHOT | EPOLLET | EPOLLEXCLUSIVE)
+
+/*
+ * The events the kernel's set epfd holds for fd now (its fdinfo's
+ * "tfd: FD events: X" line), in *events; false if it cannot be read (no
+ * /proc) or has no such item.  Read line by line: a set of thousands of
+ * items is a few hundred kilobytes, read only at a hand-over.
+ */
+static bool ep_kernel_events(int epfd, int fd, uint32_t *events)
+{
+	char path[40], buf[4096];
+	size_t have = 0;
+	bool found = false;
+	int f, saved = errno;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", epfd);
+	f = open(path, O_RDONLY | O_CLOEXEC);
+	if (f < 0) {
+		errno = saved;
+		return false;
+	}
+	for (;;) {
+		ssize_t n = REAL(read)(f, buf + have, sizeof(buf) - 1 - have);
+		char *line = buf, *nl;
+
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		buf[have] = 0;
+		while (!found && (nl = strchr(line, '\n'))) {
+			int tfd;
+			unsigned int ev;
+
+			*nl = 0;
+			if (sscanf(line, "tfd: %d events: %x", &tfd, &ev) == 2 && tfd == fd) {
+				*events = ev;
+				found = true;
+			}
+			line = nl + 1;
+		}
+		if (found)
+			break;
+		have -= (size_t)(line - buf);
+		memmove(buf, line, have);
+		if (have == sizeof(buf) - 1)
+			have = 0;	/* no line is this long: dropped */
+	}
+	REAL(close)(f);
+	errno = saved;
+	return found;
+}
+
+void pl_epoll_before_kernel(int fd)
+{
+	int top = SL_READ_ONCE(eps_top);
+
+	for (int e = 0; e < top; e++) {
+		struct pl_ep *ep = ep_of(e);
+
+		if (!ep || !SL_READ_ONCE(ep->kn))
+			continue;
+		pthread_mutex_lock(&ep->mu);
+		for (unsigned int k = 0; k < ep->kn; k++) {
+			struct pl_kitem *it = &ep->kitems[k];
+			uint32_t now;
+
+			/* A fired EPOLLONESHOT item is disarmed in the kernel's
+			 * set, which kitems do not see: asked. */
+			if (it->fd == fd && (it->ev.events & EPOLLONESHOT) &&
+			    ep_kernel_events(e, fd, &now) && !(now & ~(uint32_t)PL_EP_PRIVATE))
+				it->ev.events &= PL_EP_PRIVATE;
+		}
+		pthread_mutex_unlock(&ep->mu);
+	}
+}
+
+/*
+ * fd is a kernel socket now (become_kernel(), socket.c): each set that
+ * held it keeps its item, with the program's events and data, as on
+ * Linux, where the socket never changed.  An EPOLLONESHOT item that had
+ * fired is added disarmed, with no events but those the kernel always
+ * adds (EPOLLERR, EPOLLHUP: an ADD cannot leave them out), until the
+ * program's EPOLL_CTL_MOD.  An EPOLLET item added again reports the
+ * socket's readiness once more (an edge it did not see).
+ */
 void pl_epoll_to_kernel(int fd)
 {
 	int top = SL_READ_ONCE(eps_top);
@@ -276,6 +364,8 @@ void pl_epoll_to_kernel(int fd)
 		if (i >= 0) {
 			struct epoll_event ev = ep->items[i].ev;
 
+			if (ep->items[i].disabled)	/* EPOLLONESHOT fired */
+				ev.events &= PL_EP_PRIVATE;
 			item_del(ep, i);
 			/* Now a kernel socket: the real set watches it. */
 			REAL(epoll_ctl)(e, EPOLL_CTL_ADD, fd, &ev);

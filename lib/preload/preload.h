@@ -765,6 +765,9 @@ void pl_epoll_forget_fd(int fd);
 /* fd became a kernel socket: move it from the emulated part of every set
  * to the real epoll fd, with the same events and data. */
 void pl_epoll_to_kernel(int fd);
+/* Before fd's module socket fd is replaced by a kernel socket: the state
+ * of its EPOLLONESHOT items in the kernel's sets, for pl_epoll_to_kernel(). */
+void pl_epoll_before_kernel(int fd);
 bool pl_epoll_is_emulated(int epfd);
 void pl_epoll_close(int epfd);
 /* After fork: no set is known to hold Sluice sockets alone any more. */

@@ -631,7 +631,7 @@ static void kernel_settings(int ks, const struct pl_sock *ps, bool ks_nonblock)
 		mc_opts_to(ks, ps);
 }
 
-static int become_kernel(int fd, struct pl_sock *ps, int ks, bool ks_nonblock)
+static int become_kernel_one(int fd, struct pl_sock *ps, int ks, bool ks_nonblock)
 {
 	struct f_owner_ex own = { 0 };
 	struct pl_sock *old;
@@ -644,6 +644,8 @@ static int become_kernel(int fd, struct pl_sock *ps, int ks, bool ks_nonblock)
 	if (!REAL(fcntl)(fd, F_GETOWN_EX, &own) && own.pid)
 		sig = REAL(fcntl)(fd, F_GETSIG);
 	fdfl = REAL(fcntl)(fd, F_GETFD);
+	/* Before the dup3(): what the kernel's sets hold for fd now. */
+	pl_epoll_before_kernel(fd);
 	old = pl_fd_forget(fd);
 	if (REAL(dup3)(ks, fd, fdfl > 0 && (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
 		ret = -errno;
@@ -661,6 +663,68 @@ static int become_kernel(int fd, struct pl_sock *ps, int ks, bool ks_nonblock)
 		pl_epoll_to_kernel(fd);
 	pl_debug("fd %d falls back to the kernel", fd);
 	pl_sock_release(old);
+	return ret;
+}
+
+/*
+ * fd becomes kernel socket ks (become_kernel_one()), and so does every
+ * other fd of ps in this process (dup()s, dup2()s, F_DUPFD: on Linux one
+ * socket, so one kernel socket at each, with its own close-on-exec and
+ * epoll items), found before anything changes; else a dup would stay the
+ * stack's socket beside the kernel's, two sockets where the program has
+ * one (lib/preload/README.md, "Every fd of it").  A call another thread
+ * makes on a dup in the moment between sees the stack's socket once.
+ */
+#define PL_DUPS_HERE	8
+static int become_kernel(int fd, struct pl_sock *ps, int ks, bool ks_nonblock)
+{
+	unsigned int want = SL_READ_ONCE(ps->nfd), nother = 0, top, cap = PL_DUPS_HERE;
+	int buf[PL_DUPS_HERE], *other = buf, ret;
+
+	if (want > 1) {
+		want--;
+		if (want > PL_DUPS_HERE) {
+			other = malloc(want * sizeof(*other));
+			if (other)
+				cap = want;
+			else
+				other = buf;	/* the first PL_DUPS_HERE, said below */
+		}
+		top = pl_fd_top();
+		for (unsigned int o = 0; o < top && nother < want && nother < cap; o++) {
+			struct pl_sock *q = (int)o == fd ? NULL : pl_get((int)o);
+
+			if (q == ps)
+				other[nother++] = (int)o;
+			pl_put(q);
+		}
+		if (nother == cap && cap < want)
+			pl_log("fd %d: %u of its %u other fds stay the stack's socket (no memory)",
+			       fd, want - nother, want);
+	}
+	ret = become_kernel_one(fd, ps, ks, ks_nonblock);
+	for (unsigned int i = 0; !ret && i < nother; i++) {
+		struct pl_sock *q = pl_get(other[i]), *old;
+		int fl;
+
+		if (q != ps) {	/* closed or replaced meanwhile */
+			pl_put(q);
+			continue;
+		}
+		fl = REAL(fcntl)(other[i], F_GETFD);
+		pl_epoll_before_kernel(other[i]);
+		old = pl_fd_forget(other[i]);
+		if (REAL(dup3)(fd, other[i], fl > 0 && (fl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
+			pl_epoll_forget_fd(other[i]);
+		} else {
+			pl_epoll_to_kernel(other[i]);
+			pl_debug("fd %d, a dup of fd %d, to the kernel with it", other[i], fd);
+		}
+		pl_sock_release(old);
+		pl_put(q);
+	}
+	if (other != buf)
+		free(other);
 	return ret;
 }
 
@@ -691,63 +755,25 @@ int pl_fallback(int fd, struct pl_sock *ps)
  */
 int pl_handoff(int fd, struct pl_sock *ps)
 {
-	unsigned int nother = 0, n = SL_READ_ONCE(ps->nfd), top;
-	int ks, ret, *other = NULL;
+	int ks;
 
 	if (ps->type != SOCK_STREAM)
 		return -EOPNOTSUPP;
-	if (sl_sys_sandboxed || !n)
+	if (sl_sys_sandboxed || !SL_READ_ONCE(ps->nfd))
 		return -EOPNOTSUPP;
 	/* Another thread blocked in a call on it would wake to the stack
 	 * socket's end (0, EPIPE): not while one is. */
 	if (SL_READ_ONCE(ps->calls) & PL_CALLS_INFL)
 		return -EBUSY;
-	/* Its other fds here, found before anything changes. */
-	if (n > 1) {
-		other = malloc((n - 1) * sizeof(*other));
-		if (!other)
-			return -ENOMEM;
-		top = pl_fd_top();
-		for (unsigned int o = 0; o < top && nother < n - 1; o++) {
-			struct pl_sock *q = (int)o == fd ? NULL : pl_get((int)o);
-
-			if (q == ps)
-				other[nother++] = (int)o;
-			pl_put(q);
-		}
-	}
 	ks = sluice_handoff(pl_stack(), (int)ps->sd);
-	if (ks < 0) {
-		free(other);
+	if (ks < 0)
 		return ks;
-	}
 	pl_opts_to_kernel(ks, ps);
 	pl_debug("fd %d handed to the kernel, live", fd);
-	ret = become_kernel(fd, ps, ks, false);
 	/* The stack's socket has ended: each other fd of it becomes the
-	 * kernel socket too (a call on one meanwhile sees the end once, as
-	 * the agent's hand-off may). */
-	for (unsigned int i = 0; !ret && i < nother; i++) {
-		struct pl_sock *q = pl_get(other[i]), *old;
-		int fl;
-
-		if (q != ps) {	/* closed or replaced meanwhile */
-			pl_put(q);
-			continue;
-		}
-		fl = REAL(fcntl)(other[i], F_GETFD);
-		old = pl_fd_forget(other[i]);
-		if (REAL(dup3)(fd, other[i], fl > 0 && (fl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
-			pl_epoll_forget_fd(other[i]);
-		} else {
-			pl_epoll_to_kernel(other[i]);
-			pl_debug("fd %d, a dup of fd %d, handed to the kernel with it", other[i], fd);
-		}
-		pl_sock_release(old);
-		pl_put(q);
-	}
-	free(other);
-	return ret;
+	 * kernel socket too (become_kernel(); the table still names them,
+	 * so they are found after the hand-off as before it). */
+	return become_kernel(fd, ps, ks, false);
 }
 
 /*
@@ -1490,9 +1516,8 @@ static int kpeer_handoff(int fd, struct pl_sock *ps, bool *gone)
  * the stack cannot: it becomes a kernel AF_INET6 socket bound to [::] and
  * that port, as a TCP socket bound and never connected does (kernel
  * peers).  Not when datagrams wait to be read (they would be lost), when
- * it is connected, bound to a v4-mapped address (IPv4 only), held by
- * another fd of this process, or in a sandbox: the stack answers
- * ENETUNREACH.  Its twin (twin.c), which holds the port on [::],
+ * it is connected, bound to a v4-mapped address (IPv4 only), or in a
+ * sandbox: the stack answers ENETUNREACH (every fd of it here moves).  Its twin (twin.c), which holds the port on [::],
  * becomes the socket; without one a kernel socket is bound there, and
  * if a kernel socket took the port meanwhile, the bind fails and so
  * does the call.  A module socket fd too (the module's stacks have twins
@@ -1516,7 +1541,6 @@ int pl_dgram_v6_handoff(int fd, struct pl_sock *ps, bool *gone)
 	if (ps->type == SOCK_DGRAM && local_mapped(ps))
 		return -EAFNOSUPPORT;
 	if (ps->type != SOCK_DGRAM || !ps->v6 || sl_sys_sandboxed ||
-	    SL_READ_ONCE(ps->nfd) != 1 ||
 	    (SL_READ_ONCE(so->flags) & SL_SF_CONNECTED) || SL_READ_ONCE(so->rxq_bytes) ||
 	    sluice_getsockname(pl_stack(), (int)ps->sd, &me) || me.sin_addr.s_addr != INADDR_ANY)
 		return -ENETUNREACH;
@@ -1548,7 +1572,7 @@ bool pl_dgram_to_kernel(const struct pl_sock *ps, const struct sockaddr_in *to)
 	 * Linux would deliver to it (decided under the stack lock; a stack
 	 * socket bound there later gets the next fresh socket's). */
 	return ps->type == SOCK_DGRAM && pl_cfg.kernel_listen && !sl_sys_sandboxed &&
-	       SL_READ_ONCE(ps->nfd) == 1 && !SL_IN_MULTICAST(to->sin_addr.s_addr) &&
+	       !SL_IN_MULTICAST(to->sin_addr.s_addr) &&
 	       sl_udp_kpeer(pl_stack(), to->sin_addr.s_addr, to->sin_port) && kernel_lo_up(-1);
 }
 
@@ -1570,12 +1594,11 @@ static int kpeer_connect(int fd, struct pl_sock *ps, const struct sockaddr *addr
 	return REAL(connect)(fd, addr, len);
 }
 
-/* May connect() hand ps to the kernel?  One fd of it in this process (a
- * dup()ed fd would stay the stack's), twins allowed, not in a sandbox. */
+/* May connect() hand ps to the kernel?  Twins allowed, not in a sandbox;
+ * every fd of it in this process moves (become_kernel()). */
 static bool kpeer_ok(const struct pl_sock *ps)
 {
-	return ps->type == SOCK_STREAM && pl_cfg.kernel_listen && !sl_sys_sandboxed &&
-	       SL_READ_ONCE(ps->nfd) == 1;
+	return ps->type == SOCK_STREAM && pl_cfg.kernel_listen && !sl_sys_sandboxed;
 }
 
 /*

@@ -36,6 +36,11 @@
 #    each is on, and so does a kernel bind to the port a stack socket's
 #    first sendto() picked.
 # 7. SLUICE_KERNEL_LISTEN=0: refused, as before.
+# 8. Hand-overs the program does not see (tests/preload/handover): epoll
+#    sets that held the socket keep their items (a fired EPOLLONESHOT
+#    stays disarmed), and a socket with a dup() moves whole (connect()
+#    to a kernel listener, an option the stack lacks, a datagram to a
+#    kernel socket): the kernel's lines.
 set -u
 . "$(dirname "$0")/lib.sh"
 unshare_test "kernel peers" kconnect tkp-$$
@@ -160,6 +165,13 @@ waitfor ready "$tmp/srv"
 echo "off $(SLUICE_KERNEL_LISTEN=0 timeout 20 "${R[@]}" "$prog" client block 127.0.0.1 7407 2>&1 | head -1)"
 "$prog" client block 127.0.0.1 7407 >/dev/null 2>&1
 wait
+
+# Hand-overs the program must not see (tests/preload/handover.c): epoll
+# items kept (level, edge, a fired one-shot), every dup() of the socket
+# moved with it; on the kernel, then under sluice run.
+ho=$(dirname "$prog")/handover
+timeout 30 "$ho" 2>&1 | sed 's/^/ho kernel /'
+timeout 30 "${R[@]}" "$ho" 2>&1 | sed 's/^/ho sluice /'
 EOS
 out=$(timeout 300 unshare -n bash "$tmp/run.sh" "$sluice" "$prog" "$st" "$tmp" 2>&1)
 echo "$out" | sed 's/^/# /'
@@ -218,5 +230,14 @@ check "UDP: a stack socket reads a kernel sender's 3 queued datagrams, and POLLI
 	grep -qx 'udrain stack reads 3 spurious 0' <<<"$out"
 check "SLUICE_KERNEL_LISTEN=0: refused, as before" \
 	grep -q '^off FAIL block: connect (errno Connection refused)' <<<"$out"
+ho_k=$(sed -n 's/^ho kernel //p' <<<"$out" | grep -v '^#')
+ho_s=$(sed -n 's/^ho sluice //p' <<<"$out" | grep -v '^#')
+check "hand-overs: on the kernel, 30 lines" [ "$(grep -c . <<<"$ho_k")" = 30 ]
+check "hand-overs: with Sluice, the kernel's lines (epoll items kept, every dup moved)" \
+	[ "$ho_k" = "$ho_s" ]
+check "hand-overs: ... from stack sockets (4 of 4)" \
+	[ "$(grep -c '^ho sluice # [a-z]* before fd stack' <<<"$out")" = 4 ]
+check "hand-overs: ... each fd a kernel socket after (7 of 7)" \
+	[ "$(grep -c '^ho sluice # .* after.* fd kernel' <<<"$out")" = 7 ]
 
 done_testing

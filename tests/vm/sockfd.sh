@@ -568,6 +568,24 @@ check "UDP without bind(): on the kernel, exit $bk, every sendto sent" \
 check "UDP without bind(): with Sluice (exit $bs), the kernel's lines" same_lines ua
 check "UDP without bind(): ... on module socket fds" \
 	grep -q '^# v6_connect_other fd anon_inode:\[sluice-sock\]$' /tmp/ua.sluice
+# Hand-overs to the kernel the program must not see (issue 15; preload:
+# become_kernel(), pl_epoll_to_kernel()): tests/preload/handover's stack
+# sockets connect or send where only the kernel is (its own kernel
+# listener and UDP socket on 127.0.0.1) and become kernel sockets.  On a
+# module's stack the kernel's epoll drops a module socket fd's item when
+# dup3() replaces the fd: each set that held it must hold the kernel
+# socket with the program's events and data, a fired EPOLLONESHOT item
+# disarmed as it was; a socket with a dup() moves whole (both fds one
+# kernel socket), where the dup stayed the stack's (a second socket) or
+# the hand-over was refused.
+beside ho handover
+check "hand-overs: on the kernel, exit $bk, 30 lines" \
+	sh -c "[ $bk = 0 ] && [ \$(grep -vc '^#' /tmp/ho.kernel) = 30 ]"
+check "hand-overs: with Sluice (exit $bs), the kernel's lines (epoll items kept, every dup moved)" \
+	same_lines ho
+check "hand-overs: ... from module socket fds (4 of 4), each fd a kernel socket after (7 of 7)" \
+	sh -c "[ \$(grep -c '^# [a-z]* before fd stack anon_inode:\[sluice-sock\]\$' /tmp/ho.sluice) = 4 ] &&
+	       [ \$(grep -c '^# .* after.* fd kernel socket:' /tmp/ho.sluice) = 7 ]"
 
 # The last program goes (SIGTERM: no exit handlers); the helper may hold
 # the stack on for connections in TIME-WAIT, but no socket fd is left.

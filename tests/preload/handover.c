@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * A stack socket handed to the kernel before its first use (issue 15;
+ * lib/preload/README.md, "Kernel peers" and "Every fd of it"): what the
+ * program sees of it afterwards must be what it sees on Linux, where the
+ * socket never changed.  Run on the kernel and under `sluice run` (the
+ * host path in tests/host/test_kernel_peer.sh, a module's stack in
+ * tests/vm/sockfd.sh), and the lines compared.
+ *
+ *   handover [CASE...]  every case below (or those named), one line each, no number that changes
+ *               from run to run; lines starting with '#' say what each fd
+ *               was (a module socket fd, a Sluice placeholder, a kernel
+ *               socket) and are not compared
+ *
+ * The peers are the kernel's in both runs: a TCP listener and a UDP
+ * socket on 127.0.0.1 made with syscall(SYS_socket), which no preload
+ * takes, so each stack socket connects or sends where only the kernel
+ * is, and is handed over (kernel peers).
+ *
+ *   epoll     a non-blocking socket in three epoll sets before connect():
+ *             level-triggered EPOLLIN|EPOLLOUT, edge-triggered, and
+ *             EPOLLONESHOT that fires before connect(); after it each set
+ *             still holds the socket with the program's data: the level
+ *             one reports it, the edge one once, the fired one-shot
+ *             nothing until EPOLL_CTL_MOD, then EPOLL_CTL_DEL finds it
+ *   dup       a socket and its dup(): connect() on the first (blocking),
+ *             the dup in an epoll set; both fds one socket afterwards
+ *             (one inode), data through either, the dup's set reports it
+ *   dupopt    a socket and its dup(): an option the stack does not have
+ *             (IP_FREEBIND) set on the first hands it over before use;
+ *             the dup reads the option back and connects, the first
+ *             carries the data
+ *   udpdup    a datagram socket and its dup(): a sendto() from the first
+ *             to the kernel's UDP socket arrives, the answer comes back
+ *             to the dup
+ *
+ * Every wait is bounded (an alarm ends the program after 20 s).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "stackfd.h"
+
+static struct sockaddr_in lsn_addr, udp_addr;
+static int lsn = -1, usock = -1;
+
+/* A kernel socket whatever preload is loaded: the raw system call. */
+static int ksocket(int type)
+{
+	return (int)syscall(SYS_socket, AF_INET, type | SOCK_CLOEXEC, 0);
+}
+
+static void kernel_peers(void)
+{
+	socklen_t l = sizeof(lsn_addr);
+
+	lsn = ksocket(SOCK_STREAM);
+	usock = ksocket(SOCK_DGRAM);
+	lsn_addr = (struct sockaddr_in){ .sin_family = AF_INET,
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	udp_addr = lsn_addr;
+	if (lsn < 0 || usock < 0 ||
+	    syscall(SYS_bind, lsn, &lsn_addr, sizeof(lsn_addr)) ||
+	    syscall(SYS_listen, lsn, 8) ||
+	    syscall(SYS_getsockname, lsn, &lsn_addr, &l) ||
+	    syscall(SYS_bind, usock, &udp_addr, sizeof(udp_addr)) ||
+	    (l = sizeof(udp_addr), syscall(SYS_getsockname, usock, &udp_addr, &l))) {
+		perror("kernel peers");
+		exit(2);
+	}
+}
+
+/* What fd is, for the '#' lines: the stack's (a module socket fd, a
+ * placeholder) or a kernel socket. */
+static void say_kind(const char *c, const char *what, int fd)
+{
+	char p[32], l[64];
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	n = readlink(p, l, sizeof(l) - 1);
+	l[n > 0 ? n : 0] = 0;
+	printf("# %s %s fd %s %s\n", c, what, stack_fd(fd) ? "stack" : "kernel", l);
+}
+
+/* A connection from the kernel's listener, or -1 after 2 s. */
+static int take(void)
+{
+	struct pollfd p = { .fd = lsn, .events = POLLIN };
+
+	if (poll(&p, 1, 2000) != 1)
+		return -1;
+	return accept4(lsn, NULL, NULL, SOCK_CLOEXEC);
+}
+
+static void wait_in(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	poll(&p, 1, 2000);
+}
+
+static const char *err(long r)
+{
+	return r < 0 ? strerrorname_np(errno) : "ok";
+}
+
+static int same_file(int a, int b)
+{
+	struct stat x, y;
+
+	return !fstat(a, &x) && !fstat(b, &y) && x.st_ino == y.st_ino && x.st_dev == y.st_dev;
+}
+
+static void show_ev(const char *c, const char *set, int ep, int ms)
+{
+	struct epoll_event ev;
+	int n = epoll_wait(ep, &ev, 1, ms);
+
+	if (n == 1)
+		printf("%s %s: 1 events %#x data %#llx\n", c, set,
+		       ev.events & (EPOLLIN | EPOLLOUT | EPOLLHUP | EPOLLERR),
+		       (unsigned long long)ev.data.u64);
+	else
+		printf("%s %s: %d\n", c, set, n);
+}
+
+static int add(int fd, uint32_t events, uint64_t data)
+{
+	struct epoll_event ev = { .events = events, .data.u64 = data };
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev))
+		printf("epoll add: %s\n", strerrorname_np(errno));
+	return ep;
+}
+
+static void case_epoll(void)
+{
+	const char *c = "epoll";
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), s, lt, et, one;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.u64 = 0xc3 };
+	char b[8] = "";
+	long r;
+
+	say_kind(c, "before", fd);
+	lt = add(fd, EPOLLIN | EPOLLOUT, 0xa1);
+	et = add(fd, EPOLLIN | EPOLLOUT | EPOLLET, 0xb2);
+	one = add(fd, EPOLLOUT | EPOLLONESHOT, 0xc3);
+	/* A fresh TCP socket is writable (and hung up): the one-shot fires. */
+	show_ev(c, "oneshot before", one, 1000);
+	r = connect(fd, (struct sockaddr *)&lsn_addr, sizeof(lsn_addr));
+	printf("%s connect %ld %s\n", c, r, err(r));
+	say_kind(c, "after", fd);
+	s = take();
+	if (s < 0 || send(s, "hi", 2, 0) != 2)
+		printf("%s: no connection from the listener\n", c);
+	wait_in(fd);
+	show_ev(c, "level", lt, 1000);
+	show_ev(c, "level again", lt, 1000);
+	show_ev(c, "edge", et, 1000);
+	show_ev(c, "edge again", et, 0);
+	show_ev(c, "oneshot after", one, 100);
+	r = epoll_ctl(one, EPOLL_CTL_MOD, fd, &ev);
+	printf("%s oneshot mod %ld %s\n", c, r, err(r));
+	show_ev(c, "oneshot rearmed", one, 1000);
+	r = epoll_ctl(lt, EPOLL_CTL_DEL, fd, NULL);
+	printf("%s level del %ld %s\n", c, r, err(r));
+	r = recv(fd, b, sizeof(b) - 1, 0);
+	printf("%s recv %ld %s\n", c, r, r > 0 ? b : err(r));
+	close(s);
+	close(fd);
+	close(lt);
+	close(et);
+	close(one);
+}
+
+static void case_dup(void)
+{
+	const char *c = "dup";
+	int fd = socket(AF_INET, SOCK_STREAM, 0), d = dup(fd), s, ep;
+	struct sockaddr_in peer;
+	socklen_t pl = sizeof(peer);
+	char b[8] = "";
+	long r;
+
+	say_kind(c, "before", fd);
+	ep = add(d, EPOLLIN, 0xd4);
+	r = connect(fd, (struct sockaddr *)&lsn_addr, sizeof(lsn_addr));
+	printf("%s connect %ld %s\n", c, r, err(r));
+	say_kind(c, "after", fd);
+	say_kind(c, "after, the dup", d);
+	printf("%s one socket %d\n", c, same_file(fd, d));
+	r = getpeername(d, (struct sockaddr *)&peer, &pl);
+	printf("%s dup's peer %s %d\n", c, err(r), !r && peer.sin_port == lsn_addr.sin_port);
+	s = take();
+	r = send(d, "ab", 2, 0);
+	printf("%s send on the dup %ld %s\n", c, r, err(r));
+	wait_in(s);
+	r = s < 0 ? -1 : recv(s, b, sizeof(b) - 1, MSG_DONTWAIT);
+	printf("%s peer got %ld %s\n", c, r, r > 0 ? b : err(r));
+	if (s >= 0)
+		send(s, "cd", 2, 0);
+	wait_in(fd);
+	show_ev(c, "dup's set", ep, 1000);
+	memset(b, 0, sizeof(b));
+	r = recv(fd, b, sizeof(b) - 1, MSG_DONTWAIT);
+	printf("%s recv on the first %ld %s\n", c, r, r > 0 ? b : err(r));
+	close(fd);
+	r = send(d, "e", 1, 0);
+	printf("%s send on the dup after the first's close %ld %s\n", c, r, err(r));
+	close(d);
+	memset(b, 0, sizeof(b));
+	wait_in(s);
+	r = s < 0 ? -1 : recv(s, b, sizeof(b) - 1, 0);
+	printf("%s peer got %ld %s\n", c, r, r > 0 ? b : err(r));
+	close(s);
+	close(ep);
+}
+
+static void case_dupopt(void)
+{
+	const char *c = "dupopt";
+	int fd = socket(AF_INET, SOCK_STREAM, 0), d = dup(fd), s, one = 1, v = 0;
+	socklen_t vl = sizeof(v);
+	char b[8] = "";
+	long r;
+
+	say_kind(c, "before", fd);
+	r = setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one));
+	printf("%s setsockopt %ld %s\n", c, r, err(r));
+	say_kind(c, "after", fd);
+	say_kind(c, "after, the dup", d);
+	printf("%s one socket %d\n", c, same_file(fd, d));
+	r = getsockopt(d, IPPROTO_IP, IP_FREEBIND, &v, &vl);
+	printf("%s dup's option %ld %s %d\n", c, r, err(r), v);
+	r = connect(d, (struct sockaddr *)&lsn_addr, sizeof(lsn_addr));
+	printf("%s connect on the dup %ld %s\n", c, r, err(r));
+	s = take();
+	r = send(fd, "fg", 2, 0);
+	printf("%s send on the first %ld %s\n", c, r, err(r));
+	wait_in(s);
+	r = s < 0 ? -1 : recv(s, b, sizeof(b) - 1, MSG_DONTWAIT);
+	printf("%s peer got %ld %s\n", c, r, r > 0 ? b : err(r));
+	close(s);
+	close(fd);
+	close(d);
+}
+
+static void case_udpdup(void)
+{
+	const char *c = "udpdup";
+	int u = socket(AF_INET, SOCK_DGRAM, 0), d = dup(u);
+	struct sockaddr_in from;
+	socklen_t fl = sizeof(from);
+	char b[8] = "";
+	long r;
+
+	say_kind(c, "before", u);
+	r = sendto(u, "u1", 2, 0, (struct sockaddr *)&udp_addr, sizeof(udp_addr));
+	printf("%s sendto %ld %s\n", c, r, err(r));
+	say_kind(c, "after", u);
+	say_kind(c, "after, the dup", d);
+	printf("%s one socket %d\n", c, same_file(u, d));
+	wait_in(usock);
+	r = recvfrom(usock, b, sizeof(b) - 1, MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
+	printf("%s kernel got %ld %s\n", c, r, r > 0 ? b : err(r));
+	if (r > 0)
+		sendto(usock, "u2", 2, 0, (struct sockaddr *)&from, fl);
+	wait_in(d);
+	memset(b, 0, sizeof(b));
+	r = recv(d, b, sizeof(b) - 1, MSG_DONTWAIT);
+	printf("%s the dup got %ld %s\n", c, r, r > 0 ? b : err(r));
+	close(u);
+	close(d);
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN);	/* a send on the wrong socket: said, not fatal */
+	alarm(20);
+	kernel_peers();
+	for (int i = 1; i < argc || i == 1; i++) {
+		const char *c = argc > 1 ? argv[i] : NULL;
+
+		if (!c || !strcmp(c, "epoll"))
+			case_epoll();
+		if (!c || !strcmp(c, "dup"))
+			case_dup();
+		if (!c || !strcmp(c, "dupopt"))
+			case_dupopt();
+		if (!c || !strcmp(c, "udpdup"))
+			case_udpdup();
+	}
+	return 0;
+}
