@@ -293,6 +293,10 @@ struct sl_region {
 	 * file's holes, not committed until a socket takes one
 	 * (sl_sock_alloc()); walks over the table stop here (sl_sock_top()). */
 	uint32_t sock_fresh;
+	/* Slots freed since the table was last trimmed (proto/sock.c,
+	 * sl_sock_trim()): a trim walks the table once enough frees have
+	 * paid for it; sock_trim_seen, that count at the last look. */
+	uint32_t sock_trim_frees, sock_trim_seen;
 	uint32_t wheel_slot_idx;	/* slot the wheel has run up to */
 	uint64_t wheel_now_ms;		/* time the wheel has run up to */
 	/* Sockets on the wheel, and the wheel time it last became empty:
@@ -333,6 +337,19 @@ struct sl_region {
 	/* High-water marks of the socket slots and buffers in use (sluice
 	 * info), for sizing a stack to its load. */
 	uint32_t sock_peak, buf_peak;
+	/*
+	 * Memory given back (proto/sock.c sl_sock_trim(), core/buf.c
+	 * sl_buf_trim()), lock held: sock_gen_floor, the highest generation
+	 * a slot given back had (a slot taken fresh again starts above it,
+	 * so an old (index, generation) never names its new socket);
+	 * buf_trim_hi, the most buffers in use seen once a second since the
+	 * last trim of the pool, and buf_trim_peak, buf_peak at that trim;
+	 * mem_pinned, set by a link that registered the region's memory with
+	 * a device (verbs): its pages must stay where they are.
+	 */
+	uint32_t sock_gen_floor;
+	uint32_t buf_trim_hi, buf_trim_peak;
+	uint32_t mem_pinned;
 	/*
 	 * Intent: the sockets (index + 1; 0 none) the holder is changing,
 	 * named before it starts (proto.h, sl_sock_busy()), so that the
@@ -1188,6 +1205,15 @@ void sl_kill_arm(const char *name, unsigned long nth);
 uint32_t sl_buf_alloc(struct sl_stack *s);	/* SLUICE_IDX_NONE when empty */
 void sl_buf_free(struct sl_stack *s, uint32_t idx);
 void sl_buf_free_chain(struct sl_stack *s, uint32_t idx);
+/* Once a second, lock held: whole pages of free buffers go back to the
+ * system after the pool's use has fallen to half (buf.c). */
+void sl_buf_trim(struct sl_stack *s);
+/* Whether this stack's memory may be given back (madvise MADV_REMOVE):
+ * a /dev/shm region no device has registered, outside a sandbox. */
+bool sl_mem_trimmable(const struct sl_stack *s);
+/* Give [start, end) of the region back, narrowed to the whole pages
+ * inside it; those pages read as zeros after. */
+void sl_mem_give_back(struct sl_stack *s, uint8_t *start, uint8_t *end);
 
 /* lock.c: the stack lock.  sl_lock() waits for it (0, or the broken
  * stack's error); the end of a turn that held it is sl_unlock() in run/,
@@ -1258,9 +1284,13 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * other's holders; 34: a bell entry may be an exclusive waiter,
  * SL_BELL_X, counted in its socket's xsleepers: an older library would
  * free it from a wait channel's count and never ring it; and an async
- * bell's lost events are counted in bells_lost at the region's end).
+ * bell's lost events are counted in bells_lost at the region's end; 35:
+ * free slots above the table's top and free buffers' pages are given
+ * back (sock_trim_frees, sock_gen_floor, buf_trim_hi, mem_pinned): an
+ * older library would take a slot past a lowered sock_fresh as fresh,
+ * its generation started again from 0).
  */
-#define SL_LAYOUT_VERSION	34
+#define SL_LAYOUT_VERSION	35
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

@@ -503,6 +503,10 @@ int sl_verbs_common_setup(struct verbs_link *v)
 	v->pd = VB->alloc_pd(v->ctx);
 	if (!v->pd)
 		goto err;
+	/* The device keeps the pages it registers: no trim gives them back
+	 * from now on (core/buf.c; set before, so a trim that looks after
+	 * the registration sees it). */
+	SL_WRITE_ONCE(s->lib->mem_pinned, 1);
 	v->mr = VB->reg_mr(v->pd, s->bufdata, data_len, IBV_ACCESS_LOCAL_WRITE);
 	if (!v->mr)
 		goto err;

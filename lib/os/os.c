@@ -205,6 +205,11 @@ int sl_sys_ioctl(int fd, unsigned long req, void *arg)
 	return (int)sl_syscall(SYS_ioctl, fd, req, arg);
 }
 
+int sl_sys_madvise(void *addr, size_t len, int advice)
+{
+	return (int)sl_syscall(SYS_madvise, addr, len, advice);
+}
+
 int sl_sys_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
 #ifdef SYS_poll

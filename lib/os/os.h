@@ -63,6 +63,9 @@ int sl_sys_dup3(int oldfd, int newfd, int flags);
  * (F_SETOWN_EX). */
 int sl_sys_fcntl(int fd, int cmd, long arg);
 int sl_sys_ioctl(int fd, unsigned long req, void *arg);
+/* madvise(2): (MADV_REMOVE: a shared mapping's pages given back to the
+ * file's holes, as fallocate(PUNCH_HOLE) gives them). */
+int sl_sys_madvise(void *addr, size_t len, int advice);
 /*
  * The library's own long-lived fds (probes, records, bells, twins) live
  * above the program's: the number a close() just freed, or any low one,

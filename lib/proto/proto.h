@@ -537,6 +537,9 @@ bool sl_udp_mc_member(const struct sl_sock *so, uint32_t group);
 void sl_sock_table_init(struct sl_stack *s);
 struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type);	/* NULL: -ENFILE */
 void sl_sock_free(struct sl_stack *s, struct sl_sock *so);
+/* Once a second, lock held: free slots above the top in use go back to
+ * the system (sock.c). */
+void sl_sock_trim(struct sl_stack *s);
 
 /* Sockets before the stack sees them (sock.c).  Without the lock: a slot
  * from the ready pool, typed and SL_LIFE_PRIVATE (NULL: the pool is

@@ -90,6 +90,8 @@ struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type)
 		/* A slot no socket has had: its memory is committed now. */
 		idx = r->sock_fresh;
 		so = sl_sock(s, idx);
+		/* Above any generation the slot had before a trim gave it back. */
+		so->kp.gen = r->sock_gen_floor;
 		so->idx = idx;
 		so->next_idx = SLUICE_IDX_NONE;
 		SL_WRITE_ONCE(r->sock_fresh, idx + 1);
@@ -351,8 +353,92 @@ void sl_sock_free(struct sl_stack *s, struct sl_sock *so)
 		sl_sock_wake(s, so);
 	so->next_idx = s->lib->sock_free_idx;
 	s->lib->sock_free_idx = so->idx;
+	s->lib->sock_trim_frees++;
 	if (type != SL_SOCK_RESERVED)
 		sl_fetch_sub(&s->r->sock_used, 1);
+}
+
+/*
+ * Slots given back (core/buf.c has the why, for buffers).  Slots are
+ * committed from the bottom of the table up (sock_fresh), so what can go
+ * back is the free slots above the highest one in use: the trim lowers
+ * sock_fresh past them, gives their whole pages back, and builds the
+ * free list again lowest first, so that new sockets fill the bottom and
+ * the top keeps coming free.  Looked at once a second (proto/timer.c):
+ * a trim walks the table (O(top)) when the slot at the top is free, the
+ * frees have died down (in the last second 64 or fewer than an eighth of
+ * those since the last trim: the load has gone, not a close wave half
+ * through), and either a quarter of the top's slots or more (and
+ * SL_SOCK_TRIM_MIN) were freed since the last trim, or half the slots
+ * committed are free (a trim stopped at a socket in use up there, which
+ * has closed since).  So it runs after a load, not in it, at most once
+ * a second, and a walk that the frees did not pay for gives back at
+ * least the top slot's page run.  The generations of the slots given back raise
+ * sock_gen_floor, which a slot taken fresh starts from (sl_sock_alloc()),
+ * so an (index, generation) kept from before never names a new socket.
+ * A holder that dies in it leaves free slots off the list below
+ * sock_fresh, or sock_fresh lowered with pages not yet given back:
+ * recovery builds the free list from the slots' types (recover.c), and
+ * pages above sock_fresh are read by nobody.
+ */
+#define SL_SOCK_TRIM_MIN	4096	/* slots freed before a trim */
+
+void sl_sock_trim(struct sl_stack *s)
+{
+	struct sl_region *r = s->lib;
+	uint32_t top = SL_READ_ONCE(r->sock_fresh), low = top, gen = r->sock_gen_floor;
+	uint32_t head = SLUICE_IDX_NONE, frees = r->sock_trim_frees, seen = r->sock_trim_seen, used;
+
+	r->sock_trim_seen = frees;
+	/* The frees died down, and paid for a walk; or they left half the
+	 * committed slots free (a trim that stopped at a socket in use up
+	 * there, which has closed since). */
+	used = SL_READ_ONCE(s->r->sock_used);
+	if (frees == 0 || frees - seen > (frees / 8 > 64 ? frees / 8 : 64) || top > s->max_sockets || top == 0 ||
+	    !sl_mem_trimmable(s))
+		return;
+	if ((frees < SL_SOCK_TRIM_MIN || frees < top / 4) &&
+	    (used > top || top - used < SL_SOCK_TRIM_MIN || top - used < top / 2))
+		return;
+	/* The ready pool's slots were taken at the load's height: those in
+	 * the table's upper half go back, and the pool is filled again from
+	 * the bottom at unlock. */
+	for (unsigned int i = 0; i < SL_READY_N; i++) {
+		uint64_t e = SL_READ_ONCE(r->ready[i]);
+		uint32_t idx = (uint32_t)e;
+
+		if (idx < top / 2 || idx >= top || (e >> 32) ||
+		    sl_sock(s, idx)->type != SL_SOCK_RESERVED || !sl_cmpxchg(&r->ready[i], &e, SL_READY_NONE))
+			continue;
+		SL_WRITE_ONCE(r->ready_want, 1);
+		sl_sock_busy2(s, sl_sock(s, idx));
+		sl_sock_free(s, sl_sock(s, idx));
+	}
+	if (sl_sock(s, top - 1)->type != SL_SOCK_FREE)
+		return;
+	r->sock_trim_frees = r->sock_trim_seen = 0;
+	while (low > 0 && sl_sock(s, low - 1)->type == SL_SOCK_FREE) {
+		struct sl_sock *so = sl_sock(s, --low);
+
+		if (so->kp.gen > gen)
+			gen = so->kp.gen;
+	}
+	r->sock_gen_floor = gen;
+	for (uint32_t i = low; i-- > 0;) {
+		struct sl_sock *so = sl_sock(s, i);
+
+		if (so->type != SL_SOCK_FREE)
+			continue;
+		so->next_idx = head;
+		head = i;
+	}
+	r->sock_free_idx = head;
+	SL_KILL_POINT("sock_trim");
+	SL_WRITE_ONCE(r->sock_fresh, low);
+	/* Whole pages only: the one that holds slot low - 1 stays, and the
+	 * one after slot top - 1 too (it may hold what follows the table). */
+	sl_mem_give_back(s, s->socks + (uint64_t)low * s->sock_size,
+			 s->socks + (uint64_t)top * s->sock_size);
 }
 
 /* Remove so from the chain starting at *head, linked through the field at

@@ -132,6 +132,9 @@ int sl_timer_run(struct sl_stack *s, uint64_t now_us)
 	if (now_ms >= r->ip_expire_ms) {
 		r->ip_expire_ms = now_ms + 1000;
 		sl_ip_expire(s);
+		/* Memory a load no longer uses, given back (sock.c, buf.c). */
+		sl_sock_trim(s);
+		sl_buf_trim(s);
 	}
 	return fired;
 }

@@ -27,6 +27,12 @@
  * them a little: read them as figures, not bounds.  Exit status 0 when
  * every connection opened and every byte of a check echo came back.
  *
+ * With CONN_MANY_FILL=BYTES (at most 4096) each connection's client end
+ * sends that many bytes once all are open, which the other end never
+ * reads: data held in receive queues until the connections close
+ * (tests/host/test_mem_back.sh: the stack's packet buffers used, then
+ * freed).
+ *
  * With CONN_MANY_READY=FILE in the environment the parent creates FILE
  * once every connection is open and the workers idle, so that a script
  * can measure something else beside them (conn_many.sh: a ping-pong on
@@ -105,6 +111,7 @@ static void worker(int w, long n, int ready_fd, int go_fd, int stop_fd)
 	long s0, s1;
 	struct rusage ru;
 	char buf[8] = "ping", got[8];
+	long fill = getenv("CONN_MANY_FILL") ? atol(getenv("CONN_MANY_FILL")) : 0;
 
 	l = socket(AF_INET, SOCK_STREAM, 0);
 	ep = epoll_create1(0);
@@ -141,6 +148,18 @@ static void worker(int w, long n, int ready_fd, int go_fd, int stop_fd)
 		    memcmp(got, buf, 4) || write(fds[2 * i + 1], got, 4) != 4 ||
 		    read(fds[2 * i], got, 4) != 4 || memcmp(got, buf, 4))
 			rep.echo_ok = 0;
+	}
+	if (fill > 0) {
+		static char data[4096];
+
+		if (fill > (long)sizeof(data))
+			fill = sizeof(data);
+		/* Unread data would wake the idle wait each time: the
+		 * accepted ends leave the set first. */
+		for (long i = 0; i < n; i++)
+			if (epoll_ctl(ep, EPOLL_CTL_DEL, fds[2 * i + 1], NULL) ||
+			    write(fds[2 * i], data, (size_t)fill) != fill)
+				rep.echo_ok = 0;
 	}
 	ev.events = EPOLLIN;
 	ev.data.fd = stop_fd;
