@@ -10,8 +10,10 @@
 #   make bench        benchmarks, Sluice beside the kernel (not tests)
 #   make bench-lossy  bulk TCP goodput over netem loss (0.1/1/5%, 10 ms), in the VM
 #   make bench-many   costs with many connections (issue 23): the epoll
-#                     ping-pong beside 0 to 100,000 idle connections, nginx
-#                     with 10,000 keep-alive connections
+#                     ping-pong beside 0 to 100,000 idle connections (in its
+#                     set up to the fd limit; in the stack, with memory
+#                     before, open and after close), nginx with 10,000
+#                     keep-alive connections
 #   make sanitize     library and unit tests under ASan and UBSan (build/asan)
 #   make checkpatch   checkpatch.pl from linux-source-6.1 over kernel/ and uapi
 #   make fuzz         libFuzzer targets (clang-14, ASan, UBSan) in build/fuzz
@@ -195,6 +197,7 @@ bench-lossy: all
 
 bench-many: all
 	bash tests/bench/epoll_idle.sh 20000 0 1000 10000 100000
+	bash tests/bench/conn_many.sh 1000,10000,100000 12 3
 	bash tests/bench/programs.sh -t 10 -r 2 -o nginx-10k
 
 # Real programs (sockperf, iperf3, redis-benchmark, nginx + wrk) on the
