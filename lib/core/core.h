@@ -685,6 +685,7 @@ _Static_assert(sizeof(struct sluice_region) <= SLUICE_REGION_LIB_OFF,
 	X(tcp_rack_reo_timeout, "TCP RACK reordering timer expiries (RFC 8985 6.3)") \
 	X(tcp_rack_reord, "TCP reordering seen: a SACK or ACK below the highest SACKed") \
 	X(tcp_dsack_rx, "TCP DSACK blocks received (RFC 2883): a segment arrived twice") \
+	X(tcp_dsack_tx, "TCP DSACK blocks set to send (RFC 2883): data that came twice (Linux TCPDSACKOldSent + TCPDSACKOfoSent)") \
 	X(tcp_tlp_recovery, "TCP loss probes that repaired a loss: cwnd reduced (RFC 8985 7.4)") \
 	X(tcp_full_undo, "TCP recoveries undone at their end: timestamps or DSACK showed no loss (Linux TCPFullUndo)") \
 	X(tcp_partial_undo, "TCP recoveries undone on a partial ACK: the hole was filled by the original (Linux TCPPartialUndo)") \
@@ -1288,9 +1289,10 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * free slots above the table's top and free buffers' pages are given
  * back (sock_trim_frees, sock_gen_floor, buf_trim_hi, mem_pinned): an
  * older library would take a slot past a lowered sock_fresh as fresh,
- * its generation started again from 0).
+ * its generation started again from 0; 36: struct sl_tcp_sock's
+ * dsack_seq and dsack_end, and the counter tcp_dsack_tx).
  */
-#define SL_LAYOUT_VERSION	35
+#define SL_LAYOUT_VERSION	36
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

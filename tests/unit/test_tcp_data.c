@@ -76,8 +76,11 @@ static void test_established_data_delayed_ack(void)
 	g = tf_last();
 	tap_ok(T.n == 1 && g.flags == TH_ACK_ && g.ack == IRS + 101, "delayed ACK at 40 ms");
 	tf_clear();
-	tf_seg(TF_LPORT, TH_ACK_, IRS + 101, iss + 1, 8192, pattern + 100, 100);
-	tf_seg(TF_LPORT, TH_ACK_, IRS + 201, iss + 1, 8192, pattern + 200, 100);
+	/* With PSH, as writes end: short ones without it, of 88 bytes or
+	 * more, look full-sized to Linux's tcp_measure_rcv_mss(), and two
+	 * alike set its guess of the peer's MSS to their size. */
+	tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, IRS + 101, iss + 1, 8192, pattern + 100, 100);
+	tf_seg(TF_LPORT, TH_ACK_ | TH_PSH_, IRS + 201, iss + 1, 8192, pattern + 200, 100);
 	tap_eq(T.n, 0, "two short segments: ACK still delayed (not a full segment's worth, "
 	       "Linux __tcp_ack_snd_check())");
 	tap_eq(sl_tcp_recv(T.s, c, buf, 50, MSG_PEEK, tf_now_us), 50, "peek 50");
@@ -483,8 +486,10 @@ static void test_established_ooo_sack(void)
 	       "two blocks, newest first");
 	tf_seg(TF_LPORT, TH_ACK_, b + 150, iss + 1, 8192, pattern + 150, 150);
 	g = tf_last();
-	tap_ok(g.nsack == 1 && g.sack[0][0] == b + 100 && g.sack[0][1] == b + 400,
+	tap_ok(g.nsack == 2 && g.sack[1][0] == b + 100 && g.sack[1][1] == b + 400,
 	       "overlapping segment merges the blocks");
+	tap_ok(g.sack[0][0] == b + 150 && g.sack[0][1] == b + 200,
+	       "its front, held already, DSACKed first (RFC 2883)");
 	tap_eq(c->rxq_bytes, 0, "nothing readable yet");
 	tf_seg(TF_LPORT, TH_ACK_, b, iss + 1, 8192, pattern, 100);
 	g = tf_last();
@@ -493,6 +498,68 @@ static void test_established_ooo_sack(void)
 	tap_eq(sl_tcp_recv(T.s, c, buf, sizeof(buf), 0, tf_now_us), 400, "recv 400");
 	tap_ok(!memcmp(buf, pattern, 400), "reassembled in order");
 	tap_eq(c->tcp.ooo_count, 0, "out-of-order queue empty");
+	tf_finish();
+}
+
+/*
+ * RFC 2883 as Linux: data that came twice is reported in the first SACK
+ * block of the next ACK, once, ahead of the SACK blocks that fit after it
+ * (two with timestamps); below RCV.NXT (a segment refused as old, by the
+ * sequence test or PAWS) or held out of order; counted in tcp_dsack_tx.
+ * None on a connection without SACK.
+ */
+static void test_established_dsack(void)
+{
+	struct tf_opts o = { .sack_ok = 1, .ts = 1, .tsval = 500 };
+	struct sl_sock *l, *c;
+	uint32_t iss, b = IRS + 1;
+	struct tf_seg g;
+
+	tf_init("ds");
+	fill_pattern();
+	l = tf_listener(TF_LPORT, 8);
+	c = tf_accept(l, IRS, &iss, &o, 65535);
+	o.tsval = 600;
+	tf_seg_full(TF_PPORT, TF_LPORT, TH_ACK_, b, iss + 1, 65535, &o, pattern, 100);
+	tf_seg_full(TF_PPORT, TF_LPORT, TH_ACK_, b + 200, iss + 1, 65535, &o, pattern, 100);
+	tf_seg_full(TF_PPORT, TF_LPORT, TH_ACK_, b + 400, iss + 1, 65535, &o, pattern, 100);
+	g = tf_last();
+	tap_ok(g.ack == b + 100 && g.nsack == 2, "two holes: two SACK blocks");
+	tap_eq(tf_counter(SL_C_tcp_dsack_tx), 0, "no DSACK yet");
+	tf_clear();
+	tf_seg_full(TF_PPORT, TF_LPORT, TH_ACK_, b + 200, iss + 1, 65535, &o, pattern, 100);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.ack == b + 100 && g.nsack == 3 && g.sack[0][0] == b + 200 &&
+	       g.sack[0][1] == b + 300 && g.sack[1][0] == b + 200 && g.sack[2][0] == b + 400,
+	       "out-of-order duplicate: DSACK, then its SACK block, then the other (%d blocks)",
+	       g.nsack);
+	tap_eq(tf_counter(SL_C_tcp_dsack_tx), 1, "counted tcp_dsack_tx");
+	tf_seg_full(TF_PPORT, TF_LPORT, TH_ACK_, b + 600, iss + 1, 65535, &o, pattern, 100);
+	g = tf_last();
+	tap_ok(g.nsack == 3 && g.sack[0][0] == b + 600 && g.sack[1][0] == b + 400,
+	       "the next ACK: SACK blocks only, the newest first");
+	tf_clear();
+	/* Below RCV.NXT, with an old TSval: PAWS refuses it, the ACK DSACKs. */
+	tf_seg_full(TF_PPORT, TF_LPORT, TH_ACK_, b, iss + 1, 65535,
+		    &(struct tf_opts){ .ts = 1, .tsval = 550 }, pattern, 100);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.ack == b + 100 && g.nsack == 3 && g.sack[0][0] == b &&
+	       g.sack[0][1] == b + 100, "old by PAWS: DSACK of it");
+	tap_eq(tf_counter(SL_C_tcp_dsack_tx), 2, "counted again");
+	tap_eq(c->tcp.ooo_count, 3, "the queue unchanged");
+	tf_finish();
+
+	/* Without SACK, no DSACK. */
+	tf_init("dn");
+	l = tf_listener(TF_LPORT, 8);
+	c = tf_accept(l, IRS, &iss, NULL, 65535);
+	tf_seg(TF_LPORT, TH_ACK_, b, iss + 1, 65535, pattern, 100);
+	tf_clear();
+	tf_seg(TF_LPORT, TH_ACK_, b, iss + 1, 65535, pattern, 100);
+	g = tf_last();
+	tap_ok(T.n == 1 && g.ack == b + 100 && g.nsack == 0, "no SACK: a plain duplicate ACK");
+	tap_eq(tf_counter(SL_C_tcp_dsack_tx), 0, "nothing counted");
+	tap_ok(!(c->tcp.tflags & SL_TF_DSACK), "nothing waits");
 	tf_finish();
 }
 
@@ -1074,6 +1141,7 @@ int main(void)
 	test_established_send_nagle();
 	test_established_ooo_sack();
 	test_established_sack_many_holes();
+	test_established_dsack();
 	test_established_sack_fits_mtu();
 	test_established_receive_window();
 	test_established_receive_window_small_mss();

@@ -1083,7 +1083,8 @@ static bool ack_on_read(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 
 	if (!tp->t_dack || so->state < SL_TCP_ESTABLISHED)
 		return false;
-	if (!(tp->delack_segs >= 2 || tp->rcv_nxt - tp->last_ack_sent > tp->mss)) {
+	if (!(tp->delack_segs >= 2 ||
+	      tp->rcv_nxt - tp->last_ack_sent > (tp->rcv_mss ? tp->rcv_mss : tp->mss))) {
 		if (!(tp->tflags & (SL_TF_PUSHED | SL_TF_PUSHED2)) || so->rxq_bytes ||
 		    so->rx_lent_bytes)
 			return false;
@@ -1627,7 +1628,8 @@ int sl_tcp_setsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 		tp->tflags &= ~SL_TF_PINGPONG;
 		if (tp->t_dack && (so->state == SL_TCP_ESTABLISHED ||
 				   so->state == SL_TCP_CLOSE_WAIT)) {
-			if (tp->rcv_nxt - tp->last_ack_sent > tp->mss ||
+			if (tp->rcv_nxt - tp->last_ack_sent >
+				    (tp->rcv_mss ? tp->rcv_mss : tp->mss) ||
 			    (!so->rxq_bytes && !so->rx_lent_bytes)) {
 				sl_tcp_send_ack(s, so, now_us);
 				sl_tcp_arm(s, so);

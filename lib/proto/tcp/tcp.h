@@ -178,6 +178,10 @@ enum sl_tcp_state {
  * a read that empties the queue sends that ACK (tcp.c, ack_on_read()). */
 #define SL_TF_PUSHED	0x8000000
 #define SL_TF_PUSHED2	0x10000000
+/* A DSACK block (RFC 2883), dsack_seq..dsack_end, waits for the next
+ * segment that carries SACK blocks: it goes first, once (Linux
+ * rx_opt.dsack, tcp_options_write()). */
+#define SL_TF_DSACK	0x20000000
 
 /* sl_tcp_sock.urg_data, as Linux's tp->urg_data: the low byte is the
  * urgent byte once it arrived (SL_URG_VALID). */
@@ -286,6 +290,11 @@ struct sl_tcp_sock {
 	 * TCP_DEFER_ACCEPT as Linux keeps it: SYN-ACK retransmissions a bare
 	 * ACK is ignored for, waiting for data (0: off). */
 	uint8_t syn_retries, defer_accept;
+	/* The peer's segment size as this receiver guesses it (Linux
+	 * icsk_ack.rcv_mss): 536 or less until a larger segment comes
+	 * (tcp_input.c, rcv_mss(), measure_rcv_mss()); 0 until data came.
+	 * What was padding. */
+	uint16_t rcv_mss;
 	/* Listener: connections of this stack that met its full accept
 	 * queue, oldest first, a list through the slots with no fixed
 	 * limit (tcp.c, sl_tcp_park(); proto/sock.c, sl_sock_park_link()):
@@ -322,6 +331,10 @@ struct sl_tcp_sock {
 	/* New segments sent so far in this sl_tcp_output() pass since the
 	 * last PSH: Linux's GSO packet being filled (tcp_output.c, psh()). */
 	uint8_t gso_cnt;
+	/* The last short segment's size when it looked full-sized (Linux
+	 * icsk_ack.last_seg_size): two alike in a row set rcv_mss.  What
+	 * was padding. */
+	uint16_t rcv_lss;
 	uint32_t ecn_high;
 	/*
 	 * RACK (RFC 8985 6, as Linux's tcp_recovery.c), SACK connections:
@@ -382,6 +395,9 @@ struct sl_tcp_sock {
 	 */
 	uint32_t snd_up, urg_seq, urg_sigs;
 	uint16_t urg_data;
+	/* The duplicate data to report, while SL_TF_DSACK (tcp_input.c,
+	 * dsack_set(); Linux's duplicate_sack[0]). */
+	uint32_t dsack_seq, dsack_end;
 };
 
 /* sl_tcp_sock.undo */

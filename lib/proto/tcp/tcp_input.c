@@ -176,12 +176,99 @@ static bool rx_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
 	return false;
 }
 
+/* The sequence after a queued segment, its FIN counted (Linux end_seq). */
+static uint32_t buf_end(const struct sluice_buf *b)
+{
+	return b->seq + b->len + !!(b->flags & SL_TBF_FIN);
+}
+
+/*
+ * RFC 2883: data that came twice, seq..end, is reported first in the
+ * next segment's SACK blocks (tcp_output.c, build_opts()), as Linux's
+ * tcp_dsack_set() on a SACK connection (net.ipv4.tcp_dsack's default:
+ * not read, as tcp_sack is not).  A later one takes its place.
+ */
+static void __attribute__((noinline)) dsack_set(struct sl_stack *s, struct sl_tcp_sock *tp,
+						 uint32_t seq, uint32_t end)
+{
+	if (!(tp->tflags & SL_TF_SACK))
+		return;
+	tp->tflags |= SL_TF_DSACK;
+	tp->dsack_seq = seq;
+	tp->dsack_end = end;
+	sl_count(s, SL_C_tcp_dsack_tx);
+}
+
+/* Linux's tcp_dsack_extend(): the block waiting grows by a range that
+ * overlaps or touches it (tcp_sack_extend()), and one is set if none
+ * waits. */
+static void dsack_extend(struct sl_stack *s, struct sl_tcp_sock *tp, uint32_t seq, uint32_t end)
+{
+	if (!(tp->tflags & SL_TF_DSACK)) {
+		dsack_set(s, tp, seq, end);
+		return;
+	}
+	if (SEQ_LEQ(tp->dsack_seq, end) && SEQ_LEQ(seq, tp->dsack_end)) {
+		if (SEQ_LT(seq, tp->dsack_seq))
+			tp->dsack_seq = seq;
+		if (SEQ_GT(end, tp->dsack_end))
+			tp->dsack_end = end;
+	}
+}
+
+/*
+ * The out-of-order segment that now continues the stream (NONE: none),
+ * off the queue and trimmed to RCV.NXT; those it holds only old data of
+ * are freed.  What of them the in-order data brought again is reported by
+ * DSACK, as Linux's tcp_ofo_queue() does below the RCV.NXT the segment
+ * left (*high, taken at the first call).  Out of line: deliver(), inlined
+ * in every in-order segment's path, only asks whether a queue is there.
+ */
+static uint32_t __attribute__((noinline)) ooo_next(struct sl_stack *s, struct sl_sock *so,
+						   uint32_t *steps, uint32_t *high)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	if (!*steps)
+		*high = tp->rcv_nxt;
+	for (;;) {
+		uint32_t h = tp->ooo_head, d;
+		struct sluice_buf *hb;
+
+		if (!sl_buf_next(s, h, steps))
+			return SLUICE_IDX_NONE;
+		hb = sl_buf(s, h);
+		if (SEQ_GT(hb->seq, tp->rcv_nxt))
+			return SLUICE_IDX_NONE;
+		if (SEQ_LT(hb->seq, *high)) {
+			uint32_t hi = *high;
+
+			if (SEQ_LT(buf_end(hb), *high))
+				*high = buf_end(hb);
+			dsack_extend(s, tp, hb->seq, hi);
+		}
+		tp->ooo_head = hb->next_idx;
+		tp->ooo_bytes -= hb->len;
+		tp->ooo_count--;
+		d = tp->rcv_nxt - hb->seq;
+		if (d > hb->len || (d == hb->len && !(hb->flags & SL_TBF_FIN))) {
+			sl_buf_free(s, h);
+			continue;
+		}
+		hb->off = (uint16_t)(hb->off + d);
+		hb->len = (uint16_t)(hb->len - d);
+		hb->seq += d;
+		hb->next_idx = SLUICE_IDX_NONE;
+		return h;
+	}
+}
+
 /* Deliver in-order segment buffer idx (already trimmed to start at
  * rcv_nxt), then whatever the out-of-order queue now continues. */
 static void deliver(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	uint32_t steps = 0;
+	uint32_t steps = 0, high = 0;
 
 	for (;;) {
 		struct sluice_buf *b = sl_buf(s, idx);
@@ -202,30 +289,11 @@ static void deliver(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
 			return;
 		}
 		/* Pull the next out-of-order segment if it now fits. */
-		for (;;) {
-			uint32_t h = tp->ooo_head, d;
-			struct sluice_buf *hb;
-
-			if (!sl_buf_next(s, h, &steps))
-				return;
-			hb = sl_buf(s, h);
-			if (SEQ_GT(hb->seq, tp->rcv_nxt))
-				return;
-			tp->ooo_head = hb->next_idx;
-			tp->ooo_bytes -= hb->len;
-			tp->ooo_count--;
-			d = tp->rcv_nxt - hb->seq;
-			if (d > hb->len || (d == hb->len && !(hb->flags & SL_TBF_FIN))) {
-				sl_buf_free(s, h);
-				continue;
-			}
-			hb->off = (uint16_t)(hb->off + d);
-			hb->len = (uint16_t)(hb->len - d);
-			hb->seq += d;
-			hb->next_idx = SLUICE_IDX_NONE;
-			idx = h;
-			break;
-		}
+		if (!sl_buf_some(s, tp->ooo_head))
+			return;
+		idx = ooo_next(s, so, &steps, &high);
+		if (idx == SLUICE_IDX_NONE)
+			return;
 	}
 }
 
@@ -272,39 +340,79 @@ static bool chain_ok(struct sl_stack *s, const struct sl_sock *so, const struct 
 	       !rx_pool_low(s) && held <= so->rcvbuf;
 }
 
-/* Queue an out-of-order segment sorted by seq (RFC 9293 3.10.7.4 seventh,
- * RFC 5681 4.2).  Returns false if it was dropped (idx freed). */
+/*
+ * Queue an out-of-order segment sorted by seq (RFC 9293 3.10.7.4 seventh,
+ * RFC 5681 4.2), with the overlaps Linux's tcp_data_queue_ofo() finds,
+ * each reported by DSACK: against the last segment starting at or before
+ * it, all of it held already (dropped), its front held (queued after
+ * that one), or that one covered from the same start (taking its place);
+ * then the segments after it that it covers go, and one it overlaps is
+ * reported up to its end.  Returns false if it was dropped (idx freed).
+ */
 static bool ooo_insert(struct sl_stack *s, struct sl_sock *so, uint32_t idx)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	struct sluice_buf *b = sl_buf(s, idx);
-	uint32_t *pp = &tp->ooo_head, end = b->seq + b->len, steps = 0;
+	uint32_t *pp = &tp->ooo_head, *prev = NULL, seq = b->seq, end = buf_end(b), steps = 0;
 
 	if (tp->ooo_count >= SL_TCP_OOO_MAX || rx_pool_low(s) || rx_over_budget(s, so)) {
 		sl_count(s, SL_C_tcp_ooo_drop);
 		sl_buf_free(s, idx);
 		return false;
 	}
+	tp->sack_last = seq;
 	while (sl_buf_next(s, *pp, &steps)) {
 		struct sluice_buf *c = sl_buf(s, *pp);
 
-		if (SEQ_LEQ(c->seq, b->seq) && SEQ_GEQ(c->seq + c->len, end) &&
-		    (c->flags & SL_TBF_FIN) >= (b->flags & SL_TBF_FIN)) {
+		if (SEQ_GT(c->seq, seq))
+			break;
+		prev = pp;
+		pp = &c->next_idx;
+	}
+	if (prev) {
+		uint32_t ci = *prev;
+		struct sluice_buf *c = sl_buf(s, ci);
+		uint32_t ce = buf_end(c);
+
+		if (SEQ_LEQ(end, ce) && SEQ_LT(seq, ce)) {
 			/* Already held. */
-			tp->sack_last = b->seq;
+			dsack_set(s, tp, seq, end);
 			sl_buf_free(s, idx);
 			return true;
 		}
-		if (SEQ_GT(c->seq, b->seq))
-			break;
-		pp = &c->next_idx;
+		if (SEQ_LT(seq, ce) && SEQ_GT(seq, c->seq)) {
+			dsack_set(s, tp, seq, ce);
+		} else if (SEQ_LT(seq, ce)) {
+			dsack_extend(s, tp, c->seq, ce);
+			*prev = c->next_idx;
+			tp->ooo_bytes -= c->len;
+			tp->ooo_count--;
+			sl_buf_free(s, ci);
+			pp = prev;
+		}
 	}
 	b->next_idx = *pp;
 	*pp = idx;
 	tp->ooo_bytes += b->len;
 	tp->ooo_count++;
-	tp->sack_last = b->seq;
 	sl_count(s, SL_C_tcp_ooo);
+	while (sl_buf_next(s, b->next_idx, &steps)) {
+		uint32_t ni = b->next_idx;
+		struct sluice_buf *c = sl_buf(s, ni);
+		uint32_t ce = buf_end(c);
+
+		if (SEQ_LEQ(end, c->seq))
+			break;
+		if (SEQ_LT(end, ce)) {
+			dsack_extend(s, tp, c->seq, end);
+			break;
+		}
+		dsack_extend(s, tp, c->seq, ce);
+		b->next_idx = c->next_idx;
+		tp->ooo_bytes -= c->len;
+		tp->ooo_count--;
+		sl_buf_free(s, ni);
+	}
 	return true;
 }
 
@@ -1564,15 +1672,84 @@ static struct sl_sock *child_new(struct sl_stack *s, struct sl_sock *lso, const 
 }
 
 /*
+ * Linux's tcp_initialize_rcv_mss(): until the peer's segments show their
+ * size, the receiver takes it for the least of this end's MSS, the send
+ * MSS, half the window offered and 536 (TCP_MSS_DEFAULT), at least 88
+ * (TCP_MIN_MSS); set when data first comes (rcv_mss()).  Once a
+ * connection: out of line.
+ */
+static uint32_t __attribute__((noinline)) rcv_mss_init(struct sl_stack *s, struct sl_sock *so)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t h, wnd;
+
+	h = sl_tcp_our_mss(s, so);
+	wnd = SEQ_GT(tp->rcv_adv, tp->rcv_nxt) ? tp->rcv_adv - tp->rcv_nxt : 0;
+	if (tp->mss && tp->mss < h)
+		h = tp->mss;
+	if (wnd / 2 < h)
+		h = wnd / 2;
+	if (h > SL_TCP_MSS_DEFAULT)
+		h = SL_TCP_MSS_DEFAULT;
+	if (h < SL_TCP_MSS_MIN)
+		h = SL_TCP_MSS_MIN;
+	tp->rcv_mss = (uint16_t)h;
+	return h;
+}
+
+static uint32_t rcv_mss(struct sl_stack *s, struct sl_sock *so)
+{
+	return so->tcp.rcv_mss ? so->tcp.rcv_mss : rcv_mss_init(s, so);
+}
+
+/*
+ * Linux's tcp_measure_rcv_mss(), for in-order data of len bytes (a
+ * chain's: its first buffer's, as Linux takes a GSO packet's gso_size):
+ * one of at least rcv_mss sets it (at most this end's MSS), and marks the
+ * ACK pushed if it has PSH (the end of a write); a shorter one marks it
+ * pushed (a second: pushed twice; cleared when an ACK goes), unless it
+ * looks full-sized (536 bytes or more with its header, or 88 and no PSH)
+ * and is the second of that size in a row, which sets rcv_mss.
+ */
+static void measure_rcv_mss(struct sl_stack *s, struct sl_sock *so, const struct seg *g,
+			    unsigned int thl, uint32_t len)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t lss = tp->rcv_lss;
+
+	tp->rcv_lss = 0;
+	if (len >= rcv_mss(s, so)) {
+		uint32_t our = sl_tcp_our_mss(s, so);
+
+		tp->rcv_mss = (uint16_t)(len < our ? len : our);
+		if (g->oflags & TH_PSH_)
+			tp->tflags |= SL_TF_PUSHED;
+		return;
+	}
+	len += thl;
+	if (len >= SL_TCP_MSS_DEFAULT + 20 ||
+	    (len >= SL_TCP_MSS_MIN + 20 && !(g->oflags & (TH_FIN_ | TH_URG_ | TH_SYN_ | TH_PSH_)))) {
+		len -= 20 + ((tp->tflags & SL_TF_TS) ? 12 : 0);
+		tp->rcv_lss = (uint16_t)len;
+		if (len == lss) {
+			tp->rcv_mss = (uint16_t)len;
+			return;
+		}
+	}
+	tp->tflags |= tp->tflags & SL_TF_PUSHED ? SL_TF_PUSHED2 : SL_TF_PUSHED;
+}
+
+/*
  * Linux's tcp_incr_quickack(): quick ACKs for the next segments, as many
- * as half the window holds segments of the peer's size, at least 2 and at
- * most SL_TCP_QUICKACKS (TCP_MAX_QUICKACKS), so a sender held by Nagle,
- * or in slow start, waits for no delayed-ACK timer.
+ * as half the window holds segments of the peer's size (rcv_mss: 536
+ * until larger ones came), at least 2 and at most SL_TCP_QUICKACKS
+ * (TCP_MAX_QUICKACKS), so a sender held by Nagle, or in slow start, waits
+ * for no delayed-ACK timer.
  */
 static void quickack_incr(struct sl_stack *s, struct sl_sock *so)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	uint32_t q = sl_tcp_rcv_window(s, so) / (2u * (tp->mss ? tp->mss : SL_TCP_MSS_DEFAULT));
+	uint32_t q = sl_tcp_rcv_window(s, so) / (2u * rcv_mss(s, so));
 
 	if (q < 2)
 		q = 2;
@@ -1622,6 +1799,22 @@ static void quickack_enter(struct sl_stack *s, struct sl_sock *so)
 	quickack_incr(s, so);
 	tp->tflags &= ~SL_TF_PINGPONG;
 	tp->ato_ms = SL_TCP_ATO_MIN_MS;
+}
+
+/*
+ * Linux's tcp_send_dupack() for a segment with data or a FIN refused by
+ * the sequence test or PAWS: the part of it below RCV.NXT came before,
+ * and the ACK the caller sends reports it by DSACK.  Not in TIME-WAIT,
+ * whose ACKs carry no SACK blocks (Linux tcp_v4_timewait_ack()).
+ */
+static void __attribute__((noinline)) dupack_dsack(struct sl_stack *s, struct sl_sock *so,
+						    const struct seg *g, bool with_data)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+
+	if (with_data && SEQ_LT(g->seq, tp->rcv_nxt) && so->state >= SL_TCP_ESTABLISHED &&
+	    so->state != SL_TCP_TIME_WAIT)
+		dsack_set(s, tp, g->seq, SEQ_GT(g->end, tp->rcv_nxt) ? tp->rcv_nxt : g->end);
 }
 
 /* Linux's tcp_in_quickack_mode(): quick ACKs left, and no exchange. */
@@ -2107,9 +2300,10 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	bool queued = false, fin_acked, syn, with_data, ts_stale, urg_in = false;
-	uint32_t gen = so->kp.gen, seg_seq;
+	uint32_t gen = so->kp.gen, seg_seq, old_seq;
 
 	if (predicted(so, g)) {
+		old_seq = g->seq;
 		sl_count(s, SL_C_tcp_rx_predicted);
 		ts_stale = false;	/* TSval is at or past TS.Recent */
 		goto ack;
@@ -2133,8 +2327,9 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 	}
 	syn = g->flags & TH_SYN_;
 	/* RFC 5961 3.2 tests the SEG.SEQ that arrived; the trim below moves
-	 * g->seq up to RCV.NXT. */
+	 * g->seq up to RCV.NXT (old_seq: where its text began). */
 	seg_seq = g->seq;
+	old_seq = g->seq;
 	/* Linux tcp_oow_rate_limited(): a segment with payload or FIN and no
 	 * SYN is always answered; pure ACKs and SYNs at a limited rate. */
 	with_data = g->end != g->seq && !syn;
@@ -2153,6 +2348,7 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 	if ((tp->tflags & SL_TF_TS) && g->o.ts && !(g->flags & TH_RST_) &&
 	    SEQ_LT(g->o.tsval, tp->ts_recent) && !ts_stale) {
 		sl_count(s, SL_C_tcp_rx_paws);
+		dupack_dsack(s, so, g, with_data);
 		sl_tcp_oow_ack(s, so, with_data, now_us);
 		goto drop;
 	}
@@ -2174,6 +2370,7 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 				    so->state <= SL_TCP_FIN_WAIT_2 &&
 				    (SEQ_LT(g->seq, tp->rcv_nxt) || g->seq == wnd_edge(tp)))
 					quickack_enter(s, so);
+				dupack_dsack(s, so, g, with_data);
 				sl_tcp_oow_ack(s, so, with_data, now_us);
 				sl_tcp_arm(s, so);
 			}
@@ -2206,6 +2403,8 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 				g->flags &= (uint8_t)~TH_FIN_;
 			d = g->plen;
 		}
+		/* Its front came before: DSACK it if the text is taken. */
+		old_seq = g->seq;
 		g->seq += d;
 		g->poff = (uint16_t)(g->poff + d);
 		g->plen = (uint16_t)(g->plen - d);
@@ -2336,6 +2535,10 @@ ack:
 			sl_tcp_done(s, so, 0);
 			return;
 		}
+		/* Linux tcp_data_queue(): the front below RCV.NXT came
+		 * before, whether or not there is room for the rest. */
+		if (old_seq != g->seq)
+			dsack_set(s, tp, old_seq, g->seq);
 		if (g->plen && in_order && sl_buf_some(s, tp->ooo_head) &&
 		    (rx_pool_low(s) || rx_over_budget(s, so))) {
 			/* The segment the out-of-order queue waits for, and
@@ -2365,23 +2568,22 @@ ack:
 			if (g->more)
 				deliver_more(s, so, g);
 			if (g->plen) {
+				/* Linux tcp_event_data_recv(): the size
+				 * first, then the ACK timeout. */
+				measure_rcv_mss(s, so, g, (th->off >> 4) * 4u,
+						g->nchain ? (uint32_t)(g->plen - g->more) :
+							    g->plen + (g->seq - old_seq));
 				ato_update(s, so, now_us);
-				/* Linux tcp_measure_rcv_mss(): a short one
-				 * marks the ACK pushed, a second pushed2
-				 * (cleared when an ACK goes). */
-				if (!g->nchain && g->plen < tp->mss)
-					tp->tflags |= tp->tflags & SL_TF_PUSHED ?
-						      SL_TF_PUSHED2 : SL_TF_PUSHED;
 				/* Full-sized ones; a chain counts a
 				 * segment a buffer, as Linux acks GSO by
 				 * size. */
-				if (g->nchain || g->plen >= tp->mss)
+				if (g->nchain || g->plen >= tp->rcv_mss)
 					tp->delack_segs += 1 + g->nchain;
 			}
 			if (had_ooo || (tp->tflags & SL_TF_FIN_RCVD))
 				tp->tflags |= SL_TF_ACKNOW;
 			else if ((tp->delack_segs >= 2 ||
-				  tp->rcv_nxt - tp->last_ack_sent > tp->mss) &&
+				  tp->rcv_nxt - tp->last_ack_sent > tp->rcv_mss) &&
 				 sl_tcp_ack_moves_wnd(s, so))
 				/* RFC 5681 4.2: more than one full
 				 * segment unacknowledged, and as Linux's

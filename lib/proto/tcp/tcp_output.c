@@ -155,10 +155,22 @@ static unsigned int build_opts(struct sl_stack *s, struct sl_sock *so, uint8_t f
 		return n;
 	if (room > 40)
 		room = 40;
-	if ((tp->tflags & SL_TF_SACK) && (flags & TH_ACK_) && tp->ooo_bytes && room >= n + 12) {
+	if ((tp->tflags & SL_TF_SACK) && (flags & TH_ACK_) &&
+	    (tp->ooo_bytes || (tp->tflags & SL_TF_DSACK)) && room >= n + 12) {
 		uint32_t blk[SL_TCP_SACK_MAX][2];
-		unsigned int nb = sack_blocks(s, tp, blk, (room - n - 4) / 8);
+		unsigned int max = (room - n - 4) / 8, nb = 0;
 
+		/* RFC 2883 4: a DSACK block first, in one segment only
+		 * (Linux clears rx_opt.dsack once it is written), then the
+		 * SACK blocks that fit after it. */
+		if (tp->tflags & SL_TF_DSACK) {
+			blk[0][0] = tp->dsack_seq;
+			blk[0][1] = tp->dsack_end;
+			nb = 1;
+			tp->tflags &= ~SL_TF_DSACK;
+		}
+		if (tp->ooo_bytes && max > nb)
+			nb += sack_blocks(s, tp, blk + nb, max - nb);
 		if (nb) {
 			o[n++] = OPT_NOP;
 			o[n++] = OPT_NOP;
