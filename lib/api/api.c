@@ -1156,7 +1156,7 @@ bool sl_port_alone(struct sluice_stack *st, int sd)
 	if (sock_get(s, sd, &so))
 		return false;
 	ret = (so->type == SL_SOCK_TCP || so->type == SL_SOCK_UDP) && so->lport &&
-	      (so->type != SL_SOCK_TCP || !sl_tw_filter_held(s, so->lport, so->laddr));
+	      (so->type != SL_SOCK_TCP || !sl_tw_filter_held(s, so->lport, so->laddr, false));
 	for (uint32_t i = sl_sock_port_head(s, so->lport); ret && sl_sock_next(s, i, &guard);) {
 		const struct sl_sock *o = sl_sock(s, i);
 

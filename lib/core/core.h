@@ -1290,9 +1290,12 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * back (sock_trim_frees, sock_gen_floor, buf_trim_hi, mem_pinned): an
  * older library would take a slot past a lowered sock_fresh as fresh,
  * its generation started again from 0; 36: struct sl_tcp_sock's
- * dsack_seq and dsack_end, and the counter tcp_dsack_tx).
+ * dsack_seq and dsack_end, and the counter tcp_dsack_tx; 37: a socket
+ * and a TIME-WAIT entry hold a port's IPv6 module filter beside IPv4's,
+ * filter6_id and SL_TW_FILTER6: an older library would neither pass nor
+ * delete it).
  */
-#define SL_LAYOUT_VERSION	36
+#define SL_LAYOUT_VERSION	37
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

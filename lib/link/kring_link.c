@@ -14,8 +14,14 @@
  * they go with the region when the last process has gone (the module frees
  * rings and region together).  The ring's share is bounded (kring.c) and
  * never takes the pool's last SL_KRING_FILL_FLOOR buffers.
+ *
+ * IPv6 (SLUICE_FEATURE_IPV6): the link carries it (tx6) and the stack's
+ * IPv6 addresses are the device's, read from the kernel when the link is
+ * made (dev_addrs6()); Neighbour Discovery, as ARP, is the kernel's.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -49,7 +55,16 @@ static void kick(struct kring_link *kl, struct sl_stack *s)
 		kl->gone = true;
 }
 
-static int kring_tx(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint32_t nh)
+/* One descriptor: IPv4 to nh, or (v6) IPv6 to its destination.  Inlined
+ * into each op with its constant v6. */
+static inline __attribute__((always_inline)) int put(struct sl_kring *k, const void *pkt,
+						     uint32_t len, uint32_t nh, bool v6)
+{
+	return v6 ? sl_kring_tx_put6(k, pkt, len) : sl_kring_tx_put(k, pkt, len, nh);
+}
+
+static inline __attribute__((always_inline)) int tx(struct sl_link *l, struct sl_stack *s,
+						    uint32_t idx, uint32_t nh, bool v6)
 {
 	struct kring_link *kl = (struct kring_link *)l;
 	const struct sluice_buf *b = sl_buf(s, idx);
@@ -59,16 +74,30 @@ static int kring_tx(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint32_
 		return -ENETDOWN;
 	if (b->len > l->mtu)
 		return -EMSGSIZE;
-	ret = sl_kring_tx_put(&kl->k, sl_buf_data(s, idx), b->len, nh);
+	ret = put(&kl->k, sl_buf_data(s, idx), b->len, nh, v6);
 	if (ret == -ENOBUFS) {
 		/* Full: send what is there now, then ours. */
 		sl_count(s, SL_C_kring_tx_full);
 		kick(kl, s);
-		ret = kl->gone ? -ENETDOWN : sl_kring_tx_put(&kl->k, sl_buf_data(s, idx), b->len, nh);
+		ret = kl->gone ? -ENETDOWN : put(&kl->k, sl_buf_data(s, idx), b->len, nh, v6);
 	}
 	if (!ret)
 		l->tx_pending = true;
 	return ret;
+}
+
+static int kring_tx(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint32_t nh)
+{
+	return tx(l, s, idx, nh, false);
+}
+
+/* On-link only: the next hop ip6.c passes is the packet's destination,
+ * which the module resolves through the kernel's Neighbour Discovery
+ * (SLUICE_KRING_TX_IPV6 carries no next hop). */
+static int kring_tx6(struct sl_link *l, struct sl_stack *s, uint32_t idx, const uint8_t *nh)
+{
+	(void)nh;
+	return tx(l, s, idx, 0, true);
 }
 
 static void kring_flush(struct sl_link *l, struct sl_stack *s)
@@ -172,6 +201,17 @@ static const struct sl_link_ops kring_ops = {
 	.close = kring_close,
 };
 
+/* The same with IPv6 (a module with SLUICE_FEATURE_IPV6). */
+static const struct sl_link_ops kring6_ops = {
+	.name = "kring",
+	.tx = kring_tx,
+	.tx6 = kring_tx6,
+	.rx = kring_rx,
+	.fd = kring_fd,
+	.flush = kring_flush,
+	.close = kring_close,
+};
+
 static uint32_t pow2_floor(uint32_t v)
 {
 	uint32_t p = 1;
@@ -179,6 +219,87 @@ static uint32_t pow2_floor(uint32_t v)
 	while (p * 2 <= v)
 		p *= 2;
 	return p;
+}
+
+/*
+ * The device's IPv6 addresses, as the kernel lists them for this network
+ * namespace (/proc/net/if_inet6: address, ifindex, prefix length, scope,
+ * IFA_F_* flags, name, in hex): its first global one (scope 0) into
+ * a->global with its prefix length, its link-local one (scope 0x20) into
+ * a->ll.  Addresses whose DAD failed (IFA_F_DADFAILED) are not the
+ * device's.  The kernel keeps them, runs DAD and answers solicitations
+ * for them; the stack only uses them.
+ */
+struct dev6 {
+	uint8_t global[16], ll[16];
+	uint32_t plen;
+	bool has_global, has_ll;
+};
+
+#define IF_INET6_SCOPE_LINK	0x20u
+#define IF_INET6_DADFAILED	0x08u	/* IFA_F_DADFAILED */
+
+static void dev_addrs6(uint32_t ifindex, struct dev6 *a)
+{
+	char buf[4096], *line, *save = NULL;
+	ssize_t n;
+	int fd;
+
+	memset(a, 0, sizeof(*a));
+	fd = sl_sys_openat(AT_FDCWD, "/proc/net/if_inet6", O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	n = sl_sys_read(fd, buf, sizeof(buf) - 1);
+	sl_sys_close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char hex[33];
+		unsigned int idx, plen, scope, flags;
+		uint8_t addr[16];
+		bool ok = true;
+
+		if (sscanf(line, "%32s %x %x %x %x", hex, &idx, &plen, &scope, &flags) != 5 ||
+		    strlen(hex) != 32 || idx != ifindex || (flags & IF_INET6_DADFAILED) ||
+		    plen > 128)
+			continue;
+		for (int i = 0; i < 16 && ok; i++) {
+			unsigned int byte;
+
+			ok = sscanf(hex + 2 * i, "%2x", &byte) == 1;
+			addr[i] = (uint8_t)byte;
+		}
+		if (!ok)
+			continue;
+		if (scope == 0 && !a->has_global) {
+			memcpy(a->global, addr, 16);
+			a->plen = plen;
+			a->has_global = true;
+		} else if (scope == IF_INET6_SCOPE_LINK && !a->has_ll) {
+			memcpy(a->ll, addr, 16);
+			a->has_ll = true;
+		}
+	}
+}
+
+/* Lock held: the stack's IPv6 addresses are the device's, a global one
+ * first, else the link-local one, as its ip6_addr, and the link-local one
+ * as its own (valid: the kernel ran DAD).  Set by the stack's first link
+ * (a stack given SLUICE_ADDR6 keeps that). */
+static void addrs6_set(struct sl_stack *s, const struct dev6 *a)
+{
+	static const uint8_t zero[16];
+	struct sl_region *r = s->lib;
+
+	if (memcmp(r->ip6_addr, zero, 16) || (!a->has_global && !a->has_ll))
+		return;
+	memcpy(r->ip6_addr, a->has_global ? a->global : a->ll, 16);
+	r->ip6_plen = a->has_global && a->plen ? a->plen : 64;
+	if (a->has_ll) {
+		memcpy(r->ip6_ll, a->ll, 16);
+		sl_store_release(&r->ip6_ll_state, SL_LL_VALID);
+	}
 }
 
 /* Describe the stack's rings, making them if nobody has (-EEXIST: another
@@ -214,6 +335,7 @@ int sluice_link_kring(struct sluice_stack *st)
 	struct sl_stack *s = (struct sl_stack *)st;
 	struct sluice_kring_setup ks;
 	struct kring_link *kl;
+	struct dev6 a6;
 	void *map;
 	int ret;
 
@@ -240,7 +362,9 @@ int sluice_link_kring(struct sluice_stack *st)
 	kl->map = map;
 	kl->map_size = ks.mmap_size;
 	kl->stack = s;
-	kl->link.ops = &kring_ops;
+	kl->link.ops = sl_module_features & SLUICE_FEATURE_IPV6 ? &kring6_ops : &kring_ops;
+	if (kl->link.ops->tx6)
+		dev_addrs6(s->ifindex, &a6);
 	ret = sl_kring_init(&kl->k, map, ks.mmap_size, s);
 	if (ret)
 		goto err_free;
@@ -261,6 +385,8 @@ int sluice_link_kring(struct sluice_stack *st)
 	if (kl->link.mtu > kl->k.slot_size)
 		kl->link.mtu = kl->k.slot_size;
 	sl_kring_refill(s, &kl->k);
+	if (kl->link.ops->tx6)
+		addrs6_set(s, &a6);
 	s->filters = true;
 	s->link = &kl->link;
 	sl_unlock(s);

@@ -190,6 +190,10 @@ struct sl_sock {
 	 * deletes it (filter.c).  Sockets sharing the port share the filter;
 	 * one of them holds it. */
 	uint32_t filter_id;
+	/* The port's IPv6 filter (SLUICE_FILTER_IPV6) this socket holds,
+	 * 0: none (ids start at 1); its local address is filter_laddr too
+	 * (filter.c, "IPv6"). */
+	uint32_t filter6_id;
 	/*
 	 * Buffers lent to a caller copying without the lock (tcp.c,
 	 * "lending"): received data taken off the receive queue, and send
@@ -591,6 +595,9 @@ struct sl_sock *sl_sock_lookup(struct sl_stack *s, uint8_t type, uint32_t laddr,
 /* Bind checks: -EADDRINUSE per the SO_REUSEADDR rules; lport 0 picks an
  * ephemeral port.  On success sets laddr/lport and SL_SF_BOUND and hashes. */
 int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport);
+/* The same for a TCP connect()'s implicit bind to an IPv4 peer: an
+ * AF_INET6 socket's port is IPv4's alone there (filter.c). */
+int sl_sock_bind_conn4(struct sl_stack *s, struct sl_sock *so, uint32_t laddr);
 /* Would (laddr, lport) be free for so under the stack's bind rules? */
 bool sl_sock_port_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport);
 /* A TCP listener (SL_SOCK_TCP) or UDP socket (SL_SOCK_UDP) of this stack
@@ -1017,18 +1024,22 @@ void sl_udp_icmp_error(struct sl_stack *s, const struct sl_ip *quoted, int err,
 
 /* filter.c: module filters for the ports of a kring stack (lock held).
  * Take: so is about to hold (laddr, *lport); *lport 0 asks the kernel for
- * an ephemeral port.  0 or -errno (-EADDRINUSE, -EACCES, ...).
- * Release: so no longer holds its port (unhashed for good). */
-int sl_filter_take(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t *lport);
+ * an ephemeral port; conn4: a TCP connect() to an IPv4 peer binds it (an
+ * AF_INET6 socket's IPv4 filter alone).  0 or -errno (-EADDRINUSE,
+ * -EACCES, ...).  Release: so no longer holds its port (unhashed for
+ * good). */
+int sl_filter_take(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t *lport,
+		   bool conn4);
 /* The kernel socket that reserves so's port (the filter so holds for its
  * own address), as a new close-on-exec fd of this process (the module's
  * FILTER_FD): its kernel twin.  -ENOENT: so holds no such filter. */
 int sl_filter_twin_fd(struct sl_stack *s, const struct sl_sock *so);
 void sl_filter_release(struct sl_stack *s, struct sl_sock *so);
-/* Filter id (of type, lport, flt_laddr) lost its holder: to another socket
- * on the port, else a TIME-WAIT entry there, else deleted. */
+/* Filter id (of type, lport, flt_laddr; IPv6's with v6) lost its holder:
+ * to another socket on the port, else a TIME-WAIT entry there, else
+ * deleted. */
 void sl_filter_pass(struct sl_stack *s, uint8_t type, uint16_t lport, uint32_t id,
-		    uint32_t flt_laddr);
+		    uint32_t flt_laddr, bool v6);
 /* Tests stand in for the module's filter ioctls here (NULL: ioctl(2)). */
 extern int (*sl_filter_ioctl)(int fd, unsigned long req, void *arg);
 /*

@@ -311,8 +311,9 @@ void sl_sock_pending_run_slow(struct sl_stack *s)
  */
 uint32_t sl_sock_implicit_laddr(const struct sl_stack *s, uint32_t daddr)
 {
-	/* An IPv6 peer's handle: ::1's or the stack's address, which
-	 * holds no module filter either (filter.c). */
+	/* An IPv6 peer's handle: ::1's (no module filter), or the
+	 * stack's own address, whose IPv6 filter (filter.c) is of that
+	 * address. */
 	if (s->filters && ((ntohl(daddr) >> 24) == 127 || sl_v6tok(daddr)))
 		return sl_ip_src_for(s, daddr);
 	return 0;
@@ -867,7 +868,8 @@ static bool pick_free(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, ui
 	return true;
 }
 
-int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport)
+static int sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport,
+		     bool conn4)
 {
 	struct eph e = eph_range(s);
 	uint32_t start;
@@ -886,7 +888,7 @@ int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_
 	/* A kring stack reserves the port in the kernel (an ephemeral one
 	 * is the kernel's pick there, so the two never collide). */
 	if (s->filters) {
-		int ret = sl_filter_take(s, so, laddr, &lport);
+		int ret = sl_filter_take(s, so, laddr, &lport, conn4);
 
 		if (ret)
 			return ret;
@@ -910,6 +912,16 @@ int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_
 	so->flags |= SL_SF_BOUND;
 	sl_sock_hash(s, so);
 	return 0;
+}
+
+int sl_sock_bind(struct sl_stack *s, struct sl_sock *so, uint32_t laddr, uint16_t lport)
+{
+	return sock_bind(s, so, laddr, lport, false);
+}
+
+int sl_sock_bind_conn4(struct sl_stack *s, struct sl_sock *so, uint32_t laddr)
+{
+	return sock_bind(s, so, laddr, 0, true);
 }
 
 /* May a connect() to (raddr, rport) from laddr take port p?  Not if a

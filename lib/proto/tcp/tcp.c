@@ -1508,11 +1508,12 @@ int sl_tcp_open(struct sl_stack *s, struct sl_sock *so, uint32_t daddr, uint16_t
 		src = sl_tcp_src_addr(s, daddr);
 		ret = src ? sl_sock_bind_connect(s, so, src, daddr, dport, sl_now(s)) : -ENETUNREACH;
 	} else if (!(so->flags & SL_SF_BOUND)) {
-		ret = sl_sock_bind(s, so, sl_sock_implicit_laddr(s, daddr), 0);
+		src = sl_sock_implicit_laddr(s, daddr);
+		ret = sl_v6tok(daddr) ? sl_sock_bind(s, so, src, 0) : sl_sock_bind_conn4(s, so, src);
 	} else if (s->filters && !(so->flags & SL_SF_HASHED)) {
 		/* Connecting again after a failed attempt released the port
 		 * (sl_tcp_done()): a kring stack reserves it again. */
-		ret = sl_filter_take(s, so, so->laddr, &so->lport);
+		ret = sl_filter_take(s, so, so->laddr, &so->lport, false);
 	}
 	if (!ret)
 		ret = sl_tcp_connect(s, so, daddr, dport, sl_now(s));

@@ -477,7 +477,10 @@ struct sl_tw {
 	uint16_t wnd;			/* window field of its ACKs, as last sent */
 	uint16_t oow_ms;		/* last out-of-window ACK (SL_TCP_OOW_LIMIT_MS) */
 	uint8_t flags;			/* SL_TW_* */
-	uint8_t pad[7];
+	uint8_t pad[3];
+	/* The port's IPv6 filter, held with SL_TW_FILTER6 (its local
+	 * address filter_laddr, as a socket's filter6_id). */
+	uint32_t filter6_id;
 };
 
 #define SL_TW_LIVE	0x01
@@ -485,6 +488,7 @@ struct sl_tw {
 #define SL_TW_AUTOBIND	0x04		/* its port was picked by connect() */
 #define SL_TW_FILTER	0x08		/* holds filter_id */
 #define SL_TW_GONE	0x10		/* handed to a kernel socket: segments are dropped */
+#define SL_TW_FILTER6	0x20		/* holds filter6_id */
 
 /* Turn so, which just entered TIME-WAIT, into an entry; so is done. */
 void sl_tw_enter(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
@@ -504,8 +508,8 @@ bool sl_tw_connect_ok(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32
 		      uint16_t rport, uint64_t now_us, struct sl_tw **reuse);
 /* A live entry on lport (laddr: 0 any) that holds no filter takes filter
  * id; false if there is none.  Is there one that holds one? */
-bool sl_tw_filter_take(struct sl_stack *s, uint16_t lport, uint32_t laddr, uint32_t id);
-bool sl_tw_filter_held(struct sl_stack *s, uint16_t lport, uint32_t laddr);
+bool sl_tw_filter_take(struct sl_stack *s, uint16_t lport, uint32_t laddr, uint32_t id, bool v6);
+bool sl_tw_filter_held(struct sl_stack *s, uint16_t lport, uint32_t laddr, bool v6);
 /* After a holder died (recover.c): relink every entry; O(tw_max). */
 void sl_tw_rebuild(struct sl_stack *s);
 /* Entries newest first, for inspection; returns how many were given. */

@@ -62,7 +62,11 @@ static void tw_reset(struct sl_stack *s)
 
 		tw->flags = 0;
 		if ((flags & (SL_TW_LIVE | SL_TW_FILTER)) == (SL_TW_LIVE | SL_TW_FILTER))
-			sl_filter_pass(s, SL_SOCK_TCP, tw->lport, tw->filter_id, tw->filter_laddr);
+			sl_filter_pass(s, SL_SOCK_TCP, tw->lport, tw->filter_id, tw->filter_laddr,
+				       false);
+		if ((flags & (SL_TW_LIVE | SL_TW_FILTER6)) == (SL_TW_LIVE | SL_TW_FILTER6))
+			sl_filter_pass(s, SL_SOCK_TCP, tw->lport, tw->filter6_id, tw->filter_laddr,
+				       true);
 	}
 }
 
@@ -150,7 +154,9 @@ static void end_entry(struct sl_stack *s, uint32_t i)
 	s->lib->tw_count--;
 	/* Off the chains: its filter goes to whoever is left on the port. */
 	if (flags & SL_TW_FILTER)
-		sl_filter_pass(s, SL_SOCK_TCP, tw->lport, tw->filter_id, tw->filter_laddr);
+		sl_filter_pass(s, SL_SOCK_TCP, tw->lport, tw->filter_id, tw->filter_laddr, false);
+	if (flags & SL_TW_FILTER6)
+		sl_filter_pass(s, SL_SOCK_TCP, tw->lport, tw->filter6_id, tw->filter_laddr, true);
 }
 
 /* Write src at the ring's head (the oldest entry goes if it is full). */
@@ -354,10 +360,13 @@ bool sl_tw_connect_ok(struct sl_stack *s, uint32_t laddr, uint16_t lport, uint32
 	return true;
 }
 
-/* The first live entry on lport that holds a filter covering laddr
- * (holder), or that holds none and has address laddr (0: any). */
-static struct sl_tw *on_port(struct sl_stack *s, uint16_t lport, uint32_t laddr, bool holder)
+/* The first live entry on lport that holds a filter of the family (v6)
+ * covering laddr (holder), or that holds none of it and has address
+ * laddr (0: any), holding the other family's only for laddr too. */
+static struct sl_tw *on_port(struct sl_stack *s, uint16_t lport, uint32_t laddr, bool holder,
+			     bool v6)
 {
+	uint8_t mine = v6 ? SL_TW_FILTER6 : SL_TW_FILTER, other = v6 ? SL_TW_FILTER : SL_TW_FILTER6;
 	uint32_t idx, steps = 0;
 
 	if (!s->tw_max || !s->lib->tw_count)
@@ -369,30 +378,36 @@ static struct sl_tw *on_port(struct sl_stack *s, uint16_t lport, uint32_t laddr,
 		idx = tw->pnext;
 		if (tw->lport != lport || !(tw->flags & SL_TW_LIVE))
 			continue;
-		if (holder && (tw->flags & SL_TW_FILTER) &&
+		if (holder && (tw->flags & mine) &&
 		    (!tw->filter_laddr || tw->filter_laddr == laddr))
 			return tw;
-		if (!holder && !(tw->flags & SL_TW_FILTER) && (!laddr || tw->laddr == laddr))
+		if (!holder && !(tw->flags & mine) && (!laddr || tw->laddr == laddr) &&
+		    (!(tw->flags & other) || tw->filter_laddr == laddr))
 			return tw;
 	}
 	return NULL;
 }
 
-bool sl_tw_filter_take(struct sl_stack *s, uint16_t lport, uint32_t laddr, uint32_t id)
+bool sl_tw_filter_take(struct sl_stack *s, uint16_t lport, uint32_t laddr, uint32_t id, bool v6)
 {
-	struct sl_tw *tw = on_port(s, lport, laddr, false);
+	struct sl_tw *tw = on_port(s, lport, laddr, false, v6);
 
 	if (!tw)
 		return false;
-	tw->flags |= SL_TW_FILTER;
-	tw->filter_id = id;
+	if (v6) {
+		tw->flags |= SL_TW_FILTER6;
+		tw->filter6_id = id;
+	} else {
+		tw->flags |= SL_TW_FILTER;
+		tw->filter_id = id;
+	}
 	tw->filter_laddr = laddr;
 	return true;
 }
 
-bool sl_tw_filter_held(struct sl_stack *s, uint16_t lport, uint32_t laddr)
+bool sl_tw_filter_held(struct sl_stack *s, uint16_t lport, uint32_t laddr, bool v6)
 {
-	return on_port(s, lport, laddr, true) != NULL;
+	return on_port(s, lport, laddr, true, v6) != NULL;
 }
 
 void sl_tw_rebuild(struct sl_stack *s)
