@@ -714,8 +714,12 @@ static struct sl_tcph *data_hdr(struct sl_stack *s, struct sl_sock *so, uint32_t
 			flags |= TH_CWR_;
 		}
 	}
-	/* Inside the stack a buffer, not the MTU, bounds a segment. */
-	mtu = sl_ip_is_local(s, so->raddr) ? 40 + 40 + plen : sl_mtu(s);
+	/* Inside the stack a buffer, not the MTU, bounds a segment; an
+	 * IPv6 peer's header is 20 bytes longer (SACK blocks on a full
+	 * segment took it past the link's MTU: the kring link refused it,
+	 * link_tx_err). */
+	mtu = sl_ip_is_local(s, so->raddr) ? 40 + 40 + plen :
+	      sl_mtu(s) - (__builtin_expect(sl_v6tok(so->raddr), 0) ? 20u : 0u);
 	optlen = build_opts(s, so, flags, opts, now_us, mtu > 40 + plen ? mtu - 40 - plen : 0);
 	th = (struct sl_tcph *)(sl_buf_base(s, idx) + SL_TCP_DATA_OFF - 20 - optlen);
 	fill_hdr(s, so, th, flags, sl_buf(s, idx)->seq, optlen);
