@@ -127,7 +127,7 @@ PRELOAD_VERBS := ibv_get_device_list ibv_free_device_list ibv_get_device_name \
 	ibv_get_async_event ibv_ack_async_event
 $(PRELOAD): $(LIB_OBJS) $(PRELOAD_OBJS) lib/preload/preload.map
 	$(CC) -shared $(LDFLAGS) -Wl,--version-script=lib/preload/preload.map -Wl,-z,defs \
-		-Wl,-Bsymbolic-functions -Wl,-z,now -Wl,-e,pl_watch_entry \
+		-Wl,-Bsymbolic-functions -Wl,-z,now -Wl,-e,pl_watch_entry -Wl,-fini=pl_fini \
 		$(PRELOAD_VERBS:%=-Wl,--wrap=%) -o $@ \
 		$(LIB_OBJS) $(PRELOAD_OBJS) -lurcu-bp -ldl -lpthread
 

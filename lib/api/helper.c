@@ -53,7 +53,7 @@
 #define HELPER_IDLE_MS		50	/* nap while orphans only sit in TIME-WAIT */
 #define HELPER_TAP_TRIES	200	/* 10 ms apart: a single-queue TAP's fd to go */
 
-static bool helper_self;		/* this process is a helper: it spawns none */
+static bool helper_self SL_FORKDATA;		/* this process is a helper: it spawns none */
 
 /* Claimed and given up with a compare-and-swap: any process may try. */
 static int32_t *helper_word(struct sl_stack *s)
@@ -271,7 +271,7 @@ static void __attribute__((noreturn)) helper_main(struct sl_stack *ps, int32_t o
 	_exit(0);
 }
 
-void sl_helper_ensure(struct sl_stack *s)
+SL_FORKTEXT void sl_helper_ensure(struct sl_stack *s)
 {
 	int32_t self = (int32_t)sl_self_pid();
 	struct pollfd pfd;

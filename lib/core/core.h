@@ -1257,6 +1257,18 @@ pid_t sl_self_pid(void);
  * writable, non-thread-local variables.
  */
 #define SL_FORKDATA	__attribute__((section("sl_forkdata")))
+/*
+ * Code a forked child runs that its parent does not run again: the fork
+ * handlers, the child's first registration, the exit handlers.  A child
+ * maps no page of a file's text it did not touch itself (fork() copies no
+ * page table entry of a mapping nothing wrote), and a read fault maps the
+ * 64 KiB around it (fault-around): spread over the library's 384 KiB of
+ * text these functions cost a child a fault each in four or five windows;
+ * together they are one, at .text's start beside the PLT every call to
+ * libc goes through.  The GNU linker's default script puts the
+ * .text.unlikely sections of all objects first in .text.
+ */
+#define SL_FORKTEXT	__attribute__((section(".text.unlikely.sl_fork"), noinline))
 /* Gone, or a zombie: it will never run again (lock.c). */
 bool sl_pid_dead(pid_t pid);
 /* Stopped (SIGSTOP, a debugger's stop): it runs again only when continued. */

@@ -50,7 +50,7 @@ static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
 /* A forked child asks again at its first need: one getpid() a child,
  * whoever of the library asks first (the preload's fork handler, its
  * process record, a lock). */
-static void pid_forget(void)
+SL_FORKTEXT static void pid_forget(void)
 {
 	SL_WRITE_ONCE(cached_pid, 0);
 }
@@ -302,7 +302,7 @@ void sl_counters_claim(struct sl_stack *s)
 	s->ctr_pid = (pid_t)self;
 }
 
-void sl_counters_release(struct sl_stack *s)
+SL_FORKTEXT void sl_counters_release(struct sl_stack *s)
 {
 	uint32_t self = (uint32_t)sl_self_pid();
 	uint32_t *w;

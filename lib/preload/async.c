@@ -417,11 +417,11 @@ void pl_async_atfork_parent(void)
 	pthread_mutex_unlock(&async_mu);
 }
 
-void pl_async_atfork_child(void)
+SL_FORKTEXT void pl_async_atfork_child(void)
 {
 	pid_t seen[8];
 	unsigned int nseen = 0;
-	int saved = errno;
+	int saved;
 
 	/* Held by the thread that forked, which is this one.  The parent's
 	 * thread is not here: its records stay its while it lives (the
@@ -435,6 +435,9 @@ void pl_async_atfork_child(void)
 	 * them over when their process ends (adopt()). */
 	if (!SL_READ_ONCE(async_serial) || sl_sys_sandboxed)
 		return;
+	/* Only here: errno is a call into libc's text (__errno_location()),
+	 * a page a child that reads no errno would not touch. */
+	saved = errno;
 	pthread_mutex_lock(&async_mu);
 	for (unsigned int i = 0; i < PL_ASYNC_RECS; i++) {
 		const struct async_rec *r = &recs[i];

@@ -149,7 +149,7 @@ void pl_bell_lost(int fd)
 	set_bit(fd, false);
 }
 
-void pl_bell_atfork_child(void)
+SL_FORKTEXT void pl_bell_atfork_child(void)
 {
 	int n = SL_READ_ONCE(bell_words);
 

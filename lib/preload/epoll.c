@@ -1581,7 +1581,7 @@ EXPORT int epoll_create1(int flags)
 	return made(REAL(epoll_create1)(flags));
 }
 
-void pl_epoll_atfork(void)
+SL_FORKTEXT void pl_epoll_atfork(void)
 {
 	int top = SL_READ_ONCE(ep_pure_top);
 

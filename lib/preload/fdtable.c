@@ -83,6 +83,7 @@ struct pl_table {
 static struct pl_table *table;
 static pthread_mutex_t table_mu SL_FORKDATA = PTHREAD_MUTEX_INITIALIZER;
 static char fd_path[96];	/* the directory of the placeholders */
+static size_t fd_path_len;	/* its strlen() (place_addr()) */
 static char recs_path[104];	/* the records file in it */
 static struct sl_fdhdr *hdr;
 static struct sl_fdrec *recs;
@@ -239,7 +240,7 @@ static bool lock_free_at(int probe, off_t off)
  * its byte while we live (forked children take their own: after fork the
  * parent's description is shared, and would outlive a dead child).
  */
-static void proc_register(int at)
+SL_FORKTEXT static void proc_register(int at)
 {
 	uint32_t me = (uint32_t)sl_self_pid();
 	int fd = -1, i;
@@ -335,6 +336,7 @@ static int fdtable_map(struct sl_stack *s)
 	int fd, ret = 0;
 
 	snprintf(fd_path, sizeof(fd_path), PL_FD_PREFIX "%s", s->name);
+	fd_path_len = strlen(fd_path);
 	snprintf(recs_path, sizeof(recs_path), "%s" PL_RECS_NAME, fd_path);
 	ret = make_dir();
 	if (ret)
@@ -492,7 +494,7 @@ void pl_rcu_fork_parent(void)
 	pthread_mutex_unlock(&rcu_mu);
 }
 
-void pl_rcu_fork_child(void)
+SL_FORKTEXT void pl_rcu_fork_child(void)
 {
 	if (rcu_forking)
 		urcu_bp_after_fork_child();	/* forgets the other threads */
@@ -916,17 +918,32 @@ static int place_open(int flags)
 	return fd;
 }
 
-/* fd_path/pN of socket sd; its length, or 0 if it does not fit. */
+/*
+ * fd_path/pN of socket sd; its length, or 0 if it does not fit.  Written
+ * out by hand, not by snprintf(): a forked child's close of the socket it
+ * served asks this name, and the first printf of a child faults in five
+ * pages of libc's text and tables (vfprintf, its jump table, strchrnul,
+ * mempcpy, a stack page below) that its kernel twin never touches.
+ */
 static socklen_t place_addr(uint32_t sd, struct sockaddr_un *a)
 {
-	int n;
+	static const char name[] = "/" PL_PLACE_NAME;
+	char digits[10];
+	size_t n = fd_path_len, k = 0;
 
+	do
+		digits[k++] = (char)('0' + sd % 10);
+	while ((sd /= 10));
+	if (n + sizeof(name) - 1 + k >= sizeof(a->sun_path))
+		return 0;
 	memset(a, 0, sizeof(*a));
 	a->sun_family = AF_UNIX;
-	n = snprintf(a->sun_path, sizeof(a->sun_path), "%s/" PL_PLACE_NAME "%u", fd_path, sd);
-	if (n <= 0 || (size_t)n >= sizeof(a->sun_path))
-		return 0;
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)n + 1);
+	memcpy(a->sun_path, fd_path, n);
+	memcpy(a->sun_path + n, name, sizeof(name) - 1);
+	n += sizeof(name) - 1;
+	while (k)
+		a->sun_path[n++] = digits[--k];
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
 }
 
 /*
@@ -2100,7 +2117,7 @@ static bool sweep(void)
 
 /* Exit: close this process's Sluice sockets as the kernel closes fds.  No
  * synchronize_rcu() here: urcu may be torn down already. */
-void pl_fdtable_close_all(void)
+SL_FORKTEXT void pl_fdtable_close_all(void)
 {
 	struct pl_table *t = table;
 
@@ -2222,7 +2239,7 @@ void pl_fdtable_inherit(void)
 	closedir(d);
 }
 
-void pl_fdtable_atfork_child(void)
+SL_FORKTEXT void pl_fdtable_atfork_child(void)
 {
 	/* Another thread may have held it at fork(): the child has one thread. */
 	pthread_mutex_init(&table_mu, NULL);

@@ -249,7 +249,7 @@ bool pl_vfork_child(void)
 	return pl_vfork_maybe() && self_pid && getpid() != self_pid;
 }
 
-static void atfork_child(void)
+SL_FORKTEXT static void atfork_child(void)
 {
 	/* The library's one getpid() of the child: lib/core/lock.c's fork
 	 * handler, registered before ours (do_init()), forgot the parent's. */
@@ -540,9 +540,22 @@ __attribute__((constructor)) static void pl_constructor(void)
 		pl_fdtable_inherit();
 }
 
-__attribute__((destructor)) static void pl_destructor(void)
+/*
+ * The object's DT_FINI, which the dynamic linker calls at every exit
+ * (the link's -fini names it, Makefile): crti.o's _fini does nothing but
+ * sits at the end of .text, a page of its own a forked child would fault
+ * in at exit only to return; this one is beside the other exit code.
+ */
+void pl_fini(void);
+SL_FORKTEXT void pl_fini(void)
 {
-	struct sl_stack *s = pl_sl();
+}
+
+__attribute__((destructor)) SL_FORKTEXT static void pl_destructor(void)
+{
+	/* pl_sl()'s load, not a call to it: its page is not a window a
+	 * child that never used the stack touched. */
+	struct sl_stack *s = (struct sl_stack *)sl_load_acquire(&stack);
 
 	if (!s)
 		return;

@@ -92,7 +92,7 @@ void pl_tapq_start(struct sl_stack *s)
 	pthread_setname_np(th, "sluice-tapq");
 }
 
-void pl_tapq_stop(struct sl_stack *s)
+SL_FORKTEXT void pl_tapq_stop(struct sl_stack *s)
 {
 	if (!tapq_started)
 		return;

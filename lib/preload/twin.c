@@ -800,7 +800,7 @@ void pl_twin_atfork_parent(void)
 	pthread_mutex_unlock(&watch_mu);
 }
 
-void pl_twin_atfork_child(void)
+SL_FORKTEXT void pl_twin_atfork_child(void)
 {
 	/* Held by the thread that forked, which is this one. */
 	pthread_mutex_init(&watch_mu, NULL);
