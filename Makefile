@@ -77,6 +77,7 @@ PRELOAD_TESTS += $(B)/tests/preload/epoll_excl
 PRELOAD_TESTS += $(B)/tests/preload/close_blocked $(B)/tests/preload/udp_autobind
 PRELOAD_TESTS += $(B)/tests/preload/handover
 PRELOAD_TESTS += $(B)/tests/preload/v6echo
+PRELOAD_TESTS += $(B)/tests/preload/fork_cost
 
 .PHONY: install uninstall deb all lib tools tests bench bench-lossy bench-many bench-programs sanitize unit-tests module module-clean check demo checkpatch clean \
 	fuzz fuzz-long soak soak-kill
