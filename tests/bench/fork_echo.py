@@ -5,6 +5,16 @@ byte and writes it back (conn_churn's client is its client).  Prints
 "ready" once listening; runs until killed.
 
     python3 tests/bench/fork_echo.py PORT
+
+Beside the kernel, in the same run (tests/bench/README.md):
+
+    sluice run -- python3 tests/bench/fork_echo.py 7101 &
+    sluice run -- build/tests/bench/conn_churn client 7101 1000 1
+    python3 tests/bench/fork_echo.py 7102 &
+    build/tests/bench/conn_churn client 7102 1000 1
+
+each pair's per_s, and the server's CPU from /proc/PID/stat (utime,
+stime, cutime, cstime: its reaped children) over the connections.
 """
 import socketserver
 import sys
