@@ -1960,6 +1960,7 @@ static bool sweep_proc(int p, bool redo)
 }
 
 static bool sweep(void);
+static bool sweep_from(int only);
 
 /* Rate-limited; the program's errno is left as it was. */
 /* Close again what a stopped lock holder kept us from closing. */
@@ -1983,9 +1984,10 @@ static void reap_pending(void)
 static bool swept_never SL_FORKDATA = true;
 
 /* The watcher (watch.c), when a process of the stack has died: a sweep
- * now, whatever the stack's time says.  True: a close waits for a
- * stopped lock holder (to try again later). */
-bool pl_sweep_now(void)
+ * now, whatever the stack's time says; only process record only's if
+ * that is the one death it saw (its pidfd), -1: every record's.  True: a
+ * close waits for a stopped lock holder (to try again later). */
+bool pl_sweep_now(int only)
 {
 	bool again;
 	int saved_errno = errno;
@@ -1995,7 +1997,7 @@ bool pl_sweep_now(void)
 	SL_WRITE_ONCE(last_sweep_us, pl_now_us());
 	if (SL_READ_ONCE(npend))
 		reap_pending();
-	again = sweep();
+	again = sweep_from(only);
 	if (errno != saved_errno)
 		errno = saved_errno;
 	return again || SL_READ_ONCE(npend);
@@ -2044,9 +2046,23 @@ void pl_sweep(void)
  * record is LIVE again with its lock byte free: the next sweep). */
 static bool sweep(void)
 {
+	return sweep_from(-1);
+}
+
+/*
+ * only >= 0: the watcher saw that record's process end (its pidfd), and
+ * looks at that record alone, not at every live record's lock (a system
+ * call each: a forking server's children, ended one a connection, made
+ * the watcher's sweeps O(processes) each).  Another death has its own
+ * pidfd, and every process's own sweeps still look at all.
+ */
+static bool sweep_from(int only)
+{
 	uint32_t me = (uint32_t)sl_self_pid();
 	int dead[SL_FDREC_PROCS], n = 0;
 	bool redo[SL_FDREC_PROCS], unrec = false, again = false;
+	int from = only >= 0 && only < SL_FDREC_PROCS ? only : 0;
+	int to = only >= 0 && only < SL_FDREC_PROCS ? only + 1 : SL_FDREC_PROCS;
 
 	if (sweep_probe < 0) {
 		sweep_probe = sl_sys_fd_high(open(recs_path, O_RDONLY | O_CLOEXEC));
@@ -2059,7 +2075,7 @@ static bool sweep(void)
 	 * may have it already); a sweeper found dead is replaced, and its
 	 * sweep done again looking at every record.
 	 */
-	for (int i = 0; i < SL_FDREC_PROCS; i++) {
+	for (int i = from; i < to; i++) {
 		uint32_t st = SL_READ_ONCE(hdr->procs[i].state), sw;
 
 		if (i == reg_slot || (st != SL_FDPROC_LIVE && st != SL_FDPROC_SWEPT) ||

@@ -464,7 +464,7 @@ bool pl_fd_records_ours(void);
 const char *pl_fd_recs_path(void);
 bool pl_fd_lock_free(off_t off);
 int pl_fd_lock_excl(int fd, off_t off);
-bool pl_sweep_now(void);
+bool pl_sweep_now(int only);
 void pl_stack_adopt(struct sluice_stack *st);
 /* A watcher for the stack if none lives (at a program's first attach). */
 void pl_watch_ensure(void);

@@ -300,6 +300,8 @@ static void watch_run(struct watch *w)
 {
 	struct pollfd p[SL_FDREC_PROCS + 1];
 	int at[SL_FDREC_PROCS + 1], ino, n;
+	/* The one record whose end was seen, or -1: look at every one. */
+	int only = -1;
 	bool sweep, again = false;
 	uint64_t idle_since = 0;
 
@@ -316,9 +318,10 @@ static void watch_run(struct watch *w)
 			return;
 		if (sweep) {
 			pl_debug("watcher: a process of the stack ended: sweeping");
-			again = pl_sweep_now();
+			again = pl_sweep_now(only);
 			sweep = false;
 		}
+		only = -1;
 		n = 0;
 		p[n].fd = ino;
 		p[n++].events = POLLIN;
@@ -357,6 +360,9 @@ static void watch_run(struct watch *w)
 				;
 			sweep |= look_born(w);
 		}
+		/* A look's death or a retry: which record is not known. */
+		if (sweep || again)
+			only = -2;
 		for (int k = 1; k < n; k++) {
 			int i = at[k];
 			struct sl_fdproc *pr = &w->h->procs[i];
@@ -367,9 +373,13 @@ static void watch_run(struct watch *w)
 			/* Given back at a clean exit (or taken by another
 			 * process since): nothing of its to close. */
 			if (sl_load_acquire(&pr->state) != SL_FDPROC_FREE &&
-			    SL_READ_ONCE(pr->pid) == w->pid[i])
+			    SL_READ_ONCE(pr->pid) == w->pid[i]) {
 				sweep = true;
+				only = only == -1 ? i : -2;
+			}
 		}
+		if (only < 0)
+			only = -1;
 	}
 }
 
