@@ -34,7 +34,8 @@
  * stopped lock holder is tried again every 100 ms.  Costs: nothing on
  * any call's path; in the watcher one wake-up a process start and one a
  * process end, O(p) to rebuild its poll set then (p: processes of the
- * stack), a sweep's O(p) probes a death.
+ * stack), at a death its pidfd told alone a probe of that record's lock
+ * and one of each shared socket (sweep_from()), O(p) probes otherwise.
  *
  * Leaving: 2 s after the last process of the stack is gone (so that
  * short programs started one after another find it), it gives its claim
