@@ -98,6 +98,11 @@ static inline uint32_t sl_chan_wq(int chan)
 #define SL_POLL_ERR	4u
 #define SL_POLL_PRI	5u
 #define SL_POLL_HUP	6u
+/* POLL_PRI of a new urgent pointer whose segment queued nothing in order
+ * (a bare ACK with URG, a segment out of order or dropped for want of
+ * room): SIGURG and POLL_PRI without the POLL_IN that POLL_PRI's event
+ * brings (lib/preload/async.c, event()).  No si_code: async.c's own. */
+#define SL_POLL_PRI_ALONE	7u
 /* A ring's byte that is no event: the bell's lost[] counts changed. */
 #define SL_ASYNC_LOOK	0x80u
 #define SL_BELL_FREE	0u

@@ -22,9 +22,13 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -157,8 +161,13 @@ void pl_async_lost(int fd)
  *    F_SETSIG, POLL_PRI; then sk_data_ready(), POLL_IN, which stands for
  *    tcp_urg()'s for the urgent byte), read at once (hup_s is
  *    SO_OOBINLINE: the byte is data).  Before POLL_HUP only, as a TCP
- *    stream's urgent data comes before its FIN.
+ *    stream's urgent data comes before its FIN;
+ *  - SL_POLL_PRI_ALONE (a new urgent pointer whose segment queued no
+ *    data, where Linux gives no POLL_IN): the same, sent while a thread
+ *    of ours waits in a read of hup_s (pri_alone()).
  */
+static void pri_alone(struct async_rec *r);
+
 static void event(struct async_rec *r, unsigned int why)
 {
 	struct sockaddr none = { .sa_family = AF_UNSPEC };
@@ -189,6 +198,10 @@ static void event(struct async_rec *r, unsigned int why)
 				  NULL, 0) == 1)
 			sl_sys_read(r->hup_s, d, sizeof(d));	/* and any left */
 		return;
+	case SL_POLL_PRI_ALONE:
+		if (r->hup_s >= 0 && r->hup_p >= 0)
+			pri_alone(r);
+		return;
 	default:
 		/* POLL_IN (and a ring of another build: 0). */
 		if (r->in_s < 0 || r->in_p < 0)
@@ -197,6 +210,98 @@ static void event(struct async_rec *r, unsigned int why)
 		sl_sys_drain_dgrams(r->in_s);
 		return;
 	}
+}
+
+/*
+ * SIGURG and POLL_PRI without POLL_IN.  queue_oob() calls sk_data_ready()
+ * after sk_send_sigurg(), and sock_def_readable()'s POLL_IN
+ * (sk_wake_async(SOCK_WAKE_WAITD)) is not sent while a reader of the
+ * socket waits for data (SOCKWQ_ASYNC_WAITDATA, set by
+ * unix_stream_data_wait() before it sleeps, cleared when it wakes and
+ * takes the socket's lock again, after sock_def_readable() looked).  So
+ * a thread of ours reads hup_s, made blocking for it (SO_RCVTIMEO bounds
+ * the read), and the byte is sent once that thread sleeps in the read
+ * (/proc/self/task/TID/syscall: a read of hup_s; then stat: S); it takes
+ * the byte.  Without /proc (a sandbox), or the thread not asleep within
+ * 50 ms, the byte goes anyway, and the POLL_IN with it as before.  Rare
+ * (a pointer on a bare ACK, or out of order): a thread made each time.
+ */
+static struct {
+	uint32_t serial;	/* this event's, and the last its reader ended */
+	uint32_t done;
+	int tid;
+} alone;
+
+static void *alone_main(void *arg)
+{
+	uint64_t a = (uint64_t)(uintptr_t)arg;
+	char d[16];
+
+	SL_WRITE_ONCE(alone.tid, (int)sl_syscall(SYS_gettid));
+	sl_sys_read((int)(a >> 32), d, sizeof(d));
+	/* Release: its read is over before the event restores O_NONBLOCK. */
+	sl_store_release(&alone.done, (uint32_t)a);
+	return NULL;
+}
+
+/* Is thread tid asleep in a read of fd: its system call first, then its
+ * state (S: unix_stream_data_wait(); the iolock sleeps in D). */
+static bool alone_asleep(int tid, int fd)
+{
+	char path[64], b[256], *p, *e;
+	ssize_t n;
+	int f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	f = sl_sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	if (f < 0)
+		return false;
+	n = sl_sys_read(f, b, sizeof(b) - 1);
+	sl_sys_close(f);
+	if (n <= 0)
+		return false;
+	b[n] = 0;
+	if (strtol(b, &e, 10) != SYS_read || e == b || strtol(e, NULL, 16) != fd)
+		return false;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	f = sl_sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	if (f < 0)
+		return false;
+	n = sl_sys_read(f, b, sizeof(b) - 1);
+	sl_sys_close(f);
+	if (n <= 0)
+		return false;
+	b[n] = 0;
+	p = strrchr(b, ')');
+	return p && p[1] == ' ' && p[2] == 'S';
+}
+
+static void pri_alone(struct async_rec *r)
+{
+	struct timespec ts = { 0, 100000 };
+	uint32_t serial = ++alone.serial;
+	int fl = sl_sys_fcntl(r->hup_s, F_GETFL, 0), tid = 0;
+	char b = 0, d[16];
+
+	SL_WRITE_ONCE(alone.tid, 0);
+	if (fl >= 0 && !sl_sys_fcntl(r->hup_s, F_SETFL, fl & ~O_NONBLOCK) &&
+	    !pl_thread_quiet(alone_main, (void *)(uintptr_t)((uint64_t)(uint32_t)r->hup_s << 32 | serial),
+			     64 * 1024, NULL)) {
+		/* Up to 50 ms for it to sleep. */
+		for (int i = 0; i < 500; i++) {
+			tid = SL_READ_ONCE(alone.tid);
+			if (tid > 0 && alone_asleep(tid, r->hup_s))
+				break;
+			nanosleep(&ts, NULL);
+		}
+	}
+	if (sl_sys_sendto(r->hup_p, &b, 1, MSG_OOB | MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0) == 1 &&
+	    tid > 0)
+		for (int i = 0; i < 500 && sl_load_acquire(&alone.done) != serial; i++)
+			nanosleep(&ts, NULL);
+	if (fl >= 0)
+		sl_sys_fcntl(r->hup_s, F_SETFL, fl);
+	sl_sys_read(r->hup_s, d, sizeof(d));	/* any left */
 }
 
 /* n events why in a row (async_mu held): each POLL_IN a byte in_p ->
@@ -230,8 +335,8 @@ static void serve(uint64_t data)
 {
 	unsigned int i = (uint32_t)data;
 	struct async_rec *r = &recs[i % PL_ASYNC_RECS];
-	static const unsigned char order[] = { SL_POLL_OUT, SL_POLL_ERR, SL_POLL_PRI, SL_POLL_HUP,
-					       SL_POLL_IN };
+	static const unsigned char order[] = { SL_POLL_OUT, SL_POLL_ERR, SL_POLL_PRI,
+					       SL_POLL_PRI_ALONE, SL_POLL_HUP, SL_POLL_IN };
 	struct mmsghdr m[16];
 	struct iovec v[16];
 	char b[16][64];
@@ -574,6 +679,7 @@ static void above(int *armed, int *other, bool alike)
 static int rec_files(struct async_rec *r, uint32_t pid, uint32_t tid)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct timeval tmo = { 1, 0 };
 	int sv[2], p[2], ret, one = 1;
 	socklen_t len;
 
@@ -612,8 +718,10 @@ static int rec_files(struct async_rec *r, uint32_t pid, uint32_t tid)
 	if (r->hup_s < 0 || r->hup_p < 0)
 		goto err;
 	above(&r->hup_s, &r->hup_p, true);
-	/* Its urgent bytes (POLL_PRI) are read as data. */
-	if (sl_sys_setsockopt(r->hup_s, SOL_SOCKET, SO_OOBINLINE, &one, sizeof(one)))
+	/* Its urgent bytes (POLL_PRI) are read as data; a blocking read of
+	 * it (pri_alone()) ends within a second. */
+	if (sl_sys_setsockopt(r->hup_s, SOL_SOCKET, SO_OOBINLINE, &one, sizeof(one)) ||
+	    sl_sys_setsockopt(r->hup_s, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo)))
 		goto err;
 	return 0;
 err:

@@ -11,7 +11,8 @@
 # event's own si_code and si_band in order (connect done, data, the FIN
 # after this end shut, a reset, a refused connect, a UDP ICMP error) to
 # each kind of owner; urgent data (SIGURG, then with F_SETSIG POLL_PRI
-# and the data's POLL_IN); none to an owner when the armed socket's
+# and the data's POLL_IN; a pointer that brings no data, POLL_PRI
+# alone); none to an owner when the armed socket's
 # process exits, execs or is killed; a burst of 100 datagrams before
 # the owner takes any: 100 real-time signals, one SIGIO; the owner still
 # signalled after the arming process exits, a forked child holding the
@@ -27,7 +28,7 @@ need_netns "loopback sockets"
 # Groups run apart: a signal that never comes (the asleep case ends on an
 # alarm) costs only its own group's lines.
 groups=("tcp_data tcp_setsig udp_data listen_conn" "fioasync owner_tid owner_pgrp" asleep skns sigwait tcp_space quiet eintr
-	events_pid events_tid events_pgrp end_quiet urgent burst fork_keep two_armed exec_keep)
+	events_pid events_tid events_pgrp end_quiet urgent urgent_bare burst fork_keep two_armed exec_keep)
 for g in "${groups[@]}"; do
 	k=$(in_netns "$prog" $g 2>&1)
 	s=$(in_netns env SLUICE_STACK=$st-${g%% *} "$top/build/tools/sluice" run -- "$prog" $g 2>&1)
@@ -35,7 +36,7 @@ for g in "${groups[@]}"; do
 	check_as_kernel "$k" "$s"
 done
 # The kernel's own answers are what the cases say they are.
-k=$(in_netns "$prog" tcp_setsig tcp_space events_tid urgent burst fork_keep two_armed exec_keep 2>&1)
+k=$(in_netns "$prog" tcp_setsig tcp_space events_tid urgent urgent_bare burst fork_keep two_armed exec_keep 2>&1)
 check "on the kernel: F_SETSIG gives POLL_IN, si_fd and POLLIN|POLLRDNORM" \
 	grep -q '^tcp_setsig sig=[0-9]* code=1 fd=fd band=0x41 n=1 to=owner$' <<<"$k"
 check "on the kernel: room to write back is POLL_OUT, POLLOUT|POLLWRNORM|POLLWRBAND" \
@@ -52,6 +53,8 @@ check "on the kernel: a pointer past its segment is POLL_PRI then the segment's 
 	grep -q '^urgent_setsig_long got=199999 seq=PIPIPI$' <<<"$k"
 check "on the kernel: urgent data without F_SETSIG is SIGURG and SIGIO, nothing else" \
 	grep -q '^urgent_nosetsig urg=1 io=1 other=0$' <<<"$k"
+check "on the kernel: a new urgent pointer on a bare ACK (the window shut) is SIGURG and POLL_PRI, no POLL_IN" \
+	grep -q '^urgent_bare n=2 urg=1:0x80 seq=rt1:0x5:0x82:fd$' <<<"$k"
 check "on the kernel: a burst of 100 datagrams is 100 real-time signals, POLL_IN each, one SIGIO" \
 	test "$(grep -c '^burst_rt n=100 poll_in=100 si_fd=100$\|^burst_sigio n=1$\|^burst_setsig_sigio n=1 poll_in=1 si_fd=1$' <<<"$k")" = 3
 check "on the kernel: the owner gets the signal of a socket whose arming process exited, a child holding it" \

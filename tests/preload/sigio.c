@@ -413,6 +413,47 @@ static void urgent(void)
 }
 
 /*
+ * A new urgent pointer that brings no data (Linux tcp_urg() ->
+ * tcp_check_urg() -> sk_send_sigurg(), then tcp_data_queue() with nothing
+ * to queue): SIGURG and POLL_PRI, nothing else.  The pointer comes alone
+ * on a bare ACK: the receiver's window is shut (a small SO_RCVBUF, filled
+ * and not read), so the sender's urgent byte waits behind data it may
+ * not send, and every segment it sends below the pointer says where the
+ * urgent data ends (RFC 9293 3.8.5; Linux __tcp_transmit_skb()), the
+ * ACK of a byte the receiver sends it among them.
+ */
+static void urgent_bare(void)
+{
+	static char fill[40000];
+	int c, a, sz = 2048, big = 1 << 20;
+	char b[16];
+	ssize_t n;
+
+	tcp_pair(&c, &a);
+	setsockopt(a, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	setsockopt(c, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+	catch(SIGURG, 0);
+	catch(SIGRTMIN + 1, 0);
+	arm(a, getpid(), SIGRTMIN + 1);
+	n = send(c, fill, sizeof(fill), MSG_DONTWAIT);
+	msleep(300);
+	reset();
+	/* Queued behind the data the shut window holds back. */
+	if (send(c, "u", 1, MSG_OOB | MSG_DONTWAIT) != 1)
+		perror("send MSG_OOB");
+	msleep(100);
+	printf("urgent_bare_queued sent=%zd signals=%d\n", n, (int)got_n);
+	reset();
+	/* c's ACK of this byte carries the pointer. */
+	send(a, "r", 1, 0);
+	await();
+	report_all("urgent_bare", a);
+	recv(c, b, sizeof(b), MSG_DONTWAIT);
+	close(c);
+	close(a);
+}
+
+/*
  * Room to write back after a write found none (SOCK_WAKE_SPACE): one
  * signal, however many ACKs bring it, POLL_OUT with POLLOUT|POLLWRNORM|
  * POLLWRBAND.
@@ -1203,6 +1244,7 @@ static const struct {
 	{ "sigwait", sigwait_case }, { "tcp_space", tcp_space }, { "quiet", quiet },
 	{ "events_pid", events_pid }, { "events_tid", events_tid },
 	{ "events_pgrp", events_pgrp }, { "end_quiet", end_quiet }, { "urgent", urgent },
+	{ "urgent_bare", urgent_bare },
 	{ "burst", burst }, { "fork_keep", fork_keep }, { "two_armed", two_armed },
 	/* Last: it execs (the rest of a run is lost). */
 	{ "exec_keep", exec_keep },

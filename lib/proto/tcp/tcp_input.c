@@ -2249,9 +2249,12 @@ static uint8_t seg_byte(struct sl_stack *s, uint32_t idx, const struct seg *g, u
  * arming process makes SIGURG, POLL_PRI and one POLL_IN (lib/preload/
  * async.c).  That POLL_IN stands for Linux's tcp_urg() sk_data_ready() for
  * the byte when the byte is in the pointer's segment, else for the
- * segment's own tcp_data_ready(): true then (the caller signals no POLL_IN
- * for the segment's data), and the byte's POLL_IN is signalled when it
- * comes, so the order of codes is Linux's.
+ * segment's own tcp_data_ready(): true then, and the caller says the
+ * event, POLL_PRI once it queues the segment in order (and signals no
+ * POLL_IN for its data), else SL_POLL_PRI_ALONE, SIGURG and POLL_PRI with
+ * no POLL_IN, as Linux gives for a pointer that brings no data.  The
+ * byte's POLL_IN is signalled when it comes, so the order of codes is
+ * Linux's.
  */
 static bool urg_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		      const struct sl_tcph *th, const struct seg *g)
@@ -2266,10 +2269,12 @@ static bool urg_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		if (SEQ_LEQ(copied, ptr) && SEQ_GEQ(ptr, tp->rcv_nxt) &&
 		    !(tp->urg_data && SEQ_LEQ(ptr, tp->urg_seq))) {
 			/* Where Linux raises SIGURG (sk_send_sigurg()): counted,
-			 * and the owner's signal sent after the unlock. */
+			 * and the owner's signal sent after the unlock; an
+			 * O_ASYNC socket's event once the segment is placed. */
 			tp->urg_sigs++;
-			sl_sock_urg(s, so);
 			pri = (so->life & SL_LIFE_ASYNC) && !(so->flags & SL_SF_ORPHAN);
+			if (!pri)
+				sl_sock_urg(s, so);
 			/* The byte held is at the head, not read out of band,
 			 * and more is queued: it goes, so that a read does not
 			 * take it as data (Linux: copied_seq++). */
@@ -2285,8 +2290,10 @@ static bool urg_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		tp->urg_data = SL_URG_VALID | seg_byte(s, idx, g, tp->urg_seq);
 		sl_sock_wake(s, so);
 		/* Linux's tcp_urg() sk_data_ready(): POLL_IN (the POLL_PRI
-		 * event's, above, when the pointer came with it). */
-		if (!pri)
+		 * event's when the pointer came with it). */
+		if (pri)
+			sl_sock_urg(s, so);
+		else
 			sl_sock_async(s, so, SL_POLL_IN);
 		return false;
 	}
@@ -2299,7 +2306,7 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 		       uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
-	bool queued = false, fin_acked, syn, with_data, ts_stale, urg_in = false;
+	bool queued = false, fin_acked, syn, with_data, ts_stale, urg_in = false, urg_said = false;
 	uint32_t gen = so->kp.gen, seg_seq, old_seq;
 
 	if (predicted(so, g)) {
@@ -2594,6 +2601,12 @@ ack:
 			else if (quick_ack(tp) || delack_arm(tp, now_us))
 				tp->tflags |= SL_TF_ACKNOW;
 			sl_sock_wake(s, so);
+			/* A new urgent pointer's POLL_PRI (urg_input()): its
+			 * POLL_IN stands for this segment's. */
+			if (urg_in) {
+				sl_sock_urg(s, so);
+				urg_said = true;
+			}
 			/* A FIN is tcp_fin()'s signal first: POLL_HUP once
 			 * both ways are shut (this end's sending was), else
 			 * POLL_IN; then Linux tcp_data_ready(): POLL_IN. */
@@ -2632,6 +2645,10 @@ ack:
 		tp->tflags |= SL_TF_ACKNOW;
 	}
 out_ack:
+	/* A new urgent pointer and nothing queued in order: Linux's
+	 * tcp_check_urg() signals, tcp_data_queue() does not. */
+	if (__builtin_expect(urg_in && !urg_said, 0))
+		sl_sock_async(s, so, SL_POLL_PRI_ALONE);
 	if (!queued)
 		sl_pkt_free(s, idx);
 	if (so->type != SL_SOCK_TCP || so->kp.gen != gen)
