@@ -2406,6 +2406,13 @@ static int get_opt(int fd, int level, int name, void *val, socklen_t *lenp)
 			      sl_sock(s, ps->sd)->state == SL_TCP_LISTEN, val, lenp);
 	else if (level == SOL_SOCKET && name == SO_LINGER)
 		ret = put_blob(&ps->linger, sizeof(ps->linger), val, lenp);
+	else if (level == SOL_SOCKET && name == SO_PEERCRED) {
+		/* An inet socket has no peer credentials: Linux's
+		 * cred_to_ucred() of none, pid 0, uid and gid -1. */
+		struct ucred uc = { .pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1 };
+
+		ret = put_blob(&uc, sizeof(uc), val, lenp);
+	}
 	else if (level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO)) {
 		struct timeval tv = name == SO_RCVTIMEO ? ps->rcvtimeo : ps->sndtimeo;
 

@@ -210,6 +210,27 @@ static void check_options(void)
 	r = getsockopt(fd, SOL_SOCKET, SO_ERROR, &v, &l);
 	printf("so_error_fresh: %s %d\n", rv(r), v);
 	close(fd);
+	/* An inet socket's peer credentials, connected and not: none. */
+	{
+		struct ucred uc;
+		int lf, c, a;
+
+		pair(&lf, &c, &a);
+		for (int k = 0; k < 2; k++) {
+			memset(&uc, 0x55, sizeof(uc));
+			l = sizeof(uc);
+			r = getsockopt(k ? a : lf, SOL_SOCKET, SO_PEERCRED, &uc, &l);
+			printf("so_peercred_%s: %s len %u pid %d uid %d gid %d\n",
+			       k ? "accepted" : "listener", rv(r), (unsigned int)l, (int)uc.pid,
+			       (int)uc.uid, (int)uc.gid);
+		}
+		l = 4;
+		r = getsockopt(c, SOL_SOCKET, SO_PEERCRED, &uc, &l);
+		printf("so_peercred_short: %s len %u\n", rv(r), (unsigned int)l);
+		close(lf);
+		close(c);
+		close(a);
+	}
 }
 
 static void check_connect(void)
