@@ -105,32 +105,7 @@ if [ $have_perf = 1 ]; then
 	# the file: faults there, a child's mean.
 	rx=$(readelf -lW "$lib" | awk '$1 == "LOAD" && $8 == "E" { print $3, $6 }')
 	perf script -i "$tmp/rec.data" --show-mmap-events -F pid,addr 2>/dev/null >"$tmp/rec.txt"
-	kid=$(/usr/bin/python3 - "$tmp/rec.txt" "$lib" $rx <<'EOP'
-import re, sys
-path, lib, start, size = sys.argv[1], sys.argv[2], int(sys.argv[3], 16), int(sys.argv[4], 16)
-base, faults = {}, []
-for line in open(path):
-    if "MMAP" in line:
-        m = re.search(r"\s(\d+)/\d+:\s+\[(0x[0-9a-f]+)\(0x[0-9a-f]+\) @ (0x[0-9a-f]+|0) ", line)
-        if m and line.rstrip().endswith(lib) and int(m.group(3), 16) == 0:
-            base.setdefault(int(m.group(1)), int(m.group(2), 16))
-        continue
-    f = line.split()
-    if len(f) == 2 and f[0].isdigit():
-        faults.append((int(f[0]), int(f[1], 16)))
-pids = {}
-for pid, a in faults:
-    pids[pid] = pids.get(pid, 0) + 1
-if not pids or not base:
-    print("-")
-    sys.exit()
-parent = max(pids, key=pids.get)
-b = base.get(parent, next(iter(base.values())))
-lo, hi = b + start, b + start + size
-kids = [p for p in pids if p != parent]
-print("%.2f" % (sum(1 for q, a in faults if q != parent and lo <= a < hi) / max(len(kids), 1)))
-EOP
-)
+	kid=$(/usr/bin/python3 "$top/tests/host/seg_faults.py" "$tmp/rec.txt" "$lib" $rx | cut -d" " -f1)
 	echo "# faults on the library's text, a child that exits: $kid"
 	check "a child that exits faults in at most 1 window of the library's text ($kid; main 4-5)" \
 		le "$kid" 1.05

@@ -97,35 +97,7 @@ check "... with a single-threaded fork (no twin): at most the kernel's + 48 ($s1
 # where the loader put the file: faults there, a child and the parent.
 rw=$(readelf -lW "$lib" | awk '$1 == "LOAD" && $7 ~ /W/ { print $3, $6 }')
 perf script -i "$tmp/rec.data" --show-mmap-events -F pid,addr 2>/dev/null >"$tmp/rec.txt"
-read -r kid par < <(/usr/bin/python3 - "$tmp/rec.txt" "$lib" $rw <<'EOP'
-import re, sys
-path, lib, start, size = sys.argv[1], sys.argv[2], int(sys.argv[3], 16), int(sys.argv[4], 16)
-base, faults = {}, []
-for line in open(path):
-    if "MMAP" in line:
-        m = re.search(r"\s(\d+)/\d+:\s+\[(0x[0-9a-f]+)\(0x[0-9a-f]+\) @ (0x[0-9a-f]+|0) ", line)
-        if m and line.rstrip().endswith(lib) and int(m.group(3), 16) == 0:
-            base.setdefault(int(m.group(1)), int(m.group(2), 16))
-        continue
-    f = line.split()
-    if len(f) == 2 and f[0].isdigit():
-        faults.append((int(f[0]), int(f[1], 16)))
-pids = {}
-for pid, a in faults:
-    pids[pid] = pids.get(pid, 0) + 1
-if not pids or not base:
-    print("- -")
-    sys.exit()
-parent = max(pids, key=pids.get)
-b = base.get(parent, next(iter(base.values())))
-lo, hi = b + start, b + start + size
-# A forked child maps the library where its parent did.
-kids = [p for p in pids if p != parent]
-ours = lambda p: sum(1 for q, a in faults if q == p and lo <= a < hi)
-print("%.2f %.2f" % (sum(ours(p) for p in kids) / max(len(kids), 1),
-                     ours(parent) / max(len(kids), 1)))
-EOP
-)
+read -r kid par < <(/usr/bin/python3 "$top/tests/host/seg_faults.py" "$tmp/rec.txt" "$lib" $rw)
 echo "# faults on the library's writable data: a child $kid, the parent a connection $par (with its start)"
 check "a forked child writes at most 2 pages of the library's own data ($kid; 11 before)" \
 	le "$kid" 2

@@ -63,23 +63,8 @@ check "fakeib loads with ipoib=1 enhanced=1 (an rdma_netdev on port 1)" \
 QK=0x00001234
 echo "qkey 1 $QK" >$D/ctl
 echo "qkey 2 $QK" >$D/ctl
-echo "pkey 1 1 0x8001" >$D/ctl
-echo "pkey 2 1 0x8001" >$D/ctl
-echo "pkey_change 1" >$D/ctl
-echo "pkey_change 2" >$D/ctl
-insmod $KM/ib_cm.ko 2>/dev/null
-check "the kernel's ib_ipoib loads" insmod $KM/ib_ipoib.ko
-check "ib_ipoib made ib0 and ib1" until_t 50 sh -c "[ -e /sys/class/net/ib0 ] && [ -e /sys/class/net/ib1 ]"
-mkdir -p /run/netns
-$IP netns add "$NS"
-$IP link set ib1 netns "$NS"
-$IP addr add 10.91.0.1/24 dev ib0
-$IP link set ib0 up
-in_ns $IP link set lo up
-in_ns $IP addr add 10.91.0.2/24 dev ib1
-in_ns $IP link set ib1 up
-check "ib0 has carrier (ipoib joined the broadcast group through the rdma_netdev)" until_t 100 carrier ib0
-check "ib1 has carrier" until_t 100 ns_carrier ib1
+ipoib_load_8001
+ipoib_pair 10.91.0.1 10.91.0.2 "ipoib joined the broadcast group through the rdma_netdev"
 grep udqp $D/state | sed 's/^/# /'
 q0=0x$(qpn_of ib0)
 check "ib0's QPN $q0 is fakeib's underlay QP for it, in RTS with the group's Q_Key ($(qpf 1 "$q0" qkey); the SA's $QK)" \

@@ -35,25 +35,8 @@ qpn_of() { cut -d: -f2-4 "/sys/class/net/$1/address" | tr -d :; }
 smtu() { sluice dump "$1" 2>/dev/null | sed -n 's/^stack .* mtu \([0-9]*\).*/\1/p' | head -n 1; }
 
 check "fakeib loads with ipoib=1" insmod /lib/modules/fakeib.ko ipoib=1
-# P_Key 0x8001 in both ports' tables (index 1), so ipoib can run its
-# children there; 0x8002 in neither.  The events refresh ib_core's cache.
-echo "pkey 1 1 0x8001" >$D/ctl
-echo "pkey 2 1 0x8001" >$D/ctl
-echo "pkey_change 1" >$D/ctl
-echo "pkey_change 2" >$D/ctl
-insmod $KM/ib_cm.ko 2>/dev/null
-check "the kernel's ib_ipoib loads" insmod $KM/ib_ipoib.ko
-check "ib_ipoib made ib0 and ib1" until_t 50 sh -c "[ -e /sys/class/net/ib0 ] && [ -e /sys/class/net/ib1 ]"
-mkdir -p /run/netns
-$IP netns add "$NS"
-$IP link set ib1 netns "$NS"
-$IP addr add 10.81.0.1/24 dev ib0
-$IP link set ib0 up
-in_ns $IP link set lo up
-in_ns $IP addr add 10.81.0.2/24 dev ib1
-in_ns $IP link set ib1 up
-check "ib0 has carrier" until_t 100 carrier ib0
-check "ib1 has carrier" until_t 100 ns_carrier ib1
+ipoib_load_8001
+ipoib_pair 10.81.0.1 10.81.0.2
 
 # ---- P_Key children of the real ipoib (issue 14 item 7) ----
 check "ipoib makes a P_Key child ib0.8001 (ip link add ... type ipoib pkey 0x8001)" \

@@ -43,16 +43,7 @@ check "ib0 is port 1's (dev_port 0), ib1 port 2's (dev_port 1)" \
 	test "$(cat /sys/class/net/ib0/dev_port)" = 0 -a "$(cat /sys/class/net/ib1/dev_port)" = 1
 echo "# ib0 $(cat /sys/class/net/ib0/address) mode $(cat /sys/class/net/ib0/mode 2>/dev/null)"
 
-mkdir -p /run/netns
-$IP netns add "$NS"
-check "ib1 moves into netns $NS" $IP link set ib1 netns "$NS"
-$IP addr add "$S/24" dev ib0
-$IP link set ib0 up
-in_ns $IP link set lo up
-in_ns $IP addr add "$K/24" dev ib1
-in_ns $IP link set ib1 up
-check "ib0 has carrier (ipoib joined its broadcast group through the fake SA)" until_t 100 carrier ib0
-check "ib1 has carrier" until_t 100 ns_carrier ib1
+ipoib_pair "$S" "$K" "ipoib joined its broadcast group through the fake SA"
 sed 's/^/# /' $D/state
 
 # What ipoib did with its UD QP, as fakeib saw it.
