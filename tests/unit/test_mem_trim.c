@@ -114,6 +114,6 @@ int main(void)
 	for (int i = 0; i < N_SOCKS; i++)
 		sluice_close(ST(s), sd[i]);
 	tap_ok(s->lib->buf_free_count == free_bufs && s->r->sock_used == 0, "and every slot and buffer back after");
-	sluice_stack_destroy(name);
+	fx_destroy(s);
 	return tap_done();
 }
