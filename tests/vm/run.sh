@@ -17,7 +17,7 @@
 # the exit status is 0 only if every check passed.  Work files go to
 # build/vm/VERSION/ (console.log, results.log, the initramfs tree).
 #
-# Environment: SLUICE_VM_TIMEOUT (seconds per boot, default 600),
+# Environment: SLUICE_VM_TIMEOUT (seconds per boot, default 1500),
 # SLUICE_VM_MEM (MiB, default 1024), SLUICE_VM_ONLY (run just that suite,
 # or those suites: names separated by spaces),
 # SLUICE_SEED (passed to the suites, for hostile.sh's replays),
@@ -30,7 +30,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 
-timeout_s=${SLUICE_VM_TIMEOUT:-600}
+timeout_s=${SLUICE_VM_TIMEOUT:-1500}
 mem=${SLUICE_VM_MEM:-1024}
 kernels=()
 mode=test
