@@ -214,8 +214,6 @@ static int take_over(struct sl_stack *s, uint32_t v, pid_t owner)
 static char pid_state(pid_t pid)
 {
 	char path[64], buf[256], *p;
-	ssize_t n;
-	int fd;
 
 	/* A sandboxed process may be killed for kill(2) or refused /proc:
 	 * it does not know, and leaves dead holders to others. */
@@ -224,15 +222,9 @@ static char pid_state(pid_t pid)
 	if (kill(pid, 0) && errno == ESRCH)
 		return 'X';
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = sl_sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
 	/* kill(2) saw it: no /proc here (a chroot) is not a death. */
-	if (fd < 0)
+	if (sl_sys_read_small(path, buf, sizeof(buf)) <= 0)
 		return 0;
-	n = sl_sys_read(fd, buf, sizeof(buf) - 1);
-	sl_sys_close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	/* "pid (comm) S ...": the state follows the last ')'. */
 	p = strrchr(buf, ')');
 	return p && p[1] == ' ' ? p[2] : 0;

@@ -242,18 +242,10 @@ struct dev6 {
 static void dev_addrs6(uint32_t ifindex, struct dev6 *a)
 {
 	char buf[4096], *line, *save = NULL;
-	ssize_t n;
-	int fd;
 
 	memset(a, 0, sizeof(*a));
-	fd = sl_sys_openat(AT_FDCWD, "/proc/net/if_inet6", O_RDONLY | O_CLOEXEC, 0);
-	if (fd < 0)
+	if (sl_sys_read_small("/proc/net/if_inet6", buf, sizeof(buf)) <= 0)
 		return;
-	n = sl_sys_read(fd, buf, sizeof(buf) - 1);
-	sl_sys_close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char hex[33];
 		unsigned int idx, plen, scope, flags;

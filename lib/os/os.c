@@ -76,6 +76,20 @@ ssize_t sl_sys_read(int fd, void *buf, size_t len)
 	return sl_syscall(SYS_read, fd, buf, len);
 }
 
+ssize_t sl_sys_read_small(const char *path, char *buf, size_t len)
+{
+	int fd = sl_sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = sl_sys_read(fd, buf, len - 1);
+	sl_sys_close(fd);
+	if (n > 0)
+		buf[n] = '\0';
+	return n;
+}
+
 ssize_t sl_sys_write(int fd, const void *buf, size_t len)
 {
 	return sl_syscall(SYS_write, fd, buf, len);

@@ -49,6 +49,9 @@ int sl_sys_close(int fd);
  * and openat are interposed: preload/files.c). */
 int sl_sys_openat(int dfd, const char *path, int flags, unsigned int mode);
 int sl_sys_fstat(int fd, struct stat *st);
+/* A small file (/proc's) read whole in one read into buf, NUL-terminated:
+ * its length, or <= 0 (cannot open or read, or empty). */
+ssize_t sl_sys_read_small(const char *path, char *buf, size_t len);
 /* flock(2) (interposed: preload/files.c). */
 int sl_sys_flock(int fd, int op);
 /* May this process set SO_RCVBUFFORCE: CAP_NET_ADMIN over its network

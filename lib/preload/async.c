@@ -244,35 +244,18 @@ static void *alone_main(void *arg)
 	return NULL;
 }
 
-/* /proc/self/task/TID/NAME into b (size len), NUL-terminated: false if
- * it cannot be read. */
-static bool task_file(int tid, const char *name, char *b, size_t len)
-{
-	char path[64];
-	ssize_t n;
-	int f;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/%s", tid, name);
-	f = sl_sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
-	if (f < 0)
-		return false;
-	n = sl_sys_read(f, b, len - 1);
-	sl_sys_close(f);
-	if (n <= 0)
-		return false;
-	b[n] = 0;
-	return true;
-}
-
 /* Is thread tid asleep in a read of fd: its system call first, then its
  * state (S: unix_stream_data_wait(); the iolock sleeps in D). */
 static bool alone_asleep(int tid, int fd)
 {
-	char b[256], *p, *e;
+	char path[64], b[256], *p, *e;
 
-	if (!task_file(tid, "syscall", b, sizeof(b)) ||
-	    strtol(b, &e, 10) != SYS_read || e == b || strtol(e, NULL, 16) != fd ||
-	    !task_file(tid, "stat", b, sizeof(b)))
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	if (sl_sys_read_small(path, b, sizeof(b)) <= 0 ||
+	    strtol(b, &e, 10) != SYS_read || e == b || strtol(e, NULL, 16) != fd)
+		return false;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	if (sl_sys_read_small(path, b, sizeof(b)) <= 0)
 		return false;
 	p = strrchr(b, ')');
 	return p && p[1] == ' ' && p[2] == 'S';

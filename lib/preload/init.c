@@ -267,16 +267,9 @@ SL_FORKTEXT static void atfork_child(void)
 static void note_sandbox(void)
 {
 	char buf[2048], *p;
-	ssize_t n;
-	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0)
+	if (sl_sys_read_small("/proc/self/status", buf, sizeof(buf)) <= 0)
 		return;
-	n = sl_sys_read(fd, buf, sizeof(buf) - 1);
-	sl_sys_close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
 	p = strstr(buf, "\nSeccomp:");
 	if (p && strtol(p + 9, NULL, 10) == SECCOMP_MODE_FILTER)
 		sl_sys_sandboxed = true;
