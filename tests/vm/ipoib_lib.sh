@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 #
-# In the test VM: what ipoib_real.sh, ipoib_modes.sh and ipoib_enh.sh
+# In the test VM: what ipoib_real.sh, ipoib_modes.sh, ipoib_enh.sh and ipoib6.sh
 # share, sourced by each after it sets IP, NS and SUITE: fakeib's debugfs and the kernel's
 # modules, TAP, the peer namespace, the cleanup (the servers $ksrv and
 # $ssrv, the namespace, ib_ipoib, ib_cm and fakeib), the modules loaded
