@@ -38,6 +38,54 @@ void sl_ipoib_bcast_mgid(uint8_t mgid[16], uint16_t pkey)
 	memset(mgid + 12, 0xff, 4);	/* the IPv4 broadcast address */
 }
 
+void sl_ipoib_mc6_mgid(uint8_t mgid[16], const uint8_t group[16], const uint8_t bcast[16])
+{
+	mgid[0] = 0xff;
+	mgid[1] = 0x10 | (bcast[1] & 0x0f);	/* flags 1, the broadcast group's scope */
+	mgid[2] = 0x60;				/* IPv6 signature 0x601b */
+	mgid[3] = 0x1b;
+	mgid[4] = bcast[4];			/* P_Key, full member */
+	mgid[5] = bcast[5];
+	memcpy(mgid + 6, group + 6, 10);
+}
+
+void sl_ipoib_ll6(uint8_t ll[16], const uint8_t gid[16])
+{
+	memset(ll, 0, 8);
+	ll[0] = 0xfe;
+	ll[1] = 0x80;
+	memcpy(ll + 8, gid + 8, 8);
+	ll[8] |= 0x02;
+}
+
+void sl_ipoib_nd_opt_put(uint8_t *p, uint8_t type, const uint8_t hw[SL_IPOIB_HWLEN])
+{
+	p[0] = type;
+	p[1] = SL_IPOIB_ND_OPT_LEN / 8;
+	p[2] = 0;
+	p[3] = 0;
+	memcpy(p + 4, hw, SL_IPOIB_HWLEN);
+}
+
+int sl_ipoib_nd_opts(const uint8_t *p, unsigned int len, uint8_t want, const uint8_t **hw)
+{
+	*hw = NULL;
+	while (len) {
+		unsigned int ol;
+
+		if (len < 2 || !p[1] || (ol = p[1] * 8u) > len)
+			return -EINVAL;
+		if (p[0] == want) {
+			if (ol != SL_IPOIB_ND_OPT_LEN)
+				return -EINVAL;
+			*hw = p + 4;
+		}
+		p += ol;
+		len -= ol;
+	}
+	return 0;
+}
+
 void sl_ipoib_hdr_put(uint8_t hdr[SL_IPOIB_HLEN], uint16_t ethertype)
 {
 	hdr[0] = (uint8_t)(ethertype >> 8);

@@ -47,6 +47,36 @@ void sl_ipoib_hw_decode(const uint8_t hw[SL_IPOIB_HWLEN], struct sl_ipoib_addr *
  * scope 2), the P_Key with its full-membership bit set. */
 void sl_ipoib_bcast_mgid(uint8_t mgid[16], uint16_t pkey);
 
+/*
+ * RFC 4391 4: the MGID an IPv6 multicast address maps to,
+ * ff1S:601b:PPPP followed by the group's low 80 bits (bytes 6..15), the
+ * scope S and the P_Key taken from the broadcast group's MGID bcast, as
+ * Linux's ipv6_ib_mc_map() takes them from the device's broadcast address.
+ */
+void sl_ipoib_mc6_mgid(uint8_t mgid[16], const uint8_t group[16], const uint8_t bcast[16]);
+
+/* RFC 4391 8: the link-local address fe80::/64 whose interface identifier
+ * is the port GUID (a GID's low 8 bytes) with the universal/local bit
+ * (0x02 of its first byte) set, as Linux's addrconf_ifid_infiniband(). */
+void sl_ipoib_ll6(uint8_t ll[16], const uint8_t gid[16]);
+
+/*
+ * RFC 4391 9.2: Neighbour Discovery's source/target link-layer address
+ * option (type 1 or 2) for a 20-byte address: length 3 (24 bytes), two
+ * bytes of padding, then the address (Linux: ndisc_addr_option_pad() 2).
+ */
+#define SL_IPOIB_ND_OPT_LEN	24
+/* Write the option of type with address hw at p (24 bytes). */
+void sl_ipoib_nd_opt_put(uint8_t *p, uint8_t type, const uint8_t hw[SL_IPOIB_HWLEN]);
+/*
+ * The options of an NS or NA after its target (len bytes at p): every one
+ * at least 8 bytes and within len (RFC 4861 7.1.1), else -EINVAL.  *hw
+ * points at the 20-byte address of the option of type want, or is NULL
+ * without one; one of that type with another length is -EINVAL (not an
+ * IPoIB address).
+ */
+int sl_ipoib_nd_opts(const uint8_t *p, unsigned int len, uint8_t want, const uint8_t **hw);
+
 /* Write the 4-byte header for ethertype into hdr (the reserved half zero). */
 void sl_ipoib_hdr_put(uint8_t hdr[SL_IPOIB_HLEN], uint16_t ethertype);
 

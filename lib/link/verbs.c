@@ -364,6 +364,12 @@ static int verbs_send(struct verbs_link *v, struct sl_stack *s, uint32_t idx,
 	return 0;
 }
 
+int sl_verbs_send(struct verbs_link *v, struct sl_stack *s, uint32_t idx, uint16_t ethertype,
+		  struct ibv_ah *ah, uint32_t qpn)
+{
+	return verbs_send(v, s, idx, ethertype, ah, qpn);
+}
+
 static void arp_send(struct verbs_link *v, struct sl_stack *s, uint16_t op,
 		     const struct verbs_neigh *to, uint32_t tpa)
 {
@@ -741,6 +747,10 @@ static void rx_one(struct verbs_link *v, struct sl_stack *s, const struct ibv_wc
 		arp_input(v, s, idx);
 		return;
 	}
+	if (type == ETHERTYPE_IPV6_) {
+		sl_verbs_rx6(v, s, idx);
+		return;
+	}
 bad:
 	/* eth_rx_bad counts bad link frames of any framing. */
 	sl_count(s, SL_C_eth_rx_bad);
@@ -959,6 +969,7 @@ int sl_verbs_rx_cq(struct verbs_link *v, struct sl_stack *s, int budget)
 	if (now_ms - v->last_timer_ms >= 100) {
 		v->last_timer_ms = now_ms;
 		arp_timer(v, s, now_ms);
+		sl_verbs6_timer(v, s, now_ms);
 		if (v->enhanced)
 			sl_verbs_flows_reconcile(v, s);
 		sl_verbs_async(v, s);
@@ -1083,6 +1094,7 @@ static void verbs_close(struct sl_link *l)
 const struct sl_link_ops sl_verbs_ops = {
 	.name = "verbs",
 	.tx = verbs_tx,
+	.tx6 = sl_verbs_tx6,
 	.rx = verbs_rx,
 	.fd = verbs_fd,
 	.flush = sl_verbs_flush,

@@ -119,7 +119,9 @@ void sl_verbs_conn_own(struct sl_link *l, struct sl_stack *s, const struct sl_so
 	int ret;
 
 	(void)s;
-	if (!v || !so->lport || !so->rport || !so->raddr ||
+	/* IPv6 (a handle in 0/8): no IPv6 rules yet, its packets take the
+	 * rings. */
+	if (!v || !so->lport || !so->rport || !so->raddr || sl_v6tok(so->raddr) ||
 	    (ntohl(so->raddr) >> 24) == 127 || (so->laddr && (ntohl(so->laddr) >> 24) == 127))
 		return;
 	for (uint32_t i = 0; i < VERBS_FLOWS_MAX; i++) {

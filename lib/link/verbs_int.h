@@ -36,6 +36,22 @@ struct verbs_neigh {
 	uint64_t probe_ms;		/* VALID past its time: last re-ask */
 };
 
+/* An IPv6 neighbour of the plain UD link (link/verbs6.c). */
+#define VERBS_NEIGH6_MAX	32
+#define VERBS_MC6_AH		4	/* groups' AHs kept */
+#define VERBS_MC6_JOIN		3	/* all-nodes, two solicited-node groups */
+struct verbs_neigh6 {
+	uint8_t ip[16];
+	enum vn_state state;
+	uint32_t qpn;
+	uint8_t gid[16];
+	struct ibv_ah *ah;
+	uint32_t hold_idx;
+	unsigned int tries;
+	uint64_t updated_ms;
+	uint64_t probe_ms;
+};
+
 /* A 5-tuple flow rule for one connection this process runs (enhanced
  * mode; link/README.md "Stacks shared by several processes"). */
 struct verbs_flow {
@@ -74,6 +90,7 @@ struct verbs_link {
 	bool rx_csum;			/* trust IBV_WC_IP_CSUM_OK (SLUICE_IB_UD_CSUM) */
 	int mcast_err;
 	int mc_sock;			/* RoCE: holds the IPv6 group join */
+	int mc_ifindex;			/* RoCE: the GID's netdev */
 	uint16_t pkey;
 	uint16_t pkey_index;
 	uint32_t gid_index;
@@ -124,6 +141,13 @@ struct verbs_link {
 	int tx_last_err;
 	unsigned int tx_last_err_len;
 	struct verbs_neigh neigh[VERBS_NEIGH_MAX];
+	/* IPv6 (link/verbs6.c). */
+	struct verbs_neigh6 neigh6[VERBS_NEIGH6_MAX];
+	struct { uint8_t mgid[16]; struct ibv_ah *ah; } mc6_ah[VERBS_MC6_AH];
+	unsigned int mc6_ah_next;
+	uint8_t mc6_joined[VERBS_MC6_JOIN][16];	/* MGIDs attached */
+	unsigned int mc6_n;
+	uint8_t mc6_for[16];		/* the stack's address they were for */
 	/* Enhanced mode. */
 	struct sl_link *under;		/* the kring link on the same interface */
 	struct verbs_flow *flows;
@@ -153,6 +177,19 @@ void sl_verbs_async(struct verbs_link *v, struct sl_stack *s);
 /* RESET -> INIT -> RTR -> RTS with what the link was made with; 0 or the
  * failing modify's error. */
 int sl_verbs_qp_up(struct verbs_link *v, enum ibv_qp_state *failed);
+
+/* Queue buffer idx (borrowed) as ethertype to qpn through ah. */
+int sl_verbs_send(struct verbs_link *v, struct sl_stack *s, uint32_t idx, uint16_t ethertype,
+		  struct ibv_ah *ah, uint32_t qpn);
+
+/* link/verbs6.c: IPv6 (RFC 4391). */
+int sl_verbs_tx6(struct sl_link *l, struct sl_stack *s, uint32_t idx, const uint8_t *nh);
+/* Lock held: an IPv6 packet received (the IPoIB header off). */
+void sl_verbs_rx6(struct verbs_link *v, struct sl_stack *s, uint32_t idx);
+void sl_verbs6_sync(struct verbs_link *v, struct sl_stack *s);
+void sl_verbs6_timer(struct verbs_link *v, struct sl_stack *s, uint64_t now_ms);
+void sl_verbs6_destroy(struct verbs_link *v);
+void sl_verbs6_return_bufs(struct verbs_link *v, struct sl_stack *s);
 
 /* link/verbs_enh.c */
 /* Lock held, from the receive timer: drop rules whose connection is gone

@@ -132,6 +132,7 @@ static int verbs_roce_ip_join(struct verbs_link *v)
 		return -errno;
 	memcpy(&mr.ipv6mr_multiaddr, v->mgid, 16);
 	mr.ipv6mr_interface = ge.ndev_ifindex;
+	v->mc_ifindex = (int)ge.ndev_ifindex;
 	if (sl_sys_setsockopt(v->mc_sock, IPPROTO_IPV6, IPV6_JOIN_GROUP, &mr, sizeof(mr))) {
 		ret = -errno;
 		sl_sys_close(v->mc_sock);
@@ -225,6 +226,7 @@ void sl_verbs_destroy(struct verbs_link *v)
 				VB->destroy_flow(v->flows[i].flow);
 				v->flows[i].flow = NULL;
 			}
+	sl_verbs6_destroy(v);
 	if (v->mcast)
 		VB->detach_mcast(v->qp, (const union ibv_gid *)v->mgid, 0);
 	v->mcast = false;
@@ -300,6 +302,8 @@ void sl_verbs_return_bufs(struct verbs_link *v)
 				h = next;
 			}
 		}
+	if (locked)
+		sl_verbs6_return_bufs(v, s);
 	if (locked)
 		sl_unlock(s);
 }
@@ -470,6 +474,8 @@ struct verbs_link *sl_verbs_alloc(struct sl_stack *s, uint32_t rq_size, uint32_t
 	v->mc_sock = -1;
 	for (int i = 0; i < VERBS_NEIGH_MAX; i++)
 		v->neigh[i].hold_idx = SLUICE_IDX_NONE;
+	for (int i = 0; i < VERBS_NEIGH6_MAX; i++)
+		v->neigh6[i].hold_idx = SLUICE_IDX_NONE;
 	/* The receive queue holds pool buffers: leave most of the pool. */
 	if (v->rq_size > 4096 || v->rq_size > s->n_bufs / 4 || !v->rq_size ||
 	    v->sq_size > 4096 || v->sq_size < VERBS_TX_BATCH) {

@@ -142,6 +142,91 @@ static void test_mtu(void)
 	tap_eq(sl_ipoib_ud_mtu(6), 0, "mtu: enum 6 is no MTU");
 }
 
+
+/*
+ * RFC 4391 4: an IPv6 group's MGID, ff1S:601b:PPPP and the group's low 80
+ * bits, S and the P_Key the broadcast group's (as Linux's
+ * ipv6_ib_mc_map() takes them from the device's broadcast address).
+ */
+static void test_mc6_mgid(void)
+{
+	static const struct {
+		const char *group;
+		uint16_t pkey;
+		const char *want;
+	} v[] = {
+		{ "ff02::1", 0xffff, "ff12:601b:ffff::1" },
+		{ "ff02::1:ff00:2", 0xffff, "ff12:601b:ffff::1:ff00:2" },
+		{ "ff02::1:ffab:cdef", 0x8001, "ff12:601b:8001::1:ffab:cdef" },
+		/* The limited-membership P_Key 0x0001: the full member's bit set. */
+		{ "ff02::2", 0x0001, "ff12:601b:8001::2" },
+		/* A global group: the scope is still the broadcast group's,
+		 * the low 80 bits (bytes 6..15) copied, the rest dropped. */
+		{ "ff0e:1111:2222:3333:4444:5555:6666:7777", 0xffff,
+		  "ff12:601b:ffff:3333:4444:5555:6666:7777" },
+	};
+	uint8_t bc[16], g[16], want[16], got[16];
+
+	for (unsigned int i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		sl_ipoib_bcast_mgid(bc, v[i].pkey);
+		inet_pton(AF_INET6, v[i].group, g);
+		inet_pton(AF_INET6, v[i].want, want);
+		memset(got, 0xee, sizeof(got));
+		sl_ipoib_mc6_mgid(got, g, bc);
+		tap_ok(!memcmp(got, want, 16), "mc6 MGID: %s with P_Key 0x%04x is %s", v[i].group,
+		       v[i].pkey, v[i].want);
+	}
+	/* A broadcast group of another scope (an SM may set it): taken. */
+	sl_ipoib_bcast_mgid(bc, 0xffff);
+	bc[1] = 0x15;
+	inet_pton(AF_INET6, "ff02::1", g);
+	sl_ipoib_mc6_mgid(got, g, bc);
+	tap_eq(got[1], 0x15, "mc6 MGID: the broadcast group's scope (5) is the MGID's");
+}
+
+/* RFC 4391 8 and 9.2: the link-local address from the GID, and ND's
+ * 24-byte link-layer address option. */
+static void test_nd6(void)
+{
+	uint8_t hw[SL_IPOIB_HWLEN], opt[64], ll[16], want[16];
+	const uint8_t *got;
+
+	sl_ipoib_ll6(ll, gid_a);
+	inet_pton(AF_INET6, "fe80::211:22ff:fe33:4455", want);
+	tap_ok(!memcmp(ll, want, 16), "ll6: fe80:: and the GID's low 8 bytes, 0x02 set (already)");
+	{
+		uint8_t g[16] = { 0xfe, 0x80, [8] = 0x00, 0x02, 0xc9, 0x03, 0x00, 0x00, 0x00, 0x01 };
+
+		sl_ipoib_ll6(ll, g);
+		inet_pton(AF_INET6, "fe80::202:c903:0:1", want);
+		tap_ok(!memcmp(ll, want, 16), "ll6: a GUID 0002:c903:0000:0001 gives fe80::202:c903:0:1");
+	}
+	for (int i = 0; i < SL_IPOIB_HWLEN; i++)
+		hw[i] = (uint8_t)(0x10 + i);
+	memset(opt, 0xee, sizeof(opt));
+	sl_ipoib_nd_opt_put(opt, 1, hw);
+	tap_ok(SL_IPOIB_ND_OPT_LEN == 24 && opt[0] == 1 && opt[1] == 3 && opt[2] == 0 && opt[3] == 0 &&
+	       !memcmp(opt + 4, hw, 20) && opt[24] == 0xee,
+	       "nd opt: type, length 3 (24 bytes), 2 bytes of padding, the 20-byte address");
+	tap_ok(sl_ipoib_nd_opts(opt, 24, 1, &got) == 0 && got == opt + 4, "nd opt: found");
+	tap_ok(sl_ipoib_nd_opts(opt, 24, 2, &got) == 0 && !got, "nd opt: another type: none");
+	/* A nonce option (14, 8 bytes) first, then ours. */
+	memmove(opt + 8, opt, 24);
+	memset(opt, 0, 8);
+	opt[0] = 14;
+	opt[1] = 1;
+	tap_ok(sl_ipoib_nd_opts(opt, 32, 1, &got) == 0 && got == opt + 12,
+	       "nd opt: after another option");
+	tap_eq(sl_ipoib_nd_opts(opt, 31, 1, &got), -EINVAL, "nd opt: past the message: invalid");
+	opt[1] = 0;
+	tap_eq(sl_ipoib_nd_opts(opt, 32, 1, &got), -EINVAL, "nd opt: length 0: invalid");
+	opt[0] = 1;
+	opt[1] = 1;
+	tap_eq(sl_ipoib_nd_opts(opt, 32, 1, &got), -EINVAL,
+	       "nd opt: an 8-byte (Ethernet) link-layer address: invalid here");
+	tap_ok(sl_ipoib_nd_opts(opt, 0, 1, &got) == 0 && !got, "nd opt: no options: none");
+}
+
 int main(void)
 {
 	test_hwaddr_layout();
@@ -149,5 +234,7 @@ int main(void)
 	test_rx_parse();
 	test_arp();
 	test_mtu();
+	test_mc6_mgid();
+	test_nd6();
 	return tap_done();
 }

@@ -1441,6 +1441,267 @@ static void test_dead_parent_child_lives(void)
 	mod_destroy(s);
 }
 
+
+/*
+ * IPv6 on the plain UD link (issue 20 item 3, RFC 4391; link/verbs6.c):
+ * a peer (PEER_QPN, peer_gid) simulated frame by frame.  Neighbour
+ * Discovery with 20-byte link-layer address options (9.2), the
+ * solicited-node group's MGID (4) for the solicitation, the stack's
+ * groups attached, the datagram that waited sent to the peer's QPN and
+ * GID, a solicitation answered, bad options dropped.
+ */
+#define ND6_NS	135
+#define ND6_NA	136
+
+/* An ND message from src to dst behind an IPoIB header: target, flags,
+ * one link-layer address option of type opt (hw, 20 bytes in RFC 4391's
+ * 24-byte option, or its first 6 in an Ethernet-sized 8-byte one). */
+static size_t nd6_frame(uint8_t *out, uint8_t type, const uint8_t *src, const uint8_t *dst,
+			const uint8_t *target, uint32_t flags, uint8_t opt, const uint8_t *hw,
+			bool eth_size, uint8_t hlim)
+{
+	struct sl_ip6 *h = (struct sl_ip6 *)(out + SL_IPOIB_HLEN);
+	uint8_t *ic = (uint8_t *)(h + 1);
+	unsigned int olen = eth_size ? 8 : SL_IPOIB_ND_OPT_LEN, len = 24 + olen;
+	uint16_t c;
+
+	sl_ipoib_hdr_put(out, ETHERTYPE_IPV6_);
+	memset(h, 0, sizeof(*h) + len);
+	h->vtcfl = htonl(6u << 28);
+	h->plen = htons((uint16_t)len);
+	h->nxt = IPPROTO_ICMPV6_;
+	h->hlim = hlim;
+	memcpy(h->saddr, src, 16);
+	memcpy(h->daddr, dst, 16);
+	ic[0] = type;
+	flags = htonl(flags);
+	memcpy(ic + 4, &flags, 4);
+	memcpy(ic + 8, target, 16);
+	if (!opt) {
+		len = 24;
+		h->plen = htons((uint16_t)len);
+	} else if (eth_size) {
+		ic[24] = opt;
+		ic[25] = 1;
+		memcpy(ic + 26, hw, 6);
+	} else {
+		sl_ipoib_nd_opt_put(ic + 24, opt, hw);
+	}
+	c = sl_csum_fold(sl_csum_add(sl_csum_pseudo6(src, dst, IPPROTO_ICMPV6_, len), ic, len));
+	memcpy(ic + 2, &c, 2);
+	return SL_IPOIB_HLEN + sizeof(*h) + len;
+}
+
+/* Is sent frame k an ND message of type from src to dst with a valid
+ * checksum, for target, with our 20-byte address in its option? */
+static bool nd6_sent_is(int k, uint8_t type, const uint8_t *src, const uint8_t *dst,
+			const uint8_t *target, const uint8_t *hw)
+{
+	const struct vd_sent *t = &vd.sent[k];
+	const struct sl_ip6 *h = (const struct sl_ip6 *)(t->data + SL_IPOIB_HLEN);
+	const uint8_t *ic = (const uint8_t *)(h + 1);
+	unsigned int len = 24 + SL_IPOIB_ND_OPT_LEN;
+
+	return t->len == SL_IPOIB_HLEN + sizeof(*h) + len && t->data[0] == 0x86 &&
+	       t->data[1] == 0xdd && h->nxt == IPPROTO_ICMPV6_ && h->hlim == 255 &&
+	       ntohs(h->plen) == len && !memcmp(h->saddr, src, 16) && !memcmp(h->daddr, dst, 16) &&
+	       ic[0] == type && ic[1] == 0 && !memcmp(ic + 8, target, 16) &&
+	       ic[24] == (type == ND6_NS ? 1 : 2) && ic[25] == 3 && ic[26] == 0 && ic[27] == 0 &&
+	       !memcmp(ic + 28, hw, SL_IPOIB_HWLEN) &&
+	       sl_csum_fold(sl_csum_add(sl_csum_pseudo6(src, dst, IPPROTO_ICMPV6_, len), ic,
+					len)) == 0;
+}
+
+static void test_ipv6_nd(void)
+{
+	struct sl_stack *s = fx_stack("vnd6", "10.9.0.1", NULL);
+	uint8_t me[16], peer[16], sol[16], mgid[16], want[16], hw_peer[SL_IPOIB_HWLEN];
+	static const uint8_t all6[16] = { 0xff, 0x02, [15] = 1 };
+	struct sockaddr_in at = { .sin_family = AF_INET, .sin_port = htons(7000),
+				  .sin_addr.s_addr = SL_V6TOK_ME }, to, from;
+	struct sluice_verbs_info info;
+	struct sl_ipoib_addr pa = { .qpn = PEER_QPN };
+	uint8_t f[256], got[64];
+	const struct sl_ip6 *h;
+	int sd, n0, ah0, joined;
+	size_t n;
+	long r;
+
+	vd_reset(IBV_LINK_LAYER_UNSPECIFIED);
+	memcpy(pa.gid, peer_gid, 16);
+	sl_ipoib_hw_encode(hw_peer, &pa);
+	inet_pton(AF_INET6, "fd00:9::1", me);
+	inet_pton(AF_INET6, "fd00:9::2", peer);
+	tap_eq(sluice_link_verbs(ST(s), NULL), 0, "nd6: plain UD link up with the broadcast group");
+	tap_eq(sluice_stack_set_addr6(ST(s), me, 64), 0, "nd6: the stack's IPv6 address fd00:9::1/64");
+	tap_ok(s->link->ops->tx6 != NULL, "nd6: the plain UD link carries IPv6 (tx6)");
+	sluice_verbs_info(ST(s), &info);
+	sd = sluice_socket(ST(s), SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+	sl_lock(s);
+	sl_sock(s, (uint32_t)sd)->flags |= SL_SF_V6;
+	to = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(5555),
+				   .sin_addr.s_addr = sl_v6tok_get(s, peer) };
+	sl_unlock(s);
+	tap_eq(sluice_bind(ST(s), sd, &at), 0, "nd6: a UDP socket on [fd00:9::1]:7000");
+
+	/* The first datagram waits; a solicitation goes to the peer's
+	 * solicited-node group ff02::1:ff00:2 as its MGID, to QPN 0xffffff. */
+	n0 = vd.n_sent;
+	ah0 = vd.n_ah;
+	r = sluice_sendto(ST(s), sd, "hello6", 6, 0, &to);
+	inet_pton(AF_INET6, "ff02::1:ff00:2", sol);
+	inet_pton(AF_INET6, "ff12:601b:ffff::1:ff00:2", want);
+	tap_ok(r == 6 && vd.n_sent == n0 + 1 && vd.sent[n0].remote_qpn == SL_IPOIB_MCAST_QPN &&
+	       nd6_sent_is(n0, ND6_NS, me, sol, peer, info.hwaddr),
+	       "nd6: a solicitation for fd00:9::2 to ff02::1:ff00:2, our 20-byte address in a 24-byte option");
+	tap_ok(vd.n_ah == ah0 + 1 && vd.ahs[ah0].is_global && !memcmp(vd.ahs[ah0].grh.dgid.raw, want, 16),
+	       "nd6: sent through an AH to MGID ff12:601b:ffff::1:ff00:2 (RFC 4391 4)");
+	/* The stack's groups: the broadcast group, all-nodes and the
+	 * solicited-node groups of its two addresses. */
+	joined = 0;
+	for (int i = 0; i < vd.n_mc_gid; i++) {
+		uint8_t g[16] = { 0xff, 0x02, [11] = 1, [12] = 0xff };
+
+		memcpy(g + 13, me + 13, 3);
+		sl_ipoib_mc6_mgid(mgid, g, vd.mc_gid[0]);
+		joined |= !memcmp(vd.mc_gid[i], mgid, 16);
+		sl_ipoib_mc6_mgid(mgid, all6, vd.mc_gid[0]);
+		joined |= !memcmp(vd.mc_gid[i], mgid, 16) << 1;
+		memcpy(g + 13, s->lib->ip6_ll + 13, 3);
+		sl_ipoib_mc6_mgid(mgid, g, vd.mc_gid[0]);
+		joined |= !memcmp(vd.mc_gid[i], mgid, 16) << 2;
+	}
+	tap_ok(vd.n_mc_gid == 4 && joined == 7,
+	       "nd6: the QP attached to the MGIDs of all-nodes and both solicited-node groups (%d groups)",
+	       vd.n_mc_gid);
+	sl_ipoib_ll6(want, vd.gid.raw);
+	tap_ok(s->lib->ip6_ll_state == SL_LL_VALID && !memcmp(s->lib->ip6_ll, want, 16) &&
+	       (want[8] & 2), "nd6: the link-local address is the GID's (RFC 4391 8)");
+
+	/* An NA with an Ethernet-sized option: not an IPoIB address. */
+	n = nd6_frame(f, ND6_NA, peer, me, peer, 0x60000000u, 2, hw_peer, true, 255);
+	vd_rx(f, (uint32_t)n, 0, PEER_QPN, peer_gid);
+	sluice_stack_poll(ST(s));
+	tap_ok(vd.n_sent == n0 + 1 && fx_counter(s, "nd_rx_bad") == 1,
+	       "nd6: an advertisement with an 8-byte address option: dropped, counted");
+	/* One with hop limit 64: off-link, dropped (RFC 4861 7.1.2). */
+	n = nd6_frame(f, ND6_NA, peer, me, peer, 0x60000000u, 2, hw_peer, false, 64);
+	vd_rx(f, (uint32_t)n, 0, PEER_QPN, peer_gid);
+	sluice_stack_poll(ST(s));
+	tap_ok(vd.n_sent == n0 + 1 && fx_counter(s, "nd_rx_bad") == 2,
+	       "nd6: an advertisement with hop limit 64: dropped, counted");
+	/* The answer: the datagram goes to the peer's QPN and GID. */
+	n = nd6_frame(f, ND6_NA, peer, me, peer, 0x60000000u, 2, hw_peer, false, 255);
+	vd_rx(f, (uint32_t)n, 0, PEER_QPN, peer_gid);
+	sluice_stack_poll(ST(s));
+	h = (const struct sl_ip6 *)(vd.sent[n0 + 1].data + SL_IPOIB_HLEN);
+	tap_ok(vd.n_sent == n0 + 2 && vd.sent[n0 + 1].remote_qpn == PEER_QPN &&
+	       vd.sent[n0 + 1].data[0] == 0x86 && vd.sent[n0 + 1].data[1] == 0xdd &&
+	       h->nxt == IPPROTO_UDP_ && !memcmp(h->daddr, peer, 16) && !memcmp(h->saddr, me, 16) &&
+	       vd.sent[n0 + 1].len == SL_IPOIB_HLEN + 40 + 8 + 6 &&
+	       !memcmp(vd.sent[n0 + 1].data + SL_IPOIB_HLEN + 48, "hello6", 6),
+	       "nd6: the advertisement resolves it: the datagram that waited goes to QPN 0x%06x",
+	       PEER_QPN);
+	tap_ok(vd.n_ah == ah0 + 2 && !memcmp(vd.ahs[ah0 + 1].grh.dgid.raw, peer_gid, 16),
+	       "nd6: ... through an AH to the peer's GID");
+	r = sluice_sendto(ST(s), sd, "again", 5, 0, &to);
+	tap_ok(r == 5 && vd.n_sent == n0 + 3 && vd.sent[n0 + 2].remote_qpn == PEER_QPN &&
+	       vd.n_ah == ah0 + 2, "nd6: the next datagram goes at once, the same AH");
+
+	/* The peer solicits our address: answered to its QPN, solicited and
+	 * override, with our 20-byte address. */
+	inet_pton(AF_INET6, "ff02::1:ff00:1", sol);
+	n = nd6_frame(f, ND6_NS, peer, sol, me, 0, 1, hw_peer, false, 255);
+	vd_rx(f, (uint32_t)n, 0, PEER_QPN, peer_gid);
+	sluice_stack_poll(ST(s));
+	tap_ok(vd.n_sent == n0 + 4 && vd.sent[n0 + 3].remote_qpn == PEER_QPN &&
+	       nd6_sent_is(n0 + 3, ND6_NA, me, peer, me, info.hwaddr) &&
+	       vd.sent[n0 + 3].data[SL_IPOIB_HLEN + 44] == 0x60,
+	       "nd6: a solicitation for fd00:9::1 answered to the peer: S and O, our address");
+	/* Another node's DAD for our address (from ::, no option): answered
+	 * to all-nodes' MGID, override only (RFC 4861 7.2.4). */
+	{
+		static const uint8_t any[16];
+		const struct sl_ip6 *nh6 = (const struct sl_ip6 *)(vd.sent[n0 + 4].data + SL_IPOIB_HLEN);
+		uint8_t all_mgid[16];
+
+		n = nd6_frame(f, ND6_NS, any, sol, me, 0, 0, hw_peer, false, 255);
+		vd_rx(f, (uint32_t)n, 0, PEER_QPN, peer_gid);
+		sluice_stack_poll(ST(s));
+		sl_ipoib_mc6_mgid(all_mgid, all6, vd.mc_gid[0]);
+		tap_ok(vd.n_sent == n0 + 5 && vd.sent[n0 + 4].remote_qpn == SL_IPOIB_MCAST_QPN &&
+		       nd6_sent_is(n0 + 4, ND6_NA, me, all6, me, info.hwaddr) &&
+		       vd.sent[n0 + 4].data[SL_IPOIB_HLEN + 44] == 0x20 && nh6->hlim == 255 &&
+		       !memcmp(vd.ahs[vd.n_ah - 1].grh.dgid.raw, all_mgid, 16),
+		       "nd6: another node's DAD for fd00:9::1: answered to all-nodes (its MGID), override only");
+		n0++;
+	}
+	/* A solicitation for another address: not ours, not answered. */
+	n = nd6_frame(f, ND6_NS, peer, sol, peer, 0, 1, hw_peer, false, 255);
+	vd_rx(f, (uint32_t)n, 0, PEER_QPN, peer_gid);
+	sluice_stack_poll(ST(s));
+	tap_eq(vd.n_sent, n0 + 4, "nd6: a solicitation for another address: no answer");
+
+	/* The peer's datagram reaches the socket. */
+	{
+		uint8_t pay[16];
+		struct sl_ip6 *ih = (struct sl_ip6 *)(f + SL_IPOIB_HLEN);
+		struct sl_udp *u = (struct sl_udp *)(ih + 1);
+		uint16_t c;
+
+		sl_ipoib_hdr_put(f, ETHERTYPE_IPV6_);
+		memset(ih, 0, sizeof(*ih));
+		ih->vtcfl = htonl(6u << 28);
+		ih->plen = htons(8 + 5);
+		ih->nxt = IPPROTO_UDP_;
+		ih->hlim = 64;
+		memcpy(ih->saddr, peer, 16);
+		memcpy(ih->daddr, me, 16);
+		u->sport = htons(5555);
+		u->dport = htons(7000);
+		u->len = htons(8 + 5);
+		u->csum = 0;
+		memcpy(u + 1, "ping6", 5);
+		c = sl_csum_fold(sl_csum_add(sl_csum_pseudo6(peer, me, IPPROTO_UDP_, 13), u, 13));
+		u->csum = c ? c : 0xffff;
+		vd_rx(f, SL_IPOIB_HLEN + 40 + 13, 0, PEER_QPN, peer_gid);
+		sluice_stack_poll(ST(s));
+		memset(pay, 0, sizeof(pay));
+		r = sluice_recvfrom(ST(s), sd, got, sizeof(got), 0, &from);
+		tap_ok(r == 5 && !memcmp(got, "ping6", 5) && from.sin_addr.s_addr == to.sin_addr.s_addr &&
+		       from.sin_port == htons(5555), "nd6: the peer's datagram reaches the socket");
+	}
+
+	/* Unanswered: solicited three times, then dropped, counted. */
+	{
+		uint8_t other[16];
+		struct sockaddr_in to2 = to;
+		uint64_t failed = fx_counter(s, "nd_failed"), drop = fx_counter(s, "nd_unres_drop");
+		int ns = 0;
+
+		inet_pton(AF_INET6, "fd00:9::3", other);
+		sl_lock(s);
+		to2.sin_addr.s_addr = sl_v6tok_get(s, other);
+		sl_unlock(s);
+		n0 = vd.n_sent;
+		sluice_sendto(ST(s), sd, "lost", 4, 0, &to2);
+		for (int i = 0; i < 5; i++) {
+			fx_clock_us += 1100000;
+			sluice_stack_poll(ST(s));
+		}
+		for (int i = n0; i < vd.n_sent; i++)
+			ns += vd.sent[i].remote_qpn == SL_IPOIB_MCAST_QPN;
+		tap_ok(ns == 3 && vd.n_sent == n0 + 3 && fx_counter(s, "nd_failed") == failed + 1 &&
+		       fx_counter(s, "nd_unres_drop") == drop + 1,
+		       "nd6: an unanswered neighbour: 3 solicitations, then its datagram dropped (%d sent)",
+		       vd.n_sent - n0);
+	}
+	sluice_close(ST(s), sd);
+	s->link->ops->close(s->link);
+	tap_ok(vd.live == 0 && vd.n_mc_gid == 0, "nd6: close frees every AH and leaves every group");
+	fx_destroy(s);
+}
+
 int main(void)
 {
 	test_enhanced_attrs();
@@ -1450,6 +1711,7 @@ int main(void)
 	test_fallbacks();
 	test_plain_batching();
 	test_neigh_expiry();
+	test_ipv6_nd();
 	test_plain_ib();
 	test_trial_rule_no_net_raw();
 	test_enh_bcast_mcast();

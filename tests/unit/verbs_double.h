@@ -115,6 +115,8 @@ struct vd_state {
 	int n_sent, n_post_send, n_signalled;
 	int n_sent_port_down;			/* sends posted with the port down */
 	int mcast_attached;
+	uint8_t mc_gid[8][16];			/* the MGIDs attached, in order */
+	int n_mc_gid;
 	/* Send WRs the device owns, in order. */
 	struct { uint64_t wr_id, addr; uint32_t len, sum; bool signalled; } out[VD_OUT_MAX];
 	int n_out;
@@ -564,7 +566,6 @@ static int vd_destroy_qp(struct ibv_qp *qp)
 
 static int vd_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
-	(void)gid;
 	(void)lid;
 	if (vd_failing(VD_attach_mcast))
 		return errno;
@@ -572,6 +573,8 @@ static int vd_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t
 	 * -EOPNOTSUPP on a source-QPN (underlay) QP. */
 	if (qp == vd.qp && vd.qp_underlay)
 		return vd_violation(EOPNOTSUPP, "multicast attach on the underlay QP");
+	if (vd.n_mc_gid < 8)
+		memcpy(vd.mc_gid[vd.n_mc_gid++], gid->raw, 16);
 	vd.mcast_attached++;
 	vd.qp_users++;
 	return 0;
@@ -580,8 +583,13 @@ static int vd_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t
 static int vd_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
 	(void)qp;
-	(void)gid;
 	(void)lid;
+	for (int i = 0; i < vd.n_mc_gid; i++)
+		if (!memcmp(vd.mc_gid[i], gid->raw, 16)) {
+			memmove(vd.mc_gid[i], vd.mc_gid[i + 1], 16 * (size_t)(vd.n_mc_gid - i - 1));
+			vd.n_mc_gid--;
+			break;
+		}
 	vd.mcast_attached--;
 	vd.qp_users--;
 	return 0;
