@@ -1512,6 +1512,36 @@ static bool nd6_sent_is(int k, uint8_t type, const uint8_t *src, const uint8_t *
 					len)) == 0;
 }
 
+/* A TCP segment from [peer]:80 to [me]:dport behind an IPoIB header. */
+static size_t tcp6_frame(uint8_t *out, const uint8_t *peer, const uint8_t *me, uint16_t dport,
+			 uint32_t seq, uint32_t ack, uint8_t flags, const char *data)
+{
+	struct sl_ip6 *h = (struct sl_ip6 *)(out + SL_IPOIB_HLEN);
+	struct sl_tcph *t = (struct sl_tcph *)(h + 1);
+	size_t n = data ? strlen(data) : 0, len = sizeof(*t) + n;
+	uint16_t c;
+
+	sl_ipoib_hdr_put(out, ETHERTYPE_IPV6_);
+	memset(h, 0, sizeof(*h) + sizeof(*t));
+	h->vtcfl = htonl(6u << 28);
+	h->plen = htons((uint16_t)len);
+	h->nxt = IPPROTO_TCP;
+	h->hlim = 64;
+	memcpy(h->saddr, peer, 16);
+	memcpy(h->daddr, me, 16);
+	t->sport = htons(80);
+	t->dport = dport;
+	t->seq = htonl(seq);
+	t->ack = htonl(ack);
+	t->off = 5 << 4;
+	t->flags = flags;
+	t->win = htons(65535);
+	memcpy(t + 1, data ? data : "", n);
+	c = sl_csum_fold(sl_csum_add(sl_csum_pseudo6(peer, me, IPPROTO_TCP, (uint16_t)len), t, len));
+	t->csum = c;
+	return SL_IPOIB_HLEN + sizeof(*h) + len;
+}
+
 static void test_ipv6_nd(void)
 {
 	struct sl_stack *s = fx_stack("vnd6", "10.9.0.1", NULL);
@@ -1695,6 +1725,51 @@ static void test_ipv6_nd(void)
 		       fx_counter(s, "nd_unres_drop") == drop + 1,
 		       "nd6: an unanswered neighbour: 3 solicitations, then its datagram dropped (%d sent)",
 		       vd.n_sent - n0);
+	}
+	/* TCP over IPv6 to the resolved peer: the handshake and a segment
+	 * each way, through the peer's AH and QPN. */
+	{
+		struct sockaddr_in bnd = { .sin_family = AF_INET, .sin_port = htons(40000),
+					   .sin_addr.s_addr = SL_V6TOK_ME };
+		struct sockaddr_in dst = to;
+		const struct sl_tcph *t;
+		uint32_t iss = 0;
+		int td, k;
+
+		dst.sin_port = htons(80);
+		td = sluice_socket(ST(s), SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
+		sl_lock(s);
+		sl_sock(s, (uint32_t)td)->flags |= SL_SF_V6;
+		sl_unlock(s);
+		sluice_bind(ST(s), td, &bnd);
+		n0 = vd.n_sent;
+		r = sluice_connect(ST(s), td, &dst);
+		h = (const struct sl_ip6 *)(vd.sent[n0].data + SL_IPOIB_HLEN);
+		t = (const struct sl_tcph *)(h + 1);
+		tap_ok(r == -EINPROGRESS && vd.n_sent == n0 + 1 && vd.sent[n0].remote_qpn == PEER_QPN &&
+		       h->nxt == IPPROTO_TCP && t->flags == TH_SYN_ && t->dport == htons(80) &&
+		       !memcmp(h->daddr, peer, 16),
+		       "tcp6: connect sends the SYN to the peer's QPN (%ld)", r);
+		iss = ntohl(t->seq);
+		n = tcp6_frame(f, peer, me, t->sport, 5000, iss + 1, TH_SYN_ | TH_ACK_, NULL);
+		vd_rx(f, (uint32_t)n, 0, PEER_QPN, peer_gid);
+		sluice_stack_poll(ST(s));
+		r = sluice_send(ST(s), td, "tcp6!", 5, 0);
+		k = vd.n_sent - 1;
+		h = (const struct sl_ip6 *)(vd.sent[k].data + SL_IPOIB_HLEN);
+		t = (const struct sl_tcph *)(h + 1);
+		tap_ok(r == 5 && vd.sent[k].remote_qpn == PEER_QPN && ntohs(h->plen) == 20 + 5 &&
+		       ntohl(t->seq) == iss + 1 && ntohl(t->ack) == 5001 &&
+		       !memcmp(vd.sent[k].data + SL_IPOIB_HLEN + 40 + 20, "tcp6!", 5),
+		       "tcp6: established; the stack's data goes to the peer's QPN (%ld)", r);
+		n = tcp6_frame(f, peer, me, t->sport, 5001, iss + 6, TH_ACK_ | TH_PSH_, "back");
+		vd_rx(f, (uint32_t)n, 0, PEER_QPN, peer_gid);
+		sluice_stack_poll(ST(s));
+		memset(got, 0, sizeof(got));
+		r = sluice_recv(ST(s), td, got, sizeof(got), 0);
+		tap_ok(r == 4 && !memcmp(got, "back", 4), "tcp6: the peer's data reaches the socket (%ld)",
+		       r);
+		sluice_close(ST(s), td);
 	}
 	sluice_close(ST(s), sd);
 	s->link->ops->close(s->link);
