@@ -352,7 +352,9 @@ deb:
 clean: module-clean
 	rm -rf $(B)
 
--include $(shell find $(B) -name '*.d' -type f 2>/dev/null)
+# Not build/deb's (make deb's own build, B=build/deb): tests/run.sh may
+# run make deb beside another make of the tree.
+-include $(shell find $(B) -path $(B)/deb -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # gVisor's socket syscall tests, Sluice beside the kernel (make conformance
 # GVISOR=/path/to/gvisor): tests/conformance/README.md.

@@ -24,6 +24,11 @@ arch=$(dpkg --print-architecture)
 ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 out=build/deb/out
 
+# build/deb/ is shared with the VM part's vm_deb (tests/vm/deb.sh), which
+# tests/run.sh may run beside this: held for the whole test.
+mkdir -p build
+exec 9>build/deb.lock
+flock 9
 timeout 900 make -s deb >"$tmp/deb.log" 2>&1
 rc=$?
 check "make deb succeeds, lintian finds no error (exit $rc)" [ $rc = 0 ]

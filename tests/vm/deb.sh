@@ -42,7 +42,10 @@ done
 rm -rf "$work"
 mkdir -p "$work"
 
-make -s deb >"$work/deb.log" 2>&1 || die "make deb" "$work/deb.log"
+# build/deb/ is make deb's, and host/test_deb's too, which tests/run.sh
+# may run beside this: the packages made and copied out under its lock.
+{ flock 9 && make -s deb && mkdir -p "$work/debs" && cp build/deb/out/*.deb "$work/debs/"; } \
+	9>build/deb.lock >"$work/deb.log" 2>&1 || die "make deb" "$work/deb.log"
 
 # The guest's root: Debian's minimal base, with what the packages need to
 # be installed and built (their Depends pull the rest: dkms brings gcc).
@@ -65,7 +68,7 @@ fi
 say ok "a Debian 12 root with udev, dkms, linux-image-$k and its headers ($root)"
 # What the packages depend on, from their own control files (the guest
 # has no network: dpkg -i there cannot fetch anything).
-deps=$(for d in build/deb/out/*.deb; do dpkg-deb -f "$d" Depends; echo ,; done |
+deps=$(for d in "$work"/debs/*.deb; do dpkg-deb -f "$d" Depends; echo ,; done |
 	tr ',' '\n' | sed 's/(.*)//; s/|.*//; s/[[:space:]]//g' | grep -v '^sluice$' | grep . | sort -u)
 mount --bind /proc "$root/proc"
 # shellcheck disable=SC2086
@@ -87,7 +90,7 @@ trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/root"
 cp -a "$root/." "$stage/root/"
 mkdir -p "$stage/root/opt/sluice/debs"
-cp build/deb/out/*.deb "$stage/root/opt/sluice/debs/"
+cp "$work"/debs/*.deb "$stage/root/opt/sluice/debs/"
 install -m 755 tests/vm/deb_guest.sh "$stage/root/opt/sluice/guest.sh"
 size=$(( $(du -sm "$stage/root" | cut -f1) + 1024 ))
 mkfs.ext4 -q -F -L sluiceroot -d "$stage/root" "$stage/disk.img" "${size}M" >"$work/mkfs.log" 2>&1 ||
