@@ -918,7 +918,7 @@ static void take_one(const char *name, int sig, int fd)
  */
 static void fork_keep(void)
 {
-	int p[2], st, fd = -1;
+	int p[2], q[2], st, fd = -1;
 	uint16_t port = 0;
 	sigset_t blk, old;
 	pid_t a;
@@ -926,7 +926,8 @@ static void fork_keep(void)
 	sigemptyset(&blk);
 	sigaddset(&blk, SIGRTMIN + 6);
 	sigprocmask(SIG_BLOCK, &blk, &old);
-	if (pipe(p))
+	/* q: this process's end closes when it has taken both signals. */
+	if (pipe(p) || pipe(q))
 		return;
 	a = fork();
 	if (a == 0) {
@@ -938,19 +939,24 @@ static void fork_keep(void)
 		if (b == 0) {
 			uint16_t pt = port_of(u);
 
-			/* The grandchild: holds the socket 3 s past its parent. */
+			/* The grandchild: holds the socket past its parent,
+			 * until this process is done (or 3 s). */
+			struct pollfd done = { .fd = q[0], .events = POLLIN };
+
+			close(q[1]);
 			for (int i = 0; i < 2000 && getppid() == a; i++)
 				msleep(1);
 			if (write(p[1], &pt, sizeof(pt)) != sizeof(pt) ||
 			    write(p[1], &u, sizeof(u)) != sizeof(u))
 				_exit(1);
-			msleep(3000);
+			poll(&done, 1, 3000);
 			_exit(0);
 		}
 		_exit(b < 0);
 	}
 	waitpid(a, &st, 0);
 	close(p[1]);
+	close(q[0]);
 	if (read(p[0], &port, sizeof(port)) != sizeof(port) || read(p[0], &fd, sizeof(fd)) != sizeof(fd)) {
 		printf("fork_keep no_grandchild\n");
 	} else {
@@ -960,6 +966,7 @@ static void fork_keep(void)
 		udp_send(port);
 		take_one("fork_keep_again", SIGRTMIN + 6, fd);
 	}
+	close(q[1]);
 	close(p[0]);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 }
