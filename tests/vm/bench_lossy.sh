@@ -15,10 +15,18 @@
 #   receive: a kernel iperf3 -c in the peer namespace to an iperf3 -s in the
 #            root namespace, the kernel's or one under sluice run
 #
+# BENCH_OFFLOAD=off turns TSO, GSO and GRO off on both veth ends, so the
+# kernel sends one segment a packet as Sluice does and netem's X% falls on
+# segments for both: with them on, netem drops a kernel GSO packet of
+# many segments as one packet (netem_enqueue() segments only to corrupt),
+# and the kernel's senders see fewer loss events than X% of their
+# segments.  BENCH_VERBOSE=1 prints each run's sender state each second
+# (the kernel's ss -tin, or the stack's `sluice dump` socket lines).
+#
 # Kernel and Sluice runs alternate, BENCH_ROUNDS times each.  QEMU (TCG)
 # emulates the CPUs, so these are the protocols' figures at a modest rate,
 # not the machine's: what loss recovery makes of a lossy 10 ms path.
-# kmods: veth sch_netem
+# kmods: veth sch_netem inet_diag tcp_diag
 PATH=/opt/sluice/bin:$PATH
 NETNS_NS=slb-peer NETNS_DEV=slb0 NETNS_PEER=slb1 NETNS_S=10.81.0.1 NETNS_K=10.81.0.2
 . /opt/sluice/bin/netns.sh
@@ -26,6 +34,8 @@ ST=lb
 SECS=${BENCH_SECS:-8}
 LOSS=${BENCH_LOSS:-0 0.1 1 5}
 ROUNDS=${BENCH_ROUNDS:-2}
+OFFLOAD=${BENCH_OFFLOAD:-on}
+VERBOSE=${BENCH_VERBOSE:-0}
 cleanup() {
 	for p in $ssrv $ksrv $kpsrv; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
@@ -36,6 +46,11 @@ trap cleanup EXIT
 lsmod | grep -q '^sluice ' || insmod /lib/modules/sluice.ko
 command -v iperf3 >/dev/null || { echo "no iperf3 in the VM"; exit 1; }
 netns_up || { echo "the veth pair and the peer namespace did not come up"; exit 1; }
+if [ "$OFFLOAD" = off ]; then
+	ethtool -K "$NETNS_DEV" tso off gso off gro off >/dev/null 2>&1 &&
+		in_ns ethtool -K "$NETNS_PEER" tso off gso off gro off >/dev/null 2>&1 ||
+		{ echo "ethtool could not turn offloads off"; exit 1; }
+fi
 i=0
 while [ $i -lt 100 ] && ! dmesg | grep -q 'crng init done'; do sleep 0.2; i=$((i + 1)); done
 
@@ -59,11 +74,53 @@ goodput() {
 		awk '/receiver/ { for (i = 2; i <= NF; i++) if ($i == "Mbits/sec") v = $(i - 1) }
 			END { print (v == "" ? "-" : v) }'
 }
+# busiest: of ss -tin's connections, the info line of the one that sent
+# the most (iperf3's control connection is the other).
+busiest() {
+	tr -s ' \t' ' ' | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^bytes_sent:/) {
+			v = substr($i, 12) + 0; if (v >= m) { m = v; l = $0 } } } END { print l }'
+}
+# sample WHO DIR: the sender's state each second of a run (BENCH_VERBOSE),
+# on stderr: the stack's socket lines, or the kernel sender's ss -tin.
+sample() {
+	i=1
+	while [ $i -lt "$SECS" ]; do
+		sleep 1
+		if [ "$1" = sluice ] && [ "$2" = send ]; then
+			# The data connection: of the established ones, the
+			# one with the most sent (iperf3's control is another).
+			sluice dump $ST 2>/dev/null | grep -A2 ESTABLISHED | grep -E 'snd una|srtt' |
+				tr -s ' ' | paste -d' ' - - | sort -t' ' -k4,4n | tail -1 |
+				sed "s/^/#   t=$i /" >&2
+		elif [ "$2" = send ]; then
+			ss -tin state established '( dport = 5202 )' 2>/dev/null | busiest |
+				sed "s/^/#   t=$i /" >&2
+		else
+			in_ns ss -tin state established '( dport = 5203 or dport = 5201 )' 2>/dev/null |
+				busiest | sed "s/^/#   t=$i /" >&2
+		fi
+		i=$((i + 1))
+	done
+}
+# one WHO DIR COMMAND...: goodput(), with the sender's state (BENCH_VERBOSE).
+one() {
+	who=$1 d=$2
+	shift 2
+	if [ "$VERBOSE" = 1 ]; then
+		echo "## $who $d loss $x%" >&2
+		sample "$who" "$d" &
+		sp=$!
+		goodput "$@"
+		wait $sp
+	else
+		goodput "$@"
+	fi
+}
 SRUN="sluice run --stack $ST --ifname $NETNS_DEV --"
 PEER="$IP netns exec $NETNS_NS"
 
 echo "# bulk TCP goodput, Mbit/s at the receiver, iperf3 -t $SECS; netem on both veth ends:"
-echo "# delay 5ms loss X% (10 ms round trip); kernel $(uname -r); $ROUNDS rounds, kernel and Sluice alternating"
+echo "# delay 5ms loss X% (10 ms round trip); kernel $(uname -r); $ROUNDS rounds, kernel and Sluice alternating; offloads $OFFLOAD"
 printf '%-6s %-8s %-22s %-22s %s\n' loss dir kernel sluice "sluice/kernel (medians)"
 for x in $LOSS; do
 	# (0: the path's own rate, for what the emulated CPUs allow.)
@@ -73,11 +130,11 @@ for x in $LOSS; do
 		r=0
 		while [ $r -lt "$ROUNDS" ]; do
 			if [ $dir = send ]; then
-				k=$(goodput iperf3 -c "$NETNS_K" -p 5202)
-				s=$(goodput $SRUN iperf3 -c "$NETNS_K" -p 5202)
+				k=$(one kernel send iperf3 -c "$NETNS_K" -p 5202)
+				s=$(one sluice send $SRUN iperf3 -c "$NETNS_K" -p 5202)
 			else
-				k=$(goodput $PEER iperf3 -c "$NETNS_S" -p 5203)
-				s=$(goodput $PEER iperf3 -c "$NETNS_S" -p 5201)
+				k=$(one kernel receive $PEER iperf3 -c "$NETNS_S" -p 5203)
+				s=$(one sluice receive $PEER iperf3 -c "$NETNS_S" -p 5201)
 			fi
 			ks="$ks $k" ss="$ss $s"
 			r=$((r + 1))

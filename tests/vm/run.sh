@@ -204,8 +204,15 @@ run_kernel() { # run_kernel VERSION
 		add_binary "$root" "$t" /opt/sluice/bin
 	done
 	cp tests/vm/demo.sh "$root/opt/sluice/bin/demo.sh"
-	[ "$mode" = bench ] && cp "tests/vm/bench_$bench.sh" "$root/opt/sluice/bin/bench.sh" &&
+	# A bench's BENCH_* settings go in with it (the guest has no
+	# environment of ours): one "NAME='VALUE'" line each, then the script.
+	[ "$mode" = bench ] && {
+		for v in ${!BENCH_@}; do printf "%s='%s'\n" "$v" "${!v}"; done
+		cat "tests/vm/bench_$bench.sh"
+	} >"$root/opt/sluice/bin/bench.sh" &&
 		cp tests/bench/median_ratio.awk "$root/opt/sluice/bin/"
+	# ethtool: bench_lossy.sh's BENCH_OFFLOAD=off.
+	[ "$mode" = bench ] && [ -x /usr/sbin/ethtool ] && add_binary "$root" /usr/sbin/ethtool /usr/sbin
 	# TAP helpers the suites source.
 	cp tests/vm/tap.sh "$root/opt/sluice/bin/tap.sh"
 	# The kring interop suite: both peers, and iproute2 and tc, which
