@@ -144,11 +144,11 @@ static void test_cc_timeout(void)
 	tp.cwnd = 50 * MSS;
 	tp.snd_nxt = tp.cwnd;
 	tp.backoff = 1;
-	sl_tcp_cc_rto(&tp, 1000000);
+	sl_tcp_cc_rto(&tp, true);
 	tap_eq(tp.cwnd, MSS, "RTO: cwnd = 1 MSS (RFC 5681 3.1)");
 	tap_eq(tp.ssthresh, 50 * MSS * 717 / 1024, "RTO: ssthresh reduced once");
 	tp.backoff = 2;
-	sl_tcp_cc_rto(&tp, 2000000);
+	sl_tcp_cc_rto(&tp, false);
 	tap_eq(tp.ssthresh, 50 * MSS * 717 / 1024, "second RTO in a row: ssthresh kept");
 }
 
@@ -191,7 +191,7 @@ static void test_cc_ecn_cwr(void)
 	tap_eq(tp.cwnd, 20 * MSS, "ECN-Echo: cwnd left to PRR");
 	tp.ecn = SL_ECN_OK | SL_ECN_CWR_WND;
 	tp.backoff = 1;
-	sl_tcp_cc_rto(&tp, 2000000);
+	sl_tcp_cc_rto(&tp, true);
 	tap_ok((tp.ecn & (SL_ECN_QUEUE_CWR | SL_ECN_CWR_WND)) == SL_ECN_QUEUE_CWR,
 	       "RTO: CWR queued, the ECN reduction replaced by the timeout's");
 }

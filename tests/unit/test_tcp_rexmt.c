@@ -680,6 +680,56 @@ static void test_established_tlp_at_rto(void)
 }
 
 /* CUBIC grows cwnd in congestion avoidance and never below Reno's. */
+/*
+ * An RTO inside a fast recovery keeps the ssthresh the recovery set:
+ * Linux's tcp_enter_loss() reduces only outside Recovery, once SND.UNA
+ * has passed the recovery point, or at a first RTO of a Loss; so a
+ * retransmission lost on a lossy path costs one reduction, not a second
+ * from the flight left (here 0.7 x 6 segments where the recovery set
+ * 0.7 x 10).  A second RTO in a row reduces nothing either; an RTO after
+ * the recovery ended reduces again.
+ */
+static void test_established_rto_in_recovery(void)
+{
+	struct sl_sock *so;
+	uint32_t iss, ssthresh;
+
+	tf_init("rr");
+	so = conn(&iss, false);
+	sl_tcp_send(T.s, so, pattern, 10000, 0, tf_now_us);
+	tf_advance_ms(10);
+	for (int i = 0; i < 3; i++)
+		ack(so, iss + 1, NULL);
+	tap_ok(so->tcp.tflags & SL_TF_RECOVERY, "three duplicate ACKs: recovery");
+	ssthresh = so->tcp.ssthresh;
+	tap_eq(ssthresh, 10000 * 717 / 1024, "ssthresh = beta_cubic * flight");
+	/* The fifth segment was lost too: a partial ACK sends it again,
+	 * and the flight is six segments now. */
+	tf_clear();
+	ack(so, iss + 4001, NULL);
+	tap_ok((so->tcp.tflags & SL_TF_RECOVERY) && tf_parse(0).seq == iss + 4001,
+	       "a partial ACK: the next hole sent again, still in recovery");
+	tf_clear();
+	tap_ok(wait_frame(2000) < 2000 && tf_last().seq == iss + 4001,
+	       "that retransmission lost: the RTO");
+	tap_eq(tf_counter(SL_C_tcp_rto), 1, "counted");
+	tap_eq(so->tcp.ssthresh, ssthresh, "ssthresh kept");
+	tap_eq(so->tcp.cwnd, 1000, "cwnd one segment");
+	tf_clear();
+	tap_ok(wait_frame(4000) < 4000 && tf_counter(SL_C_tcp_rto) == 2, "lost again: a second RTO");
+	tap_eq(so->tcp.ssthresh, ssthresh, "ssthresh still kept");
+	/* Everything ACKed: the next loss is a new episode. */
+	tf_advance_ms(10);
+	ack(so, iss + 10001, NULL);
+	tap_ok(!(so->tcp.tflags & SL_TF_RECOVERY) && !so->tcp.backoff, "all ACKed");
+	sl_tcp_send(T.s, so, pattern, 3000, 0, tf_now_us);
+	tf_clear();
+	tap_ok(wait_frame(4000) < 4000 && tf_counter(SL_C_tcp_rto) == 3, "a loss after it: an RTO");
+	tap_ok(so->tcp.ssthresh < ssthresh, "that one reduces (%u from %u)", so->tcp.ssthresh, ssthresh);
+	ack(so, so->tcp.snd_max, NULL);
+	tf_finish();
+}
+
 static void test_established_cubic_growth(void)
 {
 	struct sl_sock *so;
@@ -1042,6 +1092,7 @@ int main(void)
 	test_established_rack_reordering();
 	test_established_tlp_episode();
 	test_established_tlp_at_rto();
+	test_established_rto_in_recovery();
 	test_established_cubic_growth();
 	test_established_user_timeout();
 	test_established_reno();

@@ -669,8 +669,9 @@ void sl_tcp_tlp_arm(struct sl_sock *so, uint64_t now_us);
 /* tcp_input.c: RACK's reordering timer ran out (RFC 8985 6.3). */
 void sl_tcp_rack_timeout(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
 /* tcp_input.c: an RTO begins an episode undo and F-RTO judge (Linux's
- * tcp_enter_loss()); called before cwnd is cut. */
-void sl_tcp_undo_rto(struct sl_stack *s, struct sl_sock *so);
+ * tcp_enter_loss()); called before cwnd is cut.  True when the RTO is to
+ * reduce ssthresh: not inside a reduction made for this window. */
+bool sl_tcp_undo_rto(struct sl_stack *s, struct sl_sock *so);
 void sl_tcp_keep_reset(struct sl_sock *so, uint64_t now_us);
 
 /* tcp_cc.c */
@@ -678,7 +679,7 @@ void sl_tcp_cc_init(struct sl_tcp_sock *tp);
 void sl_tcp_cc_ack(struct sl_tcp_sock *tp, uint32_t acked, uint64_t now_us);
 void sl_tcp_cc_loss(struct sl_tcp_sock *tp, uint64_t now_us);
 void sl_tcp_cc_cwr(struct sl_tcp_sock *tp);
-void sl_tcp_cc_rto(struct sl_tcp_sock *tp, uint64_t now_us);
+void sl_tcp_cc_rto(struct sl_tcp_sock *tp, bool reduce);
 /* Sending again after more than an RTO with nothing received (RFC 5681 4.1). */
 void sl_tcp_cc_idle(struct sl_tcp_sock *tp);
 /* An undo's memory: keep cwnd and ssthresh as a reduction begins; put

@@ -224,11 +224,16 @@ void sl_tcp_cc_cwr(struct sl_tcp_sock *tp)
 	ecn_queue_cwr(tp);
 }
 
-void sl_tcp_cc_rto(struct sl_tcp_sock *tp, uint64_t now_us)
+/*
+ * An RTO: cwnd one segment; ssthresh and W_max reduced only when reduce
+ * (sl_tcp_undo_rto(): as Linux's tcp_enter_loss(), not on a timeout inside
+ * a fast recovery or after another of the series, RFC 5681 3.1 eq. 4: the
+ * reduction for that window was made; before, one inside a recovery
+ * reduced again from the flight left, 0.7 x 0.7 and less).
+ */
+void sl_tcp_cc_rto(struct sl_tcp_sock *tp, bool reduce)
 {
-	(void)now_us;
-	/* RFC 5681 3.1 eq. 4: ssthresh only on the first timeout in a row. */
-	if (tp->backoff <= 1)
+	if (reduce)
 		cubic_reduce(tp);
 	tp->cwnd = tp->mss;		/* RFC 5681 3.1: LW = 1 SMSS */
 	tp->ecn &= (uint8_t)~SL_ECN_CWR_WND;	/* the timeout's reduction replaces it */

@@ -1264,14 +1264,17 @@ static void loss_frto_send(struct sl_stack *s, struct sl_sock *so, uint64_t now_
  * the last episode's data was all acknowledged, keeps what an undo would
  * restore and starts an episode; F-RTO judges it unless it came during a
  * fast recovery (a repeated timeout may: RFC 5682 3.2). */
-void sl_tcp_undo_rto(struct sl_stack *s, struct sl_sock *so)
+bool sl_tcp_undo_rto(struct sl_stack *s, struct sl_sock *so)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	bool fresh = !(tp->tflags & SL_TF_RECOVERY) && !(tp->undo & SL_UNDO_LOSS);
+	/* Linux's tcp_enter_loss(): outside Recovery and Loss, SND.UNA past
+	 * the recovery point, or the first RTO of a Loss. */
+	bool reduce = fresh || !SEQ_LT(tp->snd_una, tp->recover) ||
+		      ((tp->undo & SL_UNDO_LOSS) && !tp->backoff);
 
 	(void)s;
-	if (fresh || !SEQ_LT(tp->snd_una, tp->recover) ||
-	    ((tp->undo & SL_UNDO_LOSS) && !tp->backoff)) {
+	if (reduce) {
 		sl_tcp_cc_save(tp, (tp->tflags & SL_TF_RECOVERY) || (tp->ecn & SL_ECN_CWR_WND), false);
 		/* Nothing sent again still out: a new first retransmission. */
 		if (!(tp->tflags & SL_TF_RECOVERY) && sl_buf_some(s, tp->sndq_head) &&
@@ -1283,6 +1286,7 @@ void sl_tcp_undo_rto(struct sl_stack *s, struct sl_sock *so)
 	if (fresh || tp->backoff)
 		tp->undo |= SL_UNDO_FRTO;
 	tp->undo |= SL_UNDO_LOSS;
+	return reduce;
 }
 
 /* The highest SACKed sequence after an ACK's blocks (mark_sacked()). */

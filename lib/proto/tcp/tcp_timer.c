@@ -253,6 +253,7 @@ static void on_rexmt(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	unsigned int limit;
+	bool reduce;
 
 	tp->t_rexmt = 0;
 	if (so->state == SL_TCP_SYN_SENT || so->state == SL_TCP_SYN_RECEIVED) {
@@ -302,9 +303,9 @@ static void on_rexmt(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	}
 	sl_count(s, SL_C_tcp_rto);
 	blackhole(s, so, now_us);
-	sl_tcp_undo_rto(s, so);
+	reduce = sl_tcp_undo_rto(s, so);
 	backoff_rto(tp);
-	sl_tcp_cc_rto(tp, now_us);
+	sl_tcp_cc_rto(tp, reduce);
 	sl_tcp_go_back(s, tp);
 	sl_tcp_output(s, so, now_us);
 	tp->t_rexmt = clamp_to_user_timeout(tp, now_us + tp->rto_us);
