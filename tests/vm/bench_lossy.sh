@@ -89,7 +89,7 @@ sample() {
 		if [ "$1" = sluice ] && [ "$2" = send ]; then
 			# The data connection: of the established ones, the
 			# one with the most sent (iperf3's control is another).
-			sluice dump $ST 2>/dev/null | grep -A2 ESTABLISHED | grep -E 'snd una|srtt' |
+			sluice dump $ST 2>/dev/null | grep -A3 ESTABLISHED | grep -E 'snd una|srtt' |
 				tr -s ' ' | paste -d' ' - - | sort -t' ' -k4,4n | tail -1 |
 				sed "s/^/#   t=$i /" >&2
 		elif [ "$2" = send ]; then
