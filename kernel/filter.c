@@ -55,6 +55,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/xarray.h>
+#include <net/inet6_hashtables.h>
 #include <net/inet_hashtables.h>
 #include <net/ipv6.h>
 #include <net/net_namespace.h>
@@ -337,6 +338,20 @@ static bool sluice_tcp_kernel_takes(struct sluice_kfilter *f, struct net *net,
 }
 
 /*
+ * Does @f's reservation share its port (SO_REUSEADDR, SO_REUSEPORT, read
+ * live: set after bind() they count)?  Nobody else can hold it without.
+ */
+static bool sluice_resv_shared(const struct sluice_kfilter *f)
+{
+	const struct sock *rsk;
+
+	if (!f->resv)
+		return false;
+	rsk = READ_ONCE(f->resv->sk);
+	return rsk && (rsk->sk_reuse || rsk->sk_reuseport);
+}
+
+/*
  * Would the kernel's own lookup give @skb (IPv4 at skb->data, its
  * transport header at @thoff), which 3-tuple filter @f claims, to a
  * kernel socket that is not the stack's?  Asked only of a port the
@@ -396,14 +411,84 @@ static noinline bool sluice_kernel_lookup(struct sluice_kfilter *f,
 static bool sluice_kernel_takes(struct sluice_kfilter *f,
 				const struct sk_buff *skb, unsigned int thoff)
 {
-	const struct sock *rsk;
-
-	if (!skb || !f->resv || f->key.rport)
-		return false;
-	rsk = READ_ONCE(f->resv->sk);
-	if (!rsk || (!rsk->sk_reuse && !rsk->sk_reuseport))
+	if (!skb || f->key.rport || !sluice_resv_shared(f))
 		return false;
 	return sluice_kernel_lookup(f, skb, thoff);
+}
+
+/*
+ * IPv6's sluice_tcp_kernel_takes(): the same questions of the kernel's
+ * IPv6 tables (an AF_INET6 socket, IPv6-only or dual-stack, is found
+ * there; an AF_INET one never takes an IPv6 packet).
+ */
+static bool sluice_tcp6_kernel_takes(struct sluice_kfilter *f, struct net *net,
+				     int ifindex, const struct tcphdr *th,
+				     const struct ipv6hdr *ip6h)
+{
+	struct inet_hashinfo *h = net->ipv4.tcp_death_row.hashinfo;
+	struct sock *sk;
+
+	if (th->syn || READ_ONCE(f->kshared)) {
+		sk = __inet6_lookup_established(net, h, &ip6h->saddr,
+						th->source, &ip6h->daddr,
+						ntohs(th->dest), ifindex, 0);
+		if (sk) {
+			sock_gen_put(sk);
+			return true;
+		}
+	}
+	if (!th->syn || th->ack)
+		return false;
+	/* No skb: a reuseport BPF program would see the IPv6 header. */
+	sk = inet6_lookup_listener(net, h, NULL, 0, &ip6h->saddr, th->source,
+				   &ip6h->daddr, ntohs(th->dest), ifindex, 0);
+	return sk && !sluice_resv_ours(f->resv, sk);
+}
+
+/*
+ * As sluice_kernel_lookup(), for an IPv6 packet (its TCP or UDP header
+ * right after the fixed header: the receive path steers no other) that
+ * IPv6 3-tuple filter @f claims.  UDP: unicast only (a multicast
+ * datagram stays the stack's).  Under rcu_read_lock().
+ */
+static noinline bool sluice_kernel_lookup6(struct sluice_kfilter *f,
+					   const struct sk_buff *skb)
+{
+	struct net_device *dev = skb->dev;
+	struct net *net = dev_net(dev);
+	const struct ipv6hdr *ip6h;
+	struct ipv6hdr _ip6h;
+	struct tcphdr _th;
+	const struct tcphdr *th;
+	const __be16 *ports;
+	struct sock *sk;
+	bool takes;
+
+	ip6h = skb_header_pointer(skb, 0, sizeof(_ip6h), &_ip6h);
+	th = skb_header_pointer(skb, sizeof(_ip6h),
+				f->key6.protocol == IPPROTO_TCP ?
+				sizeof(_th) : 2 * sizeof(__be16), &_th);
+	if (!ip6h || !th)
+		return false;
+	if (f->key6.protocol == IPPROTO_TCP) {
+		takes = sluice_tcp6_kernel_takes(f, net, dev->ifindex, th,
+						 ip6h);
+		if (takes && !READ_ONCE(f->kshared))
+			WRITE_ONCE(f->kshared, true);
+	} else {
+		if (ipv6_addr_is_multicast(&ip6h->daddr))
+			return false;
+		ports = (const __be16 *)th;
+		/* Takes a reference, as udp4_lib_lookup() does. */
+		sk = udp6_lib_lookup(net, &ip6h->saddr, ports[0],
+				     &ip6h->daddr, ports[1], dev->ifindex);
+		takes = sk && !sluice_resv_ours(f->resv, sk);
+		if (sk)
+			sock_put(sk);
+	}
+	if (takes)
+		atomic64_inc(&f->kernel);
+	return takes;
 }
 
 /* Under rcu_read_lock(): as sluice_filter_find(), IPv6 (no hand-offs). */
@@ -463,16 +548,25 @@ struct sluice_stack *sluice_filter_match(struct net *net, int ifindex, u8 protoc
 	return f->fs->st;
 }
 
+/* As sluice_filter_match(), IPv6: @skb's transport header follows 40 bytes. */
 struct sluice_stack *sluice_filter_match6(struct net *net, int ifindex,
 					  u8 protocol,
 					  const struct in6_addr *saddr,
 					  __be16 sport,
 					  const struct in6_addr *daddr,
-					  __be16 dport)
+					  __be16 dport,
+					  const struct sk_buff *skb)
 {
-	return sluice_filter_matched(sluice_filter_find6(net, ifindex, protocol,
-							 saddr, sport, daddr,
-							 dport));
+	struct sluice_kfilter *f;
+	struct sluice_stack *st;
+
+	f = sluice_filter_find6(net, ifindex, protocol, saddr, sport, daddr,
+				dport);
+	st = sluice_filter_matched(f);
+	if (st && skb && !f->key6.rport && sluice_resv_shared(f) &&
+	    sluice_kernel_lookup6(f, skb))
+		return NULL;
+	return st;
 }
 
 /* Under rcu_read_lock(): the filter whose key is exactly @t's, if any. */
@@ -986,9 +1080,9 @@ static int sluice_filter_check(const void *arg)
 	    a->reserved0[0] || a->reserved0[1] || a->reserved0[2] ||
 	    a->reserved1 || a->reserved2)
 		return -EINVAL;
-	/* A sibling is a reservation's: IPv4's, the only family judged. */
+	/* A sibling is a reservation's (either family: both are judged). */
 	if (a->flags & SLUICE_FILTER_SIBLING &&
-	    (!(a->flags & SLUICE_FILTER_RESV_FD) || v6))
+	    !(a->flags & SLUICE_FILTER_RESV_FD))
 		return -EINVAL;
 	/*
 	 * IPv6 addresses in @laddr6 and @raddr6, which the caller must know
@@ -1058,8 +1152,7 @@ static int sluice_filter_add(struct sluice_stack *st,
 	f->fs = fs;
 	atomic64_set(&f->matches, 0);
 	atomic64_set(&f->kernel, 0);
-	if (t.family == AF_INET && t.protocol == IPPROTO_TCP &&
-	    ipv6_addr_any(&t.raddr) && r->sk)
+	if (t.protocol == IPPROTO_TCP && ipv6_addr_any(&t.raddr) && r->sk)
 		f->kshared = sluice_tcp_port_others(r->sk);
 	sluice_filter_set_key(st, f, &t);
 	ret = xa_alloc_cyclic(&fs->ids, &f->id, f, xa_limit_32b, &fs->next_id,
@@ -1106,7 +1199,7 @@ static int sluice_resv_sibling_add(struct sluice_stack *st,
 	int ret;
 
 	lockdep_assert_held(&fs->lock);
-	sluice_filter_tuple(a, &t);	/* IPv4's (sluice_filter_check()) */
+	sluice_filter_tuple(a, &t);
 	r = sluice_resv_find(st, t.family, t.protocol, &t.laddr, t.lport);
 	if (!r && !ipv6_addr_any(&t.laddr))
 		r = sluice_resv_find(st, t.family, t.protocol, &in6addr_any,

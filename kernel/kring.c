@@ -393,7 +393,7 @@ static rx_handler_result_t sluice_rx_ipv6(struct sk_buff *skb)
 	kdev = rcu_dereference(dev->rx_handler_data);
 	st = sluice_filter_match6(dev_net(dev), dev->ifindex, ip6h->nexthdr,
 				  &ip6h->saddr, ports[0], &ip6h->daddr,
-				  ports[1]);
+				  ports[1], skb);
 	return sluice_rx_steer(skb, kdev, st, ip6h->nexthdr, len);
 }
 

@@ -205,7 +205,8 @@ struct sluice_stack *sluice_filter_match6(struct net *net, int ifindex,
 					  const struct in6_addr *saddr,
 					  __be16 sport,
 					  const struct in6_addr *daddr,
-					  __be16 dport);
+					  __be16 dport,
+					  const struct sk_buff *skb);
 void sluice_filter_stack_release(struct sluice_stack *st); /* drop all of st's filters */
 unsigned int sluice_filter_count(struct sluice_stack *st);
 void sluice_filter_show(struct seq_file *m, struct sluice_stack *st);

@@ -48,6 +48,7 @@
 #define SLUICE_FEATURE_FILTER_SOCK 0x800ULL	/* FILTER_ADD: the caller's socket reserves */
 #define SLUICE_FEATURE_FILTER_SIBLING 0x1000ULL	/* FILTER_ADD siblings; shared ports judged */
 #define SLUICE_FEATURE_IPV6	0x2000ULL	/* kring IPv6: rx, TX_IPV6, FILTER_IPV6 */
+#define SLUICE_FEATURE_SIBLING6	0x4000ULL	/* shared IPv6 ports judged; SIBLING with IPV6 */
 /* What this module implements; grows as the features above land. */
 #define SLUICE_FEATURES_ALL	(SLUICE_FEATURE_STACK | SLUICE_FEATURE_KRING | \
 				 SLUICE_FEATURE_FILTER | SLUICE_FEATURE_IFINFO | \
@@ -56,7 +57,8 @@
 				 SLUICE_FEATURE_SOCKFD | SLUICE_FEATURE_REPLACE | \
 				 SLUICE_FEATURE_HANDOFF | SLUICE_FEATURE_FILTER_FD | \
 				 SLUICE_FEATURE_FILTER_SOCK | \
-				 SLUICE_FEATURE_FILTER_SIBLING | SLUICE_FEATURE_IPV6)
+				 SLUICE_FEATURE_FILTER_SIBLING | SLUICE_FEATURE_IPV6 | \
+				 SLUICE_FEATURE_SIBLING6)
 
 /**
  * struct sluice_version - SLUICE_IOC_VERSION argument
@@ -725,7 +727,10 @@ struct sluice_kring_kick {
  * SLUICE_FILTER_RESV_FD the socket must be AF_INET6 bound to @laddr6
  * (:: with or without IPV6_V6ONLY for @laddr6 ::); a dual-stack socket on
  * :: may reserve an IPv4 filter of its port and an IPv6 one.  FILTER_DEL
- * takes either kind by @id.
+ * takes either kind by @id.  With SLUICE_FEATURE_SIBLING6 an IPv6 filter's
+ * shared port is judged by the kernel's IPv6 lookup as above, and
+ * SLUICE_FILTER_SIBLING takes SLUICE_FILTER_IPV6 (@fd bound to @laddr6 as
+ * a reservation's socket would be; without the feature -EINVAL).
  */
 #define SLUICE_FILTER_RESV_FD	0x1u
 #define SLUICE_FILTER_SIBLING	0x2u

@@ -292,6 +292,7 @@ TEST(version_reports_the_features)
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_FILTER_SOCK);
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_FILTER_SIBLING);
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_IPV6);
+	EXPECT_TRUE(v.features & SLUICE_FEATURE_SIBLING6);
 	close(dev);
 }
 
@@ -1072,6 +1073,103 @@ static int add6_own(int st, __u8 proto, const char *laddr, __u16 lport,
 	return ret;
 }
 
+static int add6_sibling(int st, __u8 proto, const char *laddr, __u16 lport,
+			int fd, __u32 *id)
+{
+	struct sluice_filter f;
+	int ret;
+
+	filter6_init(&f, proto, laddr, lport, NULL, 0);
+	f.flags |= SLUICE_FILTER_RESV_FD | SLUICE_FILTER_SIBLING;
+	f.fd = fd;
+	f.id = 77;
+	ret = xioctl(st, SLUICE_IOC_FILTER_ADD, &f);
+	if (id)
+		*id = f.id;
+	return ret;
+}
+
+/*
+ * SLUICE_FILTER_SIBLING with SLUICE_FILTER_IPV6 (SLUICE_FEATURE_SIBLING6):
+ * as sibling_rules, for an IPv6 reservation; a sibling must hold the
+ * IPv6 port (an AF_INET socket holds none), IPV6_V6ONLY or dual-stack,
+ * and a dual-stack reservation's two families are named apart.
+ */
+TEST_F(filter, ipv6_sibling_rules)
+{
+	int s, t, u, d;
+	__u32 id, id4, sid;
+
+	t = resv_sock(6, SOCK_STREAM, NULL, 41330, RS_REUSEPORT, false);
+	ASSERT_LE(0, t);
+	/* No reservation of the stack covers the port yet. */
+	EXPECT_EQ(-ENOENT, add6_sibling(self->st, IPPROTO_TCP, NULL, 41330, t,
+					NULL));
+	/* A dual-stack socket reserves both families' filters. */
+	s = resv_sock(6, SOCK_STREAM, NULL, 41330, RS_REUSEPORT, false);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(0, add6_own(self->st, IPPROTO_TCP, NULL, 41330, s, &id));
+	ASSERT_EQ(0, add_own(self->st, IPPROTO_TCP, NULL, 41330, s, &id4));
+	/* The reservation itself, in either family. */
+	EXPECT_EQ(-EEXIST, add6_sibling(self->st, IPPROTO_TCP, NULL, 41330, s,
+					NULL));
+	EXPECT_EQ(-EEXIST, add_sibling(self->st, IPPROTO_TCP, NULL, 41330, s,
+				       NULL));
+	EXPECT_EQ(-EBADF, add6_sibling(self->st, IPPROTO_TCP, NULL, 41330, -1,
+				       NULL));
+	/* A UDP socket; an AF_INET one (no IPv6 port); another port. */
+	u = resv_sock(6, SOCK_DGRAM, NULL, 41330, 0, false);
+	ASSERT_LE(0, u);
+	EXPECT_EQ(-EPROTONOSUPPORT, add6_sibling(self->st, IPPROTO_TCP, NULL,
+						 41330, u, NULL));
+	close(u);
+	u = resv_sock(4, SOCK_STREAM, NULL, 41330, RS_REUSEPORT, false);
+	ASSERT_LE(0, u);
+	EXPECT_EQ(-EINVAL, add6_sibling(self->st, IPPROTO_TCP, NULL, 41330, u,
+					NULL));
+	/* ... which IPv4's takes. */
+	EXPECT_EQ(0, add_sibling(self->st, IPPROTO_TCP, NULL, 41330, u, NULL));
+	close(u);
+	u = resv_sock(6, SOCK_STREAM, NULL, 41331, RS_REUSEPORT, false);
+	ASSERT_LE(0, u);
+	EXPECT_EQ(-EINVAL, add6_sibling(self->st, IPPROTO_TCP, NULL, 41330, u,
+					NULL));
+	EXPECT_EQ(-ENOENT, add6_sibling(self->st, IPPROTO_TCP, NULL, 41331, u,
+					NULL));
+	close(u);
+	/* A dual-stack sibling, named in each family once. */
+	EXPECT_EQ(0, add6_sibling(self->st, IPPROTO_TCP, NULL, 41330, t, &sid));
+	EXPECT_EQ(0, sid);
+	EXPECT_EQ(-EEXIST, add6_sibling(self->st, IPPROTO_TCP, NULL, 41330, t,
+					NULL));
+	EXPECT_EQ(0, add_sibling(self->st, IPPROTO_TCP, NULL, 41330, t, NULL));
+	/* An IPV6_V6ONLY sibling holds IPv6's port alone. */
+	d = resv_sock(6, SOCK_STREAM, NULL, 41330, RS_REUSEPORT | RS_V6ONLY,
+		      false);
+	ASSERT_LE(0, d);
+	EXPECT_EQ(-EINVAL, add_sibling(self->st, IPPROTO_TCP, NULL, 41330, d,
+				       NULL));
+	EXPECT_EQ(0, add6_sibling(self->st, IPPROTO_TCP, NULL, 41330, d, NULL));
+	/* Covered by the wildcard reservation: a sibling on ::1. */
+	u = resv_sock(6, SOCK_STREAM, "::1", 41330, RS_REUSEPORT, false);
+	ASSERT_LE(0, u);
+	EXPECT_EQ(0, add6_sibling(self->st, IPPROTO_TCP, "::1", 41330, u,
+				  NULL));
+	EXPECT_EQ(2, stack_attr_ll("t_f", "filters"));
+	/* Closed, a sibling holds no port. */
+	close(u);
+	close(d);
+	close(t);
+	close(s);
+	EXPECT_EQ(-EADDRINUSE, try_bind_as(6, SOCK_STREAM, NULL, 41330,
+					   RS_V6ONLY));
+	EXPECT_EQ(0, del(self->st, id));
+	EXPECT_EQ(0, del(self->st, id4));
+	EXPECT_EQ(0, try_bind_as(6, SOCK_STREAM, NULL, 41330, 0));
+	EXPECT_EQ(0, try_bind_as(6, SOCK_STREAM, "::1", 41330, 0));
+	EXPECT_EQ(0, stack_attr_ll("t_f", "filters"));
+}
+
 /* Every argument an IPv6 filter can get wrong, each -EINVAL. */
 TEST_F(filter, ipv6_argument_rules)
 {
@@ -1106,9 +1204,8 @@ TEST_F(filter, ipv6_argument_rules)
 			inet_pton(AF_INET6, "fd00::2", f.raddr6);
 			f.rport = htons(80); break;
 		case 11: f.flags |= 8; break;
-		/* The shared-port lookup is IPv4's: no IPv6 sibling. */
-		case 12: f.flags |= SLUICE_FILTER_RESV_FD |
-				    SLUICE_FILTER_SIBLING; break;
+		/* A sibling is a socket's, IPv6's as IPv4's. */
+		case 12: f.flags |= SLUICE_FILTER_SIBLING; break;
 		}
 		EXPECT_EQ(-EINVAL, xioctl(self->st, SLUICE_IOC_FILTER_ADD, &f))
 			TH_LOG("case %d", i);
