@@ -202,15 +202,22 @@ static void filter_sibling(struct sl_stack *s, uint8_t proto, bool v6, uint32_t 
 {
 	struct sluice_filter f;
 
-	/* The module's lookup of a shared port is IPv4's (kernel/README.md:
-	 * SIBLING with IPV6 is -EINVAL). */
-	if (own < 0 || v6 || !(sl_module_features & SLUICE_FEATURE_FILTER_SIBLING))
+	/* A module before SLUICE_FEATURE_SIBLING6 judges IPv4's shared
+	 * ports alone (SIBLING with IPV6 is -EINVAL there). */
+	if (own < 0 || !(sl_module_features & SLUICE_FEATURE_FILTER_SIBLING) ||
+	    (v6 && !(sl_module_features & SLUICE_FEATURE_SIBLING6)))
 		return;
 	memset(&f, 0, sizeof(f));
 	f.size = sizeof(f);
 	f.flags = SLUICE_FILTER_RESV_FD | SLUICE_FILTER_SIBLING;
 	f.protocol = proto;
-	f.laddr = laddr;
+	if (v6) {
+		f.flags |= SLUICE_FILTER_IPV6;
+		if (laddr && !sl_v6tok_addr(s, laddr, f.laddr6))
+			return;
+	} else {
+		f.laddr = laddr;
+	}
 	f.lport = lport;
 	f.fd = own;
 	if (filter_ioctl(s, SLUICE_IOC_FILTER_ADD, &f))

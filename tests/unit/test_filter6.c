@@ -10,7 +10,10 @@
  * before; an ephemeral port is one both families have free; sockets
  * sharing a port pass both filters on and the last deletes them; a TCP
  * connect() of an AF_INET6 socket takes the peer's family alone; and a
- * module without SLUICE_FEATURE_IPV6 gets IPv4's filters only, as before.
+ * module without SLUICE_FEATURE_IPV6 gets IPv4's filters only, as before;
+ * a socket sharing a port names its kernel twin to the module
+ * (SLUICE_FILTER_SIBLING) in the families it holds, IPv6's only with
+ * SLUICE_FEATURE_SIBLING6.
  */
 #include <errno.h>
 
@@ -33,6 +36,8 @@ static struct {
 	uint32_t next_id;
 	uint16_t next_pick;	/* host order */
 	int adds, dels, bad_dels;
+	int sibs[2];		/* SLUICE_FILTER_SIBLING adds: IPv4's, IPv6's */
+	int last_sib_fd;
 } M = { .next_id = 100, .next_pick = 40000 };
 
 static const uint8_t ANY6[16];
@@ -66,6 +71,24 @@ static int fake_ioctl(int fd, unsigned long req, void *arg)
 	int i, slot = -1;
 
 	(void)fd;
+	/* A sibling (the module's own check: RESV_FD with it, a port and no
+	 * remote); no filter is made.  IPv6's only with SLUICE_FEATURE_SIBLING6. */
+	if (req == SLUICE_IOC_FILTER_ADD && (a->flags & SLUICE_FILTER_SIBLING)) {
+		if (!(a->flags & SLUICE_FILTER_RESV_FD) || !a->lport || a->rport ||
+		    (v6 && !(sl_module_features & SLUICE_FEATURE_SIBLING6))) {
+			errno = EINVAL;
+			return -1;
+		}
+		M.sibs[v6]++;
+		M.last_sib_fd = a->fd;
+		a->id = 0;
+		return 0;
+	}
+	if (a->flags & SLUICE_FILTER_RESV_FD) {
+		/* The offered socket as the reservation: as the module's own. */
+		a->flags &= ~SLUICE_FILTER_RESV_FD;
+		a->fd = 0;
+	}
 	if (a->size != sizeof(*a) || (a->flags & ~SLUICE_FILTER_IPV6) ||
 	    (v6 && a->laddr) || (!v6 && memcmp(a->laddr6, ANY6, 16))) {
 		errno = EINVAL;
@@ -244,6 +267,52 @@ static void test_module_without_ipv6(void)
 	tap_eq(live(), 0, "closed: nothing left");
 }
 
+/* A socket sharing [::]:port with one that holds both filters, offering
+ * its kernel twin fd: named to the module as the stack's, per family. */
+static int bind_sibling(int sd, uint16_t port, int fd)
+{
+	struct sockaddr_in any = tok(0, port);
+	int ret;
+
+	sl_filter_offer_taken = false;
+	sl_filter_offer_fd = fd;
+	ret = sluice_bind(ST, sd, &any);
+	sl_filter_offer_fd = -1;
+	sl_filter_offer_taken = false;
+	return ret;
+}
+
+static void test_sibling_named_in_both_families(void)
+{
+	int a = sock6(SLUICE_SOCK_STREAM, false), b = sock6(SLUICE_SOCK_STREAM, false);
+	int c = sock6(SLUICE_SOCK_STREAM, true), d = sock6(SLUICE_SOCK_STREAM, false);
+	uint64_t feat = sl_module_features;
+
+	for (int i = 0; i < 4; i++)
+		sl_sock(S, (uint32_t)(i == 0 ? a : i == 1 ? b : i == 2 ? c : d))->flags |=
+			SL_SF_REUSEPORT;
+	sl_module_features |= SLUICE_FEATURE_FILTER_SOCK | SLUICE_FEATURE_FILTER_SIBLING |
+			      SLUICE_FEATURE_SIBLING6;
+	tap_eq(bind_sibling(a, 5010, 50), 0, "SO_REUSEPORT AF_INET6 [::]:5010 offering fd 50");
+	tap_eq(live(), 2, "... both families' filters");
+	tap_eq(bind_sibling(b, 5010, 51), 0, "a dual-stack SO_REUSEPORT sibling offering fd 51");
+	tap_ok(M.sibs[0] == 1 && M.sibs[1] == 1 && M.last_sib_fd == 51 && live() == 2,
+	       "... named to the module in both families (SIBLING, SIBLING | IPV6), no filter");
+	tap_eq(bind_sibling(c, 5010, 52), 0, "an IPV6_V6ONLY sibling offering fd 52");
+	tap_ok(M.sibs[0] == 1 && M.sibs[1] == 2 && M.last_sib_fd == 52,
+	       "... named in IPv6's alone");
+	/* A module that judges IPv4's shared ports alone. */
+	sl_module_features &= ~SLUICE_FEATURE_SIBLING6;
+	tap_eq(bind_sibling(d, 5010, 53), 0, "a module without SLUICE_FEATURE_SIBLING6: a sibling, fd 53");
+	tap_ok(M.sibs[0] == 2 && M.sibs[1] == 2, "... named in IPv4's alone, as before");
+	sluice_close(ST, a);
+	sluice_close(ST, b);
+	sluice_close(ST, c);
+	sluice_close(ST, d);
+	sl_module_features = feat;
+	tap_eq(live(), 0, "closed: nothing left");
+}
+
 static int cap_tx6(struct sl_link *l, struct sl_stack *s, uint32_t idx, const uint8_t *nh)
 {
 	(void)nh;
@@ -273,6 +342,7 @@ int main(void)
 	test_shared_port_passes_both();
 	test_connect_takes_the_peers_family();
 	test_module_without_ipv6();
+	test_sibling_named_in_both_families();
 	S->module_backed = false;
 	fx_destroy(S);
 	free(cap);
