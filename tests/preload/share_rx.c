@@ -6,16 +6,17 @@
  * with two kernel sockets' in the same run.
  *
  *   share_rx serve TYPE ADDR PORT OPTS TAG
- *	TYPE tcp or udp, AF_INET at ADDR:PORT; OPTS reuseaddr, reuseport
- *	or both (comma list).  TCP: listens, and writes TAG on each
+ *	TYPE tcp or udp, at ADDR:PORT: AF_INET, or AF_INET6 for an IPv6
+ *	ADDR (dual-stack unless OPTS says v6only); OPTS reuseaddr,
+ *	reuseport, v6only (comma list).  TCP: listens, and writes TAG on each
  *	connection it accepts, then closes it; UDP: answers each datagram
  *	with TAG.  Prints "ready" once bound (and listening), then, when
  *	stdin closes (60 s at most), "served N" and how many of them were
  *	kernel sockets ("kernel M": accepted connections that are not the
  *	module's socket fds).
  *   share_rx clients TYPE ADDR PORT SPORT N
- *	N connections (datagrams) to ADDR:PORT, one at a time, from source
- *	ports SPORT..SPORT+N-1; prints "SPORT TAG" for each answer, or
+ *	N connections (datagrams) to ADDR:PORT (either family), one at a
+ *	time, from source ports SPORT..SPORT+N-1; prints "SPORT TAG" for each answer, or
  *	"SPORT none".  TCP ends each with a reset (SO_LINGER 0), so no
  *	TIME-WAIT is left on either side and the same tuples can be tried
  *	again.
@@ -56,6 +57,27 @@ static struct sockaddr_in sin_of(const char *addr, int port)
 	return sin;
 }
 
+/* ADDR:PORT of either family (an IPv6 one has a colon); its length. */
+static socklen_t ss_of(const char *addr, int port, struct sockaddr_storage *ss)
+{
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (!strchr(addr, ':')) {
+		struct sockaddr_in sin = sin_of(addr, port);
+
+		memcpy(ss, &sin, sizeof(sin));
+		return sizeof(sin);
+	}
+	s6->sin6_family = AF_INET6;
+	s6->sin6_port = htons((unsigned short)port);
+	if (inet_pton(AF_INET6, addr, &s6->sin6_addr) != 1) {
+		fprintf(stderr, "bad address %s\n", addr);
+		exit(2);
+	}
+	return sizeof(*s6);
+}
+
 static void setint(int fd, int level, int opt, int v)
 {
 	if (setsockopt(fd, level, opt, &v, sizeof(v)))
@@ -86,8 +108,9 @@ static int module_fd(int fd)
 
 static int serve(int tcp, const char *addr, int port, const char *opts, const char *tag)
 {
-	struct sockaddr_in sin = sin_of(addr, port);
-	int fd = socket(AF_INET, tcp ? SOCK_STREAM : SOCK_DGRAM, 0);
+	struct sockaddr_storage sin;
+	socklen_t slen = ss_of(addr, port, &sin);
+	int fd = socket(sin.ss_family, tcp ? SOCK_STREAM : SOCK_DGRAM, 0);
 	long served = 0, kernel = 0;
 	time_t end = time(NULL) + 60;
 
@@ -97,7 +120,9 @@ static int serve(int tcp, const char *addr, int port, const char *opts, const ch
 		setint(fd, SOL_SOCKET, SO_REUSEADDR, 1);
 	if (strstr(opts, "reuseport"))
 		setint(fd, SOL_SOCKET, SO_REUSEPORT, 1);
-	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)))
+	if (sin.ss_family == AF_INET6)
+		setint(fd, IPPROTO_IPV6, IPV6_V6ONLY, strstr(opts, "v6only") != NULL);
+	if (bind(fd, (struct sockaddr *)&sin, slen))
 		die("bind");
 	if (tcp && listen(fd, 64))
 		die("listen");
@@ -125,7 +150,7 @@ static int serve(int tcp, const char *addr, int port, const char *opts, const ch
 				fprintf(stderr, "share_rx: write: %s\n", strerror(errno));
 			close(c);
 		} else {
-			struct sockaddr_in from;
+			struct sockaddr_storage from;
 			socklen_t fl = sizeof(from);
 			ssize_t n = recvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT,
 					     (struct sockaddr *)&from, &fl);
@@ -143,11 +168,12 @@ static int serve(int tcp, const char *addr, int port, const char *opts, const ch
 
 static int clients(int tcp, const char *addr, int port, int sport, int n)
 {
-	struct sockaddr_in to = sin_of(addr, port);
+	struct sockaddr_storage to, me;
+	socklen_t tlen = ss_of(addr, port, &to);
 
 	for (int i = 0; i < n; i++) {
-		struct sockaddr_in me = sin_of("0.0.0.0", sport + i);
-		int fd = socket(AF_INET, tcp ? SOCK_STREAM : SOCK_DGRAM, 0);
+		socklen_t mlen = ss_of(to.ss_family == AF_INET6 ? "::" : "0.0.0.0", sport + i, &me);
+		int fd = socket(to.ss_family, tcp ? SOCK_STREAM : SOCK_DGRAM, 0);
 		char buf[64] = "";
 		ssize_t got = -1;
 
@@ -155,12 +181,12 @@ static int clients(int tcp, const char *addr, int port, int sport, int n)
 			die("socket");
 		setint(fd, SOL_SOCKET, SO_REUSEADDR, 1);
 		timeouts(fd, tcp ? 10 : 3);
-		if (bind(fd, (struct sockaddr *)&me, sizeof(me)))
+		if (bind(fd, (struct sockaddr *)&me, mlen))
 			die("bind");
 		if (tcp) {
-			if (!connect(fd, (struct sockaddr *)&to, sizeof(to)))
+			if (!connect(fd, (struct sockaddr *)&to, tlen))
 				got = read(fd, buf, sizeof(buf) - 1);
-		} else if (sendto(fd, "x", 1, 0, (struct sockaddr *)&to, sizeof(to)) == 1) {
+		} else if (sendto(fd, "x", 1, 0, (struct sockaddr *)&to, tlen) == 1) {
 			got = recv(fd, buf, sizeof(buf) - 1, 0);
 		}
 		if (got > 0) {

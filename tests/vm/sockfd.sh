@@ -33,6 +33,8 @@ IP=/usr/sbin/ip
 NS=sfd-peer
 S=10.80.0.1
 K=10.80.0.2
+S6=fd80::1
+K6=fd80::2
 ST=sfd
 PORT=7100
 SUITE="socket fds"
@@ -127,6 +129,10 @@ $IP link set sfd0 up
 in_ns $IP link set lo up
 in_ns $IP addr add "$K/24" dev sfd1
 in_ns $IP link set sfd1 up
+# IPv6 addresses too, before the stack's link reads the device's (the
+# shared-port and reservation rows over IPv6); no DAD wait.
+$IP -6 addr add $S6/64 dev sfd0 nodad
+in_ns $IP -6 addr add $K6/64 dev sfd1 nodad
 check "the peer namespace pings the device address (kernel)" in_ns ping -c 1 -W 5 "$S"
 in_ns timeout 200 kpeer serve $PORT 180 >/tmp/kpeer.log 2>&1 &
 kpeer=$!
@@ -403,6 +409,22 @@ resv_row "kernel SO_REUSEADDR socket bound; stack SO_REUSEADDR listener" kernel 
 	"tcp 4 0.0.0.0 reuseaddr 0" "tcp 4 0.0.0.0 reuseaddr 1"
 resv_row "kernel SO_REUSEADDR UDP; stack SO_REUSEADDR UDP" kernel sluice 7422 \
 	"udp 4 0.0.0.0 reuseaddr 0" "udp 4 0.0.0.0 reuseaddr 0"
+# IPv6 (issue 20): a stack socket on the device's IPv6 address (an IPv6
+# filter of that address, the program's socket its reservation) or on
+# [::], IPV6_V6ONLY or dual-stack, against kernel sockets of both
+# families.
+resv_row "stack AF_INET6 listener on [$S6]; kernel AF_INET6 IPV6_V6ONLY bind on [::]" sluice kernel 7460 \
+	"tcp 6 $S6 none 1" "tcp 6 :: v6only 0"
+resv_row "kernel AF_INET6 listener on [$S6]; stack AF_INET6 listener on [::]" kernel sluice 7462 \
+	"tcp 6 $S6 none 1" "tcp 6 :: none 1"
+resv_row "stack AF_INET6 listener on [$S6]; kernel AF_INET listener on 0.0.0.0" sluice kernel 7464 \
+	"tcp 6 $S6 none 1" "tcp 4 0.0.0.0 none 1"
+resv_row "stack AF_INET6 SO_REUSEPORT listener on [$S6]; kernel AF_INET6 SO_REUSEPORT listener on [::]" sluice kernel 7466 \
+	"tcp 6 $S6 reuseport 1" "tcp 6 :: reuseport 1"
+resv_row "stack AF_INET6 IPV6_V6ONLY UDP on [::]; kernel AF_INET UDP on 0.0.0.0" sluice kernel 7468 \
+	"udp 6 :: v6only 0" "udp 4 0.0.0.0 none 0"
+resv_row "kernel AF_INET6 UDP on [::]; stack AF_INET6 UDP on [$S6]" kernel sluice 7470 \
+	"udp 6 :: none 0" "udp 6 $S6 none 0"
 # The device's packets to a port a stack socket shares with a kernel
 # socket (issue 15): the module's filter claims the port, but on a port
 # the reservation shares (SO_REUSEADDR, SO_REUSEPORT) it asks the
@@ -416,28 +438,30 @@ resv_row "kernel SO_REUSEADDR UDP; stack SO_REUSEADDR UDP" kernel sluice 7422 \
 # tuples on the same port: each must be answered by the same socket.
 SR_N=24
 sr_pre() { [ "$1" = sluice ] && rs_pre sluice; }
-# share_split DESC TYPE OPTS FIRST SECOND PORT SPORT SPLIT
+# share_split DESC TYPE OPTS FIRST SECOND PORT SPORT SPLIT [SADDR CADDR]
 #   FIRST, SECOND: kernel or sluice (under sluice run on the stack, the
 #   kernel run has both on the kernel); SPLIT 1: the kernel alone must
-#   give each some, 0: it gives all to one.
+#   give each some, 0: it gives all to one; the servers on SADDR
+#   (0.0.0.0), the clients to CADDR ($S).
 share_split() {
 	shd=$1 sty=$2 sopt=$3 s1=$4 s2=$5 sp=$6 ssp=$7 ssplit=$8
+	ssa=${9:-0.0.0.0} sca=${10:-$S}
 	for side in kernel sluice; do
 		pre1="" pre2=""
 		[ $side = sluice ] && pre1=$(sr_pre "$s1") pre2=$(sr_pre "$s2")
 		rm -f /tmp/sh-hold1 /tmp/sh-hold2 /tmp/sh-1.$side /tmp/sh-2.$side
 		mkfifo /tmp/sh-hold1 /tmp/sh-hold2
-		timeout 100 $pre1 share_rx serve $sty 0.0.0.0 $sp $sopt 1 \
+		timeout 100 $pre1 share_rx serve $sty $ssa $sp $sopt 1 \
 			</tmp/sh-hold1 >/tmp/sh-1.$side 2>/tmp/sh-1e.$side &
 		sh1=$!
 		exec 7>/tmp/sh-hold1
 		rs_wait /tmp/sh-1.$side 'ready\|error'
-		timeout 100 $pre2 share_rx serve $sty 0.0.0.0 $sp $sopt 2 \
+		timeout 100 $pre2 share_rx serve $sty $ssa $sp $sopt 2 \
 			</tmp/sh-hold2 >/tmp/sh-2.$side 2>/tmp/sh-2e.$side &
 		sh2=$!
 		exec 8>/tmp/sh-hold2
 		rs_wait /tmp/sh-2.$side 'ready\|error'
-		in_ns timeout 90 share_rx clients $sty $S $sp $ssp $SR_N \
+		in_ns timeout 90 share_rx clients $sty $sca $sp $ssp $SR_N \
 			>/tmp/sh-c.$side 2>/tmp/sh-ce.$side
 		exec 7>&- 8>&-
 		wait $sh1 $sh2
@@ -473,22 +497,24 @@ share_split "UDP SO_REUSEADDR: a kernel one first, the stack's second" udp reuse
 # as the stack's: a connection the group's hash gives it is not passed to
 # the kernel, where the program would accept it as a kernel socket);
 # which of the two takes it is the stack's choice.
+# share_stack2 DESC SADDR CADDR PORT SPORT
+share_stack2() {
 for side in kernel sluice; do
 	pre=""
 	[ $side = sluice ] && pre=$(rs_pre sluice)
 	rm -f /tmp/sh-hold1 /tmp/sh-hold2 /tmp/sh-1.$side /tmp/sh-2.$side
 	mkfifo /tmp/sh-hold1 /tmp/sh-hold2
-	timeout 100 $pre share_rx serve tcp 0.0.0.0 7435 reuseport 1 \
+	timeout 100 $pre share_rx serve tcp $2 $4 reuseport 1 \
 		</tmp/sh-hold1 >/tmp/sh-1.$side 2>/tmp/sh-1e.$side &
 	sh1=$!
 	exec 7>/tmp/sh-hold1
 	rs_wait /tmp/sh-1.$side 'ready\|error'
-	timeout 100 $pre share_rx serve tcp 0.0.0.0 7435 reuseport 2 \
+	timeout 100 $pre share_rx serve tcp $2 $4 reuseport 2 \
 		</tmp/sh-hold2 >/tmp/sh-2.$side 2>/tmp/sh-2e.$side &
 	sh2=$!
 	exec 8>/tmp/sh-hold2
 	rs_wait /tmp/sh-2.$side 'ready\|error'
-	in_ns timeout 90 share_rx clients tcp $S 7435 41500 $SR_N >/tmp/sh-c.$side 2>/tmp/sh-ce.$side
+	in_ns timeout 90 share_rx clients tcp $3 $4 $5 $SR_N >/tmp/sh-c.$side 2>/tmp/sh-ce.$side
 	exec 7>&- 8>&-
 	wait $sh1 $sh2
 done
@@ -496,10 +522,25 @@ sides_log sh 1 2
 for side in kernel sluice; do
 	echo "#   $side: answered by $(cut -d' ' -f2 /tmp/sh-c.$side | sort | uniq -c | tr -s ' \n' ' ')"
 done
-check "two stack SO_REUSEPORT listeners: all $SR_N answered, on the kernel alone and with Sluice" \
+check "$1: all $SR_N answered, on the kernel alone and with Sluice" \
 	sh -c "[ \$(grep -c ' [12]\$' /tmp/sh-c.kernel) = $SR_N ] && [ \$(grep -c ' [12]\$' /tmp/sh-c.sluice) = $SR_N ]"
-check "two stack SO_REUSEPORT listeners: ... every connection a module socket fd ($(cat /tmp/sh-1.sluice /tmp/sh-2.sluice | tr '\n' ' '))" \
+check "$1: ... every connection a module socket fd ($(cat /tmp/sh-1.sluice /tmp/sh-2.sluice | tr '\n' ' '))" \
 	sh -c "grep -q 'kernel 0\$' /tmp/sh-1.sluice && grep -q 'kernel 0\$' /tmp/sh-2.sluice"
+}
+share_stack2 "two stack SO_REUSEPORT listeners" 0.0.0.0 $S 7435 41500
+# IPv6 (issue 20): the same rows over IPv6 to sockets on [::] (dual-stack,
+# IPV6_V6ONLY for one), the module asking the kernel's IPv6 lookup
+# (__inet6_lookup_established(), inet6_lookup_listener(),
+# udp6_lib_lookup()); main's module gave every IPv6 packet to the stack.
+share_split "IPv6: TCP SO_REUSEPORT listeners on [::]: the stack's first, a kernel one second" \
+	tcp reuseport sluice kernel 7450 41600 1 :: $S6
+share_split "IPv6: TCP SO_REUSEPORT listeners on [::]: a kernel one first, the stack's second" \
+	tcp reuseport kernel sluice 7451 41700 1 :: $S6
+share_split "IPv6: UDP SO_REUSEPORT IPV6_V6ONLY on [::]: the stack's first, a kernel one second" \
+	udp reuseport,v6only sluice kernel 7452 41800 1 :: $S6
+share_split "IPv6: UDP SO_REUSEADDR on [::]: the stack's first, a kernel one second (the later bound gets unicast)" \
+	udp reuseaddr sluice kernel 7453 41900 0 :: $S6
+share_stack2 "IPv6: two stack SO_REUSEPORT listeners on [::]" :: $S6 7454 42000
 # A kernel socket's connection from a port (SO_REUSEADDR, to an echo
 # server in the peer namespace), then a listener on that port
 # (SO_REUSEADDR: Linux lets it listen beside a connection): the
