@@ -491,7 +491,7 @@ static noinline bool sluice_kernel_lookup6(struct sluice_kfilter *f,
 	return takes;
 }
 
-/* Under rcu_read_lock(): as sluice_filter_find(), IPv6 (no hand-offs). */
+/* Under rcu_read_lock(): as sluice_filter_find(), IPv6. */
 static struct sluice_kfilter *
 sluice_filter_find6(struct net *net, int ifindex, u8 protocol,
 		    const struct in6_addr *saddr, __be16 sport,
@@ -505,7 +505,7 @@ sluice_filter_find6(struct net *net, int ifindex, u8 protocol,
 	sluice_filter6_key_make(&k, net, ifindex, protocol, daddr, dport,
 				saddr, sport);
 	f = rhashtable_lookup(&sluice_filter6_ht, &k, sluice_filter6_params);
-	if (f)
+	if (f && (!f->ksk || sluice_handoff_live(f)))
 		return f;
 	memset(&k.raddr, 0, sizeof(k.raddr));
 	k.rport = 0;
@@ -1328,16 +1328,31 @@ out:
 	return ret;
 }
 
+/* An IPv6 hand-off's address: neither :: nor IPv4-mapped (IPv4's). */
+static bool sluice_handoff_addr6_ok(const __u8 *a6)
+{
+	const struct in6_addr *a = (const struct in6_addr *)a6;
+
+	return !ipv6_addr_any(a) && !ipv6_addr_v4mapped(a);
+}
+
 static int sluice_handoff_check(const void *arg)
 {
 	const struct sluice_handoff *a = arg;
 
-	if (a->flags || a->reserved0[0] || a->reserved0[1] ||
-	    a->reserved0[2] || a->reserved1)
+	if ((a->flags & ~SLUICE_HANDOFF_IPV6) || a->reserved0[0] ||
+	    a->reserved0[1] || a->reserved0[2] || a->reserved1)
 		return -EINVAL;
-	if (a->protocol != IPPROTO_TCP)
+	if (a->protocol != IPPROTO_TCP || !a->lport || !a->rport)
 		return -EINVAL;
-	if (!a->laddr || !a->raddr || !a->lport || !a->rport)
+	if (a->flags & SLUICE_HANDOFF_IPV6)
+		return a->size < offsetofend(struct sluice_handoff, raddr6) ||
+		       a->laddr || a->raddr ||
+		       !sluice_handoff_addr6_ok(a->laddr6) ||
+		       !sluice_handoff_addr6_ok(a->raddr6) ? -EINVAL : 0;
+	if (!a->laddr || !a->raddr ||
+	    memchr_inv(a->laddr6, 0, sizeof(a->laddr6)) ||
+	    memchr_inv(a->raddr6, 0, sizeof(a->raddr6)))
 		return -EINVAL;
 	return 0;
 }
@@ -1367,8 +1382,11 @@ static int sluice_handoff_sock_ok(struct sluice_stack *st, struct sock *sk,
 				  const struct sluice_handoff *a)
 {
 	const struct inet_sock *inet = inet_sk(sk);
+	bool v6 = a->flags & SLUICE_HANDOFF_IPV6;
 
-	if (!sluice_sk_ipv4(sk) || sk->sk_type != SOCK_STREAM ||
+	/* IPv6's: an AF_INET6 socket that does not talk IPv4. */
+	if ((v6 ? sk->sk_family != AF_INET6 || sluice_sk_ipv4(sk) :
+	     !sluice_sk_ipv4(sk)) || sk->sk_type != SOCK_STREAM ||
 	    sk->sk_protocol != IPPROTO_TCP)
 		return -EPROTONOSUPPORT;
 	if (!net_eq(sock_net(sk), st->net))
@@ -1377,12 +1395,41 @@ static int sluice_handoff_sock_ok(struct sluice_stack *st, struct sock *sk,
 		return -EPERM;
 	if (sk->sk_state == TCP_CLOSE || sk->sk_state == TCP_LISTEN)
 		return -ENOTCONN;
-	if (inet->inet_rcv_saddr != (__force __be32)a->laddr ||
-	    inet->inet_daddr != (__force __be32)a->raddr ||
-	    inet->inet_sport != (__force __be16)a->lport ||
+	if (inet->inet_sport != (__force __be16)a->lport ||
 	    inet->inet_dport != (__force __be16)a->rport)
 		return -EINVAL;
+	if (v6)
+		return memcmp(&sk->sk_v6_rcv_saddr, a->laddr6, 16) ||
+		       memcmp(&sk->sk_v6_daddr, a->raddr6, 16) ? -EINVAL : 0;
+	if (inet->inet_rcv_saddr != (__force __be32)a->laddr ||
+	    inet->inet_daddr != (__force __be32)a->raddr)
+		return -EINVAL;
 	return 0;
+}
+
+/*
+ * The hand-off entry of @a's tuple already hashed (@g, if any: a dup
+ * unless it is one of ours whose socket closed) and the filter this
+ * stack steers the tuple by (*@f).  Under rcu_read_lock().
+ */
+static struct sluice_kfilter *sluice_handoff_find(struct sluice_stack *st,
+						  const struct sluice_kfilter *n,
+						  struct sluice_kfilter **f)
+{
+	if (n->family == AF_INET6) {
+		const struct sluice_filter6_key *k = &n->key6;
+
+		*f = sluice_filter_find6(st->net, st->ifindex, IPPROTO_TCP,
+					 &k->raddr, k->rport, &k->laddr,
+					 k->lport);
+		return rhashtable_lookup(&sluice_filter6_ht, k,
+					 sluice_filter6_params);
+	}
+	*f = sluice_filter_find(st->net, st->ifindex, IPPROTO_TCP,
+				n->key.raddr, n->key.rport, n->key.laddr,
+				n->key.lport);
+	return rhashtable_lookup(&sluice_filter_ht, &n->key,
+				 sluice_filter_params);
 }
 
 /* Under fs->lock: hash a hand-off entry for @a holding @sk. */
@@ -1392,42 +1439,47 @@ static int sluice_handoff_add(struct sluice_stack *st,
 {
 	unsigned int max = clamp_t(unsigned int, READ_ONCE(filter_max), 1,
 				   SLUICE_FILTER_MAX);
-	struct sluice_kfilter *f, *g;
-	struct sluice_filter_key k;
+	struct sluice_kfilter *f, *g, *steer;
+	struct sluice_ftuple t;
 	bool dup;
 	int ret;
 
 	lockdep_assert_held(&fs->lock);
 	if (fs->count >= max)
 		return -ENOSPC;
-	sluice_filter_key_make(&k, st->net, st->ifindex, IPPROTO_TCP,
-			       (__force __be32)a->laddr,
-			       (__force __be16)a->lport,
-			       (__force __be32)a->raddr,
-			       (__force __be16)a->rport);
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (!f)
+		return -ENOMEM;
+	memset(&t, 0, sizeof(t));
+	t.protocol = IPPROTO_TCP;
+	t.lport = (__force __be16)a->lport;
+	t.rport = (__force __be16)a->rport;
+	if (a->flags & SLUICE_HANDOFF_IPV6) {
+		t.family = AF_INET6;
+		memcpy(&t.laddr, a->laddr6, sizeof(t.laddr));
+		memcpy(&t.raddr, a->raddr6, sizeof(t.raddr));
+	} else {
+		t.family = AF_INET;
+		t.laddr.s6_addr32[3] = (__force __be32)a->laddr;
+		t.raddr.s6_addr32[3] = (__force __be32)a->raddr;
+	}
+	sluice_filter_set_key(st, f, &t);
 	rcu_read_lock();
-	g = rhashtable_lookup(&sluice_filter_ht, &k, sluice_filter_params);
+	g = sluice_handoff_find(st, f, &steer);
 	/* Any entry of this tuple but one of ours whose socket closed. */
 	dup = g && !(g->fs == fs && g->ksk && !sluice_handoff_live(g));
 	/* Only a tuple this stack's own filters steer is the stack's. */
-	f = sluice_filter_find(st->net, st->ifindex, IPPROTO_TCP,
-			       k.raddr, k.rport, k.laddr, k.lport);
-	ret = dup ? -EEXIST : (!f || f->fs != fs) ? -ENOENT : 0;
+	ret = dup ? -EEXIST : (!steer || steer->fs != fs) ? -ENOENT : 0;
 	rcu_read_unlock();
 	if (ret)
-		return ret;
+		goto err_free;
 	if (g) {
 		/* A hand-off entry whose socket closed: this one replaces it. */
 		xa_erase(&fs->ids, g->id);
 		sluice_filter_drop(fs, g);
 	}
 
-	f = kzalloc(sizeof(*f), GFP_KERNEL);
-	if (!f)
-		return -ENOMEM;
 	f->fs = fs;
-	f->family = AF_INET;
-	f->key = k;
 	atomic64_set(&f->matches, 0);
 	ret = xa_alloc_cyclic(&fs->ids, &f->id, f, xa_limit_32b, &fs->next_id,
 			      GFP_KERNEL);
@@ -1653,7 +1705,7 @@ void sluice_filter_show(struct seq_file *m, struct sluice_stack *st)
 	xa_for_each(&fs->ids, id, f) {
 		if (f->family == AF_INET6)
 			seq_printf(m, "%s %u %s [%pI6c]:%u [%pI6c]:%u matches %lld",
-				   "filter", f->id,
+				   f->ksk ? "handoff" : "filter", f->id,
 				   sluice_proto_name(f->key6.protocol),
 				   &f->key6.laddr, ntohs(f->key6.lport),
 				   &f->key6.raddr, ntohs(f->key6.rport),

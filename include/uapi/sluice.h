@@ -49,6 +49,7 @@
 #define SLUICE_FEATURE_FILTER_SIBLING 0x1000ULL	/* FILTER_ADD siblings; shared ports judged */
 #define SLUICE_FEATURE_IPV6	0x2000ULL	/* kring IPv6: rx, TX_IPV6, FILTER_IPV6 */
 #define SLUICE_FEATURE_SIBLING6	0x4000ULL	/* shared IPv6 ports judged; SIBLING with IPV6 */
+#define SLUICE_FEATURE_HANDOFF6	0x8000ULL	/* HANDOFF with SLUICE_HANDOFF_IPV6 */
 /* What this module implements; grows as the features above land. */
 #define SLUICE_FEATURES_ALL	(SLUICE_FEATURE_STACK | SLUICE_FEATURE_KRING | \
 				 SLUICE_FEATURE_FILTER | SLUICE_FEATURE_IFINFO | \
@@ -58,7 +59,7 @@
 				 SLUICE_FEATURE_HANDOFF | SLUICE_FEATURE_FILTER_FD | \
 				 SLUICE_FEATURE_FILTER_SOCK | \
 				 SLUICE_FEATURE_FILTER_SIBLING | SLUICE_FEATURE_IPV6 | \
-				 SLUICE_FEATURE_SIBLING6)
+				 SLUICE_FEATURE_SIBLING6 | SLUICE_FEATURE_HANDOFF6)
 
 /**
  * struct sluice_version - SLUICE_IOC_VERSION argument
@@ -1058,7 +1059,7 @@ struct sluice_sock_info {
 /**
  * struct sluice_handoff - SLUICE_IOC_HANDOFF argument (stack fd)
  * @size:	in: sizeof(struct sluice_handoff) as the caller knows it
- * @flags:	in: must be zero
+ * @flags:	in: 0, or SLUICE_HANDOFF_IPV6
  * @fd:		in: the caller's kernel TCP socket (AF_INET) that takes the
  *		connection: in repair mode (TCP_REPAIR), connected, with the
  *		4-tuple below as its own
@@ -1070,6 +1071,14 @@ struct sluice_sock_info {
  * @rport:	in: its remote port, network order
  * @id:		out: the entry's id (SLUICE_IOC_FILTER_DEL removes it)
  * @reserved1:	must be zero
+ * @laddr6:	in (SLUICE_HANDOFF_IPV6): the local IPv6 address
+ * @raddr6:	in (SLUICE_HANDOFF_IPV6): the remote IPv6 address
+ *
+ * With SLUICE_HANDOFF_IPV6 (SLUICE_FEATURE_HANDOFF6; @size must reach
+ * @raddr6) the connection is IPv6's: @laddr and @raddr must be zero,
+ * @laddr6 and @raddr6 neither :: nor IPv4-mapped (-EINVAL), and @fd an
+ * AF_INET6 socket whose peer is not IPv4-mapped (-EPROTONOSUPPORT): a
+ * v4-mapped peer's connection is IPv4's, handed off without the flag.
  *
  * Live hand-off of a stack's TCP connection to the kernel: the module
  * stops steering the connection's packets to the stack, and the kernel's
@@ -1098,7 +1107,11 @@ struct sluice_handoff {
 	__u16 rport;
 	__u32 id;
 	__u32 reserved1;
+	__u8 laddr6[16];
+	__u8 raddr6[16];
 };
+
+#define SLUICE_HANDOFF_IPV6	0x1u
 
 #define SLUICE_IOC_KRING_SETUP	_IOWR(SLUICE_IOC_MAGIC, 0x04, struct sluice_kring_setup)
 #define SLUICE_IOC_KRING_KICK	_IOWR(SLUICE_IOC_MAGIC, 0x05, struct sluice_kring_kick)
@@ -1111,7 +1124,15 @@ struct sluice_handoff {
 #define SLUICE_IOC_SOCK_FD	_IOWR(SLUICE_IOC_MAGIC, 0x0c, struct sluice_sock_fd)
 #define SLUICE_IOC_SOCK_WAKE	_IOWR(SLUICE_IOC_MAGIC, 0x0d, struct sluice_sock_wake)
 #define SLUICE_IOC_SOCK_INFO	_IOWR(SLUICE_IOC_MAGIC, 0x0e, struct sluice_sock_info)
-#define SLUICE_IOC_HANDOFF	_IOWR(SLUICE_IOC_MAGIC, 0x0f, struct sluice_handoff)
+/*
+ * HANDOFF's command keeps the size the struct was first published with
+ * (36 bytes, before @laddr6 and @raddr6): the size field says what the
+ * caller knows, so a library built before the IPv6 fields and one built
+ * after both meet this module.
+ */
+#define SLUICE_HANDOFF_SIZE_VER0	36
+#define SLUICE_IOC_HANDOFF	_IOC(_IOC_READ | _IOC_WRITE, SLUICE_IOC_MAGIC, 0x0f, \
+				     SLUICE_HANDOFF_SIZE_VER0)
 #define SLUICE_IOC_FILTER_FD	_IOWR(SLUICE_IOC_MAGIC, 0x10, struct sluice_filter_fd)
 
 #endif /* _UAPI_SLUICE_H */

@@ -293,6 +293,7 @@ TEST(version_reports_the_features)
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_FILTER_SIBLING);
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_IPV6);
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_SIBLING6);
+	EXPECT_TRUE(v.features & SLUICE_FEATURE_HANDOFF6);
 	close(dev);
 }
 
@@ -1730,13 +1731,19 @@ static int handoff(int st, struct sluice_handoff *h)
 
 TEST(handoff_struct_layout)
 {
-	EXPECT_EQ(36, sizeof(struct sluice_handoff));
+	EXPECT_EQ(68, sizeof(struct sluice_handoff));
 	EXPECT_EQ(8, offsetof(struct sluice_handoff, fd));
 	EXPECT_EQ(12, offsetof(struct sluice_handoff, protocol));
 	EXPECT_EQ(16, offsetof(struct sluice_handoff, laddr));
 	EXPECT_EQ(24, offsetof(struct sluice_handoff, lport));
 	EXPECT_EQ(28, offsetof(struct sluice_handoff, id));
+	EXPECT_EQ(36, offsetof(struct sluice_handoff, laddr6));
+	EXPECT_EQ(52, offsetof(struct sluice_handoff, raddr6));
 	EXPECT_EQ(0x0f, _IOC_NR(SLUICE_IOC_HANDOFF));
+	/* The first size, as before the IPv6 fields: either caller meets it. */
+	EXPECT_EQ(36, _IOC_SIZE(SLUICE_IOC_HANDOFF));
+	EXPECT_EQ(SLUICE_HANDOFF_SIZE_VER0,
+		  offsetof(struct sluice_handoff, reserved1) + 4);
 }
 
 TEST_F(filter, handoff_argument_rules)
@@ -1752,7 +1759,14 @@ TEST_F(filter, handoff_argument_rules)
 				       sizeof(h), sizeof(h) - 1, 0));
 	EXPECT_EQ(-E2BIG, sized_ioctl(self->st, SLUICE_IOC_HANDOFF, &h,
 				      sizeof(h), sizeof(h) + TAIL, 0xff));
-	h.flags = 1;
+	h.flags = 2;
+	EXPECT_EQ(-EINVAL, handoff(self->st, &h));
+	/* IPv6 addresses without the flag, the flag with IPv4's. */
+	handoff_init(&h, ks, 41300, 7000);
+	h.laddr6[15] = 1;
+	EXPECT_EQ(-EINVAL, handoff(self->st, &h));
+	handoff_init(&h, ks, 41300, 7000);
+	h.flags = SLUICE_HANDOFF_IPV6;
 	EXPECT_EQ(-EINVAL, handoff(self->st, &h));
 	handoff_init(&h, ks, 41300, 7000);
 	h.reserved0[1] = 1;
@@ -1932,6 +1946,114 @@ TEST_F(filter, handoff_passes_the_tuple_while_the_socket_lives)
 		EXPECT_EQ(0, del(self->st, h.id));
 		close(ks2);
 	}
+	EXPECT_EQ(1, stack_attr_ll("t_f", "filters"));
+}
+
+/* An IPv6 hand-off's argument: ::1:@lport -> [fd00::5]:@rport. */
+static void handoff6_init(struct sluice_handoff *h, int fd, __u16 lport,
+			  __u16 rport)
+{
+	handoff_init(h, fd, lport, rport);
+	h->flags = SLUICE_HANDOFF_IPV6;
+	h->laddr = 0;
+	h->raddr = 0;
+	inet_pton(AF_INET6, "::1", h->laddr6);
+	inet_pton(AF_INET6, "fd00::5", h->raddr6);
+}
+
+/* An AF_INET6 TCP socket [::1]:@lport -> [fd00::5]:@rport in repair mode
+ * (connected if @do_connect); its fd or -errno. */
+static int repair_sock6(__u16 lport, __u16 rport, bool do_connect)
+{
+	struct sockaddr_in6 me = { .sin6_family = AF_INET6, .sin6_port = htons(lport) };
+	struct sockaddr_in6 peer = { .sin6_family = AF_INET6, .sin6_port = htons(rport) };
+	int s = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, e;
+
+	if (s < 0)
+		return -errno;
+	inet_pton(AF_INET6, "::1", &me.sin6_addr);
+	inet_pton(AF_INET6, "fd00::5", &peer.sin6_addr);
+	if (setsockopt(s, IPPROTO_TCP, TCP_REPAIR, &one, sizeof(one)) ||
+	    bind(s, (struct sockaddr *)&me, sizeof(me)) ||
+	    (do_connect && connect(s, (struct sockaddr *)&peer, sizeof(peer)))) {
+		e = errno;
+		close(s);
+		return -e;
+	}
+	return s;
+}
+
+/*
+ * SLUICE_HANDOFF_IPV6 (SLUICE_FEATURE_HANDOFF6): every errno of an IPv6
+ * hand-off, and its entry's life as IPv4's (the tuple the kernel's while
+ * its socket lives, the stack's again once it closed).
+ */
+TEST_F(filter, handoff6_rules_and_life)
+{
+	struct sluice_handoff h;
+	char out[64], want[64], buf[16384];
+	int ks, k4;
+	__u32 any;
+
+	ASSERT_EQ(0, add6(self->st, IPPROTO_TCP, NULL, 41340, NULL, 0, &any));
+	ks = repair_sock6(41340, 7000, true);
+	ASSERT_LE(0, ks);
+	/* A caller that does not know @raddr6. */
+	handoff6_init(&h, ks, 41340, 7000);
+	EXPECT_EQ(-EINVAL, sized_ioctl(self->st, SLUICE_IOC_HANDOFF, &h,
+				       sizeof(h), 36, 0));
+	for (int i = 0; i < 5; i++) {
+		handoff6_init(&h, ks, 41340, 7000);
+		switch (i) {
+		case 0: h.laddr = inet_addr("127.0.0.1"); break;
+		case 1: h.raddr = inet_addr("127.0.0.5"); break;
+		case 2: memset(h.laddr6, 0, 16); break;
+		case 3: inet_pton(AF_INET6, "::ffff:10.0.0.5", h.raddr6); break;
+		/* Not the socket's own tuple. */
+		case 4: inet_pton(AF_INET6, "fd00::6", h.raddr6); break;
+		}
+		EXPECT_EQ(-EINVAL, handoff(self->st, &h)) TH_LOG("case %d", i);
+	}
+	/* An AF_INET socket is IPv4's, not IPv6's. */
+	k4 = repair_sock(41340, 7000, true, true);
+	ASSERT_LE(0, k4);
+	handoff6_init(&h, k4, 41340, 7000);
+	EXPECT_EQ(-EPROTONOSUPPORT, handoff(self->st, &h));
+	/* ... and an IPv6 socket no IPv4 hand-off. */
+	handoff_init(&h, ks, 41340, 7000);
+	EXPECT_EQ(-EPROTONOSUPPORT, handoff(self->st, &h));
+	close(k4);
+	/* A tuple the stack does not steer. */
+	k4 = repair_sock6(41341, 7000, true);
+	ASSERT_LE(0, k4);
+	handoff6_init(&h, k4, 41341, 7000);
+	EXPECT_EQ(-ENOENT, handoff(self->st, &h));
+	close(k4);
+	handoff6_init(&h, ks, 41340, 7000);
+	ASSERT_EQ(0, handoff(self->st, &h));
+	EXPECT_NE(0, h.id);
+	EXPECT_NE(any, h.id);
+	EXPECT_EQ(-EEXIST, handoff(self->st, &h));
+	EXPECT_EQ(2, stack_attr_ll("t_f", "filters"));
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", self->lo, "fd00::5", 7000,
+			   "::1", 41340));
+	snprintf(want, sizeof(want), "kernel %u", h.id);
+	EXPECT_STREQ(want, out);
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", self->lo, "fd00::5", 7001,
+			   "::1", 41340));
+	snprintf(want, sizeof(want), "t_f %u", any);
+	EXPECT_STREQ(want, out);
+	ASSERT_LT(0, stack_dump("t_f", buf, sizeof(buf)));
+	snprintf(want, sizeof(want), "handoff %u tcp [::1]:41340 [fd00::5]:7000",
+		 h.id);
+	EXPECT_NE(NULL, strstr(buf, want)) TH_LOG("%s", buf);
+	/* Closed (repair mode: no RST), the tuple is the stack's again. */
+	close(ks);
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", self->lo, "fd00::5", 7000,
+			   "::1", 41340));
+	snprintf(want, sizeof(want), "t_f %u", any);
+	EXPECT_STREQ(want, out);
+	EXPECT_EQ(0, del(self->st, h.id));
 	EXPECT_EQ(1, stack_attr_ll("t_f", "filters"));
 }
 

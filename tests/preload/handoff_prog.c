@@ -7,6 +7,8 @@
  *   handoff_prog client ADDR PORT MODE     under sluice run, on a module stack
  *   handoff_prog server PORT MODE          the same end, accepting
  *   handoff_prog client6 ADDR PORT MODE    client, an AF_INET6 socket to ::ffff:ADDR
+ *					    (an IPv4 ADDR) or to ADDR (an IPv6 one)
+ *   handoff_prog peer6 PORT                peer, an AF_INET6 listener on [::]
  *   handoff_prog resume FD TX              after an exec (MODE exec): goes on
  *
  * Both ends send TOTAL bytes of a pattern that depends on the direction
@@ -155,13 +157,16 @@ static int pump(int fd, int txdir, uint64_t *tx, uint64_t txend, uint64_t *rx, u
 static void show_info(int fd, const char *when);
 
 /* A connection accepted on PORT ("ready" once listening), or -1. */
-static int listen_accept(int port)
+static int listen_accept_fam(int port, int fam)
 {
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port) };
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1, fd;
+	int l = socket(fam, SOCK_STREAM, 0), one = 1, fd;
+	struct sockaddr *sa = fam == AF_INET6 ? (struct sockaddr *)&a6 : (struct sockaddr *)&a;
+	socklen_t sl = fam == AF_INET6 ? sizeof(a6) : sizeof(a);
 
 	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 4)) {
+	if (bind(l, sa, sl) || listen(l, 4)) {
 		perror("listen");
 		return -1;
 	}
@@ -170,6 +175,11 @@ static int listen_accept(int port)
 	fd = accept(l, NULL, NULL);
 	close(l);
 	return fd;
+}
+
+static int listen_accept(int port)
+{
+	return listen_accept_fam(port, AF_INET);
 }
 
 static int dial(const char *addr, int port)
@@ -260,9 +270,13 @@ static int dial6(const char *addr, int port)
 	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port) };
 	int fd = socket(AF_INET6, SOCK_STREAM, 0);
 
-	a.sin6_addr.s6_addr[10] = 0xff;
-	a.sin6_addr.s6_addr[11] = 0xff;
-	inet_pton(AF_INET, addr, &a.sin6_addr.s6_addr[12]);
+	if (strchr(addr, ':')) {
+		inet_pton(AF_INET6, addr, &a.sin6_addr);
+	} else {
+		a.sin6_addr.s6_addr[10] = 0xff;
+		a.sin6_addr.s6_addr[11] = 0xff;
+		inet_pton(AF_INET, addr, &a.sin6_addr.s6_addr[12]);
+	}
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
 		perror("connect");
 		close(fd);
@@ -514,6 +528,8 @@ int main(int argc, char **argv)
 	}
 	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "peer"))
 		return peer(listen_accept(atoi(argv[2])), argc == 4 && !strcmp(argv[3], "closewait"));
+	if (argc == 3 && !strcmp(argv[1], "peer6"))
+		return peer(listen_accept_fam(atoi(argv[2]), AF_INET6), false);
 	if (argc == 4 && !strcmp(argv[1], "dialer"))
 		return peer(dial(argv[2], atoi(argv[3])), false);
 	if (argc == 5 && !strcmp(argv[1], "client"))

@@ -40,6 +40,11 @@ feat=$(sed -n 's/.*features 0x\([0-9a-f]*\).*/\1/p' /sys/kernel/debug/sluice/inf
 # gives the peer's FIN to the kernel socket through it.
 $IP link set lo up
 check "the peer namespace pings the device address (kernel)" netns_up
+# IPv6 addresses before the stack reads the device's (the native IPv6
+# rows); no DAD wait.
+S6=fd81::1 K6=fd81::2
+$IP -6 addr add $S6/64 dev sho0 nodad
+in_ns $IP -6 addr add $K6/64 dev sho1 nodad
 
 # run PORT LOG MODE CLIENT-PREFIX... : a peer on PORT, then the client;
 # the client's exit status, the peer's in $prc.
@@ -47,11 +52,11 @@ run() {
 	port=$1 log=$2 mode=$3
 	shift 3
 	rm -f /tmp/peer.$port
-	timeout 150 $IP netns exec "$NS" handoff_prog peer "$port" $PEER_ARGS >/tmp/peer.$port 2>&1 &
+	timeout 150 $IP netns exec "$NS" handoff_prog ${PEER:-peer} "$port" $PEER_ARGS >/tmp/peer.$port 2>&1 &
 	pp=$!
 	wait_ready /tmp/peer.$port 100
 	t0=$(cut -d" " -f1 /proc/uptime)
-	"$@" ${CLIENT:-client} "$K" "$port" "$mode" >"$log" 2>&1
+	"$@" ${CLIENT:-client} "${CADDR:-$K}" "$port" "$mode" >"$log" 2>&1
 	rc=$?
 	t1=$(cut -d" " -f1 /proc/uptime)
 	wait $pp
@@ -181,6 +186,26 @@ check "... an AF_INET6 kernel socket after, as before (getpeername family 10 bot
 	sh -c "grep -q '^peer name before: family 10$' /tmp/v6.log && grep -q '^peer name after: family 10$' /tmp/v6.log"
 check "... every byte checked at both ends, ESTABLISHED in the kernel" \
 	sh -c "grep -q '^client ok rx 6291456 tx 6291456 stack fd 0$' /tmp/v6.log && grep -q '^peer ok rx 6291456 tx 6291456$' /tmp/peer.7107 && grep -q '^info after: state 1 ' /tmp/v6.log"
+
+# Native IPv6 (issue 20): an AF_INET6 connection to [fd81::2] (the stack's
+# address handles; SLUICE_HANDOFF_IPV6) becomes an AF_INET6 kernel
+# socket with its sequence numbers, windows, options and queued data; the
+# kernel alone first, the same program against the same peer ([::]).
+CLIENT=client6 CADDR=$K6 PEER=peer6
+run 7108 /tmp/k6n.log handoff kern
+k6rc=$rc k6prc=$prc
+run 7109 /tmp/v6n.log handoff srun
+CLIENT= CADDR= PEER=
+sed 's/^/# kernel: /' /tmp/k6n.log | head -n 20
+sed 's/^/# sluice: /' /tmp/v6n.log | head -n 20
+check "native IPv6, kernel alone: 6 MiB each way checked, SO_ATTACH_FILTER mid-stream (rc $k6rc, peer $k6prc)" \
+	sh -c "test $k6rc = 0 -a $k6prc = 0 && grep -q '^peer name after: family 10$' /tmp/k6n.log"
+check "native IPv6 in the stack: handed to the kernel mid-stream, the stream completes (rc $rc, peer $prc)" \
+	sh -c "test $rc = 0 -a $prc = 0 && grep -q '^before: sent [0-9]*, stack fd 1$' /tmp/v6n.log && grep -q '^SO_ATTACH_FILTER: 0 errno 0, stack fd 0, nonblock 0$' /tmp/v6n.log"
+check "... an AF_INET6 kernel socket after, as before (getpeername family 10 both times)" \
+	sh -c "grep -q '^peer name before: family 10$' /tmp/v6n.log && grep -q '^peer name after: family 10$' /tmp/v6n.log"
+check "... every byte checked at both ends, ESTABLISHED in the kernel" \
+	sh -c "grep -q '^client ok rx 6291456 tx 6291456 stack fd 0$' /tmp/v6n.log && grep -q '^peer ok rx 6291456 tx 6291456$' /tmp/peer.7109 && grep -q '^info after: state 1 ' /tmp/v6n.log"
 
 # On request from outside: `sluice handoff PID FD` while the program
 # sleeps (no call on the socket); first the requests that must fail and

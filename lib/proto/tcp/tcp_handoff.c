@@ -182,12 +182,22 @@ static int room_for(int fd, int name, size_t len)
  * The kernel socket's address for addr:port: an AF_INET6 socket of the
  * program (SL_SF_V6: the stack talks IPv4 for it) becomes an AF_INET6
  * kernel socket with the IPv4-mapped address, so its names keep their
- * family; else AF_INET.  The length to give bind() and connect().
+ * family; a native IPv6 connection's address handle (sl_v6tok()) the
+ * address it names, scoped to the stack's device if link-local; else
+ * AF_INET.  The length to give bind() and connect().
  */
-static socklen_t ho_addr(const struct sl_sock *so, uint32_t addr, uint16_t port,
-			 struct sockaddr_in6 *out)
+static socklen_t ho_addr(const struct sl_stack *s, const struct sl_sock *so, uint32_t addr,
+			 uint16_t port, struct sockaddr_in6 *out)
 {
 	memset(out, 0, sizeof(*out));
+	if (sl_v6tok(addr)) {
+		out->sin6_family = AF_INET6;
+		out->sin6_port = port;
+		sl_v6tok_addr(s, addr, out->sin6_addr.s6_addr);
+		if (sl_ip6_is_ll(out->sin6_addr.s6_addr))
+			out->sin6_scope_id = sl_stack_ifindex(s);
+		return sizeof(*out);
+	}
 	if (so->flags & SL_SF_V6) {
 		out->sin6_family = AF_INET6;
 		out->sin6_port = port;
@@ -212,7 +222,7 @@ static int build(struct sl_stack *s, struct sl_sock *so, int ks, uint32_t rcv_en
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	struct sockaddr_in6 me, peer;
-	socklen_t alen = ho_addr(so, so->laddr, so->lport, &me);
+	socklen_t alen = ho_addr(s, so, so->laddr, so->lport, &me);
 	struct tcp_repair_opt ro[4];
 	struct tcp_repair_window w;
 	unsigned int n = 0;
@@ -222,7 +232,7 @@ static int build(struct sl_stack *s, struct sl_sock *so, int ks, uint32_t rcv_en
 	ssize_t rxlen, txlen;
 	int ret;
 
-	ho_addr(so, so->raddr, so->rport, &peer);
+	ho_addr(s, so, so->raddr, so->rport, &peer);
 	ret = opt(ks, IPPROTO_TCP, TCP_REPAIR, 1);
 	if (ret)
 		return ret;
@@ -446,8 +456,10 @@ int sl_tcp_handoff(struct sl_stack *s, struct sl_sock *so, int *kfd, uint64_t no
 	struct sluice_filter d;
 	uint8_t *tail = NULL;
 	ssize_t tlen = 0;
-	bool fin;
+	bool fin, v6;
 	int ks, ret;
+
+	memset(&h, 0, sizeof(h));
 
 	/* Only where the module steers the stack's ports (s->filters: kring):
 	 * elsewhere the stack's address is not the kernel's (TAP) or both
@@ -465,12 +477,20 @@ int sl_tcp_handoff(struct sl_stack *s, struct sl_sock *so, int *kfd, uint64_t no
 	/* Both ends in the stack (its loopback): no kernel side to take it. */
 	if ((ntohl(so->raddr) >> 24) == 127 || sl_ip_is_local(s, so->raddr))
 		return -EOPNOTSUPP;
+	/* Native IPv6 (address handles): a module that takes its hand-off
+	 * (SLUICE_HANDOFF_IPV6), a peer that is not the stack's own, and no
+	 * FIN to give (give_fin() writes IPv4). */
+	v6 = sl_v6tok(so->raddr);
+	if (v6 && (!(sl_module_features & SLUICE_FEATURE_HANDOFF6) || sl_v6tok_own(so->raddr) ||
+		   fin || !sl_v6tok_addr(s, so->laddr, h.laddr6) ||
+		   !sl_v6tok_addr(s, so->raddr, h.raddr6)))
+		return -EOPNOTSUPP;
 	/* Buffers lent to the program (zero-copy) are the stack's still. */
 	if (so->rx_lent_count || so->tx_lent_bytes)
 		return -EBUSY;
 	if (SEQ_LT(tp->snd_end, tp->snd_max) || SEQ_LT(tp->snd_max, tp->snd_una))
 		return -EPROTO;
-	ks = sl_sys_socket((so->flags & SL_SF_V6) ? AF_INET6 : AF_INET,
+	ks = sl_sys_socket((so->flags & SL_SF_V6) || v6 ? AF_INET6 : AF_INET,
 			   SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
 	if (ks < 0)
 		return -errno;
@@ -486,12 +506,15 @@ int sl_tcp_handoff(struct sl_stack *s, struct sl_sock *so, int *kfd, uint64_t no
 	}
 	if (ret)
 		goto undo;
-	memset(&h, 0, sizeof(h));
 	h.size = sizeof(h);
 	h.fd = ks;
 	h.protocol = IPPROTO_TCP;
-	h.laddr = so->laddr;
-	h.raddr = so->raddr;
+	if (v6) {
+		h.flags = SLUICE_HANDOFF_IPV6;
+	} else {
+		h.laddr = so->laddr;
+		h.raddr = so->raddr;
+	}
 	h.lport = so->lport;
 	h.rport = so->rport;
 	if (sl_sys_ioctl(s->region_fd, SLUICE_IOC_HANDOFF, &h)) {
