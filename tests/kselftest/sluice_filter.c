@@ -1755,8 +1755,10 @@ TEST_F(filter, handoff_argument_rules)
 	ks = repair_sock(41300, 7000, true, true);
 	ASSERT_LE(0, ks);
 	handoff_init(&h, ks, 41300, 7000);
+	/* Below the first size (the IPv6 fields are optional). */
 	EXPECT_EQ(-EINVAL, sized_ioctl(self->st, SLUICE_IOC_HANDOFF, &h,
-				       sizeof(h), sizeof(h) - 1, 0));
+				       sizeof(h), SLUICE_HANDOFF_SIZE_VER0 - 1,
+				       0));
 	EXPECT_EQ(-E2BIG, sized_ioctl(self->st, SLUICE_IOC_HANDOFF, &h,
 				      sizeof(h), sizeof(h) + TAIL, 0xff));
 	h.flags = 2;
@@ -1949,7 +1951,8 @@ TEST_F(filter, handoff_passes_the_tuple_while_the_socket_lives)
 	EXPECT_EQ(1, stack_attr_ll("t_f", "filters"));
 }
 
-/* An IPv6 hand-off's argument: ::1:@lport -> [fd00::5]:@rport. */
+/* An IPv6 hand-off's argument: [::1]:@lport -> [::1]:@rport (routed in
+ * any namespace: repair mode's connect() still looks the route up). */
 static void handoff6_init(struct sluice_handoff *h, int fd, __u16 lport,
 			  __u16 rport)
 {
@@ -1958,10 +1961,10 @@ static void handoff6_init(struct sluice_handoff *h, int fd, __u16 lport,
 	h->laddr = 0;
 	h->raddr = 0;
 	inet_pton(AF_INET6, "::1", h->laddr6);
-	inet_pton(AF_INET6, "fd00::5", h->raddr6);
+	inet_pton(AF_INET6, "::1", h->raddr6);
 }
 
-/* An AF_INET6 TCP socket [::1]:@lport -> [fd00::5]:@rport in repair mode
+/* An AF_INET6 TCP socket [::1]:@lport -> [::1]:@rport in repair mode
  * (connected if @do_connect); its fd or -errno. */
 static int repair_sock6(__u16 lport, __u16 rport, bool do_connect)
 {
@@ -1972,7 +1975,7 @@ static int repair_sock6(__u16 lport, __u16 rport, bool do_connect)
 	if (s < 0)
 		return -errno;
 	inet_pton(AF_INET6, "::1", &me.sin6_addr);
-	inet_pton(AF_INET6, "fd00::5", &peer.sin6_addr);
+	inet_pton(AF_INET6, "::1", &peer.sin6_addr);
 	if (setsockopt(s, IPPROTO_TCP, TCP_REPAIR, &one, sizeof(one)) ||
 	    bind(s, (struct sockaddr *)&me, sizeof(me)) ||
 	    (do_connect && connect(s, (struct sockaddr *)&peer, sizeof(peer)))) {
@@ -2035,21 +2038,21 @@ TEST_F(filter, handoff6_rules_and_life)
 	EXPECT_NE(any, h.id);
 	EXPECT_EQ(-EEXIST, handoff(self->st, &h));
 	EXPECT_EQ(2, stack_attr_ll("t_f", "filters"));
-	ASSERT_EQ(0, match(out, sizeof(out), "tcp", self->lo, "fd00::5", 7000,
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", self->lo, "::1", 7000,
 			   "::1", 41340));
 	snprintf(want, sizeof(want), "kernel %u", h.id);
 	EXPECT_STREQ(want, out);
-	ASSERT_EQ(0, match(out, sizeof(out), "tcp", self->lo, "fd00::5", 7001,
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", self->lo, "::1", 7001,
 			   "::1", 41340));
 	snprintf(want, sizeof(want), "t_f %u", any);
 	EXPECT_STREQ(want, out);
 	ASSERT_LT(0, stack_dump("t_f", buf, sizeof(buf)));
-	snprintf(want, sizeof(want), "handoff %u tcp [::1]:41340 [fd00::5]:7000",
+	snprintf(want, sizeof(want), "handoff %u tcp [::1]:41340 [::1]:7000",
 		 h.id);
 	EXPECT_NE(NULL, strstr(buf, want)) TH_LOG("%s", buf);
 	/* Closed (repair mode: no RST), the tuple is the stack's again. */
 	close(ks);
-	ASSERT_EQ(0, match(out, sizeof(out), "tcp", self->lo, "fd00::5", 7000,
+	ASSERT_EQ(0, match(out, sizeof(out), "tcp", self->lo, "::1", 7000,
 			   "::1", 41340));
 	snprintf(want, sizeof(want), "t_f %u", any);
 	EXPECT_STREQ(want, out);
