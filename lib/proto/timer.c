@@ -67,6 +67,9 @@ void sl_timer_set(struct sl_stack *s, struct sl_sock *so, uint64_t due_ms)
 	if (due_ms <= s->lib->wheel_now_ms)
 		due_ms = s->lib->wheel_now_ms + 1;
 	so->wheel_due_ms = due_ms;
+	/* The turn's earliest, for the process's away timer (run/away.c). */
+	if (due_ms - 1 < s->tk_due_ms - 1)
+		s->tk_due_ms = due_ms;
 	/* The first deadline after a quiet second: sleepers may be
 	 * sleeping past it (run/wait.c). */
 	if (!s->lib->timers_armed &&

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Timers while the program is away (run.h; lib/README.md, "Timers while
+ * the program is away"): a timerfd of the process family, armed by the
+ * thread that ends a turn which set a deadline earlier than the one it is
+ * set for, and read by one thread of the family (the preload's, asleep in
+ * read(2)), which runs the turn nobody else ran.  Arming wakes nobody:
+ * one timerfd_settime(2) on a deadline-earlier transition, none a packet.
+ */
+#include <errno.h>
+#include <sys/mman.h>
+
+#include "os/os.h"
+#include "run/run.h"
+
+/*
+ * The family's timer, on a shared page a fork() hands on: a child arms
+ * the same timerfd (its fd is inherited) and the same armed_ms.
+ */
+struct sl_tk {
+	/* The deadline (wheel ms) the timerfd is set for, 0: none.  One
+	 * the wheel has passed (wheel_now_ms >= it) was run by whoever
+	 * moved the wheel, and counts as none. */
+	uint64_t armed_ms;
+	int fd;
+	int32_t owner;		/* the pid whose thread reads it */
+};
+
+/* A fire that found the lock held tries again this much later (the
+ * holder's turn may be one that runs no timers: a send, a close). */
+#define TK_RETRY_MS	5
+
+int sl_tk_open(struct sl_stack *s)
+{
+	struct sl_tk *tk;
+	int fd;
+
+	if (s->tk)
+		return 0;
+	tk = mmap(NULL, sizeof(*tk), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (tk == MAP_FAILED)
+		return -errno;
+	fd = sl_sys_timerfd_create(true);
+	if (fd < 0) {
+		int err = -errno;
+
+		munmap(tk, sizeof(*tk));
+		return err;
+	}
+	tk->fd = sl_sys_fd_high(fd);
+	tk->owner = (int32_t)sl_self_pid();
+	tk->armed_ms = 0;
+	s->tk = tk;
+	return 0;
+}
+
+int sl_tk_fd(struct sl_stack *s)
+{
+	return s->tk ? s->tk->fd : -1;
+}
+
+bool sl_tk_mine(struct sl_stack *s)
+{
+	return s->tk && s->tk->owner == (int32_t)sl_self_pid();
+}
+
+/* Set the timerfd to ring at due_ms (wheel ms, the stack's clock). */
+static void tk_set(struct sl_stack *s, struct sl_tk *tk, uint64_t due_ms)
+{
+	uint64_t now = s->clock(s->clock_arg), at = due_ms * 1000;
+
+	sl_sys_timerfd_set_ns(tk->fd, at > now ? (at - now) * 1000 : 1);
+}
+
+void sl_tk_arm(struct sl_stack *s, uint64_t due_ms)
+{
+	struct sl_tk *tk = s->tk;
+	uint64_t cur, ran;
+
+	/* A filter may not know timerfd_settime: the keeper's way alone. */
+	if (!tk || sl_sys_sandboxed)
+		return;
+	cur = SL_READ_ONCE(tk->armed_ms);
+	ran = SL_READ_ONCE(s->lib->wheel_now_ms);
+	do {
+		/* Set for an earlier deadline the wheel has not passed. */
+		if (cur && cur <= due_ms && cur > ran)
+			return;
+	} while (!sl_cmpxchg(&tk->armed_ms, &cur, due_ms));
+	for (;;) {
+		tk_set(s, tk, due_ms);
+		/* Another thread of the family armed an earlier one between
+		 * our swap and our set, and its set may have come first. */
+		cur = SL_READ_ONCE(tk->armed_ms);
+		if (!cur || cur >= due_ms)
+			break;
+		due_ms = cur;
+	}
+}
+
+/* The first wheel slot with an entry after the wheel's time, or 0 (held). */
+static uint64_t tk_next(struct sl_stack *s)
+{
+	uint64_t from = s->lib->wheel_now_ms + 1;
+
+	if (!s->lib->timers_armed)
+		return 0;
+	for (uint64_t ms = from; ms < from + SLUICE_WHEEL_SLOTS; ms++)
+		if (s->wheel[ms % SLUICE_WHEEL_SLOTS] != SLUICE_IDX_NONE)
+			return ms;
+	return from + SLUICE_WHEEL_SLOTS;	/* beyond a turn: look then */
+}
+
+/*
+ * Does another thread keep the timers now: a keeper's claim (wait.c) of
+ * a thread that is not this one, which runs the stack or sleeps until
+ * the wheel's next deadline?
+ */
+static bool tk_kept(struct sl_stack *s, uint64_t now_ms)
+{
+	uint64_t k = SL_READ_ONCE(s->lib->keeper);
+
+	return (uint32_t)k != sl_keeper_token() && (int32_t)((uint32_t)(k >> 32) - (uint32_t)now_ms) > 0;
+}
+
+void sl_tk_fire(struct sl_stack *s)
+{
+	struct sl_tk *tk = s->tk;
+	uint64_t now_ms = s->clock(s->clock_arg) / 1000, cur = SL_READ_ONCE(tk->armed_ms), next;
+
+	/* Set again for later since it rang: it will ring then. */
+	if (!cur || cur > now_ms || !sl_cmpxchg(&tk->armed_ms, &cur, 0))
+		return;
+	/* Another thread moved the wheel past the deadline and keeps the
+	 * timers: nothing to do (an idle thread beside a busy pair must
+	 * not wake for the pair's deadlines: test_idle_beside_busy). */
+	if (SL_READ_ONCE(s->lib->wheel_now_ms) >= cur && tk_kept(s, now_ms))
+		return;
+	if (!sl_trylock(s)) {
+		/* The holder runs them if its turn does; look again. */
+		sl_tk_arm(s, now_ms + TK_RETRY_MS);
+		return;
+	}
+	if (s->tk_off) {
+		sl_unlock(s);
+		return;
+	}
+	sl_run(s);
+	/* Nobody runs the stack: this thread keeps its timers until
+	 * someone does (the wheel's next deadline, whoever set it). */
+	next = tk_next(s);
+	sl_unlock(s);
+	if (next)
+		sl_tk_arm(s, next);
+}
