@@ -2091,6 +2091,13 @@ static int setsockopt_on(struct sl_stack *s, struct sl_sock *so, int level, int 
 			so->pmtudisc = (uint8_t)(v + 1);
 	} else if (opt_flag_of(level, name)) {
 		ret = ip_flag_opt(&so->opt_flags, opt_flag_of(level, name), level, val, len);
+	} else if (level == SOL_SOCKET && name == SO_INCOMING_CPU) {
+		/* Linux's sk_setsockopt(): any int, kept until a packet moves
+		 * it (its RPS and reuseport steering have no twin here). */
+		if (!val || len < sizeof(int))
+			ret = -EINVAL;
+		else
+			SL_WRITE_ONCE(so->incoming_cpu, v);
 	} else if (level == SOL_SOCKET && name == SO_REUSEADDR) {
 		ret = flag_opt(&so->flags, SL_SF_REUSEADDR, val, len);
 	} else if (level == SOL_SOCKET && name == SO_BROADCAST) {
@@ -2250,6 +2257,48 @@ int sluice_setsockopt(struct sluice_stack *st, int sd, int level, int name, cons
 	return ret;
 }
 
+/*
+ * SO_COOKIE or SO_NETNS_COOKIE of a kernel socket made for the asking and
+ * closed at once: an AF_UNIX datagram socket, in the caller's network
+ * namespace (a stack's sockets are made in it).
+ */
+static int kernel_cookie(int name, uint64_t *c)
+{
+	socklen_t l = sizeof(*c);
+	int ks = sl_sys_socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), ret;
+
+	if (ks < 0)
+		return ks;
+	ret = sl_sys_getsockopt(ks, SOL_SOCKET, name, c, &l);
+	sl_sys_close(ks);
+	return ret;
+}
+
+/*
+ * SO_COOKIE: a number no other socket of the host has while the machine
+ * runs, made at the first ask as Linux's sock_gen_cookie() makes it, kept
+ * in the slot until the socket ends (every process and fd of it sees the
+ * same).  Taken from the kernel's own generator: the cookie of a kernel
+ * socket made for it and closed at once, so no socket of the kernel's has
+ * it, now or later, and no other socket of a stack (each took its own).
+ * Three system calls, once a socket, only when a program asks.  Where the
+ * kernel refuses the socket (a sandbox), the slot's index and generation
+ * under the top bit, which the kernel's counter never reaches: unique in
+ * the stack.  Neither is known to sock_diag or to BPF's maps.
+ */
+static uint64_t sock_cookie(struct sl_sock *so)
+{
+	uint64_t c = SL_READ_ONCE(so->cookie), want = 0;
+
+	if (c)
+		return c;
+	if (kernel_cookie(SO_COOKIE, &c) || !c)
+		c = 1ull << 63 | (uint64_t)so->kp.gen << 24 | (so->idx & 0xffffff);
+	if (!sl_cmpxchg(&so->cookie, &want, c))
+		c = want;
+	return c;
+}
+
 /* The option's whole value into val (*len bytes of room, at least 256). */
 static int getsockopt_whole(struct sl_stack *s, struct sl_sock *so, int level, int name,
 			    void *val, unsigned int *len)
@@ -2294,6 +2343,16 @@ static int getsockopt_whole(struct sl_stack *s, struct sl_sock *so, int level, i
 		v = !!(so->opt_flags & opt_flag_of(level, name));
 		memcpy(val, &v, sizeof(v));
 		*len = sizeof(v);
+	} else if (level == SOL_SOCKET && name == SO_INCOMING_CPU) {
+		v = SL_READ_ONCE(so->incoming_cpu);
+		memcpy(val, &v, sizeof(v));
+		*len = sizeof(v);
+	} else if (level == SOL_SOCKET && (name == SO_COOKIE || name == SO_NETNS_COOKIE)) {
+		uint64_t c = name == SO_COOKIE ? sock_cookie(so) : 0;
+
+		ret = name == SO_COOKIE ? 0 : kernel_cookie(SO_NETNS_COOKIE, &c);
+		memcpy(val, &c, sizeof(c));
+		*len = sizeof(c);
 	} else if (level == SOL_SOCKET && name == SO_RCVLOWAT) {
 		v = so->rcvlowat ? (int)so->rcvlowat : 1;
 		memcpy(val, &v, sizeof(v));
@@ -2363,6 +2422,11 @@ int sluice_getsockopt(struct sluice_stack *st, int sd, int level, int name, void
 		return -EINVAL;
 	if (*len && !val)
 		return -EFAULT;
+	/* Linux's sk_getsockopt(): a cookie in fewer than 8 bytes is
+	 * EINVAL, the namespace's in other than 8. */
+	if (level == SOL_SOCKET && ((name == SO_COOKIE && *len < sizeof(uint64_t)) ||
+				    (name == SO_NETNS_COOKIE && *len != sizeof(uint64_t))))
+		return -EINVAL;
 	if (priv_get(s, sd, &so)) {
 		ret = getsockopt_whole(s, so, level, name, whole, &n);
 		sl_sock_priv_unlock(so);

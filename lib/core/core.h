@@ -1323,9 +1323,10 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * dsack_seq and dsack_end, and the counter tcp_dsack_tx; 37: a socket
  * and a TIME-WAIT entry hold a port's IPv6 module filter beside IPv4's,
  * filter6_id and SL_TW_FILTER6: an older library would neither pass nor
- * delete it).
+ * delete it; 38: struct sl_sock's incoming_cpu and cookie, SO_INCOMING_CPU
+ * and SO_COOKIE, the protocol part 16 bytes further on).
  */
-#define SL_LAYOUT_VERSION	37
+#define SL_LAYOUT_VERSION	38
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

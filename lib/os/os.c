@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -426,4 +427,12 @@ int sl_sys_sigaction(int sig, const struct sigaction *act, struct sigaction *old
 		return -1;
 	}
 	return real_sigaction(sig, act, old);
+}
+
+int sl_sys_cpu(void)
+{
+	int saved = errno, cpu = sched_getcpu();
+
+	errno = saved;
+	return cpu;
 }

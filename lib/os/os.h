@@ -129,5 +129,8 @@ void sl_sys_runnable_lost(void);
 /* Let another thread run: sched_yield(2), or in a sandbox a futex wait of
  * a few tens of microseconds on a word nobody wakes. */
 void sl_sys_yield(void);
+/* The CPU this thread runs on now (sched_getcpu(3): the rseq area or the
+ * vDSO, no system call), -1 if unknown. */
+int sl_sys_cpu(void);
 
 #endif /* SLUICE_OS_H */

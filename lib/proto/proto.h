@@ -257,6 +257,19 @@ struct sl_sock {
 	 */
 	uint8_t ip6_tclass, ip6_opt;
 	uint16_t ip6_hops;
+	/*
+	 * SO_INCOMING_CPU (socket(7)): the CPU the stack ran on when it last
+	 * took a packet for this socket, -1 before any, or what setsockopt()
+	 * set since; written only when it changes, as Linux's
+	 * sk_incoming_cpu_update().  Which packets count is Linux's: a TCP
+	 * socket's every segment but a listener's (a child starts with the
+	 * CPU that made it, sk_clone_lock()), a connected UDP socket's
+	 * datagrams (__udp_queue_rcv_skb()).
+	 */
+	int32_t incoming_cpu;
+	/* SO_COOKIE: made at the first ask (api.c, sock_cookie()), as
+	 * Linux's sock_gen_cookie(); 0 none yet.  Compare-and-swap. */
+	uint64_t cookie;
 
 	union {
 		struct sl_tcp_sock tcp;
@@ -729,6 +742,8 @@ static inline void sl_sock_async_space(struct sl_stack *s, struct sl_sock *so)
 }
 /* Append buffer idx to the receive queue. */
 void sl_sock_rxq_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint32_t bytes);
+/* A packet for so taken on this CPU (SO_INCOMING_CPU; struct sl_sock). */
+void sl_sock_cpu_note(struct sl_sock *so);
 
 /* timer.c: the wheel (1 ms ticks, SLUICE_WHEEL_SLOTS slots, longer
  * deadlines go round again).  sl_timer_set() never moves an entry later:

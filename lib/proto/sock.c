@@ -78,6 +78,7 @@ static void sock_init(struct sl_stack *s, struct sl_sock *so, uint32_t idx, uint
 	so->rcvbuf = 256 * 1024;
 	so->sndbuf = 256 * 1024;
 	so->owner_pid = sl_self_pid();
+	so->incoming_cpu = -1;
 }
 
 struct sl_sock *sl_sock_alloc(struct sl_stack *s, uint8_t type)
@@ -1235,6 +1236,15 @@ void sl_sock_rxq_append(struct sl_stack *s, struct sl_sock *so, uint32_t idx, ui
 	so->rxq_count++;
 	so->rx_pkts++;
 	so->rx_bytes += bytes;
+}
+
+void sl_sock_cpu_note(struct sl_sock *so)
+{
+	int cpu = sl_sys_cpu();
+
+	/* Written only when it moves: its line stays clean otherwise. */
+	if (cpu >= 0 && so->incoming_cpu != cpu)
+		so->incoming_cpu = cpu;
 }
 
 bool sl_sock_insane(struct sl_stack *s, struct sl_sock *so)

@@ -66,6 +66,9 @@ static void queue_datagram(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 	b->aux = pay_off;
 	b->seq = pay_len;
 	b->ts_us = sl_now(s);	/* SO_TIMESTAMP, SIOCGSTAMP */
+	/* A connected socket's only, as Linux's __udp_queue_rcv_skb(). */
+	if (so->raddr)
+		sl_sock_cpu_note(so);
 	sl_sock_rxq_append(s, so, idx, pay_len);
 	if (more) {
 		/* They follow the first on the queue, each a buffer held

@@ -2654,6 +2654,115 @@ struct blocked_call {
 	int err;
 };
 
+/*
+ * A socket's identities (socket(7)): SO_COOKIE, a 64-bit number of its
+ * own, the same through every fd and at every ask, another socket's
+ * another (a kernel AF_UNIX socket's too), at least 8 bytes asked;
+ * SO_NETNS_COOKIE, the network namespace's, as any socket of it answers
+ * (an AF_UNIX socket's), exactly 8 bytes; SO_INCOMING_CPU, -1 until a
+ * packet comes, then the CPU that took it: a TCP socket's every segment
+ * but a listener's, a connected UDP socket's datagrams, not an
+ * unconnected one's; setsockopt() keeps any int and the socket stays
+ * whose it was.
+ */
+static int cpu_of(int fd)
+{
+	socklen_t l = sizeof(int);
+	int v = -9;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &v, &l))
+		return -errno - 1000;
+	return v;
+}
+
+static void check_sock_ids(void)
+{
+	uint64_t c1 = 0, c1b = 0, c1d = 0, c2 = 0, cu = 0, n1 = 0, nu = 0, big[2] = { 0, 0 };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), fd2 = socket(AF_INET, SOCK_DGRAM, 0);
+	int u = socket(AF_UNIX, SOCK_STREAM, 0), d = dup(fd), was = stack_fd(fd), v, r;
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	int lf, c, a, ua, ub;
+	struct sockaddr_in sa = lo(0);
+	struct timeval tv = { 2, 0 };
+	socklen_t l = 8;
+	char b[8];
+
+#define IN_RANGE(x) ((x) >= 0 && (x) < ncpu)
+	r = getsockopt(fd, SOL_SOCKET, SO_COOKIE, &c1, &l);
+	printf("so_cookie: %s len %u nonzero %d\n", rv(r), (unsigned int)l, c1 != 0);
+	l = 8;
+	getsockopt(fd, SOL_SOCKET, SO_COOKIE, &c1b, &l);
+	l = 8;
+	getsockopt(d, SOL_SOCKET, SO_COOKIE, &c1d, &l);
+	l = 8;
+	getsockopt(fd2, SOL_SOCKET, SO_COOKIE, &c2, &l);
+	l = 8;
+	getsockopt(u, SOL_SOCKET, SO_COOKIE, &cu, &l);
+	printf("so_cookie_same: again %d dup %d; other socket %d, unix %d\n", c1b == c1,
+	       c1d == c1, c2 && c2 != c1, cu && cu != c1 && cu != c2);
+	l = 4;
+	printf("so_cookie_short: %s len %u\n",
+	       rv(getsockopt(fd, SOL_SOCKET, SO_COOKIE, &c2, &l)), (unsigned int)l);
+	l = sizeof(big);
+	r = getsockopt(fd, SOL_SOCKET, SO_COOKIE, big, &l);
+	printf("so_cookie_long: %s len %u same %d\n", rv(r), (unsigned int)l, big[0] == c1);
+	l = 8;
+	r = getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, &n1, &l);
+	l = 8;
+	getsockopt(u, SOL_SOCKET, SO_NETNS_COOKIE, &nu, &l);
+	printf("so_netns_cookie: %s len %u as unix %d\n", rv(r), (unsigned int)l, n1 && n1 == nu);
+	l = 4;
+	printf("so_netns_cookie_short: %s\n",
+	       rv(getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, &n1, &l)));
+	l = sizeof(big);
+	printf("so_netns_cookie_long: %s\n",
+	       rv(getsockopt(fd2, SOL_SOCKET, SO_NETNS_COOKIE, big, &l)));
+	printf("so_incoming_cpu_fresh: tcp %d udp %d\n", cpu_of(fd), cpu_of(fd2));
+	v = 3;
+	r = setsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &v, sizeof(v));
+	printf("so_incoming_cpu_set: %s %d whose same %d\n", rv(r), cpu_of(fd), stack_fd(fd) == was);
+	v = -5;
+	r = setsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &v, sizeof(v));
+	printf("so_incoming_cpu_set_neg: %s %d\n", rv(r), cpu_of(d));
+	r = setsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &v, 2);
+	printf("so_incoming_cpu_set_short: %s\n", rv(r));
+	pair(&lf, &c, &a);
+	setsockopt(a, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));	/* bounded */
+	printf("so_incoming_cpu_pair: listener %d client %d accepted %d\n", cpu_of(lf),
+	       IN_RANGE(cpu_of(c)), IN_RANGE(cpu_of(a)));
+	v = 1000;
+	setsockopt(a, SOL_SOCKET, SO_INCOMING_CPU, &v, sizeof(v));
+	send(c, "x", 1, 0);
+	r = recv(a, b, 1, 0);
+	printf("so_incoming_cpu_data: %s %d\n", rv(r), IN_RANGE(cpu_of(a)));
+	/* UDP: an unconnected receiver keeps -1, a connected one moves. */
+	ua = socket(AF_INET, SOCK_DGRAM, 0);
+	ub = socket(AF_INET, SOCK_DGRAM, 0);
+	setsockopt(ua, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	bind(ua, (struct sockaddr *)&sa, sizeof(sa));
+	bind(ub, (struct sockaddr *)&sa, sizeof(sa));
+	sa = lo(port_of(ua));
+	sendto(ub, "y", 1, 0, (struct sockaddr *)&sa, sizeof(sa));
+	r = recv(ua, b, 1, 0);
+	printf("so_incoming_cpu_udp_unconnected: %s %d\n", rv(r), cpu_of(ua));
+	connect(ub, (struct sockaddr *)&sa, sizeof(sa));
+	sa = lo(port_of(ub));
+	connect(ua, (struct sockaddr *)&sa, sizeof(sa));
+	send(ub, "z", 1, 0);
+	r = recv(ua, b, 1, 0);
+	printf("so_incoming_cpu_udp_connected: %s %d\n", rv(r), IN_RANGE(cpu_of(ua)));
+#undef IN_RANGE
+	close(ua);
+	close(ub);
+	close(lf);
+	close(c);
+	close(a);
+	close(d);
+	close(fd);
+	close(fd2);
+	close(u);
+}
+
 static void *blocked_call_run(void *arg)
 {
 	struct blocked_call *b = arg;
@@ -2824,11 +2933,21 @@ static void check_connect_reported(void)
 	}
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	int fd;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* "conform ids": that check alone (tests/vm/sockfd.sh, a module's
+	 * stack; the rest wants the host path's loopback). */
+	if (argc > 1 && !strcmp(argv[1], "ids")) {
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		printf("# ids fd %s\n", stack_fd(fd) ? "sluice" : "kernel");
+		close(fd);
+		check_sock_ids();
+		printf("# done\n");
+		return 0;
+	}
 	/* First: the first socket() of the process attaches the stack. */
 	check_errno_kept();
 	fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -2874,6 +2993,7 @@ int main(void)
 	check_udp_cmsgs();
 	check_udp_connect_shut();
 	check_issue24_opts();
+	check_sock_ids();
 	check_close_under_blocked_call();
 	check_udp_large();
 	check_connect_reported();

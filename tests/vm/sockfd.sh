@@ -227,17 +227,19 @@ tw_pre() { # 0: the kernel; 1: sluice run; L: sluice run with the stack's loopba
 	L) echo "env SLUICE_UDP=1 SLUICE_LOOPBACK=1 sluice run --stack $ST --ifname sfd0 --" ;;
 	esac
 }
-# beside PFX PROG: PROG on the kernel, then under sluice run on the
-# stack's loopback, 30 s each: /tmp/PFX.kernel and /tmp/PFX.sluice, both
-# printed, their exits in bk and bs.  same_lines PFX: the two outputs'
-# lines, comments left out, are the same.
+# beside PFX PROG [ARG...]: PROG on the kernel, then under sluice run on
+# the stack's loopback, 30 s each: /tmp/PFX.kernel and /tmp/PFX.sluice,
+# both printed, their exits in bk and bs.  same_lines PFX: the two
+# outputs' lines, comments left out, are the same.
 beside() {
-	timeout 30 "$2" >"/tmp/$1.kernel" 2>&1
+	bp=$1
+	shift
+	timeout 30 "$@" >"/tmp/$bp.kernel" 2>&1
 	bk=$?
-	timeout 30 $(tw_pre L) "$2" >"/tmp/$1.sluice" 2>&1
+	timeout 30 $(tw_pre L) "$@" >"/tmp/$bp.sluice" 2>&1
 	bs=$?
-	sed 's/^/#   kernel: /' "/tmp/$1.kernel"
-	sed 's/^/#   sluice: /' "/tmp/$1.sluice"
+	sed 's/^/#   kernel: /' "/tmp/$bp.kernel"
+	sed 's/^/#   sluice: /' "/tmp/$bp.sluice"
 }
 same_lines() {
 	grep -v '^#' "/tmp/$1.kernel" >"/tmp/$1.k.n"
@@ -609,6 +611,15 @@ check "UDP without bind(): on the kernel, exit $bk, every sendto sent" \
 check "UDP without bind(): with Sluice (exit $bs), the kernel's lines" same_lines ua
 check "UDP without bind(): ... on module socket fds" \
 	grep -q '^# v6_connect_other fd anon_inode:\[sluice-sock\]$' /tmp/ua.sluice
+# A socket's identities (issue 24; conform.c, check_sock_ids()):
+# SO_COOKIE, SO_NETNS_COOKIE and SO_INCOMING_CPU answered as the kernel
+# answers them, where they said ENOPROTOOPT and setting SO_INCOMING_CPU
+# made the socket the kernel's.
+beside si conform ids
+check "socket identities: on the kernel, exit $bk, 15 lines" \
+	sh -c "[ $bk = 0 ] && [ \$(grep -vc '^#' /tmp/si.kernel) = 15 ]"
+check "socket identities: with Sluice (exit $bs), the kernel's lines" same_lines si
+check "socket identities: ... on module socket fds" grep -q '^# ids fd sluice$' /tmp/si.sluice
 # Hand-overs to the kernel the program must not see (issue 15; preload:
 # become_kernel(), pl_epoll_to_kernel()): tests/preload/handover's stack
 # sockets connect or send where only the kernel is (its own kernel

@@ -22,7 +22,7 @@ struct sl_sock;
 struct sl_ip;
 
 /* Bytes of a socket slot available to the protocol part. */
-#define SL_SOCK_PROTO_SPACE	736
+#define SL_SOCK_PROTO_SPACE	720
 
 /* RFC 9293 section 3.3.2, ordered so that predicates are comparisons. */
 enum sl_tcp_state {

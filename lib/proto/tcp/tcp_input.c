@@ -1655,6 +1655,7 @@ static struct sl_sock *child_new(struct sl_stack *s, struct sl_sock *lso, const 
 	c->ip6_hops = lso->ip6_hops;
 	c->ip6_opt = lso->ip6_opt;
 	c->parent_idx = lso->idx;
+	sl_sock_cpu_note(c);		/* Linux's sk_clone_lock() */
 	sl_sock_kid_link(s, lso, c);
 	c->owner_pid = lso->owner_pid;
 	SL_KILL_POINT("tcp_child");
@@ -2826,6 +2827,9 @@ void sl_tcp_input(struct sl_stack *s, uint32_t idx, struct sl_ip *ip, unsigned i
 		sl_count(s, SL_C_loopback_unchained);
 	}
 	so->rx_pkts++;
+	/* Linux's tcp_v4_rcv(): every socket's segment but a listener's. */
+	if (so->state != SL_TCP_LISTEN)
+		sl_sock_cpu_note(so);
 	so->tcp.last_rx_us = now_us;
 	if (so->state >= SL_TCP_ESTABLISHED && so->state <= SL_TCP_CLOSE_WAIT)
 		sl_tcp_keep_reset(so, now_us);
