@@ -1467,6 +1467,35 @@ static long tcp_recv_lent(struct sl_stack *s, struct sl_sock *so, void *buf, siz
  * call on another socket, end it. */
 static __thread int rx_drain_sd = -1;
 
+/* What this thread's last TCP receive that held the lock to its end left:
+ * its socket (-1: none), generation, wake sequence and events, read under
+ * the lock after the receive (sl_rx_left_idle()). */
+static __thread struct {
+	int sd;
+	uint32_t gen, seq, ev;
+} rx_left = { .sd = -1 };
+
+bool sl_rx_left_idle(struct sluice_stack *st, int sd, uint32_t events, uint32_t *seq)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+
+	if (rx_left.sd != sd || sd < 0 || (uint32_t)sd >= s->max_sockets ||
+	    (rx_left.ev & (events | SL_EV_ERR | SL_EV_HUP)))
+		return false;
+	so = sl_sock(s, (uint32_t)sd);
+	/* Acquire: pairs with nothing written here; the sequence is read
+	 * before the generation, so a slot handed out again in between
+	 * shows a new generation. */
+	if (sl_load_acquire(&so->wake_seq) != rx_left.seq ||
+	    SL_READ_ONCE(so->kp.gen) != rx_left.gen) {
+		rx_left.sd = -1;
+		return false;
+	}
+	*seq = rx_left.seq;
+	return true;
+}
+
 long sluice_sendto(struct sluice_stack *st, int sd, const void *buf, size_t len, int flags,
 		   const struct sockaddr_in *to)
 {
@@ -1634,6 +1663,15 @@ long sl_recvfrom_meta(struct sluice_stack *st, int sd, void *buf, size_t len, in
 				ret = sl_tcp_recv(s, so, buf, len, flags, sl_now_held(s));
 			saddr = so->raddr;
 			sport = so->rport;
+			/* Drained, the lock still held: what it left, for
+			 * the thread's next epoll look (sl_rx_left_idle()). */
+			rx_left.sd = -1;
+			if (locked && ret > 0 && !so->rxq_bytes) {
+				rx_left.sd = sd;
+				rx_left.gen = so->kp.gen;
+				rx_left.seq = so->wake_seq;
+				rx_left.ev = sock_events(s, so);
+			}
 		}
 		if (locked)
 			sl_unlock(s);

@@ -93,6 +93,16 @@ int sl_poll_signals(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned
  * what it asks (epoll's journal) keeps it for the next look. */
 int sl_poll_look(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n);
 /*
+ * Without the lock: did this thread's last receive on sd leave the socket
+ * with none of events (poll bits; errors and hangups always count) and
+ * has nothing made it readier since (its wake sequence, which every gain
+ * of readiness moves, is as that receive left it)?  Then *seq is that
+ * sequence, and a look under the lock would find sd idle: an epoll set's
+ * level-triggered item reported before its program drained it need not
+ * be looked at again (preload/epoll.c, ep_collect()).  False when unsure.
+ */
+bool sl_rx_left_idle(struct sluice_stack *st, int sd, uint32_t events, uint32_t *seq);
+/*
  * OS-backed listeners (lib/preload/twin.c): listener sd, if still of
  * generation gen, may have a connection waiting in its kernel twin.
  * SL_OSR_EDGE: one came (the twin's watcher saw it): the listener polls

@@ -1009,6 +1009,17 @@ static int ep_collect(struct pl_ep *ep, struct epoll_event *out, int max)
 			it->listed = false;
 			continue;
 		}
+		/* Reported, then drained by this thread's last receive with
+		 * nothing new since (PostgreSQL's backend back in epoll_wait()
+		 * after its reply): idle, as the look would find it, without
+		 * taking the lock for it. */
+		if (sl_rx_left_idle(pl_stack(), (int)it->sd,
+				    it->ev.events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI),
+				    &it->idle_seq)) {
+			it->listed = false;
+			it->idle = true;
+			continue;
+		}
 		idx[n] = i;
 		/* Before the look: a change after this read moves it. */
 		it->idle = false;
