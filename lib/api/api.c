@@ -1725,6 +1725,14 @@ int sluice_shutdown(struct sluice_stack *st, int sd, int how)
 	return ret;
 }
 
+/* Socket so (the lock held) is the kernel's now, held by this process
+ * (struct sl_sock's ho_pid); epoll and poll waits are told (ho_seq). */
+static void ho_mark(struct sl_stack *s, struct sl_sock *so)
+{
+	SL_WRITE_ONCE(so->ho_pid, (uint32_t)sl_self_pid());
+	sl_store_release(&s->lib->ho_seq, s->lib->ho_seq + 1);
+}
+
 int sluice_handoff(struct sluice_stack *st, int sd)
 {
 	struct sl_stack *s = S(st);
@@ -1735,8 +1743,29 @@ int sluice_handoff(struct sluice_stack *st, int sd)
 	if (ret)
 		return ret;
 	ret = sl_tcp_handoff(s, so, &kfd, sl_now_held(s));
+	if (!ret)
+		ho_mark(s, so);
 	sl_unlock(s);
 	return ret ? ret : kfd;
+}
+
+int sl_sock_ho_publish(struct sluice_stack *st, int sd, uint32_t gen)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	int ret = -ESTALE;
+
+	if (sd < 0 || (uint32_t)sd >= s->max_sockets || s->corrupt)
+		return -EBADF;
+	if (sl_lock(s))
+		return -EIO;
+	so = sl_sock(s, sd);
+	if (so->kp.gen == gen && sl_sock_type_live(so->type)) {
+		ho_mark(s, so);
+		ret = 0;
+	}
+	sl_unlock(s);
+	return ret;
 }
 
 static double mono_s(void)

@@ -155,6 +155,15 @@ bool sl_udp_kpeer(struct sluice_stack *st, uint32_t daddr, uint16_t dport);
  * an exec: lib/preload/README.md, "At exec"). */
 bool sl_port_alone(struct sluice_stack *st, int sd);
 /*
+ * Socket sd (generation gen) is a kernel socket in this process now, and
+ * other processes may hold it too (fork, SCM_RIGHTS): publish that this
+ * process holds the kernel socket (struct sl_sock's ho_pid, under the
+ * lock), for them to switch at their next call (lib/preload/README.md,
+ * "Other processes").  sluice_handoff() does it itself.  0, or -ESTALE
+ * (the slot is another socket's now), -EBADF.
+ */
+int sl_sock_ho_publish(struct sluice_stack *st, int sd, uint32_t gen);
+/*
  * O_ASYNC (lib/preload/README.md, "O_ASYNC"): register (on) the async
  * bell of process pid named by tid for socket sd, in bells[] (entry and
  * generation in *slot and *gen), and mark the socket SL_LIFE_ASYNC; or

@@ -436,6 +436,11 @@ struct sl_region {
 	 * measured it for the first program that attached (run/wait.c,
 	 * sl_wake_cost_ns()), for sluice info; 0 unknown. */
 	uint32_t wake_cost_ns;
+	/* Bumped (under the stack lock) by each hand-over of a socket to the
+	 * kernel that other processes may hold too (struct sl_sock's ho_pid):
+	 * an epoll or poll wait that sees it move looks at its items for
+	 * sockets to switch (lib/preload/README.md, "Other processes"). */
+	uint32_t ho_seq;
 
 	uint32_t chg_seq __attribute__((aligned(64)));
 	uint32_t chg_ring[SL_CHG_RING];
@@ -1324,9 +1329,12 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * and a TIME-WAIT entry hold a port's IPv6 module filter beside IPv4's,
  * filter6_id and SL_TW_FILTER6: an older library would neither pass nor
  * delete it; 38: struct sl_sock's incoming_cpu and cookie, SO_INCOMING_CPU
- * and SO_COOKIE, the protocol part 16 bytes further on).
+ * and SO_COOKIE, the protocol part 16 bytes further on; 39: struct
+ * sl_sock's ho_pid (in the padding before cookie) and the region's ho_seq,
+ * the hand-over of a socket other processes hold: an older library would
+ * not switch, and keep the stack's ended socket).
  */
-#define SL_LAYOUT_VERSION	38
+#define SL_LAYOUT_VERSION	39
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents
@@ -1405,6 +1413,22 @@ struct sl_ho_ans {
 	uint32_t magic;
 	int32_t fd;
 	int32_t err;
+};
+
+/*
+ * Between two processes of one stack that hold one socket (fork,
+ * SCM_RIGHTS; lib/preload/README.md, "Other processes"): socket sd of
+ * generation gen was handed to the kernel by the receiving process
+ * (struct sl_sock's ho_pid); SL_HO_GET asks for the kernel socket, which
+ * comes with the answer (struct sl_ho_ans, fd = sd) by SCM_RIGHTS;
+ * SL_HO_DROP (no answer) says the asker let go of the stack's socket
+ * last, so the copy kept for others can go.
+ */
+#define SL_HO_GET	0x48644f32u	/* "HdO2" */
+#define SL_HO_DROP	0x48644f33u	/* "HdO3" */
+struct sl_ho_get {
+	uint32_t magic;
+	uint32_t sd, gen;
 };
 
 /*

@@ -150,6 +150,9 @@ struct pl_ep {
 	 * collect whose socket changed, slept on exclusively (ep_sleep()). */
 	int32_t xitems[PL_EP_XMAX];
 	unsigned int nx;
+	/* The stack's ho_seq when the set last looked for sockets other
+	 * processes handed to the kernel (ep_ho_sweep()). */
+	uint32_t ho_seen;
 };
 
 static struct pl_ep *eps[PL_EP_MAX];
@@ -1495,18 +1498,113 @@ static int ep_wait_unbelled(int epfd, struct epoll_event *evs, int max, int time
 	}
 }
 
+/*
+ * Sockets of the set that another process handed to the kernel (fork,
+ * SCM_RIGHTS; lib/preload/README.md, "Other processes"), looked for only
+ * when the stack's ho_seq moved since the set last looked: each switches
+ * to the kernel socket (pl_ho_take(), which gives the set's item to the
+ * kernel socket as at any hand-over), and the events the stack's ended
+ * socket gave (the end of stream a live hand-off leaves) are taken out of
+ * evs[0..n), as the program's data says them.  The events left.
+ */
+#define PL_HO_SWEEP	32
+static int ep_ho_sweep(struct pl_ep *ep, struct epoll_event *evs, int n)
+{
+	struct sl_stack *s = pl_sl();
+	uint32_t seq, self = (uint32_t)sl_self_pid();
+	struct { int fd; uint64_t data; } take[PL_HO_SWEEP];
+	unsigned int nt;
+
+	if (!ep || !s)
+		return n;
+	seq = sl_load_acquire(&s->lib->ho_seq);
+	if (__builtin_expect(seq == SL_READ_ONCE(ep->ho_seen), 1))
+		return n;
+	do {
+		nt = 0;
+		pthread_mutex_lock(&ep->mu);
+		SL_WRITE_ONCE(ep->ho_seen, seq);
+		for (unsigned int i = 0; i < ep->cap && nt < PL_HO_SWEEP; i++) {
+			struct pl_epitem *it = &ep->items[i];
+			uint32_t hp;
+
+			if (it->fd < 0 || it->sd >= s->max_sockets)
+				continue;
+			hp = SL_READ_ONCE(sl_sock(s, it->sd)->ho_pid);
+			if (hp && hp != self)
+				take[nt++] = (typeof(take[0])){ it->fd, it->ev.data.u64 };
+		}
+		for (unsigned int k = 0; k < ep->kn && nt < PL_HO_SWEEP; k++) {
+			struct pl_kitem *it = &ep->kitems[k];
+			uint32_t hp;
+
+			if (it->sd >= s->max_sockets)
+				continue;
+			hp = SL_READ_ONCE(sl_sock(s, it->sd)->ho_pid);
+			if (hp && hp != self)
+				take[nt++] = (typeof(take[0])){ it->fd, it->ev.data.u64 };
+		}
+		pthread_mutex_unlock(&ep->mu);
+		for (unsigned int t = 0; t < nt; t++) {
+			struct pl_sock *ps = pl_get(take[t].fd);
+
+			if (!ps || !pl_ho_take(take[t].fd, ps)) {
+				take[t].fd = -1;	/* not switched: its events stand */
+				pl_put(ps);
+				continue;
+			}
+			pl_put(ps);
+			for (int e = 0; e < n;) {
+				if (evs[e].data.u64 == take[t].data)
+					evs[e] = evs[--n];
+				else
+					e++;
+			}
+		}
+		/* More than a pass holds: again (each pass switches them). */
+	} while (nt == PL_HO_SWEEP);
+	return n;
+}
+
+/* A wait (wait(): one of the ways below), with the sweep after it; a
+ * wait whose events were all the ended sockets' goes on for the time
+ * left. */
+static int ep_wait_ho(int epfd, struct pl_ep *ep, struct epoll_event *evs, int max,
+		      int timeout_ms,
+		      int (*wait)(int, struct pl_ep *, struct epoll_event *, int, int))
+{
+	uint64_t end = timeout_ms > 0 ? pl_now_us() + (uint64_t)timeout_ms * 1000 : 0;
+	int n;
+
+	for (;;) {
+		n = wait(epfd, ep, evs, max, timeout_ms);
+		if (n <= 0)
+			return n;
+		n = ep_ho_sweep(ep_of(epfd), evs, n);
+		if (n || !timeout_ms)
+			return n;
+		if (timeout_ms > 0) {
+			uint64_t now = pl_now_us();
+
+			if (now >= end)
+				return 0;
+			timeout_ms = (int)((end - now + 999) / 1000);
+		}
+	}
+}
+
 EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms)
 {
 	struct pl_ep *ep = ep_of(epfd);
 
 	if (ep_kfd_set(epfd))
-		return (int)pl_ret(ep_wait_kfd(epfd, ep, evs, max, timeout_ms));
+		return (int)pl_ret(ep_wait_ho(epfd, ep, evs, max, timeout_ms, ep_wait_kfd));
 	if (!ep || !SL_READ_ONCE(ep->n)) {
 		if (ep && SL_READ_ONCE(ep->had_bells))
 			return ep_wait_unbelled(epfd, evs, max, timeout_ms);
 		return REAL(epoll_wait)(epfd, evs, max, timeout_ms);
 	}
-	return (int)pl_ret(ep_wait(epfd, ep, evs, max, timeout_ms));
+	return (int)pl_ret(ep_wait_ho(epfd, ep, evs, max, timeout_ms, ep_wait));
 }
 
 EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
@@ -1526,7 +1624,7 @@ EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout_m
 	if (ep_kfd_set(epfd)) {
 		if (mask)
 			pthread_sigmask(SIG_SETMASK, mask, &old);
-		ret = ep_wait_kfd(epfd, ep, evs, max, timeout_ms);
+		ret = ep_wait_ho(epfd, ep, evs, max, timeout_ms, ep_wait_kfd);
 		if (mask)
 			pthread_sigmask(SIG_SETMASK, &old, NULL);
 		return (int)pl_ret(ret);
@@ -1535,7 +1633,7 @@ EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout_m
 		return REAL(epoll_pwait)(epfd, evs, max, timeout_ms, mask);
 	if (mask)
 		pthread_sigmask(SIG_SETMASK, mask, &old);
-	ret = SL_READ_ONCE(ep->n) ? ep_wait(epfd, ep, evs, max, timeout_ms) :
+	ret = SL_READ_ONCE(ep->n) ? ep_wait_ho(epfd, ep, evs, max, timeout_ms, ep_wait) :
 				    ep_wait_unbelled(epfd, evs, max, timeout_ms);
 	if (ret < 0 && !SL_READ_ONCE(ep->n))
 		ret = -errno;

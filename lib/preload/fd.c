@@ -60,7 +60,7 @@ EXPORT int close(int fd)
 
 EXPORT int dup(int fd)
 {
-	struct pl_sock *ps = pl_get(fd);
+	struct pl_sock *ps = pl_get_call(fd);
 	int nfd;
 
 	if (!ps)
@@ -86,7 +86,7 @@ static int dup_onto(int fd, int newfd, int flags, bool three)
 		return three ? REAL(dup3)(fd, newfd, flags) : REAL(dup2)(fd, newfd);
 	if (pl_fd_is_probe(newfd))
 		pl_fd_probe_lost(newfd);
-	ps = pl_get(fd);
+	ps = pl_get_call(fd);
 	old = fd != newfd ? pl_fd_forget(newfd) : NULL;
 	if (old)
 		pl_epoll_forget_fd(newfd);
@@ -210,7 +210,7 @@ EXPORT int fcntl(int fd, int cmd, ...)
 	va_start(ap, cmd);
 	arg = va_arg(ap, void *);	/* int or pointer: the same register */
 	va_end(ap);
-	ps = pl_get(fd);
+	ps = pl_get_call(fd);
 	if (!ps)
 		return REAL(fcntl)(fd, cmd, arg);
 	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
@@ -510,7 +510,7 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 	va_start(ap, req);
 	arg = va_arg(ap, void *);
 	va_end(ap);
-	ps = pl_get(fd);
+	ps = pl_get_call(fd);
 	if (!ps)
 		return REAL(ioctl)(fd, req, arg);
 	saved = errno;

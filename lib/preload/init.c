@@ -261,6 +261,7 @@ SL_FORKTEXT static void atfork_child(void)
 	pl_twin_atfork_child();
 	pl_async_atfork_child();
 	pl_epoll_atfork();
+	pl_agent_atfork_child();
 }
 
 /* Started under a seccomp filter already (a service manager's, kept

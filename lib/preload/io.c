@@ -449,7 +449,7 @@ static ssize_t native6_send(int fd, struct pl_sock *ps, bool *done)
 EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 		      const struct sockaddr *to, socklen_t tolen)
 {
-	struct pl_sock *ps = pl_get(fd);
+	struct pl_sock *ps = pl_get_call(fd);
 	struct sockaddr_storage k;
 	struct sockaddr_in sin;
 	ssize_t ret;
@@ -502,24 +502,32 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 
 EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
-	struct pl_sock *ps = pl_get(fd);
+	struct pl_sock *ps = pl_get_call(fd);
 	ssize_t ret;
 
 	if (!ps)
 		return REAL(send)(fd, buf, len, flags);
 	ret = pl_send(ps, buf, len, flags, NULL, NULL);
+	if (pl_ho_redo(fd, ps, ret)) {
+		pl_put(ps);
+		return REAL(send)(fd, buf, len, flags);
+	}
 	pl_put(ps);
 	return pl_ret(ret);
 }
 
 EXPORT ssize_t write(int fd, const void *buf, size_t len)
 {
-	struct pl_sock *ps = pl_get(fd);
+	struct pl_sock *ps = pl_get_call(fd);
 	ssize_t ret;
 
 	if (!ps)
 		return REAL(write)(fd, buf, len);
 	ret = pl_send(ps, buf, len, 0, NULL, NULL);
+	if (pl_ho_redo(fd, ps, ret)) {
+		pl_put(ps);
+		return REAL(write)(fd, buf, len);
+	}
 	pl_put(ps);
 	return pl_ret(ret);
 }
@@ -527,7 +535,7 @@ EXPORT ssize_t write(int fd, const void *buf, size_t len)
 EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from,
 			socklen_t *fromlen)
 {
-	struct pl_sock *ps = pl_get(fd);
+	struct pl_sock *ps = pl_get_call(fd);
 	struct sockaddr_in sin;
 	ssize_t ret;
 
@@ -535,6 +543,10 @@ EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockadd
 		return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
 	memset(&sin, 0, sizeof(sin));
 	ret = pl_recv(ps, buf, len, flags & ~SL_MSG_IOV, &sin, NULL);
+	if (pl_ho_redo(fd, ps, ret)) {
+		pl_put(ps);
+		return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
+	}
 	if (ret >= 0 && from) {
 		/* A stream socket: no address, its length 0, as Linux. */
 		int e = ps->type == SOCK_DGRAM ? put_from(ps, &sin, from, fromlen) :
@@ -549,25 +561,33 @@ EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockadd
 
 EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
-	struct pl_sock *ps = pl_get(fd);
+	struct pl_sock *ps = pl_get_call(fd);
 	ssize_t ret;
 
 	if (!ps)
 		return REAL(recv)(fd, buf, len, flags);
 	/* (The program's flags never carry the library's own.) */
 	ret = pl_recv(ps, buf, len, flags & ~SL_MSG_IOV, NULL, NULL);
+	if (pl_ho_redo(fd, ps, ret)) {
+		pl_put(ps);
+		return REAL(recv)(fd, buf, len, flags);
+	}
 	pl_put(ps);
 	return pl_ret(ret);
 }
 
 EXPORT ssize_t read(int fd, void *buf, size_t len)
 {
-	struct pl_sock *ps = pl_get(fd);
+	struct pl_sock *ps = pl_get_call(fd);
 	ssize_t ret;
 
 	if (!ps)
 		return REAL(read)(fd, buf, len);
 	ret = pl_recv(ps, buf, len, 0, NULL, NULL);
+	if (pl_ho_redo(fd, ps, ret)) {
+		pl_put(ps);
+		return REAL(read)(fd, buf, len);
+	}
 	pl_put(ps);
 	return pl_ret(ret);
 }
@@ -733,25 +753,33 @@ static ssize_t pl_recvv(struct pl_sock *ps, const struct iovec *iov, int n, int 
 
 EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
 {
-	struct pl_sock *ps = pl_get(fd);
+	struct pl_sock *ps = pl_get_call(fd);
 	ssize_t ret;
 
 	if (!ps)
 		return REAL(writev)(fd, iov, n);
 	ret = pl_sendv(ps, iov, n, 0, NULL, NULL);
+	if (pl_ho_redo(fd, ps, ret)) {
+		pl_put(ps);
+		return REAL(writev)(fd, iov, n);
+	}
 	pl_put(ps);
 	return pl_ret(ret);
 }
 
 EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 {
-	struct pl_sock *ps = pl_get(fd);
+	struct pl_sock *ps = pl_get_call(fd);
 	bool trunc = false;
 	ssize_t ret;
 
 	if (!ps)
 		return REAL(readv)(fd, iov, n);
 	ret = pl_recvv(ps, iov, n, 0, NULL, &trunc, NULL);
+	if (pl_ho_redo(fd, ps, ret)) {
+		pl_put(ps);
+		return REAL(readv)(fd, iov, n);
+	}
 	pl_put(ps);
 	return pl_ret(ret);
 }
@@ -962,7 +990,7 @@ static int msg_in(const struct msghdr *umsg, struct msghdr *m, struct sockaddr_s
 
 EXPORT ssize_t sendmsg(int fd, const struct msghdr *umsg, int flags)
 {
-	struct pl_sock *ps = pl_get(fd);
+	struct pl_sock *ps = pl_get_call(fd);
 	struct sockaddr_storage k;
 	struct sockaddr_in sin;
 	struct sl_tx_meta tx;
@@ -1011,6 +1039,10 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *umsg, int flags)
 		if (!ret)
 			ret = pl_sendv(ps, msg->msg_iov, (int)msg->msg_iovlen, flags,
 				       d ? &sin : NULL, &tx);
+	}
+	if (pl_ho_redo(fd, ps, ret)) {
+		pl_put(ps);
+		return REAL(sendmsg)(fd, umsg, flags);
 	}
 	pl_put(ps);
 	return pl_ret(ret);
@@ -1167,7 +1199,7 @@ static int msg_out(struct msghdr *umsg, const struct msghdr *m)
 
 EXPORT ssize_t recvmsg(int fd, struct msghdr *umsg, int flags)
 {
-	struct pl_sock *ps = pl_get(fd);
+	struct pl_sock *ps = pl_get_call(fd);
 	struct msghdr mh, *msg = &mh;
 	struct sockaddr_in sin;
 	bool trunc = false;
@@ -1202,6 +1234,10 @@ EXPORT ssize_t recvmsg(int fd, struct msghdr *umsg, int flags)
 			return pl_ret(ret);
 		}
 		ret = pl_recvv(ps, msg->msg_iov, (int)msg->msg_iovlen, flags, &sin, &trunc, &m);
+		if (pl_ho_redo(fd, ps, ret)) {
+			pl_put(ps);
+			return REAL(recvmsg)(fd, umsg, flags);
+		}
 		if (ret >= 0) {
 			/* The data is taken: a name or header that cannot be
 			 * written is EFAULT all the same, as Linux. */

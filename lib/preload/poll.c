@@ -342,6 +342,45 @@ static int poll_core(struct pollfd *fds, nfds_t n, int timeout_ms)
 	return ret;
 }
 
+/*
+ * poll_core(), and if a socket among the ready ones was handed to the
+ * kernel by another process meanwhile (the stack's ho_seq moved: a live
+ * hand-off ends the stack's socket, which then polls readable and hung
+ * up), each such fd switches to the kernel socket (pl_ho_take()) and the
+ * poll is made again for the time left: poll is level-triggered, so
+ * nothing is lost, and the program sees the kernel socket's readiness,
+ * not the ended socket's (lib/preload/README.md, "Other processes").
+ */
+static int poll_ho(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+	struct sl_stack *s = pl_sl();
+	uint32_t seq = s ? sl_load_acquire(&s->lib->ho_seq) : 0;
+	uint64_t end = timeout_ms > 0 ? pl_now_us() + (uint64_t)timeout_ms * 1000 : 0;
+
+	for (;;) {
+		int r = poll_core(fds, n, timeout_ms);
+		bool moved = false;
+
+		if (r <= 0 || !s || __builtin_expect(sl_load_acquire(&s->lib->ho_seq) == seq, 1))
+			return r;
+		seq = sl_load_acquire(&s->lib->ho_seq);
+		for (nfds_t i = 0; i < n; i++) {
+			struct pl_sock *ps = fds[i].revents ? pl_get(fds[i].fd) : NULL;
+
+			if (ps && pl_ho_seen(ps) && pl_ho_take(fds[i].fd, ps))
+				moved = true;
+			pl_put(ps);
+		}
+		if (!moved)
+			return r;
+		if (timeout_ms > 0) {
+			uint64_t now = pl_now_us();
+
+			timeout_ms = now >= end ? 0 : (int)((end - now + 999) / 1000);
+		}
+	}
+}
+
 static int poll_wait(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
 	struct sluice_pollfd sbuf[PL_STACK_FDS], *sp = sbuf;
@@ -369,7 +408,7 @@ static int poll_wait(struct pollfd *fds, nfds_t n, int timeout_ms)
 		}
 	}
 	for (nfds_t i = 0; i < n; i++) {
-		struct pl_sock *ps = pl_get(fds[i].fd);
+		struct pl_sock *ps = pl_get_call(fds[i].fd);
 
 		fds[i].revents = 0;
 		if (ps) {
@@ -572,7 +611,7 @@ EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 
 	if (!any_sluice(fds, n, &wr))
 		return REAL(poll)(fds, n, timeout_ms);
-	return (int)pl_ret(wr ? poll_core(fds, n, timeout_ms) :
+	return (int)pl_ret(wr ? poll_ho(fds, n, timeout_ms) :
 				poll_unwritable(fds, n, timeout_ms));
 }
 
@@ -609,7 +648,7 @@ EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const 
 		return (int)pl_ret(-EINVAL);
 	if (mask)
 		pthread_sigmask(SIG_SETMASK, &kmask, &old);
-	ret = wr ? poll_core(fds, n, ts_ms(ts ? &kts : NULL)) :
+	ret = wr ? poll_ho(fds, n, ts_ms(ts ? &kts : NULL)) :
 		   poll_unwritable(fds, n, ts_ms(ts ? &kts : NULL));
 	if (mask)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -250,6 +250,9 @@ struct pl_sock {
 	 * IP_TTL, TCP_KEEPIDLE, ...), the last value of each, replayed on
 	 * the kernel socket it may become (pl_opts_to_kernel()); one more
 	 * than fits is not kept (lib/preload/README.md, "Kernel peers"). */
+	/* Handed to the kernel by another process, which did not give its
+	 * kernel socket (pl_ho_take()): not asked again. */
+	bool ho_failed;
 	uint8_t nopts;
 	struct pl_opt {
 		int val;
@@ -406,6 +409,36 @@ int pl_thread_quiet(void *(*fn)(void *), void *arg, size_t stack_size, pthread_t
 /* A reference on fd's Sluice socket, or NULL for a kernel fd.  pl_put() it. */
 struct pl_sock *pl_get(int fd);
 void pl_put(struct pl_sock *ps);
+/*
+ * fd's socket ps was handed to the kernel by another process (its
+ * record's ho_pid): switch fd (and its dups here) to that kernel socket
+ * (socket.c).  True: fd is the kernel's now.
+ */
+bool pl_ho_take(int fd, struct pl_sock *ps);
+static inline bool pl_ho_seen(const struct pl_sock *ps)
+{
+	return __builtin_expect(SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->ho_pid) != 0, 0);
+}
+/* pl_get() for a call the program makes on fd: NULL too when fd's
+ * socket was handed to the kernel by another process and fd switched to
+ * it now (the call is the kernel's). */
+static inline struct pl_sock *pl_get_call(int fd)
+{
+	struct pl_sock *ps = pl_get(fd);
+
+	if (ps && pl_ho_seen(ps) && pl_ho_take(fd, ps)) {
+		pl_put(ps);
+		return NULL;
+	}
+	return ps;
+}
+/* A call on ps came back with ret (nothing or an error): if its socket
+ * was handed over meanwhile by another process (a live hand-off ended
+ * it under this call), fd switches; true: make the call again on fd. */
+static inline bool pl_ho_redo(int fd, struct pl_sock *ps, long ret)
+{
+	return ret <= 0 && pl_ho_seen(ps) && pl_ho_take(fd, ps);
+}
 /* Quick test without a reference (poll/select partitioning). */
 bool pl_is_sluice(int fd);
 /* sendfile() from a Sluice socket (files.c): -errno or the count. */
@@ -667,6 +700,22 @@ void pl_agent_start(void);
  * taken: move it. */
 bool pl_agent_is(int fd);
 void pl_agent_lost(int fd);
+/*
+ * A socket other processes may hold (fork, SCM_RIGHTS) handed to the
+ * kernel here (lib/preload/README.md, "Other processes"): the agent keeps
+ * a copy of kernel socket ks for stack socket sd of generation gen (0;
+ * -errno, no agent to give it: not to be published), drops it, and counts
+ * hand-overs that will keep one (d +1 before, -1 after: a request meanwhile
+ * waits for it).  pl_agent_tell(): msg to process pid's agent; SL_HO_GET
+ * returns the kernel socket it gives (close-on-exec), or -errno.
+ */
+struct sl_ho_get;
+int pl_agent_keep(uint32_t sd, uint32_t gen, int ks);
+void pl_agent_drop(uint32_t sd, uint32_t gen);
+void pl_agent_settle(uint32_t sd, uint32_t gen);	/* drop it unless others hold sd */
+void pl_agent_pending(int d);
+int pl_agent_tell(uint32_t pid, const struct sl_ho_get *msg);
+void pl_agent_atfork_child(void);
 /* Must datagram socket ps, nothing done with it yet, become a kernel
  * socket to send to (or connect to) to?  Not reached by the stack, or an
  * address of this host where no stack socket is bound (a kernel one may

@@ -29,6 +29,7 @@
 #include <netinet/ip.h>
 #include <netinet/tcp.h>
 #include <netinet/udp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -631,17 +632,20 @@ static void kernel_settings(int ks, const struct pl_sock *ps, bool ks_nonblock)
 		mc_opts_to(ks, ps);
 }
 
-static int become_kernel_one(int fd, struct pl_sock *ps, int ks, bool ks_nonblock)
+/* take: ks is another process's kernel socket of ps (pl_ho_take()),
+ * which has the description's settings already. */
+static int become_kernel_one(int fd, struct pl_sock *ps, int ks, bool ks_nonblock, bool take)
 {
 	struct f_owner_ex own = { 0 };
 	struct pl_sock *old;
 	int fdfl, ret = 0, sig = 0;
 
-	kernel_settings(ks, ps, ks_nonblock);
+	if (!take)
+		kernel_settings(ks, ps, ks_nonblock);
 	/* The description's owner, F_SETSIG signal and O_ASYNC (async.c),
 	 * which Linux keeps with the socket: the kernel's signals then (its
 	 * refused connect's POLL_ERR). */
-	if (!REAL(fcntl)(fd, F_GETOWN_EX, &own) && own.pid)
+	if (!take && !REAL(fcntl)(fd, F_GETOWN_EX, &own) && own.pid)
 		sig = REAL(fcntl)(fd, F_GETSIG);
 	fdfl = REAL(fcntl)(fd, F_GETFD);
 	/* Before the dup3(): what the kernel's sets hold for fd now. */
@@ -676,10 +680,30 @@ static int become_kernel_one(int fd, struct pl_sock *ps, int ks, bool ks_nonbloc
  * makes on a dup in the moment between sees the stack's socket once.
  */
 #define PL_DUPS_HERE	8
-static int become_kernel(int fd, struct pl_sock *ps, int ks, bool ks_nonblock)
+static int become_kernel_x(int fd, struct pl_sock *ps, int ks, bool ks_nonblock, bool take)
 {
 	unsigned int want = SL_READ_ONCE(ps->nfd), nother = 0, top, cap = PL_DUPS_HERE;
 	int buf[PL_DUPS_HERE], *other = buf, ret;
+	uint32_t sd = ps->sd, gen = ps->gen;
+	bool kept = false;
+
+	/*
+	 * Other processes may hold the socket too (fork, SCM_RIGHTS; not a
+	 * private one): the agent keeps a copy of ks for them, and the
+	 * socket's record says this process has it (under the stack lock,
+	 * before this process lets the stack's socket go), so each switches
+	 * at its next call on it (lib/preload/README.md, "Other processes").
+	 * Without an agent (a sandbox) they keep the stack's socket.
+	 */
+	if (!take && !SL_READ_ONCE(ps->priv) && !sl_sys_sandboxed) {
+		pl_agent_pending(1);
+		kept = !pl_agent_keep(sd, gen, ks);
+		if (kept && sl_sock_ho_publish(pl_stack(), (int)sd, gen)) {
+			pl_agent_drop(sd, gen);
+			kept = false;
+		}
+		pl_agent_pending(-1);
+	}
 
 	if (want > 1) {
 		want--;
@@ -702,7 +726,7 @@ static int become_kernel(int fd, struct pl_sock *ps, int ks, bool ks_nonblock)
 			pl_log("fd %d: %u of its %u other fds stay the stack's socket (no memory)",
 			       fd, want - nother, want);
 	}
-	ret = become_kernel_one(fd, ps, ks, ks_nonblock);
+	ret = become_kernel_one(fd, ps, ks, ks_nonblock, take);
 	for (unsigned int i = 0; !ret && i < nother; i++) {
 		struct pl_sock *q = pl_get(other[i]), *old;
 		int fl;
@@ -725,7 +749,68 @@ static int become_kernel(int fd, struct pl_sock *ps, int ks, bool ks_nonblock)
 	}
 	if (other != buf)
 		free(other);
+	/* This process held the stack's socket alone (it went with its
+	 * fds): nobody is to ask for the copy. */
+	if (kept)
+		pl_agent_settle(sd, gen);
 	return ret;
+}
+
+static int become_kernel(int fd, struct pl_sock *ps, int ks, bool ks_nonblock)
+{
+	return become_kernel_x(fd, ps, ks, ks_nonblock, false);
+}
+
+/*
+ * fd's socket ps was handed to the kernel by another process (ho_pid in
+ * its record; fork, SCM_RIGHTS): that process's agent gives its kernel
+ * socket, which becomes fd and every other fd of ps here, as at a
+ * hand-over of our own (close-on-exec, epoll items), and the stack's
+ * socket is let go.  True: fd is no longer the stack's (the caller
+ * makes the call on the kernel socket).  False: it still is (nobody
+ * gives it: that process ended, a sandbox; said once, and not asked
+ * again for this socket).
+ */
+static pthread_mutex_t take_mu = PTHREAD_MUTEX_INITIALIZER;
+
+bool pl_ho_take(int fd, struct pl_sock *ps)
+{
+	struct sl_sock *so = sl_sock(pl_sl(), ps->sd);
+	uint32_t pid = SL_READ_ONCE(so->ho_pid);
+	struct sl_ho_get rq = { .magic = SL_HO_GET, .sd = ps->sd, .gen = ps->gen };
+	struct pl_sock *cur;
+	int ks, saved = errno;
+
+	if (!pid || pid == (uint32_t)sl_self_pid() || SL_READ_ONCE(ps->ho_failed) ||
+	    SL_READ_ONCE(so->kp.gen) != ps->gen || sl_sys_sandboxed)
+		return false;
+	pthread_mutex_lock(&take_mu);
+	/* Another thread's call may have switched it meanwhile. */
+	cur = pl_get(fd);
+	pl_put(cur);
+	if (cur != ps) {
+		pthread_mutex_unlock(&take_mu);
+		return true;
+	}
+	ks = pl_agent_tell(pid, (const struct sl_ho_get *)&rq);
+	if (ks < 0) {
+		SL_WRITE_ONCE(ps->ho_failed, true);
+		pthread_mutex_unlock(&take_mu);
+		pl_log("fd %d: its socket was handed to the kernel by process %u, which does not "
+		       "give it (%s): it stays the stack's here", fd, pid, strerror(-ks));
+		errno = saved;
+		return false;
+	}
+	become_kernel_x(fd, ps, ks, false, true);
+	pthread_mutex_unlock(&take_mu);
+	/* The last holder of the stack's socket: its copy is not needed. */
+	if (SL_READ_ONCE(so->kp.gen) != rq.gen || !sl_sock_type_live(SL_READ_ONCE(so->type))) {
+		rq.magic = SL_HO_DROP;
+		pl_agent_tell(pid, (const struct sl_ho_get *)&rq);
+	}
+	pl_debug("fd %d: the kernel socket process %u made of socket %u", fd, pid, rq.sd);
+	errno = saved;
+	return true;
 }
 
 int pl_fallback(int fd, struct pl_sock *ps)
@@ -755,7 +840,7 @@ int pl_fallback(int fd, struct pl_sock *ps)
  */
 int pl_handoff(int fd, struct pl_sock *ps)
 {
-	int ks;
+	int ks, ret;
 
 	if (ps->type != SOCK_STREAM)
 		return -EOPNOTSUPP;
@@ -765,15 +850,23 @@ int pl_handoff(int fd, struct pl_sock *ps)
 	 * socket's end (0, EPIPE): not while one is. */
 	if (SL_READ_ONCE(ps->calls) & PL_CALLS_INFL)
 		return -EBUSY;
+	/* The hand-off publishes under the stack lock (other processes
+	 * that hold the socket then ask this one's agent, which waits for
+	 * the copy become_kernel() gives it). */
+	pl_agent_pending(1);
 	ks = sluice_handoff(pl_stack(), (int)ps->sd);
-	if (ks < 0)
+	if (ks < 0) {
+		pl_agent_pending(-1);
 		return ks;
+	}
 	pl_opts_to_kernel(ks, ps);
 	pl_debug("fd %d handed to the kernel, live", fd);
 	/* The stack's socket has ended: each other fd of it becomes the
 	 * kernel socket too (become_kernel(); the table still names them,
 	 * so they are found after the hand-off as before it). */
-	return become_kernel(fd, ps, ks, false);
+	ret = become_kernel(fd, ps, ks, false);
+	pl_agent_pending(-1);
+	return ret;
 }
 
 /*
@@ -1759,7 +1852,7 @@ static int bind4(int fd, struct pl_sock *ps, struct sockaddr_in *sin,
 
 EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	struct pl_sock *ps = pl_get(fd);
+	struct pl_sock *ps = pl_get_call(fd);
 	struct sockaddr_storage k;
 	struct sockaddr_in sin;
 	bool done = false;
@@ -1825,7 +1918,7 @@ EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 
 EXPORT int listen(int fd, int backlog)
 {
-	struct pl_sock *ps = pl_get(fd);
+	struct pl_sock *ps = pl_get_call(fd);
 	int ret;
 
 	if (!ps)
@@ -1855,7 +1948,7 @@ EXPORT int listen(int fd, int backlog)
 
 static int do_accept(int fd, struct sockaddr *addr, socklen_t *lenp, int flags)
 {
-	struct pl_sock *ps = pl_get(fd);
+	struct pl_sock *ps = pl_get_call(fd);
 	struct sockaddr_in peer;
 	int ret, nfd, making = -1;
 
@@ -1974,7 +2067,7 @@ static bool connect_elsewhere(int fd, struct pl_sock *ps, bool fresh, const stru
 EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	int saved = errno;
-	struct pl_sock *ps = pl_get(fd);
+	struct pl_sock *ps = pl_get_call(fd);
 	struct sockaddr_storage k;
 	struct sockaddr_in sin;
 	struct sluice_stack *st;
@@ -2098,7 +2191,7 @@ out:
 
 EXPORT int shutdown(int fd, int how)
 {
-	struct pl_sock *ps = pl_get(fd);
+	struct pl_sock *ps = pl_get_call(fd);
 	bool lis;
 	int ret;
 
@@ -2116,7 +2209,7 @@ EXPORT int shutdown(int fd, int how)
 
 static int name_of(int fd, struct sockaddr *addr, socklen_t *lenp, bool peer)
 {
-	struct pl_sock *ps = pl_get(fd);
+	struct pl_sock *ps = pl_get_call(fd);
 	struct sockaddr_in sin;
 	int ret;
 
@@ -2237,7 +2330,7 @@ static int set_v6only(struct pl_sock *ps, const void *val, socklen_t len)
 
 static int set_opt(int fd, int level, int name, const void *val, socklen_t len)
 {
-	struct pl_sock *ps = pl_get(fd);
+	struct pl_sock *ps = pl_get_call(fd);
 	int ret, v = 0;
 
 	if (!ps)
@@ -2371,7 +2464,7 @@ static int get_v6opt(const struct pl_sock *ps, int name, void *val, socklen_t *l
 
 static int get_opt(int fd, int level, int name, void *val, socklen_t *lenp)
 {
-	struct pl_sock *ps = pl_get(fd);
+	struct pl_sock *ps = pl_get_call(fd);
 	struct sl_stack *s;
 	unsigned int ulen;
 	int ret;

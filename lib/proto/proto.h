@@ -267,6 +267,15 @@ struct sl_sock {
 	 * datagrams (__udp_queue_rcv_skb()).
 	 */
 	int32_t incoming_cpu;
+	/*
+	 * Handed to the kernel by process ho_pid (0: not), which holds the
+	 * kernel socket now and gives a copy to any other process that holds
+	 * this one (fork, SCM_RIGHTS) at its next call on it: written under
+	 * the stack lock before the socket is let go, reset with the slot
+	 * (lib/preload/README.md, "Other processes").  Read by every call
+	 * the library takes on a stack fd, on the line the call reads.
+	 */
+	uint32_t ho_pid;
 	/* SO_COOKIE: made at the first ask (api.c, sock_cookie()), as
 	 * Linux's sock_gen_cookie(); 0 none yet.  Compare-and-swap. */
 	uint64_t cookie;

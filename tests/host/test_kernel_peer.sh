@@ -40,7 +40,9 @@
 #    sets that held the socket keep their items (a fired EPOLLONESHOT
 #    stays disarmed), and a socket with a dup() moves whole (connect()
 #    to a kernel listener, an option the stack lacks, a datagram to a
-#    kernel socket): the kernel's lines.
+#    kernel socket), and so does it in another process that holds it (a
+#    fork's child, one given it by SCM_RIGHTS: lib/preload/README.md,
+#    "Other processes"): the kernel's lines.
 set -u
 . "$(dirname "$0")/lib.sh"
 unshare_test "kernel peers" kconnect tkp-$$
@@ -168,7 +170,8 @@ wait
 
 # Hand-overs the program must not see (tests/preload/handover.c): epoll
 # items kept (level, edge, a fired one-shot), every dup() of the socket
-# moved with it; on the kernel, then under sluice run.
+# moved with it, and another process that holds it (fork, SCM_RIGHTS)
+# switching to it; on the kernel, then under sluice run.
 ho=$(dirname "$prog")/handover
 timeout 30 "$ho" 2>&1 | sed 's/^/ho kernel /'
 timeout 30 "${R[@]}" "$ho" 2>&1 | sed 's/^/ho sluice /'
@@ -232,12 +235,26 @@ check "SLUICE_KERNEL_LISTEN=0: refused, as before" \
 	grep -q '^off FAIL block: connect (errno Connection refused)' <<<"$out"
 ho_k=$(sed -n 's/^ho kernel //p' <<<"$out" | grep -v '^#')
 ho_s=$(sed -n 's/^ho sluice //p' <<<"$out" | grep -v '^#')
-check "hand-overs: on the kernel, 30 lines" [ "$(grep -c . <<<"$ho_k")" = 30 ]
+check "hand-overs: on the kernel, 52 lines" [ "$(grep -c . <<<"$ho_k")" = 52 ]
 check "hand-overs: with Sluice, the kernel's lines (epoll items kept, every dup moved)" \
 	[ "$ho_k" = "$ho_s" ]
-check "hand-overs: ... from stack sockets (4 of 4)" \
-	[ "$(grep -c '^ho sluice # [a-z]* before fd stack' <<<"$out")" = 4 ]
-check "hand-overs: ... each fd a kernel socket after (7 of 7)" \
-	[ "$(grep -c '^ho sluice # .* after.* fd kernel' <<<"$out")" = 7 ]
+check "hand-overs: ... from stack sockets (7 of 7)" \
+	[ "$(grep -c '^ho sluice # [a-z]* before fd stack' <<<"$out")" = 7 ]
+check "hand-overs: ... each fd a kernel socket after (13 of 13)" \
+	[ "$(grep -c '^ho sluice # .* after.* fd kernel' <<<"$out")" = 13 ]
+# Another process that holds the socket (fork, SCM_RIGHTS) switches to the
+# kernel socket at its next call: connected, the peer's data, its own.
+for c in fork scm; do
+	check "hand-over in another process ($c): the other holder finds it connected, as on the kernel" \
+		grep -qx "ho sluice $c other: peer ok 1" <<<"$out"
+	check "... reads what the peer sent (poll, epoll, recv)" \
+		grep -qx "ho sluice $c other: recv 2 k1" <<<"$out"
+	check "... and the peer gets both holders' bytes, in order" \
+		grep -qx "ho sluice $c peer got c1p1" <<<"$out"
+done
+check "hand-over before use in another process (forkopt): the child reads the option back" \
+	grep -qx "ho sluice forkopt other: option 0 ok 1" <<<"$out"
+check "... connects, and the parent finds its socket connected" \
+	grep -qx "ho sluice forkopt peer ok 1" <<<"$out"
 
 done_testing

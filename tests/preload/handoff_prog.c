@@ -32,6 +32,12 @@
  *            (any of them with HO_DUP set: a dup() of the fd made first,
  *            which must be the same kernel socket after; the stream then
  *            goes on on the dup)
+ *   fork     a forked child holds the connection too: it reads the
+ *            peer's EARLY bytes and falls asleep in recv() (the peer
+ *            pausing, HO_PAUSE_MS if set), the parent then sets
+ *            SO_ATTACH_FILTER (in the stack: the live hand-off) and waits;
+ *            the child wakes with the peer's next bytes and finishes the
+ *            stream (lib/preload/README.md, "Other processes")
  *   exec     execs itself ("resume") with LD_PRELOAD taken out of its
  *            environment: a program that will not run under Sluice; the
  *            new image checks what fd it got and finishes the stream
@@ -212,7 +218,8 @@ static int peer(int fd, bool closewait)
 	tx = EARLY;
 	if (closewait)
 		shutdown(fd, SHUT_WR);
-	sleep_ms(PAUSE_MS);	/* reads nothing: the client's sends pile up */
+	/* Reads nothing: the client's sends pile up. */
+	sleep_ms(getenv("HO_PAUSE_MS") ? atol(getenv("HO_PAUSE_MS")) : PAUSE_MS);
 	if (pump(fd, 1, &tx, closewait ? EARLY : TOTAL, &rx, TOTAL))
 		return 1;
 	printf("peer ok rx %llu tx %llu\n", (unsigned long long)rx, (unsigned long long)tx);
@@ -367,6 +374,63 @@ static int resume(int fd, uint64_t tx)
 	return 0;
 }
 
+/* MODE fork: the parent hands the connection off (in the stack: live)
+ * while its forked child, which holds it too, sleeps in recv(); the
+ * child finishes the stream from tx. */
+static int fork_holder(int fd, uint64_t tx, const struct sock_fprog *prog)
+{
+	static uint8_t b[CHUNK];
+	uint64_t rx = 0;
+	int go[2], st, r;
+	ssize_t n;
+	pid_t pid;
+	char c;
+
+	if (pipe(go))
+		return 1;
+	pid = fork();
+	if (!pid) {
+		close(go[0]);
+		while (rx < EARLY) {
+			n = recv(fd, b, EARLY - rx, 0);
+			if (n <= 0 || check(b, 1, rx, (size_t)n)) {
+				printf("FAIL: child read %zd at %llu\n", n, (unsigned long long)rx);
+				_exit(1);
+			}
+			rx += (uint64_t)n;
+		}
+		printf("child: read %llu, asleep in recv()\n", (unsigned long long)rx);
+		if (write(go[1], "a", 1) != 1)
+			_exit(1);
+		n = recv(fd, b, sizeof(b), 0);
+		printf("child: woke with %zd, stack fd %d\n", n, is_stack_fd(fd));
+		if (n <= 0 || check(b, 1, rx, (size_t)n))
+			_exit(1);
+		rx += (uint64_t)n;
+		if (pump(fd, 0, &tx, TOTAL, &rx, TOTAL)) {
+			printf("FAIL: child's stream\n");
+			_exit(1);
+		}
+		printf("child ok rx %llu tx %llu stack fd %d\n", (unsigned long long)rx,
+		       (unsigned long long)tx, is_stack_fd(fd));
+		_exit(0);
+	}
+	close(go[1]);
+	if (read(go[0], &c, 1) != 1)
+		return 1;
+	sleep_ms(300);		/* the child is asleep in recv() */
+	r = setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, prog, sizeof(*prog));
+	printf("parent: SO_ATTACH_FILTER %d errno %d, stack fd %d\n", r, r ? errno : 0,
+	       is_stack_fd(fd));
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		printf("FAIL: the child\n");
+		return 1;
+	}
+	printf("parent: the child is done, stack fd %d\n", is_stack_fd(fd));
+	close(fd);
+	return r ? 1 : 0;
+}
+
 /* The end in the stack (a client or an accepted connection). */
 static int client(int fd, const char *mode)
 {
@@ -438,6 +502,8 @@ static int client(int fd, const char *mode)
 	}
 	if (!strcmp(mode, "exec"))
 		return exec_self(fd, tx);
+	if (!strcmp(mode, "fork"))
+		return fork_holder(fd, tx, &prog);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (ext) {
 		const char *done = getenv("HO_DONE");

@@ -33,6 +33,19 @@
  *   udpdup    a datagram socket and its dup(): a sendto() from the first
  *             to the kernel's UDP socket arrives, the answer comes back
  *             to the dup
+ *   fork      a socket, then fork(): the parent connect()s it (handed
+ *             over); the child, which holds it too, then finds it
+ *             connected (its peer's name), reads what the peer sent
+ *             (poll, epoll, recv) and sends; the parent sends too, and
+ *             the peer gets both, in order (lib/preload/README.md,
+ *             "Other processes")
+ *   forkopt   a socket, then fork(): the parent sets an option the stack
+ *             does not have (IP_FREEBIND: handed over before use); the
+ *             child reads it back and connect()s, and the parent then
+ *             finds its socket connected and sends on it
+ *   scm       a socket given with SCM_RIGHTS to a process forked before
+ *             it was made; the sender connect()s it, the receiver then
+ *             finds it connected, reads and sends, as in fork
  *
  * Every wait is bounded (an alarm ends the program after 20 s).
  */
@@ -48,6 +61,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "stackfd.h"
@@ -286,6 +300,199 @@ static void case_udpdup(void)
 	close(d);
 }
 
+/* The holder that did not hand it over: the socket as the peer left it
+ * ("k1" sent), read with poll, epoll and recv, then "c1" sent; the
+ * peer's name first.  Prints its lines, then exits. */
+static void other_holder(const char *c, int fd)
+{
+	struct sockaddr_in peer;
+	socklen_t pl = sizeof(peer);
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char b[8] = "";
+	int ep;
+	long r;
+
+	r = getpeername(fd, (struct sockaddr *)&peer, &pl);
+	printf("%s other: peer %s %d\n", c, err(r), !r && peer.sin_port == lsn_addr.sin_port);
+	r = poll(&p, 1, 2000);
+	printf("%s other: poll %ld %#x\n", c, r, p.revents);
+	ep = add(fd, EPOLLIN, 0xe5);
+	show_ev(c, "other: set", ep, 1000);
+	r = recv(fd, b, sizeof(b) - 1, 0);
+	printf("%s other: recv %ld %s\n", c, r, r > 0 ? b : err(r));
+	r = send(fd, "c1", 2, 0);
+	printf("%s other: send %ld %s\n", c, r, err(r));
+	say_kind(c, "other, after", fd);
+	close(ep);
+	close(fd);
+}
+
+/* The peer's side once the other holder is done: "c1" then "p1" (sent
+ * on the parent's fd), in order. */
+static void peer_reads(const char *c, int fd, int s)
+{
+	char b[8] = "";
+	long r;
+
+	r = send(fd, "p1", 2, 0);
+	printf("%s send on the first %ld %s\n", c, r, err(r));
+	close(fd);
+	for (size_t got = 0; s >= 0 && got < 4;) {
+		wait_in(s);
+		r = recv(s, b + got, 4 - got, MSG_DONTWAIT);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	printf("%s peer got %s\n", c, b);
+	close(s);
+}
+
+static void case_fork(void)
+{
+	const char *c = "fork";
+	int fd = socket(AF_INET, SOCK_STREAM, 0), go[2], s;
+	pid_t pid;
+	char x;
+	long r;
+
+	say_kind(c, "before", fd);
+	if (pipe(go))
+		return;
+	pid = fork();
+	if (!pid) {
+		close(go[1]);
+		if (read(go[0], &x, 1) != 1)
+			_exit(1);
+		other_holder(c, fd);
+		_exit(0);
+	}
+	close(go[0]);
+	r = connect(fd, (struct sockaddr *)&lsn_addr, sizeof(lsn_addr));
+	printf("%s connect %ld %s\n", c, r, err(r));
+	say_kind(c, "after", fd);
+	s = take();
+	if (s < 0 || send(s, "k1", 2, 0) != 2)
+		printf("%s: no connection from the listener\n", c);
+	if (write(go[1], "g", 1) != 1 || waitpid(pid, NULL, 0) != pid)
+		printf("%s: no child\n", c);
+	close(go[1]);
+	peer_reads(c, fd, s);
+}
+
+static void case_forkopt(void)
+{
+	const char *c = "forkopt";
+	int fd = socket(AF_INET, SOCK_STREAM, 0), go[2], s = -1, one = 1;
+	struct sockaddr_in peer;
+	socklen_t pl = sizeof(peer);
+	char b[8] = "";
+	pid_t pid;
+	char x;
+	long r;
+
+	say_kind(c, "before", fd);
+	if (pipe(go))
+		return;
+	pid = fork();
+	if (!pid) {
+		int v = 0;
+		socklen_t vl = sizeof(v);
+
+		close(go[1]);
+		if (read(go[0], &x, 1) != 1)
+			_exit(1);
+		r = getsockopt(fd, IPPROTO_IP, IP_FREEBIND, &v, &vl);
+		printf("%s other: option %ld %s %d\n", c, r, err(r), v);
+		r = connect(fd, (struct sockaddr *)&lsn_addr, sizeof(lsn_addr));
+		printf("%s other: connect %ld %s\n", c, r, err(r));
+		say_kind(c, "other, after", fd);
+		_exit(0);
+	}
+	close(go[0]);
+	r = setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one));
+	printf("%s setsockopt %ld %s\n", c, r, err(r));
+	say_kind(c, "after", fd);
+	if (write(go[1], "g", 1) != 1 || waitpid(pid, NULL, 0) != pid)
+		printf("%s: no child\n", c);
+	close(go[1]);
+	r = getpeername(fd, (struct sockaddr *)&peer, &pl);
+	printf("%s peer %s %d\n", c, err(r), !r && peer.sin_port == lsn_addr.sin_port);
+	s = take();
+	r = send(fd, "p1", 2, 0);
+	printf("%s send %ld %s\n", c, r, err(r));
+	close(fd);
+	wait_in(s);
+	r = s < 0 ? -1 : recv(s, b, sizeof(b) - 1, MSG_DONTWAIT);
+	printf("%s peer got %ld %s\n", c, r, r > 0 ? b : err(r));
+	if (s >= 0)
+		close(s);
+}
+
+static void case_scm(void)
+{
+	const char *c = "scm";
+	int sp[2], fd, s;
+	pid_t pid;
+	char x = 'g';
+	long r;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp))
+		return;
+	pid = fork();
+	if (!pid) {
+		/* Forked before the socket was made: it comes by SCM_RIGHTS. */
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(sizeof(int))];
+		} cb;
+		struct iovec iov = { &x, 1 };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+				    .msg_control = cb.b, .msg_controllen = sizeof(cb.b) };
+		int got = -1;
+
+		close(sp[0]);
+		if (recvmsg(sp[1], &m, 0) != 1 || !CMSG_FIRSTHDR(&m))
+			_exit(1);
+		memcpy(&got, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof(int));
+		say_kind(c, "other, given", got);
+		if (write(sp[1], "r", 1) != 1 || read(sp[1], &x, 1) != 1)
+			_exit(1);
+		other_holder(c, got);
+		_exit(0);
+	}
+	close(sp[1]);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	say_kind(c, "before", fd);
+	{
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(sizeof(int))];
+		} cb;
+		struct iovec iov = { &x, 1 };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+				    .msg_control = cb.b, .msg_controllen = sizeof(cb.b) };
+
+		memset(&cb, 0, sizeof(cb));
+		CMSG_FIRSTHDR(&m)->cmsg_level = SOL_SOCKET;
+		CMSG_FIRSTHDR(&m)->cmsg_type = SCM_RIGHTS;
+		CMSG_FIRSTHDR(&m)->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&m)), &fd, sizeof(int));
+		if (sendmsg(sp[0], &m, 0) != 1 || read(sp[0], &x, 1) != 1)
+			printf("%s: not given\n", c);
+	}
+	r = connect(fd, (struct sockaddr *)&lsn_addr, sizeof(lsn_addr));
+	printf("%s connect %ld %s\n", c, r, err(r));
+	say_kind(c, "after", fd);
+	s = take();
+	if (s < 0 || send(s, "k1", 2, 0) != 2)
+		printf("%s: no connection from the listener\n", c);
+	if (write(sp[0], "g", 1) != 1 || waitpid(pid, NULL, 0) != pid)
+		printf("%s: no child\n", c);
+	close(sp[0]);
+	peer_reads(c, fd, s);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -303,6 +510,12 @@ int main(int argc, char **argv)
 			case_dupopt();
 		if (!c || !strcmp(c, "udpdup"))
 			case_udpdup();
+		if (!c || !strcmp(c, "fork"))
+			case_fork();
+		if (!c || !strcmp(c, "forkopt"))
+			case_forkopt();
+		if (!c || !strcmp(c, "scm"))
+			case_scm();
 	}
 	return 0;
 }

@@ -127,6 +127,28 @@ if command -v ss >/dev/null; then
 		sh -c "grep -q '^ESTAB.*$S:[0-9]* *$K:7102' /tmp/ss.out && grep -q 'wscale:' /tmp/ss.out"
 fi
 
+# Another process holds the connection (a forked child, asleep in recv()
+# when its parent sets the option): it switches to the kernel socket on
+# its way back and finishes the stream (lib/preload/README.md, "Other
+# processes"; before, it woke to the ended stack socket: 0, the end).
+# The peer pauses 3 s, so that the child sleeps through the hand-off.
+export HO_PAUSE_MS=3000
+run 7130 /tmp/fk-k.log fork kern
+check "kernel: a forked child asleep in recv() while its parent sets SO_ATTACH_FILTER finishes the stream (rc $rc, peer $prc, ${secs}s)" \
+	test $rc = 0 -a $prc = 0
+fksecs=$secs
+run 7131 /tmp/fk.log fork srun
+unset HO_PAUSE_MS
+check "sluice: the same; the parent's option hands the connection off live, the child follows it (rc $rc, peer $prc, ${secs}s; kernel ${fksecs}s)" \
+	test $rc = 0 -a $prc = 0
+check "... the parent's fd is a kernel socket after its SO_ATTACH_FILTER" \
+	grep -q '^parent: SO_ATTACH_FILTER 0 errno 0, stack fd 0$' /tmp/fk.log
+check "... the child, asleep in recv() then, woke with the peer's next bytes, from the kernel socket" \
+	grep -q '^child: woke with [1-9][0-9]*, stack fd 0$' /tmp/fk.log
+check "... every byte arrived in order at the peer" grep -q "^peer ok rx 6291456 tx 6291456$" /tmp/peer.7131
+check "... and at the child (no end of stream, no second socket)" \
+	grep -q '^child ok rx 6291456 tx 6291456 stack fd 0$' /tmp/fk.log
+
 # A connection with two fds (dup()): both move, one kernel socket, and the
 # stream goes on on the dup (before: refused, the option ENOPROTOOPT).
 run 7115 /tmp/hd.log handoff srun_dup
