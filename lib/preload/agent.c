@@ -67,7 +67,10 @@ struct ho_copy {
 	int fd;
 };
 static struct ho_copy *copies;
-static unsigned int ncopies, capcopies;
+static unsigned int capcopies;
+/* Read by a forked child's handler (pl_agent_atfork_child()): with the
+ * fork handlers' own variables, no page of its own to fault in. */
+static unsigned int ncopies SL_FORKDATA;
 static int ho_pending;
 static pthread_mutex_t copy_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t copy_cv = PTHREAD_COND_INITIALIZER;
