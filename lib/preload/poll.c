@@ -713,7 +713,7 @@ static int select_core(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout_ms
 		fds[n].fd = fd;
 		fds[n++].events = ev;
 	}
-	ret = poll_core(fds, (nfds_t)n, timeout_ms);
+	ret = poll_ho(fds, (nfds_t)n, timeout_ms);
 	if (ret < 0)
 		goto out;
 	for (int i = 0; i < n; i++)

@@ -37,7 +37,8 @@
  *            pausing, HO_PAUSE_MS if set), the parent then sets
  *            SO_ATTACH_FILTER (in the stack: the live hand-off) and waits;
  *            the child wakes with the peer's next bytes and finishes the
- *            stream (lib/preload/README.md, "Other processes")
+ *            stream (lib/preload/README.md, "Other processes"); with
+ *            HO_FORK_EPOLL set the child sleeps in epoll_wait() instead
  *   exec     execs itself ("resume") with LD_PRELOAD taken out of its
  *            environment: a program that will not run under Sluice; the
  *            new image checks what fd it got and finishes the stream
@@ -399,9 +400,29 @@ static int fork_holder(int fd, uint64_t tx, const struct sock_fprog *prog)
 			}
 			rx += (uint64_t)n;
 		}
-		printf("child: read %llu, asleep in recv()\n", (unsigned long long)rx);
-		if (write(go[1], "a", 1) != 1)
-			_exit(1);
+		if (getenv("HO_FORK_EPOLL")) {
+			/* Asleep in epoll_wait() instead: it must wake to the
+			 * peer's bytes, not to the stack socket's end. */
+			struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.u64 = 0xf0 };
+			int ep = epoll_create1(EPOLL_CLOEXEC), k;
+
+			if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev))
+				_exit(1);
+			printf("child: read %llu, asleep in epoll_wait()\n", (unsigned long long)rx);
+			if (write(go[1], "a", 1) != 1)
+				_exit(1);
+			memset(&ev, 0, sizeof(ev));
+			k = epoll_wait(ep, &ev, 1, 20000);
+			printf("child: epoll woke %d events%s%s%s data %llx, stack fd %d\n", k,
+			       (ev.events & EPOLLIN) ? " in" : "", (ev.events & EPOLLRDHUP) ? " rdhup" : "",
+			       (ev.events & EPOLLHUP) ? " hup" : "", (unsigned long long)ev.data.u64,
+			       is_stack_fd(fd));
+			close(ep);
+		} else {
+			printf("child: read %llu, asleep in recv()\n", (unsigned long long)rx);
+			if (write(go[1], "a", 1) != 1)
+				_exit(1);
+		}
 		n = recv(fd, b, sizeof(b), 0);
 		printf("child: woke with %zd, stack fd %d\n", n, is_stack_fd(fd));
 		if (n <= 0 || check(b, 1, rx, (size_t)n))

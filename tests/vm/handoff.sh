@@ -148,6 +148,21 @@ check "... the child, asleep in recv() then, woke with the peer's next bytes, fr
 check "... every byte arrived in order at the peer" grep -q "^peer ok rx 6291456 tx 6291456$" /tmp/peer.7131
 check "... and at the child (no end of stream, no second socket)" \
 	grep -q '^child ok rx 6291456 tx 6291456 stack fd 0$' /tmp/fk.log
+# The same, the child asleep in epoll_wait() (its own set, EPOLLIN and
+# EPOLLRDHUP): it must wake to the peer's bytes (EPOLLIN alone), not to
+# the ended stack socket (EPOLLRDHUP, EPOLLHUP).
+export HO_PAUSE_MS=3000 HO_FORK_EPOLL=1
+run 7132 /tmp/fe-k.log fork kern
+kline=$(grep '^child: epoll woke' /tmp/fe-k.log)
+check "kernel: a forked child asleep in epoll_wait() at the parent's SO_ATTACH_FILTER: $kline (rc $rc, peer $prc)" \
+	test $rc = 0 -a $prc = 0
+run 7133 /tmp/fe.log fork srun
+unset HO_PAUSE_MS HO_FORK_EPOLL
+check "sluice: the same, the child wakes as on the kernel, on the kernel socket ($(grep '^child: epoll woke' /tmp/fe.log))" \
+	grep -q '^child: epoll woke 1 events in data f0, stack fd 0$' /tmp/fe.log
+check "... the kernel's line" test "$(sed 's/stack fd [01]$//' /tmp/fe.log | grep '^child: epoll woke')" = "$(sed 's/stack fd [01]$//' /tmp/fe-k.log | grep '^child: epoll woke')"
+check "... and the stream finishes, every byte checked at both ends (rc $rc, peer $prc)" \
+	sh -c "test $rc = 0 -a $prc = 0 && grep -q '^child ok rx 6291456 tx 6291456 stack fd 0$' /tmp/fe.log && grep -q '^peer ok rx 6291456 tx 6291456$' /tmp/peer.7133"
 
 # A connection with two fds (dup()): both move, one kernel socket, and the
 # stream goes on on the dup (before: refused, the option ENOPROTOOPT).
