@@ -801,13 +801,9 @@ bool pl_ho_take(int fd, struct pl_sock *ps)
 		errno = saved;
 		return false;
 	}
+	/* (Its release, the last holder's, tells the agent: fdtable.c.) */
 	become_kernel_x(fd, ps, ks, false, true);
 	pthread_mutex_unlock(&take_mu);
-	/* The last holder of the stack's socket: its copy is not needed. */
-	if (SL_READ_ONCE(so->kp.gen) != rq.gen || !sl_sock_type_live(SL_READ_ONCE(so->type))) {
-		rq.magic = SL_HO_DROP;
-		pl_agent_tell(pid, (const struct sl_ho_get *)&rq);
-	}
 	pl_debug("fd %d: the kernel socket process %u made of socket %u", fd, pid, rq.sd);
 	errno = saved;
 	return true;

@@ -235,7 +235,7 @@ check "SLUICE_KERNEL_LISTEN=0: refused, as before" \
 	grep -q '^off FAIL block: connect (errno Connection refused)' <<<"$out"
 ho_k=$(sed -n 's/^ho kernel //p' <<<"$out" | grep -v '^#')
 ho_s=$(sed -n 's/^ho sluice //p' <<<"$out" | grep -v '^#')
-check "hand-overs: on the kernel, 52 lines" [ "$(grep -c . <<<"$ho_k")" = 52 ]
+check "hand-overs: on the kernel, 54 lines" [ "$(grep -c . <<<"$ho_k")" = 54 ]
 check "hand-overs: with Sluice, the kernel's lines (epoll items kept, every dup moved)" \
 	[ "$ho_k" = "$ho_s" ]
 check "hand-overs: ... from stack sockets (7 of 7)" \
@@ -251,6 +251,8 @@ for c in fork scm; do
 		grep -qx "ho sluice $c other: recv 2 k1" <<<"$out"
 	check "... and the peer gets both holders' bytes, in order" \
 		grep -qx "ho sluice $c peer got c1p1" <<<"$out"
+	check "... and the end at once when both have closed (no copy of the kernel socket left open)" \
+		grep -qx "ho sluice $c peer's end 0" <<<"$out"
 done
 check "hand-over before use in another process (forkopt): the child reads the option back" \
 	grep -qx "ho sluice forkopt other: option 0 ok 1" <<<"$out"

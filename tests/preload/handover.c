@@ -345,6 +345,14 @@ static void peer_reads(const char *c, int fd, int s)
 		got += (size_t)r;
 	}
 	printf("%s peer got %s\n", c, b);
+	/* Both holders closed: the end, at once (no copy of the kernel
+	 * socket left open anywhere: lib/preload/README.md, "Last holder"). */
+	{
+		struct pollfd p = { .fd = s, .events = POLLIN };
+
+		r = s < 0 || poll(&p, 1, 500) != 1 ? -2 : recv(s, b, 1, MSG_DONTWAIT);
+		printf("%s peer's end %s\n", c, r == -2 ? "not within 0.5 s" : r ? "data" : "0");
+	}
 	close(s);
 }
 

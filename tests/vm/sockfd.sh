@@ -634,8 +634,8 @@ check "socket identities: ... on module socket fds" grep -q '^# ids fd sluice$' 
 # hand-over at its next call (lib/preload/README.md, "Other processes"),
 # where it was left on the stack's socket (ENOTCONN, EPIPE).
 beside ho handover
-check "hand-overs: on the kernel, exit $bk, 52 lines" \
-	sh -c "[ $bk = 0 ] && [ \$(grep -vc '^#' /tmp/ho.kernel) = 52 ]"
+check "hand-overs: on the kernel, exit $bk, 54 lines" \
+	sh -c "[ $bk = 0 ] && [ \$(grep -vc '^#' /tmp/ho.kernel) = 54 ]"
 check "hand-overs: with Sluice (exit $bs), the kernel's lines (epoll items kept, every dup moved, other processes follow)" \
 	same_lines ho
 check "hand-overs: ... from module socket fds (7 of 7), each fd a kernel socket after (13 of 13)" \
