@@ -31,8 +31,8 @@
  * processes").
  */
 #include <errno.h>
-#include <poll.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
@@ -98,16 +98,16 @@ static void copy_del_locked(unsigned int i)
 	SL_WRITE_ONCE(ncopies, ncopies);
 }
 
-/* Copies no longer needed go; all of them with all. */
-static void copies_prune(bool all)
+/* Copies no longer needed go. */
+static void copies_prune(void)
 {
 	pthread_mutex_lock(&copy_mu);
-	if (ho_pending && !all) {	/* one kept, not published yet */
+	if (ho_pending) {	/* one kept, not published yet */
 		pthread_mutex_unlock(&copy_mu);
 		return;
 	}
 	for (unsigned int i = 0; i < ncopies;)
-		if (all || !copy_needed(copies[i].sd, copies[i].gen))
+		if (!copy_needed(copies[i].sd, copies[i].gen))
 			copy_del_locked(i);
 		else
 			i++;
@@ -316,7 +316,7 @@ static void *agent_main(void *arg)
 		/* With copies kept: a look at them each PL_HO_LOOK_MS (a
 		 * holder that let go without a word: died, or swept). */
 		if (SL_READ_ONCE(ncopies) && !REAL(poll)(&pf, 1, PL_HO_LOOK_MS)) {
-			copies_prune(false);
+			copies_prune();
 			continue;
 		}
 		n = REAL(recvmsg)(sk, &m, 0);
@@ -338,7 +338,7 @@ static void *agent_main(void *arg)
 		if (n == (ssize_t)sizeof(u.get) && u.get.magic == SL_HO_DROP) {
 			/* (UINT32_MAX: pl_agent_keep()'s wake-up alone.) */
 			if (u.get.sd != UINT32_MAX)
-				copies_prune(false);
+				copies_prune();
 			continue;
 		}
 		if (n == (ssize_t)sizeof(u.get) && u.get.magic == SL_HO_GET) {
@@ -474,4 +474,13 @@ SL_FORKTEXT void pl_agent_atfork_child(void)
 		REAL(close)(copies[i].fd);
 	ncopies = 0;
 	ho_pending = 0;
+}
+
+void pl_ho_let_go(uint32_t pid, uint32_t sd, uint32_t gen)
+{
+	const struct sl_sock *so = sl_sock(pl_sl(), sd);
+	struct sl_ho_get drop = { .magic = SL_HO_DROP, .sd = sd, .gen = gen };
+
+	if (SL_READ_ONCE(so->kp.gen) != gen || !sl_sock_type_live(SL_READ_ONCE(so->type)))
+		pl_agent_tell(pid, &drop);
 }

@@ -1749,24 +1749,9 @@ int pl_fd_lock_file(uint32_t sd)
 	return fd;
 }
 
-/* ps's stack socket, handed to the kernel by process pid (its record's
- * ho_pid), was let go here: if that was its last holder (the slot no
- * longer holds it), pid's agent can drop the copy it keeps for holders
- * (agent.c; without this word it looks each second). */
-static void ho_let_go(uint32_t pid, uint32_t sd, uint32_t gen)
-{
-	const struct sl_sock *so = sl_sock(pl_sl(), sd);
-	struct sl_ho_get drop = { .magic = SL_HO_DROP, .sd = sd, .gen = gen };
-
-	if (SL_READ_ONCE(so->kp.gen) != gen || !sl_sock_type_live(SL_READ_ONCE(so->type)))
-		pl_agent_tell(pid, &drop);
-}
-
 static void sock_release_now(struct pl_sock *ps)
 {
 	int saved_errno = errno;
-	uint32_t ho = pl_sl() ? SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->ho_pid) : 0;
-	uint32_t sd = ps->sd, gen = ps->gen;
 
 	pl_sock_locks_close(ps, !SL_READ_ONCE(ps->nfd));
 	/* The last fd of it here: its kernel twin goes (twin.c); a forked
@@ -1793,8 +1778,6 @@ static void sock_release_now(struct pl_sock *ps)
 		reap(ps->sd, false);	/* probes a lock that may be held: EAGAIN */
 	}
 	pl_put(ps);
-	if (ho && ho != (uint32_t)sl_self_pid())
-		ho_let_go(ho, sd, gen);
 	/* The program's close() succeeded.  Written only if changed: a
 	 * forked child's first write to its thread's page is a fault. */
 	if (errno != saved_errno)

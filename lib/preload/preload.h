@@ -716,6 +716,10 @@ void pl_agent_settle(uint32_t sd, uint32_t gen);	/* drop it unless others hold s
 void pl_agent_pending(int d);
 int pl_agent_tell(uint32_t pid, const struct sl_ho_get *msg);
 void pl_agent_atfork_child(void);
+/* Stack socket sd (generation gen), handed over by process pid, was let
+ * go here: if no process holds it any more, pid's agent is told
+ * (SL_HO_DROP), so its copy goes now rather than at its next look. */
+void pl_ho_let_go(uint32_t pid, uint32_t sd, uint32_t gen);
 /* Must datagram socket ps, nothing done with it yet, become a kernel
  * socket to send to (or connect to) to?  Not reached by the stack, or an
  * address of this host where no stack socket is bound (a kernel one may

@@ -801,9 +801,11 @@ bool pl_ho_take(int fd, struct pl_sock *ps)
 		errno = saved;
 		return false;
 	}
-	/* (Its release, the last holder's, tells the agent: fdtable.c.) */
 	become_kernel_x(fd, ps, ks, false, true);
 	pthread_mutex_unlock(&take_mu);
+	/* This process held the stack's socket last: the copy kept for
+	 * holders can go now (else with the agent's next look). */
+	pl_ho_let_go(pid, rq.sd, rq.gen);
 	pl_debug("fd %d: the kernel socket process %u made of socket %u", fd, pid, rq.sd);
 	errno = saved;
 	return true;
