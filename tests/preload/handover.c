@@ -356,13 +356,31 @@ static void peer_reads(const char *c, int fd, int s)
 	close(s);
 }
 
+/* The caller's side of "fork" and "scm": connect() (the hand-over), a
+ * connection from the listener that sends "k1", the other holder
+ * (process pid) let go through fd go and waited for, then the peer's. */
+static void connect_then_other(const char *c, int fd, int go, pid_t pid)
+{
+	long r = connect(fd, (struct sockaddr *)&lsn_addr, sizeof(lsn_addr));
+	int s;
+
+	printf("%s connect %ld %s\n", c, r, err(r));
+	say_kind(c, "after", fd);
+	s = take();
+	if (s < 0 || send(s, "k1", 2, 0) != 2)
+		printf("%s: no connection from the listener\n", c);
+	if (write(go, "g", 1) != 1 || waitpid(pid, NULL, 0) != pid)
+		printf("%s: no child\n", c);
+	close(go);
+	peer_reads(c, fd, s);
+}
+
 static void case_fork(void)
 {
 	const char *c = "fork";
-	int fd = socket(AF_INET, SOCK_STREAM, 0), go[2], s;
+	int fd = socket(AF_INET, SOCK_STREAM, 0), go[2];
 	pid_t pid;
 	char x;
-	long r;
 
 	say_kind(c, "before", fd);
 	if (pipe(go))
@@ -376,16 +394,7 @@ static void case_fork(void)
 		_exit(0);
 	}
 	close(go[0]);
-	r = connect(fd, (struct sockaddr *)&lsn_addr, sizeof(lsn_addr));
-	printf("%s connect %ld %s\n", c, r, err(r));
-	say_kind(c, "after", fd);
-	s = take();
-	if (s < 0 || send(s, "k1", 2, 0) != 2)
-		printf("%s: no connection from the listener\n", c);
-	if (write(go[1], "g", 1) != 1 || waitpid(pid, NULL, 0) != pid)
-		printf("%s: no child\n", c);
-	close(go[1]);
-	peer_reads(c, fd, s);
+	connect_then_other(c, fd, go[1], pid);
 }
 
 static void case_forkopt(void)
@@ -440,10 +449,9 @@ static void case_forkopt(void)
 static void case_scm(void)
 {
 	const char *c = "scm";
-	int sp[2], fd, s;
+	int sp[2], fd;
 	pid_t pid;
 	char x = 'g';
-	long r;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp))
 		return;
@@ -489,16 +497,7 @@ static void case_scm(void)
 		if (sendmsg(sp[0], &m, 0) != 1 || read(sp[0], &x, 1) != 1)
 			printf("%s: not given\n", c);
 	}
-	r = connect(fd, (struct sockaddr *)&lsn_addr, sizeof(lsn_addr));
-	printf("%s connect %ld %s\n", c, r, err(r));
-	say_kind(c, "after", fd);
-	s = take();
-	if (s < 0 || send(s, "k1", 2, 0) != 2)
-		printf("%s: no connection from the listener\n", c);
-	if (write(sp[0], "g", 1) != 1 || waitpid(pid, NULL, 0) != pid)
-		printf("%s: no child\n", c);
-	close(sp[0]);
-	peer_reads(c, fd, s);
+	connect_then_other(c, fd, sp[0], pid);
 }
 
 int main(int argc, char **argv)
