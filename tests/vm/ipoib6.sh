@@ -30,18 +30,8 @@ SUITE="IPv6 over the real ib_ipoib"
 . /opt/sluice/bin/ipoib_lib.sh
 
 in_ns_t() { timeout 120 $IP netns exec "$NS" "$@"; }
-# kctr ST NAME: a kring counter of stack ST.
-kctr() { sluice dump "$1" 2>/dev/null | sed -n "s/^  $2 *\([0-9]*\) .*/\1/p" | head -n 1; }
-# The root namespace's kernel TCP and UDP counters (as run_kring6.sh).
-kseen() {
-	awk '/^(Tcp|Udp):/ { if (!h[$1]) { for (i = 1; i <= NF; i++) c[$1, $i] = i; h[$1] = 1; next }
-		if ($1 == "Tcp:") t = $c["Tcp:", "InSegs"] " " $c["Tcp:", "OutSegs"]
-		else u = $c["Udp:", "InDatagrams"] " " $c["Udp:", "OutDatagrams"] }
-		END { printf "%s %s", t, u }' /proc/net/snmp
-	awk '$1 == "Udp6InDatagrams" || $1 == "Udp6OutDatagrams" { printf " %s", $2 } END { print "" }' \
-		/proc/net/snmp6
-}
-lines() { sed -n '/^ready$/,$p' "$1" | sed '1d; s/ [0-9]* from / from /'; }
+# kctr, kseen, lines, step, kstep (on stack $ST, STEP_TAG set per device).
+. /opt/sluice/bin/v6_lib.sh
 # hex6 ADDR: an IPv6 address as 32 hex digits (as /proc/net/if_inet6).
 hex6() {
 	echo "$1" | awk -F: '{
@@ -142,25 +132,7 @@ suite_on() {
 	mtu=$(cat /sys/class/net/$dev/mtu)
 	big=$((mtu - 48))
 
-	# step DESCRIPTION BYTES CMD...: as run_kring6.sh's.
-	step() {
-		d=$1 by=$2
-		shift 2
-		seen0=$(kseen) rx0=$(kctr $ST rx_bytes) tx0=$(kctr $ST tx_bytes)
-		out=$("$@" 2>&1 | tail -n 1)
-		seen1=$(kseen) rx1=$(kctr $ST rx_bytes) tx1=$(kctr $ST tx_bytes)
-		check "$dev: $d: $out" sh -c "echo '$out' | grep -q ' ok '"
-		check "$dev: ... through the rings (rx_bytes +$((rx1 - rx0)), tx_bytes +$((tx1 - tx0)))" \
-			[ $((rx1 - rx0)) -ge $by -a $((tx1 - tx0)) -ge $by ]
-		check "$dev: ... none of it the VM kernel's TCP or UDP ($seen0 -> $seen1)" [ "$seen0" = "$seen1" ]
-	}
-	kstep() {
-		d=$1
-		shift
-		out=$("$@" 2>&1 | tail -n 1)
-		check "$dev: $d (the kernel): $out" sh -c "echo '$out' | grep -q ' ok '"
-		sleep 2
-	}
+	STEP_TAG="$dev: "
 	step "TCP client under sluice run -> kernel [$K6]:$((b + 20)), 300000 bytes echoed" 300000 \
 		srun v6echo tcp $K6 $((b + 20)) 300000
 	kstep "TCP client -> kernel [$K6]:$((b + 20))" timeout 120 v6echo tcp $K6 $((b + 20)) 300000

@@ -44,20 +44,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# kctr NAME: a kring counter of the stack.
-kctr() { sluice dump $ST 2>/dev/null | sed -n "s/^  $1 *\([0-9]*\) .*/\1/p" | head -n 1; }
-# The root namespace's kernel TCP and UDP counters (both families): TCP
-# InSegs OutSegs, UDP InDatagrams OutDatagrams, Udp6 InDatagrams OutDatagrams.
-kseen() {
-	awk '/^(Tcp|Udp):/ { if (!h[$1]) { for (i = 1; i <= NF; i++) c[$1, $i] = i; h[$1] = 1; next }
-		if ($1 == "Tcp:") t = $c["Tcp:", "InSegs"] " " $c["Tcp:", "OutSegs"]
-		else u = $c["Udp:", "InDatagrams"] " " $c["Udp:", "OutDatagrams"] }
-		END { printf "%s %s", t, u }' /proc/net/snmp
-	awk '$1 == "Udp6InDatagrams" || $1 == "Udp6OutDatagrams" { printf " %s", $2 } END { print "" }' \
-		/proc/net/snmp6
-}
-# lines FILE: a server's lines after "ready", without their numbers.
-lines() { sed -n '/^ready$/,$p' "$1" | sed '1d; s/ [0-9]* from / from /'; }
+# kctr, kseen, lines, step, kstep (on stack $ST).
+. /opt/sluice/bin/v6_lib.sh
+STEP_TAG=
 
 lsmod | grep -q '^sluice ' || insmod /lib/modules/sluice.ko
 feat=$(sed -n 's/.*features 0x\([0-9a-f]*\).*/\1/p' /sys/kernel/debug/sluice/info | head -n 1)
@@ -104,30 +93,6 @@ ifi=$(cat /sys/class/net/slv0/ifindex)
 check "the stack is on slv0 (ifindex $ifi) through the module's rings" \
 	grep -q "^kring: ifindex $ifi, device up" /tmp/rk6-dump.out
 grep -E '^(stack|kring|ipv6|ip6)' /tmp/rk6-dump.out | sed 's/^/# dump: /'
-
-# step DESCRIPTION BYTES CMD...: a Sluice step: CMD's last line is "... ok
-# ...", the rings carried at least BYTES each way, and the VM's kernel saw
-# none of its TCP or UDP.
-step() {
-	d=$1 b=$2
-	shift 2
-	seen0=$(kseen) rx0=$(kctr rx_bytes) tx0=$(kctr tx_bytes)
-	out=$("$@" 2>&1 | tail -n 1)
-	seen1=$(kseen) rx1=$(kctr rx_bytes) tx1=$(kctr tx_bytes)
-	check "$d: $out" sh -c "echo '$out' | grep -q ' ok '"
-	check "... through the rings (rx_bytes +$((rx1 - rx0)), tx_bytes +$((tx1 - tx0)))" \
-		[ $((rx1 - rx0)) -ge $b -a $((tx1 - tx0)) -ge $b ]
-	check "... none of it the VM kernel's TCP or UDP ($seen0 -> $seen1)" [ "$seen0" = "$seen1" ]
-}
-# kstep DESCRIPTION CMD...: the same program on the VM's kernel.
-kstep() {
-	d=$1
-	shift
-	out=$("$@" 2>&1 | tail -n 1)
-	check "$d (the kernel): $out" sh -c "echo '$out' | grep -q ' ok '"
-	# Its connection's last segments, before the next step counts.
-	sleep 2
-}
 
 # Stack client -> kernel server, over IPv6: TCP 2 MB, UDP 4 x 1400.
 step "TCP client under sluice run -> kernel server [$K6]:7400, 2000000 bytes echoed" 2000000 \
