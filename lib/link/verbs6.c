@@ -91,8 +91,8 @@ static int mc6_roce(struct verbs_link *v, const uint8_t mgid[16], int opt)
 static void mc6_leave_all(struct verbs_link *v)
 {
 	for (unsigned int i = 0; i < v->mc6_n; i++) {
-		mc6_roce(v, v->mc6_joined[i], IPV6_LEAVE_GROUP);
-		VB->detach_mcast(v->qp, (const union ibv_gid *)v->mc6_joined[i], 0);
+		mc6_roce(v, v->mc6_joined[i].raw, IPV6_LEAVE_GROUP);
+		VB->detach_mcast(v->qp, &v->mc6_joined[i], 0);
 	}
 	v->mc6_n = 0;
 }
@@ -106,7 +106,9 @@ static void mc6_leave_all(struct verbs_link *v)
 void sl_verbs6_sync(struct verbs_link *v, struct sl_stack *s)
 {
 	struct sl_region *r = s->lib;
-	uint8_t want[VERBS_MC6_JOIN][16], g[16];
+	/* As union ibv_gid: the verbs calls take one, 8-byte aligned. */
+	union ibv_gid want[VERBS_MC6_JOIN];
+	uint8_t g[16];
 	unsigned int n = 0;
 
 	if (v->under || !v->mcast || zero16(r->ip6_addr) || !memcmp(v->mc6_for, r->ip6_addr, 16))
@@ -116,25 +118,25 @@ void sl_verbs6_sync(struct verbs_link *v, struct sl_stack *s)
 		sl_store_release(&r->ip6_ll_state, SL_LL_VALID);
 	}
 	mc6_leave_all(v);
-	sl_ipoib_mc6_mgid(want[n++], all_nodes, v->mgid);
+	sl_ipoib_mc6_mgid(want[n++].raw, all_nodes, v->mgid);
 	sol_node(g, r->ip6_addr);
-	sl_ipoib_mc6_mgid(want[n++], g, v->mgid);
+	sl_ipoib_mc6_mgid(want[n++].raw, g, v->mgid);
 	if (ll_valid(s) && memcmp(r->ip6_ll + 13, r->ip6_addr + 13, 3)) {
 		sol_node(g, r->ip6_ll);
-		sl_ipoib_mc6_mgid(want[n++], g, v->mgid);
+		sl_ipoib_mc6_mgid(want[n++].raw, g, v->mgid);
 	}
 	for (unsigned int i = 0; i < n; i++) {
-		int ret = VB->attach_mcast(v->qp, (const union ibv_gid *)want[i], 0);
+		int ret = VB->attach_mcast(v->qp, &want[i], 0);
 
-		if (!ret && mc6_roce(v, want[i], IPV6_JOIN_GROUP)) {
-			VB->detach_mcast(v->qp, (const union ibv_gid *)want[i], 0);
+		if (!ret && mc6_roce(v, want[i].raw, IPV6_JOIN_GROUP)) {
+			VB->detach_mcast(v->qp, &want[i], 0);
 			ret = -1;
 		}
 		if (ret) {
 			v->mcast_err = ret > 0 ? ret : EINVAL;
 			continue;
 		}
-		memcpy(v->mc6_joined[v->mc6_n++], want[i], 16);
+		v->mc6_joined[v->mc6_n++] = want[i];
 	}
 	memcpy(v->mc6_for, r->ip6_addr, 16);
 }

@@ -145,7 +145,7 @@ struct verbs_link {
 	struct verbs_neigh6 neigh6[VERBS_NEIGH6_MAX];
 	struct { uint8_t mgid[16]; struct ibv_ah *ah; } mc6_ah[VERBS_MC6_AH];
 	unsigned int mc6_ah_next;
-	uint8_t mc6_joined[VERBS_MC6_JOIN][16];	/* MGIDs attached */
+	union ibv_gid mc6_joined[VERBS_MC6_JOIN];	/* MGIDs attached */
 	unsigned int mc6_n;
 	uint8_t mc6_for[16];		/* the stack's address they were for */
 	/* Enhanced mode. */
