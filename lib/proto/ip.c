@@ -85,6 +85,15 @@ void sl_ip_input(struct sl_stack *s, uint32_t idx)
 	}
 	/* Trim link padding (Ethernet minimum frame size). */
 	b->len = (uint16_t)(tot - chain);
+	/* 0/8 is no destination (Linux's ip_route_input_slow(): a martian
+	 * destination); inside the stack 0.0.0.1-3 are the handles of ::1
+	 * and its IPv6 addresses (SL_V6TOK_*), which ip_for_us() takes:
+	 * from a link a SYN to 0.0.0.2 was answered, from 0.0.0.2. */
+	if (__builtin_expect(!(ntohl(ip->daddr) >> 24), 0) && !(b->flags & SL_BUF_LOCAL) &&
+	    ip->daddr != 0) {
+		sl_count(s, SL_C_ip_rx_martian);
+		goto drop;
+	}
 	if (!ip_for_us(s, ip->daddr)) {
 		/* A group's datagrams go to UDP, which hands them only to
 		 * sockets that joined (udp.c); nothing else takes multicast. */

@@ -257,15 +257,16 @@ static void test_established_tiny_segments_ooo(void)
 
 /* Segments a listener takes nothing from are dropped, each counted under
  * a name `sluice dump` shows, and never open a connection: a SYN from
- * 0.0.0.0 (a martian source, RFC 1122 3.2.1.3), a SYN with FIN (a
+ * 0.0.0.0 (a martian source, RFC 1122 3.2.1.3), one to 0.0.0.2, a SYN with FIN (a
  * scanner's probe; Linux drops it), an RST, a segment with neither SYN
  * nor ACK.  The same SYN from the peer, the control, is answered. */
 static void test_listen_hostile_syns(void)
 {
-	uint32_t peer = T.peer;
+	uint32_t peer = T.peer, us;
 	uint64_t tx0;
 
 	tf_init("hs");
+	us = T.us;
 	tf_listener(TF_LPORT, 8);
 	peer = T.peer;
 	tx0 = tf_counter(SL_C_tcp_tx);
@@ -274,6 +275,17 @@ static void test_listen_hostile_syns(void)
 	tf_seg(TF_LPORT, TH_SYN_, IRS, 0, 8192, NULL, 0);
 	T.peer = peer;
 	tap_eq(tf_counter(SL_C_ip_rx_martian), 1, "SYN from 0.0.0.0: dropped as a martian");
+	tap_eq(tf_counter(SL_C_tcp_tx), tx0, "and not answered");
+
+	/* 0/8 is no destination either (Linux's ip_route_input_slow():
+	 * martian destination); inside the stack 0.0.0.1-3 are the handles
+	 * of ::1 and its IPv6 addresses (SL_V6TOK_*), which a packet from a
+	 * link must not reach (the fuzzer's fragment to 0.0.0.2 was held,
+	 * and its time exceeded sent from 0.0.0.2). */
+	T.us = SL_V6TOK_ME;
+	tf_seg(TF_LPORT, TH_SYN_, IRS, 0, 8192, NULL, 0);
+	T.us = us;
+	tap_eq(tf_counter(SL_C_ip_rx_martian), 2, "SYN to 0.0.0.2: dropped as a martian");
 	tap_eq(tf_counter(SL_C_tcp_tx), tx0, "and not answered");
 
 	tf_seg(TF_LPORT, TH_SYN_ | TH_FIN_, IRS, 0, 8192, NULL, 0);
