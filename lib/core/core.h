@@ -832,19 +832,6 @@ struct sl_stack {
 	 * the wheel armed after a quiet second (sleepers may be sleeping
 	 * long), or a dead holder's state brought back. */
 	bool wake_all;
-	/*
-	 * Timers while this process is away (run/away.c): the earliest
-	 * deadline this holder's turn set (wheel ms, 0 none), armed on the
-	 * process family's timerfd at sl_unlock() if earlier than the one
-	 * it is set for; tk, that timer (NULL: none, lib/api users); tk_off,
-	 * its thread runs no turn (an exec or exit under way); tk_in_run,
-	 * the wheel's deadlines are being fired (sl_timer_run()): one set
-	 * then for another process's socket is not this process's to arm.
-	 */
-	uint64_t tk_due_ms;
-	struct sl_tk *tk;
-	bool tk_off;
-	bool tk_in_run;
 	/* Wait channels whose sleepers to wake after unlock (sl_region.wq). */
 	uint64_t wq_pending[SL_WQ_ALL / 64];
 	/* Sockets one of whose exclusive sleepers to wake after unlock

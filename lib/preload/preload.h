@@ -154,7 +154,6 @@ struct pl_config {
 	bool sock_cache;		/* SLUICE_SOCKET_CACHE (default 1): keep placeholders (fdtable.c) */
 	bool handoff;			/* SLUICE_HANDOFF (default 1): live hand-off (socket.c) */
 	bool exec_handoff;		/* SLUICE_EXEC_HANDOFF (default 1): at an exec (spawn.c) */
-	bool away;			/* SLUICE_AWAY_TIMER (default 1): away.c's thread */
 	bool inet6;			/* SLUICE_INET6 (default 1): AF_INET6 sockets in the stack */
 	bool inet6_native;		/* SLUICE_INET6_NATIVE (default 1): on IPv6 addresses too */
 	/* SLUICE_ADDR6=addr/len: the stack's IPv6 address (plen6 0: none). */
@@ -394,11 +393,6 @@ static inline int pl_timeo_ms(const struct timeval *tv)
 void pl_tapq_start(struct sl_stack *s);
 /* At exit: the server runs the stack no more (none is inside it after). */
 void pl_tapq_stop(struct sl_stack *s);
-/* away.c: the thread that runs the stack's timers while the program is
- * away; pausing it (an exec, the exit) and resuming it (the exec failed). */
-void pl_away_start(struct sl_stack *s);
-void pl_away_pause(struct sl_stack *s);
-void pl_away_resume(struct sl_stack *s);
 void pl_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A detached library thread running FN(ARG) on a stack of STACK_SIZE bytes,
  * every signal blocked in it (the program's go to its own threads): 0

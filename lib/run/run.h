@@ -96,19 +96,6 @@ uint32_t sl_keeper_token(void);
 /* A turn of this thread moved the wheel to now_us: it keeps the timers
  * while it runs the stack (the keeper's place, unless another holds it). */
 void sl_keeper_ran(struct sl_stack *s, uint64_t now_us);
-/*
- * Timers while the program is away (run/away.c): sl_tk_open() makes the
- * process family's timerfd (s->tk; forked children share it), sl_tk_fd()
- * its fd for the thread that reads it, which calls sl_tk_fire() at each
- * expiry (in the process sl_tk_mine() names); sl_tk_arm() sets it for
- * due_ms (wheel ms) if that is earlier than what it is set for, or that
- * has passed: sl_unlock() does, with the earliest deadline of the turn.
- */
-int sl_tk_open(struct sl_stack *s);
-int sl_tk_fd(struct sl_stack *s);
-bool sl_tk_mine(struct sl_stack *s);
-void sl_tk_arm(struct sl_stack *s, uint64_t due_ms);
-void sl_tk_fire(struct sl_stack *s);
 /* A slot to spin in for spin_us, among the first cap of the stack's
  * (sl_region.spin_until): its index, or -1 (as many spin already, or
  * runnable threads outnumber the machine's cpus: sleep at once).
