@@ -1583,13 +1583,8 @@ static int ep_wait_ho(int epfd, struct pl_ep *ep, struct epoll_event *evs, int m
 		n = ep_ho_sweep(ep_of(epfd), evs, n);
 		if (n || !timeout_ms)
 			return n;
-		if (timeout_ms > 0) {
-			uint64_t now = pl_now_us();
-
-			if (now >= end)
-				return 0;
-			timeout_ms = (int)((end - now + 999) / 1000);
-		}
+		if (timeout_ms > 0 && !(timeout_ms = pl_ms_until(end)))
+			return 0;
 	}
 }
 

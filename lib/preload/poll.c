@@ -373,11 +373,8 @@ static int poll_ho(struct pollfd *fds, nfds_t n, int timeout_ms)
 		}
 		if (!moved)
 			return r;
-		if (timeout_ms > 0) {
-			uint64_t now = pl_now_us();
-
-			timeout_ms = now >= end ? 0 : (int)((end - now + 999) / 1000);
-		}
+		if (timeout_ms > 0)
+			timeout_ms = pl_ms_until(end);
 	}
 }
 

@@ -809,6 +809,14 @@ bool pl_waiter_next(struct pl_waiter *w, int *sleep_ms);
 /* Spinning on a mixed set: ask the kernel about its part this round? */
 bool pl_waiter_kernel(const struct pl_waiter *w);
 uint64_t pl_now_us(void);
+/* The ms from now to end_us (pl_now_us()'s clock), rounded up: 0 once
+ * it has passed, so at least 1 before. */
+static inline int pl_ms_until(uint64_t end_us)
+{
+	uint64_t now = pl_now_us();
+
+	return now >= end_us ? 0 : (int)((end_us - now + 999) / 1000);
+}
 /* The side a mixed set sleeps on (poll.c): kernel if it was busy last. */
 extern __thread bool pl_mixed_kernel_side;
 void pl_mixed_note(int sluice_ready, int kernel_ready);
