@@ -398,29 +398,26 @@ void sl_verbs6_timer(struct verbs_link *v, struct sl_stack *s, uint64_t now_ms)
 	sl_verbs6_sync(v, s);
 	for (int i = 0; i < VERBS_NEIGH6_MAX; i++) {
 		struct verbs_neigh6 *n = &v->neigh6[i];
+		uint64_t *asked;	/* when it was last solicited */
 
 		if (n->state == VN_VALID) {
 			if (now_ms - n->updated_ms < ND_REACHABLE_MS ||
 			    (n->probe_ms && now_ms - n->probe_ms < ND_RETRANS_MS))
 				continue;
-			if (n->tries >= ND_TRIES) {
-				sl_count(s, SL_C_nd_failed);
-				n6_clear(s, n);
-				continue;
-			}
-			n->tries++;
-			n->probe_ms = now_ms;
-			nd_solicit(v, s, n->ip);
+			asked = &n->probe_ms;
 		} else if (n->state == VN_PENDING && now_ms - n->updated_ms >= ND_RETRANS_MS) {
-			if (n->tries >= ND_TRIES) {
-				sl_count(s, SL_C_nd_failed);
-				n6_clear(s, n);
-				continue;
-			}
-			n->tries++;
-			n->updated_ms = now_ms;
-			nd_solicit(v, s, n->ip);
+			asked = &n->updated_ms;
+		} else {
+			continue;
 		}
+		if (n->tries >= ND_TRIES) {
+			sl_count(s, SL_C_nd_failed);
+			n6_clear(s, n);
+			continue;
+		}
+		n->tries++;
+		*asked = now_ms;
+		nd_solicit(v, s, n->ip);
 	}
 }
 
