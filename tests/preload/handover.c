@@ -356,6 +356,38 @@ static void peer_reads(const char *c, int fd, int s)
 	close(s);
 }
 
+/* A child that holds every fd too and goes on once told (a "g" on a
+ * pipe): 0 in it, its pid in the caller with the pipe's end to tell it
+ * by in *go; -1 without a pipe. */
+static pid_t fork_told(int *go)
+{
+	int p[2];
+	pid_t pid;
+	char x;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		close(p[1]);
+		if (read(p[0], &x, 1) != 1)
+			_exit(1);
+		return 0;
+	}
+	close(p[0]);
+	*go = p[1];
+	return pid;
+}
+
+/* Tell the other holder (process pid, told through go) to go on, and wait
+ * for it. */
+static void tell_and_wait(const char *c, int go, pid_t pid)
+{
+	if (write(go, "g", 1) != 1 || waitpid(pid, NULL, 0) != pid)
+		printf("%s: no child\n", c);
+	close(go);
+}
+
 /* The caller's side of "fork" and "scm": connect() (the hand-over), a
  * connection from the listener that sends "k1", the other holder
  * (process pid) let go through fd go and waited for, then the peer's. */
@@ -369,56 +401,45 @@ static void connect_then_other(const char *c, int fd, int go, pid_t pid)
 	s = take();
 	if (s < 0 || send(s, "k1", 2, 0) != 2)
 		printf("%s: no connection from the listener\n", c);
-	if (write(go, "g", 1) != 1 || waitpid(pid, NULL, 0) != pid)
-		printf("%s: no child\n", c);
-	close(go);
+	tell_and_wait(c, go, pid);
 	peer_reads(c, fd, s);
 }
 
 static void case_fork(void)
 {
 	const char *c = "fork";
-	int fd = socket(AF_INET, SOCK_STREAM, 0), go[2];
+	int fd = socket(AF_INET, SOCK_STREAM, 0), go;
 	pid_t pid;
-	char x;
 
 	say_kind(c, "before", fd);
-	if (pipe(go))
+	pid = fork_told(&go);
+	if (pid < 0)
 		return;
-	pid = fork();
 	if (!pid) {
-		close(go[1]);
-		if (read(go[0], &x, 1) != 1)
-			_exit(1);
 		other_holder(c, fd);
 		_exit(0);
 	}
-	close(go[0]);
-	connect_then_other(c, fd, go[1], pid);
+	connect_then_other(c, fd, go, pid);
 }
 
 static void case_forkopt(void)
 {
 	const char *c = "forkopt";
-	int fd = socket(AF_INET, SOCK_STREAM, 0), go[2], s = -1, one = 1;
+	int fd = socket(AF_INET, SOCK_STREAM, 0), go, s = -1, one = 1;
 	struct sockaddr_in peer;
 	socklen_t pl = sizeof(peer);
 	char b[8] = "";
 	pid_t pid;
-	char x;
 	long r;
 
 	say_kind(c, "before", fd);
-	if (pipe(go))
+	pid = fork_told(&go);
+	if (pid < 0)
 		return;
-	pid = fork();
 	if (!pid) {
 		int v = 0;
 		socklen_t vl = sizeof(v);
 
-		close(go[1]);
-		if (read(go[0], &x, 1) != 1)
-			_exit(1);
 		r = getsockopt(fd, IPPROTO_IP, IP_FREEBIND, &v, &vl);
 		printf("%s other: option %ld %s %d\n", c, r, err(r), v);
 		r = connect(fd, (struct sockaddr *)&lsn_addr, sizeof(lsn_addr));
@@ -426,13 +447,10 @@ static void case_forkopt(void)
 		say_kind(c, "other, after", fd);
 		_exit(0);
 	}
-	close(go[0]);
 	r = setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one));
 	printf("%s setsockopt %ld %s\n", c, r, err(r));
 	say_kind(c, "after", fd);
-	if (write(go[1], "g", 1) != 1 || waitpid(pid, NULL, 0) != pid)
-		printf("%s: no child\n", c);
-	close(go[1]);
+	tell_and_wait(c, go, pid);
 	r = getpeername(fd, (struct sockaddr *)&peer, &pl);
 	printf("%s peer %s %d\n", c, err(r), !r && peer.sin_port == lsn_addr.sin_port);
 	s = take();
