@@ -730,6 +730,36 @@ static void test_established_rto_in_recovery(void)
 	tf_finish();
 }
 
+/* An RTO during an ECN reduction (Linux's CWR state): tcp_enter_loss()
+ * keeps the ssthresh the ECN-Echo set while SND.UNA is short of where
+ * the reduction began (high_seq), as inside a recovery; reduced again
+ * from what was left in flight before (0.7 x 0.7, or of the flight). */
+static void test_established_rto_in_ecn_cwr(void)
+{
+	struct sl_sock *so;
+	uint32_t iss, ssthresh;
+
+	tf_init("rc");
+	so = conn(&iss, false);
+	so->tcp.ecn |= SL_ECN_OK;	/* agreed in the handshake */
+	sl_tcp_send(T.s, so, pattern, 10000, 0, tf_now_us);
+	tf_advance_ms(10);
+	tf_seg_full(TF_PPORT, ntohs(so->lport), TH_ACK_ | TH_ECE_, IRS + 1, iss + 1001, 65535,
+		    NULL, NULL, 0);
+	tap_ok(so->tcp.ecn & SL_ECN_CWR_WND, "an ECN-Echo: the reduction begins");
+	ssthresh = so->tcp.ssthresh;
+	tap_eq(ssthresh, 10000 * 717 / 1024, "ssthresh = beta_cubic * cwnd");
+	tf_clear();
+	tap_ok(wait_frame(2000) < 2000 && tf_last().seq == iss + 1001, "the rest lost: the RTO");
+	tap_eq(tf_counter(SL_C_tcp_rto), 1, "counted");
+	tap_eq(so->tcp.ssthresh, ssthresh, "ssthresh kept");
+	tap_eq(so->tcp.cwnd, 1000, "cwnd one segment");
+	tap_ok(!(so->tcp.ecn & SL_ECN_CWR_WND) && (so->tcp.ecn & SL_ECN_QUEUE_CWR),
+	       "the timeout's reduction replaces the ECN one; CWR still to go");
+	ack(so, so->tcp.snd_max, NULL);
+	tf_finish();
+}
+
 static void test_established_cubic_growth(void)
 {
 	struct sl_sock *so;
@@ -1093,6 +1123,7 @@ int main(void)
 	test_established_tlp_episode();
 	test_established_tlp_at_rto();
 	test_established_rto_in_recovery();
+	test_established_rto_in_ecn_cwr();
 	test_established_cubic_growth();
 	test_established_user_timeout();
 	test_established_reno();

@@ -1263,14 +1263,18 @@ static void loss_frto_send(struct sl_stack *s, struct sl_sock *so, uint64_t now_
  * it reduces cwnd and goes back): the first of a series, or one after
  * the last episode's data was all acknowledged, keeps what an undo would
  * restore and starts an episode; F-RTO judges it unless it came during a
- * fast recovery (a repeated timeout may: RFC 5682 3.2). */
+ * fast recovery (a repeated timeout may: RFC 5682 3.2). One during an
+ * ECN reduction (Linux's CWR state) keeps the ssthresh the ECN-Echo set
+ * until SND.UNA reaches the point the reduction began at, as one during
+ * a recovery does: RFC 5681 3.1 eq. 4, once a window. */
 bool sl_tcp_undo_rto(struct sl_stack *s, struct sl_sock *so)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	bool fresh = !(tp->tflags & SL_TF_RECOVERY) && !(tp->undo & SL_UNDO_LOSS);
-	/* Linux's tcp_enter_loss(): outside Recovery and Loss, SND.UNA past
-	 * the recovery point, or the first RTO of a Loss. */
-	bool reduce = fresh || !SEQ_LT(tp->snd_una, tp->recover) ||
+	bool cwr = fresh && (tp->ecn & SL_ECN_CWR_WND);
+	/* Linux's tcp_enter_loss(): outside Recovery, CWR and Loss, SND.UNA
+	 * past the recovery point (high_seq), or the first RTO of a Loss. */
+	bool reduce = (fresh && !cwr) || !SEQ_LT(tp->snd_una, cwr ? tp->ecn_high : tp->recover) ||
 		      ((tp->undo & SL_UNDO_LOSS) && !tp->backoff);
 
 	(void)s;
