@@ -257,6 +257,129 @@ static void test_cc_hystart_delay(void)
 	tap_ok(tp.ssthresh > tp.cwnd, "HyStart: not below 16 segments");
 }
 
+/* Cube root by Newton's method (no libm here); x >= 0. */
+static double cbrt_d(double x)
+{
+	double r = x > 1 ? x : 1;
+
+	for (int i = 0; i < 200; i++)
+		r = (2 * r + x / (r * r)) / 3;
+	return r;
+}
+
+/*
+ * Linux's CUBIC in congestion avoidance, in packets, for the figures the
+ * next test holds Sluice to: tcp_cubic.c's bictcp_update() (ack_cnt, the
+ * once-a-jiffy and HZ/32 recomputation of cnt, K and the origin at the
+ * epoch's start, the target at t + delay_min, "cnt" at most 20 while
+ * last_max_cwnd is 0, the Reno-friendly tcp_cwnd with beta_scale 15,
+ * cnt at least 2) and tcp_cong_avoid_ai(); HZ 1000, every ACK of a round
+ * at the same instant, one segment each, as rtt_of_acks(). Doubles for
+ * K and the cube where Linux works in 1/1024 s.
+ */
+static uint32_t linux_cubic_ca(uint32_t cwnd, uint32_t last_max, int rtts, uint32_t rtt_ms)
+{
+	uint32_t cnt = 0, cwnd_cnt = 0, ack_cnt = 0, tcp_cwnd = 0, origin = 0, last_cwnd = 0;
+	uint64_t epoch = 0, last_time = 0, now = 1000;
+	double k = 0;
+
+	for (int r = 0; r < rtts; r++, now += rtt_ms) {
+		uint32_t n = cwnd;
+
+		for (uint32_t i = 0; i < n; i++) {
+			ack_cnt++;
+			if (last_cwnd == cwnd && now - last_time <= 1000 / 32)
+				goto ai;
+			if (!epoch || now != last_time) {
+				double t, d;
+				uint32_t delta, target;
+
+				last_cwnd = cwnd;
+				last_time = now;
+				if (!epoch) {
+					epoch = now;
+					ack_cnt = 1;
+					tcp_cwnd = cwnd;
+					k = last_max <= cwnd ? 0 : cbrt_d((last_max - cwnd) / 0.4);
+					origin = last_max <= cwnd ? cwnd : last_max;
+				}
+				t = (double)(now - epoch + rtt_ms) / 1000;
+				d = t < k ? k - t : t - k;
+				d = 0.4 * d * d * d;
+				delta = (uint32_t)d;
+				target = t < k ? origin - delta : origin + delta;
+				cnt = target > cwnd ? cwnd / (target - cwnd) : 100 * cwnd;
+				if (!last_max && cnt > 20)
+					cnt = 20;
+			}
+			while (ack_cnt > (cwnd * 15) >> 3) {
+				ack_cnt -= (cwnd * 15) >> 3;
+				tcp_cwnd++;
+			}
+			if (tcp_cwnd > cwnd && cnt > cwnd / (tcp_cwnd - cwnd))
+				cnt = cwnd / (tcp_cwnd - cwnd);
+			if (cnt < 2)
+				cnt = 2;
+ai:
+			if (cwnd_cnt >= cnt) {
+				cwnd_cnt = 0;
+				cwnd++;
+			}
+			if (++cwnd_cnt >= cnt) {
+				cwnd += cwnd_cnt / cnt;
+				cwnd_cnt -= cwnd_cnt / cnt * cnt;
+			}
+		}
+	}
+	return cwnd;
+}
+
+/*
+ * CUBIC after an RTO, as Linux: tcp_enter_loss() takes ssthresh from
+ * cubictcp_recalc_ssthresh() (0.7 cwnd; fast convergence moves W_max),
+ * then cubictcp_state() on TCP_CA_Loss resets it all (bictcp_reset():
+ * last_max_cwnd 0, epoch 0). Slow start back to ssthresh, then
+ * avoidance from cwnd with K = 0 and at least 5 % a round: over 10 rounds
+ * of 10 ms Linux's figures (linux_cubic_ca()) give 70 -> 113 segments,
+ * where a W_max kept (85, after fast convergence from 120) gives 73.
+ */
+static void test_cc_rto_resets_wmax(void)
+{
+	struct sl_tcp_sock tp = tcb();
+	uint64_t now = 1000000;
+	uint32_t want, kept, got;
+
+	tp.cwnd = 100 * MSS;
+	tp.cc_wmax = 120 * MSS;			/* an earlier loss's W_max */
+	tp.tflags &= ~SL_TF_NOWMAX;
+	tp.snd_nxt = tp.cwnd;
+	sl_tcp_cc_rto(&tp, true);
+	tap_eq(tp.ssthresh, 100 * MSS * 717 / 1024, "RTO: ssthresh = 0.7 cwnd (cubictcp_recalc_ssthresh)");
+	tap_ok(tp.cc_wmax == 0 && (tp.tflags & SL_TF_NOWMAX),
+	       "RTO: no W_max after it (bictcp_reset() on TCP_CA_Loss)");
+	tp.snd_una = 0;
+	while (tp.cwnd < tp.ssthresh) {
+		tp.snd_nxt = tp.cwnd;
+		sl_tcp_cc_ack(&tp, MSS, now);
+	}
+	now += tp.srtt_us;
+	tap_ok(tp.cwnd - tp.ssthresh < MSS, "slow start back to ssthresh (%u)", tp.cwnd);
+	want = linux_cubic_ca(tp.cwnd / MSS, 0, 10, 10);
+	kept = linux_cubic_ca(tp.cwnd / MSS, 120 * 1741 / 2048, 10, 10);
+	for (int i = 0; i < 10; i++)
+		rtt_of_acks(&tp, &now);
+	got = tp.cwnd / MSS;
+	tap_ok(got * 100 >= want * 95 && got * 100 <= want * 105,
+	       "10 rounds after: %u segments, Linux's figure %u (with W_max kept: %u)", got, want,
+	       kept);
+	/* The next loss sets W_max again, from cwnd (none to converge from). */
+	tp.snd_nxt = tp.cwnd;
+	got = tp.cwnd;
+	sl_tcp_cc_loss(&tp, now);
+	tap_ok(tp.cc_wmax == got && !(tp.tflags & SL_TF_NOWMAX),
+	       "a loss after it: W_max = cwnd, the 5 %% floor off");
+}
+
 int main(void)
 {
 	test_cc_initial_and_slow_start();
@@ -268,5 +391,6 @@ int main(void)
 	test_cc_slow_start_stretch_ack();
 	test_cc_ecn_cwr();
 	test_cc_hystart_delay();
+	test_cc_rto_resets_wmax();
 	return tap_done();
 }

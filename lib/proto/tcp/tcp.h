@@ -182,6 +182,11 @@ enum sl_tcp_state {
  * segment that carries SACK blocks: it goes first, once (Linux
  * rx_opt.dsack, tcp_options_write()). */
 #define SL_TF_DSACK	0x20000000
+/* CUBIC has no W_max (Linux's last_max_cwnd 0): from the start, and
+ * after every RTO (cubictcp_state() resets it on entering Loss) until the
+ * next reduction sets one; congestion avoidance then grows cwnd at least
+ * 5 % a round trip (bictcp_update(): cnt at most 20). tcp_cc.c. */
+#define SL_TF_NOWMAX	0x40000000
 
 /* sl_tcp_sock.urg_data, as Linux's tp->urg_data: the low byte is the
  * urgent byte once it arrived (SL_URG_VALID). */

@@ -58,6 +58,7 @@ void sl_tcp_cc_init(struct sl_tcp_sock *tp)
 	tp->cwnd = initial_window(tp);
 	tp->ssthresh = 0x7fffffff;	/* RFC 5681 3.1: arbitrarily high */
 	tp->cc_wmax = 0;
+	tp->tflags |= SL_TF_NOWMAX;
 	tp->cc_epoch_us = 0;
 	tp->cc_acc = 0;
 }
@@ -84,6 +85,9 @@ static uint64_t cubic_w(const struct sl_tcp_sock *tp, uint64_t t_us)
 	return w < (int64_t)tp->mss ? tp->mss : (uint64_t)w;
 }
 
+/* An epoch begins: W(t) from W_max, or with none (or cwnd past it) from
+ * cwnd with K = 0, cc_wmax then the curve's origin (Linux's
+ * bic_origin_point). */
 static void cubic_start_epoch(struct sl_tcp_sock *tp, uint32_t mss, uint64_t now_us)
 {
 	tp->cc_epoch_us = now_us ? now_us : 1;
@@ -148,8 +152,15 @@ void sl_tcp_cc_ack(struct sl_tcp_sock *tp, uint32_t acked, uint64_t now_us)
 	if (cubic_w(tp, now_us - tp->cc_epoch_us) < tp->cc_west) {
 		if (tp->cc_west > tp->cwnd)
 			tp->cwnd = tp->cc_west;
-		return;
+		if (!(tp->tflags & SL_TF_NOWMAX))
+			return;
+		target = tp->cwnd;
 	}
+	/* No W_max, nothing known of the path: at least 5 % a round trip,
+	 * as Linux's bictcp_update() ("cnt" at most 20 while last_max_cwnd
+	 * is 0), whichever of the curve and the estimate is lower. */
+	if ((tp->tflags & SL_TF_NOWMAX) && target < tp->cwnd + tp->cwnd / 20)
+		target = tp->cwnd + tp->cwnd / 20;
 	/* RFC 9438 4.4/4.5: grow by (target - cwnd) / cwnd per acked MSS. */
 	tp->cc_acc += (uint32_t)((target - tp->cwnd) * acked / cwnd);
 	/* At the plateau, still one MSS per 100 RTTs (as Linux's cubic). */
@@ -189,10 +200,11 @@ static void cubic_reduce(struct sl_tcp_sock *tp)
 		return;
 	}
 
-	if (w < tp->cc_wmax)
+	if (w < tp->cc_wmax && !(tp->tflags & SL_TF_NOWMAX))
 		tp->cc_wmax = (uint32_t)((uint64_t)w * (1024 + CUBIC_BETA) / 2048);
 	else
 		tp->cc_wmax = w;
+	tp->tflags &= ~SL_TF_NOWMAX;
 	if (flight < w)
 		w = flight > mss ? flight : w;
 	tp->ssthresh = max_u32((uint32_t)((uint64_t)w * CUBIC_BETA / 1024), 2 * mss);
@@ -225,16 +237,26 @@ void sl_tcp_cc_cwr(struct sl_tcp_sock *tp)
 }
 
 /*
- * An RTO: cwnd one segment; ssthresh and W_max reduced only when reduce
+ * An RTO: cwnd one segment; ssthresh reduced only when reduce
  * (sl_tcp_undo_rto(): as Linux's tcp_enter_loss(), not on a timeout inside
  * a fast recovery or after another of the series, RFC 5681 3.1 eq. 4: the
  * reduction for that window was made; before, one inside a recovery
- * reduced again from the flight left, 0.7 x 0.7 and less).
+ * reduced again from the flight left, 0.7 x 0.7 and less).  Then CUBIC
+ * starts over, as Linux's cubictcp_state() on entering Loss
+ * (bictcp_reset(), bictcp_hystart_reset()): no W_max (what fast
+ * convergence just set goes too), no epoch, a new HyStart round; before,
+ * W_max was kept and avoidance after the timeout crept back to the old
+ * window along the concave curve.
  */
 void sl_tcp_cc_rto(struct sl_tcp_sock *tp, bool reduce)
 {
 	if (reduce)
 		cubic_reduce(tp);
+	tp->cc_wmax = 0;
+	tp->tflags |= SL_TF_NOWMAX;
+	tp->cc_epoch_us = 0;
+	tp->cc_acc = 0;
+	tp->hs_end_seq = 0;
 	tp->cwnd = tp->mss;		/* RFC 5681 3.1: LW = 1 SMSS */
 	tp->ecn &= (uint8_t)~SL_ECN_CWR_WND;	/* the timeout's reduction replaces it */
 	ecn_queue_cwr(tp);
