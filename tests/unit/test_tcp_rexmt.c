@@ -760,6 +760,88 @@ static void test_established_rto_in_ecn_cwr(void)
 	tf_finish();
 }
 
+/* The data segments sent since tf_clear(), as "seq-offset," pairs from
+ * iss + 1, in buf. */
+static const char *sent_since(uint32_t iss, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	buf[0] = 0;
+	for (unsigned int i = 0; i < T.n && o < len; i++) {
+		struct tf_seg g = tf_parse(i);
+
+		if (g.plen)
+			o += (size_t)snprintf(buf + o, len - o, "%u,", g.seq - iss - 1);
+	}
+	return buf;
+}
+
+/*
+ * The SACK scoreboard outlives an RTO, as Linux's tcp_timeout_mark_lost():
+ * what was SACKed is not sent again, and cwnd does not count it (Linux's
+ * tcp_packets_in_flight()), even when the ACKs after the RTO repeat no
+ * SACK block; unless the first unacknowledged segment is SACKed
+ * (reneging, RFC 2018 8): then every mark goes. Ten segments, the fourth
+ * SACKed, the first three lost, a recovery, its retransmission lost, the
+ * RTO.
+ */
+static void test_established_rto_keeps_sack(void)
+{
+	struct tf_opts o = { .nsack = 1 };
+	struct sl_sock *so;
+	uint32_t iss;
+	char buf[128];
+
+	tf_init("rs");
+	so = conn(&iss, true);
+	for (int i = 0; i < 10; i++)
+		sl_tcp_send(T.s, so, pattern, 1000, 0, tf_now_us);
+	tf_advance_ms(10);
+	o.sack[0][0] = iss + 3001;
+	o.sack[0][1] = iss + 4001;
+	ack(so, iss + 1, &o);
+	tf_clear();
+	tap_ok(wait_frame(2000) < 2000 && tf_counter(SL_C_tcp_rto) == 0 && T.n,
+	       "SACK of the fourth: the first sent again (RACK)");
+	while (tf_counter(SL_C_tcp_rto) == 0 && wait_frame(2000) < 2000)
+		;
+	tap_eq(tf_counter(SL_C_tcp_rto), 1, "the retransmission lost too: the RTO");
+	tap_ok(so->tcp.sacked_bytes == 1000, "the SACKed segment still marked (%u)",
+	       so->tcp.sacked_bytes);
+	tf_advance_ms(10);
+	tf_clear();
+	ack(so, iss + 1001, NULL);
+	tap_ok(!strcmp(sent_since(iss, buf, sizeof(buf)), "1000,2000,"),
+	       "an ACK with no SACK block: the second and third again (%s)", buf);
+	tf_advance_ms(10);
+	tf_clear();
+	ack(so, iss + 2001, NULL);
+	tap_ok(!strcmp(sent_since(iss, buf, sizeof(buf)), "4000,5000,"),
+	       "the next: the SACKed fourth stepped over, two after it (%s)", buf);
+	ack(so, so->tcp.snd_max, NULL);
+	tf_finish();
+
+	/* Reneging: SND.UNA reached a SACKed segment, and the RTO still came. */
+	tf_init("rn");
+	so = conn(&iss, true);
+	for (int i = 0; i < 4; i++)
+		sl_tcp_send(T.s, so, pattern, 1000, 0, tf_now_us);
+	tf_advance_ms(10);
+	o.sack[0][0] = iss + 2001;
+	o.sack[0][1] = iss + 3001;
+	ack(so, iss + 1, &o);
+	tf_advance_ms(1);
+	ack(so, iss + 2001, NULL);
+	tf_clear();
+	while (tf_counter(SL_C_tcp_rto) == 0 && wait_frame(2000) < 2000)
+		;
+	tap_ok(tf_counter(SL_C_tcp_rto) == 1 && so->tcp.sacked_bytes == 0,
+	       "reneging: at the RTO every SACK mark dropped");
+	tap_ok(tf_last().seq == iss + 2001, "the SACKed head sent again");
+	ack(so, so->tcp.snd_max, NULL);
+	tf_finish();
+}
+
 static void test_established_cubic_growth(void)
 {
 	struct sl_sock *so;
@@ -1124,6 +1206,7 @@ int main(void)
 	test_established_tlp_at_rto();
 	test_established_rto_in_recovery();
 	test_established_rto_in_ecn_cwr();
+	test_established_rto_keeps_sack();
 	test_established_cubic_growth();
 	test_established_user_timeout();
 	test_established_reno();

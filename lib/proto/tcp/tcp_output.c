@@ -864,6 +864,29 @@ static unsigned int chain_more(struct sl_stack *s, struct sl_sock *so, uint32_t 
 	return n;
 }
 
+/*
+ * Going back after an RTO (SND.NXT below SND.MAX, no fast recovery), the
+ * SACKed bytes between SND.UNA and SND.NXT: not in flight, so cwnd does
+ * not count them, as Linux's tcp_packets_in_flight() leaves sacked_out
+ * out (sl_tcp_go_back() keeps the marks). 0 otherwise, or with none.
+ */
+static uint32_t sacked_below_nxt(struct sl_stack *s, const struct sl_tcp_sock *tp)
+{
+	uint32_t n = 0, steps = 0;
+
+	if (!tp->sacked_bytes || !SEQ_LT(tp->snd_nxt, tp->snd_max) ||
+	    (tp->tflags & SL_TF_RECOVERY))
+		return 0;
+	for (uint32_t i = tp->sndq_head; sl_buf_next(s, i, &steps); i = sl_buf(s, i)->next_idx) {
+		const struct sluice_buf *b = sl_buf(s, i);
+
+		if (!SEQ_LT(b->seq, tp->snd_nxt))
+			break;
+		if (b->flags & SL_TBF_SACKED)
+			n += b->aux;
+	}
+	return n;
+}
 /* Cut buffer idx after at payload bytes; the tail goes to a new buffer
  * behind it.  The one copy on the send path, taken only when the peer's
  * window is smaller than a queued segment. */
@@ -900,6 +923,7 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	uint32_t idx = tp->sndq_head, last = SLUICE_IDX_NONE, steps = 0, chain_last, clen, seglen;
+	uint32_t sacked;
 	bool sent = false, local = sl_ip_is_local(s, so->raddr);
 	unsigned int n;
 	bool fin;
@@ -919,6 +943,7 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	tp->gso_cnt = 0;	/* a pass starts a GSO packet (psh()) */
 	if (SEQ_LT(tp->snd_nxt, tp->snd_una))
 		tp->snd_nxt = tp->snd_una;
+	sacked = sacked_below_nxt(s, tp);
 	/* RFC 5681 4.1: nothing in flight, data to send, and no segment
 	 * received for more than an RTO: restart from the restart window. */
 	if (tp->snd_una == tp->snd_max && SEQ_LT(tp->snd_nxt, tp->snd_end) &&
@@ -940,6 +965,7 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		rexmit = SEQ_LT(b->seq, tp->snd_max);
 		if (rexmit && (b->flags & SL_TBF_SACKED)) {
 			tp->snd_nxt = end;
+			sacked += len;
 			idx = b->next_idx;
 			continue;
 		}
@@ -969,7 +995,8 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 			wnd += (uint32_t)tp->dupacks * tp->mss;
 		if (tp->snd_wnd < wnd)
 			wnd = tp->snd_wnd;
-		usable = SEQ_GT(tp->snd_una + wnd, tp->snd_nxt) ? tp->snd_una + wnd - tp->snd_nxt : 0;
+		usable = SEQ_GT(tp->snd_una + wnd + sacked, tp->snd_nxt) ?
+				 tp->snd_una + wnd + sacked - tp->snd_nxt : 0;
 		rwnd_left = SEQ_GT(tp->snd_una + tp->snd_wnd, tp->snd_nxt) ?
 				    tp->snd_una + tp->snd_wnd - tp->snd_nxt : 0;
 		/* A SACK recovery sends what PRR left it (tcp_input.c,

@@ -161,19 +161,34 @@ static void backoff_rto(struct sl_tcp_sock *tp)
 		tp->backoff++;
 }
 
-/* RFC 2018 8, RFC 6298 5.4: go back to the first unacknowledged byte;
- * SACK marks are dropped (the receiver may have discarded SACKed data). */
+/*
+ * RFC 6298 5.4: go back to the first unacknowledged byte and send again
+ * what is not SACKed (sl_tcp_output() steps over SACKed data, and counts
+ * it out of the flight).  The SACK marks stay, as Linux's
+ * tcp_timeout_mark_lost() keeps them, unless the first unacknowledged
+ * segment is marked: the receiver then dropped data it had SACKed
+ * (reneging, RFC 2018 8), so none of the marks is believed.  Before, every
+ * RTO dropped them, and a segment SACKed before it went again unless a
+ * later ACK repeated its block first.
+ */
 void sl_tcp_go_back(struct sl_stack *s, struct sl_tcp_sock *tp)
 {
 	uint32_t steps = 0;
+	bool reneg = sl_buf_some(s, tp->sndq_head) &&
+		     (sl_buf(s, tp->sndq_head)->flags & SL_TBF_SACKED);
+	uint16_t drop = reneg ? SL_TBF_SACKED | SL_TBF_RECOV | SL_TBF_LOST :
+				SL_TBF_RECOV | SL_TBF_LOST;
 
 	for (uint32_t i = tp->sndq_head; sl_buf_next(s, i, &steps);
 	     i = sl_buf(s, i)->next_idx)
-		sl_buf(s, i)->flags &= ~(SL_TBF_SACKED | SL_TBF_RECOV | SL_TBF_LOST);
-	tp->sacked_bytes = 0;
+		sl_buf(s, i)->flags &= (uint16_t)~drop;
+	if (reneg || !tp->sacked_bytes) {
+		tp->sacked_bytes = 0;
+		tp->rack &= (uint8_t)~SL_RACK_HIGH;
+	}
 	tp->t_tlp = 0;
 	tp->t_reo = 0;
-	tp->rack &= (uint8_t)~(SL_RACK_HIGH | SL_RACK_ADVANCED);
+	tp->rack &= (uint8_t)~SL_RACK_ADVANCED;
 	tp->tflags &= ~(SL_TF_TLP | SL_TF_TLP_RETX);
 	tp->snd_nxt = tp->snd_una;
 	tp->sndq_hint = SLUICE_IDX_NONE;
