@@ -42,6 +42,7 @@
 #include <linux/vmalloc.h>
 #include <net/arp.h>
 #include <net/ip.h>
+#include <net/ip6_route.h>
 #include <net/ipv6.h>
 #include <net/neighbour.h>
 /* __skb_gso_segment(): netdevice.h up to 6.4, then net/gso.h, which udp.h includes */
@@ -686,12 +687,61 @@ static bool sluice_kring_tx_ok6(struct sk_buff *skb, u32 len,
 }
 
 /*
+ * The route of one kick's routed IPv6 packets: its last destination and
+ * source and the next hop the kernel's route gave them.  A kick's batch
+ * to one peer asks the FIB once (the kernel's TCP keeps a route a
+ * socket); nothing is kept past the kick, so a route changed since is
+ * the next kick's.
+ */
+struct sluice_route6 {
+	bool valid;
+	struct in6_addr daddr, saddr, nh;
+};
+
+/*
+ * The next hop out of @dev for the IPv6 packet in @skb: the gateway of
+ * the kernel's route (ip6_route_output(), the FIB's rules and tables,
+ * as for a kernel socket bound to @dev), or its destination where the
+ * route has none.  False for no route (an unreachable, prohibit or
+ * blackhole one among them) or one through another device.
+ */
+static bool sluice_kring_route6(struct net_device *dev, struct sk_buff *skb,
+				struct sluice_route6 *rc)
+{
+	const struct ipv6hdr *ip6h = ipv6_hdr(skb);
+	struct flowi6 fl6 = {};
+	struct dst_entry *dst;
+	bool ok;
+
+	if (rc->valid && ipv6_addr_equal(&rc->daddr, &ip6h->daddr) &&
+	    ipv6_addr_equal(&rc->saddr, &ip6h->saddr))
+		return true;
+	fl6.flowi6_oif = dev->ifindex;
+	fl6.daddr = ip6h->daddr;
+	fl6.saddr = ip6h->saddr;
+	fl6.flowi6_proto = ip6h->nexthdr;
+	dst = ip6_route_output(dev_net(dev), NULL, &fl6);
+	ok = !dst->error && dst->dev == dev;
+	if (ok) {
+		rc->daddr = ip6h->daddr;
+		rc->saddr = ip6h->saddr;
+		rc->nh = *rt6_nexthop(container_of(dst, struct rt6_info, dst),
+				      &ip6h->daddr);
+	}
+	rc->valid = ok;
+	dst_release(dst);
+	return ok;
+}
+
+/*
  * Send the IPv6 packet of tx descriptor @d (read, flags checked): to its
- * destination as the on-link next hop, resolved by Neighbour Discovery.
+ * destination as the on-link next hop, or with SLUICE_KRING_TX_ROUTE to
+ * its route's, resolved by Neighbour Discovery.
  */
 static void sluice_kring_tx6(struct sluice_kring_state *kr,
 			     struct net_device *dev, u32 i,
-			     const struct sluice_kring_tx *d)
+			     const struct sluice_kring_tx *d,
+			     struct sluice_route6 *rc)
 {
 	struct sluice_kring *k = kr->k;
 	struct in6_addr nh;
@@ -712,6 +762,14 @@ static void sluice_kring_tx6(struct sluice_kring_state *kr,
 	if (!sluice_kring_tx_ok6(skb, d->len, &nh)) {
 		kfree_skb(skb);
 		goto bad_desc;
+	}
+	if (d->flags & SLUICE_KRING_TX_ROUTE) {
+		if (!sluice_kring_route6(dev, skb, rc)) {
+			kfree_skb(skb);
+			sluice_kring_count(&k->tx_drop, 1);
+			return;
+		}
+		nh = rc->nh;
 	}
 	skb->protocol = htons(ETH_P_IPV6);
 	skb->dev = dev;
@@ -735,7 +793,8 @@ bad_desc:
  * there: user space may change the slot while we look.
  */
 static void sluice_kring_tx_one(struct sluice_kring_state *kr,
-				struct net_device *dev, u32 i)
+				struct net_device *dev, u32 i,
+				struct sluice_route6 *rc)
 {
 	struct sluice_kring *k = kr->k;
 	struct sluice_kring_tx d;
@@ -749,8 +808,9 @@ static void sluice_kring_tx_one(struct sluice_kring_state *kr,
 	d.reserved = READ_ONCE(sluice_tx_desc(kr, i)->reserved);
 	/* IPv4's checks as before: the flags test was always there. */
 	if (unlikely(d.flags)) {
-		if (d.flags == SLUICE_KRING_TX_IPV6) {
-			sluice_kring_tx6(kr, dev, i, &d);
+		if (d.flags == SLUICE_KRING_TX_IPV6 ||
+		    d.flags == (SLUICE_KRING_TX_IPV6 | SLUICE_KRING_TX_ROUTE)) {
+			sluice_kring_tx6(kr, dev, i, &d, rc);
 			return;
 		}
 		goto bad_desc;
@@ -796,6 +856,7 @@ int sluice_ioc_kring_kick(struct file *file, void __user *uarg)
 {
 	struct sluice_stack *st = sluice_stack_of(file);
 	struct sluice_kring_state *kr;
+	struct sluice_route6 rc = {};
 	struct sluice_kring_kick c;
 	struct sluice_kdev *kdev;
 	struct net_device *dev;
@@ -837,7 +898,7 @@ int sluice_ioc_kring_kick(struct file *file, void __user *uarg)
 		kr->tx_cons = prod;
 	}
 	for (n = prod - kr->tx_cons; n; n--) {
-		sluice_kring_tx_one(kr, dev, kr->tx_cons);
+		sluice_kring_tx_one(kr, dev, kr->tx_cons, &rc);
 		kr->tx_cons++;
 		c.sent++;
 		cond_resched();

@@ -51,7 +51,7 @@ const struct sluice_kring *kring_map(const struct sl_stack *s, size_t *len, char
 	X(rx_drop_size, "dropped: longer than a buffer holds")		\
 	X(tx_packets, "handed to the device")				\
 	X(tx_bytes, "bytes handed to the device")			\
-	X(tx_drop, "refused by the device or neighbour layer")		\
+	X(tx_drop, "refused by the device, neighbour layer or route")	\
 	X(bad_index, "producer index too far ahead")			\
 	X(bad_buf, "fill entries outside the region")			\
 	X(bad_desc, "tx descriptors with bad length or flags")		\

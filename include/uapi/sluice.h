@@ -50,6 +50,7 @@
 #define SLUICE_FEATURE_IPV6	0x2000ULL	/* kring IPv6: rx, TX_IPV6, FILTER_IPV6 */
 #define SLUICE_FEATURE_SIBLING6	0x4000ULL	/* shared IPv6 ports judged; SIBLING with IPV6 */
 #define SLUICE_FEATURE_HANDOFF6	0x8000ULL	/* HANDOFF with SLUICE_HANDOFF_IPV6 */
+#define SLUICE_FEATURE_ROUTE6	0x10000ULL	/* kring tx SLUICE_KRING_TX_ROUTE */
 /* What this module implements; grows as the features above land. */
 #define SLUICE_FEATURES_ALL	(SLUICE_FEATURE_STACK | SLUICE_FEATURE_KRING | \
 				 SLUICE_FEATURE_FILTER | SLUICE_FEATURE_IFINFO | \
@@ -59,7 +60,8 @@
 				 SLUICE_FEATURE_HANDOFF | SLUICE_FEATURE_FILTER_FD | \
 				 SLUICE_FEATURE_FILTER_SOCK | \
 				 SLUICE_FEATURE_FILTER_SIBLING | SLUICE_FEATURE_IPV6 | \
-				 SLUICE_FEATURE_SIBLING6 | SLUICE_FEATURE_HANDOFF6)
+				 SLUICE_FEATURE_SIBLING6 | SLUICE_FEATURE_HANDOFF6 | \
+				 SLUICE_FEATURE_ROUTE6)
 
 /**
  * struct sluice_version - SLUICE_IOC_VERSION argument
@@ -521,8 +523,13 @@ struct sluice_kring_rx {
  * next hop, resolved in the kernel's Neighbour Discovery table; @nexthop
  * must be zero, the packet's version 6 and its payload length @len - 40,
  * its destination neither ::, ::1 nor IPv4-mapped (else bad_desc).
+ * IPV6 | ROUTE (SLUICE_FEATURE_ROUTE6): the next hop is the kernel's
+ * route's for the packet's destination and source out of the stack's
+ * device (a gateway, or the destination where the route has none); no
+ * route, or one through another device, is counted in tx_drop.
  */
 #define SLUICE_KRING_TX_IPV6	0x1u
+#define SLUICE_KRING_TX_ROUTE	0x2u
 
 /**
  * struct sluice_kring_tx - a packet to send
@@ -531,7 +538,7 @@ struct sluice_kring_rx {
  * @nexthop:	IPv4 address of the next hop on the device, network order;
  *		not 0.0.0.0/8 or 127.0.0.0/8 (counted in bad_desc); zero for
  *		SLUICE_KRING_TX_IPV6
- * @flags:	0 or SLUICE_KRING_TX_IPV6
+ * @flags:	0, SLUICE_KRING_TX_IPV6 or SLUICE_KRING_TX_IPV6 | _ROUTE
  * @reserved:	must be zero
  */
 struct sluice_kring_tx {
@@ -570,7 +577,7 @@ struct sluice_kring {
 	__u64 rx_drop_size;	/* longer than a buffer holds: dropped */
 	__u64 tx_packets;	/* handed to the device */
 	__u64 tx_bytes;
-	__u64 tx_drop;		/* the device or neighbour layer refused */
+	__u64 tx_drop;		/* the device, neighbour layer or route refused */
 	__u64 bad_index;	/* a producer index too far ahead: reset */
 	__u64 bad_buf;		/* a fill entry outside the region: skipped */
 	__u64 bad_desc;		/* a tx descriptor with bad length/flags */

@@ -774,7 +774,9 @@ struct sl_link_ops {
 	/* Send the IPv4 packet in buffer idx to next hop nh (network order). */
 	int (*tx)(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint32_t nh);
 	/* Optional: send the IPv6 packet in idx to next hop nh (16 bytes);
-	 * a link without it carries no IPv6 (proto/ip6.c). */
+	 * a link without it carries no IPv6 (proto/ip6.c).  With route6,
+	 * nh NULL: a destination off the stack's link, whose next hop the
+	 * link finds (kring: the kernel's route). */
 	int (*tx6)(struct sl_link *l, struct sl_stack *s, uint32_t idx, const uint8_t *nh);
 	/* Receive up to budget frames, feeding each to the stack; returns count. */
 	int (*rx)(struct sl_link *l, struct sl_stack *s, int budget);
@@ -797,6 +799,11 @@ struct sl_link_ops {
 	 * link/eth.c) and gives them to the capture itself, ARP included;
 	 * IP's capture (proto/ip.c, ip6.c) leaves its packets to it. */
 	bool frames;
+	/* Optional: the link reaches IPv6 destinations off the stack's link
+	 * through routers (tx6 takes a NULL next hop): is dst (16 bytes) one
+	 * it reaches from the stack's ip6_addr?  (A system call or more:
+	 * asked once a new peer, lib/preload/socket.c's native6().) */
+	bool (*route6)(struct sl_link *l, struct sl_stack *s, const uint8_t *dst);
 };
 
 struct sl_link {

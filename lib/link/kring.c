@@ -207,7 +207,8 @@ int sl_kring_rx(struct sl_stack *s, struct sl_kring *k, int budget)
 	return n;
 }
 
-/* One tx descriptor: flags 0 (IPv4 to nh) or SLUICE_KRING_TX_IPV6 (nh 0).
+/* One tx descriptor: flags 0 (IPv4 to nh) or SLUICE_KRING_TX_IPV6 (nh 0,
+ * with SLUICE_KRING_TX_ROUTE the kernel's route's next hop).
  * Inlined into each caller with its constant flags. */
 static inline int tx_put(struct sl_kring *k, const void *pkt, uint32_t len, uint32_t nh,
 			 uint32_t flags)
@@ -244,6 +245,13 @@ int sl_kring_tx_put6(struct sl_kring *k, const void *pkt, uint32_t len)
 	if (len < 40)
 		return -EMSGSIZE;
 	return tx_put(k, pkt, len, 0, SLUICE_KRING_TX_IPV6);
+}
+
+int sl_kring_tx_put6_routed(struct sl_kring *k, const void *pkt, uint32_t len)
+{
+	if (len < 40)
+		return -EMSGSIZE;
+	return tx_put(k, pkt, len, 0, SLUICE_KRING_TX_IPV6 | SLUICE_KRING_TX_ROUTE);
 }
 
 uint32_t sl_kring_tx_queued(const struct sl_kring *k)

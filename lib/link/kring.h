@@ -48,6 +48,9 @@ int sl_kring_tx_put(struct sl_kring *k, const void *pkt, uint32_t len, uint32_t 
  * on-link next hop (SLUICE_KRING_TX_IPV6: the kernel's Neighbour
  * Discovery resolves it).  -EMSGSIZE below 40 bytes. */
 int sl_kring_tx_put6(struct sl_kring *k, const void *pkt, uint32_t len);
+/* The same, to the next hop of the kernel's route for its destination
+ * out of the device (SLUICE_KRING_TX_ROUTE; SLUICE_FEATURE_ROUTE6). */
+int sl_kring_tx_put6_routed(struct sl_kring *k, const void *pkt, uint32_t len);
 /* tx entries published that the module has not consumed. */
 uint32_t sl_kring_tx_queued(const struct sl_kring *k);
 /* Buffers the rings hold: on fill, being received into, or on rx. */

@@ -26,6 +26,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 
 #include "os/os.h"
 #include "link/kring.h"
@@ -55,12 +57,18 @@ static void kick(struct kring_link *kl, struct sl_stack *s)
 		kl->gone = true;
 }
 
-/* One descriptor: IPv4 to nh, or (v6) IPv6 to its destination.  Inlined
- * into each op with its constant v6. */
+/* One descriptor: IPv4 to nh, or (v6) IPv6 to its destination, or
+ * (v6, nh SL_KRING_ROUTED) to its route's next hop.  Inlined into each op
+ * with its constant v6. */
+#define SL_KRING_ROUTED	1u
+
 static inline __attribute__((always_inline)) int put(struct sl_kring *k, const void *pkt,
 						     uint32_t len, uint32_t nh, bool v6)
 {
-	return v6 ? sl_kring_tx_put6(k, pkt, len) : sl_kring_tx_put(k, pkt, len, nh);
+	if (v6)
+		return nh == SL_KRING_ROUTED ? sl_kring_tx_put6_routed(k, pkt, len)
+					     : sl_kring_tx_put6(k, pkt, len);
+	return sl_kring_tx_put(k, pkt, len, nh);
 }
 
 static inline __attribute__((always_inline)) int tx(struct sl_link *l, struct sl_stack *s,
@@ -91,13 +99,14 @@ static int kring_tx(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint32_
 	return tx(l, s, idx, nh, false);
 }
 
-/* On-link only: the next hop ip6.c passes is the packet's destination,
+/* The next hop ip6.c passes is the packet's destination on the link,
  * which the module resolves through the kernel's Neighbour Discovery
- * (SLUICE_KRING_TX_IPV6 carries no next hop). */
+ * (SLUICE_KRING_TX_IPV6 carries no next hop), or with kring6r_ops NULL:
+ * a destination off the link, which the module sends to the next hop of
+ * the kernel's route (SLUICE_KRING_TX_ROUTE). */
 static int kring_tx6(struct sl_link *l, struct sl_stack *s, uint32_t idx, const uint8_t *nh)
 {
-	(void)nh;
-	return tx(l, s, idx, 0, true);
+	return tx(l, s, idx, nh ? 0 : SL_KRING_ROUTED, true);
 }
 
 static void kring_flush(struct sl_link *l, struct sl_stack *s)
@@ -210,6 +219,90 @@ static const struct sl_link_ops kring6_ops = {
 	.fd = kring_fd,
 	.flush = kring_flush,
 	.close = kring_close,
+};
+
+/*
+ * Does the kernel route dst out of the stack's device from the stack's own
+ * address?  Its answer to RTM_GETROUTE for dst (what `ip -6 route get`
+ * asks: the FIB's lookup and the route's source selection,
+ * ip6_route_get_saddr()): a unicast route whose device (RTA_OIF) is the
+ * stack's and whose source (RTA_PREFSRC) is the stack's ip6_addr.  Asked
+ * here, in the program, because whether a socket is the stack's is settled
+ * at its connect() (or first send), as its source; the next hop of each
+ * packet is the module's, from the same FIB (SLUICE_KRING_TX_ROUTE), so the
+ * gateway's Neighbour Discovery and a route changed later are the
+ * kernel's.  A netlink socket for one request; none in a sandbox (a
+ * filter may not allow one: the kernel's socket, as before).
+ */
+static bool kring_route6(struct sl_link *l, struct sl_stack *s, const uint8_t *dst)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct rtmsg rt;
+		struct rtattr rta;
+		uint8_t dst[16];
+	} req;
+	union {
+		struct nlmsghdr nh;
+		char buf[1024];
+	} ans;
+	const struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+	const struct rtmsg *rt;
+	const struct rtattr *a;
+	uint32_t oif = 0;
+	bool src_ok = false;
+	ssize_t n;
+	int fd, len;
+
+	(void)l;
+	if (sl_sys_sandboxed)
+		return false;
+	memset(&req, 0, sizeof(req));
+	req.nh.nlmsg_len = sizeof(req);
+	req.nh.nlmsg_type = RTM_GETROUTE;
+	req.nh.nlmsg_flags = NLM_F_REQUEST;
+	req.nh.nlmsg_seq = 1;
+	req.rt.rtm_family = AF_INET6;
+	req.rt.rtm_dst_len = 128;
+	req.rta.rta_type = RTA_DST;
+	req.rta.rta_len = RTA_LENGTH(16);
+	memcpy(req.dst, dst, 16);
+	fd = sl_sys_socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0)
+		return false;
+	n = sl_sys_sendto(fd, &req, sizeof(req), 0, (const struct sockaddr *)&kernel,
+			  sizeof(kernel));
+	if (n == (ssize_t)sizeof(req))
+		n = sl_sys_read(fd, &ans, sizeof(ans));
+	else
+		n = -1;
+	sl_sys_close(fd);
+	if (n < (ssize_t)NLMSG_LENGTH(sizeof(*rt)) || !NLMSG_OK(&ans.nh, (size_t)n) ||
+	    ans.nh.nlmsg_type != RTM_NEWROUTE)
+		return false;	/* NLMSG_ERROR: no route (ENETUNREACH) */
+	rt = NLMSG_DATA(&ans.nh);
+	if (rt->rtm_type != RTN_UNICAST)
+		return false;
+	len = (int)RTM_PAYLOAD(&ans.nh);
+	for (a = RTM_RTA(rt); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+		if (a->rta_type == RTA_OIF && RTA_PAYLOAD(a) == 4)
+			memcpy(&oif, RTA_DATA(a), 4);
+		else if (a->rta_type == RTA_PREFSRC && RTA_PAYLOAD(a) == 16)
+			src_ok = !memcmp(RTA_DATA(a), s->lib->ip6_addr, 16);
+	}
+	return oif == s->ifindex && src_ok;
+}
+
+/* The same with routers (a module with SLUICE_FEATURE_ROUTE6). */
+static const struct sl_link_ops kring6r_ops = {
+	.name = "kring",
+	.tx = kring_tx,
+	.tx6 = kring_tx6,
+	.rx = kring_rx,
+	.fd = kring_fd,
+	.flush = kring_flush,
+	.close = kring_close,
+	.route6 = kring_route6,
 };
 
 static uint32_t pow2_floor(uint32_t v)
@@ -354,7 +447,8 @@ int sluice_link_kring(struct sluice_stack *st)
 	kl->map = map;
 	kl->map_size = ks.mmap_size;
 	kl->stack = s;
-	kl->link.ops = sl_module_features & SLUICE_FEATURE_IPV6 ? &kring6_ops : &kring_ops;
+	kl->link.ops = !(sl_module_features & SLUICE_FEATURE_IPV6) ? &kring_ops :
+		       sl_module_features & SLUICE_FEATURE_ROUTE6 ? &kring6r_ops : &kring6_ops;
 	if (kl->link.ops->tx6)
 		dev_addrs6(s->ifindex, &a6);
 	ret = sl_kring_init(&kl->k, map, ks.mmap_size, s);

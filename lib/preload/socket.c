@@ -147,7 +147,8 @@ static bool local_mapped(const struct pl_sock *ps)
  * IPv6 itself in the stack (lib/proto/proto.h, "IPv6 sockets"): the
  * 32-bit handle the stack names a6 by, where the stack reaches it: ::1
  * (with loopback acceleration), its own IPv6 address, one on its link's
- * prefix (a handle given now).  0: the kernel's (a scope id, a socket
+ * prefix or one its link's route reaches (a handle given now).  0: the
+ * kernel's (a scope id, a socket
  * whose address is v4-mapped, anything else).
  */
 static uint32_t native6(const struct pl_sock *ps, const struct sockaddr_in6 *s6)
@@ -170,7 +171,13 @@ static uint32_t native6(const struct pl_sock *ps, const struct sockaddr_in6 *s6)
 		return 0;
 	for (uint32_t i = 0; i < plen; i++)
 		if ((a[i / 8] ^ me[i / 8]) & (0x80u >> (i % 8)))
-			return 0;
+			goto routed;
+	return sl_v6_handle(pl_stack(), a);
+routed:
+	/* Off the prefix: through a router, where the link asks the
+	 * kernel's route (kring: its device and our address as source). */
+	if (!s->link->ops->route6 || !s->link->ops->route6(s->link, (struct sl_stack *)s, a))
+		return 0;
 	return sl_v6_handle(pl_stack(), a);
 }
 

@@ -113,9 +113,23 @@ void sl_ip6_build(struct sl_stack *s, uint32_t idx, uint8_t nxt, const uint8_t *
 	memcpy(ip6->daddr, daddr, 16);
 }
 
+bool sl_ip6_on_link(const struct sl_stack *s, const uint8_t *a)
+{
+	const uint8_t *me = s->lib->ip6_addr;
+	uint32_t plen = SL_READ_ONCE(s->lib->ip6_plen), n;
+
+	if (a[0] == 0xff || sl_ip6_is_ll(a))
+		return true;
+	if (plen > 128)
+		return false;
+	n = plen / 8;
+	return !memcmp(a, me, n) && (!(plen % 8) || !((a[n] ^ me[n]) & (0xff00u >> (plen % 8))));
+}
+
 int sl_ip6_output(struct sl_stack *s, uint32_t idx)
 {
 	const struct sl_ip6 *ip6 = (const struct sl_ip6 *)sl_buf_data(s, idx);
+	const uint8_t *nh = ip6->daddr;
 	int ret;
 
 	sl_count(s, SL_C_ip6_tx);
@@ -123,14 +137,19 @@ int sl_ip6_output(struct sl_stack *s, uint32_t idx)
 		sl_ip_loopback_one(s, idx);
 		return 0;
 	}
-	/* On-link only: the destination is the next hop (no router yet). */
+	/* On the link the destination is the next hop; off it, a link that
+	 * routes (kring: the kernel's route) finds it, and any other sends
+	 * there as on the link, as before (a peer only reaches the stack
+	 * from its link then). */
 	if (!s->link || !s->link->ops->tx6 || ip6_is_zero(s->lib->ip6_addr)) {
 		sl_count(s, SL_C_ip6_tx_noroute);
 		ret = -ENETUNREACH;
 	} else {
 		if (__builtin_expect(s->lib->cap_on != 0, 0) && sl_cap_ip(s, sl_buf(s, idx), true))
 			sl_cap_packet(s, idx, SL_CAP_OUT);
-		ret = s->link->ops->tx6(s->link, s, idx, ip6->daddr);
+		if (s->link->ops->route6 && !sl_ip6_on_link(s, nh))
+			nh = NULL;
+		ret = s->link->ops->tx6(s->link, s, idx, nh);
 		sl_count(s, ret ? SL_C_link_tx_err : SL_C_link_tx);
 	}
 	sl_buf_free(s, idx);

@@ -859,6 +859,9 @@ static inline uint8_t sl_ip6_hlim(const struct sl_stack *s)
 }
 /* ::1 or the stack's own IPv6 address. */
 bool sl_ip6_is_local(const struct sl_stack *s, const uint8_t *a);
+/* Is a on the stack's link: a group, link-local, or on its address's
+ * prefix (ip6_plen)?  Else a router's (sl_ip6_output()). */
+bool sl_ip6_on_link(const struct sl_stack *s, const uint8_t *a);
 /* Fill an IPv6 header at the headroom of idx, whose data holds plen bytes
  * of next header nxt at off + 40 (hlim 0: 64). */
 void sl_ip6_build(struct sl_stack *s, uint32_t idx, uint8_t nxt, const uint8_t *saddr,
