@@ -8,7 +8,7 @@
  *   handoff_prog server PORT MODE          the same end, accepting
  *   handoff_prog client6 ADDR PORT MODE    client, an AF_INET6 socket to ::ffff:ADDR
  *					    (an IPv4 ADDR) or to ADDR (an IPv6 one)
- *   handoff_prog peer6 PORT                peer, an AF_INET6 listener on [::]
+ *   handoff_prog peer6 PORT [closewait]    peer, an AF_INET6 listener on [::]
  *   handoff_prog resume FD TX              after an exec (MODE exec): goes on
  *
  * Both ends send TOTAL bytes of a pattern that depends on the direction
@@ -615,8 +615,9 @@ int main(int argc, char **argv)
 	}
 	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "peer"))
 		return peer(listen_accept(atoi(argv[2])), argc == 4 && !strcmp(argv[3], "closewait"));
-	if (argc == 3 && !strcmp(argv[1], "peer6"))
-		return peer(listen_accept_fam(atoi(argv[2]), AF_INET6), false);
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "peer6"))
+		return peer(listen_accept_fam(atoi(argv[2]), AF_INET6),
+			    argc == 4 && !strcmp(argv[3], "closewait"));
 	if (argc == 4 && !strcmp(argv[1], "dialer"))
 		return peer(dial(argv[2], atoi(argv[3])), false);
 	if (argc == 5 && !strcmp(argv[1], "client"))

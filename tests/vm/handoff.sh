@@ -244,6 +244,22 @@ check "... an AF_INET6 kernel socket after, as before (getpeername family 10 bot
 check "... every byte checked at both ends, ESTABLISHED in the kernel" \
 	sh -c "grep -q '^client ok rx 6291456 tx 6291456 stack fd 0$' /tmp/v6n.log && grep -q '^peer ok rx 6291456 tx 6291456$' /tmp/peer.7109 && grep -q '^info after: state 1 ' /tmp/v6n.log"
 
+# Native IPv6 in CLOSE_WAIT: the peer's 48 KiB and FIN came before the
+# hand-off; the FIN moves too, given to the kernel socket in an IPv6
+# header (before: refused, the connection stayed the stack's and the
+# option failed).  The kernel alone first, the same program and peer.
+CLIENT=client6 CADDR=$K6 PEER=peer6 PEER_ARGS=closewait
+run 7116 /tmp/kc6.log closewait kern
+k6rc=$rc k6prc=$prc
+run 7117 /tmp/c6.log closewait srun
+CLIENT= CADDR= PEER= PEER_ARGS=
+check "native IPv6 CLOSE_WAIT, kernel alone: the peer's 48 KiB, then 0; 6 MiB to the peer (rc $k6rc, peer $k6prc)" \
+	sh -c "test $k6rc = 0 -a $k6prc = 0 && grep -q '^after the peer.s bytes: read 0$' /tmp/kc6.log && grep -q '^info after: state 8 ' /tmp/kc6.log"
+check "native IPv6 CLOSE_WAIT in the stack: handed to the kernel, in CLOSE_WAIT there (TCP_INFO state 8; rc $rc, peer $prc)" \
+	sh -c "grep -q '^info before: state 8 ' /tmp/c6.log && grep -q '^SO_ATTACH_FILTER: 0 errno 0, stack fd 0, nonblock 0$' /tmp/c6.log && grep -q '^info after: state 8 ' /tmp/c6.log"
+check "... the client reads the peer's 48 KiB, then the end (0); the peer gets all 6 MiB, checked; as the kernel's run" \
+	sh -c "test $rc = 0 -a $prc = 0 && grep -q '^after the peer.s bytes: read 0$' /tmp/c6.log && grep -q '^client ok rx 49152 tx 6291456 stack fd 0$' /tmp/c6.log && grep -q '^peer ok rx 6291456 tx 49152$' /tmp/peer.7117 && grep -q '^client ok rx 49152 tx 6291456 ' /tmp/kc6.log"
+
 # On request from outside: `sluice handoff PID FD` while the program
 # sleeps (no call on the socket); first the requests that must fail and
 # leave the connection where it is.

@@ -381,61 +381,98 @@ static int tcp_state_of(int fd)
  * reverse-path filter), at the sequence number the repaired receive side
  * ends at, acknowledging only SND.UNA, with the peer's window and its
  * last TSval.  The kernel answers with an ACK the peer takes as a
- * duplicate.  0 once the socket is in CLOSE_WAIT, or -errno.
+ * duplicate.  A native IPv6 connection's (l6, r6: its addresses, else
+ * NULL) goes in an IPv6 header through an AF_INET6 raw socket of
+ * IPPROTO_RAW, which sends the header it is given as IPv4's does
+ * (Linux's rawv6_send_hdrinc()), to the local address scoped to the
+ * stack's device when it is link-local.  0 once the socket is in
+ * CLOSE_WAIT, or -errno.
  */
-static int give_fin(const struct sl_sock *so, int ks, uint32_t seq, uint32_t tsecr)
+static int give_fin(const struct sl_stack *s, const struct sl_sock *so, int ks, uint32_t seq,
+		    uint32_t tsecr, const uint8_t *l6, const uint8_t *r6)
 {
 	const struct sl_tcp_sock *tp = &so->tcp;
-	uint8_t pkt[20 + 20 + 12], ph[12];
-	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr.s_addr = so->laddr };
+	uint8_t pkt[40 + 20 + 12], ph[40], *th;
+	union {
+		struct sockaddr_in v4;
+		struct sockaddr_in6 v6;
+	} to;
 	unsigned int tl = (tp->tflags & SL_TF_TS) ? 32 : 20;
-	unsigned int len = 20 + tl;
+	unsigned int hl = l6 ? 40 : 20, len = hl + tl, phl;
 	uint32_t wnd = tp->snd_wnd >> ((tp->tflags & SL_TF_WS) ? tp->snd_wscale : 0), v;
+	socklen_t tolen;
 	uint16_t c;
 	int raw, ret = -EIO;
 
 	memset(pkt, 0, sizeof(pkt));
-	pkt[0] = 0x45;
-	pkt[2] = (uint8_t)(len >> 8);
-	pkt[3] = (uint8_t)len;
-	pkt[6] = 0x40;			/* DF */
-	pkt[8] = 64;
-	pkt[9] = IPPROTO_TCP;
-	memcpy(pkt + 12, &so->raddr, 4);
-	memcpy(pkt + 16, &so->laddr, 4);
-	memcpy(pkt + 20, &so->rport, 2);
-	memcpy(pkt + 22, &so->lport, 2);
-	v = htonl(seq);
-	memcpy(pkt + 24, &v, 4);
-	v = htonl(tp->snd_una);
-	memcpy(pkt + 28, &v, 4);
-	pkt[32] = (uint8_t)((tl / 4) << 4);
-	pkt[33] = 0x11;			/* FIN, ACK */
-	pkt[34] = (uint8_t)((wnd > 65535 ? 65535 : wnd) >> 8);
-	pkt[35] = (uint8_t)(wnd > 65535 ? 65535 : wnd);
-	if (tl == 32) {
-		pkt[40] = 1;
-		pkt[41] = 1;
-		pkt[42] = 8;
-		pkt[43] = 10;
-		v = htonl(tp->ts_recent);
-		memcpy(pkt + 44, &v, 4);
-		v = htonl(tsecr);
-		memcpy(pkt + 48, &v, 4);
+	memset(ph, 0, sizeof(ph));
+	memset(&to, 0, sizeof(to));
+	if (l6) {
+		v = htonl(6u << 28);
+		memcpy(pkt, &v, 4);
+		pkt[5] = (uint8_t)tl;
+		pkt[6] = IPPROTO_TCP;
+		pkt[7] = 64;
+		memcpy(pkt + 8, r6, 16);
+		memcpy(pkt + 24, l6, 16);
+		/* RFC 8200 8.1's pseudo-header. */
+		memcpy(ph, r6, 16);
+		memcpy(ph + 16, l6, 16);
+		ph[35] = (uint8_t)tl;
+		ph[39] = IPPROTO_TCP;
+		phl = 40;
+		to.v6.sin6_family = AF_INET6;
+		memcpy(&to.v6.sin6_addr, l6, 16);
+		if (sl_ip6_is_ll(l6))
+			to.v6.sin6_scope_id = sl_stack_ifindex(s);
+		tolen = sizeof(to.v6);
+	} else {
+		pkt[0] = 0x45;
+		pkt[2] = (uint8_t)(len >> 8);
+		pkt[3] = (uint8_t)len;
+		pkt[6] = 0x40;			/* DF */
+		pkt[8] = 64;
+		pkt[9] = IPPROTO_TCP;
+		memcpy(pkt + 12, &so->raddr, 4);
+		memcpy(pkt + 16, &so->laddr, 4);
+		memcpy(ph, &so->raddr, 4);
+		memcpy(ph + 4, &so->laddr, 4);
+		ph[9] = IPPROTO_TCP;
+		ph[10] = (uint8_t)(tl >> 8);
+		ph[11] = (uint8_t)tl;
+		phl = 12;
+		to.v4.sin_family = AF_INET;
+		to.v4.sin_addr.s_addr = so->laddr;
+		tolen = sizeof(to.v4);
 	}
-	memcpy(ph, &so->raddr, 4);
-	memcpy(ph + 4, &so->laddr, 4);
-	ph[8] = 0;
-	ph[9] = IPPROTO_TCP;
-	ph[10] = (uint8_t)(tl >> 8);
-	ph[11] = (uint8_t)tl;
-	c = csum_fold(csum_add(csum_add(0, ph, sizeof(ph)), pkt + 20, tl));
-	pkt[36] = (uint8_t)(c >> 8);
-	pkt[37] = (uint8_t)c;
-	raw = sl_sys_socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
+	th = pkt + hl;
+	memcpy(th, &so->rport, 2);
+	memcpy(th + 2, &so->lport, 2);
+	v = htonl(seq);
+	memcpy(th + 4, &v, 4);
+	v = htonl(tp->snd_una);
+	memcpy(th + 8, &v, 4);
+	th[12] = (uint8_t)((tl / 4) << 4);
+	th[13] = 0x11;			/* FIN, ACK */
+	th[14] = (uint8_t)((wnd > 65535 ? 65535 : wnd) >> 8);
+	th[15] = (uint8_t)(wnd > 65535 ? 65535 : wnd);
+	if (tl == 32) {
+		th[20] = 1;
+		th[21] = 1;
+		th[22] = 8;
+		th[23] = 10;
+		v = htonl(tp->ts_recent);
+		memcpy(th + 24, &v, 4);
+		v = htonl(tsecr);
+		memcpy(th + 28, &v, 4);
+	}
+	c = csum_fold(csum_add(csum_add(0, ph, phl), th, tl));
+	th[16] = (uint8_t)(c >> 8);
+	th[17] = (uint8_t)c;
+	raw = sl_sys_socket(l6 ? AF_INET6 : AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
 	if (raw < 0)
 		return -errno;
-	if (sl_sys_sendto(raw, pkt, len, 0, (const struct sockaddr *)&to, sizeof(to)) != (ssize_t)len)
+	if (sl_sys_sendto(raw, pkt, len, 0, (const struct sockaddr *)&to, tolen) != (ssize_t)len)
 		ret = -errno;
 	else
 		/* Taken in the sender's softirq, at once; a moment's grace. */
@@ -478,11 +515,10 @@ int sl_tcp_handoff(struct sl_stack *s, struct sl_sock *so, int *kfd, uint64_t no
 	if ((ntohl(so->raddr) >> 24) == 127 || sl_ip_is_local(s, so->raddr))
 		return -EOPNOTSUPP;
 	/* Native IPv6 (address handles): a module that takes its hand-off
-	 * (SLUICE_HANDOFF_IPV6), a peer that is not the stack's own, and no
-	 * FIN to give (give_fin() writes IPv4). */
+	 * (SLUICE_HANDOFF_IPV6) and a peer that is not the stack's own. */
 	v6 = sl_v6tok(so->raddr);
 	if (v6 && (!(sl_module_features & SLUICE_FEATURE_HANDOFF6) || sl_v6tok_own(so->raddr) ||
-		   fin || !sl_v6tok_addr(s, so->laddr, h.laddr6) ||
+		   !sl_v6tok_addr(s, so->laddr, h.laddr6) ||
 		   !sl_v6tok_addr(s, so->raddr, h.raddr6)))
 		return -EOPNOTSUPP;
 	/* Buffers lent to the program (zero-copy) are the stack's still. */
@@ -497,8 +533,9 @@ int sl_tcp_handoff(struct sl_stack *s, struct sl_sock *so, int *kfd, uint64_t no
 	ret = build(s, so, ks, tp->rcv_nxt - fin, now_us);
 	/* In repair mode still, the FIN comes in (answered by an ACK). */
 	if (!ret && fin)
-		ret = give_fin(so, ks, tp->rcv_nxt - 1,
-			       (uint32_t)(now_us / 1000) + tp->ts_offset);
+		ret = give_fin(s, so, ks, tp->rcv_nxt - 1,
+			       (uint32_t)(now_us / 1000) + tp->ts_offset, v6 ? h.laddr6 : NULL,
+			       v6 ? h.raddr6 : NULL);
 	if (!ret && SEQ_LT(tp->snd_max, tp->snd_end)) {
 		tlen = sndq_copy(s, tp, tp->snd_max, tp->snd_end, &tail);
 		if (tlen < 0)
