@@ -42,6 +42,8 @@
 #include <linux/vmalloc.h>
 #include <net/arp.h>
 #include <net/ip.h>
+#include <net/addrconf.h>
+#include <net/if_inet6.h>
 #include <net/ip6_route.h>
 #include <net/ipv6.h>
 #include <net/neighbour.h>
@@ -941,11 +943,18 @@ void sluice_kring_free(struct sluice_stack *st)
 	sluice_kring_destroy(kr);
 }
 
+/*
+ * Under RTNL (the netdev notifier) or not (the inet6addr one): a compare
+ * and exchange, so that two changes at once both move the sequence.
+ */
 static void sluice_kring_dev_changed(struct sluice_kring_state *kr)
 {
 	struct sluice_kring *k = kr->k;
+	u32 seq;
 
-	WRITE_ONCE(k->dev_seq, READ_ONCE(k->dev_seq) + 1);
+	do {
+		seq = READ_ONCE(k->dev_seq);
+	} while (cmpxchg(&k->dev_seq, seq, seq + 1) != seq);
 	sluice_stack_wake_all(kr->st);
 }
 
@@ -993,6 +1002,37 @@ static struct notifier_block sluice_netdev_nb = {
 	.notifier_call = sluice_netdev_event,
 };
 
+/*
+ * An IPv6 address of a device stacks steer was added or removed (addrconf;
+ * an atomic chain, under RCU, RTNL not always held): the stacks read the
+ * device's addresses again at their dev_seq (lib/link/kring_link.c).  The
+ * krings list is RCU's (list_add_tail_rcu(), list_del_rcu(), and the kdev
+ * freed after netdev_rx_handler_unregister()'s synchronize_net()).
+ */
+static int sluice_inet6addr_event(struct notifier_block *nb,
+				  unsigned long event, void *ptr)
+{
+	const struct inet6_ifaddr *ifa = ptr;
+	struct net_device *dev = ifa->idev->dev;
+	struct sluice_kring_state *kr;
+	struct sluice_kdev *kdev;
+
+	if (event != NETDEV_UP && event != NETDEV_DOWN)
+		return NOTIFY_DONE;
+	rcu_read_lock();
+	kdev = rcu_access_pointer(dev->rx_handler) == sluice_rx_handler ?
+	       rcu_dereference(dev->rx_handler_data) : NULL;
+	if (kdev)
+		list_for_each_entry_rcu(kr, &kdev->krings, node)
+			sluice_kring_dev_changed(kr);
+	rcu_read_unlock();
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block sluice_inet6addr_nb = {
+	.notifier_call = sluice_inet6addr_event,
+};
+
 /* The stack's debugfs dump: rings as made, indices and counters as found. */
 void sluice_kring_show(struct seq_file *m, struct sluice_stack *st)
 {
@@ -1035,10 +1075,23 @@ void sluice_kring_show(struct seq_file *m, struct sluice_stack *st)
 
 int sluice_kring_init(void)
 {
-	return register_netdevice_notifier(&sluice_netdev_nb);
+	int ret;
+
+	ret = register_netdevice_notifier(&sluice_netdev_nb);
+	if (ret)
+		return ret;
+	ret = register_inet6addr_notifier(&sluice_inet6addr_nb);
+	if (ret)
+		goto err_netdev;
+	return 0;
+
+err_netdev:
+	unregister_netdevice_notifier(&sluice_netdev_nb);
+	return ret;
 }
 
 void sluice_kring_exit(void)
 {
+	unregister_inet6addr_notifier(&sluice_inet6addr_nb);
 	unregister_netdevice_notifier(&sluice_netdev_nb);
 }

@@ -44,6 +44,7 @@ struct kring_link {
 	void *map;
 	size_t map_size;
 	uint32_t dev_seq;	/* last device change handled */
+	uint64_t addr6_recheck_us;	/* a tentative address: look again then */
 	bool gone;		/* the device was unregistered */
 };
 
@@ -154,14 +155,20 @@ static void fail_sockets(struct sl_stack *s)
 	}
 }
 
+static void addrs6_follow(struct kring_link *kl, struct sl_stack *s);
+
 /* Lock held: act on a device change the module published (dev_seq). */
 static void dev_check(struct kring_link *kl, struct sl_stack *s)
 {
 	struct sluice_kring *h = kl->k.h;
 	uint32_t seq = sl_load_acquire(&h->dev_seq), mtu;
 
-	if (seq == kl->dev_seq)
+	if (seq == kl->dev_seq) {
+		if (__builtin_expect(kl->addr6_recheck_us != 0, 0) &&
+		    sl_now(s) >= kl->addr6_recheck_us)
+			addrs6_follow(kl, s);
 		return;
+	}
 	kl->dev_seq = seq;
 	sl_count(s, SL_C_kring_dev_change);
 	if (SL_READ_ONCE(h->dev_state) == SLUICE_KRING_DEV_GONE) {
@@ -175,6 +182,10 @@ static void dev_check(struct kring_link *kl, struct sl_stack *s)
 	mtu = stack_mtu(s, kl, SL_READ_ONCE(h->dev_mtu));
 	s->r->mtu = mtu;
 	kl->link.mtu = mtu;
+	/* And the device's IPv6 addresses (a module's notifier moves
+	 * dev_seq for an address added or removed). */
+	if (kl->link.ops->tx6)
+		addrs6_follow(kl, s);
 }
 
 static int kring_rx(struct sl_link *l, struct sl_stack *s, int budget)
@@ -320,17 +331,20 @@ static uint32_t pow2_floor(uint32_t v)
  * IFA_F_* flags, name, in hex): its first global one (scope 0) into
  * a->global with its prefix length, its link-local one (scope 0x20) into
  * a->ll.  Addresses whose DAD failed (IFA_F_DADFAILED) are not the
- * device's.  The kernel keeps them, runs DAD and answers solicitations
- * for them; the stack only uses them.
+ * device's, nor yet those it still runs (IFA_F_TENTATIVE, not optimistic:
+ * a->tentative says one was passed over).  The kernel keeps them, runs
+ * DAD and answers solicitations for them; the stack only uses them.
  */
 struct dev6 {
 	uint8_t global[16], ll[16];
 	uint32_t plen;
-	bool has_global, has_ll;
+	bool has_global, has_ll, tentative;
 };
 
 #define IF_INET6_SCOPE_LINK	0x20u
 #define IF_INET6_DADFAILED	0x08u	/* IFA_F_DADFAILED */
+#define IF_INET6_OPTIMISTIC	0x04u	/* IFA_F_OPTIMISTIC: usable during DAD */
+#define IF_INET6_TENTATIVE	0x40u	/* IFA_F_TENTATIVE: DAD not done */
 
 static void dev_addrs6(uint32_t ifindex, struct dev6 *a)
 {
@@ -349,6 +363,10 @@ static void dev_addrs6(uint32_t ifindex, struct dev6 *a)
 		    strlen(hex) != 32 || idx != ifindex || (flags & IF_INET6_DADFAILED) ||
 		    plen > 128)
 			continue;
+		if ((flags & (IF_INET6_TENTATIVE | IF_INET6_OPTIMISTIC)) == IF_INET6_TENTATIVE) {
+			a->tentative = true;
+			continue;
+		}
 		for (int i = 0; i < 16 && ok; i++) {
 			unsigned int byte;
 
@@ -368,23 +386,51 @@ static void dev_addrs6(uint32_t ifindex, struct dev6 *a)
 	}
 }
 
-/* Lock held: the stack's IPv6 addresses are the device's, a global one
- * first, else the link-local one, as its ip6_addr, and the link-local one
- * as its own (valid: the kernel ran DAD).  Set by the stack's first link
- * (a stack given SLUICE_ADDR6 keeps that). */
-static void addrs6_set(struct sl_stack *s, const struct dev6 *a)
+/*
+ * Lock held: the stack's IPv6 addresses are the device's (a, as read now),
+ * a global one first, else the link-local one, as its ip6_addr, and the
+ * link-local one as its own (valid: the kernel ran DAD).  Each process's
+ * link reads them when it is made, and again when the module says they
+ * changed (its inet6addr notifier moves dev_seq: addrs6_follow()) or a
+ * second after one was still tentative.  So a stack that had no global
+ * address of the device (ip6_addr zero, or the link-local one it fell
+ * back to) takes the first one added later, with its prefix, as the
+ * kernel's sockets may from then on; sockets on the link-local address
+ * keep it (SL_V6TOK_LL, sl_v6tok_find()).  Not followed: a second global
+ * address (the stack holds one, ip6_addr), a SLUICE_ADDR6 stack's, and a
+ * removed address, which the stack's sockets keep as Linux's keep theirs
+ * until they fail.  (Other processes read ip6_addr without the lock: one
+ * that connects at the very moment of the change may see it torn, and
+ * fall back to the kernel.)
+ */
+static void addrs6_take(struct kring_link *kl, struct sl_stack *s, const struct dev6 *a)
 {
 	static const uint8_t zero[16];
 	struct sl_region *r = s->lib;
+	bool none = !memcmp(r->ip6_addr, zero, 16);
 
-	if (memcmp(r->ip6_addr, zero, 16) || (!a->has_global && !a->has_ll))
+	kl->addr6_recheck_us = a->tentative ? sl_now(s) + 1000000 : 0;
+	if (!none && memcmp(r->ip6_addr, r->ip6_ll, 16))
 		return;
-	memcpy(r->ip6_addr, a->has_global ? a->global : a->ll, 16);
-	r->ip6_plen = a->has_global && a->plen ? a->plen : 64;
-	if (a->has_ll) {
+	if (a->has_ll && SL_READ_ONCE(r->ip6_ll_state) != SL_LL_VALID) {
 		memcpy(r->ip6_ll, a->ll, 16);
 		sl_store_release(&r->ip6_ll_state, SL_LL_VALID);
 	}
+	if (a->has_global) {
+		memcpy(r->ip6_addr, a->global, 16);
+		sl_store_release(&r->ip6_plen, a->plen ? a->plen : 64);
+	} else if (none && a->has_ll) {
+		memcpy(r->ip6_addr, a->ll, 16);
+		sl_store_release(&r->ip6_plen, 64);
+	}
+}
+
+static void addrs6_follow(struct kring_link *kl, struct sl_stack *s)
+{
+	struct dev6 a;
+
+	dev_addrs6(s->ifindex, &a);
+	addrs6_take(kl, s, &a);
 }
 
 /* Describe the stack's rings, making them if nobody has (-EEXIST: another
@@ -472,7 +518,7 @@ int sluice_link_kring(struct sluice_stack *st)
 		kl->link.mtu = kl->k.slot_size;
 	sl_kring_refill(s, &kl->k);
 	if (kl->link.ops->tx6)
-		addrs6_set(s, &a6);
+		addrs6_take(kl, s, &a6);
 	s->filters = true;
 	s->link = &kl->link;
 	sl_unlock(s);

@@ -188,10 +188,13 @@ uint32_t sl_v6tok_find(const struct sl_stack *s, const uint8_t *a)
 
 	if (!memcmp(a, ip6_loopback, 16))
 		return SL_V6TOK_LO;
-	if (!ip6_is_zero(r->ip6_addr) && !memcmp(a, r->ip6_addr, 16))
-		return SL_V6TOK_ME;
+	/* The link-local address is LL's, also while it is the stack's
+	 * ip6_addr for want of a global one: a global one the stack takes
+	 * later (link/kring_link.c) leaves its sockets where they are. */
 	if (ip6_ll_is(s, a))
 		return SL_V6TOK_LL;
+	if (!ip6_is_zero(r->ip6_addr) && !memcmp(a, r->ip6_addr, 16))
+		return SL_V6TOK_ME;
 	/* A walk: a stack talks to few IPv6 peers (SL_V6TOK_N at most). */
 	for (uint32_t i = 0; i < n && i < SL_V6TOK_N; i++)
 		if (!memcmp(r->v6tok[i], a, 16))

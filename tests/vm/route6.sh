@@ -1,13 +1,16 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 #
-# In the test VM: IPv6 through a router on the kring path (issue 20).  A
-# stack on slv0 reaches a host two hops away by the VM kernel's routes (a
-# prefix route via a global gateway, the default route via a link-local
-# one): the module sends each routed packet to the next hop of the
-# kernel's route (SLUICE_KRING_TX_ROUTE), whose address the kernel's
-# Neighbour Discovery resolves.  tests/preload/v6echo under `sluice run`
-# and on the VM's kernel beside it, to the same far host, their lines
+# In the test VM: IPv6 beyond the on-link peers of the addresses a kring
+# stack started with (issue 20).  First, a stack on slv0 reaches a host two
+# hops away by the VM kernel's routes (a prefix route via a global gateway,
+# the default route via a link-local one): the module sends each routed
+# packet to the next hop of the kernel's route (SLUICE_KRING_TX_ROUTE),
+# whose address the kernel's Neighbour Discovery resolves.  Then a stack
+# on slv2, a device with no global IPv6 address when the stack was made,
+# takes the one `ip -6 addr add` gives it later (the module's inet6addr
+# notifier; DAD the kernel's).  tests/preload/v6echo under `sluice run`
+# and on the VM's kernel beside it, to the same peers, their lines
 # compared.  Prints TAP.
 #
 #   VM root namespace               netns slr-mid (router)       netns slr-far
@@ -19,8 +22,14 @@
 #   | Sluice stack "rr6" (kring)|   | fd00:79:a::/64 via    |   | Linux kernel:        |
 #   |  v6echo serve-tcp :7200   |   |   fd00:79:9::2        |   |  v6echo servers      |
 #   |  clients to the far host  |   +-----------------------+   |  :7400 tcp :7401 udp |
-#   | kernel beside: :7300      |                               |  and clients         |
-#   +---------------------------+                               +----------------------+
+#   | kernel beside: :7300      |   |                       |   |  and clients         |
+#   |                           |   | slv3 fd00:79:b::2/64  |   +----------------------+
+#   | slv2 10.79.11.1/24, later +===+   v6echo serve-tcp    |
+#   |  fd00:79:b::1/64 (DAD)    |   |   :7500, clients      |
+#   | Sluice stack "ra6" on it: |   +-----------------------+
+#   |  v6echo serve-tcp :7210   |
+#   | kernel beside: :7310      |
+#   +---------------------------+
 #
 # A holder under sluice run keeps the stack between steps; every program
 # runs for a bounded time.
@@ -38,14 +47,16 @@ ST=rr6
 SUITE="IPv6 through a router on kring"
 . /opt/sluice/bin/tap.sh
 srun() { timeout 120 sluice run --stack $ST --ifname slv0 -- "$@"; }
+in_ns_t() { timeout 120 $IP netns exec "$NS" "$@"; }
 in_far() { $IP netns exec "$FAR" "$@"; }
 in_far_t() { timeout 120 $IP netns exec "$FAR" "$@"; }
 cleanup() {
-	for p in $hold $stcp $ktcpd $ptcp $pudp; do kill "$p" 2>/dev/null; done
+	for p in $hold $stcp $ktcpd $ptcp $pudp $mtcp; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	$IP -6 route del fd00:79:9::/64 2>/dev/null
 	$IP -6 route del default dev slv0 2>/dev/null
 	$IP netns del "$FAR" 2>/dev/null
+	$IP link del slv2 2>/dev/null
 	netns_down
 }
 trap cleanup EXIT
@@ -158,6 +169,69 @@ hp=$(sluice dump $ST 2>/dev/null | sed -n 's/^  helper: process \([0-9]*\) .*/\1
 i=0
 while [ $i -lt 100 ] && [ -d /sys/class/misc/sluice/stacks/$ST ]; do sleep 0.2; i=$((i + 1)); done
 check "the stack went with its last program" [ ! -d /sys/class/misc/sluice/stacks/$ST ]
+
+# Addresses added later.  slv2 has IPv4 (a module's stack needs one) and
+# its link-local IPv6 address only when the stack "ra6" is made on it (a
+# holder keeps it); its [::] server waits in accept() while fd00:79:b::1
+# is added, with DAD.
+$IP link add slv2 type veth peer name slv3
+$IP link set slv3 netns "$NS"
+$IP addr add 10.79.11.1/24 dev slv2
+$IP link set slv2 up
+in_ns $IP -6 addr add fd00:79:b::2/64 dev slv3 nodad
+in_ns $IP link set slv3 up
+i=0
+while [ $i -lt 50 ] && { ! $IP -6 addr show dev slv2 scope link | grep -q 'inet6 fe80' ||
+	$IP -6 addr show dev slv2 | grep -q tentative; }; do sleep 0.2; i=$((i + 1)); done
+ST=ra6
+timeout 600 $IP netns exec "$NS" v6echo serve-tcp :: 7500 2 600 >/tmp/m_tcp.out 2>&1 &
+mtcp=$!
+timeout 600 sluice run --stack $ST --ifname slv2 -- v6echo serve-udp :: 7205 1 600 \
+	>/tmp/hold2.out 2>&1 &
+hold=$!
+wait_ready /tmp/hold2.out 200
+timeout 600 sluice run --stack $ST --ifname slv2 -- v6echo serve-tcp :: 7210 1 600 \
+	>/tmp/a_tcp.out 2>&1 &
+stcp=$!
+timeout 600 v6echo serve-tcp :: 7310 1 600 >/tmp/ka_tcp.out 2>&1 &
+ktcpd=$!
+for f in m_tcp a_tcp ka_tcp; do
+	check "server $f ready" wait_ready /tmp/$f.out 200
+done
+# show6 WHEN: the stack's IPv6 address (sluice dump), the module's view.
+show6() {
+	sluice dump $ST 2>&1 | grep -E '^  ipv6 ' | sed "s/^/# $1: /"
+	grep -E 'filter|dev_seq' /sys/kernel/debug/sluice/stacks/$ST 2>/dev/null | sed "s/^/# $1: /"
+}
+show6 before
+$IP -6 addr add fd00:79:b::1/64 dev slv2
+i=0
+while [ $i -lt 100 ] && $IP -6 addr show dev slv2 | grep -q tentative; do sleep 0.2; i=$((i + 1)); done
+check "the kernel ran DAD on fd00:79:b::1 (no longer tentative)" \
+	sh -c "$IP -6 addr show dev slv2 | grep -q 'fd00:79:b::1/64' && ! $IP -6 addr show dev slv2 | grep -q tentative"
+show6 added
+step "kernel TCP client in $NS -> [fd00:79:b::1]:7210, added after the stack was made, under sluice run, 300000 bytes echoed" \
+	300000 in_ns_t v6echo tcp fd00:79:b::1 7210 300000
+show6 after
+sluice dump $ST 2>&1 | sed -n '/^counters:/,/^sockets:/p' | grep -v ' 0 ' | sed 's/^/# /'
+kstep "kernel TCP client in $NS -> [fd00:79:b::1]:7310" in_ns_t v6echo tcp fd00:79:b::1 7310 300000
+step "TCP client under sluice run on slv2 -> [fd00:79:b::2]:7500 from that address, 300000 bytes echoed" \
+	300000 timeout 120 sluice run --stack $ST --ifname slv2 -- v6echo tcp fd00:79:b::2 7500 300000
+kstep "TCP client -> [fd00:79:b::2]:7500" timeout 120 v6echo tcp fd00:79:b::2 7500 300000
+for p in $stcp $ktcpd $mtcp; do wait "$p"; done
+stcp= ktcpd= mtcp=
+for f in a_tcp ka_tcp m_tcp; do sed "s/^/# $f: /" /tmp/$f.out; done
+st=$(lines /tmp/a_tcp.out) kt=$(lines /tmp/ka_tcp.out)
+check "the stack's server saw the client as the kernel's did ($st)" [ -n "$st" -a "$st" = "$kt" ]
+mt=$(lines /tmp/m_tcp.out | uniq -c | awk '{ $1 = $1; print }')
+check "the peer's server saw the stack's client as the kernel's ($mt)" \
+	[ "$mt" = "2 tcp conn from v6: echoed 300000" ]
+show6 end
+kill $hold 2>/dev/null
+wait $hold 2>/dev/null
+hold=
+hp=$(sluice dump $ST 2>/dev/null | sed -n 's/^  helper: process \([0-9]*\) .*/\1/p')
+[ -n "$hp" ] && kill "$hp" 2>/dev/null
 
 cleanup
 trap - EXIT
