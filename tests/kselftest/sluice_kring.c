@@ -761,7 +761,9 @@ TEST_F(lo, tx6_bad_desc_counted)
 	tx_put6(k, pkt, len);
 	tx_desc(k, k->tx.prod - 1)->reserved = 1, n++;
 	tx_put6(k, pkt, len);
-	tx_desc(k, k->tx.prod - 1)->flags = SLUICE_KRING_TX_IPV6 | 2, n++;
+	tx_desc(k, k->tx.prod - 1)->flags = SLUICE_KRING_TX_IPV6 | 4, n++;
+	tx_put6(k, pkt, len);			/* ROUTE without IPV6 */
+	tx_desc(k, k->tx.prod - 1)->flags = SLUICE_KRING_TX_ROUTE, n++;
 	tx_put6(k, pkt, len);
 	tx_desc(k, k->tx.prod - 1)->len = 39, n++;
 	tx_put6(k, pkt, len);
@@ -785,6 +787,48 @@ TEST_F(lo, tx6_bad_desc_counted)
 	EXPECT_EQ(k->tx.prod, k->tx.cons);
 	EXPECT_EQ(0, k->tx_packets);
 	EXPECT_EQ(0, k->tx_drop);
+	munmap(k, s.mmap_size);
+}
+
+/*
+ * SLUICE_KRING_TX_ROUTE: a packet whose destination the kernel has no
+ * route for out of the device (none, then an unreachable and a blackhole
+ * one) is consumed and counted in tx_drop, not bad_desc, and not sent.
+ * (The routed send itself: tests/vm/route6.sh.)
+ */
+TEST_F(lo, tx6_route_none_dropped)
+{
+	static const char *const routes[] = {
+		NULL, IP_CMD " -6 route add unreachable fd77::/64",
+		IP_CMD " -6 route replace blackhole fd77::/64",
+	};
+	struct sluice_kring_setup s;
+	struct sluice_kring *k;
+	unsigned char pkt[256];
+	struct in6_addr a, b;
+	size_t len;
+	int i;
+
+	inet_pton(AF_INET6, "::1", &a);
+	inet_pton(AF_INET6, "fd77::2", &b);
+	ASSERT_EQ(0, kring_setup(self->fd, SLUICE_KRING_CREATE, 64, 64,
+				 SLUICE_KRING_MIN_SLOT, &s));
+	k = mmap(NULL, s.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 self->fd, SLUICE_MMAP_KRING);
+	ASSERT_NE(MAP_FAILED, k);
+	len = build_udp6(pkt, &a, 40000, &b, 9, "x", 1);
+	for (i = 0; i < 3; i++) {
+		if (routes[i])
+			ASSERT_EQ(0, run(routes[i]));
+		tx_put6(k, pkt, len);
+		tx_desc(k, k->tx.prod - 1)->flags =
+			SLUICE_KRING_TX_IPV6 | SLUICE_KRING_TX_ROUTE;
+		EXPECT_EQ(1, kick(self->fd));
+		EXPECT_EQ(i + 1, k->tx_drop);
+	}
+	EXPECT_EQ(0, k->bad_desc);
+	EXPECT_EQ(0, k->tx_packets);
+	EXPECT_EQ(k->tx.prod, k->tx.cons);
 	munmap(k, s.mmap_size);
 }
 
