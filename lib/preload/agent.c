@@ -462,6 +462,90 @@ out:
 	return ret;
 }
 
+/*
+ * The copy that outlives its maker (lib/preload/README.md, "Other
+ * processes", "The carrier"): kernel socket ks rides in the receive queue
+ * of the socket's own placeholder fd (an AF_UNIX stream socket, shared by
+ * every process that holds the socket: fdtable.c, "The placeholder"),
+ * put there with SCM_RIGHTS from the other end of a connection made for
+ * it.  The kernel then holds it for exactly as long as any description
+ * of the placeholder lives, in any process: the maker's _exit() or
+ * SIGKILL does not end it, and the last holder's switch (a dup3() over
+ * the placeholder) or close does, as Linux ends a socket with its last
+ * fd.  Each holder takes its own copy by MSG_PEEK, which leaves it for
+ * the others.  0, or -errno (a module socket fd: not carried here).
+ */
+int pl_ho_carry(int fd, const struct pl_sock *ps, int ks)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cb;
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	socklen_t al = sizeof(a);
+	char one = 'k';
+	struct iovec iov = { &one, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = cb.b, .msg_controllen = sizeof(cb.b) };
+	int l, c = -1, ret = 0;
+
+	if (ps->kfd || sl_sys_sandboxed)
+		return -EOPNOTSUPP;
+	l = REAL(socket)(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (l < 0)
+		return -errno;
+	/* Autobind (an abstract name of its own), listen, and the
+	 * placeholder connects to it: an AF_UNIX connect() completes at
+	 * once, blocking or not, with the backlog free. */
+	if (REAL(bind)(l, (struct sockaddr *)&a, sizeof(sa_family_t)) || REAL(listen)(l, 1) ||
+	    REAL(getsockname)(l, (struct sockaddr *)&a, &al) ||
+	    REAL(connect)(fd, (struct sockaddr *)&a, al) ||
+	    (c = REAL(accept4)(l, NULL, NULL, SOCK_CLOEXEC)) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	memset(&cb, 0, sizeof(cb));
+	CMSG_FIRSTHDR(&m)->cmsg_level = SOL_SOCKET;
+	CMSG_FIRSTHDR(&m)->cmsg_type = SCM_RIGHTS;
+	CMSG_FIRSTHDR(&m)->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(CMSG_FIRSTHDR(&m)), &ks, sizeof(int));
+	if (REAL(sendmsg)(c, &m, MSG_DONTWAIT | MSG_NOSIGNAL) != 1)
+		ret = -errno;
+out:
+	/* The placeholder keeps what was sent after its peer closes. */
+	if (c >= 0)
+		REAL(close)(c);
+	REAL(close)(l);
+	return ret;
+}
+
+/* The kernel socket carried by fd's placeholder (pl_ho_carry()), a copy
+ * of this process's own (close-on-exec), or -errno (-EAGAIN: none). */
+int pl_ho_fetch(int fd, const struct pl_sock *ps)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cb;
+	char one;
+	struct iovec iov = { &one, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = cb.b, .msg_controllen = sizeof(cb.b) };
+	struct cmsghdr *c;
+	int ks = -1, saved = errno;
+	ssize_t n;
+
+	if (ps->kfd)
+		return -EOPNOTSUPP;
+	n = REAL(recvmsg)(fd, &m, MSG_PEEK | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	for (c = n == 1 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(&ks, CMSG_DATA(c), sizeof(int));
+	errno = saved;
+	return ks >= 0 ? ks : -EAGAIN;
+}
+
 /* A forked child: the parent's copies are not its to give (the parent's
  * agent gives them), and would hold the kernel sockets open. */
 SL_FORKTEXT void pl_agent_atfork_child(void)

@@ -714,6 +714,11 @@ void pl_agent_atfork_child(void);
  * go here: if no process holds it any more, pid's agent is told
  * (SL_HO_DROP), so its copy goes now rather than at its next look. */
 void pl_ho_let_go(uint32_t pid, uint32_t sd, uint32_t gen);
+/* The kernel socket a hand-over made of ps, carried by ps's own fd so
+ * that it outlives this process (0 or -errno), and a copy of it taken
+ * there by another holder (or -errno) (agent.c). */
+int pl_ho_carry(int fd, const struct pl_sock *ps, int ks);
+int pl_ho_fetch(int fd, const struct pl_sock *ps);
 /* Must datagram socket ps, nothing done with it yet, become a kernel
  * socket to send to (or connect to) to?  Not reached by the stack, or an
  * address of this host where no stack socket is bound (a kernel one may

@@ -692,23 +692,27 @@ static int become_kernel_x(int fd, struct pl_sock *ps, int ks, bool ks_nonblock,
 	unsigned int want = SL_READ_ONCE(ps->nfd), nother = 0, top, cap = PL_DUPS_HERE;
 	int buf[PL_DUPS_HERE], *other = buf, ret;
 	uint32_t sd = ps->sd, gen = ps->gen;
-	bool kept = false;
+	bool kept = false, carried = false;
 
 	/*
 	 * Other processes may hold the socket too (fork, SCM_RIGHTS; not a
-	 * private one): the agent keeps a copy of ks for them, and the
-	 * socket's record says this process has it (under the stack lock,
-	 * before this process lets the stack's socket go), so each switches
-	 * at its next call on it (lib/preload/README.md, "Other processes").
-	 * Without an agent (a sandbox) they keep the stack's socket.
+	 * private one): fd itself carries ks for them where it can, so that
+	 * it outlives this process (pl_ho_carry()), else the agent keeps a
+	 * copy; and the socket's record says this process has it (under the
+	 * stack lock, before this process lets the stack's socket go), so
+	 * each switches at its next call on it (lib/preload/README.md,
+	 * "Other processes").  In a sandbox they keep the stack's socket.
 	 */
 	if (!take && !SL_READ_ONCE(ps->priv) && !sl_sys_sandboxed) {
 		pl_agent_pending(1);
-		kept = !pl_agent_keep(sd, gen, ks);
+		carried = !pl_ho_carry(fd, ps, ks);
+		kept = !carried && !pl_agent_keep(sd, gen, ks);
 		if (kept && sl_sock_ho_publish(pl_stack(), (int)sd, gen)) {
 			pl_agent_drop(sd, gen);
 			kept = false;
 		}
+		if (carried)
+			sl_sock_ho_publish(pl_stack(), (int)sd, gen);
 		pl_agent_pending(-1);
 	}
 
@@ -786,7 +790,8 @@ bool pl_ho_take(int fd, struct pl_sock *ps)
 	uint32_t pid = SL_READ_ONCE(so->ho_pid);
 	struct sl_ho_get rq = { .magic = SL_HO_GET, .sd = ps->sd, .gen = ps->gen };
 	struct pl_sock *cur;
-	int ks, saved = errno;
+	int ks, k2, saved = errno;
+	bool agent = false;
 
 	if (!pid || pid == (uint32_t)sl_self_pid() || SL_READ_ONCE(ps->ho_failed) ||
 	    SL_READ_ONCE(so->kp.gen) != ps->gen || sl_sys_sandboxed)
@@ -799,7 +804,17 @@ bool pl_ho_take(int fd, struct pl_sock *ps)
 		pthread_mutex_unlock(&take_mu);
 		return true;
 	}
-	ks = pl_agent_tell(pid, (const struct sl_ho_get *)&rq);
+	/* Carried by the fd itself (pl_ho_carry()), else the agent's copy.
+	 * The agent answers once the hand-over it is making is done (a live
+	 * hand-off publishes before the kernel socket is carried): the fd
+	 * is looked at again then, and when the agent is gone. */
+	ks = pl_ho_fetch(fd, ps);
+	if (ks < 0) {
+		ks = pl_agent_tell(pid, (const struct sl_ho_get *)&rq);
+		agent = ks >= 0;
+		if (ks < 0 && (k2 = pl_ho_fetch(fd, ps)) >= 0)
+			ks = k2;
+	}
 	if (ks < 0) {
 		SL_WRITE_ONCE(ps->ho_failed, true);
 		pthread_mutex_unlock(&take_mu);
@@ -811,8 +826,10 @@ bool pl_ho_take(int fd, struct pl_sock *ps)
 	become_kernel_x(fd, ps, ks, false, true);
 	pthread_mutex_unlock(&take_mu);
 	/* This process held the stack's socket last: the copy kept for
-	 * holders can go now (else with the agent's next look). */
-	pl_ho_let_go(pid, rq.sd, rq.gen);
+	 * holders can go now (else with the agent's next look).  A carried
+	 * one went with the fd's last description. */
+	if (agent)
+		pl_ho_let_go(pid, rq.sd, rq.gen);
 	pl_debug("fd %d: the kernel socket process %u made of socket %u", fd, pid, rq.sd);
 	errno = saved;
 	return true;

@@ -42,7 +42,9 @@
 #    to a kernel listener, an option the stack lacks, a datagram to a
 #    kernel socket), and so does it in another process that holds it (a
 #    fork's child, one given it by SCM_RIGHTS: lib/preload/README.md,
-#    "Other processes"): the kernel's lines.
+#    "Other processes"), also when the process that handed it over
+#    _exit()s or is SIGKILLed before the other's first call ("The
+#    carrier"): the kernel's lines.
 set -u
 . "$(dirname "$0")/lib.sh"
 unshare_test "kernel peers" kconnect tkp-$$
@@ -235,13 +237,13 @@ check "SLUICE_KERNEL_LISTEN=0: refused, as before" \
 	grep -q '^off FAIL block: connect (errno Connection refused)' <<<"$out"
 ho_k=$(sed -n 's/^ho kernel //p' <<<"$out" | grep -v '^#')
 ho_s=$(sed -n 's/^ho sluice //p' <<<"$out" | grep -v '^#')
-check "hand-overs: on the kernel, 54 lines" [ "$(grep -c . <<<"$ho_k")" = 54 ]
+check "hand-overs: on the kernel, 70 lines" [ "$(grep -c . <<<"$ho_k")" = 70 ]
 check "hand-overs: with Sluice, the kernel's lines (epoll items kept, every dup moved)" \
 	[ "$ho_k" = "$ho_s" ]
-check "hand-overs: ... from stack sockets (7 of 7)" \
-	[ "$(grep -c '^ho sluice # [a-z]* before fd stack' <<<"$out")" = 7 ]
-check "hand-overs: ... each fd a kernel socket after (13 of 13)" \
-	[ "$(grep -c '^ho sluice # .* after.* fd kernel' <<<"$out")" = 13 ]
+check "hand-overs: ... from stack sockets (9 of 9)" \
+	[ "$(grep -c '^ho sluice # [a-z]* before fd stack' <<<"$out")" = 9 ]
+check "hand-overs: ... each fd a kernel socket after (17 of 17)" \
+	[ "$(grep -c '^ho sluice # .* after.* fd kernel' <<<"$out")" = 17 ]
 # Another process that holds the socket (fork, SCM_RIGHTS) switches to the
 # kernel socket at its next call: connected, the peer's data, its own.
 for c in fork scm; do
@@ -253,6 +255,17 @@ for c in fork scm; do
 		grep -qx "ho sluice $c peer got c1p1" <<<"$out"
 	check "... and the end at once when both have closed (no copy of the kernel socket left open)" \
 		grep -qx "ho sluice $c peer's end 0" <<<"$out"
+done
+# The process that handed it over is gone before the other's first call:
+# the kernel socket outlives it, carried by the placeholder (main's
+# library: ENOTCONN, EPIPE, the peer's end at the caller's exit).
+for c in exit kill; do
+	check "hand-over, then the caller's end ($c): the other holder finds it connected" \
+		grep -qx "ho sluice $c other: peer ok 1" <<<"$out"
+	check "... reads what the peer sent and sends" \
+		grep -qx "ho sluice $c other: recv 2 k1" <<<"$out"
+	check "... the peer gets it, and the end at the other's close" \
+		[ "$(grep -c "^ho sluice $c peer\( got 2 c1\|'s end 0\)$" <<<"$out")" = 2 ]
 done
 check "hand-over before use in another process (forkopt): the child reads the option back" \
 	grep -qx "ho sluice forkopt other: option 0 ok 1" <<<"$out"

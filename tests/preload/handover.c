@@ -46,6 +46,13 @@
  *   scm       a socket given with SCM_RIGHTS to a process forked before
  *             it was made; the sender connect()s it, the receiver then
  *             finds it connected, reads and sends, as in fork
+ *   exit      as fork, but the process that connect()s (handing the
+ *             socket over) _exit()s at once, before the child's first
+ *             call on it: the child still finds it connected, reads the
+ *             peer's bytes and sends, and its close is the peer's end
+ *             (lib/preload/README.md, "The carrier")
+ *   kill      as exit, the connecting process SIGKILLed right after its
+ *             connect() returned
  *
  * Every wait is bounded (an alarm ends the program after 20 s).
  */
@@ -54,10 +61,12 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -464,6 +473,79 @@ static void case_forkopt(void)
 		close(s);
 }
 
+/*
+ * "exit" and "kill": a process of its own (the caller) makes the socket,
+ * forks the other holder, connect()s and says so, then _exit()s (or waits
+ * to be SIGKILLed, kill); this process, a subreaper (the other holder is
+ * the caller's child), then has the listener's connection send "k1", lets
+ * the other holder go and reads its "c1" and the end.
+ */
+static void case_gone(const char *c, bool kill_it)
+{
+	int said[2], go[2], s;
+	char b[8] = "", x;
+	pid_t caller, holder = -1;
+	long r;
+
+	if (pipe(said) || pipe(go))
+		return;
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	caller = fork();
+	if (!caller) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+		close(said[0]);
+		say_kind(c, "before", fd);
+		holder = fork();
+		if (!holder) {
+			close(said[1]);
+			close(go[1]);
+			if (read(go[0], &x, 1) != 1)
+				_exit(1);
+			other_holder(c, fd);
+			_exit(0);
+		}
+		r = connect(fd, (struct sockaddr *)&lsn_addr, sizeof(lsn_addr));
+		printf("%s connect %ld %s\n", c, r, err(r));
+		say_kind(c, "after", fd);
+		if (write(said[1], &holder, sizeof(holder)) != sizeof(holder))
+			_exit(1);
+		if (kill_it)
+			pause();
+		_exit(0);
+	}
+	close(said[1]);
+	close(go[0]);
+	if (caller < 0 || read(said[0], &holder, sizeof(holder)) != sizeof(holder)) {
+		printf("%s: no caller\n", c);
+		holder = -1;
+	}
+	if (kill_it && caller > 0)
+		kill(caller, SIGKILL);
+	if (caller > 0)
+		waitpid(caller, NULL, 0);
+	s = take();
+	if (s < 0 || send(s, "k1", 2, 0) != 2)
+		printf("%s: no connection from the listener\n", c);
+	if (holder > 0)
+		tell_and_wait(c, go[1], holder);
+	else
+		close(go[1]);
+	close(said[0]);
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+	wait_in(s);
+	r = s < 0 ? -1 : recv(s, b, 2, MSG_DONTWAIT);
+	printf("%s peer got %ld %s\n", c, r, r > 0 ? b : err(r));
+	{
+		struct pollfd p = { .fd = s, .events = POLLIN };
+
+		r = s < 0 || poll(&p, 1, 500) != 1 ? -2 : recv(s, b, 1, MSG_DONTWAIT);
+		printf("%s peer's end %s\n", c, r == -2 ? "not within 0.5 s" : r ? "data" : "0");
+	}
+	if (s >= 0)
+		close(s);
+}
+
 static void case_scm(void)
 {
 	const char *c = "scm";
@@ -541,6 +623,10 @@ int main(int argc, char **argv)
 			case_forkopt();
 		if (!c || !strcmp(c, "scm"))
 			case_scm();
+		if (!c || !strcmp(c, "exit"))
+			case_gone("exit", false);
+		if (!c || !strcmp(c, "kill"))
+			case_gone("kill", true);
 	}
 	return 0;
 }
