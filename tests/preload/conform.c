@@ -1528,6 +1528,18 @@ static void check_tcp_options(void)
 	n = setsockopt(c, IPPROTO_TCP, TCP_CONGESTION, "cubic", 5);
 	getsockopt(c, IPPROTO_TCP, TCP_CONGESTION, ca, &cl);
 	printf("tcp_congestion_cubic_short: %s %.5s len %u\n", rv(n), ca, (unsigned int)cl);
+	/* TCP_ULP is a string, not an int ("tls", 3 bytes, as Python and
+	 * others pass it): Linux reads no int for it; the stack has none
+	 * and gives a fresh socket to the kernel, which answers. */
+	{
+		int u = socket(AF_INET, SOCK_STREAM, 0), u4 = socket(AF_INET, SOCK_STREAM, 0);
+
+		printf("tcp_ulp_tls_fresh: %s\n", rv(setsockopt(u, IPPROTO_TCP, TCP_ULP, "tls", 3)));
+		printf("tcp_ulp_tls_nul_fresh: %s\n",
+		       rv(setsockopt(u4, IPPROTO_TCP, TCP_ULP, "tls", 4)));
+		close(u);
+		close(u4);
+	}
 
 	setint(s, SOL_SOCKET, SO_RCVBUF, 0);
 	getsockopt(s, SOL_SOCKET, SO_RCVBUF, &rmin, &rl);

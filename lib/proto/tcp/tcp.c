@@ -1550,6 +1550,12 @@ int sl_tcp_setsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 
 	if (level == IPPROTO_TCP && name == TCP_CONGESTION)
 		return set_congestion(tp, val, len);
+	/* Strings and keys the stack does not have, read before any int by
+	 * Linux's do_tcp_setsockopt(): not EINVAL for a length under an
+	 * int ("tls", 3 bytes), so the kernel takes the socket and answers
+	 * (preload: a fallback, a live hand-off). */
+	if (level == IPPROTO_TCP && (name == TCP_ULP || name == TCP_FASTOPEN_KEY))
+		return -ENOPROTOOPT;
 	ret = get_int(val, len, &v);
 	if (ret)
 		return ret;
