@@ -75,6 +75,8 @@ static const struct sluice_ioctl sluice_ioctls[SLUICE_NR_COUNT] = {
 				"handoff", sluice_ioc_handoff },
 	[SLUICE_NR_FILTER_FD] = { SLUICE_IOC_FILTER_FD, SLUICE_ON_STACK,
 				  "filter_fd", sluice_ioc_filter_fd },
+	[SLUICE_NR_SOCK_KEEP] = { SLUICE_IOC_SOCK_KEEP, SLUICE_ON_SOCK,
+				  "sock_keep", sluice_ioc_sock_keep },
 };
 
 const char *sluice_cmd_name(unsigned int nr)

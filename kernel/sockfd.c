@@ -30,12 +30,14 @@
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/mm.h>
+#include <linux/net.h>
 #include <linux/poll.h>
 #include <linux/rcupdate.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/xarray.h>
+#include <net/sock.h>
 
 #include "sluice.h"
 
@@ -61,6 +63,12 @@ struct sluice_sock_file {
 	struct list_head node;		/* in slot->files */
 	u32 idx;
 	u32 gen;
+	/*
+	 * The kernel socket this stack socket was handed to (SOCK_KEEP):
+	 * set once, put at the release, so a GET (which holds the file)
+	 * may take a reference without a lock.
+	 */
+	struct file *kept;
 };
 
 void sluice_sockfd_stack_init(struct sluice_stack *st)
@@ -186,6 +194,8 @@ static int sluice_sock_release(struct inode *inode, struct file *file)
 	if (last)
 		sluice_sock_released(st, sf->idx, sf->gen);
 	atomic_dec(&st->sockfd_files);
+	if (sf->kept)
+		fput(sf->kept);
 	kfree(sf);
 	sluice_stack_file_gone(st);
 	sluice_stack_put(st);
@@ -209,6 +219,7 @@ static void sluice_sock_show_fdinfo(struct seq_file *m, struct file *file)
 	seq_printf(m, "sluice_stack:\t%s\n", sf->st->name);
 	seq_printf(m, "sluice_idx:\t%u\n", sf->idx);
 	seq_printf(m, "sluice_gen:\t%u\n", sf->gen);
+	seq_printf(m, "sluice_kept:\t%d\n", !!READ_ONCE(sf->kept));
 }
 
 /* No read, write or mmap: read(2) and write(2) fail with EINVAL, mmap(2) ENODEV. */
@@ -408,6 +419,65 @@ int sluice_ioc_sock_info(struct file *file, void __user *uarg)
 	si.gen = sf->gen;
 	memcpy(si.name, sf->st->name, sizeof(si.name));
 	return sluice_arg_out(uarg, &si, sizeof(si));
+}
+
+/* GET: another fd of the socket @sf keeps, or -errno. */
+static int sluice_sock_kept_fd(struct sluice_sock_file *sf, u32 flags)
+{
+	/* Pairs with SOCK_KEEP's cmpxchg_release(): the file seen whole. */
+	struct file *kf = smp_load_acquire(&sf->kept);
+	int fd;
+
+	if (!kf)
+		return -ENOENT;
+	fd = get_unused_fd_flags(flags & SLUICE_SOCK_KEEP_CLOEXEC ? O_CLOEXEC : 0);
+	if (fd < 0)
+		return fd;
+	fd_install(fd, get_file(kf));
+	return fd;
+}
+
+int sluice_ioc_sock_keep(struct file *file, void __user *uarg)
+{
+	struct sluice_sock_file *sf = file->private_data;
+	struct sluice_sock_keep k;
+	struct socket *sock;
+	struct file *kf;
+	int ret;
+
+	ret = sluice_arg_in(&k, sizeof(k), offsetofend(struct sluice_sock_keep,
+						       reserved), uarg);
+	if (ret)
+		return ret;
+	if (k.reserved || k.flags & ~(SLUICE_SOCK_KEEP_GET | SLUICE_SOCK_KEEP_CLOEXEC))
+		return -EINVAL;
+	if (k.flags & SLUICE_SOCK_KEEP_GET)
+		return k.fd ? -EINVAL : sluice_sock_kept_fd(sf, k.flags);
+	if (k.flags)
+		return -EINVAL;
+	kf = fget(k.fd);
+	if (!kf)
+		return -EBADF;
+	sock = sock_from_file(kf);
+	if (!sock || !sock->sk) {
+		ret = -ENOTSOCK;
+		goto err_put;
+	}
+	/* Not a socket that could carry this file back (AF_UNIX): no cycle. */
+	if (sock->sk->sk_family != AF_INET && sock->sk->sk_family != AF_INET6) {
+		ret = -EPROTONOSUPPORT;
+		goto err_put;
+	}
+	/* Orders the socket's making before a GET's use of it. */
+	if (cmpxchg_release(&sf->kept, NULL, kf)) {
+		ret = -EBUSY;
+		goto err_put;
+	}
+	return 0;
+
+err_put:
+	fput(kf);
+	return ret;
 }
 
 unsigned int sluice_sockfd_count(struct sluice_stack *st)

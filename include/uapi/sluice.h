@@ -51,6 +51,7 @@
 #define SLUICE_FEATURE_SIBLING6	0x4000ULL	/* shared IPv6 ports judged; SIBLING with IPV6 */
 #define SLUICE_FEATURE_HANDOFF6	0x8000ULL	/* HANDOFF with SLUICE_HANDOFF_IPV6 */
 #define SLUICE_FEATURE_ROUTE6	0x10000ULL	/* kring tx SLUICE_KRING_TX_ROUTE */
+#define SLUICE_FEATURE_SOCK_KEEP 0x20000ULL	/* SOCK_KEEP: a socket fd holds a kernel socket */
 /* What this module implements; grows as the features above land. */
 #define SLUICE_FEATURES_ALL	(SLUICE_FEATURE_STACK | SLUICE_FEATURE_KRING | \
 				 SLUICE_FEATURE_FILTER | SLUICE_FEATURE_IFINFO | \
@@ -61,7 +62,7 @@
 				 SLUICE_FEATURE_FILTER_SOCK | \
 				 SLUICE_FEATURE_FILTER_SIBLING | SLUICE_FEATURE_IPV6 | \
 				 SLUICE_FEATURE_SIBLING6 | SLUICE_FEATURE_HANDOFF6 | \
-				 SLUICE_FEATURE_ROUTE6)
+				 SLUICE_FEATURE_ROUTE6 | SLUICE_FEATURE_SOCK_KEEP)
 
 /**
  * struct sluice_version - SLUICE_IOC_VERSION argument
@@ -1064,6 +1065,38 @@ struct sluice_sock_info {
 };
 
 /**
+ * struct sluice_sock_keep - SLUICE_IOC_SOCK_KEEP argument (socket fd)
+ * @size:	in: sizeof(struct sluice_sock_keep) as the caller knows it
+ * @flags:	in: 0 to keep @fd; SLUICE_SOCK_KEEP_GET (with
+ *		SLUICE_SOCK_KEEP_CLOEXEC or not) for a new fd of the socket kept
+ * @fd:		in: without GET, the caller's AF_INET or AF_INET6 socket to
+ *		keep; with GET, must be zero
+ * @reserved:	must be zero
+ *
+ * A stack socket handed to the kernel leaves the kernel socket that took
+ * it with the socket fd (issued on it), for every process that holds the
+ * fd too (fork, SCM_RIGHTS): the file keeps a reference to it until the
+ * file's last reference goes, and GET installs another fd of it in the
+ * caller, as SCM_RIGHTS would.  One socket a file, kept until its
+ * release.
+ *
+ * Return: 0 (kept), or the new fd (GET).  -EINVAL: flags or reserved
+ * fields, CLOEXEC without GET, @fd not zero with GET; -EBADF: @fd is no
+ * open file; -ENOTSOCK: not a socket; -EPROTONOSUPPORT: neither AF_INET
+ * nor AF_INET6 (a socket that could carry files is refused: no reference
+ * cycle); -EBUSY: this file keeps one already; -ENOENT (GET): none kept.
+ */
+struct sluice_sock_keep {
+	__u32 size;
+	__u32 flags;
+	__s32 fd;
+	__u32 reserved;
+};
+
+#define SLUICE_SOCK_KEEP_GET		0x1u
+#define SLUICE_SOCK_KEEP_CLOEXEC	0x2u	/* with GET: O_CLOEXEC on the new fd */
+
+/**
  * struct sluice_handoff - SLUICE_IOC_HANDOFF argument (stack fd)
  * @size:	in: sizeof(struct sluice_handoff) as the caller knows it
  * @flags:	in: 0, or SLUICE_HANDOFF_IPV6
@@ -1141,5 +1174,6 @@ struct sluice_handoff {
 #define SLUICE_IOC_HANDOFF	_IOC(_IOC_READ | _IOC_WRITE, SLUICE_IOC_MAGIC, 0x0f, \
 				     SLUICE_HANDOFF_SIZE_VER0)
 #define SLUICE_IOC_FILTER_FD	_IOWR(SLUICE_IOC_MAGIC, 0x10, struct sluice_filter_fd)
+#define SLUICE_IOC_SOCK_KEEP	_IOWR(SLUICE_IOC_MAGIC, 0x11, struct sluice_sock_keep)
 
 #endif /* _UAPI_SLUICE_H */

@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -473,7 +474,9 @@ out:
  * SIGKILL does not end it, and the last holder's switch (a dup3() over
  * the placeholder) or close does, as Linux ends a socket with its last
  * fd.  Each holder takes its own copy by MSG_PEEK, which leaves it for
- * the others.  0, or -errno (a module socket fd: not carried here).
+ * the others.  On a module's stack the fd is the module's socket file,
+ * which keeps it the same way (SLUICE_IOC_SOCK_KEEP; a module without
+ * it says ENOTTY, and the agent keeps the copy).  0, or -errno.
  */
 int pl_ho_carry(int fd, const struct pl_sock *ps, int ks)
 {
@@ -489,8 +492,13 @@ int pl_ho_carry(int fd, const struct pl_sock *ps, int ks)
 			    .msg_control = cb.b, .msg_controllen = sizeof(cb.b) };
 	int l, c = -1, ret = 0;
 
-	if (ps->kfd || sl_sys_sandboxed)
+	if (sl_sys_sandboxed)
 		return -EOPNOTSUPP;
+	if (ps->kfd) {
+		struct sluice_sock_keep k = { .size = sizeof(k), .fd = ks };
+
+		return REAL(ioctl)(fd, SLUICE_IOC_SOCK_KEEP, &k) ? -errno : 0;
+	}
 	l = REAL(socket)(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (l < 0)
 		return -errno;
@@ -535,8 +543,17 @@ int pl_ho_fetch(int fd, const struct pl_sock *ps)
 	int ks = -1, saved = errno;
 	ssize_t n;
 
-	if (ps->kfd)
-		return -EOPNOTSUPP;
+	if (ps->kfd) {
+		struct sluice_sock_keep k = {
+			.size = sizeof(k),
+			.flags = SLUICE_SOCK_KEEP_GET | SLUICE_SOCK_KEEP_CLOEXEC,
+		};
+
+		ks = REAL(ioctl)(fd, SLUICE_IOC_SOCK_KEEP, &k);
+		n = ks < 0 ? -errno : 0;
+		errno = saved;
+		return ks >= 0 ? ks : (int)n;
+	}
 	n = REAL(recvmsg)(fd, &m, MSG_PEEK | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	for (c = n == 1 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c))
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * kselftests for socket fds in sluice.ko: SLUICE_IOC_SOCK_FD, _SOCK_WAKE
- * and _SOCK_INFO and their argument rules; poll and epoll of a socket fd
+ * kselftests for socket fds in sluice.ko: SLUICE_IOC_SOCK_FD, _SOCK_WAKE,
+ * _SOCK_INFO and _SOCK_KEEP and their argument rules; a kept kernel
+ * socket's life (until the socket fd's last reference); poll and epoll of a socket fd
  * against the events user space writes in the slot's struct
  * sluice_sock_kpoll, the armed handshake, sets mixed with a pipe; dup,
  * fork and SCM_RIGHTS sharing one file, released (kstate, the region's
@@ -12,9 +13,12 @@
  * gen and events into slots as the library would.  Runs as root inside
  * the test VM, loading the module from $SLUICE_KO as the others do.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <poll.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +28,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -140,6 +145,7 @@ TEST(abi_struct_layouts)
 	EXPECT_EQ(24, sizeof(struct sluice_sock_wake));
 	EXPECT_EQ(16, offsetof(struct sluice_sock_wake, idx_ptr));
 	EXPECT_EQ(48, sizeof(struct sluice_sock_info));
+	EXPECT_EQ(16, sizeof(struct sluice_sock_keep));
 	/* On the lock line, inside the module's header. */
 	EXPECT_EQ(offsetof(struct sluice_region, lock) + 16,
 		  offsetof(struct sluice_region, ksock_released));
@@ -160,6 +166,7 @@ TEST(feature_bit)
 	ASSERT_LE(0, dev);
 	ASSERT_EQ(0, xioctl(dev, SLUICE_IOC_VERSION, &v));
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_SOCKFD);
+	EXPECT_TRUE(v.features & SLUICE_FEATURE_SOCK_KEEP);
 	close(dev);
 }
 
@@ -584,6 +591,160 @@ TEST_F(sockfd, scm_rights_passes_the_file)
 	close(sp[0]);
 	EXPECT_EQ(SLUICE_KSOCK_RELEASED, kp(self, 8)->kstate);
 	EXPECT_EQ(before + 1, *released(self));
+}
+
+/* SOCK_KEEP: an fd's arguments, or -errno. */
+static int sock_keep(int fd, __u32 flags, int kfd)
+{
+	struct sluice_sock_keep k = { .size = sizeof(k), .flags = flags, .fd = kfd };
+	int r = ioctl(fd, SLUICE_IOC_SOCK_KEEP, &k);
+
+	return r < 0 ? -errno : r;
+}
+
+/*
+ * A TCP connection on 127.0.0.1: *cl the client, *ac the accepted end; in
+ * a network namespace of the test's own (the harness forks each test),
+ * its lo brought up, whatever state the guest's is in.
+ */
+static int tcp_pair(int *cl, int *ac)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct ifreq ifr = { .ifr_name = "lo" };
+	socklen_t al = sizeof(a);
+	int l;
+
+	if (unshare(CLONE_NEWNET))
+		return -1;
+	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (l < 0 || ioctl(l, SIOCGIFFLAGS, &ifr))
+		return -1;
+	ifr.ifr_flags |= IFF_UP;
+	if (ioctl(l, SIOCSIFFLAGS, &ifr))
+		return -1;
+	*cl = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (*cl < 0 || bind(l, (struct sockaddr *)&a, al) || listen(l, 1) ||
+	    getsockname(l, (struct sockaddr *)&a, &al) ||
+	    connect(*cl, (struct sockaddr *)&a, al))
+		return -1;
+	*ac = accept(l, NULL, NULL);
+	close(l);
+	return *ac < 0 ? -1 : 0;
+}
+
+static int same_inode(int a, int b)
+{
+	struct stat x, y;
+
+	return !fstat(a, &x) && !fstat(b, &y) && x.st_ino == y.st_ino && x.st_dev == y.st_dev;
+}
+
+TEST_F(sockfd, sock_keep_rules)
+{
+	struct { struct sluice_sock_keep k; __u64 tail; } big;
+	struct sluice_sock_keep k;
+	int fd, cl, ac, p[2], u[2], g;
+
+	kp(self, 11)->gen = 3;
+	fd = sock_fd(self->st, 11, 3, 0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, tcp_pair(&cl, &ac));
+	ASSERT_EQ(0, pipe(p));
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, u));
+	/* One byte short, flags, reserved, a non-zero tail, a bad pointer. */
+	k = (struct sluice_sock_keep){ .size = sizeof(k) - 1, .fd = cl };
+	EXPECT_EQ(-EINVAL, xioctl(fd, SLUICE_IOC_SOCK_KEEP, &k));
+	EXPECT_EQ(-EINVAL, sock_keep(fd, 0x4, cl));
+	EXPECT_EQ(-EINVAL, sock_keep(fd, SLUICE_SOCK_KEEP_CLOEXEC, cl));
+	EXPECT_EQ(-EINVAL, sock_keep(fd, SLUICE_SOCK_KEEP_GET, cl));
+	k = (struct sluice_sock_keep){ .size = sizeof(k), .fd = cl, .reserved = 1 };
+	EXPECT_EQ(-EINVAL, xioctl(fd, SLUICE_IOC_SOCK_KEEP, &k));
+	memset(&big, 0, sizeof(big));
+	big.k = (struct sluice_sock_keep){ .size = sizeof(big), .fd = cl };
+	big.tail = 1;
+	EXPECT_EQ(-E2BIG, xioctl(fd, SLUICE_IOC_SOCK_KEEP, &big));
+	EXPECT_EQ(-EFAULT, xioctl(fd, SLUICE_IOC_SOCK_KEEP, (void *)8));
+	/* Only on a socket fd. */
+	k = (struct sluice_sock_keep){ .size = sizeof(k), .fd = cl };
+	EXPECT_EQ(-ENOTTY, xioctl(self->st, SLUICE_IOC_SOCK_KEEP, &k));
+	EXPECT_EQ(-ENOTTY, xioctl(self->dev, SLUICE_IOC_SOCK_KEEP, &k));
+	/* Nothing kept yet; what cannot be kept. */
+	EXPECT_EQ(-ENOENT, sock_keep(fd, SLUICE_SOCK_KEEP_GET, 0));
+	EXPECT_EQ(-EBADF, sock_keep(fd, 0, 1000000));
+	EXPECT_EQ(-EBADF, sock_keep(fd, 0, -1));
+	EXPECT_EQ(-ENOTSOCK, sock_keep(fd, 0, p[0]));
+	EXPECT_EQ(-ENOTSOCK, sock_keep(fd, 0, fd));
+	EXPECT_EQ(-EPROTONOSUPPORT, sock_keep(fd, 0, u[0]));
+	EXPECT_EQ(-ENOENT, sock_keep(fd, SLUICE_SOCK_KEEP_GET, 0));
+	/* Kept once; GET gives the same socket, close-on-exec as asked. */
+	EXPECT_EQ(0, sock_keep(fd, 0, cl));
+	EXPECT_EQ(-EBUSY, sock_keep(fd, 0, ac));
+	g = sock_keep(fd, SLUICE_SOCK_KEEP_GET, 0);
+	ASSERT_LE(0, g);
+	EXPECT_TRUE(same_inode(g, cl));
+	EXPECT_EQ(0, fcntl(g, F_GETFD) & FD_CLOEXEC);
+	close(g);
+	g = sock_keep(fd, SLUICE_SOCK_KEEP_GET | SLUICE_SOCK_KEEP_CLOEXEC, 0);
+	ASSERT_LE(0, g);
+	EXPECT_TRUE(same_inode(g, cl));
+	EXPECT_EQ(FD_CLOEXEC, fcntl(g, F_GETFD) & FD_CLOEXEC);
+	close(g);
+	close(cl);
+	close(ac);
+	close(p[0]);
+	close(p[1]);
+	close(u[0]);
+	close(u[1]);
+	close(fd);
+}
+
+/*
+ * The kept socket lives while any reference to the socket fd's file does
+ * (its maker's close, a forked child holding the file), and ends with the
+ * last: the peer then reads the end.
+ */
+TEST_F(sockfd, sock_keep_holds_until_the_last_release)
+{
+	int fd, cl, ac, p[2];
+	char c = 0;
+	pid_t pid;
+
+	kp(self, 12)->gen = 9;
+	fd = sock_fd(self->st, 12, 9, 0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, tcp_pair(&cl, &ac));
+	ASSERT_EQ(0, sock_keep(fd, 0, cl));
+	close(cl);	/* the maker's own fd goes: the file keeps it */
+	EXPECT_EQ(0, poll1(ac, POLLIN | POLLRDHUP, 100));
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int g;
+
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)
+			_exit(1);
+		/* The parent's file is gone: this one gets it and sends. */
+		g = sock_keep(fd, SLUICE_SOCK_KEEP_GET, 0);
+		if (g < 0 || send(g, "k", 1, 0) != 1)
+			_exit(2);
+		close(g);
+		_exit(0);
+	}
+	close(p[0]);
+	close(fd);	/* the child's reference holds the file */
+	EXPECT_EQ(0, poll1(ac, POLLIN | POLLRDHUP, 100));
+	ASSERT_EQ(1, write(p[1], "g", 1));
+	close(p[1]);
+	EXPECT_EQ(0, reap(pid));
+	/* The child's exit was the file's last reference: the bytes, then
+	 * the end. */
+	EXPECT_EQ(1, recv(ac, &c, 1, 0));
+	EXPECT_EQ('k', c);
+	ASSERT_EQ(POLLIN, poll1(ac, POLLIN, 1000) & POLLIN);
+	EXPECT_EQ(0, recv(ac, &c, 1, MSG_DONTWAIT));
+	close(ac);
 }
 
 TEST_F(sockfd, two_files_of_one_socket_release_at_the_last)

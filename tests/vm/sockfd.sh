@@ -632,17 +632,22 @@ check "socket identities: ... on module socket fds" grep -q '^# ids fd sluice$' 
 # the hand-over was refused.  And another process that holds the module
 # socket fd (a fork's child, one given it by SCM_RIGHTS) follows the
 # hand-over at its next call (lib/preload/README.md, "Other processes"),
-# where it was left on the stack's socket (ENOTCONN, EPIPE).
+# where it was left on the stack's socket (ENOTCONN, EPIPE), also after
+# the process that handed it over _exit()ed or was SIGKILLed ("The
+# carrier": the module socket file keeps the kernel socket).
 beside ho handover
-check "hand-overs: on the kernel, exit $bk, 54 lines" \
-	sh -c "[ $bk = 0 ] && [ \$(grep -vc '^#' /tmp/ho.kernel) = 54 ]"
+check "hand-overs: on the kernel, exit $bk, 70 lines" \
+	sh -c "[ $bk = 0 ] && [ \$(grep -vc '^#' /tmp/ho.kernel) = 70 ]"
 check "hand-overs: with Sluice (exit $bs), the kernel's lines (epoll items kept, every dup moved, other processes follow)" \
 	same_lines ho
-check "hand-overs: ... from module socket fds (7 of 7), each fd a kernel socket after (13 of 13)" \
-	sh -c "[ \$(grep -c '^# [a-z]* before fd stack anon_inode:\[sluice-sock\]\$' /tmp/ho.sluice) = 7 ] &&
-	       [ \$(grep -c '^# .* after.* fd kernel socket:' /tmp/ho.sluice) = 13 ]"
+check "hand-overs: ... from module socket fds (9 of 9), each fd a kernel socket after (17 of 17)" \
+	sh -c "[ \$(grep -c '^# [a-z]* before fd stack anon_inode:\[sluice-sock\]\$' /tmp/ho.sluice) = 9 ] &&
+	       [ \$(grep -c '^# .* after.* fd kernel socket:' /tmp/ho.sluice) = 17 ]"
 check "hand-overs: ... a forked child and an SCM_RIGHTS receiver find it connected and read the peer's bytes" \
 	sh -c "grep -qx 'fork other: recv 2 k1' /tmp/ho.sluice && grep -qx 'scm other: recv 2 k1' /tmp/ho.sluice"
+check "hand-overs: ... also when the process that handed it over _exit()ed or was SIGKILLed first (the module socket fd keeps the kernel socket: SOCK_KEEP)" \
+	sh -c "grep -qx 'exit other: recv 2 k1' /tmp/ho.sluice && grep -qx 'kill other: recv 2 k1' /tmp/ho.sluice &&
+	       grep -qx \"exit peer's end 0\" /tmp/ho.sluice && grep -qx \"kill peer's end 0\" /tmp/ho.sluice"
 
 # The last program goes (SIGTERM: no exit handlers); the helper may hold
 # the stack on for connections in TIME-WAIT, but no socket fd is left.
