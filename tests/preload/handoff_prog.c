@@ -20,6 +20,9 @@
  *            socket filters, so the connection must go to the kernel, live,
  *            and the kernel take the filter; then TCP_INFO of the kernel
  *            socket, `ss -tin` (to SS_OUT if set), and the rest of the stream
+ *            (with HO_OPT=ulp: setsockopt(TCP_ULP, "tls", 3 bytes, as
+ *            Python passes it) instead, which the stack has not either;
+ *            the kernel's tls module then takes the connection)
  *   closewait  as handoff, the peer having sent its FIN before (CLOSE_WAIT):
  *            the FIN moves too (the client reads the peer's bytes, then 0)
  *   nocap    the same without CAP_NET_ADMIN in the effective set (TCP repair
@@ -462,6 +465,8 @@ static int client(int fd, const char *mode)
 	uint64_t tx = 0, rx = 0;
 	int ext = !strcmp(mode, "external") || !strcmp(mode, "extnocap");
 	int nocap = !strcmp(mode, "nocap") || !strcmp(mode, "extnocap");
+	const char *opt = getenv("HO_OPT");
+	int ulp = opt && !strcmp(opt, "ulp");
 	int cw = !strcmp(mode, "closewait"), r, e;
 	uint64_t rxend = cw ? EARLY : TOTAL;
 	struct sockaddr_in pa;
@@ -537,13 +542,17 @@ static int client(int fd, const char *mode)
 		r = is_stack_fd(fd) == 1 ? -1 : 0;
 		e = ENOPROTOOPT;
 	} else {
-		r = setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog));
+		if (ulp)
+			r = setsockopt(fd, IPPROTO_TCP, TCP_ULP, "tls", 3);
+		else
+			r = setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog));
 		e = errno;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("setsockopt took %ld us\n",
 	       (long)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000));
-	printf("SO_ATTACH_FILTER: %d errno %d, stack fd %d, nonblock %d\n", r, r ? e : 0,
+	printf("%s: %d errno %d, stack fd %d, nonblock %d\n", ulp ? "TCP_ULP" : "SO_ATTACH_FILTER",
+	       r, r ? e : 0,
 	       is_stack_fd(fd), !!(fcntl(fd, F_GETFL) & O_NONBLOCK));
 	memset(&ev, 0, sizeof(ev));
 	r2 = epoll_wait(ep, &ev, 1, 3000);
