@@ -77,6 +77,10 @@ static const struct sluice_ioctl sluice_ioctls[SLUICE_NR_COUNT] = {
 				  "filter_fd", sluice_ioc_filter_fd },
 	[SLUICE_NR_SOCK_KEEP] = { SLUICE_IOC_SOCK_KEEP, SLUICE_ON_SOCK,
 				  "sock_keep", sluice_ioc_sock_keep },
+	[SLUICE_NR_SOCK_PARK] = { SLUICE_IOC_SOCK_PARK, SLUICE_ON_STACK,
+				  "sock_park", sluice_ioc_sock_park },
+	[SLUICE_NR_SOCK_REUSE] = { SLUICE_IOC_SOCK_REUSE, SLUICE_ON_STACK,
+				   "sock_reuse", sluice_ioc_sock_reuse },
 };
 
 const char *sluice_cmd_name(unsigned int nr)

@@ -50,6 +50,8 @@ enum sluice_cmd_nr {
 	SLUICE_NR_HANDOFF = _IOC_NR(SLUICE_IOC_HANDOFF),
 	SLUICE_NR_FILTER_FD = _IOC_NR(SLUICE_IOC_FILTER_FD),
 	SLUICE_NR_SOCK_KEEP = _IOC_NR(SLUICE_IOC_SOCK_KEEP),
+	SLUICE_NR_SOCK_PARK = _IOC_NR(SLUICE_IOC_SOCK_PARK),
+	SLUICE_NR_SOCK_REUSE = _IOC_NR(SLUICE_IOC_SOCK_REUSE),
 	SLUICE_NR_COUNT,
 };
 
@@ -260,6 +262,8 @@ int sluice_ioc_sock_fd(struct file *file, void __user *uarg);
 int sluice_ioc_sock_wake(struct file *file, void __user *uarg);
 int sluice_ioc_sock_info(struct file *file, void __user *uarg);
 int sluice_ioc_sock_keep(struct file *file, void __user *uarg);
+int sluice_ioc_sock_park(struct file *file, void __user *uarg);
+int sluice_ioc_sock_reuse(struct file *file, void __user *uarg);
 unsigned int sluice_sockfd_count(struct sluice_stack *st);
 void sluice_sockfd_show(struct seq_file *m, struct sluice_stack *st);
 

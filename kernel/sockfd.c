@@ -19,14 +19,24 @@
  * state) is only ever compared or masked, and the slot is found from the
  * module's own copy of the layout, never from the region's header.
  *
- * Locking: a stack's @sock_lock (the slots and their file lists) nests
- * inside nothing and takes nothing else.  SOCK_WAKE looks slots up under
- * RCU only.
+ * The socket cache: SOCK_PARK closes a program's last fd of a file that
+ * the library keeps another fd of, and if nothing else holds the file
+ * (file_count(), no epoll item, no status flag but O_NONBLOCK) releases
+ * the socket as the file's end would and parks the file: on no slot, its
+ * poll registering nothing.  SOCK_REUSE binds a parked file that nothing
+ * else holds to a new socket and gives it a new fd, in place of the file
+ * SOCK_FD would make.  A file moves between slots only while parked, so
+ * no waiter is ever left on a slot its file has left.
+ *
+ * Locking: a stack's @sock_lock (the slots and their file lists, a
+ * file's @parked) nests inside nothing and takes nothing else.
+ * SOCK_WAKE looks slots up under RCU only.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/anon_inodes.h>
 #include <linux/fcntl.h>
+#include <linux/fdtable.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/mm.h>
@@ -66,9 +76,15 @@ struct sluice_sock_file {
 	/*
 	 * The kernel socket this stack socket was handed to (SOCK_KEEP):
 	 * set once, put at the release, so a GET (which holds the file)
-	 * may take a reference without a lock.
+	 * may take a reference without a lock.  A file that keeps one is
+	 * never parked (SOCK_PARK): its release puts it.
 	 */
 	struct file *kept;
+	/*
+	 * On no slot, its socket released (SOCK_PARK): @sock_lock to
+	 * change, read by poll without it (acquire).
+	 */
+	bool parked;
 };
 
 void sluice_sockfd_stack_init(struct sluice_stack *st)
@@ -104,12 +120,32 @@ static bool sluice_stack_broken(struct sluice_stack *st)
 	return READ_ONCE(st->region->state) == SLUICE_STATE_BROKEN;
 }
 
+/* Has @file an epoll item?  (SOCK_PARK and SOCK_REUSE leave such a file.) */
+#ifdef CONFIG_EPOLL
+static bool sluice_file_epolled(struct file *file)
+{
+	return READ_ONCE(file->f_ep);
+}
+#else
+static bool sluice_file_epolled(struct file *file)
+{
+	return false;
+}
+#endif
+
 static __poll_t sluice_sock_poll(struct file *file, poll_table *wait)
 {
 	struct sluice_sock_file *sf = file->private_data;
-	struct sluice_sock_kpoll *kp = sluice_kpoll(sf->st, sf->idx);
+	struct sluice_sock_kpoll *kp;
 	u32 ev;
 
+	/*
+	 * A parked file joins no queue.  Acquire: a file SOCK_REUSE bound
+	 * is read with its new slot, index and generation.
+	 */
+	if (smp_load_acquire(&sf->parked))
+		return EPOLLERR | EPOLLHUP;
+	kp = sluice_kpoll(sf->st, sf->idx);
 	poll_wait(file, &sf->slot->wq, wait);
 	if (READ_ONCE(kp->gen) != sf->gen || sluice_stack_broken(sf->st))
 		return EPOLLERR | EPOLLHUP;
@@ -180,6 +216,8 @@ static int sluice_sock_release(struct inode *inode, struct file *file)
 	struct sluice_stack *st = sf->st;
 	bool last = true;
 
+	if (READ_ONCE(sf->parked))	/* released when it was parked */
+		goto out;
 	mutex_lock(&st->sock_lock);
 	list_del(&sf->node);
 	list_for_each_entry(o, &slot->files, node)
@@ -193,6 +231,7 @@ static int sluice_sock_release(struct inode *inode, struct file *file)
 	mutex_unlock(&st->sock_lock);
 	if (last)
 		sluice_sock_released(st, sf->idx, sf->gen);
+out:
 	atomic_dec(&st->sockfd_files);
 	if (sf->kept)
 		fput(sf->kept);
@@ -217,6 +256,10 @@ static void sluice_sock_show_fdinfo(struct seq_file *m, struct file *file)
 	struct sluice_sock_file *sf = file->private_data;
 
 	seq_printf(m, "sluice_stack:\t%s\n", sf->st->name);
+	if (READ_ONCE(sf->parked)) {
+		seq_puts(m, "sluice_parked:\t1\n");
+		return;
+	}
 	seq_printf(m, "sluice_idx:\t%u\n", sf->idx);
 	seq_printf(m, "sluice_gen:\t%u\n", sf->gen);
 	seq_printf(m, "sluice_kept:\t%d\n", !!READ_ONCE(sf->kept));
@@ -233,36 +276,45 @@ static const struct file_operations sluice_sock_fops = {
 	.show_fdinfo	= sluice_sock_show_fdinfo,
 };
 
+/* Slot @idx's shared queue, made on first use; @sock_lock held. */
+static struct sluice_sock_slot *sluice_sock_slot_get(struct sluice_stack *st,
+						     u32 idx)
+{
+	struct sluice_sock_slot *slot;
+	int ret;
+
+	lockdep_assert_held(&st->sock_lock);
+	slot = xa_load(&st->sockfds, idx);
+	if (slot)
+		return slot;
+	slot = kzalloc(sizeof(*slot), GFP_KERNEL_ACCOUNT);
+	if (!slot)
+		return ERR_PTR(-ENOMEM);
+	init_waitqueue_head(&slot->wq);
+	INIT_LIST_HEAD(&slot->files);
+	slot->idx = idx;
+	ret = xa_insert(&st->sockfds, idx, slot, GFP_KERNEL_ACCOUNT);
+	if (ret) {
+		kfree(slot);
+		return ERR_PTR(ret);
+	}
+	return slot;
+}
+
 /* The slot's shared queue, made on first use; @sf joins its file list. */
 static int sluice_sock_slot_join(struct sluice_stack *st,
 				 struct sluice_sock_file *sf)
 {
 	struct sluice_sock_slot *slot;
-	int ret;
 
 	mutex_lock(&st->sock_lock);
-	slot = xa_load(&st->sockfds, sf->idx);
-	if (!slot) {
-		slot = kzalloc(sizeof(*slot), GFP_KERNEL_ACCOUNT);
-		if (!slot) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		init_waitqueue_head(&slot->wq);
-		INIT_LIST_HEAD(&slot->files);
-		slot->idx = sf->idx;
-		ret = xa_insert(&st->sockfds, sf->idx, slot, GFP_KERNEL_ACCOUNT);
-		if (ret) {
-			kfree(slot);
-			goto out;
-		}
+	slot = sluice_sock_slot_get(st, sf->idx);
+	if (!IS_ERR(slot)) {
+		list_add_tail(&sf->node, &slot->files);
+		sf->slot = slot;
 	}
-	list_add_tail(&sf->node, &slot->files);
-	sf->slot = slot;
-	ret = 0;
-out:
 	mutex_unlock(&st->sock_lock);
-	return ret;
+	return PTR_ERR_OR_ZERO(slot);
 }
 
 /* Undo sluice_sock_slot_join() for a file that was never made. */
@@ -341,6 +393,163 @@ err_free:
 	return ret;
 }
 
+/* Does nothing hold @f (a socket fd's file) but one fd and @refs more? */
+static bool sluice_sock_alone(struct file *f, long refs)
+{
+	return file_count(f) == 1 + refs && !sluice_file_epolled(f);
+}
+
+/* The file of socket fd @fd if it is one of @st's, with a reference. */
+static struct file *sluice_sock_fget(struct sluice_stack *st, int fd)
+{
+	struct file *f = fget(fd);
+
+	if (!f)
+		return ERR_PTR(-EBADF);
+	if (f->f_op != &sluice_sock_fops ||
+	    ((struct sluice_sock_file *)f->private_data)->st != st) {
+		fput(f);
+		return ERR_PTR(-EINVAL);
+	}
+	return f;
+}
+
+/* Close @fd if it is still @f's (the caller's own keeper). */
+static void sluice_sock_close_if(int fd, struct file *f)
+{
+	struct file *k = fget(fd);
+
+	if (k == f)
+		close_fd(fd);
+	if (k)
+		fput(k);
+}
+
+int sluice_ioc_sock_park(struct file *file, void __user *uarg)
+{
+	struct sluice_stack *st = sluice_stack_of(file);
+	struct sluice_sock_slot *slot;
+	struct sluice_sock_file *sf;
+	struct sluice_sock_park a;
+	bool last = true, parked = false;
+	struct sluice_sock_file *o;
+	struct file *f, *k;
+	int ret;
+
+	ret = sluice_arg_in(&a, sizeof(a), offsetofend(struct sluice_sock_park,
+						       keep_fd), uarg);
+	if (ret)
+		return ret;
+	if (a.flags || a.fd == a.keep_fd)
+		return -EINVAL;
+	f = sluice_sock_fget(st, a.fd);
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	sf = f->private_data;
+	k = fget(a.keep_fd);
+	ret = !k ? -EBADF : k != f || READ_ONCE(sf->parked) ? -EINVAL : 0;
+	if (k)
+		fput(k);
+	if (ret)
+		goto out;
+	close_fd(a.fd);
+	/*
+	 * Now the keeper's reference and ours, if nothing else holds the
+	 * file: no fd of another process, no call in flight (poll's and
+	 * epoll_ctl()'s hold one), no epoll item.
+	 */
+	mutex_lock(&st->sock_lock);
+	if (sluice_sock_alone(f, 1) && !READ_ONCE(sf->kept) &&
+	    !(f->f_flags & (O_APPEND | FASYNC | O_DIRECT | O_NOATIME))) {
+		slot = sf->slot;
+		list_del(&sf->node);
+		list_for_each_entry(o, &slot->files, node)
+			if (o->gen == sf->gen)
+				last = false;
+		if (list_empty(&slot->files)) {
+			xa_erase(&st->sockfds, slot->idx);
+			kfree_rcu(slot, rcu);
+		}
+		sf->slot = NULL;
+		/* release: pairs with poll's acquire (of a REUSE's too) */
+		smp_store_release(&sf->parked, true);
+		parked = true;
+	}
+	mutex_unlock(&st->sock_lock);
+	if (parked) {
+		if (last)
+			sluice_sock_released(st, sf->idx, sf->gen);
+		ret = 1;
+	} else {
+		sluice_sock_close_if(a.keep_fd, f);
+	}
+out:
+	fput(f);
+	return ret;
+}
+
+int sluice_ioc_sock_reuse(struct file *file, void __user *uarg)
+{
+	struct sluice_stack *st = sluice_stack_of(file);
+	struct sluice_sock_slot *slot;
+	struct sluice_sock_reuse a;
+	struct sluice_sock_file *sf;
+	struct file *f;
+	int fd, ret;
+
+	ret = sluice_arg_in(&a, sizeof(a), offsetofend(struct sluice_sock_reuse,
+						       reserved), uarg);
+	if (ret)
+		return ret;
+	if (a.flags & ~(SLUICE_SOCK_FD_CLOEXEC | SLUICE_SOCK_FD_NONBLOCK) ||
+	    a.reserved || a.idx >= st->max_sockets)
+		return -EINVAL;
+	if (READ_ONCE(sluice_kpoll(st, a.idx)->gen) != a.gen)
+		return -ESTALE;
+	f = sluice_sock_fget(st, a.fd);
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	sf = f->private_data;
+	fd = get_unused_fd_flags(a.flags & SLUICE_SOCK_FD_CLOEXEC ? O_CLOEXEC : 0);
+	if (fd < 0) {
+		ret = fd;
+		goto err_fput;
+	}
+	mutex_lock(&st->sock_lock);
+	if (!sf->parked) {
+		ret = -EINVAL;
+	} else if (!sluice_sock_alone(f, 1)) {
+		ret = -EBUSY;
+	} else {
+		slot = sluice_sock_slot_get(st, a.idx);
+		ret = PTR_ERR_OR_ZERO(slot);
+	}
+	if (!ret) {
+		list_add_tail(&sf->node, &slot->files);
+		sf->slot = slot;
+		sf->idx = a.idx;
+		sf->gen = a.gen;
+		/* poll reads them after it sees @parked clear */
+		smp_store_release(&sf->parked, false);
+	}
+	mutex_unlock(&st->sock_lock);
+	if (ret)
+		goto err_fd;
+	spin_lock(&f->f_lock);
+	f->f_flags = (f->f_flags & ~O_NONBLOCK) |
+		     (a.flags & SLUICE_SOCK_FD_NONBLOCK ? O_NONBLOCK : 0);
+	spin_unlock(&f->f_lock);
+	WRITE_ONCE(sluice_kpoll(st, a.idx)->kstate, SLUICE_KSOCK_OPEN);
+	fd_install(fd, f);	/* our reference is the new fd's */
+	return fd;
+
+err_fd:
+	put_unused_fd(fd);
+err_fput:
+	fput(f);
+	return ret;
+}
+
 /* Wake the pollers of each slot in @idx[0..@n), all checked already. */
 static void sluice_sock_wake_slots(struct sluice_stack *st, const u32 *idx,
 				   u32 n)
@@ -415,6 +624,8 @@ int sluice_ioc_sock_info(struct file *file, void __user *uarg)
 		return ret;
 	if (si.flags)
 		return -EINVAL;
+	if (READ_ONCE(sf->parked))
+		return -ENOTCONN;
 	si.idx = sf->idx;
 	si.gen = sf->gen;
 	memcpy(si.name, sf->st->name, sizeof(si.name));

@@ -52,6 +52,7 @@
 #define SLUICE_FEATURE_HANDOFF6	0x8000ULL	/* HANDOFF with SLUICE_HANDOFF_IPV6 */
 #define SLUICE_FEATURE_ROUTE6	0x10000ULL	/* kring tx SLUICE_KRING_TX_ROUTE */
 #define SLUICE_FEATURE_SOCK_KEEP 0x20000ULL	/* SOCK_KEEP: a socket fd holds a kernel socket */
+#define SLUICE_FEATURE_SOCK_CACHE 0x40000ULL	/* SOCK_PARK, SOCK_REUSE */
 /* What this module implements; grows as the features above land. */
 #define SLUICE_FEATURES_ALL	(SLUICE_FEATURE_STACK | SLUICE_FEATURE_KRING | \
 				 SLUICE_FEATURE_FILTER | SLUICE_FEATURE_IFINFO | \
@@ -62,7 +63,8 @@
 				 SLUICE_FEATURE_FILTER_SOCK | \
 				 SLUICE_FEATURE_FILTER_SIBLING | SLUICE_FEATURE_IPV6 | \
 				 SLUICE_FEATURE_SIBLING6 | SLUICE_FEATURE_HANDOFF6 | \
-				 SLUICE_FEATURE_ROUTE6 | SLUICE_FEATURE_SOCK_KEEP)
+				 SLUICE_FEATURE_ROUTE6 | SLUICE_FEATURE_SOCK_KEEP | \
+				 SLUICE_FEATURE_SOCK_CACHE)
 
 /**
  * struct sluice_version - SLUICE_IOC_VERSION argument
@@ -1064,6 +1066,69 @@ struct sluice_sock_info {
 	char name[SLUICE_NAME_MAX];
 };
 
+/*
+ * The socket cache (SLUICE_FEATURE_SOCK_CACHE).  A socket fd's file
+ * outlives the socket it was made for only as a *parked* file: one whose
+ * last fd but the caller's keeper was closed by SLUICE_IOC_SOCK_PARK
+ * while nothing else held it.  The socket is released at that moment as
+ * by the file's end (@kstate, the released list and count), and
+ * SLUICE_IOC_SOCK_REUSE binds the parked file to the caller's next
+ * socket, at a new fd, where SLUICE_IOC_SOCK_FD would make a new file.
+ * A parked file polls EPOLLERR | EPOLLHUP and SOCK_INFO on it is
+ * -ENOTCONN.
+ */
+
+/**
+ * struct sluice_sock_park - SLUICE_IOC_SOCK_PARK argument (stack fd)
+ * @size:	in: sizeof(struct sluice_sock_park) as the caller knows it
+ * @flags:	in: must be zero
+ * @fd:		in: a socket fd of this stack's, bound to a socket
+ * @keep_fd:	in: another fd of the same file (the caller's keeper)
+ *
+ * Closes @fd as close(2) does.  If then nothing holds the file but
+ * @keep_fd (no other fd in any process, no call in flight on it, no
+ * epoll item of it, no status flag but O_NONBLOCK), the file is parked
+ * at @keep_fd and the socket released; otherwise @keep_fd is closed too,
+ * and the file lives on with whoever holds it, as after close(2) of the
+ * caller's last fd.  -EINVAL if @fd is not a bound socket fd of this
+ * stack or @keep_fd not of the same file (then nothing is closed);
+ * -EBADF if either is not open.
+ *
+ * Return: 1 parked, 0 not (both fds closed).
+ */
+struct sluice_sock_park {
+	__u32 size;
+	__u32 flags;
+	__s32 fd;
+	__s32 keep_fd;
+};
+
+/**
+ * struct sluice_sock_reuse - SLUICE_IOC_SOCK_REUSE argument (stack fd)
+ * @size:	in: sizeof(struct sluice_sock_reuse) as the caller knows it
+ * @flags:	in: SLUICE_SOCK_FD_* (CLOEXEC of the new fd, NONBLOCK of the
+ *		file)
+ * @idx:	in: socket slot, below max_sockets (-EINVAL)
+ * @gen:	in: its generation now (-ESTALE)
+ * @fd:		in: a parked socket fd of this stack (-EINVAL if not one)
+ * @reserved:	must be zero
+ *
+ * What SLUICE_IOC_SOCK_FD does, with the parked file at @fd: a new fd at
+ * the lowest free number, the file's O_NONBLOCK as @flags say, @kstate
+ * OPEN.  -EBUSY, nothing changed, if anything holds the file but @fd
+ * (another fd, a call in flight, an epoll item): the caller closes @fd.
+ *
+ * Return: the new fd.
+ */
+struct sluice_sock_reuse {
+	__u32 size;
+	__u32 flags;
+	__u32 idx;
+	__u32 gen;
+	__s32 fd;
+	__u32 reserved;
+};
+
 /**
  * struct sluice_sock_keep - SLUICE_IOC_SOCK_KEEP argument (socket fd)
  * @size:	in: sizeof(struct sluice_sock_keep) as the caller knows it
@@ -1175,5 +1240,7 @@ struct sluice_handoff {
 				     SLUICE_HANDOFF_SIZE_VER0)
 #define SLUICE_IOC_FILTER_FD	_IOWR(SLUICE_IOC_MAGIC, 0x10, struct sluice_filter_fd)
 #define SLUICE_IOC_SOCK_KEEP	_IOWR(SLUICE_IOC_MAGIC, 0x11, struct sluice_sock_keep)
+#define SLUICE_IOC_SOCK_PARK	_IOWR(SLUICE_IOC_MAGIC, 0x12, struct sluice_sock_park)
+#define SLUICE_IOC_SOCK_REUSE	_IOWR(SLUICE_IOC_MAGIC, 0x13, struct sluice_sock_reuse)
 
 #endif /* _UAPI_SLUICE_H */

@@ -7,7 +7,9 @@
  * sluice_sock_kpoll, the armed handshake, sets mixed with a pipe; dup,
  * fork and SCM_RIGHTS sharing one file, released (kstate, the region's
  * ksock_released) only at the last close; scribbled slots; the stack's
- * lifetime under a socket fd, sysfs and debugfs; unload at the end.
+ * lifetime under a socket fd, sysfs and debugfs; the socket cache
+ * (SOCK_PARK and SOCK_REUSE: a file parked only when nothing but the
+ * keeper holds it, and bound again only then); unload at the end.
  *
  * The test plays user space's side by hand on a mapped region: it writes
  * gen and events into slots as the library would.  Runs as root inside
@@ -19,6 +21,7 @@
 #include <net/if.h>
 #include <poll.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -154,6 +157,11 @@ TEST(abi_struct_layouts)
 	EXPECT_EQ(0x0c, _IOC_NR(SLUICE_IOC_SOCK_FD));
 	EXPECT_EQ(0x0d, _IOC_NR(SLUICE_IOC_SOCK_WAKE));
 	EXPECT_EQ(0x0e, _IOC_NR(SLUICE_IOC_SOCK_INFO));
+	EXPECT_EQ(16, sizeof(struct sluice_sock_park));
+	EXPECT_EQ(24, sizeof(struct sluice_sock_reuse));
+	EXPECT_EQ(16, offsetof(struct sluice_sock_reuse, fd));
+	EXPECT_EQ(0x11, _IOC_NR(SLUICE_IOC_SOCK_PARK));
+	EXPECT_EQ(0x12, _IOC_NR(SLUICE_IOC_SOCK_REUSE));
 }
 
 TEST(feature_bit)
@@ -167,6 +175,7 @@ TEST(feature_bit)
 	ASSERT_EQ(0, xioctl(dev, SLUICE_IOC_VERSION, &v));
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_SOCKFD);
 	EXPECT_TRUE(v.features & SLUICE_FEATURE_SOCK_KEEP);
+	EXPECT_TRUE(v.features & SLUICE_FEATURE_SOCK_CACHE);
 	close(dev);
 }
 
@@ -799,6 +808,252 @@ TEST_F(sockfd, releases_are_listed_newest_first)
 	EXPECT_EQ(0xdeadbeef, kp(self, 14)->rel_next);
 	EXPECT_EQ(SLUICE_KSOCK_RELEASED, kp(self, 14)->kstate);
 	EXPECT_EQ(before + 3, *released(self));
+}
+
+/* SOCK_PARK: 1 parked, 0 not (both fds closed), or -errno. */
+static int sock_park(int st, int fd, int keep)
+{
+	struct sluice_sock_park a = { .size = sizeof(a), .fd = fd, .keep_fd = keep };
+	int ret = ioctl(st, SLUICE_IOC_SOCK_PARK, &a);
+
+	return ret < 0 ? -errno : ret;
+}
+
+/* SOCK_REUSE of parked @fd for slot @idx: the new fd, or -errno. */
+static int sock_reuse(int st, int fd, __u32 idx, __u32 gen, __u32 flags)
+{
+	struct sluice_sock_reuse a = { .size = sizeof(a), .flags = flags,
+				       .idx = idx, .gen = gen, .fd = fd };
+	int ret = ioctl(st, SLUICE_IOC_SOCK_REUSE, &a);
+
+	return ret < 0 ? -errno : ret;
+}
+
+static bool fd_open(int fd)
+{
+	return fcntl(fd, F_GETFD) >= 0;
+}
+
+TEST_F(sockfd, sock_park_and_reuse_argument_rules)
+{
+	struct { struct sluice_sock_park a; __u64 tail; } big;
+	struct sluice_sock_reuse r;
+	int fd, keep, pfd[2];
+
+	kp(self, 2)->gen = 5;
+	fd = sock_fd(self->st, 2, 5, 0);
+	ASSERT_LE(0, fd);
+	keep = dup(fd);
+	ASSERT_LE(0, keep);
+	ASSERT_EQ(0, pipe(pfd));
+	/* Nothing is closed by a call that fails. */
+	EXPECT_EQ(-EINVAL, sock_park(self->st, fd, fd));
+	EXPECT_EQ(-EBADF, sock_park(self->st, fd, 1000));
+	EXPECT_EQ(-EBADF, sock_park(self->st, 1000, keep));
+	EXPECT_EQ(-EINVAL, sock_park(self->st, pfd[0], keep));	/* not a socket fd */
+	EXPECT_EQ(-EINVAL, sock_park(self->st, fd, pfd[0]));	/* another file */
+	EXPECT_EQ(-EINVAL, sock_park(self->st, self->st, keep));
+	big.a = (struct sluice_sock_park){ .size = sizeof(big), .fd = fd, .keep_fd = keep };
+	big.tail = 1;
+	EXPECT_EQ(-E2BIG, xioctl(self->st, SLUICE_IOC_SOCK_PARK, &big));
+	big.a.flags = 1;
+	big.tail = 0;
+	EXPECT_EQ(-EINVAL, xioctl(self->st, SLUICE_IOC_SOCK_PARK, &big));
+	big.a.size = sizeof(big.a) - 1;
+	big.a.flags = 0;
+	EXPECT_EQ(-EINVAL, xioctl(self->st, SLUICE_IOC_SOCK_PARK, &big));
+	EXPECT_EQ(-ENOTTY, xioctl(fd, SLUICE_IOC_SOCK_PARK, &big.a));
+	EXPECT_TRUE(fd_open(fd));
+	EXPECT_TRUE(fd_open(keep));
+	EXPECT_EQ(SLUICE_KSOCK_OPEN, kp(self, 2)->kstate);
+	/* A file that is not parked is not bound again. */
+	kp(self, 3)->gen = 9;
+	EXPECT_EQ(-EINVAL, sock_reuse(self->st, keep, 3, 9, 0));
+	EXPECT_EQ(-EINVAL, sock_reuse(self->st, pfd[0], 3, 9, 0));
+	EXPECT_EQ(-EBADF, sock_reuse(self->st, 1000, 3, 9, 0));
+	EXPECT_EQ(-ESTALE, sock_reuse(self->st, keep, 3, 8, 0));
+	EXPECT_EQ(-EINVAL, sock_reuse(self->st, keep, NSOCK, 9, 0));
+	EXPECT_EQ(-EINVAL, sock_reuse(self->st, keep, 3, 9, 0x4));
+	r = (struct sluice_sock_reuse){ .size = sizeof(r), .idx = 3, .gen = 9, .fd = keep,
+					.reserved = 1 };
+	EXPECT_EQ(-EINVAL, xioctl(self->st, SLUICE_IOC_SOCK_REUSE, &r));
+	r.reserved = 0;
+	r.size = sizeof(r) - 1;
+	EXPECT_EQ(-EINVAL, xioctl(self->st, SLUICE_IOC_SOCK_REUSE, &r));
+	close(pfd[0]);
+	close(pfd[1]);
+	close(fd);
+	close(keep);
+}
+
+/*
+ * The cache's round: the program's last fd parked at the keeper releases
+ * the socket as its close would (kstate, the list, the count); the
+ * parked file polls EPOLLERR | EPOLLHUP and names no socket; bound again
+ * to the next socket it is that socket's fd at the lowest free number,
+ * with the flags asked, and its release is that socket's.
+ */
+TEST_F(sockfd, parked_file_is_released_then_bound_again)
+{
+	__u32 before = *released(self);
+	struct sluice_sock_info si = { .size = sizeof(si) };
+	char path[64], buf[256];
+	int fd, keep, nfd, low, fl;
+
+	kp(self, 4)->gen = 1;
+	fd = sock_fd(self->st, 4, 1, SLUICE_SOCK_FD_NONBLOCK);
+	ASSERT_LE(0, fd);
+	keep = fcntl(fd, F_DUPFD_CLOEXEC, 100);
+	ASSERT_LE(100, keep);
+	EXPECT_EQ(1, sock_park(self->st, fd, keep));
+	EXPECT_FALSE(fd_open(fd));
+	EXPECT_TRUE(fd_open(keep));
+	EXPECT_EQ(SLUICE_KSOCK_RELEASED, kp(self, 4)->kstate);
+	EXPECT_EQ(before + 1, *released(self));
+	EXPECT_EQ(5, *rel_head(self));
+	EXPECT_EQ(POLLERR | POLLHUP, poll1(keep, POLLIN | POLLOUT, 0));
+	EXPECT_EQ(-ENOTCONN, xioctl(keep, SLUICE_IOC_SOCK_INFO, &si));
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", keep);
+	ASSERT_LT(0, read_file(path, buf, sizeof(buf)));
+	EXPECT_NE(NULL, strstr(buf, "sluice_parked:\t1"));
+	EXPECT_EQ(NULL, strstr(buf, "sluice_idx"));
+	/* Parked twice: no. */
+	nfd = dup(keep);
+	EXPECT_EQ(-EINVAL, sock_park(self->st, nfd, keep));
+	close(nfd);
+
+	/* Bound again, to slot 6: the lowest free number, as SOCK_FD. */
+	kp(self, 6)->gen = 3;
+	kp(self, 6)->events = POLLIN;
+	low = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, low);
+	close(low);
+	nfd = sock_reuse(self->st, keep, 6, 3, SLUICE_SOCK_FD_CLOEXEC);
+	ASSERT_EQ(low, nfd);
+	EXPECT_EQ(SLUICE_KSOCK_OPEN, kp(self, 6)->kstate);
+	fl = fcntl(nfd, F_GETFL);
+	EXPECT_EQ(O_RDWR, fl & (O_ACCMODE | O_NONBLOCK));
+	EXPECT_EQ(FD_CLOEXEC, fcntl(nfd, F_GETFD));
+	EXPECT_EQ(POLLIN, poll1(nfd, POLLIN | POLLOUT, 0));
+	ASSERT_EQ(0, xioctl(nfd, SLUICE_IOC_SOCK_INFO, &si));
+	EXPECT_EQ(6, si.idx);
+	EXPECT_EQ(3, si.gen);
+	/* Bound, it is parked again only by SOCK_PARK. */
+	EXPECT_EQ(-EINVAL, sock_reuse(self->st, keep, 6, 3, 0));
+	EXPECT_EQ(1, sysfs_sockfds());
+	/* Its release is slot 6's, once the keeper goes too. */
+	close(nfd);
+	EXPECT_EQ(SLUICE_KSOCK_OPEN, kp(self, 6)->kstate);
+	close(keep);
+	EXPECT_EQ(SLUICE_KSOCK_RELEASED, kp(self, 6)->kstate);
+	EXPECT_EQ(before + 2, *released(self));
+	EXPECT_EQ(0, sysfs_sockfds());
+}
+
+/*
+ * What holds the file besides the keeper keeps it from being parked, as
+ * it keeps the socket on Linux: another fd (a dup, a forked child's), an
+ * epoll item, a status flag the next socket must not inherit.  Then both
+ * fds are closed, and the socket lives on with its other holders.
+ */
+TEST_F(sockfd, held_file_is_not_parked)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	__u32 before = *released(self);
+	int fd, keep, other, ep, ret;
+	pid_t pid;
+
+	/* A dup. */
+	kp(self, 5)->gen = 1;
+	fd = sock_fd(self->st, 5, 1, 0);
+	ASSERT_LE(0, fd);
+	keep = dup(fd);
+	other = dup(fd);
+	EXPECT_EQ(0, sock_park(self->st, fd, keep));
+	EXPECT_FALSE(fd_open(fd));
+	EXPECT_FALSE(fd_open(keep));
+	EXPECT_EQ(SLUICE_KSOCK_OPEN, kp(self, 5)->kstate);
+	close(other);
+	EXPECT_EQ(SLUICE_KSOCK_RELEASED, kp(self, 5)->kstate);
+
+	/* A forked child's fd: released when the child's goes. */
+	kp(self, 7)->gen = 1;
+	fd = sock_fd(self->st, 7, 1, 0);
+	ASSERT_LE(0, fd);
+	keep = dup(fd);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		close(keep);
+		usleep(200000);
+		_exit(0);
+	}
+	usleep(50000);
+	EXPECT_EQ(0, sock_park(self->st, fd, keep));
+	EXPECT_FALSE(fd_open(keep));
+	EXPECT_EQ(SLUICE_KSOCK_OPEN, kp(self, 7)->kstate);
+	EXPECT_EQ(0, reap(pid));
+	EXPECT_EQ(SLUICE_KSOCK_RELEASED, kp(self, 7)->kstate);
+
+	/* An epoll item: the file ends with both fds, and the item with it. */
+	kp(self, 8)->gen = 1;
+	fd = sock_fd(self->st, 8, 1, 0);
+	ASSERT_LE(0, fd);
+	keep = dup(fd);
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, ep);
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev));
+	EXPECT_EQ(0, sock_park(self->st, fd, keep));
+	EXPECT_FALSE(fd_open(keep));
+	EXPECT_EQ(SLUICE_KSOCK_RELEASED, kp(self, 8)->kstate);
+	ret = epoll_wait(ep, &ev, 1, 0);
+	EXPECT_EQ(0, ret);
+	close(ep);
+
+	/* O_APPEND set on it: not kept for the next socket. */
+	kp(self, 9)->gen = 1;
+	fd = sock_fd(self->st, 9, 1, 0);
+	ASSERT_LE(0, fd);
+	keep = dup(fd);
+	ASSERT_EQ(0, fcntl(fd, F_SETFL, O_APPEND));
+	EXPECT_EQ(0, sock_park(self->st, fd, keep));
+	EXPECT_FALSE(fd_open(keep));
+	EXPECT_EQ(SLUICE_KSOCK_RELEASED, kp(self, 9)->kstate);
+	EXPECT_EQ(before + 4, *released(self));
+	EXPECT_EQ(0, sysfs_sockfds());
+}
+
+/* A parked file someone else came to hold is not bound again (-EBUSY). */
+TEST_F(sockfd, reuse_refused_while_held)
+{
+	int fd, keep, other, nfd;
+	pid_t pid;
+
+	kp(self, 10)->gen = 1;
+	fd = sock_fd(self->st, 10, 1, 0);
+	ASSERT_LE(0, fd);
+	keep = dup(fd);
+	ASSERT_EQ(1, sock_park(self->st, fd, keep));
+	kp(self, 11)->gen = 2;
+	other = dup(keep);
+	EXPECT_EQ(-EBUSY, sock_reuse(self->st, keep, 11, 2, 0));
+	close(other);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		usleep(200000);
+		_exit(0);
+	}
+	EXPECT_EQ(-EBUSY, sock_reuse(self->st, keep, 11, 2, 0));
+	EXPECT_EQ(0, reap(pid));
+	EXPECT_EQ(SLUICE_KSOCK_NONE, kp(self, 11)->kstate);
+	nfd = sock_reuse(self->st, keep, 11, 2, SLUICE_SOCK_FD_NONBLOCK);
+	ASSERT_LE(0, nfd);
+	EXPECT_EQ(O_NONBLOCK, fcntl(nfd, F_GETFL) & O_NONBLOCK);
+	close(keep);
+	close(nfd);
+	EXPECT_EQ(SLUICE_KSOCK_RELEASED, kp(self, 11)->kstate);
+	EXPECT_EQ(0, sysfs_sockfds());
 }
 
 TEST_F(sockfd, stale_release_leaves_the_new_socket)
