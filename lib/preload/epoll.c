@@ -815,6 +815,8 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 
 	if (ps && ps->kfd) {
 		ret = REAL(epoll_ctl)(epfd, op, fd, ev);
+		if (!ret && op == EPOLL_CTL_ADD)
+			SL_WRITE_ONCE(ps->epolled, true);
 		if (!ret && epfd >= 0 && epfd < PL_EP_MAX)
 			SL_WRITE_ONCE(ep_pure[epfd], false);
 		if (!ret && (ep = ep_get_or_make(epfd)))

@@ -53,7 +53,7 @@ EXPORT int close(int fd)
 		return REAL(close)(fd);
 	pl_epoll_forget_fd(fd);
 	pl_fd_cache_keep(fd, ps);
-	ret = REAL(close)(fd);
+	ret = ps->kfd ? pl_kfd_close(fd, ps) : REAL(close)(fd);
 	pl_sock_release(ps);
 	return ret;
 }

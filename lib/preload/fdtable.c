@@ -117,6 +117,10 @@ static struct pl_cached {
 static int ncache SL_FORKDATA;	/* entries with an fd (atomic): 0 skips all */
 static pthread_mutex_t cache_mu SL_FORKDATA = PTHREAD_MUTEX_INITIALIZER;
 
+static void cache_release(struct pl_sock *ps, bool keep);
+static unsigned int fork_gen SL_FORKDATA;	/* forks, execs and spawns begun (atomic) */
+static unsigned int fork_busy SL_FORKDATA;	/* ... and not ended (atomic) */
+
 /* Module socket fds kept for a blocking call in flight (kfd_keep()). */
 static bool kfd_kept_is(int fd);
 static void kfd_keep(struct pl_sock *ps, int fd);
@@ -683,21 +687,73 @@ bool pl_kfds(void)
 	return SL_READ_ONCE(kfd_on);
 }
 
-/* SOCK_FD for socket sd; the fd or -errno. */
-static int kfd_make(struct sl_stack *s, uint32_t sd, bool cloexec, bool nonblock)
+/*
+ * The socket cache on a module's stack (lib/preload/README.md, "Socket
+ * cache"): the entries of cache[] hold *parked* socket fds' files, each
+ * at the library's fd of it (the keeper).  A close() of a socket's last
+ * fd here is SOCK_PARK: the module closes the fd and, if nothing else
+ * holds the file (another process's fd, a call in flight, an epoll
+ * item), parks it at the keeper and releases the socket as the file's
+ * end would; else it closes the keeper too.  The next socket()/accept()
+ * is SOCK_REUSE of a parked file in place of SOCK_FD's new one.  The
+ * module judges who holds the file, so fork, dup and SCM_RIGHTS need no
+ * bookkeeping here; the first keeper of a socket is a dup of its fd
+ * (sl_sys_dup_above()), once per entry.
+ */
+static bool kcache_on(void)
 {
-	struct sluice_sock_fd a = {
-		.size = sizeof(a), .idx = sd,
-		.flags = (cloexec ? SLUICE_SOCK_FD_CLOEXEC : 0) |
-			 (nonblock ? SLUICE_SOCK_FD_NONBLOCK : 0),
-	};
+	return pl_cfg.sock_cache && (sl_module_features & SLUICE_FEATURE_SOCK_CACHE) &&
+	       !sl_sys_sandboxed;
+}
+
+/* SOCK_REUSE of a free entry's file for ps (socket sd of generation gen):
+ * the fd, or -1 (none free, or the module said no: that entry ends). */
+static int kfd_reuse(struct sl_stack *s, struct pl_sock *ps, struct sluice_sock_reuse *a)
+{
+	int i, fd = -1, end = -1, saved_errno = errno;
+
+	if (!sl_load_acquire(&ncache) || !kcache_on())
+		return -1;
+	pthread_mutex_lock(&cache_mu);
+	for (i = 0; i < PL_CACHE; i++)
+		if (cache[i].fd >= 0 && !cache[i].ps)
+			break;
+	if (i < PL_CACHE) {
+		a->fd = cache[i].fd;
+		fd = REAL(ioctl)(s->region_fd, SLUICE_IOC_SOCK_REUSE, a);
+		if (fd >= 0) {
+			cache[i].ps = ps;
+			ps->cache = i + 1;
+		} else {
+			end = cache_drop_locked((unsigned int)i);
+		}
+	}
+	pthread_mutex_unlock(&cache_mu);
+	if (end >= 0)
+		pl_libc.close(end);
+	errno = saved_errno;
+	if (fd >= 0)
+		sl_count(s, SL_C_sock_fd_cached);
+	return fd;
+}
+
+/* SOCK_FD (or SOCK_REUSE) for socket sd; the fd or -errno. */
+static int kfd_make(struct sl_stack *s, struct pl_sock *ps, uint32_t sd, bool cloexec,
+		    bool nonblock)
+{
+	uint32_t flags = (cloexec ? SLUICE_SOCK_FD_CLOEXEC : 0) |
+			 (nonblock ? SLUICE_SOCK_FD_NONBLOCK : 0);
+	struct sluice_sock_fd a = { .size = sizeof(a), .idx = sd, .flags = flags };
+	struct sluice_sock_reuse r = { .size = sizeof(r), .idx = sd, .flags = flags };
 	int fd;
 
 	if (sl_lock(s))
 		return -EPIPE;
-	a.gen = sl_sock(s, sd)->kp.gen;
+	a.gen = r.gen = sl_sock(s, sd)->kp.gen;
 	sl_unlock(s);
-	fd = REAL(ioctl)(s->region_fd, SLUICE_IOC_SOCK_FD, &a);
+	fd = kfd_reuse(s, ps, &r);
+	if (fd < 0)
+		fd = REAL(ioctl)(s->region_fd, SLUICE_IOC_SOCK_FD, &a);
 	if (fd < 0)
 		return -errno;
 	/* kstate is OPEN from here: changes are published at each unlock;
@@ -712,10 +768,12 @@ static int kfd_make(struct sl_stack *s, uint32_t sd, bool cloexec, bool nonblock
 static int kfd_install(struct sl_stack *s, struct pl_sock *ps, uint32_t sd, int type,
 		       bool cloexec, bool nonblock)
 {
-	int fd = kfd_make(s, sd, cloexec, nonblock), ret;
+	int fd = kfd_make(s, ps, sd, cloexec, nonblock), ret;
 
-	if (fd < 0)
+	if (fd < 0) {
+		cache_release(ps, false);
 		return fd;
+	}
 	ps->sd = sd;
 	ps->gen = sl_sock(s, sd)->kp.gen;
 	ps->type = type;
@@ -727,6 +785,7 @@ static int kfd_install(struct sl_stack *s, struct pl_sock *ps, uint32_t sd, int 
 	ret = table_set(fd, ps);
 	if (ret) {
 		pl_libc.close(fd);	/* released: closed at the next unlock */
+		cache_release(ps, false);
 		return ret;
 	}
 	SL_WRITE_ONCE(kfd_on, true);
@@ -820,6 +879,63 @@ static void kfd_reap(struct pl_sock *ps)
 	if (sl_ksock_close_released(s, ps->sd, ps->gen))
 		pl_debug("closed socket %u (last socket fd)", ps->sd);
 	sl_unlock(s);
+}
+
+/*
+ * close(fd) of ps's last fd here, a module socket fd: SOCK_PARK with its
+ * keeper (made now if ps has none and an entry is free), one system call
+ * as close(); plain close() where the file is not to be kept: another fd
+ * of it here, a call in flight on it (its copy holds the file: kfd_keep()),
+ * a fork under way, what the description keeps (ps->nocache), or an
+ * epoll set it was put in and no keeper yet.  Either way the lent entry
+ * ends or is free again before the release (sock_release_now()).
+ */
+int pl_kfd_close(int fd, struct pl_sock *ps)
+{
+	struct sluice_sock_park a = { .size = sizeof(a), .fd = fd, .keep_fd = -1 };
+	struct sl_stack *s = pl_sl();
+	int i = SL_READ_ONCE(ps->cache) - 1, k = -1, ret, saved_errno = errno;
+
+	if (!s || !kcache_on() || SL_READ_ONCE(ps->nfd) || SL_READ_ONCE(ps->nocache) ||
+	    (sl_load_acquire(&ps->calls) & PL_CALLS_INFL) || sl_load_acquire(&fork_busy) ||
+	    (i < 0 && (SL_READ_ONCE(ps->epolled) || sl_load_acquire(&ncache) >= PL_CACHE)))
+		return REAL(close)(fd);
+	pthread_mutex_lock(&cache_mu);
+	if (i < 0) {
+		for (i = 0; i < PL_CACHE && cache[i].fd >= 0; i++)
+			;
+		if (i < PL_CACHE && (k = sl_sys_dup_above(fd)) >= 0) {
+			cache[i].ps = ps;
+			ps->cache = i + 1;
+			SL_WRITE_ONCE(cache[i].fd, k);
+			sl_fetch_add(&ncache, 1);
+		} else {
+			i = -1;
+		}
+	}
+	if (i >= 0 && cache[i].ps == ps)
+		a.keep_fd = cache[i].fd;
+	pthread_mutex_unlock(&cache_mu);
+	errno = saved_errno;
+	if (a.keep_fd < 0)
+		return REAL(close)(fd);
+	ret = REAL(ioctl)(s->region_fd, SLUICE_IOC_SOCK_PARK, &a);
+	if (ret < 0) {
+		errno = saved_errno;
+		return REAL(close)(fd);	/* the entry ends at the release */
+	}
+	pthread_mutex_lock(&cache_mu);
+	if (cache[i].ps == ps) {
+		if (ret == 1) {		/* parked: free for the next socket */
+			cache[i].ps = NULL;
+			ps->cache = 0;
+		} else {		/* the module closed the keeper too */
+			cache_drop_locked((unsigned int)i);
+		}
+	}
+	pthread_mutex_unlock(&cache_mu);
+	errno = saved_errno;
+	return 0;
 }
 
 /* fd is a module socket fd (SCM_RIGHTS, exec): one of our stack's? */
@@ -1194,8 +1310,6 @@ void pl_fd_making_end(int slot)
  * execve system call that bypasses libc, and another process's
  * pidfd_getfd(2) of the fd; lib/preload/README.md.
  */
-static unsigned int fork_gen SL_FORKDATA;	/* forks, execs and spawns begun (atomic) */
-static unsigned int fork_busy SL_FORKDATA;	/* ... and not ended (atomic) */
 static int npriv SL_FORKDATA;	/* private sockets in the table: 0 skips the walk */
 
 static bool fork_since(unsigned int gen, unsigned int busy);

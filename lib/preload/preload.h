@@ -206,6 +206,9 @@ struct pl_sock {
 	 * lease...), so it is not kept for the next socket. */
 	int cache;
 	bool nocache;
+	/* Put in an epoll set (a module socket fd): no keeper made for it
+	 * at close (fdtable.c, pl_kfd_close()). */
+	bool epolled;
 	bool reuseaddr, reuseport, nodelay, keepalive;
 	/* An AF_INET6 socket talking IPv4 (the stack's SL_SF_V6, read when
 	 * the fd is made): addresses in and out are sockaddr_in6, v4-mapped
@@ -470,6 +473,7 @@ struct pl_sock *pl_fd_forget(int fd);
 /* close() of fd, ps's last fd here, before the real close: keep its
  * description for the next socket (fdtable.c, "socket cache"). */
 void pl_fd_cache_keep(int fd, struct pl_sock *ps);
+int pl_kfd_close(int fd, struct pl_sock *ps);
 /* The fd that held ps is closed: if no fd anywhere holds its placeholder
  * any more, close the Sluice socket.  Drops the reference. */
 void pl_sock_release(struct pl_sock *ps);

@@ -6,7 +6,7 @@
 # and lent to the next socket() or accept().  What the program sees must
 # be the kernel's: tests/preload/sockcache.c (numbers lowest free after
 # close, /proc/self/fd, fstat, O_NONBLOCK and FD_CLOEXEC as asked, a new
-# socket unbound, without error or options, dup and fork) runs on the
+# socket unbound, without error or options, dup, fork, epoll sets) runs on the
 # kernel and under `sluice run`, each in a network namespace of its own,
 # and must print the same lines; the stack's counter sock_fd_cached shows
 # the cache was used.  Then a client churning connections on a stack is
@@ -27,8 +27,8 @@ netns_secs=120
 
 k=$(in_netns "$prog")
 echo "$k" | sed 's/^/# kernel: /'
-check "on the kernel: all 8 cases as expected" \
-	test "$(grep -c ' ok$' <<<"$k")" = 8
+check "on the kernel: all 9 cases as expected" \
+	test "$(grep -c ' ok$' <<<"$k")" = 9
 s=$(in_netns env SLUICE_STACK=$st "$sluice" run -- "$prog")
 echo "$s" | sed 's/^/# sluice: /'
 check_as_kernel "$k" "$s"

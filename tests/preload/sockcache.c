@@ -24,7 +24,10 @@
  *    leaves it to the child, whose write reaches the peer; the numbers in
  *    both are the lowest free;
  *  - refused: a connect() refused (SO_ERROR or ECONNREFUSED), closed; the
- *    next socket has no error.
+ *    next socket has no error;
+ *  - epoll: an accepted socket in an epoll set, closed (with and without
+ *    EPOLL_CTL_DEL first): the set reports nothing of it after, and the
+ *    next connection's socket, readable, is not in the set.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -36,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -382,6 +386,51 @@ static bool case_refused(void)
 	return true;
 }
 
+static bool case_epoll(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int c, a, c2, a2, ep, n, round;
+	bool ok = true;
+
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0)
+		return bad("epoll_create1: %s", strerror(errno));
+	for (round = 0; ok && round < 4; round++) {
+		if (!conn(&c, &a, 0, 0)) {
+			ok = false;
+			break;
+		}
+		ev.events = EPOLLIN;
+		ev.data.fd = a;
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, a, &ev) || write(c, "x", 1) != 1)
+			ok = bad("round %d: add or write: %s", round, strerror(errno));
+		n = ok ? epoll_wait(ep, &ev, 1, 2000) : 0;
+		if (ok && (n != 1 || ev.data.fd != a))
+			ok = bad("round %d: epoll_wait %d before the close", round, n);
+		if (ok && (round & 1) && epoll_ctl(ep, EPOLL_CTL_DEL, a, NULL))
+			ok = bad("round %d: del: %s", round, strerror(errno));
+		close(a);
+		n = epoll_wait(ep, &ev, 1, 0);
+		if (ok && n != 0)
+			ok = bad("round %d: %d events after the close", round, n);
+		if (ok && conn(&c2, &a2, 0, 0)) {
+			if (write(c2, "y", 1) != 1)
+				ok = bad("round %d: write: %s", round, strerror(errno));
+			usleep(20000);
+			n = epoll_wait(ep, &ev, 1, 50);
+			if (ok && n != 0)
+				ok = bad("round %d: the next socket reported (%d) by the set", round, n);
+			close(a2);
+			close(c2);
+		} else {
+			ok = false;
+		}
+		close(c);
+	}
+	close(ep);
+	return ok;
+}
+
 int main(void)
 {
 	static const struct {
@@ -390,7 +439,7 @@ int main(void)
 	} cases[] = {
 		{ "lowest", case_lowest }, { "procfd", case_procfd }, { "fstat", case_fstat },
 		{ "flags", case_flags },   { "fresh", case_fresh },   { "dup", case_dup },
-		{ "fork", case_fork },     { "refused", case_refused },
+		{ "fork", case_fork },     { "refused", case_refused }, { "epoll", case_epoll },
 	};
 	int fails = 0;
 

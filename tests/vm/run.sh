@@ -256,6 +256,7 @@ run_kernel() { # run_kernel VERSION
 	add_binary "$root" build/tests/preload/udp_autobind /opt/sluice/bin
 	add_binary "$root" build/tests/preload/handover /opt/sluice/bin
 	add_binary "$root" build/tests/bench/conn_churn /opt/sluice/bin
+	add_binary "$root" build/tests/preload/sockcache /opt/sluice/bin
 	for b in curl iperf3; do
 		if command -v "$b" >/dev/null; then
 			add_binary "$root" "$(command -v "$b")" /usr/bin
