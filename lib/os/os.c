@@ -20,6 +20,11 @@
 
 #include "os/os.h"
 
+/* Every errno of this file through the thread's kept pointer (os.h). */
+#undef errno
+#define errno (*sl_errno_loc())
+__thread int *sl_errno_p;
+
 /*
  * A system call with six arguments, the kernel's result (-errno on
  * failure): what libc's syscall() does, less errno.  In assembly, as the

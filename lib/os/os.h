@@ -22,6 +22,7 @@
 #ifndef SLUICE_OS_H
 #define SLUICE_OS_H
 
+#include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -30,6 +31,28 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+
+/*
+ * This thread's errno, through a pointer kept for it: the first use asks
+ * libc's __errno_location(), later ones only read the pointer (a forked
+ * child's one thread is a copy of the one that forked, at the same
+ * address).  A file that says so after its includes reads every errno
+ * through it (#undef errno, #define errno (*sl_errno_loc())): os.c,
+ * run/bell.c, preload/fdtable.c, on the paths a forking server's child
+ * takes as it serves and closes its connection, which saved and put
+ * back errno at each packet's CPU note, bell and release, and
+ * __errno_location() was a page of libc's text that child faulted in for
+ * that alone (tests/host/test_fork_cost.sh).
+ */
+extern __thread int *sl_errno_p;
+static inline int *sl_errno_loc(void)
+{
+	int *p = sl_errno_p;
+
+	if (__builtin_expect(!p, 0))
+		p = sl_errno_p = __errno_location();
+	return p;
+}
 
 /*
  * syscall(3) under a name the preload does not export: up to six

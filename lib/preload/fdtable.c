@@ -69,6 +69,10 @@
 
 #include "preload.h"
 
+/* Every errno of this file through the thread's kept pointer (os.h). */
+#undef errno
+#define errno (*sl_errno_loc())
+
 #define PL_FD_PREFIX	"/dev/shm/sluicefd-"
 #define PL_RECS_NAME	"/recs"
 #define PL_SWEEP_US	500000
@@ -84,6 +88,8 @@ static struct pl_table *table;
 static pthread_mutex_t table_mu SL_FORKDATA = PTHREAD_MUTEX_INITIALIZER;
 static char fd_path[96];	/* the directory of the placeholders */
 static size_t fd_path_len;	/* its strlen() (place_addr()) */
+/* fd_path and "/p", the start of every placeholder's name (place_addr()). */
+static struct sockaddr_un place_base;
 static char recs_path[104];	/* the records file in it */
 static struct sl_fdhdr *hdr;
 static struct sl_fdrec *recs;
@@ -295,14 +301,21 @@ SL_FORKTEXT static void proc_register(int at)
 	reg_slot = i;
 }
 
-/* Give our record back (exit, or a child letting go of its parent's). */
-static void proc_unregister(void)
+/*
+ * Give our record back, at exit.  Its description is not closed: the
+ * kernel closes it as the process ends, a moment later, and its read
+ * lock goes with it (a close() here was one system call more for every
+ * forked child, test_fork_cost).  Meanwhile the record is free, and a
+ * process that takes it locks the same byte for reading beside ours,
+ * which conflicts with nothing; a sweep's test for a death (F_WRLCK,
+ * lock_free_at()) sees it held, as it is, by a live process.  reg_fd
+ * keeps its number, so a close() of it by the program is still refused.
+ */
+SL_FORKTEXT static void proc_unregister(void)
 {
 	if (reg_slot >= 0 && hdr)
 		sl_store_release(&hdr->procs[reg_slot].state, SL_FDPROC_FREE);
-	if (reg_fd >= 0)
-		pl_libc.close(reg_fd);
-	reg_fd = reg_slot = -1;
+	reg_slot = -1;
 }
 
 /*
@@ -341,6 +354,9 @@ static int fdtable_map(struct sl_stack *s)
 
 	snprintf(fd_path, sizeof(fd_path), PL_FD_PREFIX "%s", s->name);
 	fd_path_len = strlen(fd_path);
+	memset(&place_base, 0, sizeof(place_base));
+	place_base.sun_family = AF_UNIX;
+	snprintf(place_base.sun_path, sizeof(place_base.sun_path), "%s/" PL_PLACE_NAME, fd_path);
 	snprintf(recs_path, sizeof(recs_path), "%s" PL_RECS_NAME, fd_path);
 	ret = make_dir();
 	if (ret)
@@ -1041,22 +1057,23 @@ static int place_open(int flags)
  * pages of libc's text and tables (vfprintf, its jump table, strchrnul,
  * mempcpy, a stack page below) that its kernel twin never touches.
  */
+/*
+ * A copy of place_base, not memcpy() of fd_path: a forking server's child
+ * closing the sockets it served (nobody_holds()) would call libc's
+ * memcpy() for the one variable length, a page of libc's text it
+ * otherwise never touches (test_fork_cost); a struct copies inline.
+ */
 static socklen_t place_addr(uint32_t sd, struct sockaddr_un *a)
 {
-	static const char name[] = "/" PL_PLACE_NAME;
 	char digits[10];
-	size_t n = fd_path_len, k = 0;
+	size_t n = fd_path_len + sizeof("/" PL_PLACE_NAME) - 1, k = 0;
 
 	do
 		digits[k++] = (char)('0' + sd % 10);
 	while ((sd /= 10));
-	if (n + sizeof(name) - 1 + k >= sizeof(a->sun_path))
+	if (n + k >= sizeof(a->sun_path))
 		return 0;
-	memset(a, 0, sizeof(*a));
-	a->sun_family = AF_UNIX;
-	memcpy(a->sun_path, fd_path, n);
-	memcpy(a->sun_path + n, name, sizeof(name) - 1);
-	n += sizeof(name) - 1;
+	*a = place_base;
 	while (k)
 		a->sun_path[n++] = digits[--k];
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
@@ -1419,13 +1436,14 @@ static int cache_take(struct pl_sock *ps, bool cloexec, bool nonblock)
 void pl_fd_cache_keep(int fd, struct pl_sock *ps)
 {
 	unsigned int gen0 = sl_load_acquire(&fork_gen), busy0 = sl_load_acquire(&fork_busy);
-	int i, h, saved_errno = errno;
+	int i, h, saved_errno;
 
 	if (!pl_cfg.sock_cache || SL_READ_ONCE(ps->cache) || !SL_READ_ONCE(ps->priv) ||
 	    SL_READ_ONCE(ps->nocache) ||
 	    SL_READ_ONCE(ps->nfd) || ps->kfd || sl_sys_sandboxed || busy0 ||
 	    sl_load_acquire(&ncache) >= PL_CACHE)
 		return;
+	saved_errno = errno;
 	pthread_mutex_lock(&cache_mu);
 	for (i = 0; i < PL_CACHE && cache[i].fd >= 0; i++)
 		;

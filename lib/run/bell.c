@@ -43,6 +43,10 @@
 #include "os/os.h"
 #include "run/run.h"
 
+/* Every errno of this file through the thread's kept pointer (os.h). */
+#undef errno
+#define errno (*sl_errno_loc())
+
 socklen_t sl_bell_name(struct sockaddr_un *a, uint32_t pid, uint32_t tid)
 {
 	int n;
