@@ -466,7 +466,11 @@ static unsigned int wait_channels(struct sl_stack *s, const struct sluice_pollfd
 struct poll_intr {
 	unsigned int (*count)(void);	/* the thread's signal count */
 	unsigned int seen;		/* its value when the caller looked */
+	/* The first sleep may skip its look (sl_poll_signals_idle()). */
+	bool idle;
 };
+
+static bool rx_idle_all(struct sl_stack *s, const struct sluice_pollfd *fds, unsigned int n);
 
 /*
  * With a journal wait on one channel (lock held): has the journal named a
@@ -508,6 +512,42 @@ static void wake_next(struct sl_stack *s, struct sl_sock *so)
 {
 	if (sl_wake_word_n(&so->xseq, 1) == 0)
 		sl_bell_ring_excl(s, so->idx, false);
+}
+
+/*
+ * The words a sleep of poll_loop()'s waits on and their values now: the
+ * one word's value returned, or with *nwv > 0 the nwv words in wv and
+ * their values in seqv (channels first, then exclusive items).
+ */
+static uint32_t sleep_words(struct sl_stack *s, struct sl_sock *xso, struct sl_wq *q,
+			    struct sl_wq *const *qv, unsigned int nqv, struct sl_sock *const *xv,
+			    unsigned int nxv, uint32_t **wv, uint32_t *seqv, unsigned int *nwv)
+{
+	uint32_t seq = xso ? SL_READ_ONCE(xso->xseq) : q ? SL_READ_ONCE(q->seq) :
+		       nxv ? SL_READ_ONCE(xv[0]->xseq) : SL_READ_ONCE(s->r->wake_seq);
+
+	for (unsigned int i = 0; i < nqv; i++) {
+		wv[i] = &qv[i]->seq;
+		seqv[i] = SL_READ_ONCE(qv[i]->seq);
+	}
+	if (nxv && (q || nxv > 1)) {
+		/* Several words: the channels' (q's first), then each
+		 * exclusive item's. */
+		unsigned int k = nqv;
+
+		if (q && !nqv) {
+			wv[k] = &q->seq;
+			seqv[k++] = SL_READ_ONCE(q->seq);
+		}
+		for (unsigned int i = 0; i < nxv; i++, k++) {
+			wv[k] = &xv[i]->xseq;
+			seqv[k] = SL_READ_ONCE(xv[i]->xseq);
+		}
+		*nwv = k;
+	} else {
+		*nwv = nqv;
+	}
+	return seq;
 }
 
 /* sluice_poll(), and with journal set, also done once the readiness
@@ -552,6 +592,7 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 	uint64_t start = timeout_ms ? sl_now(s) : 0;
 	int64_t deadline = timeout_ms ? deadline_after(s, timeout_ms) : 0;
 	bool asleep = false, on_fd = false, unlooked = false;
+	bool idle_first = intr && intr->idle;
 	uint32_t seq, mseq = 0;
 	int ready, ret;
 
@@ -623,6 +664,29 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 					      q ? &q->seq : nxv ? &xv[0]->xseq :
 					      &s->r->wake_seq);
 		}
+		/*
+		 * Every socket as this thread's last receive on it left it,
+		 * nothing new since (sl_rx_left_idle()): the first sleep takes
+		 * no look under the lock, which would find them all idle.
+		 * Counted as a sleeper above (an atomic RMW, a full barrier),
+		 * then the words' values read, then the sockets' sequences: a
+		 * change from here on moves a word (sl_sock_wake() reads the
+		 * counts after moving wake_seq, a barrier between), one before
+		 * shows in a sequence, and the look is taken after all.
+		 */
+		if (idle_first && asleep && !on_fd && !journal) {
+			uint32_t wseq = sleep_words(s, xso, q, qv, nqv, xv, nxv, wv, seqv, &nwv);
+
+			idle_first = false;
+			if (rx_idle_all(s, fds, n)) {
+				for (unsigned int i = 0; i < n; i++)
+					fds[i].revents = 0;
+				seq = wseq;
+				ready = 0;
+				ret = 0;
+				goto looked;
+			}
+		}
 		/* On the stack fd: the sequence before this look (see sl_wait_sleep()). */
 		if (asleep && on_fd)
 			mseq = sl_wait_seq(s);
@@ -670,33 +734,12 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 				njq ? journal_names(s, *journal, &jfrom, jq, njq) :
 				!(n && !nchan) && SL_READ_ONCE(s->lib->chg_seq) != *journal))
 			ready++;
-		seq = xso ? SL_READ_ONCE(xso->xseq) : q ? SL_READ_ONCE(q->seq) :
-		      nxv ? SL_READ_ONCE(xv[0]->xseq) : s->r->wake_seq;
-		for (unsigned int i = 0; i < nqv; i++) {
-			wv[i] = &qv[i]->seq;
-			seqv[i] = SL_READ_ONCE(qv[i]->seq);
-		}
-		if (nxv && (q || nxv > 1)) {
-			/* Several words: the channels' (q's first), then
-			 * each exclusive item's. */
-			unsigned int k = nqv;
-
-			if (q && !nqv) {
-				wv[k] = &q->seq;
-				seqv[k++] = SL_READ_ONCE(q->seq);
-			}
-			for (unsigned int i = 0; i < nxv; i++, k++) {
-				wv[k] = &xv[i]->xseq;
-				seqv[k] = SL_READ_ONCE(xv[i]->xseq);
-			}
-			nwv = k;
-		} else {
-			nwv = nqv;
-		}
+		seq = sleep_words(s, xso, q, qv, nqv, xv, nxv, wv, seqv, &nwv);
 		sl_unlock(s);
 		ret = (int)checked(s, ready);
 		if (ret < 0)
 			break;
+looked:
 		/* After the words' values were read: a kick that moved stop
 		 * before them is seen here, one after them moves them too. */
 		if (stop && sl_load_acquire(stop) != stop_seen) {
@@ -757,7 +800,15 @@ int sl_poll_look(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned in
 int sl_poll_signals(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
 		    int timeout_ms, unsigned int (*count)(void), unsigned int seen)
 {
-	const struct poll_intr intr = { count, seen };
+	const struct poll_intr intr = { count, seen, false };
+
+	return poll_loop(S(st), fds, n, timeout_ms, NULL, -1, NULL, 0, &intr, NULL, 0, false);
+}
+
+int sl_poll_signals_idle(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
+			 int timeout_ms, unsigned int (*count)(void), unsigned int seen)
+{
+	const struct poll_intr intr = { count, seen, true };
 
 	return poll_loop(S(st), fds, n, timeout_ms, NULL, -1, NULL, 0, &intr, NULL, 0, false);
 }
@@ -766,7 +817,7 @@ int sl_wait_journal(struct sluice_stack *st, uint32_t seen, const int *chan_sds,
 		    unsigned int nchan, int timeout_ms, unsigned int (*count)(void),
 		    unsigned int sigs)
 {
-	const struct poll_intr intr = { count, sigs };
+	const struct poll_intr intr = { count, sigs, false };
 
 	return poll_loop(S(st), NULL, 0, timeout_ms, &seen, -1, chan_sds, nchan,
 			 count ? &intr : NULL, NULL, 0, false);
@@ -776,7 +827,7 @@ int sl_wait_journal_stop(struct sluice_stack *st, int group, uint32_t seen, cons
 			 unsigned int nchan, int timeout_ms, unsigned int (*count)(void),
 			 unsigned int sigs, const uint32_t *stop, uint32_t stop_seen)
 {
-	const struct poll_intr intr = { count, sigs };
+	const struct poll_intr intr = { count, sigs, false };
 
 	return poll_loop(S(st), NULL, 0, timeout_ms, &seen, group, chan_sds, nchan,
 			 count ? &intr : NULL, stop, stop_seen, false);
@@ -787,7 +838,7 @@ int sl_wait_journal_excl(struct sluice_stack *st, int group, uint32_t seen, cons
 			 int timeout_ms, unsigned int (*count)(void), unsigned int sigs,
 			 const uint32_t *stop, uint32_t stop_seen)
 {
-	const struct poll_intr intr = { count, sigs };
+	const struct poll_intr intr = { count, sigs, false };
 
 	return poll_loop(S(st), xfds, nx, timeout_ms, &seen, group, chan_sds, nchan,
 			 count ? &intr : NULL, stop, stop_seen, false);
@@ -1467,32 +1518,71 @@ static long tcp_recv_lent(struct sl_stack *s, struct sl_sock *so, void *buf, siz
  * call on another socket, end it. */
 static __thread int rx_drain_sd = -1;
 
-/* What this thread's last TCP receive that held the lock to its end left:
- * its socket (-1: none), generation, wake sequence and events, read under
- * the lock after the receive (sl_rx_left_idle()). */
-static __thread struct {
+/* What this thread's last TCP receives that held the lock to their end
+ * left, for the last few sockets it drained (a thread that serves
+ * several, pgbench's with its clients' sockets in one ppoll()): each
+ * one's socket (-1: none), generation, wake sequence and events, read
+ * under the lock after the receive (sl_rx_left_idle()). */
+#define RX_NOTES	8
+struct rx_note {
 	int sd;
 	uint32_t gen, seq, ev;
-} rx_left = { .sd = -1 };
+};
+static __thread struct rx_note rx_left[RX_NOTES] = { [0 ... RX_NOTES - 1] = { .sd = -1 } };
+static __thread unsigned int rx_left_next;
 
-bool sl_rx_left_idle(struct sluice_stack *st, int sd, uint32_t events, uint32_t *seq)
+static struct rx_note *rx_note(int sd)
 {
-	struct sl_stack *s = S(st);
+	for (unsigned int i = 0; i < RX_NOTES; i++)
+		if (rx_left[i].sd == sd)
+			return &rx_left[i];
+	return NULL;
+}
+
+static bool rx_idle(struct sl_stack *s, int sd, uint32_t events, uint32_t *seq)
+{
+	struct rx_note *nt;
 	struct sl_sock *so;
 
-	if (rx_left.sd != sd || sd < 0 || (uint32_t)sd >= s->max_sockets ||
-	    (rx_left.ev & (events | SL_EV_ERR | SL_EV_HUP)))
+	if (sd < 0 || (uint32_t)sd >= s->max_sockets || !(nt = rx_note(sd)) ||
+	    (nt->ev & (events | SL_EV_ERR | SL_EV_HUP)))
 		return false;
 	so = sl_sock(s, (uint32_t)sd);
 	/* Acquire: pairs with nothing written here; the sequence is read
 	 * before the generation, so a slot handed out again in between
 	 * shows a new generation. */
-	if (sl_load_acquire(&so->wake_seq) != rx_left.seq ||
-	    SL_READ_ONCE(so->kp.gen) != rx_left.gen) {
-		rx_left.sd = -1;
+	if (sl_load_acquire(&so->wake_seq) != nt->seq || SL_READ_ONCE(so->kp.gen) != nt->gen) {
+		nt->sd = -1;
 		return false;
 	}
-	*seq = rx_left.seq;
+	*seq = nt->seq;
+	return true;
+}
+
+bool sl_rx_left_idle(struct sluice_stack *st, int sd, uint32_t events, uint32_t *seq)
+{
+	return rx_idle(S(st), sd, events, seq);
+}
+
+/* rx_idle() for every one of fds (n of them, at least one). */
+static bool rx_idle_all(struct sl_stack *s, const struct sluice_pollfd *fds, unsigned int n)
+{
+	uint32_t seq;
+
+	if (!n || n > RX_NOTES)
+		return false;
+	for (unsigned int i = 0; i < n; i++)
+		if (!rx_idle(s, fds[i].sd, (uint16_t)fds[i].events, &seq))
+			return false;
+	return true;
+}
+
+bool sl_poll_idle(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n)
+{
+	if (!rx_idle_all(S(st), fds, n))
+		return false;
+	for (unsigned int i = 0; i < n; i++)
+		fds[i].revents = 0;
 	return true;
 }
 
@@ -1612,6 +1702,7 @@ long sl_recvfrom_meta(struct sluice_stack *st, int sd, void *buf, size_t len, in
 {
 	struct sl_stack *s = S(st);
 	struct sl_sock *so;
+	struct rx_note *nt;
 	uint32_t saddr = 0;
 	uint16_t sport = 0;
 	long ret;
@@ -1664,13 +1755,18 @@ long sl_recvfrom_meta(struct sluice_stack *st, int sd, void *buf, size_t len, in
 			saddr = so->raddr;
 			sport = so->rport;
 			/* Drained, the lock still held: what it left, for
-			 * the thread's next epoll look (sl_rx_left_idle()). */
-			rx_left.sd = -1;
+			 * the thread's next epoll, poll or select look
+			 * (sl_rx_left_idle()). */
+			nt = rx_note(sd);
+			if (nt)
+				nt->sd = -1;
 			if (locked && ret > 0 && !so->rxq_bytes) {
-				rx_left.sd = sd;
-				rx_left.gen = so->kp.gen;
-				rx_left.seq = so->wake_seq;
-				rx_left.ev = sock_events(s, so);
+				if (!nt)
+					nt = &rx_left[rx_left_next++ % RX_NOTES];
+				nt->sd = sd;
+				nt->gen = so->kp.gen;
+				nt->seq = so->wake_seq;
+				nt->ev = sock_events(s, so);
 			}
 		}
 		if (locked)

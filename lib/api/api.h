@@ -88,6 +88,11 @@ void sl_wait_kick(struct sluice_stack *st, const int *chan_sds, unsigned int nch
  * in slices to look (run.h, sl_wait_word). */
 int sl_poll_signals(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
 		    int timeout_ms, unsigned int (*count)(void), unsigned int seen);
+/* sl_poll_signals(), whose first sleep takes no look under the lock while
+ * every socket is as this thread's last receive on it left it
+ * (sl_rx_left_idle()): the look after the sleep is the first. */
+int sl_poll_signals_idle(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n,
+			 int timeout_ms, unsigned int (*count)(void), unsigned int seen);
 /* sluice_poll(..., 0), but -EAGAIN when it could not look (the stack
  * lock's holder is stopped): a caller that consumed something to choose
  * what it asks (epoll's journal) keeps it for the next look. */
@@ -102,6 +107,10 @@ int sl_poll_look(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned in
  * be looked at again (preload/epoll.c, ep_collect()).  False when unsure.
  */
 bool sl_rx_left_idle(struct sluice_stack *st, int sd, uint32_t events, uint32_t *seq);
+/* sl_rx_left_idle() for each of fds' sockets and the events asked: if
+ * all are idle, their revents cleared and true (a zero-timeout poll()
+ * that would find nothing, answered without the lock). */
+bool sl_poll_idle(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned int n);
 /*
  * OS-backed listeners (lib/preload/twin.c): listener sd, if still of
  * generation gen, may have a connection waiting in its kernel twin.

@@ -256,9 +256,15 @@ static int sluice_wait(struct sluice_pollfd *p, unsigned int n, int timeout_ms, 
 		if (look) {
 			/* Spinning: look once; else the stack sleeps (its
 			 * own spin is 0), woken by a change. */
+			/* Sockets this thread's last receives drained, with
+			 * nothing new since (sl_rx_left_idle(): a pgbench
+			 * thread's ppoll() after its queries went out, a
+			 * blocking read after the last one drained): no look
+			 * under the lock before the spin or the first sleep
+			 * (issue 18). */
 			seen = wake_sum(s, p, n);
-			ret = slice ? sl_poll_signals(st, p, n, slice, pl_sig_count, sigs) :
-				      sluice_poll(st, p, n, 0);
+			ret = slice ? sl_poll_signals_idle(st, p, n, slice, pl_sig_count, sigs) :
+			      sl_poll_idle(st, p, n) ? 0 : sluice_poll(st, p, n, 0);
 			/* After every sleep, however it ended: a program whose
 			 * waits end before a slice does (poll() with 100 ms in
 			 * a loop, or woken by its sockets) swept never. */

@@ -1004,8 +1004,12 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 {
 	/* Under the lock.  The stack-wide futex word moves only while some
 	 * process sleeps on it (run/wait.c), so busy-polling processes never
-	 * bounce it; the futex wake itself happens after the unlock. */
-	so->wake_seq++;
+	 * bounce it; the futex wake itself happens after the unlock.  An
+	 * atomic RMW, a full barrier: the sleepers' counts below are read
+	 * after wake_seq moved, for a sleeper that takes no look under the
+	 * lock but counts itself and then reads wake_seq (api.c,
+	 * sl_poll_signals_idle()): it sees the move, or we see its count. */
+	sl_fetch_add(&so->wake_seq, 1);
 	if (SL_READ_ONCE(so->xsleepers))
 		sl_sock_wake_one(s, so);
 	/* The ready ring of the watch group watching it (core.h,
@@ -1020,7 +1024,8 @@ void sl_sock_wake(struct sl_stack *s, struct sl_sock *so)
 	sl_kp_note(s, so);
 	/* A sleeper counts itself before its last look, which it takes
 	 * under the lock: we hold it, so either that look comes after us and
-	 * sees this change, or its count is visible to this load.  Those
+	 * sees this change, or its count is visible to this load (one that
+	 * takes no look: above).  Those
 	 * waiting on so's channel alone first, then everyone else. */
 	sl_wake_chan(s, so->idx & (SL_WQ_N - 1));
 	sl_wake_any(s);

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
 #
-# What a PostgreSQL backend's wait costs the stack lock under the preload
-# (issue 18): pgbench -S, 8 clients, a fixed count of transactions, both
+# What a PostgreSQL backend's wait, and pgbench's, cost the stack lock
+# under the preload (issue 18): pgbench -S, 8 clients (a thread each), a
+# fixed count of transactions, both
 # ends under `sluice run` on one stack with no spin (what is counted
 # then depends on the program alone, not on the machine's load), the
 # kernel beside in the same run.  Counted, never timed: uprobes on the
 # library's sl_unlock() (a hold of the stack lock ends) and sl_poll_look()
 # (an epoll set's look at its listed items under the lock), over the
-# server's whole process tree (perf stat follows its children), a
-# transaction.
+# server's whole process tree (perf stat follows its children) and
+# pgbench's, a transaction.
 #
 # A backend answers, reads its socket until EAGAIN and waits in
 # epoll_wait() on its client's socket beside its latch; the socket, once
@@ -64,7 +65,9 @@ run() {
 		-c full_page_writes=off -c shared_buffers=32MB -c autovacuum=off >"$tmp/log.\$1" 2>&1 &
 	for _ in \$(seq 100); do $as \$pre $pgb/pg_isready -q -h 127.0.0.1 -p \$2 -U postgres && break; sleep 0.1; done
 	[ "\$1" = kernel ] && { $as $pgb/pgbench -i -q -s 1 -h 127.0.0.1 -p \$2 -U postgres postgres >/dev/null 2>&1 || echo "pgbench -i failed"; }
-	$as \$pre $pgb/pgbench -h 127.0.0.1 -p \$2 -U postgres -S -c 8 -j 2 -t 500 postgres 2>&1 |
+	local cli=""
+	[ "\$1" = sluice ] && cli="perf stat $ev -x, -o $tmp/cli.sluice --"
+	\$cli $as \$pre $pgb/pgbench -h 127.0.0.1 -p \$2 -U postgres -S -c 8 -j 8 -t 500 postgres 2>&1 |
 		sed -n "s/^number of transactions actually processed: \([0-9]*\).*/\$1 tx \1/p"
 	kill -INT \$(head -1 "$tmp/pg/data/postmaster.pid")
 	wait
@@ -78,10 +81,11 @@ ktx=$(awk '$1 == "kernel" && $2 == "tx" { print $3 }' <<<"$out")
 stx=$(awk '$1 == "sluice" && $2 == "tx" { print $3 }' <<<"$out")
 check "every transaction done, on the kernel and under Sluice (${ktx:-none}, ${stx:-none} of 4000)" \
 	test "${ktx:-0}" = 4000 -a "${stx:-0}" = 4000
-# EVENT: counted a transaction over the server's tree under Sluice
+# EVENT [WHO]: counted a transaction over the server's tree (srv) or the
+# client's (cli) under Sluice
 per_tx() {
 	awk -F, -v e="$1$g" -v n="${stx:-0}" '$3 ~ e { c = $1 } END { if (n > 0 && c != "") printf "%.2f", c / n; else print "-" }' \
-		"$tmp/srv.sluice" 2>/dev/null || echo -
+		"$tmp/${2:-srv}.sluice" 2>/dev/null || echo -
 }
 le() { awk -v x="$1" -v m="$2" 'BEGIN { exit !(x != "-" && x != "" && x <= m) }'; }
 looks=$(per_tx l) holds=$(per_tx u)
@@ -92,4 +96,16 @@ echo "# the server's epoll looks under the lock a transaction $looks, stack lock
 # lock for moves them by a few tenths.
 check "a backend's epoll waits look under the lock at most 1.3 times a transaction ($looks; main 1.70-1.89)" \
 	le "$looks" 1.3
+# The client: pgbench's eight threads (-j 8) each send their client's
+# query and wait in ppoll() on its socket.  The look under the lock
+# before the sleep found nothing: the socket was as the thread's last
+# receive left it (drained, no change since).  It is passed by now
+# without the lock (sl_poll_signals_idle()), and the look after the
+# sleep is the first: 5.01 holds a transaction before, 4.03-4.04 now.
+# (With -j 2, four sockets a ppoll(), a reply often came in before the
+# wait and the look stays: 4.03-4.66 before, 3.50-3.76 now.)
+cholds=$(per_tx u cli)
+echo "# the client's stack lock holds a transaction $cholds"
+check "pgbench's ppoll() waits: at most 4.5 lock holds a transaction in the client ($cholds; before 5.01)" \
+	le "$cholds" 4.5
 done_testing
