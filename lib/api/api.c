@@ -1525,16 +1525,17 @@ static __thread int rx_drain_sd = -1;
  * under the lock after the receive (sl_rx_left_idle()). */
 #define RX_NOTES	8
 struct rx_note {
+	const struct sl_stack *s;	/* whose socket sd is */
 	int sd;
 	uint32_t gen, seq, ev;
 };
 static __thread struct rx_note rx_left[RX_NOTES] = { [0 ... RX_NOTES - 1] = { .sd = -1 } };
 static __thread unsigned int rx_left_next;
 
-static struct rx_note *rx_note(int sd)
+static struct rx_note *rx_note(const struct sl_stack *s, int sd)
 {
 	for (unsigned int i = 0; i < RX_NOTES; i++)
-		if (rx_left[i].sd == sd)
+		if (rx_left[i].sd == sd && rx_left[i].s == s)
 			return &rx_left[i];
 	return NULL;
 }
@@ -1544,7 +1545,7 @@ static bool rx_idle(struct sl_stack *s, int sd, uint32_t events, uint32_t *seq)
 	struct rx_note *nt;
 	struct sl_sock *so;
 
-	if (sd < 0 || (uint32_t)sd >= s->max_sockets || !(nt = rx_note(sd)) ||
+	if (sd < 0 || (uint32_t)sd >= s->max_sockets || !(nt = rx_note(s, sd)) ||
 	    (nt->ev & (events | SL_EV_ERR | SL_EV_HUP)))
 		return false;
 	so = sl_sock(s, (uint32_t)sd);
@@ -1757,12 +1758,13 @@ long sl_recvfrom_meta(struct sluice_stack *st, int sd, void *buf, size_t len, in
 			/* Drained, the lock still held: what it left, for
 			 * the thread's next epoll, poll or select look
 			 * (sl_rx_left_idle()). */
-			nt = rx_note(sd);
+			nt = rx_note(s, sd);
 			if (nt)
 				nt->sd = -1;
 			if (locked && ret > 0 && !so->rxq_bytes) {
 				if (!nt)
 					nt = &rx_left[rx_left_next++ % RX_NOTES];
+				nt->s = s;
 				nt->sd = sd;
 				nt->gen = so->kp.gen;
 				nt->seq = so->wake_seq;
