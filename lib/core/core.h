@@ -839,6 +839,28 @@ struct sl_stack {
 	 * the wheel armed after a quiet second (sleepers may be sleeping
 	 * long), or a dead holder's state brought back. */
 	bool wake_all;
+	/*
+	 * Timers while this process is away (run/away.c): the earliest
+	 * deadline this holder's turn set (wheel ms, 0 none), armed on the
+	 * process's timerfd at sl_unlock() if earlier than the one
+	 * it is set for; tk_own, one of them was for a socket this process
+	 * made; tk, that timer (NULL: none yet, or lib/api users); tk_start,
+	 * what makes it when a turn leaves such a deadline and no other
+	 * thread keeps the timers (the preload's; NULL: never); tk_off,
+	 * its thread runs no turn (an exec or exit under way); tk_busy, the
+	 * thread is in a ring's turn (pl_away_pause() waits it out, without
+	 * the stack lock: a stopped holder must not stop an exit); tk_in_run,
+	 * the wheel's deadlines are being fired (sl_timer_run()): one set
+	 * then for another process's socket is not this process's to arm.
+	 */
+	uint64_t tk_due_ms;
+	struct sl_tk *tk;
+	int32_t tk_pid;			/* the process tk is of (a fork copies it) */
+	void (*tk_start)(struct sl_stack *s);
+	bool tk_own;
+	bool tk_off;
+	bool tk_busy;
+	bool tk_in_run;
 	/* Wait channels whose sleepers to wake after unlock (sl_region.wq). */
 	uint64_t wq_pending[SL_WQ_ALL / 64];
 	/* Sockets one of whose exclusive sleepers to wake after unlock

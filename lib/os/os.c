@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -228,6 +229,21 @@ int sl_sys_ioctl(int fd, unsigned long req, void *arg)
 int sl_sys_madvise(void *addr, size_t len, int advice)
 {
 	return (int)sl_syscall(SYS_madvise, addr, len, advice);
+}
+
+int sl_sys_timerfd_create(bool blocking)
+{
+	return (int)sl_syscall(SYS_timerfd_create, CLOCK_MONOTONIC,
+			       TFD_CLOEXEC | (blocking ? 0 : TFD_NONBLOCK));
+}
+
+int sl_sys_timerfd_set_ns(int fd, uint64_t ns)
+{
+	struct itimerspec its = {
+		.it_value = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) },
+	};
+
+	return (int)sl_syscall(SYS_timerfd_settime, fd, 0, &its, NULL);
 }
 
 int sl_sys_poll(struct pollfd *fds, nfds_t n, int timeout_ms)

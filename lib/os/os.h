@@ -27,6 +27,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -106,6 +107,10 @@ int sl_sys_madvise(void *addr, size_t len, int advice);
 int sl_sys_fd_high(int fd);
 int sl_sys_dup_high(int fd);
 int sl_sys_dup_above(int fd);
+/* A CLOCK_MONOTONIC timerfd(2), non-blocking unless asked, O_CLOEXEC;
+ * and setting it to ring once, ns from now (0: disarmed). */
+int sl_sys_timerfd_create(bool blocking);
+int sl_sys_timerfd_set_ns(int fd, uint64_t ns);
 /* poll(2), timeout in milliseconds, negative: no timeout. */
 int sl_sys_poll(struct pollfd *fds, nfds_t n, int timeout_ms);
 int sl_sys_socket(int domain, int type, int protocol);

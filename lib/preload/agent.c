@@ -311,14 +311,27 @@ static void *agent_main(void *arg)
 				    .msg_control = cb.b, .msg_controllen = sizeof(cb.b) };
 		struct ucred cr = { .uid = (uid_t)-1 };
 		struct cmsghdr *c;
-		struct pollfd pf = { .fd = sk, .events = POLLIN };
+		struct sl_stack *s = pl_sl();
+		int tfd = pl_away_agent_fd(s);
+		struct pollfd pf[2] = { { .fd = sk, .events = POLLIN },
+					{ .fd = tfd, .events = POLLIN } };
 		ssize_t n;
 
 		/* With copies kept: a look at them each PL_HO_LOOK_MS (a
-		 * holder that let go without a word: died, or swept). */
-		if (SL_READ_ONCE(ncopies) && !REAL(poll)(&pf, 1, PL_HO_LOOK_MS)) {
-			copies_prune();
-			continue;
+		 * holder that let go without a word: died, or swept).  With
+		 * the away timer (away.c): its rings too, one poll for both. */
+		if (SL_READ_ONCE(ncopies) || tfd >= 0) {
+			int np = REAL(poll)(pf, tfd >= 0 ? 2 : 1,
+					    SL_READ_ONCE(ncopies) ? PL_HO_LOOK_MS : -1);
+
+			if (!np) {
+				copies_prune();
+				continue;
+			}
+			if (np > 0 && tfd >= 0 && (pf[1].revents & POLLIN))
+				pl_away_agent_ring(s, tfd);
+			if (np > 0 && !pf[0].revents)
+				continue;
 		}
 		n = REAL(recvmsg)(sk, &m, 0);
 
@@ -398,7 +411,12 @@ void pl_agent_start(void)
 		goto out;
 	}
 	SL_WRITE_ONCE(agent_fd, sk);
+	/* The stack's away timer, read by this thread too (away.c). */
+	pl_away_agent_open(pl_sl());
 	if (pl_thread_quiet(agent_main, NULL, PL_AGENT_STACK, NULL)) {
+		/* Nobody reads the timer either: arm nothing. */
+		if (pl_away_agent_fd(pl_sl()) >= 0)
+			sl_tk_drop(pl_sl());
 		SL_WRITE_ONCE(agent_fd, -1);
 		REAL(close)(sk);
 	}

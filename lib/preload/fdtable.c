@@ -1569,6 +1569,11 @@ void pl_fd_fork_end(void)
 	sl_fetch_sub(&fork_busy, 1);
 }
 
+bool pl_fd_forking(void)
+{
+	return sl_load_acquire(&fork_busy) != 0;
+}
+
 /* Has a fork, exec or spawn begun since gen, or is one under way? */
 static bool fork_since(unsigned int gen, unsigned int busy)
 {

@@ -167,6 +167,7 @@ static void read_config(void)
 	pl_cfg.sock_cache = env_flag("SLUICE_SOCKET_CACHE", true);
 	pl_cfg.handoff = env_flag("SLUICE_HANDOFF", true);
 	pl_cfg.exec_handoff = env_flag("SLUICE_EXEC_HANDOFF", true);
+	pl_cfg.away = env_flag("SLUICE_AWAY_TIMER", true);
 	pl_cfg.inet6 = env_flag("SLUICE_INET6", true);
 	pl_cfg.inet6_native = pl_cfg.inet6 && env_flag("SLUICE_INET6_NATIVE", true);
 	v = getenv("SLUICE_TAP");
@@ -486,6 +487,10 @@ struct sluice_stack *pl_stack(void)
 	}
 	/* Our queue is read even while the program is away (tapq.c). */
 	pl_tapq_start((struct sl_stack *)st);
+	/* And the stack's timers run while it is away: a thread made when
+	 * first needed, or the agent on a module's stack (away.c). */
+	if (pl_cfg.away && !sl_sys_sandboxed)
+		((struct sl_stack *)st)->tk_start = pl_away_start;
 	if (pl_cfg.plen6) {
 		ret = sluice_stack_set_addr6(st, pl_cfg.addr6, pl_cfg.plen6);
 		if (ret)
@@ -555,6 +560,7 @@ __attribute__((destructor)) SL_FORKTEXT static void pl_destructor(void)
 		return;
 	/* The process ends: its queue server must not be inside the stack. */
 	pl_tapq_stop(s);
+	pl_away_pause(s);
 	pl_fdtable_close_all();
 	/* The stack stays mapped (other threads may still run), but what
 	 * we closed may still have data to send: leave it to the helper. */

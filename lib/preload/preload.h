@@ -154,6 +154,7 @@ struct pl_config {
 	bool sock_cache;		/* SLUICE_SOCKET_CACHE (default 1): keep placeholders (fdtable.c) */
 	bool handoff;			/* SLUICE_HANDOFF (default 1): live hand-off (socket.c) */
 	bool exec_handoff;		/* SLUICE_EXEC_HANDOFF (default 1): at an exec (spawn.c) */
+	bool away;			/* SLUICE_AWAY_TIMER (default 1): away.c's thread */
 	bool inet6;			/* SLUICE_INET6 (default 1): AF_INET6 sockets in the stack */
 	bool inet6_native;		/* SLUICE_INET6_NATIVE (default 1): on IPv6 addresses too */
 	/* SLUICE_ADDR6=addr/len: the stack's IPv6 address (plen6 0: none). */
@@ -396,6 +397,18 @@ static inline int pl_timeo_ms(const struct timeval *tv)
 void pl_tapq_start(struct sl_stack *s);
 /* At exit: the server runs the stack no more (none is inside it after). */
 void pl_tapq_stop(struct sl_stack *s);
+/* away.c: who runs the stack's timers while the program is away.
+ * pl_away_start(), s->tk_start: the thread made when a turn leaves a
+ * deadline of this process's own sockets and nobody else keeps them;
+ * pl_away_agent_open(), _fd(), _ring(): the agent's share on a module's
+ * stack (the timer made at its start, its fd to poll, a ring run);
+ * pausing the reader (an exec, the exit), resuming it (the exec failed). */
+void pl_away_start(struct sl_stack *s);
+void pl_away_agent_open(struct sl_stack *s);
+int pl_away_agent_fd(struct sl_stack *s);
+void pl_away_agent_ring(struct sl_stack *s, int fd);
+void pl_away_pause(struct sl_stack *s);
+void pl_away_resume(struct sl_stack *s);
 void pl_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A detached library thread running FN(ARG) on a stack of STACK_SIZE bytes,
  * every signal blocked in it (the program's go to its own threads): 0
@@ -467,6 +480,8 @@ void pl_fd_making_end(int slot);
 bool pl_fd_any_private(void);
 void pl_fd_fork_begin(void);
 void pl_fd_fork_end(void);
+/* Is a fork() under way (between those two)? */
+bool pl_fd_forking(void);
 /* Forget fd (before the real close()); returns its socket (a reference)
  * or NULL.  pl_sock_release() after the real close. */
 struct pl_sock *pl_fd_forget(int fd);
@@ -545,6 +560,10 @@ bool pl_twin_offer(struct pl_sock *ps, bool on);
  * pl_twin_stop(). */
 int pl_twin_listen(struct pl_sock *ps, int backlog);
 void pl_twin_listening(struct pl_sock *ps);
+/* The away timer's fd (away.c) into this process's watcher's set, if a
+ * watcher of this process runs: 1 if it is, 0 none runs, -1 the
+ * watcher's lock is held (a fork under way): not now. */
+int pl_twin_watch_tk(int fd);
 void pl_twin_stop(struct pl_sock *ps);
 /* A connection from the twin, if its watcher saw one come: the new
  * kernel fd, or -EAGAIN (none), or the kernel's -errno. */

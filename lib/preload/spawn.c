@@ -44,6 +44,18 @@ static void before_exec(int dirfd, const char *path, int oflags, char *const env
 			pl_exec_vfork(dirfd, path, oflags, envp);
 	}
 	pl_fd_share_all();
+	/* The away timer's thread dies with the image: not inside the
+	 * stack (a vfork() child's exec leaves the parent's alone). */
+	if (!pl_vfork_child())
+		pl_away_pause(pl_sl());
+}
+
+/* The exec failed: the image stays, and so does its away timer. */
+static int exec_failed(int ret)
+{
+	if (!pl_vfork_child())
+		pl_away_resume(pl_sl());
+	return ret;
 }
 
 /* file as execvp() finds it on PATH, into buf (file itself if it has a
@@ -71,7 +83,7 @@ EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 	if (!f)
 		return errno = ENOSYS, -1;
 	before_exec(AT_FDCWD, path, 0, envp);
-	return f(path, argv, envp);
+	return exec_failed(f(path, argv, envp));
 }
 
 EXPORT int execv(const char *path, char *const argv[])
@@ -81,7 +93,7 @@ EXPORT int execv(const char *path, char *const argv[])
 	if (!f)
 		return errno = ENOSYS, -1;
 	before_exec(AT_FDCWD, path, 0, environ);
-	return f(path, argv);
+	return exec_failed(f(path, argv));
 }
 
 EXPORT int execvp(const char *file, char *const argv[])
@@ -92,7 +104,7 @@ EXPORT int execvp(const char *file, char *const argv[])
 	if (!f)
 		return errno = ENOSYS, -1;
 	before_exec(AT_FDCWD, exec_find(file, buf, sizeof(buf)), 0, environ);
-	return f(file, argv);
+	return exec_failed(f(file, argv));
 }
 
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
@@ -103,7 +115,7 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 	if (!f)
 		return errno = ENOSYS, -1;
 	before_exec(AT_FDCWD, exec_find(file, buf, sizeof(buf)), 0, envp);
-	return f(file, argv, envp);
+	return exec_failed(f(file, argv, envp));
 }
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
@@ -113,7 +125,7 @@ EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 	if (!f)
 		return errno = ENOSYS, -1;
 	before_exec(fd, "", 0, envp);
-	return f(fd, argv, envp);
+	return exec_failed(f(fd, argv, envp));
 }
 
 EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
@@ -127,7 +139,7 @@ EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const
 	 * kernel says ENOENT, and nothing is moved: the file is not found). */
 	before_exec(dirfd, (*path || (flags & AT_EMPTY_PATH)) ? path : NULL,
 		    (flags & AT_SYMLINK_NOFOLLOW) ? O_NOFOLLOW : 0, envp);
-	return f(dirfd, path, argv, envp, flags);
+	return exec_failed(f(dirfd, path, argv, envp, flags));
 }
 
 /*

@@ -71,6 +71,9 @@
 #define PL_WATCH_STACK	(256 * 1024)
 /* In a watched twin's epoll data, beside the socket: a datagram twin. */
 #define PL_TWIN_DGRAM	0x80000000u
+/* The epoll data's low half of the away timer (away.c), its process's
+ * pid the high half: no socket's. */
+#define PL_WATCH_TK	UINT32_MAX
 
 /* Which fds are twins or the watcher's set (close() and dup2() ask).  The
  * low ones apart, with the fork page's data (SL_FORKDATA): a forked child
@@ -356,6 +359,19 @@ static void *watch_main(void *arg)
 			uint32_t lo = (uint32_t)evs[i].data.u64, gen = (uint32_t)(evs[i].data.u64 >> 32);
 			int sd = (int)(lo & ~PL_TWIN_DGRAM);
 
+			/* The away timer rang (away.c).  In a forked child
+			 * that shares the set, its parent's: the edge is
+			 * this watcher's, so it runs the due timers itself. */
+			if (lo == PL_WATCH_TK) {
+				struct sl_stack *s = (struct sl_stack *)st;
+
+				if (gen == (uint32_t)sl_self_pid())
+					pl_away_agent_ring(s, pl_away_agent_fd(s));
+				else
+					sl_tk_ring_other(s);
+				continue;
+			}
+
 			/* A datagram twin's error (an ICMP error for its
 			 * peer): the socket polls POLLERR, as Linux's. */
 			if ((lo & PL_TWIN_DGRAM) && (evs[i].events & EPOLLERR))
@@ -438,6 +454,25 @@ int pl_twin_listen(struct pl_sock *ps, int backlog)
 		pl_twin_close(ps);
 	}
 	return 0;
+}
+
+int pl_twin_watch_tk(int fd)
+{
+	struct epoll_event ev = {
+		.events = EPOLLIN | EPOLLET,
+		.data.u64 = (uint64_t)(uint32_t)sl_self_pid() << 32 | PL_WATCH_TK,
+	};
+	bool ok;
+
+	if (fd < 0)
+		return 0;
+	/* (Held across a fork, perhaps by this very thread.) */
+	if (pthread_mutex_trylock(&watch_mu))
+		return -1;
+	ok = watch_pid == sl_self_pid() && SL_READ_ONCE(watch_fd) >= 0 &&
+	     !REAL(epoll_ctl)(watch_fd, EPOLL_CTL_ADD, fd, &ev);
+	pthread_mutex_unlock(&watch_mu);
+	return ok;
 }
 
 void pl_twin_listening(struct pl_sock *ps)

@@ -67,6 +67,19 @@ void sl_timer_set(struct sl_stack *s, struct sl_sock *so, uint64_t due_ms)
 	if (due_ms <= s->lib->wheel_now_ms)
 		due_ms = s->lib->wheel_now_ms + 1;
 	so->wheel_due_ms = due_ms;
+	/*
+	 * The turn's earliest, for the process's away timer (run/away.c):
+	 * not one a fired timer sets again for another process's socket
+	 * (its own process arms its deadlines; an idle worker that ran a
+	 * busy pair's timers woke again for them: test_idle_beside_busy).
+	 */
+	if (due_ms - 1 < s->tk_due_ms - 1 &&
+	    (!s->tk_in_run || so->owner_pid == (uint32_t)sl_self_pid()))
+		s->tk_due_ms = due_ms;
+	/* With no such timer yet, one is made only for this process's own
+	 * sockets' deadlines (sl_tk_due()): note whether this is one. */
+	if (!s->tk_own && !s->tk && so->owner_pid == (uint32_t)sl_self_pid())
+		s->tk_own = true;
 	/* The first deadline after a quiet second: sleepers may be
 	 * sleeping past it (run/wait.c). */
 	if (!s->lib->timers_armed &&
@@ -86,6 +99,7 @@ int sl_timer_run(struct sl_stack *s, uint64_t now_us)
 
 	if (now_ms <= start)
 		return 0;
+	s->tk_in_run = true;
 	sl_tw_expire(s, now_us);
 	/* A jump longer than a turn visits every slot once. */
 	end = now_ms - start > SLUICE_WHEEL_SLOTS ? start + SLUICE_WHEEL_SLOTS : now_ms;
@@ -128,6 +142,7 @@ int sl_timer_run(struct sl_stack *s, uint64_t now_us)
 		}
 	}
 	r->wheel_now_ms = now_ms;
+	s->tk_in_run = false;
 	/* Fragments and learnt path MTUs past their time (proto/ip.c). */
 	if (now_ms >= r->ip_expire_ms) {
 		r->ip_expire_ms = now_ms + 1000;

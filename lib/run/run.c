@@ -66,7 +66,8 @@ static void wake_sleepers(struct sl_stack *s)
 void sl_unlock(struct sl_stack *s)
 {
 	unsigned int budget = SL_LO_BUDGET;
-	bool lo_left;
+	uint64_t tk_due;
+	bool lo_left, tk_own;
 
 	/* connect()s queued while a holder was stopped, and the pool that
 	 * socket() takes slots from without the lock (proto/sock.c). */
@@ -102,7 +103,14 @@ void sl_unlock(struct sl_stack *s)
 	 * the next holder can queue behind it. */
 	if (s->link && s->link->tx_pending && s->link->ops->flush)
 		s->link->ops->flush(s->link, s);
+	/* The turn's earliest new deadline, for the away timer (away.c). */
+	tk_due = s->tk_due_ms;
+	tk_own = s->tk_own;
+	s->tk_due_ms = 0;
+	s->tk_own = false;
 	sl_lock_release(s);
+	if (tk_due)
+		sl_tk_due(s, tk_due, tk_own);
 	/* One SOCK_WAKE for every armed socket fd this holder changed. */
 	if (__builtin_expect(sl_kp_w.n != 0, 0))
 		sl_kp_wake_flush();

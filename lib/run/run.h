@@ -96,6 +96,27 @@ uint32_t sl_keeper_token(void);
 /* A turn of this thread moved the wheel to now_us: it keeps the timers
  * while it runs the stack (the keeper's place, unless another holds it). */
 void sl_keeper_ran(struct sl_stack *s, uint64_t now_us);
+/*
+ * Timers while the program is away (run/away.c): sl_tk_open() makes the
+ * process's timerfd (s->tk; a forked child's copy is its parent's, not
+ * its own: sl_tk_mine()), sl_tk_fd() its fd for the thread that reads it,
+ * which calls sl_tk_fire() at each expiry; sl_tk_arm() sets it for
+ * due_ms (wheel ms) if that is earlier than what it is set for, or that
+ * has passed.  sl_unlock() calls sl_tk_due() with the earliest deadline
+ * of the turn (own: one was a socket's this process made), which arms it,
+ * or with no timer yet has s->tk_start make one first when that deadline
+ * is the process's own and no other thread keeps the timers.
+ */
+int sl_tk_open(struct sl_stack *s);
+void sl_tk_drop(struct sl_stack *s);	/* made, but nobody will read it */
+int sl_tk_fd(struct sl_stack *s);
+bool sl_tk_mine(struct sl_stack *s);
+void sl_tk_arm(struct sl_stack *s, uint64_t due_ms);
+void sl_tk_due(struct sl_stack *s, uint64_t due_ms, bool own);
+void sl_tk_fire(struct sl_stack *s);
+/* A ring of another process's timer that this one took (a forked child's
+ * watcher, sharing its parent's epoll set): a turn, if the lock is free. */
+void sl_tk_ring_other(struct sl_stack *s);
 /* A slot to spin in for spin_us, among the first cap of the stack's
  * (sl_region.spin_until): its index, or -1 (as many spin already, or
  * runnable threads outnumber the machine's cpus: sleep at once).

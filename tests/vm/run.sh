@@ -255,6 +255,9 @@ run_kernel() { # run_kernel VERSION
 	add_binary "$root" build/tests/preload/conform /opt/sluice/bin
 	add_binary "$root" build/tests/preload/udp_autobind /opt/sluice/bin
 	add_binary "$root" build/tests/preload/handover /opt/sluice/bin
+	# Timers while the program is away (away.sh).
+	cp tests/vm/away.sh "$root/opt/sluice/bin/away.sh"
+	add_binary "$root" build/tests/preload/timers_away /opt/sluice/bin
 	add_binary "$root" build/tests/bench/conn_churn /opt/sluice/bin
 	add_binary "$root" build/tests/preload/sockcache /opt/sluice/bin
 	for b in curl iperf3; do
