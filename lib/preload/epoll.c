@@ -319,6 +319,17 @@ static bool ep_kernel_events(int epfd, int fd, uint32_t *events)
 	return found;
 }
 
+/*
+ * fd is about to become a kernel socket: each real set holding it as a
+ * module socket fd lets that registration go now.  The kernel keys it on
+ * the file and drops it by itself only when the file's last reference
+ * goes, and the file may outlive this fd's switch: the process that
+ * handed the socket over still holds it until its own switch (its agent
+ * gives the kernel socket to others first), and a blocking call in
+ * flight keeps a copy (kfd_keep()).  Left, the set reported the ended
+ * stack socket (EPOLLIN|EPOLLRDHUP|EPOLLHUP) under the program's data
+ * beside the kernel socket's item.
+ */
 void pl_epoll_before_kernel(int fd)
 {
 	int top = SL_READ_ONCE(eps_top);
@@ -335,9 +346,12 @@ void pl_epoll_before_kernel(int fd)
 
 			/* A fired EPOLLONESHOT item is disarmed in the kernel's
 			 * set, which kitems do not see: asked. */
-			if (it->fd == fd && (it->ev.events & EPOLLONESHOT) &&
+			if (it->fd != fd)
+				continue;
+			if ((it->ev.events & EPOLLONESHOT) &&
 			    ep_kernel_events(e, fd, &now) && !(now & ~(uint32_t)PL_EP_PRIVATE))
 				it->ev.events &= PL_EP_PRIVATE;
+			REAL(epoll_ctl)(e, EPOLL_CTL_DEL, fd, NULL);
 		}
 		pthread_mutex_unlock(&ep->mu);
 	}
@@ -373,8 +387,8 @@ void pl_epoll_to_kernel(int fd)
 			/* Now a kernel socket: the real set watches it. */
 			REAL(epoll_ctl)(e, EPOLL_CTL_ADD, fd, &ev);
 		}
-		/* A module socket fd the real set held: the item went with
-		 * its file (replaced at the same number); the kernel socket
+		/* A module socket fd the real set held: its registration
+		 * went before (pl_epoll_before_kernel()); the kernel socket
 		 * takes one with the program's events and data. */
 		for (unsigned int k = 0; k < ep->kn; k++) {
 			if (ep->kitems[k].fd != fd)

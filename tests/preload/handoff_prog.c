@@ -420,6 +420,19 @@ static int fork_holder(int fd, uint64_t tx, const struct sock_fprog *prog)
 			       (ev.events & EPOLLIN) ? " in" : "", (ev.events & EPOLLRDHUP) ? " rdhup" : "",
 			       (ev.events & EPOLLHUP) ? " hup" : "", (unsigned long long)ev.data.u64,
 			       is_stack_fd(fd));
+			{
+				/* What the wake was, in full (a line the checks
+				 * do not compare, for a run that differs). */
+				struct tcp_info ti;
+				socklen_t tl = sizeof(ti), el = sizeof(int);
+				int err = -1;
+
+				memset(&ti, 0, sizeof(ti));
+				getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
+				getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tl);
+				printf("child: the wake's events 0x%x, SO_ERROR %d, TCP_INFO state %u\n",
+				       ev.events, err, ti.tcpi_state);
+			}
 			close(ep);
 		} else {
 			printf("child: read %llu, asleep in recv()\n", (unsigned long long)rx);
