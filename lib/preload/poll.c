@@ -40,7 +40,7 @@
  * sleep however it ended). */
 #define PL_SIG_SLICE_MS	500
 /* A kernel sleep on module socket fds lasts this long at most: someone has
- * to run the stack's timers when every process sleeps. */
+ * to run the stack's timers when every process sleeps (pl_kfd_slice()). */
 #define PL_KFD_SLICE_MS	10
 
 extern void __chk_fail(void) __attribute__((noreturn));
@@ -326,10 +326,22 @@ int pl_waiter_slice(const struct pl_waiter *w, int cap_ms)
 	return left < 1 ? 1 : left < cap_ms ? (int)left : cap_ms;
 }
 
-/* A kernel sleep on socket fds: at most PL_KFD_SLICE_MS. */
+/*
+ * A kernel sleep on module socket fds: at most PL_KFD_SLICE_MS, and no
+ * later than the wheel's next deadline if this thread is the timer keeper
+ * (sl_wait_bound_ms(), as a futex sleep is bounded: at least 1 ms, the
+ * deadline's slot rounded up).  Nothing else wakes this sleep for the
+ * stack's timers: frames and socket changes wake it, a timer does not.
+ * With the slice alone, a RACK reordering timer (a quarter of min_RTT),
+ * a TLP or an RTO of a sender asleep in select() fired up to 10 ms late,
+ * about one round trip more a recovery on a 10 ms path (issue 19 item 6;
+ * tests/vm/sockfd.sh, "keepalive timers").
+ */
 int pl_kfd_slice(const struct pl_waiter *w)
 {
-	return pl_waiter_slice(w, PL_KFD_SLICE_MS);
+	int b = sl_wait_bound_ms(pl_sl());
+
+	return pl_waiter_slice(w, b < PL_KFD_SLICE_MS ? b : PL_KFD_SLICE_MS);
 }
 
 static int poll_wait(struct pollfd *fds, nfds_t n, int timeout_ms);

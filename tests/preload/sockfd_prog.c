@@ -15,12 +15,19 @@
  *   sockfd_prog exec IP PORT          a connection inherited through exec
  *   sockfd_prog hold IP PORT N SECS   N connections, "ready", then sleep
  *   sockfd_prog idle SECS             wait in epoll_wait on a listener
+ *   sockfd_prog keeplate IP PORT N    N connections with keepalive (idle
+ *                                     4 s, a probe, 1 s), their peer gone
+ *                                     silent after "ready" (the script's
+ *                                     tc filter), waited for in poll()
+ *                                     with no timeout: how late each
+ *                                     one's ETIMEDOUT came (20 s at most)
  * Every wait is bounded.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -353,6 +360,90 @@ static int cmd_idle(int secs)
 	return 0;
 }
 
+static int cmp_long(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static long now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000L + ts.tv_nsec / 1000;
+}
+
+/*
+ * How late the stack's timers fire for a program asleep in poll() on
+ * module socket fds (issue 19 item 6): nothing but a timer ends this
+ * wait.  N connections to the echo server, 50 ms apart, each with
+ * keepalive after 4 s idle, one probe, 1 s for its answer
+ * (TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT), one echo each; then
+ * "ready", and the script makes the peer drop everything (4 s is time
+ * enough for that in a loaded guest, 2 was not always), so each
+ * connection's error (ETIMEDOUT) is due 5 s after its echo came: two
+ * timers in a row, the probe's and the give-up.  Each one's lateness
+ * past that, and their median.
+ */
+#define KL_MAX	16
+
+static int cmd_keeplate(const char *ip, int port, int n)
+{
+	int fd[KL_MAX], idle = 4, intvl = 1, cnt = 1, one = 1, left = n, timedout = 0;
+	long last[KL_MAX], late[KL_MAX];
+	struct pollfd p[KL_MAX];
+	int sfd = 0;
+
+	if (n < 1 || n > KL_MAX)
+		return 1;
+	for (int i = 0; i < n; i++) {
+		fd[i] = tcp_connect(ip, port);
+		if (fd[i] < 0 || setsockopt(fd[i], SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) ||
+		    setsockopt(fd[i], IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) ||
+		    setsockopt(fd[i], IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl)) ||
+		    setsockopt(fd[i], IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) ||
+		    echo(fd[i], "keep")) {
+			check(0, "keeplate: a connection with keepalive echoes");
+			return 1;
+		}
+		last[i] = now_us();
+		sfd += is_sockfd(fd[i]);
+		p[i] = (struct pollfd){ .fd = fd[i], .events = POLLIN };
+		usleep(50000);
+	}
+	printf("ready\n");
+	fflush(stdout);
+	/* No timeout: the preload's own bound on its sleeps alone decides
+	 * how long each lasts (tests/vm/sockfd.sh counts them). */
+	alarm(20);
+	while (left) {
+		if (poll(p, (nfds_t)n, -1) < 0)
+			break;
+		for (int i = 0; i < n; i++) {
+			int err = 0;
+			socklen_t el = sizeof(err);
+
+			if (p[i].fd < 0 || !p[i].revents)
+				continue;
+			late[n - left] = now_us() - last[i] - 5000000L;
+			getsockopt(fd[i], SOL_SOCKET, SO_ERROR, &err, &el);
+			timedout += err == ETIMEDOUT;
+			printf("# connection %d: %ld us late (%s)\n", i, late[n - left], strerror(err));
+			close(fd[i]);
+			p[i].fd = -1;
+			left--;
+		}
+	}
+	if (left < n)
+		qsort(late, (size_t)(n - left), sizeof(late[0]), cmp_long);
+	printf("keeplate n %d timedout %d median_us %ld min_us %ld max_us %ld sockfd %d\n", n, timedout,
+	       left < n ? late[(n - left) / 2] : -1L, left < n ? late[0] : -1L,
+	       left < n ? late[n - left - 1] : -1L, sfd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 4 && !strcmp(argv[1], "epoll"))
@@ -371,6 +462,8 @@ int main(int argc, char **argv)
 		return cmd_exec_child(atoi(argv[2]));
 	if (argc >= 6 && !strcmp(argv[1], "hold"))
 		return cmd_hold(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
+	if (argc >= 5 && !strcmp(argv[1], "keeplate"))
+		return cmd_keeplate(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc >= 3 && !strcmp(argv[1], "idle"))
 		return cmd_idle(atoi(argv[2]));
 	fprintf(stderr, "usage: see the comment at the top of sockfd_prog.c\n");
