@@ -209,25 +209,39 @@ static void sluice_sock_released(struct sluice_stack *st, u32 idx, u32 gen)
 	sluice_stack_wake_all(st);
 }
 
-static int sluice_sock_release(struct inode *inode, struct file *file)
+/*
+ * @sf leaves its slot's queue (@sock_lock held); the slot goes with its
+ * last file (SOCK_WAKE may still be waking it: freed after RCU).  True if
+ * no other file is of @sf's socket (its generation).
+ */
+static bool sluice_sock_slot_unlink(struct sluice_stack *st,
+				    struct sluice_sock_file *sf)
 {
-	struct sluice_sock_file *sf = file->private_data, *o;
 	struct sluice_sock_slot *slot = sf->slot;
-	struct sluice_stack *st = sf->st;
+	struct sluice_sock_file *o;
 	bool last = true;
 
-	if (READ_ONCE(sf->parked))	/* released when it was parked */
-		goto out;
-	mutex_lock(&st->sock_lock);
 	list_del(&sf->node);
 	list_for_each_entry(o, &slot->files, node)
 		if (o->gen == sf->gen)
 			last = false;
 	if (list_empty(&slot->files)) {
-		/* SOCK_WAKE may still be waking it: freed after RCU. */
 		xa_erase(&st->sockfds, slot->idx);
 		kfree_rcu(slot, rcu);
 	}
+	return last;
+}
+
+static int sluice_sock_release(struct inode *inode, struct file *file)
+{
+	struct sluice_sock_file *sf = file->private_data;
+	struct sluice_stack *st = sf->st;
+	bool last;
+
+	if (READ_ONCE(sf->parked))	/* released when it was parked */
+		goto out;
+	mutex_lock(&st->sock_lock);
+	last = sluice_sock_slot_unlink(st, sf);
 	mutex_unlock(&st->sock_lock);
 	if (last)
 		sluice_sock_released(st, sf->idx, sf->gen);
@@ -321,14 +335,8 @@ static int sluice_sock_slot_join(struct sluice_stack *st,
 static void sluice_sock_slot_leave(struct sluice_stack *st,
 				   struct sluice_sock_file *sf)
 {
-	struct sluice_sock_slot *slot = sf->slot;
-
 	mutex_lock(&st->sock_lock);
-	list_del(&sf->node);
-	if (list_empty(&slot->files)) {
-		xa_erase(&st->sockfds, slot->idx);
-		kfree_rcu(slot, rcu);
-	}
+	sluice_sock_slot_unlink(st, sf);
 	mutex_unlock(&st->sock_lock);
 }
 
@@ -428,11 +436,9 @@ static void sluice_sock_close_if(int fd, struct file *f)
 int sluice_ioc_sock_park(struct file *file, void __user *uarg)
 {
 	struct sluice_stack *st = sluice_stack_of(file);
-	struct sluice_sock_slot *slot;
 	struct sluice_sock_file *sf;
 	struct sluice_sock_park a;
-	bool last = true, parked = false;
-	struct sluice_sock_file *o;
+	bool last = false, parked = false;
 	struct file *f, *k;
 	int ret;
 
@@ -461,15 +467,7 @@ int sluice_ioc_sock_park(struct file *file, void __user *uarg)
 	mutex_lock(&st->sock_lock);
 	if (sluice_sock_alone(f, 1) && !READ_ONCE(sf->kept) &&
 	    !(f->f_flags & (O_APPEND | FASYNC | O_DIRECT | O_NOATIME))) {
-		slot = sf->slot;
-		list_del(&sf->node);
-		list_for_each_entry(o, &slot->files, node)
-			if (o->gen == sf->gen)
-				last = false;
-		if (list_empty(&slot->files)) {
-			xa_erase(&st->sockfds, slot->idx);
-			kfree_rcu(slot, rcu);
-		}
+		last = sluice_sock_slot_unlink(st, sf);
 		sf->slot = NULL;
 		/* release: pairs with poll's acquire (of a REUSE's too) */
 		smp_store_release(&sf->parked, true);
