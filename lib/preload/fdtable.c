@@ -897,6 +897,23 @@ static void kfd_reap(struct pl_sock *ps)
 	sl_unlock(s);
 }
 
+/* A free cache entry (cache_mu held) gets a copy of fd above the
+ * program's numbers, lent to ps: its index, or -1 (none free, no fd). */
+static int cache_lend_locked(int fd, struct pl_sock *ps)
+{
+	int i, k;
+
+	for (i = 0; i < PL_CACHE && cache[i].fd >= 0; i++)
+		;
+	if (i == PL_CACHE || (k = sl_sys_dup_above(fd)) < 0)
+		return -1;
+	cache[i].ps = ps;
+	ps->cache = i + 1;
+	SL_WRITE_ONCE(cache[i].fd, k);
+	sl_fetch_add(&ncache, 1);
+	return i;
+}
+
 /*
  * close(fd) of ps's last fd here, a module socket fd: SOCK_PARK with its
  * keeper (made now if ps has none and an entry is free), one system call
@@ -910,25 +927,15 @@ int pl_kfd_close(int fd, struct pl_sock *ps)
 {
 	struct sluice_sock_park a = { .size = sizeof(a), .fd = fd, .keep_fd = -1 };
 	struct sl_stack *s = pl_sl();
-	int i = SL_READ_ONCE(ps->cache) - 1, k = -1, ret, saved_errno = errno;
+	int i = SL_READ_ONCE(ps->cache) - 1, ret, saved_errno = errno;
 
 	if (!s || !kcache_on() || SL_READ_ONCE(ps->nfd) || SL_READ_ONCE(ps->nocache) ||
 	    (sl_load_acquire(&ps->calls) & PL_CALLS_INFL) || sl_load_acquire(&fork_busy) ||
 	    (i < 0 && (SL_READ_ONCE(ps->epolled) || sl_load_acquire(&ncache) >= PL_CACHE)))
 		return REAL(close)(fd);
 	pthread_mutex_lock(&cache_mu);
-	if (i < 0) {
-		for (i = 0; i < PL_CACHE && cache[i].fd >= 0; i++)
-			;
-		if (i < PL_CACHE && (k = sl_sys_dup_above(fd)) >= 0) {
-			cache[i].ps = ps;
-			ps->cache = i + 1;
-			SL_WRITE_ONCE(cache[i].fd, k);
-			sl_fetch_add(&ncache, 1);
-		} else {
-			i = -1;
-		}
-	}
+	if (i < 0)
+		i = cache_lend_locked(fd, ps);
 	if (i >= 0 && cache[i].ps == ps)
 		a.keep_fd = cache[i].fd;
 	pthread_mutex_unlock(&cache_mu);
@@ -1436,7 +1443,7 @@ static int cache_take(struct pl_sock *ps, bool cloexec, bool nonblock)
 void pl_fd_cache_keep(int fd, struct pl_sock *ps)
 {
 	unsigned int gen0 = sl_load_acquire(&fork_gen), busy0 = sl_load_acquire(&fork_busy);
-	int i, h, saved_errno;
+	int saved_errno;
 
 	if (!pl_cfg.sock_cache || SL_READ_ONCE(ps->cache) || !SL_READ_ONCE(ps->priv) ||
 	    SL_READ_ONCE(ps->nocache) ||
@@ -1445,14 +1452,7 @@ void pl_fd_cache_keep(int fd, struct pl_sock *ps)
 		return;
 	saved_errno = errno;
 	pthread_mutex_lock(&cache_mu);
-	for (i = 0; i < PL_CACHE && cache[i].fd >= 0; i++)
-		;
-	if (i < PL_CACHE && (h = sl_sys_dup_above(fd)) >= 0) {
-		cache[i].ps = ps;
-		ps->cache = i + 1;
-		SL_WRITE_ONCE(cache[i].fd, h);
-		sl_fetch_add(&ncache, 1);
-	}
+	cache_lend_locked(fd, ps);
 	pthread_mutex_unlock(&cache_mu);
 	errno = saved_errno;
 	/* A fork that began meanwhile may have copied it: let it go. */
