@@ -48,10 +48,7 @@ trap cleanup EXIT
 . /opt/sluice/bin/v6_lib.sh
 STEP_TAG=
 
-lsmod | grep -q '^sluice ' || insmod /lib/modules/sluice.ko
-feat=$(sed -n 's/.*features 0x\([0-9a-f]*\).*/\1/p' /sys/kernel/debug/sluice/info | head -n 1)
-[ $(( 0x${feat:-0} & 0x200e )) = $((0x200e)) ] ||
-	skip_all "module features 0x$feat lack kring, filters, ifinfo or IPv6"
+v6_module_up
 
 check "the peer namespace pings the device address (kernel)" netns_up
 # Both ends' IPv6 addresses, without DAD's wait (the kernel's to run).

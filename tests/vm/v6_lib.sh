@@ -5,6 +5,14 @@
 # after tap.sh or ipoib_lib.sh (check); the caller sets ST (the stack's
 # name) and STEP_TAG (put before each check's text, "" for none).
 
+# v6_module_up: the module loaded, with kring, filters, ifinfo and IPv6;
+# else the suite is skipped.
+v6_module_up() {
+	lsmod | grep -q '^sluice ' || insmod /lib/modules/sluice.ko
+	feat=$(sed -n 's/.*features 0x\([0-9a-f]*\).*/\1/p' /sys/kernel/debug/sluice/info | head -n 1)
+	[ $(( 0x${feat:-0} & 0x200e )) = $((0x200e)) ] ||
+		skip_all "module features 0x$feat lack kring, filters, ifinfo or IPv6"
+}
 # kctr NAME: a kring counter of stack $ST.
 kctr() { sluice dump "$ST" 2>/dev/null | sed -n "s/^  $1 *\([0-9]*\) .*/\1/p" | head -n 1; }
 # The root namespace's kernel TCP and UDP counters (both families): TCP
