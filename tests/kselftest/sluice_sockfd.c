@@ -160,8 +160,9 @@ TEST(abi_struct_layouts)
 	EXPECT_EQ(16, sizeof(struct sluice_sock_park));
 	EXPECT_EQ(24, sizeof(struct sluice_sock_reuse));
 	EXPECT_EQ(16, offsetof(struct sluice_sock_reuse, fd));
-	EXPECT_EQ(0x11, _IOC_NR(SLUICE_IOC_SOCK_PARK));
-	EXPECT_EQ(0x12, _IOC_NR(SLUICE_IOC_SOCK_REUSE));
+	EXPECT_EQ(0x11, _IOC_NR(SLUICE_IOC_SOCK_KEEP));
+	EXPECT_EQ(0x12, _IOC_NR(SLUICE_IOC_SOCK_PARK));
+	EXPECT_EQ(0x13, _IOC_NR(SLUICE_IOC_SOCK_REUSE));
 }
 
 TEST(feature_bit)
