@@ -336,6 +336,28 @@ static void other_holder(const char *c, int fd)
 	close(fd);
 }
 
+/* Both holders closed: the peer's end (s, the listener's connection),
+ * at once (no copy of the kernel socket left open anywhere:
+ * lib/preload/README.md, "Last holder"). */
+static void peer_end(const char *c, int s)
+{
+	struct pollfd p = { .fd = s, .events = POLLIN };
+	char b;
+	long r;
+
+	r = s < 0 || poll(&p, 1, 500) != 1 ? -2 : recv(s, &b, 1, MSG_DONTWAIT);
+	printf("%s peer's end %s\n", c, r == -2 ? "not within 0.5 s" : r ? "data" : "0");
+}
+
+/* connect() to the listener (the hand-over), said with what fd is after. */
+static void connect_said(const char *c, int fd)
+{
+	long r = connect(fd, (struct sockaddr *)&lsn_addr, sizeof(lsn_addr));
+
+	printf("%s connect %ld %s\n", c, r, err(r));
+	say_kind(c, "after", fd);
+}
+
 /* The peer's side once the other holder is done: "c1" then "p1" (sent
  * on the parent's fd), in order. */
 static void peer_reads(const char *c, int fd, int s)
@@ -354,14 +376,7 @@ static void peer_reads(const char *c, int fd, int s)
 		got += (size_t)r;
 	}
 	printf("%s peer got %s\n", c, b);
-	/* Both holders closed: the end, at once (no copy of the kernel
-	 * socket left open anywhere: lib/preload/README.md, "Last holder"). */
-	{
-		struct pollfd p = { .fd = s, .events = POLLIN };
-
-		r = s < 0 || poll(&p, 1, 500) != 1 ? -2 : recv(s, b, 1, MSG_DONTWAIT);
-		printf("%s peer's end %s\n", c, r == -2 ? "not within 0.5 s" : r ? "data" : "0");
-	}
+	peer_end(c, s);
 	close(s);
 }
 
@@ -402,11 +417,9 @@ static void tell_and_wait(const char *c, int go, pid_t pid)
  * (process pid) let go through fd go and waited for, then the peer's. */
 static void connect_then_other(const char *c, int fd, int go, pid_t pid)
 {
-	long r = connect(fd, (struct sockaddr *)&lsn_addr, sizeof(lsn_addr));
 	int s;
 
-	printf("%s connect %ld %s\n", c, r, err(r));
-	say_kind(c, "after", fd);
+	connect_said(c, fd);
 	s = take();
 	if (s < 0 || send(s, "k1", 2, 0) != 2)
 		printf("%s: no connection from the listener\n", c);
@@ -505,9 +518,7 @@ static void case_gone(const char *c, bool kill_it)
 			other_holder(c, fd);
 			_exit(0);
 		}
-		r = connect(fd, (struct sockaddr *)&lsn_addr, sizeof(lsn_addr));
-		printf("%s connect %ld %s\n", c, r, err(r));
-		say_kind(c, "after", fd);
+		connect_said(c, fd);
 		if (write(said[1], &holder, sizeof(holder)) != sizeof(holder))
 			_exit(1);
 		if (kill_it)
@@ -536,12 +547,7 @@ static void case_gone(const char *c, bool kill_it)
 	wait_in(s);
 	r = s < 0 ? -1 : recv(s, b, 2, MSG_DONTWAIT);
 	printf("%s peer got %ld %s\n", c, r, r > 0 ? b : err(r));
-	{
-		struct pollfd p = { .fd = s, .events = POLLIN };
-
-		r = s < 0 || poll(&p, 1, 500) != 1 ? -2 : recv(s, b, 1, MSG_DONTWAIT);
-		printf("%s peer's end %s\n", c, r == -2 ? "not within 0.5 s" : r ? "data" : "0");
-	}
+	peer_end(c, s);
 	if (s >= 0)
 		close(s);
 }
