@@ -722,6 +722,16 @@ static bool kcache_on(void)
 	       !sl_sys_sandboxed;
 }
 
+/* An entry whose kept description is lent to no socket (cache_mu held):
+ * its index, or -1. */
+static int cache_idle_locked(void)
+{
+	for (int i = 0; i < PL_CACHE; i++)
+		if (cache[i].fd >= 0 && !cache[i].ps)
+			return i;
+	return -1;
+}
+
 /* SOCK_REUSE of a free entry's file for ps (socket sd of generation gen):
  * the fd, or -1 (none free, or the module said no: that entry ends). */
 static int kfd_reuse(struct sl_stack *s, struct pl_sock *ps, struct sluice_sock_reuse *a)
@@ -731,10 +741,8 @@ static int kfd_reuse(struct sl_stack *s, struct pl_sock *ps, struct sluice_sock_
 	if (!sl_load_acquire(&ncache) || !kcache_on())
 		return -1;
 	pthread_mutex_lock(&cache_mu);
-	for (i = 0; i < PL_CACHE; i++)
-		if (cache[i].fd >= 0 && !cache[i].ps)
-			break;
-	if (i < PL_CACHE) {
+	i = cache_idle_locked();
+	if (i >= 0) {
 		a->fd = cache[i].fd;
 		fd = REAL(ioctl)(s->region_fd, SLUICE_IOC_SOCK_REUSE, a);
 		if (fd >= 0) {
@@ -1409,10 +1417,8 @@ static int cache_take(struct pl_sock *ps, bool cloexec, bool nonblock)
 	if (!sl_load_acquire(&ncache))
 		return -1;
 	pthread_mutex_lock(&cache_mu);
-	for (i = 0; i < PL_CACHE; i++)
-		if (cache[i].fd >= 0 && !cache[i].ps)
-			break;
-	if (i < PL_CACHE) {
+	i = cache_idle_locked();
+	if (i >= 0) {
 		cache[i].ps = ps;
 		nb = cache[i].nb;
 		fd = REAL(fcntl)(cache[i].fd, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
