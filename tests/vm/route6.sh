@@ -67,6 +67,22 @@ STEP_TAG=
 
 v6_module_up
 
+# servers DEV UPORT HOLD TPORT STCP KPORT KTCP: on stack $ST on DEV, the
+# holder (a UDP server on UPORT that keeps the stack, /tmp/HOLD.out) and
+# a TCP server on [::]:TPORT (/tmp/STCP.out); the VM kernel's TCP server
+# on KPORT beside them (/tmp/KTCP.out).  Their pids in hold, stcp, ktcpd.
+servers() {
+	timeout 600 sluice run --stack $ST --ifname $1 -- v6echo serve-udp :: $2 1 600 \
+		>/tmp/$3.out 2>&1 &
+	hold=$!
+	wait_ready /tmp/$3.out 200
+	timeout 600 sluice run --stack $ST --ifname $1 -- v6echo serve-tcp :: $4 1 600 \
+		>/tmp/$5.out 2>&1 &
+	stcp=$!
+	timeout 600 v6echo serve-tcp :: $6 1 600 >/tmp/$7.out 2>&1 &
+	ktcpd=$!
+}
+
 check "the router namespace pings the device address (kernel)" netns_up
 $IP -6 addr add $S6/64 dev slv0 nodad
 in_ns $IP -6 addr add $G6/64 dev slv1 nodad
@@ -100,15 +116,7 @@ timeout 600 $IP netns exec "$FAR" v6echo serve-tcp :: 7400 3 600 >/tmp/p_tcp.out
 ptcp=$!
 timeout 600 $IP netns exec "$FAR" v6echo serve-udp :: 7401 8 600 >/tmp/p_udp.out 2>&1 &
 pudp=$!
-timeout 600 sluice run --stack $ST --ifname slv0 -- v6echo serve-udp :: 7202 1 600 \
-	>/tmp/hold.out 2>&1 &
-hold=$!
-wait_ready /tmp/hold.out 200
-timeout 600 sluice run --stack $ST --ifname slv0 -- v6echo serve-tcp :: 7200 1 600 \
-	>/tmp/s_tcp.out 2>&1 &
-stcp=$!
-timeout 600 v6echo serve-tcp :: 7300 1 600 >/tmp/k_tcp.out 2>&1 &
-ktcpd=$!
+servers slv0 7202 hold 7200 s_tcp 7300 k_tcp
 for f in p_tcp p_udp s_tcp k_tcp; do
 	check "server $f ready" wait_ready /tmp/$f.out 200
 done
@@ -183,15 +191,7 @@ while [ $i -lt 50 ] && { ! $IP -6 addr show dev slv2 scope link | grep -q 'inet6
 ST=ra6
 timeout 600 $IP netns exec "$NS" v6echo serve-tcp :: 7500 2 600 >/tmp/m_tcp.out 2>&1 &
 mtcp=$!
-timeout 600 sluice run --stack $ST --ifname slv2 -- v6echo serve-udp :: 7205 1 600 \
-	>/tmp/hold2.out 2>&1 &
-hold=$!
-wait_ready /tmp/hold2.out 200
-timeout 600 sluice run --stack $ST --ifname slv2 -- v6echo serve-tcp :: 7210 1 600 \
-	>/tmp/a_tcp.out 2>&1 &
-stcp=$!
-timeout 600 v6echo serve-tcp :: 7310 1 600 >/tmp/ka_tcp.out 2>&1 &
-ktcpd=$!
+servers slv2 7205 hold2 7210 a_tcp 7310 ka_tcp
 for f in m_tcp a_tcp ka_tcp; do
 	check "server $f ready" wait_ready /tmp/$f.out 200
 done
