@@ -39,6 +39,7 @@
 
 struct kring_link {
 	struct sl_link link;
+	struct sl_link_ops ops;	/* kring_ops less what the module lacks */
 	struct sl_stack *stack;
 	struct sl_kring k;
 	void *map;
@@ -102,7 +103,8 @@ static int kring_tx(struct sl_link *l, struct sl_stack *s, uint32_t idx, uint32_
 
 /* The next hop ip6.c passes is the packet's destination on the link,
  * which the module resolves through the kernel's Neighbour Discovery
- * (SLUICE_KRING_TX_IPV6 carries no next hop), or with kring6r_ops NULL:
+ * (SLUICE_KRING_TX_IPV6 carries no next hop), or, with route6
+ * (SLUICE_FEATURE_ROUTE6), NULL:
  * a destination off the link, which the module sends to the next hop of
  * the kernel's route (SLUICE_KRING_TX_ROUTE). */
 static int kring_tx6(struct sl_link *l, struct sl_stack *s, uint32_t idx, const uint8_t *nh)
@@ -212,26 +214,6 @@ static void kring_close(struct sl_link *l)
 	free(kl);
 }
 
-static const struct sl_link_ops kring_ops = {
-	.name = "kring",
-	.tx = kring_tx,
-	.rx = kring_rx,
-	.fd = kring_fd,
-	.flush = kring_flush,
-	.close = kring_close,
-};
-
-/* The same with IPv6 (a module with SLUICE_FEATURE_IPV6). */
-static const struct sl_link_ops kring6_ops = {
-	.name = "kring",
-	.tx = kring_tx,
-	.tx6 = kring_tx6,
-	.rx = kring_rx,
-	.fd = kring_fd,
-	.flush = kring_flush,
-	.close = kring_close,
-};
-
 /*
  * Does the kernel route dst out of the stack's device from the stack's own
  * address?  Its answer to RTM_GETROUTE for dst (what `ip -6 route get`
@@ -304,8 +286,12 @@ static bool kring_route6(struct sl_link *l, struct sl_stack *s, const uint8_t *d
 	return oif == s->ifindex && src_ok;
 }
 
-/* The same with routers (a module with SLUICE_FEATURE_ROUTE6). */
-static const struct sl_link_ops kring6r_ops = {
+/*
+ * The link's calls with everything this library can do; kring_open() takes
+ * out what the module cannot (tx6 without SLUICE_FEATURE_IPV6, route6
+ * without SLUICE_FEATURE_ROUTE6) in the link's own copy.
+ */
+static const struct sl_link_ops kring_ops = {
 	.name = "kring",
 	.tx = kring_tx,
 	.tx6 = kring_tx6,
@@ -493,8 +479,12 @@ int sluice_link_kring(struct sluice_stack *st)
 	kl->map = map;
 	kl->map_size = ks.mmap_size;
 	kl->stack = s;
-	kl->link.ops = !(sl_module_features & SLUICE_FEATURE_IPV6) ? &kring_ops :
-		       sl_module_features & SLUICE_FEATURE_ROUTE6 ? &kring6r_ops : &kring6_ops;
+	kl->ops = kring_ops;
+	if (!(sl_module_features & SLUICE_FEATURE_IPV6))
+		kl->ops.tx6 = NULL;
+	if (!(sl_module_features & SLUICE_FEATURE_ROUTE6))
+		kl->ops.route6 = NULL;
+	kl->link.ops = &kl->ops;
 	if (kl->link.ops->tx6)
 		dev_addrs6(s->ifindex, &a6);
 	ret = sl_kring_init(&kl->k, map, ks.mmap_size, s);
