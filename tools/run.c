@@ -98,6 +98,13 @@ static int find_preload(char *out, size_t len)
  * item 2).  Only what Sluice's links need is passed: CAP_NET_RAW (verbs
  * flow rules), CAP_IPC_LOCK (memory a module stack pins), CAP_NET_ADMIN
  * (a TAP device).  Root needs none of this.
+ *
+ * They are made effective here too, before the tool makes the stack
+ * itself (ensure_stack()): "+p" leaves a file's capabilities permitted
+ * only, and the module asks capable(CAP_IPC_LOCK), the effective set,
+ * before it pins a device stack past RLIMIT_MEMLOCK.  Without this the
+ * tool, given cap_ipc_lock+p as its own message advises, still failed
+ * with ENOMEM and gave that advice again (tests/vm/ipoib_user.sh).
  */
 static void pass_caps(void)
 {
@@ -113,12 +120,13 @@ static void pass_caps(void)
 	if (getuid() == 0 || syscall(SYS_capget, &h, d))
 		return;
 	/* A capability becomes ambient only when it is permitted and
-	 * inheritable. */
+	 * inheritable; effective, the tool itself has it. */
 	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
 		unsigned int c = (unsigned int)caps[i].cap;
 
 		if (d[c / 32].permitted & (1u << (c % 32))) {
 			d[c / 32].inheritable |= 1u << (c % 32);
+			d[c / 32].effective |= 1u << (c % 32);
 			any = true;
 		}
 	}
@@ -357,6 +365,7 @@ int cmd_run(int argc, char **argv)
 			"(set SLUICE_PRELOAD_LIB)\n", PRELOAD_NAME);
 		return 1;
 	}
+	pass_caps();
 	ret = ensure_stack(stack, addr, gw, ifname, tap);
 	if (ret == -EOPNOTSUPP && ifname) {
 		int fd = sluice_dev_open(NULL);
@@ -412,7 +421,6 @@ int cmd_run(int argc, char **argv)
 	} else {
 		setenv("LD_PRELOAD", lib, 1);
 	}
-	pass_caps();
 	execvp(argv[i], argv + i);
 	fprintf(stderr, "sluice run: %s: %s\n", argv[i], strerror(errno));
 	return 127;

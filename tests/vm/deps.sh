@@ -74,7 +74,7 @@ base=(build-essential make gcc pkg-config kmod cpio xz-utils perl
 	curl python3 sockperf iperf3 redis-server nginx wrk
 	man-db groff-base strace openssh-server
 	dpkg-dev lintian python3-prometheus-client debootstrap e2fsprogs
-	libpcap-dev tcpdump)
+	libpcap-dev tcpdump libcap2-bin)
 
 if [ "${1:-}" = --print ]; then
 	installed_612
