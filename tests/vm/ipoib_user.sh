@@ -6,16 +6,18 @@
 # /dev/sluice given to group sluice (mode 0660, as the udev rule does), the
 # tool given cap_net_raw,cap_ipc_lock+p with setcap, and a locked-memory
 # limit of 8 MiB (the default a login gets), which a stack on ib0 (4,096
-# buffers of 4,096 bytes, pinned by the module) is past.  Each step beside
-# the same program run by the same user on the kernel.  Prints TAP.
+# buffers of 4,096 bytes, pinned by the module) is past.  Several of the
+# user's programs share the stack (attached by name, and a forking
+# server's children).  Each step beside the same program run by the same
+# user on the kernel.  Prints TAP.
 #
 #   VM root namespace                          netns ipu-peer
 #   +--------------------------------------+   +----------------------------+
 #   | ib0 (port 1) 10.79.8.1/24            |   | ib1 (port 2) 10.79.8.2/24  |
 #   |   uid 65534, groups sluice:          |IB |   kernel: kpeer serve      |
 #   |   sluice run (setcap'd copy) kpeer   +===+   (TCP and UDP echo),      |
-#   |   clients and a server; kpeer on the |   |   kpeer clients            |
-#   |   kernel beside them                 |   |                            |
+#   |   clients, a server, fork_srv; the   |   |   kpeer clients            |
+#   |   same on the kernel beside them     |   |                            |
 #   +--------------------------------------+   +----------------------------+
 #
 # Every program runs for a bounded time.
@@ -38,6 +40,7 @@ CAPS=/tmp/ipu-caps
 
 dev_mode=$(stat -c '%a %g' /dev/sluice)
 ucleanup() {
+	[ "${spid:-0}" != 0 ] && kill "$spid" 2>/dev/null
 	cleanup
 	# /dev/sluice as the module made it, for the suites after.
 	chgrp "${dev_mode#* }" /dev/sluice
@@ -137,6 +140,33 @@ ustep "UDP: the kernel on ib1 sends 50 datagrams to the user's server, echoed" 1
 	timeout 60 $IP netns exec "$NS" kpeer udp-echo "$S" 7001 50
 ustep "TCP: the kernel on ib1 connects to the user's server, 2 x 300000 bytes echoed" 600000 \
 	timeout 60 $IP netns exec "$NS" kpeer tcp-echo "$S" 7001 300000 2
+# A forking server of the user's on the same stack, beside the server
+# above (two programs attached by name, one forking a child a
+# connection): each kernel connection is echoed byte for byte by the
+# child that took it.  The same server on the kernel first.
+fork_round() { # fork_round PORT OUT [sluice run ... --]
+	p=$1 fo=$2
+	shift 2
+	as_user "$@" fork_srv "$p" 8 100 >"$fo" 2>&1 &
+	fsrv=$!
+	i=0
+	while [ $i -lt 100 ] && ! grep -qx ready "$fo" 2>/dev/null; do sleep 0.2; i=$((i + 1)); done
+}
+fork_done() { # fork_done OUT: wait for the server, then its verdict
+	wait $fsrv
+	frc=$?
+	sed 's/^/# fork_srv: /' "$1"
+	[ $frc = 0 ] && grep -qx 'children 8, failed 0' "$1"
+}
+fork_round 7008 /tmp/ipu-kfork.out
+check "the kernel, as uid $U: 8 connections from ib1 to a forking server, 128 KiB each echoed" \
+	quiet timeout 60 $IP netns exec "$NS" kpeer tcp-echo "$S" 7008 131072 8
+check "... every forked child echoed and exited 0" fork_done /tmp/ipu-kfork.out
+fork_round 7007 /tmp/ipu-fork.out $CAPS/bin/sluice run --stack $ST --interface ib0 --
+ustep "TCP: the same to the user's forking server on the stack, beside its other server" 1048576 \
+	timeout 60 $IP netns exec "$NS" kpeer tcp-echo "$S" 7007 131072 8
+check "... every forked child echoed and exited 0" fork_done /tmp/ipu-fork.out
+
 sbind=$(as_user $CAPS/bin/sluice run --stack $ST --interface ib0 -- \
 	kpeer bind tcp 80 2>&1 | tail -n 1)
 check "on the stack, as uid $U: binding TCP port 80 fails as on the kernel ($sbind)" \
@@ -151,7 +181,11 @@ check "uid 65533 cannot join uid $U's stack: refused by the module (sluice run e
 	sh -c '[ "$1" = 1 ] && printf "%s\n" "$2" | grep -q "Permission denied" &&
 		! printf "%s\n" "$2" | grep -q "^0$"' sh "$rc" "$out"
 
-kill $ssrv 2>/dev/null
+# The server itself (as_user runs it under a subshell: $ssrv is that).
+[ "$spid" != 0 ] && kill "$spid" 2>/dev/null
+i=0
+while [ $i -lt 100 ] && [ "$spid" != 0 ] && kill -0 "$spid" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+check "the user's server ends when told" sh -c "[ $spid != 0 ] && ! kill -0 $spid 2>/dev/null"
 wait $ssrv 2>/dev/null
 ssrv=
 ucleanup
