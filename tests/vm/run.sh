@@ -234,7 +234,7 @@ run_kernel() { # run_kernel VERSION
 	cp tests/vm/run_kring6.sh tests/vm/v6_lib.sh tests/vm/route6.sh "$root/opt/sluice/bin/"
 	add_binary "$root" build/tests/preload/v6echo /opt/sluice/bin
 	cp tests/vm/ipoib_lib.sh tests/vm/ipoib_real.sh tests/vm/ipoib_modes.sh tests/vm/ipoib_enh.sh tests/vm/ipoib6.sh \
-		tests/vm/ipoib_user.sh "$root/opt/sluice/bin/"
+		tests/vm/ipoib_user.sh tests/vm/ipoib_gone.sh "$root/opt/sluice/bin/"
 	# ipoib_user.sh gives a copy of the tool file capabilities.
 	[ -x /usr/sbin/setcap ] && add_binary "$root" /usr/sbin/setcap /opt/sluice/libcap
 	add_binary "$root" build/libsluice-preload.so /opt/sluice
