@@ -447,12 +447,13 @@ static bool sluice_tcp6_kernel_takes(struct sluice_kfilter *f, struct net *net,
 
 /*
  * As sluice_kernel_lookup(), for an IPv6 packet (its TCP or UDP header
- * right after the fixed header: the receive path steers no other) that
+ * at @thoff: right after the fixed header, or a first fragment's) that
  * IPv6 3-tuple filter @f claims.  UDP: unicast only (a multicast
  * datagram stays the stack's).  Under rcu_read_lock().
  */
 static noinline bool sluice_kernel_lookup6(struct sluice_kfilter *f,
-					   const struct sk_buff *skb)
+					   const struct sk_buff *skb,
+					   unsigned int thoff)
 {
 	struct net_device *dev = skb->dev;
 	struct net *net = dev_net(dev);
@@ -465,7 +466,7 @@ static noinline bool sluice_kernel_lookup6(struct sluice_kfilter *f,
 	bool takes;
 
 	ip6h = skb_header_pointer(skb, 0, sizeof(_ip6h), &_ip6h);
-	th = skb_header_pointer(skb, sizeof(_ip6h),
+	th = skb_header_pointer(skb, thoff,
 				f->key6.protocol == IPPROTO_TCP ?
 				sizeof(_th) : 2 * sizeof(__be16), &_th);
 	if (!ip6h || !th)
@@ -548,14 +549,15 @@ struct sluice_stack *sluice_filter_match(struct net *net, int ifindex, u8 protoc
 	return f->fs->st;
 }
 
-/* As sluice_filter_match(), IPv6: @skb's transport header follows 40 bytes. */
+/* As sluice_filter_match(), IPv6: @skb's transport header at @thoff. */
 struct sluice_stack *sluice_filter_match6(struct net *net, int ifindex,
 					  u8 protocol,
 					  const struct in6_addr *saddr,
 					  __be16 sport,
 					  const struct in6_addr *daddr,
 					  __be16 dport,
-					  const struct sk_buff *skb)
+					  const struct sk_buff *skb,
+					  unsigned int thoff)
 {
 	struct sluice_kfilter *f;
 	struct sluice_stack *st;
@@ -564,9 +566,88 @@ struct sluice_stack *sluice_filter_match6(struct net *net, int ifindex,
 				dport);
 	st = sluice_filter_matched(f);
 	if (st && skb && !f->key6.rport && sluice_resv_shared(f) &&
-	    sluice_kernel_lookup6(f, skb))
+	    sluice_kernel_lookup6(f, skb, thoff))
 		return NULL;
 	return st;
+}
+
+/*
+ * An ICMP error quoting a packet a stack may have sent (@protocol, from
+ * @laddr:@lport to @raddr:@rport): the stack whose filter takes that
+ * packet's replies, or NULL.  On a port the reservation shares, the
+ * kernel's own lookup of such a reply decides, as for a packet: a kernel
+ * connection, request or TIME-WAIT of the tuple (TCP), or the socket the
+ * kernel's UDP lookup picks, takes the error.  Under rcu_read_lock().
+ */
+struct sluice_stack *sluice_filter_match_err(struct net *net, int ifindex,
+					     u8 protocol,
+					     __be32 laddr, __be16 lport,
+					     __be32 raddr, __be16 rport)
+{
+	struct inet_hashinfo *h = net->ipv4.tcp_death_row.hashinfo;
+	struct sluice_kfilter *f;
+	struct sluice_stack *st;
+	struct sock *sk;
+	bool takes;
+
+	f = sluice_filter_find(net, ifindex, protocol, raddr, rport, laddr,
+			       lport);
+	st = sluice_filter_matched(f);
+	if (!st || f->key.rport || !sluice_resv_shared(f))
+		return st;
+	if (protocol == IPPROTO_TCP) {
+		sk = __inet_lookup_established(net, h, raddr, rport, laddr,
+					       ntohs(lport), ifindex, 0);
+		takes = sk;
+		if (sk)
+			sock_gen_put(sk);
+	} else {
+		sk = udp4_lib_lookup(net, raddr, rport, laddr, lport, ifindex);
+		takes = sk && !sluice_resv_ours(f->resv, sk);
+		if (sk)
+			sock_put(sk);
+	}
+	if (!takes)
+		return st;
+	atomic64_inc(&f->kernel);
+	return NULL;
+}
+
+/* As sluice_filter_match_err(), IPv6. */
+struct sluice_stack *sluice_filter_match6_err(struct net *net, int ifindex,
+					      u8 protocol,
+					      const struct in6_addr *laddr,
+					      __be16 lport,
+					      const struct in6_addr *raddr,
+					      __be16 rport)
+{
+	struct inet_hashinfo *h = net->ipv4.tcp_death_row.hashinfo;
+	struct sluice_kfilter *f;
+	struct sluice_stack *st;
+	struct sock *sk;
+	bool takes;
+
+	f = sluice_filter_find6(net, ifindex, protocol, raddr, rport, laddr,
+				lport);
+	st = sluice_filter_matched(f);
+	if (!st || f->key6.rport || !sluice_resv_shared(f))
+		return st;
+	if (protocol == IPPROTO_TCP) {
+		sk = __inet6_lookup_established(net, h, raddr, rport, laddr,
+						ntohs(lport), ifindex, 0);
+		takes = sk;
+		if (sk)
+			sock_gen_put(sk);
+	} else {
+		sk = udp6_lib_lookup(net, raddr, rport, laddr, lport, ifindex);
+		takes = sk && !sluice_resv_ours(f->resv, sk);
+		if (sk)
+			sock_put(sk);
+	}
+	if (!takes)
+		return st;
+	atomic64_inc(&f->kernel);
+	return NULL;
 }
 
 /* Under rcu_read_lock(): the filter whose key is exactly @t's, if any. */

@@ -9,7 +9,8 @@
  * Call chains:
  *   receive: __netif_receive_skb_core -> sluice_rx_handler ->
  *            (IPv6: sluice_rx_other -> sluice_rx_ipv6) ->
- *            sluice_filter_match{,6} -> sluice_rx_steer -> sluice_kring_rx ->
+ *            sluice_filter_match{,6} (fragments, ICMP: sluice_rx_errfrag{,6}
+ *            -> errfrag.c) -> sluice_rx_steer -> sluice_kring_rx ->
  *            (GSO) segment -> sluice_kring_rx_one -> fill ring -> rx ring ->
  *            wake
  *   send:    SLUICE_IOC_KRING_KICK -> sluice_kring_tx_one -> neigh_xmit
@@ -364,9 +365,52 @@ sluice_rx_steer(struct sk_buff *skb, struct sluice_kdev *kdev,
 }
 
 /*
- * IPv6 packets whose first next header is TCP or UDP, as IPv4's below:
- * extension headers (fragments among them) are the kernel's, as IPv4
- * fragments are; so are Neighbour Discovery and all of ICMPv6.
+ * IPv4 fragments and ICMP (@iph, copied by the caller): a stack's if it
+ * is an error quoting one of its packets, or a fragment of a datagram to
+ * one of its sockets (errfrag.c); the kernel's otherwise.  Out of line:
+ * TCP's and UDP's path pays one test it paid before.
+ */
+static noinline rx_handler_result_t sluice_rx_errfrag(struct sk_buff *skb,
+						      const struct iphdr *iph)
+{
+	struct net_device *dev = skb->dev;
+	unsigned int len = ntohs(iph->tot_len);
+	struct sluice_kdev *kdev;
+	struct sluice_stack *st;
+
+	if (skb_is_gso(skb) || len < iph->ihl * 4 || len > skb->len ||
+	    (!ip_is_fragment(iph) && iph->protocol != IPPROTO_ICMP))
+		return RX_HANDLER_PASS;
+	rcu_read_lock();
+	kdev = rcu_dereference(dev->rx_handler_data);
+	st = sluice_errfrag4(skb, iph, len);
+	/* Checked against the buffers already: no protocol's rule applies. */
+	return sluice_rx_steer(skb, kdev, st, 0, len);
+}
+
+/* As sluice_rx_errfrag(), IPv6: a fragment header or ICMPv6 first. */
+static noinline rx_handler_result_t sluice_rx_errfrag6(struct sk_buff *skb,
+						       const struct ipv6hdr *ip6h)
+{
+	struct net_device *dev = skb->dev;
+	struct sluice_kdev *kdev;
+	struct sluice_stack *st;
+	unsigned int len;
+
+	len = sizeof(*ip6h) + ntohs(ip6h->payload_len);
+	if (skb_is_gso(skb) || len > skb->len)
+		return RX_HANDLER_PASS;
+	rcu_read_lock();
+	kdev = rcu_dereference(dev->rx_handler_data);
+	st = sluice_errfrag6(skb, ip6h, len);
+	return sluice_rx_steer(skb, kdev, st, 0, len);
+}
+
+/*
+ * IPv6 packets whose first next header is TCP or UDP, as IPv4's below;
+ * a fragment header or ICMPv6 first: sluice_rx_errfrag6().  Other
+ * extension headers are the kernel's; so is all of ICMPv6 but the errors
+ * quoting a stack's packet (Neighbour Discovery among it).
  */
 static rx_handler_result_t sluice_rx_ipv6(struct sk_buff *skb)
 {
@@ -380,9 +424,14 @@ static rx_handler_result_t sluice_rx_ipv6(struct sk_buff *skb)
 	unsigned int len;
 
 	ip6h = skb_header_pointer(skb, 0, sizeof(_ip6h), &_ip6h);
-	if (!ip6h || ip6h->version != 6 ||
-	    (ip6h->nexthdr != IPPROTO_TCP && ip6h->nexthdr != IPPROTO_UDP))
+	if (!ip6h || ip6h->version != 6)
 		return RX_HANDLER_PASS;
+	if (ip6h->nexthdr != IPPROTO_TCP && ip6h->nexthdr != IPPROTO_UDP) {
+		if (ip6h->nexthdr == NEXTHDR_FRAGMENT ||
+		    ip6h->nexthdr == IPPROTO_ICMPV6)
+			return sluice_rx_errfrag6(skb, ip6h);
+		return RX_HANDLER_PASS;
+	}
 	len = sizeof(_ip6h) + ntohs(ip6h->payload_len);
 	/* A GSO skb's payload length may be anything: checked per segment. */
 	if (!skb_is_gso(skb) &&
@@ -396,7 +445,7 @@ static rx_handler_result_t sluice_rx_ipv6(struct sk_buff *skb)
 	kdev = rcu_dereference(dev->rx_handler_data);
 	st = sluice_filter_match6(dev_net(dev), dev->ifindex, ip6h->nexthdr,
 				  &ip6h->saddr, ports[0], &ip6h->daddr,
-				  ports[1], skb);
+				  ports[1], skb, sizeof(_ip6h));
 	return sluice_rx_steer(skb, kdev, st, ip6h->nexthdr, len);
 }
 
@@ -413,8 +462,9 @@ static noinline rx_handler_result_t sluice_rx_other(struct sk_buff *skb)
  * The rx_handler of every device with rings.  IPv4 TCP and UDP packets
  * (IPv6 ones: sluice_rx_ipv6()) that a stack's filter claims are the
  * stack's: received into its rings, or dropped there (counted) when they
- * do not fit.  Everything else, including fragments and bad headers,
- * goes on to the kernel.
+ * do not fit; so are the fragments of a datagram and the ICMP errors
+ * about a packet a filter claims (sluice_rx_errfrag()).  Everything else,
+ * bad headers among it, goes on to the kernel.
  */
 static rx_handler_result_t sluice_rx_handler(struct sk_buff **pskb)
 {
@@ -433,9 +483,12 @@ static rx_handler_result_t sluice_rx_handler(struct sk_buff **pskb)
 		return sluice_rx_other(skb);
 	/* Copies when not linear: the skb may be shared (a tap holds it). */
 	iph = skb_header_pointer(skb, 0, sizeof(_iph), &_iph);
-	if (!iph || iph->version != 4 || iph->ihl < 5 || ip_is_fragment(iph) ||
-	    (iph->protocol != IPPROTO_TCP && iph->protocol != IPPROTO_UDP))
+	if (!iph || iph->version != 4 || iph->ihl < 5)
 		return RX_HANDLER_PASS;
+	if (unlikely(ip_is_fragment(iph) ||
+		     (iph->protocol != IPPROTO_TCP &&
+		      iph->protocol != IPPROTO_UDP)))
+		return sluice_rx_errfrag(skb, iph);
 	ihl = iph->ihl * 4;
 	len = ntohs(iph->tot_len);
 	/* GSO skbs may carry any tot_len (0 for BIG TCP): checked per segment. */
@@ -1077,6 +1130,7 @@ int sluice_kring_init(void)
 {
 	int ret;
 
+	sluice_errfrag_init();
 	ret = register_netdevice_notifier(&sluice_netdev_nb);
 	if (ret)
 		return ret;

@@ -19,6 +19,8 @@ struct dentry;
 struct file;
 struct kobject;
 struct in6_addr;
+struct iphdr;
+struct ipv6hdr;
 struct net;
 struct net_device;
 struct page;
@@ -209,7 +211,25 @@ struct sluice_stack *sluice_filter_match6(struct net *net, int ifindex,
 					  __be16 sport,
 					  const struct in6_addr *daddr,
 					  __be16 dport,
-					  const struct sk_buff *skb);
+					  const struct sk_buff *skb,
+					  unsigned int thoff);
+struct sluice_stack *sluice_filter_match_err(struct net *net, int ifindex,
+					     u8 protocol,
+					     __be32 laddr, __be16 lport,
+					     __be32 raddr, __be16 rport);
+struct sluice_stack *sluice_filter_match6_err(struct net *net, int ifindex,
+					      u8 protocol,
+					      const struct in6_addr *laddr,
+					      __be16 lport,
+					      const struct in6_addr *raddr,
+					      __be16 rport);
+/* errfrag.c: under rcu_read_lock(), as sluice_filter_match(). */
+struct sluice_stack *sluice_errfrag4(struct sk_buff *skb,
+				     const struct iphdr *iph, unsigned int len);
+struct sluice_stack *sluice_errfrag6(struct sk_buff *skb,
+				     const struct ipv6hdr *ip6h,
+				     unsigned int len);
+void sluice_errfrag_init(void);
 void sluice_filter_stack_release(struct sluice_stack *st); /* drop all of st's filters */
 unsigned int sluice_filter_count(struct sluice_stack *st);
 void sluice_filter_show(struct seq_file *m, struct sluice_stack *st);

@@ -9,7 +9,9 @@
  * going away (deleted, moved, its peer's namespace torn down).  IPv6
  * (SLUICE_FEATURE_IPV6) likewise: UDP both ways (Neighbour Discovery, the
  * kernel's, on tx), UDP GSO, a TCP connection with TSO from the peer,
- * fragments left to the kernel, bad IPv6 tx descriptors counted.
+ * bad IPv6 tx descriptors counted.  Both families: the fragments of a
+ * steered datagram and the ICMP errors quoting a steered packet reach the
+ * ring (SLUICE_FEATURE_ERRFRAG), malformed ones and the rest the kernel.
  *
  *   lo tests: a network namespace of the test's own, the stack on lo
  *
@@ -1620,8 +1622,8 @@ static unsigned char *rx_pkt(FIXTURE_DATA(veth) *self, struct sluice_kring *k,
 /*
  * A datagram from a kernel IPv6 socket in the peer arrives byte-exact
  * (after the peer's Neighbour Solicitation, which the kernel answered);
- * one too long for the link goes as fragments, which are the kernel's:
- * the port's reservation (FILTER_FD) receives it whole.
+ * one too long for the link goes as fragments, which reach the ring, for
+ * the stack to reassemble: the port's reservation (FILTER_FD) gets none.
  */
 TEST_F(veth, rx_udp6_from_peer)
 {
@@ -1632,7 +1634,7 @@ TEST_F(veth, rx_udp6_from_peer)
 	struct in6_addr a, peer;
 	struct sluice_kring_rx *d;
 	struct sluice_kring *k;
-	size_t i;
+	size_t i, off;
 	int s, s4;
 
 	ASSERT_EQ(0, veth_v6(self, &a, &peer));
@@ -1666,21 +1668,398 @@ TEST_F(veth, rx_udp6_from_peer)
 	ASSERT_EQ(0, udp_send(s4, self->addr, STEERED_PORT, "v4", 2));
 	close(s4);
 	/*
-	 * Fragments: the kernel's, reassembled for the reservation (as a
-	 * twin, with its receive buffer back).
+	 * Fragments (1448, 1448 and 112 bytes after the fragment header):
+	 * the stack's, in order, with one identification; none reaches the
+	 * reservation.
 	 */
 	ASSERT_EQ(0, xioctl(self->fd, SLUICE_IOC_FILTER_FD, &ff));
+	tv.tv_sec = 0;
+	tv.tv_usec = 300000;
 	setsockopt(ff.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	for (i = 0; i < sizeof(big); i++)
 		big[i] = i * 7;
 	ASSERT_EQ(0, send6(s, &a, STEERED_PORT, big, sizeof(big)));
-	EXPECT_EQ(sizeof(big), recv(ff.fd, got, sizeof(got), 0));
-	EXPECT_EQ(0, memcmp(got, big, sizeof(big)));
-	usleep(100000);
-	EXPECT_EQ(1, k->rx_packets);
+	ASSERT_EQ(4, rx_wait(k, 4, 5000));
+	for (i = 1, off = 0; i < 4; i++) {
+		unsigned int plen, fo;
+
+		pkt = rx_pkt(self, k, i);
+		plen = (pkt[4] << 8) | pkt[5];
+		fo = (pkt[42] << 8) | pkt[43];
+		EXPECT_EQ(40 + plen, rx_desc(k, i)->len);
+		EXPECT_EQ(44, pkt[6]);
+		EXPECT_EQ(IPPROTO_UDP, pkt[40]);
+		EXPECT_EQ(off, fo & ~7u);
+		EXPECT_EQ(i < 3, fo & 1);
+		EXPECT_EQ(0, memcmp(pkt + 44, rx_pkt(self, k, 1) + 44, 4));
+		if (i == 1) {
+			EXPECT_EQ(STEERED_PORT, (pkt[50] << 8) | pkt[51]);
+			EXPECT_EQ(0, memcmp(pkt + 56, big, plen - 16));
+		} else {
+			EXPECT_EQ(0, memcmp(pkt + 48, big + off - 8, plen - 8));
+		}
+		off += plen - 8;
+	}
+	EXPECT_EQ(8 + sizeof(big), off);
+	EXPECT_EQ(-1, recv(ff.fd, got, sizeof(got), 0));
+	EXPECT_EQ(4, k->rx_packets);
 	EXPECT_EQ(0, k->rx_drop_size);
 	close(ff.fd);
 	close(s);
+	munmap(k, k->size);
+}
+
+/*
+ * A datagram too long for the link, cut by the peer's kernel (1480, 1480
+ * and 48 bytes after the header): its fragments reach the ring when a
+ * filter claims its port (the first fragment's; the others follow its
+ * train), for the stack to reassemble; a datagram to a port no filter
+ * claims is the kernel's, reassembled for its socket.
+ */
+TEST_F(veth, rx_frags_of_steered_datagram)
+{
+	static unsigned char big[3000], got[4000];
+	struct sluice_kring *k;
+	unsigned char *pkt;
+	size_t i, off;
+	int s, ks;
+
+	k = veth_rings(_metadata, self->fd, 8);
+	ASSERT_NE(NULL, k);
+	steer(self->fd, STEERED_PORT);
+	for (i = 0; i < sizeof(big); i++)
+		big[i] = i * 13;
+	s = peer_socket(self->self_ns, self->peer_ns, self->peer_addr, 5021);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(0, udp_send(s, self->addr, STEERED_PORT, big, sizeof(big)));
+	ASSERT_EQ(3, rx_wait(k, 3, 5000));
+	for (i = 0, off = 0; i < 3; i++) {
+		unsigned int tot, fo;
+
+		pkt = rx_pkt(self, k, i);
+		tot = (pkt[2] << 8) | pkt[3];
+		fo = (pkt[6] << 8) | pkt[7];
+		EXPECT_EQ(tot, rx_desc(k, i)->len);
+		EXPECT_EQ(0x45, pkt[0]);
+		EXPECT_EQ(IPPROTO_UDP, pkt[9]);
+		EXPECT_EQ(off, (fo & 0x1fff) * 8);
+		EXPECT_EQ(i < 2 ? 0x2000 : 0, fo & 0x2000);
+		EXPECT_EQ(0, memcmp(pkt + 4, rx_pkt(self, k, 0) + 4, 2));
+		if (i == 0) {
+			EXPECT_EQ(STEERED_PORT, (pkt[22] << 8) | pkt[23]);
+			EXPECT_EQ(0, memcmp(pkt + HDRS, big, tot - HDRS));
+		} else {
+			EXPECT_EQ(0, memcmp(pkt + 20, big + off - 8, tot - 20));
+		}
+		off += tot - 20;
+	}
+	EXPECT_EQ(8 + sizeof(big), off);
+	ks = udp_socket(self->addr, STEERED_PORT + 1);
+	ASSERT_LE(0, ks);
+	ASSERT_EQ(0, udp_send(s, self->addr, STEERED_PORT + 1, big, sizeof(big)));
+	EXPECT_EQ(sizeof(big), recv(ks, got, sizeof(got), 0));
+	EXPECT_EQ(0, memcmp(got, big, sizeof(big)));
+	EXPECT_EQ(3, k->rx_packets);
+	close(ks);
+	close(s);
+	munmap(k, k->size);
+}
+
+/* A raw socket of @family and @proto in the peer's netns. */
+static int peer_raw(FIXTURE_DATA(veth) *self, int family, int proto)
+{
+	int s, e = 0;
+
+	if (setns(self->peer_ns, CLONE_NEWNET))
+		return -errno;
+	s = socket(family, SOCK_RAW | SOCK_CLOEXEC, proto);
+	if (s < 0)
+		e = -errno;
+	if (setns(self->self_ns, CLONE_NEWNET))
+		e = -errno;
+	if (e && s >= 0)
+		close(s);
+	return e ?: s;
+}
+
+/* A counter of this netns's /proc/net/snmp (@file) or snmp6, or -1. */
+static long long snmp_value(const char *file, const char *group,
+			    const char *name)
+{
+	char buf[8192], *names, *vals, *n, *v, *sn, *sv;
+	size_t glen = strlen(group);
+
+	if (read_file(file, buf, sizeof(buf)) < 0)
+		return -1;
+	if (!group[0]) {
+		/* snmp6: "NAME VALUE" lines. */
+		for (n = strtok_r(buf, "\n", &sn); n; n = strtok_r(NULL, "\n", &sn))
+			if (!strncmp(n, name, strlen(name)) &&
+			    n[strlen(name)] == ' ')
+				return strtoll(n + strlen(name), NULL, 10);
+		return -1;
+	}
+	for (names = buf; (names = strstr(names, group)); names += glen) {
+		if ((names != buf && names[-1] != '\n') || names[glen] != ':')
+			continue;
+		vals = strstr(names + glen, group);
+		if (!vals)
+			return -1;
+		n = strtok_r(names + glen + 1, " \n", &sn);
+		v = strtok_r(vals + glen + 1, " \n", &sv);
+		for (; n && v; n = strtok_r(NULL, " \n", &sn),
+		     v = strtok_r(NULL, " \n", &sv)) {
+			if (!strcmp(n, name))
+				return strtoll(v, NULL, 10);
+			if (strchr(n, ':'))
+				return -1;
+		}
+		return -1;
+	}
+	return -1;
+}
+
+/*
+ * An ICMP error of @type/@code in @buf quoting a packet of @proto from
+ * @src:@sport to @dst:@dport, its fragment offset @fo (8-byte units),
+ * with @l4 bytes of its transport header; its length.
+ */
+static size_t icmp4_err(unsigned char *buf, __u8 type, __u8 code, __u32 src,
+			__u16 sport, __u32 dst, __u16 dport, __u8 proto,
+			__u16 fo, size_t l4)
+{
+	struct iphdr *q = (struct iphdr *)(buf + 8);
+	size_t len = 8 + sizeof(*q) + l4;
+	__u16 ck;
+
+	memset(buf, 0, len + 8);
+	buf[0] = type;
+	buf[1] = code;
+	if (type == 3 && code == 4)
+		buf[6] = 1280 >> 8;	/* the next-hop MTU, RFC 1191 */
+	q->version = 4;
+	q->ihl = 5;
+	q->tot_len = htons(1500);
+	q->frag_off = htons(0x4000 | fo);
+	q->ttl = 64;
+	q->protocol = proto;
+	q->saddr = src;
+	q->daddr = dst;
+	q->check = htons(csum_fold(csum_add(0, q, sizeof(*q))));
+	buf[28] = sport >> 8;
+	buf[29] = sport & 0xff;
+	buf[30] = dport >> 8;
+	buf[31] = dport & 0xff;
+	ck = csum_fold(csum_add(0, buf, len));
+	buf[2] = ck >> 8;
+	buf[3] = ck & 0xff;
+	return len;
+}
+
+/* rx_icmp_errors' messages for the kernel (fragmentation needed but one). */
+static const struct {
+	__u8 type, proto;
+	int src_peer, sport_off;
+	__u16 fo;
+	size_t l4;
+} bad4[] = {
+	{ 3, IPPROTO_UDP, 0, 0, 0, 4 },		/* 4 bytes of UDP */
+	{ 3, IPPROTO_UDP, 1, 0, 0, 8 },		/* not from the stack's address */
+	{ 3, IPPROTO_UDP, 0, 1, 0, 8 },		/* a port no filter claims */
+	{ 3, IPPROTO_ICMP, 0, 0, 0, 8 },	/* not TCP or UDP */
+	{ 3, IPPROTO_UDP, 0, 0, 185, 8 },	/* a later fragment */
+	{ 8, IPPROTO_UDP, 0, 0, 0, 8 },		/* an echo request */
+};
+
+#define N_BAD4	((int)(sizeof(bad4) / sizeof(bad4[0])))
+
+/*
+ * ICMP errors from the peer: the stack's when the quoted header names a
+ * packet a filter's socket sent (fragmentation needed, time exceeded); the
+ * kernel's (its Icmp InMsgs counts each) when the quoted transport header
+ * is short, the quoted source is not the error's destination, no filter
+ * takes the quoted tuple's replies, the quoted protocol is not TCP or UDP,
+ * the quoted packet is a later fragment, or the message is no error.
+ */
+TEST_F(veth, rx_icmp_errors)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET };
+	unsigned char buf[128], *pkt;
+	struct sluice_kring *k;
+	long long in0, in1;
+	size_t len;
+	int r, i;
+
+	k = veth_rings(_metadata, self->fd, 8);
+	ASSERT_NE(NULL, k);
+	steer(self->fd, STEERED_PORT);
+	to.sin_addr.s_addr = self->addr;
+	r = peer_raw(self, AF_INET, IPPROTO_ICMP);
+	ASSERT_LE(0, r);
+	/* The peer's ARP first, so the counts below are the messages'. */
+	ASSERT_EQ(0, run("ping -c 1 -W 5 10.77.0.2 >/dev/null 2>&1"));
+	in0 = snmp_value("/proc/net/snmp", "Icmp", "InMsgs");
+	ASSERT_LE(0, in0);
+	for (i = 0; i < N_BAD4; i++) {
+		len = icmp4_err(buf, bad4[i].type, 4,
+				bad4[i].src_peer ? self->peer_addr : self->addr,
+				STEERED_PORT + bad4[i].sport_off,
+				self->peer_addr, 5031, bad4[i].proto,
+				bad4[i].fo, bad4[i].l4);
+		EXPECT_EQ((ssize_t)len, sendto(r, buf, len, 0,
+					       (struct sockaddr *)&to,
+					       sizeof(to)));
+	}
+	for (i = 0; i < 200; i++) {
+		in1 = snmp_value("/proc/net/snmp", "Icmp", "InMsgs");
+		if (in1 - in0 >= N_BAD4)
+			break;
+		usleep(10000);
+	}
+	EXPECT_EQ(N_BAD4, in1 - in0);
+	EXPECT_EQ(0, k->rx_packets);
+	len = icmp4_err(buf, 3, 4, self->addr, STEERED_PORT, self->peer_addr,
+			5031, IPPROTO_UDP, 0, 8);
+	EXPECT_EQ((ssize_t)len, sendto(r, buf, len, 0, (struct sockaddr *)&to,
+				       sizeof(to)));
+	len = icmp4_err(buf, 11, 0, self->addr, STEERED_PORT, self->peer_addr,
+			5031, IPPROTO_TCP, 0, 8);
+	EXPECT_EQ((ssize_t)len, sendto(r, buf, len, 0, (struct sockaddr *)&to,
+				       sizeof(to)));
+	ASSERT_EQ(2, rx_wait(k, 2, 5000));
+	pkt = rx_pkt(self, k, 0);
+	EXPECT_EQ(IPPROTO_ICMP, pkt[9]);
+	EXPECT_EQ(3, pkt[20]);
+	EXPECT_EQ(4, pkt[21]);
+	EXPECT_EQ(1280, (pkt[26] << 8) | pkt[27]);
+	EXPECT_EQ(20 + len, rx_desc(k, 0)->len);
+	pkt = rx_pkt(self, k, 1);
+	EXPECT_EQ(11, pkt[20]);
+	EXPECT_EQ(IPPROTO_TCP, pkt[28 + 9]);
+	usleep(100000);
+	EXPECT_EQ(2, k->rx_packets);
+	EXPECT_EQ(in1, snmp_value("/proc/net/snmp", "Icmp", "InMsgs"));
+	close(r);
+	munmap(k, k->size);
+}
+
+/*
+ * ICMPv6 errors quoting [fd77::1]:STEERED_PORT -> [fd77::2]:5041: @type,
+ * the quoted source @src, a fragment header of offset @fo (bytes) first
+ * when @frag, @l4 bytes of UDP; the kernel makes the checksum.
+ */
+static size_t icmp6_err(unsigned char *buf, __u8 type,
+			const struct in6_addr *src, const struct in6_addr *dst,
+			__u16 sport, int frag, __u16 fo, size_t l4)
+{
+	unsigned char *q = buf + 8, *t = q + 40;
+	size_t len;
+
+	memset(buf, 0, 128);
+	buf[0] = type;
+	if (type == 2)
+		buf[6] = 1280 >> 8;
+	q[0] = 0x60;
+	q[4] = 0x05;
+	q[5] = 0xc8;
+	q[6] = frag ? 44 : IPPROTO_UDP;
+	q[7] = 64;
+	memcpy(q + 8, src, 16);
+	memcpy(q + 24, dst, 16);
+	if (frag) {
+		t[0] = IPPROTO_UDP;
+		t[2] = fo >> 8;
+		t[3] = (fo & 0xf8) | 1;
+		t[7] = 9;
+		t += 8;
+	}
+	t[0] = sport >> 8;
+	t[1] = sport & 0xff;
+	t[2] = 5041 >> 8;
+	t[3] = 5041 & 0xff;
+	len = t + l4 - buf;
+	return len;
+}
+
+/* rx_icmp6_errors' messages for the kernel. */
+static const struct {
+	__u8 type;
+	int src_peer, sport_off, frag;
+	__u16 fo;
+	size_t l4;
+} bad6[] = {
+	{ 2, 0, 0, 0, 0, 4 },		/* 4 bytes of UDP */
+	{ 2, 1, 0, 0, 0, 8 },		/* not from the stack's address */
+	{ 1, 0, 1, 0, 0, 8 },		/* a port no filter claims */
+	{ 1, 0, 0, 1, 1448, 8 },	/* a later fragment */
+	{ 128, 0, 0, 0, 0, 8 },		/* an echo request */
+};
+
+#define N_BAD6	((int)(sizeof(bad6) / sizeof(bad6[0])))
+
+/* rx_icmp_errors for ICMPv6: Packet Too Big and the rest. */
+TEST_F(veth, rx_icmp6_errors)
+{
+	struct sockaddr_in6 to = { .sin6_family = AF_INET6 };
+	unsigned char buf[128], *pkt;
+	struct in6_addr a, peer;
+	struct sluice_kring *k;
+	long long in0, in1;
+	size_t len;
+	int r, u, i;
+
+	ASSERT_EQ(0, veth_v6(self, &a, &peer));
+	k = veth_rings(_metadata, self->fd, 8);
+	ASSERT_NE(NULL, k);
+	ASSERT_NE(0, steer6(self->fd, IPPROTO_UDP, STEERED_PORT));
+	to.sin6_addr = a;
+	r = peer_raw(self, AF_INET6, IPPROTO_ICMPV6);
+	ASSERT_LE(0, r);
+	/* Neighbour Discovery first, so the counts below are the errors'. */
+	u = peer_socket6(self, SOCK_DGRAM, &peer, 5042);
+	ASSERT_LE(0, u);
+	ASSERT_EQ(0, send6(u, &a, STEERED_PORT, "nd", 2));
+	ASSERT_EQ(1, rx_wait(k, 1, 5000));
+	usleep(200000);
+	in0 = snmp_value("/proc/net/snmp6", "", "Icmp6InMsgs");
+	ASSERT_LE(0, in0);
+	for (i = 0; i < N_BAD6; i++) {
+		len = icmp6_err(buf, bad6[i].type,
+				bad6[i].src_peer ? &peer : &a, &peer,
+				STEERED_PORT + bad6[i].sport_off,
+				bad6[i].frag, bad6[i].fo, bad6[i].l4);
+		EXPECT_EQ((ssize_t)len, sendto(r, buf, len, 0,
+					       (struct sockaddr *)&to,
+					       sizeof(to)));
+	}
+	for (i = 0; i < 200; i++) {
+		in1 = snmp_value("/proc/net/snmp6", "", "Icmp6InMsgs");
+		if (in1 - in0 >= N_BAD6)
+			break;
+		usleep(10000);
+	}
+	/* (At least: the kernel may probe its neighbour meanwhile.) */
+	EXPECT_LE(N_BAD6, in1 - in0);
+	EXPECT_EQ(1, k->rx_packets);
+	len = icmp6_err(buf, 2, &a, &peer, STEERED_PORT, 0, 0, 8);
+	EXPECT_EQ((ssize_t)len, sendto(r, buf, len, 0, (struct sockaddr *)&to,
+				       sizeof(to)));
+	len = icmp6_err(buf, 1, &a, &peer, STEERED_PORT, 1, 0, 8);
+	EXPECT_EQ((ssize_t)len, sendto(r, buf, len, 0, (struct sockaddr *)&to,
+				       sizeof(to)));
+	ASSERT_EQ(3, rx_wait(k, 3, 5000));
+	pkt = rx_pkt(self, k, 1);
+	EXPECT_EQ(IPPROTO_ICMPV6, pkt[6]);
+	EXPECT_EQ(2, pkt[40]);
+	EXPECT_EQ(1280, (pkt[46] << 8) | pkt[47]);
+	EXPECT_EQ(40 + 8 + 40 + 8, rx_desc(k, 1)->len);
+	pkt = rx_pkt(self, k, 2);
+	EXPECT_EQ(1, pkt[40]);
+	EXPECT_EQ(44, pkt[48 + 6]);
+	usleep(100000);
+	EXPECT_EQ(3, k->rx_packets);
+	close(u);
+	close(r);
 	munmap(k, k->size);
 }
 
