@@ -231,7 +231,7 @@ run_kernel() { # run_kernel VERSION
 	# preload library, and the programs with their libraries.
 	cp tests/vm/run_kring.sh "$root/opt/sluice/bin/run_kring.sh"
 	# IPv6 there (run_kring6.sh): the same echo program on both sides.
-	cp tests/vm/run_kring6.sh tests/vm/v6_lib.sh tests/vm/route6.sh "$root/opt/sluice/bin/"
+	cp tests/vm/run_kring6.sh tests/vm/v6_lib.sh tests/vm/route6.sh tests/vm/pmtu.sh "$root/opt/sluice/bin/"
 	add_binary "$root" build/tests/preload/v6echo /opt/sluice/bin
 	cp tests/vm/ipoib_lib.sh tests/vm/ipoib_real.sh tests/vm/ipoib_modes.sh tests/vm/ipoib_enh.sh tests/vm/ipoib6.sh \
 		tests/vm/ipoib_user.sh tests/vm/ipoib_gone.sh "$root/opt/sluice/bin/"
