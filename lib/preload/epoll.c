@@ -265,6 +265,39 @@ void pl_epoll_forget_fd(int fd)
 	}
 }
 
+/*
+ * A module socket fd is closed and nothing else holds its file
+ * (pl_kfd_parkable(): no other fd here, no call in flight, no fork,
+ * spawn, exec or SCM_RIGHTS since it was made): on Linux the file's end
+ * takes its items out of every epoll set (eventpoll_release_file()), and
+ * the module parks a file only if none is left (f_ep).  So each set that
+ * holds it (the set's kitems, kept by epoll_ctl()) lets it go first, one
+ * EPOLL_CTL_DEL a set.  An item the library did not see (one added under
+ * another fd of the file, since closed, whose item Linux keeps while the
+ * file lives) stays: the module then refuses the park and the file ends
+ * as after close().
+ */
+void pl_epoll_kfd_last(int fd)
+{
+	int top = SL_READ_ONCE(eps_top), saved = errno;
+
+	for (int e = 0; e < top; e++) {
+		struct pl_ep *ep = ep_of(e);
+
+		if (!ep || !SL_READ_ONCE(ep->kn))
+			continue;
+		pthread_mutex_lock(&ep->mu);
+		for (unsigned int k = 0; k < ep->kn; k++)
+			if (ep->kitems[k].fd == fd) {
+				REAL(epoll_ctl)(e, EPOLL_CTL_DEL, fd, NULL);
+				ep->kitems[k] = ep->kitems[--ep->kn];
+				break;
+			}
+		pthread_mutex_unlock(&ep->mu);
+	}
+	errno = saved;
+}
+
 /* The bits of an item's events that are no event: what a fired
  * EPOLLONESHOT item keeps (Linux's EP_PRIVATE_BITS). */
 #define PL_EP_PRIVATE	(EPOLLWAKEUP | EPOLLONESHOT | EPOLLET | EPOLLEXCLUSIVE)

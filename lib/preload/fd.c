@@ -51,6 +51,8 @@ EXPORT int close(int fd)
 	ps = pl_fd_forget(fd);
 	if (!ps)
 		return REAL(close)(fd);
+	if (ps->kfd && SL_READ_ONCE(ps->epolled) && pl_kfd_parkable(ps))
+		pl_epoll_kfd_last(fd);
 	pl_epoll_forget_fd(fd);
 	pl_fd_cache_keep(fd, ps);
 	ret = ps->kfd ? pl_kfd_close(fd, ps) : REAL(close)(fd);

@@ -126,6 +126,9 @@ static pthread_mutex_t cache_mu SL_FORKDATA = PTHREAD_MUTEX_INITIALIZER;
 static void cache_release(struct pl_sock *ps, bool keep);
 static unsigned int fork_gen SL_FORKDATA;	/* forks, execs and spawns begun (atomic) */
 static unsigned int fork_busy SL_FORKDATA;	/* ... and not ended (atomic) */
+/* pl_fd_share_all() calls (atomic): a module socket fd made before the
+ * last of them may be held by another process (struct pl_sock's kgen). */
+static unsigned int kshare_gen SL_FORKDATA;
 
 /* Module socket fds kept for a blocking call in flight (kfd_keep()). */
 static bool kfd_kept_is(int fd);
@@ -792,6 +795,10 @@ static int kfd_make(struct sl_stack *s, struct pl_sock *ps, uint32_t sd, bool cl
 static int kfd_install(struct sl_stack *s, struct pl_sock *ps, uint32_t sd, int type,
 		       bool cloexec, bool nonblock)
 {
+	/* Before the file is made: a fork that began since copied it
+	 * (fork_busy is raised before kshare_gen moves). */
+	unsigned int kgen = sl_load_acquire(&kshare_gen);
+	bool busy = sl_load_acquire(&fork_busy) != 0;
 	int fd = kfd_make(s, ps, sd, cloexec, nonblock), ret;
 
 	if (fd < 0) {
@@ -806,6 +813,8 @@ static int kfd_install(struct sl_stack *s, struct pl_sock *ps, uint32_t sd, int 
 	ps->refs = 1;
 	ps->nonblock = nonblock;
 	ps->kfd = true;
+	ps->kgen = kgen;
+	ps->kshared = busy;
 	ret = table_set(fd, ps);
 	if (ret) {
 		pl_libc.close(fd);	/* released: closed at the next unlock */
@@ -931,15 +940,44 @@ static int cache_lend_locked(int fd, struct pl_sock *ps)
  * epoll set it was put in and no keeper yet.  Either way the lent entry
  * ends or is free again before the release (sock_release_now()).
  */
+/* Can another process hold ps's file?  Not if none was made or given
+ * it since ps was made (a fork, exec, spawn or clone: pl_fd_share_all();
+ * an SCM_RIGHTS send of it: pl_fd_share()) and it was not received. */
+static bool kfd_private(const struct pl_sock *ps)
+{
+	return !SL_READ_ONCE(ps->kshared) && ps->kgen == sl_load_acquire(&kshare_gen) &&
+	       !sl_load_acquire(&fork_busy);
+}
+
+/* The close of ps's last fd here may park its file, if the module
+ * agrees: the program kept nothing on the description, no call is in
+ * flight, no fork under way, and an entry is lent to it or one is free. */
+static bool kfd_park_may(const struct pl_sock *ps)
+{
+	return kcache_on() && !SL_READ_ONCE(ps->nfd) && !SL_READ_ONCE(ps->nocache) &&
+	       !(sl_load_acquire(&ps->calls) & PL_CALLS_INFL) && !sl_load_acquire(&fork_busy) &&
+	       (SL_READ_ONCE(ps->cache) || sl_load_acquire(&ncache) < PL_CACHE);
+}
+
+/* ... and its epoll items are this process's to take out first
+ * (pl_epoll_kfd_last()), as the file's end would take them: its file is
+ * private (kfd_private()).  A forked child's or a dup's fd keeps them,
+ * as on Linux; the module refuses the park then. */
+bool pl_kfd_parkable(const struct pl_sock *ps)
+{
+	return kfd_park_may(ps) && kfd_private(ps);
+}
+
 int pl_kfd_close(int fd, struct pl_sock *ps)
 {
 	struct sluice_sock_park a = { .size = sizeof(a), .fd = fd, .keep_fd = -1 };
 	struct sl_stack *s = pl_sl();
 	int i = SL_READ_ONCE(ps->cache) - 1, ret, saved_errno = errno;
 
-	if (!s || !kcache_on() || SL_READ_ONCE(ps->nfd) || SL_READ_ONCE(ps->nocache) ||
-	    (sl_load_acquire(&ps->calls) & PL_CALLS_INFL) || sl_load_acquire(&fork_busy) ||
-	    (i < 0 && (SL_READ_ONCE(ps->epolled) || sl_load_acquire(&ncache) >= PL_CACHE)))
+	/* No keeper made for a socket in a set that stays (the module would
+	 * refuse it: the dup would be wasted). */
+	if (!s || !kfd_park_may(ps) ||
+	    (i < 0 && SL_READ_ONCE(ps->epolled) && !kfd_private(ps)))
 		return REAL(close)(fd);
 	pthread_mutex_lock(&cache_mu);
 	if (i < 0)
@@ -999,6 +1037,7 @@ static bool kfd_adopt(int fd)
 	ps->nonblock = fl & O_NONBLOCK;
 	ps->used = true;
 	ps->kfd = true;
+	ps->kshared = true;	/* its sender, or the image before exec */
 	if (table_set(fd, ps)) {
 		free(ps);
 		return false;
@@ -1513,6 +1552,7 @@ static void make_shared(int fd, struct pl_sock *ps)
 
 void pl_fd_share_all(void)
 {
+	sl_fetch_add(&kshare_gen, 1);	/* every module socket fd so far */
 	cache_drop_all();	/* no description of the cache in another process */
 	if (!sl_load_acquire(&npriv) || !SL_READ_ONCE(table))
 		return;
@@ -1537,8 +1577,10 @@ void pl_fd_share(int fd)
 {
 	struct pl_sock *ps;
 
-	if (!sl_load_acquire(&npriv) || !(ps = pl_get(fd)))
+	if ((!sl_load_acquire(&npriv) && !SL_READ_ONCE(kfd_on)) || !(ps = pl_get(fd)))
 		return;
+	if (ps->kfd)
+		SL_WRITE_ONCE(ps->kshared, true);
 	pthread_mutex_lock(&table_mu);
 	make_shared(fd, ps);
 	pthread_mutex_unlock(&table_mu);

@@ -208,8 +208,14 @@ struct pl_sock {
 	int cache;
 	bool nocache;
 	/* Put in an epoll set (a module socket fd): no keeper made for it
-	 * at close (fdtable.c, pl_kfd_close()). */
+	 * at close unless its sets' items can be taken out first
+	 * (fdtable.c, pl_kfd_parkable()). */
 	bool epolled;
+	/* A module socket fd's file may be held by another process: it was
+	 * adopted (SCM_RIGHTS, exec), sent, or made before a fork, exec or
+	 * spawn began (kgen: pl_fd_share_all()'s count when it was made). */
+	bool kshared;
+	unsigned int kgen;
 	bool reuseaddr, reuseport, nodelay, keepalive;
 	/* An AF_INET6 socket talking IPv4 (the stack's SL_SF_V6, read when
 	 * the fd is made): addresses in and out are sockaddr_in6, v4-mapped
@@ -489,6 +495,10 @@ struct pl_sock *pl_fd_forget(int fd);
  * description for the next socket (fdtable.c, "socket cache"). */
 void pl_fd_cache_keep(int fd, struct pl_sock *ps);
 int pl_kfd_close(int fd, struct pl_sock *ps);
+/* Will close(fd) of ps, a module socket fd whose last fd here is fd,
+ * park its file (fdtable.c): no other holder anywhere that the library
+ * could not see, an entry for it.  Its epoll items go first then. */
+bool pl_kfd_parkable(const struct pl_sock *ps);
 /* The fd that held ps is closed: if no fd anywhere holds its placeholder
  * any more, close the Sluice socket.  Drops the reference. */
 void pl_sock_release(struct pl_sock *ps);
@@ -851,6 +861,10 @@ void pl_mixed_note(int sluice_ready, int kernel_ready);
 
 /* Remove fd from every emulated epoll set of this process (epoll.c). */
 void pl_epoll_forget_fd(int fd);
+/* fd, a module socket fd, is closed as its file's last holder: its items
+ * in this process's real sets go now (EPOLL_CTL_DEL), as its file's end
+ * would take them, so the module may park the file (epoll.c). */
+void pl_epoll_kfd_last(int fd);
 /* fd became a kernel socket: move it from the emulated part of every set
  * to the real epoll fd, with the same events and data. */
 void pl_epoll_to_kernel(int fd);

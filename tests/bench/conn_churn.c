@@ -10,6 +10,10 @@
  *   conn_churn prefork PORT N K	the server's work in K forked children,
  *				all blocked in accept() on one listener
  *				(issue 18); N connections in all
+ *   conn_churn epserver PORT N	the server's work from one epoll set
+ *				(level-triggered) holding the listener and
+ *				each connection; a connection is closed in
+ *				the set, with no EPOLL_CTL_DEL (issue 23)
  *
  * Both sides on 127.0.0.1; exit 0 if all N went through.  The client
  * prints one line: "connections N seconds S per_s R max_ms M over_100ms C"
@@ -25,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <errno.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -119,6 +125,51 @@ static int prefork(int l, long n, long k)
 	return served[0] >= n ? 0 : 1;
 }
 
+/* N connections served from one epoll set; a served one is closed while
+ * still in the set (Linux takes its item out at the file's end). */
+static int epserver(int l, long n)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = l }, evs[32];
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	long served = 0;
+
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, l, &ev))
+		return 2;
+	printf("ready\n");
+	fflush(stdout);
+	while (served < n) {
+		int k = epoll_wait(ep, evs, 32, -1);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return 1;
+		for (int i = 0; i < k; i++) {
+			int fd = evs[i].data.fd;
+			ssize_t r;
+			char c;
+
+			if (fd == l) {
+				fd = accept4(l, NULL, NULL, SOCK_NONBLOCK);
+				ev.data.fd = fd;
+				if (fd < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev))
+					return 1;
+				continue;
+			}
+			r = read(fd, &c, 1);
+			if (r < 0 && errno == EAGAIN)
+				continue;
+			if (r != 1 || write(fd, &c, 1) != 1)
+				return 1;
+			close(fd);
+			served++;
+		}
+	}
+	close(ep);
+	close(l);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -130,7 +181,8 @@ int main(int argc, char **argv)
 		return 2;
 	a.sin_port = htons((uint16_t)atoi(argv[2]));
 	n = atol(argv[3]);
-	if (!strcmp(argv[1], "server") || !strcmp(argv[1], "prefork")) {
+	if (!strcmp(argv[1], "server") || !strcmp(argv[1], "prefork") ||
+	    !strcmp(argv[1], "epserver")) {
 		int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
 
 		if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
@@ -140,6 +192,8 @@ int main(int argc, char **argv)
 		}
 		if (argc == 5)
 			return prefork(l, n, atol(argv[4]));
+		if (!strcmp(argv[1], "epserver"))
+			return epserver(l, n);
 		printf("ready\n");
 		fflush(stdout);
 		for (long i = 0; i < n; i++) {

@@ -759,6 +759,9 @@ ST2=sfdcc
 # remain; and clock_gettime is a system call here (the guest's
 # clocksource has no vDSO path; conn_churn reads the clock twice a
 # connection on both paths), so it is left out of both counts.
+# cc_srv: conn_churn's server mode (server, epserver); cc_tag: a suffix
+# for the kept count files (/tmp/cc.PATH$cc_tag.SIDE.N).
+cc_srv=server cc_tag=
 churn_calls() { # PATH N PORT: "server-work server-wait client-work client-wait"
 	pre=""
 	[ "$1" = sluice ] && pre="env SLUICE_LOOPBACK=1 SLUICE_UDP=0 sluice run --stack $ST2 --ifname sfd0 --"
@@ -767,7 +770,7 @@ churn_calls() { # PATH N PORT: "server-work server-wait client-work client-wait"
 	[ "$hist" = on ] && hist_on clear || return
 	# Each side's first process says its pid, then becomes the command.
 	timeout 600 sh -c 'echo $$ >/tmp/cc.pid.srv; exec "$@"' sh \
-		$pre conn_churn server "$3" "$2" >/tmp/cc.ready 2>&1 &
+		$pre conn_churn $cc_srv "$3" "$2" >/tmp/cc.ready 2>&1 &
 	wait_ready_word /tmp/cc.ready
 	timeout 600 sh -c 'echo $$ >/tmp/cc.pid.cli; exec "$@"' sh \
 		$pre conn_churn client "$3" "$2" >/dev/null 2>&1
@@ -777,7 +780,7 @@ churn_calls() { # PATH N PORT: "server-work server-wait client-work client-wait"
 	cat $TR/events/sched/sched_process_fork/hist >/tmp/cc.fork
 	for f in srv cli; do
 		side_calls "$(cat /tmp/cc.pid.$f)" >/tmp/cc.$f
-		cp /tmp/cc.$f /tmp/cc.$1.$f.$2
+		cp /tmp/cc.$f /tmp/cc.$1$cc_tag.$f.$2
 	done
 	echo "$(sum_calls /tmp/cc.srv) $(sum_calls /tmp/cc.cli)"
 }
@@ -872,14 +875,46 @@ else
 	cached=$(sluice dump $ST2 2>/dev/null | sed -n 's/^  sock_fd_cached *\([0-9]*\) .*/\1/p' | head -n 1)
 	# A socket not from the cache would cost a keeper (fcntl F_DUPFD) at
 	# its close, or a close(2) once the entries are all lent.
-	one_call() { # SIDE NAME: NAME's calls a connection on the Sluice side
-		per_call /tmp/cc.sluice.$1.50 /tmp/cc.sluice.$1.2050 | awk -v n="$2" '$2 == n { print $1 }'
+	one_call() { # SIDE NAME [TAG]: NAME's calls a connection on the Sluice side
+		per_call /tmp/cc.sluice$3.$1.50 /tmp/cc.sluice$3.$1.2050 | awk -v n="$2" '$2 == n { print $1 }'
 	}
 	cl_s=$(one_call srv sys_close) cl_c=$(one_call cli sys_close)
 	fc_s=$(one_call srv sys_fcntl) fc_c=$(one_call cli sys_fcntl)
 	check "module path: the socket cache: no close(2) a connection (server ${cl_s:-0}, client ${cl_c:-0}), no keeper made (fcntl: server ${fc_s:-0}, client ${fc_c:-0}); ${cached:-0} of the 4,200 sockets from the cache" \
 		awk -v s="${cl_s:-0}" -v c="${cl_c:-0}" -v fs="${fc_s:-0}" -v fc="${fc_c:-0}" -v n="${cached:-0}" \
 			'BEGIN { exit !(s < 0.05 && c < 0.05 && fs < 0.05 && fc < 0.05 && n >= 4100) }'
+	# The same with an epoll server (conn_churn epserver: the listener
+	# and each connection in one level-triggered set, a connection closed
+	# while in it, no EPOLL_CTL_DEL), where Onload refuses its cache.
+	# Linux takes a file's items out of its sets at the file's end, and
+	# the module parks no file that is in a set; so the library, when
+	# no other fd or process can hold the file, takes its items out first
+	# (one EPOLL_CTL_DEL a set), and the file is parked. Before, every
+	# accepted socket's file ended at its close(2). The kernel's epoll
+	# server beside it.
+	cc_srv=epserver cc_tag=.ep
+	set -- $(churn_calls kernel 50 7305) $(churn_calls kernel 2050 7306)
+	eks=$(per_conn "$1" "$5") ekc=$(per_conn "$3" "$7")
+	set -- $(churn_calls sluice 50 7307) $(churn_calls sluice 2050 7308)
+	ess=$(per_conn "$1" "$5") esw=$(per_conn "$2" "$6") esc=$(per_conn "$3" "$7")
+	cc_srv=server cc_tag=
+	for p in kernel sluice; do
+		echo "# $p epoll server: calls a connection, (2,050 - 50) / 2,000:"
+		per_call /tmp/cc.$p.ep.srv.50 /tmp/cc.$p.ep.srv.2050 | sed 's/^/#   /'
+	done
+	cached2=$(sluice dump $ST2 2>/dev/null | sed -n 's/^  sock_fd_cached *\([0-9]*\) .*/\1/p' | head -n 1)
+	ecl=$(one_call srv sys_close .ep) edel=$(one_call srv sys_epoll_ctl .ep)
+	echo "# epoll server, system calls a connection besides waiting and the clock: kernel server $eks" \
+		"client $ekc; Sluice server $ess client $esc (waiting under TCG: server $esw)"
+	check "module path: an epoll server's closed sockets are parked: no close(2) a connection (${ecl:-0}), epoll_ctl ${edel:-0} (ADD and DEL); $((${cached2:-0} - ${cached:-0})) of its 4,200 sockets from the cache" \
+		awk -v s="${ecl:-0}" -v n="$((${cached2:-0} - ${cached:-0}))" 'BEGIN { exit !(s < 0.05 && n >= 4100) }'
+	# Shown, not bounded: the library's epoll_wait() on a set of socket
+	# fds looks at the kernel's set with a zero timeout between looks at
+	# the stack and sleeps in poll() on the stack fd (preload/epoll.c,
+	# ep_wait_kfd()): 6.1 under TCG, 2026-12-07, the Sluice server 8.90
+	# a connection (epoll_wait 3.08, ioctl 3.67: SOCK_REUSE, SOCK_PARK and
+	# the stack fd's STACK_WAKE, epoll_ctl 2.00), the kernel's 7.01
+	# (epoll_wait 2, accept4, epoll_ctl, read, write, close).
 	kill "$(prog_pid idle)" 2>/dev/null
 	# (Not a bare wait: the kernel's echo server runs on for its 180 s.)
 	wait $idle2 2>/dev/null
@@ -913,6 +948,18 @@ if command -v sockcache >/dev/null; then
 	check "socket cache: ... on module socket fds, the kernel's lines" cmp -s /tmp/sc.kernel /tmp/sc.sluice
 	cached=$(sluice dump $ST3 2>/dev/null | sed -n 's/^  sock_fd_cached *\([0-9]*\) .*/\1/p' | head -n 1)
 	check "socket cache: ... made from the cache (sock_fd_cached ${cached:-0})" test "${cached:-0}" -gt 100
+	# A socket in an epoll set whose file a dup or a forked child holds
+	# past the close: the item stays, as Linux keeps it with the file
+	# (the library takes items out before a park only for a file no one
+	# else can hold); the kernel's lines.
+	timeout 120 sockcache epoll_held >/tmp/sch.kernel 2>&1
+	timeout 120 env SLUICE_LOOPBACK=1 SLUICE_UDP=0 sluice run --stack $ST3 --ifname sfd0 -- \
+		sockcache epoll_held >/tmp/sch.sluice 2>&1
+	sed 's/^/# kernel: /' /tmp/sch.kernel
+	sed 's/^/# sluice: /' /tmp/sch.sluice
+	check "socket cache: a held socket's epoll item stays after its fd's close (dup, fork): the kernel's line" \
+		sh -c 'grep -qx "epoll_held ok" /tmp/sch.kernel && cmp -s /tmp/sch.kernel /tmp/sch.sluice'
+	cached=$(sluice dump $ST3 2>/dev/null | sed -n 's/^  sock_fd_cached *\([0-9]*\) .*/\1/p' | head -n 1)
 	# Without it (SLUICE_SOCKET_CACHE=0: what a library does on a module
 	# without SLUICE_FEATURE_SOCK_CACHE, SOCK_FD and close()), the same.
 	timeout 120 env SLUICE_SOCKET_CACHE=0 SLUICE_LOOPBACK=1 SLUICE_UDP=0 \
