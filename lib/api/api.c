@@ -519,16 +519,42 @@ static void wake_next(struct sl_stack *s, struct sl_sock *so)
  * one word's value returned, or with *nwv > 0 the nwv words in wv and
  * their values in seqv (channels first, then exclusive items).
  */
+/*
+ * Channel q's seq, to sleep on: first raised into q->armed (a wrapping
+ * max), then read again after a full barrier until it is the value
+ * armed.  A waker moves seq, then reads armed (sl_wake_chan(), a full
+ * barrier between): if this sleeper read seq before the move, the waker
+ * sees it armed and wakes; if after, this sleeper sleeps on the moved
+ * value, and looks (or, without the lock, reads its sockets' sequences)
+ * after it.  Under the lock, as the look's read is, no waker moves seq
+ * between (wakers move it under the lock).
+ */
+static uint32_t wq_arm(struct sl_wq *q)
+{
+	uint32_t v = SL_READ_ONCE(q->seq), a, now;
+
+	for (;;) {
+		a = SL_READ_ONCE(q->armed);
+		while ((int32_t)(a - v) < 0 && !sl_cmpxchg(&q->armed, &a, v))
+			;
+		sl_smp_mb();	/* armed before seq is read again */
+		now = SL_READ_ONCE(q->seq);
+		if (now == v)
+			return v;
+		v = now;
+	}
+}
+
 static uint32_t sleep_words(struct sl_stack *s, struct sl_sock *xso, struct sl_wq *q,
 			    struct sl_wq *const *qv, unsigned int nqv, struct sl_sock *const *xv,
 			    unsigned int nxv, uint32_t **wv, uint32_t *seqv, unsigned int *nwv)
 {
-	uint32_t seq = xso ? SL_READ_ONCE(xso->xseq) : q ? SL_READ_ONCE(q->seq) :
+	uint32_t seq = xso ? SL_READ_ONCE(xso->xseq) : q ? wq_arm(q) :
 		       nxv ? SL_READ_ONCE(xv[0]->xseq) : SL_READ_ONCE(s->r->wake_seq);
 
 	for (unsigned int i = 0; i < nqv; i++) {
 		wv[i] = &qv[i]->seq;
-		seqv[i] = SL_READ_ONCE(qv[i]->seq);
+		seqv[i] = wq_arm(qv[i]);
 	}
 	if (nxv && (q || nxv > 1)) {
 		/* Several words: the channels' (q's first), then each
@@ -537,7 +563,7 @@ static uint32_t sleep_words(struct sl_stack *s, struct sl_sock *xso, struct sl_w
 
 		if (q && !nqv) {
 			wv[k] = &q->seq;
-			seqv[k++] = SL_READ_ONCE(q->seq);
+			seqv[k++] = wq_arm(q);
 		}
 		for (unsigned int i = 0; i < nxv; i++, k++) {
 			wv[k] = &xv[i]->xseq;

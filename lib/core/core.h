@@ -402,6 +402,11 @@ struct sl_region {
 	struct sl_wq {
 		uint32_t seq, sleepers;
 		uint32_t bells;		/* mixed sleepers on it (bells[]) */
+		/* The latest seq a sleeper read to sleep on (a wrapping
+		 * max; api.c, wq_arm()): a change that moves seq past it
+		 * needs no FUTEX_WAKE, every sleeper having been woken or
+		 * finding the word moved (proto/sock.c, sl_wake_chan()). */
+		uint32_t armed;
 		/* A watch group's: its sockets' readiness changes, all of
 		 * them, under the lock: the head of its ready ring
 		 * (epw_ring[g]), stored with release after the entry it
@@ -1348,9 +1353,11 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * and SO_COOKIE, the protocol part 16 bytes further on; 39: struct
  * sl_sock's ho_pid (in the padding before cookie) and the region's ho_seq,
  * the hand-over of a socket other processes hold: an older library would
- * not switch, and keep the stack's ended socket).
+ * not switch, and keep the stack's ended socket; 40: struct sl_wq's armed,
+ * which a waker reads to skip a wake nobody sleeps for: an older
+ * library's sleeper would not set it, and sleep through its wake).
  */
-#define SL_LAYOUT_VERSION	39
+#define SL_LAYOUT_VERSION	40
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

@@ -1148,10 +1148,21 @@ void sl_wake_chan(struct sl_stack *s, uint32_t c)
 {
 	struct sl_wq *q = &s->lib->wq[c];
 
+	/*
+	 * The FUTEX_WAKE after unlock only if a sleeper read seq's value
+	 * before this move (armed, a full barrier before the sleeper reads
+	 * seq again: api.c, wq_arm()); one that read an older value is
+	 * woken by the wake of that move, or finds the word moved.  So a
+	 * second change before the sleeper ran (the data, then the FIN, of
+	 * a peer's echo) costs no second system call.
+	 */
 	if (SL_READ_ONCE(q->sleepers)) {
-		sl_fetch_add(&q->seq, 1);
-		s->wq_pending[c / 64] |= 1ull << (c % 64);
-		s->wake_pending = true;
+		uint32_t old = sl_fetch_add(&q->seq, 1);
+
+		if ((int32_t)(SL_READ_ONCE(q->armed) - old) >= 0) {
+			s->wq_pending[c / 64] |= 1ull << (c % 64);
+			s->wake_pending = true;
+		}
 	}
 	/* Mixed sleepers (run/bell.c): the same rule, their bells rung
 	 * after unlock. */
