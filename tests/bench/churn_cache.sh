@@ -11,17 +11,22 @@
 # /proc/PID/stat, the clients' from /usr/bin/time), then the means and
 # each Sluice mode's ratio to the kernel's of the same round.
 #
-#   bash tests/bench/churn_cache.sh [-r ROUNDS] [-n N] [-k K]
+# With -b TREE, a fourth mode, "before": the cache on, under another
+# built tree's `sluice run` (TREE/build/tools/sluice and its library: a
+# change beside the tree before it, in the same rounds).
+#
+#   bash tests/bench/churn_cache.sh [-r ROUNDS] [-n N] [-k K] [-b TREE]
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 S=$top/build/tools/sluice P=$top/build/tests/bench/conn_churn
-rounds=3 n=20000 k=1
-while getopts r:n:k: o; do
+rounds=3 n=20000 k=1 before=
+while getopts r:n:k:b: o; do
 	case $o in
+	b) before=$OPTARG ;;
 	r) rounds=$OPTARG ;;
 	n) n=$OPTARG ;;
 	k) k=$OPTARG ;;
-	*) echo "usage: $0 [-r ROUNDS] [-n N] [-k K]" >&2; exit 2 ;;
+	*) echo "usage: $0 [-r ROUNDS] [-n N] [-k K] [-b TREE]" >&2; exit 2 ;;
 	esac
 done
 [ -x "$P" ] && [ -x /usr/bin/time ] || { echo "build first (make), and /usr/bin/time" >&2; exit 2; }
@@ -35,6 +40,7 @@ one() {
 	local mode=$1 p=$((24300 + RANDOM % 500)) pre=() srv t0 t1 out
 	case $mode in
 	cache|nocache) pre=("$S" run --stack "$st-$2-$mode" --profile throughput --) ;;
+	before) pre=("$before/build/tools/sluice" run --stack "$st-$2-$mode" --profile throughput --) ;;
 	esac
 	SLUICE_SOCKET_CACHE=$([ "$mode" = nocache ] && echo 0 || echo 1) \
 		taskset -c 1 "${pre[@]}" "$P" server "$p" $((n * 10)) >"$tmp/srv" 2>&1 &
@@ -53,7 +59,7 @@ one() {
 echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg);" \
 	"$n connections from $k client processes, $rounds rounds"
 for r in $(seq "$rounds"); do
-	for m in kernel cache nocache; do one "$m" "$r"; done
+	for m in kernel cache nocache ${before:+before}; do one "$m" "$r"; done
 done | tee "$tmp/out"
 awk '$1 == "kernel" { kr = $2; kc = $3; K[1] += $2; K[2] += $3; nk++ }
 	$1 != "kernel" { R[$1] += $2 / kr; C[$1] += $3 / kc; X[$1] += $2; Y[$1] += $3; nm[$1]++ }
