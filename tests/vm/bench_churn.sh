@@ -8,7 +8,8 @@
 # under sluice run on one module stack on a veth (kring, SLUICE_LOOPBACK=1:
 # 127.0.0.1 in the stack, module socket fds) with the socket cache
 # (SLUICE_SOCKET_CACHE=1: SOCK_PARK and SOCK_REUSE) and without it (=0:
-# SOCK_FD and close()), alternating, BENCH_ROUNDS times.  One line a run:
+# SOCK_FD and close()), alternating, BENCH_ROUNDS times, from one client
+# process and from 32 (conn_churn client N K; BENCH_K).  One line a run:
 # connections a second and CPU time a connection (user + system of both
 # ends from /proc/PID/stat, the client's as its shell's reaped child).
 # QEMU (TCG) emulates the CPUs: compare within a round, never with the
@@ -21,6 +22,7 @@ NETNS_NS=slc-peer NETNS_DEV=slc0 NETNS_PEER=slc1 NETNS_S=10.82.0.1 NETNS_K=10.82
 . /opt/sluice/bin/netns.sh
 N=${BENCH_N:-2000}
 ROUNDS=${BENCH_ROUNDS:-3}
+KS=${BENCH_K:-1 32}
 cleanup() {
 	[ -n "$hold" ] && kill "$hold" 2>/dev/null
 	wait 2>/dev/null
@@ -35,7 +37,7 @@ ticks() { awk '{ print $14 + $15 + $16 + $17 }' "$1"; }
 now_ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
 # one MODE ROUND: "MODE conn/s cpu-us"
 one() {
-	p=$((7400 + $2 * 3 + $3))
+	p=$((7400 + K + $2 * 3 + $3))
 	pre=""
 	case $1 in
 	cache) pre="env SLUICE_SOCKET_CACHE=1 SLUICE_LOOPBACK=1 SLUICE_UDP=0 sluice run --stack cc --ifname $NETNS_DEV --" ;;
@@ -52,7 +54,7 @@ one() {
 	spid=$(cat /tmp/cc.spid)
 	s0=$(ticks /proc/$spid/stat)
 	t0=$(now_ms)
-	sh -c '"$@" >/dev/null 2>&1; cat /proc/$$/stat' sh $pre conn_churn client $p $N >/tmp/cc.cli
+	sh -c '"$@" >/dev/null 2>&1; cat /proc/$$/stat' sh $pre conn_churn client $p $N $K >/tmp/cc.cli
 	t1=$(now_ms)
 	s1=$(ticks /proc/$spid/stat)
 	kill $srv 2>/dev/null
@@ -67,7 +69,8 @@ timeout 3000 env SLUICE_UDP=0 sluice run --stack cc --ifname $NETNS_DEV -- \
 hold=$!
 i=0
 while [ $i -lt 300 ] && ! grep -q ready /tmp/cc.hold 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
-echo "# $N connections in a row a run, $ROUNDS rounds; the module's features: $(cat /sys/class/misc/sluice/features)"
+for K in $KS; do
+echo "# $N connections a run from $K client processes, $ROUNDS rounds; the module's features: $(cat /sys/class/misc/sluice/features)"
 r=1
 while [ $r -le $ROUNDS ]; do
 	one kernel $r 0
@@ -77,4 +80,5 @@ while [ $r -le $ROUNDS ]; do
 done | tee /tmp/cc.all
 awk '{ n[$1]++; r[$1] += $2; c[$1] += $4 }
 	END { for (m in n) printf "# mean %-8s %8.0f conn/s %8.1f us CPU a connection\n", m, r[m] / n[m], c[m] / n[m] }' /tmp/cc.all
+done
 sluice dump cc 2>/dev/null | grep -E '^  (sock_fd_cached|sockfd_released) ' | sed 's/^/# /'
