@@ -1432,7 +1432,8 @@ static int connect_in(struct sluice_stack *st, int sd, const struct sockaddr_in 
 /*
  * Large sends and receives copy without the stack lock (tcp.c, "lending"):
  * both are entered and left with the lock held, as sl_tcp_send/_recv.
- * Below SL_LEND_MIN bytes the second lock costs more than the copy.
+ * Below SL_LEND_MIN bytes the second lock costs more than the copy: a
+ * receive lends only when that much is queued, whatever its buffer.
  */
 #define SL_LEND_MIN	16384u
 
@@ -1774,7 +1775,13 @@ long sl_recvfrom_meta(struct sluice_stack *st, int sd, void *buf, size_t len, in
 				/* Urgent data never waits (Linux's tcp_recv_urg()). */
 				ret = sl_tcp_recv_urg(s, so, buf, len, flags);
 				nb = true;
-			} else if (!lowat && len >= SL_LEND_MIN && !(flags & (MSG_PEEK | MSG_TRUNC))) {
+			} else if (!lowat && len >= SL_LEND_MIN && !(flags & (MSG_PEEK | MSG_TRUNC)) &&
+				   (so->rxq_bytes >= SL_LEND_MIN ||
+				    so->rx_lent_idx != SLUICE_IDX_NONE)) {
+				/* By what there is to copy, not the buffer's
+				 * size: libpq reads into 16 KiB, and each
+				 * 100-byte reply took the lock twice.  A chain
+				 * out (a dead borrower's) is taken back there. */
 				ret = tcp_recv_lent(s, so, buf, len, flags, &locked);
 			}
 			if (ret == -EAGAIN && !lowat && !(flags & MSG_OOB))

@@ -101,11 +101,14 @@ check "a backend's epoll waits look under the lock at most 1.3 times a transacti
 # before the sleep found nothing: the socket was as the thread's last
 # receive left it (drained, no change since).  It is passed by now
 # without the lock (sl_poll_signals_idle()), and the look after the
-# sleep is the first: 5.01 holds a transaction before, 4.03-4.04 now.
+# sleep is the first: 5.01 holds a transaction before, 4.03-4.04 after.
 # (With -j 2, four sockets a ppoll(), a reply often came in before the
-# wait and the look stays: 4.03-4.66 before, 3.50-3.76 now.)
+# wait and the look stays: 4.03-4.66 before, 3.50-3.76 after.)  And
+# libpq reads into a 16 KiB buffer: each reply of 100-odd bytes was a
+# lent receive (the lock taken again to give the buffers back) until
+# lending went by what is queued, not the caller's length: 3.03 now.
 cholds=$(per_tx u cli)
 echo "# the client's stack lock holds a transaction $cholds"
-check "pgbench's ppoll() waits: at most 4.5 lock holds a transaction in the client ($cholds; before 5.01)" \
-	le "$cholds" 4.5
+check "pgbench's ppoll() waits and receives: at most 3.5 lock holds a transaction in the client ($cholds; main 4.03)" \
+	le "$cholds" 3.5
 done_testing
