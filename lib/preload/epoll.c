@@ -1299,6 +1299,36 @@ static bool ep_sleep(struct pl_ep *ep, int ms, unsigned int sigs)
 }
 
 /*
+ * A small set whose every item was found idle, by a look or by this
+ * thread's last receive on its socket (ep_collect(): it->idle, at
+ * it->idle_seq), with no wake of its socket since and no epoll_ctl since
+ * ep_idle() read ctl: the look under the lock before a sleep would find
+ * nothing (PostgreSQL's backend back in epoll_wait() after its reply,
+ * issue 18).  Read after the sleeper counted itself (its bell's
+ * registration, an atomic RMW): sl_sock_wake() moves wake_seq with one
+ * and then reads the counts, so a change either shows here or rings.
+ */
+static bool ep_still_idle(struct pl_ep *ep, uint32_t ctl)
+{
+	struct sl_stack *s = pl_sl();
+	bool idle = s != NULL;
+
+	pthread_mutex_lock(&ep->mu);
+	if (ep->cap > PL_EP_CHAN_CAP || ep->nchk || SL_READ_ONCE(ep->ctl_seq) != ctl)
+		idle = false;
+	for (unsigned int i = 0; idle && i < ep->cap; i++) {
+		const struct pl_epitem *it = &ep->items[i];
+
+		if (it->fd < 0 || it->disabled)
+			continue;
+		idle = it->idle && it->sd < s->max_sockets &&
+		       sl_load_acquire(&sl_sock(s, it->sd)->wake_seq) == it->idle_seq;
+	}
+	pthread_mutex_unlock(&ep->mu);
+	return idle;
+}
+
+/*
  * A mixed set's sleep with the thread's bell (bell.c): register it for the
  * set's channel (or any change), look at the journal once more under the
  * stack lock, and if nothing moved put the bell in the kernel set.
@@ -1329,8 +1359,10 @@ static int ep_bell_arm(int epfd, struct pl_ep *ep, struct pl_bellreg *bell)
 	}
 	/* The last look, the bell registered: the journal (and the
 	 * exclusive items), and an epoll_ctl since ep_idle() (a kick before
-	 * the registration rang nothing). */
-	if (sl_wait_journal_excl(pl_stack(), ep->epw, seen, chans, nchan, xfds, nx, 0, NULL, 0,
+	 * the registration rang nothing).  None under the lock when every
+	 * item is still as a look or the thread's last receive left it. */
+	if (!(nx == 0 && ep_still_idle(ep, ctl)) &&
+	    sl_wait_journal_excl(pl_stack(), ep->epw, seen, chans, nchan, xfds, nx, 0, NULL, 0,
 				 &ep->ctl_seq, ctl) != 0) {
 		pl_bell_end(bell, false);
 		ep_awake(ep);
