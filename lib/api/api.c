@@ -1592,6 +1592,43 @@ bool sl_rx_left_idle(struct sluice_stack *st, int sd, uint32_t events, uint32_t 
 	return rx_idle(S(st), sd, events, seq);
 }
 
+/*
+ * The other side of sl_rx_left_idle(): a socket a change named (an epoll
+ * set's journal or ring) that has data queued and nothing else to tell.
+ * Read as Linux's tcp_poll() reads a socket, without its lock, between
+ * two reads of the wake sequence, which every change of its readiness
+ * but a receive's moves: a change in between, or anything but plain data
+ * (another state, an error or queued error, urgent data, a FIN, a
+ * shutdown, a low-water mark not met, a connect() waiting for the lock),
+ * and the caller looks under the lock.  A receive by another thread
+ * meanwhile may leave nothing to read, as after Linux's poll (the read
+ * then finds EAGAIN).  A PostgreSQL backend woken by its bell took the
+ * lock to find its client's query, then again to read it (issue 18).
+ */
+bool sl_rx_ready(struct sluice_stack *st, int sd, uint32_t gen, uint32_t events)
+{
+	struct sl_stack *s = S(st);
+	struct sl_sock *so;
+	uint32_t seq;
+	bool ready;
+
+	if (s->corrupt || sd < 0 || (uint32_t)sd >= s->max_sockets || !(events & SL_EV_IN) ||
+	    (events & ~(uint32_t)(SL_EV_IN | SL_EV_RDHUP | SL_EV_PRI)))
+		return false;
+	so = sl_sock(s, (uint32_t)sd);
+	seq = sl_load_acquire(&so->wake_seq);
+	ready = SL_READ_ONCE(so->type) == SL_SOCK_TCP && SL_READ_ONCE(so->kp.gen) == gen &&
+		!(SL_READ_ONCE(so->life) & SL_LIFE_PENDING) &&
+		SL_READ_ONCE(so->state) == SL_TCP_ESTABLISHED && !SL_READ_ONCE(so->error) &&
+		SL_READ_ONCE(so->errq_head) == SLUICE_IDX_NONE &&
+		!SL_READ_ONCE(so->tcp.urg_data) &&
+		!(SL_READ_ONCE(so->tcp.tflags) & SL_TF_FIN_RCVD) &&
+		!(SL_READ_ONCE(so->flags) & (SL_SF_SHUT_RD | SL_SF_SHUT_WR | SL_SF_ORPHAN)) &&
+		sl_tcp_lowat_met(so, SIZE_MAX);
+	/* Acquire: the fields above were read before the sequence again. */
+	return ready && sl_load_acquire(&so->wake_seq) == seq;
+}
+
 /* rx_idle() for every one of fds (n of them, at least one). */
 static bool rx_idle_all(struct sl_stack *s, const struct sluice_pollfd *fds, unsigned int n)
 {

@@ -107,6 +107,13 @@ int sl_poll_look(struct sluice_stack *st, struct sluice_pollfd *fds, unsigned in
  * be looked at again (preload/epoll.c, ep_collect()).  False when unsure.
  */
 bool sl_rx_left_idle(struct sluice_stack *st, int sd, uint32_t events, uint32_t *seq);
+/*
+ * Without the lock: is sd (of generation gen) a TCP connection with data
+ * queued and nothing else to tell, so that a look under the lock asking
+ * for events (input only: POLLIN, POLLRDHUP, POLLPRI) would report POLLIN
+ * alone?  False when unsure: the caller looks under the lock.
+ */
+bool sl_rx_ready(struct sluice_stack *st, int sd, uint32_t gen, uint32_t events);
 /* sl_rx_left_idle() for each of fds' sockets and the events asked: if
  * all are idle, their revents cleared and true (a zero-timeout poll()
  * that would find nothing, answered without the lock). */

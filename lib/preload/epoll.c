@@ -1008,6 +1008,43 @@ static void ep_journal(struct pl_ep *ep, struct sl_stack *s)
 }
 
 /*
+ * The look under the lock at those of p[] (n of them) not already found
+ * ready without it (revents set by sl_rx_ready()); returns how many of
+ * all n are ready, or the look's error.
+ */
+static int ep_look(struct sluice_pollfd *p, unsigned int n)
+{
+	struct sluice_pollfd qbuf[64], *q = qbuf;
+	unsigned int m = 0, pre = 0;
+	int ret;
+
+	for (unsigned int k = 0; k < n; k++)
+		m += !p[k].revents;
+	if (m == n)
+		return sl_poll_look(pl_stack(), p, n);
+	if (m > 64 && !(q = malloc(m * sizeof(*q))))
+		return sl_poll_look(pl_stack(), p, n);	/* all of them, as before */
+	m = 0;
+	for (unsigned int k = 0; k < n; k++) {
+		if (p[k].revents)
+			pre++;
+		else
+			q[m++] = p[k];
+	}
+	ret = sl_poll_look(pl_stack(), q, m);
+	if (ret >= 0) {
+		m = 0;
+		for (unsigned int k = 0; k < n; k++)
+			if (!p[k].revents)
+				p[k].revents = q[m++].revents;
+		ret += (int)pre;
+	}
+	if (q != qbuf)
+		free(q);
+	return ret;
+}
+
+/*
  * The Sluice part: fill out[] with up to max events; returns the count.
  * Looks only at the check list (after reading the journal).  An item
  * found not ready, or edge-triggered with nothing new, or one-shot and
@@ -1022,7 +1059,7 @@ static int ep_collect(struct pl_ep *ep, struct epoll_event *out, int max)
 	struct sluice_pollfd pbuf[64], *p = pbuf;
 	uint32_t ibuf[64], *idx = ibuf;
 	struct sl_stack *s = pl_sl();
-	unsigned int n = 0, keep = 0, nrep = 0;
+	unsigned int n = 0, keep = 0, nrep = 0, pre = 0;
 	int got = 0, ret;
 
 	pthread_mutex_lock(&ep->mu);
@@ -1078,9 +1115,18 @@ static int ep_collect(struct pl_ep *ep, struct epoll_event *out, int max)
 		if (it->sd < s->max_sockets)
 			it->idle_seq = sl_load_acquire(&sl_sock(s, it->sd)->wake_seq);
 		p[n].sd = (int)it->sd;
-		p[n++].events = (short)(it->ev.events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI));
+		p[n].events = (short)(it->ev.events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI));
+		/* Level-triggered input with data queued and nothing else
+		 * to say (sl_rx_ready()): reported without the look (a
+		 * backend woken by its bell for its client's query). */
+		p[n].revents = !(it->ev.events & (EPOLLET | EPOLLONESHOT)) &&
+			       sl_rx_ready(pl_stack(), (int)it->sd, it->gen,
+					   (uint16_t)p[n].events) ? POLLIN : 0;
+		if (p[n].revents)
+			pre++;
+		n++;
 	}
-	ret = n ? sl_poll_look(pl_stack(), p, n) : 0;
+	ret = pre < n ? ep_look(p, n) : (int)n;
 	if (ret == -EAGAIN) {
 		/* Not looked at (the lock's holder is stopped): what the
 		 * journal named stays listed, for the next look; the set does
