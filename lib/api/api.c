@@ -471,6 +471,7 @@ struct poll_intr {
 };
 
 static bool rx_idle_all(struct sl_stack *s, const struct sluice_pollfd *fds, unsigned int n);
+static bool rx_woken(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int n, int *ready);
 
 /*
  * With a journal wait on one channel (lock held): has the journal named a
@@ -617,7 +618,7 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 	 * (an epoll set's collect makes one or two such looks a wait). */
 	uint64_t start = timeout_ms ? sl_now(s) : 0;
 	int64_t deadline = timeout_ms ? deadline_after(s, timeout_ms) : 0;
-	bool asleep = false, on_fd = false, unlooked = false;
+	bool asleep = false, on_fd = false, unlooked = false, slept = false;
 	bool idle_first = intr && intr->idle;
 	uint32_t seq, mseq = 0;
 	int ready, ret;
@@ -713,6 +714,20 @@ static int poll_loop(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int
 				goto looked;
 			}
 		}
+		/*
+		 * Woken: every socket either has plain data queued or is as
+		 * this thread's last receive on it left it, and one at least
+		 * has (rx_woken()): what the look under the lock would say,
+		 * said without it (issue 18: pgbench's thread woken for one
+		 * of its clients' replies took the lock to find it, then
+		 * again to read it).
+		 */
+		if (slept && intr && intr->idle && !on_fd && !journal && !xso && !nxv &&
+		    rx_woken(s, fds, n, &ready)) {
+			seq = 0;	/* (not slept on: ready ends the wait) */
+			ret = ready;
+			goto looked;
+		}
 		/* On the stack fd: the sequence before this look (see sl_wait_sleep()). */
 		if (asleep && on_fd)
 			mseq = sl_wait_seq(s);
@@ -780,9 +795,11 @@ looked:
 		}
 		if (asleep && nwv) {
 			sl_wait_sleep_v(s, deadline, wv, seqv, nwv);
+			slept = true;
 		} else if (asleep) {
 			sl_wait_sleep(s, deadline, on_fd ? mseq : seq, on_fd,
 				      xso ? &xso->xseq : q ? &q->seq : nxv ? &xv[0]->xseq : NULL);
+			slept = true;
 		} else {
 			sl_wait_backoff();
 			sl_run_poll(s);
@@ -1605,19 +1622,20 @@ bool sl_rx_left_idle(struct sluice_stack *st, int sd, uint32_t events, uint32_t 
  * then finds EAGAIN).  A PostgreSQL backend woken by its bell took the
  * lock to find its client's query, then again to read it (issue 18).
  */
-bool sl_rx_ready(struct sluice_stack *st, int sd, uint32_t gen, uint32_t events)
+static bool rx_ready(struct sl_stack *s, int sd, const uint32_t *gen, uint32_t events)
 {
-	struct sl_stack *s = S(st);
 	struct sl_sock *so;
 	uint32_t seq;
 	bool ready;
 
+	/* Input asked for, nothing else (errors and hangups always count). */
 	if (s->corrupt || sd < 0 || (uint32_t)sd >= s->max_sockets || !(events & SL_EV_IN) ||
-	    (events & ~(uint32_t)(SL_EV_IN | SL_EV_RDHUP | SL_EV_PRI)))
+	    (events & ~(uint32_t)(SL_EV_IN | SL_EV_RDHUP | SL_EV_PRI | SL_EV_ERR | SL_EV_HUP)))
 		return false;
 	so = sl_sock(s, (uint32_t)sd);
 	seq = sl_load_acquire(&so->wake_seq);
-	ready = SL_READ_ONCE(so->type) == SL_SOCK_TCP && SL_READ_ONCE(so->kp.gen) == gen &&
+	ready = SL_READ_ONCE(so->type) == SL_SOCK_TCP &&
+		(!gen || SL_READ_ONCE(so->kp.gen) == *gen) &&
 		!(SL_READ_ONCE(so->life) & SL_LIFE_PENDING) &&
 		SL_READ_ONCE(so->state) == SL_TCP_ESTABLISHED && !SL_READ_ONCE(so->error) &&
 		SL_READ_ONCE(so->errq_head) == SLUICE_IDX_NONE &&
@@ -1627,6 +1645,39 @@ bool sl_rx_ready(struct sluice_stack *st, int sd, uint32_t gen, uint32_t events)
 		sl_tcp_lowat_met(so, SIZE_MAX);
 	/* Acquire: the fields above were read before the sequence again. */
 	return ready && sl_load_acquire(&so->wake_seq) == seq;
+}
+
+bool sl_rx_ready(struct sluice_stack *st, int sd, uint32_t gen, uint32_t events)
+{
+	return rx_ready(S(st), sd, &gen, events);
+}
+
+/*
+ * After a sleep of poll()'s: each of fds either ready with plain data
+ * (rx_ready(): POLLIN) or as this thread's last receive left it
+ * (rx_idle(): nothing), and at least one ready?  Then fds' revents say
+ * so and *ready how many: the look under the lock would find the same
+ * (a pgbench thread woken for one of its clients' replies).
+ */
+static bool rx_woken(struct sl_stack *s, struct sluice_pollfd *fds, unsigned int n, int *ready)
+{
+	uint32_t seq;
+	int k = 0;
+
+	if (!n || n > RX_NOTES)
+		return false;
+	/* (revents written as it goes: on false the look writes them all.) */
+	for (unsigned int i = 0; i < n; i++) {
+		fds[i].revents = 0;
+		if (rx_ready(s, fds[i].sd, NULL, (uint16_t)fds[i].events)) {
+			fds[i].revents = SL_EV_IN;
+			k++;
+		} else if (!rx_idle(s, fds[i].sd, (uint16_t)fds[i].events, &seq)) {
+			return false;
+		}
+	}
+	*ready = k;
+	return k > 0;
 }
 
 /* rx_idle() for every one of fds (n of them, at least one). */
