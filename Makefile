@@ -78,6 +78,7 @@ PRELOAD_TESTS += $(B)/tests/preload/close_blocked $(B)/tests/preload/udp_autobin
 PRELOAD_TESTS += $(B)/tests/preload/handover
 PRELOAD_TESTS += $(B)/tests/preload/v6echo
 PRELOAD_TESTS += $(B)/tests/preload/fork_cost
+PRELOAD_TESTS += $(B)/tests/preload/tcpopts
 PRELOAD_TESTS += $(B)/tests/preload/timers_away
 
 .PHONY: install uninstall deb all lib tools tests bench bench-lossy bench-many bench-programs sanitize unit-tests module module-clean check demo checkpatch clean \

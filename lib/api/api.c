@@ -99,6 +99,12 @@ static void port_range_read(struct sl_stack *s)
 	if (sysctl_read("/proc/sys/net/ipv4/tcp_wmem", buf, 64) > 0 &&
 	    sscanf(buf, "%*u %*u %lu", &hi) == 1 && hi <= UINT32_MAX)
 		s->tcp_wmem_max = (uint32_t)hi;
+	if (sysctl_read("/proc/sys/net/ipv4/tcp_notsent_lowat", buf, 64) > 0 &&
+	    sscanf(buf, "%lu", &hi) == 1 && hi && hi <= UINT32_MAX)
+		s->tcp_notsent_lowat = (uint32_t)hi;
+	if (sysctl_read("/proc/sys/net/ipv4/tcp_fastopen", buf, 64) > 0 &&
+	    sscanf(buf, "%lu", &lo) == 1)
+		s->tcp_fastopen = (uint8_t)(1 + (lo & 1));	/* TFO_CLIENT_ENABLE */
 	/* Bytes of packets that may wait for one neighbour (proto/ip.c,
 	 * sl_hold_add()); 0 is kept as 1: the newest alone waits. */
 	if (sysctl_read("/proc/sys/net/ipv4/neigh/default/unres_qlen_bytes", buf, 64) > 0 &&
@@ -2352,9 +2358,15 @@ static int setsockopt_on(struct sl_stack *s, struct sl_sock *so, int level, int 
 		memcpy(&v, val, sizeof(v));
 	if (opt_refused(level, name)) {
 		ret = -EOPNOTSUPP;
-	} else if (level == SOL_SOCKET && name == SO_TIMESTAMP) {
-		/* A datagram's arrival, or a stream's last (tcp_input.c). */
+	} else if (level == SOL_SOCKET && (name == SO_TIMESTAMP || name == SO_TIMESTAMPNS)) {
+		/* A datagram's arrival, or a stream's last (tcp_input.c).  As
+		 * Linux's sock_set_timestamp(): either on turns the other's
+		 * form off, either off turns both off. */
 		ret = flag_opt(&so->opt_flags, SL_SO_TIMESTAMP, val, len);
+		if (!ret && v && name == SO_TIMESTAMPNS)
+			so->ip6_opt |= SL_S6_TSNS;
+		else if (!ret)
+			so->ip6_opt &= (uint8_t)~SL_S6_TSNS;
 	} else if (level == IPPROTO_IP && name == IP_RECVERR) {
 		/* Linux ip_sock_set_recverr(): off empties the queue. */
 		ret = ip_flag_opt(&so->opt_flags, SL_SO_RECVERR, level, val, len);
@@ -2593,9 +2605,14 @@ static int getsockopt_whole(struct sl_stack *s, struct sl_sock *so, int level, i
 
 	if (opt_refused(level, name)) {
 		ret = -EOPNOTSUPP;
-	} else if ((level == SOL_SOCKET && name == SO_TIMESTAMP) ||
-		   (level == IPPROTO_TCP && name == TCP_INQ && so->type == SL_SOCK_TCP)) {
-		v = !!(so->opt_flags & (name == TCP_INQ ? SL_SO_TCP_INQ : SL_SO_TIMESTAMP));
+	} else if (level == SOL_SOCKET && (name == SO_TIMESTAMP || name == SO_TIMESTAMPNS)) {
+		/* Linux: SO_TIMESTAMP is on only in its own form. */
+		v = (so->opt_flags & SL_SO_TIMESTAMP) &&
+		    !(so->ip6_opt & SL_S6_TSNS) == (name == SO_TIMESTAMP);
+		memcpy(val, &v, sizeof(v));
+		*len = sizeof(v);
+	} else if (level == IPPROTO_TCP && name == TCP_INQ && so->type == SL_SOCK_TCP) {
+		v = !!(so->opt_flags & SL_SO_TCP_INQ);
 		memcpy(val, &v, sizeof(v));
 		*len = sizeof(v);
 	} else if (level == IPPROTO_IP && name == IP_MTU_DISCOVER) {

@@ -927,6 +927,13 @@ struct sl_stack {
 	 * grows to by itself (proto/tcp/tcp_input.c, sndbuf_expand()); 0:
 	 * Linux's default, 4 MiB. */
 	uint32_t tcp_wmem_max;
+	/* net.ipv4.tcp_notsent_lowat, read with them: the TCP_NOTSENT_LOWAT
+	 * of a socket that set none (0: unread, Linux's default UINT32_MAX,
+	 * no limit); and net.ipv4.tcp_fastopen's client bit plus one (0:
+	 * unread, Linux's default, on; 1: off, TCP_FASTOPEN_CONNECT is
+	 * EOPNOTSUPP). */
+	uint32_t tcp_notsent_lowat;
+	uint8_t tcp_fastopen;
 	/* net.ipv4.tcp_ecn, read with them, plus one: 0 unread (Linux's
 	 * default, 2), then 0 no ECN, 1 asked for and accepted, 2
 	 * accepted only (proto/tcp/tcp.h, sl_tcp_ecn_mode()). */
@@ -1355,9 +1362,12 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * the hand-over of a socket other processes hold: an older library would
  * not switch, and keep the stack's ended socket; 40: struct sl_wq's armed,
  * which a waker reads to skip a wake nobody sleeps for: an older
- * library's sleeper would not set it, and sleep through its wake).
+ * library's sleeper would not set it, and sleep through its wake; 41:
+ * struct sl_tcp_sock's notsent_lowat, fastopen_qlen and fastopen_connect at
+ * its end, and SL_S6_TSNS in sl_sock.ip6_opt: an older library would write
+ * past the mark and read SO_TIMESTAMPNS's stamps as SO_TIMESTAMP's).
  */
-#define SL_LAYOUT_VERSION	40
+#define SL_LAYOUT_VERSION	41
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

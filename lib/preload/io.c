@@ -189,7 +189,8 @@ static ssize_t pl_send(struct pl_sock *ps, const void *buf, size_t len, int flag
  */
 static void put_cmsg(struct msghdr *msg, size_t *used, int level, int type, const void *data,
 		     size_t len);
-static void stamp_cmsg(struct msghdr *msg, size_t *used, uint64_t stamp_us);
+static void stamp_cmsg(struct msghdr *msg, size_t *used, uint64_t stamp_us, bool ns);
+static bool stamp_ns(const struct pl_sock *ps);
 static size_t iov_total(const struct iovec *iov, int n);
 static int iov_check(const struct iovec *iov, int n, bool out);
 
@@ -273,7 +274,7 @@ static ssize_t errq_msg(struct pl_sock *ps, struct msghdr *msg, int flags)
 		return n;
 	}
 	if (SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->opt_flags) & SL_SO_TIMESTAMP)
-		stamp_cmsg(msg, &used, rec.ts_us);
+		stamp_cmsg(msg, &used, rec.ts_us, stamp_ns(ps));
 	memset(&eh, 0, sizeof(eh));
 	eh.ee.ee_errno = rec.ee_errno;
 	eh.ee.ee_origin = rec.origin;
@@ -1088,13 +1089,23 @@ static void inq_cmsg(struct pl_sock *ps, struct msghdr *msg, size_t *used)
 	put_cmsg(msg, used, IPPROTO_TCP, TCP_CM_INQ, &inq, sizeof(inq));
 }
 
-/* SO_TIMESTAMP (socket(7)): when the datagram arrived, as a timeval. */
-static void stamp_cmsg(struct msghdr *msg, size_t *used, uint64_t stamp_us)
+/* SO_TIMESTAMP (socket(7)): when the datagram arrived, as a timeval;
+ * SO_TIMESTAMPNS (ns): as a timespec (the stack's clock counts µs). */
+static void stamp_cmsg(struct msghdr *msg, size_t *used, uint64_t stamp_us, bool ns)
 {
 	int64_t us = pl_stamp_real_us(stamp_us);
 	struct timeval tv = { .tv_sec = us / 1000000, .tv_usec = us % 1000000 };
+	struct timespec ts = { .tv_sec = tv.tv_sec, .tv_nsec = tv.tv_usec * 1000 };
 
-	put_cmsg(msg, used, SOL_SOCKET, SO_TIMESTAMP, &tv, sizeof(tv));
+	if (ns)
+		put_cmsg(msg, used, SOL_SOCKET, SO_TIMESTAMPNS, &ts, sizeof(ts));
+	else
+		put_cmsg(msg, used, SOL_SOCKET, SO_TIMESTAMP, &tv, sizeof(tv));
+}
+
+static bool stamp_ns(const struct pl_sock *ps)
+{
+	return SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->ip6_opt) & SL_S6_TSNS;
 }
 
 /* What a socket asked to be told of what it reads: of each datagram
@@ -1113,12 +1124,12 @@ static void rx_cmsgs(struct pl_sock *ps, struct msghdr *msg, const struct sl_rx_
 		uint64_t at = SL_READ_ONCE(sl_sock(pl_sl(), ps->sd)->tcp.rx_stamp_us);
 
 		if (at)
-			stamp_cmsg(msg, &used, at);
+			stamp_cmsg(msg, &used, at, stamp_ns(ps));
 	}
 	if (ps->type == SOCK_STREAM && (want & SL_SO_TCP_INQ))
 		inq_cmsg(ps, msg, &used);
 	if (ps->type == SOCK_DGRAM && (want & SL_SO_TIMESTAMP))
-		stamp_cmsg(msg, &used, m->stamp_us);
+		stamp_cmsg(msg, &used, m->stamp_us, stamp_ns(ps));
 	if (ps->type == SOCK_DGRAM && ps->v6 && msg->msg_control && pl_v6_recvpktinfo(ps)) {
 		/* Linux ip6_datagram_recv_common_ctl(): the destination (an
 		 * IPv4 datagram's v4-mapped, an IPv6 one's from its handle),

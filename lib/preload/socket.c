@@ -2350,6 +2350,26 @@ static int set_v6only(struct pl_sock *ps, const void *val, socklen_t len)
 	return v6only_to(ps, v != 0);
 }
 
+/*
+ * TCP_ULP on a connection that stays in the stack (both ends in it, or
+ * no hand-off allowed): the kernel would load the upper layer by its name
+ * and fail with ENOENT where this host has none (no tls module); asked of
+ * a new kernel socket, that answer is the program's.  An upper layer the
+ * kernel has cannot run over the stack: ENOPROTOOPT stays
+ * (lib/preload/README.md, "Options a stack connection cannot take").
+ */
+static int ulp_unknown(const void *val, socklen_t len)
+{
+	int ks = REAL(socket)(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), saved = errno, ret;
+
+	if (ks < 0)
+		return -ENOPROTOOPT;
+	ret = REAL(setsockopt)(ks, IPPROTO_TCP, TCP_ULP, val, len) ? -errno : 0;
+	REAL(close)(ks);
+	errno = saved;
+	return ret == -ENOENT ? -ENOENT : -ENOPROTOOPT;
+}
+
 static int set_opt(int fd, int level, int name, const void *val, socklen_t len)
 {
 	struct pl_sock *ps = pl_get_call(fd);
@@ -2418,6 +2438,8 @@ static int set_opt(int fd, int level, int name, const void *val, socklen_t len)
 		}
 		pl_debug("fd %d: no hand-off for option %d/%d (%d)", fd, level, name, r);
 	}
+	if (ret == -ENOPROTOOPT && ps->used && level == IPPROTO_TCP && name == TCP_ULP)
+		ret = ulp_unknown(val, len);
 	pl_put(ps);
 	return (int)pl_ret(ret);
 }

@@ -570,6 +570,13 @@ static void twin_meta(struct msghdr *mh, struct sl_rx_meta *m)
 			/* The stack's clock, as its own datagrams' stamps. */
 			m->stamp_us = (uint64_t)((int64_t)tv.tv_sec * 1000000 + tv.tv_usec -
 						 pl_stamp_real_us(0));
+		} else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPNS) {
+			struct timespec ts;
+
+			/* The twin took SO_TIMESTAMPNS with the socket. */
+			memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+			m->stamp_us = (uint64_t)((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 -
+						 pl_stamp_real_us(0));
 		}
 	}
 }

@@ -70,6 +70,10 @@ static inline bool sl_sock_type_live(uint8_t type)
 #define SL_S6_DONTFRAG		0x02	/* IPV6_DONTFRAG: a datagram past the path MTU is EMSGSIZE */
 #define SL_S6_PMTU_SHIFT	2	/* IPV6_MTU_DISCOVER + 1 in bits 2-4; 0: WANT */
 #define SL_S6_PMTU_MASK		0x1c
+/* Not IPv6's (opt_flags is full): SO_TIMESTAMPNS, with SL_SO_TIMESTAMP:
+ * the arrival told as a timespec (SCM_TIMESTAMPNS), as Linux's
+ * SOCK_RCVTSTAMPNS beside SOCK_RCVTSTAMP. */
+#define SL_S6_TSNS		0x80
 
 /* An AF_INET6 socket's IPV6_MTU_DISCOVER (IPV6_PMTUDISC_*, the same
  * values as IP_PMTUDISC_*). */

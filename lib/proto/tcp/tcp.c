@@ -284,7 +284,8 @@ void sl_tcp_init_tcb(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	uint32_t ut = tp->user_timeout_ms, clamp = tp->window_clamp;
 	uint32_t keep = tp->tflags & (SL_TF_CORK | SL_TF_PINGPONG | SL_TF_RENO | SL_TF_SNDBUF_SET);
 	int32_t l2 = tp->linger2_s;
-	uint8_t synr = tp->syn_retries, defer = tp->defer_accept;
+	uint8_t synr = tp->syn_retries, defer = tp->defer_accept, tfo = tp->fastopen_connect;
+	uint32_t lowat = tp->notsent_lowat;
 	/* A child is on its listener's list already (sl_sock_kid_link()). */
 	uint32_t kn = tp->kid_next, kp = tp->kid_prev, kh = tp->kid_head;
 
@@ -301,6 +302,8 @@ void sl_tcp_init_tcb(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	tp->linger2_s = l2;
 	tp->syn_retries = synr;
 	tp->defer_accept = defer;
+	tp->notsent_lowat = lowat;
+	tp->fastopen_connect = tfo;
 	tp->user_mss = user_mss;
 	tp->keep_idle_s = ki ? ki : SL_TCP_KEEPIDLE_S;
 	tp->keep_intvl_s = kv ? kv : SL_TCP_KEEPINTVL_S;
@@ -512,6 +515,7 @@ int sl_tcp_listen(struct sl_stack *s, struct sl_sock *so, int backlog)
 		backlog = SL_TCP_SOMAXCONN;
 	if (so->state == SL_TCP_CLOSED) {
 		uint16_t um = tp->user_mss;
+		uint32_t lowat = tp->notsent_lowat, qlen = tp->fastopen_qlen;
 
 		/* Linux's listen-time port check (inet_csk_get_port() with the
 		 * socket already LISTEN): another listener on the port, or a
@@ -524,6 +528,8 @@ int sl_tcp_listen(struct sl_stack *s, struct sl_sock *so, int backlog)
 		memset(tp, 0, sizeof(*tp));
 		sl_sock_park_none(so);
 		tp->user_mss = um;
+		tp->notsent_lowat = lowat;	/* the children's (Linux clones it) */
+		tp->fastopen_qlen = qlen;
 		tp->kid_next = tp->kid_prev = tp->kid_head = SLUICE_IDX_NONE;
 		tp->acc_head = tp->acc_tail = SLUICE_IDX_NONE;
 		tp->sndq_head = tp->sndq_tail = tp->ooo_head = tp->sndq_hint = SLUICE_IDX_NONE;
@@ -639,6 +645,59 @@ static bool can_send(const struct sl_sock *so)
 {
 	return (so->state == SL_TCP_ESTABLISHED || so->state == SL_TCP_CLOSE_WAIT) &&
 	       !(so->flags & SL_SF_SHUT_WR);
+}
+
+/*
+ * TCP_NOTSENT_LOWAT (tcp(7)), as Linux's tcp_stream_memory_free(): the
+ * bytes written but not yet sent (write_seq - snd_nxt there; here
+ * snd_end - snd_max, a queued FIN not counted), shifted left by wake, are
+ * under the mark in force: the socket's, else net.ipv4.tcp_notsent_lowat
+ * (UINT32_MAX by default: no mark).  A write takes a new buffer only
+ * while the bytes are under it (wake 0, sk_stream_memory_free() in
+ * tcp_sendmsg_locked()); poll says writable only while twice the bytes
+ * are (wake 1, tcp_poll()), so a writer woken has room for half a mark.
+ */
+static uint32_t notsent_lowat(const struct sl_stack *s, const struct sl_tcp_sock *tp)
+{
+	uint32_t l = SL_READ_ONCE(tp->notsent_lowat);
+
+	return l ? l : s->tcp_notsent_lowat ? s->tcp_notsent_lowat : UINT32_MAX;
+}
+
+static uint32_t notsent_bytes(const struct sl_tcp_sock *tp)
+{
+	uint32_t end = SL_READ_ONCE(tp->snd_end), max = SL_READ_ONCE(tp->snd_max);
+
+	return SEQ_GT(end, max) ? end - max : 0;
+}
+
+static bool notsent_ok(const struct sl_stack *s, const struct sl_tcp_sock *tp, uint32_t more,
+		       unsigned int wake)
+{
+	uint32_t lowat = notsent_lowat(s, tp);
+
+	return lowat == UINT32_MAX || ((uint64_t)notsent_bytes(tp) + more) << wake < lowat;
+}
+
+/*
+ * sl_tcp_output() sent new data with a mark in force (max_before: SND.MAX
+ * before it): the socket turned writable is a change of it, woken as
+ * Linux's tcp_check_space() calls sk_write_space() after an ACK let data
+ * go.  An ACK of new data wakes anyway (tcp_input.c); a window update
+ * alone, or data sent by a timer, would not.
+ */
+void sl_tcp_notsent_sent(struct sl_stack *s, struct sl_sock *so, uint32_t max_before)
+{
+	struct sl_tcp_sock *tp = &so->tcp;
+	uint32_t lowat = notsent_lowat(s, tp), end = tp->snd_end, before;
+
+	if (lowat == UINT32_MAX || !can_send(so))
+		return;
+	before = SEQ_GT(end, max_before) ? end - max_before : 0;
+	if ((uint64_t)before << 1 >= lowat && notsent_ok(s, tp, 0, 1)) {
+		sl_sock_wake(s, so);
+		sl_sock_async_space(s, so);
+	}
 }
 
 /*
@@ -790,6 +849,8 @@ ssize_t sl_tcp_send(struct sl_stack *s, struct sl_sock *so, const void *buf, siz
 				sl_buf(s, idx)->flags &= (uint16_t)~SL_TBF_PSH;
 		}
 		if (aux >= mss) {
+			if (!notsent_ok(s, tp, 0, 0))
+				break;
 			idx = send_room(s, so) ? sl_buf_alloc(s) : SLUICE_IDX_NONE;
 			if (idx == SLUICE_IDX_NONE) {
 				refused = true;
@@ -940,7 +1001,7 @@ uint32_t sl_tcp_send_lend(struct sl_stack *s, struct sl_sock *so, size_t len, si
 		len = room;
 	/* No send queue takes more than a quarter of the pool (sl_tcp_send). */
 	nbufs = tp->sndq_bytes / mss;
-	while (n < len && nbufs < s->n_bufs / 4) {
+	while (n < len && nbufs < s->n_bufs / 4 && notsent_ok(s, tp, (uint32_t)n, 0)) {
 		uint32_t idx = pool_has_room(s) || (!n && send_room(s, so)) ? sl_buf_alloc(s) :
 									     SLUICE_IDX_NONE;
 		uint32_t chunk = len - n < mss ? (uint32_t)(len - n) : mss;
@@ -1443,7 +1504,7 @@ uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so)
 		uint32_t mss = SL_READ_ONCE(tp->mss);	/* once: the divisor tested */
 
 		if (so->sndbuf > tp->sndq_bytes + so->sndbuf / 8 &&
-		    tp->sndq_bytes / (mss ? mss : 1) < s->n_bufs / 4) {
+		    tp->sndq_bytes / (mss ? mss : 1) < s->n_bufs / 4 && notsent_ok(s, tp, 0, 1)) {
 			if (send_room(s, so))
 				ev |= SL_EV_OUT;
 			else
@@ -1665,6 +1726,35 @@ int sl_tcp_setsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 		 * capped at TCP_FIN_TIMEOUT_MAX. */
 		tp->linger2_s = v < 0 ? -1 : v > SL_TCP_LINGER2_MAX_S ? SL_TCP_LINGER2_MAX_S : v;
 		return 0;
+	case TCP_NOTSENT_LOWAT:
+		/* Linux: any int, kept unsigned (-1 reads back as -1); 0 is
+		 * the sysctl's.  Its sk_write_space(): sluice_setsockopt()
+		 * wakes the socket if its readiness changed. */
+		tp->notsent_lowat = (uint32_t)v;
+		return 0;
+	case TCP_FASTOPEN:
+		/* Linux: a listener or a socket that will be one; the queue
+		 * length kept at most somaxconn (fastopen_queue_tune()). */
+		if (v < 0 || (so->state != SL_TCP_CLOSED && so->state != SL_TCP_LISTEN))
+			return -EINVAL;
+		tp->fastopen_qlen = v > SL_TCP_SOMAXCONN ? SL_TCP_SOMAXCONN : (uint32_t)v;
+		return 0;
+	case TCP_FASTOPEN_CONNECT:
+		/* Linux: 0 or 1, EOPNOTSUPP with the client side off
+		 * (net.ipv4.tcp_fastopen), and only before a connection. */
+		if (v < 0 || v > 1)
+			return -EINVAL;
+		if (s->tcp_fastopen == 1)
+			return -EOPNOTSUPP;
+		if (so->state != SL_TCP_CLOSED)
+			return -EINVAL;
+		/* A socket never used: the kernel's, which does TFO with
+		 * cookies (the preload hands it over); one bound already
+		 * stays and connects as the kernel does without a cookie. */
+		if (so->life & SL_LIFE_PRIVATE)
+			return -ENOPROTOOPT;
+		tp->fastopen_connect = (uint8_t)v;
+		return 0;
 	case TCP_WINDOW_CLAMP:
 		/* Linux tcp_set_window_clamp(): 0 only before a connection;
 		 * at least half the smallest receive buffer. */
@@ -1769,6 +1859,15 @@ int sl_tcp_getsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 			v = (int)(tp->window_clamp ? tp->window_clamp :
 				  so->state == SL_TCP_CLOSED || so->state == SL_TCP_LISTEN ? 0 :
 				  so->rcvbuf);
+			break;
+		case TCP_NOTSENT_LOWAT:
+			v = (int)tp->notsent_lowat;
+			break;
+		case TCP_FASTOPEN:
+			v = (int)tp->fastopen_qlen;
+			break;
+		case TCP_FASTOPEN_CONNECT:
+			v = tp->fastopen_connect;
 			break;
 		case TCP_CONGESTION: {
 			char ca[SL_TCP_CA_NAME_MAX] = "cubic";

@@ -403,6 +403,19 @@ struct sl_tcp_sock {
 	/* The duplicate data to report, while SL_TF_DSACK (tcp_input.c,
 	 * dsack_set(); Linux's duplicate_sack[0]). */
 	uint32_t dsack_seq, dsack_end;
+	/* TCP_NOTSENT_LOWAT as set (0: net.ipv4.tcp_notsent_lowat's): the
+	 * bytes written but not yet sent above which the socket is not
+	 * writable (tcp.c, sl_tcp_notsent_ok(), as Linux's
+	 * tcp_stream_memory_free()).  A child has its listener's. */
+	uint32_t notsent_lowat;
+	/* TCP_FASTOPEN on a listener: the queue length it was given, as
+	 * Linux keeps it (at most somaxconn), for getsockopt; the stack
+	 * makes no cookies (lib/preload/README.md, "Options"). */
+	uint32_t fastopen_qlen;
+	/* TCP_FASTOPEN_CONNECT as set on a socket the stack connects
+	 * itself: its connect() is the kernel's without a cookie, a plain
+	 * handshake (lib/preload/README.md, "Options"). */
+	uint8_t fastopen_connect;
 };
 
 /* sl_tcp_sock.undo */
@@ -576,6 +589,7 @@ uint32_t sl_tcp_poll(struct sl_stack *s, struct sl_sock *so);
 void sl_tcp_timer(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
 void sl_tcp_pool_look(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
 void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us);
+void sl_tcp_notsent_sent(struct sl_stack *s, struct sl_sock *so, uint32_t max_before);
 int sl_tcp_setsockopt(struct sl_stack *s, struct sl_sock *so, int level, int name,
 		      const void *val, unsigned int len);
 int sl_tcp_getsockopt(struct sl_stack *s, struct sl_sock *so, int level, int name, void *val,

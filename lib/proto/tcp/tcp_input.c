@@ -1673,6 +1673,7 @@ static struct sl_sock *child_new(struct sl_stack *s, struct sl_sock *lso, const 
 	tp->window_clamp = ltp->window_clamp;
 	tp->syn_retries = ltp->syn_retries;
 	tp->defer_accept = ltp->defer_accept;
+	tp->notsent_lowat = ltp->notsent_lowat;
 	sl_sock_hash(s, c);
 	sl_tcp_init_tcb(s, c, now_us);
 	tp->tflags |= SL_TF_PASSIVE |

@@ -923,7 +923,7 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	uint32_t idx = tp->sndq_head, last = SLUICE_IDX_NONE, steps = 0, chain_last, clen, seglen;
-	uint32_t sacked;
+	uint32_t sacked, max_before = tp->snd_max;
 	bool sent = false, local = sl_ip_is_local(s, so->raddr);
 	unsigned int n;
 	bool fin;
@@ -1111,6 +1111,9 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 			tp->backoff = 0;
 		tp->t_persist = 0;
 		tp->tflags &= ~SL_TF_PROBE;
+		/* TCP_NOTSENT_LOWAT: writable again (tcp.c). */
+		if (__builtin_expect(tp->notsent_lowat || s->tcp_notsent_lowat, 0))
+			sl_tcp_notsent_sent(s, so, max_before);
 	} else if (SEQ_LT(tp->snd_nxt, tp->snd_end) && tp->snd_una == tp->snd_max &&
 		   !tp->t_persist) {
 		/* RFC 9293 3.8.6.1: a zero window is probed. */
