@@ -254,6 +254,7 @@ run_kernel() { # run_kernel VERSION
 	add_binary "$root" build/tests/preload/resv_hold /opt/sluice/bin
 	add_binary "$root" build/tests/preload/share_rx /opt/sluice/bin
 	add_binary "$root" build/tests/preload/close_blocked /opt/sluice/bin
+	add_binary "$root" build/tests/preload/tcpopts /opt/sluice/bin
 	add_binary "$root" build/tests/preload/conform /opt/sluice/bin
 	add_binary "$root" build/tests/preload/udp_autobind /opt/sluice/bin
 	add_binary "$root" build/tests/preload/handover /opt/sluice/bin

@@ -682,6 +682,25 @@ check "UDP without bind(): on the kernel, exit $bk, every sendto sent" \
 check "UDP without bind(): with Sluice (exit $bs), the kernel's lines" same_lines ua
 check "UDP without bind(): ... on module socket fds" \
 	grep -q '^# v6_connect_other fd anon_inode:\[sluice-sock\]$' /tmp/ua.sluice
+# The last options of issue 15 (tests/preload/tcpopts.c; host
+# test_conform_opts): TCP_NOTSENT_LOWAT with EPOLLOUT following the unsent
+# bytes through the module's socket fds, SO_TIMESTAMPNS, TCP_FASTOPEN and
+# TCP_FASTOPEN_CONNECT, TCP_ULP, on connections with both ends in the
+# stack.  Every line the kernel's but two the stack cannot take there
+# (lib/preload/README.md, "Options a stack connection cannot take"):
+# SO_ATTACH_FILTER is ENOPROTOOPT, and TCP_ULP "tls" is the kernel's
+# answer where it has no tls, else ENOPROTOOPT.
+beside to tcpopts
+grep -v -e '^attach_filter: ' -e '^ulp_tls: ' /tmp/to.kernel >/tmp/to2.kernel
+grep -v -e '^attach_filter: ' -e '^ulp_tls: ' /tmp/to.sluice >/tmp/to2.sluice
+check "issue 15's last options: on the kernel, exit $bk" [ $bk = 0 ]
+check "... with Sluice (exit $bs), the kernel's lines" same_lines to2
+check "... SO_ATTACH_FILTER refused in the stack" grep -q '^attach_filter: ENOPROTOOPT$' /tmp/to.sluice
+to_k=$(grep '^ulp_tls' /tmp/to.kernel) to_s=$(grep '^ulp_tls' /tmp/to.sluice)
+[ "$to_k" = "ulp_tls: 0" ] && to_want="ulp_tls: ENOPROTOOPT" || to_want=$to_k
+check "... TCP_ULP tls: the kernel's $to_k, the stack's $to_s" [ "$to_s" = "$to_want" ]
+check "... every connection end a module socket fd" \
+	awk '/^# stack ends:/ { ok = ($4 == $6 && $4 > 0) } END { exit !ok }' /tmp/to.sluice
 # A socket's identities (issue 24; conform.c, check_sock_ids()):
 # SO_COOKIE, SO_NETNS_COOKIE and SO_INCOMING_CPU answered as the kernel
 # answers them, where they said ENOPROTOOPT and setting SO_INCOMING_CPU
