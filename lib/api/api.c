@@ -99,8 +99,10 @@ static void port_range_read(struct sl_stack *s)
 	if (sysctl_read("/proc/sys/net/ipv4/tcp_wmem", buf, 64) > 0 &&
 	    sscanf(buf, "%*u %*u %lu", &hi) == 1 && hi <= UINT32_MAX)
 		s->tcp_wmem_max = (uint32_t)hi;
+	/* Its default, UINT32_MAX, is no mark: kept as 0, so a send pass
+	 * of a socket without one looks no further (tcp_output.c). */
 	if (sysctl_read("/proc/sys/net/ipv4/tcp_notsent_lowat", buf, 64) > 0 &&
-	    sscanf(buf, "%lu", &hi) == 1 && hi && hi <= UINT32_MAX)
+	    sscanf(buf, "%lu", &hi) == 1 && hi && hi < UINT32_MAX)
 		s->tcp_notsent_lowat = (uint32_t)hi;
 	if (sysctl_read("/proc/sys/net/ipv4/tcp_fastopen", buf, 64) > 0 &&
 	    sscanf(buf, "%lu", &lo) == 1)
