@@ -33,4 +33,11 @@ for part in lowat ts tfo ulp; do
 	n=$(sed -n 's/^# stack ends: \([0-9]*\) of \([0-9]*\)$/\1 \2/p' <<<"$s")
 	check "$part: every connection end in the stack ($n)" test "${n% *}" = "${n#* }" -a "${n% *}" != 0
 done
+# The mark from net.ipv4.tcp_notsent_lowat (32 KiB in the namespace), the
+# socket setting none: the stack reads the sysctl as a handle is made.
+k=$(in_netns sh -c 'sysctl -qw net.ipv4.tcp_notsent_lowat=32768 && exec "$@"' sh "$prog" lowat-sysctl 2>&1)
+s=$(in_netns sh -c 'sysctl -qw net.ipv4.tcp_notsent_lowat=32768 && exec "$@"' sh \
+	env SLUICE_STACK=$st-sysctl "$top/build/tools/sluice" run -- "$prog" lowat-sysctl 2>&1)
+check "lowat-sysctl, on the kernel: $(grep -c '^lowat' <<<"$k") lines" test -n "$(grep '^lowat_filled' <<<"$k")"
+check_as_kernel "$(grep -v "^#" <<<"$k")" "$s"
 done_testing

@@ -209,7 +209,7 @@ static void *drainer(void *arg)
  * unsent, before everything was sent.  The same without a mark fills
  * more.
  */
-static void check_lowat_epollout(void)
+static void check_lowat_epollout(bool sysctl_mark)
 {
 	const int mark = 32768;
 	int l = listener(), c, a, c2, a2, ep;
@@ -223,7 +223,12 @@ static void check_lowat_epollout(void)
 	pair(l, -1, &c2, &a2);
 	without = fill(c2);
 	pair(l, -1, &c, &a);
-	printf("lowat_mark: %s\n", setint(c, IPPROTO_TCP, TCP_NOTSENT_LOWAT, mark));
+	/* "lowat-sysctl": the mark is net.ipv4.tcp_notsent_lowat's, set by
+	 * the caller in its namespace; the socket sets none. */
+	if (sysctl_mark)
+		printf("lowat_mark: sysctl %s\n", getint(c, IPPROTO_TCP, TCP_NOTSENT_LOWAT));
+	else
+		printf("lowat_mark: %s\n", setint(c, IPPROTO_TCP, TCP_NOTSENT_LOWAT, mark));
 	with = fill(c);
 	usleep(100000);
 	struct pollfd p = { .fd = c, .events = POLLOUT };
@@ -488,9 +493,11 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!only || !strcmp(only, "lowat")) {
 		check_lowat_values();
-		check_lowat_epollout();
+		check_lowat_epollout(false);
 		check_lowat_blocking();
 	}
+	if (only && !strcmp(only, "lowat-sysctl"))
+		check_lowat_epollout(true);
 	if (!only || !strcmp(only, "ts"))
 		check_timestamps();
 	if (!only || !strcmp(only, "tfo"))
