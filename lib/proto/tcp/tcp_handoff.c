@@ -344,6 +344,11 @@ static void options_to(const struct sl_sock *so, int ks)
 		opt(ks, IPPROTO_IP, IP_TOS, so->ip_tos);
 	if (tp->tflags & SL_TF_CORK)
 		opt(ks, IPPROTO_TCP, TCP_CORK, 1);
+	if (tp->notsent_lowat)
+		opt(ks, IPPROTO_TCP, TCP_NOTSENT_LOWAT, (int)tp->notsent_lowat);
+	/* SO_TIMESTAMPNS or SO_TIMESTAMP, as the stack keeps the pair. */
+	if (so->opt_flags & SL_SO_TIMESTAMP)
+		opt(ks, SOL_SOCKET, (so->ip6_opt & SL_S6_TSNS) ? SO_TIMESTAMPNS : SO_TIMESTAMP, 1);
 }
 
 static uint32_t csum_add(uint32_t sum, const void *p, size_t len)
