@@ -303,6 +303,8 @@ void sl_tcp_init_tcb(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	tp->syn_retries = synr;
 	tp->defer_accept = defer;
 	tp->notsent_lowat = lowat;
+	if (lowat || s->tcp_notsent_lowat)
+		tp->tflags |= SL_TF_LOWAT;
 	tp->fastopen_connect = tfo;
 	tp->user_mss = user_mss;
 	tp->keep_idle_s = ki ? ki : SL_TCP_KEEPIDLE_S;
@@ -530,6 +532,8 @@ int sl_tcp_listen(struct sl_stack *s, struct sl_sock *so, int backlog)
 		tp->user_mss = um;
 		tp->notsent_lowat = lowat;	/* the children's (Linux clones it) */
 		tp->fastopen_qlen = qlen;
+		if (lowat || s->tcp_notsent_lowat)
+			tp->tflags |= SL_TF_LOWAT;
 		tp->kid_next = tp->kid_prev = tp->kid_head = SLUICE_IDX_NONE;
 		tp->acc_head = tp->acc_tail = SLUICE_IDX_NONE;
 		tp->sndq_head = tp->sndq_tail = tp->ooo_head = tp->sndq_hint = SLUICE_IDX_NONE;
@@ -674,8 +678,11 @@ static uint32_t notsent_bytes(const struct sl_tcp_sock *tp)
 static bool notsent_ok(const struct sl_stack *s, const struct sl_tcp_sock *tp, uint32_t more,
 		       unsigned int wake)
 {
-	uint32_t lowat = notsent_lowat(s, tp);
+	uint32_t lowat;
 
+	if (__builtin_expect(!(SL_READ_ONCE(tp->tflags) & SL_TF_LOWAT), 1))
+		return true;
+	lowat = notsent_lowat(s, tp);
 	return lowat == UINT32_MAX || ((uint64_t)notsent_bytes(tp) + more) << wake < lowat;
 }
 
@@ -1731,6 +1738,10 @@ int sl_tcp_setsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 		 * the sysctl's.  Its sk_write_space(): sluice_setsockopt()
 		 * wakes the socket if its readiness changed. */
 		tp->notsent_lowat = (uint32_t)v;
+		if (v || s->tcp_notsent_lowat)
+			tp->tflags |= SL_TF_LOWAT;
+		else
+			tp->tflags &= ~SL_TF_LOWAT;
 		return 0;
 	case TCP_FASTOPEN:
 		/* Linux: a listener or a socket that will be one; the queue

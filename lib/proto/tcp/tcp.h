@@ -154,6 +154,9 @@ enum sl_tcp_state {
 #define SL_TF_OVERRIDE	0x2000	/* SWS override timeout: send what the window takes */
 #define SL_TF_DONE	0x4000	/* ended (reset, refused, closed): reads give 0 (Linux SOCK_DONE) */
 #define SL_TF_CORK	0x8000	/* TCP_CORK: partial segments wait (tcp(7)) */
+/* A TCP_NOTSENT_LOWAT mark is in force, the socket's or the sysctl's
+ * (tcp.c, notsent_ok()): one bit on the line every send reads. */
+#define SL_TF_LOWAT	0x10000
 #define SL_TF_RENO	0x20000	/* TCP_CONGESTION "reno": Reno, not CUBIC, avoidance */
 #define SL_TF_CONN_PEND	0x40000	/* connect() began, its end not yet seen by connect() (Linux SS_CONNECTING) */
 #define SL_TF_TLP	0x80000	/* a tail loss probe is out, up to tlp_high (RFC 8985 7) */

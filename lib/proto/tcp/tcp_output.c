@@ -1112,7 +1112,7 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		tp->t_persist = 0;
 		tp->tflags &= ~SL_TF_PROBE;
 		/* TCP_NOTSENT_LOWAT: writable again (tcp.c). */
-		if (__builtin_expect(tp->notsent_lowat || s->tcp_notsent_lowat, 0))
+		if (__builtin_expect(tp->tflags & SL_TF_LOWAT, 0))
 			sl_tcp_notsent_sent(s, so, max_before);
 	} else if (SEQ_LT(tp->snd_nxt, tp->snd_end) && tp->snd_una == tp->snd_max &&
 		   !tp->t_persist) {
