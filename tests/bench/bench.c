@@ -8,8 +8,12 @@
  *                             and the floor: one cache line handed back
  *                             and forth between the same two CPUs
  *   bench pingpong6 [ROUNDS]  the same over ::1 (AF_INET6 sockets; in the
- *                             stack on ::1's address handle); "all" runs
- *                             both
+ *                             stack on ::1's address handle)
+ *   bench v6 [RUNS]           IPv6 beside IPv4 (issue 20 item 5): ping-pong,
+ *                             loop and bulk of the kernel over ::1 and of
+ *                             Sluice over 127.0.0.1 and ::1, RUNS times
+ *                             alternating (default 3), each figure with the
+ *                             CPU an operation of both ends; "all" runs it
  *   bench bulk [MBYTES]       single-stream TCP bulk between two processes
  *   bench conns [N]           N established connections in one stack:
  *                             shared bytes per connection
@@ -40,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -84,6 +89,22 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* CPU seconds of this process (self) or of its waited-for children. */
+static double cpu_s(int who)
+{
+	struct rusage ru;
+
+	getrusage(who, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* Both ends' CPU so far: this process and the children it has reaped. */
+static double cpu_both(void)
+{
+	return cpu_s(RUSAGE_SELF) + cpu_s(RUSAGE_CHILDREN);
 }
 
 /* pingpong6: AF_INET6 on ::1 (the stack names ::1 by a handle,
@@ -290,7 +311,11 @@ static double cacheline_pingpong(long rounds, double *median)
 	return (t1 - t0) / rounds / 2 * 1e9;
 }
 
-static double sluice_pingpong(long rounds, double *median)
+/*
+ * cpu: both ends' CPU a round trip, us (all rounds, the warm-up's too,
+ * stack set-up included: both sides are measured the same way).
+ */
+static double sluice_pingpong(long rounds, double *median, double *cpu)
 {
 	struct batches bt;
 	const char *name = "bench-pp";
@@ -298,7 +323,7 @@ static double sluice_pingpong(long rounds, double *median)
 	struct sockaddr_in a = lo_addr(PORT);
 	char buf[MSG];
 	int l, c, one = 1, status;
-	double t0, t1;
+	double t0, t1, c0 = cpu_both();
 	pid_t pid;
 
 	sl_connect_pair(st, name, &l);
@@ -345,6 +370,7 @@ static double sluice_pingpong(long rounds, double *median)
 	t1 = now_s();
 	*median = batches_median(&bt);
 	waitpid(pid, &status, 0);
+	*cpu = (cpu_both() - c0) / rounds * 1e6;
 	unpin();
 	if (getenv("BENCH_VERBOSE"))
 		fprintf(stderr, "pingpong: lock contended %llu times\n",
@@ -355,7 +381,8 @@ static double sluice_pingpong(long rounds, double *median)
 	return (t1 - t0) / (rounds - 1000) / 2 * 1e6;
 }
 
-static double sluice_bulk(long mbytes)
+/* cpu: both ends' CPU a MiB, us. */
+static double sluice_bulk(long mbytes, double *cpu)
 {
 	const char *name = "bench-bulk";
 	struct sluice_stack *st = make_stack(name, 64, 8192);
@@ -363,7 +390,7 @@ static double sluice_bulk(long mbytes)
 	long total = mbytes << 20, chunk = 65536;
 	static char buf[65536];
 	int l, c, status, p[2];
-	double t0, t1;
+	double t0, t1, c0 = cpu_both();
 	pid_t pid;
 
 	sl_connect_pair(st, name, &l);
@@ -400,7 +427,7 @@ static double sluice_bulk(long mbytes)
 		_exit(got == total ? 0 : 3);
 	}
 	pin(0);
-	c = sluice_socket(st, SLUICE_SOCK_STREAM);
+	c = sl_sock_new(st, SLUICE_SOCK_STREAM);
 	set_sockbuf(st, c);
 	if (sluice_connect(st, c, &a))
 		fail("connect", -ECONNREFUSED);
@@ -412,6 +439,7 @@ static double sluice_bulk(long mbytes)
 		fail("receiver", -EIO);
 	t1 = now_s();
 	waitpid(pid, &status, 0);
+	*cpu = (cpu_both() - c0) / mbytes * 1e6;
 	unpin();
 	if (!WIFEXITED(status) || WEXITSTATUS(status))
 		fail("receiver exit", -EIO);
@@ -493,12 +521,12 @@ static int k_connect(void)
 	return c;
 }
 
-static double kernel_pingpong(long rounds, double *median)
+static double kernel_pingpong(long rounds, double *median, double *cpu)
 {
+	double t0, t1, c0 = cpu_both();
 	struct batches bt;
 	int l = k_listen(), c, one = 1, status;
 	char buf[MSG];
-	double t0, t1;
 	pid_t pid = fork();
 
 	if (pid == 0) {
@@ -526,18 +554,19 @@ static double kernel_pingpong(long rounds, double *median)
 	t1 = now_s();
 	*median = batches_median(&bt);
 	waitpid(pid, &status, 0);
+	*cpu = (cpu_both() - c0) / rounds * 1e6;
 	unpin();
 	close(c);
 	close(l);
 	return (t1 - t0) / (rounds - 1000) / 2 * 1e6;
 }
 
-static double kernel_bulk(long mbytes)
+static double kernel_bulk(long mbytes, double *cpu)
 {
+	double t0, t1, c0 = cpu_both();
 	int l = k_listen(), c, status, p[2];
 	long total = mbytes << 20;
 	static char buf[65536];
-	double t0, t1;
 	pid_t pid;
 
 	if (pipe(p))
@@ -564,6 +593,7 @@ static double kernel_bulk(long mbytes)
 		fail("kernel receiver", EIO);
 	t1 = now_s();
 	waitpid(pid, &status, 0);
+	*cpu = (cpu_both() - c0) / mbytes * 1e6;
 	unpin();
 	close(c);
 	close(l);
@@ -684,14 +714,15 @@ static void pingpong(long rounds)
 {
 	/* BENCH_ONLY=sluice skips the kernel side, for profiling. */
 	const char *only = getenv("BENCH_ONLY");
-	double km = 1, sm, fm;
-	double k = only && !strcmp(only, "sluice") ? 1 : kernel_pingpong(rounds, &km);
-	double s = sluice_pingpong(rounds, &sm);
+	double km = 1, sm, fm, kc = 0, sc;
+	double k = only && !strcmp(only, "sluice") ? 1 : kernel_pingpong(rounds, &km, &kc);
+	double s = sluice_pingpong(rounds, &sm, &sc);
 	double f = cacheline_pingpong(rounds * 10, &fm);
 
 	printf("pingpong: TCP 64 B%s, busy-poll, %ld round trips: one-way latency "
-	       "kernel %.2f us, sluice %.2f us, sluice/kernel %.2f\n",
-	       use_v6 ? " over ::1" : "", rounds, k, s, s / k);
+	       "kernel %.2f us, sluice %.2f us, sluice/kernel %.2f; CPU a round trip (both ends) "
+	       "kernel %.2f us, sluice %.2f us\n",
+	       use_v6 ? " over ::1" : "", rounds, k, s, s / k, kc, sc);
 	printf("pingpong: the floor, one cache line between the same two CPUs: %.0f ns one way; "
 	       "sluice %.1fx the floor, kernel %.1fx\n", f, s * 1000 / f, k * 1000 / f);
 	printf("pingpong: median of batches of %d round trips (what a loaded machine's time "
@@ -710,24 +741,26 @@ static void pingpong(long rounds)
  * message (send + receive), mean and median batch; the same loop on two
  * kernel sockets of 127.0.0.1 beside it.  Bounded by count and by 60 s.
  */
-static double loop_run(long msgs, double *median, bool kernel, bool oneway)
+static double loop_run(long msgs, double *median, bool kernel, bool oneway, double *cpu)
 {
 	struct sluice_stack *st = NULL;
 	struct sockaddr_in a = lo_addr(PORT + 3);
+	struct sockaddr_storage ka;
+	socklen_t kal = k_addr(&ka, PORT + 3);
 	struct batches bt;
 	char buf[MSG];
 	int l, c, sd = -1, one = 1;
-	double t0, t1, give_up = now_s() + 60;
+	double t0, t1, c0, give_up = now_s() + 60;
 	long i, n;
 
 	memset(buf, 'l', sizeof(buf));
 	if (kernel) {
-		l = socket(AF_INET, SOCK_STREAM, 0);
+		l = socket(ka.ss_family, SOCK_STREAM, 0);
 		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 4))
+		if (bind(l, (struct sockaddr *)&ka, kal) || listen(l, 4))
 			fail("kernel listen", errno);
-		c = socket(AF_INET, SOCK_STREAM, 0);
-		if (connect(c, (struct sockaddr *)&a, sizeof(a)))
+		c = socket(ka.ss_family, SOCK_STREAM, 0);
+		if (connect(c, (struct sockaddr *)&ka, kal))
 			fail("kernel connect", errno);
 		sd = accept(l, NULL, NULL);
 		if (sd < 0)
@@ -736,10 +769,10 @@ static double loop_run(long msgs, double *median, bool kernel, bool oneway)
 		setsockopt(sd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	} else {
 		st = make_stack("bench-loop", 16, 256);
-		l = sluice_socket(st, SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
+		l = sl_sock_new(st, SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
 		if (sluice_bind(st, l, &a) || sluice_listen(st, l, 4))
 			fail("listen", -EADDRINUSE);
-		c = sluice_socket(st, SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
+		c = sl_sock_new(st, SLUICE_SOCK_STREAM | SLUICE_SOCK_NONBLOCK);
 		sluice_connect(st, c, &a);
 		for (int k = 0; k < 100 && sd < 0; k++) {
 			sluice_stack_poll(st);
@@ -751,6 +784,7 @@ static double loop_run(long msgs, double *median, bool kernel, bool oneway)
 		sluice_setsockopt(st, sd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	}
 	batches_init(&bt, msgs / 2);
+	c0 = cpu_s(RUSAGE_SELF);
 	t0 = now_s();
 	for (i = 0; i < msgs; i++) {
 		int from = i & 1 && !oneway ? sd : c, to = i & 1 && !oneway ? c : sd;
@@ -769,6 +803,7 @@ static double loop_run(long msgs, double *median, bool kernel, bool oneway)
 			break;
 	}
 	t1 = now_s();
+	*cpu = (cpu_s(RUSAGE_SELF) - c0) / i * 1e9;
 	/* A batch is 64 round trips, two messages each: its per-message time
 	 * is batches_median()'s one-way figure. */
 	*median = batches_median(&bt) * 1000;
@@ -789,16 +824,103 @@ static double loop_run(long msgs, double *median, bool kernel, bool oneway)
 static void loop(long msgs, bool oneway)
 {
 	const char *only = getenv("BENCH_ONLY");
-	double km = 1, sm, k, s;
+	double km = 1, sm, k, s, kc, sc;
 
 	pin(0);
-	k = only && !strcmp(only, "sluice") ? 1 : loop_run(msgs, &km, true, oneway);
-	s = loop_run(msgs, &sm, false, oneway);
+	k = only && !strcmp(only, "sluice") ? 1 : loop_run(msgs, &km, true, oneway, &kc);
+	s = loop_run(msgs, &sm, false, oneway, &sc);
 	unpin();
 	printf("loop%s: TCP 64 B, one process driving both ends, %ld messages%s: ns a message "
 	       "(send + receive) kernel %.0f, sluice %.0f, sluice/kernel %.2f; median batch "
-	       "kernel %.0f, sluice %.0f\n", oneway ? "1" : "", msgs, oneway ? " one way" : "",
-	       k, s, s / k, km, sm);
+	       "kernel %.0f, sluice %.0f; CPU a message kernel %.0f ns, sluice %.0f ns\n",
+	       oneway ? "1" : "", msgs, oneway ? " one way" : "", k, s, s / k, km, sm, kc, sc);
+}
+
+/* ---- IPv6 beside IPv4 (issue 20 item 5) ------------------------------ */
+
+/*
+ * Three figures a run: [0] the kernel over ::1, [1] Sluice over
+ * 127.0.0.1, [2] Sluice over ::1; each with the CPU an operation of both
+ * ends (one process's in the loop).  Runs alternate the three, and the
+ * order of Sluice's two each run, so the machine's load falls on all
+ * alike; the medians over the runs are compared.
+ */
+#define V6_RUNS_MAX 9
+
+struct v6_fig {
+	double v[V6_RUNS_MAX], cpu[V6_RUNS_MAX], med[V6_RUNS_MAX];
+};
+
+static double median_of(const double *x, int n)
+{
+	double t[V6_RUNS_MAX];
+
+	memcpy(t, x, sizeof(*t) * (size_t)n);
+	qsort(t, (size_t)n, sizeof(*t), cmp_double);
+	return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+static void v6_print(const char *what, const char *unit, const char *cpu_unit,
+		     struct v6_fig *f, int runs, bool with_med)
+{
+	static const char *const who[3] = { "kernel ::1", "sluice 127.0.0.1", "sluice ::1" };
+	double m[3], c[3];
+
+	for (int w = 0; w < 3; w++) {
+		m[w] = median_of(f[w].v, runs);
+		c[w] = median_of(f[w].cpu, runs);
+		printf("v6: %s, %-16s %8.2f %s (", what, who[w], m[w], unit);
+		for (int r = 0; r < runs; r++)
+			printf("%s%.2f", r ? " " : "", f[w].v[r]);
+		printf(")");
+		if (with_med)
+			printf(", median batch %.2f", median_of(f[w].med, runs));
+		printf(", CPU %.2f %s\n", c[w], cpu_unit);
+	}
+	printf("v6: %s, sluice ::1 / sluice 127.0.0.1 %.3f (CPU %.3f), sluice ::1 / kernel ::1 %.2f "
+	       "(CPU %.2f)\n", what, m[2] / m[1], c[2] / c[1], m[2] / m[0], c[2] / c[0]);
+}
+
+static void v6_beside_v4(int runs)
+{
+	struct v6_fig pp[3], lp[3], bk[3];
+	long rounds = 50000, msgs = 400000, mb = 512;
+	const char *v;
+
+	if (runs > V6_RUNS_MAX)
+		runs = V6_RUNS_MAX;
+	/* BENCH_V6_SCALE: rounds, messages and MiB in percent (100). */
+	if ((v = getenv("BENCH_V6_SCALE")) && atoi(v) > 0) {
+		rounds = rounds * atoi(v) / 100 + 1001;
+		msgs = msgs * atoi(v) / 100 + 1000;
+		mb = mb * atoi(v) / 100 + 1;
+	}
+	for (int r = 0; r < runs; r++) {
+		for (int k = 0; k < 3; k++) {
+			/* kernel ::1, then Sluice's two, in turns first. */
+			int w = k == 0 ? 0 : (r + k) % 2 + 1;
+
+			use_v6 = w != 1;
+			if (w == 0)
+				pp[w].v[r] = kernel_pingpong(rounds, &pp[w].med[r], &pp[w].cpu[r]);
+			else
+				pp[w].v[r] = sluice_pingpong(rounds, &pp[w].med[r], &pp[w].cpu[r]);
+			pin(0);
+			lp[w].v[r] = loop_run(msgs, &lp[w].med[r], w == 0, false, &lp[w].cpu[r]);
+			unpin();
+			if (w == 0)
+				bk[w].v[r] = kernel_bulk(mb, &bk[w].cpu[r]);
+			else
+				bk[w].v[r] = sluice_bulk(mb, &bk[w].cpu[r]);
+		}
+	}
+	use_v6 = 0;
+	printf("v6: %d runs; ping-pong TCP 64 B busy-poll %ld round trips, one-way us, CPU a round "
+	       "trip; loop %ld messages, ns a message, CPU a message; bulk %ld MiB, Gbit/s, CPU a "
+	       "MiB\n", runs, rounds, msgs, mb);
+	v6_print("ping-pong", "us", "us", pp, runs, true);
+	v6_print("loop", "ns", "ns", lp, runs, true);
+	v6_print("bulk", "Gbit/s", "us", bk, runs, false);
 }
 
 int main(int argc, char **argv)
@@ -815,19 +937,23 @@ int main(int argc, char **argv)
 		loop(arg > 1000 ? arg : 1000000, what[4] == '1');
 	if (!strcmp(what, "pingpong") || !strcmp(what, "all"))
 		pingpong(arg > 1000 ? arg : 50000);
-	if (!strcmp(what, "pingpong6") || !strcmp(what, "all")) {
+	if (!strcmp(what, "pingpong6")) {
 		use_v6 = 1;
-		pingpong(arg > 1000 && strcmp(what, "all") ? arg : 50000);
+		pingpong(arg > 1000 ? arg : 50000);
 		use_v6 = 0;
 	}
+	if (!strcmp(what, "v6") || !strcmp(what, "all"))
+		v6_beside_v4(arg > 0 && strcmp(what, "all") ? arg : 3);
 	if (!strcmp(what, "bulk") || !strcmp(what, "all")) {
 		long mb = arg > 0 && strcmp(what, "all") ? arg : 1024;
 		const char *only = getenv("BENCH_ONLY");
-		double k = only && !strcmp(only, "sluice") ? 1 : kernel_bulk(mb);
-		double s = sluice_bulk(mb);
+		double kc = 0, sc;
+		double k = only && !strcmp(only, "sluice") ? 1 : kernel_bulk(mb, &kc);
+		double s = sluice_bulk(mb, &sc);
 
 		printf("bulk: TCP single stream, %ld MiB: kernel %.2f Gbit/s, sluice %.2f Gbit/s, "
-		       "sluice/kernel %.2f\n", mb, k, s, s / k);
+		       "sluice/kernel %.2f; CPU a MiB (both ends) kernel %.0f us, sluice %.0f us\n",
+		       mb, k, s, s / k, kc, sc);
 	}
 	if (!strcmp(what, "conns") || !strcmp(what, "all"))
 		conns(arg > 0 && strcmp(what, "all") ? arg : 100000);
