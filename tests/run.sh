@@ -102,7 +102,7 @@ passed=0 failed=0 skipped=0
 # only bound is a connection's 20 s, tests/interop/soak.c CONN_S.)
 beside_host=" ambient_caps badptr checkpatch conform_autobind conform_errq conform_raw
 	death_cost deb dkms dlopen doctor exec_keep fdnum fuzz gvisor handoff_tool install
-	ipv6_ll ipv6_send json_metrics kernel_peer layers man mem_back neigh_queue
+	ipv6_ll ipv6_peers ipv6_send json_metrics kernel_peer layers man mem_back neigh_queue
 	orphan_helper os_listen reclaim sandbox setuid soak sockcache tap_interop
 	tap_user tcpdump tool tree v6_dual"
 beside_host=" ${beside_host//[$'\n\t']/ } "

@@ -148,9 +148,6 @@ struct sl_icmp_rl {
  * was entered or last confirmed, and while INCOMPLETE the packets
  * waiting for the answer (hold_idx, a list as sl_neigh's).
  */
-/* IPv6 peer addresses a stack can name (struct sl_region.v6tok). */
-#define SL_V6TOK_N	256
-
 #define SL_ND_FREE		0
 #define SL_ND_INCOMPLETE	1
 #define SL_ND_REACHABLE		2
@@ -164,7 +161,12 @@ struct sl_neigh6 {
 	uint8_t tries;
 	uint32_t hold_idx;
 	uint64_t updated_ms;
+	uint32_t hnext;		/* the next entry of its hash chain + 1, 0 none */
 };
+/* IPv6 neighbours a stack keeps: Linux's gc_thresh3 (a server's on-link
+ * clients each need one), found by a hash of their address
+ * (sl_region.neigh6_hash). */
+#define SL_NEIGH6_MAX	1024
 
 /*
  * One datagram being reassembled (RFC 791, RFC 815): its fragments are
@@ -502,12 +504,14 @@ struct sl_region {
 	uint32_t ip6_ll_probes;
 	uint64_t ip6_ll_dad_ms;
 	struct sl_icmp_rl icmp6_rl[SL_ICMP_RL_N];
-	struct sl_neigh6 neigh6[SL_NEIGH_MAX];
-	/* IPv6 addresses of peers that sockets hold, as their 32-bit
-	 * handles name them (proto/ip6.c, "IPv6 sockets"): entry i is handle
-	 * SL_V6TOK_BASE + i; appended under the lock, the count published
-	 * after the entry (read without the lock by the preload). */
-	uint8_t v6tok[SL_V6TOK_N][16];
+	struct sl_neigh6 neigh6[SL_NEIGH6_MAX];
+	/* Chains of neigh6 entries by a hash of their address: the first
+	 * entry's index + 1, 0 none (proto/ip6.c, nd_find()). */
+	uint32_t neigh6_hash[SL_NEIGH6_MAX];
+	/* How many IPv6 peer addresses have a handle (struct sl_stack's
+	 * v6tok, proto/ip6.c "IPv6 sockets"): appended under the lock, the
+	 * count published after the entry (read without the lock by the
+	 * preload). */
 	uint32_t v6tok_n;
 
 	/* Async bell i's events that found its datagram queue full
@@ -911,6 +915,14 @@ struct sl_stack {
 	uint32_t tw_max;
 	uint8_t *tw;
 	uint32_t *tw_hash;
+	/* IPv6 peers' addresses (proto/ip6.c, "IPv6 sockets"): v6tok_max
+	 * entries of 16 bytes after the TIME-WAIT hashes, entry i handle
+	 * SL_V6TOK_BASE + i, then 2 * v6tok_max hash slots, each an entry's
+	 * index + 1 or 0 (a hole of the file until written); 0 once
+	 * corrupt. */
+	uint32_t v6tok_max;
+	uint8_t (*v6tok)[16];
+	uint32_t *v6tok_hash;
 	/* Ephemeral ports (proto/sock.c, sl_port_range_load()): the range
 	 * of ip_local_port_range and ip_local_reserved_ports, as read when
 	 * this handle was made (0, 0: Linux's default). */
@@ -1365,9 +1377,12 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * library's sleeper would not set it, and sleep through its wake; 41:
  * struct sl_tcp_sock's notsent_lowat, fastopen_qlen and fastopen_connect at
  * its end, and SL_S6_TSNS in sl_sock.ip6_opt: an older library would write
- * past the mark and read SO_TIMESTAMPNS's stamps as SO_TIMESTAMP's).
+ * past the mark and read SO_TIMESTAMPNS's stamps as SO_TIMESTAMP's; 42:
+ * the IPv6 peer handles in an area after the TIME-WAIT hashes, not in
+ * struct sl_region, and the ND table on hash chains: an older library
+ * would look for a peer's handle where none is).
  */
-#define SL_LAYOUT_VERSION	41
+#define SL_LAYOUT_VERSION	42
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents
@@ -1387,6 +1402,22 @@ static inline uint32_t sl_tw_entries(uint32_t max_sockets)
 	uint32_t n = 1024;
 
 	while (n < 262144 && n < 4 * max_sockets)
+		n <<= 1;
+	return n;
+}
+
+/*
+ * IPv6 peer addresses a stack can give a handle (struct sl_stack's
+ * v6tok): four a socket slot, as TIME-WAIT entries, a power of two from
+ * 1,024 to 1,048,576 (a handle is never given back: proto/README.md,
+ * "IPv6 sockets").  24 bytes each with its hash slots, committed as used
+ * in /dev/shm.
+ */
+static inline uint32_t sl_v6tok_entries(uint32_t max_sockets)
+{
+	uint32_t n = 1024;
+
+	while (n < (1u << 20) && n < 4 * max_sockets)
 		n <<= 1;
 	return n;
 }

@@ -117,6 +117,7 @@ void sl_corrupt(struct sl_stack *s, enum sl_counter why, uint64_t val)
 	s->n_bufs = 0;
 	s->max_sockets = 0;
 	s->tw_max = 0;
+	s->v6tok_max = 0;
 	/* Someone only looking (sluice dump) leaves the region alone. */
 	if (s->inspect)
 		return;

@@ -106,6 +106,8 @@ static int64_t layout(struct sluice_region *r, const struct sluice_stack_config 
 	/* TIME-WAIT entries and their two hashes: the library's own, in a
 	 * gap of the module's layout (tw_area()). */
 	off = ALIGN_UP(off, 64) + (uint64_t)sl_tw_entries(r->max_sockets) * (SL_TW_SIZE + 8);
+	/* IPv6 peers' addresses and their hash, after them (v6tok_area()). */
+	off = ALIGN_UP(off, 64) + (uint64_t)sl_v6tok_entries(r->max_sockets) * (16 + 8);
 	r->bufmeta_off = ALIGN_UP(off, 64);
 	off = r->bufmeta_off + (uint64_t)r->n_bufs * sizeof(struct sluice_buf);
 	r->bufdata_off = ALIGN_UP(off, 4096);
@@ -122,6 +124,13 @@ static int64_t layout(struct sluice_region *r, const struct sluice_stack_config 
 static uint64_t tw_area(const struct sluice_region *hdr)
 {
 	return ALIGN_UP(hdr->wheel_off + SLUICE_WHEEL_SLOTS * sizeof(uint32_t), 64);
+}
+
+/* Where the IPv6 peers' addresses start: after the TIME-WAIT hashes. */
+static uint64_t v6tok_area(const struct sluice_region *hdr)
+{
+	return ALIGN_UP(tw_area(hdr) + (uint64_t)sl_tw_entries(hdr->max_sockets) * (SL_TW_SIZE + 8),
+			64);
 }
 
 static void init_region(struct sl_stack *s, const char *name, const struct sluice_stack_config *cfg)
@@ -157,10 +166,10 @@ static void init_region(struct sl_stack *s, const char *name, const struct sluic
 	r->buf_free_idx = 0;
 	r->buf_free_count = k->n_bufs;
 	r->lo_head = r->lo_tail = SLUICE_IDX_NONE;
-	for (i = 0; i < SL_NEIGH_MAX; i++) {
+	for (i = 0; i < SL_NEIGH_MAX; i++)
 		r->neigh[i].hold_idx = SLUICE_IDX_NONE;
+	for (i = 0; i < SL_NEIGH6_MAX; i++)
 		r->neigh6[i].hold_idx = SLUICE_IDX_NONE;
-	}
 	if (getrandom(r->tcp_isn_secret, sizeof(r->tcp_isn_secret), 0) !=
 	    sizeof(r->tcp_isn_secret)) {
 		struct timespec ts;
@@ -189,6 +198,9 @@ static void set_geometry(struct sl_stack *s, const struct sluice_region *hdr)
 	s->tw_max = sl_tw_entries(hdr->max_sockets);
 	s->tw = s->base + tw_area(hdr);
 	s->tw_hash = (uint32_t *)(s->tw + (uint64_t)s->tw_max * SL_TW_SIZE);
+	s->v6tok_max = sl_v6tok_entries(hdr->max_sockets);
+	s->v6tok = (uint8_t (*)[16])(s->base + v6tok_area(hdr));
+	s->v6tok_hash = (uint32_t *)(s->v6tok + s->v6tok_max);
 	s->corrupt = false;
 }
 

@@ -175,16 +175,60 @@ bool sl_v6tok_addr(const struct sl_stack *s, uint32_t tok, uint8_t *out)
 		memcpy(out, r->ip6_ll, 16);
 		return !ip6_is_zero(out);
 	}
-	if (!sl_v6tok(tok) || i >= n || i >= SL_V6TOK_N)
+	if (!sl_v6tok(tok) || i >= n || i >= s->v6tok_max)
 		return false;
-	memcpy(out, r->v6tok[i], 16);
+	memcpy(out, s->v6tok[i], 16);
 	return true;
+}
+
+/*
+ * Where a's hash slots start: a keyed mix of its 16 bytes (the ISN
+ * secret's), so that peers cannot choose addresses that share a run of
+ * slots.  Slots are probed in turn (linear probing); 2 * v6tok_max of
+ * them for at most v6tok_max entries, none ever taken back, so a run
+ * ends at an empty slot within a few steps.
+ */
+static uint32_t v6tok_slot(const struct sl_stack *s, const uint8_t *a)
+{
+	const struct sl_region *r = s->lib;
+	uint64_t x, y;
+
+	memcpy(&x, a, 8);
+	memcpy(&y, a + 8, 8);
+	x = (x ^ r->tcp_isn_secret[0]) * 0x9e3779b97f4a7c15ull;
+	y = (y ^ r->tcp_isn_secret[1] ^ (x >> 29)) * 0xbf58476d1ce4e5b9ull;
+	y ^= y >> 31;
+	return (uint32_t)(y ^ (y >> 32)) & (2 * s->v6tok_max - 1);
+}
+
+/* The entry of a peer's address a, as v6tok_find()'s walk of its hash
+ * slots finds it: its index, or the empty slot where it would go
+ * (*empty), or neither (a slot out of range: the region scribbled). */
+static uint32_t v6tok_lookup(const struct sl_stack *s, const uint8_t *a, uint32_t *empty)
+{
+	uint32_t n = sl_load_acquire(&s->lib->v6tok_n), mask = 2 * s->v6tok_max - 1;
+	uint32_t slot = v6tok_slot(s, a);
+
+	*empty = SLUICE_IDX_NONE;
+	for (uint32_t step = 0; s->v6tok_max && step <= mask; step++, slot = (slot + 1) & mask) {
+		/* Acquire: pairs with v6tok_get()'s release; the entry the
+		 * slot names is written. */
+		uint32_t v = sl_load_acquire(&s->v6tok_hash[slot]);
+
+		if (!v) {
+			*empty = slot;
+			break;
+		}
+		if (v - 1 < n && v - 1 < s->v6tok_max && !memcmp(s->v6tok[v - 1], a, 16))
+			return v - 1;
+	}
+	return SLUICE_IDX_NONE;
 }
 
 uint32_t sl_v6tok_find(const struct sl_stack *s, const uint8_t *a)
 {
 	const struct sl_region *r = s->lib;
-	uint32_t n = sl_load_acquire(&r->v6tok_n);
+	uint32_t n = sl_load_acquire(&r->v6tok_n), i, empty;
 
 	if (!memcmp(a, ip6_loopback, 16))
 		return SL_V6TOK_LO;
@@ -195,11 +239,10 @@ uint32_t sl_v6tok_find(const struct sl_stack *s, const uint8_t *a)
 		return SL_V6TOK_LL;
 	if (!ip6_is_zero(r->ip6_addr) && !memcmp(a, r->ip6_addr, 16))
 		return SL_V6TOK_ME;
-	/* A walk: a stack talks to few IPv6 peers (SL_V6TOK_N at most). */
-	for (uint32_t i = 0; i < n && i < SL_V6TOK_N; i++)
-		if (!memcmp(r->v6tok[i], a, 16))
-			return htonl(SL_V6TOK_BASE + i);
-	return 0;
+	if (!n)
+		return 0;
+	i = v6tok_lookup(s, a, &empty);
+	return i == SLUICE_IDX_NONE ? 0 : htonl(SL_V6TOK_BASE + i);
 }
 
 bool sl_v6tok_is_ll(const struct sl_stack *s, uint32_t tok)
@@ -212,18 +255,23 @@ bool sl_v6tok_is_ll(const struct sl_stack *s, uint32_t tok)
 uint32_t sl_v6tok_get(struct sl_stack *s, const uint8_t *a)
 {
 	struct sl_region *r = s->lib;
-	uint32_t tok = sl_v6tok_find(s, a), n = r->v6tok_n;
+	uint32_t tok = sl_v6tok_find(s, a), n = r->v6tok_n, slot;
 
 	/* The stack's own link-local address while tentative or failed
 	 * is nobody's to name. */
 	if (tok || ip6_is_zero(a) || ip6_is_v4mapped(a) || sl_ip6_is_mcast(a) ||
-	    n >= SL_V6TOK_N || !memcmp(a, r->ip6_ll, 16))
+	    n >= s->v6tok_max || !memcmp(a, r->ip6_ll, 16))
 		return tok;
+	if (v6tok_lookup(s, a, &slot) != SLUICE_IDX_NONE || slot == SLUICE_IDX_NONE)
+		return 0;
 	/* Never given back: a handle names one address for the stack's
 	 * life, so no socket or TIME-WAIT entry can come to name another.
-	 * The entry is written before the count that shows it. */
-	memcpy(r->v6tok[n], a, 16);
+	 * The entry is written before the count, the count before the
+	 * hash slot that shows it (a process that dies between leaves an
+	 * entry nobody finds: a handle lost, no other harm). */
+	memcpy(s->v6tok[n], a, 16);
 	sl_store_release(&r->v6tok_n, n + 1);
+	sl_store_release(&s->v6tok_hash[slot], n + 1);
 	return htonl(SL_V6TOK_BASE + n);
 }
 
@@ -499,21 +547,80 @@ static uint64_t nd_now(struct sl_stack *s)
 	return sl_now(s) / 1000;
 }
 
+/* The hash chain of address ip: keyed as the handles' (v6tok_slot()). */
+static uint32_t *nd_chain(struct sl_stack *s, const uint8_t *ip)
+{
+	const struct sl_region *r = s->lib;
+	uint64_t x, y;
+
+	memcpy(&x, ip, 8);
+	memcpy(&y, ip + 8, 8);
+	x = (x ^ r->tcp_isn_secret[1]) * 0x9e3779b97f4a7c15ull;
+	y = (y ^ r->tcp_isn_secret[0] ^ (x >> 29)) * 0xbf58476d1ce4e5b9ull;
+	y ^= y >> 31;
+	return &s->lib->neigh6_hash[(uint32_t)(y ^ (y >> 32)) & (SL_NEIGH6_MAX - 1)];
+}
+
+/* An entry's place in the table from a chain link (index + 1), NULL at
+ * the chain's end or for a link out of range. */
+static struct sl_neigh6 *nd_at(struct sl_stack *s, uint32_t link)
+{
+	return link - 1 < SL_NEIGH6_MAX ? &s->lib->neigh6[link - 1] : NULL;
+}
+
+/* A chain is at most the table long: a scribbled loop ends there. */
 static struct sl_neigh6 *nd_find(struct sl_stack *s, const uint8_t *ip)
 {
-	for (unsigned int i = 0; i < SL_NEIGH_MAX; i++) {
-		struct sl_neigh6 *n = &s->lib->neigh6[i];
+	struct sl_neigh6 *n = nd_at(s, *nd_chain(s, ip));
 
+	for (unsigned int steps = 0; n && steps < SL_NEIGH6_MAX; steps++, n = nd_at(s, n->hnext))
 		if (n->state != SL_ND_FREE && !memcmp(n->ip, ip, 16))
 			return n;
-	}
 	return NULL;
+}
+
+static void nd_link(struct sl_stack *s, struct sl_neigh6 *n)
+{
+	uint32_t *head = nd_chain(s, n->ip);
+
+	n->hnext = *head;
+	*head = (uint32_t)(n - s->lib->neigh6) + 1;
+}
+
+static void nd_unlink(struct sl_stack *s, struct sl_neigh6 *n)
+{
+	uint32_t *p = nd_chain(s, n->ip), me = (uint32_t)(n - s->lib->neigh6) + 1;
+
+	for (unsigned int steps = 0; *p && steps < SL_NEIGH6_MAX; steps++) {
+		struct sl_neigh6 *c = nd_at(s, *p);
+
+		if (!c)
+			break;
+		if (*p == me) {
+			*p = n->hnext;
+			break;
+		}
+		p = &c->hnext;
+	}
+	n->hnext = 0;
+}
+
+void sl_nd_rehash(struct sl_stack *s)
+{
+	memset(s->lib->neigh6_hash, 0, sizeof(s->lib->neigh6_hash));
+	for (unsigned int i = 0; i < SL_NEIGH6_MAX; i++) {
+		s->lib->neigh6[i].hnext = 0;
+		if (s->lib->neigh6[i].state != SL_ND_FREE)
+			nd_link(s, &s->lib->neigh6[i]);
+	}
 }
 
 /* Free n, and the packet it held (counted). */
 static void nd_forget(struct sl_stack *s, struct sl_neigh6 *n)
 {
 	sl_hold_drop(s, &n->hold_idx, SL_C_nd_unres_drop);
+	if (n->state != SL_ND_FREE)
+		nd_unlink(s, n);
 	memset(n, 0, sizeof(*n));
 	n->hold_idx = SLUICE_IDX_NONE;
 }
@@ -539,7 +646,7 @@ static struct sl_neigh6 *nd_new(struct sl_stack *s, const uint8_t *ip, uint8_t s
 {
 	struct sl_neigh6 *pick = NULL;
 
-	for (unsigned int i = 0; i < SL_NEIGH_MAX; i++) {
+	for (unsigned int i = 0; i < SL_NEIGH6_MAX; i++) {
 		struct sl_neigh6 *n = &s->lib->neigh6[i];
 
 		if (n->state == SL_ND_FREE) {
@@ -553,6 +660,7 @@ static struct sl_neigh6 *nd_new(struct sl_stack *s, const uint8_t *ip, uint8_t s
 	memcpy(pick->ip, ip, 16);
 	pick->state = state;
 	pick->updated_ms = nd_now(s);
+	nd_link(s, pick);
 	return pick;
 }
 
@@ -730,7 +838,7 @@ void sl_nd_timer(struct sl_stack *s)
 	uint64_t now = nd_now(s);
 
 	nd_dad_timer(s, now);
-	for (unsigned int i = 0; i < SL_NEIGH_MAX; i++) {
+	for (unsigned int i = 0; i < SL_NEIGH6_MAX; i++) {
 		struct sl_neigh6 *n = &s->lib->neigh6[i];
 		uint64_t age = now - n->updated_ms;
 

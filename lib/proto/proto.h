@@ -883,6 +883,9 @@ uint32_t sl_ip6_flowlabel(const struct sl_stack *s, const uint8_t *saddr, const 
  * every 100 ms or so. */
 int sl_nd_resolve(struct sl_stack *s, const uint8_t *nh, uint8_t *mac, uint32_t idx);
 void sl_nd_timer(struct sl_stack *s);
+/* Link every IPv6 neighbour entry in use into its hash chain again
+ * (recovery: a process may have died between two links). */
+void sl_nd_rehash(struct sl_stack *s);
 /* An ICMPv6 error about the packet in orig_idx (kept), RFC 4443 2.4. */
 void sl_icmp6_send_error(struct sl_stack *s, uint32_t orig_idx, uint8_t type, uint8_t code,
 			 uint32_t info);

@@ -600,11 +600,13 @@ int sl_stack_recover(struct sl_stack *s, pid_t dead)
 	/* Packets waiting for a neighbour: each list is kept whole if it
 	 * ends, shares no buffer and (IPv6) its entry is INCOMPLETE; else
 	 * it is dropped (its buffers go back to the pool). */
-	for (unsigned int i = 0; i < SL_NEIGH_MAX; i++) {
+	for (unsigned int i = 0; i < SL_NEIGH_MAX; i++)
 		hold_keep(&rc, &r->neigh[i].hold_idx, true);
+	for (unsigned int i = 0; i < SL_NEIGH6_MAX; i++)
 		hold_keep(&rc, &r->neigh6[i].hold_idx,
 			  r->neigh6[i].state == SL_ND_INCOMPLETE);
-	}
+	/* The neighbours' hash chains may be half linked: made again. */
+	sl_nd_rehash(s);
 	for (uint32_t i = 0; i < s->n_bufs; i++) {
 		const struct sluice_buf *b = s->bufmeta + i;
 		pid_t holder;

@@ -21,7 +21,7 @@ static uint8_t last_mac[6];
 /* The stack's entry for ip, or NULL. */
 static const struct sl_neigh6 *nd_entry(const struct sl_stack *s, const uint8_t *ip)
 {
-	for (unsigned int i = 0; i < SL_NEIGH_MAX; i++)
+	for (unsigned int i = 0; i < SL_NEIGH6_MAX; i++)
 		if (s->lib->neigh6[i].state != SL_ND_FREE && !memcmp(s->lib->neigh6[i].ip, ip, 16))
 			return &s->lib->neigh6[i];
 	return NULL;
@@ -945,6 +945,79 @@ int main(void)
 		}
 		memset(s->lib->ip6_ll, 0, 16);
 		s->lib->ip6_ll_state = SL_LL_NONE;
+	}
+
+	/* 13b. Many peers (issue 20): a server's IPv6 clients each get a
+	 * handle of their own, as many as the stack's table holds
+	 * (sl_v6tok_entries(), 1,024 for this stack's 64 slots), found again
+	 * by a hash, not a walk; past the table a new peer is refused and
+	 * counted.  Was: 256 at most, whatever the stack's size. */
+	{
+		struct sluice_stack *st = (struct sluice_stack *)s;
+		struct sockaddr_in at = { .sin_family = AF_INET, .sin_port = htons(7100),
+					  .sin_addr.s_addr = SL_V6TOK_ME }, from;
+		struct sl_udp *u6 = (struct sl_udp *)pay;
+		int sd = sluice_socket(st, SLUICE_SOCK_DGRAM | SLUICE_SOCK_NONBLOCK);
+		uint32_t got = 0, distinct = 0, refound = 0, full0, first = 0, last = 0;
+		uint8_t a[16], named[16];
+		char src[48], buf[8];
+		long n;
+
+		sl_lock(s);
+		sl_sock(s, (uint32_t)sd)->flags |= SL_SF_V6;
+		sl_unlock(s);
+		tap_eq(sluice_bind(st, sd, &at), 0, "a UDP server on the stack's IPv6 address");
+		full0 = (uint32_t)fx_counter(s, "ip6_rx_peers_full");
+		for (uint32_t i = 0; i < 1000; i++) {
+			snprintf(src, sizeof(src), "2001:db8::1:%x:%x", i >> 8, i & 0xff);
+			memset(pay, 0, sizeof(pay));
+			u6->sport = htons((uint16_t)(20000 + i));
+			u6->dport = htons(7100);
+			u6->len = htons(12);
+			memcpy(uh + 1, "hi!", 4);
+			len = ip6(pkt, src, ME, IPPROTO_UDP_, 0, pay, 12);
+			ul_csum(pkt, len, 12, IPPROTO_UDP_, 6);
+			cap.n = 0;
+			in6(s, pkt, len, 0);
+			n = sluice_recvfrom(st, sd, buf, sizeof(buf), 0, &from);
+			inet_pton(AF_INET6, src, a);
+			if (n != 4 || from.sin_port != htons((uint16_t)(20000 + i)))
+				continue;
+			got++;
+			if (sl_v6tok(from.sin_addr.s_addr) && !sl_v6tok_own(from.sin_addr.s_addr) &&
+			    sl_v6tok_addr(s, from.sin_addr.s_addr, named) && !memcmp(named, a, 16) &&
+			    (!last || ntohl(from.sin_addr.s_addr) == ntohl(last) + 1))
+				distinct++;
+			if (!first)
+				first = from.sin_addr.s_addr;
+			last = from.sin_addr.s_addr;
+		}
+		for (uint32_t i = 0; i < 1000; i++) {
+			snprintf(src, sizeof(src), "2001:db8::1:%x:%x", i >> 8, i & 0xff);
+			inet_pton(AF_INET6, src, a);
+			refound += sl_v6tok_find(s, a) == htonl(ntohl(first) + i);
+		}
+		tap_eq(got, 1000, "1,000 datagrams from 1,000 IPv6 peers: all taken");
+		tap_eq(distinct, 1000, "... each from a handle of its own, naming its address");
+		tap_eq(refound, 1000, "... each handle found again from its address");
+		tap_eq(fx_counter(s, "ip6_rx_peers_full"), full0, "... none refused (peers_full)");
+		/* Fill the table: then a new peer is refused and counted. */
+		for (uint32_t i = 0; s->lib->v6tok_n < s->v6tok_max && i < 2 * s->v6tok_max; i++) {
+			memset(a, 0, 16);
+			a[0] = 0x20, a[1] = 0x01, a[2] = 0x0d, a[3] = 0xb8, a[5] = 2;
+			a[14] = (uint8_t)(i >> 8), a[15] = (uint8_t)i;
+			sl_lock(s);
+			sl_v6tok_get(s, a);
+			sl_unlock(s);
+		}
+		len = ip6(pkt, "2001:db8::3:1", ME, IPPROTO_UDP_, 0, pay, 12);
+		ul_csum(pkt, len, 12, IPPROTO_UDP_, 6);
+		in6(s, pkt, len, 0);
+		tap_ok(s->lib->v6tok_n == s->v6tok_max && s->v6tok_max == 1024 &&
+		       fx_counter(s, "ip6_rx_peers_full") == full0 + 1 &&
+		       sluice_recvfrom(st, sd, buf, sizeof(buf), 0, &from) == -EAGAIN,
+		       "the table full (1,024 for 64 slots): a new peer refused, counted");
+		sluice_close(st, sd);
 	}
 
 	/* 14. No IPv6 address, no link for IPv6: not sent, counted. */
