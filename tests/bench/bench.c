@@ -14,6 +14,11 @@
  *                             Sluice over 127.0.0.1 and ::1, RUNS times
  *                             alternating (default 3), each figure with the
  *                             CPU an operation of both ends; "all" runs it
+ *   bench sockets [RUNS]      the BSD socket calls' ping-pong over 127.0.0.1
+ *                             and ::1, alternating, RUNS each (default 3):
+ *                             the kernel's, or under `sluice run` Sluice's
+ *                             through the preload (AF_INET6 sockets as
+ *                             programs open them)
  *   bench bulk [MBYTES]       single-stream TCP bulk between two processes
  *   bench conns [N]           N established connections in one stack:
  *                             shared bytes per connection
@@ -873,12 +878,19 @@ static void v6_print(const char *what, const char *unit, const char *cpu_unit,
 		for (int r = 0; r < runs; r++)
 			printf("%s%.2f", r ? " " : "", f[w].v[r]);
 		printf(")");
-		if (with_med)
-			printf(", median batch %.2f", median_of(f[w].med, runs));
+		if (with_med) {
+			printf(", median batch %.2f (", median_of(f[w].med, runs));
+			for (int r = 0; r < runs; r++)
+				printf("%s%.2f", r ? " " : "", f[w].med[r]);
+			printf(")");
+		}
 		printf(", CPU %.2f %s\n", c[w], cpu_unit);
 	}
 	printf("v6: %s, sluice ::1 / sluice 127.0.0.1 %.3f (CPU %.3f), sluice ::1 / kernel ::1 %.2f "
-	       "(CPU %.2f)\n", what, m[2] / m[1], c[2] / c[1], m[2] / m[0], c[2] / c[0]);
+	       "(CPU %.2f)", what, m[2] / m[1], c[2] / c[1], m[2] / m[0], c[2] / c[0]);
+	if (with_med)
+		printf("; median batch %.3f", median_of(f[2].med, runs) / median_of(f[1].med, runs));
+	printf("\n");
 }
 
 static void v6_beside_v4(int runs)
@@ -923,6 +935,37 @@ static void v6_beside_v4(int runs)
 	v6_print("bulk", "Gbit/s", "us", bk, runs, false);
 }
 
+/* The socket calls' ping-pong, 127.0.0.1 beside ::1 (bench sockets). */
+static void sockets_v6(int runs)
+{
+	static const char *const fam[2] = { "127.0.0.1", "::1" };
+	struct v6_fig f[2];
+	long rounds = 50000;
+	double m[2], c[2];
+
+	if (runs > V6_RUNS_MAX)
+		runs = V6_RUNS_MAX;
+	for (int r = 0; r < runs; r++)
+		for (int k = 0; k < 2; k++) {
+			int w = (r + k) % 2;
+
+			use_v6 = w;
+			f[w].v[r] = kernel_pingpong(rounds, &f[w].med[r], &f[w].cpu[r]);
+		}
+	use_v6 = 0;
+	for (int w = 0; w < 2; w++) {
+		m[w] = median_of(f[w].med, runs);
+		c[w] = median_of(f[w].cpu, runs);
+		printf("sockets: TCP 64 B busy-poll ping-pong, %ld round trips, %-9s one-way mean "
+		       "%.2f us, median batch %.2f us (", rounds, fam[w], median_of(f[w].v, runs),
+		       m[w]);
+		for (int r = 0; r < runs; r++)
+			printf("%s%.2f", r ? " " : "", f[w].med[r]);
+		printf("), CPU a round trip %.2f us\n", c[w]);
+	}
+	printf("sockets: ::1 / 127.0.0.1 median batch %.3f, CPU %.3f\n", m[1] / m[0], c[1] / c[0]);
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "all";
@@ -942,6 +985,8 @@ int main(int argc, char **argv)
 		pingpong(arg > 1000 ? arg : 50000);
 		use_v6 = 0;
 	}
+	if (!strcmp(what, "sockets"))
+		sockets_v6(arg > 0 ? (int)arg : 3);
 	if (!strcmp(what, "v6") || !strcmp(what, "all"))
 		v6_beside_v4(arg > 0 && strcmp(what, "all") ? arg : 3);
 	if (!strcmp(what, "bulk") || !strcmp(what, "all")) {
