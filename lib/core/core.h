@@ -1380,9 +1380,12 @@ bool sl_lock_dead_holder(struct sl_stack *s);
  * past the mark and read SO_TIMESTAMPNS's stamps as SO_TIMESTAMP's; 42:
  * the IPv6 peer handles in an area after the TIME-WAIT hashes, not in
  * struct sl_region, and the ND table on hash chains: an older library
- * would look for a peer's handle where none is).
+ * would look for a peer's handle where none is; 43: struct sl_tcp_sock's
+ * mdev_us, mdev_max_us and srtt_lo, and rttvar_us and rtt_seq as Linux's
+ * estimator has them: an older library would time RTOs from them as RFC
+ * 6298's).
  */
-#define SL_LAYOUT_VERSION	42
+#define SL_LAYOUT_VERSION	43
 
 /*
  * Bytes of a socket slot (sluice_region.sock_size).  The slot's contents

@@ -272,7 +272,7 @@ static void reset_sock(struct rec *rc, struct sl_sock *so, bool keep_lent)
 	rc->bad[so->idx] = is_conn(so) && so->state != SL_TCP_TIME_WAIT ? 2 : 1;
 	if (so->state == SL_TCP_LISTEN)
 		tp->acc_head = tp->acc_tail = SLUICE_IDX_NONE;
-	tp->tflags &= ~(SL_TF_FIN_Q | SL_TF_RECOVERY | SL_TF_TIMING | SL_TF_PROBE);
+	tp->tflags &= ~(SL_TF_FIN_Q | SL_TF_RECOVERY | SL_TF_PROBE);
 	tp->t_rexmt = tp->t_dack = tp->t_persist = tp->t_keep = tp->t_close = tp->t_cork = 0;
 	tp->t_tlp = tp->t_reo = 0;
 	tp->t_pool = 0;

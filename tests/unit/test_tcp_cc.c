@@ -233,27 +233,27 @@ static void test_cc_hystart_delay(void)
 	tp.cwnd = 20 * MSS;
 	tp.snd_una = 1000;
 	tp.snd_nxt = 1000 + 20 * MSS;
-	sl_tcp_rtt_sample(&tp, 10000);		/* min_RTT 10 ms */
+	sl_tcp_rtt_sample(&tp, 10000, 10000);		/* min_RTT 10 ms */
 	tp.snd_una += 1;
 	for (int i = 0; i < 8; i++)
-		sl_tcp_rtt_sample(&tp, 13500);	/* +3.5 ms: below 4 ms */
+		sl_tcp_rtt_sample(&tp, 13500, 13500);	/* +3.5 ms: below 4 ms */
 	tap_ok(tp.ssthresh > tp.cwnd, "HyStart: a 3.5 ms rise over 10 ms keeps slow start");
 	/* The next round (SND.UNA past the round's end). */
 	tp.snd_una = tp.snd_nxt;
 	tp.snd_nxt += 20 * MSS;
 	for (int i = 0; i < 7; i++)
-		sl_tcp_rtt_sample(&tp, 15000);
+		sl_tcp_rtt_sample(&tp, 15000, 15000);
 	tap_ok(tp.ssthresh > tp.cwnd, "HyStart: 7 samples of +5 ms decide nothing yet");
-	sl_tcp_rtt_sample(&tp, 15000);
+	sl_tcp_rtt_sample(&tp, 15000, 15000);
 	tap_eq(tp.ssthresh, tp.cwnd, "HyStart: the 8th sample of +5 ms ends slow start at cwnd");
 
 	tp = tcb();
 	tp.cwnd = 15 * MSS;
 	tp.snd_una = 1000;
 	tp.snd_nxt = 1000 + 15 * MSS;
-	sl_tcp_rtt_sample(&tp, 10000);
+	sl_tcp_rtt_sample(&tp, 10000, 10000);
 	for (int i = 0; i < 8; i++)
-		sl_tcp_rtt_sample(&tp, 30000);
+		sl_tcp_rtt_sample(&tp, 30000, 30000);
 	tap_ok(tp.ssthresh > tp.cwnd, "HyStart: not below 16 segments");
 }
 

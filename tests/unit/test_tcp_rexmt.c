@@ -26,6 +26,20 @@ static struct sl_sock *conn(uint32_t *iss, bool sack)
 	return so;
 }
 
+/* The estimator as one sample of r on a path left it (Linux's
+ * tcp_rtt_estimator() first sample): SRTT r, mdev 2r, RTTVAR at least
+ * RTO_MIN, RTO SRTT + RTTVAR. */
+static void set_path(struct sl_sock *so, uint32_t r)
+{
+	so->tcp.srtt_us = r;
+	so->tcp.srtt_lo = 0;
+	so->tcp.mdev_us = 2 * r;
+	so->tcp.rttvar_us = 2 * r > SL_TCP_RTO_MIN_US ? 2 * r : SL_TCP_RTO_MIN_US;
+	so->tcp.mdev_max_us = so->tcp.rttvar_us;
+	so->tcp.rto_us = r + so->tcp.rttvar_us;
+	so->tcp.rtt_seq = so->tcp.snd_max;
+}
+
 static void ack(struct sl_sock *so, uint32_t a, const struct tf_opts *o)
 {
 	tf_seg_full(TF_PPORT, ntohs(so->lport), TH_ACK_, IRS + 1, a, 65535, o, NULL, 0);
@@ -63,20 +77,23 @@ static void test_established_rto_backoff(void)
 	struct sl_sock *so;
 	struct tf_seg g;
 	uint32_t iss;
-	uint64_t gap1, gap2, gap3;
+	uint64_t gap1, gap2, gap3, rto;
 
 	tf_init("rb");
 	so = conn(&iss, false);
+	rto = so->tcp.rto_us;
+	tap_eq(rto, so->tcp.srtt_us + SL_TCP_RTO_MIN_US,
+	       "RTO after a tiny RTT: SRTT + 200 ms (Linux's, not RFC 6298's 200 ms floor)");
 	sl_tcp_send(T.s, so, pattern, 100, 0, tf_now_us);
 	tf_clear();
 	gap1 = wait_frame(5000);
 	g = tf_last();
 	tap_ok(g.seq == iss + 1 && g.plen == 100, "RTO: the segment is sent again");
-	tap_eq(gap1, SL_TCP_RTO_MIN_US / 1000, "first RTO: the 200 ms floor (tiny RTT)");
+	tap_eq(gap1, (rto + 999) / 1000, "first RTO at that, to the millisecond above");
 	gap2 = wait_frame(5000);
 	gap3 = wait_frame(5000);
-	tap_eq(gap2, 2 * gap1, "backoff doubles (RFC 6298 5.5)");
-	tap_eq(gap3, 4 * gap1, "and doubles again");
+	tap_eq(gap2, (2 * rto + 999) / 1000, "backoff doubles (RFC 6298 5.5)");
+	tap_eq(gap3, (4 * rto + 999) / 1000, "and doubles again");
 	tap_eq(tf_counter(SL_C_tcp_rto), 3, "counted tcp_rto");
 	tap_eq(tf_counter(SL_C_tcp_retransmit), 3, "counted tcp_retransmit");
 	tap_eq(so->retransmits, 3, "and on the socket (sluice dump)");
@@ -91,7 +108,9 @@ static void test_established_rto_backoff(void)
 	tf_finish();
 }
 
-/* RFC 6298 2.2/2.3: SRTT, RTTVAR and RTO from measurements. */
+/* SRTT, RTTVAR and RTO from measurements, as Linux's
+ * tcp_rtt_estimator() and tcp_set_rto() (RFC 6298's variance with
+ * Linux's gains, RTTVAR the most of a window, RTO = SRTT + RTTVAR). */
 static void test_established_rtt_estimate(void)
 {
 	struct sl_sock *so;
@@ -100,18 +119,26 @@ static void test_established_rtt_estimate(void)
 	tf_init("rt");
 	so = conn(&iss, false);
 	so->tcp.srtt_us = 0;	/* forget the handshake's sample */
+	so->tcp.srtt_lo = 0;
 	so->tcp.rto_us = 1000000;
 	sl_tcp_send(T.s, so, pattern, 100, 0, tf_now_us);
 	tf_advance_ms(300);
 	ack(so, iss + 101, NULL);
 	tap_eq(so->tcp.srtt_us, 300000, "first sample: SRTT = R");
-	tap_eq(so->tcp.rttvar_us, 150000, "RTTVAR = R/2");
-	tap_eq(so->tcp.rto_us, 900000, "RTO = SRTT + 4 RTTVAR");
+	tap_eq(so->tcp.mdev_us, 600000, "mdev = 2 R (4 x R/2)");
+	tap_eq(so->tcp.rttvar_us, 600000, "RTTVAR = max(mdev, 200 ms)");
+	tap_eq(so->tcp.rto_us, 900000, "RTO = SRTT + RTTVAR = 3 R");
 	sl_tcp_send(T.s, so, pattern, 100, 0, tf_now_us);
 	tf_advance_ms(100);
 	ack(so, iss + 201, NULL);
-	tap_eq(so->tcp.rttvar_us, (3 * 150000 + 200000) / 4, "RTTVAR = 3/4 RTTVAR + 1/4 |SRTT - R|");
 	tap_eq(so->tcp.srtt_us, (7 * 300000 + 100000) / 8, "SRTT = 7/8 SRTT + 1/8 R");
+	/* R fell 200 ms below SRTT: |err| - mdev/4 = 50 ms, an eighth of
+	 * that (Linux's finer gain when the RTT falls). */
+	tap_eq(so->tcp.mdev_us, 600000 + (200000 - 600000 / 4) / 8,
+	       "mdev: an eighth of the gain on a falling RTT");
+	tap_eq(so->tcp.rttvar_us, so->tcp.mdev_us, "RTTVAR follows mdev up");
+	tap_eq(so->tcp.rto_us, 275000 + 606250, "RTO = SRTT + RTTVAR");
+	tap_eq(so->tcp.mdev_max_us, SL_TCP_RTO_MIN_US, "a new window: its most starts at 200 ms");
 	tf_finish();
 }
 
@@ -280,9 +307,13 @@ static void limited_transmit(bool sack)
 
 	tf_init(sack ? "lts" : "ltn");
 	so = conn(&iss, sack);
+	set_path(so, 10000);
 	tap_eq(sl_tcp_send(T.s, so, pattern, 15000, 0, tf_now_us), 15000, "write 15 segments");
 	tap_eq(T.n, 10, "ten go: the initial window");
 	cwnd = so->tcp.cwnd;
+	/* The SACKs come a round trip on: each gives an RTT sample, and one
+	 * of 0 would leave RACK no reordering window (min_RTT/4). */
+	tf_advance_ms(10);
 	tf_clear();
 	o.sack[0][0] = iss + 1001;
 	o.sack[0][1] = iss + 2001;
@@ -392,19 +423,21 @@ static void tail_loss_probe(bool sack)
 	uint32_t iss;
 	uint64_t ms;
 
+	uint64_t rto_ms;
+
 	tf_init(sack ? "tlp" : "tln");
 	so = conn(&iss, sack);
 	tf_advance_ms(100);
-	so->tcp.srtt_us = 20000;	/* a 20 ms path */
-	so->tcp.rttvar_us = 10000;
-	so->tcp.rto_us = 200000;
+	set_path(so, 20000);	/* a 20 ms path: RTO 220 ms */
+	rto_ms = so->tcp.rto_us / 1000;
 	sl_tcp_send(T.s, so, pattern, 4000, 0, tf_now_us);
 	tf_clear();
 	ms = wait_frame(1000);
 	g = tf_last();
 	if (!sack) {
-		tap_ok(ms >= 199 && ms <= 201 && g.seq == iss + 1,
-		       "no SACK: no probe; the RTO sends the first segment at %llu ms",
+		tap_ok(ms + 1 >= rto_ms && ms <= rto_ms + 1 &&
+		       g.seq == iss + 1,
+		       "no SACK: no probe; the RTO (SRTT + 200 ms) sends the first segment at %llu ms",
 		       (unsigned long long)ms);
 		tf_finish();
 		return;
@@ -417,7 +450,8 @@ static void tail_loss_probe(bool sack)
 	tf_clear();
 	ms = wait_frame(1000);
 	g = tf_last();
-	tap_ok(ms >= 199 && ms <= 201 && g.seq == iss + 1,
+	tap_ok(ms + 1 >= rto_ms && ms <= rto_ms + 1 &&
+	       g.seq == iss + 1,
 	       "one probe only: the RTO, from the probe, %llu ms later", (unsigned long long)ms);
 	ack(so, iss + 4001, NULL);
 	tap_ok(!(so->tcp.tflags & SL_TF_TLP) && !so->tcp.t_tlp, "all ACKed: no probe pending");
@@ -484,9 +518,7 @@ static struct sl_sock *rack_conn(uint32_t *iss)
 {
 	struct sl_sock *so = conn(iss, true);
 
-	so->tcp.srtt_us = 10000;
-	so->tcp.rttvar_us = 5000;
-	so->tcp.rto_us = 200000;
+	set_path(so, 10000);
 	return so;
 }
 
@@ -669,11 +701,11 @@ static void test_established_tlp_at_rto(void)
 	sl_tcp_send(T.s, so, pattern, 1000, 0, tf_now_us);
 	tf_clear();
 	ms = wait_frame(1000);
-	tap_ok(ms == 200 && tf_counter(SL_C_tcp_loss_probe) == 1 && tf_counter(SL_C_tcp_rto) == 0,
-	       "the probe at the RTO's time (%llu ms), no RTO", (unsigned long long)ms);
+	tap_ok(ms == 210 && tf_counter(SL_C_tcp_loss_probe) == 1 && tf_counter(SL_C_tcp_rto) == 0,
+	       "the probe at the RTO's time (SRTT + 200 ms: %llu ms), no RTO", (unsigned long long)ms);
 	tf_clear();
 	ms = wait_frame(1000);
-	tap_ok(ms == 200 && tf_counter(SL_C_tcp_rto) == 1, "the RTO 200 ms later (%llu ms)",
+	tap_ok(ms == 210 && tf_counter(SL_C_tcp_rto) == 1, "the RTO 210 ms later (%llu ms)",
 	       (unsigned long long)ms);
 	ack(so, iss + 1001, NULL);
 	tf_finish();
@@ -976,9 +1008,7 @@ static struct sl_sock *undo_conn(uint32_t *iss, bool sack, bool ts)
 
 	sl_tcp_setsockopt(T.s, so, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	so->tcp.min_rtt_us = 10000;
-	so->tcp.srtt_us = 10000;
-	so->tcp.rttvar_us = 5000;
-	so->tcp.rto_us = 200000;
+	set_path(so, 10000);
 	return so;
 }
 
@@ -1081,8 +1111,9 @@ static void test_established_undo_rto_eifel(void)
 	tsv = undo_send(so, 10);
 	tf_clear();
 	ms = wait_frame(1000);
-	tap_ok(ms == 200 && tf_last().seq == iss + 1 && tf_counter(SL_C_tcp_rto) == 1,
-	       "the RTO sends the first segment again (%llu ms)", (unsigned long long)ms);
+	tap_ok(ms == 210 && tf_last().seq == iss + 1 && tf_counter(SL_C_tcp_rto) == 1,
+	       "the RTO (SRTT + 200 ms) sends the first segment again (%llu ms)",
+	       (unsigned long long)ms);
 	tf_advance_ms(1);
 	ack_ts(so, iss + 1 + m, tsv, 0, 0);
 	tap_eq(tf_counter(SL_C_tcp_loss_undo), 1, "its ACK echoes the original's TSval: undone");

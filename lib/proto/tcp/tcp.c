@@ -1818,7 +1818,7 @@ int sl_tcp_getsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 		ti.tcpi_snd_mss = mss;
 		ti.tcpi_rcv_mss = sl_tcp_our_mss(s, so);
 		ti.tcpi_rtt = tp->srtt_us;
-		ti.tcpi_rttvar = tp->rttvar_us;
+		ti.tcpi_rttvar = tp->mdev_us >> 2;	/* as Linux: mdev, not RTTVAR */
 		ti.tcpi_snd_ssthresh = tp->ssthresh / div;
 		ti.tcpi_snd_cwnd = tp->cwnd / div;
 		ti.tcpi_backoff = tp->backoff;

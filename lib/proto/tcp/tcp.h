@@ -145,7 +145,7 @@ enum sl_tcp_state {
 #define SL_TF_FIN_Q	0x0010	/* FIN queued after snd_end */
 #define SL_TF_FIN_RCVD	0x0020	/* peer's FIN received in order */
 #define SL_TF_RECOVERY	0x0040	/* in fast recovery (RFC 6582) */
-#define SL_TF_TIMING	0x0080	/* an RTT measurement is running */
+/* 0x0080 free (was SL_TF_TIMING: RTT samples now come from each ACK) */
 #define SL_TF_PASSIVE	0x0100	/* child of a listener */
 #define SL_TF_ACCQ	0x0200	/* on its listener's accept queue */
 #define SL_TF_CONNECTED	0x0400	/* reached ESTABLISHED once */
@@ -214,7 +214,12 @@ struct sl_tcp_sock {
 	/* RFC 7323 timestamps */
 	uint32_t ts_recent, ts_offset;
 
-	/* RFC 6298 */
+	/* The RTT estimator and RTO, as Linux's tcp_rtt_estimator() and
+	 * tcp_set_rto() (tcp_timer.c, sl_tcp_rtt_sample()): SRTT, RTTVAR
+	 * (Linux's rttvar_us: the most of mdev_us over the last window, at
+	 * least RTO_MIN), the RTO; rtt_seq, SND.MAX when the window began
+	 * (it ends when SND.UNA passes it); rtt_start_us, when the SYN or
+	 * SYN-ACK went (the handshake's sample). */
 	uint32_t srtt_us, rttvar_us, rto_us;
 	uint32_t rtt_seq;
 	uint64_t rtt_start_us;
@@ -406,6 +411,11 @@ struct sl_tcp_sock {
 	/* The duplicate data to report, while SL_TF_DSACK (tcp_input.c,
 	 * dsack_set(); Linux's duplicate_sack[0]). */
 	uint32_t dsack_seq, dsack_end;
+	/* The rest of Linux's estimator (sl_tcp_rtt_sample()): mdev_us,
+	 * four times the smoothed mean deviation; mdev_max_us, its most in
+	 * this window (from RTO_MIN); srtt_lo, the three bits below srtt_us
+	 * (Linux keeps SRTT scaled by 8). */
+	uint32_t mdev_us, mdev_max_us;
 	/* TCP_NOTSENT_LOWAT as set (0: net.ipv4.tcp_notsent_lowat's): the
 	 * bytes written but not yet sent above which the socket is not
 	 * writable (tcp.c, sl_tcp_notsent_ok(), as Linux's
@@ -419,6 +429,7 @@ struct sl_tcp_sock {
 	 * itself: its connect() is the kernel's without a cookie, a plain
 	 * handshake (lib/preload/README.md, "Options"). */
 	uint8_t fastopen_connect;
+	uint8_t srtt_lo;	/* the estimator's, above (kept here: padding) */
 };
 
 /* sl_tcp_sock.undo */
@@ -685,7 +696,7 @@ uint32_t sl_tcp_rcv_wnd_max(struct sl_stack *s, const struct sl_sock *so);
 
 /* tcp_timer.c */
 void sl_tcp_arm(struct sl_stack *s, struct sl_sock *so);
-void sl_tcp_rtt_sample(struct sl_tcp_sock *tp, uint32_t rtt_us);
+void sl_tcp_rtt_sample(struct sl_tcp_sock *tp, uint32_t rtt_us, uint32_t ca_rtt_us);
 void sl_tcp_rearm_rexmt(struct sl_sock *so, uint64_t now_us);
 void sl_tcp_tlp_arm(struct sl_sock *so, uint64_t now_us);
 /* tcp_input.c: RACK's reordering timer ran out (RFC 8985 6.3). */

@@ -611,7 +611,19 @@ static void undo_init(struct sl_tcp_sock *tp, uint32_t out)
 }
 
 /* Free send-queue data below snd_una; returns bytes newly acknowledged. */
-static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
+/*
+ * The send times an ACK's RTT sample comes from (Linux's
+ * tcp_clean_rtx_queue() and tcp_sacktag_one()): the oldest and newest of
+ * the segments it acknowledged cumulatively and had not sent again, and
+ * of those it newly SACKed; 0: none.
+ */
+struct ack_stamps {
+	uint64_t first, last, sfirst, slast;
+	bool rexmit;		/* a segment sent again was acknowledged */
+};
+
+static void drop_acked(struct sl_stack *s, struct sl_sock *so, struct ack_stamps *st,
+		       uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	uint32_t steps = 0;
@@ -626,10 +638,15 @@ static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 			break;
 		if (!(b->flags & SL_TBF_SACKED))
 			rack_delivered(s, tp, b, now_us);
-		if (b->flags & SL_TBF_REXMIT)
+		if (b->flags & SL_TBF_REXMIT) {
 			rexmit_acked = true;
-		else if (!(b->flags & SL_TBF_SACKED) && SEQ_LEQ(end, tp->recover))
-			tp->undo |= SL_UNDO_ORIG;
+		} else if (!(b->flags & SL_TBF_SACKED)) {
+			if (SEQ_LEQ(end, tp->recover))
+				tp->undo |= SL_UNDO_ORIG;
+			if (!st->first)
+				st->first = b->ts_us;
+			st->last = b->ts_us;
+		}
 		tp->sndq_head = b->next_idx;
 		if (tp->sndq_head == SLUICE_IDX_NONE)
 			tp->sndq_tail = SLUICE_IDX_NONE;
@@ -645,6 +662,7 @@ static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	 * tell which copy arrived (Linux drops FLAG_ORIG_SACK_ACKED). */
 	if (rexmit_acked && !(tp->tflags & SL_TF_SACK))
 		tp->undo &= (uint8_t)~SL_UNDO_ORIG;
+	st->rexmit |= rexmit_acked;
 	/* SND.UNA inside the head buffer (the peer took only part of a
 	 * segment, e.g. into a window it shrank): drop the acknowledged
 	 * front, so a retransmission starts at SND.UNA and can be cut to
@@ -674,7 +692,7 @@ static void drop_acked(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 /* Mark the send-queue buffers o's SACK blocks cover; returns the bytes
  * newly SACKed. */
 static uint32_t mark_sacked(struct sl_stack *s, struct sl_sock *so, const struct seg_opts *o,
-			    uint32_t ack, uint32_t *high_out, uint64_t now_us)
+			    uint32_t ack, uint32_t *high_out, struct ack_stamps *at, uint64_t now_us)
 {
 	struct sl_tcp_sock *tp = &so->tcp;
 	uint32_t newly = 0, high = (tp->rack & SL_RACK_HIGH) ? tp->sack_high : tp->snd_una;
@@ -714,6 +732,12 @@ static uint32_t mark_sacked(struct sl_stack *s, struct sl_sock *so, const struct
 				rack_delivered(s, tp, b, now_us);
 				if (!(b->flags & SL_TBF_REXMIT) && SEQ_LEQ(b->seq + b->aux, tp->recover))
 					tp->undo |= SL_UNDO_ORIG;
+				if (!(b->flags & SL_TBF_REXMIT)) {
+					if (!at->sfirst || b->ts_us < at->sfirst)
+						at->sfirst = b->ts_us;
+					if (b->ts_us > at->slast)
+						at->slast = b->ts_us;
+				}
 				if (SEQ_GT(b->seq + b->aux, high))
 					high = b->seq + b->aux;
 			}
@@ -754,7 +778,6 @@ static void retransmit_hole(struct sl_stack *s, struct sl_sock *so, uint64_t now
 	if (cand == SLUICE_IDX_NONE || (!head && !sacked_after))
 		return;
 	sl_buf(s, cand)->flags |= SL_TBF_RECOV;
-	tp->tflags &= ~SL_TF_TIMING;	/* Karn */
 	sl_tcp_xmit_buf(s, so, cand, now_us);
 }
 
@@ -801,7 +824,6 @@ static uint32_t send_lost(struct sl_stack *s, struct sl_sock *so, uint32_t pipe,
 		if (pipe + b->aux > tp->cwnd)
 			break;
 		b->flags |= SL_TBF_RECOV;
-		tp->tflags &= ~SL_TF_TIMING;	/* Karn */
 		if (sl_tcp_xmit_buf(s, so, idx, now_us))
 			break;
 		pipe += b->aux;
@@ -1303,6 +1325,40 @@ static void sack_high_set(struct sl_tcp_sock *tp, uint32_t high)
 }
 
 /*
+ * The RTT sample an ACK gives, as Linux's tcp_clean_rtx_queue() and
+ * tcp_ack_update_rtt() take it (every ACK, not one timed segment a round
+ * as before): from the oldest segment it acknowledged cumulatively, none
+ * if it acknowledged one sent again (Karn); else from the oldest it newly
+ * SACKed; else, when it acknowledged new data and timestamps are on, from
+ * the echoed TSval (a millisecond at least).  min_RTT and HyStart take the
+ * newest segment's.
+ */
+static void ack_rtt(struct sl_tcp_sock *tp, const struct seg *g, const struct ack_stamps *st,
+		    bool acked, uint64_t now_us)
+{
+	int64_t r = -1, ca = -1;
+
+	if (st->first && !st->rexmit && now_us >= st->last) {
+		r = (int64_t)(now_us - st->first);
+		ca = (int64_t)(now_us - st->last);
+	}
+	if (st->sfirst && now_us >= st->slast) {
+		if (r < 0)
+			r = (int64_t)(now_us - st->sfirst);
+		ca = (int64_t)(now_us - st->slast);
+	}
+	if (r < 0 && acked && (tp->tflags & SL_TF_TS) && g->o.ts && g->o.tsecr) {
+		uint32_t d = (uint32_t)(now_us / 1000) + tp->ts_offset - g->o.tsecr;
+
+		if (d < INT32_MAX / 1000)
+			r = ca = (int64_t)(d ? d : 1) * 1000;
+	}
+	if (r < 0 || r > UINT32_MAX)
+		return;
+	sl_tcp_rtt_sample(tp, (uint32_t)r, ca > UINT32_MAX ? UINT32_MAX : (uint32_t)ca);
+}
+
+/*
  * Send-buffer growth, as Linux's tcp_sndbuf_expand() from tcp_new_space():
  * after an ACK, a socket whose buffer the user did not fix and whose
  * flight is short of cwnd (so the buffer, not cwnd, may be what holds it
@@ -1344,6 +1400,7 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 	uint32_t high = tp->sack_high, snd_una0 = tp->snd_una;
 	bool dsack_tlp = false, frto_new = false;
 	bool dup, sack = tp->tflags & SL_TF_SACK;
+	struct ack_stamps st = { 0 };
 
 	/* RFC 5961 5.2: acceptable if SND.UNA - MAX.SND.WND <= SEG.ACK <= SND.NXT. */
 	if (SEQ_GT(ack, tp->snd_max) || SEQ_LT(ack, tp->snd_una - tp->max_sndwnd)) {
@@ -1352,7 +1409,7 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 	}
 	tp->undo &= (uint8_t)~(SL_UNDO_ORIG | SL_UNDO_ECE);
 	if (tp->tflags & SL_TF_SACK) {
-		newly_sacked = mark_sacked(s, so, &g->o, ack, &high, now_us);
+		newly_sacked = mark_sacked(s, so, &g->o, ack, &high, &st, now_us);
 		/* A DSACK at or below the probe's end: the probe arrived
 		 * with what it sent again (Linux's FLAG_DSACK_TLP). */
 		dsack_tlp = (tp->rack & SL_RACK_DSACK) && (tp->tflags & SL_TF_TLP) &&
@@ -1392,6 +1449,8 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 			tp->max_sndwnd = wnd;
 	}
 
+	if (!SEQ_GT(ack, tp->snd_una))
+		ack_rtt(tp, g, &st, false, now_us);	/* newly SACKed only */
 	if (SEQ_GT(ack, tp->snd_una)) {
 		/* RFC 7661 flavour (Linux tcp_is_cwnd_limited): grow cwnd only
 		 * while it is what limits the sender. */
@@ -1399,16 +1458,6 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 		uint32_t delivered;
 
 		acked = ack - tp->snd_una;
-		/* RTT: one timed segment (Karn), or the echoed timestamp. */
-		if ((tp->tflags & SL_TF_TIMING) && SEQ_GEQ(ack, tp->rtt_seq)) {
-			tp->tflags &= ~SL_TF_TIMING;
-			sl_tcp_rtt_sample(tp, (uint32_t)(now_us - tp->rtt_start_us));
-		} else if (tp->backoff && (tp->tflags & SL_TF_TS) && g->o.ts && g->o.tsecr) {
-			uint32_t r = (uint32_t)(now_us / 1000) + tp->ts_offset - g->o.tsecr;
-
-			if (r < 60000)
-				sl_tcp_rtt_sample(tp, r * 1000);
-		}
 		tp->snd_una = ack;
 		if (SEQ_LT(tp->snd_nxt, ack))
 			tp->snd_nxt = ack;
@@ -1416,7 +1465,8 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 		 * (Linux's tcp_clean_rtx_queue(): snd_up = snd_una). */
 		if ((tp->tflags & SL_TF_URG) && SEQ_GEQ(ack, tp->snd_up))
 			tp->tflags &= ~SL_TF_URG;
-		drop_acked(s, so, now_us);
+		drop_acked(s, so, &st, now_us);
+		ack_rtt(tp, g, &st, true, now_us);
 		sack_high_set(tp, high);
 		tp->backoff = 0;
 		tp->keep_probes = 0;
@@ -2111,9 +2161,11 @@ static void syn_sent_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 	if (g->flags & TH_ACK_) {
 		tp->snd_una = g->ack;
 		tp->snd_wscale = (tp->tflags & SL_TF_WS) ? tp->snd_wscale : 0;
-		tp->tflags &= ~SL_TF_TIMING;
-		if (!tp->backoff)	/* Karn: only an unrepeated SYN */
-			sl_tcp_rtt_sample(tp, (uint32_t)(now_us - tp->rtt_start_us));
+		if (!tp->backoff) {	/* Karn: only an unrepeated SYN */
+			uint32_t r = (uint32_t)(now_us - tp->rtt_start_us);
+
+			sl_tcp_rtt_sample(tp, r, r);
+		}
 		established(s, so, g);
 		sl_tcp_keep_reset(so, now_us);
 		/* RFC 9293: <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>, then any data. */
@@ -2483,8 +2535,11 @@ static void sync_input(struct sl_stack *s, struct sl_sock *so, uint32_t idx,
 			goto drop;
 		tp->snd_una = g->ack;
 		tp->snd_wscale = (tp->tflags & SL_TF_WS) ? tp->snd_wscale : 0;
-		if (!tp->backoff && !tp->srtt_us)	/* Karn */
-			sl_tcp_rtt_sample(tp, (uint32_t)(now_us - tp->rtt_start_us));
+		if (!tp->backoff && !tp->srtt_us) {	/* Karn */
+			uint32_t r = (uint32_t)(now_us - tp->rtt_start_us);
+
+			sl_tcp_rtt_sample(tp, r, r);
+		}
 		established(s, so, g);
 		sl_tcp_keep_reset(so, now_us);
 		if (so->flags & SL_SF_SHUT_WR) {

@@ -1063,11 +1063,6 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 			if (ret == -ENOBUFS || ret == -ENOTRECOVERABLE)
 				break;
 		}
-		if (!rexmit && !(tp->tflags & SL_TF_TIMING)) {
-			tp->tflags |= SL_TF_TIMING;
-			tp->rtt_seq = end;
-			tp->rtt_start_us = now_us;
-		}
 		/* A FIN that rode on the segment takes its sequence number. */
 		end += fin;
 		tp->snd_nxt = end;
