@@ -186,16 +186,23 @@ void sl_tcp_cc_idle(struct sl_tcp_sock *tp)
 	tp->cc_acc = 0;
 }
 
-/* RFC 9438 4.6-4.7: multiplicative decrease and fast convergence; or
- * Reno's halving (RFC 5681 3.1 eq. 4). */
+/*
+ * RFC 9438 4.6-4.7: multiplicative decrease and fast convergence; or
+ * Reno's halving.  From cwnd, as Linux's cubictcp_recalc_ssthresh()
+ * (max(cwnd x 717/1024, 2 segments)) and tcp_reno_ssthresh() (cwnd / 2):
+ * cwnd grows only while it limits the sender (tcp_input.c), so it is the
+ * window the path took.  Before, 0.7 x min(cwnd, flight) (RFC 9438 4.6's
+ * flight, RFC 5681's FlightSize / 2 for Reno): a loss while the writer
+ * held the flight below cwnd cut deeper than Linux
+ * (own/ssthresh-cwnd-not-flight: 2.8 segments against 7).
+ */
 static void cubic_reduce(struct sl_tcp_sock *tp)
 {
 	uint32_t mss = tp->mss ? tp->mss : SL_TCP_MSS_DEFAULT;
-	uint32_t flight = sl_tcp_flight(tp);
 	uint32_t w = tp->cwnd;
 
 	if (tp->tflags & SL_TF_RENO) {
-		tp->ssthresh = max_u32(flight / 2, 2 * mss);
+		tp->ssthresh = max_u32(w / 2, 2 * mss);
 		tp->cc_acc = 0;
 		return;
 	}
@@ -205,8 +212,6 @@ static void cubic_reduce(struct sl_tcp_sock *tp)
 	else
 		tp->cc_wmax = w;
 	tp->tflags &= ~SL_TF_NOWMAX;
-	if (flight < w)
-		w = flight > mss ? flight : w;
 	tp->ssthresh = max_u32((uint32_t)((uint64_t)w * CUBIC_BETA / 1024), 2 * mss);
 	tp->cc_epoch_us = 0;
 }

@@ -1517,19 +1517,25 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 			}
 		} else {
 			tp->dupacks = 0;
+			bool recov;
+
 			if (tp->undo & SL_UNDO_LOSS)
 				frto_new = loss_ack(s, so, g, true, false);
 			else
 				undo_dsack(s, so);
+			/* RACK took a segment for lost (Linux's
+			 * tcp_time_to_recover(): the loss is proven).  Then
+			 * cwnd does not grow first: ssthresh comes from the
+			 * cwnd before this ACK, as Linux's tcp_fastretrans_alert()
+			 * runs before tcp_cong_control(). */
+			recov = sack && lost && SEQ_GT(ack, tp->recover);
 			if (tp->ecn & SL_ECN_CWR_WND)
 				ecn_prr(tp, delivered, true);
-			else if (cwnd_limited)
+			else if (cwnd_limited && !recov)
 				sl_tcp_cc_ack(tp, delivered, now_us);
 			if (frto_new)
 				loss_frto_send(s, so, now_us);
-			/* RACK took a segment for lost (Linux's
-			 * tcp_time_to_recover(): the loss is proven). */
-			if (sack && lost && SEQ_GT(ack, tp->recover))
+			if (recov)
 				enter_recovery(s, so, delivered, newly_lost, now_us);
 		}
 		sl_tcp_rearm_rexmt(so, now_us);
