@@ -6,6 +6,9 @@
  * RFC 6675) with RACK's loss detection and the tail loss probe (RFC
  * 8985), slow start and the CUBIC decrease (RFC 9438).
  */
+#include <netinet/tcp.h>
+#include <string.h>
+
 #include "tcp_fixture.h"
 
 #define IRS 30000u
@@ -139,6 +142,60 @@ static void test_established_rtt_estimate(void)
 	tap_eq(so->tcp.rttvar_us, so->tcp.mdev_us, "RTTVAR follows mdev up");
 	tap_eq(so->tcp.rto_us, 275000 + 606250, "RTO = SRTT + RTTVAR");
 	tap_eq(so->tcp.mdev_max_us, SL_TCP_RTO_MIN_US, "a new window: its most starts at 200 ms");
+	tf_finish();
+}
+
+static struct tcp_info info(struct sl_sock *so)
+{
+	struct tcp_info ti;
+	unsigned int len = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	sl_tcp_getsockopt(T.s, so, IPPROTO_TCP, TCP_INFO, &ti, &len);
+	return ti;
+}
+
+/* TCP_INFO's retransmission fields, as Linux's tcp_get_info() gives them
+ * on the same exchange (packetdrill tests/conformance/pd/info-retrans.pkt
+ * holds the kernel to these figures; its code events read TCP_INFO with
+ * the real getsockopt(), which the plugin cannot answer): two segments,
+ * two RTOs, then the first ACKed. Before, all four were 0. */
+static void test_established_info_retrans(void)
+{
+	struct tcp_info ti;
+	struct sl_sock *so;
+	uint32_t iss;
+
+	tf_init("ir");
+	so = conn(&iss, false);
+	set_path(so, 100000);	/* a 100 ms handshake: RTO 300 ms */
+	sl_tcp_send(T.s, so, pattern, 2000, 0, tf_now_us);
+	tap_eq(info(so).tcpi_total_retrans, 0, "nothing sent again yet");
+	tf_clear();
+	tap_eq(wait_frame(1000), 300, "the RTO at 300 ms");
+	ti = info(so);
+	tap_eq(ti.tcpi_retransmits, 1, "tcpi_retransmits 1 (icsk_retransmits)");
+	tap_eq(ti.tcpi_total_retrans, 1, "tcpi_total_retrans 1");
+	tap_eq(ti.tcpi_lost, 2, "tcpi_lost 2: all that was out (tcp_timeout_mark_lost())");
+	tap_eq(ti.tcpi_retrans, 1, "tcpi_retrans 1: the one sent again");
+	tap_eq(wait_frame(1000), 600, "again 600 ms on");
+	ti = info(so);
+	tap_eq(ti.tcpi_retransmits, 2, "tcpi_retransmits 2");
+	tap_eq(ti.tcpi_total_retrans, 2, "tcpi_total_retrans 2");
+	tf_advance_ms(10);
+	tf_clear();
+	ack(so, iss + 1001, NULL);
+	tap_ok(T.n == 1 && tf_last().seq == iss + 1001, "the first ACKed: the second goes again");
+	ti = info(so);
+	tap_eq(ti.tcpi_retransmits, 0, "tcpi_retransmits 0: SND.UNA moved");
+	tap_eq(ti.tcpi_total_retrans, 3, "tcpi_total_retrans 3");
+	tap_eq(ti.tcpi_lost, 1, "tcpi_lost 1");
+	tap_eq(ti.tcpi_retrans, 1, "tcpi_retrans 1");
+	tf_advance_ms(10);
+	ack(so, iss + 2001, NULL);
+	ti = info(so);
+	tap_ok(ti.tcpi_lost == 0 && ti.tcpi_retrans == 0 && ti.tcpi_total_retrans == 3,
+	       "all ACKed: lost 0, retrans 0, total_retrans 3");
 	tf_finish();
 }
 
@@ -1226,6 +1283,7 @@ int main(void)
 	test_syn_sent_sysctl();
 	test_established_rto_backoff();
 	test_established_rtt_estimate();
+	test_established_info_retrans();
 	test_established_data_retries();
 	test_established_fast_retransmit();
 	test_established_limited_transmit();

@@ -1793,6 +1793,38 @@ static const uint8_t linux_state[] = {
 
 #define ARRAY_LEN(a)	(sizeof(a) / sizeof((a)[0]))
 
+/*
+ * TCP_INFO's tcpi_lost and tcpi_retrans, in segments, as Linux's lost_out
+ * and retrans_out: of what is sent and neither acknowledged nor SACKed,
+ * the segments taken for lost (RACK's, or after an RTO everything sent
+ * before it, tcp_timeout_mark_lost()), and those sent again and not
+ * taken for lost since (TCPCB_SACKED_RETRANS).  A walk of the send queue:
+ * TCP_INFO is no hot path.
+ */
+static void info_lost_retrans(struct sl_stack *s, const struct sl_tcp_sock *tp, uint32_t *lost,
+			      uint32_t *retrans)
+{
+	uint32_t steps = 0, nl = 0, nr = 0;
+	bool rto = tp->undo & SL_UNDO_LOSS;
+
+	for (uint32_t i = tp->sndq_head; sl_buf_next(s, i, &steps); i = sl_buf(s, i)->next_idx) {
+		const struct sluice_buf *b = sl_buf(s, i);
+
+		if (!(b->flags & SL_TBF_SENT) || !SEQ_LT(b->seq, tp->snd_max))
+			break;
+		if (b->flags & SL_TBF_SACKED)
+			continue;
+		if ((b->flags & SL_TBF_LOST) || (rto && SEQ_LT(b->seq, tp->recover)))
+			nl++;
+		if ((b->flags & SL_TBF_REXMIT) &&
+		    ((b->flags & SL_TBF_RECOV) ||
+		     (!(b->flags & SL_TBF_LOST) && SEQ_LT(b->seq, tp->snd_nxt))))
+			nr++;
+	}
+	*lost = nl;
+	*retrans = nr;
+}
+
 int sl_tcp_getsockopt(struct sl_stack *s, struct sl_sock *so, int level, int name, void *val,
 		      unsigned int *len)
 {
@@ -1825,6 +1857,12 @@ int sl_tcp_getsockopt(struct sl_stack *s, struct sl_sock *so, int level, int nam
 		ti.tcpi_snd_wscale = tp->snd_wscale;
 		ti.tcpi_rcv_wscale = tp->rcv_wscale;
 		ti.tcpi_unacked = (tp->snd_max - tp->snd_una) / div;
+		/* Linux's icsk_retransmits (RTOs since SND.UNA last moved),
+		 * total_retrans (every segment sent again: RTO, fast
+		 * retransmit, RACK, loss probe, SYN), lost_out, retrans_out. */
+		ti.tcpi_retransmits = tp->backoff;
+		ti.tcpi_total_retrans = so->retransmits;
+		info_lost_retrans(s, tp, &ti.tcpi_lost, &ti.tcpi_retrans);
 		memcpy(val, &ti, n);
 		*len = n;
 		return 0;

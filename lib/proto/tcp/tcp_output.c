@@ -1089,6 +1089,12 @@ void sl_tcp_output(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 	tp->sndq_hint = idx < s->n_bufs ? idx : last;
 	/* The FIN follows the last byte (RFC 9293 3.10.4). */
 	if ((tp->tflags & SL_TF_FIN_Q) && tp->snd_nxt == tp->snd_end && idx >= s->n_bufs) {
+		if (SEQ_GT(tp->snd_max, tp->snd_end)) {
+			/* Sent before (an RTO went back): again, and
+			 * counted as Linux's total_retrans counts it. */
+			sl_count(s, SL_C_tcp_retransmit);
+			so->retransmits++;
+		}
 		sl_tcp_send_ctl(s, so, TH_FIN_ | TH_ACK_, tp->snd_end, now_us);
 		tp->tflags |= SL_TF_FIN_ALONE;
 		tp->snd_nxt = tp->snd_end + 1;

@@ -397,6 +397,7 @@ static void on_tlp(struct sl_stack *s, struct sl_sock *so, uint64_t now_us)
 		/* The last segment sent was a FIN alone: it is the probe. */
 		tp->tflags |= SL_TF_TLP_RETX;
 		sl_count(s, SL_C_tcp_retransmit);
+		so->retransmits++;
 		sl_tcp_send_ctl(s, so, TH_FIN_ | TH_ACK_, tp->snd_end, now_us);
 	} else {
 		for (idx = tp->sndq_head; sl_buf_next(s, idx, &steps); idx = sl_buf(s, idx)->next_idx) {
