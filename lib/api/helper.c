@@ -324,8 +324,18 @@ SL_FORKTEXT void sl_helper_ensure(struct sl_stack *s)
 		break;
 	}
 	sl_sys_close(fds[0]);
-	if (ok)
+	if (ok) {
+		/* What reached our queue of the link while the helper came
+		 * up goes with our fd: the peer's ACK of the FIN our close()
+		 * sent, a few hundred µs behind it, was lost so, and the FIN
+		 * went again at the RTO though the peer had it.  Take it in
+		 * now; the helper reads its own queue from here on. */
+		if (!sl_lock(s)) {
+			sl_run(s);
+			sl_unlock(s);
+		}
 		return;
+	}
 	/* No helper took the claim: let the next detacher try. */
 	sl_cmpxchg(helper_word(s), &self, 0);
 	return;
