@@ -1449,8 +1449,10 @@ static bool ack_process(struct sl_stack *s, struct sl_sock *so, const struct seg
 			tp->max_sndwnd = wnd;
 	}
 
-	if (!SEQ_GT(ack, tp->snd_una))
-		ack_rtt(tp, g, &st, false, now_us);	/* newly SACKed only */
+	/* Newly SACKed only; not from an old ACK (Linux's tcp_ack() takes
+	 * its SACK blocks but no sample). */
+	if (ack == tp->snd_una)
+		ack_rtt(tp, g, &st, false, now_us);
 	if (SEQ_GT(ack, tp->snd_una)) {
 		/* RFC 7661 flavour (Linux tcp_is_cwnd_limited): grow cwnd only
 		 * while it is what limits the sender. */
