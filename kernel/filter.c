@@ -304,6 +304,39 @@ static bool sluice_resv_ours(const struct sluice_resv *r, const struct sock *sk)
 }
 
 /*
+ * What the kernel's lookup of a reply found, its reference dropped: a TCP
+ * connection, request or TIME-WAIT (@est, from an established-table
+ * lookup) always takes it; a UDP socket (@udp) unless it is the
+ * reservation of @f's stack.
+ */
+static bool sluice_est_found(struct sock *est)
+{
+	if (!est)
+		return false;
+	sock_gen_put(est);
+	return true;
+}
+
+static bool sluice_udp_found(const struct sluice_kfilter *f, struct sock *udp)
+{
+	bool takes;
+
+	if (!udp)
+		return false;
+	takes = !sluice_resv_ours(f->resv, udp);
+	sock_put(udp);
+	return takes;
+}
+
+/* @takes, counted in @f's kernel when true. */
+static bool sluice_kernel_counted(struct sluice_kfilter *f, bool takes)
+{
+	if (takes)
+		atomic64_inc(&f->kernel);
+	return takes;
+}
+
+/*
  * TCP: a segment of a connection, request or TIME-WAIT the kernel has
  * (looked for on a SYN, and on every segment once the port is known to
  * carry kernel connections), or a SYN whose listener, as the kernel
@@ -324,10 +357,8 @@ static bool sluice_tcp_kernel_takes(struct sluice_kfilter *f, struct net *net,
 		sk = __inet_lookup_established(net, h, iph->saddr, th->source,
 					       iph->daddr, ntohs(th->dest),
 					       ifindex, 0);
-		if (sk) {
-			sock_gen_put(sk);
+		if (sluice_est_found(sk))
 			return true;
-		}
 	}
 	if (!th->syn || th->ack)
 		return false;
@@ -394,13 +425,9 @@ static noinline bool sluice_kernel_lookup(struct sluice_kfilter *f,
 		 */
 		sk = udp4_lib_lookup(net, iph->saddr, ports[0], iph->daddr,
 				     ports[1], dev->ifindex);
-		takes = sk && !sluice_resv_ours(f->resv, sk);
-		if (sk)
-			sock_put(sk);
+		takes = sluice_udp_found(f, sk);
 	}
-	if (takes)
-		atomic64_inc(&f->kernel);
-	return takes;
+	return sluice_kernel_counted(f, takes);
 }
 
 /*
@@ -432,10 +459,8 @@ static bool sluice_tcp6_kernel_takes(struct sluice_kfilter *f, struct net *net,
 		sk = __inet6_lookup_established(net, h, &ip6h->saddr,
 						th->source, &ip6h->daddr,
 						ntohs(th->dest), ifindex, 0);
-		if (sk) {
-			sock_gen_put(sk);
+		if (sluice_est_found(sk))
 			return true;
-		}
 	}
 	if (!th->syn || th->ack)
 		return false;
@@ -483,13 +508,9 @@ static noinline bool sluice_kernel_lookup6(struct sluice_kfilter *f,
 		/* Takes a reference, as udp4_lib_lookup() does. */
 		sk = udp6_lib_lookup(net, &ip6h->saddr, ports[0],
 				     &ip6h->daddr, ports[1], dev->ifindex);
-		takes = sk && !sluice_resv_ours(f->resv, sk);
-		if (sk)
-			sock_put(sk);
+		takes = sluice_udp_found(f, sk);
 	}
-	if (takes)
-		atomic64_inc(&f->kernel);
-	return takes;
+	return sluice_kernel_counted(f, takes);
 }
 
 /* Under rcu_read_lock(): as sluice_filter_find(), IPv6. */
@@ -598,19 +619,12 @@ struct sluice_stack *sluice_filter_match_err(struct net *net, int ifindex,
 	if (protocol == IPPROTO_TCP) {
 		sk = __inet_lookup_established(net, h, raddr, rport, laddr,
 					       ntohs(lport), ifindex, 0);
-		takes = sk;
-		if (sk)
-			sock_gen_put(sk);
+		takes = sluice_est_found(sk);
 	} else {
 		sk = udp4_lib_lookup(net, raddr, rport, laddr, lport, ifindex);
-		takes = sk && !sluice_resv_ours(f->resv, sk);
-		if (sk)
-			sock_put(sk);
+		takes = sluice_udp_found(f, sk);
 	}
-	if (!takes)
-		return st;
-	atomic64_inc(&f->kernel);
-	return NULL;
+	return sluice_kernel_counted(f, takes) ? NULL : st;
 }
 
 /* As sluice_filter_match_err(), IPv6. */
@@ -635,19 +649,12 @@ struct sluice_stack *sluice_filter_match6_err(struct net *net, int ifindex,
 	if (protocol == IPPROTO_TCP) {
 		sk = __inet6_lookup_established(net, h, raddr, rport, laddr,
 						ntohs(lport), ifindex, 0);
-		takes = sk;
-		if (sk)
-			sock_gen_put(sk);
+		takes = sluice_est_found(sk);
 	} else {
 		sk = udp6_lib_lookup(net, raddr, rport, laddr, lport, ifindex);
-		takes = sk && !sluice_resv_ours(f->resv, sk);
-		if (sk)
-			sock_put(sk);
+		takes = sluice_udp_found(f, sk);
 	}
-	if (!takes)
-		return st;
-	atomic64_inc(&f->kernel);
-	return NULL;
+	return sluice_kernel_counted(f, takes) ? NULL : st;
 }
 
 /* Under rcu_read_lock(): the filter whose key is exactly @t's, if any. */
