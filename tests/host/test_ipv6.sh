@@ -23,26 +23,11 @@ sluice=$top/build/tools/sluice
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 
-need_netns "IPv6 on TAP"
-
 ns=sl-v6-$$ kns=sl-v6k-$$ stack=v6-$$
 S=fd00:20::2 K=fd00:21::2
-tmp=$(mktemp -d)
-cleanup() {
-	for n in "$ns" "$kns"; do ip netns pids "$n" 2>/dev/null | xargs -r kill 2>/dev/null; done
-	jobs -p | xargs -r kill 2>/dev/null
-	wait 2>/dev/null
-	for n in "$ns" "$kns"; do ip netns del "$n" 2>/dev/null; done
-	rm -rf "/dev/shm/sluice-$stack" "/dev/shm/sluicefd-$stack" "$tmp"
-}
-trap cleanup EXIT
-in_ns() { ip netns exec "$ns" "$@"; }
+netns_test "IPv6 on TAP" "$ns" "$kns" -- "$stack"
 counter() { "$sluice" dump "$stack" 2>/dev/null | awk -v n="$1" '$1 == n { print $2 }'; }
 
-ip netns add "$ns"
-ip netns add "$kns"
-in_ns ip link set lo up
-ip netns exec "$kns" ip link set lo up
 in_ns ip tuntap add dev sl0 mode tap multi_queue
 in_ns ip addr add 10.203.0.1/24 dev sl0
 in_ns ip -6 addr add fd00:20::1/64 dev sl0 nodad

@@ -25,26 +25,11 @@ py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 N=${V6_PEERS:-1000}
 
-need_netns "many IPv6 peers"
-
 ns=sl-v6p-$$ kns=sl-v6pk-$$ stack=v6p-$$
 S=fd00:40::2 K=fd00:41::2
-tmp=$(mktemp -d)
-cleanup() {
-	for n in "$ns" "$kns"; do ip netns pids "$n" 2>/dev/null | xargs -r kill 2>/dev/null; done
-	jobs -p | xargs -r kill 2>/dev/null
-	wait 2>/dev/null
-	for n in "$ns" "$kns"; do ip netns del "$n" 2>/dev/null; done
-	rm -rf "/dev/shm/sluice-$stack" "/dev/shm/sluicefd-$stack" "$tmp"
-}
-trap cleanup EXIT
-in_ns() { ip netns exec "$ns" "$@"; }
+netns_test "many IPv6 peers" "$ns" "$kns" -- "$stack"
 counter() { "$sluice" dump "$stack" 2>/dev/null | awk -v n="$1" '$1 == n { print $2 }'; }
 
-ip netns add "$ns"
-ip netns add "$kns"
-in_ns ip link set lo up
-ip netns exec "$kns" ip link set lo up
 in_ns ip tuntap add dev sl0 mode tap multi_queue
 in_ns ip -6 addr add fd00:40::1/64 dev sl0 nodad
 in_ns ip link set sl0 up
