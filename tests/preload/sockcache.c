@@ -395,10 +395,40 @@ static bool case_refused(void)
 	return true;
 }
 
+/* Is the set's one event the socket's, under data d?  (-1: none.) */
+static int ep_one(int ep, int d, int ms)
+{
+	struct epoll_event ev;
+	int n = epoll_wait(ep, &ev, 1, ms);
+
+	return n == 1 && ev.data.fd == d ? 1 : n == 0 ? 0 : -1;
+}
+
+/*
+ * The next socket, likely the cache's last closed one, is not reported by
+ * set @ep, which was never given it: its data written, nothing in 50 ms.
+ */
+static bool next_unreported(int ep, int round)
+{
+	int c2, a2;
+	bool ok = true;
+
+	if (!conn(&c2, &a2, 0, 0))
+		return false;
+	if (write(c2, "y", 1) != 1)
+		ok = bad("round %d: write: %s", round, strerror(errno));
+	usleep(20000);
+	if (ok && ep_one(ep, a2, 50) != 0)
+		ok = bad("round %d: the next socket reported by the set", round);
+	close(a2);
+	close(c2);
+	return ok;
+}
+
 static bool case_epoll(void)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
-	int c, a, c2, a2, ep, n, round;
+	int c, a, ep, n, round;
 	bool ok = true;
 
 	ep = epoll_create1(EPOLL_CLOEXEC);
@@ -422,37 +452,18 @@ static bool case_epoll(void)
 		n = epoll_wait(ep, &ev, 1, 0);
 		if (ok && n != 0)
 			ok = bad("round %d: %d events after the close", round, n);
-		if (ok && conn(&c2, &a2, 0, 0)) {
-			if (write(c2, "y", 1) != 1)
-				ok = bad("round %d: write: %s", round, strerror(errno));
-			usleep(20000);
-			n = epoll_wait(ep, &ev, 1, 50);
-			if (ok && n != 0)
-				ok = bad("round %d: the next socket reported (%d) by the set", round, n);
-			close(a2);
-			close(c2);
-		} else {
-			ok = false;
-		}
+		if (ok)
+			ok = next_unreported(ep, round);
 		close(c);
 	}
 	close(ep);
 	return ok;
 }
 
-/* Is the set's one event the socket's, under data d?  (-1: none.) */
-static int ep_one(int ep, int d, int ms)
-{
-	struct epoll_event ev;
-	int n = epoll_wait(ep, &ev, 1, ms);
-
-	return n == 1 && ev.data.fd == d ? 1 : n == 0 ? 0 : -1;
-}
-
 static bool case_epoll_held(void)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
-	int c, a, c2, a2, d, ep, st, go[2];
+	int c, a, d, ep, st, go[2];
 	bool ok = true;
 	pid_t pid = -1;
 
@@ -497,17 +508,8 @@ static bool case_epoll_held(void)
 		close(go[1]);
 		if (ok && ep_one(ep, a, 0) != 0)
 			ok = bad("round %d: reported after the last fd's close", r);
-		if (ok && conn(&c2, &a2, 0, 0)) {
-			if (write(c2, "y", 1) != 1)
-				ok = bad("round %d: write: %s", r, strerror(errno));
-			usleep(20000);
-			if (ok && ep_one(ep, a2, 50) != 0)
-				ok = bad("round %d: the next socket reported by the set", r);
-			close(a2);
-			close(c2);
-		} else {
-			ok = false;
-		}
+		if (ok)
+			ok = next_unreported(ep, r);
 		close(c);
 	}
 	close(ep);
