@@ -182,23 +182,31 @@ bool sl_v6tok_addr(const struct sl_stack *s, uint32_t tok, uint8_t *out)
 }
 
 /*
- * Where a's hash slots start: a keyed mix of its 16 bytes (the ISN
- * secret's), so that peers cannot choose addresses that share a run of
- * slots.  Slots are probed in turn (linear probing); 2 * v6tok_max of
- * them for at most v6tok_max entries, none ever taken back, so a run
- * ends at an empty slot within a few steps.
+ * A keyed mix of address a's 16 bytes (the ISN secret's halves, k first),
+ * so that peers cannot choose addresses that share a run of hash slots or
+ * a chain.
  */
-static uint32_t v6tok_slot(const struct sl_stack *s, const uint8_t *a)
+static uint32_t v6_mix(const struct sl_stack *s, const uint8_t *a, unsigned int k)
 {
-	const struct sl_region *r = s->lib;
+	const uint64_t *secret = s->lib->tcp_isn_secret;
 	uint64_t x, y;
 
 	memcpy(&x, a, 8);
 	memcpy(&y, a + 8, 8);
-	x = (x ^ r->tcp_isn_secret[0]) * 0x9e3779b97f4a7c15ull;
-	y = (y ^ r->tcp_isn_secret[1] ^ (x >> 29)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ secret[k]) * 0x9e3779b97f4a7c15ull;
+	y = (y ^ secret[k ^ 1] ^ (x >> 29)) * 0xbf58476d1ce4e5b9ull;
 	y ^= y >> 31;
-	return (uint32_t)(y ^ (y >> 32)) & (2 * s->v6tok_max - 1);
+	return (uint32_t)(y ^ (y >> 32));
+}
+
+/*
+ * Where a's hash slots start.  Slots are probed in turn (linear probing);
+ * 2 * v6tok_max of them for at most v6tok_max entries, none ever taken
+ * back, so a run ends at an empty slot within a few steps.
+ */
+static uint32_t v6tok_slot(const struct sl_stack *s, const uint8_t *a)
+{
+	return v6_mix(s, a, 0) & (2 * s->v6tok_max - 1);
 }
 
 /* The entry of a peer's address a, as v6tok_find()'s walk of its hash
@@ -547,18 +555,11 @@ static uint64_t nd_now(struct sl_stack *s)
 	return sl_now(s) / 1000;
 }
 
-/* The hash chain of address ip: keyed as the handles' (v6tok_slot()). */
+/* The hash chain of address ip: keyed as the handles' (v6_mix()), with
+ * the secret's two halves the other way round. */
 static uint32_t *nd_chain(struct sl_stack *s, const uint8_t *ip)
 {
-	const struct sl_region *r = s->lib;
-	uint64_t x, y;
-
-	memcpy(&x, ip, 8);
-	memcpy(&y, ip + 8, 8);
-	x = (x ^ r->tcp_isn_secret[1]) * 0x9e3779b97f4a7c15ull;
-	y = (y ^ r->tcp_isn_secret[0] ^ (x >> 29)) * 0xbf58476d1ce4e5b9ull;
-	y ^= y >> 31;
-	return &s->lib->neigh6_hash[(uint32_t)(y ^ (y >> 32)) & (SL_NEIGH6_MAX - 1)];
+	return &s->lib->neigh6_hash[v6_mix(s, ip, 1) & (SL_NEIGH6_MAX - 1)];
 }
 
 /* An entry's place in the table from a chain link (index + 1), NULL at
