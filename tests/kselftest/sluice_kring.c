@@ -1820,6 +1820,25 @@ static long long snmp_value(const char *file, const char *group,
 }
 
 /*
+ * snmp_value() once it has grown by @want from @from, or after 2 s as it
+ * is then.
+ */
+static long long snmp_wait(const char *file, const char *group,
+			   const char *name, long long from, long long want)
+{
+	long long v = -1;
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		v = snmp_value(file, group, name);
+		if (v - from >= want)
+			break;
+		usleep(10000);
+	}
+	return v;
+}
+
+/*
  * An ICMP error of @type/@code in @buf quoting a packet of @proto from
  * @src:@sport to @dst:@dport, its fragment offset @fo (8-byte units),
  * with @l4 bytes of its transport header; its length.
@@ -1910,12 +1929,7 @@ TEST_F(veth, rx_icmp_errors)
 					       (struct sockaddr *)&to,
 					       sizeof(to)));
 	}
-	for (i = 0; i < 200; i++) {
-		in1 = snmp_value("/proc/net/snmp", "Icmp", "InMsgs");
-		if (in1 - in0 >= N_BAD4)
-			break;
-		usleep(10000);
-	}
+	in1 = snmp_wait("/proc/net/snmp", "Icmp", "InMsgs", in0, N_BAD4);
 	EXPECT_EQ(N_BAD4, in1 - in0);
 	EXPECT_EQ(0, k->rx_packets);
 	len = icmp4_err(buf, 3, 4, self->addr, STEERED_PORT, self->peer_addr,
@@ -2032,12 +2046,7 @@ TEST_F(veth, rx_icmp6_errors)
 					       (struct sockaddr *)&to,
 					       sizeof(to)));
 	}
-	for (i = 0; i < 200; i++) {
-		in1 = snmp_value("/proc/net/snmp6", "", "Icmp6InMsgs");
-		if (in1 - in0 >= N_BAD6)
-			break;
-		usleep(10000);
-	}
+	in1 = snmp_wait("/proc/net/snmp6", "", "Icmp6InMsgs", in0, N_BAD6);
 	/* (At least: the kernel may probe its neighbour meanwhile.) */
 	EXPECT_LE(N_BAD6, in1 - in0);
 	EXPECT_EQ(1, k->rx_packets);
