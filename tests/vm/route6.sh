@@ -166,14 +166,7 @@ check "the link refused no packet the stack sent (link_tx_err ${v:-0})" [ "${v:-
 v=$(sed -n 's/^  bad_desc *\([0-9]*\) .*/\1/p' /tmp/rr6-dump.out | head -n 1)
 check "kring counter bad_desc is 0 ($v)" [ "$v" = 0 ]
 
-kill $hold 2>/dev/null
-wait $hold 2>/dev/null
-hold=
-hp=$(sluice dump $ST 2>/dev/null | sed -n 's/^  helper: process \([0-9]*\) .*/\1/p')
-[ -n "$hp" ] && kill "$hp" 2>/dev/null
-i=0
-while [ $i -lt 100 ] && [ -d /sys/class/misc/sluice/stacks/$ST ]; do sleep 0.2; i=$((i + 1)); done
-check "the stack went with its last program" [ ! -d /sys/class/misc/sluice/stacks/$ST ]
+holder_end
 
 # Addresses added later.  slv2 has IPv4 (a module's stack needs one) and
 # its link-local IPv6 address only when the stack "ra6" is made on it (a

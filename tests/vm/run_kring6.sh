@@ -146,14 +146,7 @@ check "the link refused no packet the stack sent (link_tx_err ${v:-0})" [ "${v:-
 # The holder goes; the orphaned connections and TIME-WAIT entries hold
 # the stack in its helper: ended here, not waited for (run_kring.sh
 # checks the helper).
-kill $hold 2>/dev/null
-wait $hold 2>/dev/null
-hold=
-hp=$(sluice dump $ST 2>/dev/null | sed -n 's/^  helper: process \([0-9]*\) .*/\1/p')
-[ -n "$hp" ] && kill "$hp" 2>/dev/null
-i=0
-while [ $i -lt 100 ] && [ -d /sys/class/misc/sluice/stacks/$ST ]; do sleep 0.2; i=$((i + 1)); done
-check "the stack went with its last program" [ ! -d /sys/class/misc/sluice/stacks/$ST ]
+holder_end
 
 cleanup
 trap - EXIT

@@ -43,6 +43,19 @@ step() {
 		[ $((rx1 - rx0)) -ge "$by" -a $((tx1 - tx0)) -ge "$by" ]
 	check "$STEP_TAG... none of it the VM kernel's TCP or UDP ($seen0 -> $seen1)" [ "$seen0" = "$seen1" ]
 }
+# holder_end: the stack's holder ($hold, a job of the suite) and then the
+# helper that keeps its orphaned connections are ended, not waited for;
+# the module's stack must go with them.
+holder_end() {
+	local hp n=0
+	kill $hold 2>/dev/null
+	wait $hold 2>/dev/null
+	hold=
+	hp=$(sluice dump "$ST" 2>/dev/null | sed -n 's/^  helper: process \([0-9]*\) .*/\1/p')
+	[ -n "$hp" ] && kill "$hp" 2>/dev/null
+	while [ $n -lt 100 ] && [ -d /sys/class/misc/sluice/stacks/$ST ]; do sleep 0.2; n=$((n + 1)); done
+	check "the stack went with its last program" [ ! -d /sys/class/misc/sluice/stacks/$ST ]
+}
 # kstep DESCRIPTION CMD...: the same program on the VM's kernel.
 kstep() {
 	local d=$1 out
